@@ -1,0 +1,3 @@
+from exchange.cli import main
+
+main()

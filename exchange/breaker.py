@@ -1,0 +1,74 @@
+"""The circuit breaker: tells a site outage from a poison message (contract 5).
+
+Opens after ``threshold`` consecutive temporary failures, with no success in between, on
+``threshold`` distinct aggregates. While open nothing is sent; after a cool-down (doubling
+from ``base_delay`` up to ``max_delay``) one probe goes out, each time on an aggregate not
+probed before in this outage. A probe's success closes it; a failed probe is not charged
+(the caller's business) and re-opens it for a longer cool-down.
+
+Per worker process, in memory: it reflects what this worker sees of the site.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+
+class BreakerState(StrEnum):
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half-open"  # cool-down over: one probe may go
+
+
+@dataclass
+class CircuitBreaker:
+    threshold: int
+    base_delay: float
+    max_delay: float
+    failing_aggregates: set[int] = field(default_factory=set)
+    opened_until: datetime | None = None
+    openings: int = 0
+    probed: set[int] = field(default_factory=set)
+
+    def state(self, now: datetime) -> BreakerState:
+        if self.opened_until is None:
+            return BreakerState.CLOSED
+        return BreakerState.OPEN if now < self.opened_until else BreakerState.HALF_OPEN
+
+    def allowance(self, now: datetime, batch_size: int) -> int:
+        """How many messages may be leased now."""
+        match self.state(now):
+            case BreakerState.CLOSED:
+                return batch_size
+            case BreakerState.HALF_OPEN:
+                return 1
+            case BreakerState.OPEN:
+                return 0
+
+    def record_success(self) -> None:
+        self.failing_aggregates.clear()
+        self.opened_until = None
+        self.openings = 0
+        self.probed.clear()
+
+    def record_temporary_failure(self, aggregate_id: int, now: datetime) -> bool:
+        """Count one failure; True when this failure opened (or re-opened) the breaker."""
+        if self.opened_until is not None:  # a failed probe
+            self.probed.add(aggregate_id)
+            self._open(now)
+            return True
+        self.failing_aggregates.add(aggregate_id)
+        if len(self.failing_aggregates) >= self.threshold:
+            self._open(now)
+            return True
+        return False
+
+    def is_open(self) -> bool:
+        return self.opened_until is not None
+
+    def _open(self, now: datetime) -> None:
+        self.openings += 1
+        cool_down = min(self.max_delay, self.base_delay * 2 ** min(self.openings - 1, 60))
+        self.opened_until = now + timedelta(seconds=cool_down)

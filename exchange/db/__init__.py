@@ -1,0 +1,1 @@
+"""Storage: the schema (``schema``), engines and transactions (``engine``), migrations."""

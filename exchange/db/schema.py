@@ -1,0 +1,213 @@
+"""The schema, as typed SQLAlchemy models. Created and upgraded only by Alembic migrations.
+
+Times are stored as UTC without a zone (``UTCDateTime``) on both databases, so that the
+staging table keeps the contract's ``TIMESTAMP (UTC)`` and values read back are aware.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    false,
+)
+from sqlalchemy import text as sa_text
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql.expression import FunctionElement
+
+from exchange.clock import ensure_utc
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# SQLite makes a rowid alias (and AUTOINCREMENT) only of a column typed exactly INTEGER.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """An aware UTC datetime stored as a naive UTC TIMESTAMP."""
+
+    impl = DateTime(timezone=False)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return ensure_utc(value).replace(tzinfo=None)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):  # a value 1C wrote by hand into SQLite
+            value = datetime.fromisoformat(value)
+        return ensure_utc(value)
+
+
+class utcnow(FunctionElement[datetime]):
+    """The database's current UTC time as a zone-less timestamp (for server defaults)."""
+
+    type = DateTime()
+    inherit_cache = True
+
+
+@compiles(utcnow, "postgresql")
+def _utcnow_pg(element: utcnow, compiler: Any, **kw: Any) -> str:
+    return "(now() AT TIME ZONE 'utc')"
+
+
+@compiles(utcnow, "sqlite")
+def _utcnow_sqlite(element: utcnow, compiler: Any, **kw: Any) -> str:
+    return "CURRENT_TIMESTAMP"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class StagingIntent(Base):
+    """What 1C writes (contract 1). 1C only INSERTs; the service only sets ``taken_at``."""
+
+    __tablename__ = "staging_intents"
+    __table_args__ = (
+        Index(
+            "ix_staging_intents_untaken",
+            "id",
+            sqlite_where=sa_text("taken_at IS NULL"),
+            postgresql_where=sa_text("taken_at IS NULL"),
+        ),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(BigId, Identity(always=True), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(64))
+    aggregate: Mapped[str] = mapped_column(String(200))
+    aggregate_version: Mapped[int] = mapped_column(BigInteger)
+    payload: Mapped[str] = mapped_column(Text)
+    schema_version: Mapped[str] = mapped_column(String(32), server_default="1")
+    source_ref: Mapped[str | None] = mapped_column(String(500))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, server_default=utcnow())
+    taken_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class Aggregate(Base):
+    """One ordered entity per (kind, aggregate): its cursor and its lease.
+
+    The lease lives here, on the aggregate, so that "at most one message of an aggregate in
+    flight" is one row lock, not a check across message rows that two workers could both pass.
+    """
+
+    __tablename__ = "aggregates"
+    __table_args__ = (UniqueConstraint("kind", "aggregate"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(64))
+    aggregate: Mapped[str] = mapped_column(String(200))
+    # latest-wins: the highest version known applied at the site.
+    # strict: every version at or below it is delivered or cancelled by an operator.
+    done_version: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    lease_token: Mapped[str | None] = mapped_column(String(64))
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class Message(Base):
+    """A message to the site, or a quarantine record of a rejected staging row."""
+
+    __tablename__ = "messages"
+    __table_args__ = (
+        Index("ix_messages_state_next_try_at", "state", "next_try_at"),
+        Index("ix_messages_aggregate_id_version", "aggregate_id", "version"),
+        Index("ix_messages_lease_token", "lease_token"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    message_id: Mapped[str] = mapped_column(String(200), unique=True)
+    # NULL for a rejected row (it belongs to no valid aggregate).
+    aggregate_id: Mapped[int | None] = mapped_column(ForeignKey("aggregates.id"))
+    rejected: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    kind: Mapped[str] = mapped_column(String(64))
+    aggregate: Mapped[str] = mapped_column(String(200))
+    version: Mapped[int] = mapped_column(BigInteger)
+    schema_version: Mapped[str] = mapped_column(String(32))
+    payload: Mapped[str] = mapped_column(Text)
+    source_ref: Mapped[str | None] = mapped_column(String(500))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    staging_id: Mapped[int | None] = mapped_column(BigInteger)
+    taken_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(String(64))
+    superseded_by: Mapped[str | None] = mapped_column(String(200))
+    attempts: Mapped[int] = mapped_column(Integer, server_default="0")
+    next_try_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    locked_by: Mapped[str | None] = mapped_column(String(200))
+    locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    lease_token: Mapped[str | None] = mapped_column(String(64))
+    last_status: Mapped[int | None] = mapped_column(Integer)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    receipt: Mapped[str | None] = mapped_column(Text)
+    # When the gap clock of a strictly ordered message started (taken, or retried).
+    waiting_since: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class History(Base):
+    """A message's biography: one row per transition or event, never rewritten."""
+
+    __tablename__ = "message_history"
+    __table_args__ = (Index("ix_message_history_message_pk_id", "message_pk", "id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    message_pk: Mapped[int] = mapped_column(ForeignKey("messages.id", ondelete="CASCADE"))
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    event: Mapped[str] = mapped_column(String(32))
+    from_state: Mapped[str | None] = mapped_column(String(16))
+    to_state: Mapped[str | None] = mapped_column(String(16))
+    worker: Mapped[str | None] = mapped_column(String(200))
+    attempt: Mapped[int | None] = mapped_column(Integer)
+    http_status: Mapped[int | None] = mapped_column(Integer)
+    error_class: Mapped[str | None] = mapped_column(String(100))
+    detail: Mapped[str | None] = mapped_column(Text)
+    delay_s: Mapped[float | None] = mapped_column(Float)
+    operator: Mapped[str | None] = mapped_column(String(200))
+    note: Mapped[str | None] = mapped_column(Text)
+
+
+class Worker(Base):
+    """What each worker last said about itself: shown by ``exchange status``."""
+
+    __tablename__ = "workers"
+
+    worker_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    paused_reason: Mapped[str | None] = mapped_column(Text)
+    breaker_state: Mapped[str] = mapped_column(String(16), server_default="closed")
+    breaker_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+metadata = Base.metadata
+staging = StagingIntent.__table__
+aggregates = Aggregate.__table__
+messages = Message.__table__
+history = History.__table__
+workers = Worker.__table__

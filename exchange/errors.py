@@ -1,0 +1,31 @@
+"""The project's exception tree. Each docstring is the default message.
+
+    ExchangeError
+    ├── ConfigurationError      bad settings: exit 2 before any work starts
+    ├── DatabaseUnavailable     the database cannot be reached or is not migrated
+    └── OperatorError           an operator command that cannot be carried out as asked
+
+Library exceptions (SQLAlchemy, httpx, pydantic) are converted to these at the boundary;
+the CLI prints ``str(error)`` on one line and exits 2.
+"""
+
+from __future__ import annotations
+
+
+class ExchangeError(Exception):
+    """exchange failed"""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or "").strip())
+
+
+class ConfigurationError(ExchangeError):
+    """the configuration is invalid"""
+
+
+class DatabaseUnavailable(ExchangeError):
+    """the database cannot be reached"""
+
+
+class OperatorError(ExchangeError):
+    """the command cannot be carried out as asked"""

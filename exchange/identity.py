@@ -1,0 +1,36 @@
+"""Message identity: the one formula for ``message_id`` (contract 2).
+
+    message_id = "<kind>.<aggregate>.v<version>.<hash>"
+
+- ``kind`` and ``aggregate`` with every character outside ``A-Z a-z 0-9 _ -`` replaced by
+  ``_``, cut to 60 and 80 characters: they are there for people reading logs and reports;
+- ``hash`` = the first 24 hex digits of SHA-256 over the UTF-8 bytes of
+  ``kind + "\\n" + aggregate + "\\n" + str(version)``: it makes the id unique even when the
+  readable part is cut or folded (``SKU 17`` and ``SKU_17`` differ here).
+
+The result is ASCII, at most 60+1+80+2+20+1+24 = 188 characters, safe in an HTTP header, and
+depends on nothing but (kind, aggregate, version): the same however many times a row is taken.
+
+A quarantine record of a rejected staging row has an id of its own, ``rejected-<staging id>``:
+the derived id may already belong to the real message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def _readable(value: str, limit: int) -> str:
+    return _UNSAFE.sub("_", value)[:limit] or "_"
+
+
+def message_id(kind: str, aggregate: str, version: int) -> str:
+    digest = hashlib.sha256(f"{kind}\n{aggregate}\n{version}".encode()).hexdigest()[:24]
+    return f"{_readable(kind, 60)}.{_readable(aggregate, 80)}.v{version}.{digest}"
+
+
+def rejected_id(staging_id: int) -> str:
+    return f"rejected-{staging_id}"

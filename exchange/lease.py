@@ -1,0 +1,328 @@
+"""The SQL that claims work, renews it and records its outcome (contract 4).
+
+The lease lives on the aggregate row: claiming an aggregate is one row lock (PostgreSQL
+``FOR UPDATE SKIP LOCKED``; SQLite: the whole claim in one ``BEGIN IMMEDIATE``), so at most
+one message of an aggregate is in flight across all workers. Each claim has a fresh lease
+token, written on the aggregates and on the messages it leased; renewing, recording and
+releasing all match on that token, so a worker that lost its lease records nothing over the
+new owner's. A claim and the recording of a batch are each a constant number of statements.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import Connection, and_, bindparam, case, exists, not_, or_, select, update
+from sqlalchemy.orm import aliased
+
+from exchange.contracts import Reason
+from exchange.db.engine import is_postgres
+from exchange.db.schema import Message, aggregates, messages
+from exchange.retry import Decision
+from exchange.states import Event, State
+from exchange.transitions import Change, apply
+
+
+@dataclass(frozen=True, slots=True)
+class Leased:
+    pk: int
+    message_id: str
+    aggregate_id: int
+    kind: str
+    aggregate: str
+    version: int
+    payload: str
+    created_at: datetime
+    attempt: int  # the number of the attempt this lease is for
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    token: str
+    until: datetime
+    messages: list[Leased]
+
+
+def new_token() -> str:
+    return secrets.token_hex(16)
+
+
+def _eligible(m: type[Message], a: object, now: datetime, strict: list[str]) -> object:
+    due = or_(
+        and_(
+            m.state.in_([State.NEW.value, State.DELAYED.value]),
+            or_(m.next_try_at.is_(None), m.next_try_at <= now),
+        ),
+        and_(m.state == State.IN_PROGRESS.value, m.locked_until < now),
+    )
+    in_order = (
+        or_(not_(m.kind.in_(strict)), m.version == aggregates.c.done_version + 1)
+        if strict
+        else True
+    )
+    return and_(m.aggregate_id == aggregates.c.id, not_(m.rejected), due, in_order)
+
+
+def claim(
+    connection: Connection,
+    *,
+    worker: str,
+    now: datetime,
+    limit: int,
+    lease_seconds: float,
+    strict: list[str],
+    exclude: Sequence[int] = (),
+) -> Batch:
+    """Lease up to ``limit`` aggregates with a message due, and one message of each."""
+    token = new_token()
+    until = now + timedelta(seconds=lease_seconds)
+    m = aliased(Message, name="m")
+    eligible = _eligible(m, aggregates, now, strict)
+    free = or_(aggregates.c.lease_until.is_(None), aggregates.c.lease_until < now)
+    pick = (
+        select(aggregates.c.id)
+        .where(free, exists().where(eligible))  # type: ignore[arg-type]
+        .order_by(aggregates.c.id)
+        .limit(limit)
+    )
+    if exclude:
+        pick = pick.where(aggregates.c.id.not_in(list(exclude)))
+    if is_postgres(connection):
+        pick = pick.with_for_update(skip_locked=True)
+    aggregate_ids = list(connection.execute(pick).scalars())
+    if not aggregate_ids:
+        return Batch(token, until, [])
+    connection.execute(
+        update(aggregates)
+        .where(aggregates.c.id.in_(aggregate_ids))
+        .values(lease_token=token, lease_owner=worker, lease_until=until)
+    )
+    rows = connection.execute(
+        select(
+            m.id,
+            m.message_id,
+            m.aggregate_id,
+            m.kind,
+            m.aggregate,
+            m.version,
+            m.payload,
+            m.created_at,
+            m.attempts,
+            m.state,
+            m.locked_by,
+        )
+        .join(aggregates, aggregates.c.id == m.aggregate_id)
+        .where(aggregates.c.id.in_(aggregate_ids), eligible)  # type: ignore[arg-type]
+        .order_by(m.aggregate_id, m.version.desc())
+    ).all()
+    chosen = {}
+    for row in rows:  # latest-wins: the highest due version; strict: the only one
+        chosen.setdefault(row.aggregate_id, row)
+    leased: list[Leased] = []
+    changes: list[Change] = []
+    for row in chosen.values():
+        attempt = row.attempts + 1
+        took_over = row.state == State.IN_PROGRESS.value
+        changes.append(
+            Change(
+                row.id,
+                Event.TAKEN_OVER if took_over else Event.LEASED,
+                State(row.state),
+                State.IN_PROGRESS,
+                values={
+                    "locked_by": worker,
+                    "locked_until": until,
+                    "lease_token": token,
+                    "attempts": attempt,
+                },
+                worker=worker,
+                attempt=attempt,
+                detail=(f"the lease of {row.locked_by} had expired" if took_over else None),
+            )
+        )
+        leased.append(
+            Leased(
+                row.id,
+                row.message_id,
+                row.aggregate_id,
+                row.kind,
+                row.aggregate,
+                row.version,
+                row.payload,
+                row.created_at,
+                attempt,
+            )
+        )
+    apply(connection, changes, now)
+    return Batch(token, until, leased)
+
+
+def renew(connection: Connection, token: str, until: datetime) -> int:
+    """Extend a live lease; returns how many messages it still holds (0: the lease is lost)."""
+    connection.execute(
+        update(aggregates).where(aggregates.c.lease_token == token).values(lease_until=until)
+    )
+    return connection.execute(
+        update(messages)
+        .where(messages.c.lease_token == token, messages.c.state == State.IN_PROGRESS.value)
+        .values(locked_until=until)
+    ).rowcount
+
+
+def record(
+    connection: Connection,
+    *,
+    token: str,
+    worker: str,
+    now: datetime,
+    outcomes: Sequence[tuple[Leased, Decision]],
+    strict: list[str],
+) -> int:
+    """Record the outcomes of a batch, only where this worker still holds the lease.
+
+    Returns how many outcomes were recorded (others belong to a newer lease now).
+    """
+    ids = [leased.pk for leased, _ in outcomes]
+    owned_query = select(messages.c.id, messages.c.attempts).where(
+        messages.c.id.in_(ids),
+        messages.c.lease_token == token,
+        messages.c.state == State.IN_PROGRESS.value,
+    )
+    if is_postgres(connection):
+        owned_query = owned_query.with_for_update()
+    owned = dict(connection.execute(owned_query).tuples().all()) if ids else {}
+    changes: list[Change] = []
+    advanced: dict[int, int] = {}
+    for leased, decision in outcomes:
+        if leased.pk not in owned:
+            continue
+        attempts = owned[leased.pk] if decision.charged else owned[leased.pk] - 1
+        to_state = decision.to_state
+        if decision.event is Event.RELEASED:
+            to_state = State.DELAYED if attempts > 0 else State.NEW
+        values: dict[str, object] = {
+            "attempts": attempts,
+            "locked_by": None,
+            "locked_until": None,
+            "lease_token": None,
+            "next_try_at": decision.next_try_at,
+        }
+        if decision.event is not Event.RELEASED:
+            values["last_status"] = decision.http_status
+            values["last_error"] = None if to_state is State.DELIVERED else decision.detail
+        if decision.reason is not None:
+            values["reason"] = decision.reason
+        if decision.receipt is not None:
+            values["receipt"] = decision.receipt
+        detail = decision.detail
+        if decision.result_unknown:
+            detail = f"result-unknown: {detail}"
+        changes.append(
+            Change(
+                leased.pk,
+                decision.event,
+                State.IN_PROGRESS,
+                to_state,
+                values=values,
+                guard={"lease_token": token},
+                worker=worker,
+                attempt=leased.attempt,
+                http_status=decision.http_status,
+                error_class=decision.error_class,
+                detail=detail,
+                delay_s=decision.delay_s,
+            )
+        )
+        if decision.event is Event.DELIVERED:
+            advanced[leased.aggregate_id] = max(
+                advanced.get(leased.aggregate_id, 0), leased.version
+            )
+        if decision.event is Event.STALE_AT_SITE and decision.site_version is not None:
+            advanced[leased.aggregate_id] = max(
+                advanced.get(leased.aggregate_id, 0), decision.site_version
+            )
+    apply(connection, changes, now)
+    if advanced:
+        connection.execute(
+            update(aggregates)
+            .where(aggregates.c.id == bindparam("a_id"))
+            .values(
+                done_version=case(
+                    (aggregates.c.done_version < bindparam("a_version"), bindparam("a_version")),
+                    else_=aggregates.c.done_version,
+                )
+            ),
+            [{"a_id": a_id, "a_version": version} for a_id, version in advanced.items()],
+        )
+        if strict:
+            advance_strict(connection, list(advanced), strict)
+    release(connection, token)
+    return len(changes)
+
+
+def release(connection: Connection, token: str) -> None:
+    """Free the aggregates of a lease (the messages were recorded or handed back)."""
+    connection.execute(
+        update(aggregates)
+        .where(aggregates.c.lease_token == token)
+        .values(lease_token=None, lease_owner=None, lease_until=None)
+    )
+
+
+def advance_strict(connection: Connection, aggregate_ids: list[int], strict: list[str]) -> None:
+    """Move strict cursors past versions an operator already cancelled (rare: usually 1 query)."""
+    nxt = aliased(Message, name="nxt")
+    for _ in range(10_000):
+        moved = connection.execute(
+            update(aggregates)
+            .where(aggregates.c.id.in_(aggregate_ids), aggregates.c.kind.in_(strict))
+            .where(
+                exists().where(
+                    nxt.aggregate_id == aggregates.c.id,
+                    not_(nxt.rejected),
+                    nxt.version == aggregates.c.done_version + 1,
+                    nxt.state.in_([State.DELIVERED.value, State.CANCELLED.value]),
+                )
+            )
+            .values(done_version=aggregates.c.done_version + 1)
+        ).rowcount
+        if not moved:
+            return
+
+
+def expire_exhausted(connection: Connection, *, now: datetime, max_attempts: int) -> int:
+    """A lease that expired on the last allowed attempt: quarantine, never a further attempt."""
+    query = select(messages.c.id, messages.c.attempts, messages.c.locked_by).where(
+        messages.c.state == State.IN_PROGRESS.value,
+        messages.c.locked_until < now,
+        messages.c.attempts >= max_attempts,
+    )
+    if is_postgres(connection):
+        query = query.with_for_update(skip_locked=True)
+    changes = []
+    for pk, attempts, owner in connection.execute(query):
+        detail = (
+            f"the lease of {owner} expired during attempt {attempts} of {max_attempts}; "
+            "the result of that attempt is unknown"
+        )
+        changes.append(
+            Change(
+                pk,
+                Event.LEASE_EXPIRED,
+                State.IN_PROGRESS,
+                State.QUARANTINED,
+                values={
+                    "reason": Reason.RETRY_LIMIT.value,
+                    "last_error": detail,
+                    "locked_by": None,
+                    "locked_until": None,
+                    "lease_token": None,
+                },
+                detail=detail,
+            )
+        )
+    apply(connection, changes, now)
+    return len(changes)

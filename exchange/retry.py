@@ -1,0 +1,142 @@
+"""Turning a classified answer into a decision: the state to record, when to try again.
+
+Pure, with ``now`` and the random source passed in. Retry is for temporary causes only and is
+bounded by ``max_attempts``; the delay is the site's Retry-After when it gave one (seconds or
+an HTTP date, capped at ``max_delay``), else exponential backoff with full jitter.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from email.utils import parsedate_to_datetime
+
+from exchange.classify import Classification, Verdict
+from exchange.clock import ensure_utc
+from exchange.contracts import Reason
+from exchange.states import Event, State
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    max_attempts: int
+    base_delay: float
+    max_delay: float
+
+    def backoff(self, attempt: int, rng: random.Random) -> float:
+        """Full jitter: uniform in [0, min(max_delay, base * 2^(attempt-1))]."""
+        ceiling = min(self.max_delay, self.base_delay * 2 ** min(max(attempt - 1, 0), 60))
+        return rng.uniform(0, ceiling)
+
+    def delay(
+        self, attempt: int, retry_after: str | None, now: datetime, rng: random.Random
+    ) -> float:
+        hinted = parse_retry_after(retry_after, now)
+        if hinted is not None:
+            return min(hinted, self.max_delay)
+        return self.backoff(attempt, rng)
+
+
+def parse_retry_after(value: str | None, now: datetime) -> float | None:
+    """Seconds from ``Retry-After`` (delta-seconds or HTTP date); None when absent or garbage."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(int(value))
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, (ensure_utc(when) - now).total_seconds())
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What to record for one message after one attempt."""
+
+    event: Event
+    to_state: State
+    detail: str
+    reason: str | None = None
+    charged: bool = True
+    next_try_at: datetime | None = None
+    delay_s: float | None = None
+    http_status: int | None = None
+    error_class: str | None = None
+    receipt: str | None = None
+    site_version: int | None = None
+    result_unknown: bool = False
+
+
+def decide(
+    c: Classification, *, attempt: int, now: datetime, policy: RetryPolicy, rng: random.Random
+) -> Decision:
+    """``attempt`` is the number of this attempt (1 for the first)."""
+    common = dict(
+        http_status=c.http_status, error_class=c.error_class, result_unknown=c.result_unknown
+    )
+    match c.verdict:
+        case Verdict.DELIVERED:
+            return Decision(
+                Event.DELIVERED,
+                State.DELIVERED,
+                c.detail,
+                receipt=c.receipt,
+                site_version=c.site_version,
+                **common,
+            )  # type: ignore[arg-type]
+        case Verdict.STALE_AT_SITE:
+            return Decision(
+                Event.STALE_AT_SITE,
+                State.CANCELLED,
+                c.detail,
+                reason=Reason.STALE_AT_SITE,
+                site_version=c.site_version,
+                **common,
+            )  # type: ignore[arg-type]
+        case Verdict.TERMINAL:
+            return Decision(
+                Event.QUARANTINED,
+                State.QUARANTINED,
+                c.detail,
+                reason=Reason.http(c.http_status or 0),
+                **common,
+            )  # type: ignore[arg-type]
+        case Verdict.UNKNOWN:
+            return Decision(
+                Event.QUARANTINED,
+                State.QUARANTINED,
+                c.detail,
+                reason=Reason.UNKNOWN_RESPONSE,
+                **common,
+            )  # type: ignore[arg-type]
+        case Verdict.PAUSE:
+            return Decision(Event.RELEASED, State.NEW, c.detail, charged=False, **common)  # type: ignore[arg-type]
+        case Verdict.TEMPORARY:
+            if attempt >= policy.max_attempts:
+                return Decision(
+                    Event.QUARANTINED,
+                    State.QUARANTINED,
+                    f"{c.detail} (attempt {attempt} of {policy.max_attempts})",
+                    reason=Reason.RETRY_LIMIT,
+                    **common,
+                )  # type: ignore[arg-type]
+            delay = policy.delay(attempt, c.retry_after, now, rng)
+            return Decision(
+                Event.RETRY_SCHEDULED,
+                State.DELAYED,
+                c.detail,
+                next_try_at=now + timedelta(seconds=delay),
+                delay_s=delay,
+                **common,
+            )  # type: ignore[arg-type]
+    raise AssertionError(f"unhandled verdict {c.verdict}")  # pragma: no cover
+
+
+def not_sent(detail: str) -> Decision:
+    """A leased message that was not sent (breaker open, delivery paused, shutting down)."""
+    return Decision(Event.RELEASED, State.NEW, detail, charged=False)

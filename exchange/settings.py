@@ -1,0 +1,232 @@
+"""Configuration: environment variables ``EXCHANGE_*``, optionally a TOML file.
+
+Built once by the CLI (``load_settings``) and passed down; nothing here runs at import time.
+Precedence, highest first: explicit overrides (tests, the demo), environment, the TOML file,
+the defaults below.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+from exchange.errors import ConfigurationError
+
+
+class Policy(StrEnum):
+    """How the messages of one kind are coalesced and ordered (contract 3)."""
+
+    LATEST_WINS = "latest-wins"
+    """Only the highest pending version of an aggregate is sent; older ones are superseded."""
+    STRICT = "strict"
+    """Every version is delivered, in order, starting at 1; nothing is coalesced."""
+
+
+DEFAULT_KINDS: dict[str, Policy] = {
+    "price": Policy.LATEST_WINS,
+    "financial_posting": Policy.STRICT,
+}
+
+SUPPORTED_DIALECTS = ("sqlite", "postgresql")
+
+
+def _default_worker_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="EXCHANGE_",
+        extra="forbid",
+        validate_default=True,
+        toml_file=None,
+    )
+
+    database_url: str = Field(
+        "sqlite:///exchange.db",
+        description="SQLAlchemy URL of the service's database (postgresql+psycopg://… for "
+        "PostgreSQL).",
+    )
+    staging_url: str | None = Field(
+        None,
+        description="URL of the database that holds staging_intents, when it is not the "
+        "service's own database.",
+    )
+    site_url: str | None = Field(
+        None,
+        description="Base URL of the site API, e.g. https://shop.example.com; required by run.",
+    )
+    site_token: SecretStr | None = Field(
+        None, description="Bearer token for the site API. Never logged or exported."
+    )
+    site_token_file: Path | None = Field(
+        None, description="A file holding the site token (container secrets); wins over site_token."
+    )
+    worker_id: str = Field(
+        default_factory=_default_worker_id,
+        description="Name of this worker in leases and history; default host name and pid.",
+    )
+    poll_interval: float = Field(5.0, gt=0, description="Seconds between cycles of run.")
+    batch_size: int = Field(100, ge=1, le=100_000, description="Messages leased per batch.")
+    concurrency: int = Field(8, ge=1, le=1000, description="Requests in flight at once.")
+    lease_seconds: float = Field(60.0, gt=0, description="How long a lease lasts unless renewed.")
+    max_attempts: int = Field(5, ge=1, description="Attempts before retry-limit quarantine.")
+    retry_base_delay: float = Field(1.0, gt=0, description="First backoff ceiling, seconds.")
+    retry_max_delay: float = Field(300.0, gt=0, description="Largest backoff, seconds.")
+    http_timeout: float = Field(10.0, gt=0, description="Seconds for one site request.")
+    gap_timeout: float = Field(
+        600.0, gt=0, description="Seconds a strictly ordered message waits for a missing version."
+    )
+    breaker_threshold: int = Field(
+        5,
+        ge=1,
+        description="Consecutive temporary failures on distinct aggregates that open the "
+        "circuit breaker.",
+    )
+    site_batch_size: int = Field(1, ge=1, description="Items per batch request; 1 sends singles.")
+    kinds: dict[str, Policy] = Field(
+        default_factory=lambda: dict(DEFAULT_KINDS),
+        description="Message kinds and their policy: latest-wins or strict.",
+    )
+    log_level: str = Field("INFO", description="Log level: DEBUG, INFO, WARNING, ERROR.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
+
+    @field_validator("database_url", "staging_url")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            url = make_url(value)
+        except ArgumentError:
+            raise ValueError("not a database URL (e.g. sqlite:///exchange.db)") from None
+        if url.get_backend_name() not in SUPPORTED_DIALECTS:
+            raise ValueError(
+                f"unsupported database {url.get_backend_name()!r}: use sqlite or postgresql"
+            )
+        return value
+
+    @field_validator("site_url")
+    @classmethod
+    def _site_url(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, value: str) -> str:
+        upper = value.upper()
+        if upper not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+            raise ValueError("must be DEBUG, INFO, WARNING or ERROR")
+        return upper
+
+    @field_validator("kinds")
+    @classmethod
+    def _kinds(cls, value: dict[str, Policy]) -> dict[str, Policy]:
+        for kind, policy in value.items():
+            if not kind or len(kind) > 64:
+                raise ValueError(f"kind {kind!r} must be 1 to 64 characters")
+            if kind.startswith("financial") and policy is not Policy.STRICT:
+                raise ValueError(
+                    f"kind {kind!r} is financial and can never be coalesced: use policy 'strict'"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _delays(self) -> Settings:
+        if self.retry_base_delay > self.retry_max_delay:
+            raise ValueError("retry_base_delay must not exceed retry_max_delay")
+        return self
+
+    # -- derived values -------------------------------------------------------------------
+
+    def token(self) -> str | None:
+        if self.site_token_file is not None:
+            try:
+                return self.site_token_file.read_text(encoding="utf-8").strip() or None
+            except OSError as exc:
+                raise ConfigurationError(
+                    f"EXCHANGE_SITE_TOKEN_FILE cannot be read: {exc.strerror}"
+                ) from None
+        return self.site_token.get_secret_value() if self.site_token else None
+
+    def policy(self, kind: str) -> Policy | None:
+        return self.kinds.get(kind)
+
+    def kinds_with(self, policy: Policy) -> list[str]:
+        return sorted(kind for kind, p in self.kinds.items() if p is policy)
+
+
+def safe_url(url: str) -> str:
+    """A database URL fit for a log or an error message: the password masked."""
+    try:
+        parsed: URL = make_url(url)
+    except ArgumentError:
+        return "<invalid URL>"
+    return parsed.render_as_string(hide_password=True)
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build the settings, or raise ConfigurationError with one line naming what is wrong."""
+    path = config_file or (
+        Path(os.environ["EXCHANGE_CONFIG"]) if os.environ.get("EXCHANGE_CONFIG") else None
+    )
+    if path is not None and not path.is_file():
+        raise ConfigurationError(f"configuration file not found: {path}")
+    cls: type[Settings] = Settings
+    if path is not None:
+        cls = type(
+            "FileSettings",
+            (Settings,),
+            {"model_config": SettingsConfigDict(**{**Settings.model_config, "toml_file": path})},
+        )
+    try:
+        return cls(**overrides)
+    except ValidationError as exc:
+        raise ConfigurationError(describe_validation_error(exc)) from None
+    except ValueError as exc:  # a TOML file that does not parse
+        raise ConfigurationError(f"configuration file {path}: {exc}") from None
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "settings"
+        name = f"EXCHANGE_{where.split('.')[0].upper()}"
+        if "." in where:
+            name += f" ({where.split('.', 1)[1]})"
+        message = error["msg"].removeprefix("Value error, ")
+        parts.append(f"{name}: {message}")
+    return "invalid configuration: " + "; ".join(parts)

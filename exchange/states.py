@@ -1,0 +1,104 @@
+"""The message state machine: the states, the events that move a message, nothing else.
+
+Every state change in the service is one of the ``Event`` values below. SQL that changes
+states takes its from-states from ``sources(event)`` and its to-state from ``target(event)``,
+so the allowed transitions are written here once, and ``check`` guards the rest.
+
+    new ──lease──> in_progress ──> delivered | delayed | quarantined | cancelled
+     │                 │  └──release (not charged)──> new | delayed
+     │                 └──take-over (lease expired)──> in_progress
+     └──> cancelled (superseded, stale) | quarantined (sequence-gap)
+    delayed ──lease──> in_progress;  delayed ──> cancelled (superseded, stale)
+    quarantined ──operator retry──> new;  quarantined ──operator cancel──> cancelled
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class State(StrEnum):
+    NEW = "new"
+    IN_PROGRESS = "in_progress"
+    DELIVERED = "delivered"
+    DELAYED = "delayed"
+    QUARANTINED = "quarantined"
+    CANCELLED = "cancelled"
+
+
+FINAL = frozenset({State.DELIVERED, State.CANCELLED})
+PENDING = frozenset({State.NEW, State.DELAYED, State.IN_PROGRESS})
+
+
+class Event(StrEnum):
+    """What happened to a message; the ``event`` column of its history."""
+
+    TAKEN = "taken"  # intake made the message from a staging row
+    DUPLICATE = "duplicate"  # another staging row carried the same message (not sent again)
+    REJECTED = "rejected"  # intake could not accept the row: a quarantine record
+    SUPERSEDED = "superseded"  # a newer version of a latest-wins aggregate is pending
+    STALE = "stale"  # at or below the version already delivered
+    SEQUENCE_GAP = "sequence-gap"  # the version before it never arrived in time
+    LEASED = "leased"
+    TAKEN_OVER = "taken-over"  # leased again after the previous lease expired
+    DELIVERED = "delivered"
+    STALE_AT_SITE = "stale-at-site"
+    RETRY_SCHEDULED = "retry-scheduled"
+    QUARANTINED = "quarantined"
+    RELEASED = "released"  # handed back unsent or uncharged (breaker open, site refused token)
+    LEASE_EXPIRED = "lease-expired"  # the last attempt's lease expired: quarantined
+    OPERATOR_RETRY = "operator-retry"
+    OPERATOR_CANCEL = "operator-cancel"
+
+
+_S = State
+_TRANSITIONS: dict[Event, tuple[frozenset[State], State | None]] = {
+    Event.TAKEN: (frozenset(), _S.NEW),
+    Event.DUPLICATE: (frozenset(), None),  # recorded on the existing message, no state change
+    Event.REJECTED: (frozenset(), _S.QUARANTINED),
+    Event.SUPERSEDED: (frozenset({_S.NEW, _S.DELAYED, _S.IN_PROGRESS}), _S.CANCELLED),
+    Event.STALE: (frozenset({_S.NEW, _S.DELAYED, _S.IN_PROGRESS}), _S.CANCELLED),
+    Event.SEQUENCE_GAP: (frozenset({_S.NEW, _S.DELAYED}), _S.QUARANTINED),
+    Event.LEASED: (frozenset({_S.NEW, _S.DELAYED}), _S.IN_PROGRESS),
+    Event.TAKEN_OVER: (frozenset({_S.IN_PROGRESS}), _S.IN_PROGRESS),
+    Event.DELIVERED: (frozenset({_S.IN_PROGRESS}), _S.DELIVERED),
+    Event.STALE_AT_SITE: (frozenset({_S.IN_PROGRESS}), _S.CANCELLED),
+    Event.RETRY_SCHEDULED: (frozenset({_S.IN_PROGRESS}), _S.DELAYED),
+    Event.QUARANTINED: (frozenset({_S.IN_PROGRESS}), _S.QUARANTINED),
+    Event.RELEASED: (frozenset({_S.IN_PROGRESS}), None),  # back to new or delayed
+    Event.LEASE_EXPIRED: (frozenset({_S.IN_PROGRESS}), _S.QUARANTINED),
+    Event.OPERATOR_RETRY: (frozenset({_S.QUARANTINED}), _S.NEW),
+    Event.OPERATOR_CANCEL: (frozenset({_S.QUARANTINED}), _S.CANCELLED),
+}
+
+
+class IllegalTransition(AssertionError):
+    """a state change that the state machine does not allow"""
+
+
+def sources(event: Event) -> frozenset[State]:
+    return _TRANSITIONS[event][0]
+
+
+def target(event: Event) -> State:
+    to_state = _TRANSITIONS[event][1]
+    if to_state is None:
+        raise IllegalTransition(f"{event} has no fixed target state")
+    return to_state
+
+
+def check(event: Event, from_state: State | None, to_state: State | None) -> None:
+    """Raise ``IllegalTransition`` unless ``event`` may move a message from -> to."""
+    allowed_from, fixed_to = _TRANSITIONS[event]
+    if allowed_from and from_state not in allowed_from:
+        raise IllegalTransition(f"{event}: not allowed from {from_state}")
+    if not allowed_from and from_state is not None:
+        raise IllegalTransition(f"{event}: only for a new message")
+    if event is Event.RELEASED:
+        if to_state not in (State.NEW, State.DELAYED):
+            raise IllegalTransition(f"{event}: only back to new or delayed, not {to_state}")
+    elif event is Event.DUPLICATE:
+        if to_state is not None and to_state != from_state:
+            raise IllegalTransition(f"{event}: does not change the state")
+    elif to_state != fixed_to:
+        raise IllegalTransition(f"{event}: leads to {fixed_to}, not {to_state}")

@@ -1,0 +1,89 @@
+"""Recording state changes: every change of a message's state goes through ``apply``.
+
+``apply`` checks each change against the state machine (``states.check``), updates the
+messages in one statement per shape of change (executemany), guarded by the from-state, and
+writes one history row per change. History is only ever inserted.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, and_, bindparam, insert, update
+
+from exchange.db.schema import history, messages
+from exchange.states import Event, State, check
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    pk: int
+    event: Event
+    from_state: State | None
+    to_state: State | None
+    values: dict[str, Any] = field(default_factory=dict)  # other message columns to set
+    worker: str | None = None
+    attempt: int | None = None
+    http_status: int | None = None
+    error_class: str | None = None
+    detail: str | None = None
+    delay_s: float | None = None
+    operator: str | None = None
+    note: str | None = None
+    guard: dict[str, Any] = field(default_factory=dict)  # extra equality conditions
+
+
+def history_row(change: Change, now: datetime) -> dict[str, Any]:
+    return {
+        "message_pk": change.pk,
+        "at": now,
+        "event": change.event.value,
+        "from_state": change.from_state.value if change.from_state else None,
+        "to_state": change.to_state.value if change.to_state else None,
+        "worker": change.worker,
+        "attempt": change.attempt,
+        "http_status": change.http_status,
+        "error_class": change.error_class,
+        "detail": change.detail,
+        "delay_s": change.delay_s,
+        "operator": change.operator,
+        "note": change.note,
+    }
+
+
+def apply(connection: Connection, changes: Sequence[Change], now: datetime) -> None:
+    """Record ``changes`` (from-states already read in this transaction, rows locked)."""
+    if not changes:
+        return
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[dict[str, Any]]] = defaultdict(list)
+    for change in changes:
+        check(change.event, change.from_state, change.to_state)
+        if change.to_state is None or change.from_state is None:
+            continue  # an event without a state change (a duplicate row): history only
+        values = {**change.values, "state": change.to_state.value, "updated_at": now}
+        key = (tuple(sorted(values)), tuple(sorted(change.guard)))
+        params = {f"v_{name}": value for name, value in values.items()}
+        params.update({f"g_{name}": value for name, value in change.guard.items()})
+        params["g_pk"] = change.pk
+        params["g_from"] = change.from_state.value
+        groups[key].append(params)
+    for (names, guards), rows in groups.items():
+        conditions = [messages.c.id == bindparam("g_pk"), messages.c.state == bindparam("g_from")]
+        conditions += [messages.c[name] == bindparam(f"g_{name}") for name in guards]
+        statement = (
+            update(messages)
+            .where(and_(*conditions))
+            .values({name: bindparam(f"v_{name}") for name in names})
+        )
+        connection.execute(statement, rows)
+    insert_history(connection, (history_row(change, now) for change in changes))
+
+
+def insert_history(connection: Connection, rows: Iterable[dict[str, Any]]) -> None:
+    batch = list(rows)
+    if batch:
+        connection.execute(insert(history), batch)

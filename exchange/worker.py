@@ -1,0 +1,308 @@
+"""One cycle of the service: intake -> coalesce -> (claim -> deliver -> record)*.
+
+Database work happens in short transactions between HTTP calls, never across one. While a
+batch is out, a renewal task keeps its lease alive, so a slow site does not let a second
+worker take the same aggregates. The circuit breaker and the 401/403 pause decide how much
+may be claimed; what a batch could not send is handed back uncharged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import Connection, Engine, exists, func, not_, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import aliased
+
+from exchange import coalesce, intake, lease
+from exchange.breaker import BreakerState, CircuitBreaker
+from exchange.classify import Verdict, classify
+from exchange.clock import Clock
+from exchange.db.engine import is_postgres, transaction
+from exchange.db.schema import Message, aggregates, messages, staging, workers
+from exchange.retry import Decision, RetryPolicy, decide, not_sent
+from exchange.settings import Policy, Settings
+from exchange.site import OutgoingMessage, Response, SiteClient
+from exchange.states import Event, State
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CycleReport:
+    taken: int = 0
+    cancelled: int = 0
+    batches: int = 0
+    sent: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    lost_leases: int = 0
+
+
+class Worker:
+    def __init__(
+        self,
+        settings: Settings,
+        engine: Engine,
+        site: SiteClient,
+        clock: Clock,
+        *,
+        staging_engine: Engine | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.staging_engine = staging_engine
+        self.site = site
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.worker_id = settings.worker_id
+        self.policy = RetryPolicy(
+            settings.max_attempts, settings.retry_base_delay, settings.retry_max_delay
+        )
+        self.breaker = CircuitBreaker(
+            settings.breaker_threshold, settings.retry_base_delay, settings.retry_max_delay
+        )
+        self.paused_reason: str | None = None
+        self.strict = settings.kinds_with(Policy.STRICT)
+        self.latest_wins = settings.kinds_with(Policy.LATEST_WINS)
+        self.stopping = False
+        self.started_at = clock.now()
+        self.requests_sent = 0
+
+    def request_stop(self) -> None:
+        """Finish the batch in flight, then stop claiming."""
+        self.stopping = True
+
+    # -- the cycle ---------------------------------------------------------------------
+
+    async def cycle(self) -> CycleReport:
+        report = CycleReport()
+        now = self.clock.now()
+        report.taken = intake.take(self.engine, self.staging_engine, self.settings.kinds, now).taken
+        with transaction(self.engine) as connection:
+            report.cancelled += coalesce.coalesce(connection, self.latest_wins, now)
+            report.cancelled += coalesce.quarantine_gaps(
+                connection, self.strict, now, self.settings.gap_timeout
+            )
+            lease.expire_exhausted(connection, now=now, max_attempts=self.settings.max_attempts)
+        while not self.stopping:
+            if self.paused_reason is not None and not await self._site_accepts_again():
+                break
+            now = self.clock.now()
+            allowance = self.breaker.allowance(now, self.settings.batch_size)
+            if allowance == 0:
+                break
+            probing = self.breaker.state(now) is BreakerState.HALF_OPEN
+            with transaction(self.engine) as connection:
+                batch = lease.claim(
+                    connection,
+                    worker=self.worker_id,
+                    now=now,
+                    limit=allowance,
+                    lease_seconds=self.settings.lease_seconds,
+                    strict=self.strict,
+                    exclude=sorted(self.breaker.probed) if probing else (),
+                )
+            if not batch.messages and probing and self.breaker.probed:
+                self.breaker.probed.clear()  # every aggregate had its probe: start over
+                continue
+            if not batch.messages:
+                break
+            report.batches += 1
+            outcomes = await self._deliver(batch)
+            with transaction(self.engine) as connection:
+                recorded = lease.record(
+                    connection,
+                    token=batch.token,
+                    worker=self.worker_id,
+                    now=self.clock.now(),
+                    outcomes=outcomes,
+                    strict=self.strict,
+                )
+            report.lost_leases += len(outcomes) - recorded
+            if recorded < len(outcomes):
+                log.warning(
+                    "%d outcomes not recorded: their lease passed to another worker",
+                    len(outcomes) - recorded,
+                )
+            for _, decision in outcomes:
+                report.outcomes[decision.event.value] += 1
+            report.sent += sum(1 for _, d in outcomes if d.event is not Event.RELEASED)
+        self._heartbeat()
+        return report
+
+    # -- delivery ----------------------------------------------------------------------
+
+    async def _deliver(self, batch: lease.Batch) -> list[tuple[lease.Leased, Decision]]:
+        semaphore = asyncio.Semaphore(self.settings.concurrency)
+        renewal = asyncio.create_task(self._renew(batch))
+        try:
+            decisions = await asyncio.gather(
+                *(self._send_one(message, semaphore) for message in batch.messages)
+            )
+        finally:
+            renewal.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewal
+        return list(zip(batch.messages, decisions, strict=True))
+
+    async def _send_one(self, message: lease.Leased, semaphore: asyncio.Semaphore) -> Decision:
+        async with semaphore:
+            if self.stopping:
+                return not_sent("not sent: the worker is stopping")
+            if self.paused_reason is not None:
+                return not_sent(f"not sent: delivery paused ({self.paused_reason})")
+            if self.breaker.state(self.clock.now()) is BreakerState.OPEN:
+                return not_sent("not sent: the circuit breaker is open (site-wide failures)")
+            probing = self.breaker.is_open()
+            self.requests_sent += 1
+            result = await self.site.send(
+                OutgoingMessage(
+                    message.message_id,
+                    message.kind,
+                    message.aggregate,
+                    message.version,
+                    message.payload,
+                    message.created_at,
+                )
+            )
+        now = self.clock.now()
+        classification = classify(result, message.version)
+        match classification.verdict:
+            case Verdict.TEMPORARY:
+                if self.breaker.record_temporary_failure(message.aggregate_id, now):
+                    log.warning(
+                        "circuit breaker open until %s: temporary failures on %d "
+                        "aggregates in a row (last: %s)",
+                        self.breaker.opened_until,
+                        self.settings.breaker_threshold,
+                        classification.detail,
+                    )
+                if probing:  # a failed probe is not charged
+                    return Decision(
+                        Event.RELEASED,
+                        State.NEW,
+                        f"probe failed, not charged: {classification.detail}",
+                        charged=False,
+                        http_status=classification.http_status,
+                        error_class=classification.error_class,
+                    )
+            case Verdict.PAUSE:
+                if self.paused_reason is None:
+                    log.error(
+                        "delivery paused: the site answered %s (token refused); "
+                        "it resumes by itself when the site accepts again",
+                        classification.http_status,
+                    )
+                self.paused_reason = classification.detail
+            case Verdict.DELIVERED | Verdict.STALE_AT_SITE | Verdict.TERMINAL:
+                if self.breaker.is_open():
+                    log.info("circuit breaker closed: the site answers again")
+                self.breaker.record_success()
+            case Verdict.UNKNOWN:
+                pass
+        decision = decide(
+            classification, attempt=message.attempt, now=now, policy=self.policy, rng=self.rng
+        )
+        if decision.event is not Event.DELIVERED:
+            log.info(
+                "%s %s v%d attempt %d: %s: %s",
+                message.message_id,
+                message.aggregate,
+                message.version,
+                message.attempt,
+                decision.event.value,
+                decision.detail,
+            )
+        return decision
+
+    async def _renew(self, batch: lease.Batch) -> None:
+        interval = max(self.settings.lease_seconds / 3, 0.001)
+        while True:
+            await asyncio.sleep(interval)
+            until = self.clock.now() + timedelta(seconds=self.settings.lease_seconds)
+            try:
+                held = await asyncio.to_thread(self._renew_now, batch.token, until)
+            except Exception:  # a failed renewal must not kill the batch: try again
+                log.exception("lease renewal failed; will try again")
+                continue
+            if held == 0:
+                return
+
+    def _renew_now(self, token: str, until: datetime) -> int:
+        with transaction(self.engine) as connection:
+            return lease.renew(connection, token, until)
+
+    async def _site_accepts_again(self) -> bool:
+        result = await self.site.health()
+        if isinstance(result, Response) and 200 <= result.status < 300:
+            log.warning("delivery resumed: the site accepts the token again")
+            self.paused_reason = None
+            return True
+        return False
+
+    # -- what the worker tells about itself ------------------------------------------------
+
+    def _heartbeat(self) -> None:
+        now = self.clock.now()
+        values = {
+            "worker_id": self.worker_id,
+            "started_at": self.started_at,
+            "heartbeat_at": now,
+            "paused_reason": self.paused_reason,
+            "breaker_state": self.breaker.state(now).value,
+            "breaker_until": self.breaker.opened_until,
+        }
+        with transaction(self.engine) as connection:
+            dialect_insert = postgresql.insert if is_postgres(connection) else sqlite.insert
+            statement = dialect_insert(workers).values(values)
+            connection.execute(
+                statement.on_conflict_do_update(
+                    index_elements=["worker_id"],
+                    set_={k: statement.excluded[k] for k in values if k != "worker_id"},
+                )
+            )
+
+    def idle(self) -> bool:
+        """Nothing left that this service could move without a person (contract 6)."""
+        return is_idle(self.engine, self.staging_engine, self.strict)
+
+
+def is_idle(engine: Engine, staging_engine: Engine | None, strict: list[str]) -> bool:
+    source = staging_engine or engine
+    with transaction(source, read_only=True) as connection:
+        untaken = connection.execute(
+            select(func.count()).select_from(staging).where(staging.c.taken_at.is_(None))
+        ).scalar_one()
+    if untaken:
+        return False
+    with transaction(engine, read_only=True) as connection:
+        return held_or_none(connection, strict)
+
+
+def held_or_none(connection: Connection, strict: list[str]) -> bool:
+    """True when every pending message is held behind a quarantined predecessor."""
+    m = aliased(Message, name="m")
+    blocker = aliased(Message, name="blocker")
+    pending = [State.NEW.value, State.IN_PROGRESS.value, State.DELAYED.value]
+    held = exists().where(
+        blocker.aggregate_id == m.aggregate_id,
+        not_(blocker.rejected),
+        blocker.state == State.QUARANTINED.value,
+        blocker.version < m.version,
+        blocker.version > aggregates.c.done_version,
+    )
+    movable = (
+        select(func.count())
+        .select_from(m)
+        .join(aggregates, aggregates.c.id == m.aggregate_id)
+        .where(m.state.in_(pending), not_(m.rejected))
+        .where(~(m.kind.in_(strict) & held) if strict else True)
+    )
+    return connection.execute(movable).scalar_one() == 0
