@@ -23,7 +23,7 @@ from sqlalchemy.orm import aliased
 
 from exchange.contracts import Reason
 from exchange.db.engine import is_postgres
-from exchange.db.schema import Message, aggregates, messages
+from exchange.db.schema import Message, aggregates
 from exchange.states import Event, State, sources
 from exchange.transitions import Change, apply
 

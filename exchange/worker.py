@@ -25,7 +25,7 @@ from exchange.breaker import BreakerState, CircuitBreaker
 from exchange.classify import Verdict, classify
 from exchange.clock import Clock
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.schema import Message, aggregates, messages, staging, workers
+from exchange.db.schema import Message, aggregates, staging, workers
 from exchange.retry import Decision, RetryPolicy, decide, not_sent
 from exchange.settings import Policy, Settings
 from exchange.site import OutgoingMessage, Response, SiteClient

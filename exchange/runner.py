@@ -1,0 +1,113 @@
+"""``exchange run``: the scheduled service, one cycle, or cycles until idle.
+
+The forever mode is an APScheduler interval job (one instance at a time, missed runs
+coalesced). SIGINT/SIGTERM let the batch in flight finish and be recorded, then exit 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from exchange.errors import DatabaseUnavailable
+from exchange.worker import CycleReport, Worker
+
+log = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_TIMED_OUT = 3
+IDLE_PAUSE_S = 0.05
+
+
+async def _safe_cycle(worker: Worker) -> CycleReport | None:
+    """A failed cycle is logged and the next one tries again; the service keeps running."""
+    try:
+        return await worker.cycle()
+    except DatabaseUnavailable as exc:
+        log.error("cycle failed: %s; the next cycle will try again", exc)
+    except Exception:
+        log.exception("cycle failed; the next cycle will try again")
+    return None
+
+
+def _install_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, stop)
+        except (NotImplementedError, RuntimeError):  # Windows, or not the main thread
+            signal.signal(signum, lambda *_: loop.call_soon_threadsafe(stop))
+
+
+async def run_once(worker: Worker) -> int:
+    await worker.cycle()
+    return EXIT_OK
+
+
+async def run_until_idle(
+    worker: Worker,
+    *,
+    max_seconds: float | None,
+    poll_interval: float,
+    on_cycle: Callable[[CycleReport | None], None] | None = None,
+) -> int:
+    loop = asyncio.get_running_loop()
+    _install_signals(loop, worker.request_stop)
+    started = loop.time()
+    while True:
+        report = await _safe_cycle(worker)
+        if on_cycle:
+            on_cycle(report)
+        if worker.stopping:
+            return EXIT_OK
+        try:
+            if worker.idle():
+                return EXIT_OK
+        except DatabaseUnavailable as exc:
+            log.error("%s", exc)
+        if max_seconds is not None and loop.time() - started >= max_seconds:
+            log.warning("not idle after %.1f s: giving up (exit %d)", max_seconds, EXIT_TIMED_OUT)
+            return EXIT_TIMED_OUT
+        if report is None or report.batches == 0:
+            await asyncio.sleep(min(poll_interval, IDLE_PAUSE_S))
+
+
+async def run_forever(worker: Worker, *, poll_interval: float) -> int:
+    loop = asyncio.get_running_loop()
+    stopped = asyncio.Event()
+    busy = asyncio.Lock()
+
+    async def tick() -> None:
+        if worker.stopping:
+            return
+        async with busy:
+            await _safe_cycle(worker)
+
+    def stop() -> None:
+        log.info("stop requested: finishing the batch in flight")
+        worker.request_stop()
+        stopped.set()
+
+    _install_signals(loop, stop)
+    scheduler = AsyncIOScheduler(event_loop=loop, timezone=UTC)
+    scheduler.add_job(
+        tick,
+        "interval",
+        seconds=poll_interval,
+        next_run_time=datetime.now(UTC),
+        max_instances=1,
+        coalesce=True,
+        id="cycle",
+    )
+    scheduler.start()
+    log.info("running: a cycle every %g s as %s", poll_interval, worker.worker_id)
+    await stopped.wait()
+    scheduler.shutdown(wait=False)
+    async with busy:  # the cycle in flight records its outcomes before we leave
+        pass
+    log.info("stopped")
+    return EXIT_OK

@@ -1,0 +1,78 @@
+"""The schema is built only by migrations, and the migrations agree with the models."""
+
+from __future__ import annotations
+
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect
+
+from exchange.db.engine import make_engine
+from exchange.db.migrate import current_revision, ensure_current, head_revision, upgrade
+from exchange.db.schema import metadata
+from exchange.errors import DatabaseUnavailable
+
+STAGING_COLUMNS = {
+    "id": True, "kind": False, "aggregate": False, "aggregate_version": False,
+    "payload": False, "schema_version": False, "source_ref": True, "created_at": False,
+    "taken_at": True,
+}
+
+
+def test_migrations_produce_exactly_the_models_schema(db_url: str) -> None:
+    engine = make_engine(db_url)
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        assert compare_metadata(context, metadata) == []
+    engine.dispose()
+
+
+def test_staging_table_has_the_contract_columns(db_url: str) -> None:
+    engine = make_engine(db_url)
+    columns = {c["name"]: c for c in inspect(engine).get_columns("staging_intents")}
+    engine.dispose()
+    assert set(columns) == set(STAGING_COLUMNS)
+    nullable = {name: bool(c["nullable"]) for name, c in columns.items() if name != "id"}
+    assert nullable == {k: v for k, v in STAGING_COLUMNS.items() if k != "id"}
+    assert columns["kind"]["type"].length == 64
+    assert columns["aggregate"]["type"].length == 200
+    assert columns["schema_version"]["type"].length == 32
+    assert columns["source_ref"]["type"].length == 500
+
+
+def test_postgres_staging_id_is_generated_always_identity(pg_url: str) -> None:
+    engine = make_engine(pg_url)
+    with engine.connect() as connection:
+        identity = connection.exec_driver_sql(
+            "SELECT is_identity, identity_generation, data_type FROM information_schema.columns "
+            "WHERE table_name = 'staging_intents' AND column_name = 'id'"
+        ).one()
+    engine.dispose()
+    assert tuple(identity) == ("YES", "ALWAYS", "bigint")
+
+
+def test_sqlite_staging_id_is_autoincrement(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(f"sqlite:///{tmp_path / 'x.db'}")
+    upgrade(engine)
+    with engine.connect() as connection:
+        sql = connection.exec_driver_sql(
+            "SELECT sql FROM sqlite_master WHERE name = 'staging_intents'").scalar_one()
+    engine.dispose()
+    assert "id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT" in sql
+
+
+def test_migrate_is_idempotent_and_a_fresh_database_is_refused_until_migrated(
+        empty_pg_url: str) -> None:
+    engine = make_engine(empty_pg_url)
+    try:
+        try:
+            ensure_current(engine)
+        except DatabaseUnavailable as exc:
+            assert "exchange migrate" in str(exc)
+        else:
+            raise AssertionError("an unmigrated database was accepted")
+        upgrade(engine)
+        upgrade(engine)
+        assert current_revision(engine) == head_revision(engine)
+        ensure_current(engine)
+    finally:
+        engine.dispose()
