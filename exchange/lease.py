@@ -193,7 +193,7 @@ def record(
     )
     if is_postgres(connection):
         owned_query = owned_query.with_for_update()
-    owned = dict(connection.execute(owned_query).tuples().all()) if ids else {}
+    owned = dict(connection.execute(owned_query).all()) if ids else {}
     changes: list[Change] = []
     advanced: dict[int, int] = {}
     for leased, decision in outcomes:

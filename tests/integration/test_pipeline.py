@@ -1,0 +1,281 @@
+"""The pipeline end to end: staging table -> worker -> a real HTTP site on loopback.
+
+Each test runs on SQLite and on PostgreSQL. The site is the project's simulator
+(``exchange.sitesim``), which keeps the site's promises and injects the faults we ask for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import Engine, select
+
+from exchange import bootstrap
+from exchange.db.engine import transaction
+from exchange.db.schema import history, messages
+from exchange.sitesim import Faults, SiteSimulator
+from exchange.status import status
+from exchange.testing import drain, fast_settings, posting_row, price_row, stage
+from exchange.worker import Worker
+
+
+@pytest.fixture
+def site() -> Iterator[SiteSimulator]:
+    with SiteSimulator(token="test-token", faults=Faults(seed=1)) as simulator:
+        yield simulator
+
+
+def make_worker(db_url: str, engine: Engine, site: SiteSimulator, **overrides: Any) -> Worker:
+    settings = fast_settings(db_url, site.url, **overrides)
+    return bootstrap.worker(settings, engine, rng=random.Random(3))
+
+
+def run(worker: Worker, coro_factory: Any = None) -> None:
+    async def go() -> None:
+        try:
+            await (coro_factory(worker) if coro_factory else drain(worker))
+        finally:
+            await worker.site.aclose()
+    asyncio.run(go())
+
+
+def one_cycle(worker: Worker) -> None:
+    async def go() -> None:
+        await worker.cycle()
+    asyncio.run(go())
+
+
+def rows_by_id(engine: Engine) -> dict[str, dict[str, Any]]:
+    with transaction(engine, read_only=True) as connection:
+        return {r["message_id"]: dict(r) for r in connection.execute(select(messages)).mappings()}
+
+
+def message(engine: Engine, kind: str, aggregate: str, version: int) -> dict[str, Any]:
+    with transaction(engine, read_only=True) as connection:
+        row = connection.execute(select(messages).where(
+            messages.c.kind == kind, messages.c.aggregate == aggregate,
+            messages.c.version == version, messages.c.rejected.is_(False))).mappings().one()
+        return dict(row)
+
+
+def events(engine: Engine, pk: int) -> list[dict[str, Any]]:
+    with transaction(engine, read_only=True) as connection:
+        return [dict(r) for r in connection.execute(
+            select(history).where(history.c.message_pk == pk).order_by(history.c.id)
+        ).mappings()]
+
+
+def test_site_ends_holding_the_latest_price_of_every_sku_and_older_versions_are_never_sent(
+        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    rows = [price_row(f"SKU-{n}", v, f"{n}.{v:02d}") for n in range(30) for v in (1, 2, 3)]
+    random.Random(5).shuffle(rows)
+    stage(engine, rows)
+    worker = make_worker(db_url, engine, site)
+    run(worker)
+    assert {("price", f"SKU-{n}"): 3 for n in range(30)} == site.held_versions()
+    assert 30 == site.request_count  # superseded versions were coalesced, not sent
+    superseded = [m for m in rows_by_id(engine).values() if m["reason"] == "superseded"]
+    assert 60 == len(superseded)
+    latest_ids = {m["message_id"] for m in rows_by_id(engine).values() if m["version"] == 3}
+    assert all(m["superseded_by"] in latest_ids for m in superseded)
+
+
+def test_price_delivered_carries_the_exact_decimal_and_the_message_id_as_idempotency_key(
+        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    stage(engine, [price_row("SKU-1", 7, "840.10")])
+    run(make_worker(db_url, engine, site))
+    [effect] = site.effects()
+    assert effect.payload["price"] == "840.10"
+    assert effect.message_id == message(engine, "price", "SKU-1", 7)["message_id"]
+    delivered = message(engine, "price", "SKU-1", 7)
+    assert ("delivered", effect.receipt) == (delivered["state"], delivered["receipt"])
+
+
+def test_postings_are_all_delivered_once_in_version_order_whatever_the_commit_order(
+        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    rows = [posting_row(f"DOC-{d}", v) for d in range(5) for v in range(1, 7)]
+    random.Random(9).shuffle(rows)
+    stage(engine, rows)
+    run(make_worker(db_url, engine, site))
+    for d in range(5):
+        assert [1, 2, 3, 4, 5, 6] == site.applied_versions("financial_posting", f"DOC-{d}")
+    assert {1} == set(site.effect_counts().values())
+
+
+def test_an_answer_lost_after_the_effect_is_retried_with_the_same_key_and_applies_once(
+        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    site.faults.drop_after_effect_rate = 1.0
+    stage(engine, [price_row("SKU-1", 1), posting_row("DOC-1", 1)])
+    run(make_worker(db_url, engine, site))
+    assert {1} == set(site.effect_counts().values())
+    assert 2 == len(site.effects())
+    price = message(engine, "price", "SKU-1", 1)
+    assert ("delivered", 2) == (price["state"], price["attempts"])
+    retried = [e for e in events(engine, price["id"]) if e["event"] == "retry-scheduled"]
+    assert 1 == len(retried)
+    assert retried[0]["detail"].startswith("result-unknown")
+
+
+def test_a_read_timeout_after_sending_is_marked_result_unknown_and_retried_safely(
+        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    site.faults.slow_rate = 1.0
+    site.faults.slow_seconds = 0.6
+    stage(engine, [price_row("SKU-1", 1)])
+    worker = make_worker(db_url, engine, site, http_timeout=0.2)
+
+    async def first_then_heal(w: Worker) -> None:
+        await w.cycle()
+        site.faults.slow_rate = 0.0
+        await drain(w)
+    run(worker, first_then_heal)
+    price = message(engine, "price", "SKU-1", 1)
+    timeouts = [e for e in events(engine, price["id"]) if e["error_class"] == "ReadTimeout"]
+    assert 1 == len(timeouts)
+    assert "result-unknown" in timeouts[0]["detail"]
+    assert ("delivered", {price["message_id"]: 1}) == (price["state"], dict(site.effect_counts()))
+
+
+def test_a_poison_message_is_quarantined_after_exactly_max_attempts_while_others_flow(
+        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    site.faults.poison = {"SKU-P"}
+    stage(engine, [price_row("SKU-P", 1)] + [price_row(f"SKU-{n}", 1) for n in range(20)])
+    run(make_worker(db_url, engine, site, max_attempts=4))
+    poison = message(engine, "price", "SKU-P", 1)
+    assert ("quarantined", "retry-limit", 4) == (poison["state"], poison["reason"],
+                                                 poison["attempts"])
+    assert 500 == poison["last_status"]
+    sent = [e for e in events(engine, poison["id"]) if e["event"] in ("leased", "taken-over")]
+    assert 4 == len(sent)
+    assert 20 == sum(1 for m in rows_by_id(engine).values() if m["state"] == "delivered")
+
+
+def test_a_site_outage_of_any_length_ends_with_everything_delivered_and_nothing_quarantined(
+        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    site.faults.outage = True
+    stage(engine, [price_row(f"SKU-{n}", 1) for n in range(40)])
+    worker = make_worker(db_url, engine, site, max_attempts=3, breaker_threshold=3)
+
+    async def outage_then_recovery(w: Worker) -> None:
+        for _ in range(60):  # far more cycles than max_attempts: the breaker must absorb them
+            await w.cycle()
+            await asyncio.sleep(0.005)
+        site.faults.outage = False
+        await drain(w)
+    run(worker, outage_then_recovery)
+    states = {m["state"] for m in rows_by_id(engine).values()}
+    assert {"delivered"} == states
+    assert 40 == len(site.effects())
+
+
+def test_terminal_answers_quarantine_at_once_with_reason_http_code(
+        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    site.faults.reject = {"SKU-R"}
+    stage(engine, [price_row("SKU-R", 1)])
+    run(make_worker(db_url, engine, site))
+    rejected = message(engine, "price", "SKU-R", 1)
+    assert ("quarantined", "http-422", 1) == (rejected["state"], rejected["reason"],
+                                              rejected["attempts"])
+
+
+def test_401_pauses_delivery_without_charging_anyone_and_it_resumes_by_itself(
+        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    site.faults.auth_status = 401
+    stage(engine, [price_row(f"SKU-{n}", 1) for n in range(10)])
+    worker = make_worker(db_url, engine, site, max_attempts=1)
+
+    async def refused_then_accepted(w: Worker) -> None:
+        for _ in range(3):
+            await w.cycle()
+        assert all(m["attempts"] == 0 and m["state"] == "new"
+                   for m in rows_by_id(engine).values())
+        with transaction(engine, read_only=True) as connection:
+            [shown] = status(connection, w.clock.now(), w.strict).workers
+        assert shown["paused"] is not None and "401" in shown["paused"]
+        site.faults.auth_status = None
+        await drain(w)
+    run(worker, refused_then_accepted)
+    assert 10 == len(site.effects())
+
+
+def test_409_stale_at_site_equal_is_delivered_and_greater_is_cancelled_without_retry(
+        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    for aggregate, version in (("SKU-EQ", 5), ("SKU-GT", 9)):
+        body = {"message_id": f"other-{aggregate}", "kind": "price", "aggregate": aggregate,
+                "version": version, "payload": {"sku": aggregate, "price": "1"},
+                "created_at": "2026-01-01T00:00:00Z"}
+        answer = httpx.post(f"{site.url}/api/v1/updates", json=body, headers={
+            "Authorization": "Bearer test-token", "Idempotency-Key": body["message_id"]})
+        assert 200 == answer.status_code
+    stage(engine, [price_row("SKU-EQ", 5), price_row("SKU-GT", 4)])
+    run(make_worker(db_url, engine, site))
+    equal, greater = message(engine, "price", "SKU-EQ", 5), message(engine, "price", "SKU-GT", 4)
+    assert ("delivered", 1) == (equal["state"], equal["attempts"])
+    assert ("cancelled", "stale-at-site", 1) == (greater["state"], greater["reason"],
+                                                 greater["attempts"])
+
+
+def test_retry_after_in_seconds_sets_the_next_try(db_url: str, engine: Engine,
+                                                  site: SiteSimulator) -> None:
+    site.faults.fail_rate = 1.0
+    site.faults.retry_after = "2"
+    stage(engine, [price_row("SKU-1", 1)])
+    worker = make_worker(db_url, engine, site, retry_max_delay=30)
+    run(worker, lambda w: w.cycle())
+    delayed = message(engine, "price", "SKU-1", 1)
+    assert "delayed" == delayed["state"]
+    scheduled = [e for e in events(engine, delayed["id"]) if e["event"] == "retry-scheduled"]
+    assert [2.0] == [e["delay_s"] for e in scheduled]
+    assert 503 == scheduled[0]["http_status"]
+
+
+def test_a_stale_version_staged_after_a_newer_one_was_delivered_is_never_sent(
+        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    stage(engine, [price_row("SKU-1", 5)])
+    worker = make_worker(db_url, engine, site)
+
+    async def late_row(w: Worker) -> None:
+        await drain(w)
+        stage(engine, [price_row("SKU-1", 3, "1.00")])
+        await drain(w)
+    run(worker, late_row)
+    assert [5] == site.applied_versions("price", "SKU-1")
+    late = message(engine, "price", "SKU-1", 3)
+    assert ("cancelled", "stale", 0) == (late["state"], late["reason"], late["attempts"])
+
+
+def test_history_tells_the_whole_biography_of_a_retried_message(
+        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    site.faults.fail_rate = 1.0
+    stage(engine, [price_row("SKU-1", 1)])
+    worker = make_worker(db_url, engine, site)
+
+    async def fail_then_heal(w: Worker) -> None:
+        await w.cycle()
+        site.faults.fail_rate = 0.0
+        await drain(w)
+    run(worker, fail_then_heal)
+    bio = events(engine, message(engine, "price", "SKU-1", 1)["id"])
+    names = [e["event"] for e in bio]
+    tries = names.count("leased")
+    assert ["taken"] + ["leased", "retry-scheduled"] * (tries - 1) + ["leased", "delivered"] \
+        == names
+    assert tries >= 2
+    leased_attempts = [e["attempt"] for e in bio if e["event"] == "leased"]
+    assert list(range(1, tries + 1)) == leased_attempts
+    assert {"test-worker"} == {e["worker"] for e in bio[1:]}
+    failed = [e for e in bio if e["event"] == "retry-scheduled"]
+    assert all(e["delay_s"] is not None and e["http_status"] == 503 for e in failed)
+
+
+def test_posting_amounts_reach_the_site_with_their_exact_decimal_value(
+        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    stage(engine, [posting_row("DOC-1", 1, amount="12345678901234567890.123456789")])
+    run(make_worker(db_url, engine, site))
+    [effect] = site.effects()
+    assert "12345678901234567890.123456789" == effect.payload["amount"]
