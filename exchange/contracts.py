@@ -240,6 +240,17 @@ def _canonical_payload(row: StagingRow) -> str:
     return dump_json(data)  # postings and configured kinds: passed through, values unchanged
 
 
+def _encodable(payload: str) -> None:
+    # JSON may escape a lone UTF-16 surrogate ("\\ud800"): valid JSON, but no text a database
+    # or the site can store. Refuse it here rather than fail the whole chunk later.
+    try:
+        payload.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ContractError(
+            Reason.INVALID_CONTRACT, "payload contains an unpaired UTF-16 surrogate escape"
+        ) from None
+
+
 def validate(row: StagingRow, kinds: dict[str, Policy]) -> Accepted | Rejected:
     """Decide what one staging row becomes. Never raises for bad data."""
     try:
@@ -261,6 +272,7 @@ def validate(row: StagingRow, kinds: dict[str, Policy]) -> Accepted | Rejected:
                 f"(supported: {', '.join(sorted(SUPPORTED_SCHEMAS))})",
             )
         payload = _canonical_payload(row)
+        _encodable(payload)
     except ContractError as exc:
         return Rejected(row, exc.reason, exc.detail[:1000])
     return Accepted(row, message_id(row.kind, row.aggregate, row.aggregate_version), payload)

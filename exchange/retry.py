@@ -8,6 +8,7 @@ an HTTP date, capped at ``max_delay``), else exponential backoff with full jitte
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -16,6 +17,8 @@ from exchange.classify import Classification, Verdict
 from exchange.clock import ensure_utc
 from exchange.contracts import Reason
 from exchange.states import Event, State
+
+_DELTA_SECONDS = re.compile(r"^[0-9]+$")  # ASCII digits only: "²".isdigit() is True
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +46,9 @@ def parse_retry_after(value: str | None, now: datetime) -> float | None:
     if value is None:
         return None
     value = value.strip()
-    if value.isdigit():
-        return float(int(value))
+    if _DELTA_SECONDS.match(value):
+        # An absurdly long number still means "a long time": the caller caps it.
+        return float(int(value)) if len(value) <= 12 else 1e12
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError, OverflowError):

@@ -106,8 +106,10 @@ async def run_forever(worker: Worker, *, poll_interval: float) -> int:
     scheduler.start()
     log.info("running: a cycle every %g s as %s", poll_interval, worker.worker_id)
     await stopped.wait()
-    scheduler.shutdown(wait=False)
-    async with busy:  # the cycle in flight records its outcomes before we leave
+    # The cycle in flight finishes and records its outcomes first: shutting the scheduler
+    # down while it runs would cancel it between the site's answer and the record.
+    async with busy:
         pass
+    scheduler.shutdown(wait=False)
     log.info("stopped")
     return EXIT_OK

@@ -8,6 +8,7 @@ the defaults below.
 from __future__ import annotations
 
 import os
+import re
 import socket
 from enum import StrEnum
 from pathlib import Path
@@ -24,6 +25,7 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 from sqlalchemy.engine import URL, make_url
@@ -167,7 +169,7 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _delays(self) -> Settings:
         if self.retry_base_delay > self.retry_max_delay:
-            raise ValueError("retry_base_delay must not exceed retry_max_delay")
+            raise ValueError("EXCHANGE_RETRY_BASE_DELAY must not exceed EXCHANGE_RETRY_MAX_DELAY")
         return self
 
     # -- derived values -------------------------------------------------------------------
@@ -216,17 +218,29 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         return cls(**overrides)
     except ValidationError as exc:
         raise ConfigurationError(describe_validation_error(exc)) from None
+    except SettingsError as exc:  # a value that is not even parseable (EXCHANGE_KINDS=x)
+        raise ConfigurationError(describe_settings_error(exc)) from None
     except ValueError as exc:  # a TOML file that does not parse
         raise ConfigurationError(f"configuration file {path}: {exc}") from None
+
+
+def describe_settings_error(exc: Exception) -> str:
+    text = str(exc)
+    match = re.search(r'field "([a-z_]+)"', text)
+    name = f"EXCHANGE_{match.group(1).upper()}" if match else "the configuration"
+    return f"invalid configuration: {name}: cannot be read (expected JSON for tables/lists)"
 
 
 def describe_validation_error(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "settings"
+        where = ".".join(str(p) for p in error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        if not where:  # a rule across fields names its variables itself
+            parts.append(message)
+            continue
         name = f"EXCHANGE_{where.split('.')[0].upper()}"
         if "." in where:
             name += f" ({where.split('.', 1)[1]})"
-        message = error["msg"].removeprefix("Value error, ")
         parts.append(f"{name}: {message}")
     return "invalid configuration: " + "; ".join(parts)

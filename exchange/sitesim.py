@@ -28,6 +28,13 @@ The order of checks for one update (a batch item goes through the same steps):
 Bodies larger than 10 MB get 413 as they are read, before any of this. A batch is checked for
 auth, outage, its envelope and the random failure once, as a whole; drop and slow are rolled
 once for the whole answer; everything else is per item, keyed by the item's message_id.
+Health reports only on the token: it stays 200 during an outage, as ``auth_status`` is the one
+fault it shows.
+
+Bookkeeping: ``request_count`` and ``requests_by_status`` count update requests, a batch item
+as one (a batch refused as a whole counts once), an unanswered (dropped) one under ``DROPPED``.
+Random draws come from one ``random.Random(faults.seed)``, restarted when the seed or the Faults
+object changes, and a rate of 0 draws nothing: a run is reproducible from its seed.
 
 Run ``python -m exchange.sitesim --port 8080 --token T`` to serve one in the foreground.
 """
@@ -41,6 +48,7 @@ import copy
 import hmac
 import json
 import random
+import signal
 import socket
 import sys
 import threading
@@ -50,7 +58,7 @@ from datetime import datetime
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -700,10 +708,19 @@ def main(argv: list[str] | None = None) -> None:
     sim = SiteSimulator(
         args.token, faults, batch_enabled=args.batch, host=args.host, port=args.port
     )
+    stopped = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stopped.set()
+
+    # Installed explicitly: a shell starting us in the background leaves SIGINT ignored, and
+    # SIGTERM (docker stop, systemd) deserves the same clean stop as Ctrl-C.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
     with sim:
         print(f"Site simulator listening on {sim.url} (Ctrl-C to stop)", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            threading.Event().wait()
+        while not stopped.wait(1.0):
+            pass
     print(
         f"Stopped after {sim.request_count} update requests, {len(sim.effects())} effects.",
         flush=True,

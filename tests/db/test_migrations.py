@@ -12,8 +12,14 @@ from exchange.db.schema import metadata
 from exchange.errors import DatabaseUnavailable
 
 STAGING_COLUMNS = {
-    "id": True, "kind": False, "aggregate": False, "aggregate_version": False,
-    "payload": False, "schema_version": False, "source_ref": True, "created_at": False,
+    "id": True,
+    "kind": False,
+    "aggregate": False,
+    "aggregate_version": False,
+    "payload": False,
+    "schema_version": False,
+    "source_ref": True,
+    "created_at": False,
     "taken_at": True,
 }
 
@@ -55,13 +61,15 @@ def test_sqlite_staging_id_is_autoincrement(tmp_path) -> None:  # type: ignore[n
     upgrade(engine)
     with engine.connect() as connection:
         sql = connection.exec_driver_sql(
-            "SELECT sql FROM sqlite_master WHERE name = 'staging_intents'").scalar_one()
+            "SELECT sql FROM sqlite_master WHERE name = 'staging_intents'"
+        ).scalar_one()
     engine.dispose()
     assert "id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT" in sql
 
 
 def test_migrate_is_idempotent_and_a_fresh_database_is_refused_until_migrated(
-        empty_pg_url: str) -> None:
+    empty_pg_url: str,
+) -> None:
     engine = make_engine(empty_pg_url)
     try:
         try:

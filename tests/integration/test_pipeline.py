@@ -7,7 +7,6 @@ Each test runs on SQLite and on PostgreSQL. The site is the project's simulator
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -42,12 +41,14 @@ def run(worker: Worker, coro_factory: Any = None) -> None:
             await (coro_factory(worker) if coro_factory else drain(worker))
         finally:
             await worker.site.aclose()
+
     asyncio.run(go())
 
 
 def one_cycle(worker: Worker) -> None:
     async def go() -> None:
         await worker.cycle()
+
     asyncio.run(go())
 
 
@@ -58,21 +59,34 @@ def rows_by_id(engine: Engine) -> dict[str, dict[str, Any]]:
 
 def message(engine: Engine, kind: str, aggregate: str, version: int) -> dict[str, Any]:
     with transaction(engine, read_only=True) as connection:
-        row = connection.execute(select(messages).where(
-            messages.c.kind == kind, messages.c.aggregate == aggregate,
-            messages.c.version == version, messages.c.rejected.is_(False))).mappings().one()
+        row = (
+            connection.execute(
+                select(messages).where(
+                    messages.c.kind == kind,
+                    messages.c.aggregate == aggregate,
+                    messages.c.version == version,
+                    messages.c.rejected.is_(False),
+                )
+            )
+            .mappings()
+            .one()
+        )
         return dict(row)
 
 
 def events(engine: Engine, pk: int) -> list[dict[str, Any]]:
     with transaction(engine, read_only=True) as connection:
-        return [dict(r) for r in connection.execute(
-            select(history).where(history.c.message_pk == pk).order_by(history.c.id)
-        ).mappings()]
+        return [
+            dict(r)
+            for r in connection.execute(
+                select(history).where(history.c.message_pk == pk).order_by(history.c.id)
+            ).mappings()
+        ]
 
 
 def test_site_ends_holding_the_latest_price_of_every_sku_and_older_versions_are_never_sent(
-        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
     rows = [price_row(f"SKU-{n}", v, f"{n}.{v:02d}") for n in range(30) for v in (1, 2, 3)]
     random.Random(5).shuffle(rows)
     stage(engine, rows)
@@ -87,7 +101,8 @@ def test_site_ends_holding_the_latest_price_of_every_sku_and_older_versions_are_
 
 
 def test_price_delivered_carries_the_exact_decimal_and_the_message_id_as_idempotency_key(
-        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
     stage(engine, [price_row("SKU-1", 7, "840.10")])
     run(make_worker(db_url, engine, site))
     [effect] = site.effects()
@@ -98,7 +113,8 @@ def test_price_delivered_carries_the_exact_decimal_and_the_message_id_as_idempot
 
 
 def test_postings_are_all_delivered_once_in_version_order_whatever_the_commit_order(
-        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
     rows = [posting_row(f"DOC-{d}", v) for d in range(5) for v in range(1, 7)]
     random.Random(9).shuffle(rows)
     stage(engine, rows)
@@ -109,7 +125,8 @@ def test_postings_are_all_delivered_once_in_version_order_whatever_the_commit_or
 
 
 def test_an_answer_lost_after_the_effect_is_retried_with_the_same_key_and_applies_once(
-        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
     site.faults.drop_after_effect_rate = 1.0
     stage(engine, [price_row("SKU-1", 1), posting_row("DOC-1", 1)])
     run(make_worker(db_url, engine, site))
@@ -123,7 +140,8 @@ def test_an_answer_lost_after_the_effect_is_retried_with_the_same_key_and_applie
 
 
 def test_a_read_timeout_after_sending_is_marked_result_unknown_and_retried_safely(
-        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
     site.faults.slow_rate = 1.0
     site.faults.slow_seconds = 0.6
     stage(engine, [price_row("SKU-1", 1)])
@@ -133,6 +151,7 @@ def test_a_read_timeout_after_sending_is_marked_result_unknown_and_retried_safel
         await w.cycle()
         site.faults.slow_rate = 0.0
         await drain(w)
+
     run(worker, first_then_heal)
     price = message(engine, "price", "SKU-1", 1)
     timeouts = [e for e in events(engine, price["id"]) if e["error_class"] == "ReadTimeout"]
@@ -142,13 +161,17 @@ def test_a_read_timeout_after_sending_is_marked_result_unknown_and_retried_safel
 
 
 def test_a_poison_message_is_quarantined_after_exactly_max_attempts_while_others_flow(
-        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
     site.faults.poison = {"SKU-P"}
     stage(engine, [price_row("SKU-P", 1)] + [price_row(f"SKU-{n}", 1) for n in range(20)])
     run(make_worker(db_url, engine, site, max_attempts=4))
     poison = message(engine, "price", "SKU-P", 1)
-    assert ("quarantined", "retry-limit", 4) == (poison["state"], poison["reason"],
-                                                 poison["attempts"])
+    assert ("quarantined", "retry-limit", 4) == (
+        poison["state"],
+        poison["reason"],
+        poison["attempts"],
+    )
     assert 500 == poison["last_status"]
     sent = [e for e in events(engine, poison["id"]) if e["event"] in ("leased", "taken-over")]
     assert 4 == len(sent)
@@ -156,7 +179,8 @@ def test_a_poison_message_is_quarantined_after_exactly_max_attempts_while_others
 
 
 def test_a_site_outage_of_any_length_ends_with_everything_delivered_and_nothing_quarantined(
-        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
     site.faults.outage = True
     stage(engine, [price_row(f"SKU-{n}", 1) for n in range(40)])
     worker = make_worker(db_url, engine, site, max_attempts=3, breaker_threshold=3)
@@ -167,6 +191,7 @@ def test_a_site_outage_of_any_length_ends_with_everything_delivered_and_nothing_
             await asyncio.sleep(0.005)
         site.faults.outage = False
         await drain(w)
+
     run(worker, outage_then_recovery)
     states = {m["state"] for m in rows_by_id(engine).values()}
     assert {"delivered"} == states
@@ -174,17 +199,22 @@ def test_a_site_outage_of_any_length_ends_with_everything_delivered_and_nothing_
 
 
 def test_terminal_answers_quarantine_at_once_with_reason_http_code(
-        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
     site.faults.reject = {"SKU-R"}
     stage(engine, [price_row("SKU-R", 1)])
     run(make_worker(db_url, engine, site))
     rejected = message(engine, "price", "SKU-R", 1)
-    assert ("quarantined", "http-422", 1) == (rejected["state"], rejected["reason"],
-                                              rejected["attempts"])
+    assert ("quarantined", "http-422", 1) == (
+        rejected["state"],
+        rejected["reason"],
+        rejected["attempts"],
+    )
 
 
 def test_401_pauses_delivery_without_charging_anyone_and_it_resumes_by_itself(
-        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
     site.faults.auth_status = 401
     stage(engine, [price_row(f"SKU-{n}", 1) for n in range(10)])
     worker = make_worker(db_url, engine, site, max_attempts=1)
@@ -192,36 +222,49 @@ def test_401_pauses_delivery_without_charging_anyone_and_it_resumes_by_itself(
     async def refused_then_accepted(w: Worker) -> None:
         for _ in range(3):
             await w.cycle()
-        assert all(m["attempts"] == 0 and m["state"] == "new"
-                   for m in rows_by_id(engine).values())
+        assert all(m["attempts"] == 0 and m["state"] == "new" for m in rows_by_id(engine).values())
         with transaction(engine, read_only=True) as connection:
             [shown] = status(connection, w.clock.now(), w.strict).workers
         assert shown["paused"] is not None and "401" in shown["paused"]
         site.faults.auth_status = None
         await drain(w)
+
     run(worker, refused_then_accepted)
     assert 10 == len(site.effects())
 
 
 def test_409_stale_at_site_equal_is_delivered_and_greater_is_cancelled_without_retry(
-        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
     for aggregate, version in (("SKU-EQ", 5), ("SKU-GT", 9)):
-        body = {"message_id": f"other-{aggregate}", "kind": "price", "aggregate": aggregate,
-                "version": version, "payload": {"sku": aggregate, "price": "1"},
-                "created_at": "2026-01-01T00:00:00Z"}
-        answer = httpx.post(f"{site.url}/api/v1/updates", json=body, headers={
-            "Authorization": "Bearer test-token", "Idempotency-Key": body["message_id"]})
+        body = {
+            "message_id": f"other-{aggregate}",
+            "kind": "price",
+            "aggregate": aggregate,
+            "version": version,
+            "payload": {"sku": aggregate, "price": "1"},
+            "created_at": "2026-01-01T00:00:00Z",
+        }
+        answer = httpx.post(
+            f"{site.url}/api/v1/updates",
+            json=body,
+            headers={"Authorization": "Bearer test-token", "Idempotency-Key": body["message_id"]},
+        )
         assert 200 == answer.status_code
     stage(engine, [price_row("SKU-EQ", 5), price_row("SKU-GT", 4)])
     run(make_worker(db_url, engine, site))
     equal, greater = message(engine, "price", "SKU-EQ", 5), message(engine, "price", "SKU-GT", 4)
     assert ("delivered", 1) == (equal["state"], equal["attempts"])
-    assert ("cancelled", "stale-at-site", 1) == (greater["state"], greater["reason"],
-                                                 greater["attempts"])
+    assert ("cancelled", "stale-at-site", 1) == (
+        greater["state"],
+        greater["reason"],
+        greater["attempts"],
+    )
 
 
-def test_retry_after_in_seconds_sets_the_next_try(db_url: str, engine: Engine,
-                                                  site: SiteSimulator) -> None:
+def test_retry_after_in_seconds_sets_the_next_try(
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
     site.faults.fail_rate = 1.0
     site.faults.retry_after = "2"
     stage(engine, [price_row("SKU-1", 1)])
@@ -235,7 +278,8 @@ def test_retry_after_in_seconds_sets_the_next_try(db_url: str, engine: Engine,
 
 
 def test_a_stale_version_staged_after_a_newer_one_was_delivered_is_never_sent(
-        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
     stage(engine, [price_row("SKU-1", 5)])
     worker = make_worker(db_url, engine, site)
 
@@ -243,6 +287,7 @@ def test_a_stale_version_staged_after_a_newer_one_was_delivered_is_never_sent(
         await drain(w)
         stage(engine, [price_row("SKU-1", 3, "1.00")])
         await drain(w)
+
     run(worker, late_row)
     assert [5] == site.applied_versions("price", "SKU-1")
     late = message(engine, "price", "SKU-1", 3)
@@ -250,7 +295,8 @@ def test_a_stale_version_staged_after_a_newer_one_was_delivered_is_never_sent(
 
 
 def test_history_tells_the_whole_biography_of_a_retried_message(
-        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
     site.faults.fail_rate = 1.0
     site.faults.retry_after = "1"
     stage(engine, [price_row("SKU-1", 1)])
@@ -260,19 +306,21 @@ def test_history_tells_the_whole_biography_of_a_retried_message(
         await w.cycle()
         site.faults.fail_rate = 0.0
         await drain(w, cycles=1000)
+
     run(worker, fail_then_heal)
     bio = events(engine, message(engine, "price", "SKU-1", 1)["id"])
     assert ["taken", "leased", "retry-scheduled", "leased", "delivered"] == [
-        e["event"] for e in bio]
+        e["event"] for e in bio
+    ]
     assert [None, 1, 1, 2, 2] == [e["attempt"] for e in bio]
-    assert [None, "new", "in_progress", "delayed", "in_progress"] == [
-        e["from_state"] for e in bio]
+    assert [None, "new", "in_progress", "delayed", "in_progress"] == [e["from_state"] for e in bio]
     assert {"test-worker"} == {e["worker"] for e in bio[1:]}
     assert (1.0, 503) == (bio[2]["delay_s"], bio[2]["http_status"])
 
 
 def test_posting_amounts_reach_the_site_with_their_exact_decimal_value(
-        db_url: str, engine: Engine, site: SiteSimulator) -> None:
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
     stage(engine, [posting_row("DOC-1", 1, amount="12345678901234567890.123456789")])
     run(make_worker(db_url, engine, site))
     [effect] = site.effects()

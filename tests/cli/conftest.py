@@ -1,0 +1,69 @@
+"""Fixtures of the command-line tests: the CLI runner, a site simulator, a quarantine scenario."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from clitools import TOKEN, Cli, deliver_in_process
+from sqlalchemy import Engine
+
+from exchange.identity import message_id
+from exchange.sitesim import Faults, SiteSimulator
+from exchange.testing import posting_row, price_row, raw_row
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    """``exchange`` as a subprocess, run in the test's own directory."""
+    return Cli(tmp_path)
+
+
+@pytest.fixture
+def site() -> Iterator[SiteSimulator]:
+    """The shop site on loopback, accepting ``Bearer test-token``."""
+    with SiteSimulator(token=TOKEN, faults=Faults(seed=1)) as simulator:
+        yield simulator
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """After a run: what the operator tests find in the database.
+
+    delivered   SKU-1 v2 (v1 superseded), SKU-2 v1, DOC-2 v1 and v2
+    quarantined SKU-REJ v1 (http-422), DOC-1 v1 (http-422),
+                a row that is not JSON (invalid-contract), a row of an unknown kind
+    new         DOC-1 v2 and v3, held behind the quarantined DOC-1 v1
+    """
+
+    sku_rejected: str = message_id("price", "SKU-REJ", 1)
+    doc1_v1: str = message_id("financial_posting", "DOC-1", 1)
+    doc1_v2: str = message_id("financial_posting", "DOC-1", 2)
+    doc1_v3: str = message_id("financial_posting", "DOC-1", 3)
+    sku2: str = message_id("price", "SKU-2", 1)
+
+
+@pytest.fixture
+def scenario(db_url: str, engine: Engine, site: SiteSimulator) -> Scenario:
+    site.faults.reject = {"SKU-REJ", "DOC-1"}
+    deliver_in_process(
+        db_url,
+        engine,
+        site,
+        [
+            price_row("SKU-1", 1, "10.00"),
+            price_row("SKU-1", 2, "11.00"),
+            price_row("SKU-2", 1, "20.00"),
+            price_row("SKU-REJ", 1, "30.00"),
+            posting_row("DOC-1", 1),
+            posting_row("DOC-1", 2),
+            posting_row("DOC-1", 3),
+            posting_row("DOC-2", 1),
+            posting_row("DOC-2", 2),
+            raw_row("price", "SKU-BAD", 1, "{not json", source_ref="Установка цен 000777"),
+            raw_row("stock_level", "SKU-3", 1, '{"qty": 5}', source_ref="Остатки 000001"),
+        ],
+    )
+    return Scenario()

@@ -1,0 +1,462 @@
+"""Leases (contract 4): one message of an aggregate in flight, take-over, fencing, outcomes.
+
+Runs on SQLite and on PostgreSQL (the ``engine`` fixture is parametrized over both).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, RowMapping, event, select
+
+from exchange import intake, lease
+from exchange.clock import FakeClock
+from exchange.db.engine import transaction
+from exchange.db.schema import aggregates, history, messages
+from exchange.retry import Decision, not_sent
+from exchange.settings import Policy, Settings
+from exchange.states import Event, State
+from exchange.testing import fast_settings, posting_row, price_row, stage
+
+LEASE = 30.0
+MAX_ATTEMPTS = 3
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def settings(db_url: str) -> Settings:
+    return fast_settings(db_url, lease_seconds=LEASE, max_attempts=MAX_ATTEMPTS, batch_size=100)
+
+
+def take(engine: Engine, settings: Settings, clock: FakeClock, rows: list[dict[str, Any]]) -> None:
+    stage(engine, rows)
+    intake.take(engine, None, settings.kinds, clock.now())
+
+
+def claim(
+    engine: Engine, settings: Settings, clock: FakeClock, worker: str = "w1", limit: int = 100
+) -> lease.Batch:
+    with transaction(engine) as c:
+        return lease.claim(
+            c,
+            worker=worker,
+            now=clock.now(),
+            limit=limit,
+            lease_seconds=settings.lease_seconds,
+            strict=settings.kinds_with(Policy.STRICT),
+        )
+
+
+def record(
+    engine: Engine,
+    settings: Settings,
+    clock: FakeClock,
+    batch: lease.Batch,
+    decision: Decision,
+    worker: str = "w1",
+) -> int:
+    with transaction(engine) as c:
+        return lease.record(
+            c,
+            token=batch.token,
+            worker=worker,
+            now=clock.now(),
+            outcomes=[(m, decision) for m in batch.messages],
+            strict=settings.kinds_with(Policy.STRICT),
+        )
+
+
+def delivered(receipt: str = '{"receipt": "R-1"}') -> Decision:
+    return Decision(Event.DELIVERED, State.DELIVERED, "200 OK", http_status=200, receipt=receipt)
+
+
+def retry_later(clock: FakeClock, delay: float = 5.0) -> Decision:
+    return Decision(
+        Event.RETRY_SCHEDULED,
+        State.DELAYED,
+        "503 Service Unavailable",
+        next_try_at=clock.now() + timedelta(seconds=delay),
+        delay_s=delay,
+        http_status=503,
+    )
+
+
+def message(engine: Engine, aggregate: str, version: int) -> RowMapping:
+    with transaction(engine, read_only=True) as c:
+        return (
+            c.execute(
+                select(messages).where(
+                    messages.c.aggregate == aggregate, messages.c.version == version
+                )
+            )
+            .mappings()
+            .one()
+        )
+
+
+def aggregate_row(engine: Engine, aggregate: str) -> RowMapping:
+    with transaction(engine, read_only=True) as c:
+        return (
+            c.execute(select(aggregates).where(aggregates.c.aggregate == aggregate))
+            .mappings()
+            .one()
+        )
+
+
+def events(engine: Engine, pk: int) -> list[RowMapping]:
+    with transaction(engine, read_only=True) as c:
+        return list(
+            c.execute(
+                select(history).where(history.c.message_pk == pk).order_by(history.c.id)
+            ).mappings()
+        )
+
+
+def leased(batch: lease.Batch) -> list[tuple[str, int]]:
+    return sorted((m.aggregate, m.version) for m in batch.messages)
+
+
+# -- at most one message of an aggregate in flight ---------------------------------------------
+
+
+def test_claim_leases_one_message_per_aggregate_per_batch(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    # not coalesced yet: two pending versions of SKU-1, three of D-1
+    take(
+        engine,
+        settings,
+        clock,
+        [price_row("SKU-1", 1), price_row("SKU-1", 2), price_row("SKU-2", 1)]
+        + [posting_row("D-1", v) for v in (1, 2, 3)],
+    )
+    batch = claim(engine, settings, clock)
+    assert leased(batch) == [("D-1", 1), ("SKU-1", 2), ("SKU-2", 1)]
+    assert len({m.aggregate_id for m in batch.messages}) == len(batch.messages)
+    for m in batch.messages:
+        row = message(engine, m.aggregate, m.version)
+        assert (row["state"], row["locked_by"], row["attempts"]) == ("in_progress", "w1", 1)
+        assert row["locked_until"] == clock.now() + timedelta(seconds=LEASE)
+        assert row["lease_token"] == batch.token
+        last = events(engine, row["id"])[-1]
+        assert (last["event"], last["worker"], last["attempt"]) == ("leased", "w1", 1)
+    assert message(engine, "SKU-1", 1)["state"] == "new"
+
+
+def test_no_second_message_of_an_aggregate_while_one_is_in_flight(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [price_row("SKU-1", 1), price_row("SKU-2", 1)])
+    first = claim(engine, settings, clock, "w1", limit=1)
+    assert leased(first) == [("SKU-1", 1)]
+
+    clock.advance(1)
+    take(engine, settings, clock, [price_row("SKU-1", 2)])
+    second = claim(engine, settings, clock, "w2")
+    assert leased(second) == [("SKU-2", 1)], "SKU-1 is in flight with w1"
+    assert claim(engine, settings, clock, "w3").messages == []
+
+    assert record(engine, settings, clock, first, delivered()) == 1
+    assert leased(claim(engine, settings, clock, "w3")) == [("SKU-1", 2)]
+
+
+def test_no_second_message_of_an_aggregate_while_its_lease_is_renewed(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    # a renewed lease keeps the aggregate: the site is slow, the worker is alive
+    take(engine, settings, clock, [posting_row("D-1", 1), posting_row("D-1", 2)])
+    batch = claim(engine, settings, clock, "w1")
+    for _ in range(5):
+        clock.advance(LEASE * 0.9)
+        with transaction(engine) as c:
+            assert lease.renew(c, batch.token, clock.now() + timedelta(seconds=LEASE)) == 1
+        assert claim(engine, settings, clock, "w2").messages == []
+    assert record(engine, settings, clock, batch, delivered(), "w1") == 1
+
+
+def test_workers_claiming_at_the_same_moment_never_lease_one_aggregate_twice(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(
+        engine,
+        settings,
+        clock,
+        [price_row(f"SKU-{i}", v) for i in range(12) for v in (1, 2, 3)]
+        + [posting_row(f"D-{i}", v) for i in range(12) for v in (1, 2, 3)],
+    )
+    workers = 4
+    start = threading.Barrier(workers)
+    batches: dict[str, list[lease.Batch]] = {}
+    errors: list[BaseException] = []
+
+    def work(name: str) -> None:
+        try:
+            start.wait(timeout=10)
+            mine = batches.setdefault(name, [])
+            for _ in range(3):
+                mine.append(claim(engine, settings, clock, name, limit=5))
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(f"w{n}",)) for n in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors, errors
+
+    claimed = [m.aggregate_id for b in batches.values() for batch in b for m in batch.messages]
+    assert len(claimed) == 24, "every aggregate was leased once"
+    assert len(set(claimed)) == len(claimed), "an aggregate was leased twice"
+    with transaction(engine, read_only=True) as c:
+        in_flight = list(
+            c.execute(
+                select(messages.c.aggregate_id).where(messages.c.state == "in_progress")
+            ).scalars()
+        )
+    assert sorted(in_flight) == sorted(claimed)
+
+
+def test_strict_kinds_lease_only_the_next_version_in_order(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [posting_row("D-1", v) for v in (3, 1, 2)])
+    order = []
+    for _ in range(3):
+        batch = claim(engine, settings, clock)
+        assert len(batch.messages) == 1
+        order.append(batch.messages[0].version)
+        assert claim(engine, settings, clock, "w2").messages == []
+        record(engine, settings, clock, batch, delivered())
+    assert order == [1, 2, 3]
+    assert aggregate_row(engine, "D-1")["done_version"] == 3
+
+
+def test_strict_next_version_waits_while_its_predecessor_is_delayed(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [posting_row("D-1", 1), posting_row("D-1", 2)])
+    batch = claim(engine, settings, clock)
+    record(engine, settings, clock, batch, retry_later(clock, 5))
+    assert claim(engine, settings, clock).messages == [], "v1 is delayed, v2 must wait"
+    clock.advance(6)
+    assert leased(claim(engine, settings, clock)) == [("D-1", 1)]
+
+
+# -- expired leases ------------------------------------------------------------------------
+
+
+def test_an_expired_lease_is_taken_over_by_another_worker(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [posting_row("D-1", 1)])
+    old = claim(engine, settings, clock, "w1")
+    clock.advance(LEASE - 1)
+    assert claim(engine, settings, clock, "w2").messages == [], "the lease is still live"
+
+    clock.advance(2)
+    new = claim(engine, settings, clock, "w2")
+    assert leased(new) == [("D-1", 1)]
+    assert new.token != old.token
+    assert new.messages[0].attempt == 2
+    row = message(engine, "D-1", 1)
+    assert (row["state"], row["locked_by"], row["attempts"]) == ("in_progress", "w2", 2)
+    last = events(engine, row["id"])[-1]
+    assert (last["event"], last["worker"], last["attempt"]) == ("taken-over", "w2", 2)
+    assert (last["from_state"], last["to_state"]) == ("in_progress", "in_progress")
+    assert "w1" in (last["detail"] or "")
+    assert aggregate_row(engine, "D-1")["lease_owner"] == "w2"
+
+
+def test_a_worker_that_lost_its_lease_records_nothing_and_the_new_owner_wins(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [posting_row("D-1", 1), posting_row("D-1", 2)])
+    old = claim(engine, settings, clock, "w1")
+    clock.advance(LEASE + 1)
+    new = claim(engine, settings, clock, "w2")
+    history_before = len(events(engine, message(engine, "D-1", 1)["id"]))
+
+    # the old owner comes back with an outcome: fenced off by its token
+    assert record(engine, settings, clock, old, delivered('{"receipt": "old"}'), "w1") == 0
+    row = message(engine, "D-1", 1)
+    assert (row["state"], row["locked_by"], row["receipt"]) == ("in_progress", "w2", None)
+    assert len(events(engine, row["id"])) == history_before
+    assert aggregate_row(engine, "D-1")["lease_token"] == new.token, "w1 freed nothing"
+    assert aggregate_row(engine, "D-1")["done_version"] == 0
+    assert claim(engine, settings, clock, "w3").messages == []
+
+    assert record(engine, settings, clock, new, retry_later(clock), "w2") == 1
+    row = message(engine, "D-1", 1)
+    assert (row["state"], row["last_status"]) == ("delayed", 503)
+    assert events(engine, row["id"])[-1]["worker"] == "w2"
+
+
+def test_renew_extends_the_lease_and_returns_zero_for_a_lost_token(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [price_row("SKU-1", 1), price_row("SKU-2", 1)])
+    old = claim(engine, settings, clock, "w1")
+    clock.advance(LEASE / 2)
+    until = clock.now() + timedelta(seconds=LEASE)
+    with transaction(engine) as c:
+        assert lease.renew(c, old.token, until) == 2
+    assert message(engine, "SKU-1", 1)["locked_until"] == until
+    assert aggregate_row(engine, "SKU-1")["lease_until"] == until
+
+    clock.advance(LEASE / 2 + 1)
+    assert claim(engine, settings, clock, "w2").messages == [], "renewed: still w1's"
+
+    clock.advance(LEASE)
+    new = claim(engine, settings, clock, "w2")
+    assert len(new.messages) == 2
+    with transaction(engine) as c:
+        assert lease.renew(c, old.token, clock.now() + timedelta(seconds=LEASE * 10)) == 0
+    assert message(engine, "SKU-1", 1)["locked_until"] == new.until
+    assert aggregate_row(engine, "SKU-1")["lease_until"] == new.until
+
+
+# -- recording outcomes ----------------------------------------------------------------------
+
+
+def test_a_delivered_outcome_stores_the_receipt_frees_the_aggregate_and_advances_done_version(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [posting_row("D-1", 1), posting_row("D-1", 2)])
+    batch = claim(engine, settings, clock, "w1")
+    clock.advance(2)
+    assert record(engine, settings, clock, batch, delivered('{"receipt": "R-77"}')) == 1
+
+    row = message(engine, "D-1", 1)
+    assert row["state"] == "delivered"
+    assert row["receipt"] == '{"receipt": "R-77"}'
+    assert (row["last_status"], row["last_error"]) == (200, None)
+    assert (row["locked_by"], row["locked_until"], row["lease_token"]) == (None, None, None)
+    agg = aggregate_row(engine, "D-1")
+    assert agg["done_version"] == 1
+    assert (agg["lease_token"], agg["lease_owner"], agg["lease_until"]) == (None, None, None)
+    last = events(engine, row["id"])[-1]
+    assert (last["event"], last["from_state"], last["to_state"]) == (
+        "delivered",
+        "in_progress",
+        "delivered",
+    )
+    assert (last["worker"], last["attempt"], last["http_status"]) == ("w1", 1, 200)
+    assert last["at"] == clock.now()
+    assert leased(claim(engine, settings, clock, "w2")) == [("D-1", 2)], "freed at once"
+
+
+def test_a_released_outcome_puts_the_message_back_to_new_without_charging_an_attempt(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [price_row("SKU-1", 1)])
+    batch = claim(engine, settings, clock)
+    assert record(engine, settings, clock, batch, not_sent("breaker open")) == 1
+    row = message(engine, "SKU-1", 1)
+    assert (row["state"], row["attempts"], row["lease_token"]) == ("new", 0, None)
+    assert events(engine, row["id"])[-1]["event"] == "released"
+    again = claim(engine, settings, clock)
+    assert [m.attempt for m in again.messages] == [1], "the same attempt again"
+
+
+def test_a_released_outcome_after_a_failed_attempt_keeps_the_attempt_count(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [price_row("SKU-1", 1)])
+    record(engine, settings, clock, claim(engine, settings, clock), retry_later(clock, 1))
+    clock.advance(2)
+    batch = claim(engine, settings, clock)
+    assert [m.attempt for m in batch.messages] == [2]
+    record(engine, settings, clock, batch, not_sent("breaker open"))
+    row = message(engine, "SKU-1", 1)
+    assert row["attempts"] == 1
+    assert row["state"] in ("new", "delayed")
+    assert [m.attempt for m in claim(engine, settings, clock).messages] == [2]
+
+
+def test_expire_exhausted_quarantines_an_expired_lease_at_max_attempts(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [posting_row("D-1", 1), posting_row("D-2", 1)])
+    first = claim(engine, settings, clock, "w1")
+    assert [(m.aggregate, m.attempt) for m in first.messages] == [("D-1", 1), ("D-2", 1)]
+    for attempt in range(2, MAX_ATTEMPTS + 1):
+        with transaction(engine) as c:  # no lease has expired yet: nothing to do
+            assert lease.expire_exhausted(c, now=clock.now(), max_attempts=MAX_ATTEMPTS) == 0
+        clock.advance(LEASE + 1)
+        batch = claim(engine, settings, clock, f"w{attempt}", limit=1)
+        assert [(m.aggregate, m.attempt) for m in batch.messages] == [("D-1", attempt)]
+    clock.advance(LEASE + 1)
+    # now D-1 holds an expired lease on attempt 3 of 3, D-2 one on attempt 1 of 3
+
+    with transaction(engine) as c:
+        assert lease.expire_exhausted(c, now=clock.now(), max_attempts=MAX_ATTEMPTS) == 1
+    row = message(engine, "D-1", 1)
+    assert (row["state"], row["reason"], row["attempts"]) == ("quarantined", "retry-limit", 3)
+    assert row["last_error"] and "expired" in row["last_error"]
+    assert row["lease_token"] is None
+    last = events(engine, row["id"])[-1]
+    assert (last["event"], last["to_state"]) == ("lease-expired", "quarantined")
+    assert message(engine, "D-2", 1)["state"] == "in_progress"
+    assert [m.aggregate for m in claim(engine, settings, clock, "w10").messages] == ["D-2"]
+
+
+# -- a constant number of statements ---------------------------------------------------------
+
+
+@contextmanager
+def counting(engine: Engine) -> Iterator[list[str]]:
+    statements: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+
+
+def claim_and_record_statements(
+    engine: Engine, settings: Settings, clock: FakeClock, prefix: str, size: int
+) -> tuple[int, int]:
+    take(
+        engine,
+        settings,
+        clock,
+        [price_row(f"{prefix}-{i}", 1) for i in range(size)]
+        + [posting_row(f"{prefix}-D-{i}", 1) for i in range(size)],
+    )
+    with counting(engine) as statements:
+        batch = claim(engine, settings, clock, limit=2 * size)
+    claimed = len(statements)
+    assert len(batch.messages) == 2 * size
+    outcomes = [
+        (m, delivered() if i % 2 else retry_later(clock)) for i, m in enumerate(batch.messages)
+    ]
+    with counting(engine) as statements, transaction(engine) as c:
+        recorded = lease.record(
+            c,
+            token=batch.token,
+            worker="w1",
+            now=clock.now(),
+            outcomes=outcomes,
+            strict=settings.kinds_with(Policy.STRICT),
+        )
+    assert recorded == 2 * size
+    return claimed, len(statements)
+
+
+def test_claim_and_record_take_a_constant_number_of_statements(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    small = claim_and_record_statements(engine, settings, clock, "A", 5)
+    large = claim_and_record_statements(engine, settings, clock, "B", 50)
+    assert small == large, f"statements (claim, record): 5 -> {small}, 50 -> {large}"

@@ -1,0 +1,214 @@
+"""Several real worker processes on one PostgreSQL database, and a worker killed mid-request.
+
+These start ``exchange run`` as separate processes, as production does on several hosts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, select
+
+from exchange.db.engine import make_engine, transaction
+from exchange.db.schema import history, messages
+from exchange.sitesim import Faults, SiteSimulator
+from exchange.testing import posting_row, price_row, stage
+
+pytestmark = pytest.mark.slow
+
+
+def worker_env(db_url: str, site: SiteSimulator, worker_id: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
+    env.update(
+        {
+            "EXCHANGE_DATABASE_URL": db_url,
+            "EXCHANGE_SITE_URL": site.url,
+            "EXCHANGE_SITE_TOKEN": "test-token",
+            "EXCHANGE_WORKER_ID": worker_id,
+            "EXCHANGE_POLL_INTERVAL": "0.02",
+            "EXCHANGE_BATCH_SIZE": "20",
+            "EXCHANGE_CONCURRENCY": "4",
+            "EXCHANGE_RETRY_BASE_DELAY": "0.005",
+            "EXCHANGE_RETRY_MAX_DELAY": "0.05",
+            "EXCHANGE_MAX_ATTEMPTS": "20",
+            "EXCHANGE_LOG_LEVEL": "WARNING",
+            **extra,
+        }
+    )
+    return env
+
+
+def start(
+    db_url: str, site: SiteSimulator, worker_id: str, tmp_path: Path, *args: str, **extra: str
+) -> subprocess.Popen[str]:
+    with (tmp_path / f"{worker_id}.log").open("w") as log:  # the child keeps its own copy
+        return subprocess.Popen(
+            [sys.executable, "-m", "exchange", "run", *args],
+            env=worker_env(db_url, site, worker_id, **extra),
+            cwd=tmp_path,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+
+def in_flight_overlaps(engine: Engine) -> list[tuple[str, Any, Any]]:
+    """Per aggregate, the lease-to-outcome intervals of its messages: any two that overlap?"""
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(
+            select(
+                messages.c.kind,
+                messages.c.aggregate,
+                history.c.message_pk,
+                history.c.event,
+                history.c.at,
+            )
+            .join(messages, messages.c.id == history.c.message_pk)
+            .order_by(history.c.id)
+        ).all()
+    open_since: dict[int, Any] = {}
+    intervals: dict[tuple[str, str], list[tuple[Any, Any, int]]] = defaultdict(list)
+    for kind, aggregate, pk, event, at in rows:
+        if event in ("leased", "taken-over"):
+            open_since[pk] = at
+        elif (
+            event in ("delivered", "retry-scheduled", "quarantined", "stale-at-site", "released")
+            and pk in open_since
+        ):
+            intervals[(kind, aggregate)].append((open_since.pop(pk), at, pk))
+    overlaps = []
+    for key, spans in intervals.items():
+        spans.sort()
+        for (_, end, pk), (start_next, _, pk_next) in itertools.pairwise(spans):
+            if start_next < end and pk != pk_next:
+                overlaps.append((f"{key}", end, start_next))
+    return overlaps
+
+
+def wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_several_worker_processes_share_the_work_and_no_aggregate_is_ever_in_flight_twice(
+    pg_url: str, tmp_path: Path, workers: int
+) -> None:
+    engine = make_engine(pg_url)
+    rng = random.Random(workers)
+    rows = [price_row(f"SKU-{n}", v, f"{n}.{v}") for n in range(150) for v in (1, 2)]
+    rows += [posting_row(f"DOC-{d}", v) for d in range(6) for v in range(1, 6)]
+    rng.shuffle(rows)
+    faults = Faults(fail_rate=0.05, slow_rate=1.0, slow_seconds=0.01, seed=workers)
+    with SiteSimulator(token="test-token", faults=faults) as site:
+        procs = [start(pg_url, site, f"w{i}", tmp_path) for i in range(workers)]
+        try:
+            wait_for(
+                lambda: all((tmp_path / f"w{i}.log").exists() for i in range(workers)),
+                10,
+                "workers to start",
+            )
+            time.sleep(2)  # every worker is polling before 1C writes anything
+            stage(engine, rows)
+            wait_for(lambda: len(site.held_versions()) == 156, 90, "every aggregate delivered")
+            wait_for(
+                lambda: (
+                    sum(
+                        len(site.applied_versions("financial_posting", f"DOC-{d}"))
+                        for d in range(6)
+                    )
+                    == 30
+                ),
+                60,
+                "every posting delivered",
+            )
+        finally:
+            for proc in procs:
+                proc.send_signal(signal.SIGTERM)
+        codes = [p.wait(timeout=30) for p in procs]
+        logs = {i: (tmp_path / f"w{i}.log").read_text() for i in range(workers)}
+        assert [0] * workers == codes, logs
+        assert {1} == set(site.effect_counts().values())
+        for d in range(6):
+            assert [1, 2, 3, 4, 5] == site.applied_versions("financial_posting", f"DOC-{d}")
+        assert {("price", f"SKU-{n}"): 2 for n in range(150)} == {
+            k: v for k, v in site.held_versions().items() if k[0] == "price"
+        }
+    with transaction(engine, read_only=True) as connection:
+        workers_seen = set(
+            connection.execute(
+                select(history.c.worker).where(history.c.event == "delivered")
+            ).scalars()
+        )
+        states = set(connection.execute(select(messages.c.state)).scalars())
+        unfinished = connection.execute(
+            select(
+                messages.c.message_id,
+                history.c.event,
+                history.c.worker,
+                history.c.at,
+                history.c.detail,
+            )
+            .join(history, history.c.message_pk == messages.c.id)
+            .where(messages.c.state.not_in(["delivered", "cancelled"]))
+            .order_by(history.c.id)
+        ).all()
+    assert {"delivered", "cancelled"} >= states, unfinished
+    assert [] == in_flight_overlaps(engine)
+    assert len(workers_seen) >= 2, f"the work was not shared: {workers_seen}"
+    engine.dispose()
+
+
+def test_a_worker_killed_while_its_request_is_in_flight_is_taken_over_and_the_site_sees_one_effect(
+    pg_url: str, tmp_path: Path
+) -> None:
+    engine = make_engine(pg_url)
+    stage(engine, [price_row("SKU-1", 1, "99.90"), posting_row("DOC-1", 1)])
+    with SiteSimulator(token="test-token", faults=Faults(slow_rate=1.0, slow_seconds=30)) as site:
+        first = start(pg_url, site, "doomed", tmp_path, EXCHANGE_LEASE_SECONDS="1")
+        deadline = time.monotonic() + 30
+        while len(site.effects()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert 2 == len(site.effects()), "the first worker never reached the site"
+        time.sleep(1.5)  # it keeps renewing its lease while it lives
+        with transaction(engine, read_only=True) as connection:
+            owners = set(connection.execute(select(messages.c.locked_by)).scalars())
+        assert {"doomed"} == owners
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+        site.faults.slow_rate = 0.0
+        second = start(
+            pg_url,
+            site,
+            "rescuer",
+            tmp_path,
+            "--until-idle",
+            "--max-seconds",
+            "60",
+            EXCHANGE_LEASE_SECONDS="1",
+        )
+        assert 0 == second.wait(timeout=90), (tmp_path / "rescuer.log").read_text()
+        assert {1} == set(site.effect_counts().values())
+        assert 2 == len(site.effects())
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(select(messages.c.id, messages.c.state)).all()
+        taken_over = connection.execute(
+            select(history.c.worker, history.c.detail).where(history.c.event == "taken-over")
+        ).all()
+    assert {"delivered"} == {state for _, state in rows}
+    assert 2 == len(taken_over)
+    assert all(worker == "rescuer" and "doomed" in detail for worker, detail in taken_over)
+    engine.dispose()

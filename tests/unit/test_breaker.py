@@ -1,0 +1,139 @@
+"""Contract 5: a site outage is not a poison message (``breaker.CircuitBreaker``)."""
+
+# Assertions read `expected == actual`, as the tests are written against the contract.
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from exchange.breaker import BreakerState, CircuitBreaker
+
+NOW = datetime(2026, 8, 23, 7, 20, tzinfo=UTC)
+BATCH = 100
+
+
+def breaker(threshold: int = 5, base: float = 1.0, max_delay: float = 300.0) -> CircuitBreaker:
+    return CircuitBreaker(threshold=threshold, base_delay=base, max_delay=max_delay)
+
+
+def fail(b: CircuitBreaker, aggregates: list[int], now: datetime = NOW) -> list[bool]:
+    return [b.record_temporary_failure(aggregate, now) for aggregate in aggregates]
+
+
+def later(seconds: float) -> datetime:
+    return NOW + timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize("threshold", [1, 2, 5, 10])
+def test_breaker_opens_after_threshold_failures_on_distinct_aggregates(threshold: int) -> None:
+    b = breaker(threshold=threshold)
+
+    opened = fail(b, list(range(1, threshold + 1)))
+
+    assert [False] * (threshold - 1) + [True] == opened
+    assert (BreakerState.OPEN, 0) == (b.state(NOW), b.allowance(NOW, BATCH))
+
+
+def test_breaker_stays_closed_below_threshold() -> None:
+    b = breaker(threshold=5)
+
+    fail(b, [1, 2, 3, 4])
+
+    assert (BreakerState.CLOSED, BATCH) == (b.state(NOW), b.allowance(NOW, BATCH))
+
+
+def test_repeated_failures_of_one_aggregate_never_open_it() -> None:
+    b = breaker(threshold=5)
+
+    opened = fail(b, [17] * 1000)
+
+    assert not any(opened)
+    assert (BreakerState.CLOSED, BATCH) == (b.state(NOW), b.allowance(NOW, BATCH))
+
+
+def test_only_distinct_aggregates_count_towards_the_threshold() -> None:
+    b = breaker(threshold=5)
+
+    fail(b, [1, 1, 2, 2, 3, 3, 4, 4, 4, 1])
+    assert BreakerState.CLOSED == b.state(NOW)
+
+    fail(b, [5])
+    assert BreakerState.OPEN == b.state(NOW)
+
+
+def test_success_in_between_resets_the_count() -> None:
+    b = breaker(threshold=5)
+
+    fail(b, [1, 2, 3, 4])
+    b.record_success()
+    opened = fail(b, [5, 6, 7, 8])
+
+    assert not any(opened)
+    assert BreakerState.CLOSED == b.state(NOW)
+
+
+def test_open_breaker_allows_nothing_until_the_cool_down_ends() -> None:
+    b = breaker(threshold=2, base=10.0)
+    fail(b, [1, 2])
+
+    assert 0 == b.allowance(later(0), BATCH)
+    assert 0 == b.allowance(later(9.999), BATCH)
+    assert BreakerState.OPEN == b.state(later(9.999))
+
+
+def test_after_the_cool_down_it_is_half_open_and_allows_one_probe() -> None:
+    b = breaker(threshold=2, base=10.0)
+    fail(b, [1, 2])
+
+    assert (BreakerState.HALF_OPEN, 1) == (b.state(later(10)), b.allowance(later(10), BATCH))
+    assert 1 == b.allowance(later(3600), BATCH)
+
+
+def test_failed_probe_reopens_with_a_longer_cool_down() -> None:
+    b = breaker(threshold=2, base=10.0, max_delay=300.0)
+    fail(b, [1, 2])
+
+    probe_at = later(10)
+    reopened = b.record_temporary_failure(3, probe_at)
+
+    assert reopened
+    assert BreakerState.OPEN == b.state(probe_at + timedelta(seconds=19.999))
+    assert BreakerState.HALF_OPEN == b.state(probe_at + timedelta(seconds=20))
+
+
+def test_cool_down_grows_and_is_capped_at_max_delay() -> None:
+    b = breaker(threshold=1, base=1.0, max_delay=5.0)
+    now = NOW
+    cool_downs = []
+
+    b.record_temporary_failure(1, now)
+    for probe in range(2, 9):
+        assert b.opened_until is not None
+        cool_downs.append((b.opened_until - now).total_seconds())
+        now = b.opened_until  # half-open: the probe goes out and fails
+        b.record_temporary_failure(probe, now)
+
+    assert [1.0, 2.0, 4.0, 5.0, 5.0, 5.0, 5.0] == cool_downs
+
+
+def test_successful_probe_closes_it() -> None:
+    b = breaker(threshold=2, base=10.0)
+    fail(b, [1, 2])
+
+    b.record_success()
+
+    assert (BreakerState.CLOSED, BATCH) == (b.state(later(10)), b.allowance(later(10), BATCH))
+    assert not b.is_open()
+
+
+def test_after_closing_a_new_outage_needs_the_full_threshold_and_starts_at_base_delay() -> None:
+    b = breaker(threshold=3, base=10.0)
+    fail(b, [1, 2, 3])
+    b.record_temporary_failure(4, later(10))  # failed probe: cool-down 20
+    b.record_success()
+
+    assert [False, False] == fail(b, [5, 6], later(30))
+    assert b.record_temporary_failure(7, later(30))
+    assert BreakerState.HALF_OPEN == b.state(later(40))

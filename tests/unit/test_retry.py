@@ -1,0 +1,263 @@
+"""Contract 5, temporary answers: Retry-After, backoff with full jitter, the attempt limit."""
+
+# Assertions read `expected == actual`, as the tests are written against the contract.
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from exchange.classify import Classification, Verdict
+from exchange.contracts import Reason
+from exchange.retry import RetryPolicy, decide, parse_retry_after
+from exchange.states import Event, State
+
+NOW = datetime(2026, 8, 23, 7, 20, tzinfo=UTC)
+POLICY = RetryPolicy(max_attempts=5, base_delay=1.0, max_delay=300.0)
+PROPERTY = settings(max_examples=200, deadline=None, database=None)
+
+
+def http_date(moment: datetime) -> str:
+    return format_datetime(moment, usegmt=True)
+
+
+def temporary(retry_after: str | None = None, detail: str = "HTTP 503: down") -> Classification:
+    return Classification(Verdict.TEMPORARY, detail, http_status=503, retry_after=retry_after)
+
+
+# -- parse_retry_after -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [("0", 0.0), ("1", 1.0), ("120", 120.0), (" 30 ", 30.0), ("86400", 86400.0)],
+)
+def test_retry_after_in_seconds_is_read(header: str, seconds: float) -> None:
+    assert seconds == parse_retry_after(header, NOW)
+
+
+@pytest.mark.parametrize("ahead", [1, 90, 3600])
+def test_retry_after_http_date_in_the_future_is_the_seconds_until_then(ahead: int) -> None:
+    header = http_date(NOW + timedelta(seconds=ahead))
+
+    assert float(ahead) == parse_retry_after(header, NOW)
+
+
+@pytest.mark.parametrize("behind", [0, 1, 86400])
+def test_retry_after_http_date_in_the_past_means_now(behind: int) -> None:
+    header = http_date(NOW - timedelta(seconds=behind))
+
+    assert 0.0 == parse_retry_after(header, NOW)
+
+
+def test_retry_after_absent_is_none() -> None:
+    assert parse_retry_after(None, NOW) is None
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "",
+        "soon",
+        "-5",
+        "1.5",
+        "1e3",
+        "0x10",
+        "Wed, 99 Foo 2026 99:99:99 GMT",
+        "Mon, 32 Jan 2026 00:00:00 GMT",
+        "²",  # a Latin-1 header byte that str.isdigit() takes for a digit
+        "¹²",
+    ],
+)
+def test_garbage_retry_after_is_none(header: str) -> None:
+    assert parse_retry_after(header, NOW) is None
+
+
+# -- RetryPolicy.delay ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [("10", 10.0), ("0", 0.0), ("300", 300.0), ("301", 300.0), ("100000", 300.0)],
+)
+def test_delay_honours_retry_after_seconds_capped_at_max_delay(
+    header: str, expected: float
+) -> None:
+    assert expected == POLICY.delay(1, header, NOW, random.Random(0))
+
+
+def test_delay_honours_retry_after_http_date_capped_at_max_delay() -> None:
+    soon = http_date(NOW + timedelta(seconds=45))
+    late = http_date(NOW + timedelta(hours=2))
+
+    assert 45.0 == POLICY.delay(3, soon, NOW, random.Random(0))
+    assert 300.0 == POLICY.delay(3, late, NOW, random.Random(0))
+
+
+@pytest.mark.parametrize("digits", [400, 5000])
+def test_huge_retry_after_seconds_is_capped_at_max_delay(digits: int) -> None:
+    assert 300.0 == POLICY.delay(1, "9" * digits, NOW, random.Random(0))
+
+
+def test_garbage_retry_after_falls_back_to_backoff() -> None:
+    delay = POLICY.delay(1, "soon", NOW, random.Random(0))
+
+    assert 0.0 <= delay <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("attempt", "ceiling"),
+    [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (9, 256.0), (10, 300.0), (50, 300.0), (500, 300.0)],
+)
+def test_backoff_is_full_jitter_within_zero_and_the_exponential_ceiling(
+    attempt: int, ceiling: float
+) -> None:
+    rng = random.Random(20260823)
+
+    delays = [POLICY.delay(attempt, None, NOW, rng) for _ in range(500)]
+
+    assert all(0.0 <= delay <= ceiling for delay in delays)
+    # full jitter: the draws spread over the whole interval, not only its upper half
+    assert min(delays) < ceiling * 0.1
+    assert max(delays) > ceiling * 0.9
+
+
+def test_backoff_with_the_same_seed_is_the_same() -> None:
+    first = [POLICY.delay(n, None, NOW, random.Random(7)) for n in range(1, 8)]
+    second = [POLICY.delay(n, None, NOW, random.Random(7)) for n in range(1, 8)]
+
+    assert first == second
+
+
+@PROPERTY
+@given(
+    attempt=st.integers(min_value=1, max_value=10_000),
+    base=st.floats(min_value=0.001, max_value=10.0),
+    extra=st.floats(min_value=0.0, max_value=1000.0),
+    seed=st.integers(min_value=0, max_value=2**32),
+)
+def test_backoff_property_stays_within_full_jitter_bounds(
+    attempt: int, base: float, extra: float, seed: int
+) -> None:
+    policy = RetryPolicy(max_attempts=5, base_delay=base, max_delay=base + extra)
+
+    delay = policy.delay(attempt, None, NOW, random.Random(seed))
+
+    ceiling = min(policy.max_delay, base * 2.0 ** min(attempt - 1, 1000))
+    assert 0.0 <= delay <= ceiling
+
+
+# -- decide ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("attempt", [1, 2, 3, 4])
+def test_temporary_below_max_attempts_is_delayed_until_now_plus_delay(attempt: int) -> None:
+    decision = decide(temporary(), attempt=attempt, now=NOW, policy=POLICY, rng=random.Random(3))
+
+    assert (Event.RETRY_SCHEDULED, State.DELAYED) == (decision.event, decision.to_state)
+    assert decision.delay_s is not None
+    assert NOW + timedelta(seconds=decision.delay_s) == decision.next_try_at
+    assert 0.0 <= decision.delay_s <= 2 ** (attempt - 1)
+    assert decision.charged
+
+
+def test_temporary_with_retry_after_is_delayed_by_it() -> None:
+    decision = decide(temporary("30"), attempt=2, now=NOW, policy=POLICY, rng=random.Random(3))
+
+    assert (30.0, NOW + timedelta(seconds=30)) == (decision.delay_s, decision.next_try_at)
+
+
+@pytest.mark.parametrize("attempt", [5, 6])
+def test_temporary_at_max_attempts_is_quarantined_retry_limit_with_the_last_error(
+    attempt: int,
+) -> None:
+    decision = decide(
+        temporary(detail="HTTP 503: maintenance"),
+        attempt=attempt,
+        now=NOW,
+        policy=POLICY,
+        rng=random.Random(3),
+    )
+
+    assert (State.QUARANTINED, Reason.RETRY_LIMIT) == (decision.to_state, decision.reason)
+    assert decision.next_try_at is None
+    assert "HTTP 503: maintenance" in decision.detail
+    assert 503 == decision.http_status
+
+
+def test_max_attempts_one_quarantines_after_the_first_temporary_failure() -> None:
+    policy = RetryPolicy(max_attempts=1, base_delay=1.0, max_delay=300.0)
+
+    decision = decide(temporary(), attempt=1, now=NOW, policy=policy, rng=random.Random(3))
+
+    assert (State.QUARANTINED, Reason.RETRY_LIMIT) == (decision.to_state, decision.reason)
+
+
+@pytest.mark.parametrize("attempt", [1, 5, 100])
+def test_pause_is_released_back_to_new_and_not_charged(attempt: int) -> None:
+    pause = Classification(Verdict.PAUSE, "HTTP 401", http_status=401)
+
+    decision = decide(pause, attempt=attempt, now=NOW, policy=POLICY, rng=random.Random(3))
+
+    expected = (Event.RELEASED, State.NEW, False, None)
+    assert expected == (decision.event, decision.to_state, decision.charged, decision.reason)
+
+
+@pytest.mark.parametrize("status", [400, 404, 410, 413, 422])
+def test_terminal_is_quarantined_with_reason_http_code(status: int) -> None:
+    terminal = Classification(Verdict.TERMINAL, f"HTTP {status}", http_status=status)
+
+    decision = decide(terminal, attempt=1, now=NOW, policy=POLICY, rng=random.Random(3))
+
+    assert (State.QUARANTINED, f"http-{status}") == (decision.to_state, decision.reason)
+    assert decision.next_try_at is None
+
+
+def test_unknown_is_quarantined_unknown_response() -> None:
+    unknown = Classification(Verdict.UNKNOWN, "HTTP 418", http_status=418)
+
+    decision = decide(unknown, attempt=1, now=NOW, policy=POLICY, rng=random.Random(3))
+
+    expected = (State.QUARANTINED, Reason.UNKNOWN_RESPONSE, 418)
+    assert expected == (decision.to_state, decision.reason, decision.http_status)
+
+
+def test_delivered_keeps_the_receipt() -> None:
+    delivered = Classification(Verdict.DELIVERED, "HTTP 200", http_status=200, receipt="R-184")
+
+    decision = decide(delivered, attempt=3, now=NOW, policy=POLICY, rng=random.Random(3))
+
+    assert (Event.DELIVERED, State.DELIVERED, "R-184") == (
+        decision.event,
+        decision.to_state,
+        decision.receipt,
+    )
+
+
+def test_stale_at_site_is_cancelled_and_never_retried() -> None:
+    stale = Classification(Verdict.STALE_AT_SITE, "HTTP 409", http_status=409, site_version=190)
+
+    decision = decide(stale, attempt=1, now=NOW, policy=POLICY, rng=random.Random(3))
+
+    expected = (State.CANCELLED, Reason.STALE_AT_SITE, None, 190)
+    assert expected == (
+        decision.to_state,
+        decision.reason,
+        decision.next_try_at,
+        decision.site_version,
+    )
+
+
+def test_result_unknown_is_carried_into_the_decision() -> None:
+    timeout = Classification(
+        Verdict.TEMPORARY, "ReadTimeout", error_class="ReadTimeout", result_unknown=True
+    )
+
+    decision = decide(timeout, attempt=1, now=NOW, policy=POLICY, rng=random.Random(3))
+
+    assert (State.DELAYED, True) == (decision.to_state, decision.result_unknown)
