@@ -24,7 +24,7 @@ from rich.table import Table
 from exchange import bootstrap, report
 from exchange.clock import SystemClock, ensure_utc
 from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import upgrade
+from exchange.db.migrate import current_revision, upgrade
 from exchange.errors import ExchangeError, OperatorError
 from exchange.quarantine import Filters, cancel, list_quarantined, retry
 from exchange.runner import run_forever, run_once, run_until_idle
@@ -64,10 +64,8 @@ def _settings(ctx: typer.Context, **overrides: Any) -> Settings:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    # Alembic narrates every connection at INFO; only `migrate` wants that.
-    logging.getLogger("alembic").setLevel(
-        logging.INFO if ctx.info_name == "migrate" else logging.WARNING
-    )
+    # Alembic narrates every connection at INFO; `migrate` says what it did itself.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     return settings
 
 
@@ -122,7 +120,10 @@ def migrate(ctx: typer.Context) -> None:
         upgrade(engine)
         if settings.staging_url and settings.staging_url != settings.database_url:
             upgrade(make_engine(settings.staging_url))
-        out.print(f"migrated {safe_url(settings.database_url)}", markup=False)
+        out.print(
+            f"migrated {safe_url(settings.database_url)} to revision {current_revision(engine)}",
+            markup=False,
+        )
 
 
 @app.command()

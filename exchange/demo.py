@@ -26,6 +26,7 @@ from exchange.clock import SystemClock
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import messages, staging
+from exchange.errors import ExchangeError
 from exchange.quarantine import Filters
 from exchange.runner import run_until_idle
 from exchange.settings import load_settings
@@ -104,10 +105,15 @@ def _posting(document: str, version: int, rng: random.Random) -> dict[str, Any]:
 def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = None) -> int:
     console = console or Console()
     rng = random.Random(20261130)
-    directory.mkdir(parents=True, exist_ok=True)
     database = directory / "demo.db"
-    for stale in directory.glob("demo.db*"):
-        stale.unlink()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for stale in directory.glob("demo.db*"):
+            stale.unlink()
+    except OSError as exc:
+        raise ExchangeError(
+            f"cannot prepare the demo directory {directory}: {exc.strerror or exc}"
+        ) from None
     faults = Faults(
         fail_rate=0.03,
         drop_after_effect_rate=0.01,

@@ -50,13 +50,15 @@ def new_token() -> str:
     return secrets.token_hex(16)
 
 
-def _eligible(m: type[Message], a: object, now: datetime, strict: list[str]) -> object:
+def _eligible(m: type[Message], now: datetime, strict: list[str], max_attempts: int) -> object:
     due = or_(
         and_(
             m.state.in_([State.NEW.value, State.DELAYED.value]),
             or_(m.next_try_at.is_(None), m.next_try_at <= now),
         ),
-        and_(m.state == State.IN_PROGRESS.value, m.locked_until < now),
+        # A lease that expired on the last allowed attempt is not taken over: expire_exhausted
+        # quarantines it instead.
+        and_(m.state == State.IN_PROGRESS.value, m.locked_until < now, m.attempts < max_attempts),
     )
     in_order = (
         or_(not_(m.kind.in_(strict)), m.version == aggregates.c.done_version + 1)
@@ -74,13 +76,14 @@ def claim(
     limit: int,
     lease_seconds: float,
     strict: list[str],
+    max_attempts: int,
     exclude: Sequence[int] = (),
 ) -> Batch:
     """Lease up to ``limit`` aggregates with a message due, and one message of each."""
     token = new_token()
     until = now + timedelta(seconds=lease_seconds)
     m = aliased(Message, name="m")
-    eligible = _eligible(m, aggregates, now, strict)
+    eligible = _eligible(m, now, strict, max_attempts)
     free = or_(aggregates.c.lease_until.is_(None), aggregates.c.lease_until < now)
     pick = (
         select(aggregates.c.id)

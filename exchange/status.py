@@ -106,7 +106,14 @@ def blocked_aggregates(
             not_(m.rejected),
             m.kind.in_(strict),
             m.version > a.c.done_version,
-            m.state.in_([State.NEW.value, State.DELAYED.value, State.QUARANTINED.value]),
+            m.state.in_(
+                [
+                    State.NEW.value,
+                    State.DELAYED.value,
+                    State.IN_PROGRESS.value,
+                    State.QUARANTINED.value,
+                ]
+            ),
         )
         .group_by(m.aggregate_id)
         .subquery()

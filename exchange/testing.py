@@ -101,3 +101,45 @@ async def drain(worker: Worker, *, cycles: int = 200) -> None:
         if report.batches == 0:
             await asyncio.sleep(0.005)
     raise AssertionError(f"not idle after {cycles} cycles")
+
+
+class FakeSite:
+    """The site's promises in memory, as an httpx transport handler (for fast property tests).
+
+    Same rules as ``exchange.sitesim`` without the sockets: idempotency by key, 409 stale at
+    or below the held version, and faults drawn from ``plan`` (one entry per request, then
+    "ok"): "ok", "503", "429", "drop" (effect applied, answer lost), "reset" (not applied).
+    """
+
+    def __init__(self, plan: list[str] | None = None) -> None:
+        self.plan = list(plan or [])
+        self.held: dict[tuple[str, str], int] = {}
+        self.applied: dict[tuple[str, str], list[int]] = {}
+        self.answers: dict[str, tuple[int, bytes]] = {}
+        self.effects: dict[str, int] = {}
+
+    def __call__(self, request: Any) -> Any:
+        import httpx
+
+        body = json.loads(request.content)
+        key = request.headers["Idempotency-Key"]
+        fault = self.plan.pop(0) if self.plan else "ok"
+        if key in self.answers:
+            status, content = self.answers[key]
+            return httpx.Response(status, content=content)
+        if fault == "reset":
+            raise httpx.ConnectError("connection refused", request=request)
+        if fault in ("503", "429"):
+            return httpx.Response(int(fault), json={"error": "busy"})
+        aggregate = (body["kind"], body["aggregate"])
+        held = self.held.get(aggregate, 0)
+        if body["version"] <= held:
+            return httpx.Response(409, json={"error": "stale", "current_version": held})
+        self.held[aggregate] = body["version"]
+        self.applied.setdefault(aggregate, []).append(body["version"])
+        self.effects[key] = self.effects.get(key, 0) + 1
+        content = json.dumps({"receipt": f"R-{len(self.effects)}"}).encode()
+        self.answers[key] = (200, content)
+        if fault == "drop":
+            raise httpx.ReadError("connection reset after the request was sent", request=request)
+        return httpx.Response(200, content=content)

@@ -107,6 +107,7 @@ class Worker:
                     limit=allowance,
                     lease_seconds=self.settings.lease_seconds,
                     strict=self.strict,
+                    max_attempts=self.settings.max_attempts,
                     exclude=sorted(self.breaker.probed) if probing else (),
                 )
             if not batch.messages and probing and self.breaker.probed:

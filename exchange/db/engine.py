@@ -71,7 +71,11 @@ def is_postgres(connection_or_engine: Connection | Engine) -> bool:
 def transaction(engine: Engine, *, read_only: bool = False) -> Iterator[Connection]:
     """One short transaction. Connection failures become ``DatabaseUnavailable``."""
     try:
-        with engine.connect() as raw:
+        raw = engine.connect()
+    except DBAPIError as exc:  # refused, unknown host, bad password, not a database file…
+        raise DatabaseUnavailable(describe_db_error(engine, exc)) from exc
+    try:
+        with raw:
             connection = raw.execution_options(read_only=True) if read_only else raw
             with connection.begin():
                 yield connection

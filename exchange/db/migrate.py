@@ -32,7 +32,18 @@ def alembic_config(engine: Engine) -> Config:
 def upgrade(engine: Engine, revision: str = "head") -> None:
     with transaction(engine):  # fail early, with the project's message, if unreachable
         pass
+    _refuse_unknown_revision(engine)
     command.upgrade(alembic_config(engine), revision)
+
+
+def _refuse_unknown_revision(engine: Engine) -> None:
+    current = current_revision(engine)
+    script = ScriptDirectory.from_config(alembic_config(engine))
+    if current is not None and current not in {rev.revision for rev in script.walk_revisions()}:
+        raise DatabaseUnavailable(
+            f"the database is at revision {current}, which this release of exchange does not "
+            "know: it was migrated by a newer release; run that release"
+        )
 
 
 def head_revision(engine: Engine) -> str | None:
@@ -47,5 +58,6 @@ def current_revision(engine: Engine) -> str | None:
 def ensure_current(engine: Engine) -> None:
     current, head = current_revision(engine), head_revision(engine)
     if current != head:
+        _refuse_unknown_revision(engine)
         state = "not migrated" if current is None else f"at revision {current}, not {head}"
         raise DatabaseUnavailable(f"the database is {state}: run `exchange migrate` first")

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from clitools import TOKEN, Cli, deliver_in_process
+from clitools import TOKEN, Cli, Scenario, deliver_in_process
 from sqlalchemy import Engine
 
-from exchange.identity import message_id
 from exchange.sitesim import Faults, SiteSimulator
 from exchange.testing import posting_row, price_row, raw_row
 
@@ -26,23 +24,6 @@ def site() -> Iterator[SiteSimulator]:
     """The shop site on loopback, accepting ``Bearer test-token``."""
     with SiteSimulator(token=TOKEN, faults=Faults(seed=1)) as simulator:
         yield simulator
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """After a run: what the operator tests find in the database.
-
-    delivered   SKU-1 v2 (v1 superseded), SKU-2 v1, DOC-2 v1 and v2
-    quarantined SKU-REJ v1 (http-422), DOC-1 v1 (http-422),
-                a row that is not JSON (invalid-contract), a row of an unknown kind
-    new         DOC-1 v2 and v3, held behind the quarantined DOC-1 v1
-    """
-
-    sku_rejected: str = message_id("price", "SKU-REJ", 1)
-    doc1_v1: str = message_id("financial_posting", "DOC-1", 1)
-    doc1_v2: str = message_id("financial_posting", "DOC-1", 2)
-    doc1_v3: str = message_id("financial_posting", "DOC-1", 3)
-    sku2: str = message_id("price", "SKU-2", 1)
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clitools import Cli, describe
-from sqlalchemy import inspect
+from clitools import Cli, assert_one_line_error, describe
+from sqlalchemy import inspect, text
 
-from exchange.db.engine import make_engine
-from exchange.db.migrate import current_revision, head_revision
+from exchange.db.engine import make_engine, transaction
+from exchange.db.migrate import current_revision, head_revision, upgrade
 from exchange.db.schema import metadata
 
 EVERY_TABLE = {*metadata.tables, "alembic_version"}
@@ -61,3 +61,18 @@ def test_migrate_without_any_configuration_creates_exchange_db_in_the_working_di
     database = cli.cwd / "exchange.db"
     assert database.is_file()
     assert tables(f"sqlite:///{database}") >= EVERY_TABLE
+
+
+def test_migrate_on_a_database_of_a_newer_release_exits_2_with_one_error_line(
+    cli: Cli, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'newer.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    with transaction(engine) as connection:  # as a later release's migration would leave it
+        connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    engine.dispose()
+
+    result = cli("migrate", db=url)
+
+    assert_one_line_error(result, "9999")

@@ -75,6 +75,7 @@ def claim(engine: Engine, settings: Settings, clock: FakeClock, worker: str = "w
             now=clock.now(),
             limit=settings.batch_size,
             lease_seconds=settings.lease_seconds,
+            max_attempts=settings.max_attempts,
             strict=settings.kinds_with(Policy.STRICT),
         )
 

@@ -84,6 +84,7 @@ def deliver_everything_leased(engine: Engine, settings: Settings, clock: FakeClo
             now=clock.now(),
             limit=100,
             lease_seconds=settings.lease_seconds,
+            max_attempts=settings.max_attempts,
             strict=strict,
         )
     ok = Decision(Event.DELIVERED, State.DELIVERED, "200 OK", http_status=200, receipt="r-1")

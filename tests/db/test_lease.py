@@ -49,6 +49,7 @@ def claim(
             now=clock.now(),
             limit=limit,
             lease_seconds=settings.lease_seconds,
+            max_attempts=settings.max_attempts,
             strict=settings.kinds_with(Policy.STRICT),
         )
 

@@ -61,6 +61,7 @@ def claim(engine: Engine, settings: Settings, clock: FakeClock, worker: str = "w
             now=clock.now(),
             limit=100,
             lease_seconds=settings.lease_seconds,
+            max_attempts=settings.max_attempts,
             strict=strict(settings),
         )
 

@@ -1,0 +1,59 @@
+"""``exchange status [--json]`` and ``exchange history MESSAGE_ID [--json]`` (contract 6)."""
+
+from __future__ import annotations
+
+import pytest
+from clitools import Cli, Scenario, assert_one_line_error, describe, run_json
+
+STATES = ("new", "in_progress", "delivered", "delayed", "quarantined", "cancelled")
+
+
+def test_status_json_is_one_document_with_counts_by_state_and_the_queue_figures(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    figures = run_json(cli, "status", "--json", db=db_url)
+
+    counts = figures["counts"]
+    assert set(STATES) <= set(counts)
+    assert {state: counts[state] for state in STATES} == {
+        "new": 2,  # DOC-1 v2 and v3, held behind the quarantined v1
+        "in_progress": 0,
+        "delivered": 4,  # SKU-1 v2, SKU-2 v1, DOC-2 v1 and v2
+        "delayed": 0,
+        "quarantined": 4,  # two http-422 and two rejected staging rows
+        "cancelled": 1,  # SKU-1 v1, superseded
+    }
+    assert figures["oldest_undelivered_age_s"] >= 0  # the held messages are undelivered
+    assert figures["error_share"] == pytest.approx(2 / 6, abs=0.001)  # 2 of 6 attempts refused
+    assert figures["delivery_rate_per_min"] > 0
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_status_prints_a_table_of_states_and_names_blocked_aggregates(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    result = cli("status", db=db_url)
+
+    assert result.returncode == 0, describe(result)
+    lines = result.stdout.splitlines()
+    for state, count in (("delivered", 4), ("quarantined", 4), ("cancelled", 1), ("new", 2)):
+        assert any(state in line and str(count) in line for line in lines), describe(result)
+    blocked = [line for line in lines if "blocked" in line and "DOC-1" in line]
+    assert blocked and scenario.doc1_v1 in blocked[0], describe(result)
+
+
+def test_history_json_is_the_biography_in_order(cli: Cli, db_url: str, scenario: Scenario) -> None:
+    bio = run_json(cli, "history", scenario.sku2, "--json", db=db_url)
+
+    assert bio["message"]["message_id"] == scenario.sku2
+    assert bio["message"]["state"] == "delivered"
+    assert [event["event"] for event in bio["history"]] == ["taken", "leased", "delivered"]
+    times = [event["at"] for event in bio["history"]]
+    assert times == sorted(times)
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_history_of_an_unknown_message_exits_2_with_one_error_line(cli: Cli, db_url: str) -> None:
+    result = cli("history", "price.NO-SUCH.v1.000000000000000000000000", "--json", db=db_url)
+    assert_one_line_error(result, "NO-SUCH")
+    assert result.stdout == ""
