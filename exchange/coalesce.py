@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, and_, exists, not_, or_, select
+from sqlalchemy import ColumnElement, Connection, and_, exists, not_, or_, select
 from sqlalchemy.orm import aliased
 
 from exchange.contracts import Reason
@@ -28,7 +28,7 @@ from exchange.states import Event, State, sources
 from exchange.transitions import Change, apply
 
 
-def _pending(m: type[Message], now: datetime) -> object:
+def _pending(m: type[Message], now: datetime) -> ColumnElement[bool]:
     return or_(
         m.state.in_([State.NEW.value, State.DELAYED.value]),
         and_(m.state == State.IN_PROGRESS.value, m.locked_until < now),
@@ -59,7 +59,7 @@ def coalesce(connection: Connection, latest_wins: list[str], now: datetime) -> i
     )
     query = (
         select(m.id, m.state, m.version, done.label("done"), successor.label("successor"))
-        .where(not_(m.rejected), m.kind.in_(latest_wins), _pending(m, now))  # type: ignore[arg-type]
+        .where(not_(m.rejected), m.kind.in_(latest_wins), _pending(m, now))
         .where(or_(m.version <= done, successor.is_not(None)))
         .order_by(m.id)
     )

@@ -122,10 +122,12 @@ def _mark_taken(connection: Connection, ids: Sequence[int], now: datetime) -> No
 
 def _insert(connection: Connection, table: Any) -> Any:
     if is_postgres(connection):
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    return dialect_insert(table)
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table)
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(table)
 
 
 def _store(

@@ -14,8 +14,21 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, case, exists, not_, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    and_,
+    bindparam,
+    case,
+    exists,
+    not_,
+    or_,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.orm import aliased
 
 from exchange.contracts import Reason
@@ -50,7 +63,9 @@ def new_token() -> str:
     return secrets.token_hex(16)
 
 
-def _eligible(m: type[Message], now: datetime, strict: list[str], max_attempts: int) -> object:
+def _eligible(
+    m: type[Message], now: datetime, strict: list[str], max_attempts: int
+) -> ColumnElement[bool]:
     due = or_(
         and_(
             m.state.in_([State.NEW.value, State.DELAYED.value]),
@@ -63,7 +78,7 @@ def _eligible(m: type[Message], now: datetime, strict: list[str], max_attempts: 
     in_order = (
         or_(not_(m.kind.in_(strict)), m.version == aggregates.c.done_version + 1)
         if strict
-        else True
+        else true()
     )
     return and_(m.aggregate_id == aggregates.c.id, not_(m.rejected), due, in_order)
 
@@ -87,7 +102,7 @@ def claim(
     free = or_(aggregates.c.lease_until.is_(None), aggregates.c.lease_until < now)
     pick = (
         select(aggregates.c.id)
-        .where(free, exists().where(eligible))  # type: ignore[arg-type]
+        .where(free, exists().where(eligible))
         .order_by(aggregates.c.id)
         .limit(limit)
     )
@@ -118,10 +133,11 @@ def claim(
             m.locked_by,
         )
         .join(aggregates, aggregates.c.id == m.aggregate_id)
-        .where(aggregates.c.id.in_(aggregate_ids), eligible)  # type: ignore[arg-type]
+        .where(aggregates.c.id.in_(aggregate_ids), eligible)
         .order_by(m.aggregate_id, m.version.desc())
     ).all()
-    chosen = {}
+    # aggregate_id -> a row of the select above (Row's generic form differs in SQLAlchemy 2.0/2.1)
+    chosen: dict[int | None, Any] = {}
     for row in rows:  # latest-wins: the highest due version; strict: the only one
         chosen.setdefault(row.aggregate_id, row)
     leased: list[Leased] = []

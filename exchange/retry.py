@@ -80,9 +80,9 @@ def decide(
     c: Classification, *, attempt: int, now: datetime, policy: RetryPolicy, rng: random.Random
 ) -> Decision:
     """``attempt`` is the number of this attempt (1 for the first)."""
-    common = dict(
-        http_status=c.http_status, error_class=c.error_class, result_unknown=c.result_unknown
-    )
+    http_status = c.http_status
+    error_class = c.error_class
+    result_unknown = c.result_unknown
     match c.verdict:
         case Verdict.DELIVERED:
             return Decision(
@@ -91,8 +91,10 @@ def decide(
                 c.detail,
                 receipt=c.receipt,
                 site_version=c.site_version,
-                **common,
-            )  # type: ignore[arg-type]
+                http_status=http_status,
+                error_class=error_class,
+                result_unknown=result_unknown,
+            )
         case Verdict.STALE_AT_SITE:
             return Decision(
                 Event.STALE_AT_SITE,
@@ -100,26 +102,40 @@ def decide(
                 c.detail,
                 reason=Reason.STALE_AT_SITE,
                 site_version=c.site_version,
-                **common,
-            )  # type: ignore[arg-type]
+                http_status=http_status,
+                error_class=error_class,
+                result_unknown=result_unknown,
+            )
         case Verdict.TERMINAL:
             return Decision(
                 Event.QUARANTINED,
                 State.QUARANTINED,
                 c.detail,
                 reason=Reason.http(c.http_status or 0),
-                **common,
-            )  # type: ignore[arg-type]
+                http_status=http_status,
+                error_class=error_class,
+                result_unknown=result_unknown,
+            )
         case Verdict.UNKNOWN:
             return Decision(
                 Event.QUARANTINED,
                 State.QUARANTINED,
                 c.detail,
                 reason=Reason.UNKNOWN_RESPONSE,
-                **common,
-            )  # type: ignore[arg-type]
+                http_status=http_status,
+                error_class=error_class,
+                result_unknown=result_unknown,
+            )
         case Verdict.PAUSE:
-            return Decision(Event.RELEASED, State.NEW, c.detail, charged=False, **common)  # type: ignore[arg-type]
+            return Decision(
+                Event.RELEASED,
+                State.NEW,
+                c.detail,
+                charged=False,
+                http_status=http_status,
+                error_class=error_class,
+                result_unknown=result_unknown,
+            )
         case Verdict.TEMPORARY:
             if attempt >= policy.max_attempts:
                 return Decision(
@@ -127,8 +143,10 @@ def decide(
                     State.QUARANTINED,
                     f"{c.detail} (attempt {attempt} of {policy.max_attempts})",
                     reason=Reason.RETRY_LIMIT,
-                    **common,
-                )  # type: ignore[arg-type]
+                    http_status=http_status,
+                    error_class=error_class,
+                    result_unknown=result_unknown,
+                )
             delay = policy.delay(attempt, c.retry_after, now, rng)
             return Decision(
                 Event.RETRY_SCHEDULED,
@@ -136,8 +154,10 @@ def decide(
                 c.detail,
                 next_try_at=now + timedelta(seconds=delay),
                 delay_s=delay,
-                **common,
-            )  # type: ignore[arg-type]
+                http_status=http_status,
+                error_class=error_class,
+                result_unknown=result_unknown,
+            )
     raise AssertionError(f"unhandled verdict {c.verdict}")  # pragma: no cover
 
 

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, Engine, exists, func, not_, select
+from sqlalchemy import Connection, Engine, exists, func, not_, select, true
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import aliased
 
@@ -304,6 +304,6 @@ def held_or_none(connection: Connection, strict: list[str]) -> bool:
         .select_from(m)
         .join(aggregates, aggregates.c.id == m.aggregate_id)
         .where(m.state.in_(pending), not_(m.rejected))
-        .where(~(m.kind.in_(strict) & held) if strict else True)
+        .where(~(m.kind.in_(strict) & held) if strict else true())
     )
     return connection.execute(movable).scalar_one() == 0

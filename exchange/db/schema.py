@@ -7,7 +7,7 @@ staging table keeps the contract's ``TIMESTAMP (UTC)`` and values read back are 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     BigInteger,
@@ -20,6 +20,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     TypeDecorator,
     UniqueConstraint,
@@ -206,8 +207,10 @@ class Worker(Base):
 
 
 metadata = Base.metadata
-staging = StagingIntent.__table__
-aggregates = Aggregate.__table__
-messages = Message.__table__
-history = History.__table__
-workers = Worker.__table__
+# A declarative model's ``__table__`` is typed as ``FromClause``; it is a ``Table`` here, and
+# typing it so lets ``insert()``/``update()`` accept it.
+staging: Table = cast(Table, StagingIntent.__table__)
+aggregates: Table = cast(Table, Aggregate.__table__)
+messages: Table = cast(Table, Message.__table__)
+history: Table = cast(Table, History.__table__)
+workers: Table = cast(Table, Worker.__table__)
