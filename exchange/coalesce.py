@@ -18,14 +18,25 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, Connection, and_, exists, not_, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    String,
+    and_,
+    cast,
+    exists,
+    literal,
+    not_,
+    or_,
+    select,
+)
 from sqlalchemy.orm import aliased
 
 from exchange.contracts import Reason
 from exchange.db.engine import is_postgres
-from exchange.db.schema import Message, aggregates
+from exchange.db.schema import Message, aggregates, messages
 from exchange.states import Event, State, sources
-from exchange.transitions import Change, apply
+from exchange.transitions import Change, apply, apply_selected
 
 
 def _pending(m: type[Message], now: datetime) -> ColumnElement[bool]:
@@ -35,67 +46,75 @@ def _pending(m: type[Message], now: datetime) -> ColumnElement[bool]:
     )
 
 
+def _pending_rows(now: datetime) -> ColumnElement[bool]:
+    return or_(
+        messages.c.state.in_([State.NEW.value, State.DELAYED.value]),
+        and_(messages.c.state == State.IN_PROGRESS.value, messages.c.locked_until < now),
+    )
+
+
+_UNLOCK = {"locked_by": None, "locked_until": None, "lease_token": None, "next_try_at": None}
+
+
 def coalesce(connection: Connection, latest_wins: list[str], now: datetime) -> int:
-    """Cancel stale and superseded versions of latest-wins kinds; returns how many."""
+    """Cancel stale and superseded versions of latest-wins kinds; returns how many.
+
+    Set-based: the candidates are chosen, moved and written to history inside the database,
+    so a reload of a million rows is never loaded into the worker.
+    """
     if not latest_wins:
         return 0
-    m = aliased(Message, name="m")
-    newer = aliased(Message, name="newer")
-    live = [State.NEW.value, State.DELAYED.value, State.IN_PROGRESS.value, State.QUARANTINED.value]
-    done = (
-        select(aggregates.c.done_version).where(aggregates.c.id == m.aggregate_id).scalar_subquery()
+    mine = and_(not_(messages.c.rejected), messages.c.kind.in_(latest_wins), _pending_rows(now))
+    done = aggregates.c.done_version
+    stale = (
+        select(messages.c.id, messages.c.state, messages.c.version, done.label("done"))
+        .join(aggregates, aggregates.c.id == messages.c.aggregate_id)
+        .where(mine, messages.c.version <= done)
     )
+    moved = apply_selected(
+        connection,
+        Event.STALE,
+        stale,
+        now=now,
+        values=lambda c: {"reason": Reason.STALE.value, **_UNLOCK},
+        detail=lambda c: (
+            literal("version ")
+            + cast(c.c.version, String)
+            + literal(" is at or below version ")
+            + cast(c.c.done, String)
+            + literal(", already delivered: never sent")
+        ),
+    )
+    newer = messages.alias("newer")
+    live = [State.NEW.value, State.DELAYED.value, State.IN_PROGRESS.value, State.QUARANTINED.value]
     successor = (
-        select(newer.message_id)
+        select(newer.c.message_id)
         .where(
-            newer.aggregate_id == m.aggregate_id,
-            newer.version > m.version,
-            newer.state.in_(live),
-            not_(newer.rejected),
+            newer.c.aggregate_id == messages.c.aggregate_id,
+            newer.c.version > messages.c.version,
+            newer.c.state.in_(live),
+            not_(newer.c.rejected),
         )
-        .order_by(newer.version.desc())
+        .order_by(newer.c.version.desc())
         .limit(1)
         .scalar_subquery()
     )
-    query = (
-        select(m.id, m.state, m.version, done.label("done"), successor.label("successor"))
-        .where(not_(m.rejected), m.kind.in_(latest_wins), _pending(m, now))
-        .where(or_(m.version <= done, successor.is_not(None)))
-        .order_by(m.id)
+    superseded = select(messages.c.id, messages.c.state, successor.label("successor")).where(
+        mine, successor.is_not(None)
     )
-    if is_postgres(connection):
-        query = query.with_for_update(of=m, skip_locked=True)
-    changes = []
-    for pk, state, version, done_version, successor_id in connection.execute(query):
-        if version <= done_version:
-            changes.append(
-                Change(
-                    pk,
-                    Event.STALE,
-                    State(state),
-                    State.CANCELLED,
-                    values={"reason": Reason.STALE.value, **_unlock()},
-                    detail=f"version {version} is at or below version {done_version}, "
-                    "already delivered: never sent",
-                )
-            )
-        else:
-            changes.append(
-                Change(
-                    pk,
-                    Event.SUPERSEDED,
-                    State(state),
-                    State.CANCELLED,
-                    values={
-                        "reason": Reason.SUPERSEDED.value,
-                        "superseded_by": successor_id,
-                        **_unlock(),
-                    },
-                    detail=f"superseded by {successor_id}",
-                )
-            )
-    apply(connection, changes, now)
-    return len(changes)
+    moved += apply_selected(
+        connection,
+        Event.SUPERSEDED,
+        superseded,
+        now=now,
+        values=lambda c: {
+            "reason": Reason.SUPERSEDED.value,
+            "superseded_by": c.c.successor,
+            **_UNLOCK,
+        },
+        detail=lambda c: literal("superseded by ") + c.c.successor,
+    )
+    return moved
 
 
 def quarantine_gaps(
@@ -153,7 +172,3 @@ def quarantine_gaps(
         )
     apply(connection, changes, now)
     return len(changes)
-
-
-def _unlock() -> dict[str, None]:
-    return {"locked_by": None, "locked_until": None, "lease_token": None, "next_try_at": None}

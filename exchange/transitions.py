@@ -1,4 +1,5 @@
-"""Recording state changes: every change of a message's state goes through ``apply``.
+"""Recording state changes: every change of a message's state goes through ``apply`` (rows
+already read) or ``apply_selected`` (rows chosen by a query, moved without loading them).
 
 ``apply`` checks each change against the state machine (``states.check``), updates the
 messages in one statement per shape of change (executemany), guarded by the from-state, and
@@ -8,15 +9,27 @@ writes one history row per change. History is only ever inserted.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, insert, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Select,
+    and_,
+    bindparam,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
 
-from exchange.db.schema import history, messages
-from exchange.states import Event, State, check
+from exchange.db.engine import is_postgres
+from exchange.db.schema import UTCDateTime, history, messages
+from exchange.states import Event, State, check, sources, target
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,3 +100,75 @@ def insert_history(connection: Connection, rows: Iterable[dict[str, Any]]) -> No
     batch = list(rows)
     if batch:
         connection.execute(insert(history), batch)
+
+
+def apply_selected(
+    connection: Connection,
+    event: Event,
+    candidates: Select[Any],
+    *,
+    now: datetime,
+    values: Callable[[Any], dict[str, Any]],
+    detail: Callable[[Any], ColumnElement[str]],
+) -> int:
+    """Move every message that ``candidates`` selects, in the database, without loading it.
+
+    ``candidates`` selects at least ``id`` and ``state`` of messages (in states the event
+    allows); ``values`` and ``detail`` build the columns to set and the history detail from
+    the candidates' columns. PostgreSQL: one statement (lock, update, history in a
+    data-modifying CTE). SQLite (one writer at a time): history, then the update, with the
+    same selection in one transaction. Returns how many moved.
+    """
+    to_state = target(event)
+    allowed = sorted(state.value for state in sources(event))
+    history_columns = ["message_pk", "at", "event", "from_state", "to_state", "detail"]
+    at = literal(now, UTCDateTime())
+    if is_postgres(connection):
+        chosen = candidates.with_for_update(of=messages, skip_locked=True).cte("candidates")
+        moved = (
+            update(messages)
+            .where(messages.c.id == chosen.c.id, messages.c.state.in_(allowed))
+            .values(state=to_state.value, updated_at=at, **values(chosen))
+            .returning(
+                messages.c.id, chosen.c.state.label("from_state"), detail(chosen).label("detail")
+            )
+            .cte("moved")
+        )
+        written = (
+            insert(history)
+            .from_select(
+                history_columns,
+                select(
+                    moved.c.id,
+                    at,
+                    literal(event.value),
+                    moved.c.from_state,
+                    literal(to_state.value),
+                    moved.c.detail,
+                ),
+            )
+            .returning(history.c.id)
+            .cte("written")
+        )
+        # The driver reports no row count for a data-modifying CTE: count in the statement.
+        return int(connection.execute(select(func.count()).select_from(written)).scalar_one())
+    chosen_sq = candidates.subquery("candidates")
+    connection.execute(
+        insert(history).from_select(
+            history_columns,
+            select(
+                chosen_sq.c.id,
+                at,
+                literal(event.value),
+                chosen_sq.c.state,
+                literal(to_state.value),
+                detail(chosen_sq),
+            ).where(chosen_sq.c.state.in_(allowed)),
+        )
+    )
+    result = connection.execute(
+        update(messages)
+        .where(messages.c.id == chosen_sq.c.id, messages.c.state.in_(allowed))
+        .values(state=to_state.value, updated_at=at, **values(chosen_sq))
+    )
+    return result.rowcount
