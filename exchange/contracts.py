@@ -118,9 +118,22 @@ def parse_json_object(text: str) -> dict[str, Any]:
     return value
 
 
+class _HasDecimal(Exception):
+    pass
+
+
+def _no_decimals(value: Any) -> Any:
+    raise _HasDecimal
+
+
 def dump_json(value: Any) -> str:
     """Canonical compact JSON, keys sorted; decimals written exactly as their value."""
-    return _encode(value)
+    try:  # the fast path: no JSON numbers with a fraction (every price payload)
+        return json.dumps(
+            value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=_no_decimals
+        )
+    except _HasDecimal:
+        return _encode(value)
 
 
 def _encode(value: Any) -> str:
