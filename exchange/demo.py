@@ -74,7 +74,8 @@ def staged_rows(skus: int, rng: random.Random) -> list[dict[str, Any]]:
         },
     ]
     rows[0:0] = [_price("SKU-0001", 1, "0")]
-    return rows
+    # One INSERT for all rows: every row must name the same columns.
+    return [{"schema_version": "1", "source_ref": None, **row} for row in rows]
 
 
 def _price(sku: str, version: int, price: str) -> dict[str, Any]:
