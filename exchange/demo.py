@@ -200,11 +200,8 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
 
 def _counts(engine: Any) -> dict[str, int]:
     with transaction(engine, read_only=True) as connection:
-        return dict(
-            connection.execute(select(messages.c.state, func.count()).group_by(messages.c.state))
-            .tuples()
-            .all()
-        )
+        query = select(messages.c.state, func.count()).group_by(messages.c.state)
+        return {state: count for state, count in connection.execute(query)}
 
 
 def _summary(engine: Any, site: SiteSimulator, elapsed: float) -> dict[str, Any]:
@@ -219,15 +216,12 @@ def _summary(engine: Any, site: SiteSimulator, elapsed: float) -> dict[str, Any]
                 )
             }
         )
-        latest = dict(
-            connection.execute(
-                select(messages.c.aggregate, func.max(messages.c.version))
-                .where(messages.c.kind == "price", messages.c.state == State.DELIVERED.value)
-                .group_by(messages.c.aggregate)
-            )
-            .tuples()
-            .all()
+        delivered = (
+            select(messages.c.aggregate, func.max(messages.c.version))
+            .where(messages.c.kind == "price", messages.c.state == State.DELIVERED.value)
+            .group_by(messages.c.aggregate)
         )
+        latest = {aggregate: version for aggregate, version in connection.execute(delivered)}
     held = {agg: v for (kind, agg), v in site.held_versions().items() if kind == "price"}
     return {
         "delivered": by[("delivered", None)],
