@@ -31,6 +31,12 @@ class CircuitBreaker:
     opened_until: datetime | None = None
     openings: int = 0
     probed: set[int] = field(default_factory=set)
+    last_probe: int | None = None
+
+    def start_probing_again(self) -> None:
+        """Every due aggregate had its probe: start over, but not with the one just probed."""
+        keep = {self.last_probe} if self.last_probe is not None and len(self.probed) > 1 else set()
+        self.probed = keep
 
     def state(self, now: datetime) -> BreakerState:
         if self.opened_until is None:
@@ -52,11 +58,13 @@ class CircuitBreaker:
         self.opened_until = None
         self.openings = 0
         self.probed.clear()
+        self.last_probe = None
 
     def record_temporary_failure(self, aggregate_id: int, now: datetime) -> bool:
         """Count one failure; True when this failure opened (or re-opened) the breaker."""
         if self.opened_until is not None:  # a failed probe
             self.probed.add(aggregate_id)
+            self.last_probe = aggregate_id
             self._open(now)
             return True
         self.failing_aggregates.add(aggregate_id)

@@ -111,7 +111,7 @@ class Worker:
                     exclude=sorted(self.breaker.probed) if probing else (),
                 )
             if not batch.messages and probing and self.breaker.probed:
-                self.breaker.probed.clear()  # every aggregate had its probe: start over
+                self.breaker.start_probing_again()
                 continue
             if not batch.messages:
                 break

@@ -7,6 +7,7 @@ Each test runs on SQLite and on PostgreSQL. The site is the project's simulator
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -325,3 +326,36 @@ def test_posting_amounts_reach_the_site_with_their_exact_decimal_value(
     run(make_worker(db_url, engine, site))
     [effect] = site.effects()
     assert "12345678901234567890.123456789" == effect.payload["amount"]
+
+
+def test_during_an_outage_successive_probes_take_different_aggregates_and_cost_no_attempt(
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
+    site.faults.outage = True
+    stage(engine, [price_row(f"SKU-{n}", 1) for n in range(6)])
+    worker = make_worker(db_url, engine, site, max_attempts=50, breaker_threshold=2)
+
+    async def outage(w: Worker) -> None:
+        for _ in range(80):
+            await w.cycle()
+            await asyncio.sleep(0.003)
+
+    run(worker, outage)
+    with transaction(engine, read_only=True) as connection:
+        probes = (
+            connection.execute(
+                select(messages.c.aggregate)
+                .join(history, history.c.message_pk == messages.c.id)
+                .where(history.c.event == "released", history.c.detail.like("probe failed%"))
+                .order_by(history.c.id)
+            )
+            .scalars()
+            .all()
+        )
+        attempts = dict(connection.execute(select(messages.c.aggregate, messages.c.attempts)).all())
+    assert len(probes) >= 6, "the breaker never probed"
+    repeats = [a for a, b in itertools.pairwise(probes) if a == b]
+    assert [] == repeats, f"two successive probes took the same aggregate: {probes}"
+    assert len(set(probes)) >= 3
+    charged_before_opening = 2 + 4  # the failures that opened it, plus requests already in flight
+    assert sum(attempts.values()) <= charged_before_opening

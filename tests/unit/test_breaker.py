@@ -137,3 +137,15 @@ def test_after_closing_a_new_outage_needs_the_full_threshold_and_starts_at_base_
     assert [False, False] == fail(b, [5, 6], later(30))
     assert b.record_temporary_failure(7, later(30))
     assert BreakerState.HALF_OPEN == b.state(later(40))
+
+
+def test_starting_the_probes_over_never_repeats_the_aggregate_probed_last() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    breaker = CircuitBreaker(threshold=1, base_delay=1.0, max_delay=10.0)
+    breaker.record_temporary_failure(1, now)  # opens
+    for aggregate in (1, 2, 3):  # three failed probes
+        breaker.record_temporary_failure(aggregate, now)
+    breaker.start_probing_again()
+    assert {3} == breaker.probed
+    breaker.start_probing_again()  # only the last one was left: it may go again
+    assert set() == breaker.probed
