@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
+from typing import assert_never
 
 from exchange.classify import Classification, Verdict
 from exchange.clock import ensure_utc
@@ -80,85 +81,54 @@ def decide(
     c: Classification, *, attempt: int, now: datetime, policy: RetryPolicy, rng: random.Random
 ) -> Decision:
     """``attempt`` is the number of this attempt (1 for the first)."""
-    http_status = c.http_status
-    error_class = c.error_class
-    result_unknown = c.result_unknown
+    # What every outcome records about the answer; each case below says what it changes.
+    answer = Decision(
+        Event.QUARANTINED,
+        State.QUARANTINED,
+        c.detail,
+        http_status=c.http_status,
+        error_class=c.error_class,
+        result_unknown=c.result_unknown,
+    )
     match c.verdict:
         case Verdict.DELIVERED:
-            return Decision(
-                Event.DELIVERED,
-                State.DELIVERED,
-                c.detail,
+            return replace(
+                answer,
+                event=Event.DELIVERED,
+                to_state=State.DELIVERED,
                 receipt=c.receipt,
                 site_version=c.site_version,
-                http_status=http_status,
-                error_class=error_class,
-                result_unknown=result_unknown,
             )
         case Verdict.STALE_AT_SITE:
-            return Decision(
-                Event.STALE_AT_SITE,
-                State.CANCELLED,
-                c.detail,
+            return replace(
+                answer,
+                event=Event.STALE_AT_SITE,
+                to_state=State.CANCELLED,
                 reason=Reason.STALE_AT_SITE,
                 site_version=c.site_version,
-                http_status=http_status,
-                error_class=error_class,
-                result_unknown=result_unknown,
             )
         case Verdict.TERMINAL:
-            return Decision(
-                Event.QUARANTINED,
-                State.QUARANTINED,
-                c.detail,
-                reason=Reason.http(c.http_status or 0),
-                http_status=http_status,
-                error_class=error_class,
-                result_unknown=result_unknown,
-            )
+            return replace(answer, reason=Reason.http(c.http_status or 0))
         case Verdict.UNKNOWN:
-            return Decision(
-                Event.QUARANTINED,
-                State.QUARANTINED,
-                c.detail,
-                reason=Reason.UNKNOWN_RESPONSE,
-                http_status=http_status,
-                error_class=error_class,
-                result_unknown=result_unknown,
-            )
+            return replace(answer, reason=Reason.UNKNOWN_RESPONSE)
         case Verdict.PAUSE:
-            return Decision(
-                Event.RELEASED,
-                State.NEW,
-                c.detail,
-                charged=False,
-                http_status=http_status,
-                error_class=error_class,
-                result_unknown=result_unknown,
-            )
+            return replace(answer, event=Event.RELEASED, to_state=State.NEW, charged=False)
         case Verdict.TEMPORARY:
             if attempt >= policy.max_attempts:
-                return Decision(
-                    Event.QUARANTINED,
-                    State.QUARANTINED,
-                    f"{c.detail} (attempt {attempt} of {policy.max_attempts})",
+                return replace(
+                    answer,
                     reason=Reason.RETRY_LIMIT,
-                    http_status=http_status,
-                    error_class=error_class,
-                    result_unknown=result_unknown,
+                    detail=f"{c.detail} (attempt {attempt} of {policy.max_attempts})",
                 )
             delay = policy.delay(attempt, c.retry_after, now, rng)
-            return Decision(
-                Event.RETRY_SCHEDULED,
-                State.DELAYED,
-                c.detail,
+            return replace(
+                answer,
+                event=Event.RETRY_SCHEDULED,
+                to_state=State.DELAYED,
                 next_try_at=now + timedelta(seconds=delay),
                 delay_s=delay,
-                http_status=http_status,
-                error_class=error_class,
-                result_unknown=result_unknown,
             )
-    raise AssertionError(f"unhandled verdict {c.verdict}")  # pragma: no cover
+    assert_never(c.verdict)
 
 
 def not_sent(detail: str) -> Decision:
