@@ -60,13 +60,21 @@ class CircuitBreaker:
         self.probed.clear()
         self.last_probe = None
 
-    def record_temporary_failure(self, aggregate_id: int, now: datetime) -> bool:
-        """Count one failure; True when this failure opened (or re-opened) the breaker."""
-        if self.opened_until is not None:  # a failed probe
+    def record_temporary_failure(
+        self, aggregate_id: int, now: datetime, *, probe: bool = False
+    ) -> bool:
+        """Count one failure; True when it opened the breaker or, for a probe, re-opened it.
+
+        A failure of a request that was already in flight when the breaker opened is not a
+        probe: it neither extends the cool-down nor counts again.
+        """
+        if probe:
             self.probed.add(aggregate_id)
             self.last_probe = aggregate_id
             self._open(now)
             return True
+        if self.opened_until is not None:
+            return False
         self.failing_aggregates.add(aggregate_id)
         if len(self.failing_aggregates) >= self.threshold:
             self._open(now)

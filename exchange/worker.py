@@ -177,7 +177,7 @@ class Worker:
         classification = classify(result, message.version)
         match classification.verdict:
             case Verdict.TEMPORARY:
-                if self.breaker.record_temporary_failure(message.aggregate_id, now):
+                if self.breaker.record_temporary_failure(message.aggregate_id, now, probe=probing):
                     log.warning(
                         "circuit breaker open until %s: temporary failures on %d "
                         "aggregates in a row (last: %s)",

@@ -96,7 +96,7 @@ def test_failed_probe_reopens_with_a_longer_cool_down() -> None:
     fail(b, [1, 2])
 
     probe_at = later(10)
-    reopened = b.record_temporary_failure(3, probe_at)
+    reopened = b.record_temporary_failure(3, probe_at, probe=True)
 
     assert reopened
     assert BreakerState.OPEN == b.state(probe_at + timedelta(seconds=19.999))
@@ -113,7 +113,7 @@ def test_cool_down_grows_and_is_capped_at_max_delay() -> None:
         assert b.opened_until is not None
         cool_downs.append((b.opened_until - now).total_seconds())
         now = b.opened_until  # half-open: the probe goes out and fails
-        b.record_temporary_failure(probe, now)
+        b.record_temporary_failure(probe, now, probe=True)
 
     assert [1.0, 2.0, 4.0, 5.0, 5.0, 5.0, 5.0] == cool_downs
 
@@ -131,11 +131,11 @@ def test_successful_probe_closes_it() -> None:
 def test_after_closing_a_new_outage_needs_the_full_threshold_and_starts_at_base_delay() -> None:
     b = breaker(threshold=3, base=10.0)
     fail(b, [1, 2, 3])
-    b.record_temporary_failure(4, later(10))  # failed probe: cool-down 20
+    b.record_temporary_failure(4, later(10), probe=True)  # failed probe: cool-down 20
     b.record_success()
 
     assert [False, False] == fail(b, [5, 6], later(30))
-    assert b.record_temporary_failure(7, later(30))
+    assert b.record_temporary_failure(7, later(30), probe=True)
     assert BreakerState.HALF_OPEN == b.state(later(40))
 
 
@@ -144,8 +144,20 @@ def test_starting_the_probes_over_never_repeats_the_aggregate_probed_last() -> N
     breaker = CircuitBreaker(threshold=1, base_delay=1.0, max_delay=10.0)
     breaker.record_temporary_failure(1, now)  # opens
     for aggregate in (1, 2, 3):  # three failed probes
-        breaker.record_temporary_failure(aggregate, now)
+        breaker.record_temporary_failure(aggregate, now, probe=True)
     breaker.start_probing_again()
     assert {3} == breaker.probed
     breaker.start_probing_again()  # only the last one was left: it may go again
     assert set() == breaker.probed
+
+
+def test_failures_of_requests_already_in_flight_when_it_opened_do_not_lengthen_the_cool_down() -> (
+    None
+):
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    breaker = CircuitBreaker(threshold=2, base_delay=1.0, max_delay=300.0)
+    breaker.record_temporary_failure(1, now)
+    assert breaker.record_temporary_failure(2, now)  # opens: cool-down 1 s
+    for aggregate in range(3, 10):  # the rest of the batch that was already on the wire
+        assert not breaker.record_temporary_failure(aggregate, now)
+    assert now + timedelta(seconds=1) == breaker.opened_until
