@@ -260,9 +260,11 @@ def record(
                 advanced.get(leased.aggregate_id, 0), leased.version
             )
         if decision.event is Event.STALE_AT_SITE and decision.site_version is not None:
-            advanced[leased.aggregate_id] = max(
-                advanced.get(leased.aggregate_id, 0), decision.site_version
-            )
+            # latest-wins: nothing at or below the site's version is worth sending. strict:
+            # each later version still goes to the site in turn and gets its own answer, so
+            # no posting is ever skipped on the strength of another one's 409.
+            reached = leased.version if leased.kind in strict else decision.site_version
+            advanced[leased.aggregate_id] = max(advanced.get(leased.aggregate_id, 0), reached)
     apply(connection, changes, now)
     if advanced:
         connection.execute(

@@ -359,3 +359,33 @@ def test_during_an_outage_successive_probes_take_different_aggregates_and_cost_n
     assert len(set(probes)) >= 3
     charged_before_opening = 2 + 4  # the failures that opened it, plus requests already in flight
     assert sum(attempts.values()) <= charged_before_opening
+
+
+def test_postings_the_site_already_holds_are_each_answered_by_the_site_and_none_is_stuck(
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
+    body = {
+        "message_id": "other-DOC-1",
+        "kind": "financial_posting",
+        "aggregate": "DOC-1",
+        "version": 3,
+        "payload": {"amount": "1"},
+        "created_at": "2026-01-01T00:00:00Z",
+    }
+    answer = httpx.post(
+        f"{site.url}/api/v1/updates",
+        json=body,
+        headers={"Authorization": "Bearer test-token", "Idempotency-Key": body["message_id"]},
+    )
+    assert 200 == answer.status_code
+    stage(engine, [posting_row("DOC-1", v) for v in range(1, 6)])
+    run(make_worker(db_url, engine, site))
+    outcomes = {v: message(engine, "financial_posting", "DOC-1", v) for v in range(1, 6)}
+    assert {
+        1: ("cancelled", "stale-at-site"),
+        2: ("cancelled", "stale-at-site"),
+        3: ("delivered", None),
+        4: ("delivered", None),
+        5: ("delivered", None),
+    } == {v: (m["state"], m["reason"]) for v, m in outcomes.items()}
+    assert [3, 4, 5] == site.applied_versions("financial_posting", "DOC-1")
