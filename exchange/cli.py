@@ -25,7 +25,7 @@ from exchange import bootstrap, report
 from exchange.clock import SystemClock, ensure_utc
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import current_revision, upgrade
-from exchange.errors import ExchangeError, OperatorError
+from exchange.errors import ExchangeError
 from exchange.quarantine import Filters, cancel, list_quarantined, retry
 from exchange.runner import run_forever, run_once, run_until_idle
 from exchange.settings import Policy, Settings, load_settings, safe_url
@@ -404,9 +404,18 @@ def _os_user() -> str:
         return "unknown"
 
 
+def config_first(argv: list[str]) -> list[str]:
+    """Accept ``--config PATH`` anywhere on the line, as users type it: move it to the front."""
+    args = list(argv)
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--config" and i + 1 < len(args):
+            return [arg, args[i + 1], *args[:i], *args[i + 2 :]]
+        if arg.startswith("--config="):
+            return [arg, *args[:i], *args[i + 1 :]]
+    return args
+
+
 def main() -> None:
-    try:
-        app()
-    except OperatorError as exc:  # pragma: no cover - guarded above; last line of defence
-        err.print(f"error: {exc}", markup=False)
-        sys.exit(2)
+    app(args=config_first(sys.argv[1:]), prog_name="exchange")
