@@ -25,6 +25,7 @@ from sqlalchemy import (
     and_,
     cast,
     exists,
+    func,
     literal,
     not_,
     or_,
@@ -85,22 +86,30 @@ def coalesce(connection: Connection, latest_wins: list[str], now: datetime) -> i
             + literal(", already delivered: never sent")
         ),
     )
-    newer = messages.alias("newer")
+    # The highest live version of each aggregate, found once for all (a hash join, not a
+    # subquery per message), and the message that carries it.
     live = [State.NEW.value, State.DELAYED.value, State.IN_PROGRESS.value, State.QUARANTINED.value]
-    successor = (
-        select(newer.c.message_id)
+    top = (
+        select(messages.c.aggregate_id, func.max(messages.c.version).label("version"))
         .where(
-            newer.c.aggregate_id == messages.c.aggregate_id,
-            newer.c.version > messages.c.version,
-            newer.c.state.in_(live),
-            not_(newer.c.rejected),
+            not_(messages.c.rejected), messages.c.kind.in_(latest_wins), messages.c.state.in_(live)
         )
-        .order_by(newer.c.version.desc())
-        .limit(1)
-        .scalar_subquery()
+        .group_by(messages.c.aggregate_id)
+        .subquery("top")
     )
-    superseded = select(messages.c.id, messages.c.state, successor.label("successor")).where(
-        mine, successor.is_not(None)
+    newest = messages.alias("newest")
+    superseded = (
+        select(messages.c.id, messages.c.state, newest.c.message_id.label("successor"))
+        .join(top, top.c.aggregate_id == messages.c.aggregate_id)
+        .join(
+            newest,
+            and_(
+                newest.c.aggregate_id == top.c.aggregate_id,
+                newest.c.version == top.c.version,
+                not_(newest.c.rejected),
+            ),
+        )
+        .where(mine, messages.c.version < top.c.version)
     )
     moved += apply_selected(
         connection,
