@@ -1,0 +1,177 @@
+"""What the report reads from the database (contract 8), on SQLite and on PostgreSQL: every
+quarantined message with the contract's columns, its history, the superseded marker, the
+deliveries per day, and the masking of what must not be shown.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import UTC, datetime, timedelta
+
+import openpyxl
+from reportdb import MASK_FIELDS, PASSWORD, SENT_AFTER_S, Built
+from reporttools import CYRILLIC, HYPERLINK, LONG, SCRIPT, TOKEN, parse_csv, parse_html
+from sqlalchemy import Engine
+
+from exchange.clock import FakeClock
+from exchange.db.engine import transaction
+from exchange.quarantine import Filters
+from exchange.report import FORMATS, LANGS, Report, collect, known_secrets, render
+from exchange.report_text import label
+from exchange.settings import Settings, load_settings
+
+START = datetime(2026, 1, 1, tzinfo=UTC)  # the FakeClock's start: the first intake
+
+
+def report(engine: Engine, clock: FakeClock, filters: Filters | None = None) -> Report:
+    with transaction(engine, read_only=True) as c:
+        return collect(
+            c,
+            filters or Filters(),
+            clock.now(),
+            mask_fields=MASK_FIELDS,
+            secrets=[TOKEN, PASSWORD],
+        )
+
+
+def test_the_report_lists_every_quarantined_message_with_the_contract_columns(
+    engine: Engine, clock: FakeClock, quarantine: Built
+) -> None:
+    r = report(engine, clock)
+
+    by_id = {e.message_id: e for e in r.entries}
+    assert {quarantine.superseded, quarantine.refused, quarantine.posting} < set(by_id)
+    assert 6 == len(r.entries)
+    refused = by_id[quarantine.refused]
+    assert ("price", "SKU-2", 1, "http-422", 1) == (
+        refused.kind,
+        refused.aggregate,
+        refused.version,
+        refused.reason,
+        refused.attempts,
+    )
+    assert START == refused.first_seen
+    assert START + timedelta(seconds=SENT_AFTER_S) == refused.last_attempt
+    assert START + timedelta(seconds=SENT_AFTER_S) == refused.quarantined_at
+    assert f"HTTP 422 Unprocessable Entity: {SCRIPT}" == refused.last_result
+    assert "Установка цен номенклатуры 000001" == refused.source_ref
+    assert json.loads(refused.payload) == {
+        "sku": "SKU-2",
+        "price": "100.00",
+        "currency": "RUB",
+        "price_type": "retail",
+    }
+    assert ["taken", "leased", "quarantined"] == [e.event for e in refused.history]
+    rejected = [e for e in r.entries if e.rejected_row]
+    assert {HYPERLINK, "+1", "-1"} == {e.aggregate for e in rejected}
+    assert all(e.last_attempt is None and e.attempts == 0 for e in rejected)
+    assert {"http-422": 3, "invalid-contract": 1, "unknown-kind": 2} == r.summary.by_reason
+    assert (clock.now() - START - timedelta(seconds=SENT_AFTER_S)).total_seconds() == (
+        r.summary.oldest_age_s
+    )
+
+
+def test_a_price_with_a_newer_version_delivered_since_is_marked_superseded_after_quarantine(
+    engine: Engine, clock: FakeClock, quarantine: Built
+) -> None:
+    r = report(engine, clock)
+
+    marked = {e.message_id for e in r.entries if e.superseded_after_quarantine}
+    assert {quarantine.superseded} == marked
+    assert 1 == r.summary.superseded_after_quarantine
+    page = parse_html(render(r, "html", "en"))
+    rows = [a for a in page.named("tbody") if "superseded" in (a.get("class") or "")]
+    assert [f"m-{quarantine.superseded}"] == [a["id"] for a in rows]
+    detail = parse_csv(render(r, "csv", "en"), ",").rows
+    assert {quarantine.superseded} == {
+        row["Message ID"] for row in detail if row["Superseded after quarantine"] == "yes"
+    }
+    entries = json.loads(render(r, "json", "en"))["entries"]
+    assert {quarantine.superseded} == {
+        e["message_id"] for e in entries if e["superseded_after_quarantine"]
+    }
+
+
+def test_deliveries_and_failures_per_day_cover_the_last_fourteen_days(
+    engine: Engine, clock: FakeClock, quarantine: Built
+) -> None:
+    r = report(engine, clock)
+
+    assert 14 == len(r.activity)
+    assert clock.now().date() == r.activity[-1].day
+    assert (1, 3) == (r.activity[-1].delivered, r.activity[-1].failed)
+    assert all((d.delivered, d.failed) == (0, 0) for d in r.activity[:-1])
+    clock.advance(15 * 86400)
+    assert all((d.delivered, d.failed) == (0, 0) for d in report(engine, clock).activity)
+
+
+def test_the_report_honours_the_filters_of_quarantine_list(
+    engine: Engine, clock: FakeClock, quarantine: Built
+) -> None:
+    only = report(engine, clock, Filters(reason="http-422", kind="price"))
+
+    assert {quarantine.superseded, quarantine.refused} == {e.message_id for e in only.entries}
+    assert {"http-422": 2} == only.summary.by_reason
+    superseded = report(engine, clock, Filters(superseded_after_quarantine=True))
+    assert [quarantine.superseded] == [e.message_id for e in superseded.entries]
+
+
+def test_masked_fields_the_site_token_and_the_password_appear_in_no_format(
+    engine: Engine, clock: FakeClock, quarantine: Built
+) -> None:
+    r = report(engine, clock)
+
+    posting = next(e for e in r.entries if e.message_id == quarantine.posting)
+    assert {
+        "document": "D-1",
+        "line": 1,
+        "amount": "10.00",
+        "api_key": "***",
+        "auth": {"Password": "***"},
+    } == json.loads(posting.payload)
+    assert 'HTTP 422 Unprocessable Entity: {"api_key": "***"}' == posting.last_result
+    for fmt in FORMATS:
+        for lang in LANGS:
+            data = render(r, fmt, lang)
+            assert TOKEN.encode() not in data, fmt
+            assert PASSWORD.encode() not in data, fmt
+    book = openpyxl.load_workbook(io.BytesIO(render(r, "xlsx", "ru")))
+    cells = [str(c.value) for ws in book.worksheets for row in ws.iter_rows() for c in row]
+    assert not [c for c in cells if TOKEN in c or PASSWORD in c]
+
+
+def test_the_report_never_holds_the_database_password_and_knows_what_to_hide(
+    engine: Engine, clock: FakeClock, quarantine: Built, settings: Settings
+) -> None:
+    configured = load_settings(
+        database_url=f"postgresql+psycopg://exchange:{PASSWORD}@db.internal/exchange",
+        site_token=TOKEN,
+    )
+    assert {TOKEN, PASSWORD} == set(known_secrets(configured))
+    assert [] == known_secrets(load_settings(database_url="sqlite:///x.db", site_token=None))
+
+    with transaction(engine, read_only=True) as c:
+        r = collect(c, Filters(), clock.now(), secrets=known_secrets(configured))
+    for fmt in FORMATS:
+        assert PASSWORD.encode() not in render(r, fmt, "en")  # even unmasked, it is scrubbed
+
+
+def test_hostile_data_from_the_database_is_escaped_and_neutralised(
+    engine: Engine, clock: FakeClock, quarantine: Built
+) -> None:
+    r = report(engine, clock)
+
+    page = parse_html(render(r, "html", "ru"))
+    assert not page.named("script")
+    assert SCRIPT in page.all_text and CYRILLIC in page.all_text and LONG in page.all_text
+    text = render(r, "csv", "ru").decode("utf-8-sig")
+    rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=";"))
+    cells = [cell for row in rows for cell in row]
+    assert "'" + HYPERLINK in cells and "'+1" in cells and "'-1" in cells and "'=1+1" in cells
+    assert "'@SUM(A1:A9)" in cells
+    book = openpyxl.load_workbook(io.BytesIO(render(r, "xlsx", "ru")))
+    sheet = book[label("detail_sheet", "ru")]
+    assert all(c.data_type != "f" for row in sheet.iter_rows() for c in row)
+    assert HYPERLINK in [c.value for row in sheet.iter_rows() for c in row]
