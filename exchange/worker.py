@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -24,14 +25,18 @@ from exchange import coalesce, intake, lease
 from exchange.breaker import BreakerState, CircuitBreaker
 from exchange.classify import Verdict, classify
 from exchange.clock import Clock
+from exchange.contracts import Reason
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import Message, aggregates, staging, workers
+from exchange.logs import log_event
+from exchange.metrics import Metrics
 from exchange.retry import Decision, RetryPolicy, decide, not_sent
 from exchange.settings import Policy, Settings
 from exchange.site import OutgoingMessage, Response, SiteClient
 from exchange.states import Event, State
 
 log = logging.getLogger(__name__)
+DETAIL_CAP = 200  # characters of a failure's detail in its outcome line
 
 
 @dataclass
@@ -54,6 +59,7 @@ class Worker:
         *,
         staging_engine: Engine | None = None,
         rng: random.Random | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
         self.engine = engine
@@ -61,6 +67,7 @@ class Worker:
         self.site = site
         self.clock = clock
         self.rng = rng or random.Random()
+        self.metrics = metrics or Metrics()  # the base records nothing: metrics off
         self.worker_id = settings.worker_id
         self.policy = RetryPolicy(
             settings.max_attempts, settings.retry_base_delay, settings.retry_max_delay
@@ -82,15 +89,37 @@ class Worker:
     # -- the cycle ---------------------------------------------------------------------
 
     async def cycle(self) -> CycleReport:
+        started = time.perf_counter()
+        try:
+            report = await self._cycle()
+        except Exception:
+            self.metrics.cycle_failed()
+            raise
+        now = self.clock.now()
+        self.metrics.cycle_finished(
+            self.engine,
+            now=now,
+            seconds=time.perf_counter() - started,
+            breaker=self.breaker.state(now),
+            paused=self.paused_reason is not None,
+        )
+        return report
+
+    async def _cycle(self) -> CycleReport:
         report = CycleReport()
         now = self.clock.now()
-        report.taken = intake.take(self.engine, self.staging_engine, self.settings.kinds, now).taken
+        taken = intake.take(self.engine, self.staging_engine, self.settings.kinds, now)
+        report.taken = taken.taken
+        self.metrics.intake(taken)
         with transaction(self.engine) as connection:
             report.cancelled += coalesce.coalesce(connection, self.latest_wins, now)
-            report.cancelled += coalesce.quarantine_gaps(
-                connection, self.strict, now, self.settings.gap_timeout
+            gaps = coalesce.quarantine_gaps(connection, self.strict, now, self.settings.gap_timeout)
+            expired = lease.expire_exhausted(
+                connection, now=now, max_attempts=self.settings.max_attempts
             )
-            lease.expire_exhausted(connection, now=now, max_attempts=self.settings.max_attempts)
+        report.cancelled += gaps
+        self.metrics.quarantined(Reason.SEQUENCE_GAP, gaps)
+        self.metrics.quarantined(Reason.RETRY_LIMIT, expired)
         while not self.stopping:
             if self.paused_reason is not None and not await self._site_accepts_again():
                 break
@@ -110,6 +139,7 @@ class Worker:
                     max_attempts=self.settings.max_attempts,
                     exclude=sorted(self.breaker.probed) if probing else (),
                 )
+                self.metrics.claimed(connection, batch, now)
             if not batch.messages and probing and self.breaker.probed:
                 self.breaker.start_probing_again()
                 continue
@@ -127,6 +157,7 @@ class Worker:
                     strict=self.strict,
                 )
             report.lost_leases += len(outcomes) - recorded
+            self.metrics.recorded(decision for _, decision in outcomes)
             if recorded < len(outcomes):
                 log.warning(
                     "%d outcomes not recorded: their lease passed to another worker",
@@ -154,6 +185,11 @@ class Worker:
         return list(zip(batch.messages, decisions, strict=True))
 
     async def _send_one(self, message: lease.Leased, semaphore: asyncio.Semaphore) -> Decision:
+        decision = await self._attempt(message, semaphore)
+        self._log_outcome(message, decision)
+        return decision
+
+    async def _attempt(self, message: lease.Leased, semaphore: asyncio.Semaphore) -> Decision:
         async with semaphore:
             if self.stopping:
                 return not_sent("not sent: the worker is stopping")
@@ -175,6 +211,7 @@ class Worker:
             )
         now = self.clock.now()
         classification = classify(result, message.version)
+        self.metrics.attempt(classification.verdict)
         match classification.verdict:
             case Verdict.TEMPORARY:
                 if self.breaker.record_temporary_failure(message.aggregate_id, now, probe=probing):
@@ -208,20 +245,31 @@ class Worker:
                 self.breaker.record_success()
             case Verdict.UNKNOWN:
                 pass
-        decision = decide(
+        return decide(
             classification, attempt=message.attempt, now=now, policy=self.policy, rng=self.rng
         )
-        if decision.event is not Event.DELIVERED:
-            log.info(
-                "%s %s v%d attempt %d: %s: %s",
-                message.message_id,
-                message.aggregate,
-                message.version,
-                message.attempt,
-                decision.event.value,
-                decision.detail,
-            )
-        return decision
+
+    def _log_outcome(self, message: lease.Leased, decision: Decision) -> None:
+        """One line per outcome, the audit trail in the log. Never the payload: the fields are
+        named one by one, and the detail (the site's answer, for a failure) is capped."""
+        delivered = decision.event is Event.DELIVERED
+        log_event(
+            log,
+            logging.WARNING if decision.event is Event.QUARANTINED else logging.INFO,
+            "delivery",
+            outcome=decision.event.value,
+            message_id=message.message_id,
+            kind=message.kind,
+            aggregate=message.aggregate,
+            version=message.version,
+            attempt=message.attempt,
+            http_status=decision.http_status,
+            error_class=decision.error_class,
+            delay_s=None if decision.delay_s is None else round(decision.delay_s, 3),
+            reason=decision.reason,
+            result_unknown=decision.result_unknown or None,
+            detail=None if delivered else decision.detail[:DETAIL_CAP],
+        )
 
     async def _renew(self, batch: lease.Batch) -> None:
         interval = max(self.settings.lease_seconds / 3, 0.001)

@@ -1,0 +1,196 @@
+"""Log lines (issue 3 item 6): readable text by default, JSON lines for log collectors.
+
+``configure`` installs one handler on the root logger; every record passes through
+``RedactSecrets`` first, which replaces the site token and the database passwords wherever
+they appear (message, arguments, structured fields, traceback). Outcome lines are written with
+``log_event``: one line per message outcome, the fields named, never a payload.
+
+    text  2026-08-23 07:20:00,123 INFO exchange.worker: delivery outcome=delivered
+          message_id=price.SKU-17.v184.5c1f… kind=price aggregate=SKU-17 version=184 …
+    json  {"timestamp": "2026-08-23T07:20:00.123Z", "level": "INFO", "logger":
+           "exchange.worker", "event": "delivery", "outcome": "delivered", "message_id": …}
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, TextIO
+from urllib.parse import quote, quote_plus
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from exchange.errors import ConfigurationError
+from exchange.settings import Settings
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+REDACTED = "***"
+# Where log_event leaves its structured form on the record, for the JSON formatter.
+EVENT_ATTR = "exchange_event"
+FIELDS_ATTR = "exchange_fields"
+# Libraries that narrate every request or job at INFO: at INFO they would double the outcome
+# lines (httpx) or add two lines per cycle (APScheduler). DEBUG shows them again.
+CHATTY = ("httpx", "httpcore", "apscheduler")
+
+
+def log_event(logger: logging.Logger, level: int, event: str, **fields: Any) -> None:
+    """One structured line: ``event k=v …`` as text, ``{"event": event, **fields}`` as JSON.
+
+    Fields that are None are left out of the text line; the JSON line keeps them as null, so
+    every line of one event has the same keys.
+    """
+    if not logger.isEnabledFor(level):
+        return
+    text = " ".join([event, *(f"{k}={_text_value(v)}" for k, v in fields.items() if v is not None)])
+    # "%s" with the text as an argument: a value holding "%" must not be read as a format.
+    logger.log(level, "%s", text, extra={EVENT_ATTR: event, FIELDS_ATTR: dict(fields)})
+
+
+def _text_value(value: Any) -> str:
+    text = str(value)
+    # Quoted only when needed, so that `grep outcome=quarantined` and logfmt parsers work.
+    if not text or any(c.isspace() or c in "\"'=" for c in text):
+        return json.dumps(text, ensure_ascii=False)
+    return text
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: timestamp (UTC, ISO 8601), level, logger, event, fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        event = getattr(record, EVENT_ATTR, None)
+        document: dict[str, Any] = {
+            "timestamp": datetime.fromtimestamp(record.created, UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "event": event if event is not None else record.getMessage(),
+        }
+        fields = getattr(record, FIELDS_ATTR, None)
+        if isinstance(fields, Mapping):
+            document.update({k: v for k, v in fields.items() if k not in document})
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            document["exception"] = record.exc_text
+        if record.stack_info:
+            document["stack"] = record.stack_info
+        return json.dumps(document, ensure_ascii=False, default=str)
+
+
+class RedactSecrets(logging.Filter):
+    """Replaces secret values wherever they appear in a record, before any formatter runs.
+
+    A safety net, not the first line of defence: the code never logs the token or a URL with
+    its password on purpose, but a driver's error message or a site's answer might repeat one.
+    """
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        super().__init__()
+        # Longest first: a secret that contains another is replaced whole.
+        self.secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        for secret in self.secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.secrets:
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # bad format arguments: keep what can be shown, redacted
+            message = f"{record.msg!s} (arguments could not be formatted)"
+        record.msg, record.args = self.redact(message), None
+        if record.exc_info and not record.exc_text:
+            # Formatted here, once, so that the traceback's text can be redacted too; the
+            # formatters reuse exc_text instead of formatting the exception again.
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self.redact(record.stack_info)
+        fields = getattr(record, FIELDS_ATTR, None)
+        if isinstance(fields, Mapping):
+            setattr(
+                record,
+                FIELDS_ATTR,
+                {k: self.redact(v) if isinstance(v, str) else v for k, v in fields.items()},
+            )
+        return True
+
+
+def secrets_of(settings: Settings) -> list[str]:
+    """The values that must never reach a log: the site token, the database passwords."""
+    found: list[str] = []
+    if settings.site_token is not None:
+        found.append(settings.site_token.get_secret_value())
+    try:
+        token = settings.token()
+    except ConfigurationError:  # an unreadable token file: `run` reports that itself
+        token = None
+    if token:
+        found.append(token)
+    for url in (settings.database_url, settings.staging_url):
+        if not url:
+            continue
+        try:
+            password = make_url(url).password
+        except ArgumentError:
+            continue
+        if password:
+            # As typed, and as it appears inside a URL.
+            found += [str(password), quote(str(password), safe=""), quote_plus(str(password))]
+    return found
+
+
+class _Handler(logging.Handler):
+    """Writes to the stream it was given, or to whatever ``sys.stderr`` is when a line is
+    written (a stream captured at start-up may be closed by the time a late line comes)."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            stream = self.stream if self.stream is not None else sys.stderr
+            stream.write(self.format(record) + "\n")
+            stream.flush()
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(record)
+
+
+def configure(settings: Settings, *, stream: TextIO | None = None) -> logging.Handler:
+    """Install the service's log handler on the root logger (again: replaces the previous one).
+
+    Returns the handler, so that a caller (a test) can remove it.
+    """
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, _Handler)]:
+        root.removeHandler(old)
+    handler = _Handler(stream)
+    handler.setFormatter(JsonFormatter() if settings.log_format == "json" else _text_formatter())
+    handler.addFilter(RedactSecrets(secrets_of(settings)))
+    root.addHandler(handler)
+    level = logging.getLevelName(settings.log_level)
+    root.setLevel(level)
+    chatty_level = logging.NOTSET if level <= logging.DEBUG else logging.WARNING
+    for name in CHATTY:
+        logging.getLogger(name).setLevel(chatty_level)
+    # Alembic narrates every connection at INFO; `migrate` says what it did itself.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    return handler
+
+
+def _text_formatter() -> logging.Formatter:
+    return logging.Formatter(TEXT_FORMAT)

@@ -1,0 +1,183 @@
+"""Log lines (issue 3 item 6): one structured line per outcome, text or JSON, no secrets.
+
+The service's own handler is installed with ``logs.configure`` on a StringIO, exactly as the
+CLI installs it on stderr.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections import Counter
+from datetime import datetime
+from typing import Any
+
+import pytest
+from opstools import make_worker, run
+from sqlalchemy import Engine
+
+from exchange import bootstrap, logs
+from exchange.errors import ConfigurationError
+from exchange.settings import Settings, load_settings
+from exchange.sitesim import SiteSimulator
+from exchange.testing import FAST, posting_row, price_row, stage
+
+pytestmark = pytest.mark.usefixtures("restore_logging")
+
+OUTCOME_KEYS = {
+    "timestamp",
+    "level",
+    "logger",
+    "event",
+    "outcome",
+    "message_id",
+    "kind",
+    "aggregate",
+    "version",
+    "attempt",
+    "http_status",
+    "error_class",
+    "delay_s",
+    "reason",
+    "result_unknown",
+    "detail",
+}
+SECRET_TOKEN = "tok-9f8e7d6c5b4a-very-secret"
+DB_PASSWORD = "pw-5up3r/s3cret@x"
+
+
+def capture(**overrides: Any) -> io.StringIO:
+    stream = io.StringIO()
+    logs.configure(load_settings(database_url="sqlite:///x.db", **overrides), stream=stream)
+    return stream
+
+
+def json_lines(stream: io.StringIO) -> list[dict[str, Any]]:
+    lines = stream.getvalue().splitlines()
+    assert lines, "nothing was logged"
+    return [json.loads(line) for line in lines]  # every line is one JSON object
+
+
+def test_json_lines_carry_one_outcome_line_per_message_with_its_fields(
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
+    site.faults.reject = {"SKU-R"}
+    site.faults.poison = {"SKU-P"}
+    stage(engine, [price_row(f"SKU-{n}", 1, "123.45") for n in range(3)])
+    stage(engine, [price_row("SKU-R", 1, "123.45"), price_row("SKU-P", 1, "123.45")])
+    stage(engine, [posting_row("DOC-1", 1, "777.77")])
+    stream = capture(log_format="json", site_token="test-token")
+    run(make_worker(db_url, engine, site, max_attempts=2))
+
+    lines = json_lines(stream)
+    outcomes = [line for line in lines if line["event"] == "delivery"]
+    assert all(OUTCOME_KEYS == set(line) for line in outcomes)
+    assert {"delivered": 4, "quarantined": 2, "retry-scheduled": 1} == Counter(
+        line["outcome"] for line in outcomes
+    )
+    rejected = next(line for line in outcomes if line["aggregate"] == "SKU-R")
+    assert ("WARNING", "exchange.worker", 422, "http-422", 1) == (
+        rejected["level"],
+        rejected["logger"],
+        rejected["http_status"],
+        rejected["reason"],
+        rejected["attempt"],
+    )
+    retried = next(line for line in outcomes if line["outcome"] == "retry-scheduled")
+    assert (500, 1, "SKU-P") == (retried["http_status"], retried["attempt"], retried["aggregate"])
+    assert retried["delay_s"] is not None
+    delivered = [line for line in outcomes if line["outcome"] == "delivered"]
+    assert {"INFO"} == {line["level"] for line in delivered}
+    assert {200} == {line["http_status"] for line in delivered}
+    assert {e.message_id for e in site.effects()} == {line["message_id"] for line in delivered}
+    for line in lines:
+        assert line["timestamp"].endswith("Z")
+        assert datetime.fromisoformat(line["timestamp"]).utcoffset().total_seconds() == 0
+    # No payload: neither its values nor its shape.
+    text = stream.getvalue()
+    assert "123.45" not in text and "777.77" not in text and "price_type" not in text
+
+
+def test_text_lines_are_readable_and_name_each_field(
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
+    stage(engine, [price_row("SKU-1", 1)])
+    stream = capture()
+    run(make_worker(db_url, engine, site))
+
+    [line] = [line for line in stream.getvalue().splitlines() if " delivery " in line]
+    assert " INFO exchange.worker: delivery outcome=delivered message_id=price.SKU-1.v1." in line
+    assert line.endswith(" kind=price aggregate=SKU-1 version=1 attempt=1 http_status=200")
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(line)
+
+
+def test_neither_the_token_nor_a_database_password_reaches_the_log_even_at_debug(
+    db_url: str, engine: Engine
+) -> None:
+    url = f"postgresql+psycopg://exchange:{DB_PASSWORD}@db.internal/exchange"
+    stream = capture(
+        log_level="DEBUG",
+        log_format="json",
+        site_token=SECRET_TOKEN,
+        staging_url=url,
+    )
+    with SiteSimulator(token=SECRET_TOKEN) as site:
+        site.faults.reject = {"SKU-R"}
+        stage(engine, [price_row("SKU-1", 1), price_row("SKU-R", 1)])
+        settings = load_settings(
+            database_url=db_url, site_url=site.url, site_token=SECRET_TOKEN, worker_id="w", **FAST
+        )
+        run(bootstrap.worker(settings, engine))
+    log = logging.getLogger("exchange.test")
+    # What a careless caller, a driver or a site might put into a line:
+    log.error("connecting to %s failed", url)
+    log.warning("site said: Authorization: Bearer %s", SECRET_TOKEN)
+    try:
+        raise RuntimeError(f"bad answer for token {SECRET_TOKEN}")
+    except RuntimeError:
+        log.exception("request failed")
+    logs.log_event(log, logging.WARNING, "delivery", detail=f"HTTP 400: echo {SECRET_TOKEN}")
+
+    text = stream.getvalue()
+    lines = json_lines(stream)
+    assert any(line["logger"].startswith("httpcore") for line in lines), "DEBUG lines missing"
+    assert SECRET_TOKEN not in text
+    assert DB_PASSWORD not in text
+    assert "pw-5up3r%2Fs3cret%40x" not in text  # nor as it is written inside a URL
+    assert text.count(logs.REDACTED) >= 4
+    assert any("Traceback" in line.get("exception", "") for line in lines)
+
+
+def test_the_redaction_filter_replaces_every_secret_in_message_arguments_and_fields() -> None:
+    settings = Settings(
+        database_url="postgresql+psycopg://u:p%40ss-word@h/db",
+        site_token=SECRET_TOKEN,
+        worker_id="w",
+    )
+    redact = logs.RedactSecrets(logs.secrets_of(settings))
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "a %s b %s", None, None)
+    record.args = (SECRET_TOKEN, "p@ss-word")
+    setattr(record, logs.FIELDS_ATTR, {"detail": f"({SECRET_TOKEN})", "attempt": 3})
+    assert redact.filter(record)
+    assert "a *** b ***" == record.getMessage()
+    assert {"detail": "(***)", "attempt": 3} == getattr(record, logs.FIELDS_ATTR)
+    assert "p%40ss-word" in redact.secrets  # as written in a URL
+
+
+def test_log_format_is_validated_and_case_insensitive() -> None:
+    assert "json" == load_settings(log_format="JSON").log_format
+    with pytest.raises(ConfigurationError, match="EXCHANGE_LOG_FORMAT"):
+        load_settings(log_format="xml")
+
+
+def test_configuring_twice_leaves_one_handler_and_quiets_per_request_library_lines() -> None:
+    capture()
+    stream = capture()
+    root = logging.getLogger()
+    ours = [h for h in root.handlers if h.filters and isinstance(h.filters[0], logs.RedactSecrets)]
+    assert 1 == len(ours)
+    assert logging.WARNING == logging.getLogger("httpx").level
+    logging.getLogger("httpx").info("HTTP Request: POST … 200 OK")
+    assert "" == stream.getvalue()
