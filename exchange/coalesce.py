@@ -8,6 +8,9 @@ latest-wins kinds:
     highest such version.
 strict kinds:
   - nothing is coalesced; the claim (``lease``) sends only ``done_version + 1``.
+  - stale: a pending version at or below ``done_version`` (every version there is delivered
+    or cancelled by a person) can only be a row written again after its message was pruned;
+    it is cancelled ``stale`` like a price, never sent twice and never left waiting.
   - a gap: when the lowest pending version is above ``done_version + 1`` and has waited
     ``gap_timeout`` since it was taken (or retried), it is quarantined, ``sequence-gap``.
 
@@ -58,19 +61,20 @@ _UNLOCK = {"locked_by": None, "locked_until": None, "lease_token": None, "next_t
 
 
 def coalesce(connection: Connection, latest_wins: list[str], now: datetime) -> int:
-    """Cancel stale and superseded versions of latest-wins kinds; returns how many.
+    """Cancel stale versions (any kind) and superseded ones (latest-wins); returns how many.
 
     Set-based: the candidates are chosen, moved and written to history inside the database,
     so a reload of a million rows is never loaded into the worker.
     """
-    if not latest_wins:
-        return 0
-    mine = and_(not_(messages.c.rejected), messages.c.kind.in_(latest_wins), _pending_rows(now))
+    pending = and_(not_(messages.c.rejected), _pending_rows(now))
     done = aggregates.c.done_version
+    # Stale applies to every kind: a strict cursor covers only versions delivered or cancelled
+    # by a person, so a pending version below it (a row 1C wrote again after its message was
+    # pruned) is already done and must not wait forever.
     stale = (
         select(messages.c.id, messages.c.state, messages.c.version, done.label("done"))
         .join(aggregates, aggregates.c.id == messages.c.aggregate_id)
-        .where(mine, messages.c.version <= done)
+        .where(pending, messages.c.version <= done)
     )
     moved = apply_selected(
         connection,
@@ -88,6 +92,9 @@ def coalesce(connection: Connection, latest_wins: list[str], now: datetime) -> i
     )
     # The highest live version of each aggregate, found once for all (a hash join, not a
     # subquery per message), and the message that carries it.
+    if not latest_wins:
+        return moved
+    mine = and_(pending, messages.c.kind.in_(latest_wins))
     live = [State.NEW.value, State.DELAYED.value, State.IN_PROGRESS.value, State.QUARANTINED.value]
     top = (
         select(messages.c.aggregate_id, func.max(messages.c.version).label("version"))

@@ -1,0 +1,376 @@
+"""Retention (issue 3, item 7): ``prune`` removes delivered and cancelled messages that ended
+more than EXCHANGE_RETENTION_DAYS ago, with their history, and staging rows taken that long
+ago; never a quarantined or pending message, never an aggregate's cursor. In batches, each its
+own transaction. On SQLite and on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from optools import (
+    DELIVERED,
+    claim,
+    done_version,
+    history_counts,
+    mid,
+    refused,
+    rejected_ids,
+    settle,
+    snapshot,
+    staging_rows,
+    states,
+    strict,
+    take,
+)
+from sqlalchemy import Engine, func, select
+
+from exchange import bootstrap, coalesce, intake, prune, quarantine
+from exchange.clock import FakeClock
+from exchange.db.engine import make_engine, transaction
+from exchange.db.migrate import upgrade
+from exchange.db.schema import history, messages
+from exchange.quarantine import Filters
+from exchange.retry import Decision
+from exchange.settings import Settings
+from exchange.states import Event, State
+from exchange.testing import fast_settings, posting_row, price_row, raw_row, stage
+
+DAYS = 30.0
+OLD = timedelta(days=DAYS + 1)
+
+
+def run_prune(engine: Engine, clock: FakeClock, **options: Any) -> prune.PruneReport:
+    return prune.prune(engine, None, now=clock.now(), retention_days=DAYS, **options)
+
+
+def cancel(engine: Engine, settings: Settings, clock: FakeClock, ids: list[str]) -> None:
+    with transaction(engine) as c:
+        quarantine.cancel(
+            c,
+            ids,
+            Filters(),
+            operator="petrov",
+            note="closed",
+            now=clock.now(),
+            strict=strict(settings),
+        )
+
+
+def delayed(clock: FakeClock, days: float) -> Decision:
+    """A temporary failure whose next try is ``days`` away: pending, and not due meanwhile."""
+    return Decision(
+        Event.RETRY_SCHEDULED,
+        State.DELAYED,
+        "503 from the site",
+        http_status=503,
+        next_try_at=clock.now() + timedelta(days=days),
+        delay_s=days * 86_400,
+    )
+
+
+@pytest.fixture
+def aged(engine: Engine, settings: Settings, clock: FakeClock) -> dict[str, str]:
+    """Messages of every kind, most of them ended 31 days before ``clock.now()``:
+
+    old, removed:   SKU-1 v1 delivered; SKU-2 v1 cancelled (superseded) and v2 delivered;
+                    D-1 v1 delivered; the record of a rejected row, cancelled by an operator
+    old, kept:      SKU-Q v1 quarantined; SKU-P v1 delayed (next try in 100 days);
+                    D-1 v3 new, waiting for v2 (a gap; retried by an operator);
+                    D-2 v2 cancelled by an operator above a gap: the cursor (0) has not
+                    stepped over it yet, and will read it when it does
+    recent, kept:   SKU-R v1 delivered a day ago
+    staging:        the rows of the old ones taken 31 days ago; SKU-R's taken a day ago;
+                    one row never taken
+    """
+    take(
+        engine,
+        settings,
+        clock,
+        [
+            price_row("SKU-1", 1),
+            price_row("SKU-2", 1),
+            price_row("SKU-2", 2),
+            price_row("SKU-Q", 1),
+            price_row("SKU-P", 1),
+            posting_row("D-1", 1),
+            posting_row("D-1", 3),
+            posting_row("D-2", 2),
+            raw_row("stock", "W-1", 1, "{}"),
+        ],
+    )
+    settle(
+        engine,
+        settings,
+        clock,
+        {
+            "SKU-1": DELIVERED,
+            "SKU-2": DELIVERED,
+            "SKU-Q": refused(422),
+            "SKU-P": delayed(clock, 100),
+            "D-1": DELIVERED,
+        },
+    )
+    clock.advance(settings.gap_timeout + 1)
+    with transaction(engine) as c:
+        coalesce.quarantine_gaps(c, strict(settings), clock.now(), settings.gap_timeout)
+    ids = {
+        "SKU-1": mid(engine, "SKU-1", 1),
+        "SKU-2 v1": mid(engine, "SKU-2", 1),
+        "SKU-2 v2": mid(engine, "SKU-2", 2),
+        "SKU-Q": mid(engine, "SKU-Q", 1),
+        "SKU-P": mid(engine, "SKU-P", 1),
+        "D-1 v1": mid(engine, "D-1", 1),
+        "D-1 v3": mid(engine, "D-1", 3),
+        "D-2 v2": mid(engine, "D-2", 2),
+        "rejected": rejected_ids(engine)[0],
+    }
+    with transaction(engine) as c:
+        quarantine.retry(
+            c,
+            [ids["D-1 v3"]],
+            Filters(),
+            operator="petrov",
+            note="v2 is on its way",
+            now=clock.now(),
+            dry_run=False,
+        )
+    cancel(engine, settings, clock, [ids["D-2 v2"], ids["rejected"]])
+    clock.advance(timedelta(days=DAYS).total_seconds())
+    take(engine, settings, clock, [price_row("SKU-R", 1)])
+    settle(engine, settings, clock, {"SKU-R": DELIVERED})
+    ids["SKU-R"] = mid(engine, "SKU-R", 1)
+    stage(engine, [price_row("SKU-U", 1)])  # never taken
+    clock.advance(timedelta(days=1).total_seconds())
+    assert {
+        ids["SKU-1"]: ("delivered", None),
+        ids["SKU-2 v1"]: ("cancelled", "superseded"),
+        ids["SKU-2 v2"]: ("delivered", None),
+        ids["SKU-Q"]: ("quarantined", "http-422"),
+        ids["SKU-P"]: ("delayed", None),
+        ids["D-1 v1"]: ("delivered", None),
+        ids["D-1 v3"]: ("new", None),
+        ids["D-2 v2"]: ("cancelled", "operator"),
+        ids["rejected"]: ("cancelled", "operator"),
+        ids["SKU-R"]: ("delivered", None),
+    } == states(engine)
+    return ids
+
+
+REMOVED = ["SKU-1", "SKU-2 v1", "SKU-2 v2", "D-1 v1", "rejected"]
+KEPT = ["SKU-Q", "SKU-P", "D-1 v3", "D-2 v2", "SKU-R"]
+
+
+def test_prune_removes_old_delivered_and_cancelled_messages_with_their_history(
+    engine: Engine, clock: FakeClock, aged: dict[str, str]
+) -> None:
+    histories = history_counts(engine)
+
+    report = run_prune(engine, clock)
+
+    assert sorted(aged[k] for k in KEPT) == sorted(states(engine))
+    assert {aged[k]: histories[aged[k]] for k in KEPT} == dict(history_counts(engine))
+    assert (len(REMOVED), sum(histories[aged[k]] for k in REMOVED)) == (
+        report.messages,
+        report.history,
+    )
+    with transaction(engine, read_only=True) as c:
+        orphans = c.execute(
+            select(func.count())
+            .select_from(history)
+            .where(history.c.message_pk.not_in(select(messages.c.id)))
+        ).scalar_one()
+    assert 0 == orphans
+
+
+def test_prune_never_touches_quarantined_or_pending_messages_or_their_history(
+    engine: Engine, clock: FakeClock, aged: dict[str, str]
+) -> None:
+    before = snapshot(engine)
+    clock.advance(timedelta(days=365).total_seconds())
+
+    run_prune(engine, clock)
+
+    after = snapshot(engine)
+    kept = [aged[k] for k in ("SKU-Q", "SKU-P", "D-1 v3")]
+    assert [row for row in before["messages"] if row[1] in kept] == [
+        row for row in after["messages"] if row[1] in kept
+    ]
+    kept_pks = {row[0] for row in before["messages"] if row[1] in kept}
+    assert [row for row in before["message_history"] if row[1] in kept_pks] == [
+        row for row in after["message_history"] if row[1] in kept_pks
+    ]
+    assert {("quarantined",), ("delayed",), ("new",)} == {(states(engine)[m][0],) for m in kept}
+
+
+def test_prune_keeps_every_aggregate_and_its_cursor(
+    engine: Engine, clock: FakeClock, aged: dict[str, str]
+) -> None:
+    before = snapshot(engine)["aggregates"]
+    run_prune(engine, clock)
+    assert before == snapshot(engine)["aggregates"]
+
+
+def test_prune_removes_old_taken_staging_rows_and_keeps_recent_and_untaken_ones(
+    engine: Engine, clock: FakeClock, aged: dict[str, str]
+) -> None:
+    rows = staging_rows(engine)
+    recent_taken, untaken = rows[-2], rows[-1]  # SKU-R, taken a day ago; SKU-U, never taken
+    assert (recent_taken[1], untaken[1]) == (True, False)
+
+    report = run_prune(engine, clock)
+
+    assert [recent_taken, untaken] == staging_rows(engine)
+    assert len(rows) - 2 == report.staging
+
+
+def test_a_dry_run_counts_what_prune_would_remove_and_changes_nothing(
+    engine: Engine, clock: FakeClock, aged: dict[str, str]
+) -> None:
+    before = snapshot(engine)
+
+    dry = run_prune(engine, clock, dry_run=True)
+
+    assert before == snapshot(engine)
+    real = run_prune(engine, clock)
+    assert (dry.messages, dry.history, dry.staging) == (real.messages, real.history, real.staging)
+    assert (True, False) == (dry.dry_run, real.dry_run)
+    assert dry.describe().startswith("would remove")
+    assert real.describe().startswith("removed")
+
+
+def test_nothing_ended_within_the_retention_period_is_removed(
+    engine: Engine, clock: FakeClock, aged: dict[str, str]
+) -> None:
+    before = snapshot(engine)
+    report = prune.prune(engine, None, now=clock.now(), retention_days=365)
+    assert (0, 0, 0) == (report.messages, report.history, report.staging)
+    assert before == snapshot(engine)
+
+
+def old_deliveries(engine: Engine, settings: Settings, clock: FakeClock, count: int) -> None:
+    skus = [f"SKU-{n}" for n in range(count)]
+    take(engine, settings, clock, [price_row(sku, 1) for sku in skus])
+    settle(engine, settings, clock, dict.fromkeys(skus, DELIVERED))
+    clock.advance(OLD.total_seconds())
+
+
+def test_prune_works_in_batches_and_a_small_batch_still_removes_everything(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    old_deliveries(engine, settings, clock, 5)
+
+    report = run_prune(engine, clock, batch_size=2)
+
+    assert (5, 5) == (report.messages, report.staging)
+    assert 3 + 3 == report.batches  # 2 + 2 + 1 messages, then 2 + 2 + 1 staging rows
+    assert {} == states(engine)
+    assert [] == staging_rows(engine)
+
+
+def test_each_batch_is_its_own_transaction_and_a_stopping_service_leaves_the_rest(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    old_deliveries(engine, settings, clock, 5)
+    asked = []
+
+    def stop_after_one_batch() -> bool:
+        asked.append(True)
+        return len(asked) > 1
+
+    report = run_prune(engine, clock, batch_size=2, should_stop=stop_after_one_batch)
+
+    assert (2, 1) == (report.messages, report.batches)
+    assert 3 == len(states(engine)), "the first batch is committed, the rest is left"
+    assert 3 == run_prune(engine, clock, batch_size=2).messages
+
+
+def test_a_cancelled_strict_version_above_the_cursor_is_kept_and_the_cursor_steps_over_it_later(
+    engine: Engine, settings: Settings, clock: FakeClock, aged: dict[str, str]
+) -> None:
+    run_prune(engine, clock)
+    assert aged["D-2 v2"] in states(engine)
+
+    take(engine, settings, clock, [posting_row("D-2", 1), posting_row("D-2", 3)])
+    # v1 closes the gap (SKU-U, the row that was never taken, is taken now too)
+    settle(engine, settings, clock, {"D-2": DELIVERED, "SKU-U": DELIVERED})
+
+    assert 2 == done_version(engine, "D-2"), "the cursor stepped over the cancelled v2"
+    batch = claim(engine, settings, clock)
+    assert [("D-2", 3)] == [(m.aggregate, m.version) for m in batch.messages]
+
+
+def test_a_pruned_version_that_1c_writes_again_is_never_sent_again(
+    engine: Engine, settings: Settings, clock: FakeClock, aged: dict[str, str]
+) -> None:
+    run_prune(engine, clock)
+    assert aged["SKU-1"] not in states(engine)
+
+    # Intake can no longer tell these are duplicates: they become messages again...
+    take(engine, settings, clock, [price_row("SKU-1", 1), posting_row("D-1", 1)])
+    again = states(engine)
+
+    # ...but the cursor, which prune keeps, is past them: both end cancelled "stale", never
+    # sent again and never left waiting (which would keep `run --until-idle` from idling).
+    assert ("cancelled", "stale") == again[mid(engine, "SKU-1", 1)]
+    assert ("cancelled", "stale") == again[mid(engine, "D-1", 1)]
+    # Only SKU-U, the row never taken before, is due.
+    assert ["SKU-U"] == [m.aggregate for m in claim(engine, settings, clock).messages]
+
+
+def test_the_daily_prune_of_exchange_run_uses_the_configured_retention(
+    db_url: str, engine: Engine, clock: FakeClock, aged: dict[str, str]
+) -> None:
+    settings = fast_settings(db_url, "http://127.0.0.1:9", retention_days=DAYS)
+    worker = bootstrap.worker(settings, engine, clock=clock)
+
+    async def go() -> None:
+        try:
+            await prune.scheduled_job(worker)()
+        finally:
+            await worker.site.aclose()
+
+    asyncio.run(go())
+
+    assert sorted(aged[k] for k in KEPT) == sorted(states(engine))
+
+
+def test_exchange_run_schedules_the_prune_once_a_day(db_url: str, engine: Engine) -> None:
+    settings = fast_settings(db_url, "http://127.0.0.1:9")
+    worker = bootstrap.worker(settings, engine)
+
+    async def go() -> object:
+        scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone=UTC)
+        try:
+            prune.schedule(scheduler, worker)
+            return scheduler.get_job("prune").trigger
+        finally:
+            await worker.site.aclose()
+
+    trigger = asyncio.run(go())
+    assert timedelta(days=1) == trigger.interval  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_staging_in_its_own_database_is_pruned_there(
+    db_url: str, engine: Engine, settings: Settings, clock: FakeClock, tmp_path: Path
+) -> None:
+    staging_engine = make_engine(f"sqlite:///{tmp_path / 'staging.db'}")
+    upgrade(staging_engine)
+    try:
+        stage(staging_engine, [price_row("SKU-1", 1)])
+        intake.take(engine, staging_engine, settings.kinds, clock.now())
+        stage(staging_engine, [price_row("SKU-2", 1)])  # never taken
+        clock.advance(OLD.total_seconds())
+
+        report = prune.prune(engine, staging_engine, now=clock.now(), retention_days=DAYS)
+
+        assert 1 == report.staging
+        assert [(2, False)] == staging_rows(staging_engine)
+    finally:
+        staging_engine.dispose()
