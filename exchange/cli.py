@@ -20,16 +20,25 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from exchange import bootstrap, report
+from exchange import bootstrap, logs, metrics, report
 from exchange.clock import SystemClock, ensure_utc
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import current_revision, upgrade
 from exchange.errors import ExchangeError
-from exchange.quarantine import Filters, cancel, list_quarantined, retry
+from exchange.prune import prune as prune_now
+from exchange.quarantine import (
+    ActionResult,
+    Filters,
+    cancel,
+    check_request,
+    list_quarantined,
+    retry,
+)
 from exchange.runner import run_forever, run_once, run_until_idle
 from exchange.settings import Policy, Settings, load_settings, safe_url
-from exchange.status import biography, status
+from exchange.status import biography, status, tables
 
 app = typer.Typer(
     name="exchange",
@@ -59,13 +68,7 @@ def _guard() -> Iterator[None]:
 
 def _settings(ctx: typer.Context, **overrides: Any) -> Settings:
     settings = load_settings(ctx.obj, **overrides)
-    logging.basicConfig(
-        level=settings.log_level,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    # Alembic narrates every connection at INFO; `migrate` says what it did itself.
-    logging.getLogger("alembic").setLevel(logging.WARNING)
+    logs.configure(settings)
     return settings
 
 
@@ -86,8 +89,9 @@ def _filters(
     reason: str | None,
     since: str | None,
     until: str | None,
+    superseded: bool = False,
 ) -> Filters:
-    return Filters(kind, aggregate, reason, _parse_time(since), _parse_time(until))
+    return Filters(kind, aggregate, reason, _parse_time(since), _parse_time(until), superseded)
 
 
 KindOpt = Annotated[str | None, typer.Option("--kind", help="Only this kind.")]
@@ -96,6 +100,22 @@ ReasonOpt = Annotated[str | None, typer.Option("--reason", help="Only this reaso
 SinceOpt = Annotated[str | None, typer.Option("--since", help="Quarantined at or after (ISO).")]
 UntilOpt = Annotated[str | None, typer.Option("--until", help="Quarantined before (ISO).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
+SupersededOpt = Annotated[
+    bool,
+    typer.Option(
+        "--superseded",
+        help="Only messages a newer delivered version made pointless (superseded after "
+        "quarantine).",
+    ),
+]
+LimitOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        min=1,
+        help="A bulk action may touch up to N messages (default EXCHANGE_BULK_LIMIT).",
+    ),
+]
 
 
 @app.callback()
@@ -139,6 +159,15 @@ def run(
             "--max-seconds", min=0, help="With --until-idle: give up (exit 3) after this long."
         ),
     ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port",
+            min=0,
+            max=65535,
+            help="Serve Prometheus /metrics and /healthz on this port (or EXCHANGE_METRICS_PORT).",
+        ),
+    ] = None,
 ) -> None:
     """The scheduled service: take, coalesce, lease, deliver, record; until stopped."""
     if once and until_idle:
@@ -146,7 +175,8 @@ def run(
     if max_seconds is not None and not until_idle:
         raise typer.BadParameter("--max-seconds goes with --until-idle")
     with _guard():
-        settings = _settings(ctx)
+        overrides = {} if metrics_port is None else {"metrics_port": metrics_port}
+        settings = _settings(ctx, **overrides)
         engine, staging_engine = bootstrap.engines(settings)
         worker = bootstrap.worker(settings, engine, staging_engine)
 
@@ -162,13 +192,15 @@ def run(
             finally:
                 await worker.site.aclose()
 
-        code = asyncio.run(main())
+        with metrics.serving(settings, worker, engine):
+            code = asyncio.run(main())
     raise typer.Exit(code)
 
 
 @app.command("status")
 def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Counts by state and the four queue figures."""
+    """Counts by state, the queue figures, workers, the quarantine by reason, blocked
+    aggregates."""
     with _guard():
         settings = _settings(ctx)
         engine, _ = bootstrap.engines(settings)
@@ -177,28 +209,8 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     if as_json:
         print(json.dumps(figures.as_json(), ensure_ascii=False))
         return
-    table = Table(title="messages by state")
-    table.add_column("state")
-    table.add_column("count", justify="right")
-    for state, count in figures.counts.items():
-        table.add_row(state, str(count))
-    out.print(table)
-    age = figures.oldest_undelivered_age_s
-    out.print(f"new messages: {figures.new_messages}", markup=False)
-    out.print(f"oldest undelivered: {'-' if age is None else f'{age:.0f} s'}", markup=False)
-    out.print(f"error share (15 min): {figures.error_share:.1%}", markup=False)
-    out.print(f"delivery rate: {figures.delivery_rate_per_min:.1f}/min", markup=False)
-    for worker in figures.workers:
-        paused = f", PAUSED: {worker['paused']}" if worker["paused"] else ""
-        out.print(
-            f"worker {worker['worker_id']}: breaker {worker['breaker']}{paused}, "
-            f"last seen {worker['heartbeat_at']}",
-            markup=False,
-        )
-    for blocked in figures.blocked:
-        out.print(
-            f"blocked {blocked['kind']} {blocked['aggregate']}: {blocked['cause']}", markup=False
-        )
+    for table in tables(figures):
+        out.print(table)
 
 
 @app.command()
@@ -225,7 +237,7 @@ def history(ctx: typer.Context, message_id: str, as_json: JsonOpt = False) -> No
         detail = e["detail"] or ""
         if e["operator"]:
             detail += f" [{e['operator']}: {e['note'] or ''}]"
-        table.add_row(
+        cells = (
             e["at"],
             e["event"],
             e["from"] or "",
@@ -235,6 +247,8 @@ def history(ctx: typer.Context, message_id: str, as_json: JsonOpt = False) -> No
             str(e["http_status"] or e["error_class"] or ""),
             detail,
         )
+        # Text, not str: rich would read "[operator: note]" or data from the site as markup.
+        table.add_row(*(Text(cell) for cell in cells))
     out.print(table)
 
 
@@ -246,10 +260,11 @@ def quarantine_list(
     reason: ReasonOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
+    superseded: SupersededOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """What waits for a person."""
-    filters = _filters(kind, aggregate, reason, since, until)
+    filters = _filters(kind, aggregate, reason, since, until, superseded)
     with _guard():
         settings = _settings(ctx)
         engine, _ = bootstrap.engines(settings)
@@ -262,14 +277,23 @@ def quarantine_list(
     for column in ("message_id", "kind", "aggregate", "v", "reason", "tries", "last error"):
         table.add_column(column)
     for row in rows:
+        reason_shown = row["reason"]
+        if row["superseded_after_quarantine"]:
+            reason_shown += " (superseded after quarantine)"
+        # Text, not markup: data with [brackets] (a site's error, a 1C reference) shows as is.
         table.add_row(
-            row["message_id"],
-            row["kind"],
-            row["aggregate"],
-            str(row["version"]),
-            row["reason"],
-            str(row["attempts"]),
-            (row["last_error"] or "")[:80],
+            *(
+                Text(value)
+                for value in (
+                    row["message_id"],
+                    row["kind"],
+                    row["aggregate"],
+                    str(row["version"]),
+                    reason_shown,
+                    str(row["attempts"]),
+                    (row["last_error"] or "")[:80],
+                )
+            )
         )
     out.print(table)
 
@@ -278,29 +302,42 @@ def quarantine_list(
 def quarantine_export(
     ctx: typer.Context,
     output: Annotated[Path, typer.Option("--output", help="The file to write.", dir_okay=False)],
-    fmt: Annotated[str, typer.Option("--format", help="json (csv, xlsx, html: coming)")] = "json",
+    fmt: Annotated[
+        report.ReportFormat | None,
+        typer.Option(
+            "--format", help="csv, xlsx, html or json (default: the --output suffix, else json)."
+        ),
+    ] = None,
+    lang: Annotated[
+        report.Lang | None,
+        typer.Option("--lang", help="Labels in ru or en (default EXCHANGE_REPORT_LANG)."),
+    ] = None,
     kind: KindOpt = None,
     aggregate: AggregateOpt = None,
     reason: ReasonOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
+    superseded: SupersededOpt = False,
 ) -> None:
-    """The operators' report, written to a file."""
-    if fmt != "json":
-        raise typer.BadParameter(
-            f"format {fmt!r} is not available in this version: use json", param_hint="--format"
-        )
-    filters = _filters(kind, aggregate, reason, since, until)
+    """The operators' report, written to a file (atomically)."""
+    filters = _filters(kind, aggregate, reason, since, until, superseded)
+    chosen = fmt or report.format_for(output)
     with _guard():
         settings = _settings(ctx)
         engine, _ = bootstrap.engines(settings)
         with transaction(engine, read_only=True) as connection:
-            data = report.collect(connection, filters, SystemClock().now())
+            data = report.collect(
+                connection,
+                filters,
+                SystemClock().now(),
+                mask_fields=settings.report_mask_fields,
+                secrets=report.known_secrets(settings),
+            )
         try:
-            report.export_json(data, output)
+            report.export(data, chosen, lang or settings.report_lang, output)
         except OSError as exc:
             raise ExchangeError(f"cannot write {output}: {exc.strerror}") from None
-    out.print(f"wrote {data['summary']['total']} entries to {output}", markup=False)
+    out.print(f"wrote {len(data.entries)} entries to {output} ({chosen})", markup=False)
 
 
 @quarantine_app.command("retry")
@@ -312,24 +349,22 @@ def quarantine_retry(
     reason: ReasonOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
+    superseded: SupersededOpt = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show, change nothing.")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Confirm a bulk retry.")] = False,
+    limit: LimitOpt = None,
     operator: Annotated[str | None, typer.Option(help="Who acts (default: OS user).")] = None,
     note: Annotated[str | None, typer.Option(help="Why.")] = None,
 ) -> None:
-    """Replay with the same message_id (ids, or filters with --yes)."""
+    """Replay with the same message_id (ids, or filters: shown first, done with --yes)."""
     ids = message_ids or []
-    filters = _filters(kind, aggregate, reason, since, until)
-    if ids and filters.any():
-        raise typer.BadParameter("give message ids or filters, not both")
-    if not ids and not filters.any():
-        raise typer.BadParameter(
-            "a bulk retry needs at least one filter "
-            "(--kind, --aggregate, --reason, --since, --until)"
-        )
+    filters = _filters(kind, aggregate, reason, since, until, superseded)
+    if ids and limit is not None:
+        raise typer.BadParameter("--limit goes with filters (a bulk retry), not message ids")
     bulk = not ids
     dry = dry_run or (bulk and not yes)
     with _guard():
+        check_request(ids, filters, "retry")
         settings = _settings(ctx)
         engine, _ = bootstrap.engines(settings)
         with transaction(engine) as connection:
@@ -341,38 +376,89 @@ def quarantine_retry(
                 note=note,
                 now=SystemClock().now(),
                 dry_run=dry,
+                limit=limit or settings.bulk_limit,
             )
-    verb = "would retry" if dry else "retried"
-    out.print(f"{verb} {len(result.touched)} message(s)", markup=False)
-    for message_id in result.touched:
-        out.print(f"  {message_id}", markup=False)
-    for message_id, why in result.skipped:
-        out.print(f"  skipped {message_id}: {why}", markup=False)
-    if bulk and not yes and not dry_run:
-        out.print("nothing changed: add --yes to retry these", markup=False)
+    _print_action(result, "retry", "retried", dry=dry, unconfirmed=bulk and not yes and not dry_run)
 
 
 @quarantine_app.command("cancel")
 def quarantine_cancel(
     ctx: typer.Context,
-    message_ids: Annotated[list[str], typer.Argument(help="Messages to end.")],
     note: Annotated[str, typer.Option(help="Why (required, kept for audit).")],
+    message_ids: Annotated[list[str] | None, typer.Argument(help="Messages to end.")] = None,
+    kind: KindOpt = None,
+    aggregate: AggregateOpt = None,
+    reason: ReasonOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    superseded: SupersededOpt = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show, change nothing.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm a bulk cancel.")] = False,
+    limit: LimitOpt = None,
     operator: Annotated[str | None, typer.Option(help="Who acts (default: OS user).")] = None,
 ) -> None:
-    """End quarantined messages for good, kept for audit."""
+    """End quarantined messages for good, kept for audit (ids, or filters: shown first, done
+    with --yes)."""
+    ids = message_ids or []
+    filters = _filters(kind, aggregate, reason, since, until, superseded)
+    if ids and limit is not None:
+        raise typer.BadParameter("--limit goes with filters (a bulk cancel), not message ids")
+    bulk = not ids
+    dry = dry_run or (bulk and not yes)
     with _guard():
+        check_request(ids, filters, "cancel")
         settings = _settings(ctx)
         engine, _ = bootstrap.engines(settings)
         with transaction(engine) as connection:
             result = cancel(
                 connection,
-                message_ids,
+                ids,
+                filters,
                 operator=operator or _os_user(),
                 note=note,
                 now=SystemClock().now(),
                 strict=settings.kinds_with(Policy.STRICT),
+                dry_run=dry,
+                limit=limit or settings.bulk_limit,
             )
-    out.print(f"cancelled {len(result.touched)} message(s)", markup=False)
+    _print_action(
+        result, "cancel", "cancelled", dry=dry, unconfirmed=bulk and not yes and not dry_run
+    )
+
+
+def _print_action(
+    result: ActionResult, action: str, done: str, *, dry: bool, unconfirmed: bool
+) -> None:
+    verb = f"would {action}" if dry else done
+    out.print(f"{verb} {len(result.touched)} message(s)", markup=False)
+    for message_id in result.touched:
+        out.print(f"  {message_id}", markup=False)
+    for message_id, why in result.skipped:
+        out.print(f"  skipped {message_id}: {why}", markup=False)
+    if unconfirmed:
+        out.print(f"nothing changed: add --yes to {action} these", markup=False)
+
+
+@app.command()
+def prune(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count what would be removed, remove nothing.")
+    ] = False,
+) -> None:
+    """Remove delivered and cancelled messages and taken staging rows older than
+    EXCHANGE_RETENTION_DAYS (never quarantined or pending ones)."""
+    with _guard():
+        settings = _settings(ctx)
+        engine, staging_engine = bootstrap.engines(settings)
+        result = prune_now(
+            engine,
+            staging_engine,
+            now=SystemClock().now(),
+            retention_days=settings.retention_days,
+            dry_run=dry_run,
+        )
+    out.print(result.describe(), markup=False)
 
 
 @app.command()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 import time
 from collections import Counter
@@ -105,6 +106,9 @@ def _posting(document: str, version: int, rng: random.Random) -> dict[str, Any]:
 
 def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = None) -> int:
     console = console or Console()
+    # The progress bar and the summary tell the story; per-message log lines would tear
+    # through the bar (without a handler, Python prints warnings to stderr by itself).
+    logging.getLogger("exchange").addHandler(logging.NullHandler())
     rng = random.Random(20261130)
     database = directory / "demo.db"
     try:
@@ -190,10 +194,11 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
         code = asyncio.run(go())
         elapsed = time.monotonic() - started
         summary = _summary(engine, site, elapsed)
-        report_path = directory / "quarantine.json"
+        report_path = directory / "quarantine.html"
         with transaction(engine, read_only=True) as connection:
             data = report.collect(connection, Filters(), SystemClock().now())
-        report.export_json(data, report_path)
+        report.export(data, "html", "ru", report_path)
+        report.export(data, "json", "ru", directory / "quarantine.json")
     _print_summary(console, summary, report_path)
     return code
 

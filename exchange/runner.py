@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from exchange import prune, report_schedule
 from exchange.errors import DatabaseUnavailable
 from exchange.worker import CycleReport, Worker
 
@@ -103,6 +104,8 @@ async def run_forever(worker: Worker, *, poll_interval: float) -> int:
         coalesce=True,
         id="cycle",
     )
+    prune.schedule(scheduler, worker)
+    report_schedule.schedule(scheduler, worker)
     scheduler.start()
     log.info("running: a cycle every %g s as %s", poll_interval, worker.worker_id)
     await stopped.wait()

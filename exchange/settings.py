@@ -12,7 +12,7 @@ import re
 import socket
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     Field,
@@ -105,11 +105,76 @@ class Settings(BaseSettings):
         "circuit breaker.",
     )
     site_batch_size: int = Field(1, ge=1, description="Items per batch request; 1 sends singles.")
+    report_dir: Path | None = Field(
+        None,
+        description="Directory where run writes the operators' report on a schedule; unset: "
+        "no scheduled report.",
+    )
+    report_cron: str = Field(
+        "0 * * * *",
+        description="When run writes the report: a crontab line (minute hour day month "
+        "day-of-week), in UTC.",
+    )
+    report_formats: list[Literal["csv", "xlsx", "html", "json"]] = Field(
+        ["html", "csv"],
+        min_length=1,
+        description="Formats of the scheduled report.",
+    )
+    report_keep: int = Field(10, ge=1, description="Timestamped reports kept per format.")
+    report_lang: Literal["ru", "en"] = Field("ru", description="Language of the report's labels.")
+    report_mask_fields: list[str] = Field(
+        default_factory=list,
+        description="Payload fields shown as *** in reports, at any depth (case-insensitive).",
+    )
+
+    @field_validator("report_cron")
+    @classmethod
+    def _report_cron(cls, value: str) -> str:
+        # Checked here, so that a bad line stops `exchange run` at start, not at the first export.
+        from apscheduler.triggers.cron import CronTrigger
+
+        try:
+            CronTrigger.from_crontab(value, timezone="UTC")
+        except ValueError as exc:
+            raise ValueError(
+                f"{value!r} is not a crontab line (minute hour day month day-of-week, "
+                f"e.g. '0 * * * *'): {exc}"
+            ) from None
+        return value
+
+    @field_validator("report_formats", "report_mask_fields")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(item.strip() for item in value if item.strip()))
+
     kinds: dict[str, Policy] = Field(
         default_factory=lambda: dict(DEFAULT_KINDS),
         description="Message kinds and their policy: latest-wins or strict.",
     )
+    bulk_limit: int = Field(
+        500,
+        ge=1,
+        description="Most messages a bulk retry or cancel touches unless --limit N confirms more.",
+    )
+    retention_days: float = Field(
+        30.0,
+        gt=0,
+        le=36_500,
+        description="Days delivered and cancelled messages (with their history) and taken "
+        "staging rows are kept before prune removes them.",
+    )
     log_level: str = Field("INFO", description="Log level: DEBUG, INFO, WARNING, ERROR.")
+    log_format: Literal["text", "json"] = Field(
+        "text", description="Log lines: readable text, or json (one JSON object per line)."
+    )
+    metrics_port: int | None = Field(
+        None,
+        ge=0,
+        le=65535,
+        description="Port of the Prometheus metrics (/metrics) and health (/healthz) server of "
+        "run; unset: no server; 0: any free port (logged).",
+    )
+    metrics_host: str = Field("0.0.0.0", description="Address the metrics server listens on.")
 
     @classmethod
     def settings_customise_sources(
@@ -145,6 +210,11 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _log_format(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
 
     @field_validator("log_level")
     @classmethod
