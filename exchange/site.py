@@ -108,6 +108,13 @@ class SiteClient:
         except httpx.TransportError as exc:  # read/write timeouts, resets, protocol errors
             return TransportFailure(type(exc).__name__, _describe(exc), maybe_sent=True)
 
+    def set_token(self, token: str | None) -> None:
+        """Use another token from now on (the operator replaced the token file)."""
+        if token:
+            self._client.headers["Authorization"] = f"Bearer {token}"
+        else:
+            self._client.headers.pop("Authorization", None)
+
     async def aclose(self) -> None:
         await self._client.aclose()
 

@@ -28,6 +28,7 @@ from exchange.clock import Clock
 from exchange.contracts import Reason
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import Message, aggregates, staging, workers
+from exchange.errors import ConfigurationError
 from exchange.logs import log_event
 from exchange.metrics import Metrics
 from exchange.retry import Decision, RetryPolicy, decide, not_sent
@@ -289,6 +290,12 @@ class Worker:
             return lease.renew(connection, token, until)
 
     async def _site_accepts_again(self) -> bool:
+        # The token may have been replaced meanwhile (EXCHANGE_SITE_TOKEN_FILE): read it again,
+        # so that fixing the file is all an operator has to do.
+        try:
+            self.site.set_token(self.settings.token())
+        except ConfigurationError as exc:
+            log.error("%s", exc)
         result = await self.site.health()
         if isinstance(result, Response) and 200 <= result.status < 300:
             log.warning("delivery resumed: the site accepts the token again")

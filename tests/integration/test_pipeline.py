@@ -389,3 +389,22 @@ def test_postings_the_site_already_holds_are_each_answered_by_the_site_and_none_
         5: ("delivered", None),
     } == {v: (m["state"], m["reason"]) for v, m in outcomes.items()}
     assert [3, 4, 5] == site.applied_versions("financial_posting", "DOC-1")
+
+
+def test_a_paused_worker_resumes_by_itself_once_the_token_file_is_replaced(
+    db_url: str, engine: Engine, site: SiteSimulator, tmp_path: Any
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("expired-token\n", encoding="utf-8")
+    stage(engine, [price_row("SKU-1", 1)])
+    worker = make_worker(db_url, engine, site, site_token_file=token_file)
+
+    async def refused_then_replaced(w: Worker) -> None:
+        await w.cycle()
+        assert w.paused_reason is not None
+        token_file.write_text("test-token\n", encoding="utf-8")  # what the operator does
+        await drain(w)
+
+    run(worker, refused_then_replaced)
+    delivered = message(engine, "price", "SKU-1", 1)
+    assert ("delivered", 1) == (delivered["state"], delivered["attempts"])  # 401: not charged
