@@ -10,6 +10,7 @@ import asyncio
 import getpass
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -481,6 +482,66 @@ def demo(
     with _guard():
         code = run_demo(directory, skus=skus, console=out)
     raise typer.Exit(code)
+
+
+@app.command()
+def check(ctx: typer.Context) -> None:
+    """Is this installation ready to run? One line per check: OK, FAIL with the reason, or SKIP.
+
+    Checks, in order: configuration valid (kinds and policies, delays, the financial rule);
+    database reachable; database migrated to the latest revision (both again for
+    EXCHANGE_STAGING_URL when it is another database); staging table with the contract's
+    columns; site reachable and token accepted (GET /api/v1/health; a missing EXCHANGE_SITE_URL
+    fails, since run needs it); report directory writable (skipped when EXCHANGE_REPORT_DIR is
+    not set). Exit 0 when nothing failed (a SKIP is not a failure), 1 when a check failed, 2
+    when the configuration does not even load (as every command).
+    """
+    from exchange.check import Status, fail, run_checks
+
+    try:
+        settings = _settings(ctx)
+    except ExchangeError as exc:
+        # Printed as the first check's line, on stdout with the rest, so the report reads the
+        # same whatever fails; the exit code is the one every command uses for configuration.
+        out.print(fail("configuration valid", str(exc)).line(), markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    source = ctx.obj or (Path(p) if (p := os.environ.get("EXCHANGE_CONFIG")) else None)
+    results = run_checks(settings, source)
+    try:
+        token = settings.token()
+    except ExchangeError:
+        token = None
+    for result in results:
+        line = result.line()
+        if token:  # no check puts it in a reason; this makes sure none ever can
+            line = line.replace(token, "***")
+        out.print(line, markup=False, highlight=False)
+    raise typer.Exit(0 if all(r.status is not Status.FAIL for r in results) else 1)
+
+
+@app.command("config")
+def config_command(
+    ctx: typer.Context,
+    as_markdown: Annotated[
+        bool,
+        typer.Option(
+            "--markdown",
+            help="Print the configuration reference (docs/configuration.md) generated from the "
+            "settings model, instead of the values in force.",
+        ),
+    ] = False,
+) -> None:
+    """The configuration in force, one variable a line, secrets masked (or --markdown: the
+    reference of every key)."""
+    from exchange import config_doc
+
+    if as_markdown:
+        # Independent of the environment, so the committed reference is the same everywhere.
+        sys.stdout.write(config_doc.markdown())
+        return
+    with _guard():
+        settings = _settings(ctx)
+    sys.stdout.write(config_doc.effective_text(settings))
 
 
 def _os_user() -> str:

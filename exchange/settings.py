@@ -78,25 +78,68 @@ class Settings(BaseSettings):
         description="Base URL of the site API, e.g. https://shop.example.com; required by run.",
     )
     site_token: SecretStr | None = Field(
-        None, description="Bearer token for the site API. Never logged or exported."
+        None,
+        description="Bearer token sent to the site API (Authorization header). Never logged, "
+        "exported or printed.",
     )
     site_token_file: Path | None = Field(
-        None, description="A file holding the site token (container secrets); wins over site_token."
+        None,
+        description="A file holding the site token (container or systemd secrets), read at "
+        "start; wins over site_token.",
     )
     worker_id: str = Field(
         default_factory=_default_worker_id,
-        description="Name of this worker in leases and history; default host name and pid.",
+        description="Name of this worker in leases, history and exchange status; must differ "
+        "between workers that share a database.",
     )
-    poll_interval: float = Field(5.0, gt=0, description="Seconds between cycles of run.")
-    batch_size: int = Field(100, ge=1, le=100_000, description="Messages leased per batch.")
-    concurrency: int = Field(8, ge=1, le=1000, description="Requests in flight at once.")
-    lease_seconds: float = Field(60.0, gt=0, description="How long a lease lasts unless renewed.")
-    max_attempts: int = Field(5, ge=1, description="Attempts before retry-limit quarantine.")
-    retry_base_delay: float = Field(1.0, gt=0, description="First backoff ceiling, seconds.")
-    retry_max_delay: float = Field(300.0, gt=0, description="Largest backoff, seconds.")
-    http_timeout: float = Field(10.0, gt=0, description="Seconds for one site request.")
+    poll_interval: float = Field(
+        5.0, gt=0, description="Seconds between cycles of run: how soon a new staging row is taken."
+    )
+    batch_size: int = Field(
+        100,
+        ge=1,
+        le=100_000,
+        description="Most messages one lease takes (and sends) in a cycle; intake is not bounded "
+        "by it.",
+    )
+    concurrency: int = Field(
+        8, ge=1, le=1000, description="Site requests in flight at once per worker process."
+    )
+    lease_seconds: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds a leased aggregate stays with its worker unless renewed (a live "
+        "worker renews every third of it); then another worker may take it over.",
+    )
+    max_attempts: int = Field(
+        5,
+        ge=1,
+        description="Delivery attempts on temporary failures before a message is quarantined "
+        "with reason retry-limit.",
+    )
+    retry_base_delay: float = Field(
+        1.0,
+        gt=0,
+        description="Seconds: the ceiling of the first retry's backoff (full jitter), doubling "
+        "per attempt up to retry_max_delay; must not exceed it.",
+    )
+    retry_max_delay: float = Field(
+        300.0,
+        gt=0,
+        description="Seconds: the longest wait before a retry, also the cap on Retry-After and on "
+        "the circuit breaker's cool-down.",
+    )
+    http_timeout: float = Field(
+        10.0,
+        gt=0,
+        description="Seconds one site request may take to connect, send or read before it counts "
+        "as a temporary failure.",
+    )
     gap_timeout: float = Field(
-        600.0, gt=0, description="Seconds a strictly ordered message waits for a missing version."
+        600.0,
+        gt=0,
+        description="Seconds a strictly ordered message waits for a missing earlier version "
+        "before it is quarantined with reason sequence-gap.",
     )
     breaker_threshold: int = Field(
         5,
@@ -104,7 +147,12 @@ class Settings(BaseSettings):
         description="Consecutive temporary failures on distinct aggregates that open the "
         "circuit breaker.",
     )
-    site_batch_size: int = Field(1, ge=1, description="Items per batch request; 1 sends singles.")
+    site_batch_size: int = Field(
+        1,
+        ge=1,
+        description="Items per request to the batch API (contract 5b); 1 sends single requests. "
+        "Reserved: the service sends single requests for now.",
+    )
     report_dir: Path | None = Field(
         None,
         description="Directory where run writes the operators' report on a schedule; unset: "
@@ -120,8 +168,16 @@ class Settings(BaseSettings):
         min_length=1,
         description="Formats of the scheduled report.",
     )
-    report_keep: int = Field(10, ge=1, description="Timestamped reports kept per format.")
-    report_lang: Literal["ru", "en"] = Field("ru", description="Language of the report's labels.")
+    report_keep: int = Field(
+        10,
+        ge=1,
+        description="Timestamped scheduled reports kept per format; older ones are deleted.",
+    )
+    report_lang: Literal["ru", "en"] = Field(
+        "ru",
+        description="Language of the report's labels; also the default of quarantine export "
+        "--lang.",
+    )
     report_mask_fields: list[str] = Field(
         default_factory=list,
         description="Payload fields shown as *** in reports, at any depth (case-insensitive).",
@@ -149,7 +205,9 @@ class Settings(BaseSettings):
 
     kinds: dict[str, Policy] = Field(
         default_factory=lambda: dict(DEFAULT_KINDS),
-        description="Message kinds and their policy: latest-wins or strict.",
+        description="Message kinds and their policy: latest-wins (only the newest pending version "
+        "is sent) or strict (every version, in order). A kind starting with financial must be "
+        "strict; an unknown kind is quarantined as unknown-kind.",
     )
     bulk_limit: int = Field(
         500,
@@ -174,7 +232,10 @@ class Settings(BaseSettings):
         description="Port of the Prometheus metrics (/metrics) and health (/healthz) server of "
         "run; unset: no server; 0: any free port (logged).",
     )
-    metrics_host: str = Field("0.0.0.0", description="Address the metrics server listens on.")
+    metrics_host: str = Field(
+        "0.0.0.0",
+        description="Address the metrics server listens on; 127.0.0.1 keeps it on this host.",
+    )
 
     @classmethod
     def settings_customise_sources(
