@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint install clean
+.PHONY: demo test lint install clean wheel-check
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,12 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff check exchange tests migrations
 	$(BIN)/ruff format --check exchange tests migrations
 	$(BIN)/mypy
+
+# What the Docker image is made of, without Docker: build the wheel, install it (with the
+# postgres extra) into a fresh virtual environment, run --help, migrate and demo from outside
+# the checkout.
+wheel-check: $(BIN)/.installed
+	PYTHON=$(BIN)/python scripts/check-wheel.sh
 
 clean:
 	rm -rf $(VENV) exchange-demo .pytest_cache .mypy_cache .ruff_cache

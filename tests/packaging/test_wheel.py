@@ -1,0 +1,74 @@
+"""The wheel that the Dockerfile installs carries Alembic's migrations inside the package.
+
+``exchange migrate`` finds them at ``exchange/_migrations`` when installed (see
+``exchange.db.migrate.script_location``); pyproject's hatch ``force-include`` puts them there.
+A wheel without them installs fine and fails only at ``migrate``, on the customer's server.
+scripts/check-wheel.sh goes further: it installs the wheel and runs it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--wheel-dir",
+            str(out),
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, f"pip wheel failed:\n{done.stdout}\n{done.stderr}"
+    wheels = list(out.glob("exchange-*.whl"))
+    assert len(wheels) == 1, wheels
+    return wheels[0]
+
+
+def names(wheel: Path) -> set[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        return set(archive.namelist())
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_every_migration_inside_the_package(wheel: Path) -> None:
+    inside = names(wheel)
+    assert "exchange/_migrations/env.py" in inside
+    assert "exchange/_migrations/script.py.mako" in inside
+    revisions = {
+        f"exchange/_migrations/versions/{p.name}"
+        for p in (REPO / "migrations/versions").glob("*.py")
+    }
+    assert revisions, "the checkout has no migrations to compare with"
+    assert set() == revisions - inside
+
+
+@pytest.mark.slow
+def test_the_wheel_has_the_command_and_nothing_outside_the_package(wheel: Path) -> None:
+    inside = names(wheel)
+    assert "exchange/cli.py" in inside
+    entry_points = next(n for n in inside if n.endswith(".dist-info/entry_points.txt"))
+    with zipfile.ZipFile(wheel) as archive:
+        assert "exchange = exchange.cli:main" in archive.read(entry_points).decode()
+    top_level = {n.split("/", 1)[0] for n in inside}
+    assert {"exchange"} == {t for t in top_level if not t.endswith(".dist-info")}
