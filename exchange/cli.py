@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +22,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from sqlalchemy import Connection
 
 from exchange import bootstrap, logs, metrics, report
 from exchange.clock import SystemClock, ensure_utc
@@ -360,26 +361,26 @@ def quarantine_retry(
     """Replay with the same message_id (ids, or filters: shown first, done with --yes)."""
     ids = message_ids or []
     filters = _filters(kind, aggregate, reason, since, until, superseded)
-    if ids and limit is not None:
-        raise typer.BadParameter("--limit goes with filters (a bulk retry), not message ids")
-    bulk = not ids
-    dry = dry_run or (bulk and not yes)
-    with _guard():
-        check_request(ids, filters, "retry")
-        settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
-        with transaction(engine) as connection:
-            result = retry(
-                connection,
-                ids,
-                filters,
-                operator=operator or _os_user(),
-                note=note,
-                now=SystemClock().now(),
-                dry_run=dry,
-                limit=limit or settings.bulk_limit,
-            )
-    _print_action(result, "retry", "retried", dry=dry, unconfirmed=bulk and not yes and not dry_run)
+    _operator_action(
+        ctx,
+        "retry",
+        "retried",
+        ids,
+        filters,
+        limit=limit,
+        dry_run=dry_run,
+        yes=yes,
+        act=lambda connection, settings, dry, most: retry(
+            connection,
+            ids,
+            filters,
+            operator=operator or _os_user(),
+            note=note,
+            now=SystemClock().now(),
+            dry_run=dry,
+            limit=most,
+        ),
+    )
 
 
 @quarantine_app.command("cancel")
@@ -402,29 +403,54 @@ def quarantine_cancel(
     with --yes)."""
     ids = message_ids or []
     filters = _filters(kind, aggregate, reason, since, until, superseded)
+    _operator_action(
+        ctx,
+        "cancel",
+        "cancelled",
+        ids,
+        filters,
+        limit=limit,
+        dry_run=dry_run,
+        yes=yes,
+        act=lambda connection, settings, dry, most: cancel(
+            connection,
+            ids,
+            filters,
+            operator=operator or _os_user(),
+            note=note,
+            now=SystemClock().now(),
+            strict=settings.kinds_with(Policy.STRICT),
+            dry_run=dry,
+            limit=most,
+        ),
+    )
+
+
+def _operator_action(
+    ctx: typer.Context,
+    action: str,
+    done: str,
+    ids: list[str],
+    filters: Filters,
+    *,
+    limit: int | None,
+    dry_run: bool,
+    yes: bool,
+    act: Callable[[Connection, Settings, bool, int], ActionResult],
+) -> None:
+    """The rules every manual action shares: ids or filters, a bulk one is a dry run until
+    --yes, and --limit raises the bulk limit."""
     if ids and limit is not None:
-        raise typer.BadParameter("--limit goes with filters (a bulk cancel), not message ids")
+        raise typer.BadParameter(f"--limit goes with filters (a bulk {action}), not message ids")
     bulk = not ids
     dry = dry_run or (bulk and not yes)
     with _guard():
-        check_request(ids, filters, "cancel")
+        check_request(ids, filters, action)
         settings = _settings(ctx)
         engine, _ = bootstrap.engines(settings)
         with transaction(engine) as connection:
-            result = cancel(
-                connection,
-                ids,
-                filters,
-                operator=operator or _os_user(),
-                note=note,
-                now=SystemClock().now(),
-                strict=settings.kinds_with(Policy.STRICT),
-                dry_run=dry,
-                limit=limit or settings.bulk_limit,
-            )
-    _print_action(
-        result, "cancel", "cancelled", dry=dry, unconfirmed=bulk and not yes and not dry_run
-    )
+            result = act(connection, settings, dry, limit or settings.bulk_limit)
+    _print_action(result, action, done, dry=dry, unconfirmed=bulk and not yes and not dry_run)
 
 
 def _print_action(
