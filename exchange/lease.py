@@ -34,6 +34,7 @@ from sqlalchemy.orm import aliased
 from exchange.contracts import Reason
 from exchange.db.engine import is_postgres
 from exchange.db.schema import Message, aggregates, messages
+from exchange.failpoints import failpoint
 from exchange.retry import Decision
 from exchange.states import Event, State
 from exchange.transitions import Change, apply
@@ -199,10 +200,13 @@ def record(
     now: datetime,
     outcomes: Sequence[tuple[Leased, Decision]],
     strict: list[str],
+    release_all: bool = True,
 ) -> int:
     """Record the outcomes of a batch, only where this worker still holds the lease.
 
-    Returns how many outcomes were recorded (others belong to a newer lease now).
+    Frees the lease's aggregates; with ``release_all=False`` only those of ``outcomes`` (part
+    of a batch handed back while the rest is still in flight). Returns how many outcomes were
+    recorded (others belong to a newer lease now).
     """
     ids = [leased.pk for leased, _ in outcomes]
     owned_query = select(messages.c.id, messages.c.attempts).where(
@@ -266,6 +270,7 @@ def record(
             reached = leased.version if leased.kind in strict else decision.site_version
             advanced[leased.aggregate_id] = max(advanced.get(leased.aggregate_id, 0), reached)
     apply(connection, changes, now)
+    failpoint("record-applied")
     if advanced:
         connection.execute(
             update(aggregates)
@@ -280,17 +285,18 @@ def record(
         )
         if strict:
             advance_strict(connection, list(advanced), strict)
-    release(connection, token)
+    release(connection, token, None if release_all else [c.pk for c in changes])
     return len(changes)
 
 
-def release(connection: Connection, token: str) -> None:
-    """Free the aggregates of a lease (the messages were recorded or handed back)."""
-    connection.execute(
-        update(aggregates)
-        .where(aggregates.c.lease_token == token)
-        .values(lease_token=None, lease_owner=None, lease_until=None)
-    )
+def release(connection: Connection, token: str, message_pks: Sequence[int] | None = None) -> None:
+    """Free the aggregates of a lease (the messages were recorded or handed back); with
+    ``message_pks``, only the aggregates of those messages."""
+    statement = update(aggregates).where(aggregates.c.lease_token == token)
+    if message_pks is not None:
+        of_messages = select(messages.c.aggregate_id).where(messages.c.id.in_(list(message_pks)))
+        statement = statement.where(aggregates.c.id.in_(of_messages))
+    connection.execute(statement.values(lease_token=None, lease_owner=None, lease_until=None))
 
 
 def advance_strict(connection: Connection, aggregate_ids: list[int], strict: list[str]) -> None:

@@ -45,6 +45,7 @@ def _install_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) 
 
 
 async def run_once(worker: Worker) -> int:
+    _install_signals(asyncio.get_running_loop(), worker.request_stop)
     await worker.cycle()
     return EXIT_OK
 
@@ -59,7 +60,7 @@ async def run_until_idle(
     loop = asyncio.get_running_loop()
     _install_signals(loop, worker.request_stop)
     started = loop.time()
-    while True:
+    while not worker.stopping:  # a stop during the pause below: no further cycle
         report = await _safe_cycle(worker)
         if on_cycle:
             on_cycle(report)
@@ -75,6 +76,7 @@ async def run_until_idle(
             return EXIT_TIMED_OUT
         if report is None or report.batches == 0:
             await asyncio.sleep(min(poll_interval, IDLE_PAUSE_S))
+    return EXIT_OK
 
 
 async def run_forever(worker: Worker, *, poll_interval: float) -> int:

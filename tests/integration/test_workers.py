@@ -6,17 +6,15 @@ These start ``exchange run`` as separate processes, as production does on severa
 from __future__ import annotations
 
 import itertools
-import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
+from procs import start, wait_for
 from sqlalchemy import Engine, select
 
 from exchange.db.engine import make_engine, transaction
@@ -25,41 +23,6 @@ from exchange.sitesim import Faults, SiteSimulator
 from exchange.testing import posting_row, price_row, stage
 
 pytestmark = pytest.mark.slow
-
-
-def worker_env(db_url: str, site: SiteSimulator, worker_id: str, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
-    env.update(
-        {
-            "EXCHANGE_DATABASE_URL": db_url,
-            "EXCHANGE_SITE_URL": site.url,
-            "EXCHANGE_SITE_TOKEN": "test-token",
-            "EXCHANGE_WORKER_ID": worker_id,
-            "EXCHANGE_POLL_INTERVAL": "0.02",
-            "EXCHANGE_BATCH_SIZE": "20",
-            "EXCHANGE_CONCURRENCY": "4",
-            "EXCHANGE_RETRY_BASE_DELAY": "0.005",
-            "EXCHANGE_RETRY_MAX_DELAY": "0.05",
-            "EXCHANGE_MAX_ATTEMPTS": "20",
-            "EXCHANGE_LOG_LEVEL": "WARNING",
-            **extra,
-        }
-    )
-    return env
-
-
-def start(
-    db_url: str, site: SiteSimulator, worker_id: str, tmp_path: Path, *args: str, **extra: str
-) -> subprocess.Popen[str]:
-    with (tmp_path / f"{worker_id}.log").open("w") as log:  # the child keeps its own copy
-        return subprocess.Popen(
-            [sys.executable, "-m", "exchange", "run", *args],
-            env=worker_env(db_url, site, worker_id, **extra),
-            cwd=tmp_path,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
 
 
 def in_flight_overlaps(engine: Engine) -> list[tuple[str, Any, Any]]:
@@ -93,14 +56,6 @@ def in_flight_overlaps(engine: Engine) -> list[tuple[str, Any, Any]]:
             if start_next < end and pk != pk_next:
                 overlaps.append((f"{key}", end, start_next))
     return overlaps
-
-
-def wait_for(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.mark.parametrize("workers", [2, 3])
