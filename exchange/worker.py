@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine, exists, func, not_, select, true
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import aliased
 
+from exchange import batch as batch_api
 from exchange import coalesce, intake, lease
 from exchange.breaker import BreakerState, CircuitBreaker
 from exchange.classify import Verdict, classify
@@ -28,12 +29,13 @@ from exchange.clock import Clock
 from exchange.contracts import Reason
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import Message, aggregates, staging, workers
-from exchange.errors import ConfigurationError
+from exchange.errors import ConfigurationError, DatabaseUnavailable
+from exchange.failpoints import failpoint
 from exchange.logs import log_event
 from exchange.metrics import Metrics
 from exchange.retry import Decision, RetryPolicy, decide, not_sent
 from exchange.settings import Policy, Settings
-from exchange.site import OutgoingMessage, Response, SiteClient
+from exchange.site import BATCH_PATH, OutgoingMessage, Response, SiteClient, SiteResult
 from exchange.states import Event, State
 
 log = logging.getLogger(__name__)
@@ -80,12 +82,18 @@ class Worker:
         self.strict = settings.kinds_with(Policy.STRICT)
         self.latest_wins = settings.kinds_with(Policy.LATEST_WINS)
         self.stopping = False
+        self._stop_requested: asyncio.Event | None = None  # set by request_stop during a batch
+        self._started: set[int] = set()  # pks of the batch in flight that went to the site
         self.started_at = clock.now()
         self.requests_sent = 0
+        self.batch_endpoint_missing = False  # the site answered 404 to a batch: singles only
 
     def request_stop(self) -> None:
-        """Finish the batch in flight, then stop claiming."""
+        """Let the requests in flight finish (each within EXCHANGE_HTTP_TIMEOUT) and record
+        them; hand the batch's unsent messages back at once (uncharged); stop claiming."""
         self.stopping = True
+        if self._stop_requested is not None:
+            self._stop_requested.set()
 
     # -- the cycle ---------------------------------------------------------------------
 
@@ -141,6 +149,7 @@ class Worker:
                     exclude=sorted(self.breaker.probed) if probing else (),
                 )
                 self.metrics.claimed(connection, batch, now)
+            failpoint("after-lease-commit")
             if not batch.messages and probing and self.breaker.probed:
                 self.breaker.start_probing_again()
                 continue
@@ -175,15 +184,60 @@ class Worker:
     async def _deliver(self, batch: lease.Batch) -> list[tuple[lease.Leased, Decision]]:
         semaphore = asyncio.Semaphore(self.settings.concurrency)
         renewal = asyncio.create_task(self._renew(batch))
+        self._started = set()
+        self._stop_requested = stop_requested = asyncio.Event()
+        if self.stopping:
+            stop_requested.set()
+        hand_back = asyncio.create_task(self._hand_back_on_stop(batch, stop_requested))
+        handed_back: set[int] = set()
         try:
-            decisions = await asyncio.gather(
-                *(self._send_one(message, semaphore) for message in batch.messages)
-            )
+            if self.settings.site_batch_size > 1 and not self.batch_endpoint_missing:
+                decisions = await self._send_in_chunks(batch.messages, semaphore)
+            else:
+                decisions = await asyncio.gather(
+                    *(self._send_one(message, semaphore) for message in batch.messages)
+                )
         finally:
             renewal.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewal
-        return list(zip(batch.messages, decisions, strict=True))
+            self._stop_requested = None
+            if not stop_requested.is_set():
+                hand_back.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                handed_back = await hand_back
+        outcomes = zip(batch.messages, decisions, strict=True)
+        return [(m, d) for m, d in outcomes if m.pk not in handed_back]
+
+    async def _hand_back_on_stop(self, batch: lease.Batch, stop: asyncio.Event) -> set[int]:
+        """On a stop request, record the messages not sent yet as released (uncharged) and
+        free their aggregates at once, so that another worker need not wait for the lease.
+        Returns their pks (none when the record failed: they go back with the batch)."""
+        await stop.wait()
+        # Nothing is sent once stopping is set: the messages not started now never will be.
+        unsent = [m for m in batch.messages if m.pk not in self._started]
+        if not unsent:
+            return set()
+        decision = not_sent("not sent: the worker is stopping")
+        try:
+            recorded = await asyncio.to_thread(self._record_now, batch.token, unsent, decision)
+        except Exception as exc:  # the batch's own record hands them back instead
+            log.warning("handing back %d unsent messages failed: %s", len(unsent), exc)
+            return set()
+        log.info("stopping: %d unsent messages handed back", recorded)
+        return {m.pk for m in unsent}
+
+    def _record_now(self, token: str, unsent: list[lease.Leased], decision: Decision) -> int:
+        with transaction(self.engine) as connection:
+            return lease.record(
+                connection,
+                token=token,
+                worker=self.worker_id,
+                now=self.clock.now(),
+                outcomes=[(m, decision) for m in unsent],
+                strict=self.strict,
+                release_all=False,
+            )
 
     async def _send_one(self, message: lease.Leased, semaphore: asyncio.Semaphore) -> Decision:
         decision = await self._attempt(message, semaphore)
@@ -192,24 +246,28 @@ class Worker:
 
     async def _attempt(self, message: lease.Leased, semaphore: asyncio.Semaphore) -> Decision:
         async with semaphore:
-            if self.stopping:
-                return not_sent("not sent: the worker is stopping")
-            if self.paused_reason is not None:
-                return not_sent(f"not sent: delivery paused ({self.paused_reason})")
-            if self.breaker.state(self.clock.now()) is BreakerState.OPEN:
-                return not_sent("not sent: the circuit breaker is open (site-wide failures)")
+            held = self._held_back()
+            if held is not None:
+                return held
+            self._started.add(message.pk)
             probing = self.breaker.is_open()
             self.requests_sent += 1
-            result = await self.site.send(
-                OutgoingMessage(
-                    message.message_id,
-                    message.kind,
-                    message.aggregate,
-                    message.version,
-                    message.payload,
-                    message.created_at,
-                )
-            )
+            result = await self.site.send(_outgoing(message))
+        failpoint("after-answer")
+        return self._judge(message, result, probing)
+
+    def _held_back(self) -> Decision | None:
+        """Why nothing may be sent now (stopping, paused, breaker open), or None."""
+        if self.stopping:
+            return not_sent("not sent: the worker is stopping")
+        if self.paused_reason is not None:
+            return not_sent(f"not sent: delivery paused ({self.paused_reason})")
+        if self.breaker.state(self.clock.now()) is BreakerState.OPEN:
+            return not_sent("not sent: the circuit breaker is open (site-wide failures)")
+        return None
+
+    def _judge(self, message: lease.Leased, result: SiteResult, probing: bool) -> Decision:
+        """One message's answer -> its decision; the breaker and the pause learn from it."""
         now = self.clock.now()
         classification = classify(result, message.version)
         self.metrics.attempt(classification.verdict)
@@ -250,6 +308,62 @@ class Worker:
             classification, attempt=message.attempt, now=now, policy=self.policy, rng=self.rng
         )
 
+    async def _send_in_chunks(
+        self, messages: list[lease.Leased], semaphore: asyncio.Semaphore
+    ) -> list[Decision]:
+        """Contract 5b: the batch in requests of at most site_batch_size items, several in
+        flight (the semaphore bounds requests, not items); decisions in the batch's order."""
+        chunks = batch_api.chunks(messages, self.settings.site_batch_size)
+        answered = await asyncio.gather(*(self._send_chunk(c, semaphore) for c in chunks))
+        by_pk = {
+            m.pk: d
+            for chunk, decisions in zip(chunks, answered, strict=True)
+            for m, d in zip(chunk, decisions, strict=True)
+        }
+        return [by_pk[message.pk] for message in messages]
+
+    async def _send_chunk(
+        self, chunk: list[lease.Leased], semaphore: asyncio.Semaphore
+    ) -> list[Decision]:
+        decisions = await self._attempt_chunk(chunk, semaphore)
+        if decisions is None:  # no batch endpoint: singles, with no attempt charged for the 404
+            return list(await asyncio.gather(*(self._send_one(m, semaphore) for m in chunk)))
+        for message, decision in zip(chunk, decisions, strict=True):
+            self._log_outcome(message, decision)
+        return decisions
+
+    async def _attempt_chunk(
+        self, chunk: list[lease.Leased], semaphore: asyncio.Semaphore
+    ) -> list[Decision] | None:
+        """One batch request; each item is judged as its single answer would be. None when
+        the site has no batch endpoint."""
+        async with semaphore:
+            held = self._held_back()
+            if held is not None:
+                return [held] * len(chunk)
+            self._started.update(m.pk for m in chunk)
+            if self.batch_endpoint_missing:
+                return None
+            probing = self.breaker.is_open()
+            # Half-open: one message probes, as with single requests; the others wait uncharged.
+            sent = chunk[:1] if probing else chunk
+            self.requests_sent += 1
+            result = await self.site.send_batch([_outgoing(m) for m in sent])
+        failpoint("after-answer")
+        if batch_api.endpoint_missing(result):
+            if not self.batch_endpoint_missing:
+                self.batch_endpoint_missing = True
+                log.warning(
+                    "the site answered 404 to %s: it has no batch endpoint; "
+                    "sending single requests from now on",
+                    BATCH_PATH,
+                )
+            return None
+        answers = batch_api.split(result, [m.message_id for m in sent])
+        decisions = [self._judge(m, answers[m.message_id], probing) for m in sent]
+        waiting = not_sent("not sent: the circuit breaker is half-open and one message probes")
+        return decisions + [waiting] * (len(chunk) - len(sent))
+
     def _log_outcome(self, message: lease.Leased, decision: Decision) -> None:
         """One line per outcome, the audit trail in the log. Never the payload: the fields are
         named one by one, and the detail (the site's answer, for a failure) is capped."""
@@ -279,6 +393,9 @@ class Worker:
             until = self.clock.now() + timedelta(seconds=self.settings.lease_seconds)
             try:
                 held = await asyncio.to_thread(self._renew_now, batch.token, until)
+            except DatabaseUnavailable as exc:  # an outage: one line, no traceback
+                log.warning("lease renewal failed: %s; will try again", exc)
+                continue
             except Exception:  # a failed renewal must not kill the batch: try again
                 log.exception("lease renewal failed; will try again")
                 continue
@@ -328,6 +445,17 @@ class Worker:
     def idle(self) -> bool:
         """Nothing left that this service could move without a person (contract 6)."""
         return is_idle(self.engine, self.staging_engine, self.strict)
+
+
+def _outgoing(message: lease.Leased) -> OutgoingMessage:
+    return OutgoingMessage(
+        message.message_id,
+        message.kind,
+        message.aggregate,
+        message.version,
+        message.payload,
+        message.created_at,
+    )
 
 
 def is_idle(engine: Engine, staging_engine: Engine | None, strict: list[str]) -> bool:
