@@ -42,6 +42,7 @@ def site_client(
         timeout=settings.http_timeout,
         concurrency=settings.concurrency,
         transport=transport,
+        verify=settings.site_tls(),
     )
 
 

@@ -29,7 +29,7 @@ from exchange.db.engine import make_engine, ping, transaction
 from exchange.db.migrate import ensure_current
 from exchange.errors import ExchangeError
 from exchange.settings import Settings, safe_url
-from exchange.site import Response, SiteClient, SiteResult
+from exchange.site import TLS_ERROR, Response, SiteClient, SiteResult
 
 STAGING_TABLE = "staging_intents"
 
@@ -179,9 +179,16 @@ def check_site(
     what = f"{SITE_WHAT} ({settings.site_url})"
     try:
         token = settings.token()
-    except ExchangeError as exc:  # an unreadable EXCHANGE_SITE_TOKEN_FILE
+        settings.site_tls()
+    except ExchangeError as exc:  # an unreadable EXCHANGE_SITE_TOKEN_FILE or CA bundle
         return fail(what, str(exc))
     result = asyncio.run(_health(settings, token, transport))
+    if not isinstance(result, Response) and result.error_class == TLS_ERROR:
+        return fail(
+            what,
+            f"TLS: the site's certificate is not trusted ({result.detail}); if a company CA "
+            "signed it, set EXCHANGE_SITE_CA_BUNDLE to that CA's PEM file",
+        )
     if not isinstance(result, Response):
         return fail(what, f"site unreachable: {result.error_class}: {result.detail}")
     if 200 <= result.status < 300:
@@ -212,6 +219,7 @@ async def _health(
         timeout=settings.http_timeout,
         concurrency=1,
         transport=transport,
+        verify=settings.site_tls(),
     )
     try:
         return await client.health()

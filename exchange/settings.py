@@ -7,12 +7,15 @@ the defaults below.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import socket
+import ssl
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     Field,
@@ -87,6 +90,18 @@ class Settings(BaseSettings):
         description="A file holding the site token (container or systemd secrets), read at "
         "start; wins over site_token.",
     )
+    site_ca_bundle: Path | None = Field(
+        None,
+        description="A PEM file of the certificate authorities trusted for the site's HTTPS "
+        "certificate, instead of the default ones (a company CA); a file that cannot be read "
+        "stops the service at start. Verification itself cannot be turned off.",
+    )
+    site_allow_http: bool = Field(
+        False,
+        description="Allow a plain http:// site_url to a host that is not loopback (127.0.0.0/8, "
+        "::1, localhost); without it such a URL is refused at start: token and prices would "
+        "cross the network unencrypted.",
+    )
     worker_id: str = Field(
         default_factory=_default_worker_id,
         description="Name of this worker in leases, history and exchange status; must differ "
@@ -150,8 +165,10 @@ class Settings(BaseSettings):
     site_batch_size: int = Field(
         1,
         ge=1,
-        description="Items per request to the batch API (contract 5b); 1 sends single requests. "
-        "Reserved: the service sends single requests for now.",
+        le=1000,
+        description="Most messages per request to the batch API (POST /api/v1/updates:batch, "
+        "contract 5b); 1 sends one request per message. A site that answers 404 there gets "
+        "single requests.",
     )
     report_dir: Path | None = Field(
         None,
@@ -297,10 +314,30 @@ class Settings(BaseSettings):
                 )
         return value
 
+    @field_validator("site_ca_bundle")
+    @classmethod
+    def _site_ca_bundle(cls, value: Path | None) -> Path | None:
+        if value is not None:
+            tls_context(value)  # read now, so that a bad file stops the service at start
+        return value
+
     @model_validator(mode="after")
     def _delays(self) -> Settings:
         if self.retry_base_delay > self.retry_max_delay:
             raise ValueError("EXCHANGE_RETRY_BASE_DELAY must not exceed EXCHANGE_RETRY_MAX_DELAY")
+        return self
+
+    @model_validator(mode="after")
+    def _plain_http(self) -> Settings:
+        if not self.site_url or not self.site_url.startswith("http://") or self.site_allow_http:
+            return self
+        host = urlsplit(self.site_url).hostname
+        if not is_loopback(host):
+            raise ValueError(
+                f"EXCHANGE_SITE_URL: plain http:// to {host or 'an empty host'} would send "
+                "the token unencrypted; use https://, or set EXCHANGE_SITE_ALLOW_HTTP=true "
+                "(http:// is accepted without it only for 127.0.0.0/8, ::1 and localhost)"
+            )
         return self
 
     # -- derived values -------------------------------------------------------------------
@@ -315,11 +352,47 @@ class Settings(BaseSettings):
                 ) from None
         return self.site_token.get_secret_value() if self.site_token else None
 
+    def site_tls(self) -> ssl.SSLContext | None:
+        """The context that verifies the site's certificate against EXCHANGE_SITE_CA_BUNDLE;
+        None: the default CAs. Either way the certificate is verified: there is no way off."""
+        if self.site_ca_bundle is None:
+            return None
+        try:
+            return tls_context(self.site_ca_bundle)
+        except ValueError as exc:  # the file went away or changed since the start
+            raise ConfigurationError(f"EXCHANGE_SITE_CA_BUNDLE: {exc}") from None
+
     def policy(self, kind: str) -> Policy | None:
         return self.kinds.get(kind)
 
     def kinds_with(self, policy: Policy) -> list[str]:
         return sorted(kind for kind, p in self.kinds.items() if p is policy)
+
+
+def is_loopback(host: str | None) -> bool:
+    """127.0.0.0/8, ::1 or localhost: a site on this machine, where plain http:// is safe."""
+    if not host:
+        return False
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def tls_context(ca_bundle: Path) -> ssl.SSLContext:
+    """A verifying TLS context that trusts the CAs in ``ca_bundle`` (PEM) and no others.
+
+    Raises ValueError with one line when the file cannot be used.
+    """
+    if not ca_bundle.is_file():
+        raise ValueError(f"CA bundle not found or not a file: {ca_bundle}")
+    try:
+        return ssl.create_default_context(cafile=str(ca_bundle))
+    except OSError as exc:  # ssl.SSLError is an OSError too: not PEM, no certificate
+        reason = exc.strerror or getattr(exc, "reason", None) or type(exc).__name__
+        raise ValueError(f"CA bundle {ca_bundle} cannot be used: {reason}") from None
 
 
 def safe_url(url: str) -> str:

@@ -25,6 +25,15 @@ The order of checks for one update (a batch item goes through the same steps):
    11. drop            with ``faults.drop_after_effect_rate``: the socket is shut without answer
    12. slow            with ``faults.slow_rate``: ``faults.slow_seconds`` of sleep, then answer
 
+``faults.answer_fault`` breaks the answer to every single update (not a batch) while set:
+``reset`` (after step 2: the connection is reset, nothing read or applied), ``redirect``
+(after step 2: 307 to ``faults.redirect_to``, nothing applied); and, only when step 10 applied
+an effect, ``cut-off`` (the 200 stops halfway through its Content-Length and the socket is
+shut), ``not-json`` (the 200's body is ``OK R-<n>``), ``huge`` (the 200's JSON is padded to
+``HUGE_BODY`` bytes, streamed). The stored answer for replay is the plain one.
+
+Pass ``ssl_context`` (a server-side ``ssl.SSLContext``) to serve HTTPS instead of HTTP.
+
 Bodies larger than 10 MB get 413 as they are read, before any of this. A batch is checked for
 auth, outage, its envelope and the random failure once, as a whole; drop and slow are rolled
 once for the whole answer; everything else is per item, keyed by the item's message_id.
@@ -50,6 +59,8 @@ import json
 import random
 import signal
 import socket
+import ssl
+import struct
 import sys
 import threading
 from collections.abc import Hashable, Mapping
@@ -68,6 +79,8 @@ HEALTH_PATH: Final = "/api/v1/health"
 MAX_BODY: Final = 10 * 1024 * 1024
 DROPPED: Final = 0  # the "status" counted for a request whose connection was shut unanswered
 IDLE_TIMEOUT: Final = 60.0  # seconds a keep-alive connection may sit idle
+ANSWER_FAULTS: Final = ("reset", "redirect", "cut-off", "not-json", "huge")
+HUGE_BODY: Final = 256 * 1024 * 1024  # bytes of a "huge" answer, streamed in chunks
 
 
 @dataclass
@@ -84,8 +97,12 @@ class Faults:
     outage: bool = False
     auth_status: int | None = None
     seed: int = 0
+    answer_fault: str | None = None  # one of ANSWER_FAULTS; see the module docstring
+    redirect_to: str = "https://elsewhere.invalid/api/v1/updates"
 
     def __post_init__(self) -> None:
+        if self.answer_fault not in (None, *ANSWER_FAULTS):
+            raise ValueError(f"answer_fault must be None or one of {ANSWER_FAULTS}")
         for name in ("fail_rate", "drop_after_effect_rate", "slow_rate"):
             rate = getattr(self, name)
             if not 0.0 <= rate <= 1.0:
@@ -125,6 +142,7 @@ class _Outcome:
     answer: _Answer
     drop: bool = False
     delay: float = 0.0
+    answer_fault: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,12 +181,14 @@ class SiteSimulator:
         batch_enabled: bool = False,
         host: str = "127.0.0.1",
         port: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.token = token
         self.faults = faults if faults is not None else Faults()
         self.batch_enabled = batch_enabled
         self.host = host
         self.port = port
+        self.ssl_context = ssl_context
         self._url: str | None = None
         self._lock = threading.Lock()
         self._rng = random.Random(self.faults.seed)
@@ -197,7 +217,7 @@ class SiteSimulator:
         self._stopping.clear()
         server = _Server((self.host, self.port), self)
         self.port = server.server_address[1]
-        self._url = f"http://{self.host}:{self.port}"
+        self._url = f"{'https' if self.ssl_context else 'http'}://{self.host}:{self.port}"
         # serve_forever notices shutdown() only between polls; tests start and stop many of
         # these, so a short poll keeps stop() quick at the price of an idle wake-up.
         self._thread = threading.Thread(
@@ -290,6 +310,12 @@ class SiteSimulator:
             if early is not None:
                 self._count(early.status)
                 return _Outcome(early)
+            if faults.answer_fault == "reset":
+                self._count(DROPPED)
+                return _Outcome(_answer(200, {}), answer_fault="reset")
+            if faults.answer_fault == "redirect":
+                self._count(307)
+                return _Outcome(_answer(307, {"moved": True}, ("Location", faults.redirect_to)))
             try:
                 if key is None:
                     raise _BadRequest("missing header: Idempotency-Key")
@@ -299,6 +325,8 @@ class SiteSimulator:
                 return _Outcome(_answer(400, {"error": str(exc)}))
             answer, applied = self._process(update, faults, roll_failure=True)
             outcome = self._late_faults(faults, answer, applied)
+            if applied and not outcome.drop and faults.answer_fault is not None:
+                outcome = replace(outcome, answer_fault=faults.answer_fault)
             self._count(DROPPED if outcome.drop else answer.status)
             return outcome
 
@@ -537,6 +565,16 @@ class _Server(ThreadingHTTPServer):
         self.server_name = str(host)
         self.server_port = int(port)
 
+    def get_request(self) -> tuple[socket.socket, Any]:
+        connection, address = super().get_request()
+        if self.sim.ssl_context is not None:
+            # The handshake happens in the handler's thread, at its first read: a client that
+            # refuses the certificate fails there and never stalls the accepting loop.
+            connection = self.sim.ssl_context.wrap_socket(
+                connection, server_side=True, do_handshake_on_connect=False
+            )
+        return connection, address
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client hanging up mid-answer is the client's business, not a simulator bug.
         if isinstance(sys.exc_info()[1], OSError):
@@ -630,9 +668,49 @@ class _Handler(BaseHTTPRequestHandler):
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
             return
+        if outcome.answer_fault == "reset":
+            self.close_connection = True
+            with contextlib.suppress(OSError):  # linger 0: close() sends RST, not FIN
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
+                self.connection.close()
+            return
         if outcome.delay > 0:
             self.sim._sleep(outcome.delay)
-        self._send(outcome.answer)
+        if outcome.answer_fault in ("cut-off", "huge"):
+            self._send_broken(outcome.answer, outcome.answer_fault)
+        elif outcome.answer_fault == "not-json":
+            receipt = str(outcome.answer.json()["receipt"])
+            self._send(_Answer(outcome.answer.status, f"OK {receipt}".encode()))
+        else:
+            self._send(outcome.answer)
+
+    def _send_broken(self, answer: _Answer, fault: str) -> None:
+        """``cut-off``: half the promised body, then the socket shut; ``huge``: the body padded
+        to HUGE_BODY bytes, written in chunks until done or the client hangs up."""
+        head, tail = answer.body[:-1] + b',"padding":"', b'"}'
+        length = len(answer.body) if fault == "cut-off" else HUGE_BODY
+        self.close_connection = True
+        self.send_response(answer.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(length))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        try:
+            if fault == "cut-off":
+                self.wfile.write(answer.body[: length // 2])
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            chunk = b" " * 65536
+            padding = length - len(head) - len(tail)
+            self.wfile.write(head)
+            while padding > 0:
+                self.wfile.write(chunk[:padding])
+                padding -= len(chunk)
+            self.wfile.write(tail)
+        except OSError:  # the client stopped reading: what a capped reader does
+            return
 
     def _send(self, answer: _Answer) -> None:
         self.send_response(answer.status)

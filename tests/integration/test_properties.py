@@ -62,7 +62,7 @@ def check_history(
     site = FakeSite(plan)
     settings_ = fast_settings(
         db_url,
-        "http://site.test",
+        "https://site.test",
         max_attempts=100,
         breaker_threshold=1000,
         concurrency=3,

@@ -65,7 +65,7 @@ def queue(db_url: str, engine: Engine, settings: Settings, clock: FakeClock) -> 
     clock.advance(timedelta(days=40).total_seconds())
     take(engine, settings, clock, [price_row("SKU-W", 1)])
     worker = bootstrap.worker(
-        fast_settings(db_url, "http://shop.test", gap_timeout=86_400),
+        fast_settings(db_url, "https://shop.test", gap_timeout=86_400),
         engine,
         clock=clock,
         transport=httpx.MockTransport(lambda request: httpx.Response(403)),

@@ -33,7 +33,7 @@ def run_a_cycle_against_a_site_that_refuses_the_token(
     db_url: str, engine: Engine, clock: FakeClock
 ) -> None:
     # A day's gap timeout: D-5 v3 still waits for its v2 instead of being quarantined.
-    settings = fast_settings(db_url, "http://shop.test", gap_timeout=24 * HOUR)
+    settings = fast_settings(db_url, "https://shop.test", gap_timeout=24 * HOUR)
     worker = bootstrap.worker(
         settings, engine, clock=clock, transport=httpx.MockTransport(token_refused)
     )
