@@ -1,23 +1,35 @@
-"""Benchmark: intake and coalescing alone, N SKUs x V versions, on SQLite or PostgreSQL.
+"""Benchmark: intake and coalescing alone, on SQLite or PostgreSQL.
 
-    python bench/intake_coalesce.py --skus 10000 --versions 10 [--database-url URL]
+    python bench/intake_coalesce.py --skus 10000 --versions 10 [--postings 5000]
+                                    [--database-url URL] [--json]
 
-Reports seconds for staging (the baseline: the plain INSERT of the same rows), intake and
-coalescing, their ratio to the staging time measured in the same run, and the peak resident
-memory of the process.
+Stages ``skus x versions`` price rows plus ``postings`` financial_posting rows (documents of
+up to 5 lines, strictly ordered versions), interleaved the way 1C writes them, then times:
+staging (the baseline: the plain INSERT of the same rows), intake (``intake.take``) and
+coalescing (``coalesce.coalesce``), with their ratio to the staging time measured in the same
+run, the CPU seconds this process spent, and the peak resident memory of the process.
+
+Without ``--database-url`` a fresh SQLite file in a temporary directory is used. A PostgreSQL
+URL must name an empty, migratable database that the benchmark may fill (it is not dropped).
+
+Entry point for other scripts: ``run(url, rows) -> dict`` (see ``run``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import Engine, event, insert
 
 from exchange import coalesce, intake
 from exchange.db.engine import make_engine, transaction
@@ -25,55 +37,218 @@ from exchange.db.migrate import upgrade
 from exchange.db.schema import staging
 from exchange.settings import DEFAULT_KINDS
 
+BATCH = 10_000
+LINES_PER_DOCUMENT = 5
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--skus", type=int, default=10_000)
-    parser.add_argument("--versions", type=int, default=10)
-    parser.add_argument("--database-url", default=None)
-    args = parser.parse_args()
-    url = args.database_url or f"sqlite:///{Path(tempfile.mkdtemp()) / 'bench.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
-    started = time.perf_counter()
-    batch = []
-    with transaction(engine) as connection:
-        for n in range(args.skus):
+
+def staging_rows(skus: int, versions: int, postings: int) -> Iterator[dict[str, Any]]:
+    """Price versions round by round (every SKU's v1, then v2, ...), a posting every so often."""
+    prices = skus * versions
+    every = prices // postings + 1 if postings else 0
+    posted = 0
+    count = 0
+    for v in range(1, versions + 1):
+        for n in range(skus):
             sku = f"SKU-{n:07d}"
-            for v in range(1, args.versions + 1):
-                batch.append(
-                    {
-                        "kind": "price",
-                        "aggregate": sku,
-                        "aggregate_version": v,
-                        "schema_version": "1",
-                        "source_ref": None,
-                        "payload": json.dumps({"sku": sku, "price": f"{v}.00"}),
-                    }
-                )
-                if len(batch) >= 10_000:
-                    connection.execute(insert(staging), batch)
-                    batch.clear()
+            yield {
+                "kind": "price",
+                "aggregate": sku,
+                "aggregate_version": v,
+                "schema_version": "1",
+                "source_ref": None,
+                "payload": json.dumps({"sku": sku, "price": f"{n % 1000}.{v:02d}"}),
+            }
+            count += 1
+            if every and count % every == 0 and posted < postings:
+                yield _posting(posted)
+                posted += 1
+    while posted < postings:
+        yield _posting(posted)
+        posted += 1
+
+
+def _posting(n: int) -> dict[str, Any]:
+    document = f"DOC-{n // LINES_PER_DOCUMENT:07d}"
+    line = n % LINES_PER_DOCUMENT + 1
+    payload = {"document": document, "line": line, "amount": f"{n % 9973}.{n % 100:02d}"}
+    return {
+        "kind": "financial_posting",
+        "aggregate": document,
+        "aggregate_version": line,
+        "schema_version": "1",
+        "source_ref": f"Реализация {document}",
+        "payload": json.dumps(payload),
+    }
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class ServerCpu:
+    """CPU seconds of the PostgreSQL backends serving ``engine`` (same machine only).
+
+    On a busy machine wall time says little; this process's CPU plus its backends' CPU is
+    what the work costs. None when the backends cannot be read (another host, SQLite).
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.pids: set[int] = set()
+        if engine.dialect.name != "postgresql":
+            return
+
+        @event.listens_for(engine, "connect")
+        def _backend(dbapi_connection: Any, _record: Any) -> None:
+            self.pids.add(int(dbapi_connection.info.backend_pid))
+
+    def seconds(self) -> float | None:
+        if not self.pids:
+            return None
+        total = 0.0
+        for pid in self.pids:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                return None
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return total
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def run(
+    url: str | None,
+    rows: int,
+    *,
+    versions: int = 10,
+    posting_share: float = 0.05,
+    chunk: int = intake.CHUNK,
+) -> dict[str, Any]:
+    """Stage ``rows`` rows (a ``posting_share`` of them postings), take and coalesce them.
+
+    ``url`` None: a fresh SQLite file. Returns seconds (wall and this process's CPU) for
+    staging, intake and coalescing, the counts, and the peak RSS in MB (``ru_maxrss``: the
+    whole process so far, so run one benchmark per process for a clean figure).
+    """
+    postings = int(rows * posting_share)
+    skus = (rows - postings) // versions
+    return _run(url, skus, versions, rows - skus * versions, chunk)
+
+
+def _run(url: str | None, skus: int, versions: int, postings: int, chunk: int) -> dict[str, Any]:
+    url = url or f"sqlite:///{Path(tempfile.mkdtemp()) / 'bench.db'}"
+    engine = make_engine(url)
+    server = ServerCpu(engine)
+    upgrade(engine)
+    started, cpu = time.perf_counter(), _cpu()
+    batch: list[dict[str, Any]] = []
+    with transaction(engine) as connection:
+        for row in staging_rows(skus, versions, postings):
+            batch.append(row)
+            if len(batch) >= BATCH:
+                connection.execute(insert(staging), batch)
+                batch.clear()
         if batch:
             connection.execute(insert(staging), batch)
-    staged = time.perf_counter() - started
+    staged, staged_cpu = time.perf_counter() - started, _cpu() - cpu
+    rss_before = _rss_mb()
     now = datetime.now(UTC)
-    started = time.perf_counter()
-    report = intake.take(engine, None, dict(DEFAULT_KINDS), now)
-    took = time.perf_counter() - started
-    started = time.perf_counter()
+    server_start = server.seconds()
+    started, cpu = time.perf_counter(), _cpu()
+    report = intake.take(engine, None, dict(DEFAULT_KINDS), now, chunk=chunk)
+    took, took_cpu = time.perf_counter() - started, _cpu() - cpu
+    server_intake = server.seconds()
+    rss_after_intake = _rss_mb()
+    started, cpu = time.perf_counter(), _cpu()
     with transaction(engine) as connection:
         cancelled = coalesce.coalesce(connection, ["price"], now)
-    coalesced = time.perf_counter() - started
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    rows = args.skus * args.versions
-    print(f"rows {rows}  database {engine.dialect.name}")
-    print(f"staging INSERT (baseline) {staged:.2f} s")
-    print(f"intake   {took:.2f} s  ({took / staged:.2f}x baseline)  messages {report.messages}")
+    coalesced, coalesced_cpu = time.perf_counter() - started, _cpu() - cpu
+    server_end = server.seconds()
+    engine.dispose()
+    return {
+        "database": engine.dialect.name,
+        "rows": skus * versions + postings,
+        "price_rows": skus * versions,
+        "posting_rows": postings,
+        "chunk": chunk,
+        "staging_s": round(staged, 3),
+        "staging_cpu_s": round(staged_cpu, 3),
+        "intake_s": round(took, 3),
+        "intake_cpu_s": round(took_cpu, 3),
+        "intake_ratio": round(took / staged, 2),
+        "intake_server_cpu_s": _difference(server_intake, server_start),
+        "coalesce_s": round(coalesced, 3),
+        "coalesce_cpu_s": round(coalesced_cpu, 3),
+        "coalesce_ratio": round(coalesced / staged, 2),
+        "coalesce_server_cpu_s": _difference(server_end, server_intake),
+        "total_s": round(took + coalesced, 3),
+        "messages": report.messages,
+        "duplicates": report.duplicates,
+        "rejected": report.rejected,
+        "cancelled": cancelled,
+        "rss_before_intake_mb": round(rss_before),
+        "rss_after_intake_mb": round(rss_after_intake),
+        "peak_rss_mb": round(_peak_mb()),
+        "load_average": round(os.getloadavg()[0], 1),
+    }
+
+
+def _difference(end: float | None, start: float | None) -> float | None:
+    return None if end is None or start is None else round(end - start, 3)
+
+
+def _server(seconds: float | None) -> str:
+    return "" if seconds is None else f", database server cpu {seconds:.2f} s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--skus", type=int, default=10_000)
+    parser.add_argument("--versions", type=int, default=10)
+    parser.add_argument("--postings", type=int, default=0, help="financial_posting rows")
+    parser.add_argument("--chunk", type=int, default=intake.CHUNK, help="intake chunk size")
+    parser.add_argument("--database-url", default=None)
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = parser.parse_args()
+    if min(args.skus, args.versions, args.chunk) < 1 or args.postings < 0:
+        parser.error("--skus, --versions and --chunk must be 1 or more, --postings 0 or more")
+    try:
+        result = _run(args.database_url, args.skus, args.versions, args.postings, args.chunk)
+    except Exception as exc:  # a benchmark's bad URL is a one-line error, not a traceback
+        print(f"intake_coalesce: {type(exc).__name__}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if args.json:
+        print(json.dumps(result))
+        return
+    r = result
     print(
-        f"coalesce {coalesced:.2f} s  ({coalesced / staged:.2f}x baseline)  cancelled {cancelled}"
+        f"rows {r['rows']} ({r['price_rows']} price, {r['posting_rows']} posting)  "
+        f"database {r['database']}  chunk {r['chunk']}  load {r['load_average']}"
     )
-    print(f"peak RSS {peak_mb:.0f} MB")
+    print(f"staging INSERT (baseline) {r['staging_s']:.2f} s  (cpu {r['staging_cpu_s']:.2f} s)")
+    print(
+        f"intake   {r['intake_s']:.2f} s  ({r['intake_ratio']:.2f}x baseline, "
+        f"cpu {r['intake_cpu_s']:.2f} s{_server(r['intake_server_cpu_s'])})  "
+        f"messages {r['messages']}"
+    )
+    print(
+        f"coalesce {r['coalesce_s']:.2f} s  ({r['coalesce_ratio']:.2f}x baseline, "
+        f"cpu {r['coalesce_cpu_s']:.2f} s{_server(r['coalesce_server_cpu_s'])})  "
+        f"cancelled {r['cancelled']}"
+    )
+    print(f"intake + coalesce {r['total_s']:.2f} s")
+    print(
+        f"RSS {r['rss_before_intake_mb']} MB before intake, {r['rss_after_intake_mb']} MB after; "
+        f"peak RSS {r['peak_rss_mb']} MB"
+    )
 
 
 if __name__ == "__main__":

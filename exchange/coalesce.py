@@ -153,9 +153,12 @@ def quarantine_gaps(
             m.waiting_since <= now - timedelta(seconds=gap_timeout),
         )
         .where(
+            # Only the lowest version still waiting (or held, quarantined) waits for the gap:
+            # a lower one an operator cancelled no longer stands in front of it.
             ~exists().where(
                 lower.aggregate_id == m.aggregate_id,
                 not_(lower.rejected),
+                lower.state != State.CANCELLED.value,
                 lower.version > a.c.done_version,
                 lower.version < m.version,
             )

@@ -57,6 +57,9 @@ class StagingRow:
     schema_version: str
     source_ref: str | None
     created_at: datetime
+    # What in the row breaks the table's own types (SQLite keeps whatever it is given: text in
+    # the version column, bytes that are not UTF-8); such a row is rejected, invalid-contract.
+    defect: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,12 +129,15 @@ def _no_decimals(value: Any) -> Any:
     raise _HasDecimal
 
 
+_CANONICAL = json.JSONEncoder(
+    ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=_no_decimals
+)
+
+
 def dump_json(value: Any) -> str:
     """Canonical compact JSON, keys sorted; decimals written exactly as their value."""
     try:  # the fast path: no JSON numbers with a fraction (every price payload)
-        return json.dumps(
-            value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=_no_decimals
-        )
+        return _CANONICAL.encode(value)
     except _HasDecimal:
         return _encode(value)
 
@@ -151,6 +157,58 @@ def _encode(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+_PRICE_FIELDS = frozenset({"sku", "price", "currency", "price_type"})
+_PLAIN_DECODER = json.JSONDecoder(parse_float=_parse_float, parse_constant=_reject_constant)
+
+
+# The rules of the price fields, used by ``PriceV1`` and by the fast path (``_plain_price``).
+def _check_text(value: Any) -> Any:
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    if _CONTROL.search(value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+def _check_name(value: str) -> str:  # sku, price_type
+    if not value.strip() or len(value) > 100:
+        raise ValueError("must be 1 to 100 characters")
+    return value
+
+
+def _check_currency(value: str) -> str:
+    if not _CURRENCY.match(value):
+        raise ValueError("must be three upper-case letters, e.g. RUB")
+    return value
+
+
+def _check_price(value: Any) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, (str, int, Decimal)):
+        raise ValueError('must be a decimal string such as "840.00" or a JSON number')
+    if isinstance(value, _ExponentDecimal):
+        raise ValueError("must be written without an exponent")
+    if isinstance(value, str):
+        if not _PLAIN_DECIMAL.match(value):
+            raise ValueError('must be a plain decimal such as "840.00"')
+        try:
+            value = Decimal(value)
+        except InvalidOperation:
+            raise ValueError("must be a plain decimal") from None
+    amount = Decimal(value)
+    if not amount.is_finite():
+        raise ValueError("must be finite")
+    if amount < 0 or amount >= MAX_PRICE:
+        raise ValueError("must be at least 0 and below 10^12")
+    exponent = amount.as_tuple().exponent
+    if isinstance(exponent, int) and exponent < -MAX_PRICE_DECIMALS:
+        raise ValueError(f"must have at most {MAX_PRICE_DECIMALS} decimal places")
+    return amount
+
+
+def _price_wire(sku: str, price: Decimal, currency: str, price_type: str) -> dict[str, Any]:
+    return {"sku": sku, "price": format(price, "f"), "currency": currency, "price_type": price_type}
+
+
 class PriceV1(BaseModel):
     """The ``price`` payload, schema 1."""
 
@@ -164,64 +222,25 @@ class PriceV1(BaseModel):
     @field_validator("sku", "currency", "price_type", mode="before")
     @classmethod
     def _text(cls, value: Any) -> Any:
-        if not isinstance(value, str):
-            raise ValueError("must be a string")
-        if _CONTROL.search(value):
-            raise ValueError("must not contain control characters")
-        return value
+        return _check_text(value)
 
-    @field_validator("sku")
+    @field_validator("sku", "price_type")
     @classmethod
-    def _sku(cls, value: str) -> str:
-        if not value.strip() or len(value) > 100:
-            raise ValueError("must be 1 to 100 characters")
-        return value
-
-    @field_validator("price_type")
-    @classmethod
-    def _price_type(cls, value: str) -> str:
-        if not value.strip() or len(value) > 100:
-            raise ValueError("must be 1 to 100 characters")
-        return value
+    def _name(cls, value: str) -> str:
+        return _check_name(value)
 
     @field_validator("currency")
     @classmethod
     def _currency(cls, value: str) -> str:
-        if not _CURRENCY.match(value):
-            raise ValueError("must be three upper-case letters, e.g. RUB")
-        return value
+        return _check_currency(value)
 
     @field_validator("price", mode="before")
     @classmethod
     def _price(cls, value: Any) -> Decimal:
-        if isinstance(value, bool) or not isinstance(value, (str, int, Decimal)):
-            raise ValueError('must be a decimal string such as "840.00" or a JSON number')
-        if isinstance(value, _ExponentDecimal):
-            raise ValueError("must be written without an exponent")
-        if isinstance(value, str):
-            if not _PLAIN_DECIMAL.match(value):
-                raise ValueError('must be a plain decimal such as "840.00"')
-            try:
-                value = Decimal(value)
-            except InvalidOperation:
-                raise ValueError("must be a plain decimal") from None
-        amount = Decimal(value)
-        if not amount.is_finite():
-            raise ValueError("must be finite")
-        if amount < 0 or amount >= MAX_PRICE:
-            raise ValueError("must be at least 0 and below 10^12")
-        exponent = amount.as_tuple().exponent
-        if isinstance(exponent, int) and exponent < -MAX_PRICE_DECIMALS:
-            raise ValueError(f"must have at most {MAX_PRICE_DECIMALS} decimal places")
-        return amount
+        return _check_price(value)
 
     def wire(self) -> dict[str, Any]:
-        return {
-            "sku": self.sku,
-            "price": format(self.price, "f"),
-            "currency": self.currency,
-            "price_type": self.price_type,
-        }
+        return _price_wire(self.sku, self.price, self.currency, self.price_type)
 
 
 def _describe(exc: ValidationError) -> str:
@@ -235,7 +254,51 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _plain_price(row: StagingRow) -> str | None:
+    """The canonical payload of an ordinary price row, or None: then the full path decides.
+
+    Ordinary: a flat JSON object without escapes or control characters, of string values,
+    each a field of PriceV1 written once, passing PriceV1's rules. Anything else (and every
+    rejection) goes the full way, so both paths give the same verdict; it spares the
+    pure-Python JSON hooks and the model for the millions of plain prices.
+    """
+    text = row.payload
+    if "\\" in text or _CONTROL.search(text):
+        return None
+    try:
+        data = _PLAIN_DECODER.decode(text)
+    except ValueError:
+        return None
+    if type(data) is not dict or not data.keys() <= _PRICE_FIELDS:
+        return None
+    # Without escapes a quoted key cannot hide inside a string: a key written twice (which
+    # json.loads would silently merge) shows as two occurrences.
+    if any(text.count(f'"{key}"') != 1 for key in data):
+        return None
+    sku = data.get("sku")
+    price = data.get("price")
+    currency = data.get("currency", "RUB")
+    price_type = data.get("price_type", "retail")
+    if sku != row.aggregate or not all(
+        type(value) is str for value in (sku, price, currency, price_type)
+    ):
+        return None
+    try:
+        _check_name(sku)
+        _check_name(price_type)
+        _check_currency(currency)
+        amount = _check_price(price)
+    except ValueError:
+        return None
+    return dump_json(_price_wire(sku, amount, currency, price_type))
+
+
 def _canonical_payload(row: StagingRow) -> str:
+    plain = _plain_price(row) if row.kind == "price" else None
+    return plain if plain is not None else _full_payload(row)
+
+
+def _full_payload(row: StagingRow) -> str:
     data = parse_json_object(row.payload)
     if row.kind == "price":
         try:
@@ -267,12 +330,17 @@ def _encodable(payload: str) -> None:
 def validate(row: StagingRow, kinds: dict[str, Policy]) -> Accepted | Rejected:
     """Decide what one staging row becomes. Never raises for bad data."""
     try:
+        if row.defect is not None:
+            raise ContractError(Reason.INVALID_CONTRACT, f"unreadable staging row: {row.defect}")
         if row.kind not in kinds:
             raise ContractError(Reason.UNKNOWN_KIND, f"kind {row.kind!r} is not configured")
         if not row.aggregate or not row.aggregate.strip() or _CONTROL.search(row.aggregate):
             raise ContractError(
                 Reason.INVALID_CONTRACT, "aggregate must be non-empty printable text"
             )
+        if row.source_ref is not None and "\x00" in row.source_ref:
+            # PostgreSQL cannot store it at all; SQLite would keep only the text before it.
+            raise ContractError(Reason.INVALID_CONTRACT, "source_ref must not contain NUL bytes")
         if row.aggregate_version < 1:
             raise ContractError(
                 Reason.INVALID_CONTRACT,

@@ -5,22 +5,55 @@ ends as exactly one of: a new message, a recorded duplicate, or a quarantine rec
 staging lives in another database the rows are marked taken after that commit, and a row
 taken twice is recognised by its (kind, aggregate, version) and recorded as a duplicate.
 Validation is per row (``contracts.validate``); storing is set-based, a few statements per
-chunk. Coalescing is the next stage (``coalesce``), after every chunk is in.
+chunk whatever its size: the chunk's accepted rows go to the database as one JSON parameter,
+which creates the aggregates, inserts the messages (``ON CONFLICT DO NOTHING``) and writes
+their ``taken`` history from what was inserted. Only rows not inserted (a message already
+known) are looked up, to tell a duplicate from a version conflict. Memory is bounded by the
+chunk, never by the number of rows waiting. Coalescing is the next stage (``coalesce``),
+after every chunk is in.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, select, tuple_, update
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    DateTime,
+    Engine,
+    LargeBinary,
+    String,
+    Text,
+    and_,
+    any_,
+    bindparam,
+    cast,
+    exists,
+    func,
+    insert,
+    literal,
+    null,
+    select,
+    true,
+    type_coerce,
+    update,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.exc import DBAPIError
 
+from exchange.clock import ensure_utc
 from exchange.contracts import Accepted, Reason, Rejected, StagingRow, validate
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.schema import aggregates, messages, staging
+from exchange.db.schema import UTCDateTime, aggregates, history, messages, staging
+from exchange.failpoints import failpoint
 from exchange.identity import rejected_id
 from exchange.settings import Policy
 from exchange.states import Event, State
@@ -60,28 +93,12 @@ def take(
         last_id = connection.execute(
             select(func.max(staging.c.id)).where(staging.c.taken_at.is_(None))
         ).scalar()
-    report = IntakeReport()
     if last_id is None:
-        return report
-    after = 0
-    while True:
-        if separate:
-            with transaction(source, read_only=True) as connection:
-                rows = _select_rows(connection, after, last_id, chunk, lock=False)
-            if not rows:
-                break
-            with transaction(engine) as connection:
-                report.add(_store(connection, rows, kinds, now))
-            with transaction(source) as connection:
-                _mark_taken(connection, [row.id for row in rows], now)
-        else:
-            with transaction(engine) as connection:
-                rows = _select_rows(connection, after, last_id, chunk, lock=is_postgres(connection))
-                if not rows:
-                    break
-                report.add(_store(connection, rows, kinds, now))
-                _mark_taken(connection, [row.id for row in rows], now)
-        after = rows[-1].id
+        return IntakeReport()
+    if not separate and is_postgres(engine):
+        report = _take_overlapped(engine, kinds, now, last_id, chunk)
+    else:
+        report = _take_in_turn(engine, source, separate, kinds, now, last_id, chunk)
     if report.taken:
         log.info(
             "intake: %d rows taken: %d messages, %d duplicates, %d rejected",
@@ -91,6 +108,94 @@ def take(
             report.rejected,
         )
     return report
+
+
+def _take_in_turn(
+    engine: Engine,
+    source: Engine,
+    separate: bool,
+    kinds: dict[str, Policy],
+    now: datetime,
+    last_id: int,
+    chunk: int,
+) -> IntakeReport:
+    """One chunk after the other: SQLite (one writer), or staging in another database."""
+    report = IntakeReport()
+    after = 0
+    while True:
+        if separate:
+            with transaction(source, read_only=True) as connection:
+                rows = _select_rows(connection, after, last_id, chunk, lock=False)
+            if not rows:
+                break
+            with transaction(engine) as connection:
+                report.add(_store(connection, _verdicts(rows, kinds), now))
+            failpoint("intake-stored")
+            with transaction(source) as connection:
+                _mark_taken(connection, [row.id for row in rows], now)
+        else:
+            with transaction(engine) as connection:
+                rows = _select_rows(connection, after, last_id, chunk, lock=is_postgres(connection))
+                if not rows:
+                    break
+                report.add(_store(connection, _verdicts(rows, kinds), now))
+                _mark_taken(connection, [row.id for row in rows], now)
+                failpoint("intake-stored")
+        failpoint("intake-chunk-done")
+        after = rows[-1].id
+    return report
+
+
+def _take_overlapped(
+    engine: Engine, kinds: dict[str, Policy], now: datetime, last_id: int, chunk: int
+) -> IntakeReport:
+    """PostgreSQL with staging in the same database: two cores at work, not one in turn.
+
+    While one chunk is stored and committed (the database works, this process waits on it, in
+    a helper thread), the next chunk is selected, locked and validated in its own transaction
+    (this process works). Chunks are still stored one at a time and in order, each in one
+    transaction that also marks its rows taken.
+    """
+    report = IntakeReport()
+    after = 0
+    with ThreadPoolExecutor(1, thread_name_prefix="intake-store") as pool:
+        storing: Future[IntakeReport] | None = None
+        while True:
+            opened = ExitStack()
+            with ExitStack() as on_error:
+                on_error.push(opened)  # an error below rolls this chunk's transaction back
+                connection = opened.enter_context(transaction(engine))
+                rows = _select_rows(connection, after, last_id, chunk, lock=True)
+                verdicts = _verdicts(rows, kinds)
+                if storing is not None:
+                    report.add(storing.result())
+                    storing = None
+                on_error.pop_all()
+            if not rows:
+                opened.close()
+                break
+            after = rows[-1].id
+            storing = pool.submit(_store_chunk, opened, connection, rows, verdicts, now)
+    return report
+
+
+def _store_chunk(
+    opened: ExitStack,
+    connection: Connection,
+    rows: list[StagingRow],
+    verdicts: list[Accepted | Rejected],
+    now: datetime,
+) -> IntakeReport:
+    with opened:  # commits, or rolls back on an error
+        report = _store(connection, verdicts, now)
+        _mark_taken(connection, [row.id for row in rows], now)
+        failpoint("intake-stored")
+    failpoint("intake-chunk-done")
+    return report
+
+
+def _verdicts(rows: list[StagingRow], kinds: dict[str, Policy]) -> list[Accepted | Rejected]:
+    return [validate(row, kinds) for row in rows]
 
 
 def _select_rows(
@@ -113,11 +218,84 @@ def _select_rows(
     )
     if lock:  # PostgreSQL: workers taking intake at once share the rows out
         query = query.with_for_update(skip_locked=True)
-    return [StagingRow(*row) for row in connection.execute(query)]
+    if is_postgres(connection):  # the database checked every type and every text on INSERT
+        return [StagingRow(*row) for row in connection.execute(query)]
+    # SQLite stores what it is given: text in the version column, bytes that are not UTF-8, a
+    # BLOB, a created_at that is no time. Such a row must become a quarantine record, never
+    # fail the chunk (and with it every row after it, every cycle).
+    try:
+        found = connection.execute(query).all()
+    except (DBAPIError, ValueError):  # undecodable text, an unreadable created_at
+        return _select_loosely(connection, query)
+    return [_loose_row(tuple(row)) for row in found]
+
+
+_NO_TIME = datetime(1970, 1, 1, tzinfo=UTC)  # a rejected row whose created_at is unreadable
+
+
+def _select_loosely(connection: Connection, query: Any) -> list[StagingRow]:
+    """Read the chunk again as raw values: texts as bytes, created_at as it was written."""
+    raw = [
+        staging.c.id,
+        *(cast(staging.c[name], LargeBinary) for name in _TEXT_COLUMNS[:2]),
+        staging.c.aggregate_version,
+        *(cast(staging.c[name], LargeBinary) for name in _TEXT_COLUMNS[2:]),
+        cast(staging.c.created_at, Text),
+    ]
+    return [
+        _loose_row(tuple(row), raw_time=True)
+        for row in connection.execute(query.with_only_columns(*raw))
+    ]
+
+
+_TEXT_COLUMNS = ("kind", "aggregate", "payload", "schema_version", "source_ref")
+
+
+def _loose_row(values: tuple[Any, ...], *, raw_time: bool = False) -> StagingRow:
+    """A staging row from SQLite's values; what breaks the table's types is its ``defect``."""
+    row_id, kind, aggregate, version, payload, schema_version, source_ref, created_at = values
+    defects: list[str] = []
+    texts = {}
+    given = (kind, aggregate, payload, schema_version, source_ref)
+    for name, value in zip(_TEXT_COLUMNS, given, strict=True):
+        if isinstance(value, bytes):
+            try:
+                value = value.decode("utf-8")
+            except UnicodeDecodeError:
+                defects.append(f"{name} is not valid UTF-8 text")
+                value = value.decode("utf-8", errors="replace")
+        texts[name] = value
+    if type(version) is not int:
+        defects.append(f"aggregate_version {version!r} is not a whole number")
+        version = 0
+    if raw_time:
+        try:
+            created_at = ensure_utc(datetime.fromisoformat(str(created_at)))
+        except ValueError:
+            defects.append(f"created_at {created_at!r} is not a time")
+            created_at = _NO_TIME
+    return StagingRow(
+        row_id,
+        texts["kind"],
+        texts["aggregate"],
+        version,
+        texts["payload"],
+        texts["schema_version"],
+        texts["source_ref"],
+        created_at,
+        defect="; ".join(defects) or None,
+    )
 
 
 def _mark_taken(connection: Connection, ids: Sequence[int], now: datetime) -> None:
-    connection.execute(update(staging).where(staging.c.id.in_(ids)).values(taken_at=now))
+    if is_postgres(connection):  # one array parameter, not one per row
+        from sqlalchemy.dialects.postgresql import ARRAY
+
+        chosen = staging.c.id == any_(bindparam("ids", list(ids), type_=ARRAY(BigInteger())))
+    else:  # one JSON parameter: SQLAlchemy would render (and process) one per row
+        each = func.json_each(bindparam("ids", json.dumps(list(ids)), type_=Text()))
+        chosen = staging.c.id.in_(select(each.table_valued("value").c.value))
+    connection.execute(update(staging).where(chosen).values(taken_at=now))
 
 
 def _insert(connection: Connection, table: Any) -> Any:
@@ -131,47 +309,42 @@ def _insert(connection: Connection, table: Any) -> Any:
 
 
 def _store(
-    connection: Connection, rows: list[StagingRow], kinds: dict[str, Policy], now: datetime
+    connection: Connection, verdicts: list[Accepted | Rejected], now: datetime
 ) -> IntakeReport:
-    report = IntakeReport(taken=len(rows))
-    verdicts = [validate(row, kinds) for row in rows]
-    accepted = [v for v in verdicts if isinstance(v, Accepted)]
-    rejected: list[tuple[StagingRow, Reason, str]] = [
-        (v.row, v.reason, v.detail) for v in verdicts if isinstance(v, Rejected)
-    ]
+    report = IntakeReport(taken=len(verdicts))
+    rejected: list[tuple[StagingRow, Reason, str]] = []
+    fresh: dict[str, Accepted] = {}  # the first row of the chunk that carries each message
+    later: list[Accepted] = []  # rows whose message an earlier row of the chunk carries
+    for verdict in verdicts:
+        if isinstance(verdict, Rejected):
+            rejected.append((verdict.row, verdict.reason, verdict.detail))
+        elif verdict.message_id in fresh:
+            later.append(verdict)
+        else:
+            fresh[verdict.message_id] = verdict
 
-    existing = _existing(connection, {a.message_id for a in accepted})
-    fresh: dict[str, Accepted] = {}
-    duplicates: list[Accepted] = []
-    for item in accepted:
-        known = existing.get(item.message_id)
-        first = fresh.get(item.message_id)
-        payload = known[1] if known else (first.payload if first else None)
-        if payload is None:
-            fresh[item.message_id] = item
-        elif payload == item.payload:
-            duplicates.append(item)
+    # Insert first, look up only what was not inserted: in the common case (new versions)
+    # nothing is looked up. Not inserted = already a message (taken before, or inserted by
+    # another worker meanwhile).
+    inserted = _insert_messages(connection, list(fresh.values()), now)
+    report.messages = len(inserted)
+    again = [item for mid, item in fresh.items() if mid not in inserted] + later
+    existing = _existing(connection, {item.message_id for item in again})
+    duplicates: list[tuple[int, Accepted]] = []
+    for item in again:
+        pk, payload = existing[item.message_id]
+        if payload == item.payload:
+            duplicates.append((pk, item))
         else:
             rejected.append((item.row, Reason.VERSION_CONFLICT, _conflict(item)))
-
-    inserted = _insert_messages(connection, list(fresh.values()), now)
-    lost_race = [item for mid, item in fresh.items() if mid not in inserted]
-    if lost_race:  # another worker inserted the same message meanwhile
-        existing.update(_existing(connection, {item.message_id for item in lost_race}))
-        for item in lost_race:
-            if existing[item.message_id][1] == item.payload:
-                duplicates.append(item)
-            else:
-                rejected.append((item.row, Reason.VERSION_CONFLICT, _conflict(item)))
-    report.messages = len(inserted)
+    duplicates.sort(key=lambda found: found[1].row.id)
     report.duplicates = len(duplicates)
-    owners = {**{mid: pk for mid, (pk, _) in existing.items()}, **inserted}
     insert_history(
         connection,
         (
             history_row(
                 Change(
-                    owners[item.message_id],
+                    pk,
                     Event.DUPLICATE,
                     None,
                     None,
@@ -180,9 +353,10 @@ def _store(
                 ),
                 now,
             )
-            for item in duplicates
+            for pk, item in duplicates
         ),
     )
+    rejected.sort(key=lambda found: found[0].id)
     report.rejected = _insert_rejected(connection, rejected, now)
     return report
 
@@ -206,69 +380,164 @@ def _existing(connection: Connection, ids: set[str]) -> dict[str, tuple[int, str
     return {mid: (pk, payload) for mid, pk, payload in found}
 
 
-def _insert_messages(
-    connection: Connection, items: list[Accepted], now: datetime
-) -> dict[str, int]:
-    if not items:
-        return {}
-    keys = {(item.row.kind, item.row.aggregate) for item in items}
-    connection.execute(
-        _insert(connection, aggregates).on_conflict_do_nothing(),
-        [{"kind": kind, "aggregate": aggregate} for kind, aggregate in sorted(keys)],
+# The columns of a new message that come from its staging row, with their database types: sent
+# as one parameter per column (PostgreSQL arrays) or one JSON parameter (SQLite), never one
+# parameter per value. Drivers parse and adapt statements with tens of thousands of
+# placeholders slowly; a constant statement is parsed once and cached.
+_FROM_ROW: list[tuple[str, Any]] = [
+    ("message_id", String()),
+    ("kind", String()),
+    ("aggregate", String()),
+    ("version", BigInteger()),
+    ("schema_version", String()),
+    ("payload", Text()),
+    ("source_ref", String()),
+    ("created_at", DateTime()),  # naive UTC, as UTCDateTime stores it
+    ("staging_id", BigInteger()),
+]
+
+
+def _row_values(item: Accepted) -> tuple[Any, ...]:
+    row = item.row
+    return (
+        item.message_id,
+        row.kind,
+        row.aggregate,
+        row.aggregate_version,
+        row.schema_version,
+        item.payload,
+        row.source_ref,
+        row.created_at,
+        row.id,
     )
-    aggregate_ids = dict(
-        ((kind, aggregate), pk)
-        for pk, kind, aggregate in connection.execute(
-            select(aggregates.c.id, aggregates.c.kind, aggregates.c.aggregate).where(
-                tuple_(aggregates.c.kind, aggregates.c.aggregate).in_(sorted(keys))
+
+
+def _insert_messages(connection: Connection, items: list[Accepted], now: datetime) -> set[str]:
+    """Insert the messages not yet known, with their ``taken`` history; returns their ids.
+
+    Set-based: the rows go to the database as a few parameters, the aggregates are created
+    and joined there, and the history is written from the inserted rows.
+    """
+    if not items:
+        return set()
+    postgres = is_postgres(connection)
+    source, params = _source(connection, items)
+    connection.execute(
+        _insert(connection, aggregates)
+        .from_select(
+            ["kind", "aggregate"],
+            select(source.c.kind, source.c.aggregate)
+            .where(  # the aggregate is new (a concurrent insert of it is a conflict, ignored)
+                ~exists().where(
+                    aggregates.c.kind == source.c.kind,
+                    aggregates.c.aggregate == source.c.aggregate,
+                )
             )
+            .distinct()
+            .order_by(source.c.kind, source.c.aggregate),
         )
+        .on_conflict_do_nothing(),
+        params,
+    )
+    start = {
+        "rejected": False,
+        "taken_at": now,
+        "state": State.NEW.value,
+        "attempts": 0,
+        "waiting_since": now,
+        "updated_at": now,
+    }
+    names = [name for name, _ in _FROM_ROW]
+    rows = (
+        select(
+            *(source.c[name] for name in names),
+            aggregates.c.id,
+            *(literal(value, messages.c[name].type) for name, value in start.items()),
+        )
+        .join_from(
+            source,
+            aggregates,
+            and_(aggregates.c.kind == source.c.kind, aggregates.c.aggregate == source.c.aggregate),
+        )
+        .where(true())
+        .order_by(source.c.staging_id)
     )
     statement = (
         _insert(connection, messages)
+        .from_select([*names, "aggregate_id", *start], rows)
         .on_conflict_do_nothing(index_elements=["message_id"])
-        .returning(messages.c.id, messages.c.message_id)
     )
-    rows = [
-        {
-            "message_id": item.message_id,
-            "aggregate_id": aggregate_ids[(item.row.kind, item.row.aggregate)],
-            "rejected": False,
-            "kind": item.row.kind,
-            "aggregate": item.row.aggregate,
-            "version": item.row.aggregate_version,
-            "schema_version": item.row.schema_version,
-            "payload": item.payload,
-            "source_ref": item.row.source_ref,
-            "created_at": item.row.created_at,
-            "staging_id": item.row.id,
-            "taken_at": now,
-            "state": State.NEW.value,
-            "attempts": 0,
-            "waiting_since": now,
-            "updated_at": now,
-        }
-        for item in items
-    ]
-    inserted = {mid: pk for pk, mid in connection.execute(statement, rows)}
-    by_id = {item.message_id: item for item in items}
-    insert_history(
-        connection,
-        (
-            history_row(
-                Change(
-                    pk,
-                    Event.TAKEN,
-                    None,
-                    State.NEW,
-                    detail=f"from staging row #{by_id[mid].row.id}",
-                ),
-                now,
-            )
-            for mid, pk in inserted.items()
+    if postgres:  # one statement: insert, and write history from what it returned
+        new = statement.returning(messages.c.id, messages.c.message_id, messages.c.staging_id).cte(
+            "new"
+        )
+        written = _taken_history(new, now).cte("written")
+        return set(connection.execute(select(new.c.message_id).add_cte(written), params).scalars())
+    # SQLite, one writer at a time (BEGIN IMMEDIATE): the rows inserted now are exactly those
+    # with an id above the highest id before.
+    before = connection.execute(select(func.coalesce(func.max(messages.c.id), 0))).scalar_one()
+    inserted = connection.execute(statement, params).rowcount
+    new_rows = select(messages.c.id, messages.c.staging_id).where(messages.c.id > before)
+    connection.execute(_taken_history(new_rows.subquery(), now))
+    if inserted == len(items):
+        return {item.message_id for item in items}
+    return set(
+        connection.execute(select(messages.c.message_id).where(messages.c.id > before)).scalars()
+    )
+
+
+def _source(connection: Connection, items: list[Accepted]) -> tuple[Any, dict[str, Any]]:
+    """The rows as a table in the database, from one JSON parameter (an array of arrays).
+
+    The database parses one text parameter in C; arrays, or a parameter per value, cost the
+    driver far more (escaping, adapting, parsing statements of thousands of placeholders).
+    """
+    dialect = connection.dialect
+    postgres = is_postgres(connection)
+    # created_at as text: SQLite stores what SQLAlchemy's own type writes; PostgreSQL casts.
+    stored = None if postgres else UTCDateTime().dialect_impl(dialect).bind_processor(dialect)
+    data = [list(_row_values(item)) for item in items]
+    for values in data:
+        values[7] = stored(values[7]) if stored else _naive_utc(values[7]).isoformat(" ")
+    params = {"rows": json.dumps(data, ensure_ascii=False)}
+    if postgres:
+        each = (
+            func.jsonb_array_elements(cast(bindparam("rows", type_=Text()), JSONB()))
+            .table_valued("value")
+            .render_derived()
+        )
+        columns = [
+            cast(each.c.value.op("->>")(i), kind).label(name)
+            for i, (name, kind) in enumerate(_FROM_ROW)
+        ]
+    else:
+        # json_extract gives text, integers and NULL as they are; a CAST would apply SQLite's
+        # type affinity (DATETIME is numeric there), so the types are declared, not cast.
+        each = func.json_each(bindparam("rows", type_=Text())).table_valued("value")
+        columns = [
+            type_coerce(func.json_extract(each.c.value, f"$[{i}]"), kind).label(name)
+            for i, (name, kind) in enumerate(_FROM_ROW)
+        ]
+    return select(*columns).subquery("source"), params
+
+
+def _naive_utc(value: datetime) -> datetime:
+    return ensure_utc(value).replace(tzinfo=None)
+
+
+def _taken_history(source: Any, now: datetime) -> Any:
+    """``taken`` history rows for the messages ``source`` selects (columns id, staging_id)."""
+    return insert(history).from_select(
+        ["message_pk", "at", "event", "from_state", "to_state", "detail"],
+        select(
+            source.c.id,
+            literal(now, UTCDateTime()),
+            literal(Event.TAKEN.value),
+            null(),
+            literal(State.NEW.value),
+            literal("from staging row #") + cast(source.c.staging_id, String),
         ),
     )
-    return inserted
 
 
 def _insert_rejected(

@@ -338,3 +338,32 @@ def test_message_behind_a_quarantined_predecessor_is_held_not_quarantined(
     assert run_gaps(engine, settings, clock) == 0
     assert of(engine, "D-1")[2]["state"] == "new"
     assert claim(engine, settings, clock).messages == [], "only a person can release it"
+
+
+def test_version_behind_a_cancelled_one_that_still_waits_for_a_gap_is_quarantined_in_time(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    # Found by the model test: version 1 never arrives, version 2 is quarantined for the gap
+    # and an operator cancels it; version 3 then waited forever, neither sent nor quarantined.
+    from exchange import quarantine
+
+    take(engine, settings, clock, [posting_row("D-1", 2)])
+    clock.advance(GAP + 1)
+    assert run_gaps(engine, settings, clock) == 1
+    with transaction(engine) as c:
+        quarantine.cancel(
+            c,
+            [of(engine, "D-1")[2]["message_id"]],
+            operator="op",
+            note="wrong document",
+            now=clock.now(),
+            strict=settings.kinds_with(Policy.STRICT),
+        )
+    take(engine, settings, clock, [posting_row("D-1", 3)])
+    clock.advance(GAP - 1)
+    assert run_gaps(engine, settings, clock) == 0
+    clock.advance(2)
+    assert run_gaps(engine, settings, clock) == 1
+    waiting = of(engine, "D-1")[3]
+    assert (waiting["state"], waiting["reason"]) == ("quarantined", "sequence-gap")
+    assert "never arrived" in (waiting["last_error"] or "")

@@ -1,0 +1,114 @@
+"""Intake's set-based storing (rows sent to the database as one JSON parameter) keeps every
+value of every staging row exactly, on SQLite and PostgreSQL (``engine`` is parametrized).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine, delete, select
+
+from exchange import intake
+from exchange.clock import FakeClock
+from exchange.contracts import Accepted, StagingRow, validate
+from exchange.db.engine import transaction
+from exchange.db.schema import aggregates, history, messages, staging
+from exchange.settings import DEFAULT_KINDS
+from exchange.states import Event, State
+from exchange.testing import posting_row, price_row, raw_row, stage
+
+KINDS = dict(DEFAULT_KINDS)
+WRITTEN_AT = datetime(2026, 3, 1, 23, 59, 58, 123456, tzinfo=UTC)
+TRICKY_REF = 'Реализация "ТД №5" \\ 0001\'s \u2028 😀'
+
+
+def staged(engine: Engine) -> list[dict[str, Any]]:
+    with transaction(engine, read_only=True) as c:
+        return [dict(r) for r in c.execute(select(staging).order_by(staging.c.id)).mappings()]
+
+
+def rows_of(engine: Engine, table: Any) -> list[dict[str, Any]]:
+    with transaction(engine, read_only=True) as c:
+        return [dict(r) for r in c.execute(select(table).order_by(table.c.id)).mappings()]
+
+
+def test_new_message_carries_every_value_of_its_staging_row_exactly(
+    engine: Engine, clock: FakeClock
+) -> None:
+    stage(
+        engine,
+        [
+            price_row("SKU-1", 1, created_at=WRITTEN_AT, source_ref=TRICKY_REF),
+            price_row('SKU "q" \\ ü', 2**40, price="0.0001", source_ref=None),
+            posting_row(
+                "D-1",
+                1,
+                payload=json.dumps(
+                    {"document": "D-1", "memo": 'a "b" \\ c \u2028 ё', "amount": 12.3400},
+                    ensure_ascii=False,
+                ),
+                created_at=datetime(2026, 3, 2, 0, 0, 0, tzinfo=UTC),
+            ),
+            raw_row("price", "SKU-2", 3, '{"sku": "SKU-2", "price": 5}', source_ref=""),
+        ],
+    )
+    before = staged(engine)
+
+    report = intake.take(engine, None, KINDS, clock.now(), chunk=3)
+
+    assert (report.taken, report.messages) == (4, 4)
+    found = {m["staging_id"]: m for m in rows_of(engine, messages)}
+    aggregate_ids = {(a["kind"], a["aggregate"]): a["id"] for a in rows_of(engine, aggregates)}
+    for row in before:
+        verdict = validate(StagingRow(**{k: v for k, v in row.items() if k != "taken_at"}), KINDS)
+        assert isinstance(verdict, Accepted)
+        message = found[row["id"]]
+        assert message["message_id"] == verdict.message_id
+        assert message["payload"] == verdict.payload
+        for column in ("kind", "aggregate", "schema_version", "source_ref", "created_at"):
+            assert message[column] == row[column], column
+        assert message["version"] == row["aggregate_version"]
+        assert message["aggregate_id"] == aggregate_ids[(row["kind"], row["aggregate"])]
+        assert (message["state"], message["attempts"], message["rejected"]) == ("new", 0, False)
+        assert message["taken_at"] == message["waiting_since"] == message["updated_at"]
+        assert message["taken_at"] == clock.now()
+    assert found[before[0]["id"]]["created_at"] == WRITTEN_AT
+
+
+def test_each_inserted_message_gets_one_taken_history_row_naming_its_staging_row(
+    engine: Engine, clock: FakeClock
+) -> None:
+    stage(engine, [price_row(f"SKU-{i}", 1) for i in range(5)])
+    intake.take(engine, None, KINDS, clock.now(), chunk=2)
+    stage(engine, [price_row("SKU-0", 1), price_row("SKU-9", 1)])  # a duplicate and a new one
+
+    intake.take(engine, None, KINDS, clock.now(), chunk=2)
+
+    taken = [h for h in rows_of(engine, history) if h["event"] == Event.TAKEN.value]
+    by_pk = {m["id"]: m for m in rows_of(engine, messages)}
+    assert sorted(h["message_pk"] for h in taken) == sorted(by_pk)
+    for event in taken:
+        assert event["detail"] == f"from staging row #{by_pk[event['message_pk']]['staging_id']}"
+        assert (event["from_state"], event["to_state"]) == (None, State.NEW.value)
+
+
+def test_messages_inserted_after_the_newest_ones_were_deleted_still_get_their_history(
+    engine: Engine, clock: FakeClock
+) -> None:
+    # SQLite finds what it inserted as the ids above the highest id before the insert: ids
+    # freed by deleting (pruning) the newest messages must not confuse it.
+    stage(engine, [price_row(f"SKU-{i}", 1) for i in range(3)])
+    intake.take(engine, None, KINDS, clock.now())
+    newest = max(m["id"] for m in rows_of(engine, messages))
+    with transaction(engine) as c:
+        c.execute(delete(history).where(history.c.message_pk == newest))
+        c.execute(delete(messages).where(messages.c.id == newest))
+    stage(engine, [price_row("SKU-7", 1), price_row("SKU-8", 1)])
+
+    report = intake.take(engine, None, KINDS, clock.now())
+
+    assert report.messages == 2
+    taken = {h["message_pk"] for h in rows_of(engine, history) if h["event"] == "taken"}
+    assert taken == {m["id"] for m in rows_of(engine, messages)}
