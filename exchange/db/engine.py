@@ -2,7 +2,15 @@
 
 SQLite: every write transaction is ``BEGIN IMMEDIATE`` (the claim of a batch is serialised
 by the database), WAL journal, a busy timeout. PostgreSQL: psycopg 3, pre-ping so that a
-restarted server costs one failed cycle at most.
+restarted server costs one failed cycle at most, and a connect timeout so that a server that
+does not answer fails a cycle instead of hanging it.
+
+A database fault is never retried inside ``transaction``: it becomes ``DatabaseUnavailable``,
+the cycle fails (one log line) and the next cycle is the retry. That is the one place the
+decision lives. For SQLite another writer holding its lock makes ``BEGIN IMMEDIATE`` wait up
+to the busy timeout (``SQLITE_BUSY_TIMEOUT_S``); a lock held longer fails the cycle the same
+way ("is busy"), and nothing is lost: work leased by a failed cycle waits for its lease to
+expire and is taken over with the same message_id (docs/guarantees.md).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from exchange.errors import DatabaseUnavailable
 from exchange.settings import safe_url
 
 SQLITE_BUSY_TIMEOUT_S = 30
+PG_CONNECT_TIMEOUT_S = 10
 
 
 def normalise_url(url: str) -> str:
@@ -29,20 +38,23 @@ def normalise_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def make_engine(url: str, **kwargs: Any) -> Engine:
+def make_engine(url: str, *, busy_timeout: float = SQLITE_BUSY_TIMEOUT_S, **kwargs: Any) -> Engine:
     url = normalise_url(url)
     if url.startswith("sqlite"):
         engine = create_engine(
             url,
-            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False},
+            connect_args={"timeout": busy_timeout, "check_same_thread": False},
             **kwargs,
         )
-        _configure_sqlite(engine)
+        _configure_sqlite(engine, busy_timeout)
         return engine
-    return create_engine(url, pool_pre_ping=True, **kwargs)
+    connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S, **kwargs.pop("connect_args", {})}
+    if "connect_timeout" in make_url(url).query:  # one given in the URL wins
+        del connect_args["connect_timeout"]
+    return create_engine(url, pool_pre_ping=True, connect_args=connect_args, **kwargs)
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _configure_sqlite(engine: Engine, busy_timeout: float) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # We emit BEGIN ourselves (below), so the driver must not.
@@ -51,7 +63,7 @@ def _configure_sqlite(engine: Engine) -> None:
         if engine.url.database not in (None, "", ":memory:"):
             cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_S * 1000}")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
@@ -91,6 +103,13 @@ def describe_db_error(engine: Engine, exc: DBAPIError) -> str:
     reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
     # Drivers sometimes repeat the connection string: never show a password.
     reason = re.sub(r"password=\S+", "password=***", reason)
+    if getattr(exc.orig, "sqlstate", None) in ("40001", "40P01"):  # PostgreSQL chose a victim
+        return f"database {safe_url(str(engine.url))} rolled a transaction back: {reason}"
+    if "database is locked" in reason:  # SQLite: another writer kept its lock too long
+        return (
+            f"database {safe_url(str(engine.url))} is busy: {reason} (another connection "
+            "held a write lock longer than the busy timeout)"
+        )
     return f"database {safe_url(str(engine.url))} is unreachable: {reason}"
 
 
