@@ -209,6 +209,16 @@ def record(
     recorded (others belong to a newer lease now).
     """
     ids = [leased.pk for leased, _ in outcomes]
+    if is_postgres(connection) and ids:
+        # The same lock order as claim: aggregates first, then messages. A claim that took an
+        # expired aggregate over holds its row and then updates the message; locking the
+        # message first here would deadlock with it.
+        connection.execute(
+            select(aggregates.c.id)
+            .where(aggregates.c.id.in_(sorted({leased.aggregate_id for leased, _ in outcomes})))
+            .order_by(aggregates.c.id)
+            .with_for_update()
+        ).all()
     owned_query = select(messages.c.id, messages.c.attempts).where(
         messages.c.id.in_(ids),
         messages.c.lease_token == token,

@@ -189,7 +189,19 @@ def configure(settings: Settings, *, stream: TextIO | None = None) -> logging.Ha
         logging.getLogger(name).setLevel(chatty_level)
     # Alembic narrates every connection at INFO; `migrate` says what it did itself.
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    scheduler = logging.getLogger("apscheduler.scheduler")
+    if not any(isinstance(f, _SkippedTick) for f in scheduler.filters):
+        scheduler.addFilter(_SkippedTick())
     return handler
+
+
+class _SkippedTick(logging.Filter):
+    """A cycle longer than the poll interval is normal (a big reload, a slow site): the tick
+    that finds it still running is skipped by design, and APScheduler's warning about it on
+    every tick would bury the one line that matters (a failed cycle)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "maximum number of running instances reached" not in record.getMessage()
 
 
 def _text_formatter() -> logging.Formatter:

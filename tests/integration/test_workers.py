@@ -26,7 +26,11 @@ pytestmark = pytest.mark.slow
 
 
 def in_flight_overlaps(engine: Engine) -> list[tuple[str, Any, Any]]:
-    """Per aggregate, the lease-to-outcome intervals of its messages: any two that overlap?"""
+    """Per aggregate, the lease-to-outcome intervals of its messages: any two that overlap?
+
+    Intervals are measured in history ids, not timestamps: a claim reads its clock before it
+    waits for locks, so under load its timestamp may precede the previous outcome it waited
+    for; the ids follow the order in which the rows were written."""
     with transaction(engine, read_only=True) as connection:
         rows = connection.execute(
             select(
@@ -34,7 +38,7 @@ def in_flight_overlaps(engine: Engine) -> list[tuple[str, Any, Any]]:
                 messages.c.aggregate,
                 history.c.message_pk,
                 history.c.event,
-                history.c.at,
+                history.c.id,
             )
             .join(messages, messages.c.id == history.c.message_pk)
             .order_by(history.c.id)

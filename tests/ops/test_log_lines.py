@@ -181,3 +181,17 @@ def test_configuring_twice_leaves_one_handler_and_quiets_per_request_library_lin
     assert logging.WARNING == logging.getLogger("httpx").level
     logging.getLogger("httpx").info("HTTP Request: POST … 200 OK")
     assert "" == stream.getvalue()
+
+
+def test_a_tick_skipped_while_a_long_cycle_runs_is_not_logged_but_other_scheduler_warnings_are() -> (
+    None
+):
+    stream = capture(log_format="text")
+    scheduler = logging.getLogger("apscheduler.scheduler")
+    scheduler.warning(
+        'Execution of job "tick" skipped: maximum number of running instances reached (1)'
+    )
+    scheduler.warning('Run time of job "tick" was missed by 0:00:05')
+    text = stream.getvalue()
+    assert "maximum number of running instances" not in text
+    assert "was missed by" in text
