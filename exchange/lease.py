@@ -293,8 +293,11 @@ def record(
             ),
             [{"a_id": a_id, "a_version": version} for a_id, version in advanced.items()],
         )
-        if strict:
-            advance_strict(connection, list(advanced), strict)
+        strict_advanced = sorted(
+            {leased.aggregate_id for leased, _ in outcomes if leased.kind in strict} & set(advanced)
+        )
+        if strict_advanced:
+            advance_strict(connection, strict_advanced, strict)
     release(connection, token, None if release_all else [c.pk for c in changes])
     return len(changes)
 
