@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint install clean wheel-check
+.PHONY: demo test lint install clean wheel-check bench soak fuzz-long
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,24 @@ lint: $(BIN)/.installed
 # the checkout.
 wheel-check: $(BIN)/.installed
 	PYTHON=$(BIN)/python scripts/check-wheel.sh
+
+# The benchmark suite (docs/benchmarks/README.md): 10-25 minutes, needs PostgreSQL like the
+# tests; writes docs/benchmarks/. `make bench BENCH_ARGS=--quick` is a one-minute smoke run.
+bench: $(BIN)/.installed
+	$(BIN)/pip install --quiet -e '.[postgres,dev,bench]'
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
+# The soak (docs/soak.md): 5 minutes of traffic with site faults and SIGKILLed workers on a
+# PostgreSQL database of its own, then every invariant and the workers' memory. Not in CI.
+# `make soak SOAK_ARGS="--minutes 30"` for a longer one.
+soak: $(BIN)/.installed
+	$(BIN)/python bench/soak.py $(SOAK_ARGS)
+
+# The model-based pipeline test and the intake fuzz, long (CI runs 30 and 40 examples):
+# about 20 minutes on two cores.
+fuzz-long: $(BIN)/.installed
+	EXCHANGE_MODEL_EXAMPLES=1000 EXCHANGE_MODEL_STEPS=50 EXCHANGE_FUZZ_EXAMPLES=2000 \
+		$(BIN)/pytest tests/integration/test_model.py tests/faults/test_intake_fuzz.py
 
 clean:
 	rm -rf $(VENV) exchange-demo .pytest_cache .mypy_cache .ruff_cache

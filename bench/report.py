@@ -1,0 +1,293 @@
+"""The bench's figures as Markdown tables (spliced into docs/benchmarks/README.md) and a PNG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+BEGIN = "<!-- bench:results:begin (written by python -m bench; edits here are overwritten) -->"
+END = "<!-- bench:results:end -->"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _ratio(value: float | None, base: float | None) -> str:
+    if not value or not base:
+        return "–"
+    return f"{value / base:.2f}"
+
+
+def _rate(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f}"
+
+
+def _runs(runs: list[float]) -> str:
+    return " / ".join(f"{r:,.0f}" for r in runs)
+
+
+def batch_missing(row: dict[str, Any]) -> bool:
+    """A batch row whose service sent no batch request: the setting is not implemented."""
+    return bool(row["site_batch_size"] > 1 and row["batch_requests"] == 0)
+
+
+def _checks(row: dict[str, Any]) -> str:
+    failed = [name for name, ok in row["checks"].items() if not ok]
+    return "all pass" if not failed else "FAILED: " + ", ".join(failed)
+
+
+def tables(results: dict[str, Any]) -> str:
+    out: list[str] = []
+    m = results["machine"]
+    p = results["parameters"]
+    out.append(
+        _table(
+            ["machine", ""],
+            [
+                ["CPU", f"{m['cpu']}, {m['cores']} cores"],
+                ["RAM", f"{m['ram_gb']} GB"],
+                ["OS", m.get("os", "–")],
+                ["Python", m["python"]],
+                ["PostgreSQL", m["postgresql"]],
+                ["SQLite", m["sqlite"]],
+                ["date", m["date"]],
+                ["commit", f"`{m['commit']}`"],
+                [
+                    "load average (1, 5, 15 min)",
+                    f"{m['load_at_start']} at start, {m.get('load_at_end', '–')} at end",
+                ],
+                ["bench duration", f"{m.get('bench_seconds', '–')} s"],
+            ],
+        )
+    )
+    out.append(
+        f"Parameters: {p['messages']:,} messages per service run, "
+        f"{p['concurrency']} requests in flight per process (EXCHANGE_CONCURRENCY), "
+        f"worker log level {p['log_level']}, {p['ceiling_messages']:,} requests per ceiling run "
+        f"(median of {p['ceiling_repeats']}), service rows: median of {p['repeats']} run(s), "
+        f"{p['intake_rows']:,} intake rows{' (--quick)' if p['quick'] else ''}."
+    )
+    ceiling = results.get("ceiling")
+    best = ceiling["best"]["rate"] if ceiling else None
+    httpx_rate = ceiling["httpx"] if ceiling else None
+    if ceiling:
+        rows = [
+            [
+                f"`{r['client']}`",
+                "bench/fastsite.py" if r["site"] == "fast" else "exchange.sitesim (threaded)",
+                _rate(r["rate"]),
+                _ratio(r["rate"], best),
+                _runs(r["runs"]),
+            ]
+            for r in ceiling["rows"]
+        ]
+        out.append("### The ceiling: Python HTTP clients alone")
+        out.append(
+            _table(["client", "site", "requests/s (median)", "÷ best", "runs"], rows)
+            + f"\n\nThe ceiling is `{ceiling['best']['client']}` on the fast site: "
+            f"{_rate(best)} requests/s."
+        )
+    service = results.get("service") or []
+    if service:
+        rows = []
+        for r in service:
+            if batch_missing(r):
+                rows.append(
+                    [r["label"], "not available: the service sent no batch request"] + ["–"] * 8
+                )
+                continue
+            rows.append(
+                [
+                    r["label"],
+                    _rate(r["rate"]),
+                    _ratio(r["rate"], best),
+                    _ratio(r["rate"], httpx_rate),
+                    _rate(r["site_rate"]),
+                    f"{r['wall_s']:.1f}",
+                    f"{r['worker_cpu_s']:.1f}",
+                    f"{r['site_cpu_s']:.1f}",
+                    f"{r['peak_rss_mb']:.0f}",
+                    _checks(r),
+                ]
+            )
+        out.append("### The service end to end: `exchange run --until-idle`")
+        out.append(
+            _table(
+                [
+                    "database, requests",
+                    "messages/s",
+                    "÷ ceiling",
+                    "÷ httpx",
+                    "messages/s at the site",
+                    "wall s",
+                    "worker CPU s",
+                    "site CPU s",
+                    "worker peak RSS MB",
+                    "checks",
+                ],
+                rows,
+            )
+        )
+    workers = results.get("workers") or []
+    if workers:
+        one = next((r["rate"] for r in workers if r["workers"] == 1), None)
+        rows = [
+            [
+                str(r["workers"]),
+                _rate(r["rate"]),
+                _ratio(r["rate"], one),
+                _ratio(r["rate"], best),
+                f"{r['wall_s']:.1f}",
+                f"{r['worker_cpu_s']:.1f}",
+                " / ".join(f"{x:.0f}" for x in r["peak_rss_mb_each"]),
+                _checks(r),
+            ]
+            for r in workers
+        ]
+        out.append("### PostgreSQL, several worker processes")
+        out.append(
+            _table(
+                [
+                    "workers",
+                    "messages/s",
+                    "÷ 1 worker",
+                    "÷ ceiling",
+                    "wall s",
+                    "CPU s (all workers)",
+                    "peak RSS MB each",
+                    "checks",
+                ],
+                rows,
+            )
+        )
+    pg_rows = [
+        r
+        for r in (results.get("service") or []) + (results.get("workers") or [])
+        if r.get("pg_tables") and not batch_missing(r)
+    ]
+    if pg_rows:
+        rows = []
+        for r in pg_rows:
+            t = r["pg_tables"]
+            n = r["messages"]
+            messages, history = t.get("messages", {}), t.get("message_history", {})
+            rows.append(
+                [
+                    r["label"],
+                    str(r.get("peak_pg_connections", "–")),
+                    f"{messages.get('bytes', 0) / 2**20:.1f}",
+                    f"{history.get('bytes', 0) / 2**20:.1f}",
+                    f"{(messages.get('bytes', 0) + history.get('bytes', 0)) / n:,.0f}",
+                    f"{history.get('live', 0) / n:.1f}",
+                    f"{messages.get('dead', 0) / n:.1f}",
+                ]
+            )
+        out.append("### PostgreSQL after each run: connections, table sizes, dead rows")
+        out.append(
+            _table(
+                [
+                    "run",
+                    "peak connections (all workers)",
+                    "messages MB",
+                    "message_history MB",
+                    "bytes per message (both, with indexes)",
+                    "history rows per message",
+                    "dead messages rows per message",
+                ],
+                rows,
+            )
+        )
+    intake = results.get("intake") or []
+    if intake:
+        rows = [
+            [
+                r["database"],
+                f"{r['rows']:,}",
+                f"{r['staging_s']:.1f}",
+                f"{r['intake_s']:.1f}",
+                f"{r['coalesce_s']:.1f}",
+                _rate(r["rows"] / (r["intake_s"] + r["coalesce_s"])),
+                _ratio(r["intake_s"] + r["coalesce_s"], r["staging_s"]),
+                f"{r['peak_rss_mb']:.0f}",
+            ]
+            for r in intake
+        ]
+        out.append("### Intake and coalescing alone")
+        out.append(
+            _table(
+                [
+                    "database",
+                    "staging rows",
+                    "staging INSERT s (baseline)",
+                    "intake s",
+                    "coalesce s",
+                    "rows/s (intake + coalesce)",
+                    "÷ INSERT",
+                    "peak RSS MB",
+                ],
+                rows,
+            )
+        )
+    errors = results.get("errors") or {}
+    if errors:
+        text = "; ".join(f"{k}: {' '.join(str(v).split())[:300]}" for k, v in errors.items())
+        out.append(f"**Failed sections:** {text}")
+    return "\n\n".join(out) + "\n"
+
+
+def update_readme(results: dict[str, Any], path: Path) -> None:
+    """Put the tables between the markers of ``path``; a missing file gets a bare page."""
+    block = f"{BEGIN}\n\n{tables(results)}\n{END}"
+    if path.exists():
+        text = path.read_text()
+        if BEGIN in text and END in text:
+            head, rest = text.split(BEGIN, 1)
+            tail = rest.split(END, 1)[1]
+            path.write_text(head + block + tail)
+            return
+    path.write_text(f"# Benchmarks\n\n![throughput](throughput.png)\n\n{block}\n")
+
+
+def _failed(row: dict[str, Any]) -> str:
+    return "" if row["ok"] else " (checks FAILED)"
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bars: list[tuple[str, float, str]] = []
+    for r in (results.get("ceiling") or {}).get("rows", []):
+        site = "fast site" if r["site"] == "fast" else "threaded sitesim"
+        color = "tab:gray" if r["site"] == "fast" else "silver"
+        bars.append((f"client {r['client']} → {site}", r["rate"], color))
+    for r in results.get("service") or []:
+        if not batch_missing(r):
+            bars.append((f"service: {r['label']}{_failed(r)}", r["rate"], "tab:blue"))
+    for r in results.get("workers") or []:
+        bars.append((f"service: {r['label']}{_failed(r)}", r["rate"], "tab:green"))
+    if not bars:
+        return
+    figure, axes = plt.subplots(figsize=(9, 0.45 * len(bars) + 1.5))
+    labels = [b[0] for b in bars][::-1]
+    values = [b[1] for b in bars][::-1]
+    colors = [b[2] for b in bars][::-1]
+    axes.barh(labels, values, color=colors)
+    for y, value in enumerate(values):
+        axes.text(value, y, f" {value:,.0f}", va="center", fontsize=8)
+    m = results["machine"]
+    axes.set_xlabel("messages (requests) per second, loopback")
+    axes.set_title(
+        f"exchange throughput, {results['parameters']['concurrency']} in flight per process\n"
+        f"{m['cpu']}, {m['cores']} cores, {m['date']}",
+        fontsize=9,
+    )
+    axes.set_xlim(0, max(values) * 1.2)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

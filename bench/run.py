@@ -1,0 +1,760 @@
+"""The benchmark suite in one run: ``python -m bench`` (or ``make bench``).
+
+    python -m bench                      # the full run: --messages 20000, 1,000,000 intake rows
+    python -m bench --quick              # a smoke run of about a minute, results in a temp dir
+    python -m bench --messages 50000 --repeats 3 --sections ceiling,service
+
+Sections (all by default, in this order):
+
+    ceiling   the best rate of Python HTTP clients (httpx, httpx over httpx-aiohttp, aiohttp, and
+              the service's own SiteClient) POSTing contract bodies to the fast site simulator
+              (bench/fastsite.py), and httpx and aiohttp against the threaded exchange.sitesim,
+              with EXCHANGE_CONCURRENCY requests in flight; the median of --ceiling-repeats runs
+    service   ``exchange run --until-idle`` as a real process on SQLite and on PostgreSQL, single
+              requests; delivered messages/s and the ratio to the ceiling
+    batch     the same with EXCHANGE_SITE_BATCH_SIZE=--site-batch-size; "not available" when the
+              service sent no batch request
+    workers   PostgreSQL with 1, 2 and 4 worker processes; no aggregate in flight twice
+    intake    intake + coalescing alone (bench/intake_coalesce.py), --intake-rows staging rows
+              (SKUs x 10 versions), on SQLite and on PostgreSQL
+
+Every service run starts from a fresh database (SQLite file or a PostgreSQL database created and
+dropped here; admin URL from EXCHANGE_BENCH_PG, default postgresql://postgres@127.0.0.1:5432/
+postgres) holding --messages staged price rows, one per SKU, and a reset site; afterwards it checks
+that every message is delivered, that the site saw exactly one effect per message and that no
+aggregate was in flight twice. Peak RSS and CPU seconds of each child come from wait4(2).
+
+Output in --out (default docs/benchmarks, or a fresh temp dir with --quick): results.json (every
+raw figure), throughput.png, and the tables between the markers in README.md (created if missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import os
+import platform
+import re
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import uuid
+from collections import defaultdict
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import psycopg
+from sqlalchemy import func, insert, select
+
+from bench import report
+from exchange.db.engine import make_engine, transaction
+from exchange.db.migrate import upgrade
+from exchange.db.schema import history, messages, staging
+from exchange.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+TOKEN = "bench-token"
+SECTIONS = ("ceiling", "service", "batch", "workers", "intake")
+PG_ADMIN = os.environ.get("EXCHANGE_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+CEILING_CLIENTS = ("httpx", "httpx-aiohttp", "aiohttp", "siteclient")
+THREADED_CLIENTS = ("httpx", "aiohttp")
+
+
+def log(text: str) -> None:
+    print(f"[{datetime.now(UTC):%H:%M:%S}] {text}", flush=True)
+
+
+# -- children --------------------------------------------------------------------------------
+
+
+def wait_child(proc: subprocess.Popen[Any], timeout: float) -> tuple[int, float, float]:
+    """Wait for a child: (exit code, peak RSS in MB, CPU seconds user+system), from wait4(2)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid == proc.pid:
+            code = os.waitstatus_to_exitcode(status)
+            proc.returncode = code  # Popen must not wait for it again
+            return code, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+        if time.monotonic() > deadline:
+            proc.kill()
+            timeout = float("inf")
+        time.sleep(0.005)
+
+
+class SiteProcess:
+    """A site simulator in its own process: bench/fastsite.py or the threaded exchange.sitesim."""
+
+    def __init__(self, kind: str, scratch: Path) -> None:
+        self.kind = kind
+        if kind == "fast":
+            argv = [PY, str(ROOT / "bench" / "fastsite.py"), "--port", "0", "--token", TOKEN]
+        else:
+            argv = [PY, "-m", "exchange.sitesim", "--port", "0", "--token", TOKEN, "--batch"]
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=scratch
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        found = re.search(r"http://\S+", line)
+        if not found:
+            self.proc.kill()
+            raise RuntimeError(f"the {kind} site did not start: {line!r}")
+        self.url = found.group(0)
+        self.ps = psutil.Process(self.proc.pid)
+
+    def stats(self) -> dict[str, Any]:
+        answer = httpx.get(f"{self.url}/bench/stats", timeout=30)
+        answer.raise_for_status()
+        stats: dict[str, Any] = answer.json()
+        return stats
+
+    def reset(self) -> None:
+        if self.kind == "fast":
+            httpx.post(f"{self.url}/bench/reset", timeout=30).raise_for_status()
+
+    def cpu_seconds(self) -> float:
+        times = self.ps.cpu_times()
+        return float(times.user + times.system)
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+# -- databases -------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def fresh_database(kind: str, scratch: Path) -> Iterator[str]:
+    """A migrated, empty database URL; a PostgreSQL one is dropped afterwards."""
+    if kind == "sqlite":
+        url = f"sqlite:///{scratch / f'bench-{uuid.uuid4().hex[:8]}.db'}"
+        engine = make_engine(url)
+        upgrade(engine)
+        engine.dispose()
+        yield url
+        return
+    name = f"exchange_bench_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=10) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    base = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
+    url = f"{base}/{name}"
+    try:
+        engine = make_engine(url)
+        upgrade(engine)
+        engine.dispose()
+        yield url
+    finally:
+        with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=10) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def stage_prices(url: str, count: int) -> None:
+    """``count`` price rows as 1C writes them, one version of one SKU each."""
+    engine = make_engine(url)
+    rows = []
+    with transaction(engine) as connection:
+        for n in range(count):
+            sku = f"SKU-{n:07d}"
+            payload = {"sku": sku, "price": f"{n % 10_000}.{n % 100:02d}", "currency": "RUB"}
+            rows.append(
+                {
+                    "kind": "price",
+                    "aggregate": sku,
+                    "aggregate_version": 1,
+                    "payload": json.dumps({**payload, "price_type": "retail"}),
+                    "schema_version": "1",
+                    "source_ref": f"Установка цен номенклатуры {n:06d}",
+                }
+            )
+            if len(rows) >= 10_000:
+                connection.execute(insert(staging), rows)
+                rows.clear()
+        if rows:
+            connection.execute(insert(staging), rows)
+    engine.dispose()
+
+
+def in_flight_overlaps(url: str) -> list[str]:
+    """Per aggregate, the lease-to-outcome intervals of its messages: any two that overlap?
+    (The same check as tests/integration/test_workers.py.)"""
+    engine = make_engine(url)
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(
+            select(
+                messages.c.kind,
+                messages.c.aggregate,
+                history.c.message_pk,
+                history.c.event,
+                history.c.at,
+            )
+            .join(messages, messages.c.id == history.c.message_pk)
+            .order_by(history.c.id)
+        ).all()
+    engine.dispose()
+    open_since: dict[int, Any] = {}
+    spans_of: dict[tuple[str, str], list[tuple[Any, Any, int]]] = defaultdict(list)
+    closing = ("delivered", "retry-scheduled", "quarantined", "stale-at-site", "released")
+    for kind, aggregate, pk, event, at in rows:
+        if event in ("leased", "taken-over"):
+            open_since[pk] = at
+        elif event in closing and pk in open_since:
+            spans_of[(kind, aggregate)].append((open_since.pop(pk), at, pk))
+    overlaps = []
+    for key, spans in spans_of.items():
+        spans.sort()
+        for (_, end, pk), (start_next, _, pk_next) in itertools.pairwise(spans):
+            if start_next < end and pk != pk_next:
+                overlaps.append(f"{key}: {start_next} < {end}")
+    return overlaps
+
+
+def state_counts(url: str) -> dict[str, int]:
+    engine = make_engine(url)
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(
+            select(messages.c.state, func.count()).group_by(messages.c.state)
+        ).all()
+    engine.dispose()
+    return {state: count for state, count in rows}
+
+
+class ConnectionSampler(threading.Thread):
+    """The most connections the workers held to a PostgreSQL database at once (sampled)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(daemon=True)
+        self.dsn = url.replace("postgresql+psycopg://", "postgresql://", 1)
+        self.peak = 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10) as connection:
+            while not self.done.wait(0.1):
+                row = connection.execute(
+                    "SELECT count(*) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                ).fetchone()
+                self.peak = max(self.peak, int(row[0]) if row else 0)
+
+    def stop(self) -> int:
+        self.done.set()
+        self.join(timeout=10)
+        return self.peak
+
+
+def pg_tables(url: str) -> dict[str, dict[str, int]]:
+    """Size (bytes, with indexes and TOAST), live and dead rows of the service's big tables."""
+    dsn = url.replace("postgresql+psycopg://", "postgresql://", 1)
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as connection:
+        connection.execute("SELECT pg_stat_force_next_flush()")
+        rows = connection.execute(
+            "SELECT relname, pg_total_relation_size(relid), n_live_tup, n_dead_tup "
+            "FROM pg_stat_user_tables "
+            "WHERE relname IN ('messages', 'message_history', 'staging_intents', 'aggregates')"
+        ).fetchall()
+    return {r[0]: {"bytes": r[1], "live": r[2], "dead": r[3]} for r in rows}
+
+
+# -- sections --------------------------------------------------------------------------------
+
+
+def ceiling_run(site: SiteProcess, client: str, count: int, concurrency: int, tag: str) -> float:
+    site.reset()
+    out = subprocess.run(
+        [
+            PY,
+            str(ROOT / "bench" / "ceiling.py"),
+            "--client",
+            client,
+            "--url",
+            site.url,
+            "--messages",
+            str(count),
+            "--concurrency",
+            str(concurrency),
+            "--token",
+            TOKEN,
+            "--tag",
+            tag,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"{client}: {out.stderr.strip().splitlines()[-1:]}")
+    figures = json.loads(out.stdout.strip().splitlines()[-1])
+    if figures["statuses"] != {"200": count}:
+        raise RuntimeError(f"{client}: answers {figures['statuses']}, expected {count} x 200")
+    rate: float = figures["rate"]
+    return rate
+
+
+def ceiling_section(args: argparse.Namespace, fast: SiteProcess, scratch: Path) -> dict[str, Any]:
+    rows = []
+    threaded = SiteProcess("threaded", scratch)
+    try:
+        plan = [("fast", c) for c in CEILING_CLIENTS] + [("threaded", c) for c in THREADED_CLIENTS]
+        rates: dict[tuple[str, str], list[float]] = defaultdict(list)
+        # Rounds, not blocks: each client is measured once per round, so that noise from the
+        # shared machine spreads over all of them instead of hitting one.
+        for repeat in range(args.ceiling_repeats):
+            for site_kind, client in plan:
+                site = fast if site_kind == "fast" else threaded
+                tag = f"{site_kind}{repeat}"
+                rates[(site_kind, client)].append(
+                    ceiling_run(site, client, args.ceiling_messages, args.concurrency, tag)
+                )
+                log(f"ceiling {client} -> {site_kind} site: {rates[(site_kind, client)][-1]:.0f}/s")
+        for site_kind, client in plan:
+            runs = rates[(site_kind, client)]
+            rows.append(
+                {
+                    "client": client,
+                    "site": site_kind,
+                    "rate": statistics.median(runs),
+                    "runs": runs,
+                }
+            )
+    finally:
+        threaded.stop()
+    best = max((r for r in rows if r["site"] == "fast"), key=lambda r: r["rate"])
+    httpx_row = next(r for r in rows if r["site"] == "fast" and r["client"] == "httpx")
+    return {
+        "messages": args.ceiling_messages,
+        "repeats": args.ceiling_repeats,
+        "rows": rows,
+        "best": {"client": best["client"], "rate": best["rate"]},
+        "httpx": httpx_row["rate"],
+    }
+
+
+def worker_env(
+    url: str, site: SiteProcess, worker_id: str, args: argparse.Namespace, site_batch_size: int
+) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
+    env.update(
+        {
+            "EXCHANGE_DATABASE_URL": url,
+            "EXCHANGE_SITE_URL": site.url,
+            "EXCHANGE_SITE_TOKEN": TOKEN,
+            "EXCHANGE_WORKER_ID": worker_id,
+            "EXCHANGE_CONCURRENCY": str(args.concurrency),
+            "EXCHANGE_LOG_LEVEL": args.log_level,
+        }
+    )
+    if site_batch_size > 1:
+        env["EXCHANGE_SITE_BATCH_SIZE"] = str(site_batch_size)
+    return env
+
+
+def service_run(
+    args: argparse.Namespace,
+    site: SiteProcess,
+    scratch: Path,
+    *,
+    database: str,
+    workers: int,
+    site_batch_size: int = 1,
+) -> dict[str, Any]:
+    """One end-to-end run: stage, start the workers together, wait until all are idle, check."""
+    count = args.messages
+    with fresh_database(database, scratch) as url:
+        stage_prices(url, count)
+        site.reset()
+        site_cpu = site.cpu_seconds()
+        max_seconds = 120 + count / 20
+        procs = []
+        logs = []
+        sampler = ConnectionSampler(url) if database == "postgresql" else None
+        if sampler:
+            sampler.start()
+        started = time.perf_counter()
+        for n in range(workers):
+            log_path = scratch / f"{database}-{workers}w-b{site_batch_size}-{n}.log"
+            logs.append(log_path)
+            with log_path.open("w") as out:
+                procs.append(
+                    subprocess.Popen(
+                        [
+                            PY,
+                            "-m",
+                            "exchange",
+                            "run",
+                            "--until-idle",
+                            "--max-seconds",
+                            str(max_seconds),
+                        ],
+                        env=worker_env(url, site, f"bench-w{n}", args, site_batch_size),
+                        cwd=scratch,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                    )
+                )
+        try:
+            children = [wait_child(p, max_seconds + 60) for p in procs]
+        except BaseException:  # interrupted: leave no worker behind
+            for proc in procs:
+                if proc.returncode is None:
+                    proc.kill()
+                    proc.wait()
+            raise
+        wall = time.perf_counter() - started
+        peak_connections = sampler.stop() if sampler else None
+        tables = pg_tables(url) if database == "postgresql" else None
+        site_cpu = site.cpu_seconds() - site_cpu
+        stats = site.stats()
+        states = state_counts(url)
+        overlaps = in_flight_overlaps(url)
+    codes = [c[0] for c in children]
+    window = (stats["last_effect"] or 0) - (stats["first_effect"] or 0)
+    checks = {
+        "exit_codes_zero": codes == [0] * workers,
+        "all_delivered": states == {"delivered": count},
+        "one_effect_per_message": stats["effects"] == count
+        and stats["distinct_effect_keys"] == count
+        and stats["max_effects_per_key"] == 1,
+        "no_aggregate_in_flight_twice": overlaps == [],
+    }
+    result = {
+        "database": database,
+        "workers": workers,
+        "site_batch_size": site_batch_size,
+        "batch_requests": stats["batch_requests"],
+        "messages": count,
+        "wall_s": wall,
+        "rate": count / wall,
+        "site_window_s": window,
+        "site_rate": count / window if window > 0 else None,
+        "peak_rss_mb": max(c[1] for c in children),
+        "peak_rss_mb_each": [c[1] for c in children],
+        "worker_cpu_s": sum(c[2] for c in children),
+        "site_cpu_s": site_cpu,
+        "exit_codes": codes,
+        "peak_pg_connections": peak_connections,
+        "pg_tables": tables,
+        "states": states,
+        "site_requests": stats["requests"],
+        "site_statuses": stats["by_status"],
+        "overlaps": overlaps[:5],
+        "checks": checks,
+        "ok": all(checks.values()),
+    }
+    if not result["ok"]:
+        lines = logs[0].read_text(errors="replace").strip().splitlines()
+        errors = [line[:300] for line in lines if re.search(r"Error|Exception|Traceback", line)]
+        result["log_errors"] = list(dict.fromkeys(errors))[:5]
+        result["log_tail"] = [line[:300] for line in lines[-5:]]
+    return result
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median rate (the lower middle one for an even count), with all rates."""
+    ordered = sorted(runs, key=lambda r: r["rate"])
+    chosen = dict(ordered[(len(ordered) - 1) // 2])
+    chosen["runs"] = [r["rate"] for r in runs]
+    chosen["ok"] = all(r["ok"] for r in runs)
+    return chosen
+
+
+def repeated(args: argparse.Namespace, label: str, **kwargs: Any) -> dict[str, Any]:
+    runs = []
+    for n in range(args.repeats):
+        run = service_run(args, **kwargs)
+        runs.append(run)
+        flag = "ok" if run["ok"] else f"FAILED {run['checks']}"
+        log(
+            f"{label} [{n + 1}/{args.repeats}]: {run['rate']:.0f} msg/s, {run['wall_s']:.1f} s, "
+            f"peak RSS {run['peak_rss_mb']:.0f} MB, {flag}"
+        )
+    return {"label": label, **median_run(runs)}
+
+
+def intake_section(args: argparse.Namespace, scratch: Path) -> list[dict[str, Any]]:
+    rows = []
+    for database in ("sqlite", "postgresql"):
+        with fresh_database(database, scratch) as url:
+            proc = subprocess.Popen(
+                [
+                    PY,
+                    str(ROOT / "bench" / "intake_coalesce.py"),
+                    "--skus",
+                    str(max(1, args.intake_rows // 10)),
+                    "--versions",
+                    "10",
+                    "--database-url",
+                    url,
+                    "--json",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=scratch,
+            )
+            assert proc.stdout is not None and proc.stderr is not None
+            out, err = proc.stdout.read(), proc.stderr.read()
+            code, peak, cpu = wait_child(proc, 7200)
+        if code != 0:
+            raise RuntimeError(f"intake on {database}: exit {code}: {err.strip()[-300:]}")
+        figures = json.loads(out.strip().splitlines()[-1])
+        figures.update(peak_rss_mb=peak, cpu_s=cpu, database=database)
+        rows.append(figures)
+        log(
+            f"intake {database}: {figures['rows']} rows, intake {figures['intake_s']:.1f} s, "
+            f"coalesce {figures['coalesce_s']:.1f} s, peak RSS {peak:.0f} MB"
+        )
+    return rows
+
+
+# -- the machine -----------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    model = platform.processor() or "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    try:
+        with psycopg.connect(PG_ADMIN, connect_timeout=10) as admin:
+            row = admin.execute("SHOW server_version").fetchone()
+            pg_version = str(row[0]) if row else "unknown"
+    except psycopg.Error as exc:
+        pg_version = f"unreachable ({type(exc).__name__})"
+    commit = "unknown"
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        if dirty:
+            commit += " (with uncommitted changes)"
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "ram_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "postgresql": pg_version,
+        "sqlite": sqlite3.sqlite_version,
+        "commit": commit,
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "load_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+# -- main ------------------------------------------------------------------------------------
+
+
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    default_concurrency = Settings.model_fields["concurrency"].default
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__.splitlines()[0] if __doc__ else None
+    )
+    parser.add_argument("--messages", type=int, default=None, help="per service run (20000)")
+    parser.add_argument("--ceiling-messages", type=int, default=None, help="per client (10000)")
+    parser.add_argument("--ceiling-repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=1, help="runs per service row (median)")
+    parser.add_argument("--intake-rows", type=int, default=None, help="(1000000)")
+    parser.add_argument("--site-batch-size", type=int, default=100)
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=int(os.environ.get("EXCHANGE_CONCURRENCY") or default_concurrency),
+        help="requests in flight, the same for clients and service "
+        "(EXCHANGE_CONCURRENCY, else the service's default)",
+    )
+    parser.add_argument("--log-level", default="INFO", help="the workers' EXCHANGE_LOG_LEVEL")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated")
+    parser.add_argument("--quick", action="store_true", help="a smoke run of about a minute")
+    parser.add_argument("--out", type=Path, default=None, help="where results go")
+    parser.add_argument(
+        "--render",
+        type=Path,
+        default=None,
+        metavar="RESULTS_JSON",
+        help="measure nothing: write README.md tables and throughput.png in --out from a "
+        "results.json of an earlier run",
+    )
+    args = parser.parse_args(argv)
+    quick = args.quick
+    defaults = {"messages": (1_000, 20_000), "ceiling_messages": (1_000, 10_000)}
+    defaults["intake_rows"] = (20_000, 1_000_000)
+    for name, (small, full) in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, small if quick else full)
+    if quick:
+        args.ceiling_repeats = 1
+    sections = [s.strip() for s in args.sections.split(",") if s.strip()]
+    unknown = sorted(set(sections) - set(SECTIONS))
+    problems = [f"unknown section(s) {', '.join(unknown)}"] if unknown else []
+    for name in (
+        "messages",
+        "ceiling_messages",
+        "ceiling_repeats",
+        "repeats",
+        "intake_rows",
+        "concurrency",
+        "site_batch_size",
+    ):
+        if getattr(args, name) < 1:
+            problems.append(f"--{name.replace('_', '-')} must be 1 or more")
+    if problems:
+        parser.exit(2, f"python -m bench: {'; '.join(problems)}\n")
+    args.sections = sections
+    if args.out is None:
+        args.out = Path(tempfile.mkdtemp(prefix="bench-")) if quick else ROOT / "docs/benchmarks"
+    return args
+
+
+def section(results: dict[str, Any], name: str, thunk: Any) -> None:
+    """Run a section; a failure is recorded in the results and the run goes on."""
+    try:
+        results[name] = thunk()
+    except Exception as exc:
+        log(f"{name} FAILED: {type(exc).__name__}: {exc}")
+        results.setdefault("errors", {})[name] = f"{type(exc).__name__}: {exc}"
+        traceback.print_exc()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments(argv)
+    if args.render is not None:
+        try:
+            results = json.loads(args.render.read_text())
+        except (OSError, ValueError) as exc:
+            sys.exit(f"python -m bench: cannot read {args.render}: {exc}")
+        args.out.mkdir(parents=True, exist_ok=True)
+        report.plot(results, args.out / "throughput.png")
+        report.update_readme(results, args.out / "README.md")
+        print(report.tables(results))
+        return
+    # SIGTERM unwinds like Ctrl-C: the site process stops and the databases are dropped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    args.out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    results: dict[str, Any] = {
+        "machine": machine(),
+        "parameters": {
+            "messages": args.messages,
+            "ceiling_messages": args.ceiling_messages,
+            "ceiling_repeats": args.ceiling_repeats,
+            "repeats": args.repeats,
+            "intake_rows": args.intake_rows,
+            "concurrency": args.concurrency,
+            "site_batch_size": args.site_batch_size,
+            "log_level": args.log_level,
+            "quick": args.quick,
+            "sections": args.sections,
+        },
+    }
+    log(f"bench: {results['parameters']}")
+    with tempfile.TemporaryDirectory(prefix="bench-scratch-") as tmp:
+        scratch = Path(tmp)
+        fast = SiteProcess("fast", scratch)
+        try:
+            if "ceiling" in args.sections:
+                section(results, "ceiling", lambda: ceiling_section(args, fast, scratch))
+            common = {"site": fast, "scratch": scratch}
+            service: list[dict[str, Any]] = []
+            results["service"] = service
+            if "service" in args.sections:
+                for db in ("sqlite", "postgresql"):
+                    section(
+                        results,
+                        f"_service_{db}",
+                        lambda db=db: service.append(
+                            repeated(args, f"{db}, single", database=db, workers=1, **common)
+                        ),
+                    )
+            if "batch" in args.sections:
+                for db in ("sqlite", "postgresql"):
+                    label = f"{db}, batch {args.site_batch_size}"
+                    section(
+                        results,
+                        f"_batch_{db}",
+                        lambda db=db, label=label: service.append(
+                            repeated(
+                                args,
+                                label,
+                                database=db,
+                                workers=1,
+                                site_batch_size=args.site_batch_size,
+                                **common,
+                            )
+                        ),
+                    )
+            if "workers" in args.sections:
+                scaling: list[dict[str, Any]] = []
+                results["workers"] = scaling
+                for n in (1, 2, 4):
+                    section(
+                        results,
+                        f"_workers_{n}",
+                        lambda n=n: scaling.append(
+                            repeated(
+                                args,
+                                f"postgresql, {n} worker{'s' if n > 1 else ''}",
+                                database="postgresql",
+                                workers=n,
+                                **common,
+                            )
+                        ),
+                    )
+        finally:
+            fast.stop()
+        if "intake" in args.sections:
+            section(results, "intake", lambda: intake_section(args, scratch))
+    for key in [k for k in results if k.startswith("_")]:
+        results.pop(key)  # the appenders' return values (None)
+    results["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    results["machine"]["bench_seconds"] = round(time.perf_counter() - started, 1)
+    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    report.plot(results, args.out / "throughput.png")
+    report.update_readme(results, args.out / "README.md")
+    print(report.tables(results))
+    log(f"results in {args.out} ({results['machine']['bench_seconds']:.0f} s)")
+    failed = results.get("errors") or any(
+        not row["ok"]
+        for row in results["service"] + results.get("workers", [])
+        if row["batch_requests"] or row["site_batch_size"] == 1
+    )
+    if failed:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
