@@ -22,8 +22,8 @@ test: $(BIN)/.installed
 	$(BIN)/pytest
 
 lint: $(BIN)/.installed
-	$(BIN)/ruff check exchange tests migrations
-	$(BIN)/ruff format --check exchange tests migrations
+	$(BIN)/ruff check exchange tests migrations bench
+	$(BIN)/ruff format --check exchange tests migrations bench
 	$(BIN)/mypy
 
 # What the Docker image is made of, without Docker: build the wheel, install it (with the
