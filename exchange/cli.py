@@ -6,7 +6,6 @@ be done) print one line ``error: …`` on stderr and exit 2; bad options exit 2 
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import json
 import logging
@@ -38,6 +37,7 @@ from exchange.quarantine import (
     list_quarantined,
     retry,
 )
+from exchange.runner import run as run_event_loop
 from exchange.runner import run_forever, run_once, run_until_idle
 from exchange.settings import Policy, Settings, load_settings, safe_url
 from exchange.status import biography, status, tables
@@ -195,7 +195,7 @@ def run(
                 await worker.site.aclose()
 
         with metrics.serving(settings, worker, engine):
-            code = asyncio.run(main())
+            code = run_event_loop(main())
     raise typer.Exit(code)
 
 

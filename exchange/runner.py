@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
+from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -23,6 +24,18 @@ log = logging.getLogger(__name__)
 EXIT_OK = 0
 EXIT_TIMED_OUT = 3
 IDLE_PAUSE_S = 0.05
+
+
+def run(main: Coroutine[Any, Any, int]) -> int:
+    """``asyncio.run(main)``, on uvloop's event loop when uvloop is installed (a dependency but
+    on Windows), else asyncio's. Measured against bench/fastsite.py (median of 3 runs of 6,000
+    requests): the site client 4,083 -> 4,785 requests/s, aiohttp alone 10,724 -> 15,458."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - Windows
+        return asyncio.run(main)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(main)
 
 
 async def _safe_cycle(worker: Worker) -> CycleReport | None:

@@ -87,6 +87,7 @@ class Worker:
         self.started_at = clock.now()
         self.requests_sent = 0
         self.batch_endpoint_missing = False  # the site answered 404 to a batch: singles only
+        self._claim_after = 0  # where the next claim's sweep over aggregates goes on
 
     def request_stop(self) -> None:
         """Let the requests in flight finish (each within EXCHANGE_HTTP_TIMEOUT) and record
@@ -147,7 +148,9 @@ class Worker:
                     strict=self.strict,
                     max_attempts=self.settings.max_attempts,
                     exclude=sorted(self.breaker.probed) if probing else (),
+                    after=self._claim_after,
                 )
+                self._claim_after = batch.cursor
                 self.metrics.claimed(connection, batch, now)
             failpoint("after-lease-commit")
             if not batch.messages and probing and self.breaker.probed:

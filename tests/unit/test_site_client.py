@@ -80,7 +80,7 @@ def body_of(request: httpx.Request) -> dict[str, Any]:
 
 
 def sent_request(outgoing: OutgoingMessage) -> httpx.Request:
-    with respx.mock(base_url=BASE, assert_all_called=True) as router:
+    with respx.mock(base_url=BASE, using="httpx", assert_all_called=True) as router:
         route = router.post("/api/v1/updates").mock(
             return_value=httpx.Response(200, json={"receipt": "R-1"})
         )
@@ -176,7 +176,7 @@ def test_send_body_keeps_text_aggregates_exactly(aggregate: str) -> None:
 
 
 def test_send_returns_status_body_and_retry_after() -> None:
-    with respx.mock(base_url=BASE) as router:
+    with respx.mock(base_url=BASE, using="httpx") as router:
         router.post("/api/v1/updates").mock(
             return_value=httpx.Response(503, content=b"down", headers={"Retry-After": "120"})
         )
@@ -186,7 +186,7 @@ def test_send_returns_status_body_and_retry_after() -> None:
 
 
 def test_redirect_is_not_followed() -> None:
-    with respx.mock(base_url=BASE, assert_all_called=False) as router:
+    with respx.mock(base_url=BASE, using="httpx", assert_all_called=False) as router:
         router.post("/api/v1/updates").mock(
             return_value=httpx.Response(302, headers={"Location": f"{BASE}/elsewhere"})
         )
@@ -204,7 +204,7 @@ def test_redirect_is_not_followed() -> None:
     ids=["connect-error", "connect-timeout"],
 )
 def test_failure_before_sending_is_transport_failure_not_maybe_sent(error: Exception) -> None:
-    with respx.mock(base_url=BASE) as router:
+    with respx.mock(base_url=BASE, using="httpx") as router:
         router.post("/api/v1/updates").mock(side_effect=error)
         result = send(PRICE)
 
@@ -222,7 +222,7 @@ def test_failure_before_sending_is_transport_failure_not_maybe_sent(error: Excep
     ids=["read-timeout", "write-timeout", "read-error", "protocol-error"],
 )
 def test_failure_after_sending_may_have_arrived(error: Exception) -> None:
-    with respx.mock(base_url=BASE) as router:
+    with respx.mock(base_url=BASE, using="httpx") as router:
         router.post("/api/v1/updates").mock(side_effect=error)
         result = send(PRICE)
 
@@ -232,7 +232,7 @@ def test_failure_after_sending_may_have_arrived(error: Exception) -> None:
 def test_body_larger_than_the_cap_is_truncated() -> None:
     big = b"0123456789" * (BODY_CAP // 5)
 
-    with respx.mock(base_url=BASE) as router:
+    with respx.mock(base_url=BASE, using="httpx") as router:
         router.post("/api/v1/updates").mock(return_value=httpx.Response(200, content=big))
         result = send(PRICE)
 
@@ -243,7 +243,7 @@ def test_body_larger_than_the_cap_is_truncated() -> None:
 def test_body_within_the_cap_is_kept_whole() -> None:
     body = b"x" * (BODY_CAP - 1)
 
-    with respx.mock(base_url=BASE) as router:
+    with respx.mock(base_url=BASE, using="httpx") as router:
         router.post("/api/v1/updates").mock(return_value=httpx.Response(200, content=body))
         result = send(PRICE)
 
@@ -255,7 +255,7 @@ def test_body_within_the_cap_is_kept_whole() -> None:
 
 @pytest.mark.parametrize("status", [200, 401, 403])
 def test_health_gets_api_v1_health_with_the_token(status: int) -> None:
-    with respx.mock(base_url=BASE, assert_all_called=True) as router:
+    with respx.mock(base_url=BASE, using="httpx", assert_all_called=True) as router:
         route = router.get("/api/v1/health").mock(return_value=httpx.Response(status))
         result = health()
 
@@ -267,7 +267,7 @@ def test_health_gets_api_v1_health_with_the_token(status: int) -> None:
 
 
 def test_health_connection_refused_is_transport_failure() -> None:
-    with respx.mock(base_url=BASE) as router:
+    with respx.mock(base_url=BASE, using="httpx") as router:
         router.get("/api/v1/health").mock(side_effect=httpx.ConnectError("refused"))
         result = health()
 
