@@ -7,10 +7,9 @@ import socket
 from collections.abc import Iterator
 
 import pytest
+from checktools import TOKEN
 
 from exchange.sitesim import SiteSimulator
-
-TOKEN = "chk-token-5e2b91"
 
 
 @pytest.fixture(autouse=True)

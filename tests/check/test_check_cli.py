@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import TOKEN
+from checktools import TOKEN
 
 from exchange.sitesim import Faults, SiteSimulator
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TOKEN
+from checktools import TOKEN
 from sqlalchemy import Engine, text
 
 from exchange.check import (
