@@ -42,6 +42,7 @@ from sqlalchemy import (
     literal,
     null,
     select,
+    text,
     true,
     type_coerce,
     update,
@@ -62,6 +63,10 @@ from exchange.transitions import Change, apply, history_row, insert_history
 log = logging.getLogger(__name__)
 
 CHUNK = 5000
+# After this many new messages, PostgreSQL's statistics are refreshed at once: until autovacuum
+# gets round to it, the planner takes the freshly loaded tables for empty and a claim after a
+# full reload took 0.7-1.1 s instead of a few ms (measured with python -m bench).
+ANALYZE_AFTER = 10_000
 
 
 @dataclass
@@ -107,6 +112,9 @@ def take(
             report.duplicates,
             report.rejected,
         )
+    if report.messages >= ANALYZE_AFTER and is_postgres(engine):
+        with transaction(engine) as connection:
+            connection.execute(text("ANALYZE aggregates, messages"))
     return report
 
 
