@@ -10,7 +10,8 @@ clock starts. Prints one JSON line: client, messages, seconds, rate, statuses.
 
 Clients: ``httpx`` (its default transport), ``httpx-aiohttp`` (httpx over httpx-aiohttp's
 ``AiohttpTransport``), ``aiohttp`` (``aiohttp.ClientSession``) and ``siteclient`` (the service's
-own ``exchange.site.SiteClient``, httpx underneath, with its streamed, capped body read).
+own ``exchange.site.SiteClient``: httpx's API over the service's aiohttp transport, with its
+streamed, capped body read).
 """
 
 from __future__ import annotations
