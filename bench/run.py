@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import json
 import os
 import platform
@@ -59,9 +58,10 @@ import psycopg
 from sqlalchemy import func, insert, select
 
 from bench import report
+from exchange import testing
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
-from exchange.db.schema import history, messages, staging
+from exchange.db.schema import messages, staging
 from exchange.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -196,37 +196,12 @@ def stage_prices(url: str, count: int) -> None:
 
 
 def in_flight_overlaps(url: str) -> list[str]:
-    """Per aggregate, the lease-to-outcome intervals of its messages: any two that overlap?
-    (The same check as tests/integration/test_workers.py.)"""
+    """Per aggregate, lease-to-outcome intervals that overlap (exchange.testing's check)."""
     engine = make_engine(url)
-    with transaction(engine, read_only=True) as connection:
-        rows = connection.execute(
-            select(
-                messages.c.kind,
-                messages.c.aggregate,
-                history.c.message_pk,
-                history.c.event,
-                history.c.at,
-            )
-            .join(messages, messages.c.id == history.c.message_pk)
-            .order_by(history.c.id)
-        ).all()
-    engine.dispose()
-    open_since: dict[int, Any] = {}
-    spans_of: dict[tuple[str, str], list[tuple[Any, Any, int]]] = defaultdict(list)
-    closing = ("delivered", "retry-scheduled", "quarantined", "stale-at-site", "released")
-    for kind, aggregate, pk, event, at in rows:
-        if event in ("leased", "taken-over"):
-            open_since[pk] = at
-        elif event in closing and pk in open_since:
-            spans_of[(kind, aggregate)].append((open_since.pop(pk), at, pk))
-    overlaps = []
-    for key, spans in spans_of.items():
-        spans.sort()
-        for (_, end, pk), (start_next, _, pk_next) in itertools.pairwise(spans):
-            if start_next < end and pk != pk_next:
-                overlaps.append(f"{key}: {start_next} < {end}")
-    return overlaps
+    try:
+        return testing.in_flight_overlaps(engine)
+    finally:
+        engine.dispose()
 
 
 def state_counts(url: str) -> dict[str, int]:

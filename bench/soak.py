@@ -32,7 +32,6 @@ held, 1 otherwise. Not part of CI: it runs for minutes on purpose.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import platform
@@ -45,7 +44,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -60,6 +59,7 @@ from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages, staging
 from exchange.sitesim import Faults, SiteSimulator, _answer  # a bench may reach inside
+from exchange.testing import in_flight_overlaps
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_URL = os.environ.get("EXCHANGE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -362,46 +362,6 @@ def check(engine: Engine, site: SiteSimulator, staged: Staged) -> tuple[list[str
         "overtaken": dict(overtaken),
     }
     return failures, figures
-
-
-def in_flight_overlaps(engine: Engine, *, by: str = "id") -> list[str]:
-    """Per aggregate, lease-to-outcome intervals of two different messages that overlap.
-
-    ``by="id"`` orders events by history id, which follows causality here: a claim can lease
-    version N+1 only after seeing the commit that recorded N, so its history rows get later ids.
-    ``by="at"`` uses the timestamps, which a loaded machine puts out of that order (a worker
-    reads its clock before its claim transaction waits for a lock or the CPU): informative only.
-    """
-    with transaction(engine, read_only=True) as connection:
-        rows = connection.execute(
-            select(
-                messages.c.kind,
-                messages.c.aggregate,
-                messages.c.version,
-                history.c.message_pk,
-                history.c.event,
-                history.c.id,
-                history.c.at,
-            )
-            .join(messages, messages.c.id == history.c.message_pk)
-            .order_by(history.c.id)
-        ).all()
-    closing = {"delivered", "retry-scheduled", "quarantined", "stale-at-site", "released"}
-    open_since: dict[int, Any] = {}
-    spans: dict[tuple[str, str], list[tuple[Any, Any, int, int]]] = defaultdict(list)
-    for kind, aggregate, version, pk, event, event_id, at in rows:
-        point = event_id if by == "id" else at
-        if event in ("leased", "taken-over"):
-            open_since[pk] = point
-        elif event in closing and pk in open_since:
-            spans[(kind, aggregate)].append((open_since.pop(pk), point, pk, version))
-    found = []
-    for (kind, aggregate), intervals in spans.items():
-        intervals.sort()
-        for (_, end, pk, v), (start_next, _, pk_next, v_next) in itertools.pairwise(intervals):
-            if start_next < end and pk != pk_next:
-                found.append(f"{kind} {aggregate} v{v}/v{v_next}")
-    return found
 
 
 # -- memory -------------------------------------------------------------------------------------

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine, insert, select
 
 from exchange.db.engine import transaction
-from exchange.db.schema import staging
+from exchange.db.schema import history, messages, staging
 from exchange.settings import Settings, load_settings
 from exchange.worker import Worker
 
@@ -143,3 +145,43 @@ class FakeSite:
         if fault == "drop":
             raise httpx.ReadError("connection reset after the request was sent", request=request)
         return httpx.Response(200, content=content)
+
+
+def in_flight_overlaps(engine: Engine, *, by: str = "id") -> list[str]:
+    """Per aggregate, lease-to-outcome intervals of two different messages that overlap.
+
+    ``by="id"`` orders events by history id, which follows causality here: a claim can lease
+    version N+1 only after seeing the commit that recorded N, so its history rows get later ids.
+    ``by="at"`` uses the timestamps, which a loaded machine puts out of that order (a worker
+    reads its clock before its claim transaction waits for a lock or the CPU): informative only.
+    """
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(
+            select(
+                messages.c.kind,
+                messages.c.aggregate,
+                messages.c.version,
+                history.c.message_pk,
+                history.c.event,
+                history.c.id,
+                history.c.at,
+            )
+            .join(messages, messages.c.id == history.c.message_pk)
+            .order_by(history.c.id)
+        ).all()
+    closing = {"delivered", "retry-scheduled", "quarantined", "stale-at-site", "released"}
+    open_since: dict[int, Any] = {}
+    spans: dict[tuple[str, str], list[tuple[Any, Any, int, int]]] = defaultdict(list)
+    for kind, aggregate, version, pk, event, event_id, at in rows:
+        point = event_id if by == "id" else at
+        if event in ("leased", "taken-over"):
+            open_since[pk] = point
+        elif event in closing and pk in open_since:
+            spans[(kind, aggregate)].append((open_since.pop(pk), point, pk, version))
+    found = []
+    for (kind, aggregate), intervals in spans.items():
+        intervals.sort()
+        for (_, end, pk, v), (start_next, _, pk_next, v_next) in itertools.pairwise(intervals):
+            if start_next < end and pk != pk_next:
+                found.append(f"{kind} {aggregate} v{v}/v{v_next}")
+    return found

@@ -5,61 +5,21 @@ These start ``exchange run`` as separate processes, as production does on severa
 
 from __future__ import annotations
 
-import itertools
 import random
 import signal
 import time
-from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 import pytest
 from procs import start, wait_for
-from sqlalchemy import Engine, select
+from sqlalchemy import select
 
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import history, messages
 from exchange.sitesim import Faults, SiteSimulator
-from exchange.testing import posting_row, price_row, stage
+from exchange.testing import in_flight_overlaps, posting_row, price_row, stage
 
 pytestmark = pytest.mark.slow
-
-
-def in_flight_overlaps(engine: Engine) -> list[tuple[str, Any, Any]]:
-    """Per aggregate, the lease-to-outcome intervals of its messages: any two that overlap?
-
-    Intervals are measured in history ids, not timestamps: a claim reads its clock before it
-    waits for locks, so under load its timestamp may precede the previous outcome it waited
-    for; the ids follow the order in which the rows were written."""
-    with transaction(engine, read_only=True) as connection:
-        rows = connection.execute(
-            select(
-                messages.c.kind,
-                messages.c.aggregate,
-                history.c.message_pk,
-                history.c.event,
-                history.c.id,
-            )
-            .join(messages, messages.c.id == history.c.message_pk)
-            .order_by(history.c.id)
-        ).all()
-    open_since: dict[int, Any] = {}
-    intervals: dict[tuple[str, str], list[tuple[Any, Any, int]]] = defaultdict(list)
-    for kind, aggregate, pk, event, at in rows:
-        if event in ("leased", "taken-over"):
-            open_since[pk] = at
-        elif (
-            event in ("delivered", "retry-scheduled", "quarantined", "stale-at-site", "released")
-            and pk in open_since
-        ):
-            intervals[(kind, aggregate)].append((open_since.pop(pk), at, pk))
-    overlaps = []
-    for key, spans in intervals.items():
-        spans.sort()
-        for (_, end, pk), (start_next, _, pk_next) in itertools.pairwise(spans):
-            if start_next < end and pk != pk_next:
-                overlaps.append((f"{key}", end, start_next))
-    return overlaps
 
 
 @pytest.mark.parametrize("workers", [2, 3])
