@@ -616,11 +616,13 @@ def postgresql_world(pg_template: str) -> Iterator[World]:
     with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
         admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
     base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-    built = build_world("postgresql", f"{base}/{name}")
-    yield built
-    built.engine.dispose()
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    try:  # dropped even when building the world fails
+        built = build_world("postgresql", f"{base}/{name}")
+        yield built
+        built.engine.dispose()
+    finally:
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
