@@ -312,17 +312,17 @@ def record(
         )
         if strict_advanced:
             advance_strict(connection, strict_advanced, strict)
-    release(connection, token, None if release_all else [c.pk for c in changes])
+    recorded = sorted({leased.aggregate_id for leased, _ in outcomes if leased.pk in owned})
+    release(connection, token, None if release_all else recorded)
     return len(changes)
 
 
-def release(connection: Connection, token: str, message_pks: Sequence[int] | None = None) -> None:
+def release(connection: Connection, token: str, aggregate_ids: Sequence[int] | None = None) -> None:
     """Free the aggregates of a lease (the messages were recorded or handed back); with
-    ``message_pks``, only the aggregates of those messages."""
+    ``aggregate_ids``, only those (part of a batch handed back)."""
     statement = update(aggregates).where(aggregates.c.lease_token == token)
-    if message_pks is not None:
-        of_messages = select(messages.c.aggregate_id).where(messages.c.id.in_(list(message_pks)))
-        statement = statement.where(aggregates.c.id.in_(of_messages))
+    if aggregate_ids is not None:
+        statement = statement.where(aggregates.c.id.in_(list(aggregate_ids)))
     connection.execute(statement.values(lease_token=None, lease_owner=None, lease_until=None))
 
 
