@@ -185,3 +185,21 @@ def in_flight_overlaps(engine: Engine, *, by: str = "id") -> list[str]:
             if start_next < end and pk != pk_next:
                 found.append(f"{kind} {aggregate} v{v}/v{v_next}")
     return found
+
+
+def message(engine: Engine, kind: str, aggregate: str, version: int) -> dict[str, Any]:
+    """The message row of (kind, aggregate, version), not a rejected-row record."""
+    with transaction(engine, read_only=True) as connection:
+        row = (
+            connection.execute(
+                select(messages).where(
+                    messages.c.kind == kind,
+                    messages.c.aggregate == aggregate,
+                    messages.c.version == version,
+                    messages.c.rejected.is_(False),
+                )
+            )
+            .mappings()
+            .one()
+        )
+    return dict(row)

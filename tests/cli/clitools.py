@@ -216,23 +216,6 @@ def deliver_in_process(
     asyncio.run(go())
 
 
-def message(engine: Engine, kind: str, aggregate: str, version: int) -> dict[str, Any]:
-    with transaction(engine, read_only=True) as connection:
-        row = (
-            connection.execute(
-                select(messages).where(
-                    messages.c.kind == kind,
-                    messages.c.aggregate == aggregate,
-                    messages.c.version == version,
-                    messages.c.rejected.is_(False),
-                )
-            )
-            .mappings()
-            .one()
-        )
-    return dict(row)
-
-
 def state_counts(engine: Engine) -> Counter[str]:
     with transaction(engine, read_only=True) as connection:
         rows = connection.execute(select(messages.c.state, func.count()).group_by(messages.c.state))

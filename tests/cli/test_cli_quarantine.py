@@ -12,13 +12,13 @@ from clitools import (
     Scenario,
     deliver_in_process,
     describe,
-    message,
     run_json,
     states,
 )
 from sqlalchemy import Engine
 
 from exchange.sitesim import SiteSimulator
+from exchange.testing import message
 
 ENTRY_FIELDS = {
     "message_id",

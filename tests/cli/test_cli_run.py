@@ -11,7 +11,6 @@ from clitools import (
     Cli,
     assert_no_leaks,
     describe,
-    message,
     state_counts,
     untaken_rows,
     wait_for,
@@ -21,7 +20,7 @@ from sqlalchemy import Engine
 from exchange.db.engine import make_engine
 from exchange.db.migrate import upgrade
 from exchange.sitesim import SiteSimulator
-from exchange.testing import posting_row, price_row, stage
+from exchange.testing import message, posting_row, price_row, stage
 
 
 def test_run_until_idle_delivers_every_staged_row_and_exits_0(

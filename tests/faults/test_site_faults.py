@@ -33,7 +33,7 @@ from exchange.db.engine import transaction
 from exchange.db.schema import history, messages
 from exchange.quarantine import Filters, retry
 from exchange.sitesim import Faults, SiteSimulator
-from exchange.testing import drain, fast_settings, posting_row, price_row, stage
+from exchange.testing import drain, fast_settings, message, posting_row, price_row, stage
 from exchange.worker import Worker
 
 UPDATES = "/api/v1/updates"
@@ -95,23 +95,6 @@ def run(worker: Worker, scenario: Callable[[Worker], Awaitable[Any]] = drain) ->
             await worker.site.aclose()
 
     asyncio.run(go())
-
-
-def message(engine: Engine, kind: str, aggregate: str, version: int) -> dict[str, Any]:
-    with transaction(engine, read_only=True) as connection:
-        row = (
-            connection.execute(
-                select(messages).where(
-                    messages.c.kind == kind,
-                    messages.c.aggregate == aggregate,
-                    messages.c.version == version,
-                    messages.c.rejected.is_(False),
-                )
-            )
-            .mappings()
-            .one()
-        )
-    return dict(row)
 
 
 def events(engine: Engine, pk: int, event: str | None = None) -> list[dict[str, Any]]:

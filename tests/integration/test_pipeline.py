@@ -21,7 +21,7 @@ from exchange.db.engine import transaction
 from exchange.db.schema import history, messages
 from exchange.sitesim import Faults, SiteSimulator
 from exchange.status import status
-from exchange.testing import drain, fast_settings, posting_row, price_row, stage
+from exchange.testing import drain, fast_settings, message, posting_row, price_row, stage
 from exchange.worker import Worker
 
 
@@ -56,23 +56,6 @@ def one_cycle(worker: Worker) -> None:
 def rows_by_id(engine: Engine) -> dict[str, dict[str, Any]]:
     with transaction(engine, read_only=True) as connection:
         return {r["message_id"]: dict(r) for r in connection.execute(select(messages)).mappings()}
-
-
-def message(engine: Engine, kind: str, aggregate: str, version: int) -> dict[str, Any]:
-    with transaction(engine, read_only=True) as connection:
-        row = (
-            connection.execute(
-                select(messages).where(
-                    messages.c.kind == kind,
-                    messages.c.aggregate == aggregate,
-                    messages.c.version == version,
-                    messages.c.rejected.is_(False),
-                )
-            )
-            .mappings()
-            .one()
-        )
-        return dict(row)
 
 
 def events(engine: Engine, pk: int) -> list[dict[str, Any]]:
