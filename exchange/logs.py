@@ -180,6 +180,7 @@ def configure(settings: Settings, *, stream: TextIO | None = None) -> logging.Ha
         root.removeHandler(old)
     handler = _Handler(stream)
     handler.setFormatter(JsonFormatter() if settings.log_format == "json" else _text_formatter())
+    handler.addFilter(DriverNoiseOnOneLine())  # first: what it writes is redacted next
     handler.addFilter(RedactSecrets(secrets_of(settings)))
     root.addHandler(handler)
     level = logging.getLevelName(settings.log_level)
@@ -193,6 +194,31 @@ def configure(settings: Settings, *, stream: TextIO | None = None) -> logging.Ha
     if not any(isinstance(f, _SkippedTick) for f in scheduler.filters):
         scheduler.addFilter(_SkippedTick())
     return handler
+
+
+class DriverNoiseOnOneLine(logging.Filter):
+    """What the database pool and driver say about a connection they lost becomes one line.
+
+    When PostgreSQL ends a connection (a restart, ``pg_terminate_backend``), SQLAlchemy's pool
+    may fail to reset it on check-in and log "Exception during reset or similar" with a
+    traceback, and psycopg logs a multi-line warning about its broken pipeline. Neither is a
+    crash: the connection is discarded, the cycle's own one-line failure says what happened,
+    and the next cycle reconnects. A traceback there would read like a bug to an operator.
+    """
+
+    LOGGERS = ("sqlalchemy", "psycopg")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(self.LOGGERS):
+            return True
+        message = " ".join(record.getMessage().split())
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            reason = " ".join(str(error).split()) or type(error).__name__
+            message = f"{message}: {type(error).__name__}: {reason}"
+        record.msg, record.args = message, None
+        record.exc_info, record.exc_text = None, None
+        return True
 
 
 class _SkippedTick(logging.Filter):

@@ -183,6 +183,21 @@ def proxy() -> Iterator[TcpProxy]:
         yield running
 
 
+@pytest.fixture
+def open_engine() -> Iterator[Callable[..., Engine]]:
+    """``make_engine`` whose engines are disposed after the test, pass or fail: an engine left
+    open by a failed test would be collected during the next one and fail that one too."""
+    made: list[Engine] = []
+
+    def open_(url: str, **options: Any) -> Engine:
+        made.append(make_engine(url, **options))
+        return made[-1]
+
+    yield open_
+    for engine in made:
+        engine.dispose()
+
+
 def first_wave() -> tuple[list[dict[str, Any]], dict[str, int], dict[str, int]]:
     rows = [price_row(f"SKU-{n}", 1, f"{n}.10") for n in range(30)]
     rows += [posting_row(f"DOC-{d}", v) for d in range(3) for v in range(1, 5)]
@@ -201,9 +216,9 @@ def second_wave() -> tuple[list[dict[str, Any]], dict[str, int], dict[str, int]]
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_a_postgresql_restart_mid_run_costs_failed_cycles_then_the_worker_delivers_everything_once(
-    pg_url: str, proxy: TcpProxy, tmp_path: Path
+    pg_url: str, proxy: TcpProxy, tmp_path: Path, open_engine: Callable[..., Engine]
 ) -> None:
-    engine = make_engine(pg_url)
+    engine = open_engine(pg_url)
     rows, _, _ = first_wave()
     stage(engine, rows)
     faults = Faults(slow_rate=1.0, slow_seconds=0.05, fail_rate=0.05, seed=7)
@@ -229,15 +244,14 @@ def test_a_postgresql_restart_mid_run_costs_failed_cycles_then_the_worker_delive
         assert [0] == codes, log_of(tmp_path, "w1")[-3000:]
         assert_delivered_once(engine, site, prices, postings)
     assert_logged_cleanly(log_of(tmp_path, "w1"), failures_expected=True)
-    engine.dispose()
 
 
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_backends_killed_by_pg_terminate_backend_mid_run_lose_nothing_and_apply_nothing_twice(
-    pg_url: str, tmp_path: Path
+    pg_url: str, tmp_path: Path, open_engine: Callable[..., Engine]
 ) -> None:
-    engine = make_engine(pg_url)
+    engine = open_engine(pg_url)
     database = make_url(pg_url).database or ""
     rows, _, _ = first_wave()
     stage(engine, rows)
@@ -262,15 +276,14 @@ def test_backends_killed_by_pg_terminate_backend_mid_run_lose_nothing_and_apply_
     # Whether a kill hit a transaction (a failed cycle) or an idle pooled connection (pre-ping
     # reconnects unseen) depends on timing; neither may leave a traceback or the password.
     assert_logged_cleanly(log_of(tmp_path, "w1"), failures_expected=False)
-    engine.dispose()
 
 
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_a_worker_cut_off_from_the_database_mid_batch_loses_its_leases_to_another_worker(
-    pg_url: str, proxy: TcpProxy, tmp_path: Path
+    pg_url: str, proxy: TcpProxy, tmp_path: Path, open_engine: Callable[..., Engine]
 ) -> None:
-    engine = make_engine(pg_url)
+    engine = open_engine(pg_url)
     stage(engine, [price_row(f"SKU-{n}", 1, f"{n}.50") for n in range(8)])
     faults = Faults(slow_rate=1.0, slow_seconds=3.0)
     with SiteSimulator(token="test-token", faults=faults) as site:
@@ -315,7 +328,6 @@ def test_a_worker_cut_off_from_the_database_mid_batch_loses_its_leases_to_anothe
     log = log_of(tmp_path, "cut-off")
     assert_logged_cleanly(log, failures_expected=False)
     assert all("is unreachable" in line for line in failed_cycles(log))
-    engine.dispose()
 
 
 @pytest.mark.slow
@@ -351,9 +363,9 @@ def test_status_and_migrate_with_the_database_unreachable_at_start_print_one_mas
 
 @pytest.mark.postgres
 def test_a_deadlock_chosen_by_postgresql_is_a_clean_one_line_failure_named_as_a_rollback(
-    pg_url: str,
+    pg_url: str, open_engine: Callable[..., Engine]
 ) -> None:
-    engine = make_engine(with_password(pg_url))
+    engine = open_engine(with_password(pg_url))
     with transaction(engine) as connection:
         connection.execute(text("CREATE TABLE lock_order (id int PRIMARY KEY)"))
         connection.execute(text("INSERT INTO lock_order VALUES (1), (2)"))
@@ -379,7 +391,6 @@ def test_a_deadlock_chosen_by_postgresql_is_a_clean_one_line_failure_named_as_a_
     assert "rolled a transaction back: deadlock detected" in errors[0]
     assert ":***@" in errors[0] and PASSWORD not in errors[0]
     assert 1 == len(errors[0].splitlines())
-    engine.dispose()
 
 
 # -- SQLite -------------------------------------------------------------------------------------
@@ -455,10 +466,10 @@ def run_to_idle(settings_url: str, engine: Engine, site: SiteSimulator, **overri
 
 
 def test_a_sqlite_write_lock_shorter_than_the_busy_timeout_is_waited_for_and_the_cycle_succeeds(
-    sqlite_path: Path, recorder: Recorder
+    sqlite_path: Path, recorder: Recorder, open_engine: Callable[..., Engine]
 ) -> None:
     url = f"sqlite:///{sqlite_path}"
-    engine = make_engine(url, busy_timeout=30)
+    engine = open_engine(url, busy_timeout=30)
     stage(engine, [price_row(f"SKU-{n}", 1) for n in range(5)])
     begin_tried = threading.Event()
 
@@ -487,14 +498,13 @@ def test_a_sqlite_write_lock_shorter_than_the_busy_timeout_is_waited_for_and_the
     assert 0 == code
     assert begin_tried.is_set() and lock.released.is_set()
     assert [] == [line for line in recorder.lines if "cycle failed" in line]
-    engine.dispose()
 
 
 def test_a_sqlite_lock_held_past_the_busy_timeout_fails_a_cycle_cleanly_and_the_next_recovers(
-    sqlite_path: Path, recorder: Recorder
+    sqlite_path: Path, recorder: Recorder, open_engine: Callable[..., Engine]
 ) -> None:
     url = f"sqlite:///{sqlite_path}"
-    engine = make_engine(url, busy_timeout=0.2)
+    engine = open_engine(url, busy_timeout=0.2)
     stage(engine, [price_row(f"SKU-{n}", 1) for n in range(5)])
     lock = WriteLock(sqlite_path)
 
@@ -519,14 +529,13 @@ def test_a_sqlite_lock_held_past_the_busy_timeout_fails_a_cycle_cleanly_and_the_
     assert not any("[with traceback]" in line for line in recorder.lines)
     with transaction(engine, read_only=True) as connection:
         assert {"delivered"} == set(connection.execute(select(messages.c.state)).scalars())
-    engine.dispose()
 
 
 def test_a_sqlite_lock_that_fails_the_recording_of_a_batch_ends_in_a_takeover_and_one_effect(
-    sqlite_path: Path, recorder: Recorder
+    sqlite_path: Path, recorder: Recorder, open_engine: Callable[..., Engine]
 ) -> None:
     url = f"sqlite:///{sqlite_path}"
-    engine = make_engine(url, busy_timeout=0.2)
+    engine = open_engine(url, busy_timeout=0.2)
     stage(engine, [price_row(f"SKU-{n}", 1) for n in range(4)])
     lock: list[WriteLock] = []
     with SiteSimulator(token="test-token", faults=Faults(slow_rate=1.0, slow_seconds=2.0)) as site:
@@ -559,4 +568,3 @@ def test_a_sqlite_lock_that_fails_the_recording_of_a_batch_ends_in_a_takeover_an
     failures = [line for line in recorder.lines if "cycle failed" in line]
     assert failures and all("is busy" in line for line in failures), failures
     assert not any("[with traceback]" in line for line in recorder.lines)
-    engine.dispose()

@@ -180,7 +180,7 @@ def test_configuring_twice_leaves_one_handler_and_quiets_per_request_library_lin
     capture()
     stream = capture()
     root = logging.getLogger()
-    ours = [h for h in root.handlers if h.filters and isinstance(h.filters[0], logs.RedactSecrets)]
+    ours = [h for h in root.handlers if any(isinstance(f, logs.RedactSecrets) for f in h.filters)]
     assert 1 == len(ours)
     assert logging.WARNING == logging.getLogger("httpx").level
     logging.getLogger("httpx").info("HTTP Request: POST … 200 OK")
@@ -197,3 +197,38 @@ def test_a_tick_skipped_during_a_long_cycle_is_not_logged_other_scheduler_warnin
     text = stream.getvalue()
     assert "maximum number of running instances" not in text
     assert "was missed by" in text
+
+
+def test_a_pool_reset_failure_after_a_lost_connection_is_one_redacted_line_without_traceback() -> (
+    None
+):
+    """PostgreSQL ending a connection mid-pipeline made SQLAlchemy's pool log its failed reset
+    with a traceback (seen in CI under pg_terminate_backend): an operator would read a crash."""
+    stream = capture(
+        log_format="text",
+        staging_url=f"postgresql+psycopg://exchange:{DB_PASSWORD}@db.example/exchange",
+    )
+    pool = logging.getLogger("sqlalchemy.pool.impl.QueuePool")
+    try:
+        raise OSError(f"server closed the connection\n\tpassword={DB_PASSWORD} lost")
+    except OSError:
+        pool.error("Exception during reset or similar", exc_info=True)
+    logging.getLogger("psycopg").warning(
+        "error ignored terminating %s: consuming input failed: server closed\n\tThis probably",
+        "<psycopg.Pipeline [BAD]>",
+    )
+    lines = stream.getvalue().splitlines()
+    assert 2 == len(lines), lines
+    assert "Exception during reset or similar: OSError: server closed the connection" in lines[0]
+    assert "consuming input failed: server closed This probably" in lines[1]
+    assert "Traceback" not in stream.getvalue()
+    assert DB_PASSWORD not in stream.getvalue()
+
+
+def test_the_services_own_failures_keep_their_traceback() -> None:
+    stream = capture(log_format="text")
+    try:
+        raise ValueError("a bug")
+    except ValueError:
+        logging.getLogger("exchange.runner").exception("cycle failed")
+    assert "Traceback" in stream.getvalue()
