@@ -10,6 +10,7 @@ new owner's. A claim and the recording of a batch are each a constant number of 
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    Integer,
+    Select,
     and_,
     bindparam,
     case,
@@ -30,10 +33,12 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.orm import aliased
+from sqlalchemy.sql.dml import Update
 
 from exchange.contracts import Reason
 from exchange.db.engine import is_postgres
-from exchange.db.schema import Message, aggregates, messages
+from exchange.db.rowset import rowset, rowset_table
+from exchange.db.schema import Message, UTCDateTime, aggregates, messages
 from exchange.failpoints import failpoint
 from exchange.retry import Decision
 from exchange.states import Event, State
@@ -66,7 +71,7 @@ def new_token() -> str:
 
 
 def _eligible(
-    m: type[Message], now: datetime, strict: list[str], max_attempts: int
+    m: type[Message], now: Any, strict: Sequence[str], max_attempts: Any
 ) -> ColumnElement[bool]:
     due = or_(
         and_(
@@ -78,11 +83,64 @@ def _eligible(
         and_(m.state == State.IN_PROGRESS.value, m.locked_until < now, m.attempts < max_attempts),
     )
     in_order = (
-        or_(not_(m.kind.in_(strict)), m.version == aggregates.c.done_version + 1)
+        or_(not_(m.kind.in_(list(strict))), m.version == aggregates.c.done_version + 1)
         if strict
         else true()
     )
     return and_(m.aggregate_id == aggregates.c.id, not_(m.rejected), due, in_order)
+
+
+@dataclass(frozen=True, slots=True)
+class _ClaimSQL:
+    """A claim's statements, built once per shape (parameters: now, max_attempts, after,
+    limit, exclude, ids, token, worker, until): building them cost more than running them."""
+
+    pick_after: Select[Any]
+    pick_wrapped: Select[Any]
+    lease: Update
+    candidates: Any  # a Select of 11 columns (its generic form differs in SQLAlchemy 2.0/2.1)
+
+
+@functools.lru_cache(maxsize=32)
+def _claim_sql(postgres: bool, strict: tuple[str, ...], excluding: bool) -> _ClaimSQL:
+    m = aliased(Message, name="m")
+    now = bindparam("now", type_=UTCDateTime())
+    eligible = _eligible(m, now, strict, bindparam("max_attempts", type_=Integer()))
+    free = or_(aggregates.c.lease_until.is_(None), aggregates.c.lease_until < now)
+    pick = select(aggregates.c.id).where(free, exists().where(eligible)).order_by(aggregates.c.id)
+    if excluding:
+        pick = pick.where(aggregates.c.id.not_in(bindparam("exclude", expanding=True)))
+    if postgres:
+        pick = pick.with_for_update(skip_locked=True)
+    after, limit = bindparam("after", type_=Integer()), bindparam("limit", type_=Integer())
+    leased = aggregates.c.id.in_(bindparam("ids", expanding=True))
+    return _ClaimSQL(
+        pick_after=pick.where(aggregates.c.id > after).limit(limit),
+        pick_wrapped=pick.where(aggregates.c.id <= after).limit(limit),
+        lease=update(aggregates)
+        .where(leased)
+        .values(
+            lease_token=bindparam("token"),
+            lease_owner=bindparam("worker"),
+            lease_until=bindparam("until", type_=UTCDateTime()),
+        ),
+        candidates=select(
+            m.id,
+            m.message_id,
+            m.aggregate_id,
+            m.kind,
+            m.aggregate,
+            m.version,
+            m.payload,
+            m.created_at,
+            m.attempts,
+            m.state,
+            m.locked_by,
+        )
+        .join(aggregates, aggregates.c.id == m.aggregate_id)
+        .where(leased, eligible)
+        .order_by(m.aggregate_id, m.version.desc()),
+    )
 
 
 def claim(
@@ -106,51 +164,27 @@ def claim(
     """
     token = new_token()
     until = now + timedelta(seconds=lease_seconds)
-    m = aliased(Message, name="m")
-    eligible = _eligible(m, now, strict, max_attempts)
-    free = or_(aggregates.c.lease_until.is_(None), aggregates.c.lease_until < now)
-    pick = select(aggregates.c.id).where(free, exists().where(eligible)).order_by(aggregates.c.id)
+    sql = _claim_sql(is_postgres(connection), tuple(strict), bool(exclude))
+    params: dict[str, Any] = {"now": now, "max_attempts": max_attempts, "after": after}
     if exclude:
-        pick = pick.where(aggregates.c.id.not_in(list(exclude)))
-    if is_postgres(connection):
-        pick = pick.with_for_update(skip_locked=True)
-    aggregate_ids = list(
-        connection.execute(pick.where(aggregates.c.id > after).limit(limit)).scalars()
-    )
+        params["exclude"] = list(exclude)
+    aggregate_ids = list(connection.execute(sql.pick_after, {**params, "limit": limit}).scalars())
     cursor = aggregate_ids[-1] if aggregate_ids else after
     if len(aggregate_ids) < limit and after > 0:
         wrapped = list(
             connection.execute(
-                pick.where(aggregates.c.id <= after).limit(limit - len(aggregate_ids))
+                sql.pick_wrapped, {**params, "limit": limit - len(aggregate_ids)}
             ).scalars()
         )
         aggregate_ids += wrapped
         cursor = wrapped[-1] if wrapped else cursor
     if not aggregate_ids:
         return Batch(token, until, [], cursor)
+    params["ids"] = aggregate_ids
     connection.execute(
-        update(aggregates)
-        .where(aggregates.c.id.in_(aggregate_ids))
-        .values(lease_token=token, lease_owner=worker, lease_until=until)
+        sql.lease, {"ids": aggregate_ids, "token": token, "worker": worker, "until": until}
     )
-    rows = connection.execute(
-        select(
-            m.id,
-            m.message_id,
-            m.aggregate_id,
-            m.kind,
-            m.aggregate,
-            m.version,
-            m.payload,
-            m.created_at,
-            m.attempts,
-            m.state,
-            m.locked_by,
-        )
-        .join(aggregates, aggregates.c.id == m.aggregate_id)
-        .where(aggregates.c.id.in_(aggregate_ids), eligible)
-        .order_by(m.aggregate_id, m.version.desc())
-    ).all()
+    rows = connection.execute(sql.candidates, params).all()
     # aggregate_id -> a row of the select above (Row's generic form differs in SQLAlchemy 2.0/2.1)
     chosen: dict[int | None, Any] = {}
     for row in rows:  # latest-wins: the highest due version; strict: the only one
@@ -223,24 +257,16 @@ def record(
     recorded (others belong to a newer lease now).
     """
     ids = [leased.pk for leased, _ in outcomes]
-    if is_postgres(connection) and ids:
+    sql = _record_sql(is_postgres(connection))
+    if sql.lock_aggregates is not None and ids:
         # The same lock order as claim: aggregates first, then messages. A claim that took an
         # expired aggregate over holds its row and then updates the message; locking the
         # message first here would deadlock with it.
-        connection.execute(
-            select(aggregates.c.id)
-            .where(aggregates.c.id.in_(sorted({leased.aggregate_id for leased, _ in outcomes})))
-            .order_by(aggregates.c.id)
-            .with_for_update()
-        ).all()
-    owned_query = select(messages.c.id, messages.c.attempts).where(
-        messages.c.id.in_(ids),
-        messages.c.lease_token == token,
-        messages.c.state == State.IN_PROGRESS.value,
+        aggregate_ids = sorted({leased.aggregate_id for leased, _ in outcomes})
+        connection.execute(sql.lock_aggregates, {"ids": aggregate_ids}).all()
+    owned: dict[int, int] = (
+        dict(connection.execute(sql.owned, {"ids": ids, "token": token}).all()) if ids else {}
     )
-    if is_postgres(connection):
-        owned_query = owned_query.with_for_update()
-    owned = dict(connection.execute(owned_query).all()) if ids else {}
     changes: list[Change] = []
     advanced: dict[int, int] = {}
     for leased, decision in outcomes:
@@ -296,17 +322,8 @@ def record(
     apply(connection, changes, now)
     failpoint("record-applied")
     if advanced:
-        connection.execute(
-            update(aggregates)
-            .where(aggregates.c.id == bindparam("a_id"))
-            .values(
-                done_version=case(
-                    (aggregates.c.done_version < bindparam("a_version"), bindparam("a_version")),
-                    else_=aggregates.c.done_version,
-                )
-            ),
-            [{"a_id": a_id, "a_version": version} for a_id, version in advanced.items()],
-        )
+        _, params = rowset(connection, "advanced", _ADVANCED, advanced.items())
+        connection.execute(sql.advance, params)
         strict_advanced = sorted(
             {leased.aggregate_id for leased, _ in outcomes if leased.kind in strict} & set(advanced)
         )
@@ -317,13 +334,57 @@ def record(
     return len(changes)
 
 
+_ADVANCED = (("a_id", aggregates.c.id.type), ("a_version", aggregates.c.done_version.type))
+
+
+@dataclass(frozen=True, slots=True)
+class _RecordSQL:
+    """The recording's statements, built once per database (see _ClaimSQL)."""
+
+    lock_aggregates: Select[Any] | None  # PostgreSQL: the claim's lock order (parameter: ids)
+    owned: Select[Any]  # parameters: ids, token
+    advance: Update  # parameter: advanced (a rowset of a_id, a_version)
+
+
+@functools.lru_cache(maxsize=4)
+def _record_sql(postgres: bool) -> _RecordSQL:
+    ids: Any = bindparam("ids", expanding=True)
+    owned = select(messages.c.id, messages.c.attempts).where(
+        messages.c.id.in_(ids),
+        messages.c.lease_token == bindparam("token"),
+        messages.c.state == State.IN_PROGRESS.value,
+    )
+    lock = select(aggregates.c.id).where(aggregates.c.id.in_(ids)).order_by(aggregates.c.id)
+    advanced = rowset_table(postgres, "advanced", _ADVANCED, "advanced")
+    return _RecordSQL(
+        lock_aggregates=lock.with_for_update() if postgres else None,
+        owned=owned.with_for_update() if postgres else owned,
+        advance=update(aggregates)
+        .where(aggregates.c.id == advanced.c.a_id)
+        .values(
+            done_version=case(
+                (aggregates.c.done_version < advanced.c.a_version, advanced.c.a_version),
+                else_=aggregates.c.done_version,
+            )
+        ),
+    )
+
+
 def release(connection: Connection, token: str, aggregate_ids: Sequence[int] | None = None) -> None:
     """Free the aggregates of a lease (the messages were recorded or handed back); with
     ``aggregate_ids``, only those (part of a batch handed back)."""
-    statement = update(aggregates).where(aggregates.c.lease_token == token)
-    if aggregate_ids is not None:
-        statement = statement.where(aggregates.c.id.in_(list(aggregate_ids)))
-    connection.execute(statement.values(lease_token=None, lease_owner=None, lease_until=None))
+    if aggregate_ids is None:
+        connection.execute(_RELEASE, {"token": token})
+    else:
+        connection.execute(_RELEASE_SOME, {"token": token, "ids": list(aggregate_ids)})
+
+
+_RELEASE = (
+    update(aggregates)
+    .where(aggregates.c.lease_token == bindparam("token"))
+    .values(lease_token=None, lease_owner=None, lease_until=None)
+)
+_RELEASE_SOME = _RELEASE.where(aggregates.c.id.in_(bindparam("ids", expanding=True)))
 
 
 def advance_strict(connection: Connection, aggregate_ids: list[int], strict: list[str]) -> None:

@@ -2,12 +2,13 @@
 already read) or ``apply_selected`` (rows chosen by a query, moved without loading them).
 
 ``apply`` checks each change against the state machine (``states.check``), updates the
-messages in one statement per shape of change (executemany), guarded by the from-state, and
+messages in one set-based statement per shape of change, guarded by the from-state, and
 writes one history row per change. History is only ever inserted.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,9 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    Insert,
     Select,
+    String,
     and_,
     bindparam,
     func,
@@ -26,8 +29,10 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.sql.dml import Update
 
 from exchange.db.engine import is_postgres
+from exchange.db.rowset import Column, rowset, rowset_table
 from exchange.db.schema import UTCDateTime, history, messages
 from exchange.states import Event, State, check, sources, target
 
@@ -50,6 +55,23 @@ class Change:
     guard: dict[str, Any] = field(default_factory=dict)  # extra equality conditions
 
 
+HISTORY_COLUMNS = (
+    "message_pk",
+    "at",
+    "event",
+    "from_state",
+    "to_state",
+    "worker",
+    "attempt",
+    "http_status",
+    "error_class",
+    "detail",
+    "delay_s",
+    "operator",
+    "note",
+)
+
+
 def history_row(change: Change, now: datetime) -> dict[str, Any]:
     return {
         "message_pk": change.pk,
@@ -69,37 +91,92 @@ def history_row(change: Change, now: datetime) -> dict[str, Any]:
 
 
 def apply(connection: Connection, changes: Sequence[Change], now: datetime) -> None:
-    """Record ``changes`` (from-states already read in this transaction, rows locked)."""
+    """Record ``changes`` (from-states already read in this transaction, rows locked).
+
+    Set-based: one UPDATE per shape of change (which columns it sets, which it guards on) and
+    one history INSERT, each reading its rows from one JSON parameter (``db.rowset``), so
+    that a batch costs the same few statements whatever its size.
+    """
     if not changes:
         return
-    groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[list[Any]]] = defaultdict(list)
     for change in changes:
         check(change.event, change.from_state, change.to_state)
         if change.to_state is None or change.from_state is None:
             continue  # an event without a state change (a duplicate row): history only
-        values = {**change.values, "state": change.to_state.value, "updated_at": now}
-        key = (tuple(sorted(values)), tuple(sorted(change.guard)))
-        params = {f"v_{name}": value for name, value in values.items()}
-        params.update({f"g_{name}": value for name, value in change.guard.items()})
-        params["g_pk"] = change.pk
-        params["g_from"] = change.from_state.value
-        groups[key].append(params)
-    for (names, guards), rows in groups.items():
-        conditions = [messages.c.id == bindparam("g_pk"), messages.c.state == bindparam("g_from")]
-        conditions += [messages.c[name] == bindparam(f"g_{name}") for name in guards]
-        statement = (
-            update(messages)
-            .where(and_(*conditions))
-            .values({name: bindparam(f"v_{name}") for name in names})
+        names, guards = tuple(sorted(change.values)), tuple(sorted(change.guard))
+        groups[(names, guards)].append(
+            [
+                change.pk,
+                change.from_state.value,
+                change.to_state.value,
+                *(change.values[name] for name in names),
+                *(change.guard[name] for name in guards),
+            ]
         )
-        connection.execute(statement, rows)
+    postgres = is_postgres(connection)
+    for n, ((names, guards), rows) in enumerate(groups.items()):
+        param = f"changes_{n}"
+        statement, columns = _update_statement(postgres, param, names, guards)
+        _, params = rowset(connection, param, columns, rows, name="changes")
+        connection.execute(statement, {**params, "now": now})
     insert_history(connection, (history_row(change, now) for change in changes))
 
 
+_TEXT = String()
+_CHANGE_COLUMNS = (("pk", messages.c.id.type), ("from_state", _TEXT), ("to_state", _TEXT))
+
+
+@functools.lru_cache(maxsize=64)
+def _update_statement(
+    postgres: bool, param: str, names: tuple[str, ...], guards: tuple[str, ...]
+) -> tuple[Update, tuple[Column, ...]]:
+    """The UPDATE for one shape of change, built once (parameters: ``param``, ``now``)."""
+    columns = _CHANGE_COLUMNS + tuple((f"v_{name}", messages.c[name].type) for name in names)
+    columns += tuple((f"g_{name}", messages.c[name].type) for name in guards)
+    source = rowset_table(postgres, param, columns, "changes")
+    conditions = [messages.c.id == source.c.pk, messages.c.state == source.c.from_state]
+    conditions += [messages.c[name] == source.c[f"g_{name}"] for name in guards]
+    statement = (
+        update(messages)
+        .where(and_(*conditions))
+        .values(
+            state=source.c.to_state,
+            updated_at=bindparam("now", type_=UTCDateTime()),
+            **{name: source.c[f"v_{name}"] for name in names},
+        )
+    )
+    return statement, columns
+
+
+_HISTORY_FROM_ROWS = tuple((name, history.c[name].type) for name in HISTORY_COLUMNS if name != "at")
+
+
+@functools.lru_cache(maxsize=4)
+def _history_statement(postgres: bool) -> Insert:
+    """History rows from one JSON parameter (``history_rows``), all at ``at``."""
+    source = rowset_table(postgres, "history_rows", _HISTORY_FROM_ROWS, "written")
+    names = [name for name, _ in _HISTORY_FROM_ROWS]
+    return insert(history).from_select(
+        [*names, "at"],
+        select(*(source.c[name] for name in names), bindparam("at", type_=UTCDateTime())),
+    )
+
+
 def insert_history(connection: Connection, rows: Iterable[dict[str, Any]]) -> None:
+    """History rows (dicts of ``history_row``'s keys), in one statement."""
     batch = list(rows)
-    if batch:
+    if not batch:
+        return
+    at = {row["at"] for row in batch}
+    if len(at) > 1:  # not on the hot path: every caller writes one batch at one time
         connection.execute(insert(history), batch)
+        return
+    names = [name for name, _ in _HISTORY_FROM_ROWS]
+    _, params = rowset(
+        connection, "history_rows", _HISTORY_FROM_ROWS, ([row[k] for k in names] for row in batch)
+    )
+    connection.execute(_history_statement(is_postgres(connection)), {**params, "at": at.pop()})
 
 
 def apply_selected(

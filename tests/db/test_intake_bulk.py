@@ -114,14 +114,12 @@ def test_messages_inserted_after_the_newest_ones_were_deleted_still_get_their_hi
     assert taken == {m["id"] for m in rows_of(engine, messages)}
 
 
-def test_a_large_intake_on_postgresql_refreshes_the_planner_statistics_at_once(
+def test_a_large_intake_refreshes_the_planner_statistics_at_once(
     engine: Engine, clock: FakeClock, monkeypatch: Any
 ) -> None:
-    """After a full reload the planner must not take the tables for empty until autovacuum
-    comes round: a claim planned on empty statistics took ~1 s instead of a few ms."""
-    if engine.dialect.name != "postgresql":
-        assert not is_analyzed(engine)  # SQLite: nothing to refresh, and nothing is attempted
-        return
+    """After a full reload the planner must know the tables' shape: PostgreSQL planned a claim
+    on empty statistics in ~1 s instead of a few ms; SQLite, which keeps no statistics unless
+    asked, read every new message through the state index (5 ms per batch instead of 0.3)."""
     monkeypatch.setattr(intake, "ANALYZE_AFTER", 20)
     stage(engine, [price_row(f"SKU-{n}", 1) for n in range(10)])
     intake.take(engine, None, KINDS, clock.now())
@@ -132,11 +130,15 @@ def test_a_large_intake_on_postgresql_refreshes_the_planner_statistics_at_once(
 
 
 def is_analyzed(engine: Engine) -> bool:
-    """pg_class.reltuples is -1 until a table is first analyzed (or vacuumed), and ANALYZE
-    writes it in its own transaction: no waiting for the statistics collector."""
-    if engine.dialect.name != "postgresql":
-        return False
+    """PostgreSQL: pg_class.reltuples is -1 until a table is first analyzed (or vacuumed), and
+    ANALYZE writes it in its own transaction. SQLite: sqlite_stat1 exists, with rows for the
+    message indexes, only after ANALYZE."""
     with transaction(engine, read_only=True) as c:
+        if engine.dialect.name != "postgresql":
+            if not c.execute(text("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'")).all():
+                return False
+            indexed = c.execute(text("SELECT idx FROM sqlite_stat1 WHERE tbl = 'messages'"))
+            return "ix_messages_aggregate_id_version" in set(indexed.scalars())
         tuples = c.execute(
             text("SELECT reltuples FROM pg_class WHERE relname IN ('aggregates', 'messages')")
         ).scalars()
