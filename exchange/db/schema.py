@@ -118,7 +118,17 @@ class Aggregate(Base):
     """
 
     __tablename__ = "aggregates"
-    __table_args__ = (UniqueConstraint("kind", "aggregate"),)
+    __table_args__ = (
+        UniqueConstraint("kind", "aggregate"),
+        # Renewing and releasing a lease find its aggregates by token; only leased rows are
+        # in the index, so it stays as small as the work in flight (migration 0002).
+        Index(
+            "ix_aggregates_lease_token",
+            "lease_token",
+            sqlite_where=sa_text("lease_token IS NOT NULL"),
+            postgresql_where=sa_text("lease_token IS NOT NULL"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     kind: Mapped[str] = mapped_column(String(64))

@@ -1,0 +1,116 @@
+"""Benchmark: the database side of delivery alone, claim and record, without any HTTP.
+
+    python -m bench.lease_cost [--messages 20000] [--batch 100] [--database sqlite|postgresql]
+
+Stages ``messages`` price rows (one version per SKU), takes them in (intake and coalescing,
+not timed), then claims batches of ``batch`` and records every message as delivered, in the
+worker's own transactions, until nothing is left. Reports the milliseconds per batch of the
+claim and of the record, and the messages per second that the two alone would allow: the
+ceiling the database side puts on the service whatever the HTTP client does.
+
+The database is a fresh one (``bench.run.fresh_database``: a SQLite file in a temporary
+directory, or a PostgreSQL database on ``EXCHANGE_BENCH_PG`` created and dropped). Entry point
+for other scripts: ``run(url, messages, batch) -> dict``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.run import fresh_database
+from exchange import coalesce, intake, lease
+from exchange.classify import Classification, Verdict
+from exchange.db.engine import make_engine, transaction
+from exchange.retry import RetryPolicy, decide
+from exchange.settings import DEFAULT_KINDS
+from exchange.testing import price_row, stage
+
+WORKER = "bench"
+
+
+def run(url: str, messages: int, batch: int) -> dict[str, Any]:
+    engine = make_engine(url)
+    try:
+        stage(engine, [price_row(f"SKU-{n:07d}", 1, f"{n % 1000}.50") for n in range(messages)])
+        now = datetime(2026, 1, 1, tzinfo=UTC)
+        intake.take(engine, None, DEFAULT_KINDS, now)
+        with transaction(engine) as connection:
+            coalesce.coalesce(connection, [k for k in DEFAULT_KINDS if k == "price"], now)
+        delivered = Classification(
+            Verdict.DELIVERED, "delivered", http_status=200, receipt='{"receipt": "r-1"}'
+        )
+        policy = RetryPolicy(max_attempts=5, base_delay=1.0, max_delay=60.0)
+        claim_s = record_s = 0.0
+        batches = done = 0
+        cursor = 0
+        while True:
+            now += timedelta(milliseconds=1)
+            started = time.perf_counter()
+            with transaction(engine) as connection:
+                taken = lease.claim(
+                    connection,
+                    worker=WORKER,
+                    now=now,
+                    limit=batch,
+                    lease_seconds=60,
+                    strict=["financial_posting"],
+                    max_attempts=5,
+                    after=cursor,
+                )
+            claim_s += time.perf_counter() - started
+            cursor = taken.cursor
+            if not taken.messages:
+                break
+            decision = decide(delivered, attempt=1, now=now, policy=policy, rng=random.Random(0))
+            started = time.perf_counter()
+            with transaction(engine) as connection:
+                done += lease.record(
+                    connection,
+                    token=taken.token,
+                    worker=WORKER,
+                    now=now,
+                    outcomes=[(m, decision) for m in taken.messages],
+                    strict=["financial_posting"],
+                )
+            record_s += time.perf_counter() - started
+            batches += 1
+    finally:
+        engine.dispose()
+    assert done == messages, f"recorded {done} of {messages}"
+    return {
+        "database": engine.dialect.name,
+        "messages": messages,
+        "batch": batch,
+        "claim_ms_per_batch": round(claim_s / batches * 1000, 3),
+        "record_ms_per_batch": round(record_s / batches * 1000, 3),
+        "messages_per_s": round(messages / (claim_s + record_s)),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=20_000)
+    parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--database", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp, fresh_database(args.database, Path(tmp)) as url:
+        result = run(url, args.messages, args.batch)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
