@@ -10,8 +10,9 @@ clock starts. Prints one JSON line: client, messages, seconds, rate, statuses.
 
 Clients: ``httpx`` (its default transport), ``httpx-aiohttp`` (httpx over httpx-aiohttp's
 ``AiohttpTransport``), ``aiohttp`` (``aiohttp.ClientSession``) and ``siteclient`` (the service's
-own ``exchange.site.SiteClient``: httpx's API over the service's aiohttp transport, with its
-streamed, capped body read).
+own ``exchange.site.SiteClient``: aiohttp directly, with its capped body read, error mapping and
+timeouts). Each on asyncio's default event loop, or on uvloop's with the suffix ``+uvloop``
+(``aiohttp+uvloop``): ``exchange run`` uses uvloop, so the ceiling must try it too.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from datetime import UTC, datetime
 from exchange.identity import message_id
 from exchange.site import USER_AGENT, OutgoingMessage, Response, SiteClient
 
-CLIENTS = ("httpx", "httpx-aiohttp", "aiohttp", "siteclient")
+BASE_CLIENTS = ("httpx", "httpx-aiohttp", "aiohttp", "siteclient")
+CLIENTS = BASE_CLIENTS + tuple(f"{c}+uvloop" for c in BASE_CLIENTS)
 TIMEOUT = 30.0
 Send = Callable[[OutgoingMessage, bytes], Awaitable[int]]
 
@@ -140,7 +142,14 @@ def main() -> None:
     parser.add_argument("--tag", default="c")
     args = parser.parse_args()
     items = messages(args.messages, f"{args.client}-{args.tag}")
-    seconds, statuses = asyncio.run(run(args.client, args.url, items, args.concurrency, args.token))
+    client, _, loop = args.client.partition("+")
+    coroutine = run(client, args.url, items, args.concurrency, args.token)
+    if loop == "uvloop":
+        import uvloop
+
+        seconds, statuses = uvloop.run(coroutine)
+    else:
+        seconds, statuses = asyncio.run(coroutine)
     print(
         json.dumps(
             {

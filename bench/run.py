@@ -57,7 +57,7 @@ import psutil
 import psycopg
 from sqlalchemy import func, insert, select
 
-from bench import report
+from bench import ceiling, report
 from exchange import testing
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
@@ -69,7 +69,7 @@ PY = sys.executable
 TOKEN = "bench-token"
 SECTIONS = ("ceiling", "service", "batch", "workers", "intake")
 PG_ADMIN = os.environ.get("EXCHANGE_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-CEILING_CLIENTS = ("httpx", "httpx-aiohttp", "aiohttp", "siteclient")
+CEILING_CLIENTS = ceiling.CLIENTS
 THREADED_CLIENTS = ("httpx", "aiohttp")
 
 

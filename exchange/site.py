@@ -20,9 +20,10 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import logging
 import ssl
 import urllib.request
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -31,10 +32,13 @@ import httpx
 
 try:  # both are dependencies; without them httpx's own transport is used
     import aiohttp
+    import yarl
 
     HAVE_AIOHTTP = True
 except ImportError:  # pragma: no cover
     HAVE_AIOHTTP = False
+
+log = logging.getLogger(__name__)
 
 BODY_CAP = 64 * 1024  # of one answer; a batch answer may take BODY_CAP per item
 BATCH_PATH = "/api/v1/updates:batch"
@@ -88,6 +92,15 @@ SiteResult = Response | TransportFailure
 
 
 class SiteClient:
+    """The site's API as the service needs it: ``send``, ``send_batch``, ``health``.
+
+    Two wires underneath, one behaviour: aiohttp directly (the default: the fastest client
+    measured, see the module docstring), or httpx with an injected transport (the tests' mock
+    transports and respx), or httpx's own transport when a proxy is set in the environment
+    (httpx honours HTTP(S)_PROXY; the aiohttp wire would not). Both give the same
+    ``Response`` and the same ``TransportFailure`` classes with the same ``maybe_sent``.
+    """
+
     def __init__(
         self,
         base_url: str,
@@ -100,30 +113,20 @@ class SiteClient:
     ) -> None:
         """``verify``: the TLS context that checks the site's certificate (settings.tls_context
         from EXCHANGE_SITE_CA_BUNDLE); None trusts the default CAs. Checking is never off."""
-        headers = {"User-Agent": USER_AGENT, "Content-Type": "application/json"}
+        self._headers = {"User-Agent": USER_AGENT, "Content-Type": "application/json"}
         if token:
-            headers["Authorization"] = f"Bearer {token}"
-        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+            self._headers["Authorization"] = f"Bearer {token}"
         tls: ssl.SSLContext | bool = verify if verify is not None else True
-        if transport is None:
-            transport = aiohttp_transport(limits, tls)
-        self._client = httpx.AsyncClient(
-            base_url=base_url,
-            headers=headers,
-            timeout=httpx.Timeout(timeout),
-            limits=limits,  # for httpx's own transport; aiohttp_transport took them above
-            follow_redirects=False,
-            transport=transport,
-            verify=tls,
-        )
-        self._urls: dict[str, httpx.URL] = {}
+        self._wire: _Wire
+        if transport is None and HAVE_AIOHTTP and not urllib.request.getproxies():
+            self._wire = _AiohttpWire(base_url, timeout, concurrency, tls)
+        else:
+            self._wire = _HttpxWire(base_url, timeout, concurrency, tls, transport)
 
     async def send(self, message: OutgoingMessage) -> SiteResult:
-        return await self._request(
-            "POST",
-            "/api/v1/updates",
-            content=message.body(),
-            headers={"Idempotency-Key": message.message_id},
+        headers = {**self._headers, "Idempotency-Key": message.message_id}
+        return await self._wire.request(
+            "POST", "/api/v1/updates", message.body(), headers, BODY_CAP
         )
 
     async def send_batch(self, messages: Sequence[OutgoingMessage]) -> SiteResult:
@@ -132,18 +135,62 @@ class SiteClient:
             raise ValueError("a batch holds at least one message and at most one per aggregate")
         # The single bodies as they are, so that payloads are not parsed or re-serialised.
         content = b'{"items": [' + b", ".join(m.body() for m in messages) + b"]}"
-        return await self._request(
-            "POST", BATCH_PATH, cap=BODY_CAP * len(messages), content=content
-        )
+        cap = BODY_CAP * len(messages)
+        return await self._wire.request("POST", BATCH_PATH, content, self._headers, cap)
 
     async def health(self) -> SiteResult:
-        return await self._request("GET", "/api/v1/health")
+        return await self._wire.request("GET", "/api/v1/health", None, self._headers, BODY_CAP)
 
-    async def _request(
-        self, method: str, path: str, *, cap: int = BODY_CAP, **kwargs: Any
+    def set_token(self, token: str | None) -> None:
+        """Use another token from now on (the operator replaced the token file)."""
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
+        else:
+            self._headers.pop("Authorization", None)
+
+    async def aclose(self) -> None:
+        await self._wire.aclose()
+
+
+class _Wire:
+    async def request(
+        self, method: str, path: str, content: bytes | None, headers: dict[str, str], cap: int
+    ) -> SiteResult:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+
+class _HttpxWire(_Wire):
+    """httpx: an injected transport (tests, respx), or httpx's own (a proxy is configured)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        timeout: float,
+        concurrency: int,
+        tls: ssl.SSLContext | bool,
+        transport: httpx.AsyncBaseTransport | None,
+    ) -> None:
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        self._client = httpx.AsyncClient(
+            base_url=base_url,
+            timeout=httpx.Timeout(timeout),
+            limits=limits,
+            follow_redirects=False,
+            transport=transport,
+            verify=tls,
+        )
+        self._urls: dict[str, httpx.URL] = {}
+
+    async def request(
+        self, method: str, path: str, content: bytes | None, headers: dict[str, str], cap: int
     ) -> SiteResult:
         try:
-            async with self._client.stream(method, self._url(path), **kwargs) as response:
+            async with self._client.stream(
+                method, self._url(path), content=content, headers=headers
+            ) as response:
                 body, body_error = await _read_capped(response, cap)
                 return Response(
                     response.status_code, body, response.headers.get("Retry-After"), body_error
@@ -163,13 +210,6 @@ class SiteClient:
             # base_url always ends in "/" (httpx); the same merge as httpx's for a path
             url = self._urls[path] = httpx.URL(str(self._client.base_url).rstrip("/") + path)
         return url
-
-    def set_token(self, token: str | None) -> None:
-        """Use another token from now on (the operator replaced the token file)."""
-        if token:
-            self._client.headers["Authorization"] = f"Bearer {token}"
-        else:
-            self._client.headers.pop("Authorization", None)
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -202,116 +242,122 @@ def _caused_by_tls(exc: BaseException) -> bool:
     return False
 
 
-def _describe(exc: Exception) -> str:
+def _describe(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:300]
 
 
-# -- httpx over aiohttp ------------------------------------------------------------------------
-
-
-def aiohttp_transport(
-    limits: httpx.Limits, verify: ssl.SSLContext | bool
-) -> httpx.AsyncBaseTransport | None:
-    """The default transport: aiohttp, or None (httpx's own) without aiohttp or when a proxy is
-    configured in the environment (httpx honours HTTP(S)_PROXY itself; this transport would not)."""
-    if not HAVE_AIOHTTP or urllib.request.getproxies():
-        return None
-    return AiohttpTransport(limits, verify)
-
+# -- aiohttp -----------------------------------------------------------------------------------
 
 if HAVE_AIOHTTP:
-    # aiohttp's error -> httpx's, by what it means for the request: the first three happen
-    # before anything is sent (maybe_sent=False), everything else may have reached the site.
-    _AIOHTTP_ERRORS: tuple[tuple[type[BaseException], type[httpx.TransportError]], ...] = (
-        (aiohttp.ConnectionTimeoutError, httpx.ConnectTimeout),  # connect, or the pool's wait
-        (aiohttp.ClientConnectorError, httpx.ConnectError),  # refused, DNS, TLS handshake
-        (aiohttp.InvalidURL, httpx.UnsupportedProtocol),
-        (TimeoutError, httpx.ReadTimeout),  # aiohttp.SocketTimeoutError: no answer in time
-        (aiohttp.ClientConnectionResetError, httpx.WriteError),
-        (aiohttp.ServerDisconnectedError, httpx.RemoteProtocolError),
-        (aiohttp.ClientResponseError, httpx.RemoteProtocolError),  # a malformed answer
-        (aiohttp.ClientPayloadError, httpx.ReadError),  # the body cut off
-        (aiohttp.ClientConnectionError, httpx.ReadError),  # a reset, another socket error
-        (aiohttp.ClientError, httpx.TransportError),
+    # aiohttp's error -> the name httpx gives the same failure (what the history and the
+    # classification know), and whether the site may have received the request: the first
+    # three happen before anything is sent, everything else may have reached the site.
+    _AIOHTTP_ERRORS: tuple[tuple[type[BaseException], str, bool], ...] = (
+        (aiohttp.ConnectionTimeoutError, "ConnectTimeout", False),  # connect, or the pool's wait
+        (aiohttp.ClientConnectorError, "ConnectError", False),  # refused, DNS, TLS handshake
+        (aiohttp.InvalidURL, "UnsupportedProtocol", False),
+        (TimeoutError, "ReadTimeout", True),  # aiohttp.SocketTimeoutError: no answer in time
+        (aiohttp.ClientConnectionResetError, "WriteError", True),
+        (aiohttp.ServerDisconnectedError, "RemoteProtocolError", True),
+        (aiohttp.ClientResponseError, "RemoteProtocolError", True),  # a malformed answer
+        (aiohttp.ClientPayloadError, "ReadError", True),  # the body cut off
+        (aiohttp.ClientConnectionError, "ReadError", True),  # a reset, another socket error
+        (aiohttp.ClientError, "TransportError", True),
     )
     _AIOHTTP_CAUGHT = (aiohttp.ClientError, TimeoutError)
     _CHUNK = 16 * 1024
 
-    def _mapped(exc: BaseException) -> httpx.TransportError:
-        error = next(e for kinds, e in _AIOHTTP_ERRORS if isinstance(exc, kinds))
-        return error(str(exc).strip() or type(exc).__name__)
+    def _failure(exc: BaseException) -> TransportFailure:
+        name, maybe_sent = next(
+            (n, sent) for kinds, n, sent in _AIOHTTP_ERRORS if isinstance(exc, kinds)
+        )
+        if not maybe_sent and _caused_by_tls(exc):
+            name = TLS_ERROR
+        return TransportFailure(name, _describe(exc), maybe_sent=maybe_sent)
 
-    class AiohttpTransport(httpx.AsyncBaseTransport):
-        """httpx over an aiohttp session (after httpx-aiohttp's ``AiohttpTransport``, which
-        maps a reset after sending or a refused connection to ConnectTimeout, "not sent", lets
-        some errors through unmapped, and has no write timeout). One connection pool of
-        ``limits.max_connections``, the given TLS context, no redirects, no cookie jar (httpx
-        keeps cookies), bodies streamed (the caller caps what it reads), errors as
-        ``_AIOHTTP_ERRORS``. A write that stalls is bounded: no answer within the connect,
-        write and read timeouts together is a WriteTimeout."""
+    class _AiohttpWire(_Wire):
+        """aiohttp directly (after httpx-aiohttp's transport, which maps a reset after sending
+        or a refused connection to ConnectTimeout, "not sent", and has no write timeout). One
+        connection pool of ``concurrency``, the given TLS context, no redirects, no cookies,
+        bodies read up to the cap, errors as ``_AIOHTTP_ERRORS``. Timeouts as httpx's
+        ``Timeout(timeout)``: the pool's wait and the connect, then each read, each at most
+        ``timeout``; a write that stalls is bounded too: no answer within three times the
+        timeout is a WriteTimeout."""
 
-        def __init__(self, limits: httpx.Limits, verify: ssl.SSLContext | bool) -> None:
-            self._limits = limits
-            self._tls = httpx.create_ssl_context(verify=verify)
+        def __init__(
+            self, base_url: str, timeout: float, concurrency: int, tls: ssl.SSLContext | bool
+        ) -> None:
+            self._base = base_url.rstrip("/")
+            self._limit = concurrency
+            self._tls = httpx.create_ssl_context(verify=tls)
+            self._timeout = timeout
+            self._client_timeout = aiohttp.ClientTimeout(
+                connect=timeout, sock_connect=timeout, sock_read=timeout
+            )
             self._session: aiohttp.ClientSession | None = None  # made in the running loop
+            self._urls: dict[str, Any] = {}
 
-        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        def _url(self, path: str) -> Any:
+            url = self._urls.get(path)
+            if url is None:  # parsed once: see _HttpxWire._url
+                url = self._urls[path] = yarl.URL(self._base + path)
+            return url
+
+        def _open(self) -> aiohttp.ClientSession:
             if self._session is None:
-                connector = aiohttp.TCPConnector(
-                    limit=self._limits.max_connections or 0,  # 0: no limit
-                    keepalive_timeout=self._limits.keepalive_expiry or 5.0,
-                    ssl=self._tls,
-                )
+                connector = aiohttp.TCPConnector(limit=self._limit, ssl=self._tls)
                 self._session = aiohttp.ClientSession(
                     connector=connector, cookie_jar=aiohttp.DummyCookieJar()
                 )
-            timeouts = request.extensions.get("timeout", {})
-            content = await request.aread()
-            bound = asyncio.timeout(
-                sum(timeouts.get(k) or 0.0 for k in ("pool", "write", "read")) or None
-            )
+            return self._session
+
+        async def request(
+            self, method: str, path: str, content: bytes | None, headers: dict[str, str], cap: int
+        ) -> SiteResult:
+            session = self._open()
+            bound = asyncio.timeout(self._timeout * 3)
             try:
                 async with bound:
-                    response = await self._session.request(
-                        request.method,
-                        str(request.url),
-                        headers=request.headers.multi_items(),
+                    response = await session.request(
+                        method,
+                        self._url(path),
+                        headers=headers,
                         # a large body as a file: aiohttp warns that bytes would block the loop
-                        data=io.BytesIO(content) if len(content) > _CHUNK else (content or None),
+                        data=io.BytesIO(content) if content and len(content) > _CHUNK else content,
                         allow_redirects=False,
-                        auto_decompress=False,  # httpx decodes
-                        timeout=aiohttp.ClientTimeout(
-                            connect=timeouts.get("pool"),  # the pool's wait and the connect
-                            sock_connect=timeouts.get("connect"),
-                            sock_read=timeouts.get("read"),
-                        ),
+                        timeout=self._client_timeout,
                     )
             except _AIOHTTP_CAUGHT as exc:
                 if bound.expired():
-                    raise httpx.WriteTimeout("no answer: the request could not be sent") from exc
-                raise _mapped(exc) from exc
-            return httpx.Response(
-                response.status,
-                headers=list(response.raw_headers),
-                stream=_AiohttpBody(response),
-                request=request,
-            )
+                    return TransportFailure(
+                        "WriteTimeout", "no answer: the request could not be sent", maybe_sent=True
+                    )
+                return _failure(exc)
+            try:
+                body, body_error = await _read_capped_aiohttp(response, cap)
+            finally:
+                response.release()  # an unread rest: aiohttp closes the connection
+            if log.isEnabledFor(logging.DEBUG):  # the line httpx writes for each request
+                log.debug('HTTP Request: %s %s "%s"', method, self._url(path), response.status)
+            return Response(response.status, body, response.headers.get("Retry-After"), body_error)
 
         async def aclose(self) -> None:
             if self._session is not None:
                 await self._session.close()
 
-    class _AiohttpBody(httpx.AsyncByteStream):
-        def __init__(self, response: aiohttp.ClientResponse) -> None:
-            self._response = response
-
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            try:
-                async for chunk in self._response.content.iter_chunked(_CHUNK):
-                    yield chunk
-            except _AIOHTTP_CAUGHT as exc:
-                raise _mapped(exc) from exc
-
-        async def aclose(self) -> None:
-            self._response.release()  # an unread rest: aiohttp closes the connection
+    async def _read_capped_aiohttp(
+        response: aiohttp.ClientResponse, cap: int
+    ) -> tuple[bytes, str | None]:
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async for chunk in response.content.iter_chunked(_CHUNK):
+                chunks.append(chunk)
+                size += len(chunk)
+                if size >= cap:
+                    break
+        except _AIOHTTP_CAUGHT as exc:
+            failure = _failure(exc)
+            return b"".join(chunks)[:cap], f"{failure.error_class}: {failure.detail}"
+        return b"".join(chunks)[:cap], None

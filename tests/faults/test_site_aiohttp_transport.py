@@ -1,4 +1,4 @@
-"""SiteClient's default transport (httpx over aiohttp, exchange/site.py) against the real site
+"""SiteClient's default wire (aiohttp directly, exchange/site.py) against the real site
 simulator: every failure becomes the TransportFailure that httpx's own transport gives, with
 ``maybe_sent`` right, bodies are capped, redirects not followed, the pool bounded."""
 
@@ -14,12 +14,12 @@ import pytest
 
 from exchange.site import (
     BODY_CAP,
-    AiohttpTransport,
     OutgoingMessage,
     Response,
     SiteClient,
     SiteResult,
     TransportFailure,
+    _AiohttpWire,
 )
 from exchange.sitesim import Faults, SiteSimulator
 
@@ -38,7 +38,7 @@ def send(
 ) -> list[SiteResult]:
     async def run() -> list[SiteResult]:
         client = SiteClient(url, TOKEN, timeout=timeout, concurrency=concurrency)
-        assert isinstance(client._client._transport, AiohttpTransport)  # the default under test
+        assert isinstance(client._wire, _AiohttpWire)  # the default under test
         try:
             return list(await asyncio.gather(*(client.send(m) for m in messages)))
         finally:

@@ -40,12 +40,19 @@ def message(
     return OutgoingMessage(result.message_id, kind, aggregate, version, result.payload, created_at)
 
 
+def respx_wire() -> httpx.AsyncBaseTransport:
+    """respx (using="httpx") answers at httpx's client, before any transport; SiteClient takes
+    its httpx wire when it is given a transport. The default wire, aiohttp, meets a real server
+    instead: tests/faults/test_site_aiohttp_transport.py."""
+    return httpx.AsyncHTTPTransport()
+
+
 PRICE = message('{"sku": "SKU-17", "price": "840.00", "currency": "RUB", "price_type": "retail"}')
 
 
 def send(outgoing: OutgoingMessage) -> Response | TransportFailure:
     async def run() -> Response | TransportFailure:
-        client = SiteClient(BASE, TOKEN, timeout=5.0, concurrency=2)
+        client = SiteClient(BASE, TOKEN, timeout=5.0, concurrency=2, transport=respx_wire())
         try:
             return await client.send(outgoing)
         finally:
@@ -56,7 +63,7 @@ def send(outgoing: OutgoingMessage) -> Response | TransportFailure:
 
 def health() -> Response | TransportFailure:
     async def run() -> Response | TransportFailure:
-        client = SiteClient(BASE + "/", TOKEN, timeout=5.0, concurrency=2)
+        client = SiteClient(BASE + "/", TOKEN, timeout=5.0, concurrency=2, transport=respx_wire())
         try:
             return await client.health()
         finally:
