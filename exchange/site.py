@@ -1,18 +1,20 @@
 """The site client (contract 5): one POST per message, or per chunk of messages through the
-batch API (contract 5b), httpx underneath.
+batch API (contract 5b).
 
-The transport is injected (tests pass ``httpx.MockTransport`` or use respx); library exceptions
-become ``TransportFailure`` here, at the boundary, and nothing else leaves this module. Bodies
-are read with a cap. Redirects are not followed: a 3xx is an answer to classify, not a detour.
+Library exceptions become ``TransportFailure`` here, at the boundary, and nothing else leaves
+this module. Bodies are read with a cap. Redirects are not followed: a 3xx is an answer to
+classify, not a detour.
 
-By default httpx sends through aiohttp (``AiohttpTransport`` below), for speed. Measured on the
-2-core bench machine against bench/fastsite.py, 8 requests in flight, as a share of aiohttp
-alone in the same run: this client over httpx's own transport 0.16 (849 vs 5,462 requests/s),
-over aiohttp 0.38 (4,083 vs 10,724); one worker with single requests on SQLite went from 0.08
-to 0.12 of that ceiling, its CPU per message from 1.9 to 0.8 ms. httpx's API stays
-(tests inject transports, respx mocks at httpx's level), and aiohttp's errors become httpx's
-with the same "may it have been sent" meaning as under httpx's own transport. Without aiohttp,
-or with a proxy set in the environment, httpx's own transport is used.
+The wire is aiohttp, called directly (``_AiohttpWire``), chosen by measurement: on the 2-core
+bench machine against bench/fastsite.py with 8 requests in flight (``python -m bench
+--sections ceiling``), as a share of the best client in the same run (aiohttp on uvloop,
+12,550 requests/s), httpx with its own transport reached 0.09, httpx over httpx-aiohttp's
+transport 0.29, httpx over this module's own aiohttp transport 0.42 in an earlier run, and
+aiohttp called directly with this module's checks 0.75: httpx's request/response layer cost as
+much CPU as aiohttp itself. httpx is still the wire when a transport is injected (the tests'
+mock transports and respx) or a proxy is set in the environment (httpx honours HTTP(S)_PROXY);
+aiohttp's errors get the names and the "may it have been sent" meaning that httpx gives the
+same failures, so the history and the classification do not depend on the wire.
 """
 
 from __future__ import annotations
