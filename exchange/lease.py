@@ -18,11 +18,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
     Connection,
     Integer,
     Select,
     and_,
+    any_,
     bindparam,
     case,
     exists,
@@ -32,6 +34,7 @@ from sqlalchemy import (
     true,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.dml import Update
 
@@ -68,6 +71,16 @@ class Batch:
 
 def new_token() -> str:
     return secrets.token_hex(16)
+
+
+def one_of(column: ColumnElement[int], name: str, postgres: bool) -> ColumnElement[bool]:
+    """``column`` in the list of ids bound as ``name``. PostgreSQL: ``= ANY(array)``, one
+    statement text whatever the list's length, so psycopg prepares it once and the server
+    plans it once (an expanded ``IN (...)`` was a new statement for every length). SQLite:
+    the expanded ``IN``."""
+    if postgres:
+        return column == any_(bindparam(name, type_=ARRAY(BigInteger())))
+    return column.in_(bindparam(name, expanding=True))
 
 
 def _eligible(
@@ -109,11 +122,11 @@ def _claim_sql(postgres: bool, strict: tuple[str, ...], excluding: bool) -> _Cla
     free = or_(aggregates.c.lease_until.is_(None), aggregates.c.lease_until < now)
     pick = select(aggregates.c.id).where(free, exists().where(eligible)).order_by(aggregates.c.id)
     if excluding:
-        pick = pick.where(aggregates.c.id.not_in(bindparam("exclude", expanding=True)))
+        pick = pick.where(not_(one_of(aggregates.c.id, "exclude", postgres)))
     if postgres:
         pick = pick.with_for_update(skip_locked=True)
     after, limit = bindparam("after", type_=Integer()), bindparam("limit", type_=Integer())
-    leased = aggregates.c.id.in_(bindparam("ids", expanding=True))
+    leased = one_of(aggregates.c.id, "ids", postgres)
     return _ClaimSQL(
         pick_after=pick.where(aggregates.c.id > after).limit(limit),
         pick_wrapped=pick.where(aggregates.c.id <= after).limit(limit),
@@ -348,13 +361,16 @@ class _RecordSQL:
 
 @functools.lru_cache(maxsize=4)
 def _record_sql(postgres: bool) -> _RecordSQL:
-    ids: Any = bindparam("ids", expanding=True)
     owned = select(messages.c.id, messages.c.attempts).where(
-        messages.c.id.in_(ids),
+        one_of(messages.c.id, "ids", postgres),
         messages.c.lease_token == bindparam("token"),
         messages.c.state == State.IN_PROGRESS.value,
     )
-    lock = select(aggregates.c.id).where(aggregates.c.id.in_(ids)).order_by(aggregates.c.id)
+    lock = (
+        select(aggregates.c.id)
+        .where(one_of(aggregates.c.id, "ids", postgres))
+        .order_by(aggregates.c.id)
+    )
     advanced = rowset_table(postgres, "advanced", _ADVANCED, "advanced")
     return _RecordSQL(
         lock_aggregates=lock.with_for_update() if postgres else None,
