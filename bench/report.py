@@ -106,6 +106,7 @@ def tables(results: dict[str, Any]) -> str:
                     _ratio(r["rate"], best),
                     _ratio(r["rate"], httpx_rate),
                     _rate(r["site_rate"]),
+                    _ratio(r["site_rate"], best),
                     f"{r['wall_s']:.1f}",
                     f"{r['worker_cpu_s']:.1f}",
                     f"{r['site_cpu_s']:.1f}",
@@ -122,6 +123,7 @@ def tables(results: dict[str, Any]) -> str:
                     "÷ ceiling",
                     "÷ httpx",
                     "messages/s at the site",
+                    "÷ ceiling, at the site",
                     "wall s",
                     "worker CPU s",
                     "site CPU s",
@@ -134,11 +136,14 @@ def tables(results: dict[str, Any]) -> str:
     workers = results.get("workers") or []
     if workers:
         one = next((r["rate"] for r in workers if r["workers"] == 1), None)
+        one_at_site = next((r["site_rate"] for r in workers if r["workers"] == 1), None)
         rows = [
             [
                 str(r["workers"]),
                 _rate(r["rate"]),
                 _ratio(r["rate"], one),
+                _rate(r["site_rate"]),
+                _ratio(r["site_rate"], one_at_site),
                 _ratio(r["rate"], best),
                 f"{r['wall_s']:.1f}",
                 f"{r['worker_cpu_s']:.1f}",
@@ -154,6 +159,8 @@ def tables(results: dict[str, Any]) -> str:
                     "workers",
                     "messages/s",
                     "÷ 1 worker",
+                    "messages/s at the site",
+                    "÷ 1 worker, at the site",
                     "÷ ceiling",
                     "wall s",
                     "CPU s (all workers)",

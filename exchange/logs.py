@@ -183,6 +183,9 @@ def configure(settings: Settings, *, stream: TextIO | None = None) -> logging.Ha
     handler.addFilter(DriverNoiseOnOneLine())  # first: what it writes is redacted next
     handler.addFilter(RedactSecrets(secrets_of(settings)))
     root.addHandler(handler)
+    # Neither format shows threads or processes: not collecting them for every record is the
+    # optimisation the logging documentation names (one outcome line per message adds up).
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     level = logging.getLevelName(settings.log_level)
     root.setLevel(level)
     chatty_level = logging.NOTSET if level <= logging.DEBUG else logging.WARNING
