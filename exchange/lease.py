@@ -246,9 +246,16 @@ def renew(connection: Connection, token: str, until: datetime) -> int:
     connection.execute(
         update(aggregates).where(aggregates.c.lease_token == token).values(lease_until=until)
     )
+    # The lease's messages are found through its aggregates (indexed by token, and only the
+    # leased ones): an index on messages.lease_token cost every message write an index entry.
+    leased = select(aggregates.c.id).where(aggregates.c.lease_token == token)
     return connection.execute(
         update(messages)
-        .where(messages.c.lease_token == token, messages.c.state == State.IN_PROGRESS.value)
+        .where(
+            messages.c.aggregate_id.in_(leased.scalar_subquery()),
+            messages.c.lease_token == token,
+            messages.c.state == State.IN_PROGRESS.value,
+        )
         .values(locked_until=until)
     ).rowcount
 

@@ -148,7 +148,6 @@ class Message(Base):
     __table_args__ = (
         Index("ix_messages_state_next_try_at", "state", "next_try_at"),
         Index("ix_messages_aggregate_id_version", "aggregate_id", "version"),
-        Index("ix_messages_lease_token", "lease_token"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
