@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -50,10 +51,14 @@ def log_event(logger: logging.Logger, level: int, event: str, **fields: Any) -> 
     logger.log(level, "%s", text, extra={EVENT_ATTR: event, FIELDS_ATTR: dict(fields)})
 
 
+# What makes a value need quotes in a text line: whitespace (str.isspace's set), quotes, "=".
+_NEEDS_QUOTES = re.compile(r"[\s\"'=]")
+
+
 def _text_value(value: Any) -> str:
     text = str(value)
     # Quoted only when needed, so that `grep outcome=quarantined` and logfmt parsers work.
-    if not text or any(c.isspace() or c in "\"'=" for c in text):
+    if not text or _NEEDS_QUOTES.search(text):
         return json.dumps(text, ensure_ascii=False)
     return text
 
