@@ -50,7 +50,7 @@ def classify(result: Response | TransportFailure, version: int) -> Classificatio
     if isinstance(result, TransportFailure):
         return Classification(
             Verdict.TEMPORARY,
-            detail=result.detail,
+            detail=_storable(result.detail),
             error_class=result.error_class,
             result_unknown=result.maybe_sent,
         )
@@ -58,7 +58,7 @@ def classify(result: Response | TransportFailure, version: int) -> Classificatio
     if result.body_error is not None:
         return Classification(
             Verdict.UNKNOWN,
-            f"HTTP {status} with a body that cannot be read: {result.body_error}",
+            f"HTTP {status} with a body that cannot be read: {_storable(result.body_error)}",
             http_status=status,
             error_class="UnreadableBody",
         )
@@ -141,9 +141,16 @@ def _receipt(body: bytes) -> str:
         text = receipt if isinstance(receipt, str) else json.dumps(receipt, ensure_ascii=False)
     else:
         text = body.decode("utf-8", errors="replace")
-    return text[:RECEIPT_CAP]
+    return _storable(text[:RECEIPT_CAP])
 
 
 def _snippet(body: bytes, limit: int = 300) -> str:
-    text = body.decode("utf-8", errors="replace").replace("\n", " ").strip()
+    text = _storable(body.decode("utf-8", errors="replace").replace("\n", " ").strip())
     return (text[:limit] + "…") if len(text) > limit else (text or "(empty body)")
+
+
+def _storable(text: str) -> str:
+    """What the site wrote, as text every database stores: PostgreSQL refuses NUL in text
+    (and in JSON), so one NUL in an answer failed the recording of the whole batch, cycle
+    after cycle. It becomes U+FFFD, the character for what could not be kept."""
+    return text.replace("\x00", "\ufffd")

@@ -5,21 +5,25 @@ Runs on SQLite and on PostgreSQL (the ``engine`` fixture is parametrized over bo
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from random import Random
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, RowMapping, event, select
 
 from exchange import intake, lease
+from exchange.classify import classify
 from exchange.clock import FakeClock
 from exchange.db.engine import transaction
 from exchange.db.schema import aggregates, history, messages
-from exchange.retry import Decision, not_sent
+from exchange.retry import Decision, RetryPolicy, decide, not_sent
 from exchange.settings import Policy, Settings
+from exchange.site import Response
 from exchange.states import Event, State
 from exchange.testing import fast_settings, posting_row, price_row, stage
 
@@ -351,6 +355,38 @@ def test_a_delivered_outcome_stores_the_receipt_frees_the_aggregate_and_advances
     assert (last["worker"], last["attempt"], last["http_status"]) == ("w1", 1, 200)
     assert last["at"] == clock.now()
     assert leased(claim(engine, settings, clock, "w2")) == [("D-1", 2)], "freed at once"
+
+
+def test_answers_holding_nul_and_any_unicode_are_recorded_as_given_but_the_nul(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    """A batch's outcomes travel as one JSON parameter: every text the site can send must come
+    back out of it unchanged (PostgreSQL's jsonb refuses only NUL, which classify replaces)."""
+    take(engine, settings, clock, [price_row("SKU-N", 1), price_row("SKU-U", 1)])
+    batch = claim(engine, settings, clock)
+    by_aggregate = {m.aggregate: m for m in batch.messages}
+    nul = classify(Response(500, b"boom\x00boom"), 1)
+    odd = 'Цена ₽ 😀 "quoted" \\ back\\slash \t tab \u2028 <b>&amp;</b> \'; DROP TABLE x; --'
+    unicode = classify(Response(200, json.dumps({"receipt": odd}).encode()), 1)
+    policy = RetryPolicy(max_attempts=5, base_delay=1.0, max_delay=60.0)
+    outcomes = [
+        (
+            by_aggregate["SKU-N"],
+            decide(nul, attempt=1, now=clock.now(), policy=policy, rng=Random(1)),
+        ),
+        (
+            by_aggregate["SKU-U"],
+            decide(unicode, attempt=1, now=clock.now(), policy=policy, rng=Random(1)),
+        ),
+    ]
+    with transaction(engine) as c:
+        recorded = lease.record(
+            c, token=batch.token, worker="w1", now=clock.now(), outcomes=outcomes, strict=[]
+        )
+    assert 2 == recorded
+    assert "HTTP 500: boom\ufffdboom" in message(engine, "SKU-N", 1)["last_error"]
+    assert odd == message(engine, "SKU-U", 1)["receipt"]
+    assert "delivered" == message(engine, "SKU-U", 1)["state"]
 
 
 def test_a_released_outcome_puts_the_message_back_to_new_without_charging_an_attempt(

@@ -194,3 +194,31 @@ def test_transport_failure_never_sent_is_temporary_not_result_unknown() -> None:
 
     assert (Verdict.TEMPORARY, False) == (classification.verdict, classification.result_unknown)
     assert "ConnectError" == classification.error_class
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        answer(200, b'{"receipt": "R-\\u0000-1"}'),
+        answer(200, b'{"receipt": {"id": "\\u0000"}}'),
+        answer(200, b"plain\x00text"),
+        answer(409, {"error": "stale", "current_version": VERSION, "receipt": "R\u0000"}),
+        answer(500, b"boom\x00boom"),
+        answer(400, b"bad\x00request"),
+        answer(418, b"\x00"),
+        TransportFailure("ReadError", "peer said \x00", maybe_sent=True),
+    ],
+    ids=["receipt", "structured-receipt", "body", "409", "500", "400", "418", "transport"],
+)
+def test_nothing_the_site_says_reaches_the_database_with_a_nul(
+    result: Response | TransportFailure,
+) -> None:
+    """PostgreSQL refuses NUL in text: one such answer failed the record of its whole batch."""
+    classification = classify(result, VERSION)
+    decision = decide(classification, attempt=1, now=NOW, policy=POLICY, rng=random.Random(1))
+    for text in (classification.detail, classification.receipt, decision.detail, decision.receipt):
+        assert "\x00" not in (text or "")
+    # Written again as JSON, a structured receipt escapes the NUL itself ("\u0000", six
+    # characters); everywhere else it becomes U+FFFD.
+    kept = classification.receipt or classification.detail
+    assert "\ufffd" in kept or '"\\u0000"' in kept
