@@ -267,7 +267,7 @@ def _plain_price(row: StagingRow) -> str | None:
         return None
     try:
         data = _PLAIN_DECODER.decode(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # deep nesting: the full path rejects it, by name
         return None
     if type(data) is not dict or not data.keys() <= _PRICE_FIELDS:
         return None
@@ -356,4 +356,9 @@ def validate(row: StagingRow, kinds: dict[str, Policy]) -> Accepted | Rejected:
         _encodable(payload)
     except ContractError as exc:
         return Rejected(row, exc.reason, exc.detail[:1000])
+    except (ValueError, TypeError, RecursionError) as exc:
+        # A check that did not expect this data (the fast path once let RecursionError out):
+        # the row still becomes a quarantine record, and the rows behind it go on.
+        detail = f"the row could not be checked: {type(exc).__name__}: {exc}"
+        return Rejected(row, Reason.INVALID_CONTRACT, detail[:1000])
     return Accepted(row, message_id(row.kind, row.aggregate, row.aggregate_version), payload)

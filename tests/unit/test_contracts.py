@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from exchange import contracts
 from exchange.contracts import Accepted, Reason, Rejected, StagingRow, validate
 from exchange.identity import message_id
 from exchange.settings import DEFAULT_KINDS, Policy
@@ -456,3 +457,29 @@ def test_any_price_in_range_with_at_most_four_places_is_accepted_exactly(
     sent_price = sent(result)["price"]
     assert text == sent_price
     assert price == Decimal(sent_price)
+
+
+def test_a_check_that_trips_over_unexpected_data_still_gives_a_quarantine_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """validate never raises for bad data: a check's own ValueError, TypeError or
+    RecursionError on data it did not expect rejects the row instead of failing the chunk."""
+
+    def trips(row: StagingRow) -> str:
+        raise TypeError("unexpected shape")
+
+    monkeypatch.setattr(contracts, "_canonical_payload", trips)
+    result = validate(price_row_for_test(), KINDS)
+    assert isinstance(result, Rejected)
+    assert (
+        Reason.INVALID_CONTRACT,
+        "the row could not be checked: TypeError: unexpected shape",
+    ) == (
+        result.reason,
+        result.detail,
+    )
+
+
+def price_row_for_test() -> StagingRow:
+    payload = '{"sku": "SKU-17", "price": "1.00"}'
+    return StagingRow(1, "price", "SKU-17", 1, payload, "1", None, CREATED)

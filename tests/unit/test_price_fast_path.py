@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exchange import contracts
-from exchange.contracts import ContractError, StagingRow
+from exchange.contracts import ContractError, Rejected, StagingRow, validate
+from exchange.settings import DEFAULT_KINDS
 
 PROPERTY = settings(max_examples=300, deadline=None, database=None)
 
@@ -141,3 +142,27 @@ def test_fast_path_agrees_with_the_full_path_on_any_price_like_object(
 
     if fast is not None:
         assert full_verdict(row) == fast
+
+
+@pytest.mark.parametrize("kind", ["price", "financial_posting"])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "[" * 5000,
+        "{" * 100_000,
+        "[" * 3000 + "]" * 3000,
+        '{"sku": ' + "[" * 5000 + "]" * 5000 + "}",
+    ],
+    ids=["open-arrays", "open-objects", "closed-arrays", "nested-in-a-field"],
+)
+def test_json_nested_past_the_recursion_limit_is_a_quarantine_reason_not_a_crash(
+    kind: str, payload: str
+) -> None:
+    """The fast path let json's RecursionError out of validate (hypothesis found it in CI):
+    one such row would have failed its intake chunk, and every row behind it, every cycle."""
+    result = validate(
+        StagingRow(1, kind, "SKU-17", 1, payload, "1", None, datetime(2026, 1, 1, tzinfo=UTC)),
+        DEFAULT_KINDS,
+    )
+    assert isinstance(result, Rejected)
+    assert "not valid JSON" in result.detail or "must be a JSON object" in result.detail
