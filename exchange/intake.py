@@ -57,7 +57,7 @@ from exchange.failpoints import failpoint
 from exchange.identity import rejected_id
 from exchange.settings import Policy
 from exchange.states import Event, State
-from exchange.transitions import Change, apply, history_row, insert_history
+from exchange.transitions import Change, apply, insert_history
 
 log = logging.getLogger(__name__)
 
@@ -362,19 +362,17 @@ def _store(
     insert_history(
         connection,
         (
-            history_row(
-                Change(
-                    pk,
-                    Event.DUPLICATE,
-                    None,
-                    None,
-                    detail=f"staging row #{item.row.id} carried this message again: "
-                    "recorded, not sent again",
-                ),
-                now,
+            Change(
+                pk,
+                Event.DUPLICATE,
+                None,
+                None,
+                detail=f"staging row #{item.row.id} carried this message again: "
+                "recorded, not sent again",
             )
             for pk, item in duplicates
         ),
+        now,
     )
     rejected.sort(key=lambda found: found[0].id)
     report.rejected = _insert_rejected(connection, rejected, now)

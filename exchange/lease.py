@@ -40,7 +40,7 @@ from sqlalchemy.sql.dml import Update
 
 from exchange.contracts import Reason
 from exchange.db.engine import is_postgres
-from exchange.db.rowset import rowset, rowset_table
+from exchange.db.rowset import rowset_params, rowset_table
 from exchange.db.schema import Message, UTCDateTime, aggregates, messages
 from exchange.failpoints import failpoint
 from exchange.retry import Decision
@@ -342,7 +342,7 @@ def record(
     apply(connection, changes, now)
     failpoint("record-applied")
     if advanced:
-        _, params = rowset(connection, "advanced", _ADVANCED, advanced.items())
+        params = rowset_params(connection, "advanced", _ADVANCED, advanced.items())
         connection.execute(sql.advance, params)
         strict_advanced = sorted(
             {leased.aggregate_id for leased, _ in outcomes if leased.kind in strict} & set(advanced)

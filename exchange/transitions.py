@@ -32,7 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.sql.dml import Update
 
 from exchange.db.engine import is_postgres
-from exchange.db.rowset import Column, rowset, rowset_table
+from exchange.db.rowset import Column, rowset_params, rowset_table
 from exchange.db.schema import UTCDateTime, history, messages
 from exchange.states import Event, State, check, sources, target
 
@@ -53,41 +53,6 @@ class Change:
     operator: str | None = None
     note: str | None = None
     guard: dict[str, Any] = field(default_factory=dict)  # extra equality conditions
-
-
-HISTORY_COLUMNS = (
-    "message_pk",
-    "at",
-    "event",
-    "from_state",
-    "to_state",
-    "worker",
-    "attempt",
-    "http_status",
-    "error_class",
-    "detail",
-    "delay_s",
-    "operator",
-    "note",
-)
-
-
-def history_row(change: Change, now: datetime) -> dict[str, Any]:
-    return {
-        "message_pk": change.pk,
-        "at": now,
-        "event": change.event.value,
-        "from_state": change.from_state.value if change.from_state else None,
-        "to_state": change.to_state.value if change.to_state else None,
-        "worker": change.worker,
-        "attempt": change.attempt,
-        "http_status": change.http_status,
-        "error_class": change.error_class,
-        "detail": change.detail,
-        "delay_s": change.delay_s,
-        "operator": change.operator,
-        "note": change.note,
-    }
 
 
 def apply(connection: Connection, changes: Sequence[Change], now: datetime) -> None:
@@ -118,9 +83,9 @@ def apply(connection: Connection, changes: Sequence[Change], now: datetime) -> N
     for n, ((names, guards), rows) in enumerate(groups.items()):
         param = f"changes_{n}"
         statement, columns = _update_statement(postgres, param, names, guards)
-        _, params = rowset(connection, param, columns, rows, name="changes")
+        params = rowset_params(connection, param, columns, rows)
         connection.execute(statement, {**params, "now": now})
-    insert_history(connection, (history_row(change, now) for change in changes))
+    insert_history(connection, changes, now)
 
 
 _TEXT = String()
@@ -149,7 +114,24 @@ def _update_statement(
     return statement, columns
 
 
-_HISTORY_FROM_ROWS = tuple((name, history.c[name].type) for name in HISTORY_COLUMNS if name != "at")
+# A history row's columns but its time, which is one for the whole batch (``at``).
+_HISTORY_FROM_ROWS: tuple[Column, ...] = tuple(
+    (name, history.c[name].type)
+    for name in (
+        "message_pk",
+        "event",
+        "from_state",
+        "to_state",
+        "worker",
+        "attempt",
+        "http_status",
+        "error_class",
+        "detail",
+        "delay_s",
+        "operator",
+        "note",
+    )
+)
 
 
 @functools.lru_cache(maxsize=4)
@@ -163,20 +145,29 @@ def _history_statement(postgres: bool) -> Insert:
     )
 
 
-def insert_history(connection: Connection, rows: Iterable[dict[str, Any]]) -> None:
-    """History rows (dicts of ``history_row``'s keys), in one statement."""
-    batch = list(rows)
-    if not batch:
-        return
-    at = {row["at"] for row in batch}
-    if len(at) > 1:  # not on the hot path: every caller writes one batch at one time
-        connection.execute(insert(history), batch)
-        return
-    names = [name for name, _ in _HISTORY_FROM_ROWS]
-    _, params = rowset(
-        connection, "history_rows", _HISTORY_FROM_ROWS, ([row[k] for k in names] for row in batch)
-    )
-    connection.execute(_history_statement(is_postgres(connection)), {**params, "at": at.pop()})
+def insert_history(connection: Connection, changes: Iterable[Change], now: datetime) -> None:
+    """One history row per change, all at ``now``, in one statement. History is only ever
+    inserted."""
+    rows = [
+        (
+            change.pk,
+            change.event.value,
+            change.from_state.value if change.from_state else None,
+            change.to_state.value if change.to_state else None,
+            change.worker,
+            change.attempt,
+            change.http_status,
+            change.error_class,
+            change.detail,
+            change.delay_s,
+            change.operator,
+            change.note,
+        )
+        for change in changes
+    ]
+    if rows:
+        params = rowset_params(connection, "history_rows", _HISTORY_FROM_ROWS, rows)
+        connection.execute(_history_statement(is_postgres(connection)), {**params, "at": now})
 
 
 def apply_selected(

@@ -8,6 +8,9 @@ on PostgreSQL), they cost one ``json.dumps`` in C and one statement, whatever th
 
     source, params = rowset(connection, "changes", [("pk", BigInteger()), ...], rows)
     connection.execute(update(messages).where(messages.c.id == source.c.pk)..., params)
+
+On the hot path the statement is built once around ``rowset_table`` and each call sends only
+``rowset_params``.
 """
 
 from __future__ import annotations
@@ -47,23 +50,29 @@ def rowset(
     name: str = "source",
 ) -> tuple[Subquery, dict[str, str]]:
     """``rows`` (sequences in the order of ``columns``) as a subquery named ``name``, and the
-    parameters to execute it with (one: ``param``, the rows as a JSON array of arrays).
+    parameters to execute it with (one: ``param``, the rows as a JSON array of arrays)."""
+    columns = tuple(columns)
+    table = rowset_table(is_postgres(connection), param, columns, name)
+    return table, rowset_params(connection, param, columns, rows)
+
+
+def rowset_params(
+    connection: Connection, param: str, columns: Sequence[Column], rows: Iterable[Sequence[Any]]
+) -> dict[str, str]:
+    """The parameters alone, for a statement built once around ``rowset_table``.
 
     Times (columns typed ``DateTime``, which ``UTCDateTime`` is) are written as the naive UTC
     text each database stores; other values go as JSON has them (text, numbers, null).
     """
-    postgres = is_postgres(connection)
-    columns = tuple(columns)
-    to_text = _time_writer(connection) if any(_is_time(kind) for _, kind in columns) else None
     times = [i for i, (_, kind) in enumerate(columns) if _is_time(kind)]
     data = [list(row) for row in rows]
-    if to_text is not None:
+    if times:
+        to_text = _time_writer(connection)
         for values in data:
             for i in times:
                 if values[i] is not None:
                     values[i] = to_text(values[i])
-    table = rowset_table(postgres, param, columns, name)
-    return table, {param: json.dumps(data, ensure_ascii=False)}
+    return {param: json.dumps(data, ensure_ascii=False)}
 
 
 @functools.lru_cache(maxsize=256)
