@@ -1,13 +1,17 @@
-"""Helpers of the security tests: a wiretap transport, and a certificate authority with site
-certificates made at test time with the ``openssl`` command (``cryptography`` is not installed).
+"""Helpers of the security tests: a wiretap transport, a recording site, and a certificate
+authority with site certificates made at test time with the ``openssl`` command
+(``cryptography`` is not installed).
 """
 
 from __future__ import annotations
 
 import ssl
 import subprocess
+import threading
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -34,6 +38,44 @@ class Wiretap(httpx.AsyncHTTPTransport):
         content = await request.aread()
         self.sent.append(Sent(request.url.path, dict(request.headers), content))
         return await super().handle_async_request(request)
+
+
+class RecordingSite:
+    """A real HTTP server that keeps every request as it arrived (path, headers with names in
+    lower case, body) and accepts every update with a receipt: what the service's default wire
+    (aiohttp) puts on the wire, seen from the other end."""
+
+    def __init__(self) -> None:
+        self.sent: list[Sent] = []
+        recorded = self.sent
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                content = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                recorded.append(Sent(self.path, headers, content))
+                body = b'{"receipt": "R-1"}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> RecordingSite:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,10 @@ import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
-from securitytools import Wiretap
+from securitytools import RecordingSite, Sent, Wiretap
 from sqlalchemy import Engine
 
 from exchange import bootstrap
@@ -22,11 +23,13 @@ from exchange.db.migrate import upgrade
 from exchange.errors import ConfigurationError
 from exchange.identity import message_id
 from exchange.settings import load_settings
+from exchange.site import _AiohttpWire
 from exchange.sitesim import Faults, SiteSimulator
 from exchange.testing import drain, fast_settings, posting_row, price_row, stage
 
 CONTRACT_FIELDS = {"message_id", "kind", "aggregate", "version", "payload", "created_at"}
-# Contract 5's headers, User-Agent, and what HTTP/1.1 itself needs (httpx adds these).
+# Contract 5's headers, User-Agent, and what HTTP/1.1 itself needs: httpx adds all five,
+# aiohttp (the default wire) all but "connection" (keep-alive is HTTP/1.1's default).
 DOCUMENTED_HEADERS = {"authorization", "idempotency-key", "content-type", "user-agent"}
 HTTP_FRAMING = {"host", "content-length", "accept", "accept-encoding", "connection"}
 
@@ -114,9 +117,12 @@ def engine(tmp_path: Path) -> Iterator[tuple[str, Engine]]:
     engine.dispose()
 
 
+@pytest.mark.parametrize("wire", ["aiohttp", "httpx"])
 def test_requests_carry_exactly_the_contract_fields_and_headers_whatever_staging_holds(
-    engine: tuple[str, Engine],
+    engine: tuple[str, Engine], wire: str
 ) -> None:
+    """aiohttp: the default wire, recorded by the server it talks to. httpx: the wire of an
+    injected transport (tests) or a proxy, recorded by a wiretap transport."""
     url, db = engine
     # Every staging column 1C may fill, the optional ones included.
     extra = {
@@ -125,25 +131,14 @@ def test_requests_carry_exactly_the_contract_fields_and_headers_whatever_staging
         "created_at": datetime(2026, 8, 23, 7, 20, tzinfo=UTC),
     }
     stage(db, [price_row("SKU-1", 3, "840.10", **extra), posting_row("DOC-1", 1, **extra)])
-    wiretap = Wiretap()
-    with SiteSimulator(token="test-token", faults=Faults(seed=1)) as site:
-        worker = bootstrap.worker(fast_settings(url, site.url), db, transport=wiretap)
-
-        async def go() -> None:
-            try:
-                await drain(worker)
-            finally:
-                await worker.site.aclose()
-
-        asyncio.run(go())
-        assert 2 == len(site.effects())
-    updates = [s for s in wiretap.sent if s.path == "/api/v1/updates"]
+    sent = deliver_recording(url, db, wire)
+    updates = [s for s in sent if s.path == "/api/v1/updates"]
     assert 2 == len(updates)
     bodies = {json.loads(s.content)["kind"]: json.loads(s.content) for s in updates}
     for sent in updates:
         body = json.loads(sent.content)
         assert CONTRACT_FIELDS == set(body), sorted(body)
-        assert DOCUMENTED_HEADERS | HTTP_FRAMING == set(sent.headers), sorted(sent.headers)
+        assert set(sent.headers) - HTTP_FRAMING == DOCUMENTED_HEADERS, sorted(sent.headers)
         assert body["message_id"] == sent.headers["idempotency-key"]
         assert "Bearer test-token" == sent.headers["authorization"]
         assert "application/json" == sent.headers["content-type"]
@@ -157,3 +152,29 @@ def test_requests_carry_exactly_the_contract_fields_and_headers_whatever_staging
         "payload"
     ]
     assert message_id("price", "SKU-1", 3) == bodies["price"]["message_id"]
+
+
+def deliver_recording(url: str, db: Engine, wire: str) -> list[Sent]:
+    """Deliver what is staged through the given wire; every request as it was sent."""
+    if wire == "aiohttp":
+        with RecordingSite() as recording:
+            worker = bootstrap.worker(fast_settings(url, recording.url), db)
+            assert isinstance(worker.site._wire, _AiohttpWire)
+            run_to_idle(worker)
+            return recording.sent
+    wiretap = Wiretap()
+    with SiteSimulator(token="test-token", faults=Faults(seed=1)) as site:
+        worker = bootstrap.worker(fast_settings(url, site.url), db, transport=wiretap)
+        run_to_idle(worker)
+        assert 2 == len(site.effects())
+    return wiretap.sent
+
+
+def run_to_idle(worker: Any) -> None:
+    async def go() -> None:
+        try:
+            await drain(worker)
+        finally:
+            await worker.site.aclose()
+
+    asyncio.run(go())
