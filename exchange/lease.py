@@ -120,16 +120,27 @@ def _claim_sql(postgres: bool, strict: tuple[str, ...], excluding: bool) -> _Cla
     now = bindparam("now", type_=UTCDateTime())
     eligible = _eligible(m, now, strict, bindparam("max_attempts", type_=Integer()))
     free = or_(aggregates.c.lease_until.is_(None), aggregates.c.lease_until < now)
-    pick = select(aggregates.c.id).where(free, exists().where(eligible)).order_by(aggregates.c.id)
-    if excluding:
-        pick = pick.where(not_(one_of(aggregates.c.id, "exclude", postgres)))
-    if postgres:
-        pick = pick.with_for_update(skip_locked=True)
     after, limit = bindparam("after", type_=Integer()), bindparam("limit", type_=Integer())
+
+    def pick(side: Any, m_side: Any) -> Select[Any]:
+        # The sweep's bound is given to the messages too: PostgreSQL does not carry an
+        # inequality across the join, and its merge join read every message of the
+        # aggregates below the cursor on each claim (4 ms a claim at 10,000 done, growing).
+        query = (
+            select(aggregates.c.id)
+            .where(free, side, exists().where(eligible, m_side))
+            .order_by(aggregates.c.id)
+        )
+        if excluding:
+            query = query.where(not_(one_of(aggregates.c.id, "exclude", postgres)))
+        if postgres:
+            query = query.with_for_update(skip_locked=True)
+        return query.limit(limit)
+
     leased = one_of(aggregates.c.id, "ids", postgres)
     return _ClaimSQL(
-        pick_after=pick.where(aggregates.c.id > after).limit(limit),
-        pick_wrapped=pick.where(aggregates.c.id <= after).limit(limit),
+        pick_after=pick(aggregates.c.id > after, m.aggregate_id > after),
+        pick_wrapped=pick(aggregates.c.id <= after, m.aggregate_id <= after),
         lease=update(aggregates)
         .where(leased)
         .values(
