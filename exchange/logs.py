@@ -48,18 +48,22 @@ def log_event(logger: logging.Logger, level: int, event: str, **fields: Any) -> 
         return
     text = " ".join([event, *(f"{k}={_text_value(v)}" for k, v in fields.items() if v is not None)])
     # "%s" with the text as an argument: a value holding "%" must not be read as a format.
-    logger.log(level, "%s", text, extra={EVENT_ATTR: event, FIELDS_ATTR: dict(fields)})
+    # ``fields`` is this call's own dict (keyword arguments): the record may keep it.
+    logger.log(level, "%s", text, extra={EVENT_ATTR: event, FIELDS_ATTR: fields})
 
 
 # What makes a value need quotes in a text line: whitespace (str.isspace's set), quotes, "=".
 _NEEDS_QUOTES = re.compile(r"[\s\"'=]")
+_QUOTE = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def _text_value(value: Any) -> str:
+    if type(value) is int:  # most fields of an outcome line: nothing to quote
+        return str(value)
     text = str(value)
     # Quoted only when needed, so that `grep outcome=quarantined` and logfmt parsers work.
     if not text or _NEEDS_QUOTES.search(text):
-        return json.dumps(text, ensure_ascii=False)
+        return _QUOTE(text)
     return text
 
 
@@ -123,13 +127,19 @@ class RedactSecrets(logging.Filter):
         if record.stack_info:
             record.stack_info = self.redact(record.stack_info)
         fields = getattr(record, FIELDS_ATTR, None)
-        if isinstance(fields, Mapping):
+        if isinstance(fields, Mapping) and self._holds_secret(fields):
             setattr(
                 record,
                 FIELDS_ATTR,
                 {k: self.redact(v) if isinstance(v, str) else v for k, v in fields.items()},
             )
         return True
+
+    def _holds_secret(self, fields: Mapping[str, Any]) -> bool:
+        """One search over the text fields together (most lines hold none): a secret inside
+        one field is inside their join too."""
+        joined = "\x00".join(v for v in fields.values() if isinstance(v, str))
+        return any(secret in joined for secret in self.secrets)
 
 
 def secrets_of(settings: Settings) -> list[str]:
@@ -191,6 +201,9 @@ def configure(settings: Settings, *, stream: TextIO | None = None) -> logging.Ha
     # Neither format shows threads or processes: not collecting them for every record is the
     # optimisation the logging documentation names (one outcome line per message adds up).
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
+    # Nor where a call was made from (file, line, function): finding it walked the stack for
+    # every record. The logging HOWTO's "Optimization" section names this switch.
+    logging._srcfile = None
     level = logging.getLevelName(settings.log_level)
     root.setLevel(level)
     chatty_level = logging.NOTSET if level <= logging.DEBUG else logging.WARNING
