@@ -96,7 +96,7 @@ def tables(results: dict[str, Any]) -> str:
         for r in service:
             if batch_missing(r):
                 rows.append(
-                    [r["label"], "not available: the service sent no batch request"] + ["–"] * 8
+                    [r["label"], "not available: the service sent no batch request"] + ["–"] * 9
                 )
                 continue
             rows.append(
@@ -110,6 +110,7 @@ def tables(results: dict[str, Any]) -> str:
                     f"{r['wall_s']:.1f}",
                     f"{r['worker_cpu_s']:.1f}",
                     f"{r['site_cpu_s']:.1f}",
+                    _cores_busy(r),
                     f"{r['peak_rss_mb']:.0f}",
                     _checks(r),
                 ]
@@ -127,6 +128,7 @@ def tables(results: dict[str, Any]) -> str:
                     "wall s",
                     "worker CPU s",
                     "site CPU s",
+                    "cores busy",
                     "worker peak RSS MB",
                     "checks",
                 ],
@@ -147,6 +149,8 @@ def tables(results: dict[str, Any]) -> str:
                 _ratio(r["rate"], best),
                 f"{r['wall_s']:.1f}",
                 f"{r['worker_cpu_s']:.1f}",
+                _other_cpu(r),
+                _cores_busy(r),
                 " / ".join(f"{x:.0f}" for x in r["peak_rss_mb_each"]),
                 _checks(r),
             ]
@@ -164,11 +168,14 @@ def tables(results: dict[str, Any]) -> str:
                     "÷ ceiling",
                     "wall s",
                     "CPU s (all workers)",
+                    "CPU s (site, database, rest)",
+                    "cores busy",
                     "peak RSS MB each",
                     "checks",
                 ],
                 rows,
             )
+            + _machine_bound(workers)
         )
     pg_rows = [
         r
@@ -238,11 +245,102 @@ def tables(results: dict[str, Any]) -> str:
                 rows,
             )
         )
+    budget = results.get("budget")
+    if budget:
+        out.append("### What a delivered message costs, part by part")
+        out.append(_budget(budget, ceiling, service))
     errors = results.get("errors") or {}
     if errors:
         text = "; ".join(f"{k}: {' '.join(str(v).split())[:300]}" for k, v in errors.items())
         out.append(f"**Failed sections:** {text}")
     return "\n\n".join(out) + "\n"
+
+
+def _cores_busy(row: dict[str, Any]) -> str:
+    busy = row.get("machine_cpu_s")
+    if busy is None or not row.get("wall_s"):
+        return "–"
+    return f"{busy / row['wall_s']:.2f} of {row.get('cores', '?')}"
+
+
+def _other_cpu(row: dict[str, Any]) -> str:
+    busy = row.get("machine_cpu_s")
+    return "–" if busy is None else f"{busy - row['worker_cpu_s']:.1f}"
+
+
+def _machine_bound(workers: list[dict[str, Any]]) -> str:
+    """What the machine allows several workers, from what one worker's run cost it."""
+    one = next((r for r in workers if r["workers"] == 1), None)
+    if not one or not one.get("machine_cpu_s") or not one.get("cores"):
+        return ""
+    per_message = one["machine_cpu_s"] / one["messages"]  # the whole machine's CPU, all parts
+    most = one["cores"] / per_message
+    return (
+        f"\n\nWith one worker, each message cost the whole machine {per_message * 1e6:,.0f} µs "
+        f"of CPU (worker, site, PostgreSQL and the rest). At that cost {one['cores']} cores "
+        f"deliver at most {most:,.0f} messages/s on the wall clock, however many workers: "
+        f"{most / one['rate']:.2f}× one worker."
+    )
+
+
+def _budget(
+    budget: dict[str, Any], ceiling: dict[str, Any] | None, service: list[dict[str, Any]]
+) -> str:
+    """Each part alone (bench/budget.py) against the ceiling and the service rows."""
+
+    def us(rate: float | None) -> float | None:
+        return 1e6 / rate if rate else None
+
+    def service_us(database: str, batch: bool) -> float | None:
+        for r in service:
+            if r["database"] == database and (r["site_batch_size"] > 1) == batch:
+                return None if batch_missing(r) else us(r["site_rate"])
+        return None
+
+    clients = {
+        r["client"]: r["rate"] for r in (ceiling or {}).get("rows", []) if r["site"] == "fast"
+    }
+    best = us(ceiling["best"]["rate"]) if ceiling else None
+    client = us(clients.get("siteclient+uvloop"))
+    line, judge = budget["outcome_line_us"], budget["judge_us"]
+    lite, pg = budget["claim_record_us_sqlite"], budget["claim_record_us_postgresql"]
+    item = budget["batch_item_us"]
+
+    def cell(value: float | None) -> str:
+        return "–" if value is None else f"{value:,.1f}"
+
+    single = None if client is None else client + lite + line + judge
+    batched = lite + line + judge + item
+    rows = [
+        ["the best client's request alone (the ceiling's)", cell(best), "ceiling table"],
+        ["the service's request (`siteclient+uvloop`)", cell(client), "ceiling table"],
+        ["claim + record, SQLite", cell(lite), "`bench.lease_cost`"],
+        ["claim + record, PostgreSQL (wall time)", cell(pg), "`bench.lease_cost`"],
+        ["the outcome line", cell(line), "`worker.log_outcome`"],
+        ["judging the answer", cell(judge), "`classify` + `decide`"],
+        ["batch API, per item: body, join, split of the answer", cell(item), "`batch`"],
+        [
+            "**sum, single requests, SQLite**",
+            cell(single),
+            "request + claim/record + line + judging",
+        ],
+        ["measured, single requests, SQLite", cell(service_us("sqlite", False)), "service table"],
+        ["**sum, batch API, SQLite**", cell(batched), "claim/record + line + judging + item"],
+        ["measured, batch API, SQLite", cell(service_us("sqlite", True)), "service table"],
+    ]
+    text = _table(["part", "µs per message", "measured by"], rows)
+    notes = []
+    if best and single:
+        notes.append(
+            f"Half the ceiling is {2 * best:,.0f} µs per message; the parts of a single "
+            f"request alone sum to {single:,.0f} µs, so with this work per message one worker "
+            f"reaches at most {best / single:.2f} of the ceiling."
+        )
+    notes.append(
+        f"20,000 messages/s is 50 µs per message; the parts of a batched message alone sum to "
+        f"{batched:,.0f} µs, so one worker reaches at most {1e6 / batched:,.0f} messages/s."
+    )
+    return text + "\n\n" + " ".join(notes)
 
 
 def update_readme(results: dict[str, Any], path: Path) -> None:

@@ -17,12 +17,16 @@ Sections (all by default, in this order):
     workers   PostgreSQL with 1, 2 and 4 worker processes; no aggregate in flight twice
     intake    intake + coalescing alone (bench/intake_coalesce.py), --intake-rows staging rows
               (SKUs x 10 versions), on SQLite and on PostgreSQL
+    budget    what each part of a delivered message costs alone, in microseconds of CPU
+              (bench/budget.py): claim + record, the outcome line, judging the answer
 
 Every service run starts from a fresh database (SQLite file or a PostgreSQL database created and
 dropped here; admin URL from EXCHANGE_BENCH_PG, default postgresql://postgres@127.0.0.1:5432/
 postgres) holding --messages staged price rows, one per SKU, and a reset site; afterwards it checks
 that every message is delivered, that the site saw exactly one effect per message and that no
-aggregate was in flight twice. Peak RSS and CPU seconds of each child come from wait4(2).
+aggregate was in flight twice. Peak RSS and CPU seconds of each child come from wait4(2); the
+whole machine's busy CPU seconds during the run come from /proc/stat (what the workers, the site,
+PostgreSQL and anything else together kept busy).
 
 Output in --out (default docs/benchmarks, or a fresh temp dir with --quick): results.json (every
 raw figure), throughput.png, and the tables between the markers in README.md (created if missing).
@@ -67,7 +71,7 @@ from exchange.settings import Settings
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 TOKEN = "bench-token"
-SECTIONS = ("ceiling", "service", "batch", "workers", "intake")
+SECTIONS = ("ceiling", "service", "batch", "workers", "intake", "budget")
 PG_ADMIN = os.environ.get("EXCHANGE_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 CEILING_CLIENTS = ceiling.CLIENTS
 THREADED_CLIENTS = ("httpx", "aiohttp")
@@ -78,6 +82,18 @@ def log(text: str) -> None:
 
 
 # -- children --------------------------------------------------------------------------------
+
+
+def machine_busy_seconds() -> float | None:
+    """CPU seconds the whole machine has been busy since boot (all cores; /proc/stat: every
+    column but idle and iowait), or None where there is no /proc/stat."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()
+    except OSError:
+        return None
+    ticks = [int(x) for x in fields[1:8]]  # user nice system idle iowait irq softirq
+    busy = sum(ticks) - ticks[3] - ticks[4]
+    return busy / os.sysconf("SC_CLK_TCK")
 
 
 def wait_child(proc: subprocess.Popen[Any], timeout: float) -> tuple[int, float, float]:
@@ -367,6 +383,7 @@ def service_run(
         if sampler:
             sampler.start()
         started = time.perf_counter()
+        busy_before = machine_busy_seconds()
         for n in range(workers):
             log_path = scratch / f"{database}-{workers}w-b{site_batch_size}-{n}.log"
             logs.append(log_path)
@@ -397,6 +414,7 @@ def service_run(
                     proc.wait()
             raise
         wall = time.perf_counter() - started
+        busy_after = machine_busy_seconds()
         peak_connections = sampler.stop() if sampler else None
         tables = pg_tables(url) if database == "postgresql" else None
         site_cpu = site.cpu_seconds() - site_cpu
@@ -427,6 +445,10 @@ def service_run(
         "peak_rss_mb_each": [c[1] for c in children],
         "worker_cpu_s": sum(c[2] for c in children),
         "site_cpu_s": site_cpu,
+        "machine_cpu_s": (
+            busy_after - busy_before if busy_after is not None and busy_before is not None else None
+        ),
+        "cores": os.cpu_count(),
         "exit_codes": codes,
         "peak_pg_connections": peak_connections,
         "pg_tables": tables,
@@ -504,6 +526,23 @@ def intake_section(args: argparse.Namespace, scratch: Path) -> list[dict[str, An
 
 
 # -- the machine -----------------------------------------------------------------------------
+
+
+def budget_section(args: argparse.Namespace) -> dict[str, Any]:
+    """bench/budget.py in its own process: each part of a message's cost alone."""
+    out = subprocess.run(
+        [PY, "-m", "bench.budget", "--messages", str(args.messages), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        cwd=ROOT,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"bench.budget: {out.stderr.strip().splitlines()[-1:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    log(f"budget: {result}")
+    return result
 
 
 def machine() -> dict[str, Any]:
@@ -713,6 +752,8 @@ def main(argv: list[str] | None = None) -> None:
             fast.stop()
         if "intake" in args.sections:
             section(results, "intake", lambda: intake_section(args, scratch))
+        if "budget" in args.sections:
+            section(results, "budget", lambda: budget_section(args))
     for key in [k for k in results if k.startswith("_")]:
         results.pop(key)  # the appenders' return values (None)
     results["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]

@@ -244,7 +244,7 @@ class Worker:
 
     async def _send_one(self, message: lease.Leased, semaphore: asyncio.Semaphore) -> Decision:
         decision = await self._attempt(message, semaphore)
-        self._log_outcome(message, decision)
+        log_outcome(message, decision)
         return decision
 
     async def _attempt(self, message: lease.Leased, semaphore: asyncio.Semaphore) -> Decision:
@@ -332,7 +332,7 @@ class Worker:
         if decisions is None:  # no batch endpoint: singles, with no attempt charged for the 404
             return list(await asyncio.gather(*(self._send_one(m, semaphore) for m in chunk)))
         for message, decision in zip(chunk, decisions, strict=True):
-            self._log_outcome(message, decision)
+            log_outcome(message, decision)
         return decisions
 
     async def _attempt_chunk(
@@ -366,28 +366,6 @@ class Worker:
         decisions = [self._judge(m, answers[m.message_id], probing) for m in sent]
         waiting = not_sent("not sent: the circuit breaker is half-open and one message probes")
         return decisions + [waiting] * (len(chunk) - len(sent))
-
-    def _log_outcome(self, message: lease.Leased, decision: Decision) -> None:
-        """One line per outcome, the audit trail in the log. Never the payload: the fields are
-        named one by one, and the detail (the site's answer, for a failure) is capped."""
-        delivered = decision.event is Event.DELIVERED
-        log_event(
-            log,
-            logging.WARNING if decision.event is Event.QUARANTINED else logging.INFO,
-            "delivery",
-            outcome=decision.event.value,
-            message_id=message.message_id,
-            kind=message.kind,
-            aggregate=message.aggregate,
-            version=message.version,
-            attempt=message.attempt,
-            http_status=decision.http_status,
-            error_class=decision.error_class,
-            delay_s=None if decision.delay_s is None else round(decision.delay_s, 3),
-            reason=decision.reason,
-            result_unknown=decision.result_unknown or None,
-            detail=None if delivered else decision.detail[:DETAIL_CAP],
-        )
 
     async def _renew(self, batch: lease.Batch) -> None:
         interval = max(self.settings.lease_seconds / 3, 0.001)
@@ -448,6 +426,29 @@ class Worker:
     def idle(self) -> bool:
         """Nothing left that this service could move without a person (contract 6)."""
         return is_idle(self.engine, self.staging_engine, self.strict)
+
+
+def log_outcome(message: lease.Leased, decision: Decision) -> None:
+    """One line per outcome, the audit trail in the log. Never the payload: the fields are
+    named one by one, and the detail (the site's answer, for a failure) is capped."""
+    delivered = decision.event is Event.DELIVERED
+    log_event(
+        log,
+        logging.WARNING if decision.event is Event.QUARANTINED else logging.INFO,
+        "delivery",
+        outcome=decision.event.value,
+        message_id=message.message_id,
+        kind=message.kind,
+        aggregate=message.aggregate,
+        version=message.version,
+        attempt=message.attempt,
+        http_status=decision.http_status,
+        error_class=decision.error_class,
+        delay_s=None if decision.delay_s is None else round(decision.delay_s, 3),
+        reason=decision.reason,
+        result_unknown=decision.result_unknown or None,
+        detail=None if delivered else decision.detail[:DETAIL_CAP],
+    )
 
 
 def _outgoing(message: lease.Leased) -> OutgoingMessage:
