@@ -371,11 +371,20 @@ def plot(results: dict[str, Any], path: Path) -> None:
         site = "fast site" if r["site"] == "fast" else "threaded sitesim"
         color = "tab:gray" if r["site"] == "fast" else "silver"
         bars.append((f"client {r['client']} → {site}", r["rate"], color))
-    for r in results.get("service") or []:
-        if not batch_missing(r):
-            bars.append((f"service: {r['label']}{_failed(r)}", r["rate"], "tab:blue"))
-    for r in results.get("workers") or []:
-        bars.append((f"service: {r['label']}{_failed(r)}", r["rate"], "tab:green"))
+    # Each service row twice: delivery alone (first to last effect at the site, the figure to
+    # set against the clients') and the wall clock of the whole run (start-up and intake too).
+    for rows, color, light in (
+        (results.get("service") or [], "tab:blue", "lightsteelblue"),
+        (results.get("workers") or [], "tab:green", "darkseagreen"),
+    ):
+        for r in rows:
+            if batch_missing(r):
+                continue
+            if r.get("site_rate"):
+                bars.append(
+                    (f"service: {r['label']}, at the site{_failed(r)}", r["site_rate"], color)
+                )
+            bars.append((f"service: {r['label']}, wall clock{_failed(r)}", r["rate"], light))
     if not bars:
         return
     figure, axes = plt.subplots(figsize=(9, 0.45 * len(bars) + 1.5))
