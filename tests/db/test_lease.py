@@ -44,7 +44,12 @@ def take(engine: Engine, settings: Settings, clock: FakeClock, rows: list[dict[s
 
 
 def claim(
-    engine: Engine, settings: Settings, clock: FakeClock, worker: str = "w1", limit: int = 100
+    engine: Engine,
+    settings: Settings,
+    clock: FakeClock,
+    worker: str = "w1",
+    limit: int = 100,
+    after: int = 0,
 ) -> lease.Batch:
     with transaction(engine) as c:
         return lease.claim(
@@ -55,6 +60,7 @@ def claim(
             lease_seconds=settings.lease_seconds,
             max_attempts=settings.max_attempts,
             strict=settings.kinds_with(Policy.STRICT),
+            after=after,
         )
 
 
@@ -536,7 +542,7 @@ def test_a_claim_reads_nothing_of_the_aggregates_behind_its_sweep_on_postgresql(
         while True:
             if cursor in (100, 3_000):
                 touched[cursor] = pick_buffers(engine, clock, cursor)
-            batch = claim_after(engine, settings, clock, cursor)
+            batch = claim(engine, settings, clock, after=cursor)
             if not batch.messages:
                 break
             with transaction(engine) as c:
@@ -554,17 +560,3 @@ def test_a_claim_reads_nothing_of_the_aggregates_behind_its_sweep_on_postgresql(
     assert set(touched) == {100, 3_000}
     # Before the fix: 386 pages after 100 done, 608 after 3,000; after it: 112 and 110.
     assert touched[3_000] < 1.3 * touched[100], f"pages touched by the pick: {touched}"
-
-
-def claim_after(engine: Engine, settings: Settings, clock: FakeClock, after: int) -> lease.Batch:
-    with transaction(engine) as c:
-        return lease.claim(
-            c,
-            worker="w1",
-            now=clock.now(),
-            limit=100,
-            lease_seconds=settings.lease_seconds,
-            max_attempts=settings.max_attempts,
-            strict=settings.kinds_with(Policy.STRICT),
-            after=after,
-        )
