@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import json
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sqlalchemy import Engine, insert, select
@@ -92,6 +93,19 @@ def stage(engine: Engine, rows: list[dict[str, Any]]) -> None:
     with transaction(engine) as connection:
         for row in rows:  # one by one: rows may differ in which columns they give
             connection.execute(insert(staging).values(**row))
+
+
+def run_worker(worker: Worker, scenario: Callable[[Worker], Awaitable[Any]] | None = None) -> None:
+    """Run ``scenario(worker)`` (by default ``drain``) in a fresh event loop, then close the
+    worker's site client whatever happened: the set-up most tests share."""
+
+    async def go() -> None:
+        try:
+            await (scenario or drain)(worker)
+        finally:
+            await worker.site.aclose()
+
+    asyncio.run(go())
 
 
 async def drain(worker: Worker, *, cycles: int = 200) -> None:

@@ -7,7 +7,6 @@ then only what the test names is set. Whatever a command prints, two things neve
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -26,7 +25,7 @@ from exchange.db.engine import transaction
 from exchange.db.schema import messages, staging
 from exchange.identity import message_id
 from exchange.sitesim import SiteSimulator
-from exchange.testing import drain, fast_settings, stage
+from exchange.testing import fast_settings, run_worker, stage
 
 TOKEN = "test-token"
 
@@ -205,15 +204,7 @@ def deliver_in_process(
     """Stage rows and run the pipeline to idle in this process: the set-up of operator tests."""
     if rows:
         stage(engine, rows)
-    worker = bootstrap.worker(fast_settings(db_url, site.url), engine)
-
-    async def go() -> None:
-        try:
-            await drain(worker)
-        finally:
-            await worker.site.aclose()
-
-    asyncio.run(go())
+    run_worker(bootstrap.worker(fast_settings(db_url, site.url), engine))
 
 
 def state_counts(engine: Engine) -> Counter[str]:

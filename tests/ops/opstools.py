@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -16,7 +15,7 @@ from sqlalchemy import Engine
 from exchange import bootstrap
 from exchange.metrics import Health, MetricsServer, PrometheusMetrics
 from exchange.sitesim import SiteSimulator
-from exchange.testing import drain, fast_settings
+from exchange.testing import fast_settings, run_worker
 from exchange.worker import Worker
 
 TOKEN = "test-token"
@@ -28,13 +27,7 @@ def make_worker(db_url: str, engine: Engine, site: SiteSimulator, **overrides: A
 
 
 def run(worker: Worker, coro_factory: Callable[[Worker], Any] | None = None) -> None:
-    async def go() -> None:
-        try:
-            await (coro_factory(worker) if coro_factory else drain(worker))
-        finally:
-            await worker.site.aclose()
-
-    asyncio.run(go())
+    run_worker(worker, coro_factory)
 
 
 @contextmanager

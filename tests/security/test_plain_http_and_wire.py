@@ -4,14 +4,12 @@ requests that carry the contract's fields and headers and nothing of the staging
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from securitytools import RecordingSite, Sent, Wiretap
@@ -25,7 +23,7 @@ from exchange.identity import message_id
 from exchange.settings import load_settings
 from exchange.site import _AiohttpWire
 from exchange.sitesim import Faults, SiteSimulator
-from exchange.testing import drain, fast_settings, posting_row, price_row, stage
+from exchange.testing import fast_settings, posting_row, price_row, run_worker, stage
 
 CONTRACT_FIELDS = {"message_id", "kind", "aggregate", "version", "payload", "created_at"}
 # Contract 5's headers, User-Agent, and what HTTP/1.1 itself needs: httpx adds all five,
@@ -160,21 +158,11 @@ def deliver_recording(url: str, db: Engine, wire: str) -> list[Sent]:
         with RecordingSite() as recording:
             worker = bootstrap.worker(fast_settings(url, recording.url), db)
             assert isinstance(worker.site._wire, _AiohttpWire)
-            run_to_idle(worker)
+            run_worker(worker)
             return recording.sent
     wiretap = Wiretap()
     with SiteSimulator(token="test-token", faults=Faults(seed=1)) as site:
         worker = bootstrap.worker(fast_settings(url, site.url), db, transport=wiretap)
-        run_to_idle(worker)
+        run_worker(worker)
         assert 2 == len(site.effects())
     return wiretap.sent
-
-
-def run_to_idle(worker: Any) -> None:
-    async def go() -> None:
-        try:
-            await drain(worker)
-        finally:
-            await worker.site.aclose()
-
-    asyncio.run(go())
