@@ -37,14 +37,14 @@ from typing import Any
 
 from bench import lease_cost
 from bench.run import fresh_database
-from exchange import batch as batch_api
 from exchange import logs
-from exchange.classify import classify
-from exchange.identity import message_id
-from exchange.lease import Leased
-from exchange.retry import RetryPolicy, decide
+from exchange.domain.identity import message_id
+from exchange.domain.retry import RetryPolicy, decide
+from exchange.queue.lease import Leased
 from exchange.settings import Settings
-from exchange.site import OutgoingMessage, Response
+from exchange.targets.shop_api import batch as batch_api
+from exchange.targets.shop_api.answers import classify
+from exchange.targets.shop_api.client import OutgoingMessage, Response
 from exchange.worker import log_outcome
 
 ANSWER = b'{"receipt": "R-12345"}'  # what bench/fastsite.py answers to a new single request

@@ -25,8 +25,8 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from exchange.identity import message_id
-from exchange.site import USER_AGENT, OutgoingMessage, Response, SiteClient
+from exchange.domain.identity import message_id
+from exchange.targets.shop_api.client import USER_AGENT, OutgoingMessage, Response, SiteClient
 
 BASE_CLIENTS = ("httpx", "httpx-aiohttp", "aiohttp", "siteclient")
 CLIENTS = BASE_CLIENTS + tuple(f"{c}+uvloop" for c in BASE_CLIENTS)

@@ -31,10 +31,11 @@ from typing import Any
 
 from sqlalchemy import Engine, event, insert
 
-from exchange import coalesce, intake
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import staging
+from exchange.intake import staging_table as intake
+from exchange.queue import coalesce
 from exchange.settings import DEFAULT_KINDS
 
 BATCH = 10_000

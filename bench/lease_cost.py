@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.run import fresh_database
-from exchange import coalesce, intake, lease
-from exchange.classify import Classification, Verdict
 from exchange.db.engine import make_engine, transaction
-from exchange.retry import RetryPolicy, decide
+from exchange.dev.testing import price_row, stage
+from exchange.domain.retry import RetryPolicy, decide
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.intake import staging_table as intake
+from exchange.queue import coalesce, lease, record
 from exchange.settings import DEFAULT_KINDS
-from exchange.testing import price_row, stage
 
 WORKER = "bench"
 
@@ -72,7 +73,7 @@ def run(url: str, messages: int, batch: int) -> dict[str, Any]:
             decision = decide(delivered, attempt=1, now=now, policy=policy, rng=random.Random(0))
             started = time.perf_counter()
             with transaction(engine) as connection:
-                done += lease.record(
+                done += record.record(
                     connection,
                     token=taken.token,
                     worker=WORKER,

@@ -77,7 +77,7 @@ def tables(results: dict[str, Any]) -> str:
         rows = [
             [
                 f"`{r['client']}`",
-                "bench/fastsite.py" if r["site"] == "fast" else "exchange.sitesim (threaded)",
+                "bench/fastsite.py" if r["site"] == "fast" else "exchange.dev.sitesim (threaded)",
                 _rate(r["rate"]),
                 _ratio(r["rate"], best),
                 _runs(r["runs"]),

@@ -62,10 +62,10 @@ import psycopg
 from sqlalchemy import func, insert, select
 
 from bench import ceiling, report
-from exchange import testing
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import messages, staging
+from exchange.dev import testing
 from exchange.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,7 +119,7 @@ class SiteProcess:
         if kind == "fast":
             argv = [PY, str(ROOT / "bench" / "fastsite.py"), "--port", "0", "--token", TOKEN]
         else:
-            argv = [PY, "-m", "exchange.sitesim", "--port", "0", "--token", TOKEN, "--batch"]
+            argv = [PY, "-m", "exchange.dev.sitesim", "--port", "0", "--token", TOKEN, "--batch"]
         self.proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=scratch
         )

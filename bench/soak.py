@@ -58,8 +58,8 @@ from sqlalchemy.engine import make_url
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages, staging
-from exchange.sitesim import Faults, SiteSimulator, _answer  # a bench may reach inside
-from exchange.testing import in_flight_overlaps
+from exchange.dev.sitesim import Faults, SiteSimulator, _answer
+from exchange.dev.testing import in_flight_overlaps
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_URL = os.environ.get("EXCHANGE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")

@@ -23,13 +23,15 @@ from rich.table import Table
 from rich.text import Text
 from sqlalchemy import Connection
 
-from exchange import bootstrap, logs, metrics, report
-from exchange.clock import SystemClock, ensure_utc
+from exchange import app as bootstrap
+from exchange import logs
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import current_revision, upgrade
+from exchange.domain.clock import SystemClock, ensure_utc
+from exchange.domain.policy import Policy
 from exchange.errors import ExchangeError
-from exchange.prune import prune as prune_now
-from exchange.quarantine import (
+from exchange.ops.prune import prune as prune_now
+from exchange.ops.quarantine import (
     ActionResult,
     Filters,
     cancel,
@@ -37,10 +39,11 @@ from exchange.quarantine import (
     list_quarantined,
     retry,
 )
+from exchange.ops.status import biography, status, tables
+from exchange.report import collect as report
 from exchange.runner import run as run_event_loop
 from exchange.runner import run_forever, run_once, run_until_idle
-from exchange.settings import Policy, Settings, load_settings, safe_url
-from exchange.status import biography, status, tables
+from exchange.settings import Settings, load_settings, safe_url
 
 app = typer.Typer(
     name="exchange",
@@ -194,7 +197,7 @@ def run(
             finally:
                 await worker.site.aclose()
 
-        with metrics.serving(settings, worker, engine):
+        with bootstrap.serving(settings, worker, engine):
             code = run_event_loop(main())
     raise typer.Exit(code)
 
@@ -503,7 +506,7 @@ def demo(
     A fresh SQLite file, a simulated site with realistic faults, staged data, a run to idle,
     a summary and a quarantine report.
     """
-    from exchange.demo import run_demo
+    from exchange.dev.demo import run_demo
 
     with _guard():
         code = run_demo(directory, skus=skus, console=out)
@@ -522,7 +525,7 @@ def check(ctx: typer.Context) -> None:
     not set). Exit 0 when nothing failed (a SKIP is not a failure), 1 when a check failed, 2
     when the configuration does not even load (as every command).
     """
-    from exchange.check import Status, fail, run_checks
+    from exchange.ops.check import Status, fail, run_checks
 
     try:
         settings = _settings(ctx)

@@ -15,8 +15,9 @@ from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from exchange import prune, report_schedule
 from exchange.errors import DatabaseUnavailable
+from exchange.ops import prune
+from exchange.report import schedule as report_schedule
 from exchange.worker import CycleReport, Worker
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,6 @@ import os
 import re
 import socket
 import ssl
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -34,17 +33,8 @@ from pydantic_settings import (
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
+from exchange.domain.policy import Policy
 from exchange.errors import ConfigurationError
-
-
-class Policy(StrEnum):
-    """How the messages of one kind are coalesced and ordered (contract 3)."""
-
-    LATEST_WINS = "latest-wins"
-    """Only the highest pending version of an aggregate is sent; older ones are superseded."""
-    STRICT = "strict"
-    """Every version is delivered, in order, starting at 1; nothing is coalesced."""
-
 
 DEFAULT_KINDS: dict[str, Policy] = {
     "price": Policy.LATEST_WINS,

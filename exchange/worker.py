@@ -17,26 +17,35 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, Engine, exists, func, not_, select, true
+from sqlalchemy import Engine
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import aliased
 
-from exchange import batch as batch_api
-from exchange import coalesce, intake, lease
-from exchange.breaker import BreakerState, CircuitBreaker
-from exchange.classify import Verdict, classify
-from exchange.clock import Clock
-from exchange.contracts import Reason
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.schema import Message, aggregates, staging, workers
+from exchange.db.schema import workers
+from exchange.domain.breaker import BreakerState, CircuitBreaker
+from exchange.domain.clock import Clock
+from exchange.domain.policy import Policy
+from exchange.domain.reasons import Reason
+from exchange.domain.retry import Decision, RetryPolicy, decide, not_sent
+from exchange.domain.states import Event, State
+from exchange.domain.verdicts import Verdict
 from exchange.errors import ConfigurationError, DatabaseUnavailable
 from exchange.failpoints import failpoint
+from exchange.intake import staging_table as intake
 from exchange.logs import log_event
-from exchange.metrics import Metrics
-from exchange.retry import Decision, RetryPolicy, decide, not_sent
-from exchange.settings import Policy, Settings
-from exchange.site import BATCH_PATH, OutgoingMessage, Response, SiteClient, SiteResult
-from exchange.states import Event, State
+from exchange.ops.metrics import Metrics
+from exchange.queue import coalesce, lease, record
+from exchange.queue.idle import is_idle
+from exchange.settings import Settings
+from exchange.targets.shop_api import batch as batch_api
+from exchange.targets.shop_api.answers import classify
+from exchange.targets.shop_api.client import (
+    BATCH_PATH,
+    OutgoingMessage,
+    Response,
+    SiteClient,
+    SiteResult,
+)
 
 log = logging.getLogger(__name__)
 DETAIL_CAP = 200  # characters of a failure's detail in its outcome line
@@ -161,7 +170,7 @@ class Worker:
             report.batches += 1
             outcomes = await self._deliver(batch)
             with transaction(self.engine) as connection:
-                recorded = lease.record(
+                recorded = record.record(
                     connection,
                     token=batch.token,
                     worker=self.worker_id,
@@ -232,7 +241,7 @@ class Worker:
 
     def _record_now(self, token: str, unsent: list[lease.Leased], decision: Decision) -> int:
         with transaction(self.engine) as connection:
-            return lease.record(
+            return record.record(
                 connection,
                 token=token,
                 worker=self.worker_id,
@@ -460,37 +469,3 @@ def _outgoing(message: lease.Leased) -> OutgoingMessage:
         message.payload,
         message.created_at,
     )
-
-
-def is_idle(engine: Engine, staging_engine: Engine | None, strict: list[str]) -> bool:
-    source = staging_engine or engine
-    with transaction(source, read_only=True) as connection:
-        untaken = connection.execute(
-            select(func.count()).select_from(staging).where(staging.c.taken_at.is_(None))
-        ).scalar_one()
-    if untaken:
-        return False
-    with transaction(engine, read_only=True) as connection:
-        return held_or_none(connection, strict)
-
-
-def held_or_none(connection: Connection, strict: list[str]) -> bool:
-    """True when every pending message is held behind a quarantined predecessor."""
-    m = aliased(Message, name="m")
-    blocker = aliased(Message, name="blocker")
-    pending = [State.NEW.value, State.IN_PROGRESS.value, State.DELAYED.value]
-    held = exists().where(
-        blocker.aggregate_id == m.aggregate_id,
-        not_(blocker.rejected),
-        blocker.state == State.QUARANTINED.value,
-        blocker.version < m.version,
-        blocker.version > aggregates.c.done_version,
-    )
-    movable = (
-        select(func.count())
-        .select_from(m)
-        .join(aggregates, aggregates.c.id == m.aggregate_id)
-        .where(m.state.in_(pending), not_(m.rejected))
-        .where(~(m.kind.in_(strict) & held) if strict else true())
-    )
-    return connection.execute(movable).scalar_one() == 0

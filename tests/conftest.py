@@ -15,9 +15,9 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from exchange.clock import FakeClock
 from exchange.db.engine import make_engine
 from exchange.db.migrate import upgrade
+from exchange.domain.clock import FakeClock
 
 PG_ADMIN_URL = os.environ.get("EXCHANGE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 

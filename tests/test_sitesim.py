@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from exchange.sitesim import DROPPED, Effect, Faults, SiteSimulator
+from exchange.dev.sitesim import DROPPED, Effect, Faults, SiteSimulator
 
 TOKEN = "test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -734,7 +734,7 @@ def test_faults_refuse_impossible_settings() -> None:
 
 def test_command_line_serves_until_interrupted() -> None:
     root = Path(__file__).resolve().parents[1]
-    command = [sys.executable, "-m", "exchange.sitesim", "--port", "0", "--token", "T"]
+    command = [sys.executable, "-m", "exchange.dev.sitesim", "--port", "0", "--token", "T"]
     with subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, text=True) as process:
         try:
             assert process.stdout is not None

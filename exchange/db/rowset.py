@@ -35,8 +35,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeEngine
 
-from exchange.clock import ensure_utc
 from exchange.db.engine import is_postgres
+from exchange.domain.clock import ensure_utc
 
 Column = tuple[str, TypeEngine[Any]]
 

@@ -32,7 +32,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.sql.expression import FunctionElement
 
-from exchange.clock import ensure_utc
+from exchange.domain.clock import ensure_utc
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",

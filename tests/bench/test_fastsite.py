@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from exchange.identity import message_id
-from exchange.site import OutgoingMessage
+from exchange.domain.identity import message_id
+from exchange.targets.shop_api.client import OutgoingMessage
 
 FASTSITE = Path(__file__).resolve().parents[2] / "bench" / "fastsite.py"
 TOKEN = "smoke-token"

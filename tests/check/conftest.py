@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from checktools import TOKEN
 
-from exchange.sitesim import SiteSimulator
+from exchange.dev.sitesim import SiteSimulator
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from checktools import TOKEN
 
-from exchange.sitesim import Faults, SiteSimulator
+from exchange.dev.sitesim import Faults, SiteSimulator
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 

@@ -13,7 +13,10 @@ import pytest
 from checktools import TOKEN
 from sqlalchemy import Engine, text
 
-from exchange.check import (
+from exchange.db.engine import make_engine, transaction
+from exchange.db.migrate import upgrade
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.ops.check import (
     Status,
     check_configuration,
     check_migrated,
@@ -24,10 +27,7 @@ from exchange.check import (
     engine_for,
     run_checks,
 )
-from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import upgrade
 from exchange.settings import Settings, load_settings
-from exchange.sitesim import Faults, SiteSimulator
 
 UNREACHABLE_PG = "postgresql+psycopg://postgres:s3cr3t-pw@127.0.0.1:1/x"
 ORDER = (

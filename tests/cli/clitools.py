@@ -20,12 +20,12 @@ from typing import Any
 
 from sqlalchemy import Engine, func, select
 
-from exchange import bootstrap
+from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import messages, staging
-from exchange.identity import message_id
-from exchange.sitesim import SiteSimulator
-from exchange.testing import fast_settings, run_worker, stage
+from exchange.dev.sitesim import SiteSimulator
+from exchange.dev.testing import fast_settings, run_worker, stage
+from exchange.domain.identity import message_id
 
 TOKEN = "test-token"
 

@@ -9,8 +9,8 @@ import pytest
 from clitools import TOKEN, Cli, Scenario, deliver_in_process
 from sqlalchemy import Engine
 
-from exchange.sitesim import Faults, SiteSimulator
-from exchange.testing import posting_row, price_row, raw_row
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import posting_row, price_row, raw_row
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from sqlalchemy import inspect
 
 from exchange.db.engine import make_engine
 from exchange.db.migrate import upgrade
-from exchange.sitesim import Faults, SiteSimulator
-from exchange.testing import price_row, stage
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import price_row, stage
 
 SOME_ID = "price.SKU-1.v1.000000000000000000000000"
 UNREACHABLE = "postgresql+psycopg://postgres@127.0.0.1:1/x"

@@ -17,8 +17,8 @@ from clitools import (
 )
 from sqlalchemy import Engine
 
-from exchange.sitesim import SiteSimulator
-from exchange.testing import message
+from exchange.dev.sitesim import SiteSimulator
+from exchange.dev.testing import message
 
 ENTRY_FIELDS = {
     "message_id",

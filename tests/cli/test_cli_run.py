@@ -19,8 +19,8 @@ from sqlalchemy import Engine
 
 from exchange.db.engine import make_engine
 from exchange.db.migrate import upgrade
-from exchange.sitesim import SiteSimulator
-from exchange.testing import message, posting_row, price_row, stage
+from exchange.dev.sitesim import SiteSimulator
+from exchange.dev.testing import message, posting_row, price_row, stage
 
 
 def test_run_until_idle_delivers_every_staged_row_and_exits_0(

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from exchange import intake, lease
-from exchange.clock import FakeClock
 from exchange.db.engine import transaction
-from exchange.retry import Decision
-from exchange.settings import Policy, Settings
-from exchange.states import Event, State
-from exchange.testing import fast_settings, price_row, stage
+from exchange.dev.testing import fast_settings, price_row, stage
+from exchange.domain.clock import FakeClock
+from exchange.domain.policy import Policy
+from exchange.domain.retry import Decision
+from exchange.domain.states import Event, State
+from exchange.intake import staging_table as intake
+from exchange.queue import lease, record
+from exchange.settings import Settings
 
 
 def claim(
@@ -34,7 +36,7 @@ def claim(
 def deliver(engine: Engine, settings: Settings, clock: FakeClock, batch: lease.Batch) -> None:
     decision = Decision(Event.DELIVERED, State.DELIVERED, "200 OK", http_status=200)
     with transaction(engine) as c:
-        lease.record(
+        record.record(
             c,
             token=batch.token,
             worker="w1",

@@ -10,16 +10,19 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, RowMapping, select, update
 
-from exchange import intake, lease
-from exchange.clock import FakeClock
-from exchange.coalesce import coalesce, quarantine_gaps
 from exchange.db.engine import transaction
 from exchange.db.schema import aggregates, history, messages
-from exchange.identity import message_id
-from exchange.retry import Decision
-from exchange.settings import Policy, Settings
-from exchange.states import Event, State
-from exchange.testing import fast_settings, posting_row, price_row, stage
+from exchange.dev.testing import fast_settings, posting_row, price_row, stage
+from exchange.domain.clock import FakeClock
+from exchange.domain.identity import message_id
+from exchange.domain.policy import Policy
+from exchange.domain.retry import Decision
+from exchange.domain.states import Event, State
+from exchange.intake import staging_table as intake
+from exchange.queue import lease
+from exchange.queue import record as recording
+from exchange.queue.coalesce import coalesce, quarantine_gaps
+from exchange.settings import Settings
 
 GAP = 600.0
 
@@ -95,7 +98,7 @@ def record(
     worker: str = "w1",
 ) -> int:
     with transaction(engine) as c:
-        return lease.record(
+        return recording.record(
             c,
             token=batch.token,
             worker=worker,
@@ -345,7 +348,7 @@ def test_version_behind_a_cancelled_one_that_still_waits_for_a_gap_is_quarantine
 ) -> None:
     # Found by the model test: version 1 never arrives, version 2 is quarantined for the gap
     # and an operator cancels it; version 3 then waited forever, neither sent nor quarantined.
-    from exchange import quarantine
+    from exchange.ops import quarantine
 
     take(engine, settings, clock, [posting_row("D-1", 2)])
     clock.advance(GAP + 1)

@@ -13,16 +13,18 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, RowMapping, func, insert, select, update
 
-from exchange import intake, lease
-from exchange.clock import FakeClock
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages, staging
-from exchange.identity import message_id
-from exchange.retry import Decision
-from exchange.settings import Policy, Settings
-from exchange.states import Event, State
-from exchange.testing import fast_settings, posting_row, price_row, raw_row, stage
+from exchange.dev.testing import fast_settings, posting_row, price_row, raw_row, stage
+from exchange.domain.clock import FakeClock
+from exchange.domain.identity import message_id
+from exchange.domain.policy import Policy
+from exchange.domain.retry import Decision
+from exchange.domain.states import Event, State
+from exchange.intake import staging_table as intake
+from exchange.queue import lease, record
+from exchange.settings import Settings
 
 # -- helpers -------------------------------------------------------------------------------
 
@@ -89,7 +91,7 @@ def deliver_everything_leased(engine: Engine, settings: Settings, clock: FakeClo
         )
     ok = Decision(Event.DELIVERED, State.DELIVERED, "200 OK", http_status=200, receipt="r-1")
     with transaction(engine) as c:
-        return lease.record(
+        return record.record(
             c,
             token=batch.token,
             worker="w1",
@@ -315,7 +317,7 @@ def test_same_version_with_a_different_payload_in_one_chunk_is_a_version_conflic
 def test_version_conflict_with_a_superseded_original_is_still_a_conflict(
     engine: Engine, settings: Settings, clock: FakeClock
 ) -> None:
-    from exchange.coalesce import coalesce
+    from exchange.queue.coalesce import coalesce
 
     stage(engine, [price_row("SKU-1", 1, "1.00"), price_row("SKU-1", 2, "2.00")])
     take(engine, settings, clock)

@@ -16,16 +16,19 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, RowMapping, event, select
 
-from exchange import intake, lease
-from exchange.classify import classify
-from exchange.clock import FakeClock
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import aggregates, history, messages
-from exchange.retry import Decision, RetryPolicy, decide, not_sent
-from exchange.settings import Policy, Settings
-from exchange.site import Response
-from exchange.states import Event, State
-from exchange.testing import fast_settings, posting_row, price_row, stage
+from exchange.dev.testing import fast_settings, posting_row, price_row, stage
+from exchange.domain.clock import FakeClock
+from exchange.domain.policy import Policy
+from exchange.domain.retry import Decision, RetryPolicy, decide, not_sent
+from exchange.domain.states import Event, State
+from exchange.intake import staging_table as intake
+from exchange.queue import lease
+from exchange.queue import record as recording
+from exchange.settings import Settings
+from exchange.targets.shop_api.answers import classify
+from exchange.targets.shop_api.client import Response
 
 LEASE = 30.0
 MAX_ATTEMPTS = 3
@@ -73,7 +76,7 @@ def record(
     worker: str = "w1",
 ) -> int:
     with transaction(engine) as c:
-        return lease.record(
+        return recording.record(
             c,
             token=batch.token,
             worker=worker,
@@ -386,7 +389,7 @@ def test_answers_holding_nul_and_any_unicode_are_recorded_as_given_but_the_nul(
         ),
     ]
     with transaction(engine) as c:
-        recorded = lease.record(
+        recorded = recording.record(
             c, token=batch.token, worker="w1", now=clock.now(), outcomes=outcomes, strict=[]
         )
     assert 2 == recorded
@@ -485,7 +488,7 @@ def claim_and_record_statements(
         (m, delivered() if i % 2 else retry_later(clock)) for i, m in enumerate(batch.messages)
     ]
     with counting(engine) as statements, transaction(engine) as c:
-        recorded = lease.record(
+        recorded = recording.record(
             c,
             token=batch.token,
             worker="w1",
@@ -546,7 +549,7 @@ def test_a_claim_reads_nothing_of_the_aggregates_behind_its_sweep_on_postgresql(
             if not batch.messages:
                 break
             with transaction(engine) as c:
-                lease.record(
+                recording.record(
                     c,
                     token=batch.token,
                     worker="w1",

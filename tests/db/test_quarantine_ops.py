@@ -11,17 +11,20 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, RowMapping, select
 
-from exchange import intake, lease, quarantine, status
-from exchange.clock import FakeClock
-from exchange.coalesce import quarantine_gaps
 from exchange.db.engine import transaction
 from exchange.db.schema import aggregates, history, messages
+from exchange.dev.testing import fast_settings, posting_row, price_row, raw_row, stage
+from exchange.domain.clock import FakeClock
+from exchange.domain.policy import Policy
+from exchange.domain.retry import Decision
+from exchange.domain.states import Event, State
 from exchange.errors import OperatorError
-from exchange.quarantine import Filters
-from exchange.retry import Decision
-from exchange.settings import Policy, Settings
-from exchange.states import Event, State
-from exchange.testing import fast_settings, posting_row, price_row, raw_row, stage
+from exchange.intake import staging_table as intake
+from exchange.ops import quarantine, status
+from exchange.ops.quarantine import Filters
+from exchange.queue import lease, record
+from exchange.queue.coalesce import quarantine_gaps
+from exchange.settings import Settings
 
 GAP = 600.0
 LIST_FIELDS = {
@@ -87,7 +90,7 @@ def settle(
     outcomes = [(m, decisions[m.aggregate]) for m in batch.messages if m.aggregate in decisions]
     assert len(outcomes) == len(decisions), [m.aggregate for m in batch.messages]
     with transaction(engine) as c:
-        lease.record(
+        record.record(
             c,
             token=batch.token,
             worker="w1",
@@ -95,7 +98,7 @@ def settle(
             outcomes=outcomes,
             strict=strict(settings),
         )
-        lease.release(c, batch.token)
+        record.release(c, batch.token)
 
 
 def message(engine: Engine, message_id: str) -> RowMapping:

@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 
 from exchange.db.engine import make_engine
 from exchange.db.migrate import upgrade
-from exchange.sitesim import Faults, SiteSimulator
+from exchange.dev.sitesim import Faults, SiteSimulator
 
 
 @pytest.fixture

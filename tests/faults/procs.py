@@ -29,8 +29,8 @@ from sqlalchemy import Engine, select
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import aggregates, history, messages, staging
-from exchange.sitesim import Faults, SiteSimulator
-from exchange.testing import posting_row, price_row, raw_row, stage
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import posting_row, price_row, raw_row, stage
 
 HERE = Path(__file__).resolve()
 PG_ADMIN_URL = os.environ.get("EXCHANGE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -409,8 +409,8 @@ def check_invariants(
 def _main(argv: list[str]) -> None:
     import functools
 
-    from exchange import intake
     from exchange.cli import main
+    from exchange.intake import staging_table as intake
 
     if argv[:1] == ["--intake-chunk"]:
         intake.take = functools.partial(intake.take, chunk=int(argv[1]))  # type: ignore[assignment]

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from procs import POINTS, crash_run, plan, sqlite_database
 
+from exchange.dev.sitesim import SiteSimulator
 from exchange.failpoints import POINTS as FAILPOINTS
 from exchange.failpoints import parse
-from exchange.sitesim import SiteSimulator
 
 VARIANTS = int(os.environ.get("EXCHANGE_CRASH_RUNS", "2"))
 CASES = [

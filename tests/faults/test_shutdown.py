@@ -16,14 +16,15 @@ import pytest
 from procs import sqlite_database, start, stop, wait_for
 from sqlalchemy import select
 
-from exchange import intake, lease
-from exchange.clock import FakeClock
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import aggregates, history, messages
-from exchange.retry import not_sent
-from exchange.settings import Policy
-from exchange.sitesim import Faults, SiteSimulator
-from exchange.testing import fast_settings, price_row, stage
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import fast_settings, price_row, stage
+from exchange.domain.clock import FakeClock
+from exchange.domain.policy import Policy
+from exchange.domain.retry import not_sent
+from exchange.intake import staging_table as intake
+from exchange.queue import lease, record
 
 LONG_LEASE = {"EXCHANGE_LEASE_SECONDS": "300", "EXCHANGE_BATCH_SIZE": "12"}
 
@@ -155,7 +156,7 @@ def test_handing_back_part_of_a_batch_frees_only_those_aggregates_and_charges_no
         )
     in_flight, unsent = batch.messages[:1], batch.messages[1:]
     with transaction(engine) as connection:
-        recorded = lease.record(
+        recorded = record.record(
             connection,
             token=batch.token,
             worker="w1",

@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from exchange.site import (
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.targets.shop_api.client import (
     BODY_CAP,
     OutgoingMessage,
     Response,
@@ -21,7 +22,6 @@ from exchange.site import (
     TransportFailure,
     _AiohttpWire,
 )
-from exchange.sitesim import Faults, SiteSimulator
 
 TOKEN = "transport-token"
 

@@ -26,14 +26,11 @@ import httpx
 import pytest
 from sqlalchemy import Engine, select
 
-from exchange import bootstrap
-from exchange.classify import RECEIPT_CAP
-from exchange.clock import ensure_utc
+from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import history, messages
-from exchange.quarantine import Filters, retry
-from exchange.sitesim import Faults, SiteSimulator
-from exchange.testing import (
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import (
     drain,
     fast_settings,
     message,
@@ -42,6 +39,9 @@ from exchange.testing import (
     run_worker,
     stage,
 )
+from exchange.domain.clock import ensure_utc
+from exchange.ops.quarantine import Filters, retry
+from exchange.targets.shop_api.answers import RECEIPT_CAP
 from exchange.worker import Worker
 
 UPDATES = "/api/v1/updates"

@@ -22,13 +22,13 @@ import httpx
 import pytest
 from sqlalchemy import Engine, select
 
-from exchange import bootstrap
+from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages
-from exchange.site import BATCH_PATH
-from exchange.sitesim import Faults, SiteSimulator
-from exchange.testing import FakeSite, drain, fast_settings, posting_row, price_row, stage
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import FakeSite, drain, fast_settings, posting_row, price_row, stage
+from exchange.targets.shop_api.client import BATCH_PATH
 from exchange.worker import Worker
 
 NO_ENDPOINT = "no batch endpoint"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from exchange.demo import run_demo
+from exchange.dev.demo import run_demo
 
 
 def test_demo_ends_idle_with_every_promised_quarantine_reason_and_no_double_effect(

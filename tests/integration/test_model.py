@@ -58,16 +58,18 @@ from hypothesis.stateful import (
 )
 from sqlalchemy import Engine, select
 
-from exchange import bootstrap, lease, quarantine
-from exchange.clock import FakeClock
+from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import aggregates, history, messages, staging
+from exchange.dev.testing import fast_settings, stage
+from exchange.domain.clock import FakeClock
+from exchange.domain.identity import message_id
+from exchange.domain.retry import Decision
 from exchange.errors import OperatorError
-from exchange.identity import message_id
-from exchange.retry import Decision
+from exchange.ops import quarantine
+from exchange.queue import lease, record
 from exchange.settings import Settings
-from exchange.testing import fast_settings, stage
 from exchange.worker import Worker
 
 EXAMPLES = int(os.environ.get("EXCHANGE_MODEL_EXAMPLES", "30"))
@@ -401,7 +403,7 @@ class Pipeline(RuleBasedStateMachine):
         batch, outcomes = self.pending.pop(index)
         worker = self.workers[index]
         with transaction(self.engine) as connection:
-            return lease.record(
+            return record.record(
                 connection,
                 token=batch.token,
                 worker=worker.worker_id,

@@ -16,12 +16,11 @@ import httpx
 import pytest
 from sqlalchemy import Engine, select
 
-from exchange import bootstrap
+from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import history, messages
-from exchange.sitesim import Faults, SiteSimulator
-from exchange.status import status
-from exchange.testing import (
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import (
     drain,
     fast_settings,
     message,
@@ -30,6 +29,7 @@ from exchange.testing import (
     run_worker,
     stage,
 )
+from exchange.ops.status import status
 from exchange.worker import Worker
 
 

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, delete, func, select
 
-from exchange import bootstrap
+from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import aggregates, history, messages, staging, workers
-from exchange.testing import FakeSite, drain, fast_settings, posting_row, price_row, stage
+from exchange.dev.testing import FakeSite, drain, fast_settings, posting_row, price_row, stage
 
 SKUS = ["SKU-A", "SKU-B", "SKU-C"]
 DOCS = ["DOC-1", "DOC-2"]

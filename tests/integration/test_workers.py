@@ -16,8 +16,8 @@ from sqlalchemy import select
 
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import history, messages
-from exchange.sitesim import Faults, SiteSimulator
-from exchange.testing import in_flight_overlaps, posting_row, price_row, stage
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import in_flight_overlaps, posting_row, price_row, stage
 
 pytestmark = pytest.mark.slow
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from exchange.dev.testing import fast_settings
 from exchange.settings import Settings
-from exchange.testing import fast_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 

@@ -12,15 +12,18 @@ from typing import Any
 
 from sqlalchemy import Engine, RowMapping, func, select
 
-from exchange import coalesce, intake, lease, quarantine
-from exchange.clock import FakeClock
 from exchange.db.engine import transaction
 from exchange.db.schema import aggregates, history, messages, staging, workers
-from exchange.quarantine import Filters
-from exchange.retry import Decision
-from exchange.settings import Policy, Settings
-from exchange.states import Event, State
-from exchange.testing import stage
+from exchange.dev.testing import stage
+from exchange.domain.clock import FakeClock
+from exchange.domain.policy import Policy
+from exchange.domain.retry import Decision
+from exchange.domain.states import Event, State
+from exchange.intake import staging_table as intake
+from exchange.ops import quarantine
+from exchange.ops.quarantine import Filters
+from exchange.queue import coalesce, lease, record
+from exchange.settings import Settings
 
 DELIVERED = Decision(Event.DELIVERED, State.DELIVERED, "200 OK", http_status=200, receipt="ok")
 
@@ -80,7 +83,7 @@ def settle(
     assert sorted(decisions) == sorted(m.aggregate for m in batch.messages), batch.messages
     outcomes = [(m, decisions[m.aggregate]) for m in batch.messages]
     with transaction(engine) as c:
-        lease.record(
+        record.record(
             c,
             token=batch.token,
             worker="w1",
@@ -88,7 +91,7 @@ def settle(
             outcomes=outcomes,
             strict=strict(settings),
         )
-        lease.release(c, batch.token)
+        record.release(c, batch.token)
 
 
 def mid(engine: Engine, aggregate: str, version: int) -> str:

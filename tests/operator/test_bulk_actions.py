@@ -27,14 +27,14 @@ from optools import (
 )
 from sqlalchemy import Engine
 
-from exchange import quarantine
-from exchange.clock import FakeClock
 from exchange.db.engine import transaction
+from exchange.dev.testing import posting_row, price_row, raw_row
+from exchange.domain.clock import FakeClock
+from exchange.domain.states import Event
 from exchange.errors import OperatorError
-from exchange.quarantine import ActionResult, Filters
+from exchange.ops import quarantine
+from exchange.ops.quarantine import ActionResult, Filters
 from exchange.settings import Settings
-from exchange.states import Event
-from exchange.testing import posting_row, price_row, raw_row
 
 SKUS = ["SKU-1", "SKU-2", "SKU-3", "SKU-4", "SKU-5"]
 

@@ -26,10 +26,10 @@ from optools import (
 )
 from sqlalchemy import Engine
 
-from exchange import bootstrap
-from exchange.clock import FakeClock
+from exchange import app as bootstrap
+from exchange.dev.testing import fast_settings, posting_row, price_row
+from exchange.domain.clock import FakeClock
 from exchange.settings import Settings
-from exchange.testing import fast_settings, posting_row, price_row
 
 SQLITE_ONLY = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 

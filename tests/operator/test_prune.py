@@ -30,16 +30,19 @@ from optools import (
 )
 from sqlalchemy import Engine, func, select
 
-from exchange import bootstrap, coalesce, intake, prune, quarantine
-from exchange.clock import FakeClock
+from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages
-from exchange.quarantine import Filters
-from exchange.retry import Decision
+from exchange.dev.testing import fast_settings, posting_row, price_row, raw_row, stage
+from exchange.domain.clock import FakeClock
+from exchange.domain.retry import Decision
+from exchange.domain.states import Event, State
+from exchange.intake import staging_table as intake
+from exchange.ops import prune, quarantine
+from exchange.ops.quarantine import Filters
+from exchange.queue import coalesce
 from exchange.settings import Settings
-from exchange.states import Event, State
-from exchange.testing import fast_settings, posting_row, price_row, raw_row, stage
 
 DAYS = 30.0
 OLD = timedelta(days=DAYS + 1)

@@ -16,11 +16,12 @@ from optools import DELIVERED, mid, refused, rejected_ids, settle, strict, take
 from rich.console import Console
 from sqlalchemy import Engine
 
-from exchange import bootstrap, status
-from exchange.clock import FakeClock
+from exchange import app as bootstrap
 from exchange.db.engine import transaction
+from exchange.dev.testing import fast_settings, posting_row, price_row, raw_row
+from exchange.domain.clock import FakeClock
+from exchange.ops import status
 from exchange.settings import Settings
-from exchange.testing import fast_settings, posting_row, price_row, raw_row
 
 HOUR = 3600.0
 

@@ -21,12 +21,12 @@ from optools import (
 )
 from sqlalchemy import Engine
 
-from exchange import quarantine
-from exchange.clock import FakeClock
 from exchange.db.engine import transaction
-from exchange.quarantine import Filters
+from exchange.dev.testing import posting_row, price_row, raw_row
+from exchange.domain.clock import FakeClock
+from exchange.ops import quarantine
+from exchange.ops.quarantine import Filters
 from exchange.settings import Settings
-from exchange.testing import posting_row, price_row, raw_row
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from opstools import TOKEN
 
-from exchange.sitesim import Faults, SiteSimulator
+from exchange.dev.sitesim import Faults, SiteSimulator
 
 
 @pytest.fixture

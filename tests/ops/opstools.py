@@ -12,10 +12,10 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine
 
-from exchange import bootstrap
-from exchange.metrics import Health, MetricsServer, PrometheusMetrics
-from exchange.sitesim import SiteSimulator
-from exchange.testing import fast_settings, run_worker
+from exchange import app as bootstrap
+from exchange.dev.sitesim import SiteSimulator
+from exchange.dev.testing import fast_settings, run_worker
+from exchange.ops.metrics import Health, MetricsServer, PrometheusMetrics
 from exchange.worker import Worker
 
 TOKEN = "test-token"

@@ -17,14 +17,14 @@ import pytest
 from opstools import get, make_worker, run, served
 from sqlalchemy import Engine
 
-from exchange import metrics
-from exchange.breaker import BreakerState
-from exchange.classify import Verdict
 from exchange.db.engine import make_engine
+from exchange.dev.sitesim import SiteSimulator
+from exchange.dev.testing import price_row, stage
+from exchange.domain.breaker import BreakerState
+from exchange.domain.verdicts import Verdict
 from exchange.errors import ConfigurationError
-from exchange.metrics import Health, MetricsServer, PrometheusMetrics, max_cycle_age
-from exchange.sitesim import SiteSimulator
-from exchange.testing import price_row, stage
+from exchange.ops import metrics
+from exchange.ops.metrics import Health, MetricsServer, PrometheusMetrics, max_cycle_age
 
 UNREACHABLE_PG = "postgresql+psycopg://postgres@127.0.0.1:1/x"
 

@@ -18,11 +18,12 @@ import pytest
 from opstools import make_worker, run
 from sqlalchemy import Engine
 
-from exchange import bootstrap, logs
+from exchange import app as bootstrap
+from exchange import logs
+from exchange.dev.sitesim import SiteSimulator
+from exchange.dev.testing import FAST, posting_row, price_row, stage
 from exchange.errors import ConfigurationError
 from exchange.settings import Settings, load_settings
-from exchange.sitesim import SiteSimulator
-from exchange.testing import FAST, posting_row, price_row, stage
 
 pytestmark = pytest.mark.usefixtures("restore_logging")
 

@@ -12,13 +12,14 @@ from opstools import Samples, make_worker, run, scrape, served
 from prometheus_client import generate_latest
 from sqlalchemy import Engine
 
-from exchange import intake, lease
-from exchange.clock import SystemClock
 from exchange.db.engine import transaction
-from exchange.metrics import Metrics, PrometheusMetrics
+from exchange.dev.sitesim import SiteSimulator
+from exchange.dev.testing import posting_row, price_row, stage
+from exchange.domain.clock import SystemClock
+from exchange.intake import staging_table as intake
+from exchange.ops.metrics import Metrics, PrometheusMetrics
+from exchange.queue import lease
 from exchange.settings import DEFAULT_KINDS
-from exchange.sitesim import SiteSimulator
-from exchange.testing import posting_row, price_row, stage
 
 
 def test_counters_and_gauges_tell_what_a_run_delivered_superseded_and_quarantined(

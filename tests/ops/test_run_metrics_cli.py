@@ -17,8 +17,8 @@ from opstools import TOKEN, Samples, get, wait_for
 
 from exchange.db.engine import make_engine
 from exchange.db.migrate import upgrade
-from exchange.sitesim import SiteSimulator
-from exchange.testing import price_row, stage
+from exchange.dev.sitesim import SiteSimulator
+from exchange.dev.testing import price_row, stage
 
 pytestmark = pytest.mark.slow
 

@@ -6,9 +6,9 @@ import pytest
 from reportdb import MASK_FIELDS, Built, build_quarantine
 from sqlalchemy import Engine
 
-from exchange.clock import FakeClock
+from exchange.dev.testing import fast_settings
+from exchange.domain.clock import FakeClock
 from exchange.settings import Settings
-from exchange.testing import fast_settings
 
 
 @pytest.fixture

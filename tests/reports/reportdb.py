@@ -12,14 +12,16 @@ from typing import Any
 from reporttools import CYRILLIC, HYPERLINK, LONG, SCRIPT, TOKEN
 from sqlalchemy import Engine
 
-from exchange import intake, lease
-from exchange.clock import FakeClock
 from exchange.db.engine import transaction
-from exchange.identity import message_id
-from exchange.retry import Decision
-from exchange.settings import Policy, Settings
-from exchange.states import Event, State
-from exchange.testing import posting_row, price_row, raw_row, stage
+from exchange.dev.testing import posting_row, price_row, raw_row, stage
+from exchange.domain.clock import FakeClock
+from exchange.domain.identity import message_id
+from exchange.domain.policy import Policy
+from exchange.domain.retry import Decision
+from exchange.domain.states import Event, State
+from exchange.intake import staging_table as intake
+from exchange.queue import lease, record
+from exchange.settings import Settings
 
 PASSWORD = "db-pass-8c1e4f"
 MASK_FIELDS = ["api_key", "password"]
@@ -68,7 +70,7 @@ def settle(
     assert {m.aggregate for m in batch.messages} == set(decisions)
     clock.advance(SENT_AFTER_S)
     with transaction(engine) as c:
-        lease.record(
+        record.record(
             c,
             token=batch.token,
             worker="w1",

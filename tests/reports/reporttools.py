@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 
-from exchange.report_model import DayActivity, Entry, HistoryEvent, Report
+from exchange.report.model import DayActivity, Entry, HistoryEvent, Report
 
 NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 TOKEN = "test-token-5f2a9c"  # shaped like a token, long enough to be scrubbed

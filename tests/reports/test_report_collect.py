@@ -15,11 +15,11 @@ from reportdb import MASK_FIELDS, PASSWORD, SENT_AFTER_S, Built
 from reporttools import CYRILLIC, HYPERLINK, LONG, SCRIPT, TOKEN, parse_csv, parse_html
 from sqlalchemy import Engine
 
-from exchange.clock import FakeClock
 from exchange.db.engine import transaction
-from exchange.quarantine import Filters
-from exchange.report import FORMATS, LANGS, Report, collect, known_secrets, render
-from exchange.report_text import label
+from exchange.domain.clock import FakeClock
+from exchange.ops.quarantine import Filters
+from exchange.report.collect import FORMATS, LANGS, Report, collect, known_secrets, render
+from exchange.report.words import label
 from exchange.settings import Settings, load_settings
 
 START = datetime(2026, 1, 1, tzinfo=UTC)  # the FakeClock's start: the first intake

@@ -29,11 +29,11 @@ from reporttools import (
     parse_html,
 )
 
-from exchange.contracts import Reason
-from exchange.report import FORMATS, render
-from exchange.report_model import Lang, Report
-from exchange.report_svg import axis
-from exchange.report_text import COLUMNS, SPREADSHEET_CELL_MAX, human_age, label, next_check
+from exchange.domain.reasons import Reason
+from exchange.report.collect import FORMATS, render
+from exchange.report.formats.svg import axis
+from exchange.report.model import Lang, Report
+from exchange.report.words import COLUMNS, SPREADSHEET_CELL_MAX, human_age, label, next_check
 
 LANGS: list[Lang] = ["ru", "en"]
 SEPARATOR = {"ru": ";", "en": ","}

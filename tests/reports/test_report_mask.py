@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from exchange.report_mask import MASK, Redactor
+from exchange.report.mask import MASK, Redactor
 
 TOKEN = "test-token-5f2a9c"
 PASSWORD = "db-pass-8c1e"

@@ -17,10 +17,11 @@ from reportdb import Built, add_refused_price
 from reporttools import TOKEN, parse_csv, parse_html
 from sqlalchemy import Engine
 
-from exchange import bootstrap
-from exchange.clock import FakeClock
+from exchange import app as bootstrap
+from exchange.dev.testing import fast_settings
+from exchange.domain.clock import FakeClock
 from exchange.errors import ConfigurationError
-from exchange.report_schedule import (
+from exchange.report.schedule import (
     STATE_FILE,
     ExportConfig,
     ScheduledExport,
@@ -31,7 +32,6 @@ from exchange.report_schedule import (
     to_remove,
 )
 from exchange.settings import Settings
-from exchange.testing import fast_settings
 
 
 def exporter(

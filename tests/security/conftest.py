@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from securitytools import SITE_TOKEN, Pki, make_pki, server_context
 
-from exchange.sitesim import Faults, SiteSimulator
+from exchange.dev.sitesim import Faults, SiteSimulator
 
 
 @pytest.fixture(scope="session")

@@ -15,15 +15,15 @@ import pytest
 from securitytools import RecordingSite, Sent, Wiretap
 from sqlalchemy import Engine
 
-from exchange import bootstrap
+from exchange import app as bootstrap
 from exchange.db.engine import make_engine
 from exchange.db.migrate import upgrade
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import fast_settings, posting_row, price_row, run_worker, stage
+from exchange.domain.identity import message_id
 from exchange.errors import ConfigurationError
-from exchange.identity import message_id
 from exchange.settings import load_settings
-from exchange.site import _AiohttpWire
-from exchange.sitesim import Faults, SiteSimulator
-from exchange.testing import fast_settings, posting_row, price_row, run_worker, stage
+from exchange.targets.shop_api.client import _AiohttpWire
 
 CONTRACT_FIELDS = {"message_id", "kind", "aggregate", "version", "payload", "created_at"}
 # Contract 5's headers, User-Agent, and what HTTP/1.1 itself needs: httpx adds all five,

@@ -21,16 +21,17 @@ import pytest
 from securitytools import Pki
 from sqlalchemy import Engine, select
 
-from exchange import bootstrap, logs
-from exchange.check import Status, check_site
+from exchange import app as bootstrap
+from exchange import logs
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import drain, fast_settings, posting_row, price_row, stage
 from exchange.errors import ConfigurationError
+from exchange.ops.check import Status, check_site
 from exchange.settings import Settings, load_settings
-from exchange.site import TLS_ERROR
-from exchange.sitesim import Faults, SiteSimulator
-from exchange.testing import drain, fast_settings, posting_row, price_row, stage
+from exchange.targets.shop_api.client import TLS_ERROR
 from exchange.worker import Worker
 
 SECRET = "tok-7Hq2-Zx91-never-shown"

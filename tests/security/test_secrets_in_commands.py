@@ -30,9 +30,9 @@ from typer.testing import CliRunner
 from exchange.cli import app
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import history, messages, workers
-from exchange.identity import message_id
-from exchange.sitesim import Faults, SiteSimulator
-from exchange.testing import posting_row, price_row, stage
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import posting_row, price_row, stage
+from exchange.domain.identity import message_id
 
 TOKEN = "tok-Sec-4c1d-NEVER-PRINT"
 DB_PASSWORD = "dbPw-0xC0FFEE-hidden"

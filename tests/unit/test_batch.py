@@ -20,10 +20,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from exchange.batch import chunks, endpoint_missing, split
-from exchange.classify import Classification, Verdict, classify
-from exchange.retry import Decision, RetryPolicy, decide
-from exchange.site import BATCH_PATH, BODY_CAP, OutgoingMessage, Response, SiteClient
+from exchange.domain.retry import Decision, RetryPolicy, decide
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.shop_api.answers import classify
+from exchange.targets.shop_api.batch import chunks, endpoint_missing, split
+from exchange.targets.shop_api.client import (
+    BATCH_PATH,
+    BODY_CAP,
+    OutgoingMessage,
+    Response,
+    SiteClient,
+)
 
 BASE = "https://shop.example.com"
 TOKEN = "tok-5b-7e21"

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from exchange.breaker import BreakerState, CircuitBreaker
+from exchange.domain.breaker import BreakerState, CircuitBreaker
 
 NOW = datetime(2026, 8, 23, 7, 20, tzinfo=UTC)
 BATCH = 100

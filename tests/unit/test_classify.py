@@ -10,11 +10,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from exchange.classify import RECEIPT_CAP, Verdict, classify
-from exchange.contracts import Reason
-from exchange.retry import RetryPolicy, decide
-from exchange.site import Response, TransportFailure
-from exchange.states import State
+from exchange.domain.reasons import Reason
+from exchange.domain.retry import RetryPolicy, decide
+from exchange.domain.states import State
+from exchange.domain.verdicts import Verdict
+from exchange.targets.shop_api.answers import RECEIPT_CAP, classify
+from exchange.targets.shop_api.client import Response, TransportFailure
 
 VERSION = 184
 NOW = datetime(2026, 8, 23, 7, 20, tzinfo=UTC)

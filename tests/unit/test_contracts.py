@@ -16,10 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exchange import contracts
-from exchange.contracts import Accepted, Reason, Rejected, StagingRow, validate
-from exchange.identity import message_id
-from exchange.settings import DEFAULT_KINDS, Policy
+from exchange.domain.identity import message_id
+from exchange.domain.policy import Policy
+from exchange.domain.reasons import Reason
+from exchange.intake import contracts
+from exchange.intake.contracts import Accepted, Rejected, StagingRow, validate
+from exchange.settings import DEFAULT_KINDS
 
 KINDS: dict[str, Policy] = dict(DEFAULT_KINDS)
 CREATED = datetime(2026, 8, 23, 7, 20, tzinfo=UTC)

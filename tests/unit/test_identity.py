@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exchange.identity import message_id
+from exchange.domain.identity import message_id
 
 HEADER_SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
 BIGINT_MAX = 2**63 - 1

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exchange import contracts
-from exchange.contracts import ContractError, Rejected, StagingRow, validate
+from exchange.intake import contracts
+from exchange.intake.contracts import ContractError, Rejected, StagingRow, validate
 from exchange.settings import DEFAULT_KINDS
 
 PROPERTY = settings(max_examples=300, deadline=None, database=None)

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exchange.classify import Classification, Verdict
-from exchange.contracts import Reason
-from exchange.retry import RetryPolicy, decide, parse_retry_after
-from exchange.states import Event, State
+from exchange.domain.reasons import Reason
+from exchange.domain.retry import RetryPolicy, decide, parse_retry_after
+from exchange.domain.states import Event, State
+from exchange.domain.verdicts import Classification, Verdict
 
 NOW = datetime(2026, 8, 23, 7, 20, tzinfo=UTC)
 POLICY = RetryPolicy(max_attempts=5, base_delay=1.0, max_delay=300.0)

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from exchange.domain.policy import Policy
 from exchange.errors import ConfigurationError
-from exchange.settings import DEFAULT_KINDS, Policy, Settings, load_settings, safe_url
+from exchange.settings import DEFAULT_KINDS, Settings, load_settings, safe_url
 
 TOKEN = "tok-3f9a1c77-SECRET"
 

@@ -14,9 +14,15 @@ import httpx
 import pytest
 import respx
 
-from exchange.contracts import Accepted, StagingRow, validate
+from exchange.intake.contracts import Accepted, StagingRow, validate
 from exchange.settings import DEFAULT_KINDS
-from exchange.site import BODY_CAP, OutgoingMessage, Response, SiteClient, TransportFailure
+from exchange.targets.shop_api.client import (
+    BODY_CAP,
+    OutgoingMessage,
+    Response,
+    SiteClient,
+    TransportFailure,
+)
 
 BASE = "https://shop.example.com"
 TOKEN = "tok-3f9a1c77"

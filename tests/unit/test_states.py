@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from exchange.states import FINAL, Event, IllegalTransition, State, check, sources, target
+from exchange.domain.states import FINAL, Event, IllegalTransition, State, check, sources, target
 
 N, P, D, Y, Q, C = (
     State.NEW,

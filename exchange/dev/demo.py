@@ -1,0 +1,268 @@
+"""``exchange demo``: the whole pipeline on the embedded default, with nothing to configure.
+
+A fresh SQLite file, the project's site simulator on loopback with realistic faults (a few
+5xx, answers dropped after the effect, one poison SKU, one rejected SKU and one rejected
+posting document), a few thousand staged rows with several versions per SKU, financial
+postings written out of order and one with a gap, a few bad rows; then a run to idle with a
+progress bar, a summary, and the quarantine report written to disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from sqlalchemy import func, insert, select
+
+from exchange import app as bootstrap
+from exchange.db.engine import make_engine, transaction
+from exchange.db.migrate import upgrade
+from exchange.db.schema import messages, staging
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.domain.clock import SystemClock
+from exchange.domain.states import State
+from exchange.errors import ExchangeError
+from exchange.ops.quarantine import Filters
+from exchange.report import collect as report
+from exchange.runner import run_until_idle
+from exchange.settings import load_settings
+
+POISON_SKU = "SKU-0013"
+REJECTED_SKU = "SKU-0042"
+REJECTED_DOCUMENT = "DOC-0007"
+GAP_DOCUMENT = "DOC-GAP"
+TOKEN = "demo-token"  # the simulator's; a real token never appears in code or output
+
+
+def staged_rows(skus: int, rng: random.Random) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for n in range(skus):
+        sku = f"SKU-{n:04d}"
+        price = rng.randint(100, 99_999)
+        for version in range(1, rng.randint(1, 4) + 1):
+            price += rng.randint(-500, 500)
+            rows.append(_price(sku, version, f"{max(price, 1) / 100:.2f}"))
+    postings = []
+    for n in range(1, 51):
+        document = f"DOC-{n:04d}"
+        for version in range(1, rng.randint(1, 5) + 1):
+            postings.append(_posting(document, version, rng))
+    postings += [_posting(GAP_DOCUMENT, v, rng) for v in (1, 2, 4)]
+    rng.shuffle(postings)  # 1C sessions commit out of order; order is the service's job
+    rows += postings
+    rows += [
+        _price("SKU-0001", 1, "0"),  # the same row twice: recorded as a duplicate
+        {**_price("SKU-0002", 1, "1.00"), "payload": '{"sku": "SKU-0002", "price": "7.77"}'},
+        {**_price("SKU-BAD1", 1, "1"), "payload": "{not json"},
+        {**_price("SKU-BAD2", 1, "1"), "payload": '{"sku": "SKU-BAD2", "price": 8.4e2}'},
+        {**_price("SKU-BAD3", 1, "1"), "payload": '{"sku": "SKU-BAD3", "price": "-5"}'},
+        {**_price("SKU-BAD4", 1, "1"), "payload": '{"sku": "SKU-OTHER", "price": "5"}'},
+        {**_price("SKU-BAD5", 1, "1"), "schema_version": "2"},
+        {**_price("SKU-BAD6", 0, "1")},
+        {
+            "kind": "stock_level",
+            "aggregate": "SKU-0003",
+            "aggregate_version": 1,
+            "payload": '{"qty": 5}',
+            "source_ref": "Остатки 000001",
+        },
+    ]
+    rows[0:0] = [_price("SKU-0001", 1, "0")]
+    # One INSERT for all rows: every row must name the same columns.
+    return [{"schema_version": "1", "source_ref": None, **row} for row in rows]
+
+
+def _price(sku: str, version: int, price: str) -> dict[str, Any]:
+    return {
+        "kind": "price",
+        "aggregate": sku,
+        "aggregate_version": version,
+        "payload": json.dumps(
+            {"sku": sku, "price": price, "currency": "RUB", "price_type": "retail"}
+        ),
+        "source_ref": f"Установка цен номенклатуры {version:06d}",
+    }
+
+
+def _posting(document: str, version: int, rng: random.Random) -> dict[str, Any]:
+    amount = f"{rng.randint(1, 10_000_000) / 100:.2f}"
+    return {
+        "kind": "financial_posting",
+        "aggregate": document,
+        "aggregate_version": version,
+        "payload": json.dumps(
+            {"document": document, "line": version, "amount": amount, "account": "62.01"}
+        ),
+        "source_ref": f"Реализация товаров и услуг {document}",
+    }
+
+
+def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = None) -> int:
+    console = console or Console()
+    # The progress bar and the summary tell the story; per-message log lines would tear
+    # through the bar (without a handler, Python prints warnings to stderr by itself).
+    logging.getLogger("exchange").addHandler(logging.NullHandler())
+    rng = random.Random(20261130)
+    database = directory / "demo.db"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for stale in directory.glob("demo.db*"):
+            stale.unlink()
+    except OSError as exc:
+        raise ExchangeError(
+            f"cannot prepare the demo directory {directory}: {exc.strerror or exc}"
+        ) from None
+    faults = Faults(
+        fail_rate=0.03,
+        drop_after_effect_rate=0.01,
+        slow_rate=0.005,
+        slow_seconds=0.2,
+        poison={POISON_SKU},
+        reject={REJECTED_SKU, REJECTED_DOCUMENT},
+        seed=7,
+    )
+    with SiteSimulator(token=TOKEN, faults=faults) as site:
+        settings = load_settings(
+            database_url=f"sqlite:///{database}",
+            staging_url=None,
+            site_url=site.url,
+            site_token=TOKEN,
+            site_token_file=None,
+            worker_id="demo-worker",
+            poll_interval=0.05,
+            batch_size=200,
+            concurrency=8,
+            lease_seconds=30,
+            max_attempts=5,
+            retry_base_delay=0.01,
+            retry_max_delay=0.2,
+            http_timeout=2.0,
+            gap_timeout=1.0,
+            breaker_threshold=5,
+            site_batch_size=1,
+        )
+        engine = make_engine(settings.database_url)
+        upgrade(engine)
+        rows = staged_rows(skus, rng)
+        with transaction(engine) as connection:
+            connection.execute(insert(staging), rows)
+        console.print(
+            f"staged {len(rows)} rows into {database} (site simulator at {site.url})", markup=False
+        )
+        worker = bootstrap.worker(settings, engine, rng=random.Random(1))
+        started = time.monotonic()
+
+        async def go() -> int:
+            with Progress(
+                TextColumn("delivering"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[states]}"),
+                TimeElapsedColumn(),
+                console=console,
+                transient=False,
+            ) as progress:
+                task = progress.add_task("run", total=len(rows), states="")
+
+                def on_cycle(_: object) -> None:
+                    counts = _counts(engine)
+                    done = sum(counts.get(s, 0) for s in ("delivered", "cancelled", "quarantined"))
+                    duplicates = len(rows) - sum(counts.values())
+                    progress.update(
+                        task,
+                        completed=done + duplicates,
+                        states=" ".join(f"{k}={v}" for k, v in sorted(counts.items())),
+                    )
+
+                try:
+                    return await run_until_idle(
+                        worker,
+                        max_seconds=120,
+                        poll_interval=settings.poll_interval,
+                        on_cycle=on_cycle,
+                    )
+                finally:
+                    await worker.site.aclose()
+
+        code = asyncio.run(go())
+        elapsed = time.monotonic() - started
+        summary = _summary(engine, site, elapsed)
+        report_path = directory / "quarantine.html"
+        with transaction(engine, read_only=True) as connection:
+            data = report.collect(connection, Filters(), SystemClock().now())
+        report.export(data, "html", "ru", report_path)
+        report.export(data, "json", "ru", directory / "quarantine.json")
+    _print_summary(console, summary, report_path)
+    return code
+
+
+def _counts(engine: Any) -> dict[str, int]:
+    with transaction(engine, read_only=True) as connection:
+        query = select(messages.c.state, func.count()).group_by(messages.c.state)
+        return {state: count for state, count in connection.execute(query)}
+
+
+def _summary(engine: Any, site: SiteSimulator, elapsed: float) -> dict[str, Any]:
+    with transaction(engine, read_only=True) as connection:
+        by = Counter(
+            {
+                (state, reason): n
+                for state, reason, n in connection.execute(
+                    select(messages.c.state, messages.c.reason, func.count()).group_by(
+                        messages.c.state, messages.c.reason
+                    )
+                )
+            }
+        )
+        delivered = (
+            select(messages.c.aggregate, func.max(messages.c.version))
+            .where(messages.c.kind == "price", messages.c.state == State.DELIVERED.value)
+            .group_by(messages.c.aggregate)
+        )
+        latest = {aggregate: version for aggregate, version in connection.execute(delivered)}
+    held = {agg: v for (kind, agg), v in site.held_versions().items() if kind == "price"}
+    return {
+        "delivered": by[("delivered", None)],
+        "superseded": by[("cancelled", "superseded")],
+        "stale": by[("cancelled", "stale")] + by[("cancelled", "stale-at-site")],
+        "quarantined": {
+            reason: n
+            for (state, reason), n in sorted(by.items(), key=lambda kv: str(kv[0]))
+            if state == "quarantined"
+        },
+        "pending": sum(
+            n for (state, _), n in by.items() if state in ("new", "delayed", "in_progress")
+        ),
+        "requests": site.request_count,
+        "double_effects": sum(1 for n in site.effect_counts().values() if n > 1),
+        "site_matches": held == latest,
+        "seconds": elapsed,
+    }
+
+
+def _print_summary(console: Console, s: dict[str, Any], report_path: Path) -> None:
+    console.print(f"done in {s['seconds']:.1f} s", markup=False)
+    console.print(f"  delivered            {s['delivered']}", markup=False)
+    console.print(f"  superseded (coalesced) {s['superseded']}", markup=False)
+    console.print(f"  stale, never sent    {s['stale']}", markup=False)
+    total_q = sum(s["quarantined"].values())
+    console.print(f"  quarantined          {total_q}", markup=False)
+    for reason, n in s["quarantined"].items():
+        console.print(f"      {reason:<20} {n}", markup=False)
+    console.print(f"  held behind a quarantined posting {s['pending']}", markup=False)
+    console.print(f"  requests sent to the site        {s['requests']}", markup=False)
+    console.print(f"  effects applied twice at the site {s['double_effects']}", markup=False)
+    console.print(
+        "  site holds the latest delivered price of every SKU: "
+        f"{'yes' if s['site_matches'] else 'NO'}",
+        markup=False,
+    )
+    console.print(f"quarantine report: {report_path.resolve()}", markup=False)

@@ -1,0 +1,809 @@
+"""A simulator of the shop site's HTTP API, for integration tests and ``exchange demo``.
+
+It keeps the site's promises (contract 5) the way a real site would, over real HTTP/1.1 with
+keep-alive, and can break them on purpose through ``Faults`` (mutable while it runs):
+
+    POST /api/v1/updates        one update; ``Idempotency-Key`` must equal the body's message_id
+    POST /api/v1/updates:batch  ``{"items": [...]}``; 404 unless ``batch_enabled``
+    GET  /api/v1/health         200 ``{"status": "ok"}`` when the token is accepted, no effect
+
+The order of checks for one update (a batch item goes through the same steps):
+
+    1. auth            ``faults.auth_status`` for every request, else 401 unless the bearer
+                       token matches (``token=None`` accepts any or none)
+    2. outage          503 (with Retry-After when ``faults.retry_after`` is set)
+    3. validation      400: bad JSON, missing or mistyped fields, key != message_id
+    4. replay          a key answered 200 before, with the same body: that answer again,
+                       byte for byte, with no effect and no fault
+    5. key reuse       the same key with a different body: 422 idempotency-key-reuse
+    6. poison          500 for the aggregates in ``faults.poison``, forever
+    7. reject          422 rejected for the aggregates in ``faults.reject``
+    8. random failure  503 with probability ``faults.fail_rate`` (Retry-After when set)
+    9. stale           409 ``{"error": "stale", "current_version": N}`` when version <= N held
+   10. effect          held version := version, effect recorded, 200 ``{"receipt": "R-<n>"}``,
+                       and only this answer is stored for replay
+   11. drop            with ``faults.drop_after_effect_rate``: the socket is shut without answer
+   12. slow            with ``faults.slow_rate``: ``faults.slow_seconds`` of sleep, then answer
+
+``faults.answer_fault`` breaks the answer to every single update (not a batch) while set:
+``reset`` (after step 2: the connection is reset, nothing read or applied), ``redirect``
+(after step 2: 307 to ``faults.redirect_to``, nothing applied); and, only when step 10 applied
+an effect, ``cut-off`` (the 200 stops halfway through its Content-Length and the socket is
+shut), ``not-json`` (the 200's body is ``OK R-<n>``), ``huge`` (the 200's JSON is padded to
+``HUGE_BODY`` bytes, streamed). The stored answer for replay is the plain one.
+
+Pass ``ssl_context`` (a server-side ``ssl.SSLContext``) to serve HTTPS instead of HTTP.
+
+Bodies larger than 10 MB get 413 as they are read, before any of this. A batch is checked for
+auth, outage, its envelope and the random failure once, as a whole; drop and slow are rolled
+once for the whole answer; everything else is per item, keyed by the item's message_id.
+Health reports only on the token: it stays 200 during an outage, as ``auth_status`` is the one
+fault it shows.
+
+Bookkeeping: ``request_count`` and ``requests_by_status`` count update requests, a batch item
+as one (a batch refused as a whole counts once), an unanswered (dropped) one under ``DROPPED``.
+Random draws come from one ``random.Random(faults.seed)``, restarted when the seed or the Faults
+object changes, and a rate of 0 draws nothing: a run is reproducible from its seed.
+
+Run ``python -m exchange.dev.sitesim --port 8080 --token T`` to serve one in the foreground.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import copy
+import hmac
+import json
+import random
+import signal
+import socket
+import ssl
+import struct
+import sys
+import threading
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from socketserver import TCPServer
+from types import FrameType, TracebackType
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+UPDATES_PATH: Final = "/api/v1/updates"
+BATCH_PATH: Final = "/api/v1/updates:batch"
+HEALTH_PATH: Final = "/api/v1/health"
+MAX_BODY: Final = 10 * 1024 * 1024
+DROPPED: Final = 0  # the "status" counted for a request whose connection was shut unanswered
+IDLE_TIMEOUT: Final = 60.0  # seconds a keep-alive connection may sit idle
+ANSWER_FAULTS: Final = ("reset", "redirect", "cut-off", "not-json", "huge")
+HUGE_BODY: Final = 256 * 1024 * 1024  # bytes of a "huge" answer, streamed in chunks
+
+
+@dataclass
+class Faults:
+    """What the site does wrong. Fields may be changed while the simulator runs."""
+
+    fail_rate: float = 0.0
+    retry_after: str | None = None
+    drop_after_effect_rate: float = 0.0
+    slow_rate: float = 0.0
+    slow_seconds: float = 0.0
+    poison: set[str] = field(default_factory=set)
+    reject: set[str] = field(default_factory=set)
+    outage: bool = False
+    auth_status: int | None = None
+    seed: int = 0
+    answer_fault: str | None = None  # one of ANSWER_FAULTS; see the module docstring
+    redirect_to: str = "https://elsewhere.invalid/api/v1/updates"
+
+    def __post_init__(self) -> None:
+        if self.answer_fault not in (None, *ANSWER_FAULTS):
+            raise ValueError(f"answer_fault must be None or one of {ANSWER_FAULTS}")
+        for name in ("fail_rate", "drop_after_effect_rate", "slow_rate"):
+            rate = getattr(self, name)
+            if not 0.0 <= rate <= 1.0:
+                raise ValueError(f"{name} must be between 0 and 1, not {rate}")
+        if self.slow_seconds < 0:
+            raise ValueError(f"slow_seconds must not be negative, not {self.slow_seconds}")
+        if self.auth_status not in (None, 401, 403):
+            raise ValueError(f"auth_status must be None, 401 or 403, not {self.auth_status}")
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """One update the site applied."""
+
+    message_id: str
+    kind: str
+    aggregate: str
+    version: int
+    payload: dict[str, Any]
+    receipt: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    status: int
+    body: bytes
+    headers: tuple[tuple[str, str], ...] = ()
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What the handler must do: answer (possibly late), or shut the socket unanswered."""
+
+    answer: _Answer
+    drop: bool = False
+    delay: float = 0.0
+    answer_fault: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Update:
+    message_id: str
+    kind: str
+    aggregate: str
+    version: int
+    payload: dict[str, Any]
+    fingerprint: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    fingerprint: Hashable
+    answer: _Answer
+
+
+class _BadRequest(ValueError):
+    pass
+
+
+def _answer(status: int, document: Mapping[str, Any], *headers: tuple[str, str]) -> _Answer:
+    body = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _Answer(status, body, tuple(headers))
+
+
+class SiteSimulator:
+    """The shop site's API on a local port; see the module docstring for its behaviour."""
+
+    def __init__(
+        self,
+        token: str | None = "test-token",
+        faults: Faults | None = None,
+        *,
+        batch_enabled: bool = False,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self.token = token
+        self.faults = faults if faults is not None else Faults()
+        self.batch_enabled = batch_enabled
+        self.host = host
+        self.port = port
+        self.ssl_context = ssl_context
+        self._url: str | None = None
+        self._lock = threading.Lock()
+        self._rng = random.Random(self.faults.seed)
+        self._rng_source: tuple[int, int] = (id(self.faults), self.faults.seed)
+        self._held: dict[tuple[str, str], int] = {}
+        self._effects: list[Effect] = []
+        self._answers: dict[str, _Stored] = {}
+        self._request_count = 0
+        self._by_status: collections.Counter[int] = collections.Counter()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._connections: dict[socket.socket, threading.Thread] = {}
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        if self._url is None:
+            raise RuntimeError("the simulator has not been started")
+        return self._url
+
+    def start(self) -> SiteSimulator:
+        if self._server is not None:
+            raise RuntimeError("the simulator is already running")
+        self._stopping.clear()
+        server = _Server((self.host, self.port), self)
+        self.port = server.server_address[1]
+        self._url = f"{'https' if self.ssl_context else 'http'}://{self.host}:{self.port}"
+        # serve_forever notices shutdown() only between polls; tests start and stop many of
+        # these, so a short poll keeps stop() quick at the price of an idle wake-up.
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.01},
+            name=f"sitesim:{self.port}",
+            daemon=True,
+        )
+        self._server = server
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, thread = self._server, self._thread
+        if server is None or thread is None:
+            return
+        self._stopping.set()  # wakes handlers sleeping for slow_seconds
+        server.shutdown()
+        server.server_close()
+        thread.join()
+        # Keep-alive connections would otherwise hold their handler threads (and sockets)
+        # open after stop(), leaking into the next test.
+        with self._lock:
+            connections = list(self._connections.items())
+        for connection, _ in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        for _, handler_thread in connections:
+            handler_thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> SiteSimulator:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- inspection ----------------------------------------------------------------------------
+
+    def effects(self) -> list[Effect]:
+        with self._lock:
+            return [replace(e, payload=copy.deepcopy(e.payload)) for e in self._effects]
+
+    def held_versions(self) -> dict[tuple[str, str], int]:
+        with self._lock:
+            return dict(self._held)
+
+    def applied_versions(self, kind: str, aggregate: str) -> list[int]:
+        with self._lock:
+            return [e.version for e in self._effects if (e.kind, e.aggregate) == (kind, aggregate)]
+
+    def effect_counts(self) -> collections.Counter[str]:
+        with self._lock:
+            return collections.Counter(e.message_id for e in self._effects)
+
+    @property
+    def request_count(self) -> int:
+        """Update requests received: singles, and each item of a batch that got that far."""
+        with self._lock:
+            return self._request_count
+
+    def requests_by_status(self) -> collections.Counter[int]:
+        """Statuses answered to update requests; ``DROPPED`` (0) for those left unanswered."""
+        with self._lock:
+            return collections.Counter(self._by_status)
+
+    def reset_counters(self) -> None:
+        """Forget the request counts; the site's state (effects, versions, keys) stays."""
+        with self._lock:
+            self._request_count = 0
+            self._by_status.clear()
+
+    # -- the site's behaviour (called by the handler) ------------------------------------------
+
+    def _health(self, authorization: str | None) -> _Answer:
+        with self._lock:
+            refusal = self._refusal(self.faults, authorization)
+        return refusal or _answer(200, {"status": "ok"})
+
+    def _update(self, authorization: str | None, key: str | None, raw: bytes) -> _Outcome:
+        with self._lock:
+            faults = self.faults
+            early = self._refusal(faults, authorization) or self._outage(faults)
+            if early is not None:
+                self._count(early.status)
+                return _Outcome(early)
+            if faults.answer_fault == "reset":
+                self._count(DROPPED)
+                return _Outcome(_answer(200, {}), answer_fault="reset")
+            if faults.answer_fault == "redirect":
+                self._count(307)
+                return _Outcome(_answer(307, {"moved": True}, ("Location", faults.redirect_to)))
+            try:
+                if key is None:
+                    raise _BadRequest("missing header: Idempotency-Key")
+                update = _parse_update(_parse_json(raw), key)
+            except _BadRequest as exc:
+                self._count(400)
+                return _Outcome(_answer(400, {"error": str(exc)}))
+            answer, applied = self._process(update, faults, roll_failure=True)
+            outcome = self._late_faults(faults, answer, applied)
+            if applied and not outcome.drop and faults.answer_fault is not None:
+                outcome = replace(outcome, answer_fault=faults.answer_fault)
+            self._count(DROPPED if outcome.drop else answer.status)
+            return outcome
+
+    def _batch(self, authorization: str | None, raw: bytes) -> _Outcome:
+        with self._lock:
+            faults = self.faults
+            early = self._refusal(faults, authorization) or self._outage(faults)
+            items: list[Any] = []
+            if early is None:
+                try:
+                    items = _parse_batch(_parse_json(raw))
+                except _BadRequest as exc:
+                    early = _answer(400, {"error": str(exc)})
+            if early is None and self._roll(faults, faults.fail_rate):
+                early = self._unavailable(faults, "injected failure")
+            if early is not None:
+                self._count(early.status)  # refused as a whole: one request
+                return _Outcome(early)
+            results: list[dict[str, Any]] = []
+            statuses: list[int] = []
+            any_applied = False
+            for item in items:
+                message_id = item.get("message_id") if isinstance(item, dict) else None
+                try:
+                    update = _parse_update(item, None)
+                except _BadRequest as exc:
+                    item_answer, applied = _answer(400, {"error": str(exc)}), False
+                else:
+                    item_answer, applied = self._process(update, faults, roll_failure=False)
+                any_applied = any_applied or applied
+                statuses.append(item_answer.status)
+                results.append(
+                    {
+                        "message_id": message_id if isinstance(message_id, str) else None,
+                        "status": item_answer.status,
+                        "body": item_answer.json(),
+                    }
+                )
+            outcome = self._late_faults(faults, _answer(200, {"results": results}), any_applied)
+            for status in statuses:
+                self._count(DROPPED if outcome.drop else status)
+            return outcome
+
+    def _process(
+        self, update: _Update, faults: Faults, *, roll_failure: bool
+    ) -> tuple[_Answer, bool]:
+        """Steps 4 to 10 for one update, under the lock; True when an effect was applied."""
+        stored = self._answers.get(update.message_id)
+        if stored is not None:
+            if stored.fingerprint == update.fingerprint:
+                return stored.answer, False
+            return _answer(422, {"error": "idempotency-key-reuse"}), False
+        if update.aggregate in faults.poison:
+            return _answer(500, {"error": "poison"}), False
+        if update.aggregate in faults.reject:
+            return _answer(422, {"error": "rejected"}), False
+        if roll_failure and self._roll(faults, faults.fail_rate):
+            return self._unavailable(faults, "injected failure"), False
+        held = self._held.get((update.kind, update.aggregate))
+        if held is not None and update.version <= held:
+            return _answer(409, {"error": "stale", "current_version": held}), False
+        receipt = f"R-{len(self._effects) + 1}"
+        self._effects.append(
+            Effect(
+                update.message_id,
+                update.kind,
+                update.aggregate,
+                update.version,
+                update.payload,
+                receipt,
+            )
+        )
+        self._held[(update.kind, update.aggregate)] = update.version
+        answer = _answer(200, {"receipt": receipt})
+        # Stored before any drop, so that the retry of a dropped request is a replay.
+        self._answers[update.message_id] = _Stored(update.fingerprint, answer)
+        return answer, True
+
+    def _late_faults(self, faults: Faults, answer: _Answer, applied: bool) -> _Outcome:
+        if not applied:
+            return _Outcome(answer)
+        if self._roll(faults, faults.drop_after_effect_rate):
+            return _Outcome(answer, drop=True)
+        if self._roll(faults, faults.slow_rate):
+            return _Outcome(answer, delay=faults.slow_seconds)
+        return _Outcome(answer)
+
+    def _refusal(self, faults: Faults, authorization: str | None) -> _Answer | None:
+        if faults.auth_status is not None:
+            error = "forbidden" if faults.auth_status == 403 else "unauthorized"
+            return _answer(faults.auth_status, {"error": error})
+        if self.token is None:
+            return None
+        expected = f"Bearer {self.token}".encode()
+        if authorization is None or not hmac.compare_digest(authorization.encode(), expected):
+            return _answer(401, {"error": "unauthorized"}, ("WWW-Authenticate", "Bearer"))
+        return None
+
+    def _outage(self, faults: Faults) -> _Answer | None:
+        return self._unavailable(faults, "outage") if faults.outage else None
+
+    @staticmethod
+    def _unavailable(faults: Faults, error: str) -> _Answer:
+        headers = () if faults.retry_after is None else (("Retry-After", faults.retry_after),)
+        return _answer(503, {"error": error}, *headers)
+
+    def _roll(self, faults: Faults, rate: float) -> bool:
+        # A rate of 0 draws nothing, so that switching one fault on leaves the others' draws
+        # (and the whole run) reproducible from the seed.
+        if rate <= 0.0:
+            return False
+        source = (id(faults), faults.seed)
+        if source != self._rng_source:  # new Faults or new seed: start its sequence
+            self._rng = random.Random(faults.seed)
+            self._rng_source = source
+        return self._rng.random() < rate
+
+    def _count(self, status: int) -> None:
+        self._request_count += 1
+        self._by_status[status] += 1
+
+    def _count_unread(self, status: int) -> None:
+        with self._lock:
+            self._count(status)
+
+    def _track(self, connection: socket.socket) -> None:
+        with self._lock:
+            self._connections[connection] = threading.current_thread()
+        if self._stopping.is_set():  # accepted just before stop(): it missed the sweep
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+    def _untrack(self, connection: socket.socket) -> None:
+        with self._lock:
+            self._connections.pop(connection, None)
+
+    def _sleep(self, seconds: float) -> None:
+        self._stopping.wait(seconds)
+
+
+# -- parsing ---------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise _BadRequest(f"malformed JSON: {name} is not a number")
+
+
+def _parse_json(raw: bytes) -> Any:
+    try:
+        # Money is never a float: every JSON fraction becomes an exact Decimal.
+        return json.loads(raw.decode("utf-8"), parse_float=Decimal, parse_constant=_reject_constant)
+    except UnicodeDecodeError as exc:
+        raise _BadRequest(f"body is not UTF-8: {exc.reason}") from None
+    except json.JSONDecodeError as exc:
+        raise _BadRequest(f"malformed JSON: {exc.msg} at position {exc.pos}") from None
+    except RecursionError:
+        raise _BadRequest("malformed JSON: nested too deeply") from None
+
+
+def _parse_batch(document: Any) -> list[Any]:
+    if not isinstance(document, dict) or not isinstance(document.get("items"), list):
+        raise _BadRequest('a batch must be {"items": [...]}')
+    items: list[Any] = document["items"]
+    return items
+
+
+def _parse_update(document: Any, key: str | None) -> _Update:
+    """Validate one update body; ``key`` is the Idempotency-Key header (None in a batch)."""
+    if not isinstance(document, dict):
+        raise _BadRequest("the body must be a JSON object")
+    for name in ("message_id", "kind", "aggregate", "version", "payload", "created_at"):
+        if name not in document:
+            raise _BadRequest(f"missing field: {name}")
+    for name in ("message_id", "kind", "aggregate", "created_at"):
+        if not isinstance(document[name], str) or not document[name]:
+            raise _BadRequest(f"{name} must be a non-empty string")
+    version = document["version"]
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise _BadRequest("version must be an integer of 1 or more")
+    if not isinstance(document["payload"], dict):
+        raise _BadRequest("payload must be a JSON object")
+    try:
+        created_at = datetime.fromisoformat(document["created_at"])
+    except ValueError:
+        raise _BadRequest("created_at must be an ISO 8601 timestamp") from None
+    if created_at.tzinfo is None:
+        raise _BadRequest("created_at must carry a time zone")
+    if key is not None and key != document["message_id"]:
+        raise _BadRequest("Idempotency-Key must equal the body's message_id")
+    return _Update(
+        message_id=document["message_id"],
+        kind=document["kind"],
+        aggregate=document["aggregate"],
+        version=version,
+        payload=document["payload"],
+        fingerprint=_fingerprint(document),
+    )
+
+
+def _fingerprint(value: Any) -> Hashable:
+    """The body as compared for key reuse: key order and whitespace do not matter, the
+    spelling of numbers does (1.0 and 1.00 are different prices to a careful site)."""
+    if isinstance(value, dict):
+        return ("o", tuple(sorted((k, _fingerprint(v)) for k, v in value.items())))
+    if isinstance(value, list):
+        return ("a", tuple(_fingerprint(v) for v in value))
+    if isinstance(value, Decimal):
+        return ("d", str(value))
+    if isinstance(value, bool):  # before int: True == 1 must not match
+        return ("b", value)
+    if isinstance(value, int):
+        return ("i", value)
+    if value is None:
+        return ("n",)
+    return ("s", value)
+
+
+# -- HTTP --------------------------------------------------------------------------------------
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    # The default backlog of 5 drops SYNs when a worker pool connects at once, and the
+    # client's retransmit costs a full second.
+    request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], sim: SiteSimulator) -> None:
+        self.sim = sim
+        super().__init__(address, _Handler)
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind does a reverse DNS lookup (getfqdn) that can stall for seconds.
+        TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name = str(host)
+        self.server_port = int(port)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        connection, address = super().get_request()
+        if self.sim.ssl_context is not None:
+            # The handshake happens in the handler's thread, at its first read: a client that
+            # refuses the certificate fails there and never stalls the accepting loop.
+            connection = self.sim.ssl_context.wrap_socket(
+                connection, server_side=True, do_handshake_on_connect=False
+            )
+        return connection, address
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client hanging up mid-answer is the client's business, not a simulator bug.
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "sitesim/1.0"
+    sys_version = ""
+    timeout = IDLE_TIMEOUT
+    # Headers and body go out in two writes; with Nagle on, the client's delayed ACK would add
+    # ~40 ms to every answer.
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.sim._track(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.sim._untrack(self.connection)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    @property
+    def sim(self) -> SiteSimulator:
+        return self.server.sim
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        if self._read_body() is None:
+            return
+        if path == HEALTH_PATH:
+            self._send(self.sim._health(self.headers.get("Authorization")))
+        elif path == UPDATES_PATH or (path == BATCH_PATH and self.sim.batch_enabled):
+            self._send(_answer(405, {"error": "method not allowed"}, ("Allow", "POST")))
+        else:
+            self._send(_answer(404, {"error": "not found"}))
+
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path
+        is_update = path == UPDATES_PATH or (path == BATCH_PATH and self.sim.batch_enabled)
+        raw = self._read_body(count=is_update)
+        if raw is None:
+            return
+        authorization = self.headers.get("Authorization")
+        if path == UPDATES_PATH:
+            key = self.headers.get("Idempotency-Key")
+            self._deliver(self.sim._update(authorization, key, raw))
+        elif is_update:
+            self._deliver(self.sim._batch(authorization, raw))
+        elif path == HEALTH_PATH:
+            self._send(_answer(405, {"error": "method not allowed"}, ("Allow", "GET")))
+        else:
+            self._send(_answer(404, {"error": "not found"}))
+
+    def _read_body(self, *, count: bool = False) -> bytes | None:
+        """The body per Content-Length, or None after answering an unreadable one."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            failure = _answer(411, {"error": "Content-Length required"})
+        else:
+            raw_length = self.headers.get("Content-Length", "0")
+            digits = raw_length.strip()
+            length = int(digits) if digits.isascii() and digits.isdigit() else -1
+            if length < 0:
+                failure = _answer(400, {"error": "bad Content-Length"})
+            elif length > MAX_BODY:
+                failure = _answer(413, {"error": f"body over {MAX_BODY} bytes"})
+            else:
+                data = self.rfile.read(length)
+                if len(data) < length:  # the client went away mid-body
+                    self.close_connection = True
+                    return None
+                return data
+        if count:
+            self.sim._count_unread(failure.status)
+        # The unread body is still on the wire: the connection cannot carry another request.
+        self.close_connection = True
+        self._send(failure)
+        return None
+
+    def _deliver(self, outcome: _Outcome) -> None:
+        if outcome.drop:
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if outcome.answer_fault == "reset":
+            self.close_connection = True
+            with contextlib.suppress(OSError):  # linger 0: close() sends RST, not FIN
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
+                self.connection.close()
+            return
+        if outcome.delay > 0:
+            self.sim._sleep(outcome.delay)
+        if outcome.answer_fault in ("cut-off", "huge"):
+            self._send_broken(outcome.answer, outcome.answer_fault)
+        elif outcome.answer_fault == "not-json":
+            receipt = str(outcome.answer.json()["receipt"])
+            self._send(_Answer(outcome.answer.status, f"OK {receipt}".encode()))
+        else:
+            self._send(outcome.answer)
+
+    def _send_broken(self, answer: _Answer, fault: str) -> None:
+        """``cut-off``: half the promised body, then the socket shut; ``huge``: the body padded
+        to HUGE_BODY bytes, written in chunks until done or the client hangs up."""
+        head, tail = answer.body[:-1] + b',"padding":"', b'"}'
+        length = len(answer.body) if fault == "cut-off" else HUGE_BODY
+        self.close_connection = True
+        self.send_response(answer.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(length))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        try:
+            if fault == "cut-off":
+                self.wfile.write(answer.body[: length // 2])
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            chunk = b" " * 65536
+            padding = length - len(head) - len(tail)
+            self.wfile.write(head)
+            while padding > 0:
+                self.wfile.write(chunk[:padding])
+                padding -= len(chunk)
+            self.wfile.write(tail)
+        except OSError:  # the client stopped reading: what a capped reader does
+            return
+
+    def _send(self, answer: _Answer) -> None:
+        self.send_response(answer.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer.body)))
+        for name, value in answer.headers:
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(answer.body)
+
+
+# -- command line ------------------------------------------------------------------------------
+
+
+def _rate(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1")
+    return value
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m exchange.dev.sitesim",
+        description="Serve a simulated shop site API in the foreground until Ctrl-C.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080, help="0 picks a free port")
+    parser.add_argument("--token", default=None, help="bearer token required (default: any)")
+    parser.add_argument("--fail-rate", type=_rate, default=0.0, help="probability of 503")
+    parser.add_argument("--retry-after", default=None, help="Retry-After sent with 503s")
+    parser.add_argument(
+        "--drop-rate",
+        type=_rate,
+        default=0.0,
+        help="probability of closing the connection after the effect",
+    )
+    parser.add_argument("--slow-rate", type=_rate, default=0.0)
+    parser.add_argument("--slow-seconds", type=float, default=0.0)
+    parser.add_argument(
+        "--poison",
+        action="append",
+        default=[],
+        metavar="AGGREGATE",
+        help="aggregate that always gets 500 (repeatable)",
+    )
+    parser.add_argument(
+        "--reject",
+        action="append",
+        default=[],
+        metavar="AGGREGATE",
+        help="aggregate that always gets 422 (repeatable)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch", action="store_true", help="enable /api/v1/updates:batch")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _arguments(argv)
+    faults = Faults(
+        fail_rate=args.fail_rate,
+        retry_after=args.retry_after,
+        drop_after_effect_rate=args.drop_rate,
+        slow_rate=args.slow_rate,
+        slow_seconds=args.slow_seconds,
+        poison=set(args.poison),
+        reject=set(args.reject),
+        seed=args.seed,
+    )
+    sim = SiteSimulator(
+        args.token, faults, batch_enabled=args.batch, host=args.host, port=args.port
+    )
+    stopped = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stopped.set()
+
+    # Installed explicitly: a shell starting us in the background leaves SIGINT ignored, and
+    # SIGTERM (docker stop, systemd) deserves the same clean stop as Ctrl-C.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    with sim:
+        print(f"Site simulator listening on {sim.url} (Ctrl-C to stop)", flush=True)
+        while not stopped.wait(1.0):
+            pass
+    print(
+        f"Stopped after {sim.request_count} update requests, {len(sim.effects())} effects.",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+"""Why a message waits for a person (quarantined) or ended without delivery (cancelled):
+the reasons operators filter by and the reports explain."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Reason(StrEnum):
+    """Why a message waits for a person (quarantined) or ended without delivery (cancelled)."""
+
+    INVALID_CONTRACT = "invalid-contract"
+    UNSUPPORTED_SCHEMA = "unsupported-schema"
+    UNKNOWN_KIND = "unknown-kind"
+    VERSION_CONFLICT = "version-conflict"
+    SEQUENCE_GAP = "sequence-gap"
+    RETRY_LIMIT = "retry-limit"
+    UNKNOWN_RESPONSE = "unknown-response"
+    SUPERSEDED = "superseded"
+    STALE = "stale"
+    STALE_AT_SITE = "stale-at-site"
+    OPERATOR = "operator"
+
+    @staticmethod
+    def http(status: int) -> str:
+        return f"http-{status}"

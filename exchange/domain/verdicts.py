@@ -1,0 +1,28 @@
+"""What a shop's answer means for a message, whatever the target that read it (contract 5):
+the verdicts every target classifies its answers into."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Verdict(StrEnum):
+    DELIVERED = "delivered"
+    STALE_AT_SITE = "stale-at-site"
+    TEMPORARY = "temporary"
+    TERMINAL = "terminal"
+    PAUSE = "pause"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    verdict: Verdict
+    detail: str
+    http_status: int | None = None
+    error_class: str | None = None
+    receipt: str | None = None
+    site_version: int | None = None
+    retry_after: str | None = None
+    result_unknown: bool = False

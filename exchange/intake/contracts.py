@@ -1,0 +1,344 @@
+"""What 1C may write (contract 1): one staging row -> an accepted message or a rejection.
+
+Pure: no database, no clock. Money is read as ``Decimal`` straight from the JSON text, never
+through a float; a financial payload keeps every number's exact decimal value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from exchange.domain.identity import message_id
+from exchange.domain.policy import Policy
+from exchange.domain.reasons import Reason
+
+MAX_PRICE = Decimal(10) ** 12
+MAX_PRICE_DECIMALS = 4
+SUPPORTED_SCHEMAS = frozenset({"1"})
+_PLAIN_DECIMAL = re.compile(r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?$")
+_CURRENCY = re.compile(r"^[A-Z]{3}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True, slots=True)
+class StagingRow:
+    id: int
+    kind: str
+    aggregate: str
+    aggregate_version: int
+    payload: str
+    schema_version: str
+    source_ref: str | None
+    created_at: datetime
+    # What in the row breaks the table's own types (SQLite keeps whatever it is given: text in
+    # the version column, bytes that are not UTF-8); such a row is rejected, invalid-contract.
+    defect: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    row: StagingRow
+    message_id: str
+    payload: str  # canonical JSON: what is compared for duplicates and sent to the site
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    row: StagingRow
+    reason: Reason
+    detail: str
+
+
+class ContractError(ValueError):
+    def __init__(self, reason: Reason, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+class _ExponentDecimal(Decimal):
+    """A JSON number written with an exponent (allowed in postings, not in prices)."""
+
+
+def _parse_float(text: str) -> Decimal:
+    return _ExponentDecimal(text) if "e" in text or "E" in text else Decimal(text)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number the contract allows")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"key {key!r} appears twice")
+        result[key] = value
+    return result
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(
+            text,
+            parse_float=_parse_float,
+            parse_constant=_reject_constant,
+            object_pairs_hook=_unique_keys,
+        )
+    except (ValueError, RecursionError) as exc:
+        raise ContractError(Reason.INVALID_CONTRACT, f"payload is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ContractError(
+            Reason.INVALID_CONTRACT, f"payload must be a JSON object, not {type(value).__name__}"
+        )
+    return value
+
+
+class _HasDecimal(Exception):
+    pass
+
+
+def _no_decimals(value: Any) -> Any:
+    raise _HasDecimal
+
+
+_CANONICAL = json.JSONEncoder(
+    ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=_no_decimals
+)
+
+
+def dump_json(value: Any) -> str:
+    """Canonical compact JSON, keys sorted; decimals written exactly as their value."""
+    try:  # the fast path: no JSON numbers with a fraction (every price payload)
+        return _CANONICAL.encode(value)
+    except _HasDecimal:
+        return _encode(value)
+
+
+def _encode(value: Any) -> str:
+    if isinstance(value, dict):
+        items = sorted(value.items())
+        return (
+            "{"
+            + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{_encode(v)}" for k, v in items)
+            + "}"
+        )
+    if isinstance(value, list):
+        return "[" + ",".join(_encode(v) for v in value) + "]"
+    if isinstance(value, Decimal):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+_PRICE_FIELDS = frozenset({"sku", "price", "currency", "price_type"})
+_PLAIN_DECODER = json.JSONDecoder(parse_float=_parse_float, parse_constant=_reject_constant)
+
+
+# The rules of the price fields, used by ``PriceV1`` and by the fast path (``_plain_price``).
+def _check_text(value: Any) -> Any:
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    if _CONTROL.search(value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+def _check_name(value: str) -> str:  # sku, price_type
+    if not value.strip() or len(value) > 100:
+        raise ValueError("must be 1 to 100 characters")
+    return value
+
+
+def _check_currency(value: str) -> str:
+    if not _CURRENCY.match(value):
+        raise ValueError("must be three upper-case letters, e.g. RUB")
+    return value
+
+
+def _check_price(value: Any) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, (str, int, Decimal)):
+        raise ValueError('must be a decimal string such as "840.00" or a JSON number')
+    if isinstance(value, _ExponentDecimal):
+        raise ValueError("must be written without an exponent")
+    if isinstance(value, str):
+        if not _PLAIN_DECIMAL.match(value):
+            raise ValueError('must be a plain decimal such as "840.00"')
+        try:
+            value = Decimal(value)
+        except InvalidOperation:
+            raise ValueError("must be a plain decimal") from None
+    amount = Decimal(value)
+    if not amount.is_finite():
+        raise ValueError("must be finite")
+    if amount < 0 or amount >= MAX_PRICE:
+        raise ValueError("must be at least 0 and below 10^12")
+    exponent = amount.as_tuple().exponent
+    if isinstance(exponent, int) and exponent < -MAX_PRICE_DECIMALS:
+        raise ValueError(f"must have at most {MAX_PRICE_DECIMALS} decimal places")
+    return amount
+
+
+def _price_wire(sku: str, price: Decimal, currency: str, price_type: str) -> dict[str, Any]:
+    return {"sku": sku, "price": format(price, "f"), "currency": currency, "price_type": price_type}
+
+
+class PriceV1(BaseModel):
+    """The ``price`` payload, schema 1."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sku: str
+    price: Decimal
+    currency: str = "RUB"
+    price_type: str = "retail"
+
+    @field_validator("sku", "currency", "price_type", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        return _check_text(value)
+
+    @field_validator("sku", "price_type")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _check_name(value)
+
+    @field_validator("currency")
+    @classmethod
+    def _currency(cls, value: str) -> str:
+        return _check_currency(value)
+
+    @field_validator("price", mode="before")
+    @classmethod
+    def _price(cls, value: Any) -> Decimal:
+        return _check_price(value)
+
+    def wire(self) -> dict[str, Any]:
+        return _price_wire(self.sku, self.price, self.currency, self.price_type)
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "is not a field of this schema"
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)
+
+
+def _plain_price(row: StagingRow) -> str | None:
+    """The canonical payload of an ordinary price row, or None: then the full path decides.
+
+    Ordinary: a flat JSON object without escapes or control characters, of string values,
+    each a field of PriceV1 written once, passing PriceV1's rules. Anything else (and every
+    rejection) goes the full way, so both paths give the same verdict; it spares the
+    pure-Python JSON hooks and the model for the millions of plain prices.
+    """
+    text = row.payload
+    if "\\" in text or _CONTROL.search(text):
+        return None
+    try:
+        data = _PLAIN_DECODER.decode(text)
+    except (ValueError, RecursionError):  # deep nesting: the full path rejects it, by name
+        return None
+    if type(data) is not dict or not data.keys() <= _PRICE_FIELDS:
+        return None
+    # Without escapes a quoted key cannot hide inside a string: a key written twice (which
+    # json.loads would silently merge) shows as two occurrences.
+    if any(text.count(f'"{key}"') != 1 for key in data):
+        return None
+    sku = data.get("sku")
+    price = data.get("price")
+    currency = data.get("currency", "RUB")
+    price_type = data.get("price_type", "retail")
+    if sku != row.aggregate or not all(
+        type(value) is str for value in (sku, price, currency, price_type)
+    ):
+        return None
+    try:
+        _check_name(sku)
+        _check_name(price_type)
+        _check_currency(currency)
+        amount = _check_price(price)
+    except ValueError:
+        return None
+    return dump_json(_price_wire(sku, amount, currency, price_type))
+
+
+def _canonical_payload(row: StagingRow) -> str:
+    plain = _plain_price(row) if row.kind == "price" else None
+    return plain if plain is not None else _full_payload(row)
+
+
+def _full_payload(row: StagingRow) -> str:
+    data = parse_json_object(row.payload)
+    if row.kind == "price":
+        try:
+            price = PriceV1.model_validate(data)
+        except ValidationError as exc:
+            raise ContractError(
+                Reason.INVALID_CONTRACT, f"price payload: {_describe(exc)}"
+            ) from None
+        if price.sku != row.aggregate:
+            raise ContractError(
+                Reason.INVALID_CONTRACT,
+                f"price payload: sku {price.sku!r} is not the row's aggregate {row.aggregate!r}",
+            )
+        return dump_json(price.wire())
+    return dump_json(data)  # postings and configured kinds: passed through, values unchanged
+
+
+def _encodable(payload: str) -> None:
+    # JSON may escape a lone UTF-16 surrogate ("\\ud800"): valid JSON, but no text a database
+    # or the site can store. Refuse it here rather than fail the whole chunk later.
+    try:
+        payload.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ContractError(
+            Reason.INVALID_CONTRACT, "payload contains an unpaired UTF-16 surrogate escape"
+        ) from None
+
+
+def validate(row: StagingRow, kinds: dict[str, Policy]) -> Accepted | Rejected:
+    """Decide what one staging row becomes. Never raises for bad data."""
+    try:
+        if row.defect is not None:
+            raise ContractError(Reason.INVALID_CONTRACT, f"unreadable staging row: {row.defect}")
+        if row.kind not in kinds:
+            raise ContractError(Reason.UNKNOWN_KIND, f"kind {row.kind!r} is not configured")
+        if not row.aggregate or not row.aggregate.strip() or _CONTROL.search(row.aggregate):
+            raise ContractError(
+                Reason.INVALID_CONTRACT, "aggregate must be non-empty printable text"
+            )
+        if row.source_ref is not None and "\x00" in row.source_ref:
+            # PostgreSQL cannot store it at all; SQLite would keep only the text before it.
+            raise ContractError(Reason.INVALID_CONTRACT, "source_ref must not contain NUL bytes")
+        if row.aggregate_version < 1:
+            raise ContractError(
+                Reason.INVALID_CONTRACT,
+                f"aggregate_version must be 1 or more, not {row.aggregate_version}",
+            )
+        if row.schema_version not in SUPPORTED_SCHEMAS:
+            raise ContractError(
+                Reason.UNSUPPORTED_SCHEMA,
+                f"schema_version {row.schema_version!r} of kind {row.kind!r} is not supported "
+                f"(supported: {', '.join(sorted(SUPPORTED_SCHEMAS))})",
+            )
+        payload = _canonical_payload(row)
+        _encodable(payload)
+    except ContractError as exc:
+        return Rejected(row, exc.reason, exc.detail[:1000])
+    except (ValueError, TypeError, RecursionError) as exc:
+        # A check that did not expect this data (the fast path once let RecursionError out):
+        # the row still becomes a quarantine record, and the rows behind it go on.
+        detail = f"the row could not be checked: {type(exc).__name__}: {exc}"
+        return Rejected(row, Reason.INVALID_CONTRACT, detail[:1000])
+    return Accepted(row, message_id(row.kind, row.aggregate, row.aggregate_version), payload)

@@ -1,0 +1,1 @@
+"""Operations: quarantine actions, status, prune, check, metrics and health."""

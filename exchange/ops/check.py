@@ -1,0 +1,303 @@
+"""``exchange check``: is this installation ready to run? One small function per check.
+
+Each check returns a ``CheckResult``; none raises for an expected failure, so that one broken
+piece (a database down) never hides the state of the others (the site, the report directory).
+Checks that depend on an earlier one (the database must answer before its tables can be
+inspected) are skipped with the reason instead of failing twice for one cause.
+
+Nothing here writes to the databases or sends anything with an effect to the site: the site
+check is ``GET /api/v1/health``, which the contract (5) declares harmless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+import httpx
+from sqlalchemy import Engine, inspect
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from exchange.db.engine import make_engine, ping, transaction
+from exchange.db.migrate import ensure_current
+from exchange.errors import ExchangeError
+from exchange.settings import Settings, safe_url
+from exchange.targets.shop_api.client import TLS_ERROR, Response, SiteClient, SiteResult
+
+STAGING_TABLE = "staging_intents"
+
+# Contract 1: the staging table's columns and whether each may hold NULL. 1C writes to this
+# table from its own side, so a column renamed or made nullable by hand breaks the exchange
+# silently; names and nullability are what 1C relies on.
+STAGING_COLUMNS: dict[str, bool] = {
+    "id": False,
+    "kind": False,
+    "aggregate": False,
+    "aggregate_version": False,
+    "payload": False,
+    "schema_version": False,
+    "source_ref": True,
+    "created_at": False,
+    "taken_at": True,
+}
+
+# A database behind a firewall that drops packets would otherwise hang the check for minutes.
+PG_CONNECT_TIMEOUT_S = 10
+
+
+class Status(StrEnum):
+    OK = "OK"
+    FAIL = "FAIL"
+    SKIP = "SKIP"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    status: Status
+    what: str
+    detail: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status is Status.OK
+
+    def line(self) -> str:
+        # "OK   " is padded to the width of "FAIL " so that the names line up in a terminal.
+        label = f"{self.status.value:<4} {self.what}"
+        return f"{label}: {self.detail}" if self.detail else label
+
+
+def ok(what: str, detail: str = "") -> CheckResult:
+    return CheckResult(Status.OK, what, detail)
+
+
+def fail(what: str, detail: str) -> CheckResult:
+    return CheckResult(Status.FAIL, what, detail)
+
+
+def skip(what: str, detail: str) -> CheckResult:
+    return CheckResult(Status.SKIP, what, detail)
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+
+def check_configuration(settings: Settings, source: Path | None = None) -> CheckResult:
+    """The settings loaded (the model validated kinds, policies, delays and the financial rule);
+    show what an operator most needs to confirm."""
+    kinds = ", ".join(f"{kind}={policy.value}" for kind, policy in sorted(settings.kinds.items()))
+    where = f"file {source}" if source else "environment and defaults"
+    return ok(
+        "configuration valid",
+        f"{where}; kinds {kinds}; retry delay {settings.retry_base_delay:g}-"
+        f"{settings.retry_max_delay:g} s, {settings.max_attempts} attempts; "
+        f"poll every {settings.poll_interval:g} s",
+    )
+
+
+# -- databases --------------------------------------------------------------------------------
+
+
+def engine_for(url: str) -> Engine:
+    if make_url(url).get_backend_name() == "postgresql":
+        return make_engine(url, connect_args={"connect_timeout": PG_CONNECT_TIMEOUT_S})
+    return make_engine(url)
+
+
+def _missing_sqlite_file(url: str) -> Path | None:
+    """SQLite creates a missing file on connect: the check must not leave an empty database
+    behind (and report it "reachable") where the operator mistyped a path."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    path = Path(parsed.database)
+    return None if path.exists() else path
+
+
+def check_reachable(engine: Engine, label: str = "database") -> CheckResult:
+    url = safe_url(engine.url.render_as_string(hide_password=False))
+    what = f"{label} reachable ({url})"
+    missing = _missing_sqlite_file(engine.url.render_as_string(hide_password=False))
+    if missing is not None:
+        return fail(what, f"the file {missing} does not exist: run `exchange migrate` first")
+    try:
+        ping(engine)
+    except ExchangeError as exc:
+        return fail(what, str(exc))
+    return ok(what)
+
+
+def check_migrated(engine: Engine, label: str = "database") -> CheckResult:
+    what = f"{label} migrated to the latest revision"
+    try:
+        ensure_current(engine)
+    except ExchangeError as exc:
+        return fail(what, str(exc))
+    return ok(what)
+
+
+def check_staging_table(engine: Engine) -> CheckResult:
+    what = f"staging table {STAGING_TABLE}"
+    try:
+        with transaction(engine, read_only=True) as connection:
+            inspector = inspect(connection)
+            if not inspector.has_table(STAGING_TABLE):
+                return fail(what, "missing: run `exchange migrate`")
+            found = {c["name"]: bool(c["nullable"]) for c in inspector.get_columns(STAGING_TABLE)}
+    except (ExchangeError, SQLAlchemyError) as exc:
+        return fail(what, f"cannot be inspected: {exc}")
+    problems = [f"column {name} is missing" for name in STAGING_COLUMNS if name not in found]
+    problems += [
+        f"column {name} is {'NULL' if found[name] else 'NOT NULL'}, the contract says "
+        f"{'NULL' if nullable else 'NOT NULL'}"
+        for name, nullable in STAGING_COLUMNS.items()
+        if name in found and found[name] != nullable
+    ]
+    if problems:
+        return fail(what, "; ".join(problems))
+    return ok(what, f"{len(STAGING_COLUMNS)} columns as in the contract")
+
+
+# -- the site ---------------------------------------------------------------------------------
+
+SITE_WHAT = "site reachable and token accepted"
+
+
+def check_site(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None = None
+) -> CheckResult:
+    """``GET /api/v1/health`` with the token. A missing site URL fails: ``run`` needs one."""
+    if not settings.site_url:
+        return fail(SITE_WHAT, "EXCHANGE_SITE_URL is not set (exchange run requires it)")
+    what = f"{SITE_WHAT} ({settings.site_url})"
+    try:
+        token = settings.token()
+        settings.site_tls()
+    except ExchangeError as exc:  # an unreadable EXCHANGE_SITE_TOKEN_FILE or CA bundle
+        return fail(what, str(exc))
+    result = asyncio.run(_health(settings, token, transport))
+    if not isinstance(result, Response) and result.error_class == TLS_ERROR:
+        return fail(
+            what,
+            f"TLS: the site's certificate is not trusted ({result.detail}); if a company CA "
+            "signed it, set EXCHANGE_SITE_CA_BUNDLE to that CA's PEM file",
+        )
+    if not isinstance(result, Response):
+        return fail(what, f"site unreachable: {result.error_class}: {result.detail}")
+    if 200 <= result.status < 300:
+        return ok(what, f"HTTP {result.status}")
+    if result.status in (401, 403):
+        hint = (
+            "no token is set (EXCHANGE_SITE_TOKEN or EXCHANGE_SITE_TOKEN_FILE)"
+            if not token
+            else "renew EXCHANGE_SITE_TOKEN or EXCHANGE_SITE_TOKEN_FILE"
+        )
+        return fail(what, f"token refused (HTTP {result.status}): {hint}")
+    if 300 <= result.status < 400:
+        return fail(
+            what,
+            f"HTTP {result.status}: redirects are not followed, check EXCHANGE_SITE_URL "
+            "(https:// instead of http://, the right host)",
+        )
+    return fail(what, f"site answered HTTP {result.status} to GET /api/v1/health")
+
+
+async def _health(
+    settings: Settings, token: str | None, transport: httpx.AsyncBaseTransport | None
+) -> SiteResult:
+    assert settings.site_url is not None
+    client = SiteClient(
+        settings.site_url,
+        token,
+        timeout=settings.http_timeout,
+        concurrency=1,
+        transport=transport,
+        verify=settings.site_tls(),
+    )
+    try:
+        return await client.health()
+    finally:
+        await client.aclose()
+
+
+# -- the report directory -----------------------------------------------------------------------
+
+REPORT_WHAT = "report directory writable"
+
+
+def check_report_dir(directory: Path | None) -> CheckResult:
+    if directory is None:
+        return skip(REPORT_WHAT, "EXCHANGE_REPORT_DIR is not set (no scheduled report)")
+    what = f"{REPORT_WHAT} ({directory})"
+    if directory.exists() and not directory.is_dir():
+        return fail(what, "exists and is not a directory")
+    # run creates a missing directory (with its parents): then the nearest existing ancestor is
+    # the one that must be writable. Probing it leaves nothing behind, not even the directory.
+    target = directory
+    while not target.exists() and target.parent != target:
+        target = target.parent
+    try:
+        with _probe(target):
+            pass
+    except OSError as exc:
+        return fail(what, f"cannot write a file in {target}: {exc.strerror or exc}")
+    if target != directory:
+        return ok(what, f"does not exist yet; run creates it in {target}")
+    return ok(what)
+
+
+@contextmanager
+def _probe(directory: Path) -> Iterator[None]:
+    fd, name = tempfile.mkstemp(prefix=".exchange-check-", dir=directory)
+    try:
+        os.write(fd, b"check")
+        yield
+    finally:
+        os.close(fd)
+        os.unlink(name)
+
+
+# -- all of them ----------------------------------------------------------------------------------
+
+
+def run_checks(
+    settings: Settings,
+    source: Path | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> list[CheckResult]:
+    """Every check, in the documented order."""
+    results = [check_configuration(settings, source)]
+    engine = engine_for(settings.database_url)
+    separate = settings.staging_url and settings.staging_url != settings.database_url
+    staging_engine = engine_for(settings.staging_url) if separate and settings.staging_url else None
+    try:
+        database = _database_checks(engine, "database")
+        results += database
+        if staging_engine is not None:
+            database = _database_checks(staging_engine, "staging database")
+            results += database
+        if database[0].passed:  # the database that holds staging_intents answered
+            results.append(check_staging_table(staging_engine or engine))
+        else:
+            results.append(skip(f"staging table {STAGING_TABLE}", "its database is unreachable"))
+    finally:
+        engine.dispose()
+        if staging_engine is not None:
+            staging_engine.dispose()
+    results.append(check_site(settings, transport))
+    results.append(check_report_dir(settings.report_dir))
+    return results
+
+
+def _database_checks(engine: Engine, label: str) -> list[CheckResult]:
+    reachable = check_reachable(engine, label)
+    if not reachable.passed:
+        return [reachable, skip(f"{label} migrated to the latest revision", "unreachable")]
+    return [reachable, check_migrated(engine, label)]

@@ -1,0 +1,258 @@
+"""Operator actions on the quarantine: list, retry, cancel. Each writes the message's history
+with who, when and the note.
+
+An action names its messages either by id (exactly those, all or nothing) or by filters (a
+bulk action). The rules that keep a bulk action from doing more than the operator meant live
+here, once, for every caller: at least one filter (``check_request``), and no more messages
+than the bulk limit (``check_limit``). Showing before acting (dry run unless confirmed) is the
+caller's choice of ``dry_run``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Select, exists, select
+
+from exchange.db.engine import is_postgres
+from exchange.db.schema import aggregates, messages
+from exchange.domain.reasons import Reason
+from exchange.domain.states import Event, State
+from exchange.errors import OperatorError
+from exchange.queue.record import advance_strict
+from exchange.queue.transitions import Change, apply
+
+FILTER_OPTIONS = "--kind, --aggregate, --reason, --since, --until, --superseded"
+
+
+@dataclass(frozen=True)
+class Filters:
+    kind: str | None = None
+    aggregate: str | None = None
+    reason: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    # Only quarantined messages that a newer delivered version made pointless (see
+    # ``superseded_after_quarantine``).
+    superseded_after_quarantine: bool = False
+
+    def any(self) -> bool:
+        return self.superseded_after_quarantine or any(
+            v is not None for v in (self.kind, self.aggregate, self.reason, self.since, self.until)
+        )
+
+
+def superseded_after_quarantine() -> ColumnElement[bool]:
+    """True for a message at or below its aggregate's cursor: a version at least as new was
+    applied at the site after this one was quarantined, so replaying it can only end ``stale``.
+
+    Only latest-wins aggregates get there: a strict cursor passes a version only once that
+    version itself is delivered or cancelled, never while it is quarantined. A rejected
+    staging row has no aggregate, so it is never superseded.
+    """
+    return exists().where(
+        aggregates.c.id == messages.c.aggregate_id,
+        aggregates.c.done_version >= messages.c.version,
+    )
+
+
+def _base() -> Select[Any]:
+    return select(messages, superseded_after_quarantine().label("superseded_after_quarantine"))
+
+
+def _query(filters: Filters) -> Select[Any]:
+    q = _base().where(messages.c.state == State.QUARANTINED.value)
+    if filters.kind is not None:
+        q = q.where(messages.c.kind == filters.kind)
+    if filters.aggregate is not None:
+        q = q.where(messages.c.aggregate == filters.aggregate)
+    if filters.reason is not None:
+        q = q.where(messages.c.reason == filters.reason)
+    # A quarantined message has not changed since it was quarantined: updated_at is that time.
+    if filters.since is not None:
+        q = q.where(messages.c.updated_at >= filters.since)
+    if filters.until is not None:
+        q = q.where(messages.c.updated_at < filters.until)
+    if filters.superseded_after_quarantine:
+        q = q.where(superseded_after_quarantine())
+    return q.order_by(messages.c.updated_at, messages.c.id)
+
+
+def entry(row: Any) -> dict[str, Any]:
+    """One quarantined message as operators and machines read it (stable field names).
+
+    ``row`` is a row of ``list_quarantined``'s query: the message's columns and
+    ``superseded_after_quarantine``.
+    """
+    return {
+        "message_id": row["message_id"],
+        "kind": row["kind"],
+        "aggregate": row["aggregate"],
+        "version": row["version"],
+        "reason": row["reason"],
+        "attempts": row["attempts"],
+        "last_status": row["last_status"],
+        "last_error": row["last_error"],
+        "source_ref": row["source_ref"],
+        "first_seen": row["taken_at"].isoformat(),
+        "quarantined_at": row["updated_at"].isoformat(),
+        "rejected_row": bool(row["rejected"]),
+        "staging_id": row["staging_id"],
+        "superseded_after_quarantine": bool(row["superseded_after_quarantine"]),
+    }
+
+
+def list_quarantined(connection: Connection, filters: Filters) -> list[dict[str, Any]]:
+    return [entry(row) for row in connection.execute(_query(filters)).mappings()]
+
+
+def check_request(ids: Sequence[str], filters: Filters, action: str) -> None:
+    """Ids or filters, not both and not neither: an action without either would touch the
+    whole quarantine, and one with both would leave the operator guessing which applied.
+
+    Pure, so that the command line can refuse before it opens the database.
+    """
+    if ids and filters.any():
+        raise OperatorError(f"give message ids or filters to {action}, not both")
+    if not ids and not filters.any():
+        raise OperatorError(f"a bulk {action} needs at least one filter ({FILTER_OPTIONS})")
+
+
+def check_limit(count: int, limit: int | None, action: str) -> None:
+    """Refuse a bulk action over ``limit`` messages: the operator confirms a large number by
+    naming it (``--limit N``), so a filter that matches more than they thought does nothing."""
+    if limit is not None and count > limit:
+        raise OperatorError(
+            f"a bulk {action} would touch {count} messages, more than the limit of {limit}: "
+            f"narrow the filters, or add --limit {count} to {action} them all "
+            "(the default limit is EXCHANGE_BULK_LIMIT)"
+        )
+
+
+def _select_for_action(connection: Connection, ids: Sequence[str], filters: Filters) -> list[Any]:
+    if ids:
+        q = _base().where(messages.c.message_id.in_(list(ids)))
+    else:
+        q = _query(filters)
+    if is_postgres(connection):
+        # Another operator acting on the same messages waits, then finds them no longer
+        # quarantined (apply is guarded by the from-state).
+        q = q.with_for_update(of=messages)
+    rows = list(connection.execute(q).mappings())
+    if ids:
+        found = {row["message_id"]: row for row in rows}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise OperatorError(f"no such message: {', '.join(missing)}")
+        not_q = [i for i in ids if found[i]["state"] != State.QUARANTINED.value]
+        if not_q:
+            states = ", ".join(f"{i} is {found[i]['state']}" for i in not_q)
+            raise OperatorError(f"only quarantined messages can be changed: {states}")
+    return rows
+
+
+@dataclass
+class ActionResult:
+    touched: list[str]
+    skipped: list[tuple[str, str]]
+
+
+def retry(
+    connection: Connection,
+    ids: Sequence[str],
+    filters: Filters,
+    *,
+    operator: str,
+    note: str | None,
+    now: datetime,
+    dry_run: bool,
+    limit: int | None = None,
+) -> ActionResult:
+    """Replay with the same message_id: attempts start again; a strict message takes its
+    place in the order again; its gap clock starts again.
+
+    ``limit`` bounds a bulk retry (by filters); None means no bound.
+    """
+    check_request(ids, filters, "retry")
+    rows = _select_for_action(connection, ids, filters)
+    touched, skipped, changes = [], [], []
+    for row in rows:
+        if row["rejected"]:
+            skipped.append(
+                (
+                    row["message_id"],
+                    "a rejected staging row cannot be replayed: 1C "
+                    "must write a corrected row (cancel this record to close it)",
+                )
+            )
+            continue
+        touched.append(row["message_id"])
+        changes.append(
+            Change(
+                row["id"],
+                Event.OPERATOR_RETRY,
+                State.QUARANTINED,
+                State.NEW,
+                values={"attempts": 0, "next_try_at": None, "waiting_since": now, "reason": None},
+                operator=operator,
+                note=note,
+                detail=f"retried by {operator} (was {row['reason']})",
+            )
+        )
+    if ids and skipped:
+        raise OperatorError(f"{skipped[0][0]}: {skipped[0][1]}")
+    if not ids:
+        check_limit(len(touched), limit, "retry")
+    if not dry_run:
+        apply(connection, changes, now)
+    return ActionResult(touched, skipped)
+
+
+def cancel(
+    connection: Connection,
+    ids: Sequence[str],
+    filters: Filters | None = None,
+    *,
+    operator: str,
+    note: str,
+    now: datetime,
+    strict: list[str],
+    dry_run: bool = False,
+    limit: int | None = None,
+) -> ActionResult:
+    """End quarantined messages for good (kept for audit); by ids, or by filters in bulk.
+
+    A cancelled strict version no longer holds its aggregate: the cursor steps over it, so
+    the versions held behind it go on. ``limit`` bounds a bulk cancel; None means no bound.
+    """
+    filters = filters or Filters()
+    if not note.strip():
+        raise OperatorError("--note is required: say why the message is cancelled")
+    check_request(ids, filters, "cancel")
+    rows = _select_for_action(connection, ids, filters)
+    if not ids:
+        check_limit(len(rows), limit, "cancel")
+    touched = [row["message_id"] for row in rows]
+    if dry_run:
+        return ActionResult(touched, [])
+    changes = [
+        Change(
+            row["id"],
+            Event.OPERATOR_CANCEL,
+            State.QUARANTINED,
+            State.CANCELLED,
+            values={"reason": Reason.OPERATOR.value},
+            operator=operator,
+            note=note,
+            detail=f"cancelled by {operator} (was {row['reason']})",
+        )
+        for row in rows
+    ]
+    apply(connection, changes, now)
+    aggregate_ids = sorted({row["aggregate_id"] for row in rows if row["aggregate_id"] is not None})
+    if aggregate_ids and strict:
+        advance_strict(connection, aggregate_ids, strict)
+    return ActionResult(touched, [])

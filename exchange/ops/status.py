@@ -1,0 +1,357 @@
+"""What ``exchange status`` and ``exchange history`` show: read-only queries, and the tables
+``exchange status`` prints.
+
+The figures (``status``) are data, printed as JSON as they are; ``tables`` lays the same
+figures out for a person. Every value from the database goes into a table as ``Text``, never
+as rich markup: a message id or a site's error text with ``[brackets]`` is shown as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from sqlalchemy import Connection, case, func, not_, select
+from sqlalchemy.orm import aliased
+
+from exchange.db.schema import Message, aggregates, history, messages, workers
+from exchange.domain.states import Event, State
+from exchange.errors import OperatorError
+
+RECENT = timedelta(minutes=15)
+# A worker that has not reported for this long is gone (worker ids change with every start):
+# its breaker and pause no longer hold anything back.
+WORKER_SEEN_WITHIN = timedelta(hours=1)
+BLOCKED_SHOWN = 100
+ATTEMPT_EVENTS = [
+    Event.DELIVERED.value,
+    Event.STALE_AT_SITE.value,
+    Event.RETRY_SCHEDULED.value,
+    Event.QUARANTINED.value,
+]
+FAILED_EVENTS = [Event.RETRY_SCHEDULED.value, Event.QUARANTINED.value]
+UNDELIVERED = [State.NEW.value, State.IN_PROGRESS.value, State.DELAYED.value]
+
+
+@dataclass
+class Status:
+    counts: dict[str, int]
+    new_messages: int
+    oldest_undelivered_age_s: float | None
+    error_share: float
+    delivery_rate_per_min: float
+    workers: list[dict[str, Any]] = field(default_factory=list)
+    blocked: list[dict[str, Any]] = field(default_factory=list)
+    # reason -> {"count", "oldest_message_id", "oldest_quarantined_at", "oldest_age_s"}
+    quarantine_by_reason: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Any worker seen within WORKER_SEEN_WITHIN has its delivery paused by a 401/403, or its
+    # circuit breaker not closed: the one-glance answers a monitoring script wants.
+    delivery_paused: bool = False
+    breaker_open: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def status(connection: Connection, now: datetime, strict: list[str]) -> Status:
+    counts = {state.value: 0 for state in State}
+    for state, count in connection.execute(
+        select(messages.c.state, func.count()).group_by(messages.c.state)
+    ):
+        counts[state] = count
+    oldest = connection.execute(
+        select(func.min(messages.c.created_at)).where(messages.c.state.in_(UNDELIVERED))
+    ).scalar()
+    since = now - RECENT
+    attempts, failures, delivered = connection.execute(
+        select(
+            func.count(),
+            func.coalesce(func.sum(case((history.c.event.in_(FAILED_EVENTS), 1), else_=0)), 0),
+            func.coalesce(
+                func.sum(case((history.c.event == Event.DELIVERED.value, 1), else_=0)), 0
+            ),
+        ).where(
+            history.c.at >= since,
+            history.c.event.in_(ATTEMPT_EVENTS),
+            history.c.attempt.is_not(None),
+        )
+    ).one()
+    live_workers = worker_rows(connection, now)
+    return Status(
+        counts=counts,
+        new_messages=counts[State.NEW.value],
+        oldest_undelivered_age_s=(round((now - oldest).total_seconds(), 3) if oldest else None),
+        error_share=round(failures / attempts, 4) if attempts else 0.0,
+        delivery_rate_per_min=round(delivered / (RECENT.total_seconds() / 60), 3),
+        workers=live_workers,
+        blocked=blocked_aggregates(connection, strict),
+        quarantine_by_reason=quarantine_by_reason(connection, now),
+        delivery_paused=any(w["paused"] for w in live_workers),
+        breaker_open=any(w["breaker"] != "closed" for w in live_workers),
+    )
+
+
+def worker_rows(connection: Connection, now: datetime) -> list[dict[str, Any]]:
+    rows = connection.execute(
+        select(workers)
+        .where(workers.c.heartbeat_at >= now - WORKER_SEEN_WITHIN)
+        .order_by(workers.c.worker_id)
+    ).mappings()
+    return [
+        {
+            "worker_id": row["worker_id"],
+            "heartbeat_at": row["heartbeat_at"].isoformat(),
+            "heartbeat_age_s": round((now - row["heartbeat_at"]).total_seconds(), 3),
+            # The site's answer that paused delivery (401/403), or None while delivering.
+            "paused": row["paused_reason"],
+            "breaker": row["breaker_state"],
+            "breaker_until": row["breaker_until"].isoformat() if row["breaker_until"] else None,
+        }
+        for row in rows
+    ]
+
+
+def quarantine_by_reason(connection: Connection, now: datetime) -> dict[str, dict[str, Any]]:
+    """Per reason: how many wait, and the one that has waited longest (one query)."""
+    ranked = (
+        select(
+            messages.c.reason,
+            messages.c.message_id,
+            messages.c.updated_at,
+            func.count().over(partition_by=messages.c.reason).label("count"),
+            func.row_number()
+            .over(
+                partition_by=messages.c.reason,
+                order_by=(messages.c.updated_at, messages.c.id),
+            )
+            .label("rank"),
+        )
+        # A quarantined message has not changed since it was quarantined: updated_at is when.
+        .where(messages.c.state == State.QUARANTINED.value)
+        .subquery("ranked")
+    )
+    rows = connection.execute(
+        select(ranked.c.reason, ranked.c.count, ranked.c.message_id, ranked.c.updated_at)
+        .where(ranked.c.rank == 1)
+        .order_by(ranked.c.reason)
+    ).all()
+    return {
+        reason: {
+            "count": count,
+            "oldest_message_id": message_id,
+            "oldest_quarantined_at": quarantined_at.isoformat(),
+            "oldest_age_s": round((now - quarantined_at).total_seconds(), 3),
+        }
+        for reason, count, message_id, quarantined_at in rows
+    }
+
+
+def blocked_aggregates(
+    connection: Connection, strict: list[str], limit: int = BLOCKED_SHOWN
+) -> list[dict[str, Any]]:
+    """Strictly ordered aggregates that cannot move: a quarantined next version, or a gap."""
+    if not strict:
+        return []
+    m = aliased(Message, name="m")
+    a = aggregates
+    lowest = (
+        select(m.aggregate_id, func.min(m.version).label("version"))
+        .join(a, a.c.id == m.aggregate_id)
+        .where(
+            not_(m.rejected),
+            m.kind.in_(strict),
+            m.version > a.c.done_version,
+            m.state.in_(
+                [
+                    State.NEW.value,
+                    State.DELAYED.value,
+                    State.IN_PROGRESS.value,
+                    State.QUARANTINED.value,
+                ]
+            ),
+        )
+        .group_by(m.aggregate_id)
+        .subquery()
+    )
+    rows = connection.execute(
+        select(
+            a.c.kind,
+            a.c.aggregate,
+            a.c.done_version,
+            lowest.c.version,
+            m.message_id,
+            m.state,
+            m.reason,
+        )
+        .join(lowest, lowest.c.aggregate_id == a.c.id)
+        .join(m, (m.aggregate_id == a.c.id) & (m.version == lowest.c.version) & not_(m.rejected))
+        .where((m.state == State.QUARANTINED.value) | (lowest.c.version > a.c.done_version + 1))
+        .order_by(a.c.kind, a.c.aggregate)
+        .limit(limit)
+    ).all()
+    result = []
+    for kind, aggregate, done, version, message_id, state, reason in rows:
+        # Held by a quarantined message: only a person moves it. Held by a gap: the missing
+        # version may still arrive (until EXCHANGE_GAP_TIMEOUT quarantines the next one).
+        held_by = "quarantine" if state == State.QUARANTINED.value else "gap"
+        if state == State.QUARANTINED.value and version == done + 1:
+            cause = f"{message_id} is quarantined ({reason}): retry or cancel it"
+        elif state == State.QUARANTINED.value:
+            cause = f"{message_id} is quarantined ({reason}) after a gap at version {done + 1}"
+        else:
+            cause = f"waiting for version {done + 1} (a gap); {message_id} is next"
+        result.append(
+            {
+                "kind": kind,
+                "aggregate": aggregate,
+                "delivered_through": done,
+                "held_by": held_by,
+                "message_id": message_id,
+                "cause": cause,
+            }
+        )
+    return result
+
+
+def human_age(seconds: float | None) -> str:
+    """An age as a person reads it: the two largest units ("3 h 12 min"), "-" for none."""
+    if seconds is None:
+        return "-"
+    whole = max(0, int(seconds))
+    days, rest = divmod(whole, 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [(days, "d"), (hours, "h"), (minutes, "min"), (secs, "s")]
+    while len(parts) > 1 and parts[0][0] == 0:
+        parts.pop(0)
+    return " ".join(f"{value} {unit}" for value, unit in parts[:2] if value or unit == "s")
+
+
+def tables(figures: Status) -> list[Table]:
+    """``exchange status`` for a person: one table per question an operator asks."""
+    states = Table(title="messages by state")
+    states.add_column("state")
+    states.add_column("count", justify="right")
+    for state, count in figures.counts.items():
+        states.add_row(state, str(count))
+
+    queue = Table(title="queue")
+    queue.add_column("figure")
+    queue.add_column("value", justify="right")
+    queue.add_row("new messages", str(figures.new_messages))
+    queue.add_row("oldest undelivered", human_age(figures.oldest_undelivered_age_s))
+    minutes = int(RECENT.total_seconds() // 60)
+    queue.add_row(f"error share ({minutes} min)", f"{figures.error_share:.1%}")
+    queue.add_row(f"delivery rate ({minutes} min)", f"{figures.delivery_rate_per_min:.1f}/min")
+
+    hours = int(WORKER_SEEN_WITHIN.total_seconds() // 3600)
+    workers_table = Table(title="workers")
+    for column in ("worker", "last seen", "breaker", "delivery"):
+        workers_table.add_column(column)
+    for worker in figures.workers:
+        breaker = worker["breaker"]
+        if worker["breaker_until"]:
+            breaker += f" until {worker['breaker_until']}"
+        delivery = f"PAUSED: {worker['paused']}" if worker["paused"] else "running"
+        workers_table.add_row(
+            Text(worker["worker_id"]),
+            f"{human_age(worker['heartbeat_age_s'])} ago",
+            Text(breaker),
+            Text(delivery),
+        )
+    if not figures.workers:
+        workers_table.caption = f"no worker has reported in the last {hours} h"
+
+    quarantine = Table(title="quarantine: the oldest entry per reason")
+    for column in ("reason", "count", "oldest message_id", "waiting"):
+        quarantine.add_column(column, justify="right" if column == "count" else "left")
+    for reason, entry in figures.quarantine_by_reason.items():
+        quarantine.add_row(
+            Text(reason),
+            str(entry["count"]),
+            Text(entry["oldest_message_id"]),
+            human_age(entry["oldest_age_s"]),
+        )
+    if not figures.quarantine_by_reason:
+        quarantine.caption = "the quarantine is empty"
+
+    blocked = Table(title="blocked aggregates (strict order)")
+    for column in ("kind", "aggregate", "delivered through", "state", "cause"):
+        blocked.add_column(column)
+    for entry in figures.blocked:
+        blocked.add_row(
+            Text(entry["kind"]),
+            Text(entry["aggregate"]),
+            str(entry["delivered_through"]),
+            f"blocked by {entry['held_by']}",
+            Text(entry["cause"]),
+        )
+    if not figures.blocked:
+        blocked.caption = "none"
+    elif len(figures.blocked) >= BLOCKED_SHOWN:
+        blocked.caption = f"the first {BLOCKED_SHOWN}, by kind and aggregate"
+    return [states, queue, workers_table, quarantine, blocked]
+
+
+def biography(connection: Connection, message_id: str) -> dict[str, Any]:
+    row = (
+        connection.execute(select(messages).where(messages.c.message_id == message_id))
+        .mappings()
+        .first()
+    )
+    if row is None:
+        raise OperatorError(f"no message with id {message_id!r}")
+    entries = (
+        connection.execute(
+            select(history).where(history.c.message_pk == row["id"]).order_by(history.c.id)
+        )
+        .mappings()
+        .all()
+    )
+    return {
+        "message": {
+            "message_id": row["message_id"],
+            "kind": row["kind"],
+            "aggregate": row["aggregate"],
+            "version": row["version"],
+            "state": row["state"],
+            "reason": row["reason"],
+            "attempts": row["attempts"],
+            "superseded_by": row["superseded_by"],
+            "last_status": row["last_status"],
+            "last_error": row["last_error"],
+            "receipt": row["receipt"],
+            "source_ref": row["source_ref"],
+            "staging_id": row["staging_id"],
+            "rejected": bool(row["rejected"]),
+            "created_at": _iso(row["created_at"]),
+            "taken_at": _iso(row["taken_at"]),
+            "next_try_at": _iso(row["next_try_at"]),
+            "locked_by": row["locked_by"],
+            "locked_until": _iso(row["locked_until"]),
+        },
+        "history": [
+            {
+                "at": _iso(e["at"]),
+                "event": e["event"],
+                "from": e["from_state"],
+                "to": e["to_state"],
+                "worker": e["worker"],
+                "attempt": e["attempt"],
+                "http_status": e["http_status"],
+                "error_class": e["error_class"],
+                "delay_s": e["delay_s"],
+                "detail": e["detail"],
+                "operator": e["operator"],
+                "note": e["note"],
+            }
+            for e in entries
+        ],
+    }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None

@@ -1,0 +1,193 @@
+"""Coalescing and order (contract 3), as set-based SQL over the whole pending queue.
+
+latest-wins kinds:
+  - stale: a pending version at or below the aggregate's ``done_version`` (the highest
+    version known applied at the site) is cancelled, reason ``stale``; never sent.
+  - superseded: a pending version below another live version (new, delayed, in flight or
+    quarantined) of its aggregate is cancelled, reason ``superseded``, pointing at the
+    highest such version.
+strict kinds:
+  - nothing is coalesced; the claim (``lease``) sends only ``done_version + 1``.
+  - stale: a pending version at or below ``done_version`` (every version there is delivered
+    or cancelled by a person) can only be a row written again after its message was pruned;
+    it is cancelled ``stale`` like a price, never sent twice and never left waiting.
+  - a gap: when the lowest pending version is above ``done_version + 1`` and has waited
+    ``gap_timeout`` since it was taken (or retried), it is quarantined, ``sequence-gap``.
+
+"Pending" includes an in-flight message whose lease has expired: its worker is gone.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    String,
+    and_,
+    cast,
+    exists,
+    func,
+    literal,
+    not_,
+    or_,
+    select,
+)
+from sqlalchemy.orm import aliased
+
+from exchange.db.engine import is_postgres
+from exchange.db.schema import Message, aggregates, messages
+from exchange.domain.reasons import Reason
+from exchange.domain.states import Event, State, sources
+from exchange.queue.transitions import Change, apply, apply_selected
+
+
+def _pending(m: type[Message], now: datetime) -> ColumnElement[bool]:
+    return or_(
+        m.state.in_([State.NEW.value, State.DELAYED.value]),
+        and_(m.state == State.IN_PROGRESS.value, m.locked_until < now),
+    )
+
+
+def _pending_rows(now: datetime) -> ColumnElement[bool]:
+    return or_(
+        messages.c.state.in_([State.NEW.value, State.DELAYED.value]),
+        and_(messages.c.state == State.IN_PROGRESS.value, messages.c.locked_until < now),
+    )
+
+
+_UNLOCK = {"locked_by": None, "locked_until": None, "lease_token": None, "next_try_at": None}
+
+
+def coalesce(connection: Connection, latest_wins: list[str], now: datetime) -> int:
+    """Cancel stale versions (any kind) and superseded ones (latest-wins); returns how many.
+
+    Set-based: the candidates are chosen, moved and written to history inside the database,
+    so a reload of a million rows is never loaded into the worker.
+    """
+    pending = and_(not_(messages.c.rejected), _pending_rows(now))
+    done = aggregates.c.done_version
+    # Stale applies to every kind: a strict cursor covers only versions delivered or cancelled
+    # by a person, so a pending version below it (a row 1C wrote again after its message was
+    # pruned) is already done and must not wait forever.
+    stale = (
+        select(messages.c.id, messages.c.state, messages.c.version, done.label("done"))
+        .join(aggregates, aggregates.c.id == messages.c.aggregate_id)
+        .where(pending, messages.c.version <= done)
+    )
+    moved = apply_selected(
+        connection,
+        Event.STALE,
+        stale,
+        now=now,
+        values=lambda c: {"reason": Reason.STALE.value, **_UNLOCK},
+        detail=lambda c: (
+            literal("version ")
+            + cast(c.c.version, String)
+            + literal(" is at or below version ")
+            + cast(c.c.done, String)
+            + literal(", already delivered: never sent")
+        ),
+    )
+    # The highest live version of each aggregate, found once for all (a hash join, not a
+    # subquery per message), and the message that carries it.
+    if not latest_wins:
+        return moved
+    mine = and_(pending, messages.c.kind.in_(latest_wins))
+    live = [State.NEW.value, State.DELAYED.value, State.IN_PROGRESS.value, State.QUARANTINED.value]
+    top = (
+        select(messages.c.aggregate_id, func.max(messages.c.version).label("version"))
+        .where(
+            not_(messages.c.rejected), messages.c.kind.in_(latest_wins), messages.c.state.in_(live)
+        )
+        .group_by(messages.c.aggregate_id)
+        .subquery("top")
+    )
+    newest = messages.alias("newest")
+    superseded = (
+        select(messages.c.id, messages.c.state, newest.c.message_id.label("successor"))
+        .join(top, top.c.aggregate_id == messages.c.aggregate_id)
+        .join(
+            newest,
+            and_(
+                newest.c.aggregate_id == top.c.aggregate_id,
+                newest.c.version == top.c.version,
+                not_(newest.c.rejected),
+            ),
+        )
+        .where(mine, messages.c.version < top.c.version)
+    )
+    moved += apply_selected(
+        connection,
+        Event.SUPERSEDED,
+        superseded,
+        now=now,
+        values=lambda c: {
+            "reason": Reason.SUPERSEDED.value,
+            "superseded_by": c.c.successor,
+            **_UNLOCK,
+        },
+        detail=lambda c: literal("superseded by ") + c.c.successor,
+    )
+    return moved
+
+
+def quarantine_gaps(
+    connection: Connection, strict: list[str], now: datetime, gap_timeout: float
+) -> int:
+    """Quarantine strictly ordered messages that waited too long for a missing version."""
+    if not strict:
+        return 0
+    m = aliased(Message, name="m")
+    lower = aliased(Message, name="lower")
+    a = aggregates
+    query = (
+        select(m.id, m.state, m.version, a.c.done_version)
+        .join(a, a.c.id == m.aggregate_id)
+        .where(
+            not_(m.rejected),
+            m.kind.in_(strict),
+            m.state.in_(sorted(sources(Event.SEQUENCE_GAP))),
+            m.version > a.c.done_version + 1,
+            m.waiting_since <= now - timedelta(seconds=gap_timeout),
+        )
+        .where(
+            # Only the lowest version still waiting (or held, quarantined) waits for the gap:
+            # a lower one an operator cancelled no longer stands in front of it.
+            ~exists().where(
+                lower.aggregate_id == m.aggregate_id,
+                not_(lower.rejected),
+                lower.state != State.CANCELLED.value,
+                lower.version > a.c.done_version,
+                lower.version < m.version,
+            )
+        )
+        .order_by(m.id)
+    )
+    if is_postgres(connection):
+        query = query.with_for_update(of=m, skip_locked=True)
+    changes = []
+    for pk, state, version, done_version in connection.execute(query):
+        missing = (
+            f"version {done_version + 1}"
+            if version == done_version + 2
+            else f"versions {done_version + 1}–{version - 1}"
+        )
+        detail = f"{missing} never arrived within {gap_timeout:g} s"
+        changes.append(
+            Change(
+                pk,
+                Event.SEQUENCE_GAP,
+                State(state),
+                State.QUARANTINED,
+                values={
+                    "reason": Reason.SEQUENCE_GAP.value,
+                    "last_error": detail,
+                    "next_try_at": None,
+                },
+                detail=detail,
+            )
+        )
+    apply(connection, changes, now)
+    return len(changes)

@@ -1,0 +1,302 @@
+"""The SQL that claims work, renews it and records its outcome (contract 4).
+
+The lease lives on the aggregate row: claiming an aggregate is one row lock (PostgreSQL
+``FOR UPDATE SKIP LOCKED``; SQLite: the whole claim in one ``BEGIN IMMEDIATE``), so at most
+one message of an aggregate is in flight across all workers. Each claim has a fresh lease
+token, written on the aggregates and on the messages it leased; renewing, recording and
+releasing all match on that token, so a worker that lost its lease records nothing over the
+new owner's. A claim and the recording of a batch are each a constant number of statements.
+"""
+
+from __future__ import annotations
+
+import functools
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Connection,
+    Integer,
+    Select,
+    and_,
+    any_,
+    bindparam,
+    exists,
+    not_,
+    or_,
+    select,
+    true,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import aliased
+from sqlalchemy.sql.dml import Update
+
+from exchange.db.engine import is_postgres
+from exchange.db.schema import Message, UTCDateTime, aggregates, messages
+from exchange.domain.reasons import Reason
+from exchange.domain.states import Event, State
+from exchange.queue.transitions import Change, apply
+
+
+@dataclass(frozen=True, slots=True)
+class Leased:
+    pk: int
+    message_id: str
+    aggregate_id: int
+    kind: str
+    aggregate: str
+    version: int
+    payload: str
+    created_at: datetime
+    attempt: int  # the number of the attempt this lease is for
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    token: str
+    until: datetime
+    messages: list[Leased]
+    cursor: int = 0  # the last aggregate id the claim took: where the next one goes on (after=)
+
+
+def new_token() -> str:
+    return secrets.token_hex(16)
+
+
+def one_of(column: ColumnElement[int], name: str, postgres: bool) -> ColumnElement[bool]:
+    """``column`` in the list of ids bound as ``name``. PostgreSQL: ``= ANY(array)``, one
+    statement text whatever the list's length, so psycopg prepares it once and the server
+    plans it once (an expanded ``IN (...)`` was a new statement for every length). SQLite:
+    the expanded ``IN``."""
+    if postgres:
+        return column == any_(bindparam(name, type_=ARRAY(BigInteger())))
+    return column.in_(bindparam(name, expanding=True))
+
+
+def _eligible(
+    m: type[Message], now: Any, strict: Sequence[str], max_attempts: Any
+) -> ColumnElement[bool]:
+    due = or_(
+        and_(
+            m.state.in_([State.NEW.value, State.DELAYED.value]),
+            or_(m.next_try_at.is_(None), m.next_try_at <= now),
+        ),
+        # A lease that expired on the last allowed attempt is not taken over: expire_exhausted
+        # quarantines it instead.
+        and_(m.state == State.IN_PROGRESS.value, m.locked_until < now, m.attempts < max_attempts),
+    )
+    in_order = (
+        or_(not_(m.kind.in_(list(strict))), m.version == aggregates.c.done_version + 1)
+        if strict
+        else true()
+    )
+    return and_(m.aggregate_id == aggregates.c.id, not_(m.rejected), due, in_order)
+
+
+@dataclass(frozen=True, slots=True)
+class _ClaimSQL:
+    """A claim's statements, built once per shape (parameters: now, max_attempts, after,
+    limit, exclude, ids, token, worker, until): building them cost more than running them."""
+
+    pick_after: Select[Any]
+    pick_wrapped: Select[Any]
+    lease: Update
+    candidates: Any  # a Select of 11 columns (its generic form differs in SQLAlchemy 2.0/2.1)
+
+
+@functools.lru_cache(maxsize=32)
+def _claim_sql(postgres: bool, strict: tuple[str, ...], excluding: bool) -> _ClaimSQL:
+    m = aliased(Message, name="m")
+    now = bindparam("now", type_=UTCDateTime())
+    eligible = _eligible(m, now, strict, bindparam("max_attempts", type_=Integer()))
+    free = or_(aggregates.c.lease_until.is_(None), aggregates.c.lease_until < now)
+    after, limit = bindparam("after", type_=Integer()), bindparam("limit", type_=Integer())
+
+    def pick(side: Any, m_side: Any) -> Select[Any]:
+        # The sweep's bound is given to the messages too: PostgreSQL does not carry an
+        # inequality across the join, and its merge join read every message of the
+        # aggregates below the cursor on each claim (4 ms a claim at 10,000 done, growing).
+        query = (
+            select(aggregates.c.id)
+            .where(free, side, exists().where(eligible, m_side))
+            .order_by(aggregates.c.id)
+        )
+        if excluding:
+            query = query.where(not_(one_of(aggregates.c.id, "exclude", postgres)))
+        if postgres:
+            query = query.with_for_update(skip_locked=True)
+        return query.limit(limit)
+
+    leased = one_of(aggregates.c.id, "ids", postgres)
+    return _ClaimSQL(
+        pick_after=pick(aggregates.c.id > after, m.aggregate_id > after),
+        pick_wrapped=pick(aggregates.c.id <= after, m.aggregate_id <= after),
+        lease=update(aggregates)
+        .where(leased)
+        .values(
+            lease_token=bindparam("token"),
+            lease_owner=bindparam("worker"),
+            lease_until=bindparam("until", type_=UTCDateTime()),
+        ),
+        candidates=select(
+            m.id,
+            m.message_id,
+            m.aggregate_id,
+            m.kind,
+            m.aggregate,
+            m.version,
+            m.payload,
+            m.created_at,
+            m.attempts,
+            m.state,
+            m.locked_by,
+        )
+        .join(aggregates, aggregates.c.id == m.aggregate_id)
+        .where(leased, eligible)
+        .order_by(m.aggregate_id, m.version.desc()),
+    )
+
+
+def claim(
+    connection: Connection,
+    *,
+    worker: str,
+    now: datetime,
+    limit: int,
+    lease_seconds: float,
+    strict: list[str],
+    max_attempts: int,
+    exclude: Sequence[int] = (),
+    after: int = 0,
+) -> Batch:
+    """Lease up to ``limit`` aggregates with a message due, and one message of each.
+
+    Aggregates are taken in id order above ``after`` (the previous claim's ``Batch.cursor``),
+    then from the lowest id up to it: a sweep, so that a claim does not scan every aggregate
+    that is done before it finds work (that scan grew by ~0.35 ms per 1,000 done aggregates on
+    SQLite, measured). Two statements pick at most; the second only when the first came short.
+    """
+    token = new_token()
+    until = now + timedelta(seconds=lease_seconds)
+    sql = _claim_sql(is_postgres(connection), tuple(strict), bool(exclude))
+    params: dict[str, Any] = {"now": now, "max_attempts": max_attempts, "after": after}
+    if exclude:
+        params["exclude"] = list(exclude)
+    aggregate_ids = list(connection.execute(sql.pick_after, {**params, "limit": limit}).scalars())
+    cursor = aggregate_ids[-1] if aggregate_ids else after
+    if len(aggregate_ids) < limit and after > 0:
+        wrapped = list(
+            connection.execute(
+                sql.pick_wrapped, {**params, "limit": limit - len(aggregate_ids)}
+            ).scalars()
+        )
+        aggregate_ids += wrapped
+        cursor = wrapped[-1] if wrapped else cursor
+    if not aggregate_ids:
+        return Batch(token, until, [], cursor)
+    params["ids"] = aggregate_ids
+    connection.execute(
+        sql.lease, {"ids": aggregate_ids, "token": token, "worker": worker, "until": until}
+    )
+    rows = connection.execute(sql.candidates, params).all()
+    # aggregate_id -> a row of the select above (Row's generic form differs in SQLAlchemy 2.0/2.1)
+    chosen: dict[int | None, Any] = {}
+    for row in rows:  # latest-wins: the highest due version; strict: the only one
+        chosen.setdefault(row.aggregate_id, row)
+    leased: list[Leased] = []
+    changes: list[Change] = []
+    for row in chosen.values():
+        attempt = row.attempts + 1
+        took_over = row.state == State.IN_PROGRESS.value
+        changes.append(
+            Change(
+                row.id,
+                Event.TAKEN_OVER if took_over else Event.LEASED,
+                State(row.state),
+                State.IN_PROGRESS,
+                values={
+                    "locked_by": worker,
+                    "locked_until": until,
+                    "lease_token": token,
+                    "attempts": attempt,
+                },
+                worker=worker,
+                attempt=attempt,
+                detail=(f"the lease of {row.locked_by} had expired" if took_over else None),
+            )
+        )
+        leased.append(
+            Leased(
+                row.id,
+                row.message_id,
+                row.aggregate_id,
+                row.kind,
+                row.aggregate,
+                row.version,
+                row.payload,
+                row.created_at,
+                attempt,
+            )
+        )
+    apply(connection, changes, now)
+    return Batch(token, until, leased, cursor)
+
+
+def renew(connection: Connection, token: str, until: datetime) -> int:
+    """Extend a live lease; returns how many messages it still holds (0: the lease is lost)."""
+    connection.execute(
+        update(aggregates).where(aggregates.c.lease_token == token).values(lease_until=until)
+    )
+    # The lease's messages are found through its aggregates (indexed by token, and only the
+    # leased ones): an index on messages.lease_token cost every message write an index entry.
+    leased = select(aggregates.c.id).where(aggregates.c.lease_token == token)
+    return connection.execute(
+        update(messages)
+        .where(
+            messages.c.aggregate_id.in_(leased.scalar_subquery()),
+            messages.c.lease_token == token,
+            messages.c.state == State.IN_PROGRESS.value,
+        )
+        .values(locked_until=until)
+    ).rowcount
+
+
+def expire_exhausted(connection: Connection, *, now: datetime, max_attempts: int) -> int:
+    """A lease that expired on the last allowed attempt: quarantine, never a further attempt."""
+    query = select(messages.c.id, messages.c.attempts, messages.c.locked_by).where(
+        messages.c.state == State.IN_PROGRESS.value,
+        messages.c.locked_until < now,
+        messages.c.attempts >= max_attempts,
+    )
+    if is_postgres(connection):
+        query = query.with_for_update(skip_locked=True)
+    changes = []
+    for pk, attempts, owner in connection.execute(query):
+        detail = (
+            f"the lease of {owner} expired during attempt {attempts} of {max_attempts}; "
+            "the result of that attempt is unknown"
+        )
+        changes.append(
+            Change(
+                pk,
+                Event.LEASE_EXPIRED,
+                State.IN_PROGRESS,
+                State.QUARANTINED,
+                values={
+                    "reason": Reason.RETRY_LIMIT.value,
+                    "last_error": detail,
+                    "locked_by": None,
+                    "locked_until": None,
+                    "lease_token": None,
+                },
+                detail=detail,
+            )
+        )
+    apply(connection, changes, now)
+    return len(changes)

@@ -1,0 +1,242 @@
+"""Recording state changes: every change of a message's state goes through ``apply`` (rows
+already read) or ``apply_selected`` (rows chosen by a query, moved without loading them).
+
+``apply`` checks each change against the state machine (``states.check``), updates the
+messages in one set-based statement per shape of change, guarded by the from-state, and
+writes one history row per change. History is only ever inserted.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Insert,
+    Select,
+    String,
+    and_,
+    bindparam,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
+from sqlalchemy.sql.dml import Update
+
+from exchange.db.engine import is_postgres
+from exchange.db.rowset import Column, rowset_params, rowset_table
+from exchange.db.schema import UTCDateTime, history, messages
+from exchange.domain.states import Event, State, check, sources, target
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    pk: int
+    event: Event
+    from_state: State | None
+    to_state: State | None
+    values: dict[str, Any] = field(default_factory=dict)  # other message columns to set
+    worker: str | None = None
+    attempt: int | None = None
+    http_status: int | None = None
+    error_class: str | None = None
+    detail: str | None = None
+    delay_s: float | None = None
+    operator: str | None = None
+    note: str | None = None
+    guard: dict[str, Any] = field(default_factory=dict)  # extra equality conditions
+
+
+def apply(connection: Connection, changes: Sequence[Change], now: datetime) -> None:
+    """Record ``changes`` (from-states already read in this transaction, rows locked).
+
+    Set-based: one UPDATE per shape of change (which columns it sets, which it guards on) and
+    one history INSERT, each reading its rows from one JSON parameter (``db.rowset``), so
+    that a batch costs the same few statements whatever its size.
+    """
+    if not changes:
+        return
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[list[Any]]] = defaultdict(list)
+    for change in changes:
+        check(change.event, change.from_state, change.to_state)
+        if change.to_state is None or change.from_state is None:
+            continue  # an event without a state change (a duplicate row): history only
+        names, guards = tuple(sorted(change.values)), tuple(sorted(change.guard))
+        groups[(names, guards)].append(
+            [
+                change.pk,
+                change.from_state.value,
+                change.to_state.value,
+                *(change.values[name] for name in names),
+                *(change.guard[name] for name in guards),
+            ]
+        )
+    postgres = is_postgres(connection)
+    for n, ((names, guards), rows) in enumerate(groups.items()):
+        param = f"changes_{n}"
+        statement, columns = _update_statement(postgres, param, names, guards)
+        params = rowset_params(connection, param, columns, rows)
+        connection.execute(statement, {**params, "now": now})
+    insert_history(connection, changes, now)
+
+
+_TEXT = String()
+_CHANGE_COLUMNS = (("pk", messages.c.id.type), ("from_state", _TEXT), ("to_state", _TEXT))
+
+
+@functools.lru_cache(maxsize=64)
+def _update_statement(
+    postgres: bool, param: str, names: tuple[str, ...], guards: tuple[str, ...]
+) -> tuple[Update, tuple[Column, ...]]:
+    """The UPDATE for one shape of change, built once (parameters: ``param``, ``now``)."""
+    columns = _CHANGE_COLUMNS + tuple((f"v_{name}", messages.c[name].type) for name in names)
+    columns += tuple((f"g_{name}", messages.c[name].type) for name in guards)
+    source = rowset_table(postgres, param, columns, "changes")
+    conditions = [messages.c.id == source.c.pk, messages.c.state == source.c.from_state]
+    conditions += [messages.c[name] == source.c[f"g_{name}"] for name in guards]
+    statement = (
+        update(messages)
+        .where(and_(*conditions))
+        .values(
+            state=source.c.to_state,
+            updated_at=bindparam("now", type_=UTCDateTime()),
+            **{name: source.c[f"v_{name}"] for name in names},
+        )
+    )
+    return statement, columns
+
+
+# A history row's columns but its time, which is one for the whole batch (``at``).
+_HISTORY_FROM_ROWS: tuple[Column, ...] = tuple(
+    (name, history.c[name].type)
+    for name in (
+        "message_pk",
+        "event",
+        "from_state",
+        "to_state",
+        "worker",
+        "attempt",
+        "http_status",
+        "error_class",
+        "detail",
+        "delay_s",
+        "operator",
+        "note",
+    )
+)
+
+
+@functools.lru_cache(maxsize=4)
+def _history_statement(postgres: bool) -> Insert:
+    """History rows from one JSON parameter (``history_rows``), all at ``at``."""
+    source = rowset_table(postgres, "history_rows", _HISTORY_FROM_ROWS, "written")
+    names = [name for name, _ in _HISTORY_FROM_ROWS]
+    return insert(history).from_select(
+        [*names, "at"],
+        select(*(source.c[name] for name in names), bindparam("at", type_=UTCDateTime())),
+    )
+
+
+def insert_history(connection: Connection, changes: Iterable[Change], now: datetime) -> None:
+    """One history row per change, all at ``now``, in one statement. History is only ever
+    inserted."""
+    rows = [
+        (
+            change.pk,
+            change.event.value,
+            change.from_state.value if change.from_state else None,
+            change.to_state.value if change.to_state else None,
+            change.worker,
+            change.attempt,
+            change.http_status,
+            change.error_class,
+            change.detail,
+            change.delay_s,
+            change.operator,
+            change.note,
+        )
+        for change in changes
+    ]
+    if rows:
+        params = rowset_params(connection, "history_rows", _HISTORY_FROM_ROWS, rows)
+        connection.execute(_history_statement(is_postgres(connection)), {**params, "at": now})
+
+
+def apply_selected(
+    connection: Connection,
+    event: Event,
+    candidates: Select[Any],
+    *,
+    now: datetime,
+    values: Callable[[Any], dict[str, Any]],
+    detail: Callable[[Any], ColumnElement[str]],
+) -> int:
+    """Move every message that ``candidates`` selects, in the database, without loading it.
+
+    ``candidates`` selects at least ``id`` and ``state`` of messages (in states the event
+    allows); ``values`` and ``detail`` build the columns to set and the history detail from
+    the candidates' columns. PostgreSQL: one statement (lock, update, history in a
+    data-modifying CTE). SQLite (one writer at a time): history, then the update, with the
+    same selection in one transaction. Returns how many moved.
+    """
+    to_state = target(event)
+    allowed = sorted(state.value for state in sources(event))
+    history_columns = ["message_pk", "at", "event", "from_state", "to_state", "detail"]
+    at = literal(now, UTCDateTime())
+    if is_postgres(connection):
+        chosen = candidates.with_for_update(of=messages, skip_locked=True).cte("candidates")
+        moved = (
+            update(messages)
+            .where(messages.c.id == chosen.c.id, messages.c.state.in_(allowed))
+            .values(state=to_state.value, updated_at=at, **values(chosen))
+            .returning(
+                messages.c.id, chosen.c.state.label("from_state"), detail(chosen).label("detail")
+            )
+            .cte("moved")
+        )
+        written = (
+            insert(history)
+            .from_select(
+                history_columns,
+                select(
+                    moved.c.id,
+                    at,
+                    literal(event.value),
+                    moved.c.from_state,
+                    literal(to_state.value),
+                    moved.c.detail,
+                ),
+            )
+            .returning(history.c.id)
+            .cte("written")
+        )
+        # The driver reports no row count for a data-modifying CTE: count in the statement.
+        return int(connection.execute(select(func.count()).select_from(written)).scalar_one())
+    chosen_sq = candidates.subquery("candidates")
+    connection.execute(
+        insert(history).from_select(
+            history_columns,
+            select(
+                chosen_sq.c.id,
+                at,
+                literal(event.value),
+                chosen_sq.c.state,
+                literal(to_state.value),
+                detail(chosen_sq),
+            ).where(chosen_sq.c.state.in_(allowed)),
+        )
+    )
+    result = connection.execute(
+        update(messages)
+        .where(messages.c.id == chosen_sq.c.id, messages.c.state.in_(allowed))
+        .values(state=to_state.value, updated_at=at, **values(chosen_sq))
+    )
+    return result.rowcount

@@ -1,0 +1,1 @@
+"""The operators' report (contract 8): collect, model, words, masking, schedule, formats."""

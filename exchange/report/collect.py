@@ -1,0 +1,260 @@
+"""The operators' report (contract 8): read the quarantine once, render it in any format.
+
+    collect(connection, filters, now, …) -> Report        the queries; masking happens here
+    render(report, fmt, lang) -> bytes                    pure: report_csv / _xlsx / _html / _json
+    export(report, fmt, lang, path)                       written atomically
+
+``report_schedule`` writes it on a schedule from ``exchange run``. Which messages are listed,
+in which order and under which filters is ``quarantine.list_quarantined``'s decision; this
+module adds what only the report shows: the payload (masked), the history, the time of the last
+attempt, and deliveries and failures per day.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from secrets import token_hex
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from exchange.db.schema import history, messages
+from exchange.domain.states import Event, State
+from exchange.errors import ConfigurationError
+from exchange.ops.quarantine import Filters, list_quarantined
+from exchange.report.formats.csv import render_csv
+from exchange.report.formats.html import render_html
+from exchange.report.formats.json import render_json
+from exchange.report.formats.xlsx import render_xlsx
+from exchange.report.mask import Redactor
+from exchange.report.model import (
+    FORMATS,
+    LANGS,
+    SUFFIXES,
+    DayActivity,
+    Entry,
+    HistoryEvent,
+    Lang,
+    Report,
+    ReportFormat,
+)
+from exchange.report.words import next_check
+from exchange.settings import Settings
+
+__all__ = [
+    "FORMATS",
+    "LANGS",
+    "SUFFIXES",
+    "Lang",
+    "Report",
+    "ReportFormat",
+    "activity",
+    "collect",
+    "export",
+    "export_json",
+    "format_for",
+    "known_secrets",
+    "next_check",
+    "render",
+    "write_atomically",
+]
+
+ACTIVITY_DAYS = 14
+DELIVERED_EVENTS = (Event.DELIVERED.value,)
+# An attempt that did not deliver: retried later, quarantined, or lost with its lease.
+FAILED_EVENTS = (Event.RETRY_SCHEDULED.value, Event.QUARANTINED.value, Event.LEASE_EXPIRED.value)
+CHUNK = 500  # ids per IN (…): far below SQLite's and PostgreSQL's parameter limits
+
+RENDERERS: dict[ReportFormat, Callable[[Report, Lang], bytes]] = {
+    "csv": render_csv,
+    "xlsx": render_xlsx,
+    "html": render_html,
+    "json": render_json,
+}
+
+
+def collect(
+    connection: Connection,
+    filters: Filters,
+    now: datetime,
+    *,
+    mask_fields: Iterable[str] = (),
+    secrets: Iterable[str | None] = (),
+    activity_days: int = ACTIVITY_DAYS,
+) -> Report:
+    """Everything the report shows, masked, read in one transaction.
+
+    ``secrets`` (the site token, the database password) are scrubbed from every text should
+    they turn up in data; ``mask_fields`` are the payload fields shown as ``***``.
+    """
+    redactor = Redactor(mask_fields, secrets)
+    rows = list_quarantined(connection, filters)
+    extras = _extras(connection, [row["message_id"] for row in rows])
+    entries = tuple(
+        _entry(row, extras[row["message_id"]], redactor)
+        for row in rows
+        # left quarantine between the two reads (PostgreSQL read committed): not listed
+        if row["message_id"] in extras
+    )
+    return Report(
+        generated_at=now,
+        entries=entries,
+        filters=filters,
+        activity=activity(connection, now, activity_days),
+    )
+
+
+def _chunks(items: Sequence[str], size: int = CHUNK) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _extras(connection: Connection, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Payload and history of each listed message: two queries per chunk of ids."""
+    found: dict[str, dict[str, Any]] = {}
+    for chunk in _chunks(ids):
+        by_pk: dict[int, dict[str, Any]] = {}
+        query = select(messages.c.id, messages.c.message_id, messages.c.payload).where(
+            messages.c.message_id.in_(list(chunk)),
+            messages.c.state == State.QUARANTINED.value,
+        )
+        for pk, message_id, payload in connection.execute(query):
+            extra = {"payload": payload, "history": []}
+            found[message_id] = by_pk[pk] = extra
+        if not by_pk:
+            continue
+        events = connection.execute(
+            select(history)
+            .where(history.c.message_pk.in_(list(by_pk)))
+            .order_by(history.c.message_pk, history.c.id)
+        ).mappings()
+        for event in events:
+            by_pk[event["message_pk"]]["history"].append(dict(event))
+    return found
+
+
+def _entry(row: dict[str, Any], extra: dict[str, Any], redactor: Redactor) -> Entry:
+    payload, hidden = redactor.payload(extra["payload"])
+    events = [
+        HistoryEvent(
+            at=e["at"],
+            event=e["event"],
+            from_state=e["from_state"],
+            to_state=e["to_state"],
+            worker=e["worker"],
+            attempt=e["attempt"],
+            http_status=e["http_status"],
+            error_class=e["error_class"],
+            delay_s=e["delay_s"],
+            detail=redactor.optional(e["detail"], hidden),
+            operator=e["operator"],
+            note=redactor.optional(e["note"], hidden),
+        )
+        for e in extra["history"]
+    ]
+    return Entry(
+        message_id=row["message_id"],
+        kind=row["kind"],
+        aggregate=row["aggregate"],
+        version=row["version"],
+        reason=row["reason"],
+        attempts=row["attempts"],
+        last_status=row["last_status"],
+        last_error=redactor.optional(row["last_error"], hidden),
+        source_ref=redactor.optional(row["source_ref"], hidden),
+        first_seen=datetime.fromisoformat(row["first_seen"]),
+        quarantined_at=datetime.fromisoformat(row["quarantined_at"]),
+        rejected_row=row["rejected_row"],
+        staging_id=row["staging_id"],
+        payload=payload,
+        # "last attempt": the last event that carries an attempt number (leased, answered)
+        last_attempt=max((e.at for e in events if e.attempt is not None), default=None),
+        # quarantine.superseded_after_quarantine decides it, the same test that
+        # `quarantine cancel --superseded` uses: what the report marks is what that cancels
+        superseded_after_quarantine=row["superseded_after_quarantine"],
+        history=tuple(events),
+    )
+
+
+def activity(
+    connection: Connection, now: datetime, days: int = ACTIVITY_DAYS
+) -> tuple[DayActivity, ...]:
+    """Deliveries and failed attempts per UTC day, the last ``days`` days (today included)."""
+    first = now.astimezone(UTC).date() - timedelta(days=days - 1)
+    day = func.date(history.c.at)  # SQLite: 'YYYY-MM-DD' text; PostgreSQL: a date
+    rows = connection.execute(
+        select(day, history.c.event, func.count())
+        .where(
+            history.c.at >= datetime.combine(first, time(), tzinfo=UTC),
+            history.c.event.in_([*DELIVERED_EVENTS, *FAILED_EVENTS]),
+        )
+        .group_by(day, history.c.event)
+    ).all()
+    delivered: dict[date, int] = {}
+    failed: dict[date, int] = {}
+    for value, event, count in rows:
+        when = date.fromisoformat(str(value))
+        target = delivered if event in DELIVERED_EVENTS else failed
+        target[when] = target.get(when, 0) + count
+    return tuple(
+        DayActivity(d, delivered.get(d, 0), failed.get(d, 0))
+        for d in (first + timedelta(days=i) for i in range(days))
+    )
+
+
+def render(report: Report, fmt: ReportFormat, lang: Lang) -> bytes:
+    return RENDERERS[fmt](report, lang)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Readers see the old file or the new one, never half of one: write aside, then rename.
+
+    The temporary file sits in the same directory (a rename across file systems is a copy) and
+    is created with ``open(…, "xb")`` rather than ``mkstemp``, so that it gets the process's
+    umask like any file the service writes, not mkstemp's private 0600.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{token_hex(4)}.tmp")
+    try:
+        with open(tmp, "xb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())  # the rename must not reach the disk before the data
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def format_for(path: Path) -> ReportFormat:
+    """The format an output file's name asks for (``report.html`` -> html); json otherwise."""
+    suffix = path.suffix.lower()
+    return next((fmt for fmt, known in SUFFIXES.items() if known == suffix), "json")
+
+
+def known_secrets(settings: Settings) -> list[str]:
+    """What must never appear in a report even if 1C or the site put it into the data: the
+    site token and the database passwords. A token file that cannot be read is not an error
+    here (the export needs no token); ``exchange run`` reports it."""
+    found: list[str] = []
+    with contextlib.suppress(ConfigurationError):
+        found.append(settings.token() or "")
+    for url in (settings.database_url, settings.staging_url):
+        # validated by the settings already; an unparseable URL has no password to hide
+        with contextlib.suppress(ArgumentError):
+            found.append(make_url(url).password or "" if url else "")
+    return [secret for secret in found if secret]
+
+
+def export(report: Report, fmt: ReportFormat, lang: Lang, path: Path) -> None:
+    write_atomically(path, render(report, fmt, lang))
+
+
+def export_json(report: Report, path: Path, lang: Lang = "ru") -> None:
+    export(report, "json", lang, path)

@@ -1,0 +1,119 @@
+"""The operators' report as data (contract 8): what every format renders, nothing about how.
+
+``report.collect`` builds a ``Report`` from the database; the renderers (``report_csv``,
+``report_xlsx``, ``report_html``, ``report_json``) turn one into bytes. Everything in it is
+already masked: a renderer never sees a secret, so it cannot leak one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Literal, get_args
+
+from exchange.ops.quarantine import Filters
+
+Lang = Literal["ru", "en"]
+ReportFormat = Literal["csv", "xlsx", "html", "json"]
+LANGS: tuple[Lang, ...] = get_args(Lang)
+FORMATS: tuple[ReportFormat, ...] = get_args(ReportFormat)
+SUFFIXES: dict[ReportFormat, str] = {
+    "csv": ".csv",
+    "xlsx": ".xlsx",
+    "html": ".html",
+    "json": ".json",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEvent:
+    """One row of a message's biography, as ``exchange history`` shows it."""
+
+    at: datetime
+    event: str
+    from_state: str | None = None
+    to_state: str | None = None
+    worker: str | None = None
+    attempt: int | None = None
+    http_status: int | None = None
+    error_class: str | None = None
+    delay_s: float | None = None
+    detail: str | None = None
+    operator: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One quarantined message: one row of the report."""
+
+    message_id: str
+    kind: str
+    aggregate: str
+    version: int
+    reason: str
+    attempts: int
+    last_status: int | None
+    last_error: str | None
+    source_ref: str | None
+    first_seen: datetime
+    quarantined_at: datetime
+    rejected_row: bool
+    staging_id: int | None
+    payload: str
+    last_attempt: datetime | None = None
+    # A latest-wins message whose aggregate has since had a newer version delivered: nothing
+    # is left to fix, the record only waits to be cancelled.
+    superseded_after_quarantine: bool = False
+    history: tuple[HistoryEvent, ...] = ()
+
+    @property
+    def last_result(self) -> str | None:
+        """The last HTTP status or error in one value, for the formats people read."""
+        if self.last_status is not None and self.last_error:
+            if self.last_error.startswith(str(self.last_status)):  # "422 Unprocessable…"
+                return f"HTTP {self.last_error}"
+            return f"HTTP {self.last_status}: {self.last_error}"
+        if self.last_status is not None:
+            return f"HTTP {self.last_status}"
+        return self.last_error or None
+
+
+@dataclass(frozen=True, slots=True)
+class DayActivity:
+    """Delivery attempts of one UTC day, all kinds: how the pipeline fared around the report."""
+
+    day: date
+    delivered: int
+    failed: int
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    total: int
+    by_reason: dict[str, int]
+    oldest_quarantined_at: datetime | None
+    oldest_age_s: float | None
+    superseded_after_quarantine: int
+
+
+@dataclass(frozen=True)
+class Report:
+    generated_at: datetime
+    entries: tuple[Entry, ...]
+    filters: Filters = field(default_factory=Filters)
+    activity: tuple[DayActivity, ...] = ()
+
+    @property
+    def summary(self) -> Summary:
+        oldest = min((e.quarantined_at for e in self.entries), default=None)
+        return Summary(
+            total=len(self.entries),
+            by_reason=dict(sorted(Counter(e.reason for e in self.entries).items())),
+            oldest_quarantined_at=oldest,
+            oldest_age_s=(
+                round((self.generated_at - oldest).total_seconds(), 3) if oldest else None
+            ),
+            superseded_after_quarantine=sum(e.superseded_after_quarantine for e in self.entries),
+        )

@@ -1,0 +1,335 @@
+"""The words of the report in Russian and English, and the rows that CSV and XLSX share.
+
+Operators next to 1C read Russian; English is there for the site team and for the logs of
+whoever reads a report far from 1C. Reason codes (``http-422``) stay as they are in both
+languages: they are what ``exchange quarantine list --reason`` takes.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from exchange.report.model import Entry, Lang, Report
+
+# (key, Russian, English). The order of COLUMNS is the order of the detail table.
+_LABELS: dict[str, tuple[str, str]] = {
+    "title": ("Карантин обмена: отчёт для операторов", "Exchange quarantine: operators' report"),
+    "generated_at": ("Сформирован (UTC)", "Generated (UTC)"),
+    "filters": ("Отбор", "Filters"),
+    "no_filters": ("все записи карантина", "the whole quarantine"),
+    "total": ("Записей в карантине", "Entries in quarantine"),
+    "oldest_age": ("Самая старая запись ждёт", "The oldest entry has waited"),
+    "oldest_at": (
+        "Самая старая запись в карантине с (UTC)",
+        "The oldest entry quarantined at (UTC)",
+    ),
+    "superseded_total": (
+        "Устарели (доставлена более новая версия)",
+        "Superseded after quarantine (a newer version was delivered)",
+    ),
+    "by_reason": ("Записи по причинам", "Entries by reason"),
+    "count": ("Количество", "Count"),
+    "activity": (
+        "Доставки и сбои по дням (UTC, все виды)",
+        "Deliveries and failures per day (UTC, all kinds)",
+    ),
+    "day": ("День (UTC)", "Day (UTC)"),
+    "delivered": ("Доставлено", "Delivered"),
+    "failed": ("Сбои", "Failures"),
+    "entries": ("Записи карантина", "Quarantined messages"),
+    "empty": ("Карантин пуст.", "The quarantine is empty."),
+    "history": ("История", "History"),
+    "payload_and_history": ("Данные и история", "Payload and history"),
+    "summary_sheet": ("Сводка", "Summary"),
+    "detail_sheet": ("Карантин", "Quarantine"),
+    "history_sheet": ("История", "History"),
+    "yes": ("да", "yes"),
+    "no": ("нет", "no"),
+    "truncated": ("обрезано, всего символов", "truncated, characters in all"),
+    "superseded_badge": ("устарело", "superseded"),
+    "numbers": ("Числа", "Numbers"),
+    # detail columns
+    "message_id": ("ID сообщения", "Message ID"),
+    "kind": ("Вид", "Kind"),
+    "aggregate": ("Объект", "Aggregate"),
+    "version": ("Версия", "Version"),
+    "reason": ("Причина", "Reason"),
+    "superseded_after_quarantine": (
+        "Устарело после карантина",
+        "Superseded after quarantine",
+    ),
+    "attempts": ("Попыток", "Attempts"),
+    "first_seen": ("Получено (UTC)", "First seen (UTC)"),
+    "last_attempt": ("Последняя попытка (UTC)", "Last attempt (UTC)"),
+    "quarantined_at": ("В карантине с (UTC)", "Quarantined at (UTC)"),
+    "last_result": ("Последний HTTP-статус или ошибка", "Last HTTP status or error"),
+    "next_check": ("Что сделать", "Next check"),
+    "source_ref": ("Документ 1С", "1C document"),
+    "payload": ("Данные (payload)", "Payload"),
+    # history columns
+    "at": ("Когда (UTC)", "When (UTC)"),
+    "event": ("Событие", "Event"),
+    "from": ("Из", "From"),
+    "to": ("В", "To"),
+    "worker": ("Обработчик", "Worker"),
+    "attempt": ("Попытка", "Attempt"),
+    "http_or_error": ("HTTP / ошибка", "HTTP / error"),
+    "detail": ("Подробности", "Detail"),
+    "operator": ("Оператор", "Operator"),
+    "note": ("Примечание", "Note"),
+}
+
+COLUMNS: tuple[str, ...] = (
+    "message_id",
+    "kind",
+    "aggregate",
+    "version",
+    "reason",
+    "superseded_after_quarantine",
+    "attempts",
+    "first_seen",
+    "last_attempt",
+    "quarantined_at",
+    "last_result",
+    "next_check",
+    "source_ref",
+    "payload",
+)
+HISTORY_COLUMNS: tuple[str, ...] = (
+    "message_id",
+    "at",
+    "event",
+    "from",
+    "to",
+    "worker",
+    "attempt",
+    "http_or_error",
+    "detail",
+    "operator",
+    "note",
+)
+
+
+def label(key: str, lang: Lang) -> str:
+    ru, en = _LABELS[key]
+    return ru if lang == "ru" else en
+
+
+# -- the next check, in plain words ----------------------------------------------------------
+
+_NEXT_CHECK: dict[str, tuple[str, str]] = {
+    "invalid-contract": (
+        "Исправьте документ в 1С и выгрузите его снова с новой версией; затем отмените эту запись.",
+        "Fix the document in 1C and post it again with a new version; then cancel this record.",
+    ),
+    "unsupported-schema": (
+        "Обновите сервис обмена (или настройки обмена в 1С), чтобы обе стороны использовали "
+        "одну версию схемы данных; затем отмените эту запись и выгрузите документ заново.",
+        "Update the service (or the 1C exchange settings) so that both use the same payload "
+        "schema; then cancel this record and re-post.",
+    ),
+    "unknown-kind": (
+        "Добавьте этот вид в EXCHANGE_KINDS или запретите 1С его выгружать; затем отмените эту "
+        "запись.",
+        "Configure the kind in EXCHANGE_KINDS or stop 1C from writing it; then cancel this record.",
+    ),
+    "version-conflict": (
+        "Под одной версией пришли разные данные: проверьте в 1С, какие верны, и выгрузите их "
+        "с новой версией; затем отмените эту запись.",
+        "Two different payloads carry one version: check in 1C which one is right and post it "
+        "with a new version; then cancel this record.",
+    ),
+    "sequence-gap": (
+        "Предыдущая версия так и не пришла: найдите её в журнале обмена 1С. Когда она будет "
+        "записана, повторите отправку (retry); чтобы пропустить её, отмените эту запись.",
+        "A previous version never arrived: check the 1C exchange log for it; retry when it has "
+        "been written, or cancel to skip it.",
+    ),
+    "retry-limit": (
+        "Сайт раз за разом не принимал сообщение: разберите последнюю ошибку с командой сайта, "
+        "затем повторите отправку (retry).",
+        "The site kept failing for this message: check the last error with the site team, then "
+        "retry.",
+    ),
+    "unknown-response": (
+        "Сайт ответил непонятно: выясните у команды сайта, что произошло, затем повторите "
+        "отправку (retry) или отмените запись.",
+        "The site answered something the service does not understand: ask the site team what "
+        "it did, then retry or cancel.",
+    ),
+}
+_REJECTED_BY_SITE = (
+    "Сайт отклонил сообщение ({reason}): проверьте данные вместе с командой сайта, исправьте "
+    "их в 1С, затем отмените эту запись или повторите отправку (retry).",
+    "The site rejected the message ({reason}): check the payload with the site team, correct "
+    "it in 1C, then cancel this one or retry.",
+)
+_SUPERSEDED = (
+    "После попадания в карантин на сайт уже доставлена более новая версия этого объекта: "
+    "исправлять нечего, эту запись можно отменить (cancel).",
+    "A newer version of this aggregate was delivered after this one was quarantined: nothing "
+    "is left to fix, cancel this record.",
+)
+_UNKNOWN_REASON = (
+    "Посмотрите историю сообщения (exchange history) и примите решение.",
+    "Look at the message's history (exchange history) and decide.",
+)
+
+
+def next_check(reason: str | None, lang: Lang = "en", *, superseded: bool = False) -> str:
+    """What the operator has to check or do next, in plain words."""
+    if superseded:
+        words = _SUPERSEDED
+    elif reason and reason.startswith("http-"):
+        words = (
+            _REJECTED_BY_SITE[0].format(reason=reason),
+            _REJECTED_BY_SITE[1].format(reason=reason),
+        )
+    else:
+        words = _NEXT_CHECK.get(reason or "", _UNKNOWN_REASON)
+    return words[0] if lang == "ru" else words[1]
+
+
+def entry_next_check(entry: Entry, lang: Lang) -> str:
+    return next_check(entry.reason, lang, superseded=entry.superseded_after_quarantine)
+
+
+# -- values as people read them --------------------------------------------------------------
+
+
+def human_age(seconds: float | None, lang: Lang) -> str:
+    """``3 d 4 h``, ``5 min``: the two largest units are enough to decide what comes first."""
+    if seconds is None:
+        return "—"
+    units = (
+        (86400, "дн", "d"),
+        (3600, "ч", "h"),
+        (60, "мин", "min"),
+        (1, "с", "s"),
+    )
+    left, parts = int(max(seconds, 0)), list[str]()
+    for size, ru, en in units:
+        if left >= size or (size == 1 and not parts):
+            parts.append(f"{left // size} {ru if lang == 'ru' else en}")
+            left %= size
+        if len(parts) == 2:
+            break
+    return " ".join(parts)
+
+
+def clock_time(value: datetime | None) -> str:
+    """UTC, to the second, without a zone suffix (the column label says UTC)."""
+    return value.strftime("%Y-%m-%d %H:%M:%S") if value else ""
+
+
+def yes_no(value: bool, lang: Lang) -> str:
+    return label("yes" if value else "no", lang)
+
+
+def describe_filters(report: Report, lang: Lang) -> str:
+    f = report.filters
+    parts = [
+        f"{name}={value}"
+        for name, value in (
+            ("kind", f.kind),
+            ("aggregate", f.aggregate),
+            ("reason", f.reason),
+            ("since", f.since.isoformat() if f.since else None),
+            ("until", f.until.isoformat() if f.until else None),
+        )
+        if value is not None
+    ]
+    if f.superseded_after_quarantine:
+        parts.append("superseded")
+    return ", ".join(parts) if parts else label("no_filters", lang)
+
+
+# -- rows shared by the spreadsheet formats --------------------------------------------------
+
+Cell = str | int | float | datetime | None
+
+
+def detail_row(entry: Entry, lang: Lang) -> list[Cell]:
+    """One entry in ``COLUMNS`` order; times stay datetimes (XLSX writes real dates)."""
+    values: dict[str, Cell] = {
+        "message_id": entry.message_id,
+        "kind": entry.kind,
+        "aggregate": entry.aggregate,
+        "version": entry.version,
+        "reason": entry.reason,
+        "superseded_after_quarantine": yes_no(entry.superseded_after_quarantine, lang),
+        "attempts": entry.attempts,
+        "first_seen": entry.first_seen,
+        "last_attempt": entry.last_attempt,
+        "quarantined_at": entry.quarantined_at,
+        "last_result": entry.last_result,
+        "next_check": entry_next_check(entry, lang),
+        "source_ref": entry.source_ref,
+        "payload": entry.payload,
+    }
+    return [values[column] for column in COLUMNS]
+
+
+def history_rows(entry: Entry) -> list[list[Cell]]:
+    return [
+        [
+            entry.message_id,
+            e.at,
+            e.event,
+            e.from_state,
+            e.to_state,
+            e.worker,
+            e.attempt,
+            str(e.http_status) if e.http_status is not None else e.error_class,
+            e.detail,
+            e.operator,
+            e.note,
+        ]
+        for e in entry.history
+    ]
+
+
+def summary_rows(report: Report, lang: Lang) -> list[tuple[str, Cell]]:
+    """The summary as (label, value) pairs, in the order every format shows them."""
+    s = report.summary
+    return [
+        (label("generated_at", lang), report.generated_at),
+        (label("filters", lang), describe_filters(report, lang)),
+        (label("total", lang), s.total),
+        (label("oldest_age", lang), human_age(s.oldest_age_s, lang)),
+        (label("oldest_at", lang), s.oldest_quarantined_at),
+        (label("superseded_total", lang), s.superseded_after_quarantine),
+    ]
+
+
+# -- neutralising cells for spreadsheets ------------------------------------------------------
+
+# A spreadsheet runs a cell that starts with one of these as a formula (or, for tab/CR/LF,
+# strips the whitespace and then does). The full-width forms are there because some
+# spreadsheets fold them to ASCII before they look.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "＝", "＋", "－", "＠")
+SPREADSHEET_CELL_MAX = 32_767  # Excel's limit; a longer value would spill or be cut silently
+_NUL = re.compile("\x00")
+
+
+def looks_like_formula(text: str) -> bool:
+    return text.startswith(FORMULA_START)
+
+
+def fit_cell(text: str, lang: Lang, limit: int = SPREADSHEET_CELL_MAX) -> str:
+    """Cut a value that a spreadsheet cell cannot hold, and say so in the cell."""
+    if len(text) <= limit:
+        return text
+    suffix = f" … [{label('truncated', lang)}: {len(text)}]"
+    return text[: limit - len(suffix)] + suffix
+
+
+def without_nul(text: str) -> str:
+    return _NUL.sub("", text)
+
+
+def neutralise(text: str) -> str:
+    """A text cell that no spreadsheet runs: formula-like text gets a leading apostrophe."""
+    text = without_nul(text)
+    return "'" + text if looks_like_formula(text) else text

@@ -1,0 +1,1 @@
+"""The shops that receive the messages, behind one seam (``Target``, in ``base``)."""

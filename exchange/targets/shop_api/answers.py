@@ -1,0 +1,134 @@
+"""Site answer or transport error -> what it means (contract 5). Pure; the one place that reads
+site answers.
+
+    2xx                          DELIVERED (receipt = body's "receipt", else the body, capped)
+    409 {"error": "stale", N}    N == version: DELIVERED;  N > version: STALE_AT_SITE
+    409 otherwise                TEMPORARY (the site is still processing that key)
+    400 404 410 413 422          TERMINAL (quarantine http-<code>)
+    401 403                      PAUSE (nobody is charged; delivery waits for the site)
+    408 425 429 500 502 503 504  TEMPORARY (Retry-After honoured)
+    timeouts, connection errors  TEMPORARY (result unknown when the request may have arrived)
+    anything else                UNKNOWN (quarantine unknown-response: never guessed temporary)
+"""
+
+from __future__ import annotations
+
+import json
+
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.shop_api.client import Response, TransportFailure
+
+RECEIPT_CAP = 2000
+TERMINAL_STATUSES = frozenset({400, 404, 410, 413, 422})
+PAUSE_STATUSES = frozenset({401, 403})
+TEMPORARY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+def classify(result: Response | TransportFailure, version: int) -> Classification:
+    if isinstance(result, TransportFailure):
+        return Classification(
+            Verdict.TEMPORARY,
+            detail=_storable(result.detail),
+            error_class=result.error_class,
+            result_unknown=result.maybe_sent,
+        )
+    status = result.status
+    if result.body_error is not None:
+        return Classification(
+            Verdict.UNKNOWN,
+            f"HTTP {status} with a body that cannot be read: {_storable(result.body_error)}",
+            http_status=status,
+            error_class="UnreadableBody",
+        )
+    if 200 <= status < 300:
+        return Classification(
+            Verdict.DELIVERED, f"HTTP {status}", http_status=status, receipt=_receipt(result.body)
+        )
+    if status == 409:
+        return _classify_conflict(result, version)
+    if status in TERMINAL_STATUSES:
+        return Classification(
+            Verdict.TERMINAL, f"HTTP {status}: {_snippet(result.body)}", http_status=status
+        )
+    if status in PAUSE_STATUSES:
+        return Classification(
+            Verdict.PAUSE, f"HTTP {status}: the site refused the token", http_status=status
+        )
+    if status in TEMPORARY_STATUSES:
+        return Classification(
+            Verdict.TEMPORARY,
+            f"HTTP {status}: {_snippet(result.body)}",
+            http_status=status,
+            retry_after=result.retry_after,
+        )
+    return Classification(
+        Verdict.UNKNOWN, f"HTTP {status}: {_snippet(result.body)}", http_status=status
+    )
+
+
+def _classify_conflict(result: Response, version: int) -> Classification:
+    body = _json_object(result.body)
+    current = body.get("current_version") if body else None
+    if (
+        body
+        and body.get("error") == "stale"
+        and isinstance(current, int)
+        and not isinstance(current, bool)
+    ):
+        if current == version:
+            return Classification(
+                Verdict.DELIVERED,
+                f"HTTP 409: the site already holds version {current}",
+                http_status=409,
+                receipt=_receipt(result.body),
+                site_version=current,
+            )
+        if current > version:
+            return Classification(
+                Verdict.STALE_AT_SITE,
+                f"HTTP 409: the site holds newer version {current}",
+                http_status=409,
+                site_version=current,
+            )
+        return Classification(
+            Verdict.UNKNOWN,
+            f"HTTP 409 stale, but the site holds older version {current} than {version}",
+            http_status=409,
+            site_version=current,
+        )
+    return Classification(
+        Verdict.TEMPORARY,
+        f"HTTP 409: the site is still processing this key: {_snippet(result.body)}",
+        http_status=409,
+        retry_after=result.retry_after,
+    )
+
+
+def _json_object(body: bytes) -> dict[str, object] | None:
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _receipt(body: bytes) -> str:
+    parsed = _json_object(body)
+    if parsed is not None and "receipt" in parsed:
+        receipt = parsed["receipt"]
+        text = receipt if isinstance(receipt, str) else json.dumps(receipt, ensure_ascii=False)
+    else:
+        text = body.decode("utf-8", errors="replace")
+    return _storable(text[:RECEIPT_CAP])
+
+
+def _snippet(body: bytes, limit: int = 300) -> str:
+    text = _storable(body.decode("utf-8", errors="replace").replace("\n", " ").strip())
+    return (text[:limit] + "…") if len(text) > limit else (text or "(empty body)")
+
+
+def _storable(text: str) -> str:
+    """What the site wrote, as text every database stores: PostgreSQL refuses NUL in text
+    (and in JSON), so one NUL in an answer failed the recording of the whole batch, cycle
+    after cycle. It becomes U+FFFD, the character for what could not be kept."""
+    return text.replace("\x00", "\ufffd")
