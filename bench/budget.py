@@ -12,7 +12,7 @@ message's cost is the sum of its parts, and a goal stated as a rate is a budget 
 - ``outcome_line_us``: ``worker.log_outcome`` for a delivered message, the service's text
   format at INFO, to a file.
 - ``judge_us``: ``classify`` and ``decide`` of the fast site's 200 answer.
-- ``body_us``: ``OutgoingMessage.body()`` (the single request's body; part of the client's
+- ``body_us``: ``client.body(message)`` (the single request's body; part of the client's
   cost in the ceiling table).
 - ``batch_item_us``: per item of a 100-item batch answer, ``batch.split`` of the answer and
   the bodies' join, without HTTP.
@@ -42,9 +42,10 @@ from exchange.domain.identity import message_id
 from exchange.domain.retry import RetryPolicy, decide
 from exchange.queue.lease import Leased
 from exchange.settings import Settings
+from exchange.targets.base import OutgoingMessage
 from exchange.targets.shop_api import batch as batch_api
 from exchange.targets.shop_api.answers import classify
-from exchange.targets.shop_api.client import OutgoingMessage, Response
+from exchange.targets.shop_api.client import Response, body
 from exchange.worker import log_outcome
 
 ANSWER = b'{"receipt": "R-12345"}'  # what bench/fastsite.py answers to a new single request
@@ -114,13 +115,13 @@ def parts(count: int, scratch: Path) -> dict[str, float]:
     ids = [m.message_id for m in outgoing[:items]]
 
     def batch_item(n: int) -> None:
-        b'{"items": [' + b", ".join(m.body() for m in outgoing[:items]) + b"]}"
+        b'{"items": [' + b", ".join(body(m) for m in outgoing[:items]) + b"]}"
         batch_api.split(batch_answer, ids)
 
     return {
         "outcome_line_us": line,
         "judge_us": per_call_us(judge, count),
-        "body_us": per_call_us(lambda n: outgoing[n].body(), count),
+        "body_us": per_call_us(lambda n: body(outgoing[n]), count),
         "batch_item_us": per_call_us(batch_item, max(count // items, 1)) / items,
     }
 

@@ -3,7 +3,7 @@
     python bench/ceiling.py --client httpx --url http://127.0.0.1:PORT --messages 20000 \
         --concurrency 8 [--token T] [--tag run1]
 
-Each request is a price update as the service sends it (``OutgoingMessage.body()``, the same
+Each request is a price update as the service sends it (``client.body(message)``, the same
 headers, a distinct ``Idempotency-Key``); ``--concurrency`` requests are in flight at once over
 as many keep-alive connections, the best case for a client. The bodies are built before the
 clock starts. Prints one JSON line: client, messages, seconds, rate, statuses.
@@ -26,7 +26,9 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from exchange.domain.identity import message_id
-from exchange.targets.shop_api.client import USER_AGENT, OutgoingMessage, Response, SiteClient
+from exchange.targets.base import OutgoingMessage
+from exchange.targets.shop_api.client import USER_AGENT, Response, SiteClient
+from exchange.targets.shop_api.client import body as request_body
 
 BASE_CLIENTS = ("httpx", "httpx-aiohttp", "aiohttp", "siteclient")
 CLIENTS = BASE_CLIENTS + tuple(f"{c}+uvloop" for c in BASE_CLIENTS)
@@ -44,7 +46,7 @@ def messages(count: int, tag: str) -> list[tuple[OutgoingMessage, bytes]]:
             separators=(",", ":"),
         )
         message = OutgoingMessage(message_id("price", sku, 1), "price", sku, 1, payload, created)
-        out.append((message, message.body()))
+        out.append((message, request_body(message)))
     return out
 
 

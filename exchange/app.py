@@ -1,6 +1,7 @@
-"""The composition root: settings -> engines, site client, clock -> worker.
+"""The composition root: settings -> engines, target, clock, metrics -> worker.
 
-Nothing is built at import time; the CLI calls these once per command.
+The one place that builds them: nothing is built at import time, and the CLI (and the demo,
+the tests, the bench) call these once per command.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from exchange.domain.clock import Clock, SystemClock
 from exchange.errors import ConfigurationError
 from exchange.ops.metrics import Health, MetricsServer, PrometheusMetrics
 from exchange.settings import Settings
+from exchange.targets.base import Target
 from exchange.targets.shop_api.client import SiteClient
+from exchange.targets.shop_api.target import ShopApiTarget
 from exchange.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -52,6 +55,15 @@ def site_client(
     )
 
 
+def target(settings: Settings, transport: httpx.AsyncBaseTransport | None = None) -> Target:
+    """The shop to deliver to (contract 10: ``api``, the shop API of section 5)."""
+    return ShopApiTarget(
+        site_client(settings, transport),
+        batch_size=settings.site_batch_size,
+        token=settings.token,
+    )
+
+
 def worker(
     settings: Settings,
     engine: Engine,
@@ -64,7 +76,7 @@ def worker(
     return Worker(
         settings,
         engine,
-        site_client(settings, transport),
+        target(settings, transport),
         clock or SystemClock(),
         staging_engine=staging_engine,
         rng=rng,

@@ -195,7 +195,7 @@ def run(
                     )
                 return await run_forever(worker, poll_interval=settings.poll_interval)
             finally:
-                await worker.site.aclose()
+                await worker.target.aclose()
 
         with bootstrap.serving(settings, worker, engine):
             code = run_event_loop(main())

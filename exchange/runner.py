@@ -120,8 +120,14 @@ async def run_forever(worker: Worker, *, poll_interval: float) -> int:
         coalesce=True,
         id="cycle",
     )
-    prune.schedule(scheduler, worker)
-    report_schedule.schedule(scheduler, worker)
+    prune.schedule(scheduler, prune_job(worker))
+    report_schedule.schedule(
+        scheduler,
+        worker.settings,
+        worker.engine,
+        clock=worker.clock,
+        stopping=lambda: worker.stopping,
+    )
     scheduler.start()
     log.info("running: a cycle every %g s as %s", poll_interval, worker.worker_id)
     await stopped.wait()
@@ -132,3 +138,15 @@ async def run_forever(worker: Worker, *, poll_interval: float) -> int:
     scheduler.shutdown(wait=False)
     log.info("stopped")
     return EXIT_OK
+
+
+def prune_job(worker: Worker) -> Callable[[], Coroutine[Any, Any, None]]:
+    """The daily prune of ``exchange run``, on the worker's databases and clock, stopping with
+    it."""
+    return prune.scheduled_job(
+        worker.engine,
+        worker.staging_engine,
+        clock=worker.clock,
+        retention_days=worker.settings.retention_days,
+        stopping=lambda: worker.stopping,
+    )

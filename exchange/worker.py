@@ -4,6 +4,10 @@ Database work happens in short transactions between HTTP calls, never across one
 batch is out, a renewal task keeps its lease alive, so a slow site does not let a second
 worker take the same aggregates. The circuit breaker and the 401/403 pause decide how much
 may be claimed; what a batch could not send is handed back uncharged.
+
+The worker knows the shop only through its ``Target`` (exchange/targets/base.py): how a batch
+travels, and one classification per message. What each classification means for the
+message (charged or not, its next state, when it goes again) is ``domain.retry.decide``'s.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import logging
 import random
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -27,28 +32,22 @@ from exchange.domain.clock import Clock
 from exchange.domain.policy import Policy
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import Decision, RetryPolicy, decide, not_sent
-from exchange.domain.states import Event, State
-from exchange.domain.verdicts import Verdict
+from exchange.domain.states import Event
+from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ConfigurationError, DatabaseUnavailable
 from exchange.failpoints import failpoint
 from exchange.intake import staging_table as intake
+from exchange.intake.staging_table import IntakeReport
 from exchange.logs import log_event
-from exchange.ops.metrics import Metrics
 from exchange.queue import coalesce, lease, record
 from exchange.queue.idle import is_idle
 from exchange.settings import Settings
-from exchange.targets.shop_api import batch as batch_api
-from exchange.targets.shop_api.answers import classify
-from exchange.targets.shop_api.client import (
-    BATCH_PATH,
-    OutgoingMessage,
-    Response,
-    SiteClient,
-    SiteResult,
-)
+from exchange.targets.base import OutgoingMessage, Target
 
 log = logging.getLogger(__name__)
 DETAIL_CAP = 200  # characters of a failure's detail in its outcome line
+STOPPING = "not sent: the worker is stopping"
+PROBE_WAITS = "not sent: the circuit breaker is half-open and one message probes"
 
 
 @dataclass
@@ -61,12 +60,40 @@ class CycleReport:
     lost_leases: int = 0
 
 
+class Metrics:
+    """What the worker tells as it works: its outbound port for metrics. This base records
+    nothing (metrics are off); exchange.ops.metrics.PrometheusMetrics records them."""
+
+    def intake(self, report: IntakeReport) -> None:
+        """Staging rows taken this cycle."""
+
+    def quarantined(self, reason: str, count: int = 1) -> None:
+        """Messages quarantined outside a delivery answer (sequence gap, expired last lease)."""
+
+    def claimed(self, batch: lease.Batch) -> None:
+        """A batch was claimed (``batch.takeovers`` of its messages from an expired lease)."""
+
+    def attempt(self, verdict: Verdict) -> None:
+        """The site answered one request (or the request failed), classified."""
+
+    def recorded(self, decisions: Iterable[Decision]) -> None:
+        """The outcomes of a batch, after they were written."""
+
+    def cycle_finished(
+        self, engine: Engine, *, now: datetime, seconds: float, breaker: BreakerState, paused: bool
+    ) -> None:
+        """A cycle ended normally after ``seconds``; ``now`` is the worker's clock."""
+
+    def cycle_failed(self) -> None:
+        """A cycle raised; the runner logs it and tries again."""
+
+
 class Worker:
     def __init__(
         self,
         settings: Settings,
         engine: Engine,
-        site: SiteClient,
+        target: Target,
         clock: Clock,
         *,
         staging_engine: Engine | None = None,
@@ -76,7 +103,7 @@ class Worker:
         self.settings = settings
         self.engine = engine
         self.staging_engine = staging_engine
-        self.site = site
+        self.target = target
         self.clock = clock
         self.rng = rng or random.Random()
         self.metrics = metrics or Metrics()  # the base records nothing: metrics off
@@ -84,9 +111,7 @@ class Worker:
         self.policy = RetryPolicy(
             settings.max_attempts, settings.retry_base_delay, settings.retry_max_delay
         )
-        self.breaker = CircuitBreaker(
-            settings.breaker_threshold, settings.retry_base_delay, settings.retry_max_delay
-        )
+        self.breaker = CircuitBreaker(settings.breaker_threshold, self.policy)
         self.paused_reason: str | None = None
         self.strict = settings.kinds_with(Policy.STRICT)
         self.latest_wins = settings.kinds_with(Policy.LATEST_WINS)
@@ -95,7 +120,6 @@ class Worker:
         self._started: set[int] = set()  # pks of the batch in flight that went to the site
         self.started_at = clock.now()
         self.requests_sent = 0
-        self.batch_endpoint_missing = False  # the site answered 404 to a batch: singles only
         self._claim_after = 0  # where the next claim's sweep over aggregates goes on
 
     def request_stop(self) -> None:
@@ -160,7 +184,7 @@ class Worker:
                     after=self._claim_after,
                 )
                 self._claim_after = batch.cursor
-                self.metrics.claimed(connection, batch, now)
+            self.metrics.claimed(batch)
             failpoint("after-lease-commit")
             if not batch.messages and probing and self.breaker.probed:
                 self.breaker.start_probing_again()
@@ -202,13 +226,12 @@ class Worker:
             stop_requested.set()
         hand_back = asyncio.create_task(self._hand_back_on_stop(batch, stop_requested))
         handed_back: set[int] = set()
+        by_id = {m.message_id: m for m in batch.messages}
         try:
-            if self.settings.site_batch_size > 1 and not self.batch_endpoint_missing:
-                decisions = await self._send_in_chunks(batch.messages, semaphore)
-            else:
-                decisions = await asyncio.gather(
-                    *(self._send_one(message, semaphore) for message in batch.messages)
-                )
+            requests = self.target.requests([_outgoing(m) for m in batch.messages])
+            answered = await asyncio.gather(
+                *(self._request([by_id[o.message_id] for o in r], r, semaphore) for r in requests)
+            )
         finally:
             renewal.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -218,8 +241,8 @@ class Worker:
                 hand_back.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 handed_back = await hand_back
-        outcomes = zip(batch.messages, decisions, strict=True)
-        return [(m, d) for m, d in outcomes if m.pk not in handed_back]
+        decided = {m.pk: d for pairs in answered for m, d in pairs}
+        return [(m, decided[m.pk]) for m in batch.messages if m.pk not in handed_back]
 
     async def _hand_back_on_stop(self, batch: lease.Batch, stop: asyncio.Event) -> set[int]:
         """On a stop request, record the messages not sent yet as released (uncharged) and
@@ -230,58 +253,70 @@ class Worker:
         unsent = [m for m in batch.messages if m.pk not in self._started]
         if not unsent:
             return set()
-        decision = not_sent("not sent: the worker is stopping")
         try:
-            recorded = await asyncio.to_thread(self._record_now, batch.token, unsent, decision)
+            recorded = await asyncio.to_thread(self._record_now, batch.token, unsent)
         except Exception as exc:  # the batch's own record hands them back instead
             log.warning("handing back %d unsent messages failed: %s", len(unsent), exc)
             return set()
         log.info("stopping: %d unsent messages handed back", recorded)
         return {m.pk for m in unsent}
 
-    def _record_now(self, token: str, unsent: list[lease.Leased], decision: Decision) -> int:
+    def _record_now(self, token: str, unsent: list[lease.Leased]) -> int:
         with transaction(self.engine) as connection:
             return record.record(
                 connection,
                 token=token,
                 worker=self.worker_id,
                 now=self.clock.now(),
-                outcomes=[(m, decision) for m in unsent],
+                outcomes=[(m, not_sent(STOPPING, m.attempt)) for m in unsent],
                 strict=self.strict,
                 release_all=False,
             )
 
-    async def _send_one(self, message: lease.Leased, semaphore: asyncio.Semaphore) -> Decision:
-        decision = await self._attempt(message, semaphore)
-        log_outcome(message, decision)
-        return decision
-
-    async def _attempt(self, message: lease.Leased, semaphore: asyncio.Semaphore) -> Decision:
+    async def _request(
+        self,
+        leased: list[lease.Leased],
+        outgoing: list[OutgoingMessage],
+        semaphore: asyncio.Semaphore,
+    ) -> list[tuple[lease.Leased, Decision]]:
+        """One request of the batch (one message, or several through a batch endpoint): each
+        message judged as its own answer. Half-open, only the first message probes; the
+        others wait, uncharged."""
         async with semaphore:
             held = self._held_back()
             if held is not None:
-                return held
-            self._started.add(message.pk)
-            probing = self.breaker.is_open()
-            self.requests_sent += 1
-            result = await self.site.send(_outgoing(message))
-        failpoint("after-answer")
-        return self._judge(message, result, probing)
+                decisions = [not_sent(held, m.attempt) for m in leased]
+            else:
+                self._started.update(m.pk for m in leased)
+                probing = self.breaker.is_open()
+                sent = 1 if probing else len(leased)
+                self.requests_sent += 1
+                answers = await self.target.send(outgoing[:sent])
+                failpoint("after-answer")
+                judged = zip(leased[:sent], answers, strict=True)
+                decisions = [self._judge(m, c, probing) for m, c in judged]
+                decisions += [not_sent(PROBE_WAITS, m.attempt) for m in leased[sent:]]
+        outcomes = list(zip(leased, decisions, strict=True))
+        for message, decision in outcomes:
+            log_outcome(message, decision)
+        return outcomes
 
-    def _held_back(self) -> Decision | None:
+    def _held_back(self) -> str | None:
         """Why nothing may be sent now (stopping, paused, breaker open), or None."""
         if self.stopping:
-            return not_sent("not sent: the worker is stopping")
+            return STOPPING
         if self.paused_reason is not None:
-            return not_sent(f"not sent: delivery paused ({self.paused_reason})")
+            return f"not sent: delivery paused ({self.paused_reason})"
         if self.breaker.state(self.clock.now()) is BreakerState.OPEN:
-            return not_sent("not sent: the circuit breaker is open (site-wide failures)")
+            return "not sent: the circuit breaker is open (site-wide failures)"
         return None
 
-    def _judge(self, message: lease.Leased, result: SiteResult, probing: bool) -> Decision:
-        """One message's answer -> its decision; the breaker and the pause learn from it."""
+    def _judge(
+        self, message: lease.Leased, classification: Classification, probing: bool
+    ) -> Decision:
+        """One message's classified answer -> its decision; the breaker and the pause learn
+        from it."""
         now = self.clock.now()
-        classification = classify(result, message.version)
         self.metrics.attempt(classification.verdict)
         match classification.verdict:
             case Verdict.TEMPORARY:
@@ -292,15 +327,6 @@ class Worker:
                         self.breaker.opened_until,
                         self.settings.breaker_threshold,
                         classification.detail,
-                    )
-                if probing:  # a failed probe is not charged
-                    return Decision(
-                        Event.RELEASED,
-                        State.NEW,
-                        f"probe failed, not charged: {classification.detail}",
-                        charged=False,
-                        http_status=classification.http_status,
-                        error_class=classification.error_class,
                     )
             case Verdict.PAUSE:
                 if self.paused_reason is None:
@@ -317,64 +343,13 @@ class Worker:
             case Verdict.UNKNOWN:
                 pass
         return decide(
-            classification, attempt=message.attempt, now=now, policy=self.policy, rng=self.rng
+            classification,
+            attempt=message.attempt,
+            now=now,
+            policy=self.policy,
+            rng=self.rng,
+            probe=probing,
         )
-
-    async def _send_in_chunks(
-        self, messages: list[lease.Leased], semaphore: asyncio.Semaphore
-    ) -> list[Decision]:
-        """Contract 5b: the batch in requests of at most site_batch_size items, several in
-        flight (the semaphore bounds requests, not items); decisions in the batch's order."""
-        chunks = batch_api.chunks(messages, self.settings.site_batch_size)
-        answered = await asyncio.gather(*(self._send_chunk(c, semaphore) for c in chunks))
-        by_pk = {
-            m.pk: d
-            for chunk, decisions in zip(chunks, answered, strict=True)
-            for m, d in zip(chunk, decisions, strict=True)
-        }
-        return [by_pk[message.pk] for message in messages]
-
-    async def _send_chunk(
-        self, chunk: list[lease.Leased], semaphore: asyncio.Semaphore
-    ) -> list[Decision]:
-        decisions = await self._attempt_chunk(chunk, semaphore)
-        if decisions is None:  # no batch endpoint: singles, with no attempt charged for the 404
-            return list(await asyncio.gather(*(self._send_one(m, semaphore) for m in chunk)))
-        for message, decision in zip(chunk, decisions, strict=True):
-            log_outcome(message, decision)
-        return decisions
-
-    async def _attempt_chunk(
-        self, chunk: list[lease.Leased], semaphore: asyncio.Semaphore
-    ) -> list[Decision] | None:
-        """One batch request; each item is judged as its single answer would be. None when
-        the site has no batch endpoint."""
-        async with semaphore:
-            held = self._held_back()
-            if held is not None:
-                return [held] * len(chunk)
-            self._started.update(m.pk for m in chunk)
-            if self.batch_endpoint_missing:
-                return None
-            probing = self.breaker.is_open()
-            # Half-open: one message probes, as with single requests; the others wait uncharged.
-            sent = chunk[:1] if probing else chunk
-            self.requests_sent += 1
-            result = await self.site.send_batch([_outgoing(m) for m in sent])
-        failpoint("after-answer")
-        if batch_api.endpoint_missing(result):
-            if not self.batch_endpoint_missing:
-                self.batch_endpoint_missing = True
-                log.warning(
-                    "the site answered 404 to %s: it has no batch endpoint; "
-                    "sending single requests from now on",
-                    BATCH_PATH,
-                )
-            return None
-        answers = batch_api.split(result, [m.message_id for m in sent])
-        decisions = [self._judge(m, answers[m.message_id], probing) for m in sent]
-        waiting = not_sent("not sent: the circuit breaker is half-open and one message probes")
-        return decisions + [waiting] * (len(chunk) - len(sent))
 
     async def _renew(self, batch: lease.Batch) -> None:
         interval = max(self.settings.lease_seconds / 3, 0.001)
@@ -400,11 +375,11 @@ class Worker:
         # The token may have been replaced meanwhile (EXCHANGE_SITE_TOKEN_FILE): read it again,
         # so that fixing the file is all an operator has to do.
         try:
-            self.site.set_token(self.settings.token())
+            self.target.reload_credentials()
         except ConfigurationError as exc:
             log.error("%s", exc)
-        result = await self.site.health()
-        if isinstance(result, Response) and 200 <= result.status < 300:
+        health = await self.target.health()
+        if health.verdict is Verdict.DELIVERED:
             log.warning("delivery resumed: the site accepts the token again")
             self.paused_reason = None
             return True

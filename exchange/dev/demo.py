@@ -190,7 +190,7 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
                         on_cycle=on_cycle,
                     )
                 finally:
-                    await worker.site.aclose()
+                    await worker.target.aclose()
 
         code = asyncio.run(go())
         elapsed = time.monotonic() - started

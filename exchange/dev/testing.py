@@ -103,7 +103,7 @@ def run_worker(worker: Worker, scenario: Callable[[Worker], Awaitable[Any]] | No
         try:
             await (scenario or drain)(worker)
         finally:
-            await worker.site.aclose()
+            await worker.target.aclose()
 
     asyncio.run(go())
 

@@ -2,9 +2,9 @@
 
 Opens after ``threshold`` consecutive temporary failures, with no success in between, on
 ``threshold`` distinct aggregates. While open nothing is sent; after a cool-down (doubling
-from ``base_delay`` up to ``max_delay``) one probe goes out, each time on an aggregate not
-probed before in this outage. A probe's success closes it; a failed probe is not charged
-(the caller's business) and re-opens it for a longer cool-down.
+like the retry backoff's ceiling, up to its ``max_delay``) one probe goes out, each time on
+an aggregate not probed before in this outage. A probe's success closes it; a failed probe is
+not charged (domain.retry.decide) and re-opens it for a longer cool-down.
 
 Per worker process, in memory: it reflects what this worker sees of the site.
 """
@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
+
+from exchange.domain.retry import RetryPolicy
 
 
 class BreakerState(StrEnum):
@@ -25,8 +27,7 @@ class BreakerState(StrEnum):
 @dataclass
 class CircuitBreaker:
     threshold: int
-    base_delay: float
-    max_delay: float
+    cool_downs: RetryPolicy  # the n-th opening waits cool_downs.ceiling(n)
     failing_aggregates: set[int] = field(default_factory=set)
     opened_until: datetime | None = None
     openings: int = 0
@@ -86,5 +87,5 @@ class CircuitBreaker:
 
     def _open(self, now: datetime) -> None:
         self.openings += 1
-        cool_down = min(self.max_delay, self.base_delay * 2 ** min(self.openings - 1, 60))
+        cool_down = self.cool_downs.ceiling(self.openings)
         self.opened_until = now + timedelta(seconds=cool_down)

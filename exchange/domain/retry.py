@@ -1,8 +1,23 @@
-"""Turning a classified answer into a decision: the state to record, when to try again.
+"""The retry decision, whole: a classified answer (or a message that was not sent) -> whether
+the attempt is charged, the state the message goes to, and when it may go again.
 
-Pure, with ``now`` and the random source passed in. Retry is for temporary causes only and is
-bounded by ``max_attempts``; the delay is the site's Retry-After when it gave one (seconds or
-an HTTP date, capped at ``max_delay``), else exponential backoff with full jitter.
+Pure, with ``now`` and the random source passed in; the worker obeys it and the queue records
+it. Retry is for temporary causes only and is bounded by ``max_attempts``; the delay is the
+site's Retry-After when it gave one (seconds or an HTTP date, capped at ``max_delay``), else
+exponential backoff with full jitter. Not charged: a message the worker held back (breaker
+open, delivery paused, stopping), a failed probe of the breaker, and the shop refusing the
+credentials (``PAUSE``); such a message goes back to ``new`` (or ``delayed``, when an earlier
+attempt was charged) and may go again at once. The breaker's cool-down grows by the same
+ceiling as the backoff (``RetryPolicy.ceiling``).
+
+    DELIVERED       delivered                          charged
+    STALE_AT_SITE   cancelled, stale-at-site           charged
+    TERMINAL        quarantined, http-<code>           charged
+    UNKNOWN         quarantined, unknown-response      charged
+    PAUSE           released (new | delayed)           not charged
+    TEMPORARY       a probe: released, not charged
+                    attempt < max_attempts: delayed, next try after the delay
+                    attempt = max_attempts: quarantined, retry-limit
 """
 
 from __future__ import annotations
@@ -28,10 +43,18 @@ class RetryPolicy:
     base_delay: float
     max_delay: float
 
+    def ceiling(self, n: int) -> float:
+        """The n-th delay's upper bound: base * 2^(n-1), at most max_delay."""
+        return min(self.max_delay, self.base_delay * 2.0 ** min(max(n - 1, 0), 60))
+
     def backoff(self, attempt: int, rng: random.Random) -> float:
-        """Full jitter: uniform in [0, min(max_delay, base * 2^(attempt-1))]."""
-        ceiling = min(self.max_delay, self.base_delay * 2 ** min(max(attempt - 1, 0), 60))
-        return rng.uniform(0, ceiling)
+        """Full jitter: uniform in [0, ceiling(attempt)]."""
+        return rng.uniform(0, self.ceiling(attempt))
+
+    def exhausted(self, attempts: int) -> bool:
+        """No further attempt after this many were charged (a lease that expired on the last
+        allowed attempt is quarantined, never taken over)."""
+        return attempts >= self.max_attempts
 
     def delay(
         self, attempt: int, retry_after: str | None, now: datetime, rng: random.Random
@@ -78,9 +101,16 @@ class Decision:
 
 
 def decide(
-    c: Classification, *, attempt: int, now: datetime, policy: RetryPolicy, rng: random.Random
+    c: Classification,
+    *,
+    attempt: int,
+    now: datetime,
+    policy: RetryPolicy,
+    rng: random.Random,
+    probe: bool = False,
 ) -> Decision:
-    """``attempt`` is the number of this attempt (1 for the first)."""
+    """``attempt`` is the number of this attempt (1 for the first); ``probe``: the message was
+    the breaker's probe, whose temporary failure is not charged."""
     # What every outcome records about the answer; each case below says what it changes.
     answer = Decision(
         Event.QUARANTINED,
@@ -112,9 +142,15 @@ def decide(
         case Verdict.UNKNOWN:
             return replace(answer, reason=Reason.UNKNOWN_RESPONSE)
         case Verdict.PAUSE:
-            return replace(answer, event=Event.RELEASED, to_state=State.NEW, charged=False)
+            return replace(not_sent(c.detail, attempt), http_status=c.http_status)
         case Verdict.TEMPORARY:
-            if attempt >= policy.max_attempts:
+            if probe:
+                return replace(
+                    not_sent(f"probe failed, not charged: {c.detail}", attempt),
+                    http_status=c.http_status,
+                    error_class=c.error_class,
+                )
+            if policy.exhausted(attempt):
                 return replace(
                     answer,
                     reason=Reason.RETRY_LIMIT,
@@ -131,6 +167,9 @@ def decide(
     assert_never(c.verdict)
 
 
-def not_sent(detail: str) -> Decision:
-    """A leased message that was not sent (breaker open, delivery paused, shutting down)."""
-    return Decision(Event.RELEASED, State.NEW, detail, charged=False)
+def not_sent(detail: str, attempt: int) -> Decision:
+    """A leased message whose attempt ``attempt`` is not charged (held back: breaker open,
+    delivery paused, stopping; or refused by a probe or the pause): back to ``new``, or to
+    ``delayed`` when an earlier attempt was charged, due at once."""
+    back = State.DELAYED if attempt - 1 > 0 else State.NEW
+    return Decision(Event.RELEASED, back, detail, charged=False)

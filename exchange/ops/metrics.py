@@ -32,10 +32,10 @@ from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import choose_encoder
-from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy import Engine, func, select
 
 from exchange.db.engine import ping, transaction
-from exchange.db.schema import history, messages
+from exchange.db.schema import messages
 from exchange.domain.breaker import BreakerState
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import Decision
@@ -45,6 +45,7 @@ from exchange.errors import ConfigurationError
 from exchange.intake.staging_table import IntakeReport
 from exchange.queue.lease import Batch
 from exchange.targets.shop_api.answers import TERMINAL_STATUSES
+from exchange.worker import Metrics
 
 if TYPE_CHECKING:
     pass
@@ -67,33 +68,6 @@ WORKER_QUARANTINE_REASONS = (
 def max_cycle_age(poll_interval: float) -> float:
     """How long the worker may go without finishing a cycle before /healthz says degraded."""
     return max(3 * poll_interval, MIN_CYCLE_AGE_S)
-
-
-class Metrics:
-    """What the worker tells as it works. This base records nothing: metrics are off."""
-
-    def intake(self, report: IntakeReport) -> None:
-        """Staging rows taken this cycle."""
-
-    def quarantined(self, reason: str, count: int = 1) -> None:
-        """Messages quarantined outside a delivery answer (sequence gap, expired last lease)."""
-
-    def claimed(self, connection: Connection, batch: Batch, now: datetime) -> None:
-        """A batch was claimed in ``connection``'s transaction at ``now``."""
-
-    def attempt(self, verdict: Verdict) -> None:
-        """The site answered one request (or the request failed), classified."""
-
-    def recorded(self, decisions: Iterable[Decision]) -> None:
-        """The outcomes of a batch, after they were written."""
-
-    def cycle_finished(
-        self, engine: Engine, *, now: datetime, seconds: float, breaker: BreakerState, paused: bool
-    ) -> None:
-        """A cycle ended normally after ``seconds``; ``now`` is the worker's clock."""
-
-    def cycle_failed(self) -> None:
-        """A cycle raised; the runner logs it and tries again."""
 
 
 class PrometheusMetrics(Metrics):
@@ -198,22 +172,9 @@ class PrometheusMetrics(Metrics):
         if count:
             self.quarantines.labels(reason).inc(count)
 
-    def claimed(self, connection: Connection, batch: Batch, now: datetime) -> None:
-        if not batch.messages:
-            return
-        # lease.claim writes a "taken-over" history row, at `now`, for each message whose
-        # previous lease had expired; Leased does not say which, the history does.
-        taken_over = connection.execute(
-            select(func.count())
-            .select_from(history)
-            .where(
-                history.c.message_pk.in_([m.pk for m in batch.messages]),
-                history.c.event == Event.TAKEN_OVER.value,
-                history.c.at == now,
-            )
-        ).scalar_one()
-        if taken_over:
-            self.takeovers.inc(taken_over)
+    def claimed(self, batch: Batch) -> None:
+        if batch.takeovers:
+            self.takeovers.inc(batch.takeovers)
 
     def attempt(self, verdict: Verdict) -> None:
         self.attempts.labels(verdict.value).inc()

@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
@@ -45,11 +45,9 @@ from sqlalchemy import (
 
 from exchange.db.engine import transaction
 from exchange.db.schema import aggregates, history, messages, staging
+from exchange.domain.clock import Clock
 from exchange.domain.states import State
 from exchange.errors import DatabaseUnavailable
-
-if TYPE_CHECKING:
-    from exchange.worker import Worker
 
 log = logging.getLogger(__name__)
 
@@ -218,21 +216,28 @@ def _count_messages(connection: Connection, cutoff: datetime) -> tuple[int, int]
 # -- the daily prune of ``exchange run`` ------------------------------------------------------
 
 
-def scheduled_job(worker: Worker) -> Callable[[], Coroutine[Any, Any, None]]:
+def scheduled_job(
+    engine: Engine,
+    staging_engine: Engine | None,
+    *,
+    clock: Clock,
+    retention_days: float,
+    stopping: Callable[[], bool],
+) -> Callable[[], Coroutine[Any, Any, None]]:
     """The daily prune as a scheduler job: in a thread, so that cycles keep their pace; a
-    failure is logged and the next day tries again."""
+    failure is logged and the next day tries again. ``stopping`` says the service stops."""
 
     async def job() -> None:
-        if worker.stopping:
+        if stopping():
             return
         try:
             await asyncio.to_thread(
                 prune,
-                worker.engine,
-                worker.staging_engine,
-                now=worker.clock.now(),
-                retention_days=worker.settings.retention_days,
-                should_stop=lambda: worker.stopping,
+                engine,
+                staging_engine,
+                now=clock.now(),
+                retention_days=retention_days,
+                should_stop=stopping,
             )
         except DatabaseUnavailable as exc:
             log.error("prune failed: %s; the next prune will try again", exc)
@@ -242,10 +247,11 @@ def scheduled_job(worker: Worker) -> Callable[[], Coroutine[Any, Any, None]]:
     return job
 
 
-def schedule(scheduler: Any, worker: Worker) -> None:
-    """Add the daily prune to ``exchange run``'s scheduler (APScheduler, untyped)."""
+def schedule(scheduler: Any, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Add the daily prune (``scheduled_job``) to ``exchange run``'s scheduler (APScheduler,
+    untyped)."""
     scheduler.add_job(
-        scheduled_job(worker),
+        job,
         "interval",
         seconds=PRUNE_EVERY.total_seconds(),
         next_run_time=datetime.now(UTC) + FIRST_PRUNE_AFTER,

@@ -63,6 +63,7 @@ class Batch:
     until: datetime
     messages: list[Leased]
     cursor: int = 0  # the last aggregate id the claim took: where the next one goes on (after=)
+    takeovers: int = 0  # messages taken over from an expired lease
 
 
 def new_token() -> str:
@@ -245,7 +246,8 @@ def claim(
             )
         )
     apply(connection, changes, now)
-    return Batch(token, until, leased, cursor)
+    takeovers = sum(1 for change in changes if change.event is Event.TAKEN_OVER)
+    return Batch(token, until, leased, cursor, takeovers)
 
 
 def renew(connection: Connection, token: str, until: datetime) -> int:

@@ -63,10 +63,9 @@ def record(
     for leased, decision in outcomes:
         if leased.pk not in owned:
             continue
+        # The decision (domain.retry) says whether this attempt counts and where it goes.
         attempts = owned[leased.pk] if decision.charged else owned[leased.pk] - 1
         to_state = decision.to_state
-        if decision.event is Event.RELEASED:
-            to_state = State.DELAYED if attempts > 0 else State.NEW
         values: dict[str, object] = {
             "attempts": attempts,
             "locked_by": None,

@@ -19,7 +19,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,7 +37,6 @@ from exchange.ops.quarantine import Filters
 from exchange.report.collect import collect, known_secrets, render, write_atomically
 from exchange.report.model import SUFFIXES, Lang, ReportFormat
 from exchange.settings import Settings
-from exchange.worker import Worker
 
 log = logging.getLogger(__name__)
 
@@ -194,21 +193,27 @@ class ScheduledExport:
         write_atomically(self.state_path, json.dumps(state, indent=2).encode("utf-8"))
 
 
-def schedule(scheduler: AsyncIOScheduler, worker: Worker) -> ScheduledExport | None:
+def schedule(
+    scheduler: AsyncIOScheduler,
+    settings: Settings,
+    engine: Engine,
+    *,
+    clock: Clock,
+    stopping: Callable[[], bool],
+) -> ScheduledExport | None:
     """Add the scheduled report to ``exchange run``'s scheduler (nothing without a directory).
 
     The first export runs at start, then on the cron schedule (UTC). The export itself runs in
     a thread: rendering a large report must not hold up the event loop, where the cycle's
     lease renewals run.
     """
-    settings = worker.settings
     if settings.report_dir is None:
         return None
-    exporter = ScheduledExport(ExportConfig.from_settings(settings), worker.engine, worker.clock)
+    exporter = ScheduledExport(ExportConfig.from_settings(settings), engine, clock)
     exporter.prepare()
 
     async def export() -> None:
-        if worker.stopping:
+        if stopping():
             return
         try:
             written = await asyncio.to_thread(exporter.run)

@@ -18,7 +18,8 @@ import httpx
 import pytest
 
 from exchange.domain.identity import message_id
-from exchange.targets.shop_api.client import OutgoingMessage
+from exchange.targets.base import OutgoingMessage
+from exchange.targets.shop_api.client import body
 
 FASTSITE = Path(__file__).resolve().parents[2] / "bench" / "fastsite.py"
 TOKEN = "smoke-token"
@@ -59,7 +60,7 @@ def update(sku: str, version: int, price: str) -> tuple[str, bytes]:
     message = OutgoingMessage(
         message_id("price", sku, version), "price", sku, version, payload, created
     )
-    return message.message_id, message.body()
+    return message.message_id, body(message)
 
 
 def post(http: httpx.Client, key: str, body: bytes) -> httpx.Response:

@@ -460,7 +460,7 @@ def run_to_idle(settings_url: str, engine: Engine, site: SiteSimulator, **overri
         try:
             return await run_until_idle(worker, max_seconds=60, poll_interval=0.01)
         finally:
-            await worker.site.aclose()
+            await worker.target.aclose()
 
     return asyncio.run(main())
 

@@ -161,7 +161,7 @@ def test_handing_back_part_of_a_batch_frees_only_those_aggregates_and_charges_no
             token=batch.token,
             worker="w1",
             now=clock.now(),
-            outcomes=[(m, not_sent("not sent: the worker is stopping")) for m in unsent],
+            outcomes=[(m, not_sent("not sent: the worker is stopping", m.attempt)) for m in unsent],
             strict=strict,
             release_all=False,
         )

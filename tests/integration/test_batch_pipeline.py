@@ -57,7 +57,7 @@ def run(worker: Worker, cycles: int = 1000) -> None:
         try:
             await drain(worker, cycles=cycles)
         finally:
-            await worker.site.aclose()
+            await worker.target.aclose()
 
     asyncio.run(go())
 
@@ -68,7 +68,7 @@ def run_cycles(worker: Worker, count: int) -> None:
             for _ in range(count):
                 await worker.cycle()
         finally:
-            await worker.site.aclose()
+            await worker.target.aclose()
 
     asyncio.run(go())
 
@@ -359,7 +359,7 @@ def test_while_the_breaker_is_half_open_a_batch_request_carries_one_probe(
                 await worker.cycle()
                 await asyncio.sleep(0.005)
         finally:
-            await worker.site.aclose()
+            await worker.target.aclose()
 
     asyncio.run(asyncio.wait_for(outage(), timeout=60))
 

@@ -277,7 +277,7 @@ class Pipeline(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         for worker in self.workers:
-            self.loop.run_until_complete(worker.site.aclose())
+            self.loop.run_until_complete(worker.target.aclose())
         self.loop.close()
         self.engine.dispose()
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -453,7 +453,7 @@ class Pipeline(RuleBasedStateMachine):
     def crash_and_restart(self, index: int) -> None:
         """The worker dies (its batch unrecorded, its lease left to expire) and a new one starts."""
         self.pending.pop(index, None)
-        self.loop.run_until_complete(self.workers[index].site.aclose())
+        self.loop.run_until_complete(self.workers[index].target.aclose())
         self.restarts += 1
         self.workers[index] = self._start(f"w{index}-restart{self.restarts}")
 

@@ -80,7 +80,7 @@ def check_history(
                     await worker.cycle()
             await drain(worker, cycles=2000)
         finally:
-            await worker.site.aclose()
+            await worker.target.aclose()
 
     asyncio.run(go())
     staged = [row for wave in waves for row in wave]

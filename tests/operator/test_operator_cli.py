@@ -75,7 +75,7 @@ def queue(db_url: str, engine: Engine, settings: Settings, clock: FakeClock) -> 
         try:
             await worker.cycle()
         finally:
-            await worker.site.aclose()
+            await worker.target.aclose()
 
     asyncio.run(cycle())
     return {

@@ -31,6 +31,7 @@ from optools import (
 from sqlalchemy import Engine, func, select
 
 from exchange import app as bootstrap
+from exchange import runner
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages
@@ -334,9 +335,9 @@ def test_the_daily_prune_of_exchange_run_uses_the_configured_retention(
 
     async def go() -> None:
         try:
-            await prune.scheduled_job(worker)()
+            await runner.prune_job(worker)()
         finally:
-            await worker.site.aclose()
+            await worker.target.aclose()
 
     asyncio.run(go())
 
@@ -350,10 +351,10 @@ def test_exchange_run_schedules_the_prune_once_a_day(db_url: str, engine: Engine
     async def go() -> object:
         scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone=UTC)
         try:
-            prune.schedule(scheduler, worker)
+            prune.schedule(scheduler, runner.prune_job(worker))
             return scheduler.get_job("prune").trigger
         finally:
-            await worker.site.aclose()
+            await worker.target.aclose()
 
     trigger = asyncio.run(go())
     assert timedelta(days=1) == trigger.interval  # type: ignore[attr-defined]

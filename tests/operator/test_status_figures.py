@@ -43,7 +43,7 @@ def run_a_cycle_against_a_site_that_refuses_the_token(
         try:
             await worker.cycle()
         finally:
-            await worker.site.aclose()
+            await worker.target.aclose()
 
     asyncio.run(go())
 

@@ -180,7 +180,7 @@ def test_schedule_adds_a_cron_job_only_when_a_report_directory_is_set(
         )
     finally:
         for worker in (plain, configured):
-            asyncio.run(worker.site.aclose())
+            asyncio.run(worker.target.aclose())
 
 
 def test_a_report_directory_that_cannot_be_used_stops_the_service_at_start(
@@ -195,7 +195,7 @@ def test_a_report_directory_that_cannot_be_used_stops_the_service_at_start(
         with pytest.raises(ConfigurationError, match="EXCHANGE_REPORT_DIR"):
             schedule(AsyncIOScheduler(timezone=UTC), worker)
     finally:
-        asyncio.run(worker.site.aclose())
+        asyncio.run(worker.target.aclose())
 
 
 # -- pure pieces -------------------------------------------------------------------------------

@@ -157,7 +157,7 @@ def deliver_recording(url: str, db: Engine, wire: str) -> list[Sent]:
     if wire == "aiohttp":
         with RecordingSite() as recording:
             worker = bootstrap.worker(fast_settings(url, recording.url), db)
-            assert isinstance(worker.site._wire, _AiohttpWire)
+            assert isinstance(worker.target.client._wire, _AiohttpWire)
             run_worker(worker)
             return recording.sent
     wiretap = Wiretap()

@@ -55,7 +55,7 @@ def run(worker: Worker, cycles: int | None = None) -> None:
                 for _ in range(cycles):
                     await worker.cycle()
         finally:
-            await worker.site.aclose()
+            await worker.target.aclose()
 
     asyncio.run(go())
 

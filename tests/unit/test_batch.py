@@ -22,14 +22,15 @@ from hypothesis import strategies as st
 
 from exchange.domain.retry import Decision, RetryPolicy, decide
 from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.base import OutgoingMessage
 from exchange.targets.shop_api.answers import classify
 from exchange.targets.shop_api.batch import chunks, endpoint_missing, split
 from exchange.targets.shop_api.client import (
     BATCH_PATH,
     BODY_CAP,
-    OutgoingMessage,
     Response,
     SiteClient,
+    body,
 )
 
 BASE = "https://shop.example.com"
@@ -115,7 +116,7 @@ def test_send_batch_items_are_the_single_request_bodies_in_order() -> None:
     document = json.loads(sent_request([A, B, C]).content, parse_float=Decimal)
 
     assert {"items"} == set(document)
-    assert [json.loads(m.body(), parse_float=Decimal) for m in (A, B, C)] == document["items"]
+    assert [json.loads(body(m), parse_float=Decimal) for m in (A, B, C)] == document["items"]
 
 
 def test_send_batch_keeps_the_exact_decimal_text_of_payloads() -> None:

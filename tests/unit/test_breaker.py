@@ -9,13 +9,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from exchange.domain.breaker import BreakerState, CircuitBreaker
+from exchange.domain.retry import RetryPolicy
 
 NOW = datetime(2026, 8, 23, 7, 20, tzinfo=UTC)
 BATCH = 100
 
 
 def breaker(threshold: int = 5, base: float = 1.0, max_delay: float = 300.0) -> CircuitBreaker:
-    return CircuitBreaker(threshold=threshold, base_delay=base, max_delay=max_delay)
+    return CircuitBreaker(threshold, RetryPolicy(5, base, max_delay))
 
 
 def fail(b: CircuitBreaker, aggregates: list[int], now: datetime = NOW) -> list[bool]:
@@ -141,23 +142,23 @@ def test_after_closing_a_new_outage_needs_the_full_threshold_and_starts_at_base_
 
 def test_starting_the_probes_over_never_repeats_the_aggregate_probed_last() -> None:
     now = datetime(2026, 1, 1, tzinfo=UTC)
-    breaker = CircuitBreaker(threshold=1, base_delay=1.0, max_delay=10.0)
-    breaker.record_temporary_failure(1, now)  # opens
+    b = breaker(threshold=1, base=1.0, max_delay=10.0)
+    b.record_temporary_failure(1, now)  # opens
     for aggregate in (1, 2, 3):  # three failed probes
-        breaker.record_temporary_failure(aggregate, now, probe=True)
-    breaker.start_probing_again()
-    assert {3} == breaker.probed
-    breaker.start_probing_again()  # only the last one was left: it may go again
-    assert set() == breaker.probed
+        b.record_temporary_failure(aggregate, now, probe=True)
+    b.start_probing_again()
+    assert {3} == b.probed
+    b.start_probing_again()  # only the last one was left: it may go again
+    assert set() == b.probed
 
 
 def test_failures_of_requests_already_in_flight_when_it_opened_do_not_lengthen_the_cool_down() -> (
     None
 ):
     now = datetime(2026, 1, 1, tzinfo=UTC)
-    breaker = CircuitBreaker(threshold=2, base_delay=1.0, max_delay=300.0)
-    breaker.record_temporary_failure(1, now)
-    assert breaker.record_temporary_failure(2, now)  # opens: cool-down 1 s
+    b = breaker(threshold=2, base=1.0, max_delay=300.0)
+    b.record_temporary_failure(1, now)
+    assert b.record_temporary_failure(2, now)  # opens: cool-down 1 s
     for aggregate in range(3, 10):  # the rest of the batch that was already on the wire
-        assert not breaker.record_temporary_failure(aggregate, now)
-    assert now + timedelta(seconds=1) == breaker.opened_until
+        assert not b.record_temporary_failure(aggregate, now)
+    assert now + timedelta(seconds=1) == b.opened_until

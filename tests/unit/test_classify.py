@@ -132,7 +132,8 @@ def test_401_403_pause_delivery_without_charging_or_quarantine(status: int) -> N
     decision = decide(classification, attempt=5, now=NOW, policy=POLICY, rng=random.Random(1))
 
     assert Verdict.PAUSE == classification.verdict
-    assert (State.NEW, False, None) == (decision.to_state, decision.charged, decision.reason)
+    # The fifth attempt is not charged: four were, so the message waits as delayed, due at once.
+    assert (State.DELAYED, False, None) == (decision.to_state, decision.charged, decision.reason)
 
 
 @pytest.mark.parametrize("status", [408, 425, 429, 500, 502, 503, 504])

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exchange.domain.reasons import Reason
-from exchange.domain.retry import RetryPolicy, decide, parse_retry_after
+from exchange.domain.retry import RetryPolicy, decide, not_sent, parse_retry_after
 from exchange.domain.states import Event, State
 from exchange.domain.verdicts import Classification, Verdict
 
@@ -198,14 +198,46 @@ def test_max_attempts_one_quarantines_after_the_first_temporary_failure() -> Non
     assert (State.QUARANTINED, Reason.RETRY_LIMIT) == (decision.to_state, decision.reason)
 
 
-@pytest.mark.parametrize("attempt", [1, 5, 100])
-def test_pause_is_released_back_to_new_and_not_charged(attempt: int) -> None:
+@pytest.mark.parametrize(
+    ("attempt", "back_to"),
+    [(1, State.NEW), (2, State.DELAYED), (5, State.DELAYED), (100, State.DELAYED)],
+)
+def test_pause_is_released_uncharged_to_new_or_to_delayed_after_a_charged_attempt(
+    attempt: int, back_to: State
+) -> None:
     pause = Classification(Verdict.PAUSE, "HTTP 401", http_status=401)
 
     decision = decide(pause, attempt=attempt, now=NOW, policy=POLICY, rng=random.Random(3))
 
-    expected = (Event.RELEASED, State.NEW, False, None)
-    assert expected == (decision.event, decision.to_state, decision.charged, decision.reason)
+    expected = (Event.RELEASED, back_to, False, None, None)
+    actual = (decision.event, decision.to_state, decision.charged, decision.reason)
+    assert expected == (*actual, decision.next_try_at), "due again at once"
+
+
+@pytest.mark.parametrize("attempt", [1, 3, 5])
+def test_a_failed_probe_is_released_uncharged_even_on_the_last_attempt(attempt: int) -> None:
+    decision = decide(
+        temporary(), attempt=attempt, now=NOW, policy=POLICY, rng=random.Random(3), probe=True
+    )
+
+    back_to = State.NEW if attempt == 1 else State.DELAYED
+    assert (Event.RELEASED, back_to, False) == (
+        decision.event,
+        decision.to_state,
+        decision.charged,
+    )
+    assert decision.detail.startswith("probe failed, not charged: ")
+
+
+@pytest.mark.parametrize(("attempt", "back_to"), [(1, State.NEW), (4, State.DELAYED)])
+def test_a_message_held_back_is_not_charged(attempt: int, back_to: State) -> None:
+    decision = not_sent("not sent: the circuit breaker is open", attempt)
+
+    assert (Event.RELEASED, back_to, False) == (
+        decision.event,
+        decision.to_state,
+        decision.charged,
+    )
 
 
 @pytest.mark.parametrize("status", [400, 404, 410, 413, 422])

@@ -27,7 +27,6 @@ import ssl
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import httpx
@@ -40,6 +39,8 @@ try:  # both are dependencies; without them httpx's own transport is used
 except ImportError:  # pragma: no cover
     HAVE_AIOHTTP = False
 
+from exchange.targets.base import OutgoingMessage
+
 log = logging.getLogger(__name__)
 
 BODY_CAP = 64 * 1024  # of one answer; a batch answer may take BODY_CAP per item
@@ -48,31 +49,21 @@ USER_AGENT = "exchange/0.1"
 TLS_ERROR = "TLSError"  # error_class of a failed TLS handshake (e.g. an untrusted certificate)
 
 
-@dataclass(frozen=True, slots=True)
-class OutgoingMessage:
-    """The contract's request body, nothing more."""
-
-    message_id: str
-    kind: str
-    aggregate: str
-    version: int
-    payload: str  # canonical JSON text
-    created_at: datetime
-
-    def body(self) -> bytes:
-        created = self.created_at.strftime("%Y-%m-%dT%H:%M:%SZ")
-        head = json.dumps(
-            {
-                "message_id": self.message_id,
-                "kind": self.kind,
-                "aggregate": self.aggregate,
-                "version": self.version,
-            },
-            ensure_ascii=False,
-        )[:-1]
-        # The payload is spliced in as its canonical text so that decimals stay exact.
-        tail = f', "payload": {self.payload}, "created_at": "{created}"}}'
-        return (head + tail).encode("utf-8")
+def body(message: OutgoingMessage) -> bytes:
+    """The contract's request body (section 5) for one message, nothing more."""
+    created = message.created_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    head = json.dumps(
+        {
+            "message_id": message.message_id,
+            "kind": message.kind,
+            "aggregate": message.aggregate,
+            "version": message.version,
+        },
+        ensure_ascii=False,
+    )[:-1]
+    # The payload is spliced in as its canonical text so that decimals stay exact.
+    tail = f', "payload": {message.payload}, "created_at": "{created}"}}'
+    return (head + tail).encode("utf-8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,16 +118,14 @@ class SiteClient:
 
     async def send(self, message: OutgoingMessage) -> SiteResult:
         headers = {**self._headers, "Idempotency-Key": message.message_id}
-        return await self._wire.request(
-            "POST", "/api/v1/updates", message.body(), headers, BODY_CAP
-        )
+        return await self._wire.request("POST", "/api/v1/updates", body(message), headers, BODY_CAP)
 
     async def send_batch(self, messages: Sequence[OutgoingMessage]) -> SiteResult:
         """One request for several messages, at most one per aggregate (contract 5b)."""
         if not messages or len({(m.kind, m.aggregate) for m in messages}) != len(messages):
             raise ValueError("a batch holds at least one message and at most one per aggregate")
         # The single bodies as they are, so that payloads are not parsed or re-serialised.
-        content = b'{"items": [' + b", ".join(m.body() for m in messages) + b"]}"
+        content = b'{"items": [' + b", ".join(body(m) for m in messages) + b"]}"
         cap = BODY_CAP * len(messages)
         return await self._wire.request("POST", BATCH_PATH, content, self._headers, cap)
 
