@@ -27,7 +27,8 @@ The order of checks for one update (a batch item goes through the same steps):
 
 ``faults.answer_fault`` breaks the answer to every single update (not a batch) while set:
 ``reset`` (after step 2: the connection is reset, nothing read or applied), ``redirect``
-(after step 2: 307 to ``faults.redirect_to``, nothing applied); and, only when step 10 applied
+(after step 2: 307 to ``faults.redirect_to``, nothing applied; a batch request gets it too,
+as a whole); and, only when step 10 applied
 an effect, ``cut-off`` (the 200 stops halfway through its Content-Length and the socket is
 shut), ``not-json`` (the 200's body is ``OK R-<n>``), ``huge`` (the 200's JSON is padded to
 ``HUGE_BODY`` bytes, streamed). The stored answer for replay is the plain one.
@@ -342,6 +343,8 @@ class SiteSimulator:
                     early = _answer(400, {"error": str(exc)})
             if early is None and self._roll(faults, faults.fail_rate):
                 early = self._unavailable(faults, "injected failure")
+            if early is None and faults.answer_fault == "redirect":
+                early = _answer(307, {"moved": True}, ("Location", faults.redirect_to))
             if early is not None:
                 self._count(early.status)  # refused as a whole: one request
                 return _Outcome(early)

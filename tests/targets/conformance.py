@@ -1,0 +1,60 @@
+"""What every target must do for the worker (exchange/targets/base.py), written once against a
+``Shop``: a target built for a simulated shop, and the levers that make the shop answer each
+way. A new target joins by adding a ``Shop`` for its simulator to ``SHOPS`` in
+test_conformance.py; nothing here names a target.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Protocol
+
+from exchange.domain.identity import message_id
+from exchange.targets.base import OutgoingMessage, Target
+
+CREATED = datetime(2026, 8, 23, 7, 20, tzinfo=UTC)
+
+
+def price(sku: str, version: int, amount: str = "100.00") -> OutgoingMessage:
+    payload = {"sku": sku, "price": amount, "currency": "RUB", "price_type": "retail"}
+    return OutgoingMessage(
+        message_id("price", sku, version),
+        "price",
+        sku,
+        version,
+        json.dumps(payload, separators=(",", ":")),
+        CREATED,
+    )
+
+
+class Shop(Protocol):
+    """A simulated shop and the target that delivers to it."""
+
+    batching: bool  # whether several messages travel in one request
+
+    def target(self) -> Target: ...
+
+    def applied(self, sku: str) -> list[int]:
+        """The versions of ``sku``'s price the shop applied, in order."""
+        ...
+
+    def refuse_credentials(self, refused: bool) -> None: ...
+
+    def fail_temporarily(self, sku: str) -> None:
+        """The shop fails every request for ``sku`` with a temporary error (a 5xx)."""
+        ...
+
+    def reject(self, sku: str) -> None:
+        """The shop refuses ``sku`` for good (a 4xx that a retry would not change)."""
+        ...
+
+    def answer_unreadably(self, on: bool) -> None:
+        """The shop answers what no target can read (a redirect, a body cut off)."""
+        ...
+
+    def go_down(self) -> None:
+        """Nothing listens any more: connections are refused."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,231 @@
+"""The Target conformance suite: every target passes the same promises (targets/base.py).
+
+Today: the shop API of contract 5, with single requests and with the batch API (5b), each
+against the real site simulator over HTTP. Every answer class, how a batch travels, health,
+credentials read again, and closing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TypeVar
+
+import pytest
+from conformance import Shop, price
+
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.base import OutgoingMessage, Target
+from exchange.targets.shop_api.client import SiteClient
+from exchange.targets.shop_api.target import ShopApiTarget
+
+TOKEN = "test-token"
+T = TypeVar("T")
+
+
+class ShopApiShop:
+    """The shop API (contract 5) on the site simulator."""
+
+    def __init__(self, batch_size: int) -> None:
+        self.batching = batch_size > 1
+        self.batch_size = batch_size
+        self.token: str | None = TOKEN
+        self.site = SiteSimulator(token=TOKEN, faults=Faults(), batch_enabled=self.batching)
+        self.site.start()
+
+    def target(self) -> Target:
+        client = SiteClient(self.site.url, self.token, timeout=2.0, concurrency=4)
+        return ShopApiTarget(client, batch_size=self.batch_size, token=lambda: self.token)
+
+    def applied(self, sku: str) -> list[int]:
+        return self.site.applied_versions("price", sku)
+
+    def refuse_credentials(self, refused: bool) -> None:
+        self.token = "a-replaced-token" if refused else TOKEN
+
+    def fail_temporarily(self, sku: str) -> None:
+        self.site.faults.poison.add(sku)
+
+    def reject(self, sku: str) -> None:
+        self.site.faults.reject.add(sku)
+
+    def answer_unreadably(self, on: bool) -> None:
+        self.site.faults.answer_fault = "redirect" if on else None
+
+    def go_down(self) -> None:
+        self.site.stop()
+
+    def close(self) -> None:
+        self.site.stop()
+
+
+SHOPS = {
+    "api-single": lambda: ShopApiShop(batch_size=1),
+    "api-batch": lambda: ShopApiShop(batch_size=5),
+}
+
+
+@pytest.fixture(params=sorted(SHOPS))
+def shop(request: pytest.FixtureRequest) -> Iterator[Shop]:
+    shop = SHOPS[request.param]()
+    try:
+        yield shop
+    finally:
+        shop.close()
+
+
+async def send_all(target: Target, messages: list[OutgoingMessage]) -> list[Classification]:
+    """Send as the worker does: ``requests`` groups them, ``send`` judges each request."""
+    answers: list[Classification] = []
+    for request in target.requests(messages):
+        answers += await target.send(request)
+    return answers
+
+
+def with_target(shop: Shop, scenario: Callable[[Target], Awaitable[T]]) -> T:
+    """Run ``scenario`` with a fresh target in one event loop, closing the target after."""
+
+    async def go() -> T:
+        target = shop.target()
+        try:
+            return await scenario(target)
+        finally:
+            await target.aclose()
+
+    return asyncio.run(go())
+
+
+def deliver(shop: Shop, *messages: OutgoingMessage) -> list[Classification]:
+    return with_target(shop, lambda target: send_all(target, list(messages)))
+
+
+def verdicts(answers: list[Classification]) -> list[Verdict]:
+    return [answer.verdict for answer in answers]
+
+
+# -- how a batch travels -------------------------------------------------------------------------
+
+
+def test_requests_keep_the_order_and_never_hold_two_messages_of_one_aggregate(shop: Shop) -> None:
+    messages = [price(f"SKU-{n}", 1) for n in range(12)] + [price("SKU-0", 2)]
+
+    async def plan(target: Target) -> list[list[OutgoingMessage]]:
+        return target.requests(messages)
+
+    requests = with_target(shop, plan)
+
+    assert sorted(m.message_id for r in requests for m in r) == sorted(
+        m.message_id for m in messages
+    ), "every message in exactly one request"
+    assert all(len({m.aggregate for m in r}) == len(r) for r in requests)
+    if not shop.batching:
+        assert all(len(r) == 1 for r in requests), "single requests"
+    else:
+        assert len(requests) < len(messages), "several messages travel together"
+
+
+def test_send_answers_one_classification_per_message_in_the_order_given(shop: Shop) -> None:
+    shop.reject("SKU-R")
+    shop.fail_temporarily("SKU-T")
+    messages = [price("SKU-A", 1), price("SKU-R", 1), price("SKU-T", 1), price("SKU-B", 1)]
+
+    answers = deliver(shop, *messages)
+
+    expected = [Verdict.DELIVERED, Verdict.TERMINAL, Verdict.TEMPORARY, Verdict.DELIVERED]
+    assert expected == verdicts(answers)
+    applied = tuple(shop.applied(sku) for sku in ("SKU-A", "SKU-B", "SKU-R", "SKU-T"))
+    assert ([1], [1], [], []) == applied
+
+
+# -- every answer class ------------------------------------------------------------------------
+
+
+def test_a_price_the_shop_applied_is_delivered_once_even_when_sent_again(shop: Shop) -> None:
+    first = deliver(shop, price("SKU-1", 3))
+    again = deliver(shop, price("SKU-1", 3))  # the same message: a retry after a timeout
+
+    assert [Verdict.DELIVERED, Verdict.DELIVERED] == verdicts(first + again)
+    assert [3] == shop.applied("SKU-1"), "one effect"
+
+
+def test_an_older_version_than_the_shop_holds_is_stale_at_the_site_never_applied(
+    shop: Shop,
+) -> None:
+    deliver(shop, price("SKU-1", 5))
+
+    (answer,) = deliver(shop, price("SKU-1", 4))
+
+    assert (Verdict.STALE_AT_SITE, 5) == (answer.verdict, answer.site_version)
+    assert [5] == shop.applied("SKU-1")
+
+
+def test_a_temporary_failure_is_temporary(shop: Shop) -> None:
+    shop.fail_temporarily("SKU-1")
+    (answer,) = deliver(shop, price("SKU-1", 1))
+    assert Verdict.TEMPORARY == answer.verdict
+    assert [] == shop.applied("SKU-1")
+
+
+def test_a_refusal_for_good_is_terminal(shop: Shop) -> None:
+    shop.reject("SKU-1")
+    (answer,) = deliver(shop, price("SKU-1", 1))
+    assert Verdict.TERMINAL == answer.verdict
+
+
+def test_refused_credentials_pause_delivery_and_are_read_again(shop: Shop) -> None:
+    shop.refuse_credentials(True)
+
+    async def scenario(
+        target: Target,
+    ) -> tuple[list[Classification], Classification, Classification]:
+        refused = await target.send([price("SKU-1", 1)])
+        health_refused = await target.health()
+        shop.refuse_credentials(False)  # the operator fixed the secret
+        target.reload_credentials()
+        return refused, health_refused, await target.health()
+
+    refused, health_refused, health_again = with_target(shop, scenario)
+
+    assert [Verdict.PAUSE] == verdicts(refused)
+    assert (Verdict.PAUSE, Verdict.DELIVERED) == (health_refused.verdict, health_again.verdict)
+    assert [] == shop.applied("SKU-1")
+
+
+def test_an_answer_no_target_can_read_is_unknown_never_temporary(shop: Shop) -> None:
+    shop.answer_unreadably(True)
+    (answer,) = deliver(shop, price("SKU-1", 1))
+    assert Verdict.UNKNOWN == answer.verdict
+
+
+def test_a_shop_that_is_down_is_a_temporary_failure_not_sent(shop: Shop) -> None:
+    shop.go_down()
+
+    async def scenario(target: Target) -> tuple[list[Classification], Classification]:
+        return await target.send([price("SKU-1", 1)]), await target.health()
+
+    answers, health = with_target(shop, scenario)
+
+    assert [Verdict.TEMPORARY] == verdicts(answers)
+    assert not answers[0].result_unknown, "a refused connection sent nothing"
+    assert Verdict.TEMPORARY == health.verdict
+
+
+# -- health and closing ------------------------------------------------------------------------
+
+
+def test_health_has_no_effect_on_the_shop(shop: Shop) -> None:
+    health = with_target(shop, lambda target: target.health())
+    assert Verdict.DELIVERED == health.verdict
+    assert [] == shop.applied("SKU-1")
+
+
+def test_closing_twice_is_harmless_and_leaves_nothing_open(shop: Shop) -> None:
+    target = shop.target()
+
+    async def scenario() -> None:
+        await target.send([price("SKU-1", 1)])
+        await target.aclose()
+        await target.aclose()
+
+    asyncio.run(scenario())  # filterwarnings=error: an unclosed session would fail the test
