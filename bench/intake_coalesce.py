@@ -29,12 +29,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, event, insert
+from sqlalchemy import Engine, event
 
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
-from exchange.db.schema import staging
 from exchange.intake import staging_table as intake
+from exchange.intake.stage import stage
 from exchange.queue import coalesce
 from exchange.settings import DEFAULT_KINDS
 
@@ -155,10 +155,10 @@ def _run(url: str | None, skus: int, versions: int, postings: int, chunk: int) -
         for row in staging_rows(skus, versions, postings):
             batch.append(row)
             if len(batch) >= BATCH:
-                connection.execute(insert(staging), batch)
+                stage(connection, batch)
                 batch.clear()
         if batch:
-            connection.execute(insert(staging), batch)
+            stage(connection, batch)
     staged, staged_cpu = time.perf_counter() - started, _cpu() - cpu
     rss_before = _rss_mb()
     now = datetime.now(UTC)

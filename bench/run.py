@@ -59,13 +59,14 @@ from typing import Any
 import httpx
 import psutil
 import psycopg
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 
 from bench import ceiling, report
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
-from exchange.db.schema import messages, staging
+from exchange.db.schema import messages
 from exchange.dev import testing
+from exchange.intake.stage import stage
 from exchange.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -204,10 +205,10 @@ def stage_prices(url: str, count: int) -> None:
                 }
             )
             if len(rows) >= 10_000:
-                connection.execute(insert(staging), rows)
+                stage(connection, rows)
                 rows.clear()
         if rows:
-            connection.execute(insert(staging), rows)
+            stage(connection, rows)
     engine.dispose()
 
 

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from sqlalchemy import Engine, func, insert, select, text
+from sqlalchemy import Engine, func, select, text
 from sqlalchemy.engine import make_url
 
 from exchange.db.engine import make_engine, transaction
@@ -60,6 +60,7 @@ from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages, staging
 from exchange.dev.sitesim import Faults, SiteSimulator, _answer
 from exchange.dev.testing import in_flight_overlaps
+from exchange.intake.stage import stage
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_URL = os.environ.get("EXCHANGE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -121,7 +122,7 @@ def stager(
             )
         rng.shuffle(rows)  # concurrent 1C sessions: versions of one SKU may commit out of order
         with transaction(engine) as connection:
-            connection.execute(insert(staging), rows)
+            stage(connection, rows)
         staged.rows += len(rows)
         stop.wait(rng.uniform(0.05, 0.4))
 

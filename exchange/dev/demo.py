@@ -20,16 +20,17 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
-from exchange.db.schema import messages, staging
+from exchange.db.schema import messages
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.domain.clock import SystemClock
 from exchange.domain.states import State
 from exchange.errors import ExchangeError
+from exchange.intake.stage import stage
 from exchange.ops.quarantine import Filters
 from exchange.report import collect as report
 from exchange.runner import run_until_idle
@@ -153,7 +154,7 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
         upgrade(engine)
         rows = staged_rows(skus, rng)
         with transaction(engine) as connection:
-            connection.execute(insert(staging), rows)
+            stage(connection, rows)
         console.print(
             f"staged {len(rows)} rows into {database} (site simulator at {site.url})", markup=False
         )

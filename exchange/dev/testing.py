@@ -9,10 +9,11 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine, select
 
 from exchange.db.engine import transaction
-from exchange.db.schema import history, messages, staging
+from exchange.db.schema import history, messages
+from exchange.intake.stage import stage as intake_stage
 from exchange.settings import Settings, load_settings
 from exchange.worker import Worker
 
@@ -91,8 +92,7 @@ def raw_row(
 def stage(engine: Engine, rows: list[dict[str, Any]]) -> None:
     """Insert rows into staging_intents the way 1C does: INSERT only."""
     with transaction(engine) as connection:
-        for row in rows:  # one by one: rows may differ in which columns they give
-            connection.execute(insert(staging).values(**row))
+        intake_stage(connection, rows)
 
 
 def run_worker(worker: Worker, scenario: Callable[[Worker], Awaitable[Any]] | None = None) -> None:
