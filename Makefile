@@ -25,6 +25,7 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff check exchange tests migrations bench
 	$(BIN)/ruff format --check exchange tests migrations bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # What the Docker image is made of, without Docker: build the wheel, install it (with the
 # postgres extra) into a fresh virtual environment, run --help, migrate and demo from outside
