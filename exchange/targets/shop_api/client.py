@@ -20,10 +20,12 @@ same failures, so the history and the classification do not depend on the wire.
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import json
 import logging
 import ssl
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ import httpx
 try:  # both are dependencies; without them httpx's own transport is used
     import aiohttp
     import yarl
+    from aiohttp.client_proto import ResponseHandler
 
     HAVE_AIOHTTP = True
 except ImportError:  # pragma: no cover
@@ -120,10 +123,15 @@ class SiteClient:
             self._headers["Authorization"] = f"Bearer {token}"
         tls: ssl.SSLContext | bool = verify if verify is not None else True
         self._wire: _Wire
-        if transport is None and HAVE_AIOHTTP and not urllib.request.getproxies():
+        if transport is None and HAVE_AIOHTTP and not proxy_configured(base_url):
             self._wire = _AiohttpWire(base_url, timeout, concurrency, tls)
         else:
             self._wire = _HttpxWire(base_url, timeout, concurrency, tls, transport)
+
+    @property
+    def wire(self) -> str:
+        """Which wire runs: ``"aiohttp"`` or ``"httpx"``."""
+        return self._wire.name
 
     async def send(self, message: OutgoingMessage) -> SiteResult:
         headers = {**self._headers, "Idempotency-Key": message.message_id}
@@ -154,7 +162,19 @@ class SiteClient:
         await self._wire.aclose()
 
 
+def proxy_configured(base_url: str) -> bool:
+    """Whether the environment names a proxy httpx would use for the site's scheme: the
+    scheme's own variable (HTTPS_PROXY, HTTP_PROXY) or ALL_PROXY, unless NO_PROXY is "*".
+    NO_PROXY alone, or a proxy for another scheme, changes nothing."""
+    proxies = urllib.request.getproxies()
+    scheme = urllib.parse.urlsplit(base_url).scheme.lower()
+    bypass_all = "*" in (host.strip() for host in proxies.get("no", "").split(","))
+    return bool(proxies.get(scheme) or proxies.get("all")) and not bypass_all
+
+
 class _Wire:
+    name = ""
+
     async def request(
         self, method: str, path: str, content: bytes | None, headers: dict[str, str], cap: int
     ) -> SiteResult:
@@ -166,6 +186,8 @@ class _Wire:
 
 class _HttpxWire(_Wire):
     """httpx: an injected transport (tests, respx), or httpx's own (a proxy is configured)."""
+
+    name = "httpx"
 
     def __init__(
         self,
@@ -199,7 +221,7 @@ class _HttpxWire(_Wire):
                 )
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
             # A refused certificate is a connection error too, named so that it is recognised.
-            error_class = TLS_ERROR if _caused_by_tls(exc) else type(exc).__name__
+            error_class = TLS_ERROR if _caused_by(exc, ssl.SSLError) else type(exc).__name__
             return TransportFailure(error_class, _describe(exc), maybe_sent=False)
         except httpx.TransportError as exc:  # read/write timeouts, resets, protocol errors
             return TransportFailure(type(exc).__name__, _describe(exc), maybe_sent=True)
@@ -233,12 +255,12 @@ async def _read_capped(response: httpx.Response, cap: int) -> tuple[bytes, str |
     return b"".join(chunks)[:cap], None
 
 
-def _caused_by_tls(exc: BaseException) -> bool:
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
     seen: BaseException | None = exc
     for _ in range(10):  # the chain httpx -> httpcore -> ssl is short; a loop is never endless
         if seen is None:
             return False
-        if isinstance(seen, ssl.SSLError):
+        if isinstance(seen, kind):
             return True
         seen = seen.__cause__ or seen.__context__
     return False
@@ -256,14 +278,15 @@ if HAVE_AIOHTTP:
     # classification know), and whether the site may have received the request: the first
     # three happen before anything is sent, everything else may have reached the site.
     _AIOHTTP_ERRORS: tuple[tuple[type[BaseException], str, bool], ...] = (
-        (aiohttp.ConnectionTimeoutError, "ConnectTimeout", False),  # connect, or the pool's wait
+        (aiohttp.ConnectionTimeoutError, "ConnectTimeout", False),  # (a pool wait: PoolTimeout)
         (aiohttp.ClientConnectorError, "ConnectError", False),  # refused, DNS, TLS handshake
         (aiohttp.InvalidURL, "UnsupportedProtocol", False),
         (TimeoutError, "ReadTimeout", True),  # aiohttp.SocketTimeoutError: no answer in time
         (aiohttp.ClientConnectionResetError, "WriteError", True),
         (aiohttp.ServerDisconnectedError, "RemoteProtocolError", True),
         (aiohttp.ClientResponseError, "RemoteProtocolError", True),  # a malformed answer
-        (aiohttp.ClientPayloadError, "ReadError", True),  # the body cut off
+        # the body cut off: by the peer closing early, or by a socket error (see _failure)
+        (aiohttp.ClientPayloadError, "RemoteProtocolError", True),
         (aiohttp.ClientConnectionError, "ReadError", True),  # a reset, another socket error
         (aiohttp.ClientError, "TransportError", True),
     )
@@ -274,8 +297,10 @@ if HAVE_AIOHTTP:
         name, maybe_sent = next(
             (n, sent) for kinds, n, sent in _AIOHTTP_ERRORS if isinstance(exc, kinds)
         )
-        if not maybe_sent and _caused_by_tls(exc):
+        if not maybe_sent and _caused_by(exc, ssl.SSLError):
             name = TLS_ERROR
+        elif isinstance(exc, aiohttp.ClientPayloadError) and _caused_by(exc, OSError):
+            name = "ReadError"  # a reset mid-body: httpx's name for a failed socket read
         return TransportFailure(name, _describe(exc), maybe_sent=maybe_sent)
 
     class _AiohttpWire(_Wire):
@@ -286,6 +311,8 @@ if HAVE_AIOHTTP:
         ``Timeout(timeout)``: the pool's wait and the connect, then each read, each at most
         ``timeout``; a write that stalls is bounded too: no answer within three times the
         timeout is a WriteTimeout."""
+
+        name = "aiohttp"
 
         def __init__(
             self, base_url: str, timeout: float, concurrency: int, tls: ssl.SSLContext | bool
@@ -298,6 +325,10 @@ if HAVE_AIOHTTP:
                 connect=timeout, sock_connect=timeout, sock_read=timeout
             )
             self._session: aiohttp.ClientSession | None = None  # made in the running loop
+            # Held from before the request until its connection is released: the connector
+            # (limit=concurrency too) never queues, and a wait for a free connection is told
+            # apart from a slow connect (aiohttp's connect timeout covers both).
+            self._slots = asyncio.Semaphore(concurrency)
             self._urls: dict[str, Any] = {}
 
         def _url(self, path: str) -> Any:
@@ -309,12 +340,33 @@ if HAVE_AIOHTTP:
         def _open(self) -> aiohttp.ClientSession:
             if self._session is None:
                 connector = aiohttp.TCPConnector(limit=self._limit, ssl=self._tls)
+                # aiohttp makes each connection's protocol with this (private) factory
+                loop = asyncio.get_running_loop()
+                connector._factory = functools.partial(_hanging_up, loop=loop)
                 self._session = aiohttp.ClientSession(
                     connector=connector, cookie_jar=aiohttp.DummyCookieJar()
                 )
             return self._session
 
         async def request(
+            self, method: str, path: str, content: bytes | None, headers: dict[str, str], cap: int
+        ) -> SiteResult:
+            if self._slots.locked():  # all connections busy: wait for one, as httpx's pool does
+                try:
+                    async with asyncio.timeout(self._timeout):
+                        await self._slots.acquire()
+                except TimeoutError:
+                    return TransportFailure(
+                        "PoolTimeout", "no free connection in time", maybe_sent=False
+                    )
+            else:
+                await self._slots.acquire()  # free: returns at once
+            try:
+                return await self._request(method, path, content, headers, cap)
+            finally:
+                self._slots.release()
+
+        async def _request(
             self, method: str, path: str, content: bytes | None, headers: dict[str, str], cap: int
         ) -> SiteResult:
             session = self._open()
@@ -347,6 +399,22 @@ if HAVE_AIOHTTP:
         async def aclose(self) -> None:
             if self._session is not None:
                 await self._session.close()
+
+    class _HangingUpHandler(ResponseHandler):
+        """aiohttp's connection, closed at once even with bytes still unsent. aiohttp closes a
+        connection whose request failed or was cancelled (a write that stalled: WriteTimeout)
+        with asyncio's ``close()``, which waits to flush the unsent rest first: to a site that
+        stopped reading, forever, and the socket stays open. ``abort()`` drops it (as httpx
+        does)."""
+
+        def close(self) -> None:
+            transport = self.transport
+            if transport is not None and transport.get_write_buffer_size():
+                transport.abort()
+            super().close()
+
+    def _hanging_up(loop: asyncio.AbstractEventLoop) -> ResponseHandler:
+        return _HangingUpHandler(loop)
 
     async def _read_capped_aiohttp(
         response: aiohttp.ClientResponse, cap: int
