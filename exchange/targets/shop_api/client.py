@@ -12,9 +12,12 @@ bench machine against bench/fastsite.py with 8 requests in flight (``python -m b
 transport 0.29, httpx over this module's own aiohttp transport 0.42 in an earlier run, and
 aiohttp called directly with this module's checks 0.75: httpx's request/response layer cost as
 much CPU as aiohttp itself. httpx is still the wire when a transport is injected (the tests'
-mock transports and respx) or a proxy is set in the environment (httpx honours HTTP(S)_PROXY);
-aiohttp's errors get the names and the "may it have been sent" meaning that httpx gives the
-same failures, so the history and the classification do not depend on the wire.
+mock transports and respx) or the environment names a proxy for the site's scheme
+(``proxy_configured``: httpx honours HTTP(S)_PROXY, ALL_PROXY and NO_PROXY, aiohttp would not);
+``SiteClient.wire`` says which runs. aiohttp's errors get the names and the "may it have been
+sent" meaning that httpx gives the same failures, so the history and the classification do not
+depend on the wire: tests/faults/test_site_wires.py runs one fault catalogue on both wires
+against the site simulator, and tests/faults/test_site_faults.py runs a worker on aiohttp's.
 """
 
 from __future__ import annotations
@@ -101,9 +104,11 @@ class SiteClient:
 
     Two wires underneath, one behaviour: aiohttp directly (the default: the fastest client
     measured, see the module docstring), or httpx with an injected transport (the tests' mock
-    transports and respx), or httpx's own transport when a proxy is set in the environment
-    (httpx honours HTTP(S)_PROXY; the aiohttp wire would not). Both give the same
-    ``Response`` and the same ``TransportFailure`` classes with the same ``maybe_sent``.
+    transports and respx), or httpx's own transport when the environment names a proxy for
+    the site's scheme (httpx honours HTTP(S)_PROXY; the aiohttp wire would not). Both give the
+    same ``Response`` and the same ``TransportFailure`` classes with the same ``maybe_sent``.
+    An injected transport brings its own pool and TLS settings: ``concurrency`` and ``verify``
+    then do not apply.
     """
 
     def __init__(
