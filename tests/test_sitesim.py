@@ -715,6 +715,36 @@ def test_inspection_returns_copies(sim: SiteSimulator, client: httpx.Client) -> 
     assert sim.held_versions() == {("price", "SKU-17"): 184}
 
 
+def test_with_keep_requests_every_request_read_is_kept_as_it_arrived_even_when_refused() -> None:
+    with SiteSimulator(TOKEN, keep_requests=True) as site, make_client(site) as client:
+        post(client, body(), key="not-the-message-id")  # 400: kept all the same
+        client.get("/api/v1/health")
+        site.faults.answer_fault = "reset"
+        with pytest.raises(httpx.TransportError):
+            post(client, body(version=185))  # reset before any answer: read, so kept
+        site.faults.answer_fault = None
+        post(client, "x" * 11, key="k")
+
+    requests = site.received()
+    update, health = ("POST", "/api/v1/updates"), ("GET", "/api/v1/health")
+    assert [update, health, update, update] == [(r.method, r.path) for r in requests]
+    assert [body().encode(), b"", body(version=185).encode(), b"x" * 11] == [
+        r.body for r in requests
+    ]
+    assert "not-the-message-id" == requests[0].headers["idempotency-key"]
+    assert f"Bearer {TOKEN}" == requests[1].headers["authorization"]
+    requests.clear()
+    assert 4 == len(site.received()), "received() must return a copy"
+
+
+def test_without_keep_requests_no_request_is_kept_and_asking_for_them_is_an_error(
+    sim: SiteSimulator, client: httpx.Client
+) -> None:
+    post(client, body())
+    with pytest.raises(RuntimeError, match="keep_requests"):
+        sim.received()
+
+
 def test_url_is_refused_before_start_and_the_simulator_can_restart() -> None:
     site = SiteSimulator(TOKEN)
     with pytest.raises(RuntimeError):

@@ -43,6 +43,9 @@ fault it shows.
 
 Bookkeeping: ``request_count`` and ``requests_by_status`` count update requests, a batch item
 as one (a batch refused as a whole counts once), an unanswered (dropped) one under ``DROPPED``.
+With ``keep_requests=True`` the site also keeps every request it read, as it arrived
+(``received()``: method, target, headers with names in lower case, body), to see what a client
+put on the wire from the other end; off by default, as a long run would keep them all.
 Random draws come from one ``random.Random(faults.seed)``, restarted when the seed or the Faults
 object changes, and a rate of 0 draws nothing: a run is reproducible from its seed.
 
@@ -127,6 +130,16 @@ class Effect:
 
 
 @dataclass(frozen=True, slots=True)
+class Received:
+    """One request as the site read it: before any check, fault or answer."""
+
+    method: str
+    path: str  # the request target as sent (origin form, or absolute form through a proxy)
+    headers: dict[str, str]  # names in lower case
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class _Answer:
     status: int
     body: bytes
@@ -183,6 +196,7 @@ class SiteSimulator:
         host: str = "127.0.0.1",
         port: int = 0,
         ssl_context: ssl.SSLContext | None = None,
+        keep_requests: bool = False,
     ) -> None:
         self.token = token
         self.faults = faults if faults is not None else Faults()
@@ -199,6 +213,7 @@ class SiteSimulator:
         self._answers: dict[str, _Stored] = {}
         self._request_count = 0
         self._by_status: collections.Counter[int] = collections.Counter()
+        self._received: list[Received] | None = [] if keep_requests else None
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -290,6 +305,13 @@ class SiteSimulator:
         """Statuses answered to update requests; ``DROPPED`` (0) for those left unanswered."""
         with self._lock:
             return collections.Counter(self._by_status)
+
+    def received(self) -> list[Received]:
+        """Every request read so far, in order (``keep_requests=True``; else an error)."""
+        with self._lock:
+            if self._received is None:
+                raise RuntimeError("the simulator keeps no requests: pass keep_requests=True")
+            return list(self._received)
 
     def reset_counters(self) -> None:
         """Forget the request counts; the site's state (effects, versions, keys) stays."""
@@ -454,6 +476,11 @@ class SiteSimulator:
     def _count_unread(self, status: int) -> None:
         with self._lock:
             self._count(status)
+
+    def _keep(self, request: Received) -> None:
+        with self._lock:
+            if self._received is not None:
+                self._received.append(request)
 
     def _track(self, connection: socket.socket) -> None:
         with self._lock:
@@ -657,6 +684,8 @@ class _Handler(BaseHTTPRequestHandler):
                 if len(data) < length:  # the client went away mid-body
                     self.close_connection = True
                     return None
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                self.sim._keep(Received(self.command, self.path, headers, data))
                 return data
         if count:
             self.sim._count_unread(failure.status)

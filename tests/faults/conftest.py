@@ -16,8 +16,9 @@ from exchange.dev.sitesim import Faults, SiteSimulator
 
 @pytest.fixture
 def sim() -> Iterator[SiteSimulator]:
-    """The site on loopback, accepting the token ``test-token`` (what fast_settings sends)."""
-    with SiteSimulator(token="test-token", faults=Faults(seed=1)) as simulator:
+    """The site on loopback, accepting the token ``test-token`` (what fast_settings sends) and
+    keeping every request it read (``received()``)."""
+    with SiteSimulator(token="test-token", faults=Faults(seed=1), keep_requests=True) as simulator:
         yield simulator
 
 

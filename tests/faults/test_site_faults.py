@@ -1,6 +1,11 @@
 """The site misbehaving, end to end: staging -> a real Worker -> the site simulator over HTTP on
 loopback, with the faults of contract 5 injected through ``Faults``.
 
+The worker is built as production builds it, so every request goes through production's wire
+(aiohttp, ``make_worker`` checks it); what was sent is read on the site's side
+(``SiteSimulator.received``). The same faults against the httpx wire, at the client level:
+test_site_wires.py.
+
 Already proven elsewhere and not repeated here (tests/integration/test_pipeline.py): an answer
 lost after the effect, a read timeout marked result-unknown, 409 stale equal/greater, the
 poison message among healthy traffic, a long outage, Retry-After in seconds, terminal answers
@@ -17,19 +22,17 @@ import random
 import socket
 import tracemalloc
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import history, messages
-from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.sitesim import Faults, Received, SiteSimulator
 from exchange.dev.testing import (
     drain,
     fast_settings,
@@ -42,57 +45,48 @@ from exchange.dev.testing import (
 from exchange.domain.clock import ensure_utc
 from exchange.ops.quarantine import Filters, retry
 from exchange.targets.shop_api.answers import RECEIPT_CAP
+from exchange.targets.shop_api.target import ShopApiTarget
 from exchange.worker import Worker
 
 UPDATES = "/api/v1/updates"
 
 
-@dataclass(frozen=True)
-class Sent:
-    """One request as it left the worker."""
-
-    path: str
-    headers: dict[str, str]
-    content: bytes
+PRODUCTION_WIRE = "aiohttp"  # SiteClient's default: no transport injected, no proxy set
 
 
-class RecordingTransport(httpx.AsyncHTTPTransport):
-    """The real HTTP transport, keeping a copy of every request that goes through it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sent: list[Sent] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        content = await request.aread()
-        self.sent.append(Sent(request.url.path, dict(request.headers), content))
-        return await super().handle_async_request(request)
-
-    def keys_sent(self, message_id: str) -> list[str]:
-        """The Idempotency-Key of every update whose body carries this message_id."""
-        return [
-            s.headers["idempotency-key"]
-            for s in self.sent
-            if s.path == UPDATES and json.loads(s.content)["message_id"] == message_id
-        ]
-
-    def bodies_sent(self, message_id: str) -> set[bytes]:
-        return {
-            s.content
-            for s in self.sent
-            if s.path == UPDATES and json.loads(s.content)["message_id"] == message_id
-        }
+@pytest.fixture(autouse=True)
+def no_proxy_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy set on the machine running the tests would switch the worker to the httpx wire."""
+    for scheme in ("http", "https", "all", "no"):
+        monkeypatch.delenv(f"{scheme}_proxy", raising=False)
+        monkeypatch.delenv(f"{scheme.upper()}_PROXY", raising=False)
 
 
-def make_worker(
-    url: str,
-    engine: Engine,
-    site_url: str,
-    transport: httpx.AsyncBaseTransport | None = None,
-    **overrides: Any,
-) -> Worker:
+def make_worker(url: str, engine: Engine, site_url: str, **overrides: Any) -> Worker:
+    """A worker built as production builds one: no transport can be injected here."""
     settings = fast_settings(url, site_url, **overrides)
-    return bootstrap.worker(settings, engine, transport=transport, rng=random.Random(3))
+    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
+    assert isinstance(worker.target, ShopApiTarget)
+    assert PRODUCTION_WIRE == worker.target.client.wire, "the fault tests left production's wire"
+    return worker
+
+
+def updates_sent(sim: SiteSimulator, message_id: str) -> list[Received]:
+    """Every update the site read whose body carries this message_id, in order."""
+    return [
+        r
+        for r in sim.received()
+        if r.path == UPDATES and json.loads(r.body)["message_id"] == message_id
+    ]
+
+
+def keys_sent(sim: SiteSimulator, message_id: str) -> list[str]:
+    """The Idempotency-Key of every update whose body carries this message_id."""
+    return [r.headers["idempotency-key"] for r in updates_sent(sim, message_id)]
+
+
+def bodies_sent(sim: SiteSimulator, message_id: str) -> set[bytes]:
+    return {r.body for r in updates_sent(sim, message_id)}
 
 
 def run(worker: Worker, scenario: Callable[[Worker], Awaitable[Any]] = drain) -> None:
@@ -112,6 +106,30 @@ def all_states(engine: Engine) -> dict[str, str]:
         return dict(connection.execute(select(messages.c.aggregate, messages.c.state)).all())
 
 
+# -- the wire -----------------------------------------------------------------------------------
+
+
+def test_these_fault_tests_run_through_the_wire_production_builds(
+    sqlite_url: str, sqlite_engine: Engine, sim: SiteSimulator
+) -> None:
+    production = bootstrap.site_client(fast_settings(sqlite_url, sim.url))  # as `exchange run`
+    asyncio.run(production.aclose())
+    worker = make_worker(sqlite_url, sqlite_engine, sim.url)
+    assert (PRODUCTION_WIRE, PRODUCTION_WIRE) == (production.wire, worker.target.client.wire)
+    stage(sqlite_engine, [price_row("SKU-1", 1)])
+    run(worker)
+    delivered = message(sqlite_engine, "price", "SKU-1", 1)
+    assert [delivered["message_id"]] == keys_sent(sim, delivered["message_id"])
+
+
+def test_a_worker_off_production_wire_is_refused_by_make_worker(
+    sqlite_url: str, sqlite_engine: Engine, sim: SiteSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:9")  # switches to the httpx wire
+    with pytest.raises(AssertionError, match="left production's wire"):
+        make_worker(sqlite_url, sqlite_engine, sim.url)
+
+
 # -- the site answers late, or not at all --------------------------------------------------------
 
 
@@ -120,9 +138,8 @@ def test_an_answer_later_than_the_timeout_is_resent_with_the_same_idempotency_ke
 ) -> None:
     sim.faults.slow_rate = 1.0
     sim.faults.slow_seconds = 1.5
-    recording = RecordingTransport()
     stage(engine, [price_row("SKU-1", 1), posting_row("DOC-1", 1)])
-    worker = make_worker(db_url, engine, sim.url, recording, http_timeout=0.2)
+    worker = make_worker(db_url, engine, sim.url, http_timeout=0.2)
 
     async def late_then_timely(w: Worker) -> None:
         await w.cycle()  # the site applies both, its answers come after the client gave up
@@ -134,8 +151,8 @@ def test_an_answer_later_than_the_timeout_is_resent_with_the_same_idempotency_ke
         delivered = message(engine, kind, aggregate, 1)
         message_id = delivered["message_id"]
         assert ("delivered", 2) == (delivered["state"], delivered["attempts"])
-        assert [message_id, message_id] == recording.keys_sent(message_id)
-        assert 1 == len(recording.bodies_sent(message_id)), "the retry changed the body"
+        assert [message_id, message_id] == keys_sent(sim, message_id)
+        assert 1 == len(bodies_sent(sim, message_id)), "the retry changed the body"
         [timeout] = events(engine, delivered["id"], "retry-scheduled")
         assert "ReadTimeout" == timeout["error_class"]
         assert timeout["detail"].startswith("result-unknown")
@@ -196,10 +213,9 @@ def test_a_connection_reset_before_the_site_read_the_update_is_retried_and_appli
     sqlite_url: str, sqlite_engine: Engine, sim: SiteSimulator
 ) -> None:
     sim.faults.answer_fault = "reset"
-    recording = RecordingTransport()
     stage(sqlite_engine, [price_row("SKU-1", 1), posting_row("DOC-1", 1)])
     # Millisecond backoff: a cycle retries what is due again, so it may see several resets.
-    worker = make_worker(sqlite_url, sqlite_engine, sim.url, recording, max_attempts=20)
+    worker = make_worker(sqlite_url, sqlite_engine, sim.url, max_attempts=20)
 
     async def reset_then_heal(w: Worker) -> None:
         await w.cycle()
@@ -213,7 +229,7 @@ def test_a_connection_reset_before_the_site_read_the_update_is_retried_and_appli
         resets = events(sqlite_engine, delivered["id"], "retry-scheduled")
         assert resets, "no reset was recorded"
         assert ("delivered", len(resets) + 1) == (delivered["state"], delivered["attempts"])
-        keys = recording.keys_sent(delivered["message_id"])
+        keys = keys_sent(sim, delivered["message_id"])
         assert [delivered["message_id"]] * (len(resets) + 1) == keys
         assert {"ReadError"} == {e["error_class"] for e in resets}
         # The worker cannot tell a reset before the effect from one after it:

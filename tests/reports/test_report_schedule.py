@@ -5,10 +5,10 @@ fixed name. The export function is called directly; test_report_cli.py runs the 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -17,9 +17,8 @@ from reportdb import Built, add_refused_price
 from reporttools import TOKEN, parse_csv, parse_html
 from sqlalchemy import Engine
 
-from exchange import app as bootstrap
 from exchange.dev.testing import fast_settings
-from exchange.domain.clock import FakeClock
+from exchange.domain.clock import FakeClock, SystemClock
 from exchange.errors import ConfigurationError
 from exchange.report.schedule import (
     STATE_FILE,
@@ -155,32 +154,30 @@ def test_a_change_of_formats_or_language_writes_the_report_anew(
     assert "en" == report["lang"]
 
 
+def schedule_for(scheduler: AsyncIOScheduler, settings: Settings, engine: Engine) -> Any:
+    """As ``exchange run`` schedules it: the service's settings, database and clock."""
+    return schedule(scheduler, settings, engine, clock=SystemClock(), stopping=lambda: False)
+
+
 def test_schedule_adds_a_cron_job_only_when_a_report_directory_is_set(
     db_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     site = "http://127.0.0.1:9"
-    plain = bootstrap.worker(fast_settings(db_url, site), engine)
-    configured = bootstrap.worker(
-        fast_settings(db_url, site, report_dir=tmp_path / "r", report_cron="15 6 * * mon-fri"),
-        engine,
+    plain = fast_settings(db_url, site)
+    configured = fast_settings(
+        db_url, site, report_dir=tmp_path / "r", report_cron="15 6 * * mon-fri"
     )
     scheduler = AsyncIOScheduler(timezone=UTC)
-    try:
-        assert schedule(scheduler, plain) is None
-        assert [] == scheduler.get_jobs()
+    assert schedule_for(scheduler, plain, engine) is None
+    assert [] == scheduler.get_jobs()
 
-        export = schedule(scheduler, configured)
+    export = schedule_for(scheduler, configured, engine)
 
-        assert export is not None and (tmp_path / "r").is_dir()
-        job = scheduler.get_job("quarantine-report")
-        assert isinstance(job.trigger, CronTrigger)
-        after = datetime(2026, 3, 6, 12, 0, tzinfo=UTC)  # a Friday noon
-        assert datetime(2026, 3, 9, 6, 15, tzinfo=UTC) == job.trigger.get_next_fire_time(
-            None, after
-        )
-    finally:
-        for worker in (plain, configured):
-            asyncio.run(worker.target.aclose())
+    assert export is not None and (tmp_path / "r").is_dir()
+    job = scheduler.get_job("quarantine-report")
+    assert isinstance(job.trigger, CronTrigger)
+    after = datetime(2026, 3, 6, 12, 0, tzinfo=UTC)  # a Friday noon
+    assert datetime(2026, 3, 9, 6, 15, tzinfo=UTC) == job.trigger.get_next_fire_time(None, after)
 
 
 def test_a_report_directory_that_cannot_be_used_stops_the_service_at_start(
@@ -188,14 +185,9 @@ def test_a_report_directory_that_cannot_be_used_stops_the_service_at_start(
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
-    worker = bootstrap.worker(
-        fast_settings(db_url, "http://127.0.0.1:9", report_dir=blocker / "reports"), engine
-    )
-    try:
-        with pytest.raises(ConfigurationError, match="EXCHANGE_REPORT_DIR"):
-            schedule(AsyncIOScheduler(timezone=UTC), worker)
-    finally:
-        asyncio.run(worker.target.aclose())
+    settings = fast_settings(db_url, "http://127.0.0.1:9", report_dir=blocker / "reports")
+    with pytest.raises(ConfigurationError, match="EXCHANGE_REPORT_DIR"):
+        schedule_for(AsyncIOScheduler(timezone=UTC), settings, engine)
 
 
 # -- pure pieces -------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ def message(
 def respx_wire() -> httpx.AsyncBaseTransport:
     """respx (using="httpx") answers at httpx's client, before any transport; SiteClient takes
     its httpx wire when it is given a transport. The default wire, aiohttp, meets a real server
-    instead: tests/faults/test_site_aiohttp_transport.py."""
+    instead, as does httpx with its own transport: tests/faults/test_site_wires.py."""
     return httpx.AsyncHTTPTransport()
 
 

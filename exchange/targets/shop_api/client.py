@@ -12,18 +12,23 @@ bench machine against bench/fastsite.py with 8 requests in flight (``python -m b
 transport 0.29, httpx over this module's own aiohttp transport 0.42 in an earlier run, and
 aiohttp called directly with this module's checks 0.75: httpx's request/response layer cost as
 much CPU as aiohttp itself. httpx is still the wire when a transport is injected (the tests'
-mock transports and respx) or a proxy is set in the environment (httpx honours HTTP(S)_PROXY);
-aiohttp's errors get the names and the "may it have been sent" meaning that httpx gives the
-same failures, so the history and the classification do not depend on the wire.
+mock transports and respx) or the environment names a proxy for the site's scheme
+(``proxy_configured``: httpx honours HTTP(S)_PROXY, ALL_PROXY and NO_PROXY, aiohttp would not);
+``SiteClient.wire`` says which runs. aiohttp's errors get the names and the "may it have been
+sent" meaning that httpx gives the same failures, so the history and the classification do not
+depend on the wire: tests/faults/test_site_wires.py runs one fault catalogue on both wires
+against the site simulator, and tests/faults/test_site_faults.py runs a worker on aiohttp's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import json
 import logging
 import ssl
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +39,7 @@ import httpx
 try:  # both are dependencies; without them httpx's own transport is used
     import aiohttp
     import yarl
+    from aiohttp.client_proto import ResponseHandler
 
     HAVE_AIOHTTP = True
 except ImportError:  # pragma: no cover
@@ -89,9 +95,11 @@ class SiteClient:
 
     Two wires underneath, one behaviour: aiohttp directly (the default: the fastest client
     measured, see the module docstring), or httpx with an injected transport (the tests' mock
-    transports and respx), or httpx's own transport when a proxy is set in the environment
-    (httpx honours HTTP(S)_PROXY; the aiohttp wire would not). Both give the same
-    ``Response`` and the same ``TransportFailure`` classes with the same ``maybe_sent``.
+    transports and respx), or httpx's own transport when the environment names a proxy for
+    the site's scheme (httpx honours HTTP(S)_PROXY; the aiohttp wire would not). Both give the
+    same ``Response`` and the same ``TransportFailure`` classes with the same ``maybe_sent``.
+    An injected transport brings its own pool and TLS settings: ``concurrency`` and ``verify``
+    then do not apply.
     """
 
     def __init__(
@@ -111,10 +119,15 @@ class SiteClient:
             self._headers["Authorization"] = f"Bearer {token}"
         tls: ssl.SSLContext | bool = verify if verify is not None else True
         self._wire: _Wire
-        if transport is None and HAVE_AIOHTTP and not urllib.request.getproxies():
+        if transport is None and HAVE_AIOHTTP and not proxy_configured(base_url):
             self._wire = _AiohttpWire(base_url, timeout, concurrency, tls)
         else:
             self._wire = _HttpxWire(base_url, timeout, concurrency, tls, transport)
+
+    @property
+    def wire(self) -> str:
+        """Which wire runs: ``"aiohttp"`` or ``"httpx"``."""
+        return self._wire.name
 
     async def send(self, message: OutgoingMessage) -> SiteResult:
         headers = {**self._headers, "Idempotency-Key": message.message_id}
@@ -143,7 +156,19 @@ class SiteClient:
         await self._wire.aclose()
 
 
+def proxy_configured(base_url: str) -> bool:
+    """Whether the environment names a proxy httpx would use for the site's scheme: the
+    scheme's own variable (HTTPS_PROXY, HTTP_PROXY) or ALL_PROXY, unless NO_PROXY is "*".
+    NO_PROXY alone, or a proxy for another scheme, changes nothing."""
+    proxies = urllib.request.getproxies()
+    scheme = urllib.parse.urlsplit(base_url).scheme.lower()
+    bypass_all = "*" in (host.strip() for host in proxies.get("no", "").split(","))
+    return bool(proxies.get(scheme) or proxies.get("all")) and not bypass_all
+
+
 class _Wire:
+    name = ""
+
     async def request(
         self, method: str, path: str, content: bytes | None, headers: dict[str, str], cap: int
     ) -> SiteResult:
@@ -155,6 +180,8 @@ class _Wire:
 
 class _HttpxWire(_Wire):
     """httpx: an injected transport (tests, respx), or httpx's own (a proxy is configured)."""
+
+    name = "httpx"
 
     def __init__(
         self,
@@ -188,7 +215,7 @@ class _HttpxWire(_Wire):
                 )
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
             # A refused certificate is a connection error too, named so that it is recognised.
-            error_class = TLS_ERROR if _caused_by_tls(exc) else type(exc).__name__
+            error_class = TLS_ERROR if _caused_by(exc, ssl.SSLError) else type(exc).__name__
             return TransportFailure(error_class, _describe(exc), maybe_sent=False)
         except httpx.TransportError as exc:  # read/write timeouts, resets, protocol errors
             return TransportFailure(type(exc).__name__, _describe(exc), maybe_sent=True)
@@ -222,12 +249,12 @@ async def _read_capped(response: httpx.Response, cap: int) -> tuple[bytes, str |
     return b"".join(chunks)[:cap], None
 
 
-def _caused_by_tls(exc: BaseException) -> bool:
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
     seen: BaseException | None = exc
     for _ in range(10):  # the chain httpx -> httpcore -> ssl is short; a loop is never endless
         if seen is None:
             return False
-        if isinstance(seen, ssl.SSLError):
+        if isinstance(seen, kind):
             return True
         seen = seen.__cause__ or seen.__context__
     return False
@@ -245,14 +272,15 @@ if HAVE_AIOHTTP:
     # classification know), and whether the site may have received the request: the first
     # three happen before anything is sent, everything else may have reached the site.
     _AIOHTTP_ERRORS: tuple[tuple[type[BaseException], str, bool], ...] = (
-        (aiohttp.ConnectionTimeoutError, "ConnectTimeout", False),  # connect, or the pool's wait
+        (aiohttp.ConnectionTimeoutError, "ConnectTimeout", False),  # (a pool wait: PoolTimeout)
         (aiohttp.ClientConnectorError, "ConnectError", False),  # refused, DNS, TLS handshake
         (aiohttp.InvalidURL, "UnsupportedProtocol", False),
         (TimeoutError, "ReadTimeout", True),  # aiohttp.SocketTimeoutError: no answer in time
         (aiohttp.ClientConnectionResetError, "WriteError", True),
         (aiohttp.ServerDisconnectedError, "RemoteProtocolError", True),
         (aiohttp.ClientResponseError, "RemoteProtocolError", True),  # a malformed answer
-        (aiohttp.ClientPayloadError, "ReadError", True),  # the body cut off
+        # the body cut off: by the peer closing early, or by a socket error (see _failure)
+        (aiohttp.ClientPayloadError, "RemoteProtocolError", True),
         (aiohttp.ClientConnectionError, "ReadError", True),  # a reset, another socket error
         (aiohttp.ClientError, "TransportError", True),
     )
@@ -263,8 +291,10 @@ if HAVE_AIOHTTP:
         name, maybe_sent = next(
             (n, sent) for kinds, n, sent in _AIOHTTP_ERRORS if isinstance(exc, kinds)
         )
-        if not maybe_sent and _caused_by_tls(exc):
+        if not maybe_sent and _caused_by(exc, ssl.SSLError):
             name = TLS_ERROR
+        elif isinstance(exc, aiohttp.ClientPayloadError) and _caused_by(exc, OSError):
+            name = "ReadError"  # a reset mid-body: httpx's name for a failed socket read
         return TransportFailure(name, _describe(exc), maybe_sent=maybe_sent)
 
     class _AiohttpWire(_Wire):
@@ -275,6 +305,8 @@ if HAVE_AIOHTTP:
         ``Timeout(timeout)``: the pool's wait and the connect, then each read, each at most
         ``timeout``; a write that stalls is bounded too: no answer within three times the
         timeout is a WriteTimeout."""
+
+        name = "aiohttp"
 
         def __init__(
             self, base_url: str, timeout: float, concurrency: int, tls: ssl.SSLContext | bool
@@ -287,6 +319,10 @@ if HAVE_AIOHTTP:
                 connect=timeout, sock_connect=timeout, sock_read=timeout
             )
             self._session: aiohttp.ClientSession | None = None  # made in the running loop
+            # Held from before the request until its connection is released: the connector
+            # (limit=concurrency too) never queues, and a wait for a free connection is told
+            # apart from a slow connect (aiohttp's connect timeout covers both).
+            self._slots = asyncio.Semaphore(concurrency)
             self._urls: dict[str, Any] = {}
 
         def _url(self, path: str) -> Any:
@@ -298,12 +334,33 @@ if HAVE_AIOHTTP:
         def _open(self) -> aiohttp.ClientSession:
             if self._session is None:
                 connector = aiohttp.TCPConnector(limit=self._limit, ssl=self._tls)
+                # aiohttp makes each connection's protocol with this (private) factory
+                loop = asyncio.get_running_loop()
+                connector._factory = functools.partial(_hanging_up, loop=loop)
                 self._session = aiohttp.ClientSession(
                     connector=connector, cookie_jar=aiohttp.DummyCookieJar()
                 )
             return self._session
 
         async def request(
+            self, method: str, path: str, content: bytes | None, headers: dict[str, str], cap: int
+        ) -> SiteResult:
+            if self._slots.locked():  # all connections busy: wait for one, as httpx's pool does
+                try:
+                    async with asyncio.timeout(self._timeout):
+                        await self._slots.acquire()
+                except TimeoutError:
+                    return TransportFailure(
+                        "PoolTimeout", "no free connection in time", maybe_sent=False
+                    )
+            else:
+                await self._slots.acquire()  # free: returns at once
+            try:
+                return await self._request(method, path, content, headers, cap)
+            finally:
+                self._slots.release()
+
+        async def _request(
             self, method: str, path: str, content: bytes | None, headers: dict[str, str], cap: int
         ) -> SiteResult:
             session = self._open()
@@ -336,6 +393,22 @@ if HAVE_AIOHTTP:
         async def aclose(self) -> None:
             if self._session is not None:
                 await self._session.close()
+
+    class _HangingUpHandler(ResponseHandler):
+        """aiohttp's connection, closed at once even with bytes still unsent. aiohttp closes a
+        connection whose request failed or was cancelled (a write that stalled: WriteTimeout)
+        with asyncio's ``close()``, which waits to flush the unsent rest first: to a site that
+        stopped reading, forever, and the socket stays open. ``abort()`` drops it (as httpx
+        does)."""
+
+        def close(self) -> None:
+            transport = self.transport
+            if transport is not None and transport.get_write_buffer_size():
+                transport.abort()
+            super().close()
+
+    def _hanging_up(loop: asyncio.AbstractEventLoop) -> ResponseHandler:
+        return _HangingUpHandler(loop)
 
     async def _read_capped_aiohttp(
         response: aiohttp.ClientResponse, cap: int
