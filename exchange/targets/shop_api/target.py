@@ -40,6 +40,8 @@ class ShopApiTarget:
 
     async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
         if not self.batching:
+            if len(messages) == 1:  # the usual case: no task of its own
+                return [await self._single(messages[0])]
             return list(await asyncio.gather(*(self._single(m) for m in messages)))
         result = await self.client.send_batch(messages)
         if batch.endpoint_missing(result):
