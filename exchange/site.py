@@ -27,7 +27,7 @@ import ssl
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -60,7 +60,7 @@ class OutgoingMessage:
     created_at: datetime
 
     def body(self) -> bytes:
-        created = self.created_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        created = wire_time(self.created_at)
         head = json.dumps(
             {
                 "message_id": self.message_id,
@@ -73,6 +73,13 @@ class OutgoingMessage:
         # The payload is spliced in as its canonical text so that decimals stay exact.
         tail = f', "payload": {self.payload}, "created_at": "{created}"}}'
         return (head + tail).encode("utf-8")
+
+
+def wire_time(value: datetime) -> str:
+    """ISO 8601 in UTC with a four-digit year, e.g. ``2026-08-23T07:20:00Z``. (strftime's %Y
+    writes year 1 as "1" on Linux, which no site reads as a time.) A naive value is UTC."""
+    t = value.astimezone(UTC) if value.tzinfo is not None else value
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}Z"
 
 
 @dataclass(frozen=True, slots=True)
