@@ -100,6 +100,31 @@ class TransportFailure:
 SiteResult = Response | TransportFailure
 
 
+class _Progress:
+    """How far one request got, for the failure of a request its deadline cut off: before its
+    headers went out nothing can have reached the site; after, the result is unknown."""
+
+    __slots__ = ("answered", "sent")
+
+    def __init__(self, sent: bool = False) -> None:
+        self.sent = sent
+        self.answered = False
+
+    def cut_off(self, timeout: float) -> TransportFailure:
+        if not self.sent:
+            return TransportFailure(
+                "ConnectTimeout",
+                f"no connection to the site within {timeout:g} s (EXCHANGE_HTTP_TIMEOUT)",
+                maybe_sent=False,
+            )
+        what = "the answer's body was not complete" if self.answered else "no answer"
+        return TransportFailure(
+            "ReadTimeout",
+            f"{what} within {timeout:g} s (EXCHANGE_HTTP_TIMEOUT bounds the whole request)",
+            maybe_sent=True,
+        )
+
+
 class SiteClient:
     """The site's API as the service needs it: ``send``, ``send_batch``, ``health``.
 
@@ -183,9 +208,14 @@ class _HttpxWire(_Wire):
         transport: httpx.AsyncBaseTransport | None,
     ) -> None:
         limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        self._timeout = timeout
+        # An injected transport (tests, respx) says nothing of its progress: a request it held
+        # past the deadline may have been sent.
+        self._injected = transport is not None
         self._client = httpx.AsyncClient(
             base_url=base_url,
-            timeout=httpx.Timeout(timeout),
+            # No timeout per phase: one deadline bounds the whole request (see request()).
+            timeout=httpx.Timeout(None),
             limits=limits,
             follow_redirects=False,
             transport=transport,
@@ -196,14 +226,32 @@ class _HttpxWire(_Wire):
     async def request(
         self, method: str, path: str, content: bytes | None, headers: dict[str, str], cap: int
     ) -> SiteResult:
+        progress = _Progress(sent=self._injected)
+
+        async def trace(event: str, info: object) -> None:
+            if "send_request_headers" in event:
+                progress.sent = True
+            elif "receive_response_headers.complete" in event:
+                progress.answered = True
+
         try:
-            async with self._client.stream(
-                method, self._url(path), content=content, headers=headers
-            ) as response:
-                body, body_error = await _read_capped(response, cap)
-                return Response(
-                    response.status_code, body, response.headers.get("Retry-After"), body_error
-                )
+            # The whole exchange, body included, within the timeout: a body trickled a byte
+            # at a time is cut off here, not after one timeout per read.
+            async with asyncio.timeout(self._timeout):
+                async with self._client.stream(
+                    method,
+                    self._url(path),
+                    content=content,
+                    headers=headers,
+                    extensions={"trace": trace},
+                ) as response:
+                    progress.answered = True
+                    body, body_error = await _read_capped(response, cap)
+                    return Response(
+                        response.status_code, body, response.headers.get("Retry-After"), body_error
+                    )
+        except TimeoutError:
+            return progress.cut_off(self._timeout)
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
             # A refused certificate is a connection error too, named so that it is recognised.
             error_class = TLS_ERROR if _caused_by_tls(exc) else type(exc).__name__
@@ -289,10 +337,11 @@ if HAVE_AIOHTTP:
         """aiohttp directly (after httpx-aiohttp's transport, which maps a reset after sending
         or a refused connection to ConnectTimeout, "not sent", and has no write timeout). One
         connection pool of ``concurrency``, the given TLS context, no redirects, no cookies,
-        bodies read up to the cap, errors as ``_AIOHTTP_ERRORS``. Timeouts as httpx's
-        ``Timeout(timeout)``: the pool's wait and the connect, then each read, each at most
-        ``timeout``; a write that stalls is bounded too: no answer within three times the
-        timeout is a WriteTimeout."""
+        bodies read up to the cap, errors as ``_AIOHTTP_ERRORS``. One deadline of ``timeout``
+        bounds the whole request: the pool's wait, the connect, the write, the answer and
+        every byte of its body (a timeout per read let a body trickled a byte at a time take
+        minutes, and a stop wait as long). Cut off before its headers went out, a request was
+        not sent (ConnectTimeout); after, its result is unknown (ReadTimeout)."""
 
         def __init__(
             self, base_url: str, timeout: float, concurrency: int, tls: ssl.SSLContext | bool
@@ -301,8 +350,10 @@ if HAVE_AIOHTTP:
             self._limit = concurrency
             self._tls = httpx.create_ssl_context(verify=tls)
             self._timeout = timeout
+            # No timeout of aiohttp's own (two timers at one deadline race); request()'s
+            # deadline bounds everything.
             self._client_timeout = aiohttp.ClientTimeout(
-                connect=timeout, sock_connect=timeout, sock_read=timeout
+                total=None, connect=None, sock_connect=None, sock_read=None
             )
             self._session: aiohttp.ClientSession | None = None  # made in the running loop
             self._urls: dict[str, Any] = {}
@@ -316,8 +367,12 @@ if HAVE_AIOHTTP:
         def _open(self) -> aiohttp.ClientSession:
             if self._session is None:
                 connector = aiohttp.TCPConnector(limit=self._limit, ssl=self._tls)
+                trace = aiohttp.TraceConfig()
+                trace.on_request_headers_sent.append(_headers_sent)
                 self._session = aiohttp.ClientSession(
-                    connector=connector, cookie_jar=aiohttp.DummyCookieJar()
+                    connector=connector,
+                    cookie_jar=aiohttp.DummyCookieJar(),
+                    trace_configs=[trace],
                 )
             return self._session
 
@@ -325,28 +380,33 @@ if HAVE_AIOHTTP:
             self, method: str, path: str, content: bytes | None, headers: dict[str, str], cap: int
         ) -> SiteResult:
             session = self._open()
-            bound = asyncio.timeout(self._timeout * 3)
+            progress = _Progress()
             try:
-                async with bound:
-                    response = await session.request(
-                        method,
-                        self._url(path),
-                        headers=headers,
-                        # a large body as a file: aiohttp warns that bytes would block the loop
-                        data=io.BytesIO(content) if content and len(content) > _CHUNK else content,
-                        allow_redirects=False,
-                        timeout=self._client_timeout,
-                    )
-            except _AIOHTTP_CAUGHT as exc:
-                if bound.expired():
-                    return TransportFailure(
-                        "WriteTimeout", "no answer: the request could not be sent", maybe_sent=True
-                    )
-                return _failure(exc)
-            try:
-                body, body_error = await _read_capped_aiohttp(response, cap)
-            finally:
-                response.release()  # an unread rest: aiohttp closes the connection
+                async with asyncio.timeout(self._timeout):
+                    try:
+                        response = await session.request(
+                            method,
+                            self._url(path),
+                            headers=headers,
+                            # a large body as a file: aiohttp warns that bytes would block
+                            data=(
+                                io.BytesIO(content)
+                                if content and len(content) > _CHUNK
+                                else content
+                            ),
+                            allow_redirects=False,
+                            timeout=self._client_timeout,
+                            trace_request_ctx=progress,
+                        )
+                    except _AIOHTTP_CAUGHT as exc:
+                        return _failure(exc)
+                    progress.answered = True
+                    try:
+                        body, body_error = await _read_capped_aiohttp(response, cap)
+                    finally:
+                        response.release()  # an unread rest: aiohttp closes the connection
+            except TimeoutError:
+                return progress.cut_off(self._timeout)
             if log.isEnabledFor(logging.DEBUG):  # the line httpx writes for each request
                 log.debug('HTTP Request: %s %s "%s"', method, self._url(path), response.status)
             return Response(response.status, body, response.headers.get("Retry-After"), body_error)
@@ -354,6 +414,13 @@ if HAVE_AIOHTTP:
         async def aclose(self) -> None:
             if self._session is not None:
                 await self._session.close()
+
+    async def _headers_sent(
+        session: aiohttp.ClientSession, context: Any, params: aiohttp.TraceRequestHeadersSentParams
+    ) -> None:
+        progress = context.trace_request_ctx
+        if isinstance(progress, _Progress):
+            progress.sent = True
 
     async def _read_capped_aiohttp(
         response: aiohttp.ClientResponse, cap: int
