@@ -176,11 +176,17 @@ def test_the_worker_records_a_cut_off_request_as_a_retry_with_result_unknown(
     url = sqlite_database(tmp_path)
     engine = make_engine(url)
     stage(engine, [price_row("SKU-1", 1)])
+
     async def one_attempt(w: Any) -> None:
         await w.cycle()
 
     settings = fast_settings(
-        url, trickling.url, http_timeout=TIMEOUT, max_attempts=2, retry_base_delay=60, retry_max_delay=60
+        url,
+        trickling.url,
+        http_timeout=TIMEOUT,
+        max_attempts=2,
+        retry_base_delay=60,
+        retry_max_delay=60,
     )
     worker = bootstrap.worker(settings, engine, rng=random.Random(3))
     started = time.monotonic()
