@@ -122,8 +122,18 @@ def test_waiting_for_a_pooled_connection_past_the_timeout_is_not_sent(
     site: SiteSimulator,
 ) -> None:
     site.faults = Faults(slow_rate=1.0, slow_seconds=2.0)
+    started = time.monotonic()
     first, second = send(site.url, message(1), message(2), timeout=0.5, concurrency=1)
+    took = time.monotonic() - started
     assert isinstance(first, TransportFailure) and isinstance(second, TransportFailure)
-    assert {("ReadTimeout", True), ("ConnectTimeout", False)} == {
-        (r.error_class, r.maybe_sent) for r in (first, second)
-    }
+    # One deadline bounds the pool's wait and the rest: the second request waits for the
+    # first's connection, which its own deadline frees at about the second's deadline. Got
+    # in time, it is sent (a ReadTimeout, maybe sent); else it never was (ConnectTimeout).
+    # Either way both end within the timeout, and a request the site received is never
+    # called "not sent".
+    assert took < 0.5 + 0.75, f"took {took:.2f} s"
+    outcomes = {(r.error_class, r.maybe_sent) for r in (first, second)}
+    assert outcomes <= {("ReadTimeout", True), ("ConnectTimeout", False)}, outcomes
+    received = {effect.message_id for effect in site.effects()}
+    not_sent = {f"m-{n}" for n, r in ((1, first), (2, second)) if not r.maybe_sent}
+    assert not received & not_sent
