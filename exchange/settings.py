@@ -137,8 +137,9 @@ class Settings(BaseSettings):
     http_timeout: float = Field(
         10.0,
         gt=0,
-        description="Seconds one site request may take to connect, send or read before it counts "
-        "as a temporary failure.",
+        description="Seconds one site request may take in all, from waiting for a connection to "
+        "the last byte of the answer's body; a request cut off by it is a temporary failure, "
+        "result unknown once it was sent (the stop of `run` waits no longer for it).",
     )
     gap_timeout: float = Field(
         600.0,

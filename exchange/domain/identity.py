@@ -34,3 +34,11 @@ def message_id(kind: str, aggregate: str, version: int) -> str:
 
 def rejected_id(staging_id: int) -> str:
     return f"rejected-{staging_id}"
+
+
+MAX_VERSION = 2**63 - 1  # an aggregate version is a positive BIGINT (contract 1)
+
+
+def is_version(value: object) -> bool:
+    """A valid aggregate version: an int (not a bool) from 1 to MAX_VERSION."""
+    return type(value) is int and 1 <= value <= MAX_VERSION

@@ -9,22 +9,38 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from exchange.domain.identity import message_id
+from exchange.domain.identity import MAX_VERSION, message_id
 from exchange.domain.policy import Policy
 from exchange.domain.reasons import Reason
 
 MAX_PRICE = Decimal(10) ** 12
 MAX_PRICE_DECIMALS = 4
 SUPPORTED_SCHEMAS = frozenset({"1"})
-_PLAIN_DECIMAL = re.compile(r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?$")
+# Matched whole (``fullmatch``): "$" would let a trailing newline through, and Decimal() itself
+# accepts spaces, "+", "_" and any Unicode digit, none of which is plain notation.
+_PLAIN_DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?", re.ASCII)
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# A version is a BIGINT in every table (contract 1): 1 to 2^63 - 1. A number outside that range,
+# from staging or from the site, is never a version and is never written to the database.
+# Contract 1's limits of the staging table's text columns. A DBA may have widened a column (or
+# 1C created the table itself): the row is then held to the contract here, quarantined with the
+# column and its limit named, instead of failing the insert of its whole intake chunk.
+STAGING_TEXT_LIMITS: dict[str, int] = {
+    "kind": 64,
+    "aggregate": 200,
+    "schema_version": 32,
+    "source_ref": 500,
+}
+# 1C's "empty date" (Дата(1, 1, 1)): what 1C writes into a date it did not fill in. It is no
+# time at all; intake treats it as a missing created_at (the time the row was taken is used).
+EMPTY_1C_DATE = datetime(1, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,8 +184,11 @@ def _check_price(value: Any) -> Decimal:
     if isinstance(value, _ExponentDecimal):
         raise ValueError("must be written without an exponent")
     if isinstance(value, str):
-        if not _PLAIN_DECIMAL.match(value):
-            raise ValueError('must be a plain decimal such as "840.00"')
+        if not _PLAIN_DECIMAL.fullmatch(value):
+            raise ValueError(
+                f'must be a plain decimal such as "840.00" (ASCII digits and at most one point; '
+                f"no spaces, line breaks, '+' or other characters), not {value[:40]!r}"
+            )
         try:
             value = Decimal(value)
         except InvalidOperation:
@@ -182,7 +201,9 @@ def _check_price(value: Any) -> Decimal:
     exponent = amount.as_tuple().exponent
     if isinstance(exponent, int) and exponent < -MAX_PRICE_DECIMALS:
         raise ValueError(f"must have at most {MAX_PRICE_DECIMALS} decimal places")
-    return amount
+    # -0.00 is zero: sent as 0.00 (same scale), so that the site never sees a signed zero and
+    # "-0.00" and "0.00" of one version are the same payload.
+    return amount.copy_abs() if amount.is_zero() else amount
 
 
 def _price_wire(sku: str, price: Decimal, currency: str, price_type: str) -> dict[str, Any]:
@@ -307,11 +328,41 @@ def _encodable(payload: str) -> None:
         ) from None
 
 
+def _check_columns(row: StagingRow) -> None:
+    """The row's columns hold contract 1's types and lengths, whatever the table allows."""
+    for name, limit in STAGING_TEXT_LIMITS.items():
+        value = getattr(row, name)
+        if value is None and name == "source_ref":
+            continue
+        if not isinstance(value, str):
+            raise ContractError(
+                Reason.INVALID_CONTRACT, f"{name} must be text, not {type(value).__name__}"
+            )
+        if len(value) > limit:
+            raise ContractError(
+                Reason.INVALID_CONTRACT,
+                f"{name} is too long: {len(value)} characters, the contract allows at most "
+                f"{limit} (VARCHAR({limit}))",
+            )
+    if not isinstance(row.payload, str):
+        raise ContractError(
+            Reason.INVALID_CONTRACT, f"payload must be text, not {type(row.payload).__name__}"
+        )
+    version = row.aggregate_version
+    if type(version) is not int or version > MAX_VERSION:
+        raise ContractError(
+            Reason.INVALID_CONTRACT,
+            f"aggregate_version {str(version)[:40]} is not a whole number from 1 to 2^63-1 "
+            "(BIGINT)",
+        )
+
+
 def validate(row: StagingRow, kinds: dict[str, Policy]) -> Accepted | Rejected:
     """Decide what one staging row becomes. Never raises for bad data."""
     try:
         if row.defect is not None:
             raise ContractError(Reason.INVALID_CONTRACT, f"unreadable staging row: {row.defect}")
+        _check_columns(row)
         if row.kind not in kinds:
             raise ContractError(Reason.UNKNOWN_KIND, f"kind {row.kind!r} is not configured")
         if not row.aggregate or not row.aggregate.strip() or _CONTROL.search(row.aggregate):

@@ -22,6 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import (
@@ -52,12 +53,19 @@ from exchange.db.engine import is_postgres, transaction
 from exchange.db.rowset import rowset
 from exchange.db.schema import UTCDateTime, aggregates, history, messages, staging
 from exchange.domain.clock import ensure_utc
-from exchange.domain.identity import rejected_id
+from exchange.domain.identity import MAX_VERSION, rejected_id
 from exchange.domain.policy import Policy
 from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
 from exchange.failpoints import failpoint
-from exchange.intake.contracts import Accepted, Rejected, StagingRow, validate
+from exchange.intake.contracts import (
+    EMPTY_1C_DATE,
+    STAGING_TEXT_LIMITS,
+    Accepted,
+    Rejected,
+    StagingRow,
+    validate,
+)
 from exchange.queue.transitions import Change, apply, insert_history
 
 log = logging.getLogger(__name__)
@@ -240,15 +248,34 @@ def _select_rows(
     if lock:  # PostgreSQL: workers taking intake at once share the rows out
         query = query.with_for_update(skip_locked=True)
     if is_postgres(connection):  # the database checked every type and every text on INSERT
-        return [StagingRow(*row) for row in connection.execute(query)]
+        try:
+            return [_pg_row(tuple(row)) for row in connection.execute(query)]
+        except (DBAPIError, ValueError, OverflowError):  # a created_at of 'infinity': no time
+            loose = query.with_only_columns(
+                *list(query.selected_columns)[:-1], cast(staging.c.created_at, Text)
+            )
+            return [_loose_row(tuple(row), raw_time=True) for row in connection.execute(loose)]
     # SQLite stores what it is given: text in the version column, bytes that are not UTF-8, a
     # BLOB, a created_at that is no time. Such a row must become a quarantine record, never
     # fail the chunk (and with it every row after it, every cycle).
     try:
         found = connection.execute(query).all()
-    except (DBAPIError, ValueError):  # undecodable text, an unreadable created_at
+    except (DBAPIError, ValueError, OverflowError):  # undecodable text, unreadable created_at
         return _select_loosely(connection, query)
     return [_loose_row(tuple(row)) for row in found]
+
+
+def _pg_row(values: tuple[Any, ...]) -> StagingRow:
+    row_id, kind, aggregate, version, *rest = values
+    return StagingRow(row_id, kind, aggregate, _whole(version), *rest)
+
+
+def _whole(version: Any) -> Any:
+    """A version read from a column a DBA widened to NUMERIC: the integer it holds, when it
+    holds one (a fraction stays as it is, and the row contract refuses it)."""
+    if isinstance(version, Decimal) and version.is_finite() and version == version.to_integral():
+        return int(version)
+    return version
 
 
 _NO_TIME = datetime(1970, 1, 1, tzinfo=UTC)  # a rejected row whose created_at is unreadable
@@ -286,13 +313,14 @@ def _loose_row(values: tuple[Any, ...], *, raw_time: bool = False) -> StagingRow
                 defects.append(f"{name} is not valid UTF-8 text")
                 value = value.decode("utf-8", errors="replace")
         texts[name] = value
+    version = _whole(version)
     if type(version) is not int:
         defects.append(f"aggregate_version {version!r} is not a whole number")
         version = 0
     if raw_time:
         try:
             created_at = ensure_utc(datetime.fromisoformat(str(created_at)))
-        except ValueError:
+        except (ValueError, OverflowError):  # OverflowError: 0001-01-01 00:00+03:00
             defects.append(f"created_at {created_at!r} is not a time")
             created_at = _NO_TIME
     return StagingRow(
@@ -416,7 +444,7 @@ _FROM_ROW: tuple[tuple[str, Any], ...] = (
 )
 
 
-def _row_values(item: Accepted) -> tuple[Any, ...]:
+def _row_values(item: Accepted, now: datetime) -> tuple[Any, ...]:
     row = item.row
     return (
         item.message_id,
@@ -426,9 +454,17 @@ def _row_values(item: Accepted) -> tuple[Any, ...]:
         row.schema_version,
         item.payload,
         row.source_ref,
-        row.created_at,
+        _created_at(row, now),
         row.id,
     )
+
+
+def _created_at(row: StagingRow, now: datetime) -> datetime:
+    """1C's empty date (or a NULL, where a DBA made the column nullable) is a created_at 1C
+    did not fill in: the time the row was taken stands in for it, as the column's DEFAULT now
+    would have; never year 1 on the wire or in the age of the oldest message."""
+    created = row.created_at
+    return created if isinstance(created, datetime) and created != EMPTY_1C_DATE else now
 
 
 def _insert_messages(connection: Connection, items: list[Accepted], now: datetime) -> set[str]:
@@ -440,7 +476,7 @@ def _insert_messages(connection: Connection, items: list[Accepted], now: datetim
     if not items:
         return set()
     postgres = is_postgres(connection)
-    source, params = _source(connection, items)
+    source, params = _source(connection, items, now)
     connection.execute(
         _insert(connection, aggregates)
         .from_select(
@@ -505,11 +541,13 @@ def _insert_messages(connection: Connection, items: list[Accepted], now: datetim
     )
 
 
-def _source(connection: Connection, items: list[Accepted]) -> tuple[Any, dict[str, Any]]:
+def _source(
+    connection: Connection, items: list[Accepted], now: datetime
+) -> tuple[Any, dict[str, Any]]:
     """The rows as a table in the database, from one JSON parameter (``db.rowset``): the
     database parses one text parameter in C; a parameter per value costs the driver far more
     (escaping, adapting, parsing statements of thousands of placeholders)."""
-    return rowset(connection, "rows", _FROM_ROW, (_row_values(item) for item in items))
+    return rowset(connection, "rows", _FROM_ROW, (_row_values(item, now) for item in items))
 
 
 def _taken_history(source: Any, now: datetime) -> Any:
@@ -527,6 +565,23 @@ def _taken_history(source: Any, now: datetime) -> Any:
     )
 
 
+def _held_to_columns(row: StagingRow) -> dict[str, Any]:
+    """A rejected row's fields as the messages table holds them: a text cut to its column's
+    length, a version outside BIGINT as 0 (the staging row keeps the original, and the
+    quarantine record says what was wrong), so one row can never fail its chunk's insert."""
+    fields: dict[str, Any] = {}
+    for name, limit in STAGING_TEXT_LIMITS.items():
+        value = getattr(row, name)
+        if value is None and name == "source_ref":
+            fields[name] = None
+        else:
+            fields[name] = ("" if value is None else str(value))[:limit]
+    version = row.aggregate_version
+    in_range = type(version) is int and -MAX_VERSION - 1 <= version <= MAX_VERSION
+    fields["version"] = version if in_range else 0
+    return fields
+
+
 def _insert_rejected(
     connection: Connection, rows: list[tuple[StagingRow, Reason, str]], now: datetime
 ) -> int:
@@ -542,13 +597,9 @@ def _insert_rejected(
             "message_id": rejected_id(row.id),
             "aggregate_id": None,
             "rejected": True,
-            "kind": row.kind,
-            "aggregate": row.aggregate,
-            "version": row.aggregate_version,
-            "schema_version": row.schema_version,
-            "payload": row.payload,
-            "source_ref": row.source_ref,
-            "created_at": row.created_at,
+            **_held_to_columns(row),
+            "payload": row.payload if isinstance(row.payload, str) else "",
+            "created_at": _created_at(row, now),
             "staging_id": row.id,
             "taken_at": now,
             "state": State.QUARANTINED.value,

@@ -21,32 +21,18 @@ from enum import StrEnum
 from pathlib import Path
 
 import httpx
-from sqlalchemy import Engine, inspect
+from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from exchange.db.engine import make_engine, ping, transaction
-from exchange.db.migrate import ensure_current
+from exchange.db.migrate import ensure_current, staging_differences
+from exchange.db.schema import staging
 from exchange.errors import ExchangeError
 from exchange.settings import Settings, safe_url
 from exchange.targets.shop_api.client import TLS_ERROR, Response, SiteClient, SiteResult
 
 STAGING_TABLE = "staging_intents"
-
-# Contract 1: the staging table's columns and whether each may hold NULL. 1C writes to this
-# table from its own side, so a column renamed or made nullable by hand breaks the exchange
-# silently; names and nullability are what 1C relies on.
-STAGING_COLUMNS: dict[str, bool] = {
-    "id": False,
-    "kind": False,
-    "aggregate": False,
-    "aggregate_version": False,
-    "payload": False,
-    "schema_version": False,
-    "source_ref": True,
-    "created_at": False,
-    "taken_at": True,
-}
 
 # A database behind a firewall that drops packets would otherwise hang the check for minutes.
 PG_CONNECT_TIMEOUT_S = 10
@@ -144,25 +130,20 @@ def check_migrated(engine: Engine, label: str = "database") -> CheckResult:
 
 
 def check_staging_table(engine: Engine) -> CheckResult:
+    """Contract 1's columns: names, types and lengths, NULL/NOT NULL, the defaults 1C relies
+    on. 1C writes to this table from its own side, so a column a DBA widened (TEXT for
+    VARCHAR(200)) or made nullable breaks the exchange silently; each difference is named."""
     what = f"staging table {STAGING_TABLE}"
     try:
         with transaction(engine, read_only=True) as connection:
-            inspector = inspect(connection)
-            if not inspector.has_table(STAGING_TABLE):
-                return fail(what, "missing: run `exchange migrate`")
-            found = {c["name"]: bool(c["nullable"]) for c in inspector.get_columns(STAGING_TABLE)}
+            problems = staging_differences(connection)
     except (ExchangeError, SQLAlchemyError) as exc:
         return fail(what, f"cannot be inspected: {exc}")
-    problems = [f"column {name} is missing" for name in STAGING_COLUMNS if name not in found]
-    problems += [
-        f"column {name} is {'NULL' if found[name] else 'NOT NULL'}, the contract says "
-        f"{'NULL' if nullable else 'NOT NULL'}"
-        for name, nullable in STAGING_COLUMNS.items()
-        if name in found and found[name] != nullable
-    ]
+    if problems is None:
+        return fail(what, "missing: run `exchange migrate`")
     if problems:
         return fail(what, "; ".join(problems))
-    return ok(what, f"{len(STAGING_COLUMNS)} columns as in the contract")
+    return ok(what, f"{len(staging.columns)} columns with the contract's types and lengths")
 
 
 # -- the site ---------------------------------------------------------------------------------

@@ -36,28 +36,44 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_aggregates")),
         sa.UniqueConstraint("kind", "aggregate", name=op.f("uq_aggregates_kind_aggregate")),
     )
-    op.create_table(
-        "staging_intents",
-        sa.Column(
-            "id",
-            sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
-            sa.Identity(always=True),
-            nullable=False,
-        ),
-        sa.Column("kind", sa.String(length=64), nullable=False),
-        sa.Column("aggregate", sa.String(length=200), nullable=False),
-        sa.Column("aggregate_version", sa.BigInteger(), nullable=False),
-        sa.Column("payload", sa.Text(), nullable=False),
-        sa.Column("schema_version", sa.String(length=32), server_default="1", nullable=False),
-        sa.Column("source_ref", sa.String(length=500), nullable=True),
-        sa.Column("created_at", sa.DateTime(), server_default=utcnow(), nullable=False),
-        sa.Column("taken_at", sa.DateTime(), nullable=True),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_staging_intents")),
-        sqlite_autoincrement=True,
-    )
-    with op.batch_alter_table("staging_intents", schema=None) as batch_op:
-        batch_op.create_index(
+    # 1C (or a DBA) may have created staging_intents before the first migrate; exchange.db.
+    # migrate refuses one that differs from the contract, so a table here is adopted as it is
+    # (with its rows), and only the intake index is added when it lacks it.
+    inspector = sa.inspect(op.get_bind())
+    if not inspector.has_table("staging_intents"):
+        op.create_table(
+            "staging_intents",
+            sa.Column(
+                "id",
+                sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+                sa.Identity(always=True),
+                nullable=False,
+            ),
+            sa.Column("kind", sa.String(length=64), nullable=False),
+            sa.Column("aggregate", sa.String(length=200), nullable=False),
+            sa.Column("aggregate_version", sa.BigInteger(), nullable=False),
+            sa.Column("payload", sa.Text(), nullable=False),
+            sa.Column("schema_version", sa.String(length=32), server_default="1", nullable=False),
+            sa.Column("source_ref", sa.String(length=500), nullable=True),
+            sa.Column("created_at", sa.DateTime(), server_default=utcnow(), nullable=False),
+            sa.Column("taken_at", sa.DateTime(), nullable=True),
+            sa.PrimaryKeyConstraint("id", name=op.f("pk_staging_intents")),
+            sqlite_autoincrement=True,
+        )
+        with op.batch_alter_table("staging_intents", schema=None) as batch_op:
+            batch_op.create_index(
+                "ix_staging_intents_untaken",
+                ["id"],
+                unique=False,
+                sqlite_where=sa.text("taken_at IS NULL"),
+                postgresql_where=sa.text("taken_at IS NULL"),
+            )
+    elif "ix_staging_intents_untaken" not in {
+        index["name"] for index in inspector.get_indexes("staging_intents")
+    }:
+        op.create_index(
             "ix_staging_intents_untaken",
+            "staging_intents",
             ["id"],
             unique=False,
             sqlite_where=sa.text("taken_at IS NULL"),

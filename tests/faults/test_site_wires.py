@@ -237,9 +237,17 @@ def test_waiting_for_a_pooled_connection_past_the_timeout_is_a_pool_timeout_not_
     wire: str, site: SiteSimulator
 ) -> None:
     site.faults = Faults(slow_rate=1.0, slow_seconds=2.0)
+    started = time.monotonic()
     first, second = send(wire, site.url, message(1), message(2), timeout=0.5, concurrency=1)
-    assert {("ReadTimeout", True), ("PoolTimeout", False)} == {failure(first), failure(second)}
-    assert 1 == len(site.received()), "the one that waited for the pool was sent after all"
+    assert time.monotonic() - started < 2.0, "each request ends within its one deadline"
+    assert ("ReadTimeout", True) == failure(first)
+    # One deadline bounds the whole request, the pool's wait included. The second waited for
+    # the pool; the connection the first frees at its own deadline may reach the second just
+    # before the second's: it is then sent, and said to be. What the site received decides.
+    if 1 == len(site.received()):
+        assert ("PoolTimeout", False) == failure(second), "it waited for the pool: not sent"
+    else:
+        assert ("ReadTimeout", True) == failure(second), "the site received it: maybe sent"
 
 
 def test_a_site_that_never_reads_the_request_is_a_write_timeout_and_is_hung_up_on(

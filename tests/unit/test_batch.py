@@ -25,13 +25,7 @@ from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.shop_api.answers import classify
 from exchange.targets.shop_api.batch import chunks, endpoint_missing, split
-from exchange.targets.shop_api.client import (
-    BATCH_PATH,
-    BODY_CAP,
-    Response,
-    SiteClient,
-    body,
-)
+from exchange.targets.shop_api.client import BATCH_PATH, BODY_CAP, Response, SiteClient, body
 
 BASE = "https://shop.example.com"
 TOKEN = "tok-5b-7e21"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 
+from exchange.domain.identity import is_version
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.shop_api.client import Response, TransportFailure
 
@@ -75,6 +76,17 @@ def _classify_conflict(result: Response, version: int) -> Classification:
         and isinstance(current, int)
         and not isinstance(current, bool)
     ):
+        if not is_version(current):
+            # 2^63 and beyond, 0, -1: no version any table holds. Recording it would fail the
+            # whole batch's transaction (PostgreSQL) or store a float (SQLite), and it cannot
+            # be compared with ours: an answer the service does not understand. (A version
+            # that is no integer at all, "185" or null, is "any other 409", as before.)
+            return Classification(
+                Verdict.UNKNOWN,
+                f"HTTP 409 stale, but current_version {str(current)[:40]} is not a version "
+                "(1 to 2^63-1)",
+                http_status=409,
+            )
         if current == version:
             return Classification(
                 Verdict.DELIVERED,

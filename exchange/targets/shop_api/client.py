@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import io
 import json
 import logging
 import ssl
@@ -32,6 +31,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -57,7 +57,7 @@ TLS_ERROR = "TLSError"  # error_class of a failed TLS handshake (e.g. an untrust
 
 def body(message: OutgoingMessage) -> bytes:
     """The contract's request body (section 5) for one message, nothing more."""
-    created = message.created_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    created = wire_time(message.created_at)
     head = json.dumps(
         {
             "message_id": message.message_id,
@@ -70,6 +70,13 @@ def body(message: OutgoingMessage) -> bytes:
     # The payload is spliced in as its canonical text so that decimals stay exact.
     tail = f', "payload": {message.payload}, "created_at": "{created}"}}'
     return (head + tail).encode("utf-8")
+
+
+def wire_time(value: datetime) -> str:
+    """ISO 8601 in UTC with a four-digit year, e.g. ``2026-08-23T07:20:00Z``. (strftime's %Y
+    writes year 1 as "1" on Linux, which no site reads as a time.) A naive value is UTC."""
+    t = value.astimezone(UTC) if value.tzinfo is not None else value
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}Z"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +95,47 @@ class TransportFailure:
 
 
 SiteResult = Response | TransportFailure
+
+
+class _Progress:
+    """How far one request got, for the failure of a request its deadline cut off: waiting for
+    a free connection or before its headers went out, nothing can have reached the site;
+    after, the result is unknown (a write still going: WriteTimeout; else ReadTimeout)."""
+
+    __slots__ = ("answered", "queued", "sent", "written")
+
+    def __init__(self, sent: bool = False) -> None:
+        self.queued = False
+        self.sent = sent
+        self.written = True  # False while a streamed body is still going out
+        self.answered = False
+
+    def cut_off(self, timeout: float) -> TransportFailure:
+        if self.queued:
+            return TransportFailure(
+                "PoolTimeout",
+                f"no free connection within {timeout:g} s (EXCHANGE_HTTP_TIMEOUT)",
+                maybe_sent=False,
+            )
+        if not self.sent:
+            return TransportFailure(
+                "ConnectTimeout",
+                f"no connection to the site within {timeout:g} s (EXCHANGE_HTTP_TIMEOUT)",
+                maybe_sent=False,
+            )
+        if not self.written:
+            return TransportFailure(
+                "WriteTimeout",
+                f"the request could not be sent whole within {timeout:g} s "
+                "(EXCHANGE_HTTP_TIMEOUT): the site stopped reading it",
+                maybe_sent=True,
+            )
+        what = "the answer's body was not complete" if self.answered else "no answer"
+        return TransportFailure(
+            "ReadTimeout",
+            f"{what} within {timeout:g} s (EXCHANGE_HTTP_TIMEOUT bounds the whole request)",
+            maybe_sent=True,
+        )
 
 
 class SiteClient:
@@ -192,9 +240,14 @@ class _HttpxWire(_Wire):
         transport: httpx.AsyncBaseTransport | None,
     ) -> None:
         limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        self._timeout = timeout
+        # An injected transport (tests, respx) says nothing of its progress: a request it held
+        # past the deadline may have been sent.
+        self._injected = transport is not None
         self._client = httpx.AsyncClient(
             base_url=base_url,
-            timeout=httpx.Timeout(timeout),
+            # No timeout per phase: one deadline bounds the whole request (see request()).
+            timeout=httpx.Timeout(None),
             limits=limits,
             follow_redirects=False,
             transport=transport,
@@ -205,14 +258,40 @@ class _HttpxWire(_Wire):
     async def request(
         self, method: str, path: str, content: bytes | None, headers: dict[str, str], cap: int
     ) -> SiteResult:
+        progress = _Progress(sent=self._injected)
+        # httpcore traces nothing while a request waits for a free connection in its pool: a
+        # request cut off before its first trace event was waiting for one (PoolTimeout).
+        progress.queued = not self._injected
+
+        async def trace(event: str, info: object) -> None:
+            progress.queued = False
+            if "send_request_body.started" in event:
+                progress.written = False
+            elif "send_request_body.complete" in event:
+                progress.written = True
+            if "send_request_headers" in event:
+                progress.sent = True
+            elif "receive_response_headers.complete" in event:
+                progress.answered = True
+
         try:
-            async with self._client.stream(
-                method, self._url(path), content=content, headers=headers
-            ) as response:
-                body, body_error = await _read_capped(response, cap)
-                return Response(
-                    response.status_code, body, response.headers.get("Retry-After"), body_error
-                )
+            # The whole exchange, body included, within the timeout: a body trickled a byte
+            # at a time is cut off here, not after one timeout per read.
+            async with asyncio.timeout(self._timeout):
+                async with self._client.stream(
+                    method,
+                    self._url(path),
+                    content=content,
+                    headers=headers,
+                    extensions={"trace": trace},
+                ) as response:
+                    progress.answered = True
+                    body, body_error = await _read_capped(response, cap)
+                    return Response(
+                        response.status_code, body, response.headers.get("Retry-After"), body_error
+                    )
+        except TimeoutError:
+            return progress.cut_off(self._timeout)
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
             # A refused certificate is a connection error too, named so that it is recognised.
             error_class = TLS_ERROR if _caused_by(exc, ssl.SSLError) else type(exc).__name__
@@ -301,10 +380,13 @@ if HAVE_AIOHTTP:
         """aiohttp directly (after httpx-aiohttp's transport, which maps a reset after sending
         or a refused connection to ConnectTimeout, "not sent", and has no write timeout). One
         connection pool of ``concurrency``, the given TLS context, no redirects, no cookies,
-        bodies read up to the cap, errors as ``_AIOHTTP_ERRORS``. Timeouts as httpx's
-        ``Timeout(timeout)``: the pool's wait and the connect, then each read, each at most
-        ``timeout``; a write that stalls is bounded too: no answer within three times the
-        timeout is a WriteTimeout."""
+        bodies read up to the cap, errors as ``_AIOHTTP_ERRORS``. One deadline of ``timeout``
+        bounds the whole request: the pool's wait, the connect, the write, the answer and
+        every byte of its body (a timeout per read let a body trickled a byte at a time take
+        minutes, and a stop wait as long). Cut off waiting for a free connection (PoolTimeout)
+        or before its headers went out (ConnectTimeout), a request was not sent; after, its
+        result is unknown (WriteTimeout while its body was still going out, else
+        ReadTimeout). A connection cut off with bytes unsent is dropped, not flushed."""
 
         name = "aiohttp"
 
@@ -315,14 +397,13 @@ if HAVE_AIOHTTP:
             self._limit = concurrency
             self._tls = httpx.create_ssl_context(verify=tls)
             self._timeout = timeout
+            # No timeout of aiohttp's own (two timers at one deadline race); request()'s
+            # deadline bounds everything.
             self._client_timeout = aiohttp.ClientTimeout(
-                connect=timeout, sock_connect=timeout, sock_read=timeout
+                total=None, connect=None, sock_connect=None, sock_read=None
             )
             self._session: aiohttp.ClientSession | None = None  # made in the running loop
-            # Held from before the request until its connection is released: the connector
-            # (limit=concurrency too) never queues, and a wait for a free connection is told
-            # apart from a slow connect (aiohttp's connect timeout covers both).
-            self._slots = asyncio.Semaphore(concurrency)
+            self._slots = asyncio.Semaphore(concurrency)  # see request()
             self._urls: dict[str, Any] = {}
 
         def _url(self, path: str) -> Any:
@@ -337,55 +418,50 @@ if HAVE_AIOHTTP:
                 # aiohttp makes each connection's protocol with this (private) factory
                 loop = asyncio.get_running_loop()
                 connector._factory = functools.partial(_hanging_up, loop=loop)
+                trace = aiohttp.TraceConfig()
+                trace.on_request_headers_sent.append(_headers_sent)
                 self._session = aiohttp.ClientSession(
-                    connector=connector, cookie_jar=aiohttp.DummyCookieJar()
+                    connector=connector,
+                    cookie_jar=aiohttp.DummyCookieJar(),
+                    trace_configs=[trace],
                 )
             return self._session
 
         async def request(
             self, method: str, path: str, content: bytes | None, headers: dict[str, str], cap: int
         ) -> SiteResult:
-            if self._slots.locked():  # all connections busy: wait for one, as httpx's pool does
-                try:
-                    async with asyncio.timeout(self._timeout):
-                        await self._slots.acquire()
-                except TimeoutError:
-                    return TransportFailure(
-                        "PoolTimeout", "no free connection in time", maybe_sent=False
-                    )
-            else:
-                await self._slots.acquire()  # free: returns at once
-            try:
-                return await self._request(method, path, content, headers, cap)
-            finally:
-                self._slots.release()
-
-        async def _request(
-            self, method: str, path: str, content: bytes | None, headers: dict[str, str], cap: int
-        ) -> SiteResult:
             session = self._open()
-            bound = asyncio.timeout(self._timeout * 3)
+            progress = _Progress()
             try:
-                async with bound:
-                    response = await session.request(
-                        method,
-                        self._url(path),
-                        headers=headers,
-                        # a large body as a file: aiohttp warns that bytes would block the loop
-                        data=io.BytesIO(content) if content and len(content) > _CHUNK else content,
-                        allow_redirects=False,
-                        timeout=self._client_timeout,
-                    )
-            except _AIOHTTP_CAUGHT as exc:
-                if bound.expired():
-                    return TransportFailure(
-                        "WriteTimeout", "no answer: the request could not be sent", maybe_sent=True
-                    )
-                return _failure(exc)
-            try:
-                body, body_error = await _read_capped_aiohttp(response, cap)
-            finally:
-                response.release()  # an unread rest: aiohttp closes the connection
+                async with asyncio.timeout(self._timeout):
+                    # A slot is held from before the request until its connection is released:
+                    # the connector (limit=concurrency too) never queues, so a wait for a free
+                    # connection is told apart from a slow connect, as httpx's pool tells it.
+                    progress.queued = self._slots.locked()
+                    await self._slots.acquire()
+                    progress.queued = False
+                    try:
+                        try:
+                            response = await session.request(
+                                method,
+                                self._url(path),
+                                headers=headers,
+                                data=_body(content, progress),
+                                allow_redirects=False,
+                                timeout=self._client_timeout,
+                                trace_request_ctx=progress,
+                            )
+                        except _AIOHTTP_CAUGHT as exc:
+                            return _failure(exc)
+                        progress.answered = True
+                        try:
+                            body, body_error = await _read_capped_aiohttp(response, cap)
+                        finally:
+                            response.release()  # an unread rest: aiohttp closes the connection
+                    finally:
+                        self._slots.release()
+            except TimeoutError:
+                return progress.cut_off(self._timeout)
             if log.isEnabledFor(logging.DEBUG):  # the line httpx writes for each request
                 log.debug('HTTP Request: %s %s "%s"', method, self._url(path), response.status)
             return Response(response.status, body, response.headers.get("Retry-After"), body_error)
@@ -409,6 +485,29 @@ if HAVE_AIOHTTP:
 
     def _hanging_up(loop: asyncio.AbstractEventLoop) -> ResponseHandler:
         return _HangingUpHandler(loop)
+
+    def _body(content: bytes | None, progress: _Progress) -> Any:
+        """The request body as aiohttp takes it. A small one goes out with the headers; a large
+        one is streamed (bytes would block the loop, aiohttp warns) and marks the request
+        written once its last chunk is handed to the socket, so that a site that stops
+        reading is told apart (WriteTimeout) from one that does not answer (ReadTimeout)."""
+        if not content or len(content) <= _CHUNK:
+            return content
+        progress.written = False
+
+        async def chunks() -> Any:
+            for start in range(0, len(content), _CHUNK):
+                yield content[start : start + _CHUNK]
+            progress.written = True
+
+        return aiohttp.payload.AsyncIterablePayload(chunks(), content_type=None)
+
+    async def _headers_sent(
+        session: aiohttp.ClientSession, context: Any, params: aiohttp.TraceRequestHeadersSentParams
+    ) -> None:
+        progress = context.trace_request_ctx
+        if isinstance(progress, _Progress):
+            progress.sent = True
 
     async def _read_capped_aiohttp(
         response: aiohttp.ClientResponse, cap: int
