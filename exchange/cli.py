@@ -64,7 +64,8 @@ def _guard() -> Iterator[None]:
     try:
         yield
     except ExchangeError as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False)
+        # The log's filter hides the configuration's secrets; an error is masked the same way.
+        err.print(f"error: {logs.redact(str(exc))}", markup=False, highlight=False)
         raise typer.Exit(2) from None
 
 
@@ -143,7 +144,9 @@ def migrate(ctx: typer.Context) -> None:
         if settings.staging_url and settings.staging_url != settings.database_url:
             upgrade(make_engine(settings.staging_url))
         out.print(
-            f"migrated {safe_url(settings.database_url)} to revision {current_revision(engine)}",
+            logs.redact(
+                f"migrated {safe_url(settings.database_url)} to revision {current_revision(engine)}"
+            ),
             markup=False,
         )
 
@@ -533,15 +536,9 @@ def check(ctx: typer.Context) -> None:
         raise typer.Exit(2) from None
     source = ctx.obj or (Path(p) if (p := os.environ.get("EXCHANGE_CONFIG")) else None)
     results = run_checks(settings, source)
-    try:
-        token = settings.token()
-    except ExchangeError:
-        token = None
     for result in results:
-        line = result.line()
-        if token:  # no check puts it in a reason; this makes sure none ever can
-            line = line.replace(token, "***")
-        out.print(line, markup=False, highlight=False)
+        # No check puts a secret in a reason; this makes sure none ever can, in any quoting.
+        out.print(logs.redact(result.line()), markup=False, highlight=False)
     raise typer.Exit(0 if all(r.status is not Status.FAIL for r in results) else 1)
 
 
@@ -567,7 +564,7 @@ def config_command(
         return
     with _guard():
         settings = _settings(ctx)
-    sys.stdout.write(config_doc.effective_text(settings))
+    sys.stdout.write(logs.redact(config_doc.effective_text(settings)))
 
 
 def _os_user() -> str:
