@@ -16,6 +16,7 @@ import os
 import re
 import socket
 import ssl
+import tomllib
 from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
@@ -484,7 +485,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
+        return (init_settings, env_settings, _TomlWithoutBom(settings_cls))
 
     @field_validator("database_url", "staging_url")
     @classmethod
@@ -642,6 +643,16 @@ class Settings(BaseSettings):
 
     def kinds_with(self, policy: Policy) -> list[str]:
         return sorted(kind for kind, p in self.kinds.items() if p is policy)
+
+
+class _TomlWithoutBom(TomlConfigSettingsSource):
+    """The TOML file, read as UTF-8 with a byte order mark dropped: Notepad on Windows writes
+    one, and tomllib refuses it ("Invalid statement at line 1, column 1")."""
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        with file_path.open(mode="rb") as toml_file:
+            data = toml_file.read()
+        return tomllib.loads(data.decode("utf-8-sig"))
 
 
 def is_loopback(host: str | None) -> bool:

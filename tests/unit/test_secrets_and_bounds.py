@@ -372,3 +372,10 @@ def test_the_default_worker_id_fits_the_column(monkeypatch: pytest.MonkeyPatch) 
     worker_id = load_settings().worker_id
     assert 0 < len(worker_id) <= WORKER_ID_MAX
     assert worker_id.endswith(str(os.getpid()))
+
+
+def test_a_configuration_file_saved_by_notepad_with_a_bom_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "exchange.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + f'site_token = "{TOKEN}"\r\nbatch_size = 7\r\n'.encode())
+    settings = load_settings(path)
+    assert (TOKEN, 7) == (settings.token(), settings.batch_size)
