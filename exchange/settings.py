@@ -365,7 +365,8 @@ class Settings(BaseSettings):
     )
     report_mask_fields: list[str] = Field(
         default_factory=list,
-        description="Payload fields shown as *** in reports, at any depth (case-insensitive).",
+        description="Payload fields shown as *** in reports, at any depth (case-insensitive); "
+        "each name at most 200 printable characters.",
     )
 
     @field_validator("report_cron")
@@ -438,6 +439,16 @@ class Settings(BaseSettings):
     @classmethod
     def _distinct(cls, value: list[str]) -> list[str]:
         return list(dict.fromkeys(item.strip() for item in value if item.strip()))
+
+    @field_validator("report_mask_fields")
+    @classmethod
+    def _mask_fields(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if len(name) > 200 or not name.isprintable():
+                raise ValueError(
+                    f"field names are at most 200 printable characters ({name[:20]!r}…)"
+                )
+        return value
 
     kinds: dict[str, Policy] = Field(
         default_factory=lambda: dict(DEFAULT_KINDS),

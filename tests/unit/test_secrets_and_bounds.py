@@ -342,6 +342,8 @@ def test_a_gap_timeout_written_as_infinity_in_the_file_is_refused_too(tmp_path: 
         ("EXCHANGE_METRICS_HOST", ""),
         ("EXCHANGE_METRICS_HOST", "127.0.0.1 8080"),
         ("EXCHANGE_KINDS", '{"price\\r": "latest-wins"}'),
+        ("EXCHANGE_REPORT_MASK_FIELDS", '["inn\\u0000"]'),
+        ("EXCHANGE_REPORT_MASK_FIELDS", json.dumps(["x" * 201])),
     ],
 )
 def test_a_count_or_name_beyond_its_bound_is_refused(variable: str, value: str) -> None:
