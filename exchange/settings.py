@@ -198,6 +198,8 @@ def _finite_seconds(value: Any, *, most: float = MAX_SECONDS, unit: str = "secon
         number = float(value) if isinstance(value, str | int | float) else None
     except ValueError:
         return value  # not a number at all: pydantic says so
+    except OverflowError:  # an integer beyond any float
+        number = math.inf
     if number is None or isinstance(value, bool):
         return value
     if math.isnan(number):

@@ -381,3 +381,9 @@ def test_a_configuration_file_saved_by_notepad_with_a_bom_is_read(tmp_path: Path
     path.write_bytes(b"\xef\xbb\xbf" + f'site_token = "{TOKEN}"\r\nbatch_size = 7\r\n'.encode())
     settings = load_settings(path)
     assert (TOKEN, 7) == (settings.token(), settings.batch_size)
+
+
+def test_an_integer_beyond_any_float_is_refused_as_too_long_not_a_crash() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        load_settings(gap_timeout=10**400)
+    assert "EXCHANGE_GAP_TIMEOUT" in str(caught.value) and str(MAX_SECONDS) in str(caught.value)
