@@ -75,6 +75,19 @@ def _settings(ctx: typer.Context, **overrides: Any) -> Settings:
     return settings
 
 
+def _shown(value: Any) -> Any:
+    """Data read back for a person (history, quarantine list) with the configuration's secrets
+    masked in every text: rows recorded before a secret was masked at the source, or a secret
+    1C or the site put into the data, are not shown in clear either."""
+    if isinstance(value, str):
+        return logs.redact(value)
+    if isinstance(value, dict):
+        return {key: _shown(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_shown(inner) for inner in value]
+    return value
+
+
 def _parse_time(value: str | None) -> datetime | None:
     if value is None:
         return None
@@ -225,7 +238,7 @@ def history(ctx: typer.Context, message_id: str, as_json: JsonOpt = False) -> No
         settings = _settings(ctx)
         engine, _ = bootstrap.engines(settings)
         with transaction(engine, read_only=True) as connection:
-            bio = biography(connection, message_id)
+            bio = _shown(biography(connection, message_id))
     if as_json:
         print(json.dumps(bio, ensure_ascii=False))
         return
@@ -274,7 +287,7 @@ def quarantine_list(
         settings = _settings(ctx)
         engine, _ = bootstrap.engines(settings)
         with transaction(engine, read_only=True) as connection:
-            rows = list_quarantined(connection, filters)
+            rows = _shown(list_quarantined(connection, filters))
     if as_json:
         print(json.dumps(rows, ensure_ascii=False))
         return
