@@ -183,9 +183,12 @@ def read_secret_file(path: Path, source: str) -> str:
 
 
 def secret_file_text(data: bytes, source: str) -> str:
-    """A secret file's bytes as text: UTF-8, a byte order mark (Notepad's) dropped; ValueError
-    naming ``source`` otherwise (never the content)."""
+    """A secret file's bytes as text: UTF-8, a byte order mark (Notepad's) dropped, or UTF-16
+    with its byte order mark (Notepad's "Unicode"); ValueError naming ``source`` otherwise
+    (never the content)."""
     try:
+        if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+            return data.decode("utf-16")
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ValueError(f"{source}: the file is not UTF-8 text (save it as UTF-8)") from None
@@ -244,7 +247,8 @@ class Settings(BaseSettings):
     )
     site_token_file: Path | None = Field(
         None,
-        description="A file holding the site token (container or systemd secrets), UTF-8, read "
+        description="A file holding the site token (container or systemd secrets), UTF-8 (or UTF-16 "
+        "with a BOM), read "
         "at start and again when the site refuses the token; wins over site_token. A byte order "
         "mark and surrounding whitespace (the last line break) are stripped, as for site_token.",
     )

@@ -129,6 +129,17 @@ def test_a_file_token_that_cannot_go_into_a_header_is_refused_at_load_without_sh
     assert TOKEN[:5] not in message and TOKEN[5:] not in message
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_a_token_file_saved_as_notepad_unicode_is_read(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, encoding: str
+) -> None:
+    path = tmp_path / "token"
+    bom = {"utf-16-le": b"\xff\xfe", "utf-16-be": b"\xfe\xff"}.get(encoding, b"")
+    path.write_bytes(bom + (TOKEN + "\r\n").encode(encoding))
+    monkeypatch.setenv("EXCHANGE_SITE_TOKEN_FILE", str(path))
+    assert TOKEN == load_settings().token()
+
+
 def test_a_token_file_that_is_not_utf8_is_refused_at_load_without_showing_it(
     tmp_path: Path,
 ) -> None:
