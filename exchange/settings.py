@@ -247,10 +247,10 @@ class Settings(BaseSettings):
     )
     site_token_file: Path | None = Field(
         None,
-        description="A file holding the site token (container or systemd secrets), UTF-8 (or UTF-16 "
-        "with a BOM), read "
-        "at start and again when the site refuses the token; wins over site_token. A byte order "
-        "mark and surrounding whitespace (the last line break) are stripped, as for site_token.",
+        description="A file holding the site token (container or systemd secrets), UTF-8 (or "
+        "UTF-16 with a BOM), read at start and again when the site refuses the token; wins over "
+        "site_token. A byte order mark and surrounding whitespace (the last line break) are "
+        "stripped, as for site_token.",
     )
     site_ca_bundle: Path | None = Field(
         None,
