@@ -20,13 +20,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
-from urllib.parse import quote, quote_plus
 
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
-
-from exchange.errors import ConfigurationError
-from exchange.settings import Settings
+from exchange.settings import Settings, mask_secrets, secret_forms
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 REDACTED = "***"
@@ -101,14 +96,13 @@ class RedactSecrets(logging.Filter):
 
     def __init__(self, secrets: Iterable[str]) -> None:
         super().__init__()
-        # Longest first: a secret that contains another is replaced whole.
-        self.secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+        # Every spelling of every secret (repr, JSON, percent-encoded…), longest first: a
+        # secret that contains another is replaced whole.
+        forms = {form for secret in secrets if secret for form in secret_forms(secret)}
+        self.secrets = sorted(forms, key=lambda f: (-len(f), f))
 
     def redact(self, text: str) -> str:
-        for secret in self.secrets:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
-        return text
+        return mask_secrets(text, self.secrets)
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not self.secrets:
@@ -143,27 +137,19 @@ class RedactSecrets(logging.Filter):
 
 
 def secrets_of(settings: Settings) -> list[str]:
-    """The values that must never reach a log: the site token, the database passwords."""
-    found: list[str] = []
-    if settings.site_token is not None:
-        found.append(settings.site_token.get_secret_value())
-    try:
-        token = settings.token()
-    except ConfigurationError:  # an unreadable token file: `run` reports that itself
-        token = None
-    if token:
-        found.append(token)
-    for url in (settings.database_url, settings.staging_url):
-        if not url:
-            continue
-        try:
-            password = make_url(url).password
-        except ArgumentError:
-            continue
-        if password:
-            # As typed, and as it appears inside a URL.
-            found += [str(password), quote(str(password), safe=""), quote_plus(str(password))]
-    return found
+    """The values that must never reach a log: the site token, the database passwords (in
+    the URL's userinfo or its query). RedactSecrets hides each in every quoting."""
+    return settings.secrets()
+
+
+# The filter of the handler ``configure`` installed last: what the command line masks its own
+# output with (errors, `check`), so that every output of a process hides the same secrets.
+_installed: RedactSecrets | None = None
+
+
+def redact(text: str) -> str:
+    """``text`` with every secret of the configuration in force masked (see RedactSecrets)."""
+    return text if _installed is None else _installed.redact(text)
 
 
 class _Handler(logging.Handler):
@@ -196,7 +182,9 @@ def configure(settings: Settings, *, stream: TextIO | None = None) -> logging.Ha
     handler = _Handler(stream)
     handler.setFormatter(JsonFormatter() if settings.log_format == "json" else _text_formatter())
     handler.addFilter(DriverNoiseOnOneLine())  # first: what it writes is redacted next
-    handler.addFilter(RedactSecrets(secrets_of(settings)))
+    global _installed
+    _installed = RedactSecrets(secrets_of(settings))
+    handler.addFilter(_installed)
     root.addHandler(handler)
     # Neither format shows threads or processes: not collecting them for every record is the
     # optimisation the logging documentation names (one outcome line per message adds up).

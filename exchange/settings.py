@@ -7,14 +7,20 @@ the defaults below.
 
 from __future__ import annotations
 
+import contextlib
+import html
 import ipaddress
+import json
+import math
 import os
 import re
 import socket
 import ssl
+import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 from pydantic import (
     Field,
@@ -43,9 +49,161 @@ DEFAULT_KINDS: dict[str, Policy] = {
 
 SUPPORTED_DIALECTS = ("sqlite", "postgresql")
 
+# Bounds (issue 12 item 7). A duration is added to "now" (a lease's end, a retry's time, a gap's
+# deadline): ten years keeps every such sum far inside what a datetime and the databases hold,
+# and is longer than any wait that means something. Infinity and NaN are refused: "never" is
+# written as the bound itself.
+MAX_SECONDS = 315_360_000  # 10 years of 365 days
+MAX_SECONDS_TEXT = "315360000 (10 years)"
+# Counts that reach SQL as parameters of INTEGER columns stay far below 2**31.
+MAX_ATTEMPTS = 1_000_000
+# The width of every worker column (messages.locked_by, history.worker, workers.worker_id).
+WORKER_ID_MAX = 200
+
 
 def _default_worker_id() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}"
+    return f"{socket.gethostname()}-{os.getpid()}"[-WORKER_ID_MAX:]
+
+
+# -- secrets -----------------------------------------------------------------------------------
+#
+# One mechanism for every output (issue 12 item 4): ``Settings.secrets()`` names the values,
+# ``secret_forms`` spells each as it may be quoted on its way out, ``mask_secrets`` hides them.
+# The logs (exchange.logs), the reports (exchange.report_mask), the site client, the database
+# errors and the command line all go through these.
+
+SECRET_MASK = "***"
+# Names of URL query parameters that carry a secret (libpq's password and sslpassword, and the
+# usual spellings of others): masked wherever a URL is shown.
+_SECRET_QUERY_KEY = re.compile(r"pass|pwd|secret|token|api_?key", re.IGNORECASE)
+BOM = "\ufeff"
+
+
+def secret_forms(secret: str) -> list[str]:
+    """Every spelling under which ``secret`` may appear in a text, longest first: as is, as a
+    Python str or bytes repr shows it, JSON-escaped (ASCII-only or not), percent-encoded (either
+    hex case, with "+" for a space or not), HTML-escaped, and JSON-escaped twice (a repr inside
+    a JSON string). Masking all of them masks the secret in any quoting."""
+    if not secret:
+        return []
+    once = {
+        secret,
+        repr(secret)[1:-1],
+        secret.encode("unicode_escape").decode("ascii"),
+        repr(secret.encode("utf-8"))[2:-1],
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        html.escape(secret),
+        html.escape(secret, quote=False),
+    }
+    for encoded in (quote(secret, safe=""), quote_plus(secret, safe=""), quote(secret)):
+        once |= {encoded, re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), encoded)}
+    # Python's repr escapes a quote only when both kinds are present: both spellings.
+    once |= {form.replace("'", "\\'") for form in list(once)}
+    forms = set(once)
+    for form in once:
+        forms.add(json.dumps(form)[1:-1])
+    return sorted(forms, key=lambda f: (-len(f), f))
+
+
+def mask_secrets(text: str, forms: Iterable[str]) -> str:
+    """``text`` with every form (from ``secret_forms``, longest first) replaced by ``***``."""
+    for form in forms:
+        if form in text:
+            text = text.replace(form, SECRET_MASK)
+    return text
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The secrets a database URL carries: the password of its userinfo and the values of its
+    secret query parameters (``?password=…``, ``sslpassword=…``)."""
+    if not url:
+        return []
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return []
+    found = [str(parsed.password)] if parsed.password else []
+    for key, value in parsed.query.items():
+        if _SECRET_QUERY_KEY.search(key):
+            found += [value] if isinstance(value, str) else list(value)
+    return [secret for secret in found if secret]
+
+
+def clean_token(raw: str, source: str = "") -> str | None:
+    """The token as it goes into the Authorization header, or ValueError with one line that
+    never holds the token.
+
+    Surrounding whitespace (a trailing CR/LF of a file or an env file written on Windows, a
+    space pasted along) and a byte order mark (a file saved by Notepad) are stripped: they are
+    never part of a token, and that is what a person who wrote the file means. What remains
+    must be visible ASCII: a control character, a space or a non-ASCII character inside it
+    cannot travel in an HTTP header, and is refused here instead of failing every request."""
+    token = raw.strip().strip(BOM).strip()
+    if not token:
+        return None
+    where = f"{source}: " if source else ""
+    if token[:7].lower() == "bearer ":
+        raise ValueError(f"{where}write the token alone, without 'Bearer ' (the service adds it)")
+    for position, char in enumerate(token, start=1):
+        if "!" <= char <= "~":
+            continue
+        what = (
+            "a space"
+            if char == " "
+            else "a control character"
+            if char < " " or char == "\x7f"
+            else "a non-ASCII character"
+        )
+        raise ValueError(
+            f"{where}character {position} of {len(token)} of the token is {what}; a token "
+            "goes into an HTTP header and may hold only visible ASCII characters: copy it "
+            "again from the site"
+        )
+    return token
+
+
+def read_secret_file(path: Path, source: str) -> str:
+    """A secret file's text, or ConfigurationError when it cannot be read."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigurationError(f"{source} cannot be read: {exc.strerror}") from None
+    return secret_file_text(data, source)
+
+
+def secret_file_text(data: bytes, source: str) -> str:
+    """A secret file's bytes as text: UTF-8, a byte order mark (Notepad's) dropped, or UTF-16
+    with its byte order mark (Notepad's "Unicode"); ValueError naming ``source`` otherwise
+    (never the content)."""
+    try:
+        if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+            return data.decode("utf-16")
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError(f"{source}: the file is not UTF-8 text (save it as UTF-8)") from None
+
+
+def _finite_seconds(value: Any, *, most: float = MAX_SECONDS, unit: str = "seconds") -> Any:
+    """Before pydantic's own checks: infinity, NaN and values past the bound are refused with a
+    message that says what to write instead."""
+    try:
+        number = float(value) if isinstance(value, str | int | float) else None
+    except ValueError:
+        return value  # not a number at all: pydantic says so
+    except OverflowError:  # an integer beyond any float
+        number = math.inf
+    if number is None or isinstance(value, bool):
+        return value
+    if math.isnan(number):
+        raise ValueError(f"must be a number of {unit}, not NaN")
+    if math.isinf(number) or number > most:
+        bound = MAX_SECONDS_TEXT if most == MAX_SECONDS else f"{most:.15g}"
+        raise ValueError(
+            f"must be a finite number of {unit} greater than 0 and at most {bound}; for "
+            f"(practically) never, write {most:.15g}"
+        )
+    return value
 
 
 class Settings(BaseSettings):
@@ -68,17 +226,21 @@ class Settings(BaseSettings):
     )
     site_url: str | None = Field(
         None,
-        description="Base URL of the site API, e.g. https://shop.example.com; required by run.",
+        description="Base URL of the site API, e.g. https://shop.example.com; required by run. "
+        "No user:password@ (the site is authenticated by the token), no ?query or #fragment.",
     )
     site_token: SecretStr | None = Field(
         None,
-        description="Bearer token sent to the site API (Authorization header). Never logged, "
-        "exported or printed.",
+        description="Bearer token sent to the site API (Authorization header). Surrounding "
+        "whitespace (a trailing CR/LF) and a byte order mark are stripped; what remains must be "
+        "visible ASCII, else the service refuses to start. Never logged, exported or printed.",
     )
     site_token_file: Path | None = Field(
         None,
-        description="A file holding the site token (container or systemd secrets), read at "
-        "start; wins over site_token.",
+        description="A file holding the site token (container or systemd secrets), UTF-8 (or "
+        "UTF-16 with a BOM), read at start and again when the site refuses the token; wins over "
+        "site_token. A byte order mark and surrounding whitespace (the last line break) are "
+        "stripped, as for site_token.",
     )
     site_ca_bundle: Path | None = Field(
         None,
@@ -95,10 +257,14 @@ class Settings(BaseSettings):
     worker_id: str = Field(
         default_factory=_default_worker_id,
         description="Name of this worker in leases, history and exchange status; must differ "
-        "between workers that share a database.",
+        f"between workers that share a database. 1 to {WORKER_ID_MAX} printable characters "
+        "(the width of the database's worker columns).",
     )
     poll_interval: float = Field(
-        5.0, gt=0, description="Seconds between cycles of run: how soon a new staging row is taken."
+        5.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Seconds between cycles of run: how soon a new staging row is taken.",
     )
     batch_size: int = Field(
         100,
@@ -113,30 +279,35 @@ class Settings(BaseSettings):
     lease_seconds: float = Field(
         60.0,
         gt=0,
+        le=MAX_SECONDS,
         description="Seconds a leased aggregate stays with its worker unless renewed (a live "
         "worker renews every third of it); then another worker may take it over.",
     )
     max_attempts: int = Field(
         5,
         ge=1,
+        le=MAX_ATTEMPTS,
         description="Delivery attempts on temporary failures before a message is quarantined "
         "with reason retry-limit.",
     )
     retry_base_delay: float = Field(
         1.0,
         gt=0,
+        le=MAX_SECONDS,
         description="Seconds: the ceiling of the first retry's backoff (full jitter), doubling "
         "per attempt up to retry_max_delay; must not exceed it.",
     )
     retry_max_delay: float = Field(
         300.0,
         gt=0,
+        le=MAX_SECONDS,
         description="Seconds: the longest wait before a retry, also the cap on Retry-After and on "
         "the circuit breaker's cool-down.",
     )
     http_timeout: float = Field(
         10.0,
         gt=0,
+        le=MAX_SECONDS,
         description="Seconds one site request may take in all, from waiting for a connection to "
         "the last byte of the answer's body; a request cut off by it is a temporary failure, "
         "result unknown once it was sent (the stop of `run` waits no longer for it).",
@@ -144,12 +315,14 @@ class Settings(BaseSettings):
     gap_timeout: float = Field(
         600.0,
         gt=0,
+        le=MAX_SECONDS,
         description="Seconds a strictly ordered message waits for a missing earlier version "
         "before it is quarantined with reason sequence-gap.",
     )
     breaker_threshold: int = Field(
         5,
         ge=1,
+        le=MAX_ATTEMPTS,
         description="Consecutive temporary failures on distinct aggregates that open the "
         "circuit breaker.",
     )
@@ -179,6 +352,7 @@ class Settings(BaseSettings):
     report_keep: int = Field(
         10,
         ge=1,
+        le=100_000,
         description="Timestamped scheduled reports kept per format; older ones are deleted.",
     )
     report_lang: Literal["ru", "en"] = Field(
@@ -188,7 +362,8 @@ class Settings(BaseSettings):
     )
     report_mask_fields: list[str] = Field(
         default_factory=list,
-        description="Payload fields shown as *** in reports, at any depth (case-insensitive).",
+        description="Payload fields shown as *** in reports, at any depth (case-insensitive); "
+        "each name at most 200 printable characters.",
     )
 
     @field_validator("report_cron")
@@ -206,10 +381,71 @@ class Settings(BaseSettings):
             ) from None
         return value
 
+    @field_validator(
+        "poll_interval",
+        "lease_seconds",
+        "retry_base_delay",
+        "retry_max_delay",
+        "http_timeout",
+        "gap_timeout",
+        mode="before",
+    )
+    @classmethod
+    def _seconds(cls, value: Any) -> Any:
+        return _finite_seconds(value)
+
+    @field_validator("retention_days", mode="before")
+    @classmethod
+    def _days(cls, value: Any) -> Any:
+        return _finite_seconds(value, most=36_500, unit="days")
+
+    @field_validator("worker_id", mode="before")
+    @classmethod
+    def _worker_id(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        value = value.strip()
+        if not value:
+            raise ValueError("must not be empty")
+        if len(value) > WORKER_ID_MAX:
+            raise ValueError(
+                f"is {len(value)} characters long, at most {WORKER_ID_MAX} fit the database's "
+                "worker columns"
+            )
+        if not value.isprintable():
+            raise ValueError("must hold printable characters only (no control characters)")
+        return value
+
+    @field_validator("metrics_host")
+    @classmethod
+    def _metrics_host(cls, value: str) -> str:
+        if not value.isprintable() or any(char.isspace() for char in value):
+            raise ValueError("must be an address or a host name, without spaces")
+        return value
+
+    @field_validator("site_token", mode="before")
+    @classmethod
+    def _site_token(cls, value: Any) -> Any:
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        if isinstance(value, str):
+            return clean_token(value)
+        return value
+
     @field_validator("report_formats", "report_mask_fields")
     @classmethod
     def _distinct(cls, value: list[str]) -> list[str]:
         return list(dict.fromkeys(item.strip() for item in value if item.strip()))
+
+    @field_validator("report_mask_fields")
+    @classmethod
+    def _mask_fields(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if len(name) > 200 or not name.isprintable():
+                raise ValueError(
+                    f"field names are at most 200 printable characters ({name[:20]!r}…)"
+                )
+        return value
 
     kinds: dict[str, Policy] = Field(
         default_factory=lambda: dict(DEFAULT_KINDS),
@@ -220,6 +456,7 @@ class Settings(BaseSettings):
     bulk_limit: int = Field(
         500,
         ge=1,
+        le=MAX_ATTEMPTS,
         description="Most messages a bulk retry or cancel touches unless --limit N confirms more.",
     )
     retention_days: float = Field(
@@ -242,6 +479,8 @@ class Settings(BaseSettings):
     )
     metrics_host: str = Field(
         "0.0.0.0",
+        min_length=1,
+        max_length=253,
         description="Address the metrics server listens on; 127.0.0.1 keeps it on this host.",
     )
 
@@ -254,7 +493,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
+        return (init_settings, env_settings, _TomlWithoutBom(settings_cls))
 
     @field_validator("database_url", "staging_url")
     @classmethod
@@ -274,10 +513,31 @@ class Settings(BaseSettings):
     @field_validator("site_url")
     @classmethod
     def _site_url(cls, value: str | None) -> str | None:
-        if value is None or value == "":
+        if value is None:
+            return None
+        value = value.strip()  # a trailing CR of an env file written on Windows
+        if value == "":
             return None
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
+        if not value.isprintable() or any(char.isspace() for char in value):
+            raise ValueError("must not hold spaces or control characters")
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018  (raises on a port that is not a number)
+        except ValueError:
+            raise ValueError("is not a URL (e.g. https://shop.example.com)") from None
+        if "@" in parts.netloc:
+            # Never echoed: the part before "@" is a password more often than not.
+            raise ValueError(
+                "must not hold a user name or password (user:password@host): the site is "
+                "authenticated by EXCHANGE_SITE_TOKEN or EXCHANGE_SITE_TOKEN_FILE; remove them "
+                "from the URL"
+            )
+        if not parts.hostname:
+            raise ValueError("has no host name (e.g. https://shop.example.com)")
+        if parts.query or parts.fragment or value.endswith(("?", "#")):
+            raise ValueError("must be the site's base URL, without ?query or #fragment")
         return value.rstrip("/")
 
     @field_validator("log_format", mode="before")
@@ -297,8 +557,11 @@ class Settings(BaseSettings):
     @classmethod
     def _kinds(cls, value: dict[str, Policy]) -> dict[str, Policy]:
         for kind, policy in value.items():
-            if not kind or len(kind) > 64:
-                raise ValueError(f"kind {kind!r} must be 1 to 64 characters")
+            if not kind or len(kind) > 64 or not kind.isprintable() or kind != kind.strip():
+                raise ValueError(
+                    f"kind {kind!r} must be 1 to 64 printable characters, without surrounding "
+                    "spaces"
+                )
             if kind.startswith("financial") and policy is not Policy.STRICT:
                 raise ValueError(
                     f"kind {kind!r} is financial and can never be coalesced: use policy 'strict'"
@@ -311,6 +574,20 @@ class Settings(BaseSettings):
         if value is not None:
             tls_context(value)  # read now, so that a bad file stops the service at start
         return value
+
+    @model_validator(mode="after")
+    def _token_file(self) -> Settings:
+        # Read now, so that a token that cannot work stops every command at start; a file that
+        # is absent or unreadable is reported by `check` and `run` (token()).
+        if self.site_token_file is None:
+            return self
+        try:
+            data = self.site_token_file.read_bytes()
+        except OSError:
+            return self
+        source = "EXCHANGE_SITE_TOKEN_FILE"
+        clean_token(secret_file_text(data, source), source)  # ValueError: refused
+        return self
 
     @model_validator(mode="after")
     def _delays(self) -> Settings:
@@ -334,14 +611,30 @@ class Settings(BaseSettings):
     # -- derived values -------------------------------------------------------------------
 
     def token(self) -> str | None:
+        """The site token: from EXCHANGE_SITE_TOKEN_FILE (read now, so that a replaced file is
+        seen) or EXCHANGE_SITE_TOKEN. ConfigurationError (never holding the token) when the file
+        cannot be read or holds no usable token; ValueError is never raised."""
         if self.site_token_file is not None:
+            source = "EXCHANGE_SITE_TOKEN_FILE"
             try:
-                return self.site_token_file.read_text(encoding="utf-8").strip() or None
-            except OSError as exc:
-                raise ConfigurationError(
-                    f"EXCHANGE_SITE_TOKEN_FILE cannot be read: {exc.strerror}"
-                ) from None
+                return clean_token(read_secret_file(self.site_token_file, source), source)
+            except ValueError as exc:
+                raise ConfigurationError(str(exc)) from None
         return self.site_token.get_secret_value() if self.site_token else None
+
+    def secrets(self) -> list[str]:
+        """Every value that must never be shown: the site token (as set and as read from its
+        file) and the database passwords (userinfo and query parameters). Masked by value in
+        every output, in any quoting (``secret_forms``)."""
+        found: list[str] = []
+        if self.site_token is not None:
+            found.append(self.site_token.get_secret_value())
+        if self.site_token_file is not None:
+            with contextlib.suppress(ConfigurationError):
+                found.append(self.token() or "")
+        for url in (self.database_url, self.staging_url):
+            found += url_secrets(url)
+        return [secret for secret in dict.fromkeys(found) if secret]
 
     def site_tls(self) -> ssl.SSLContext | None:
         """The context that verifies the site's certificate against EXCHANGE_SITE_CA_BUNDLE;
@@ -358,6 +651,16 @@ class Settings(BaseSettings):
 
     def kinds_with(self, policy: Policy) -> list[str]:
         return sorted(kind for kind, p in self.kinds.items() if p is policy)
+
+
+class _TomlWithoutBom(TomlConfigSettingsSource):
+    """The TOML file, read as UTF-8 with a byte order mark dropped: Notepad on Windows writes
+    one, and tomllib refuses it ("Invalid statement at line 1, column 1")."""
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        with file_path.open(mode="rb") as toml_file:
+            data = toml_file.read()
+        return tomllib.loads(data.decode("utf-8-sig"))
 
 
 def is_loopback(host: str | None) -> bool:
@@ -387,12 +690,19 @@ def tls_context(ca_bundle: Path) -> ssl.SSLContext:
 
 
 def safe_url(url: str) -> str:
-    """A database URL fit for a log or an error message: the password masked."""
+    """A database URL fit for a log or an error message: the password masked, in the userinfo
+    and in the query (``?password=…``, ``sslpassword=…``)."""
     try:
         parsed: URL = make_url(url)
     except ArgumentError:
         return "<invalid URL>"
-    return parsed.render_as_string(hide_password=True)
+    secret_keys = [key for key in parsed.query if _SECRET_QUERY_KEY.search(key)]
+    if not secret_keys:
+        return parsed.render_as_string(hide_password=True)
+    marker = "EXCHANGEMASKEDVALUE"
+    query = {**parsed.query, **dict.fromkeys(secret_keys, marker)}
+    shown = parsed.set(query=query).render_as_string(hide_password=True)
+    return shown.replace(marker, SECRET_MASK)
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:

@@ -25,7 +25,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from exchange.errors import DatabaseUnavailable
-from exchange.settings import safe_url
+from exchange.settings import mask_secrets, safe_url, secret_forms, url_secrets
 
 SQLITE_BUSY_TIMEOUT_S = 30
 PG_CONNECT_TIMEOUT_S = 10
@@ -101,7 +101,14 @@ def transaction(engine: Engine, *, read_only: bool = False) -> Iterator[Connecti
 
 def describe_db_error(engine: Engine, exc: DBAPIError) -> str:
     reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
-    # Drivers sometimes repeat the connection string: never show a password.
+    # Drivers sometimes repeat the connection string or its parameters: never show a password,
+    # whether it came in the userinfo or as ?password=, in whatever quoting.
+    url = engine.url.render_as_string(hide_password=False)
+    forms = sorted(
+        {form for secret in url_secrets(url) for form in secret_forms(secret)},
+        key=lambda f: (-len(f), f),
+    )
+    reason = mask_secrets(reason, forms)
     reason = re.sub(r"password=\S+", "password=***", reason)
     if getattr(exc.orig, "sqlstate", None) in ("40001", "40P01"):  # PostgreSQL chose a victim
         return f"database {safe_url(str(engine.url))} rolled a transaction back: {reason}"

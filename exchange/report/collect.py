@@ -12,7 +12,6 @@ attempt, and deliveries and failures per day.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, date, datetime, time, timedelta
@@ -21,12 +20,9 @@ from secrets import token_hex
 from typing import Any
 
 from sqlalchemy import Connection, func, select
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
 from exchange.db.schema import history, messages
 from exchange.domain.states import Event, State
-from exchange.errors import ConfigurationError
 from exchange.ops.quarantine import Filters, list_quarantined
 from exchange.report.formats.csv import render_csv
 from exchange.report.formats.html import render_html
@@ -242,14 +238,7 @@ def known_secrets(settings: Settings) -> list[str]:
     """What must never appear in a report even if 1C or the site put it into the data: the
     site token and the database passwords. A token file that cannot be read is not an error
     here (the export needs no token); ``exchange run`` reports it."""
-    found: list[str] = []
-    with contextlib.suppress(ConfigurationError):
-        found.append(settings.token() or "")
-    for url in (settings.database_url, settings.staging_url):
-        # validated by the settings already; an unparseable URL has no password to hide
-        with contextlib.suppress(ArgumentError):
-            found.append(make_url(url).password or "" if url else "")
-    return [secret for secret in found if secret]
+    return settings.secrets()
 
 
 def export(report: Report, fmt: ReportFormat, lang: Lang, path: Path) -> None:

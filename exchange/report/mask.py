@@ -5,7 +5,8 @@
   Names match case-insensitively: 1C configurations spell ``INN`` and ``inn`` alike.
 - The values those fields held are then scrubbed from every other text of the same entry
   (the site may echo a payload in its error body, an operator may paste one into a note).
-- Known secrets (the site token, the database password) are scrubbed from every text. The
+- Known secrets (the site token, the database password) are scrubbed from every text, in any
+  quoting (``exchange.settings.secret_forms``: repr, JSON, percent-encoded, HTML). The
   report never reads settings; the caller hands these in, so that a token 1C wrote into a
   payload by mistake does not travel on in a report either.
 
@@ -19,6 +20,8 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from exchange.settings import secret_forms
 
 MASK = "***"
 # Shorter values would blank out ordinary words and numbers all over the report (a masked
@@ -68,7 +71,9 @@ def _leaves(value: Any) -> Iterable[str]:
 class Redactor:
     def __init__(self, mask_fields: Iterable[str] = (), secrets: Iterable[str | None] = ()):
         self.fields = frozenset(name.casefold() for name in mask_fields if name)
-        self.secrets = _scrubbable(s for s in secrets if s)
+        self.secrets = _scrubbable(
+            form for s in secrets if s and len(s) >= MIN_SCRUBBED_LENGTH for form in secret_forms(s)
+        )
         self._pairs = (
             re.compile(
                 r'("(?:'

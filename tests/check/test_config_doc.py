@@ -56,18 +56,22 @@ def test_defaults_that_are_not_values_are_described() -> None:
 
 
 def test_the_effective_configuration_masks_the_token_and_passwords() -> None:
+    # A site URL with user:password@ is refused at load (issue 12 item 4); a database password
+    # may come in the userinfo or in the query (?password=, sslpassword=): both are masked.
     settings = load_settings(
         database_url="postgresql+psycopg://u:pw-1@h/db",
-        staging_url="postgresql+psycopg://u:pw-2@h/staging",
-        site_url="https://bridge:pw-3@shop.example.com:8443/base",
+        staging_url="postgresql+psycopg://u@h/staging?password=pw-2&sslpassword=pw-3",
+        site_url="https://shop.example.com:8443/base",
         site_token="tok-4",
         worker_id="w",
     )
     shown = dict(effective(settings))
     assert "***" == shown["EXCHANGE_SITE_TOKEN"]
     assert "postgresql+psycopg://u:***@h/db" == shown["EXCHANGE_DATABASE_URL"]
-    assert "postgresql+psycopg://u:***@h/staging" == shown["EXCHANGE_STAGING_URL"]
-    assert "https://bridge:***@shop.example.com:8443/base" == shown["EXCHANGE_SITE_URL"]
+    assert (
+        "postgresql+psycopg://u@h/staging?password=***&sslpassword=***"
+        == shown["EXCHANGE_STAGING_URL"]
+    )
     assert not any(
         secret in " ".join(shown.values()) for secret in ("pw-1", "pw-2", "pw-3", "tok-4")
     )

@@ -28,13 +28,7 @@ from exchange.domain.reasons import Reason
 from exchange.domain.retry import RetryPolicy, decide
 from exchange.domain.states import State
 from exchange.domain.verdicts import Verdict
-from exchange.intake.contracts import (
-    STAGING_TEXT_LIMITS,
-    Accepted,
-    Rejected,
-    StagingRow,
-    validate,
-)
+from exchange.intake.contracts import STAGING_TEXT_LIMITS, Accepted, Rejected, StagingRow, validate
 from exchange.settings import DEFAULT_KINDS
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.shop_api.answers import classify

@@ -30,7 +30,7 @@ import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,6 +45,7 @@ try:  # both are dependencies; without them httpx's own transport is used
 except ImportError:  # pragma: no cover
     HAVE_AIOHTTP = False
 
+from exchange.settings import SECRET_MASK, clean_token, mask_secrets, secret_forms
 from exchange.targets.base import OutgoingMessage
 
 log = logging.getLogger(__name__)
@@ -163,8 +164,9 @@ class SiteClient:
         """``verify``: the TLS context that checks the site's certificate (settings.tls_context
         from EXCHANGE_SITE_CA_BUNDLE); None trusts the default CAs. Checking is never off."""
         self._headers = {"User-Agent": USER_AGENT, "Content-Type": "application/json"}
-        if token:
-            self._headers["Authorization"] = f"Bearer {token}"
+        self._forms: list[str] = []
+        self._byte_forms: list[bytes] = []
+        self.set_token(token)
         tls: ssl.SSLContext | bool = verify if verify is not None else True
         self._wire: _Wire
         if transport is None and HAVE_AIOHTTP and not proxy_configured(base_url):
@@ -179,7 +181,9 @@ class SiteClient:
 
     async def send(self, message: OutgoingMessage) -> SiteResult:
         headers = {**self._headers, "Idempotency-Key": message.message_id}
-        return await self._wire.request("POST", "/api/v1/updates", body(message), headers, BODY_CAP)
+        return self._scrub(
+            await self._wire.request("POST", "/api/v1/updates", body(message), headers, BODY_CAP)
+        )
 
     async def send_batch(self, messages: Sequence[OutgoingMessage]) -> SiteResult:
         """One request for several messages, at most one per aggregate (contract 5b)."""
@@ -188,17 +192,49 @@ class SiteClient:
         # The single bodies as they are, so that payloads are not parsed or re-serialised.
         content = b'{"items": [' + b", ".join(body(m) for m in messages) + b"]}"
         cap = BODY_CAP * len(messages)
-        return await self._wire.request("POST", BATCH_PATH, content, self._headers, cap)
+        return self._scrub(
+            await self._wire.request("POST", BATCH_PATH, content, self._headers, cap)
+        )
 
     async def health(self) -> SiteResult:
-        return await self._wire.request("GET", "/api/v1/health", None, self._headers, BODY_CAP)
+        return self._scrub(
+            await self._wire.request("GET", "/api/v1/health", None, self._headers, BODY_CAP)
+        )
 
     def set_token(self, token: str | None) -> None:
-        """Use another token from now on (the operator replaced the token file)."""
+        """Use another token from now on (the operator replaced the token file).
+
+        The token is checked as the settings check it (``clean_token``): one that cannot go
+        into a header is a ValueError here (never holding it), not a failure of every request.
+        """
+        token = clean_token(token) if token else None
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
+            self._forms = secret_forms(token)
+            self._byte_forms = [form.encode("utf-8") for form in self._forms]
         else:
             self._headers.pop("Authorization", None)
+            self._forms, self._byte_forms = [], []
+
+    def _scrub(self, result: SiteResult) -> SiteResult:
+        """The result with the token masked wherever the site or a library repeated it (an
+        error's text, an echoed header in a body): nothing that leaves the client holds it, so
+        neither last_error, the history, the log nor a report can."""
+        if not self._forms:
+            return result
+        if isinstance(result, TransportFailure):
+            detail = mask_secrets(result.detail, self._forms)
+            return result if detail == result.detail else replace(result, detail=detail)
+        body = result.body
+        if any(form in body for form in self._byte_forms):
+            for form in self._byte_forms:
+                body = body.replace(form, SECRET_MASK.encode())
+        body_error = (
+            None if result.body_error is None else mask_secrets(result.body_error, self._forms)
+        )
+        if body is result.body and body_error == result.body_error:
+            return result
+        return replace(result, body=body, body_error=body_error)
 
     async def aclose(self) -> None:
         await self._wire.aclose()
