@@ -127,12 +127,17 @@ class FakeSite:
     "ok"): "ok", "503", "429", "drop" (effect applied, answer lost), "reset" (not applied).
     """
 
-    def __init__(self, plan: list[str] | None = None) -> None:
+    def __init__(self, plan: list[str] | None = None, *, check_versions: bool = True) -> None:
         self.plan = list(plan or [])
+        # False: a site that keeps only the idempotency promise. It applies whatever version
+        # arrives (never 409 stale), so an old price sent after a newer one lands, and shows:
+        # ``stale_writes`` lists every applied version below one applied before.
+        self.check_versions = check_versions
         self.held: dict[tuple[str, str], int] = {}
         self.applied: dict[tuple[str, str], list[int]] = {}
         self.answers: dict[str, tuple[int, bytes]] = {}
         self.effects: dict[str, int] = {}
+        self.stale_writes: list[str] = []
 
     def __call__(self, request: Any) -> Any:
         import httpx
@@ -149,9 +154,11 @@ class FakeSite:
             return httpx.Response(int(fault), json={"error": "busy"})
         aggregate = (body["kind"], body["aggregate"])
         held = self.held.get(aggregate, 0)
-        if body["version"] <= held:
+        if body["version"] <= held and self.check_versions:
             return httpx.Response(409, json={"error": "stale", "current_version": held})
-        self.held[aggregate] = body["version"]
+        if body["version"] < max(self.applied.get(aggregate, [0])):
+            self.stale_writes.append(f"{body['kind']} {body['aggregate']} v{body['version']}")
+        self.held[aggregate] = body["version"]  # what the site shows: the last one applied
         self.applied.setdefault(aggregate, []).append(body["version"])
         self.effects[key] = self.effects.get(key, 0) + 1
         content = json.dumps({"receipt": f"R-{len(self.effects)}"}).encode()
