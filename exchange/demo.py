@@ -304,7 +304,7 @@ def _print_summary(console: Console, s: dict[str, Any], report_path: Path) -> No
         f"  old prices applied over newer ones at the site {s['stale_writes']}", markup=False
     )
     console.print(
-        "  site holds the latest delivered price of every SKU: "
+        "  site holds the latest delivered price of every SKU and price type: "
         f"{'yes' if s['site_matches'] else 'NO'}",
         markup=False,
     )

@@ -29,7 +29,7 @@ def test_demo_ends_idle_with_every_promised_quarantine_reason_and_no_double_effe
     text = output.getvalue()
     assert "effects applied twice at the site 0" in text
     assert "old prices applied over newer ones at the site 0" in text
-    assert "site holds the latest delivered price of every SKU: yes" in text
+    assert "site holds the latest delivered price of every SKU and price type: yes" in text
     refused = [e for e in report["entries"] if e["aggregate"] == "SKU-PLAIN"]
     assert [(2, "invalid-contract")] == [(e["version"], e["reason"]) for e in refused]
 
