@@ -269,3 +269,55 @@ def test_migration_0003_fixes_existing_price_aggregates_from_their_earliest_mess
         assert INVALID == outcomes(engine)[2]
     finally:
         engine.dispose()
+
+
+def test_two_workers_taking_versions_of_one_new_aggregate_at_once_agree_on_its_identity(
+    pg_url: str, clock: FakeClock
+) -> None:
+    """PostgreSQL, two intakes at once (rows shared out by SKIP LOCKED): the first creates the
+    aggregate with retail and has not committed; the second, with a wholesale version, waits
+    on that insert, then reads the identity the first one fixed and refuses its row."""
+    import threading
+
+    from exchange.contracts import StagingRow, validate
+    from exchange.db.engine import make_engine
+
+    engine = make_engine(pg_url)
+    kinds = fast_settings(pg_url).kinds
+
+    def row(staging_id: int, version: int, price_type: str) -> Any:
+        data = price("SKU-9", version, "1.00", price_type)
+        return validate(
+            StagingRow(
+                staging_id, "price", "SKU-9", version, data["payload"], "1", None, clock.now()
+            ),
+            kinds,
+        )
+
+    first_stored, reports = threading.Event(), {}
+
+    def second() -> None:
+        first_stored.wait(10)
+        with transaction(engine) as c:
+            reports["second"] = intake._store(c, [row(2, 2, "wholesale")], clock.now())
+
+    other = threading.Thread(target=second)
+    other.start()
+    try:
+        with transaction(engine) as c:
+            reports["first"] = intake._store(c, [row(1, 1, "retail")], clock.now())
+            first_stored.set()
+            other.join(0.5)
+            assert other.is_alive(), "the second intake did not wait for the first's aggregate"
+    finally:
+        other.join(10)
+    try:
+        assert (1, 0, 0, 1) == (
+            reports["first"].messages,
+            reports["first"].rejected,
+            reports["second"].messages,
+            reports["second"].rejected,
+        )
+        assert ("SKU-9", "retail") == pin(engine, "SKU-9")
+    finally:
+        engine.dispose()
