@@ -123,8 +123,9 @@ class FakeSite:
     """The site's promises in memory, as an httpx transport handler (for fast property tests).
 
     Same rules as ``exchange.sitesim`` without the sockets: idempotency by key, 409 stale at
-    or below the held version, and faults drawn from ``plan`` (one entry per request, then
-    "ok"): "ok", "503", "429", "drop" (effect applied, answer lost), "reset" (not applied).
+    or below the held version (none with ``check_versions=False``), and faults drawn from
+    ``plan`` (one entry per request, then "ok"): "ok", "503", "429", "drop" (effect applied,
+    answer lost), "reset" (not applied).
     """
 
     def __init__(self, plan: list[str] | None = None, *, check_versions: bool = True) -> None:

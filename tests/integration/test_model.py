@@ -20,7 +20,11 @@ Invariants checked after every step (``every_promise_holds``):
 - attempts <= max_attempts; at most one message per aggregate is in flight under a live lease;
 - every message's history is an unbroken chain of transitions ending in its current state, and
   a delivered or cancelled message never changes again;
-- a price aggregate's cursor (``done_version``) never runs ahead of the version the site holds.
+- a price aggregate's cursor (``done_version``) never runs ahead of the version the site holds;
+- checked as each request arrives: no price at or below its aggregate's delivered version
+  (``done_version``) is ever sent. Run twice: against a site that also refuses old versions
+  (409), and against one that only de-duplicates keys (``KeysOnlyPipeline``), where an old
+  price sent after a newer one would be applied.
 The ``heal_and_drain`` rule also checks liveness: once the site behaves and time passes, the
 service becomes idle (nothing left that it could move without a person). It found a posting
 that waited forever: version 1 never came, version 2 was quarantined for the gap and cancelled
