@@ -222,6 +222,39 @@ def test_applied_versions_lists_the_versions_applied_in_order(
     assert sim.requests_by_status() == {200: 5, 409: 2}
 
 
+def test_without_version_check_any_version_is_applied_and_an_old_one_counts_as_a_stale_write() -> (
+    None
+):
+    # check_versions=False: only the idempotency promise. The service's own ordering is then
+    # the only thing between an old price and the shop, and a stale send shows.
+    with SiteSimulator(TOKEN, check_versions=False) as sim, make_client(sim) as client:
+        answers = [post(client, body("SKU-17", v)).status_code for v in (1, 5, 3)]
+        replay = post(client, body("SKU-17", 3))
+
+        assert [200, 200, 200] == answers
+        assert (200, [1, 5, 3]) == (replay.status_code, sim.applied_versions("price", "SKU-17"))
+        assert {("price", "SKU-17"): 3} == sim.held_versions(), "the site shows the last one"
+        assert ["price.SKU-17.v3"] == [e.message_id for e in sim.stale_writes()]
+        assert {"price.SKU-17.v1", "price.SKU-17.v5", "price.SKU-17.v3"} == sim.received_keys()
+
+
+def test_a_site_that_forgot_its_keys_applies_a_replayed_key_again() -> None:
+    with SiteSimulator(TOKEN, check_versions=False) as sim, make_client(sim) as client:
+        post(client, body("SKU-17", 1))
+        sim.forget_keys()
+        post(client, body("SKU-17", 1))
+
+        assert {"price.SKU-17.v1": 2} == dict(sim.effect_counts())
+
+
+def test_a_versioned_site_never_records_a_stale_write(
+    sim: SiteSimulator, client: httpx.Client
+) -> None:
+    for version in (1, 5, 3):
+        post(client, body("SKU-17", version))
+    assert ([], [1, 5]) == (sim.stale_writes(), sim.applied_versions("price", "SKU-17"))
+
+
 def test_poison_aggregate_gets_500_every_time_and_no_effect(
     sim: SiteSimulator, client: httpx.Client
 ) -> None:

@@ -136,6 +136,11 @@ class Aggregate(Base):
     # latest-wins: the highest version known applied at the site.
     # strict: every version at or below it is delivered or cancelled by an operator.
     done_version: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    # price: the sku and price_type the first accepted version fixed for the aggregate (contract
+    # 1, "one aggregate is one price"); kept here, past prune. NULL for other kinds (migration
+    # 0003).
+    sku: Mapped[str | None] = mapped_column(String(100))
+    price_type: Mapped[str | None] = mapped_column(String(100))
     lease_token: Mapped[str | None] = mapped_column(String(64))
     lease_owner: Mapped[str | None] = mapped_column(String(200))
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -1,10 +1,16 @@
 """``exchange demo``: the whole pipeline on the embedded default, with nothing to configure.
 
 A fresh SQLite file, the project's site simulator on loopback with realistic faults (a few
-5xx, answers dropped after the effect, one poison SKU, one rejected SKU and one rejected
-posting document), a few thousand staged rows with several versions per SKU, financial
-postings written out of order and one with a gap, a few bad rows; then a run to idle with a
-progress bar, a summary, and the quarantine report written to disk.
+5xx, answers dropped after the effect, one poison price, one rejected price and one rejected
+posting document), a few thousand staged rows with several versions per price (every SKU in
+retail, many in wholesale too: one aggregate per price, named ``<sku>/<price_type>``),
+financial postings written out of order and one with a gap, a few bad rows; then a run to idle
+with a progress bar, a summary, and the quarantine report written to disk.
+
+The simulated site keeps only the idempotency promise (``check_versions=False``): it applies
+whatever version arrives, so the summary's checks (no effect applied twice, no old price
+applied over a newer one, the site shows the latest delivered price) are computed from what the
+site applied and fail if the service sends what it must not.
 """
 
 from __future__ import annotations
@@ -36,8 +42,9 @@ from exchange.report import collect as report
 from exchange.runner import run_until_idle
 from exchange.settings import load_settings
 
-POISON_SKU = "SKU-0013"
-REJECTED_SKU = "SKU-0042"
+POISON_SKU = "SKU-0013/retail"  # aggregates: one price of one SKU
+REJECTED_SKU = "SKU-0042/retail"
+PRICE_TYPES = ("retail", "wholesale")
 REJECTED_DOCUMENT = "DOC-0007"
 GAP_DOCUMENT = "DOC-GAP"
 TOKEN = "demo-token"  # the simulator's; a real token never appears in code or output
@@ -47,10 +54,11 @@ def staged_rows(skus: int, rng: random.Random) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for n in range(skus):
         sku = f"SKU-{n:04d}"
-        price = rng.randint(100, 99_999)
-        for version in range(1, rng.randint(1, 4) + 1):
-            price += rng.randint(-500, 500)
-            rows.append(_price(sku, version, f"{max(price, 1) / 100:.2f}"))
+        for price_type in PRICE_TYPES[: rng.randint(1, 2)]:  # a wholesale price for about half
+            price = rng.randint(100, 99_999)
+            for version in range(1, rng.randint(1, 4) + 1):
+                price += rng.randint(-500, 500)
+                rows.append(_price(sku, version, f"{max(price, 1) / 100:.2f}", price_type))
     postings = []
     for n in range(1, 51):
         document = f"DOC-{n:04d}"
@@ -61,7 +69,13 @@ def staged_rows(skus: int, rng: random.Random) -> list[dict[str, Any]]:
     rows += postings
     rows += [
         _price("SKU-0001", 1, "0"),  # the same row twice: recorded as a duplicate
+        _price("SKU-0001", 1, "0.00"),  # equal as a decimal: a duplicate too
         {**_price("SKU-0002", 1, "1.00"), "payload": '{"sku": "SKU-0002", "price": "7.77"}'},
+        # A store with one price type may name the aggregate after the SKU alone; its first
+        # version fixes the price type, and a wholesale price written there is refused (one
+        # aggregate is one price), never superseding the retail one.
+        {**_price("SKU-PLAIN", 1, "10.00"), "aggregate": "SKU-PLAIN"},
+        {**_price("SKU-PLAIN", 2, "8.00", "wholesale"), "aggregate": "SKU-PLAIN"},
         {**_price("SKU-BAD1", 1, "1"), "payload": "{not json"},
         {**_price("SKU-BAD2", 1, "1"), "payload": '{"sku": "SKU-BAD2", "price": 8.4e2}'},
         {**_price("SKU-BAD3", 1, "1"), "payload": '{"sku": "SKU-BAD3", "price": "-5"}'},
@@ -81,16 +95,18 @@ def staged_rows(skus: int, rng: random.Random) -> list[dict[str, Any]]:
     return [{"schema_version": "1", "source_ref": None, **row} for row in rows]
 
 
-def _price(sku: str, version: int, price: str) -> dict[str, Any]:
+def _price(sku: str, version: int, price: str, price_type: str = "retail") -> dict[str, Any]:
     return {
         "kind": "price",
-        "aggregate": sku,
+        "aggregate": f"{sku}/{price_type}",
         "aggregate_version": version,
-        "payload": json.dumps(
-            {"sku": sku, "price": price, "currency": "RUB", "price_type": "retail"}
-        ),
+        "payload": _payload(sku, price, price_type),
         "source_ref": f"Установка цен номенклатуры {version:06d}",
     }
+
+
+def _payload(sku: str, price: str, price_type: str) -> str:
+    return json.dumps({"sku": sku, "price": price, "currency": "RUB", "price_type": price_type})
 
 
 def _posting(document: str, version: int, rng: random.Random) -> dict[str, Any]:
@@ -130,7 +146,7 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
         reject={REJECTED_SKU, REJECTED_DOCUMENT},
         seed=7,
     )
-    with SiteSimulator(token=TOKEN, faults=faults) as site:
+    with SiteSimulator(token=TOKEN, faults=faults, check_versions=False) as site:
         settings = load_settings(
             database_url=f"sqlite:///{database}",
             staging_url=None,
@@ -202,6 +218,8 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
         report.export(data, "html", "ru", report_path)
         report.export(data, "json", "ru", directory / "quarantine.json")
     _print_summary(console, summary, report_path)
+    if code == 0 and not summary["ok"]:
+        return 1
     return code
 
 
@@ -229,11 +247,25 @@ def _summary(engine: Any, site: SiteSimulator, elapsed: float) -> dict[str, Any]
             .group_by(messages.c.aggregate)
         )
         latest = {aggregate: version for aggregate, version in connection.execute(delivered)}
+        stale = set(
+            connection.execute(
+                select(messages.c.message_id).where(
+                    messages.c.state == State.CANCELLED.value, messages.c.reason == "stale"
+                )
+            ).scalars()
+        )
+    # What the site applied (it applies any version: see the module docstring), not what the
+    # service believes: these figures fail when the service sends what it must not.
     held = {agg: v for (kind, agg), v in site.held_versions().items() if kind == "price"}
+    received = site.received_keys()
+    double_effects = sum(1 for n in site.effect_counts().values() if n > 1)
+    stale_writes = len(site.stale_writes())
     return {
         "delivered": by[("delivered", None)],
         "superseded": by[("cancelled", "superseded")],
-        "stale": by[("cancelled", "stale")] + by[("cancelled", "stale-at-site")],
+        "stale": len(stale - received),
+        "stale_tried_before": len(stale & received),
+        "stale_at_site": by[("cancelled", "stale-at-site")],
         "quarantined": {
             reason: n
             for (state, reason), n in sorted(by.items(), key=lambda kv: str(kv[0]))
@@ -243,8 +275,10 @@ def _summary(engine: Any, site: SiteSimulator, elapsed: float) -> dict[str, Any]
             n for (state, _), n in by.items() if state in ("new", "delayed", "in_progress")
         ),
         "requests": site.request_count,
-        "double_effects": sum(1 for n in site.effect_counts().values() if n > 1),
+        "double_effects": double_effects,
+        "stale_writes": stale_writes,
         "site_matches": held == latest,
+        "ok": double_effects == 0 and stale_writes == 0 and held == latest,
         "seconds": elapsed,
     }
 
@@ -254,6 +288,13 @@ def _print_summary(console: Console, s: dict[str, Any], report_path: Path) -> No
     console.print(f"  delivered            {s['delivered']}", markup=False)
     console.print(f"  superseded (coalesced) {s['superseded']}", markup=False)
     console.print(f"  stale, never sent    {s['stale']}", markup=False)
+    if s["stale_tried_before"]:
+        console.print(
+            f"  stale, tried before a newer version was delivered {s['stale_tried_before']}",
+            markup=False,
+        )
+    if s["stale_at_site"]:
+        console.print(f"  stale at the site (409) {s['stale_at_site']}", markup=False)
     total_q = sum(s["quarantined"].values())
     console.print(f"  quarantined          {total_q}", markup=False)
     for reason, n in s["quarantined"].items():
@@ -262,7 +303,10 @@ def _print_summary(console: Console, s: dict[str, Any], report_path: Path) -> No
     console.print(f"  requests sent to the site        {s['requests']}", markup=False)
     console.print(f"  effects applied twice at the site {s['double_effects']}", markup=False)
     console.print(
-        "  site holds the latest delivered price of every SKU: "
+        f"  old prices applied over newer ones at the site {s['stale_writes']}", markup=False
+    )
+    console.print(
+        "  site holds the latest delivered price of every SKU and price type: "
         f"{'yes' if s['site_matches'] else 'NO'}",
         markup=False,
     )

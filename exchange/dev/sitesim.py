@@ -20,6 +20,7 @@ The order of checks for one update (a batch item goes through the same steps):
     7. reject          422 rejected for the aggregates in ``faults.reject``
     8. random failure  503 with probability ``faults.fail_rate`` (Retry-After when set)
     9. stale           409 ``{"error": "stale", "current_version": N}`` when version <= N held
+                       (skipped with ``check_versions=False``, see below)
    10. effect          held version := version, effect recorded, 200 ``{"receipt": "R-<n>"}``,
                        and only this answer is stored for replay
    11. drop            with ``faults.drop_after_effect_rate``: the socket is shut without answer
@@ -34,6 +35,15 @@ shut), ``not-json`` (the 200's body is ``OK R-<n>``), ``huge`` (the 200's JSON i
 ``HUGE_BODY`` bytes, streamed). The stored answer for replay is the plain one.
 
 Pass ``ssl_context`` (a server-side ``ssl.SSLContext``) to serve HTTPS instead of HTTP.
+
+``check_versions=False`` (``--no-version-check``): a site that keeps only the idempotency
+promise. It never answers 409 stale and applies whatever version arrives, so an old price sent
+after a newer one lands and the site shows it (``held_versions`` is then the last version
+applied, not the highest). ``stale_writes()`` lists every effect whose version is below one
+applied before for its aggregate: against such a site, the service's own promise ("a version at
+or below the delivered one is never sent") is what the tests and the demo check.
+``forget_keys()`` forgets every stored answer, as a site whose key retention ran out.
+``received_keys()`` names every message_id that reached the site in a well-formed update.
 
 Bodies larger than 10 MB get 413 as they are read, before any of this. A batch is checked for
 auth, outage, its envelope and the random failure once, as a whole; drop and slow are rolled
@@ -197,8 +207,10 @@ class SiteSimulator:
         port: int = 0,
         ssl_context: ssl.SSLContext | None = None,
         keep_requests: bool = False,
+        check_versions: bool = True,
     ) -> None:
         self.token = token
+        self.check_versions = check_versions
         self.faults = faults if faults is not None else Faults()
         self.batch_enabled = batch_enabled
         self.host = host
@@ -211,6 +223,9 @@ class SiteSimulator:
         self._held: dict[tuple[str, str], int] = {}
         self._effects: list[Effect] = []
         self._answers: dict[str, _Stored] = {}
+        self._received_keys: set[str] = set()
+        self._top: dict[tuple[str, str], int] = {}  # the highest version applied
+        self._stale_writes: list[Effect] = []
         self._request_count = 0
         self._by_status: collections.Counter[int] = collections.Counter()
         self._received: list[Received] | None = [] if keep_requests else None
@@ -290,6 +305,23 @@ class SiteSimulator:
     def applied_versions(self, kind: str, aggregate: str) -> list[int]:
         with self._lock:
             return [e.version for e in self._effects if (e.kind, e.aggregate) == (kind, aggregate)]
+
+    def stale_writes(self) -> list[Effect]:
+        """Effects applied below a version already applied to their aggregate (possible only
+        with ``check_versions=False``): an old price over a newer one."""
+        with self._lock:
+            return list(self._stale_writes)
+
+    def received_keys(self) -> set[str]:
+        """Every message_id that reached the site in a well-formed update, applied or not."""
+        with self._lock:
+            return set(self._received_keys)
+
+    def forget_keys(self) -> None:
+        """Forget every stored answer (a site whose key retention ran out): a key seen again
+        is then processed as new."""
+        with self._lock:
+            self._answers.clear()
 
     def effect_counts(self) -> collections.Counter[str]:
         with self._lock:
@@ -399,6 +431,7 @@ class SiteSimulator:
         self, update: _Update, faults: Faults, *, roll_failure: bool
     ) -> tuple[_Answer, bool]:
         """Steps 4 to 10 for one update, under the lock; True when an effect was applied."""
+        self._received_keys.add(update.message_id)
         stored = self._answers.get(update.message_id)
         if stored is not None:
             if stored.fingerprint == update.fingerprint:
@@ -410,21 +443,25 @@ class SiteSimulator:
             return _answer(422, {"error": "rejected"}), False
         if roll_failure and self._roll(faults, faults.fail_rate):
             return self._unavailable(faults, "injected failure"), False
-        held = self._held.get((update.kind, update.aggregate))
-        if held is not None and update.version <= held:
+        aggregate = (update.kind, update.aggregate)
+        held = self._held.get(aggregate)
+        if self.check_versions and held is not None and update.version <= held:
             return _answer(409, {"error": "stale", "current_version": held}), False
         receipt = f"R-{len(self._effects) + 1}"
-        self._effects.append(
-            Effect(
-                update.message_id,
-                update.kind,
-                update.aggregate,
-                update.version,
-                update.payload,
-                receipt,
-            )
+        effect = Effect(
+            update.message_id,
+            update.kind,
+            update.aggregate,
+            update.version,
+            update.payload,
+            receipt,
         )
-        self._held[(update.kind, update.aggregate)] = update.version
+        self._effects.append(effect)
+        top = self._top.get(aggregate)
+        if top is not None and update.version < top:
+            self._stale_writes.append(effect)
+        self._top[aggregate] = max(update.version, top or 0)
+        self._held[aggregate] = update.version  # what the site shows: the last one applied
         answer = _answer(200, {"receipt": receipt})
         # Stored before any drop, so that the retry of a dropped request is a replay.
         self._answers[update.message_id] = _Stored(update.fingerprint, answer)
@@ -800,6 +837,11 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch", action="store_true", help="enable /api/v1/updates:batch")
+    parser.add_argument(
+        "--no-version-check",
+        action="store_true",
+        help="keep only the idempotency promise: never answer 409 stale, apply any version",
+    )
     return parser.parse_args(argv)
 
 
@@ -816,7 +858,12 @@ def main(argv: list[str] | None = None) -> None:
         seed=args.seed,
     )
     sim = SiteSimulator(
-        args.token, faults, batch_enabled=args.batch, host=args.host, port=args.port
+        args.token,
+        faults,
+        batch_enabled=args.batch,
+        host=args.host,
+        port=args.port,
+        check_versions=not args.no_version_check,
     )
     stopped = threading.Event()
 

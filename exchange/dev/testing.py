@@ -123,16 +123,22 @@ class FakeSite:
     """The site's promises in memory, as an httpx transport handler (for fast property tests).
 
     Same rules as ``exchange.sitesim`` without the sockets: idempotency by key, 409 stale at
-    or below the held version, and faults drawn from ``plan`` (one entry per request, then
-    "ok"): "ok", "503", "429", "drop" (effect applied, answer lost), "reset" (not applied).
+    or below the held version (none with ``check_versions=False``), and faults drawn from
+    ``plan`` (one entry per request, then "ok"): "ok", "503", "429", "drop" (effect applied,
+    answer lost), "reset" (not applied).
     """
 
-    def __init__(self, plan: list[str] | None = None) -> None:
+    def __init__(self, plan: list[str] | None = None, *, check_versions: bool = True) -> None:
         self.plan = list(plan or [])
+        # False: a site that keeps only the idempotency promise. It applies whatever version
+        # arrives (never 409 stale), so an old price sent after a newer one lands, and shows:
+        # ``stale_writes`` lists every applied version below one applied before.
+        self.check_versions = check_versions
         self.held: dict[tuple[str, str], int] = {}
         self.applied: dict[tuple[str, str], list[int]] = {}
         self.answers: dict[str, tuple[int, bytes]] = {}
         self.effects: dict[str, int] = {}
+        self.stale_writes: list[str] = []
 
     def __call__(self, request: Any) -> Any:
         import httpx
@@ -149,9 +155,11 @@ class FakeSite:
             return httpx.Response(int(fault), json={"error": "busy"})
         aggregate = (body["kind"], body["aggregate"])
         held = self.held.get(aggregate, 0)
-        if body["version"] <= held:
+        if body["version"] <= held and self.check_versions:
             return httpx.Response(409, json={"error": "stale", "current_version": held})
-        self.held[aggregate] = body["version"]
+        if body["version"] < max(self.applied.get(aggregate, [0])):
+            self.stale_writes.append(f"{body['kind']} {body['aggregate']} v{body['version']}")
+        self.held[aggregate] = body["version"]  # what the site shows: the last one applied
         self.applied.setdefault(aggregate, []).append(body["version"])
         self.effects[key] = self.effects.get(key, 0) + 1
         content = json.dumps({"receipt": f"R-{len(self.effects)}"}).encode()

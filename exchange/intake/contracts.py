@@ -280,9 +280,11 @@ def _plain_price(row: StagingRow) -> str | None:
     price = data.get("price")
     currency = data.get("currency", "RUB")
     price_type = data.get("price_type", "retail")
-    if sku != row.aggregate or not all(
+    if not isinstance(sku, str) or not all(
         type(value) is str for value in (sku, price, currency, price_type)
     ):
+        return None
+    if row.aggregate != sku and row.aggregate != f"{sku}/{price_type}":
         return None
     try:
         _check_name(sku)
@@ -292,6 +294,11 @@ def _plain_price(row: StagingRow) -> str | None:
     except ValueError:
         return None
     return dump_json(_price_wire(sku, amount, currency, price_type))
+
+
+def price_aggregate(sku: str, price_type: str) -> str:
+    """The documented name of the aggregate of one price: ``<sku>/<price_type>``."""
+    return f"{sku}/{price_type}"
 
 
 def _canonical_payload(row: StagingRow) -> str:
@@ -308,10 +315,13 @@ def _full_payload(row: StagingRow) -> str:
             raise ContractError(
                 Reason.INVALID_CONTRACT, f"price payload: {_describe(exc)}"
             ) from None
-        if price.sku != row.aggregate:
+        if row.aggregate not in (price.sku, price_aggregate(price.sku, price.price_type)):
             raise ContractError(
                 Reason.INVALID_CONTRACT,
-                f"price payload: sku {price.sku!r} is not the row's aggregate {row.aggregate!r}",
+                f"price payload: sku {price.sku!r}, price_type {price.price_type!r} does not "
+                f"belong to aggregate {row.aggregate!r}: one aggregate is one price, named "
+                f"<sku>/<price_type> ({price_aggregate(price.sku, price.price_type)!r}), "
+                "or the sku alone where a store has one price type",
             )
         return dump_json(price.wire())
     return dump_json(data)  # postings and configured kinds: passed through, values unchanged

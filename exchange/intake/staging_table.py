@@ -64,6 +64,7 @@ from exchange.intake.contracts import (
     Accepted,
     Rejected,
     StagingRow,
+    price_aggregate,
     validate,
 )
 from exchange.queue.transitions import Change, apply, insert_history
@@ -364,9 +365,12 @@ def _store(
     rejected: list[tuple[StagingRow, Reason, str]] = []
     fresh: dict[str, Accepted] = {}  # the first row of the chunk that carries each message
     later: list[Accepted] = []  # rows whose message an earlier row of the chunk carries
+    foreign = _pin_prices(connection, verdicts)
     for verdict in verdicts:
         if isinstance(verdict, Rejected):
             rejected.append((verdict.row, verdict.reason, verdict.detail))
+        elif verdict.row.id in foreign:
+            rejected.append((verdict.row, Reason.INVALID_CONTRACT, foreign[verdict.row.id]))
         elif verdict.message_id in fresh:
             later.append(verdict)
         else:
@@ -382,7 +386,7 @@ def _store(
     duplicates: list[tuple[int, Accepted]] = []
     for item in again:
         pk, payload = existing[item.message_id]
-        if payload == item.payload:
+        if _same_payload(item.row.kind, payload, item.payload):
             duplicates.append((pk, item))
         else:
             rejected.append((item.row, Reason.VERSION_CONFLICT, _conflict(item)))
@@ -406,6 +410,117 @@ def _store(
     rejected.sort(key=lambda found: found[0].id)
     report.rejected = _insert_rejected(connection, rejected, now)
     return report
+
+
+def _same_payload(kind: str, stored: str, given: str) -> bool:
+    """Two canonical payloads of one version carry the same message. A price's canonical JSON
+    keeps the price's digits as 1C wrote them (it is sent so), and two prices equal as decimals
+    (``"840.0"``, ``"840.00"``, the JSON number 840) are one price (contract 1): compared by
+    value. Every other payload is compared as its canonical text, exactly."""
+    if stored == given:
+        return True
+    if kind != "price":
+        return False
+    try:
+        old, new = json.loads(stored), json.loads(given)
+        return bool(
+            old.keys() == new.keys()
+            and Decimal(old.pop("price")) == Decimal(new.pop("price"))
+            and old == new
+        )
+    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError):
+        return False
+
+
+# What a price aggregate was fixed to, as (sku, price_type), read or written for one chunk.
+_PIN_COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("kind", String()),
+    ("aggregate", String()),
+    ("sku", String()),
+    ("price_type", String()),
+)
+
+
+def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> dict[int, str]:
+    """One aggregate is one price (contract 1): the first accepted version of a ``price``
+    aggregate fixes its sku and price_type on the aggregate row; a row naming others is
+    quarantined ``invalid-contract``. Returns those rows: staging id -> detail.
+
+    Set-based, three statements per chunk with prices: create the chunk's new aggregates with
+    the identity of their first row (in staging order, so of several versions of a new
+    aggregate in one chunk the first row decides); fix the identity of aggregates that have
+    none yet (made before migration 0003, every message since pruned); read every identity
+    back. PostgreSQL, two workers taking rows of one new aggregate at once: the second's
+    insert waits for the first's commit and does nothing, and its read (a new snapshot, READ
+    COMMITTED) then sees the identity the first one fixed.
+    """
+    named: list[tuple[Accepted, str, str]] = []
+    first: dict[str, tuple[str, str]] = {}
+    for verdict in verdicts:
+        if isinstance(verdict, Rejected) or verdict.row.kind != "price":
+            continue
+        wire = json.loads(verdict.payload)
+        identity = (wire["sku"], wire["price_type"])
+        named.append((verdict, *identity))
+        first.setdefault(verdict.row.aggregate, identity)
+    if not named:
+        return {}
+    rows = [("price", aggregate, sku, kind) for aggregate, (sku, kind) in first.items()]
+    source, params = rowset(connection, "pins", _PIN_COLUMNS, rows, name="pins")
+    same = and_(aggregates.c.kind == source.c.kind, aggregates.c.aggregate == source.c.aggregate)
+    connection.execute(
+        _insert(connection, aggregates)
+        .from_select(
+            ["kind", "aggregate", "sku", "price_type"],
+            select(source.c.kind, source.c.aggregate, source.c.sku, source.c.price_type)
+            .where(~exists().where(same))
+            .order_by(source.c.kind, source.c.aggregate),
+        )
+        .on_conflict_do_nothing(),
+        params,
+    )
+    fixed = (
+        select(source.c.sku, source.c.price_type)
+        .where(same, aggregates.c.sku.is_(None))
+        .correlate(aggregates)
+    )
+    connection.execute(
+        update(aggregates)
+        .where(aggregates.c.kind == "price", aggregates.c.sku.is_(None))
+        .where(exists(fixed))
+        .values(
+            sku=fixed.with_only_columns(source.c.sku).scalar_subquery(),
+            price_type=fixed.with_only_columns(source.c.price_type).scalar_subquery(),
+        ),
+        params,
+    )
+    pins = {
+        aggregate: (sku, price_type)
+        for aggregate, sku, price_type in connection.execute(
+            select(aggregates.c.aggregate, aggregates.c.sku, aggregates.c.price_type)
+            .join_from(source, aggregates, same)
+            .where(true()),
+            params,
+        )
+    }
+    foreign: dict[int, str] = {}
+    for item, sku, price_type in named:
+        aggregate = item.row.aggregate
+        pin = pins.get(aggregate)
+        if pin is None or pin == (sku, price_type):
+            continue
+        differs = " and ".join(
+            f"{name} {given!r} (not {fixed_to!r})"
+            for name, given, fixed_to in (("sku", sku, pin[0]), ("price_type", price_type, pin[1]))
+            if given != fixed_to
+        )
+        foreign[item.row.id] = (
+            f"aggregate {aggregate!r} is the price of sku {pin[0]!r} in price type {pin[1]!r}, "
+            f"fixed by its first version; this row names {differs}. One aggregate is one price: "
+            f"write this price under aggregate {price_aggregate(sku, price_type)!r} "
+            "(<sku>/<price_type>)"
+        )
+    return foreign
 
 
 def _conflict(item: Accepted) -> str:

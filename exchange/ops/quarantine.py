@@ -190,6 +190,11 @@ def retry(
             )
             continue
         touched.append(row["message_id"])
+        detail = f"retried by {operator} (was {row['reason']})"
+        if row["superseded_after_quarantine"]:
+            # Accepted, never sent: the claim refuses a version at or below the delivered one,
+            # and the next cycle's coalescing cancels it, reason stale.
+            detail += "; a version at least as new was delivered since: it ends stale, not sent"
         changes.append(
             Change(
                 row["id"],
@@ -199,7 +204,7 @@ def retry(
                 values={"attempts": 0, "next_try_at": None, "waiting_since": now, "reason": None},
                 operator=operator,
                 note=note,
-                detail=f"retried by {operator} (was {row['reason']})",
+                detail=detail,
             )
         )
     if ids and skipped:

@@ -97,7 +97,25 @@ def _eligible(
         if strict
         else true()
     )
-    return and_(m.aggregate_id == aggregates.c.id, not_(m.rejected), due, in_order)
+    # latest-wins, at the moment of the claim (contract 3), whatever ran before it: a version
+    # at or below the delivered one (done_version) is never sent, nor one below another live
+    # version of its aggregate (new, delayed, in flight or quarantined). Such a message is not
+    # eligible; the next coalesce cancels it (stale, superseded), so it is never sent. Checked
+    # here because coalescing runs only at the start of a cycle, and a version delayed while a
+    # newer one was staged, delivered or retried by an operator became due again in between.
+    newer = aliased(Message, name="newer")
+    live = [State.NEW.value, State.DELAYED.value, State.IN_PROGRESS.value, State.QUARANTINED.value]
+    latest = and_(
+        m.version > aggregates.c.done_version,
+        ~exists().where(
+            newer.aggregate_id == m.aggregate_id,
+            newer.version > m.version,
+            newer.state.in_(live),
+            not_(newer.rejected),
+        ),
+    )
+    newest = or_(m.kind.in_(list(strict)), latest) if strict else latest
+    return and_(m.aggregate_id == aggregates.c.id, not_(m.rejected), due, in_order, newest)
 
 
 @dataclass(frozen=True, slots=True)

@@ -180,6 +180,89 @@ def test_no_second_message_of_an_aggregate_while_one_is_in_flight(
     assert leased(claim(engine, settings, clock, "w3")) == [("SKU-1", 2)]
 
 
+# -- latest-wins at the moment of the claim (contract 3; issue 12, item 2) ---------------------
+
+
+def quarantined_422() -> Decision:
+    return Decision(
+        Event.QUARANTINED,
+        State.QUARANTINED,
+        "422 Unprocessable Entity",
+        http_status=422,
+        reason="http-422",
+    )
+
+
+def test_a_price_at_or_below_the_delivered_version_is_never_claimed_even_before_coalescing(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    # v1 in flight answered 503; meanwhile v5 taken in and delivered; v1 due again. No coalesce
+    # runs in between (it runs at the start of a cycle only): the claim itself must refuse v1.
+    take(engine, settings, clock, [price_row("SKU-1", 1)])
+    first = claim(engine, settings, clock, "w1")
+    take(engine, settings, clock, [price_row("SKU-1", 5)])
+    record(engine, settings, clock, first, retry_later(clock, 1.0), "w1")
+    newer = claim(engine, settings, clock, "w2")
+    assert [("SKU-1", 5)] == leased(newer)
+    record(engine, settings, clock, newer, delivered(), "w2")
+    clock.advance(10)
+
+    assert [] == leased(claim(engine, settings, clock, "w1"))
+    assert ("delayed", 5) == (
+        message(engine, "SKU-1", 1)["state"],
+        aggregate_row(engine, "SKU-1")["done_version"],
+    )
+
+
+def test_an_older_price_is_not_claimed_while_a_newer_version_is_quarantined(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    # v1 delayed; v2 taken in, sent and quarantined (422): v2 still stands for the aggregate
+    # (an operator may retry it), so v1 below it is superseded, never sent in its place.
+    take(engine, settings, clock, [price_row("SKU-1", 1)])
+    first = claim(engine, settings, clock, "w1")
+    take(engine, settings, clock, [price_row("SKU-1", 2)])
+    record(engine, settings, clock, first, retry_later(clock, 1.0), "w1")
+    newer = claim(engine, settings, clock, "w2")
+    assert [("SKU-1", 2)] == leased(newer)
+    record(engine, settings, clock, newer, quarantined_422(), "w2")
+    clock.advance(10)
+
+    assert [] == leased(claim(engine, settings, clock, "w1"))
+
+
+def test_a_later_record_of_an_older_delivered_version_never_lowers_done_version(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [price_row("SKU-1", 5)])
+    record(engine, settings, clock, claim(engine, settings, clock), delivered())
+    # v3 put in flight by hand (no claim would lease it), then recorded delivered
+    take(engine, settings, clock, [price_row("SKU-1", 3)])
+    pk = message(engine, "SKU-1", 3)["id"]
+    with transaction(engine) as c:
+        c.execute(
+            messages.update()
+            .where(messages.c.id == pk)
+            .values(state="in_progress", lease_token="t-old", attempts=1)
+        )
+    old = lease.Leased(
+        pk,
+        "m",
+        message(engine, "SKU-1", 3)["aggregate_id"],
+        "price",
+        "SKU-1",
+        3,
+        "{}",
+        clock.now(),
+        1,
+    )
+    with transaction(engine) as c:
+        recorded = recording.record(
+            c, token="t-old", worker="w9", now=clock.now(), outcomes=[(old, delivered())], strict=[]
+        )
+    assert (1, 5) == (recorded, aggregate_row(engine, "SKU-1")["done_version"])
+
+
 def test_no_second_message_of_an_aggregate_while_its_lease_is_renewed(
     engine: Engine, settings: Settings, clock: FakeClock
 ) -> None:

@@ -21,7 +21,7 @@ import json
 import random
 import socket
 import tracemalloc
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
@@ -104,6 +104,21 @@ def events(engine: Engine, pk: int, event: str | None = None) -> list[dict[str, 
 def all_states(engine: Engine) -> dict[str, str]:
     with transaction(engine, read_only=True) as connection:
         return dict(connection.execute(select(messages.c.aggregate, messages.c.state)).all())
+
+
+@pytest.fixture(params=["versioned", "keys-only"])
+def sim(request: pytest.FixtureRequest) -> Iterator[SiteSimulator]:
+    """The site on loopback (token ``test-token``), twice: keeping both promises, and keeping
+    only the idempotency promise (no 409 for old versions: it applies whatever arrives). After
+    each test, whatever the faults: no effect applied twice, no old version applied over a
+    newer one. Against the second site these are the service's promises alone."""
+    versioned = request.param == "versioned"
+    with SiteSimulator(
+        token="test-token", faults=Faults(seed=1), check_versions=versioned, keep_requests=True
+    ) as site:
+        yield site
+        assert [] == [f"{e.aggregate} v{e.version}" for e in site.stale_writes()]
+        assert {} == {key: n for key, n in site.effect_counts().items() if n > 1}
 
 
 # -- the wire -----------------------------------------------------------------------------------

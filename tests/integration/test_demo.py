@@ -28,4 +28,40 @@ def test_demo_ends_idle_with_every_promised_quarantine_reason_and_no_double_effe
     } == set(report["summary"]["by_reason"])
     text = output.getvalue()
     assert "effects applied twice at the site 0" in text
-    assert "site holds the latest delivered price of every SKU: yes" in text
+    assert "old prices applied over newer ones at the site 0" in text
+    assert "site holds the latest delivered price of every SKU and price type: yes" in text
+    refused = [e for e in report["entries"] if e["aggregate"] == "SKU-PLAIN"]
+    assert [(2, "invalid-contract")] == [(e["version"], e["reason"]) for e in refused]
+
+
+def test_the_demo_summary_fails_when_the_site_applied_an_old_price_over_a_newer_one(
+    tmp_path: Path,
+) -> None:
+    # The figures come from what the site applied: a stale send shows as NO, not as "yes".
+    import httpx
+
+    from exchange.db.engine import make_engine
+    from exchange.db.migrate import upgrade
+    from exchange.dev import demo
+    from exchange.dev.sitesim import SiteSimulator
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'x.db'}")
+    upgrade(engine)
+    with SiteSimulator(demo.TOKEN, check_versions=False) as site:
+        with httpx.Client(
+            base_url=site.url, headers={"Authorization": f"Bearer {demo.TOKEN}"}
+        ) as c:
+            for version in (5, 1):  # v1 after v5: what the service must never send
+                key = f"price.SKU-1/retail.v{version}"
+                document = {
+                    "message_id": key,
+                    "kind": "price",
+                    "aggregate": "SKU-1/retail",
+                    "version": version,
+                    "payload": {"sku": "SKU-1", "price": "1.00"},
+                    "created_at": "2026-08-23T07:20:00Z",
+                }
+                c.post("/api/v1/updates", json=document, headers={"Idempotency-Key": key})
+        summary = demo._summary(engine, site, 0.0)
+    engine.dispose()
+    assert (1, False, False) == (summary["stale_writes"], summary["site_matches"], summary["ok"])

@@ -20,7 +20,11 @@ Invariants checked after every step (``every_promise_holds``):
 - attempts <= max_attempts; at most one message per aggregate is in flight under a live lease;
 - every message's history is an unbroken chain of transitions ending in its current state, and
   a delivered or cancelled message never changes again;
-- a price aggregate's cursor (``done_version``) never runs ahead of the version the site holds.
+- a price aggregate's cursor (``done_version``) never runs ahead of the version the site holds;
+- checked as each request arrives: no price at or below its aggregate's delivered version
+  (``done_version``) is ever sent. Run twice: against a site that also refuses old versions
+  (409), and against one that only de-duplicates keys (``KeysOnlyPipeline``), where an old
+  price sent after a newer one would be applied.
 The ``heal_and_drain`` rule also checks liveness: once the site behaves and time passes, the
 service becomes idle (nothing left that it could move without a person). It found a posting
 that waited forever: version 1 never came, version 2 was quarantined for the gap and cancelled
@@ -47,12 +51,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
     invariant,
+    precondition,
     rule,
     run_state_machine_as_test,
 )
@@ -67,8 +73,9 @@ from exchange.domain.clock import FakeClock
 from exchange.domain.identity import message_id
 from exchange.domain.retry import Decision
 from exchange.errors import OperatorError
+from exchange.intake import staging_table as intake
 from exchange.ops import quarantine
-from exchange.queue import lease, record
+from exchange.queue import coalesce, lease, record
 from exchange.settings import Settings
 from exchange.worker import Worker
 
@@ -115,11 +122,21 @@ CLOCK_STEPS = (1.0, 8.0, LEASE_S + 1, RETRY_MAX_S + 1, GAP_TIMEOUT_S + 1)
 
 
 class ModelSite:
-    """The site's promises (contract 5) in memory, with answers chosen by the test."""
+    """The site's promises (contract 5) in memory, with answers chosen by the test.
 
-    def __init__(self) -> None:
+    ``check_versions=False``: a site that keeps only the idempotency promise (no 409 for an old
+    version: it applies whatever arrives). Against it, nothing but the service stands between
+    an old price and the shop. Either way, every request is checked as it arrives against the
+    service's database: no latest-wins version at or below its aggregate's delivered version
+    (``done_version``) is ever sent (contract 3, at the moment of the claim).
+    """
+
+    def __init__(self, check_versions: bool = True) -> None:
+        self.check_versions = check_versions
+        self.engine: Engine | None = None  # the service's database, to read done_version
         self.faults: list[str] = []
-        self.held: dict[tuple[str, str], int] = {}
+        self.held: dict[tuple[str, str], int] = {}  # what the site shows: the last applied
+        self.top: dict[tuple[str, str], int] = {}  # the highest version applied
         self.applied: dict[tuple[str, str], list[int]] = {}
         self.answers: dict[str, tuple[int, bytes]] = {}
         self.effects: Counter[str] = Counter()
@@ -138,6 +155,12 @@ class ModelSite:
             self.violations.append(f"{key} was sent again after it was recorded delivered")
         if key in self.expected and exact(body["payload"]) != self.expected[key]:
             self.violations.append(f"{key}: sent {body['payload']}, staged {self.expected[key]}")
+        if body["kind"] == "price":
+            delivered = self._delivered_version(body["aggregate"])
+            if body["version"] <= delivered:
+                self.violations.append(
+                    f"{key} sent at or below version {delivered}, already delivered"
+                )
         fault = self.faults.pop(0) if self.faults else "ok"
         if fault == "connect-error":
             raise httpx.ConnectError("connection refused", request=request)
@@ -160,15 +183,26 @@ class ModelSite:
             )
         return httpx.Response(status, content=content)
 
+    def _delivered_version(self, aggregate: str) -> int:
+        assert self.engine is not None
+        with transaction(self.engine, read_only=True) as connection:
+            done = connection.execute(
+                select(aggregates.c.done_version).where(
+                    aggregates.c.kind == "price", aggregates.c.aggregate == aggregate
+                )
+            ).scalar()
+        return int(done or 0)
+
     def _process(self, key: str, body: dict[str, Any]) -> tuple[int, bytes]:
         if key in self.answers:  # the same key answers as the first time, with no effect
             return self.answers[key]
         aggregate = (body["kind"], body["aggregate"])
         held = self.held.get(aggregate, 0)
-        if body["version"] <= held:
+        if body["version"] <= held and self.check_versions:
             answer = (409, json.dumps({"error": "stale", "current_version": held}).encode())
         else:
             self.held[aggregate] = body["version"]
+            self.top[aggregate] = max(self.top.get(aggregate, 0), body["version"])
             self.applied.setdefault(aggregate, []).append(body["version"])
             self.effects[key] += 1
             answer = (200, json.dumps({"receipt": f"R-{sum(self.effects.values())}"}).encode())
@@ -246,6 +280,8 @@ TEMPLATE: dict[str, Path] = {}  # the migrated database each example starts from
 
 
 class Pipeline(RuleBasedStateMachine):
+    CHECK_VERSIONS = True  # the site's 409 for old versions; KeysOnlyPipeline: none
+
     def __init__(self) -> None:
         super().__init__()
         template = TEMPLATE["path"]
@@ -255,7 +291,8 @@ class Pipeline(RuleBasedStateMachine):
         self.url = f"sqlite:///{self.dir / 'exchange.db'}"
         self.engine: Engine = make_engine(self.url)
         self.clock = FakeClock()
-        self.site = ModelSite()
+        self.site = ModelSite(self.CHECK_VERSIONS)
+        self.site.engine = self.engine
         self.loop = asyncio.new_event_loop()
         self.restarts = 0
         self.workers = [self._start(f"w{i}") for i in range(WORKERS)]
@@ -378,17 +415,20 @@ class Pipeline(RuleBasedStateMachine):
     def site_answers_next(self, faults: list[str]) -> None:
         self.site.faults.extend(faults)
 
+    @precondition(lambda self: self.site.check_versions)
     @rule()
     def site_forgets_idempotency_keys(self) -> None:
         """Keys expire at the site: a replay is then answered by the version it holds (409)."""
         self.site.answers.clear()
 
+    @precondition(lambda self: self.site.check_versions)
     @rule(sku=st.sampled_from(SKUS))
     def site_price_changed_elsewhere(self, sku: str) -> None:
         """Someone sets a price on the site itself, ahead of 1C's versions: 409 stale, greater."""
         aggregate = ("price", sku)
         top = max(self._versions("price", sku), default=0)
         self.site.held[aggregate] = max(self.site.held.get(aggregate, 0), top) + 1
+        self.site.top[aggregate] = max(self.site.top.get(aggregate, 0), self.site.held[aggregate])
 
     @rule(seconds=st.sampled_from(CLOCK_STEPS), writes=st.lists(WRITE, max_size=2))
     def time_passes(self, seconds: float, writes: list[tuple[str, str, int, int]]) -> None:
@@ -448,6 +488,60 @@ class Pipeline(RuleBasedStateMachine):
             return
         outcomes = self.loop.run_until_complete(worker._deliver(batch))
         self.pending[index] = (batch, outcomes)
+
+    def _claim(self, index: int) -> lease.Batch:
+        worker = self.workers[index]
+        with transaction(self.engine) as connection:
+            return lease.claim(
+                connection,
+                worker=worker.worker_id,
+                now=self.clock.now(),
+                limit=worker.settings.batch_size,
+                lease_seconds=worker.settings.lease_seconds,
+                strict=worker.strict,
+                max_attempts=worker.settings.max_attempts,
+            )
+
+    @rule(
+        index=st.integers(0, WORKERS - 1),
+        other=st.integers(0, WORKERS - 1),
+        answer=st.sampled_from(["503", "429", "read-timeout", "ok"]),
+        seconds=st.sampled_from([0.0, 1.0, 8.0]),
+        rounds=st.integers(1, 3),
+    )
+    def newer_version_staged_while_in_flight(
+        self, index: int, other: int, answer: str, seconds: float, rounds: int
+    ) -> None:
+        """Issue 12: a worker starts a cycle and sends a batch; while the answers are out, 1C
+        writes the next version of each price in flight and another worker runs a cycle
+        (intake, coalescing: the versions in flight are not pending, so nothing is cancelled).
+        The first worker records (the site answered ``answer``), time passes, and it goes on
+        claiming, sending and recording as its cycle's loop does: without coalescing."""
+        if index in self.pending or other in self.pending or index == other:
+            return
+        worker = self.workers[index]
+        intake.take(self.engine, None, worker.settings.kinds, self.clock.now())
+        with transaction(self.engine) as connection:  # the start of its cycle
+            coalesce.coalesce(connection, worker.latest_wins, self.clock.now())
+        batch = self._claim(index)
+        if not batch.messages:
+            return
+        for leased in batch.messages:
+            if leased.kind == "price":
+                self._price(leased.aggregate, "next", 100 + leased.version, 0)
+        self.loop.run_until_complete(self.workers[other].cycle())
+        self.site.faults[:0] = [answer] * len(batch.messages)
+        outcomes = self.loop.run_until_complete(self.workers[index]._deliver(batch))
+        self.pending[index] = (batch, outcomes)
+        self._record(index)
+        self.clock.advance(seconds)
+        for _ in range(rounds):
+            batch = self._claim(index)
+            if not batch.messages:
+                return
+            outcomes = self.loop.run_until_complete(self.workers[index]._deliver(batch))
+            self.pending[index] = (batch, outcomes)
+            self._record(index)
 
     @rule(index=st.integers(0, WORKERS - 1))
     def crash_and_restart(self, index: int) -> None:
@@ -530,7 +624,7 @@ class Pipeline(RuleBasedStateMachine):
         self._messages(found, events, now)
         for kind, aggregate, version in done:
             if kind == "price":  # latest-wins: the cursor is a version the site confirmed
-                assert version <= self.site.held.get((kind, aggregate), 0), (aggregate, version)
+                assert version <= self.site.top.get((kind, aggregate), 0), (aggregate, version)
 
     def _outcomes(self, rows: Any, found: list[Any], events: list[Any]) -> None:
         assert len(rows) == len(self.staged)
@@ -560,13 +654,19 @@ class Pipeline(RuleBasedStateMachine):
         assert [] == site.violations
         assert set() == {key for key, n in site.effects.items() if n > 1}, "two effects"
         for aggregate, version in site.held.items():
-            assert version >= self.held_before.get(aggregate, 0), f"{aggregate} went back"
+            # A site without a version check shows the last version applied, which may go back
+            # without the service breaking a promise: a version applied (its answer lost),
+            # quarantined and cancelled by an operator is not delivered, and a lower one may
+            # follow. What the service promises is checked as each request arrives (ModelSite).
+            if site.check_versions or aggregate[0] == POSTING:
+                assert version >= self.held_before.get(aggregate, 0), f"{aggregate} went back"
         self.held_before = dict(site.held)
         by_version = {
             (m["kind"], m["aggregate"], m["version"]): m for m in found if not m["rejected"]
         }
         for aggregate, applied in site.applied.items():
-            assert applied == sorted(set(applied)), f"{aggregate} applied out of order: {applied}"
+            if site.check_versions or aggregate[0] == POSTING:
+                assert applied == sorted(set(applied)), f"{aggregate} out of order: {applied}"
             if aggregate[0] != POSTING:
                 continue
             for version in range(1, applied[-1]):
@@ -582,7 +682,7 @@ class Pipeline(RuleBasedStateMachine):
                 continue
             site.delivered.add(m["message_id"])
             aggregate = (m["kind"], m["aggregate"])
-            assert site.held.get(aggregate, 0) >= m["version"], f"{m['message_id']} not at site"
+            assert site.top.get(aggregate, 0) >= m["version"], f"{m['message_id']} not at site"
             if m["kind"] == POSTING:
                 assert m["version"] in site.applied.get(aggregate, []), m["message_id"]
 
@@ -613,8 +713,17 @@ class Pipeline(RuleBasedStateMachine):
         )
 
 
+class KeysOnlyPipeline(Pipeline):
+    """The same world against a site that only de-duplicates keys (issue 12): an old price the
+    service sends after a newer one was delivered is applied there, and the check as each
+    request arrives catches it."""
+
+    CHECK_VERSIONS = False
+
+
+@pytest.mark.parametrize("machine", [Pipeline, KeysOnlyPipeline], ids=["versioned", "keys-only"])
 def test_any_interleaving_of_writes_faults_crashes_and_operators_keeps_every_promise(
-    tmp_path: Path,
+    tmp_path: Path, machine: type[Pipeline]
 ) -> None:
     template = tmp_path / "template.db"
     engine = make_engine(f"sqlite:///{template}")
@@ -622,7 +731,7 @@ def test_any_interleaving_of_writes_faults_crashes_and_operators_keeps_every_pro
     engine.dispose()
     TEMPLATE["path"] = template
     run_state_machine_as_test(
-        Pipeline,
+        machine,
         settings=settings(
             max_examples=EXAMPLES,
             stateful_step_count=STEPS,

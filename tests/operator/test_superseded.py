@@ -137,3 +137,25 @@ def test_a_superseded_price_retried_anyway_is_never_sent(
     take(engine, settings, clock, [])
     assert ("cancelled", "stale") == states(engine)[quarantine_mix["SKU-NEWER"]]
     assert [] == claim(engine, settings, clock).messages
+
+
+def test_a_superseded_price_retried_while_a_worker_is_mid_cycle_is_not_claimed_then_ends_stale(
+    engine: Engine, settings: Settings, clock: FakeClock, quarantine_mix: dict[str, str]
+) -> None:
+    # Issue 12: a worker claims in a loop and coalesces only at the start of a cycle; a retry
+    # that lands in between used to be claimed and sent. The claim itself refuses it now, and
+    # the retry is accepted: the next cycle's coalescing ends it stale, without a request.
+    with transaction(engine) as c:
+        result = quarantine.retry(
+            c,
+            [quarantine_mix["SKU-NEWER"]],
+            Filters(),
+            operator="ivanova",
+            note=None,
+            now=clock.now(),
+            dry_run=False,
+        )
+    assert [quarantine_mix["SKU-NEWER"]] == result.touched
+    assert [] == claim(engine, settings, clock).messages  # no coalesce has run since
+    take(engine, settings, clock, [])
+    assert ("cancelled", "stale") == states(engine)[quarantine_mix["SKU-NEWER"]]
