@@ -33,10 +33,10 @@ from sqlalchemy import Engine, event
 
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
+from exchange.domain.policy import DEFAULT_KINDS, KindPolicies, Policy
 from exchange.intake import staging_table as intake
 from exchange.intake.stage import stage
 from exchange.queue import coalesce
-from exchange.settings import DEFAULT_KINDS
 
 BATCH = 10_000
 LINES_PER_DOCUMENT = 5
@@ -170,7 +170,9 @@ def _run(url: str | None, skus: int, versions: int, postings: int, chunk: int) -
     rss_after_intake = _rss_mb()
     started, cpu = time.perf_counter(), _cpu()
     with transaction(engine) as connection:
-        cancelled = coalesce.coalesce(connection, ["price"], now)
+        cancelled = coalesce.coalesce(
+            connection, KindPolicies.of({"price": Policy.LATEST_WINS}), now
+        )
     coalesced, coalesced_cpu = time.perf_counter() - started, _cpu() - cpu
     server_end = server.seconds()
     engine.dispose()

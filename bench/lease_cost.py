@@ -28,11 +28,11 @@ from typing import Any
 from bench.run import fresh_database
 from exchange.db.engine import make_engine, transaction
 from exchange.dev.testing import price_row, stage
+from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.domain.retry import RetryPolicy, decide
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.intake import staging_table as intake
 from exchange.queue import coalesce, lease, record
-from exchange.settings import DEFAULT_KINDS
 
 WORKER = "bench"
 
@@ -44,7 +44,7 @@ def run(url: str, messages: int, batch: int) -> dict[str, Any]:
         now = datetime(2026, 1, 1, tzinfo=UTC)
         intake.take(engine, None, DEFAULT_KINDS, now)
         with transaction(engine) as connection:
-            coalesce.coalesce(connection, [k for k in DEFAULT_KINDS if k == "price"], now)
+            coalesce.coalesce(connection, KindPolicies.of(DEFAULT_KINDS), now)
         delivered = Classification(
             Verdict.DELIVERED, "delivered", http_status=200, receipt='{"receipt": "r-1"}'
         )
@@ -62,7 +62,7 @@ def run(url: str, messages: int, batch: int) -> dict[str, Any]:
                     now=now,
                     limit=batch,
                     lease_seconds=60,
-                    strict=["financial_posting"],
+                    kinds=KindPolicies.of(DEFAULT_KINDS),
                     max_attempts=5,
                     after=cursor,
                 )
@@ -79,7 +79,7 @@ def run(url: str, messages: int, batch: int) -> dict[str, Any]:
                     worker=WORKER,
                     now=now,
                     outcomes=[(m, decision) for m in taken.messages],
-                    strict=["financial_posting"],
+                    kinds=KindPolicies.of(DEFAULT_KINDS),
                 )
             record_s += time.perf_counter() - started
             batches += 1

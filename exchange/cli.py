@@ -28,7 +28,6 @@ from exchange import logs
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import current_revision, upgrade
 from exchange.domain.clock import SystemClock, ensure_utc
-from exchange.domain.policy import Policy
 from exchange.errors import ExchangeError
 from exchange.ops.prune import prune as prune_now
 from exchange.ops.quarantine import (
@@ -226,7 +225,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         settings = _settings(ctx)
         engine, _ = bootstrap.engines(settings)
         with transaction(engine, read_only=True) as connection:
-            figures = status(connection, SystemClock().now(), settings.kinds_with(Policy.STRICT))
+            figures = status(connection, SystemClock().now(), settings.policies)
     if as_json:
         print(json.dumps(figures.as_json(), ensure_ascii=False))
         return
@@ -438,7 +437,7 @@ def quarantine_cancel(
             operator=operator or _os_user(),
             note=note,
             now=SystemClock().now(),
-            strict=settings.kinds_with(Policy.STRICT),
+            kinds=settings.policies,
             dry_run=dry,
             limit=most,
         ),

@@ -39,13 +39,8 @@ from pydantic_settings import (
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from exchange.domain.policy import Policy
+from exchange.domain.policy import DEFAULT_KINDS, KindPolicies, Policy
 from exchange.errors import ConfigurationError
-
-DEFAULT_KINDS: dict[str, Policy] = {
-    "price": Policy.LATEST_WINS,
-    "financial_posting": Policy.STRICT,
-}
 
 SUPPORTED_DIALECTS = ("sqlite", "postgresql")
 
@@ -646,11 +641,10 @@ class Settings(BaseSettings):
         except ValueError as exc:  # the file went away or changed since the start
             raise ConfigurationError(f"EXCHANGE_SITE_CA_BUNDLE: {exc}") from None
 
-    def policy(self, kind: str) -> Policy | None:
-        return self.kinds.get(kind)
-
-    def kinds_with(self, policy: Policy) -> list[str]:
-        return sorted(kind for kind, p in self.kinds.items() if p is policy)
+    @property
+    def policies(self) -> KindPolicies:
+        """The configured kinds and their policies, as the queue takes them."""
+        return KindPolicies.of(self.kinds)
 
 
 class _TomlWithoutBom(TomlConfigSettingsSource):

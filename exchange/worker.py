@@ -29,7 +29,6 @@ from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import workers
 from exchange.domain.breaker import BreakerState, CircuitBreaker
 from exchange.domain.clock import Clock
-from exchange.domain.policy import Policy
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import Decision, RetryPolicy, decide, not_sent
 from exchange.domain.states import Event
@@ -113,8 +112,7 @@ class Worker:
         )
         self.breaker = CircuitBreaker(settings.breaker_threshold, self.policy)
         self.paused_reason: str | None = None
-        self.strict = settings.kinds_with(Policy.STRICT)
-        self.latest_wins = settings.kinds_with(Policy.LATEST_WINS)
+        self.kinds = settings.policies
         self.stopping = False
         self._stop_requested: asyncio.Event | None = None  # set by request_stop during a batch
         self._started: set[int] = set()  # pks of the batch in flight that went to the site
@@ -155,8 +153,8 @@ class Worker:
         report.taken = taken.taken
         self.metrics.intake(taken)
         with transaction(self.engine) as connection:
-            report.cancelled += coalesce.coalesce(connection, self.latest_wins, now)
-            gaps = coalesce.quarantine_gaps(connection, self.strict, now, self.settings.gap_timeout)
+            report.cancelled += coalesce.coalesce(connection, self.kinds, now)
+            gaps = coalesce.quarantine_gaps(connection, self.kinds, now, self.settings.gap_timeout)
             expired = lease.expire_exhausted(
                 connection, now=now, max_attempts=self.settings.max_attempts
             )
@@ -178,7 +176,7 @@ class Worker:
                     now=now,
                     limit=allowance,
                     lease_seconds=self.settings.lease_seconds,
-                    strict=self.strict,
+                    kinds=self.kinds,
                     max_attempts=self.settings.max_attempts,
                     exclude=sorted(self.breaker.probed) if probing else (),
                     after=self._claim_after,
@@ -200,7 +198,7 @@ class Worker:
                     worker=self.worker_id,
                     now=self.clock.now(),
                     outcomes=outcomes,
-                    strict=self.strict,
+                    kinds=self.kinds,
                 )
             report.lost_leases += len(outcomes) - recorded
             self.metrics.recorded(decision for _, decision in outcomes)
@@ -269,7 +267,7 @@ class Worker:
                 worker=self.worker_id,
                 now=self.clock.now(),
                 outcomes=[(m, not_sent(STOPPING, m.attempt)) for m in unsent],
-                strict=self.strict,
+                kinds=self.kinds,
                 release_all=False,
             )
 
@@ -409,7 +407,7 @@ class Worker:
 
     def idle(self) -> bool:
         """Nothing left that this service could move without a person (contract 6)."""
-        return is_idle(self.engine, self.staging_engine, self.strict)
+        return is_idle(self.engine, self.staging_engine, self.kinds)
 
 
 def log_outcome(message: lease.Leased, decision: Decision) -> None:

@@ -27,7 +27,14 @@ class State(StrEnum):
 
 
 FINAL = frozenset({State.DELIVERED, State.CANCELLED})
-PENDING = frozenset({State.NEW, State.DELAYED, State.IN_PROGRESS})
+DUE = frozenset({State.NEW, State.DELAYED})  # may be leased once next_try_at has come
+PENDING = frozenset({State.NEW, State.DELAYED, State.IN_PROGRESS})  # on its way to the site
+LIVE = PENDING | {State.QUARANTINED}  # not ended: it may still be sent (after a person's retry)
+
+
+def values(states: frozenset[State]) -> list[str]:
+    """The states as the database stores them, in a stable order (for SQL ``IN``)."""
+    return sorted(state.value for state in states)
 
 
 class Event(StrEnum):

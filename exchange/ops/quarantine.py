@@ -19,6 +19,7 @@ from sqlalchemy import ColumnElement, Connection, Select, exists, select
 
 from exchange.db.engine import is_postgres
 from exchange.db.schema import aggregates, messages
+from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
 from exchange.errors import OperatorError
@@ -224,7 +225,7 @@ def cancel(
     operator: str,
     note: str,
     now: datetime,
-    strict: list[str],
+    kinds: KindPolicies,
     dry_run: bool = False,
     limit: int | None = None,
 ) -> ActionResult:
@@ -258,6 +259,6 @@ def cancel(
     ]
     apply(connection, changes, now)
     aggregate_ids = sorted({row["aggregate_id"] for row in rows if row["aggregate_id"] is not None})
-    if aggregate_ids and strict:
-        advance_strict(connection, aggregate_ids, strict)
+    if aggregate_ids and kinds.strict:
+        advance_strict(connection, aggregate_ids, kinds)
     return ActionResult(touched, [])

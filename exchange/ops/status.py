@@ -18,8 +18,10 @@ from sqlalchemy import Connection, case, func, not_, select
 from sqlalchemy.orm import aliased
 
 from exchange.db.schema import Message, aggregates, history, messages, workers
-from exchange.domain.states import Event, State
+from exchange.domain.policy import KindPolicies
+from exchange.domain.states import LIVE, PENDING, Event, State, values
 from exchange.errors import OperatorError
+from exchange.queue import order
 
 RECENT = timedelta(minutes=15)
 # A worker that has not reported for this long is gone (worker ids change with every start):
@@ -33,7 +35,7 @@ ATTEMPT_EVENTS = [
     Event.QUARANTINED.value,
 ]
 FAILED_EVENTS = [Event.RETRY_SCHEDULED.value, Event.QUARANTINED.value]
-UNDELIVERED = [State.NEW.value, State.IN_PROGRESS.value, State.DELAYED.value]
+UNDELIVERED = values(PENDING)
 
 
 @dataclass
@@ -56,7 +58,7 @@ class Status:
         return asdict(self)
 
 
-def status(connection: Connection, now: datetime, strict: list[str]) -> Status:
+def status(connection: Connection, now: datetime, kinds: KindPolicies) -> Status:
     counts = {state.value: 0 for state in State}
     for state, count in connection.execute(
         select(messages.c.state, func.count()).group_by(messages.c.state)
@@ -87,7 +89,7 @@ def status(connection: Connection, now: datetime, strict: list[str]) -> Status:
         error_share=round(failures / attempts, 4) if attempts else 0.0,
         delivery_rate_per_min=round(delivered / (RECENT.total_seconds() / 60), 3),
         workers=live_workers,
-        blocked=blocked_aggregates(connection, strict),
+        blocked=blocked_aggregates(connection, kinds),
         quarantine_by_reason=quarantine_by_reason(connection, now),
         delivery_paused=any(w["paused"] for w in live_workers),
         breaker_open=any(w["breaker"] != "closed" for w in live_workers),
@@ -150,10 +152,10 @@ def quarantine_by_reason(connection: Connection, now: datetime) -> dict[str, dic
 
 
 def blocked_aggregates(
-    connection: Connection, strict: list[str], limit: int = BLOCKED_SHOWN
+    connection: Connection, kinds: KindPolicies, limit: int = BLOCKED_SHOWN
 ) -> list[dict[str, Any]]:
     """Strictly ordered aggregates that cannot move: a quarantined next version, or a gap."""
-    if not strict:
+    if not kinds.strict:
         return []
     m = aliased(Message, name="m")
     a = aggregates
@@ -162,16 +164,9 @@ def blocked_aggregates(
         .join(a, a.c.id == m.aggregate_id)
         .where(
             not_(m.rejected),
-            m.kind.in_(strict),
-            m.version > a.c.done_version,
-            m.state.in_(
-                [
-                    State.NEW.value,
-                    State.DELAYED.value,
-                    State.IN_PROGRESS.value,
-                    State.QUARANTINED.value,
-                ]
-            ),
+            order.is_strict(m, kinds),
+            order.beyond_cursor(m),
+            m.state.in_(values(LIVE)),
         )
         .group_by(m.aggregate_id)
         .subquery()

@@ -22,7 +22,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from sqlalchemy import (
-    ColumnElement,
     Connection,
     String,
     and_,
@@ -31,42 +30,28 @@ from sqlalchemy import (
     func,
     literal,
     not_,
-    or_,
     select,
 )
 from sqlalchemy.orm import aliased
 
 from exchange.db.engine import is_postgres
 from exchange.db.schema import Message, aggregates, messages
+from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
-from exchange.domain.states import Event, State, sources
+from exchange.domain.states import LIVE, Event, State, sources, values
+from exchange.queue import order
 from exchange.queue.transitions import Change, apply, apply_selected
-
-
-def _pending(m: type[Message], now: datetime) -> ColumnElement[bool]:
-    return or_(
-        m.state.in_([State.NEW.value, State.DELAYED.value]),
-        and_(m.state == State.IN_PROGRESS.value, m.locked_until < now),
-    )
-
-
-def _pending_rows(now: datetime) -> ColumnElement[bool]:
-    return or_(
-        messages.c.state.in_([State.NEW.value, State.DELAYED.value]),
-        and_(messages.c.state == State.IN_PROGRESS.value, messages.c.locked_until < now),
-    )
-
 
 _UNLOCK = {"locked_by": None, "locked_until": None, "lease_token": None, "next_try_at": None}
 
 
-def coalesce(connection: Connection, latest_wins: list[str], now: datetime) -> int:
+def coalesce(connection: Connection, kinds: KindPolicies, now: datetime) -> int:
     """Cancel stale versions (any kind) and superseded ones (latest-wins); returns how many.
 
     Set-based: the candidates are chosen, moved and written to history inside the database,
     so a reload of a million rows is never loaded into the worker.
     """
-    pending = and_(not_(messages.c.rejected), _pending_rows(now))
+    pending = and_(not_(messages.c.rejected), order.pending(messages.c, now))
     done = aggregates.c.done_version
     # Stale applies to every kind: a strict cursor covers only versions delivered or cancelled
     # by a person, so a pending version below it (a row 1C wrote again after its message was
@@ -74,7 +59,7 @@ def coalesce(connection: Connection, latest_wins: list[str], now: datetime) -> i
     stale = (
         select(messages.c.id, messages.c.state, messages.c.version, done.label("done"))
         .join(aggregates, aggregates.c.id == messages.c.aggregate_id)
-        .where(pending, messages.c.version <= done)
+        .where(pending, not_(order.beyond_cursor(messages.c)))
     )
     moved = apply_selected(
         connection,
@@ -92,14 +77,16 @@ def coalesce(connection: Connection, latest_wins: list[str], now: datetime) -> i
     )
     # The highest live version of each aggregate, found once for all (a hash join, not a
     # subquery per message), and the message that carries it.
+    latest_wins = kinds.latest_wins
     if not latest_wins:
         return moved
     mine = and_(pending, messages.c.kind.in_(latest_wins))
-    live = [State.NEW.value, State.DELAYED.value, State.IN_PROGRESS.value, State.QUARANTINED.value]
     top = (
         select(messages.c.aggregate_id, func.max(messages.c.version).label("version"))
         .where(
-            not_(messages.c.rejected), messages.c.kind.in_(latest_wins), messages.c.state.in_(live)
+            not_(messages.c.rejected),
+            messages.c.kind.in_(latest_wins),
+            messages.c.state.in_(values(LIVE)),
         )
         .group_by(messages.c.aggregate_id)
         .subquery("top")
@@ -134,10 +121,10 @@ def coalesce(connection: Connection, latest_wins: list[str], now: datetime) -> i
 
 
 def quarantine_gaps(
-    connection: Connection, strict: list[str], now: datetime, gap_timeout: float
+    connection: Connection, kinds: KindPolicies, now: datetime, gap_timeout: float
 ) -> int:
     """Quarantine strictly ordered messages that waited too long for a missing version."""
-    if not strict:
+    if not kinds.strict:
         return 0
     m = aliased(Message, name="m")
     lower = aliased(Message, name="lower")
@@ -147,9 +134,10 @@ def quarantine_gaps(
         .join(a, a.c.id == m.aggregate_id)
         .where(
             not_(m.rejected),
-            m.kind.in_(strict),
+            order.is_strict(m, kinds),
             m.state.in_(sorted(sources(Event.SEQUENCE_GAP))),
-            m.version > a.c.done_version + 1,
+            order.beyond_cursor(m),
+            not_(order.next_in_order(m)),
             m.waiting_since <= now - timedelta(seconds=gap_timeout),
         )
         .where(
@@ -159,7 +147,7 @@ def quarantine_gaps(
                 lower.aggregate_id == m.aggregate_id,
                 not_(lower.rejected),
                 lower.state != State.CANCELLED.value,
-                lower.version > a.c.done_version,
+                order.beyond_cursor(lower),
                 lower.version < m.version,
             )
         )

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, Engine, exists, func, not_, select, true
+from sqlalchemy import Connection, Engine, func, not_, select
 from sqlalchemy.orm import aliased
 
 from exchange.db.engine import transaction
 from exchange.db.schema import Message, aggregates, staging
-from exchange.domain.states import State
+from exchange.domain.policy import KindPolicies
+from exchange.domain.states import PENDING, values
+from exchange.queue import order
 
 
-def is_idle(engine: Engine, staging_engine: Engine | None, strict: list[str]) -> bool:
+def is_idle(engine: Engine, staging_engine: Engine | None, kinds: KindPolicies) -> bool:
     source = staging_engine or engine
     with transaction(source, read_only=True) as connection:
         untaken = connection.execute(
@@ -19,26 +21,16 @@ def is_idle(engine: Engine, staging_engine: Engine | None, strict: list[str]) ->
     if untaken:
         return False
     with transaction(engine, read_only=True) as connection:
-        return held_or_none(connection, strict)
+        return held_or_none(connection, kinds)
 
 
-def held_or_none(connection: Connection, strict: list[str]) -> bool:
+def held_or_none(connection: Connection, kinds: KindPolicies) -> bool:
     """True when every pending message is held behind a quarantined predecessor."""
     m = aliased(Message, name="m")
-    blocker = aliased(Message, name="blocker")
-    pending = [State.NEW.value, State.IN_PROGRESS.value, State.DELAYED.value]
-    held = exists().where(
-        blocker.aggregate_id == m.aggregate_id,
-        not_(blocker.rejected),
-        blocker.state == State.QUARANTINED.value,
-        blocker.version < m.version,
-        blocker.version > aggregates.c.done_version,
-    )
     movable = (
         select(func.count())
         .select_from(m)
         .join(aggregates, aggregates.c.id == m.aggregate_id)
-        .where(m.state.in_(pending), not_(m.rejected))
-        .where(~(m.kind.in_(strict) & held) if strict else true())
+        .where(m.state.in_(values(PENDING)), not_(m.rejected), not_(order.held(m, kinds)))
     )
     return connection.execute(movable).scalar_one() == 0

@@ -30,7 +30,6 @@ from sqlalchemy import (
     not_,
     or_,
     select,
-    true,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -39,8 +38,10 @@ from sqlalchemy.sql.dml import Update
 
 from exchange.db.engine import is_postgres
 from exchange.db.schema import Message, UTCDateTime, aggregates, messages
+from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
-from exchange.domain.states import Event, State
+from exchange.domain.states import DUE, Event, State, values
+from exchange.queue import order
 from exchange.queue.transitions import Change, apply
 
 
@@ -81,41 +82,23 @@ def one_of(column: ColumnElement[int], name: str, postgres: bool) -> ColumnEleme
 
 
 def _eligible(
-    m: type[Message], now: Any, strict: Sequence[str], max_attempts: Any
+    m: type[Message], now: Any, kinds: KindPolicies, max_attempts: Any
 ) -> ColumnElement[bool]:
     due = or_(
         and_(
-            m.state.in_([State.NEW.value, State.DELAYED.value]),
+            m.state.in_(values(DUE)),
             or_(m.next_try_at.is_(None), m.next_try_at <= now),
         ),
         # A lease that expired on the last allowed attempt is not taken over: expire_exhausted
-        # quarantines it instead.
+        # quarantines it instead (RetryPolicy.exhausted).
         and_(m.state == State.IN_PROGRESS.value, m.locked_until < now, m.attempts < max_attempts),
     )
-    in_order = (
-        or_(not_(m.kind.in_(list(strict))), m.version == aggregates.c.done_version + 1)
-        if strict
-        else true()
-    )
-    # latest-wins, at the moment of the claim (contract 3), whatever ran before it: a version
-    # at or below the delivered one (done_version) is never sent, nor one below another live
-    # version of its aggregate (new, delayed, in flight or quarantined). Such a message is not
-    # eligible; the next coalesce cancels it (stale, superseded), so it is never sent. Checked
-    # here because coalescing runs only at the start of a cycle, and a version delayed while a
-    # newer one was staged, delivered or retried by an operator became due again in between.
-    newer = aliased(Message, name="newer")
-    live = [State.NEW.value, State.DELAYED.value, State.IN_PROGRESS.value, State.QUARANTINED.value]
-    latest = and_(
-        m.version > aggregates.c.done_version,
-        ~exists().where(
-            newer.aggregate_id == m.aggregate_id,
-            newer.version > m.version,
-            newer.state.in_(live),
-            not_(newer.rejected),
-        ),
-    )
-    newest = or_(m.kind.in_(list(strict)), latest) if strict else latest
-    return and_(m.aggregate_id == aggregates.c.id, not_(m.rejected), due, in_order, newest)
+    # Order at the moment of the claim (contract 3), whatever ran before it: a latest-wins
+    # version at or below the delivered one, or below another live version, is not eligible
+    # (the next coalesce cancels it, so it is never sent); a strict one only as the next.
+    # Checked here because coalescing runs only at the start of a cycle, and a version delayed
+    # while a newer one was staged, delivered or retried by an operator became due meanwhile.
+    return and_(m.aggregate_id == aggregates.c.id, not_(m.rejected), due, order.in_order(m, kinds))
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,10 +113,10 @@ class _ClaimSQL:
 
 
 @functools.lru_cache(maxsize=32)
-def _claim_sql(postgres: bool, strict: tuple[str, ...], excluding: bool) -> _ClaimSQL:
+def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQL:
     m = aliased(Message, name="m")
     now = bindparam("now", type_=UTCDateTime())
-    eligible = _eligible(m, now, strict, bindparam("max_attempts", type_=Integer()))
+    eligible = _eligible(m, now, kinds, bindparam("max_attempts", type_=Integer()))
     free = or_(aggregates.c.lease_until.is_(None), aggregates.c.lease_until < now)
     after, limit = bindparam("after", type_=Integer()), bindparam("limit", type_=Integer())
 
@@ -189,7 +172,7 @@ def claim(
     now: datetime,
     limit: int,
     lease_seconds: float,
-    strict: list[str],
+    kinds: KindPolicies,
     max_attempts: int,
     exclude: Sequence[int] = (),
     after: int = 0,
@@ -203,7 +186,7 @@ def claim(
     """
     token = new_token()
     until = now + timedelta(seconds=lease_seconds)
-    sql = _claim_sql(is_postgres(connection), tuple(strict), bool(exclude))
+    sql = _claim_sql(is_postgres(connection), kinds, bool(exclude))
     params: dict[str, Any] = {"now": now, "max_attempts": max_attempts, "after": after}
     if exclude:
         params["exclude"] = list(exclude)

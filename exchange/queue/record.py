@@ -24,9 +24,11 @@ from sqlalchemy.sql.dml import Update
 from exchange.db.engine import is_postgres
 from exchange.db.rowset import rowset_params, rowset_table
 from exchange.db.schema import Message, aggregates, messages
+from exchange.domain.policy import KindPolicies
 from exchange.domain.retry import Decision
-from exchange.domain.states import Event, State
+from exchange.domain.states import FINAL, Event, State, values
 from exchange.failpoints import failpoint
+from exchange.queue import order
 from exchange.queue.lease import Leased, one_of
 from exchange.queue.transitions import Change, apply
 
@@ -38,7 +40,7 @@ def record(
     worker: str,
     now: datetime,
     outcomes: Sequence[tuple[Leased, Decision]],
-    strict: list[str],
+    kinds: KindPolicies,
     release_all: bool = True,
 ) -> int:
     """Record the outcomes of a batch, only where this worker still holds the lease.
@@ -107,7 +109,7 @@ def record(
             # latest-wins: nothing at or below the site's version is worth sending. strict:
             # each later version still goes to the site in turn and gets its own answer, so
             # no posting is ever skipped on the strength of another one's 409.
-            reached = leased.version if leased.kind in strict else decision.site_version
+            reached = leased.version if kinds.is_strict(leased.kind) else decision.site_version
             advanced[leased.aggregate_id] = max(advanced.get(leased.aggregate_id, 0), reached)
     apply(connection, changes, now)
     failpoint("record-applied")
@@ -115,10 +117,10 @@ def record(
         params = rowset_params(connection, "advanced", _ADVANCED, advanced.items())
         connection.execute(sql.advance, params)
         strict_advanced = sorted(
-            {leased.aggregate_id for leased, _ in outcomes if leased.kind in strict} & set(advanced)
+            {m.aggregate_id for m, _ in outcomes if kinds.is_strict(m.kind)} & set(advanced)
         )
         if strict_advanced:
-            advance_strict(connection, strict_advanced, strict)
+            advance_strict(connection, strict_advanced, kinds)
     recorded = sorted({leased.aggregate_id for leased, _ in outcomes if leased.pk in owned})
     release(connection, token, None if release_all else recorded)
     return len(changes)
@@ -182,19 +184,19 @@ _RELEASE = (
 _RELEASE_SOME = _RELEASE.where(aggregates.c.id.in_(bindparam("ids", expanding=True)))
 
 
-def advance_strict(connection: Connection, aggregate_ids: list[int], strict: list[str]) -> None:
+def advance_strict(connection: Connection, aggregate_ids: list[int], kinds: KindPolicies) -> None:
     """Move strict cursors past versions an operator already cancelled (rare: usually 1 query)."""
     nxt = aliased(Message, name="nxt")
     for _ in range(10_000):
         moved = connection.execute(
             update(aggregates)
-            .where(aggregates.c.id.in_(aggregate_ids), aggregates.c.kind.in_(strict))
+            .where(aggregates.c.id.in_(aggregate_ids), order.is_strict(aggregates.c, kinds))
             .where(
                 exists().where(
                     nxt.aggregate_id == aggregates.c.id,
                     not_(nxt.rejected),
-                    nxt.version == aggregates.c.done_version + 1,
-                    nxt.state.in_([State.DELIVERED.value, State.CANCELLED.value]),
+                    order.next_in_order(nxt),
+                    nxt.state.in_(values(FINAL)),
                 )
             )
             .values(done_version=aggregates.c.done_version + 1)

@@ -20,9 +20,9 @@ from exchange.db.engine import is_postgres, make_engine, transaction
 from exchange.db.migrate import current_revision, head_revision
 from exchange.db.schema import messages, metadata, staging
 from exchange.domain.clock import FakeClock
+from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake import staging_table as intake
 from exchange.ops.check import Status, check_staging_table
-from exchange.settings import DEFAULT_KINDS
 
 EVERY_TABLE = {*metadata.tables, "alembic_version"}
 PRICE = '{"sku": "SKU-1", "price": "840.00"}'

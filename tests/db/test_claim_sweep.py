@@ -9,7 +9,6 @@ from sqlalchemy import Engine
 from exchange.db.engine import transaction
 from exchange.dev.testing import fast_settings, price_row, stage
 from exchange.domain.clock import FakeClock
-from exchange.domain.policy import Policy
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
 from exchange.intake import staging_table as intake
@@ -28,7 +27,7 @@ def claim(
             limit=limit,
             lease_seconds=settings.lease_seconds,
             max_attempts=settings.max_attempts,
-            strict=settings.kinds_with(Policy.STRICT),
+            kinds=settings.policies,
             after=after,
         )
 
@@ -42,7 +41,7 @@ def deliver(engine: Engine, settings: Settings, clock: FakeClock, batch: lease.B
             worker="w1",
             now=clock.now(),
             outcomes=[(m, decision) for m in batch.messages],
-            strict=settings.kinds_with(Policy.STRICT),
+            kinds=settings.policies,
         )
 
 

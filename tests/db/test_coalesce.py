@@ -15,7 +15,6 @@ from exchange.db.schema import aggregates, history, messages
 from exchange.dev.testing import fast_settings, posting_row, price_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.identity import message_id
-from exchange.domain.policy import Policy
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
 from exchange.intake import staging_table as intake
@@ -41,14 +40,12 @@ def take(engine: Engine, settings: Settings, clock: FakeClock, rows: list[dict[s
 
 def run_coalesce(engine: Engine, settings: Settings, clock: FakeClock) -> int:
     with transaction(engine) as c:
-        return coalesce(c, settings.kinds_with(Policy.LATEST_WINS), clock.now())
+        return coalesce(c, settings.policies, clock.now())
 
 
 def run_gaps(engine: Engine, settings: Settings, clock: FakeClock) -> int:
     with transaction(engine) as c:
-        return quarantine_gaps(
-            c, settings.kinds_with(Policy.STRICT), clock.now(), settings.gap_timeout
-        )
+        return quarantine_gaps(c, settings.policies, clock.now(), settings.gap_timeout)
 
 
 def of(engine: Engine, aggregate: str) -> dict[int, RowMapping]:
@@ -79,7 +76,7 @@ def claim(engine: Engine, settings: Settings, clock: FakeClock, worker: str = "w
             limit=settings.batch_size,
             lease_seconds=settings.lease_seconds,
             max_attempts=settings.max_attempts,
-            strict=settings.kinds_with(Policy.STRICT),
+            kinds=settings.policies,
         )
 
 
@@ -104,7 +101,7 @@ def record(
             worker=worker,
             now=clock.now(),
             outcomes=[(m, decision) for m in batch.messages],
-            strict=settings.kinds_with(Policy.STRICT),
+            kinds=settings.policies,
         )
 
 
@@ -360,7 +357,7 @@ def test_version_behind_a_cancelled_one_that_still_waits_for_a_gap_is_quarantine
             operator="op",
             note="wrong document",
             now=clock.now(),
-            strict=settings.kinds_with(Policy.STRICT),
+            kinds=settings.policies,
         )
     take(engine, settings, clock, [posting_row("D-1", 3)])
     clock.advance(GAP - 1)

@@ -19,7 +19,6 @@ from exchange.db.schema import history, messages, staging
 from exchange.dev.testing import fast_settings, posting_row, price_row, raw_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.identity import message_id
-from exchange.domain.policy import Policy
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
 from exchange.intake import staging_table as intake
@@ -78,7 +77,7 @@ def staging_ids_recorded_as_duplicates(engine: Engine) -> list[int]:
 
 
 def deliver_everything_leased(engine: Engine, settings: Settings, clock: FakeClock) -> int:
-    strict = settings.kinds_with(Policy.STRICT)
+    strict = settings.policies
     with transaction(engine) as c:
         batch = lease.claim(
             c,
@@ -87,7 +86,7 @@ def deliver_everything_leased(engine: Engine, settings: Settings, clock: FakeClo
             limit=100,
             lease_seconds=settings.lease_seconds,
             max_attempts=settings.max_attempts,
-            strict=strict,
+            kinds=strict,
         )
     ok = Decision(Event.DELIVERED, State.DELIVERED, "200 OK", http_status=200, receipt="r-1")
     with transaction(engine) as c:
@@ -97,7 +96,7 @@ def deliver_everything_leased(engine: Engine, settings: Settings, clock: FakeClo
             worker="w1",
             now=clock.now(),
             outcomes=[(m, ok) for m in batch.messages],
-            strict=strict,
+            kinds=strict,
         )
 
 
@@ -322,7 +321,7 @@ def test_version_conflict_with_a_superseded_original_is_still_a_conflict(
     stage(engine, [price_row("SKU-1", 1, "1.00"), price_row("SKU-1", 2, "2.00")])
     take(engine, settings, clock)
     with transaction(engine) as c:
-        coalesce(c, settings.kinds_with(Policy.LATEST_WINS), clock.now())
+        coalesce(c, settings.policies, clock.now())
     stage(engine, [price_row("SKU-1", 1, "1.50")])
     report = take(engine, settings, clock)
     assert report.rejected == 1

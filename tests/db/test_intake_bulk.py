@@ -14,10 +14,10 @@ from exchange.db.engine import transaction
 from exchange.db.schema import aggregates, history, messages, staging
 from exchange.dev.testing import posting_row, price_row, raw_row, stage
 from exchange.domain.clock import FakeClock
+from exchange.domain.policy import DEFAULT_KINDS
 from exchange.domain.states import Event, State
 from exchange.intake import staging_table as intake
 from exchange.intake.contracts import Accepted, StagingRow, validate
-from exchange.settings import DEFAULT_KINDS
 
 KINDS = dict(DEFAULT_KINDS)
 WRITTEN_AT = datetime(2026, 3, 1, 23, 59, 58, 123456, tzinfo=UTC)

@@ -20,7 +20,7 @@ from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import aggregates, history, messages
 from exchange.dev.testing import fast_settings, posting_row, price_row, stage
 from exchange.domain.clock import FakeClock
-from exchange.domain.policy import Policy
+from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.domain.retry import Decision, RetryPolicy, decide, not_sent
 from exchange.domain.states import Event, State
 from exchange.intake import staging_table as intake
@@ -62,7 +62,7 @@ def claim(
             limit=limit,
             lease_seconds=settings.lease_seconds,
             max_attempts=settings.max_attempts,
-            strict=settings.kinds_with(Policy.STRICT),
+            kinds=settings.policies,
             after=after,
         )
 
@@ -82,7 +82,7 @@ def record(
             worker=worker,
             now=clock.now(),
             outcomes=[(m, decision) for m in batch.messages],
-            strict=settings.kinds_with(Policy.STRICT),
+            kinds=settings.policies,
         )
 
 
@@ -258,7 +258,12 @@ def test_a_later_record_of_an_older_delivered_version_never_lowers_done_version(
     )
     with transaction(engine) as c:
         recorded = recording.record(
-            c, token="t-old", worker="w9", now=clock.now(), outcomes=[(old, delivered())], strict=[]
+            c,
+            token="t-old",
+            worker="w9",
+            now=clock.now(),
+            outcomes=[(old, delivered())],
+            kinds=KindPolicies.of({}),
         )
     assert (1, 5) == (recorded, aggregate_row(engine, "SKU-1")["done_version"])
 
@@ -473,7 +478,12 @@ def test_answers_holding_nul_and_any_unicode_are_recorded_as_given_but_the_nul(
     ]
     with transaction(engine) as c:
         recorded = recording.record(
-            c, token=batch.token, worker="w1", now=clock.now(), outcomes=outcomes, strict=[]
+            c,
+            token=batch.token,
+            worker="w1",
+            now=clock.now(),
+            outcomes=outcomes,
+            kinds=KindPolicies.of({}),
         )
     assert 2 == recorded
     assert "HTTP 500: boom\ufffdboom" in message(engine, "SKU-N", 1)["last_error"]
@@ -577,7 +587,7 @@ def claim_and_record_statements(
             worker="w1",
             now=clock.now(),
             outcomes=outcomes,
-            strict=settings.kinds_with(Policy.STRICT),
+            kinds=settings.policies,
         )
     assert recorded == 2 * size
     return claimed, len(statements)
@@ -597,7 +607,7 @@ def test_claim_and_record_take_a_constant_number_of_statements(
 def pick_buffers(engine: Engine, clock: FakeClock, after: int) -> int:
     """Pages PostgreSQL touched to pick the next 100 aggregates after ``after`` (EXPLAIN
     ANALYZE BUFFERS of the claim's own statement, with its own parameters)."""
-    sql = lease._claim_sql(True, ("financial_posting",), False)
+    sql = lease._claim_sql(True, KindPolicies.of(DEFAULT_KINDS), False)
 
     def explain(conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> Any:
         return "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement, parameters
@@ -638,7 +648,7 @@ def test_a_claim_reads_nothing_of_the_aggregates_behind_its_sweep_on_postgresql(
                     worker="w1",
                     now=clock.now(),
                     outcomes=[(m, delivered()) for m in batch.messages],
-                    strict=settings.kinds_with(Policy.STRICT),
+                    kinds=settings.policies,
                 )
             cursor = batch.cursor
     finally:

@@ -20,7 +20,7 @@ from exchange.db.engine import transaction
 from exchange.db.schema import aggregates, history, messages
 from exchange.dev.testing import fast_settings, raw_row, stage
 from exchange.domain.clock import FakeClock
-from exchange.domain.policy import Policy
+from exchange.domain.policy import KindPolicies
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
 from exchange.intake import staging_table as intake
@@ -50,7 +50,7 @@ def take(engine: Engine, settings: Settings, clock: FakeClock, rows: list[Any], 
     stage(engine, rows)
     intake.take(engine, None, settings.kinds, clock.now(), **kw)
     with transaction(engine) as c:
-        coalesce.coalesce(c, settings.kinds_with(Policy.LATEST_WINS), clock.now())
+        coalesce.coalesce(c, settings.policies, clock.now())
 
 
 def outcomes(engine: Engine) -> dict[int, tuple[str, str, str | None]]:
@@ -158,7 +158,7 @@ def test_each_price_type_named_sku_slash_price_type_is_delivered_on_its_own(
             limit=10,
             lease_seconds=30,
             max_attempts=3,
-            strict=settings.kinds_with(Policy.STRICT),
+            kinds=settings.policies,
         )
     assert [("SKU-17/retail", 2), ("SKU-17/wholesale", 1)] == sorted(
         (m.aggregate, m.version) for m in batch.messages
@@ -171,7 +171,13 @@ def test_the_identity_of_an_aggregate_survives_prune(
     take(engine, settings, clock, [price("SKU-1", 1, "10.00")])
     with transaction(engine) as c:
         batch = lease.claim(
-            c, worker="w1", now=clock.now(), limit=10, lease_seconds=30, max_attempts=3, strict=[]
+            c,
+            worker="w1",
+            now=clock.now(),
+            limit=10,
+            lease_seconds=30,
+            max_attempts=3,
+            kinds=KindPolicies.of({}),
         )
         ok = Decision(Event.DELIVERED, State.DELIVERED, "200 OK", http_status=200, receipt="r")
     with transaction(engine) as c:
@@ -181,7 +187,7 @@ def test_the_identity_of_an_aggregate_survives_prune(
             worker="w1",
             now=clock.now(),
             outcomes=[(m, ok) for m in batch.messages],
-            strict=[],
+            kinds=KindPolicies.of({}),
         )
     clock.advance(timedelta(days=40).total_seconds())
     report = prune.prune(engine, None, now=clock.now(), retention_days=30)

@@ -15,7 +15,6 @@ from exchange.db.engine import transaction
 from exchange.db.schema import aggregates, history, messages
 from exchange.dev.testing import fast_settings, posting_row, price_row, raw_row, stage
 from exchange.domain.clock import FakeClock
-from exchange.domain.policy import Policy
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
 from exchange.errors import OperatorError
@@ -47,10 +46,6 @@ def settings(db_url: str) -> Settings:
     return fast_settings(db_url, gap_timeout=GAP)
 
 
-def strict(settings: Settings) -> list[str]:
-    return settings.kinds_with(Policy.STRICT)
-
-
 def take(engine: Engine, settings: Settings, clock: FakeClock, rows: list[dict[str, Any]]) -> None:
     stage(engine, rows)
     intake.take(engine, None, settings.kinds, clock.now())
@@ -65,7 +60,7 @@ def claim(engine: Engine, settings: Settings, clock: FakeClock, worker: str = "w
             limit=100,
             lease_seconds=settings.lease_seconds,
             max_attempts=settings.max_attempts,
-            strict=strict(settings),
+            kinds=settings.policies,
         )
 
 
@@ -96,7 +91,7 @@ def settle(
             worker="w1",
             now=clock.now(),
             outcomes=outcomes,
-            strict=strict(settings),
+            kinds=settings.policies,
         )
         record.release(c, batch.token)
 
@@ -160,7 +155,7 @@ def cancel(
 ) -> quarantine.ActionResult:
     with transaction(engine) as c:
         return quarantine.cancel(
-            c, ids, operator="petrov", note=note, now=clock.now(), strict=strict(settings)
+            c, ids, operator="petrov", note=note, now=clock.now(), kinds=settings.policies
         )
 
 
@@ -303,16 +298,16 @@ def test_operator_retry_starts_the_gap_clock_again(
     take(engine, settings, clock, [posting_row("D-9", 2)])
     clock.advance(GAP + 1)
     with transaction(engine) as c:
-        assert quarantine_gaps(c, strict(settings), clock.now(), GAP) == 1
+        assert quarantine_gaps(c, settings.policies, clock.now(), GAP) == 1
     gap = mid(engine, "D-9", 2)
     clock.advance(3600)
     retry(engine, clock, [gap])
     clock.advance(GAP - 1)
     with transaction(engine) as c:
-        assert quarantine_gaps(c, strict(settings), clock.now(), GAP) == 0
+        assert quarantine_gaps(c, settings.policies, clock.now(), GAP) == 0
     clock.advance(2)
     with transaction(engine) as c:
-        assert quarantine_gaps(c, strict(settings), clock.now(), GAP) == 1
+        assert quarantine_gaps(c, settings.policies, clock.now(), GAP) == 1
     assert message(engine, gap)["reason"] == "sequence-gap"
 
 
@@ -380,7 +375,7 @@ def test_status_counts_every_state_and_a_rejected_row_counts_as_quarantined(
     settle(engine, settings, clock, {"SKU-2": DELIVERED, "SKU-3": DELIVERED})
     cancel(engine, settings, clock, [quarantined["price"]], "not needed")
     with transaction(engine, read_only=True) as c:
-        report = status.status(c, clock.now(), strict(settings))
+        report = status.status(c, clock.now(), settings.policies)
     assert report.counts == {
         "new": 1,  # D-1 v2
         "in_progress": 0,
@@ -397,8 +392,8 @@ def test_blocked_aggregates_shows_a_strict_aggregate_held_behind_its_quarantined
     engine: Engine, settings: Settings, clock: FakeClock, quarantined: dict[str, str]
 ) -> None:
     with transaction(engine, read_only=True) as c:
-        blocked = status.blocked_aggregates(c, strict(settings))
-        report = status.status(c, clock.now(), strict(settings))
+        blocked = status.blocked_aggregates(c, settings.policies)
+        report = status.status(c, clock.now(), settings.policies)
     assert [(b["kind"], b["aggregate"]) for b in blocked] == [("financial_posting", "D-1")]
     assert quarantined["posting"] in blocked[0]["cause"]
     assert "quarantined" in blocked[0]["cause"]
@@ -407,7 +402,7 @@ def test_blocked_aggregates_shows_a_strict_aggregate_held_behind_its_quarantined
 
     cancel(engine, settings, clock, [quarantined["posting"]], "done by hand")
     with transaction(engine, read_only=True) as c:
-        assert status.blocked_aggregates(c, strict(settings)) == []
+        assert status.blocked_aggregates(c, settings.policies) == []
 
 
 def test_blocked_aggregates_shows_a_gap_with_the_missing_version(
@@ -416,7 +411,7 @@ def test_blocked_aggregates_shows_a_gap_with_the_missing_version(
     take(engine, settings, clock, [posting_row("D-5", 1), posting_row("D-5", 3)])
     settle(engine, settings, clock, {"D-5": DELIVERED})
     with transaction(engine, read_only=True) as c:
-        [blocked] = status.blocked_aggregates(c, strict(settings))
+        [blocked] = status.blocked_aggregates(c, settings.policies)
     assert (blocked["aggregate"], blocked["delivered_through"]) == ("D-5", 1)
     assert "version 2" in blocked["cause"]
 
@@ -428,5 +423,5 @@ def test_an_aggregate_whose_next_version_is_in_flight_is_not_shown_as_blocked(
     batch = claim(engine, settings, clock)
     assert [(m.aggregate, m.version) for m in batch.messages] == [("D-7", 1)]
     with transaction(engine, read_only=True) as c:
-        blocked = status.blocked_aggregates(c, strict(settings))
+        blocked = status.blocked_aggregates(c, settings.policies)
     assert blocked == [], f"D-7 v1 is being sent, nothing is missing: {blocked}"

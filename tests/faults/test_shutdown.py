@@ -21,7 +21,6 @@ from exchange.db.schema import aggregates, history, messages
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import fast_settings, price_row, stage
 from exchange.domain.clock import FakeClock
-from exchange.domain.policy import Policy
 from exchange.domain.retry import not_sent
 from exchange.intake import staging_table as intake
 from exchange.queue import lease, record
@@ -141,7 +140,7 @@ def test_handing_back_part_of_a_batch_frees_only_those_aggregates_and_charges_no
 ) -> None:
     engine = make_engine(db_url)
     settings = fast_settings(db_url)
-    strict = settings.kinds_with(Policy.STRICT)
+    strict = settings.policies
     stage(engine, [price_row(f"SKU-{n}", 1) for n in range(4)])
     intake.take(engine, None, settings.kinds, clock.now())
     with transaction(engine) as connection:
@@ -151,7 +150,7 @@ def test_handing_back_part_of_a_batch_frees_only_those_aggregates_and_charges_no
             now=clock.now(),
             limit=10,
             lease_seconds=300,
-            strict=strict,
+            kinds=strict,
             max_attempts=3,
         )
     in_flight, unsent = batch.messages[:1], batch.messages[1:]
@@ -162,7 +161,7 @@ def test_handing_back_part_of_a_batch_frees_only_those_aggregates_and_charges_no
             worker="w1",
             now=clock.now(),
             outcomes=[(m, not_sent("not sent: the worker is stopping", m.attempt)) for m in unsent],
-            strict=strict,
+            kinds=strict,
             release_all=False,
         )
     with transaction(engine, read_only=True) as connection:
@@ -180,7 +179,7 @@ def test_handing_back_part_of_a_batch_frees_only_those_aggregates_and_charges_no
             now=clock.now(),
             limit=10,
             lease_seconds=300,
-            strict=strict,
+            kinds=strict,
             max_attempts=3,
         )
     engine.dispose()

@@ -449,7 +449,7 @@ class Pipeline(RuleBasedStateMachine):
                 worker=worker.worker_id,
                 now=self.clock.now(),
                 outcomes=outcomes,
-                strict=worker.strict,
+                kinds=worker.kinds,
             )
 
     @rule(index=st.integers(0, WORKERS - 1))
@@ -478,7 +478,7 @@ class Pipeline(RuleBasedStateMachine):
                 now=self.clock.now(),
                 limit=worker.settings.batch_size,
                 lease_seconds=worker.settings.lease_seconds,
-                strict=worker.strict,
+                kinds=worker.kinds,
                 max_attempts=worker.settings.max_attempts,
             )
         if not batch.messages:
@@ -498,7 +498,7 @@ class Pipeline(RuleBasedStateMachine):
                 now=self.clock.now(),
                 limit=worker.settings.batch_size,
                 lease_seconds=worker.settings.lease_seconds,
-                strict=worker.strict,
+                kinds=worker.kinds,
                 max_attempts=worker.settings.max_attempts,
             )
 
@@ -522,7 +522,7 @@ class Pipeline(RuleBasedStateMachine):
         worker = self.workers[index]
         intake.take(self.engine, None, worker.settings.kinds, self.clock.now())
         with transaction(self.engine) as connection:  # the start of its cycle
-            coalesce.coalesce(connection, worker.latest_wins, self.clock.now())
+            coalesce.coalesce(connection, worker.kinds, self.clock.now())
         batch = self._claim(index)
         if not batch.messages:
             return
@@ -590,7 +590,7 @@ class Pipeline(RuleBasedStateMachine):
                 operator="operator",
                 note="model cancel",
                 now=self.clock.now(),
-                strict=self.workers[0].strict,
+                kinds=self.workers[0].kinds,
             )
 
     @rule()

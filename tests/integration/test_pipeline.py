@@ -210,7 +210,7 @@ def test_401_pauses_delivery_without_charging_anyone_and_it_resumes_by_itself(
             await w.cycle()
         assert all(m["attempts"] == 0 and m["state"] == "new" for m in rows_by_id(engine).values())
         with transaction(engine, read_only=True) as connection:
-            [shown] = status(connection, w.clock.now(), w.strict).workers
+            [shown] = status(connection, w.clock.now(), w.kinds).workers
         assert shown["paused"] is not None and "401" in shown["paused"]
         site.faults.auth_status = None
         await drain(w)

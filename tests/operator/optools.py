@@ -16,7 +16,6 @@ from exchange.db.engine import transaction
 from exchange.db.schema import aggregates, history, messages, staging, workers
 from exchange.dev.testing import stage
 from exchange.domain.clock import FakeClock
-from exchange.domain.policy import Policy
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
 from exchange.intake import staging_table as intake
@@ -49,16 +48,12 @@ def stale_at_site(current: int) -> Decision:
     )
 
 
-def strict(settings: Settings) -> list[str]:
-    return settings.kinds_with(Policy.STRICT)
-
-
 def take(engine: Engine, settings: Settings, clock: FakeClock, rows: list[dict[str, Any]]) -> None:
     """Stage rows, take them and coalesce, as the start of a cycle does."""
     stage(engine, rows)
     intake.take(engine, None, settings.kinds, clock.now())
     with transaction(engine) as c:
-        coalesce.coalesce(c, settings.kinds_with(Policy.LATEST_WINS), clock.now())
+        coalesce.coalesce(c, settings.policies, clock.now())
 
 
 def claim(engine: Engine, settings: Settings, clock: FakeClock) -> lease.Batch:
@@ -70,7 +65,7 @@ def claim(engine: Engine, settings: Settings, clock: FakeClock) -> lease.Batch:
             limit=100,
             lease_seconds=settings.lease_seconds,
             max_attempts=settings.max_attempts,
-            strict=strict(settings),
+            kinds=settings.policies,
         )
 
 
@@ -89,7 +84,7 @@ def settle(
             worker="w1",
             now=clock.now(),
             outcomes=outcomes,
-            strict=strict(settings),
+            kinds=settings.policies,
         )
         record.release(c, batch.token)
 

@@ -22,7 +22,6 @@ from optools import (
     rejected_ids,
     settle,
     states,
-    strict,
     take,
 )
 from sqlalchemy import Engine
@@ -84,7 +83,7 @@ def bulk(
             operator="ivanova",
             note=options.pop("note", "not needed any more"),
             now=clock.now(),
-            strict=strict(settings),
+            kinds=settings.policies,
             dry_run=options.pop("dry_run", False),
             **options,
         )

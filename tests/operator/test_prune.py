@@ -25,7 +25,6 @@ from optools import (
     snapshot,
     staging_rows,
     states,
-    strict,
     take,
 )
 from sqlalchemy import Engine, func, select
@@ -62,7 +61,7 @@ def cancel(engine: Engine, settings: Settings, clock: FakeClock, ids: list[str])
             operator="petrov",
             note="closed",
             now=clock.now(),
-            strict=strict(settings),
+            kinds=settings.policies,
         )
 
 
@@ -122,7 +121,7 @@ def aged(engine: Engine, settings: Settings, clock: FakeClock) -> dict[str, str]
     )
     clock.advance(settings.gap_timeout + 1)
     with transaction(engine) as c:
-        coalesce.quarantine_gaps(c, strict(settings), clock.now(), settings.gap_timeout)
+        coalesce.quarantine_gaps(c, settings.policies, clock.now(), settings.gap_timeout)
     ids = {
         "SKU-1": mid(engine, "SKU-1", 1),
         "SKU-2 v1": mid(engine, "SKU-2", 1),

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from optools import DELIVERED, mid, refused, rejected_ids, settle, strict, take
+from optools import DELIVERED, mid, refused, rejected_ids, settle, take
 from rich.console import Console
 from sqlalchemy import Engine
 
@@ -100,7 +100,7 @@ def queue(db_url: str, engine: Engine, settings: Settings, clock: FakeClock) -> 
 
 def figures(engine: Engine, settings: Settings, clock: FakeClock) -> status.Status:
     with transaction(engine, read_only=True) as c:
-        return status.status(c, clock.now(), strict(settings))
+        return status.status(c, clock.now(), settings.policies)
 
 
 def render(tables: list[Any]) -> list[str]:

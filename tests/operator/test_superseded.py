@@ -16,7 +16,6 @@ from optools import (
     settle,
     stale_at_site,
     states,
-    strict,
     take,
 )
 from sqlalchemy import Engine
@@ -107,7 +106,7 @@ def test_one_filter_is_enough_to_cancel_every_superseded_price_in_bulk(
             operator="ivanova",
             note="a newer price is on the site",
             now=clock.now(),
-            strict=strict(settings),
+            kinds=settings.policies,
         )
 
     superseded = [quarantine_mix["SKU-NEWER"], quarantine_mix["SKU-SITE"]]

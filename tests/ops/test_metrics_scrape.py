@@ -16,10 +16,10 @@ from exchange.db.engine import transaction
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import posting_row, price_row, stage
 from exchange.domain.clock import SystemClock
+from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.intake import staging_table as intake
 from exchange.ops.metrics import Metrics, PrometheusMetrics
 from exchange.queue import lease
-from exchange.settings import DEFAULT_KINDS
 
 
 def test_counters_and_gauges_tell_what_a_run_delivered_superseded_and_quarantined(
@@ -143,7 +143,7 @@ def test_messages_whose_lease_expired_are_counted_as_takeovers(
             now=now - timedelta(minutes=2),
             limit=2,
             lease_seconds=1,
-            strict=[],
+            kinds=KindPolicies.of({}),
             max_attempts=3,
         )
     assert 2 == len(dead.messages)

@@ -16,7 +16,6 @@ from exchange.db.engine import transaction
 from exchange.dev.testing import posting_row, price_row, raw_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.identity import message_id
-from exchange.domain.policy import Policy
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
 from exchange.intake import staging_table as intake
@@ -56,7 +55,7 @@ def settle(
     engine: Engine, settings: Settings, clock: FakeClock, decisions: dict[str, Decision]
 ) -> None:
     """Lease what is due, let the site take a moment, record each aggregate's answer."""
-    strict = settings.kinds_with(Policy.STRICT)
+    strict = settings.policies
     with transaction(engine) as c:
         batch = lease.claim(
             c,
@@ -65,7 +64,7 @@ def settle(
             limit=100,
             lease_seconds=settings.lease_seconds,
             max_attempts=settings.max_attempts,
-            strict=strict,
+            kinds=strict,
         )
     assert {m.aggregate for m in batch.messages} == set(decisions)
     clock.advance(SENT_AFTER_S)
@@ -76,7 +75,7 @@ def settle(
             worker="w1",
             now=clock.now(),
             outcomes=[(m, decisions[m.aggregate]) for m in batch.messages],
-            strict=strict,
+            kinds=strict,
         )
 
 

@@ -17,11 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exchange.domain.identity import message_id
-from exchange.domain.policy import Policy
+from exchange.domain.policy import DEFAULT_KINDS, Policy
 from exchange.domain.reasons import Reason
 from exchange.intake import contracts
 from exchange.intake.contracts import Accepted, Rejected, StagingRow, validate
-from exchange.settings import DEFAULT_KINDS
 
 KINDS: dict[str, Policy] = dict(DEFAULT_KINDS)
 CREATED = datetime(2026, 8, 23, 7, 20, tzinfo=UTC)

@@ -24,12 +24,12 @@ import pytest
 
 from exchange.db.schema import staging
 from exchange.domain.identity import MAX_VERSION
+from exchange.domain.policy import DEFAULT_KINDS
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import RetryPolicy, decide
 from exchange.domain.states import State
 from exchange.domain.verdicts import Verdict
 from exchange.intake.contracts import STAGING_TEXT_LIMITS, Accepted, Rejected, StagingRow, validate
-from exchange.settings import DEFAULT_KINDS
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.shop_api.answers import classify
 from exchange.targets.shop_api.client import Response, body

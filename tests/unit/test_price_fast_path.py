@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake import contracts
 from exchange.intake.contracts import ContractError, Rejected, StagingRow, validate
-from exchange.settings import DEFAULT_KINDS
 
 PROPERTY = settings(max_examples=300, deadline=None, database=None)
 

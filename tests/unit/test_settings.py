@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from exchange.domain.policy import Policy
+from exchange.domain.policy import DEFAULT_KINDS, Policy
 from exchange.errors import ConfigurationError
-from exchange.settings import DEFAULT_KINDS, Settings, load_settings, safe_url
+from exchange.settings import Settings, load_settings, safe_url
 
 TOKEN = "tok-3f9a1c77-SECRET"
 
@@ -123,7 +123,7 @@ def test_site_token_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch
 def test_exchange_kinds_adds_a_kind_with_a_policy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EXCHANGE_KINDS", '{"price": "latest-wins", "stock": "latest-wins"}')
 
-    assert Policy.LATEST_WINS == load_settings().policy("stock")
+    assert Policy.LATEST_WINS == load_settings().policies.policy("stock")
 
 
 # -- TOML file ------------------------------------------------------------------------------
@@ -144,7 +144,7 @@ def test_toml_file_is_read(tmp_path: Path) -> None:
         settings.batch_size,
         settings.retry_max_delay,
     )
-    assert Policy.STRICT == settings.policy("financial_refund")
+    assert Policy.STRICT == settings.policies.policy("financial_refund")
 
 
 def test_toml_file_named_by_exchange_config_is_read(
@@ -197,7 +197,7 @@ def test_financial_kind_configured_to_coalesce_in_the_file_is_refused(tmp_path: 
 def test_financial_kind_configured_strict_is_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EXCHANGE_KINDS", '{"financial_refund": "strict"}')
 
-    assert Policy.STRICT == load_settings().policy("financial_refund")
+    assert Policy.STRICT == load_settings().policies.policy("financial_refund")
 
 
 def test_unknown_policy_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -378,3 +378,19 @@ def test_settings_class_reads_the_same_environment(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("EXCHANGE_CONCURRENCY", "4")
 
     assert 4 == Settings().concurrency
+
+
+def test_kind_policies_are_one_object_that_names_strict_and_latest_wins_kinds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(
+        "EXCHANGE_KINDS",
+        '{"price": "latest-wins", "stock": "latest-wins", "financial_refund": "strict"}',
+    )
+    policies = load_settings().policies
+
+    assert ("financial_refund",) == policies.strict
+    assert ("price", "stock") == policies.latest_wins
+    assert policies.is_strict("financial_refund") and not policies.is_strict("price")
+    assert None is policies.policy("unknown"), "an unconfigured kind has no policy"
+    assert hash(policies) == hash(load_settings().policies), "hashable: cached statements"

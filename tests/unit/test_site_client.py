@@ -14,8 +14,8 @@ import httpx
 import pytest
 import respx
 
+from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake.contracts import Accepted, StagingRow, validate
-from exchange.settings import DEFAULT_KINDS
 from exchange.targets.shop_api.client import (
     BODY_CAP,
     OutgoingMessage,
