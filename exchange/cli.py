@@ -202,6 +202,26 @@ def run(
     raise typer.Exit(code)
 
 
+@app.command()
+def serve(ctx: typer.Context) -> None:
+    """The HTTP side: 1C's standard exchange (/1c_exchange.php) and the JSON intake
+    (/api/v1/intents); runs until stopped (SIGINT/SIGTERM)."""
+    with _guard():
+        settings = _settings(ctx)
+        engine, _ = bootstrap.engines(settings)
+        scheme = "https" if settings.http_tls_cert else "http"
+
+        def started(port: int) -> None:
+            log.info("serving on %s://%s:%d", scheme, settings.http_host, port)
+
+        async def main() -> int:
+            await bootstrap.http_server(settings, engine, started=started)
+            return 0
+
+        code = run_event_loop(main())
+    raise typer.Exit(code)
+
+
 @app.command("status")
 def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Counts by state, the queue figures, workers, the quarantine by reason, blocked

@@ -259,7 +259,9 @@ def _plain_price(row: StagingRow) -> str | None:
     price = data.get("price")
     currency = data.get("currency", "RUB")
     price_type = data.get("price_type", "retail")
-    if sku != row.aggregate or not all(
+    if not isinstance(sku, str) or not isinstance(price_type, str):
+        return None
+    if row.aggregate not in (sku, f"{sku}/{price_type}") or not all(
         type(value) is str for value in (sku, price, currency, price_type)
     ):
         return None
@@ -287,10 +289,11 @@ def _full_payload(row: StagingRow) -> str:
             raise ContractError(
                 Reason.INVALID_CONTRACT, f"price payload: {_describe(exc)}"
             ) from None
-        if price.sku != row.aggregate:
+        if row.aggregate not in (price.sku, f"{price.sku}/{price.price_type}"):
             raise ContractError(
                 Reason.INVALID_CONTRACT,
-                f"price payload: sku {price.sku!r} is not the row's aggregate {row.aggregate!r}",
+                f"price payload: sku {price.sku!r} does not name the row's aggregate "
+                f"{row.aggregate!r} (the aggregate is <sku>/<price_type>, or the sku alone)",
             )
         return dump_json(price.wire())
     return dump_json(data)  # postings and configured kinds: passed through, values unchanged

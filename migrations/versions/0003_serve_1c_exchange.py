@@ -41,9 +41,7 @@ def upgrade() -> None:
         sa.Column("version", sa.BigInteger(), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_cml_exchanges")),
     )
-    op.create_index(
-        "ix_cml_exchanges_finished_at", "cml_exchanges", ["finished_at"], unique=False
-    )
+    op.create_index("ix_cml_exchanges_finished_at", "cml_exchanges", ["finished_at"], unique=False)
     op.create_table(
         "cml_packages",
         sa.Column("id", BIG_ID, autoincrement=True, nullable=False),

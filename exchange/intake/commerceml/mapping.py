@@ -75,7 +75,9 @@ class Counts:
         parts = [f"{self.intents} prices staged from {self.offers} offers"]
         if self.unmapped:
             names = ", ".join(sorted(self.unmapped))
-            parts.append(f"{sum(self.unmapped.values())} of unmapped price types not sent ({names})")
+            parts.append(
+                f"{sum(self.unmapped.values())} of unmapped price types not sent ({names})"
+            )
         if self.not_base_unit:
             parts.append(
                 f"{self.not_base_unit} not sent: not of the base unit (Коэффициент/МинКоличество)"

@@ -127,9 +127,7 @@ class _Reader:
                 assert self.offer is not None
                 self.offer.prices.append(self.price)
                 self.price = None
-            elif parent == "Цена":
-                self._price_field(name)
-            elif name in ("Коэффициент", "МинКоличество"):  # inside a unit element
+            elif parent == "Цена" or name in ("Коэффициент", "МинКоличество"):
                 self._price_field(name)
         elif self.offer is not None:
             if name == "Предложение" and parent == "Предложения":

@@ -56,14 +56,17 @@ def _now() -> datetime:
 # -- what catalogue files said ---------------------------------------------------------------
 
 
-def load_catalogue(engine: Engine, *, articles: bool) -> tuple[dict[str, PriceType], dict[str, str]]:
+def load_catalogue(
+    engine: Engine, *, articles: bool
+) -> tuple[dict[str, PriceType], dict[str, str]]:
     types: dict[str, PriceType] = {}
     known: dict[str, str] = {}
     with transaction(engine, read_only=True) as connection:
         kinds = ["price_type", "article"] if articles else ["price_type"]
         rows = connection.execute(
-            select(cml_catalog.c.kind, cml_catalog.c.key, cml_catalog.c.name, cml_catalog.c.value)
-            .where(cml_catalog.c.kind.in_(kinds))
+            select(
+                cml_catalog.c.kind, cml_catalog.c.key, cml_catalog.c.name, cml_catalog.c.value
+            ).where(cml_catalog.c.kind.in_(kinds))
         )
         for kind, key, name, value in rows:
             if kind == "price_type":
