@@ -29,13 +29,16 @@ log = logging.getLogger(__name__)
 MAX_JSON_BODY = 64 * 1024 * 1024
 
 
+ONEC = web.AppKey("onec", OneCExchange)
+
+
 def build_app(config: WebConfig, engine: Engine) -> web.Application:
     key = config.secret_key or stored_key(engine)
     app = web.Application(client_max_size=MAX_JSON_BODY)
     onec = OneCExchange(config, engine, Signer(key))
     intake = JsonIntake(config, engine)
     app.add_routes([*onec.routes(), *intake.routes(), web.get("/healthz", _health)])
-    app["onec"] = onec
+    app[ONEC] = onec
     return app
 
 
@@ -53,15 +56,14 @@ async def serve(
     stop: asyncio.Event | None = None,
 ) -> None:
     """Listen until ``stop`` is set (or SIGINT/SIGTERM), then finish the requests in flight."""
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=30)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=tls, shutdown_timeout=30)
+    site = web.TCPSite(runner, host, port, ssl_context=tls)
     await site.start()
     bound = port
-    server = runner.server
-    sockets = getattr(site._server, "sockets", None) if server is not None else None
-    if sockets:
-        bound = sockets[0].getsockname()[1]
+    for address in runner.addresses:  # the port chosen when port is 0
+        bound = int(address[1])
+        break
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
