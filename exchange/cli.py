@@ -30,6 +30,7 @@ from exchange.db.migrate import current_revision, upgrade
 from exchange.domain.clock import SystemClock, ensure_utc
 from exchange.domain.policy import Policy
 from exchange.errors import ExchangeError
+from exchange.ops.exchanges import exchanges_table, onec_exchanges
 from exchange.ops.prune import prune as prune_now
 from exchange.ops.quarantine import (
     ActionResult,
@@ -230,12 +231,15 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         settings = _settings(ctx)
         engine, _ = bootstrap.engines(settings)
         with transaction(engine, read_only=True) as connection:
-            figures = status(connection, SystemClock().now(), settings.kinds_with(Policy.STRICT))
+            now = SystemClock().now()
+            figures = status(connection, now, settings.kinds_with(Policy.STRICT))
+            onec = onec_exchanges(connection, now)
     if as_json:
-        print(json.dumps(figures.as_json(), ensure_ascii=False))
+        print(json.dumps({**figures.as_json(), "exchanges_1c": onec}, ensure_ascii=False))
         return
     for table in tables(figures):
         out.print(table)
+    out.print(exchanges_table(onec))
 
 
 @app.command()

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine
+from web_helpers import PASSWORD, TOKEN, USER
 
 from exchange import app as bootstrap
 from exchange.db.engine import make_engine
@@ -20,7 +21,6 @@ from exchange.settings import Settings, load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO.parent / "shared" / "samples" / "commerceml"
-from web_helpers import PASSWORD, TOKEN, USER
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, select
+from web_helpers import PASSWORD, USER
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
@@ -23,7 +24,6 @@ from exchange.db.schema import cml_exchanges, staging
 from exchange.dev.onec_client import OneCClient
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import fast_settings, run_worker
-from web_helpers import PASSWORD, USER
 
 Intent = tuple[str, str, str, str]  # sku, price_type, price, currency
 
@@ -49,58 +49,94 @@ SAMPLES = {
         (("offers.xml", "bigperson-exchange1c/offers.xml"),),
         {"ЦПУ": "retail", "ЦП": "wholesale"},  # «Цена поставщика» (purchase) never sent
         4,
-        ("ffce323d-c133-11e8-8111-0050569b2b72#8a4e5ea9-d129-11e8-8112-0050569b2b72", "retail",
-         "", "RUB"),
+        (
+            "ffce323d-c133-11e8-8111-0050569b2b72#8a4e5ea9-d129-11e8-8112-0050569b2b72",
+            "retail",
+            "",
+            "RUB",
+        ),
     ),
     "carono-2.07": Sample(
-        (("import.xml", "carono-php-commerceml/import.xml"),
-         ("offers.xml", "carono-php-commerceml/offers.xml")),
+        (
+            ("import.xml", "carono-php-commerceml/import.xml"),
+            ("offers.xml", "carono-php-commerceml/offers.xml"),
+        ),
         {"Розничная": "retail"},
         5,
-        ("bd72d910-55bc-11d9-848a-00112f43529a#90c55447-d3a8-11e4-9423-e0cb4ed5eed4", "retail",
-         "1719", "RUB"),
+        (
+            "bd72d910-55bc-11d9-848a-00112f43529a#90c55447-d3a8-11e4-9423-e0cb4ed5eed4",
+            "retail",
+            "1719",
+            "RUB",
+        ),
         use_zip=False,
     ),
     "dobromyslov-2.07-parts": Sample(
-        (("import0_1.xml", "dobromyslov-commerceml-parser/import0_1.xml"),
-         ("offers0_1.xml", "dobromyslov-commerceml-parser/offers0_1.xml")),
+        (
+            ("import0_1.xml", "dobromyslov-commerceml-parser/import0_1.xml"),
+            ("offers0_1.xml", "dobromyslov-commerceml-parser/offers0_1.xml"),
+        ),
         {"BASE": "retail"},
         44,
         ("bd8c4e15-18f9-11e7-80c2-0cc47ab29cd1", "retail", "100", "RUB"),
     ),
     "gillbeits-2.09-split": Sample(
-        (("import___b815e2db-7a65-4265-9241-5f0c4f0565a7.xml",
-          "gillbeits-commerceml/import___b815e2db-7a65-4265-9241-5f0c4f0565a7.xml"),
-         ("prices___d66a6b51-ce9c-4e7a-8c7c-25079721107f.xml",
-          "gillbeits-commerceml/prices___d66a6b51-ce9c-4e7a-8c7c-25079721107f.xml")),
+        (
+            (
+                "import___b815e2db-7a65-4265-9241-5f0c4f0565a7.xml",
+                "gillbeits-commerceml/import___b815e2db-7a65-4265-9241-5f0c4f0565a7.xml",
+            ),
+            (
+                "prices___d66a6b51-ce9c-4e7a-8c7c-25079721107f.xml",
+                "gillbeits-commerceml/prices___d66a6b51-ce9c-4e7a-8c7c-25079721107f.xml",
+            ),
+        ),
         {"Типовое соглашение Интернет-МХТ": "retail"},  # named only in the catalogue file
         978,
         ("26b0dc1e-4d66-11e4-99fe-003048c64779", "retail", "181", "RUB"),
         use_zip=False,
     ),
     "bitrix-module-3.1-folders": Sample(
-        (("import.xml", "irpsv-commerceml/bitrix-module-6/import.xml"),
-         ("goods/1/prices.xml", "irpsv-commerceml/bitrix-module-6/goods/1/prices.xml")),
+        (
+            ("import.xml", "irpsv-commerceml/bitrix-module-6/import.xml"),
+            ("goods/1/prices.xml", "irpsv-commerceml/bitrix-module-6/goods/1/prices.xml"),
+        ),
         {"Отпускная цена": "retail"},
         86,
-        ("235ccc6d-ab81-11e4-944a-00155d020201#a5abd77f-93f6-11e5-9468-00155d020201", "retail",
-         "2042.66", "RUB"),
+        (
+            "235ccc6d-ab81-11e4-944a-00155d020201#a5abd77f-93f6-11e5-9468-00155d020201",
+            "retail",
+            "2042.66",
+            "RUB",
+        ),
     ),
     "cs-cart-2.04": Sample(
-        (("import.xml", "irpsv-commerceml/cs-cart/import.xml"),
-         ("offers.xml", "irpsv-commerceml/cs-cart/offers.xml")),
+        (
+            ("import.xml", "irpsv-commerceml/cs-cart/import.xml"),
+            ("offers.xml", "irpsv-commerceml/cs-cart/offers.xml"),
+        ),
         {"инет": "retail"},
         1455,
-        ("bd72d910-55bc-11d9-848a-00112f43529a#3df1947d-7886-11df-b33a-0011955cba6b", "retail",
-         "3159.00", "RUB"),
+        (
+            "bd72d910-55bc-11d9-848a-00112f43529a#3df1947d-7886-11df-b33a-0011955cba6b",
+            "retail",
+            "3159.00",
+            "RUB",
+        ),
     ),
     "1c-example-2.04": Sample(
-        (("import.xml", "irpsv-commerceml/off-doc-1c/import.xml"),
-         ("offers.xml", "irpsv-commerceml/off-doc-1c/offers.xml")),
+        (
+            ("import.xml", "irpsv-commerceml/off-doc-1c/import.xml"),
+            ("offers.xml", "irpsv-commerceml/off-doc-1c/offers.xml"),
+        ),
         {"Розничная": "retail", "Оптовая": "wholesale"},
         4,
-        ("05e26d70-01e4-11dc-a411-00055d80a2d1#05e26d76-01e4-11dc-a411-00055d80a2d1", "wholesale",
-         "", "USD"),
+        (
+            "05e26d70-01e4-11dc-a411-00055d80a2d1#05e26d76-01e4-11dc-a411-00055d80a2d1",
+            "wholesale",
+            "",
+            "USD",
+        ),
         use_zip=False,
     ),
     "ready-script-2.05": Sample(
@@ -113,8 +149,12 @@ SAMPLES = {
         (("offers.xml", "irpsv-commerceml/real-1c-ut101/offers.xml"),),
         {"Отпускная цена": "retail"},  # the type's Ид is its name
         84,
-        ("235ccc6d-ab81-11e4-944a-00155d020201#a5abd77f-93f6-11e5-9468-00155d020201", "retail",
-         "2042.66", "RUB"),
+        (
+            "235ccc6d-ab81-11e4-944a-00155d020201#a5abd77f-93f6-11e5-9468-00155d020201",
+            "retail",
+            "2042.66",
+            "RUB",
+        ),
     ),
     "umi-cms-2.04": Sample(
         (("offers.xml", "irpsv-commerceml/umi-cms/offers.xml"),),
@@ -124,8 +164,12 @@ SAMPLES = {
         use_zip=False,
     ),
     "stee1cat-3.1-no-offers": Sample(
-        (("offers___cd9ce019-f901-4dd4-aed7-a76bec5faac2.xml",
-          "stee1cat-1c-exchange/offers___cd9ce019-f901-4dd4-aed7-a76bec5faac2.xml"),),
+        (
+            (
+                "offers___cd9ce019-f901-4dd4-aed7-a76bec5faac2.xml",
+                "stee1cat-1c-exchange/offers___cd9ce019-f901-4dd4-aed7-a76bec5faac2.xml",
+            ),
+        ),
         {"Розничная": "retail"},
         0,
         ("", "", "", ""),
@@ -152,8 +196,10 @@ def oracle(files: list[bytes], price_types: dict[str, str]) -> list[Intent]:
         root = ET.fromstring(data)
         for element in root.iter():
             if _local(element.tag) == "ТипЦены":
-                types[_child(element, "Ид")] = (_child(element, "Наименование"),
-                                               _child(element, "Валюта"))
+                types[_child(element, "Ид")] = (
+                    _child(element, "Наименование"),
+                    _child(element, "Валюта"),
+                )
         for offer in root.iter():
             if _local(offer.tag) != "Предложение":
                 continue
@@ -175,7 +221,9 @@ def oracle(files: list[bytes], price_types: dict[str, str]) -> list[Intent]:
 
 def staged(engine: Engine) -> list[dict[str, Any]]:
     with transaction(engine, read_only=True) as connection:
-        return [dict(r) for r in connection.execute(select(staging).order_by(staging.c.id)).mappings()]
+        return [
+            dict(r) for r in connection.execute(select(staging).order_by(staging.c.id)).mappings()
+        ]
 
 
 def as_intent(row: dict[str, Any]) -> Intent:
@@ -204,7 +252,9 @@ def test_every_price_sample_stages_exactly_its_intents(
     if sample.count:
         sku, price_type, price, currency = sample.spot
         assert any(
-            (not sku or i[0] == sku) and i[1] == price_type and (not price or i[2] == price)
+            (not sku or i[0] == sku)
+            and i[1] == price_type
+            and (not price or i[2] == price)
             and i[3] == currency
             for i in got
         ), sample.spot
