@@ -9,6 +9,7 @@ as for a staging row.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 from datetime import UTC, datetime
@@ -175,16 +176,25 @@ class JsonIntake:
                             "detail": verdict.detail,
                         }
                     )
-                elif verdict.payload in known.get(verdict.message_id, ()):
+                elif _identity(verdict.payload) in known.get(verdict.message_id, ()):
                     results.append({"status": "duplicate", "message_id": verdict.message_id})
                 else:
                     assert isinstance(row, dict)
-                    known.setdefault(verdict.message_id, set()).add(verdict.payload)
+                    known.setdefault(verdict.message_id, set()).add(_identity(verdict.payload))
                     to_stage.append(row)
                     results.append({"status": "staged", "message_id": verdict.message_id})
             if to_stage:
                 stage(connection, to_stage)
         return results
+
+
+def _identity(payload: str) -> str:
+    """What makes two canonical payloads the same: prices equal as decimals (contract 1)."""
+    data = json.loads(payload, parse_float=Decimal)
+    if isinstance(data, dict) and isinstance(data.get("price"), str):
+        with contextlib.suppress(ArithmeticError):
+            data["price"] = str(Decimal(data["price"]).normalize())
+    return dump_json(data)
 
 
 def _known_payloads(
@@ -200,7 +210,7 @@ def _known_payloads(
                 messages.c.message_id.in_(chunk), messages.c.rejected.is_(False)
             )
         ):
-            known.setdefault(mid, set()).add(payload)
+            known.setdefault(mid, set()).add(_identity(payload))
     by_key = {(a.row.kind, a.row.aggregate, a.row.aggregate_version): a for a in accepted}
     aggregates = sorted({a.row.aggregate for a in accepted})
     for start in range(0, len(aggregates), 500):
@@ -226,6 +236,6 @@ def _known_payloads(
                 ),
                 kinds,
             )
-            if isinstance(verdict, Accepted) and verdict.payload == mine.payload:
-                known.setdefault(mine.message_id, set()).add(verdict.payload)
+            if isinstance(verdict, Accepted):
+                known.setdefault(mine.message_id, set()).add(_identity(verdict.payload))
     return known
