@@ -61,6 +61,20 @@ def _above_one(text: str) -> bool:
         return True
 
 
+_PLAIN_TEXT = re.compile(r'^[^"\\\x00-\x1f\x7f]*$')
+
+
+def _payload(payload: dict[str, str]) -> str:
+    """The payload's JSON: written directly when no value needs escaping (the usual case, and
+    the same text json.dumps writes), else by json.dumps."""
+    if all(_PLAIN_TEXT.match(value) for value in payload.values()):
+        return (
+            f'{{"sku":"{payload["sku"]}","price":"{payload["price"]}",'
+            f'"currency":"{payload["currency"]}","price_type":"{payload["price_type"]}"}}'
+        )
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
 @dataclass(slots=True)
 class Counts:
     offers: int = 0
@@ -145,7 +159,7 @@ class Mapper:
                 "price_type": code,
             }
             aggregate = f"{sku or offer.id}/{code}"
-            self.out(aggregate, json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+            self.out(aggregate, _payload(payload))
             counts.intents += 1
 
     def _sku(self, offer: Offer) -> str:

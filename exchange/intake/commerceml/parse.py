@@ -20,11 +20,25 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Protocol
 
 ROOT = "КоммерческаяИнформация"
+RECORDS = frozenset({"Предложение", "Цена", "ТипЦены", "Товар"})
 OFFER_PACKAGES = frozenset({"ПакетПредложений", "ИзмененияПакетаПредложений"})
 CATALOGUE = frozenset({"Каталог", "Классификатор"})
 BLOCK = 1 << 16
 MAX_TEXT = 1 << 16  # no field the exchange reads is longer; a larger text node is refused
 MAX_DEPTH = 64
+# The leaves whose text is read; every other element is only a place in the path.
+FIELDS = frozenset(
+    {
+        "Ид",
+        "Артикул",
+        "Наименование",
+        "Валюта",
+        "ИдТипаЦены",
+        "ЦенаЗаЕдиницу",
+        "Коэффициент",
+        "МинКоличество",
+    }
+)
 
 
 class CmlError(ValueError):
@@ -88,12 +102,16 @@ class _Reader:
         self.offers = 0
 
     def start(self, name: str, attrs: dict[str, str]) -> None:
-        name = _local(name)
+        if ":" in name:
+            name = _local(name)
         stack = self.stack
         parent = stack[-1] if stack else ""
         stack.append(name)
-        self.text.clear()
+        if self.text:
+            self.text.clear()
         self.size = 0
+        if name in FIELDS:
+            return
         if len(stack) == 1:
             if name != ROOT:
                 raise CmlError(f"not a CommerceML file: the root element is <{name}>, not <{ROOT}>")
@@ -121,6 +139,10 @@ class _Reader:
     def end(self, name: str) -> None:
         stack = self.stack
         name = stack.pop()
+        if name not in FIELDS and name not in RECORDS:
+            if self.text:
+                self.text.clear()
+            return
         parent = stack[-1] if stack else ""
         if self.price is not None:
             if name == "Цена" and parent == "Цены":

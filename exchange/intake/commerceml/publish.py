@@ -36,7 +36,7 @@ from exchange.intake.commerceml.parse import CmlError, Header, PriceType, parse
 from exchange.intake.stage import stage
 
 CHUNK = 5000
-LOOKUP_CHUNK = 500
+LOOKUP_CHUNK = 5000
 PUBLISH_LOCK = 0x1C0E  # PostgreSQL advisory lock: one package gets its version at a time
 
 
@@ -177,7 +177,7 @@ def import_file(
         with spool.open("w", encoding="utf-8") as out:
 
             def write(aggregate: str, payload: str) -> None:
-                out.write(json.dumps([aggregate, payload], ensure_ascii=False) + "\n")
+                out.write(f"{_escape(aggregate)}\t{payload}\n")
 
             mapper = Mapper(
                 price_types=price_types,
@@ -224,11 +224,22 @@ def _source_ref(name: str, header: Header) -> str:
     return f"1C exchange {name}{when}"[:500]
 
 
+def _escape(text: str) -> str:
+    # A payload is JSON (no raw tab or newline); an aggregate may hold any text.
+    if text.startswith('"') or "\t" in text or "\n" in text or "\r" in text:
+        return json.dumps(text, ensure_ascii=False)
+    return text
+
+
+def _unescape(text: str) -> str:
+    return str(json.loads(text)) if text.startswith('"') else text
+
+
 def _spooled(spool: Path) -> Iterator[tuple[str, str]]:
-    with spool.open(encoding="utf-8") as lines:
+    with spool.open(encoding="utf-8", newline="\n") as lines:
         for line in lines:
-            aggregate, payload = json.loads(line)
-            yield aggregate, payload
+            aggregate, _, payload = line.rstrip("\n").partition("\t")
+            yield _unescape(aggregate), payload
 
 
 def _chunks(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
