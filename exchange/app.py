@@ -140,6 +140,12 @@ def http_server(
     refusal = settings.http_plain_refusal()
     if refusal is not None:
         raise ConfigurationError(refusal)
+    if settings.staging_url and settings.staging_url != settings.database_url:
+        # A package is staged with its digest and version in one transaction: one database.
+        raise ConfigurationError(
+            "exchange serve stages into the service's database; EXCHANGE_STAGING_URL names "
+            "another one, which serve does not support yet"
+        )
     tls = None
     if settings.http_tls_cert is not None and settings.http_tls_key is not None:
         try:
