@@ -132,7 +132,10 @@ class OneCExchange:
 
     async def _refuse(self, session: str, filename: str, reason: str) -> web.Response:
         log.warning("1C exchange refused: %s", reason)
-        await asyncio.to_thread(exchange_refused, self.engine, session, filename, reason)
+        try:
+            await asyncio.to_thread(exchange_refused, self.engine, session, filename, reason)
+        except Exception as exc:  # the answer to 1C matters more than the entry
+            log.error("1C exchange: the refusal could not be recorded: %s", exc)
         return _answer("failure", reason)
 
     # -- authentication ----------------------------------------------------------------------
@@ -255,13 +258,20 @@ class OneCExchange:
             job.read, job.offers = read, offers
 
         def work() -> Outcome:
-            row_id = exchange_started(self.engine, session, filename)
+            try:
+                row_id = exchange_started(self.engine, session, filename)
+            except Exception as exc:  # the database is down: 1C tries again later
+                log.error("1C import of %s not started: %s", filename, exc)
+                return Outcome("failure", f"the service's database is unavailable: {exc}")
             try:
                 outcome = self._work(folder, target, filename, progress)
             except Exception as exc:  # recorded for operators, then answered as failure
                 log.exception("1C import of %s failed", filename)
-                outcome = Outcome("failure", f"internal error: {type(exc).__name__}")
-            exchange_finished(self.engine, row_id, outcome)
+                outcome = Outcome("failure", f"internal error: {type(exc).__name__}: {exc}")
+            try:
+                exchange_finished(self.engine, row_id, outcome)
+            except Exception as exc:
+                log.error("1C import of %s: the outcome could not be recorded: %s", filename, exc)
             return outcome
 
         return await asyncio.to_thread(work)

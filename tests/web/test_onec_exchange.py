@@ -507,3 +507,17 @@ def test_basic_auth_on_every_request_without_a_cookie_works(serve: Serve, db: En
             break
     assert text.startswith("success")
     assert 1 == len(staged(db))
+
+
+def test_a_database_fault_during_import_is_a_failure_1c_can_read_and_stages_nothing(
+    serve: Serve, db: Engine
+) -> None:
+    from sqlalchemy import text
+
+    c = session(serve(**TYPES), use_zip=False)
+    c.upload("offers.xml", package(("A", "1")))
+    with transaction(db) as connection:  # the publishing transaction will fail on this
+        connection.execute(text("ALTER TABLE cml_packages RENAME TO cml_packages_gone"))
+    answer, _ = c.import_file("offers.xml")
+    assert answer.status == "failure"
+    assert [] == staged(db)
