@@ -215,7 +215,7 @@ def test_a_truncated_upload_appends_nothing(serve: Serve, db: Engine) -> None:
     # the rest arrives again, whole: the file holds the first chunk and this one only
     assert c.upload("offers.xml", data[100:]).status == "success"
     answer, _ = c.import_file("offers.xml")
-    assert answer.status == "success"
+    assert answer.status == "success", answer.text
     assert 1 == len(staged(db))
     c.close()
 

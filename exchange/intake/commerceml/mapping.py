@@ -10,6 +10,7 @@ unmapped price types (purchase and cost prices) and prices not of the base unit.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -47,6 +48,7 @@ def amount(raw: str) -> str:
         return raw.strip()
 
 
+@functools.lru_cache(maxsize=256)
 def _is_one(text: str) -> bool:
     try:
         return not text or Decimal(_SPACES.sub("", text).replace(",", ".")) == 1
@@ -54,6 +56,7 @@ def _is_one(text: str) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=256)
 def _above_one(text: str) -> bool:
     try:
         return bool(text) and Decimal(_SPACES.sub("", text).replace(",", ".")) > 1

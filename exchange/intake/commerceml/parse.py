@@ -17,7 +17,7 @@ from __future__ import annotations
 import pyexpat
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import BinaryIO, Protocol
+from typing import Protocol
 
 ROOT = "КоммерческаяИнформация"
 RECORDS = frozenset({"Предложение", "Цена", "ТипЦены", "Товар"})
@@ -76,6 +76,10 @@ class Header:
     offers_package: bool = False
     catalogue: bool = False
     only_changes: str = ""
+
+
+class Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 class Sink(Protocol):
@@ -222,7 +226,7 @@ def _refuse_external(*_: object) -> int:
 
 
 def parse(
-    stream: BinaryIO, sink: Sink, *, progress: Callable[[int, int], None] | None = None
+    stream: Readable, sink: Sink, *, progress: Callable[[int, int], None] | None = None
 ) -> Header:
     """Read ``stream`` to its end, telling ``sink`` what it finds; raise CmlError (one line)
     for a file that is not well-formed XML, not CommerceML, or unsafe. ``progress(bytes,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from sqlalchemy import Connection, Engine, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -152,6 +152,24 @@ def exchange_refused(engine: Engine, exchange: str, filename: str, detail: str) 
 # -- one file ------------------------------------------------------------------------------
 
 
+class _Hashing:
+    """A binary stream that hashes what is read from it."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.sha = hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        block = self.stream.read(size)
+        self.sha.update(block)
+        return block
+
+    def hexdigest(self) -> str:
+        while self.read(1 << 20):  # what the parser left unread, if anything
+            pass
+        return self.sha.hexdigest()
+
+
 def digest_of(path: Path) -> str:
     sha = hashlib.sha256()
     with path.open("rb") as stream:
@@ -186,8 +204,10 @@ def import_file(
                 articles=articles,
                 out=write,
             )
-            with path.open("rb") as stream:
+            with path.open("rb") as raw:
+                stream = _Hashing(raw)  # the digest in the same pass as the parse
                 header = parse(stream, mapper, progress=progress)
+                digest = stream.hexdigest()
         if not header.offers_package and not header.catalogue:
             return Outcome("failure", "not a CommerceML offers or catalogue file: nothing to read")
         if mapper.new_types or mapper.new_articles:
@@ -207,7 +227,7 @@ def import_file(
         if counts.intents == 0:
             return Outcome("nothing", counts.summary(), not_sent=not_sent)
         source_ref = _source_ref(name, header)
-        version = publish(engine, spool, digest_of(path), source_ref, counts.intents)
+        version = publish(engine, spool, digest, source_ref, counts.intents)
         if version is None:
             return Outcome(
                 "nothing-new", "this file was staged before: nothing new", not_sent=not_sent
