@@ -521,3 +521,63 @@ def test_a_database_fault_during_import_is_a_failure_1c_can_read_and_stages_noth
     answer, _ = c.import_file("offers.xml")
     assert answer.status == "failure"
     assert [] == staged(db)
+
+
+def test_a_catalogue_from_an_earlier_exchange_resolves_a_later_prices_only_file(
+    serve: Serve, db: Engine
+) -> None:
+    base = serve(**{"1c_price_types": {"Розничная": "retail"}, "1c_sku": "article"})
+    catalogue = catalogue_xml(types=[CmlType("g-1", "Розничная")], articles=[("P7", "ART 7")])
+    assert {"success"} == {
+        a.status for a in client(base).exchange([("import.xml", catalogue)]).answers.values()
+    }
+    prices = offers_xml(Package(schema="2.09", offers=[CmlOffer("P7", [CmlPrice("g-1", "5")])]))
+    log = client(base).exchange([("prices___1.xml", prices)])
+    assert log.answers["prices___1.xml"].status == "success"
+    [row] = staged(db)
+    assert row["aggregate"] == "ART 7/retail"
+
+
+def test_an_offer_without_an_article_in_article_mode_is_quarantined_not_dropped(
+    serve: Serve, db: Engine
+) -> None:
+    offers = offers_xml(
+        Package(types=[RETAIL], offers=[CmlOffer("NOART", [CmlPrice("t-retail", "5")])])
+    )
+    log = client(serve(**TYPES, **{"1c_sku": "article"}), use_zip=False).exchange(
+        [("offers.xml", offers)]
+    )
+    assert log.answers["offers.xml"].status == "success"
+    assert "without an article" in entries(db)[-1]["detail"]
+    [row] = staged(db)
+    assert json.loads(row["payload"])["sku"] == ""  # intake quarantines it, invalid-contract
+
+
+def test_exchange_status_shows_the_last_failures(serve: Serve, db: Engine, db_url: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    c = session(serve(**TYPES), use_zip=False)
+    c.upload("offers.xml", b"<not-xml")
+    c.import_file("offers.xml")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
+    env["EXCHANGE_DATABASE_URL"] = db_url
+    result = subprocess.run(
+        [sys.executable, "-m", "exchange", "status", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    figures = json.loads(result.stdout)["exchanges_1c"]
+    assert figures["by_outcome"]["failure"] == 1
+    assert "not well-formed XML" in figures["failures"][0]["reason"]
+    text = subprocess.run(
+        [sys.executable, "-m", "exchange", "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    assert "1C exchange" in text and "offers.xml" in text
