@@ -183,9 +183,20 @@ class OneCExchange:
     def _folder(self, session: str) -> Path:
         return self.root / session
 
+    def _running(self, session: str) -> bool:
+        return any(
+            key[0] == session and job.task is not None and not job.task.done()
+            for key, job in self.state.jobs.items()
+        )
+
+    def _forget(self, session: str) -> None:
+        for key in [key for key in self.state.jobs if key[0] == session]:
+            del self.state.jobs[key]
+
     async def _init(self, session: str) -> web.Response:
         folder = self._folder(session)
-        if not any(key[0] == session for key in self.state.jobs):
+        if not self._running(session):
+            self._forget(session)
             await asyncio.to_thread(shutil.rmtree, folder, True)
         await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
         return _answer(
@@ -199,6 +210,15 @@ class OneCExchange:
             target = inside(folder, filename)
         except FileRefused as exc:
             return await self._refuse(session, filename, str(exc))
+        done = self.state.jobs.get((session, filename))
+        if done is not None:
+            if done.task is not None and not done.task.done():
+                return await self._refuse(
+                    session, filename, f"{filename[:100]!r} is being imported: send it later"
+                )
+            # Imported already: what arrives now is a new file of that name, not more of it.
+            del self.state.jobs[(session, filename)]
+            target.unlink(missing_ok=True)
         expected = request.content_length
         part = target.with_name(target.name + ".part")
         limit = self.config.max_file_bytes
@@ -246,7 +266,8 @@ class OneCExchange:
             outcome = await asyncio.wait_for(asyncio.shield(job.task), self.config.progress_wait)
         except TimeoutError:
             return _answer("progress", f"reading {filename[:100]}: {job.offers} offers so far")
-        del self.state.jobs[key]
+        # The finished job stays until this exchange sends the file again, inits or completes:
+        # an import repeated (an answer lost on the way) gets the same answer.
         if outcome.outcome == "failure":
             return _answer("failure", f"{filename[:100]}: {outcome.detail}")
         return _answer("success", f"{filename[:100]}: {outcome.detail}")
@@ -321,8 +342,7 @@ class OneCExchange:
         ]
         if running:
             await asyncio.wait(running)
-            for key in [key for key in self.state.jobs if key[0] == session]:
-                del self.state.jobs[key]
+        self._forget(session)
         await asyncio.to_thread(shutil.rmtree, self._folder(session), True)
         return _answer("success", "exchange complete")
 

@@ -581,3 +581,16 @@ def test_exchange_status_shows_the_last_failures(serve: Serve, db: Engine, db_ur
         check=False,
     ).stdout
     assert "1C exchange" in text and "offers.xml" in text
+
+
+def test_a_file_sent_again_after_its_import_starts_afresh_and_a_repeated_import_is_answered(
+    serve: Serve, db: Engine
+) -> None:
+    c = session(serve(**TYPES), use_zip=False)
+    c.upload("offers.xml", package(("A", "1.00")))
+    assert c.import_file("offers.xml")[0].status == "success"
+    again, _ = c.import_file("offers.xml")  # the answer was lost: 1C asks again
+    assert again.status == "success" and 1 == len(staged(db))
+    c.upload("offers.xml", package(("A", "2.00"), generated_at="2026-12-01T12:00:00"))
+    assert c.import_file("offers.xml")[0].status == "success"
+    assert ["1.00", "2.00"] == [json.loads(r["payload"])["price"] for r in staged(db)]
