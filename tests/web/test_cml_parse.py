@@ -87,6 +87,8 @@ def test_an_external_entity_is_never_fetched(tmp_path: Path) -> None:
         (b"<a>", "not a CommerceML file"),
         ("<КоммерческаяИнформация>".encode(), "not well-formed XML at line 1"),
         (b"<html/>", "not a CommerceML file"),
+        ("<Ид>1</Ид>".encode(), "not a CommerceML file"),
+        (("<КоммерческаяИнформация>" + "<Ид>" * 100).encode(), "nested deeper than 64"),
         (b"\xef\xbb\xbf<?xml version='1.0'?><\xd0\x9a", "not well-formed XML"),
     ],
 )

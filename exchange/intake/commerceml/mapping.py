@@ -28,6 +28,7 @@ _SPACES = re.compile(r"[\s\u00a0\u202f]")
 SkuMode = Literal["id", "article"]
 
 
+@functools.lru_cache(maxsize=256)
 def currency(raw: str) -> str:
     """руб, RUR and 643 mean RUB; anything else passes as it is (intake refuses what is not
     three upper-case letters: such a price becomes ``invalid-contract``)."""
@@ -35,10 +36,15 @@ def currency(raw: str) -> str:
     return "RUB" if text.lower() in RUB_NAMES else text
 
 
+_CANONICAL = re.compile(r"^(0|[1-9][0-9]*)(\.[0-9]+)?$")
+
+
 def amount(raw: str) -> str:
     """``ЦенаЗаЕдиницу`` as a plain decimal string, never a float. Spaces (also NBSP) are
     dropped and a decimal comma read as a point, as Bitrix reads it; what still is not a
     decimal passes as it is, for intake to refuse."""
+    if _CANONICAL.match(raw):  # the usual case: already as Decimal would write it
+        return raw
     text = _SPACES.sub("", raw).replace(",", ".")
     if not _PLAIN.match(text):
         return raw.strip()
@@ -70,7 +76,7 @@ _PLAIN_TEXT = re.compile(r'^[^"\\\x00-\x1f\x7f]*$')
 def _payload(payload: dict[str, str]) -> str:
     """The payload's JSON: written directly when no value needs escaping (the usual case, and
     the same text json.dumps writes), else by json.dumps."""
-    if all(_PLAIN_TEXT.match(value) for value in payload.values()):
+    if _PLAIN_TEXT.match("".join(payload.values())):
         return (
             f'{{"sku":"{payload["sku"]}","price":"{payload["price"]}",'
             f'"currency":"{payload["currency"]}","price_type":"{payload["price_type"]}"}}'

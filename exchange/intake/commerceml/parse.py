@@ -21,8 +21,10 @@ from typing import Protocol
 
 ROOT = "КоммерческаяИнформация"
 RECORDS = frozenset({"Предложение", "Цена", "ТипЦены", "Товар"})
+# The elements whose start matters (a record opens, a header); any other start only nests.
 OFFER_PACKAGES = frozenset({"ПакетПредложений", "ИзмененияПакетаПредложений"})
 CATALOGUE = frozenset({"Каталог", "Классификатор"})
+STARTS = RECORDS | OFFER_PACKAGES | CATALOGUE | {"Цены"}
 BLOCK = 1 << 16
 MAX_TEXT = 1 << 16  # no field the exchange reads is longer; a larger text node is refused
 MAX_DEPTH = 64
@@ -109,21 +111,22 @@ class _Reader:
         if ":" in name:
             name = _local(name)
         stack = self.stack
-        parent = stack[-1] if stack else ""
+        depth = len(stack)
+        parent = stack[-1] if depth else ""
         stack.append(name)
         if self.text:
             self.text.clear()
         self.size = 0
-        if name in FIELDS:
-            return
-        if len(stack) == 1:
+        if depth == 0:
             if name != ROOT:
                 raise CmlError(f"not a CommerceML file: the root element is <{name}>, not <{ROOT}>")
             self.header.schema_version = attrs.get("ВерсияСхемы", "")
             self.header.generated_at = attrs.get("ДатаФормирования", "")
             return
-        if len(stack) > MAX_DEPTH:
+        if depth >= MAX_DEPTH:
             raise CmlError(f"elements nested deeper than {MAX_DEPTH}")
+        if name not in STARTS:
+            return
         if name == "Предложение" and parent == "Предложения":
             self.offer = Offer()
         elif name == "Цена" and parent == "Цены" and self.offer is not None:
@@ -134,10 +137,10 @@ class _Reader:
             self.price_type = PriceType()
         elif name == "Товар" and parent == "Товары":
             self.product = ("", "")
-        elif name in OFFER_PACKAGES and len(stack) == 2:
+        elif name in OFFER_PACKAGES and depth == 1:
             self.header.offers_package = True
             self.header.only_changes = attrs.get("СодержитТолькоИзменения", "")
-        elif name in CATALOGUE and len(stack) == 2:
+        elif name in CATALOGUE and depth == 1:
             self.header.catalogue = True
 
     def end(self, name: str) -> None:
