@@ -4,7 +4,7 @@ client emulator in 1C's chunks (file_limit from init), imported until ``success`
 plain ``xml.etree.ElementTree.iterparse`` of the same file in the same run.
 
 Reported: seconds (upload; import = parse + map + spool + one publishing transaction; whole
-exchange) and peak resident memory (VmHWM) of the serve process, next to the bare iterparse's
+exchange) and peak resident memory (VmHWM) of the serve process (before the upload and at the end), next to the bare iterparse's
 seconds and peak RSS, each in a process of its own. Run at two sizes, memory shows whether it
 grows with the file.
 
@@ -87,6 +87,7 @@ def served(path: Path, scratch: Path, offers: int) -> dict[str, Any]:
         started = time.perf_counter()
         client.checkauth()
         client.init()
+        idle_peak = _vm_hwm_mb(server.pid)  # serve started, nothing uploaded yet
         data = path.read_bytes()
         uploaded_at = time.perf_counter()
         answer = client.upload("offers.xml", data)
@@ -118,6 +119,7 @@ def served(path: Path, scratch: Path, offers: int) -> dict[str, Any]:
         "file_limit": client.file_limit,
         "staged": staged,
         "serve_peak_mb": round(peak),
+        "serve_peak_before_upload_mb": round(idle_peak),
     }
 
 
