@@ -210,6 +210,13 @@ class OneCExchange:
             target = inside(folder, filename)
         except FileRefused as exc:
             return await self._refuse(session, filename, str(exc))
+        if filename.lower().endswith(".zip"):
+            # A new archive may carry new files under names already imported: answers kept
+            # for those belong to the old files.
+            for key in [k for k, job in self.state.jobs.items() if k[0] == session]:
+                job = self.state.jobs[key]
+                if job.task is not None and job.task.done():
+                    del self.state.jobs[key]
         done = self.state.jobs.get((session, filename))
         if done is not None:
             if done.task is not None and not done.task.done():

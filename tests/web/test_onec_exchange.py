@@ -594,3 +594,14 @@ def test_a_file_sent_again_after_its_import_starts_afresh_and_a_repeated_import_
     c.upload("offers.xml", package(("A", "2.00"), generated_at="2026-12-01T12:00:00"))
     assert c.import_file("offers.xml")[0].status == "success"
     assert ["1.00", "2.00"] == [json.loads(r["payload"])["price"] for r in staged(db)]
+
+
+def test_a_second_archive_in_one_session_is_read_anew(serve: Serve, db: Engine) -> None:
+    c = session(serve(**TYPES))
+    for n, price in enumerate(("1.00", "2.00")):
+        archive = _zip(
+            [("offers.xml", package(("A", price), generated_at=f"2026-12-01T1{n}:00:00"))]
+        )
+        assert c.upload(f"v8_0001_0{n + 1}.zip", archive).status == "success"
+        assert c.import_file("offers.xml")[0].status == "success"
+    assert ["1.00", "2.00"] == [json.loads(r["payload"])["price"] for r in staged(db)]
