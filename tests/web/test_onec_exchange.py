@@ -8,6 +8,7 @@ import io
 import json
 import socket
 import stat
+import time
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -195,7 +196,7 @@ def test_an_oversized_file_fails_and_is_removed(serve: Serve, db: Engine, tmp_pa
     c.close()
 
 
-def test_a_truncated_upload_appends_nothing(serve: Serve, db: Engine) -> None:
+def test_a_truncated_upload_appends_nothing(serve: Serve, db: Engine, tmp_path: Path) -> None:
     base = serve(**TYPES)
     c = session(base, use_zip=False)
     data = package(("A", "10.00"))
@@ -212,6 +213,14 @@ def test_a_truncated_upload_appends_nothing(serve: Serve, db: Engine) -> None:
         )
         raw.shutdown(socket.SHUT_WR)
         raw.recv(1000)
+    for _ in range(50):  # the server sees the cut after the client is gone
+        if any("offers.xml" in (e["detail"] or "") for e in entries(db)):
+            break
+        time.sleep(0.05)
+    assert any(
+        e["outcome"] == "failure" and "upload of 'offers.xml'" in e["detail"] for e in entries(db)
+    ), entries(db)
+    assert not list((tmp_path / "1c").rglob("*.part"))
     # the rest arrives again, whole: the file holds the first chunk and this one only
     assert c.upload("offers.xml", data[100:]).status == "success"
     answer, _ = c.import_file("offers.xml")
