@@ -4,9 +4,9 @@ client emulator in 1C's chunks (file_limit from init), imported until ``success`
 plain ``xml.etree.ElementTree.iterparse`` of the same file in the same run.
 
 Reported: seconds (upload; import = parse + map + spool + one publishing transaction; whole
-exchange) and peak resident memory (VmHWM) of the serve process (before the upload and at the end), next to the bare iterparse's
-seconds and peak RSS, each in a process of its own. Run at two sizes, memory shows whether it
-grows with the file.
+exchange) and peak resident memory (VmHWM) of the serve process, before the upload and at the
+end, next to the bare iterparse's seconds and peak RSS, each in a process of its own. Run at
+two sizes, memory shows whether it grows with the file.
 
     python -m bench.onec_upload --offers 100000 --offers 25000
 """
