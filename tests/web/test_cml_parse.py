@@ -228,3 +228,17 @@ def test_any_bytes_or_a_cut_package_give_a_clear_failure_never_an_exception(
             read(candidate)
         except CmlError as exc:
             assert "\n" not in str(exc)
+
+
+def test_a_long_description_in_a_catalogue_is_no_concern_but_a_huge_field_is_refused() -> None:
+    from exchange.dev.cml_gen import catalogue_xml
+
+    catalogue = catalogue_xml(articles=[("P1", "A-1")]).replace(
+        "<Наименование>Товар</Наименование>".encode(),
+        ("<Описание>" + "слово " * 30_000 + "</Описание>").encode(),
+    )
+    _, sink = read(catalogue)
+    assert [("P1", "A-1")] == sink.articles
+    huge = offers_xml(Package(offers=[CmlOffer("x" * 70_000, [CmlPrice("t1", "1")])]))
+    with pytest.raises(CmlError, match="text node longer than"):
+        read(huge)

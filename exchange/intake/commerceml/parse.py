@@ -210,6 +210,8 @@ class _Reader:
         return "".join(self.text).strip()
 
     def chars(self, data: str) -> None:
+        if self.stack[-1] not in FIELDS:  # text is read only in the fields kept
+            return
         self.size += len(data)
         if self.size > MAX_TEXT:
             raise CmlError(f"a text node longer than {MAX_TEXT} characters in <{self.stack[-1]}>")
