@@ -8,6 +8,15 @@
 #   docker run -d --name exchange --stop-timeout 90 -v exchange-data:/data \
 #       -e EXCHANGE_SITE_URL=https://shop.example.com \
 #       -v /etc/exchange/site_token:/run/secrets/exchange_site_token:ro exchange:0.1.0
+#   docker run -d --name exchange-serve -p 8443:8080 -v exchange-data:/data \
+#       -e EXCHANGE_1C_USER=obmen -e EXCHANGE_1C_PRICE_TYPES='{"Розничная": "retail"}' \
+#       -e EXCHANGE_HTTP_BEHIND_PROXY=true \
+#       -e EXCHANGE_1C_PASSWORD_FILE=/run/secrets/exchange_1c_password \
+#       -v /etc/exchange/1c_password:/run/secrets/exchange_1c_password:ro \
+#       --health-cmd "python -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=4)\"" \
+#       exchange:0.1.0 serve
+#   (serve listens on 0.0.0.0 in the container: give it TLS with EXCHANGE_HTTP_TLS_CERT/_KEY, or
+#   say a proxy terminates TLS with EXCHANGE_HTTP_BEHIND_PROXY=true; else it refuses to start.)
 
 ARG PYTHON_IMAGE=python:3.11.11-slim-bookworm
 
@@ -39,7 +48,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     EXCHANGE_DATABASE_URL=sqlite:////data/exchange.db \
     EXCHANGE_REPORT_DIR=/data/reports \
     EXCHANGE_SITE_TOKEN_FILE=/run/secrets/exchange_site_token \
-    EXCHANGE_METRICS_PORT=9100
+    EXCHANGE_METRICS_PORT=9100 \
+    EXCHANGE_HTTP_HOST=0.0.0.0 \
+    EXCHANGE_1C_DIR=/data/1c
 
 # The wheel is mounted from the build stage, not copied, so it leaves no layer behind. Its
 # dependencies are resolved from the ranges in pyproject.toml; the package is the wheel itself.
@@ -66,6 +77,8 @@ WORKDIR /data
 VOLUME ["/data"]
 # Prometheus /metrics and /healthz of `exchange run` (EXCHANGE_METRICS_PORT).
 EXPOSE 9100
+# exchange serve (EXCHANGE_HTTP_PORT): 1C's exchange and the JSON intake.
+EXPOSE 8080
 
 # /healthz answers 200 while the database answers and a cycle finished recently, 503 otherwise;
 # urlopen raises on 503 and on a refused connection, so the exit status follows. slim has no

@@ -6,10 +6,13 @@ the tests, the bench) call these once per command.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 from sqlalchemy import Engine
@@ -23,6 +26,8 @@ from exchange.settings import Settings
 from exchange.targets.base import Target
 from exchange.targets.shop_api.client import SiteClient
 from exchange.targets.shop_api.target import ShopApiTarget
+from exchange.web.config import WebConfig
+from exchange.web.server import build_app, serve, tls_context
 from exchange.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -103,3 +108,58 @@ def serving(settings: Settings, worker: Worker, engine: Engine) -> Iterator[Metr
             yield server
         finally:
             worker.metrics = previous
+
+
+def web_config(settings: Settings) -> WebConfig:
+    """What ``exchange serve`` needs; secrets read here, once (their ``_FILE`` twins win)."""
+    return WebConfig(
+        kinds=dict(settings.kinds),
+        exchange_dir=settings.onec_dir or Path(tempfile.gettempdir()) / "exchange-1c",
+        onec_user=settings.onec_user or None,
+        onec_password=settings.secret("onec_password"),
+        intake_token=settings.secret("intake_token"),
+        secret_key=settings.secret("http_secret_key"),
+        sku_mode=settings.onec_sku,
+        price_types=dict(settings.onec_price_types),
+        file_limit=settings.onec_file_limit,
+        max_file_bytes=settings.onec_max_file_bytes,
+        zip=settings.onec_zip,
+        max_zip_ratio=settings.onec_max_zip_ratio,
+        intake_max_items=settings.intake_max_items,
+    )
+
+
+def http_server(
+    settings: Settings,
+    engine: Engine,
+    *,
+    started: Callable[[int], Awaitable[None] | None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> Awaitable[None]:
+    """``exchange serve``: refuses plain HTTP off loopback (contract 9), then listens."""
+    refusal = settings.http_plain_refusal()
+    if refusal is not None:
+        raise ConfigurationError(refusal)
+    if settings.staging_url and settings.staging_url != settings.database_url:
+        # A package is staged with its digest and version in one transaction: one database.
+        raise ConfigurationError(
+            "exchange serve stages into the service's database; EXCHANGE_STAGING_URL names "
+            "another one, which serve does not support yet"
+        )
+    tls = None
+    if settings.http_tls_cert is not None and settings.http_tls_key is not None:
+        try:
+            tls = tls_context(str(settings.http_tls_cert), str(settings.http_tls_key))
+        except (OSError, ValueError) as exc:
+            raise ConfigurationError(
+                f"EXCHANGE_HTTP_TLS_CERT/EXCHANGE_HTTP_TLS_KEY cannot be used: {exc}"
+            ) from None
+    config = web_config(settings)
+    if not config.onec_open:
+        log.warning("1C exchange closed: EXCHANGE_1C_USER and EXCHANGE_1C_PASSWORD are not set")
+    if not config.intake_token:
+        log.warning("JSON intake closed: EXCHANGE_INTAKE_TOKEN is not set")
+    app = build_app(config, engine)
+    return serve(
+        app, host=settings.http_host, port=settings.http_port, tls=tls, started=started, stop=stop
+    )

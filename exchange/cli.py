@@ -29,6 +29,7 @@ from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import current_revision, upgrade
 from exchange.domain.clock import SystemClock, ensure_utc
 from exchange.errors import ExchangeError
+from exchange.ops.exchanges import exchanges_table, onec_exchanges
 from exchange.ops.prune import prune as prune_now
 from exchange.ops.quarantine import (
     ActionResult,
@@ -217,6 +218,26 @@ def run(
     raise typer.Exit(code)
 
 
+@app.command()
+def serve(ctx: typer.Context) -> None:
+    """The HTTP side: 1C's standard exchange (/1c_exchange.php) and the JSON intake
+    (/api/v1/intents); runs until stopped (SIGINT/SIGTERM)."""
+    with _guard():
+        settings = _settings(ctx)
+        engine, _ = bootstrap.engines(settings)
+        scheme = "https" if settings.http_tls_cert else "http"
+
+        def started(port: int) -> None:
+            log.info("serving on %s://%s:%d", scheme, settings.http_host, port)
+
+        async def main() -> int:
+            await bootstrap.http_server(settings, engine, started=started)
+            return 0
+
+        code = run_event_loop(main())
+    raise typer.Exit(code)
+
+
 @app.command("status")
 def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Counts by state, the queue figures, workers, the quarantine by reason, blocked
@@ -225,12 +246,15 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         settings = _settings(ctx)
         engine, _ = bootstrap.engines(settings)
         with transaction(engine, read_only=True) as connection:
-            figures = status(connection, SystemClock().now(), settings.policies)
+            now = SystemClock().now()
+            figures = status(connection, now, settings.policies)
+            onec = onec_exchanges(connection, now)
     if as_json:
-        print(json.dumps(figures.as_json(), ensure_ascii=False))
+        print(json.dumps({**figures.as_json(), "exchanges_1c": onec}, ensure_ascii=False))
         return
     for table in tables(figures):
         out.print(table)
+    out.print(exchanges_table(onec))
 
 
 @app.command()

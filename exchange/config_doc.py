@@ -62,8 +62,16 @@ passwords) are never logged, exported in reports, or printed by `exchange config
 """
 
 
+def key(name: str) -> str:
+    """The TOML key of a setting: its name, or for the 1C settings (whose variables start
+    with a digit, EXCHANGE_1C_…) the alias written in files."""
+    alias = Settings.model_fields[name].validation_alias
+    choices = getattr(alias, "choices", None)
+    return str(choices[-1]) if choices else name
+
+
 def env_name(name: str) -> str:
-    return ENV_PREFIX + name.upper()
+    return ENV_PREFIX + key(name).upper()
 
 
 def markdown() -> str:
@@ -73,7 +81,7 @@ def markdown() -> str:
             _cell(part)
             for part in (
                 f"`{env_name(name)}`",
-                f"`{name}`",
+                f"`{key(name)}`",
                 _type_text(field),
                 _default_text(name, field),
                 # Outside backticks, "***" (the mask) would render as emphasis.

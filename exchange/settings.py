@@ -23,6 +23,7 @@ from typing import Any, Literal
 from urllib.parse import quote, quote_plus, urlsplit
 
 from pydantic import (
+    AliasChoices,
     Field,
     SecretStr,
     ValidationError,
@@ -479,6 +480,108 @@ class Settings(BaseSettings):
         description="Address the metrics server listens on; 127.0.0.1 keeps it on this host.",
     )
 
+    # -- exchange serve (contract 9) --------------------------------------------------------
+    http_host: str = Field(
+        "127.0.0.1",
+        description="Address exchange serve listens on. Any address but loopback needs TLS "
+        "(http_tls_cert and http_tls_key) or http_behind_proxy=true.",
+    )
+    http_port: int = Field(
+        8080, ge=0, le=65535, description="Port exchange serve listens on; 0: any free port."
+    )
+    http_tls_cert: Path | None = Field(
+        None, description="PEM certificate (chain) exchange serve presents for HTTPS."
+    )
+    http_tls_key: Path | None = Field(
+        None, description="PEM private key of http_tls_cert; both or neither must be set."
+    )
+    http_behind_proxy: bool = Field(
+        False,
+        description="A reverse proxy in front of exchange serve terminates TLS: plain HTTP is "
+        "then allowed on a host other than loopback.",
+    )
+    http_secret_key: SecretStr | None = Field(
+        None,
+        description="Key that signs exchange serve's session cookies. Unset: a key generated "
+        "once and kept in the database (the same for every serve process).",
+    )
+    http_secret_key_file: Path | None = Field(
+        None, description="A file holding http_secret_key, read at start; wins over it."
+    )
+    onec_user: str | None = Field(
+        None,
+        validation_alias=AliasChoices("exchange_1c_user", "1c_user"),
+        description="User name 1C's exchange node sends (HTTP Basic). Unset: the standard "
+        "exchange (/1c_exchange.php) is closed.",
+    )
+    onec_password: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("exchange_1c_password", "1c_password"),
+        description="Password of 1c_user. Never logged or printed. Unset: the exchange is closed.",
+    )
+    onec_password_file: Path | None = Field(
+        None,
+        validation_alias=AliasChoices("exchange_1c_password_file", "1c_password_file"),
+        description="A file holding the 1C exchange password, read at start; wins over it.",
+    )
+    onec_sku: Literal["id", "article"] = Field(
+        "id",
+        validation_alias=AliasChoices("exchange_1c_sku", "1c_sku"),
+        description="What an offer's sku is: id (its Ид, guid#guid for a characteristic) or "
+        "article (its Артикул, #characteristic Ид appended).",
+    )
+    onec_price_types: dict[str, str] = Field(
+        default_factory=dict,
+        validation_alias=AliasChoices("exchange_1c_price_types", "1c_price_types"),
+        description="1C price types (by Ид or Наименование) -> price_type codes, e.g. "
+        '{"Розничная": "retail"}. A type not listed is never sent.',
+    )
+    onec_dir: Path | None = Field(
+        None,
+        validation_alias=AliasChoices("exchange_1c_dir", "1c_dir"),
+        description="Folder for the files of running 1C exchanges (one subfolder each, removed "
+        "when it completes). Unset: exchange-1c in the system's temporary folder.",
+    )
+    onec_file_limit: int = Field(
+        4 * 1024 * 1024,
+        ge=1024,
+        le=1024**3,
+        validation_alias=AliasChoices("exchange_1c_file_limit", "1c_file_limit"),
+        description="Bytes per upload request 1C is told (file_limit in the answer to init).",
+    )
+    onec_max_file_bytes: int = Field(
+        1024**3,
+        ge=1024,
+        validation_alias=AliasChoices("exchange_1c_max_file_bytes", "1c_max_file_bytes"),
+        description="Largest file (and largest unpacked archive) one exchange may upload; "
+        "beyond it the upload fails.",
+    )
+    onec_zip: bool = Field(
+        True,
+        validation_alias=AliasChoices("exchange_1c_zip", "1c_zip"),
+        description="Ask 1C to send zip archives (zip=yes in the answer to init).",
+    )
+    onec_max_zip_ratio: int = Field(
+        200,
+        ge=1,
+        validation_alias=AliasChoices("exchange_1c_max_zip_ratio", "1c_max_zip_ratio"),
+        description="Largest unpacked/packed size ratio of an archive member (zip bombs).",
+    )
+    intake_token: SecretStr | None = Field(
+        None,
+        description="Bearer token of the JSON intake (POST /api/v1/intents). Unset: the "
+        "intake is closed.",
+    )
+    intake_token_file: Path | None = Field(
+        None, description="A file holding intake_token, read at start; wins over it."
+    )
+    intake_max_items: int = Field(
+        1000,
+        ge=1,
+        le=100_000,
+        description="Most intents one POST /api/v1/intents may carry (413 beyond).",
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -629,7 +732,39 @@ class Settings(BaseSettings):
                 found.append(self.token() or "")
         for url in (self.database_url, self.staging_url):
             found += url_secrets(url)
+        for name in ("onec_password", "intake_token", "http_secret_key"):  # exchange serve's
+            with contextlib.suppress(ConfigurationError):
+                found.append(self.secret(name) or "")
         return [secret for secret in dict.fromkeys(found) if secret]
+
+    def secret(self, name: str) -> str | None:
+        """A secret setting (``onec_password``, ``intake_token``, ``http_secret_key``): its
+        ``_file`` twin wins; empty means unset. Raises ConfigurationError naming the file's
+        variable when it cannot be read, never showing a value."""
+        path = getattr(self, f"{name}_file")
+        if path is not None:
+            try:
+                return path.read_text(encoding="utf-8").strip() or None
+            except OSError as exc:
+                variable = "EXCHANGE_" + name.replace("onec_", "1c_").upper() + "_FILE"
+                raise ConfigurationError(f"{variable} cannot be read: {exc.strerror}") from None
+        value: SecretStr | None = getattr(self, name)
+        return value.get_secret_value() or None if value is not None else None
+
+    def http_plain_refusal(self) -> str | None:
+        """Why serve must not listen with these settings (contract 9), or None."""
+        if (self.http_tls_cert is None) != (self.http_tls_key is None):
+            return "EXCHANGE_HTTP_TLS_CERT and EXCHANGE_HTTP_TLS_KEY must be set together"
+        if self.http_tls_cert is not None or self.http_behind_proxy:
+            return None
+        if is_loopback(self.http_host):
+            return None
+        return (
+            f"EXCHANGE_HTTP_HOST={self.http_host} is not loopback: plain HTTP would carry the "
+            "1C password and the intake token unencrypted; set EXCHANGE_HTTP_TLS_CERT and "
+            "EXCHANGE_HTTP_TLS_KEY, or EXCHANGE_HTTP_BEHIND_PROXY=true when a proxy "
+            "terminates TLS"
+        )
 
     def site_tls(self) -> ssl.SSLContext | None:
         """The context that verifies the site's certificate against EXCHANGE_SITE_CA_BUNDLE;

@@ -220,6 +220,65 @@ class Worker(Base):
     breaker_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
+class HttpKey(Base):
+    """A key ``exchange serve`` generated once and keeps (the cookie signing key when
+    EXCHANGE_HTTP_SECRET_KEY is unset): never a constant, the same for every process."""
+
+    __tablename__ = "http_keys"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class CmlExchange(Base):
+    """One file of a 1C standard exchange (contract 9a) and its outcome, for operators."""
+
+    __tablename__ = "cml_exchanges"
+    __table_args__ = (Index("ix_cml_exchanges_finished_at", "finished_at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    exchange: Mapped[str] = mapped_column(String(64))  # the session: one 1C node's exchange
+    filename: Mapped[str] = mapped_column(String(500))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # staged | nothing-new | catalogue | failure
+    outcome: Mapped[str | None] = mapped_column(String(32))
+    detail: Mapped[str | None] = mapped_column(Text)
+    intents: Mapped[int] = mapped_column(Integer, server_default="0")
+    not_sent: Mapped[int] = mapped_column(Integer, server_default="0")
+    version: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class CmlPackage(Base):
+    """A staged CommerceML package: its content digest (the same file twice stages nothing
+    new) and the version its prices got (each greater than every one before)."""
+
+    __tablename__ = "cml_packages"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    version: Mapped[int] = mapped_column(BigInteger)
+    source_ref: Mapped[str] = mapped_column(String(500))
+    intents: Mapped[int] = mapped_column(Integer)
+    staged_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class CmlCatalog(Base):
+    """What catalogue files said, kept for later exchanges that send offers or prices alone:
+    price types (key = Ид, name, currency) and articles (key = product Ид, value = Артикул)."""
+
+    __tablename__ = "cml_catalog"
+    __table_args__ = (UniqueConstraint("kind", "key"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(16))  # price_type | article
+    key: Mapped[str] = mapped_column(String(200))
+    name: Mapped[str | None] = mapped_column(String(500))
+    value: Mapped[str | None] = mapped_column(String(200))
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
 metadata = Base.metadata
 # A declarative model's ``__table__`` is typed as ``FromClause``; it is a ``Table`` here, and
 # typing it so lets ``insert()``/``update()`` accept it.
@@ -228,3 +287,7 @@ aggregates: Table = cast(Table, Aggregate.__table__)
 messages: Table = cast(Table, Message.__table__)
 history: Table = cast(Table, History.__table__)
 workers: Table = cast(Table, Worker.__table__)
+http_keys: Table = cast(Table, HttpKey.__table__)
+cml_exchanges: Table = cast(Table, CmlExchange.__table__)
+cml_packages: Table = cast(Table, CmlPackage.__table__)
+cml_catalog: Table = cast(Table, CmlCatalog.__table__)

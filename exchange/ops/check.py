@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -274,7 +275,73 @@ def run_checks(
             staging_engine.dispose()
     results.append(check_site(settings, transport))
     results.append(check_report_dir(settings.report_dir))
+    results += check_serve(settings)
     return results
+
+
+# -- exchange serve (contract 9): checked when one of its ways in is configured ---------------
+
+
+def check_serve(settings: Settings) -> list[CheckResult]:
+    """The HTTP side's lines: none when no way in is configured (serve would answer nothing
+    but refusals); else its listening rule, the 1C exchange, its folder, the JSON intake."""
+    if not (settings.onec_user or settings.onec_password or settings.onec_password_file) and not (
+        settings.intake_token or settings.intake_token_file
+    ):
+        return []
+    results = [_check_listen(settings), _check_onec(settings)]
+    if results[-1].status is Status.OK:
+        folder = settings.onec_dir or Path(tempfile.gettempdir()) / "exchange-1c"
+        folder_check = check_report_dir(folder)
+        results.append(
+            CheckResult(folder_check.status, f"1C exchange folder ({folder})", folder_check.detail)
+        )
+    results.append(_check_secret(settings, "intake_token", "JSON intake (/api/v1/intents)"))
+    return results
+
+
+def _check_listen(settings: Settings) -> CheckResult:
+    what = f"serve listens on {settings.http_host}:{settings.http_port}"
+    refusal = settings.http_plain_refusal()
+    if refusal is not None:
+        return fail(what, refusal)
+    if settings.staging_url and settings.staging_url != settings.database_url:
+        return fail(
+            what,
+            "serve stages into the service's database; EXCHANGE_STAGING_URL names "
+            "another one (not supported by serve yet)",
+        )
+    if settings.http_tls_cert is not None and settings.http_tls_key is not None:
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
+                settings.http_tls_cert, settings.http_tls_key
+            )
+        except (OSError, ValueError) as exc:
+            return fail(what, f"the certificate or key cannot be used: {exc}")
+        return ok(what, "HTTPS")
+    return ok(what, "behind a TLS proxy" if settings.http_behind_proxy else "loopback, plain HTTP")
+
+
+def _check_onec(settings: Settings) -> CheckResult:
+    what = "1C exchange (/1c_exchange.php)"
+    try:
+        password = settings.secret("onec_password")
+    except ExchangeError as exc:
+        return fail(what, str(exc))
+    if not settings.onec_user or not password:
+        return skip(what, "closed: EXCHANGE_1C_USER and EXCHANGE_1C_PASSWORD are not both set")
+    if not settings.onec_price_types:
+        return fail(what, "EXCHANGE_1C_PRICE_TYPES is empty: every price would be refused")
+    types = ", ".join(sorted(settings.onec_price_types))
+    return ok(what, f"open; price types sent: {types}")
+
+
+def _check_secret(settings: Settings, name: str, what: str) -> CheckResult:
+    try:
+        value = settings.secret(name)
+    except ExchangeError as exc:
+        return fail(what, str(exc))
+    return ok(what, "open") if value else skip(what, f"closed: EXCHANGE_{name.upper()} is not set")
 
 
 def _database_checks(engine: Engine, label: str) -> list[CheckResult]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from exchange.config_doc import key
 from exchange.settings import Settings, load_settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "exchange.example.toml"
@@ -16,8 +17,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "exchange.example.tom
 
 def test_the_example_configuration_names_every_setting() -> None:
     text = EXAMPLE.read_text(encoding="utf-8")
-    documented = set(re.findall(r"^(?:# )?\[?([a-z_]+)\]?(?: =|$)", text, flags=re.MULTILINE))
-    assert set() == set(Settings.model_fields) - documented
+    documented = set(re.findall(r"^(?:# )?\[?([a-z0-9_]+)\]?(?: =|$)", text, flags=re.MULTILINE))
+    assert set() == {key(name) for name in Settings.model_fields} - documented
 
 
 def test_the_example_configuration_loads_and_holds_the_defaults(

@@ -1,0 +1,152 @@
+"""The 1C exchange under load (issue 14, item 8): a generated offers file of N offers with 3
+price types (all mapped: 3·N intents), uploaded to a real ``exchange serve`` process by the 1C
+client emulator in 1C's chunks (file_limit from init), imported until ``success``; against a
+plain ``xml.etree.ElementTree.iterparse`` of the same file in the same run.
+
+Reported: seconds (upload; import = parse + map + spool + one publishing transaction; whole
+exchange) and peak resident memory (VmHWM) of the serve process, before the upload and at the
+end, next to the bare iterparse's seconds and peak RSS, each in a process of its own. Run at
+two sizes, memory shows whether it grows with the file.
+
+    python -m bench.onec_upload --offers 100000 --offers 25000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from exchange.dev.cml_gen import BENCH_TYPES, write_big_offers
+from exchange.dev.onec_client import OneCClient
+
+USER, PASSWORD = "bench", "bench-password"
+BARE = r"""
+import resource, sys, time, xml.etree.ElementTree as ET
+t = time.perf_counter(); n = 0
+for _, element in ET.iterparse(sys.argv[1], events=("end",)):
+    if element.tag.endswith("Предложение"):
+        n += 1
+        element.clear()
+print(time.perf_counter() - t, n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def bare_parse(path: Path) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, "-c", BARE, str(path)], check=True, capture_output=True, text=True
+    ).stdout.split()
+    return {
+        "seconds": round(float(out[0]), 2),
+        "offers": int(out[1]),
+        "peak_mb": round(float(out[2])),
+    }
+
+
+def _vm_hwm_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def served(path: Path, scratch: Path, offers: int) -> dict[str, Any]:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")},
+        "EXCHANGE_DATABASE_URL": f"sqlite:///{scratch / 'bench.db'}",
+        "EXCHANGE_HTTP_PORT": "0",
+        "EXCHANGE_1C_USER": USER,
+        "EXCHANGE_1C_PASSWORD": PASSWORD,
+        "EXCHANGE_1C_DIR": str(scratch / "1c"),
+        "EXCHANGE_1C_PRICE_TYPES": json.dumps(
+            {t.name: f"type{i}" for i, t in enumerate(BENCH_TYPES)}
+        ),
+        "EXCHANGE_LOG_LEVEL": "WARNING",
+    }
+    command = [sys.executable, "-m", "exchange"]
+    subprocess.run([*command, "migrate"], env=env, check=True, capture_output=True)
+    env["EXCHANGE_LOG_LEVEL"] = "INFO"
+    server = subprocess.Popen(
+        [*command, "serve"], env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
+    )
+    try:
+        port = None
+        while port is None:
+            line = server.stderr.readline() if server.stderr else ""
+            if not line:
+                raise RuntimeError("serve did not start")
+            if "serving on" in line:
+                port = int(line.rsplit(":", 1)[1].split()[0])
+        client = OneCClient(f"http://127.0.0.1:{port}", USER, PASSWORD, use_zip=False)
+        started = time.perf_counter()
+        client.checkauth()
+        client.init()
+        idle_peak = _vm_hwm_mb(server.pid)  # serve started, nothing uploaded yet
+        data = path.read_bytes()
+        uploaded_at = time.perf_counter()
+        answer = client.upload("offers.xml", data)
+        assert answer.status == "success", answer
+        del data
+        imported_at = time.perf_counter()
+        answer, rounds = client.import_file("offers.xml", timeout=3600)
+        done = time.perf_counter()
+        assert answer.status == "success", answer
+        client.deactivate()
+        client.complete()
+        requests = client.requests
+        client.close()
+        peak = _vm_hwm_mb(server.pid)
+    finally:
+        server.terminate()
+        server.wait(30)
+    import sqlite3
+
+    with sqlite3.connect(scratch / "bench.db") as db:
+        staged = db.execute("SELECT count(*) FROM staging_intents").fetchone()[0]
+    assert staged == 3 * offers, staged
+    return {
+        "upload_seconds": round(imported_at - uploaded_at, 2),
+        "import_seconds": round(done - imported_at, 2),
+        "exchange_seconds": round(done - started, 2),
+        "progress_answers": rounds,
+        "requests": requests,
+        "file_limit": client.file_limit,
+        "staged": staged,
+        "serve_peak_mb": round(peak),
+        "serve_peak_before_upload_mb": round(idle_peak),
+    }
+
+
+def run(offers: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench-1c-") as folder:
+        scratch = Path(folder)
+        path = scratch / "offers.xml"
+        size = write_big_offers(path, offers)
+        bare = bare_parse(path)
+        result = served(path, scratch, offers)
+    return {
+        "offers": offers,
+        "file_mb": round(size / 2**20, 1),
+        "bare_iterparse": bare,
+        "serve": result,
+        "import_vs_bare": round(result["import_seconds"] / bare["seconds"], 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--offers", type=int, action="append", help="repeatable (100000)")
+    args = parser.parse_args(argv)
+    for offers in args.offers or [100_000]:
+        result = run(offers)
+        print(json.dumps(result, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

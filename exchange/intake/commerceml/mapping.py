@@ -1,0 +1,193 @@
+"""Offers -> ``price`` rows (contract 9a), pure: no database, no clock.
+
+One row per offer and mapped price type: ``sku`` is the offer's ``Ид`` (or its ``Артикул``),
+the aggregate is ``<sku>/<price_type>`` (contract 1: one aggregate is one price). What cannot
+be a valid price is still written (an unknown currency, a price that is not a decimal, an
+offer without an article) so that intake quarantines it ``invalid-contract`` with its reason:
+nothing is dropped silently. What must never reach a shop is not written and is counted:
+unmapped price types (purchase and cost prices) and prices not of the base unit.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Literal
+
+from exchange.intake.commerceml.parse import Offer, PriceType
+
+RUB_NAMES = frozenset({"руб", "руб.", "rur", "rub", "643", "р", "р.", "рубль"})
+_PLAIN = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
+_SPACES = re.compile(r"[\s\u00a0\u202f]")
+
+SkuMode = Literal["id", "article"]
+
+
+@functools.lru_cache(maxsize=256)
+def currency(raw: str) -> str:
+    """руб, RUR and 643 mean RUB; anything else passes as it is (intake refuses what is not
+    three upper-case letters: such a price becomes ``invalid-contract``)."""
+    text = raw.strip()
+    return "RUB" if text.lower() in RUB_NAMES else text
+
+
+_CANONICAL = re.compile(r"^(0|[1-9][0-9]*)(\.[0-9]+)?$")
+
+
+def amount(raw: str) -> str:
+    """``ЦенаЗаЕдиницу`` as a plain decimal string, never a float. Spaces (also NBSP) are
+    dropped and a decimal comma read as a point, as Bitrix reads it; what still is not a
+    decimal passes as it is, for intake to refuse."""
+    if _CANONICAL.match(raw):  # the usual case: already as Decimal would write it
+        return raw
+    text = _SPACES.sub("", raw).replace(",", ".")
+    if not _PLAIN.match(text):
+        return raw.strip()
+    try:
+        return format(Decimal(text), "f")
+    except InvalidOperation:  # pragma: no cover - the pattern admits only decimals
+        return raw.strip()
+
+
+@functools.lru_cache(maxsize=256)
+def _is_one(text: str) -> bool:
+    try:
+        return not text or Decimal(_SPACES.sub("", text).replace(",", ".")) == 1
+    except InvalidOperation:
+        return False
+
+
+@functools.lru_cache(maxsize=256)
+def _above_one(text: str) -> bool:
+    try:
+        return bool(text) and Decimal(_SPACES.sub("", text).replace(",", ".")) > 1
+    except InvalidOperation:
+        return True
+
+
+_PLAIN_TEXT = re.compile(r'^[^"\\\x00-\x1f\x7f]*$')
+
+
+def _payload(payload: dict[str, str]) -> str:
+    """The payload's JSON: written directly when no value needs escaping (the usual case, and
+    the same text json.dumps writes), else by json.dumps."""
+    if _PLAIN_TEXT.match("".join(payload.values())):
+        return (
+            f'{{"sku":"{payload["sku"]}","price":"{payload["price"]}",'
+            f'"currency":"{payload["currency"]}","price_type":"{payload["price_type"]}"}}'
+        )
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(slots=True)
+class Counts:
+    offers: int = 0
+    offers_without_prices: int = 0
+    prices: int = 0
+    intents: int = 0
+    not_base_unit: int = 0
+    unmapped: Counter[str] = field(default_factory=Counter)
+    no_article: int = 0
+
+    def summary(self) -> str:
+        parts = [f"{self.intents} prices staged from {self.offers} offers"]
+        if self.unmapped:
+            names = ", ".join(sorted(self.unmapped))
+            parts.append(
+                f"{sum(self.unmapped.values())} of unmapped price types not sent ({names})"
+            )
+        if self.not_base_unit:
+            parts.append(
+                f"{self.not_base_unit} not sent: not of the base unit (Коэффициент/МинКоличество)"
+            )
+        if self.no_article:
+            parts.append(f"{self.no_article} offers without an article (quarantined)")
+        return "; ".join(parts)
+
+
+class Mapper:
+    """A ``parse.Sink`` that writes one row per price to ``out(aggregate, payload)``."""
+
+    def __init__(
+        self,
+        *,
+        price_types: Mapping[str, str],
+        sku_mode: SkuMode,
+        known_types: dict[str, PriceType],
+        articles: Mapping[str, str],
+        out: Callable[[str, str], None],
+    ) -> None:
+        self.map = price_types
+        self.sku_mode = sku_mode
+        self.types = known_types
+        self.articles = dict(articles)
+        self.out = out
+        self.counts = Counts()
+        self.new_types: dict[str, PriceType] = {}
+        self.new_articles: dict[str, str] = {}
+
+    # -- parse.Sink ------------------------------------------------------------------------
+
+    def price_type(self, price_type: PriceType) -> None:
+        if price_type.id:
+            self.types[price_type.id] = price_type
+            self.new_types[price_type.id] = price_type
+
+    def article(self, product_id: str, article: str) -> None:
+        self.articles[product_id] = article
+        self.new_articles[product_id] = article
+
+    def offer(self, offer: Offer) -> None:
+        counts = self.counts
+        counts.offers += 1
+        if not offer.prices:
+            counts.offers_without_prices += 1
+            return
+        sku = self._sku(offer)
+        for price in offer.prices:
+            counts.prices += 1
+            known = self.types.get(price.type_id)
+            name = known.name if known is not None and known.name else price.type_id
+            code = self.map.get(price.type_id) or self.map.get(name)
+            if not code:
+                counts.unmapped[name] += 1
+                continue
+            if not _is_one(price.coefficient) or _above_one(price.min_quantity):
+                counts.not_base_unit += 1
+                continue
+            raw_currency = price.currency or (known.currency if known is not None else "")
+            payload = {
+                "sku": sku,
+                "price": amount(price.value),
+                "currency": currency(raw_currency) if raw_currency else "RUB",
+                "price_type": code,
+            }
+            aggregate = f"{sku or offer.id}/{code}"
+            self.out(aggregate, _payload(payload))
+            counts.intents += 1
+
+    def _sku(self, offer: Offer) -> str:
+        if self.sku_mode == "id":
+            return offer.id
+        product, _, characteristic = offer.id.partition("#")
+        article = offer.article or self.articles.get(product, "")
+        if not article:
+            self.counts.no_article += 1
+            return ""  # intake quarantines it: a price needs a sku
+        return f"{article}#{characteristic}" if characteristic else article
+
+    def failure(self) -> str | None:
+        """Why the file fails as a whole: it carries prices, none of a mapped type."""
+        counts = self.counts
+        if counts.prices and not counts.intents and not counts.not_base_unit:
+            found = ", ".join(sorted(counts.unmapped))
+            return (
+                f"no price of a mapped type: the file has {found}; map them in "
+                "EXCHANGE_1C_PRICE_TYPES"
+            )
+        return None

@@ -1,0 +1,384 @@
+"""1C's standard exchange (contract 9a): the server half of the 1C-Bitrix protocol.
+
+``/1c_exchange.php`` and ``/bitrix/admin/1c_exchange.php``, ``type=catalog`` with every mode
+and a harmless ``type=sale``. Answers are plain text whose first line is exactly ``success``,
+``progress`` or ``failure`` (ASCII); a refusal is ``failure`` and a line 1C shows its user,
+and an entry in ``cml_exchanges`` that operators see. Each checkauth opens an exchange with a
+folder of its own, so two 1C nodes exchanging at once never mix their files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hmac
+import logging
+import secrets
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import parse_qsl
+
+from aiohttp import web
+from sqlalchemy import Engine
+
+from exchange.intake.commerceml.publish import (
+    Outcome,
+    exchange_finished,
+    exchange_refused,
+    exchange_started,
+    import_file,
+)
+from exchange.web.config import WebConfig
+from exchange.web.files import (
+    SESSION,
+    UNPACKED_MARK,
+    FileRefused,
+    folder_size,
+    inside,
+    sweep,
+    unpack,
+)
+from exchange.web.keys import Signer
+
+log = logging.getLogger(__name__)
+
+COOKIE = "EXCHANGE_1C_SESSION"
+PATHS = ("/1c_exchange.php", "/bitrix/admin/1c_exchange.php")
+TEXT = "text/plain"
+_BASIC_SESSION = "0" * 32  # Basic on every request, no cookie, no sessid: one shared folder
+
+
+def _answer(first: str, *lines: str) -> web.Response:
+    body = "\n".join((first, *(_ascii_safe(line) for line in lines))) + "\n"
+    return web.Response(text=body, content_type=TEXT, charset="utf-8")
+
+
+def _ascii_safe(line: str) -> str:
+    return line.replace("\r", " ").replace("\n", " ")
+
+
+def _query(request: web.Request) -> dict[str, str]:
+    # 1C appends "?type=…" even to an address that already has a query: "…?a=b?type=catalog".
+    raw = request.query_string.replace("?", "&")
+    return dict(parse_qsl(raw, keep_blank_values=True))
+
+
+@dataclass
+class Job:
+    task: asyncio.Task[Outcome] | None = None
+    read: int = 0
+    offers: int = 0
+    size: int = 0
+
+
+@dataclass
+class Exchanges:
+    """The state of the exchanges in flight: their import jobs, by (session, file name)."""
+
+    jobs: dict[tuple[str, str], Job] = field(default_factory=dict)
+
+
+class OneCExchange:
+    def __init__(self, config: WebConfig, engine: Engine, signer: Signer) -> None:
+        self.config = config
+        self.engine = engine
+        self.signer = signer
+        self.state = Exchanges()
+        self.root = config.exchange_dir
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.route("*", path, self.handle) for path in PATHS]
+
+    # -- the entry -------------------------------------------------------------------------
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        query = _query(request)
+        kind, mode = query.get("type", ""), query.get("mode", "")
+        if not self.config.onec_open:
+            return await self._refuse(
+                "-",
+                "",
+                "the 1C exchange is closed: EXCHANGE_1C_USER and EXCHANGE_1C_PASSWORD are not "
+                "set on the service",
+            )
+        if kind not in ("catalog", "sale"):
+            return await self._refuse("-", "", f"unknown exchange type {kind[:40]!r}")
+        if mode == "checkauth":
+            return await self._checkauth(request)
+        session = self._session(request, query)
+        if session is None:
+            return await self._refuse(
+                "-", "", "not authorized: wrong user or password, or no session (checkauth)"
+            )
+        if kind == "sale":
+            return await self._sale(request, mode)
+        if mode == "init":
+            return await self._init(session)
+        if mode == "file":
+            return await self._file(request, session, query.get("filename", ""))
+        if mode == "import":
+            return await self._import(session, query.get("filename", ""))
+        if mode == "deactivate":
+            # Prices only: nothing here is deactivated (a partial load must never hide goods).
+            return _answer("success", "nothing to deactivate: prices only")
+        if mode == "complete":
+            return await self._complete(session)
+        return await self._refuse(session, "", f"unknown mode {mode[:40]!r}")
+
+    async def _refuse(self, session: str, filename: str, reason: str) -> web.Response:
+        log.warning("1C exchange refused: %s", reason)
+        try:
+            await asyncio.to_thread(exchange_refused, self.engine, session, filename, reason)
+        except Exception as exc:  # the answer to 1C matters more than the entry
+            log.error("1C exchange: the refusal could not be recorded: %s", exc)
+        return _answer("failure", reason)
+
+    # -- authentication ----------------------------------------------------------------------
+
+    def _basic_ok(self, request: web.Request) -> bool:
+        header = request.headers.get("Authorization", "")
+        if not header.lower().startswith("basic "):
+            return False
+        try:
+            decoded = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return False
+        user, _, password = decoded.partition(":")
+        expected_user = self.config.onec_user or ""
+        expected_password = self.config.onec_password or ""
+        user_ok = hmac.compare_digest(user.encode(), expected_user.encode())
+        password_ok = hmac.compare_digest(password.encode(), expected_password.encode())
+        return user_ok and password_ok and bool(expected_user and expected_password)
+
+    def _session(self, request: web.Request, query: dict[str, str]) -> str | None:
+        sessid = query.get("sessid")
+        cookie = request.cookies.get(COOKIE)
+        if cookie:
+            session = self.signer.verify(cookie)
+            if session is not None and (sessid is None or sessid == session):
+                return session
+        if self._basic_ok(request):
+            if sessid is not None and SESSION.match(sessid):
+                return sessid
+            return _BASIC_SESSION
+        return None
+
+    async def _checkauth(self, request: web.Request) -> web.Response:
+        if not self._basic_ok(request):
+            return await self._refuse("-", "", "wrong user or password (HTTP Basic)")
+        session = secrets.token_hex(16)
+        await asyncio.to_thread(sweep, self.root, self.config.keep_seconds)
+        cookie = self.signer.sign(session)
+        return _answer(
+            "success", COOKIE, cookie, f"sessid={session}", f"timestamp={int(time.time())}"
+        )
+
+    # -- catalog ---------------------------------------------------------------------------
+
+    def _folder(self, session: str) -> Path:
+        return self.root / session
+
+    def _running(self, session: str) -> bool:
+        return any(
+            key[0] == session and job.task is not None and not job.task.done()
+            for key, job in self.state.jobs.items()
+        )
+
+    def _forget(self, session: str) -> None:
+        for key in [key for key in self.state.jobs if key[0] == session]:
+            del self.state.jobs[key]
+
+    async def _init(self, session: str) -> web.Response:
+        folder = self._folder(session)
+        if not self._running(session):
+            self._forget(session)
+            await asyncio.to_thread(shutil.rmtree, folder, True)
+        await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+        return _answer(
+            "zip=yes" if self.config.zip else "zip=no", f"file_limit={self.config.file_limit}"
+        )
+
+    async def _file(self, request: web.Request, session: str, filename: str) -> web.Response:
+        folder = self._folder(session)
+        try:
+            await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+            target = inside(folder, filename)
+        except FileRefused as exc:
+            return await self._refuse(session, filename, str(exc))
+        if filename.lower().endswith(".zip"):
+            # A new archive may carry new files under names already imported: answers kept
+            # for those belong to the old files.
+            for key in [k for k, job in self.state.jobs.items() if k[0] == session]:
+                job = self.state.jobs[key]
+                if job.task is not None and job.task.done():
+                    del self.state.jobs[key]
+        done = self.state.jobs.get((session, filename))
+        if done is not None:
+            if done.task is not None and not done.task.done():
+                return await self._refuse(
+                    session, filename, f"{filename[:100]!r} is being imported: send it later"
+                )
+            # Imported already: what arrives now is a new file of that name, not more of it.
+            del self.state.jobs[(session, filename)]
+            target.unlink(missing_ok=True)
+        expected = request.content_length
+        part = target.with_name(target.name + ".part")
+        limit = self.config.max_file_bytes
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            already = target.stat().st_size if target.exists() else 0
+            received = 0
+            with part.open("wb") as out:
+                async for block in request.content.iter_chunked(1 << 16):
+                    received += len(block)
+                    if already + received > limit:
+                        raise FileRefused(f"file {filename[:100]!r} is larger than {limit} bytes")
+                    out.write(block)
+            if expected is not None and received != expected:
+                raise FileRefused(
+                    f"upload of {filename[:100]!r} was cut short: {received} of {expected} bytes"
+                )
+            await asyncio.to_thread(_append, part, target)
+        except FileRefused as exc:
+            part.unlink(missing_ok=True)
+            if "larger than" in str(exc):
+                target.unlink(missing_ok=True)
+            return await self._refuse(session, filename, str(exc))
+        except (OSError, asyncio.CancelledError, ConnectionError) as exc:
+            part.unlink(missing_ok=True)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            return await self._refuse(session, filename, f"upload of {filename[:100]!r} failed")
+        return _answer("success", f"{received} bytes of {filename[:100]} received")
+
+    async def _import(self, session: str, filename: str) -> web.Response:
+        folder = self._folder(session)
+        key = (session, filename)
+        job = self.state.jobs.get(key)
+        if job is None:
+            try:
+                target = inside(folder, filename)
+            except FileRefused as exc:
+                return await self._refuse(session, filename, str(exc))
+            job = Job()
+            job.task = asyncio.create_task(self._run(job, session, folder, target, filename))
+            self.state.jobs[key] = job
+        assert job.task is not None
+        try:
+            outcome = await asyncio.wait_for(asyncio.shield(job.task), self.config.progress_wait)
+        except TimeoutError:
+            return _answer("progress", f"reading {filename[:100]}: {job.offers} offers so far")
+        # The finished job stays until this exchange sends the file again, inits or completes:
+        # an import repeated (an answer lost on the way) gets the same answer.
+        if outcome.outcome == "failure":
+            return _answer("failure", f"{filename[:100]}: {outcome.detail}")
+        return _answer("success", f"{filename[:100]}: {outcome.detail}")
+
+    async def _run(
+        self, job: Job, session: str, folder: Path, target: Path, filename: str
+    ) -> Outcome:
+        def progress(read: int, offers: int) -> None:
+            job.read, job.offers = read, offers
+
+        def work() -> Outcome:
+            try:
+                row_id = exchange_started(self.engine, session, filename)
+            except Exception as exc:  # the database is down: 1C tries again later
+                log.error("1C import of %s not started: %s", filename, exc)
+                return Outcome("failure", f"the service's database is unavailable: {exc}")
+            try:
+                outcome = self._work(folder, target, filename, progress)
+            except Exception as exc:  # recorded for operators, then answered as failure
+                log.exception("1C import of %s failed", filename)
+                outcome = Outcome("failure", f"internal error: {type(exc).__name__}: {exc}")
+            try:
+                exchange_finished(self.engine, row_id, outcome)
+            except Exception as exc:
+                log.error("1C import of %s: the outcome could not be recorded: %s", filename, exc)
+            return outcome
+
+        return await asyncio.to_thread(work)
+
+    def _work(
+        self,
+        folder: Path,
+        target: Path,
+        filename: str,
+        progress: Callable[[int, int], None],
+    ) -> Outcome:
+        try:
+            self._unpack_archives(folder)
+        except FileRefused as exc:
+            return Outcome("failure", str(exc))
+        if target.suffix.lower() == ".zip":
+            return Outcome("nothing", "archive unpacked")
+        if not target.is_file():
+            return Outcome("failure", f"file {filename[:100]!r} was not uploaded in this exchange")
+        if target.suffix.lower() != ".xml":
+            return Outcome("nothing", "not an XML file: accepted and dropped")
+        return import_file(
+            self.engine,
+            target,
+            name=filename,
+            price_types=self.config.price_types,
+            sku_mode=self.config.sku_mode,
+            progress=progress,
+        )
+
+    def _unpack_archives(self, folder: Path) -> None:
+        if not folder.is_dir():
+            return
+        for archive in sorted(folder.glob("*.zip")):
+            mark = archive.with_name(archive.name + UNPACKED_MARK)
+            if mark.exists():
+                continue
+            budget = self.config.max_file_bytes - folder_size(folder) + archive.stat().st_size
+            unpack(archive, folder, max_bytes=max(budget, 0), max_ratio=self.config.max_zip_ratio)
+            mark.touch()
+
+    async def _complete(self, session: str) -> web.Response:
+        running = [
+            job.task
+            for key, job in self.state.jobs.items()
+            if key[0] == session and job.task is not None
+        ]
+        if running:
+            await asyncio.wait(running)
+        self._forget(session)
+        await asyncio.to_thread(shutil.rmtree, self._folder(session), True)
+        return _answer("success", "exchange complete")
+
+    # -- sale: answered so that 1C finishes its exchange -------------------------------------
+
+    async def _sale(self, request: web.Request, mode: str) -> web.StreamResponse:
+        if mode == "init":
+            return _answer("zip=no", f"file_limit={self.config.file_limit}")
+        if mode == "query":
+            stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+            xml = (
+                '<?xml version="1.0" encoding="windows-1251"?>\n'
+                f'<КоммерческаяИнформация ВерсияСхемы="2.05" ДатаФормирования="{stamp}"/>\n'
+            )
+            return web.Response(
+                body=xml.encode("cp1251"),
+                content_type="application/xml",
+                charset="windows-1251",
+            )
+        if mode == "file":
+            async for _ in request.content.iter_chunked(1 << 16):
+                pass  # orders are not this service's business: accepted and dropped
+            return _answer("success", "orders are not imported by this service")
+        if mode in ("success", "import", "info", "deactivate", "complete"):
+            return _answer("success", "no orders here")
+        return _answer("failure", f"unknown mode {mode[:40]!r}")
+
+
+def _append(part: Path, target: Path) -> None:
+    with target.open("ab") as out, part.open("rb") as source:
+        shutil.copyfileobj(source, out, 1 << 20)
+    part.unlink()

@@ -1,0 +1,52 @@
+"""``exchange serve`` in the tests: a real aiohttp server on a loopback port, in a thread of
+its own, built by the composition root from settings; the samples read from ../shared."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+from web_helpers import running, web_settings
+
+from exchange.db.engine import make_engine
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO.parent / "shared" / "samples" / "commerceml"
+
+
+@pytest.fixture
+def samples() -> Path:
+    """The real CommerceML files of ../shared (never copied into the repository)."""
+    if not SAMPLES.is_dir():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{SAMPLES} is missing: CI must provide ../shared")
+        pytest.skip(f"{SAMPLES} is absent (the shared samples are not checked out here)")
+    return SAMPLES
+
+
+@pytest.fixture
+def serve(db_url: str, tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """``serve(**settings) -> base URL``: a running ``exchange serve`` on the test's database."""
+    stack: list[Any] = []
+
+    def start(progress_wait: float | None = None, **overrides: Any) -> str:
+        context = running(
+            web_settings(db_url, tmp_path / "1c", **overrides), progress_wait=progress_wait
+        )
+        stack.append(context)
+        return context.__enter__()
+
+    yield start
+    for context in reversed(stack):
+        context.__exit__(None, None, None)
+
+
+@pytest.fixture
+def db(db_url: str) -> Iterator[Engine]:
+    engine = make_engine(db_url)
+    yield engine
+    engine.dispose()

@@ -1,0 +1,244 @@
+"""The CommerceML reader: safe (no entity is expanded or fetched), streamed, and total: any
+input gives intents or a clear CmlError, never another exception."""
+
+from __future__ import annotations
+
+import io
+import json
+import string
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xml
+from exchange.intake.commerceml.mapping import Mapper, amount, currency
+from exchange.intake.commerceml.parse import CmlError, Header, parse
+from exchange.intake.contracts import Accepted, Rejected, StagingRow, validate
+from exchange.settings import DEFAULT_KINDS
+
+BILLION_LAUGHS = """<?xml version="1.0"?>
+<!DOCTYPE lolz [
+ <!ENTITY lol "lol">
+ <!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+ <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
+ <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
+ <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
+ <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
+ <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
+]>
+<КоммерческаяИнформация ВерсияСхемы="2.07"><ПакетПредложений><Предложения><Предложение>
+<Ид>&lol9;</Ид><Цены><Цена><ИдТипаЦены>t</ИдТипаЦены><ЦенаЗаЕдиницу>1</ЦенаЗаЕдиницу></Цена>
+</Цены></Предложение></Предложения></ПакетПредложений></КоммерческаяИнформация>
+""".encode()
+
+
+def external_entity(target: Path) -> bytes:
+    return f"""<?xml version="1.0"?>
+<!DOCTYPE x [ <!ENTITY secret SYSTEM "file://{target}"> ]>
+<КоммерческаяИнформация ВерсияСхемы="2.07"><ПакетПредложений><Предложения><Предложение>
+<Ид>&secret;</Ид><Цены><Цена><ИдТипаЦены>t</ИдТипаЦены><ЦенаЗаЕдиницу>1</ЦенаЗаЕдиницу></Цена>
+</Цены></Предложение></Предложения></ПакетПредложений></КоммерческаяИнформация>
+""".encode()
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.offers: list[CmlOffer | object] = []
+        self.types: list[object] = []
+        self.articles: list[tuple[str, str]] = []
+
+    def price_type(self, price_type: object) -> None:
+        self.types.append(price_type)
+
+    def article(self, product_id: str, article: str) -> None:
+        self.articles.append((product_id, article))
+
+    def offer(self, offer: object) -> None:
+        self.offers.append(offer)
+
+
+def read(data: bytes) -> tuple[Header, Collect]:
+    sink = Collect()
+    return parse(io.BytesIO(data), sink), sink
+
+
+def test_a_billion_laughs_file_is_refused_before_any_expansion() -> None:
+    with pytest.raises(CmlError, match="document type declaration"):
+        read(BILLION_LAUGHS)
+
+
+def test_an_external_entity_is_never_fetched(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET")
+    with pytest.raises(CmlError) as caught:
+        read(external_entity(secret))
+    assert "TOP-SECRET" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "empty"),
+        (b"<a>", "not a CommerceML file"),
+        ("<КоммерческаяИнформация>".encode(), "not well-formed XML at line 1"),
+        (b"<html/>", "not a CommerceML file"),
+        ("<Ид>1</Ид>".encode(), "not a CommerceML file"),
+        (("<КоммерческаяИнформация>" + "<Ид>" * 100).encode(), "nested deeper than 64"),
+        (b"\xef\xbb\xbf<?xml version='1.0'?><\xd0\x9a", "not well-formed XML"),
+    ],
+)
+def test_bad_input_is_one_clear_line(data: bytes, message: str) -> None:
+    with pytest.raises(CmlError, match=message) as caught:
+        read(data)
+    assert "\n" not in str(caught.value)
+
+
+def test_windows_1251_is_read() -> None:
+    text = (
+        '<?xml version="1.0" encoding="windows-1251"?>'
+        '<КоммерческаяИнформация ВерсияСхемы="2.05"><ПакетПредложений><Предложения>'
+        "<Предложение><Ид>Стол</Ид><Цены><Цена><ИдТипаЦены>t</ИдТипаЦены>"
+        "<ЦенаЗаЕдиницу>5</ЦенаЗаЕдиницу></Цена></Цены></Предложение>"
+        "</Предложения></ПакетПредложений></КоммерческаяИнформация>"
+    )
+    header, sink = read(text.encode("cp1251"))
+    assert header.offers_package and [o.id for o in sink.offers] == ["Стол"]  # type: ignore[attr-defined]
+
+
+def test_a_tax_name_inside_a_price_is_not_taken_for_anything() -> None:
+    data = offers_xml(Package(offers=[CmlOffer("A", [CmlPrice("t", "1.5")])]))
+    data = data.replace(
+        "</Цена>".encode(), "<Налог><Наименование>НДС</Наименование></Налог></Цена>".encode()
+    )
+    _, sink = read(data)
+    [offer] = sink.offers
+    assert offer.prices[0].value == "1.5"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("12450", "12450"),
+        ("7706.3", "7706.3"),
+        ("2 042,66", "2042.66"),
+        ("1\u00a0000.00", "1000.00"),
+        ("abc", "abc"),
+        ("1e5", "1e5"),
+    ],
+)
+def test_amount_is_read_as_a_decimal_never_a_float(raw: str, expected: str) -> None:
+    assert expected == amount(raw)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("руб", "RUB"),
+        ("руб.", "RUB"),
+        ("RUR", "RUB"),
+        ("643", "RUB"),
+        ("USD", "USD"),
+        ("грн", "грн"),
+    ],
+)
+def test_currency_names_map_to_iso_and_others_pass_for_intake_to_refuse(
+    raw: str, expected: str
+) -> None:
+    assert expected == currency(raw)
+
+
+# -- properties -----------------------------------------------------------------------------
+
+text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12
+)
+prices = st.builds(
+    CmlPrice,
+    type_id=st.sampled_from(["t1", "t2", "Розничная", "unknown"]),
+    value=st.one_of(
+        st.decimals(
+            min_value=-10, max_value=10**13, places=2, allow_nan=False, allow_infinity=False
+        ).map(str),
+        text,
+    ),
+    currency=st.one_of(st.none(), st.sampled_from(["руб", "RUB", "USD", "грн", "643"]), text),
+    coefficient=st.one_of(st.none(), st.sampled_from(["1", "10", "0.5", "x"])),
+    min_quantity=st.one_of(st.none(), st.sampled_from(["1", "5", "y"])),
+)
+offers = st.builds(
+    CmlOffer,
+    id=st.text(alphabet=string.ascii_letters + string.digits + "#-", min_size=0, max_size=20),
+    prices=st.lists(prices, max_size=4),
+    article=st.one_of(st.none(), text),
+    with_prices=st.booleans(),
+)
+packages = st.builds(
+    Package,
+    offers=st.lists(offers, max_size=6),
+    types=st.just([CmlType("t1", "Розничная", "руб"), CmlType("t2", "Оптовая", "USD")]),
+    schema=st.sampled_from(["2.03", "2.04", "2.05", "2.07", "2.08", "2.09", "2.10", "3.1"]),
+    namespace=st.sampled_from([None, "urn:1C.ru:commerceml_2", "urn:1C.ru:commerceml_3"]),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(package=packages, sku_mode=st.sampled_from(["id", "article"]))
+def test_any_well_formed_package_gives_intents_that_intake_can_judge(
+    package: Package, sku_mode: str
+) -> None:
+    rows: list[tuple[str, str]] = []
+    mapper = Mapper(
+        price_types={"Розничная": "retail", "t2": "wholesale"},
+        sku_mode=sku_mode,  # type: ignore[arg-type]
+        known_types={},
+        articles={},
+        out=lambda aggregate, payload: rows.append((aggregate, payload)),
+    )
+    try:
+        parse(io.BytesIO(offers_xml(package)), mapper)
+    except CmlError as exc:  # a clear failure is allowed (e.g. a text node too long)
+        assert "\n" not in str(exc)
+        return
+    mapper.failure()  # never raises
+    for aggregate, payload in rows:
+        data = json.loads(payload)
+        assert isinstance(data["price"], str) and data["price_type"] in ("retail", "wholesale")
+        verdict = validate(
+            StagingRow(0, "price", aggregate, 1, payload, "1", "ref", datetime.now(UTC)),
+            DEFAULT_KINDS,
+        )
+        assert isinstance(verdict, Accepted | Rejected)
+        if isinstance(verdict, Accepted):
+            assert aggregate == f"{data['sku']}/{data['price_type']}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=300), cut=st.integers(0, 2000))
+def test_any_bytes_or_a_cut_package_give_a_clear_failure_never_an_exception(
+    data: bytes, cut: int
+) -> None:
+    sample = offers_xml(Package(offers=[CmlOffer("A", [CmlPrice("t1", "1")])]))
+    for candidate in (data, sample[:cut], sample[:cut] + data):
+        try:
+            read(candidate)
+        except CmlError as exc:
+            assert "\n" not in str(exc)
+
+
+def test_a_long_description_in_a_catalogue_is_no_concern_but_a_huge_field_is_refused() -> None:
+    from exchange.dev.cml_gen import catalogue_xml
+
+    catalogue = catalogue_xml(articles=[("P1", "A-1")]).replace(
+        "<Наименование>Товар</Наименование>".encode(),
+        ("<Описание>" + "слово " * 30_000 + "</Описание>").encode(),
+    )
+    _, sink = read(catalogue)
+    assert [("P1", "A-1")] == sink.articles
+    huge = offers_xml(Package(offers=[CmlOffer("x" * 70_000, [CmlPrice("t1", "1")])]))
+    with pytest.raises(CmlError, match="text node longer than"):
+        read(huge)

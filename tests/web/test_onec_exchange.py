@@ -1,0 +1,616 @@
+"""The 1C standard exchange (contract 9a) against a real ``exchange serve``: the protocol,
+its refusals (each a ``failure`` 1C shows and an entry operators see, nothing half-staged),
+progress while importing, two nodes at once, archives, cleanup, and the package rules."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import stat
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from sqlalchemy import Engine, select
+from web_helpers import PASSWORD, USER
+
+from exchange import app as bootstrap
+from exchange.db.engine import transaction
+from exchange.db.schema import cml_exchanges, http_keys, messages, staging
+from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, catalogue_xml, offers_xml
+from exchange.dev.onec_client import OneCClient
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import fast_settings, run_worker
+
+Serve = Callable[..., str]
+RETAIL = CmlType("t-retail", "Розничная", "руб")
+PURCHASE = CmlType("t-purchase", "Закупочная", "руб")
+TYPES = {"1c_price_types": {"Розничная": "retail"}}
+
+
+def package(*prices: tuple[str, str], generated_at: str = "2026-12-01T10:00:00") -> bytes:
+    return offers_xml(
+        Package(
+            types=[RETAIL, PURCHASE],
+            offers=[
+                CmlOffer(sku, [CmlPrice("t-retail", value, "руб"), CmlPrice("t-purchase", "1")])
+                for sku, value in prices
+            ],
+            generated_at=generated_at,
+        )
+    )
+
+
+def staged(engine: Engine) -> list[dict[str, Any]]:
+    with transaction(engine, read_only=True) as connection:
+        return [
+            dict(r) for r in connection.execute(select(staging).order_by(staging.c.id)).mappings()
+        ]
+
+
+def entries(engine: Engine) -> list[dict[str, Any]]:
+    with transaction(engine, read_only=True) as connection:
+        return [
+            dict(r)
+            for r in connection.execute(
+                select(cml_exchanges).order_by(cml_exchanges.c.id)
+            ).mappings()
+        ]
+
+
+OPEN: list[OneCClient] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while OPEN:
+        OPEN.pop().close()
+
+
+def client(base: str, **kwargs: Any) -> OneCClient:
+    c = OneCClient(base, USER, PASSWORD, **kwargs)
+    OPEN.append(c)
+    return c
+
+
+def session(base: str, **kwargs: Any) -> OneCClient:
+    c = client(base, **kwargs)
+    assert c.checkauth().status == "success"
+    c.init()
+    return c
+
+
+def test_checkauth_answers_success_cookie_and_sessid_and_init_the_limits(serve: Serve) -> None:
+    base = serve(**TYPES)
+    response = httpx.get(
+        f"{base}/1c_exchange.php?type=catalog&mode=checkauth", auth=(USER, PASSWORD)
+    )
+    lines = response.text.splitlines()
+    assert lines[0] == "success" and lines[1] == "EXCHANGE_1C_SESSION"
+    assert lines[3].startswith("sessid=") and lines[4].startswith("timestamp=")
+    init = httpx.get(
+        f"{base}/1c_exchange.php?type=catalog&mode=init&{lines[3]}",
+        headers={"Cookie": f"{lines[1]}={lines[2]}"},
+    )
+    assert init.text.splitlines() == ["zip=yes", f"file_limit={4 * 1024 * 1024}"]
+
+
+def test_a_wrong_password_fails_and_operators_see_it_without_the_password(
+    serve: Serve, db: Engine
+) -> None:
+    base = serve(**TYPES)
+    response = httpx.get(
+        f"{base}/1c_exchange.php?type=catalog&mode=checkauth", auth=(USER, "guess-1234")
+    )
+    assert response.text.splitlines()[0] == "failure"
+    assert "wrong user or password" in response.text
+    [entry] = entries(db)
+    assert entry["outcome"] == "failure" and "guess-1234" not in str(entry)
+
+
+def test_the_exchange_is_closed_when_its_credentials_are_unset(serve: Serve) -> None:
+    base = serve(**{"1c_user": None, "1c_password": None})
+    response = httpx.get(f"{base}/1c_exchange.php?type=catalog&mode=checkauth", auth=("", ""))
+    assert response.text.splitlines()[0] == "failure"
+    assert "closed" in response.text
+
+
+def test_a_forged_cookie_or_a_foreign_sessid_is_refused(serve: Serve) -> None:
+    base = serve(**TYPES)
+    c = session(base)
+    name, value = c.cookie or ("", "")
+    forged = value[:-1] + ("0" if value[-1] != "0" else "1")
+    response = httpx.get(
+        f"{base}/1c_exchange.php?type=catalog&mode=init", headers={"Cookie": f"{name}={forged}"}
+    )
+    assert response.text.startswith("failure\n")
+    response = httpx.get(
+        f"{base}/1c_exchange.php?type=catalog&mode=init&sessid={'f' * 32}",
+        headers={"Cookie": f"{name}={value}"},
+    )
+    assert response.text.startswith("failure\n")
+    c.close()
+
+
+def test_the_cookie_key_is_generated_once_kept_in_the_database_and_shared(
+    serve: Serve, db: Engine
+) -> None:
+    first = session(serve(**TYPES))
+    second_base = serve(**TYPES)  # another serve process on the same database
+    name, value = first.cookie or ("", "")
+    response = httpx.get(
+        f"{second_base}/1c_exchange.php?type=catalog&mode=init",
+        headers={"Cookie": f"{name}={value}"},
+    )
+    assert response.text.startswith("zip=")
+    with transaction(db, read_only=True) as connection:
+        [key] = connection.execute(select(http_keys.c.value)).scalars().all()
+    assert len(key) >= 48
+    first.close()
+
+
+def test_a_configured_secret_key_signs_instead_of_the_stored_one(serve: Serve, db: Engine) -> None:
+    base = serve(http_secret_key="configured-key-0123456789", **TYPES)
+    session(base).close()
+    with transaction(db, read_only=True) as connection:
+        assert [] == connection.execute(select(http_keys)).all()
+
+
+@pytest.mark.parametrize("mode", ["rollback", "", "import_all"])
+def test_an_unknown_mode_fails_clearly(serve: Serve, db: Engine, mode: str) -> None:
+    c = session(serve(**TYPES))
+    answer = c.read(c._request("GET", mode))
+    assert answer.status == "failure" and "unknown mode" in answer.text
+    assert entries(db)[-1]["outcome"] == "failure"
+    c.close()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["../escape.xml", "goods/../../escape.xml", "/tmp/escape.xml", "..\\escape.xml", "C:\\x.xml"],
+)
+def test_a_file_name_that_leaves_the_exchange_folder_is_refused(
+    serve: Serve, db: Engine, tmp_path: Path, name: str
+) -> None:
+    c = session(serve(**TYPES))
+    answer = c.upload(name, b"<x/>")
+    assert answer.status == "failure" and "not allowed" in answer.text
+    assert not (tmp_path / "escape.xml").exists() and not Path("/tmp/escape.xml").exists()
+    assert entries(db)[-1]["outcome"] == "failure"
+    c.close()
+
+
+def test_an_oversized_file_fails_and_is_removed(serve: Serve, db: Engine, tmp_path: Path) -> None:
+    c = session(serve(**{**TYPES, "1c_max_file_bytes": 4096}), use_zip=False)
+    assert c.upload("offers.xml", b"x" * 3000).status == "success"
+    answer = c.upload("offers.xml", b"x" * 3000)
+    assert answer.status == "failure" and "larger than 4096 bytes" in answer.text
+    assert not list((tmp_path / "1c").rglob("offers.xml"))
+    c.close()
+
+
+def test_a_truncated_upload_appends_nothing(serve: Serve, db: Engine, tmp_path: Path) -> None:
+    base = serve(**TYPES)
+    c = session(base, use_zip=False)
+    data = package(("A", "10.00"))
+    assert c.upload("offers.xml", data[:100]).status == "success"
+    url = urlsplit(base)
+    name, value = c.cookie or ("", "")
+    with socket.create_connection((url.hostname, url.port)) as raw:
+        raw.sendall(
+            (
+                f"POST /1c_exchange.php?type=catalog&mode=file&filename=offers.xml HTTP/1.1\r\n"
+                f"Host: x\r\nCookie: {name}={value}\r\nContent-Length: 100000\r\n\r\n"
+            ).encode()
+            + data[100:200]
+        )
+        raw.shutdown(socket.SHUT_WR)
+        raw.recv(1000)
+    for _ in range(50):  # the server sees the cut after the client is gone
+        if any("offers.xml" in (e["detail"] or "") for e in entries(db)):
+            break
+        time.sleep(0.05)
+    assert any(
+        e["outcome"] == "failure" and "upload of 'offers.xml'" in e["detail"] for e in entries(db)
+    ), entries(db)
+    assert not list((tmp_path / "1c").rglob("*.part"))
+    # the rest arrives again, whole: the file holds the first chunk and this one only
+    assert c.upload("offers.xml", data[100:]).status == "success"
+    answer, _ = c.import_file("offers.xml")
+    assert answer.status == "success", answer.text
+    assert 1 == len(staged(db))
+    c.close()
+
+
+def test_malformed_xml_fails_with_the_line_and_stages_nothing(serve: Serve, db: Engine) -> None:
+    c = session(serve(**TYPES), use_zip=False)
+    data = package(("A", "10.00"), ("B", "11.00"))
+    c.upload("offers.xml", data[: len(data) // 2])
+    answer, _ = c.import_file("offers.xml")
+    assert answer.status == "failure" and "not well-formed XML at line" in answer.text
+    assert [] == staged(db)
+    assert entries(db)[-1]["outcome"] == "failure"
+    c.close()
+
+
+def test_a_file_that_is_not_commerceml_fails(serve: Serve, db: Engine) -> None:
+    c = session(serve(**TYPES), use_zip=False)
+    c.upload("offers.xml", b"<?xml version='1.0'?><html><body>hi</body></html>")
+    answer, _ = c.import_file("offers.xml")
+    assert answer.status == "failure" and "not a CommerceML file" in answer.text
+    assert [] == staged(db)
+    c.close()
+
+
+def test_a_file_without_a_mapped_price_type_fails_naming_the_types_found(
+    serve: Serve, db: Engine
+) -> None:
+    c = session(serve(**{"1c_price_types": {"Оптовая": "wholesale"}}), use_zip=False)
+    c.upload("offers.xml", package(("A", "10.00")))
+    answer, _ = c.import_file("offers.xml")
+    assert answer.status == "failure"
+    assert "Закупочная" in answer.text and "Розничная" in answer.text
+    assert [] == staged(db)
+    c.close()
+
+
+def test_unmapped_types_and_prices_not_of_the_base_unit_are_never_sent_and_counted(
+    serve: Serve, db: Engine
+) -> None:
+    data = offers_xml(
+        Package(
+            types=[RETAIL, PURCHASE],
+            offers=[
+                CmlOffer("A", [CmlPrice("t-retail", "10.50"), CmlPrice("t-purchase", "7")]),
+                CmlOffer("B", [CmlPrice("t-retail", "99", coefficient="10")]),
+                CmlOffer("C", [CmlPrice("t-retail", "98", min_quantity="5")]),
+                CmlOffer("D", [CmlPrice("t-retail", "1 234,5")]),
+                CmlOffer("E", with_prices=False),
+            ],
+        )
+    )
+    c = session(serve(**TYPES), use_zip=False)
+    c.upload("offers.xml", data)
+    answer, _ = c.import_file("offers.xml")
+    assert answer.status == "success"
+    payloads = [json.loads(r["payload"]) for r in staged(db)]
+    assert [("A", "10.50", "RUB"), ("D", "1234.5", "RUB")] == [
+        (p["sku"], p["price"], p["currency"]) for p in payloads
+    ]
+    [entry] = entries(db)
+    assert (2, 3) == (entry["intents"], entry["not_sent"])
+    assert "not of the base unit" in entry["detail"] and "Закупочная" in entry["detail"]
+    c.close()
+
+
+def test_currencies_map_to_iso_and_an_unknown_one_is_quarantined_invalid_contract(
+    serve: Serve, db: Engine, db_url: str
+) -> None:
+    data = offers_xml(
+        Package(
+            types=[RETAIL],
+            offers=[
+                CmlOffer(sku, [CmlPrice("t-retail", "5", currency)])
+                for sku, currency in (
+                    ("A", "руб"),
+                    ("B", "RUR"),
+                    ("C", "643"),
+                    ("D", "USD"),
+                    ("E", "грн"),
+                    ("F", None),
+                )
+            ],
+        )
+    )
+    c = session(serve(**TYPES), use_zip=False)
+    c.upload("offers.xml", data)
+    assert c.import_file("offers.xml")[0].status == "success"
+    currencies = {
+        json.loads(r["payload"])["sku"]: json.loads(r["payload"])["currency"] for r in staged(db)
+    }
+    assert {"A": "RUB", "B": "RUB", "C": "RUB", "D": "USD", "E": "грн", "F": "RUB"} == currencies
+    with SiteSimulator(token="test-token", faults=Faults(seed=1)) as site:
+        run_worker(bootstrap.worker(fast_settings(db_url, site.url), db))
+    with transaction(db, read_only=True) as connection:
+        [quarantined] = (
+            connection.execute(select(messages).where(messages.c.state == "quarantined"))
+            .mappings()
+            .all()
+        )
+    assert quarantined["reason"] == "invalid-contract" and quarantined["aggregate"] == "E/retail"
+    c.close()
+
+
+def test_the_same_file_twice_stages_nothing_new_and_a_later_package_wins(
+    serve: Serve, db: Engine
+) -> None:
+    base = serve(**TYPES)
+    first = package(("A", "10.00"), generated_at="2026-12-01T10:00:00")
+    for _ in range(2):
+        log = client(base, use_zip=False).exchange([("offers.xml", first)])
+        assert log.answers["offers.xml"].status == "success"
+    assert 1 == len(staged(db))
+    assert "nothing new" in entries(db)[-1]["detail"]
+    later = package(("A", "12.00"), generated_at="2026-12-01T11:00:00")
+    client(base, use_zip=False).exchange([("offers.xml", later)])
+    rows = staged(db)
+    assert [1, 2] == [r["aggregate_version"] for r in rows]
+    assert rows[1]["source_ref"] == "1C exchange offers.xml 2026-12-01T11:00:00"
+
+
+def test_a_package_version_is_above_every_version_seen_of_its_aggregates(
+    serve: Serve, db: Engine
+) -> None:
+    from exchange.dev.testing import stage as stage_rows
+
+    stage_rows(
+        db,
+        [
+            {
+                "kind": "price",
+                "aggregate": "A/retail",
+                "aggregate_version": 5000,
+                "payload": json.dumps(
+                    {"sku": "A", "price": "1", "currency": "RUB", "price_type": "retail"}
+                ),
+            }
+        ],
+    )
+    client(serve(**TYPES), use_zip=False).exchange([("offers.xml", package(("A", "2")))])
+    assert [5000, 5001] == [r["aggregate_version"] for r in staged(db)]
+
+
+def test_import_answers_progress_while_working_and_success_only_once_staged(
+    serve: Serve, db: Engine, tmp_path: Path
+) -> None:
+    from exchange.dev.cml_gen import write_big_offers
+
+    path = tmp_path / "big.xml"
+    write_big_offers(path, 20_000)
+    c = session(
+        serve(progress_wait=0.01, **{"1c_price_types": {"Розничная": "retail"}}), use_zip=False
+    )
+    assert c.upload("offers.xml", path.read_bytes()).status == "success"
+    statuses = []
+    while True:
+        answer = c.read(c._request("GET", "import", filename="offers.xml"))
+        statuses.append(answer.status)
+        if answer.status != "progress":
+            break
+        assert len(staged(db)) in (0, 20_000)  # one publishing commit: whole or nothing
+    assert statuses[0] == "progress" and statuses[-1] == "success"
+    assert 20_000 == len(staged(db))
+    c.close()
+
+
+def chunk(c: OneCClient, data: bytes) -> str:
+    return c.read(c._request("POST", "file", body=data, filename="offers.xml")).status
+
+
+def test_two_nodes_exchanging_at_once_do_not_mix_their_files(serve: Serve, db: Engine) -> None:
+    base = serve(**TYPES)
+    a, b = session(base, use_zip=False), session(base, use_zip=False)
+    one, two = package(("A1", "1"), ("A2", "2")), package(("B1", "3"))
+    for start in range(0, max(len(one), len(two)), 200):  # interleaved chunks, one file name
+        if start < len(one):
+            assert (
+                a.read(
+                    a._request("POST", "file", body=one[start : start + 200], filename="offers.xml")
+                ).status
+                == "success"
+            )
+        if start < len(two):
+            assert (
+                b.read(
+                    b._request("POST", "file", body=two[start : start + 200], filename="offers.xml")
+                ).status
+                == "success"
+            )
+    assert a.import_file("offers.xml")[0].status == "success"
+    assert b.import_file("offers.xml")[0].status == "success"
+    skus = sorted(json.loads(r["payload"])["sku"] for r in staged(db))
+    assert ["A1", "A2", "B1"] == skus
+    a.close()
+    b.close()
+
+
+def test_complete_removes_the_exchange_folder(serve: Serve, tmp_path: Path) -> None:
+    base = serve(**TYPES)
+    c = client(base)
+    c.exchange([("offers.xml", package(("A", "1")))])
+    assert [] == [p for p in (tmp_path / "1c").iterdir()]
+
+
+def test_a_zip_archive_with_a_catalogue_and_offers_in_folders_is_unpacked_and_read(
+    serve: Serve, db: Engine
+) -> None:
+    catalogue = catalogue_xml(types=[RETAIL], articles=[("P1", "ART-1")])
+    offers = offers_xml(Package(offers=[CmlOffer("P1#C1", [CmlPrice("t-retail", "7.25")])]))
+    log = client(serve(**TYPES, **{"1c_sku": "article"})).exchange(
+        [("import.xml", catalogue), ("goods/1/prices.xml", offers), ("import_files/a.jpg", b"\xff")]
+    )
+    assert {"success"} == {a.status for a in log.answers.values()}
+    [row] = staged(db)
+    assert row["aggregate"] == "ART-1#C1/retail"
+
+
+def _zip(members: list[tuple[zipfile.ZipInfo | str, bytes]]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info, data in members:
+            archive.writestr(info, data)
+    return buffer.getvalue()
+
+
+def _link(name: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name)
+    info.external_attr = (stat.S_IFLNK | 0o777) << 16
+    return info
+
+
+@pytest.mark.parametrize(
+    ("members", "reason"),
+    [
+        ([("../evil.xml", b"<x/>")], "leaves the exchange's folder"),
+        ([("/abs/evil.xml", b"<x/>")], "absolute path"),
+        ([(_link("offers.xml"), b"/etc/passwd")], "is a link"),
+        ([("offers.xml", b"\0" * 5_000_000)], "expands more than"),
+    ],
+)
+def test_an_unsafe_archive_is_refused(
+    serve: Serve, db: Engine, tmp_path: Path, members: list[Any], reason: str
+) -> None:
+    c = session(serve(**TYPES))
+    assert c.upload("v8_1.zip", _zip(members)).status == "success"
+    answer, _ = c.import_file("offers.xml")
+    assert answer.status == "failure" and reason in answer.text
+    assert not (tmp_path / "evil.xml").exists() and [] == staged(db)
+    c.close()
+
+
+def test_sale_is_answered_so_that_1c_finishes(serve: Serve) -> None:
+    base = serve(**TYPES)
+    c = client(base)
+    c.checkauth()
+    name, value = c.cookie or ("", "")
+    cookie = {"Cookie": f"{name}={value}"}
+    url = f"{base}/bitrix/admin/1c_exchange.php?type=sale&mode="
+    assert httpx.get(url + "init", headers=cookie).text.startswith("zip=no\nfile_limit=")
+    query = httpx.get(url + "query", headers=cookie)
+    assert "windows-1251" in query.headers["content-type"]
+    assert "КоммерческаяИнформация" in query.content.decode("cp1251")
+    assert httpx.get(url + "success", headers=cookie).text.startswith("success")
+    assert httpx.post(url + "file&filename=o.zip", content=b"x", headers=cookie).text.startswith(
+        "success"
+    )
+    c.close()
+
+
+def test_1c_appending_its_query_to_an_address_with_a_query_is_understood(serve: Serve) -> None:
+    base = serve(**TYPES)
+    response = httpx.get(
+        f"{base}/1c_exchange.php?site=1?type=catalog&mode=checkauth", auth=(USER, PASSWORD)
+    )
+    assert response.text.startswith("success\n")
+
+
+def test_basic_auth_on_every_request_without_a_cookie_works(serve: Serve, db: Engine) -> None:
+    base = serve(**TYPES)
+    auth = (USER, PASSWORD)
+    url = f"{base}/1c_exchange.php?type=catalog&mode="
+    assert httpx.get(url + "init", auth=auth).text.startswith("zip=")
+    data = package(("A", "1"))
+    assert httpx.post(url + "file&filename=offers.xml", content=data, auth=auth).text.startswith(
+        "success"
+    )
+    for _ in range(100):
+        text = httpx.get(url + "import&filename=offers.xml", auth=auth).text
+        if not text.startswith("progress"):
+            break
+    assert text.startswith("success")
+    assert 1 == len(staged(db))
+
+
+def test_a_database_fault_during_import_is_a_failure_1c_can_read_and_stages_nothing(
+    serve: Serve, db: Engine
+) -> None:
+    from sqlalchemy import text
+
+    c = session(serve(**TYPES), use_zip=False)
+    c.upload("offers.xml", package(("A", "1")))
+    with transaction(db) as connection:  # the publishing transaction will fail on this
+        connection.execute(text("ALTER TABLE cml_packages RENAME TO cml_packages_gone"))
+    answer, _ = c.import_file("offers.xml")
+    assert answer.status == "failure"
+    assert [] == staged(db)
+
+
+def test_a_catalogue_from_an_earlier_exchange_resolves_a_later_prices_only_file(
+    serve: Serve, db: Engine
+) -> None:
+    base = serve(**{"1c_price_types": {"Розничная": "retail"}, "1c_sku": "article"})
+    catalogue = catalogue_xml(types=[CmlType("g-1", "Розничная")], articles=[("P7", "ART 7")])
+    assert {"success"} == {
+        a.status for a in client(base).exchange([("import.xml", catalogue)]).answers.values()
+    }
+    prices = offers_xml(Package(schema="2.09", offers=[CmlOffer("P7", [CmlPrice("g-1", "5")])]))
+    log = client(base).exchange([("prices___1.xml", prices)])
+    assert log.answers["prices___1.xml"].status == "success"
+    [row] = staged(db)
+    assert row["aggregate"] == "ART 7/retail"
+
+
+def test_an_offer_without_an_article_in_article_mode_is_quarantined_not_dropped(
+    serve: Serve, db: Engine
+) -> None:
+    offers = offers_xml(
+        Package(types=[RETAIL], offers=[CmlOffer("NOART", [CmlPrice("t-retail", "5")])])
+    )
+    log = client(serve(**TYPES, **{"1c_sku": "article"}), use_zip=False).exchange(
+        [("offers.xml", offers)]
+    )
+    assert log.answers["offers.xml"].status == "success"
+    assert "without an article" in entries(db)[-1]["detail"]
+    [row] = staged(db)
+    assert json.loads(row["payload"])["sku"] == ""  # intake quarantines it, invalid-contract
+
+
+def test_exchange_status_shows_the_last_failures(serve: Serve, db: Engine, db_url: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    c = session(serve(**TYPES), use_zip=False)
+    c.upload("offers.xml", b"<not-xml")
+    c.import_file("offers.xml")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
+    env["EXCHANGE_DATABASE_URL"] = db_url
+    result = subprocess.run(
+        [sys.executable, "-m", "exchange", "status", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    figures = json.loads(result.stdout)["exchanges_1c"]
+    assert figures["by_outcome"]["failure"] == 1
+    assert "not well-formed XML" in figures["failures"][0]["reason"]
+    text = subprocess.run(
+        [sys.executable, "-m", "exchange", "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    assert "1C exchange" in text and "offers.xml" in text
+
+
+def test_a_file_sent_again_after_its_import_starts_afresh_and_a_repeated_import_is_answered(
+    serve: Serve, db: Engine
+) -> None:
+    c = session(serve(**TYPES), use_zip=False)
+    c.upload("offers.xml", package(("A", "1.00")))
+    assert c.import_file("offers.xml")[0].status == "success"
+    again, _ = c.import_file("offers.xml")  # the answer was lost: 1C asks again
+    assert again.status == "success" and 1 == len(staged(db))
+    c.upload("offers.xml", package(("A", "2.00"), generated_at="2026-12-01T12:00:00"))
+    assert c.import_file("offers.xml")[0].status == "success"
+    assert ["1.00", "2.00"] == [json.loads(r["payload"])["price"] for r in staged(db)]
+
+
+def test_a_second_archive_in_one_session_is_read_anew(serve: Serve, db: Engine) -> None:
+    c = session(serve(**TYPES))
+    for n, price in enumerate(("1.00", "2.00")):
+        archive = _zip(
+            [("offers.xml", package(("A", price), generated_at=f"2026-12-01T1{n}:00:00"))]
+        )
+        assert c.upload(f"v8_0001_0{n + 1}.zip", archive).status == "success"
+        assert c.import_file("offers.xml")[0].status == "success"
+    assert ["1.00", "2.00"] == [json.loads(r["payload"])["price"] for r in staged(db)]

@@ -1,0 +1,164 @@
+"""``exchange serve`` itself (contract 9): the TLS rule, closed ways in, secrets from files and
+masked, the command run as a process and stopped by SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from web_helpers import PASSWORD, TOKEN, USER, running, web_settings
+
+from exchange import app as bootstrap
+from exchange.config_doc import effective_text
+from exchange.db.engine import make_engine
+from exchange.errors import ConfigurationError
+
+pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+
+
+def test_plain_http_off_loopback_is_refused_naming_the_way_out(db_url: str, tmp_path: Path) -> None:
+    settings = web_settings(db_url, tmp_path, http_host="0.0.0.0")
+    with pytest.raises(ConfigurationError) as caught:
+        bootstrap.http_server(settings, make_engine(db_url))
+    assert "EXCHANGE_HTTP_TLS_CERT" in str(caught.value)
+    assert "EXCHANGE_HTTP_BEHIND_PROXY" in str(caught.value)
+
+
+def test_a_certificate_without_its_key_is_refused(db_url: str, tmp_path: Path) -> None:
+    settings = web_settings(db_url, tmp_path, http_tls_cert=str(tmp_path / "c.pem"))
+    with pytest.raises(ConfigurationError, match="set together"):
+        bootstrap.http_server(settings, make_engine(db_url))
+
+
+def test_behind_a_proxy_plain_http_is_allowed_on_any_address(db_url: str, tmp_path: Path) -> None:
+    settings = web_settings(db_url, tmp_path, http_host="0.0.0.0", http_behind_proxy=True)
+    with running(settings) as base:
+        port = base.rsplit(":", 1)[1]
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz").text == "ok\n"
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")
+def test_with_a_certificate_serve_speaks_https(db_url: str, tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    settings = web_settings(
+        db_url, tmp_path, http_host="0.0.0.0", http_tls_cert=str(cert), http_tls_key=str(key)
+    )
+    with running(settings) as base:
+        port = base.rsplit(":", 1)[1]
+        response = httpx.get(
+            f"https://127.0.0.1:{port}/1c_exchange.php?type=catalog&mode=checkauth",
+            auth=(USER, PASSWORD),
+            verify=False,  # self-signed: the test checks TLS is spoken, not the chain
+        )
+        assert response.text.startswith("success\n")
+
+
+def test_secrets_come_from_their_files_and_are_masked(db_url: str, tmp_path: Path) -> None:
+    password_file = tmp_path / "pw"
+    password_file.write_text("from-a-file-77\n")
+    settings = web_settings(
+        db_url,
+        tmp_path,
+        **{"1c_password": "not-this", "1c_password_file": str(password_file)},
+        http_secret_key="cookie-key-secret-99",
+    )
+    shown = effective_text(settings)
+    for secret in ("not-this", "from-a-file-77", TOKEN, "cookie-key-secret-99"):
+        assert secret not in shown
+    assert "EXCHANGE_1C_PASSWORD" in shown and "EXCHANGE_INTAKE_TOKEN" in shown
+    assert "not-this" not in repr(bootstrap.web_config(settings))
+    with running(settings) as base:
+        url = f"{base}/1c_exchange.php?type=catalog&mode=checkauth"
+        assert httpx.get(url, auth=(USER, "from-a-file-77")).text.startswith("success")
+        assert httpx.get(url, auth=(USER, "not-this")).text.startswith("failure")
+
+
+def test_an_unreadable_secret_file_stops_serve_with_one_line(db_url: str, tmp_path: Path) -> None:
+    settings = web_settings(db_url, tmp_path, intake_token_file=str(tmp_path / "missing"))
+    with pytest.raises(ConfigurationError, match="EXCHANGE_INTAKE_TOKEN_FILE cannot be read"):
+        bootstrap.http_server(settings, make_engine(db_url))
+
+
+def test_the_serve_command_runs_until_sigterm_and_never_logs_a_secret(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")},
+        "EXCHANGE_DATABASE_URL": db,
+        "EXCHANGE_HTTP_PORT": "0",
+        "EXCHANGE_1C_USER": USER,
+        "EXCHANGE_1C_PASSWORD": PASSWORD,
+        "EXCHANGE_1C_DIR": str(tmp_path / "1c"),
+        "EXCHANGE_LOG_LEVEL": "INFO",
+    }
+    command = [sys.executable, "-m", "exchange"]
+    subprocess.run([*command, "migrate"], env=env, check=True, capture_output=True)
+    process = subprocess.Popen(
+        [*command, "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        port = None
+        deadline = time.monotonic() + 30
+        lines: list[str] = []
+        while port is None and time.monotonic() < deadline:
+            line = process.stderr.readline() if process.stderr else ""
+            lines.append(line)
+            if "serving on" in line:
+                port = int(line.rsplit(":", 1)[1].split()[0])
+        assert port is not None, "".join(lines)
+        url = f"http://127.0.0.1:{port}/1c_exchange.php?type=catalog&mode=checkauth"
+        assert httpx.get(url, auth=(USER, PASSWORD)).text.startswith("success")
+        assert httpx.get(url, auth=(USER, "wrong")).text.startswith("failure")
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert 0 == process.returncode
+    assert PASSWORD not in "".join(lines) + out + err
+    assert "intake closed" in "".join(lines) + err
+
+
+def test_the_serve_command_refuses_plain_http_off_loopback_with_exit_2(tmp_path: Path) -> None:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")},
+        "EXCHANGE_DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}",
+        "EXCHANGE_HTTP_HOST": "0.0.0.0",
+    }
+    command = [sys.executable, "-m", "exchange"]
+    subprocess.run([*command, "migrate"], env=env, check=True, capture_output=True)
+    result = subprocess.run([*command, "serve"], env=env, capture_output=True, text=True)
+    assert 2 == result.returncode
+    assert result.stderr.count("\n") == 1 and "not loopback" in result.stderr
+
+
+def test_serve_refuses_a_separate_staging_database(db_url: str, tmp_path: Path) -> None:
+    settings = web_settings(db_url, tmp_path, staging_url=f"sqlite:///{tmp_path / 's.db'}")
+    with pytest.raises(ConfigurationError, match="EXCHANGE_STAGING_URL"):
+        bootstrap.http_server(settings, make_engine(db_url))

@@ -1,0 +1,79 @@
+"""Shared helpers of the web tests: the credentials the served settings carry, and a real
+``exchange serve`` run in a thread of its own on a loopback port."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from exchange import app as bootstrap
+from exchange.db.engine import make_engine
+from exchange.settings import Settings, load_settings
+
+USER, PASSWORD, TOKEN = "1c-node", "pa55-Word!", "intake-token-123"
+
+
+def web_settings(db_url: str, folder: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "database_url": db_url,
+        "http_port": 0,
+        "1c_user": USER,
+        "1c_password": PASSWORD,
+        "1c_dir": str(folder),
+        "intake_token": TOKEN,
+    }
+    values.update(overrides)
+    return load_settings(**values)
+
+
+@contextmanager
+def running(settings: Settings, *, progress_wait: float | None = None) -> Iterator[str]:
+    """Serve ``settings`` until the block ends; yields the base URL."""
+    engine = make_engine(settings.database_url)
+    box: dict[str, Any] = {}
+    ready = threading.Event()
+    failed: list[BaseException] = []
+
+    def main() -> None:
+        async def go() -> None:
+            stop = asyncio.Event()
+            box["stop"], box["loop"] = stop, asyncio.get_running_loop()
+
+            def started(port: int) -> None:
+                box["port"] = port
+                ready.set()
+
+            await bootstrap.http_server(settings, engine, started=started, stop=stop)
+
+        try:
+            asyncio.run(go())
+        except BaseException as exc:  # shown by the test that waits for the server
+            failed.append(exc)
+            ready.set()
+
+    if progress_wait is not None:
+        original = bootstrap.web_config
+
+        def patched(s: Settings) -> Any:
+            return replace(original(s), progress_wait=progress_wait)
+
+        bootstrap.web_config = patched  # type: ignore[assignment]
+    thread = threading.Thread(target=main, daemon=True)
+    thread.start()
+    try:
+        assert ready.wait(20), "serve did not start"
+        if failed:
+            raise failed[0]
+        yield f"http://127.0.0.1:{box['port']}"
+    finally:
+        if progress_wait is not None:
+            bootstrap.web_config = original
+        if "loop" in box and not box["loop"].is_closed():
+            box["loop"].call_soon_threadsafe(box["stop"].set)
+        thread.join(30)
+        engine.dispose()
