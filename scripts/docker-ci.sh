@@ -27,8 +27,13 @@ fi
 if ! "$DOCKER" image inspect "$BASE" >/dev/null 2>&1; then
     stamp "debootstrap bookworm with python3 (the stand-in for python:3.11-slim)"
     rm -rf "$WORK/rootfs"
+    # The machine's own Debian mirror, as apt is configured here (deb822 or one-line sources).
+    MIRROR=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null \
+        | grep -v security | head -n 1)
+    [ -n "$MIRROR" ] || MIRROR=$(awk '$1 == "deb" && $0 !~ /security/ {print $2; exit}' \
+        /etc/apt/sources.list 2>/dev/null)
     debootstrap --variant=minbase --include=python3,python3-pip,python3-venv,ca-certificates \
-        bookworm "$WORK/rootfs" http://deb.debian.org/debian >"$WORK/debootstrap.log" 2>&1
+        bookworm "$WORK/rootfs" "$MIRROR" >"$WORK/debootstrap.log" 2>&1
     # python:*-slim has `python` and lets pip install into the system: the stand-in too.
     ln -sf python3 "$WORK/rootfs/usr/bin/python"
     rm -f "$WORK"/rootfs/usr/lib/python3*/EXTERNALLY-MANAGED
