@@ -418,9 +418,7 @@ class Worker:
         if cause is None and await self._site_down(answered_at):
             cause = Cause.SITE_DOWN
         if cause is None:
-            if status is not None:  # answered, about the message alone (a poison message)
-                self.pace.answered(answered_at, answered_at - sent_at)
-            return None
+            return None  # about the message alone (a poison message): charged as before
         self.metrics.refused(cause)
         now = self.clock.now()
         hinted = parse_retry_after(classification.retry_after, now)

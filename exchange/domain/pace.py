@@ -5,7 +5,10 @@ from its caller, so tests drive it with a table of times.
 Three parts, each answering one question:
 
 1. **Does this refusal speak about the site?** (``speaks_about_site``) 429 always; 502, 503
-   and 504 when another aggregate was refused too within ``WINDOW`` seconds. The caller adds
+   and 504 when another aggregate was refused too within ``WINDOW`` seconds, and such
+   refusals were at least ``SITE_SHARE`` of the answers then (a few random 503s among
+   thousands of successes are the messages' own bad luck, charged as before, and do not
+   slow the worker down). The caller adds
    the health endpoint's word: a temporary failure while the health check fails is the site's
    too, whatever the number of aggregates pending. 500, timeouts and connection errors alone
    speak about the message (a poison message is charged as before).
@@ -58,6 +61,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 WINDOW = 2.0  # seconds: a 502/503/504 is the site's when another aggregate was refused within
+SITE_SHARE = 0.1  # ... and 429/502-504 were at least this share of the answers in the window
 BETA = 0.9  # the rate after a round of refusals, as a share of what the site accepted
 PROBE = 0.01  # growth past 0.9 x ceiling, as a share of the ceiling per second
 FORGET = 1.1  # the site took this much more than the ceiling: forget the ceiling
@@ -106,6 +110,7 @@ class Pace:
     _round_sum: float = 0.0
     _slow_start: bool = True
     _accepted: list[int] = field(default_factory=lambda: [0] * BUCKETS)
+    _noticed: list[int] = field(default_factory=lambda: [0] * BUCKETS)
     _refused: list[dict[Cause, int]] = field(default_factory=lambda: [{} for _ in range(BUCKETS)])
     _bucket_index: int | None = None
     _started: float | None = None
@@ -127,7 +132,11 @@ class Pace:
         if status not in SITE_IF_OTHERS:
             return False
         since = now - WINDOW
-        return any(a != aggregate and t >= since for a, t in self._refused_at.items())
+        if not any(a != aggregate and t >= since for a, t in self._refused_at.items()):
+            return False
+        noticed = self._sum(self._noticed, now, WINDOW)
+        answers = self._sum(self._accepted, now, WINDOW) + noticed
+        return noticed >= SITE_SHARE * answers
 
     def noticed(self, now: float, aggregate: str, status: int | None) -> None:
         """A 429 or 502-504 on this aggregate, site-wide or not: it corroborates the others."""
@@ -136,6 +145,8 @@ class Pace:
                 since = now - WINDOW
                 self._refused_at = {a: t for a, t in self._refused_at.items() if t >= since}
             self._refused_at[aggregate] = now
+            self._advance(now)
+            self._noticed[(self._bucket_index or 0) % BUCKETS] += 1
 
     # -- 2. and 3. what the answers teach --------------------------------------------------------
 
@@ -240,6 +251,12 @@ class Pace:
             elapsed = min(elapsed, now - self._started)
         return total / max(elapsed, BUCKET)
 
+    def _sum(self, counts: list[int], now: float, seconds: float) -> int:
+        self._advance(now)
+        index = self._bucket_index or 0
+        n = min(BUCKETS - 1, max(1, round(seconds / BUCKET)))
+        return sum(counts[(index - i) % BUCKETS] for i in range(n + 1))
+
     def refused_last_minute(self, now: float) -> dict[Cause, int]:
         self._advance(now)
         totals: dict[Cause, int] = {}
@@ -291,6 +308,7 @@ class Pace:
         for i in range(1, min(steps, BUCKETS) + 1):
             slot = (self._bucket_index + i) % BUCKETS
             self._accepted[slot] = 0
+            self._noticed[slot] = 0
             self._refused[slot] = {}
         self._bucket_index = index
 

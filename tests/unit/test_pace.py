@@ -57,6 +57,22 @@ def test_which_refusals_speak_about_the_site(
     assert expected == p.speaks_about_site(10.5, "SKU-1", status)
 
 
+def test_a_few_random_503s_among_many_successes_are_the_messages_own() -> None:
+    """3 % of 503s at 100 answers/s: others are refused within the window, but rarely."""
+    p = pace()
+    for i in range(200):
+        now = i / 100
+        if i % 33 == 0:
+            p.noticed(now, f"SKU-{i}", 503)
+        else:
+            p.answered(now, 0.01)
+
+    assert (False, True) == (
+        p.speaks_about_site(2.0, "SKU-X", 503),
+        p.speaks_about_site(2.0, "SKU-X", 429),
+    )
+
+
 def test_other_refusals_corroborate_only_within_the_window() -> None:
     p = pace()
     p.noticed(10.0, "SKU-2", 503)
