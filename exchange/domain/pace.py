@@ -27,9 +27,12 @@ adaptive concurrency, a gradient controller with periodic min-RTT windows):
 - A shop that rate-limits answers its 429 *fast*: latency never climbs, so no latency-based
   limit (Vegas, Gradient, Envoy) can find it, and one request in flight at 2 ms already exceeds
   120 requests/s. Only the refusals tell, so the rate is loss-based AIMD, as TCP's: on a round
-  of refusals it falls to ``BETA`` x the rate the site *accepted* over the last second (the
-  site's capacity as measured, not a guess); it then grows back by ``PROBE`` of that ceiling
-  per second, slowly, as every probe past the ceiling costs a Retry-After hold; once the site
+  of refusals it falls to ``BETA`` x the rate the site *accepted* over the last second of
+  sending (the site's capacity as measured, not a guess; a hold before it is left out, as
+  nothing was sent then; refused again right after a hold: x ``RATE_CUT``); it then grows
+  back by ``PROBE`` of that ceiling per second, slowly at first, as every probe past the
+  ceiling costs a Retry-After hold, and twice as fast every ``PROBE_DOUBLING`` seconds
+  without a refusal (CUBIC's concave-then-convex probing); once the site
   takes ``FORGET`` x the old ceiling without a refusal, the ceiling is forgotten and the rate
   doubles per second until the site refuses again (a capacity that came back is found fast).
   The rate grows only while the worker uses it (TCP's application-limited rule).
@@ -45,6 +48,9 @@ adaptive concurrency, a gradient controller with periodic min-RTT windows):
   current and the previous ``RTT_PERIOD`` instead, so a site that got slower is relearned in
   two periods without pausing delivery.
 - A round of site refusals also cuts the limit (x ``LIMIT_DECREASE``, AIMD's backoff ratio).
+  Only a 429 paces the rate: it says "too many per second"; a 503 from a full pool says "too
+  many at once", which the limit answers (pacing its rate at what a pool accepted while it
+  was still filling up would hold the worker far below the pool's capacity).
 
 A "round" of refusals is counted once: a refusal of a request sent before the last decrease
 was sent at the old pace and says nothing new (TCP's fast recovery).
@@ -64,6 +70,7 @@ WINDOW = 2.0  # seconds: a 502/503/504 is the site's when another aggregate was 
 SITE_SHARE = 0.1  # ... and 429/502-504 were at least this share of the answers in the window
 BETA = 0.9  # the rate after a round of refusals, as a share of what the site accepted
 PROBE = 0.01  # growth past 0.9 x ceiling, as a share of the ceiling per second
+PROBE_DOUBLING = 6.0  # seconds without a refusal that double the probing growth
 FORGET = 1.1  # the site took this much more than the ceiling: forget the ceiling
 ALPHA = 2.0  # Vegas: fewer requests than this queued at the site: one more in flight
 BETA_QUEUE = 5.0  # Vegas: more than this queued at the site: one fewer in flight
@@ -72,6 +79,8 @@ RTT_PERIOD = 10.0  # seconds: the no-load RTT is the least of this period and th
 BUCKET = 0.25  # seconds per bucket of the counters
 BUCKETS = 240  # 60 seconds of counters
 MARKED = 2.0  # a change of the rate by this factor (or to/from unpaced) is worth a log line
+RATE_CUT = 0.5  # the rate after a 429 that came right after a hold (too soon to measure)
+MIN_RATE = 0.5  # requests/s: the pace never falls below this
 REPORT_EVERY = 10.0  # seconds between two "site busy" lines at most
 
 
@@ -101,6 +110,7 @@ class Pace:
     holds: int = 0  # rounds of refusals without a success between
     last_decrease: float = -math.inf
     _next_slot: float = 0.0
+    _hold_ended: float = -math.inf
     _last_growth: float | None = None
     _refused_at: dict[str, float] = field(default_factory=dict)
     _rtt_min: float = math.inf
@@ -157,18 +167,29 @@ class Pace:
         if sent_at >= self.last_decrease:  # a new round: sent at the current pace
             self.last_decrease = now
             self.holds += 1
-            accepted = self.accepted_rate(now)
-            if accepted > 0:
-                self.ceiling = accepted
-                current = self.rate if self.rate is not None else math.inf
-                self.rate = BETA * min(current, accepted)
+            # What the site accepted while the worker was sending: the last second, but not
+            # the hold before it (nothing was sent then, so nothing was accepted).
+            sending = min(1.0, now - self._hold_ended)
+            current = self.rate if self.rate is not None else math.inf
+            if cause is not Cause.RATE_LIMITED:
+                pass  # a busy pool or a site down: the limit and the hold answer it
+            elif sending >= 2 * BUCKET:
+                accepted = self.accepted_rate(now, sending)
+                if accepted > 0:  # none: an outage; the hold does the work
+                    self.ceiling = accepted
+                    self.rate = BETA * min(current, accepted)
+            elif self.rate is not None:  # refused right after a hold: cut hard
+                self.rate = max(MIN_RATE, self.rate * RATE_CUT)
+                self.ceiling = self.rate  # the best guess of the capacity now
             self.limit = max(1, math.floor(self.limit * LIMIT_DECREASE))
             self._slow_start = False
             self._last_growth = now
             own = min(self.max_delay, self.hold_base * 2.0 ** min(self.holds - 1, 60))
             self.hold_until = max(self.hold_until, now + own)
+            self._hold_ended = self.hold_until
         if retry_after is not None:
             self.hold_until = max(self.hold_until, now + min(retry_after, self.max_delay))
+            self._hold_ended = max(self._hold_ended, self.hold_until)
         return max(0.0, self.hold_until - now)
 
     def answered(self, now: float, rtt: float) -> None:
@@ -191,7 +212,10 @@ class Pace:
         elif self.rate < 0.9 * ceiling:
             self.rate = min(0.9 * ceiling, self.rate * 2.0**dt)
         else:
-            self.rate += PROBE * ceiling * dt
+            # Concave then convex, as CUBIC: slowly near the ceiling, faster the longer the
+            # site takes it (a capacity that came back is found in seconds, not minutes).
+            since = max(0.0, now - self.last_decrease)
+            self.rate += PROBE * ceiling * 2.0 ** min(since / PROBE_DOUBLING, 20) * dt
             if self.rate > FORGET * ceiling:
                 self.ceiling = None
 
