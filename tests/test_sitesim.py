@@ -833,7 +833,7 @@ def test_a_worker_pool_queues_then_answers_503_beyond_its_queue(sim: SiteSimulat
         t.join()
 
     assert [200] * 4 + [503] * 2 == sorted(statuses)
-    assert max(latencies) >= 0.55  # the queued ones waited for a worker: latency grew
+    assert max(latencies) >= 0.45  # a queued one waited for a worker (0.3 s), then was served
 
 
 def test_the_capacity_schedule_halves_the_rate_and_restores_it(
