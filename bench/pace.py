@@ -16,8 +16,10 @@ The goals (issue 13, item 6), each measured here:
 - ``refused_share``: refused requests (429, 503) / all requests <= 0.05;
 - ``to_90_s``: seconds from the first request until a 1-s window delivered >= 0.9 x capacity,
   <= 5;
-- ``halved_settle_s`` (the halving shop): seconds from the halving until every following 1-s
-  window (until the recovery) has refused < 5 % of its requests, <= 5.
+- ``halved_settle_s`` (the halving shop): seconds from the halving until every 1-s window of
+  the next ``SETTLED_FOR`` seconds (or up to the recovery) has refused < 5 % of its requests,
+  <= 5 (a later probe past the new ceiling is the pace at work, not the halving's aftermath;
+  it shows in ``refused_share`` and in the plot).
 
 And, in every run: nothing quarantined, every message delivered once.
 
@@ -53,6 +55,7 @@ from exchange.runner import run_until_idle
 from exchange.settings import load_settings
 
 SAMPLE = 0.1  # seconds between samples
+SETTLED_FOR = 5.0  # seconds the refusals must stay under 5 % to count as settled
 GOALS = {"capacity_share": 0.85, "refused_share": 0.05, "to_90_s": 5.0, "halved_settle_s": 5.0}
 
 
@@ -194,7 +197,8 @@ def figures_of(shop: Shop, series: list[dict[str, Any]]) -> dict[str, Any]:
         after = [(t, share) for t, _, _, share in windows if halve_at + 1.0 <= t <= recover_at]
         settle = None
         for i, (t, _) in enumerate(after):
-            if all(share < 0.05 for _, share in after[i:]):
+            calm = [share for u, share in after[i:] if u <= t + SETTLED_FOR]
+            if all(share < 0.05 for share in calm):
                 settle = t - halve_at
                 break
         result["halved_settle_s"] = None if settle is None else round(settle, 2)
