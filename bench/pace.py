@@ -171,6 +171,84 @@ def run_shop(shop: Shop, directory: Path, concurrency: int = 32) -> dict[str, An
     }
 
 
+def run_shop_workers(
+    shop: Shop, directory: Path, workers: int, concurrency: int = 32
+) -> dict[str, Any]:
+    """The same shop, with ``workers`` ``exchange run --until-idle`` processes sharing one
+    PostgreSQL database and the site (no rate cap set: each runs its own pace). Only the
+    site's side is sampled (the workers' paces live in their processes)."""
+    import os
+    import subprocess
+
+    from bench.run import PY, fresh_database
+
+    with fresh_database("postgresql", directory) as url:
+        engine = make_engine(url)
+        stage(engine, [price_row(f"SKU-{n:05d}", 1, f"{n}.00") for n in range(shop.skus)])
+        series: list[dict[str, Any]] = []
+        with SiteSimulator(token="bench-token", faults=shop.faults()) as site:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
+            env.update(
+                EXCHANGE_DATABASE_URL=url,
+                EXCHANGE_SITE_URL=site.url,
+                EXCHANGE_SITE_TOKEN="bench-token",
+                EXCHANGE_CONCURRENCY=str(concurrency),
+                EXCHANGE_POLL_INTERVAL="0.05",
+                EXCHANGE_LOG_LEVEL="WARNING",
+            )
+            procs = [
+                subprocess.Popen(
+                    [PY, "-m", "exchange", "run", "--until-idle", "--max-seconds", "180"],
+                    env={**env, "EXCHANGE_WORKER_ID": f"pace-{i}"},
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                for i in range(workers)
+            ]
+            started: float | None = None
+            while any(p.poll() is None for p in procs):
+                now = time.monotonic()
+                by_status = site.requests_by_status()
+                if started is None and sum(by_status.values()):
+                    started = now
+                if started is not None:
+                    series.append(
+                        {
+                            "t": round(now - started, 3),
+                            "limit": None,
+                            "in_flight": None,
+                            "paced_rate": None,
+                            "hold_s": None,
+                            "ok": by_status[200],
+                            "refused": by_status[429] + by_status[503],
+                            "requests": sum(by_status.values()),
+                        }
+                    )
+                time.sleep(SAMPLE)
+            codes = [p.wait() for p in procs]
+            by_status = site.requests_by_status()
+            effects = site.effect_counts()
+        with transaction(engine, read_only=True) as connection:
+            states = dict(
+                connection.execute(
+                    select(messages.c.state, func.count()).group_by(messages.c.state)
+                ).all()
+            )
+        engine.dispose()
+    return {
+        "shop": f"{shop.name}, {workers} workers (PostgreSQL)",
+        "capacity": shop.capacity,
+        "skus": shop.skus,
+        "concurrency": concurrency,
+        "exit_code": max(codes),
+        "states": states,
+        "double_effects": sum(1 for n in effects.values() if n > 1),
+        "requests_by_status": {str(k): v for k, v in sorted(by_status.items())},
+        **figures_of(shop, series),
+        "series": series,
+    }
+
+
 def figures_of(shop: Shop, series: list[dict[str, Any]]) -> dict[str, Any]:
     """The goals' figures from the samples (see the module docstring)."""
     if len(series) < 2:
@@ -300,6 +378,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--out", type=Path, default=None, help="writes pace.json and pace.png")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="more than 1: that many worker processes on PostgreSQL (no plot of the pace)",
+    )
     args = parser.parse_args(argv)
     logging.getLogger("exchange").addHandler(logging.NullHandler())
     results = []
@@ -308,11 +392,17 @@ def main(argv: list[str] | None = None) -> None:
             if name not in SHOPS:
                 sys.exit(f"python -m bench.pace: unknown shop {name}; known: {', '.join(SHOPS)}")
             print(f"pace: {name} ...", file=sys.stderr, flush=True)
-            results.append(run_shop(SHOPS[name], Path(tmp), args.concurrency))
+            if args.workers > 1:
+                run = run_shop_workers(SHOPS[name], Path(tmp), args.workers, args.concurrency)
+            else:
+                run = run_shop(SHOPS[name], Path(tmp), args.concurrency)
+            results.append(run)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "pace.json").write_text(json.dumps(results, indent=2) + "\n")
-        plot(results, args.out / "pace.png")
+        suffix = "" if args.workers == 1 else f"-{args.workers}-workers"
+        (args.out / f"pace{suffix}.json").write_text(json.dumps(results, indent=2) + "\n")
+        if args.workers == 1:
+            plot(results, args.out / "pace.png")
     if args.json:
         print(json.dumps([{k: v for k, v in r.items() if k != "series"} for r in results]))
     else:
