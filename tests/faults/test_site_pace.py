@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 from procs import sqlite_database, start
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, insert, select
 from test_site_faults import make_worker, run
 
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import messages
+from exchange.db.schema import messages, workers
 from exchange.dev.sitesim import Faults, SiteSimulator, halving_shop, pool_shop, rate_limited_shop
 from exchange.dev.testing import price_row, stage
 from exchange.worker import Worker
@@ -158,3 +158,32 @@ def test_a_short_outage_at_a_quiet_hour_quarantines_none_of_three_skus(
 
 def all_states(engine: Engine) -> set[Any]:
     return {state for state, _, _ in states(engine).values()}
+
+
+# -- EXCHANGE_SITE_MAX_RATE: one cap for all the workers --------------------------------------
+
+
+@pytest.mark.parametrize("others", [0, 1, 3])
+def test_the_rate_cap_is_shared_among_the_workers_that_reported_recently(
+    sqlite_url: str, sqlite_engine: Engine, sim: SiteSimulator, others: int
+) -> None:
+    """Each worker takes EXCHANGE_SITE_MAX_RATE / live workers; a worker gone for longer than
+    the lease time no longer counts."""
+    now = datetime.now(UTC)
+    with transaction(sqlite_engine) as connection:
+        for n in range(others):
+            connection.execute(
+                insert(workers).values(worker_id=f"other-{n}", started_at=now, heartbeat_at=now)
+            )
+        connection.execute(
+            insert(workers).values(
+                worker_id="gone", started_at=now, heartbeat_at=now - timedelta(hours=1)
+            )
+        )
+    worker = make_worker(sqlite_url, sqlite_engine, sim.url, site_max_rate=60.0)
+    stage(sqlite_engine, [price_row("SKU-1", 1)])
+
+    run(worker)
+
+    assert 60.0 / (1 + others) == worker.pace.max_rate
+    assert 60.0 / (1 + others) == worker.pace.effective_rate()
