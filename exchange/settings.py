@@ -270,7 +270,20 @@ class Settings(BaseSettings):
         "by it.",
     )
     concurrency: int = Field(
-        8, ge=1, le=1000, description="Site requests in flight at once per worker process."
+        8,
+        ge=1,
+        le=1000,
+        description="Most site requests in flight at once per worker process; the number in "
+        "flight adapts between 1 and this to the site's pace (contract 5c).",
+    )
+    site_max_rate: float | None = Field(
+        None,
+        gt=0,
+        le=1_000_000,
+        allow_inf_nan=False,
+        description="Requests per second to the site (more than 0, at most 1000000), a hard "
+        "cap for all workers together "
+        "(each live worker takes its share); unset: only the site's pace limits them.",
     )
     lease_seconds: float = Field(
         60.0,

@@ -218,6 +218,9 @@ class Worker(Base):
     paused_reason: Mapped[str | None] = mapped_column(Text)
     breaker_state: Mapped[str] = mapped_column(String(16), server_default="closed")
     breaker_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The site's pace as this worker last saw it (contract 5c), a JSON object: limit, in
+    # flight, paced rate, accepted rate, hold, refused in the last minute by cause.
+    pace: Mapped[str | None] = mapped_column(Text)
 
 
 class HttpKey(Base):
