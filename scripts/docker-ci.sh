@@ -2,8 +2,8 @@
 # Build the image and run migrate, demo and serve in it, where base images cannot be pulled
 # (issue 14): Docker from Debian's packages, a stand-in base made by debootstrap (bookworm with
 # python3) and `docker import`, passed as PYTHON_IMAGE; the `# syntax=` line (it pulls a
-# frontend image) is left out of the build's copy of the Dockerfile. Not wired into .ci/run:
-# run it by hand (as root) and see how long it takes:   time sh scripts/docker-ci.sh
+# frontend image) is left out of the build's copy of the Dockerfile. .ci/run runs it; by hand
+# (as root):   time sh scripts/docker-ci.sh   (about 2 min the first time, 30 s after)
 set -eu
 cd "$(dirname "$0")/.."
 WORK=${WORK:-/tmp/exchange-docker-ci}
