@@ -796,7 +796,7 @@ def test_faults_refuse_impossible_settings() -> None:
 
 
 def test_command_line_serves_until_interrupted() -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     command = [sys.executable, "-m", "exchange.dev.sitesim", "--port", "0", "--token", "T"]
     with subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, text=True) as process:
         try:
