@@ -1,0 +1,32 @@
+"""targets: where a shop keeps each SKU (WooCommerce's product and variation ids, contract 10)
+
+Revision ID: 0005
+Revises: 0004
+Create Date: 2026-12-01
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0005"
+down_revision: str | None = "0004"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "shop_sku_ids",
+        sa.Column("shop", sa.String(length=200), nullable=False),
+        sa.Column("sku", sa.String(length=200), nullable=False),
+        sa.Column("product_id", sa.BigInteger(), nullable=False),
+        sa.Column("parent_id", sa.BigInteger(), nullable=True),
+        sa.Column("updated_at", sa.DateTime(), nullable=False),
+        sa.PrimaryKeyConstraint("shop", "sku", name=op.f("pk_shop_sku_ids")),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("shop_sku_ids")
