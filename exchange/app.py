@@ -25,6 +25,7 @@ from exchange.errors import ConfigurationError
 from exchange.ops.metrics import Health, MetricsServer, PrometheusMetrics
 from exchange.settings import Settings
 from exchange.targets.base import Target
+from exchange.targets.bitrix.target import BitrixTarget
 from exchange.targets.shop_api.client import SiteClient
 from exchange.targets.shop_api.target import ShopApiTarget
 from exchange.targets.woocommerce.ids import MemorySkuIds, SkuIds
@@ -116,8 +117,34 @@ def woocommerce_target(
     )
 
 
-def bitrix_target(settings: Settings, transport: httpx.AsyncBaseTransport | None = None) -> Target:
-    raise ConfigurationError("EXCHANGE_TARGET=bitrix is not available in this build yet")
+def bitrix_target(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None = None
+) -> BitrixTarget:
+    missing = [
+        variable
+        for variable, value in (
+            ("EXCHANGE_BITRIX_URL", settings.bitrix_url),
+            ("EXCHANGE_BITRIX_USER", settings.bitrix_user),
+            ("EXCHANGE_BITRIX_CATALOG_ID", settings.bitrix_catalog_id),
+        )
+        if not value
+    ]
+    if missing:
+        raise ConfigurationError(f"the bitrix target needs {', '.join(missing)}")
+    if not settings.secret("bitrix_password"):
+        raise ConfigurationError(
+            "the bitrix target needs EXCHANGE_BITRIX_PASSWORD or EXCHANGE_BITRIX_PASSWORD_FILE"
+        )
+    return BitrixTarget(
+        settings.bitrix_url or "",
+        settings.bitrix_user or "",
+        lambda: settings.secret("bitrix_password"),
+        catalog_id=settings.bitrix_catalog_id or "",
+        price_types=dict(settings.bitrix_price_types),
+        max_import_steps=settings.bitrix_max_import_steps,
+        timeout=settings.http_timeout,
+        transport=transport,
+    )
 
 
 def worker(

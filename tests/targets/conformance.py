@@ -36,6 +36,7 @@ class Shop(Protocol):
 
     batching: bool  # whether several messages travel in one request
     versioned: bool  # whether the shop compares versions (contract 5); else the queue's order
+    atomic: bool  # a request is applied or refused whole (Bitrix's package), not per item
 
     def target(self) -> Target: ...
 
