@@ -559,8 +559,9 @@ def check(ctx: typer.Context) -> None:
     Checks, in order: configuration valid (kinds and policies, delays, the financial rule);
     database reachable; database migrated to the latest revision (both again for
     EXCHANGE_STAGING_URL when it is another database); staging table with the contract's
-    columns; site reachable and token accepted (GET /api/v1/health; a missing EXCHANGE_SITE_URL
-    fails, since run needs it); report directory writable (skipped when EXCHANGE_REPORT_DIR is
+    columns; the target: site reachable and token accepted (GET /api/v1/health; a missing
+    EXCHANGE_SITE_URL fails, since run needs it), or for EXCHANGE_TARGET=woocommerce the key's
+    read and write permissions, for bitrix checkauth and init; report directory writable (skipped when EXCHANGE_REPORT_DIR is
     not set). Exit 0 when nothing failed (a SKIP is not a failure), 1 when a check failed, 2
     when the configuration does not even load (as every command).
     """
