@@ -2,6 +2,8 @@
 (contract 10; the notes in shared/research/commerceml-protocol.md, section on targets):
 
     GET  /wp-json/wc/v3/products?sku=a,b&per_page=N   products AND variations with those SKUs
+    GET  /wp-json/wc/v3/products?include=1,2           products by id (variations: under
+                                                       /products/<pid>/variations?include=…)
     GET  /wp-json/wc/v3/products/<id>                  one product (404 when there is none)
     GET  /wp-json/wc/v3/products/<pid>/variations/<id> one variation
     POST /wp-json/wc/v3/products/batch                 {"update": [{"id", "regular_price", ...}]}
@@ -245,12 +247,29 @@ class _WooHandler(Handler):
             self.answer(200, b"<html><body>Maintenance</body></html>", "text/html")
             return
         with sim._state:
-            if method == "GET" and path == ["products"]:
-                query = parse_qs(parts.query)
+            query = parse_qs(parts.query)
+            per_page = int(query.get("per_page", ["10"])[0])
+            include = [int(i) for i in ",".join(query.get("include", [])).split(",") if i]
+            listing = path == ["products"] or (
+                len(path) == 3 and path[1].isdigit() and path[2] == "variations"
+            )
+            if method == "GET" and listing:
+                if per_page > LIMIT:
+                    self.error(400, "rest_invalid_param", "per_page must be at most 100")
+                    return
+                parent = int(path[1]) if len(path) == 3 else None
                 skus = [s for s in ",".join(query.get("sku", [])).split(",") if s]
-                found = [i for i in (sim.by_sku(s) for s in skus) if i is not None]
-                if not skus:
-                    found = list(sim.items.values())[: int(query.get("per_page", ["10"])[0])]
+                if skus and parent is None:
+                    found = [i for i in (sim.by_sku(s) for s in skus) if i is not None]
+                else:
+                    found = [
+                        i
+                        for i in sim.items.values()
+                        if (parent is None and not i.parent_id) or i.parent_id == parent
+                    ]
+                if include:
+                    found = [i for i in found if i.id in include]
+                found = found[:per_page]
                 self.answer(200, _json([i.json() for i in found]), "application/json")
                 return
             if method == "GET" and len(path) in (2, 4) and all(p.isdigit() for p in path[1::2]):

@@ -16,8 +16,8 @@ How a leased batch travels: in requests of at most ``MAX_ITEMS`` (100, WooCommer
 5. a whole answer: 401/403 PAUSE, 429 and 5xx TEMPORARY with Retry-After, another 4xx
    TERMINAL, a 3xx or a body that is not the batch JSON UNKNOWN;
 6. a request whose result is unknown (a timeout after it went out, a connection cut before the
-   answer): the prices are read back (``GET products/<id>``); a price the shop holds as sent
-   is DELIVERED; otherwise TEMPORARY (sent again: setting a price is an absolute write).
+   answer): the prices are read back (``GET products?include=<ids>``); a price the shop holds
+   as sent is DELIVERED; otherwise TEMPORARY (sent again: setting a price is an absolute write).
 
 WooCommerce has no Idempotency-Key and no versions: repeating a write is harmless, and the
 queue's one message per aggregate in flight with latest-wins keeps the order (contract 10).
@@ -276,18 +276,21 @@ class WooCommerceTarget:
     async def _read_back(
         self, parent: int | None, items: list[tuple[_Price, int]], unknown: Classification
     ) -> dict[str, Classification]:
-        """After a write whose result is unknown: the price the shop holds decides."""
+        """After a write whose result is unknown: the price the shop holds decides. One
+        ``GET …?include=<ids>`` for the request's items (at most 100, as the write)."""
+        path = "/products" if parent is None else f"/products/{parent}/variations"
+        ids = ",".join(str(ident) for _, ident in items)
+        try:
+            listed = _json_list(
+                await self._get(path, params={"include": ids, "per_page": str(MAX_ITEMS)})
+            )
+        except _Answer:
+            return {p.message.message_id: unknown for p, _ in items}
+        held = {item.get("id"): item for item in listed}
         out: dict[str, Classification] = {}
         for p, ident in items:
-            path = (
-                f"/products/{ident}" if parent is None else f"/products/{parent}/variations/{ident}"
-            )
-            try:
-                held = _amount(_json(await self._get(path)).get(p.field))
-            except (_Answer, AttributeError):
-                out[p.message.message_id] = unknown
-                continue
-            if held == p.amount:
+            found = held.get(ident)
+            if found is not None and _amount(found.get(p.field)) == p.amount:
                 out[p.message.message_id] = Classification(
                     Verdict.DELIVERED,
                     f"read back after {unknown.error_class or 'an unknown result'}: "
