@@ -93,8 +93,9 @@ class WooSimulator(LoopbackServer):
         self._history: dict[str, list[str]] = collections.defaultdict(list)
         self.requests: collections.Counter[str] = collections.Counter()
         self._window: collections.deque[float] = collections.deque()
-        self.items[1] = Item(1, "PARENT-1", 0, "")
         self._state = threading.RLock()
+        self.items[1] = Item(1, "PARENT-1", 0, "")
+        self._by_sku: dict[str, Item] = {"PARENT-1": self.items[1]}
 
     # -- catalogue -----------------------------------------------------------------------
 
@@ -103,6 +104,7 @@ class WooSimulator(LoopbackServer):
             self._next_id += 1
             item = Item(self._next_id, sku, parent_id)
             self.items[item.id] = item
+            self._by_sku[sku] = item
             return item
 
     def delete(self, sku: str) -> None:
@@ -110,12 +112,12 @@ class WooSimulator(LoopbackServer):
         with self._state:
             for ident in [i.id for i in self.items.values() if i.sku == sku]:
                 del self.items[ident]
+            self._by_sku.pop(sku, None)
 
     def by_sku(self, sku: str) -> Item | None:
         with self._state:
-            for item in self.items.values():
-                if item.sku == sku:
-                    return item
+            if sku in self._by_sku:
+                return self._by_sku[sku]
             if self.auto and not sku.startswith("NOSUCH"):
                 return self.add(sku, 1 if sku.startswith("VAR-") else 0)
             return None
@@ -126,10 +128,8 @@ class WooSimulator(LoopbackServer):
 
     def price(self, sku: str) -> str | None:
         with self._state:
-            for item in self.items.values():
-                if item.sku == sku:
-                    return item.regular_price
-            return None
+            item = self._by_sku.get(sku)
+            return item.regular_price if item is not None else None
 
     # -- the API -------------------------------------------------------------------------
 
