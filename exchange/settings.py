@@ -363,7 +363,9 @@ class Settings(BaseSettings):
     bitrix_user: str | None = Field(
         None, description="1C-Bitrix: the user the exchange logs in as (Basic, at checkauth)."
     )
-    bitrix_password: SecretStr | None = Field(None, description="1C-Bitrix: that user's password.")
+    bitrix_password: SecretStr | None = Field(
+        None, description="1C-Bitrix: the exchange user's password (never logged)."
+    )
     bitrix_password_file: Path | None = Field(
         None, description="1C-Bitrix: a file holding the password; wins over bitrix_password."
     )
