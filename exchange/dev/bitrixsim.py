@@ -17,7 +17,8 @@ Faults (attributes): ``refuse`` (checkauth fails), ``reject`` SKUs (import ``fai
 offer: a package holding one is refused whole), ``poison`` SKUs (the import answers HTTP 500),
 ``progress_forever``, ``lose_session`` (the next import finds no session), ``answer_fault``
 ``html`` (a PHP fatal error page), ``failure_text`` (every import answers failure with it),
-``delay`` (seconds before each answer).
+``delay`` (seconds before each answer), ``import_delay`` (seconds an import step takes, after
+it applied: a client that gives up first does not know the result).
 
 Bookkeeping: ``history(sku)`` every price an offer's price type ``Розничная`` (``history_type``)
 took, in order; ``requests`` counts requests by mode; ``packages`` the XML of each imported one.
@@ -52,6 +53,7 @@ class BitrixFaults:
     answer_fault: str | None = None
     failure_text: str | None = None
     delay: float = 0.0
+    import_delay: float = 0.0  # before answering an import step (after applying it)
 
 
 @dataclass
@@ -229,6 +231,7 @@ class _BitrixHandler(Handler):
         if sim.faults.answer_fault == "html":
             self.reply("<html><body><b>Fatal error</b>: Allowed memory exhausted</body></html>")
             return
+        pending: tuple[int, str] | None = None
         with sim._state:
             if query.get("type") != "catalog":
                 self.reply("failure\nНеизвестный тип обмена")
@@ -262,8 +265,13 @@ class _BitrixHandler(Handler):
                 self.reply("success")
             elif mode == "import":
                 status, text = sim._import(session, query.get("filename", ""))
-                self.reply(text, status)
+                pending = (status, text)
             elif mode in ("deactivate", "complete"):
                 self.reply("success")
             else:
                 self.reply("failure\nНеизвестная команда")
+        if pending is not None:
+            # The step took its time outside the lock: another session is not held up.
+            if sim.faults.import_delay:
+                time.sleep(sim.faults.import_delay)
+            self.reply(pending[1], pending[0])

@@ -83,3 +83,45 @@ def test_failure_text_classified_as_configuration_temporary_or_terminal(
     assert verdict == answer.verdict
     if verdict is Verdict.TERMINAL:
         assert Reason.SHOP_FAILURE == answer.reason
+
+
+def test_an_import_whose_answer_never_came_is_sent_again_after_the_window() -> None:
+    import asyncio
+
+    from conformance import price
+
+    from exchange.dev.bitrixsim import PATH, BitrixSimulator
+    from exchange.targets.bitrix.target import BitrixTarget
+
+    site = BitrixSimulator("u", "p", step_size=100)
+    site.faults.import_delay = 0.5
+    site.start()
+    target = BitrixTarget(
+        site.url + PATH,
+        "u",
+        lambda: "p",
+        catalog_id="c",
+        price_types={"retail": "Розничная"},
+        max_import_steps=5,
+        timeout=0.2,
+    )
+
+    async def go() -> tuple[list[object], list[object]]:
+        try:
+            first = await target.send([price("SKU-1", 1)])
+            site.faults.import_delay = 0
+            return first, await target.send([price("SKU-1", 1)])
+        finally:
+            await target.aclose()
+
+    try:
+        (first,), (again,) = asyncio.run(go())
+    finally:
+        site.stop()
+    assert (Verdict.TEMPORARY, True, "1") == (
+        first.verdict,  # type: ignore[attr-defined]
+        first.result_unknown,  # type: ignore[attr-defined]
+        first.retry_after,  # type: ignore[attr-defined]
+    )
+    assert Verdict.DELIVERED == again.verdict  # type: ignore[attr-defined]
+    assert "1.00" == site.price("SKU-1")

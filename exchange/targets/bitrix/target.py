@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import math
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -151,6 +152,10 @@ class BitrixTarget:
             trust_env=False,
         )
         self._one_at_a_time = asyncio.Lock()
+        # After an import whose answer was lost, the package goes again once the step that may
+        # still run on the site has had its time (contract 10: "once the older request's window
+        # has passed"): the HTTP timeout, as a Retry-After.
+        self.window = str(max(1, math.ceil(timeout)))
         self.requests_sent = 0
 
     # -- the seam --------------------------------------------------------------------------
@@ -375,6 +380,7 @@ class BitrixTarget:
                     f"{step}: {type(exc).__name__}: no answer; the package is sent again",
                     error_class=type(exc).__name__,
                     result_unknown=step == "import",
+                    retry_after=self.window if step == "import" else None,
                 )
             ) from None
         status = response.status_code
