@@ -20,6 +20,7 @@ from sqlalchemy import Engine
 from exchange.db.engine import make_engine
 from exchange.db.migrate import ensure_current
 from exchange.db.sku_ids import DbSkuIds
+from exchange.db.target_lock import DbLock
 from exchange.domain.clock import Clock, SystemClock
 from exchange.errors import ConfigurationError
 from exchange.ops.metrics import Health, MetricsServer, PrometheusMetrics
@@ -76,7 +77,7 @@ def target(
     if settings.target == "woocommerce":
         return woocommerce_target(settings, transport, engine=engine, clock=clock)
     if settings.target == "bitrix":
-        return bitrix_target(settings, transport)
+        return bitrix_target(settings, transport, engine=engine, clock=clock)
     return ShopApiTarget(
         site_client(settings, transport),
         batch_size=settings.site_batch_size,
@@ -118,7 +119,11 @@ def woocommerce_target(
 
 
 def bitrix_target(
-    settings: Settings, transport: httpx.AsyncBaseTransport | None = None
+    settings: Settings,
+    transport: httpx.AsyncBaseTransport | None = None,
+    *,
+    engine: Engine | None = None,
+    clock: Clock | None = None,
 ) -> BitrixTarget:
     missing = [
         variable
@@ -144,6 +149,12 @@ def bitrix_target(
         max_import_steps=settings.bitrix_max_import_steps,
         timeout=settings.http_timeout,
         transport=transport,
+        # One exchange at a time with the site across every worker sharing this database.
+        lock=DbLock(
+            engine, f"bitrix {settings.bitrix_url}", settings.worker_id, clock or SystemClock()
+        )
+        if engine is not None
+        else None,
     )
 
 

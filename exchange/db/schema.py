@@ -294,6 +294,17 @@ class ShopSkuId(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class TargetLock(Base):
+    """One holder at a time of something a shop allows only once (contract 10: one exchange
+    with a 1C-Bitrix site), until ``until`` unless renewed."""
+
+    __tablename__ = "target_locks"
+
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    holder: Mapped[str | None] = mapped_column(String(200))
+    until: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
 metadata = Base.metadata
 # A declarative model's ``__table__`` is typed as ``FromClause``; it is a ``Table`` here, and
 # typing it so lets ``insert()``/``update()`` accept it.
@@ -307,3 +318,4 @@ cml_exchanges: Table = cast(Table, CmlExchange.__table__)
 cml_packages: Table = cast(Table, CmlPackage.__table__)
 cml_catalog: Table = cast(Table, CmlCatalog.__table__)
 shop_sku_ids: Table = cast(Table, ShopSkuId.__table__)
+target_locks: Table = cast(Table, TargetLock.__table__)

@@ -64,6 +64,7 @@ class _Session:
     done: int = 0
     unpacked: bool = False
     only_changes: bool = True
+    open: bool = False  # between its init and its import's success or failure
 
 
 class BitrixSimulator(LoopbackServer):
@@ -93,6 +94,7 @@ class BitrixSimulator(LoopbackServer):
         self.requests: collections.Counter[str] = collections.Counter()
         self.chunks: list[int] = []  # the size of every file chunk received
         self.packages: list[bytes] = []
+        self.overlaps = 0  # inits while another session's exchange was unfinished
         self._state = threading.RLock()
 
     def history(self, sku: str) -> list[str]:
@@ -192,6 +194,7 @@ class BitrixSimulator(LoopbackServer):
                     self.deactivated.add(sku)
         session.offers, session.done = None, 0
         session.files.clear()
+        session.open = False
         return 200, "success\nИмпорт успешно завершен"
 
 
@@ -248,6 +251,9 @@ class _BitrixHandler(Handler):
                 self.reply(session)
                 return
             if mode == "init":
+                if any(o is not session and o.open for o in sim.sessions.values()):
+                    sim.overlaps += 1  # another exchange was still under way: Bitrix mixes them
+                session.open = True
                 session.files.clear()
                 session.offers, session.done, session.unpacked = None, 0, False
                 zipped = "yes" if sim.zip else "no"

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conformance import price
 from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
@@ -21,6 +22,7 @@ from exchange.db.engine import transaction
 from exchange.db.schema import messages
 from exchange.dev.bitrixsim import PATH, BitrixSimulator
 from exchange.dev.testing import drain, fast_settings, price_row, run_worker, stage
+from exchange.domain.verdicts import Classification, Verdict
 from exchange.worker import Worker
 
 
@@ -33,6 +35,7 @@ def site() -> Iterator[BitrixSimulator]:
 
 
 def make_worker(db_url: str, engine: Engine, site: BitrixSimulator, **overrides: Any) -> Worker:
+    worker_id = overrides.pop("worker_id", "test-worker")
     settings = fast_settings(
         db_url,
         None,
@@ -43,7 +46,7 @@ def make_worker(db_url: str, engine: Engine, site: BitrixSimulator, **overrides:
         bitrix_catalog_id="catalog-1",
         bitrix_price_types={"retail": "Розничная"},
         **overrides,
-    )
+    ).model_copy(update={"worker_id": worker_id})
     return bootstrap.worker(settings, engine, rng=random.Random(3))
 
 
@@ -175,3 +178,30 @@ def test_refused_credentials_pause_and_quarantine_nothing(
     run_worker(make_worker(db_url, engine, site), scenario)
 
     assert states(engine)[("SKU-1", 1)][0] in {"new", "delayed"}
+
+
+def test_two_workers_never_run_two_exchanges_with_the_site_at_once(
+    db_url: str, engine: Engine, site: BitrixSimulator
+) -> None:
+    """Two workers' targets (each with its own in-process lock) send packages at the same
+    moment: the lock row in the database lets one exchange run at a time."""
+    site.faults.delay = 0.02
+    targets = [make_worker(db_url, engine, site, worker_id=f"w{n}").target for n in (1, 2)]
+
+    async def both() -> list[list[Classification]]:
+        try:
+            return await asyncio.gather(
+                *(
+                    t.send([price(f"SKU-{n}-{k}", 1) for k in range(20)])
+                    for n, t in enumerate(targets)
+                )
+            )
+        finally:
+            for t in targets:
+                await t.aclose()
+
+    answers = asyncio.run(both())
+
+    assert 0 == site.overlaps
+    assert {Verdict.DELIVERED} == {a.verdict for batch in answers for a in batch}
+    assert 2 == len(site.packages)

@@ -41,6 +41,7 @@ import httpx
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage
+from exchange.targets.bitrix.lock import ExchangeLock, ProcessLock
 from exchange.targets.bitrix.package import Price, build
 from exchange.targets.shop_api.batch import chunks
 
@@ -136,8 +137,17 @@ class BitrixTarget:
         max_import_steps: int,
         timeout: float,
         transport: httpx.AsyncBaseTransport | None = None,
+        lock: ExchangeLock | None = None,
+        lock_wait: float = 10.0,
     ) -> None:
+        """``lock``: one exchange at a time across processes (``exchange.db.target_lock``);
+        held for ``4 x timeout`` and renewed before every request; waited for up to
+        ``lock_wait`` seconds, then the package is temporary (sent later)."""
         self.url = url
+        self.lock: ExchangeLock = lock or ProcessLock()
+        self.lock_wait = lock_wait
+        self.lock_seconds = max(4 * timeout, 10.0)
+        self._holding = False
         self.user = user
         self._password_source = password
         self._password = password()
@@ -175,8 +185,33 @@ class BitrixTarget:
                 ready.append((message, judged))
         if ready:
             async with self._one_at_a_time:
-                await self._deliver(ready, answers)
+                busy = await self._take_lock()
+                try:
+                    if busy is not None:
+                        answers.update({m.message_id: busy for m, _ in ready})
+                    else:
+                        await self._deliver(ready, answers)
+                finally:
+                    if self._holding:
+                        self._holding = False
+                        await asyncio.to_thread(self.lock.release)
         return [answers[m.message_id] for m in messages]
+
+    async def _take_lock(self) -> Classification | None:
+        """None once held; else why not (another worker's exchange with the site runs)."""
+        deadline = asyncio.get_running_loop().time() + self.lock_wait
+        while True:
+            if await asyncio.to_thread(self.lock.acquire, self.lock_seconds):
+                self._holding = True
+                return None
+            if asyncio.get_running_loop().time() >= deadline:
+                return Classification(
+                    Verdict.TEMPORARY,
+                    "another worker's exchange with this Bitrix site is running; sent later",
+                    error_class="ExchangeBusy",
+                    retry_after=str(math.ceil(self.lock_wait)),
+                )
+            await asyncio.sleep(0.2)
 
     async def health(self) -> Classification:
         try:
@@ -360,6 +395,14 @@ class BitrixTarget:
         auth: httpx.BasicAuth | None = None,
     ) -> httpx.Response:
         headers = {"Cookie": f"{session.cookie[0]}={session.cookie[1]}"} if session else None
+        if self._holding and not await asyncio.to_thread(self.lock.acquire, self.lock_seconds):
+            raise _Stop(
+                Classification(
+                    Verdict.TEMPORARY,
+                    f"{step}: the exchange lock was lost (a step outlasted it); sent again",
+                    error_class="ExchangeBusy",
+                )
+            )
         self.requests_sent += 1
         try:
             response = await self._http.request(

@@ -1,4 +1,5 @@
-"""targets: where a shop keeps each SKU (WooCommerce's product and variation ids, contract 10)
+"""targets (contract 10): where a shop keeps each SKU (WooCommerce's product and variation ids),
+and the lock that keeps one exchange at a time with a 1C-Bitrix site across workers
 
 Revision ID: 0005
 Revises: 0004
@@ -26,7 +27,15 @@ def upgrade() -> None:
         sa.Column("updated_at", sa.DateTime(), nullable=False),
         sa.PrimaryKeyConstraint("shop", "sku", name=op.f("pk_shop_sku_ids")),
     )
+    op.create_table(
+        "target_locks",
+        sa.Column("name", sa.String(length=200), nullable=False),
+        sa.Column("holder", sa.String(length=200), nullable=True),
+        sa.Column("until", sa.DateTime(), nullable=False),
+        sa.PrimaryKeyConstraint("name", name=op.f("pk_target_locks")),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("target_locks")
     op.drop_table("shop_sku_ids")
