@@ -30,7 +30,12 @@ def killed_then_rescued(
     db_url: str, engine: Engine, tmp_path: Path, site: Any, started: Any, env: dict[str, str]
 ) -> None:
     stage(engine, [price_row(f"SKU-{n}", 1, f"{n}.00") for n in range(COUNT)])
-    common = {"EXCHANGE_LEASE_SECONDS": "1", "EXCHANGE_BATCH_SIZE": "100", **env}
+    common = {
+        "EXCHANGE_LEASE_SECONDS": "1",
+        "EXCHANGE_BATCH_SIZE": "100",
+        "EXCHANGE_HTTP_TIMEOUT": "2",  # the killed worker's Bitrix lock ends 5 s later
+        **env,
+    }
     first = start(db_url, site, "killed", tmp_path, **common)
     try:
         wait_for(started, 30, "the delivery to start")

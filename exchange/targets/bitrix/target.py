@@ -141,12 +141,13 @@ class BitrixTarget:
         lock_wait: float = 10.0,
     ) -> None:
         """``lock``: one exchange at a time across processes (``exchange.db.target_lock``);
-        held for ``4 x timeout`` and renewed before every request; waited for up to
-        ``lock_wait`` seconds, then the package is temporary (sent later)."""
+        held for ``2 x timeout + 1`` s and renewed before every request (so that it outlasts
+        one request, and a dead holder's ends soon); waited for up to ``lock_wait`` seconds,
+        then the package is temporary (sent later)."""
         self.url = url
         self.lock: ExchangeLock = lock or ProcessLock()
         self.lock_wait = lock_wait
-        self.lock_seconds = max(4 * timeout, 10.0)
+        self.lock_seconds = 2 * timeout + 1
         self._holding = False
         self.user = user
         self._password_source = password
