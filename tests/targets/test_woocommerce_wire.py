@@ -91,3 +91,18 @@ def test_a_lost_answer_is_read_back_in_one_request(shop: WooSimulator) -> None:
 
     assert [Verdict.DELIVERED] * 30 == asyncio.run(go())
     assert (1, 1) == (shop.requests["POST products/batch"], shop.requests["GET products"] - 1)
+
+
+def test_a_rate_limited_shop_is_temporary_with_its_retry_after(shop: WooSimulator) -> None:
+    woo = target(shop)
+    shop.faults.rate_limit = 1
+
+    async def go() -> tuple[Verdict, str | None, int | None]:
+        try:
+            await woo.health()  # the one request of this second
+            (answer,) = await woo.send([price("SKU-1", 1)])
+            return answer.verdict, answer.retry_after, answer.http_status
+        finally:
+            await woo.aclose()
+
+    assert (Verdict.TEMPORARY, "1", 429) == asyncio.run(go())
