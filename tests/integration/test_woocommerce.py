@@ -124,6 +124,11 @@ def test_an_id_the_shop_says_is_gone_is_looked_up_again_and_delivered(
     assert ("delivered", None) == states(engine)[("SKU-1", 2)]
     assert "2.00" == shop.price("SKU-1")
     assert old != sku_rows(engine)["SKU-1"]
+    with transaction(engine, read_only=True) as connection:
+        attempts = connection.execute(
+            select(messages.c.attempts).where(messages.c.version == 2)
+        ).scalar_one()
+    assert 1 == attempts, "looked up and written again in the same attempt"
 
 
 def test_a_batch_half_applied_then_cut_off_ends_with_every_price_delivered(

@@ -11,8 +11,9 @@ How a leased batch travels: in requests of at most ``MAX_ITEMS`` (100, WooCommer
 3. one ``POST products/batch`` for the products, one ``POST products/<parent>/variations/batch``
    per parent for the variations, prices as strings (Decimal text, never a float);
 4. each item's result classified: the item as written -> DELIVERED; an item error with an
-   ``…invalid_id`` code (the id is gone) -> the id forgotten, TEMPORARY (looked up again on the
-   retry); another item error -> by its ``data.status`` (5xx TEMPORARY, else TERMINAL);
+   ``…invalid_id`` code (the id is gone) -> the id forgotten, the SKU looked up and written
+   again at once (once; TEMPORARY if the id is gone again); another item error -> by its
+   ``data.status`` (5xx TEMPORARY, else TERMINAL);
 5. a whole answer: 401/403 PAUSE, 429 and 5xx TEMPORARY with Retry-After, another 4xx
    TERMINAL, a 3xx or a body that is not the batch JSON UNKNOWN;
 6. a request whose result is unknown (a timeout after it went out, a connection cut before the
@@ -49,6 +50,7 @@ API = "/wp-json/wc/v3"
 MAX_ITEMS = 100  # WooCommerce's batch limit (woocommerce_rest_batch_items_limit), 413 beyond
 BODY_CAP = 4 * 1024 * 1024
 USER_AGENT = "exchange/0.1"
+ID_GONE = "IdGone"
 
 Credentials = Callable[[], tuple[str | None, str | None]]
 
@@ -120,6 +122,16 @@ class WooCommerceTarget:
                 answers[message.message_id] = judged
             else:
                 prices.append(judged)
+        answers.update(await self._round(prices))
+        # An id the shop says is gone was forgotten: looked up and written again, once.
+        gone = [p for p in prices if answers[p.message.message_id].error_class == ID_GONE]
+        if gone:
+            answers.update(await self._round(gone))
+        return [answers[m.message_id] for m in messages]
+
+    async def _round(self, prices: list[_Price]) -> dict[str, Classification]:
+        """Look the SKUs up (those not remembered) and write their prices."""
+        answers: dict[str, Classification] = {}
         try:
             where = await self._where({p.sku for p in prices})
             for p in prices:
@@ -143,7 +155,7 @@ class WooCommerceTarget:
         except _Answer as whole:
             for p in prices:
                 answers.setdefault(p.message.message_id, whole.classification)
-        return [answers[m.message_id] for m in messages]
+        return answers
 
     async def health(self) -> Classification:
         try:
@@ -259,7 +271,7 @@ class WooCommerceTarget:
                     Verdict.TEMPORARY,
                     f"id {ident} of SKU {p.sku!r} is gone ({detail}); looked up again next time",
                     http_status=status,
-                    error_class="IdGone",
+                    error_class=ID_GONE,
                 )
             if status is not None and (status >= 500 or status == 429):
                 return Classification(Verdict.TEMPORARY, detail, http_status=status)
