@@ -261,9 +261,14 @@ def test_a_price_the_shop_applied_is_delivered_once_even_when_sent_again(shop: S
 def test_an_older_version_than_the_shop_holds_is_stale_at_the_site_never_applied(
     shop: Shop,
 ) -> None:
-    if not shop.versioned:
-        pytest.skip("the shop keeps no versions: the queue never sends an older one after")
     deliver(shop, price("SKU-1", 5))
+    if not shop.versioned:
+        # A shop without versions writes what it is sent (an absolute write): what keeps an
+        # older price from landing is the queue alone, which never sends a version at or
+        # below the delivered one (tests/integration/test_stale_sends.py, docs/guarantees.md).
+        (written,) = deliver(shop, price("SKU-1", 4))
+        assert (Verdict.DELIVERED, [5, 4]) == (written.verdict, shop.applied("SKU-1"))
+        return
 
     (answer,) = deliver(shop, price("SKU-1", 4))
 
