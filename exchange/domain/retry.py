@@ -14,7 +14,8 @@ ceiling as the backoff (``RetryPolicy.ceiling``).
 
     DELIVERED       delivered                          charged
     STALE_AT_SITE   cancelled, stale-at-site           charged
-    TERMINAL        quarantined, http-<code>           charged
+    TERMINAL        quarantined, the target's reason   charged
+                    (unknown-sku, ...) or http-<code>
     UNKNOWN         quarantined, unknown-response      charged
     PAUSE           released (new | delayed)           not charged
     TEMPORARY       a probe: released, not charged
@@ -148,7 +149,7 @@ def decide(
                 site_version=c.site_version,
             )
         case Verdict.TERMINAL:
-            return replace(answer, reason=Reason.http(c.http_status or 0))
+            return replace(answer, reason=c.reason or Reason.http(c.http_status or 0))
         case Verdict.UNKNOWN:
             return replace(answer, reason=Reason.UNKNOWN_RESPONSE)
         case Verdict.PAUSE:

@@ -892,3 +892,47 @@ def test_a_site_down_refuses_the_health_check_too_with_its_retry_after(
 
     assert (503, "7") == (update.status_code, update.headers["retry-after"])
     assert (503, "7") == (health.status_code, health.headers["retry-after"])
+
+
+def test_bitrix_simulator_deactivates_what_a_full_package_does_not_name() -> None:
+    """Faithful to BX-cml2 DeactivateElement: the reason the bitrix target never says false."""
+    import httpx
+
+    from exchange.dev.bitrixsim import PATH, BitrixSimulator
+
+    def package(only_changes: str, sku: str) -> bytes:
+        return (
+            '<?xml version="1.0" encoding="UTF-8"?><КоммерческаяИнформация>'
+            f'<ПакетПредложений СодержитТолькоИзменения="{only_changes}"><Предложения>'
+            f"<Предложение><Ид>{sku}</Ид><Цены><Цена><ИдТипаЦены>Розничная</ИдТипаЦены>"
+            "<ЦенаЗаЕдиницу>1.00</ЦенаЗаЕдиницу></Цена></Цены></Предложение>"
+            "</Предложения></ПакетПредложений></КоммерческаяИнформация>"
+        ).encode()
+
+    with BitrixSimulator("u", "p") as site:
+        url = site.url + PATH
+        with httpx.Client() as client:
+            for only_changes, sku in (("true", "A"), ("true", "B"), ("false", "A")):
+                lines = client.get(
+                    url, params={"type": "catalog", "mode": "checkauth"}, auth=("u", "p")
+                ).text.splitlines()
+                cookie = {"Cookie": f"{lines[1]}={lines[2]}"}
+                sessid = lines[3].removeprefix("sessid=")
+                params = {"type": "catalog", "sessid": sessid}
+                client.get(url, params={**params, "mode": "init"}, headers=cookie)
+                client.post(
+                    url,
+                    params={**params, "mode": "file", "filename": "offers.xml"},
+                    content=package(only_changes, sku),
+                    headers=cookie,
+                )
+                for _ in range(5):
+                    answer = client.get(
+                        url,
+                        params={**params, "mode": "import", "filename": "offers.xml"},
+                        headers=cookie,
+                    )
+                    if answer.text.startswith("success"):
+                        break
+                assert "windows-1251" in answer.headers["content-type"]
+        assert ({"B"}, False) == (site.deactivated, site.active["B"])

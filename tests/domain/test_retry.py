@@ -280,6 +280,41 @@ def test_terminal_is_quarantined_with_reason_http_code(status: int) -> None:
     assert decision.next_try_at is None
 
 
+@pytest.mark.parametrize(
+    ("status", "reason", "expected"),
+    [
+        (200, Reason.UNKNOWN_SKU, "unknown-sku"),
+        (None, Reason.UNMAPPED_PRICE_TYPE, "unmapped-price-type"),
+        (400, Reason.UNKNOWN_SKU, "unknown-sku"),
+        (422, None, "http-422"),
+        (None, None, "http-0"),
+    ],
+)
+def test_terminal_is_quarantined_with_the_reason_the_target_named_else_http_code(
+    status: int | None, reason: str | None, expected: str
+) -> None:
+    terminal = Classification(Verdict.TERMINAL, "refused", http_status=status, reason=reason)
+
+    decision = decide(terminal, attempt=1, now=NOW, policy=POLICY, rng=random.Random(3))
+
+    assert (State.QUARANTINED, expected, True) == (
+        decision.to_state,
+        decision.reason,
+        decision.charged,
+    )
+
+
+@pytest.mark.parametrize(
+    "verdict", [Verdict.DELIVERED, Verdict.STALE_AT_SITE, Verdict.UNKNOWN, Verdict.TEMPORARY]
+)
+def test_a_reason_only_names_the_quarantine_of_a_terminal_verdict(verdict: Verdict) -> None:
+    answer = Classification(verdict, "x", http_status=503, reason=Reason.UNKNOWN_SKU)
+
+    decision = decide(answer, attempt=1, now=NOW, policy=POLICY, rng=random.Random(3))
+
+    assert Reason.UNKNOWN_SKU != decision.reason
+
+
 def test_unknown_is_quarantined_unknown_response() -> None:
     unknown = Classification(Verdict.UNKNOWN, "HTTP 418", http_status=418)
 
