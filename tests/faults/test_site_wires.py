@@ -216,6 +216,29 @@ def test_health_and_a_batch_are_answered_alike(wire: str) -> None:
     assert b'"receipt":"R-1"' in batch.body and b'"receipt":"R-2"' in batch.body
 
 
+def test_a_large_batch_goes_with_its_length_never_chunked(wire: str) -> None:
+    # A body over the streaming threshold still says its Content-Length: a site (or a proxy)
+    # that refuses chunked requests with 411 takes it like a small one.
+    messages = [message(n) for n in range(1, 401)]
+
+    async def run(url: str) -> SiteResult:
+        client = SiteClient(url, TOKEN, timeout=10.0, concurrency=2)
+        try:
+            return await client.send_batch(messages)
+        finally:
+            await client.aclose()
+
+    with SiteSimulator(token=TOKEN, batch_enabled=True, keep_requests=True) as site:
+        result = asyncio.run(run(site.url))
+        [received] = site.received()
+        effects = len(site.effects())
+    assert isinstance(result, Response) and 200 == result.status
+    assert 400 == effects
+    assert "chunked" not in received.headers.get("transfer-encoding", "")
+    assert str(len(received.body)) == received.headers["content-length"]
+    assert len(received.body) > 16 * 1024, "the body went the streamed way"
+
+
 def test_a_refused_connection_is_a_connect_error_not_sent(wire: str) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))  # bound, never listening: connecting is refused
@@ -245,7 +268,8 @@ def test_waiting_for_a_pooled_connection_past_the_timeout_is_a_pool_timeout_not_
     # the pool; the connection the first frees at its own deadline may reach the second just
     # before the second's: it is then sent, and said to be. What the site received decides.
     if 1 == len(site.received()):
-        assert ("PoolTimeout", False) == failure(second), "it waited for the pool: not sent"
+        # It waited for the pool, or got the freed connection too late to send: not sent.
+        assert failure(second) in {("PoolTimeout", False), ("ConnectTimeout", False)}
     else:
         assert ("ReadTimeout", True) == failure(second), "the site received it: maybe sent"
 

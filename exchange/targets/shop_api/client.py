@@ -477,12 +477,15 @@ if HAVE_AIOHTTP:
                     await self._slots.acquire()
                     progress.queued = False
                     try:
+                        data = _body(content, progress)
+                        if data is not content:  # streamed: its length said, never chunked
+                            headers = {**headers, "Content-Length": str(len(content or b""))}
                         try:
                             response = await session.request(
                                 method,
                                 self._url(path),
                                 headers=headers,
-                                data=_body(content, progress),
+                                data=data,
                                 allow_redirects=False,
                                 timeout=self._client_timeout,
                                 trace_request_ctx=progress,
