@@ -29,6 +29,7 @@ from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import current_revision, upgrade
 from exchange.domain.clock import SystemClock, ensure_utc
 from exchange.errors import ExchangeError
+from exchange.ops import operators
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
 from exchange.ops.prune import prune as prune_now
 from exchange.ops.quarantine import (
@@ -57,6 +58,11 @@ quarantine_app = typer.Typer(
     help="What waits for a person: list, export, retry, cancel.", no_args_is_help=True
 )
 app.add_typer(quarantine_app, name="quarantine")
+operator_app = typer.Typer(
+    help="The people who sign in to the workbench (exchange serve, /): add, remove, list.",
+    no_args_is_help=True,
+)
+app.add_typer(operator_app, name="operator")
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 log = logging.getLogger("exchange")
@@ -293,6 +299,70 @@ def history(ctx: typer.Context, message_id: str, as_json: JsonOpt = False) -> No
         )
         # Text, not str: rich would read "[operator: note]" or data from the site as markup.
         table.add_row(*(Text(cell) for cell in cells))
+    out.print(table)
+
+
+def _read_password(confirm: bool = True) -> str:
+    """From a prompt on a terminal, else the first line of standard input: never an argument
+    (it would stay in the shell's history and in the process list)."""
+    if sys.stdin.isatty():
+        first = getpass.getpass("password: ")
+        if confirm and getpass.getpass("again: ") != first:
+            raise ExchangeError("the two passwords differ")
+        return first
+    return sys.stdin.readline().rstrip("\r\n")
+
+
+@operator_app.command("add")
+def operator_add(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The name the operator signs in with.")],
+    role: Annotated[
+        str, typer.Option("--role", help="viewer (reads) or operator (also acts).")
+    ] = "viewer",
+) -> None:
+    """Add an operator, or set a new password and role for one (password from a prompt or
+    standard input)."""
+    with _guard():
+        if role not in operators.ROLES:
+            raise ExchangeError(f"unknown role {role!r}: viewer or operator")
+        settings = _settings(ctx)
+        engine, _ = bootstrap.engines(settings)
+        password = _read_password()
+        with transaction(engine) as connection:
+            operators.add(connection, name, role, password, SystemClock().now())
+    out.print(f"operator {name} ({role}) saved", markup=False)
+
+
+@operator_app.command("remove")
+def operator_remove(ctx: typer.Context, name: str) -> None:
+    """Remove an operator: their sessions end at their next request."""
+    with _guard():
+        settings = _settings(ctx)
+        engine, _ = bootstrap.engines(settings)
+        with transaction(engine) as connection:
+            operators.remove(connection, name)
+    out.print(f"operator {name} removed", markup=False)
+
+
+@operator_app.command("list")
+def operator_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """The operators and their roles (never a password or its hash)."""
+    with _guard():
+        settings = _settings(ctx)
+        engine, _ = bootstrap.engines(settings)
+        with transaction(engine, read_only=True) as connection:
+            rows = operators.listed(connection)
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False))
+        return
+    table = Table()
+    for column in ("name", "role", "added"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(Text(row["name"]), row["role"], row["created_at"])
+    if not rows:
+        table.caption = "no operator: add one with exchange operator add NAME --role operator"
     out.print(table)
 
 

@@ -38,7 +38,7 @@ from exchange.failpoints import failpoint
 from exchange.intake import staging_table as intake
 from exchange.intake.staging_table import IntakeReport
 from exchange.logs import log_event
-from exchange.queue import coalesce, lease, record
+from exchange.queue import coalesce, control, lease, record
 from exchange.queue.idle import is_idle
 from exchange.settings import Settings
 from exchange.targets.base import OutgoingMessage, Target
@@ -112,6 +112,7 @@ class Worker:
         )
         self.breaker = CircuitBreaker(settings.breaker_threshold, self.policy)
         self.paused_reason: str | None = None
+        self.operator_paused = False
         self.kinds = settings.policies
         self.stopping = False
         self._stop_requested: asyncio.Event | None = None  # set by request_stop during a batch
@@ -158,10 +159,13 @@ class Worker:
             expired = lease.expire_exhausted(
                 connection, now=now, max_attempts=self.settings.max_attempts
             )
+            # An operator's pause (the workbench) holds every worker from this cycle on.
+            held = control.operator_pause(connection) is not None
         report.cancelled += gaps
+        self.operator_paused = held
         self.metrics.quarantined(Reason.SEQUENCE_GAP, gaps)
         self.metrics.quarantined(Reason.RETRY_LIMIT, expired)
-        while not self.stopping:
+        while not self.stopping and not held:
             if self.paused_reason is not None and not await self._site_accepts_again():
                 break
             now = self.clock.now()
@@ -406,8 +410,9 @@ class Worker:
             )
 
     def idle(self) -> bool:
-        """Nothing left that this service could move without a person (contract 6)."""
-        return is_idle(self.engine, self.staging_engine, self.kinds)
+        """Nothing left that this service could move without a person (contract 6); an
+        operator's pause is such a person's decision."""
+        return self.operator_paused or is_idle(self.engine, self.staging_engine, self.kinds)
 
 
 def log_outcome(message: lease.Leased, decision: Decision) -> None:
