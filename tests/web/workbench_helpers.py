@@ -5,6 +5,7 @@ a signed-in HTTP client that reads the CSRF token the pages carry."""
 from __future__ import annotations
 
 import re
+import threading
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,13 +30,25 @@ def add_operator(engine: Engine, name: str, role: str, password: str = PASSWORD)
 
 
 def deliver(db_url: str, site: SiteSimulator) -> None:
-    """One worker's run until idle against ``site``."""
-    engine = make_engine(db_url)
-    try:
-        worker = bootstrap.worker(fast_settings(db_url, site.url, max_attempts=2), engine)
-        run_worker(worker)
-    finally:
-        engine.dispose()
+    """One worker's run until idle against ``site``, in a thread of its own (Playwright's
+    synchronous API keeps an event loop running in the test's thread)."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        engine = make_engine(db_url)
+        try:
+            worker = bootstrap.worker(fast_settings(db_url, site.url, max_attempts=2), engine)
+            run_worker(worker)
+        except BaseException as exc:
+            failed.append(exc)
+        finally:
+            engine.dispose()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(120)
+    if failed:
+        raise failed[0]
 
 
 def quarantine_some(db_url: str, site: SiteSimulator, *skus: str) -> None:
