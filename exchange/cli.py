@@ -21,7 +21,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine, make_url
 
 from exchange import app as bootstrap
 from exchange import logs
@@ -31,6 +31,7 @@ from exchange.domain.clock import SystemClock, ensure_utc
 from exchange.errors import ExchangeError
 from exchange.ops import operators
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
+from exchange.ops.find import find as find_messages
 from exchange.ops.prune import prune as prune_now
 from exchange.ops.quarantine import (
     ActionResult,
@@ -41,6 +42,7 @@ from exchange.ops.quarantine import (
     retry,
 )
 from exchange.ops.status import biography, status, tables
+from exchange.queue import control
 from exchange.report import collect as report
 from exchange.runner import run as run_event_loop
 from exchange.runner import run_forever, run_once, run_until_idle
@@ -244,36 +246,163 @@ def serve(ctx: typer.Context) -> None:
     raise typer.Exit(code)
 
 
+def _reading_engine(settings: Settings) -> Engine:
+    """The service's database for a command that only reads it: a SQLite file that does not
+    exist is reported, never created (a read run from another folder would otherwise find an
+    empty queue and call it healthy)."""
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite":
+        name = url.database or ""
+        if name in ("", ":memory:") or not Path(name).is_file():
+            where = Path(name).resolve() if name not in ("", ":memory:") else "in memory"
+            raise ExchangeError(
+                f"no database at {where}: set EXCHANGE_DATABASE_URL to the service's database "
+                "(or run from its folder); a read command never creates one, `exchange migrate` "
+                "creates a new empty one"
+            )
+    engine, _ = bootstrap.engines(settings)
+    return engine
+
+
+def _header(settings: Settings) -> None:
+    out.print(f"database: {safe_url(settings.database_url)}", markup=False, highlight=False)
+
+
+def needs_person(figures: Any, pause: dict[str, Any] | None) -> list[str]:
+    """What ``exchange status`` exits 1 for: what only a person moves."""
+    found = []
+    quarantined = figures.counts.get("quarantined", 0)
+    if quarantined:
+        found.append(f"{quarantined} message(s) in quarantine")
+    if figures.breaker_open:
+        found.append("the circuit breaker is open (the site fails)")
+    if figures.delivery_paused:
+        found.append("delivery paused: the site refused the token")
+    if pause is not None:
+        found.append(f"delivery paused by operator {pause['operator']}")
+    gaps = sum(1 for b in figures.blocked if b["held_by"] == "gap")
+    if gaps:
+        found.append(f"{gaps} aggregate(s) wait for a missing version (a gap)")
+    return found
+
+
 @app.command("status")
 def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Counts by state, the queue figures, workers, the quarantine by reason, blocked
-    aggregates."""
+    aggregates.
+
+    Exit codes, for monitoring: 0 nothing needs a person; 1 something does (quarantine not
+    empty, breaker open, delivery paused, a gap); 2 bad input or no database.
+    """
     with _guard():
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        engine = _reading_engine(settings)
         with transaction(engine, read_only=True) as connection:
             now = SystemClock().now()
             figures = status(connection, now, settings.policies)
             onec = onec_exchanges(connection, now)
+            pause = control.operator_pause(connection)
+    attention = needs_person(figures, pause)
     if as_json:
-        print(json.dumps({**figures.as_json(), "exchanges_1c": onec}, ensure_ascii=False))
+        document = {
+            "database": safe_url(settings.database_url),
+            **figures.as_json(),
+            "operator_pause": (
+                {**pause, "paused_at": pause["paused_at"].isoformat()} if pause else None
+            ),
+            "needs_person": attention,
+            "exchanges_1c": onec,
+        }
+        print(json.dumps(document, ensure_ascii=False))
+    else:
+        _header(settings)
+        for table in tables(figures):
+            out.print(table)
+        out.print(exchanges_table(onec))
+        if attention:
+            out.print("needs a person: " + "; ".join(attention), markup=False)
+        else:
+            out.print("nothing needs a person", markup=False)
+    raise typer.Exit(1 if attention else 0)
+
+
+@app.command("find")
+def find_command(
+    ctx: typer.Context,
+    term: Annotated[
+        str, typer.Argument(help="A SKU, an aggregate, a 1C document (source_ref) or an id prefix.")
+    ],
+    as_json: JsonOpt = False,
+) -> None:
+    """Any message in any state by SKU, aggregate, 1C document or the start of its id."""
+    with _guard():
+        settings = _settings(ctx)
+        engine = _reading_engine(settings)
+        with transaction(engine, read_only=True) as connection:
+            rows = _shown(find_messages(connection, term))
+    if as_json:
+        print(
+            json.dumps(
+                {"database": safe_url(settings.database_url), "messages": rows},
+                ensure_ascii=False,
+            )
+        )
         return
-    for table in tables(figures):
-        out.print(table)
-    out.print(exchanges_table(onec))
+    _header(settings)
+    _print_found(rows)
+    if not rows:
+        out.print(f"no message matches {term!r}", markup=False)
+
+
+def _print_found(rows: list[dict[str, Any]]) -> None:
+    """Each message's full id on a line of its own (a table would cut it), then its facts."""
+    for row in rows:
+        out.print(row["message_id"], markup=False, highlight=False, soft_wrap=True)
+        out.print(
+            f"    {row['state']}  {row['kind']} {row['aggregate']} v{row['version']}  "
+            f"reason={row['reason'] or '-'}  1C={row['source_ref'] or '-'}  "
+            f"updated {row['updated_at']}",
+            markup=False,
+            highlight=False,
+        )
 
 
 @app.command()
-def history(ctx: typer.Context, message_id: str, as_json: JsonOpt = False) -> None:
+def history(
+    ctx: typer.Context,
+    message_id: Annotated[
+        str,
+        typer.Argument(
+            help="A message_id, or what finds one message: SKU, aggregate, 1C document "
+            "(source_ref) or an id prefix."
+        ),
+    ],
+    as_json: JsonOpt = False,
+) -> None:
     """The message's biography."""
     with _guard():
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        engine = _reading_engine(settings)
         with transaction(engine, read_only=True) as connection:
-            bio = _shown(biography(connection, message_id))
+            found = find_messages(connection, message_id)
+            exact = [r for r in found if r["message_id"] == message_id]
+            if not exact and len(found) > 1:
+                if not as_json:
+                    _header(settings)
+                _print_found(_shown(found))
+                raise ExchangeError(
+                    f"{message_id!r} matches {len(found)} messages: give one of the ids above"
+                )
+            chosen = (
+                exact[0]["message_id"]
+                if exact
+                else (found[0]["message_id"] if found else message_id)
+            )
+            bio = _shown(biography(connection, chosen))
     if as_json:
-        print(json.dumps(bio, ensure_ascii=False))
+        print(json.dumps({"database": safe_url(settings.database_url), **bio}, ensure_ascii=False))
         return
+    _header(settings)
     m = bio["message"]
     out.print(
         f"{m['message_id']}  {m['kind']} {m['aggregate']} v{m['version']}  "
@@ -381,12 +510,13 @@ def quarantine_list(
     filters = _filters(kind, aggregate, reason, since, until, superseded)
     with _guard():
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        engine = _reading_engine(settings)
         with transaction(engine, read_only=True) as connection:
             rows = _shown(list_quarantined(connection, filters))
     if as_json:
         print(json.dumps(rows, ensure_ascii=False))
         return
+    _header(settings)
     table = Table(title=f"quarantine: {len(rows)}")
     for column in ("message_id", "kind", "aggregate", "v", "reason", "tries", "last error"):
         table.add_column(column)
@@ -438,7 +568,7 @@ def quarantine_export(
     chosen = fmt or report.format_for(output)
     with _guard():
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        engine = _reading_engine(settings)
         with transaction(engine, read_only=True) as connection:
             data = report.collect(
                 connection,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, func, not_, or_, select
+from sqlalchemy import ColumnElement, Connection, and_, false, func, not_, or_, select
 
 from exchange.db.schema import aggregates, messages
 from exchange.domain.policy import KindPolicies
@@ -93,11 +93,11 @@ def released_by_cancel(
     ]
 
 
-def held(connection: Connection, kinds: KindPolicies) -> int:
-    """Messages on their way (new, delayed) that wait behind a quarantined earlier version of
-    their strictly ordered aggregate: only a person's retry or cancel moves them."""
+def held_condition(kinds: KindPolicies) -> ColumnElement[bool]:
+    """True for a message on its way (new, delayed) that waits behind a quarantined earlier
+    version of its strictly ordered aggregate: only a person's retry or cancel moves it."""
     if not kinds.strict:
-        return 0
+        return false()
     before = messages.alias("before")
     blocking = (
         select(before.c.id)
@@ -109,13 +109,16 @@ def held(connection: Connection, kinds: KindPolicies) -> int:
         )
         .exists()
     )
-    return int(
-        connection.execute(
-            select(func.count()).where(
-                messages.c.kind.in_(kinds.strict),
-                messages.c.state.in_(values(PENDING)),
-                not_(messages.c.rejected),
-                blocking,
-            )
-        ).scalar_one()
+    return and_(
+        messages.c.kind.in_(kinds.strict),
+        messages.c.state.in_(values(PENDING)),
+        not_(messages.c.rejected),
+        blocking,
     )
+
+
+def held(connection: Connection, kinds: KindPolicies) -> int:
+    """How many messages are held (``held_condition``)."""
+    if not kinds.strict:
+        return 0
+    return int(connection.execute(select(func.count()).where(held_condition(kinds))).scalar_one())

@@ -21,6 +21,7 @@ from exchange.db.schema import Message, aggregates, history, messages, workers
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import LIVE, PENDING, Event, State, values
 from exchange.errors import OperatorError
+from exchange.ops.find import held, held_condition
 from exchange.queue import order
 
 RECENT = timedelta(minutes=15)
@@ -53,6 +54,9 @@ class Status:
     # circuit breaker not closed: the one-glance answers a monitoring script wants.
     delivery_paused: bool = False
     breaker_open: bool = False
+    # Messages waiting behind a quarantined predecessor: a part of ``new_messages``, left out
+    # of ``oldest_undelivered_age_s`` (a person's retry or cancel moves them, not time).
+    held: int = 0
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -65,7 +69,9 @@ def status(connection: Connection, now: datetime, kinds: KindPolicies) -> Status
     ):
         counts[state] = count
     oldest = connection.execute(
-        select(func.min(messages.c.created_at)).where(messages.c.state.in_(UNDELIVERED))
+        select(func.min(messages.c.created_at)).where(
+            messages.c.state.in_(UNDELIVERED), not_(held_condition(kinds))
+        )
     ).scalar()
     since = now - RECENT
     attempts, failures, delivered = connection.execute(
@@ -93,6 +99,7 @@ def status(connection: Connection, now: datetime, kinds: KindPolicies) -> Status
         quarantine_by_reason=quarantine_by_reason(connection, now),
         delivery_paused=any(w["paused"] for w in live_workers),
         breaker_open=any(w["breaker"] != "closed" for w in live_workers),
+        held=held(connection, kinds),
     )
 
 
@@ -237,6 +244,7 @@ def tables(figures: Status) -> list[Table]:
     queue.add_column("figure")
     queue.add_column("value", justify="right")
     queue.add_row("new messages", str(figures.new_messages))
+    queue.add_row("  of which held behind the quarantine", str(figures.held))
     queue.add_row("oldest undelivered", human_age(figures.oldest_undelivered_age_s))
     minutes = int(RECENT.total_seconds() // 60)
     queue.add_row(f"error share ({minutes} min)", f"{figures.error_share:.1%}")

@@ -1,0 +1,81 @@
+"""The console fixes of issue 16 (contract 6, 11): the database named in headers and --json,
+a missing database reported and never created, ``find`` and ``history`` by SKU / aggregate /
+source_ref / id prefix with full ids, held messages apart, and ``status`` exit codes for
+monitoring (0 nothing to do, 1 a person is needed, 2 bad input)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from clitools import Cli, Scenario, assert_one_line_error, describe, run_json
+from sqlalchemy import Engine
+
+from exchange.db.engine import make_engine, transaction
+from exchange.db.migrate import upgrade
+from exchange.queue import control
+
+
+def test_a_missing_database_is_reported_and_never_created(cli: Cli, tmp_path: Path) -> None:
+    missing = tmp_path / "elsewhere" / "exchange.db"
+    for args in (
+        ["status"],
+        ["status", "--json"],
+        ["find", "SKU-1"],
+        ["history", "x"],
+        ["quarantine", "list"],
+    ):
+        result = cli(*args, db=f"sqlite:///{missing}")
+        assert_one_line_error(result, "no database at", str(missing), "EXCHANGE_DATABASE_URL")
+    assert not missing.exists() and not missing.parent.exists()
+
+
+def test_status_names_the_database_masked_and_exits_0_when_all_is_well(
+    cli: Cli, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'ok.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    text = cli("status", db=url)
+    assert text.returncode == 0, describe(text)
+    assert text.stdout.splitlines()[0] == f"database: {url}"
+    assert "nothing needs a person" in text.stdout
+    figures = run_json(cli, "status", "--json", db=url)
+    assert figures["database"] == url and figures["needs_person"] == [] and figures["held"] == 0
+    assert "exit" in cli("status", "--help").stdout.lower()
+
+
+def test_status_exits_1_for_an_operator_pause(cli: Cli, db_url: str, engine: Engine) -> None:
+    with transaction(engine) as connection:
+        control.pause(connection, operator="olga", note="maintenance", now=datetime.now(UTC))
+    figures = run_json(cli, "status", "--json", db=db_url, code=1)
+    assert figures["needs_person"] == ["delivery paused by operator olga"]
+    assert figures["operator_pause"]["note"] == "maintenance"
+
+
+def test_held_messages_are_apart_and_out_of_the_oldest_figure(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    figures = run_json(cli, "status", "--json", db=db_url, code=1)
+    assert figures["new_messages"] == 2 and figures["held"] == 2  # DOC-1 v2, v3 behind v1
+    assert figures["oldest_undelivered_age_s"] is None  # nothing else waits
+    assert any("message(s) in quarantine" in n for n in figures["needs_person"])
+
+
+def test_find_and_history_by_sku_source_ref_and_prefix(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    found = run_json(cli, "find", "DOC-1", "--json", db=db_url)
+    ids = [m["message_id"] for m in found["messages"]]
+    assert scenario.doc1_v1 in ids and len(ids) == 3
+    text = cli("find", "DOC-1", db=db_url)
+    assert text.returncode == 0 and scenario.doc1_v1 in text.stdout.splitlines()  # a whole line
+    by_prefix = cli("history", "financial_posting.DOC-1", "--json", db=db_url)
+    assert by_prefix.returncode == 2  # several match: the ids are listed, one must be chosen
+    assert scenario.doc1_v1 in by_prefix.stdout and "give one of the ids" in by_prefix.stderr
+    one = json.loads(cli("history", "SKU-REJ", "--json", db=db_url).stdout)
+    assert one["message"]["aggregate"] == "SKU-REJ"
+    by_ref = run_json(cli, "find", "Установка цен 000777", "--json", db=db_url)
+    assert [m["aggregate"] for m in by_ref["messages"]] == ["SKU-BAD"]
