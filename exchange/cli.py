@@ -31,6 +31,7 @@ from exchange.domain.clock import SystemClock, ensure_utc
 from exchange.errors import ExchangeError
 from exchange.ops import operators
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
+from exchange.ops.find import check_filters, known_reasons
 from exchange.ops.find import find as find_messages
 from exchange.ops.prune import prune as prune_now
 from exchange.ops.quarantine import (
@@ -41,7 +42,7 @@ from exchange.ops.quarantine import (
     list_quarantined,
     retry,
 )
-from exchange.ops.status import biography, status, tables
+from exchange.ops.status import biography, quarantine_by_reason, status, tables
 from exchange.queue import control
 from exchange.report import collect as report
 from exchange.runner import run as run_event_loop
@@ -121,9 +122,17 @@ def _filters(
     return Filters(kind, aggregate, reason, _parse_time(since), _parse_time(until), superseded)
 
 
-KindOpt = Annotated[str | None, typer.Option("--kind", help="Only this kind.")]
+KindOpt = Annotated[
+    str | None, typer.Option("--kind", help="Only this kind (one of EXCHANGE_KINDS).")
+]
 AggregateOpt = Annotated[str | None, typer.Option("--aggregate", help="Only this aggregate.")]
-ReasonOpt = Annotated[str | None, typer.Option("--reason", help="Only this reason.")]
+ReasonOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--reason",
+        help="Only this reason: " + ", ".join(known_reasons()) + ", or http-NNN.",
+    ),
+]
 SinceOpt = Annotated[str | None, typer.Option("--since", help="Quarantined at or after (ISO).")]
 UntilOpt = Annotated[str | None, typer.Option("--until", help="Quarantined before (ISO).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
@@ -510,13 +519,26 @@ def quarantine_list(
     filters = _filters(kind, aggregate, reason, since, until, superseded)
     with _guard():
         settings = _settings(ctx)
+        check_filters(filters.reason, filters.kind, settings.kinds)
         engine = _reading_engine(settings)
         with transaction(engine, read_only=True) as connection:
             rows = _shown(list_quarantined(connection, filters))
+            present = (
+                quarantine_by_reason(connection, SystemClock().now())
+                if not rows and filters.any()
+                else {}
+            )
     if as_json:
         print(json.dumps(rows, ensure_ascii=False))
         return
     _header(settings)
+    if present:
+        waiting = ", ".join(f"{r} ({e['count']})" for r, e in present.items())
+        err.print(
+            f"no quarantined message matches these filters; the quarantine holds: {waiting}",
+            markup=False,
+            highlight=False,
+        )
     table = Table(title=f"quarantine: {len(rows)}")
     for column in ("message_id", "kind", "aggregate", "v", "reason", "tries", "last error"):
         table.add_column(column)
@@ -568,6 +590,7 @@ def quarantine_export(
     chosen = fmt or report.format_for(output)
     with _guard():
         settings = _settings(ctx)
+        check_filters(filters.reason, filters.kind, settings.kinds)
         engine = _reading_engine(settings)
         with transaction(engine, read_only=True) as connection:
             data = report.collect(
@@ -689,6 +712,7 @@ def _operator_action(
     with _guard():
         check_request(ids, filters, action)
         settings = _settings(ctx)
+        check_filters(filters.reason, filters.kind, settings.kinds)
         engine, _ = bootstrap.engines(settings)
         with transaction(engine) as connection:
             result = act(connection, settings, dry, limit or settings.bulk_limit)

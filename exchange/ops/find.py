@@ -4,16 +4,37 @@ cancel would set going besides the messages it names (the consequences a preview
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, false, func, not_, or_, select
 
 from exchange.db.schema import aggregates, messages
 from exchange.domain.policy import KindPolicies
+from exchange.domain.reasons import Reason
 from exchange.domain.states import PENDING, values
+from exchange.errors import OperatorError
 
 FOUND_SHOWN = 200
+HTTP_REASON = re.compile(r"http-[45][0-9][0-9]")
+
+
+def known_reasons() -> list[str]:
+    """The reasons a filter may name: every fixed one, and ``http-NNN`` for a site's 4xx/5xx."""
+    return sorted(r.value for r in Reason)
+
+
+def check_filters(reason: str | None, kind: str | None, kinds: Iterable[str]) -> None:
+    """A filter that names no known reason or kind is a typo: refused with the valid values,
+    never run as a filter that matches nothing and says so as if all were well."""
+    if reason is not None and reason not in known_reasons() and not HTTP_REASON.fullmatch(reason):
+        raise OperatorError(
+            f"unknown reason {reason!r}: one of {', '.join(known_reasons())} or http-NNN"
+        )
+    known = sorted(kinds)
+    if kind is not None and kind not in known:
+        raise OperatorError(f"unknown kind {kind!r}: one of {', '.join(known)}")
 
 
 def _like_prefix(text: str) -> str:

@@ -33,7 +33,6 @@ from sqlalchemy import Engine, select
 from exchange.db.engine import transaction
 from exchange.db.schema import cml_exchanges, messages
 from exchange.domain.policy import KindPolicies
-from exchange.domain.reasons import Reason
 from exchange.domain.states import State
 from exchange.errors import OperatorError
 from exchange.ops import find as finder
@@ -69,7 +68,7 @@ class Who:
 
 
 def _known_reasons() -> list[str]:
-    return sorted(r.value for r in Reason if "{" not in r.value)
+    return finder.known_reasons()
 
 
 class Workbench:

@@ -79,3 +79,19 @@ def test_find_and_history_by_sku_source_ref_and_prefix(
     assert one["message"]["aggregate"] == "SKU-REJ"
     by_ref = run_json(cli, "find", "Установка цен 000777", "--json", db=db_url)
     assert [m["aggregate"] for m in by_ref["messages"]] == ["SKU-BAD"]
+
+
+def test_filters_are_checked_against_the_known_reasons_and_kinds(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    assert_one_line_error(
+        cli("quarantine", "list", "--reason", "http-42x", db=db_url), "unknown reason", "http-NNN"
+    )
+    assert_one_line_error(
+        cli("quarantine", "retry", "--kind", "prise", db=db_url), "unknown kind", "price"
+    )
+    nothing = cli("quarantine", "list", "--reason", "http-442", db=db_url)
+    assert nothing.returncode == 0 and "the quarantine holds: " in nothing.stderr
+    assert "http-422 (2)" in nothing.stderr, describe(nothing)
+    helped = cli("quarantine", "list", "--help", env={"COLUMNS": "200"})
+    assert "invalid-contract" in helped.stdout and "sequence-gap" in helped.stdout

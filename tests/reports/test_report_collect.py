@@ -175,3 +175,20 @@ def test_hostile_data_from_the_database_is_escaped_and_neutralised(
     sheet = book[label("detail_sheet", "ru")]
     assert all(c.data_type != "f" for row in sheet.iter_rows() for c in row)
     assert HYPERLINK in [c.value for row in sheet.iter_rows() for c in row]
+
+
+def test_no_doubled_http_prefix() -> None:
+    """Issue 16: the site client already writes ``HTTP 422: {...}``; the report does not add a
+    second ``HTTP 422:`` in front of it."""
+    from dataclasses import fields
+
+    from exchange.report.model import Entry
+
+    defaults = {f.name: None for f in fields(Entry)}
+    for written, shown in (
+        ('HTTP 422: {"error":"rejected"}', 'HTTP 422: {"error":"rejected"}'),
+        ("422 Unprocessable Entity", "HTTP 422 Unprocessable Entity"),
+        ("rejected", "HTTP 422: rejected"),
+    ):
+        entry = Entry(**{**defaults, "last_status": 422, "last_error": written})  # type: ignore[arg-type]
+        assert entry.last_result == shown
