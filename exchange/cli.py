@@ -232,7 +232,28 @@ def run(
 
         with bootstrap.serving(settings, worker, engine):
             code = run_event_loop(main())
+        worker.retire()
+        if until_idle:
+            with transaction(engine, read_only=True) as connection:
+                left = status(connection, SystemClock().now(), settings.policies)
+                pause = control.operator_pause(connection)
+            out.print(_left_line(left, pause, worker.paused_reason), markup=False, highlight=False)
     raise typer.Exit(code)
+
+
+def _left_line(figures: Any, pause: dict[str, Any] | None, refused: str | None) -> str:
+    """The last line of ``run --until-idle``: what is left, so a scheduled task's log says it."""
+    counts = figures.counts
+    waiting = counts.get("new", 0) + counts.get("delayed", 0)
+    parts = [
+        f"{waiting} waiting ({figures.held} held behind the quarantine)",
+        f"{counts.get('quarantined', 0)} quarantined",
+    ]
+    if pause is not None:
+        parts.append(f"delivery paused by operator {pause['operator']}")
+    if refused:
+        parts.append(f"delivery paused: the site refused the token ({refused})")
+    return "left: " + ", ".join(parts) + " (exchange status tells more)"
 
 
 @app.command()

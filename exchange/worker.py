@@ -409,6 +409,22 @@ class Worker:
                 )
             )
 
+    def retire(self) -> None:
+        """A clean stop: the worker leaves ``exchange status``, unless it stops with delivery
+        paused (token refused) or its breaker open: that still needs a person, so its row stays
+        until its heartbeat ages out."""
+        now = self.clock.now()
+        if self.paused_reason is None and self.breaker.state(now) is BreakerState.CLOSED:
+            with transaction(self.engine) as connection:
+                connection.execute(workers.delete().where(workers.c.worker_id == self.worker_id))
+            return  # the runner's own last line ("stopped") says the stop was clean
+        problem = self.paused_reason or f"breaker {self.breaker.state(now).value}"
+        log.info(
+            "worker %s stopped cleanly; exchange status still shows it (%s)",
+            self.worker_id,
+            problem,
+        )
+
     def idle(self) -> bool:
         """Nothing left that this service could move without a person (contract 6); an
         operator's pause is such a person's decision."""

@@ -14,6 +14,8 @@ from sqlalchemy import Engine
 
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
+from exchange.dev.sitesim import SiteSimulator
+from exchange.dev.testing import posting_row, price_row, stage
 from exchange.queue import control
 
 
@@ -95,3 +97,29 @@ def test_filters_are_checked_against_the_known_reasons_and_kinds(
     assert "http-422 (2)" in nothing.stderr, describe(nothing)
     helped = cli("quarantine", "list", "--help", env={"COLUMNS": "200"})
     assert "invalid-contract" in helped.stdout and "sequence-gap" in helped.stdout
+
+
+def test_until_idle_says_what_is_left_and_a_clean_stop_leaves_status(
+    cli: Cli, db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
+    stage(engine, [price_row("SKU-1", 1), posting_row("DOC-1", 1), posting_row("DOC-1", 2)])
+    site.faults.reject = {"DOC-1"}
+    run = cli("run", "--until-idle", "--max-seconds", "30", db=db_url, site=site.url)
+    assert run.returncode == 0, describe(run)
+    assert run.stdout.splitlines()[-1] == (
+        "left: 1 waiting (1 held behind the quarantine), 1 quarantined (exchange status tells more)"
+    ), describe(run)
+    figures = run_json(cli, "status", "--json", db=db_url, code=1)
+    assert figures["workers"] == [] and not figures["breaker_open"]  # it stopped: not listed
+
+
+def test_a_worker_that_stops_with_the_token_refused_stays_in_status(
+    cli: Cli, db_url: str, engine: Engine
+) -> None:
+    stage(engine, [price_row("SKU-1", 1)])
+    with SiteSimulator(token="the-sites-own-token") as site:
+        run = cli("run", "--until-idle", "--max-seconds", "5", db=db_url, site=site.url)
+    assert "delivery paused: the site refused the token" in run.stdout.splitlines()[-1]
+    assert "exchange status still shows it" in run.stderr, describe(run)
+    figures = run_json(cli, "status", "--json", db=db_url, code=1)
+    assert figures["delivery_paused"] and len(figures["workers"]) == 1
