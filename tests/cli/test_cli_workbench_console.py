@@ -123,3 +123,24 @@ def test_a_worker_that_stops_with_the_token_refused_stays_in_status(
     assert "exchange status still shows it" in run.stderr, describe(run)
     figures = run_json(cli, "status", "--json", db=db_url, code=1)
     assert figures["delivery_paused"] and len(figures["workers"]) == 1
+
+
+def test_an_unreachable_site_is_one_clear_line() -> None:
+    """Issue 16: not aiohttp's ``Cannot connect to host 127.0.0.1:9 ssl:default`` for an http
+    URL, but what is wrong, in words."""
+    import asyncio
+
+    from exchange import app as bootstrap
+    from exchange.dev.testing import fast_settings
+
+    target = bootstrap.target(fast_settings("sqlite:///:memory:", "http://127.0.0.1:9"))
+
+    async def go() -> str:
+        try:
+            return (await target.health()).detail or ""
+        finally:
+            await target.aclose()
+
+    detail = asyncio.run(go())
+    assert detail.startswith("the site is unreachable: no connection to 127.0.0.1:9 ("), detail
+    assert "connection refused" in detail and "ssl" not in detail
