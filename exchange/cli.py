@@ -31,7 +31,7 @@ from exchange.domain.clock import SystemClock, ensure_utc
 from exchange.errors import ExchangeError
 from exchange.ops import operators
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
-from exchange.ops.find import check_filters, known_reasons
+from exchange.ops.find import check_filters, known_reasons, released_by_cancel
 from exchange.ops.find import find as find_messages
 from exchange.ops.prune import prune as prune_now
 from exchange.ops.quarantine import (
@@ -737,7 +737,21 @@ def _operator_action(
         engine, _ = bootstrap.engines(settings)
         with transaction(engine) as connection:
             result = act(connection, settings, dry, limit or settings.bulk_limit)
+            released = (
+                released_by_cancel(connection, result.touched, settings.policies)
+                if action == "cancel"
+                else []
+            )
     _print_action(result, action, done, dry=dry, unconfirmed=bulk and not yes and not dry_run)
+    for entry in released:
+        # The consequence a cancel has beyond the messages it names (strict order).
+        out.print(
+            f"{'then ' if dry else 'now '}{entry['count']} later version(s) of {entry['kind']} "
+            f"{entry['aggregate']} (from v{entry['first_version']}) "
+            f"{'will go' if dry else 'go'} out without the cancelled one",
+            markup=False,
+            highlight=False,
+        )
 
 
 def _print_action(

@@ -144,3 +144,14 @@ def test_an_unreachable_site_is_one_clear_line() -> None:
     detail = asyncio.run(go())
     assert detail.startswith("the site is unreachable: no connection to 127.0.0.1:9 ("), detail
     assert "connection refused" in detail and "ssl" not in detail
+
+
+def test_a_cancel_preview_says_which_later_postings_then_go_out(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    preview = cli("quarantine", "cancel", scenario.doc1_v1, "--dry-run", "--note", "x", db=db_url)
+    assert preview.returncode == 0, describe(preview)
+    assert (
+        "then 2 later version(s) of financial_posting DOC-1 (from v2) will go out without the "
+        "cancelled one" in preview.stdout
+    ), describe(preview)
