@@ -130,6 +130,7 @@ def web_config(settings: Settings) -> WebConfig:
         report_mask_fields=tuple(settings.report_mask_fields),
         report_secrets=tuple(s for s in settings.secrets() if s),
         report_lang=settings.report_lang,
+        display_tz=settings.display_tz,
     )
 
 

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo
 
 import typer
 from rich.console import Console
@@ -294,6 +295,14 @@ def _reading_engine(settings: Settings) -> Engine:
     return engine
 
 
+def _in_zone(iso: str | None, zone: str) -> str:
+    """A stored UTC time as a person reads it: in EXCHANGE_DISPLAY_TZ, its zone named."""
+    if not iso:
+        return ""
+    local = datetime.fromisoformat(iso).astimezone(ZoneInfo(zone))
+    return local.strftime("%Y-%m-%d %H:%M:%S ") + (local.tzname() or zone)
+
+
 def _header(settings: Settings) -> None:
     out.print(f"database: {safe_url(settings.database_url)}", markup=False, highlight=False)
 
@@ -447,7 +456,7 @@ def history(
         if e["operator"]:
             detail += f" [{e['operator']}: {e['note'] or ''}]"
         cells = (
-            e["at"],
+            _in_zone(e["at"], settings.display_tz),
             e["event"],
             e["from"] or "",
             e["to"] or "",

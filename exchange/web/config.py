@@ -37,6 +37,7 @@ class WebConfig:
     # the same name or address (up to ``login_delay_max``).
     login_delay: float = 1.0
     login_delay_max: float = 16.0
+    display_tz: str = "UTC"
 
     @property
     def onec_open(self) -> bool:

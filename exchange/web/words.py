@@ -124,7 +124,7 @@ WORDS: dict[str, dict[Lang, str]] = {
         "ru": "Роль «наблюдатель»: действия недоступны.",
         "en": "Role viewer: actions are not available.",
     },
-    "times_in": {"ru": "Время указано в UTC", "en": "Times are UTC"},
+    "times_in": {"ru": "Время указано в поясе {zone}", "en": "Times are in {zone}"},
     "bad_filter": {"ru": "Неизвестное значение фильтра", "en": "Unknown filter value"},
     "bad_date": {
         "ru": "Дата не распознана (пример: 2026-11-30)",

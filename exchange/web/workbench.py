@@ -21,8 +21,9 @@ import hmac
 import re
 import secrets
 import time
+import zoneinfo
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from importlib import resources
 from typing import Any, TypeVar
 
@@ -87,7 +88,9 @@ class Workbench:
             lstrip_blocks=True,
         )
         self.env.filters["age"] = human_age
-        self.env.filters["when"] = _when
+        zone = zoneinfo.ZoneInfo(config.display_tz)
+        self.env.filters["when"] = lambda value: _when(value, zone)
+        self.env.globals["zone"] = config.display_tz
 
     # -- routes --------------------------------------------------------------------------
 
@@ -599,8 +602,8 @@ def _masked(payload: str | None, config: WebConfig) -> str:
     return payload
 
 
-def _when(value: str | None) -> str:
-    """An ISO time as ``2026-11-30 08:00:00 UTC``: every page in one zone."""
+def _when(value: str | None, zone: tzinfo = UTC) -> str:
+    """An ISO time as ``2026-11-30 08:00:00 UTC``: every page in one zone (EXCHANGE_DISPLAY_TZ)."""
     if not value:
         return "-"
     try:
@@ -608,7 +611,8 @@ def _when(value: str | None) -> str:
     except ValueError:
         return str(value)
     if isinstance(parsed, datetime):
-        return parsed.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        local = parsed.astimezone(zone)
+        return local.strftime("%Y-%m-%d %H:%M:%S ") + (local.tzname() or str(zone))
     return str(value)
 
 

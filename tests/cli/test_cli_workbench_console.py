@@ -155,3 +155,33 @@ def test_a_cancel_preview_says_which_later_postings_then_go_out(
         "then 2 later version(s) of financial_posting DOC-1 (from v2) will go out without the "
         "cancelled one" in preview.stdout
     ), describe(preview)
+
+
+def test_times_in_one_zone_utc_by_default_or_exchange_display_tz(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    utc = cli("history", scenario.doc1_v1, db=db_url)
+    assert utc.returncode == 0 and " UTC " in utc.stdout, describe(utc)
+    moscow = cli(
+        "history", scenario.doc1_v1, db=db_url, env={"EXCHANGE_DISPLAY_TZ": "Europe/Moscow"}
+    )
+    assert " MSK " in moscow.stdout, describe(moscow)
+    assert_one_line_error(
+        cli("status", db=db_url, env={"EXCHANGE_DISPLAY_TZ": "Mars/Olympus"}), "unknown time zone"
+    )
+
+
+def test_text_log_lines_are_stamped_in_the_display_zone() -> None:
+    import io
+    import logging
+
+    from exchange import logs
+    from exchange.settings import load_settings
+
+    stream = io.StringIO()
+    handler = logs.configure(load_settings(display_tz="Europe/Moscow"), stream=stream)
+    try:
+        logging.getLogger("exchange.test").warning("hello")
+    finally:
+        logging.getLogger().removeHandler(handler)
+    assert "+03:00 WARNING exchange.test: hello" in stream.getvalue()
