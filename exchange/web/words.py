@@ -32,6 +32,10 @@ WORDS: dict[str, dict[Lang, str]] = {
     "oldest": {"ru": "Старейшее недоставленное", "en": "Oldest undelivered"},
     "error_share": {"ru": "Доля ошибок (15 мин)", "en": "Error share (15 min)"},
     "rate": {"ru": "Доставка в минуту (15 мин)", "en": "Delivered per minute (15 min)"},
+    "last_day": {
+        "ru": "Последние 24 часа: доставлено (зелёный) и неудачные попытки (красный) по часам",
+        "en": "The last 24 hours: delivered (green) and failed attempts (red) per hour",
+    },
     "by_state": {"ru": "Сообщения по состояниям", "en": "Messages by state"},
     "state": {"ru": "Состояние", "en": "State"},
     "count": {"ru": "Количество", "en": "Count"},

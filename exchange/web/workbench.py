@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 import jinja2
 from aiohttp import web
+from markupsafe import Markup
 from sqlalchemy import Engine, select
 
 from exchange.db.engine import transaction
@@ -43,6 +44,7 @@ from exchange.ops.status import biography, human_age, status
 from exchange.queue import control
 from exchange.report import collect as report
 from exchange.report.model import FORMATS, SUFFIXES
+from exchange.web import chart
 from exchange.web.config import WebConfig
 from exchange.web.keys import Signer
 from exchange.web.words import WORDS, Lang, word
@@ -88,7 +90,7 @@ class Workbench:
             lstrip_blocks=True,
         )
         self.env.filters["age"] = human_age
-        zone = zoneinfo.ZoneInfo(config.display_tz)
+        zone = self.zone = zoneinfo.ZoneInfo(config.display_tz)
         self.env.filters["when"] = lambda value: _when(value, zone)
         self.env.globals["zone"] = config.display_tz
 
@@ -257,7 +259,11 @@ class Workbench:
             with transaction(self.engine, read_only=True) as connection:
                 now = datetime.now(UTC)
                 figures = status(connection, now, self.kinds)
+                hours = chart.last_day(connection, now)
                 return {
+                    "chart": Markup(
+                        chart.svg(hours, word("last_day", self._lang(request)), self.zone)
+                    ),
                     "figures": figures.as_json(),
                     "held": finder.held(connection, self.kinds),
                     "pause": control.operator_pause(connection),

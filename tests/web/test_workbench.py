@@ -282,3 +282,13 @@ def test_blocked_and_exchanges_pages(
     assert "DOC-2" in page and "retry or cancel it" in page
     assert client.get("/exchanges").status_code == 200
     assert csrf_of(client)
+
+
+def test_the_dashboard_charts_the_last_24_hours(
+    bench: str, db_url: str, site: SiteSimulator
+) -> None:
+    quarantine_some(db_url, site, SKU)
+    client = signed_in(bench, "victor")
+    page = client.get("/").text
+    assert '<svg class="chart"' in page and "Последние 24 часа" in page
+    assert "— 0 / 1</title>" in page  # the hour of the refusal: none delivered, one failed
