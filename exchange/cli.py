@@ -450,7 +450,7 @@ def history(
     )
     table = Table()
     for column in ("at", "event", "from", "to", "worker", "attempt", "http", "detail"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # never cut: wrap
     for e in bio["history"]:
         detail = e["detail"] or ""
         if e["operator"]:
@@ -571,7 +571,7 @@ def quarantine_list(
         )
     table = Table(title=f"quarantine: {len(rows)}")
     for column in ("message_id", "kind", "aggregate", "v", "reason", "tries", "last error"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # never cut: wrap
     for row in rows:
         reason_shown = row["reason"]
         if row["superseded_after_quarantine"]:

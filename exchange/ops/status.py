@@ -253,7 +253,7 @@ def tables(figures: Status) -> list[Table]:
     hours = int(WORKER_SEEN_WITHIN.total_seconds() // 3600)
     workers_table = Table(title="workers")
     for column in ("worker", "last seen", "breaker", "delivery"):
-        workers_table.add_column(column)
+        workers_table.add_column(column, overflow="fold")
     for worker in figures.workers:
         breaker = worker["breaker"]
         if worker["breaker_until"]:
@@ -270,7 +270,9 @@ def tables(figures: Status) -> list[Table]:
 
     quarantine = Table(title="quarantine: the oldest entry per reason")
     for column in ("reason", "count", "oldest message_id", "waiting"):
-        quarantine.add_column(column, justify="right" if column == "count" else "left")
+        quarantine.add_column(
+            column, justify="right" if column == "count" else "left", overflow="fold"
+        )
     for reason, entry in figures.quarantine_by_reason.items():
         quarantine.add_row(
             Text(reason),
@@ -283,7 +285,7 @@ def tables(figures: Status) -> list[Table]:
 
     blocked = Table(title="blocked aggregates (strict order)")
     for column in ("kind", "aggregate", "delivered through", "state", "cause"):
-        blocked.add_column(column)
+        blocked.add_column(column, overflow="fold")
     for entry in figures.blocked:
         blocked.add_row(
             Text(entry["kind"]),

@@ -185,3 +185,23 @@ def test_text_log_lines_are_stamped_in_the_display_zone() -> None:
     finally:
         logging.getLogger().removeHandler(handler)
     assert "+03:00 WARNING exchange.test: hello" in stream.getvalue()
+
+
+def test_tables_never_cut_an_id_at_80_columns(cli: Cli, db_url: str, scenario: Scenario) -> None:
+    narrow = {"COLUMNS": "80"}
+    for args in (
+        ["quarantine", "list"],
+        ["history", scenario.doc1_v1],
+        ["status"],
+    ):
+        result = cli(*args, db=db_url, env=narrow)
+        assert result.returncode in (0, 1), describe(result)
+        assert "…" not in result.stdout, describe(result)
+        # wrapped inside its cell, the whole id is there: its parts, line by line
+        cells = "".join(
+            part.strip() for line in result.stdout.splitlines() for part in line.split("│")[1:2]
+        )
+        if args[0] == "quarantine":
+            assert scenario.doc1_v1 in cells, describe(result)
+        if args[0] == "history":  # the id on a line of its own, then the table
+            assert result.stdout.splitlines()[1].startswith(scenario.doc1_v1 + " ")
