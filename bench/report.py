@@ -253,6 +253,13 @@ def tables(results: dict[str, Any]) -> str:
     if errors:
         text = "; ".join(f"{k}: {' '.join(str(v).split())[:300]}" for k, v in errors.items())
         out.append(f"**Failed sections:** {text}")
+    if results.get("pace"):
+        from bench.pace import table as pace_table
+
+        out.append(
+            "**At the shop's pace** (issue 13; `python -m bench.pace`, one worker, "
+            "`EXCHANGE_CONCURRENCY=32`, SQLite; plot: pace.png)\n\n" + pace_table(results["pace"])
+        )
     return "\n\n".join(out) + "\n"
 
 

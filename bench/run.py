@@ -62,6 +62,7 @@ import psycopg
 from sqlalchemy import func, select
 
 from bench import ceiling, report
+from bench import pace as pace_bench
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import messages
@@ -72,7 +73,7 @@ from exchange.settings import Settings
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 TOKEN = "bench-token"
-SECTIONS = ("ceiling", "service", "batch", "workers", "intake", "budget")
+SECTIONS = ("ceiling", "service", "batch", "workers", "intake", "budget", "pace")
 PG_ADMIN = os.environ.get("EXCHANGE_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 CEILING_CLIENTS = ceiling.CLIENTS
 THREADED_CLIENTS = ("httpx", "aiohttp")
@@ -594,6 +595,19 @@ def machine() -> dict[str, Any]:
 # -- main ------------------------------------------------------------------------------------
 
 
+def pace_section(args: argparse.Namespace, scratch: Path) -> list[dict[str, Any]]:
+    """The service at each simulated shop's pace (bench/pace.py), with 32 in flight; the
+    plot of pace and limit over time goes to pace.png beside results.json."""
+    runs = []
+    for shop in pace_bench.SHOPS.values():
+        log(f"pace: {shop.name} (capacity {shop.capacity:.0f}/s, {shop.skus} SKUs)")
+        runs.append(pace_bench.run_shop(shop, scratch, concurrency=32))
+    args.out.mkdir(parents=True, exist_ok=True)
+    pace_bench.plot(runs, args.out / "pace.png")
+    log("\n" + pace_bench.table(runs))
+    return [{k: v for k, v in r.items() if k != "series"} for r in runs]
+
+
 def arguments(argv: list[str] | None) -> argparse.Namespace:
     default_concurrency = Settings.model_fields["concurrency"].default
     parser = argparse.ArgumentParser(
@@ -755,6 +769,8 @@ def main(argv: list[str] | None = None) -> None:
             section(results, "intake", lambda: intake_section(args, scratch))
         if "budget" in args.sections:
             section(results, "budget", lambda: budget_section(args))
+        if "pace" in args.sections:
+            section(results, "pace", lambda: pace_section(args, scratch))
     for key in [k for k in results if k.startswith("_")]:
         results.pop(key)  # the appenders' return values (None)
     results["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]

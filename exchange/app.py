@@ -19,13 +19,18 @@ from sqlalchemy import Engine
 
 from exchange.db.engine import make_engine
 from exchange.db.migrate import ensure_current
+from exchange.db.sku_ids import DbSkuIds
+from exchange.db.target_lock import DbLock
 from exchange.domain.clock import Clock, SystemClock
 from exchange.errors import ConfigurationError
 from exchange.ops.metrics import Health, MetricsServer, PrometheusMetrics
 from exchange.settings import Settings
 from exchange.targets.base import Target
+from exchange.targets.bitrix.target import BitrixTarget
 from exchange.targets.shop_api.client import SiteClient
 from exchange.targets.shop_api.target import ShopApiTarget
+from exchange.targets.woocommerce.ids import MemorySkuIds, SkuIds
+from exchange.targets.woocommerce.target import WooCommerceTarget
 from exchange.web.config import WebConfig
 from exchange.web.server import build_app, serve, tls_context
 from exchange.worker import Worker
@@ -60,12 +65,96 @@ def site_client(
     )
 
 
-def target(settings: Settings, transport: httpx.AsyncBaseTransport | None = None) -> Target:
-    """The shop to deliver to (contract 10: ``api``, the shop API of section 5)."""
+def target(
+    settings: Settings,
+    transport: httpx.AsyncBaseTransport | None = None,
+    *,
+    engine: Engine | None = None,
+    clock: Clock | None = None,
+) -> Target:
+    """The shop to deliver to (contract 10: ``api``, the shop API of section 5; ``woocommerce``;
+    ``bitrix``). ``engine``: where the WooCommerce target keeps SKU ids (in memory without)."""
+    if settings.target == "woocommerce":
+        return woocommerce_target(settings, transport, engine=engine, clock=clock)
+    if settings.target == "bitrix":
+        return bitrix_target(settings, transport, engine=engine, clock=clock)
     return ShopApiTarget(
         site_client(settings, transport),
         batch_size=settings.site_batch_size,
         token=settings.token,
+    )
+
+
+def woocommerce_target(
+    settings: Settings,
+    transport: httpx.AsyncBaseTransport | None = None,
+    *,
+    engine: Engine | None = None,
+    clock: Clock | None = None,
+) -> WooCommerceTarget:
+    if not settings.woo_url:
+        raise ConfigurationError("EXCHANGE_WOO_URL is not set: the WooCommerce shop is required")
+
+    def credentials() -> tuple[str | None, str | None]:
+        return settings.secret("woo_key"), settings.secret("woo_secret")
+
+    key, secret = credentials()
+    if not key or not secret:
+        raise ConfigurationError(
+            "EXCHANGE_WOO_KEY and EXCHANGE_WOO_SECRET (or their _FILE twins) are required"
+        )
+    ids: SkuIds = (
+        DbSkuIds(engine, f"woocommerce {settings.woo_url}", clock or SystemClock())
+        if engine is not None
+        else MemorySkuIds()
+    )
+    return WooCommerceTarget(
+        settings.woo_url,
+        credentials,
+        ids,
+        price_fields=dict(settings.woo_price_fields),
+        timeout=settings.http_timeout,
+        transport=transport,
+    )
+
+
+def bitrix_target(
+    settings: Settings,
+    transport: httpx.AsyncBaseTransport | None = None,
+    *,
+    engine: Engine | None = None,
+    clock: Clock | None = None,
+) -> BitrixTarget:
+    missing = [
+        variable
+        for variable, value in (
+            ("EXCHANGE_BITRIX_URL", settings.bitrix_url),
+            ("EXCHANGE_BITRIX_USER", settings.bitrix_user),
+            ("EXCHANGE_BITRIX_CATALOG_ID", settings.bitrix_catalog_id),
+        )
+        if not value
+    ]
+    if missing:
+        raise ConfigurationError(f"the bitrix target needs {', '.join(missing)}")
+    if not settings.secret("bitrix_password"):
+        raise ConfigurationError(
+            "the bitrix target needs EXCHANGE_BITRIX_PASSWORD or EXCHANGE_BITRIX_PASSWORD_FILE"
+        )
+    return BitrixTarget(
+        settings.bitrix_url or "",
+        settings.bitrix_user or "",
+        lambda: settings.secret("bitrix_password"),
+        catalog_id=settings.bitrix_catalog_id or "",
+        price_types=dict(settings.bitrix_price_types),
+        max_import_steps=settings.bitrix_max_import_steps,
+        timeout=settings.http_timeout,
+        transport=transport,
+        # One exchange at a time with the site across every worker sharing this database.
+        lock=DbLock(
+            engine, f"bitrix {settings.bitrix_url}", settings.worker_id, clock or SystemClock()
+        )
+        if engine is not None
+        else None,
     )
 
 
@@ -81,7 +170,7 @@ def worker(
     return Worker(
         settings,
         engine,
-        target(settings, transport),
+        target(settings, transport, engine=engine, clock=clock),
         clock or SystemClock(),
         staging_engine=staging_engine,
         rng=rng,

@@ -807,6 +807,13 @@ def demo(
         ),
     ] = Path("exchange-demo"),
     skus: Annotated[int, typer.Option(min=1, max=100_000, help="How many SKUs.")] = 1000,
+    target: Annotated[
+        str,
+        typer.Option(
+            "--target",
+            help="The shop's side: api (the shop API), bitrix or woocommerce (contract 10).",
+        ),
+    ] = "api",
 ) -> None:
     """The main job on the embedded default, nothing to configure.
 
@@ -815,8 +822,16 @@ def demo(
     """
     from exchange.dev.demo import run_demo
 
+    if target not in ("api", "bitrix", "woocommerce"):
+        out.print(f"--target must be api, bitrix or woocommerce, not {target!r}", markup=False)
+        raise typer.Exit(2)
     with _guard():
-        code = run_demo(directory, skus=skus, console=out)
+        if target == "api":
+            code = run_demo(directory, skus=skus, console=out)
+        else:
+            from exchange.dev.demo_targets import run_target_demo
+
+            code = run_target_demo(directory, target=target, skus=min(skus, 500), console=out)
     raise typer.Exit(code)
 
 
@@ -827,10 +842,12 @@ def check(ctx: typer.Context) -> None:
     Checks, in order: configuration valid (kinds and policies, delays, the financial rule);
     database reachable; database migrated to the latest revision (both again for
     EXCHANGE_STAGING_URL when it is another database); staging table with the contract's
-    columns; site reachable and token accepted (GET /api/v1/health; a missing EXCHANGE_SITE_URL
-    fails, since run needs it); report directory writable (skipped when EXCHANGE_REPORT_DIR is
-    not set). Exit 0 when nothing failed (a SKIP is not a failure), 1 when a check failed, 2
-    when the configuration does not even load (as every command).
+    columns; the target: site reachable and token accepted (GET /api/v1/health; a missing
+    EXCHANGE_SITE_URL fails, since run needs it), or for EXCHANGE_TARGET=woocommerce the key's
+    read and write permissions, for bitrix checkauth and init; report directory writable
+    (skipped when EXCHANGE_REPORT_DIR is not set). Exit 0 when nothing failed (a SKIP is not a
+    failure), 1 when a check failed, 2 when the configuration does not even load (as every
+    command).
     """
     from exchange.ops.check import Status, fail, run_checks
 

@@ -58,6 +58,10 @@ MAX_ATTEMPTS = 1_000_000
 WORKER_ID_MAX = 200
 
 
+def _default_woo_fields() -> dict[str, Literal["regular_price", "sale_price"]]:
+    return {"retail": "regular_price"}
+
+
 def _default_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"[-WORKER_ID_MAX:]
 
@@ -271,7 +275,20 @@ class Settings(BaseSettings):
         "by it.",
     )
     concurrency: int = Field(
-        8, ge=1, le=1000, description="Site requests in flight at once per worker process."
+        8,
+        ge=1,
+        le=1000,
+        description="Most site requests in flight at once per worker process; the number in "
+        "flight adapts between 1 and this to the site's pace (contract 5c).",
+    )
+    site_max_rate: float | None = Field(
+        None,
+        gt=0,
+        le=1_000_000,
+        allow_inf_nan=False,
+        description="Requests per second to the site (more than 0, at most 1000000), a hard "
+        "cap for all workers together "
+        "(each live worker takes its share); unset: only the site's pace limits them.",
     )
     lease_seconds: float = Field(
         60.0,
@@ -322,6 +339,66 @@ class Settings(BaseSettings):
         le=MAX_ATTEMPTS,
         description="Consecutive temporary failures on distinct aggregates that open the "
         "circuit breaker.",
+    )
+    target: Literal["api", "bitrix", "woocommerce"] = Field(
+        "api",
+        description="The shop's side (contract 10): api (the shop API of section 5), bitrix "
+        "(1C-Bitrix's own exchange, the service acting as 1C) or woocommerce (REST API v3). "
+        "bitrix and woocommerce take price messages only.",
+    )
+    woo_url: str | None = Field(
+        None,
+        description="WooCommerce: the shop's base URL (https://shop.example.com); the REST API "
+        "is under /wp-json/wc/v3. http:// only for loopback.",
+    )
+    woo_key: SecretStr | None = Field(
+        None, description="WooCommerce: the REST API consumer key (ck_…), read and write."
+    )
+    woo_key_file: Path | None = Field(
+        None, description="WooCommerce: a file holding the consumer key; wins over woo_key."
+    )
+    woo_secret: SecretStr | None = Field(
+        None, description="WooCommerce: the REST API consumer secret (cs_…)."
+    )
+    woo_secret_file: Path | None = Field(
+        None, description="WooCommerce: a file holding the consumer secret; wins over woo_secret."
+    )
+    woo_price_fields: dict[str, Literal["regular_price", "sale_price"]] = Field(
+        default_factory=_default_woo_fields,
+        description="WooCommerce: price_type -> the product field it sets, e.g. "
+        '{"retail": "regular_price", "sale": "sale_price"}. A price type not listed is '
+        "quarantined as unmapped-price-type.",
+    )
+    bitrix_url: str | None = Field(
+        None,
+        description="1C-Bitrix: the exchange URL, e.g. "
+        "https://shop.example.com/bitrix/admin/1c_exchange.php. http:// only for loopback.",
+    )
+    bitrix_user: str | None = Field(
+        None, description="1C-Bitrix: the user the exchange logs in as (Basic, at checkauth)."
+    )
+    bitrix_password: SecretStr | None = Field(
+        None, description="1C-Bitrix: the exchange user's password (never logged)."
+    )
+    bitrix_password_file: Path | None = Field(
+        None, description="1C-Bitrix: a file holding the password; wins over bitrix_password."
+    )
+    bitrix_catalog_id: str | None = Field(
+        None,
+        description="1C-Bitrix: the catalogue's Ид, written as the package's ИдКаталога.",
+    )
+    bitrix_price_types: dict[str, str] = Field(
+        default_factory=dict,
+        description="1C-Bitrix: price_type -> the site's price type name, e.g. "
+        '{"retail": "Розничная"}. A price type not listed is quarantined as '
+        "unmapped-price-type.",
+    )
+    bitrix_max_import_steps: int = Field(
+        200,
+        ge=1,
+        le=100_000,
+        description="1C-Bitrix: most import requests answered progress before the package "
+        "counts as a temporary failure (an import that never ends).",
     )
     site_batch_size: int = Field(
         1,
@@ -655,6 +732,24 @@ class Settings(BaseSettings):
             raise ValueError("must be the site's base URL, without ?query or #fragment")
         return value.rstrip("/")
 
+    @field_validator("woo_url", "bitrix_url")
+    @classmethod
+    def _shop_url(cls, value: str | None) -> str | None:
+        if value is None or value.strip() == "":
+            return None
+        value = value.strip()
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http(s) URL with a host (e.g. https://shop.example.com)")
+        if "@" in parts.netloc:
+            raise ValueError("must not hold a user name or password (user:password@host)")
+        if parts.scheme == "http" and not is_loopback(parts.hostname):
+            raise ValueError(
+                f"plain http:// to {parts.hostname} would send the credentials unencrypted; "
+                "use https:// (http:// is accepted only for 127.0.0.0/8, ::1 and localhost)"
+            )
+        return value.rstrip("/")
+
     @field_validator("log_format", mode="before")
     @classmethod
     def _log_format(cls, value: Any) -> Any:
@@ -705,6 +800,23 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _target_kinds(self) -> Settings:
+        # Contract 10: bitrix and woocommerce take price messages only. Unset, the kinds are
+        # {"price": latest-wins} for them; set, any other kind is refused at start.
+        if self.target == "api":
+            return self
+        if "kinds" not in self.model_fields_set:
+            self.kinds = {"price": Policy.LATEST_WINS}
+            return self
+        others = sorted(kind for kind in self.kinds if kind != "price")
+        if others:
+            raise ValueError(
+                f"EXCHANGE_KINDS: the {self.target} target takes price messages only, not "
+                f"{', '.join(others)}"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _delays(self) -> Settings:
         if self.retry_base_delay > self.retry_max_delay:
             raise ValueError("EXCHANGE_RETRY_BASE_DELAY must not exceed EXCHANGE_RETRY_MAX_DELAY")
@@ -749,7 +861,14 @@ class Settings(BaseSettings):
                 found.append(self.token() or "")
         for url in (self.database_url, self.staging_url):
             found += url_secrets(url)
-        for name in ("onec_password", "intake_token", "http_secret_key"):  # exchange serve's
+        for name in (
+            "onec_password",  # exchange serve's
+            "intake_token",
+            "http_secret_key",
+            "woo_key",  # the targets'
+            "woo_secret",
+            "bitrix_password",
+        ):
             with contextlib.suppress(ConfigurationError):
                 found.append(self.secret(name) or "")
         return [secret for secret in dict.fromkeys(found) if secret]

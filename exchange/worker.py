@@ -8,12 +8,20 @@ may be claimed; what a batch could not send is handed back uncharged.
 The worker knows the shop only through its ``Target`` (exchange/targets/base.py): how a batch
 travels, and one classification per message. What each classification means for the
 message (charged or not, its next state, when it goes again) is ``domain.retry.decide``'s.
+
+How fast and how many requests go is the site's pace (``domain.pace``, contract 5c): every
+request waits its turn (the pace's hold, its rate, its limit on requests in flight); every
+answer teaches the pace; a refusal that speaks about the site (429, 502-504 while others are
+refused too, any temporary failure while the site's health check fails) slows the whole worker
+and is not charged to the message.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import json
 import logging
 import random
 import time
@@ -22,15 +30,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import workers
 from exchange.domain.breaker import BreakerState, CircuitBreaker
 from exchange.domain.clock import Clock
+from exchange.domain.pace import Cause, Pace
 from exchange.domain.reasons import Reason
-from exchange.domain.retry import Decision, RetryPolicy, decide, not_sent
+from exchange.domain.retry import Decision, RetryPolicy, decide, not_sent, parse_retry_after
 from exchange.domain.states import Event
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ConfigurationError, DatabaseUnavailable
@@ -47,6 +56,8 @@ log = logging.getLogger(__name__)
 DETAIL_CAP = 200  # characters of a failure's detail in its outcome line
 STOPPING = "not sent: the worker is stopping"
 PROBE_WAITS = "not sent: the circuit breaker is half-open and one message probes"
+HEALTH_TTL = 1.0  # seconds a health check's answer stands for the failures that follow
+HOLD_BASE = 0.25  # seconds: the first hold after a site refusal without Retry-After (at most)
 
 
 @dataclass
@@ -86,6 +97,12 @@ class Metrics:
     def cycle_failed(self) -> None:
         """A cycle raised; the runner logs it and tries again."""
 
+    def refused(self, cause: Cause) -> None:
+        """The site refused a request for a reason that speaks about the site (contract 5c)."""
+
+    def pace(self, figures: dict[str, float | int | None]) -> None:
+        """The site's pace after a batch (``Worker.pace_figures``)."""
+
 
 class Worker:
     def __init__(
@@ -111,6 +128,17 @@ class Worker:
             settings.max_attempts, settings.retry_base_delay, settings.retry_max_delay
         )
         self.breaker = CircuitBreaker(settings.breaker_threshold, self.policy)
+        self.pace = Pace(
+            max_limit=settings.concurrency,
+            max_delay=settings.retry_max_delay,
+            hold_base=min(settings.retry_base_delay, HOLD_BASE),
+            max_rate=settings.site_max_rate,
+        )
+        self.in_flight = 0
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._health_lock: asyncio.Lock | None = None
+        self._health: tuple[float, bool] | None = None  # (checked at, site down)
         self.paused_reason: str | None = None
         self.operator_paused = False
         self.kinds = settings.policies
@@ -127,6 +155,9 @@ class Worker:
         self.stopping = True
         if self._stop_requested is not None:
             self._stop_requested.set()
+        if self._loop is not None and not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._wake_all)
 
     # -- the cycle ---------------------------------------------------------------------
 
@@ -163,6 +194,8 @@ class Worker:
             held = control.operator_pause(connection) is not None
         report.cancelled += gaps
         self.operator_paused = held
+        if self.settings.site_max_rate is not None:
+            self.pace.max_rate = self.settings.site_max_rate / self._live_workers(now)
         self.metrics.quarantined(Reason.SEQUENCE_GAP, gaps)
         self.metrics.quarantined(Reason.RETRY_LIMIT, expired)
         while not self.stopping and not held:
@@ -194,6 +227,7 @@ class Worker:
             if not batch.messages:
                 break
             report.batches += 1
+            batch_started = time.perf_counter()
             outcomes = await self._deliver(batch)
             with transaction(self.engine) as connection:
                 recorded = record.record(
@@ -204,6 +238,7 @@ class Worker:
                     outcomes=outcomes,
                     kinds=self.kinds,
                 )
+            log_deliveries(outcomes, time.perf_counter() - batch_started)
             report.lost_leases += len(outcomes) - recorded
             self.metrics.recorded(decision for _, decision in outcomes)
             if recorded < len(outcomes):
@@ -211,6 +246,7 @@ class Worker:
                     "%d outcomes not recorded: their lease passed to another worker",
                     len(outcomes) - recorded,
                 )
+            self._tell_pace()
             for _, decision in outcomes:
                 report.outcomes[decision.event.value] += 1
             report.sent += sum(1 for _, d in outcomes if d.event is not Event.RELEASED)
@@ -286,17 +322,32 @@ class Worker:
         others wait, uncharged."""
         async with semaphore:
             held = self._held_back()
+            if held is None:
+                await self._take_turn()
+                held = self._held_back()
+                if held is not None:
+                    self._end_turn()
             if held is not None:
                 decisions = [not_sent(held, m.attempt) for m in leased]
             else:
-                self._started.update(m.pk for m in leased)
-                probing = self.breaker.is_open()
-                sent = 1 if probing else len(leased)
-                self.requests_sent += 1
-                answers = await self.target.send(outgoing[:sent])
+                try:
+                    self._started.update(m.pk for m in leased)
+                    probing = self.breaker.is_open()
+                    sent = 1 if probing else len(leased)
+                    self.requests_sent += 1
+                    sent_at = time.monotonic()
+                    answers = await self.target.send(outgoing[:sent])
+                finally:
+                    self._end_turn()
                 failpoint("after-answer")
-                judged = zip(leased[:sent], answers, strict=True)
-                decisions = [self._judge(m, c, probing) for m, c in judged]
+                answered_at = time.monotonic()
+                decisions = []
+                for m, c in zip(leased[:sent], answers, strict=True):
+                    site_delay = await self._learn(m, c, sent_at, answered_at, probing)
+                    decisions.append(self._judge(m, c, probing, site_delay))
+                for m, c in zip(leased[:sent], answers, strict=True):
+                    # Only now: the items of one request do not corroborate each other.
+                    self.pace.noticed(answered_at, m.aggregate, c.http_status)
                 decisions += [not_sent(PROBE_WAITS, m.attempt) for m in leased[sent:]]
         outcomes = list(zip(leased, decisions, strict=True))
         for message, decision in outcomes:
@@ -313,14 +364,134 @@ class Worker:
             return "not sent: the circuit breaker is open (site-wide failures)"
         return None
 
+    # -- the site's pace -------------------------------------------------------------------
+
+    async def _take_turn(self) -> None:
+        """Wait until the pace lets one more request go (its hold, its rate, its limit on
+        requests in flight), or the worker stops; then count the request in flight."""
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        while not self.stopping:
+            if self.in_flight < self.pace.limit:
+                wait = self.pace.reserve(time.monotonic())
+                if wait <= 0:
+                    break
+            else:
+                wait = 1.0  # or woken by _end_turn
+            waiter: asyncio.Future[None] = loop.create_future()
+            if len(self._waiters) > 1000:
+                self._waiters = collections.deque(w for w in self._waiters if not w.done())
+            self._waiters.append(waiter)
+            timer = loop.call_later(min(wait, 1.0), _wake, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+        self.in_flight += 1
+
+    def _end_turn(self) -> None:
+        self.in_flight -= 1
+        while self._waiters:
+            if _wake(self._waiters.popleft()):
+                return
+
+    def _wake_all(self) -> None:
+        while self._waiters:
+            _wake(self._waiters.popleft())
+
+    async def _learn(
+        self,
+        message: lease.Leased,
+        classification: Classification,
+        sent_at: float,
+        answered_at: float,
+        probing: bool,
+    ) -> float | None:
+        """Teach the pace one answer; for a refusal that speaks about the site, the seconds
+        the message waits before it is due again (else None: the message's own answer).
+        A 502-504 speaks about the site when another request was refused too, or when the
+        site's health check fails: a whole batch refused is one request."""
+        status = classification.http_status
+        if classification.verdict is not Verdict.TEMPORARY:
+            if classification.verdict is not Verdict.PAUSE:
+                self.pace.answered(answered_at, answered_at - sent_at)
+            return None
+        cause: Cause | None = None
+        if self.pace.speaks_about_site(answered_at, message.aggregate, status):
+            cause = Cause.RATE_LIMITED if status == 429 else Cause.UNAVAILABLE
+        if cause is None and await self._site_down(answered_at):
+            cause = Cause.SITE_DOWN
+        if cause is None:
+            return None  # about the message alone (a poison message): charged as before
+        self.metrics.refused(cause)
+        now = self.clock.now()
+        hinted = parse_retry_after(classification.retry_after, now)
+        delay = self.pace.refused(answered_at, sent_at, cause, hinted)
+        self._wake_all()  # the waiting requests learn the hold at once
+        if probing:
+            return None  # the breaker's probe: uncharged anyway, its cool-down rules
+        return delay
+
+    async def _site_down(self, now: float) -> bool:
+        """Whether the site's health check fails (asked at most once per HEALTH_TTL)."""
+        if self._health_lock is None:
+            self._health_lock = asyncio.Lock()
+        async with self._health_lock:
+            if self._health is not None and now - self._health[0] < HEALTH_TTL:
+                return self._health[1]
+            health = await self.target.health()
+            down = health.verdict not in (Verdict.DELIVERED, Verdict.PAUSE)
+            self._health = (time.monotonic(), down)
+            return down
+
+    def _tell_pace(self) -> None:
+        now = time.monotonic()
+        line = self.pace.report(now, self.in_flight)
+        if line is not None:
+            log.warning("%s", line)
+        self.metrics.pace(self.pace_figures(now))
+
+    def pace_figures(self, now: float) -> dict[str, float | int | None]:
+        """What the operator sees of the pace (metrics, ``exchange status``)."""
+        rate = self.pace.effective_rate()
+        refused = self.pace.refused_last_minute(now)
+        return {
+            "limit": self.pace.limit,
+            "max_limit": self.pace.max_limit,
+            "in_flight": self.in_flight,
+            "paced_rate": None if rate is None else round(rate, 3),
+            "accepted_rate": round(self.pace.accepted_rate(now, 5.0), 3),
+            "hold_s": round(max(0.0, self.pace.hold_until - now), 3),
+            "refused_last_minute": sum(refused.values()),
+            **{f"refused_{cause.name.lower()}": n for cause, n in refused.items()},
+        }
+
+    def _live_workers(self, now: datetime) -> int:
+        """Workers that reported recently (this one included): they share the rate cap."""
+        recent = max(self.settings.lease_seconds, 3 * self.settings.poll_interval)
+        since = now - timedelta(seconds=recent)
+        with transaction(self.engine) as connection:
+            others = connection.execute(
+                select(func.count())
+                .select_from(workers)
+                .where(workers.c.heartbeat_at >= since, workers.c.worker_id != self.worker_id)
+            ).scalar_one()
+        return 1 + int(others)
+
     def _judge(
-        self, message: lease.Leased, classification: Classification, probing: bool
+        self,
+        message: lease.Leased,
+        classification: Classification,
+        probing: bool,
+        site_delay: float | None = None,
     ) -> Decision:
         """One message's classified answer -> its decision; the breaker and the pause learn
         from it."""
         now = self.clock.now()
         self.metrics.attempt(classification.verdict)
         match classification.verdict:
+            case Verdict.TEMPORARY if classification.http_status == 429 and not probing:
+                pass  # the site asks to slow down: the pace's business, not an outage
             case Verdict.TEMPORARY:
                 if self.breaker.record_temporary_failure(message.aggregate_id, now, probe=probing):
                     log.warning(
@@ -351,6 +522,7 @@ class Worker:
             policy=self.policy,
             rng=self.rng,
             probe=probing,
+            site_delay=site_delay,
         )
 
     async def _renew(self, batch: lease.Batch) -> None:
@@ -398,6 +570,7 @@ class Worker:
             "paused_reason": self.paused_reason,
             "breaker_state": self.breaker.state(now).value,
             "breaker_until": self.breaker.opened_until,
+            "pace": json.dumps(self.pace_figures(time.monotonic())),
         }
         with transaction(self.engine) as connection:
             dialect_insert = postgresql.insert if is_postgres(connection) else sqlite.insert
@@ -431,13 +604,47 @@ class Worker:
         return self.operator_paused or is_idle(self.engine, self.staging_engine, self.kinds)
 
 
-def log_outcome(message: lease.Leased, decision: Decision) -> None:
-    """One line per outcome, the audit trail in the log. Never the payload: the fields are
-    named one by one, and the detail (the site's answer, for a failure) is capped."""
-    delivered = decision.event is Event.DELIVERED
+def _wake(waiter: asyncio.Future[None]) -> bool:
+    """Wake one request waiting for its turn; False when it was already awake."""
+    if waiter.done():
+        return False
+    waiter.set_result(None)
+    return True
+
+
+def log_deliveries(outcomes: list[tuple[lease.Leased, Decision]], seconds: float) -> None:
+    """One INFO line per batch for its deliveries (issue 13, item 7: a fast shop must cost
+    little): how many, how long the batch took, the first and the last message_id. Each
+    delivered message has its own line at DEBUG; every other outcome keeps its own line."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    delivered = [m for m, d in outcomes if d.event is Event.DELIVERED]
+    if not delivered:
+        return
     log_event(
         log,
-        logging.WARNING if decision.event is Event.QUARANTINED else logging.INFO,
+        logging.INFO,
+        "deliveries",
+        outcome=Event.DELIVERED.value,
+        count=len(delivered),
+        seconds=round(seconds, 3),
+        first_message_id=delivered[0].message_id,
+        last_message_id=delivered[-1].message_id,
+    )
+
+
+def log_outcome(message: lease.Leased, decision: Decision) -> None:
+    """One line per outcome, the audit trail in the log (a delivery at DEBUG: its batch has
+    one INFO line, ``log_deliveries``). Never the payload: the fields are named one by one,
+    and the detail (the site's answer, for a failure) is capped."""
+    delivered = decision.event is Event.DELIVERED
+    if decision.event is Event.QUARANTINED:
+        level = logging.WARNING
+    else:
+        level = logging.DEBUG if delivered else logging.INFO
+    log_event(
+        log,
+        level,
         "delivery",
         outcome=decision.event.value,
         message_id=message.message_id,

@@ -2,8 +2,8 @@
 # Build the image and run migrate, demo and serve in it, where base images cannot be pulled
 # (issue 14): Docker from Debian's packages, a stand-in base made by debootstrap (bookworm with
 # python3) and `docker import`, passed as PYTHON_IMAGE; the `# syntax=` line (it pulls a
-# frontend image) is left out of the build's copy of the Dockerfile. Not wired into .ci/run:
-# run it by hand (as root) and see how long it takes:   time sh scripts/docker-ci.sh
+# frontend image) is left out of the build's copy of the Dockerfile. .ci/run runs it; by hand
+# (as root):   time sh scripts/docker-ci.sh   (about 2 min the first time, 30 s after)
 set -eu
 cd "$(dirname "$0")/.."
 WORK=${WORK:-/tmp/exchange-docker-ci}
@@ -27,8 +27,13 @@ fi
 if ! "$DOCKER" image inspect "$BASE" >/dev/null 2>&1; then
     stamp "debootstrap bookworm with python3 (the stand-in for python:3.11-slim)"
     rm -rf "$WORK/rootfs"
+    # The machine's own Debian mirror, as apt is configured here (deb822 or one-line sources).
+    MIRROR=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null \
+        | grep -v security | head -n 1)
+    [ -n "$MIRROR" ] || MIRROR=$(awk '$1 == "deb" && $0 !~ /security/ {print $2; exit}' \
+        /etc/apt/sources.list 2>/dev/null)
     debootstrap --variant=minbase --include=python3,python3-pip,python3-venv,ca-certificates \
-        bookworm "$WORK/rootfs" http://deb.debian.org/debian >"$WORK/debootstrap.log" 2>&1
+        bookworm "$WORK/rootfs" "$MIRROR" >"$WORK/debootstrap.log" 2>&1
     # python:*-slim has `python` and lets pip install into the system: the stand-in too.
     ln -sf python3 "$WORK/rootfs/usr/bin/python"
     rm -f "$WORK"/rootfs/usr/lib/python3*/EXTERNALLY-MANAGED

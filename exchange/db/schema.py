@@ -19,6 +19,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -218,6 +219,9 @@ class Worker(Base):
     paused_reason: Mapped[str | None] = mapped_column(Text)
     breaker_state: Mapped[str] = mapped_column(String(16), server_default="closed")
     breaker_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The site's pace as this worker last saw it (contract 5c), a JSON object: limit, in
+    # flight, paced rate, accepted rate, hold, refused in the last minute by cause.
+    pace: Mapped[str | None] = mapped_column(Text)
 
 
 class HttpKey(Base):
@@ -303,6 +307,31 @@ class DeliveryPause(Base):
     paused_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class ShopSkuId(Base):
+    """Where a shop keeps a SKU (contract 10, WooCommerce): the product's id, and the parent's
+    id for a variation; looked up once, forgotten when the shop says the id is gone."""
+
+    __tablename__ = "shop_sku_ids"
+    __table_args__ = (PrimaryKeyConstraint("shop", "sku"),)
+
+    shop: Mapped[str] = mapped_column(String(200))  # the target and its URL
+    sku: Mapped[str] = mapped_column(String(200))
+    product_id: Mapped[int] = mapped_column(BigInteger)
+    parent_id: Mapped[int | None] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class TargetLock(Base):
+    """One holder at a time of something a shop allows only once (contract 10: one exchange
+    with a 1C-Bitrix site), until ``until`` unless renewed."""
+
+    __tablename__ = "target_locks"
+
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    holder: Mapped[str | None] = mapped_column(String(200))
+    until: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
 metadata = Base.metadata
 # A declarative model's ``__table__`` is typed as ``FromClause``; it is a ``Table`` here, and
 # typing it so lets ``insert()``/``update()`` accept it.
@@ -317,3 +346,5 @@ cml_packages: Table = cast(Table, CmlPackage.__table__)
 cml_catalog: Table = cast(Table, CmlCatalog.__table__)
 operators: Table = cast(Table, Operator.__table__)
 delivery_pause: Table = cast(Table, DeliveryPause.__table__)
+shop_sku_ids: Table = cast(Table, ShopSkuId.__table__)
+target_locks: Table = cast(Table, TargetLock.__table__)

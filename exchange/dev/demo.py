@@ -11,6 +11,10 @@ The simulated site keeps only the idempotency promise (``check_versions=False``)
 whatever version arrives, so the summary's checks (no effect applied twice, no old price
 applied over a newer one, the site shows the latest delivered price) are computed from what the
 site applied and fail if the service sends what it must not.
+
+The simulated shop takes ``SHOP_RATE`` requests/s and answers 429 with ``Retry-After: 1``
+beyond (contract 5c): the worker starts with up to 32 requests in flight, finds the shop's
+pace, and the summary shows it (refusals are never charged to a message).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ REJECTED_SKU = "SKU-0042/retail"
 PRICE_TYPES = ("retail", "wholesale")
 REJECTED_DOCUMENT = "DOC-0007"
 GAP_DOCUMENT = "DOC-GAP"
+SHOP_RATE = 150.0  # requests/s the demo's shop takes
 TOKEN = "demo-token"  # the simulator's; a real token never appears in code or output
 
 
@@ -145,6 +150,8 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
         poison={POISON_SKU},
         reject={REJECTED_SKU, REJECTED_DOCUMENT},
         seed=7,
+        rate_limit=SHOP_RATE,
+        rate_retry_after="1",
     )
     with SiteSimulator(token=TOKEN, faults=faults, check_versions=False) as site:
         settings = load_settings(
@@ -156,7 +163,7 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
             worker_id="demo-worker",
             poll_interval=0.05,
             batch_size=200,
-            concurrency=8,
+            concurrency=32,
             lease_seconds=30,
             max_attempts=5,
             retry_base_delay=0.01,
@@ -212,6 +219,8 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
         code = asyncio.run(go())
         elapsed = time.monotonic() - started
         summary = _summary(engine, site, elapsed)
+        summary["pace"] = worker.pace_figures(time.monotonic())
+        summary["refused_429"] = site.requests_by_status()[429]
         report_path = directory / "quarantine.html"
         with transaction(engine, read_only=True) as connection:
             data = report.collect(connection, Filters(), SystemClock().now())
@@ -283,6 +292,10 @@ def _summary(engine: Any, site: SiteSimulator, elapsed: float) -> dict[str, Any]
     }
 
 
+def _rate(rate: float | None) -> str:
+    return "unpaced" if rate is None else f"{rate:.0f} requests/s"
+
+
 def _print_summary(console: Console, s: dict[str, Any], report_path: Path) -> None:
     console.print(f"done in {s['seconds']:.1f} s", markup=False)
     console.print(f"  delivered            {s['delivered']}", markup=False)
@@ -302,6 +315,15 @@ def _print_summary(console: Console, s: dict[str, Any], report_path: Path) -> No
     console.print(f"  held behind a quarantined posting {s['pending']}", markup=False)
     console.print(f"  requests sent to the site        {s['requests']}", markup=False)
     console.print(f"  effects applied twice at the site {s['double_effects']}", markup=False)
+    pace = s["pace"]
+    share = s["refused_429"] / s["requests"] if s["requests"] else 0.0
+    console.print(
+        f"  the shop takes {SHOP_RATE:.0f} requests/s: refused with 429 {s['refused_429']} "
+        f"({share:.1%} of requests, none charged to a message); the worker's pace at the end: "
+        f"{_rate(pace['paced_rate'])}, limit {pace['limit']} of "
+        f"{pace['max_limit']} in flight",
+        markup=False,
+    )
     console.print(
         f"  old prices applied over newer ones at the site {s['stale_writes']}", markup=False
     )

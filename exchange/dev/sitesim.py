@@ -34,6 +34,21 @@ an effect, ``cut-off`` (the 200 stops halfway through its Content-Length and the
 shut), ``not-json`` (the 200's body is ``OK R-<n>``), ``huge`` (the 200's JSON is padded to
 ``HUGE_BODY`` bytes, streamed). The stored answer for replay is the plain one.
 
+Capacity (contract 5c), checked before everything else, as nginx and PHP-FPM would:
+
+    rate limit   ``faults.rate_limit`` requests/s (a token bucket holding ``rate_burst``
+                 seconds of it): beyond, 429 with ``Retry-After: rate_retry_after``
+    worker pool  ``faults.pool_workers`` requests served at once, each taking
+                 ``pool_service_seconds``; up to ``pool_queue`` more wait (the latency grows);
+                 beyond, 503 at once (``pool_retry_after`` when set)
+    capacity     ``faults.capacity`` multiplies both; ``capacity_schedule`` changes it over the
+                 run: ``((10, 0.5), (20, 1.0))`` halves it 10 s after the first update request
+                 and restores it at 20 s
+    down         503 to every request, the health check included (a real site down), with
+                 ``faults.retry_after`` when set
+
+``rate_limited_shop``, ``pool_shop`` and ``halving_shop`` make the three shops of issue 13.
+
 Pass ``ssl_context`` (a server-side ``ssl.SSLContext``) to serve HTTPS instead of HTTP.
 
 ``check_versions=False`` (``--no-version-check``): a site that keeps only the idempotency
@@ -77,6 +92,7 @@ import ssl
 import struct
 import sys
 import threading
+import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -113,6 +129,18 @@ class Faults:
     seed: int = 0
     answer_fault: str | None = None  # one of ANSWER_FAULTS; see the module docstring
     redirect_to: str = "https://elsewhere.invalid/api/v1/updates"
+    # The shop's capacity (contract 5c); see "Capacity" in the module docstring.
+    rate_limit: float | None = None  # requests/s before 429 (a token bucket)
+    rate_burst: float = 0.25  # seconds of rate_limit the bucket holds
+    rate_retry_after: str | None = "1"  # Retry-After sent with the 429
+    pool_workers: int | None = None  # PHP workers: requests served at once
+    pool_service_seconds: float = 0.02  # each request's time in a worker
+    pool_queue: int = 8  # requests that wait for a worker; beyond: 503 at once
+    pool_retry_after: str | None = None  # Retry-After sent with the pool's 503
+    capacity: float = 1.0  # a factor on rate_limit and pool_workers
+    # (seconds since the first update request, capacity factor from then on)
+    capacity_schedule: tuple[tuple[float, float], ...] = ()
+    down: bool = False  # the whole site is down: 503 to every request, health included
 
     def __post_init__(self) -> None:
         if self.answer_fault not in (None, *ANSWER_FAULTS):
@@ -123,6 +151,10 @@ class Faults:
                 raise ValueError(f"{name} must be between 0 and 1, not {rate}")
         if self.slow_seconds < 0:
             raise ValueError(f"slow_seconds must not be negative, not {self.slow_seconds}")
+        if self.rate_limit is not None and self.rate_limit <= 0:
+            raise ValueError(f"rate_limit must be positive, not {self.rate_limit}")
+        if self.pool_workers is not None and self.pool_workers < 1:
+            raise ValueError(f"pool_workers must be 1 or more, not {self.pool_workers}")
         if self.auth_status not in (None, 401, 403):
             raise ValueError(f"auth_status must be None, 401 or 403, not {self.auth_status}")
 
@@ -233,6 +265,13 @@ class SiteSimulator:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._connections: dict[socket.socket, threading.Thread] = {}
+        self._gate = threading.Condition()
+        self._tokens: float | None = None
+        self._tokens_at = 0.0
+        self._first_request: float | None = None
+        self._pool_busy = 0
+        self._pool_waiting = 0
+        self._pool_served = 0
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -353,7 +392,74 @@ class SiteSimulator:
 
     # -- the site's behaviour (called by the handler) ------------------------------------------
 
+    def capacity_now(self) -> float:
+        """The capacity factor in force (``capacity``, or the schedule's entry for now)."""
+        faults = self.faults
+        factor = faults.capacity
+        if faults.capacity_schedule and self._first_request is not None:
+            elapsed = time.monotonic() - self._first_request
+            for since, scheduled in faults.capacity_schedule:
+                if elapsed >= since:
+                    factor = scheduled
+        return factor
+
+    def _admit(self) -> _Answer | None:
+        """The capacity gates before anything else (nginx's limit_req, then PHP's pool): a
+        refusal, or None once a worker of the pool (if any) is held: release with _leave."""
+        faults = self.faults
+        with self._gate:
+            now = time.monotonic()
+            if self._first_request is None:
+                self._first_request = now
+            if faults.down:
+                return self._unavailable(faults, "site down")
+            factor = self.capacity_now()
+            if faults.rate_limit is not None:
+                rate = faults.rate_limit * factor
+                burst = max(1.0, rate * faults.rate_burst)
+                if self._tokens is None:
+                    self._tokens = burst
+                self._tokens = min(burst, self._tokens + (now - self._tokens_at) * rate)
+                self._tokens_at = now
+                if self._tokens < 1.0:
+                    headers = (
+                        ()
+                        if faults.rate_retry_after is None
+                        else (("Retry-After", faults.rate_retry_after),)
+                    )
+                    return _answer(429, {"error": "rate limited"}, *headers)
+                self._tokens -= 1.0
+            if faults.pool_workers is None:
+                return None
+            workers = max(1, round(faults.pool_workers * factor))
+            if self._pool_busy >= workers and self._pool_waiting >= faults.pool_queue:
+                headers = (
+                    ()
+                    if faults.pool_retry_after is None
+                    else (("Retry-After", faults.pool_retry_after),)
+                )
+                return _answer(503, {"error": "no PHP worker free"}, *headers)
+            self._pool_waiting += 1
+            while self._pool_busy >= max(1, round(faults.pool_workers * self.capacity_now())):
+                if self._stopping.is_set():
+                    break
+                self._gate.wait(0.05)
+            self._pool_waiting -= 1
+            self._pool_busy += 1
+        self._sleep(faults.pool_service_seconds)
+        return None
+
+    def _leave(self) -> None:
+        if self.faults.pool_workers is None:
+            return
+        with self._gate:
+            self._pool_busy = max(0, self._pool_busy - 1)
+            self._pool_served += 1
+            self._gate.notify()
+
     def _health(self, authorization: str | None) -> _Answer:
+        if self.faults.down:
+            return self._unavailable(self.faults, "site down")
         with self._lock:
             refusal = self._refusal(self.faults, authorization)
         return refusal or _answer(200, {"status": "ok"})
@@ -534,6 +640,26 @@ class SiteSimulator:
         self._stopping.wait(seconds)
 
 
+# -- the shops of contract 5c --------------------------------------------------------------------
+
+
+def rate_limited_shop(rate: float = 120.0, retry_after: str | None = "1") -> Faults:
+    """A shop that takes ``rate`` requests/s and answers 429 with Retry-After beyond."""
+    return Faults(rate_limit=rate, rate_retry_after=retry_after)
+
+
+def pool_shop(workers: int = 4, service_seconds: float = 0.02, queue: int = 8) -> Faults:
+    """A shop with a pool of PHP workers behind a short queue: latency grows, then 503.
+    Its capacity is ``workers / service_seconds`` requests/s."""
+    return Faults(pool_workers=workers, pool_service_seconds=service_seconds, pool_queue=queue)
+
+
+def halving_shop(rate: float = 120.0, halve_at: float = 10.0, recover_at: float = 20.0) -> Faults:
+    """A rate-limited shop whose capacity halves ``halve_at`` seconds into the run and
+    recovers at ``recover_at``."""
+    return replace(rate_limited_shop(rate), capacity_schedule=((halve_at, 0.5), (recover_at, 1.0)))
+
+
 # -- parsing ---------------------------------------------------------------------------------
 
 
@@ -694,11 +820,21 @@ class _Handler(BaseHTTPRequestHandler):
         if raw is None:
             return
         authorization = self.headers.get("Authorization")
-        if path == UPDATES_PATH:
-            key = self.headers.get("Idempotency-Key")
-            self._deliver(self.sim._update(authorization, key, raw))
-        elif is_update:
-            self._deliver(self.sim._batch(authorization, raw))
+        if is_update:
+            refusal = self.sim._admit()
+            if refusal is not None:
+                self.sim._count_unread(refusal.status)
+                self._send(refusal)
+                return
+            try:
+                if path == UPDATES_PATH:
+                    key = self.headers.get("Idempotency-Key")
+                    outcome = self.sim._update(authorization, key, raw)
+                else:
+                    outcome = self.sim._batch(authorization, raw)
+            finally:
+                self.sim._leave()
+            self._deliver(outcome)
         elif path == HEALTH_PATH:
             self._send(_answer(405, {"error": "method not allowed"}, ("Allow", "GET")))
         else:

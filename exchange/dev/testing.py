@@ -143,6 +143,8 @@ class FakeSite:
     def __call__(self, request: Any) -> Any:
         import httpx
 
+        if request.method == "GET":  # the health check: the site is up (a fault is per update)
+            return httpx.Response(200, json={"status": "ok"})
         body = json.loads(request.content)
         key = request.headers["Idempotency-Key"]
         fault = self.plan.pop(0) if self.plan else "ok"

@@ -20,6 +20,9 @@ class Reason(StrEnum):
     STALE = "stale"
     STALE_AT_SITE = "stale-at-site"
     OPERATOR = "operator"
+    UNKNOWN_SKU = "unknown-sku"  # the shop has no product or variation with the SKU
+    UNMAPPED_PRICE_TYPE = "unmapped-price-type"  # no shop field or price type for it
+    SHOP_FAILURE = "shop-failure"  # the shop's exchange answered failure, for good (Bitrix)
 
     @staticmethod
     def http(status: int) -> str:

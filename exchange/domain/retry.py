@@ -3,19 +3,23 @@ the attempt is charged, the state the message goes to, and when it may go again.
 
 Pure, with ``now`` and the random source passed in; the worker obeys it and the queue records
 it. Retry is for temporary causes only and is bounded by ``max_attempts``; the delay is the
-site's Retry-After when it gave one (seconds or an HTTP date, capped at ``max_delay``), else
+later of the site's Retry-After (seconds or an HTTP date, capped at ``max_delay``) and the
 exponential backoff with full jitter. Not charged: a message the worker held back (breaker
-open, delivery paused, stopping), a failed probe of the breaker, and the shop refusing the
-credentials (``PAUSE``); such a message goes back to ``new`` (or ``delayed``, when an earlier
-attempt was charged) and may go again at once. The breaker's cool-down grows by the same
+open, delivery paused, stopping), a failed probe of the breaker, the shop refusing the
+credentials (``PAUSE``), and a refusal that speaks about the site (contract 5c: it slows the
+whole worker through ``domain.pace`` instead). Such a message goes back to ``new`` (or
+``delayed``, when an earlier attempt was charged) and may go again at once (a site refusal:
+after the pace's delay). The breaker's cool-down grows by the same
 ceiling as the backoff (``RetryPolicy.ceiling``).
 
     DELIVERED       delivered                          charged
     STALE_AT_SITE   cancelled, stale-at-site           charged
-    TERMINAL        quarantined, http-<code>           charged
+    TERMINAL        quarantined, the target's reason   charged
+                    (unknown-sku, ...) or http-<code>
     UNKNOWN         quarantined, unknown-response      charged
     PAUSE           released (new | delayed)           not charged
     TEMPORARY       a probe: released, not charged
+                    the site's refusal (5c): released, not charged, due after the pace's delay
                     attempt < max_attempts: delayed, next try after the delay
                     attempt = max_attempts: quarantined, retry-limit
 """
@@ -59,10 +63,13 @@ class RetryPolicy:
     def delay(
         self, attempt: int, retry_after: str | None, now: datetime, rng: random.Random
     ) -> float:
+        """The later of the site's Retry-After (capped at ``max_delay``) and the backoff: a
+        Retry-After of 0 or in the past is no reason to hurry (contract 5)."""
+        backoff = self.backoff(attempt, rng)
         hinted = parse_retry_after(retry_after, now)
-        if hinted is not None:
-            return min(hinted, self.max_delay)
-        return self.backoff(attempt, rng)
+        if hinted is None:
+            return backoff
+        return max(min(hinted, self.max_delay), backoff)
 
 
 def parse_retry_after(value: str | None, now: datetime) -> float | None:
@@ -108,9 +115,13 @@ def decide(
     policy: RetryPolicy,
     rng: random.Random,
     probe: bool = False,
+    site_delay: float | None = None,
 ) -> Decision:
     """``attempt`` is the number of this attempt (1 for the first); ``probe``: the message was
-    the breaker's probe, whose temporary failure is not charged."""
+    the breaker's probe, whose temporary failure is not charged; ``site_delay``: the temporary
+    failure spoke about the site (contract 5c: 429, or 502-504 while others are refused too, or
+    while the site's health fails): not charged, due again after the later of ``site_delay``
+    (the site's pace) and the answer's Retry-After."""
     # What every outcome records about the answer; each case below says what it changes.
     answer = Decision(
         Event.QUARANTINED,
@@ -138,7 +149,7 @@ def decide(
                 site_version=c.site_version,
             )
         case Verdict.TERMINAL:
-            return replace(answer, reason=Reason.http(c.http_status or 0))
+            return replace(answer, reason=c.reason or Reason.http(c.http_status or 0))
         case Verdict.UNKNOWN:
             return replace(answer, reason=Reason.UNKNOWN_RESPONSE)
         case Verdict.PAUSE:
@@ -149,6 +160,16 @@ def decide(
                     not_sent(f"probe failed, not charged: {c.detail}", attempt),
                     http_status=c.http_status,
                     error_class=c.error_class,
+                )
+            if site_delay is not None:
+                hinted = parse_retry_after(c.retry_after, now) or 0.0
+                delay = max(0.0, site_delay, min(hinted, policy.max_delay))
+                return replace(
+                    not_sent(f"site busy, not charged: {c.detail}", attempt),
+                    http_status=c.http_status,
+                    error_class=c.error_class,
+                    next_try_at=now + timedelta(seconds=delay),
+                    delay_s=delay,
                 )
             if policy.exhausted(attempt):
                 return replace(

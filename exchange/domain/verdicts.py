@@ -26,3 +26,6 @@ class Classification:
     site_version: int | None = None
     retry_after: str | None = None
     result_unknown: bool = False
+    reason: str | None = None
+    """A TERMINAL verdict's quarantine reason when the target names one (e.g.
+    ``unknown-sku``); unset, ``decide`` quarantines with ``http-<status>``."""

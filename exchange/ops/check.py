@@ -29,9 +29,13 @@ from sqlalchemy.exc import SQLAlchemyError
 from exchange.db.engine import make_engine, ping, transaction
 from exchange.db.migrate import ensure_current, staging_differences
 from exchange.db.schema import staging
+from exchange.domain.verdicts import Verdict
 from exchange.errors import ExchangeError
 from exchange.settings import Settings, safe_url
+from exchange.targets.bitrix.target import BitrixTarget
 from exchange.targets.shop_api.client import TLS_ERROR, Response, SiteClient, SiteResult
+from exchange.targets.woocommerce.ids import MemorySkuIds
+from exchange.targets.woocommerce.target import WooCommerceTarget
 
 STAGING_TABLE = "staging_intents"
 
@@ -209,6 +213,88 @@ async def _health(
         await client.aclose()
 
 
+# -- the other targets (contract 10) ---------------------------------------------------------
+
+
+def check_target(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None = None
+) -> list[CheckResult]:
+    """The chosen target: ``api`` as above; ``woocommerce``: the key may read (a product list)
+    and write (an empty batch, which changes nothing); ``bitrix``: checkauth and init (init
+    empties the site's upload folder: not while 1C's own exchange to it runs)."""
+    if settings.target == "woocommerce":
+        return asyncio.run(_check_woocommerce(settings, transport))
+    if settings.target == "bitrix":
+        return [asyncio.run(_check_bitrix(settings, transport))]
+    return [check_site(settings, transport)]
+
+
+async def _check_woocommerce(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None
+) -> list[CheckResult]:
+    read_what = f"WooCommerce key may read ({settings.woo_url})"
+    write_what = "WooCommerce key may write (an empty products/batch)"
+    try:
+        key, secret = settings.secret("woo_key"), settings.secret("woo_secret")
+    except ExchangeError as exc:
+        return [fail(read_what, str(exc)), skip(write_what, "no key")]
+    if not settings.woo_url or not key or not secret:
+        reason = "EXCHANGE_WOO_URL, EXCHANGE_WOO_KEY and EXCHANGE_WOO_SECRET are required"
+        return [fail(read_what, reason), skip(write_what, "not configured")]
+    target = WooCommerceTarget(
+        settings.woo_url,
+        lambda: (key, secret),
+        MemorySkuIds(),
+        price_fields=dict(settings.woo_price_fields),
+        timeout=settings.http_timeout,
+        transport=transport,
+    )
+    try:
+        read = await target.health()
+        if read.verdict is not Verdict.DELIVERED:
+            return [fail(read_what, read.detail), skip(write_what, "the key cannot read")]
+        write = await target.can_write()
+    finally:
+        await target.aclose()
+    written = (
+        ok(write_what)
+        if write.verdict is Verdict.DELIVERED
+        else fail(write_what, f"{write.detail}: give the key Read/Write permissions")
+    )
+    return [ok(read_what, read.detail), written]
+
+
+async def _check_bitrix(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None
+) -> CheckResult:
+    what = f"1C-Bitrix exchange: checkauth and init ({settings.bitrix_url})"
+    try:
+        password = settings.secret("bitrix_password")
+    except ExchangeError as exc:
+        return fail(what, str(exc))
+    if not (settings.bitrix_url and settings.bitrix_user and password):
+        return fail(what, "EXCHANGE_BITRIX_URL, _USER and _PASSWORD are required")
+    if not settings.bitrix_catalog_id:
+        return fail(what, "EXCHANGE_BITRIX_CATALOG_ID is required (the catalogue's Ид)")
+    target = BitrixTarget(
+        settings.bitrix_url,
+        settings.bitrix_user,
+        lambda: password,
+        catalog_id=settings.bitrix_catalog_id,
+        price_types=dict(settings.bitrix_price_types),
+        max_import_steps=settings.bitrix_max_import_steps,
+        timeout=settings.http_timeout,
+        transport=transport,
+    )
+    try:
+        verdict, init = await target.check()
+    finally:
+        await target.aclose()
+    if verdict.verdict is Verdict.DELIVERED:
+        return ok(what, init)
+    return fail(what, verdict.detail)
+
+
 # -- the report directory -----------------------------------------------------------------------
 
 REPORT_WHAT = "report directory writable"
@@ -273,7 +359,7 @@ def run_checks(
         engine.dispose()
         if staging_engine is not None:
             staging_engine.dispose()
-    results.append(check_site(settings, transport))
+    results += check_target(settings, transport)
     results.append(check_report_dir(settings.report_dir))
     results += check_serve(settings)
     return results

@@ -37,6 +37,7 @@ from sqlalchemy import Engine, func, select
 from exchange.db.engine import ping, transaction
 from exchange.db.schema import messages
 from exchange.domain.breaker import BreakerState
+from exchange.domain.pace import Cause
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import Decision
 from exchange.domain.states import PENDING, Event, State
@@ -130,6 +131,36 @@ class PrometheusMetrics(Metrics):
             "1 while delivery is paused because the site refused the token (401/403).",
             registry=r,
         )
+        self.site_refused = Counter(
+            "exchange_site_refused",
+            "Requests the site refused for a reason that speaks about the site (contract 5c), "
+            "by cause: 429, 5xx (502-504 while others were refused too), health (a temporary "
+            "failure while the site's health check failed). Not charged to the message.",
+            ["cause"],
+            registry=r,
+        )
+        self.pace_limit = Gauge(
+            "exchange_pace_limit", "Requests this worker may have in flight now.", registry=r
+        )
+        self.pace_in_flight = Gauge(
+            "exchange_pace_in_flight", "Requests in flight when the last batch ended.", registry=r
+        )
+        self.pace_rate = Gauge(
+            "exchange_pace_rate",
+            "Requests per second this worker is paced at (0: not paced, the site never "
+            "refused or keeps up again).",
+            registry=r,
+        )
+        self.pace_accepted = Gauge(
+            "exchange_pace_accepted_rate",
+            "Answers per second the site gave (other than refusals), over the last 5 s.",
+            registry=r,
+        )
+        self.pace_hold = Gauge(
+            "exchange_pace_hold_seconds",
+            "Seconds every request still waits: the site's Retry-After, or a hold after a refusal.",
+            registry=r,
+        )
         self.cycle_seconds = Histogram(
             "exchange_cycle_duration_seconds",
             "Duration of the cycles that finished.",
@@ -152,6 +183,8 @@ class PrometheusMetrics(Metrics):
             self.attempts.labels(verdict.value)
         for reason in WORKER_QUARANTINE_REASONS:
             self.quarantines.labels(reason)
+        for cause in Cause:
+            self.site_refused.labels(cause.value)
         for result in ("message", "duplicate", "rejected"):
             self.intake_rows.labels(result)
         self._reasons_shown: set[str] = set()
@@ -208,6 +241,16 @@ class PrometheusMetrics(Metrics):
 
     def cycle_failed(self) -> None:
         self.cycle_failures.inc()
+
+    def refused(self, cause: Cause) -> None:
+        self.site_refused.labels(cause.value).inc()
+
+    def pace(self, figures: dict[str, float | int | None]) -> None:
+        self.pace_limit.set(figures["limit"] or 0)
+        self.pace_in_flight.set(figures["in_flight"] or 0)
+        self.pace_rate.set(figures["paced_rate"] or 0)
+        self.pace_accepted.set(figures["accepted_rate"] or 0)
+        self.pace_hold.set(figures["hold_s"] or 0)
 
     def _refresh_queue(self, engine: Engine, now: datetime) -> None:
         """Messages by state, quarantine by reason and the oldest undelivered: one query."""

@@ -46,7 +46,7 @@ from sqlalchemy import (
 from exchange.db.engine import transaction
 from exchange.db.schema import aggregates, history, messages, staging
 from exchange.domain.clock import Clock
-from exchange.domain.states import State
+from exchange.domain.states import FINAL, values
 from exchange.errors import DatabaseUnavailable
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ PRUNE_EVERY = timedelta(days=1)
 # The first scheduled prune waits a little after start, so that a service that restarts often
 # still prunes, without competing with its first cycles.
 FIRST_PRUNE_AFTER = timedelta(minutes=1)
-ENDED = [State.DELIVERED.value, State.CANCELLED.value]
+ENDED = values(FINAL)
 
 
 @dataclass

@@ -8,6 +8,7 @@ as rich markup: a message id or a site's error text with ``[brackets]`` is shown
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -118,9 +119,38 @@ def worker_rows(connection: Connection, now: datetime) -> list[dict[str, Any]]:
             "paused": row["paused_reason"],
             "breaker": row["breaker_state"],
             "breaker_until": row["breaker_until"].isoformat() if row["breaker_until"] else None,
+            # The site's pace (contract 5c) as the worker last saw it; None before it reported.
+            "pace": _pace(row["pace"]),
         }
         for row in rows
     ]
+
+
+def _pace(text: str | None) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def pace_words(pace: dict[str, Any] | None) -> str:
+    """``site busy: 40 requests/s, 3 in flight (limit 4), 12 refused in the last minute`` or
+    ``keeps up: ...`` when the site refused nothing for a minute."""
+    if not pace:
+        return "not reported"
+    refused = int(pace.get("refused_last_minute") or 0)
+    figures = (
+        f"{float(pace.get('accepted_rate') or 0):.0f} requests/s, {pace.get('in_flight', 0)} in "
+        f"flight (limit {pace.get('limit')} of {pace.get('max_limit')}), {refused} refused in "
+        "the last minute"
+    )
+    rate, hold = pace.get("paced_rate"), float(pace.get("hold_s") or 0)
+    if not refused and not hold:
+        return f"keeps up: {figures}"
+    paced = f", paced at {float(rate):.0f} requests/s" if rate else ""
+    held = f", all requests held {hold:.1f} s" if hold else ""
+    return f"site busy: {figures}{paced}{held}"
 
 
 def quarantine_by_reason(connection: Connection, now: datetime) -> dict[str, dict[str, Any]]:
@@ -252,7 +282,7 @@ def tables(figures: Status) -> list[Table]:
 
     hours = int(WORKER_SEEN_WITHIN.total_seconds() // 3600)
     workers_table = Table(title="workers")
-    for column in ("worker", "last seen", "breaker", "delivery"):
+    for column in ("worker", "last seen", "breaker", "delivery", "site's pace"):
         workers_table.add_column(column, overflow="fold")
     for worker in figures.workers:
         breaker = worker["breaker"]
@@ -264,6 +294,7 @@ def tables(figures: Status) -> list[Table]:
             f"{human_age(worker['heartbeat_age_s'])} ago",
             Text(breaker),
             Text(delivery),
+            Text(pace_words(worker["pace"])),
         )
     if not figures.workers:
         workers_table.caption = f"no worker has reported in the last {hours} h"

@@ -74,6 +74,24 @@ PROBLEMS: dict[str, tuple[list[str], dict[str, str | None], str]] = {
         {"EXCHANGE_DATABASE_URL": WITH_PASSWORD},
         "unreachable",
     ),
+    "woocommerce-target-with-another-kind-status": (
+        ["status"],
+        {
+            "EXCHANGE_TARGET": "woocommerce",
+            "EXCHANGE_KINDS": '{"price": "latest-wins", "stock_level": "latest-wins"}',
+        },
+        "price messages only",
+    ),
+    "bitrix-target-without-its-url-run": (
+        ["run", "--once"],
+        {"EXCHANGE_TARGET": "bitrix", "EXCHANGE_SITE_URL": None},
+        "EXCHANGE_BITRIX_URL",
+    ),
+    "woocommerce-plain-http-off-loopback-run": (
+        ["run", "--once"],
+        {"EXCHANGE_TARGET": "woocommerce", "EXCHANGE_WOO_URL": "http://shop.example.com"},
+        "unencrypted",
+    ),
     # A product bug today: a traceback (exchange/db/engine.py re-raises sqlite3.DatabaseError).
     "database-url-names-a-file-that-is-not-a-database-status": (
         ["status", "--json"],

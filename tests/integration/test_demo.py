@@ -32,6 +32,10 @@ def test_demo_ends_idle_with_every_promised_quarantine_reason_and_no_double_effe
     assert "site holds the latest delivered price of every SKU and price type: yes" in text
     refused = [e for e in report["entries"] if e["aggregate"] == "SKU-PLAIN"]
     assert [(2, "invalid-contract")] == [(e["version"], e["reason"]) for e in refused]
+    # The demo's shop takes 150 requests/s and answers 429 beyond: the worker finds its pace.
+    words = " ".join(text.split())  # the console wraps long lines
+    assert "the shop takes 150 requests/s: refused with 429 " in words
+    assert "none charged to a message); the worker's pace at the end: " in words
 
 
 def test_the_demo_summary_fails_when_the_site_applied_an_old_price_over_a_newer_one(
@@ -65,3 +69,22 @@ def test_the_demo_summary_fails_when_the_site_applied_an_old_price_over_a_newer_
         summary = demo._summary(engine, site, 0.0)
     engine.dispose()
     assert (1, False, False) == (summary["stale_writes"], summary["site_matches"], summary["ok"])
+
+
+def test_the_target_demos_end_idle_with_the_newest_price_of_every_sku_at_the_shop(
+    tmp_path: Path,
+) -> None:
+    from exchange.dev.demo_targets import run_target_demo
+
+    for target, reasons in (
+        ("woocommerce", ["unknown-sku", "unmapped-price-type"]),
+        ("bitrix", ["unmapped-price-type"]),
+    ):
+        output = StringIO()
+        code = run_target_demo(
+            tmp_path, target=target, skus=60, console=Console(file=output, width=200)
+        )
+        text = output.getvalue()
+        assert 0 == code, text
+        assert "the shop holds the newest delivered price of every SKU: yes" in text
+        assert all(f"quarantined  {reason}" in text for reason in reasons), text

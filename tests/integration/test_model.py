@@ -29,7 +29,7 @@ The ``heal_and_drain`` rule also checks liveness: once the site behaves and time
 service becomes idle (nothing left that it could move without a person). It found a posting
 that waited forever: version 1 never came, version 2 was quarantined for the gap and cancelled
 by an operator, and version 3 was then neither sent nor quarantined (fixed in
-``coalesce.quarantine_gaps``; ``tests/db/test_coalesce.py`` keeps the minimal case).
+``coalesce.quarantine_gaps``; ``tests/queue/test_coalesce.py`` keeps the minimal case).
 
 Budget: EXCHANGE_MODEL_EXAMPLES (default 30) and EXCHANGE_MODEL_STEPS (default 30). A long run:
 ``EXCHANGE_MODEL_EXAMPLES=2000 EXCHANGE_MODEL_STEPS=60 pytest tests/integration/test_model.py``.

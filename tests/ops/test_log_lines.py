@@ -69,11 +69,14 @@ def test_json_lines_carry_one_outcome_line_per_message_with_its_fields(
     stage(engine, [price_row(f"SKU-{n}", 1, "123.45") for n in range(3)])
     stage(engine, [price_row("SKU-R", 1, "123.45"), price_row("SKU-P", 1, "123.45")])
     stage(engine, [posting_row("DOC-1", 1, "777.77")])
-    stream = capture(log_format="json", site_token="test-token")
+    stream = capture(log_format="json", site_token="test-token", log_level="DEBUG")
     run(make_worker(db_url, engine, site, max_attempts=2))
 
     lines = json_lines(stream)
     outcomes = [line for line in lines if line["event"] == "delivery"]
+    batches = [line for line in lines if line["event"] == "deliveries"]
+    assert {"INFO"} == {line["level"] for line in batches}
+    assert 4 == sum(line["count"] for line in batches)
     assert all(OUTCOME_KEYS == set(line) for line in outcomes)
     assert {"delivered": 4, "quarantined": 2, "retry-scheduled": 1} == Counter(
         line["outcome"] for line in outcomes
@@ -90,7 +93,7 @@ def test_json_lines_carry_one_outcome_line_per_message_with_its_fields(
     assert (500, 1, "SKU-P") == (retried["http_status"], retried["attempt"], retried["aggregate"])
     assert retried["delay_s"] is not None
     delivered = [line for line in outcomes if line["outcome"] == "delivered"]
-    assert {"INFO"} == {line["level"] for line in delivered}
+    assert {"DEBUG"} == {line["level"] for line in delivered}  # their batch has the INFO line
     assert {200} == {line["http_status"] for line in delivered}
     assert {e.message_id for e in site.effects()} == {line["message_id"] for line in delivered}
     for line in lines:
@@ -105,14 +108,35 @@ def test_text_lines_are_readable_and_name_each_field(
     db_url: str, engine: Engine, site: SiteSimulator
 ) -> None:
     stage(engine, [price_row("SKU-1", 1)])
-    stream = capture()
+    stream = capture(log_level="DEBUG")
     run(make_worker(db_url, engine, site))
 
     [line] = [line for line in stream.getvalue().splitlines() if " delivery " in line]
-    assert " INFO exchange.worker: delivery outcome=delivered message_id=price.SKU-1.v1." in line
+    assert " DEBUG exchange.worker: delivery outcome=delivered message_id=price.SKU-1.v1." in line
     assert line.endswith(" kind=price aggregate=SKU-1 version=1 attempt=1 http_status=200")
     with pytest.raises(json.JSONDecodeError):
         json.loads(line)
+
+
+def test_deliveries_have_one_info_line_per_batch_and_failures_keep_their_own(
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
+    """Issue 13, item 7: count, time, the first and the last message_id of the batch."""
+    site.faults.reject = {"SKU-R"}
+    stage(engine, [price_row(f"SKU-{n}", 1) for n in range(5)] + [price_row("SKU-R", 1)])
+    stream = capture()
+    run(make_worker(db_url, engine, site, batch_size=100))
+
+    lines = stream.getvalue().splitlines()
+    [batch] = [line for line in lines if " deliveries " in line]
+    ids = sorted(e.message_id for e in site.effects())
+    assert " INFO exchange.worker: deliveries outcome=delivered count=5 seconds=" in batch
+    first = batch.split("first_message_id=")[1].split()[0]
+    last = batch.split("last_message_id=")[1].split()[0]
+    assert {first, last} <= set(ids)
+    assert [] == [line for line in lines if "outcome=delivered message_id=" in line]
+    [rejected] = [line for line in lines if " delivery outcome=quarantined" in line]
+    assert " WARNING " in rejected and "aggregate=SKU-R" in rejected
 
 
 def test_neither_the_token_nor_a_database_password_reaches_the_log_even_at_debug(

@@ -103,7 +103,8 @@ def test_run_serves_metrics_and_healthz_logs_json_and_exits_0_on_sigterm(
         health.json()["database"],
     )
     lines: list[dict[str, Any]] = [json.loads(line) for line in stderr.splitlines()]
-    assert 3 == sum(1 for line in lines if line.get("outcome") == "delivered")
+    # one line per batch for deliveries (issue 13, item 7): their counts add up
+    assert 3 == sum(line["count"] for line in lines if line["event"] == "deliveries")
     assert any(line["event"].startswith("metrics on http://127.0.0.1:") for line in lines)
     assert "stopped" == lines[-1]["event"]
     assert TOKEN not in stderr

@@ -16,7 +16,10 @@ from exchange.targets.base import OutgoingMessage, Target
 CREATED = datetime(2026, 8, 23, 7, 20, tzinfo=UTC)
 
 
-def price(sku: str, version: int, amount: str = "100.00") -> OutgoingMessage:
+def price(sku: str, version: int, amount: str | None = None) -> OutgoingMessage:
+    """A price message; its amount defaults to ``<version>.00``, so that a shop that keeps no
+    versions (WooCommerce, Bitrix) still tells which version it holds."""
+    amount = f"{version}.00" if amount is None else amount
     payload = {"sku": sku, "price": amount, "currency": "RUB", "price_type": "retail"}
     return OutgoingMessage(
         message_id("price", sku, version),
@@ -32,6 +35,8 @@ class Shop(Protocol):
     """A simulated shop and the target that delivers to it."""
 
     batching: bool  # whether several messages travel in one request
+    versioned: bool  # whether the shop compares versions (contract 5); else the queue's order
+    atomic: bool  # a request is applied or refused whole (Bitrix's package), not per item
 
     def target(self) -> Target: ...
 

@@ -796,7 +796,7 @@ def test_faults_refuse_impossible_settings() -> None:
 
 
 def test_command_line_serves_until_interrupted() -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     command = [sys.executable, "-m", "exchange.dev.sitesim", "--port", "0", "--token", "T"]
     with subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, text=True) as process:
         try:
@@ -815,3 +815,124 @@ def test_command_line_serves_until_interrupted() -> None:
                 process.wait()
 
     assert process.returncode == 0
+
+
+# -- the shops of contract 5c: capacity -----------------------------------------------------------
+
+
+def test_a_rate_limited_shop_answers_429_with_retry_after_beyond_its_burst(
+    sim: SiteSimulator, client: httpx.Client
+) -> None:
+    sim.faults = Faults(rate_limit=20.0, rate_burst=0.25, rate_retry_after="1")  # 5 at once
+
+    answers = [post(client, body(f"SKU-{n}", 1)) for n in range(8)]
+
+    assert [200] * 5 + [429] * 3 == [a.status_code for a in answers]
+    assert {"1"} == {a.headers["retry-after"] for a in answers[5:]}
+    assert 5 == len(sim.effects())
+    assert {200: 5, 429: 3} == dict(sim.requests_by_status())
+
+
+def test_a_rate_limited_shop_takes_more_once_its_bucket_refills(
+    sim: SiteSimulator, client: httpx.Client
+) -> None:
+    sim.faults = Faults(rate_limit=20.0, rate_burst=0.05)  # one at a time, one per 50 ms
+    first = post(client, body("SKU-1", 1)).status_code
+    at_once = post(client, body("SKU-2", 1)).status_code
+    time.sleep(0.06)
+
+    assert (200, 429, 200) == (first, at_once, post(client, body("SKU-3", 1)).status_code)
+
+
+def test_a_worker_pool_queues_then_answers_503_beyond_its_queue(sim: SiteSimulator) -> None:
+    sim.faults = Faults(pool_workers=2, pool_service_seconds=0.3, pool_queue=2)
+    statuses: list[int] = []
+    latencies: list[float] = []
+    lock = threading.Lock()
+
+    def one(n: int) -> None:
+        with httpx.Client(base_url=sim.url, headers=AUTH) as c:
+            started = time.monotonic()
+            status = post(c, body(f"SKU-{n}", 1)).status_code
+            with lock:
+                statuses.append(status)
+                latencies.append(time.monotonic() - started)
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+        time.sleep(0.02)
+    for t in threads:
+        t.join()
+
+    assert [200] * 4 + [503] * 2 == sorted(statuses)
+    assert max(latencies) >= 0.45  # a queued one waited for a worker (0.3 s), then was served
+
+
+def test_the_capacity_schedule_halves_the_rate_and_restores_it(
+    sim: SiteSimulator, client: httpx.Client
+) -> None:
+    sim.faults = Faults(rate_limit=40.0, capacity_schedule=((0.2, 0.5), (0.4, 1.0)))
+    post(client, body("SKU-0", 1))  # the schedule's clock starts at the first update
+    time.sleep(0.25)
+    halved = sim.capacity_now()
+    time.sleep(0.2)
+
+    assert (0.5, 1.0) == (halved, sim.capacity_now())
+
+
+def test_a_site_down_refuses_the_health_check_too_with_its_retry_after(
+    sim: SiteSimulator, client: httpx.Client
+) -> None:
+    sim.faults.down = True
+    sim.faults.retry_after = "7"
+
+    update = post(client, body("SKU-1", 1))
+    health = client.get("/api/v1/health")
+
+    assert (503, "7") == (update.status_code, update.headers["retry-after"])
+    assert (503, "7") == (health.status_code, health.headers["retry-after"])
+
+
+def test_bitrix_simulator_deactivates_what_a_full_package_does_not_name() -> None:
+    """Faithful to BX-cml2 DeactivateElement: the reason the bitrix target never says false."""
+    import httpx
+
+    from exchange.dev.bitrixsim import PATH, BitrixSimulator
+
+    def package(only_changes: str, sku: str) -> bytes:
+        return (
+            '<?xml version="1.0" encoding="UTF-8"?><КоммерческаяИнформация>'
+            f'<ПакетПредложений СодержитТолькоИзменения="{only_changes}"><Предложения>'
+            f"<Предложение><Ид>{sku}</Ид><Цены><Цена><ИдТипаЦены>Розничная</ИдТипаЦены>"
+            "<ЦенаЗаЕдиницу>1.00</ЦенаЗаЕдиницу></Цена></Цены></Предложение>"
+            "</Предложения></ПакетПредложений></КоммерческаяИнформация>"
+        ).encode()
+
+    with BitrixSimulator("u", "p") as site:
+        url = site.url + PATH
+        with httpx.Client() as client:
+            for only_changes, sku in (("true", "A"), ("true", "B"), ("false", "A")):
+                lines = client.get(
+                    url, params={"type": "catalog", "mode": "checkauth"}, auth=("u", "p")
+                ).text.splitlines()
+                cookie = {"Cookie": f"{lines[1]}={lines[2]}"}
+                sessid = lines[3].removeprefix("sessid=")
+                params = {"type": "catalog", "sessid": sessid}
+                client.get(url, params={**params, "mode": "init"}, headers=cookie)
+                client.post(
+                    url,
+                    params={**params, "mode": "file", "filename": "offers.xml"},
+                    content=package(only_changes, sku),
+                    headers=cookie,
+                )
+                for _ in range(5):
+                    answer = client.get(
+                        url,
+                        params={**params, "mode": "import", "filename": "offers.xml"},
+                        headers=cookie,
+                    )
+                    if answer.text.startswith("success"):
+                        break
+                assert "windows-1251" in answer.headers["content-type"]
+        assert ({"B"}, False) == (site.deactivated, site.active["B"])

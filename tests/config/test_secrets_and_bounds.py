@@ -298,7 +298,17 @@ def test_every_float_setting_is_one_of_the_bounded_ones() -> None:
         for name, field in Settings.model_fields.items()
         if field.annotation in (float, float | None)
     }
-    assert {*SECONDS, "EXCHANGE_RETENTION_DAYS"} == floats
+    assert {*SECONDS, "EXCHANGE_RETENTION_DAYS", "EXCHANGE_SITE_MAX_RATE"} == floats
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "inf", "nan", "1e7"])
+def test_a_site_rate_cap_out_of_bounds_is_refused_at_load(value: str) -> None:
+    with pytest.raises(ConfigurationError, match=r"site_max_rate|SITE_MAX_RATE"):
+        load_settings(site_max_rate=value)
+
+
+def test_a_site_rate_cap_within_bounds_is_taken() -> None:
+    assert 120.5 == load_settings(site_max_rate="120.5").site_max_rate
 
 
 @pytest.mark.parametrize("variable", SECONDS)

@@ -81,14 +81,22 @@ def test_garbage_retry_after_is_none(header: str) -> None:
 # -- RetryPolicy.delay ------------------------------------------------------------------------
 
 
+def backoff_drawn(attempt: int, seed: int) -> float:
+    """The backoff a fresh Random(seed) draws for this attempt (what delay() draws first)."""
+    return POLICY.backoff(attempt, random.Random(seed))
+
+
 @pytest.mark.parametrize(
-    ("header", "expected"),
+    ("header", "hint"),
     [("10", 10.0), ("0", 0.0), ("300", 300.0), ("301", 300.0), ("100000", 300.0)],
 )
-def test_delay_honours_retry_after_seconds_capped_at_max_delay(
-    header: str, expected: float
+@pytest.mark.parametrize("attempt", [1, 4, 9])
+def test_delay_is_the_later_of_retry_after_capped_and_the_backoff(
+    header: str, hint: float, attempt: int
 ) -> None:
-    assert expected == POLICY.delay(1, header, NOW, random.Random(0))
+    expected = max(hint, backoff_drawn(attempt, 0))
+
+    assert expected == POLICY.delay(attempt, header, NOW, random.Random(0))
 
 
 def test_delay_honours_retry_after_http_date_capped_at_max_delay() -> None:
@@ -97,6 +105,28 @@ def test_delay_honours_retry_after_http_date_capped_at_max_delay() -> None:
 
     assert 45.0 == POLICY.delay(3, soon, NOW, random.Random(0))
     assert 300.0 == POLICY.delay(3, late, NOW, random.Random(0))
+
+
+@pytest.mark.parametrize("header", ["0", http_date(NOW - timedelta(seconds=30)), http_date(NOW)])
+@pytest.mark.parametrize("attempt", [1, 2, 5, 9])
+def test_retry_after_zero_or_past_is_no_reason_to_hurry(header: str, attempt: int) -> None:
+    """Contract 5: the backoff still applies; Retry-After never shortens it."""
+    assert backoff_drawn(attempt, 11) == POLICY.delay(attempt, header, NOW, random.Random(11))
+
+
+@PROPERTY
+@given(
+    attempt=st.integers(min_value=1, max_value=60),
+    hint=st.integers(min_value=0, max_value=10_000),
+    seed=st.integers(min_value=0, max_value=2**32),
+)
+def test_delay_is_never_shorter_than_the_backoff_nor_the_capped_hint(
+    attempt: int, hint: int, seed: int
+) -> None:
+    delay = POLICY.delay(attempt, str(hint), NOW, random.Random(seed))
+
+    assert max(min(float(hint), POLICY.max_delay), backoff_drawn(attempt, seed)) == delay
+    assert delay <= POLICY.max_delay
 
 
 @pytest.mark.parametrize("digits", [400, 5000])
@@ -250,6 +280,41 @@ def test_terminal_is_quarantined_with_reason_http_code(status: int) -> None:
     assert decision.next_try_at is None
 
 
+@pytest.mark.parametrize(
+    ("status", "reason", "expected"),
+    [
+        (200, Reason.UNKNOWN_SKU, "unknown-sku"),
+        (None, Reason.UNMAPPED_PRICE_TYPE, "unmapped-price-type"),
+        (400, Reason.UNKNOWN_SKU, "unknown-sku"),
+        (422, None, "http-422"),
+        (None, None, "http-0"),
+    ],
+)
+def test_terminal_is_quarantined_with_the_reason_the_target_named_else_http_code(
+    status: int | None, reason: str | None, expected: str
+) -> None:
+    terminal = Classification(Verdict.TERMINAL, "refused", http_status=status, reason=reason)
+
+    decision = decide(terminal, attempt=1, now=NOW, policy=POLICY, rng=random.Random(3))
+
+    assert (State.QUARANTINED, expected, True) == (
+        decision.to_state,
+        decision.reason,
+        decision.charged,
+    )
+
+
+@pytest.mark.parametrize(
+    "verdict", [Verdict.DELIVERED, Verdict.STALE_AT_SITE, Verdict.UNKNOWN, Verdict.TEMPORARY]
+)
+def test_a_reason_only_names_the_quarantine_of_a_terminal_verdict(verdict: Verdict) -> None:
+    answer = Classification(verdict, "x", http_status=503, reason=Reason.UNKNOWN_SKU)
+
+    decision = decide(answer, attempt=1, now=NOW, policy=POLICY, rng=random.Random(3))
+
+    assert Reason.UNKNOWN_SKU != decision.reason
+
+
 def test_unknown_is_quarantined_unknown_response() -> None:
     unknown = Classification(Verdict.UNKNOWN, "HTTP 418", http_status=418)
 
@@ -293,3 +358,54 @@ def test_result_unknown_is_carried_into_the_decision() -> None:
     decision = decide(timeout, attempt=1, now=NOW, policy=POLICY, rng=random.Random(3))
 
     assert (State.DELAYED, True) == (decision.to_state, decision.result_unknown)
+
+
+# -- the site's refusals (contract 5c) --------------------------------------------------------
+
+
+@pytest.mark.parametrize("attempt", [1, 4, 5, 6])
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_site_refusal_is_not_charged_even_on_the_last_attempt(attempt: int, status: int) -> None:
+    refusal = Classification(Verdict.TEMPORARY, f"HTTP {status}: busy", http_status=status)
+
+    decision = decide(
+        refusal, attempt=attempt, now=NOW, policy=POLICY, rng=random.Random(3), site_delay=2.5
+    )
+
+    back = State.DELAYED if attempt > 1 else State.NEW
+    assert (Event.RELEASED, back, False) == (decision.event, decision.to_state, decision.charged)
+    assert (2.5, NOW + timedelta(seconds=2.5)) == (decision.delay_s, decision.next_try_at)
+    assert status == decision.http_status
+
+
+@pytest.mark.parametrize(
+    ("site_delay", "header", "expected"),
+    [(0.5, "3", 3.0), (4.0, "3", 4.0), (0.5, "0", 0.5), (0.0, None, 0.0), (1.0, "9999", 300.0)],
+)
+def test_a_site_refusal_is_due_after_the_later_of_the_pace_and_retry_after(
+    site_delay: float, header: str | None, expected: float
+) -> None:
+    decision = decide(
+        temporary(header),
+        attempt=2,
+        now=NOW,
+        policy=POLICY,
+        rng=random.Random(3),
+        site_delay=site_delay,
+    )
+
+    assert expected == decision.delay_s
+
+
+def test_a_failed_probe_stays_a_probe_when_the_site_refused() -> None:
+    decision = decide(
+        temporary("5"),
+        attempt=2,
+        now=NOW,
+        policy=POLICY,
+        rng=random.Random(3),
+        probe=True,
+        site_delay=1.0,
+    )
+
+    assert (Event.RELEASED, None) == (decision.event, decision.next_try_at)

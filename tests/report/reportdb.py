@@ -1,6 +1,6 @@
 """A quarantine built by the real pipeline, on SQLite and on PostgreSQL: staging rows taken by
 intake (rejected rows), and messages leased and recorded with the site's 422 (as
-tests/db/test_lease.py does), one of them superseded after quarantine by a delivered version.
+tests/queue/test_lease.py does), one of them superseded after quarantine by a delivered version.
 """
 
 from __future__ import annotations

@@ -1,0 +1,51 @@
+"""A lock row in ``target_locks``: the database side of the Bitrix target's ``ExchangeLock``
+port (exchange/targets/bitrix/lock.py), built by ``exchange.app``.
+
+Taken by one guarded UPDATE (free when its end has passed or when we hold it), so that two
+workers never both get it, on SQLite and PostgreSQL alike; a holder that dies leaves it to
+end by itself after ``seconds``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import timedelta
+
+from sqlalchemy import Engine, or_, update
+from sqlalchemy.exc import IntegrityError
+
+from exchange.db.schema import target_locks
+from exchange.domain.clock import Clock
+
+
+class DbLock:
+    def __init__(self, engine: Engine, name: str, holder: str, clock: Clock) -> None:
+        self.engine, self.name, self.holder, self.clock = engine, name[:200], holder[:200], clock
+
+    def acquire(self, seconds: float) -> bool:
+        now = self.clock.now()
+        with contextlib.suppress(IntegrityError), self.engine.begin() as connection:
+            exists = connection.execute(
+                target_locks.select().where(target_locks.c.name == self.name)
+            ).first()
+            if exists is None:
+                connection.execute(
+                    target_locks.insert().values(name=self.name, holder=None, until=now)
+                )
+        with self.engine.begin() as connection:
+            taken = connection.execute(
+                update(target_locks)
+                .where(target_locks.c.name == self.name)
+                .where(or_(target_locks.c.until <= now, target_locks.c.holder == self.holder))
+                .values(holder=self.holder, until=now + timedelta(seconds=seconds))
+            )
+            return taken.rowcount == 1
+
+    def release(self) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(target_locks)
+                .where(target_locks.c.name == self.name)
+                .where(target_locks.c.holder == self.holder)
+                .values(holder=None, until=self.clock.now())
+            )

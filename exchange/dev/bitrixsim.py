@@ -1,0 +1,283 @@
+"""A simulator of a 1C-Bitrix site's catalogue exchange (``/bitrix/admin/1c_exchange.php``), the
+side 1C talks to (contract 10; the notes in shared/research/commerceml-protocol.md, 1.1-1.4):
+
+    checkauth   Basic auth -> ``success\\n<cookie name>\\n<cookie value>\\nsessid=…\\ntimestamp=…``
+                (and Set-Cookie); a wrong password -> ``failure\\nОшибка авторизации``
+    init        forgets the session's files -> ``zip=yes|no\\nfile_limit=N``
+    file        the raw body appended to the named file; a chunk above file_limit -> failure
+    import      unpacks an uploaded zip on its first step (``progress``), then applies
+                ``step_size`` offers per call (``progress``) until ``success``
+
+As Bitrix does: every answer in windows-1251 (``utf8=True`` answers UTF-8); the import's state
+is kept in the session, so a request without the session cookie is not authorised; once any
+request carried a ``sessid``, every later one must carry the valid one; a package with
+``СодержитТолькоИзменения="false"`` deactivates every offer it does not name (``deactivated``).
+
+Faults (attributes): ``refuse`` (checkauth fails), ``reject`` SKUs (import ``failure`` naming the
+offer: a package holding one is refused whole), ``poison`` SKUs (the import answers HTTP 500),
+``progress_forever``, ``lose_session`` (the next import finds no session), ``answer_fault``
+``html`` (a PHP fatal error page), ``failure_text`` (every import answers failure with it),
+``delay`` (seconds before each answer), ``import_delay`` (seconds an import step takes, after
+it applied: a client that gives up first does not know the result).
+
+Bookkeeping: ``history(sku)`` every price an offer's price type ``Розничная`` (``history_type``)
+took, in order; ``requests`` counts requests by mode; ``packages`` the XML of each imported one.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import io
+import secrets
+import threading
+import time
+import xml.etree.ElementTree as ET
+import zipfile
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs, urlsplit
+
+from exchange.dev.httpsim import Handler, LoopbackServer
+
+PATH = "/bitrix/admin/1c_exchange.php"
+COOKIE = "PHPSESSID"
+
+
+@dataclass
+class BitrixFaults:
+    refuse: bool = False
+    reject: set[str] = field(default_factory=set)
+    poison: set[str] = field(default_factory=set)
+    progress_forever: bool = False
+    lose_session: bool = False
+    answer_fault: str | None = None
+    failure_text: str | None = None
+    delay: float = 0.0
+    import_delay: float = 0.0  # before answering an import step (after applying it)
+
+
+@dataclass
+class _Session:
+    sessid: str
+    files: dict[str, bytearray] = field(default_factory=dict)
+    offers: list[tuple[str, dict[str, str]]] | None = None
+    done: int = 0
+    unpacked: bool = False
+    only_changes: bool = True
+    open: bool = False  # between its init and its import's success or failure
+
+
+class BitrixSimulator(LoopbackServer):
+    def __init__(
+        self,
+        user: str = "exchange",
+        password: str = "secret",
+        *,
+        zip: bool = False,
+        file_limit: int = 204_800,
+        step_size: int = 500,
+        utf8: bool = False,
+        history_type: str = "Розничная",
+    ) -> None:
+        super().__init__()
+        self.handler = _BitrixHandler
+        self.user, self.password = user, password
+        self.zip, self.file_limit, self.step_size, self.utf8 = zip, file_limit, step_size, utf8
+        self.history_type = history_type
+        self.faults = BitrixFaults()
+        self.sessions: dict[str, _Session] = {}
+        self.sessid_required = False  # flips for good at the first request carrying one
+        self.prices: dict[str, dict[str, str]] = {}
+        self.active: dict[str, bool] = {}
+        self.deactivated: set[str] = set()
+        self._history: dict[str, list[str]] = collections.defaultdict(list)
+        self.requests: collections.Counter[str] = collections.Counter()
+        self.chunks: list[int] = []  # the size of every file chunk received
+        self.packages: list[bytes] = []
+        self.overlaps = 0  # inits while another session's exchange was unfinished
+        self._state = threading.RLock()
+
+    def history(self, sku: str) -> list[str]:
+        with self._state:
+            return list(self._history[sku])
+
+    def price(self, sku: str, price_type: str = "Розничная") -> str | None:
+        with self._state:
+            return self.prices.get(sku, {}).get(price_type)
+
+    # -- the exchange --------------------------------------------------------------------
+
+    def _checkauth(self, authorization: str | None) -> tuple[str, str | None]:
+        if self.faults.refuse or not authorization or not authorization.startswith("Basic "):
+            return "failure\nОшибка авторизации", None
+        try:
+            given = base64.b64decode(authorization[6:]).decode("utf-8")
+        except ValueError:
+            return "failure\nОшибка авторизации", None
+        if given != f"{self.user}:{self.password}":
+            return "failure\nОшибка авторизации", None
+        sid, sessid = secrets.token_hex(13), secrets.token_hex(16)
+        self.sessions[sid] = _Session(sessid)
+        return f"success\n{COOKIE}\n{sid}\nsessid={sessid}\ntimestamp={int(time.time())}", sid
+
+    def _session(self, cookie: str | None, sessid: str | None) -> _Session | str:
+        sid = None
+        for part in (cookie or "").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == COOKIE:
+                sid = value
+        session = self.sessions.get(sid or "")
+        if session is None:
+            return "failure\nОшибка авторизации: сессия не найдена"
+        if sessid is not None:
+            self.sessid_required = True
+        if self.sessid_required and sessid != session.sessid:
+            return "failure\nОшибка проверки sessid"
+        return session
+
+    def _import(self, session: _Session, filename: str) -> tuple[int, str]:
+        if self.faults.failure_text is not None:
+            return 200, f"failure\n{self.faults.failure_text}"
+        if self.faults.progress_forever:
+            return 200, "progress\nОбработка…"
+        if not session.unpacked and any(n.endswith(".zip") for n in session.files):
+            for name in [n for n in session.files if n.endswith(".zip")]:
+                with zipfile.ZipFile(io.BytesIO(bytes(session.files.pop(name)))) as archive:
+                    for member in archive.namelist():
+                        session.files[member] = bytearray(archive.read(member))
+            session.unpacked = True
+            return 200, "progress\nАрхив распакован"
+        if session.offers is None:
+            data = session.files.get(filename)
+            if data is None:
+                return 200, f"failure\nФайл {filename} не найден"
+            try:
+                root = ET.fromstring(bytes(data))
+            except ET.ParseError as exc:
+                return 200, f"failure\nОшибка разбора XML: {exc}"
+            package = root.find("ПакетПредложений")
+            if package is None:
+                return 200, "failure\nНет пакета предложений"
+            session.only_changes = package.get("СодержитТолькоИзменения") != "false"
+            offers: list[tuple[str, dict[str, str]]] = []
+            for offer in package.iter("Предложение"):
+                sku = offer.findtext("Ид") or ""
+                prices = {
+                    (p.findtext("ИдТипаЦены") or ""): (p.findtext("ЦенаЗаЕдиницу") or "")
+                    for p in offer.iter("Цена")
+                }
+                offers.append((sku, prices))
+            for sku, _ in offers:
+                if sku in self.faults.poison:
+                    return 500, "<html><body>Internal Server Error</body></html>"
+                if sku in self.faults.reject:
+                    return 200, f"failure\nОшибка в предложении {sku}: неверная цена"
+            session.offers = offers
+            self.packages.append(bytes(data))
+            return 200, "progress\nФайл прочитан"
+        start, end = session.done, session.done + self.step_size
+        for sku, prices in session.offers[start:end]:
+            held = self.prices.setdefault(sku, {})
+            for price_type, value in prices.items():
+                if price_type == self.history_type and held.get(price_type) != value:
+                    self._history[sku].append(value)
+                held[price_type] = value
+            self.active[sku] = True
+        session.done = min(end, len(session.offers))
+        if session.done < len(session.offers):
+            return 200, f"progress\nОбработано {session.done} из {len(session.offers)}"
+        if not session.only_changes:
+            named = {sku for sku, _ in session.offers}
+            for sku in self.active:
+                if sku not in named:
+                    self.active[sku] = False
+                    self.deactivated.add(sku)
+        session.offers, session.done = None, 0
+        session.files.clear()
+        session.open = False
+        return 200, "success\nИмпорт успешно завершен"
+
+
+class _BitrixHandler(Handler):
+    server_version = "nginx"
+
+    @property
+    def sim(self) -> BitrixSimulator:
+        return self.server.sim  # type: ignore[attr-defined, no-any-return]
+
+    def do_GET(self) -> None:
+        self.exchange()
+
+    def do_POST(self) -> None:
+        self.exchange()
+
+    def reply(self, text: str, status: int = 200, cookie: str | None = None) -> None:
+        sim = self.sim
+        encoding = "utf-8" if sim.utf8 else "windows-1251"
+        headers = {"Set-Cookie": f"{COOKIE}={cookie}; path=/; HttpOnly"} if cookie else None
+        self.answer(
+            status, text.encode(encoding, "replace"), f"text/html; charset={encoding}", headers
+        )
+
+    def exchange(self) -> None:
+        body = self.body()
+        sim = self.sim
+        parts = urlsplit(self.path)
+        if parts.path != PATH:
+            self.reply("<html>404 Not Found</html>", 404)
+            return
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        mode = query.get("mode", "")
+        sim.requests[mode] += 1
+        if sim.faults.delay:
+            time.sleep(sim.faults.delay)
+        if sim.faults.answer_fault == "html":
+            self.reply("<html><body><b>Fatal error</b>: Allowed memory exhausted</body></html>")
+            return
+        pending: tuple[int, str] | None = None
+        with sim._state:
+            if query.get("type") != "catalog":
+                self.reply("failure\nНеизвестный тип обмена")
+                return
+            if mode == "checkauth":
+                text, sid = sim._checkauth(self.headers.get("Authorization"))
+                self.reply(text, cookie=sid)
+                return
+            if mode == "import" and sim.faults.lose_session:
+                sim.faults.lose_session = False
+                sim.sessions.clear()
+            session = sim._session(self.headers.get("Cookie"), query.get("sessid"))
+            if isinstance(session, str):
+                self.reply(session)
+                return
+            if mode == "init":
+                if any(o is not session and o.open for o in sim.sessions.values()):
+                    sim.overlaps += 1  # another exchange was still under way: Bitrix mixes them
+                session.open = True
+                session.files.clear()
+                session.offers, session.done, session.unpacked = None, 0, False
+                zipped = "yes" if sim.zip else "no"
+                self.reply(f"zip={zipped}\nfile_limit={sim.file_limit}")
+            elif mode == "file":
+                name = query.get("filename", "")
+                if not name or "/" in name or ".." in name:
+                    self.reply("failure\nНеверное имя файла")
+                    return
+                sim.chunks.append(len(body))
+                if len(body) > sim.file_limit:
+                    self.reply("failure\nРазмер файла превышает допустимый")
+                    return
+                session.files.setdefault(name, bytearray()).extend(body)
+                self.reply("success")
+            elif mode == "import":
+                status, text = sim._import(session, query.get("filename", ""))
+                pending = (status, text)
+            elif mode in ("deactivate", "complete"):
+                self.reply("success")
+            else:
+                self.reply("failure\nНеизвестная команда")
+        if pending is not None:
+            # The step took its time outside the lock: another session is not held up.
+            if sim.faults.import_delay:
+                time.sleep(sim.faults.import_delay)
+            self.reply(pending[1], pending[0])

@@ -1,0 +1,130 @@
+"""What the shop simulators of the targets share: a real threaded HTTP/1.1 server on loopback,
+started and stopped from a test, its open connections closed on stop (so that keep-alive does
+not leak handler threads into the next test)."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from socketserver import TCPServer
+from typing import Any
+
+
+class LoopbackServer:
+    """Subclasses set ``handler`` (a ``BaseHTTPRequestHandler`` whose ``server.sim`` is self)."""
+
+    handler: type[BaseHTTPRequestHandler]
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host, self.port = host, port
+        self.lock = threading.RLock()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._connections: set[socket.socket] = set()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> LoopbackServer:
+        server = _Server((self.host, self.port), self, self.handler)
+        self.port = server.server_address[1]
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
+        self._server = server
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, thread = self._server, self._thread
+        if server is None or thread is None:
+            return
+        self._server = self._thread = None
+        server.shutdown()
+        server.server_close()
+        thread.join()
+        with self.lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+    def track(self, connection: socket.socket, on: bool) -> None:
+        with self.lock:
+            if on:
+                self._connections.add(connection)
+            else:
+                self._connections.discard(connection)
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+    def __init__(
+        self, address: tuple[str, int], sim: LoopbackServer, handler: type[BaseHTTPRequestHandler]
+    ) -> None:
+        self.sim = sim
+        super().__init__(address, handler)
+
+    def server_bind(self) -> None:
+        TCPServer.server_bind(self)  # no reverse DNS lookup (getfqdn)
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = str(host), int(port)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    sys_version = ""
+    timeout = 30
+    disable_nagle_algorithm = True
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.sim.track(self.connection, True)  # type: ignore[attr-defined]
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.sim.track(self.connection, False)  # type: ignore[attr-defined]
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def answer(
+        self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def drop(self) -> None:
+        """Shut the socket without an answer (the client sees the connection cut)."""
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+        self.close_connection = True

@@ -1,0 +1,449 @@
+"""1C-Bitrix as a ``Target`` (contract 10): the service is 1C's client of the site's exchange
+(``/bitrix/admin/1c_exchange.php``), as 1C itself is.
+
+One exchange per request, the whole leased batch one package (``requests``), run under a lock so
+that one process never has two at once (Bitrix's ``init`` empties its upload folder and its
+import keeps one set of temporary tables; across processes: run one worker for this target,
+docs/targets.md):
+
+    checkauth   Basic; keep the session cookie and ``sessid`` (sent on every later request)
+    init        ``zip=yes|no``, ``file_limit=N``
+    file        the package (zipped when ``zip=yes``) in chunks of at most ``file_limit`` bytes
+    import      repeated while it answers ``progress``, at most ``max_import_steps`` times
+
+``success`` delivers every message of the package. ``failure`` and its text: at checkauth (or
+401/403) the credentials are refused -> PAUSE; a text naming the configuration (catalogue,
+information block, price type, rights) -> PAUSE; a text naming a session, a lock, a timeout or
+a busy import -> TEMPORARY (the next attempt starts a fresh exchange); any other -> TERMINAL,
+and a package of several SKUs refused for good is split in halves and sent again, so that one
+bad SKU never takes the others to quarantine. An import that never ends -> TEMPORARY. 5xx and
+429 -> TEMPORARY; an answer that is none of the words (an HTML page) -> UNKNOWN. Answers are
+read in the charset the site names, else UTF-8, else windows-1251 (what Bitrix sends).
+A request cut off after it went out -> TEMPORARY with the result unknown: the package is sent
+whole again (an absolute write, harmless), and Bitrix's import moves only while its client
+calls ``import``, so an abandoned exchange applies at most the step in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import math
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+
+import httpx
+
+from exchange.domain.reasons import Reason
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.base import OutgoingMessage
+from exchange.targets.bitrix.lock import ExchangeLock, ProcessLock
+from exchange.targets.bitrix.package import Price, build
+from exchange.targets.shop_api.batch import chunks
+
+USER_AGENT = "1C+Enterprise/8.3 (exchange)"
+FILENAME = "offers.xml"
+ZIPNAME = "offers.zip"
+BODY_CAP = 64 * 1024
+DEFAULT_FILE_LIMIT = 204_800
+
+CONFIGURATION_WORDS = (
+    "каталог",
+    "инфоблок",
+    "информационн",
+    "тип цен",
+    "прав",
+    "доступ",
+    "catalog",
+    "iblock",
+    "permission",
+    "access",
+)
+TEMPORARY_WORDS = (
+    "сесси",
+    "блокир",
+    "заблок",
+    "время",
+    "выполняется",
+    "повтор",
+    "session",
+    "lock",
+    "timeout",
+    "busy",
+    "sessid",
+    "авторизац",
+)
+
+Password = Callable[[], str | None]
+
+
+class _Stop(Exception):
+    def __init__(self, classification: Classification) -> None:
+        super().__init__(classification.detail)
+        self.classification = classification
+
+
+@dataclass(frozen=True, slots=True)
+class _Session:
+    cookie: tuple[str, str]
+    sessid: str | None
+
+
+def decode(response: httpx.Response) -> str:
+    """The answer's text: the charset it names, else UTF-8, else windows-1251."""
+    raw = response.content[:BODY_CAP]
+    charset = response.charset_encoding
+    for encoding in (charset, "utf-8", "windows-1251"):
+        if not encoding:
+            continue
+        try:
+            return raw.decode(encoding).lstrip("\ufeff")
+        except (LookupError, UnicodeDecodeError):
+            continue
+    return raw.decode("windows-1251", errors="replace")
+
+
+def classify_failure(text: str, step: str) -> Classification:
+    """``failure`` and its text, at ``step``."""
+    reason = text.strip()[:300] or "(no reason given)"
+    lower = reason.lower()
+    detail = f"{step}: failure: {reason}"
+    if step == "checkauth":
+        return Classification(Verdict.PAUSE, detail, error_class="BitrixAuth")
+    if any(word in lower for word in TEMPORARY_WORDS):
+        return Classification(Verdict.TEMPORARY, detail, error_class="BitrixFailure")
+    if any(word in lower for word in CONFIGURATION_WORDS):
+        return Classification(Verdict.PAUSE, detail, error_class="BitrixConfiguration")
+    return Classification(
+        Verdict.TERMINAL, detail, error_class="BitrixFailure", reason=Reason.SHOP_FAILURE
+    )
+
+
+class BitrixTarget:
+    name = "bitrix"
+
+    def __init__(
+        self,
+        url: str,
+        user: str,
+        password: Password,
+        *,
+        catalog_id: str,
+        price_types: dict[str, str],
+        max_import_steps: int,
+        timeout: float,
+        transport: httpx.AsyncBaseTransport | None = None,
+        lock: ExchangeLock | None = None,
+        lock_wait: float = 10.0,
+    ) -> None:
+        """``lock``: one exchange at a time across processes (``exchange.db.target_lock``);
+        held for ``2 x timeout + 1`` s and renewed before every request (so that it outlasts
+        one request, and a dead holder's ends soon); waited for up to ``lock_wait`` seconds,
+        then the package is temporary (sent later)."""
+        self.url = url
+        self.lock: ExchangeLock = lock or ProcessLock()
+        self.lock_wait = lock_wait
+        self.lock_seconds = 2 * timeout + 1
+        self._holding = False
+        self.user = user
+        self._password_source = password
+        self._password = password()
+        self.catalog_id = catalog_id
+        self.price_types = dict(price_types)
+        self.max_import_steps = max_import_steps
+        self._http = httpx.AsyncClient(
+            timeout=timeout,
+            transport=transport,
+            follow_redirects=False,
+            headers={"User-Agent": USER_AGENT},
+            trust_env=False,
+        )
+        self._one_at_a_time = asyncio.Lock()
+        # After an import whose answer was lost, the package goes again once the step that may
+        # still run on the site has had its time (contract 10: "once the older request's window
+        # has passed"): the HTTP timeout, as a Retry-After.
+        self.window = str(max(1, math.ceil(timeout)))
+        self.requests_sent = 0
+
+    # -- the seam --------------------------------------------------------------------------
+
+    def requests(self, messages: Sequence[OutgoingMessage]) -> list[list[OutgoingMessage]]:
+        """The whole lease is one package (one exchange): the fewer exchanges the better."""
+        return chunks(messages, max(len(messages), 1)) if messages else []
+
+    async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
+        answers: dict[str, Classification] = {}
+        ready: list[tuple[OutgoingMessage, Price]] = []
+        for message in messages:
+            judged = self._read(message)
+            if isinstance(judged, Classification):
+                answers[message.message_id] = judged
+            else:
+                ready.append((message, judged))
+        if ready:
+            async with self._one_at_a_time:
+                busy = await self._take_lock()
+                try:
+                    if busy is not None:
+                        answers.update({m.message_id: busy for m, _ in ready})
+                    else:
+                        await self._deliver(ready, answers)
+                finally:
+                    if self._holding:
+                        self._holding = False
+                        await asyncio.to_thread(self.lock.release)
+        return [answers[m.message_id] for m in messages]
+
+    async def _take_lock(self) -> Classification | None:
+        """None once held; else why not (another worker's exchange with the site runs)."""
+        deadline = asyncio.get_running_loop().time() + self.lock_wait
+        while True:
+            if await asyncio.to_thread(self.lock.acquire, self.lock_seconds):
+                self._holding = True
+                return None
+            if asyncio.get_running_loop().time() >= deadline:
+                return Classification(
+                    Verdict.TEMPORARY,
+                    "another worker's exchange with this Bitrix site is running; sent later",
+                    error_class="ExchangeBusy",
+                    retry_after=str(math.ceil(self.lock_wait)),
+                )
+            await asyncio.sleep(0.2)
+
+    async def health(self) -> Classification:
+        try:
+            await self._checkauth()
+        except _Stop as stop:
+            return stop.classification
+        return Classification(Verdict.DELIVERED, "checkauth: success")
+
+    async def check(self) -> tuple[Classification, str]:
+        """For ``exchange check``: checkauth and init (init empties the site's upload folder:
+        not while 1C's own exchange runs). Returns the verdict and what init answered."""
+        async with self._one_at_a_time:
+            try:
+                session = await self._checkauth()
+                zipped, limit = await self._init(session)
+            except _Stop as stop:
+                return stop.classification, ""
+        return (
+            Classification(Verdict.DELIVERED, "checkauth and init: success"),
+            f"zip={'yes' if zipped else 'no'} file_limit={limit}",
+        )
+
+    def reload_credentials(self) -> None:
+        self._password = self._password_source()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # -- one package -----------------------------------------------------------------------
+
+    def _read(self, message: OutgoingMessage) -> Price | Classification:
+        if message.kind != "price":
+            return Classification(
+                Verdict.TERMINAL,
+                f"kind {message.kind!r}: the bitrix target takes price messages only",
+                error_class="UnsupportedKind",
+            )
+        try:
+            payload = json.loads(message.payload, parse_float=Decimal)
+            sku, amount = str(payload["sku"]), Decimal(str(payload["price"]))
+            price_type = str(payload.get("price_type", ""))
+            currency = str(payload.get("currency", "RUB"))
+        except (ValueError, KeyError, TypeError, InvalidOperation):
+            return Classification(
+                Verdict.TERMINAL, "the payload is not a price", error_class="Payload"
+            )
+        site_type = self.price_types.get(price_type)
+        if site_type is None:
+            return Classification(
+                Verdict.TERMINAL,
+                f"price type {price_type!r} is not mapped by EXCHANGE_BITRIX_PRICE_TYPES",
+                reason=Reason.UNMAPPED_PRICE_TYPE,
+            )
+        return Price(sku, site_type, amount, currency)
+
+    async def _deliver(
+        self, ready: list[tuple[OutgoingMessage, Price]], answers: dict[str, Classification]
+    ) -> None:
+        verdict = await self._exchange([price for _, price in ready])
+        skus = {price.sku for _, price in ready}
+        if verdict.verdict is Verdict.TERMINAL and len(skus) > 1:
+            # Refused for good: find the SKU(s) it refuses, deliver the others.
+            order = list(dict.fromkeys(price.sku for _, price in ready))
+            half = set(order[: len(order) // 2])
+            await self._deliver([r for r in ready if r[1].sku in half], answers)
+            await self._deliver([r for r in ready if r[1].sku not in half], answers)
+            return
+        for message, _ in ready:
+            answers[message.message_id] = verdict
+
+    async def _exchange(self, prices: list[Price]) -> Classification:
+        package = build(prices, catalog_id=self.catalog_id, now=datetime.now(UTC))
+        try:
+            session = await self._checkauth()
+            zipped, limit = await self._init(session)
+            if zipped:
+                buffer = io.BytesIO()
+                with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+                    archive.writestr(FILENAME, package)
+                data, name = buffer.getvalue(), ZIPNAME
+            else:
+                data, name = package, FILENAME
+            for start in range(0, len(data), limit):
+                await self._step(session, "file", name, data[start : start + limit])
+            for _ in range(self.max_import_steps):
+                word, text = await self._step(session, "import", FILENAME)
+                if word == "success":
+                    return Classification(
+                        Verdict.DELIVERED, f"import: success {text[:200]}".strip()
+                    )
+            return Classification(
+                Verdict.TEMPORARY,
+                f"import: still progress after {self.max_import_steps} steps "
+                "(EXCHANGE_BITRIX_MAX_IMPORT_STEPS); the package is sent again",
+                error_class="ImportNeverEnds",
+            )
+        except _Stop as stop:
+            return stop.classification
+
+    # -- the protocol ----------------------------------------------------------------------
+
+    async def _checkauth(self) -> _Session:
+        if not self.user or not self._password:
+            raise _Stop(
+                Classification(
+                    Verdict.PAUSE, "EXCHANGE_BITRIX_USER or EXCHANGE_BITRIX_PASSWORD is not set"
+                )
+            )
+        response = await self._call(
+            "GET",
+            {"type": "catalog", "mode": "checkauth"},
+            None,
+            "checkauth",
+            auth=httpx.BasicAuth(self.user, self._password),
+        )
+        word, text = self._words(response, "checkauth")
+        lines = text.splitlines()
+        if word != "success" or len(lines) < 2:
+            raise _Stop(
+                Classification(
+                    Verdict.UNKNOWN, "checkauth: no cookie in the answer", http_status=200
+                )
+            )
+        sessid = next((line[7:] for line in lines[2:] if line.startswith("sessid=")), None)
+        return _Session((lines[0].strip(), lines[1].strip()), sessid)
+
+    async def _init(self, session: _Session) -> tuple[bool, int]:
+        response = await self._call(
+            "GET", self._params(session, "init"), None, "init", session=session
+        )
+        text = decode(response)
+        values = dict(line.strip().split("=", 1) for line in text.splitlines() if "=" in line)
+        if "zip" not in values and "file_limit" not in values:
+            self._words(response, "init")  # failure text, or an unreadable answer
+        try:
+            limit = int(values.get("file_limit", DEFAULT_FILE_LIMIT))
+        except ValueError:
+            limit = DEFAULT_FILE_LIMIT
+        return values.get("zip", "no").strip() == "yes", max(limit, 1024)
+
+    async def _step(
+        self, session: _Session, mode: str, filename: str, body: bytes | None = None
+    ) -> tuple[str, str]:
+        params = {**self._params(session, mode), "filename": filename}
+        response = await self._call(
+            "POST" if body is not None else "GET", params, body, mode, session=session
+        )
+        return self._words(response, mode)
+
+    def _params(self, session: _Session, mode: str) -> dict[str, str]:
+        params = {"type": "catalog", "mode": mode}
+        if session.sessid:
+            params["sessid"] = session.sessid
+        return params
+
+    def _words(self, response: httpx.Response, step: str) -> tuple[str, str]:
+        text = decode(response)
+        first, _, rest = text.partition("\n")
+        word = first.strip().lower()
+        if word == "failure":
+            raise _Stop(classify_failure(rest, step))
+        if word in ("success", "progress"):
+            return word, rest
+        raise _Stop(
+            Classification(
+                Verdict.UNKNOWN,
+                f"{step}: an answer that is not success, progress or failure "
+                f"({first.strip()[:60]!r})",
+                http_status=response.status_code,
+            )
+        )
+
+    async def _call(
+        self,
+        method: str,
+        params: dict[str, str],
+        body: bytes | None,
+        step: str,
+        *,
+        session: _Session | None = None,
+        auth: httpx.BasicAuth | None = None,
+    ) -> httpx.Response:
+        headers = {"Cookie": f"{session.cookie[0]}={session.cookie[1]}"} if session else None
+        if self._holding and not await asyncio.to_thread(self.lock.acquire, self.lock_seconds):
+            raise _Stop(
+                Classification(
+                    Verdict.TEMPORARY,
+                    f"{step}: the exchange lock was lost (a step outlasted it); sent again",
+                    error_class="ExchangeBusy",
+                )
+            )
+        self.requests_sent += 1
+        try:
+            response = await self._http.request(
+                method, self.url, params=params, content=body, headers=headers, auth=auth
+            )
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+            raise _Stop(
+                Classification(
+                    Verdict.TEMPORARY,
+                    f"{step}: {type(exc).__name__}: the site could not be reached",
+                    error_class=type(exc).__name__,
+                )
+            ) from None
+        except httpx.TransportError as exc:
+            raise _Stop(
+                Classification(
+                    Verdict.TEMPORARY,
+                    f"{step}: {type(exc).__name__}: no answer; the package is sent again",
+                    error_class=type(exc).__name__,
+                    result_unknown=step == "import",
+                    retry_after=self.window if step == "import" else None,
+                )
+            ) from None
+        status = response.status_code
+        if 200 <= status < 300:
+            return response
+        detail = f"{step}: HTTP {status}"
+        if status in (401, 403):
+            verdict = Verdict.PAUSE if step == "checkauth" else Verdict.TEMPORARY
+        elif status == 429 or status >= 500:
+            verdict = Verdict.TEMPORARY
+        elif 400 <= status < 500:
+            verdict = Verdict.TERMINAL
+        else:
+            verdict = Verdict.UNKNOWN
+        raise _Stop(
+            Classification(
+                verdict,
+                detail,
+                http_status=status,
+                retry_after=response.headers.get("Retry-After"),
+            )
+        )

@@ -1,0 +1,1 @@
+"""WooCommerce as a target (contract 10): REST API v3, prices set through the batch endpoints."""

@@ -1,0 +1,416 @@
+"""WooCommerce REST API v3 as a ``Target`` (contract 10).
+
+How a leased batch travels: in requests of at most ``MAX_ITEMS`` (100, WooCommerce's batch limit;
+413 beyond), one message per aggregate. How one request goes:
+
+1. each payload read; a price type ``price_fields`` does not map is TERMINAL
+   ``unmapped-price-type`` (never guessed), nothing is sent for it;
+2. every SKU's id from ``SkuIds`` (the database); those never seen are looked up
+   (``GET products?sku=a,b,…``, products and variations alike) and remembered; a SKU the shop
+   lacks is TERMINAL ``unknown-sku``;
+3. one ``POST products/batch`` for the products, one ``POST products/<parent>/variations/batch``
+   per parent for the variations, prices as strings (Decimal text, never a float);
+4. each item's result classified: the item as written -> DELIVERED; an item error with an
+   ``…invalid_id`` code (the id is gone) -> the id forgotten, the SKU looked up and written
+   again at once (once; TEMPORARY if the id is gone again); another item error -> by its
+   ``data.status`` (5xx TEMPORARY, else TERMINAL);
+5. a whole answer: 401/403 PAUSE, 429 and 5xx TEMPORARY with Retry-After, another 4xx
+   TERMINAL, a 3xx or a body that is not the batch JSON UNKNOWN;
+6. a request whose result is unknown (a timeout after it went out, a connection cut before the
+   answer): the prices are read back (``GET products?include=<ids>``); a price the shop holds
+   as sent is DELIVERED; otherwise TEMPORARY (sent again: setting a price is an absolute write).
+
+WooCommerce has no Idempotency-Key and no versions: repeating a write is harmless, and the
+queue's one message per aggregate in flight with latest-wins keeps the order (contract 10).
+The consumer key and secret travel as Basic auth over HTTPS (http only to loopback, refused at
+start otherwise); they are never logged nor put in a detail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import httpx
+
+from exchange.domain.reasons import Reason
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.base import OutgoingMessage
+from exchange.targets.shop_api.batch import chunks
+from exchange.targets.woocommerce.ids import SkuIds, Where
+
+log = logging.getLogger(__name__)
+
+API = "/wp-json/wc/v3"
+MAX_ITEMS = 100  # WooCommerce's batch limit (woocommerce_rest_batch_items_limit), 413 beyond
+BODY_CAP = 4 * 1024 * 1024
+USER_AGENT = "exchange/0.1"
+ID_GONE = "IdGone"
+
+Credentials = Callable[[], tuple[str | None, str | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Price:
+    message: OutgoingMessage
+    sku: str
+    amount: Decimal
+    field: str
+
+
+class _Answer(Exception):
+    """A whole request's answer that decides every item of it."""
+
+    def __init__(self, classification: Classification) -> None:
+        super().__init__(classification.detail)
+        self.classification = classification
+
+
+def money(amount: Decimal) -> str:
+    """WooCommerce's price text: plain decimal notation, never an exponent."""
+    return format(amount, "f")
+
+
+class WooCommerceTarget:
+    name = "woocommerce"
+
+    def __init__(
+        self,
+        url: str,
+        credentials: Credentials,
+        ids: SkuIds,
+        *,
+        price_fields: dict[str, str],
+        timeout: float,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self._credentials = credentials
+        self.ids = ids
+        self.price_fields = dict(price_fields)
+        self._auth = self._read_auth()
+        self._http = httpx.AsyncClient(
+            base_url=self.url + API,
+            timeout=timeout,
+            transport=transport,
+            follow_redirects=False,
+            headers={"User-Agent": USER_AGENT},
+            trust_env=False,
+        )
+        self.requests_sent = 0  # for the bench: every HTTP request, lookups and read-backs too
+
+    def _read_auth(self) -> httpx.BasicAuth | None:
+        key, secret = self._credentials()
+        return httpx.BasicAuth(key, secret) if key and secret else None
+
+    # -- the seam --------------------------------------------------------------------------
+
+    def requests(self, messages: Sequence[OutgoingMessage]) -> list[list[OutgoingMessage]]:
+        return chunks(messages, MAX_ITEMS)
+
+    async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
+        answers: dict[str, Classification] = {}
+        prices: list[_Price] = []
+        for message in messages:
+            judged = self._read(message)
+            if isinstance(judged, Classification):
+                answers[message.message_id] = judged
+            else:
+                prices.append(judged)
+        answers.update(await self._round(prices))
+        # An id the shop says is gone was forgotten: looked up and written again, once.
+        gone = [p for p in prices if answers[p.message.message_id].error_class == ID_GONE]
+        if gone:
+            answers.update(await self._round(gone))
+        return [answers[m.message_id] for m in messages]
+
+    async def _round(self, prices: list[_Price]) -> dict[str, Classification]:
+        """Look the SKUs up (those not remembered) and write their prices."""
+        answers: dict[str, Classification] = {}
+        try:
+            where = await self._where({p.sku for p in prices})
+            for p in prices:
+                if p.sku not in where:
+                    answers[p.message.message_id] = Classification(
+                        Verdict.TERMINAL,
+                        f"the shop has no product or variation with SKU {p.sku!r}",
+                        http_status=200,
+                        reason=Reason.UNKNOWN_SKU,
+                    )
+            groups: dict[int | None, list[tuple[_Price, int]]] = {}
+            for p in prices:
+                if p.sku in where:
+                    product_id, parent = where[p.sku]
+                    groups.setdefault(parent, []).append((p, product_id))
+            results = await asyncio.gather(
+                *(self._write(parent, items) for parent, items in groups.items())
+            )
+            for result in results:
+                answers.update(result)
+        except _Answer as whole:
+            for p in prices:
+                answers.setdefault(p.message.message_id, whole.classification)
+        return answers
+
+    async def health(self) -> Classification:
+        try:
+            response = await self._get("/products", params={"per_page": "1"})
+        except _Answer as whole:
+            return whole.classification
+        return Classification(Verdict.DELIVERED, "HTTP 200", http_status=response.status_code)
+
+    def reload_credentials(self) -> None:
+        self._auth = self._read_auth()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # -- checks (exchange check) -----------------------------------------------------------
+
+    async def can_write(self) -> Classification:
+        """Whether the key may write, with no effect: an empty batch is a write request that
+        changes nothing (a read-only key gets 401 ``woocommerce_rest_cannot_batch``)."""
+        try:
+            await self._post("/products/batch", {"update": []})
+        except _Answer as whole:
+            return whole.classification
+        return Classification(Verdict.DELIVERED, "the key may write")
+
+    # -- steps -----------------------------------------------------------------------------
+
+    def _read(self, message: OutgoingMessage) -> _Price | Classification:
+        if message.kind != "price":
+            return Classification(
+                Verdict.TERMINAL,
+                f"kind {message.kind!r}: the woocommerce target takes price messages only",
+                error_class="UnsupportedKind",
+            )
+        try:
+            payload = json.loads(message.payload, parse_float=Decimal)
+            sku, amount = str(payload["sku"]), Decimal(str(payload["price"]))
+            price_type = str(payload.get("price_type", ""))
+        except (ValueError, KeyError, TypeError, InvalidOperation):
+            return Classification(
+                Verdict.TERMINAL, "the payload is not a price", error_class="Payload"
+            )
+        field = self.price_fields.get(price_type)
+        if field is None:
+            return Classification(
+                Verdict.TERMINAL,
+                f"price type {price_type!r} is not mapped by EXCHANGE_WOO_PRICE_FIELDS",
+                reason=Reason.UNMAPPED_PRICE_TYPE,
+            )
+        return _Price(message, sku, amount, field)
+
+    async def _where(self, skus: set[str]) -> dict[str, Where]:
+        known = await asyncio.to_thread(self.ids.get, sorted(skus))
+        missing = sorted(skus - known.keys())
+        found: dict[str, Where] = {}
+        # A comma separates SKUs in the filter: a SKU holding one is looked up alone.
+        plain = [s for s in missing if "," not in s]
+        lookups = [plain[i : i + MAX_ITEMS] for i in range(0, len(plain), MAX_ITEMS)]
+        lookups += [[s] for s in missing if "," in s]
+        for group in lookups:
+            response = await self._get(
+                "/products", params={"sku": ",".join(group), "per_page": str(MAX_ITEMS)}
+            )
+            items = _json_list(response)
+            for item in items:
+                sku, ident = item.get("sku"), item.get("id")
+                if sku in group and isinstance(ident, int):
+                    parent = item.get("parent_id")
+                    found[sku] = (ident, parent if isinstance(parent, int) and parent else None)
+        if found:
+            await asyncio.to_thread(self.ids.put, found)
+        return {**known, **found}
+
+    async def _write(
+        self, parent: int | None, items: list[tuple[_Price, int]]
+    ) -> dict[str, Classification]:
+        path = "/products/batch" if parent is None else f"/products/{parent}/variations/batch"
+        update = [{"id": ident, p.field: money(p.amount)} for p, ident in items]
+        try:
+            response = await self._post(path, {"update": update})
+        except _Answer as whole:
+            if not whole.classification.result_unknown:
+                raise
+            return await self._read_back(parent, items, whole.classification)
+        body = _json(response)
+        results = body.get("update") if isinstance(body, dict) else None
+        if not isinstance(results, list):
+            raise _Answer(_unreadable(response, "the batch answer has no update list"))
+        by_id: dict[int, dict[str, Any]] = {}
+        for result in results:
+            if isinstance(result, dict) and isinstance(result.get("id"), int):
+                by_id.setdefault(result["id"], result)
+        out: dict[str, Classification] = {}
+        for p, ident in items:
+            out[p.message.message_id] = await self._item(p, ident, by_id.get(ident))
+        return out
+
+    async def _item(self, p: _Price, ident: int, result: dict[str, Any] | None) -> Classification:
+        if result is None:
+            return Classification(
+                Verdict.UNKNOWN, f"no result for id {ident} in the batch answer", http_status=200
+            )
+        error = result.get("error")
+        if isinstance(error, dict):
+            code = str(error.get("code", ""))
+            data = error.get("data")
+            status = data.get("status") if isinstance(data, dict) else None
+            status = status if isinstance(status, int) else None
+            detail = f"{code}: {str(error.get('message', ''))[:200]}"
+            if code.endswith("invalid_id") or status == 404:
+                await asyncio.to_thread(self.ids.forget, p.sku)
+                return Classification(
+                    Verdict.TEMPORARY,
+                    f"id {ident} of SKU {p.sku!r} is gone ({detail}); looked up again next time",
+                    http_status=status,
+                    error_class=ID_GONE,
+                )
+            if status is not None and (status >= 500 or status == 429):
+                return Classification(Verdict.TEMPORARY, detail, http_status=status)
+            return Classification(Verdict.TERMINAL, detail, http_status=status or 400)
+        if _amount(result.get(p.field)) != p.amount:
+            return Classification(
+                Verdict.UNKNOWN,
+                f"the shop answered {p.field}={str(result.get(p.field))[:40]!r} for id {ident}, "
+                f"not {money(p.amount)}",
+                http_status=200,
+            )
+        return Classification(Verdict.DELIVERED, "HTTP 200", http_status=200, receipt=str(ident))
+
+    async def _read_back(
+        self, parent: int | None, items: list[tuple[_Price, int]], unknown: Classification
+    ) -> dict[str, Classification]:
+        """After a write whose result is unknown: the price the shop holds decides. One
+        ``GET …?include=<ids>`` for the request's items (at most 100, as the write)."""
+        path = "/products" if parent is None else f"/products/{parent}/variations"
+        ids = ",".join(str(ident) for _, ident in items)
+        try:
+            listed = _json_list(
+                await self._get(path, params={"include": ids, "per_page": str(MAX_ITEMS)})
+            )
+        except _Answer:
+            return {p.message.message_id: unknown for p, _ in items}
+        held = {item.get("id"): item for item in listed}
+        out: dict[str, Classification] = {}
+        for p, ident in items:
+            found = held.get(ident)
+            if found is not None and _amount(found.get(p.field)) == p.amount:
+                out[p.message.message_id] = Classification(
+                    Verdict.DELIVERED,
+                    f"read back after {unknown.error_class or 'an unknown result'}: "
+                    f"{p.field}={money(p.amount)}",
+                    http_status=200,
+                    receipt=str(ident),
+                )
+            else:
+                out[p.message.message_id] = Classification(
+                    Verdict.TEMPORARY,
+                    f"{unknown.detail}; read back: the shop does not hold it, sent again",
+                    error_class=unknown.error_class,
+                )
+        return out
+
+    # -- the wire --------------------------------------------------------------------------
+
+    async def _get(self, path: str, params: dict[str, str] | None = None) -> httpx.Response:
+        return await self._call("GET", path, params=params)
+
+    async def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
+        return await self._call("POST", path, body=body)
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        body: dict[str, Any] | None = None,
+    ) -> httpx.Response:
+        if self._auth is None:
+            raise _Answer(
+                Classification(Verdict.PAUSE, "EXCHANGE_WOO_KEY or EXCHANGE_WOO_SECRET is not set")
+            )
+        content = json.dumps(body).encode() if body is not None else None
+        headers = {"Content-Type": "application/json"} if content is not None else None
+        self.requests_sent += 1
+        try:
+            response = await self._http.request(
+                method, path, params=params, content=content, headers=headers, auth=self._auth
+            )
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+            raise _Answer(
+                Classification(
+                    Verdict.TEMPORARY,
+                    f"{type(exc).__name__}: the shop could not be reached",
+                    error_class=type(exc).__name__,
+                )
+            ) from None
+        except httpx.TransportError as exc:
+            # Sent, and no answer: the shop may have applied it.
+            raise _Answer(
+                Classification(
+                    Verdict.TEMPORARY,
+                    f"{type(exc).__name__}: no answer, the result is unknown",
+                    error_class=type(exc).__name__,
+                    result_unknown=True,
+                )
+            ) from None
+        status = response.status_code
+        if 200 <= status < 300:
+            return response
+        detail = f"HTTP {status}: {_code(response)}"
+        retry_after = response.headers.get("Retry-After")
+        if status in (401, 403):
+            verdict = Verdict.PAUSE
+        elif status == 429 or status >= 500:
+            verdict = Verdict.TEMPORARY
+        elif 400 <= status < 500:
+            verdict = Verdict.TERMINAL
+        else:
+            verdict = Verdict.UNKNOWN
+        raise _Answer(Classification(verdict, detail, http_status=status, retry_after=retry_after))
+
+
+def _code(response: httpx.Response) -> str:
+    try:
+        body = json.loads(response.content[:BODY_CAP])
+    except ValueError:
+        return "(not JSON)"
+    if isinstance(body, dict):
+        return f"{str(body.get('code', ''))[:100]} {str(body.get('message', ''))[:200]}".strip()
+    return "(no code)"
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return json.loads(response.content[:BODY_CAP], parse_float=Decimal)
+    except ValueError:
+        raise _Answer(_unreadable(response, "the answer is not JSON")) from None
+
+
+def _json_list(response: httpx.Response) -> list[dict[str, Any]]:
+    body = _json(response)
+    if not isinstance(body, list):
+        raise _Answer(_unreadable(response, "the lookup answer is not a list"))
+    return [item for item in body if isinstance(item, dict)]
+
+
+def _unreadable(response: httpx.Response, why: str) -> Classification:
+    return Classification(
+        Verdict.UNKNOWN, f"HTTP {response.status_code}: {why}", http_status=response.status_code
+    )
+
+
+def _amount(value: Any) -> Decimal | None:
+    try:
+        return Decimal(str(value)) if value not in (None, "") else None
+    except InvalidOperation:
+        return None

@@ -1,0 +1,329 @@
+"""Contract 5c, the site's pace (``domain.pace.Pace``), as a pure rule: tables and properties.
+
+Times are seconds on the pace's own clock, passed in; nothing sleeps.
+"""
+
+# Assertions read `expected == actual`, as the tests are written against the contract.
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from exchange.domain.pace import BETA, WINDOW, Cause, Pace
+
+PROPERTY = settings(max_examples=200, deadline=None, database=None)
+
+
+def pace(max_limit: int = 32, **kw: float | None) -> Pace:
+    return Pace(max_limit=max_limit, max_delay=300.0, hold_base=0.25, **kw)  # type: ignore[arg-type]
+
+
+def steady(p: Pace, start: float, seconds: float, per_s: int, rtt: float = 0.01) -> float:
+    """The site accepts ``per_s`` answers per second for ``seconds``; returns the end time."""
+    n = int(seconds * per_s)
+    for i in range(n):
+        p.answered(start + i / per_s, rtt)
+    return start + n / per_s
+
+
+# -- which refusals speak about the site --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "others", "expected"),
+    [
+        (429, [], True),  # a rate limit is always the site's
+        (503, [], False),  # alone: could be the message (the caller asks health)
+        (503, [("SKU-2", 503)], True),
+        (502, [("SKU-2", 429)], True),
+        (504, [("SKU-2", 502)], True),
+        (503, [("SKU-1", 503)], False),  # the same aggregate again is not "others"
+        (503, [("SKU-2", 500)], False),  # a 500 is a message's own failure
+        (500, [("SKU-2", 503), ("SKU-3", 503)], False),
+        (None, [("SKU-2", 503)], False),  # a timeout or a connection error
+    ],
+)
+def test_which_refusals_speak_about_the_site(
+    status: int | None, others: list[tuple[str, int]], expected: bool
+) -> None:
+    p = pace()
+    for aggregate, other in others:
+        p.noticed(10.0, aggregate, other)
+
+    assert expected == p.speaks_about_site(10.5, "SKU-1", status)
+
+
+def test_a_few_random_503s_among_many_successes_are_the_messages_own() -> None:
+    """3 % of 503s at 100 answers/s: others are refused within the window, but rarely."""
+    p = pace()
+    for i in range(200):
+        now = i / 100
+        if i % 33 == 0:
+            p.noticed(now, f"SKU-{i}", 503)
+        else:
+            p.answered(now, 0.01)
+
+    assert (False, True) == (
+        p.speaks_about_site(2.0, "SKU-X", 503),
+        p.speaks_about_site(2.0, "SKU-X", 429),
+    )
+
+
+def test_other_refusals_corroborate_only_within_the_window() -> None:
+    p = pace()
+    p.noticed(10.0, "SKU-2", 503)
+
+    assert (True, False) == (
+        p.speaks_about_site(10.0 + WINDOW, "SKU-1", 503),
+        p.speaks_about_site(10.0 + WINDOW + 0.01, "SKU-1", 503),
+    )
+
+
+# -- the hold: Retry-After for all requests, and a breath without one ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "expected_hold"),
+    [(None, 0.25), (0.0, 0.25), (2.0, 2.0), (5000.0, 300.0)],
+)
+def test_a_refusal_holds_every_request_for_the_later_of_retry_after_and_its_own_hold(
+    retry_after: float | None, expected_hold: float
+) -> None:
+    p = pace()
+
+    delay = p.refused(100.0, 99.9, Cause.RATE_LIMITED, retry_after)
+
+    assert (expected_hold, expected_hold) == (delay, p.reserve(100.0))
+    assert 0.0 == p.reserve(100.0 + expected_hold)
+
+
+def test_the_own_hold_doubles_per_round_without_a_success_and_resets_after_one() -> None:
+    p = pace()
+    holds = []
+    now = 0.0
+    for _ in range(5):
+        holds.append(p.refused(now, now, Cause.UNAVAILABLE, None))
+        now += holds[-1]
+    p.answered(now, 0.01)
+    after_success = p.refused(now + 1, now + 1, Cause.UNAVAILABLE, None)
+
+    assert [0.25, 0.5, 1.0, 2.0, 4.0] == holds
+    assert 0.25 == after_success
+
+
+def test_a_refusal_of_a_request_sent_before_the_last_decrease_is_the_same_round() -> None:
+    p = pace()
+    steady(p, 0.0, 2.0, 100)
+    p.refused(2.0, 1.99, Cause.RATE_LIMITED, None)
+    rate, limit = p.rate, p.limit
+
+    p.refused(2.01, 1.995, Cause.RATE_LIMITED, None)  # sent at the old pace
+
+    assert (rate, limit, 1) == (p.rate, p.limit, p.holds)
+
+
+# -- the rate: AIMD on what the site accepted ------------------------------------------------------
+
+
+def test_unpaced_until_the_site_refuses() -> None:
+    p = pace()
+    steady(p, 0.0, 3.0, 200)
+
+    assert (None, 0.0) == (p.rate, p.reserve(3.0))
+
+
+def test_a_refusal_paces_at_beta_times_what_the_site_accepted() -> None:
+    p = pace()
+    end = steady(p, 0.0, 2.0, 120)
+
+    p.refused(end, end, Cause.RATE_LIMITED, None)
+
+    assert p.rate is not None
+    assert math.isclose(BETA * 120, p.rate, rel_tol=0.05)
+    assert p.ceiling is not None and math.isclose(120, p.ceiling, rel_tol=0.05)
+
+
+def test_reserve_spaces_requests_at_the_rate() -> None:
+    p = pace(max_rate=10.0)
+    starts = []
+    now = 0.0
+    while len(starts) < 5:
+        wait = p.reserve(now)
+        if wait == 0.0:
+            starts.append(round(now, 6))
+        else:
+            now += wait
+
+    assert [0.0, 0.1, 0.2, 0.3, 0.4] == starts
+
+
+def test_the_hard_cap_wins_over_a_faster_pace() -> None:
+    p = pace(max_rate=5.0)
+    end = steady(p, 0.0, 2.0, 100)
+    p.refused(end, end, Cause.RATE_LIMITED, None)
+
+    assert 5.0 == p.effective_rate()
+
+
+def test_an_outage_does_not_lower_the_rate_the_hold_does_the_work() -> None:
+    p = pace()
+    end = steady(p, 0.0, 2.0, 100)
+    p.refused(end, end, Cause.RATE_LIMITED, None)
+    rate = p.rate
+
+    p.refused(end + 5, end + 5, Cause.SITE_DOWN, None)  # nothing accepted for 5 s
+
+    assert rate == p.rate
+
+
+def test_the_rate_grows_back_slowly_near_the_ceiling_and_fast_once_it_is_passed() -> None:
+    p = pace()
+    end = steady(p, 0.0, 2.0, 100)
+    p.refused(end, end, Cause.RATE_LIMITED, None)
+    assert p.rate is not None and p.ceiling is not None
+    ceiling = p.ceiling
+
+    now = steady(p, end + 0.25, 5.0, 95)  # the worker uses the rate it has
+    near = p.rate
+    steady(p, now, 20.0, 120)
+
+    assert near is not None and 0.9 * ceiling <= near <= 1.0 * ceiling
+    assert p.ceiling is None  # the site took more than FORGET x the old ceiling
+    assert p.rate is not None and p.rate > 1.5 * ceiling
+
+
+def test_the_rate_does_not_grow_while_the_worker_does_not_use_it() -> None:
+    p = pace()
+    end = steady(p, 0.0, 2.0, 100)
+    p.refused(end, end, Cause.RATE_LIMITED, None)
+    rate = p.rate
+
+    steady(p, end + 1, 30.0, 10)  # a trickle: 10/s against a pace of 90/s
+
+    assert rate == p.rate
+
+
+# -- the limit: Vegas on latency, AIMD on refusals -------------------------------------------------
+
+
+def test_the_limit_grows_while_answers_are_prompt_up_to_the_maximum() -> None:
+    p = pace(max_limit=32)
+    steady(p, 0.0, 2.0, 500, rtt=0.01)
+
+    assert 32 == p.limit
+
+
+def test_the_limit_falls_when_latency_climbs() -> None:
+    """A pool of 4 workers at 20 ms: with L in flight the answer takes 20 ms x L / 4."""
+    p = pace(max_limit=32)
+    now = 0.0
+    for _ in range(400):
+        rtt = 0.02 * max(1.0, p.limit / 4)
+        for _ in range(p.limit):
+            p.answered(now, rtt)
+        now += rtt
+
+    assert 4 <= p.limit <= 4 + 6  # the site's workers, and a few requests queued
+
+
+def test_a_round_of_refusals_cuts_the_limit() -> None:
+    p = pace(max_limit=32)
+    steady(p, 0.0, 2.0, 500)
+    assert 32 == p.limit
+
+    p.refused(2.0, 2.0, Cause.UNAVAILABLE, None)
+
+    assert 24 == p.limit
+
+
+# -- what the operator sees -----------------------------------------------------------------------
+
+
+def test_refused_in_the_last_minute_by_cause() -> None:
+    p = pace()
+    p.refused(0.0, 0.0, Cause.RATE_LIMITED, None)
+    p.refused(1.0, 0.5, Cause.RATE_LIMITED, None)
+    p.refused(2.0, 2.0, Cause.UNAVAILABLE, None)
+
+    assert {Cause.RATE_LIMITED: 2, Cause.UNAVAILABLE: 1} == p.refused_last_minute(30.0)
+    assert {} == p.refused_last_minute(62.5)
+
+
+def test_one_line_when_the_pace_changes_markedly_and_one_when_the_site_keeps_up_again() -> None:
+    p = pace()
+    end = steady(p, 0.0, 2.0, 100)
+    p.refused(end, end, Cause.RATE_LIMITED, None)
+
+    first = p.report(end, 3)
+    again = p.report(end + 20, 3)  # the same pace: nothing to say
+    quiet = p.report(end + 61, 0)
+
+    assert first is not None and first.startswith("site busy: ")
+    assert "1 refused in the last minute" in first and "paced at 90 requests/s" in first
+    assert again is None
+    assert quiet is not None and quiet.startswith("site keeps up again: ")
+
+
+# -- properties ----------------------------------------------------------------------------------
+
+events = st.lists(
+    st.tuples(
+        st.floats(min_value=0.0, max_value=2.0),  # time step
+        st.sampled_from(["ok", "429", "503", "down"]),
+        st.floats(min_value=0.0005, max_value=2.0),  # rtt
+        st.one_of(st.none(), st.floats(min_value=0.0, max_value=1e6)),  # Retry-After
+    ),
+    max_size=300,
+)
+
+
+@PROPERTY
+@given(max_limit=st.integers(min_value=1, max_value=200), script=events)
+def test_the_limit_stays_between_1_and_the_maximum_and_holds_never_exceed_max_delay(
+    max_limit: int, script: list[tuple[float, str, float, float | None]]
+) -> None:
+    p = pace(max_limit=max_limit)
+    now = 0.0
+    for step, what, rtt, retry_after in script:
+        now += step
+        if what == "ok":
+            p.answered(now, rtt)
+        else:
+            cause = {"429": Cause.RATE_LIMITED, "503": Cause.UNAVAILABLE}.get(what, Cause.SITE_DOWN)
+            delay = p.refused(now, now - rtt, cause, retry_after)
+            assert 0.0 <= delay <= 300.0
+        assert 1 <= p.limit <= max_limit
+        assert 0.0 <= p.reserve(now) <= 300.0
+        assert p.rate is None or p.rate > 0
+
+
+@PROPERTY
+@given(
+    retry_after=st.floats(min_value=0.0, max_value=300.0),
+    sent_before=st.floats(min_value=0.0, max_value=5.0),
+)
+def test_nothing_goes_before_the_site_s_retry_after(retry_after: float, sent_before: float) -> None:
+    p = pace()
+    p.refused(50.0, 50.0 - sent_before, Cause.RATE_LIMITED, retry_after)
+
+    assert p.reserve(50.0 + retry_after * 0.999) > 0.0 or retry_after == 0.0
+
+
+@PROPERTY
+@given(rate=st.floats(min_value=0.5, max_value=2000.0), seconds=st.floats(min_value=1, max_value=5))
+def test_the_hard_cap_is_never_exceeded_over_any_second(rate: float, seconds: float) -> None:
+    p = pace(max_rate=rate)
+    starts: list[float] = []
+    now = 0.0
+    while now < seconds:
+        wait = p.reserve(now)
+        if wait == 0.0:
+            starts.append(now)
+        now += max(wait, 1e-4) if wait else 1e-4
+
+    # over the whole run, at most one slot beyond the rate (the first one is free)
+    assert len(starts) <= rate * seconds + 1 + 1e-6

@@ -1,0 +1,189 @@
+"""Contract 5c against the simulated shops: the service lives at the site's pace.
+
+Real worker processes (``exchange run --until-idle``) against the three shops of issue 13 (a
+rate limit answering 429 with Retry-After, a pool of PHP workers with a short queue, a capacity
+that halves mid-run and recovers), on SQLite (one worker) and PostgreSQL (two workers), with
+``EXCHANGE_CONCURRENCY=32`` and the default attempt limit: every message delivered once,
+nothing quarantined but the poison message, which is quarantined after exactly the limit.
+
+And a short outage at a quiet hour (issue 13, item 8): 3 pending SKUs, 9 s of 503s from the
+whole site, Retry-After absent, 0 or in the past: none of them is quarantined.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from procs import sqlite_database, start
+from sqlalchemy import Engine, insert, select
+from test_site_faults import make_worker, run
+
+from exchange.db.engine import make_engine, transaction
+from exchange.db.schema import messages, workers
+from exchange.dev.sitesim import Faults, SiteSimulator, halving_shop, pool_shop, rate_limited_shop
+from exchange.dev.testing import price_row, stage
+from exchange.worker import Worker
+
+pytestmark = pytest.mark.slow
+
+POISON = "SKU-POISON"
+MAX_ATTEMPTS = 5
+SKUS = 300
+
+SHOPS = {
+    "rate-limit": lambda: rate_limited_shop(100.0),
+    "worker-pool": lambda: pool_shop(workers=4, service_seconds=0.02, queue=8),
+    "halving": lambda: halving_shop(100.0, halve_at=1.0, recover_at=3.0),
+}
+
+
+def states(engine: Engine) -> dict[str, tuple[str, int, str | None]]:
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(
+            select(messages.c.aggregate, messages.c.state, messages.c.attempts, messages.c.reason)
+        ).all()
+    return {aggregate: (state, attempts, reason) for aggregate, state, attempts, reason in rows}
+
+
+def deliver_through_processes(
+    db_url: str, faults: Faults, tmp_path: Path, workers: int
+) -> tuple[dict[str, tuple[str, int, str | None]], dict[int, str], SiteSimulator]:
+    engine = make_engine(db_url)
+    faults.poison = {POISON}
+    rows = [price_row(f"SKU-{n}", 1, f"{n}.00") for n in range(SKUS)] + [price_row(POISON, 1)]
+    stage(engine, rows)
+    with SiteSimulator(token="test-token", faults=faults) as site:
+        procs = [
+            start(
+                db_url,
+                site,
+                f"w{i}",
+                tmp_path,
+                "--until-idle",
+                "--max-seconds",
+                "120",
+                EXCHANGE_CONCURRENCY="32",
+                EXCHANGE_BATCH_SIZE="100",
+                EXCHANGE_MAX_ATTEMPTS=str(MAX_ATTEMPTS),
+                EXCHANGE_RETRY_BASE_DELAY="0.05",
+                EXCHANGE_RETRY_MAX_DELAY="1.0",
+                EXCHANGE_POLL_INTERVAL="0.05",
+            )
+            for i in range(workers)
+        ]
+        codes = {i: p.wait(timeout=180) for i, p in enumerate(procs)}
+        logs = {i: (tmp_path / f"w{i}.log").read_text() for i in range(workers)}
+        assert {i: 0 for i in range(workers)} == codes, logs
+        found = states(engine)
+    engine.dispose()
+    return found, logs, site
+
+
+@pytest.mark.parametrize("shop", sorted(SHOPS))
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_every_message_is_delivered_at_the_shop_s_pace_and_only_the_poison_is_quarantined(
+    shop: str, database: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if database == "sqlite":
+        db_url, workers = sqlite_database(tmp_path), 1
+    else:
+        db_url, workers = str(request.getfixturevalue("pg_url")), 2
+
+    found, logs, site = deliver_through_processes(db_url, SHOPS[shop](), tmp_path, workers)
+
+    poison = found.pop(POISON)
+    assert ("quarantined", MAX_ATTEMPTS, "retry-limit") == poison, logs
+    assert {f"SKU-{n}": "delivered" for n in range(SKUS)} == {
+        a: s for a, (s, _, _) in found.items()
+    }
+    assert {1} == set(site.effect_counts().values())
+    refused = sum(n for status, n in site.requests_by_status().items() if status in (429, 503))
+    assert refused > 0 or shop == "worker-pool", "the shop never refused: the test tests nothing"
+
+
+# -- a short outage at a quiet hour ------------------------------------------------------------
+
+
+def past_date() -> str:
+    return format_datetime(datetime.now(UTC) - timedelta(minutes=5), usegmt=True)
+
+
+@pytest.mark.parametrize("retry_after", [None, "0", "past"])
+def test_a_short_outage_at_a_quiet_hour_quarantines_none_of_three_skus(
+    sqlite_url: str, sqlite_engine: Engine, sim: SiteSimulator, retry_after: str | None
+) -> None:
+    """Three SKUs pending, 9 s of 503s from the whole site (its health check too): the
+    breaker needs 5 aggregates and never opens, and nothing may be charged for it."""
+    worker = make_worker(
+        sqlite_url,
+        sqlite_engine,
+        sim.url,
+        max_attempts=MAX_ATTEMPTS,
+        retry_base_delay=1.0,
+        retry_max_delay=300.0,
+        concurrency=8,
+    )
+    sim.faults.down = True
+    sim.faults.retry_after = past_date() if retry_after == "past" else retry_after
+    stage(sqlite_engine, [price_row(f"SKU-{n}", 1) for n in range(3)])
+
+    async def outage_then_recovery(w: Worker) -> None:
+        back = threading.Timer(9.0, lambda: setattr(sim.faults, "down", False))
+        back.start()  # the site comes back on its own time, not between the worker's cycles
+        try:
+            ends = time.monotonic() + 45.0
+            while not w.idle():
+                if sim.faults.down:
+                    assert "quarantined" not in all_states(sqlite_engine), "the outage quarantined"
+                assert time.monotonic() < ends, "not delivered within 36 s of the site's return"
+                await w.cycle()
+                await asyncio.sleep(0.05)
+        finally:
+            back.cancel()
+
+    run(worker, outage_then_recovery)
+
+    found = states(sqlite_engine)
+    assert {f"SKU-{n}": ("delivered", 1, None) for n in range(3)} == found
+    refused = sim.requests_by_status()[503]
+    assert 3 <= refused <= 45, f"{refused} requests during a 9 s outage of 3 SKUs"
+
+
+def all_states(engine: Engine) -> set[Any]:
+    return {state for state, _, _ in states(engine).values()}
+
+
+# -- EXCHANGE_SITE_MAX_RATE: one cap for all the workers --------------------------------------
+
+
+@pytest.mark.parametrize("others", [0, 1, 3])
+def test_the_rate_cap_is_shared_among_the_workers_that_reported_recently(
+    sqlite_url: str, sqlite_engine: Engine, sim: SiteSimulator, others: int
+) -> None:
+    """Each worker takes EXCHANGE_SITE_MAX_RATE / live workers; a worker gone for longer than
+    the lease time no longer counts."""
+    now = datetime.now(UTC)
+    with transaction(sqlite_engine) as connection:
+        for n in range(others):
+            connection.execute(
+                insert(workers).values(worker_id=f"other-{n}", started_at=now, heartbeat_at=now)
+            )
+        connection.execute(
+            insert(workers).values(
+                worker_id="gone", started_at=now, heartbeat_at=now - timedelta(hours=1)
+            )
+        )
+    worker = make_worker(sqlite_url, sqlite_engine, sim.url, site_max_rate=60.0)
+    stage(sqlite_engine, [price_row("SKU-1", 1)])
+
+    run(worker)
+
+    assert 60.0 / (1 + others) == worker.pace.max_rate
+    assert 60.0 / (1 + others) == worker.pace.effective_rate()

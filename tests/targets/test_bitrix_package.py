@@ -1,0 +1,127 @@
+"""The Bitrix target's pure parts (contract 10): the package it builds, how it reads answers."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import httpx
+import pytest
+
+from exchange.domain.reasons import Reason
+from exchange.domain.verdicts import Verdict
+from exchange.targets.bitrix.package import Price, build
+from exchange.targets.bitrix.target import classify_failure, decode
+
+NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
+
+
+def test_one_offer_per_sku_with_its_prices_and_only_changes_always_true() -> None:
+    prices = [
+        Price("SKU-1", "Розничная", Decimal("1234.50"), "RUB"),
+        Price("SKU-1", "Оптовая", Decimal("1E+3"), "RUB"),
+        Price("SKU-2", "Розничная", Decimal("0.10"), "RUB"),
+    ]
+
+    root = ET.fromstring(build(prices, catalog_id="cat-1", now=NOW))
+
+    package = root.find("ПакетПредложений")
+    assert package is not None
+    assert "true" == package.get("СодержитТолькоИзменения")
+    assert "cat-1" == package.findtext("ИдКаталога")
+    offers = {
+        o.findtext("Ид"): [
+            (p.findtext("ИдТипаЦены"), p.findtext("ЦенаЗаЕдиницу")) for p in o.iter("Цена")
+        ]
+        for o in package.iter("Предложение")
+    }
+    assert {
+        "SKU-1": [("Розничная", "1234.50"), ("Оптовая", "1000")],
+        "SKU-2": [("Розничная", "0.10")],
+    } == offers
+    assert ["Розничная", "Оптовая"] == [t.findtext("Ид") for t in package.iter("ТипЦены")]
+
+
+def test_hostile_sku_text_stays_text() -> None:
+    sku = "A<&>\"'B"
+    root = ET.fromstring(build([Price(sku, "R", Decimal("1"), "RUB")], catalog_id="c", now=NOW))
+    assert [sku] == [o.findtext("Ид") for o in root.iter("Предложение")]
+
+
+@pytest.mark.parametrize(
+    ("content", "content_type"),
+    [
+        ("failure\nОшибка авторизации".encode("windows-1251"), "text/html; charset=windows-1251"),
+        ("failure\nОшибка авторизации".encode("windows-1251"), "text/html"),
+        ("failure\nОшибка авторизации".encode(), "text/html; charset=utf-8"),
+        ("\ufefffailure\nОшибка авторизации".encode(), "text/plain"),
+    ],
+)
+def test_windows_1251_and_utf8_answers_both_read(content: bytes, content_type: str) -> None:
+    response = httpx.Response(200, content=content, headers={"Content-Type": content_type})
+    assert "failure\nОшибка авторизации" == decode(response)
+
+
+@pytest.mark.parametrize(
+    ("text", "step", "verdict"),
+    [
+        ("Ошибка авторизации", "checkauth", Verdict.PAUSE),
+        ("Ошибка авторизации: сессия не найдена", "import", Verdict.TEMPORARY),
+        ("Ошибка проверки sessid", "file", Verdict.TEMPORARY),
+        ("Импорт уже выполняется", "import", Verdict.TEMPORARY),
+        ("Не найден информационный блок каталога", "import", Verdict.PAUSE),
+        ("Каталог не найден", "import", Verdict.PAUSE),
+        ("Ошибка в предложении SKU-3: неверная цена", "import", Verdict.TERMINAL),
+        ("", "import", Verdict.TERMINAL),
+    ],
+)
+def test_failure_text_classified_as_configuration_temporary_or_terminal(
+    text: str, step: str, verdict: Verdict
+) -> None:
+    answer = classify_failure(text, step)
+    assert verdict == answer.verdict
+    if verdict is Verdict.TERMINAL:
+        assert Reason.SHOP_FAILURE == answer.reason
+
+
+def test_an_import_whose_answer_never_came_is_sent_again_after_the_window() -> None:
+    import asyncio
+
+    from conformance import price
+
+    from exchange.dev.bitrixsim import PATH, BitrixSimulator
+    from exchange.targets.bitrix.target import BitrixTarget
+
+    site = BitrixSimulator("u", "p", step_size=100)
+    site.faults.import_delay = 0.5
+    site.start()
+    target = BitrixTarget(
+        site.url + PATH,
+        "u",
+        lambda: "p",
+        catalog_id="c",
+        price_types={"retail": "Розничная"},
+        max_import_steps=5,
+        timeout=0.2,
+    )
+
+    async def go() -> tuple[list[object], list[object]]:
+        try:
+            first = await target.send([price("SKU-1", 1)])
+            site.faults.import_delay = 0
+            return first, await target.send([price("SKU-1", 1)])
+        finally:
+            await target.aclose()
+
+    try:
+        (first,), (again,) = asyncio.run(go())
+    finally:
+        site.stop()
+    assert (Verdict.TEMPORARY, True, "1") == (
+        first.verdict,  # type: ignore[attr-defined]
+        first.result_unknown,  # type: ignore[attr-defined]
+        first.retry_after,  # type: ignore[attr-defined]
+    )
+    assert Verdict.DELIVERED == again.verdict  # type: ignore[attr-defined]
+    assert "1.00" == site.price("SKU-1")
