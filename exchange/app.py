@@ -215,6 +215,11 @@ def web_config(settings: Settings) -> WebConfig:
         zip=settings.onec_zip,
         max_zip_ratio=settings.onec_max_zip_ratio,
         intake_max_items=settings.intake_max_items,
+        bulk_limit=settings.bulk_limit,
+        report_mask_fields=tuple(settings.report_mask_fields),
+        report_secrets=tuple(s for s in settings.secrets() if s),
+        report_lang=settings.report_lang,
+        display_tz=settings.display_tz,
     )
 
 

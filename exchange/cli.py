@@ -16,12 +16,13 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine, make_url
 
 from exchange import app as bootstrap
 from exchange import logs
@@ -29,7 +30,10 @@ from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import current_revision, upgrade
 from exchange.domain.clock import SystemClock, ensure_utc
 from exchange.errors import ExchangeError
+from exchange.ops import operators
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
+from exchange.ops.find import check_filters, known_reasons, released_by_cancel
+from exchange.ops.find import find as find_messages
 from exchange.ops.prune import prune as prune_now
 from exchange.ops.quarantine import (
     ActionResult,
@@ -39,7 +43,8 @@ from exchange.ops.quarantine import (
     list_quarantined,
     retry,
 )
-from exchange.ops.status import biography, status, tables
+from exchange.ops.status import biography, quarantine_by_reason, status, tables
+from exchange.queue import control
 from exchange.report import collect as report
 from exchange.runner import run as run_event_loop
 from exchange.runner import run_forever, run_once, run_until_idle
@@ -57,6 +62,11 @@ quarantine_app = typer.Typer(
     help="What waits for a person: list, export, retry, cancel.", no_args_is_help=True
 )
 app.add_typer(quarantine_app, name="quarantine")
+operator_app = typer.Typer(
+    help="The people who sign in to the workbench (exchange serve, /): add, remove, list.",
+    no_args_is_help=True,
+)
+app.add_typer(operator_app, name="operator")
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 log = logging.getLogger("exchange")
@@ -113,9 +123,17 @@ def _filters(
     return Filters(kind, aggregate, reason, _parse_time(since), _parse_time(until), superseded)
 
 
-KindOpt = Annotated[str | None, typer.Option("--kind", help="Only this kind.")]
+KindOpt = Annotated[
+    str | None, typer.Option("--kind", help="Only this kind (one of EXCHANGE_KINDS).")
+]
 AggregateOpt = Annotated[str | None, typer.Option("--aggregate", help="Only this aggregate.")]
-ReasonOpt = Annotated[str | None, typer.Option("--reason", help="Only this reason.")]
+ReasonOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--reason",
+        help="Only this reason: " + ", ".join(known_reasons()) + ", or http-NNN.",
+    ),
+]
 SinceOpt = Annotated[str | None, typer.Option("--since", help="Quarantined at or after (ISO).")]
 UntilOpt = Annotated[str | None, typer.Option("--until", help="Quarantined before (ISO).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
@@ -215,7 +233,28 @@ def run(
 
         with bootstrap.serving(settings, worker, engine):
             code = run_event_loop(main())
+        worker.retire()
+        if until_idle:
+            with transaction(engine, read_only=True) as connection:
+                left = status(connection, SystemClock().now(), settings.policies)
+                pause = control.operator_pause(connection)
+            out.print(_left_line(left, pause, worker.paused_reason), markup=False, highlight=False)
     raise typer.Exit(code)
+
+
+def _left_line(figures: Any, pause: dict[str, Any] | None, refused: str | None) -> str:
+    """The last line of ``run --until-idle``: what is left, so a scheduled task's log says it."""
+    counts = figures.counts
+    waiting = counts.get("new", 0) + counts.get("delayed", 0)
+    parts = [
+        f"{waiting} waiting ({figures.held} held behind the quarantine)",
+        f"{counts.get('quarantined', 0)} quarantined",
+    ]
+    if pause is not None:
+        parts.append(f"delivery paused by operator {pause['operator']}")
+    if refused:
+        parts.append(f"delivery paused: the site refused the token ({refused})")
+    return "left: " + ", ".join(parts) + " (exchange status tells more)"
 
 
 @app.command()
@@ -238,36 +277,171 @@ def serve(ctx: typer.Context) -> None:
     raise typer.Exit(code)
 
 
+def _reading_engine(settings: Settings) -> Engine:
+    """The service's database for a command that only reads it: a SQLite file that does not
+    exist is reported, never created (a read run from another folder would otherwise find an
+    empty queue and call it healthy)."""
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite":
+        name = url.database or ""
+        if name in ("", ":memory:") or not Path(name).is_file():
+            where = Path(name).resolve() if name not in ("", ":memory:") else "in memory"
+            raise ExchangeError(
+                f"no database at {where}: set EXCHANGE_DATABASE_URL to the service's database "
+                "(or run from its folder); a read command never creates one, `exchange migrate` "
+                "creates a new empty one"
+            )
+    engine, _ = bootstrap.engines(settings)
+    return engine
+
+
+def _in_zone(iso: str | None, zone: str) -> str:
+    """A stored UTC time as a person reads it: in EXCHANGE_DISPLAY_TZ, its zone named."""
+    if not iso:
+        return ""
+    local = datetime.fromisoformat(iso).astimezone(ZoneInfo(zone))
+    return local.strftime("%Y-%m-%d %H:%M:%S ") + (local.tzname() or zone)
+
+
+def _header(settings: Settings) -> None:
+    out.print(f"database: {safe_url(settings.database_url)}", markup=False, highlight=False)
+
+
+def needs_person(figures: Any, pause: dict[str, Any] | None) -> list[str]:
+    """What ``exchange status`` exits 1 for: what only a person moves."""
+    found = []
+    quarantined = figures.counts.get("quarantined", 0)
+    if quarantined:
+        found.append(f"{quarantined} message(s) in quarantine")
+    if figures.breaker_open:
+        found.append("the circuit breaker is open (the site fails)")
+    if figures.delivery_paused:
+        found.append("delivery paused: the site refused the token")
+    if pause is not None:
+        found.append(f"delivery paused by operator {pause['operator']}")
+    gaps = sum(1 for b in figures.blocked if b["held_by"] == "gap")
+    if gaps:
+        found.append(f"{gaps} aggregate(s) wait for a missing version (a gap)")
+    return found
+
+
 @app.command("status")
 def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Counts by state, the queue figures, workers, the quarantine by reason, blocked
-    aggregates."""
+    aggregates.
+
+    Exit codes, for monitoring: 0 nothing needs a person; 1 something does (quarantine not
+    empty, breaker open, delivery paused, a gap); 2 bad input or no database.
+    """
     with _guard():
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        engine = _reading_engine(settings)
         with transaction(engine, read_only=True) as connection:
             now = SystemClock().now()
             figures = status(connection, now, settings.policies)
             onec = onec_exchanges(connection, now)
+            pause = control.operator_pause(connection)
+    attention = needs_person(figures, pause)
     if as_json:
-        print(json.dumps({**figures.as_json(), "exchanges_1c": onec}, ensure_ascii=False))
+        document = {
+            "database": safe_url(settings.database_url),
+            **figures.as_json(),
+            "operator_pause": (
+                {**pause, "paused_at": pause["paused_at"].isoformat()} if pause else None
+            ),
+            "needs_person": attention,
+            "exchanges_1c": onec,
+        }
+        print(json.dumps(document, ensure_ascii=False))
+    else:
+        _header(settings)
+        for table in tables(figures):
+            out.print(table)
+        out.print(exchanges_table(onec))
+        if attention:
+            out.print("needs a person: " + "; ".join(attention), markup=False)
+        else:
+            out.print("nothing needs a person", markup=False)
+    raise typer.Exit(1 if attention else 0)
+
+
+@app.command("find")
+def find_command(
+    ctx: typer.Context,
+    term: Annotated[
+        str, typer.Argument(help="A SKU, an aggregate, a 1C document (source_ref) or an id prefix.")
+    ],
+    as_json: JsonOpt = False,
+) -> None:
+    """Any message in any state by SKU, aggregate, 1C document or the start of its id."""
+    with _guard():
+        settings = _settings(ctx)
+        engine = _reading_engine(settings)
+        with transaction(engine, read_only=True) as connection:
+            rows = _shown(find_messages(connection, term))
+    if as_json:
+        print(
+            json.dumps(
+                {"database": safe_url(settings.database_url), "messages": rows},
+                ensure_ascii=False,
+            )
+        )
         return
-    for table in tables(figures):
-        out.print(table)
-    out.print(exchanges_table(onec))
+    _header(settings)
+    _print_found(rows)
+    if not rows:
+        out.print(f"no message matches {term!r}", markup=False)
+
+
+def _print_found(rows: list[dict[str, Any]]) -> None:
+    """Each message's full id on a line of its own (a table would cut it), then its facts."""
+    for row in rows:
+        out.print(row["message_id"], markup=False, highlight=False, soft_wrap=True)
+        out.print(
+            f"    {row['state']}  {row['kind']} {row['aggregate']} v{row['version']}  "
+            f"reason={row['reason'] or '-'}  1C={row['source_ref'] or '-'}  "
+            f"updated {row['updated_at']}",
+            markup=False,
+            highlight=False,
+        )
 
 
 @app.command()
-def history(ctx: typer.Context, message_id: str, as_json: JsonOpt = False) -> None:
+def history(
+    ctx: typer.Context,
+    message_id: Annotated[
+        str,
+        typer.Argument(
+            help="A message_id, or what finds one message: SKU, aggregate, 1C document "
+            "(source_ref) or an id prefix."
+        ),
+    ],
+    as_json: JsonOpt = False,
+) -> None:
     """The message's biography."""
     with _guard():
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        engine = _reading_engine(settings)
         with transaction(engine, read_only=True) as connection:
-            bio = _shown(biography(connection, message_id))
+            found = find_messages(connection, message_id)
+            exact = [r for r in found if r["message_id"] == message_id]
+            if not exact and len(found) > 1:
+                if not as_json:
+                    _header(settings)
+                _print_found(_shown(found))
+                raise ExchangeError(
+                    f"{message_id!r} matches {len(found)} messages: give one of the ids above"
+                )
+            chosen = (
+                exact[0]["message_id"]
+                if exact
+                else (found[0]["message_id"] if found else message_id)
+            )
+            bio = _shown(biography(connection, chosen))
     if as_json:
-        print(json.dumps(bio, ensure_ascii=False))
+        print(json.dumps({"database": safe_url(settings.database_url), **bio}, ensure_ascii=False))
         return
+    _header(settings)
     m = bio["message"]
     out.print(
         f"{m['message_id']}  {m['kind']} {m['aggregate']} v{m['version']}  "
@@ -276,13 +450,13 @@ def history(ctx: typer.Context, message_id: str, as_json: JsonOpt = False) -> No
     )
     table = Table()
     for column in ("at", "event", "from", "to", "worker", "attempt", "http", "detail"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # never cut: wrap
     for e in bio["history"]:
         detail = e["detail"] or ""
         if e["operator"]:
             detail += f" [{e['operator']}: {e['note'] or ''}]"
         cells = (
-            e["at"],
+            _in_zone(e["at"], settings.display_tz),
             e["event"],
             e["from"] or "",
             e["to"] or "",
@@ -293,6 +467,70 @@ def history(ctx: typer.Context, message_id: str, as_json: JsonOpt = False) -> No
         )
         # Text, not str: rich would read "[operator: note]" or data from the site as markup.
         table.add_row(*(Text(cell) for cell in cells))
+    out.print(table)
+
+
+def _read_password(confirm: bool = True) -> str:
+    """From a prompt on a terminal, else the first line of standard input: never an argument
+    (it would stay in the shell's history and in the process list)."""
+    if sys.stdin.isatty():
+        first = getpass.getpass("password: ")
+        if confirm and getpass.getpass("again: ") != first:
+            raise ExchangeError("the two passwords differ")
+        return first
+    return sys.stdin.readline().rstrip("\r\n")
+
+
+@operator_app.command("add")
+def operator_add(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The name the operator signs in with.")],
+    role: Annotated[
+        str, typer.Option("--role", help="viewer (reads) or operator (also acts).")
+    ] = "viewer",
+) -> None:
+    """Add an operator, or set a new password and role for one (password from a prompt or
+    standard input)."""
+    with _guard():
+        if role not in operators.ROLES:
+            raise ExchangeError(f"unknown role {role!r}: viewer or operator")
+        settings = _settings(ctx)
+        engine, _ = bootstrap.engines(settings)
+        password = _read_password()
+        with transaction(engine) as connection:
+            operators.add(connection, name, role, password, SystemClock().now())
+    out.print(f"operator {name} ({role}) saved", markup=False)
+
+
+@operator_app.command("remove")
+def operator_remove(ctx: typer.Context, name: str) -> None:
+    """Remove an operator: their sessions end at their next request."""
+    with _guard():
+        settings = _settings(ctx)
+        engine, _ = bootstrap.engines(settings)
+        with transaction(engine) as connection:
+            operators.remove(connection, name)
+    out.print(f"operator {name} removed", markup=False)
+
+
+@operator_app.command("list")
+def operator_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """The operators and their roles (never a password or its hash)."""
+    with _guard():
+        settings = _settings(ctx)
+        engine, _ = bootstrap.engines(settings)
+        with transaction(engine, read_only=True) as connection:
+            rows = operators.listed(connection)
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False))
+        return
+    table = Table()
+    for column in ("name", "role", "added"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(Text(row["name"]), row["role"], row["created_at"])
+    if not rows:
+        table.caption = "no operator: add one with exchange operator add NAME --role operator"
     out.print(table)
 
 
@@ -311,15 +549,29 @@ def quarantine_list(
     filters = _filters(kind, aggregate, reason, since, until, superseded)
     with _guard():
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        check_filters(filters.reason, filters.kind, settings.kinds)
+        engine = _reading_engine(settings)
         with transaction(engine, read_only=True) as connection:
             rows = _shown(list_quarantined(connection, filters))
+            present = (
+                quarantine_by_reason(connection, SystemClock().now())
+                if not rows and filters.any()
+                else {}
+            )
     if as_json:
         print(json.dumps(rows, ensure_ascii=False))
         return
+    _header(settings)
+    if present:
+        waiting = ", ".join(f"{r} ({e['count']})" for r, e in present.items())
+        err.print(
+            f"no quarantined message matches these filters; the quarantine holds: {waiting}",
+            markup=False,
+            highlight=False,
+        )
     table = Table(title=f"quarantine: {len(rows)}")
     for column in ("message_id", "kind", "aggregate", "v", "reason", "tries", "last error"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # never cut: wrap
     for row in rows:
         reason_shown = row["reason"]
         if row["superseded_after_quarantine"]:
@@ -368,7 +620,8 @@ def quarantine_export(
     chosen = fmt or report.format_for(output)
     with _guard():
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        check_filters(filters.reason, filters.kind, settings.kinds)
+        engine = _reading_engine(settings)
         with transaction(engine, read_only=True) as connection:
             data = report.collect(
                 connection,
@@ -489,10 +742,25 @@ def _operator_action(
     with _guard():
         check_request(ids, filters, action)
         settings = _settings(ctx)
+        check_filters(filters.reason, filters.kind, settings.kinds)
         engine, _ = bootstrap.engines(settings)
         with transaction(engine) as connection:
             result = act(connection, settings, dry, limit or settings.bulk_limit)
+            released = (
+                released_by_cancel(connection, result.touched, settings.policies)
+                if action == "cancel"
+                else []
+            )
     _print_action(result, action, done, dry=dry, unconfirmed=bulk and not yes and not dry_run)
+    for entry in released:
+        # The consequence a cancel has beyond the messages it names (strict order).
+        out.print(
+            f"{'then ' if dry else 'now '}{entry['count']} later version(s) of {entry['kind']} "
+            f"{entry['aggregate']} (from v{entry['first_version']}) "
+            f"{'will go' if dry else 'go'} out without the cancelled one",
+            markup=False,
+            highlight=False,
+        )
 
 
 def _print_action(

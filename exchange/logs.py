@@ -17,8 +17,9 @@ import json
 import logging
 import re
 import sys
+import zoneinfo
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any, TextIO
 
 from exchange.settings import Settings, mask_secrets, secret_forms
@@ -180,7 +181,9 @@ def configure(settings: Settings, *, stream: TextIO | None = None) -> logging.Ha
     for old in [h for h in root.handlers if isinstance(h, _Handler)]:
         root.removeHandler(old)
     handler = _Handler(stream)
-    handler.setFormatter(JsonFormatter() if settings.log_format == "json" else _text_formatter())
+    handler.setFormatter(
+        JsonFormatter() if settings.log_format == "json" else _text_formatter(settings.display_tz)
+    )
     handler.addFilter(DriverNoiseOnOneLine())  # first: what it writes is redacted next
     global _installed
     _installed = RedactSecrets(secrets_of(settings))
@@ -239,5 +242,20 @@ class _SkippedTick(logging.Filter):
         return "maximum number of running instances reached" not in record.getMessage()
 
 
-def _text_formatter() -> logging.Formatter:
-    return logging.Formatter(TEXT_FORMAT)
+class _ZonedFormatter(logging.Formatter):
+    """Text lines stamped in one zone (EXCHANGE_DISPLAY_TZ, UTC by default) with the zone's
+    offset, never the host's local time: "breaker open until …" (UTC) and the line's own time
+    read the same way."""
+
+    def __init__(self, fmt: str, tz: tzinfo) -> None:
+        super().__init__(fmt)
+        self._tz = tz
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        return datetime.fromtimestamp(record.created, self._tz).isoformat(
+            sep=" ", timespec="milliseconds"
+        )
+
+
+def _text_formatter(display_tz: str = "UTC") -> logging.Formatter:
+    return _ZonedFormatter(TEXT_FORMAT, zoneinfo.ZoneInfo(display_tz))

@@ -17,6 +17,7 @@ import re
 import socket
 import ssl
 import tomllib
+import zoneinfo
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -510,6 +511,17 @@ class Settings(BaseSettings):
     def _distinct(cls, value: list[str]) -> list[str]:
         return list(dict.fromkeys(item.strip() for item in value if item.strip()))
 
+    @field_validator("display_tz")
+    @classmethod
+    def _display_tz(cls, value: str) -> str:
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"unknown time zone {value!r}: an IANA name such as UTC or Europe/Moscow"
+            ) from None
+        return value
+
     @field_validator("report_mask_fields")
     @classmethod
     def _mask_fields(cls, value: list[str]) -> list[str]:
@@ -542,6 +554,11 @@ class Settings(BaseSettings):
     log_level: str = Field("INFO", description="Log level: DEBUG, INFO, WARNING, ERROR.")
     log_format: Literal["text", "json"] = Field(
         "text", description="Log lines: readable text, or json (one JSON object per line)."
+    )
+    display_tz: str = Field(
+        "UTC",
+        description="The time zone in which text logs, the console and the workbench show "
+        "times (an IANA name such as Europe/Moscow); JSON logs and --json output stay UTC.",
     )
     metrics_port: int | None = Field(
         None,

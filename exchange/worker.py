@@ -47,7 +47,7 @@ from exchange.failpoints import failpoint
 from exchange.intake import staging_table as intake
 from exchange.intake.staging_table import IntakeReport
 from exchange.logs import log_event
-from exchange.queue import coalesce, lease, record
+from exchange.queue import coalesce, control, lease, record
 from exchange.queue.idle import is_idle
 from exchange.settings import Settings
 from exchange.targets.base import OutgoingMessage, Target
@@ -140,6 +140,7 @@ class Worker:
         self._health_lock: asyncio.Lock | None = None
         self._health: tuple[float, bool] | None = None  # (checked at, site down)
         self.paused_reason: str | None = None
+        self.operator_paused = False
         self.kinds = settings.policies
         self.stopping = False
         self._stop_requested: asyncio.Event | None = None  # set by request_stop during a batch
@@ -189,12 +190,15 @@ class Worker:
             expired = lease.expire_exhausted(
                 connection, now=now, max_attempts=self.settings.max_attempts
             )
+            # An operator's pause (the workbench) holds every worker from this cycle on.
+            held = control.operator_pause(connection) is not None
         report.cancelled += gaps
+        self.operator_paused = held
         if self.settings.site_max_rate is not None:
             self.pace.max_rate = self.settings.site_max_rate / self._live_workers(now)
         self.metrics.quarantined(Reason.SEQUENCE_GAP, gaps)
         self.metrics.quarantined(Reason.RETRY_LIMIT, expired)
-        while not self.stopping:
+        while not self.stopping and not held:
             if self.paused_reason is not None and not await self._site_accepts_again():
                 break
             now = self.clock.now()
@@ -578,9 +582,26 @@ class Worker:
                 )
             )
 
+    def retire(self) -> None:
+        """A clean stop: the worker leaves ``exchange status``, unless it stops with delivery
+        paused (token refused) or its breaker open: that still needs a person, so its row stays
+        until its heartbeat ages out."""
+        now = self.clock.now()
+        if self.paused_reason is None and self.breaker.state(now) is BreakerState.CLOSED:
+            with transaction(self.engine) as connection:
+                connection.execute(workers.delete().where(workers.c.worker_id == self.worker_id))
+            return  # the runner's own last line ("stopped") says the stop was clean
+        problem = self.paused_reason or f"breaker {self.breaker.state(now).value}"
+        log.info(
+            "worker %s stopped cleanly; exchange status still shows it (%s)",
+            self.worker_id,
+            problem,
+        )
+
     def idle(self) -> bool:
-        """Nothing left that this service could move without a person (contract 6)."""
-        return is_idle(self.engine, self.staging_engine, self.kinds)
+        """Nothing left that this service could move without a person (contract 6); an
+        operator's pause is such a person's decision."""
+        return self.operator_paused or is_idle(self.engine, self.staging_engine, self.kinds)
 
 
 def _wake(waiter: asyncio.Future[None]) -> bool:

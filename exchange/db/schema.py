@@ -283,6 +283,30 @@ class CmlCatalog(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class Operator(Base):
+    """A person who signs in to the workbench (contract 11): a password hash, never the
+    password; role ``viewer`` reads, ``operator`` also acts."""
+
+    __tablename__ = "operators"
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    role: Mapped[str] = mapped_column(String(16))
+    password_hash: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class DeliveryPause(Base):
+    """Delivery paused by an operator: while the row exists, every worker sends nothing (it
+    reads the row each cycle). One row at most (``name`` = ``delivery``)."""
+
+    __tablename__ = "delivery_pause"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    operator: Mapped[str] = mapped_column(String(100))
+    note: Mapped[str] = mapped_column(Text)
+    paused_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
 class ShopSkuId(Base):
     """Where a shop keeps a SKU (contract 10, WooCommerce): the product's id, and the parent's
     id for a variation; looked up once, forgotten when the shop says the id is gone."""
@@ -320,5 +344,7 @@ http_keys: Table = cast(Table, HttpKey.__table__)
 cml_exchanges: Table = cast(Table, CmlExchange.__table__)
 cml_packages: Table = cast(Table, CmlPackage.__table__)
 cml_catalog: Table = cast(Table, CmlCatalog.__table__)
+operators: Table = cast(Table, Operator.__table__)
+delivery_pause: Table = cast(Table, DeliveryPause.__table__)
 shop_sku_ids: Table = cast(Table, ShopSkuId.__table__)
 target_locks: Table = cast(Table, TargetLock.__table__)

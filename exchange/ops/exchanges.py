@@ -46,7 +46,7 @@ def onec_exchanges(connection: Connection, now: datetime) -> dict[str, Any]:
 def exchanges_table(figures: dict[str, Any]) -> Table:
     table = Table(title="1C exchange (last 24 h): the latest failures")
     for column in ("at", "file", "reason"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for failure in figures["failures"]:
         table.add_row(failure["at"], Text(failure["file"] or "-"), Text(failure["reason"] or ""))
     counts = ", ".join(f"{k}: {v}" for k, v in sorted(figures["by_outcome"].items()))

@@ -22,6 +22,7 @@ from exchange.db.schema import Message, aggregates, history, messages, workers
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import LIVE, PENDING, Event, State, values
 from exchange.errors import OperatorError
+from exchange.ops.find import held, held_condition
 from exchange.queue import order
 
 RECENT = timedelta(minutes=15)
@@ -54,6 +55,9 @@ class Status:
     # circuit breaker not closed: the one-glance answers a monitoring script wants.
     delivery_paused: bool = False
     breaker_open: bool = False
+    # Messages waiting behind a quarantined predecessor: a part of ``new_messages``, left out
+    # of ``oldest_undelivered_age_s`` (a person's retry or cancel moves them, not time).
+    held: int = 0
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,7 +70,9 @@ def status(connection: Connection, now: datetime, kinds: KindPolicies) -> Status
     ):
         counts[state] = count
     oldest = connection.execute(
-        select(func.min(messages.c.created_at)).where(messages.c.state.in_(UNDELIVERED))
+        select(func.min(messages.c.created_at)).where(
+            messages.c.state.in_(UNDELIVERED), not_(held_condition(kinds))
+        )
     ).scalar()
     since = now - RECENT
     attempts, failures, delivered = connection.execute(
@@ -94,6 +100,7 @@ def status(connection: Connection, now: datetime, kinds: KindPolicies) -> Status
         quarantine_by_reason=quarantine_by_reason(connection, now),
         delivery_paused=any(w["paused"] for w in live_workers),
         breaker_open=any(w["breaker"] != "closed" for w in live_workers),
+        held=held(connection, kinds),
     )
 
 
@@ -267,6 +274,7 @@ def tables(figures: Status) -> list[Table]:
     queue.add_column("figure")
     queue.add_column("value", justify="right")
     queue.add_row("new messages", str(figures.new_messages))
+    queue.add_row("  of which held behind the quarantine", str(figures.held))
     queue.add_row("oldest undelivered", human_age(figures.oldest_undelivered_age_s))
     minutes = int(RECENT.total_seconds() // 60)
     queue.add_row(f"error share ({minutes} min)", f"{figures.error_share:.1%}")
@@ -275,7 +283,7 @@ def tables(figures: Status) -> list[Table]:
     hours = int(WORKER_SEEN_WITHIN.total_seconds() // 3600)
     workers_table = Table(title="workers")
     for column in ("worker", "last seen", "breaker", "delivery", "site's pace"):
-        workers_table.add_column(column)
+        workers_table.add_column(column, overflow="fold")
     for worker in figures.workers:
         breaker = worker["breaker"]
         if worker["breaker_until"]:
@@ -293,7 +301,9 @@ def tables(figures: Status) -> list[Table]:
 
     quarantine = Table(title="quarantine: the oldest entry per reason")
     for column in ("reason", "count", "oldest message_id", "waiting"):
-        quarantine.add_column(column, justify="right" if column == "count" else "left")
+        quarantine.add_column(
+            column, justify="right" if column == "count" else "left", overflow="fold"
+        )
     for reason, entry in figures.quarantine_by_reason.items():
         quarantine.add_row(
             Text(reason),
@@ -306,7 +316,7 @@ def tables(figures: Status) -> list[Table]:
 
     blocked = Table(title="blocked aggregates (strict order)")
     for column in ("kind", "aggregate", "delivered through", "state", "cause"):
-        blocked.add_column(column)
+        blocked.add_column(column, overflow="fold")
     for entry in figures.blocked:
         blocked.add_row(
             Text(entry["kind"]),

@@ -72,6 +72,8 @@ class Entry:
     def last_result(self) -> str | None:
         """The last HTTP status or error in one value, for the formats people read."""
         if self.last_status is not None and self.last_error:
+            if self.last_error.startswith(f"HTTP {self.last_status}"):  # the answer's own words
+                return self.last_error
             if self.last_error.startswith(str(self.last_status)):  # "422 Unprocessable…"
                 return f"HTTP {self.last_error}"
             return f"HTTP {self.last_status}: {self.last_error}"

@@ -28,6 +28,16 @@ class WebConfig:
     progress_wait: float = 2.0
     # Exchange folders older than this are removed (a 1C that never sent ``complete``).
     keep_seconds: float = 24 * 3600.0
+    # The workbench (contract 11).
+    bulk_limit: int | None = None
+    report_mask_fields: tuple[str, ...] = ()
+    report_secrets: tuple[str, ...] = field(default=(), repr=False)
+    report_lang: Literal["ru", "en"] = "ru"
+    # A failed sign-in answers after this many seconds, doubled for each further failure of
+    # the same name or address (up to ``login_delay_max``).
+    login_delay: float = 1.0
+    login_delay_max: float = 16.0
+    display_tz: str = "UTC"
 
     @property
     def onec_open(self) -> bool:

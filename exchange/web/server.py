@@ -22,6 +22,7 @@ from exchange.web.config import WebConfig
 from exchange.web.intents import JsonIntake
 from exchange.web.keys import Signer, stored_key
 from exchange.web.onec import OneCExchange
+from exchange.web.workbench import Workbench
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,10 @@ def build_app(config: WebConfig, engine: Engine) -> web.Application:
     app = web.Application(client_max_size=MAX_JSON_BODY)
     onec = OneCExchange(config, engine, Signer(key))
     intake = JsonIntake(config, engine)
-    app.add_routes([*onec.routes(), *intake.routes(), web.get("/healthz", _health)])
+    workbench = Workbench(config, engine, key)
+    app.add_routes(
+        [*onec.routes(), *intake.routes(), *workbench.routes(), web.get("/healthz", _health)]
+    )
     app[ONEC] = onec
     return app
 

@@ -224,7 +224,7 @@ def test_prune_dry_run_changes_nothing_and_prune_removes_what_ended_long_ago(
 def test_status_json_adds_the_quarantine_by_reason_and_the_paused_worker(
     cli: Cli, db_url: str, queue: dict[str, str]
 ) -> None:
-    figures: dict[str, Any] = run_json(cli, "status", "--json", db=db_url)
+    figures: dict[str, Any] = run_json(cli, "status", "--json", db=db_url, code=1)
 
     assert {"new", "in_progress", "delivered", "delayed", "quarantined", "cancelled"} <= set(
         figures["counts"]
@@ -246,7 +246,7 @@ def test_status_prints_tables_with_the_oldest_quarantined_per_reason_and_the_pau
 ) -> None:
     result = cli("status", db=db_url)
 
-    assert 0 == result.returncode, describe(result)
+    assert 1 == result.returncode, describe(result)  # quarantine not empty, delivery paused
     lines = result.stdout.splitlines()
     [http_422] = [line for line in lines if "http-422" in line]
     assert queue["superseded"] in http_422 and "40 d" in http_422, describe(result)

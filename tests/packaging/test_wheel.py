@@ -64,6 +64,19 @@ def test_the_wheel_carries_every_migration_inside_the_package(wheel: Path) -> No
 
 
 @pytest.mark.slow
+def test_the_wheel_carries_the_workbench_templates_and_stylesheet(wheel: Path) -> None:
+    """Contract 11: the workbench ships inside the wheel, nothing to build at install."""
+    inside = names(wheel)
+    shipped = {
+        f"exchange/web/{p.relative_to(REPO / 'exchange/web').as_posix()}"
+        for folder in ("templates", "static")
+        for p in (REPO / "exchange/web" / folder).iterdir()
+    }
+    assert "exchange/web/templates/base.html" in shipped
+    assert set() == shipped - inside
+
+
+@pytest.mark.slow
 def test_the_wheel_has_the_command_and_nothing_outside_the_package(wheel: Path) -> None:
     inside = names(wheel)
     assert "exchange/cli.py" in inside

@@ -175,3 +175,58 @@ def test_hostile_data_from_the_database_is_escaped_and_neutralised(
     sheet = book[label("detail_sheet", "ru")]
     assert all(c.data_type != "f" for row in sheet.iter_rows() for c in row)
     assert HYPERLINK in [c.value for row in sheet.iter_rows() for c in row]
+
+
+def test_no_doubled_http_prefix() -> None:
+    """Issue 16: the site client already writes ``HTTP 422: {...}``; the report does not add a
+    second ``HTTP 422:`` in front of it."""
+    from dataclasses import fields
+
+    from exchange.report.model import Entry
+
+    defaults = {f.name: None for f in fields(Entry)}
+    for written, shown in (
+        ('HTTP 422: {"error":"rejected"}', 'HTTP 422: {"error":"rejected"}'),
+        ("422 Unprocessable Entity", "HTTP 422 Unprocessable Entity"),
+        ("rejected", "HTTP 422: rejected"),
+    ):
+        entry = Entry(**{**defaults, "last_status": 422, "last_error": written})  # type: ignore[arg-type]
+        assert entry.last_result == shown
+
+
+def test_the_concrete_cause_in_the_reports_language_and_a_command_to_run() -> None:
+    """Issue 16: the Russian report says the concrete cause in Russian, and every entry offers
+    a command ready to run (retry what may go again, cancel a rejected row)."""
+    from dataclasses import fields
+
+    from exchange.report.model import Entry
+    from exchange.report.words import entry_next_check
+
+    defaults = {f.name: None for f in fields(Entry)}
+    rejected = Entry(  # type: ignore[arg-type]
+        **{
+            **defaults,
+            "message_id": "price.SKU-1.v1.abc",
+            "reason": "invalid-contract",
+            "last_error": "price payload: price must be written without an exponent",
+            "rejected_row": True,
+            "superseded_after_quarantine": False,
+        }
+    )
+    ru = entry_next_check(rejected, "ru")
+    assert "без экспоненты" in ru and "exponent" not in ru
+    assert ru.endswith('Команда: exchange quarantine cancel price.SKU-1.v1.abc --note "…"')
+    refused = Entry(  # type: ignore[arg-type]
+        **{
+            **defaults,
+            "message_id": "price.SKU-2.v1.def",
+            "reason": "http-422",
+            "last_status": 422,
+            "last_error": 'HTTP 422: {"error":"rejected"}',
+            "rejected_row": False,
+            "superseded_after_quarantine": False,
+        }
+    )
+    en = entry_next_check(refused, "en")
+    assert 'Cause: HTTP 422: {"error":"rejected"}' in en and "HTTP 422: HTTP 422" not in en
+    assert en.endswith('Command: exchange quarantine retry price.SKU-2.v1.def --note "…"')

@@ -26,6 +26,7 @@ import asyncio
 import functools
 import json
 import logging
+import socket
 import ssl
 import urllib.parse
 import urllib.request
@@ -375,6 +376,16 @@ def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
     return False
 
 
+def _why_unreachable(error: OSError) -> str:
+    if isinstance(error, ConnectionRefusedError):
+        return "connection refused: nothing listens there, or a firewall refuses"
+    if isinstance(error, socket.gaierror):
+        return "the host name does not resolve"
+    if isinstance(error, TimeoutError):
+        return "no answer in time"
+    return (error.strerror or str(error) or type(error).__name__).splitlines()[0]
+
+
 def _describe(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:300]
@@ -410,6 +421,12 @@ if HAVE_AIOHTTP:
             name = TLS_ERROR
         elif isinstance(exc, aiohttp.ClientPayloadError) and _caused_by(exc, OSError):
             name = "ReadError"  # a reset mid-body: httpx's name for a failed socket read
+        if name == "ConnectError" and isinstance(exc, aiohttp.ClientConnectorError):
+            # aiohttp's own text ("Cannot connect to host 127.0.0.1:9 ssl:default [...]")
+            # names TLS for a plain http URL; say what an operator needs instead.
+            why = _why_unreachable(exc.os_error)
+            detail = f"the site is unreachable: no connection to {exc.host}:{exc.port} ({why})"
+            return TransportFailure(name, detail[:300], maybe_sent=False)
         return TransportFailure(name, _describe(exc), maybe_sent=maybe_sent)
 
     class _AiohttpWire(_Wire):

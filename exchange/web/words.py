@@ -1,0 +1,141 @@
+"""The workbench's words: Russian first, English on request (``?lang=en``, kept in a cookie).
+
+Every label a page shows comes from here; a key missing from one language is a test failure
+(``tests/web/test_workbench.py``), never an English word on a Russian page.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Lang = Literal["ru", "en"]
+
+WORDS: dict[str, dict[Lang, str]] = {
+    "title": {"ru": "Обмен с сайтом", "en": "Site exchange"},
+    "dashboard": {"ru": "Сводка", "en": "Dashboard"},
+    "quarantine": {"ru": "Карантин", "en": "Quarantine"},
+    "find": {"ru": "Поиск", "en": "Find"},
+    "blocked": {"ru": "Заблокированные", "en": "Blocked"},
+    "exchanges": {"ru": "Обмены 1С", "en": "1C exchanges"},
+    "export": {"ru": "Выгрузка", "en": "Export"},
+    "sign_in": {"ru": "Войти", "en": "Sign in"},
+    "sign_out": {"ru": "Выйти", "en": "Sign out"},
+    "name": {"ru": "Имя", "en": "Name"},
+    "password": {"ru": "Пароль", "en": "Password"},
+    "bad_login": {"ru": "Неверное имя или пароль", "en": "Wrong name or password"},
+    "signed_in_as": {"ru": "Вы вошли как", "en": "Signed in as"},
+    "role_viewer": {"ru": "наблюдатель", "en": "viewer"},
+    "role_operator": {"ru": "оператор", "en": "operator"},
+    "figures": {"ru": "Показатели", "en": "Figures"},
+    "new_messages": {"ru": "Новые сообщения", "en": "New messages"},
+    "held": {"ru": "Ждут за карантином", "en": "Held behind the quarantine"},
+    "oldest": {"ru": "Старейшее недоставленное", "en": "Oldest undelivered"},
+    "error_share": {"ru": "Доля ошибок (15 мин)", "en": "Error share (15 min)"},
+    "rate": {"ru": "Доставка в минуту (15 мин)", "en": "Delivered per minute (15 min)"},
+    "last_day": {
+        "ru": "Последние 24 часа: доставлено (зелёный) и неудачные попытки (красный) по часам",
+        "en": "The last 24 hours: delivered (green) and failed attempts (red) per hour",
+    },
+    "by_state": {"ru": "Сообщения по состояниям", "en": "Messages by state"},
+    "state": {"ru": "Состояние", "en": "State"},
+    "count": {"ru": "Количество", "en": "Count"},
+    "workers": {"ru": "Работающие обработчики", "en": "Live workers"},
+    "no_workers": {
+        "ru": "Ни один обработчик не отчитывался за час",
+        "en": "No worker reported in the last hour",
+    },
+    "worker": {"ru": "Обработчик", "en": "Worker"},
+    "last_seen": {"ru": "Последний отчёт", "en": "Last seen"},
+    "breaker": {"ru": "Предохранитель", "en": "Breaker"},
+    "delivery": {"ru": "Доставка", "en": "Delivery"},
+    "running": {"ru": "идёт", "en": "running"},
+    "paused": {"ru": "остановлена", "en": "paused"},
+    "paused_by": {"ru": "Доставка остановлена оператором", "en": "Delivery paused by operator"},
+    "delivery_runs": {"ru": "Доставка идёт", "en": "Delivery runs"},
+    "pause": {"ru": "Остановить доставку", "en": "Pause delivery"},
+    "resume": {"ru": "Возобновить доставку", "en": "Resume delivery"},
+    "pause_hint": {
+        "ru": "Все обработчики прекратят отправку в течение одного цикла.",
+        "en": "Every worker stops sending within one cycle.",
+    },
+    "reason": {"ru": "Причина", "en": "Reason"},
+    "kind": {"ru": "Вид", "en": "Kind"},
+    "since": {"ru": "С (дата)", "en": "Since (date)"},
+    "until": {"ru": "По (дата)", "en": "Until (date)"},
+    "search": {"ru": "Искать", "en": "Search"},
+    "search_hint": {
+        "ru": "Артикул, агрегат, документ 1С или начало message_id",
+        "en": "SKU, aggregate, 1C document or message_id prefix",
+    },
+    "filter": {"ru": "Отобрать", "en": "Filter"},
+    "any": {"ru": "любая", "en": "any"},
+    "message_id": {"ru": "message_id", "en": "message_id"},
+    "aggregate": {"ru": "Агрегат", "en": "Aggregate"},
+    "version": {"ru": "Версия", "en": "Version"},
+    "attempts": {"ru": "Попыток", "en": "Attempts"},
+    "last_error": {"ru": "Последняя ошибка", "en": "Last error"},
+    "source_ref": {"ru": "Документ 1С", "en": "1C document"},
+    "quarantined_at": {"ru": "В карантине с", "en": "Quarantined at"},
+    "empty_quarantine": {"ru": "Карантин пуст", "en": "The quarantine is empty"},
+    "nothing_found": {"ru": "Ничего не найдено", "en": "Nothing found"},
+    "retry": {"ru": "Повторить", "en": "Retry"},
+    "cancel": {"ru": "Отменить", "en": "Cancel"},
+    "retry_all": {"ru": "Повторить все отобранные", "en": "Retry all filtered"},
+    "cancel_all": {"ru": "Отменить все отобранные", "en": "Cancel all filtered"},
+    "preview": {"ru": "Что произойдёт", "en": "What will happen"},
+    "will_retry": {"ru": "Будут отправлены снова", "en": "Will be sent again"},
+    "will_cancel": {"ru": "Будут отменены", "en": "Will be cancelled"},
+    "skipped": {"ru": "Не будут затронуты", "en": "Will not be touched"},
+    "released": {
+        "ru": "После отмены уйдут на сайт без отменённых: более поздние версии",
+        "en": "After the cancel these later versions go out without the cancelled ones",
+    },
+    "released_row": {
+        "ru": "версий: {count}, начиная с {first}",
+        "en": "{count} version(s) from {first}",
+    },
+    "superseded_note": {
+        "ru": "уже доставлена версия не старее: закончится как устаревшее, не будет отправлено",
+        "en": "a version at least as new was delivered: it ends stale, not sent",
+    },
+    "note": {"ru": "Примечание (обязательно)", "en": "Note (required)"},
+    "note_required": {
+        "ru": "Нужно примечание: зачем это делается",
+        "en": "A note is required: say why",
+    },
+    "confirm": {"ru": "Подтвердить", "en": "Confirm"},
+    "done": {"ru": "Готово", "en": "Done"},
+    "touched": {"ru": "затронуто сообщений", "en": "messages touched"},
+    "biography": {"ru": "История сообщения", "en": "Message biography"},
+    "at": {"ru": "Время", "en": "At"},
+    "event": {"ru": "Событие", "en": "Event"},
+    "from_to": {"ru": "Переход", "en": "Transition"},
+    "detail": {"ru": "Подробности", "en": "Detail"},
+    "operator": {"ru": "Оператор", "en": "Operator"},
+    "payload": {"ru": "Данные", "en": "Payload"},
+    "cause": {"ru": "Причина блокировки", "en": "Cause"},
+    "delivered_through": {"ru": "Доставлено по версию", "en": "Delivered through"},
+    "none": {"ru": "нет", "en": "none"},
+    "file": {"ru": "Файл", "en": "File"},
+    "outcome": {"ru": "Итог", "en": "Outcome"},
+    "intents": {"ru": "Цен", "en": "Prices"},
+    "not_sent": {"ru": "Не отправлено", "en": "Not sent"},
+    "started": {"ru": "Начат", "en": "Started"},
+    "format": {"ru": "Формат", "en": "Format"},
+    "download": {"ru": "Скачать", "en": "Download"},
+    "forbidden": {"ru": "Недостаточно прав", "en": "Not allowed"},
+    "viewer_note": {
+        "ru": "Роль «наблюдатель»: действия недоступны.",
+        "en": "Role viewer: actions are not available.",
+    },
+    "times_in": {"ru": "Время указано в поясе {zone}", "en": "Times are in {zone}"},
+    "bad_filter": {"ru": "Неизвестное значение фильтра", "en": "Unknown filter value"},
+    "bad_date": {
+        "ru": "Дата не распознана (пример: 2026-11-30)",
+        "en": "Not a date (e.g. 2026-11-30)",
+    },
+}
+
+
+def word(key: str, lang: Lang) -> str:
+    return WORDS[key][lang]

@@ -1,0 +1,207 @@
+"""The console fixes of issue 16 (contract 6, 11): the database named in headers and --json,
+a missing database reported and never created, ``find`` and ``history`` by SKU / aggregate /
+source_ref / id prefix with full ids, held messages apart, and ``status`` exit codes for
+monitoring (0 nothing to do, 1 a person is needed, 2 bad input)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from clitools import Cli, Scenario, assert_one_line_error, describe, run_json
+from sqlalchemy import Engine
+
+from exchange.db.engine import make_engine, transaction
+from exchange.db.migrate import upgrade
+from exchange.dev.sitesim import SiteSimulator
+from exchange.dev.testing import posting_row, price_row, stage
+from exchange.queue import control
+
+
+def test_a_missing_database_is_reported_and_never_created(cli: Cli, tmp_path: Path) -> None:
+    missing = tmp_path / "elsewhere" / "exchange.db"
+    for args in (
+        ["status"],
+        ["status", "--json"],
+        ["find", "SKU-1"],
+        ["history", "x"],
+        ["quarantine", "list"],
+    ):
+        result = cli(*args, db=f"sqlite:///{missing}")
+        assert_one_line_error(result, "no database at", str(missing), "EXCHANGE_DATABASE_URL")
+    assert not missing.exists() and not missing.parent.exists()
+
+
+def test_status_names_the_database_masked_and_exits_0_when_all_is_well(
+    cli: Cli, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'ok.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    text = cli("status", db=url)
+    assert text.returncode == 0, describe(text)
+    assert text.stdout.splitlines()[0] == f"database: {url}"
+    assert "nothing needs a person" in text.stdout
+    figures = run_json(cli, "status", "--json", db=url)
+    assert figures["database"] == url and figures["needs_person"] == [] and figures["held"] == 0
+    assert "exit" in cli("status", "--help").stdout.lower()
+
+
+def test_status_exits_1_for_an_operator_pause(cli: Cli, db_url: str, engine: Engine) -> None:
+    with transaction(engine) as connection:
+        control.pause(connection, operator="olga", note="maintenance", now=datetime.now(UTC))
+    figures = run_json(cli, "status", "--json", db=db_url, code=1)
+    assert figures["needs_person"] == ["delivery paused by operator olga"]
+    assert figures["operator_pause"]["note"] == "maintenance"
+
+
+def test_held_messages_are_apart_and_out_of_the_oldest_figure(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    figures = run_json(cli, "status", "--json", db=db_url, code=1)
+    assert figures["new_messages"] == 2 and figures["held"] == 2  # DOC-1 v2, v3 behind v1
+    assert figures["oldest_undelivered_age_s"] is None  # nothing else waits
+    assert any("message(s) in quarantine" in n for n in figures["needs_person"])
+
+
+def test_find_and_history_by_sku_source_ref_and_prefix(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    found = run_json(cli, "find", "DOC-1", "--json", db=db_url)
+    ids = [m["message_id"] for m in found["messages"]]
+    assert scenario.doc1_v1 in ids and len(ids) == 3
+    text = cli("find", "DOC-1", db=db_url)
+    assert text.returncode == 0 and scenario.doc1_v1 in text.stdout.splitlines()  # a whole line
+    by_prefix = cli("history", "financial_posting.DOC-1", "--json", db=db_url)
+    assert by_prefix.returncode == 2  # several match: the ids are listed, one must be chosen
+    assert scenario.doc1_v1 in by_prefix.stdout and "give one of the ids" in by_prefix.stderr
+    one = json.loads(cli("history", "SKU-REJ", "--json", db=db_url).stdout)
+    assert one["message"]["aggregate"] == "SKU-REJ"
+    by_ref = run_json(cli, "find", "Установка цен 000777", "--json", db=db_url)
+    assert [m["aggregate"] for m in by_ref["messages"]] == ["SKU-BAD"]
+
+
+def test_filters_are_checked_against_the_known_reasons_and_kinds(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    assert_one_line_error(
+        cli("quarantine", "list", "--reason", "http-42x", db=db_url), "unknown reason", "http-NNN"
+    )
+    assert_one_line_error(
+        cli("quarantine", "retry", "--kind", "prise", db=db_url), "unknown kind", "price"
+    )
+    nothing = cli("quarantine", "list", "--reason", "http-442", db=db_url)
+    assert nothing.returncode == 0 and "the quarantine holds: " in nothing.stderr
+    assert "http-422 (2)" in nothing.stderr, describe(nothing)
+    helped = cli("quarantine", "list", "--help", env={"COLUMNS": "200"})
+    assert "invalid-contract" in helped.stdout and "sequence-gap" in helped.stdout
+
+
+def test_until_idle_says_what_is_left_and_a_clean_stop_leaves_status(
+    cli: Cli, db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
+    stage(engine, [price_row("SKU-1", 1), posting_row("DOC-1", 1), posting_row("DOC-1", 2)])
+    site.faults.reject = {"DOC-1"}
+    run = cli("run", "--until-idle", "--max-seconds", "30", db=db_url, site=site.url)
+    assert run.returncode == 0, describe(run)
+    assert run.stdout.splitlines()[-1] == (
+        "left: 1 waiting (1 held behind the quarantine), 1 quarantined (exchange status tells more)"
+    ), describe(run)
+    figures = run_json(cli, "status", "--json", db=db_url, code=1)
+    assert figures["workers"] == [] and not figures["breaker_open"]  # it stopped: not listed
+
+
+def test_a_worker_that_stops_with_the_token_refused_stays_in_status(
+    cli: Cli, db_url: str, engine: Engine
+) -> None:
+    stage(engine, [price_row("SKU-1", 1)])
+    with SiteSimulator(token="the-sites-own-token") as site:
+        run = cli("run", "--until-idle", "--max-seconds", "5", db=db_url, site=site.url)
+    assert "delivery paused: the site refused the token" in run.stdout.splitlines()[-1]
+    assert "exchange status still shows it" in run.stderr, describe(run)
+    figures = run_json(cli, "status", "--json", db=db_url, code=1)
+    assert figures["delivery_paused"] and len(figures["workers"]) == 1
+
+
+def test_an_unreachable_site_is_one_clear_line() -> None:
+    """Issue 16: not aiohttp's ``Cannot connect to host 127.0.0.1:9 ssl:default`` for an http
+    URL, but what is wrong, in words."""
+    import asyncio
+
+    from exchange import app as bootstrap
+    from exchange.dev.testing import fast_settings
+
+    target = bootstrap.target(fast_settings("sqlite:///:memory:", "http://127.0.0.1:9"))
+
+    async def go() -> str:
+        try:
+            return (await target.health()).detail or ""
+        finally:
+            await target.aclose()
+
+    detail = asyncio.run(go())
+    assert detail.startswith("the site is unreachable: no connection to 127.0.0.1:9 ("), detail
+    assert "connection refused" in detail and "ssl" not in detail
+
+
+def test_a_cancel_preview_says_which_later_postings_then_go_out(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    preview = cli("quarantine", "cancel", scenario.doc1_v1, "--dry-run", "--note", "x", db=db_url)
+    assert preview.returncode == 0, describe(preview)
+    assert (
+        "then 2 later version(s) of financial_posting DOC-1 (from v2) will go out without the "
+        "cancelled one" in preview.stdout
+    ), describe(preview)
+
+
+def test_times_in_one_zone_utc_by_default_or_exchange_display_tz(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    utc = cli("history", scenario.doc1_v1, db=db_url)
+    assert utc.returncode == 0 and " UTC " in utc.stdout, describe(utc)
+    moscow = cli(
+        "history", scenario.doc1_v1, db=db_url, env={"EXCHANGE_DISPLAY_TZ": "Europe/Moscow"}
+    )
+    assert " MSK " in moscow.stdout, describe(moscow)
+    assert_one_line_error(
+        cli("status", db=db_url, env={"EXCHANGE_DISPLAY_TZ": "Mars/Olympus"}), "unknown time zone"
+    )
+
+
+def test_text_log_lines_are_stamped_in_the_display_zone() -> None:
+    import io
+    import logging
+
+    from exchange import logs
+    from exchange.settings import load_settings
+
+    stream = io.StringIO()
+    handler = logs.configure(load_settings(display_tz="Europe/Moscow"), stream=stream)
+    try:
+        logging.getLogger("exchange.test").warning("hello")
+    finally:
+        logging.getLogger().removeHandler(handler)
+    assert "+03:00 WARNING exchange.test: hello" in stream.getvalue()
+
+
+def test_tables_never_cut_an_id_at_80_columns(cli: Cli, db_url: str, scenario: Scenario) -> None:
+    narrow = {"COLUMNS": "80"}
+    for args in (
+        ["quarantine", "list"],
+        ["history", scenario.doc1_v1],
+        ["status"],
+    ):
+        result = cli(*args, db=db_url, env=narrow)
+        assert result.returncode in (0, 1), describe(result)
+        assert "…" not in result.stdout, describe(result)
+        # wrapped inside its cell, the whole id is there: its parts, line by line
+        cells = "".join(
+            part.strip() for line in result.stdout.splitlines() for part in line.split("│")[1:2]
+        )
+        if args[0] == "quarantine":
+            assert scenario.doc1_v1 in cells, describe(result)
+        if args[0] == "history":  # the id on a line of its own, then the table
+            assert result.stdout.splitlines()[1].startswith(scenario.doc1_v1 + " ")

@@ -1,0 +1,294 @@
+"""The workbench over HTTP (contract 11): sign-in and sessions, CSRF, roles, escaping, search,
+the biography, previews with consequences, actions with a required note recorded with the
+operator, the pause every worker obeys, and the export."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import Engine, select
+from workbench_helpers import (
+    HOSTILE_SKU,
+    PASSWORD,
+    SKU,
+    add_operator,
+    close_all,
+    csrf_of,
+    deliver,
+    message_id_of,
+    new_client,
+    post,
+    quarantine_some,
+    signed_in,
+    state_of,
+)
+
+from exchange.db.engine import transaction
+from exchange.db.schema import history, messages, operators
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import posting_row, stage
+from exchange.web.words import WORDS
+
+TOKEN = "test-token"
+
+
+@pytest.fixture
+def site() -> Iterator[SiteSimulator]:
+    with SiteSimulator(token=TOKEN, faults=Faults(seed=1)) as simulator:
+        yield simulator
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    close_all()
+
+
+@pytest.fixture
+def bench(serve: Callable[..., Any], db: Engine) -> str:
+    base: str = serve()
+    add_operator(db, "olga", "operator")
+    add_operator(db, "victor", "viewer")
+    return base
+
+
+def test_every_word_exists_in_both_languages() -> None:
+    for key, both in WORDS.items():
+        assert set(both) == {"ru", "en"} and all(both.values()), key
+
+
+def test_pages_need_a_session_and_sign_in_works(bench: str) -> None:
+    anonymous = new_client(bench)
+    assert anonymous.get("/").status_code == 303
+    assert anonymous.get("/quarantine").headers["location"] == "/login"
+    login = anonymous.get("/login")
+    assert login.status_code == 200 and "Войти" in login.text
+    assert "script-src 'none'" in login.headers["content-security-policy"]
+    client = signed_in(bench, "olga")
+    page = client.get("/")
+    assert page.status_code == 200 and "olga" in page.text and "Сводка" in page.text
+    cookie = client.cookies.get("exchange_wb")
+    assert cookie and PASSWORD not in cookie
+    english = client.get("/?lang=en")
+    assert "Dashboard" in english.text and "Сводка" not in english.text
+    assert client.get("/quarantine").status_code == 200  # the language cookie is kept
+    assert "Quarantine" in client.get("/quarantine").text
+
+
+def test_an_altered_cookie_is_no_session(bench: str) -> None:
+    client = signed_in(bench, "olga")
+    value = client.cookies["exchange_wb"]
+    forged = new_client(bench, cookies={"exchange_wb": "b2xnYQ~x" + value[8:]})
+    assert forged.get("/").status_code == 303
+
+
+def test_failed_sign_ins_are_slowed_and_say_nothing_of_which_part_was_wrong(
+    serve: Callable[..., Any], db: Engine
+) -> None:
+    base = serve()
+    add_operator(db, "olga", "operator")
+    client = new_client(base)
+    times = []
+    for name in ("olga", "olga", "nobody"):
+        started = time.monotonic()
+        answer = client.post("/login", data={"name": name, "password": "wrong password"})
+        times.append(time.monotonic() - started)
+        assert answer.status_code == 401 and "Неверное имя или пароль" in answer.text
+        assert "exchange_wb" not in answer.cookies
+    assert times[0] >= 0.9 and times[1] >= 1.9  # doubled for the second failure
+
+
+def test_removing_an_operator_ends_their_session(bench: str, db: Engine) -> None:
+    client = signed_in(bench, "olga")
+    with transaction(db) as connection:
+        connection.execute(operators.delete().where(operators.c.name == "olga"))
+    assert client.get("/").status_code == 303
+
+
+def test_a_post_without_the_csrf_token_is_refused(
+    bench: str, db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    quarantine_some(db_url, site, SKU)
+    client = signed_in(bench, "olga")
+    mid = message_id_of(db, SKU)
+    answer = client.post("/action/preview", data={"action": "retry", "message_id": mid})
+    assert answer.status_code == 403
+    answer = client.post(
+        "/action/confirm",
+        data={"action": "retry", "message_id": mid, "note": "x", "csrf": "0" * 64},
+    )
+    assert answer.status_code == 403
+    assert state_of(db, SKU) == "quarantined"
+
+
+def test_a_viewer_sees_no_buttons_and_its_posts_are_refused(
+    bench: str, db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    quarantine_some(db_url, site, SKU)
+    mid = message_id_of(db, SKU)
+    viewer = signed_in(bench, "victor")
+    for path in ("/", "/quarantine", f"/message/{mid}"):
+        page = viewer.get(path).text
+        assert 'action="/action/preview"' not in page, path
+        assert 'action="/delivery/pause"' not in page, path
+    for path, data in (
+        ("/action/preview", {"action": "retry", "message_id": mid}),
+        ("/action/confirm", {"action": "retry", "message_id": mid, "note": "mine"}),
+        ("/delivery/pause", {"note": "mine"}),
+    ):
+        assert post(viewer, path, data).status_code == 403, path
+    assert state_of(db, SKU) == "quarantined"
+
+
+def test_hostile_data_renders_as_text(
+    bench: str, db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    quarantine_some(db_url, site, HOSTILE_SKU)
+    client = signed_in(bench, "olga")
+    mid = message_id_of(db, HOSTILE_SKU)
+    for path in ("/quarantine", f"/find?q={httpx.QueryParams({'q': HOSTILE_SKU})['q']}"):
+        page = client.get(
+            path, params={"q": HOSTILE_SKU} if path.startswith("/find") else None
+        ).text
+        assert "<script>alert" not in page, path
+        assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;=cmd|" in page, path
+    story = client.get(f"/message/{mid}").text
+    assert "<script>" not in story and "&lt;script&gt;" in story
+
+
+def test_find_by_sku_source_ref_and_id_prefix_then_the_biography(
+    bench: str, db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    quarantine_some(db_url, site, SKU, "SKU-0013")
+    client = signed_in(bench, "olga")
+    mid = message_id_of(db, SKU)
+    for term in (SKU, mid[:12], "Установка цен номенклатуры 000001"):
+        page = client.get("/find", params={"q": term}).text
+        assert mid in page, term
+    assert message_id_of(db, "SKU-0013") not in client.get("/find", params={"q": SKU}).text
+    assert "Ничего не найдено" in client.get("/find", params={"q": "SKU-9999"}).text
+    story = client.get(f"/message/{mid}").text
+    assert "quarantined" in story and "http-422" in story and "199.90" in story
+
+
+def test_quarantine_filters_are_validated(bench: str, db_url: str, site: SiteSimulator) -> None:
+    quarantine_some(db_url, site, SKU)
+    client = signed_in(bench, "olga")
+    assert SKU in client.get("/quarantine", params={"reason": "http-422"}).text
+    typo = client.get("/quarantine", params={"reason": "http-442x", "kind": "prise"}).text
+    assert "Неизвестное значение фильтра: http-442x" in typo
+    assert "Неизвестное значение фильтра: prise" in typo
+    assert "Дата не распознана" in client.get("/quarantine", params={"since": "yesterday"}).text
+
+
+def test_retry_after_its_preview_needs_a_note_and_records_the_operator(
+    bench: str, db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    quarantine_some(db_url, site, SKU)
+    mid = message_id_of(db, SKU)
+    client = signed_in(bench, "olga")
+    preview = post(client, "/action/preview", {"action": "retry", "message_id": mid})
+    assert preview.status_code == 200 and "Будут отправлены снова: 1" in preview.text
+    assert state_of(db, SKU) == "quarantined"  # a preview changes nothing
+    no_note = post(client, "/action/confirm", {"action": "retry", "message_id": mid, "note": " "})
+    assert no_note.status_code == 400 and state_of(db, SKU) == "quarantined"
+    done = post(
+        client, "/action/confirm", {"action": "retry", "message_id": mid, "note": "site fixed"}
+    )
+    assert done.status_code == 200 and mid in done.text
+    with transaction(db, read_only=True) as connection:
+        last = connection.execute(
+            select(history.c.operator, history.c.note, history.c.event)
+            .join(messages, messages.c.id == history.c.message_pk)
+            .where(messages.c.message_id == mid)
+            .order_by(history.c.id.desc())
+        ).first()
+    assert last is not None and (last.operator, last.note) == ("olga", "site fixed")
+    site.faults.reject.clear()
+    deliver(db_url, site)
+    assert state_of(db, SKU) == "delivered"
+
+
+def test_bulk_cancel_preview_names_the_later_postings_it_lets_through(
+    bench: str, db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    stage(db, [posting_row("DOC-1", 1), posting_row("DOC-1", 2), posting_row("DOC-1", 3)])
+    site.faults.reject.add("DOC-1")
+    deliver(db_url, site)
+    site.faults.reject.clear()
+    client = signed_in(bench, "olga")
+    preview = post(client, "/action/preview", {"action": "cancel", "kind": "financial_posting"})
+    assert preview.status_code == 200, preview.text
+    assert "Будут отменены: 1" in preview.text
+    assert "уйдут на сайт без отменённых" in preview.text
+    assert "версий: 2, начиная с 2" in preview.text
+    assert (
+        post(
+            client,
+            "/action/confirm",
+            {"action": "cancel", "kind": "financial_posting", "note": "wrong document"},
+        ).status_code
+        == 200
+    )
+    deliver(db_url, site)
+    with transaction(db, read_only=True) as connection:
+        states = dict(
+            connection.execute(
+                select(messages.c.version, messages.c.state).where(messages.c.aggregate == "DOC-1")
+            ).all()
+        )
+    assert states == {1: "cancelled", 2: "delivered", 3: "delivered"}
+
+
+def test_pause_stops_every_worker_and_resume_starts_them(
+    bench: str, db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    client = signed_in(bench, "olga")
+    assert post(client, "/delivery/pause", {"note": ""}).status_code == 400
+    assert post(client, "/delivery/pause", {"note": "site maintenance"}).status_code == 303
+    page = client.get("/").text
+    assert "Доставка остановлена оператором" in page and "site maintenance" in page
+    stage(db, [posting_row("DOC-9", 1)])
+    deliver(db_url, site)  # until idle: paused is idle, nothing is sent
+    assert state_of(db, "DOC-9") == "new"
+    assert post(client, "/delivery/resume", {}).status_code == 303
+    deliver(db_url, site)
+    assert state_of(db, "DOC-9") == "delivered"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "xlsx", "html", "json"])
+def test_export_in_every_format(bench: str, db_url: str, site: SiteSimulator, fmt: str) -> None:
+    quarantine_some(db_url, site, SKU)
+    client = signed_in(bench, "victor")  # a viewer may export
+    answer = client.get("/export", params={"format": fmt})
+    assert answer.status_code == 200
+    assert "attachment" in answer.headers["content-disposition"]
+    assert len(answer.content) > 100
+    assert client.get("/export", params={"format": "pdf"}).status_code == 400
+
+
+def test_blocked_and_exchanges_pages(
+    bench: str, db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    stage(db, [posting_row("DOC-2", 1), posting_row("DOC-2", 2)])
+    site.faults.reject.add("DOC-2")
+    deliver(db_url, site)
+    client = signed_in(bench, "victor")
+    page = client.get("/blocked").text
+    assert "DOC-2" in page and "retry or cancel it" in page
+    assert client.get("/exchanges").status_code == 200
+    assert csrf_of(client)
+
+
+def test_the_dashboard_charts_the_last_24_hours(
+    bench: str, db_url: str, site: SiteSimulator
+) -> None:
+    quarantine_some(db_url, site, SKU)
+    client = signed_in(bench, "victor")
+    page = client.get("/").text
+    assert '<svg class="chart"' in page and "Последние 24 часа" in page
+    assert "— 0 / 1</title>" in page  # the hour of the refusal: none delivered, one failed
