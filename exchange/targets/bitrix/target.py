@@ -28,13 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
 import math
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
 
 import httpx
 
@@ -43,6 +41,7 @@ from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.bitrix.lock import ExchangeLock, ProcessLock
 from exchange.targets.bitrix.package import Price, build
+from exchange.targets.prices import read_price
 from exchange.targets.shop_api.batch import chunks
 
 USER_AGENT = "1C+Enterprise/8.3 (exchange)"
@@ -244,29 +243,15 @@ class BitrixTarget:
     # -- one package -----------------------------------------------------------------------
 
     def _read(self, message: OutgoingMessage) -> Price | Classification:
-        if message.kind != "price":
-            return Classification(
-                Verdict.TERMINAL,
-                f"kind {message.kind!r}: the bitrix target takes price messages only",
-                error_class="UnsupportedKind",
-            )
-        try:
-            payload = json.loads(message.payload, parse_float=Decimal)
-            sku, amount = str(payload["sku"]), Decimal(str(payload["price"]))
-            price_type = str(payload.get("price_type", ""))
-            currency = str(payload.get("currency", "RUB"))
-        except (ValueError, KeyError, TypeError, InvalidOperation):
-            return Classification(
-                Verdict.TERMINAL, "the payload is not a price", error_class="Payload"
-            )
-        site_type = self.price_types.get(price_type)
-        if site_type is None:
-            return Classification(
-                Verdict.TERMINAL,
-                f"price type {price_type!r} is not mapped by EXCHANGE_BITRIX_PRICE_TYPES",
-                reason=Reason.UNMAPPED_PRICE_TYPE,
-            )
-        return Price(sku, site_type, amount, currency)
+        price = read_price(
+            message,
+            target="bitrix",
+            mapping=self.price_types,
+            setting="EXCHANGE_BITRIX_PRICE_TYPES",
+        )
+        if isinstance(price, Classification):
+            return price
+        return Price(price.sku, price.mapped, price.amount, price.currency)
 
     async def _deliver(
         self, ready: list[tuple[OutgoingMessage, Price]], answers: dict[str, Classification]

@@ -41,6 +41,7 @@ import httpx
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage
+from exchange.targets.prices import read_price
 from exchange.targets.shop_api.batch import chunks
 from exchange.targets.woocommerce.ids import SkuIds, Where
 
@@ -184,28 +185,15 @@ class WooCommerceTarget:
     # -- steps -----------------------------------------------------------------------------
 
     def _read(self, message: OutgoingMessage) -> _Price | Classification:
-        if message.kind != "price":
-            return Classification(
-                Verdict.TERMINAL,
-                f"kind {message.kind!r}: the woocommerce target takes price messages only",
-                error_class="UnsupportedKind",
-            )
-        try:
-            payload = json.loads(message.payload, parse_float=Decimal)
-            sku, amount = str(payload["sku"]), Decimal(str(payload["price"]))
-            price_type = str(payload.get("price_type", ""))
-        except (ValueError, KeyError, TypeError, InvalidOperation):
-            return Classification(
-                Verdict.TERMINAL, "the payload is not a price", error_class="Payload"
-            )
-        field = self.price_fields.get(price_type)
-        if field is None:
-            return Classification(
-                Verdict.TERMINAL,
-                f"price type {price_type!r} is not mapped by EXCHANGE_WOO_PRICE_FIELDS",
-                reason=Reason.UNMAPPED_PRICE_TYPE,
-            )
-        return _Price(message, sku, amount, field)
+        price = read_price(
+            message,
+            target="woocommerce",
+            mapping=self.price_fields,
+            setting="EXCHANGE_WOO_PRICE_FIELDS",
+        )
+        if isinstance(price, Classification):
+            return price
+        return _Price(message, price.sku, price.amount, price.mapped)
 
     async def _where(self, skus: set[str]) -> dict[str, Where]:
         known = await asyncio.to_thread(self.ids.get, sorted(skus))

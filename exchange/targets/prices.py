@@ -1,0 +1,50 @@
+"""A price message as the shops without the shop API read it (contract 10): the targets that
+take ``price`` messages only and map a ``price_type`` to the shop's own name for it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from exchange.domain.reasons import Reason
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.base import OutgoingMessage
+
+
+@dataclass(frozen=True, slots=True)
+class MappedPrice:
+    sku: str
+    amount: Decimal
+    currency: str
+    mapped: str  # the shop's name for the message's price type
+
+
+def read_price(
+    message: OutgoingMessage, *, target: str, mapping: Mapping[str, str], setting: str
+) -> MappedPrice | Classification:
+    """The price a message carries, with its price type mapped through ``mapping`` (the
+    setting ``setting``), or the terminal classification that says why it cannot be sent:
+    another kind, a payload that is no price, or a price type not mapped (never guessed)."""
+    if message.kind != "price":
+        return Classification(
+            Verdict.TERMINAL,
+            f"kind {message.kind!r}: the {target} target takes price messages only",
+            error_class="UnsupportedKind",
+        )
+    try:
+        payload = json.loads(message.payload, parse_float=Decimal)
+        sku, amount = str(payload["sku"]), Decimal(str(payload["price"]))
+        price_type = str(payload.get("price_type", ""))
+        currency = str(payload.get("currency", "RUB"))
+    except (ValueError, KeyError, TypeError, InvalidOperation):
+        return Classification(Verdict.TERMINAL, "the payload is not a price", error_class="Payload")
+    mapped = mapping.get(price_type)
+    if mapped is None:
+        return Classification(
+            Verdict.TERMINAL,
+            f"price type {price_type!r} is not mapped by {setting}",
+            reason=Reason.UNMAPPED_PRICE_TYPE,
+        )
+    return MappedPrice(sku, amount, currency, mapped)
