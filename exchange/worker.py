@@ -433,7 +433,10 @@ class Worker:
         return delay
 
     async def _site_down(self, now: float) -> bool:
-        """Whether the site's health check fails (asked at most once per HEALTH_TTL)."""
+        """Whether the site's health check fails (asked at most once per HEALTH_TTL). Not asked
+        while the worker stops: the stop waits for the requests in flight, not for a check."""
+        if self.stopping:
+            return False
         if self._health_lock is None:
             self._health_lock = asyncio.Lock()
         async with self._health_lock:

@@ -52,6 +52,7 @@ class TricklingSite:
     def __init__(self, mode: str = "body", gap: float = 0.05) -> None:
         self.mode = mode
         self.gap = gap
+        self.trickle_health = False  # True: the health check trickles too (the site is down)
         self.requests = 0
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -88,6 +89,14 @@ class TricklingSite:
                 await asyncio.sleep(3600)
                 return
             head = await reader.readuntil(b"\r\n\r\n")
+            if head.startswith(b"GET ") and not self.trickle_health:  # the site is up, only its
+                ok = b'{"status": "ok"}'  # answers to updates trickle
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: " + str(len(ok)).encode() + b"\r\n\r\n" + ok
+                )
+                await writer.drain()
+                return
             length = 0
             for line in head.decode("latin-1").split("\r\n"):
                 if line.lower().startswith("content-length:"):
@@ -216,6 +225,9 @@ def _events(engine: Engine) -> list[dict[str, Any]]:
 def test_sigterm_during_a_trickled_answer_ends_run_within_the_request_timeout(
     trickling: TricklingSite, tmp_path: Path
 ) -> None:
+    # The health check trickles too: a stopping worker must not wait for one after the
+    # request in flight is cut off.
+    trickling.trickle_health = True
     url = sqlite_database(tmp_path)
     engine = make_engine(url)
     stage(engine, [price_row("SKU-1", 1)])
