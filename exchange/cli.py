@@ -559,7 +559,9 @@ def quarantine_list(
                 else {}
             )
     if as_json:
-        print(json.dumps(rows, ensure_ascii=False))
+        # Contract 6 promises a list of objects: each names the database it was read from.
+        database = safe_url(settings.database_url)
+        print(json.dumps([{**row, "database": database} for row in rows], ensure_ascii=False))
         return
     _header(settings)
     if present:
