@@ -715,6 +715,12 @@ class Settings(BaseSettings):
         "from the first byte, port 465) or none (plain, refused with a password unless the "
         "server is on loopback). The server's certificate is always verified.",
     )
+    notify_smtp_ca_bundle: Path | None = Field(
+        None,
+        description="A PEM file of the certificate authorities trusted for the SMTP server's "
+        "certificate instead of the default ones (a company CA). Verification cannot be "
+        "turned off.",
+    )
     notify_smtp_user: str | None = Field(
         None, description="SMTP login; unset: no login (a relay that trusts the host)."
     )
@@ -821,6 +827,16 @@ class Settings(BaseSettings):
                 "(the chat the bot writes to)"
             )
         return self
+
+    def notify_smtp_tls(self) -> ssl.SSLContext:
+        """The context that verifies the SMTP server's certificate: against
+        EXCHANGE_NOTIFY_SMTP_CA_BUNDLE when set, else the default CAs."""
+        if self.notify_smtp_ca_bundle is None:
+            return ssl.create_default_context()
+        try:
+            return tls_context(self.notify_smtp_ca_bundle)
+        except ValueError as exc:
+            raise ConfigurationError(f"EXCHANGE_NOTIFY_SMTP_CA_BUNDLE: {exc}") from None
 
     def notify_smtp_port_in_use(self) -> int:
         """The SMTP port: the one set, or the usual one of the security chosen."""
@@ -930,7 +946,7 @@ class Settings(BaseSettings):
                 )
         return value
 
-    @field_validator("site_ca_bundle")
+    @field_validator("site_ca_bundle", "notify_smtp_ca_bundle")
     @classmethod
     def _site_ca_bundle(cls, value: Path | None) -> Path | None:
         if value is not None:

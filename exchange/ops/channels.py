@@ -66,10 +66,11 @@ class Smtp:
     user: str | None
     password: Callable[[], str | None]
     timeout: float
+    tls: Callable[[], ssl.SSLContext] = ssl.create_default_context
     name: str = "e-mail"
 
     def _connect(self) -> smtplib.SMTP:
-        context = ssl.create_default_context()
+        context = self.tls()
         try:
             smtp: smtplib.SMTP
             if self.security == "tls":
@@ -255,6 +256,7 @@ def channels(settings: Settings) -> list[Channel]:
                 user=settings.notify_smtp_user or None,
                 password=lambda: settings.secret("notify_smtp_password"),
                 timeout=settings.http_timeout,
+                tls=settings.notify_smtp_tls,
             )
         )
     if settings.notify_telegram_token is not None or settings.notify_telegram_token_file:

@@ -30,7 +30,7 @@ from exchange.ops.notify import Snapshot
 from exchange.ops.status import pace_words
 from exchange.report.model import Lang
 from exchange.report.words import human_age, next_check
-from exchange.settings import Settings, safe_url
+from exchange.settings import Settings, mask_secrets, safe_url, secret_forms
 
 log = logging.getLogger(__name__)
 
@@ -246,6 +246,11 @@ class Notifier:
         self.database = safe_url(settings.database_url)
         self.workbench_url = settings.workbench_url
         self.sender = sender or settings.worker_id
+        # Data may quote a secret (an operator's note, a site's error): masked like the report.
+        self._secret_forms = sorted(
+            {form for secret in settings.secrets() for form in secret_forms(secret)},
+            key=lambda form: (-len(form), form),
+        )
 
     def step(self) -> Outcome:
         """Blocking; never raises for a channel that fails (logged in one line)."""
@@ -298,6 +303,7 @@ class Notifier:
             workbench_url=self.workbench_url,
             every=self.every,
         )
+        text = mask_secrets(text, self._secret_forms)
         failed = self._send(subject, text)
         with transaction(self.engine) as connection:
             if failed and len(failed) == len(self.channels):

@@ -8,6 +8,7 @@ import asyncio
 import email
 import json
 import socket
+import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,9 +48,13 @@ class Inbox:
 
 
 @contextmanager
-def smtp_server(*, login: bool = False) -> Iterator[tuple[Inbox, int]]:
-    """A real SMTP server on 127.0.0.1 (any free port); with ``login``, AUTH LOGIN/PLAIN is
-    offered and only SMTP_USER / SMTP_PASSWORD pass (over plain text: loopback only)."""
+def smtp_server(
+    *, login: bool = False, tls: ssl.SSLContext | None = None, implicit_tls: bool = False
+) -> Iterator[tuple[Inbox, int]]:
+    """A real SMTP server on 127.0.0.1 (any free port); with ``login``, AUTH PLAIN is offered
+    and only SMTP_USER / SMTP_PASSWORD pass (over plain text only without ``tls``). ``tls``:
+    the server's certificate, offered by STARTTLS (required), or from the first byte with
+    ``implicit_tls``."""
     inbox = Inbox()
 
     def authenticate(
@@ -72,9 +77,14 @@ def smtp_server(*, login: bool = False) -> Iterator[tuple[Inbox, int]]:
         # aiosmtpd's LOGIN does not take, and the refusal would read as a timeout.
         options |= {
             "authenticator": authenticate,
-            "auth_require_tls": False,
+            # aiosmtpd counts only STARTTLS as TLS; with implicit TLS the wire is TLS anyway.
+            "auth_require_tls": tls is not None and not implicit_tls,
             "auth_exclude_mechanism": ["LOGIN"],
         }
+    if tls is not None and not implicit_tls:
+        options |= {"tls_context": tls, "require_starttls": True}
+    if implicit_tls:
+        options["ssl_context"] = tls
     controller = Controller(inbox, hostname="127.0.0.1", port=free_port(), **options)
     controller.start()
     try:

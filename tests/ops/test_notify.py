@@ -28,6 +28,8 @@ from notifytools import (
     silent_server,
     smtp_server,
 )
+from opstools import TOKEN
+from securitytools import make_pki, server_context
 from sqlalchemy import Engine, event, insert, select
 
 from exchange import app as bootstrap
@@ -50,18 +52,16 @@ EVERY = 3600.0
 def mail_settings(
     db_url: str, port: int, site: SiteSimulator | None = None, **more: Any
 ) -> Settings:
-    return fast_settings(
-        db_url,
-        site.url if site else None,
-        notify_smtp_host="127.0.0.1",
-        notify_smtp_port=port,
-        notify_smtp_security="none",
-        notify_smtp_from="exchange@shop.example",
-        notify_smtp_to=["ops@shop.example"],
-        notify_every=EVERY,
-        workbench_url="https://exchange.shop.example:8443",
-        **more,
-    )
+    options: dict[str, Any] = {
+        "notify_smtp_host": "127.0.0.1",
+        "notify_smtp_port": port,
+        "notify_smtp_security": "none",
+        "notify_smtp_from": "exchange@shop.example",
+        "notify_smtp_to": ["ops@shop.example"],
+        "notify_every": EVERY,
+        "workbench_url": "https://exchange.shop.example:8443",
+    }
+    return fast_settings(db_url, site.url if site else None, **{**options, **more})
 
 
 def quarantine(db_url: str, engine: Engine, site: SiteSimulator, *skus: str) -> None:
@@ -226,6 +226,19 @@ def test_english_follows_the_report_language(db_url: str, engine: Engine, inbox:
     assert told.step().sent
     assert mail.subject() == "Site exchange: a person is needed: delivery stopped"
     assert "operator olga paused delivery" in mail.text()
+
+
+def test_a_secret_quoted_in_the_data_is_masked_in_the_message(
+    db_url: str, engine: Engine, inbox: Any
+) -> None:
+    mail, port = inbox
+    clock = clock_now()
+    told = the_notifier(mail_settings(db_url, port), engine, clock)
+    with transaction(engine) as connection:
+        note = f"new token {TOKEN} goes in tonight"
+        control.pause(connection, operator="olga", note=note, now=clock.now())
+    assert told.step().sent
+    assert "new token *** goes in tonight" in mail.text() and TOKEN not in mail.text()
 
 
 def test_smtp_login_with_the_password_from_its_file(
@@ -444,3 +457,43 @@ def test_the_bot_token_never_reaches_a_log_line_or_an_error(
     assert any("chat not found" in t for t in texts)
     for text in texts:
         assert BOT_TOKEN not in text and "bot-s3cret" not in text, text
+
+
+@pytest.mark.parametrize("security", ["starttls", "tls"])
+def test_smtp_over_tls_verifies_the_servers_certificate(
+    db_url: str, engine: Engine, site: SiteSimulator, tmp_path: Any, security: str
+) -> None:
+    pki = make_pki(tmp_path)
+    context = server_context(pki.site_cert, pki.site_key)
+    quarantine(db_url, engine, site, "SKU-1")
+    with smtp_server(login=True, tls=context, implicit_tls=security == "tls") as (mail, port):
+        trusted = mail_settings(
+            db_url,
+            port,
+            notify_smtp_security=security,
+            notify_smtp_ca_bundle=pki.ca,
+            notify_smtp_user=SMTP_USER,
+            notify_smtp_password=SMTP_PASSWORD,
+        )
+        [line] = check_notifications(trusted)
+        assert line.passed and f"({security}), signed in as {SMTP_USER}" in line.detail
+        assert the_notifier(trusted, engine, clock_now()).step().sent
+        assert 1 == len(mail.messages) and [SMTP_USER, SMTP_USER] == mail.logins
+        # The default CAs do not know the test CA: refused, never sent in clear instead.
+        [untrusted] = check_notifications(
+            mail_settings(
+                db_url,
+                port,
+                notify_smtp_security=security,
+                notify_smtp_user=SMTP_USER,
+                notify_smtp_password=SMTP_PASSWORD,
+            )
+        )
+    assert not untrusted.passed and "CERTIFICATE_VERIFY_FAILED" in untrusted.detail
+    assert SMTP_PASSWORD not in untrusted.detail and 2 == len(mail.logins)
+
+
+def test_starttls_is_required_when_chosen(db_url: str, inbox: Any) -> None:
+    _, port = inbox  # a server that offers no STARTTLS
+    [line] = check_notifications(mail_settings(db_url, port, notify_smtp_security="starttls"))
+    assert not line.passed and "does not offer STARTTLS" in line.detail
