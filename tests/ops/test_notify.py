@@ -325,6 +325,35 @@ def test_a_refused_connection_is_one_line_and_stays_news(
         assert told.step().sent and 1 == len(mail.messages)  # still news after the period
 
 
+def test_within_the_period_a_step_is_one_read_by_primary_key(
+    db_url: str, engine: Engine, inbox: Any
+) -> None:
+    """The worker asks every cycle: after a message, until the period ends, that costs one
+    SELECT of the notifications row and nothing else."""
+    mail, port = inbox
+    clock = clock_now()
+    told = the_notifier(mail_settings(db_url, port), engine, clock)
+    stage(engine, [price_row("SKU-1", 1)])
+    _worker_row(engine, paused_reason="HTTP 401")
+    assert told.step().sent
+    with transaction(engine) as connection:
+        connection.execute(workers.delete())  # the cause has gone: forgotten at the next step
+    assert not told.step().sent
+    statements: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(" ".join(statement.split()))
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        clock.advance(EVERY / 2)
+        assert not told.step().sent
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    selects = [s for s in statements if s.upper().startswith("SELECT")]
+    assert 1 == len(selects) and "FROM notifications" in selects[0], statements
+
+
 def test_nothing_configured_sends_nothing_and_never_touches_the_table(
     db_url: str, engine: Engine, site: SiteSimulator
 ) -> None:
