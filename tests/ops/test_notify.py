@@ -330,7 +330,7 @@ def test_within_the_period_a_step_is_one_read_by_primary_key(
 ) -> None:
     """The worker asks every cycle: after a message, until the period ends, that costs one
     SELECT of the notifications row and nothing else."""
-    mail, port = inbox
+    _, port = inbox
     clock = clock_now()
     told = the_notifier(mail_settings(db_url, port), engine, clock)
     stage(engine, [price_row("SKU-1", 1)])
