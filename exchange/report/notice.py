@@ -16,6 +16,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine
 
@@ -48,6 +50,7 @@ _WORDS: dict[str, tuple[str, str]] = {
         "- {reason}: {count}; oldest {message_id}, waiting {age}",
     ),
     "what_to_do": ("  Что сделать: {advice}", "  What to do: {advice}"),
+    "open": ("  Открыть: {url}", "  Open: {url}"),
     "stops": ("Доставка остановлена:", "Delivery has stopped:"),
     "breaker": (
         "- предохранитель открыт: сайт раз за разом отвечает ошибкой или недоступен "
@@ -113,11 +116,13 @@ def _w(key: str, lang: Lang) -> str:
     return ru if lang == "ru" else en
 
 
-def _at(value: str | datetime | None) -> str:
+def _at(value: str | datetime | None, zone: str) -> str:
+    """A time in EXCHANGE_DISPLAY_TZ (UTC by default), its zone named."""
     if value is None:
         return "?"
     moment = datetime.fromisoformat(value) if isinstance(value, str) else value
-    return moment.strftime("%Y-%m-%d %H:%M UTC")
+    local = moment.astimezone(ZoneInfo(zone))
+    return local.strftime("%Y-%m-%d %H:%M ") + (local.tzname() or zone)
 
 
 def compose(
@@ -128,6 +133,7 @@ def compose(
     database: str,
     workbench_url: str | None,
     every: float,
+    zone: str = "UTC",
 ) -> tuple[str, str]:
     """The subject and the text of one notification."""
     situation = found.situation
@@ -151,10 +157,13 @@ def compose(
                 )
             )
             lines.append(_w("what_to_do", lang).format(advice=next_check(reason, lang)))
+            if workbench_url:
+                link = f"{workbench_url}/quarantine?{urlencode({'reason': reason})}"
+                lines.append(_w("open", lang).format(url=link))
         lines.append("")
     if situation.stops:
         lines.append(_w("stops", lang))
-        lines += _stop_lines(found, lang)
+        lines += _stop_lines(found, lang, zone)
         lines.append("")
     if workbench_url:
         lines += [_w("workbench", lang).format(url=workbench_url + "/"), ""]
@@ -169,12 +178,14 @@ def compose(
     return subject, "\n".join(lines) + "\n"
 
 
-def _stop_lines(found: Snapshot, lang: Lang) -> list[str]:
+def _stop_lines(found: Snapshot, lang: Lang, zone: str) -> list[str]:
     stops, lines = found.situation.stops, []
     if Stop.BREAKER in stops:
         for w in (w for w in found.workers if w["breaker"] != "closed"):
             until = (
-                _w("until", lang).format(at=_at(w["breaker_until"])) if w["breaker_until"] else ""
+                _w("until", lang).format(at=_at(w["breaker_until"], zone))
+                if w["breaker_until"]
+                else ""
             )
             lines.append(
                 _w("breaker", lang).format(
@@ -188,7 +199,7 @@ def _stop_lines(found: Snapshot, lang: Lang) -> list[str]:
     if Stop.OPERATOR in stops and pause is not None:
         lines.append(
             _w("operator", lang).format(
-                operator=pause["operator"], at=_at(pause["paused_at"]), note=pause["note"]
+                operator=pause["operator"], at=_at(pause["paused_at"], zone), note=pause["note"]
             )
         )
     if Stop.NO_WORKER in stops:
@@ -245,6 +256,7 @@ class Notifier:
         self.lang: Lang = settings.report_lang
         self.database = safe_url(settings.database_url)
         self.workbench_url = settings.workbench_url
+        self.zone = settings.display_tz
         self.sender = sender or settings.worker_id
         # Data may quote a secret (an operator's note, a site's error): masked like the report.
         self._secret_forms = sorted(
@@ -302,6 +314,7 @@ class Notifier:
             database=self.database,
             workbench_url=self.workbench_url,
             every=self.every,
+            zone=self.zone,
         )
         text = mask_secrets(text, self._secret_forms)
         failed = self._send(subject, text)

@@ -108,6 +108,7 @@ def test_a_quarantine_that_gains_entries_is_told_once_per_period(
         f"- http-422: 1; самая старая {message_id}, ждёт",
         "Сайт отклонил сообщение (http-422)",  # the report's own advice, in Russian
         "Рабочее место: https://exchange.shop.example:8443/",
+        "  Открыть: https://exchange.shop.example:8443/quarantine?reason=http-422",
         "exchange quarantine list --reason http-422",
         "exchange status",
         "не раньше чем через 1 ч",
@@ -217,15 +218,20 @@ def test_delivery_that_stops_is_told(
     assert not told.step().sent and 1 == len(mail.messages)  # told once, not again
 
 
-def test_english_follows_the_report_language(db_url: str, engine: Engine, inbox: Any) -> None:
+def test_english_follows_the_report_language_and_times_the_display_zone(
+    db_url: str, engine: Engine, inbox: Any
+) -> None:
     mail, port = inbox
     clock = clock_now()
-    told = the_notifier(mail_settings(db_url, port, report_lang="en"), engine, clock)
+    settings = mail_settings(db_url, port, report_lang="en", display_tz="Europe/Moscow")
+    told = the_notifier(settings, engine, clock)
+    paused_at = datetime(2026, 12, 1, 6, 5, tzinfo=UTC)
     with transaction(engine) as connection:
-        control.pause(connection, operator="olga", note="re-pricing", now=clock.now())
+        control.pause(connection, operator="olga", note="re-pricing", now=paused_at)
     assert told.step().sent
     assert mail.subject() == "Site exchange: a person is needed: delivery stopped"
-    assert "operator olga paused delivery" in mail.text()
+    # Times in EXCHANGE_DISPLAY_TZ, the zone named, as the console and the workbench show them.
+    assert "operator olga paused delivery (2026-12-01 09:05 MSK)" in mail.text()
 
 
 def test_a_secret_quoted_in_the_data_is_masked_in_the_message(
