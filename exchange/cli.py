@@ -236,9 +236,9 @@ def run(
 
         with bootstrap.serving(settings, worker, engine):
             code = run_event_loop(main())
-        worker.retire()
         if notifier is not None and (once or until_idle):
-            # A scheduled run tells what it leaves behind (at most once per period).
+            # A scheduled run tells what it leaves behind (at most once per period), before it
+            # retires: while its own row stands, "no worker runs" is not said of this run.
             told = notifier
 
             async def tell() -> int:
@@ -246,6 +246,7 @@ def run(
                 return 0
 
             run_event_loop(tell())
+        worker.retire()
         if until_idle:
             with transaction(engine, read_only=True) as connection:
                 left = status(connection, SystemClock().now(), settings.policies)
@@ -872,7 +873,10 @@ def notify(
     with _guard():
         settings = _settings(ctx)
         engine = _reading_engine(settings)
-        notifier = bootstrap.notifier(settings, engine)
+        staging_url = settings.staging_url
+        separate = staging_url is not None and staging_url != settings.database_url
+        staging_engine = make_engine(staging_url) if staging_url and separate else None
+        notifier = bootstrap.notifier(settings, engine, staging_engine=staging_engine)
         if notifier is None:
             raise ExchangeError(
                 "notifications are off: set EXCHANGE_NOTIFY_SMTP_HOST (e-mail) or "

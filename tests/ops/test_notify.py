@@ -35,6 +35,7 @@ from sqlalchemy import Engine, event, insert, select
 from exchange import app as bootstrap
 from exchange import logs
 from exchange.db.engine import make_engine, transaction
+from exchange.db.migrate import upgrade
 from exchange.db.schema import messages, notifications, workers
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
@@ -532,3 +533,23 @@ def test_starttls_is_required_when_chosen(db_url: str, inbox: Any) -> None:
     _, port = inbox  # a server that offers no STARTTLS
     [line] = check_notifications(mail_settings(db_url, port, notify_smtp_security="starttls"))
     assert not line.passed and "does not offer STARTTLS" in line.detail
+
+
+def test_no_worker_counts_the_rows_waiting_in_a_separate_staging_database(
+    engine: Engine, db_url: str, inbox: Any, tmp_path: Any
+) -> None:
+    mail, port = inbox
+    staging_url = f"sqlite:///{tmp_path / 'staging.db'}"
+    staging = make_engine(staging_url)
+    upgrade(staging)
+    try:
+        stage(staging, [price_row(f"SKU-{n}", 1) for n in range(3)])
+        settings = mail_settings(db_url, port, staging_url=staging_url, notify_stalled_after=60)
+        clock = clock_now()
+        told = notifier(settings, engine, clock, staging_engine=staging)
+        assert told is not None
+        clock.advance(61)
+        assert told.step().sent
+    finally:
+        staging.dispose()
+    assert "ни один обработчик не отчитывался ни разу, а работа ждёт: строк 1С 3" in mail.text()
