@@ -7,14 +7,16 @@ the tests, the bench) call these once per command.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import tempfile
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from aiohttp import web
 from sqlalchemy import Engine
 
 from exchange.db.engine import make_engine
@@ -24,6 +26,9 @@ from exchange.db.target_lock import DbLock
 from exchange.domain.clock import Clock, SystemClock
 from exchange.errors import ConfigurationError
 from exchange.ops.metrics import Health, MetricsServer, PrometheusMetrics
+from exchange.report import notice
+from exchange.report.notice import Notifier
+from exchange.runner import notify_step
 from exchange.settings import Settings
 from exchange.targets.base import Target
 from exchange.targets.bitrix.target import BitrixTarget
@@ -199,6 +204,38 @@ def serving(settings: Settings, worker: Worker, engine: Engine) -> Iterator[Metr
             worker.metrics = previous
 
 
+def notifier(
+    settings: Settings,
+    engine: Engine,
+    clock: Clock | None = None,
+    staging_engine: Engine | None = None,
+) -> Notifier | None:
+    """The operators' notifications, or None when no channel is configured (off: nothing is
+    read or written for them)."""
+    return notice.notifier(settings, engine, clock or SystemClock(), staging_engine=staging_engine)
+
+
+def _notifications(
+    watcher: Notifier, every: float
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    """For ``exchange serve``: a notification step every ``every`` seconds while it serves. The
+    one process that sees delivery stop when no worker runs at all."""
+
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        async def loop() -> None:
+            while True:
+                await notify_step(watcher)
+                await asyncio.sleep(every)
+
+        task = asyncio.create_task(loop())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    return context
+
+
 def web_config(settings: Settings) -> WebConfig:
     """What ``exchange serve`` needs; secrets read here, once (their ``_FILE`` twins win)."""
     return WebConfig(
@@ -254,6 +291,9 @@ def http_server(
     if not config.intake_token:
         log.warning("JSON intake closed: EXCHANGE_INTAKE_TOKEN is not set")
     app = build_app(config, engine)
+    watcher = notifier(settings, engine, SystemClock())
+    if watcher is not None:
+        app.cleanup_ctx.append(_notifications(watcher, settings.poll_interval))
     return serve(
         app, host=settings.http_host, port=settings.http_port, tls=tls, started=started, stop=stop
     )

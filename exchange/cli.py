@@ -46,8 +46,8 @@ from exchange.ops.quarantine import (
 from exchange.ops.status import biography, quarantine_by_reason, status, tables
 from exchange.queue import control
 from exchange.report import collect as report
+from exchange.runner import notify_step, run_forever, run_once, run_until_idle
 from exchange.runner import run as run_event_loop
-from exchange.runner import run_forever, run_once, run_until_idle
 from exchange.settings import Settings, load_settings, safe_url
 
 app = typer.Typer(
@@ -218,6 +218,7 @@ def run(
         settings = _settings(ctx, **overrides)
         engine, staging_engine = bootstrap.engines(settings)
         worker = bootstrap.worker(settings, engine, staging_engine)
+        notifier = bootstrap.notifier(settings, engine, worker.clock, staging_engine)
 
         async def main() -> int:
             try:
@@ -227,12 +228,24 @@ def run(
                     return await run_until_idle(
                         worker, max_seconds=max_seconds, poll_interval=settings.poll_interval
                     )
-                return await run_forever(worker, poll_interval=settings.poll_interval)
+                return await run_forever(
+                    worker, poll_interval=settings.poll_interval, notifier=notifier
+                )
             finally:
                 await worker.target.aclose()
 
         with bootstrap.serving(settings, worker, engine):
             code = run_event_loop(main())
+        if notifier is not None and (once or until_idle):
+            # A scheduled run tells what it leaves behind (at most once per period), before it
+            # retires: while its own row stands, "no worker runs" is not said of this run.
+            told = notifier
+
+            async def tell() -> int:
+                await notify_step(told)
+                return 0
+
+            run_event_loop(tell())
         worker.retire()
         if until_idle:
             with transaction(engine, read_only=True) as connection:
@@ -559,7 +572,9 @@ def quarantine_list(
                 else {}
             )
     if as_json:
-        print(json.dumps(rows, ensure_ascii=False))
+        # Contract 6 promises a list of objects: each names the database it was read from.
+        database = safe_url(settings.database_url)
+        print(json.dumps([{**row, "database": database} for row in rows], ensure_ascii=False))
         return
     _header(settings)
     if present:
@@ -836,6 +851,57 @@ def demo(
 
 
 @app.command()
+def notify(
+    ctx: typer.Context,
+    once: Annotated[
+        bool, typer.Option("--once", help="One look, one message at most, then exit.")
+    ] = False,
+) -> None:
+    """Tell the operators (e-mail or Telegram) when the quarantine gained entries or delivery
+    stopped, at most once per EXCHANGE_NOTIFY_EVERY for all processes together. `exchange run`
+    and `exchange serve` do this by themselves; `notify --once` is for a scheduled task, and
+    with serve the only one that sees delivery stop when no worker runs at all.
+
+    Exit codes: 0 sent, or nothing new to tell; 1 the message could not be sent; 2 bad input,
+    no database, or no channel configured.
+    """
+    if not once:
+        raise typer.BadParameter(
+            "give --once (one look, for a scheduled task); exchange run and exchange serve "
+            "notify by themselves"
+        )
+    with _guard():
+        settings = _settings(ctx)
+        engine = _reading_engine(settings)
+        staging_url = settings.staging_url
+        separate = staging_url is not None and staging_url != settings.database_url
+        staging_engine = make_engine(staging_url) if staging_url and separate else None
+        notifier = bootstrap.notifier(settings, engine, staging_engine=staging_engine)
+        if notifier is None:
+            raise ExchangeError(
+                "notifications are off: set EXCHANGE_NOTIFY_SMTP_HOST (e-mail) or "
+                "EXCHANGE_NOTIFY_TELEGRAM_TOKEN (Telegram)"
+            )
+        result = notifier.step()
+    _header(settings)
+    if result.failed and not result.sent:
+        err.print("not sent: " + logs.redact("; ".join(result.failed)), markup=False)
+        raise typer.Exit(1)
+    if result.sent:
+        out.print(f"sent: {result.subject}", markup=False, highlight=False)
+        for failure in result.failed or []:
+            err.print("not sent: " + logs.redact(failure), markup=False)
+    elif result.next_at is not None:
+        out.print(
+            "told within the last EXCHANGE_NOTIFY_EVERY: the next message goes no sooner than "
+            f"{_in_zone(result.next_at.isoformat(), settings.display_tz)}, if something is new",
+            markup=False,
+        )
+    else:
+        out.print("nothing new to tell", markup=False)
+
+
+@app.command()
 def check(ctx: typer.Context) -> None:
     """Is this installation ready to run? One line per check: OK, FAIL with the reason, or SKIP.
 
@@ -845,9 +911,10 @@ def check(ctx: typer.Context) -> None:
     columns; the target: site reachable and token accepted (GET /api/v1/health; a missing
     EXCHANGE_SITE_URL fails, since run needs it), or for EXCHANGE_TARGET=woocommerce the key's
     read and write permissions, for bitrix checkauth and init; report directory writable
-    (skipped when EXCHANGE_REPORT_DIR is not set). Exit 0 when nothing failed (a SKIP is not a
-    failure), 1 when a check failed, 2 when the configuration does not even load (as every
-    command).
+    (skipped when EXCHANGE_REPORT_DIR is not set); the notification channels when configured
+    (SMTP connect, STARTTLS, login; Telegram getMe: nothing is sent). Exit 0 when nothing
+    failed (a SKIP is not a failure), 1 when a check failed, 2 when the configuration does not
+    even load (as every command).
     """
     from exchange.ops.check import Status, fail, run_checks
 

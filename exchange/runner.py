@@ -7,6 +7,7 @@ coalesced). SIGINT/SIGTERM let the batch in flight finish and be recorded, then 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from collections.abc import Callable, Coroutine
@@ -18,6 +19,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from exchange.errors import DatabaseUnavailable
 from exchange.ops import prune
 from exchange.report import schedule as report_schedule
+from exchange.report.notice import Notifier
 from exchange.worker import CycleReport, Worker
 
 log = logging.getLogger(__name__)
@@ -93,7 +95,20 @@ async def run_until_idle(
     return EXIT_OK
 
 
-async def run_forever(worker: Worker, *, poll_interval: float) -> int:
+async def notify_step(notifier: Notifier) -> None:
+    """One notification step in a thread (database, SMTP or HTTP block): never on the event
+    loop, never in the way of a cycle; whatever fails is one log line."""
+    try:
+        await asyncio.to_thread(notifier.step)
+    except DatabaseUnavailable as exc:
+        log.error("notification check failed: %s", exc)
+    except Exception:
+        log.exception("notification check failed")
+
+
+async def run_forever(
+    worker: Worker, *, poll_interval: float, notifier: Notifier | None = None
+) -> int:
     loop = asyncio.get_running_loop()
     stopped = asyncio.Event()
     busy = asyncio.Lock()
@@ -120,6 +135,17 @@ async def run_forever(worker: Worker, *, poll_interval: float) -> int:
         coalesce=True,
         id="cycle",
     )
+    if notifier is not None:
+        # A job of its own (one at a time), so a slow mail server never delays a cycle.
+        scheduler.add_job(
+            _notify_job(notifier, worker),
+            "interval",
+            seconds=poll_interval,
+            next_run_time=datetime.now(UTC),
+            max_instances=1,
+            coalesce=True,
+            id="notify",
+        )
     prune.schedule(scheduler, prune_job(worker))
     report_schedule.schedule(
         scheduler,
@@ -138,6 +164,18 @@ async def run_forever(worker: Worker, *, poll_interval: float) -> int:
     scheduler.shutdown(wait=False)
     log.info("stopped")
     return EXIT_OK
+
+
+def _notify_job(notifier: Notifier, worker: Worker) -> Callable[[], Coroutine[Any, Any, None]]:
+    async def job() -> None:
+        if worker.stopping:
+            return
+        # A stop while a message is on its way: the loop ends without waiting for the mail
+        # server (its thread ends within EXCHANGE_HTTP_TIMEOUT); not an error to report.
+        with contextlib.suppress(asyncio.CancelledError):
+            await notify_step(notifier)
+
+    return job
 
 
 def prune_job(worker: Worker) -> Callable[[], Coroutine[Any, Any, None]]:

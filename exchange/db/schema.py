@@ -332,6 +332,23 @@ class TargetLock(Base):
     until: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class Notification(Base):
+    """What the operators were last told (issue 16 item 6): one row (``name`` =
+    ``operators``). Whoever moves ``version`` on with a conditional UPDATE (or inserts the
+    first row) has the right to send; every other process sharing the database reads the new
+    row and waits for the period to pass."""
+
+    __tablename__ = "notifications"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    attempted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    quarantine_mark: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    stops: Mapped[str] = mapped_column(String(200))  # Stop values, comma-separated
+    sent_by: Mapped[str | None] = mapped_column(String(200))
+    outcome: Mapped[str | None] = mapped_column(String(500))  # "sent", or why not (masked)
+
+
 metadata = Base.metadata
 # A declarative model's ``__table__`` is typed as ``FromClause``; it is a ``Table`` here, and
 # typing it so lets ``insert()``/``update()`` accept it.
@@ -348,3 +365,4 @@ operators: Table = cast(Table, Operator.__table__)
 delivery_pause: Table = cast(Table, DeliveryPause.__table__)
 shop_sku_ids: Table = cast(Table, ShopSkuId.__table__)
 target_locks: Table = cast(Table, TargetLock.__table__)
+notifications: Table = cast(Table, Notification.__table__)

@@ -6,7 +6,8 @@ Checks that depend on an earlier one (the database must answer before its tables
 inspected) are skipped with the reason instead of failing twice for one cause.
 
 Nothing here writes to the databases or sends anything with an effect to the site: the site
-check is ``GET /api/v1/health``, which the contract (5) declares harmless.
+check is ``GET /api/v1/health``, which the contract (5) declares harmless. The notification
+channels are reached and signed in to, never sent a message.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from exchange.db.migrate import ensure_current, staging_differences
 from exchange.db.schema import staging
 from exchange.domain.verdicts import Verdict
 from exchange.errors import ExchangeError
+from exchange.ops.channels import channels
 from exchange.settings import Settings, safe_url
 from exchange.targets.bitrix.target import BitrixTarget
 from exchange.targets.shop_api.client import TLS_ERROR, Response, SiteClient, SiteResult
@@ -362,6 +364,20 @@ def run_checks(
     results += check_target(settings, transport)
     results.append(check_report_dir(settings.report_dir))
     results += check_serve(settings)
+    results += check_notifications(settings)
+    return results
+
+
+def check_notifications(settings: Settings) -> list[CheckResult]:
+    """One line per configured channel of the operators' notifications: SMTP connected (and
+    STARTTLS, login) or the bot known to Telegram (getMe); nothing is sent. None when off."""
+    results = []
+    for channel in channels(settings):
+        what = f"notifications by {channel.name}"
+        try:
+            results.append(ok(what, channel.check()))
+        except ExchangeError as exc:
+            results.append(fail(what, str(exc)))
     return results
 
 

@@ -134,23 +134,51 @@ def _pace(text: str | None) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def pace_words(pace: dict[str, Any] | None) -> str:
+# The pace's words, English and Russian: ``exchange status`` prints English, the workbench's
+# dashboard and the operators' notifications follow their language setting.
+_PACE_WORDS: dict[str, dict[str, str]] = {
+    "en": {
+        "none": "not reported",
+        "figures": "{rate:.0f} requests/s, {in_flight} in flight (limit {limit} of {max_limit}), "
+        "{refused} refused in the last minute",
+        "keeps_up": "keeps up: {figures}",
+        "busy": "site busy: {figures}{paced}{held}",
+        "paced": ", paced at {rate:.0f} requests/s",
+        "held": ", all requests held {hold:.1f} s",
+    },
+    "ru": {
+        "none": "обработчик ещё не сообщал",
+        "figures": "{rate:.0f} запросов/с, в работе {in_flight} (предел {limit} из "
+        "{max_limit}), отказов за последнюю минуту: {refused}",
+        "keeps_up": "сайт успевает: {figures}",
+        "busy": "сайт перегружен: {figures}{paced}{held}",
+        "paced": ", темп снижен до {rate:.0f} запросов/с",
+        "held": ", все запросы придержаны на {hold:.1f} с",
+    },
+}
+
+
+def pace_words(pace: dict[str, Any] | None, lang: str = "en") -> str:
     """``site busy: 40 requests/s, 3 in flight (limit 4), 12 refused in the last minute`` or
-    ``keeps up: ...`` when the site refused nothing for a minute."""
+    ``keeps up: ...`` when the site refused nothing for a minute; ``lang`` ``ru`` says it in
+    Russian."""
+    words = _PACE_WORDS["ru" if lang == "ru" else "en"]
     if not pace:
-        return "not reported"
+        return words["none"]
     refused = int(pace.get("refused_last_minute") or 0)
-    figures = (
-        f"{float(pace.get('accepted_rate') or 0):.0f} requests/s, {pace.get('in_flight', 0)} in "
-        f"flight (limit {pace.get('limit')} of {pace.get('max_limit')}), {refused} refused in "
-        "the last minute"
+    figures = words["figures"].format(
+        rate=float(pace.get("accepted_rate") or 0),
+        in_flight=pace.get("in_flight", 0),
+        limit=pace.get("limit"),
+        max_limit=pace.get("max_limit"),
+        refused=refused,
     )
     rate, hold = pace.get("paced_rate"), float(pace.get("hold_s") or 0)
     if not refused and not hold:
-        return f"keeps up: {figures}"
-    paced = f", paced at {float(rate):.0f} requests/s" if rate else ""
-    held = f", all requests held {hold:.1f} s" if hold else ""
-    return f"site busy: {figures}{paced}{held}"
+        return words["keeps_up"].format(figures=figures)
+    paced = words["paced"].format(rate=float(rate)) if rate else ""
+    held = words["held"].format(hold=hold) if hold else ""
+    return words["busy"].format(figures=figures, paced=paced, held=held)
 
 
 def quarantine_by_reason(connection: Connection, now: datetime) -> dict[str, dict[str, Any]]:

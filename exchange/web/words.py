@@ -49,6 +49,10 @@ WORDS: dict[str, dict[Lang, str]] = {
     "breaker": {"ru": "Предохранитель", "en": "Breaker"},
     "delivery": {"ru": "Доставка", "en": "Delivery"},
     "running": {"ru": "идёт", "en": "running"},
+    "site_pace": {
+        "ru": "Темп сайта и предел запросов",
+        "en": "Site's pace and limit",
+    },
     "paused": {"ru": "остановлена", "en": "paused"},
     "paused_by": {"ru": "Доставка остановлена оператором", "en": "Delivery paused by operator"},
     "delivery_runs": {"ru": "Доставка идёт", "en": "Delivery runs"},

@@ -40,7 +40,7 @@ from exchange.errors import OperatorError
 from exchange.ops import find as finder
 from exchange.ops import operators
 from exchange.ops.quarantine import Filters, cancel, list_quarantined, retry
-from exchange.ops.status import biography, human_age, status
+from exchange.ops.status import biography, human_age, pace_words, status
 from exchange.queue import control
 from exchange.report import collect as report
 from exchange.report.model import FORMATS, SUFFIXES
@@ -149,6 +149,7 @@ class Workbench:
 
         body = self.env.get_template(template).render(
             t=t,
+            pace=lambda figures: pace_words(figures, lang),
             lang=lang,
             who=who,
             csrf=self.csrf(who.session) if who else "",

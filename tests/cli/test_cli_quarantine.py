@@ -54,6 +54,8 @@ def test_quarantine_list_json_is_a_list_of_entries_with_the_contract_fields(
     assert isinstance(entries, list)
     for entry in entries:
         assert ENTRY_FIELDS <= set(entry), entry
+        # Issue 16: every reading command names its database, and the list stays a list.
+        assert entry["database"] == db_url, entry
         datetime.fromisoformat(entry["quarantined_at"])
     assert summary(entries) == EVERYTHING
     by_id = {e["message_id"]: e for e in entries}
@@ -210,3 +212,18 @@ def test_quarantine_cancel_ends_the_message_cancelled_and_history_shows_who_and_
     site.faults.reject = {"SKU-REJ"}
     deliver_in_process(db_url, engine, site)
     assert site.applied_versions("financial_posting", "DOC-1") == [2, 3]
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_quarantine_list_json_names_its_database_with_the_password_masked(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    # Trust authentication ignores the password, so the URL still reaches the database.
+    with_password = db_url.replace("postgres@", "postgres:Pw-s3cret-9@", 1)
+    assert with_password != db_url
+    result = cli("quarantine", "list", "--json", db=with_password)
+    assert result.returncode == 0, describe(result)
+    entries = json.loads(result.stdout)
+    expected = db_url.replace("postgres@", "postgres:***@", 1)
+    assert entries and {entry["database"] for entry in entries} == {expected}
+    assert "Pw-s3cret-9" not in result.stdout + result.stderr

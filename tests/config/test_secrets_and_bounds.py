@@ -288,6 +288,8 @@ SECONDS = [
     "EXCHANGE_RETRY_MAX_DELAY",
     "EXCHANGE_HTTP_TIMEOUT",
     "EXCHANGE_GAP_TIMEOUT",
+    "EXCHANGE_NOTIFY_EVERY",
+    "EXCHANGE_NOTIFY_STALLED_AFTER",
 ]
 
 
@@ -408,3 +410,70 @@ def test_an_integer_beyond_any_float_is_refused_as_too_long_not_a_crash() -> Non
     with pytest.raises(ConfigurationError) as caught:
         load_settings(gap_timeout=10**400)
     assert "EXCHANGE_GAP_TIMEOUT" in str(caught.value) and str(MAX_SECONDS) in str(caught.value)
+
+
+# -- the operators' notifications (issue 16 item 6) ------------------------------------------------
+
+
+def test_the_notification_secrets_join_the_masked_ones_with_their_file_twins(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("EXCHANGE_NOTIFY_SMTP_HOST", "smtp.shop.example")
+    monkeypatch.setenv("EXCHANGE_NOTIFY_SMTP_FROM", "exchange@shop.example")
+    monkeypatch.setenv("EXCHANGE_NOTIFY_SMTP_TO", '["ops@shop.example"]')
+    monkeypatch.setenv("EXCHANGE_NOTIFY_SMTP_PASSWORD", "smtp-Pw-1")
+    monkeypatch.setenv("EXCHANGE_NOTIFY_TELEGRAM_TOKEN", "1234:bot-Tok-1")
+    monkeypatch.setenv("EXCHANGE_NOTIFY_TELEGRAM_CHAT_ID", "-100")
+    assert {"smtp-Pw-1", "1234:bot-Tok-1"} <= set(load_settings().secrets())
+    (tmp_path / "pw").write_text("smtp-Pw-2\n", encoding="utf-8")
+    (tmp_path / "bot").write_text("1234:bot-Tok-2\r\n", encoding="utf-8")
+    monkeypatch.setenv("EXCHANGE_NOTIFY_SMTP_PASSWORD_FILE", str(tmp_path / "pw"))
+    monkeypatch.setenv("EXCHANGE_NOTIFY_TELEGRAM_TOKEN_FILE", str(tmp_path / "bot"))
+    settings = load_settings()
+    assert settings.secret("notify_telegram_token") == "1234:bot-Tok-2"  # the file wins
+    assert {"smtp-Pw-2", "1234:bot-Tok-2"} <= set(settings.secrets())
+
+
+@pytest.mark.parametrize(
+    ("env", "words"),
+    [
+        (
+            {"EXCHANGE_NOTIFY_SMTP_HOST": "smtp.shop.example"},
+            "set EXCHANGE_NOTIFY_SMTP_FROM and EXCHANGE_NOTIFY_SMTP_TO",
+        ),
+        (
+            {"EXCHANGE_NOTIFY_TELEGRAM_TOKEN": "1234:abc"},
+            "set EXCHANGE_NOTIFY_TELEGRAM_CHAT_ID",
+        ),
+        (
+            {
+                "EXCHANGE_NOTIFY_TELEGRAM_TOKEN": "1234:abc",
+                "EXCHANGE_NOTIFY_TELEGRAM_CHAT_ID": "-100",
+                "EXCHANGE_NOTIFY_TELEGRAM_API_URL": "http://bots.example",
+            },
+            "plain http:// would send the bot's token unencrypted",
+        ),
+        (
+            {
+                "EXCHANGE_NOTIFY_SMTP_HOST": "smtp.shop.example",
+                "EXCHANGE_NOTIFY_SMTP_FROM": "a@b.example",
+                "EXCHANGE_NOTIFY_SMTP_TO": '["c@d.example"]',
+                "EXCHANGE_NOTIFY_SMTP_SECURITY": "none",
+                "EXCHANGE_NOTIFY_SMTP_PASSWORD": "pw-Never-Shown",
+            },
+            "would send the SMTP password unencrypted",
+        ),
+    ],
+)
+def test_a_notification_channel_set_by_half_is_refused_in_one_line(
+    env: dict[str, str], words: str
+) -> None:
+    message = refused(**env)
+    assert words in message and "pw-Never-Shown" not in message and "abc" not in message
+
+
+def test_notifications_are_off_by_default_and_the_period_is_an_hour() -> None:
+    from exchange.ops.channels import channels
+
+    settings = load_settings()
+    assert [] == channels(settings) and 3600.0 == settings.notify_every

@@ -4,13 +4,15 @@ operator, the pause every worker obeys, and the export."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, insert, select
 from workbench_helpers import (
     HOSTILE_SKU,
     PASSWORD,
@@ -28,7 +30,7 @@ from workbench_helpers import (
 )
 
 from exchange.db.engine import transaction
-from exchange.db.schema import history, messages, operators
+from exchange.db.schema import history, messages, operators, workers
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import posting_row, stage
 from exchange.web.words import WORDS
@@ -292,3 +294,43 @@ def test_the_dashboard_charts_the_last_24_hours(
     page = client.get("/").text
     assert '<svg class="chart"' in page and "Последние 24 часа" in page
     assert "— 0 / 1</title>" in page  # the hour of the refusal: none delivered, one failed
+
+
+def test_the_dashboard_shows_each_live_workers_site_pace_and_limit(bench: str, db: Engine) -> None:
+    # Contract 11: "pace and limit", from the workers' pace column (migration 0005) that
+    # `exchange status` reads too.
+    pace = {
+        "limit": 3,
+        "max_limit": 16,
+        "in_flight": 2,
+        "paced_rate": 45.2,
+        "accepted_rate": 40.0,
+        "hold_s": 0.0,
+        "refused_last_minute": 7,
+    }
+    now = datetime.now(UTC)
+    with transaction(db) as connection:
+        connection.execute(
+            insert(workers).values(
+                worker_id="shop-worker-1",
+                started_at=now,
+                heartbeat_at=now,
+                paused_reason=None,
+                breaker_state="closed",
+                breaker_until=None,
+                pace=json.dumps(pace),
+            )
+        )
+    client = signed_in(bench, "victor")
+    russian = client.get("/").text
+    assert "Темп сайта и предел запросов" in russian
+    assert (
+        "сайт перегружен: 40 запросов/с, в работе 2 (предел 3 из 16), отказов за последнюю "
+        "минуту: 7, темп снижен до 45 запросов/с" in russian
+    )
+    english = client.get("/?lang=en").text
+    assert "Site&#39;s pace and limit" in english
+    assert (
+        "site busy: 40 requests/s, 2 in flight (limit 3 of 16), 7 refused in the last minute, "
+        "paced at 45 requests/s" in english
+    )

@@ -109,6 +109,9 @@ def test_sign_in_find_a_sku_retry_after_preview_and_see_it_delivered(
     page = _page(browser)
     _sign_in(page, base, "olga")
     assert page.locator("#quarantined").inner_text() == "3"
+    # Contract 11's "pace and limit": the worker that delivered reported its pace.
+    pace = page.locator("#workers td.pace").first.inner_text()
+    assert pace.startswith("сайт успевает: ") and "(предел 4 из 4)" in pace, pace
     _shot(page, "dashboard")
     page.click("text=Карантин")
     page.wait_for_url(f"{base}/quarantine")

@@ -1,0 +1,184 @@
+"""The database side of the operators' notifications (issue 16 item 6): what needs a person now,
+what the operators were last told, and the one conditional statement that gives one process
+the right to tell them.
+
+Cheap by design, since a worker asks each cycle: the told row first (one read by primary key);
+the quarantine's count and newest entry (the state index); the live workers (a small table); the
+operator's pause (one row). Whether work waits is asked only when no worker reported lately.
+The details a message shows (the quarantine by reason) are read only when one is sent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, func, not_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from exchange.db.engine import is_postgres
+from exchange.db.schema import messages, notifications, staging, workers
+from exchange.domain.notify import Situation, Stop, Told
+from exchange.domain.policy import KindPolicies
+from exchange.domain.states import PENDING, State, values
+from exchange.ops.find import held_condition
+from exchange.ops.status import quarantine_by_reason, worker_rows
+from exchange.queue import control
+
+ROW = "operators"
+OUTCOME_MAX = 500
+
+
+@dataclass
+class Snapshot:
+    """What needs a person, with what a message says about it."""
+
+    situation: Situation
+    workers: list[dict[str, Any]] = field(default_factory=list)
+    operator_pause: dict[str, Any] | None = None
+    # Work that waits while no worker reports: untaken staging rows, movable messages, and the
+    # age of the oldest of either (seconds).
+    waiting_rows: int = 0
+    waiting_messages: int = 0
+    waiting_age_s: float | None = None
+    last_heartbeat_age_s: float | None = None
+    # Filled only for a message: reason -> {"count", "oldest_message_id", "oldest_age_s", ...}
+    quarantine_by_reason: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def snapshot(
+    connection: Connection,
+    now: datetime,
+    kinds: KindPolicies,
+    *,
+    stalled_after: float,
+    staging_connection: Connection | None = None,
+) -> Snapshot:
+    """What needs a person now (without the quarantine's details: ``add_details``)."""
+    quarantined, newest = connection.execute(
+        select(func.count(), func.max(messages.c.updated_at)).where(
+            messages.c.state == State.QUARANTINED.value
+        )
+    ).one()
+    live = worker_rows(connection, now)
+    pause = control.operator_pause(connection)
+    stops: set[Stop] = set()
+    if any(w["breaker"] != "closed" for w in live):
+        stops.add(Stop.BREAKER)
+    if any(w["paused"] for w in live):
+        stops.add(Stop.TOKEN)
+    if pause is not None:
+        stops.add(Stop.OPERATOR)
+    found = Snapshot(situation=Situation(0, None, frozenset()), workers=live, operator_pause=pause)
+    last_beat = connection.execute(select(func.max(workers.c.heartbeat_at))).scalar()
+    found.last_heartbeat_age_s = (now - last_beat).total_seconds() if last_beat else None
+    stalled = timedelta(seconds=stalled_after)
+    if pause is None and (last_beat is None or now - last_beat >= stalled):
+        _waiting(found, connection, staging_connection or connection, now, kinds)
+        if found.waiting_age_s is not None and found.waiting_age_s >= stalled_after:
+            stops.add(Stop.NO_WORKER)
+    found.situation = Situation(int(quarantined), newest, frozenset(stops))
+    return found
+
+
+def _waiting(
+    found: Snapshot,
+    connection: Connection,
+    staging_connection: Connection,
+    now: datetime,
+    kinds: KindPolicies,
+) -> None:
+    rows, oldest_row = staging_connection.execute(
+        select(func.count(), func.min(staging.c.created_at)).where(staging.c.taken_at.is_(None))
+    ).one()
+    pending, oldest_message = connection.execute(
+        select(func.count(), func.min(messages.c.created_at)).where(
+            messages.c.state.in_(values(PENDING)),
+            not_(messages.c.rejected),
+            not_(held_condition(kinds)),
+        )
+    ).one()
+    found.waiting_rows, found.waiting_messages = int(rows), int(pending)
+    oldest = min((t for t in (oldest_row, oldest_message) if t is not None), default=None)
+    found.waiting_age_s = (now - oldest).total_seconds() if oldest is not None else None
+
+
+def add_details(found: Snapshot, connection: Connection, now: datetime) -> None:
+    """What a message shows of the quarantine: counts by reason and the oldest of each."""
+    found.quarantine_by_reason = quarantine_by_reason(connection, now)
+
+
+def told(connection: Connection) -> Told:
+    row = (
+        connection.execute(select(notifications).where(notifications.c.name == ROW))
+        .mappings()
+        .first()
+    )
+    if row is None:
+        return Told()
+    return Told(
+        version=row["version"],
+        attempted_at=row["attempted_at"],
+        quarantine_mark=row["quarantine_mark"],
+        stops=frozenset(Stop(s) for s in row["stops"].split(",") if s in Stop.__members__.values()),
+    )
+
+
+def _values(state: Told, sent_by: str, outcome: str | None) -> dict[str, Any]:
+    return {
+        "version": state.version,
+        "attempted_at": state.attempted_at,
+        "quarantine_mark": state.quarantine_mark,
+        "stops": ",".join(sorted(state.stops)),
+        "sent_by": sent_by[:200],
+        "outcome": outcome[:OUTCOME_MAX] if outcome else outcome,
+    }
+
+
+def remember(
+    connection: Connection, read: Told, new: Told, *, sent_by: str, outcome: str | None
+) -> bool:
+    """Write ``new`` if the row is still at ``read.version``: True for exactly one of several
+    processes that read the same row (the first row is inserted; a second insert conflicts)."""
+    if read.version == 0:
+        dialect_insert = postgresql.insert if is_postgres(connection) else sqlite.insert
+        # RETURNING, not rowcount: psycopg reports -1 for an INSERT … ON CONFLICT.
+        inserted = connection.execute(
+            dialect_insert(notifications)
+            .values(name=ROW, **_values(new, sent_by, outcome))
+            .on_conflict_do_nothing(index_elements=["name"])  # another process was first
+            .returning(notifications.c.version)
+        ).first()
+        return inserted is not None
+    changed = connection.execute(
+        update(notifications)
+        .where(notifications.c.name == ROW, notifications.c.version == read.version)
+        .values(**_values(new, sent_by, outcome))
+        .returning(notifications.c.version)
+    ).first()
+    return changed is not None
+
+
+def outcome(connection: Connection, version: int, text: str) -> None:
+    """How the message of ``version`` went ("sent", or why not): shown by ``exchange notify``."""
+    connection.execute(
+        update(notifications)
+        .where(notifications.c.name == ROW, notifications.c.version == version)
+        .values(outcome=text[:OUTCOME_MAX])
+    )
+
+
+def give_back(connection: Connection, claimed: Told, previous: Told, text: str) -> None:
+    """A message that could not be sent: what it was to tell stays news (told again after the
+    period), and the attempt still counts, so a failing channel is tried once a period."""
+    connection.execute(
+        update(notifications)
+        .where(notifications.c.name == ROW, notifications.c.version == claimed.version)
+        .values(
+            version=claimed.version + 1,
+            quarantine_mark=previous.quarantine_mark,
+            stops=",".join(sorted(previous.stops)),
+            outcome=text[:OUTCOME_MAX],
+        )
+    )

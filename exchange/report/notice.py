@@ -1,0 +1,359 @@
+"""The operators' notification (issue 16 item 6): its words, and the step that decides, takes the
+right to send and sends.
+
+It lives with the report because it is a very short report, in the report's language
+(``EXCHANGE_REPORT_LANG``, Russian by default), with the report's advice per reason
+(``words.next_check``) and ages (``words.human_age``); the pace in the pace's own words
+(``ops.status.pace_words``).
+
+``Notifier.step`` is blocking (database and SMTP or HTTP): the worker loop and ``exchange serve``
+run it in a thread, as a job of its own, so that it never delays a cycle or a batch. A failing
+channel costs one log line per period and never an exception to the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import Engine
+
+from exchange.db.engine import transaction
+from exchange.domain.clock import Clock
+from exchange.domain.notify import Decision, Stop, decide
+from exchange.domain.policy import KindPolicies
+from exchange.errors import ExchangeError
+from exchange.ops import notify as store
+from exchange.ops.channels import Channel, channels
+from exchange.ops.notify import Snapshot
+from exchange.ops.status import pace_words
+from exchange.report.model import Lang
+from exchange.report.words import human_age, next_check
+from exchange.settings import Settings, mask_secrets, safe_url, secret_forms
+
+log = logging.getLogger(__name__)
+
+_WORDS: dict[str, tuple[str, str]] = {
+    "subject": ("Обмен с сайтом: нужен человек", "Site exchange: a person is needed"),
+    "gained": ("в карантине новые записи", "new quarantine entries"),
+    "stopped": ("доставка остановлена", "delivery stopped"),
+    "database": ("База обмена", "Exchange database"),
+    "quarantine": (
+        "Карантин: записей {count}. По причинам (самая старая запись и сколько ждёт):",
+        "Quarantine: {count} entries. By reason (the oldest entry and how long it has waited):",
+    ),
+    "reason_line": (
+        "- {reason}: {count}; самая старая {message_id}, ждёт {age}",
+        "- {reason}: {count}; oldest {message_id}, waiting {age}",
+    ),
+    "what_to_do": ("  Что сделать: {advice}", "  What to do: {advice}"),
+    "open": ("  Открыть: {url}", "  Open: {url}"),
+    "stops": ("Доставка остановлена:", "Delivery has stopped:"),
+    "breaker": (
+        "- предохранитель открыт: сайт раз за разом отвечает ошибкой или недоступен "
+        "(обработчик {worker}{until}); сейчас: {pace}",
+        "- the circuit breaker is open: the site keeps failing or cannot be reached "
+        "(worker {worker}{until}); now: {pace}",
+    ),
+    "until": (", до {at}", ", until {at}"),
+    "token": (
+        "- сайт отверг токен ({answer}), обработчик {worker}: запишите новый токен в файл "
+        "токена; работающий сервис перечитает его сам",
+        "- the site refused the token ({answer}), worker {worker}: write the new token into "
+        "the token file; a running service reads it again by itself",
+    ),
+    "operator": (
+        "- доставку остановил оператор {operator} ({at}): «{note}»; возобновить: кнопка "
+        "«Возобновить доставку» на рабочем месте",
+        "- operator {operator} paused delivery ({at}): “{note}”; resume: the button “Resume "
+        "delivery” in the workbench",
+    ),
+    "no_worker": (
+        "- ни один обработчик не отчитывался {silent}, а работа ждёт: строк 1С {rows}, "
+        "сообщений {messages}, самая старая ждёт {age}; проверьте, запущена ли служба "
+        "(exchange run) или задание планировщика",
+        "- no worker has reported for {silent} while work waits: {rows} 1C rows, {messages} "
+        "messages, the oldest waiting {age}; check that the service (exchange run) or the "
+        "scheduled task runs",
+    ),
+    "never": ("ни разу", "ever"),
+    "workbench": ("Рабочее место: {url}", "Workbench: {url}"),
+    "commands": ("Команды:", "Commands:"),
+    "status_cmd": (
+        "  exchange status                       — что ждёт и почему",
+        "  exchange status                       — what waits, and why",
+    ),
+    "list_cmd": (
+        "  exchange quarantine list --reason {reason}",
+        "  exchange quarantine list --reason {reason}",
+    ),
+    "retry_cmd": (
+        "  exchange quarantine retry --reason {reason} --dry-run   — затем без --dry-run, "
+        'с --yes --note "…"',
+        "  exchange quarantine retry --reason {reason} --dry-run   — then without --dry-run, "
+        'with --yes --note "…"',
+    ),
+    "check_cmd": (
+        "  exchange check                        — доступен ли сайт и принят ли токен",
+        "  exchange check                        — is the site reachable, the token accepted",
+    ),
+    "footer": (
+        "Следующее уведомление — не раньше чем через {every}, и только если появится новое.",
+        "The next notification comes no sooner than in {every}, and only if something is new.",
+    ),
+}
+
+# Reasons a retry may cure (the site or the service failed); the others need a fix in 1C or in
+# the configuration first, so the message offers only their list.
+_RETRYABLE = ("retry-limit", "unknown-response", "sequence-gap")
+
+
+def _w(key: str, lang: Lang) -> str:
+    ru, en = _WORDS[key]
+    return ru if lang == "ru" else en
+
+
+def _at(value: str | datetime | None, zone: str) -> str:
+    """A time in EXCHANGE_DISPLAY_TZ (UTC by default), its zone named."""
+    if value is None:
+        return "?"
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    local = moment.astimezone(ZoneInfo(zone))
+    return local.strftime("%Y-%m-%d %H:%M ") + (local.tzname() or zone)
+
+
+def compose(
+    found: Snapshot,
+    decision: Decision,
+    *,
+    lang: Lang,
+    database: str,
+    workbench_url: str | None,
+    every: float,
+    zone: str = "UTC",
+) -> tuple[str, str]:
+    """The subject and the text of one notification."""
+    situation = found.situation
+    news = []
+    if decision.gained:
+        news.append(_w("gained", lang))
+    if situation.stops:
+        news.append(_w("stopped", lang))
+    subject = _w("subject", lang) + (": " + ", ".join(news) if news else "")
+    lines = [f"{_w('database', lang)}: {database}", ""]
+    by_reason = found.quarantine_by_reason
+    if situation.quarantined:
+        lines.append(_w("quarantine", lang).format(count=situation.quarantined))
+        for reason, entry in by_reason.items():
+            lines.append(
+                _w("reason_line", lang).format(
+                    reason=reason,
+                    count=entry["count"],
+                    message_id=entry["oldest_message_id"],
+                    age=human_age(entry["oldest_age_s"], lang),
+                )
+            )
+            lines.append(_w("what_to_do", lang).format(advice=next_check(reason, lang)))
+            if workbench_url:
+                link = f"{workbench_url}/quarantine?{urlencode({'reason': reason})}"
+                lines.append(_w("open", lang).format(url=link))
+        lines.append("")
+    if situation.stops:
+        lines.append(_w("stops", lang))
+        lines += _stop_lines(found, lang, zone)
+        lines.append("")
+    if workbench_url:
+        lines += [_w("workbench", lang).format(url=workbench_url + "/"), ""]
+    lines.append(_w("commands", lang))
+    lines.append(_w("status_cmd", lang))
+    for reason in by_reason:
+        key = "retry_cmd" if reason in _RETRYABLE else "list_cmd"
+        lines.append(_w(key, lang).format(reason=reason))
+    if situation.stops & {Stop.BREAKER, Stop.TOKEN}:
+        lines.append(_w("check_cmd", lang))
+    lines += ["", _w("footer", lang).format(every=human_age(every, lang))]
+    return subject, "\n".join(lines) + "\n"
+
+
+def _stop_lines(found: Snapshot, lang: Lang, zone: str) -> list[str]:
+    stops, lines = found.situation.stops, []
+    if Stop.BREAKER in stops:
+        for w in (w for w in found.workers if w["breaker"] != "closed"):
+            until = (
+                _w("until", lang).format(at=_at(w["breaker_until"], zone))
+                if w["breaker_until"]
+                else ""
+            )
+            lines.append(
+                _w("breaker", lang).format(
+                    worker=w["worker_id"], until=until, pace=pace_words(w["pace"], lang)
+                )
+            )
+    if Stop.TOKEN in stops:
+        for w in (w for w in found.workers if w["paused"]):
+            lines.append(_w("token", lang).format(answer=w["paused"], worker=w["worker_id"]))
+    pause = found.operator_pause
+    if Stop.OPERATOR in stops and pause is not None:
+        lines.append(
+            _w("operator", lang).format(
+                operator=pause["operator"], at=_at(pause["paused_at"], zone), note=pause["note"]
+            )
+        )
+    if Stop.NO_WORKER in stops:
+        silent = (
+            human_age(found.last_heartbeat_age_s, lang)
+            if found.last_heartbeat_age_s is not None
+            else _w("never", lang)
+        )
+        lines.append(
+            _w("no_worker", lang).format(
+                silent=silent,
+                rows=found.waiting_rows,
+                messages=found.waiting_messages,
+                age=human_age(found.waiting_age_s, lang),
+            )
+        )
+    return lines
+
+
+@dataclass
+class Outcome:
+    """What one step did: ``sent`` to every channel, ``failed`` with the reasons, or neither
+    (nothing new, not yet due, or another process took the right to send)."""
+
+    decision: Decision
+    # When the next message may go at the soonest (the period since the last one), or None.
+    next_at: datetime | None = None
+    sent: bool = False
+    failed: list[str] | None = None
+    subject: str = ""
+    text: str = ""
+
+
+class Notifier:
+    """One step: what needs a person -> decide -> take the right to send -> send."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        engine: Engine,
+        clock: Clock,
+        channels_: list[Channel],
+        *,
+        staging_engine: Engine | None = None,
+        sender: str | None = None,
+    ) -> None:
+        self.engine = engine
+        self.staging_engine = staging_engine
+        self.clock = clock
+        self.channels = channels_
+        self.kinds: KindPolicies = settings.policies
+        self.every = settings.notify_every
+        self.stalled_after = settings.notify_stalled_after
+        self.lang: Lang = settings.report_lang
+        self.database = safe_url(settings.database_url)
+        self.workbench_url = settings.workbench_url
+        self.zone = settings.display_tz
+        self.sender = sender or settings.worker_id
+        # Data may quote a secret (an operator's note, a site's error): masked like the report.
+        self._secret_forms = sorted(
+            {form for secret in settings.secrets() for form in secret_forms(secret)},
+            key=lambda form: (-len(form), form),
+        )
+
+    def step(self) -> Outcome:
+        """Blocking; never raises for a channel that fails (logged in one line)."""
+        now = self.clock.now()
+        with transaction(self.engine, read_only=True) as connection:
+            told = store.told(connection)
+            soonest = (
+                told.attempted_at + timedelta(seconds=self.every)
+                if told.attempted_at is not None
+                else None
+            )
+            next_at = soonest if soonest is not None and now < soonest else None
+            if next_at is not None and not told.stops:
+                # Within the period and no stop to forget: nothing can happen; one read.
+                return Outcome(Decision(), next_at)
+            if self.staging_engine is None:
+                found = store.snapshot(
+                    connection, now, self.kinds, stalled_after=self.stalled_after
+                )
+            else:
+                with transaction(self.staging_engine, read_only=True) as staging:
+                    found = store.snapshot(
+                        connection,
+                        now,
+                        self.kinds,
+                        stalled_after=self.stalled_after,
+                        staging_connection=staging,
+                    )
+        decision = decide(found.situation, told, now, timedelta(seconds=self.every))
+        if decision.remember is None:
+            return Outcome(decision, next_at)
+        new = decision.remember
+        with transaction(self.engine) as connection:
+            won = store.remember(
+                connection,
+                told,
+                new,
+                sent_by=self.sender,
+                outcome="sending" if decision.send else None,
+            )
+        if not won or not decision.send:
+            return Outcome(decision, next_at)
+        with transaction(self.engine, read_only=True) as connection:
+            store.add_details(found, connection, now)
+        subject, text = compose(
+            found,
+            decision,
+            lang=self.lang,
+            database=self.database,
+            workbench_url=self.workbench_url,
+            every=self.every,
+            zone=self.zone,
+        )
+        text = mask_secrets(text, self._secret_forms)
+        failed = self._send(subject, text)
+        with transaction(self.engine) as connection:
+            if failed and len(failed) == len(self.channels):
+                store.give_back(connection, new, told, "; ".join(failed))
+            else:
+                store.outcome(connection, new.version, "; ".join(["sent", *failed]))
+        return Outcome(
+            decision,
+            sent=len(failed) < len(self.channels),
+            failed=failed or None,
+            subject=subject,
+            text=text,
+        )
+
+    def _send(self, subject: str, text: str) -> list[str]:
+        failed = []
+        for channel in self.channels:
+            try:
+                channel.send(subject, text)
+            except ExchangeError as exc:
+                failed.append(f"{channel.name}: {exc}")
+                # One line, no traceback: the reason says what to fix.
+                log.error("notification not sent by %s: %s", channel.name, exc)
+            else:
+                log.info("notification sent by %s: %s", channel.name, subject)
+        return failed
+
+
+def notifier(
+    settings: Settings,
+    engine: Engine,
+    clock: Clock,
+    *,
+    staging_engine: Engine | None = None,
+) -> Notifier | None:
+    """The notifier of these settings, or None when no channel is configured (off)."""
+    found = channels(settings)
+    if not found:
+        return None
+    return Notifier(settings, engine, clock, found, staging_engine=staging_engine)
