@@ -13,6 +13,7 @@ channel costs one log line per period and never an exception to the caller.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -305,18 +306,25 @@ class Notifier:
             )
         if not won or not decision.send:
             return Outcome(decision, next_at)
-        with transaction(self.engine, read_only=True) as connection:
-            store.add_details(found, connection, now)
-        subject, text = compose(
-            found,
-            decision,
-            lang=self.lang,
-            database=self.database,
-            workbench_url=self.workbench_url,
-            every=self.every,
-            zone=self.zone,
-        )
-        text = mask_secrets(text, self._secret_forms)
+        try:
+            with transaction(self.engine, read_only=True) as connection:
+                store.add_details(found, connection, now)
+            subject, text = compose(
+                found,
+                decision,
+                lang=self.lang,
+                database=self.database,
+                workbench_url=self.workbench_url,
+                every=self.every,
+                zone=self.zone,
+            )
+            text = mask_secrets(text, self._secret_forms)
+        except Exception as exc:
+            # Nothing went out: what was to be told stays news for the next period (unless the
+            # database is down as well: then the claim stands, as if it had been told).
+            with contextlib.suppress(Exception), transaction(self.engine) as connection:
+                store.give_back(connection, new, told, f"not composed: {type(exc).__name__}")
+            raise
         failed = self._send(subject, text)
         with transaction(self.engine) as connection:
             if failed and len(failed) == len(self.channels):

@@ -553,3 +553,23 @@ def test_no_worker_counts_the_rows_waiting_in_a_separate_staging_database(
     finally:
         staging.dispose()
     assert "ни один обработчик не отчитывался ни разу, а работа ждёт: строк 1С 3" in mail.text()
+
+
+def test_a_message_that_could_not_be_composed_stays_news(
+    db_url: str, engine: Engine, site: SiteSimulator, inbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mail, port = inbox
+    clock = clock_now()
+    told = the_notifier(mail_settings(db_url, port), engine, clock)
+    quarantine(db_url, engine, site, "SKU-1")
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("the details query failed")
+
+    monkeypatch.setattr("exchange.ops.notify.add_details", broken)
+    with pytest.raises(RuntimeError):
+        told.step()
+    monkeypatch.undo()
+    assert not told.step().sent  # the attempt still counts: once a period
+    clock.advance(EVERY)
+    assert told.step().sent and 1 == len(mail.messages)  # and the entry is still news
