@@ -16,7 +16,10 @@ Three parts, each answering one question:
 2. **May anything go now?** (``hold_until``) A site refusal holds every request of the worker:
    until the later of its ``Retry-After`` (capped at ``max_delay``) and a short hold that
    doubles with each round of refusals without a success between (``hold_base`` up to
-   ``max_delay``), so an outage is not hammered and a busy site gets a breath.
+   ``max_delay``), so an outage is not hammered and a busy site gets a breath. One exception,
+   a 429 that refused a *probe* (below): its ``Retry-After`` holds the probing share
+   (``probe_held_until``: no rate past the known-good one until it has run) and the refused
+   message, not every request.
 
 3. **How fast, how many?** A request rate (``rate``, requests/s, ``None`` while the site never
    refused) and a concurrency limit (``limit``, 1 .. ``max_limit``).
@@ -29,13 +32,31 @@ adaptive concurrency, a gradient controller with periodic min-RTT windows):
   120 requests/s. Only the refusals tell, so the rate is loss-based AIMD, as TCP's: on a round
   of refusals it falls to ``BETA`` x the rate the site *accepted* over the last second of
   sending (the site's capacity as measured, not a guess; a hold before it is left out, as
-  nothing was sent then; refused again right after a hold: x ``RATE_CUT``); it then grows
-  back by ``PROBE`` of that ceiling per second, slowly at first, as every probe past the
-  ceiling costs a Retry-After hold, and twice as fast every ``PROBE_DOUBLING`` seconds
-  without a refusal (CUBIC's concave-then-convex probing); once the site
-  takes ``FORGET`` x the old ceiling without a refusal, the ceiling is forgotten and the rate
-  doubles per second until the site refuses again (a capacity that came back is found fast).
-  The rate grows only while the worker uses it (TCP's application-limited rule).
+  nothing was sent then; refused again right after a hold: x ``RATE_CUT``). That rate is the
+  *known-good* one (``good``). ``BETA`` is 0.75 (CUBIC's is 0.7): a second's count includes
+  the token bucket's burst (a quarter of a second at the simulated shop), so 0.9 of it landed
+  above the capacity and cost one more round; a rate set too low costs little, as probing
+  finds the rest without a hold.
+- A token bucket that takes more again says nothing until it is asked for more, so the pace
+  probes: past the known-good rate the rate doubles every ``PROBE_DOUBLING`` seconds while
+  the worker uses it (TCP's application-limited rule). What a refused probe costs is the
+  choice that matters. Each 429 of the old rule held every request for the shop's
+  ``Retry-After`` (1 s at the simulated shop): a probe every few seconds cost a second of
+  delivery each, so probing had to be slow (CUBIC's concave start) and a capacity that came
+  back was found 10 s late. Here a 429 on a request sent while probing (``probing_since``)
+  costs the probe only, as BBR's ProbeBW phase sends above its estimate for a while and
+  falls back to it, where TCP's congestion avoidance answers every loss with a multiplicative
+  decrease (so the probe can grow fast, as slow start does, and still be cheap when refused):
+  the rate falls back to the known-good one at once, no request is held, the
+  limit is not cut, and the ``Retry-After`` holds the probing share (no probing until it has
+  run, at least ``PROBE_PAUSE``) and the refused message (it is due again after it). A 429
+  at or below the known-good rate is a full round, as above: the capacity fell.
+- A probe is refused once its excess has drained the bucket's burst, so the rate at the
+  refusal says nothing: a probe that ran ``PROVEN`` seconds makes the known-good rate
+  ``PROBE_BETA`` x the least of what the site accepted over the last second and the rate it
+  took ``PROVEN`` seconds before (the rate that outlasted the burst), higher when the probe
+  found more (a capacity that came back), lower when the site took less than the known-good
+  rate even then (it fell while probing). A shorter probe measured nothing and leaves it.
 - A shop with a pool of PHP workers queues: latency grows long before it refuses. That is
   Vegas' signal: the requests queued at the site are estimated as
   ``limit x (1 - rtt_noload / rtt)``; below ``ALPHA`` the limit grows by one per round (a
@@ -68,10 +89,11 @@ from enum import StrEnum
 
 WINDOW = 2.0  # seconds: a 502/503/504 is the site's when another aggregate was refused within
 SITE_SHARE = 0.1  # ... and 429/502-504 were at least this share of the answers in the window
-BETA = 0.9  # the rate after a round of refusals, as a share of what the site accepted
-PROBE = 0.01  # growth past 0.9 x ceiling, as a share of the ceiling per second
-PROBE_DOUBLING = 6.0  # seconds without a refusal that double the probing growth
-FORGET = 1.1  # the site took this much more than the ceiling: forget the ceiling
+BETA = 0.75  # the rate after a round of refusals, as a share of what the site accepted
+PROBE_BETA = 0.9  # the known-good rate after a probe that ran PROVEN seconds, as a share
+PROBE_DOUBLING = 2.0  # seconds: the probing rate doubles in this time while the site takes it
+PROVEN = 1.0  # seconds: a rate the site took this long without a refusal is known to be good
+PROBE_PAUSE = 1.0  # seconds: no probing after a refused probe (at least; Retry-After if later)
 ALPHA = 2.0  # Vegas: fewer requests than this queued at the site: one more in flight
 BETA_QUEUE = 5.0  # Vegas: more than this queued at the site: one fewer in flight
 LIMIT_DECREASE = 0.75  # the limit after a round of refusals, as a share
@@ -105,13 +127,18 @@ class Pace:
     initial_limit: int = 4
     limit: int = 0  # set from initial_limit
     rate: float | None = None  # requests/s; None: not paced by rate
-    ceiling: float | None = None  # the accepted rate at the last round of refusals
+    ceiling: float | None = None  # the site's capacity as last measured (accepted rate)
+    good: float | None = None  # the known-good rate: the most the site took without refusing
+    probe_held_until: float = 0.0  # no probing past ``good`` until then (a refused probe)
+    probing_since: float | None = None  # the rate went past ``good`` then (None: not probing)
     hold_until: float = 0.0
     holds: int = 0  # rounds of refusals without a success between
     last_decrease: float = -math.inf
     _next_slot: float = 0.0
     _hold_ended: float = -math.inf
     _last_growth: float | None = None
+    _probe_round: bool = False  # the last round of refusals was a refused probe
+    _rates: list[tuple[float, float]] = field(default_factory=list)  # (time, rate) while probing
     _refused_at: dict[str, float] = field(default_factory=dict)
     _rtt_min: float = math.inf
     _rtt_min_previous: float = math.inf
@@ -164,8 +191,13 @@ class Pace:
         """A site refusal of a request sent at ``sent_at``. Returns the seconds the refused
         message should wait before it is due again (the hold still to run)."""
         self._count(now, refused=cause)
+        hint = None if retry_after is None else min(retry_after, self.max_delay)
         if sent_at >= self.last_decrease:  # a new round: sent at the current pace
             self.last_decrease = now
+            probe = self.probing_since is not None and sent_at >= self.probing_since
+            self._probe_round = probe and cause is Cause.RATE_LIMITED and self.good is not None
+            if self._probe_round:
+                return self._probe_refused(now, hint)
             self.holds += 1
             # What the site accepted while the worker was sending: the last second, but not
             # the hold before it (nothing was sent then, so nothing was accepted).
@@ -178,19 +210,60 @@ class Pace:
                 if accepted > 0:  # none: an outage; the hold does the work
                     self.ceiling = accepted
                     self.rate = BETA * min(current, accepted)
+                    self.good = self.rate
             elif self.rate is not None:  # refused right after a hold: cut hard
                 self.rate = max(MIN_RATE, self.rate * RATE_CUT)
                 self.ceiling = self.rate  # the best guess of the capacity now
+                self.good = self.rate
+            self._stop_probing()
             self.limit = max(1, math.floor(self.limit * LIMIT_DECREASE))
             self._slow_start = False
             self._last_growth = now
             own = min(self.max_delay, self.hold_base * 2.0 ** min(self.holds - 1, 60))
             self.hold_until = max(self.hold_until, now + own)
             self._hold_ended = self.hold_until
-        if retry_after is not None:
-            self.hold_until = max(self.hold_until, now + min(retry_after, self.max_delay))
+        elif self._probe_round:  # sent at the probing rate before it fell back
+            return self._probe_refused(now, hint)
+        if hint is not None:
+            self.hold_until = max(self.hold_until, now + hint)
             self._hold_ended = max(self._hold_ended, self.hold_until)
         return max(0.0, self.hold_until - now)
+
+    def _probe_refused(self, now: float, hint: float | None) -> float:
+        """A 429 on a request sent while probing past the known-good rate: it costs the probe,
+        not a hold for everyone. The rate falls back to the known-good one and its Retry-After
+        holds the probing share: no rate past the known-good one until it has run.
+
+        A probe that ran ``PROVEN`` seconds measured the site: the known-good rate becomes
+        ``PROBE_BETA`` x the least of what the site accepted over that second and the rate it took
+        ``PROVEN`` seconds before the refusal (a token bucket's burst lets a probe through
+        for a while; the rate of a second ago has outlasted it). It rises to that when the
+        probe found more, and falls to it when the site took less than the known-good rate
+        even then (the capacity fell while probing). A shorter probe measured nothing: the
+        known-good rate stands (if it no longer holds, the next refusal is a full round)."""
+        assert self.good is not None
+        proven = self._rate_before(now - PROVEN)
+        if proven is not None and now - self._hold_ended >= PROVEN:
+            accepted = self.accepted_rate(now)
+            measured = min(proven, accepted)
+            found = max(MIN_RATE, PROBE_BETA * measured)
+            if accepted < self.good or found > self.good:
+                self.good, self.ceiling = found, measured
+        self.rate = self.good if self.rate is None else min(self.rate, self.good)
+        self._stop_probing()
+        self._last_growth = now
+        pause = max(PROBE_PAUSE, hint if hint is not None else self.hold_base)
+        self.probe_held_until = max(self.probe_held_until, now + pause)
+        return max(self.probe_held_until, self.hold_until) - now
+
+    def _stop_probing(self) -> None:
+        self.probing_since = None
+        self._rates.clear()
+
+    def _rate_before(self, t: float) -> float | None:
+        """The probing rate in force at ``t`` (None: not probing then)."""
+        before = [rate for at, rate in self._rates if at <= t]
+        return before[-1] if before else None
 
     def answered(self, now: float, rtt: float) -> None:
         """An answer that is not a site refusal (delivered, or about the message alone)."""
@@ -201,23 +274,26 @@ class Pace:
 
     def _grow_rate(self, now: float) -> None:
         last, self._last_growth = self._last_growth, now
-        if self.rate is None or last is None:
+        good = self.good  # set with the rate, at the first round of 429s
+        if self.rate is None or good is None or last is None:
             return
         dt = max(0.0, now - last)
         if self.accepted_rate(now) < 0.8 * self.rate:  # not using it: no reason to grow
             return
-        ceiling = self.ceiling
-        if ceiling is None:
-            self.rate *= 2.0**dt
-        elif self.rate < 0.9 * ceiling:
-            self.rate = min(0.9 * ceiling, self.rate * 2.0**dt)
-        else:
-            # Concave then convex, as CUBIC: slowly near the ceiling, faster the longer the
-            # site takes it (a capacity that came back is found in seconds, not minutes).
-            since = max(0.0, now - self.last_decrease)
-            self.rate += PROBE * ceiling * 2.0 ** min(since / PROBE_DOUBLING, 20) * dt
-            if self.rate > FORGET * ceiling:
-                self.ceiling = None
+        if self.rate < good:  # back to what the site is known to take, fast
+            self.rate = min(good, self.rate * 2.0**dt)
+        elif now >= self.probe_held_until and now >= self.hold_until:
+            # Probing: the share past the known-good rate grows until the site refuses it;
+            # a refused probe costs that share only (``_probe_refused``).
+            if self.probing_since is None:  # from now on (the time before was not probing)
+                self.probing_since = now
+                self._rates = [(now, self.rate)]
+                return
+            self.rate *= 2.0 ** (dt / PROBE_DOUBLING)
+            if self._rates[-1][0] <= now - BUCKET / 5:
+                self._rates.append((now, self.rate))
+                if self._rates[0][0] < now - 2 * PROVEN:
+                    del self._rates[0]
 
     def _learn_rtt(self, now: float, rtt: float) -> None:
         if self._rtt_period_started is None:

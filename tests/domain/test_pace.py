@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from exchange.domain.pace import BETA, WINDOW, Cause, Pace
+from exchange.domain.pace import BETA, PROBE_BETA, PROBE_DOUBLING, PROVEN, WINDOW, Cause, Pace
 
 PROPERTY = settings(max_examples=200, deadline=None, database=None)
 
@@ -180,20 +180,135 @@ def test_an_outage_does_not_lower_the_rate_the_hold_does_the_work() -> None:
     assert rate == p.rate
 
 
-def test_the_rate_grows_back_slowly_near_the_ceiling_and_fast_once_it_is_passed() -> None:
+def paced(per_s: int = 120) -> tuple[Pace, float]:
+    """A pace after one round of 429s from a site that took ``per_s`` a second, its hold run:
+    the known-good rate is BETA x ``per_s``. Returns the pace and the time the hold ended."""
     p = pace()
-    end = steady(p, 0.0, 2.0, 100)
+    end = steady(p, 0.0, 2.0, per_s)
     p.refused(end, end, Cause.RATE_LIMITED, None)
-    assert p.rate is not None and p.ceiling is not None
-    ceiling = p.ceiling
+    return p, p.hold_until
 
-    now = steady(p, end + 0.25, 5.0, 95)  # the worker uses the rate it has
-    near = p.rate
-    steady(p, now, 20.0, 120)
 
-    assert near is not None and 0.9 * ceiling <= near <= 1.0 * ceiling
-    assert p.ceiling is None  # the site took more than FORGET x the old ceiling
-    assert p.rate is not None and p.rate > 1.5 * ceiling
+def test_a_round_of_429s_makes_the_paced_rate_the_known_good_one() -> None:
+    p, _ = paced(120)
+
+    assert p.good is not None and math.isclose(BETA * 120, p.good, rel_tol=0.05)
+    assert (p.good, None) == (p.rate, p.probing_since)
+
+
+def test_past_the_known_good_rate_the_pace_probes_doubling_every_probe_doubling() -> None:
+    p, start = paced(120)
+    good = p.good
+    assert good is not None
+
+    now = steady(p, start, PROBE_DOUBLING, 400)  # the site takes all the worker sends
+
+    assert start == p.probing_since
+    assert p.rate is not None and math.isclose(2 * good, p.rate, rel_tol=0.05)
+    assert good == p.good  # nothing proven until a probe is refused
+    assert 0.0 == p.hold_until - now or p.hold_until < now
+
+
+def test_a_refused_probe_costs_the_probe_not_a_hold_for_everyone() -> None:
+    p, start = paced(120)
+    good = p.good
+    now = steady(p, start, 0.5, 120)  # a short probe: it measured nothing
+    assert p.rate is not None and good is not None and p.rate > good
+    limit, holds = p.limit, p.holds
+
+    delay = p.refused(now, now - 0.002, Cause.RATE_LIMITED, 1.0)
+
+    assert 1.0 == delay  # the refused message waits for its Retry-After
+    assert (good, good, limit, holds) == (p.rate, p.good, p.limit, p.holds)
+    assert p.hold_until < now  # everyone else goes on at the known-good rate
+    assert 0.0 == p.reserve(now + 1.0 / good)
+    assert p.probing_since is None
+
+
+def test_a_refused_probe_s_retry_after_holds_the_probing_share() -> None:
+    p, start = paced(120)
+    good = p.good
+    now = steady(p, start, 0.5, 120)
+    p.refused(now, now - 0.002, Cause.RATE_LIMITED, 2.0)
+
+    during = steady(p, now, 1.99, 400)  # the site takes all the worker sends meanwhile
+    rate_during, probing_during = p.rate, p.probing_since
+    steady(p, during, 1.0, 400)
+
+    assert (good, None) == (rate_during, probing_during)
+    assert p.probing_since is not None and p.probing_since >= now + 2.0
+    assert p.rate is not None and good is not None and p.rate > good  # probing again after
+
+
+def test_refusals_of_requests_sent_at_the_probing_rate_are_the_same_probe() -> None:
+    p, start = paced(120)
+    good = p.good
+    now = steady(p, start, 0.5, 120)
+    p.refused(now, now - 0.002, Cause.RATE_LIMITED, 1.0)
+
+    delay = p.refused(now + 0.003, now - 0.001, Cause.RATE_LIMITED, 1.0)  # sent before
+
+    assert 1.0 == delay  # its own Retry-After, for it and the probing share
+    assert (good, 0) == (p.rate, p.holds)  # no round of holds: the probe's alone
+    assert p.hold_until < now
+
+
+def test_a_429_at_the_known_good_rate_holds_everyone_and_cuts_the_rate() -> None:
+    p, start = paced(120)
+    good = p.good
+    now = steady(p, start, 0.5, 120)
+    p.refused(now, now - 0.002, Cause.RATE_LIMITED, 1.0)
+    after = steady(p, now + 0.01, 0.5, 100)  # at the known-good rate: no probing now
+
+    p.refused(after, after - 0.002, Cause.RATE_LIMITED, 1.0)
+
+    assert 1.0 == p.reserve(after)  # the site's Retry-After, for every request
+    assert p.rate is not None and good is not None and p.rate < good
+    assert p.good == p.rate
+
+
+def test_a_probe_that_ran_proven_seconds_raises_the_known_good_rate_to_what_it_found() -> None:
+    """The capacity came back: the site took the probe for 3 s before refusing it."""
+    p, start = paced(60)
+    good = p.good
+    assert good is not None
+    proven_at = steady(p, start, 2.0, 400)  # it took everything sent (the rate was the limit)
+    rate_then = p.rate
+    now = steady(p, proven_at, PROVEN, 400)
+    assert rate_then is not None and p.rate is not None and p.rate > rate_then
+
+    p.refused(now, now - 0.002, Cause.RATE_LIMITED, 1.0)
+
+    expected = PROBE_BETA * min(rate_then, p.accepted_rate(now))
+    assert p.good is not None and math.isclose(expected, p.good, rel_tol=0.03)
+    assert p.good > 1.5 * good and p.rate == p.good
+    assert p.hold_until < now
+
+
+def test_a_long_probe_the_site_took_less_than_the_known_good_rate_of_lowers_it() -> None:
+    """The capacity fell while probing: a second of sending above the known-good rate, and
+    the site accepted less than it."""
+    p, start = paced(120)
+    good = p.good
+    assert good is not None
+    now = steady(p, start, 1.5, 120)
+    steady_until = steady(p, now, 1.0, 50)  # the worker sent more; the site took 50/s
+
+    p.refused(steady_until, steady_until - 0.002, Cause.RATE_LIMITED, 1.0)
+
+    assert p.good is not None and p.good < good
+    assert math.isclose(PROBE_BETA * p.accepted_rate(steady_until), p.good, rel_tol=1e-9)
+
+
+def test_a_503_while_probing_is_a_full_round() -> None:
+    p, start = paced(120)
+    now = steady(p, start, 0.5, 120)
+    assert p.probing_since is not None
+
+    p.refused(now, now - 0.002, Cause.UNAVAILABLE, None)
+
+    assert p.reserve(now) > 0.0
+    assert 1 == p.holds
 
 
 def test_the_rate_does_not_grow_while_the_worker_does_not_use_it() -> None:
@@ -263,7 +378,7 @@ def test_one_line_when_the_pace_changes_markedly_and_one_when_the_site_keeps_up_
     quiet = p.report(end + 61, 0)
 
     assert first is not None and first.startswith("site busy: ")
-    assert "1 refused in the last minute" in first and "paced at 90 requests/s" in first
+    assert "1 refused in the last minute" in first and "paced at 75 requests/s" in first
     assert again is None
     assert quiet is not None and quiet.startswith("site keeps up again: ")
 
@@ -327,3 +442,57 @@ def test_the_hard_cap_is_never_exceeded_over_any_second(rate: float, seconds: fl
 
     # over the whole run, at most one slot beyond the rate (the first one is free)
     assert len(starts) <= rate * seconds + 1 + 1e-6
+
+
+probe_events = st.lists(
+    st.tuples(
+        st.floats(min_value=0.01, max_value=1.5),  # seconds of answers, or before the 429
+        st.sampled_from(["ok", "ok", "429"]),
+        st.integers(min_value=10, max_value=400),  # answers per second the site gave
+        st.floats(min_value=0.0, max_value=0.05),  # how long before its answer the 429's
+        # request was sent
+        st.floats(min_value=0.1, max_value=5.0),  # Retry-After
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+@PROPERTY
+@given(script=probe_events)
+def test_a_429_holds_everyone_unless_it_refused_a_probe_and_either_way_honours_retry_after(
+    script: list[tuple[float, str, int, float, float]],
+) -> None:
+    """Contract 5c: every 429's Retry-After holds the worker's pace. A 429 on a request sent
+    while probing past the known-good rate holds the probing share (no rate past the
+    known-good one until it has run) and never raises the known-good rate past PROBE_BETA x
+    what the site accepted over the last second; any other 429 holds every request."""
+    p, now = paced(120)
+    held: list[tuple[float, float | None]] = []  # (until, the rate not to pass; None: all)
+    probe_round = False  # the round the last new round of 429s was
+    for seconds, what, per_s, age, retry_after in script:
+        if what == "ok":
+            now = steady(p, now, seconds, per_s)
+        else:
+            now += seconds
+            sent_at = now - age
+            if sent_at >= p.last_decrease:  # a new round; else sent at the old pace
+                probe_round = p.probing_since is not None and sent_at >= p.probing_since
+            good_before = p.good
+            p.refused(now, sent_at, Cause.RATE_LIMITED, retry_after)
+            if probe_round:
+                event("probe")
+                assert p.hold_until < now + retry_after
+                assert p.probe_held_until >= now + retry_after
+                assert p.good is not None and good_before is not None
+                assert p.good <= max(good_before, PROBE_BETA * p.accepted_rate(now)) + 1e-9
+                held.append((now + retry_after, p.good))
+            else:
+                assert p.hold_until >= now + retry_after
+                held.append((now + retry_after, None))
+        for until, good in held:
+            if now < until:
+                if good is None:
+                    assert p.reserve(now) > 0.0
+                else:
+                    assert p.rate is not None and p.rate <= good + 1e-9
