@@ -84,9 +84,16 @@ class Exchanges:
 
 
 class OneCExchange:
-    def __init__(self, config: WebConfig, engine: Engine, signer: Signer) -> None:
+    def __init__(
+        self,
+        config: WebConfig,
+        engine: Engine,
+        signer: Signer,
+        staging_engine: Engine | None = None,
+    ) -> None:
         self.config = config
         self.engine = engine
+        self.staging_engine = staging_engine  # staging_intents in a database of its own
         self.signer = signer
         self.state = Exchanges()
         self.root = config.exchange_dir
@@ -328,6 +335,7 @@ class OneCExchange:
             price_types=self.config.price_types,
             sku_mode=self.config.sku_mode,
             progress=progress,
+            staging_engine=self.staging_engine,
         )
 
     def _unpack_archives(self, folder: Path) -> None:

@@ -1,20 +1,28 @@
 """One CommerceML file -> staged ``price`` rows: parsed outside any transaction, published in
 one short one (contract 9, 9a).
 
-The parse writes its rows to a spool file beside the upload (memory stays flat in the file's
-size); the publishing transaction gives the package its version, stages every row with it
-through ``stage()`` and records the package's digest, so a package is staged whole or not at
-all and the same file sent again stages nothing new.
+The parse writes its rows to a spool file beside the upload, in pickled chunks of ``CHUNK``
+rows (memory stays flat in the file's size; the spool is this process's own file, never one
+received); the publishing transaction gives the package its version, stages every row with it
+through ``stage_many()`` and records the package's digest, so a package is staged whole or not
+at all and the same file sent again stages nothing new.
+
+Staging in a database of its own (``EXCHANGE_STAGING_URL``, contract 1 and 7): the publishing
+transaction runs there, and the package's record (``cml_packages``: digest and version) is
+written in it with the rows, so the rows and "this file was staged" commit together or not at
+all. The versions already used by the queue are read from the service's database first. What
+operators see (``cml_exchanges``, in the service's database) is written after that commit: a
+crash between the two leaves an unfinished entry, and the same file sent again is answered
+"staged before" with the package's version, never staged twice.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
+import pickle
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -33,7 +41,7 @@ from exchange.db.schema import (
 )
 from exchange.intake.commerceml.mapping import Counts, Mapper, SkuMode
 from exchange.intake.commerceml.parse import CmlError, Header, PriceType, parse
-from exchange.intake.stage import stage
+from exchange.intake.stage import Row, stage_many
 
 CHUNK = 5000
 LOOKUP_CHUNK = 5000
@@ -186,16 +194,23 @@ def import_file(
     price_types: Mapping[str, str],
     sku_mode: SkuMode,
     progress: Callable[[int, int], None] | None = None,
+    staging_engine: Engine | None = None,
 ) -> Outcome:
-    """Parse ``path`` (``name`` as 1C called it) and stage what it carries. Never raises for
-    bad data: a file that cannot be read is a ``failure`` Outcome with a one-line reason."""
+    """Parse ``path`` (``name`` as 1C called it) and stage what it carries, into
+    ``staging_engine`` when staging has a database of its own. Never raises for bad data: a
+    file that cannot be read is a ``failure`` Outcome with a one-line reason."""
     spool = path.with_name(path.name + ".spool")
     types, articles = load_catalogue(engine, articles=sku_mode == "article")
     try:
-        with spool.open("w", encoding="utf-8") as out:
+        with spool.open("wb") as out:
+            buffer: list[tuple[str, str]] = []
+            append = buffer.append
 
             def write(aggregate: str, payload: str) -> None:
-                out.write(f"{_escape(aggregate)}\t{payload}\n")
+                append((aggregate, payload))
+                if len(buffer) >= CHUNK:
+                    pickle.dump(buffer, out, pickle.HIGHEST_PROTOCOL)
+                    buffer.clear()
 
             mapper = Mapper(
                 price_types=price_types,
@@ -208,6 +223,8 @@ def import_file(
                 stream = _Hashing(raw)  # the digest in the same pass as the parse
                 header = parse(stream, mapper, progress=progress)
                 digest = stream.hexdigest()
+            if buffer:
+                pickle.dump(buffer, out, pickle.HIGHEST_PROTOCOL)
         if not header.offers_package and not header.catalogue:
             return Outcome("failure", "not a CommerceML offers or catalogue file: nothing to read")
         if mapper.new_types or mapper.new_articles:
@@ -227,10 +244,15 @@ def import_file(
         if counts.intents == 0:
             return Outcome("nothing", counts.summary(), not_sent=not_sent)
         source_ref = _source_ref(name, header)
-        version = publish(engine, spool, digest, source_ref, counts.intents)
-        if version is None:
+        version, fresh = publish(
+            engine, spool, digest, source_ref, counts.intents, staging_engine=staging_engine
+        )
+        if not fresh:
             return Outcome(
-                "nothing-new", "this file was staged before: nothing new", not_sent=not_sent
+                "nothing-new",
+                f"this file was staged before (package version {version}): nothing new",
+                not_sent=not_sent,
+                version=version,
             )
         return Outcome("staged", counts.summary(), counts.intents, not_sent, version)
     except CmlError as exc:
@@ -244,31 +266,20 @@ def _source_ref(name: str, header: Header) -> str:
     return f"1C exchange {name}{when}"[:500]
 
 
-def _escape(text: str) -> str:
-    # A payload is JSON (no raw tab or newline); an aggregate may hold any text.
-    if text.startswith('"') or "\t" in text or "\n" in text or "\r" in text:
-        return json.dumps(text, ensure_ascii=False)
-    return text
+def _spooled(spool: Path) -> Iterator[list[tuple[str, str]]]:
+    """The spool's chunks of (aggregate, payload), as ``import_file`` wrote them."""
+    with spool.open("rb") as chunks:
+        while True:
+            try:
+                yield pickle.load(chunks)  # our own spool, written just now
+            except EOFError:
+                return
 
 
-def _unescape(text: str) -> str:
-    return str(json.loads(text)) if text.startswith('"') else text
-
-
-def _spooled(spool: Path) -> Iterator[tuple[str, str]]:
-    with spool.open(encoding="utf-8", newline="\n") as lines:
-        for line in lines:
-            aggregate, _, payload = line.rstrip("\n").partition("\t")
-            yield _unescape(aggregate), payload
-
-
-def _chunks(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
-    while chunk := list(islice(items, size)):
-        yield chunk
-
-
-def _highest_version(connection: Connection, spool: Path) -> int:
-    """Above every package before and every version seen of the aggregates it touches."""
+def _highest_version(connection: Connection, spool: Path, queue: Engine | None) -> int:
+    """Above every package before and every version seen of the aggregates it touches.
+    ``connection`` is the staging database's; ``queue`` the service's database when it is
+    another one (its messages and aggregates are read there)."""
     highest = connection.execute(select(func.max(cml_packages.c.version))).scalar() or 0
     untaken = connection.execute(
         select(func.max(staging.c.aggregate_version)).where(
@@ -276,44 +287,59 @@ def _highest_version(connection: Connection, spool: Path) -> int:
         )
     ).scalar()
     highest = max(highest, untaken or 0)
-    for chunk in _chunks((a for a, _ in _spooled(spool)), LOOKUP_CHUNK):
-        known = connection.execute(
-            select(func.max(messages.c.version), func.max(aggregates.c.done_version))
-            .select_from(aggregates.outerjoin(messages, messages.c.aggregate_id == aggregates.c.id))
-            .where(aggregates.c.kind == "price", aggregates.c.aggregate.in_(chunk))
-        ).one()
-        highest = max(highest, known[0] or 0, known[1] or 0)
+    if queue is None:
+        return max(highest, _queue_version(connection, spool))
+    with transaction(queue, read_only=True) as main:
+        return max(highest, _queue_version(main, spool))
+
+
+def _queue_version(connection: Connection, spool: Path) -> int:
+    highest = 0
+    for chunk in _spooled(spool):
+        aggregates_ = sorted({aggregate for aggregate, _ in chunk})
+        for start in range(0, len(aggregates_), LOOKUP_CHUNK):
+            known = connection.execute(
+                select(func.max(messages.c.version), func.max(aggregates.c.done_version))
+                .select_from(
+                    aggregates.outerjoin(messages, messages.c.aggregate_id == aggregates.c.id)
+                )
+                .where(
+                    aggregates.c.kind == "price",
+                    aggregates.c.aggregate.in_(aggregates_[start : start + LOOKUP_CHUNK]),
+                )
+            ).one()
+            highest = max(highest, known[0] or 0, known[1] or 0)
     return int(highest)
 
 
-def publish(engine: Engine, spool: Path, digest: str, source_ref: str, count: int) -> int | None:
-    """Stage the spooled rows in one transaction with one new version; None when a package
-    with this digest was staged before."""
+def publish(
+    engine: Engine,
+    spool: Path,
+    digest: str,
+    source_ref: str,
+    count: int,
+    *,
+    staging_engine: Engine | None = None,
+) -> tuple[int, bool]:
+    """Stage the spooled rows in one transaction of the staging database with one new version,
+    recording the package's digest in it: ``(version, True)``. When a package with this digest
+    was staged before: ``(its version, False)``, nothing staged."""
+    target = staging_engine if staging_engine is not None else engine
+    queue = engine if target is not engine else None
     try:
-        with transaction(engine) as connection:
+        with transaction(target) as connection:
             if is_postgres(connection):
                 connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PUBLISH_LOCK})
-            seen = connection.execute(
-                select(cml_packages.c.id).where(cml_packages.c.digest == digest)
-            ).first()
+            seen = _staged_before(connection, digest)
             if seen is not None:
-                return None
-            version = _highest_version(connection, spool) + 1
-            for chunk in _chunks(_spooled(spool), CHUNK):
-                stage(
-                    connection,
-                    [
-                        {
-                            "kind": "price",
-                            "aggregate": aggregate,
-                            "aggregate_version": version,
-                            "payload": payload,
-                            "schema_version": "1",
-                            "source_ref": source_ref,
-                        }
-                        for aggregate, payload in chunk
-                    ],
-                )
+                return seen, False
+            version = _highest_version(connection, spool, queue) + 1
+            for chunk in _spooled(spool):
+                rows: list[Row] = [
+                    ("price", aggregate, version, payload, "1", source_ref)
+                    for aggregate, payload in chunk
+                ]
+                stage_many(connection, rows)
             connection.execute(
                 insert(cml_packages).values(
                     digest=digest,
@@ -323,9 +349,20 @@ def publish(engine: Engine, spool: Path, digest: str, source_ref: str, count: in
                     staged_at=_now(),
                 )
             )
-            return version
+            return version, True
     except IntegrityError:  # another process staged the same file a moment ago
-        return None
+        with transaction(target, read_only=True) as connection:
+            seen = _staged_before(connection, digest)
+        if seen is None:
+            raise
+        return seen, False
+
+
+def _staged_before(connection: Connection, digest: str) -> int | None:
+    version = connection.execute(
+        select(cml_packages.c.version).where(cml_packages.c.digest == digest)
+    ).scalar()
+    return None if version is None else int(version)
 
 
 __all__ = ["Counts", "Outcome", "import_file", "load_catalogue", "publish"]
