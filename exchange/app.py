@@ -214,6 +214,7 @@ def web_config(settings: Settings) -> WebConfig:
         max_file_bytes=settings.onec_max_file_bytes,
         zip=settings.onec_zip,
         max_zip_ratio=settings.onec_max_zip_ratio,
+        reader_processes=settings.onec_reader_processes,
         intake_max_items=settings.intake_max_items,
         bulk_limit=settings.bulk_limit,
         report_mask_fields=tuple(settings.report_mask_fields),

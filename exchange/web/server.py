@@ -46,6 +46,15 @@ def build_app(
         [*onec.routes(), *intake.routes(), *workbench.routes(), web.get("/healthz", _health)]
     )
     app[ONEC] = onec
+
+    async def start_readers(_: web.Application) -> None:
+        await asyncio.to_thread(onec.start)
+
+    async def close_readers(_: web.Application) -> None:
+        await asyncio.to_thread(onec.close)
+
+    app.on_startup.append(start_readers)
+    app.on_cleanup.append(close_readers)
     return app
 
 
