@@ -162,8 +162,8 @@ def test_a_reader_that_dies_is_a_failure_not_a_hang_and_the_next_file_is_read(
 
 
 def test_serve_reads_in_a_process_of_its_own(serve: Any, db: Engine) -> None:
-    base = serve(**{"1c_price_types": MAP})
     before = {p.pid for p in multiprocessing.active_children()}
+    base = serve(**{"1c_price_types": MAP})  # its reading process starts with it
     c = OneCClient(base, USER, PASSWORD, use_zip=False)
     try:
         assert c.checkauth().status == "success"
