@@ -8,7 +8,9 @@ exchange) and peak resident memory (VmHWM) of the serve process and of its readi
 (``EXCHANGE_1C_READER_PROCESSES``), before the upload and at the end, next to the bare
 iterparse's seconds and peak RSS, each in a process of its own. Run at two sizes, memory shows
 whether it grows with the file. ``--repeat`` runs each case again (the bare parse too, just
-before) and prints the median ratio: the machine is shared, single runs are noise.
+before) and prints the median ratio: the machine is shared, single runs are noise. Also the
+CPU seconds (user + system, serve and its reading process) the import used, against the bare
+parse's: less sensitive to what else runs, but blind to overlap (two processes' CPU adds up).
 
     python -m bench.onec_upload --offers 100000 --offers 10000 --repeat 3 \
         --database sqlite --database postgresql [--reader-processes 0]
@@ -36,12 +38,13 @@ from exchange.dev.onec_client import OneCClient
 USER, PASSWORD = "bench", "bench-password"
 BARE = r"""
 import resource, sys, time, xml.etree.ElementTree as ET
-t = time.perf_counter(); n = 0
+t = time.perf_counter(); c = time.process_time(); n = 0
 for _, element in ET.iterparse(sys.argv[1], events=("end",)):
     if element.tag.endswith("Предложение"):
         n += 1
         element.clear()
-print(time.perf_counter() - t, n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+print(time.perf_counter() - t, n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+      time.process_time() - c)
 """
 
 
@@ -53,6 +56,7 @@ def bare_parse(path: Path) -> dict[str, float]:
         "seconds": round(float(out[0]), 2),
         "offers": int(out[1]),
         "peak_mb": round(float(out[2])),
+        "cpu_seconds": round(float(out[3]), 2),
     }
 
 
@@ -93,6 +97,20 @@ def fresh_database(kind: str, scratch: Path) -> Iterator[str]:
         if kind != "sqlite":
             with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=10) as admin:
                 admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) used so far by ``pid`` and its live children: what an import
+    costs whatever else the shared machine runs (its wall-clock time is not)."""
+    pids = [pid]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        pids += [int(child) for child in (task / "children").read_text().split()]
+    total = 0
+    for one in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _children_hwm_mb(pid: int) -> float:
@@ -158,9 +176,11 @@ def served(
         answer = client.upload("offers.xml", data)
         assert answer.status == "success", answer
         del data
+        cpu_before = _cpu_seconds(server.pid)
         imported_at = time.perf_counter()
         answer, rounds = client.import_file("offers.xml", timeout=3600)
         done = time.perf_counter()
+        cpu = _cpu_seconds(server.pid) - cpu_before
         assert answer.status == "success", answer
         client.deactivate()
         client.complete()
@@ -176,6 +196,7 @@ def served(
     return {
         "upload_seconds": round(imported_at - uploaded_at, 2),
         "import_seconds": round(done - imported_at, 2),
+        "import_cpu_seconds": round(cpu, 2),
         "exchange_seconds": round(done - started, 2),
         "progress_answers": rounds,
         "requests": requests,
@@ -202,6 +223,9 @@ def run(offers: int, database: str, repeat: int, reader_processes: int) -> dict[
                     "bare_iterparse": bare,
                     "serve": result,
                     "import_vs_bare": round(result["import_seconds"] / bare["seconds"], 2),
+                    "import_cpu_vs_bare_cpu": round(
+                        result["import_cpu_seconds"] / bare["cpu_seconds"], 2
+                    ),
                 }
             )
     return {
@@ -210,6 +234,9 @@ def run(offers: int, database: str, repeat: int, reader_processes: int) -> dict[
         "reader_processes": reader_processes,
         "file_mb": round(size / 2**20, 1),
         "median_import_vs_bare": round(statistics.median(r["import_vs_bare"] for r in runs), 2),
+        "median_cpu_vs_bare_cpu": round(
+            statistics.median(r["import_cpu_vs_bare_cpu"] for r in runs), 2
+        ),
         "median_bare_seconds": round(
             statistics.median(r["bare_iterparse"]["seconds"] for r in runs), 2
         ),
