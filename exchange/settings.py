@@ -666,9 +666,9 @@ class Settings(BaseSettings):
         ge=0,
         le=8,
         validation_alias=AliasChoices("exchange_1c_reader_processes", "1c_reader_processes"),
-        description="Processes of exchange serve that read CommerceML files while the "
-        "publishing transaction stages what they have read; 0: read in serve's own process, "
-        "then stage.",
+        description="Processes of exchange serve that read CommerceML files (on PostgreSQL "
+        "while the publishing transaction stages what they have read); 0: read in serve's "
+        "own process, then stage.",
     )
     intake_token: SecretStr | None = Field(
         None,

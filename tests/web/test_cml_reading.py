@@ -153,7 +153,7 @@ def test_a_reader_that_dies_is_a_failure_not_a_hang_and_the_next_file_is_read(
     try:
         outcome = load(db, path, crashing)
         assert outcome.outcome == "failure" and "stopped unexpectedly" in outcome.detail
-        assert [] == staged(db)  # the frame it wrote was rolled back with the transaction
+        assert [] == staged(db)  # nothing of what it wrote (rolled back, or never staged)
         crashing.target = read_into_spool  # the same pool, a new process
         assert load(db, path, crashing).outcome == "staged"
         assert len(staged(db)) > 0

@@ -5,11 +5,12 @@ stays flat in the file's size). The publishing transaction gives the package its
 stages the rows with it through ``stage_many()`` (executemany of tuples on SQLite, COPY on
 PostgreSQL) and records the package's digest, so a package is staged whole or not at all and
 the same file sent again stages nothing new. ``exchange serve`` reads in a process of its own
-(``ReaderPool``) and the transaction stages each frame as soon as it is written, so parse and
-stage overlap; the transaction is open while the file is read (on SQLite, the staging
-database's write lock is held that long: other writers wait, up to the busy timeout). The
-version is above every ``price`` version of the queue and the staging table, known before the
-package's aggregates are.
+(``ReaderPool``); on PostgreSQL the transaction stages each frame as soon as it is written,
+so parse and stage overlap (the transaction is open while the file is read: MVCC, and the
+advisory lock only orders packages). On SQLite, whose one writer's lock would stop every
+other write that long (the workers' intake, the JSON intake, the exchange log), the file is
+read first and staged after in one short transaction. The version is above every ``price``
+version of the queue and the staging table, known before the package's aggregates are.
 
 Staging in a database of its own (``EXCHANGE_STAGING_URL``, contract 1 and 7): the publishing
 transaction runs there, and the package's record (``cml_packages``: digest and version) is
@@ -50,6 +51,7 @@ from exchange.intake.commerceml.reading import (
     Read,
     ReaderCrashed,
     ReaderPool,
+    follow,
     frames,
     read_into_spool,
 )
@@ -247,16 +249,27 @@ def import_file(
                 found.append(pool.result(future))
                 return found[-1]
 
-            result = publish(
-                engine,
-                spool,
-                digest,
-                name,
-                staging_engine=staging_engine,
-                read=finish,
-                done=future.done,
-                progress=progress,
-            )
+            if is_postgres(target):  # stage each frame while the rest is read
+                result = publish(
+                    engine,
+                    spool,
+                    digest,
+                    name,
+                    staging_engine=staging_engine,
+                    read=finish,
+                    done=future.done,
+                    progress=progress,
+                )
+            else:  # SQLite: its one writer's lock only for the short transaction, after
+                if progress is not None:
+                    follow(spool, future.done, progress)
+                read = finish()
+                early = _judge(read)
+                if early is not None:
+                    return early
+                result = publish(
+                    engine, spool, digest, name, staging_engine=staging_engine, read=lambda: read
+                )
         if isinstance(result, Outcome):
             return result
         version, fresh = result

@@ -2,8 +2,8 @@
 (issue 14, item 8).
 
 ``read_into_spool`` parses and maps a file and writes its ``price`` rows to a spool file in
-frames: an 8-byte length, then a pickle of ``(bytes read, offers read, the root's
-ДатаФормирования, rows)``, one frame per
+frames: three 8-byte numbers (the pickle's length, bytes read, offers read), then a pickle of
+``(the root's ДатаФормирования, rows)``, one frame per
 ``CHUNK`` rows (and one at least every ``PROGRESS_BYTES`` read, for progress). The spool is
 this service's own file, written by its own reader: it is never a file received.
 
@@ -34,7 +34,7 @@ from exchange.intake.commerceml.parse import CmlError, Header, PriceType, Readab
 
 CHUNK = 5000
 PROGRESS_BYTES = 1 << 20
-_LENGTH = struct.Struct(">Q")
+_HEAD = struct.Struct(">QQQ")  # the pickle's length, bytes read, offers read
 _POLL_S = 0.002
 
 Rows = list[tuple[str, str]]  # (aggregate, payload)
@@ -73,11 +73,8 @@ def read_into_spool(
         header = Header()  # filled by the parse: the root comes before any row
 
         def frame() -> None:
-            data = pickle.dumps(
-                (state["read"], state["offers"], header.generated_at, rows),
-                pickle.HIGHEST_PROTOCOL,
-            )
-            out.write(_LENGTH.pack(len(data)) + data)
+            data = pickle.dumps((header.generated_at, rows), pickle.HIGHEST_PROTOCOL)
+            out.write(_HEAD.pack(len(data), state["read"], state["offers"]) + data)
             out.flush()
             rows.clear()
             state["framed"] = state["read"]
@@ -127,17 +124,32 @@ def frames(
     that is never yielded)."""
     with spool.open("rb") as source:
         while True:
-            head = _exactly(source, _LENGTH.size, done)
+            head = _exactly(source, _HEAD.size, done)
             if head is None:
                 return
-            data = _exactly(source, _LENGTH.unpack(head)[0], done)
+            size, read, offers = _HEAD.unpack(head)
+            data = _exactly(source, size, done)
             if data is None:
                 return
-            read, offers, generated_at, rows = pickle.loads(data)  # our own spool
             if progress is not None:
                 progress(read, offers)
+            generated_at, rows = pickle.loads(data)  # our own spool
             if rows:
                 yield generated_at, rows
+
+
+def follow(spool: Path, done: Callable[[], bool], progress: Callable[[int, int], None]) -> None:
+    """Tells ``progress`` what the reader has read, frame by frame, until ``done()``, without
+    taking the rows (``frames`` reads them afterwards)."""
+    with spool.open("rb") as source:
+        while True:
+            head = _exactly(source, _HEAD.size, done)
+            if head is None:
+                return
+            size, read, offers = _HEAD.unpack(head)
+            if _exactly(source, size, done) is None:
+                return
+            progress(read, offers)
 
 
 def _exactly(source: BinaryIO, size: int, done: Callable[[], bool]) -> bytes | None:
