@@ -276,14 +276,16 @@ def serve(ctx: typer.Context) -> None:
     (/api/v1/intents); runs until stopped (SIGINT/SIGTERM)."""
     with _guard():
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        engine, staging_engine = bootstrap.engines(settings)
         scheme = "https" if settings.http_tls_cert else "http"
 
         def started(port: int) -> None:
             log.info("serving on %s://%s:%d", scheme, settings.http_host, port)
 
         async def main() -> int:
-            await bootstrap.http_server(settings, engine, started=started)
+            await bootstrap.http_server(
+                settings, engine, staging_engine=staging_engine, started=started
+            )
             return 0
 
         code = run_event_loop(main())
