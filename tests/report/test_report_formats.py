@@ -313,6 +313,7 @@ HISTORY_FIELDS = {
     "to",
     "worker",
     "attempt",
+    "leased_at",
     "http_status",
     "error_class",
     "delay_s",
