@@ -464,7 +464,7 @@ def history(
         markup=False,
     )
     table = Table()
-    for column in ("at", "event", "from", "to", "worker", "attempt", "http", "detail"):
+    for column in ("at", "event", "from", "to", "worker", "attempt", "leased", "http", "detail"):
         table.add_column(column, overflow="fold")  # never cut: wrap
     for e in bio["history"]:
         detail = e["detail"] or ""
@@ -477,6 +477,7 @@ def history(
             e["to"] or "",
             e["worker"] or "",
             str(e["attempt"] or ""),
+            _in_zone(e["leased_at"], settings.display_tz),
             str(e["http_status"] or e["error_class"] or ""),
             detail,
         )
