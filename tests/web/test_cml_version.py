@@ -361,3 +361,50 @@ def test_a_message_that_commits_after_a_higher_id_is_not_skipped_by_the_mark(
                 .values(taken_at=datetime.now(UTC))
             )
     assert world.package("A") > high
+
+
+def test_a_message_that_commits_between_the_mark_and_the_staging_read_is_counted(
+    world: World,
+) -> None:
+    """PostgreSQL: an intake transaction has taken a staging row and holds a message id below
+    one already committed; it commits right after the package reads its mark, so the row is
+    taken when the staging rows are read. The messages above the old mark are read after the
+    staging rows, in a snapshot of their own: the message is seen, and the next package is
+    above it too."""
+    if not is_postgres(world.main):
+        pytest.skip("SQLite has one writer: no transaction commits behind another's id")
+    high = 10**9
+    world.package("A")
+    world.intent("A/retail", high)
+    with transaction(world.staging, read_only=True) as staged_in:
+        row = staged_in.execute(
+            select(staging.c.id).where(staging.c.aggregate_version == high)
+        ).scalar_one()
+    x = world.main.connect()
+    x.begin()
+    _message(x, "A/retail", high, "x")
+    if world.staged_in is None:
+        x.execute(update(staging).where(staging.c.id == row).values(taken_at=func.now()))
+    with transaction(world.main) as y:
+        _message(y, "B/retail", 1, "y")
+    fired: list[bool] = []
+
+    def commit(connection: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if fired or "max(messages.id)" not in statement:
+            return
+        fired.append(True)
+        x.commit()
+        x.close()
+        if world.staged_in is not None:  # marked taken after the service's commit
+            with transaction(world.staged_in) as connection:
+                connection.execute(
+                    update(staging).where(staging.c.id == row).values(taken_at=func.now())
+                )
+
+    event.listen(world.main, "after_cursor_execute", commit)
+    try:
+        assert world.package("A") > high
+    finally:
+        event.remove(world.main, "after_cursor_execute", commit)
+    assert fired
+    assert world.package("A") > high
