@@ -384,14 +384,17 @@ def _queue_version(connection: Connection, after: int | None) -> int:
     """The highest ``price`` version of the messages above ``after`` (every message when
     ``after`` is None) and of every aggregate's ``done_version``: a message above the mark may
     have been delivered and pruned since, and its version lives on only there. That read is
-    of ``aggregates``, one row per price, which grows with the catalogue, not the history."""
-    sent = select(func.max(messages.c.version)).where(messages.c.kind == "price")
+    of ``aggregates``, one row per price, which grows with the catalogue, not the history. The
+    messages first: one pruned before that read had its cursor committed before the prune, so
+    before the second read."""
+    query = select(func.max(messages.c.version)).where(messages.c.kind == "price")
     if after is not None:
-        sent = sent.where(messages.c.id > after)
+        query = query.where(messages.c.id > after)
+    sent = connection.execute(query).scalar()
     done = connection.execute(
         select(func.max(aggregates.c.done_version)).where(aggregates.c.kind == "price")
     ).scalar()
-    return int(max(connection.execute(sent).scalar() or 0, done or 0))
+    return int(max(sent or 0, done or 0))
 
 
 class _Abandon(Exception):
