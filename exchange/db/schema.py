@@ -274,6 +274,10 @@ class CmlPackage(Base):
     source_ref: Mapped[str] = mapped_column(String(500))
     intents: Mapped[int] = mapped_column(Integer)
     staged_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # The highest ``messages.id`` (in the service's database) whose version the package's
+    # version is above: the next package reads only the messages above it (migration 0009).
+    # NULL for packages staged before the mark existed.
+    messages_mark: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class CmlCatalog(Base):

@@ -325,28 +325,72 @@ def _source_ref(name: str, generated_at: str) -> str:
     return f"1C exchange {name}{when}"[:500]
 
 
-def _next_version(connection: Connection, queue: Engine | None) -> int:
-    """Above every package before and every ``price`` version the queue and the staging table
-    hold (the whole sequence, so it is known before the package's aggregates are read).
-    ``connection`` is the staging database's; ``queue`` the service's database when it is
-    another one."""
+def _next_version(connection: Connection, queue: Engine | None) -> tuple[int, int]:
+    """The package's version and the mark to keep with it: above every package before and
+    every ``price`` version the queue and the staging table hold (the whole sequence, so it is
+    known before the package's aggregates are read). ``connection`` is the staging database's;
+    ``queue`` the service's database when it is another one.
+
+    The queue's part is read incrementally, never by a scan of ``messages`` (it grows with the
+    history): the newest package keeps ``messages_mark``, and every price message with an id at
+    or below it has a version at or below that package's version (proved in
+    docs/architecture.md, "A package's version"), so only ``messages.id > mark`` is read, a range
+    of the primary key. The order of the three reads is what makes the mark safe: the new mark
+    is read first, then the untaken staging rows, then the messages above the old mark. A
+    message whose id is at or below the new mark but that commits later was taken from a staging
+    row that the second read still sees untaken, or it has committed before the third read sees
+    it. Without a mark (the first package, or packages staged before the mark existed), or when
+    the service's ids went back below it (another database), ``messages`` is read whole,
+    once."""
     highest = connection.execute(select(func.max(cml_packages.c.version))).scalar() or 0
+    previous = connection.execute(
+        select(cml_packages.c.messages_mark).order_by(cml_packages.c.id.desc()).limit(1)
+    ).scalar()
+    if queue is None:
+        mark = _messages_mark(connection)
+        untaken = _untaken_version(connection)
+        known = _queue_version(connection, _usable(previous, mark))
+    else:
+        with transaction(queue, read_only=True) as main:
+            mark = _messages_mark(main)
+        untaken = _untaken_version(connection)
+        with transaction(queue, read_only=True) as main:  # a snapshot after the staging read
+            known = _queue_version(main, _usable(previous, mark))
+    return max(highest, untaken, known) + 1, mark
+
+
+def _usable(previous: int | None, mark: int) -> int | None:
+    """The previous package's mark, unless the service's ids are now below it (its database
+    was replaced or restored): then nothing is known about them."""
+    return previous if previous is not None and previous <= mark else None
+
+
+def _messages_mark(connection: Connection) -> int:
+    """The highest id in ``messages`` (the primary key's last entry)."""
+    return int(connection.execute(select(func.max(messages.c.id))).scalar() or 0)
+
+
+def _untaken_version(connection: Connection) -> int:
+    """The highest ``price`` version waiting in staging (the untaken rows' partial index)."""
     untaken = connection.execute(
         select(func.max(staging.c.aggregate_version)).where(
             staging.c.taken_at.is_(None), staging.c.kind == "price"
         )
     ).scalar()
-    highest = max(highest, untaken or 0)
-    if queue is None:
-        return max(highest, _queue_version(connection)) + 1
-    with transaction(queue, read_only=True) as main:
-        return max(highest, _queue_version(main)) + 1
+    return int(untaken or 0)
 
 
-def _queue_version(connection: Connection) -> int:
-    sent = connection.execute(
-        select(func.max(messages.c.version)).where(messages.c.kind == "price")
-    ).scalar()
+def _queue_version(connection: Connection, after: int | None) -> int:
+    """The highest ``price`` version of the messages above ``after`` (every message when
+    ``after`` is None) and of every aggregate's ``done_version``: a message above the mark may
+    have been delivered and pruned since, and its version lives on only there. That read is
+    of ``aggregates``, one row per price, which grows with the catalogue, not the history. The
+    messages first: one pruned before that read had its cursor committed before the prune, so
+    before the second read."""
+    query = select(func.max(messages.c.version)).where(messages.c.kind == "price")
+    if after is not None:
+        query = query.where(messages.c.id > after)
+    sent = connection.execute(query).scalar()
     done = connection.execute(
         select(func.max(aggregates.c.done_version)).where(aggregates.c.kind == "price")
     ).scalar()
@@ -384,7 +428,7 @@ def publish(
             seen = _staged_before(connection, digest)
             if seen is not None:
                 return seen, False
-            version = _next_version(connection, queue)
+            version, mark = _next_version(connection, queue)
             for generated_at, chunk in frames(spool, done, progress):
                 source_ref = _source_ref(name, generated_at)
                 rows: list[Row] = [
@@ -403,6 +447,7 @@ def publish(
                     source_ref=_source_ref(name, found.header.generated_at),
                     intents=found.counts.intents,
                     staged_at=_now(),
+                    messages_mark=mark,
                 )
             )
             return version, True
