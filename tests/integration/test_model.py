@@ -701,8 +701,12 @@ class Pipeline(RuleBasedStateMachine):
             for event in chain:
                 if event["event"] == "duplicate":
                     continue
+                if _leased_then(state, event["from_state"], event["leased_at"]):
+                    state = "in_progress"  # the claim's move is in the attempt's own row
                 assert state == event["from_state"], (m["message_id"], [dict(e) for e in chain])
                 state = event["to_state"]
+            if _leased_then(state, m["state"], m["leased_at"]):
+                state = "in_progress"  # an attempt in flight: its row comes with its outcome
             assert state == m["state"], (m["message_id"], m["state"], [e["event"] for e in chain])
             before = self.final.get(m["message_id"])
             assert before in (None, m["state"]), f"{m['message_id']} left {before}"
@@ -711,6 +715,12 @@ class Pipeline(RuleBasedStateMachine):
         assert {} == {a: n for a, n in live.items() if n > 1}, (
             "two messages of one aggregate in flight"
         )
+
+
+def _leased_then(state: str | None, now: str | None, leased_at: datetime | None) -> bool:
+    """A claim writes no history row (issue 13: one row per attempt): a message waiting
+    (``new``/``delayed``) is next seen ``in_progress`` only with the attempt's lease start."""
+    return state in ("new", "delayed") and now == "in_progress" and leased_at is not None
 
 
 class KeysOnlyPipeline(Pipeline):
