@@ -69,6 +69,9 @@ adaptive concurrency, a gradient controller with periodic min-RTT windows):
   429 while draining, or after it, is a full round (the capacity did fall). It drains only
   when the site says so: a drain after every refused probe would cost a quarter of the rate
   for half a second every 2 s, where the 429 it answers follows one probe in ten or so.
+  Measured (``python -m bench.pace``, 7 runs alternating with the rule before): the halving
+  shop's refusals settle 1.05 s (1.03-1.15) after the halving against 2.39 s (2.33-3.81), at
+  0.94 of its capacity against 0.91; the steady shop unchanged at 0.95.
 - A shop with a pool of PHP workers queues: latency grows long before it refuses. That is
   Vegas' signal: the requests queued at the site are estimated as
   ``limit x (1 - rtt_noload / rtt)``; below ``ALPHA`` the limit grows by one per round (a
