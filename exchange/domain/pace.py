@@ -69,6 +69,9 @@ adaptive concurrency, a gradient controller with periodic min-RTT windows):
   429 while draining, or after it, is a full round (the capacity did fall). It drains only
   when the site says so: a drain after every refused probe would cost a quarter of the rate
   for half a second every 2 s, where the 429 it answers follows one probe in ten or so.
+  Only a worker alone on the site drains (``alone``, the caller's count of live workers):
+  with two, a 429 after the *other* worker's probe is a full round anyway, and draining
+  kept each worker's known-good rate above its share after the halving (settling later).
   Measured (``python -m bench.pace``, 7 runs alternating with the rule before): the halving
   shop's refusals settle 1.05 s (1.03-1.15) after the halving against 2.39 s (2.33-3.81), at
   0.94 of its capacity against 0.91; the steady shop unchanged at 0.95.
@@ -141,6 +144,7 @@ class Pace:
     max_delay: float
     hold_base: float
     max_rate: float | None = None  # the hard cap for this worker (requests/s), if any
+    alone: bool = True  # no other worker paces this site (the caller's word): it may drain
     initial_limit: int = 4
     limit: int = 0  # set from initial_limit
     rate: float | None = None  # requests/s; None: not paced by rate
@@ -218,7 +222,7 @@ class Pace:
             self._probe_round = probe and cause is Cause.RATE_LIMITED and self.good is not None
             if self._probe_round:
                 return self._probe_refused(now, hint)
-            aftermath = self._may_drain and now < self.probe_held_until
+            aftermath = self._may_drain and self.alone and now < self.probe_held_until
             self._drain_round = aftermath and cause is Cause.RATE_LIMITED
             if self._drain_round:
                 return self._drain(now, hint)

@@ -324,6 +324,21 @@ def test_a_drain_s_429_holds_the_refused_message_and_the_probing_share() -> None
     assert p.rate is not None and math.isclose(DRAIN * good, p.rate)
 
 
+def test_a_worker_not_alone_on_the_site_does_not_drain() -> None:
+    """With other workers on the site a 429 at the known-good rate may follow another
+    worker's probe: it is a full round, as before the drain."""
+    p, start = paced(120)
+    p.alone = False
+    now = steady(p, start, 0.5, 120)
+    p.refused(now, now - 0.002, Cause.RATE_LIMITED, 1.0)  # this worker's probe
+    after = steady(p, now + 0.01, 0.2, 90)
+
+    p.refused(after, after - 0.002, Cause.RATE_LIMITED, 1.0)
+
+    assert 1.0 == p.reserve(after)
+    assert 1 == p.holds
+
+
 def test_a_429_at_the_drain_rate_is_a_full_round() -> None:
     """Once per refused probe: a 429 on a request sent while draining says the capacity fell."""
     p, good, now = refused_probe_then_429()
