@@ -352,7 +352,6 @@ def check(engine: Engine, site: SiteSimulator, staged: Staged) -> tuple[list[str
     if overlaps:
         failures.append(f"{len(overlaps)} aggregates in flight twice at once: {overlaps[:3]}")
     figures = {
-        "clock_order_artefacts": len(in_flight_overlaps(engine, by="at")),
         "staging_rows": staging_rows,
         "states": states,
         "cancelled_reasons": {str(k): v for k, v in reasons.items()},
@@ -577,8 +576,6 @@ def soak(
         f"| failed cycles logged / breaker openings / tracebacks | "
         f"{failed_cycles} / {breaker} / {tracebacks} |",
         f"| delivered per second over the whole run | {delivered / total_s:.1f} |",
-        "| lease intervals that overlap by timestamp but not by history order (clocks read "
-        f"before a claim waits) | {figures['clock_order_artefacts']} |",
         "",
         "## Invariants",
         "",

@@ -251,6 +251,7 @@ def web_config(settings: Settings) -> WebConfig:
         max_file_bytes=settings.onec_max_file_bytes,
         zip=settings.onec_zip,
         max_zip_ratio=settings.onec_max_zip_ratio,
+        reader_processes=settings.onec_reader_processes,
         intake_max_items=settings.intake_max_items,
         bulk_limit=settings.bulk_limit,
         report_mask_fields=tuple(settings.report_mask_fields),
@@ -264,19 +265,16 @@ def http_server(
     settings: Settings,
     engine: Engine,
     *,
+    staging_engine: Engine | None = None,
     started: Callable[[int], Awaitable[None] | None] | None = None,
     stop: asyncio.Event | None = None,
 ) -> Awaitable[None]:
-    """``exchange serve``: refuses plain HTTP off loopback (contract 9), then listens."""
+    """``exchange serve``: refuses plain HTTP off loopback (contract 9), then listens. With
+    ``EXCHANGE_STAGING_URL`` naming another database, intents are staged there
+    (``staging_engine``, made from the settings when not given)."""
     refusal = settings.http_plain_refusal()
     if refusal is not None:
         raise ConfigurationError(refusal)
-    if settings.staging_url and settings.staging_url != settings.database_url:
-        # A package is staged with its digest and version in one transaction: one database.
-        raise ConfigurationError(
-            "exchange serve stages into the service's database; EXCHANGE_STAGING_URL names "
-            "another one, which serve does not support yet"
-        )
     tls = None
     if settings.http_tls_cert is not None and settings.http_tls_key is not None:
         try:
@@ -290,10 +288,27 @@ def http_server(
         log.warning("1C exchange closed: EXCHANGE_1C_USER and EXCHANGE_1C_PASSWORD are not set")
     if not config.intake_token:
         log.warning("JSON intake closed: EXCHANGE_INTAKE_TOKEN is not set")
-    app = build_app(config, engine)
+    made = None
+    if (
+        staging_engine is None
+        and settings.staging_url
+        and settings.staging_url != settings.database_url
+    ):
+        staging_engine = made = make_engine(settings.staging_url)
+    app = build_app(config, engine, staging_engine)
     watcher = notifier(settings, engine, SystemClock())
     if watcher is not None:
         app.cleanup_ctx.append(_notifications(watcher, settings.poll_interval))
-    return serve(
+    served = serve(
         app, host=settings.http_host, port=settings.http_port, tls=tls, started=started, stop=stop
     )
+    if made is None:
+        return served
+
+    async def serving_then_dispose() -> None:
+        try:
+            await served
+        finally:
+            made.dispose()
+
+    return serving_then_dispose()

@@ -276,14 +276,16 @@ def serve(ctx: typer.Context) -> None:
     (/api/v1/intents); runs until stopped (SIGINT/SIGTERM)."""
     with _guard():
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        engine, staging_engine = bootstrap.engines(settings)
         scheme = "https" if settings.http_tls_cert else "http"
 
         def started(port: int) -> None:
             log.info("serving on %s://%s:%d", scheme, settings.http_host, port)
 
         async def main() -> int:
-            await bootstrap.http_server(settings, engine, started=started)
+            await bootstrap.http_server(
+                settings, engine, staging_engine=staging_engine, started=started
+            )
             return 0
 
         code = run_event_loop(main())
@@ -462,7 +464,7 @@ def history(
         markup=False,
     )
     table = Table()
-    for column in ("at", "event", "from", "to", "worker", "attempt", "http", "detail"):
+    for column in ("at", "event", "from", "to", "worker", "attempt", "leased", "http", "detail"):
         table.add_column(column, overflow="fold")  # never cut: wrap
     for e in bio["history"]:
         detail = e["detail"] or ""
@@ -475,6 +477,7 @@ def history(
             e["to"] or "",
             e["worker"] or "",
             str(e["attempt"] or ""),
+            _in_zone(e["leased_at"], settings.display_tz),
             str(e["http_status"] or e["error_class"] or ""),
             detail,
         )

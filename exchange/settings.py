@@ -665,6 +665,15 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("exchange_1c_max_zip_ratio", "1c_max_zip_ratio"),
         description="Largest unpacked/packed size ratio of an archive member (zip bombs).",
     )
+    onec_reader_processes: int = Field(
+        1,
+        ge=0,
+        le=8,
+        validation_alias=AliasChoices("exchange_1c_reader_processes", "1c_reader_processes"),
+        description="Processes of exchange serve that read CommerceML files (on PostgreSQL "
+        "while the publishing transaction stages what they have read); 0: read in serve's "
+        "own process, then stage.",
+    )
     intake_token: SecretStr | None = Field(
         None,
         description="Bearer token of the JSON intake (POST /api/v1/intents). Unset: the "

@@ -219,6 +219,7 @@ class Worker:
                     max_attempts=self.settings.max_attempts,
                     exclude=sorted(self.breaker.probed) if probing else (),
                     after=self._claim_after,
+                    clock=self.clock.now,
                 )
                 self._claim_after = batch.cursor
             self.metrics.claimed(batch)

@@ -62,6 +62,18 @@ def pg_url(pg_template: str) -> Iterator[str]:
 
 
 @pytest.fixture
+def other_pg_url(pg_template: str) -> Iterator[str]:
+    """A second fresh, migrated PostgreSQL database for one test (a staging database of its
+    own, EXCHANGE_STAGING_URL)."""
+    name = f"exchange_s_{uuid.uuid4().hex[:12]}"
+    with _pg_admin() as admin:
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
+    yield _pg_url(name)
+    with _pg_admin() as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
 def empty_pg_url() -> Iterator[str]:
     """A fresh PostgreSQL database with no tables (for migration tests)."""
     name = f"exchange_e_{uuid.uuid4().hex[:12]}"

@@ -1,6 +1,6 @@
 """Render the sample reports in docs/samples/ from synthetic data (no database needed).
 
-    .venv/bin/python docs/samples/make_samples.py
+    .venv/bin/python docs/samples/make_samples.py [FOLDER]
 
 The data is made up but shaped like a real quarantine: prices the site refused, a posting
 that kept failing, rows 1C wrote broken, a gap, a price superseded after quarantine, and a
@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from exchange.identity import message_id
-from exchange.report import export
-from exchange.report_mask import Redactor
-from exchange.report_model import FORMATS, DayActivity, Entry, HistoryEvent, Report
+from exchange.domain.identity import message_id
+from exchange.report.collect import export
+from exchange.report.mask import Redactor
+from exchange.report.model import FORMATS, DayActivity, Entry, HistoryEvent, Report
 
 HERE = Path(__file__).resolve().parent
 NOW = datetime(2026, 11, 30, 9, 15, tzinfo=UTC)
@@ -37,7 +38,6 @@ def price(sku: str, value: str) -> str:
 def sent_and_refused(taken: float, status: int, detail: str) -> tuple[HistoryEvent, ...]:
     return (
         HistoryEvent(at(taken), "taken", None, "new", "shop-exchange-1"),
-        HistoryEvent(at(taken - 0.01), "leased", "new", "in_progress", "shop-exchange-1", 1),
         HistoryEvent(
             at(taken - 0.02),
             "quarantined",
@@ -45,6 +45,7 @@ def sent_and_refused(taken: float, status: int, detail: str) -> tuple[HistoryEve
             "quarantined",
             "shop-exchange-1",
             1,
+            leased_at=at(taken - 0.01),
             http_status=status,
             detail=detail,
         ),
@@ -94,8 +95,6 @@ def retries(taken: float, attempts: int) -> tuple[HistoryEvent, ...]:
     events = [HistoryEvent(at(taken), "taken", None, "new", "shop-exchange-1")]
     for n in range(1, attempts + 1):
         t = taken - n * 0.2
-        before = "new" if n == 1 else "delayed"
-        events.append(HistoryEvent(at(t), "leased", before, "in_progress", "shop-exchange-2", n))
         last = n == attempts
         events.append(
             HistoryEvent(
@@ -105,6 +104,7 @@ def retries(taken: float, attempts: int) -> tuple[HistoryEvent, ...]:
                 "quarantined" if last else "delayed",
                 "shop-exchange-2",
                 n,
+                leased_at=at(t),
                 http_status=503,
                 delay_s=None if last else round(2.0**n, 1),
                 detail=(
@@ -239,13 +239,13 @@ def sample() -> Report:
     return Report(generated_at=NOW, entries=tuple(entries), activity=days)
 
 
-def main() -> None:
+def main(folder: Path = HERE) -> None:
     report = sample()
     for fmt in FORMATS:
-        path = HERE / f"quarantine-sample.{fmt}"
+        path = folder / f"quarantine-sample.{fmt}"
         export(report, fmt, "ru", path)
-        print(f"wrote {path.relative_to(HERE.parent.parent)}")
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)

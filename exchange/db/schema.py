@@ -177,6 +177,8 @@ class Message(Base):
     next_try_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     locked_by: Mapped[str | None] = mapped_column(String(200))
     locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # When the current lease was taken: the attempt's history row carries it when it ends.
+    leased_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     lease_token: Mapped[str | None] = mapped_column(String(64))
     last_status: Mapped[int | None] = mapped_column(Integer)
     last_error: Mapped[str | None] = mapped_column(Text)
@@ -187,7 +189,12 @@ class Message(Base):
 
 
 class History(Base):
-    """A message's biography: one row per transition or event, never rewritten."""
+    """A message's biography: one row per transition or event, never rewritten.
+
+    An attempt is one row, written when it ends (answered, released, taken over after its
+    lease expired, cancelled or quarantined while its lease had expired): ``worker``,
+    ``attempt`` and ``leased_at`` say whose lease it was and when it began, ``at`` when it
+    ended. Taking a lease writes no row of its own."""
 
     __tablename__ = "message_history"
     __table_args__ = (Index("ix_message_history_message_pk_id", "message_pk", "id"),)
@@ -200,6 +207,7 @@ class History(Base):
     to_state: Mapped[str | None] = mapped_column(String(16))
     worker: Mapped[str | None] = mapped_column(String(200))
     attempt: Mapped[int | None] = mapped_column(Integer)
+    leased_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     http_status: Mapped[int | None] = mapped_column(Integer)
     error_class: Mapped[str | None] = mapped_column(String(100))
     detail: Mapped[str | None] = mapped_column(Text)
@@ -266,6 +274,10 @@ class CmlPackage(Base):
     source_ref: Mapped[str] = mapped_column(String(500))
     intents: Mapped[int] = mapped_column(Integer)
     staged_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # The highest ``messages.id`` (in the service's database) whose version the package's
+    # version is above: the next package reads only the messages above it (migration 0009).
+    # NULL for packages staged before the mark existed.
+    messages_mark: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class CmlCatalog(Base):

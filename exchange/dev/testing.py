@@ -171,13 +171,14 @@ class FakeSite:
         return httpx.Response(200, content=content)
 
 
-def in_flight_overlaps(engine: Engine, *, by: str = "id") -> list[str]:
-    """Per aggregate, lease-to-outcome intervals of two different messages that overlap.
+def in_flight_overlaps(engine: Engine) -> list[str]:
+    """Per aggregate, the attempts of two different messages whose leases overlap.
 
-    ``by="id"`` orders events by history id, which follows causality here: a claim can lease
-    version N+1 only after seeing the commit that recorded N, so its history rows get later ids.
-    ``by="at"`` uses the timestamps, which a loaded machine puts out of that order (a worker
-    reads its clock before its claim transaction waits for a lock or the CPU): informative only.
+    Each attempt is one history row: its lease began at ``leased_at`` and ended at ``at``
+    (answered, released, taken over, or cancelled or quarantined after its lease expired). A
+    claim reads the lease's start once it holds the aggregates, that is after the commit that
+    ended the previous attempt, whose ``at`` was read before that commit: on one clock, the
+    next lease of an aggregate never begins before the previous attempt's ``at``.
     """
     with transaction(engine, read_only=True) as connection:
         rows = connection.execute(
@@ -186,22 +187,15 @@ def in_flight_overlaps(engine: Engine, *, by: str = "id") -> list[str]:
                 messages.c.aggregate,
                 messages.c.version,
                 history.c.message_pk,
-                history.c.event,
-                history.c.id,
+                history.c.leased_at,
                 history.c.at,
             )
             .join(messages, messages.c.id == history.c.message_pk)
-            .order_by(history.c.id)
+            .where(history.c.leased_at.is_not(None))
         ).all()
-    closing = {"delivered", "retry-scheduled", "quarantined", "stale-at-site", "released"}
-    open_since: dict[int, Any] = {}
     spans: dict[tuple[str, str], list[tuple[Any, Any, int, int]]] = defaultdict(list)
-    for kind, aggregate, version, pk, event, event_id, at in rows:
-        point = event_id if by == "id" else at
-        if event in ("leased", "taken-over"):
-            open_since[pk] = point
-        elif event in closing and pk in open_since:
-            spans[(kind, aggregate)].append((open_since.pop(pk), point, pk, version))
+    for kind, aggregate, version, pk, leased_at, at in rows:
+        spans[(kind, aggregate)].append((leased_at, at, pk, version))
     found = []
     for (kind, aggregate), intervals in spans.items():
         intervals.sort()

@@ -375,6 +375,26 @@ def biography(connection: Connection, message_id: str) -> dict[str, Any]:
         .mappings()
         .all()
     )
+    story = [
+        {
+            "at": _iso(e["at"]),
+            "event": e["event"],
+            "from": e["from_state"],
+            "to": e["to_state"],
+            "worker": e["worker"],
+            "attempt": e["attempt"],
+            "leased_at": _iso(e["leased_at"]),
+            "http_status": e["http_status"],
+            "error_class": e["error_class"],
+            "delay_s": e["delay_s"],
+            "detail": e["detail"],
+            "operator": e["operator"],
+            "note": e["note"],
+        }
+        for e in entries
+    ]
+    if row["state"] == State.IN_PROGRESS.value:
+        story.append(in_flight(row, story[-1]["to"] if story else None))
     return {
         "message": {
             "message_id": row["message_id"],
@@ -396,24 +416,29 @@ def biography(connection: Connection, message_id: str) -> dict[str, Any]:
             "next_try_at": _iso(row["next_try_at"]),
             "locked_by": row["locked_by"],
             "locked_until": _iso(row["locked_until"]),
+            "leased_at": _iso(row["leased_at"]),
         },
-        "history": [
-            {
-                "at": _iso(e["at"]),
-                "event": e["event"],
-                "from": e["from_state"],
-                "to": e["to_state"],
-                "worker": e["worker"],
-                "attempt": e["attempt"],
-                "http_status": e["http_status"],
-                "error_class": e["error_class"],
-                "delay_s": e["delay_s"],
-                "detail": e["detail"],
-                "operator": e["operator"],
-                "note": e["note"],
-            }
-            for e in entries
-        ],
+        "history": story,
+    }
+
+
+def in_flight(row: Any, before: str | None) -> dict[str, Any]:
+    """The attempt in flight, read from the message (its history row is written only when it
+    ends): ``at`` is when its lease began, ``before`` the state it was leased from."""
+    return {
+        "at": _iso(row["leased_at"]),
+        "event": Event.LEASED.value,
+        "from": before,
+        "to": State.IN_PROGRESS.value,
+        "worker": row["locked_by"],
+        "attempt": row["attempts"],
+        "leased_at": _iso(row["leased_at"]),
+        "http_status": None,
+        "error_class": None,
+        "delay_s": None,
+        "detail": f"no outcome yet; leased until {_iso(row['locked_until'])}",
+        "operator": None,
+        "note": None,
     }
 
 

@@ -42,6 +42,8 @@ from exchange.domain.states import LIVE, Event, State, sources, values
 from exchange.queue import order
 from exchange.queue.transitions import Change, apply, apply_selected
 
+# What the history row of a cancelled message whose lease had expired says of that attempt.
+_LEASE = (messages.c.locked_by, messages.c.attempts, messages.c.leased_at)
 _UNLOCK = {"locked_by": None, "locked_until": None, "lease_token": None, "next_try_at": None}
 
 
@@ -57,7 +59,13 @@ def coalesce(connection: Connection, kinds: KindPolicies, now: datetime) -> int:
     # by a person, so a pending version below it (a row 1C wrote again after its message was
     # pruned) is already done and must not wait forever.
     stale = (
-        select(messages.c.id, messages.c.state, messages.c.version, done.label("done"))
+        select(
+            messages.c.id,
+            messages.c.state,
+            messages.c.version,
+            done.label("done"),
+            *_LEASE,
+        )
         .join(aggregates, aggregates.c.id == messages.c.aggregate_id)
         .where(pending, not_(order.beyond_cursor(messages.c)))
     )
@@ -93,7 +101,12 @@ def coalesce(connection: Connection, kinds: KindPolicies, now: datetime) -> int:
     )
     newest = messages.alias("newest")
     superseded = (
-        select(messages.c.id, messages.c.state, newest.c.message_id.label("successor"))
+        select(
+            messages.c.id,
+            messages.c.state,
+            newest.c.message_id.label("successor"),
+            *_LEASE,
+        )
         .join(top, top.c.aggregate_id == messages.c.aggregate_id)
         .join(
             newest,

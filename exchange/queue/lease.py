@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -56,6 +56,7 @@ class Leased:
     payload: str
     created_at: datetime
     attempt: int  # the number of the attempt this lease is for
+    leased_at: datetime | None = None  # when the lease began: the attempt's row carries it
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +159,7 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
             m.attempts,
             m.state,
             m.locked_by,
+            m.leased_at,
         )
         .join(aggregates, aggregates.c.id == m.aggregate_id)
         .where(leased, eligible)
@@ -176,6 +178,7 @@ def claim(
     max_attempts: int,
     exclude: Sequence[int] = (),
     after: int = 0,
+    clock: Callable[[], datetime] | None = None,
 ) -> Batch:
     """Lease up to ``limit`` aggregates with a message due, and one message of each.
 
@@ -183,6 +186,7 @@ def claim(
     then from the lowest id up to it: a sweep, so that a claim does not scan every aggregate
     that is done before it finds work (that scan grew by ~0.35 ms per 1,000 done aggregates on
     SQLite, measured). Two statements pick at most; the second only when the first came short.
+    ``clock``, when given, is read for the lease's start once the aggregates are taken.
     """
     token = new_token()
     until = now + timedelta(seconds=lease_seconds)
@@ -211,28 +215,50 @@ def claim(
     chosen: dict[int | None, Any] = {}
     for row in rows:  # latest-wins: the highest due version; strict: the only one
         chosen.setdefault(row.aggregate_id, row)
+    # The lease's start is read once the aggregates are ours, not before the claim waited for
+    # them: so it never comes before the end of the attempt that freed them (history's order).
+    leased_at = max(now, clock()) if clock is not None else now
     leased: list[Leased] = []
     changes: list[Change] = []
     for row in chosen.values():
         attempt = row.attempts + 1
         took_over = row.state == State.IN_PROGRESS.value
-        changes.append(
-            Change(
+        values = {
+            "locked_by": worker,
+            "locked_until": until,
+            "lease_token": token,
+            "attempts": attempt,
+            "leased_at": leased_at,
+        }
+        if took_over:
+            # The attempt whose lease expired (its worker crashed or hung) ends here: its row
+            # is the only one it gets, with its own worker, attempt and lease start.
+            change = Change(
                 row.id,
-                Event.TAKEN_OVER if took_over else Event.LEASED,
+                Event.TAKEN_OVER,
+                State.IN_PROGRESS,
+                State.IN_PROGRESS,
+                values=values,
+                worker=row.locked_by,
+                attempt=row.attempts,
+                leased_at=row.leased_at,
+                detail=(
+                    f"the lease of {row.locked_by} had expired: result unknown; "
+                    f"taken over by {worker} for attempt {attempt}"
+                ),
+            )
+        else:
+            # Taking a lease writes no history row: the attempt's row, when it ends, carries
+            # the worker, the attempt and the lease's start.
+            change = Change(
+                row.id,
+                Event.LEASED,
                 State(row.state),
                 State.IN_PROGRESS,
-                values={
-                    "locked_by": worker,
-                    "locked_until": until,
-                    "lease_token": token,
-                    "attempts": attempt,
-                },
-                worker=worker,
-                attempt=attempt,
-                detail=(f"the lease of {row.locked_by} had expired" if took_over else None),
+                values=values,
+                written=False,
             )
-        )
+        changes.append(change)
         leased.append(
             Leased(
                 row.id,
@@ -244,6 +270,7 @@ def claim(
                 row.payload,
                 row.created_at,
                 attempt,
+                leased_at,
             )
         )
     apply(connection, changes, now)
@@ -272,7 +299,9 @@ def renew(connection: Connection, token: str, until: datetime) -> int:
 
 def expire_exhausted(connection: Connection, *, now: datetime, max_attempts: int) -> int:
     """A lease that expired on the last allowed attempt: quarantine, never a further attempt."""
-    query = select(messages.c.id, messages.c.attempts, messages.c.locked_by).where(
+    query = select(
+        messages.c.id, messages.c.attempts, messages.c.locked_by, messages.c.leased_at
+    ).where(
         messages.c.state == State.IN_PROGRESS.value,
         messages.c.locked_until < now,
         messages.c.attempts >= max_attempts,
@@ -280,7 +309,7 @@ def expire_exhausted(connection: Connection, *, now: datetime, max_attempts: int
     if is_postgres(connection):
         query = query.with_for_update(skip_locked=True)
     changes = []
-    for pk, attempts, owner in connection.execute(query):
+    for pk, attempts, owner, leased_at in connection.execute(query):
         detail = (
             f"the lease of {owner} expired during attempt {attempts} of {max_attempts}; "
             "the result of that attempt is unknown"
@@ -298,6 +327,9 @@ def expire_exhausted(connection: Connection, *, now: datetime, max_attempts: int
                     "locked_until": None,
                     "lease_token": None,
                 },
+                worker=owner,
+                attempt=attempts,
+                leased_at=leased_at,
                 detail=detail,
             )
         )

@@ -95,6 +95,7 @@ def record(
                 guard={"lease_token": token},
                 worker=worker,
                 attempt=leased.attempt,
+                leased_at=leased.leased_at,
                 http_status=decision.http_status,
                 error_class=decision.error_class,
                 detail=detail,

@@ -3,7 +3,9 @@ already read) or ``apply_selected`` (rows chosen by a query, moved without loadi
 
 ``apply`` checks each change against the state machine (``states.check``), updates the
 messages in one set-based statement per shape of change, guarded by the from-state, and
-writes one history row per change. History is only ever inserted.
+writes one history row per change that has one (taking a lease has none: the attempt's row is
+written when it ends, with the lease's worker, attempt and start). History is only ever
+inserted.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from sqlalchemy import (
     String,
     and_,
     bindparam,
+    case,
     func,
     insert,
     literal,
@@ -46,6 +49,7 @@ class Change:
     values: dict[str, Any] = field(default_factory=dict)  # other message columns to set
     worker: str | None = None
     attempt: int | None = None
+    leased_at: datetime | None = None  # when the attempt's lease began
     http_status: int | None = None
     error_class: str | None = None
     detail: str | None = None
@@ -53,6 +57,7 @@ class Change:
     operator: str | None = None
     note: str | None = None
     guard: dict[str, Any] = field(default_factory=dict)  # extra equality conditions
+    written: bool = True  # False: the state changes, no history row (taking a lease)
 
 
 def apply(connection: Connection, changes: Sequence[Change], now: datetime) -> None:
@@ -124,6 +129,7 @@ _HISTORY_FROM_ROWS: tuple[Column, ...] = tuple(
         "to_state",
         "worker",
         "attempt",
+        "leased_at",
         "http_status",
         "error_class",
         "detail",
@@ -156,6 +162,7 @@ def insert_history(connection: Connection, changes: Iterable[Change], now: datet
             change.to_state.value if change.to_state else None,
             change.worker,
             change.attempt,
+            change.leased_at,
             change.http_status,
             change.error_class,
             change.detail,
@@ -164,6 +171,7 @@ def insert_history(connection: Connection, changes: Iterable[Change], now: datet
             change.note,
         )
         for change in changes
+        if change.written
     ]
     if rows:
         params = rowset_params(connection, "history_rows", _HISTORY_FROM_ROWS, rows)
@@ -181,16 +189,32 @@ def apply_selected(
 ) -> int:
     """Move every message that ``candidates`` selects, in the database, without loading it.
 
-    ``candidates`` selects at least ``id`` and ``state`` of messages (in states the event
-    allows); ``values`` and ``detail`` build the columns to set and the history detail from
-    the candidates' columns. PostgreSQL: one statement (lock, update, history in a
+    ``candidates`` selects at least ``id``, ``state``, ``locked_by``, ``attempts`` and
+    ``leased_at`` of messages (in states the event allows); ``values`` and ``detail`` build the
+    columns to set and the history detail from the candidates' columns. A message moved out of
+    ``in_progress`` (its lease had expired) ends that attempt: its row carries the lease's
+    worker, attempt and start. PostgreSQL: one statement (lock, update, history in a
     data-modifying CTE). SQLite (one writer at a time): history, then the update, with the
     same selection in one transaction. Returns how many moved.
     """
     to_state = target(event)
     allowed = sorted(state.value for state in sources(event))
-    history_columns = ["message_pk", "at", "event", "from_state", "to_state", "detail"]
+    history_columns = [
+        "message_pk",
+        "at",
+        "event",
+        "from_state",
+        "to_state",
+        "detail",
+        "worker",
+        "attempt",
+        "leased_at",
+    ]
     at = literal(now, UTCDateTime())
+
+    def lease(chosen: Any, column: str) -> ColumnElement[Any]:
+        return case((chosen.c.state == State.IN_PROGRESS.value, chosen.c[column]))
+
     if is_postgres(connection):
         chosen = candidates.with_for_update(of=messages, skip_locked=True).cte("candidates")
         moved = (
@@ -198,7 +222,12 @@ def apply_selected(
             .where(messages.c.id == chosen.c.id, messages.c.state.in_(allowed))
             .values(state=to_state.value, updated_at=at, **values(chosen))
             .returning(
-                messages.c.id, chosen.c.state.label("from_state"), detail(chosen).label("detail")
+                messages.c.id,
+                chosen.c.state.label("from_state"),
+                detail(chosen).label("detail"),
+                lease(chosen, "locked_by").label("worker"),
+                lease(chosen, "attempts").label("attempt"),
+                lease(chosen, "leased_at").label("leased_at"),
             )
             .cte("moved")
         )
@@ -213,6 +242,9 @@ def apply_selected(
                     moved.c.from_state,
                     literal(to_state.value),
                     moved.c.detail,
+                    moved.c.worker,
+                    moved.c.attempt,
+                    moved.c.leased_at,
                 ),
             )
             .returning(history.c.id)
@@ -231,6 +263,9 @@ def apply_selected(
                 chosen_sq.c.state,
                 literal(to_state.value),
                 detail(chosen_sq),
+                lease(chosen_sq, "locked_by"),
+                lease(chosen_sq, "attempts"),
+                lease(chosen_sq, "leased_at"),
             ).where(chosen_sq.c.state.in_(allowed)),
         )
     )

@@ -145,6 +145,7 @@ def _entry(row: dict[str, Any], extra: dict[str, Any], redactor: Redactor) -> En
             to_state=e["to_state"],
             worker=e["worker"],
             attempt=e["attempt"],
+            leased_at=e["leased_at"],
             http_status=e["http_status"],
             error_class=e["error_class"],
             delay_s=e["delay_s"],
@@ -169,7 +170,8 @@ def _entry(row: dict[str, Any], extra: dict[str, Any], redactor: Redactor) -> En
         rejected_row=row["rejected_row"],
         staging_id=row["staging_id"],
         payload=payload,
-        # "last attempt": the last event that carries an attempt number (leased, answered)
+        # "last attempt": the last event that carries an attempt number (an attempt's row,
+        # written when it ended)
         last_attempt=max((e.at for e in events if e.attempt is not None), default=None),
         # quarantine.superseded_after_quarantine decides it, the same test that
         # `quarantine cancel --superseded` uses: what the report marks is what that cancels

@@ -36,6 +36,7 @@ class HistoryEvent:
     to_state: str | None = None
     worker: str | None = None
     attempt: int | None = None
+    leased_at: datetime | None = None  # when the attempt's lease began (an attempt's row)
     http_status: int | None = None
     error_class: str | None = None
     delay_s: float | None = None

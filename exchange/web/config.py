@@ -26,6 +26,9 @@ class WebConfig:
     intake_max_items: int = 1000
     # How long an ``import`` request waits for its file before answering ``progress``.
     progress_wait: float = 2.0
+    # Processes that read CommerceML files while the publishing transaction stages what they
+    # have read (0: read in serve's own process first, then stage).
+    reader_processes: int = 1
     # Exchange folders older than this are removed (a 1C that never sent ``complete``).
     keep_seconds: float = 24 * 3600.0
     # The workbench (contract 11).

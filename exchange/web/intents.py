@@ -89,9 +89,14 @@ def _row(item: dict[str, Any]) -> dict[str, Any] | str:
 
 
 class JsonIntake:
-    def __init__(self, config: WebConfig, engine: Engine) -> None:
+    def __init__(
+        self, config: WebConfig, engine: Engine, staging_engine: Engine | None = None
+    ) -> None:
         self.config = config
         self.engine = engine
+        # staging_intents in a database of its own (EXCHANGE_STAGING_URL): the valid intents
+        # are staged there in one transaction; messages are read in the service's database.
+        self.staging_engine = staging_engine if staging_engine is not engine else None
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post(PATH, self.handle)]
@@ -147,12 +152,14 @@ class JsonIntake:
                 )
             )
         to_stage: list[dict[str, Any]] = []
-        with transaction(self.engine) as connection:
-            known = _known_payloads(
-                connection,
-                [v for v in verdicts if isinstance(v, Accepted)],
-                self.config.kinds,
-            )
+        accepted = [v for v in verdicts if isinstance(v, Accepted)]
+        if self.staging_engine is not None:
+            with transaction(self.engine, read_only=True) as main:
+                known = _known_messages(main, accepted)
+        with transaction(self.staging_engine or self.engine) as connection:
+            if self.staging_engine is None:
+                known = _known_messages(connection, accepted)
+            _known_untaken(connection, accepted, self.config.kinds, known)
             for verdict, row in zip(verdicts, rows, strict=True):
                 if isinstance(verdict, str):
                     results.append(
@@ -191,10 +198,8 @@ def _identity(payload: str) -> str:
     return dump_json(data)
 
 
-def _known_payloads(
-    connection: Any, accepted: list[Accepted], kinds: dict[str, Policy]
-) -> dict[str, set[str]]:
-    """Canonical payloads already received, by message_id: as messages, or staged untaken."""
+def _known_messages(connection: Any, accepted: list[Accepted]) -> dict[str, set[str]]:
+    """Canonical payloads already received as messages, by message_id."""
     known: dict[str, set[str]] = {}
     ids = [a.message_id for a in accepted]
     for start in range(0, len(ids), 500):
@@ -205,6 +210,13 @@ def _known_payloads(
             )
         ):
             known.setdefault(mid, set()).add(_identity(payload))
+    return known
+
+
+def _known_untaken(
+    connection: Any, accepted: list[Accepted], kinds: dict[str, Policy], known: dict[str, set[str]]
+) -> None:
+    """Adds to ``known`` the canonical payloads staged and not yet taken, by message_id."""
     by_key = {(a.row.kind, a.row.aggregate, a.row.aggregate_version): a for a in accepted}
     aggregates = sorted({a.row.aggregate for a in accepted})
     for start in range(0, len(aggregates), 500):
@@ -232,4 +244,3 @@ def _known_payloads(
             )
             if isinstance(verdict, Accepted):
                 known.setdefault(mine.message_id, set()).add(_identity(verdict.payload))
-    return known

@@ -28,6 +28,7 @@ from sqlalchemy import Engine
 
 from exchange.intake.commerceml.publish import (
     Outcome,
+    ReaderPool,
     exchange_finished,
     exchange_refused,
     exchange_started,
@@ -84,15 +85,34 @@ class Exchanges:
 
 
 class OneCExchange:
-    def __init__(self, config: WebConfig, engine: Engine, signer: Signer) -> None:
+    def __init__(
+        self,
+        config: WebConfig,
+        engine: Engine,
+        signer: Signer,
+        staging_engine: Engine | None = None,
+    ) -> None:
         self.config = config
         self.engine = engine
+        self.staging_engine = staging_engine  # staging_intents in a database of its own
+        processes = config.reader_processes
+        self.readers = ReaderPool(processes) if processes > 0 else None
         self.signer = signer
         self.state = Exchanges()
         self.root = config.exchange_dir
 
     def routes(self) -> list[web.RouteDef]:
         return [web.route("*", path, self.handle) for path in PATHS]
+
+    def start(self) -> None:
+        """Starts the reading processes when the exchange is open (serve's start)."""
+        if self.readers is not None and self.config.onec_open:
+            self.readers.start()
+
+    def close(self) -> None:
+        """Stops the reading processes (serve's shutdown)."""
+        if self.readers is not None:
+            self.readers.close()
 
     # -- the entry -------------------------------------------------------------------------
 
@@ -328,6 +348,8 @@ class OneCExchange:
             price_types=self.config.price_types,
             sku_mode=self.config.sku_mode,
             progress=progress,
+            staging_engine=self.staging_engine,
+            pool=self.readers,
         )
 
     def _unpack_archives(self, folder: Path) -> None:

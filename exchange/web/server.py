@@ -33,16 +33,28 @@ MAX_JSON_BODY = 64 * 1024 * 1024
 ONEC = web.AppKey("onec", OneCExchange)
 
 
-def build_app(config: WebConfig, engine: Engine) -> web.Application:
+def build_app(
+    config: WebConfig, engine: Engine, staging_engine: Engine | None = None
+) -> web.Application:
+    """``staging_engine``: the database of ``staging_intents`` when it is not ``engine``'s."""
     key = config.secret_key or stored_key(engine)
     app = web.Application(client_max_size=MAX_JSON_BODY)
-    onec = OneCExchange(config, engine, Signer(key))
-    intake = JsonIntake(config, engine)
+    onec = OneCExchange(config, engine, Signer(key), staging_engine)
+    intake = JsonIntake(config, engine, staging_engine)
     workbench = Workbench(config, engine, key)
     app.add_routes(
         [*onec.routes(), *intake.routes(), *workbench.routes(), web.get("/healthz", _health)]
     )
     app[ONEC] = onec
+
+    async def start_readers(_: web.Application) -> None:
+        await asyncio.to_thread(onec.start)
+
+    async def close_readers(_: web.Application) -> None:
+        await asyncio.to_thread(onec.close)
+
+    app.on_startup.append(start_readers)
+    app.on_cleanup.append(close_readers)
     return app
 
 

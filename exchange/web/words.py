@@ -116,6 +116,7 @@ WORDS: dict[str, dict[Lang, str]] = {
     "from_to": {"ru": "Переход", "en": "Transition"},
     "detail": {"ru": "Подробности", "en": "Detail"},
     "operator": {"ru": "Оператор", "en": "Operator"},
+    "attempt_lease": {"ru": "Попытка, аренда с", "en": "Attempt, leased at"},
     "payload": {"ru": "Данные", "en": "Payload"},
     "cause": {"ru": "Причина блокировки", "en": "Cause"},
     "delivered_through": {"ru": "Доставлено по версию", "en": "Delivered through"},

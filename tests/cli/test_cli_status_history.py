@@ -50,9 +50,14 @@ def test_history_json_is_the_biography_in_order(cli: Cli, db_url: str, scenario:
 
     assert bio["message"]["message_id"] == scenario.sku2
     assert bio["message"]["state"] == "delivered"
-    assert [event["event"] for event in bio["history"]] == ["taken", "leased", "delivered"]
+    # one row for the attempt: its lease (worker, attempt, start) and its outcome
+    assert [event["event"] for event in bio["history"]] == ["taken", "delivered"]
+    attempt = bio["history"][-1]
+    assert (attempt["attempt"], attempt["http_status"]) == (1, 200)
+    assert attempt["worker"] and attempt["leased_at"]
     times = [event["at"] for event in bio["history"]]
     assert times == sorted(times)
+    assert attempt["leased_at"] <= attempt["at"]
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)

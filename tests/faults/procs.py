@@ -18,7 +18,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -324,6 +323,7 @@ def check_invariants(
                 history.c.event,
                 history.c.worker,
                 history.c.attempt,
+                history.c.leased_at,
                 history.c.detail,
             ).order_by(history.c.id)
         ).all()
@@ -387,19 +387,17 @@ def check_invariants(
         if ("price", sku, top) not in delivered:
             problems.append(f"{sku} v{top} (the latest) is not delivered")
 
-    # The biography shows the takeover: the rescuer took over a message the first had leased.
+    # The biography shows the killed worker's attempt: one row, written when the rescuer took
+    # its lease over, with the killed worker, its attempt number and its lease's start.
     if p.point != "intake":
-        holder: dict[int, str | None] = {}
-        took_over: defaultdict[str, int] = defaultdict(int)
-        for e in events:
-            if e.event == "taken-over" and holder.get(e.message_pk) == "doomed":
-                took_over[e.worker or "?"] += 1
-                if "doomed" not in (e.detail or ""):
-                    problems.append(f"takeover of #{e.message_pk} does not name doomed: {e}")
-            if e.event in ("leased", "taken-over"):
-                holder[e.message_pk] = e.worker
-        if not took_over.get("rescuer"):
-            problems.append("no history entry shows the rescuer taking over the killed lease")
+        crashed = [e for e in events if e.event == "taken-over"]
+        for e in crashed:
+            if e.worker != "doomed" or e.attempt is None or e.leased_at is None:
+                problems.append(f"a takeover row does not show doomed's attempt: {e}")
+            if "taken over by rescuer" not in (e.detail or ""):
+                problems.append(f"takeover of #{e.message_pk} does not name rescuer: {e}")
+        if not crashed:
+            problems.append("no history row shows the killed attempt taken over by the rescuer")
     return problems
 
 

@@ -323,7 +323,10 @@ def test_a_worker_cut_off_from_the_database_mid_batch_loses_its_leases_to_anothe
             ).scalars()
         )
     assert 8 == len(taken_over)
-    assert all(w == "rescuer" and "cut-off" in (d or "") for w, d in taken_over), taken_over
+    # each row is the cut-off worker's attempt, ended when the rescuer took its lease over
+    assert all(w == "cut-off" and "taken over by rescuer" in (d or "") for w, d in taken_over), (
+        taken_over
+    )
     assert {"rescuer"} == delivered_by  # the cut-off worker recorded nothing over the new owner
     log = log_of(tmp_path, "cut-off")
     assert_logged_cleanly(log, failures_expected=False)

@@ -292,7 +292,7 @@ def test_after_a_404_to_the_batch_the_worker_logs_once_and_sends_singles_uncharg
     assert 1 == len(warnings_about(caplog, NO_ENDPOINT))
     assert 1 <= len(site.batches) <= 2, "batch requests after the fallback (concurrency 2)"
     assert sorted(f"SKU-{n}" for n in range(20)) == sorted(site.singles)
-    assert {"taken", "leased", "delivered"} == set(events_of(engine))
+    assert {"taken", "delivered"} == set(events_of(engine))
 
 
 def test_a_per_item_401_pauses_delivery_without_charging_that_message(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import signal
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import history, messages
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import in_flight_overlaps, posting_row, price_row, stage
+from exchange.ops.status import biography
 
 pytestmark = pytest.mark.slow
 
@@ -123,11 +125,24 @@ def test_a_worker_killed_while_its_request_is_in_flight_is_taken_over_and_the_si
         assert {1} == set(site.effect_counts().values())
         assert 2 == len(site.effects())
     with transaction(engine, read_only=True) as connection:
-        rows = connection.execute(select(messages.c.id, messages.c.state)).all()
-        taken_over = connection.execute(
-            select(history.c.worker, history.c.detail).where(history.c.event == "taken-over")
-        ).all()
+        rows = connection.execute(select(messages.c.message_id, messages.c.state)).all()
+        stories = [biography(connection, message_id)["history"] for message_id, _ in rows]
     assert {"delivered"} == {state for _, state in rows}
-    assert 2 == len(taken_over)
-    assert all(worker == "rescuer" and "doomed" in detail for worker, detail in taken_over)
+    for story in stories:
+        # One row per attempt: the killed one shows in the takeover row (its worker, attempt
+        # and lease start), the rescuer's in the outcome row; taking a lease wrote no row.
+        assert ["taken", "taken-over", "delivered"] == [e["event"] for e in story], story
+        _, crashed, delivered = story
+        assert ("doomed", 1) == (crashed["worker"], crashed["attempt"])
+        times = [crashed["leased_at"], crashed["at"], delivered["leased_at"], delivered["at"]]
+        assert None not in times
+        begun, ended, again, answered = (datetime.fromisoformat(t) for t in times)
+        assert begun < ended <= again < answered
+        assert "the lease of doomed had expired" in crashed["detail"]
+        assert "taken over by rescuer for attempt 2" in crashed["detail"]
+        assert ("rescuer", 2, 200) == (
+            delivered["worker"],
+            delivered["attempt"],
+            delivered["http_status"],
+        )
     engine.dispose()

@@ -24,7 +24,8 @@ from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.domain.retry import Decision, RetryPolicy, decide, not_sent
 from exchange.domain.states import Event, State
 from exchange.intake import staging_table as intake
-from exchange.queue import lease
+from exchange.ops.status import biography
+from exchange.queue import coalesce, lease
 from exchange.queue import record as recording
 from exchange.settings import Settings
 from exchange.targets.shop_api.answers import classify
@@ -158,8 +159,9 @@ def test_claim_leases_one_message_per_aggregate_per_batch(
         assert (row["state"], row["locked_by"], row["attempts"]) == ("in_progress", "w1", 1)
         assert row["locked_until"] == clock.now() + timedelta(seconds=LEASE)
         assert row["lease_token"] == batch.token
-        last = events(engine, row["id"])[-1]
-        assert (last["event"], last["worker"], last["attempt"]) == ("leased", "w1", 1)
+        assert row["leased_at"] == clock.now() == m.leased_at
+        # Taking a lease writes no history row: the attempt's row is written when it ends.
+        assert [e["event"] for e in events(engine, row["id"])] == ["taken"]
     assert message(engine, "SKU-1", 1)["state"] == "new"
 
 
@@ -369,10 +371,21 @@ def test_an_expired_lease_is_taken_over_by_another_worker(
     assert new.messages[0].attempt == 2
     row = message(engine, "D-1", 1)
     assert (row["state"], row["locked_by"], row["attempts"]) == ("in_progress", "w2", 2)
-    last = events(engine, row["id"])[-1]
-    assert (last["event"], last["worker"], last["attempt"]) == ("taken-over", "w2", 2)
-    assert (last["from_state"], last["to_state"]) == ("in_progress", "in_progress")
-    assert "w1" in (last["detail"] or "")
+    assert row["leased_at"] == clock.now()
+    # One row, for the attempt that crashed: its worker, its attempt, when its lease began;
+    # written when the lease was taken over, and naming who took it for which attempt.
+    (taken, crashed) = events(engine, row["id"])
+    assert taken["event"] == "taken"
+    assert (crashed["event"], crashed["worker"], crashed["attempt"]) == ("taken-over", "w1", 1)
+    assert (
+        crashed["leased_at"]
+        == old.messages[0].leased_at
+        == clock.now() - timedelta(seconds=LEASE + 1)
+    )
+    assert crashed["at"] == clock.now()
+    assert (crashed["from_state"], crashed["to_state"]) == ("in_progress", "in_progress")
+    assert "the lease of w1 had expired" in (crashed["detail"] or "")
+    assert "taken over by w2 for attempt 2" in (crashed["detail"] or "")
     assert aggregate_row(engine, "D-1")["lease_owner"] == "w2"
 
 
@@ -544,6 +557,116 @@ def test_expire_exhausted_quarantines_an_expired_lease_at_max_attempts(
     assert (last["event"], last["to_state"]) == ("lease-expired", "quarantined")
     assert message(engine, "D-2", 1)["state"] == "in_progress"
     assert [m.aggregate for m in claim(engine, settings, clock, "w10").messages] == ["D-2"]
+
+
+# -- one history row per attempt: the biography ----------------------------------------------
+
+
+def attempts_of(engine: Engine, aggregate: str, version: int) -> list[tuple[Any, ...]]:
+    """(event, worker, attempt, leased_at, at, http_status) of each row of the message."""
+    pk = message(engine, aggregate, version)["id"]
+    return [
+        (e["event"], e["worker"], e["attempt"], e["leased_at"], e["at"], e["http_status"])
+        for e in events(engine, pk)
+    ]
+
+
+def test_a_delivered_message_has_one_row_for_its_attempt_with_its_lease_and_outcome(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [price_row("SKU-1", 1)])
+    taken = clock.now()
+    clock.advance(1)
+    leased_at = clock.now()
+    batch = claim(engine, settings, clock, "w1")
+    clock.advance(2)
+    record(engine, settings, clock, batch, delivered())
+    assert [
+        ("taken", None, None, None, taken, None),
+        ("delivered", "w1", 1, leased_at, clock.now(), 200),
+    ] == attempts_of(engine, "SKU-1", 1)
+
+
+def test_a_retried_message_has_one_row_per_attempt_each_with_its_own_lease(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [price_row("SKU-1", 1)])
+    first = claim(engine, settings, clock, "w1")
+    first_leased = clock.now()
+    clock.advance(1)
+    record(engine, settings, clock, first, retry_later(clock, 5))
+    first_ended = clock.now()
+    clock.advance(5)
+    second = claim(engine, settings, clock, "w2")
+    second_leased = clock.now()
+    clock.advance(1)
+    record(engine, settings, clock, second, quarantined_422(), "w2")
+    rows = attempts_of(engine, "SKU-1", 1)
+    assert [
+        ("retry-scheduled", "w1", 1, first_leased, first_ended, 503),
+        ("quarantined", "w2", 2, second_leased, clock.now(), 422),
+    ] == rows[1:]
+    delay = events(engine, message(engine, "SKU-1", 1)["id"])[1]["delay_s"]
+    assert delay == 5
+
+
+def test_a_lease_that_expired_on_the_last_attempt_shows_that_attempt_in_its_row(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [posting_row("D-1", 1)])
+    claim(engine, settings, clock, "w1")
+    for attempt in range(2, MAX_ATTEMPTS + 1):
+        clock.advance(LEASE + 1)
+        claim(engine, settings, clock, f"w{attempt}")
+    last_leased = clock.now()
+    clock.advance(LEASE + 1)
+    with transaction(engine) as c:
+        assert lease.expire_exhausted(c, now=clock.now(), max_attempts=MAX_ATTEMPTS) == 1
+    rows = attempts_of(engine, "D-1", 1)
+    # every attempt shows: the crashed ones in the takeover rows, the last in lease-expired
+    assert [(e, w, a) for e, w, a, *_ in rows[1:]] == [
+        ("taken-over", "w1", 1),
+        ("taken-over", "w2", 2),
+        ("lease-expired", f"w{MAX_ATTEMPTS}", MAX_ATTEMPTS),
+    ]
+    assert (last_leased, clock.now()) == rows[-1][3:5]
+
+
+def test_a_message_cancelled_after_its_lease_expired_shows_that_attempt_in_its_row(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [price_row("SKU-1", 1)])
+    claim(engine, settings, clock, "w1")
+    leased_at = clock.now()
+    clock.advance(LEASE + 1)
+    take(engine, settings, clock, [price_row("SKU-1", 2)])
+    with transaction(engine) as c:
+        assert coalesce.coalesce(c, settings.policies, clock.now()) == 1
+    (_, superseded) = attempts_of(engine, "SKU-1", 1)
+    assert ("superseded", "w1", 1, leased_at, clock.now(), None) == superseded
+
+
+def test_the_biography_shows_an_attempt_in_flight_from_the_message(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [price_row("SKU-1", 1)])
+    batch = claim(engine, settings, clock, "w1")
+    with transaction(engine, read_only=True) as c:
+        story = biography(c, batch.messages[0].message_id)["history"]
+    assert ["taken", "leased"] == [e["event"] for e in story]
+    in_flight = story[-1]
+    assert ("new", "in_progress", "w1", 1) == (
+        in_flight["from"],
+        in_flight["to"],
+        in_flight["worker"],
+        in_flight["attempt"],
+    )
+    assert in_flight["at"] == in_flight["leased_at"] == clock.now().isoformat()
+    clock.advance(1)
+    record(engine, settings, clock, batch, delivered())
+    with transaction(engine, read_only=True) as c:
+        story = biography(c, batch.messages[0].message_id)["history"]
+    assert ["taken", "delivered"] == [e["event"] for e in story]
 
 
 # -- a constant number of statements ---------------------------------------------------------

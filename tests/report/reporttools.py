@@ -30,14 +30,24 @@ def hostile_entries() -> tuple[Entry, ...]:
     base = datetime(2026, 3, 8, 9, 30, tzinfo=UTC)
     history = (
         HistoryEvent(base, "taken", None, "new", "w1"),
-        HistoryEvent(base + timedelta(seconds=1), "leased", "new", "in_progress", "w1", 1),
+        HistoryEvent(
+            base + timedelta(seconds=1),
+            "taken-over",
+            "in_progress",
+            "in_progress",
+            "w0",
+            1,
+            leased_at=base,
+            detail="the lease of w0 had expired: result unknown; taken over by w1 for attempt 2",
+        ),
         HistoryEvent(
             base + timedelta(seconds=2),
             "quarantined",
             "in_progress",
             "quarantined",
             "w1",
-            1,
+            2,
+            leased_at=base + timedelta(seconds=1),
             http_status=422,
             detail=f"422 {SCRIPT}",
         ),

@@ -63,7 +63,15 @@ def test_the_report_lists_every_quarantined_message_with_the_contract_columns(
         "currency": "RUB",
         "price_type": "retail",
     }
-    assert ["taken", "leased", "quarantined"] == [e.event for e in refused.history]
+    # one row for the attempt: its lease (worker, attempt, start) and its outcome
+    assert ["taken", "quarantined"] == [e.event for e in refused.history]
+    attempt = refused.history[-1]
+    assert ("w1", 1, START, 422) == (
+        attempt.worker,
+        attempt.attempt,
+        attempt.leased_at,
+        attempt.http_status,
+    )
     rejected = [e for e in r.entries if e.rejected_row]
     assert {HYPERLINK, "+1", "-1"} == {e.aggregate for e in rejected}
     assert all(e.last_attempt is None and e.attempts == 0 for e in rejected)

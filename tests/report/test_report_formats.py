@@ -33,7 +33,14 @@ from exchange.domain.reasons import Reason
 from exchange.report.collect import FORMATS, render
 from exchange.report.formats.svg import axis
 from exchange.report.model import Lang, Report
-from exchange.report.words import COLUMNS, SPREADSHEET_CELL_MAX, human_age, label, next_check
+from exchange.report.words import (
+    COLUMNS,
+    HISTORY_COLUMNS,
+    SPREADSHEET_CELL_MAX,
+    human_age,
+    label,
+    next_check,
+)
 
 LANGS: list[Lang] = ["ru", "en"]
 SEPARATOR = {"ru": ";", "en": ","}
@@ -191,7 +198,10 @@ def test_xlsx_marks_a_message_superseded_after_quarantine_and_keeps_its_history(
     assert ["yes"] + ["no"] * 7 == [detail.cell(row=r, column=column).value for r in range(2, 10)]
     history = book["History"]
     assert 4 == history.max_row - 1  # the first entry's four events
-    assert HYPERLINK == history.cell(row=5, column=11).value  # the operator's note, as text
+    note = HISTORY_COLUMNS.index("note") + 1
+    assert HYPERLINK == history.cell(row=5, column=note).value  # the operator's note, as text
+    leased_at = HISTORY_COLUMNS.index("leased_at") + 1
+    assert isinstance(history.cell(row=4, column=leased_at).value, datetime)  # a real date
 
 
 # -- HTML ----------------------------------------------------------------------------------------
@@ -303,6 +313,7 @@ HISTORY_FIELDS = {
     "to",
     "worker",
     "attempt",
+    "leased_at",
     "http_status",
     "error_class",
     "delay_s",

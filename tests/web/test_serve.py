@@ -156,9 +156,3 @@ def test_the_serve_command_refuses_plain_http_off_loopback_with_exit_2(tmp_path:
     result = subprocess.run([*command, "serve"], env=env, capture_output=True, text=True)
     assert 2 == result.returncode
     assert result.stderr.count("\n") == 1 and "not loopback" in result.stderr
-
-
-def test_serve_refuses_a_separate_staging_database(db_url: str, tmp_path: Path) -> None:
-    settings = web_settings(db_url, tmp_path, staging_url=f"sqlite:///{tmp_path / 's.db'}")
-    with pytest.raises(ConfigurationError, match="EXCHANGE_STAGING_URL"):
-        bootstrap.http_server(settings, make_engine(db_url))

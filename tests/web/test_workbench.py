@@ -5,6 +5,7 @@ operator, the pause every worker obeys, and the export."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -175,6 +176,9 @@ def test_find_by_sku_source_ref_and_id_prefix_then_the_biography(
     assert "Ничего не найдено" in client.get("/find", params={"q": "SKU-9999"}).text
     story = client.get(f"/message/{mid}").text
     assert "quarantined" in story and "http-422" in story and "199.90" in story
+    # the attempt's row holds its lease: the attempt's number and when its lease began
+    assert "Попытка, аренда с" in story
+    assert re.search(r"<td class=\"nowrap\">#1 · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d", story)
 
 
 def test_quarantine_filters_are_validated(bench: str, db_url: str, site: SiteSimulator) -> None:

@@ -84,6 +84,14 @@ def _payload(payload: dict[str, str]) -> str:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
+@functools.lru_cache(maxsize=256)
+def _tail(iso: str, code: str) -> str | None:
+    """The payload's end after the price, when neither value needs escaping."""
+    if _PLAIN_TEXT.match(iso) and _PLAIN_TEXT.match(code):
+        return f',"currency":"{iso}","price_type":"{code}"}}'
+    return None
+
+
 @dataclass(slots=True)
 class Counts:
     offers: int = 0
@@ -130,6 +138,7 @@ class Mapper:
         self.counts = Counts()
         self.new_types: dict[str, PriceType] = {}
         self.new_articles: dict[str, str] = {}
+        self._resolved: dict[str, tuple[str, str, str]] = {}
 
     # -- parse.Sink ------------------------------------------------------------------------
 
@@ -137,10 +146,22 @@ class Mapper:
         if price_type.id:
             self.types[price_type.id] = price_type
             self.new_types[price_type.id] = price_type
+            self._resolved.clear()
 
     def article(self, product_id: str, article: str) -> None:
         self.articles[product_id] = article
         self.new_articles[product_id] = article
+
+    def _resolve(self, type_id: str) -> tuple[str, str, str]:
+        """(name, code or "", the type's currency) of a price type, kept per Ид."""
+        resolved = self._resolved.get(type_id)
+        if resolved is None:
+            known = self.types.get(type_id)
+            name = known.name if known is not None and known.name else type_id
+            code = self.map.get(type_id) or self.map.get(name) or ""
+            resolved = (name, code, known.currency if known is not None else "")
+            self._resolved[type_id] = resolved
+        return resolved
 
     def offer(self, offer: Offer) -> None:
         counts = self.counts
@@ -149,26 +170,31 @@ class Mapper:
             counts.offers_without_prices += 1
             return
         sku = self._sku(offer)
+        key = sku or offer.id
+        plain_sku = _PLAIN_TEXT.match(sku) is not None
+        out = self.out
         for price in offer.prices:
             counts.prices += 1
-            known = self.types.get(price.type_id)
-            name = known.name if known is not None and known.name else price.type_id
-            code = self.map.get(price.type_id) or self.map.get(name)
+            name, code, type_currency = self._resolve(price.type_id)
             if not code:
                 counts.unmapped[name] += 1
                 continue
-            if not _is_one(price.coefficient) or _above_one(price.min_quantity):
+            if (price.coefficient and not _is_one(price.coefficient)) or (
+                price.min_quantity and _above_one(price.min_quantity)
+            ):
                 counts.not_base_unit += 1
                 continue
-            raw_currency = price.currency or (known.currency if known is not None else "")
-            payload = {
-                "sku": sku,
-                "price": amount(price.value),
-                "currency": currency(raw_currency) if raw_currency else "RUB",
-                "price_type": code,
-            }
-            aggregate = f"{sku or offer.id}/{code}"
-            self.out(aggregate, _payload(payload))
+            raw_currency = price.currency or type_currency
+            iso = currency(raw_currency) if raw_currency else "RUB"
+            value = amount(price.value)
+            tail = _tail(iso, code)
+            if plain_sku and tail is not None and _PLAIN_TEXT.match(value):
+                payload = f'{{"sku":"{sku}","price":"{value}"{tail}'
+            else:
+                payload = _payload(
+                    {"sku": sku, "price": value, "currency": iso, "price_type": code}
+                )
+            out(f"{key}/{code}", payload)
             counts.intents += 1
 
     def _sku(self, offer: Offer) -> str:

@@ -94,13 +94,19 @@ def _local(name: str) -> str:
     return name.rpartition(":")[2]
 
 
+READ = FIELDS | RECORDS  # the elements whose end matters
+
+
 class _Reader:
+    """The handlers expat calls. Hot path: one call per element start, end and text node, so
+    each does the least it can (a set lookup, a list push or pop); the rest is in ``_start``
+    and ``_end``, reached only for the few elements that open a record or are read."""
+
     def __init__(self, sink: Sink) -> None:
         self.sink = sink
         self.header = Header()
         self.stack: list[str] = []
-        self.text: list[str] = []
-        self.size = 0
+        self.text: list[str] | None = None  # a list only inside a field that is read
         self.offer: Offer | None = None
         self.price: Price | None = None
         self.price_type: PriceType | None = None
@@ -111,12 +117,14 @@ class _Reader:
         if ":" in name:
             name = _local(name)
         stack = self.stack
-        depth = len(stack)
-        parent = stack[-1] if depth else ""
         stack.append(name)
-        if self.text:
-            self.text.clear()
-        self.size = 0
+        self.text = [] if name in FIELDS else None
+        if name in STARTS or not 1 < len(stack) <= MAX_DEPTH:
+            self._start(name, attrs)
+
+    def _start(self, name: str, attrs: dict[str, str]) -> None:
+        stack = self.stack
+        depth = len(stack) - 1
         if depth == 0:
             if name != ROOT:
                 raise CmlError(f"not a CommerceML file: the root element is <{name}>, not <{ROOT}>")
@@ -125,8 +133,7 @@ class _Reader:
             return
         if depth >= MAX_DEPTH:
             raise CmlError(f"elements nested deeper than {MAX_DEPTH}")
-        if name not in STARTS:
-            return
+        parent = stack[-2]
         if name == "Предложение" and parent == "Предложения":
             self.offer = Offer()
         elif name == "Цена" and parent == "Цены" and self.offer is not None:
@@ -143,13 +150,14 @@ class _Reader:
         elif name in CATALOGUE and depth == 1:
             self.header.catalogue = True
 
-    def end(self, name: str) -> None:
+    def end(self, _name: str) -> None:
+        name = self.stack.pop()
+        if name in READ:
+            self._end(name)
+        self.text = None
+
+    def _end(self, name: str) -> None:
         stack = self.stack
-        name = stack.pop()
-        if name not in FIELDS and name not in RECORDS:
-            if self.text:
-                self.text.clear()
-            return
         parent = stack[-1] if stack else ""
         if self.price is not None:
             if name == "Цена" and parent == "Цены":
@@ -190,7 +198,6 @@ class _Reader:
                     self.product = (self._text(), self.product[1])
                 elif name == "Артикул":
                     self.product = (self.product[0], self._text())
-        self.text.clear()
 
     def _price_field(self, name: str) -> None:
         price = self.price
@@ -207,15 +214,22 @@ class _Reader:
             price.min_quantity = self._text()
 
     def _text(self) -> str:
-        return "".join(self.text).strip()
+        text = self.text
+        if not text:
+            return ""
+        return (text[0] if len(text) == 1 else "".join(text)).strip()
 
     def chars(self, data: str) -> None:
-        if self.stack[-1] not in FIELDS:  # text is read only in the fields kept
-            return
-        self.size += len(data)
-        if self.size > MAX_TEXT:
+        text = self.text
+        if text is not None:  # text is read only in the fields kept
+            text.append(data)
+            if len(text) > 1:  # one node comes in one call unless it is long (buffer_text)
+                self._cap()
+
+    def _cap(self) -> None:
+        assert self.text is not None
+        if sum(map(len, self.text)) > MAX_TEXT:
             raise CmlError(f"a text node longer than {MAX_TEXT} characters in <{self.stack[-1]}>")
-        self.text.append(data)
 
 
 def _refuse_dtd(*_: object) -> None:
@@ -231,15 +245,21 @@ def _refuse_external(*_: object) -> int:
 
 
 def parse(
-    stream: Readable, sink: Sink, *, progress: Callable[[int, int], None] | None = None
+    stream: Readable,
+    sink: Sink,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    header: Header | None = None,
 ) -> Header:
     """Read ``stream`` to its end, telling ``sink`` what it finds; raise CmlError (one line)
     for a file that is not well-formed XML, not CommerceML, or unsafe. ``progress(bytes,
-    offers)`` is called after each block."""
+    offers)`` is called after each block; ``header``, when given, is filled as it is read."""
     reader = _Reader(sink)
+    if header is not None:
+        reader.header = header
     parser = pyexpat.ParserCreate()
     parser.buffer_text = True
-    parser.buffer_size = BLOCK
+    parser.buffer_size = MAX_TEXT  # a text node longer than this comes in several calls
     parser.ordered_attributes = False
     parser.SetParamEntityParsing(pyexpat.XML_PARAM_ENTITY_PARSING_NEVER)
     parser.StartDoctypeDeclHandler = _refuse_dtd

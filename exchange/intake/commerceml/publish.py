@@ -1,20 +1,34 @@
-"""One CommerceML file -> staged ``price`` rows: parsed outside any transaction, published in
-one short one (contract 9, 9a).
+"""One CommerceML file -> staged ``price`` rows (contract 9, 9a).
 
-The parse writes its rows to a spool file beside the upload (memory stays flat in the file's
-size); the publishing transaction gives the package its version, stages every row with it
-through ``stage()`` and records the package's digest, so a package is staged whole or not at
-all and the same file sent again stages nothing new.
+The file is read (``reading.py``) into a spool beside the upload, in frames of rows (memory
+stays flat in the file's size). The publishing transaction gives the package its version,
+stages the rows with it through ``stage_many()`` (executemany of tuples on SQLite, COPY on
+PostgreSQL) and records the package's digest, so a package is staged whole or not at all and
+the same file sent again stages nothing new. ``exchange serve`` reads in a process of its own
+(``ReaderPool``); on PostgreSQL the transaction stages each frame as soon as it is written,
+so parse and stage overlap (the transaction is open while the file is read: MVCC, and the
+advisory lock only orders packages). On SQLite, whose one writer's lock would stop every
+other write that long (the workers' intake, the JSON intake, the exchange log), the file is
+read first and staged after in one short transaction. The version is above every ``price``
+version of the queue and the staging table, known before the package's aggregates are.
+
+Staging in a database of its own (``EXCHANGE_STAGING_URL``, contract 1 and 7): the publishing
+transaction runs there, and the package's record (``cml_packages``: digest and version) is
+written in it with the rows, so the rows and "this file was staged" commit together or not at
+all. The versions already used by the queue are read from the service's database. What
+operators see (``cml_exchanges``, and the catalogue's price types and articles, in the
+service's database) is written after that commit: a crash between the two leaves an
+unfinished entry, and the same file sent again is answered "staged before" with the package's
+version, never staged twice.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Callable, Iterator, Mapping
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -31,12 +45,20 @@ from exchange.db.schema import (
     messages,
     staging,
 )
-from exchange.intake.commerceml.mapping import Counts, Mapper, SkuMode
-from exchange.intake.commerceml.parse import CmlError, Header, PriceType, parse
-from exchange.intake.stage import stage
+from exchange.intake.commerceml.mapping import Counts, SkuMode
+from exchange.intake.commerceml.parse import CmlError, PriceType
+from exchange.intake.commerceml.reading import (
+    Read,
+    ReaderCrashed,
+    ReaderPool,
+    follow,
+    frames,
+    read_into_spool,
+)
+from exchange.intake.stage import Row, stage_many
 
 CHUNK = 5000
-LOOKUP_CHUNK = 5000
+log = logging.getLogger(__name__)
 PUBLISH_LOCK = 0x1C0E  # PostgreSQL advisory lock: one package gets its version at a time
 
 
@@ -186,146 +208,264 @@ def import_file(
     price_types: Mapping[str, str],
     sku_mode: SkuMode,
     progress: Callable[[int, int], None] | None = None,
+    staging_engine: Engine | None = None,
+    pool: ReaderPool | None = None,
 ) -> Outcome:
-    """Parse ``path`` (``name`` as 1C called it) and stage what it carries. Never raises for
-    bad data: a file that cannot be read is a ``failure`` Outcome with a one-line reason."""
+    """Parse ``path`` (``name`` as 1C called it) and stage what it carries, into
+    ``staging_engine`` when staging has a database of its own. With a ``pool`` the file is
+    read in a process of its own while the publishing transaction stages what it has read so
+    far; without, it is read here first. Never raises for bad data: a file that cannot be read
+    is a ``failure`` Outcome with a one-line reason."""
     spool = path.with_name(path.name + ".spool")
+    spool.unlink(missing_ok=True)
+    spool.touch()
     types, articles = load_catalogue(engine, articles=sku_mode == "article")
+    target = staging_engine if staging_engine is not None else engine
+    found: list[Read] = []
     try:
-        with spool.open("w", encoding="utf-8") as out:
-
-            def write(aggregate: str, payload: str) -> None:
-                out.write(f"{_escape(aggregate)}\t{payload}\n")
-
-            mapper = Mapper(
-                price_types=price_types,
-                sku_mode=sku_mode,
-                known_types=types,
-                articles=articles,
-                out=write,
-            )
+        if pool is None:
             with path.open("rb") as raw:
                 stream = _Hashing(raw)  # the digest in the same pass as the parse
-                header = parse(stream, mapper, progress=progress)
+                read = read_into_spool(
+                    path, spool, price_types, sku_mode, types, articles, progress, stream
+                )
                 digest = stream.hexdigest()
-        if not header.offers_package and not header.catalogue:
-            return Outcome("failure", "not a CommerceML offers or catalogue file: nothing to read")
-        if mapper.new_types or mapper.new_articles:
-            with transaction(engine) as connection:
-                save_catalogue(connection, mapper.new_types, mapper.new_articles)
-        if not header.offers_package:
-            return Outcome(
-                "catalogue",
-                f"catalogue read: {len(mapper.new_types)} price types, "
-                f"{len(mapper.new_articles)} articles kept",
+            found.append(read)
+            early = _judge(read)
+            if early is not None:
+                return early
+            result = publish(
+                engine, spool, digest, name, staging_engine=staging_engine, read=lambda: read
             )
-        reason = mapper.failure()
-        if reason is not None:
-            return Outcome("failure", reason, not_sent=mapper.counts.prices)
-        counts = mapper.counts
-        not_sent = counts.not_base_unit + sum(counts.unmapped.values())
-        if counts.intents == 0:
-            return Outcome("nothing", counts.summary(), not_sent=not_sent)
-        source_ref = _source_ref(name, header)
-        version = publish(engine, spool, digest, source_ref, counts.intents)
-        if version is None:
-            return Outcome(
-                "nothing-new", "this file was staged before: nothing new", not_sent=not_sent
-            )
-        return Outcome("staged", counts.summary(), counts.intents, not_sent, version)
+        else:
+            digest = digest_of(path)
+            with transaction(target, read_only=True) as connection:
+                before = _staged_before(connection, digest)
+            if before is not None:
+                return _nothing_new(before)
+            future = pool.submit(path, spool, price_types, sku_mode, types, articles)
+
+            def finish() -> Read:
+                found.append(pool.result(future))
+                return found[-1]
+
+            if is_postgres(target):  # stage each frame while the rest is read
+                result = publish(
+                    engine,
+                    spool,
+                    digest,
+                    name,
+                    staging_engine=staging_engine,
+                    read=finish,
+                    done=future.done,
+                    progress=progress,
+                )
+            else:  # SQLite: its one writer's lock only for the short transaction, after
+                if progress is not None:
+                    follow(spool, future.done, progress)
+                read = finish()
+                early = _judge(read)
+                if early is not None:
+                    return early
+                result = publish(
+                    engine, spool, digest, name, staging_engine=staging_engine, read=lambda: read
+                )
+        if isinstance(result, Outcome):
+            return result
+        version, fresh = result
+        if not fresh:
+            return _nothing_new(version, found[-1] if found else None)
+        counts = found[-1].counts
+        return Outcome("staged", counts.summary(), counts.intents, _not_sent(counts), version)
     except CmlError as exc:
+        return Outcome("failure", str(exc))
+    except ReaderCrashed as exc:
+        log.error("1C import of %s: %s", name, exc)
         return Outcome("failure", str(exc))
     finally:
         spool.unlink(missing_ok=True)
+        if found and (found[-1].new_types or found[-1].new_articles):
+            with transaction(engine) as connection:  # after the staging transaction ended
+                save_catalogue(connection, found[-1].new_types, found[-1].new_articles)
 
 
-def _source_ref(name: str, header: Header) -> str:
-    when = f" {header.generated_at}" if header.generated_at else ""
+def _not_sent(counts: Counts) -> int:
+    return counts.not_base_unit + sum(counts.unmapped.values())
+
+
+def _nothing_new(version: int, read: Read | None = None) -> Outcome:
+    return Outcome(
+        "nothing-new",
+        f"this file was staged before (package version {version}): nothing new",
+        not_sent=_not_sent(read.counts) if read is not None else 0,
+        version=version,
+    )
+
+
+def _judge(read: Read) -> Outcome | None:
+    """The outcome of a file that stages nothing; None for one that stages its rows."""
+    header = read.header
+    if not header.offers_package and not header.catalogue:
+        return Outcome("failure", "not a CommerceML offers or catalogue file: nothing to read")
+    if not header.offers_package:
+        return Outcome(
+            "catalogue",
+            f"catalogue read: {len(read.new_types)} price types, "
+            f"{len(read.new_articles)} articles kept",
+        )
+    if read.failure is not None:
+        return Outcome("failure", read.failure, not_sent=read.counts.prices)
+    if read.counts.intents == 0:
+        return Outcome("nothing", read.counts.summary(), not_sent=_not_sent(read.counts))
+    return None
+
+
+def _source_ref(name: str, generated_at: str) -> str:
+    when = f" {generated_at}" if generated_at else ""
     return f"1C exchange {name}{when}"[:500]
 
 
-def _escape(text: str) -> str:
-    # A payload is JSON (no raw tab or newline); an aggregate may hold any text.
-    if text.startswith('"') or "\t" in text or "\n" in text or "\r" in text:
-        return json.dumps(text, ensure_ascii=False)
-    return text
+def _next_version(connection: Connection, queue: Engine | None) -> tuple[int, int]:
+    """The package's version and the mark to keep with it: above every package before and
+    every ``price`` version the queue and the staging table hold (the whole sequence, so it is
+    known before the package's aggregates are read). ``connection`` is the staging database's;
+    ``queue`` the service's database when it is another one.
 
-
-def _unescape(text: str) -> str:
-    return str(json.loads(text)) if text.startswith('"') else text
-
-
-def _spooled(spool: Path) -> Iterator[tuple[str, str]]:
-    with spool.open(encoding="utf-8", newline="\n") as lines:
-        for line in lines:
-            aggregate, _, payload = line.rstrip("\n").partition("\t")
-            yield _unescape(aggregate), payload
-
-
-def _chunks(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
-    while chunk := list(islice(items, size)):
-        yield chunk
-
-
-def _highest_version(connection: Connection, spool: Path) -> int:
-    """Above every package before and every version seen of the aggregates it touches."""
+    The queue's part is read incrementally, never by a scan of ``messages`` (it grows with the
+    history): the newest package keeps ``messages_mark``, and every price message with an id at
+    or below it has a version at or below that package's version (proved in
+    docs/architecture.md, "A package's version"), so only ``messages.id > mark`` is read, a range
+    of the primary key. The order of the three reads is what makes the mark safe: the new mark
+    is read first, then the untaken staging rows, then the messages above the old mark. A
+    message whose id is at or below the new mark but that commits later was taken from a staging
+    row that the second read still sees untaken, or it has committed before the third read sees
+    it. Without a mark (the first package, or packages staged before the mark existed), or when
+    the service's ids went back below it (another database), ``messages`` is read whole,
+    once."""
     highest = connection.execute(select(func.max(cml_packages.c.version))).scalar() or 0
+    previous = connection.execute(
+        select(cml_packages.c.messages_mark).order_by(cml_packages.c.id.desc()).limit(1)
+    ).scalar()
+    if queue is None:
+        mark = _messages_mark(connection)
+        untaken = _untaken_version(connection)
+        known = _queue_version(connection, _usable(previous, mark))
+    else:
+        with transaction(queue, read_only=True) as main:
+            mark = _messages_mark(main)
+        untaken = _untaken_version(connection)
+        with transaction(queue, read_only=True) as main:  # a snapshot after the staging read
+            known = _queue_version(main, _usable(previous, mark))
+    return max(highest, untaken, known) + 1, mark
+
+
+def _usable(previous: int | None, mark: int) -> int | None:
+    """The previous package's mark, unless the service's ids are now below it (its database
+    was replaced or restored): then nothing is known about them."""
+    return previous if previous is not None and previous <= mark else None
+
+
+def _messages_mark(connection: Connection) -> int:
+    """The highest id in ``messages`` (the primary key's last entry)."""
+    return int(connection.execute(select(func.max(messages.c.id))).scalar() or 0)
+
+
+def _untaken_version(connection: Connection) -> int:
+    """The highest ``price`` version waiting in staging (the untaken rows' partial index)."""
     untaken = connection.execute(
         select(func.max(staging.c.aggregate_version)).where(
             staging.c.taken_at.is_(None), staging.c.kind == "price"
         )
     ).scalar()
-    highest = max(highest, untaken or 0)
-    for chunk in _chunks((a for a, _ in _spooled(spool)), LOOKUP_CHUNK):
-        known = connection.execute(
-            select(func.max(messages.c.version), func.max(aggregates.c.done_version))
-            .select_from(aggregates.outerjoin(messages, messages.c.aggregate_id == aggregates.c.id))
-            .where(aggregates.c.kind == "price", aggregates.c.aggregate.in_(chunk))
-        ).one()
-        highest = max(highest, known[0] or 0, known[1] or 0)
-    return int(highest)
+    return int(untaken or 0)
 
 
-def publish(engine: Engine, spool: Path, digest: str, source_ref: str, count: int) -> int | None:
-    """Stage the spooled rows in one transaction with one new version; None when a package
-    with this digest was staged before."""
+def _queue_version(connection: Connection, after: int | None) -> int:
+    """The highest ``price`` version of the messages above ``after`` (every message when
+    ``after`` is None) and of every aggregate's ``done_version``: a message above the mark may
+    have been delivered and pruned since, and its version lives on only there. That read is
+    of ``aggregates``, one row per price, which grows with the catalogue, not the history. The
+    messages first: one pruned before that read had its cursor committed before the prune, so
+    before the second read."""
+    query = select(func.max(messages.c.version)).where(messages.c.kind == "price")
+    if after is not None:
+        query = query.where(messages.c.id > after)
+    sent = connection.execute(query).scalar()
+    done = connection.execute(
+        select(func.max(aggregates.c.done_version)).where(aggregates.c.kind == "price")
+    ).scalar()
+    return int(max(sent or 0, done or 0))
+
+
+class _Abandon(Exception):
+    def __init__(self, outcome: Outcome) -> None:
+        self.outcome = outcome
+
+
+def publish(
+    engine: Engine,
+    spool: Path,
+    digest: str,
+    name: str,
+    *,
+    read: Callable[[], Read],
+    staging_engine: Engine | None = None,
+    done: Callable[[], bool] = lambda: True,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[int, bool] | Outcome:
+    """Stage the spool's rows in one transaction of the staging database with one new version
+    as they are written (until ``done()``), then take ``read()`` (what the reader found; it
+    raises for a file that cannot be read, and the transaction rolls back), record the
+    package's digest with them and commit: ``(version, True)``. When a package with this
+    digest was staged before: ``(its version, False)``, nothing staged. A file that stages
+    nothing: its ``Outcome``."""
+    target = staging_engine if staging_engine is not None else engine
+    queue = engine if target is not engine else None
     try:
-        with transaction(engine) as connection:
+        with transaction(target) as connection:
             if is_postgres(connection):
                 connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PUBLISH_LOCK})
-            seen = connection.execute(
-                select(cml_packages.c.id).where(cml_packages.c.digest == digest)
-            ).first()
+            seen = _staged_before(connection, digest)
             if seen is not None:
-                return None
-            version = _highest_version(connection, spool) + 1
-            for chunk in _chunks(_spooled(spool), CHUNK):
-                stage(
-                    connection,
-                    [
-                        {
-                            "kind": "price",
-                            "aggregate": aggregate,
-                            "aggregate_version": version,
-                            "payload": payload,
-                            "schema_version": "1",
-                            "source_ref": source_ref,
-                        }
-                        for aggregate, payload in chunk
-                    ],
-                )
+                return seen, False
+            version, mark = _next_version(connection, queue)
+            for generated_at, chunk in frames(spool, done, progress):
+                source_ref = _source_ref(name, generated_at)
+                rows: list[Row] = [
+                    ("price", aggregate, version, payload, "1", source_ref)
+                    for aggregate, payload in chunk
+                ]
+                stage_many(connection, rows)
+            found = read()
+            abandoned = _judge(found)
+            if abandoned is not None:
+                raise _Abandon(abandoned)
             connection.execute(
                 insert(cml_packages).values(
                     digest=digest,
                     version=version,
-                    source_ref=source_ref,
-                    intents=count,
+                    source_ref=_source_ref(name, found.header.generated_at),
+                    intents=found.counts.intents,
                     staged_at=_now(),
+                    messages_mark=mark,
                 )
             )
-            return version
+            return version, True
+    except _Abandon as abandoned:  # rolled back: nothing of it staged
+        return abandoned.outcome
     except IntegrityError:  # another process staged the same file a moment ago
-        return None
+        with transaction(target, read_only=True) as connection:
+            seen = _staged_before(connection, digest)
+        if seen is None:
+            raise
+        return seen, False
 
 
-__all__ = ["Counts", "Outcome", "import_file", "load_catalogue", "publish"]
+def _staged_before(connection: Connection, digest: str) -> int | None:
+    version = connection.execute(
+        select(cml_packages.c.version).where(cml_packages.c.digest == digest)
+    ).scalar()
+    return None if version is None else int(version)
+
+
+__all__ = ["Counts", "Outcome", "ReaderPool", "import_file", "load_catalogue", "publish"]

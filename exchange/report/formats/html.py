@@ -147,7 +147,17 @@ def _cell(key: str, entry: Entry, lang: Lang) -> str:
 def _history(events: tuple[HistoryEvent, ...], lang: Lang) -> str:
     head = "".join(
         f"<th>{_e(label(k, lang))}</th>"
-        for k in ("at", "event", "from", "to", "worker", "attempt", "http_or_error", "detail")
+        for k in (
+            "at",
+            "event",
+            "from",
+            "to",
+            "worker",
+            "attempt",
+            "leased_at",
+            "http_or_error",
+            "detail",
+        )
     )
     rows = []
     for ev in events:
@@ -158,7 +168,9 @@ def _history(events: tuple[HistoryEvent, ...], lang: Lang) -> str:
         rows.append(
             f'<tr><td class="time">{_time(ev.at)}</td><td>{_e(ev.event)}</td>'
             f"<td>{_e(ev.from_state)}</td><td>{_e(ev.to_state)}</td><td>{_e(ev.worker)}</td>"
-            f'<td class="num">{_e(ev.attempt)}</td><td>{_e(answer)}</td>'
+            f'<td class="num">{_e(ev.attempt)}</td>'
+            f'<td class="time">{_time(ev.leased_at)}</td>'
+            f"<td>{_e(answer)}</td>"
             f'<td><div class="v">{detail}</div></td></tr>'
         )
     return (

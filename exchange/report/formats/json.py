@@ -25,6 +25,7 @@ def history_json(event: HistoryEvent) -> dict[str, Any]:
         "to": event.to_state,
         "worker": event.worker,
         "attempt": event.attempt,
+        "leased_at": _iso(event.leased_at),
         "http_status": event.http_status,
         "error_class": event.error_class,
         "delay_s": event.delay_s,

@@ -1,0 +1,179 @@
+"""Reading a CommerceML file in a process of its own (issue 14, item 8): ``exchange serve``
+reads each file in a ``ReaderPool`` process while the publishing transaction stages what it
+has read; the intents are the very ones read in serve's own process, a file that cannot be
+read is a ``failure`` with nothing staged, and a reader that dies is a ``failure`` too, never
+a hang, after which the next file is read by a new process."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import Engine, delete, select
+from web_helpers import PASSWORD, USER
+
+from exchange.db.engine import transaction
+from exchange.db.schema import cml_packages, staging
+from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xml
+from exchange.dev.onec_client import OneCClient
+from exchange.intake.commerceml.publish import Outcome, import_file
+from exchange.intake.commerceml.reading import CHUNK, Read, ReaderPool, read_into_spool
+
+RETAIL = CmlType("t-retail", "Розничная", "руб")
+WHOLESALE = CmlType("t-wholesale", "Оптовая", "USD")
+PURCHASE = CmlType("t-purchase", "Закупочная", "руб")
+MAP = {"Розничная": "retail", "t-wholesale": "wholesale"}
+
+
+def varied(offers: int) -> bytes:
+    """Offers with every case the mapping has: two mapped types (one by name, one by Ид), an
+    unmapped one, another unit, a decimal comma with a non-breaking space, a currency of its
+    own, an offer without prices, a characteristic, a name that needs JSON escaping."""
+    return offers_xml(
+        Package(
+            types=[RETAIL, WHOLESALE, PURCHASE],
+            offers=[
+                CmlOffer(
+                    f"p{n}#c{n % 3}" if n % 5 else f'p"{n}\\',
+                    [
+                        CmlPrice("t-retail", f"1\u00a0{n % 1000:03d},{n % 100:02d}", "руб"),
+                        CmlPrice("t-wholesale", f"{n}.5"),
+                        CmlPrice("t-purchase", "1"),
+                        CmlPrice("t-retail", "9", coefficient="10"),
+                    ],
+                    with_prices=n % 7 != 0,
+                )
+                for n in range(offers)
+            ],
+        )
+    )
+
+
+def staged(engine: Engine) -> list[tuple[Any, ...]]:
+    with transaction(engine, read_only=True) as connection:
+        return [
+            tuple(r)
+            for r in connection.execute(
+                select(
+                    staging.c.kind,
+                    staging.c.aggregate,
+                    staging.c.aggregate_version,
+                    staging.c.payload,
+                    staging.c.schema_version,
+                    staging.c.source_ref,
+                ).order_by(staging.c.id)
+            )
+        ]
+
+
+def forget(engine: Engine) -> None:
+    with transaction(engine) as connection:
+        connection.execute(delete(staging))
+        connection.execute(delete(cml_packages))
+
+
+@pytest.fixture
+def pool() -> Iterator[ReaderPool]:
+    readers = ReaderPool(1)
+    yield readers
+    readers.close()
+
+
+def load(engine: Engine, path: Path, pool: ReaderPool | None) -> Outcome:
+    return import_file(engine, path, name="offers.xml", price_types=MAP, sku_mode="id", pool=pool)
+
+
+def test_a_package_read_in_a_process_of_its_own_stages_the_intents_read_here(
+    db: Engine, tmp_path: Path, pool: ReaderPool
+) -> None:
+    path = tmp_path / "offers.xml"
+    path.write_bytes(varied(2 * CHUNK + 123))  # several frames, the last one short
+    here = load(db, path, None)
+    rows_here = staged(db)
+    forget(db)
+    there = load(db, path, pool)
+    assert here.outcome == "staged" and there == here
+    assert staged(db) == rows_here
+    assert len(rows_here) == here.intents > 2 * CHUNK
+    payloads = [json.loads(row[3]) for row in rows_here]
+    assert {p["price_type"] for p in payloads} == {"retail", "wholesale"}
+    assert any('"' in p["sku"] for p in payloads)
+
+
+def test_a_file_sent_again_is_not_read_twice(db: Engine, tmp_path: Path, pool: ReaderPool) -> None:
+    path = tmp_path / "offers.xml"
+    path.write_bytes(varied(10))
+    first = load(db, path, pool)
+    again = load(db, path, pool)
+    assert (again.outcome, again.version) == ("nothing-new", first.version)
+    assert len(staged(db)) == first.intents
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"<html><body>hi</body></html>", "not a CommerceML file"),
+        (varied(3)[:-40], "not well-formed XML"),
+        (
+            b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaaaaaaaa">]>'
+            b"<\xd0\x9a\xd0\x98>&a;</\xd0\x9a\xd0\x98>",
+            "document type declaration",
+        ),
+    ],
+)
+def test_a_file_that_cannot_be_read_in_the_pool_is_a_failure_with_nothing_staged(
+    db: Engine, tmp_path: Path, pool: ReaderPool, data: bytes, reason: str
+) -> None:
+    path = tmp_path / "offers.xml"
+    path.write_bytes(data)
+    outcome = load(db, path, pool)
+    assert outcome.outcome == "failure" and reason in outcome.detail
+    assert [] == staged(db)
+
+
+def die_after_one_frame(path: Path, spool: Path, *args: Any) -> Read:
+    """A reader that writes one frame of rows, then dies as a crash would (no answer)."""
+    read_into_spool(path.with_name("first.xml"), spool, *args)
+    os._exit(3)
+
+
+def test_a_reader_that_dies_is_a_failure_not_a_hang_and_the_next_file_is_read(
+    db: Engine, tmp_path: Path
+) -> None:
+    (tmp_path / "first.xml").write_bytes(varied(20))
+    path = tmp_path / "offers.xml"
+    path.write_bytes(varied(30))
+    crashing = ReaderPool(1, target=die_after_one_frame)
+    try:
+        outcome = load(db, path, crashing)
+        assert outcome.outcome == "failure" and "stopped unexpectedly" in outcome.detail
+        assert [] == staged(db)  # nothing of what it wrote (rolled back, or never staged)
+        crashing.target = read_into_spool  # the same pool, a new process
+        assert load(db, path, crashing).outcome == "staged"
+        assert len(staged(db)) > 0
+    finally:
+        crashing.close()
+
+
+def test_serve_reads_in_a_process_of_its_own(serve: Any, db: Engine) -> None:
+    before = {p.pid for p in multiprocessing.active_children()}
+    base = serve(**{"1c_price_types": MAP})  # its reading process starts with it
+    c = OneCClient(base, USER, PASSWORD, use_zip=False)
+    try:
+        assert c.checkauth().status == "success"
+        c.init()
+        assert c.upload("offers.xml", varied(50)).status == "success"
+        assert c.import_file("offers.xml")[0].status == "success"
+        readers = {p.pid for p in multiprocessing.active_children()} - before
+        assert readers and os.getpid() not in readers
+        assert len(staged(db)) > 0
+        c.complete()
+    finally:
+        c.close()
+    assert httpx.get(f"{base}/healthz").status_code == 200
