@@ -194,8 +194,10 @@ class Worker:
             held = control.operator_pause(connection) is not None
         report.cancelled += gaps
         self.operator_paused = held
+        live = self._live_workers(now)
+        self.pace.alone = live == 1  # several workers on one site: no drain (domain.pace)
         if self.settings.site_max_rate is not None:
-            self.pace.max_rate = self.settings.site_max_rate / self._live_workers(now)
+            self.pace.max_rate = self.settings.site_max_rate / live
         self.metrics.quarantined(Reason.SEQUENCE_GAP, gaps)
         self.metrics.quarantined(Reason.RETRY_LIMIT, expired)
         while not self.stopping and not held:

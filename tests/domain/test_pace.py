@@ -13,7 +13,18 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from exchange.domain.pace import BETA, PROBE_BETA, PROBE_DOUBLING, PROVEN, WINDOW, Cause, Pace
+from exchange.domain.pace import (
+    BETA,
+    DRAIN,
+    DRAIN_TIME,
+    MIN_RATE,
+    PROBE_BETA,
+    PROBE_DOUBLING,
+    PROVEN,
+    WINDOW,
+    Cause,
+    Pace,
+)
 
 PROPERTY = settings(max_examples=200, deadline=None, database=None)
 
@@ -258,13 +269,86 @@ def test_a_429_at_the_known_good_rate_holds_everyone_and_cuts_the_rate() -> None
     good = p.good
     now = steady(p, start, 0.5, 120)
     p.refused(now, now - 0.002, Cause.RATE_LIMITED, 1.0)
-    after = steady(p, now + 0.01, 0.5, 100)  # at the known-good rate: no probing now
+    # past the refused probe's pause, at the known-good rate (the worker uses too little of it
+    # to probe again)
+    after = steady(p, now + 0.01, 1.5, 60)
+    assert p.probing_since is None and after > p.probe_held_until
 
     p.refused(after, after - 0.002, Cause.RATE_LIMITED, 1.0)
 
     assert 1.0 == p.reserve(after)  # the site's Retry-After, for every request
     assert p.rate is not None and good is not None and p.rate < good
     assert p.good == p.rate
+
+
+def refused_probe_then_429(retry_after: float = 1.0) -> tuple[Pace, float, float]:
+    """A short probe refused, then 0.2 s at the known-good rate, then a 429 on a request sent
+    at it. Returns the pace, the known-good rate and the time of that 429."""
+    p, start = paced(120)
+    good = p.good
+    assert good is not None
+    now = steady(p, start, 0.5, 120)
+    p.refused(now, now - 0.002, Cause.RATE_LIMITED, retry_after)
+    after = steady(p, now + 0.01, 0.2, 90)  # at the known-good rate
+    p.refused(after, after - 0.002, Cause.RATE_LIMITED, retry_after)
+    return p, good, after
+
+
+def test_a_429_at_the_known_good_rate_right_after_a_refused_probe_drains_not_holds() -> None:
+    """The probe emptied the site's token bucket: the next 429 at the known-good rate says
+    the bucket has not refilled, not that the capacity fell. No hold for everyone: the rate
+    drains at DRAIN x good for DRAIN_TIME, the known-good rate and the limit stand."""
+    p, good, now = refused_probe_then_429()
+
+    assert p.hold_until < now  # every other request goes on
+    assert 0 == p.holds
+    assert p.rate is not None and math.isclose(DRAIN * good, p.rate)
+    assert good == p.good
+
+    during = steady(p, now, DRAIN_TIME - 0.01, 90)  # the site takes all it is sent
+    assert p.rate is not None and math.isclose(DRAIN * good, p.rate)
+    steady(p, during, 0.5, 90)
+    assert good == p.rate  # back to the known-good rate after DRAIN_TIME
+    assert p.probing_since is None  # the refused probe's pause still runs
+
+
+def test_a_drain_s_429_holds_the_refused_message_and_the_probing_share() -> None:
+    p, good, now = refused_probe_then_429(retry_after=2.0)
+    # the 429 itself was answered by refused_probe_then_429; a request sent before the drain
+    # began, refused now, is the same round
+    delay = p.refused(now + 0.003, now - 0.001, Cause.RATE_LIMITED, 2.0)
+
+    assert 2.0 == delay
+    assert p.probe_held_until >= now + 2.0
+    assert p.hold_until < now and 0 == p.holds
+    assert p.rate is not None and math.isclose(DRAIN * good, p.rate)
+
+
+def test_a_worker_not_alone_on_the_site_does_not_drain() -> None:
+    """With other workers on the site a 429 at the known-good rate may follow another
+    worker's probe: it is a full round, as before the drain."""
+    p, start = paced(120)
+    p.alone = False
+    now = steady(p, start, 0.5, 120)
+    p.refused(now, now - 0.002, Cause.RATE_LIMITED, 1.0)  # this worker's probe
+    after = steady(p, now + 0.01, 0.2, 90)
+
+    p.refused(after, after - 0.002, Cause.RATE_LIMITED, 1.0)
+
+    assert 1.0 == p.reserve(after)
+    assert 1 == p.holds
+
+
+def test_a_429_at_the_drain_rate_is_a_full_round() -> None:
+    """Once per refused probe: a 429 on a request sent while draining says the capacity fell."""
+    p, good, now = refused_probe_then_429()
+    later = steady(p, now + 0.01, 0.2, 60)
+
+    p.refused(later, later - 0.002, Cause.RATE_LIMITED, 1.0)
+
+    assert 1.0 == p.reserve(later)  # everyone waits for the Retry-After
+    assert 1 == p.holds
+    assert p.good is not None and p.good < good
 
 
 def test_a_probe_that_ran_proven_seconds_raises_the_known_good_rate_to_what_it_found() -> None:
@@ -466,10 +550,13 @@ def test_a_429_holds_everyone_unless_it_refused_a_probe_and_either_way_honours_r
     """Contract 5c: every 429's Retry-After holds the worker's pace. A 429 on a request sent
     while probing past the known-good rate holds the probing share (no rate past the
     known-good one until it has run) and never raises the known-good rate past PROBE_BETA x
-    what the site accepted over the last second; any other 429 holds every request."""
+    what the site accepted over the last second; so does the first 429 at the known-good rate
+    within a refused probe's pause (the drain, at DRAIN x good); any other 429 holds every
+    request."""
     p, now = paced(120)
     held: list[tuple[float, float | None]] = []  # (until, the rate not to pass; None: all)
-    probe_round = False  # the round the last new round of 429s was
+    round_kind = "full"  # the kind of the last new round of 429s
+    may_drain = False  # a probe was refused and no round has followed it
     for seconds, what, per_s, age, retry_after in script:
         if what == "ok":
             now = steady(p, now, seconds, per_s)
@@ -477,19 +564,29 @@ def test_a_429_holds_everyone_unless_it_refused_a_probe_and_either_way_honours_r
             now += seconds
             sent_at = now - age
             if sent_at >= p.last_decrease:  # a new round; else sent at the old pace
-                probe_round = p.probing_since is not None and sent_at >= p.probing_since
+                if p.probing_since is not None and sent_at >= p.probing_since:
+                    round_kind = "probe"
+                elif may_drain and now < p.probe_held_until:
+                    round_kind = "drain"
+                else:
+                    round_kind = "full"
+                may_drain = round_kind == "probe"
             good_before = p.good
             p.refused(now, sent_at, Cause.RATE_LIMITED, retry_after)
-            if probe_round:
-                event("probe")
-                assert p.hold_until < now + retry_after
-                assert p.probe_held_until >= now + retry_after
-                assert p.good is not None and good_before is not None
-                assert p.good <= max(good_before, PROBE_BETA * p.accepted_rate(now)) + 1e-9
-                held.append((now + retry_after, p.good))
-            else:
+            if round_kind == "full":
                 assert p.hold_until >= now + retry_after
                 held.append((now + retry_after, None))
+                continue
+            event(round_kind)
+            assert p.hold_until < now + retry_after
+            assert p.probe_held_until >= now + retry_after
+            assert p.good is not None and good_before is not None
+            if round_kind == "probe":
+                assert p.good <= max(good_before, PROBE_BETA * p.accepted_rate(now)) + 1e-9
+            else:
+                assert p.good == good_before
+                assert p.rate is not None and p.rate <= max(MIN_RATE, DRAIN * p.good) + 1e-9
+            held.append((now + retry_after, p.good))
         for until, good in held:
             if now < until:
                 if good is None:

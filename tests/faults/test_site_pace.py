@@ -187,3 +187,29 @@ def test_the_rate_cap_is_shared_among_the_workers_that_reported_recently(
 
     assert 60.0 / (1 + others) == worker.pace.max_rate
     assert 60.0 / (1 + others) == worker.pace.effective_rate()
+
+
+@pytest.mark.parametrize("others", [0, 1])
+def test_a_worker_drains_only_while_it_is_alone_on_the_site(
+    sqlite_url: str, sqlite_engine: Engine, sim: SiteSimulator, others: int
+) -> None:
+    """The drain after a refused probe is for a worker alone on the site (domain.pace): the
+    worker tells its pace whether others reported within the lease time, cap or no cap."""
+    now = datetime.now(UTC)
+    with transaction(sqlite_engine) as connection:
+        for n in range(others):
+            connection.execute(
+                insert(workers).values(worker_id=f"other-{n}", started_at=now, heartbeat_at=now)
+            )
+        connection.execute(
+            insert(workers).values(
+                worker_id="gone", started_at=now, heartbeat_at=now - timedelta(hours=1)
+            )
+        )
+    worker = make_worker(sqlite_url, sqlite_engine, sim.url)
+    worker.pace.alone = others != 0  # the opposite, so the run must set it
+    stage(sqlite_engine, [price_row("SKU-1", 1)])
+
+    run(worker)
+
+    assert (others == 0) == worker.pace.alone
