@@ -157,10 +157,15 @@ async def run_forever(
     scheduler.start()
     log.info("running: a cycle every %g s as %s", poll_interval, worker.worker_id)
     await stopped.wait()
+    scheduler.pause()  # no job is handed to the loop from now on
     # The cycle in flight finishes and records its outcomes first: shutting the scheduler
     # down while it runs would cancel it between the site's answer and the record.
     async with busy:
         pass
+    # A job whose task the scheduler created in the same turn of the loop as the stop has not
+    # taken its first step yet: one turn lets it see the stop and return, where shutdown would
+    # cancel it into an "Error running job" line.
+    await asyncio.sleep(0)
     scheduler.shutdown(wait=False)
     log.info("stopped")
     return EXIT_OK

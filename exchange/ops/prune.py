@@ -239,6 +239,10 @@ def scheduled_job(
                 retention_days=retention_days,
                 should_stop=stopping,
             )
+        except asyncio.CancelledError:
+            # The service stops: the thread ends after its current step (``should_stop``) and
+            # the process waits for it before exiting; a stop is not an error to report.
+            return
         except DatabaseUnavailable as exc:
             log.error("prune failed: %s; the next prune will try again", exc)
         except Exception:

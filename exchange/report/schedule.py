@@ -217,6 +217,10 @@ def schedule(
             return
         try:
             written = await asyncio.to_thread(exporter.run)
+        except asyncio.CancelledError:
+            # The service stops while the export runs: its thread finishes the report, and the
+            # process waits for it before exiting; a stop is not an error to report.
+            return
         except OSError as exc:
             log.error(
                 "quarantine report not written to %s: %s", exporter.config.directory, exc.strerror
