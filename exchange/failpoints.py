@@ -23,6 +23,10 @@ The points (``POINTS``), in the order a cycle meets them:
     record-applied       a batch's outcomes are written, in the open transaction, before the
                          aggregates are advanced and freed and before the commit
 
+and in ``exchange serve``:
+
+    import-started       a 1C import's ``cml_exchanges`` entry is written; the file is not read
+
 A malformed value is a one-line error and exit 2 when the module is imported.
 """
 
@@ -45,7 +49,7 @@ POINTS: Final = frozenset(
         "after-answer",
         "record-applied",
     }
-)
+) | frozenset({"import-started"})  # exchange serve's (tests/web/test_cml_interrupted.py)
 _SPEC = re.compile(r"^(?P<name>[a-z-]+)=kill(?:@(?P<hit>[1-9][0-9]{0,8}))?$")
 
 

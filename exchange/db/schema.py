@@ -254,12 +254,15 @@ class CmlExchange(Base):
     filename: Mapped[str] = mapped_column(String(500))
     started_at: Mapped[datetime] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    # staged | nothing-new | catalogue | failure
+    # staged | nothing-new | catalogue | failure | interrupted
     outcome: Mapped[str | None] = mapped_column(String(32))
     detail: Mapped[str | None] = mapped_column(Text)
     intents: Mapped[int] = mapped_column(Integer, server_default="0")
     not_sent: Mapped[int] = mapped_column(Integer, server_default="0")
     version: Mapped[int | None] = mapped_column(BigInteger)
+    # Renewed by the serve process while the import runs: an unfinished entry whose heartbeat
+    # stopped was left by a process that died, and is closed as ``interrupted`` (migration 0011).
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class CmlPackage(Base):

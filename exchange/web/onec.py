@@ -26,12 +26,15 @@ from urllib.parse import parse_qsl
 from aiohttp import web
 from sqlalchemy import Engine
 
+from exchange.failpoints import failpoint
 from exchange.intake.commerceml.publish import (
     Outcome,
     ReaderPool,
+    close_interrupted,
     exchange_finished,
     exchange_refused,
     exchange_started,
+    exchanges_alive,
     import_file,
 )
 from exchange.web.config import WebConfig
@@ -75,6 +78,13 @@ class Job:
     read: int = 0
     offers: int = 0
     size: int = 0
+    entry: int | None = None  # its cml_exchanges row while the import runs
+
+
+# A serve process renews its imports' heartbeats this often; an unfinished entry silent for
+# four of them was left by a process that died (cml_exchanges.heartbeat_at).
+HEARTBEAT_EVERY_S = 30.0
+SILENT_AFTER_S = 4 * HEARTBEAT_EVERY_S
 
 
 @dataclass
@@ -113,6 +123,34 @@ class OneCExchange:
         """Stops the reading processes (serve's shutdown)."""
         if self.readers is not None:
             self.readers.close()
+
+    async def watch(
+        self, every: float = HEARTBEAT_EVERY_S, silent_after: float = SILENT_AFTER_S
+    ) -> None:
+        """While serve runs: renew the heartbeat of this process's imports in flight, and close
+        as ``interrupted`` the entries another (dead) process left unfinished."""
+        while True:
+            await asyncio.to_thread(self.beat, datetime.now(UTC), silent_after)
+            await asyncio.sleep(every)
+
+    def beat(self, now: datetime, silent_after: float) -> None:
+        running = [
+            job.entry
+            for job in list(self.state.jobs.values())
+            if job.entry is not None and job.task is not None and not job.task.done()
+        ]
+        try:
+            exchanges_alive(self.engine, running, now)
+            closed = close_interrupted(self.engine, now, silent_after)
+        except Exception as exc:  # the database is down: the next beat tries again
+            log.warning("1C imports' heartbeat not written: %s", exc)
+            return
+        if closed:
+            log.warning(
+                "%d 1C import(s) left unfinished by a serve process that stopped: "
+                "closed as interrupted (1C sends the file again)",
+                closed,
+            )
 
     # -- the entry -------------------------------------------------------------------------
 
@@ -311,6 +349,8 @@ class OneCExchange:
             except Exception as exc:  # the database is down: 1C tries again later
                 log.error("1C import of %s not started: %s", filename, exc)
                 return Outcome("failure", f"the service's database is unavailable: {exc}")
+            job.entry = row_id
+            failpoint("import-started")
             try:
                 outcome = self._work(folder, target, filename, progress)
             except Exception as exc:  # recorded for operators, then answered as failure

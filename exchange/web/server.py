@@ -13,7 +13,7 @@ import contextlib
 import logging
 import signal
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
 from sqlalchemy import Engine
@@ -53,8 +53,16 @@ def build_app(
     async def close_readers(_: web.Application) -> None:
         await asyncio.to_thread(onec.close)
 
+    async def watch_imports(_: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(onec.watch())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
     app.on_startup.append(start_readers)
     app.on_cleanup.append(close_readers)
+    app.cleanup_ctx.append(watch_imports)
     return app
 
 

@@ -19,7 +19,9 @@ all. The versions already used by the queue are read from the service's database
 operators see (``cml_exchanges``, and the catalogue's price types and articles, in the
 service's database) is written after that commit: a crash between the two leaves an
 unfinished entry, and the same file sent again is answered "staged before" with the package's
-version, never staged twice.
+version, never staged twice. A serve process renews the heartbeat of the entries it works on;
+an unfinished entry whose heartbeat stopped is closed as ``interrupted`` by any serve process
+(``close_interrupted``), so the operators never see a dead import as one in progress.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -129,13 +131,49 @@ def save_catalogue(
 
 
 def exchange_started(engine: Engine, exchange: str, filename: str) -> int:
+    now = _now()
     with transaction(engine) as connection:
         row_id = connection.execute(
             insert(cml_exchanges)
-            .values(exchange=exchange, filename=filename[:500], started_at=_now())
+            .values(exchange=exchange, filename=filename[:500], started_at=now, heartbeat_at=now)
             .returning(cml_exchanges.c.id)
         ).scalar_one()
     return int(row_id)
+
+
+INTERRUPTED = (
+    "interrupted: the serve process running this import stopped before it finished; if 1C's "
+    "exchange failed, 1C sends the file again, and a package staged before the stop is "
+    "recognised and not staged twice"
+)
+
+
+def exchanges_alive(engine: Engine, row_ids: list[int], now: datetime) -> None:
+    """The heartbeat of the imports this process runs: one UPDATE for all of them."""
+    if not row_ids:
+        return
+    with transaction(engine) as connection:
+        connection.execute(
+            update(cml_exchanges)
+            .where(cml_exchanges.c.id.in_(row_ids), cml_exchanges.c.finished_at.is_(None))
+            .values(heartbeat_at=now)
+        )
+
+
+def close_interrupted(engine: Engine, now: datetime, silent_for: float) -> int:
+    """Close as ``interrupted`` the unfinished entries whose heartbeat (or start, for entries
+    older than the heartbeat) is older than ``silent_for`` seconds: their serve process died.
+    Any serve process may do it for all: a live one renews its imports' heartbeats well
+    within that time. Returns how many were closed."""
+    since = now - timedelta(seconds=silent_for)
+    beat = func.coalesce(cml_exchanges.c.heartbeat_at, cml_exchanges.c.started_at)
+    with transaction(engine) as connection:
+        closed = connection.execute(
+            update(cml_exchanges)
+            .where(cml_exchanges.c.finished_at.is_(None), beat < since)
+            .values(finished_at=now, outcome="interrupted", detail=INTERRUPTED)
+        ).rowcount
+    return int(closed or 0)
 
 
 def exchange_finished(engine: Engine, row_id: int, outcome: Outcome) -> None:
