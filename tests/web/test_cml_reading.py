@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,12 +19,14 @@ import pytest
 from sqlalchemy import Engine, delete, select
 from web_helpers import PASSWORD, USER
 
-from exchange.db.engine import transaction
+from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import cml_packages, staging
 from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xml
 from exchange.dev.onec_client import OneCClient
+from exchange.intake.commerceml import publish
 from exchange.intake.commerceml.publish import Outcome, import_file
 from exchange.intake.commerceml.reading import CHUNK, Read, ReaderPool, read_into_spool
+from exchange.intake.stage import stage_many
 
 RETAIL = CmlType("t-retail", "Розничная", "руб")
 WHOLESALE = CmlType("t-wholesale", "Оптовая", "USD")
@@ -177,3 +180,43 @@ def test_serve_reads_in_a_process_of_its_own(serve: Any, db: Engine) -> None:
     finally:
         c.close()
     assert httpx.get(f"{base}/healthz").status_code == 200
+
+
+def read_then_wait_for_a_staged_frame(path: Path, spool: Path, *args: Any) -> Read:
+    """A reader that writes every frame, then answers only once the publisher said it staged
+    one (or after 10 s), leaving ``answered`` beside the file when it does."""
+    read = read_into_spool(path, spool, *args)
+    deadline = time.monotonic() + 10
+    while not path.with_name("staged-one").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    path.with_name("answered").touch()
+    return read
+
+
+def test_on_postgresql_the_frames_are_staged_while_the_reader_has_not_answered(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The overlap of reading and staging (PostgreSQL only: SQLite stages after the read):
+    the publishing transaction stages the first frame before the reading process answers."""
+    path = tmp_path / "offers.xml"
+    path.write_bytes(varied(2 * CHUNK + 123))
+    answered_at_stage: list[bool] = []
+
+    def observed(connection: Any, rows: Any) -> Any:
+        answered_at_stage.append((tmp_path / "answered").exists())
+        (tmp_path / "staged-one").touch()
+        return stage_many(connection, rows)
+
+    monkeypatch.setattr(publish, "stage_many", observed)
+    engine = make_engine(pg_url)
+    readers = ReaderPool(1, target=read_then_wait_for_a_staged_frame)
+    try:
+        outcome = load(engine, path, readers)
+        rows = staged(engine)
+    finally:
+        readers.close()
+        engine.dispose()
+    assert outcome.outcome == "staged"
+    assert len(rows) == outcome.intents > 2 * CHUNK
+    assert len(answered_at_stage) >= 3  # a frame per CHUNK rows
+    assert answered_at_stage[0] is False  # staged while the reader was still at work
