@@ -3,8 +3,12 @@
 What needs a person (``Situation``) is compared with what they were last told (``Told``): the
 quarantine gained entries (one quarantined after the newest entry already told), or delivery
 stopped for a cause not yet told. Either is news, and news goes out at most once per period:
-``every`` after the last attempt. A cause that has gone (the breaker closed again) is forgotten
-without a message, so that its return is news again.
+``every`` after the last attempt. A told cause that has gone is forgotten, so that its return is
+news again; when the last of them goes and a worker reports, delivery runs again, and that is
+told at once (whoever was told it stopped wants to know they need not act), once: it neither
+waits for the period nor starts a new one, is never retried, and follows only a stop that was
+told. A breaker that is gone because its worker stopped reporting is no resumption (no worker
+while work waits is a stop of its own).
 
 The decision names the state to write; the caller writes it with one conditional statement
 (``version`` must still be the one read), so that of several processes sharing the database
@@ -35,6 +39,9 @@ class Situation:
     # The newest entry's quarantine time: an entry quarantined after the one last told is new.
     newest_quarantined_at: datetime | None = None
     stops: frozenset[Stop] = frozenset()
+    # Workers that reported lately: a breaker or a refused token is gone when a worker says
+    # so, not when the worker that had it stopped reporting.
+    workers: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +61,8 @@ class Decision:
     new_stops: frozenset[Stop] = field(default_factory=frozenset)
     # The state to write (with version + 1), or None: nothing changes.
     remember: Told | None = None
+    # Told causes that have gone, leaving none: delivery runs again.
+    resumed: frozenset[Stop] = field(default_factory=frozenset)
 
 
 def decide(situation: Situation, told: Told, now: datetime, every: timedelta) -> Decision:
@@ -62,6 +71,9 @@ def decide(situation: Situation, told: Told, now: datetime, every: timedelta) ->
     gained = newest is not None and (told.quarantine_mark is None or newest > told.quarantine_mark)
     new_stops = situation.stops - told.stops
     due = told.attempted_at is None or now >= told.attempted_at + every
+    gone = told.stops - situation.stops
+    runs = not situation.stops and (situation.workers > 0 or gone <= {Stop.OPERATOR})
+    resumed = frozenset(gone) if gone and runs else frozenset[Stop]()
     if (gained or new_stops) and due:
         mark = told.quarantine_mark
         if newest is not None and (mark is None or newest > mark):
@@ -71,14 +83,16 @@ def decide(situation: Situation, told: Told, now: datetime, every: timedelta) ->
             gained=gained,
             new_stops=frozenset(new_stops),
             remember=Told(told.version + 1, now, mark, situation.stops),
+            resumed=resumed,
         )
-    gone = told.stops - situation.stops
     if gone:
-        # Forgotten without a message: when the cause returns, it is news again.
+        # Forgotten, so that its return is news again; told only when delivery runs again.
         kept = frozenset(told.stops & situation.stops)
         return Decision(
-            gained=gained,
+            send=bool(resumed),
+            gained=gained and not resumed,
             new_stops=frozenset(new_stops),
             remember=Told(told.version + 1, told.attempted_at, told.quarantine_mark, kept),
+            resumed=resumed,
         )
     return Decision(gained=gained, new_stops=frozenset(new_stops))

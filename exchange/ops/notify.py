@@ -78,7 +78,7 @@ def snapshot(
         _waiting(found, connection, staging_connection or connection, now, kinds)
         if found.waiting_age_s is not None and found.waiting_age_s >= stalled_after:
             stops.add(Stop.NO_WORKER)
-    found.situation = Situation(int(quarantined), newest, frozenset(stops))
+    found.situation = Situation(int(quarantined), newest, frozenset(stops), len(live))
     return found
 
 

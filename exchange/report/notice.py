@@ -39,6 +39,22 @@ log = logging.getLogger(__name__)
 
 _WORDS: dict[str, tuple[str, str]] = {
     "subject": ("Обмен с сайтом: нужен человек", "Site exchange: a person is needed"),
+    "subject_resumed": ("Обмен с сайтом", "Site exchange"),
+    "resumed": ("доставка возобновилась", "delivery resumed"),
+    "resumed_head": (
+        "Доставка снова идёт, ничего делать не нужно:",
+        "Delivery runs again, nothing needs doing:",
+    ),
+    "resumed_breaker": (
+        "- предохранитель закрылся: сайт снова отвечает",
+        "- the circuit breaker closed: the site answers again",
+    ),
+    "resumed_token": ("- сайт снова принимает токен", "- the site accepts the token again"),
+    "resumed_operator": ("- оператор возобновил доставку", "- an operator resumed delivery"),
+    "resumed_no_worker": (
+        "- обработчик снова отчитывается и берёт работу",
+        "- a worker reports again and takes the work",
+    ),
     "gained": ("в карантине новые записи", "new quarantine entries"),
     "stopped": ("доставка остановлена", "delivery stopped"),
     "database": ("База обмена", "Exchange database"),
@@ -107,6 +123,13 @@ _WORDS: dict[str, tuple[str, str]] = {
     ),
 }
 
+_RESUMED = {
+    Stop.BREAKER: "resumed_breaker",
+    Stop.TOKEN: "resumed_token",
+    Stop.OPERATOR: "resumed_operator",
+    Stop.NO_WORKER: "resumed_no_worker",
+}
+
 # Reasons a retry may cure (the site or the service failed); the others need a fix in 1C or in
 # the configuration first, so the message offers only their list.
 _RETRYABLE = ("retry-limit", "unknown-response", "sequence-gap")
@@ -143,8 +166,16 @@ def compose(
         news.append(_w("gained", lang))
     if situation.stops:
         news.append(_w("stopped", lang))
-    subject = _w("subject", lang) + (": " + ", ".join(news) if news else "")
+    bad_news = bool(news)
+    if decision.resumed:
+        news.append(_w("resumed", lang))
+    head = _w("subject" if bad_news else "subject_resumed", lang)
+    subject = head + (": " + ", ".join(news) if news else "")
     lines = [f"{_w('database', lang)}: {database}", ""]
+    if decision.resumed:
+        lines.append(_w("resumed_head", lang))
+        lines += [_w(_RESUMED[stop], lang) for stop in Stop if stop in decision.resumed]
+        lines.append("")
     by_reason = found.quarantine_by_reason
     if situation.quarantined:
         lines.append(_w("quarantine", lang).format(count=situation.quarantined))
@@ -175,7 +206,8 @@ def compose(
         lines.append(_w(key, lang).format(reason=reason))
     if situation.stops & {Stop.BREAKER, Stop.TOKEN}:
         lines.append(_w("check_cmd", lang))
-    lines += ["", _w("footer", lang).format(every=human_age(every, lang))]
+    if bad_news:  # good news alone does not start a new period
+        lines += ["", _w("footer", lang).format(every=human_age(every, lang))]
     return subject, "\n".join(lines) + "\n"
 
 
@@ -326,9 +358,13 @@ class Notifier:
                 store.give_back(connection, new, told, f"not composed: {type(exc).__name__}")
             raise
         failed = self._send(subject, text)
+        only_good_news = not (decision.gained or decision.new_stops)
         with transaction(self.engine) as connection:
             if failed and len(failed) == len(self.channels):
-                store.give_back(connection, new, told, "; ".join(failed))
+                if only_good_news:  # "delivery runs again" is told once or not at all
+                    store.outcome(connection, new.version, "not sent: " + "; ".join(failed))
+                else:  # the bad news stays news for the next period
+                    store.give_back(connection, new, told, "; ".join(failed))
             else:
                 store.outcome(connection, new.version, "; ".join(["sent", *failed]))
         return Outcome(

@@ -30,7 +30,7 @@ from notifytools import (
 )
 from opstools import TOKEN
 from securitytools import make_pki, server_context
-from sqlalchemy import Engine, event, insert, select
+from sqlalchemy import Engine, event, insert, select, update
 
 from exchange import app as bootstrap
 from exchange import logs
@@ -184,16 +184,16 @@ def _worker_row(engine: Engine, **values: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("stop", "words"),
+    ("stop", "words", "resumed"),
     [
-        (Stop.OPERATOR, "доставку остановил оператор olga"),
-        (Stop.TOKEN, "сайт отверг токен (HTTP 401)"),
-        (Stop.BREAKER, "предохранитель открыт"),
-        (Stop.NO_WORKER, "ни один обработчик не отчитывался"),
+        (Stop.OPERATOR, "доставку остановил оператор olga", "оператор возобновил доставку"),
+        (Stop.TOKEN, "сайт отверг токен (HTTP 401)", "сайт снова принимает токен"),
+        (Stop.BREAKER, "предохранитель открыт", "предохранитель закрылся"),
+        (Stop.NO_WORKER, "ни один обработчик не отчитывался", "обработчик снова отчитывается"),
     ],
 )
-def test_delivery_that_stops_is_told(
-    db_url: str, engine: Engine, inbox: Any, stop: Stop, words: str
+def test_delivery_that_stops_is_told_and_so_is_its_resumption(
+    db_url: str, engine: Engine, inbox: Any, stop: Stop, words: str, resumed: str
 ) -> None:
     mail, port = inbox
     clock = clock_now()
@@ -216,7 +216,75 @@ def test_delivery_that_stops_is_told(
     assert "доставка остановлена" in mail.subject()
     assert "Доставка остановлена:" in mail.text() and words in mail.text(), mail.text()
     clock.advance(EVERY * 5)
+    if stop in (Stop.TOKEN, Stop.BREAKER):  # the worker still reports the cause
+        with transaction(engine) as connection:
+            connection.execute(update(workers).values(heartbeat_at=clock.now()))
     assert not told.step().sent and 1 == len(mail.messages)  # told once, not again
+
+    with transaction(engine) as connection:  # the cause ends
+        if stop is Stop.OPERATOR:
+            control.resume(connection)
+        elif stop is Stop.NO_WORKER:
+            connection.execute(insert(workers).values(_fresh_worker(clock.now())))
+        else:
+            connection.execute(
+                update(workers).values(
+                    paused_reason=None, breaker_state="closed", heartbeat_at=clock.now()
+                )
+            )
+    back = told.step()
+    assert back.sent and back.decision.resumed == {stop}, back
+    assert 2 == len(mail.messages)
+    assert mail.subject() == "Обмен с сайтом: доставка возобновилась"
+    assert "Доставка снова идёт, ничего делать не нужно:" in mail.text()
+    assert resumed in mail.text() and "не раньше чем" not in mail.text(), mail.text()
+    clock.advance(60)
+    assert not told.step().sent and 2 == len(mail.messages)  # told once
+
+
+def test_a_breaker_gone_with_its_worker_is_no_resumption(
+    db_url: str, engine: Engine, inbox: Any
+) -> None:
+    """The worker with the open breaker stopped reporting: nothing says delivery runs again."""
+    mail, port = inbox
+    clock = clock_now()
+    told = the_notifier(mail_settings(db_url, port), engine, clock)
+    _worker_row(engine, breaker_state="open", breaker_until=clock.now() + timedelta(minutes=5))
+    assert told.step().sent and 1 == len(mail.messages)
+    clock.advance(EVERY / 2)  # its heartbeat is old now: not a live worker
+    result = told.step()
+    assert not result.sent and not result.decision.resumed and 1 == len(mail.messages)
+
+
+def test_delivery_resumed_that_cannot_be_sent_is_not_tried_again(
+    db_url: str, engine: Engine, inbox: Any
+) -> None:
+    """Good news is told once or not at all: a failing channel is not asked again each poll."""
+    mail, port = inbox
+    clock = clock_now()
+    told = the_notifier(mail_settings(db_url, port), engine, clock)
+    _worker_row(engine, paused_reason="HTTP 401")
+    assert told.step().sent
+    told.channels[0].port = free_port()  # type: ignore[attr-defined]  # the mail server is gone
+    with transaction(engine) as connection:
+        connection.execute(update(workers).values(paused_reason=None))
+    failed = told.step()
+    assert failed.decision.resumed == {Stop.TOKEN} and not failed.sent and failed.failed
+    again = told.step()
+    assert not again.decision.send and again.failed is None
+    with transaction(engine, read_only=True) as connection:
+        row = connection.execute(select(notifications)).mappings().one()
+    assert row["outcome"].startswith("not sent: ") and row["stops"] == ""
+    assert 1 == len(mail.messages)
+
+
+def _fresh_worker(now: datetime) -> dict[str, Any]:
+    return {
+        "worker_id": "shop-2",
+        "started_at": now,
+        "heartbeat_at": now,
+        "breaker_state": "closed",
+    }
 
 
 def test_english_follows_the_report_language_and_times_the_display_zone(
