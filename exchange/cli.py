@@ -34,6 +34,7 @@ from exchange.ops import operators
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
 from exchange.ops.find import check_filters, known_reasons, released_by_cancel
 from exchange.ops.find import find as find_messages
+from exchange.ops.notify import last_told
 from exchange.ops.prune import prune as prune_now
 from exchange.ops.quarantine import (
     ActionResult,
@@ -356,6 +357,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             figures = status(connection, now, settings.policies)
             onec = onec_exchanges(connection, now)
             pause = control.operator_pause(connection)
+            told = last_told(connection)
     attention = needs_person(figures, pause)
     if as_json:
         document = {
@@ -366,6 +368,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             ),
             "needs_person": attention,
             "exchanges_1c": onec,
+            "notifications": told,
         }
         print(json.dumps(document, ensure_ascii=False))
     else:
@@ -373,6 +376,12 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         for table in tables(figures):
             out.print(table)
         out.print(exchanges_table(onec))
+        if told is not None:
+            out.print(
+                f"operators last notified {told['attempted_at']} by {told['sent_by']}: "
+                f"{told['outcome'] or 'no outcome recorded'}",
+                markup=False,
+            )
         if attention:
             out.print("needs a person: " + "; ".join(attention), markup=False)
         else:

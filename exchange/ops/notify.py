@@ -125,6 +125,25 @@ def told(connection: Connection) -> Told:
     )
 
 
+def last_told(connection: Connection) -> dict[str, Any] | None:
+    """What ``exchange status`` and the workbench show of the notifications: when the operators
+    were last told (or an attempt was made), by which process, how it went, and the stops
+    told; None when nothing was ever told (no channel, or nothing to tell yet)."""
+    row = (
+        connection.execute(select(notifications).where(notifications.c.name == ROW))
+        .mappings()
+        .first()
+    )
+    if row is None or row["attempted_at"] is None:
+        return None
+    return {
+        "attempted_at": row["attempted_at"].isoformat(),
+        "sent_by": row["sent_by"],
+        "outcome": row["outcome"],
+        "stops_told": [s for s in (row["stops"] or "").split(",") if s],
+    }
+
+
 def _values(state: Told, sent_by: str, outcome: str | None) -> dict[str, Any]:
     return {
         "version": state.version,

@@ -40,6 +40,7 @@ WORDS: dict[str, dict[Lang, str]] = {
     "state": {"ru": "Состояние", "en": "State"},
     "count": {"ru": "Количество", "en": "Count"},
     "workers": {"ru": "Работающие обработчики", "en": "Live workers"},
+    "last_told": {"ru": "Последнее уведомление операторам", "en": "Operators last notified"},
     "no_workers": {
         "ru": "Ни один обработчик не отчитывался за час",
         "en": "No worker reported in the last hour",

@@ -39,6 +39,7 @@ from exchange.domain.states import State
 from exchange.errors import OperatorError
 from exchange.ops import find as finder
 from exchange.ops import operators
+from exchange.ops.notify import last_told
 from exchange.ops.quarantine import Filters, cancel, list_quarantined, retry
 from exchange.ops.status import biography, human_age, pace_words, status
 from exchange.queue import control
@@ -268,6 +269,7 @@ class Workbench:
                     "figures": figures.as_json(),
                     "held": finder.held(connection, self.kinds),
                     "pause": control.operator_pause(connection),
+                    "told": last_told(connection),
                 }
 
         return self._render(request, "dashboard.html", who, **await asyncio.to_thread(read))

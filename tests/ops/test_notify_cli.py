@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -83,6 +84,8 @@ def test_notify_once_sends_then_waits_for_the_period_and_is_refused_when_off(
     stage(engine, [price_row("SKU-BAD", 1)])
     ran = exchange("run", "--until-idle", env=environment(db_url, **site_env(site)), cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
+    never = exchange("status", "--json", env=environment(db_url), cwd=tmp_path)
+    assert json.loads(never.stdout)["notifications"] is None  # never told
     with smtp_server() as (inbox, port):
         env = environment(db_url, **mail(port))
         first = exchange("notify", "--once", env=env, cwd=tmp_path)
@@ -92,6 +95,12 @@ def test_notify_once_sends_then_waits_for_the_period_and_is_refused_when_off(
         second = exchange("notify", "--once", env=env, cwd=tmp_path)
         assert second.returncode == 0 and "next message goes no sooner than" in second.stdout
         assert 1 == len(inbox.messages) and "http-422" in inbox.text()
+    # the engineer on call sees whether the operators were told, and how it went
+    told = json.loads(exchange("status", "--json", env=environment(db_url), cwd=tmp_path).stdout)
+    assert told["notifications"]["outcome"] == "sent", told["notifications"]
+    assert told["notifications"]["sent_by"] and told["notifications"]["attempted_at"]
+    table = exchange("status", env=environment(db_url), cwd=tmp_path).stdout
+    assert "operators last notified" in table and ": sent" in table, table
     off = exchange("notify", "--once", env=environment(db_url), cwd=tmp_path)
     assert off.returncode == 2 and off.stderr.startswith("error: notifications are off")
     assert 1 == len(off.stderr.splitlines())

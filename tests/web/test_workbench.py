@@ -31,7 +31,7 @@ from workbench_helpers import (
 )
 
 from exchange.db.engine import transaction
-from exchange.db.schema import history, messages, operators, workers
+from exchange.db.schema import history, messages, notifications, operators, workers
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import posting_row, stage
 from exchange.web.words import WORDS
@@ -338,3 +338,24 @@ def test_the_dashboard_shows_each_live_workers_site_pace_and_limit(bench: str, d
         "site busy: 40 requests/s, 2 in flight (limit 3 of 16), 7 refused in the last minute, "
         "paced at 45 requests/s" in english
     )
+
+
+def test_the_dashboard_says_when_the_operators_were_last_notified(bench: str, db: Engine) -> None:
+    client = signed_in(bench, "victor")
+    assert 'id="told"' not in client.get("/").text  # never told: nothing to say
+    with transaction(db) as connection:
+        connection.execute(
+            insert(notifications).values(
+                name="operators",
+                version=1,
+                attempted_at=datetime(2026, 12, 1, 9, 30, tzinfo=UTC),
+                stops="breaker",
+                sent_by="shop-worker-1",
+                outcome="not sent: e-mail: SMTP smtp.shop.example:587 unreachable",
+            )
+        )
+    page = client.get("/").text
+    told = re.search(r'<p id="told">(.*?)</p>', page, re.S)
+    assert told is not None, page
+    assert "Последнее уведомление операторам" in told.group(1)
+    assert "shop-worker-1" in told.group(1) and "not sent: e-mail" in told.group(1)
