@@ -13,15 +13,21 @@ from pathlib import Path
 
 import pytest
 from procs import start, wait_for
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import history, messages
+from exchange.db.schema import workers as workers_table
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import in_flight_overlaps, posting_row, price_row, stage
 from exchange.ops.status import biography
 
 pytestmark = pytest.mark.slow
+
+
+def live_workers(engine: Engine) -> int:
+    with transaction(engine, read_only=True) as connection:
+        return len(connection.execute(select(workers_table.c.worker_id)).all())
 
 
 @pytest.mark.parametrize("workers", [2, 3])
@@ -37,12 +43,11 @@ def test_several_worker_processes_share_the_work_and_no_aggregate_is_ever_in_fli
     with SiteSimulator(token="test-token", faults=faults) as site:
         procs = [start(pg_url, site, f"w{i}", tmp_path) for i in range(workers)]
         try:
-            wait_for(
-                lambda: all((tmp_path / f"w{i}.log").exists() for i in range(workers)),
-                10,
-                "workers to start",
-            )
-            time.sleep(2)  # every worker is polling before 1C writes anything
+            # Every worker is polling before 1C writes anything: each has ended a cycle (its
+            # row in `workers`), so its signal handlers are in place for the SIGTERM below.
+            # (A loaded machine can take seconds to start one; the others would do all the
+            # work meanwhile, and the SIGTERM would find it still importing.)
+            wait_for(lambda: live_workers(engine) == workers, 60, "workers to start")
             stage(engine, rows)
             wait_for(lambda: len(site.held_versions()) == 156, 90, "every aggregate delivered")
             wait_for(
