@@ -417,3 +417,25 @@ def test_memory_is_flat_in_the_file_size(tmp_path: Path) -> None:
             tracemalloc.stop()
         assert peak < 8 * 2**20, peak
         assert (counts.offers, counts.articles) in ((10_000, 0), (0, 1))
+
+
+@pytest.mark.parametrize("namespace", [None, "urn:1C.ru:commerceml_2", "urn:1C.ru:commerceml_3"])
+def test_a_prefixed_package_reads_as_an_unprefixed_one(namespace: str | None) -> None:
+    """Tags are read by their local name, in a default namespace or under a prefix."""
+    package = Package(
+        offers=[CmlOffer("A#1", [CmlPrice("t1", "2.50", "руб", "1")], article="X")],
+        types=[CmlType("t1", "Розничная")],
+        namespace=namespace,
+    )
+    plain = offers_xml(package)
+    prefixed = re.sub(rb"<(/?)([^!?/ >]+)", rb"<\1c:\2", plain).replace(b" xmlns=", b" xmlns:c=")
+    if namespace is None:
+        prefixed = prefixed.replace(
+            "<c:КоммерческаяИнформация".encode(),
+            '<c:КоммерческаяИнформация xmlns:c="urn:x"'.encode(),
+        )
+    assert b"<c:" in prefixed and b"<\xd0" not in prefixed
+    header, sink = read(prefixed)
+    expected_header, expected = read(plain)
+    assert (expected_header, expected.offers, expected.types) == (header, sink.offers, sink.types)
+    assert [o.id for o in sink.offers] == ["A#1"]  # type: ignore[attr-defined]
