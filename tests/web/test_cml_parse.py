@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import string
+import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,9 +15,26 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xml
+from exchange.dev.cml_gen import (
+    CmlOffer,
+    CmlPrice,
+    CmlType,
+    Package,
+    catalogue_xml,
+    offers_xml,
+    write_big_offers,
+)
 from exchange.intake.commerceml.mapping import Mapper, amount, currency
-from exchange.intake.commerceml.parse import CmlError, Header, parse
+from exchange.intake.commerceml.parse import (
+    BLOCK,
+    MAX_DEPTH,
+    MAX_MARKUP,
+    MAX_PROLOG,
+    MAX_RUN,
+    CmlError,
+    Header,
+    parse,
+)
 from exchange.intake.contracts import Accepted, Rejected, StagingRow, validate
 from exchange.settings import DEFAULT_KINDS
 
@@ -242,3 +261,181 @@ def test_a_long_description_in_a_catalogue_is_no_concern_but_a_huge_field_is_ref
     huge = offers_xml(Package(offers=[CmlOffer("x" * 70_000, [CmlPrice("t1", "1")])]))
     with pytest.raises(CmlError, match="text node longer than"):
         read(huge)
+
+
+# -- the guards of the C parser (no handler can be set on it) -------------------------------
+
+OFFER = (
+    "<Предложение><Ид>A</Ид><Цены><Цена><ИдТипаЦены>t1</ИдТипаЦены>"
+    "<ЦенаЗаЕдиницу>1</ЦенаЗаЕдиницу></Цена></Цены></Предложение>"
+)
+
+
+def offers_file(inside: str, *, prolog: str = "", after: str = "") -> bytes:
+    """An offers file with ``inside`` in an element of the package, before one offer."""
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>'
+        + prolog
+        + '<КоммерческаяИнформация ВерсияСхемы="2.07"><ПакетПредложений>'
+        + inside
+        + f"<Предложения>{OFFER}</Предложения>{after}</ПакетПредложений></КоммерческаяИнформация>"
+    ).encode()
+
+
+def test_a_doctype_after_a_prolog_longer_than_a_block_is_refused_before_any_expansion(
+    tmp_path: Path,
+) -> None:
+    comment = "<!--" + "x" * (3 * BLOCK) + "-->\n"
+    laughs = BILLION_LAUGHS.replace(b'<?xml version="1.0"?>', comment.encode())
+    assert laughs.index(b"<!DOCTYPE") > 3 * BLOCK
+    with pytest.raises(CmlError, match="document type declaration"):
+        read(laughs)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET")
+    with pytest.raises(CmlError, match="document type declaration") as caught:
+        read(external_entity(secret).replace(b'<?xml version="1.0"?>', comment.encode()))
+    assert "TOP-SECRET" not in str(caught.value)
+
+
+def test_a_prolog_longer_than_its_cap_is_refused() -> None:
+    _, sink = read(offers_file("", prolog="<!--" + "x" * (MAX_PROLOG // 2) + "-->"))
+    assert len(sink.offers) == 1
+    with pytest.raises(CmlError, match="no root element in the first"):
+        read(offers_file("", prolog="<!--" + "x" * MAX_PROLOG + "-->"))
+
+
+RUN = MAX_RUN + 3 * BLOCK  # a run is seen at block ends: it may start late in one
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        "слово " * (RUN // 11),  # one text node over many blocks
+        "<!-- -->".join(["a" * 4000] * (RUN // 4000)),  # comments do not end a text
+        "<![CDATA[<b>" + "a" * RUN + "]]>",  # nor a '<' inside CDATA
+        "<![CDATA[" + "<b>aaaa" * (RUN // 7) + "]]>",
+    ],
+    ids=["text", "comments", "cdata", "cdata-with-tags"],
+)
+def test_a_text_run_longer_than_the_cap_across_blocks_is_refused(run: str) -> None:
+    """No start tag in MAX_RUN bytes: the text held (a description, never read) is capped."""
+    data = offers_file(f"<Описание>{run}</Описание>")
+    assert len(data) > MAX_RUN + 2 * BLOCK
+    with pytest.raises(CmlError, match=f"a text longer than {MAX_RUN} bytes"):
+        read(data)
+
+
+def test_a_text_under_the_cap_across_blocks_is_read_and_so_are_a_few_comments() -> None:
+    _, sink = read(offers_file("<Описание>" + "a" * (MAX_RUN - 3 * BLOCK) + "</Описание>"))
+    assert len(sink.offers) == 1
+    _, sink = read(offers_file("<!-- c --><?pi x?>" * (MAX_MARKUP // 2)))
+    assert len(sink.offers) == 1
+    with pytest.raises(CmlError, match=f"more than {MAX_MARKUP} comments"):
+        read(offers_file("<!-- c -->" * (MAX_MARKUP + 1)))
+
+
+def test_nesting_deeper_than_the_cap_across_blocks_is_refused_even_when_closed() -> None:
+    """Seen at a block's end: the open path is walked after each block (a deeper subtree that
+    opens and closes within one block is dropped with it, never read)."""
+    deep = ("<Группа>" + " " * 5000) * (MAX_DEPTH + 1) + " " * BLOCK + "</Группа>" * (MAX_DEPTH + 1)
+    with pytest.raises(CmlError, match=f"nested deeper than {MAX_DEPTH}"):
+        read(offers_file(deep))
+    shallow = ("<Группа>" + " " * 5000) * (MAX_DEPTH - 3) + "</Группа>" * (MAX_DEPTH - 3)
+    _, sink = read(offers_file(shallow))
+    assert len(sink.offers) == 1
+
+
+class Counts:
+    def __init__(self) -> None:
+        self.offers = self.types = self.articles = 0
+
+    def price_type(self, price_type: object) -> None:
+        self.types += 1
+
+    def article(self, product_id: str, article: str) -> None:
+        self.articles += 1
+
+    def offer(self, offer: object) -> None:
+        self.offers += 1
+
+
+class Pieces:
+    """A stream that gives at most ``sizes[i]`` bytes per read, in turn."""
+
+    def __init__(self, data: bytes, sizes: list[int]) -> None:
+        self.data, self.sizes, self.at, self.turn = data, sizes, 0, 0
+
+    def read(self, size: int = -1, /) -> bytes:
+        step = min(size, self.sizes[self.turn % len(self.sizes)])
+        self.turn += 1
+        piece = self.data[self.at : self.at + step]
+        self.at += len(piece)
+        return piece
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(package=packages, sizes=st.lists(st.integers(1, 300), min_size=1, max_size=8))
+def test_where_the_blocks_end_changes_nothing_read(package: Package, sizes: list[int]) -> None:
+    """Records cut at any byte are read whole: an unfinished offer keeps its fields (a price
+    nested in a unit, a tax inside a price, product characteristics beside it) until it ends."""
+    data = offers_xml(package)
+    data = data.replace(
+        "</Цена>".encode(),
+        "<Налог><Наименование>НДС</Наименование></Налог>"
+        "<Единица><Пересчет><Коэффициент>1</Коэффициент></Пересчет></Единица></Цена>".encode(),
+    ).replace(
+        "<Наименование>Товар</Наименование>".encode(),
+        "<ХарактеристикиТовара><Ид>x</Ид><Цены>0</Цены></ХарактеристикиТовара>".encode(),
+    )
+    try:
+        whole = read(data)
+    except CmlError as exc:
+        with pytest.raises(CmlError, match=re.escape(str(exc).split(" in <")[0])):
+            parse(Pieces(data, sizes), Collect())
+        return
+    sink = Collect()
+    header = parse(Pieces(data, sizes), sink)
+    assert (whole[0], whole[1].offers, whole[1].types) == (header, sink.offers, sink.types)
+
+
+def test_memory_is_flat_in_the_file_size(tmp_path: Path) -> None:
+    """The tree keeps the open path and about one block, whatever the file holds: many offers
+    or one element of many children that is not read."""
+    path = tmp_path / "offers.xml"
+    write_big_offers(path, 10_000)  # 1.3 MB: 260,000 elements
+    wide = catalogue_xml(articles=[("P1", "A-1")]).replace(
+        "<Товары>".encode(),
+        ("<Свойства>" + "<Свойство/>" * 200_000 + "</Свойства><Товары>").encode(),
+    )
+    for data in (path.read_bytes(), wide):
+        counts = Counts()
+        tracemalloc.start()
+        try:
+            parse(io.BytesIO(data), counts)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < 8 * 2**20, peak
+        assert (counts.offers, counts.articles) in ((10_000, 0), (0, 1))
+
+
+@pytest.mark.parametrize("namespace", [None, "urn:1C.ru:commerceml_2", "urn:1C.ru:commerceml_3"])
+def test_a_prefixed_package_reads_as_an_unprefixed_one(namespace: str | None) -> None:
+    """Tags are read by their local name, in a default namespace or under a prefix."""
+    package = Package(
+        offers=[CmlOffer("A#1", [CmlPrice("t1", "2.50", "руб", "1")], article="X")],
+        types=[CmlType("t1", "Розничная")],
+        namespace=namespace,
+    )
+    plain = offers_xml(package)
+    prefixed = re.sub(rb"<(/?)([^!?/ >]+)", rb"<\1c:\2", plain).replace(b" xmlns=", b" xmlns:c=")
+    if namespace is None:
+        prefixed = prefixed.replace(
+            "<c:КоммерческаяИнформация".encode(),
+            '<c:КоммерческаяИнформация xmlns:c="urn:x"'.encode(),
+        )
+    assert b"<c:" in prefixed and b"<\xd0" not in prefixed
+    header, sink = read(prefixed)
+    expected_header, expected = read(plain)
+    assert (expected_header, expected.offers, expected.types) == (header, sink.offers, sink.types)
+    assert [o.id for o in sink.offers] == ["A#1"]  # type: ignore[attr-defined]
