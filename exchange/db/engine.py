@@ -15,9 +15,11 @@ expire and is taken over with the same message_id (docs/guarantees.md).
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
@@ -29,6 +31,7 @@ from exchange.settings import mask_secrets, safe_url, secret_forms, url_secrets
 
 SQLITE_BUSY_TIMEOUT_S = 30
 PG_CONNECT_TIMEOUT_S = 10
+log = logging.getLogger(__name__)
 
 
 def normalise_url(url: str) -> str:
@@ -80,23 +83,53 @@ def is_postgres(connection_or_engine: Connection | Engine) -> bool:
 
 
 @contextmanager
-def transaction(engine: Engine, *, read_only: bool = False) -> Iterator[Connection]:
-    """One short transaction. Connection failures become ``DatabaseUnavailable``."""
+def transaction(
+    engine: Engine, *, read_only: bool = False, attach: tuple[str, Path] | None = None
+) -> Iterator[Connection]:
+    """One short transaction. Connection failures become ``DatabaseUnavailable``.
+
+    ``attach`` (SQLite only): ``(schema, file)``, a database file attached to the connection
+    before the transaction begins and detached after it ended (SQLite refuses both inside a
+    transaction), so its statements can read ``schema.table``. A pooled connection never keeps
+    it: a connection that cannot detach is discarded, not returned to the pool."""
     try:
         raw = engine.connect()
     except DBAPIError as exc:  # refused, unknown host, bad password, not a database file…
         raise DatabaseUnavailable(describe_db_error(engine, exc)) from exc
     try:
         with raw:
-            connection = raw.execution_options(read_only=True) if read_only else raw
-            with connection.begin():
-                yield connection
+            if attach is not None:
+                _attach(raw, *attach)
+            try:
+                connection = raw.execution_options(read_only=True) if read_only else raw
+                with connection.begin():
+                    yield connection
+            finally:
+                if attach is not None:
+                    _detach(raw, attach[0])
     except OperationalError as exc:
         raise DatabaseUnavailable(describe_db_error(engine, exc)) from exc
     except DBAPIError as exc:
         if exc.connection_invalidated:
             raise DatabaseUnavailable(describe_db_error(engine, exc)) from exc
         raise
+
+
+def _attach(raw: Connection, schema: str, path: Path) -> None:
+    if raw.dialect.name != "sqlite" or not schema.isidentifier():
+        raise ValueError(f"cannot attach {schema!r}: SQLite only, a plain name")
+    # On the driver's connection: SQLAlchemy's own execute would begin the transaction first.
+    driver: Any = raw.connection.driver_connection
+    driver.execute(f"ATTACH DATABASE ? AS {schema}", (str(path),))
+
+
+def _detach(raw: Connection, schema: str) -> None:
+    driver: Any = raw.connection.driver_connection
+    try:
+        driver.execute(f"DETACH DATABASE {schema}")
+    except Exception as exc:  # the transaction's outcome stands; the connection goes
+        log.warning("could not detach %s (%s): the connection is discarded", schema, exc)
+        raw.invalidate()  # closed, never back in the pool with the attachment
 
 
 def describe_db_error(engine: Engine, exc: DBAPIError) -> str:

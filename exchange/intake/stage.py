@@ -52,3 +52,31 @@ def stage_many(connection: Connection, rows: Sequence[Row]) -> int:
     finally:
         cursor.close()
     return len(rows)
+
+
+def stage_attached(
+    connection: Connection,
+    source: str,
+    *,
+    kind: str,
+    version: int,
+    schema_version: str,
+    source_ref: str | None,
+) -> int:
+    """The rows of ``source``, a table ``(aggregate, payload)`` of a database attached to
+    ``connection`` (SQLite, ``transaction(attach=...)``), staged in its rowid order with these
+    other columns, as ``stage_many`` would stage the same tuples: one ``INSERT ... SELECT``
+    that SQLite runs without Python per row, in ``connection``'s transaction. Returns how
+    many."""
+    table = connection.dialect.identifier_preparer.format_table(staging)
+    columns = ", ".join(COLUMNS)
+    driver: Any = connection.connection.driver_connection  # the same transaction
+    cursor = driver.execute(
+        f"INSERT INTO {table} ({columns}) "
+        f"SELECT ?, aggregate, ?, payload, ?, ? FROM {source} ORDER BY rowid",
+        (kind, version, schema_version, source_ref),
+    )
+    try:
+        return int(cursor.rowcount)
+    finally:
+        cursor.close()

@@ -11,6 +11,8 @@ import time
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from exchange.intake.commerceml.publish import WORK_SUFFIXES
+
 SESSION = re.compile(r"^[0-9a-f]{32}$")
 UNPACKED_MARK = ".unpacked"
 
@@ -31,7 +33,7 @@ def safe_relative(name: str) -> PurePosixPath:
         raise FileRefused(f"file name {name[:100]!r} names no file")
     if ".." in parts:
         raise FileRefused(f"file name {name[:100]!r} leaves the exchange's folder: not allowed")
-    if parts[-1].endswith((".spool", ".part", UNPACKED_MARK)):
+    if parts[-1].endswith((*WORK_SUFFIXES, ".part", UNPACKED_MARK)):  # the service's own files
         raise FileRefused(f"file name {name[:100]!r} is reserved")
     return PurePosixPath(*parts)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,3 +36,10 @@ def test_any_name_stays_inside_the_folder_or_is_refused(
         return
     resolved = path.resolve()
     assert folder.resolve() in resolved.parents
+
+
+@pytest.mark.parametrize("name", ["offers.xml.spool", "offers.xml.rows.db", "goods/a.xml.rows.db"])
+def test_the_names_of_an_imports_own_files_are_refused(tmp_path: Path, name: str) -> None:
+    """1C may not upload over the spool or the scratch rows an import writes beside a file."""
+    with pytest.raises(FileRefused, match="reserved"):
+        inside(tmp_path, name)

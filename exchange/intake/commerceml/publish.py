@@ -26,8 +26,10 @@ an unfinished entry whose heartbeat stopped is closed as ``interrupted`` by any 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -53,15 +55,19 @@ from exchange.intake.commerceml.reading import (
     Read,
     ReaderCrashed,
     ReaderPool,
-    follow,
     frames,
     read_into_spool,
 )
-from exchange.intake.stage import Row, stage_many
+from exchange.intake.stage import Row, stage_attached, stage_many
 
 CHUNK = 5000
 log = logging.getLogger(__name__)
 PUBLISH_LOCK = 0x1C0E  # PostgreSQL advisory lock: one package gets its version at a time
+SPOOL_SUFFIX = ".spool"  # beside the upload: the frames the reader writes
+SCRATCH_SUFFIX = ".rows.db"  # beside the upload: the rows read, a SQLite file (SQLite staging)
+WORK_SUFFIXES = (SPOOL_SUFFIX, SCRATCH_SUFFIX)  # names 1C may not upload (exchange/web/files.py)
+SCRATCH = "scratch"  # the scratch database's name while attached
+SCRATCH_TABLE = "price_rows"
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,9 +260,11 @@ def import_file(
     read in a process of its own while the publishing transaction stages what it has read so
     far; without, it is read here first. Never raises for bad data: a file that cannot be read
     is a ``failure`` Outcome with a one-line reason."""
-    spool = path.with_name(path.name + ".spool")
+    spool = path.with_name(path.name + SPOOL_SUFFIX)
     spool.unlink(missing_ok=True)
     spool.touch()
+    scratch = path.with_name(path.name + SCRATCH_SUFFIX)
+    scratch.unlink(missing_ok=True)
     types, articles = load_catalogue(engine, articles=sku_mode == "article")
     target = staging_engine if staging_engine is not None else engine
     found: list[Read] = []
@@ -298,15 +306,21 @@ def import_file(
                     done=future.done,
                     progress=progress,
                 )
-            else:  # SQLite: its one writer's lock only for the short transaction, after
-                if progress is not None:
-                    follow(spool, future.done, progress)
+            else:  # SQLite: the rows into a scratch file while the rest is read, its one
+                # writer's lock only for the short transaction that copies them, after
+                _into_scratch(spool, scratch, future.done, progress)
                 read = finish()
                 early = _judge(read)
                 if early is not None:
                     return early
                 result = publish(
-                    engine, spool, digest, name, staging_engine=staging_engine, read=lambda: read
+                    engine,
+                    spool,
+                    digest,
+                    name,
+                    staging_engine=staging_engine,
+                    read=lambda: read,
+                    scratch=scratch,
                 )
         if isinstance(result, Outcome):
             return result
@@ -322,9 +336,32 @@ def import_file(
         return Outcome("failure", str(exc))
     finally:
         spool.unlink(missing_ok=True)
+        scratch.unlink(missing_ok=True)
         if found and (found[-1].new_types or found[-1].new_articles):
             with transaction(engine) as connection:  # after the staging transaction ended
                 save_catalogue(connection, found[-1].new_types, found[-1].new_articles)
+
+
+def _into_scratch(
+    spool: Path,
+    scratch: Path,
+    done: Callable[[], bool],
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    """The spool's rows, frame by frame as the reader writes them (until ``done()``), into
+    ``scratch``: a SQLite file of this import's own, never the service's database, so no lock
+    of the service's is held meanwhile. No journal, no sync: it is thrown away after the
+    publishing transaction, or when this import fails."""
+    with contextlib.closing(sqlite3.connect(scratch, isolation_level=None)) as rows:
+        rows.execute("PRAGMA journal_mode=OFF")
+        rows.execute("PRAGMA synchronous=OFF")
+        rows.execute(
+            f"CREATE TABLE {SCRATCH_TABLE} (aggregate TEXT NOT NULL, payload TEXT NOT NULL)"
+        )
+        rows.execute("BEGIN")
+        for _, chunk in frames(spool, done, progress):
+            rows.executemany(f"INSERT INTO {SCRATCH_TABLE} VALUES (?, ?)", chunk)
+        rows.execute("COMMIT")
 
 
 def _not_sent(counts: Counts) -> int:
@@ -450,34 +487,48 @@ def publish(
     staging_engine: Engine | None = None,
     done: Callable[[], bool] = lambda: True,
     progress: Callable[[int, int], None] | None = None,
+    scratch: Path | None = None,
 ) -> tuple[int, bool] | Outcome:
     """Stage the spool's rows in one transaction of the staging database with one new version
     as they are written (until ``done()``), then take ``read()`` (what the reader found; it
     raises for a file that cannot be read, and the transaction rolls back), record the
-    package's digest with them and commit: ``(version, True)``. When a package with this
-    digest was staged before: ``(its version, False)``, nothing staged. A file that stages
-    nothing: its ``Outcome``."""
+    package's digest with them and commit: ``(version, True)``. With ``scratch`` (SQLite: the
+    rows already copied there by ``_into_scratch``) the spool is not read: the transaction
+    copies the scratch file's rows, attached to its connection, in one statement. When a
+    package with this digest was staged before: ``(its version, False)``, nothing staged. A
+    file that stages nothing: its ``Outcome``."""
     target = staging_engine if staging_engine is not None else engine
     queue = engine if target is not engine else None
+    attach = (SCRATCH, scratch) if scratch is not None else None
     try:
-        with transaction(target) as connection:
+        with transaction(target, attach=attach) as connection:
             if is_postgres(connection):
                 connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PUBLISH_LOCK})
             seen = _staged_before(connection, digest)
             if seen is not None:
                 return seen, False
             version, mark = _next_version(connection, queue)
-            for generated_at, chunk in frames(spool, done, progress):
-                source_ref = _source_ref(name, generated_at)
-                rows: list[Row] = [
-                    ("price", aggregate, version, payload, "1", source_ref)
-                    for aggregate, payload in chunk
-                ]
-                stage_many(connection, rows)
+            if scratch is None:
+                for generated_at, chunk in frames(spool, done, progress):
+                    source_ref = _source_ref(name, generated_at)
+                    rows: list[Row] = [
+                        ("price", aggregate, version, payload, "1", source_ref)
+                        for aggregate, payload in chunk
+                    ]
+                    stage_many(connection, rows)
             found = read()
             abandoned = _judge(found)
             if abandoned is not None:
                 raise _Abandon(abandoned)
+            if scratch is not None:  # the header comes before any row: the frames' date
+                stage_attached(
+                    connection,
+                    f"{SCRATCH}.{SCRATCH_TABLE}",
+                    kind="price",
+                    version=version,
+                    schema_version="1",
+                    source_ref=_source_ref(name, found.header.generated_at),
+                )
             connection.execute(
                 insert(cml_packages).values(
                     digest=digest,

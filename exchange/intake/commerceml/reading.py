@@ -138,20 +138,6 @@ def frames(
                 yield generated_at, rows
 
 
-def follow(spool: Path, done: Callable[[], bool], progress: Callable[[int, int], None]) -> None:
-    """Tells ``progress`` what the reader has read, frame by frame, until ``done()``, without
-    taking the rows (``frames`` reads them afterwards)."""
-    with spool.open("rb") as source:
-        while True:
-            head = _exactly(source, _HEAD.size, done)
-            if head is None:
-                return
-            size, read, offers = _HEAD.unpack(head)
-            if _exactly(source, size, done) is None:
-                return
-            progress(read, offers)
-
-
 def _exactly(source: BinaryIO, size: int, done: Callable[[], bool]) -> bytes | None:
     data = source.read(size)
     while len(data) < size:
