@@ -1,8 +1,10 @@
 """Reading a CommerceML file in a process of its own (issue 14, item 8): ``exchange serve``
-reads each file in a ``ReaderPool`` process while the publishing transaction stages what it
-has read; the intents are the very ones read in serve's own process, a file that cannot be
-read is a ``failure`` with nothing staged, and a reader that dies is a ``failure`` too, never
-a hang, after which the next file is read by a new process."""
+reads each file in a ``ReaderPool`` process while what it has read is staged (PostgreSQL: by
+the publishing transaction; SQLite: into a scratch file, copied by the transaction after the
+read, the service's database free meanwhile); the intents are the very ones read in serve's
+own process, a file that cannot be read is a ``failure`` with nothing staged, and a reader that
+dies is a ``failure`` too, never a hang, after which the next file is read by a new process.
+No spool, no scratch file and no attached database is left behind."""
 
 from __future__ import annotations
 
@@ -243,7 +245,7 @@ def read_then_wait_for_a_staged_frame(path: Path, spool: Path, *args: Any) -> Re
 def test_on_postgresql_the_frames_are_staged_while_the_reader_has_not_answered(
     pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The overlap of reading and staging (PostgreSQL only: SQLite stages after the read):
+    """The overlap of reading and staging on PostgreSQL (SQLite's: the test below):
     the publishing transaction stages the first frame before the reading process answers."""
     path = tmp_path / "offers.xml"
     path.write_bytes(varied(2 * CHUNK + 123))

@@ -9,10 +9,11 @@ this service's own file, written by its own reader: it is never a file received.
 
 ``ReaderPool`` runs ``read_into_spool`` in a process of its own (``concurrent.futures``
 with the ``spawn`` start method: the same on Linux and Windows, and never a fork of a server
-that runs threads), so the publishing transaction can stage the frames already written while
-the rest of the file is still being read: parse and stage overlap, and the transaction is
-the floor. A reader that dies (a crash, the memory killer) breaks the pool: ``frames`` ends,
-``result`` raises ``ReaderCrashed``, the pool is made anew for the next file.
+that runs threads), so the frames already written can be staged while the rest of the file is
+still being read (by the publishing transaction on PostgreSQL, into a scratch file on SQLite:
+``publish.py``): parse and stage overlap. A reader that dies (a crash, the memory killer)
+breaks the pool: ``frames`` ends, ``result`` raises ``ReaderCrashed``, the pool is made anew
+for the next file.
 """
 
 from __future__ import annotations
