@@ -17,11 +17,11 @@ and copies the rows in one ``INSERT ... SELECT`` that SQLite runs without Python
 (``stage_attached``); the file is deleted whatever the outcome. Timed apart at 100,000
 offers (median of 3, against the bare parse of the same moment): the copy into the scratch
 file 0.17×, the publishing transaction from it 0.19× (from the spool by ``executemany`` it
-was 0.52×); the import, round by round, takes 0.8–0.95 of the time it took with
-``executemany`` after the read (through serve 1.63× the bare parse against 1.82×, without
-serve's HTTP 1.70× against 2.06×: docs/benchmarks/README.md). The version is above every
-``price`` version of the queue and the staging table, known before the package's aggregates
-are.
+was 0.52×); the import, round by round, takes 0.79–0.95 of the time it took with
+``executemany`` after the read (through serve 1.63–1.65× the bare parse against 1.82–1.97×,
+without serve's HTTP 1.35–1.70× against 1.54–2.06×: docs/benchmarks/README.md). The
+version is above every ``price`` version of the queue and the staging table, known before
+the package's aggregates are.
 
 Staging in a database of its own (``EXCHANGE_STAGING_URL``, contract 1 and 7): the publishing
 transaction runs there, and the package's record (``cml_packages``: digest and version) is
