@@ -145,6 +145,7 @@ class Pace:
     hold_base: float
     max_rate: float | None = None  # the hard cap for this worker (requests/s), if any
     alone: bool = True  # no other worker paces this site (the caller's word): it may drain
+    may_probe: bool = True  # the caller's word: this worker holds the site's probe turn
     initial_limit: int = 4
     limit: int = 0  # set from initial_limit
     rate: float | None = None  # requests/s; None: not paced by rate
@@ -336,10 +337,14 @@ class Pace:
             return
         if self.rate < good:  # back to what the site is known to take, fast
             self.rate = min(good, self.rate * 2.0**dt)
+        elif self.probing_since is not None and not self.may_probe:
+            self._end_probe(now)  # the turn passed on before the site refused the probe
         elif now >= self.probe_held_until and now >= self.hold_until:
             # Probing: the share past the known-good rate grows until the site refuses it;
             # a refused probe costs that share only (``_probe_refused``).
             if self.probing_since is None:  # from now on (the time before was not probing)
+                if not self.may_probe:  # another worker probes the site now
+                    return
                 self.probing_since = now
                 self._rates = [(now, self.rate)]
                 return
@@ -348,6 +353,26 @@ class Pace:
                 self._rates.append((now, self.rate))
                 if self._rates[0][0] < now - 2 * PROVEN:
                     del self._rates[0]
+
+    def _end_probe(self, now: float) -> None:
+        """The probe ends unrefused (the turn passed on): a probe that ran ``PROVEN`` seconds
+        found that much more, measured as a refused probe's is; the rate falls back to the
+        known-good one."""
+        assert self.good is not None
+        proven = self._rate_before(now - PROVEN)
+        if proven is not None:
+            self.good = max(self.good, PROBE_BETA * min(proven, self.accepted_rate(now)))
+        self.rate = self.good if self.rate is None else min(self.rate, self.good)
+        self._stop_probing()
+
+    def wants_probe(self, now: float) -> bool:
+        """The worker would probe past the known-good rate now, had it the turn (``may_probe``):
+        it sends at that rate and uses it, and no hold, pause or drain runs."""
+        if self.rate is None or self.good is None or self.probing_since is not None:
+            return False
+        if now < max(self.probe_held_until, self.hold_until, self._drain_until):
+            return False
+        return self.rate >= self.good and self.accepted_rate(now) >= 0.8 * self.rate
 
     def _learn_rtt(self, now: float, rtt: float) -> None:
         if self._rtt_period_started is None:
