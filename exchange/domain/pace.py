@@ -69,9 +69,9 @@ adaptive concurrency, a gradient controller with periodic min-RTT windows):
   429 while draining, or after it, is a full round (the capacity did fall). It drains only
   when the site says so: a drain after every refused probe would cost a quarter of the rate
   for half a second every 2 s, where the 429 it answers follows one probe in ten or so.
-  Only a worker alone on the site drains (``alone``, the caller's count of live workers):
-  with two, a 429 after the *other* worker's probe is a full round anyway, and draining
-  kept each worker's known-good rate above its share after the halving (settling later).
+  Several workers on one site take turns probing (below), so a 429 at the known-good rate
+  within a worker's own refused probe's pause is that probe's aftermath: it drains too (an
+  earlier rule let only a worker alone drain, when two could probe at once).
   Measured (``python -m bench.pace``, 7 runs alternating with the rule before): the halving
   shop's refusals settle 1.05 s (1.03-1.15) after the halving against 2.39 s (2.33-3.81), at
   0.94 of its capacity against 0.91; the steady shop unchanged at 0.95.
@@ -96,7 +96,14 @@ was sent at the old pace and says nothing new (TCP's fast recovery).
 
 Per worker process, in memory. Several workers on one site each run their own pace: AIMD flows
 sharing one bottleneck converge to fair shares (Chiu and Jain), and ``EXCHANGE_SITE_MAX_RATE``,
-a hard cap, is split among the live workers by the caller (``max_rate``).
+a hard cap, is split among the live workers by the caller (``max_rate``). They take turns
+probing: two probes at once push past the site's capacity twice as far, and each worker's 429
+after the other's probe is a full round. A worker probes past its known-good rate only while
+the caller says it may (``may_probe``: it holds the site's probe turn, or it is alone), says
+when it would (``wants_probe``: at the known-good rate, using it, no hold, pause or drain
+running), and a probe whose turn passes on before the site refused it ends as a refused one
+would, unrefused: back to the known-good rate, raised to ``PROBE_BETA`` x what the site took a
+``PROVEN`` second before if the probe ran that long (``_end_probe``).
 """
 
 from __future__ import annotations
@@ -144,7 +151,7 @@ class Pace:
     max_delay: float
     hold_base: float
     max_rate: float | None = None  # the hard cap for this worker (requests/s), if any
-    alone: bool = True  # no other worker paces this site (the caller's word): it may drain
+    alone: bool = True  # no other worker paces this site (the caller's word): needs no turn
     may_probe: bool = True  # the caller's word: this worker holds the site's probe turn
     initial_limit: int = 4
     limit: int = 0  # set from initial_limit
@@ -223,7 +230,7 @@ class Pace:
             self._probe_round = probe and cause is Cause.RATE_LIMITED and self.good is not None
             if self._probe_round:
                 return self._probe_refused(now, hint)
-            aftermath = self._may_drain and self.alone and now < self.probe_held_until
+            aftermath = self._may_drain and now < self.probe_held_until
             self._drain_round = aftermath and cause is Cause.RATE_LIMITED
             if self._drain_round:
                 return self._drain(now, hint)

@@ -382,19 +382,22 @@ def test_a_drain_s_429_holds_the_refused_message_and_the_probing_share() -> None
     assert p.rate is not None and math.isclose(DRAIN * good, p.rate)
 
 
-def test_a_worker_not_alone_on_the_site_does_not_drain() -> None:
-    """With other workers on the site a 429 at the known-good rate may follow another
-    worker's probe: it is a full round, as before the drain."""
+def test_a_worker_taking_turns_drains_after_its_own_refused_probe() -> None:
+    """With other workers on the site the workers take turns probing: a 429 at the
+    known-good rate within this worker's refused probe's pause follows its own probe (no
+    other probed then), so it drains as a worker alone does."""
     p, start = paced(120)
-    p.alone = False
+    good = p.good
+    assert good is not None
+    p.alone = False  # it probed with the turn
     now = steady(p, start, 0.5, 120)
     p.refused(now, now - 0.002, Cause.RATE_LIMITED, 1.0)  # this worker's probe
     after = steady(p, now + 0.01, 0.2, 90)
 
     p.refused(after, after - 0.002, Cause.RATE_LIMITED, 1.0)
 
-    assert 1.0 == p.reserve(after)
-    assert 1 == p.holds
+    assert 0.0 == p.reserve(after)  # no hold for everyone
+    assert (0, DRAIN * good, good) == (p.holds, p.rate, p.good)
 
 
 def test_a_429_at_the_drain_rate_is_a_full_round() -> None:

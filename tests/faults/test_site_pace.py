@@ -191,11 +191,11 @@ def test_the_rate_cap_is_shared_among_the_workers_that_reported_recently(
 
 
 @pytest.mark.parametrize("others", [0, 1])
-def test_a_worker_drains_only_while_it_is_alone_on_the_site(
+def test_a_worker_knows_whether_it_is_alone_on_the_site(
     sqlite_url: str, sqlite_engine: Engine, sim: SiteSimulator, others: int
 ) -> None:
-    """The drain after a refused probe is for a worker alone on the site (domain.pace): the
-    worker tells its pace whether others reported within the lease time, cap or no cap."""
+    """A worker alone on the site probes without waiting for the probe turn (domain.pace):
+    the worker tells its pace whether others reported within the lease time, cap or no cap."""
     now = datetime.now(UTC)
     with transaction(sqlite_engine) as connection:
         for n in range(others):
