@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -146,6 +147,7 @@ class Worker:
         self._turn_used = False  # a probe ran in the turn held
         self._turn_asked_at = -math.inf
         self._others_seen_at = -math.inf  # another worker held the turn then (monotonic)
+        self._turn_reported_at = -math.inf  # the last heartbeat after a refused claim
         self._turn_task: asyncio.Task[None] | None = None
         self.in_flight = 0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
@@ -477,6 +479,9 @@ class Worker:
                 self._turn_until, self._turn_used = 0.0, False
                 pace.may_probe = pace.alone
                 if not pace.alone:  # alone: nobody waits for it, it ends by itself
+                    # The others ask first: this one asks again TURN_ASK_EVERY after the
+                    # cool-down, by when a worker waiting for the turn has asked.
+                    self._turn_asked_at = now + cool_down
                     self._turn_task = asyncio.create_task(self._give_turn(cool_down))
             return
         if self._turn_until:  # the turn ran out
@@ -495,8 +500,12 @@ class Worker:
 
     async def _take_probe_turn(self, asked_at: float) -> None:
         taken: bool | None = None
+        alone = self.pace.alone
+        report = None  # refused, the worker reports (at most once per TURN_SECONDS)
+        if time.monotonic() - self._turn_reported_at >= TURN_SECONDS:
+            report = self._heartbeat_values()
         try:
-            taken = await asyncio.to_thread(self._turn.acquire, TURN_SECONDS)
+            taken, live = await asyncio.to_thread(self._claim_turn, alone, report)
         except Exception as exc:  # no turn without the database: probe no more for now
             log.debug("probe turn not taken: %s", exc)
         finally:
@@ -504,12 +513,27 @@ class Worker:
         if taken:
             self._turn_until = asked_at + TURN_SECONDS
             self.pace.may_probe = True
+            if alone and live > 1:  # another worker came since the cycle began
+                self._others_seen_at = time.monotonic()
+                self.pace.alone = False
             return
         self._turn_until = 0.0
         self.pace.may_probe = False
         if taken is False:  # another worker holds it: this one is not alone
             self._others_seen_at = time.monotonic()
             self.pace.alone = False
+
+    def _claim_turn(self, alone: bool, report: dict[str, Any] | None) -> tuple[bool, int]:
+        """Take (or renew) the probe turn. Refused, the worker reports (``report``: another
+        worker holds the turn, and its count of live workers may predate this one's first
+        heartbeat, a backlog making a cycle long); taken while alone, it counts the live
+        workers again. Returns whether it was taken, and the live workers (0: not counted)."""
+        if not self._turn.acquire(TURN_SECONDS):
+            if report is not None:
+                self._write_heartbeat(report)
+                self._turn_reported_at = time.monotonic()
+            return False, 0
+        return True, self._live_workers(self.clock.now()) if alone else 0
 
     async def _give_turn(self, cool_down: float) -> None:
         try:
@@ -655,8 +679,12 @@ class Worker:
     # -- what the worker tells about itself ------------------------------------------------
 
     def _heartbeat(self) -> None:
+        self._write_heartbeat(self._heartbeat_values())
+
+    def _heartbeat_values(self) -> dict[str, Any]:
+        """What the worker tells about itself; read on the event loop (the pace lives there)."""
         now = self.clock.now()
-        values = {
+        return {
             "worker_id": self.worker_id,
             "started_at": self.started_at,
             "heartbeat_at": now,
@@ -665,6 +693,8 @@ class Worker:
             "breaker_until": self.breaker.opened_until,
             "pace": json.dumps(self.pace_figures(time.monotonic())),
         }
+
+    def _write_heartbeat(self, values: dict[str, Any]) -> None:
         with transaction(self.engine) as connection:
             dialect_insert = postgresql.insert if is_postgres(connection) else sqlite.insert
             statement = dialect_insert(workers).values(values)
