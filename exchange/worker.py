@@ -23,18 +23,21 @@ import collections
 import contextlib
 import json
 import logging
+import math
 import random
 import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import workers
+from exchange.db.target_lock import DbLock
 from exchange.domain.breaker import BreakerState, CircuitBreaker
 from exchange.domain.clock import Clock
 from exchange.domain.pace import Cause, Pace
@@ -58,6 +61,9 @@ STOPPING = "not sent: the worker is stopping"
 PROBE_WAITS = "not sent: the circuit breaker is half-open and one message probes"
 HEALTH_TTL = 1.0  # seconds a health check's answer stands for the failures that follow
 HOLD_BASE = 0.25  # seconds: the first hold after a site refusal without Retry-After (at most)
+PROBE_TURN = "site probe turn"  # the target_locks row: which worker may probe the site's pace
+TURN_SECONDS = 2.0  # a probe turn, renewed while the probe runs; a dead holder's ends by itself
+TURN_ASK_EVERY = 0.25  # seconds between two asks for the turn while another worker holds it
 
 
 @dataclass
@@ -134,6 +140,15 @@ class Worker:
             hold_base=min(settings.retry_base_delay, HOLD_BASE),
             max_rate=settings.site_max_rate,
         )
+        # Several workers on one site probe past their known-good rates one at a time
+        # (``_probe_turn``): the turn is a row in target_locks, taken by a guarded UPDATE.
+        self._turn = DbLock(engine, PROBE_TURN, settings.worker_id, clock)
+        self._turn_until = 0.0  # the turn is this worker's until then (monotonic); 0: not held
+        self._turn_used = False  # a probe ran in the turn held
+        self._turn_asked_at = -math.inf
+        self._others_seen_at = -math.inf  # another worker held the turn then (monotonic)
+        self._turn_reported_at = -math.inf  # the last heartbeat after a refused claim
+        self._turn_task: asyncio.Task[None] | None = None
         self.in_flight = 0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -195,7 +210,13 @@ class Worker:
         report.cancelled += gaps
         self.operator_paused = held
         live = self._live_workers(now)
-        self.pace.alone = live == 1  # several workers on one site: no drain (domain.pace)
+        # Several workers on one site: no drain (domain.pace), probes in turns. Another
+        # worker's heartbeat comes at the end of its cycle, which a backlog makes long: a turn
+        # it held (``_take_probe_turn``) says as much, and for as long as a heartbeat would.
+        others_held_turn = time.monotonic() - self._others_seen_at < self._recent_seconds()
+        self.pace.alone = live == 1 and not others_held_turn
+        if self._turn_until == 0.0:  # alone: no turn needed (its probes still claim it)
+            self.pace.may_probe = self.pace.alone
         if self.settings.site_max_rate is not None:
             self.pace.max_rate = self.settings.site_max_rate / live
         self.metrics.quarantined(Reason.SEQUENCE_GAP, gaps)
@@ -418,6 +439,7 @@ class Worker:
         if classification.verdict is not Verdict.TEMPORARY:
             if classification.verdict is not Verdict.PAUSE:
                 self.pace.answered(answered_at, answered_at - sent_at)
+                self._probe_turn(answered_at)
             return None
         cause: Cause | None = None
         if self.pace.speaks_about_site(answered_at, message.aggregate, status):
@@ -430,10 +452,96 @@ class Worker:
         now = self.clock.now()
         hinted = parse_retry_after(classification.retry_after, now)
         delay = self.pace.refused(answered_at, sent_at, cause, hinted)
+        self._probe_turn(answered_at)
         self._wake_all()  # the waiting requests learn the hold at once
         if probing:
             return None  # the breaker's probe: uncharged anyway, its cool-down rules
         return delay
+
+    def _probe_turn(self, now: float) -> None:
+        """Several workers on one site take turns probing past their known-good rates, so
+        that two probes never push past the site's capacity together (contract 5c). The pace
+        decides (``may_probe``, ``wants_probe``); this asks for, renews and gives back the turn
+        (a row in target_locks) in a thread, at most one ask at a time. A worker alone on the
+        site (as the cycle's count of live workers says) probes without waiting: its probe
+        claims the turn as it starts (one UPDATE per probe), and a claim refused tells it that
+        another worker came since."""
+        if self._turn_task is not None:
+            return
+        pace = self.pace
+        probing = pace.probing_since is not None
+        if now < self._turn_until:
+            self._turn_used = self._turn_used or probing
+            if probing and self._turn_until - now < TURN_SECONDS / 2:
+                self._ask_turn(now)  # the probe runs on: renew
+            elif not probing and self._turn_used:  # the probe ended: pass the turn on
+                cool_down = max(0.0, pace.probe_held_until - now)  # the site's bucket refills
+                self._turn_until, self._turn_used = 0.0, False
+                pace.may_probe = pace.alone
+                if not pace.alone:  # alone: nobody waits for it, it ends by itself
+                    # The others ask first: this one asks again TURN_ASK_EVERY after the
+                    # cool-down, by when a worker waiting for the turn has asked.
+                    self._turn_asked_at = now + cool_down
+                    self._turn_task = asyncio.create_task(self._give_turn(cool_down))
+            return
+        if self._turn_until:  # the turn ran out
+            self._turn_until, self._turn_used = 0.0, False
+            pace.may_probe = pace.alone
+        if pace.alone:
+            wanted = probing  # claimed as the probe starts, not waited for
+        else:
+            wanted = now - self._turn_asked_at >= TURN_ASK_EVERY and pace.wants_probe(now)
+        if wanted:
+            self._ask_turn(now)
+
+    def _ask_turn(self, now: float) -> None:
+        self._turn_asked_at = now
+        self._turn_task = asyncio.create_task(self._take_probe_turn(now))
+
+    async def _take_probe_turn(self, asked_at: float) -> None:
+        taken: bool | None = None
+        alone = self.pace.alone
+        report = None  # refused, the worker reports (at most once per TURN_SECONDS)
+        if time.monotonic() - self._turn_reported_at >= TURN_SECONDS:
+            report = self._heartbeat_values()
+        try:
+            taken, live = await asyncio.to_thread(self._claim_turn, alone, report)
+        except Exception as exc:  # no turn without the database: probe no more for now
+            log.debug("probe turn not taken: %s", exc)
+        finally:
+            self._turn_task = None
+        if taken:
+            self._turn_until = asked_at + TURN_SECONDS
+            self.pace.may_probe = True
+            if alone and live > 1:  # another worker came since the cycle began
+                self._others_seen_at = time.monotonic()
+                self.pace.alone = False
+            return
+        self._turn_until = 0.0
+        self.pace.may_probe = False
+        if taken is False:  # another worker holds it: this one is not alone
+            self._others_seen_at = time.monotonic()
+            self.pace.alone = False
+
+    def _claim_turn(self, alone: bool, report: dict[str, Any] | None) -> tuple[bool, int]:
+        """Take (or renew) the probe turn. Refused, the worker reports (``report``: another
+        worker holds the turn, and its count of live workers may predate this one's first
+        heartbeat, a backlog making a cycle long); taken while alone, it counts the live
+        workers again. Returns whether it was taken, and the live workers (0: not counted)."""
+        if not self._turn.acquire(TURN_SECONDS):
+            if report is not None:
+                self._write_heartbeat(report)
+                self._turn_reported_at = time.monotonic()
+            return False, 0
+        return True, self._live_workers(self.clock.now()) if alone else 0
+
+    async def _give_turn(self, cool_down: float) -> None:
+        try:
+            await asyncio.to_thread(self._turn.release, cool_down)
+        except Exception as exc:  # the turn ends by itself
+            log.debug("probe turn not given back: %s", exc)
+        finally:
+            self._turn_task = None
 
     async def _site_down(self, now: float) -> bool:
         """Whether the site's health check fails (asked at most once per HEALTH_TTL). Not asked
@@ -472,10 +580,13 @@ class Worker:
             **{f"refused_{cause.name.lower()}": n for cause, n in refused.items()},
         }
 
+    def _recent_seconds(self) -> float:
+        """A worker that reported within this many seconds is live."""
+        return max(self.settings.lease_seconds, 3 * self.settings.poll_interval)
+
     def _live_workers(self, now: datetime) -> int:
         """Workers that reported recently (this one included): they share the rate cap."""
-        recent = max(self.settings.lease_seconds, 3 * self.settings.poll_interval)
-        since = now - timedelta(seconds=recent)
+        since = now - timedelta(seconds=self._recent_seconds())
         with transaction(self.engine) as connection:
             others = connection.execute(
                 select(func.count())
@@ -568,8 +679,12 @@ class Worker:
     # -- what the worker tells about itself ------------------------------------------------
 
     def _heartbeat(self) -> None:
+        self._write_heartbeat(self._heartbeat_values())
+
+    def _heartbeat_values(self) -> dict[str, Any]:
+        """What the worker tells about itself; read on the event loop (the pace lives there)."""
         now = self.clock.now()
-        values = {
+        return {
             "worker_id": self.worker_id,
             "started_at": self.started_at,
             "heartbeat_at": now,
@@ -578,6 +693,8 @@ class Worker:
             "breaker_until": self.breaker.opened_until,
             "pace": json.dumps(self.pace_figures(time.monotonic())),
         }
+
+    def _write_heartbeat(self, values: dict[str, Any]) -> None:
         with transaction(self.engine) as connection:
             dialect_insert = postgresql.insert if is_postgres(connection) else sqlite.insert
             statement = dialect_insert(workers).values(values)

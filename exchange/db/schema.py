@@ -338,7 +338,8 @@ class ShopSkuId(Base):
 
 class TargetLock(Base):
     """One holder at a time of something a shop allows only once (contract 10: one exchange
-    with a 1C-Bitrix site), until ``until`` unless renewed."""
+    with a 1C-Bitrix site; contract 5c: one worker probing the site's pace), until ``until``
+    unless renewed."""
 
     __tablename__ = "target_locks"
 

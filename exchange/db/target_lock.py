@@ -1,5 +1,6 @@
 """A lock row in ``target_locks``: the database side of the Bitrix target's ``ExchangeLock``
-port (exchange/targets/bitrix/lock.py), built by ``exchange.app``.
+port (exchange/targets/bitrix/lock.py), built by ``exchange.app``, and the site's probe turn
+(``exchange.worker``: one worker at a time probes past its known-good rate, contract 5c).
 
 Taken by one guarded UPDATE (free when its end has passed or when we hold it), so that two
 workers never both get it, on SQLite and PostgreSQL alike; a holder that dies leaves it to
@@ -21,17 +22,20 @@ from exchange.domain.clock import Clock
 class DbLock:
     def __init__(self, engine: Engine, name: str, holder: str, clock: Clock) -> None:
         self.engine, self.name, self.holder, self.clock = engine, name[:200], holder[:200], clock
+        self._row_made = False  # the row exists (it is never deleted): one UPDATE per acquire
 
     def acquire(self, seconds: float) -> bool:
         now = self.clock.now()
-        with contextlib.suppress(IntegrityError), self.engine.begin() as connection:
-            exists = connection.execute(
-                target_locks.select().where(target_locks.c.name == self.name)
-            ).first()
-            if exists is None:
-                connection.execute(
-                    target_locks.insert().values(name=self.name, holder=None, until=now)
-                )
+        if not self._row_made:
+            with contextlib.suppress(IntegrityError), self.engine.begin() as connection:
+                exists = connection.execute(
+                    target_locks.select().where(target_locks.c.name == self.name)
+                ).first()
+                if exists is None:
+                    connection.execute(
+                        target_locks.insert().values(name=self.name, holder=None, until=now)
+                    )
+            self._row_made = True
         with self.engine.begin() as connection:
             taken = connection.execute(
                 update(target_locks)
@@ -41,11 +45,12 @@ class DbLock:
             )
             return taken.rowcount == 1
 
-    def release(self) -> None:
+    def release(self, after: float = 0.0) -> None:
+        """Give the lock up; nobody may take it for ``after`` seconds more (a cool-down)."""
         with self.engine.begin() as connection:
             connection.execute(
                 update(target_locks)
                 .where(target_locks.c.name == self.name)
                 .where(target_locks.c.holder == self.holder)
-                .values(holder=None, until=self.clock.now())
+                .values(holder=None, until=self.clock.now() + timedelta(seconds=after))
             )

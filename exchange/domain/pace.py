@@ -69,9 +69,9 @@ adaptive concurrency, a gradient controller with periodic min-RTT windows):
   429 while draining, or after it, is a full round (the capacity did fall). It drains only
   when the site says so: a drain after every refused probe would cost a quarter of the rate
   for half a second every 2 s, where the 429 it answers follows one probe in ten or so.
-  Only a worker alone on the site drains (``alone``, the caller's count of live workers):
-  with two, a 429 after the *other* worker's probe is a full round anyway, and draining
-  kept each worker's known-good rate above its share after the halving (settling later).
+  Several workers on one site take turns probing (below), so a 429 at the known-good rate
+  within a worker's own refused probe's pause is that probe's aftermath: it drains too (an
+  earlier rule let only a worker alone drain, when two could probe at once).
   Measured (``python -m bench.pace``, 7 runs alternating with the rule before): the halving
   shop's refusals settle 1.05 s (1.03-1.15) after the halving against 2.39 s (2.33-3.81), at
   0.94 of its capacity against 0.91; the steady shop unchanged at 0.95.
@@ -96,7 +96,14 @@ was sent at the old pace and says nothing new (TCP's fast recovery).
 
 Per worker process, in memory. Several workers on one site each run their own pace: AIMD flows
 sharing one bottleneck converge to fair shares (Chiu and Jain), and ``EXCHANGE_SITE_MAX_RATE``,
-a hard cap, is split among the live workers by the caller (``max_rate``).
+a hard cap, is split among the live workers by the caller (``max_rate``). They take turns
+probing: two probes at once push past the site's capacity twice as far, and each worker's 429
+after the other's probe is a full round. A worker probes past its known-good rate only while
+the caller says it may (``may_probe``: it holds the site's probe turn, or it is alone), says
+when it would (``wants_probe``: at the known-good rate, using it, no hold, pause or drain
+running), and a probe whose turn passes on before the site refused it ends as a refused one
+would, unrefused: back to the known-good rate, raised to ``PROBE_BETA`` x what the site took a
+``PROVEN`` second before if the probe ran that long (``_end_probe``).
 """
 
 from __future__ import annotations
@@ -144,7 +151,8 @@ class Pace:
     max_delay: float
     hold_base: float
     max_rate: float | None = None  # the hard cap for this worker (requests/s), if any
-    alone: bool = True  # no other worker paces this site (the caller's word): it may drain
+    alone: bool = True  # no other worker paces this site (the caller's word): needs no turn
+    may_probe: bool = True  # the caller's word: this worker holds the site's probe turn
     initial_limit: int = 4
     limit: int = 0  # set from initial_limit
     rate: float | None = None  # requests/s; None: not paced by rate
@@ -222,7 +230,7 @@ class Pace:
             self._probe_round = probe and cause is Cause.RATE_LIMITED and self.good is not None
             if self._probe_round:
                 return self._probe_refused(now, hint)
-            aftermath = self._may_drain and self.alone and now < self.probe_held_until
+            aftermath = self._may_drain and now < self.probe_held_until
             self._drain_round = aftermath and cause is Cause.RATE_LIMITED
             if self._drain_round:
                 return self._drain(now, hint)
@@ -336,10 +344,14 @@ class Pace:
             return
         if self.rate < good:  # back to what the site is known to take, fast
             self.rate = min(good, self.rate * 2.0**dt)
+        elif self.probing_since is not None and not self.may_probe:
+            self._end_probe(now)  # the turn passed on before the site refused the probe
         elif now >= self.probe_held_until and now >= self.hold_until:
             # Probing: the share past the known-good rate grows until the site refuses it;
             # a refused probe costs that share only (``_probe_refused``).
             if self.probing_since is None:  # from now on (the time before was not probing)
+                if not self.may_probe:  # another worker probes the site now
+                    return
                 self.probing_since = now
                 self._rates = [(now, self.rate)]
                 return
@@ -348,6 +360,26 @@ class Pace:
                 self._rates.append((now, self.rate))
                 if self._rates[0][0] < now - 2 * PROVEN:
                     del self._rates[0]
+
+    def _end_probe(self, now: float) -> None:
+        """The probe ends unrefused (the turn passed on): a probe that ran ``PROVEN`` seconds
+        found that much more, measured as a refused probe's is; the rate falls back to the
+        known-good one."""
+        assert self.good is not None
+        proven = self._rate_before(now - PROVEN)
+        if proven is not None:
+            self.good = max(self.good, PROBE_BETA * min(proven, self.accepted_rate(now)))
+        self.rate = self.good if self.rate is None else min(self.rate, self.good)
+        self._stop_probing()
+
+    def wants_probe(self, now: float) -> bool:
+        """The worker would probe past the known-good rate now, had it the turn (``may_probe``):
+        it sends at that rate and uses it, and no hold, pause or drain runs."""
+        if self.rate is None or self.good is None or self.probing_since is not None:
+            return False
+        if now < max(self.probe_held_until, self.hold_until, self._drain_until):
+            return False
+        return self.rate >= self.good and self.accepted_rate(now) >= 0.8 * self.rate
 
     def _learn_rtt(self, now: float, rtt: float) -> None:
         if self._rtt_period_started is None:

@@ -220,6 +220,64 @@ def test_past_the_known_good_rate_the_pace_probes_doubling_every_probe_doubling(
     assert 0.0 == p.hold_until - now or p.hold_until < now
 
 
+def test_a_worker_without_the_probe_turn_stays_at_the_known_good_rate_and_asks_for_it() -> None:
+    """Several workers on one site probe one at a time: without the turn (``may_probe``) the
+    pace holds the known-good rate however long the site takes it, and says it wants a turn."""
+    p, start = paced(120)
+    good = p.good
+    p.may_probe = False
+
+    now = steady(p, start, 2 * PROBE_DOUBLING, 400)  # the site takes all the worker sends
+
+    assert (good, good, None) == (p.rate, p.good, p.probing_since)
+    assert p.wants_probe(now)
+
+
+def test_with_the_probe_turn_the_pace_probes_and_wants_no_other() -> None:
+    p, start = paced(120)
+    good = p.good
+    assert good is not None
+    p.may_probe = False
+    now = steady(p, start, 1.0, 400)
+    assert p.wants_probe(now)
+
+    p.may_probe = True  # the turn is this worker's
+    now = steady(p, now, PROBE_DOUBLING, 400)
+
+    assert p.probing_since is not None and p.rate is not None
+    assert math.isclose(2 * good, p.rate, rel_tol=0.05)
+    assert not p.wants_probe(now)  # it probes already
+
+
+def test_a_probe_ends_when_the_turn_passes_on_keeping_what_it_proved() -> None:
+    """The turn passes on before the site refused the probe: the rate falls back to the
+    known-good one, raised to PROBE_BETA x what the site took a PROVEN second before."""
+    p, start = paced(60)
+    good = p.good
+    assert good is not None
+    proven_at = steady(p, start, 2.0, 400)
+    rate_then = p.rate
+    now = steady(p, proven_at, PROVEN, 400)
+    assert rate_then is not None
+
+    p.may_probe = False
+    p.answered(now, 0.01)
+
+    expected = PROBE_BETA * min(rate_then, p.accepted_rate(now))
+    assert p.good is not None and math.isclose(expected, p.good, rel_tol=0.03)
+    assert p.good > good and (p.good, None) == (p.rate, p.probing_since)
+
+
+def test_a_pace_that_does_not_use_its_rate_or_waits_out_a_pause_wants_no_turn() -> None:
+    p, start = paced(120)
+    p.may_probe = False
+    now = steady(p, start, 2.0, 20)  # far below the known-good rate
+    assert not p.wants_probe(now)
+    now = steady(p, now, 2.0, 400)
+    p.refused(now, now - 0.002, Cause.RATE_LIMITED, 1.0)  # a 429 at the known-good rate
+    assert not p.wants_probe(now + 0.1)  # held
+
+
 def test_a_refused_probe_costs_the_probe_not_a_hold_for_everyone() -> None:
     p, start = paced(120)
     good = p.good
@@ -324,19 +382,22 @@ def test_a_drain_s_429_holds_the_refused_message_and_the_probing_share() -> None
     assert p.rate is not None and math.isclose(DRAIN * good, p.rate)
 
 
-def test_a_worker_not_alone_on_the_site_does_not_drain() -> None:
-    """With other workers on the site a 429 at the known-good rate may follow another
-    worker's probe: it is a full round, as before the drain."""
+def test_a_worker_taking_turns_drains_after_its_own_refused_probe() -> None:
+    """With other workers on the site the workers take turns probing: a 429 at the
+    known-good rate within this worker's refused probe's pause follows its own probe (no
+    other probed then), so it drains as a worker alone does."""
     p, start = paced(120)
-    p.alone = False
+    good = p.good
+    assert good is not None
+    p.alone = False  # it probed with the turn
     now = steady(p, start, 0.5, 120)
     p.refused(now, now - 0.002, Cause.RATE_LIMITED, 1.0)  # this worker's probe
     after = steady(p, now + 0.01, 0.2, 90)
 
     p.refused(after, after - 0.002, Cause.RATE_LIMITED, 1.0)
 
-    assert 1.0 == p.reserve(after)
-    assert 1 == p.holds
+    assert 0.0 == p.reserve(after)  # no hold for everyone
+    assert (0, DRAIN * good, good) == (p.holds, p.rate, p.good)
 
 
 def test_a_429_at_the_drain_rate_is_a_full_round() -> None:
