@@ -479,6 +479,9 @@ def history(
         detail = e["detail"] or ""
         if e["operator"]:
             detail += f" [{e['operator']}: {e['note'] or ''}]"
+        leased = _in_zone(e["leased_at"], settings.display_tz)
+        if e["lease_until"]:  # unanswered (or still in flight): when its lease runs out
+            leased += f" – {_in_zone(e['lease_until'], settings.display_tz)}"
         cells = (
             _in_zone(e["at"], settings.display_tz),
             e["event"],
@@ -486,7 +489,7 @@ def history(
             e["to"] or "",
             e["worker"] or "",
             str(e["attempt"] or ""),
-            _in_zone(e["leased_at"], settings.display_tz),
+            leased,
             str(e["http_status"] or e["error_class"] or ""),
             detail,
         )

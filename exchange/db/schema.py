@@ -194,7 +194,9 @@ class History(Base):
     An attempt is one row, written when it ends (answered, released, taken over after its
     lease expired, cancelled or quarantined while its lease had expired): ``worker``,
     ``attempt`` and ``leased_at`` say whose lease it was and when it began, ``at`` when it
-    ended. Taking a lease writes no row of its own."""
+    ended. An attempt that ended without an answer (its lease expired: taken over, or
+    cancelled or quarantined later) also has ``lease_until``, when its lease ran out: the
+    worker held it until then, not until ``at``. Taking a lease writes no row of its own."""
 
     __tablename__ = "message_history"
     __table_args__ = (Index("ix_message_history_message_pk_id", "message_pk", "id"),)
@@ -208,6 +210,7 @@ class History(Base):
     worker: Mapped[str | None] = mapped_column(String(200))
     attempt: Mapped[int | None] = mapped_column(Integer)
     leased_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     http_status: Mapped[int | None] = mapped_column(Integer)
     error_class: Mapped[str | None] = mapped_column(String(100))
     detail: Mapped[str | None] = mapped_column(Text)

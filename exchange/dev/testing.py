@@ -175,10 +175,12 @@ def in_flight_overlaps(engine: Engine) -> list[str]:
     """Per aggregate, the attempts of two different messages whose leases overlap.
 
     Each attempt is one history row: its lease began at ``leased_at`` and ended at ``at``
-    (answered, released, taken over, or cancelled or quarantined after its lease expired). A
-    claim reads the lease's start once it holds the aggregates, that is after the commit that
-    ended the previous attempt, whose ``at`` was read before that commit: on one clock, the
-    next lease of an aggregate never begins before the previous attempt's ``at``.
+    (answered or released), or at ``lease_until`` when that came first: a lease that expired
+    unanswered ended then, though the row that says so (a takeover, or a cancellation or
+    quarantine by a later cycle) is written later. A claim reads the lease's start once it
+    holds the aggregates, that is after the commit that ended the previous attempt, whose
+    ``at`` was read before that commit: on one clock, the next lease of an aggregate never
+    begins before the previous attempt's end.
     """
     with transaction(engine, read_only=True) as connection:
         rows = connection.execute(
@@ -189,13 +191,15 @@ def in_flight_overlaps(engine: Engine) -> list[str]:
                 history.c.message_pk,
                 history.c.leased_at,
                 history.c.at,
+                history.c.lease_until,
             )
             .join(messages, messages.c.id == history.c.message_pk)
             .where(history.c.leased_at.is_not(None))
         ).all()
     spans: dict[tuple[str, str], list[tuple[Any, Any, int, int]]] = defaultdict(list)
-    for kind, aggregate, version, pk, leased_at, at in rows:
-        spans[(kind, aggregate)].append((leased_at, at, pk, version))
+    for kind, aggregate, version, pk, leased_at, at, until in rows:
+        end = min(at, until) if until is not None else at
+        spans[(kind, aggregate)].append((leased_at, end, pk, version))
     found = []
     for (kind, aggregate), intervals in spans.items():
         intervals.sort()

@@ -43,7 +43,12 @@ from exchange.queue import order
 from exchange.queue.transitions import Change, apply, apply_selected
 
 # What the history row of a cancelled message whose lease had expired says of that attempt.
-_LEASE = (messages.c.locked_by, messages.c.attempts, messages.c.leased_at)
+_LEASE = (
+    messages.c.locked_by,
+    messages.c.attempts,
+    messages.c.leased_at,
+    messages.c.locked_until,
+)
 _UNLOCK = {"locked_by": None, "locked_until": None, "lease_token": None, "next_try_at": None}
 
 

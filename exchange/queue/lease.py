@@ -160,6 +160,7 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
             m.state,
             m.locked_by,
             m.leased_at,
+            m.locked_until,
         )
         .join(aggregates, aggregates.c.id == m.aggregate_id)
         .where(leased, eligible)
@@ -242,6 +243,7 @@ def claim(
                 worker=row.locked_by,
                 attempt=row.attempts,
                 leased_at=row.leased_at,
+                lease_until=row.locked_until,
                 detail=(
                     f"the lease of {row.locked_by} had expired: result unknown; "
                     f"taken over by {worker} for attempt {attempt}"
@@ -300,7 +302,11 @@ def renew(connection: Connection, token: str, until: datetime) -> int:
 def expire_exhausted(connection: Connection, *, now: datetime, max_attempts: int) -> int:
     """A lease that expired on the last allowed attempt: quarantine, never a further attempt."""
     query = select(
-        messages.c.id, messages.c.attempts, messages.c.locked_by, messages.c.leased_at
+        messages.c.id,
+        messages.c.attempts,
+        messages.c.locked_by,
+        messages.c.leased_at,
+        messages.c.locked_until,
     ).where(
         messages.c.state == State.IN_PROGRESS.value,
         messages.c.locked_until < now,
@@ -309,7 +315,7 @@ def expire_exhausted(connection: Connection, *, now: datetime, max_attempts: int
     if is_postgres(connection):
         query = query.with_for_update(skip_locked=True)
     changes = []
-    for pk, attempts, owner, leased_at in connection.execute(query):
+    for pk, attempts, owner, leased_at, until in connection.execute(query):
         detail = (
             f"the lease of {owner} expired during attempt {attempts} of {max_attempts}; "
             "the result of that attempt is unknown"
@@ -330,6 +336,7 @@ def expire_exhausted(connection: Connection, *, now: datetime, max_attempts: int
                 worker=owner,
                 attempt=attempts,
                 leased_at=leased_at,
+                lease_until=until,
                 detail=detail,
             )
         )

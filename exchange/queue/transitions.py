@@ -50,6 +50,7 @@ class Change:
     worker: str | None = None
     attempt: int | None = None
     leased_at: datetime | None = None  # when the attempt's lease began
+    lease_until: datetime | None = None  # when it ran out, for an attempt ended unanswered
     http_status: int | None = None
     error_class: str | None = None
     detail: str | None = None
@@ -130,6 +131,7 @@ _HISTORY_FROM_ROWS: tuple[Column, ...] = tuple(
         "worker",
         "attempt",
         "leased_at",
+        "lease_until",
         "http_status",
         "error_class",
         "detail",
@@ -163,6 +165,7 @@ def insert_history(connection: Connection, changes: Iterable[Change], now: datet
             change.worker,
             change.attempt,
             change.leased_at,
+            change.lease_until,
             change.http_status,
             change.error_class,
             change.detail,
@@ -189,13 +192,14 @@ def apply_selected(
 ) -> int:
     """Move every message that ``candidates`` selects, in the database, without loading it.
 
-    ``candidates`` selects at least ``id``, ``state``, ``locked_by``, ``attempts`` and
-    ``leased_at`` of messages (in states the event allows); ``values`` and ``detail`` build the
-    columns to set and the history detail from the candidates' columns. A message moved out of
-    ``in_progress`` (its lease had expired) ends that attempt: its row carries the lease's
-    worker, attempt and start. PostgreSQL: one statement (lock, update, history in a
-    data-modifying CTE). SQLite (one writer at a time): history, then the update, with the
-    same selection in one transaction. Returns how many moved.
+    ``candidates`` selects at least ``id``, ``state``, ``locked_by``, ``attempts``,
+    ``leased_at`` and ``locked_until`` of messages (in states the event allows); ``values``
+    and ``detail`` build the columns to set and the history detail from the candidates'
+    columns. A message moved out of ``in_progress`` (its lease had expired) ends that
+    attempt: its row carries the lease's worker, attempt, start and expiry. PostgreSQL: one
+    statement (lock, update, history in a data-modifying CTE). SQLite (one writer at a time):
+    history, then the update, with the same selection in one transaction. Returns how many
+    moved.
     """
     to_state = target(event)
     allowed = sorted(state.value for state in sources(event))
@@ -209,6 +213,7 @@ def apply_selected(
         "worker",
         "attempt",
         "leased_at",
+        "lease_until",
     ]
     at = literal(now, UTCDateTime())
 
@@ -228,6 +233,7 @@ def apply_selected(
                 lease(chosen, "locked_by").label("worker"),
                 lease(chosen, "attempts").label("attempt"),
                 lease(chosen, "leased_at").label("leased_at"),
+                lease(chosen, "locked_until").label("lease_until"),
             )
             .cte("moved")
         )
@@ -245,6 +251,7 @@ def apply_selected(
                     moved.c.worker,
                     moved.c.attempt,
                     moved.c.leased_at,
+                    moved.c.lease_until,
                 ),
             )
             .returning(history.c.id)
@@ -266,6 +273,7 @@ def apply_selected(
                 lease(chosen_sq, "locked_by"),
                 lease(chosen_sq, "attempts"),
                 lease(chosen_sq, "leased_at"),
+                lease(chosen_sq, "locked_until"),
             ).where(chosen_sq.c.state.in_(allowed)),
         )
     )

@@ -18,7 +18,13 @@ from sqlalchemy import Engine, RowMapping, event, select
 
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import aggregates, history, messages
-from exchange.dev.testing import fast_settings, posting_row, price_row, stage
+from exchange.dev.testing import (
+    fast_settings,
+    in_flight_overlaps,
+    posting_row,
+    price_row,
+    stage,
+)
 from exchange.domain.clock import FakeClock
 from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.domain.retry import Decision, RetryPolicy, decide, not_sent
@@ -383,6 +389,8 @@ def test_an_expired_lease_is_taken_over_by_another_worker(
         == clock.now() - timedelta(seconds=LEASE + 1)
     )
     assert crashed["at"] == clock.now()
+    # ... and when its lease ran out: w1 held the aggregate until then, not until the takeover
+    assert crashed["lease_until"] == old.until == clock.now() - timedelta(seconds=1)
     assert (crashed["from_state"], crashed["to_state"]) == ("in_progress", "in_progress")
     assert "the lease of w1 had expired" in (crashed["detail"] or "")
     assert "taken over by w2 for attempt 2" in (crashed["detail"] or "")
@@ -630,6 +638,11 @@ def test_a_lease_that_expired_on_the_last_attempt_shows_that_attempt_in_its_row(
         ("lease-expired", f"w{MAX_ATTEMPTS}", MAX_ATTEMPTS),
     ]
     assert (last_leased, clock.now()) == rows[-1][3:5]
+    ends = [e["lease_until"] for e in events(engine, message(engine, "D-1", 1)["id"])[1:]]
+    assert ends == [
+        last_leased - timedelta(seconds=(LEASE + 1) * (MAX_ATTEMPTS - n) - LEASE)
+        for n in range(1, MAX_ATTEMPTS + 1)
+    ], "every unanswered attempt says when its lease ran out"
 
 
 def test_a_message_cancelled_after_its_lease_expired_shows_that_attempt_in_its_row(
@@ -644,6 +657,51 @@ def test_a_message_cancelled_after_its_lease_expired_shows_that_attempt_in_its_r
         assert coalesce.coalesce(c, settings.policies, clock.now()) == 1
     (_, superseded) = attempts_of(engine, "SKU-1", 1)
     assert ("superseded", "w1", 1, leased_at, clock.now(), None) == superseded
+    row = events(engine, message(engine, "SKU-1", 1)["id"])[-1]
+    assert row["lease_until"] == leased_at + timedelta(seconds=LEASE)
+
+
+def test_an_attempt_answered_in_time_has_no_lease_expiry_in_its_row(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [price_row("SKU-1", 1)])
+    batch = claim(engine, settings, clock, "w1")
+    clock.advance(1)
+    record(engine, settings, clock, batch, retry_later(clock))
+    assert [e["lease_until"] for e in events(engine, message(engine, "SKU-1", 1)["id"])] == [
+        None,
+        None,
+    ]
+
+
+def test_the_in_flight_check_ends_an_expired_attempt_at_its_lease_not_at_its_cancellation(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    """A killed worker's v1 lease runs out; w2 leases v2 after it; a later cycle cancels v1 as
+    superseded. The check (``dev.testing.in_flight_overlaps``, which the soak and the worker
+    tests rely on) must not call that two versions in flight at once; it must when v1's lease
+    really lasted past v2's start."""
+    take(engine, settings, clock, [price_row("SKU-1", 1)])
+    claim(engine, settings, clock, "w1")
+    clock.advance(LEASE + 1)
+    take(engine, settings, clock, [price_row("SKU-1", 2)])
+    second = claim(engine, settings, clock, "w2")
+    assert leased(second) == [("SKU-1", 2)]
+    clock.advance(1)
+    with transaction(engine) as c:
+        assert coalesce.coalesce(c, settings.policies, clock.now()) == 1
+    clock.advance(1)
+    record(engine, settings, clock, second, delivered(), "w2")
+    assert in_flight_overlaps(engine) == []
+
+    v1 = events(engine, message(engine, "SKU-1", 1)["id"])[-1]
+    with transaction(engine) as c:  # as if v1's lease had been renewed past v2's start
+        c.execute(
+            history.update()
+            .where(history.c.id == v1["id"])
+            .values(lease_until=clock.now() + timedelta(seconds=LEASE))
+        )
+    assert in_flight_overlaps(engine) == ["price SKU-1 v1/v2"]
 
 
 def test_the_biography_shows_an_attempt_in_flight_from_the_message(
@@ -662,11 +720,27 @@ def test_the_biography_shows_an_attempt_in_flight_from_the_message(
         in_flight["attempt"],
     )
     assert in_flight["at"] == in_flight["leased_at"] == clock.now().isoformat()
+    assert in_flight["lease_until"] == batch.until.isoformat()
     clock.advance(1)
     record(engine, settings, clock, batch, delivered())
     with transaction(engine, read_only=True) as c:
         story = biography(c, batch.messages[0].message_id)["history"]
     assert ["taken", "delivered"] == [e["event"] for e in story]
+    assert story[-1]["lease_until"] is None, "answered in time: no expiry to tell"
+
+
+def test_the_biography_says_when_an_unanswered_attempts_lease_ran_out(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [price_row("SKU-1", 1)])
+    old = claim(engine, settings, clock, "w1")
+    clock.advance(LEASE + 1)
+    claim(engine, settings, clock, "w2")
+    with transaction(engine, read_only=True) as c:
+        story = biography(c, old.messages[0].message_id)["history"]
+    assert [("taken-over", old.until.isoformat())] == [
+        (e["event"], e["lease_until"]) for e in story if e["event"] == "taken-over"
+    ]
 
 
 # -- a constant number of statements ---------------------------------------------------------
