@@ -146,6 +146,7 @@ def _entry(row: dict[str, Any], extra: dict[str, Any], redactor: Redactor) -> En
             worker=e["worker"],
             attempt=e["attempt"],
             leased_at=e["leased_at"],
+            lease_until=e["lease_until"],
             http_status=e["http_status"],
             error_class=e["error_class"],
             delay_s=e["delay_s"],

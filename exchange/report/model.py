@@ -37,6 +37,7 @@ class HistoryEvent:
     worker: str | None = None
     attempt: int | None = None
     leased_at: datetime | None = None  # when the attempt's lease began (an attempt's row)
+    lease_until: datetime | None = None  # when it ran out, for an attempt ended unanswered
     http_status: int | None = None
     error_class: str | None = None
     delay_s: float | None = None

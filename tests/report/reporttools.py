@@ -38,6 +38,7 @@ def hostile_entries() -> tuple[Entry, ...]:
             "w0",
             1,
             leased_at=base,
+            lease_until=base + timedelta(seconds=0.5),
             detail="the lease of w0 had expired: result unknown; taken over by w1 for attempt 2",
         ),
         HistoryEvent(

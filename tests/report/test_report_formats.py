@@ -202,6 +202,10 @@ def test_xlsx_marks_a_message_superseded_after_quarantine_and_keeps_its_history(
     assert HYPERLINK == history.cell(row=5, column=note).value  # the operator's note, as text
     leased_at = HISTORY_COLUMNS.index("leased_at") + 1
     assert isinstance(history.cell(row=4, column=leased_at).value, datetime)  # a real date
+    # the taken-over attempt says when its lease ran out; an answered one leaves it empty
+    lease_until = HISTORY_COLUMNS.index("lease_until") + 1
+    assert isinstance(history.cell(row=3, column=lease_until).value, datetime)
+    assert history.cell(row=4, column=lease_until).value is None
 
 
 # -- HTML ----------------------------------------------------------------------------------------
@@ -314,6 +318,7 @@ HISTORY_FIELDS = {
     "worker",
     "attempt",
     "leased_at",
+    "lease_until",
     "http_status",
     "error_class",
     "delay_s",

@@ -155,6 +155,7 @@ def _history(events: tuple[HistoryEvent, ...], lang: Lang) -> str:
             "worker",
             "attempt",
             "leased_at",
+            "lease_until",
             "http_or_error",
             "detail",
         )
@@ -170,6 +171,7 @@ def _history(events: tuple[HistoryEvent, ...], lang: Lang) -> str:
             f"<td>{_e(ev.from_state)}</td><td>{_e(ev.to_state)}</td><td>{_e(ev.worker)}</td>"
             f'<td class="num">{_e(ev.attempt)}</td>'
             f'<td class="time">{_time(ev.leased_at)}</td>'
+            f'<td class="time">{_time(ev.lease_until)}</td>'
             f"<td>{_e(answer)}</td>"
             f'<td><div class="v">{detail}</div></td></tr>'
         )

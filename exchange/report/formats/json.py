@@ -26,6 +26,7 @@ def history_json(event: HistoryEvent) -> dict[str, Any]:
         "worker": event.worker,
         "attempt": event.attempt,
         "leased_at": _iso(event.leased_at),
+        "lease_until": _iso(event.lease_until),
         "http_status": event.http_status,
         "error_class": event.error_class,
         "delay_s": event.delay_s,
