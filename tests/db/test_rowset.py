@@ -52,7 +52,7 @@ def test_split_shared_can_keep_more_than_the_first_position_per_row() -> None:
 
 def test_a_value_reads_the_same_sent_once_or_in_every_row(engine: Engine) -> None:
     at = datetime(2026, 3, 1, 12, 30, 15, 250_000, tzinfo=MOSCOW)
-    row = [7, "Розничная \"цена\"", 42, 0.125, at, None]
+    row = [7, 'Розничная "цена"', 42, 0.125, at, None]
     with transaction(engine) as connection:
         postgres = is_postgres(connection)
         source = rowset_table(postgres, "rows", COLUMNS, "source")
@@ -64,6 +64,6 @@ def test_a_value_reads_the_same_sent_once_or_in_every_row(engine: Engine) -> Non
             select(*(once[name] for name, _ in COLUMNS)),
             rowset_params(connection, "once", COLUMNS, [row]),
         ).one()
-    expected = (7, "Розничная \"цена\"", 42, 0.125, at.astimezone(UTC), None)
+    expected = (7, 'Розничная "цена"', 42, 0.125, at.astimezone(UTC), None)
     assert expected == tuple(per_row)
     assert expected == tuple(shared)
