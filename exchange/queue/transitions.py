@@ -69,21 +69,28 @@ def apply(connection: Connection, changes: Sequence[Change], now: datetime) -> N
     """
     if not changes:
         return
-    groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[list[Any]]] = defaultdict(list)
+    Shape = tuple[tuple[str, ...], tuple[str, ...]]
+    groups: dict[Shape, list[list[Any]]] = defaultdict(list)
+    checked: set[tuple[Event, State | None, State | None]] = set()
+    shapes: dict[Shape, Shape] = {}  # the columns as given -> sorted (a batch has few shapes)
     for change in changes:
-        check(change.event, change.from_state, change.to_state)
+        move = (change.event, change.from_state, change.to_state)
+        if move not in checked:  # check is pure: once per kind of move in the batch
+            check(*move)
+            checked.add(move)
         if change.to_state is None or change.from_state is None:
             continue  # an event without a state change (a duplicate row): history only
-        names, guards = tuple(sorted(change.values)), tuple(sorted(change.guard))
-        groups[(names, guards)].append(
-            [
-                change.pk,
-                change.from_state.value,
-                change.to_state.value,
-                *(change.values[name] for name in names),
-                *(change.guard[name] for name in guards),
-            ]
-        )
+        values, guard = change.values, change.guard
+        given = (tuple(values), tuple(guard))
+        shape = shapes.get(given)
+        if shape is None:
+            shape = shapes[given] = (tuple(sorted(values)), tuple(sorted(guard)))
+        names, guards = shape
+        row = [change.pk, change.from_state.value, change.to_state.value]
+        row += [values[name] for name in names]
+        if guards:
+            row += [guard[name] for name in guards]
+        groups[shape].append(row)
     postgres = is_postgres(connection)
     for n, ((names, guards), rows) in enumerate(groups.items()):
         param = f"changes_{n}"
