@@ -413,6 +413,7 @@ if HAVE_AIOHTTP:
     )
     _AIOHTTP_CAUGHT = (aiohttp.ClientError, TimeoutError)
     _CHUNK = 16 * 1024
+    _ONE_WRITE = 256 * 1024  # bytes of a request body sent with its headers (see _body)
 
     def _failure(exc: BaseException) -> TransportFailure:
         name, maybe_sent = next(
@@ -544,11 +545,16 @@ if HAVE_AIOHTTP:
         return _HangingUpHandler(loop)
 
     def _body(content: bytes | None, progress: _Progress) -> Any:
-        """The request body as aiohttp takes it. A small one goes out with the headers; a large
-        one is streamed (bytes would block the loop, aiohttp warns) and marks the request
-        written once its last chunk is handed to the socket, so that a site that stops
-        reading is told apart (WriteTimeout) from one that does not answer (ReadTimeout)."""
-        if not content or len(content) <= _CHUNK:
+        """The request body as aiohttp takes it. One up to ``_ONE_WRITE`` (a batch of a few
+        hundred items) goes out with the headers in one write, which the socket takes whole
+        or buffers without blocking the loop; a site that stops reading it ends as a
+        ReadTimeout, "maybe sent" like a WriteTimeout. (Streaming a batch of 100 items, ~20 KB,
+        in 16 KB chunks cost the worker ~6 us a message, measured with bench/run.py.) A
+        larger one is streamed (bytes would block the loop, aiohttp warns) and marks the
+        request written once its last chunk is handed to the socket, so that a site that
+        stops reading is told apart (WriteTimeout) from one that does not answer
+        (ReadTimeout)."""
+        if not content or len(content) <= _ONE_WRITE:
             return content
         progress.written = False
 
