@@ -40,7 +40,10 @@ from exchange.db.schema import UTCDateTime, history, messages
 from exchange.domain.states import Event, State, check, sources, target
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a claim and a record build one per message, and a frozen dataclass's __init__
+# (object.__setattr__ per field) cost three times as much (1.8 us against 0.55, 16 fields).
+# A Change is built, applied and dropped within one call; nothing changes or hashes it.
+@dataclass(slots=True)
 class Change:
     pk: int
     event: Event
