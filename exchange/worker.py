@@ -765,6 +765,8 @@ def log_outcome(message: lease.Leased, decision: Decision) -> None:
         level = logging.WARNING
     else:
         level = logging.DEBUG if delivered else logging.INFO
+    if not log.isEnabledFor(level):  # a delivery at INFO: not even the fields are gathered
+        return
     log_event(
         log,
         level,

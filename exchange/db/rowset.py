@@ -10,7 +10,9 @@ on PostgreSQL), they cost one ``json.dumps`` in C and one statement, whatever th
     connection.execute(update(messages).where(messages.c.id == source.c.pk)..., params)
 
 On the hot path the statement is built once around ``rowset_table`` and each call sends only
-``rowset_params``.
+``rowset_params``. Values that every row shares (the lease of a claimed batch, the worker, the
+event) go once, as ``rowset_shared`` expressions read from a one-row parameter, rather than once
+per row: ``split_shared`` says which they are.
 """
 
 from __future__ import annotations
@@ -99,6 +101,35 @@ def rowset_table(postgres: bool, param: str, columns: tuple[Column, ...], name: 
             for i, (column, kind) in enumerate(columns)
         ]
     return select(*selected).subquery(name)
+
+
+@functools.lru_cache(maxsize=256)
+def rowset_shared(postgres: bool, param: str, columns: tuple[Column, ...]) -> dict[str, Any]:
+    """One row of values as expressions, by column name, read from one parameter that
+    ``rowset_params(connection, param, columns, [row])`` fills: each typed exactly as
+    ``rowset_table`` types a row's value, so a value reads the same whichever way it travels."""
+    if postgres:
+        row = cast(bindparam(param, type_=Text()), JSONB()).op("->")(0)
+        return {column: cast(row.op("->>")(i), kind) for i, (column, kind) in enumerate(columns)}
+    return {
+        column: type_coerce(func.json_extract(bindparam(param, type_=Text()), f"$[0][{i}]"), kind)
+        for i, (column, kind) in enumerate(columns)
+    }
+
+
+def split_shared(rows: Sequence[Sequence[Any]], keep: int = 1) -> tuple[int, ...]:
+    """The positions (from ``keep`` on: the first ``keep`` stay per row, e.g. the key) whose
+    value is the same in every row, of the same type: those can travel once."""
+    if not rows:
+        return ()
+    first = rows[0]
+    shared = []
+    for i in range(keep, len(first)):
+        column = [row[i] for row in rows]
+        value = first[i]
+        if column.count(value) == len(column) and len(set(map(type, column))) == 1:
+            shared.append(i)
+    return tuple(shared)
 
 
 def _is_time(kind: TypeEngine[Any]) -> bool:

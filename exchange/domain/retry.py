@@ -122,7 +122,18 @@ def decide(
     failure spoke about the site (contract 5c: 429, or 502-504 while others are refused too, or
     while the site's health fails): not charged, due again after the later of ``site_delay``
     (the site's pace) and the answer's Retry-After."""
-    # What every outcome records about the answer; each case below says what it changes.
+    if c.verdict is Verdict.DELIVERED:  # the usual answer: built at once, not copied (replace)
+        return Decision(
+            Event.DELIVERED,
+            State.DELIVERED,
+            c.detail,
+            http_status=c.http_status,
+            error_class=c.error_class,
+            result_unknown=c.result_unknown,
+            receipt=c.receipt,
+            site_version=c.site_version,
+        )
+    # What every other outcome records about the answer; each case below says what it changes.
     answer = Decision(
         Event.QUARANTINED,
         State.QUARANTINED,
@@ -132,14 +143,6 @@ def decide(
         result_unknown=c.result_unknown,
     )
     match c.verdict:
-        case Verdict.DELIVERED:
-            return replace(
-                answer,
-                event=Event.DELIVERED,
-                to_state=State.DELIVERED,
-                receipt=c.receipt,
-                site_version=c.site_version,
-            )
         case Verdict.STALE_AT_SITE:
             return replace(
                 answer,

@@ -135,13 +135,20 @@ def _item(entry: dict[str, object], whole: Response) -> Response | None:
     )
 
 
+# json.dumps(value, ensure_ascii=False), without building an encoder on every call.
+_text = json.JSONEncoder(ensure_ascii=False).encode
+_PLAIN = frozenset({str, int, bool, type(None)})  # written by json as they were read
+
+
 def _dump(value: object) -> str:
     """JSON text of a parsed value, decimals written as they were read."""
     if isinstance(value, dict):
-        items = (f"{json.dumps(k, ensure_ascii=False)}: {_dump(v)}" for k, v in value.items())
+        if all(type(v) in _PLAIN for v in value.values()):  # e.g. {"receipt": "R-1"}
+            return _text(value)
+        items = (f"{_text(k)}: {_dump(v)}" for k, v in value.items())
         return "{" + ", ".join(items) + "}"
     if isinstance(value, list):
         return "[" + ", ".join(_dump(v) for v in value) + "]"
     if isinstance(value, Decimal):
         return str(value)
-    return json.dumps(value, ensure_ascii=False)
+    return _text(value)

@@ -57,23 +57,24 @@ USER_AGENT = "exchange/0.1"
 TLS_ERROR = "TLSError"  # error_class of a failed TLS handshake (e.g. an untrusted certificate)
 
 
+# A str as JSON text, as json.dumps(..., ensure_ascii=False) writes it (the same C function).
+_json_text = json.encoder.encode_basestring
+
+
 def body(message: OutgoingMessage) -> bytes:
-    """The contract's request body (section 5) for one message, nothing more."""
+    """The contract's request body (section 5) for one message, nothing more: the text
+    ``json.dumps`` writes for these fields, built without its per-call machinery (a batch
+    writes one per message)."""
     created = wire_time(message.created_at)
-    head = json.dumps(
-        {
-            "message_id": message.message_id,
-            "kind": message.kind,
-            "aggregate": message.aggregate,
-            "version": message.version,
-        },
-        ensure_ascii=False,
-    )[:-1]
     # The payload is spliced in as its canonical text so that decimals stay exact.
-    tail = f', "payload": {message.payload}, "created_at": "{created}"}}'
-    return (head + tail).encode("utf-8")
+    return (
+        f'{{"message_id": {_json_text(message.message_id)}, "kind": {_json_text(message.kind)}, '
+        f'"aggregate": {_json_text(message.aggregate)}, "version": {int(message.version)}, '
+        f'"payload": {message.payload}, "created_at": "{created}"}}'
+    ).encode()
 
 
+@functools.lru_cache(maxsize=1024)  # the messages of one intake share their created_at
 def wire_time(value: datetime) -> str:
     """ISO 8601 in UTC with a four-digit year, e.g. ``2026-08-23T07:20:00Z``. (strftime's %Y
     writes year 1 as "1" on Linux, which no site reads as a time.) A naive value is UTC."""
@@ -412,6 +413,7 @@ if HAVE_AIOHTTP:
     )
     _AIOHTTP_CAUGHT = (aiohttp.ClientError, TimeoutError)
     _CHUNK = 16 * 1024
+    _ONE_WRITE = 256 * 1024  # bytes of a request body sent with its headers (see _body)
 
     def _failure(exc: BaseException) -> TransportFailure:
         name, maybe_sent = next(
@@ -543,11 +545,16 @@ if HAVE_AIOHTTP:
         return _HangingUpHandler(loop)
 
     def _body(content: bytes | None, progress: _Progress) -> Any:
-        """The request body as aiohttp takes it. A small one goes out with the headers; a large
-        one is streamed (bytes would block the loop, aiohttp warns) and marks the request
-        written once its last chunk is handed to the socket, so that a site that stops
-        reading is told apart (WriteTimeout) from one that does not answer (ReadTimeout)."""
-        if not content or len(content) <= _CHUNK:
+        """The request body as aiohttp takes it. One up to ``_ONE_WRITE`` (a batch of a few
+        hundred items) goes out with the headers in one write, which the socket takes whole
+        or buffers without blocking the loop; a site that stops reading it ends as a
+        ReadTimeout, "maybe sent" like a WriteTimeout. (Streaming a batch of 100 items, ~20 KB,
+        in 16 KB chunks cost the worker ~6 us a message, measured with bench/run.py.) A
+        larger one is streamed (bytes would block the loop, aiohttp warns) and marks the
+        request written once its last chunk is handed to the socket, so that a site that
+        stops reading is told apart (WriteTimeout) from one that does not answer
+        (ReadTimeout)."""
+        if not content or len(content) <= _ONE_WRITE:
             return content
         progress.written = False
 

@@ -274,6 +274,20 @@ def test_an_item_body_keeps_its_exact_decimal_text() -> None:
     assert Response(200, b'{"receipt": "R-1", "amount": 840.10, "n": 1E+5}') == answer
 
 
+def test_an_item_body_of_plain_values_is_written_as_json_writes_it() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        text = f'{{"results": [{{"message_id": "{A.message_id}", "status": 200, "body": '
+        text += '{"receipt":"R-1","n":7,"ok":true,"none":null,"text":"Товар \\"1\\"\\u0001"}}]}'
+        return httpx.Response(200, content=text.encode())
+
+    answer = split(send_batch([A], handler), [A.message_id])[A.message_id]
+
+    expected = (
+        '{"receipt": "R-1", "n": 7, "ok": true, "none": null, "text": "Товар \\"1\\"\\u0001"}'
+    )
+    assert Response(200, expected.encode()) == answer
+
+
 def test_an_item_without_a_body_is_an_empty_body() -> None:
     handler = results({"message_id": A.message_id, "status": 200})
 

@@ -13,6 +13,8 @@ from typing import Any
 import httpx
 import pytest
 import respx
+from hypothesis import given
+from hypothesis import strategies as st
 
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake.contracts import Accepted, StagingRow, validate
@@ -22,6 +24,7 @@ from exchange.targets.shop_api.client import (
     Response,
     SiteClient,
     TransportFailure,
+    body,
 )
 
 BASE = "https://shop.example.com"
@@ -286,3 +289,27 @@ def test_health_connection_refused_is_transport_failure() -> None:
 
     assert isinstance(result, TransportFailure)
     assert not result.maybe_sent
+
+
+# -- the body's text -------------------------------------------------------------------------
+
+
+@given(
+    message_id=st.text(),
+    kind=st.text(),
+    aggregate=st.text(),
+    version=st.integers(min_value=1, max_value=2**63 - 1),
+)
+def test_body_is_the_text_json_dumps_writes_for_its_fields(
+    message_id: str, kind: str, aggregate: str, version: int
+) -> None:
+    payload = '{"price": 840.00}'
+    outgoing = OutgoingMessage(message_id, kind, aggregate, version, payload, CREATED)
+    head = json.dumps(
+        {"message_id": message_id, "kind": kind, "aggregate": aggregate, "version": version},
+        ensure_ascii=False,
+    )[:-1]
+
+    assert (
+        head + f', "payload": {payload}, "created_at": "2026-08-23T07:20:00Z"}}'
+    ).encode() == body(outgoing)
