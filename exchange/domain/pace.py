@@ -92,7 +92,11 @@ adaptive concurrency, a gradient controller with periodic min-RTT windows):
   simulated shop's queue of 8, and shrank only after the 503s. So each worker keeps its share
   of the targets, ``ALPHA / workers``..``BETA_QUEUE / workers`` (``workers``: the live
   workers, this one included, the caller's word), and together they keep the queue one
-  worker alone keeps.
+  worker alone keeps. Not below the rate, though: paced by a rate (a 429 site) the limit
+  never falls below rate x RTT (Little's law: the requests in flight at that rate), since a
+  site that answers fast has no queue to keep short and its "queue" is the RTT's jitter,
+  which a share of the targets can answer with 1 or 2 in flight (25-50 requests/s at 40 ms,
+  under a paced rate of 90).
 - A round of site refusals also cuts the limit (x ``LIMIT_DECREASE``, AIMD's backoff ratio).
   Only a 429 paces the rate: it says "too many per second"; a 503 from a full pool says "too
   many at once", which the limit answers (pacing its rate at what a pool accepted while it
@@ -409,10 +413,16 @@ class Pace:
         # many workers fill it.
         queued = self.limit * (1.0 - noload / average) if average > 0 else 0.0
         workers = max(1, self.workers)
+        # Paced by a rate, the limit never holds the worker below it: at that rate, rate x RTT
+        # requests are in flight (Little's law). A site that answers fast has no queue to
+        # keep short, and the "queue" is the RTT's jitter, which a share of the targets
+        # (several workers) would answer with a limit too low for the rate.
+        rate = self.effective_rate()
+        needed = 1 if rate is None else math.ceil(rate * average)
         if queued < ALPHA / workers:
             grown = self.limit * 2 if self._slow_start else self.limit + 1
             self.limit = min(self.max_limit, grown)
-        elif queued > BETA_QUEUE / workers:
+        elif queued > BETA_QUEUE / workers and self.limit > needed:
             self._slow_start = False
             self.limit = max(1, self.limit - 1)
 

@@ -540,6 +540,21 @@ def test_workers_sharing_a_pool_keep_its_queue_what_one_worker_keeps(limits: lis
     assert 0 <= min(queued), "the pool's workers waited for a request"
 
 
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_paced_by_a_rate_the_limit_lets_that_rate_through(workers: int) -> None:
+    """A rate-limited site that answers in 40 ms (once in 1 ms): Vegas reads the difference
+    as a queue, and a worker's share of the targets (several workers) would cut the limit
+    to 1 or 2, 25-50 requests/s at 40 ms. The rate, not the limit, paces a 429 site: the
+    limit stays at rate x RTT or more, the requests in flight at that rate."""
+    p, start = paced(120)
+    p.workers, p.may_probe = workers, False  # another worker probes: the rate stays
+    p.answered(start, 0.001)
+
+    steady(p, start, 10.0, 90, rtt=0.04)
+
+    assert p.rate is not None and math.ceil(p.rate * 0.04) <= p.limit
+
+
 def test_a_round_of_refusals_cuts_the_limit() -> None:
     p = pace(max_limit=32)
     steady(p, 0.0, 2.0, 500)
