@@ -64,6 +64,7 @@ HOLD_BASE = 0.25  # seconds: the first hold after a site refusal without Retry-A
 PROBE_TURN = "site probe turn"  # the target_locks row: which worker may probe the site's pace
 TURN_SECONDS = 2.0  # a probe turn, renewed while the probe runs; a dead holder's ends by itself
 TURN_ASK_EVERY = 0.25  # seconds between two asks for the turn while another worker holds it
+SHARE_EVERY = 1.0  # seconds: in a long cycle, the worker reports and counts the others this often
 
 
 @dataclass
@@ -148,6 +149,7 @@ class Worker:
         self._turn_asked_at = -math.inf
         self._others_seen_at = -math.inf  # another worker held the turn then (monotonic)
         self._turn_reported_at = -math.inf  # the last heartbeat after a refused claim
+        self._reported_at = -math.inf  # the last heartbeat (monotonic)
         self._turn_task: asyncio.Task[None] | None = None
         self.in_flight = 0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
@@ -209,16 +211,7 @@ class Worker:
             held = control.operator_pause(connection) is not None
         report.cancelled += gaps
         self.operator_paused = held
-        live = self._live_workers(now)
-        # Several workers on one site: no drain (domain.pace), probes in turns. Another
-        # worker's heartbeat comes at the end of its cycle, which a backlog makes long: a turn
-        # it held (``_take_probe_turn``) says as much, and for as long as a heartbeat would.
-        others_held_turn = time.monotonic() - self._others_seen_at < self._recent_seconds()
-        self.pace.alone = live == 1 and not others_held_turn
-        if self._turn_until == 0.0:  # alone: no turn needed (its probes still claim it)
-            self.pace.may_probe = self.pace.alone
-        if self.settings.site_max_rate is not None:
-            self.pace.max_rate = self.settings.site_max_rate / live
+        self._share_site(now)
         self.metrics.quarantined(Reason.SEQUENCE_GAP, gaps)
         self.metrics.quarantined(Reason.RETRY_LIMIT, expired)
         while not self.stopping and not held:
@@ -271,6 +264,9 @@ class Worker:
                     len(outcomes) - recorded,
                 )
             self._tell_pace()
+            if time.monotonic() - self._reported_at >= SHARE_EVERY:  # a long cycle
+                self._heartbeat()
+                self._share_site(self.clock.now())
             for _, decision in outcomes:
                 report.outcomes[decision.event.value] += 1
             report.sent += sum(1 for _, d in outcomes if d.event is not Event.RELEASED)
@@ -516,12 +512,14 @@ class Worker:
             if alone and live > 1:  # another worker came since the cycle began
                 self._others_seen_at = time.monotonic()
                 self.pace.alone = False
+                self.pace.workers = max(self.pace.workers, live)
             return
         self._turn_until = 0.0
         self.pace.may_probe = False
         if taken is False:  # another worker holds it: this one is not alone
             self._others_seen_at = time.monotonic()
             self.pace.alone = False
+            self.pace.workers = max(self.pace.workers, 2)
 
     def _claim_turn(self, alone: bool, report: dict[str, Any] | None) -> tuple[bool, int]:
         """Take (or renew) the probe turn. Refused, the worker reports (``report``: another
@@ -579,6 +577,24 @@ class Worker:
             "refused_last_minute": sum(refused.values()),
             **{f"refused_{cause.name.lower()}": n for cause, n in refused.items()},
         }
+
+    def _share_site(self, now: datetime) -> None:
+        """Tell the pace who shares the site, at the start of each cycle and every
+        SHARE_EVERY seconds of a long one (a backlog keeps a cycle going for as long as it
+        lasts, and a worker that came meanwhile must count): the live workers, this one
+        included, split EXCHANGE_SITE_MAX_RATE and the site's queue (``domain.pace``), and a
+        worker alone probes without waiting for the turn."""
+        live = self._live_workers(now)
+        # Another worker's heartbeat may be late (the first comes after its first batch): a
+        # turn it held (``_take_probe_turn``) says it is there, for as long as a heartbeat would.
+        if time.monotonic() - self._others_seen_at < self._recent_seconds():
+            live = max(live, 2)
+        self.pace.alone = live == 1
+        self.pace.workers = live
+        if self._turn_until == 0.0:  # alone: no turn needed (its probes still claim it)
+            self.pace.may_probe = self.pace.alone
+        if self.settings.site_max_rate is not None:
+            self.pace.max_rate = self.settings.site_max_rate / live
 
     def _recent_seconds(self) -> float:
         """A worker that reported within this many seconds is live."""
@@ -695,6 +711,7 @@ class Worker:
         }
 
     def _write_heartbeat(self, values: dict[str, Any]) -> None:
+        self._reported_at = time.monotonic()
         with transaction(self.engine) as connection:
             dialect_insert = postgresql.insert if is_postgres(connection) else sqlite.insert
             statement = dialect_insert(workers).values(values)

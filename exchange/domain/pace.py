@@ -86,6 +86,17 @@ adaptive concurrency, a gradient controller with periodic min-RTT windows):
   pins concurrency low for a while each period; here the no-load RTT is the minimum over the
   current and the previous ``RTT_PERIOD`` instead, so a site that got slower is relearned in
   two periods without pausing delivery.
+- Several workers share the pool's queue, and each one's estimate is its own share of it
+  (Little's law: its requests in flight x the queueing share of its RTT). Vegas' targets per
+  flow add up: two workers keeping ``ALPHA``..``BETA_QUEUE`` each kept 4-10 queued, past the
+  simulated shop's queue of 8, and shrank only after the 503s. So each worker keeps its share
+  of the targets, ``ALPHA / workers``..``BETA_QUEUE / workers`` (``workers``: the live
+  workers, this one included, the caller's word), and together they keep the queue one
+  worker alone keeps. Not below the rate, though: paced by a rate (a 429 site) the limit
+  never falls below rate x RTT (Little's law: the requests in flight at that rate), since a
+  site that answers fast has no queue to keep short and its "queue" is the RTT's jitter,
+  which a share of the targets can answer with 1 or 2 in flight (25-50 requests/s at 40 ms,
+  under a paced rate of 90).
 - A round of site refusals also cuts the limit (x ``LIMIT_DECREASE``, AIMD's backoff ratio).
   Only a 429 paces the rate: it says "too many per second"; a 503 from a full pool says "too
   many at once", which the limit answers (pacing its rate at what a pool accepted while it
@@ -95,8 +106,9 @@ A "round" of refusals is counted once: a refusal of a request sent before the la
 was sent at the old pace and says nothing new (TCP's fast recovery).
 
 Per worker process, in memory. Several workers on one site each run their own pace: AIMD flows
-sharing one bottleneck converge to fair shares (Chiu and Jain), and ``EXCHANGE_SITE_MAX_RATE``,
-a hard cap, is split among the live workers by the caller (``max_rate``). They take turns
+sharing one bottleneck converge to fair shares (Chiu and Jain), ``EXCHANGE_SITE_MAX_RATE``,
+a hard cap, is split among the live workers by the caller (``max_rate``), and so are the
+Vegas targets (``workers``, above). They take turns
 probing: two probes at once push past the site's capacity twice as far, and each worker's 429
 after the other's probe is a full round. A worker probes past its known-good rate only while
 the caller says it may (``may_probe``: it holds the site's probe turn, or it is alone), says
@@ -153,6 +165,7 @@ class Pace:
     max_rate: float | None = None  # the hard cap for this worker (requests/s), if any
     alone: bool = True  # no other worker paces this site (the caller's word): needs no turn
     may_probe: bool = True  # the caller's word: this worker holds the site's probe turn
+    workers: int = 1  # the caller's word: live workers on this site, this one included
     initial_limit: int = 4
     limit: int = 0  # set from initial_limit
     rate: float | None = None  # requests/s; None: not paced by rate
@@ -395,11 +408,21 @@ class Pace:
         average = self._round_sum / self._round_count
         self._round_count, self._round_sum = 0, 0.0
         noload = min(self._rtt_min, self._rtt_min_previous)
+        # This worker's own requests queued at the site (Little's law: its share of the
+        # queue), held to its share of the targets: the site's queue is the same however
+        # many workers fill it.
         queued = self.limit * (1.0 - noload / average) if average > 0 else 0.0
-        if queued < ALPHA:
+        workers = max(1, self.workers)
+        # Paced by a rate, the limit never holds the worker below it: at that rate, rate x RTT
+        # requests are in flight (Little's law). A site that answers fast has no queue to
+        # keep short, and the "queue" is the RTT's jitter, which a share of the targets
+        # (several workers) would answer with a limit too low for the rate.
+        rate = self.effective_rate()
+        needed = 1 if rate is None else math.ceil(rate * average)
+        if queued < ALPHA / workers:
             grown = self.limit * 2 if self._slow_start else self.limit + 1
             self.limit = min(self.max_limit, grown)
-        elif queued > BETA_QUEUE:
+        elif queued > BETA_QUEUE / workers and self.limit > needed:
             self._slow_start = False
             self.limit = max(1, self.limit - 1)
 

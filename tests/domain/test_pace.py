@@ -14,13 +14,16 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from exchange.domain.pace import (
+    ALPHA,
     BETA,
+    BETA_QUEUE,
     DRAIN,
     DRAIN_TIME,
     MIN_RATE,
     PROBE_BETA,
     PROBE_DOUBLING,
     PROVEN,
+    RTT_PERIOD,
     WINDOW,
     Cause,
     Pace,
@@ -490,6 +493,68 @@ def test_the_limit_falls_when_latency_climbs() -> None:
     assert 4 <= p.limit <= 4 + 6  # the site's workers, and a few requests queued
 
 
+def share_a_pool(limits: list[int], pool: int, service: float) -> list[int]:
+    """Workers, one pace each (started at ``limits``, each told how many they are), share a
+    pool of ``pool`` PHP workers taking ``service`` s a request: with T requests in flight
+    (all the workers' together), an answer takes ``service x T / pool`` once T > pool. Each
+    step every pace gets ``limit`` answers (one Vegas round); the first answer found the pool
+    idle. Runs for 15 s (within two RTT_PERIODs: the no-load RTT is the one the pool showed
+    first) and returns the requests queued at the site (T - pool) at each step of the last 3."""
+    paces = [pace(initial_limit=limit) for limit in limits]
+    for p in paces:
+        p.workers = len(paces)
+        p.answered(0.0, service)
+    now, queued = 0.0, []
+    while now < 15.0:
+        in_flight = sum(p.limit for p in paces)
+        rtt = service * max(1.0, in_flight / pool)
+        for p in paces:
+            for _ in range(p.limit):
+                p.answered(now, rtt)
+        now += rtt
+        if now >= 12.0:
+            queued.append(in_flight - pool)
+    assert 15.0 < 2 * RTT_PERIOD
+    return queued
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        [4],  # one worker
+        [4, 4],  # two started together
+        [9, 4],  # one came while the other, alone, had grown
+        [4, 4, 4],
+        [8, 8, 8, 8],
+    ],
+)
+def test_workers_sharing_a_pool_keep_its_queue_what_one_worker_keeps(limits: list[int]) -> None:
+    """Vegas' targets are requests queued at the site: each worker counts its own (its share
+    of the queue), so each keeps ALPHA..BETA_QUEUE divided by the workers, and together they
+    keep the pool's queue at ALPHA..BETA_QUEUE, however many they are (the simulated shop's
+    queue is 8: two workers keeping 2-5 each filled it, and it answered 503)."""
+    queued = share_a_pool(limits, pool=4, service=0.025)
+
+    mean = sum(queued) / len(queued)
+    assert ALPHA <= mean <= BETA_QUEUE, f"{mean:.1f} queued on average ({queued[-8:]})"
+    assert 0 <= min(queued), "the pool's workers waited for a request"
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_paced_by_a_rate_the_limit_lets_that_rate_through(workers: int) -> None:
+    """A rate-limited site that answers in 40 ms (once in 1 ms): Vegas reads the difference
+    as a queue, and a worker's share of the targets (several workers) would cut the limit
+    to 1 or 2, 25-50 requests/s at 40 ms. The rate, not the limit, paces a 429 site: the
+    limit stays at rate x RTT or more, the requests in flight at that rate."""
+    p, start = paced(120)
+    p.workers, p.may_probe = workers, False  # another worker probes: the rate stays
+    p.answered(start, 0.001)
+
+    steady(p, start, 10.0, 90, rtt=0.04)
+
+    assert p.rate is not None and math.ceil(p.rate * 0.04) <= p.limit
+
+
 def test_a_round_of_refusals_cuts_the_limit() -> None:
     p = pace(max_limit=32)
     steady(p, 0.0, 2.0, 500)
@@ -587,6 +652,25 @@ def test_the_hard_cap_is_never_exceeded_over_any_second(rate: float, seconds: fl
 
     # over the whole run, at most one slot beyond the rate (the first one is free)
     assert len(starts) <= rate * seconds + 1 + 1e-6
+
+
+@PROPERTY
+@given(
+    limits=st.lists(st.integers(min_value=1, max_value=10), min_size=1, max_size=4),
+    pool=st.integers(min_value=2, max_value=8),
+    service=st.floats(min_value=0.01, max_value=0.05),
+)
+def test_however_many_workers_share_a_pool_its_queue_stays_within_the_vegas_targets(
+    limits: list[int], pool: int, service: float
+) -> None:
+    """1 to 4 workers, each told how many they are, from any limit a worker starts or grows
+    to alone: the requests queued at the site average ALPHA..BETA_QUEUE once settled, as
+    for one worker alone (each worker's share of the queue is held to its share of the
+    targets)."""
+    queued = share_a_pool(limits, pool, service)
+
+    event(f"{len(limits)} workers")
+    assert ALPHA <= sum(queued) / len(queued) <= BETA_QUEUE
 
 
 probe_events = st.lists(

@@ -30,7 +30,7 @@ from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import messages, workers
 from exchange.dev.sitesim import Faults, SiteSimulator, halving_shop, pool_shop, rate_limited_shop
 from exchange.dev.testing import drain, fast_settings, price_row, stage
-from exchange.worker import Worker
+from exchange.worker import CycleReport, Worker
 
 pytestmark = pytest.mark.slow
 
@@ -213,7 +213,40 @@ def test_a_worker_knows_whether_it_is_alone_on_the_site(
 
     run(worker)
 
-    assert (others == 0) == worker.pace.alone
+    assert (others == 0, 1 + others) == (worker.pace.alone, worker.pace.workers)
+
+
+def test_a_worker_in_a_long_cycle_counts_a_worker_that_came_during_it(
+    sqlite_url: str, sqlite_engine: Engine, sim: SiteSimulator
+) -> None:
+    """A backlog keeps one cycle going for as long as it lasts: every SHARE_EVERY seconds of
+    it the worker reports and counts the live workers again, so one that came meanwhile gets
+    its share (of EXCHANGE_SITE_MAX_RATE, of the site's queue) during the cycle, not after."""
+    skus = 200
+    stage(sqlite_engine, [price_row(f"SKU-{n}", 1) for n in range(skus)])
+    worker = make_worker(sqlite_url, sqlite_engine, sim.url, site_max_rate=100.0, batch_size=20)
+    sent_when_another_came: list[int] = []
+    reports: list[CycleReport] = []
+
+    async def one_cycle(worker: Worker) -> None:
+        async def another_comes() -> None:
+            await asyncio.sleep(0.5)
+            sent_when_another_came.append(worker.requests_sent)
+            now = datetime.now(UTC)
+            with transaction(sqlite_engine) as connection:
+                connection.execute(
+                    insert(workers).values(worker_id="other", started_at=now, heartbeat_at=now)
+                )
+
+        came = asyncio.create_task(another_comes())
+        reports.append(await worker.cycle())
+        await came
+
+    run(worker, one_cycle)
+
+    assert skus == reports[0].sent, "the backlog took more than one cycle: the test tests nothing"
+    assert 0 < sent_when_another_came[0] < skus
+    assert (2, False, 50.0) == (worker.pace.workers, worker.pace.alone, worker.pace.max_rate)
 
 
 # -- several workers on one site: one probe at a time -------------------------------------------
