@@ -94,6 +94,18 @@ SHOPS = {
 }
 
 
+# Not in the default run: a full reload at a pool's capacity, a minute long (six RTT_PERIODs),
+# where a pace that learned its no-load RTT from the busy pool would fill its queue.
+LONG_SHOPS = {
+    "worker-pool-long": Shop(
+        "worker-pool-long",
+        lambda: pool_shop(workers=4, service_seconds=0.025, queue=8),
+        160.0,
+        9600,
+    ),
+}
+
+
 def run_shop(shop: Shop, directory: Path, concurrency: int = 32) -> dict[str, Any]:
     url = f"sqlite:///{directory / f'pace-{shop.name}.db'}"
     engine = make_engine(url)
@@ -389,13 +401,15 @@ def main(argv: list[str] | None = None) -> None:
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-pace-") as tmp:
         for name in [s.strip() for s in args.shops.split(",") if s.strip()]:
-            if name not in SHOPS:
-                sys.exit(f"python -m bench.pace: unknown shop {name}; known: {', '.join(SHOPS)}")
+            shop = SHOPS.get(name) or LONG_SHOPS.get(name)
+            if shop is None:
+                known = ", ".join([*SHOPS, *LONG_SHOPS])
+                sys.exit(f"python -m bench.pace: unknown shop {name}; known: {known}")
             print(f"pace: {name} ...", file=sys.stderr, flush=True)
             if args.workers > 1:
-                run = run_shop_workers(SHOPS[name], Path(tmp), args.workers, args.concurrency)
+                run = run_shop_workers(shop, Path(tmp), args.workers, args.concurrency)
             else:
-                run = run_shop(SHOPS[name], Path(tmp), args.concurrency)
+                run = run_shop(shop, Path(tmp), args.concurrency)
             results.append(run)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
