@@ -98,7 +98,12 @@ def apply(connection: Connection, changes: Sequence[Change], now: datetime) -> N
     postgres = is_postgres(connection)
     for n, ((names, guards), rows) in enumerate(groups.items()):
         param = f"changes_{n}"
-        shared = split_shared(rows)  # e.g. a claim's lease: one value for the whole batch
+        # A value the whole batch shares goes once (e.g. a claim's lease), but only a value
+        # the UPDATE sets: a condition on a constant (``state = 'new'``) lets SQLite's planner
+        # find the rows by that column's index and scan every message in that state for each
+        # change, instead of finding each by its id (275 ms a claim of 100 at 9,600 pending).
+        setting = range(2, 3 + len(names))  # to_state and the values; not pk, from, guards
+        shared = tuple(i for i in split_shared(rows) if i in setting)
         statement, per_row, once = _update_statement(postgres, param, names, guards, shared)
         params = _params(connection, param, rows, shared, per_row, once)
         connection.execute(statement, {**params, "now": now})

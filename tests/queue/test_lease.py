@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 from random import Random
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from sqlalchemy import Engine, RowMapping, event, select
 
 from exchange.db.engine import make_engine, transaction
+from exchange.db.migrate import upgrade
 from exchange.db.schema import aggregates, history, messages
 from exchange.dev.testing import (
     fast_settings,
@@ -853,3 +855,42 @@ def test_a_claim_reads_nothing_of_the_aggregates_behind_its_sweep_on_postgresql(
     assert set(touched) == {100, 3_000}
     # Before the fix: 386 pages after 100 done, 608 after 3,000; after it: 112 and 110.
     assert touched[3_000] < 1.3 * touched[100], f"pages touched by the pick: {touched}"
+
+
+# -- a state change finds its messages by id, whatever the backlog ----------------------------
+
+
+def test_the_claims_update_finds_each_message_by_id_not_by_scanning_a_state(
+    tmp_path: Path,
+) -> None:
+    """SQLite: a batch's shared values go once, but a condition on a constant (``state =
+    'new'``) let the planner search the state's index and scan every message in that state
+    for each change: 275 ms a claim of 100 with 9,600 pending (0.7 ms by id). The UPDATEs of
+    a claim and its record must search messages by primary key."""
+    url = f"sqlite:///{tmp_path / 'plan.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    settings = fast_settings(url, lease_seconds=LEASE, max_attempts=MAX_ATTEMPTS)
+    clock = FakeClock()
+    take(engine, settings, clock, [price_row(f"SKU-{n}", 1) for n in range(300)])
+    updates: list[tuple[str, Any]] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
+        if statement.startswith("UPDATE messages"):
+            updates.append((statement, parameters))
+
+    event.listen(engine, "after_cursor_execute", seen)
+    try:
+        batch = claim(engine, settings, clock, "w1", limit=100)
+        record(engine, settings, clock, batch, delivered())
+    finally:
+        event.remove(engine, "after_cursor_execute", seen)
+    assert len(updates) == 2
+    with engine.connect() as c:
+        for statement, parameters in updates:
+            plan = " | ".join(
+                row[-1] for row in c.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)
+            )
+            assert "SEARCH messages USING INTEGER PRIMARY KEY" in plan, plan
+            assert "SCAN messages" not in plan and "messages USING INDEX" not in plan, plan
+    engine.dispose()
