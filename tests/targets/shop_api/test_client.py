@@ -313,3 +313,36 @@ def test_body_is_the_text_json_dumps_writes_for_its_fields(
     assert (
         head + f', "payload": {payload}, "created_at": "2026-08-23T07:20:00Z"}}'
     ).encode() == body(outgoing)
+
+
+# -- how a body goes out on the aiohttp wire -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("size", "one_write"),
+    [(0, True), (20 * 1024, True), (256 * 1024, True), (256 * 1024 + 1, False)],
+)
+def test_a_body_up_to_256_kib_goes_with_its_headers_in_one_write_and_a_larger_one_is_streamed(
+    size: int, one_write: bool
+) -> None:
+    # A batch of 100 items is ~20 KB: streamed in 16 KB chunks it cost the worker ~6 us a
+    # message (bench/run.py). Past 256 KiB the body is streamed, so that bytes never block
+    # the loop, and the request counts as written only once its last chunk went out (a deaf
+    # site is then a WriteTimeout, tests/faults/test_site_wires.py).
+    from exchange.targets.shop_api import client
+
+    progress = client._Progress()
+    content = b"x" * size
+    payload = client._body(content, progress)
+
+    async def streamed() -> bytes:
+        chunks = [chunk async for chunk in payload._value]
+        assert progress.written, "written once its last chunk is handed on"
+        return b"".join(chunks)
+
+    if one_write:
+        assert content == payload
+        assert progress.written
+    else:
+        assert not progress.written, "a streamed body is not written until its last chunk"
+        assert content == asyncio.run(streamed())
