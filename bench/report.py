@@ -96,7 +96,7 @@ def tables(results: dict[str, Any]) -> str:
         for r in service:
             if batch_missing(r):
                 rows.append(
-                    [r["label"], "not available: the service sent no batch request"] + ["–"] * 9
+                    [r["label"], "not available: the service sent no batch request"] + ["–"] * 11
                 )
                 continue
             rows.append(
@@ -109,6 +109,7 @@ def tables(results: dict[str, Any]) -> str:
                     _ratio(r["site_rate"], best),
                     f"{r['wall_s']:.1f}",
                     f"{r['worker_cpu_s']:.1f}",
+                    _seconds(r.get("worker_cpu_window_s")),
                     f"{r['site_cpu_s']:.1f}",
                     _cores_busy(r),
                     f"{r['peak_rss_mb']:.0f}",
@@ -127,6 +128,7 @@ def tables(results: dict[str, Any]) -> str:
                     "÷ ceiling, at the site",
                     "wall s",
                     "worker CPU s",
+                    "worker CPU s, first to last effect",
                     "site CPU s",
                     "cores busy",
                     "worker peak RSS MB",
@@ -261,6 +263,10 @@ def tables(results: dict[str, Any]) -> str:
             "`EXCHANGE_CONCURRENCY=32`, SQLite; plot: pace.png)\n\n" + pace_table(results["pace"])
         )
     return "\n\n".join(out) + "\n"
+
+
+def _seconds(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
 
 
 def _cores_busy(row: dict[str, Any]) -> str:

@@ -26,7 +26,9 @@ postgres) holding --messages staged price rows, one per SKU, and a reset site; a
 that every message is delivered, that the site saw exactly one effect per message and that no
 aggregate was in flight twice. Peak RSS and CPU seconds of each child come from wait4(2); the
 whole machine's busy CPU seconds during the run come from /proc/stat (what the workers, the site,
-PostgreSQL and anything else together kept busy).
+PostgreSQL and anything else together kept busy). Each worker's CPU is also sampled every 20 ms
+(bench/cpu.py), which gives its CPU from the site's first effect to its last: delivery alone,
+without start-up, intake and coalescing.
 
 Output in --out (default docs/benchmarks, or a fresh temp dir with --quick): results.json (every
 raw figure), throughput.png, and the tables between the markers in README.md (created if missing).
@@ -61,7 +63,7 @@ import psutil
 import psycopg
 from sqlalchemy import func, select
 
-from bench import ceiling, report
+from bench import ceiling, cpu, report
 from bench import pace as pace_bench
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
@@ -386,9 +388,11 @@ def service_run(
             sampler.start()
         started = time.perf_counter()
         busy_before = machine_busy_seconds()
+        cpu_sampler = cpu.CpuSampler()
         for n in range(workers):
             log_path = scratch / f"{database}-{workers}w-b{site_batch_size}-{n}.log"
             logs.append(log_path)
+            spawned = time.time()
             with log_path.open("w") as out:
                 procs.append(
                     subprocess.Popen(
@@ -407,16 +411,25 @@ def service_run(
                         stderr=subprocess.STDOUT,
                     )
                 )
+            cpu_sampler.watch(procs[-1].pid, spawned)
+        cpu_sampler.start()
         try:
-            children = [wait_child(p, max_seconds + 60) for p in procs]
+            children, reaped = [], []
+            for proc in procs:
+                children.append(wait_child(proc, max_seconds + 60))
+                reaped.append((proc.pid, time.time(), children[-1][2]))
         except BaseException:  # interrupted: leave no worker behind
             for proc in procs:
                 if proc.returncode is None:
                     proc.kill()
                     proc.wait()
+            cpu_sampler.stop()
             raise
         wall = time.perf_counter() - started
         busy_after = machine_busy_seconds()
+        cpu_sampler.stop()
+        for pid, moment, seconds in reaped:
+            cpu_sampler.finish(pid, moment, seconds)
         peak_connections = sampler.stop() if sampler else None
         tables = pg_tables(url) if database == "postgresql" else None
         site_cpu = site.cpu_seconds() - site_cpu
@@ -425,6 +438,7 @@ def service_run(
         overlaps = in_flight_overlaps(url)
     codes = [c[0] for c in children]
     window = (stats["last_effect"] or 0) - (stats["first_effect"] or 0)
+    window_cpu = worker_cpu_in_window(cpu_sampler, stats["first_effect"], stats["last_effect"])
     checks = {
         "exit_codes_zero": codes == [0] * workers,
         "all_delivered": states == {"delivered": count},
@@ -446,6 +460,14 @@ def service_run(
         "peak_rss_mb": max(c[1] for c in children),
         "peak_rss_mb_each": [c[1] for c in children],
         "worker_cpu_s": sum(c[2] for c in children),
+        "worker_cpu_us": sum(c[2] for c in children) / count * 1e6,
+        # the workers' CPU from the site's first effect to its last (bench/cpu.py)
+        "worker_cpu_window_s": window_cpu,
+        "worker_cpu_window_us": None if window_cpu is None else window_cpu / count * 1e6,
+        "worker_cpu_window_share": (
+            window_cpu / (window * workers) if window_cpu is not None and window > 0 else None
+        ),
+        "cpu_samples": [len(s) for s in cpu_sampler.samples.values()],
         "site_cpu_s": site_cpu,
         "machine_cpu_s": (
             busy_after - busy_before if busy_after is not None and busy_before is not None else None
@@ -469,6 +491,17 @@ def service_run(
     return result
 
 
+def worker_cpu_in_window(
+    sampler: cpu.CpuSampler, first: float | None, last: float | None
+) -> float | None:
+    """All workers' CPU seconds between the site's first and last effect (both time.time(),
+    as the samples are), or None without effects or with a worker's samples not covering it."""
+    if first is None or last is None:
+        return None
+    spent = [cpu.cpu_between(samples, first, last) for samples in sampler.samples.values()]
+    return None if any(s is None for s in spent) else sum(s for s in spent if s is not None)
+
+
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run with the median rate (the lower middle one for an even count), with all rates."""
     ordered = sorted(runs, key=lambda r: r["rate"])
@@ -484,8 +517,11 @@ def repeated(args: argparse.Namespace, label: str, **kwargs: Any) -> dict[str, A
         run = service_run(args, **kwargs)
         runs.append(run)
         flag = "ok" if run["ok"] else f"FAILED {run['checks']}"
+        window_us = run["worker_cpu_window_us"]
         log(
             f"{label} [{n + 1}/{args.repeats}]: {run['rate']:.0f} msg/s, {run['wall_s']:.1f} s, "
+            f"worker CPU {run['worker_cpu_us']:.0f} µs/msg "
+            f"({'–' if window_us is None else f'{window_us:.0f}'} in the delivery window), "
             f"peak RSS {run['peak_rss_mb']:.0f} MB, {flag}"
         )
     return {"label": label, **median_run(runs)}
