@@ -279,7 +279,10 @@ def pg_tables(url: str) -> dict[str, dict[str, int]]:
 # -- sections --------------------------------------------------------------------------------
 
 
-def ceiling_run(site: SiteProcess, client: str, count: int, concurrency: int, tag: str) -> float:
+def ceiling_run(
+    site: SiteProcess, client: str, count: int, concurrency: int, tag: str
+) -> tuple[float, float]:
+    """(requests/s, the client process's CPU µs per request) of one ceiling run."""
     site.reset()
     out = subprocess.run(
         [
@@ -308,8 +311,7 @@ def ceiling_run(site: SiteProcess, client: str, count: int, concurrency: int, ta
     figures = json.loads(out.stdout.strip().splitlines()[-1])
     if figures["statuses"] != {"200": count}:
         raise RuntimeError(f"{client}: answers {figures['statuses']}, expected {count} x 200")
-    rate: float = figures["rate"]
-    return rate
+    return float(figures["rate"]), float(figures["cpu_s"]) / count * 1e6
 
 
 def ceiling_section(args: argparse.Namespace, fast: SiteProcess, scratch: Path) -> dict[str, Any]:
@@ -318,15 +320,18 @@ def ceiling_section(args: argparse.Namespace, fast: SiteProcess, scratch: Path) 
     try:
         plan = [("fast", c) for c in CEILING_CLIENTS] + [("threaded", c) for c in THREADED_CLIENTS]
         rates: dict[tuple[str, str], list[float]] = defaultdict(list)
+        cpus: dict[tuple[str, str], list[float]] = defaultdict(list)
         # Rounds, not blocks: each client is measured once per round, so that noise from the
         # shared machine spreads over all of them instead of hitting one.
         for repeat in range(args.ceiling_repeats):
             for site_kind, client in plan:
                 site = fast if site_kind == "fast" else threaded
                 tag = f"{site_kind}{repeat}"
-                rates[(site_kind, client)].append(
-                    ceiling_run(site, client, args.ceiling_messages, args.concurrency, tag)
+                rate, cpu_us = ceiling_run(
+                    site, client, args.ceiling_messages, args.concurrency, tag
                 )
+                rates[(site_kind, client)].append(rate)
+                cpus[(site_kind, client)].append(cpu_us)
                 log(f"ceiling {client} -> {site_kind} site: {rates[(site_kind, client)][-1]:.0f}/s")
         for site_kind, client in plan:
             runs = rates[(site_kind, client)]
@@ -336,6 +341,8 @@ def ceiling_section(args: argparse.Namespace, fast: SiteProcess, scratch: Path) 
                     "site": site_kind,
                     "rate": statistics.median(runs),
                     "runs": runs,
+                    # the client process's CPU per request, median of the runs
+                    "cpu_us": statistics.median(cpus[(site_kind, client)]),
                 }
             )
     finally:
@@ -346,7 +353,7 @@ def ceiling_section(args: argparse.Namespace, fast: SiteProcess, scratch: Path) 
         "messages": args.ceiling_messages,
         "repeats": args.ceiling_repeats,
         "rows": rows,
-        "best": {"client": best["client"], "rate": best["rate"]},
+        "best": {"client": best["client"], "rate": best["rate"], "cpu_us": best["cpu_us"]},
         "httpx": httpx_row["rate"],
     }
 
