@@ -302,6 +302,13 @@ def goals(
     request_us = 1e6 / ceiling["best"]["rate"] if ceiling and ceiling["best"]["rate"] else None
     claim_us = budget["claim_record_us_sqlite"] if budget else None
     floor = request_us + claim_us if request_us is not None and claim_us is not None else None
+    # The same floor in CPU alone (the client's process, the claim's): wall time alone grows
+    # with whatever else keeps the machine busy, the worker's CPU much less.
+    request_cpu = (ceiling or {}).get("best", {}).get("cpu_us")
+    claim_cpu = (budget or {}).get("claim_record_cpu_us_sqlite")
+    cpu_floor = (
+        request_cpu + claim_cpu if request_cpu is not None and claim_cpu is not None else None
+    )
     single = _service_row(service, "sqlite", batch=False)
     batch = _service_row(service, "sqlite", batch=True)
 
@@ -313,7 +320,8 @@ def goals(
     def cpu_goal(us: float | None) -> dict[str, Any]:
         ratio = us / floor if us is not None and floor else None
         met = ratio is not None and ratio <= GOAL_CPU_FLOOR_RATIO and bool(single and single["ok"])
-        return {"us": us, "ratio": ratio, "met": met}
+        cpu_ratio = us / cpu_floor if us is not None and cpu_floor else None
+        return {"us": us, "ratio": ratio, "met": met, "ratio_cpu_floor": cpu_ratio}
 
     rate = batch["site_rate"] if batch else None
     return {
@@ -321,6 +329,9 @@ def goals(
         "request_client": ceiling["best"]["client"] if ceiling else None,
         "claim_record_us_sqlite": claim_us,
         "floor_us": floor,
+        "request_cpu_us": request_cpu,
+        "claim_record_cpu_us_sqlite": claim_cpu,
+        "cpu_floor_us": cpu_floor,
         "cpu_goal_ratio": GOAL_CPU_FLOOR_RATIO,
         "single_ok": single["ok"] if single else None,
         "worker_cpu_whole": cpu_goal(per_message(single, "worker_cpu_s")),
@@ -355,6 +366,8 @@ def goal_lines(g: dict[str, Any]) -> str:
             measured = f"{us(part['us'])} µs"
             if part["ratio"] is not None:
                 measured += f" = {part['ratio']:.2f} × the floor"
+            if part["ratio_cpu_floor"] is not None:
+                measured += f" ({part['ratio_cpu_floor']:.2f} × the floor in CPU)"
         return [
             label,
             measured,
@@ -367,6 +380,13 @@ def goal_lines(g: dict[str, Any]) -> str:
         [
             f"the floor: the best client's request alone{client} + claim and record alone, SQLite",
             f"{us(g['request_us'])} + {us(g['claim_record_us_sqlite'])} = {us(floor)} µs",
+            "",
+            "",
+        ],
+        [
+            "the floor in CPU: the same client's CPU per request + claim and record's CPU, alone",
+            f"{us(g['request_cpu_us'])} + {us(g['claim_record_cpu_us_sqlite'])} = "
+            f"{us(g['cpu_floor_us'])} µs",
             "",
             "",
         ],
@@ -392,6 +412,12 @@ def goal_lines(g: dict[str, Any]) -> str:
         notes.append(
             f"{goal:.2f} × the floor is {goal * floor:,.1f} µs of the worker's CPU per message."
         )
+    notes.append(
+        "The floor is wall time alone (requests/s, claims and records/s), as the goal has it: "
+        "on a machine busy with other work it grows with the load more than the worker's CPU "
+        "does, so a goal met at a high load average says little; the floor in CPU is given "
+        "beside it for that reason, and is not the goal's."
+    )
     notes.append(
         "The whole process counts Python's start-up, intake and coalescing of the staged rows "
         "and the final idle check; first to last effect counts delivery alone (the worker's CPU "

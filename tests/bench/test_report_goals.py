@@ -198,3 +198,18 @@ def test_the_report_prints_the_goals_with_their_figures() -> None:
     assert "1.25 × the floor is 187.5 µs" in goals_text
     # the service table carries the window's CPU: 180 µs × 20,000 = 3.6 s
     assert "| 6.0 | 3.6 |" in text
+
+
+def test_the_floor_in_cpu_is_given_beside_the_goal_s_and_judges_nothing() -> None:
+    c, b = ceiling(), budget()
+    c["best"]["cpu_us"] = 60.0  # the client's CPU per request
+    b["claim_record_cpu_us_sqlite"] = 40.0
+    g = goals(c, b, service(cpu_us=300.0, window_us=180.0))
+    assert g["cpu_floor_us"] == pytest.approx(100.0)
+    assert g["worker_cpu_window"]["ratio_cpu_floor"] == pytest.approx(1.8)
+    assert g["worker_cpu_window"]["met"] is True  # 1.2 × the (wall) floor, the goal's
+    text = goal_lines(g)
+    assert "60.0 + 40.0 = 100.0 µs" in text
+    assert "180.0 µs = 1.20 × the floor (1.80 × the floor in CPU) | ≤ 1.25 × the floor | met" in (
+        text
+    )
