@@ -8,7 +8,8 @@ message's cost is the sum of its parts, and a goal stated as a rate is a budget 
 50 µs. Measured here, each alone, in one process, with the service's own functions:
 
 - ``claim_record_us`` (SQLite and PostgreSQL): ``bench.lease_cost``, claim a batch of 100 and
-  record it delivered, per message (no HTTP): the state changes and the history rows.
+  record it delivered, per message (no HTTP): the state changes and the history rows; wall
+  time. ``claim_record_cpu_us``: the same, this process's CPU alone.
 - ``outcome_line_us``: ``worker.log_outcome`` for a delivered message, the service's text
   format at INFO, to a file.
 - ``judge_us``: ``classify`` and ``decide`` of the fast site's 200 answer.
@@ -134,6 +135,7 @@ def run(count: int) -> dict[str, Any]:
             with fresh_database(database, scratch) as url:
                 figures = lease_cost.run(url, count, 100)
             result[f"claim_record_us_{database}"] = 1e6 / figures["messages_per_s"]
+            result[f"claim_record_cpu_us_{database}"] = figures["cpu_us_per_message"]
     return result
 
 

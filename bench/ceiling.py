@@ -6,7 +6,8 @@
 Each request is a price update as the service sends it (``client.body(message)``, the same
 headers, a distinct ``Idempotency-Key``); ``--concurrency`` requests are in flight at once over
 as many keep-alive connections, the best case for a client. The bodies are built before the
-clock starts. Prints one JSON line: client, messages, seconds, rate, statuses.
+clock starts. Prints one JSON line: client, messages, seconds, rate, the process's CPU seconds
+while the clock ran (``cpu_s``, this process alone, not the site's), statuses.
 
 Clients: ``httpx`` (its default transport), ``httpx-aiohttp`` (httpx over httpx-aiohttp's
 ``AiohttpTransport``), ``aiohttp`` (``aiohttp.ClientSession``) and ``siteclient`` (the service's
@@ -52,7 +53,8 @@ def messages(count: int, tag: str) -> list[tuple[OutgoingMessage, bytes]]:
 
 async def drive(
     send: Send, items: list[tuple[OutgoingMessage, bytes]], concurrency: int
-) -> tuple[float, collections.Counter[int]]:
+) -> tuple[float, float, collections.Counter[int]]:
+    """(wall seconds, this process's CPU seconds, statuses) of sending every item."""
     statuses: collections.Counter[int] = collections.Counter()
     iterator = iter(items)
 
@@ -60,9 +62,9 @@ async def drive(
         for message, body in iterator:  # the lanes share one iterator: no item twice
             statuses[await send(message, body)] += 1
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(lane() for _ in range(concurrency)))
-    return time.perf_counter() - started, statuses
+    return time.perf_counter() - started, time.process_time() - cpu, statuses
 
 
 def headers(token: str | None) -> dict[str, str]:
@@ -74,7 +76,7 @@ def headers(token: str | None) -> dict[str, str]:
 
 async def run(
     client: str, url: str, items: list[tuple[OutgoingMessage, bytes]], concurrency: int, token: str
-) -> tuple[float, collections.Counter[int]]:
+) -> tuple[float, float, collections.Counter[int]]:
     if client in ("httpx", "httpx-aiohttp"):
         import httpx
 
@@ -149,9 +151,9 @@ def main() -> None:
     if loop == "uvloop":
         import uvloop
 
-        seconds, statuses = uvloop.run(coroutine)
+        seconds, cpu, statuses = uvloop.run(coroutine)
     else:
-        seconds, statuses = asyncio.run(coroutine)
+        seconds, cpu, statuses = asyncio.run(coroutine)
     print(
         json.dumps(
             {
@@ -160,6 +162,7 @@ def main() -> None:
                 "concurrency": args.concurrency,
                 "seconds": seconds,
                 "rate": args.messages / seconds,
+                "cpu_s": cpu,
                 "statuses": {str(k): v for k, v in sorted(statuses.items())},
             }
         ),

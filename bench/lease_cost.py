@@ -6,7 +6,8 @@ Stages ``messages`` price rows (one version per SKU), takes them in (intake and 
 not timed), then claims batches of ``batch`` and records every message as delivered, in the
 worker's own transactions, until nothing is left. Reports the milliseconds per batch of the
 claim and of the record, and the messages per second that the two alone would allow: the
-ceiling the database side puts on the service whatever the HTTP client does.
+ceiling the database side puts on the service whatever the HTTP client does; and this
+process's CPU per message (the worker's share: SQLite's work is all in it, PostgreSQL's not).
 
 The database is a fresh one (``bench.run.fresh_database``: a SQLite file in a temporary
 directory, or a PostgreSQL database on ``EXCHANGE_BENCH_PG`` created and dropped). Entry point
@@ -49,12 +50,12 @@ def run(url: str, messages: int, batch: int) -> dict[str, Any]:
             Verdict.DELIVERED, "delivered", http_status=200, receipt='{"receipt": "r-1"}'
         )
         policy = RetryPolicy(max_attempts=5, base_delay=1.0, max_delay=60.0)
-        claim_s = record_s = 0.0
+        claim_s = record_s = cpu_s = 0.0
         batches = done = 0
         cursor = 0
         while True:
             now += timedelta(milliseconds=1)
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             with transaction(engine) as connection:
                 taken = lease.claim(
                     connection,
@@ -67,11 +68,12 @@ def run(url: str, messages: int, batch: int) -> dict[str, Any]:
                     after=cursor,
                 )
             claim_s += time.perf_counter() - started
+            cpu_s += time.process_time() - cpu
             cursor = taken.cursor
             if not taken.messages:
                 break
             decision = decide(delivered, attempt=1, now=now, policy=policy, rng=random.Random(0))
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             with transaction(engine) as connection:
                 done += record.record(
                     connection,
@@ -82,6 +84,7 @@ def run(url: str, messages: int, batch: int) -> dict[str, Any]:
                     kinds=KindPolicies.of(DEFAULT_KINDS),
                 )
             record_s += time.perf_counter() - started
+            cpu_s += time.process_time() - cpu
             batches += 1
     finally:
         engine.dispose()
@@ -93,6 +96,8 @@ def run(url: str, messages: int, batch: int) -> dict[str, Any]:
         "claim_ms_per_batch": round(claim_s / batches * 1000, 3),
         "record_ms_per_batch": round(record_s / batches * 1000, 3),
         "messages_per_s": round(messages / (claim_s + record_s)),
+        # this process's CPU (a PostgreSQL server's is not in it)
+        "cpu_us_per_message": round(cpu_s / messages * 1e6, 2),
     }
 
 

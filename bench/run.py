@@ -26,7 +26,14 @@ postgres) holding --messages staged price rows, one per SKU, and a reset site; a
 that every message is delivered, that the site saw exactly one effect per message and that no
 aggregate was in flight twice. Peak RSS and CPU seconds of each child come from wait4(2); the
 whole machine's busy CPU seconds during the run come from /proc/stat (what the workers, the site,
-PostgreSQL and anything else together kept busy).
+PostgreSQL and anything else together kept busy). Each worker's CPU is also sampled every 20 ms
+(bench/cpu.py), which gives its CPU from the site's first effect to its last: delivery alone,
+without start-up, intake and coalescing.
+
+The report sets the figures against issue 13 item 7's goals (bench/report.py, ``goals``): the
+worker's CPU per single-request message on SQLite at most 1.25 x the floor (the ceiling's best
+request + claim and record alone, from the budget section), and the batch API on SQLite at
+12,000 messages/s or more. ``--sections ceiling,service,batch,budget`` measures all of them.
 
 Output in --out (default docs/benchmarks, or a fresh temp dir with --quick): results.json (every
 raw figure), throughput.png, and the tables between the markers in README.md (created if missing).
@@ -61,7 +68,7 @@ import psutil
 import psycopg
 from sqlalchemy import func, select
 
-from bench import ceiling, report
+from bench import ceiling, cpu, report
 from bench import pace as pace_bench
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
@@ -272,7 +279,10 @@ def pg_tables(url: str) -> dict[str, dict[str, int]]:
 # -- sections --------------------------------------------------------------------------------
 
 
-def ceiling_run(site: SiteProcess, client: str, count: int, concurrency: int, tag: str) -> float:
+def ceiling_run(
+    site: SiteProcess, client: str, count: int, concurrency: int, tag: str
+) -> tuple[float, float]:
+    """(requests/s, the client process's CPU µs per request) of one ceiling run."""
     site.reset()
     out = subprocess.run(
         [
@@ -301,8 +311,7 @@ def ceiling_run(site: SiteProcess, client: str, count: int, concurrency: int, ta
     figures = json.loads(out.stdout.strip().splitlines()[-1])
     if figures["statuses"] != {"200": count}:
         raise RuntimeError(f"{client}: answers {figures['statuses']}, expected {count} x 200")
-    rate: float = figures["rate"]
-    return rate
+    return float(figures["rate"]), float(figures["cpu_s"]) / count * 1e6
 
 
 def ceiling_section(args: argparse.Namespace, fast: SiteProcess, scratch: Path) -> dict[str, Any]:
@@ -311,15 +320,18 @@ def ceiling_section(args: argparse.Namespace, fast: SiteProcess, scratch: Path) 
     try:
         plan = [("fast", c) for c in CEILING_CLIENTS] + [("threaded", c) for c in THREADED_CLIENTS]
         rates: dict[tuple[str, str], list[float]] = defaultdict(list)
+        cpus: dict[tuple[str, str], list[float]] = defaultdict(list)
         # Rounds, not blocks: each client is measured once per round, so that noise from the
         # shared machine spreads over all of them instead of hitting one.
         for repeat in range(args.ceiling_repeats):
             for site_kind, client in plan:
                 site = fast if site_kind == "fast" else threaded
                 tag = f"{site_kind}{repeat}"
-                rates[(site_kind, client)].append(
-                    ceiling_run(site, client, args.ceiling_messages, args.concurrency, tag)
+                rate, cpu_us = ceiling_run(
+                    site, client, args.ceiling_messages, args.concurrency, tag
                 )
+                rates[(site_kind, client)].append(rate)
+                cpus[(site_kind, client)].append(cpu_us)
                 log(f"ceiling {client} -> {site_kind} site: {rates[(site_kind, client)][-1]:.0f}/s")
         for site_kind, client in plan:
             runs = rates[(site_kind, client)]
@@ -329,6 +341,8 @@ def ceiling_section(args: argparse.Namespace, fast: SiteProcess, scratch: Path) 
                     "site": site_kind,
                     "rate": statistics.median(runs),
                     "runs": runs,
+                    # the client process's CPU per request, median of the runs
+                    "cpu_us": statistics.median(cpus[(site_kind, client)]),
                 }
             )
     finally:
@@ -339,7 +353,7 @@ def ceiling_section(args: argparse.Namespace, fast: SiteProcess, scratch: Path) 
         "messages": args.ceiling_messages,
         "repeats": args.ceiling_repeats,
         "rows": rows,
-        "best": {"client": best["client"], "rate": best["rate"]},
+        "best": {"client": best["client"], "rate": best["rate"], "cpu_us": best["cpu_us"]},
         "httpx": httpx_row["rate"],
     }
 
@@ -386,9 +400,11 @@ def service_run(
             sampler.start()
         started = time.perf_counter()
         busy_before = machine_busy_seconds()
+        cpu_sampler = cpu.CpuSampler()
         for n in range(workers):
             log_path = scratch / f"{database}-{workers}w-b{site_batch_size}-{n}.log"
             logs.append(log_path)
+            spawned = time.time()
             with log_path.open("w") as out:
                 procs.append(
                     subprocess.Popen(
@@ -407,16 +423,25 @@ def service_run(
                         stderr=subprocess.STDOUT,
                     )
                 )
+            cpu_sampler.watch(procs[-1].pid, spawned)
+        cpu_sampler.start()
         try:
-            children = [wait_child(p, max_seconds + 60) for p in procs]
+            children, reaped = [], []
+            for proc in procs:
+                children.append(wait_child(proc, max_seconds + 60))
+                reaped.append((proc.pid, time.time(), children[-1][2]))
         except BaseException:  # interrupted: leave no worker behind
             for proc in procs:
                 if proc.returncode is None:
                     proc.kill()
                     proc.wait()
+            cpu_sampler.stop()
             raise
         wall = time.perf_counter() - started
         busy_after = machine_busy_seconds()
+        cpu_sampler.stop()
+        for pid, moment, seconds in reaped:
+            cpu_sampler.finish(pid, moment, seconds)
         peak_connections = sampler.stop() if sampler else None
         tables = pg_tables(url) if database == "postgresql" else None
         site_cpu = site.cpu_seconds() - site_cpu
@@ -425,6 +450,7 @@ def service_run(
         overlaps = in_flight_overlaps(url)
     codes = [c[0] for c in children]
     window = (stats["last_effect"] or 0) - (stats["first_effect"] or 0)
+    window_cpu = worker_cpu_in_window(cpu_sampler, stats["first_effect"], stats["last_effect"])
     checks = {
         "exit_codes_zero": codes == [0] * workers,
         "all_delivered": states == {"delivered": count},
@@ -446,6 +472,14 @@ def service_run(
         "peak_rss_mb": max(c[1] for c in children),
         "peak_rss_mb_each": [c[1] for c in children],
         "worker_cpu_s": sum(c[2] for c in children),
+        "worker_cpu_us": sum(c[2] for c in children) / count * 1e6,
+        # the workers' CPU from the site's first effect to its last (bench/cpu.py)
+        "worker_cpu_window_s": window_cpu,
+        "worker_cpu_window_us": None if window_cpu is None else window_cpu / count * 1e6,
+        "worker_cpu_window_share": (
+            window_cpu / (window * workers) if window_cpu is not None and window > 0 else None
+        ),
+        "cpu_samples": [len(s) for s in cpu_sampler.samples.values()],
         "site_cpu_s": site_cpu,
         "machine_cpu_s": (
             busy_after - busy_before if busy_after is not None and busy_before is not None else None
@@ -469,6 +503,17 @@ def service_run(
     return result
 
 
+def worker_cpu_in_window(
+    sampler: cpu.CpuSampler, first: float | None, last: float | None
+) -> float | None:
+    """All workers' CPU seconds between the site's first and last effect (both time.time(),
+    as the samples are), or None without effects or with a worker's samples not covering it."""
+    if first is None or last is None:
+        return None
+    spent = [cpu.cpu_between(samples, first, last) for samples in sampler.samples.values()]
+    return None if any(s is None for s in spent) else sum(s for s in spent if s is not None)
+
+
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run with the median rate (the lower middle one for an even count), with all rates."""
     ordered = sorted(runs, key=lambda r: r["rate"])
@@ -484,8 +529,11 @@ def repeated(args: argparse.Namespace, label: str, **kwargs: Any) -> dict[str, A
         run = service_run(args, **kwargs)
         runs.append(run)
         flag = "ok" if run["ok"] else f"FAILED {run['checks']}"
+        window_us = run["worker_cpu_window_us"]
         log(
             f"{label} [{n + 1}/{args.repeats}]: {run['rate']:.0f} msg/s, {run['wall_s']:.1f} s, "
+            f"worker CPU {run['worker_cpu_us']:.0f} µs/msg "
+            f"({'–' if window_us is None else f'{window_us:.0f}'} in the delivery window), "
             f"peak RSS {run['peak_rss_mb']:.0f} MB, {flag}"
         )
     return {"label": label, **median_run(runs)}
@@ -773,6 +821,9 @@ def main(argv: list[str] | None = None) -> None:
             section(results, "pace", lambda: pace_section(args, scratch))
     for key in [k for k in results if k.startswith("_")]:
         results.pop(key)  # the appenders' return values (None)
+    results["goals"] = report.goals(
+        results.get("ceiling"), results.get("budget"), results["service"]
+    )
     results["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
     results["machine"]["bench_seconds"] = round(time.perf_counter() - started, 1)
     (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
