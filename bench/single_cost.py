@@ -157,9 +157,7 @@ def main() -> None:
                     tag = f"r{n}-t{i}-{tree.name}"
                     if args.callgrind is not None:
                         args.callgrind.mkdir(parents=True, exist_ok=True)
-                        big = one_run(
-                            tree, site, scratch, args.messages, None, tag, args.callgrind
-                        )
+                        big = one_run(tree, site, scratch, args.messages, None, tag, args.callgrind)
                         small = one_run(tree, site, scratch, args.small, None, tag, args.callgrind)
                         per = (big["instructions"] - small["instructions"]) / (
                             args.messages - args.small

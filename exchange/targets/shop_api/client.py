@@ -588,8 +588,11 @@ if HAVE_AIOHTTP:
     ) -> tuple[bytes, str | None]:
         chunks: list[bytes] = []
         size = 0
+        content = response.content
         try:
-            async for chunk in response.content.iter_chunked(_CHUNK):
+            if content.is_eof():  # the whole body came with the headers (a small answer):
+                return content.read_nowait()[:cap], None  # taken as it is, no wait
+            async for chunk in content.iter_chunked(_CHUNK):
                 chunks.append(chunk)
                 size += len(chunk)
                 if size >= cap:
