@@ -19,6 +19,7 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -92,7 +93,8 @@ def one_run(
         )
         argv = [python, "-m", "exchange", "run", "--until-idle", "--max-seconds", "600"]
         if profile is not None:
-            spy = shutil.which("py-spy", path=str(Path(python).parent)) or "py-spy"
+            where = f"{Path(python).parent}{os.pathsep}{Path(sys.executable).parent}"
+            spy = shutil.which("py-spy", path=where) or "py-spy"
             out = profile / f"{tag}.txt"
             argv = [spy, "record", "-r", "200", "-f", "raw", "-o", str(out), "--", *argv]
         if callgrind is not None:
