@@ -42,7 +42,14 @@ from exchange.domain.breaker import BreakerState, CircuitBreaker
 from exchange.domain.clock import Clock
 from exchange.domain.pace import Cause, Pace
 from exchange.domain.reasons import Reason
-from exchange.domain.retry import Decision, RetryPolicy, decide, not_sent, parse_retry_after
+from exchange.domain.retry import (
+    Decision,
+    RetryPolicy,
+    decide,
+    delivered,
+    not_sent,
+    parse_retry_after,
+)
 from exchange.domain.states import Event
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ConfigurationError, DatabaseUnavailable
@@ -351,7 +358,8 @@ class Worker:
                 decisions = [not_sent(held, m.attempt) for m in leased]
             else:
                 try:
-                    self._started.update(m.pk for m in leased)
+                    for m in leased:
+                        self._started.add(m.pk)
                     probing = self.breaker.is_open()
                     sent = 1 if probing else len(leased)
                     self.requests_sent += 1
@@ -363,7 +371,11 @@ class Worker:
                 answered_at = time.monotonic()
                 decisions = []
                 for m, c in zip(leased[:sent], answers, strict=True):
-                    site_delay = await self._learn(m, c, sent_at, answered_at, probing)
+                    if c.verdict is Verdict.TEMPORARY:  # may speak about the site: _learn
+                        site_delay = await self._learn(m, c, sent_at, answered_at, probing)
+                    else:  # the pace learns the answer; no coroutine for the usual case
+                        self._learn_answer(c, sent_at, answered_at)
+                        site_delay = None
                     decisions.append(self._judge(m, c, probing, site_delay))
                 for m, c in zip(leased[:sent], answers, strict=True):
                     # Only now: the items of one request do not corroborate each other.
@@ -380,7 +392,12 @@ class Worker:
             return STOPPING
         if self.paused_reason is not None:
             return f"not sent: delivery paused ({self.paused_reason})"
-        if self.breaker.state(self.clock.now()) is BreakerState.OPEN:
+        # Closed, the breaker has no time to compare (no clock read per request).
+        breaker = self.breaker
+        if (
+            breaker.opened_until is not None
+            and breaker.state(self.clock.now()) is BreakerState.OPEN
+        ):
             return "not sent: the circuit breaker is open (site-wide failures)"
         return None
 
@@ -431,12 +448,10 @@ class Worker:
         the message waits before it is due again (else None: the message's own answer).
         A 502-504 speaks about the site when another request was refused too, or when the
         site's health check fails: a whole batch refused is one request."""
-        status = classification.http_status
         if classification.verdict is not Verdict.TEMPORARY:
-            if classification.verdict is not Verdict.PAUSE:
-                self.pace.answered(answered_at, answered_at - sent_at)
-                self._probe_turn(answered_at)
+            self._learn_answer(classification, sent_at, answered_at)
             return None
+        status = classification.http_status
         cause: Cause | None = None
         if self.pace.speaks_about_site(answered_at, message.aggregate, status):
             cause = Cause.RATE_LIMITED if status == 429 else Cause.UNAVAILABLE
@@ -453,6 +468,15 @@ class Worker:
         if probing:
             return None  # the breaker's probe: uncharged anyway, its cool-down rules
         return delay
+
+    def _learn_answer(
+        self, classification: Classification, sent_at: float, answered_at: float
+    ) -> None:
+        """``_learn`` for an answer that is no temporary failure: it never speaks about the
+        site; the pace learns it (unless it refused the token: a pause)."""
+        if classification.verdict is not Verdict.PAUSE:
+            self.pace.answered(answered_at, answered_at - sent_at)
+            self._probe_turn(answered_at)
 
     def _probe_turn(self, now: float) -> None:
         """Several workers on one site take turns probing past their known-good rates, so
@@ -620,9 +644,15 @@ class Worker:
     ) -> Decision:
         """One message's classified answer -> its decision; the breaker and the pause learn
         from it."""
+        verdict = classification.verdict
+        self.metrics.attempt(verdict)
+        if verdict is Verdict.DELIVERED:  # the usual answer: no clock read, no match
+            if self.breaker.is_open():
+                log.info("circuit breaker closed: the site answers again")
+            self.breaker.record_success()
+            return delivered(classification)
         now = self.clock.now()
-        self.metrics.attempt(classification.verdict)
-        match classification.verdict:
+        match verdict:
             case Verdict.TEMPORARY if classification.http_status == 429 and not probing:
                 pass  # the site asks to slow down: the pace's business, not an outage
             case Verdict.TEMPORARY:
@@ -642,7 +672,7 @@ class Worker:
                         classification.http_status,
                     )
                 self.paused_reason = classification.detail
-            case Verdict.DELIVERED | Verdict.STALE_AT_SITE | Verdict.TERMINAL:
+            case Verdict.DELIVERED | Verdict.STALE_AT_SITE | Verdict.TERMINAL:  # (not DELIVERED)
                 if self.breaker.is_open():
                     log.info("circuit breaker closed: the site answers again")
                 self.breaker.record_success()

@@ -16,7 +16,8 @@ class Verdict(StrEnum):
     UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: one is made per message, and a frozen dataclass's __init__ costs ~2.5x.
+@dataclass(slots=True)
 class Classification:
     verdict: Verdict
     detail: str

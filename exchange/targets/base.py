@@ -22,7 +22,8 @@ from typing import Protocol
 from exchange.domain.verdicts import Classification
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: one is made per message, and a frozen dataclass's __init__ costs ~2.5x.
+@dataclass(slots=True)
 class OutgoingMessage:
     """A leased message as it leaves for a shop: what the contract lets a shop see, nothing
     more (never the staging row's other columns)."""

@@ -13,7 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exchange.domain.reasons import Reason
-from exchange.domain.retry import RetryPolicy, decide, not_sent, parse_retry_after
+from exchange.domain.retry import (
+    Decision,
+    RetryPolicy,
+    decide,
+    delivered,
+    not_sent,
+    parse_retry_after,
+)
 from exchange.domain.states import Event, State
 from exchange.domain.verdicts import Classification, Verdict
 
@@ -334,6 +341,39 @@ def test_delivered_keeps_the_receipt() -> None:
         decision.to_state,
         decision.receipt,
     )
+
+
+def test_a_delivery_records_every_field_of_its_answer_and_nothing_else() -> None:
+    # ``delivered`` (the worker's path for the usual answer, without the time) builds its
+    # Decision by position: each field must land where ``decide`` always put it.
+    answer = Classification(
+        Verdict.DELIVERED,
+        "HTTP 409: the site already holds version 7",
+        http_status=409,
+        error_class="Err",
+        receipt="R-7",
+        site_version=7,
+        retry_after="5",
+        result_unknown=True,
+        reason="ignored",
+    )
+
+    expected = Decision(
+        event=Event.DELIVERED,
+        to_state=State.DELIVERED,
+        detail="HTTP 409: the site already holds version 7",
+        reason=None,
+        charged=True,
+        next_try_at=None,
+        delay_s=None,
+        http_status=409,
+        error_class="Err",
+        receipt="R-7",
+        site_version=7,
+        result_unknown=True,
+    )
+    assert expected == delivered(answer)
+    assert expected == decide(answer, attempt=2, now=NOW, policy=POLICY, rng=random.Random(3))
 
 
 def test_stale_at_site_is_cancelled_and_never_retried() -> None:
