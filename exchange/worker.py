@@ -635,6 +635,12 @@ class Worker:
             ).scalar_one()
         return 1 + int(others)
 
+    def _site_answers(self) -> None:
+        """An answer that is no failure of the site's: the breaker closes (said once)."""
+        if self.breaker.is_open():
+            log.info("circuit breaker closed: the site answers again")
+        self.breaker.record_success()
+
     def _judge(
         self,
         message: lease.Leased,
@@ -647,9 +653,7 @@ class Worker:
         verdict = classification.verdict
         self.metrics.attempt(verdict)
         if verdict is Verdict.DELIVERED:  # the usual answer: no clock read, no match
-            if self.breaker.is_open():
-                log.info("circuit breaker closed: the site answers again")
-            self.breaker.record_success()
+            self._site_answers()
             return delivered(classification)
         now = self.clock.now()
         match verdict:
@@ -673,9 +677,7 @@ class Worker:
                     )
                 self.paused_reason = classification.detail
             case Verdict.DELIVERED | Verdict.STALE_AT_SITE | Verdict.TERMINAL:  # (not DELIVERED)
-                if self.breaker.is_open():
-                    log.info("circuit breaker closed: the site answers again")
-                self.breaker.record_success()
+                self._site_answers()
             case Verdict.UNKNOWN:
                 pass
         return decide(
