@@ -21,51 +21,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.cpu import CpuSampler, cpu_between
 from bench.run import TOKEN, SiteProcess, fresh_database, stage_prices, state_counts, wait_child
-
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def proc_cpu(pid: int) -> float | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14, 15)
-
-
-class CpuSampler(threading.Thread):
-    """(wall time, CPU seconds) of one process every ``every`` seconds until it exits."""
-
-    def __init__(self, pid: int, every: float = 0.004) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.every = pid, every
-        self.samples: list[tuple[float, float]] = []
-
-    def run(self) -> None:
-        while True:
-            cpu = proc_cpu(self.pid)
-            if cpu is None:
-                return
-            self.samples.append((time.time(), cpu))
-            time.sleep(self.every)
-
-    def at(self, t: float) -> float:
-        """The CPU seconds at wall time ``t`` (linear between the two samples around it)."""
-        before = [s for s in self.samples if s[0] <= t]
-        after = [s for s in self.samples if s[0] >= t]
-        if not before:
-            return after[0][1]
-        if not after:
-            return before[-1][1]
-        (t0, c0), (t1, c1) = before[-1], after[0]
-        return c0 if t1 == t0 else c0 + (c1 - c0) * (t - t0) / (t1 - t0)
 
 
 def one_run(
@@ -101,15 +62,20 @@ def one_run(
             out = callgrind / f"{tag}.{count}.callgrind"
             argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv]
         with (scratch / f"{tag}.log").open("w") as log:
+            started = time.time()
             proc = subprocess.Popen(argv, env=env, cwd=scratch, stdout=log, stderr=log)
-            sampler = CpuSampler(proc.pid)
+            sampler = CpuSampler(interval=0.004)
+            sampler.watch(proc.pid, started)
             sampler.start()
             code, _, cpu = wait_child(proc, 900)
-            sampler.join()
+            sampler.stop()
+            sampler.finish(proc.pid, time.time(), cpu)
         stats = site.stats()
         states = state_counts(url)
     first, last = stats["first_effect"], stats["last_effect"]
-    window_cpu = sampler.at(last) - sampler.at(first)
+    window_cpu = cpu_between(sampler.samples[proc.pid], first, last)
+    if window_cpu is None:
+        raise RuntimeError(f"{tag}: the CPU samples do not cover the site's effects")
     ok = code == 0 and states == {"delivered": count} and stats["effects"] == count
     return {
         "tree": str(tree),

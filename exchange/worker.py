@@ -393,11 +393,7 @@ class Worker:
         if self.paused_reason is not None:
             return f"not sent: delivery paused ({self.paused_reason})"
         # Closed, the breaker has no time to compare (no clock read per request).
-        breaker = self.breaker
-        if (
-            breaker.opened_until is not None
-            and breaker.state(self.clock.now()) is BreakerState.OPEN
-        ):
+        if self.breaker.is_open() and self.breaker.state(self.clock.now()) is BreakerState.OPEN:
             return "not sent: the circuit breaker is open (site-wide failures)"
         return None
 
@@ -444,13 +440,11 @@ class Worker:
         answered_at: float,
         probing: bool,
     ) -> float | None:
-        """Teach the pace one answer; for a refusal that speaks about the site, the seconds
-        the message waits before it is due again (else None: the message's own answer).
-        A 502-504 speaks about the site when another request was refused too, or when the
-        site's health check fails: a whole batch refused is one request."""
-        if classification.verdict is not Verdict.TEMPORARY:
-            self._learn_answer(classification, sent_at, answered_at)
-            return None
+        """Teach the pace a temporary failure (any other answer: ``_learn_answer``); for a
+        refusal that speaks about the site, the seconds the message waits before it is due
+        again (else None: the message's own answer). A 502-504 speaks about the site when
+        another request was refused too, or when the site's health check fails: a whole batch
+        refused is one request."""
         status = classification.http_status
         cause: Cause | None = None
         if self.pace.speaks_about_site(answered_at, message.aggregate, status):
