@@ -8,6 +8,27 @@ from typing import Literal
 
 from exchange.domain.policy import Policy
 
+# A sign-in or a workbench form: a few fields (contract 9: "small for sign-in and forms").
+FORM_BODY_LIMIT = 64 * 1024
+# What one intent of the JSON intake may take on average, in bytes of JSON: a price with a
+# 500-character Cyrillic source_ref and name, escaped as \uXXXX, is about 7 KiB.
+INTAKE_BYTES_PER_ITEM = 16 * 1024
+# A workbench action form carries up to the bulk limit of message ids (each at most 200
+# characters, percent-encoded at most 3 bytes each) beside its few fields.
+ACTION_BYTES_PER_ID = 640
+
+
+@dataclass(frozen=True, slots=True)
+class DoorLimits:
+    """What one connection may take (contract 9); ``exchange.web.door`` applies them. Kept as
+    values so that tests run them small."""
+
+    head_timeout: float = 10.0
+    body_grace: float = 10.0
+    body_rate: float = 16 * 1024
+    max_connections: int = 512
+    max_per_address: int = 32
+
 
 @dataclass(frozen=True, slots=True)
 class WebConfig:
@@ -41,6 +62,21 @@ class WebConfig:
     login_delay: float = 1.0
     login_delay_max: float = 16.0
     display_tz: str = "UTC"
+    # A proxy in front terminates TLS and names the client in X-Forwarded-For.
+    behind_proxy: bool = False
+    door: DoorLimits = field(default_factory=DoorLimits)
+
+    @property
+    def intake_body_limit(self) -> int:
+        """The JSON intake's body limit, derived from its item limit (no setting of its own):
+        ``INTAKE_BYTES_PER_ITEM`` per item, at least 1 MiB so that a few large
+        ``financial_posting`` payloads still fit in a small batch."""
+        return max(self.intake_max_items * INTAKE_BYTES_PER_ITEM, 1024 * 1024)
+
+    @property
+    def action_body_limit(self) -> int:
+        """A workbench bulk preview or confirm: a form and the ids it names."""
+        return FORM_BODY_LIMIT + (self.bulk_limit or 500) * ACTION_BYTES_PER_ID
 
     @property
     def onec_open(self) -> bool:

@@ -294,6 +294,11 @@ class OneCExchange:
             with part.open("wb") as out:
                 async for block in request.content.iter_chunked(1 << 16):
                     received += len(block)
+                    if received > self.config.file_limit:  # a chunked part (Content-Length: 413)
+                        raise FileRefused(
+                            f"a part of {filename[:100]!r} is larger than file_limit="
+                            f"{self.config.file_limit} bytes (init announced it)"
+                        )
                     if already + received > limit:
                         raise FileRefused(f"file {filename[:100]!r} is larger than {limit} bytes")
                     out.write(block)

@@ -18,19 +18,32 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from aiohttp import web
 from sqlalchemy import Engine
 
-from exchange.web.config import WebConfig
+from exchange.web.config import FORM_BODY_LIMIT, WebConfig
+from exchange.web.door import Door, DoorSite
+from exchange.web.intents import PATH as INTAKE_PATH
 from exchange.web.intents import JsonIntake
 from exchange.web.keys import Signer, stored_key
+from exchange.web.onec import PATHS as ONEC_PATHS
 from exchange.web.onec import OneCExchange
-from exchange.web.workbench import Workbench
+from exchange.web.workbench import ACTION_PATHS, Workbench
 
 log = logging.getLogger(__name__)
 
-# The largest request body read whole (the JSON intake); 1C's uploads are streamed instead.
-MAX_JSON_BODY = 64 * 1024 * 1024
-
 
 ONEC = web.AppKey("onec", OneCExchange)
+DOOR = web.AppKey("door", Door)
+
+
+def body_limits(config: WebConfig) -> Callable[[web.Request], int]:
+    """Each route's body limit (contract 9), in one place: the JSON intake its own, 1C's
+    exchange the ``file_limit`` it announces (1C sends a larger file in parts of at most that
+    size; its other requests carry no body), a bulk action its ids, anything else a form."""
+    limits = {
+        INTAKE_PATH: config.intake_body_limit,
+        **dict.fromkeys(ONEC_PATHS, config.file_limit),
+        **dict.fromkeys(ACTION_PATHS, config.action_body_limit),
+    }
+    return lambda request: limits.get(request.path, FORM_BODY_LIMIT)
 
 
 def build_app(
@@ -38,7 +51,9 @@ def build_app(
 ) -> web.Application:
     """``staging_engine``: the database of ``staging_intents`` when it is not ``engine``'s."""
     key = config.secret_key or stored_key(engine)
-    app = web.Application(client_max_size=MAX_JSON_BODY)
+    door = Door(config.door, body_limits(config), behind_proxy=config.behind_proxy)
+    app = web.Application(client_max_size=FORM_BODY_LIMIT, middlewares=[door.middleware])
+    app[DOOR] = door
     onec = OneCExchange(config, engine, Signer(key), staging_engine)
     intake = JsonIntake(config, engine, staging_engine)
     workbench = Workbench(config, engine, key)
@@ -79,10 +94,20 @@ async def serve(
     started: Callable[[int], Awaitable[None] | None] | None = None,
     stop: asyncio.Event | None = None,
 ) -> None:
-    """Listen until ``stop`` is set (or SIGINT/SIGTERM), then finish the requests in flight."""
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=30)
+    """Listen until ``stop`` is set (or SIGINT/SIGTERM), then finish the requests in flight.
+
+    Through the app's door (``exchange.web.door``): aiohttp's ``keepalive_timeout`` is the
+    time a request's head has to arrive."""
+    door = app[DOOR]
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        handle_signals=False,
+        shutdown_timeout=30,
+        keepalive_timeout=door.limits.head_timeout,
+    )
     await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=tls)
+    site = DoorSite(runner, door, host, port, ssl_context=tls)
     await site.start()
     bound = port
     for address in runner.addresses:  # the port chosen when port is 0

@@ -57,6 +57,8 @@ CSP = (
     "frame-ancestors 'none'; base-uri 'none'; script-src 'none'"
 )
 EXCHANGES_SHOWN = 200
+# The bulk actions' forms: they carry the ids they act on (a larger body limit than a form's).
+ACTION_PATHS = ("/action/preview", "/action/confirm")
 HTTP_REASON = re.compile(r"http-[45][0-9][0-9]")
 R = TypeVar("R", bound=web.StreamResponse)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -109,8 +111,8 @@ class Workbench:
             web.get("/blocked", self._page(self.blocked)),
             web.get("/exchanges", self._page(self.exchanges)),
             web.get("/export", self._page(self.export)),
-            web.post("/action/preview", self._action(self.preview)),
-            web.post("/action/confirm", self._action(self.confirm)),
+            web.post(ACTION_PATHS[0], self._action(self.preview)),
+            web.post(ACTION_PATHS[1], self._action(self.confirm)),
             web.post("/delivery/pause", self._action(self.pause)),
             web.post("/delivery/resume", self._action(self.resume)),
             web.get("/static/workbench.css", self.css),

@@ -32,8 +32,13 @@ def web_settings(db_url: str, folder: Path, **overrides: Any) -> Settings:
 
 
 @contextmanager
-def running(settings: Settings, *, progress_wait: float | None = None) -> Iterator[str]:
-    """Serve ``settings`` until the block ends; yields the base URL."""
+def running(
+    settings: Settings, *, progress_wait: float | None = None, **config: Any
+) -> Iterator[str]:
+    """Serve ``settings`` until the block ends; yields the base URL. ``config``: fields of the
+    ``WebConfig`` that settings do not reach (e.g. ``door``, the connection limits)."""
+    if progress_wait is not None:
+        config["progress_wait"] = progress_wait
     engine = make_engine(settings.database_url)
     box: dict[str, Any] = {}
     ready = threading.Event()
@@ -56,11 +61,11 @@ def running(settings: Settings, *, progress_wait: float | None = None) -> Iterat
             failed.append(exc)
             ready.set()
 
-    if progress_wait is not None:
-        original = bootstrap.web_config
+    original = bootstrap.web_config
+    if config:
 
         def patched(s: Settings) -> Any:
-            return replace(original(s), progress_wait=progress_wait)
+            return replace(original(s), **config)
 
         bootstrap.web_config = patched  # type: ignore[assignment]
     thread = threading.Thread(target=main, daemon=True)
@@ -71,7 +76,7 @@ def running(settings: Settings, *, progress_wait: float | None = None) -> Iterat
             raise failed[0]
         yield f"http://127.0.0.1:{box['port']}"
     finally:
-        if progress_wait is not None:
+        if config:
             bootstrap.web_config = original
         if "loop" in box and not box["loop"].is_closed():
             box["loop"].call_soon_threadsafe(box["stop"].set)
