@@ -4,8 +4,9 @@ with who, when and the note.
 An action names its messages either by id (exactly those, all or nothing) or by filters (a
 bulk action). The rules that keep a bulk action from doing more than the operator meant live
 here, once, for every caller: at least one filter (``check_request``), and no more messages
-than the bulk limit (``check_limit``). Showing before acting (dry run unless confirmed) is the
-caller's choice of ``dry_run``.
+than the bulk limit (``check_limit``), and, when the caller showed a preview, exactly the
+messages it showed (``expected``: else ``PreviewChanged`` says what differs, and nothing is
+done). Showing before acting (dry run unless confirmed) is the caller's choice of ``dry_run``.
 """
 
 from __future__ import annotations
@@ -133,6 +134,29 @@ def check_limit(count: int, limit: int | None, action: str) -> None:
         )
 
 
+class PreviewChanged(OperatorError):
+    """A bulk action's filters select other messages now than the preview showed."""
+
+    def __init__(self, action: str, added: list[str], gone: list[str]) -> None:
+        self.added, self.gone = added, gone
+        super().__init__(
+            f"the {action} was not done: since the preview, {len(added)} message(s) came into "
+            f"the filter and {len(gone)} left it; look at the preview again"
+        )
+
+
+def check_unchanged(touched: Sequence[str], expected: Sequence[str] | None, action: str) -> None:
+    """A confirmed bulk action acts on what its preview showed, or not at all: a filter
+    re-run at confirmation may select entries that arrived after the preview."""
+    if expected is None:
+        return
+    now, shown = set(touched), set(expected)
+    added = [i for i in touched if i not in shown]
+    gone = sorted(shown - now)
+    if added or gone:
+        raise PreviewChanged(action, added, gone)
+
+
 def _select_for_action(connection: Connection, ids: Sequence[str], filters: Filters) -> list[Any]:
     if ids:
         q = _base().where(messages.c.message_id.in_(list(ids)))
@@ -171,11 +195,13 @@ def retry(
     now: datetime,
     dry_run: bool,
     limit: int | None = None,
+    expected: Sequence[str] | None = None,
 ) -> ActionResult:
     """Replay with the same message_id: attempts start again; a strict message takes its
     place in the order again; its gap clock starts again.
 
-    ``limit`` bounds a bulk retry (by filters); None means no bound.
+    ``limit`` bounds a bulk retry (by filters); None means no bound. ``expected``: the ids a
+    preview showed (``check_unchanged``).
     """
     check_request(ids, filters, "retry")
     rows = _select_for_action(connection, ids, filters)
@@ -211,6 +237,7 @@ def retry(
     if ids and skipped:
         raise OperatorError(f"{skipped[0][0]}: {skipped[0][1]}")
     if not ids:
+        check_unchanged(touched, expected, "retry")
         check_limit(len(touched), limit, "retry")
     if not dry_run:
         apply(connection, changes, now)
@@ -228,20 +255,23 @@ def cancel(
     kinds: KindPolicies,
     dry_run: bool = False,
     limit: int | None = None,
+    expected: Sequence[str] | None = None,
 ) -> ActionResult:
     """End quarantined messages for good (kept for audit); by ids, or by filters in bulk.
 
     A cancelled strict version no longer holds its aggregate: the cursor steps over it, so
     the versions held behind it go on. ``limit`` bounds a bulk cancel; None means no bound.
+    ``expected``: the ids a preview showed (``check_unchanged``).
     """
     filters = filters or Filters()
     if not note.strip():
         raise OperatorError("--note is required: say why the message is cancelled")
     check_request(ids, filters, "cancel")
     rows = _select_for_action(connection, ids, filters)
-    if not ids:
-        check_limit(len(rows), limit, "cancel")
     touched = [row["message_id"] for row in rows]
+    if not ids:
+        check_unchanged(touched, expected, "cancel")
+        check_limit(len(rows), limit, "cancel")
     if dry_run:
         return ActionResult(touched, [])
     changes = [

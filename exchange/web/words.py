@@ -91,6 +91,14 @@ WORDS: dict[str, dict[Lang, str]] = {
     "will_retry": {"ru": "Будут отправлены снова", "en": "Will be sent again"},
     "will_cancel": {"ru": "Будут отменены", "en": "Will be cancelled"},
     "skipped": {"ru": "Не будут затронуты", "en": "Will not be touched"},
+    "preview_changed": {
+        "ru": "Ничего не сделано: с момента просмотра под фильтр попали другие сообщения. "
+        "Проверьте список ещё раз и подтвердите снова.",
+        "en": "Nothing was done: since the preview, the filter selects other messages. "
+        "Check the list again and confirm again.",
+    },
+    "preview_added": {"ru": "Добавились после просмотра", "en": "Added since the preview"},
+    "preview_gone": {"ru": "Больше не под фильтром", "en": "No longer selected"},
     "released": {
         "ru": "После отмены уйдут на сайт без отменённых: более поздние версии",
         "en": "After the cancel these later versions go out without the cancelled ones",

@@ -40,7 +40,7 @@ from exchange.errors import OperatorError
 from exchange.ops import find as finder
 from exchange.ops import operators
 from exchange.ops.notify import last_told
-from exchange.ops.quarantine import Filters, cancel, list_quarantined, retry
+from exchange.ops.quarantine import Filters, PreviewChanged, cancel, list_quarantined, retry
 from exchange.ops.status import biography, human_age, pace_words, status
 from exchange.queue import control
 from exchange.report import collect as report
@@ -445,6 +445,93 @@ class Workbench:
         )
         return ids, filters
 
+    def _preview_mac(self, who: Who, action: str, filters: Filters, shown: list[str]) -> str:
+        """Binds a bulk preview's ids to the session, the action and the filters, so that its
+        confirmation cannot be widened (or moved to another session) by editing the form."""
+        fields = [
+            "preview",
+            who.session,
+            action,
+            filters.kind or "",
+            filters.reason or "",
+            filters.since.isoformat() if filters.since else "",
+            filters.until.isoformat() if filters.until else "",
+            *sorted(shown),
+        ]
+        text = "\n".join(fields).encode("utf-8")
+        return hmac.new(self._key, text, hashlib.sha256).hexdigest()
+
+    def _plan(
+        self, who: Who, action: str, ids: list[str], filters: Filters
+    ) -> dict[str, Any]:
+        """What the action would do now (a dry run), as the preview page shows it."""
+        with transaction(self.engine) as connection:
+            if action == "retry":
+                result = retry(
+                    connection,
+                    ids,
+                    filters,
+                    operator=who.name,
+                    note=None,
+                    now=datetime.now(UTC),
+                    dry_run=True,
+                    limit=self.config.bulk_limit,
+                )
+            else:
+                result = cancel(
+                    connection,
+                    ids,
+                    filters,
+                    operator=who.name,
+                    note="preview",
+                    now=datetime.now(UTC),
+                    dry_run=True,
+                    kinds=self.kinds,
+                    limit=self.config.bulk_limit,
+                )
+            superseded = {
+                r["message_id"]
+                for r in list_quarantined(connection, Filters(superseded_after_quarantine=True))
+            }
+            released = (
+                finder.released_by_cancel(connection, result.touched, self.kinds)
+                if action == "cancel"
+                else []
+            )
+            return {
+                "touched": result.touched,
+                "skipped": result.skipped,
+                "superseded": superseded if action == "retry" else set(),
+                "released": released,
+            }
+
+    async def _show_preview(
+        self,
+        request: web.Request,
+        who: Who,
+        action: str,
+        ids: list[str],
+        filters: Filters,
+        changed: PreviewChanged | None = None,
+    ) -> web.StreamResponse:
+        try:
+            plan = await asyncio.to_thread(self._plan, who, action, ids, filters)
+        except OperatorError as exc:
+            return self._render(request, "error.html", who, status=400, message=str(exc))
+        return self._render(
+            request,
+            "preview.html",
+            who,
+            status=409 if changed is not None else 200,
+            action=action,
+            ids=ids,
+            filters=filters,
+            note_missing=False,
+            changed=changed,
+            mac="" if ids else self._preview_mac(who, action, filters, plan["touched"]),
+            **plan,
+        )
+
     async def preview(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
         action = str(form.get("action", ""))
         if action not in ("retry", "cancel"):
@@ -453,64 +540,13 @@ class Workbench:
             ids, filters = self._action_target(form)
         except ValueError:
             raise web.HTTPBadRequest(text="a date is not ISO (e.g. 2026-11-30)\n") from None
-
-        def dry() -> dict[str, Any]:
-            with transaction(self.engine) as connection:
-                if action == "retry":
-                    result = retry(
-                        connection,
-                        ids,
-                        filters,
-                        operator=who.name,
-                        note=None,
-                        now=datetime.now(UTC),
-                        dry_run=True,
-                        limit=self.config.bulk_limit,
-                    )
-                else:
-                    result = cancel(
-                        connection,
-                        ids,
-                        filters,
-                        operator=who.name,
-                        note="preview",
-                        now=datetime.now(UTC),
-                        dry_run=True,
-                        kinds=self.kinds,
-                        limit=self.config.bulk_limit,
-                    )
-                superseded = {
-                    r["message_id"]
-                    for r in list_quarantined(connection, Filters(superseded_after_quarantine=True))
-                }
-                released = (
-                    finder.released_by_cancel(connection, result.touched, self.kinds)
-                    if action == "cancel"
-                    else []
-                )
-                return {
-                    "touched": result.touched,
-                    "skipped": result.skipped,
-                    "superseded": superseded if action == "retry" else set(),
-                    "released": released,
-                }
-
-        try:
-            plan = await asyncio.to_thread(dry)
-        except OperatorError as exc:
-            return self._render(request, "error.html", who, status=400, message=str(exc))
-        return self._render(
-            request,
-            "preview.html",
-            who,
-            action=action,
-            ids=ids,
-            filters=filters,
-            note_missing=False,
-            **plan,
-        )
+        return await self._show_preview(request, who, action, ids, filters)
 
     async def confirm(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
+        """Acts on exactly what the preview showed: ids are named in the form; a bulk action
+        by filters carries the ids its preview showed (``previewed``, signed by
+        ``_preview_mac``) and, when the filters select others now, shows the preview again
+        with the difference instead of acting."""
         action = str(form.get("action", ""))
         note = str(form.get("note", "")).strip()
         if action not in ("retry", "cancel"):
@@ -519,6 +555,17 @@ class Workbench:
             ids, filters = self._action_target(form)
         except ValueError:
             raise web.HTTPBadRequest(text="a date is not ISO (e.g. 2026-11-30)\n") from None
+        expected: list[str] | None = None
+        if not ids:
+            expected = [str(i) for i in form.getall("previewed", [])]
+            mac = str(form.get("preview_mac", ""))
+            if not hmac.compare_digest(
+                mac.encode(), self._preview_mac(who, action, filters, expected).encode()
+            ):
+                raise web.HTTPBadRequest(
+                    text="this confirmation does not match a preview of this session: "
+                    "preview the action again\n"
+                )
         if not note:
             return self._render(
                 request,
@@ -540,6 +587,7 @@ class Workbench:
                         now=datetime.now(UTC),
                         dry_run=False,
                         limit=self.config.bulk_limit,
+                        expected=expected,
                     )
                 else:
                     result = cancel(
@@ -552,11 +600,14 @@ class Workbench:
                         dry_run=False,
                         kinds=self.kinds,
                         limit=self.config.bulk_limit,
+                        expected=expected,
                     )
                 return result.touched
 
         try:
             touched = await asyncio.to_thread(act)
+        except PreviewChanged as changed:
+            return await self._show_preview(request, who, action, ids, filters, changed)
         except OperatorError as exc:
             return self._render(request, "error.html", who, status=400, message=str(exc))
         return self._render(request, "done.html", who, action=action, touched=touched)

@@ -20,6 +20,7 @@ from workbench_helpers import (
     SKU,
     add_operator,
     close_all,
+    confirm_fields,
     csrf_of,
     deliver,
     message_id_of,
@@ -232,14 +233,8 @@ def test_bulk_cancel_preview_names_the_later_postings_it_lets_through(
     assert "Будут отменены: 1" in preview.text
     assert "уйдут на сайт без отменённых" in preview.text
     assert "версий: 2, начиная с 2" in preview.text
-    assert (
-        post(
-            client,
-            "/action/confirm",
-            {"action": "cancel", "kind": "financial_posting", "note": "wrong document"},
-        ).status_code
-        == 200
-    )
+    fields = {**confirm_fields(preview.text), "note": ["wrong document"]}
+    assert client.post("/action/confirm", data=fields).status_code == 200
     deliver(db_url, site)
     with transaction(db, read_only=True) as connection:
         states = dict(

@@ -4,6 +4,7 @@ a signed-in HTTP client that reads the CSRF token the pages carry."""
 
 from __future__ import annotations
 
+import html
 import re
 import threading
 from datetime import UTC, datetime
@@ -113,3 +114,15 @@ def csrf_of(client: httpx.Client, path: str = "/") -> str:
 
 def post(client: httpx.Client, path: str, data: dict[str, Any]) -> httpx.Response:
     return client.post(path, data={"csrf": csrf_of(client), **data})
+
+
+def confirm_fields(page: str) -> dict[str, list[str]]:
+    """The hidden fields of a preview page's confirmation form, as a browser would send them."""
+    found = re.search(r'<form method="post" action="/action/confirm".*?</form>', page, re.S)
+    assert found, page
+    fields: dict[str, list[str]] = {}
+    for name, value in re.findall(
+        r'<input type="hidden" name="([^"]+)" value="([^"]*)">', found.group(0)
+    ):
+        fields.setdefault(html.unescape(name), []).append(html.unescape(value))
+    return fields
