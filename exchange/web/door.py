@@ -273,7 +273,7 @@ class DoorSite(web.BaseSite):
 
     def __init__(
         self,
-        runner: web.BaseRunner[Any],
+        runner: web.BaseRunner,
         door: Door,
         host: str,
         port: int,

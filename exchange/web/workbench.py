@@ -461,9 +461,7 @@ class Workbench:
         text = "\n".join(fields).encode("utf-8")
         return hmac.new(self._key, text, hashlib.sha256).hexdigest()
 
-    def _plan(
-        self, who: Who, action: str, ids: list[str], filters: Filters
-    ) -> dict[str, Any]:
+    def _plan(self, who: Who, action: str, ids: list[str], filters: Filters) -> dict[str, Any]:
         """What the action would do now (a dry run), as the preview page shows it."""
         with transaction(self.engine) as connection:
             if action == "retry":

@@ -6,6 +6,7 @@ before the body is read; a chunked body that runs past it is cut."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -46,17 +47,13 @@ def test_a_sign_in_of_10_mib_is_refused_413_before_its_body_is_read(
         assert time.monotonic() - started < 5
 
 
-def test_a_chunked_sign_in_past_the_form_limit_is_cut_with_413(
-    db_url: str, tmp_path: Path
-) -> None:
+def test_a_chunked_sign_in_past_the_form_limit_is_cut_with_413(db_url: str, tmp_path: Path) -> None:
     with running(web_settings(db_url, tmp_path / "1c")) as base:
         sock = connect(base)
         form = "Content-Type: application/x-www-form-urlencoded"
         sock.sendall(_head("/login", form, "Transfer-Encoding: chunked"))
-        try:
+        with contextlib.suppress(ConnectionError):  # it may hang up before reading it all
             sock.sendall(_chunked(2 * FORM_BODY_LIMIT))
-        except ConnectionError:
-            pass  # the server may hang up before it has read it all
         raw = response(sock, 10)
         sock.close()
         assert status(raw) == 413, raw[:200]
