@@ -13,6 +13,7 @@ import contextlib
 import logging
 import signal
 import ssl
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
@@ -99,6 +100,7 @@ async def serve(
     Through the app's door (``exchange.web.door``): aiohttp's ``keepalive_timeout`` is the
     time a request's head has to arrive."""
     door = app[DOOR]
+    _enough_descriptors(door.limits.max_connections)
     runner = web.AppRunner(
         app,
         access_log=None,
@@ -126,6 +128,29 @@ async def serve(
         await stop.wait()
     finally:
         await runner.cleanup()
+
+
+def _enough_descriptors(connections: int) -> None:
+    """Raises the soft limit of open files to 8 per connection the door allows (4,096, as
+    config/exchange-serve.service sets): a shell's usual 1,024 is close to 512 connections
+    plus the database pool, uploads and the reading processes' pipes."""
+    if sys.platform == "win32":
+        return
+    import resource
+
+    wanted = 8 * connections
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    if soft != resource.RLIM_INFINITY and soft < 2 * connections:
+        log.warning(
+            "only %d open files allowed (ulimit -n): %d connections may exhaust them; "
+            "raise the hard limit (LimitNOFILE in the systemd unit)",
+            soft,
+            connections,
+        )
 
 
 def tls_context(cert: str, key: str) -> ssl.SSLContext:

@@ -189,3 +189,14 @@ def test_behind_the_proxy_the_forwarded_address_is_bounded_not_the_proxy(
         finally:
             for sock in held:
                 sock.close()
+
+
+def test_the_serve_unit_allows_descriptors_for_every_connection(db_url: str) -> None:
+    """``db_url``: the module's mark asks for it; the unit file needs no database."""
+    unit = Path(__file__).resolve().parents[2] / "config" / "exchange-serve.service"
+    values = [
+        int(line.split("=", 1)[1])
+        for line in unit.read_text(encoding="utf-8").splitlines()
+        if line.startswith("LimitNOFILE=")
+    ]
+    assert values and values[0] >= 4 * DoorLimits().max_connections
