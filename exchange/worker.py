@@ -449,6 +449,8 @@ class Worker:
         cause: Cause | None = None
         if self.pace.speaks_about_site(answered_at, message.aggregate, status):
             cause = Cause.RATE_LIMITED if status == 429 else Cause.UNAVAILABLE
+        if cause is None and classification.site_wide:
+            cause = Cause.UNAVAILABLE  # the target read it as the site's (e.g. Bitrix's words)
         if cause is None and await self._site_down(answered_at):
             cause = Cause.SITE_DOWN
         if cause is None:
