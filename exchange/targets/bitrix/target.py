@@ -428,8 +428,9 @@ class BitrixTarget:
             )
         except httpx.TransportError as exc:
             # Only an import applies anything: a file step cut off is simply sent again.
+            failure = httpx_failure(exc)
             judged = transport_verdict(
-                httpx_failure(exc), step=step, result_unknown=step == "import"
+                failure, step=step, result_unknown=failure.maybe_sent and step == "import"
             )
             if judged.result_unknown:
                 judged.detail += "; the package is sent again"
