@@ -667,9 +667,8 @@ class Worker:
             case Verdict.PAUSE:
                 if self.paused_reason is None:
                     log.error(
-                        "delivery paused: the site answered %s (token refused); "
-                        "it resumes by itself when the site accepts again",
-                        classification.http_status,
+                        "delivery paused: %s; it resumes by itself when the site accepts again",
+                        classification.detail,
                     )
                 self.paused_reason = classification.detail
             case Verdict.DELIVERED | Verdict.STALE_AT_SITE | Verdict.TERMINAL:  # (not DELIVERED)
