@@ -133,4 +133,3 @@ def test_a_regular_and_a_sale_price_of_one_product_in_one_batch_are_both_deliver
     assert item is not None
     assert ("200.00", "150.07") == (item.regular_price, item.sale_price)
     assert 1 == shop.requests["POST products/batch"], "one batch, two items of one id"
-
