@@ -120,6 +120,7 @@ def woocommerce_target(
         price_fields=dict(settings.woo_price_fields),
         timeout=settings.http_timeout,
         transport=transport,
+        verify=settings.site_tls(),
     )
 
 
@@ -154,6 +155,7 @@ def bitrix_target(
         max_import_steps=settings.bitrix_max_import_steps,
         timeout=settings.http_timeout,
         transport=transport,
+        verify=settings.site_tls(),
         # One exchange at a time with the site across every worker sharing this database.
         lock=DbLock(
             engine, f"bitrix {settings.bitrix_url}", settings.worker_id, clock or SystemClock()

@@ -449,6 +449,8 @@ class Worker:
         cause: Cause | None = None
         if self.pace.speaks_about_site(answered_at, message.aggregate, status):
             cause = Cause.RATE_LIMITED if status == 429 else Cause.UNAVAILABLE
+        if cause is None and classification.site_wide:
+            cause = Cause.UNAVAILABLE  # the target read it as the site's (e.g. Bitrix's words)
         if cause is None and await self._site_down(answered_at):
             cause = Cause.SITE_DOWN
         if cause is None:
@@ -665,9 +667,8 @@ class Worker:
             case Verdict.PAUSE:
                 if self.paused_reason is None:
                     log.error(
-                        "delivery paused: the site answered %s (token refused); "
-                        "it resumes by itself when the site accepts again",
-                        classification.http_status,
+                        "delivery paused: %s; it resumes by itself when the site accepts again",
+                        classification.detail,
                     )
                 self.paused_reason = classification.detail
             case Verdict.DELIVERED | Verdict.STALE_AT_SITE | Verdict.TERMINAL:  # (not DELIVERED)

@@ -1,24 +1,34 @@
 """A simulator of a 1C-Bitrix site's catalogue exchange (``/bitrix/admin/1c_exchange.php``), the
-side 1C talks to (contract 10; the notes in shared/research/commerceml-protocol.md, 1.1-1.4):
+side 1C talks to (contract 10), written from the ``catalog.import.1c`` component's own source
+(repository avshatalov48/bitrix-core-business, ``modules/catalog/install/components/bitrix/
+catalog.import.1c/component.php``; its texts from ``lang/ru/component.php`` as installed, e.g.
+repository Dev-tester/TechStore, and ``lang/en/component.php``):
 
-    checkauth   Basic auth -> ``success\\n<cookie name>\\n<cookie value>\\nsessid=…\\ntimestamp=…``
-                (and Set-Cookie); a wrong password -> ``failure\\nОшибка авторизации``
-    init        forgets the session's files -> ``zip=yes|no\\nfile_limit=N``
-    file        the raw body appended to the named file; a chunk above file_limit -> failure
+    checkauth   Basic auth -> ``success\n<cookie name>\n<cookie value>\nsessid=…\ntimestamp=…``
+                (and Set-Cookie) (component.php: the "checkauth" branch, bitrix_sessid_get())
+    init        forgets the session's files -> ``zip=yes|no\nfile_limit=N`` (the "init" branch)
+    file        the raw body appended to the named file (the "file" branch: fopen "ab")
     import      unpacks an uploaded zip on its first step (``progress``), then applies
                 ``step_size`` offers per call (``progress``) until ``success``
 
-As Bitrix does: every answer in windows-1251 (``utf8=True`` answers UTF-8); the import's state
-is kept in the session, so a request without the session cookie is not authorised; once any
-request carried a ``sessid``, every later one must carry the valid one; a package with
-``СодержитТолькоИзменения="false"`` deactivates every offer it does not name (``deactivated``).
+As Bitrix does: every answer in windows-1251 (component.php converts its output and sends
+``Content-Type: text/html; charset=windows-1251``; ``utf8=True`` answers UTF-8, as receivers
+other than Bitrix may); the security checks run in component.php's order before any mode but
+checkauth: the source check (``sessid``, once the site has seen a valid one:
+``DEFAULT_SKIP_SOURCE_CHECK`` turns to "N"), then the authorization, each answering ``failure``
+with the component's own message (``MESSAGES``); a mode it does not take -> "Неизвестная
+команда."; a package with ``СодержитТолькоИзменения="false"`` deactivates every offer it does
+not name (``deactivated``).
 
 Faults (attributes): ``refuse`` (checkauth fails), ``reject`` SKUs (import ``failure`` naming the
 offer: a package holding one is refused whole), ``poison`` SKUs (the import answers HTTP 500),
-``progress_forever``, ``lose_session`` (the next import finds no session), ``answer_fault``
-``html`` (a PHP fatal error page), ``failure_text`` (every import answers failure with it),
-``delay`` (seconds before each answer), ``import_delay`` (seconds an import step takes, after
-it applied: a client that gives up first does not know the result).
+``progress_forever``, ``lose_session`` (how many of the next imports find their session gone),
+``session_lost_as`` how a lost session answers: ``message`` (the component's failure),
+``redirect`` (302 to a sign-in page, as a proxy or an admin section behind a login does) or
+``form`` (the sign-in form, HTML with status 200, as Bitrix's admin prolog shows it),
+``answer_fault`` ``html`` (a PHP fatal error page), ``failure_text`` (every import answers
+failure with it), ``delay`` (seconds before each answer), ``import_delay`` (seconds an import
+step takes, after it applied: a client that gives up first does not know the result).
 
 Bookkeeping: ``history(sku)`` every price an offer's price type ``Розничная`` (``history_type``)
 took, in order; ``requests`` counts requests by mode; ``packages`` the XML of each imported one.
@@ -42,6 +52,28 @@ from exchange.dev.httpsim import Handler, LoopbackServer
 PATH = "/bitrix/admin/1c_exchange.php"
 COOKIE = "PHPSESSID"
 
+# The component's own texts (lang/ru/component.php), by their keys in component.php.
+MESSAGES = {
+    "CC_BSC1_ERROR_SOURCE_CHECK": "Ошибка проверки источника запроса. Обновите модуль обмена "
+    "или отключите проверку в настройках компонента.",
+    "CC_BSC1_ERROR_AUTHORIZE": "Ошибка авторизации. Неверное имя пользователя или пароль.",
+    "CC_BSC1_ERROR_UNKNOWN_COMMAND": "Неизвестная команда.",
+    "CC_BSC1_ERROR_FILE_ERROR": "Ошибка открытия файла импорта.",
+    "CC_BSC1_ZIP_PROGRESS": "Идет распаковка архива.",
+    "CC_BSC1_FILE_READ": "Файл импорта прочитан.",
+    "CC_BSC1_PROGRESS": "Обработано #DONE# из #TOTAL# элементов.",
+    "CC_BSC1_IMPORT_SUCCESS": "Импорт успешно завершен.",
+}
+# What a request outside the session meets when the exchange's URL sits behind a login: the
+# main module's sign-in form (system.auth.form: form_auth, USER_LOGIN, USER_PASSWORD).
+SIGN_IN_FORM = (
+    "<!DOCTYPE html><html><head><title>Авторизация</title></head><body>"
+    '<form name="form_auth" method="post" target="_top" action="/bitrix/admin/index.php?login=yes">'
+    '<input type="hidden" name="AUTH_FORM" value="Y"><input type="hidden" name="TYPE" value="AUTH">'
+    '<input type="text" name="USER_LOGIN"><input type="password" name="USER_PASSWORD">'
+    '<input type="submit" name="Login" value="Войти"></form></body></html>'
+)
+
 
 @dataclass
 class BitrixFaults:
@@ -49,7 +81,8 @@ class BitrixFaults:
     reject: set[str] = field(default_factory=set)
     poison: set[str] = field(default_factory=set)
     progress_forever: bool = False
-    lose_session: bool = False
+    lose_session: int = 0  # the next imports that find their session gone
+    session_lost_as: str = "message"  # | "redirect" | "form"
     answer_fault: str | None = None
     failure_text: str | None = None
     delay: float = 0.0
@@ -107,15 +140,21 @@ class BitrixSimulator(LoopbackServer):
 
     # -- the exchange --------------------------------------------------------------------
 
+    def _refused(self) -> str:
+        """component.php's security checks, in its order, for a request not signed in: the
+        source check first once it is on, then the authorization."""
+        key = "CC_BSC1_ERROR_SOURCE_CHECK" if self.sessid_required else "CC_BSC1_ERROR_AUTHORIZE"
+        return f"failure\n{MESSAGES[key]}"
+
     def _checkauth(self, authorization: str | None) -> tuple[str, str | None]:
         if self.faults.refuse or not authorization or not authorization.startswith("Basic "):
-            return "failure\nОшибка авторизации", None
+            return self._refused(), None
         try:
             given = base64.b64decode(authorization[6:]).decode("utf-8")
         except ValueError:
-            return "failure\nОшибка авторизации", None
+            return self._refused(), None
         if given != f"{self.user}:{self.password}":
-            return "failure\nОшибка авторизации", None
+            return self._refused(), None
         sid, sessid = secrets.token_hex(13), secrets.token_hex(16)
         self.sessions[sid] = _Session(sessid)
         return f"success\n{COOKIE}\n{sid}\nsessid={sessid}\ntimestamp={int(time.time())}", sid
@@ -127,12 +166,13 @@ class BitrixSimulator(LoopbackServer):
             if name == COOKIE:
                 sid = value
         session = self.sessions.get(sid or "")
-        if session is None:
-            return "failure\nОшибка авторизации: сессия не найдена"
-        if sessid is not None:
+        # component.php: a valid sessid from 1C turns DEFAULT_SKIP_SOURCE_CHECK to "N" for good.
+        if session is not None and sessid is not None and sessid == session.sessid:
             self.sessid_required = True
-        if self.sessid_required and sessid != session.sessid:
-            return "failure\nОшибка проверки sessid"
+        if self.sessid_required and (session is None or sessid != session.sessid):
+            return f"failure\n{MESSAGES['CC_BSC1_ERROR_SOURCE_CHECK']}"
+        if session is None:
+            return f"failure\n{MESSAGES['CC_BSC1_ERROR_AUTHORIZE']}"
         return session
 
     def _import(self, session: _Session, filename: str) -> tuple[int, str]:
@@ -146,11 +186,11 @@ class BitrixSimulator(LoopbackServer):
                     for member in archive.namelist():
                         session.files[member] = bytearray(archive.read(member))
             session.unpacked = True
-            return 200, "progress\nАрхив распакован"
+            return 200, f"progress\n{MESSAGES['CC_BSC1_ZIP_PROGRESS']}"
         if session.offers is None:
             data = session.files.get(filename)
             if data is None:
-                return 200, f"failure\nФайл {filename} не найден"
+                return 200, f"failure\n{MESSAGES['CC_BSC1_ERROR_FILE_ERROR']}"
             try:
                 root = ET.fromstring(bytes(data))
             except ET.ParseError as exc:
@@ -171,10 +211,12 @@ class BitrixSimulator(LoopbackServer):
                 if sku in self.faults.poison:
                     return 500, "<html><body>Internal Server Error</body></html>"
                 if sku in self.faults.reject:
+                    # An element's error (the information block module's LAST_ERROR, echoed
+                    # by component.php's step 7): no text of the component's own.
                     return 200, f"failure\nОшибка в предложении {sku}: неверная цена"
             session.offers = offers
             self.packages.append(bytes(data))
-            return 200, "progress\nФайл прочитан"
+            return 200, f"progress\n{MESSAGES['CC_BSC1_FILE_READ']}"
         start, end = session.done, session.done + self.step_size
         for sku, prices in session.offers[start:end]:
             held = self.prices.setdefault(sku, {})
@@ -185,7 +227,8 @@ class BitrixSimulator(LoopbackServer):
             self.active[sku] = True
         session.done = min(end, len(session.offers))
         if session.done < len(session.offers):
-            return 200, f"progress\nОбработано {session.done} из {len(session.offers)}"
+            done = MESSAGES["CC_BSC1_PROGRESS"].replace("#DONE#", str(session.done))
+            return 200, f"progress\n{done.replace('#TOTAL#', str(len(session.offers)))}"
         if not session.only_changes:
             named = {sku for sku, _ in session.offers}
             for sku in self.active:
@@ -195,7 +238,7 @@ class BitrixSimulator(LoopbackServer):
         session.offers, session.done = None, 0
         session.files.clear()
         session.open = False
-        return 200, "success\nИмпорт успешно завершен"
+        return 200, f"success\n{MESSAGES['CC_BSC1_IMPORT_SUCCESS']}"
 
 
 class _BitrixHandler(Handler):
@@ -236,16 +279,23 @@ class _BitrixHandler(Handler):
             return
         pending: tuple[int, str] | None = None
         with sim._state:
-            if query.get("type") != "catalog":
-                self.reply("failure\nНеизвестный тип обмена")
+            if query.get("type") != "catalog":  # another component's exchange (sale, …)
+                self.reply(f"failure\n{MESSAGES['CC_BSC1_ERROR_UNKNOWN_COMMAND']}")
                 return
             if mode == "checkauth":
                 text, sid = sim._checkauth(self.headers.get("Authorization"))
                 self.reply(text, cookie=sid)
                 return
             if mode == "import" and sim.faults.lose_session:
-                sim.faults.lose_session = False
+                sim.faults.lose_session -= 1
                 sim.sessions.clear()
+                if sim.faults.session_lost_as == "redirect":
+                    location = f"/auth/?backurl={PATH}"
+                    self.answer(302, b"", "text/html", {"Location": location})
+                    return
+                if sim.faults.session_lost_as == "form":
+                    self.reply(SIGN_IN_FORM)
+                    return
             session = sim._session(self.headers.get("Cookie"), query.get("sessid"))
             if isinstance(session, str):
                 self.reply(session)
@@ -261,12 +311,12 @@ class _BitrixHandler(Handler):
             elif mode == "file":
                 name = query.get("filename", "")
                 if not name or "/" in name or ".." in name:
-                    self.reply("failure\nНеверное имя файла")
+                    # no $ABS_FILE_NAME: component.php falls through to its last "else"
+                    self.reply(f"failure\n{MESSAGES['CC_BSC1_ERROR_UNKNOWN_COMMAND']}")
                     return
+                # component.php writes whatever arrives ("ab"); file_limit is advice to 1C,
+                # never checked: ``chunks`` lets a test check that the client kept to it.
                 sim.chunks.append(len(body))
-                if len(body) > sim.file_limit:
-                    self.reply("failure\nРазмер файла превышает допустимый")
-                    return
                 session.files.setdefault(name, bytearray()).extend(body)
                 self.reply("success")
             elif mode == "import":
@@ -275,7 +325,7 @@ class _BitrixHandler(Handler):
             elif mode in ("deactivate", "complete"):
                 self.reply("success")
             else:
-                self.reply("failure\nНеизвестная команда")
+                self.reply(f"failure\n{MESSAGES['CC_BSC1_ERROR_UNKNOWN_COMMAND']}")
         if pending is not None:
             # The step took its time outside the lock: another session is not held up.
             if sim.faults.import_delay:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +21,7 @@ class LoopbackServer:
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self.host, self.port = host, port
+        self.ssl_context: ssl.SSLContext | None = None  # set before start: HTTPS
         self.lock = threading.RLock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -27,7 +29,7 @@ class LoopbackServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.ssl_context else 'http'}://{self.host}:{self.port}"
 
     def start(self) -> LoopbackServer:
         server = _Server((self.host, self.port), self, self.handler)
@@ -82,6 +84,17 @@ class _Server(ThreadingHTTPServer):
         TCPServer.server_bind(self)  # no reverse DNS lookup (getfqdn)
         host, port = self.server_address[:2]
         self.server_name, self.server_port = str(host), int(port)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        connection, address = super().get_request()
+        context = self.sim.ssl_context
+        if context is not None:
+            # The handshake at the handler's first read, in its thread: a client refusing the
+            # certificate never stalls the accepting loop.
+            connection = context.wrap_socket(
+                connection, server_side=True, do_handshake_on_connect=False
+            )
+        return connection, address
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], OSError):

@@ -9,12 +9,17 @@
     POST /wp-json/wc/v3/products/batch                 {"update": [{"id", "regular_price", ...}]}
     POST /wp-json/wc/v3/products/<pid>/variations/batch
 
-As WooCommerce does: Basic auth with the consumer key and secret (401
-``woocommerce_rest_cannot_view``; a read-only key gets 401 ``woocommerce_rest_cannot_batch`` on
-a batch); more than 100 objects in a batch -> 413 ``woocommerce_rest_request_entity_too_large``
-and nothing applied; a batch answers 200 with a result per item, an item with an unknown id
-gets ``{"id", "error": {"code": "woocommerce_rest_product_invalid_id", "data": {"status": 400}}}``;
-prices are strings; a product's id is not its SKU.
+As WooCommerce does (its source: repository woocommerce/woocommerce,
+plugins/woocommerce/includes/rest-api/Controllers/Version3/): Basic auth with the consumer key
+and secret (401 ``woocommerce_rest_cannot_view``; a read-only key gets 401
+``woocommerce_rest_cannot_batch`` on a batch); more than 100 objects in a batch -> 413
+``woocommerce_rest_request_entity_too_large`` and nothing applied
+(class-wc-rest-controller.php, ``check_batch_limit``); a batch answers 200 with one result per
+item of ``update``, in the request's order, each the product as ``update_item`` left it, so
+two items of one id are two results (``batch_items``); an item with an unknown id gets
+``{"id", "error": {"code": "woocommerce_rest_product_invalid_id", "data": {"status": 400}}}``
+(class-wc-rest-crud-controller.php, ``update_item``); prices are strings; a product's id is not
+its SKU.
 
 Faults (attributes, mutable while it runs): ``poison`` SKUs (item error 500), ``reject`` SKUs
 (item error 400 ``woocommerce_rest_invalid_price``), ``refuse_key`` (401 for all),
@@ -321,6 +326,8 @@ class _WooHandler(Handler):
                     sim._apply(batch_parent, update)
                 self.drop()
                 return
+            # WC_REST_Controller::batch_items: one result per item, in order, each the
+            # product as it stood after that item (item.json() is taken then, not at the end).
             results = [sim._apply(batch_parent, u) for u in updates]
         if sim.faults.drop_after:
             self.drop()

@@ -148,7 +148,9 @@ def decide(
         case Verdict.UNKNOWN:
             return replace(answer, reason=Reason.UNKNOWN_RESPONSE)
         case Verdict.PAUSE:
-            return replace(not_sent(c.detail, attempt), http_status=c.http_status)
+            return replace(
+                not_sent(c.detail, attempt), http_status=c.http_status, error_class=c.error_class
+            )
         case Verdict.TEMPORARY:
             if probe:
                 return replace(

@@ -30,3 +30,6 @@ class Classification:
     reason: str | None = None
     """A TERMINAL verdict's quarantine reason when the target names one (e.g.
     ``unknown-sku``); unset, ``decide`` quarantines with ``http-<status>``."""
+    site_wide: bool = False
+    """A TEMPORARY verdict that speaks about the site, not the message (contract 5c: not
+    charged), whatever its status: e.g. Bitrix's "cannot create the temporary tables"."""

@@ -238,7 +238,8 @@ async def _check_woocommerce(
     write_what = "WooCommerce key may write (an empty products/batch)"
     try:
         key, secret = settings.secret("woo_key"), settings.secret("woo_secret")
-    except ExchangeError as exc:
+        verify = settings.site_tls()
+    except ExchangeError as exc:  # an unreadable secret file or CA bundle
         return [fail(read_what, str(exc)), skip(write_what, "no key")]
     if not settings.woo_url or not key or not secret:
         reason = "EXCHANGE_WOO_URL, EXCHANGE_WOO_KEY and EXCHANGE_WOO_SECRET are required"
@@ -250,6 +251,7 @@ async def _check_woocommerce(
         price_fields=dict(settings.woo_price_fields),
         timeout=settings.http_timeout,
         transport=transport,
+        verify=verify,
     )
     try:
         read = await target.health()
@@ -272,7 +274,8 @@ async def _check_bitrix(
     what = f"1C-Bitrix exchange: checkauth and init ({settings.bitrix_url})"
     try:
         password = settings.secret("bitrix_password")
-    except ExchangeError as exc:
+        verify = settings.site_tls()
+    except ExchangeError as exc:  # an unreadable secret file or CA bundle
         return fail(what, str(exc))
     if not (settings.bitrix_url and settings.bitrix_user and password):
         return fail(what, "EXCHANGE_BITRIX_URL, _USER and _PASSWORD are required")
@@ -287,6 +290,7 @@ async def _check_bitrix(
         max_import_steps=settings.bitrix_max_import_steps,
         timeout=settings.http_timeout,
         transport=transport,
+        verify=verify,
     )
     try:
         verdict, init = await target.check()

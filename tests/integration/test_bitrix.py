@@ -205,3 +205,22 @@ def test_two_workers_never_run_two_exchanges_with_the_site_at_once(
     assert 0 == site.overlaps
     assert {Verdict.DELIVERED} == {a.verdict for batch in answers for a in batch}
     assert 2 == len(site.packages)
+
+
+def test_the_sites_own_temporary_trouble_is_not_charged_to_the_messages(
+    db_url: str, engine: Engine, site: BitrixSimulator
+) -> None:
+    # catalog.import.1c's CC_BSC1_TABLE_CREATE_ERROR: the site's database, not the package.
+    site.faults.failure_text = "Ошибка создания временных таблиц."
+    stage(engine, [price_row("SKU-1", 1, "1.00"), price_row("SKU-2", 1, "2.00")])
+    worker = make_worker(db_url, engine, site, max_attempts=1)
+
+    async def scenario(worker: Worker) -> None:
+        await worker.cycle()
+        assert {"new", "delayed"} >= {s for s, _ in states(engine).values()}, states(engine)
+        site.faults.failure_text = None
+        await drain(worker)
+
+    run_worker(worker, scenario)
+
+    assert {("SKU-1", 1): ("delivered", None), ("SKU-2", 1): ("delivered", None)} == states(engine)

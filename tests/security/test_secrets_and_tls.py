@@ -76,8 +76,8 @@ def test_a_certificate_from_an_unknown_ca_is_refused_as_a_tls_connection_error_a
     run(bootstrap.worker(fast_settings(url, tls_site.url, max_attempts=50), engine), cycles=1)
     [message] = rows(engine, messages)
     failures = [e for e in rows(engine, history) if e["error_class"] is not None]
-    # Temporary: it goes once the site is trusted. Not charged (contract 5c): the health
-    # check fails the same way, so it is the site's failure, not the message's.
+    # A configuration verdict (contract 10): delivery pauses, nothing is charged, and it goes
+    # once the site is trusted (the health check fails the same way until then).
     assert ("new", 0) == (message["state"], message["attempts"])
     assert failures, "no failed attempt was recorded"
     assert {TLS_ERROR} == {e["error_class"] for e in failures}

@@ -16,15 +16,20 @@ from exchange.targets.base import OutgoingMessage, Target
 CREATED = datetime(2026, 8, 23, 7, 20, tzinfo=UTC)
 
 
-def price(sku: str, version: int, amount: str | None = None) -> OutgoingMessage:
+def price(
+    sku: str, version: int, amount: str | None = None, price_type: str = "retail"
+) -> OutgoingMessage:
     """A price message; its amount defaults to ``<version>.00``, so that a shop that keeps no
-    versions (WooCommerce, Bitrix) still tells which version it holds."""
+    versions (WooCommerce, Bitrix) still tells which version it holds. A retail price's
+    aggregate is its SKU, another price type's ``<sku>/<price_type>`` (both as intake names
+    them)."""
     amount = f"{version}.00" if amount is None else amount
-    payload = {"sku": sku, "price": amount, "currency": "RUB", "price_type": "retail"}
+    payload = {"sku": sku, "price": amount, "currency": "RUB", "price_type": price_type}
+    aggregate = sku if price_type == "retail" else f"{sku}/{price_type}"
     return OutgoingMessage(
-        message_id("price", sku, version),
+        message_id("price", aggregate, version),
         "price",
-        sku,
+        aggregate,
         version,
         json.dumps(payload, separators=(",", ":")),
         CREATED,

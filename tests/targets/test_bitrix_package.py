@@ -9,10 +9,9 @@ from decimal import Decimal
 import httpx
 import pytest
 
-from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Verdict
 from exchange.targets.bitrix.package import Price, build
-from exchange.targets.bitrix.target import classify_failure, decode
+from exchange.targets.bitrix.target import decode
 
 NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
 
@@ -61,28 +60,6 @@ def test_hostile_sku_text_stays_text() -> None:
 def test_windows_1251_and_utf8_answers_both_read(content: bytes, content_type: str) -> None:
     response = httpx.Response(200, content=content, headers={"Content-Type": content_type})
     assert "failure\nОшибка авторизации" == decode(response)
-
-
-@pytest.mark.parametrize(
-    ("text", "step", "verdict"),
-    [
-        ("Ошибка авторизации", "checkauth", Verdict.PAUSE),
-        ("Ошибка авторизации: сессия не найдена", "import", Verdict.TEMPORARY),
-        ("Ошибка проверки sessid", "file", Verdict.TEMPORARY),
-        ("Импорт уже выполняется", "import", Verdict.TEMPORARY),
-        ("Не найден информационный блок каталога", "import", Verdict.PAUSE),
-        ("Каталог не найден", "import", Verdict.PAUSE),
-        ("Ошибка в предложении SKU-3: неверная цена", "import", Verdict.TERMINAL),
-        ("", "import", Verdict.TERMINAL),
-    ],
-)
-def test_failure_text_classified_as_configuration_temporary_or_terminal(
-    text: str, step: str, verdict: Verdict
-) -> None:
-    answer = classify_failure(text, step)
-    assert verdict == answer.verdict
-    if verdict is Verdict.TERMINAL:
-        assert Reason.SHOP_FAILURE == answer.reason
 
 
 def test_an_import_whose_answer_never_came_is_sent_again_after_the_window() -> None:

@@ -87,7 +87,7 @@ class WooShop:
             self.site.url,
             lambda: ("ck_k", self.secret),
             self.ids,
-            price_fields={"retail": "regular_price"},
+            price_fields={"retail": "regular_price", "sale": "sale_price"},
             timeout=2.0,
         )
 
@@ -134,7 +134,7 @@ class BitrixShop:
             "exchange",
             lambda: self.password,
             catalog_id="catalog-1",
-            price_types={"retail": "Розничная"},
+            price_types={"retail": "Розничная", "sale": "Акционная"},
             max_import_steps=50,
             timeout=2.0,
         )
@@ -245,6 +245,16 @@ def test_send_answers_one_classification_per_message_in_the_order_given(shop: Sh
     assert expected == verdicts(answers)
     applied = tuple(shop.applied(sku) for sku in ("SKU-A", "SKU-B", "SKU-R", "SKU-T"))
     assert applied_expected == applied
+
+
+def test_two_price_types_of_one_sku_in_one_request_are_each_delivered(shop: Shop) -> None:
+    # WooCommerce answers a batch positionally (WC_REST_Controller::batch_items): the regular
+    # and the sale price of one product are two results for one id, each read by its place.
+    messages = [price("SKU-1", 1, "200.00"), price("SKU-1", 1, "150.07", price_type="sale")]
+
+    answers = deliver(shop, *messages)
+
+    assert [Verdict.DELIVERED, Verdict.DELIVERED] == verdicts(answers), answers
 
 
 # -- every answer class ------------------------------------------------------------------------

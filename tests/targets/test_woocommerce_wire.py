@@ -106,3 +106,30 @@ def test_a_rate_limited_shop_is_temporary_with_its_retry_after(shop: WooSimulato
             await woo.aclose()
 
     assert (Verdict.TEMPORARY, "1", 429) == asyncio.run(go())
+
+
+def test_a_regular_and_a_sale_price_of_one_product_in_one_batch_are_both_delivered_and_held(
+    shop: WooSimulator,
+) -> None:
+    woo = WooCommerceTarget(
+        shop.url,
+        lambda: ("ck", "cs"),
+        MemorySkuIds(),
+        price_fields={"retail": "regular_price", "sale": "sale_price"},
+        timeout=2.0,
+    )
+
+    async def go() -> list[Verdict]:
+        try:
+            answers = await woo.send(
+                [price("SKU-1", 1, "200.00"), price("SKU-1", 1, "150.07", price_type="sale")]
+            )
+            return [a.verdict for a in answers]
+        finally:
+            await woo.aclose()
+
+    assert [Verdict.DELIVERED, Verdict.DELIVERED] == asyncio.run(go())
+    item = shop.by_sku("SKU-1")
+    assert item is not None
+    assert ("200.00", "150.07") == (item.regular_price, item.sale_price)
+    assert 1 == shop.requests["POST products/batch"], "one batch, two items of one id"

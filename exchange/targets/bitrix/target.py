@@ -11,14 +11,19 @@ docs/targets.md):
     file        the package (zipped when ``zip=yes``) in chunks of at most ``file_limit`` bytes
     import      repeated while it answers ``progress``, at most ``max_import_steps`` times
 
-``success`` delivers every message of the package. ``failure`` and its text: at checkauth (or
-401/403) the credentials are refused -> PAUSE; a text naming the configuration (catalogue,
-information block, price type, rights) -> PAUSE; a text naming a session, a lock, a timeout or
-a busy import -> TEMPORARY (the next attempt starts a fresh exchange); any other -> TERMINAL,
-and a package of several SKUs refused for good is split in halves and sent again, so that one
-bad SKU never takes the others to quarantine. An import that never ends -> TEMPORARY. 5xx and
-429 -> TEMPORARY; an answer that is none of the words (an HTML page) -> UNKNOWN. Answers are
-read in the charset the site names, else UTF-8, else windows-1251 (what Bitrix sends).
+``success`` delivers every message of the package. ``failure`` is judged by the component's
+own messages (messages.py, from its language files), never by fragments of words: at checkauth
+(or 401/403 there) the credentials are refused -> PAUSE; after it, the authorization and
+source-check messages, 401/403, a redirect (to a sign-in page) or the sign-in form say the
+session is gone: one new checkauth and the package sent again, and a second time for the same
+package -> PAUSE that says so; permission, module, session id change, database server time
+(and an unknown command, metadata) -> PAUSE; temporary folder, file write or open, HTTP read,
+zip, tables and indexes -> TEMPORARY, site-wide (not charged); an element's error or a text the
+table does not know -> TERMINAL, and a package of several SKUs refused for good is split in
+halves and sent again, so that one bad SKU never takes the others to quarantine. An import that
+never ends -> TEMPORARY. Other statuses by the table every target shares (targets/wire.py); an
+answer that is none of the words (an HTML page) -> UNKNOWN. Answers are read in the charset the
+site names, else UTF-8, else windows-1251 (what Bitrix sends).
 A request cut off after it went out -> TEMPORARY with the result unknown: the package is sent
 whole again (an absolute write, harmless), and Bitrix's import moves only while its client
 calls ``import``, so an abandoned exchange applies at most the step in flight.
@@ -28,7 +33,10 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import math
+import re
+import ssl
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,9 +48,13 @@ from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.bitrix.lock import ExchangeLock, ProcessLock
+from exchange.targets.bitrix.messages import Kind, recognise
 from exchange.targets.bitrix.package import Price, build
 from exchange.targets.prices import read_price
 from exchange.targets.shop_api.batch import chunks
+from exchange.targets.wire import STATUSES, http_client, httpx_failure, transport_verdict
+
+log = logging.getLogger(__name__)
 
 USER_AGENT = "1C+Enterprise/8.3 (exchange)"
 FILENAME = "offers.xml"
@@ -50,32 +62,15 @@ ZIPNAME = "offers.zip"
 BODY_CAP = 64 * 1024
 DEFAULT_FILE_LIMIT = 204_800
 
-CONFIGURATION_WORDS = (
-    "каталог",
-    "инфоблок",
-    "информационн",
-    "тип цен",
-    "прав",
-    "доступ",
-    "catalog",
-    "iblock",
-    "permission",
-    "access",
-)
-TEMPORARY_WORDS = (
-    "сесси",
-    "блокир",
-    "заблок",
-    "время",
-    "выполняется",
-    "повтор",
-    "session",
-    "lock",
-    "timeout",
-    "busy",
-    "sessid",
-    "авторизац",
-)
+LOST_SESSION = "BitrixLostSession"  # error_class of an answer that says the session is gone
+SESSION_LOST_TWICE = "BitrixSessionLostTwice"
+# What Bitrix's sign-in form holds (main module's system.auth.form: form_auth, USER_PASSWORD):
+# the page a request outside the session gets instead of the component's words.
+SIGN_IN_FORM = re.compile(r"<form[^>]*>.*?(type=[\"']?password|USER_PASSWORD)", re.I | re.S)
+# The shared table of statuses (targets/wire.py), with Bitrix's difference: after checkauth,
+# the exchange lives in the session, so 401/403 and a redirect (to a sign-in page) say the
+# session is gone, not the credentials.
+AFTER_CHECKAUTH_LOST = frozenset({401, 403})
 
 Password = Callable[[], str | None]
 
@@ -107,16 +102,26 @@ def decode(response: httpx.Response) -> str:
 
 
 def classify_failure(text: str, step: str) -> Classification:
-    """``failure`` and its text, at ``step``."""
+    """``failure`` and its text, at ``step``, by the component's own messages (messages.py):
+    at checkauth, the credentials or the site's setup refused (PAUSE); after it, a lost session
+    (signed in again, once, by the target), the site's setup (PAUSE), the site's temporary
+    trouble (TEMPORARY, site-wide: not charged), or the element's error or a text the table does
+    not know (TERMINAL: the package is split until the SKU stands alone). The detail is the
+    site's own words."""
     reason = text.strip()[:300] or "(no reason given)"
-    lower = reason.lower()
     detail = f"{step}: failure: {reason}"
+    message = recognise(reason)
     if step == "checkauth":
         return Classification(Verdict.PAUSE, detail, error_class="BitrixAuth")
-    if any(word in lower for word in TEMPORARY_WORDS):
-        return Classification(Verdict.TEMPORARY, detail, error_class="BitrixFailure")
-    if any(word in lower for word in CONFIGURATION_WORDS):
+    kind = message.kind if message is not None else Kind.ELEMENT
+    if kind is Kind.LOST_SESSION:
+        return Classification(Verdict.TEMPORARY, detail, error_class=LOST_SESSION)
+    if kind is Kind.CONFIGURATION:
         return Classification(Verdict.PAUSE, detail, error_class="BitrixConfiguration")
+    if kind is Kind.SITE:
+        return Classification(
+            Verdict.TEMPORARY, detail, error_class="BitrixSiteFailure", site_wide=True
+        )
     return Classification(
         Verdict.TERMINAL, detail, error_class="BitrixFailure", reason=Reason.SHOP_FAILURE
     )
@@ -138,11 +143,13 @@ class BitrixTarget:
         transport: httpx.AsyncBaseTransport | None = None,
         lock: ExchangeLock | None = None,
         lock_wait: float = 10.0,
+        verify: ssl.SSLContext | None = None,
     ) -> None:
         """``lock``: one exchange at a time across processes (``exchange.db.target_lock``);
         held for ``2 x timeout + 1`` s and renewed before every request (so that it outlasts
         one request, and a dead holder's ends soon); waited for up to ``lock_wait`` seconds,
-        then the package is temporary (sent later)."""
+        then the package is temporary (sent later). ``verify``: the TLS context of
+        EXCHANGE_SITE_CA_BUNDLE (None: the default CAs)."""
         self.url = url
         self.lock: ExchangeLock = lock or ProcessLock()
         self.lock_wait = lock_wait
@@ -154,12 +161,8 @@ class BitrixTarget:
         self.catalog_id = catalog_id
         self.price_types = dict(price_types)
         self.max_import_steps = max_import_steps
-        self._http = httpx.AsyncClient(
-            timeout=timeout,
-            transport=transport,
-            follow_redirects=False,
-            headers={"User-Agent": USER_AGENT},
-            trust_env=False,
+        self._http = http_client(
+            timeout=timeout, verify=verify, transport=transport, headers={"User-Agent": USER_AGENT}
         )
         self._one_at_a_time = asyncio.Lock()
         # After an import whose answer was lost, the package goes again once the step that may
@@ -269,7 +272,27 @@ class BitrixTarget:
             answers[message.message_id] = verdict
 
     async def _exchange(self, prices: list[Price]) -> Classification:
+        """One package: a session the site lost on the way (contract 10) means one new
+        checkauth and the package sent again; lost again, the site's setup is at fault."""
         package = build(prices, catalog_id=self.catalog_id, now=datetime.now(UTC))
+        first = await self._exchange_once(package)
+        if first.error_class != LOST_SESSION:
+            return first
+        log.info("%s; signing in again (checkauth) and sending the package again", first.detail)
+        again = await self._exchange_once(package)
+        if again.error_class != LOST_SESSION:
+            return again
+        return Classification(
+            Verdict.PAUSE,
+            f"the site lost the session twice for one package, the second time right after a "
+            f"new checkauth ({again.detail}): its sessions do not last from one request to the "
+            "next (session storage, a load balancer, a proxy or cache in front of "
+            "/bitrix/admin/1c_exchange.php)",
+            http_status=again.http_status,
+            error_class=SESSION_LOST_TWICE,
+        )
+
+    async def _exchange_once(self, package: bytes) -> Classification:
         try:
             session = await self._checkauth()
             zipped, limit = await self._init(session)
@@ -361,6 +384,15 @@ class BitrixTarget:
             raise _Stop(classify_failure(rest, step))
         if word in ("success", "progress"):
             return word, rest
+        if step != "checkauth" and SIGN_IN_FORM.search(text):
+            raise _Stop(
+                Classification(
+                    Verdict.TEMPORARY,
+                    f"{step}: the site answered its sign-in form: the session is gone",
+                    http_status=response.status_code,
+                    error_class=LOST_SESSION,
+                )
+            )
         raise _Stop(
             Classification(
                 Verdict.UNKNOWN,
@@ -394,41 +426,38 @@ class BitrixTarget:
             response = await self._http.request(
                 method, self.url, params=params, content=body, headers=headers, auth=auth
             )
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-            raise _Stop(
-                Classification(
-                    Verdict.TEMPORARY,
-                    f"{step}: {type(exc).__name__}: the site could not be reached",
-                    error_class=type(exc).__name__,
-                )
-            ) from None
         except httpx.TransportError as exc:
-            raise _Stop(
-                Classification(
-                    Verdict.TEMPORARY,
-                    f"{step}: {type(exc).__name__}: no answer; the package is sent again",
-                    error_class=type(exc).__name__,
-                    result_unknown=step == "import",
-                    retry_after=self.window if step == "import" else None,
-                )
-            ) from None
+            # Only an import applies anything: a file step cut off is simply sent again.
+            failure = httpx_failure(exc)
+            judged = transport_verdict(
+                failure, step=step, result_unknown=failure.maybe_sent and step == "import"
+            )
+            if judged.result_unknown:
+                judged.detail += "; the package is sent again"
+                judged.retry_after = self.window
+            raise _Stop(judged) from None
         status = response.status_code
         if 200 <= status < 300:
             return response
         detail = f"{step}: HTTP {status}"
-        if status in (401, 403):
-            verdict = Verdict.PAUSE if step == "checkauth" else Verdict.TEMPORARY
-        elif status == 429 or status >= 500:
-            verdict = Verdict.TEMPORARY
-        elif 400 <= status < 500:
-            verdict = Verdict.TERMINAL
-        else:
-            verdict = Verdict.UNKNOWN
+        if step != "checkauth" and (300 <= status < 400 or status in AFTER_CHECKAUTH_LOST):
+            where = response.headers.get("Location")
+            raise _Stop(
+                Classification(
+                    Verdict.TEMPORARY,
+                    f"{detail}{f' to {where[:200]}' if where else ''}: the session is gone",
+                    http_status=status,
+                    error_class=LOST_SESSION,
+                )
+            )
+        verdict = STATUSES.verdict(status)
         raise _Stop(
             Classification(
                 verdict,
                 detail,
                 http_status=status,
-                retry_after=response.headers.get("Retry-After"),
+                retry_after=response.headers.get("Retry-After")
+                if verdict is Verdict.TEMPORARY
+                else None,
             )
         )

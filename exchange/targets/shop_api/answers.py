@@ -8,7 +8,10 @@ site answers.
     401 403                      PAUSE (nobody is charged; delivery waits for the site)
     408 425 429 500 502 503 504  TEMPORARY (Retry-After honoured)
     timeouts, connection errors  TEMPORARY (result unknown when the request may have arrived)
+    a certificate not trusted    PAUSE, naming the certificate error
     anything else                UNKNOWN (quarantine unknown-response: never guessed temporary)
+
+Everything but the 409 is the table every target shares (exchange/targets/wire.py).
 """
 
 from __future__ import annotations
@@ -18,15 +21,18 @@ import json
 from exchange.domain.identity import is_version
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.shop_api.client import Response, TransportFailure
+from exchange.targets.wire import STATUSES, TLS_ERROR, transport_verdict
+from exchange.targets.wire import TERMINAL_STATUSES as TERMINAL_STATUSES  # (ops.metrics)
 
 RECEIPT_CAP = 2000
-TERMINAL_STATUSES = frozenset({400, 404, 410, 413, 422})
-PAUSE_STATUSES = frozenset({401, 403})
-TEMPORARY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
 def classify(result: Response | TransportFailure, version: int) -> Classification:
     if isinstance(result, TransportFailure):
+        if result.error_class == TLS_ERROR:
+            judged = transport_verdict(result)
+            judged.detail = _storable(judged.detail)
+            return judged
         return Classification(
             Verdict.TEMPORARY,
             detail=_storable(result.detail),
@@ -45,25 +51,18 @@ def classify(result: Response | TransportFailure, version: int) -> Classificatio
         return Classification(
             Verdict.DELIVERED, f"HTTP {status}", http_status=status, receipt=_receipt(result.body)
         )
-    if status == 409:
+    if status == 409:  # the shop API's own reading (contract 5), before the shared table
         return _classify_conflict(result, version)
-    if status in TERMINAL_STATUSES:
-        return Classification(
-            Verdict.TERMINAL, f"HTTP {status}: {_snippet(result.body)}", http_status=status
-        )
-    if status in PAUSE_STATUSES:
+    verdict = STATUSES.verdict(status)
+    if verdict is Verdict.PAUSE:
         return Classification(
             Verdict.PAUSE, f"HTTP {status}: the site refused the token", http_status=status
         )
-    if status in TEMPORARY_STATUSES:
-        return Classification(
-            Verdict.TEMPORARY,
-            f"HTTP {status}: {_snippet(result.body)}",
-            http_status=status,
-            retry_after=result.retry_after,
-        )
     return Classification(
-        Verdict.UNKNOWN, f"HTTP {status}: {_snippet(result.body)}", http_status=status
+        verdict,
+        f"HTTP {status}: {_snippet(result.body)}",
+        http_status=status,
+        retry_after=result.retry_after if verdict is Verdict.TEMPORARY else None,
     )
 
 

@@ -49,13 +49,17 @@ except ImportError:  # pragma: no cover
 
 from exchange.settings import SECRET_MASK, clean_token, mask_secrets, secret_forms
 from exchange.targets.base import OutgoingMessage
+from exchange.targets.wire import TLS_ERROR as TLS_ERROR  # re-exported: the checks name it
+from exchange.targets.wire import TransportFailure as TransportFailure
+from exchange.targets.wire import caused_by as _caused_by
+from exchange.targets.wire import describe as _describe
+from exchange.targets.wire import httpx_failure
 
 log = logging.getLogger(__name__)
 
 BODY_CAP = 64 * 1024  # of one answer; a batch answer may take BODY_CAP per item
 BATCH_PATH = "/api/v1/updates:batch"
 USER_AGENT = "exchange/0.1"
-TLS_ERROR = "TLSError"  # error_class of a failed TLS handshake (e.g. an untrusted certificate)
 
 
 # A str as JSON text, as json.dumps(..., ensure_ascii=False) writes it (the same C function).
@@ -90,13 +94,6 @@ class Response:
     body: bytes
     retry_after: str | None = None
     body_error: str | None = None  # the body could not be read (cut off, bad encoding)
-
-
-@dataclass(frozen=True, slots=True)
-class TransportFailure:
-    error_class: str
-    detail: str
-    maybe_sent: bool  # the site may have received it: the result is unknown
 
 
 SiteResult = Response | TransportFailure
@@ -332,12 +329,8 @@ class _HttpxWire(_Wire):
                     )
         except TimeoutError:
             return progress.cut_off(self._timeout)
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-            # A refused certificate is a connection error too, named so that it is recognised.
-            error_class = TLS_ERROR if _caused_by(exc, ssl.SSLError) else type(exc).__name__
-            return TransportFailure(error_class, _describe(exc), maybe_sent=False)
-        except httpx.TransportError as exc:  # read/write timeouts, resets, protocol errors
-            return TransportFailure(type(exc).__name__, _describe(exc), maybe_sent=True)
+        except httpx.TransportError as exc:  # one reading for every target (targets/wire.py)
+            return httpx_failure(exc)
 
     def _url(self, path: str) -> httpx.URL:
         """The absolute URL of a path under base_url, parsed once (parsing and merging it on
@@ -368,17 +361,6 @@ async def _read_capped(response: httpx.Response, cap: int) -> tuple[bytes, str |
     return b"".join(chunks)[:cap], None
 
 
-def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
-    seen: BaseException | None = exc
-    for _ in range(10):  # the chain httpx -> httpcore -> ssl is short; a loop is never endless
-        if seen is None:
-            return False
-        if isinstance(seen, kind):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
 def _why_unreachable(error: OSError) -> str:
     if isinstance(error, ConnectionRefusedError):
         return "connection refused: nothing listens there, or a firewall refuses"
@@ -387,11 +369,6 @@ def _why_unreachable(error: OSError) -> str:
     if isinstance(error, TimeoutError):
         return "no answer in time"
     return (error.strerror or str(error) or type(error).__name__).splitlines()[0]
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:300]
 
 
 # -- aiohttp -----------------------------------------------------------------------------------

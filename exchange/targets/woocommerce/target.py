@@ -10,12 +10,13 @@ How a leased batch travels: in requests of at most ``MAX_ITEMS`` (100, WooCommer
    lacks is TERMINAL ``unknown-sku``;
 3. one ``POST products/batch`` for the products, one ``POST products/<parent>/variations/batch``
    per parent for the variations, prices as strings (Decimal text, never a float);
-4. each item's result classified: the item as written -> DELIVERED; an item error with an
-   ``…invalid_id`` code (the id is gone) -> the id forgotten, the SKU looked up and written
+4. each item's result, by its position (WooCommerce answers one per item, in order, each the
+   product as that item left it), classified: the item as written -> DELIVERED; an item error
+   with an ``…invalid_id`` code (the id is gone) -> the id forgotten, the SKU looked up and written
    again at once (once; TEMPORARY if the id is gone again); another item error -> by its
    ``data.status`` (5xx TEMPORARY, else TERMINAL);
-5. a whole answer: 401/403 PAUSE, 429 and 5xx TEMPORARY with Retry-After, another 4xx
-   TERMINAL, a 3xx or a body that is not the batch JSON UNKNOWN;
+5. a whole answer: by the table every target shares (exchange/targets/wire.py); a body that is
+   not the batch JSON, or a batch answer without one result per item, UNKNOWN;
 6. a request whose result is unknown (a timeout after it went out, a connection cut before the
    answer): the prices are read back (``GET products?include=<ids>``); a price the shop holds
    as sent is DELIVERED; otherwise TEMPORARY (sent again: setting a price is an absolute write).
@@ -31,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -43,6 +45,7 @@ from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.prices import read_price
 from exchange.targets.shop_api.batch import chunks
+from exchange.targets.wire import STATUSES, http_client, httpx_failure, transport_verdict
 from exchange.targets.woocommerce.ids import SkuIds, Where
 
 log = logging.getLogger(__name__)
@@ -89,19 +92,20 @@ class WooCommerceTarget:
         price_fields: dict[str, str],
         timeout: float,
         transport: httpx.AsyncBaseTransport | None = None,
+        verify: ssl.SSLContext | None = None,
     ) -> None:
+        """``verify``: the TLS context of EXCHANGE_SITE_CA_BUNDLE (None: the default CAs)."""
         self.url = url.rstrip("/")
         self._credentials = credentials
         self.ids = ids
         self.price_fields = dict(price_fields)
         self._auth = self._read_auth()
-        self._http = httpx.AsyncClient(
+        self._http = http_client(
             base_url=self.url + API,
             timeout=timeout,
+            verify=verify,
             transport=transport,
-            follow_redirects=False,
             headers={"User-Agent": USER_AGENT},
-            trust_env=False,
         )
         self.requests_sent = 0  # for the bench: every HTTP request, lookups and read-backs too
 
@@ -232,19 +236,30 @@ class WooCommerceTarget:
         results = body.get("update") if isinstance(body, dict) else None
         if not isinstance(results, list):
             raise _Answer(_unreadable(response, "the batch answer has no update list"))
-        by_id: dict[int, dict[str, Any]] = {}
-        for result in results:
-            if isinstance(result, dict) and isinstance(result.get("id"), int):
-                by_id.setdefault(result["id"], result)
+        # WooCommerce answers an update batch positionally: WC_REST_Controller::batch_items
+        # (includes/rest-api/Controllers/Version3/class-wc-rest-controller.php) appends one
+        # result per item of "update", in the request's order, each the product as
+        # update_item left it. Two items of one id (a regular and a sale price of one SKU) are
+        # two results, each read by its own position, never one result for both.
+        if len(results) != len(items):
+            raise _Answer(
+                _unreadable(
+                    response, f"the batch answer has {len(results)} results for {len(items)} items"
+                )
+            )
         out: dict[str, Classification] = {}
-        for p, ident in items:
-            out[p.message.message_id] = await self._item(p, ident, by_id.get(ident))
+        for (p, ident), result in zip(items, results, strict=True):
+            out[p.message.message_id] = await self._item(
+                p, ident, result if isinstance(result, dict) else None
+            )
         return out
 
     async def _item(self, p: _Price, ident: int, result: dict[str, Any] | None) -> Classification:
-        if result is None:
+        if result is None or result.get("id") != ident:
             return Classification(
-                Verdict.UNKNOWN, f"no result for id {ident} in the batch answer", http_status=200
+                Verdict.UNKNOWN,
+                f"the batch answer's result for id {ident} is not about it",
+                http_status=200,
             )
         error = result.get("error")
         if isinstance(error, dict):
@@ -333,38 +348,24 @@ class WooCommerceTarget:
             response = await self._http.request(
                 method, path, params=params, content=content, headers=headers, auth=self._auth
             )
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-            raise _Answer(
-                Classification(
-                    Verdict.TEMPORARY,
-                    f"{type(exc).__name__}: the shop could not be reached",
-                    error_class=type(exc).__name__,
-                )
-            ) from None
         except httpx.TransportError as exc:
-            # Sent, and no answer: the shop may have applied it.
-            raise _Answer(
-                Classification(
-                    Verdict.TEMPORARY,
-                    f"{type(exc).__name__}: no answer, the result is unknown",
-                    error_class=type(exc).__name__,
-                    result_unknown=True,
-                )
-            ) from None
+            # One reading for every target (targets/wire.py): not reached, sent and no answer
+            # (the shop may have applied it: read back), or a certificate not trusted.
+            raise _Answer(transport_verdict(httpx_failure(exc))) from None
         status = response.status_code
         if 200 <= status < 300:
             return response
-        detail = f"HTTP {status}: {_code(response)}"
-        retry_after = response.headers.get("Retry-After")
-        if status in (401, 403):
-            verdict = Verdict.PAUSE
-        elif status == 429 or status >= 500:
-            verdict = Verdict.TEMPORARY
-        elif 400 <= status < 500:
-            verdict = Verdict.TERMINAL
-        else:
-            verdict = Verdict.UNKNOWN
-        raise _Answer(Classification(verdict, detail, http_status=status, retry_after=retry_after))
+        verdict = STATUSES.verdict(status)
+        raise _Answer(
+            Classification(
+                verdict,
+                f"HTTP {status}: {_code(response)}",
+                http_status=status,
+                retry_after=response.headers.get("Retry-After")
+                if verdict is Verdict.TEMPORARY
+                else None,
+            )
+        )
 
 
 def _code(response: httpx.Response) -> str:

@@ -1,0 +1,133 @@
+"""What every target's HTTP means (contracts 5 and 10), written once: the table of statuses, the
+reading of transport failures (an untrusted certificate among them), and the httpx client that
+honours ``EXCHANGE_SITE_CA_BUNDLE`` and the proxy variables.
+
+    2xx                          DELIVERED
+    400 404 410 413 422          TERMINAL (quarantine http-<code>)
+    401 403                      PAUSE (nobody is charged; delivery waits for the site)
+    408 425 429 500 502 503 504  TEMPORARY (Retry-After honoured)
+    anything else                UNKNOWN (quarantine unknown-response: never guessed temporary)
+    connection errors, timeouts  TEMPORARY (result unknown when the request may have arrived)
+    a certificate not trusted    PAUSE, naming the certificate error (a configuration verdict)
+
+A target's own differences are its parameters, said where it calls: the shop API reads a 409
+first (``stale`` or "still processing"); Bitrix reads 401/403 after ``checkauth`` as a lost
+session (exchange/targets/bitrix/target.py).
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+
+import httpx
+
+from exchange.domain.verdicts import Classification, Verdict
+
+TLS_ERROR = "TLSError"  # error_class of a failed TLS handshake (e.g. an untrusted certificate)
+
+TERMINAL_STATUSES = frozenset({400, 404, 410, 413, 422})
+PAUSE_STATUSES = frozenset({401, 403})
+TEMPORARY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True, slots=True)
+class StatusTable:
+    """Contract 5's table of statuses; a target that reads one differently says so here."""
+
+    terminal: frozenset[int] = TERMINAL_STATUSES
+    pause: frozenset[int] = PAUSE_STATUSES
+    temporary: frozenset[int] = TEMPORARY_STATUSES
+
+    def verdict(self, status: int) -> Verdict:
+        if 200 <= status < 300:
+            return Verdict.DELIVERED
+        if status in self.terminal:
+            return Verdict.TERMINAL
+        if status in self.pause:
+            return Verdict.PAUSE
+        if status in self.temporary:
+            return Verdict.TEMPORARY
+        return Verdict.UNKNOWN
+
+
+STATUSES = StatusTable()
+
+
+@dataclass(frozen=True, slots=True)
+class TransportFailure:
+    error_class: str
+    detail: str
+    maybe_sent: bool  # the site may have received it: the result is unknown
+
+
+def httpx_failure(exc: httpx.TransportError) -> TransportFailure:
+    """An httpx transport error as the service names it: nothing was sent for a connection
+    that failed (a refused certificate among them, named ``TLSError``); anything later (read
+    and write timeouts, resets, protocol errors) may have reached the site."""
+    if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)):
+        error_class = TLS_ERROR if caused_by(exc, ssl.SSLError) else type(exc).__name__
+        return TransportFailure(error_class, describe(exc), maybe_sent=False)
+    return TransportFailure(type(exc).__name__, describe(exc), maybe_sent=True)
+
+
+def transport_verdict(
+    failure: TransportFailure, *, step: str = "", result_unknown: bool | None = None
+) -> Classification:
+    """A transport failure's classification. ``result_unknown``: the target's own reading of
+    "may it have been applied" (Bitrix: only an ``import`` step applies anything); by default
+    whether it may have been sent."""
+    where = f"{step}: " if step else ""
+    if failure.error_class == TLS_ERROR:
+        return Classification(
+            Verdict.PAUSE,
+            f"{where}TLS: the site's certificate is not trusted ({failure.detail}); if a "
+            "company CA signed it, set EXCHANGE_SITE_CA_BUNDLE to that CA's PEM file",
+            error_class=TLS_ERROR,
+        )
+    unknown = failure.maybe_sent if result_unknown is None else result_unknown
+    return Classification(
+        Verdict.TEMPORARY,
+        f"{where}{failure.error_class}: {failure.detail}",
+        error_class=failure.error_class,
+        result_unknown=unknown,
+    )
+
+
+def http_client(
+    *,
+    timeout: float,
+    verify: ssl.SSLContext | None,
+    transport: httpx.AsyncBaseTransport | None,
+    headers: dict[str, str],
+    base_url: str = "",
+) -> httpx.AsyncClient:
+    """The httpx client of a target: the certificate verified against ``verify``
+    (settings.site_tls, from EXCHANGE_SITE_CA_BUNDLE; None: the default CAs, never off), the
+    proxy variables honoured (HTTP(S)_PROXY, ALL_PROXY, NO_PROXY, as the shop API's httpx wire),
+    redirects never followed (a 3xx is an answer to read)."""
+    return httpx.AsyncClient(
+        base_url=base_url,
+        timeout=timeout,
+        transport=transport,
+        verify=verify if verify is not None else True,
+        follow_redirects=False,
+        headers=headers,
+        trust_env=True,
+    )
+
+
+def caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(10):  # the chain httpx -> httpcore -> ssl is short; a loop is never endless
+        if seen is None:
+            return False
+        if isinstance(seen, kind):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
