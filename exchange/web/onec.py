@@ -40,12 +40,14 @@ from exchange.intake.commerceml.publish import (
 from exchange.web.config import WebConfig
 from exchange.web.files import (
     SESSION,
-    UNPACKED_MARK,
     FileRefused,
-    folder_size,
     inside,
+    is_archive,
+    is_xml,
+    start_afresh,
     sweep,
-    unpack,
+    unpack_archives,
+    unpacked,
 )
 from exchange.web.keys import Signer
 
@@ -268,7 +270,7 @@ class OneCExchange:
             target = inside(folder, filename)
         except FileRefused as exc:
             return await self._refuse(session, filename, str(exc))
-        if filename.lower().endswith(".zip"):
+        if is_archive(filename):
             # A new archive may carry new files under names already imported: answers kept
             # for those belong to the old files.
             for key in [k for k, job in self.state.jobs.items() if k[0] == session]:
@@ -283,7 +285,11 @@ class OneCExchange:
                 )
             # Imported already: what arrives now is a new file of that name, not more of it.
             del self.state.jobs[(session, filename)]
-            target.unlink(missing_ok=True)
+            await asyncio.to_thread(start_afresh, folder, target)
+        elif is_archive(filename) and await asyncio.to_thread(unpacked, target):
+            # Unpacked already (by the import of another file): a new archive of that name,
+            # not more of the old one (whose chunks all came before it was unpacked).
+            await asyncio.to_thread(start_afresh, folder, target)
         expected = request.content_length
         part = target.with_name(target.name + ".part")
         limit = self.config.max_file_bytes
@@ -372,15 +378,17 @@ class OneCExchange:
         progress: Callable[[int, int], None],
     ) -> Outcome:
         try:
-            self._unpack_archives(folder)
+            unpack_archives(
+                folder, max_bytes=self.config.max_file_bytes, max_ratio=self.config.max_zip_ratio
+            )
         except FileRefused as exc:
             return Outcome("failure", str(exc))
-        if target.suffix.lower() == ".zip":
+        if is_archive(target):
             return Outcome("nothing", "archive unpacked")
+        if not is_xml(target):  # images and the like: never unpacked nor read
+            return Outcome("nothing", "not an XML file: accepted and dropped")
         if not target.is_file():
             return Outcome("failure", f"file {filename[:100]!r} was not uploaded in this exchange")
-        if target.suffix.lower() != ".xml":
-            return Outcome("nothing", "not an XML file: accepted and dropped")
         return import_file(
             self.engine,
             target,
@@ -391,17 +399,6 @@ class OneCExchange:
             staging_engine=self.staging_engine,
             pool=self.readers,
         )
-
-    def _unpack_archives(self, folder: Path) -> None:
-        if not folder.is_dir():
-            return
-        for archive in sorted(folder.glob("*.zip")):
-            mark = archive.with_name(archive.name + UNPACKED_MARK)
-            if mark.exists():
-                continue
-            budget = self.config.max_file_bytes - folder_size(folder) + archive.stat().st_size
-            unpack(archive, folder, max_bytes=max(budget, 0), max_ratio=self.config.max_zip_ratio)
-            mark.touch()
 
     async def _complete(self, session: str) -> web.Response:
         running = [

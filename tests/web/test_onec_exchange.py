@@ -614,3 +614,38 @@ def test_a_second_archive_in_one_session_is_read_anew(serve: Serve, db: Engine) 
         assert c.upload(f"v8_0001_0{n + 1}.zip", archive).status == "success"
         assert c.import_file("offers.xml")[0].status == "success"
     assert ["1.00", "2.00"] == [json.loads(r["payload"])["price"] for r in staged(db)]
+
+
+def test_an_archive_sent_again_under_its_name_is_unpacked_and_read_anew(
+    serve: Serve, db: Engine, tmp_path: Path
+) -> None:
+    """Issue 21, item 2: the second archive of one name in one exchange starts afresh (its
+    file, what the first unpacked and the mark), so its new prices are staged, not 'nothing
+    new' from the first one's files."""
+    c = session(serve(**TYPES))
+    for n, price in enumerate(("1.00", "2.00")):
+        archive = _zip(
+            [("offers.xml", package(("A", price), generated_at=f"2026-12-01T1{n}:00:00"))]
+        )
+        assert c.upload("v8_0001_01.zip", archive).status == "success"
+        answer, _ = c.import_file("offers.xml")
+        assert answer.status == "success" and "nothing new" not in answer.text, answer.text
+    assert ["1.00", "2.00"] == [json.loads(r["payload"])["price"] for r in staged(db)]
+
+
+def test_chunks_of_one_archive_append_and_a_resent_archive_drops_what_the_old_one_held(
+    serve: Serve, db: Engine
+) -> None:
+    """1C sends a large archive as several ``file`` requests: they append. An archive sent
+    again after it was unpacked takes away the files the old one unpacked."""
+    c = session(serve(**TYPES))
+    first = _zip([("old.xml", package(("A", "1.00"))), ("offers.xml", package(("B", "1.00")))])
+    c.max_chunk = 100  # several ``file`` requests for one archive
+    assert c.upload("v8.zip", first).status == "success"
+    assert c.import_file("offers.xml")[0].status == "success"
+    second = _zip([("offers.xml", package(("B", "3.00"), generated_at="2026-12-02T10:00:00"))])
+    assert c.upload("v8.zip", second).status == "success"
+    assert c.import_file("offers.xml")[0].status == "success"
+    gone, _ = c.import_file("old.xml")
+    assert gone.status == "failure" and "not uploaded" in gone.text
+    assert ["1.00", "3.00"] == [json.loads(r["payload"])["price"] for r in staged(db)]
