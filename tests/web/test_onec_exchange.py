@@ -649,3 +649,17 @@ def test_chunks_of_one_archive_append_and_a_resent_archive_drops_what_the_old_on
     gone, _ = c.import_file("old.xml")
     assert gone.status == "failure" and "not uploaded" in gone.text
     assert ["1.00", "3.00"] == [json.loads(r["payload"])["price"] for r in staged(db)]
+
+
+def test_a_failure_for_prices_of_no_mapped_type_names_them_even_without_a_type_id(
+    serve: Serve, db: Engine
+) -> None:
+    """Issue 21, item 14: a price whose ИдТипаЦены is empty is named, not an empty list
+    ('the file has ; map them ...')."""
+    offers = offers_xml(Package(types=[], offers=[CmlOffer("A", [CmlPrice("", "5.00")])]))
+    c = session(serve(**TYPES), use_zip=False)
+    c.upload("offers.xml", offers)
+    answer, _ = c.import_file("offers.xml")
+    assert answer.status == "failure" and "has ;" not in answer.text
+    assert "the file has (a price without ИдТипаЦены); map them" in answer.text, answer.text
+    assert [] == staged(db)

@@ -26,6 +26,7 @@ _PLAIN = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
 _SPACES = re.compile(r"[\s\u00a0\u202f]")
 
 SkuMode = Literal["id", "article"]
+NO_TYPE = "(a price without ИдТипаЦены)"  # how such a price's type is named to 1C's user
 
 
 @functools.lru_cache(maxsize=256)
@@ -157,7 +158,7 @@ class Mapper:
         resolved = self._resolved.get(type_id)
         if resolved is None:
             known = self.types.get(type_id)
-            name = known.name if known is not None and known.name else type_id
+            name = known.name if known is not None and known.name else type_id or NO_TYPE
             code = self.map.get(type_id) or self.map.get(name) or ""
             resolved = (name, code, known.currency if known is not None else "")
             self._resolved[type_id] = resolved
