@@ -172,6 +172,18 @@ def start_afresh(folder: Path, target: Path) -> None:
     target.unlink(missing_ok=True)
 
 
+def private_folder(root: Path) -> None:
+    """Make ``root`` (the exchange's folder) if need be, readable by this user only (0700):
+    1C's uploads are the shop's prices. A folder another user owns is refused: that user
+    could read or replace them."""
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    status = root.stat()
+    if hasattr(os, "getuid") and status.st_uid != os.getuid():
+        raise FileRefused(f"{root} belongs to another user (uid {status.st_uid})")
+    if stat.S_IMODE(status.st_mode) != 0o700:
+        root.chmod(0o700)
+
+
 def sweep(root: Path, keep_seconds: float) -> int:
     """Remove exchange folders untouched for ``keep_seconds`` (a 1C that never completed)."""
     removed = 0

@@ -125,3 +125,45 @@ def test_images_in_an_archive_are_dropped_unread_and_the_prices_beside_them_stag
     image, _ = onec.import_file("import_files/1.jpg")
     assert image.status == "success" and "dropped" in image.text
     assert not any(name.endswith(".jpg") for name in files(tmp_path))
+
+
+def test_the_default_1c_folder_is_private_and_under_systemds_state_directory(
+    serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not ``/tmp/exchange-1c`` (predictable, world-readable): ``$STATE_DIRECTORY/1c``, 0700."""
+    monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path / "state"))
+    c = OneCClient(serve(**TYPES, **{"1c_dir": None}), USER, PASSWORD)
+    folder = tmp_path / "state" / "1c"
+    assert stat_mode(folder) == 0o700
+    assert c.checkauth().status == "success"
+    c.init()
+    assert c.upload("offers.xml", offers()).status == "success"
+    assert [p.name for p in folder.rglob("offers.xml")] == ["offers.xml"]
+    c.close()
+
+
+def test_without_systemd_the_default_1c_folder_is_beside_sqlite_or_in_the_users_cache(
+    serve: Serve, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("STATE_DIRECTORY", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    serve(**TYPES, **{"1c_dir": None})
+    if db_url.startswith("sqlite"):
+        folder = Path(db_url.removeprefix("sqlite:///")).parent / "exchange-1c"
+    else:
+        folder = tmp_path / "cache" / "exchange" / "1c"
+    assert stat_mode(folder) == 0o700
+
+
+def test_a_configured_1c_folder_open_to_others_is_made_private_at_start(
+    serve: Serve, tmp_path: Path
+) -> None:
+    folder = tmp_path / "1c"
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)
+    serve(**TYPES)
+    assert stat_mode(folder) == 0o700
+
+
+def stat_mode(folder: Path) -> int:
+    return folder.stat().st_mode & 0o777
