@@ -553,8 +553,8 @@ class Settings(BaseSettings):
         30.0,
         gt=0,
         le=36_500,
-        description="Days delivered and cancelled messages (with their history) and taken "
-        "staging rows are kept before prune removes them.",
+        description="Days delivered and cancelled messages (with their history), taken "
+        "staging rows and the 1C exchange's log are kept before prune removes them.",
     )
     log_level: str = Field("INFO", description="Log level: DEBUG, INFO, WARNING, ERROR.")
     log_format: Literal["text", "json"] = Field(
