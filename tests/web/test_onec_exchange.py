@@ -664,3 +664,22 @@ def test_a_failure_for_prices_of_no_mapped_type_names_them_even_without_a_type_i
     assert answer.status == "failure" and "has ;" not in answer.text
     assert "the file has (a price without ИдТипаЦены); map them" in answer.text, answer.text
     assert [] == staged(db)
+
+
+def test_an_offer_with_more_than_64_prices_is_counted_and_the_files_other_offers_staged(
+    serve: Serve, db: Engine
+) -> None:
+    """Issue 21, item 10: such an offer is invalid-contract, counted in the exchange's outcome
+    (1C's answer, the operators' entry); the other offers of the file are staged."""
+    big = CmlOffer("BIG", [CmlPrice("t-retail", f"{n}.00", "руб") for n in range(65)])
+    offers = offers_xml(
+        Package(types=[RETAIL], offers=[big, CmlOffer("A", [CmlPrice("t-retail", "5.00")])])
+    )
+    c = session(serve(**TYPES), use_zip=False)
+    c.upload("offers.xml", offers)
+    answer, _ = c.import_file("offers.xml")
+    assert answer.status == "success", answer.text
+    assert "1 offers with more than 64 prices not sent (invalid-contract)" in answer.text
+    assert "more than 64 prices" in entries(db)[-1]["detail"]
+    assert entries(db)[-1]["not_sent"] == 1
+    assert ["A/retail"] == [r["aggregate"] for r in staged(db)]
