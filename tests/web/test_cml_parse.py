@@ -28,8 +28,8 @@ from exchange.intake.commerceml.mapping import Mapper, amount, currency
 from exchange.intake.commerceml.parse import (
     BLOCK,
     MAX_DEPTH,
-    MAX_PRICES,
     MAX_MARKUP,
+    MAX_PRICES,
     MAX_PROLOG,
     MAX_RUN,
     CmlError,
@@ -453,7 +453,7 @@ def many_prices(count: int, *, fields: int = 1, price: str = "1.00") -> str:
     return "<Цены>" + one * count + "</Цены>"
 
 
-def offers_file(*offers: tuple[str, str]) -> bytes:
+def offers_of(*offers: tuple[str, str]) -> bytes:
     body = "".join(f"<Предложение><Ид>{sku}</Ид>{prices}</Предложение>" for sku, prices in offers)
     return (
         '<?xml version="1.0" encoding="UTF-8"?><КоммерческаяИнформация ВерсияСхемы="2.07">'
@@ -470,7 +470,7 @@ def test_an_offer_with_more_than_64_prices_is_invalid_contract_and_the_others_ar
     """Issue 21, item 10: an offer may hold at most MAX_PRICES prices (in one ``Цены`` or
     several): one with more is counted invalid-contract and none of its prices sent; the
     file's other offers are read, whichever blocks the file arrives in."""
-    data = offers_file(
+    data = offers_of(
         ("BIG", many_prices(MAX_PRICES + 1)),
         ("SPLIT", many_prices(MAX_PRICES // 2 + 1) * 2),
         ("FULL", many_prices(MAX_PRICES, price="3.00")),
@@ -496,7 +496,7 @@ def test_memory_stays_bounded_for_an_offer_crafted_with_many_prices_of_many_fiel
     (a few MB), once held every one of them until the offer ended (the 4,096 × 4,096 of
     issue 21). Now its prices are dropped as they are read: the peak stays small.
     bench/cml_memory.py measures a file of 100 MB the same way."""
-    data = offers_file(("BIG", many_prices(4000, fields=12)), ("ONE", many_prices(1)))
+    data = offers_of(("BIG", many_prices(4000, fields=12)), ("ONE", many_prices(1)))
     assert len(data) > 2_500_000
     counts = Counts()
     tracemalloc.start()
