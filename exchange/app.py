@@ -10,10 +10,8 @@ import asyncio
 import contextlib
 import logging
 import random
-import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
 from aiohttp import web
@@ -29,7 +27,7 @@ from exchange.ops.metrics import Health, MetricsServer, PrometheusMetrics
 from exchange.report import notice
 from exchange.report.notice import Notifier
 from exchange.runner import notify_step
-from exchange.settings import Settings
+from exchange.settings import Settings, onec_folder
 from exchange.targets.base import Target
 from exchange.targets.bitrix.target import BitrixTarget
 from exchange.targets.shop_api.client import SiteClient
@@ -37,6 +35,7 @@ from exchange.targets.shop_api.target import ShopApiTarget
 from exchange.targets.woocommerce.ids import MemorySkuIds, SkuIds
 from exchange.targets.woocommerce.target import WooCommerceTarget
 from exchange.web.config import WebConfig
+from exchange.web.files import FileRefused, private_folder
 from exchange.web.server import build_app, serve, tls_context
 from exchange.worker import Worker
 
@@ -242,7 +241,7 @@ def web_config(settings: Settings) -> WebConfig:
     """What ``exchange serve`` needs; secrets read here, once (their ``_FILE`` twins win)."""
     return WebConfig(
         kinds=dict(settings.kinds),
-        exchange_dir=settings.onec_dir or Path(tempfile.gettempdir()) / "exchange-1c",
+        exchange_dir=onec_folder(settings),
         onec_user=settings.onec_user or None,
         onec_password=settings.secret("onec_password"),
         intake_token=settings.secret("intake_token"),
@@ -289,6 +288,11 @@ def http_server(
     config = web_config(settings)
     if not config.onec_open:
         log.warning("1C exchange closed: EXCHANGE_1C_USER and EXCHANGE_1C_PASSWORD are not set")
+    else:
+        try:
+            private_folder(config.exchange_dir)
+        except (FileRefused, OSError) as exc:
+            raise ConfigurationError(f"EXCHANGE_1C_DIR cannot be used: {exc}") from None
     if not config.intake_token:
         log.warning("JSON intake closed: EXCHANGE_INTAKE_TOKEN is not set")
     made = None

@@ -813,8 +813,8 @@ def prune(
         bool, typer.Option("--dry-run", help="Count what would be removed, remove nothing.")
     ] = False,
 ) -> None:
-    """Remove delivered and cancelled messages and taken staging rows older than
-    EXCHANGE_RETENTION_DAYS (never quarantined or pending ones)."""
+    """Remove delivered and cancelled messages, taken staging rows and 1C exchange log entries
+    older than EXCHANGE_RETENTION_DAYS (never quarantined or pending ones)."""
     with _guard():
         settings = _settings(ctx)
         engine, staging_engine = bootstrap.engines(settings)

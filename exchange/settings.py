@@ -16,9 +16,10 @@ import os
 import re
 import socket
 import ssl
+import sys
 import tomllib
 import zoneinfo
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, quote_plus, urlsplit
@@ -552,8 +553,8 @@ class Settings(BaseSettings):
         30.0,
         gt=0,
         le=36_500,
-        description="Days delivered and cancelled messages (with their history) and taken "
-        "staging rows are kept before prune removes them.",
+        description="Days delivered and cancelled messages (with their history), taken "
+        "staging rows and the 1C exchange's log are kept before prune removes them.",
     )
     log_level: str = Field("INFO", description="Log level: DEBUG, INFO, WARNING, ERROR.")
     log_format: Literal["text", "json"] = Field(
@@ -638,7 +639,9 @@ class Settings(BaseSettings):
         None,
         validation_alias=AliasChoices("exchange_1c_dir", "1c_dir"),
         description="Folder for the files of running 1C exchanges (one subfolder each, removed "
-        "when it completes). Unset: exchange-1c in the system's temporary folder.",
+        "when it completes), private to the service's user (0700). Unset: $STATE_DIRECTORY/1c "
+        "under systemd, else beside a SQLite database (exchange.db: exchange-1c), else "
+        "exchange/1c in the user's cache folder.",
     )
     onec_file_limit: int = Field(
         4 * 1024 * 1024,
@@ -1193,3 +1196,27 @@ def describe_validation_error(exc: ValidationError) -> str:
             name += f" ({where.split('.', 1)[1]})"
         parts.append(f"{name}: {message}")
     return "invalid configuration: " + "; ".join(parts)
+
+
+def onec_folder(settings: Settings, environ: Mapping[str, str] = os.environ) -> Path:
+    """The 1C exchange's folder: ``EXCHANGE_1C_DIR``; when it names none, never a predictable
+    name in the shared temporary folder (another user could make it first and read or replace
+    the uploads): under systemd, ``$STATE_DIRECTORY/1c`` (``StateDirectory=`` in the unit); else
+    beside a SQLite database (``exchange.db`` -> ``exchange-1c``); else the user's cache folder
+    (``$XDG_CACHE_HOME`` or ``~/.cache``, ``%LOCALAPPDATA%`` on Windows) ``/exchange/1c``."""
+    if settings.onec_dir is not None:
+        return settings.onec_dir
+    state = environ.get("STATE_DIRECTORY", "").split(":")[0]  # systemd lists several with ":"
+    if state:
+        return Path(state) / "1c"
+    url = make_url(settings.database_url)
+    database = url.database or ""
+    if url.get_backend_name() == "sqlite" and database and database != ":memory:":
+        path = Path(database.removeprefix("file:").partition("?")[0])
+        if path.name:
+            return path.parent / f"{path.stem}-1c"
+    if sys.platform == "win32" and environ.get("LOCALAPPDATA"):
+        cache = Path(environ["LOCALAPPDATA"])
+    else:
+        cache = Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "exchange" / "1c"

@@ -33,7 +33,7 @@ from exchange.db.schema import staging
 from exchange.domain.verdicts import Verdict
 from exchange.errors import ExchangeError
 from exchange.ops.channels import channels
-from exchange.settings import Settings, safe_url
+from exchange.settings import Settings, onec_folder, safe_url
 from exchange.targets.bitrix.target import BitrixTarget
 from exchange.targets.shop_api.client import TLS_ERROR, Response, SiteClient, SiteResult
 from exchange.targets.woocommerce.ids import MemorySkuIds
@@ -397,7 +397,7 @@ def check_serve(settings: Settings) -> list[CheckResult]:
         return []
     results = [_check_listen(settings), _check_onec(settings)]
     if results[-1].status is Status.OK:
-        folder = settings.onec_dir or Path(tempfile.gettempdir()) / "exchange-1c"
+        folder = onec_folder(settings)
         folder_check = check_report_dir(folder)
         results.append(
             CheckResult(folder_check.status, f"1C exchange folder ({folder})", folder_check.detail)

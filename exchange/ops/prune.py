@@ -3,10 +3,15 @@
 Removes what the service no longer needs, once it is older than ``EXCHANGE_RETENTION_DAYS``:
 
 - delivered and cancelled messages (age: ``updated_at``, when they ended) with their history;
-- staging rows that were taken (age: ``taken_at``).
+- staging rows that were taken (age: ``taken_at``);
+- the 1C exchange's log, ``cml_exchanges`` (age: its last sign of life, ``finished_at``, else
+  the heartbeat, else the start).
 
 Never a quarantined or pending message, and never an ``aggregates`` row: its ``done_version``
-is the cursor that keeps an old version from being sent again once its message is gone.
+is the cursor that keeps an old version from being sent again once its message is gone. Never
+``cml_packages`` either: its digests recognise a file 1C sends again, and its newest package's
+version and mark number the next package (without them an old file would be staged again
+above newer prices).
 
 A message is pruned only when its version is at or below its aggregate's cursor. A delivered
 message always is; a cancelled one may not be: an operator can cancel a strictly ordered
@@ -44,7 +49,7 @@ from sqlalchemy import (
 )
 
 from exchange.db.engine import transaction
-from exchange.db.schema import aggregates, history, messages, staging
+from exchange.db.schema import aggregates, cml_exchanges, history, messages, staging
 from exchange.domain.clock import Clock
 from exchange.domain.states import FINAL, values
 from exchange.errors import DatabaseUnavailable
@@ -66,13 +71,15 @@ class PruneReport:
     messages: int = 0
     history: int = 0
     staging: int = 0
+    exchanges: int = 0
     batches: int = 0
 
     def describe(self) -> str:
         verb = "would remove" if self.dry_run else "removed"
         return (
             f"{verb} {self.messages} delivered or cancelled message(s) with "
-            f"{self.history} history row(s), and {self.staging} taken staging row(s), "
+            f"{self.history} history row(s), {self.staging} taken staging row(s) and "
+            f"{self.exchanges} 1C exchange log row(s), "
             f"older than {self.cutoff.isoformat(timespec='seconds')}"
         )
 
@@ -94,6 +101,13 @@ def prunable_messages(cutoff: datetime) -> ColumnElement[bool]:
 def prunable_staging(cutoff: datetime) -> ColumnElement[bool]:
     # An untaken row has a NULL taken_at and never compares below the cutoff.
     return staging.c.taken_at < cutoff
+
+
+def prunable_exchanges(cutoff: datetime) -> ColumnElement[bool]:
+    last_seen = func.coalesce(
+        cml_exchanges.c.finished_at, cml_exchanges.c.heartbeat_at, cml_exchanges.c.started_at
+    )
+    return last_seen < cutoff
 
 
 def prune(
@@ -120,6 +134,8 @@ def prune(
             report.messages, report.history = _count_messages(connection, report.cutoff)
         with transaction(staging_source, read_only=True) as connection:
             report.staging = _count(connection, staging, prunable_staging(report.cutoff))
+        with transaction(engine, read_only=True) as connection:
+            report.exchanges = _count(connection, cml_exchanges, prunable_exchanges(report.cutoff))
         return report
 
     after = 0
@@ -145,7 +161,19 @@ def prune(
         report.staging += removed
         report.batches += 1
 
-    if report.messages or report.staging:
+    after = 0
+    while not should_stop():
+        with transaction(engine) as connection:
+            rows = _delete_batch(
+                connection, cml_exchanges, prunable_exchanges(report.cutoff), after, batch_size
+            )
+        if rows is None:
+            break
+        after, removed = rows
+        report.exchanges += removed
+        report.batches += 1
+
+    if report.messages or report.staging or report.exchanges:
         log.info("prune: %s", report.describe())
     return report
 

@@ -1,9 +1,15 @@
 """Each exchange's files in a folder of its own: names that may not leave it, uploads capped,
-archives unpacked under the same rules (no ``..``, absolute paths or links; the unpacked size
-and the compression ratio capped)."""
+archives unpacked under the same rules (no ``..``, absolute paths or links; the unpacked size,
+the compression ratio and the number of members capped).
+
+Names are compared without regard to case where the service gives them a meaning (``.zip``,
+its own working files), because the folder may live on a file system that ignores case
+(Windows, macOS): ``X.ZIP`` is an archive and ``offers.xml.SPOOL`` is the spool's name."""
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 import shutil
 import stat
@@ -14,7 +20,18 @@ from pathlib import Path, PurePosixPath
 from exchange.intake.commerceml.publish import WORK_SUFFIXES
 
 SESSION = re.compile(r"^[0-9a-f]{32}$")
-UNPACKED_MARK = ".unpacked"
+UNPACKED_MARK = ".unpacked"  # beside an archive once unpacked: the names it wrote, one a line
+ARCHIVE = ".zip"
+XML = ".xml"
+# At most this many files are unpacked from one archive. Only its XML files are unpacked (1C's
+# archive holds the catalogue and offers files, a few or a few dozen when 1C splits them, and
+# the products' images, which are dropped unread: contract 9a), so the cap bounds the files an
+# archive can create, whatever the size of the shop's catalogue.
+MAX_UNPACKED = 1_000
+# Bytes in one folder or file name: file systems refuse more than 255, and the service writes
+# its own files beside an upload under the upload's name and a suffix (.part, .spool, ...).
+MAX_NAME_BYTES = 200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class FileRefused(ValueError):
@@ -24,8 +41,10 @@ class FileRefused(ValueError):
 def safe_relative(name: str) -> PurePosixPath:
     """The relative path ``name`` names inside an exchange's folder, or FileRefused."""
     text = name.replace("\\", "/")
-    if not text or "\x00" in text or len(text) > 400:
+    if not text or len(text) > 400:
         raise FileRefused(f"file name {name[:100]!r} is not allowed")
+    if _CONTROL.search(text):  # CR/LF would split a line of the answer or the log
+        raise FileRefused(f"file name {name[:100]!r} holds a control character: not allowed")
     if text.startswith("/") or re.match(r"^[A-Za-z]:", text):
         raise FileRefused(f"file name {name[:100]!r} is an absolute path: not allowed")
     parts = [part for part in text.split("/") if part not in ("", ".")]
@@ -33,16 +52,34 @@ def safe_relative(name: str) -> PurePosixPath:
         raise FileRefused(f"file name {name[:100]!r} names no file")
     if ".." in parts:
         raise FileRefused(f"file name {name[:100]!r} leaves the exchange's folder: not allowed")
-    if parts[-1].endswith((*WORK_SUFFIXES, ".part", UNPACKED_MARK)):  # the service's own files
+    if any(len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES for part in parts):
+        raise FileRefused(
+            f"file name {name[:100]!r} is too long: a folder or file name may hold at most "
+            f"{MAX_NAME_BYTES} bytes"
+        )
+    if parts[-1].lower().endswith((*WORK_SUFFIXES, ".part", UNPACKED_MARK)):  # the service's
         raise FileRefused(f"file name {name[:100]!r} is reserved")
     return PurePosixPath(*parts)
+
+
+def is_archive(path: Path | str) -> bool:
+    return str(path).lower().endswith(ARCHIVE)
+
+
+def is_xml(path: Path | str) -> bool:
+    return str(path).lower().endswith(XML)
 
 
 def inside(folder: Path, name: str) -> Path:
     """``folder / name``, checked to stay inside ``folder`` once resolved (links included)."""
     target = folder / safe_relative(name)
-    root = folder.resolve()
-    resolved = target.resolve()
+    try:
+        root = folder.resolve()
+        resolved = target.resolve()
+    except OSError as exc:  # a name the file system refuses (too long, not valid there)
+        raise FileRefused(
+            f"file name {name[:100]!r} is not allowed: {os.strerror(exc.errno or errno.EINVAL)}"
+        ) from None
     if resolved != root and root not in resolved.parents:
         raise FileRefused(f"file name {name[:100]!r} leaves the exchange's folder: not allowed")
     return target
@@ -53,9 +90,10 @@ def folder_size(folder: Path) -> int:
 
 
 def unpack(archive: Path, folder: Path, *, max_bytes: int, max_ratio: int) -> list[str]:
-    """Unpack ``archive`` into ``folder``; return the names written. Refuses links, names that
-    leave the folder, a member whose ratio exceeds ``max_ratio`` and more than ``max_bytes``
-    in all (counted as written, not as the archive claims)."""
+    """Unpack ``archive``'s XML files into ``folder``; return the names written. Refuses links,
+    names that leave the folder, a member whose ratio exceeds ``max_ratio``, more than
+    ``max_bytes`` in all (counted as written, not as the archive claims) and more than
+    ``MAX_UNPACKED`` files. Other members (images) are checked and dropped unread."""
     written: list[str] = []
     total = 0
     try:
@@ -67,6 +105,12 @@ def unpack(archive: Path, folder: Path, *, max_bytes: int, max_ratio: int) -> li
                 if info.is_dir():
                     continue
                 target = inside(folder, info.filename)
+                if not is_xml(target):
+                    continue
+                if len(written) >= MAX_UNPACKED:
+                    raise FileRefused(
+                        f"{archive.name} holds more than {MAX_UNPACKED} XML files: not unpacked"
+                    )
                 if info.compress_size and info.file_size / info.compress_size > max_ratio:
                     raise FileRefused(
                         f"archive member {info.filename!r} expands more than {max_ratio} times"
@@ -89,6 +133,55 @@ def unpack(archive: Path, folder: Path, *, max_bytes: int, max_ratio: int) -> li
     except zipfile.BadZipFile as exc:
         raise FileRefused(f"{archive.name} is not a zip archive: {exc}") from None
     return written
+
+
+def _mark(archive: Path) -> Path:
+    return archive.with_name(archive.name + UNPACKED_MARK)
+
+
+def unpack_archives(folder: Path, *, max_bytes: int, max_ratio: int) -> None:
+    """Unpack the archives of ``folder`` not unpacked yet; each leaves a mark naming what it
+    wrote (so that the archive sent again takes it away: ``start_afresh``). ``max_bytes``
+    bounds the folder as a whole."""
+    if not folder.is_dir():
+        return
+    for archive in sorted(p for p in folder.iterdir() if is_archive(p) and p.is_file()):
+        mark = _mark(archive)
+        if mark.exists():
+            continue
+        budget = max_bytes - folder_size(folder) + archive.stat().st_size
+        written = unpack(archive, folder, max_bytes=max(budget, 0), max_ratio=max_ratio)
+        mark.write_text("".join(f"{name}\n" for name in written), encoding="utf-8")
+
+
+def unpacked(archive: Path) -> bool:
+    return _mark(archive).exists()
+
+
+def start_afresh(folder: Path, target: Path) -> None:
+    """``target`` is sent anew: the old file goes, and, for an archive already unpacked, what
+    was unpacked from it and its mark."""
+    mark = _mark(target)
+    if mark.exists():
+        for name in mark.read_text(encoding="utf-8").splitlines():
+            try:
+                inside(folder, name).unlink(missing_ok=True)
+            except (FileRefused, OSError):  # e.g. a folder by now: what can go still goes
+                continue
+        mark.unlink()
+    target.unlink(missing_ok=True)
+
+
+def private_folder(root: Path) -> None:
+    """Make ``root`` (the exchange's folder) if need be, readable by this user only (0700):
+    1C's uploads are the shop's prices. A folder another user owns is refused: that user
+    could read or replace them."""
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    status = root.stat()
+    if hasattr(os, "getuid") and status.st_uid != os.getuid():
+        raise FileRefused(f"{root} belongs to another user (uid {status.st_uid})")
+    if stat.S_IMODE(status.st_mode) != 0o700:
+        root.chmod(0o700)
 
 
 def sweep(root: Path, keep_seconds: float) -> int:

@@ -3,7 +3,10 @@
 ``/1c_exchange.php`` and ``/bitrix/admin/1c_exchange.php``, ``type=catalog`` with every mode
 and a harmless ``type=sale``. Answers are plain text whose first line is exactly ``success``,
 ``progress`` or ``failure`` (ASCII); a refusal is ``failure`` and a line 1C shows its user,
-and an entry in ``cml_exchanges`` that operators see. Each checkauth opens an exchange with a
+and, once signed in, an entry in ``cml_exchanges`` that operators see. A request without a
+session (a wrong password, no cookie, the exchange closed) changes nothing in the database:
+anyone can send one, hundreds a second, with text of their choosing; it is counted in memory
+(``OneCExchange.refused``) and logged at most once a minute. Each checkauth opens an exchange with a
 folder of its own, so two 1C nodes exchanging at once never mix their files.
 """
 
@@ -40,12 +43,14 @@ from exchange.intake.commerceml.publish import (
 from exchange.web.config import WebConfig
 from exchange.web.files import (
     SESSION,
-    UNPACKED_MARK,
     FileRefused,
-    folder_size,
     inside,
+    is_archive,
+    is_xml,
+    start_afresh,
     sweep,
-    unpack,
+    unpack_archives,
+    unpacked,
 )
 from exchange.web.keys import Signer
 
@@ -55,6 +60,8 @@ COOKIE = "EXCHANGE_1C_SESSION"
 PATHS = ("/1c_exchange.php", "/bitrix/admin/1c_exchange.php")
 TEXT = "text/plain"
 _BASIC_SESSION = "0" * 32  # Basic on every request, no cookie, no sessid: one shared folder
+ANONYMOUS = "-"  # the session of a request refused before it has one
+REFUSALS_LOGGED_EVERY_S = 60.0
 
 
 def _answer(first: str, *lines: str) -> web.Response:
@@ -94,6 +101,38 @@ class Exchanges:
     jobs: dict[tuple[str, str], Job] = field(default_factory=dict)
 
 
+@dataclass
+class Refusals:
+    """Requests refused without a session since serve started, kept in memory only (a flood
+    of them never grows the database): ``app[ONEC].refused`` (``exchange/web/server.py``), for
+    ``status`` and the workbench to show "refused sign-ins since serve started". Logged at most
+    once every ``log_every`` seconds, with how many came since the last line."""
+
+    since: datetime = field(default_factory=lambda: datetime.now(UTC))
+    count: int = 0
+    last_at: datetime | None = None
+    last_reason: str = ""
+    log_every: float = REFUSALS_LOGGED_EVERY_S
+    _logged_at: float | None = None
+    _unlogged: int = 0
+
+    def add(self, reason: str) -> None:
+        self.count += 1
+        self._unlogged += 1
+        self.last_at = datetime.now(UTC)
+        self.last_reason = reason
+        now = time.monotonic()
+        if self._logged_at is None or now - self._logged_at >= self.log_every:
+            log.warning(
+                "1C exchange: %d request(s) refused without a session since the last such "
+                "line (%d since serve started); the latest: %s",
+                self._unlogged,
+                self.count,
+                reason,
+            )
+            self._logged_at, self._unlogged = now, 0
+
+
 class OneCExchange:
     def __init__(
         self,
@@ -110,6 +149,7 @@ class OneCExchange:
         self.signer = signer
         self.state = Exchanges()
         self.root = config.exchange_dir
+        self.refused = Refusals()
 
     def routes(self) -> list[web.RouteDef]:
         return [web.route("*", path, self.handle) for path in PATHS]
@@ -159,19 +199,19 @@ class OneCExchange:
         kind, mode = query.get("type", ""), query.get("mode", "")
         if not self.config.onec_open:
             return await self._refuse(
-                "-",
+                ANONYMOUS,
                 "",
                 "the 1C exchange is closed: EXCHANGE_1C_USER and EXCHANGE_1C_PASSWORD are not "
                 "set on the service",
             )
         if kind not in ("catalog", "sale"):
-            return await self._refuse("-", "", f"unknown exchange type {kind[:40]!r}")
+            return await self._refuse(ANONYMOUS, "", f"unknown exchange type {kind[:40]!r}")
         if mode == "checkauth":
             return await self._checkauth(request)
         session = self._session(request, query)
         if session is None:
             return await self._refuse(
-                "-", "", "not authorized: wrong user or password, or no session (checkauth)"
+                ANONYMOUS, "", "not authorized: wrong user or password, or no session (checkauth)"
             )
         if kind == "sale":
             return await self._sale(request, mode)
@@ -189,6 +229,9 @@ class OneCExchange:
         return await self._refuse(session, "", f"unknown mode {mode[:40]!r}")
 
     async def _refuse(self, session: str, filename: str, reason: str) -> web.Response:
+        if session == ANONYMOUS:
+            self.refused.add(reason)
+            return _answer("failure", reason)
         log.warning("1C exchange refused: %s", reason)
         try:
             await asyncio.to_thread(exchange_refused, self.engine, session, filename, reason)
@@ -268,7 +311,7 @@ class OneCExchange:
             target = inside(folder, filename)
         except FileRefused as exc:
             return await self._refuse(session, filename, str(exc))
-        if filename.lower().endswith(".zip"):
+        if is_archive(filename):
             # A new archive may carry new files under names already imported: answers kept
             # for those belong to the old files.
             for key in [k for k, job in self.state.jobs.items() if k[0] == session]:
@@ -283,7 +326,11 @@ class OneCExchange:
                 )
             # Imported already: what arrives now is a new file of that name, not more of it.
             del self.state.jobs[(session, filename)]
-            target.unlink(missing_ok=True)
+            await asyncio.to_thread(start_afresh, folder, target)
+        elif is_archive(filename) and await asyncio.to_thread(unpacked, target):
+            # Unpacked already (by the import of another file): a new archive of that name,
+            # not more of the old one (whose chunks all came before it was unpacked).
+            await asyncio.to_thread(start_afresh, folder, target)
         expected = request.content_length
         part = target.with_name(target.name + ".part")
         limit = self.config.max_file_bytes
@@ -377,15 +424,17 @@ class OneCExchange:
         progress: Callable[[int, int], None],
     ) -> Outcome:
         try:
-            self._unpack_archives(folder)
+            unpack_archives(
+                folder, max_bytes=self.config.max_file_bytes, max_ratio=self.config.max_zip_ratio
+            )
         except FileRefused as exc:
             return Outcome("failure", str(exc))
-        if target.suffix.lower() == ".zip":
+        if is_archive(target):
             return Outcome("nothing", "archive unpacked")
+        if not is_xml(target):  # images and the like: never unpacked nor read
+            return Outcome("nothing", "not an XML file: accepted and dropped")
         if not target.is_file():
             return Outcome("failure", f"file {filename[:100]!r} was not uploaded in this exchange")
-        if target.suffix.lower() != ".xml":
-            return Outcome("nothing", "not an XML file: accepted and dropped")
         return import_file(
             self.engine,
             target,
@@ -396,17 +445,6 @@ class OneCExchange:
             staging_engine=self.staging_engine,
             pool=self.readers,
         )
-
-    def _unpack_archives(self, folder: Path) -> None:
-        if not folder.is_dir():
-            return
-        for archive in sorted(folder.glob("*.zip")):
-            mark = archive.with_name(archive.name + UNPACKED_MARK)
-            if mark.exists():
-                continue
-            budget = self.config.max_file_bytes - folder_size(folder) + archive.stat().st_size
-            unpack(archive, folder, max_bytes=max(budget, 0), max_ratio=self.config.max_zip_ratio)
-            mark.touch()
 
     async def _complete(self, session: str) -> web.Response:
         running = [

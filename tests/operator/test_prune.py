@@ -27,13 +27,13 @@ from optools import (
     states,
     take,
 )
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, insert, select
 
 from exchange import app as bootstrap
 from exchange import runner
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
-from exchange.db.schema import history, messages
+from exchange.db.schema import cml_exchanges, cml_packages, history, messages
 from exchange.dev.testing import fast_settings, posting_row, price_row, raw_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.retry import Decision
@@ -377,3 +377,61 @@ def test_staging_in_its_own_database_is_pruned_there(
         assert [(2, False)] == staging_rows(staging_engine)
     finally:
         staging_engine.dispose()
+
+
+def test_prune_removes_old_1c_exchange_log_rows_and_never_the_package_records(
+    engine: Engine, clock: FakeClock
+) -> None:
+    """Issue 21, item 6: ``cml_exchanges`` rows past the retention go (a recent one, and an
+    import still alive, stay); every ``cml_packages`` row stays, however old: its digest
+    recognises a resent file, the newest one's version and mark number the next package."""
+    now = clock.now()
+    old, recent = now - OLD, now - timedelta(days=1)
+    entry = {"exchange": "s", "outcome": "failure", "detail": "x", "heartbeat_at": None}
+    with transaction(engine) as c:
+        c.execute(
+            insert(cml_exchanges),
+            [
+                {**entry, "filename": "old", "started_at": old, "finished_at": old},
+                {**entry, "filename": "recent", "started_at": old, "finished_at": recent},
+                {
+                    **entry,
+                    "filename": "alive",
+                    "started_at": old,
+                    "finished_at": None,
+                    "heartbeat_at": recent,
+                },
+                {
+                    **entry,
+                    "filename": "dead",
+                    "started_at": old,
+                    "finished_at": None,
+                    "heartbeat_at": old,
+                },
+            ],
+        )
+        c.execute(
+            insert(cml_packages),
+            [
+                {
+                    "digest": f"{n:064x}",
+                    "version": n,
+                    "source_ref": "1C",
+                    "intents": 1,
+                    "staged_at": old,
+                    "messages_mark": n,
+                }
+                for n in (1, 2)
+            ],
+        )
+
+    dry = run_prune(engine, clock, dry_run=True)
+    report = run_prune(engine, clock)
+
+    assert (dry.exchanges, report.exchanges) == (2, 2)
+    assert "2 1C exchange log row(s)" in report.describe()
+    with transaction(engine, read_only=True) as c:
+        kept = sorted(c.execute(select(cml_exchanges.c.filename)).scalars())
+        packages = c.execute(select(cml_packages.c.version).order_by(cml_packages.c.id)).all()
+    assert ["alive", "recent"] == kept
+    assert [(1,), (2,)] == packages

@@ -1,13 +1,16 @@
-"""Fixtures of the security tests: a CA and site certificates made at test time, and the site
-simulator served over HTTPS with them."""
+"""Fixtures of the security tests: a CA and site certificates made at test time, the site
+simulator served over HTTPS with them, and a real ``exchange serve`` to attack."""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from securitytools import SITE_TOKEN, Pki, make_pki, server_context
+from web_helpers import serving
 
 from exchange.dev.sitesim import Faults, SiteSimulator
 
@@ -33,3 +36,11 @@ def wrong_name_site(pki: Pki) -> Iterator[SiteSimulator]:
     context = server_context(pki.other_cert, pki.other_key)
     with SiteSimulator(token=SITE_TOKEN, faults=Faults(seed=1), ssl_context=context) as site:
         yield site
+
+
+@pytest.fixture
+def serve(db_url: str, tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """``serve(**settings) -> base URL``: a running ``exchange serve`` on the test's database,
+    its 1C files in ``tmp_path / "1c"``."""
+    with serving(db_url, tmp_path / "1c") as start:
+        yield start

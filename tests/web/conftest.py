@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine
-from web_helpers import running, web_settings
+from web_helpers import serving
 
 from exchange.db.engine import make_engine
 
@@ -31,18 +31,8 @@ def samples() -> Path:
 @pytest.fixture
 def serve(db_url: str, tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """``serve(**settings) -> base URL``: a running ``exchange serve`` on the test's database."""
-    stack: list[Any] = []
-
-    def start(progress_wait: float | None = None, **overrides: Any) -> str:
-        context = running(
-            web_settings(db_url, tmp_path / "1c", **overrides), progress_wait=progress_wait
-        )
-        stack.append(context)
-        return context.__enter__()
-
-    yield start
-    for context in reversed(stack):
-        context.__exit__(None, None, None)
+    with serving(db_url, tmp_path / "1c") as start:
+        yield start
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ from exchange.intake.commerceml.parse import (
     BLOCK,
     MAX_DEPTH,
     MAX_MARKUP,
+    MAX_PRICES,
     MAX_PROLOG,
     MAX_RUN,
     CmlError,
@@ -439,3 +440,70 @@ def test_a_prefixed_package_reads_as_an_unprefixed_one(namespace: str | None) ->
     expected_header, expected = read(plain)
     assert (expected_header, expected.offers, expected.types) == (header, sink.offers, sink.types)
     assert [o.id for o in sink.offers] == ["A#1"]  # type: ignore[attr-defined]
+
+
+def many_prices(count: int, *, fields: int = 1, price: str = "1.00") -> str:
+    """One offer's ``Цены`` of ``count`` prices, each with its type id given ``fields``
+    times."""
+    one = (
+        "<Цена>"
+        + "<ИдТипаЦены>t1</ИдТипаЦены>" * fields
+        + f"<ЦенаЗаЕдиницу>{price}</ЦенаЗаЕдиницу><Валюта>RUB</Валюта></Цена>"
+    )
+    return "<Цены>" + one * count + "</Цены>"
+
+
+def offers_of(*offers: tuple[str, str]) -> bytes:
+    body = "".join(f"<Предложение><Ид>{sku}</Ид>{prices}</Предложение>" for sku, prices in offers)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?><КоммерческаяИнформация ВерсияСхемы="2.07">'
+        "<ПакетПредложений><ТипыЦен><ТипЦены><Ид>t1</Ид><Наименование>Розничная</Наименование>"
+        f"</ТипЦены></ТипыЦен><Предложения>{body}</Предложения></ПакетПредложений>"
+        "</КоммерческаяИнформация>"
+    ).encode()
+
+
+@pytest.mark.parametrize("sizes", [[BLOCK], [97], [1, 4096, 13]])
+def test_an_offer_with_more_than_64_prices_is_invalid_contract_and_the_others_are_read(
+    sizes: list[int],
+) -> None:
+    """Issue 21, item 10: an offer may hold at most MAX_PRICES prices (in one ``Цены`` or
+    several): one with more is counted invalid-contract and none of its prices sent; the
+    file's other offers are read, whichever blocks the file arrives in."""
+    data = offers_of(
+        ("BIG", many_prices(MAX_PRICES + 1)),
+        ("SPLIT", many_prices(MAX_PRICES // 2 + 1) * 2),
+        ("FULL", many_prices(MAX_PRICES, price="3.00")),
+        ("ONE", many_prices(1, price="2.00")),
+    )
+    rows: list[tuple[str, str]] = []
+    mapper = Mapper(
+        price_types={"Розничная": "retail"},
+        sku_mode="id",
+        known_types={},
+        articles={},
+        out=lambda aggregate, payload: rows.append((aggregate, payload)),
+    )
+    parse(Pieces(data, sizes), mapper)
+    assert mapper.counts.too_many_prices == 2 and mapper.counts.offers == 4
+    assert f"2 offers with more than {MAX_PRICES} prices not sent" in mapper.counts.summary()
+    assert sorted({a for a, _ in rows}) == ["FULL/retail", "ONE/retail"]
+    assert len(rows) == MAX_PRICES + 1
+
+
+def test_memory_stays_bounded_for_an_offer_crafted_with_many_prices_of_many_fields() -> None:
+    """Issue 21, item 10: an offer of thousands of prices, each holding its fields many times
+    (a few MB), once held every one of them until the offer ended (the 4,096 × 4,096 of
+    issue 21). Now its prices are dropped as they are read: the peak stays small.
+    bench/cml_memory.py measures a file of 100 MB the same way."""
+    data = offers_of(("BIG", many_prices(4000, fields=12)), ("ONE", many_prices(1)))
+    assert len(data) > 2_500_000
+    counts = Counts()
+    tracemalloc.start()
+    try:
+        parse(io.BytesIO(data), counts)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert counts.offers == 2
+    assert peak < 2 * 2**20, peak  # 8.4 MB before issue 21; 0.35 MB after

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -82,3 +82,23 @@ def running(
             box["loop"].call_soon_threadsafe(box["stop"].set)
         thread.join(30)
         engine.dispose()
+
+
+@contextmanager
+def serving(db_url: str, folder: Path) -> Iterator[Callable[..., str]]:
+    """``start(progress_wait=None, **settings) -> base URL``: running ``exchange serve``s on
+    ``db_url`` with their 1C files in ``folder``, all stopped when the block ends (the ``serve``
+    fixture of the web and security tests)."""
+    stack: list[Any] = []
+
+    def start(progress_wait: float | None = None, **overrides: Any) -> str:
+        context = running(web_settings(db_url, folder, **overrides), progress_wait=progress_wait)
+        stack.append(context)
+        base: str = context.__enter__()
+        return base
+
+    try:
+        yield start
+    finally:
+        for context in reversed(stack):
+            context.__exit__(None, None, None)

@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
-from exchange.intake.commerceml.parse import Offer, PriceType
+from exchange.intake.commerceml.parse import MAX_PRICES, Offer, PriceType
 
 RUB_NAMES = frozenset({"руб", "руб.", "rur", "rub", "643", "р", "р.", "рубль"})
 _PLAIN = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
 _SPACES = re.compile(r"[\s\u00a0\u202f]")
 
 SkuMode = Literal["id", "article"]
+NO_TYPE = "(a price without ИдТипаЦены)"  # how such a price's type is named to 1C's user
 
 
 @functools.lru_cache(maxsize=256)
@@ -101,6 +102,7 @@ class Counts:
     not_base_unit: int = 0
     unmapped: Counter[str] = field(default_factory=Counter)
     no_article: int = 0
+    too_many_prices: int = 0  # offers with more than MAX_PRICES prices: invalid-contract
 
     def summary(self) -> str:
         parts = [f"{self.intents} prices staged from {self.offers} offers"]
@@ -115,6 +117,11 @@ class Counts:
             )
         if self.no_article:
             parts.append(f"{self.no_article} offers without an article (quarantined)")
+        if self.too_many_prices:
+            parts.append(
+                f"{self.too_many_prices} offers with more than {MAX_PRICES} prices not sent "
+                "(invalid-contract)"
+            )
         return "; ".join(parts)
 
 
@@ -157,7 +164,7 @@ class Mapper:
         resolved = self._resolved.get(type_id)
         if resolved is None:
             known = self.types.get(type_id)
-            name = known.name if known is not None and known.name else type_id
+            name = known.name if known is not None and known.name else type_id or NO_TYPE
             code = self.map.get(type_id) or self.map.get(name) or ""
             resolved = (name, code, known.currency if known is not None else "")
             self._resolved[type_id] = resolved
@@ -166,6 +173,9 @@ class Mapper:
     def offer(self, offer: Offer) -> None:
         counts = self.counts
         counts.offers += 1
+        if offer.too_many_prices:
+            counts.too_many_prices += 1
+            return
         if not offer.prices:
             counts.offers_without_prices += 1
             return

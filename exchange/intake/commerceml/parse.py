@@ -34,7 +34,11 @@ Safety, as defusedxml's (the C parser lets no handler be set, so each guard is i
   ``MAX_TEXT`` characters is refused. Comments and processing instructions are counted
   (``MAX_MARKUP``): at each one the C builder copies the element's text so far (quadratic).
 - Memory: flat in the file's size; per block the tree holds the open path, the block's
-  elements and the unfinished records' fields (at most ``MAX_KEPT`` per record).
+  elements and the unfinished records' fields: at most ``MAX_KEPT`` per record (more is
+  refused), each of at most ``MAX_TEXT`` characters, a holder of a ``Коэффициент`` reduced to
+  it, and at most ``MAX_PRICES`` prices per offer: an offer with more is read as one with
+  ``too_many_prices`` (invalid-contract) and its prices are dropped as they are read. So an
+  unfinished offer holds at most about 64 × 16 fields of 1,024 characters, whatever the file.
 
 Only what prices need is read: price types (``ТипЦены``, in offers files up to 2.08 and in the
 catalogue's ``Классификатор`` from 2.09), products' articles (``Товар``/``Артикул``) and offers
@@ -45,6 +49,7 @@ from __future__ import annotations
 
 import pyexpat
 import xml.etree.ElementTree as ET
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -53,12 +58,14 @@ ROOT = "КоммерческаяИнформация"
 OFFER_PACKAGES = frozenset({"ПакетПредложений", "ИзмененияПакетаПредложений"})
 CATALOGUE = frozenset({"Каталог", "Классификатор"})
 BLOCK = 1 << 16
-MAX_TEXT = 1 << 16  # characters: no field the exchange reads is longer; a larger one is refused
+MAX_TEXT = 1024  # characters: no field the exchange reads is longer; a longer one is refused
 MAX_RUN = 1 << 20  # bytes in which no element starts: a longer text (a description) is refused
 MAX_PROLOG = 1 << 20  # bytes before the root element's start tag
 MAX_DEPTH = 64
 MAX_MARKUP = 1024  # comments and processing instructions in a file
-MAX_KEPT = 4096  # fields an unfinished record holds at a block's end (an offer's prices)
+MAX_KEPT = 16  # fields an unfinished record holds at a block's end (a price holds 5 or 6)
+MAX_PRICES = 64  # prices of one offer: an offer with more is invalid-contract, its prices unread
+_TOO_MANY = "\x00too many prices"  # marks an offer's element (no XML attribute has this name)
 
 
 class CmlError(ValueError):
@@ -80,6 +87,7 @@ class Offer:
     article: str = ""
     prices: list[Price] = field(default_factory=list)
     has_prices: bool = False
+    too_many_prices: bool = False  # more than MAX_PRICES: invalid-contract, prices not read
 
 
 @dataclass(slots=True)
@@ -248,18 +256,16 @@ class _Reader:
             if depth == 1:
                 self._section_seen(element)
             if len(element) > 1:
-                self._prune(element, kind)
+                self._prune(element, kind, path[depth - 1] if depth else self.top)
 
-    def _prune(self, element: ET.Element, kind: int) -> None:
-        done = element[:-1]
+    def _prune(self, element: ET.Element, kind: int, parent: ET.Element) -> None:
         if kind in RECORDS:
-            kept = [child for child in done if self._needed(child, kind)]
-            if len(kept) > MAX_KEPT:
-                raise CmlError(
-                    f"more than {MAX_KEPT} prices or fields in one <{_local(element.tag)}>"
-                )
-            element[:-1] = kept
+            last = element[-1]
+            del element[-1]  # still open: pruned in a later block, or read once complete
+            self._reduce(element, kind, parent)
+            element.append(last)
             return
+        done = element[:-1]
         if kind == ROOT_KIND:
             for child in done:
                 self._section(child)
@@ -269,6 +275,51 @@ class _Reader:
         elif kind in (OFFERS, TYPES, GOODS):
             self._records(done, kind)
         del element[:-1]
+
+    def _reduce(self, element: ET.Element, kind: int, parent: ET.Element) -> None:
+        """Keep of a record (``kind``) what reading it needs, each part reduced in turn."""
+        if kind == PRICES and self._too_many(parent):
+            del element[:]
+            return
+        if kind == OFFER and self._too_many(element):
+            kept = [c for c in element if _kind(OFFER, _local(c.tag)) == FIELD]
+        else:
+            kept = [c for c in element if self._needed(c, kind)]
+        if len(kept) > MAX_KEPT and kind != PRICES:  # prices: counted per offer instead
+            raise CmlError(f"more than {MAX_KEPT} fields in one <{_local(element.tag)}>")
+        element[:] = [self._kept(child, kind, element) for child in kept]
+
+    def _too_many(self, offer: ET.Element) -> bool:
+        """Whether ``offer`` holds more than MAX_PRICES prices (one still open counted);
+        once it does, it is marked and stays so (its prices are dropped as they are read)."""
+        if offer.get(_TOO_MANY) is not None:
+            return True
+        tags = self._tags(offer.tag)
+        if sum(1 for _ in offer.iterfind(f"{tags.prices}/{tags.price}")) > MAX_PRICES:
+            offer.set(_TOO_MANY, "")
+            return True
+        return False
+
+    def _kept(self, child: ET.Element, kind: int, element: ET.Element) -> ET.Element:
+        """``child`` of a record (``kind``) as it is kept: a field's text alone, checked; a
+        price reduced in turn; a holder of a ``Коэффициент`` or ``МинКоличество`` (nested as
+        1C nests them) reduced to the last of each. So a record keeps a bounded amount,
+        whatever its parts held."""
+        child_kind = _kind(kind, _local(child.tag))
+        tags = self._tags(child.tag)
+        if child_kind == FIELD or child.tag in (tags.coefficient, tags.min_quantity):
+            bare = ET.Element(child.tag)
+            bare.text = _text(child.text, _local(child.tag)) if child.text else None
+            return bare
+        if child_kind in (PRICES, PRICE):
+            self._reduce(child, child_kind, element)
+            return child
+        holder = ET.Element(child.tag)
+        for tag in (tags.coefficient, tags.min_quantity):
+            for last in deque(child.iter(tag), maxlen=1):
+                ET.SubElement(holder, tag).text = last.text
+                _text(last.text, _local(tag))
+        return holder
 
     def _needed(self, child: ET.Element, kind: int) -> bool:
         if _kind(kind, _local(child.tag)) in (FIELD, PRICES, PRICE):
@@ -327,6 +378,11 @@ class _Reader:
             _text(element.findtext(tags.id), "Ид"),
             _text(element.findtext(tags.article), "Артикул"),
         )
+        if self._too_many(element):
+            offer.too_many_prices = offer.has_prices = True
+            self.offers += 1
+            self.sink.offer(offer)
+            return
         for prices in element.findall(tags.prices):
             offer.has_prices = True
             for price in prices.findall(tags.price):

@@ -377,7 +377,7 @@ def _into_scratch(
 
 
 def _not_sent(counts: Counts) -> int:
-    return counts.not_base_unit + sum(counts.unmapped.values())
+    return counts.not_base_unit + sum(counts.unmapped.values()) + counts.too_many_prices
 
 
 def _nothing_new(version: int, read: Read | None = None) -> Outcome:
