@@ -41,6 +41,8 @@ class WebConfig:
     login_delay: float = 1.0
     login_delay_max: float = 16.0
     display_tz: str = "UTC"
+    # EXCHANGE_HTTP_BEHIND_PROXY: a proxy terminates TLS and writes X-Forwarded-For.
+    behind_proxy: bool = False
 
     @property
     def onec_open(self) -> bool:

@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 # The largest request body read whole (the JSON intake); 1C's uploads are streamed instead.
 MAX_JSON_BODY = 64 * 1024 * 1024
+# With TLS (ours or the proxy's) a browser that came once never speaks plain HTTP to us again.
+HSTS = "max-age=31536000"
 
 
 ONEC = web.AppKey("onec", OneCExchange)
@@ -39,7 +41,7 @@ def build_app(
     """``staging_engine``: the database of ``staging_intents`` when it is not ``engine``'s."""
     key = config.secret_key or stored_key(engine)
     app = web.Application(client_max_size=MAX_JSON_BODY)
-    onec = OneCExchange(config, engine, Signer(key), staging_engine)
+    onec = OneCExchange(config, engine, Signer(key, "1c-session"), staging_engine)
     intake = JsonIntake(config, engine, staging_engine)
     workbench = Workbench(config, engine, key)
     app.add_routes(
@@ -60,8 +62,17 @@ def build_app(
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
+    async def strict_transport(request: web.Request, response: web.StreamResponse) -> None:
+        if request.secure or config.behind_proxy:
+            response.headers["Strict-Transport-Security"] = HSTS
+
+    async def close_workbench(_: web.Application) -> None:
+        workbench.close()
+
+    app.on_response_prepare.append(strict_transport)
     app.on_startup.append(start_readers)
     app.on_cleanup.append(close_readers)
+    app.on_cleanup.append(close_workbench)
     app.cleanup_ctx.append(watch_imports)
     return app
 
