@@ -55,7 +55,7 @@ def penalty(record: Record, now: float, limits: Limits) -> float:
     """Seconds ``record`` still refuses (0: none)."""
     if not recent(record, now, limits):
         return 0.0
-    wait = min(limits.delay * 2 ** (record.failures - 1), limits.delay_max)
+    wait = min(limits.delay * 2.0 ** (record.failures - 1), limits.delay_max)
     return max(0.0, record.last + wait - now)
 
 

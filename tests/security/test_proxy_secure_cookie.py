@@ -26,9 +26,7 @@ def db(db_url: str) -> Iterator[Engine]:
 
 
 def _cookie_headers(response: httpx.Response) -> dict[str, str]:
-    return {
-        header.split("=", 1)[0]: header for header in response.headers.get_list("set-cookie")
-    }
+    return {header.split("=", 1)[0]: header for header in response.headers.get_list("set-cookie")}
 
 
 def _secure(header: str) -> bool:
@@ -67,7 +65,9 @@ def test_with_tls_cookies_are_secure_and_hsts_is_sent(
     )
     with running(settings) as base:
         secure_base = base.replace("http://", "https://")
-        with httpx.Client(base_url=secure_base, verify=ssl.create_default_context(cafile=str(pki.ca))) as client:
+        with httpx.Client(
+            base_url=secure_base, verify=ssl.create_default_context(cafile=str(pki.ca))
+        ) as client:
             login, page = _sign_in_and_switch_language(client)
             assert _secure(_cookie_headers(login)["exchange_wb"])
             assert _secure(_cookie_headers(page)["exchange_lang"])
@@ -81,4 +81,5 @@ def test_on_loopback_plain_http_neither_secure_cookies_nor_hsts(
     with running(web_settings(db_url, tmp_path / "1c")) as base, httpx.Client(base_url=base) as c:
         login, page = _sign_in_and_switch_language(c)
         assert not _secure(_cookie_headers(login)["exchange_wb"])
+        assert not _secure(_cookie_headers(page)["exchange_lang"])
         assert "strict-transport-security" not in login.headers

@@ -30,34 +30,33 @@ LIMITS = Limits(delay=1.0, delay_max=16.0, window=3600.0, per_name=2, per_addres
 
 # -- the rule, by table ----------------------------------------------------------------------
 
-NONE = Record()
+N, R, V = Record(), Record, Verdict
 CASES = [
-    # (why, name record, address record, busy name/address/all, now, verdict)
-    ("nothing against it", NONE, NONE, (0, 0, 0), 100.0, Verdict(True)),
-    ("address waits 1 s after one failure", NONE, Record(1, 100.0), (0, 0, 0), 100.4, Verdict(False, 0.6)),
-    ("address's wait over", NONE, Record(1, 100.0), (0, 0, 0), 101.0, Verdict(True)),
-    ("doubled per failure", NONE, Record(3, 100.0), (0, 0, 0), 103.0, Verdict(False, 1.0)),
-    ("capped", NONE, Record(30, 100.0), (0, 0, 0), 110.0, Verdict(False, 6.0)),
-    ("forgotten after the window", NONE, Record(30, 100.0), (0, 0, 0), 3701.0, Verdict(True)),
-    ("a name's penalty spares an address without failures", Record(9, 100.0), NONE, (0, 0, 0), 100.0, Verdict(True)),
-    ("... and one whose failures are old", Record(9, 5000.0), Record(4, 100.0), (0, 0, 0), 5000.0, Verdict(True)),
-    ("a name's penalty holds an address that failed lately", Record(9, 100.0), Record(1, 99.0), (0, 0, 0), 100.5, Verdict(False, 15.5)),
-    ("one sign-in at a time per address", NONE, NONE, (0, 1, 1), 100.0, Verdict(False, 1.0)),
-    ("two at a time per name", NONE, NONE, (2, 0, 2), 100.0, Verdict(False, 1.0)),
-    ("eight at a time in all", NONE, NONE, (0, 0, 8), 100.0, Verdict(False, 1.0)),
-    ("below every limit", NONE, NONE, (1, 0, 7), 100.0, Verdict(True)),
-]  # fmt: skip
+    # why: (name's record, address's record, busy for name/address/all, now, verdict)
+    ("nothing against it", (N, N, (0, 0, 0), 100.0, V(True))),
+    ("address waits 1 s after a failure", (N, R(1, 100.0), (0, 0, 0), 100.4, V(False, 0.6))),
+    ("address's wait is over", (N, R(1, 100.0), (0, 0, 0), 101.0, V(True))),
+    ("doubled for each failure", (N, R(3, 100.0), (0, 0, 0), 103.0, V(False, 1.0))),
+    ("capped", (N, R(30, 100.0), (0, 0, 0), 110.0, V(False, 6.0))),
+    ("forgotten after the window", (N, R(30, 100.0), (0, 0, 0), 3701.0, V(True))),
+    ("name's wait spares a clean address", (R(9, 100.0), N, (0, 0, 0), 100.0, V(True))),
+    ("... and one failed long ago", (R(9, 5000.0), R(4, 100.0), (0, 0, 0), 5000.0, V(True))),
+    (
+        "name's wait holds a failed address",
+        (R(9, 100.0), R(1, 99.0), (0, 0, 0), 100.5, V(False, 15.5)),
+    ),
+    ("one at a time per address", (N, N, (0, 1, 1), 100.0, V(False, 1.0))),
+    ("two at a time per name", (N, N, (2, 0, 2), 100.0, V(False, 1.0))),
+    ("eight at a time in all", (N, N, (0, 0, 8), 100.0, V(False, 1.0))),
+    ("below every limit", (N, N, (1, 0, 7), 100.0, V(True))),
+]
 
 
-@pytest.mark.parametrize(("why", "name", "address", "busy", "now", "verdict"), CASES)
+@pytest.mark.parametrize(("why", "case"), CASES)
 def test_the_sign_in_rule(
-    why: str,
-    name: Record,
-    address: Record,
-    busy: tuple[int, int, int],
-    now: float,
-    verdict: Verdict,
+    why: str, case: tuple[Record, Record, tuple[int, int, int], float, Verdict]
 ) -> None:
+    name, address, busy, now, verdict = case
     got = decide(name, address, *busy, now, LIMITS)
     assert got.allowed == verdict.allowed, why
     assert got.retry_after == pytest.approx(verdict.retry_after), why
