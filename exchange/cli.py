@@ -517,8 +517,8 @@ def operator_add(
         str, typer.Option("--role", help="viewer (reads) or operator (also acts).")
     ] = "viewer",
 ) -> None:
-    """Add an operator, or set a new password and role for one (password from a prompt or
-    standard input)."""
+    """Add an operator, or set a new password and role for one, which ends every session of
+    theirs (password from a prompt or standard input)."""
     with _guard():
         if role not in operators.ROLES:
             raise ExchangeError(f"unknown role {role!r}: viewer or operator")
@@ -532,7 +532,7 @@ def operator_add(
 
 @operator_app.command("remove")
 def operator_remove(ctx: typer.Context, name: str) -> None:
-    """Remove an operator: their sessions end at their next request."""
+    """Remove an operator: every session of theirs ends (adding the name again revives none)."""
     with _guard():
         settings = _settings(ctx)
         engine, _ = bootstrap.engines(settings)

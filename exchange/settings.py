@@ -597,7 +597,8 @@ class Settings(BaseSettings):
     http_behind_proxy: bool = Field(
         False,
         description="A reverse proxy in front of exchange serve terminates TLS: plain HTTP is "
-        "then allowed on a host other than loopback.",
+        "then allowed on a host other than loopback, cookies are Secure, HSTS is sent, and the "
+        "client's address is the right-most X-Forwarded-For entry.",
     )
     http_secret_key: SecretStr | None = Field(
         None,

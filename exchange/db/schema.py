@@ -313,6 +313,20 @@ class Operator(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class OperatorSession(Base):
+    """A workbench session (issue 21 item 9), checked on every request: sign-out deletes its
+    row, and a session whose ``credential`` is no longer its operator's (a password set again,
+    the operator removed, or removed and added again) is no session, in every serve process."""
+
+    __tablename__ = "operator_sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # SHA-256 of the token
+    name: Mapped[str] = mapped_column(String(100))
+    credential: Mapped[str] = mapped_column(String(64))  # SHA-256 of the password hash
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
 class DeliveryPause(Base):
     """Delivery paused by an operator: while the row exists, every worker sends nothing (it
     reads the row each cycle). One row at most (``name`` = ``delivery``)."""
@@ -381,6 +395,7 @@ cml_exchanges: Table = cast(Table, CmlExchange.__table__)
 cml_packages: Table = cast(Table, CmlPackage.__table__)
 cml_catalog: Table = cast(Table, CmlCatalog.__table__)
 operators: Table = cast(Table, Operator.__table__)
+operator_sessions: Table = cast(Table, OperatorSession.__table__)
 delivery_pause: Table = cast(Table, DeliveryPause.__table__)
 shop_sku_ids: Table = cast(Table, ShopSkuId.__table__)
 target_locks: Table = cast(Table, TargetLock.__table__)

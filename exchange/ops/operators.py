@@ -3,18 +3,26 @@
 Hashes are argon2id (argon2-cffi: the reference implementation's bindings, the Password
 Hashing Competition's winner, maintained by the Hynek Schlawack / PyCA circle); a password
 is never stored, logged or taken as a command-line argument.
+
+Workbench sessions live in ``operator_sessions`` and are read on every request with the
+operator's role. Each carries a stamp of the password hash it was opened with: ``add`` for an
+existing name hashes the password anew (a new salt), so a password or role set again, a removal
+and a removal followed by a new ``add`` all end every session of that name, in one place and
+without a race with a sign-in that verified the old password.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import Connection, delete, insert, select, update
 
-from exchange.db.schema import operators
+from exchange.db.schema import operator_sessions, operators
 from exchange.errors import OperatorError
 
 Role = Literal["viewer", "operator"]
@@ -75,14 +83,90 @@ def role_of(connection: Connection, name: str) -> Role | None:
     return role if role in ROLES else None
 
 
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    password_hash: str
+    role: Role
+
+
+def credentials(connection: Connection, name: str) -> Credentials | None:
+    """What a sign-in verifies against (read apart from the verification, which is slow)."""
+    row = connection.execute(
+        select(operators.c.password_hash, operators.c.role).where(operators.c.name == name)
+    ).first()
+    if row is None or row.role not in ROLES:
+        return None
+    return Credentials(row.password_hash, row.role)
+
+
+def verify(found: Credentials | None, password: str) -> bool:
+    """Whether ``password`` is the operator's; as slow for an unknown name as for a known one."""
+    try:
+        _hasher.verify(found.password_hash if found else _DUMMY, password)
+    except (VerificationError, InvalidHashError):
+        return False
+    return found is not None
+
+
 def authenticate(connection: Connection, name: str, password: str) -> Role | None:
     """The operator's role when the password is theirs, else None (same cost either way)."""
-    row = connection.execute(select(operators).where(operators.c.name == name)).mappings().first()
-    try:
-        _hasher.verify(row["password_hash"] if row else _DUMMY, password)
-    except (VerificationError, InvalidHashError):
+    found = credentials(connection, name)
+    return found.role if found is not None and verify(found, password) else None
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def open_session(
+    connection: Connection,
+    name: str,
+    verified: Credentials,
+    token: str,
+    now: datetime,
+    lifetime: timedelta,
+) -> bool:
+    """Record a session for ``token`` (only its digest is kept); False when the operator's
+    password changed (or they were removed) since ``verified`` was read."""
+    current = connection.execute(
+        select(operators.c.password_hash).where(operators.c.name == name).with_for_update()
+    ).scalar()
+    if current != verified.password_hash:
+        return False
+    connection.execute(delete(operator_sessions).where(operator_sessions.c.expires_at <= now))
+    connection.execute(
+        insert(operator_sessions).values(
+            id=_digest(token),
+            name=name,
+            credential=_digest(verified.password_hash),
+            created_at=now,
+            expires_at=now + lifetime,
+        )
+    )
+    return True
+
+
+def session_of(connection: Connection, token: str, now: datetime) -> tuple[str, Role] | None:
+    """The operator and role of a live session, or None: signed out, expired, or its
+    operator's password set again or the operator removed since it was opened."""
+    row = connection.execute(
+        select(
+            operator_sessions.c.name,
+            operator_sessions.c.credential,
+            operators.c.role,
+            operators.c.password_hash,
+        )
+        .select_from(operator_sessions)
+        .join(operators, operators.c.name == operator_sessions.c.name)
+        .where(operator_sessions.c.id == _digest(token), operator_sessions.c.expires_at > now)
+    ).first()
+    if row is None or row.role not in ROLES:
         return None
-    if row is None or row["role"] not in ROLES:
+    if row.credential != _digest(row.password_hash):
         return None
-    role: Role = row["role"]
-    return role
+    role: Role = row.role
+    return row.name, role
+
+
+def end_session(connection: Connection, token: str) -> None:
+    connection.execute(delete(operator_sessions).where(operator_sessions.c.id == _digest(token)))

@@ -62,7 +62,7 @@ class WebConfig:
     login_delay: float = 1.0
     login_delay_max: float = 16.0
     display_tz: str = "UTC"
-    # A proxy in front terminates TLS and names the client in X-Forwarded-For.
+    # EXCHANGE_HTTP_BEHIND_PROXY: a proxy terminates TLS and writes X-Forwarded-For.
     behind_proxy: bool = False
     door: DoorLimits = field(default_factory=DoorLimits)
 

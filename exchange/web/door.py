@@ -81,12 +81,20 @@ class _Warnings:
             self.last[kind] = now
 
 
-def forwarded_for(request: web.Request) -> str | None:
-    """The right-most ``X-Forwarded-For`` entry: the address that the proxy in front of serve
-    saw (the entries left of it are whatever the client wrote)."""
-    header = request.headers.get("X-Forwarded-For", "")
-    last = header.rsplit(",", 1)[-1].strip()
-    return last[:64] or None
+def client_address(request: web.Request, behind_proxy: bool) -> str:
+    """The client's address: behind the proxy (``EXCHANGE_HTTP_BEHIND_PROXY``) the right-most
+    ``X-Forwarded-For`` entry, the one the proxy itself wrote (entries to its left are the
+    client's to choose); elsewhere the peer's."""
+    if behind_proxy:
+        entries = [
+            entry.strip()
+            for header in request.headers.getall("X-Forwarded-For", [])
+            for entry in header.split(",")
+            if entry.strip()
+        ]
+        if entries:
+            return entries[-1]
+    return request.remote or "-"
 
 
 class Door:
@@ -153,7 +161,7 @@ class Door:
             raise web.HTTPRequestEntityTooLarge(
                 max_size=limit, actual_size=length, headers={"Connection": "close"}
             )
-        client = forwarded_for(request) if self.behind_proxy else None
+        client = client_address(request, True) if self.behind_proxy else None
         if client is not None:
             if self.in_progress[client] >= self.limits.max_per_address:
                 self._warnings.warn(

@@ -1,5 +1,9 @@
 """Signed session cookies: HMAC-SHA256 with EXCHANGE_HTTP_SECRET_KEY, or with a key generated
-once and kept in the database (``http_keys``), never a constant."""
+once and kept in the database (``http_keys``), never a constant.
+
+Each use signs with a key of its own, derived from that one key and the use's name
+(``Purpose``): what was signed for the workbench fails verification at the 1C exchange and
+the other way round, even though both come from one secret and look alike."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import hmac
 import secrets
 import time
 from datetime import UTC, datetime
+from typing import Literal
 
 from sqlalchemy import Engine, insert, select
 from sqlalchemy.exc import IntegrityError
@@ -17,6 +22,9 @@ from exchange.db.schema import http_keys
 
 COOKIE_KEY = "cookie-signing"
 COOKIE_MAX_AGE_S = 24 * 3600
+
+# What a signature is for; a value signed for one never verifies for another.
+Purpose = Literal["workbench-session", "workbench-csrf", "workbench-preview", "1c-session"]
 
 
 def stored_key(engine: Engine, name: str = COOKIE_KEY) -> str:
@@ -45,11 +53,18 @@ def stored_key(engine: Engine, name: str = COOKIE_KEY) -> str:
 
 
 class Signer:
-    def __init__(self, key: str) -> None:
-        self._key = key.encode("utf-8")
+    def __init__(self, key: str, purpose: Purpose) -> None:
+        self.purpose = purpose
+        self._key = hmac.new(
+            key.encode("utf-8"), f"exchange signing purpose|{purpose}".encode(), hashlib.sha256
+        ).digest()
+
+    def tag(self, text: str) -> str:
+        """The MAC of ``text`` for this purpose (hex): a CSRF token, a sessid's proof."""
+        return self._mac(text)
 
     def _mac(self, text: str) -> str:
-        return hmac.new(self._key, text.encode("ascii"), hashlib.sha256).hexdigest()
+        return hmac.new(self._key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
     def sign(self, session: str, *, now: float | None = None) -> str:
         stamp = str(int(now if now is not None else time.time()))

@@ -146,7 +146,7 @@ class OneCExchange:
         self.staging_engine = staging_engine  # staging_intents in a database of its own
         processes = config.reader_processes
         self.readers = ReaderPool(processes) if processes > 0 else None
-        self.signer = signer
+        self.signer = signer  # for the purpose "1c-session"
         self.state = Exchanges()
         self.root = config.exchange_dir
         self.refused = Refusals()
@@ -257,22 +257,40 @@ class OneCExchange:
         return user_ok and password_ok and bool(expected_user and expected_password)
 
     def _session(self, request: web.Request, query: dict[str, str]) -> str | None:
+        """The exchange a request belongs to: only one that ``checkauth`` issued (its signed
+        cookie, or its ``sessid`` with Basic), or the shared one of Basic without a sessid."""
         sessid = query.get("sessid")
         cookie = request.cookies.get(COOKIE)
         if cookie:
             session = self.signer.verify(cookie)
-            if session is not None and (sessid is None or sessid == session):
+            if session is not None and self._issued(session) and sessid in (None, session):
                 return session
         if self._basic_ok(request):
-            if sessid is not None and SESSION.match(sessid):
-                return sessid
-            return _BASIC_SESSION
+            if sessid is None:
+                return _BASIC_SESSION
+            # Never a folder the request names: another node's, or one the sweep does not know.
+            return sessid if self._issued(sessid) else None
         return None
+
+    def _issued(self, session: str) -> bool:
+        """Whether ``checkauth`` issued ``session``: its second half proves the first."""
+        if not SESSION.match(session):
+            return False
+        half = len(session) // 2
+        return hmac.compare_digest(session[half:], self._sessid_tag(session[:half]))
+
+    def _new_session(self) -> str:
+        half = secrets.token_hex(8)
+        return half + self._sessid_tag(half)
+
+    def _sessid_tag(self, half: str) -> str:
+        # "sessid|…" never has the form of a signed cookie ("session.stamp"): no overlap.
+        return self.signer.tag(f"sessid|{half}")[: len(half)]
 
     async def _checkauth(self, request: web.Request) -> web.Response:
         if not self._basic_ok(request):
             return await self._refuse("-", "", "wrong user or password (HTTP Basic)")
-        session = secrets.token_hex(16)
+        session = self._new_session()
         await asyncio.to_thread(sweep, self.root, self.config.keep_seconds)
         cookie = self.signer.sign(session)
         return _answer(

@@ -30,6 +30,9 @@ from exchange.web.workbench import ACTION_PATHS, Workbench
 
 log = logging.getLogger(__name__)
 
+# With TLS (ours or the proxy's) a browser that came once never speaks plain HTTP to us again.
+HSTS = "max-age=31536000"
+
 
 ONEC = web.AppKey("onec", OneCExchange)
 DOOR = web.AppKey("door", Door)
@@ -55,7 +58,7 @@ def build_app(
     door = Door(config.door, body_limits(config), behind_proxy=config.behind_proxy)
     app = web.Application(client_max_size=FORM_BODY_LIMIT, middlewares=[door.middleware])
     app[DOOR] = door
-    onec = OneCExchange(config, engine, Signer(key), staging_engine)
+    onec = OneCExchange(config, engine, Signer(key, "1c-session"), staging_engine)
     intake = JsonIntake(config, engine, staging_engine)
     workbench = Workbench(config, engine, key)
     app.add_routes(
@@ -76,8 +79,17 @@ def build_app(
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
+    async def strict_transport(request: web.Request, response: web.StreamResponse) -> None:
+        if request.secure or config.behind_proxy:
+            response.headers["Strict-Transport-Security"] = HSTS
+
+    async def close_workbench(_: web.Application) -> None:
+        workbench.close()
+
+    app.on_response_prepare.append(strict_transport)
     app.on_startup.append(start_readers)
     app.on_cleanup.append(close_readers)
+    app.on_cleanup.append(close_workbench)
     app.cleanup_ctx.append(watch_imports)
     return app
 

@@ -23,6 +23,10 @@ WORDS: dict[str, dict[Lang, str]] = {
     "name": {"ru": "Имя", "en": "Name"},
     "password": {"ru": "Пароль", "en": "Password"},
     "bad_login": {"ru": "Неверное имя или пароль", "en": "Wrong name or password"},
+    "login_wait": {
+        "ru": "Слишком много попыток входа: повторите через {seconds} с",
+        "en": "Too many sign-in attempts: try again in {seconds} s",
+    },
     "signed_in_as": {"ru": "Вы вошли как", "en": "Signed in as"},
     "role_viewer": {"ru": "наблюдатель", "en": "viewer"},
     "role_operator": {"ru": "оператор", "en": "operator"},

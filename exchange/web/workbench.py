@@ -6,24 +6,24 @@ at all and a Content-Security-Policy of ``script-src 'none'`` says so to the bro
 makes an injected script inert even if escaping were ever missed. Interaction is plain HTML
 forms (a preview page before every action), so nothing is built or fetched at install.
 
-Sessions are the signed cookies of ``keys.Signer``; the operator and role are read from the
-database on every request (removing an operator ends their sessions). Every POST carries a
-CSRF token, an HMAC of the session with the signing key; a viewer's POST is refused 403.
+Sessions are the signed cookies of ``keys.Signer`` (signed for the workbench only: they open
+nothing else), each a row of ``operator_sessions`` read on every request with the operator's
+role, so that signing out, a password set again or an operator removed ends it in every serve
+process. Every POST carries a CSRF token, an HMAC of the session for that purpose; a viewer's
+POST is refused 403. Sign-ins go through ``throttle``: judged before the password is verified,
+which happens on threads of its own, never on those that reach the database.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-import hashlib
 import hmac
 import re
 import secrets
-import time
 import zoneinfo
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, tzinfo
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta, tzinfo
 from importlib import resources
 from typing import Any, TypeVar
 
@@ -47,7 +47,9 @@ from exchange.report import collect as report
 from exchange.report.model import FORMATS, SUFFIXES
 from exchange.web import chart
 from exchange.web.config import WebConfig
-from exchange.web.keys import Signer
+from exchange.web.door import client_address
+from exchange.web.keys import COOKIE_MAX_AGE_S, Signer
+from exchange.web.throttle import Limits, Throttle, Verdict
 from exchange.web.words import WORDS, Lang, word
 
 SESSION_COOKIE = "exchange_wb"
@@ -60,6 +62,9 @@ EXCHANGES_SHOWN = 200
 # The bulk actions' forms: they carry the ids they act on (a larger body limit than a form's).
 ACTION_PATHS = ("/action/preview", "/action/confirm")
 HTTP_REASON = re.compile(r"http-[45][0-9][0-9]")
+# Threads that verify passwords (argon2 is slow on purpose): sign-ins never take the threads
+# that reach the database, and at most this many hashes are worked at once.
+ARGON2_THREADS = 2
 R = TypeVar("R", bound=web.StreamResponse)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -82,9 +87,11 @@ class Workbench:
         self.config = config
         self.engine = engine
         self.kinds = KindPolicies.of(config.kinds)
-        self._key = key.encode("utf-8")
-        self.signer = Signer(key)
-        self.failures: dict[str, tuple[int, float]] = {}
+        self.signer = Signer(key, "workbench-session")
+        self._csrf = Signer(key, "workbench-csrf")
+        self._previews = Signer(key, "workbench-preview")
+        self.throttle = Throttle(Limits(delay=config.login_delay, delay_max=config.login_delay_max))
+        self._argon2 = ThreadPoolExecutor(ARGON2_THREADS, thread_name_prefix="exchange-argon2")
         self.env = jinja2.Environment(
             loader=jinja2.PackageLoader("exchange.web", "templates"),
             autoescape=True,  # every template, whatever its name
@@ -120,22 +127,24 @@ class Workbench:
 
     # -- sessions, CSRF, language --------------------------------------------------------
 
+    def close(self) -> None:
+        self._argon2.shutdown(wait=False, cancel_futures=True)
+
     def csrf(self, session: str) -> str:
-        return hmac.new(self._key, f"csrf|{session}".encode(), hashlib.sha256).hexdigest()
+        return self._csrf.tag(f"csrf|{session}")
 
     def _who(self, request: web.Request) -> Who | None:
         value = request.cookies.get(SESSION_COOKIE)
-        session = self.signer.verify(value) if value else None
-        if session is None or "~" not in session:
-            return None
-        encoded = session.split("~", 1)[0]
-        try:
-            name = base64.urlsafe_b64decode(encoded.encode("ascii")).decode("utf-8")
-        except (binascii.Error, UnicodeError, ValueError):
+        token = self.signer.verify(value) if value else None
+        if token is None:
             return None
         with transaction(self.engine, read_only=True) as connection:
-            role = operators.role_of(connection, name)
-        return Who(name, role, session) if role else None
+            found = operators.session_of(connection, token, datetime.now(UTC))
+        return Who(found[0], found[1], token) if found else None
+
+    def _secure_cookies(self, request: web.Request) -> bool:
+        # Behind the proxy the browser speaks TLS to the proxy (contract 9), not to us.
+        return request.secure or self.config.behind_proxy
 
     def _lang(self, request: web.Request) -> Lang:
         asked = request.query.get("lang") or request.cookies.get(LANG_COOKIE)
@@ -162,7 +171,12 @@ class Workbench:
         response = web.Response(text=body, content_type="text/html", status=status)
         if "lang" in request.query:
             response.set_cookie(
-                LANG_COOKIE, lang, max_age=365 * 86400, httponly=True, samesite="Strict"
+                LANG_COOKIE,
+                lang,
+                max_age=365 * 86400,
+                httponly=True,
+                samesite="Strict",
+                secure=self._secure_cookies(request),
             )
         return _secure(response)
 
@@ -206,52 +220,76 @@ class Workbench:
     # -- sign-in ---------------------------------------------------------------------------
 
     async def login_form(self, request: web.Request) -> web.StreamResponse:
-        return self._render(request, "login.html", None, failed=False)
-
-    def _delay(self, keys: list[str]) -> float:
-        now = time.monotonic()
-        worst = 0
-        for key in keys:
-            count, at = self.failures.get(key, (0, now))
-            if now - at > 3600:
-                count = 0
-            worst = max(worst, count)
-        return float(min(self.config.login_delay * (2**worst), self.config.login_delay_max))
+        return self._render(request, "login.html", None, failed=False, wait=None)
 
     async def login(self, request: web.Request) -> web.StreamResponse:
         form = await request.post()
         name = str(form.get("name", "")).strip()[:100]
         password = str(form.get("password", ""))[:1000]
-        keys = [f"name:{name}", f"addr:{request.remote}"]
-
-        def check() -> str | None:
-            with transaction(self.engine, read_only=True) as connection:
-                return operators.authenticate(connection, name, password)
-
-        role = await asyncio.to_thread(check)
-        if role is None:
-            delay = self._delay(keys)
-            for key in keys:
-                count, _ = self.failures.get(key, (0, 0.0))
-                self.failures[key] = (count + 1, time.monotonic())
-            await asyncio.sleep(delay)
-            return self._render(request, "login.html", None, status=401, failed=True)
-        for key in keys:
-            self.failures.pop(key, None)
-        encoded = base64.urlsafe_b64encode(name.encode("utf-8")).decode("ascii")
-        session = f"{encoded}~{secrets.token_urlsafe(16)}"
+        address = client_address(request, self.config.behind_proxy)
+        verdict = self.throttle.admit(name, address)
+        if not verdict.allowed:
+            return self._too_many(request, verdict)
+        token = secrets.token_urlsafe(32)
+        failed: bool | None = None  # None: not judged (the database failed), nothing counted
+        try:
+            found = await asyncio.to_thread(self._credentials, name)
+            right = await asyncio.get_running_loop().run_in_executor(
+                self._argon2, operators.verify, found, password
+            )
+            opened = False
+            if right and found is not None:
+                opened = await asyncio.to_thread(self._open, name, found, token)
+            failed = not opened
+        finally:
+            wait = self.throttle.done(name, address, failed=failed)
+        if failed:
+            await asyncio.sleep(wait)
+            return self._render(request, "login.html", None, status=401, failed=True, wait=None)
         response = web.HTTPSeeOther("/")
         response.set_cookie(
             SESSION_COOKIE,
-            self.signer.sign(session),
+            self.signer.sign(token),
             httponly=True,
             samesite="Strict",
-            secure=request.secure,
+            secure=self._secure_cookies(request),
             path="/",
         )
         raise response
 
+    def _credentials(self, name: str) -> operators.Credentials | None:
+        with transaction(self.engine, read_only=True) as connection:
+            return operators.credentials(connection, name)
+
+    def _open(self, name: str, found: operators.Credentials, token: str) -> bool:
+        with transaction(self.engine) as connection:
+            return operators.open_session(
+                connection,
+                name,
+                found,
+                token,
+                datetime.now(UTC),
+                timedelta(seconds=COOKIE_MAX_AGE_S),
+            )
+
+    def _too_many(self, request: web.Request, verdict: Verdict) -> web.Response:
+        response = self._render(
+            request,
+            "login.html",
+            None,
+            status=429,
+            failed=False,
+            wait=verdict.retry_after_header,
+        )
+        response.headers["Retry-After"] = verdict.retry_after_header
+        return response
+
     async def logout(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
+        def end() -> None:
+            with transaction(self.engine) as connection:
+                operators.end_session(connection, who.session)
+
+        await asyncio.to_thread(end)
         response = web.HTTPSeeOther("/login")
         response.del_cookie(SESSION_COOKIE, path="/")
         raise response
@@ -458,8 +496,7 @@ class Workbench:
             filters.until.isoformat() if filters.until else "",
             *sorted(shown),
         ]
-        text = "\n".join(fields).encode("utf-8")
-        return hmac.new(self._key, text, hashlib.sha256).hexdigest()
+        return self._previews.tag("\n".join(fields))
 
     def _plan(self, who: Who, action: str, ids: list[str], filters: Filters) -> dict[str, Any]:
         """What the action would do now (a dry run), as the preview page shows it."""

@@ -1,0 +1,153 @@
+"""The workbench's sign-in throttle (contract 11, issue 21 item 7).
+
+A sign-in is judged before its password is verified, so parallel guesses gain nothing: an
+address or a name that failed lately waits (doubling with each failure, up to a cap) and is
+answered 429 meanwhile; at most a few sign-ins per name, per address and in all are verified
+at once. A name's penalty applies only to an address that itself failed lately, so nobody
+can lock a known operator out by guessing their name from elsewhere.
+
+``decide`` is the rule, a pure function of the records and the time; ``Throttle`` keeps the
+records (in memory, per serve process) with a clock that tests inject.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    delay: float = 1.0  # the wait after one failure, doubled for each further one
+    delay_max: float = 16.0
+    window: float = 3600.0  # failures older than this are forgotten
+    per_name: int = 2  # sign-ins verified at once for one name
+    per_address: int = 1  # ... from one address
+    overall: int = 8  # ... in all (the argon2 threads are few)
+    busy_wait: float = 1.0  # what a 429 for "too many at once" asks the client to wait
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    failures: int = 0
+    last: float = 0.0  # when the last failure was answered (the throttle's clock)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    allowed: bool
+    retry_after: float = 0.0  # seconds, when refused
+
+    @property
+    def retry_after_header(self) -> str:
+        return str(max(1, math.ceil(self.retry_after)))
+
+
+def recent(record: Record, now: float, limits: Limits) -> bool:
+    return record.failures > 0 and now - record.last <= limits.window
+
+
+def penalty(record: Record, now: float, limits: Limits) -> float:
+    """Seconds ``record`` still refuses (0: none)."""
+    if not recent(record, now, limits):
+        return 0.0
+    wait = min(limits.delay * 2.0 ** (record.failures - 1), limits.delay_max)
+    return max(0.0, record.last + wait - now)
+
+
+def decide(
+    name: Record,
+    address: Record,
+    busy_name: int,
+    busy_address: int,
+    busy_all: int,
+    now: float,
+    limits: Limits,
+) -> Verdict:
+    """Whether a sign-in may have its password verified now."""
+    wait = penalty(address, now, limits)
+    if recent(address, now, limits):  # an address without failures never meets a name's
+        wait = max(wait, penalty(name, now, limits))
+    if wait > 0:
+        return Verdict(False, wait)
+    if (
+        busy_address >= limits.per_address
+        or busy_name >= limits.per_name
+        or busy_all >= limits.overall
+    ):
+        return Verdict(False, limits.busy_wait)
+    return Verdict(True)
+
+
+class Throttle:
+    """The records of one serve process. ``admit`` before verifying; ``done`` after."""
+
+    KEPT = 10_000  # records kept at most (the oldest go first)
+
+    def __init__(self, limits: Limits, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limits = limits
+        self.clock = clock
+        self.records: dict[str, Record] = {}
+        self.busy: dict[str, int] = {}
+        self.busy_all = 0
+
+    @staticmethod
+    def _keys(name: str, address: str) -> tuple[str, str]:
+        return f"name:{name}", f"addr:{address}"
+
+    def admit(self, name: str, address: str) -> Verdict:
+        by_name, by_address = self._keys(name, address)
+        verdict = decide(
+            self.records.get(by_name, Record()),
+            self.records.get(by_address, Record()),
+            self.busy.get(by_name, 0),
+            self.busy.get(by_address, 0),
+            self.busy_all,
+            self.clock(),
+            self.limits,
+        )
+        if verdict.allowed:
+            for key in (by_name, by_address):
+                self.busy[key] = self.busy.get(key, 0) + 1
+            self.busy_all += 1
+        return verdict
+
+    def done(self, name: str, address: str, *, failed: bool | None) -> float:
+        """Ends an admitted sign-in; after a failure, the seconds this address now waits for
+        this name (the failed answer is held that long, so a client that tries one at a time
+        is slowed, never refused). ``failed=None``: not judged (the database failed)."""
+        by_name, by_address = self._keys(name, address)
+        for key in (by_name, by_address):
+            left = self.busy.get(key, 0) - 1
+            if left > 0:
+                self.busy[key] = left
+            else:
+                self.busy.pop(key, None)
+        self.busy_all -= 1
+        now = self.clock()
+        if failed is None:
+            return 0.0
+        if not failed:
+            # The name's record only: signing in to one's own account must not wipe the
+            # address's failures on other names.
+            self.records.pop(by_name, None)
+            return 0.0
+        for key in (by_name, by_address):
+            old = self.records.pop(key, Record())
+            count = old.failures + 1 if recent(old, now, self.limits) else 1
+            self.records[key] = Record(count, now)  # re-inserted: the dict's order is by age
+        self._forget(now)
+        name_record, address_record = self.records[by_name], self.records[by_address]
+        return max(
+            penalty(address_record, now, self.limits), penalty(name_record, now, self.limits)
+        )
+
+    def _forget(self, now: float) -> None:
+        if len(self.records) <= self.KEPT:
+            return
+        for key in [k for k, r in self.records.items() if not recent(r, now, self.limits)]:
+            del self.records[key]
+        while len(self.records) > self.KEPT:
+            del self.records[next(iter(self.records))]
