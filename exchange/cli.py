@@ -27,7 +27,7 @@ from sqlalchemy import Connection, Engine, make_url
 from exchange import app as bootstrap
 from exchange import logs
 from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import current_revision, upgrade
+from exchange.db.migrate import aggregates_beyond_intake, current_revision, upgrade
 from exchange.domain.clock import SystemClock, ensure_utc
 from exchange.errors import ExchangeError
 from exchange.ops import operators
@@ -176,14 +176,31 @@ def migrate(ctx: typer.Context) -> None:
         settings = _settings(ctx)
         engine = make_engine(settings.database_url)
         upgrade(engine)
+        staging_engine = None
         if settings.staging_url and settings.staging_url != settings.database_url:
-            upgrade(make_engine(settings.staging_url))
+            staging_engine = make_engine(settings.staging_url)
+            upgrade(staging_engine)
         out.print(
             logs.redact(
                 f"migrated {safe_url(settings.database_url)} to revision {current_revision(engine)}"
             ),
             markup=False,
         )
+        beyond = aggregates_beyond_intake(engine, staging_engine)
+        if beyond:
+            shown = ", ".join(beyond[:10]) + (
+                f" and {len(beyond) - 10} more" if beyond[10:] else ""
+            )
+            err.print(
+                logs.redact(
+                    f"warning: {len(beyond)} aggregate(s) hold a version of 2^62 or more that "
+                    f"an older release let in: {shown}; the 1C exchange numbers its packages "
+                    "below such versions, so a package's price of these aggregates is stale "
+                    "(README, 'Versions')"
+                ),
+                markup=False,
+                highlight=False,
+            )
 
 
 @app.command()

@@ -8,9 +8,11 @@ the defaults below.
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import ipaddress
 import json
+import logging
 import math
 import os
 import re
@@ -75,6 +77,13 @@ def _default_worker_id() -> str:
 # errors and the command line all go through these.
 
 SECRET_MASK = "***"
+# The service's own secrets are chosen by whoever sets the service up: one shorter than this is
+# refused at start (it is guessed, and as a word it would stand in ordinary text). The shop
+# issues its own credentials and the site its token: those are only warned about.
+MIN_SECRET_LENGTH = 8
+_REFUSED_SHORT = ("onec_password", "intake_token", "http_secret_key")
+_WARNED_SHORT = ("woo_key", "woo_secret", "bitrix_password")
+log = logging.getLogger(__name__)
 # Names of URL query parameters that carry a secret (libpq's password and sslpassword, and the
 # usual spellings of others): masked wherever a URL is shown.
 _SECRET_QUERY_KEY = re.compile(r"pass|pwd|secret|token|api_?key", re.IGNORECASE)
@@ -109,11 +118,29 @@ def secret_forms(secret: str) -> list[str]:
 
 
 def mask_secrets(text: str, forms: Iterable[str]) -> str:
-    """``text`` with every form (from ``secret_forms``, longest first) replaced by ``***``."""
-    for form in forms:
-        if form in text:
-            text = text.replace(form, SECRET_MASK)
-    return text
+    """``text`` with every form (from ``secret_forms``, longest first) replaced by ``***``,
+    except where that would cut a word: a form is not masked where a word character (a letter,
+    a digit or ``_``) on its edge meets one beside it. Inside a longer word the same letters
+    are another word ("t" in "rejected", "exchange" in "1c_exchange.php"): replacing them
+    there damages the text and hides nothing."""
+    pattern = _secret_pattern(tuple(form for form in forms if form))
+    return text if pattern is None else pattern.sub(SECRET_MASK, text)
+
+
+@functools.lru_cache(maxsize=64)
+def _secret_pattern(forms: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not forms:
+        return None
+    # Longest first: a secret that contains another is replaced whole.
+    ordered = sorted(set(forms), key=lambda f: (-len(f), f))
+    return re.compile("|".join(_alone(form) for form in ordered))
+
+
+def _alone(form: str) -> str:
+    """``form`` as a pattern that does not match inside a word."""
+    before = r"(?<!\w)" if re.match(r"\w", form) else ""
+    after = r"(?!\w)" if re.match(r"\w", form[-1]) else ""
+    return before + re.escape(form) + after
 
 
 def url_secrets(url: str | None) -> list[str]:
@@ -981,6 +1008,30 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _secret_lengths(self) -> Settings:
+        # Read now (the _file twins too): a weak secret stops every command at start, naming
+        # the setting, never the value. A file that cannot be read is reported where it is used.
+        for name in (*_REFUSED_SHORT, *_WARNED_SHORT, "site_token"):
+            try:
+                value = self.token() if name == "site_token" else self.secret(name)
+            except ConfigurationError:
+                continue
+            if value is None or len(value) >= MIN_SECRET_LENGTH:
+                continue
+            variable = _variable(name, from_file=getattr(self, f"{name}_file") is not None)
+            if name in _REFUSED_SHORT:
+                raise ValueError(
+                    f"{variable} is shorter than {MIN_SECRET_LENGTH} characters: choose a "
+                    "longer one"
+                )
+            log.warning(
+                "%s is shorter than %d characters: ask the shop for a longer one",
+                variable,
+                MIN_SECRET_LENGTH,
+            )
+        return self
+
+    @model_validator(mode="after")
     def _target_kinds(self) -> Settings:
         # Contract 10: bitrix and woocommerce take price messages only. Unset, the kinds are
         # {"price": latest-wins} for them; set, any other kind is refused at start.
@@ -1065,7 +1116,7 @@ class Settings(BaseSettings):
             try:
                 return path.read_text(encoding="utf-8").strip() or None
             except OSError as exc:
-                variable = "EXCHANGE_" + name.replace("onec_", "1c_").upper() + "_FILE"
+                variable = _variable(name, from_file=True)
                 raise ConfigurationError(f"{variable} cannot be read: {exc.strerror}") from None
         value: SecretStr | None = getattr(self, name)
         return value.get_secret_value() or None if value is not None else None
@@ -1074,6 +1125,14 @@ class Settings(BaseSettings):
         """Why serve must not listen with these settings (contract 9), or None."""
         if (self.http_tls_cert is None) != (self.http_tls_key is None):
             return "EXCHANGE_HTTP_TLS_CERT and EXCHANGE_HTTP_TLS_KEY must be set together"
+        try:  # the name the server will bind: one that does not resolve is refused here
+            socket.getaddrinfo(self.http_host, self.http_port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError) as exc:
+            reason = getattr(exc, "strerror", None) or type(exc).__name__
+            return (
+                f"EXCHANGE_HTTP_HOST={self.http_host} cannot be resolved ({reason}): write an "
+                "address (127.0.0.1, ::1, 0.0.0.0) or a host name this machine resolves"
+            )
         if self.http_tls_cert is not None or self.http_behind_proxy:
             return None
         if is_loopback(self.http_host):
@@ -1109,6 +1168,11 @@ class _TomlWithoutBom(TomlConfigSettingsSource):
         with file_path.open(mode="rb") as toml_file:
             data = toml_file.read()
         return tomllib.loads(data.decode("utf-8-sig"))
+
+
+def _variable(name: str, *, from_file: bool = False) -> str:
+    """The environment variable of a setting: ``onec_password`` -> ``EXCHANGE_1C_PASSWORD``."""
+    return "EXCHANGE_" + name.replace("onec_", "1c_").upper() + ("_FILE" if from_file else "")
 
 
 def is_loopback(host: str | None) -> bool:

@@ -13,7 +13,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, inspect
 
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.schema import staging
+from exchange.db.schema import aggregates, cml_packages, messages, staging
+from exchange.domain.identity import PACKAGE_VERSIONS_FROM
 from exchange.errors import DatabaseUnavailable
 
 STAGING_TABLE = "staging_intents"
@@ -159,3 +160,35 @@ def ensure_current(engine: Engine) -> None:
         _refuse_unknown_revision(engine)
         state = "not migrated" if current is None else f"at revision {current}, not {head}"
         raise DatabaseUnavailable(f"the database is {state}: run `exchange migrate` first")
+
+
+def aggregates_beyond_intake(engine: Engine, staging_engine: Engine | None = None) -> list[str]:
+    """The aggregates (``kind aggregate``) that hold a version from 2^62 up that is no 1C
+    package's number: older releases let such versions in through the table or the JSON
+    intake. The 1C exchange numbers its packages without them (a version at 2^63-1 left no
+    number for any package), so a later package's price of such an aggregate is below the
+    version it holds: ``exchange migrate`` names them, for a person to look at."""
+    with transaction(staging_engine or engine, read_only=True) as connection:
+        packages = set(
+            connection.execute(
+                sa.select(cml_packages.c.version).where(
+                    cml_packages.c.version >= PACKAGE_VERSIONS_FROM
+                )
+            ).scalars()
+        )
+    found: set[tuple[str, str]] = set()
+    with transaction(engine, read_only=True) as connection:
+        held = connection.execute(
+            sa.select(messages.c.kind, messages.c.aggregate, messages.c.version).where(
+                messages.c.version >= PACKAGE_VERSIONS_FROM, messages.c.rejected.is_(False)
+            )
+        ).all()
+        done = connection.execute(
+            sa.select(aggregates.c.kind, aggregates.c.aggregate, aggregates.c.done_version).where(
+                aggregates.c.done_version >= PACKAGE_VERSIONS_FROM
+            )
+        ).all()
+    for kind, aggregate, version in [*held, *done]:
+        if version not in packages:
+            found.add((kind, aggregate))
+    return [f"{kind} {aggregate!r}" for kind, aggregate in sorted(found)]

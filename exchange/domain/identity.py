@@ -37,6 +37,10 @@ def rejected_id(staging_id: int) -> str:
 
 
 MAX_VERSION = 2**63 - 1  # an aggregate version is a positive BIGINT (contract 1)
+# The versions 1C and other senders may write (the staging table, the JSON intake) are below
+# this; the numbers from it up to MAX_VERSION are the 1C packages' (contract 1, 9a), so that a
+# package, numbered above every version before it, always gets a number a BIGINT holds.
+PACKAGE_VERSIONS_FROM = 2**62
 
 
 def is_version(value: object) -> bool:

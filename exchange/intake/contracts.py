@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from exchange.domain.identity import MAX_VERSION, message_id
+from exchange.domain.identity import MAX_VERSION, PACKAGE_VERSIONS_FROM, message_id
 from exchange.domain.policy import Policy
 from exchange.domain.reasons import Reason
 
@@ -27,6 +27,11 @@ SUPPORTED_SCHEMAS = frozenset({"1"})
 _PLAIN_DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?", re.ASCII)
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Contract 1: no payload nests deeper. Checked on the text, without recursion, before anything
+# parses it, so that a staging row and a JSON intent get the same verdict however deep they go.
+MAX_NESTING = 64
+# A JSON string (skipped whole, so that brackets inside it do not count) or one bracket.
+_STRUCTURE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 # A version is a BIGINT in every table (contract 1): 1 to 2^63 - 1. A number outside that range,
 # from staging or from the site, is never a version and is never written to the database.
 # Contract 1's limits of the staging table's text columns. A DBA may have widened a column (or
@@ -56,6 +61,9 @@ class StagingRow:
     # What in the row breaks the table's own types (SQLite keeps whatever it is given: text in
     # the version column, bytes that are not UTF-8); such a row is rejected, invalid-contract.
     defect: str | None = None
+    # A row a 1C package staged (its version is a package's number, recorded in cml_packages):
+    # only such a row may carry a version from PACKAGE_VERSIONS_FROM up.
+    package: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +106,33 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ValueError(f"key {key!r} appears twice")
         result[key] = value
     return result
+
+
+def nesting(text: str) -> int:
+    """How deep the JSON ``text`` nests its objects and arrays (``{}`` is 1), read without
+    recursion and without parsing: brackets inside strings do not count. Not JSON is not
+    judged here (the parse says so); only its depth is measured."""
+    if text.count("{") + text.count("[") <= MAX_NESTING:  # every flat price: no scan at all
+        return 0
+    depth = deepest = 0
+    for match in _STRUCTURE.finditer(text):
+        char = match.group()
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def check_nesting(text: str) -> None:
+    """ContractError when ``text`` nests deeper than contract 1 allows."""
+    depth = nesting(text)
+    if depth > MAX_NESTING:
+        raise ContractError(
+            Reason.INVALID_CONTRACT,
+            f"payload nests {depth} levels deep; the contract allows at most {MAX_NESTING}",
+        )
 
 
 def parse_json_object(text: str) -> dict[str, Any]:
@@ -327,14 +362,17 @@ def _full_payload(row: StagingRow) -> str:
     return dump_json(data)  # postings and configured kinds: passed through, values unchanged
 
 
-def _encodable(payload: str) -> None:
+def _encodable(name: str, value: str | None) -> None:
     # JSON may escape a lone UTF-16 surrogate ("\\ud800"): valid JSON, but no text a database
-    # or the site can store. Refuse it here rather than fail the whole chunk later.
+    # or the site can store. Refuse it here rather than fail the whole chunk (or, in the JSON
+    # intake, the whole request) later.
+    if value is None:
+        return
     try:
-        payload.encode("utf-8")
+        value.encode("utf-8")
     except UnicodeEncodeError:
         raise ContractError(
-            Reason.INVALID_CONTRACT, "payload contains an unpaired UTF-16 surrogate escape"
+            Reason.INVALID_CONTRACT, f"{name} contains an unpaired UTF-16 surrogate"
         ) from None
 
 
@@ -358,12 +396,20 @@ def _check_columns(row: StagingRow) -> None:
         raise ContractError(
             Reason.INVALID_CONTRACT, f"payload must be text, not {type(row.payload).__name__}"
         )
+    for name in ("kind", "aggregate", "schema_version", "source_ref"):
+        _encodable(name, getattr(row, name))
     version = row.aggregate_version
     if type(version) is not int or version > MAX_VERSION:
         raise ContractError(
             Reason.INVALID_CONTRACT,
             f"aggregate_version {str(version)[:40]} is not a whole number from 1 to 2^63-1 "
             "(BIGINT)",
+        )
+    if version >= PACKAGE_VERSIONS_FROM and not row.package:
+        raise ContractError(
+            Reason.INVALID_CONTRACT,
+            f"aggregate_version {version} is not below 2^62 ({PACKAGE_VERSIONS_FROM}): the "
+            "numbers from 2^62 up are kept for the 1C exchange's packages",
         )
 
 
@@ -393,8 +439,9 @@ def validate(row: StagingRow, kinds: dict[str, Policy]) -> Accepted | Rejected:
                 f"schema_version {row.schema_version!r} of kind {row.kind!r} is not supported "
                 f"(supported: {', '.join(sorted(SUPPORTED_SCHEMAS))})",
             )
+        check_nesting(row.payload)
         payload = _canonical_payload(row)
-        _encodable(payload)
+        _encodable("payload", payload)
     except ContractError as exc:
         return Rejected(row, exc.reason, exc.detail[:1000])
     except (ValueError, TypeError, RecursionError) as exc:

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -51,9 +51,9 @@ from sqlalchemy.exc import DBAPIError
 
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.rowset import rowset
-from exchange.db.schema import UTCDateTime, aggregates, history, messages, staging
+from exchange.db.schema import UTCDateTime, aggregates, cml_packages, history, messages, staging
 from exchange.domain.clock import ensure_utc
-from exchange.domain.identity import MAX_VERSION, rejected_id
+from exchange.domain.identity import MAX_VERSION, PACKAGE_VERSIONS_FROM, rejected_id
 from exchange.domain.policy import Policy
 from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
@@ -229,6 +229,38 @@ def _verdicts(rows: list[StagingRow], kinds: dict[str, Policy]) -> list[Accepted
 
 
 def _select_rows(
+    connection: Connection, after: int, last_id: int, chunk: int, *, lock: bool
+) -> list[StagingRow]:
+    return _packages_marked(connection, _read_rows(connection, after, last_id, chunk, lock=lock))
+
+
+def _packages_marked(connection: Connection, rows: list[StagingRow]) -> list[StagingRow]:
+    """The rows with a version from PACKAGE_VERSIONS_FROM up that a 1C package staged (a
+    ``price`` row whose version is a package's number, in ``cml_packages`` beside the staging
+    table) marked as such: only they may carry such a version (contract 1, 9a)."""
+    high = {
+        row.aggregate_version
+        for row in rows
+        if row.kind == "price"
+        and type(row.aggregate_version) is int
+        and PACKAGE_VERSIONS_FROM <= row.aggregate_version <= MAX_VERSION
+    }
+    if not high:
+        return rows
+    packages = set(
+        connection.execute(
+            select(cml_packages.c.version).where(cml_packages.c.version.in_(sorted(high)))
+        ).scalars()
+    )
+    return [
+        replace(row, package=True)
+        if row.kind == "price" and row.aggregate_version in packages
+        else row
+        for row in rows
+    ]
+
+
+def _read_rows(
     connection: Connection, after: int, last_id: int, chunk: int, *, lock: bool
 ) -> list[StagingRow]:
     query = (

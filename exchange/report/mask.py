@@ -6,7 +6,8 @@
 - The values those fields held are then scrubbed from every other text of the same entry
   (the site may echo a payload in its error body, an operator may paste one into a note).
 - Known secrets (the site token, the database password) are scrubbed from every text, in any
-  quoting (``exchange.settings.secret_forms``: repr, JSON, percent-encoded, HTML). The
+  quoting (``exchange.settings.secret_forms``: repr, JSON, percent-encoded, HTML), by the
+  one rule of every output (``exchange.settings.mask_secrets``: never inside a word). The
   report never reads settings; the caller hands these in, so that a token 1C wrote into a
   payload by mistake does not travel on in a report either.
 
@@ -21,11 +22,11 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from exchange.settings import secret_forms
+from exchange.settings import mask_secrets, secret_forms
 
 MASK = "***"
-# Shorter values would blank out ordinary words and numbers all over the report (a masked
-# "1234" would cut every longer number that contains it).
+# Shorter payload values would blank out ordinary words and numbers all over the report (a
+# masked "12" would hide every standalone 12). Secrets are masked whatever their length.
 MIN_SCRUBBED_LENGTH = 6
 
 
@@ -71,9 +72,7 @@ def _leaves(value: Any) -> Iterable[str]:
 class Redactor:
     def __init__(self, mask_fields: Iterable[str] = (), secrets: Iterable[str | None] = ()):
         self.fields = frozenset(name.casefold() for name in mask_fields if name)
-        self.secrets = _scrubbable(
-            form for s in secrets if s and len(s) >= MIN_SCRUBBED_LENGTH for form in secret_forms(s)
-        )
+        self.secrets = tuple(dict.fromkeys(form for s in secrets if s for form in secret_forms(s)))
         self._pairs = (
             re.compile(
                 r'("(?:'
@@ -100,10 +99,7 @@ class Redactor:
 
     def text(self, value: str, hidden: Sequence[str] = ()) -> str:
         """``value`` with every secret and every hidden payload value replaced by ``***``."""
-        for secret in (*self.secrets, *hidden):
-            if secret in value:
-                value = value.replace(secret, MASK)
-        return value
+        return mask_secrets(value, (*self.secrets, *hidden))
 
     def optional(self, value: str | None, hidden: Sequence[str] = ()) -> str | None:
         return None if value is None else self.text(value, hidden)

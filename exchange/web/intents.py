@@ -23,11 +23,24 @@ from exchange.db.engine import transaction
 from exchange.db.schema import messages, staging
 from exchange.domain.identity import message_id
 from exchange.domain.policy import Policy
-from exchange.intake.contracts import Accepted, Rejected, StagingRow, dump_json, validate
+from exchange.intake.contracts import (
+    MAX_NESTING,
+    Accepted,
+    Rejected,
+    StagingRow,
+    dump_json,
+    nesting,
+    validate,
+)
 from exchange.intake.stage import stage
 from exchange.web.config import WebConfig
 
 PATH = "/api/v1/intents"
+# How deep a request body may nest before it is parsed at all: a payload's own limit
+# (MAX_NESTING, judged per intent, with the staging rows' rules) and the envelope
+# ({"intents": [{"payload": ...}]}), with room to spare; well below what Python's recursive
+# JSON parser survives, so no body can make it raise RecursionError.
+MAX_BODY_NESTING = 256
 FIELDS = frozenset(
     {"kind", "aggregate", "aggregate_version", "payload", "schema_version", "source_ref"}
 )
@@ -39,6 +52,40 @@ def _error(status: int, message: str) -> web.Response:
 
 class BodyError(ValueError):
     pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise BodyError(f"the key {key[:40]!r} appears twice in one object")
+        result[key] = value
+    return result
+
+
+def _is_json(content_type: str) -> bool:
+    """application/json, with or without parameters (a charset)."""
+    return content_type.split(";", 1)[0].strip().lower() == "application/json"
+
+
+def parse_body(raw: bytes) -> Any:
+    """The request body as JSON, or BodyError with one line: not UTF-8, nested beyond
+    MAX_BODY_NESTING (measured on the text, before any parsing), not JSON, or a key twice."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BodyError("the body is not UTF-8 text") from None
+    depth = nesting(text)
+    if depth > MAX_BODY_NESTING:
+        raise BodyError(
+            f"the body nests {depth} levels deep; a payload may nest at most {MAX_NESTING}"
+        )
+    try:
+        return json.loads(text, parse_float=Decimal, parse_int=int, object_pairs_hook=_unique_keys)
+    except BodyError:
+        raise
+    except ValueError as exc:
+        raise BodyError(f"the body is not JSON: {exc}") from None
 
 
 def _rows(body: Any) -> list[dict[str, Any] | str]:
@@ -71,7 +118,7 @@ def _row(item: dict[str, Any]) -> dict[str, Any] | str:
     if type(version) is not int or not -(2**63) <= version < 2**63:
         return "aggregate_version must be an integer"
     if isinstance(payload, dict):
-        payload = dump_json(payload)
+        payload = dump_json(payload)  # safe: the body's nesting was bounded before parsing
     elif not isinstance(payload, str):
         return "payload must be a JSON object (or its text)"
     if not isinstance(schema_version, str) or len(schema_version) > 32:
@@ -113,11 +160,12 @@ class JsonIntake:
             return _error(403, "the JSON intake is closed: EXCHANGE_INTAKE_TOKEN is not set")
         if not self._authorized(request):
             return _error(401, "missing or wrong bearer token")
+        if not _is_json(request.headers.get("Content-Type", "")):
+            return _error(415, "the body must be JSON: Content-Type: application/json")
         try:
-            text = (await request.read()).decode("utf-8")
-            body = json.loads(text, parse_float=Decimal, parse_int=int)
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            return _error(400, "the body is not JSON (UTF-8)")
+            body = parse_body(await request.read())
+        except BodyError as exc:
+            return _error(400, str(exc))
         intents = body.get("intents") if isinstance(body, dict) else None
         if isinstance(intents, list) and len(intents) > self.config.intake_max_items:
             return _error(413, f"at most {self.config.intake_max_items} intents per request")
@@ -167,15 +215,15 @@ class JsonIntake:
                     )
                 elif isinstance(verdict, Rejected):
                     assert isinstance(row, dict)
+                    result = {"status": "rejected"}
+                    # No id for text that is not Unicode (a lone surrogate): it has no bytes
+                    # to hash, and the reason says what is wrong.
+                    with contextlib.suppress(UnicodeEncodeError):
+                        result["message_id"] = message_id(
+                            row["kind"], row["aggregate"], row["aggregate_version"]
+                        )
                     results.append(
-                        {
-                            "status": "rejected",
-                            "message_id": message_id(
-                                row["kind"], row["aggregate"], row["aggregate_version"]
-                            ),
-                            "reason": verdict.reason.value,
-                            "detail": verdict.detail,
-                        }
+                        {**result, "reason": verdict.reason.value, "detail": verdict.detail}
                     )
                 elif _identity(verdict.payload) in known.get(verdict.message_id, ()):
                     results.append({"status": "duplicate", "message_id": verdict.message_id})

@@ -352,11 +352,14 @@ CASES: list[Case] = [
         "largest-version",
         P,
         "H54",
-        BIGINT_MAX,
+        2**62 - 1,
         price(54, "5.00"),
         "delivered",
         sent=sent_price("H54", "5.00"),
     ),
+    # The numbers from 2^62 up are the 1C packages' (contract 1): one at 2^63-1 once left no
+    # number for any later package.
+    Case("largest-bigint-version", P, "H99", BIGINT_MAX, price(99, "5.00"), INVALID, ("2^62",)),
     Case(
         "posting-extra-fields-nul-and-megabyte",
         FP,

@@ -109,7 +109,7 @@ def staging_rows(draw: st.DrawFn, database: str) -> tuple[dict[str, Any], str | 
         expected_price is not None
         and kind == "price"
         and schema == "1"
-        and version >= 1
+        and 1 <= version < 2**62  # the numbers from 2^62 up are the 1C packages'
         and aggregate.strip() != ""
         and len(aggregate) <= 100
         and re.search(r"[\x00-\x1f\x7f]", aggregate) is None

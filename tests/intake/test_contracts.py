@@ -484,3 +484,89 @@ def test_a_check_that_trips_over_unexpected_data_still_gives_a_quarantine_reason
 def price_row_for_test() -> StagingRow:
     payload = '{"sku": "SKU-17", "price": "1.00"}'
     return StagingRow(1, "price", "SKU-17", 1, payload, "1", None, CREATED)
+
+
+# -- the limits of issue 21: versions below 2^62, nesting at most 64, text that is Unicode -----
+
+PRICE_TEXT = '{"sku": "SKU-17", "price": "840.00"}'
+
+
+@pytest.mark.parametrize(
+    ("version", "package", "accepted"),
+    [
+        (2**62 - 1, False, True),
+        (2**62, False, False),
+        (2**63 - 1, False, False),
+        (2**62, True, True),  # a 1C package's number: the numbers from 2^62 up are theirs
+        (2**63 - 1, True, True),
+    ],
+)
+def test_a_version_from_2_62_up_is_a_packages_only(
+    version: int, package: bool, accepted: bool
+) -> None:
+    staged = StagingRow(
+        1, "price", "SKU-17", version, PRICE_TEXT, "1", None, CREATED, package=package
+    )
+    result = validate(staged, KINDS)
+    assert isinstance(result, Accepted) is accepted, result
+    if not accepted:
+        assert isinstance(result, Rejected) and Reason.INVALID_CONTRACT == result.reason
+        assert "2^62" in result.detail and str(2**62) in result.detail
+
+
+def _nested(depth: int) -> str:
+    """A price payload whose JSON nests ``depth`` levels (the object itself is level 1)."""
+    inner = "1"
+    for _ in range(depth - 1):
+        inner = '{"x": ' + inner + "}"
+    return '{"sku": "SKU-17", "price": "1", "extra": ' + inner + "}"
+
+
+@pytest.mark.parametrize(
+    ("payload", "verdict"),
+    [
+        ('{"a": ' * 63 + "1" + "}" * 63, "accepted"),  # 63 levels
+        ('{"a": ' * 64 + "1" + "}" * 64, "accepted"),  # 64: the limit
+        ('{"a": ' * 65 + "1" + "}" * 65, "65 levels"),
+        ('{"a": ' + "[" * 969 + "]" * 969 + "}", "970 levels"),
+        ("[" * 100_000 + "]" * 100_000, "100000 levels"),  # refused without recursion
+        ("{" * 100_000, "100000 levels"),  # not even JSON: its depth alone refuses it
+        ('{"a": "' + "[" * 500 + '"}', "accepted"),  # brackets inside a string do not count
+        ('{"a": "\\"' + "{" * 500 + '"}', "accepted"),  # nor after an escaped quote
+    ],
+)
+def test_a_payload_nests_at_most_64_levels(payload: str, verdict: str) -> None:
+    result = validate(row(payload, kind="financial_posting"), KINDS)
+    if verdict == "accepted":
+        assert isinstance(result, Accepted), result
+    else:
+        assert isinstance(result, Rejected) and Reason.INVALID_CONTRACT == result.reason
+        assert verdict in result.detail and "at most 64" in result.detail, result.detail
+
+
+def test_a_price_payload_nested_too_deep_gets_the_same_verdict_as_a_posting() -> None:
+    result = validate(row(_nested(65)), KINDS)
+    assert isinstance(result, Rejected) and "nests 65 levels" in result.detail
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("aggregate", "SKU-\ud800"), ("source_ref", "doc \udfff"), ("kind", "price\ud800")],
+)
+def test_text_with_a_lone_surrogate_is_invalid_contract_naming_the_field(
+    field: str, value: str
+) -> None:
+    fields: dict[str, Any] = {
+        "id": 1,
+        "kind": "price",
+        "aggregate": "SKU-17",
+        "aggregate_version": 1,
+        "payload": PRICE_TEXT,
+        "schema_version": "1",
+        "source_ref": None,
+        "created_at": CREATED,
+    }
+    fields[field] = value
+    result = validate(StagingRow(**fields), KINDS)
+    assert isinstance(result, Rejected) and Reason.INVALID_CONTRACT == result.reason
+    assert field in result.detail and "surrogate" in result.detail

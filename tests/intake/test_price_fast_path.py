@@ -165,4 +165,5 @@ def test_json_nested_past_the_recursion_limit_is_a_quarantine_reason_not_a_crash
         DEFAULT_KINDS,
     )
     assert isinstance(result, Rejected)
-    assert "not valid JSON" in result.detail or "must be a JSON object" in result.detail
+    # contract 1: nested deeper than 64 levels, refused by its depth before any parser runs
+    assert "levels deep" in result.detail and "at most 64" in result.detail

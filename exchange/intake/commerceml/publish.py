@@ -60,6 +60,7 @@ from exchange.db.schema import (
     messages,
     staging,
 )
+from exchange.domain.identity import MAX_VERSION, PACKAGE_VERSIONS_FROM
 from exchange.intake.commerceml.mapping import Counts, SkuMode
 from exchange.intake.commerceml.parse import CmlError, PriceType
 from exchange.intake.commerceml.reading import (
@@ -428,8 +429,19 @@ def _next_version(connection: Connection, queue: Engine | None) -> tuple[int, in
     row that the second read still sees untaken, or it has committed before the third read sees
     it. Without a mark (the first package, or packages staged before the mark existed), or when
     the service's ids went back below it (another database), ``messages`` is read whole,
-    once."""
-    highest = connection.execute(select(func.max(cml_packages.c.version))).scalar() or 0
+    once.
+
+    Versions from PACKAGE_VERSIONS_FROM up that older releases let in through the table or the
+    JSON intake are not counted (one at 2^63-1 would leave no number for any package, ever:
+    ``exchange migrate`` names the aggregates that hold one), nor a package that already holds
+    the largest BIGINT; a package's own number from 2^62 up is counted, for such numbers are
+    the packages'."""
+    highest = (
+        connection.execute(
+            select(func.max(cml_packages.c.version)).where(cml_packages.c.version < MAX_VERSION)
+        ).scalar()
+        or 0
+    )
     previous = connection.execute(
         select(cml_packages.c.messages_mark).order_by(cml_packages.c.id.desc()).limit(1)
     ).scalar()
@@ -461,7 +473,9 @@ def _untaken_version(connection: Connection) -> int:
     """The highest ``price`` version waiting in staging (the untaken rows' partial index)."""
     untaken = connection.execute(
         select(func.max(staging.c.aggregate_version)).where(
-            staging.c.taken_at.is_(None), staging.c.kind == "price"
+            staging.c.taken_at.is_(None),
+            staging.c.kind == "price",
+            staging.c.aggregate_version < PACKAGE_VERSIONS_FROM,
         )
     ).scalar()
     return int(untaken or 0)
@@ -474,12 +488,16 @@ def _queue_version(connection: Connection, after: int | None) -> int:
     of ``aggregates``, one row per price, which grows with the catalogue, not the history. The
     messages first: one pruned before that read had its cursor committed before the prune, so
     before the second read."""
-    query = select(func.max(messages.c.version)).where(messages.c.kind == "price")
+    query = select(func.max(messages.c.version)).where(
+        messages.c.kind == "price", messages.c.version < PACKAGE_VERSIONS_FROM
+    )
     if after is not None:
         query = query.where(messages.c.id > after)
     sent = connection.execute(query).scalar()
     done = connection.execute(
-        select(func.max(aggregates.c.done_version)).where(aggregates.c.kind == "price")
+        select(func.max(aggregates.c.done_version)).where(
+            aggregates.c.kind == "price", aggregates.c.done_version < PACKAGE_VERSIONS_FROM
+        )
     ).scalar()
     return int(max(sent or 0, done or 0))
 
