@@ -36,6 +36,10 @@ from exchange.intake.sources.common import Received, Taken, digest_key, safe_key
 log = logging.getLogger(__name__)
 
 WAIT_FOR_MORE = 0.5  # seconds a pull waits for a delivery the broker says is ready
+# Seconds a pull waits when the buffer is empty and the broker says nothing is ready: a message
+# the broker has just handed to this consumer counts as ready no more, and may still be on its
+# way to the buffer (the queue's answer can overtake the delivery).
+GRACE = 0.1
 ROUNDS = 50  # most buffers of ``prefetch`` messages one pull takes (the cycle goes on after)
 BACKOFF_BASE, BACKOFF_MAX = 0.2, 30.0
 CONNECT_TIMEOUT = 10.0
@@ -187,6 +191,12 @@ class RabbitMqSource:
             self._fail(describe(exc, self.url))
             log.warning("RabbitMQ: the connection was lost (%s); reconnecting", self.last_error)
             raise BrokerUnavailable(f"RabbitMQ connection lost: {self.last_error}") from None
+        except BaseException:
+            # The database failed (or the worker stops): the batch was taken from the buffer
+            # and not acknowledged. Closing the connection makes the broker deliver it again.
+            await self._drop()
+            self._idle = False
+            raise
         self._idle = total.messages == 0
         if total.messages:
             log.info(
@@ -205,10 +215,8 @@ class RabbitMqSource:
         # The buffer is empty: ask the broker what is ready, and wait for it only if anything is.
         declared = await queue.channel.declare_queue(self.queue_name, passive=True)
         ready = declared.declaration_result.message_count or 0
-        if not ready:
-            return []
         with contextlib.suppress(asyncio.TimeoutError):
-            first = await asyncio.wait_for(self._buffer.get(), WAIT_FOR_MORE)
+            first = await asyncio.wait_for(self._buffer.get(), WAIT_FOR_MORE if ready else GRACE)
             return [first, *self._drain(self.prefetch - 1)]
         return []
 
@@ -236,7 +244,12 @@ class RabbitMqSource:
         connection = await self._open_briefly()
         try:
             channel = await connection.channel()
-            declared = await channel.declare_queue(self.queue_name, passive=True)
+            try:
+                declared = await channel.declare_queue(self.queue_name, passive=True)
+            except aiormq.exceptions.ChannelNotFoundEntity:
+                raise ConfigurationError(
+                    f"EXCHANGE_RABBITMQ_QUEUE: RabbitMQ has no queue {self.queue_name!r}"
+                ) from None
             result = declared.declaration_result
             return {
                 "source": self.name,
