@@ -344,12 +344,11 @@ class Settings(BaseSettings):
         description="Consecutive temporary failures on distinct aggregates that open the "
         "circuit breaker.",
     )
-    target: Literal["api", "bitrix", "woocommerce", "rabbitmq"] = Field(
+    target: Literal["api", "bitrix", "woocommerce"] = Field(
         "api",
         description="The shop's side (contract 10): api (the shop API of section 5), bitrix "
-        "(1C-Bitrix's own exchange, the service acting as 1C), woocommerce (REST API v3) or "
-        "rabbitmq (published to EXCHANGE_RABBITMQ_EXCHANGE, contract 12). bitrix and "
-        "woocommerce take price messages only.",
+        "(1C-Bitrix's own exchange, the service acting as 1C) or woocommerce (REST API v3). "
+        "bitrix and woocommerce take price messages only.",
     )
     woo_url: str | None = Field(
         None,
@@ -690,8 +689,8 @@ class Settings(BaseSettings):
         description="Most intents one POST /api/v1/intents may carry (413 beyond).",
     )
 
-    # -- brokers (contract 12, issue 26): RabbitMQ and Redis Streams as ways in, RabbitMQ as a
-    # target. One block, so that it merges beside other work on this file.
+    # -- brokers (contract 12, issue 26): RabbitMQ and Redis Streams as ways in. One block,
+    # so that it merges beside other work on this file.
     source: Literal["rabbitmq", "redis"] | None = Field(
         None,
         description="A broker that exchange run also takes intents from at each cycle's intake "
@@ -700,8 +699,8 @@ class Settings(BaseSettings):
     )
     rabbitmq_url: str | None = Field(
         None,
-        description="RabbitMQ: amqp://user:password@host:5672/vhost (amqps:// for TLS), for "
-        "the rabbitmq source and the rabbitmq target. Its password is never logged.",
+        description="The rabbitmq source: amqp://user:password@host:5672/vhost (amqps:// for "
+        "TLS). Its password is never logged.",
     )
     rabbitmq_queue: str | None = Field(
         None,
@@ -715,11 +714,6 @@ class Settings(BaseSettings):
         ge=1,
         le=65_535,
         description="The rabbitmq source: most messages delivered and not yet acknowledged.",
-    )
-    rabbitmq_exchange: str | None = Field(
-        None,
-        description="The rabbitmq target: the exchange messages are published to (it must "
-        "exist), routing key = the message's kind.",
     )
     redis_url: str | None = Field(
         None,
@@ -743,6 +737,11 @@ class Settings(BaseSettings):
         "(a dead worker) is claimed and staged.",
     )
 
+    @field_validator("redis_min_idle", mode="before")
+    @classmethod
+    def _broker_seconds(cls, value: Any) -> Any:
+        return _finite_seconds(value)
+
     @model_validator(mode="after")
     def _brokers(self) -> Settings:
         missing: list[str] = []
@@ -764,22 +763,8 @@ class Settings(BaseSettings):
                 )
                 if not x
             ]
-        if self.target == "rabbitmq":
-            missing += [
-                v
-                for v, x in (
-                    ("EXCHANGE_RABBITMQ_URL", self.rabbitmq_url),
-                    ("EXCHANGE_RABBITMQ_EXCHANGE", self.rabbitmq_exchange),
-                )
-                if not x and v not in missing
-            ]
         if missing:
-            users = " and ".join(
-                f"EXCHANGE_{name}={value}"
-                for name, value in (("SOURCE", self.source), ("TARGET", self.target))
-                if value in ("rabbitmq", "redis")
-            )
-            raise ValueError(f"{users} needs {', '.join(missing)}")
+            raise ValueError(f"EXCHANGE_SOURCE={self.source} needs {', '.join(missing)}")
         return self
 
     def broker_secrets(self) -> list[str]:
@@ -1077,7 +1062,7 @@ class Settings(BaseSettings):
     def _target_kinds(self) -> Settings:
         # Contract 10: bitrix and woocommerce take price messages only. Unset, the kinds are
         # {"price": latest-wins} for them; set, any other kind is refused at start.
-        if self.target in ("api", "rabbitmq"):  # every kind
+        if self.target == "api":
             return self
         if "kinds" not in self.model_fields_set:
             self.kinds = {"price": Policy.LATEST_WINS}
