@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[postgres,dev]'
+	$(BIN)/pip install --quiet -e '.[postgres,dev,brokers]'
 	touch $@
 
 install: $(BIN)/.installed
@@ -36,7 +36,7 @@ wheel-check: $(BIN)/.installed
 # The benchmark suite (docs/benchmarks/README.md): 10-25 minutes, needs PostgreSQL like the
 # tests; writes docs/benchmarks/. `make bench BENCH_ARGS=--quick` is a one-minute smoke run.
 bench: $(BIN)/.installed
-	$(BIN)/pip install --quiet -e '.[postgres,dev,bench]'
+	$(BIN)/pip install --quiet -e '.[postgres,dev,brokers,bench]'
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 # The soak (docs/soak.md): 5 minutes of traffic with site faults and SIGKILLed workers on a

@@ -250,7 +250,7 @@ def run(
                     worker, poll_interval=settings.poll_interval, notifier=notifier
                 )
             finally:
-                await worker.target.aclose()
+                await worker.aclose()
 
         with bootstrap.serving(settings, worker, engine):
             code = run_event_loop(main())

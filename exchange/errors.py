@@ -3,6 +3,7 @@
     ExchangeError
     ├── ConfigurationError      bad settings: exit 2 before any work starts
     ├── DatabaseUnavailable     the database cannot be reached or is not migrated
+    ├── BrokerUnavailable       a broker source (RabbitMQ, Redis) cannot be reached now
     └── OperatorError           an operator command that cannot be carried out as asked
 
 Library exceptions (SQLAlchemy, httpx, pydantic) are converted to these at the boundary;
@@ -25,6 +26,10 @@ class ConfigurationError(ExchangeError):
 
 class DatabaseUnavailable(ExchangeError):
     """the database cannot be reached"""
+
+
+class BrokerUnavailable(ExchangeError):
+    """the broker cannot be reached"""
 
 
 class OperatorError(ExchangeError):

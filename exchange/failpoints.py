@@ -15,6 +15,7 @@ database must recover on its own. ``tests/faults/test_crash_points.py`` and
 
 The points (``POINTS``), in the order a cycle meets them:
 
+    source-staged        a broker's batch is staged and committed; nothing is acknowledged
     intake-stored        a chunk of staging rows is stored as messages, not yet committed
                          (staging in another database: committed there, not yet marked taken)
     intake-chunk-done    a chunk is committed; the next chunk is not taken yet
@@ -43,6 +44,7 @@ from typing import Final
 ENV: Final = "EXCHANGE_FAILPOINTS"
 POINTS: Final = frozenset(
     {
+        "source-staged",
         "intake-stored",
         "intake-chunk-done",
         "after-lease-commit",

@@ -720,6 +720,88 @@ class Settings(BaseSettings):
         description="Most intents one POST /api/v1/intents may carry (413 beyond).",
     )
 
+    # -- brokers (contract 12, issue 26): RabbitMQ and Redis Streams as ways in. One block,
+    # so that it merges beside other work on this file.
+    source: Literal["rabbitmq", "redis"] | None = Field(
+        None,
+        description="A broker that exchange run also takes intents from at each cycle's intake "
+        "(contract 12): rabbitmq or redis; unset: the staging table alone (which is read "
+        "either way).",
+    )
+    rabbitmq_url: str | None = Field(
+        None,
+        description="The rabbitmq source: amqp://user:password@host:5672/vhost (amqps:// for "
+        "TLS). Its password is never logged.",
+    )
+    rabbitmq_queue: str | None = Field(
+        None,
+        description="The rabbitmq source: the durable queue of JSON intents (it must exist). "
+        "A bad message is rejected without requeue: dead-lettered where the queue has a "
+        "dead-letter exchange, dropped (as an ack would) where it has none, after it is "
+        "recorded in the quarantine.",
+    )
+    rabbitmq_prefetch: int = Field(
+        100,
+        ge=1,
+        le=65_535,
+        description="The rabbitmq source: most messages delivered and not yet acknowledged.",
+    )
+    redis_url: str | None = Field(
+        None,
+        description="The redis source: redis://[:password@]host:6379/0 (rediss:// for TLS). "
+        "Its password is never logged.",
+    )
+    redis_stream: str | None = Field(
+        None, description="The redis source: the stream whose entries carry intents (field intent)."
+    )
+    redis_group: str = Field(
+        "exchange",
+        min_length=1,
+        description="The redis source: the consumer group (created, from the stream's start, "
+        "when missing); each worker reads as a consumer named by its worker id.",
+    )
+    redis_min_idle: float = Field(
+        60.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Seconds: an entry another consumer read and left unacknowledged this long "
+        "(a dead worker) is claimed and staged.",
+    )
+
+    @field_validator("redis_min_idle", mode="before")
+    @classmethod
+    def _broker_seconds(cls, value: Any) -> Any:
+        return _finite_seconds(value)
+
+    @model_validator(mode="after")
+    def _brokers(self) -> Settings:
+        missing: list[str] = []
+        if self.source == "rabbitmq":
+            missing += [
+                v
+                for v, x in (
+                    ("EXCHANGE_RABBITMQ_URL", self.rabbitmq_url),
+                    ("EXCHANGE_RABBITMQ_QUEUE", self.rabbitmq_queue),
+                )
+                if not x
+            ]
+        if self.source == "redis":
+            missing += [
+                v
+                for v, x in (
+                    ("EXCHANGE_REDIS_URL", self.redis_url),
+                    ("EXCHANGE_REDIS_STREAM", self.redis_stream),
+                )
+                if not x
+            ]
+        if missing:
+            raise ValueError(f"EXCHANGE_SOURCE={self.source} needs {', '.join(missing)}")
+        return self
+
+    def broker_secrets(self) -> list[str]:
+        """The passwords the brokers' URLs carry."""
+        return url_secrets(self.rabbitmq_url) + url_secrets(self.redis_url)
+
     # -- notifications to the operators (issue 16 item 6): off unless a channel is set -------
     notify_every: float = Field(
         3600.0,
@@ -1093,6 +1175,7 @@ class Settings(BaseSettings):
                 found.append(self.token() or "")
         for url in (self.database_url, self.staging_url):
             found += url_secrets(url)
+        found += self.broker_secrets()
         for name in (
             "onec_password",  # exchange serve's
             "intake_token",

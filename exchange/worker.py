@@ -52,9 +52,10 @@ from exchange.domain.retry import (
 )
 from exchange.domain.states import Event
 from exchange.domain.verdicts import Classification, Verdict
-from exchange.errors import ConfigurationError, DatabaseUnavailable
+from exchange.errors import BrokerUnavailable, ConfigurationError, DatabaseUnavailable
 from exchange.failpoints import failpoint
 from exchange.intake import staging_table as intake
+from exchange.intake.sources.common import Source
 from exchange.intake.staging_table import IntakeReport
 from exchange.logs import log_event
 from exchange.queue import coalesce, control, lease, record
@@ -129,8 +130,10 @@ class Worker:
         staging_engine: Engine | None = None,
         rng: random.Random | None = None,
         metrics: Metrics | None = None,
+        source: Source | None = None,
     ) -> None:
         self.settings = settings
+        self.source = source  # a broker taken from at each cycle's intake (contract 12)
         self.engine = engine
         self.staging_engine = staging_engine
         self.target = target
@@ -204,6 +207,8 @@ class Worker:
 
     async def _cycle(self) -> CycleReport:
         report = CycleReport()
+        if self.source is not None:
+            await self._pull_source()
         now = self.clock.now()
         taken = intake.take(self.engine, self.staging_engine, self.settings.kinds, now)
         report.taken = taken.taken
@@ -279,6 +284,26 @@ class Worker:
             report.sent += sum(1 for _, d in outcomes if d.event is not Event.RELEASED)
         self._heartbeat()
         return report
+
+    async def _pull_source(self) -> None:
+        """The broker's intents into staging, before the table is read: a broker that cannot
+        be reached (it reconnects with a backoff) or that lost its queue never stops delivery
+        of what is already in."""
+        assert self.source is not None
+        try:
+            await self.source.pull()
+        except BrokerUnavailable as exc:
+            log.warning("%s", exc)
+        except ConfigurationError as exc:
+            log.error("%s", exc)
+
+    async def aclose(self) -> None:
+        """Close the target's connections and the source's."""
+        try:
+            await self.target.aclose()
+        finally:
+            if self.source is not None:
+                await self.source.aclose()
 
     # -- delivery ----------------------------------------------------------------------
 
@@ -768,6 +793,8 @@ class Worker:
     def idle(self) -> bool:
         """Nothing left that this service could move without a person (contract 6); an
         operator's pause is such a person's decision."""
+        if self.source is not None and not self.source.idle:
+            return False  # the broker had something ready at the last pull
         return self.operator_paused or is_idle(self.engine, self.staging_engine, self.kinds)
 
 

@@ -28,6 +28,8 @@ from exchange.domain.identity import message_id
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake import staging_table
 from exchange.intake.contracts import Accepted, StagingRow
+from exchange.intake.intents import BodyError
+from exchange.intake.sources.common import intents_of
 from exchange.settings import load_settings
 
 LIMIT = 2**62
@@ -378,3 +380,21 @@ def test_serve_on_a_host_that_does_not_resolve_exits_2_without_a_traceback(
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and "localhost." in lines[0]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"kind": "price", "kind": "price"}',
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"intents": [' + b"[" * 970 + b"]" * 970 + b"]}",
+        b"\xff\xfe not utf-8",
+    ],
+    ids=["key-twice", "nested-100000", "nested-970", "not-utf-8"],
+)
+def test_a_broker_message_is_held_to_the_json_intakes_body_rules(body: bytes) -> None:
+    """The brokers' sources read bodies with the JSON intake's own parser: a key twice or a
+    body nested past the limit is not intents (recorded for operators), never a RecursionError
+    that would stop the consumer."""
+    with pytest.raises(BodyError):
+        intents_of(body, max_items=1000)

@@ -1,0 +1,243 @@
+"""What every broker source does alike (contract 12), whatever the broker.
+
+A broker message (a RabbitMQ body, a stream entry's field ``intent``) is one intent, a list of
+intents, or ``{"intents": [...]}`` in the shape of 9b, at most ``EXCHANGE_INTAKE_MAX_ITEMS``.
+``take`` handles a batch of them in two short transactions, then the source acknowledges:
+
+1. the valid intents of every message are judged and staged through ``intake.intents`` (the
+   JSON intake's code): an intent already received, a redelivery after a crash between the
+   commit and the acknowledgement among them, is a ``duplicate`` and is staged nothing twice;
+2. what cannot be staged (a body that is not intents, an intent the contract refuses) is
+   recorded as a quarantine record whose id is the message's own key (the broker's
+   ``message_id``, else a digest of the body, or the stream entry's id) and the intent's place
+   in it: recorded again, it is the same record, never a second.
+
+Only then may the source acknowledge: a crash before leaves the message to be delivered again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.dialects import postgresql, sqlite
+
+from exchange.db.engine import is_postgres, transaction
+from exchange.db.schema import messages
+from exchange.domain.policy import Policy
+from exchange.domain.reasons import Reason
+from exchange.domain.states import Event, State
+from exchange.intake.intents import BodyError, intent_row, items_of, parse_body, stage_intents
+from exchange.queue.transitions import Change, apply
+
+# What a quarantine record keeps of a body: enough for a person to see what was sent, bounded
+# so that a hostile 100 MB body does not become a 100 MB row.
+BODY_CAP = 65_536
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]")
+
+
+@dataclass(slots=True)
+class Received:
+    """One broker message: its body and the key its quarantine record is idempotent on."""
+
+    key: str
+    body: bytes
+    where: str  # for people: the queue or stream, and the broker's id of the message
+
+
+@dataclass
+class Taken:
+    """What ``take`` made of a batch."""
+
+    messages: int = 0
+    staged: int = 0
+    duplicates: int = 0
+    refused: int = 0  # quarantine records (bodies that are not intents, intents refused)
+    bad: set[int] = field(default_factory=set)  # indexes of messages that were not intents
+
+
+class Source(Protocol):
+    """A broker that ``exchange run`` takes intents from at each cycle's intake."""
+
+    name: str
+
+    async def pull(self) -> Taken:
+        """Take what is ready now: stage it, record what is bad, then acknowledge. Raises
+        ``BrokerUnavailable`` when the broker cannot be reached (the next cycle tries again,
+        after a backoff)."""
+        ...
+
+    @property
+    def idle(self) -> bool:
+        """The last pull found nothing ready (``--until-idle``)."""
+        ...
+
+    async def figures(self) -> dict[str, Any]:
+        """What the source has ready and pending, for ``status``."""
+        ...
+
+    async def check(self) -> str:
+        """Reach the broker and the queue or stream; ``ConfigurationError`` when they are not
+        there, ``BrokerUnavailable`` when the broker does not answer; else one line."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+def digest_key(body: bytes) -> str:
+    return "sha256-" + hashlib.sha256(body).hexdigest()[:40]
+
+
+def safe_key(value: str) -> str:
+    """A broker's id as a part of a message_id (ASCII, bounded)."""
+    readable = _UNSAFE.sub("_", value)[:100]
+    if readable != value:
+        readable += "-" + hashlib.sha256(value.encode()).hexdigest()[:12]
+    return readable
+
+
+def intents_of(body: bytes, max_items: int) -> list[dict[str, Any] | str]:
+    """The intents a body carries, each a staging row or why it cannot be one; ``BodyError``
+    when the body is not intents at all."""
+    data = parse_body(body)
+    if isinstance(data, dict) and set(data) == {"intents"}:
+        data = data["intents"]
+        if not isinstance(data, list):
+            raise BodyError('"intents" must be a list')
+    if isinstance(data, dict):
+        return [intent_row(data)]
+    if not isinstance(data, list):
+        raise BodyError('the body must be an intent, a list of intents or {"intents": [...]}')
+    if not data:
+        raise BodyError("the body holds no intent")
+    if len(data) > max_items:
+        raise BodyError(f"at most {max_items} intents per message, not {len(data)}")
+    return items_of(data)
+
+
+@dataclass(slots=True)
+class _Refusal:
+    record_id: str
+    where: str
+    detail: str
+    reason: str
+    text: str
+    row: dict[str, Any] | None = None
+
+
+def take(
+    engine: Engine,
+    staging_engine: Engine | None,
+    kinds: dict[str, Policy],
+    batch: Sequence[Received],
+    *,
+    source: str,
+    max_items: int,
+) -> Taken:
+    """Stage the intents of ``batch`` and record what cannot be staged (module docstring)."""
+    taken = Taken(messages=len(batch))
+    rows: list[dict[str, Any] | str] = []
+    origin: list[tuple[int, int]] = []  # (message, intent) of each row
+    refusals: list[_Refusal] = []
+    for index, message in enumerate(batch):
+        try:
+            found = intents_of(message.body, max_items)
+        except BodyError as exc:
+            taken.bad.add(index)
+            refusals.append(
+                _Refusal(
+                    f"{source}-{message.key}",
+                    message.where,
+                    str(exc),
+                    Reason.INVALID_CONTRACT.value,
+                    _text(message.body),
+                )
+            )
+            continue
+        rows += found
+        origin += [(index, n) for n in range(len(found))]
+    results = stage_intents(engine, staging_engine, kinds, rows) if rows else []
+    for result, row, (index, n) in zip(results, rows, origin, strict=True):
+        if result["status"] == "staged":
+            taken.staged += 1
+        elif result["status"] == "duplicate":
+            taken.duplicates += 1
+        else:
+            message = batch[index]
+            refusals.append(
+                _Refusal(
+                    f"{source}-{message.key}-{n}",
+                    f"{message.where}, intent {n}",
+                    result["detail"],
+                    result["reason"],
+                    _text(message.body),
+                    row if isinstance(row, dict) else None,
+                )
+            )
+    if refusals:
+        with transaction(engine) as connection:
+            taken.refused = _record(connection, refusals, source, datetime.now(UTC))
+    return taken
+
+
+def _text(body: bytes) -> str:
+    # PostgreSQL's TEXT holds no NUL; a body that is not UTF-8 is shown as far as it reads.
+    text = body[: BODY_CAP * 4].decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+    return text[:BODY_CAP] + (" [cut]" if len(text) > BODY_CAP else "")
+
+
+def _record(connection: Connection, refusals: list[_Refusal], source: str, now: datetime) -> int:
+    insert = postgresql.insert if is_postgres(connection) else sqlite.insert
+    statement = (
+        insert(messages)
+        .on_conflict_do_nothing(index_elements=["message_id"])
+        .returning(messages.c.id, messages.c.message_id)
+    )
+    params = []
+    for refusal in refusals:
+        row = refusal.row or {}
+        version = row.get("aggregate_version", 0)
+        params.append(
+            {
+                "message_id": refusal.record_id[:200],
+                "aggregate_id": None,
+                "rejected": True,
+                "kind": str(row.get("kind") or source)[:64],
+                "aggregate": str(row.get("aggregate") or "")[:200],
+                "version": version if -(2**63) <= version < 2**63 else 0,
+                "schema_version": str(row.get("schema_version") or "")[:32],
+                "source_ref": (row.get("source_ref") or refusal.where)[:500],
+                "payload": refusal.text,
+                "created_at": now,
+                "staging_id": None,
+                "taken_at": now,
+                "state": State.QUARANTINED.value,
+                "reason": refusal.reason,
+                "attempts": 0,
+                "last_error": f"{refusal.where}: {refusal.detail}",
+                "waiting_since": now,
+                "updated_at": now,
+            }
+        )
+    inserted = {mid: pk for pk, mid in connection.execute(statement, params)}
+    details = {r.record_id[:200]: r for r in refusals}
+    apply(
+        connection,
+        [
+            Change(
+                pk,
+                Event.REJECTED,
+                None,
+                State.QUARANTINED,
+                detail=f"{details[mid].reason}: {details[mid].where}: {details[mid].detail}",
+            )
+            for mid, pk in inserted.items()
+        ],
+        now,
+    )
+    return len(inserted)

@@ -1,0 +1,280 @@
+"""Redis Streams as a way in (contract 12): a stream whose entries carry intents in the field
+``intent``, read through a consumer group.
+
+Why redis-py: the client the Redis project maintains for Python; its ``redis.asyncio`` client
+runs on the worker's event loop, and it speaks every stream command used here (``XGROUP
+CREATE ... MKSTREAM``, ``XREADGROUP``, ``XAUTOCLAIM``, ``XACK``, ``XINFO GROUPS``).
+
+Each worker reads as the consumer named by its worker id. A pull takes, in this order: the
+entries this consumer read and never acknowledged (a pull that failed before its ``XACK``),
+the entries other consumers left pending for ``EXCHANGE_REDIS_MIN_IDLE`` seconds (a dead
+worker's; ``XAUTOCLAIM``), then new entries (``>``); it stages them (``common.take``), commits,
+and only then acknowledges. A bad entry is recorded in the quarantine (idempotent on its id)
+and acknowledged. The group is created, reading the stream from its start, when missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import time
+from typing import Any
+
+import redis.asyncio as redis
+from redis.exceptions import AuthenticationError, ConnectionError, RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeout
+from sqlalchemy import Engine
+
+from exchange.domain.policy import Policy
+from exchange.errors import BrokerUnavailable, ConfigurationError
+from exchange.failpoints import failpoint
+from exchange.intake.sources.common import Received, Taken, safe_key, take
+
+log = logging.getLogger(__name__)
+
+BATCH = 500  # entries a read asks for
+ROUNDS = 20  # most reads of new entries one pull makes (the cycle goes on after)
+BACKOFF_BASE, BACKOFF_MAX = 0.2, 30.0
+FIELD = b"intent"
+Entry = tuple[bytes, dict[bytes, bytes] | None]
+
+
+class RedisSource:
+    name = "redis"
+
+    def __init__(
+        self,
+        url: str,
+        stream: str,
+        group: str,
+        *,
+        consumer: str,
+        min_idle: float,
+        engine: Engine,
+        staging_engine: Engine | None,
+        kinds: dict[str, Policy],
+        max_items: int,
+    ) -> None:
+        self.url = url
+        self.stream = stream
+        self.group = group
+        self.consumer = consumer
+        self.min_idle_ms = max(1, round(min_idle * 1000))
+        self.engine = engine
+        self.staging_engine = staging_engine
+        self.kinds = kinds
+        self.max_items = max_items
+        self._client: redis.Redis | None = None
+        self._group_ready = False
+        self._own_pending = True  # after a start, read what this consumer left unacknowledged
+        self._failures = 0
+        self._retry_at = 0.0
+        self._idle = False
+        self.last_error: str | None = None
+
+    def _redis(self) -> redis.Redis:
+        if self._client is None:
+            self._client = redis.Redis.from_url(
+                self.url, socket_connect_timeout=10, socket_timeout=30
+            )
+        return self._client
+
+    def _describe(self, exc: BaseException) -> str:
+        return f"{type(exc).__name__}: {exc}".replace(self.url, "<url>")
+
+    async def _ensure_group(self) -> None:
+        if self._group_ready:
+            return
+        try:
+            await self._redis().xgroup_create(self.stream, self.group, id="0", mkstream=True)
+            log.info("redis: created the consumer group %s on %s", self.group, self.stream)
+        except ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+        self._group_ready = True
+
+    def _fail(self, error: str) -> None:
+        self._failures += 1
+        self.last_error = error
+        ceiling = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** min(self._failures, 16))
+        self._retry_at = time.monotonic() + random.uniform(0, ceiling)
+        self._idle = False
+        self._own_pending = True
+
+    @property
+    def idle(self) -> bool:
+        return self._idle
+
+    async def pull(self) -> Taken:
+        now = time.monotonic()
+        if now < self._retry_at:
+            raise BrokerUnavailable(
+                f"Redis: reconnecting in {self._retry_at - now:.1f} s ({self.last_error})"
+            )
+        total = Taken()
+        try:
+            await self._ensure_group()
+            for entries in (await self._pending(), await self._claimed()):
+                await self._take(entries, total)
+            for _ in range(ROUNDS):
+                entries = await self._read(">")
+                if not entries:
+                    break
+                await self._take(entries, total)
+        except AuthenticationError:
+            self._fail("the server refused the credentials")
+            raise ConfigurationError("EXCHANGE_REDIS_URL: Redis refused the password") from None
+        except (ConnectionError, RedisTimeout, OSError) as exc:
+            await self._reset()
+            self._fail(self._describe(exc))
+            log.warning("Redis: the connection was lost (%s); reconnecting", self.last_error)
+            raise BrokerUnavailable(f"Redis cannot be reached: {self.last_error}") from None
+        except RedisError as exc:
+            self._fail(self._describe(exc))
+            raise BrokerUnavailable(f"Redis: {self.last_error}") from None
+        except Exception:
+            self._own_pending = True  # read and not acknowledged: read again next time
+            raise
+        if self._failures:
+            log.info("Redis: reading %s again", self.stream)
+        self._failures = 0
+        self.last_error = None
+        self._idle = total.messages == 0
+        if total.messages:
+            log.info(
+                "redis: %d entries: %d intents staged, %d duplicates, %d refused",
+                total.messages,
+                total.staged,
+                total.duplicates,
+                total.refused,
+            )
+        return total
+
+    async def _read(self, start: str) -> list[Entry]:
+        answer: Any = await self._redis().xreadgroup(
+            self.group, self.consumer, {self.stream: start}, count=BATCH
+        )
+        # RESP2: [[stream, [(id, fields), ...]]]; RESP3: {stream: [[(id, fields), ...]]}
+        if isinstance(answer, dict):
+            return [tuple(e) for entries in answer.values() for e in entries[0]]
+        return [tuple(e) for _, entries in answer or [] for e in entries]
+
+    async def _pending(self) -> list[Entry]:
+        if not self._own_pending:
+            return []
+        entries = await self._read("0")
+        self._own_pending = bool(entries)
+        return entries
+
+    async def _claimed(self) -> list[Entry]:
+        answer = await self._redis().xautoclaim(
+            self.stream, self.group, self.consumer, self.min_idle_ms, "0-0", count=BATCH
+        )
+        claimed: list[Entry] = list(answer[1])
+        deleted = answer[2] if len(answer) > 2 else []
+        if deleted:  # trimmed from the stream while pending: nothing left to stage
+            await self._redis().xack(self.stream, self.group, *deleted)
+        if claimed:
+            log.warning(
+                "redis: claimed %d entries another consumer left pending over %g s",
+                len(claimed),
+                self.min_idle_ms / 1000,
+            )
+        return claimed
+
+    async def _take(self, entries: list[Entry], total: Taken) -> None:
+        if not entries:
+            return
+        batch = [self._received(entry_id, fields) for entry_id, fields in entries]
+        taken = await asyncio.to_thread(
+            take,
+            self.engine,
+            self.staging_engine,
+            self.kinds,
+            batch,
+            source=self.name,
+            max_items=self.max_items,
+        )
+        failpoint("source-staged")
+        await self._redis().xack(self.stream, self.group, *(entry_id for entry_id, _ in entries))
+        total.messages += taken.messages
+        total.staged += taken.staged
+        total.duplicates += taken.duplicates
+        total.refused += taken.refused
+
+    def _received(self, entry_id: bytes, fields: dict[bytes, bytes] | None) -> Received:
+        ident = entry_id.decode("ascii", "replace")
+        where = f"redis stream {self.stream}, entry {ident}"
+        key = f"{safe_key(self.stream)}-{safe_key(ident)}"
+        if fields and FIELD in fields:
+            return Received(key=key, body=fields[FIELD], where=where)
+        # No field "intent": what the entry holds is kept for the person who reads the record,
+        # and the empty body is refused as not JSON.
+        shown = {
+            k.decode("utf-8", "replace"): v.decode("utf-8", "replace")
+            for k, v in (fields or {}).items()
+        }
+        return Received(
+            key=key, body=b"", where=f"{where} (no field intent: {json.dumps(shown)[:2000]})"
+        )
+
+    # -- for people ------------------------------------------------------------------------
+
+    async def figures(self) -> dict[str, Any]:
+        """Ready (not yet read by the group: its lag) and pending (read, not acknowledged)."""
+        try:
+            groups = await self._redis().xinfo_groups(self.stream)
+        except ResponseError as exc:
+            if "no such key" in str(exc).lower():
+                return {
+                    "source": self.name,
+                    "stream": self.stream,
+                    "ready": 0,
+                    "pending": 0,
+                    "group": None,
+                }
+            raise BrokerUnavailable(f"Redis: {self._describe(exc)}") from None
+        except AuthenticationError:
+            raise ConfigurationError("EXCHANGE_REDIS_URL: Redis refused the password") from None
+        except (RedisError, OSError) as exc:
+            raise BrokerUnavailable(f"Redis cannot be reached: {self._describe(exc)}") from None
+        for group in groups:
+            name = group.get("name")
+            if (name.decode() if isinstance(name, bytes) else name) == self.group:
+                return {
+                    "source": self.name,
+                    "stream": self.stream,
+                    "group": self.group,
+                    "ready": group.get("lag"),
+                    "pending": group.get("pending"),
+                }
+        length = await self._redis().xlen(self.stream)
+        return {
+            "source": self.name,
+            "stream": self.stream,
+            "group": None,
+            "ready": length,
+            "pending": 0,
+        }
+
+    async def check(self) -> str:
+        figures = await self.figures()
+        group = (
+            f"group {self.group}" if figures["group"] else f"group {self.group} (created at start)"
+        )
+        return (
+            f"Redis answers; stream {self.stream}, {group}: {figures['ready']} ready, "
+            f"{figures['pending']} pending"
+        )
+
+    async def _reset(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(RedisError, OSError):
+                await client.aclose()
+
+    async def aclose(self) -> None:
+        await self._reset()
