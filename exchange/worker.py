@@ -233,7 +233,15 @@ class Worker:
             # in every poll interval meanwhile, so that a correction staged during a reload
             # gets its place at the head of the claim order (domain/urgency.py) within one
             # interval, not after the whole reload.
-            if time.monotonic() - self._taken_in_at >= self.settings.poll_interval:
+            # While the breaker probes, the cycle ends instead: the next one takes rows in
+            # (a probe's cool-down can be shorter than a take, and a cycle of probes would
+            # never end while the site is down).
+            if (
+                report.batches
+                and time.monotonic() - self._taken_in_at >= self.settings.poll_interval
+            ):
+                if self.breaker.state(self.clock.now()) is not BreakerState.CLOSED:
+                    break
                 held = self._take_in(report)
                 if held:
                     break
