@@ -35,6 +35,7 @@ from exchange.ops.exchanges import exchanges_table, onec_exchanges
 from exchange.ops.find import check_filters, known_reasons, released_by_cancel
 from exchange.ops.find import find as find_messages
 from exchange.ops.notify import last_told
+from exchange.ops.prioritize import prioritize
 from exchange.ops.prune import prune as prune_now
 from exchange.ops.quarantine import (
     ActionResult,
@@ -432,6 +433,33 @@ def find_command(
     _print_found(rows)
     if not rows:
         out.print(f"no message matches {term!r}", markup=False)
+
+
+@app.command("prioritize")
+def prioritize_command(
+    ctx: typer.Context,
+    targets: Annotated[
+        list[str],
+        typer.Argument(help="message_ids, or price aggregates (their waiting message)."),
+    ],
+    note: Annotated[str, typer.Option(help="Why (required, kept for audit).")],
+    operator: Annotated[str | None, typer.Option(help="Who acts (default: OS user).")] = None,
+) -> None:
+    """Send these before any backlog: only their place in the claim order changes (never
+    Retry-After, the pace, the breaker, a pause or strict order), until each is sent."""
+    with _guard():
+        settings = _settings(ctx)
+        engine, _ = bootstrap.engines(settings)
+        with transaction(engine) as connection:
+            chosen = prioritize(
+                connection,
+                targets,
+                operator=operator or _os_user(),
+                note=note,
+                now=SystemClock().now(),
+            )
+    for message_id in chosen:
+        out.print(f"first in line: {message_id}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_found(rows: list[dict[str, Any]]) -> None:

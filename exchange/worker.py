@@ -174,7 +174,7 @@ class Worker:
         self._started: set[int] = set()  # pks of the batch in flight that went to the site
         self.started_at = clock.now()
         self.requests_sent = 0
-        self._claim_after = 0  # where the next claim's sweep over aggregates goes on
+        self._taken_in_at = -math.inf  # when intake last ran (monotonic)
 
     def request_stop(self) -> None:
         """Let the requests in flight finish (each within EXCHANGE_HTTP_TIMEOUT) and record
@@ -205,13 +205,13 @@ class Worker:
         )
         return report
 
-    async def _cycle(self) -> CycleReport:
-        report = CycleReport()
-        if self.source is not None:
-            await self._pull_source()
+    def _take_in(self, report: CycleReport) -> bool:
+        """Intake, coalescing, the gap and lease clocks, and the operator's pause: what a
+        cycle does before it claims. Returns whether an operator paused delivery."""
         now = self.clock.now()
+        self._taken_in_at = time.monotonic()
         taken = intake.take(self.engine, self.staging_engine, self.settings.kinds, now)
-        report.taken = taken.taken
+        report.taken += taken.taken
         self.metrics.intake(taken)
         with transaction(self.engine) as connection:
             report.cancelled += coalesce.coalesce(connection, self.kinds, now)
@@ -223,10 +223,35 @@ class Worker:
             held = control.operator_pause(connection) is not None
         report.cancelled += gaps
         self.operator_paused = held
-        self._share_site(now)
         self.metrics.quarantined(Reason.SEQUENCE_GAP, gaps)
         self.metrics.quarantined(Reason.RETRY_LIMIT, expired)
+        return held
+
+    async def _cycle(self) -> CycleReport:
+        report = CycleReport()
+        if self.source is not None:
+            await self._pull_source()
+        held = self._take_in(report)
+        self._share_site(self.clock.now())
         while not self.stopping and not held:
+            # A backlog keeps a cycle going until it is drained: new staging rows are taken
+            # in every poll interval meanwhile, so that a correction staged during a reload
+            # gets its place at the head of the claim order (domain/urgency.py) within one
+            # interval, not after the whole reload.
+            # While the breaker probes, the cycle ends instead: the next one takes rows in
+            # (a probe's cool-down can be shorter than a take, and a cycle of probes would
+            # never end while the site is down).
+            if (
+                report.batches
+                and time.monotonic() - self._taken_in_at >= self.settings.poll_interval
+            ):
+                if self.breaker.state(self.clock.now()) is not BreakerState.CLOSED:
+                    break
+                if self.source is not None:
+                    await self._pull_source()
+                held = self._take_in(report)
+                if held:
+                    break
             if self.paused_reason is not None and not await self._site_accepts_again():
                 break
             now = self.clock.now()
@@ -244,10 +269,8 @@ class Worker:
                     kinds=self.kinds,
                     max_attempts=self.settings.max_attempts,
                     exclude=sorted(self.breaker.probed) if probing else (),
-                    after=self._claim_after,
                     clock=self.clock.now,
                 )
-                self._claim_after = batch.cursor
             self.metrics.claimed(batch)
             failpoint("after-lease-commit")
             if not batch.messages and probing and self.breaker.probed:

@@ -147,6 +147,11 @@ class Aggregate(Base):
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
+# The states a claim may take a message from, as the claim order's partial index says it (the
+# claim repeats it word for word: SQLite uses a partial index only for a query that does).
+CLAIMABLE_STATES = "state IN ('new', 'delayed', 'in_progress')"
+
+
 class Message(Base):
     """A message to the site, or a quarantine record of a rejected staging row."""
 
@@ -154,6 +159,15 @@ class Message(Base):
     __table_args__ = (
         Index("ix_messages_state_next_try_at", "state", "next_try_at"),
         Index("ix_messages_aggregate_id_version", "aggregate_id", "version"),
+        # The claim's order (domain/urgency.py): only messages that may still be claimed are
+        # in it, so it stays as large as the backlog (migration 0014).
+        Index(
+            "ix_messages_claim_rank",
+            "claim_rank",
+            "id",
+            sqlite_where=sa_text(CLAIMABLE_STATES),
+            postgresql_where=sa_text(CLAIMABLE_STATES),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -183,6 +197,8 @@ class Message(Base):
     last_status: Mapped[int | None] = mapped_column(Integer)
     last_error: Mapped[str | None] = mapped_column(Text)
     receipt: Mapped[str | None] = mapped_column(Text)
+    # Its place in the claim order (domain/urgency.py): lowest first, ties by id.
+    claim_rank: Mapped[int] = mapped_column(BigInteger, server_default="0")
     # When the gap clock of a strictly ordered message started (taken, or retried).
     waiting_since: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)

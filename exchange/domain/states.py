@@ -56,6 +56,7 @@ class Event(StrEnum):
     LEASE_EXPIRED = "lease-expired"  # the last attempt's lease expired: quarantined
     OPERATOR_RETRY = "operator-retry"
     OPERATOR_CANCEL = "operator-cancel"
+    OPERATOR_PRIORITIZE = "operator-prioritize"  # claimed before the backlog; no state change
 
 
 _S = State
@@ -76,6 +77,7 @@ _TRANSITIONS: dict[Event, tuple[frozenset[State], State | None]] = {
     Event.LEASE_EXPIRED: (frozenset({_S.IN_PROGRESS}), _S.QUARANTINED),
     Event.OPERATOR_RETRY: (frozenset({_S.QUARANTINED}), _S.NEW),
     Event.OPERATOR_CANCEL: (frozenset({_S.QUARANTINED}), _S.CANCELLED),
+    Event.OPERATOR_PRIORITIZE: (frozenset({_S.NEW, _S.DELAYED}), None),  # its place, not state
 }
 
 
@@ -104,7 +106,7 @@ def check(event: Event, from_state: State | None, to_state: State | None) -> Non
     if event is Event.RELEASED:
         if to_state not in (State.NEW, State.DELAYED):
             raise IllegalTransition(f"{event}: only back to new or delayed, not {to_state}")
-    elif event is Event.DUPLICATE:
+    elif event in (Event.DUPLICATE, Event.OPERATOR_PRIORITIZE):
         if to_state is not None and to_state != from_state:
             raise IllegalTransition(f"{event}: does not change the state")
     elif to_state != fixed_to:

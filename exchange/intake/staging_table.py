@@ -52,9 +52,10 @@ from sqlalchemy.exc import DBAPIError
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.rowset import rowset
 from exchange.db.schema import UTCDateTime, aggregates, cml_packages, history, messages, staging
+from exchange.domain import urgency
 from exchange.domain.clock import ensure_utc
 from exchange.domain.identity import MAX_VERSION, PACKAGE_VERSIONS_FROM, rejected_id
-from exchange.domain.policy import Policy
+from exchange.domain.policy import KindPolicies, Policy
 from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
 from exchange.failpoints import failpoint
@@ -67,6 +68,7 @@ from exchange.intake.contracts import (
     price_aggregate,
     validate,
 )
+from exchange.queue import order
 from exchange.queue.transitions import Change, apply, insert_history
 
 log = logging.getLogger(__name__)
@@ -112,10 +114,14 @@ def take(
         ).scalar()
     if last_id is None:
         return IntakeReport()
+    # Where this take is dealt into the claim order (domain/urgency.py): read once, so that
+    # the take keeps its staging order across its chunks.
+    with transaction(engine, read_only=True) as connection:
+        head = connection.execute(order.head_rank(KindPolicies.of(kinds))).scalar()
     if not separate and is_postgres(engine):
-        report = _take_overlapped(engine, kinds, now, last_id, chunk)
+        report = _take_overlapped(engine, kinds, now, last_id, chunk, head)
     else:
-        report = _take_in_turn(engine, source, separate, kinds, now, last_id, chunk)
+        report = _take_in_turn(engine, source, separate, kinds, now, last_id, chunk, head)
     if report.taken:
         log.info(
             "intake: %d rows taken: %d messages, %d duplicates, %d rejected",
@@ -148,6 +154,7 @@ def _take_in_turn(
     now: datetime,
     last_id: int,
     chunk: int,
+    head: int | None,
 ) -> IntakeReport:
     """One chunk after the other: SQLite (one writer), or staging in another database."""
     report = IntakeReport()
@@ -159,7 +166,14 @@ def _take_in_turn(
             if not rows:
                 break
             with transaction(engine) as connection:
-                report.add(_store(connection, _verdicts(rows, kinds), now))
+                report.add(
+                    _store(
+                        connection,
+                        _verdicts(rows, kinds),
+                        now,
+                        _dealt(head, report.taken, len(rows)),
+                    )
+                )
             failpoint("intake-stored")
             with transaction(source) as connection:
                 _mark_taken(connection, [row.id for row in rows], now)
@@ -168,7 +182,8 @@ def _take_in_turn(
                 rows = _select_rows(connection, after, last_id, chunk, lock=is_postgres(connection))
                 if not rows:
                     break
-                report.add(_store(connection, _verdicts(rows, kinds), now))
+                verdicts = _verdicts(rows, kinds)
+                report.add(_store(connection, verdicts, now, _dealt(head, report.taken, len(rows))))
                 _mark_taken(connection, [row.id for row in rows], now)
                 failpoint("intake-stored")
         failpoint("intake-chunk-done")
@@ -177,7 +192,12 @@ def _take_in_turn(
 
 
 def _take_overlapped(
-    engine: Engine, kinds: dict[str, Policy], now: datetime, last_id: int, chunk: int
+    engine: Engine,
+    kinds: dict[str, Policy],
+    now: datetime,
+    last_id: int,
+    chunk: int,
+    head: int | None,
 ) -> IntakeReport:
     """PostgreSQL with staging in the same database: two cores at work, not one in turn.
 
@@ -188,6 +208,7 @@ def _take_overlapped(
     """
     report = IntakeReport()
     after = 0
+    position = 0  # rows of the take before this chunk: its first rank is head + position
     with ThreadPoolExecutor(1, thread_name_prefix="intake-store") as pool:
         storing: Future[IntakeReport] | None = None
         while True:
@@ -205,7 +226,9 @@ def _take_overlapped(
                 opened.close()
                 break
             after = rows[-1].id
-            storing = pool.submit(_store_chunk, opened, connection, rows, verdicts, now)
+            dealt = _dealt(head, position, len(rows))
+            position += len(rows)
+            storing = pool.submit(_store_chunk, opened, connection, rows, verdicts, now, dealt)
     return report
 
 
@@ -215,13 +238,19 @@ def _store_chunk(
     rows: list[StagingRow],
     verdicts: list[Accepted | Rejected],
     now: datetime,
+    dealt: range,
 ) -> IntakeReport:
     with opened:  # commits, or rolls back on an error
-        report = _store(connection, verdicts, now)
+        report = _store(connection, verdicts, now, dealt)
         _mark_taken(connection, [row.id for row in rows], now)
         failpoint("intake-stored")
     failpoint("intake-chunk-done")
     return report
+
+
+def _dealt(head: int | None, before: int, count: int) -> range:
+    """The ranks of a chunk of ``count`` rows after the take's first ``before`` rows."""
+    return urgency.ranks(head, before + count)[before:]
 
 
 def _verdicts(rows: list[StagingRow], kinds: dict[str, Policy]) -> list[Accepted | Rejected]:
@@ -391,8 +420,9 @@ def _insert(connection: Connection, table: Any) -> Any:
 
 
 def _store(
-    connection: Connection, verdicts: list[Accepted | Rejected], now: datetime
+    connection: Connection, verdicts: list[Accepted | Rejected], now: datetime, dealt: range
 ) -> IntakeReport:
+    """Store one chunk; its ``i``-th row's message gets the rank ``dealt[i]``."""
     report = IntakeReport(taken=len(verdicts))
     rejected: list[tuple[StagingRow, Reason, str]] = []
     fresh: dict[str, Accepted] = {}  # the first row of the chunk that carries each message
@@ -411,7 +441,8 @@ def _store(
     # Insert first, look up only what was not inserted: in the common case (new versions)
     # nothing is looked up. Not inserted = already a message (taken before, or inserted by
     # another worker meanwhile).
-    inserted = _insert_messages(connection, list(fresh.values()), now)
+    rank = {verdict.row.id: dealt[i] for i, verdict in enumerate(verdicts)}
+    inserted = _insert_messages(connection, list(fresh.values()), now, rank)
     report.messages = len(inserted)
     again = [item for mid, item in fresh.items() if mid not in inserted] + later
     existing = _existing(connection, {item.message_id for item in again})
@@ -588,10 +619,11 @@ _FROM_ROW: tuple[tuple[str, Any], ...] = (
     ("source_ref", String()),
     ("created_at", DateTime()),  # naive UTC, as UTCDateTime stores it
     ("staging_id", BigInteger()),
+    ("claim_rank", BigInteger()),
 )
 
 
-def _row_values(item: Accepted, now: datetime) -> tuple[Any, ...]:
+def _row_values(item: Accepted, now: datetime, rank: dict[int, int]) -> tuple[Any, ...]:
     row = item.row
     return (
         item.message_id,
@@ -603,6 +635,7 @@ def _row_values(item: Accepted, now: datetime) -> tuple[Any, ...]:
         row.source_ref,
         _created_at(row, now),
         row.id,
+        rank[row.id],
     )
 
 
@@ -614,7 +647,9 @@ def _created_at(row: StagingRow, now: datetime) -> datetime:
     return created if isinstance(created, datetime) and created != EMPTY_1C_DATE else now
 
 
-def _insert_messages(connection: Connection, items: list[Accepted], now: datetime) -> set[str]:
+def _insert_messages(
+    connection: Connection, items: list[Accepted], now: datetime, rank: dict[int, int]
+) -> set[str]:
     """Insert the messages not yet known, with their ``taken`` history; returns their ids.
 
     Set-based: the rows go to the database as a few parameters, the aggregates are created
@@ -623,7 +658,7 @@ def _insert_messages(connection: Connection, items: list[Accepted], now: datetim
     if not items:
         return set()
     postgres = is_postgres(connection)
-    source, params = _source(connection, items, now)
+    source, params = _source(connection, items, now, rank)
     connection.execute(
         _insert(connection, aggregates)
         .from_select(
@@ -689,12 +724,12 @@ def _insert_messages(connection: Connection, items: list[Accepted], now: datetim
 
 
 def _source(
-    connection: Connection, items: list[Accepted], now: datetime
+    connection: Connection, items: list[Accepted], now: datetime, rank: dict[int, int]
 ) -> tuple[Any, dict[str, Any]]:
     """The rows as a table in the database, from one JSON parameter (``db.rowset``): the
     database parses one text parameter in C; a parameter per value costs the driver far more
     (escaping, adapting, parsing statements of thousands of placeholders)."""
-    return rowset(connection, "rows", _FROM_ROW, (_row_values(item, now) for item in items))
+    return rowset(connection, "rows", _FROM_ROW, (_row_values(item, now, rank) for item in items))
 
 
 def _taken_history(source: Any, now: datetime) -> Any:

@@ -29,7 +29,6 @@ from sqlalchemy import (
     and_,
     any_,
     bindparam,
-    exists,
     func,
     not_,
     or_,
@@ -69,7 +68,6 @@ class Batch:
     token: str
     until: datetime
     messages: list[Leased]
-    cursor: int = 0  # the last aggregate id the claim took: where the next one goes on (after=)
     takeovers: int = 0  # messages taken over from an expired lease
 
 
@@ -125,13 +123,12 @@ def _eligible(
 
 @dataclass(frozen=True, slots=True)
 class _ClaimSQL:
-    """A claim's statements, built once per shape (parameters: now, max_attempts, after,
-    limit, exclude, ids, token, worker, until): building them cost more than running them."""
+    """A claim's statements, built once per shape (parameters: now, max_attempts, limit,
+    exclude, ids, token, worker, until): building them cost more than running them."""
 
-    pick_after: Select[Any]
-    pick_wrapped: Select[Any]
+    pick: Select[Any]
     lease: Update
-    candidates: Any  # a Select of 11 columns (its generic form differs in SQLAlchemy 2.0/2.1)
+    candidates: Any  # a Select of 13 columns (its generic form differs in SQLAlchemy 2.0/2.1)
 
 
 @functools.lru_cache(maxsize=32)
@@ -140,27 +137,23 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
     now = bindparam("now", type_=UTCDateTime())
     eligible = _eligible(m, now, kinds, bindparam("max_attempts", type_=Integer()))
     free = or_(aggregates.c.lease_until.is_(None), aggregates.c.lease_until < now)
-    after, limit = bindparam("after", type_=Integer()), bindparam("limit", type_=Integer())
-
-    def pick(side: Any, m_side: Any) -> Select[Any]:
-        # The sweep's bound is given to the messages too: PostgreSQL does not carry an
-        # inequality across the join, and its merge join read every message of the
-        # aggregates below the cursor on each claim (4 ms a claim at 10,000 done, growing).
-        query = (
-            select(aggregates.c.id)
-            .where(free, side, exists().where(eligible, m_side))
-            .order_by(aggregates.c.id)
-        )
-        if excluding:
-            query = query.where(not_(one_of(aggregates.c.id, "exclude", postgres)))
-        if postgres:
-            query = query.with_for_update(skip_locked=True)
-        return query.limit(limit)
-
+    # One statement: the waiting messages in claim order (the partial index of what may be
+    # claimed, ix_messages_claim_rank: as large as the backlog, whatever was done before),
+    # each joined to its aggregate by key. At most one message of an aggregate is eligible
+    # (latest wins: the newest live; strict: the next version), so an aggregate comes once.
+    pick = (
+        select(m.aggregate_id)
+        .join(aggregates, aggregates.c.id == m.aggregate_id)
+        .where(order.claimable("m"), free, eligible)
+        .order_by(*order.claim_order(m))
+    )
+    if excluding:
+        pick = pick.where(not_(one_of(aggregates.c.id, "exclude", postgres)))
+    if postgres:
+        pick = pick.with_for_update(skip_locked=True, of=aggregates)
     leased = one_of(aggregates.c.id, "ids", postgres)
     return _ClaimSQL(
-        pick_after=pick(aggregates.c.id > after, m.aggregate_id > after),
-        pick_wrapped=pick(aggregates.c.id <= after, m.aggregate_id <= after),
+        pick=pick.limit(bindparam("limit", type_=Integer())),
         lease=update(aggregates)
         .where(leased)
         .values(
@@ -185,7 +178,7 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
         )
         .join(aggregates, aggregates.c.id == m.aggregate_id)
         .where(leased, eligible)
-        .order_by(m.aggregate_id, m.version.desc()),
+        .order_by(*order.claim_order(m)),
     )
 
 
@@ -199,37 +192,22 @@ def claim(
     kinds: KindPolicies,
     max_attempts: int,
     exclude: Sequence[int] = (),
-    after: int = 0,
     clock: Callable[[], datetime] | None = None,
 ) -> Batch:
-    """Lease up to ``limit`` aggregates with a message due, and one message of each.
-
-    Aggregates are taken in id order above ``after`` (the previous claim's ``Batch.cursor``),
-    then from the lowest id up to it: a sweep, so that a claim does not scan every aggregate
-    that is done before it finds work (that scan grew by ~0.35 ms per 1,000 done aggregates on
-    SQLite, measured). Two statements pick at most; the second only when the first came short.
+    """Lease up to ``limit`` aggregates with a message due, and one message of each, in
+    claim order (``order.claim_order``; the rule: domain/urgency.py). One statement picks.
     ``clock``, when given, is read for the lease's start once the aggregates are taken.
     """
     token = new_token()
     until = now + timedelta(seconds=lease_seconds)
     sql = _claim_sql(is_postgres(connection), kinds, bool(exclude))
-    params: dict[str, Any] = {"now": now, "max_attempts": max_attempts, "after": after}
+    params: dict[str, Any] = {"now": now, "max_attempts": max_attempts}
     if exclude:
         params["exclude"] = list(exclude)
-    aggregate_ids = list(
-        connection.execute(sql.pick_after, {**params, "limit": limit}).scalars().all()
-    )
-    cursor = aggregate_ids[-1] if aggregate_ids else after
-    if len(aggregate_ids) < limit and after > 0:
-        wrapped = list(
-            connection.execute(sql.pick_wrapped, {**params, "limit": limit - len(aggregate_ids)})
-            .scalars()
-            .all()
-        )
-        aggregate_ids += wrapped
-        cursor = wrapped[-1] if wrapped else cursor
+    picked = connection.execute(sql.pick, {**params, "limit": limit}).scalars().all()
+    aggregate_ids = list(dict.fromkeys(picked))
     if not aggregate_ids:
-        return Batch(token, until, [], cursor)
+        return Batch(token, until, [])
     params["ids"] = aggregate_ids
     connection.execute(
         sql.lease, {"ids": aggregate_ids, "token": token, "worker": worker, "until": until}
@@ -237,7 +215,7 @@ def claim(
     rows = connection.execute(sql.candidates, params).all()
     # aggregate_id -> a row of the select above (Row's generic form differs in SQLAlchemy 2.0/2.1)
     chosen: dict[int | None, Any] = {}
-    for row in rows:  # latest-wins: the highest due version; strict: the only one
+    for row in rows:  # one eligible message per aggregate (see _claim_sql)
         chosen.setdefault(row.aggregate_id, row)
     # The lease's start is read once the aggregates are ours, not before the claim waited for
     # them: so it never comes before the end of the attempt that freed them (history's order).
@@ -300,7 +278,7 @@ def claim(
         )
     apply(connection, changes, now)
     takeovers = sum(1 for change in changes if change.event is Event.TAKEN_OVER)
-    return Batch(token, until, leased, cursor, takeovers)
+    return Batch(token, until, leased, takeovers)
 
 
 def renew(connection: Connection, token: str, until: datetime) -> int:

@@ -9,6 +9,8 @@ check, the idle check and ``status`` compose them.
                        quarantined), at the moment of the claim
     held               a strict message behind a quarantined version above the cursor: only
                        a person moves it (retry or cancel the blocker)
+    claim order        lowest ``claim_rank`` first, ties by id; ranks are dealt in from the
+                       head (``head_rank``) by intake: the rule and why, domain/urgency.py
 
 ``m`` is a message: the ``messages`` table's columns (``messages.c``) or an alias of
 ``Message``; expressions that read the cursor need ``aggregates`` joined on ``m``.
@@ -19,10 +21,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, false, not_, or_
+from sqlalchemy import ColumnElement, Select, and_, exists, false, not_, or_, select
+from sqlalchemy import text as sa_text
 from sqlalchemy.orm import aliased
+from sqlalchemy.sql.elements import TextClause
 
-from exchange.db.schema import Message, aggregates
+from exchange.db.schema import CLAIMABLE_STATES, Message, aggregates, messages
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import DUE, LIVE, State, values
 
@@ -92,3 +96,32 @@ def held(m: Any, kinds: KindPolicies) -> ColumnElement[bool]:
     if not kinds.strict:
         return false()
     return and_(is_strict(m, kinds), held_behind_quarantine(m))
+
+
+def claimable(name: str) -> TextClause:
+    """The message (table or alias ``name``) is in a state a claim may take it from, written
+    as the claim order's partial index says it (``ix_messages_claim_rank``): SQLite reads a
+    partial index only for a query that repeats its condition, and a bound list does not."""
+    return sa_text(f"{name}.{CLAIMABLE_STATES}")
+
+
+def claim_order(m: Any) -> tuple[ColumnElement[Any], ...]:
+    """The claim takes the lowest rank first, then the older message."""
+    return (m.claim_rank, m.id)
+
+
+def head_rank(kinds: KindPolicies) -> Select[Any]:
+    """The lowest rank still waiting to be claimed: where intake deals a take in. Only new
+    messages of latest-wins kinds count: a delayed one or a held posting may wait long, and
+    the head must not stay behind with them."""
+    m = messages.c
+    query = (
+        select(m.claim_rank)
+        .where(claimable("messages"), m.state == State.NEW.value)
+        .where(not_(m.rejected))
+        .order_by(m.claim_rank, m.id)
+        .limit(1)
+    )
+    if kinds.strict:
+        query = query.where(m.kind.not_in(kinds.strict))
+    return query

@@ -10,6 +10,7 @@ from clitools import (
     TOKEN,
     Cli,
     Scenario,
+    assert_one_line_error,
     deliver_in_process,
     describe,
     run_json,
@@ -18,7 +19,9 @@ from clitools import (
 from sqlalchemy import Engine
 
 from exchange.dev.sitesim import SiteSimulator
-from exchange.dev.testing import message
+from exchange.dev.testing import fast_settings, message, price_row, stage
+from exchange.domain.clock import FakeClock
+from exchange.intake import staging_table as intake
 
 ENTRY_FIELDS = {
     "message_id",
@@ -227,3 +230,25 @@ def test_quarantine_list_json_names_its_database_with_the_password_masked(
     expected = db_url.replace("postgres@", "postgres:***@", 1)
     assert entries and {entry["database"] for entry in entries} == {expected}
     assert "Pw-s3cret-9" not in result.stdout + result.stderr
+
+
+def test_prioritize_puts_a_waiting_price_first_and_refuses_an_unknown_one_in_one_line(
+    cli: Cli, db_url: str, engine: Engine
+) -> None:
+    """Contract 6: ``exchange prioritize AGGREGATE… | MESSAGE_ID… --note TEXT``."""
+    stage(engine, [price_row("SKU-A", 1), price_row("SKU-B", 1)])
+    intake.take(engine, None, fast_settings(db_url).kinds, FakeClock().now())
+    done = cli("prioritize", "SKU-B", "--note", "wrong price live", "--operator", "bob", db=db_url)
+    assert done.returncode == 0, describe(done)
+    assert message(engine, "price", "SKU-B", 1)["message_id"] in done.stdout
+    bio = run_json(
+        cli, "history", message(engine, "price", "SKU-B", 1)["message_id"], "--json", db=db_url
+    )
+    last = bio["history"][-1]
+    assert (last["event"], last["operator"], last["note"]) == (
+        "operator-prioritize",
+        "bob",
+        "wrong price live",
+    )
+    missing = cli("prioritize", "SKU-NONE", "--note", "x", db=db_url)
+    assert_one_line_error(missing, "SKU-NONE")

@@ -308,13 +308,13 @@ def test_two_workers_taking_versions_of_one_new_aggregate_at_once_agree_on_its_i
     def second() -> None:
         first_stored.wait(10)
         with transaction(engine) as c:
-            reports["second"] = intake._store(c, [row(2, 2, "wholesale")], clock.now())
+            reports["second"] = intake._store(c, [row(2, 2, "wholesale")], clock.now(), range(1))
 
     other = threading.Thread(target=second)
     other.start()
     try:
         with transaction(engine) as c:
-            reports["first"] = intake._store(c, [row(1, 1, "retail")], clock.now())
+            reports["first"] = intake._store(c, [row(1, 1, "retail")], clock.now(), range(1))
             first_stored.set()
             other.join(0.5)
             assert other.is_alive(), "the second intake did not wait for the first's aggregate"

@@ -152,7 +152,7 @@ def _older_release_message(engine: Engine, aggregate: str, version: int) -> None
     row = StagingRow(9, "price", aggregate, version, payload, "1", "1C", datetime.now(UTC))
     verdict = Accepted(row, message_id("price", aggregate, version), payload.replace(" ", ""))
     with transaction(engine) as connection:
-        staging_table._store(connection, [verdict], datetime.now(UTC))
+        staging_table._store(connection, [verdict], datetime.now(UTC), range(1))
 
 
 def test_a_version_an_older_release_let_in_neither_blocks_packages_nor_goes_unnamed(
