@@ -20,11 +20,11 @@ from sqlalchemy import Engine, select
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import messages, shop_sku_ids
-from exchange.queue import control
-from exchange.runner import EXIT_TIMED_OUT, run_until_idle
 from exchange.dev.testing import drain, fast_settings, price_row, run_worker, stage
 from exchange.dev.woosim import WooSimulator
 from exchange.errors import ConfigurationError
+from exchange.queue import control
+from exchange.runner import EXIT_TIMED_OUT, run_until_idle
 from exchange.settings import load_settings
 from exchange.worker import Worker
 
