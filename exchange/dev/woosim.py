@@ -93,11 +93,13 @@ class Item:
     parent_id: int = 0  # 0 for a product, as WooCommerce writes it
     regular_price: str = ""
     sale_price: str = ""
+    status: str = "publish"  # "trash": in the shop's trash (``trash``)
 
     def json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "sku": self.sku,
+            "status": self.status,
             "type": "variation" if self.parent_id else "simple",
             "parent_id": self.parent_id,
             "regular_price": self.regular_price,
@@ -166,6 +168,13 @@ class WooSimulator(LoopbackServer):
             for ident in [i.id for i in self.items.values() if i.sku == sku]:
                 del self.items[ident]
             self._by_sku.pop(sku, None)
+
+    def trash(self, sku: str) -> None:
+        """The product is moved to the trash: its id still takes writes (update_item loads it
+        by id, wc_get_product, whatever its status), but a listing no longer shows it (the
+        collection's ``status`` defaults to ``any``, which WP_Query reads without the trash)."""
+        with self._state:
+            self._by_sku[sku].status = "trash"
 
     def by_sku(self, sku: str) -> Item | None:
         with self._state:
@@ -459,6 +468,7 @@ class _WooHandler(Handler):
                 skus = [s for s in ",".join(query.get("sku", [])).split(",") if s]
                 if skus and parent is None:
                     found = [i for i in (sim.by_sku(s) for s in skus) if i is not None]
+                    found = [i for i in found if i.status != "trash"]
                 else:
                     found = [
                         i

@@ -19,7 +19,7 @@ from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import messages, shop_sku_ids
+from exchange.db.schema import history, messages, shop_sku_ids
 from exchange.dev.testing import drain, fast_settings, price_row, run_worker, stage
 from exchange.dev.woosim import WooSimulator
 from exchange.errors import ConfigurationError
@@ -296,3 +296,25 @@ def test_a_write_pause_ends_when_a_write_succeeds_or_on_resume(
 
     run_worker(worker, resumed)
     assert "7.00" == shop.price("SKU-1")
+
+
+def test_a_product_in_the_trash_takes_the_price_is_delivered_and_its_history_says_so(
+    db_url: str, engine: Engine, shop: WooSimulator
+) -> None:
+    """Issue 22 item 6: WooCommerce writes a trashed product by its id and answers it with
+    status "trash"; the price is delivered, and the message's history says where it went."""
+    stage(engine, [price_row("SKU-T", 1, "10.00")])
+    run_worker(make_worker(db_url, engine, shop))
+    shop.trash("SKU-T")
+    stage(engine, [price_row("SKU-T", 2, "12.00")])
+    run_worker(make_worker(db_url, engine, shop))
+
+    assert "12.00" == shop.price("SKU-T")
+    assert ("delivered", None) == states(engine)[("SKU-T", 2)]
+    with transaction(engine, read_only=True) as connection:
+        details = connection.execute(
+            select(history.c.detail)
+            .join(messages, messages.c.id == history.c.message_pk)
+            .where(messages.c.aggregate == "SKU-T", messages.c.version == 2)
+        ).scalars()
+        assert any("in the shop's trash" in (d or "") for d in details)

@@ -294,6 +294,16 @@ class WooCommerceTarget:
                 f"not {money(p.amount)}",
                 http_status=200,
             )
+        if result.get("status") == "trash":
+            # WooCommerce writes a trashed product by its id (update_item) and answers it: the
+            # price is the shop's now, shown once the product is restored. Delivered, and said.
+            return Classification(
+                Verdict.DELIVERED,
+                f"HTTP 200: set, but id {ident} of SKU {p.sku!r} is in the shop's trash (not shown "
+                "until restored)",
+                http_status=200,
+                receipt=str(ident),
+            )
         return Classification(Verdict.DELIVERED, "HTTP 200", http_status=200, receipt=str(ident))
 
     async def _read_back(
