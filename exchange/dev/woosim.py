@@ -137,6 +137,9 @@ class WooSimulator(LoopbackServer):
         super().__init__()
         self._is_ssl = is_ssl
         self.drops_authorization = drops_authorization
+        # WordPress's ``home`` option, host[:port]: what the OAuth base string is built from,
+        # whatever Host the request named (None: this simulator's own address).
+        self.home: str | None = None
         self.nonces: dict[int, str] = {}  # the key's ``nonces`` column: timestamp -> nonce
         self.auth_seen: collections.Counter[str] = collections.Counter()  # who authenticated
         self.handler = _WooHandler
@@ -202,7 +205,8 @@ class WooSimulator(LoopbackServer):
     def home_url(self, path: str) -> str:
         """get_home_url( null, $path, is_ssl() ? 'https' : 'http' ): the scheme is what PHP sees,
         not what the client used."""
-        return f"{'https' if self.is_ssl else 'http'}://{self.host}:{self.port}{path}"
+        home = self.home or f"{self.host}:{self.port}"
+        return f"{'https' if self.is_ssl else 'http'}://{home}{path}"
 
     def _user(self, consumer_key: str) -> bool:
         """get_user_data_by_consumer_key: whether the shop holds this key."""
