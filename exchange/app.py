@@ -121,6 +121,7 @@ def woocommerce_target(
         timeout=settings.http_timeout,
         transport=transport,
         verify=settings.site_tls(),
+        auth_setting=settings.woo_auth,
     )
 
 

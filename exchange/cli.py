@@ -851,6 +851,32 @@ def _print_action(
         out.print(f"nothing changed: add --yes to {action} these", markup=False)
 
 
+@app.command("pause")
+def pause_command(
+    ctx: typer.Context,
+    note: Annotated[str, typer.Option("--note", help="Why, for the other operators.")] = "",
+) -> None:
+    """Stop delivery for every worker (within one cycle), recorded with the operator."""
+    with _guard():
+        engine, _ = bootstrap.engines(_settings(ctx))
+        with transaction(engine) as connection:
+            paused = control.pause(
+                connection, operator=_os_user(), note=note, now=SystemClock().now()
+            )
+    out.print("delivery paused" if paused else "delivery was already paused", markup=False)
+
+
+@app.command("resume")
+def resume_command(ctx: typer.Context) -> None:
+    """Restart delivery: an operator's pause ends, and so does a pause no answer of the site
+    can end (a key that may read but not write: the next cycle tries a write at once)."""
+    with _guard():
+        engine, _ = bootstrap.engines(_settings(ctx))
+        with transaction(engine) as connection:
+            control.resume(connection, operator=_os_user(), now=SystemClock().now())
+    out.print("delivery resumed", markup=False)
+
+
 @app.command()
 def prune(
     ctx: typer.Context,

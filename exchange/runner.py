@@ -76,23 +76,42 @@ async def run_until_idle(
     loop = asyncio.get_running_loop()
     _install_signals(loop, worker.request_stop)
     started = loop.time()
-    while not worker.stopping:  # a stop during the pause below: no further cycle
-        report = await _safe_cycle(worker)
-        if on_cycle:
-            on_cycle(report)
-        if worker.stopping:
-            return EXIT_OK
-        try:
-            if worker.idle():
+    timed_out = False
+
+    def time_is_up() -> None:
+        nonlocal timed_out
+        timed_out = True
+        worker.request_stop()
+
+    # --max-seconds ends the run even inside a cycle that would not end by itself: the stop
+    # lets the requests in flight finish and hands the rest back, as SIGTERM does.
+    deadline = None if max_seconds is None else loop.call_later(max_seconds, time_is_up)
+    try:
+        while not worker.stopping:  # a stop during the pause below: no further cycle
+            report = await _safe_cycle(worker)
+            if on_cycle:
+                on_cycle(report)
+            if timed_out:
+                break
+            if worker.stopping:
                 return EXIT_OK
-        except DatabaseUnavailable as exc:
-            log.error("%s", exc)
-        if max_seconds is not None and loop.time() - started >= max_seconds:
-            log.warning("not idle after %.1f s: giving up (exit %d)", max_seconds, EXIT_TIMED_OUT)
-            return EXIT_TIMED_OUT
-        if report is None or report.batches == 0:
-            await asyncio.sleep(min(poll_interval, IDLE_PAUSE_S))
-    return EXIT_OK
+            try:
+                if worker.idle():
+                    return EXIT_OK
+            except DatabaseUnavailable as exc:
+                log.error("%s", exc)
+            if max_seconds is not None and loop.time() - started >= max_seconds:
+                timed_out = True
+                break
+            if report is None or report.batches == 0:
+                await asyncio.sleep(min(poll_interval, IDLE_PAUSE_S))
+        if not timed_out:  # stopped by a signal
+            return EXIT_OK
+    finally:
+        if deadline is not None:
+            deadline.cancel()
+    log.warning("not idle after %.1f s: giving up (exit %d)", max_seconds, EXIT_TIMED_OUT)
+    return EXIT_TIMED_OUT
 
 
 async def notify_step(notifier: Notifier) -> None:

@@ -395,6 +395,14 @@ class Settings(BaseSettings):
     woo_secret_file: Path | None = Field(
         None, description="WooCommerce: a file holding the consumer secret; wins over woo_secret."
     )
+    woo_auth: Literal["auto", "basic", "query", "oauth1"] = Field(
+        "auto",
+        description="WooCommerce: how the key travels. basic (HTTP Basic) and query "
+        "(consumer_key in the query, for hosts that drop the Authorization header) work only "
+        "where PHP sees HTTPS; oauth1 is OAuth 1.0a one-legged (the secret never travels). auto: "
+        "over http:// oauth1 only; over https:// basic, then query, then oauth1, what worked "
+        "remembered (in memory) per URL and key and tried again after a 401.",
+    )
     woo_price_fields: dict[str, Literal["regular_price", "sale_price"]] = Field(
         default_factory=_default_woo_fields,
         description="WooCommerce: price_type -> the product field it sets, e.g. "

@@ -167,6 +167,14 @@ class Worker:
         self._health_lock: asyncio.Lock | None = None
         self._health: tuple[float, bool] | None = None  # (checked at, site down)
         self.paused_reason: str | None = None
+        # A refused write while reads are accepted (a read-only key): a GET proves nothing, so
+        # the pause ends only by a write that succeeds, tried once every EXCHANGE_RETRY_MAX_DELAY
+        # (``_write_turn``), or by ``exchange resume``. In memory: a restart starts unpaused.
+        self.write_refused = False
+        self._paused_at: datetime | None = None
+        self._write_try_at = 0.0  # monotonic: the next real write while write_refused
+        self._trying_write = False  # the one message now sent to find out whether writes work
+        self._pause_told = True  # the pause's ERROR line was written (once per pause)
         self.operator_paused = False
         self.kinds = settings.policies
         self.stopping = False
@@ -221,6 +229,10 @@ class Worker:
             )
             # An operator's pause (the workbench) holds every worker from this cycle on.
             held = control.operator_pause(connection) is not None
+            resumed_at = control.resumed_at(connection) if self.paused_reason else None
+        if resumed_at is not None and self._paused_at is not None and resumed_at > self._paused_at:
+            log.warning("delivery resumed by an operator (exchange resume)")
+            self._end_pause()
         report.cancelled += gaps
         self.operator_paused = held
         self.metrics.quarantined(Reason.SEQUENCE_GAP, gaps)
@@ -255,7 +267,9 @@ class Worker:
             if self.paused_reason is not None and not await self._site_accepts_again():
                 break
             now = self.clock.now()
-            allowance = self.breaker.allowance(now, self.settings.batch_size)
+            allowance = (
+                1 if self._trying_write else self.breaker.allowance(now, self.settings.batch_size)
+            )
             if allowance == 0:
                 break
             probing = self.breaker.state(now) is BreakerState.HALF_OPEN
@@ -299,6 +313,7 @@ class Worker:
                     len(outcomes) - recorded,
                 )
             self._tell_pace()
+            self._trying_write = False
             if time.monotonic() - self._reported_at >= SHARE_EVERY:  # a long cycle
                 self._heartbeat()
                 self._share_site(self.clock.now())
@@ -438,7 +453,7 @@ class Worker:
         """Why nothing may be sent now (stopping, paused, breaker open), or None."""
         if self.stopping:
             return STOPPING
-        if self.paused_reason is not None:
+        if self.paused_reason is not None and not self._trying_write:
             return f"not sent: delivery paused ({self.paused_reason})"
         # Closed, the breaker has no time to compare (no clock read per request).
         if self.breaker.is_open() and self.breaker.state(self.clock.now()) is BreakerState.OPEN:
@@ -698,6 +713,9 @@ class Worker:
         self.metrics.attempt(verdict)
         if verdict is Verdict.DELIVERED:  # the usual answer: no clock read, no match
             self._site_answers()
+            if self._trying_write and self.paused_reason is not None:
+                log.warning("delivery resumed: the site accepts a write again")
+                self._end_pause()
             return delivered(classification)
         now = self.clock.now()
         match verdict:
@@ -713,12 +731,12 @@ class Worker:
                         classification.detail,
                     )
             case Verdict.PAUSE:
-                if self.paused_reason is None:
-                    log.error(
-                        "delivery paused: %s; it resumes by itself when the site accepts again",
-                        classification.detail,
-                    )
-                self.paused_reason = classification.detail
+                if self.paused_reason is None:  # told once it is known which pause it is
+                    self.paused_reason = classification.detail
+                    self._paused_at = now
+                    self._pause_told = False
+                elif not self.write_refused:
+                    self.paused_reason = classification.detail
             case Verdict.DELIVERED | Verdict.STALE_AT_SITE | Verdict.TERMINAL:  # (not DELIVERED)
                 self._site_answers()
             case Verdict.UNKNOWN:
@@ -754,6 +772,9 @@ class Worker:
             return lease.renew(connection, token, until)
 
     async def _site_accepts_again(self) -> bool:
+        """Whether delivery may go on (or one message try a write) after a pause."""
+        if self.write_refused:
+            return self._write_turn()
         # The token may have been replaced meanwhile (EXCHANGE_SITE_TOKEN_FILE): read it again,
         # so that fixing the file is all an operator has to do.
         try:
@@ -761,11 +782,51 @@ class Worker:
         except ConfigurationError as exc:
             log.error("%s", exc)
         health = await self.target.health()
-        if health.verdict is Verdict.DELIVERED:
+        if health.verdict is not Verdict.DELIVERED:
+            self._tell_pause()
+            return False
+        if self._pause_told:  # reads were refused too, and are accepted now: fixed
             log.warning("delivery resumed: the site accepts the token again")
-            self.paused_reason = None
+            self._end_pause()
             return True
+        # Every pause comes from a write (a delivery), and the site accepts at once the same
+        # credentials for a read: they may read but not write (a WooCommerce key with Read
+        # permission, a Bitrix user without the right to import). Resuming on this GET is
+        # what looped (issue 22).
+        self.write_refused = True
+        self._write_try_at = time.monotonic() + self.settings.retry_max_delay
+        self.paused_reason = f"the key may read but not write ({self.paused_reason})"
+        self._pause_told = True
+        log.error(
+            "delivery paused: %s; one write is tried every %s s, or run `exchange resume`",
+            self.paused_reason,
+            self.settings.retry_max_delay,
+        )
         return False
+
+    def _tell_pause(self) -> None:
+        if not self._pause_told:
+            self._pause_told = True
+            log.error(
+                "delivery paused: %s; it resumes by itself when the site accepts again",
+                self.paused_reason,
+            )
+
+    def _write_turn(self) -> bool:
+        """While writes are refused: let one message go once every EXCHANGE_RETRY_MAX_DELAY
+        (a write proves what a GET cannot); its success ends the pause (``_judge``)."""
+        now = time.monotonic()
+        if self._trying_write or now < self._write_try_at:
+            return False
+        self._write_try_at = now + self.settings.retry_max_delay
+        self._trying_write = True
+        return True
+
+    def _end_pause(self) -> None:
+        self.paused_reason = None
+        self.write_refused = False
+        self._paused_at = None
+        self._trying_write = False
 
     # -- what the worker tells about itself ------------------------------------------------
 

@@ -10,8 +10,13 @@
     POST /wp-json/wc/v3/products/<pid>/variations/batch
 
 As WooCommerce does (its source: repository woocommerce/woocommerce,
-plugins/woocommerce/includes/rest-api/Controllers/Version3/): Basic auth with the consumer key
-and secret (401 ``woocommerce_rest_cannot_view``; a read-only key gets 401
+plugins/woocommerce/includes/rest-api/Controllers/Version3/): authentication as
+``WC_REST_Authentication`` (plugins/woocommerce/includes/class-wc-rest-authentication.php) does
+it, see ``_authenticate``: Basic or the key in the query only where PHP sees HTTPS (``is_ssl``),
+else OAuth 1.0a one-legged with the signature verified as the shop computes it, timestamps
+within 15 minutes and nonces used once; a key with Read permission only gets 401
+``woocommerce_rest_authentication_error`` on a write (``check_permissions``); a request that
+authenticated nobody gets the controller's 401 (``woocommerce_rest_cannot_view`` on a read,
 ``woocommerce_rest_cannot_batch`` on a batch); more than 100 objects in a batch -> 413
 ``woocommerce_rest_request_entity_too_large`` and nothing applied
 (class-wc-rest-controller.php, ``check_batch_limit``); a batch answers 200 with one result per
@@ -21,10 +26,16 @@ two items of one id are two results (``batch_items``); an item with an unknown i
 (class-wc-rest-crud-controller.php, ``update_item``); prices are strings; a product's id is not
 its SKU.
 
+The host: ``is_ssl`` (what PHP sees; by default whether the simulator serves HTTPS; False over
+HTTPS is a proxy that terminates TLS without telling PHP), ``drops_authorization`` (a CGI/FastCGI
+host that does not pass the ``Authorization`` header to PHP).
+
 Faults (attributes, mutable while it runs): ``poison`` SKUs (item error 500), ``reject`` SKUs
-(item error 400 ``woocommerce_rest_invalid_price``), ``refuse_key`` (401 for all),
+(item error 400 ``woocommerce_rest_invalid_price``), ``refuse_key`` (the key is revoked: the
+shop knows it no more), ``read_only_key`` (the key's permissions are ``read``),
 ``answer_fault`` ``redirect``|``html`` (302, or a 200 HTML page), ``rate_limit`` (requests per
-second above which it answers 429 with Retry-After: 1), ``half_apply`` (a batch applies its
+second above which the host's rate limiter, in front of PHP, answers 429 with Retry-After: 1
+and an HTML page, as hosting limiters do), ``half_apply`` (a batch applies its
 first half, then the connection is cut: WooCommerce's batch is not a transaction), ``drop_after``
 (a batch applies all, then the connection is cut), ``delay`` (seconds before each answer).
 
@@ -36,18 +47,43 @@ from __future__ import annotations
 
 import base64
 import collections
+import hashlib
+import hmac
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, parse_qsl, quote, unquote, urlsplit
 
 from exchange.dev.httpsim import Handler, LoopbackServer
 
 API = "/wp-json/wc/v3"
 LIMIT = 100
+OAUTH_WINDOW = 15 * 60  # check_oauth_timestamp_and_nonce: $valid_window
+OAUTH_REQUIRED = (
+    "oauth_consumer_key",
+    "oauth_timestamp",
+    "oauth_nonce",
+    "oauth_signature",
+    "oauth_signature_method",
+)
+AUTH_ERROR = "woocommerce_rest_authentication_error"
+RATE_LIMITED_PAGE = (
+    b"<!DOCTYPE html><html><head><title>429 Too Many Requests</title></head><body>"
+    b"<h1>Too Many Requests</h1><p>You have sent too many requests in a given amount of time."
+    b"</p></body></html>"
+)
+
+
+class Refused(Exception):
+    """A ``WP_Error`` the authentication answers with (status 401)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
 
 
 @dataclass
@@ -57,11 +93,13 @@ class Item:
     parent_id: int = 0  # 0 for a product, as WooCommerce writes it
     regular_price: str = ""
     sale_price: str = ""
+    status: str = "publish"  # "trash": in the shop's trash (``trash``)
 
     def json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "sku": self.sku,
+            "status": self.status,
             "type": "variation" if self.parent_id else "simple",
             "parent_id": self.parent_id,
             "regular_price": self.regular_price,
@@ -84,11 +122,26 @@ class WooFaults:
 
 
 class WooSimulator(LoopbackServer):
-    def __init__(self, key: str = "ck_test", secret: str = "cs_test", *, auto: bool = True) -> None:
+    def __init__(
+        self,
+        key: str = "ck_test",
+        secret: str = "cs_test",
+        *,
+        auto: bool = True,
+        is_ssl: bool | None = None,
+        drops_authorization: bool = False,
+    ) -> None:
         """``auto``: a SKU never seen becomes a product on first lookup when its name starts with
         ``VAR-`` it is a variation of product 1 (so tests and the demo need no catalogue); a
         SKU starting with ``NOSUCH`` never exists."""
         super().__init__()
+        self._is_ssl = is_ssl
+        self.drops_authorization = drops_authorization
+        # WordPress's ``home`` option, host[:port]: what the OAuth base string is built from,
+        # whatever Host the request named (None: this simulator's own address).
+        self.home: str | None = None
+        self.nonces: dict[int, str] = {}  # the key's ``nonces`` column: timestamp -> nonce
+        self.auth_seen: collections.Counter[str] = collections.Counter()  # who authenticated
         self.handler = _WooHandler
         self.key, self.secret = key, secret
         self.auto = auto
@@ -119,6 +172,13 @@ class WooSimulator(LoopbackServer):
                 del self.items[ident]
             self._by_sku.pop(sku, None)
 
+    def trash(self, sku: str) -> None:
+        """The product is moved to the trash: its id still takes writes (update_item loads it
+        by id, wc_get_product, whatever its status), but a listing no longer shows it (the
+        collection's ``status`` defaults to ``any``, which WP_Query reads without the trash)."""
+        with self._state:
+            self._by_sku[sku].status = "trash"
+
     def by_sku(self, sku: str) -> Item | None:
         with self._state:
             if sku in self._by_sku:
@@ -138,14 +198,132 @@ class WooSimulator(LoopbackServer):
 
     # -- the API -------------------------------------------------------------------------
 
-    def _authorised(self, header: str | None) -> bool:
-        if self.faults.refuse_key or not header or not header.startswith("Basic "):
-            return False
+    @property
+    def is_ssl(self) -> bool:
+        return self.ssl_context is not None if self._is_ssl is None else self._is_ssl
+
+    def home_url(self, path: str) -> str:
+        """get_home_url( null, $path, is_ssl() ? 'https' : 'http' ): the scheme is what PHP sees,
+        not what the client used."""
+        home = self.home or f"{self.host}:{self.port}"
+        return f"{'https' if self.is_ssl else 'http'}://{home}{path}"
+
+    def _user(self, consumer_key: str) -> bool:
+        """get_user_data_by_consumer_key: whether the shop holds this key."""
+        return not self.faults.refuse_key and hmac.compare_digest(consumer_key, self.key)
+
+    def _authenticate(
+        self, method: str, path: str, query: str, authorization: str | None
+    ) -> str | None:
+        """WC_REST_Authentication::authenticate, then check_user_permissions: the scheme that
+        authenticated (None: nobody, the controller's permission check answers); raises
+        ``Refused`` for the WP_Error the shop answers with."""
+        if self.drops_authorization:
+            authorization = None  # PHP never sees it (CGI/FastCGI without a rewrite rule)
+        # $_GET as PHP reads it: percent and + decoded, the last of a repeated name wins.
+        get = dict(parse_qsl(query, keep_blank_values=True))
+        error: Refused | None = None
+        scheme: str | None = None
+        if self.is_ssl:
+            try:
+                scheme = self._basic(get, authorization)
+            except Refused as refused:
+                error = refused
+        if scheme is None:
+            try:
+                scheme = self._oauth(method, path, get, authorization)
+            except Refused as refused:
+                error = refused
+        if error is not None:  # check_authentication_error (set_error also forgot the user)
+            raise error
+        if scheme is not None:
+            self._check_permissions(method)
+            self.auth_seen[scheme] += 1
+        return scheme
+
+    def _basic(self, get: dict[str, str], authorization: str | None) -> str | None:
+        """perform_basic_authentication: $_GET consumer_key/consumer_secret first, else
+        PHP_AUTH_USER/PHP_AUTH_PW; an unknown key is no error (OAuth may follow), a wrong
+        secret is."""
+        key, secret, scheme = get.get("consumer_key", ""), get.get("consumer_secret", ""), "query"
+        if not (key and secret):
+            key, secret, scheme = "", "", "basic"
+            if authorization and authorization[:6].lower() == "basic ":
+                try:
+                    key, _, secret = base64.b64decode(authorization[6:]).decode().partition(":")
+                except ValueError:
+                    key = secret = ""
+        if not (key and secret) or not self._user(key):
+            return None
+        if not hmac.compare_digest(self.secret, secret):
+            raise Refused(AUTH_ERROR, "Consumer secret is invalid.")
+        return scheme
+
+    def _oauth(
+        self, method: str, path: str, get: dict[str, str], authorization: str | None
+    ) -> str | None:
+        """perform_oauth_authentication with get_oauth_parameters: $_GET (and $_POST, empty
+        for a JSON body) and an ``Authorization: OAuth`` header's parameters."""
+        params = dict(get)
+        if authorization and authorization.startswith("OAuth "):
+            for name, quoted, plain in _OAUTH_HEADER.findall(authorization):
+                params[name] = unquote(quoted or plain)
+        missing = [name for name in OAUTH_REQUIRED if not params.get(name)]
+        if len(missing) == len(OAUTH_REQUIRED):
+            return None  # not even trying OAuth
+        if missing:
+            raise Refused(
+                "woocommerce_rest_authentication_missing_parameter",
+                f"Missing OAuth parameter{'s' if len(missing) > 1 else ''} {', '.join(missing)}",
+            )
+        if not self._user(params["oauth_consumer_key"]):
+            raise Refused(AUTH_ERROR, "Consumer key is invalid.")
+        self._check_oauth_signature(method, path, params)
+        self._check_timestamp_and_nonce(params["oauth_timestamp"], params["oauth_nonce"])
+        return "oauth1"
+
+    def _check_oauth_signature(self, method: str, path: str, params: dict[str, str]) -> None:
+        """check_oauth_signature: the base string from the home URL with the scheme PHP sees,
+        every parameter but the signature sorted by name (strcmp), normalize_parameters and
+        join_with_equals_sign (each ``key=value`` encoded again, joined by ``%26``)."""
+        base_uri = _rawurlencode(self.home_url(path))
+        consumer_signature = unquote(params.pop("oauth_signature").replace(" ", "+"))
+        ordered = sorted(params.items(), key=lambda kv: kv[0].encode())
+        pairs = [_rawurlencode(f"{_rawurlencode(k)}={_rawurlencode(v)}") for k, v in ordered]
+        string_to_sign = f"{method.upper()}&{base_uri}&{'%26'.join(pairs)}"
+        method_name = params["oauth_signature_method"]
+        if method_name not in ("HMAC-SHA1", "HMAC-SHA256"):
+            raise Refused(AUTH_ERROR, "Invalid signature - signature method is invalid.")
+        digest = hashlib.sha1 if method_name == "HMAC-SHA1" else hashlib.sha256
+        signature = base64.b64encode(
+            hmac.new(f"{self.secret}&".encode(), string_to_sign.encode(), digest).digest()
+        ).decode()
+        if not hmac.compare_digest(signature, consumer_signature):
+            raise Refused(AUTH_ERROR, "Invalid signature - provided signature does not match.")
+
+    def _check_timestamp_and_nonce(self, timestamp: str, nonce: str) -> None:
+        """check_oauth_timestamp_and_nonce: within 15 minutes of now; a nonce not used in them
+        (kept per timestamp, as the shop's ``nonces`` column keeps them)."""
+        now = time.time()
         try:
-            given = base64.b64decode(header[6:]).decode()
+            stamp = int(timestamp)
         except ValueError:
-            return False
-        return given == f"{self.key}:{self.secret}"
+            stamp = 0
+        if stamp < now - OAUTH_WINDOW or stamp > now + OAUTH_WINDOW:
+            raise Refused(AUTH_ERROR, "Invalid timestamp.")
+        with self._state:
+            if nonce in self.nonces.values():
+                raise Refused(AUTH_ERROR, "Invalid nonce - nonce has already been used.")
+            self.nonces[stamp] = nonce
+            for old in [t for t in self.nonces if t < now - OAUTH_WINDOW]:
+                del self.nonces[old]
+
+    def _check_permissions(self, method: str) -> None:
+        """check_permissions: the key's read/write permission by the request's method."""
+        if method in ("GET", "HEAD"):
+            return  # every key of this simulator may read
+        if self.faults.read_only_key:
+            raise Refused(AUTH_ERROR, "The API key provided does not have write permissions.")
 
     def _limited(self) -> bool:
         limit = self.faults.rate_limit
@@ -209,6 +387,16 @@ def _json(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode()
 
 
+def _rawurlencode(text: str) -> str:
+    """PHP's rawurlencode (and wc_rest_urlencode_rfc3986): RFC 3986, only A-Z a-z 0-9 - _ . ~
+    left as they are."""
+    return quote(text, safe="-_.~")
+
+
+# parse_header's pattern: oauth_name="quoted" or oauth_name=plain
+_OAUTH_HEADER = re.compile(r'(oauth_[a-z_-]*)=(?:"([^"]*)"|([^,]*))')
+
+
 class _WooHandler(Handler):
     server_version = "Apache"
 
@@ -240,10 +428,28 @@ class _WooHandler(Handler):
         if sim.faults.delay:
             time.sleep(sim.faults.delay)
         if sim._limited():
-            self.error(429, "rate_limited", "Too Many Requests", {"Retry-After": "1"})
+            # The host's limiter answers before PHP runs: its own HTML page, not WooCommerce's.
+            self.answer(429, RATE_LIMITED_PAGE, "text/html", {"Retry-After": "1"})
             return
-        if not sim._authorised(self.headers.get("Authorization")):
-            self.error(401, "woocommerce_rest_cannot_view", "Sorry, you cannot list resources.")
+        try:
+            who = sim._authenticate(
+                method, parts.path, parts.query, self.headers.get("Authorization")
+            )
+        except Refused as refused:
+            self.error(401, refused.code, refused.message)
+            return
+        if who is None:
+            # The controller's permission check for a visitor (rest_authorization_required_code:
+            # 401 while nobody is logged in), class-wc-rest-products-v2-controller.php
+            # get_items_permissions_check / batch_items_permissions_check.
+            if method == "POST":
+                self.error(
+                    401,
+                    "woocommerce_rest_cannot_batch",
+                    "Sorry, you are not allowed to batch manipulate this resource.",
+                )
+            else:
+                self.error(401, "woocommerce_rest_cannot_view", "Sorry, you cannot list resources.")
             return
         if sim.faults.answer_fault == "redirect":
             self.answer(302, b"", "text/html", {"Location": "/wp-login.php"})
@@ -266,6 +472,7 @@ class _WooHandler(Handler):
                 skus = [s for s in ",".join(query.get("sku", [])).split(",") if s]
                 if skus and parent is None:
                     found = [i for i in (sim.by_sku(s) for s in skus) if i is not None]
+                    found = [i for i in found if i.status != "trash"]
                 else:
                     found = [
                         i
@@ -302,9 +509,6 @@ class _WooHandler(Handler):
                 batch_parent = int(path[1])
             if batch_parent is None:
                 self.error(404, "rest_no_route", "No route was found.")
-                return
-            if sim.faults.read_only_key:
-                self.error(401, "woocommerce_rest_cannot_batch", "Sorry, you are not allowed.")
                 return
             try:
                 body = json.loads(raw, parse_float=Decimal)

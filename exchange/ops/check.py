@@ -36,6 +36,7 @@ from exchange.ops.channels import channels
 from exchange.settings import Settings, onec_folder, safe_url
 from exchange.targets.bitrix.target import BitrixTarget
 from exchange.targets.shop_api.client import TLS_ERROR, Response, SiteClient, SiteResult
+from exchange.targets.woocommerce import auth
 from exchange.targets.woocommerce.ids import MemorySkuIds
 from exchange.targets.woocommerce.target import WooCommerceTarget
 
@@ -252,6 +253,7 @@ async def _check_woocommerce(
         timeout=settings.http_timeout,
         transport=transport,
         verify=verify,
+        auth_setting=settings.woo_auth,
     )
     try:
         read = await target.health()
@@ -265,7 +267,9 @@ async def _check_woocommerce(
         if write.verdict is Verdict.DELIVERED
         else fail(write_what, f"{write.detail}: give the key Read/Write permissions")
     )
-    return [ok(read_what, read.detail), written]
+    # Which scheme carried the key (EXCHANGE_WOO_AUTH): what `auto` found, or what was set.
+    how = f"{read.detail}; authentication: {auth.describe(target.auth_used or 'oauth1')}"
+    return [ok(read_what, how), written]
 
 
 async def _check_bitrix(

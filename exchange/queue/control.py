@@ -3,7 +3,7 @@ so that all of them stop sending within one cycle and start again as soon as it 
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select
@@ -11,6 +11,9 @@ from sqlalchemy import Connection, delete, insert, select
 from exchange.db.schema import delivery_pause
 
 PAUSE = "delivery"
+# ``exchange resume`` also leaves its time here: a worker whose pause no answer of the site can
+# end (writes refused while reads work) resumes when an operator says so after that pause.
+RESUMED = "resumed"
 
 
 def operator_pause(connection: Connection) -> dict[str, Any] | None:
@@ -33,9 +36,24 @@ def pause(connection: Connection, *, operator: str, note: str, now: datetime) ->
     return True
 
 
-def resume(connection: Connection) -> bool:
-    """Resume delivery; False when it was not paused."""
-    return (
+def resume(connection: Connection, *, operator: str = "", now: datetime | None = None) -> bool:
+    """Resume delivery; False when it was not paused by an operator. Either way the time is
+    left for the workers paused by the site's refusal of a write (``resumed_at``)."""
+    resumed = (
         connection.execute(delete(delivery_pause).where(delivery_pause.c.name == PAUSE)).rowcount
         > 0
     )
+    connection.execute(delete(delivery_pause).where(delivery_pause.c.name == RESUMED))
+    connection.execute(
+        insert(delivery_pause).values(
+            name=RESUMED, operator=operator, note="", paused_at=now or datetime.now(UTC)
+        )
+    )
+    return resumed
+
+
+def resumed_at(connection: Connection) -> datetime | None:
+    """When an operator last resumed delivery (None: never)."""
+    return connection.execute(
+        select(delivery_pause.c.paused_at).where(delivery_pause.c.name == RESUMED)
+    ).scalar_one_or_none()

@@ -668,7 +668,7 @@ class Workbench:
     async def resume(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
         def act() -> None:
             with transaction(self.engine) as connection:
-                control.resume(connection)
+                control.resume(connection, operator=who.name)
 
         await asyncio.to_thread(act)
         raise web.HTTPSeeOther("/")

@@ -7,7 +7,10 @@ the SKU ids kept in the database, and looked up again when the shop says one is 
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import random
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,10 +19,12 @@ from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import messages, shop_sku_ids
+from exchange.db.schema import history, messages, shop_sku_ids
 from exchange.dev.testing import drain, fast_settings, price_row, run_worker, stage
 from exchange.dev.woosim import WooSimulator
 from exchange.errors import ConfigurationError
+from exchange.queue import control
+from exchange.runner import EXIT_TIMED_OUT, run_until_idle
 from exchange.settings import load_settings
 from exchange.worker import Worker
 
@@ -223,3 +228,93 @@ def test_other_kinds_are_refused_at_start_and_plain_http_off_loopback_too() -> N
     assert "unencrypted" in str(plain.value)
     defaults = load_settings(target="woocommerce")
     assert ["price"] == list(defaults.kinds)
+
+
+def test_a_read_only_key_pauses_once_and_the_run_ends_by_its_max_seconds(
+    db_url: str, engine: Engine, shop: WooSimulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 22 item 4: a key that may read but not write. The health check (a GET) succeeds,
+    which proves nothing about writing: delivery pauses once, said once; while paused the worker
+    tries one real write every EXCHANGE_RETRY_MAX_DELAY (never a GET), and --max-seconds ends
+    the run."""
+    shop.faults.read_only_key = True
+    stage(engine, [price_row(f"SKU-{n}", 1) for n in range(5)])
+    worker = make_worker(db_url, engine, shop, retry_max_delay=0.5)
+    codes: list[int] = []
+
+    async def scenario(worker: Worker) -> None:
+        codes.append(await run_until_idle(worker, max_seconds=2.5, poll_interval=0.01))
+
+    started = time.monotonic()
+    with caplog.at_level(logging.INFO, logger="exchange.worker"):
+        run_worker(worker, scenario)
+
+    assert [EXIT_TIMED_OUT] == codes and time.monotonic() - started < 5.0
+    assert worker.paused_reason is not None
+    assert "the key may read but not write" in worker.paused_reason
+    paused = [r for r in caplog.records if "delivery paused" in r.getMessage()]
+    assert 1 == len(paused), [r.getMessage() for r in paused]
+    assert not [r for r in caplog.records if "delivery resumed" in r.getMessage()]
+    # the first refused write, then one write about every 0.5 s: up to 5 in 2.5 s, not hundreds
+    assert 2 <= shop.requests["POST products/batch"] <= 6, shop.requests
+    assert {"new", "delayed"} >= {s for s, _ in states(engine).values()}
+
+
+def test_a_write_pause_ends_when_a_write_succeeds_or_on_resume(
+    db_url: str, engine: Engine, shop: WooSimulator
+) -> None:
+    shop.faults.read_only_key = True
+    stage(engine, [price_row("SKU-1", 1, "5.00"), price_row("SKU-2", 1, "6.00")])
+    worker = make_worker(db_url, engine, shop, retry_max_delay=0.3)
+
+    async def scenario(worker: Worker) -> None:
+        await worker.cycle()
+        await worker.cycle()
+        assert worker.paused_reason is not None
+        shop.faults.read_only_key = False  # the owner gives the key Read/Write
+        await asyncio.sleep(0.35)
+        await drain(worker)
+
+    run_worker(worker, scenario)
+    assert ("5.00", "6.00") == (shop.price("SKU-1"), shop.price("SKU-2"))
+    assert worker.paused_reason is None
+
+    shop.faults.read_only_key = True
+    stage(engine, [price_row("SKU-1", 2, "7.00")])
+    worker = make_worker(db_url, engine, shop, retry_max_delay=600.0)
+
+    async def resumed(worker: Worker) -> None:
+        await worker.cycle()
+        await worker.cycle()
+        assert worker.paused_reason is not None
+        shop.faults.read_only_key = False
+        await worker.cycle()
+        assert "5.00" == shop.price("SKU-1"), "no write before EXCHANGE_RETRY_MAX_DELAY"
+        with transaction(engine) as connection:
+            control.resume(connection)  # `exchange resume`
+        await drain(worker)
+
+    run_worker(worker, resumed)
+    assert "7.00" == shop.price("SKU-1")
+
+
+def test_a_product_in_the_trash_takes_the_price_is_delivered_and_its_history_says_so(
+    db_url: str, engine: Engine, shop: WooSimulator
+) -> None:
+    """Issue 22 item 6: WooCommerce writes a trashed product by its id and answers it with
+    status "trash"; the price is delivered, and the message's history says where it went."""
+    stage(engine, [price_row("SKU-T", 1, "10.00")])
+    run_worker(make_worker(db_url, engine, shop))
+    shop.trash("SKU-T")
+    stage(engine, [price_row("SKU-T", 2, "12.00")])
+    run_worker(make_worker(db_url, engine, shop))
+
+    assert "12.00" == shop.price("SKU-T")
+    assert ("delivered", None) == states(engine)[("SKU-T", 2)]
+    with transaction(engine, read_only=True) as connection:
+        details = connection.execute(
+            select(history.c.detail)
+            .join(messages, messages.c.id == history.c.message_pk)
+            .where(messages.c.aggregate == "SKU-T", messages.c.version == 2)
+        ).scalars()
+        assert any("in the shop's trash" in (d or "") for d in details)

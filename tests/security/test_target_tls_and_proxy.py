@@ -103,6 +103,7 @@ def test_the_targets_go_through_the_proxy_the_environment_names(
         monkeypatch.delenv("no_proxy", raising=False)
         target: Target
         if name == "woocommerce":
+            shop.home = "shop.invalid"  # type: ignore[attr-defined]  # the site's home URL
             target = WooCommerceTarget(
                 "http://shop.invalid",
                 lambda: ("ck", "cs"),

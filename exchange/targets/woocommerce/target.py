@@ -23,8 +23,10 @@ How a leased batch travels: in requests of at most ``MAX_ITEMS`` (100, WooCommer
 
 WooCommerce has no Idempotency-Key and no versions: repeating a write is harmless, and the
 queue's one message per aggregate in flight with latest-wins keeps the order (contract 10).
-The consumer key and secret travel as Basic auth over HTTPS (http only to loopback, refused at
-start otherwise); they are never logged nor put in a detail.
+The consumer key and secret travel by the scheme EXCHANGE_WOO_AUTH names or ``auto`` finds
+(targets/woocommerce/auth.py: Basic or the query form only over https://, OAuth 1.0a); they are
+never logged nor put in a detail. A 401 says whether the shop judged the key (its secret, its
+signature, its permission to write) or saw no key by any scheme tried (the transport).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from exchange.targets.base import OutgoingMessage
 from exchange.targets.prices import read_price
 from exchange.targets.shop_api.batch import chunks
 from exchange.targets.wire import STATUSES, http_client, httpx_failure, transport_verdict
+from exchange.targets.woocommerce import auth
 from exchange.targets.woocommerce.ids import SkuIds, Where
 
 log = logging.getLogger(__name__)
@@ -93,12 +96,16 @@ class WooCommerceTarget:
         timeout: float,
         transport: httpx.AsyncBaseTransport | None = None,
         verify: ssl.SSLContext | None = None,
+        auth_setting: auth.AuthSetting = "auto",
     ) -> None:
-        """``verify``: the TLS context of EXCHANGE_SITE_CA_BUNDLE (None: the default CAs)."""
+        """``verify``: the TLS context of EXCHANGE_SITE_CA_BUNDLE (None: the default CAs);
+        ``auth_setting``: EXCHANGE_WOO_AUTH."""
         self.url = url.rstrip("/")
         self._credentials = credentials
         self.ids = ids
         self.price_fields = dict(price_fields)
+        self.auth_setting: auth.AuthSetting = auth_setting
+        self.auth_used: auth.Scheme | None = None  # the scheme the shop last accepted
         self._auth = self._read_auth()
         self._http = http_client(
             base_url=self.url + API,
@@ -109,9 +116,9 @@ class WooCommerceTarget:
         )
         self.requests_sent = 0  # for the bench: every HTTP request, lookups and read-backs too
 
-    def _read_auth(self) -> httpx.BasicAuth | None:
+    def _read_auth(self) -> tuple[str, str] | None:
         key, secret = self._credentials()
-        return httpx.BasicAuth(key, secret) if key and secret else None
+        return (key, secret) if key and secret else None
 
     # -- the seam --------------------------------------------------------------------------
 
@@ -179,7 +186,8 @@ class WooCommerceTarget:
 
     async def can_write(self) -> Classification:
         """Whether the key may write, with no effect: an empty batch is a write request that
-        changes nothing (a read-only key gets 401 ``woocommerce_rest_cannot_batch``)."""
+        changes nothing (a read-only key gets 401 ``woocommerce_rest_authentication_error``,
+        WC_REST_Authentication::check_permissions)."""
         try:
             await self._post("/products/batch", {"update": []})
         except _Answer as whole:
@@ -286,6 +294,16 @@ class WooCommerceTarget:
                 f"not {money(p.amount)}",
                 http_status=200,
             )
+        if result.get("status") == "trash":
+            # WooCommerce writes a trashed product by its id (update_item) and answers it: the
+            # price is the shop's now, shown once the product is restored. Delivered, and said.
+            return Classification(
+                Verdict.DELIVERED,
+                f"HTTP 200: set, but id {ident} of SKU {p.sku!r} is in the shop's trash (not shown "
+                "until restored)",
+                http_status=200,
+                receipt=str(ident),
+            )
         return Classification(Verdict.DELIVERED, "HTTP 200", http_status=200, receipt=str(ident))
 
     async def _read_back(
@@ -341,20 +359,39 @@ class WooCommerceTarget:
             raise _Answer(
                 Classification(Verdict.PAUSE, "EXCHANGE_WOO_KEY or EXCHANGE_WOO_SECRET is not set")
             )
+        key, secret = self._auth
         content = json.dumps(body).encode() if body is not None else None
-        headers = {"Content-Type": "application/json"} if content is not None else None
-        self.requests_sent += 1
-        try:
-            response = await self._http.request(
-                method, path, params=params, content=content, headers=headers, auth=self._auth
-            )
-        except httpx.TransportError as exc:
-            # One reading for every target (targets/wire.py): not reached, sent and no answer
-            # (the shop may have applied it: read back), or a certificate not trusted.
-            raise _Answer(transport_verdict(httpx_failure(exc))) from None
+        base = self._http.build_request(method, path, params=params).url
+        refusals: list[tuple[auth.Scheme, str]] = []
+        for scheme in auth.ordered(self.url, key, self.auth_setting):
+            url, headers = auth.sign(scheme, base, method, key, secret)
+            if content is not None:
+                headers["Content-Type"] = "application/json"
+            self.requests_sent += 1
+            try:
+                response = await self._http.request(method, url, content=content, headers=headers)
+            except httpx.TransportError as exc:
+                # One reading for every target (targets/wire.py): not reached, sent and no
+                # answer (the shop may have applied it: read back), or a certificate not trusted.
+                raise _Answer(transport_verdict(httpx_failure(exc))) from None
+            if response.status_code != 401:
+                self.auth_used = scheme
+                auth.remember(self.url, key, scheme)
+                break
+            code = _error_code(response)
+            refusals.append((scheme, _code(response)))
+            # The shop found the key and judged it: the same key by another scheme meets the
+            # same verdict. Only a signature refused for https:// may pass signed for http://.
+            if code in auth.KEY_JUDGED and not (
+                scheme == "oauth1" and "signature" in _code(response)
+            ):
+                break
         status = response.status_code
         if 200 <= status < 300:
             return response
+        if status == 401:
+            auth.forget(self.url, key)
+            raise _Answer(_refused(refusals, _error_code(response)))
         verdict = STATUSES.verdict(status)
         raise _Answer(
             Classification(
@@ -366,6 +403,34 @@ class WooCommerceTarget:
                 else None,
             )
         )
+
+
+def _refused(refusals: list[tuple[auth.Scheme, str]], last_code: str) -> Classification:
+    """A 401 after every scheme tried: the key refused (the shop judged it) or the transport
+    (the shop saw no key: PHP does not see HTTPS, or the host drops the Authorization header)."""
+    tried = "; ".join(f"{auth.describe(s)}: {text}" for s, text in refusals)
+    if last_code in auth.KEY_JUDGED:
+        detail = f"HTTP 401: the shop refused the key ({tried})"
+    else:
+        detail = (
+            f"HTTP 401: the shop saw no key by any scheme tried ({tried}); the transport is "
+            "refused: over http:// WooCommerce takes OAuth 1.0a only, a host that drops the "
+            "Authorization header needs the query form (EXCHANGE_WOO_AUTH)"
+        )
+    return Classification(
+        Verdict.PAUSE,
+        detail,
+        http_status=401,
+        error_class="KeyRefused" if last_code in auth.KEY_JUDGED else "TransportRefused",
+    )
+
+
+def _error_code(response: httpx.Response) -> str:
+    try:
+        body = json.loads(response.content[:BODY_CAP])
+    except ValueError:
+        return ""
+    return str(body.get("code", "")) if isinstance(body, dict) else ""
 
 
 def _code(response: httpx.Response) -> str:
