@@ -7,6 +7,7 @@ is never stored, logged or taken as a command-line argument.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any, Literal
 
@@ -21,9 +22,20 @@ Role = Literal["viewer", "operator"]
 ROLES: tuple[Role, ...] = ("viewer", "operator")
 MIN_PASSWORD = 8
 _hasher = PasswordHasher()
-# Verified against when the name is unknown, so that a wrong name costs as long as a wrong
-# password (the time does not tell which names exist).
-_DUMMY = _hasher.hash("not a password of anyone")
+
+
+@functools.cache
+def _dummy() -> str:
+    """Verified against when the name is unknown, so that a wrong name costs as long as a wrong
+    password (the time does not tell which names exist). Made on first need, not at import (a
+    hash costs 200-390 ms and most commands never sign anyone in); the workbench makes it when
+    it starts (``prepare``), so the first unknown name costs no more than the next."""
+    return _hasher.hash("not a password of anyone")
+
+
+def prepare() -> None:
+    """Make the hash an unknown name is checked against, before the first sign-in."""
+    _dummy()
 
 
 def check_name(name: str) -> str:
@@ -79,7 +91,7 @@ def authenticate(connection: Connection, name: str, password: str) -> Role | Non
     """The operator's role when the password is theirs, else None (same cost either way)."""
     row = connection.execute(select(operators).where(operators.c.name == name)).mappings().first()
     try:
-        _hasher.verify(row["password_hash"] if row else _DUMMY, password)
+        _hasher.verify(row["password_hash"] if row else _dummy(), password)
     except (VerificationError, InvalidHashError):
         return None
     if row is None or row["role"] not in ROLES:

@@ -83,6 +83,7 @@ class Workbench:
         self._key = key.encode("utf-8")
         self.signer = Signer(key)
         self.failures: dict[str, tuple[int, float]] = {}
+        operators.prepare()  # an unknown name's first sign-in costs what a wrong password does
         self.env = jinja2.Environment(
             loader=jinja2.PackageLoader("exchange.web", "templates"),
             autoescape=True,  # every template, whatever its name
