@@ -8,11 +8,14 @@ SQLite file, or a PostgreSQL database of the process's pool, reset and proven cl
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import settings
 from sqlalchemy import Engine
 
 from exchange.db.engine import make_engine
@@ -25,6 +28,12 @@ PG_ADMIN_URL = pg_admin_url()
 @pytest.fixture(scope="session")
 def pg_kit() -> Iterator[PgKit]:
     """This process's PostgreSQL databases (exchange/dev/dbkit.py): one xdist worker, one kit."""
+    if FAST:
+        pytest.fail(
+            "this test reaches PostgreSQL: mark it `postgres` (or use a fixture that does) so "
+            "that `make test-fast` leaves it out",
+            pytrace=False,
+        )
     kit = PgKit(PG_ADMIN_URL)
     try:
         kit.admin()
@@ -93,3 +102,67 @@ def engine(db_url: str) -> Iterator[Engine]:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+# -- selection, parallel runs, Hypothesis ------------------------------------------------------
+
+# ``make test-fast`` (EXCHANGE_TEST_FAST=1) runs `-m "not postgres and not subprocess and not
+# browser"`. The marks come from the fixtures a test uses (below) or from its module; a test
+# that reaches PostgreSQL or starts a process without its mark fails there, saying which
+# mark it lacks, so the fast selection never runs a slow test silently.
+FAST = os.environ.get("EXCHANGE_TEST_FAST") == "1"
+POSTGRES_FIXTURES = {"pg_kit", "pg_template", "pg_url", "other_pg_url", "empty_pg_url"}
+SUBPROCESS_FIXTURES = {"cli", "pki", "tls_site", "wrong_name_site"}
+# How many examples a property runs in the developer's loop (the "dev" profile); under CI=true
+# ("ci") every test runs the count it names.
+DEV_MAX_EXAMPLES = 20
+
+settings.register_profile("ci", settings.get_profile("default"))
+settings.register_profile("dev", max_examples=DEV_MAX_EXAMPLES)
+PROFILE = os.environ.get(
+    "HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI", "").lower() == "true" else "dev"
+)
+settings.load_profile(PROFILE)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        callspec = getattr(item, "callspec", None)
+        params = callspec.params.values() if callspec is not None else ()
+        # db_url and the fixtures like it are parametrized "sqlite"/"postgresql"
+        if names & POSTGRES_FIXTURES or any(param == "postgresql" for param in params):
+            item.add_marker(pytest.mark.postgres)
+        if names & SUBPROCESS_FIXTURES:
+            item.add_marker(pytest.mark.subprocess)
+        if "browser" in names:
+            item.add_marker(pytest.mark.browser)
+        if item.get_closest_marker("timing") is not None:
+            item.add_marker(pytest.mark.xdist_group("timing"))
+        if PROFILE != "ci":
+            _fewer_examples(item)
+
+
+def _fewer_examples(item: pytest.Item) -> None:
+    """The dev profile caps the examples a test names itself (``@settings(max_examples=300)``
+    overrides any profile): the test keeps its own settings otherwise."""
+    test = getattr(item, "obj", None)
+    own = getattr(test, "_hypothesis_internal_use_settings", None)
+    if own is None or own.max_examples <= DEV_MAX_EXAMPLES:
+        return
+    test._hypothesis_internal_use_settings = settings(own, max_examples=DEV_MAX_EXAMPLES)  # type: ignore[union-attr]
+
+
+@pytest.fixture(autouse=True)
+def _fast_selection_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not FAST:
+        return
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError(
+            f"{request.node.nodeid} starts a process: mark it `subprocess` (or use a fixture "
+            "that does) so that `make test-fast` leaves it out"
+        )
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
