@@ -8,6 +8,7 @@ SQLite file, or a PostgreSQL database of the process's pool, reset and proven cl
 
 from __future__ import annotations
 
+import multiprocessing.util
 import os
 import subprocess
 from collections.abc import Iterator
@@ -112,7 +113,33 @@ def clock() -> FakeClock:
 # mark it lacks, so the fast selection never runs a slow test silently.
 FAST = os.environ.get("EXCHANGE_TEST_FAST") == "1"
 POSTGRES_FIXTURES = {"pg_kit", "pg_template", "pg_url", "other_pg_url", "empty_pg_url"}
-SUBPROCESS_FIXTURES = {"cli", "pki", "tls_site", "wrong_name_site"}
+# `serve` (tests/web) starts the 1C reader process of `exchange serve`.
+SUBPROCESS_FIXTURES = {"cli", "pki", "tls_site", "wrong_name_site", "serve"}
+# Tests that start processes with no such fixture: a module, or one test (a node id prefix).
+SUBPROCESS_TESTS = (
+    "tests/bench/test_fastsite.py",
+    "tests/check/test_check_cli.py",
+    "tests/dev/test_sitesim.py::test_command_line_serves_until_interrupted",
+    "tests/faults/",
+    "tests/integration/test_workers.py",
+    "tests/operator/test_operator_cli.py",
+    "tests/ops/test_notify_cli.py",
+    "tests/ops/test_run_metrics_cli.py",
+    "tests/packaging/",
+    "tests/report/test_report_cli.py",
+    "tests/report/test_report_samples.py",
+    "tests/security/test_plain_http_and_wire.py",
+    "tests/security/test_secrets_in_commands.py",
+    "tests/test_architecture.py",
+    "tests/web/test_cml_interrupted.py",
+    "tests/web/test_cml_reading.py",
+    "tests/web/test_onec_exchange.py::test_exchange_status_shows_the_last_failures",
+    "tests/web/test_serve.py",
+)
+# pytest-timeout is a hang detector, not a check: on a machine whose run queue is longer than
+# its cores every test's wall time stretches by about that ratio, so the limits (the ini's 60 s
+# and each @pytest.mark.timeout) stretch with the load measured when the run starts, up to 5x.
+TIMEOUT_SCALE = min(5.0, max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
 # How many examples a property runs in the developer's loop (the "dev" profile); under CI=true
 # ("ci") every test runs the count it names.
 DEV_MAX_EXAMPLES = 20
@@ -134,14 +161,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # db_url and the fixtures like it are parametrized "sqlite"/"postgresql"
         if names & POSTGRES_FIXTURES or any(param == "postgresql" for param in params):
             item.add_marker(pytest.mark.postgres)
-        if names & SUBPROCESS_FIXTURES:
+        if names & SUBPROCESS_FIXTURES or item.nodeid.startswith(SUBPROCESS_TESTS):
             item.add_marker(pytest.mark.subprocess)
         if "browser" in names:
             item.add_marker(pytest.mark.browser)
+        _scale_timeout(config, item)
         if item.get_closest_marker("timing") is not None:
             item.add_marker(pytest.mark.xdist_group("timing"))
         if PROFILE != "ci":
             _fewer_examples(item)
+
+
+def _scale_timeout(config: pytest.Config, item: pytest.Item) -> None:
+    if TIMEOUT_SCALE == 1.0:
+        return
+    own = item.get_closest_marker("timeout")
+    if own is not None:
+        seconds = float(own.args[0] if own.args else own.kwargs.get("timeout", 0))
+    else:
+        seconds = float(config.getoption("timeout", None) or config.getini("timeout") or 0)
+    if seconds > 0:
+        item.add_marker(pytest.mark.timeout(seconds * TIMEOUT_SCALE), append=False)
 
 
 def _fewer_examples(item: pytest.Item) -> None:
@@ -154,15 +194,21 @@ def _fewer_examples(item: pytest.Item) -> None:
     test._hypothesis_internal_use_settings = settings(own, max_examples=DEV_MAX_EXAMPLES)  # type: ignore[union-attr]
 
 
-@pytest.fixture(autouse=True)
-def _fast_selection_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(scope="session", autouse=True)
+def _fast_selection_guard() -> Iterator[None]:
+    """Under ``make test-fast`` a process started by a test (or its fixtures) fails it."""
     if not FAST:
+        yield
         return
 
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise AssertionError(
-            f"{request.node.nodeid} starts a process: mark it `subprocess` (or use a fixture "
-            "that does) so that `make test-fast` leaves it out"
+            "a test of `make test-fast` starts a process: mark it `subprocess` (or list it in "
+            "SUBPROCESS_TESTS, tests/conftest.py) so that the fast selection leaves it out"
         )
 
-    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "_execute_child", refuse)
+        patch.setattr(multiprocessing.util, "spawnv_passfds", refuse)
+        patch.setattr(os, "fork", refuse)
+        yield
