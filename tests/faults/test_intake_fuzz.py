@@ -184,6 +184,7 @@ def fuzz_pg_url(pg_kit: PgKit) -> Iterator[str]:
     pg_kit.release(name)
 
 
+@pytest.mark.timeout(300)  # EXAMPLES runs of the intake on each database
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
