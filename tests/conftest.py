@@ -119,21 +119,26 @@ SUBPROCESS_FIXTURES = {"cli", "pki", "tls_site", "wrong_name_site", "serve"}
 SUBPROCESS_TESTS = (
     "tests/bench/test_fastsite.py",
     "tests/check/test_check_cli.py",
+    "tests/cli/test_cli_config_errors.py",
+    "tests/cli/test_cli_options.py",
     "tests/dev/test_sitesim.py::test_command_line_serves_until_interrupted",
     "tests/faults/",
     "tests/integration/test_workers.py",
     "tests/operator/test_operator_cli.py",
+    "tests/ops/test_notify.py::test_smtp_over_tls_verifies_the_servers_certificate",
     "tests/ops/test_notify_cli.py",
     "tests/ops/test_run_metrics_cli.py",
     "tests/packaging/",
     "tests/report/test_report_cli.py",
     "tests/report/test_report_samples.py",
     "tests/security/test_plain_http_and_wire.py",
+    "tests/security/test_secrets_and_tls.py::test_run_with_a_missing_ca_bundle_exits_2",
     "tests/security/test_secrets_in_commands.py",
     "tests/test_architecture.py",
     "tests/web/test_cml_interrupted.py",
     "tests/web/test_cml_reading.py",
     "tests/web/test_onec_exchange.py::test_exchange_status_shows_the_last_failures",
+    "tests/web/test_separate_staging.py",
     "tests/web/test_serve.py",
 )
 # pytest-timeout is a hang detector, not a check: on a machine whose run queue is longer than
@@ -158,8 +163,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         names = set(getattr(item, "fixturenames", ()))
         callspec = getattr(item, "callspec", None)
         params = callspec.params.values() if callspec is not None else ()
-        # db_url and the fixtures like it are parametrized "sqlite"/"postgresql"
-        if names & POSTGRES_FIXTURES or any(param == "postgresql" for param in params):
+        # db_url and the fixtures like it are parametrized "sqlite"/"postgresql" (or pairs of
+        # them, "postgresql+sqlite")
+        postgresql = any(isinstance(p, str) and "postgresql" in p.split("+") for p in params)
+        if names & POSTGRES_FIXTURES or postgresql:
             item.add_marker(pytest.mark.postgres)
         if names & SUBPROCESS_FIXTURES or item.nodeid.startswith(SUBPROCESS_TESTS):
             item.add_marker(pytest.mark.subprocess)
