@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint install clean wheel-check bench soak fuzz-long
+.PHONY: demo test test-fast lint install clean wheel-check bench soak fuzz-long
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ demo: $(BIN)/.installed
 # without it. Override with EXCHANGE_TEST_PG=postgresql://user@host:port/postgres.
 test: $(BIN)/.installed
 	$(BIN)/pytest
+
+# The developer's loop: the pure and SQLite tests, no process started, no PostgreSQL, no
+# browser, few Hypothesis examples (under 2 minutes). `make test` runs everything.
+test-fast: $(BIN)/.installed
+	EXCHANGE_TEST_FAST=1 $(BIN)/pytest -m "not postgres and not subprocess and not browser and not slow"
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check exchange tests migrations bench

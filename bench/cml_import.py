@@ -33,8 +33,7 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory(prefix="bench-cml-import-") as folder:
         path = Path(folder) / "offers.xml"
         path.symlink_to(sys.argv[1])
-        engine = make_engine(f"sqlite:///{Path(folder) / 'exchange.db'}")
-        upgrade(engine)
+        engine = make_engine(migrate_sqlite(Path(folder) / "exchange.db"))
         pool = ReaderPool(1)
         pool.start()
         time.sleep(1)  # the reading process started, as serve's is before 1C's import

@@ -20,8 +20,8 @@ from typing import Any
 
 from bench.onec_upload import bare_parse
 from exchange.db.engine import make_engine
-from exchange.db.migrate import upgrade
 from exchange.dev.cml_gen import BENCH_TYPES, write_big_offers
+from exchange.dev.dbkit import migrate_sqlite
 from exchange.intake.commerceml import publish
 from exchange.intake.commerceml.reading import read_into_spool
 
@@ -51,8 +51,7 @@ def run(offers: int, repeat: int) -> dict[str, Any]:
             publish._into_scratch(spool, rows, lambda: True, None)
             ratios["into_scratch"].append((time.perf_counter() - started) / bare)
             for key, scratch in (("publish_from_spool", None), ("publish_from_scratch", rows)):
-                engine = make_engine(f"sqlite:///{scratch_dir / f'{key}{n}.db'}")
-                upgrade(engine)
+                engine = make_engine(migrate_sqlite(scratch_dir / f"{key}{n}.db"))
                 started = time.perf_counter()
                 result = publish.publish(
                     engine,

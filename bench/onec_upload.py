@@ -74,29 +74,14 @@ PG_ADMIN = os.environ.get("EXCHANGE_BENCH_PG", "postgresql://postgres@127.0.0.1:
 def fresh_database(kind: str, scratch: Path) -> Iterator[str]:
     """A migrated, empty database URL (as bench.run's, without its load generator's imports);
     a PostgreSQL one (admin URL from EXCHANGE_BENCH_PG) is dropped afterwards."""
-    import psycopg
-
-    from exchange.db.engine import make_engine
-    from exchange.db.migrate import upgrade
+    from exchange.dev.dbkit import migrate_sqlite, pg_database
 
     scratch.mkdir(parents=True, exist_ok=True)
     if kind == "sqlite":
-        url = f"sqlite:///{scratch / f'bench-{uuid.uuid4().hex[:8]}.db'}"
-    else:
-        name = f"exchange_bench_1c_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=10) as admin:
-            admin.execute(f'CREATE DATABASE "{name}"')
-        base = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-        url = f"{base}/{name}"
-    try:
-        engine = make_engine(url)
-        upgrade(engine)
-        engine.dispose()
+        yield migrate_sqlite(scratch / f"bench-{uuid.uuid4().hex[:8]}.db")
+        return
+    with pg_database(PG_ADMIN) as url:
         yield url
-    finally:
-        if kind != "sqlite":
-            with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=10) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _cpu_seconds(pid: int) -> float:

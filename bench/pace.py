@@ -47,8 +47,8 @@ from sqlalchemy import func, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import upgrade
 from exchange.db.schema import messages
+from exchange.dev.dbkit import migrate_sqlite
 from exchange.dev.sitesim import Faults, SiteSimulator, halving_shop, pool_shop, rate_limited_shop
 from exchange.dev.testing import price_row, stage
 from exchange.runner import run_until_idle
@@ -107,9 +107,8 @@ LONG_SHOPS = {
 
 
 def run_shop(shop: Shop, directory: Path, concurrency: int = 32) -> dict[str, Any]:
-    url = f"sqlite:///{directory / f'pace-{shop.name}.db'}"
+    url = migrate_sqlite(directory / f"pace-{shop.name}.db")
     engine = make_engine(url)
-    upgrade(engine)
     stage(engine, [price_row(f"SKU-{n:05d}", 1, f"{n}.00") for n in range(shop.skus)])
     samples: list[dict[str, Any]] = []
     with SiteSimulator(token="bench-token", faults=shop.faults()) as site:

@@ -71,9 +71,9 @@ from sqlalchemy import func, select
 from bench import ceiling, cpu, report
 from bench import pace as pace_bench
 from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import upgrade
 from exchange.db.schema import messages
 from exchange.dev import testing
+from exchange.dev.dbkit import migrate_sqlite, pg_database
 from exchange.intake.stage import stage
 from exchange.settings import Settings
 
@@ -173,25 +173,10 @@ class SiteProcess:
 def fresh_database(kind: str, scratch: Path) -> Iterator[str]:
     """A migrated, empty database URL; a PostgreSQL one is dropped afterwards."""
     if kind == "sqlite":
-        url = f"sqlite:///{scratch / f'bench-{uuid.uuid4().hex[:8]}.db'}"
-        engine = make_engine(url)
-        upgrade(engine)
-        engine.dispose()
-        yield url
+        yield migrate_sqlite(scratch / f"bench-{uuid.uuid4().hex[:8]}.db")
         return
-    name = f"exchange_bench_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=10) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    base = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-    url = f"{base}/{name}"
-    try:
-        engine = make_engine(url)
-        upgrade(engine)
-        engine.dispose()
+    with pg_database(PG_ADMIN) as url:
         yield url
-    finally:
-        with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=10) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def stage_prices(url: str, count: int) -> None:

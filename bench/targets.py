@@ -26,7 +26,6 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-import psycopg
 from sqlalchemy import func, select
 
 from exchange import app as bootstrap
@@ -34,6 +33,7 @@ from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import messages
 from exchange.dev.bitrixsim import PATH, BitrixSimulator
+from exchange.dev.dbkit import pg_database
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.woosim import WooSimulator
 from exchange.intake.stage import stage
@@ -76,21 +76,21 @@ def rows(count: int) -> list[dict[str, Any]]:
 
 
 class Database(AbstractContextManager[str]):
+    """An empty database (``one`` migrates it); a PostgreSQL one is dropped afterwards."""
+
     def __init__(self, kind: str, scratch: Path) -> None:
         self.kind, self.scratch = kind, scratch
         self.name = f"bench_targets_{uuid.uuid4().hex[:8]}"
+        self._pg = pg_database(PG_ADMIN, migrated=False)
 
     def __enter__(self) -> str:
         if self.kind == "sqlite":
             return f"sqlite:///{self.scratch / (self.name + '.db')}"
-        with psycopg.connect(PG_ADMIN, autocommit=True) as connection:
-            connection.execute(f'CREATE DATABASE "{self.name}"')
-        return f"postgresql+psycopg://postgres@127.0.0.1:5432/{self.name}"
+        return self._pg.__enter__()
 
     def __exit__(self, *exc: object) -> None:
         if self.kind == "postgresql":
-            with psycopg.connect(PG_ADMIN, autocommit=True) as connection:
-                connection.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+            self._pg.__exit__(None, None, None)
 
 
 def one(

@@ -1,98 +1,95 @@
 """Fixtures shared by every tier: databases (SQLite and a real PostgreSQL), clocks, staging.
 
 PostgreSQL is required, never skipped: when it cannot be reached the tests that need it
-fail with the reason. Each test gets a fresh database cloned from a migrated template.
+fail with the reason. Each test gets a migrated database of its own: a copy of a migrated
+SQLite file, or a PostgreSQL database of the process's pool, reset and proven clean
+(exchange/dev/dbkit.py).
 """
 
 from __future__ import annotations
 
+import multiprocessing.util
 import os
-import uuid
+import subprocess
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import settings
 from sqlalchemy import Engine
 
 from exchange.db.engine import make_engine
-from exchange.db.migrate import upgrade
+from exchange.dev.dbkit import PgKit, SqliteTemplate, pg_admin_url
 from exchange.domain.clock import FakeClock
 
-PG_ADMIN_URL = os.environ.get("EXCHANGE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+PG_ADMIN_URL = pg_admin_url()
 
 
-def _pg_admin() -> psycopg.Connection[Any]:
+@pytest.fixture(scope="session")
+def pg_kit() -> Iterator[PgKit]:
+    """This process's PostgreSQL databases (exchange/dev/dbkit.py): one xdist worker, one kit."""
+    if FAST:
+        pytest.fail(
+            "this test reaches PostgreSQL: mark it `postgres` (or use a fixture that does) so "
+            "that `make test-fast` leaves it out",
+            pytrace=False,
+        )
+    kit = PgKit(PG_ADMIN_URL)
     try:
-        return psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
+        kit.admin()
     except psycopg.OperationalError as exc:
         pytest.fail(
             f"PostgreSQL is required for these tests and is unreachable at {PG_ADMIN_URL}: {exc}",
             pytrace=False,
         )
-
-
-def _pg_url(database: str) -> str:
-    base = PG_ADMIN_URL.rsplit("/", 1)[0]
-    return f"{base}/{database}".replace("postgresql://", "postgresql+psycopg://", 1)
+    yield kit
+    kit.close()
 
 
 @pytest.fixture(scope="session")
-def pg_template() -> Iterator[str]:
-    name = f"exchange_tpl_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    with _pg_admin() as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    engine = make_engine(_pg_url(name))
-    upgrade(engine)
-    engine.dispose()
-    yield name
-    with _pg_admin() as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def pg_template(pg_kit: PgKit) -> str:
+    """The name of the migrated template database the pool is cloned from."""
+    return pg_kit.template
 
 
 @pytest.fixture
-def pg_url(pg_template: str) -> Iterator[str]:
-    """A fresh, migrated PostgreSQL database for one test."""
-    name = f"exchange_t_{uuid.uuid4().hex[:12]}"
-    with _pg_admin() as admin:
-        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
-    yield _pg_url(name)
-    with _pg_admin() as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def pg_url(pg_kit: PgKit) -> Iterator[str]:
+    """A migrated PostgreSQL database for this test alone: empty, sequences at their start,
+    the schema of a fresh migration (proven when handed out)."""
+    name = pg_kit.acquire()
+    yield pg_kit.url(name)
+    pg_kit.release(name)
 
 
 @pytest.fixture
-def other_pg_url(pg_template: str) -> Iterator[str]:
-    """A second fresh, migrated PostgreSQL database for one test (a staging database of its
-    own, EXCHANGE_STAGING_URL)."""
-    name = f"exchange_s_{uuid.uuid4().hex[:12]}"
-    with _pg_admin() as admin:
-        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
-    yield _pg_url(name)
-    with _pg_admin() as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def other_pg_url(pg_kit: PgKit) -> Iterator[str]:
+    """A second migrated PostgreSQL database for one test (a staging database of its own,
+    EXCHANGE_STAGING_URL), the same promise as ``pg_url``."""
+    name = pg_kit.acquire()
+    yield pg_kit.url(name)
+    pg_kit.release(name)
 
 
 @pytest.fixture
-def empty_pg_url() -> Iterator[str]:
-    """A fresh PostgreSQL database with no tables (for migration tests)."""
-    name = f"exchange_e_{uuid.uuid4().hex[:12]}"
-    with _pg_admin() as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    yield _pg_url(name)
-    with _pg_admin() as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def empty_pg_url(pg_kit: PgKit) -> Iterator[str]:
+    """A fresh PostgreSQL database with no tables (for migration tests), dropped afterwards."""
+    name = pg_kit.create_empty()
+    yield pg_kit.url(name)
+    pg_kit.drop(name)
+
+
+@pytest.fixture(scope="session")
+def sqlite_template() -> SqliteTemplate:
+    """The migrations run once per process into a file that each test copies."""
+    return SqliteTemplate.shared()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Any) -> str:
-    """A migrated database URL, once for SQLite and once for PostgreSQL."""
+def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: SqliteTemplate) -> str:
+    """A migrated database URL of this test alone, once for SQLite and once for PostgreSQL."""
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'exchange.db'}"
-        engine = make_engine(url)
-        upgrade(engine)
-        engine.dispose()
-        return url
+        return sqlite_template.copy_to(tmp_path / "exchange.db")
     return str(request.getfixturevalue("pg_url"))
 
 
@@ -106,3 +103,119 @@ def engine(db_url: str) -> Iterator[Engine]:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+# -- selection, parallel runs, Hypothesis ------------------------------------------------------
+
+# ``make test-fast`` (EXCHANGE_TEST_FAST=1) runs `-m "not postgres and not subprocess and not
+# browser"`. The marks come from the fixtures a test uses (below) or from its module; a test
+# that reaches PostgreSQL or starts a process without its mark fails there, saying which
+# mark it lacks, so the fast selection never runs a slow test silently.
+FAST = os.environ.get("EXCHANGE_TEST_FAST") == "1"
+POSTGRES_FIXTURES = {"pg_kit", "pg_template", "pg_url", "other_pg_url", "empty_pg_url"}
+# `serve` (tests/web) starts the 1C reader process of `exchange serve`.
+SUBPROCESS_FIXTURES = {"cli", "pki", "tls_site", "wrong_name_site", "serve"}
+# Tests that start processes with no such fixture: a module, or one test (a node id prefix).
+SUBPROCESS_TESTS = (
+    "tests/bench/test_fastsite.py",
+    "tests/check/test_check_cli.py",
+    "tests/cli/test_cli_config_errors.py",
+    "tests/cli/test_cli_options.py",
+    "tests/dev/test_sitesim.py::test_command_line_serves_until_interrupted",
+    "tests/faults/",
+    "tests/integration/test_workers.py",
+    "tests/operator/test_operator_cli.py",
+    "tests/ops/test_notify.py::test_smtp_over_tls_verifies_the_servers_certificate",
+    "tests/ops/test_notify_cli.py",
+    "tests/ops/test_run_metrics_cli.py",
+    "tests/packaging/",
+    "tests/report/test_report_cli.py",
+    "tests/report/test_report_samples.py",
+    "tests/security/test_plain_http_and_wire.py",
+    "tests/security/test_secrets_and_tls.py::test_run_with_a_missing_ca_bundle_exits_2",
+    "tests/security/test_secrets_in_commands.py",
+    "tests/test_architecture.py",
+    "tests/web/test_cml_interrupted.py",
+    "tests/web/test_cml_reading.py",
+    "tests/web/test_onec_exchange.py::test_exchange_status_shows_the_last_failures",
+    "tests/web/test_separate_staging.py",
+    "tests/web/test_serve.py",
+)
+# pytest-timeout is a hang detector, not a check: on a machine whose run queue is longer than
+# its cores every test's wall time stretches by about that ratio, so the limits (the ini's 60 s
+# and each @pytest.mark.timeout) stretch with the load measured when the run starts, up to 5x.
+TIMEOUT_SCALE = min(5.0, max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
+# How many examples a property runs in the developer's loop (the "dev" profile); under CI=true
+# ("ci") every test runs the count it names.
+DEV_MAX_EXAMPLES = 20
+
+settings.register_profile("ci", settings.get_profile("default"))
+settings.register_profile("dev", max_examples=DEV_MAX_EXAMPLES)
+PROFILE = os.environ.get(
+    "HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI", "").lower() == "true" else "dev"
+)
+settings.load_profile(PROFILE)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        callspec = getattr(item, "callspec", None)
+        params = callspec.params.values() if callspec is not None else ()
+        # db_url and the fixtures like it are parametrized "sqlite"/"postgresql" (or pairs of
+        # them, "postgresql+sqlite")
+        postgresql = any(isinstance(p, str) and "postgresql" in p.split("+") for p in params)
+        if names & POSTGRES_FIXTURES or postgresql:
+            item.add_marker(pytest.mark.postgres)
+        if names & SUBPROCESS_FIXTURES or item.nodeid.startswith(SUBPROCESS_TESTS):
+            item.add_marker(pytest.mark.subprocess)
+        if "browser" in names:
+            item.add_marker(pytest.mark.browser)
+        _scale_timeout(config, item)
+        if item.get_closest_marker("timing") is not None:
+            item.add_marker(pytest.mark.xdist_group("timing"))
+        if PROFILE != "ci":
+            _fewer_examples(item)
+
+
+def _scale_timeout(config: pytest.Config, item: pytest.Item) -> None:
+    if TIMEOUT_SCALE == 1.0:
+        return
+    own = item.get_closest_marker("timeout")
+    if own is not None:
+        seconds = float(own.args[0] if own.args else own.kwargs.get("timeout", 0))
+    else:
+        seconds = float(config.getoption("timeout", None) or config.getini("timeout") or 0)
+    if seconds > 0:
+        item.add_marker(pytest.mark.timeout(seconds * TIMEOUT_SCALE), append=False)
+
+
+def _fewer_examples(item: pytest.Item) -> None:
+    """The dev profile caps the examples a test names itself (``@settings(max_examples=300)``
+    overrides any profile): the test keeps its own settings otherwise."""
+    test = getattr(item, "obj", None)
+    own = getattr(test, "_hypothesis_internal_use_settings", None)
+    if own is None or own.max_examples <= DEV_MAX_EXAMPLES:
+        return
+    test._hypothesis_internal_use_settings = settings(own, max_examples=DEV_MAX_EXAMPLES)  # type: ignore[union-attr]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fast_selection_guard() -> Iterator[None]:
+    """Under ``make test-fast`` a process started by a test (or its fixtures) fails it."""
+    if not FAST:
+        yield
+        return
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError(
+            "a test of `make test-fast` starts a process: mark it `subprocess` (or list it in "
+            "SUBPROCESS_TESTS, tests/conftest.py) so that the fast selection leaves it out"
+        )
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "_execute_child", refuse)
+        patch.setattr(multiprocessing.util, "spawnv_passfds", refuse)
+        patch.setattr(os, "fork", refuse)
+        yield

@@ -13,6 +13,7 @@ without a race with a sign-in that verified the old password.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -29,9 +30,20 @@ Role = Literal["viewer", "operator"]
 ROLES: tuple[Role, ...] = ("viewer", "operator")
 MIN_PASSWORD = 8
 _hasher = PasswordHasher()
-# Verified against when the name is unknown, so that a wrong name costs as long as a wrong
-# password (the time does not tell which names exist).
-_DUMMY = _hasher.hash("not a password of anyone")
+
+
+@functools.cache
+def _dummy() -> str:
+    """Verified against when the name is unknown, so that a wrong name costs as long as a wrong
+    password (the time does not tell which names exist). Made on first need, not at import (a
+    hash costs 200-390 ms and most commands never sign anyone in); the workbench makes it when
+    it starts (``prepare``), so the first unknown name costs no more than the next."""
+    return _hasher.hash("not a password of anyone")
+
+
+def prepare() -> None:
+    """Make the hash an unknown name is checked against, before the first sign-in."""
+    _dummy()
 
 
 def check_name(name: str) -> str:
@@ -102,7 +114,7 @@ def credentials(connection: Connection, name: str) -> Credentials | None:
 def verify(found: Credentials | None, password: str) -> bool:
     """Whether ``password`` is the operator's; as slow for an unknown name as for a known one."""
     try:
-        _hasher.verify(found.password_hash if found else _DUMMY, password)
+        _hasher.verify(found.password_hash if found else _dummy(), password)
     except (VerificationError, InvalidHashError):
         return False
     return found is not None

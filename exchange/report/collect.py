@@ -27,7 +27,6 @@ from exchange.ops.quarantine import Filters, list_quarantined
 from exchange.report.formats.csv import render_csv
 from exchange.report.formats.html import render_html
 from exchange.report.formats.json import render_json
-from exchange.report.formats.xlsx import render_xlsx
 from exchange.report.mask import Redactor
 from exchange.report.model import (
     FORMATS,
@@ -66,6 +65,15 @@ DELIVERED_EVENTS = (Event.DELIVERED.value,)
 # An attempt that did not deliver: retried later, quarantined, or lost with its lease.
 FAILED_EVENTS = (Event.RETRY_SCHEDULED.value, Event.QUARANTINED.value, Event.LEASE_EXPIRED.value)
 CHUNK = 500  # ids per IN (…): far below SQLite's and PostgreSQL's parameter limits
+
+
+def render_xlsx(report: Report, lang: Lang) -> bytes:
+    # openpyxl is imported when a workbook is asked for, not by every command that imports
+    # the reports (it is the largest import of `exchange --help`).
+    from exchange.report.formats.xlsx import render_xlsx as render
+
+    return render(report, lang)
+
 
 RENDERERS: dict[ReportFormat, Callable[[Report, Lang], bytes]] = {
     "csv": render_csv,

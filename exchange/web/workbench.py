@@ -92,6 +92,7 @@ class Workbench:
         self._previews = Signer(key, "workbench-preview")
         self.throttle = Throttle(Limits(delay=config.login_delay, delay_max=config.login_delay_max))
         self._argon2 = ThreadPoolExecutor(ARGON2_THREADS, thread_name_prefix="exchange-argon2")
+        operators.prepare()  # an unknown name's first sign-in costs what a wrong password does
         self.env = jinja2.Environment(
             loader=jinja2.PackageLoader("exchange.web", "templates"),
             autoescape=True,  # every template, whatever its name

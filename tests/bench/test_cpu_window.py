@@ -83,6 +83,8 @@ print(json.dumps([asleep, awake]))
 """
 
 
+@pytest.mark.timing  # the child's busy and idle moments are timed on the wall clock
+@pytest.mark.subprocess
 def test_the_sampler_sees_a_process_s_cpu_on_the_wall_clock_of_another() -> None:
     """The window's ends are stamped in another process (the site's time.time()): the CPU the
     sampler puts between a child's own stamps of its sleep is near nothing, and over its whole

@@ -13,8 +13,8 @@ import pytest
 from checktools import TOKEN
 from sqlalchemy import Engine, text
 
-from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import upgrade
+from exchange.db.engine import transaction
+from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.ops.check import (
     Status,
@@ -46,11 +46,7 @@ def settings(**overrides: Any) -> Settings:
 
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path / 'exchange.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
-    engine.dispose()
-    return url
+    return sqlite_copy(tmp_path / "exchange.db")
 
 
 @pytest.fixture
@@ -275,11 +271,9 @@ def test_a_separate_staging_database_is_checked_and_holds_the_staging_table(
     sqlite_url: str, tmp_path: Path, site: SiteSimulator
 ) -> None:
     staging_path = tmp_path / "staging.db"
-    staging_url = f"sqlite:///{staging_path}"
-    with disposed(staging_url) as engine:
-        upgrade(engine)
-        with transaction(engine) as connection:
-            connection.execute(text("ALTER TABLE staging_intents DROP COLUMN payload"))
+    staging_url = sqlite_copy(staging_path)
+    with disposed(staging_url) as engine, transaction(engine) as connection:
+        connection.execute(text("ALTER TABLE staging_intents DROP COLUMN payload"))
     results = run_checks(
         settings(
             database_url=sqlite_url, staging_url=staging_url, site_url=site.url, site_token=TOKEN

@@ -16,7 +16,7 @@ from clitools import Cli, Result, assert_clean, assert_one_line_error, describe
 from sqlalchemy import inspect
 
 from exchange.db.engine import make_engine
-from exchange.db.migrate import upgrade
+from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import price_row, stage
 
@@ -108,10 +108,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def outcomes(workdir: Path) -> dict[str, Result]:
-    database = f"sqlite:///{workdir / 'migrated.db'}"
-    engine = make_engine(database)
-    upgrade(engine)
-    engine.dispose()
+    database = sqlite_copy(workdir / "migrated.db")
     (workdir / "notes.txt").write_text("not a database, just an operator's notes\n")
     results = Cli(workdir).many(
         [args for args, _, _ in PROBLEMS.values()],
@@ -157,9 +154,8 @@ def test_a_postgresql_database_that_is_not_migrated_is_refused_with_a_hint_to_mi
 def test_the_site_token_never_appears_in_any_output(cli: Cli, tmp_path: Path) -> None:
     # (the Cli helper also checks, on every call of every test, that the token is not printed)
     secret = "tok-Do-Not-Print-4711"
-    database = f"sqlite:///{tmp_path / 'token.db'}"
+    database = sqlite_copy(tmp_path / "token.db")
     engine = make_engine(database)
-    upgrade(engine)
     stage(engine, [price_row("SKU-1", 1)])
     engine.dispose()
     env = {"EXCHANGE_SITE_TOKEN": secret, "EXCHANGE_LOG_LEVEL": "DEBUG"}

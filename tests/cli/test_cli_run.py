@@ -18,7 +18,7 @@ from clitools import (
 from sqlalchemy import Engine
 
 from exchange.db.engine import make_engine
-from exchange.db.migrate import upgrade
+from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import message, posting_row, price_row, stage
 
@@ -103,9 +103,8 @@ def test_run_until_idle_counts_messages_held_behind_a_quarantined_predecessor_as
 def test_run_forever_delivers_until_sigterm_then_exits_0_within_10_s(
     cli: Cli, tmp_path: Path, site: SiteSimulator
 ) -> None:
-    db_url = f"sqlite:///{tmp_path / 'forever.db'}"
+    db_url = sqlite_copy(tmp_path / "forever.db")
     engine = make_engine(db_url)
-    upgrade(engine)
     stage(engine, [price_row("SKU-1", 1)])
     args = ["run"]
     environment = cli.environment(db_url, site.url)

@@ -12,8 +12,8 @@ from pathlib import Path
 from clitools import Cli, Scenario, assert_one_line_error, describe, run_json
 from sqlalchemy import Engine
 
-from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import upgrade
+from exchange.db.engine import transaction
+from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import posting_row, price_row, stage
 from exchange.queue import control
@@ -36,10 +36,7 @@ def test_a_missing_database_is_reported_and_never_created(cli: Cli, tmp_path: Pa
 def test_status_names_the_database_masked_and_exits_0_when_all_is_well(
     cli: Cli, tmp_path: Path
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'ok.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
-    engine.dispose()
+    url = sqlite_copy(tmp_path / "ok.db")
     text = cli("status", db=url)
     assert text.returncode == 0, describe(text)
     assert text.stdout.splitlines()[0] == f"database: {url}"

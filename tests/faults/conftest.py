@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import Engine
 
 from exchange.db.engine import make_engine
-from exchange.db.migrate import upgrade
+from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.sitesim import Faults, SiteSimulator
 
 
@@ -25,11 +25,7 @@ def sim() -> Iterator[SiteSimulator]:
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     """A migrated SQLite database, for the cases that do not depend on the database engine."""
-    url = f"sqlite:///{tmp_path / 'faults.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
-    engine.dispose()
-    return url
+    return sqlite_copy(tmp_path / "faults.db")
 
 
 @pytest.fixture

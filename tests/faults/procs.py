@@ -17,8 +17,7 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,8 @@ from typing import Any
 from sqlalchemy import Engine, select
 
 from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import upgrade
 from exchange.db.schema import aggregates, history, messages, staging
+from exchange.dev.dbkit import pg_database, sqlite_copy
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import posting_row, price_row, raw_row, stage
 
@@ -105,31 +104,12 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 def sqlite_database(directory: Path, name: str = "exchange.db") -> str:
-    url = f"sqlite:///{directory / name}"
-    engine = make_engine(url)
-    upgrade(engine)
-    engine.dispose()
-    return url
+    return sqlite_copy(directory / name)
 
 
-@contextlib.contextmanager
-def postgres_database() -> Iterator[str]:
+def postgres_database() -> contextlib.AbstractContextManager[str]:
     """A fresh migrated PostgreSQL database, dropped afterwards (for scripts: tests use pg_url)."""
-    import psycopg
-
-    base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-    name = f"exchange_crash_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = f"{base}/{name}"
-    try:
-        engine = make_engine(url)
-        upgrade(engine)
-        engine.dispose()
-        yield url
-    finally:
-        with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return pg_database(PG_ADMIN_URL)
 
 
 # -- the crash harness -----------------------------------------------------------------------

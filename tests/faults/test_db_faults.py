@@ -34,8 +34,8 @@ from tcpproxy import TcpProxy
 
 from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages, staging
+from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import fast_settings, posting_row, price_row, stage
 from exchange.errors import DatabaseUnavailable
@@ -431,9 +431,7 @@ def recorder() -> Iterator[Recorder]:
 @pytest.fixture
 def sqlite_path(tmp_path: Path) -> Path:
     path = tmp_path / "exchange.db"
-    engine = make_engine(f"sqlite:///{path}")
-    upgrade(engine)
-    engine.dispose()
+    sqlite_copy(path)
     return path
 
 

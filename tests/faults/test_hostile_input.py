@@ -23,7 +23,6 @@ import csv
 import io
 import json
 import os
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -32,7 +31,6 @@ from typing import Any
 
 import httpx
 import openpyxl
-import psycopg
 import pytest
 from sqlalchemy import Engine, insert, literal_column, select
 from sqlalchemy.exc import DBAPIError, StatementError
@@ -41,8 +39,8 @@ from typer.testing import CliRunner
 from exchange import app as bootstrap
 from exchange.cli import app
 from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages, staging
+from exchange.dev.dbkit import PgKit, sqlite_copy
 from exchange.dev.testing import FakeSite, fast_settings, run_worker
 from exchange.domain.clock import SystemClock
 from exchange.domain.identity import message_id
@@ -589,35 +587,25 @@ def build_world(backend: str, url: str) -> World:
     return world
 
 
-PG_ADMIN_URL = os.environ.get("EXCHANGE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-
-
 @pytest.fixture(scope="module")
 def sqlite_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """The catalogue run through the service on SQLite, once (the tests below only read)."""
-    url = f"sqlite:///{tmp_path_factory.mktemp('hostile') / 'exchange.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
-    engine.dispose()
+    url = sqlite_copy(tmp_path_factory.mktemp("hostile") / "exchange.db")
     built = build_world("sqlite", url)
     yield built
     built.engine.dispose()
 
 
 @pytest.fixture(scope="module")
-def postgresql_world(pg_template: str) -> Iterator[World]:
+def postgresql_world(pg_kit: PgKit) -> Iterator[World]:
     """The catalogue run through the service on PostgreSQL, once."""
-    name = f"exchange_hostile_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
-        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
-    base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-    try:  # dropped even when building the world fails
-        built = build_world("postgresql", f"{base}/{name}")
+    name = pg_kit.acquire()
+    try:  # given back even when building the world fails
+        built = build_world("postgresql", pg_kit.url(name))
         yield built
         built.engine.dispose()
     finally:
-        with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        pg_kit.release(name)
 
 
 @pytest.fixture

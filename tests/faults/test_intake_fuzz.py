@@ -24,6 +24,7 @@ from sqlalchemy import Engine, delete, select
 
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import aggregates, history, messages, staging
+from exchange.dev.dbkit import PgKit, sqlite_copy
 from exchange.dev.testing import fast_settings, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.identity import message_id
@@ -168,11 +169,7 @@ def fuzz_db(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, Engine]]:
     if request.param == "sqlite":
-        from exchange.db.migrate import upgrade
-
-        url = f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'exchange.db'}"
-        engine = make_engine(url)
-        upgrade(engine)
+        engine = make_engine(sqlite_copy(tmp_path_factory.mktemp("fuzz") / "exchange.db"))
     else:
         engine = make_engine(request.getfixturevalue("fuzz_pg_url"))
     yield request.param, engine
@@ -180,21 +177,14 @@ def fuzz_db(
 
 
 @pytest.fixture(scope="module")
-def fuzz_pg_url(pg_template: str) -> Iterator[str]:
-    import uuid
-
-    import psycopg
-
-    admin_url = os.environ.get("EXCHANGE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-    name = f"exchange_fuzz_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as admin:
-        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
-    base = admin_url.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-    yield f"{base}/{name}"
-    with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def fuzz_pg_url(pg_kit: PgKit) -> Iterator[str]:
+    """A database of the pool for the whole module: the examples share it (see above)."""
+    name = pg_kit.acquire()
+    yield pg_kit.url(name)
+    pg_kit.release(name)
 
 
+@pytest.mark.timeout(300)  # EXAMPLES runs of the intake on each database
 @settings(
     max_examples=EXAMPLES,
     deadline=None,

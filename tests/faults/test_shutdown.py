@@ -25,6 +25,9 @@ from exchange.domain.retry import not_sent
 from exchange.intake import staging_table as intake
 from exchange.queue import lease, record
 
+# Shutdown deadlines are asserted in wall-clock time: never beside another timing test.
+pytestmark = pytest.mark.timing
+
 LONG_LEASE = {"EXCHANGE_LEASE_SECONDS": "300", "EXCHANGE_BATCH_SIZE": "12"}
 
 

@@ -32,7 +32,8 @@ from exchange.dev.sitesim import Faults, SiteSimulator, halving_shop, pool_shop,
 from exchange.dev.testing import drain, fast_settings, price_row, stage
 from exchange.worker import CycleReport, Worker
 
-pytestmark = pytest.mark.slow
+# The pace is measured in wall-clock time: never beside another timing test.
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 POISON = "SKU-POISON"
 MAX_ATTEMPTS = 5

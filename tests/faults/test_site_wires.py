@@ -35,6 +35,9 @@ from exchange.targets.shop_api.client import (
     body,
 )
 
+# Request deadlines are asserted in wall-clock time: never beside another timing test.
+pytestmark = pytest.mark.timing
+
 TOKEN = "transport-token"
 WIRES = ("aiohttp", "httpx")
 # Every variable urllib.request.getproxies() (and so httpx) reads on Linux.

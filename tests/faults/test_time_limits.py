@@ -35,6 +35,9 @@ from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.shop_api.client import SiteClient, TransportFailure
 
+# Deadlines are asserted in wall-clock time: never beside another timing test.
+pytestmark = pytest.mark.timing
+
 TIMEOUT = 1.0
 # What a bounded request may take beyond its timeout: the loop's scheduling, closing the socket.
 SLACK = 0.75

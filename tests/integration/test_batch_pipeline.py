@@ -24,8 +24,8 @@ from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages
+from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import FakeSite, drain, fast_settings, posting_row, price_row, stage
 from exchange.targets.shop_api.client import BATCH_PATH
@@ -168,10 +168,9 @@ def test_a_full_reload_through_batches_ends_exactly_as_with_single_requests(
     worker = make_worker(db_url, engine, batch_site.url)
     run(worker)
 
-    singles_url = f"sqlite:///{tmp_path / 'singles.db'}"
+    singles_url = sqlite_copy(tmp_path / "singles.db")
     singles_engine = make_engine(singles_url)
     try:
-        upgrade(singles_engine)
         stage(singles_engine, rows)
         with SiteSimulator(token="test-token", faults=Faults(seed=1)) as singles_site:
             run(make_worker(singles_url, singles_engine, singles_site.url, site_batch_size=1))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.demo import run_demo
 
 
@@ -45,12 +46,10 @@ def test_the_demo_summary_fails_when_the_site_applied_an_old_price_over_a_newer_
     import httpx
 
     from exchange.db.engine import make_engine
-    from exchange.db.migrate import upgrade
     from exchange.dev import demo
     from exchange.dev.sitesim import SiteSimulator
 
-    engine = make_engine(f"sqlite:///{tmp_path / 'x.db'}")
-    upgrade(engine)
+    engine = make_engine(sqlite_copy(tmp_path / "x.db"))
     with SiteSimulator(demo.TOKEN, check_versions=False) as site:
         with httpx.Client(
             base_url=site.url, headers={"Authorization": f"Bearer {demo.TOKEN}"}

@@ -22,7 +22,8 @@ from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import in_flight_overlaps, posting_row, price_row, stage
 from exchange.ops.status import biography
 
-pytestmark = pytest.mark.slow
+# Leases and workers race in wall-clock time: never beside another timing test.
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 
 def live_workers(engine: Engine) -> int:

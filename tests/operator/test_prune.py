@@ -32,8 +32,8 @@ from sqlalchemy import Engine, func, insert, select
 from exchange import app as bootstrap
 from exchange import runner
 from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import upgrade
 from exchange.db.schema import cml_exchanges, cml_packages, history, messages
+from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.testing import fast_settings, posting_row, price_row, raw_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.retry import Decision
@@ -363,8 +363,7 @@ def test_exchange_run_schedules_the_prune_once_a_day(db_url: str, engine: Engine
 def test_staging_in_its_own_database_is_pruned_there(
     db_url: str, engine: Engine, settings: Settings, clock: FakeClock, tmp_path: Path
 ) -> None:
-    staging_engine = make_engine(f"sqlite:///{tmp_path / 'staging.db'}")
-    upgrade(staging_engine)
+    staging_engine = make_engine(sqlite_copy(tmp_path / "staging.db"))
     try:
         stage(staging_engine, [price_row("SKU-1", 1)])
         intake.take(engine, staging_engine, settings.kinds, clock.now())

@@ -35,8 +35,8 @@ from sqlalchemy import Engine, event, insert, select, update
 from exchange import app as bootstrap
 from exchange import logs
 from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import upgrade
 from exchange.db.schema import messages, notifications, workers
+from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 from exchange.domain.clock import FakeClock
@@ -607,9 +607,8 @@ def test_no_worker_counts_the_rows_waiting_in_a_separate_staging_database(
     engine: Engine, db_url: str, inbox: Any, tmp_path: Any
 ) -> None:
     mail, port = inbox
-    staging_url = f"sqlite:///{tmp_path / 'staging.db'}"
+    staging_url = sqlite_copy(tmp_path / "staging.db")
     staging = make_engine(staging_url)
-    upgrade(staging)
     try:
         stage(staging, [price_row(f"SKU-{n}", 1) for n in range(3)])
         settings = mail_settings(db_url, port, staging_url=staging_url, notify_stalled_after=60)

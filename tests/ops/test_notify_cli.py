@@ -17,8 +17,8 @@ from opstools import TOKEN
 from sqlalchemy import select
 
 from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import upgrade
 from exchange.db.schema import messages
+from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import price_row, stage
 
@@ -64,11 +64,7 @@ def mail(port: int) -> dict[str, str]:
 
 
 def migrated(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path / 'exchange.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
-    engine.dispose()
-    return url
+    return sqlite_copy(tmp_path / "exchange.db")
 
 
 def site_env(site: SiteSimulator) -> dict[str, str]:

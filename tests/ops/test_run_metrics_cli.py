@@ -16,7 +16,7 @@ import pytest
 from opstools import TOKEN, Samples, get, wait_for
 
 from exchange.db.engine import make_engine
-from exchange.db.migrate import upgrade
+from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import price_row, stage
 
@@ -46,11 +46,7 @@ def free_port() -> int:
 
 
 def migrated_sqlite(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path / 'run.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
-    engine.dispose()
-    return url
+    return sqlite_copy(tmp_path / "run.db")
 
 
 def test_run_serves_metrics_and_healthz_logs_json_and_exits_0_on_sigterm(

@@ -18,8 +18,8 @@ import pytest
 from sqlalchemy import Engine, RowMapping, event, select
 
 from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import upgrade
 from exchange.db.schema import aggregates, history, messages
+from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.testing import (
     fast_settings,
     in_flight_overlaps,
@@ -870,9 +870,8 @@ def test_the_claims_update_finds_each_message_by_id_not_by_scanning_a_state(
     'new'``) let the planner search the state's index and scan every message in that state
     for each change: 275 ms a claim of 100 with 9,600 pending (0.7 ms by id). The UPDATEs of
     a claim and its record must search messages by primary key."""
-    url = f"sqlite:///{tmp_path / 'plan.db'}"
+    url = sqlite_copy(tmp_path / "plan.db")
     engine = make_engine(url)
-    upgrade(engine)
     settings = fast_settings(url, lease_seconds=LEASE, max_attempts=MAX_ATTEMPTS)
     clock = FakeClock()
     take(engine, settings, clock, [price_row(f"SKU-{n}", 1) for n in range(300)])

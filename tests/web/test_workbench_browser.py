@@ -59,8 +59,9 @@ def _need_browser() -> None:
         pytest.skip(message)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """One Chromium for the module (a launch costs seconds); each test opens its own context."""
     _need_browser()
     from playwright.sync_api import sync_playwright
 

@@ -1,0 +1,45 @@
+"""Starting ``exchange`` costs only what the command needs: no password hash and no spreadsheet
+library for a command that signs no one in and writes no workbook (each CLI process paid
+200-390 ms for the hash alone)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from exchange.ops import operators
+from exchange.web.config import WebConfig
+from exchange.web.workbench import Workbench
+
+PROBE = """
+import sys
+import argon2
+made = []
+hash_ = argon2.PasswordHasher.hash
+argon2.PasswordHasher.hash = lambda self, *a, **k: made.append(1) or hash_(self, *a, **k)
+import exchange.cli
+print(len(made), "openpyxl" in sys.modules)
+"""
+
+
+@pytest.mark.subprocess
+def test_importing_the_cli_hashes_no_password_and_imports_no_openpyxl() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "0 False" == done.stdout.strip(), done.stderr
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_the_workbench_makes_the_unknown_name_hash_before_the_first_sign_in(
+    engine: Engine, tmp_path: Path
+) -> None:
+    operators._dummy.cache_clear()
+
+    Workbench(WebConfig(kinds={}, exchange_dir=tmp_path), engine, "k" * 32)
+
+    assert 1 == operators._dummy.cache_info().currsize
