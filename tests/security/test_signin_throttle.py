@@ -25,6 +25,9 @@ from exchange.db.engine import make_engine
 from exchange.ops import operators
 from exchange.web.throttle import Limits, Record, Throttle, Verdict, decide
 
+# The penalty tests wait real seconds for a held answer: never beside another timing test.
+pytestmark = pytest.mark.timing
+
 LIMITS = Limits(delay=1.0, delay_max=16.0, window=3600.0, per_name=2, per_address=1, overall=8)
 
 

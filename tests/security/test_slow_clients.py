@@ -16,7 +16,11 @@ from web_helpers import TOKEN, running, web_settings
 
 from exchange.web.config import DoorLimits
 
-pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+pytestmark = [
+    pytest.mark.parametrize("db_url", ["sqlite"], indirect=True),
+    # Real sockets against timeouts of a fraction of a second: never beside another timing test.
+    pytest.mark.timing,
+]
 
 # Every timing below allows this much beyond the limit for a loaded CI machine.
 MARGIN = 2.5
