@@ -43,7 +43,44 @@ WORDS: dict[str, dict[Lang, str]] = {
     "by_state": {"ru": "Сообщения по состояниям", "en": "Messages by state"},
     "state": {"ru": "Состояние", "en": "State"},
     "count": {"ru": "Количество", "en": "Count"},
-    "workers": {"ru": "Работающие обработчики", "en": "Live workers"},
+    "workers": {"ru": "Обработчики", "en": "Workers"},
+    "nothing_delivered": {
+        "ru": "Ничего не доставляется: работа ждёт, а ни один обработчик не работает "
+        "(запущен ли exchange run?)",
+        "en": "Nothing is being delivered: work waits and no worker is live "
+        "(is exchange run running?)",
+    },
+    "no_live_worker_idle": {
+        "ru": "Ни один обработчик сейчас не работает; работы, ждущей доставки, нет.",
+        "en": "No worker is live now; no work waits for delivery.",
+    },
+    "token_refused": {
+        "ru": "Доставка остановлена: сайт не принял токен",
+        "en": "Delivery paused: the site refused the token",
+    },
+    "needs_person": {"ru": "Требует внимания", "en": "Needs a person"},
+    "nothing_needs": {"ru": "Ничего не требует внимания.", "en": "Nothing needs a person."},
+    "untaken": {"ru": "Получено из 1С, ещё не взято", "en": "Received from 1C, not taken yet"},
+    "untaken_oldest": {"ru": "старейшее ждёт {age}", "en": "the oldest has waited {age}"},
+    "onec_failed_24h": {
+        "ru": "Обменов 1С с ошибкой за 24 ч",
+        "en": "1C exchanges failed in 24 h",
+    },
+    "onec_refused": {
+        "ru": "отказано во входе с {since}: {count}",
+        "en": "sign-ins refused since {since}: {count}",
+    },
+    "silent_since": {
+        "ru": "молчит с {when}: не доставляет",
+        "en": "silent since {when}: delivers nothing",
+    },
+    "paused_by_row": {
+        "ru": "остановлена оператором {operator}",
+        "en": "paused by operator {operator}",
+    },
+    "breaker_closed": {"ru": "замкнут (норма)", "en": "closed"},
+    "breaker_open": {"ru": "разомкнут", "en": "open"},
+    "breaker_half-open": {"ru": "пробный запрос", "en": "half-open"},
     "last_told": {"ru": "Последнее уведомление операторам", "en": "Operators last notified"},
     "no_workers": {
         "ru": "Ни один обработчик не отчитывался за час",
