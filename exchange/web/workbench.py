@@ -48,13 +48,15 @@ from exchange.ops.status import biography, human_age, pace_words, status
 from exchange.queue import control
 from exchange.report import collect as report
 from exchange.report.model import FORMATS, SUFFIXES
+from exchange.report.words import next_check
 from exchange.web import chart
 from exchange.web.config import WebConfig
 from exchange.web.door import client_address
 from exchange.web.keys import COOKIE_MAX_AGE_S, Signer
 from exchange.web.onec import Refusals
 from exchange.web.throttle import Limits, Throttle, Verdict
-from exchange.web.words import WORDS, Lang, word
+from exchange.web.words import WORDS, Lang, error_words, messages_counted, word
+from exchange.web.words import name as code_name
 
 SESSION_COOKIE = "exchange_wb"
 LANG_COOKIE = "exchange_lang"
@@ -180,6 +182,13 @@ class Workbench:
         body = self.env.get_template(template).render(
             t=t,
             pace=lambda figures: pace_words(figures, lang),
+            n=lambda group, code: code_name(group, code, lang),
+            said=lambda text: error_words(text, lang),
+            messages_n=lambda count: messages_counted(count, lang),
+            # What to do next, per reason: the report's words (one text for both).
+            next_step=lambda reason, superseded=False: next_check(
+                reason, lang, superseded=superseded
+            ),
             lang=lang,
             who=who,
             csrf=self.csrf(who.session) if who else "",
@@ -439,7 +448,12 @@ class Workbench:
         story = await asyncio.to_thread(read)
         if story is None:
             return self._render(
-                request, "error.html", who, status=404, message=f"no message {message_id}"
+                request,
+                "error.html",
+                who,
+                status=404,
+                message=word("no_message", self._lang(request)),
+                subject=message_id,
             )
         return self._render(
             request,

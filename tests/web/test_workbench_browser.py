@@ -50,7 +50,8 @@ def test_sign_in_find_a_sku_retry_after_preview_and_see_it_delivered(
     page.wait_for_url("**/find?q=SKU-0042")
     page.click(f"a:text-is('{mid}')")
     page.wait_for_url(f"**/message/{mid}")
-    assert page.locator("#state").inner_text() == "quarantined"
+    assert page.locator("#state").inner_text() == "в карантине"
+    assert page.locator("#state").get_attribute("data-state") == "quarantined"
     assert "http-422" in page.content()
     shot(page, "biography")
     site.faults.reject.discard(SKU)  # the site is fixed
@@ -62,7 +63,7 @@ def test_sign_in_find_a_sku_retry_after_preview_and_see_it_delivered(
     assert mid in page.locator("ul.ids").inner_text()
     deliver(db_url, site)
     page.goto(f"{base}/message/{mid}")
-    assert page.locator("#state").inner_text() == "delivered"
+    assert page.locator("#state").inner_text() == "доставлено"
     history = page.locator("table.history").inner_text()
     assert "olga" in history and "the site accepts the price again" in history
     page.goto(f"{base}/find?q={SKU}&lang=en")
