@@ -300,6 +300,7 @@ def web_config(settings: Settings) -> WebConfig:
         report_secrets=tuple(s for s in settings.secrets() if s),
         report_lang=settings.report_lang,
         display_tz=settings.display_tz,
+        live_within=settings.live_within,
         behind_proxy=settings.http_behind_proxy,
     )
 

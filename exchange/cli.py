@@ -6,6 +6,7 @@ be done) print one line ``error: …`` on stderr and exit 2; bad options exit 2 
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import json
 import logging
@@ -31,6 +32,7 @@ from exchange.db.migrate import aggregates_beyond_intake, current_revision, upgr
 from exchange.domain.clock import SystemClock, ensure_utc
 from exchange.errors import ExchangeError
 from exchange.ops import operators
+from exchange.ops.attention import attention
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
 from exchange.ops.find import check_filters, known_reasons, released_by_cancel
 from exchange.ops.find import find as find_messages
@@ -45,7 +47,7 @@ from exchange.ops.quarantine import (
     list_quarantined,
     retry,
 )
-from exchange.ops.status import biography, quarantine_by_reason, status, tables
+from exchange.ops.status import biography, human_age, quarantine_by_reason, status, tables
 from exchange.queue import control
 from exchange.report import collect as report
 from exchange.runner import notify_step, run_forever, run_once, run_until_idle
@@ -341,42 +343,37 @@ def _header(settings: Settings) -> None:
     out.print(f"database: {safe_url(settings.database_url)}", markup=False, highlight=False)
 
 
-def needs_person(figures: Any, pause: dict[str, Any] | None) -> list[str]:
-    """What ``exchange status`` exits 1 for: what only a person moves."""
-    found = []
-    quarantined = figures.counts.get("quarantined", 0)
-    if quarantined:
-        found.append(f"{quarantined} message(s) in quarantine")
-    if figures.breaker_open:
-        found.append("the circuit breaker is open (the site fails)")
-    if figures.delivery_paused:
-        found.append("delivery paused: the site refused the token")
-    if pause is not None:
-        found.append(f"delivery paused by operator {pause['operator']}")
-    gaps = sum(1 for b in figures.blocked if b["held_by"] == "gap")
-    if gaps:
-        found.append(f"{gaps} aggregate(s) wait for a missing version (a gap)")
-    return found
-
-
 @app.command("status")
 def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Counts by state, the queue figures, workers, the quarantine by reason, blocked
     aggregates.
 
     Exit codes, for monitoring: 0 nothing needs a person; 1 something does (quarantine not
-    empty, breaker open, delivery paused, a gap); 2 bad input or no database.
+    empty, breaker open, delivery paused, a gap, a failed 1C exchange, work waiting with no
+    live worker); 2 bad input or no database.
     """
     with _guard():
         settings = _settings(ctx)
         engine = _reading_engine(settings)
-        with transaction(engine, read_only=True) as connection:
+        staging_engine = _reading_staging_engine(settings)
+        with (
+            transaction(engine, read_only=True) as connection,
+            contextlib.ExitStack() as stack,
+        ):
+            staged = (
+                stack.enter_context(transaction(staging_engine, read_only=True))
+                if staging_engine is not None
+                else None
+            )
             now = SystemClock().now()
             figures = status(connection, now, settings.policies)
             onec = onec_exchanges(connection, now)
             pause = control.operator_pause(connection)
             told = last_told(connection)
-    attention = needs_person(figures, pause)
+            found = attention(
+                connection, staged, figures, pause, now, settings.policies, settings.live_within
+            )
+    needs = [cause.words() for cause in found.causes]
     if as_json:
         document = {
             "database": safe_url(settings.database_url),
@@ -384,7 +381,9 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             "operator_pause": (
                 {**pause, "paused_at": pause["paused_at"].isoformat()} if pause else None
             ),
-            "needs_person": attention,
+            "needs_person": needs,
+            "needs_person_causes": [cause.code for cause in found.causes],
+            "intake": found.intake,
             "exchanges_1c": onec,
             "notifications": told,
         }
@@ -393,6 +392,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         _header(settings)
         for table in tables(figures):
             out.print(table)
+        out.print(_intake_line(found.intake), markup=False, highlight=False)
         out.print(exchanges_table(onec))
         if told is not None:
             out.print(
@@ -400,11 +400,27 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
                 f"{told['outcome'] or 'no outcome recorded'}",
                 markup=False,
             )
-        if attention:
-            out.print("needs a person: " + "; ".join(attention), markup=False)
+        if needs:
+            out.print("needs a person: " + "; ".join(needs), markup=False)
         else:
             out.print("nothing needs a person", markup=False)
-    raise typer.Exit(1 if attention else 0)
+    raise typer.Exit(1 if needs else 0)
+
+
+def _intake_line(taken: dict[str, Any]) -> str:
+    if not taken["untaken"]:
+        return "received from 1C, not taken yet: 0"
+    return (
+        f"received from 1C, not taken yet: {taken['untaken']} "
+        f"(the oldest {human_age(taken['oldest_untaken_age_s'])} ago)"
+    )
+
+
+def _reading_staging_engine(settings: Settings) -> Engine | None:
+    """The staging table's own database when EXCHANGE_STAGING_URL names one, else None."""
+    if not settings.staging_url or settings.staging_url == settings.database_url:
+        return None
+    return make_engine(settings.staging_url)
 
 
 @app.command("find")

@@ -1246,6 +1246,13 @@ class Settings(BaseSettings):
             raise ConfigurationError(f"EXCHANGE_SITE_CA_BUNDLE: {exc}") from None
 
     @property
+    def live_within(self) -> float:
+        """A worker is live while its last report is younger than this many seconds (contract
+        6): a live worker reports at least every poll and renews its lease every third of it,
+        so a longer silence is a worker gone, never one between cycles."""
+        return max(self.lease_seconds, 3 * self.poll_interval)
+
+    @property
     def policies(self) -> KindPolicies:
         """The configured kinds and their policies, as the queue takes them."""
         return KindPolicies.of(self.kinds)

@@ -276,18 +276,23 @@ def blocked_aggregates(
     return result
 
 
-def human_age(seconds: float | None) -> str:
-    """An age as a person reads it: the two largest units ("3 h 12 min"), "-" for none."""
+_UNITS = {"en": ("d", "h", "min", "s"), "ru": ("д", "ч", "мин", "с")}
+
+
+def human_age(seconds: float | None, lang: str = "en") -> str:
+    """An age as a person reads it: the two largest units ("3 h 12 min", «3 ч 12 мин» with
+    ``lang`` ``ru``), "-" for none."""
     if seconds is None:
         return "-"
     whole = max(0, int(seconds))
     days, rest = divmod(whole, 86_400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
-    parts = [(days, "d"), (hours, "h"), (minutes, "min"), (secs, "s")]
+    d, h, m, s = _UNITS["ru" if lang == "ru" else "en"]
+    parts = [(days, d), (hours, h), (minutes, m), (secs, s)]
     while len(parts) > 1 and parts[0][0] == 0:
         parts.pop(0)
-    return " ".join(f"{value} {unit}" for value, unit in parts[:2] if value or unit == "s")
+    return " ".join(f"{value} {unit}" for value, unit in parts[:2] if value or unit == s)
 
 
 def tables(figures: Status) -> list[Table]:
@@ -316,7 +321,7 @@ def tables(figures: Status) -> list[Table]:
         breaker = worker["breaker"]
         if worker["breaker_until"]:
             breaker += f" until {worker['breaker_until']}"
-        delivery = f"PAUSED: {worker['paused']}" if worker["paused"] else "running"
+        delivery = _delivery_words(worker)
         workers_table.add_row(
             Text(worker["worker_id"]),
             f"{human_age(worker['heartbeat_age_s'])} ago",
@@ -358,6 +363,14 @@ def tables(figures: Status) -> list[Table]:
     elif len(figures.blocked) >= BLOCKED_SHOWN:
         blocked.caption = f"the first {BLOCKED_SHOWN}, by kind and aggregate"
     return [states, queue, workers_table, quarantine, blocked]
+
+
+def _delivery_words(worker: dict[str, Any]) -> str:
+    """A worker's delivery as ``status`` prints it: one that is not live (contract 6) is
+    silent, never "running", whatever it last said."""
+    if worker.get("live") is False:
+        return f"SILENT since {worker['heartbeat_at']} (not live: delivers nothing)"
+    return f"PAUSED: {worker['paused']}" if worker["paused"] else "running"
 
 
 def biography(connection: Connection, message_id: str) -> dict[str, Any]:

@@ -62,6 +62,8 @@ class WebConfig:
     login_delay: float = 1.0
     login_delay_max: float = 16.0
     display_tz: str = "UTC"
+    # A worker is live while its last report is younger than this (Settings.live_within).
+    live_within: float = 60.0
     # EXCHANGE_HTTP_BEHIND_PROXY: a proxy terminates TLS and writes X-Forwarded-For.
     behind_proxy: bool = False
     door: DoorLimits = field(default_factory=DoorLimits)

@@ -60,7 +60,11 @@ def build_app(
     app[DOOR] = door
     onec = OneCExchange(config, engine, Signer(key, "1c-session"), staging_engine)
     intake = JsonIntake(config, engine, staging_engine)
-    workbench = Workbench(config, engine, key)
+    # The dashboard shows what 1C handed over (the staging table, wherever it is) and the
+    # sign-ins the 1C exchange refused since serve started (counted in memory only).
+    workbench = Workbench(
+        config, engine, key, staging_engine=staging_engine, onec_refused=onec.refused
+    )
     app.add_routes(
         [*onec.routes(), *intake.routes(), *workbench.routes(), web.get("/healthz", _health)]
     )

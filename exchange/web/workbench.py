@@ -17,6 +17,7 @@ which happens on threads of its own, never on those that reach the database.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import re
 import secrets
@@ -39,18 +40,23 @@ from exchange.domain.states import State
 from exchange.errors import OperatorError
 from exchange.ops import find as finder
 from exchange.ops import operators
+from exchange.ops.attention import attention
+from exchange.ops.exchanges import onec_exchanges
 from exchange.ops.notify import last_told
 from exchange.ops.quarantine import Filters, PreviewChanged, cancel, list_quarantined, retry
 from exchange.ops.status import biography, human_age, pace_words, status
 from exchange.queue import control
 from exchange.report import collect as report
 from exchange.report.model import FORMATS, SUFFIXES
+from exchange.report.words import next_check
 from exchange.web import chart
 from exchange.web.config import WebConfig
 from exchange.web.door import client_address
 from exchange.web.keys import COOKIE_MAX_AGE_S, Signer
+from exchange.web.onec import Refusals
 from exchange.web.throttle import Limits, Throttle, Verdict
-from exchange.web.words import WORDS, Lang, word
+from exchange.web.words import WORDS, Lang, error_words, messages_counted, word
+from exchange.web.words import name as code_name
 
 SESSION_COOKIE = "exchange_wb"
 LANG_COOKIE = "exchange_lang"
@@ -83,9 +89,19 @@ def _known_reasons() -> list[str]:
 
 
 class Workbench:
-    def __init__(self, config: WebConfig, engine: Engine, key: str) -> None:
+    def __init__(
+        self,
+        config: WebConfig,
+        engine: Engine,
+        key: str,
+        *,
+        staging_engine: Engine | None = None,
+        onec_refused: Refusals | None = None,
+    ) -> None:
         self.config = config
         self.engine = engine
+        self.staging_engine = staging_engine
+        self.onec_refused = onec_refused
         self.kinds = KindPolicies.of(config.kinds)
         self.signer = Signer(key, "workbench-session")
         self._csrf = Signer(key, "workbench-csrf")
@@ -100,10 +116,14 @@ class Workbench:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        self.env.filters["age"] = human_age
+        self.env.filters["age"] = jinja2.pass_context(
+            lambda context, seconds: human_age(seconds, context["lang"])
+        )
+        self.env.filters["ago"] = jinja2.pass_context(_ago)
         zone = self.zone = zoneinfo.ZoneInfo(config.display_tz)
         self.env.filters["when"] = lambda value: _when(value, zone)
         self.env.globals["zone"] = config.display_tz
+        self.env.globals["words"] = WORDS
 
     # -- routes --------------------------------------------------------------------------
 
@@ -163,6 +183,13 @@ class Workbench:
         body = self.env.get_template(template).render(
             t=t,
             pace=lambda figures: pace_words(figures, lang),
+            n=lambda group, code: code_name(group, code, lang),
+            said=lambda text: error_words(text, lang),
+            messages_n=lambda count: messages_counted(count, lang),
+            # What to do next, per reason: the report's words (one text for both).
+            next_step=lambda reason, superseded=False: next_check(
+                reason, lang, superseded=superseded
+            ),
             lang=lang,
             who=who,
             csrf=self.csrf(who.session) if who else "",
@@ -298,19 +325,36 @@ class Workbench:
     # -- pages -----------------------------------------------------------------------------
 
     async def dashboard(self, request: web.Request, who: Who) -> web.StreamResponse:
+        lang = self._lang(request)
+
         def read() -> dict[str, Any]:
-            with transaction(self.engine, read_only=True) as connection:
+            with contextlib.ExitStack() as stack:
+                connection = stack.enter_context(transaction(self.engine, read_only=True))
+                staged = (
+                    stack.enter_context(transaction(self.staging_engine, read_only=True))
+                    if self.staging_engine is not None
+                    else None
+                )
                 now = datetime.now(UTC)
                 figures = status(connection, now, self.kinds)
+                pause = control.operator_pause(connection)
+                found = attention(
+                    connection, staged, figures, pause, now, self.kinds, self.config.live_within
+                )
                 hours = chart.last_day(connection, now)
+                onec = onec_exchanges(connection, now)
                 return {
-                    "chart": Markup(
-                        chart.svg(hours, word("last_day", self._lang(request)), self.zone)
-                    ),
+                    "chart": Markup(chart.svg(hours, word("last_day", lang), self.zone)),
                     "figures": figures.as_json(),
                     "held": finder.held(connection, self.kinds),
-                    "pause": control.operator_pause(connection),
+                    "pause": pause,
                     "told": last_told(connection),
+                    "intake": found.intake,
+                    "needs": [cause.words(lang) for cause in found.causes],
+                    "codes": [cause.code for cause in found.causes],
+                    "live": any(w["live"] for w in figures.workers),
+                    "onec_failed_24h": onec["by_outcome"].get("failure", 0),
+                    "refused": self.onec_refused,
                 }
 
         return self._render(request, "dashboard.html", who, **await asyncio.to_thread(read))
@@ -405,7 +449,12 @@ class Workbench:
         story = await asyncio.to_thread(read)
         if story is None:
             return self._render(
-                request, "error.html", who, status=404, message=f"no message {message_id}"
+                request,
+                "error.html",
+                who,
+                status=404,
+                message=word("no_message", self._lang(request)),
+                subject=message_id,
             )
         return self._render(
             request,
@@ -712,6 +761,15 @@ def _when(value: str | None, zone: tzinfo = UTC) -> str:
         local = parsed.astimezone(zone)
         return local.strftime("%Y-%m-%d %H:%M:%S ") + (local.tzname() or str(zone))
     return str(value)
+
+
+def _ago(context: Any, value: str | None) -> str:
+    """How long ago an ISO time was, in the page's language («5 мин назад»)."""
+    if not value:
+        return ""
+    then = datetime.fromisoformat(value)
+    age = human_age((datetime.now(UTC) - then).total_seconds(), context["lang"])
+    return f"{age} назад" if context["lang"] == "ru" else f"{age} ago"
 
 
 def _secure(response: R) -> R:

@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_helpers import ARGS, CHROMIUM, need_browser
 from sqlalchemy import Engine
 from web_helpers import serving
 
 from exchange.db.engine import make_engine
+from exchange.dev.sitesim import Faults, SiteSimulator
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO.parent / "shared" / "samples" / "commerceml"
@@ -40,3 +42,23 @@ def db(db_url: str) -> Iterator[Engine]:
     engine = make_engine(db_url)
     yield engine
     engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One Chromium for the module (a launch costs seconds); each test opens its own context."""
+    need_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def site() -> Iterator[SiteSimulator]:
+    with SiteSimulator(token="test-token", faults=Faults(seed=1)) as simulator:
+        yield simulator

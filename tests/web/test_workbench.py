@@ -280,7 +280,8 @@ def test_blocked_and_exchanges_pages(
     deliver(db_url, site)
     client = signed_in(bench, "victor")
     page = client.get("/blocked").text
-    assert "DOC-2" in page and "retry or cancel it" in page
+    assert "DOC-2" in page and "повторите или отмените её" in page
+    assert "retry or cancel it" in client.get("/blocked?lang=en").text
     assert client.get("/exchanges").status_code == 200
     assert csrf_of(client)
 

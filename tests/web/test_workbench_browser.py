@@ -8,17 +8,14 @@ pages land in docs/img/ (referenced from the README) when WORKBENCH_SCREENSHOTS=
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from browser_helpers import new_page, shot, sign_in
 from sqlalchemy import Engine
 from workbench_helpers import (
     HOSTILE_SKU,
-    PASSWORD,
     SKU,
     add_operator,
     deliver,
@@ -27,76 +24,7 @@ from workbench_helpers import (
     state_of,
 )
 
-from exchange.dev.sitesim import Faults, SiteSimulator
-
-CHROMIUM = os.environ.get("EXCHANGE_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
-VIEWPORT = {"width": 1366, "height": 768}
-
-
-def _need_browser() -> None:
-    missing = not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM))
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        missing = True
-    if missing:
-        message = (
-            f"no browser for the workbench tests: {CHROMIUM} or playwright is missing "
-            "(apt-get install -y chromium; pip install playwright; never `playwright install`)"
-        )
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """One Chromium for the module (a launch costs seconds); each test opens its own context."""
-    _need_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
-@pytest.fixture
-def site() -> Iterator[SiteSimulator]:
-    with SiteSimulator(token="test-token", faults=Faults(seed=1)) as simulator:
-        yield simulator
-
-
-def _page(browser: Any) -> Any:
-    context = browser.new_context(viewport=VIEWPORT, locale="ru-RU")
-    return context.new_page()
-
-
-def _sign_in(page: Any, base: str, name: str) -> None:
-    page.goto(f"{base}/")
-    assert page.url.endswith("/login")
-    page.fill("input[name=name]", name)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit].primary")
-    page.wait_for_url(f"{base}/")
-
-
-def _shot(page: Any, name: str) -> None:
-    if os.environ.get("WORKBENCH_SCREENSHOTS") == "1":
-        IMG.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(IMG / f"{name}.png"), full_page=False)
+from exchange.dev.sitesim import SiteSimulator
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
@@ -107,34 +35,35 @@ def test_sign_in_find_a_sku_retry_after_preview_and_see_it_delivered(
     add_operator(db, "olga", "operator")
     quarantine_some(db_url, site, SKU, "SKU-0013", HOSTILE_SKU)
     mid = message_id_of(db, SKU)
-    page = _page(browser)
-    _sign_in(page, base, "olga")
+    page = new_page(browser)
+    sign_in(page, base, "olga")
     assert page.locator("#quarantined").inner_text() == "3"
     # Contract 11's "pace and limit": the worker that delivered reported its pace.
     pace = page.locator("#workers td.pace").first.inner_text()
     assert pace.startswith("сайт успевает: ") and "(предел 4 из 4)" in pace, pace
-    _shot(page, "dashboard")
+    shot(page, "dashboard")
     page.click("text=Карантин")
     page.wait_for_url(f"{base}/quarantine")
-    _shot(page, "quarantine")
+    shot(page, "quarantine")
     page.fill("header input[name=q]", SKU)
     page.press("header input[name=q]", "Enter")
     page.wait_for_url("**/find?q=SKU-0042")
     page.click(f"a:text-is('{mid}')")
     page.wait_for_url(f"**/message/{mid}")
-    assert page.locator("#state").inner_text() == "quarantined"
+    assert page.locator("#state").inner_text() == "в карантине"
+    assert page.locator("#state").get_attribute("data-state") == "quarantined"
     assert "http-422" in page.content()
-    _shot(page, "biography")
+    shot(page, "biography")
     site.faults.reject.discard(SKU)  # the site is fixed
     page.click("#retry")
     assert "Будут отправлены снова: 1" in page.locator("#what").inner_text()
-    _shot(page, "preview")
+    shot(page, "preview")
     page.fill("#note", "the site accepts the price again")
     page.click("#confirm")
     assert mid in page.locator("ul.ids").inner_text()
     deliver(db_url, site)
     page.goto(f"{base}/message/{mid}")
-    assert page.locator("#state").inner_text() == "delivered"
+    assert page.locator("#state").inner_text() == "доставлено"
     history = page.locator("table.history").inner_text()
     assert "olga" in history and "the site accepts the price again" in history
     page.goto(f"{base}/find?q={SKU}&lang=en")
@@ -150,8 +79,8 @@ def test_a_viewer_has_no_buttons_and_its_posts_are_refused(
     add_operator(db, "victor", "viewer")
     quarantine_some(db_url, site, SKU)
     mid = message_id_of(db, SKU)
-    page = _page(browser)
-    _sign_in(page, base, "victor")
+    page = new_page(browser)
+    sign_in(page, base, "victor")
     assert page.locator("form[action='/delivery/pause']").count() == 0
     page.goto(f"{base}/message/{mid}")
     assert page.locator("#retry").count() == 0 and page.locator("#cancel").count() == 0
@@ -178,10 +107,10 @@ def test_a_hostile_sku_renders_as_text(
     add_operator(db, "olga", "operator")
     quarantine_some(db_url, site, HOSTILE_SKU)
     mid = message_id_of(db, HOSTILE_SKU)
-    page = _page(browser)
+    page = new_page(browser)
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    _sign_in(page, base, "olga")
+    sign_in(page, base, "olga")
     for path in ("/quarantine", f"/message/{mid}"):
         page.goto(f"{base}{path}")
         assert HOSTILE_SKU in page.locator("main").inner_text(), path

@@ -1,0 +1,202 @@
+"""What needs a person (contract 6): the causes ``exchange status`` exits 1 for and the
+workbench's dashboard shows, decided once for both and said in English or Russian.
+
+Besides the figures of ``status`` this reads three things: whether each worker is live (its
+last report younger than ``Settings.live_within``), what 1C handed over that no worker has
+taken yet (the staging table, which may be in a database of its own), and whether the latest
+1C exchange that signed in failed with no success since. Refused sign-ins are never a cause:
+anyone on the network can make them, and serve counts them in memory only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, func, not_, select
+
+from exchange.db.schema import cml_exchanges, messages, staging
+from exchange.domain.plural import counted
+from exchange.domain.policy import KindPolicies
+from exchange.domain.states import State
+from exchange.ops.find import held_condition
+
+# The outcomes of a 1C exchange (contract 9a) after which the exchange works again.
+SUCCEEDED = ("staged", "nothing-new", "catalogue")
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One thing only a person moves: its short code (``needs_person_causes``) and the values
+    its sentence names."""
+
+    code: str
+    key: str
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def words(self, lang: str = "en") -> str:
+        return say(self, lang)
+
+
+def mark_live(workers: list[dict[str, Any]], live_within: float) -> None:
+    """Adds ``live`` to each of ``status``'s worker rows: its last report is younger than
+    ``live_within`` seconds. A worker that is not live delivers nothing, whatever it said."""
+    for worker in workers:
+        worker["live"] = worker["heartbeat_age_s"] < live_within
+
+
+def intake(staging_connection: Connection, now: datetime) -> dict[str, Any]:
+    """What 1C handed over that no worker has taken yet (``status --json``'s ``intake``)."""
+    untaken, oldest = staging_connection.execute(
+        select(func.count(), func.min(staging.c.created_at)).where(staging.c.taken_at.is_(None))
+    ).one()
+    return {
+        "untaken": int(untaken),
+        "oldest_untaken_age_s": round((now - oldest).total_seconds(), 3) if oldest else None,
+    }
+
+
+def onec_failing(connection: Connection) -> dict[str, Any] | None:
+    """The latest 1C exchange that signed in and failed, unless a later one succeeded; None
+    when the latest finished exchange worked (or none came)."""
+    last_success = (
+        select(func.coalesce(func.max(cml_exchanges.c.id), 0))
+        .where(cml_exchanges.c.outcome.in_(SUCCEEDED))
+        .scalar_subquery()
+    )
+    row = connection.execute(
+        select(cml_exchanges.c.started_at, cml_exchanges.c.filename, cml_exchanges.c.detail)
+        .where(cml_exchanges.c.outcome == "failure", cml_exchanges.c.id > last_success)
+        .order_by(cml_exchanges.c.id.desc())
+        .limit(1)
+    ).first()
+    if row is None:
+        return None
+    return {"at": row.started_at.isoformat(), "file": row.filename, "reason": row.detail}
+
+
+def work_waits(
+    connection: Connection,
+    taken: dict[str, Any],
+    now: datetime,
+    kinds: KindPolicies,
+    live_within: float,
+) -> bool:
+    """Work a live worker would have moved by now: an untaken staging row, or a ``new``
+    message that is not held behind the quarantine, older than ``live_within``."""
+    age = taken["oldest_untaken_age_s"]
+    if age is not None and age >= live_within:
+        return True
+    old_new = connection.execute(
+        select(messages.c.id)
+        .where(
+            messages.c.state == State.NEW.value,
+            not_(messages.c.rejected),
+            messages.c.created_at <= now - timedelta(seconds=live_within),
+            not_(held_condition(kinds)),
+        )
+        .limit(1)
+    ).first()
+    return old_new is not None
+
+
+def causes(
+    figures: Any,
+    pause: dict[str, Any] | None,
+    *,
+    onec_failed: dict[str, Any] | None,
+    no_live_worker: bool,
+) -> list[Cause]:
+    """What ``exchange status`` exits 1 for, in the order contract 6 names the codes."""
+    found = []
+    quarantined = figures.counts.get("quarantined", 0)
+    if quarantined:
+        found.append(Cause("quarantine", "quarantine", {"count": quarantined}))
+    if figures.breaker_open:
+        found.append(Cause("breaker", "breaker"))
+    if figures.delivery_paused:
+        found.append(Cause("paused", "token"))
+    if pause is not None:
+        found.append(Cause("paused", "operator", {"operator": pause["operator"]}))
+    gaps = sum(1 for b in figures.blocked if b["held_by"] == "gap")
+    if gaps:
+        found.append(Cause("gap", "gap", {"count": gaps}))
+    if onec_failed is not None:
+        found.append(Cause("exchange-1c-failed", "onec", dict(onec_failed)))
+    if no_live_worker:
+        found.append(Cause("no-live-worker", "no_live_worker"))
+    return found
+
+
+def say(cause: Cause, lang: str = "en") -> str:
+    v = cause.values
+    if lang == "ru":
+        return _RU[cause.key](v)
+    return _EN[cause.key](v)
+
+
+_EN: dict[str, Callable[[dict[str, Any]], str]] = {
+    "quarantine": lambda v: f"{v['count']} message(s) in quarantine",
+    "breaker": lambda v: "the circuit breaker is open (the site fails)",
+    "token": lambda v: "delivery paused: the site refused the token",
+    "operator": lambda v: f"delivery paused by operator {v['operator']}",
+    "gap": lambda v: f"{v['count']} aggregate(s) wait for a missing version (a gap)",
+    "onec": lambda v: (
+        f"the latest 1C exchange failed ({v['file'] or 'no file'}: {v['reason']}); "
+        "none has succeeded since"
+    ),
+    "no_live_worker": lambda v: (
+        "work waits and no worker is live: nothing is being delivered (is exchange run running?)"
+    ),
+}
+_RU: dict[str, Callable[[dict[str, Any]], str]] = {
+    "quarantine": lambda v: (
+        "в карантине " + counted(v["count"], "сообщение", "сообщения", "сообщений")
+    ),
+    "breaker": lambda v: "предохранитель разомкнут: сайт отвечает ошибками",
+    "token": lambda v: "доставка остановлена: сайт не принял токен",
+    "operator": lambda v: f"доставка остановлена оператором {v['operator']}",
+    "gap": lambda v: (
+        counted(v["count"], "объект ждёт", "объекта ждут", "объектов ждут") + " пропущенную версию"
+    ),
+    "onec": lambda v: (
+        f"последний обмен с 1С завершился ошибкой ({v['file'] or 'без файла'}: "
+        f"{v['reason']}), успешных с тех пор не было"
+    ),
+    "no_live_worker": lambda v: (
+        "работа ждёт, а ни один обработчик не работает: ничего не "
+        "доставляется (запущен ли exchange run?)"
+    ),
+}
+
+
+@dataclass
+class Attention:
+    """What ``status`` adds to the figures: the intake, the failing 1C exchange, the causes."""
+
+    intake: dict[str, Any]
+    onec_failed: dict[str, Any] | None
+    causes: list[Cause]
+
+
+def attention(
+    connection: Connection,
+    staging_connection: Connection | None,
+    figures: Any,
+    pause: dict[str, Any] | None,
+    now: datetime,
+    kinds: KindPolicies,
+    live_within: float,
+) -> Attention:
+    """Marks ``figures.workers`` live or not, and finds what needs a person: the one reading
+    ``exchange status`` and the dashboard share."""
+    mark_live(figures.workers, live_within)
+    taken = intake(staging_connection or connection, now)
+    failing = onec_failing(connection)
+    stopped = not any(w["live"] for w in figures.workers) and work_waits(
+        connection, taken, now, kinds, live_within
+    )
+    found = causes(figures, pause, onec_failed=failing, no_live_worker=stopped)
+    return Attention(intake=taken, onec_failed=failing, causes=found)

@@ -1,0 +1,70 @@
+"""The workbench in a real browser: Debian's chromium driven by Playwright, launched by path
+(never ``playwright install``). Without it the tests skip on a developer's machine and FAIL
+under CI=true. Screenshots land in docs/img/ when WORKBENCH_SCREENSHOTS=1."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from workbench_helpers import PASSWORD
+
+CHROMIUM = os.environ.get("EXCHANGE_CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
+VIEWPORT = {"width": 1366, "height": 768}
+
+
+def need_browser() -> None:
+    missing = not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM))
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing = True
+    if missing:
+        message = (
+            f"no browser for the workbench tests: {CHROMIUM} or playwright is missing "
+            "(apt-get install -y chromium; pip install playwright; never `playwright install`)"
+        )
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def new_page(browser: Any) -> Any:
+    context = browser.new_context(viewport=VIEWPORT, locale="ru-RU")
+    return context.new_page()
+
+
+def sign_in(page: Any, base: str, name: str) -> None:
+    page.goto(f"{base}/")
+    assert page.url.endswith("/login")
+    page.fill("input[name=name]", name)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit].primary")
+    page.wait_for_url(f"{base}/")
+
+
+def shot(page: Any, name: str) -> None:
+    if os.environ.get("WORKBENCH_SCREENSHOTS") == "1":
+        IMG.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(IMG / f"{name}.png"), full_page=False)
+
+
+NARROW = {"width": 390, "height": 844}
+
+
+def no_sideways_scroll(page: Any) -> bool:
+    """The page is no wider than the window (no horizontal scroll bar)."""
+    return bool(page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"))
