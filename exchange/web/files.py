@@ -15,7 +15,7 @@ import shutil
 import stat
 import time
 import zipfile
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 
 from exchange.intake.commerceml.publish import WORK_SUFFIXES
 
@@ -62,11 +62,11 @@ def safe_relative(name: str) -> PurePosixPath:
     return PurePosixPath(*parts)
 
 
-def is_archive(path: Path | str) -> bool:
+def is_archive(path: PurePath | str) -> bool:
     return str(path).lower().endswith(ARCHIVE)
 
 
-def is_xml(path: Path | str) -> bool:
+def is_xml(path: PurePath | str) -> bool:
     return str(path).lower().endswith(XML)
 
 
@@ -104,9 +104,11 @@ def unpack(archive: Path, folder: Path, *, max_bytes: int, max_ratio: int) -> li
                     raise FileRefused(f"archive member {info.filename!r} is a link: not allowed")
                 if info.is_dir():
                     continue
-                target = inside(folder, info.filename)
-                if not is_xml(target):
+                if not is_xml(safe_relative(info.filename)):
+                    # Dropped unread (an image): its name is checked as a name, never resolved
+                    # on disk, so that an archive of 100,000 images is listed in a moment.
                     continue
+                target = inside(folder, info.filename)
                 if len(written) >= MAX_UNPACKED:
                     raise FileRefused(
                         f"{archive.name} holds more than {MAX_UNPACKED} XML files: not unpacked"

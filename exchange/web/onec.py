@@ -65,8 +65,13 @@ REFUSALS_LOGGED_EVERY_S = 60.0
 
 
 def _answer(first: str, *lines: str) -> web.Response:
+    """1C-Bitrix's answer (contract 9a): an ASCII first line, then text in windows-1251 with
+    that charset named; a character windows-1251 lacks (a name 1C itself never sends) is a
+    ``?``, never a failed answer."""
     body = "\n".join((first, *(_ascii_safe(line) for line in lines))) + "\n"
-    return web.Response(text=body, content_type=TEXT, charset="utf-8")
+    return web.Response(
+        body=body.encode("cp1251", "replace"), content_type=TEXT, charset="windows-1251"
+    )
 
 
 def _ascii_safe(line: str) -> str:
