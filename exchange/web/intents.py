@@ -17,6 +17,8 @@ from sqlalchemy import Engine
 
 from exchange.intake.intents import BodyError, parse_body, rows_of, stage_intents
 from exchange.web.config import WebConfig
+from exchange.web.door import client_address
+from exchange.web.throttle import Guesses
 
 PATH = "/api/v1/intents"
 
@@ -39,21 +41,33 @@ class JsonIntake:
         # staging_intents in a database of its own (EXCHANGE_STAGING_URL): the valid intents
         # are staged there in one transaction; messages are read in the service's database.
         self.staging_engine = staging_engine if staging_engine is not engine else None
+        self.guesses = Guesses("intake")
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post(PATH, self.handle)]
 
     def _authorized(self, request: web.Request) -> bool:
         token = self.config.intake_token or ""
-        header = request.headers.get("Authorization", "")
-        if not token or not header.startswith("Bearer "):
+        scheme, _, value = request.headers.get("Authorization", "").strip().partition(" ")
+        if not token or scheme.lower() != "bearer":  # a scheme is case-insensitive (RFC 9110)
             return False
-        return hmac.compare_digest(header[7:].strip().encode(), token.encode())
+        return hmac.compare_digest(value.strip().encode(), token.encode())
 
     async def handle(self, request: web.Request) -> web.Response:
         if not self.config.intake_token:
             return _error(403, "the JSON intake is closed: EXCHANGE_INTAKE_TOKEN is not set")
-        if not self._authorized(request):
+        if not request.headers.get("Authorization", ""):
+            return _error(401, "missing or wrong bearer token")
+        address = client_address(request, self.config.behind_proxy)
+        verdict = self.guesses.admit(address)
+        if not verdict.allowed:
+            response = _error(429, "too many wrong tokens from this address: try again later")
+            response.headers["Retry-After"] = verdict.retry_after_header
+            return response
+        right = self._authorized(request)
+        hold = self.guesses.judged(address, right=right)
+        if not right:
+            await asyncio.sleep(hold)
             return _error(401, "missing or wrong bearer token")
         if not _is_json(request.headers.get("Content-Type", "")):
             return _error(415, "the body must be JSON: Content-Type: application/json")

@@ -41,6 +41,7 @@ from exchange.intake.commerceml.publish import (
     import_file,
 )
 from exchange.web.config import WebConfig
+from exchange.web.door import client_address
 from exchange.web.files import (
     SESSION,
     FileRefused,
@@ -53,6 +54,7 @@ from exchange.web.files import (
     unpacked,
 )
 from exchange.web.keys import Signer
+from exchange.web.throttle import Guesses
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +157,7 @@ class OneCExchange:
         self.state = Exchanges()
         self.root = config.exchange_dir
         self.refused = Refusals()
+        self.guesses = Guesses("1c")
 
     def routes(self) -> list[web.RouteDef]:
         return [web.route("*", path, self.handle) for path in PATHS]
@@ -211,9 +214,12 @@ class OneCExchange:
             )
         if kind not in ("catalog", "sale"):
             return await self._refuse(ANONYMOUS, "", f"unknown exchange type {kind[:40]!r}")
+        basic = await self._basic(request)
+        if isinstance(basic, web.Response):
+            return basic
         if mode == "checkauth":
-            return await self._checkauth(request)
-        session = self._session(request, query)
+            return await self._checkauth(basic)
+        session = self._session(request, query, basic)
         if session is None:
             return await self._refuse(
                 ANONYMOUS, "", "not authorized: wrong user or password, or no session (checkauth)"
@@ -261,7 +267,27 @@ class OneCExchange:
         password_ok = hmac.compare_digest(password.encode(), expected_password.encode())
         return user_ok and password_ok and bool(expected_user and expected_password)
 
-    def _session(self, request: web.Request, query: dict[str, str]) -> str | None:
+    async def _basic(self, request: web.Request) -> bool | web.Response:
+        """Whether the request carries 1C's user and password (HTTP Basic); a refusal, before
+        they are checked, while its address waits after wrong ones (``Guesses``)."""
+        if not request.headers.get("Authorization", "").lower().startswith("basic "):
+            return False
+        address = client_address(request, self.config.behind_proxy)
+        verdict = self.guesses.admit(address)
+        if not verdict.allowed:
+            return await self._refuse(
+                ANONYMOUS,
+                "",
+                "too many wrong passwords from this address: "
+                f"try again in {verdict.retry_after_header} s",
+            )
+        right = self._basic_ok(request)
+        hold = self.guesses.judged(address, right=right)
+        if hold > 0:
+            await asyncio.sleep(hold)
+        return right
+
+    def _session(self, request: web.Request, query: dict[str, str], basic: bool) -> str | None:
         """The exchange a request belongs to: only one that ``checkauth`` issued (its signed
         cookie, or its ``sessid`` with Basic), or the shared one of Basic without a sessid."""
         sessid = query.get("sessid")
@@ -270,7 +296,7 @@ class OneCExchange:
             session = self.signer.verify(cookie)
             if session is not None and self._issued(session) and sessid in (None, session):
                 return session
-        if self._basic_ok(request):
+        if basic:
             if sessid is None:
                 return _BASIC_SESSION
             # Never a folder the request names: another node's, or one the sweep does not know.
@@ -292,8 +318,8 @@ class OneCExchange:
         # "sessid|…" never has the form of a signed cookie ("session.stamp"): no overlap.
         return self.signer.tag(f"sessid|{half}")[: len(half)]
 
-    async def _checkauth(self, request: web.Request) -> web.Response:
-        if not self._basic_ok(request):
+    async def _checkauth(self, basic: bool) -> web.Response:
+        if not basic:
             return await self._refuse("-", "", "wrong user or password (HTTP Basic)")
         session = self._new_session()
         await asyncio.to_thread(sweep, self.root, self.config.keep_seconds)

@@ -151,3 +151,28 @@ class Throttle:
             del self.records[key]
         while len(self.records) > self.KEPT:
             del self.records[next(iter(self.records))]
+
+
+# A shared secret (1C's password, the intake's token) is checked in microseconds, so nothing
+# is gained by bounding how many checks run at once: only the penalty after a wrong one counts.
+GUESS_LIMITS = Limits(per_name=10_000, per_address=10_000, overall=10_000)
+
+
+class Guesses:
+    """Wrong credentials at one way in that checks a shared secret (contract 9: an
+    unauthenticated request is rate-limited). The workbench's rule, with the way in as the
+    name: an address that sent a wrong secret waits 1 s, doubled for each further one (up to
+    16 s), and its failed answer is held that long, so guessing one at a time is slowed and
+    guessing in parallel is refused; an address with no recent failures is never refused, so
+    an attacker elsewhere cannot lock 1C out."""
+
+    def __init__(self, door: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self.door = door
+        self.throttle = Throttle(GUESS_LIMITS, clock)
+
+    def admit(self, address: str) -> Verdict:
+        return self.throttle.admit(self.door, address)
+
+    def judged(self, address: str, *, right: bool) -> float:
+        """Ends an admitted check; the seconds to hold a wrong one's answer."""
+        return self.throttle.done(self.door, address, failed=not right)
