@@ -28,6 +28,7 @@ from exchange import app as bootstrap
 from exchange import logs
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import aggregates_beyond_intake, current_revision, upgrade
+from exchange.db.wake import how_workers_wake
 from exchange.domain.clock import SystemClock, ensure_utc
 from exchange.errors import ExchangeError
 from exchange.ops import operators
@@ -180,13 +181,14 @@ def migrate(ctx: typer.Context) -> None:
         staging_engine = None
         if settings.staging_url and settings.staging_url != settings.database_url:
             staging_engine = make_engine(settings.staging_url)
-            upgrade(staging_engine)
+            upgrade(staging_engine, staging_notify=False)
         out.print(
             logs.redact(
                 f"migrated {safe_url(settings.database_url)} to revision {current_revision(engine)}"
             ),
             markup=False,
         )
+        out.print(how_workers_wake(engine, staging_engine, settings.poll_interval), markup=False)
         beyond = aggregates_beyond_intake(engine, staging_engine)
         if beyond:
             shown = ", ".join(beyond[:10]) + (
