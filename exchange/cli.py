@@ -32,6 +32,7 @@ from exchange.db.wake import how_workers_wake
 from exchange.domain.clock import SystemClock, ensure_utc
 from exchange.errors import ExchangeError
 from exchange.ops import operators
+from exchange.ops.backlog import backlog, backlog_words, live_within
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
 from exchange.ops.find import check_filters, known_reasons, released_by_cancel
 from exchange.ops.find import find as find_messages
@@ -375,6 +376,12 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         with transaction(engine, read_only=True) as connection:
             now = SystemClock().now()
             figures = status(connection, now, settings.policies)
+            waiting = backlog(
+                connection,
+                now,
+                settings.policies,
+                live_within(settings.lease_seconds, settings.poll_interval),
+            )
             onec = onec_exchanges(connection, now)
             pause = control.operator_pause(connection)
             told = last_told(connection)
@@ -383,6 +390,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         document = {
             "database": safe_url(settings.database_url),
             **figures.as_json(),
+            "backlog": waiting,
             "operator_pause": (
                 {**pause, "paused_at": pause["paused_at"].isoformat()} if pause else None
             ),
@@ -395,6 +403,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         _header(settings)
         for table in tables(figures):
             out.print(table)
+        out.print(backlog_words(waiting), markup=False)
         out.print(exchanges_table(onec))
         if told is not None:
             out.print(
