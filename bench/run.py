@@ -80,7 +80,7 @@ from exchange.settings import Settings
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 TOKEN = "bench-token"
-SECTIONS = ("ceiling", "service", "batch", "workers", "intake", "budget", "pace")
+SECTIONS = ("ceiling", "service", "batch", "workers", "intake", "budget", "pace", "latency")
 PG_ADMIN = os.environ.get("EXCHANGE_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 CEILING_CLIENTS = ceiling.CLIENTS
 THREADED_CLIENTS = ("httpx", "aiohttp")
@@ -641,6 +641,26 @@ def pace_section(args: argparse.Namespace, scratch: Path) -> list[dict[str, Any]
     return [{k: v for k, v in r.items() if k != "series"} for r in runs]
 
 
+def latency_section(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    """bench/latency.py: a correction's delay during a reload (6,000 and 60,000 prices; 600
+    with --quick) and a row's at idle, on both databases."""
+    from bench import latency
+
+    sizes = (600,) if args.quick else (6_000, 60_000)
+    figures: dict[str, Any] = {"during_reload": [], "at_idle": []}
+    for db in ("sqlite", "postgresql"):
+        for size in sizes:
+            with fresh_database(db, scratch) as url:
+                row = {"database": db, **latency.during_reload(url, size)}
+            log(f"latency during a reload: {row}")
+            figures["during_reload"].append(row)
+        with fresh_database(db, scratch) as url:
+            row = {"database": db, **latency.at_idle(url)}
+        log(f"latency at idle: {row}")
+        figures["at_idle"].append(row)
+    return figures
+
+
 def arguments(argv: list[str] | None) -> argparse.Namespace:
     default_concurrency = Settings.model_fields["concurrency"].default
     parser = argparse.ArgumentParser(
@@ -804,6 +824,8 @@ def main(argv: list[str] | None = None) -> None:
             section(results, "budget", lambda: budget_section(args))
         if "pace" in args.sections:
             section(results, "pace", lambda: pace_section(args, scratch))
+        if "latency" in args.sections:
+            section(results, "latency", lambda: latency_section(args, scratch))
     for key in [k for k in results if k.startswith("_")]:
         results.pop(key)  # the appenders' return values (None)
     results["goals"] = report.goals(

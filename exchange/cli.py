@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo
@@ -29,10 +29,12 @@ from exchange import app as bootstrap
 from exchange import logs
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import aggregates_beyond_intake, current_revision, upgrade
+from exchange.db.wake import how_workers_wake
 from exchange.domain.clock import SystemClock, ensure_utc
 from exchange.errors import ExchangeError
 from exchange.ops import operators
 from exchange.ops.attention import attention
+from exchange.ops.backlog import backlog, backlog_words
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
 from exchange.ops.find import check_filters, known_reasons, released_by_cancel
 from exchange.ops.find import find as find_messages
@@ -182,13 +184,14 @@ def migrate(ctx: typer.Context) -> None:
         staging_engine = None
         if settings.staging_url and settings.staging_url != settings.database_url:
             staging_engine = make_engine(settings.staging_url)
-            upgrade(staging_engine)
+            upgrade(staging_engine, staging_notify=False)
         out.print(
             logs.redact(
                 f"migrated {safe_url(settings.database_url)} to revision {current_revision(engine)}"
             ),
             markup=False,
         )
+        out.print(how_workers_wake(engine, staging_engine, settings.poll_interval), markup=False)
         beyond = aggregates_beyond_intake(engine, staging_engine)
         if beyond:
             shown = ", ".join(beyond[:10]) + (
@@ -367,6 +370,12 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             )
             now = SystemClock().now()
             figures = status(connection, now, settings.policies)
+            waiting = backlog(
+                connection,
+                now,
+                settings.policies,
+                timedelta(seconds=settings.live_within),
+            )
             onec = onec_exchanges(connection, now)
             pause = control.operator_pause(connection)
             told = last_told(connection)
@@ -378,6 +387,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         document = {
             "database": safe_url(settings.database_url),
             **figures.as_json(),
+            "backlog": waiting,
             "operator_pause": (
                 {**pause, "paused_at": pause["paused_at"].isoformat()} if pause else None
             ),
@@ -393,6 +403,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         for table in tables(figures):
             out.print(table)
         out.print(_intake_line(found.intake), markup=False, highlight=False)
+        out.print(backlog_words(waiting), markup=False, highlight=False)
         out.print(exchanges_table(onec))
         if told is not None:
             out.print(

@@ -16,6 +16,7 @@ from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from exchange.db.wake import Listener, listens
 from exchange.errors import DatabaseUnavailable
 from exchange.ops import prune
 from exchange.report import schedule as report_schedule
@@ -175,8 +176,13 @@ async def run_forever(
     )
     scheduler.start()
     log.info("running: a cycle every %g s as %s", poll_interval, worker.worker_id)
+    woken = _wake_on_new_rows(worker, tick)
     await stopped.wait()
     scheduler.pause()  # no job is handed to the loop from now on
+    for task in woken:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
     # The cycle in flight finishes and records its outcomes first: shutting the scheduler
     # down while it runs would cancel it between the site's answer and the record.
     async with busy:
@@ -188,6 +194,26 @@ async def run_forever(
     scheduler.shutdown(wait=False)
     log.info("stopped")
     return EXIT_OK
+
+
+def _wake_on_new_rows(
+    worker: Worker, tick: Callable[[], Coroutine[Any, Any, None]]
+) -> list[asyncio.Task[None]]:
+    """On PostgreSQL, a cycle as soon as rows are staged (exchange/db/wake.py), beside the
+    poll: a notification during a cycle runs one more cycle right after it (``tick`` waits for
+    the one in flight), so a row committed at any moment is taken within a cycle."""
+    if not listens(worker.engine):
+        return []
+    wake = asyncio.Event()
+
+    async def cycles() -> None:
+        while not worker.stopping:
+            await wake.wait()
+            wake.clear()
+            await tick()
+
+    listener = Listener(worker.engine, wake.set)
+    return [asyncio.create_task(listener.run()), asyncio.create_task(cycles())]
 
 
 def _notify_job(notifier: Notifier, worker: Worker) -> Callable[[], Coroutine[Any, Any, None]]:

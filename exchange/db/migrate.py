@@ -28,19 +28,22 @@ def script_location() -> Path:
     return package.parent / "migrations"
 
 
-def alembic_config(engine: Engine) -> Config:
+def alembic_config(engine: Engine, *, staging_notify: bool = True) -> Config:
     config = Config()
     config.set_main_option("script_location", str(script_location()))
     config.attributes["engine"] = engine
+    config.attributes["staging_notify"] = staging_notify  # migration 0015
     return config
 
 
-def upgrade(engine: Engine, revision: str = "head") -> None:
+def upgrade(engine: Engine, revision: str = "head", *, staging_notify: bool = True) -> None:
+    """``staging_notify=False``: a staging database of its own (EXCHANGE_STAGING_URL), where
+    no worker listens, gets no notifying trigger (exchange/db/wake.py)."""
     with transaction(engine):  # fail early, with the project's message, if unreachable
         pass
     _refuse_unknown_revision(engine)
     _refuse_an_incompatible_staging_table(engine)
-    command.upgrade(alembic_config(engine), revision)
+    command.upgrade(alembic_config(engine, staging_notify=staging_notify), revision)
 
 
 def _refuse_an_incompatible_staging_table(engine: Engine) -> None:

@@ -20,6 +20,7 @@ from sqlalchemy import Engine, select
 
 from exchange.db.engine import transaction
 from exchange.db.schema import messages, staging
+from exchange.db.wake import announce_staged
 from exchange.domain.identity import message_id
 from exchange.domain.policy import Policy
 from exchange.intake.contracts import (
@@ -197,6 +198,8 @@ def stage_intents(
                 results.append({"status": "staged", "message_id": verdict.message_id})
         if to_stage:
             stage(connection, to_stage)
+    if to_stage:
+        announce_staged(engine)
     return results
 
 

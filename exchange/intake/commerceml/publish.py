@@ -60,6 +60,7 @@ from exchange.db.schema import (
     messages,
     staging,
 )
+from exchange.db.wake import announce_staged
 from exchange.domain.identity import MAX_VERSION, PACKAGE_VERSIONS_FROM
 from exchange.intake.commerceml.mapping import Counts, SkuMode
 from exchange.intake.commerceml.parse import CmlError, PriceType
@@ -569,7 +570,7 @@ def publish(
                     messages_mark=mark,
                 )
             )
-            return version, True
+            staged = version
     except _Abandon as abandoned:  # rolled back: nothing of it staged
         return abandoned.outcome
     except IntegrityError:  # another process staged the same file a moment ago
@@ -578,6 +579,8 @@ def publish(
         if seen is None:
             raise
         return seen, False
+    announce_staged(engine)
+    return staged, True
 
 
 def _staged_before(connection: Connection, digest: str) -> int | None:

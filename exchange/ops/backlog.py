@@ -1,0 +1,64 @@
+"""The backlog (issue 23, item 5; contract 6 ``backlog``): the messages still to deliver and
+when they will be done at the current pace.
+
+``messages``: new less held (a held message waits for a person, not for the pace), plus
+delayed and in progress. ``eta_s``: that number divided by the messages delivered per second
+over the last minute by all live workers together; None when none was delivered then (no pace
+to extrapolate from). A worker is live while its last report is younger than
+max(EXCHANGE_LEASE_SECONDS, 3 × EXCHANGE_POLL_INTERVAL) (contract 6).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+from exchange.db.schema import history, messages, workers
+from exchange.domain.policy import KindPolicies
+from exchange.domain.states import Event, State
+from exchange.ops.find import held
+from exchange.ops.status import human_age
+
+PACE_WINDOW = timedelta(minutes=1)
+
+
+def backlog(
+    connection: Connection, now: datetime, kinds: KindPolicies, live: timedelta
+) -> dict[str, Any]:
+    by_state: dict[str, int] = dict(
+        connection.execute(
+            select(messages.c.state, func.count())
+            .where(
+                messages.c.state.in_(
+                    [State.NEW.value, State.DELAYED.value, State.IN_PROGRESS.value]
+                )
+            )
+            .group_by(messages.c.state)
+        ).all()
+    )
+    waiting = max(0, by_state.get(State.NEW.value, 0) - held(connection, kinds))
+    waiting += by_state.get(State.DELAYED.value, 0) + by_state.get(State.IN_PROGRESS.value, 0)
+    live_workers = select(workers.c.worker_id).where(workers.c.heartbeat_at >= now - live)
+    delivered = connection.execute(
+        select(func.count()).where(
+            history.c.event == Event.DELIVERED.value,
+            history.c.at >= now - PACE_WINDOW,
+            history.c.worker.in_(live_workers),
+        )
+    ).scalar_one()
+    per_second = delivered / PACE_WINDOW.total_seconds()
+    eta = round(waiting / per_second, 1) if delivered else None
+    return {"messages": waiting, "eta_s": eta}
+
+
+def backlog_words(figures: dict[str, Any]) -> str:
+    """``exchange status``'s line: "backlog: 54 210 messages, about 45 min at the current
+    pace"."""
+    count = f"{figures['messages']:,}".replace(",", " ")
+    if figures["eta_s"] is None:
+        if figures["messages"] == 0:
+            return "backlog: none"
+        return f"backlog: {count} messages, none delivered in the last minute"
+    return f"backlog: {count} messages, about {human_age(figures['eta_s'])} at the current pace"

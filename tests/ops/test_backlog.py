@@ -1,0 +1,109 @@
+"""``exchange status``'s backlog (issue 23, item 5; contract 6): the messages still to deliver
+(new less held, plus delayed and in progress) and when they will be done at the pace of the
+last minute of all live workers. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import Engine, insert
+
+from exchange.db.engine import transaction
+from exchange.db.schema import workers
+from exchange.dev.testing import fast_settings, price_row, stage
+from exchange.domain.clock import FakeClock
+from exchange.domain.retry import Decision
+from exchange.domain.states import Event, State
+from exchange.intake import staging_table as intake
+from exchange.ops.backlog import backlog, backlog_words
+from exchange.queue import lease, record
+
+DELIVERED = Decision(Event.DELIVERED, State.DELIVERED, "200 OK", http_status=200)
+LIVE = timedelta(seconds=max(60, 3 * 5))  # Settings.live_within of lease 60 s, poll 5 s
+
+
+def test_the_backlog_counts_what_waits_and_divides_it_by_the_last_minutes_pace(
+    engine: Engine, db_url: str, clock: FakeClock
+) -> None:
+    """50 prices; 20 delivered by a live worker in the last minute, 5 more claimed: 30
+    messages wait (25 new, 5 in progress), at 20 a minute about 90 s."""
+    settings = fast_settings(db_url)
+    stage(engine, [price_row(f"SKU-{n:02d}", 1) for n in range(50)])
+    intake.take(engine, None, settings.kinds, clock.now())
+    with transaction(engine) as c:
+        c.execute(
+            insert(workers).values(worker_id="w1", started_at=clock.now(), heartbeat_at=clock.now())
+        )
+        batch = lease.claim(
+            c,
+            worker="w1",
+            now=clock.now(),
+            limit=20,
+            lease_seconds=60,
+            max_attempts=3,
+            kinds=settings.policies,
+        )
+    assert len(batch.messages) == 20
+    with transaction(engine) as c:
+        record.record(
+            c,
+            token=batch.token,
+            worker="w1",
+            now=clock.now(),
+            outcomes=[(m, DELIVERED) for m in batch.messages],
+            kinds=settings.policies,
+        )
+        lease.claim(
+            c,
+            worker="w1",
+            now=clock.now(),
+            limit=5,
+            lease_seconds=60,
+            max_attempts=3,
+            kinds=settings.policies,
+        )
+        now = clock.now() + timedelta(seconds=10)
+        figures = backlog(c, now, settings.policies, LIVE)
+        assert figures == {"messages": 30, "eta_s": 90.0}
+        assert (
+            backlog_words(figures) == "backlog: 30 messages, about 1 min 30 s at the current pace"
+        )
+
+        # A minute later nothing was delivered: no pace to extrapolate from.
+        later = clock.now() + timedelta(seconds=61)
+        assert backlog(c, later, settings.policies, LIVE) == {"messages": 30, "eta_s": None}
+
+
+def test_deliveries_of_a_worker_that_is_no_longer_live_are_not_the_current_pace(
+    engine: Engine, db_url: str, clock: FakeClock
+) -> None:
+    settings = fast_settings(db_url)
+    stage(engine, [price_row(f"SKU-{n:02d}", 1) for n in range(10)])
+    intake.take(engine, None, settings.kinds, clock.now())
+    with transaction(engine) as c:
+        c.execute(
+            insert(workers).values(
+                worker_id="w1",
+                started_at=clock.now(),
+                heartbeat_at=clock.now() - LIVE - timedelta(seconds=1),
+            )
+        )
+        batch = lease.claim(
+            c,
+            worker="w1",
+            now=clock.now(),
+            limit=4,
+            lease_seconds=60,
+            max_attempts=3,
+            kinds=settings.policies,
+        )
+    with transaction(engine) as c:
+        record.record(
+            c,
+            token=batch.token,
+            worker="w1",
+            now=clock.now(),
+            outcomes=[(m, DELIVERED) for m in batch.messages],
+            kinds=settings.policies,
+        )
+        assert backlog(c, clock.now(), settings.policies, LIVE) == {"messages": 6, "eta_s": None}
