@@ -83,10 +83,29 @@ def target(
         return woocommerce_target(settings, transport, engine=engine, clock=clock)
     if settings.target == "bitrix":
         return bitrix_target(settings, transport, engine=engine, clock=clock)
+    if settings.target == "rabbitmq":
+        return rabbitmq_target(settings)
     return ShopApiTarget(
         site_client(settings, transport),
         batch_size=settings.site_batch_size,
         token=settings.token,
+    )
+
+
+def rabbitmq_target(settings: Settings) -> Target:
+    """Contract 12's target. The client is imported here, so that an installation without the
+    ``brokers`` extra runs the other targets without it."""
+    try:
+        from exchange.targets.rabbitmq.target import RabbitMqTarget
+    except ImportError as exc:
+        raise ConfigurationError(
+            "EXCHANGE_TARGET=rabbitmq needs the brokers extra "
+            f"(pip install 'exchange[brokers]'): {exc.name} is missing"
+        ) from None
+    return RabbitMqTarget(
+        lambda: settings.rabbitmq_url or "",
+        settings.rabbitmq_exchange or "",
+        timeout=settings.http_timeout,
     )
 
 
