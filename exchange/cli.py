@@ -6,6 +6,7 @@ be done) print one line ``error: …`` on stderr and exit 2; bad options exit 2 
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import json
 import logging
@@ -44,7 +45,14 @@ from exchange.ops.quarantine import (
     list_quarantined,
     retry,
 )
-from exchange.ops.status import biography, quarantine_by_reason, status, tables
+from exchange.ops.status import (
+    biography,
+    quarantine_by_reason,
+    source_figures,
+    sources_table,
+    status,
+    tables,
+)
 from exchange.queue import control
 from exchange.report import collect as report
 from exchange.runner import notify_step, run_forever, run_once, run_until_idle
@@ -375,6 +383,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             onec = onec_exchanges(connection, now)
             pause = control.operator_pause(connection)
             told = last_told(connection)
+        brokers = asyncio.run(source_figures(bootstrap.source(settings, engine, None)))
     attention = needs_person(figures, pause)
     if as_json:
         document = {
@@ -386,6 +395,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             "needs_person": attention,
             "exchanges_1c": onec,
             "notifications": told,
+            "sources": brokers,
         }
         print(json.dumps(document, ensure_ascii=False))
     else:
@@ -393,6 +403,8 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         for table in tables(figures):
             out.print(table)
         out.print(exchanges_table(onec))
+        if brokers:
+            out.print(sources_table(brokers))
         if told is not None:
             out.print(
                 f"operators last notified {told['attempted_at']} by {told['sent_by']}: "

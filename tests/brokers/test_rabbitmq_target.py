@@ -240,7 +240,9 @@ def test_the_connection_cut_mid_publish_loses_nothing(
 
 def test_the_rabbitmq_target_takes_every_kind_and_needs_its_url_and_exchange() -> None:
     base = {"database_url": "sqlite:///:memory:", "target": "rabbitmq"}
-    with pytest.raises(ConfigurationError, match="EXCHANGE_TARGET=rabbitmq needs EXCHANGE_RABBITMQ_URL"):
+    with pytest.raises(
+        ConfigurationError, match="EXCHANGE_TARGET=rabbitmq needs EXCHANGE_RABBITMQ_URL"
+    ):
         load_settings(**base, rabbitmq_exchange="prices")
     with pytest.raises(ConfigurationError, match="needs EXCHANGE_RABBITMQ_EXCHANGE"):
         load_settings(**base, rabbitmq_url="amqp://guest:guest@127.0.0.1/")
