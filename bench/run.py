@@ -19,6 +19,10 @@ Sections (all by default, in this order):
               (SKUs x 10 versions), on SQLite and on PostgreSQL
     budget    what each part of a delivered message costs alone, in microseconds of CPU
               (bench/budget.py): claim + record, the outcome line, judging the answer
+    pace      the service at each simulated shop's pace (bench/pace.py)
+    brokers   intents per second taken from RabbitMQ and Redis Streams against the JSON intake
+              (bench/brokers.py), --broker-intents (10,000) one per body, on SQLite and on
+              PostgreSQL; needs the real brokers on 127.0.0.1
 
 Every service run starts from a fresh database (SQLite file or a PostgreSQL database created and
 dropped here; admin URL from EXCHANGE_BENCH_PG, default postgresql://postgres@127.0.0.1:5432/
@@ -80,7 +84,17 @@ from exchange.settings import Settings
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 TOKEN = "bench-token"
-SECTIONS = ("ceiling", "service", "batch", "workers", "intake", "budget", "pace", "latency")
+SECTIONS = (
+    "ceiling",
+    "service",
+    "batch",
+    "workers",
+    "intake",
+    "budget",
+    "pace",
+    "latency",
+    "brokers",
+)
 PG_ADMIN = os.environ.get("EXCHANGE_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 CEILING_CLIENTS = ceiling.CLIENTS
 THREADED_CLIENTS = ("httpx", "aiohttp")
@@ -661,6 +675,16 @@ def latency_section(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     return figures
 
 
+def brokers_section(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from bench import brokers
+
+    rows = brokers.measure(args.broker_intents, 1, ["sqlite", "postgresql"])
+    log("\n" + brokers.table(rows))
+    if not all(row["ok"] for row in rows):
+        raise RuntimeError("brokers: not every intent was staged once")
+    return rows
+
+
 def arguments(argv: list[str] | None) -> argparse.Namespace:
     default_concurrency = Settings.model_fields["concurrency"].default
     parser = argparse.ArgumentParser(
@@ -671,6 +695,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ceiling-repeats", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=1, help="runs per service row (median)")
     parser.add_argument("--intake-rows", type=int, default=None, help="(1000000)")
+    parser.add_argument("--broker-intents", type=int, default=None, help="(10000)")
     parser.add_argument("--site-batch-size", type=int, default=100)
     parser.add_argument(
         "--concurrency",
@@ -695,6 +720,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     quick = args.quick
     defaults = {"messages": (1_000, 20_000), "ceiling_messages": (1_000, 10_000)}
     defaults["intake_rows"] = (20_000, 1_000_000)
+    defaults["broker_intents"] = (1_000, 10_000)
     for name, (small, full) in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, small if quick else full)
@@ -709,6 +735,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         "ceiling_repeats",
         "repeats",
         "intake_rows",
+        "broker_intents",
         "concurrency",
         "site_batch_size",
     ):
@@ -826,6 +853,8 @@ def main(argv: list[str] | None = None) -> None:
             section(results, "pace", lambda: pace_section(args, scratch))
         if "latency" in args.sections:
             section(results, "latency", lambda: latency_section(args, scratch))
+        if "brokers" in args.sections:
+            section(results, "brokers", lambda: brokers_section(args))
     for key in [k for k in results if k.startswith("_")]:
         results.pop(key)  # the appenders' return values (None)
     results["goals"] = report.goals(

@@ -23,6 +23,7 @@ from exchange.db.sku_ids import DbSkuIds
 from exchange.db.target_lock import DbLock
 from exchange.domain.clock import Clock, SystemClock
 from exchange.errors import ConfigurationError
+from exchange.intake import sources
 from exchange.intake.sources.common import Source
 from exchange.ops.metrics import Health, MetricsServer, PrometheusMetrics
 from exchange.report import notice
@@ -83,10 +84,29 @@ def target(
         return woocommerce_target(settings, transport, engine=engine, clock=clock)
     if settings.target == "bitrix":
         return bitrix_target(settings, transport, engine=engine, clock=clock)
+    if settings.target == "rabbitmq":
+        return rabbitmq_target(settings)
     return ShopApiTarget(
         site_client(settings, transport),
         batch_size=settings.site_batch_size,
         token=settings.token,
+    )
+
+
+def rabbitmq_target(settings: Settings) -> Target:
+    """Contract 12's target. The client is imported here, so that an installation without the
+    ``brokers`` extra runs the other targets without it."""
+    try:
+        from exchange.targets.rabbitmq.target import RabbitMqTarget
+    except ImportError as exc:
+        raise ConfigurationError(
+            "EXCHANGE_TARGET=rabbitmq needs the brokers extra "
+            f"(pip install 'exchange[brokers]'): {exc.name} is missing"
+        ) from None
+    return RabbitMqTarget(
+        lambda: settings.rabbitmq_url or "",
+        settings.rabbitmq_exchange or "",
+        timeout=settings.http_timeout,
     )
 
 
@@ -187,41 +207,8 @@ def worker(
 
 
 def source(settings: Settings, engine: Engine, staging_engine: Engine | None) -> Source | None:
-    """The broker ``exchange run`` also takes intents from (contract 12), or None. The clients
-    are imported here, so that an installation without the ``brokers`` extra runs without."""
-    if settings.source is None:
-        return None
-    try:
-        if settings.source == "rabbitmq":
-            from exchange.intake.sources.rabbitmq import RabbitMqSource
-
-            return RabbitMqSource(
-                settings.rabbitmq_url or "",
-                settings.rabbitmq_queue or "",
-                prefetch=settings.rabbitmq_prefetch,
-                engine=engine,
-                staging_engine=staging_engine,
-                kinds=dict(settings.kinds),
-                max_items=settings.intake_max_items,
-            )
-        from exchange.intake.sources.redis_streams import RedisSource
-
-        return RedisSource(
-            settings.redis_url or "",
-            settings.redis_stream or "",
-            settings.redis_group,
-            consumer=settings.worker_id,
-            min_idle=settings.redis_min_idle,
-            engine=engine,
-            staging_engine=staging_engine,
-            kinds=dict(settings.kinds),
-            max_items=settings.intake_max_items,
-        )
-    except ImportError as exc:
-        raise ConfigurationError(
-            f"EXCHANGE_SOURCE={settings.source} needs the brokers extra "
-            f"(pip install 'exchange[brokers]'): {exc.name} is missing"
-        ) from None
+    """The broker ``exchange run`` also takes intents from (contract 12), or None."""
+    return sources.build(settings, engine, staging_engine)
 
 
 @contextmanager

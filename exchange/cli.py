@@ -6,6 +6,7 @@ be done) print one line ``error: …`` on stderr and exit 2; bad options exit 2 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import getpass
 import json
@@ -49,7 +50,15 @@ from exchange.ops.quarantine import (
     list_quarantined,
     retry,
 )
-from exchange.ops.status import biography, human_age, quarantine_by_reason, status, tables
+from exchange.ops.status import (
+    biography,
+    human_age,
+    quarantine_by_reason,
+    source_figures,
+    sources_table,
+    status,
+    tables,
+)
 from exchange.queue import control
 from exchange.report import collect as report
 from exchange.runner import notify_step, run_forever, run_once, run_until_idle
@@ -382,6 +391,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             found = attention(
                 connection, staged, figures, pause, now, settings.policies, settings.live_within
             )
+        brokers = asyncio.run(source_figures(bootstrap.source(settings, engine, None)))
     needs = [cause.words() for cause in found.causes]
     if as_json:
         document = {
@@ -396,6 +406,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             "intake": found.intake,
             "exchanges_1c": onec,
             "notifications": told,
+            "sources": brokers,
         }
         print(json.dumps(document, ensure_ascii=False))
     else:
@@ -405,6 +416,8 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         out.print(_intake_line(found.intake), markup=False, highlight=False)
         out.print(backlog_words(waiting), markup=False, highlight=False)
         out.print(exchanges_table(onec))
+        if brokers:
+            out.print(sources_table(brokers))
         if told is not None:
             out.print(
                 f"operators last notified {told['attempted_at']} by {told['sent_by']}: "

@@ -372,11 +372,12 @@ class Settings(BaseSettings):
         description="Consecutive temporary failures on distinct aggregates that open the "
         "circuit breaker.",
     )
-    target: Literal["api", "bitrix", "woocommerce"] = Field(
+    target: Literal["api", "bitrix", "woocommerce", "rabbitmq"] = Field(
         "api",
         description="The shop's side (contract 10): api (the shop API of section 5), bitrix "
-        "(1C-Bitrix's own exchange, the service acting as 1C) or woocommerce (REST API v3). "
-        "bitrix and woocommerce take price messages only.",
+        "(1C-Bitrix's own exchange, the service acting as 1C), woocommerce (REST API v3) or "
+        "rabbitmq (an exchange the shop's back end reads, contract 12). bitrix and "
+        "woocommerce take price messages only.",
     )
     woo_url: str | None = Field(
         None,
@@ -728,8 +729,8 @@ class Settings(BaseSettings):
         description="Most intents one POST /api/v1/intents may carry (413 beyond).",
     )
 
-    # -- brokers (contract 12, issue 26): RabbitMQ and Redis Streams as ways in. One block,
-    # so that it merges beside other work on this file.
+    # -- brokers (contract 12, issue 26): RabbitMQ and Redis Streams as ways in, RabbitMQ as a
+    # target. One block, so that it merges beside other work on this file.
     source: Literal["rabbitmq", "redis"] | None = Field(
         None,
         description="A broker that exchange run also takes intents from at each cycle's intake "
@@ -738,8 +739,8 @@ class Settings(BaseSettings):
     )
     rabbitmq_url: str | None = Field(
         None,
-        description="The rabbitmq source: amqp://user:password@host:5672/vhost (amqps:// for "
-        "TLS). Its password is never logged.",
+        description="The rabbitmq source and target: amqp://user:password@host:5672/vhost "
+        "(amqps:// for TLS). Its password is never logged.",
     )
     rabbitmq_queue: str | None = Field(
         None,
@@ -747,6 +748,14 @@ class Settings(BaseSettings):
         "A bad message is rejected without requeue: dead-lettered where the queue has a "
         "dead-letter exchange, dropped (as an ack would) where it has none, after it is "
         "recorded in the quarantine.",
+    )
+    rabbitmq_exchange: str | None = Field(
+        None,
+        max_length=255,
+        description="The rabbitmq target: the exchange each message is published to (it must "
+        "exist), routing key = the message's kind, message_id = its message_id, persistent, "
+        "mandatory, with publisher confirms; a message no queue is bound for is quarantined "
+        "unroutable.",
     )
     rabbitmq_prefetch: int = Field(
         100,
@@ -804,6 +813,17 @@ class Settings(BaseSettings):
             ]
         if missing:
             raise ValueError(f"EXCHANGE_SOURCE={self.source} needs {', '.join(missing)}")
+        if self.target == "rabbitmq":
+            missing = [
+                v
+                for v, x in (
+                    ("EXCHANGE_RABBITMQ_URL", self.rabbitmq_url),
+                    ("EXCHANGE_RABBITMQ_EXCHANGE", self.rabbitmq_exchange),
+                )
+                if x is None or (v == "EXCHANGE_RABBITMQ_URL" and not x)
+            ]
+            if missing:
+                raise ValueError(f"EXCHANGE_TARGET=rabbitmq needs {', '.join(missing)}")
         return self
 
     def broker_secrets(self) -> list[str]:
@@ -1125,7 +1145,7 @@ class Settings(BaseSettings):
     def _target_kinds(self) -> Settings:
         # Contract 10: bitrix and woocommerce take price messages only. Unset, the kinds are
         # {"price": latest-wins} for them; set, any other kind is refused at start.
-        if self.target == "api":
+        if self.target in ("api", "rabbitmq"):  # every kind (contract 12 for rabbitmq)
             return self
         if "kinds" not in self.model_fields_set:
             self.kinds = {"price": Policy.LATEST_WINS}

@@ -23,6 +23,7 @@ class Reason(StrEnum):
     UNKNOWN_SKU = "unknown-sku"  # the shop has no product or variation with the SKU
     UNMAPPED_PRICE_TYPE = "unmapped-price-type"  # no shop field or price type for it
     SHOP_FAILURE = "shop-failure"  # the shop's exchange answered failure, for good (Bitrix)
+    UNROUTABLE = "unroutable"  # RabbitMQ returned it: no queue bound for its routing key
 
     @staticmethod
     def http(status: int) -> str:

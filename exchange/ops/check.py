@@ -32,6 +32,7 @@ from exchange.db.migrate import ensure_current, staging_differences
 from exchange.db.schema import staging
 from exchange.domain.verdicts import Verdict
 from exchange.errors import ExchangeError
+from exchange.intake import sources
 from exchange.ops.channels import channels
 from exchange.settings import Settings, onec_folder, safe_url
 from exchange.targets.bitrix.target import BitrixTarget
@@ -224,12 +225,65 @@ def check_target(
 ) -> list[CheckResult]:
     """The chosen target: ``api`` as above; ``woocommerce``: the key may read (a product list)
     and write (an empty batch, which changes nothing); ``bitrix``: checkauth and init (init
-    empties the site's upload folder: not while 1C's own exchange to it runs)."""
+    empties the site's upload folder: not while 1C's own exchange to it runs); ``rabbitmq``:
+    the broker, the credentials and the exchange."""
     if settings.target == "woocommerce":
         return asyncio.run(_check_woocommerce(settings, transport))
     if settings.target == "bitrix":
         return [asyncio.run(_check_bitrix(settings, transport))]
+    if settings.target == "rabbitmq":
+        return [asyncio.run(_check_rabbitmq_target(settings))]
     return [check_site(settings, transport)]
+
+
+async def _check_rabbitmq_target(settings: Settings) -> CheckResult:
+    """The broker answers, takes the credentials, and the exchange exists (a passive declare:
+    nothing is published)."""
+    what = f"RabbitMQ target: the exchange {settings.rabbitmq_exchange!r} exists"
+    try:
+        from exchange.targets.rabbitmq.target import RabbitMqTarget
+    except ImportError as exc:
+        return fail(what, f"the brokers extra is not installed: {exc.name} is missing")
+    target = RabbitMqTarget(
+        lambda: settings.rabbitmq_url or "",
+        settings.rabbitmq_exchange or "",
+        timeout=settings.http_timeout,
+    )
+    try:
+        health = await target.health()
+    finally:
+        await target.aclose()
+    if health.verdict is Verdict.DELIVERED:
+        return ok(what, health.detail)
+    return fail(what, health.detail)
+
+
+# -- a broker source (contract 12) ------------------------------------------------------------
+
+
+def check_source(settings: Settings, engine: Engine) -> list[CheckResult]:
+    """The broker ``exchange run`` also takes intents from: it answers, takes the credentials,
+    and has the queue (RabbitMQ) or the stream (Redis; its group is created at start). Nothing
+    is consumed. None when no source is configured."""
+    if settings.source is None:
+        return []
+    what = f"{settings.source} source"
+    try:
+        source = sources.build(settings, engine, None)
+    except ExchangeError as exc:  # the brokers extra missing
+        return [fail(what, str(exc))]
+    assert source is not None
+
+    async def reach() -> str:
+        try:
+            return await source.check()
+        finally:
+            await source.aclose()
+
+    try:
+        return [ok(what, asyncio.run(reach()))]
+    except ExchangeError as exc:
+        return [fail(what, str(exc))]
 
 
 async def _check_woocommerce(
@@ -369,6 +423,7 @@ def run_checks(
         engine.dispose()
         if staging_engine is not None:
             staging_engine.dispose()
+    results += check_source(settings, engine)
     results += check_target(settings, transport)
     results.append(check_report_dir(settings.report_dir))
     results += check_serve(settings)

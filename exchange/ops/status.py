@@ -21,7 +21,8 @@ from sqlalchemy.orm import aliased
 from exchange.db.schema import Message, aggregates, history, messages, workers
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import LIVE, PENDING, Event, State, values
-from exchange.errors import OperatorError
+from exchange.errors import ExchangeError, OperatorError
+from exchange.intake.sources.common import Source
 from exchange.ops.find import held, held_condition
 from exchange.queue import order
 
@@ -459,3 +460,44 @@ def in_flight(row: Any, before: str | None) -> dict[str, Any]:
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
+
+
+# -- the broker sources (contract 12): what each has ready and pending ------------------------
+
+
+async def source_figures(source: Source | None) -> list[dict[str, Any]]:
+    """``status``'s ``sources``: one entry per configured broker source with what it has ready
+    (not yet taken) and pending (taken by a consumer, not acknowledged; RabbitMQ does not tell
+    it: null), or ``error`` when the broker cannot be asked. Empty when none is configured."""
+    if source is None:
+        return []
+    try:
+        return [await source.figures()]
+    except ExchangeError as exc:
+        return [{"source": source.name, "error": str(exc)}]
+    finally:
+        await source.aclose()
+
+
+def sources_table(entries: list[dict[str, Any]]) -> Table:
+    table = Table(title="broker sources")
+    for column in ("source", "queue or stream", "ready", "pending"):
+        table.add_column(column, justify="right" if column in ("ready", "pending") else "left")
+    for entry in entries:
+        if "error" in entry:
+            table.add_row(Text(entry["source"]), Text(entry["error"]), "", "")
+            continue
+        where = entry.get("queue") or entry.get("stream") or ""
+        if entry.get("group"):
+            where += f" (group {entry['group']})"
+        table.add_row(
+            Text(entry["source"]),
+            Text(where),
+            _figure(entry.get("ready")),
+            _figure(entry.get("pending")),
+        )
+    return table
+
+
+def _figure(value: Any) -> str:
+    return "unknown" if value is None else str(value)

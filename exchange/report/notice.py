@@ -132,7 +132,7 @@ _RESUMED = {
 
 # Reasons a retry may cure (the site or the service failed); the others need a fix in 1C or in
 # the configuration first, so the message offers only their list.
-_RETRYABLE = ("retry-limit", "unknown-response", "sequence-gap")
+_RETRYABLE = ("retry-limit", "unknown-response", "sequence-gap", "unroutable")
 
 
 def _w(key: str, lang: Lang) -> str:

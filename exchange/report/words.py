@@ -156,6 +156,13 @@ _NEXT_CHECK: dict[str, tuple[str, str]] = {
         "The site kept failing for this message: check the last error with the site team, then "
         "retry.",
     ),
+    "unroutable": (
+        "RabbitMQ вернул сообщение: к обменнику EXCHANGE_RABBITMQ_EXCHANGE не привязана очередь "
+        "для этого вида (ключ маршрутизации = вид). Привяжите очередь магазина, затем повторите "
+        "отправку (retry).",
+        "RabbitMQ returned the message: no queue is bound to EXCHANGE_RABBITMQ_EXCHANGE for "
+        "this kind (the routing key is the kind). Bind the shop's queue, then retry.",
+    ),
     "unknown-response": (
         "Сайт ответил непонятно: выясните у команды сайта, что произошло, затем повторите "
         "отправку (retry) или отмените запись.",

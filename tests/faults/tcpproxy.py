@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+from collections.abc import Callable
 from types import TracebackType
 
 from sqlalchemy.engine import make_url
@@ -25,9 +26,21 @@ CHUNK = 65536
 ACCEPT_POLL_S = 0.05
 
 
+Filter = Callable[[bytes], bytes]
+
+
 class TcpProxy:
-    def __init__(self, target_host: str, target_port: int) -> None:
+    def __init__(
+        self,
+        target_host: str,
+        target_port: int,
+        *,
+        downstream: Callable[[], Filter] | None = None,
+    ) -> None:
+        """``downstream``: makes, per connection, what the server's bytes pass through on their
+        way to the client (a broker's answers made unreadable, say)."""
         self.target = (target_host, target_port)
+        self.downstream = downstream
         self.port = 0
         self.accepted = 0  # connections accepted since start
         self.dropped = 0  # connections cut by ``cut``
@@ -135,9 +148,13 @@ class TcpProxy:
                     continue
                 self._pairs.add(pair)
                 self.accepted += 1
-            for source, sink in ((client, upstream), (upstream, client)):
+            answers = self.downstream() if self.downstream is not None else None
+            for source, sink, through in ((client, upstream, None), (upstream, client, answers)):
                 threading.Thread(
-                    target=self._pump, args=(pair, source, sink), name="tcpproxy-pump", daemon=True
+                    target=self._pump,
+                    args=(pair, source, sink, through),
+                    name="tcpproxy-pump",
+                    daemon=True,
                 ).start()
 
     def _pump(
@@ -145,13 +162,14 @@ class TcpProxy:
         pair: tuple[socket.socket, socket.socket],
         source: socket.socket,
         sink: socket.socket,
+        through: Filter | None,
     ) -> None:
         try:
             while True:
                 data = source.recv(CHUNK)
                 if not data:
                     break
-                sink.sendall(data)
+                sink.sendall(through(data) if through is not None else data)
         except OSError:
             pass
         with self._lock:

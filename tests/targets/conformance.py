@@ -42,6 +42,10 @@ class Shop(Protocol):
     batching: bool  # whether several messages travel in one request
     versioned: bool  # whether the shop compares versions (contract 5); else the queue's order
     atomic: bool  # a request is applied or refused whole (Bitrix's package), not per item
+    connected: bool
+    """Answers come over one long connection (a broker), not one per request: an answer the
+    target cannot read ends that connection, which contract 12 reads as a result unknown,
+    published again; an HTTP answer stands alone and is unknown (contract 5)."""
 
     def target(self) -> Target: ...
 

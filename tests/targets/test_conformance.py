@@ -1,8 +1,9 @@
 """The Target conformance suite: every target passes the same promises (targets/base.py).
 
-Today: the shop API of contract 5, with single requests and with the batch API (5b), each
-against the real site simulator over HTTP. Every answer class, how a batch travels, health,
-credentials read again, and closing.
+The shop API of contract 5, with single requests and with the batch API (5b), WooCommerce and
+1C-Bitrix (contract 10), each against its simulator over HTTP, and RabbitMQ (contract 12)
+against the real broker. Every answer class, how a batch travels, health, credentials read
+again, and closing.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TypeVar
 
 import pytest
 from conformance import Shop, price
+from rabbitmq_shop import RabbitMqShop
 
 from exchange.dev.bitrixsim import PATH as BITRIX_PATH
 from exchange.dev.bitrixsim import BitrixSimulator
@@ -38,6 +40,7 @@ class ShopApiShop:
         self.batching = batch_size > 1
         self.versioned = True
         self.atomic = False
+        self.connected = False
         self.batch_size = batch_size
         self.token: str | None = TOKEN
         self.site = SiteSimulator(token=TOKEN, faults=Faults(), batch_enabled=self.batching)
@@ -75,6 +78,7 @@ class WooShop:
     batching = True
     versioned = False
     atomic = False
+    connected = False
 
     def __init__(self) -> None:
         self.site = WooSimulator(key="ck_k", secret="cs_s")
@@ -120,6 +124,7 @@ class BitrixShop:
     batching = True
     versioned = False
     atomic = True
+    connected = False
 
     def __init__(self, *, zip: bool, utf8: bool) -> None:
         self.site = BitrixSimulator(
@@ -167,6 +172,7 @@ SHOPS = {
     "woocommerce": WooShop,
     "api-single": lambda: ShopApiShop(batch_size=1),
     "api-batch": lambda: ShopApiShop(batch_size=5),
+    "rabbitmq": RabbitMqShop,
 }
 
 
@@ -321,6 +327,14 @@ def test_refused_credentials_pause_delivery_and_are_read_again(shop: Shop) -> No
 def test_an_answer_no_target_can_read_is_unknown_never_temporary(shop: Shop) -> None:
     shop.answer_unreadably(True)
     (answer,) = deliver(shop, price("SKU-1", 1))
+    if shop.connected:
+        # The connection it came on ends: whether the message arrived is unknown, so it is
+        # sent again (contract 12), and the shop applies it once.
+        assert (Verdict.TEMPORARY, True) == (answer.verdict, answer.result_unknown), answer
+        shop.answer_unreadably(False)
+        assert [Verdict.DELIVERED] == verdicts(deliver(shop, price("SKU-1", 1)))
+        assert [1] == shop.applied("SKU-1")
+        return
     assert Verdict.UNKNOWN == answer.verdict
 
 

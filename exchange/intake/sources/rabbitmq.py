@@ -26,6 +26,7 @@ from typing import Any
 import aio_pika
 import aiormq
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMessage, AbstractQueue
+from aio_pika.connection import make_url
 from sqlalchemy import Engine
 
 from exchange.domain.policy import Policy
@@ -55,6 +56,20 @@ def connection_errors() -> tuple[type[BaseException], ...]:
         ConnectionError,
         RuntimeError,  # aio-pika's "connection closed" on a channel of a dead connection
     )
+
+
+async def connect(url: str) -> AbstractConnection:
+    """``aio_pika.connect``, closing what a failed attempt leaves behind: an unclosed
+    connection's ``__del__`` schedules its close on whatever event loop runs when it is
+    collected, and that close is never awaited."""
+    connection = aio_pika.Connection(make_url(url))
+    try:
+        await connection.connect(timeout=CONNECT_TIMEOUT)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await connection.close()
+        raise
+    return connection
 
 
 def describe(exc: BaseException, url: str) -> str:
@@ -105,7 +120,7 @@ class RabbitMqSource:
                 f"RabbitMQ: reconnecting in {self._retry_at - now:.1f} s ({self.last_error})"
             )
         try:
-            self._connection = await aio_pika.connect(self.url, timeout=CONNECT_TIMEOUT)
+            self._connection = await connect(self.url)
             self._channel = await self._connection.channel()
             await self._channel.set_qos(prefetch_count=self.prefetch)
             queue = await self._channel.declare_queue(self.queue_name, passive=True)
@@ -270,7 +285,7 @@ class RabbitMqSource:
 
     async def _open_briefly(self) -> AbstractConnection:
         try:
-            return await aio_pika.connect(self.url, timeout=CONNECT_TIMEOUT)
+            return await connect(self.url)
         except aiormq.exceptions.ProbableAuthenticationError:
             raise ConfigurationError(
                 "EXCHANGE_RABBITMQ_URL: RabbitMQ refused the user or password"
