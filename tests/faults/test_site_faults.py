@@ -229,8 +229,17 @@ def test_a_connection_reset_before_the_site_read_the_update_is_retried_and_appli
 ) -> None:
     sim.faults.answer_fault = "reset"
     stage(sqlite_engine, [price_row("SKU-1", 1), posting_row("DOC-1", 1)])
-    # Millisecond backoff: a cycle retries what is due again, so it may see several resets.
-    worker = make_worker(sqlite_url, sqlite_engine, sim.url, max_attempts=20)
+    # A cycle claims what is due again before it ends (the claim order has no sweep cursor),
+    # so the backoff is long enough that the first cycle ends with the resets of one or a few
+    # attempts, never all twenty.
+    worker = make_worker(
+        sqlite_url,
+        sqlite_engine,
+        sim.url,
+        max_attempts=20,
+        retry_base_delay=0.2,
+        retry_max_delay=0.4,
+    )
 
     async def reset_then_heal(w: Worker) -> None:
         await w.cycle()
