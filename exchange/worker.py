@@ -50,7 +50,7 @@ from exchange.domain.retry import (
     not_sent,
     parse_retry_after,
 )
-from exchange.domain.states import Event
+from exchange.domain.states import Event, State
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import BrokerUnavailable, ConfigurationError, DatabaseUnavailable
 from exchange.failpoints import failpoint
@@ -72,6 +72,8 @@ HOLD_BASE = 0.25  # seconds: the first hold after a site refusal without Retry-A
 PROBE_TURN = "site probe turn"  # the target_locks row: which worker may probe the site's pace
 TURN_SECONDS = 2.0  # a probe turn, renewed while the probe runs; a dead holder's ends by itself
 TURN_ASK_EVERY = 0.25  # seconds between two asks for the turn while another worker holds it
+# What an attempt leaves to be tried again (a later cycle's, not this one's: ``_cycle``).
+_AGAIN = frozenset({State.DELAYED, State.NEW})
 SHARE_EVERY = 1.0  # seconds: in a long cycle, the worker reports and counts the others this often
 
 
@@ -245,6 +247,10 @@ class Worker:
             await self._pull_source()
         held = self._take_in(report)
         self._share_site(self.clock.now())
+        # Aggregates whose attempt in this cycle left them to be tried again: a cycle tries
+        # each at most once, so that a failure the backoff makes due at once (or one charged
+        # to nobody: the site's own trouble) ends the cycle instead of looping in it.
+        tried: set[int] = set()
         while not self.stopping and not held:
             # A backlog keeps a cycle going until it is drained: new staging rows are taken
             # in every poll interval meanwhile, so that a correction staged during a reload
@@ -282,7 +288,7 @@ class Worker:
                     lease_seconds=self.settings.lease_seconds,
                     kinds=self.kinds,
                     max_attempts=self.settings.max_attempts,
-                    exclude=sorted(self.breaker.probed) if probing else (),
+                    exclude=sorted(tried | self.breaker.probed) if probing else sorted(tried),
                     clock=self.clock.now,
                 )
             self.metrics.claimed(batch)
@@ -295,6 +301,7 @@ class Worker:
             report.batches += 1
             batch_started = time.perf_counter()
             outcomes = await self._deliver(batch)
+            tried.update(m.aggregate_id for m, d in outcomes if d.to_state in _AGAIN)
             with transaction(self.engine) as connection:
                 recorded = record.record(
                     connection,
