@@ -72,8 +72,16 @@ HOLD_BASE = 0.25  # seconds: the first hold after a site refusal without Retry-A
 PROBE_TURN = "site probe turn"  # the target_locks row: which worker may probe the site's pace
 TURN_SECONDS = 2.0  # a probe turn, renewed while the probe runs; a dead holder's ends by itself
 TURN_ASK_EVERY = 0.25  # seconds between two asks for the turn while another worker holds it
-# What an attempt leaves to be tried again (a later cycle's, not this one's: ``_cycle``).
+# What an attempt leaves to be tried again, and how often one cycle may do that to one
+# aggregate (``_cycle``): once more within the cycle when its backoff has already passed.
 _AGAIN = frozenset({State.DELAYED, State.NEW})
+TRIES_PER_CYCLE = 2
+
+
+def _excluded(tried: Counter[int], probed: Iterable[int]) -> list[int]:
+    return sorted({a for a, n in tried.items() if n >= TRIES_PER_CYCLE}.union(probed))
+
+
 SHARE_EVERY = 1.0  # seconds: in a long cycle, the worker reports and counts the others this often
 
 
@@ -247,10 +255,11 @@ class Worker:
             await self._pull_source()
         held = self._take_in(report)
         self._share_site(self.clock.now())
-        # Aggregates whose attempt in this cycle left them to be tried again: a cycle tries
-        # each at most once, so that a failure the backoff makes due at once (or one charged
-        # to nobody: the site's own trouble) ends the cycle instead of looping in it.
-        tried: set[int] = set()
+        # Aggregates whose attempts in this cycle left them to be tried again: a cycle gives
+        # each at most TRIES_PER_CYCLE such attempts, so that a failure the backoff makes due
+        # at once (or one charged to nobody: the site's own trouble) ends the cycle instead of
+        # looping in it; the next cycle's intake and coalescing come first.
+        tried: Counter[int] = Counter()
         while not self.stopping and not held:
             # A backlog keeps a cycle going until it is drained: new staging rows are taken
             # in every poll interval meanwhile, so that a correction staged during a reload
@@ -288,7 +297,7 @@ class Worker:
                     lease_seconds=self.settings.lease_seconds,
                     kinds=self.kinds,
                     max_attempts=self.settings.max_attempts,
-                    exclude=sorted(tried | self.breaker.probed) if probing else sorted(tried),
+                    exclude=_excluded(tried, self.breaker.probed if probing else ()),
                     clock=self.clock.now,
                 )
             self.metrics.claimed(batch)
