@@ -26,11 +26,16 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import threading
 from typing import Literal
 
 import httpx
 from oauthlib.oauth1 import SIGNATURE_HMAC_SHA256, SIGNATURE_TYPE_QUERY, Client
+
+# oauthlib writes every signature's base string and parameters (the consumer key) at DEBUG:
+# never wanted, whatever level the service logs at.
+logging.getLogger("oauthlib").setLevel(logging.WARNING)
 
 AuthSetting = Literal["auto", "basic", "query", "oauth1"]
 # "oauth1-http": OAuth 1.0a signed for http:// while the URL is https:// (see above).
