@@ -47,6 +47,7 @@ from exchange.ops.quarantine import Filters, PreviewChanged, cancel, list_quaran
 from exchange.ops.status import biography, human_age, pace_words, status
 from exchange.queue import control
 from exchange.report import collect as report
+from exchange.report.mask import Redactor
 from exchange.report.model import FORMATS, SUFFIXES
 from exchange.report.words import next_check
 from exchange.web import chart
@@ -741,12 +742,12 @@ _CONTENT_TYPES = {
 
 
 def _masked(payload: str | None, config: WebConfig) -> str:
+    """The payload as the report shows it (contract 8): the configured sensitive fields and
+    every secret masked by the report's one rule (``report.mask.Redactor``)."""
     if payload is None:
         return ""
-    for secret in config.report_secrets:
-        if secret:
-            payload = payload.replace(secret, "***")
-    return payload
+    shown, _ = Redactor(config.report_mask_fields, config.report_secrets).payload(payload)
+    return shown
 
 
 def _when(value: str | None, zone: tzinfo = UTC) -> str:

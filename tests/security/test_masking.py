@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,3 +110,21 @@ def test_the_command_line_refuses_a_short_1c_password_in_one_line(tmp_path: Path
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("error:") and "EXCHANGE_1C_PASSWORD" in line
     assert "qwerty1" not in result.stdout + result.stderr
+
+
+def test_the_workbench_message_page_masks_by_the_reports_rule() -> None:
+    """The message page shows the payload as the report does: a configured sensitive field
+    hidden, a secret masked where it stands alone, never inside a word."""
+    from exchange.web.config import WebConfig
+    from exchange.web.workbench import _masked
+
+    def config_of(**fields: Any) -> WebConfig:
+        return WebConfig(kinds={}, exchange_dir=Path("unused"), **fields)
+
+    config = config_of(report_mask_fields=("card",), report_secrets=("t0ken-Secret-1",))
+    payload = '{"card": "4111111111111111", "note": "sent with t0ken-Secret-1", "sku": "rejected"}'
+    shown = _masked(payload, config)
+    assert "4111111111111111" not in shown
+    assert "t0ken-Secret-1" not in shown
+    assert '"sku": "rejected"' in shown
+    assert "rejected" in _masked('{"sku": "rejected"}', config_of(report_secrets=("t",)))
