@@ -99,11 +99,16 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number the contract allows")
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice (JSON parsers differ on which value wins)."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for ``json.loads``: an object, or DuplicateKey."""
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
-            raise ValueError(f"key {key!r} appears twice")
+            raise DuplicateKey(f"key {key[:40]!r} appears twice")
         result[key] = value
     return result
 
@@ -141,7 +146,7 @@ def parse_json_object(text: str) -> dict[str, Any]:
             text,
             parse_float=_parse_float,
             parse_constant=_reject_constant,
-            object_pairs_hook=_unique_keys,
+            object_pairs_hook=unique_keys,
         )
     except (ValueError, RecursionError) as exc:
         raise ContractError(Reason.INVALID_CONTRACT, f"payload is not valid JSON: {exc}") from None

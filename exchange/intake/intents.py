@@ -26,10 +26,12 @@ from exchange.domain.policy import Policy
 from exchange.intake.contracts import (
     MAX_NESTING,
     Accepted,
+    DuplicateKey,
     Rejected,
     StagingRow,
     dump_json,
     nesting,
+    unique_keys,
     validate,
 )
 from exchange.intake.stage import stage
@@ -50,15 +52,6 @@ class BodyError(ValueError):
     """The body is not the shape that carries intents."""
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise BodyError(f"the key {key[:40]!r} appears twice in one object")
-        result[key] = value
-    return result
-
-
 def parse_body(raw: bytes) -> Any:
     """A body of intents as JSON, or BodyError with one line: not UTF-8, nested beyond
     MAX_BODY_NESTING (measured on the text, before any parsing), not JSON, or a key twice."""
@@ -72,9 +65,9 @@ def parse_body(raw: bytes) -> Any:
             f"the body nests {depth} levels deep; a payload may nest at most {MAX_NESTING}"
         )
     try:
-        return json.loads(text, parse_float=Decimal, parse_int=int, object_pairs_hook=_unique_keys)
-    except BodyError:
-        raise
+        return json.loads(text, parse_float=Decimal, parse_int=int, object_pairs_hook=unique_keys)
+    except DuplicateKey as exc:
+        raise BodyError(f"the body names a {exc} in one object") from None
     except ValueError as exc:
         raise BodyError(f"the body is not JSON: {exc}") from None
 
