@@ -59,14 +59,15 @@ tail -n 3 "$WORK/demo.log"
 stamp "serve in the image: checkauth through the published port"
 "$DOCKER" rm -f exchange-ci-serve >/dev/null 2>&1 || true
 "$DOCKER" run -d --name exchange-ci-serve -p 127.0.0.1:18080:8080 -v exchange-ci-data:/data \
-    -e EXCHANGE_HTTP_BEHIND_PROXY=true -e EXCHANGE_1C_USER=ci -e EXCHANGE_1C_PASSWORD=ci-pass \
+    -e EXCHANGE_HTTP_BEHIND_PROXY=true -e EXCHANGE_1C_USER=ci -e EXCHANGE_1C_PASSWORD=ci-password-2026 \
     -e 'EXCHANGE_1C_PRICE_TYPES={"Розничная": "retail"}' "$IMAGE" serve >/dev/null
 answer=""
 for _ in $(seq 30); do
-    answer=$(python3 -c "import base64,urllib.request as u; r=u.Request('http://127.0.0.1:18080/1c_exchange.php?type=catalog&mode=checkauth', headers={'Authorization': 'Basic ' + base64.b64encode(b'ci:ci-pass').decode()}); print(u.urlopen(r, timeout=3).read().decode().splitlines()[0])" 2>/dev/null || true)
+    answer=$(python3 -c "import base64,urllib.request as u; r=u.Request('http://127.0.0.1:18080/1c_exchange.php?type=catalog&mode=checkauth', headers={'Authorization': 'Basic ' + base64.b64encode(b'ci:ci-password-2026').decode()}); print(u.urlopen(r, timeout=3).read().decode().splitlines()[0])" 2>/dev/null || true)
     [ "$answer" = success ] && break
     sleep 1
 done
+[ "$answer" = success ] || "$DOCKER" logs exchange-ci-serve 2>&1 | tail -n 20
 "$DOCKER" stop -t 30 exchange-ci-serve >/dev/null
 code=$("$DOCKER" inspect -f '{{.State.ExitCode}}' exchange-ci-serve)
 "$DOCKER" rm exchange-ci-serve >/dev/null
