@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -24,7 +24,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from sqlalchemy import Connection, Engine, make_url
+from sqlalchemy import Engine, make_url
 
 from exchange import app as bootstrap
 from exchange import logs
@@ -45,10 +45,9 @@ from exchange.ops.prune import prune as prune_now
 from exchange.ops.quarantine import (
     ActionResult,
     Filters,
-    cancel,
+    act,
     check_request,
     list_quarantined,
-    retry,
 )
 from exchange.ops.status import (
     biography,
@@ -780,16 +779,8 @@ def quarantine_retry(
         limit=limit,
         dry_run=dry_run,
         yes=yes,
-        act=lambda connection, settings, dry, most: retry(
-            connection,
-            ids,
-            filters,
-            operator=operator or _os_user(),
-            note=note,
-            now=SystemClock().now(),
-            dry_run=dry,
-            limit=most,
-        ),
+        operator=operator,
+        note=note,
     )
 
 
@@ -822,17 +813,8 @@ def quarantine_cancel(
         limit=limit,
         dry_run=dry_run,
         yes=yes,
-        act=lambda connection, settings, dry, most: cancel(
-            connection,
-            ids,
-            filters,
-            operator=operator or _os_user(),
-            note=note,
-            now=SystemClock().now(),
-            kinds=settings.policies,
-            dry_run=dry,
-            limit=most,
-        ),
+        operator=operator,
+        note=note,
     )
 
 
@@ -846,7 +828,8 @@ def _operator_action(
     limit: int | None,
     dry_run: bool,
     yes: bool,
-    act: Callable[[Connection, Settings, bool, int], ActionResult],
+    operator: str | None,
+    note: str | None,
 ) -> None:
     """The rules every manual action shares: ids or filters, a bulk one is a dry run until
     --yes, and --limit raises the bulk limit."""
@@ -860,7 +843,18 @@ def _operator_action(
         check_filters(filters.reason, filters.kind, settings.kinds)
         engine, _ = bootstrap.engines(settings)
         with transaction(engine) as connection:
-            result = act(connection, settings, dry, limit or settings.bulk_limit)
+            result = act(
+                connection,
+                action,
+                ids,
+                filters,
+                operator=operator or _os_user(),
+                note=note,
+                now=SystemClock().now(),
+                kinds=settings.policies,
+                dry_run=dry,
+                limit=limit or settings.bulk_limit,
+            )
             released = (
                 released_by_cancel(connection, result.touched, settings.policies)
                 if action == "cancel"

@@ -292,3 +292,49 @@ def cancel(
     if aggregate_ids and kinds.strict:
         advance_strict(connection, aggregate_ids, kinds)
     return ActionResult(touched, [])
+
+
+def act(
+    connection: Connection,
+    action: str,
+    ids: Sequence[str],
+    filters: Filters,
+    *,
+    operator: str,
+    note: str | None,
+    now: datetime,
+    kinds: KindPolicies,
+    dry_run: bool,
+    limit: int | None,
+    expected: Sequence[str] | None = None,
+) -> ActionResult:
+    """The one manual action on quarantined messages (``retry`` or ``cancel``) that the CLI
+    and the workbench both call: its preview is the same call with ``dry_run``."""
+    if action == "retry":
+        return retry(
+            connection,
+            ids,
+            filters,
+            operator=operator,
+            note=note,
+            now=now,
+            dry_run=dry_run,
+            limit=limit,
+            expected=expected,
+        )
+    if action == "cancel":
+        if not note:
+            raise OperatorError("a cancel needs a note: why it ends for good")
+        return cancel(
+            connection,
+            ids,
+            filters,
+            operator=operator,
+            note=note,
+            now=now,
+            kinds=kinds,
+            dry_run=dry_run,
+            limit=limit,
+            expected=expected,
+        )
+    raise OperatorError(f"unknown action {action!r}: retry or cancel")

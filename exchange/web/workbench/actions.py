@@ -1,0 +1,212 @@
+"""The actions: retry and cancel (a preview, then a confirm acting on what it showed),
+pause and resume."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy import Connection
+
+from exchange.db.engine import transaction
+from exchange.errors import OperatorError
+from exchange.ops import find as finder
+from exchange.ops import quarantine
+from exchange.ops.quarantine import ActionResult, Filters, PreviewChanged, list_quarantined
+from exchange.queue import control
+from exchange.web.words import word
+from exchange.web.workbench.core import (
+    Core,
+    Who,
+)
+
+
+class Actions(Core):
+    # -- actions ---------------------------------------------------------------------------
+
+    def _action_target(self, form: Any) -> tuple[list[str], Filters]:
+        ids = [str(i) for i in form.getall("message_id", []) if str(i).strip()]
+        since = str(form.get("since", "")) or None
+        until = str(form.get("until", "")) or None
+        filters = Filters(
+            kind=str(form.get("kind", "")) or None,
+            reason=str(form.get("reason", "")) or None,
+            since=datetime.fromisoformat(since) if since else None,
+            until=datetime.fromisoformat(until) if until else None,
+        )
+        return ids, filters
+
+    def _preview_mac(self, who: Who, action: str, filters: Filters, shown: list[str]) -> str:
+        """Binds a bulk preview's ids to the session, the action and the filters, so that its
+        confirmation cannot be widened (or moved to another session) by editing the form."""
+        fields = [
+            "preview",
+            who.session,
+            action,
+            filters.kind or "",
+            filters.reason or "",
+            filters.since.isoformat() if filters.since else "",
+            filters.until.isoformat() if filters.until else "",
+            *sorted(shown),
+        ]
+        return self._previews.tag("\n".join(fields))
+
+    def _act(
+        self,
+        connection: Connection,
+        who: Who,
+        action: str,
+        ids: list[str],
+        filters: Filters,
+        note: str,
+        *,
+        dry_run: bool,
+        expected: list[str] | None = None,
+    ) -> ActionResult:
+        """The one ``ops.quarantine.act`` the CLI calls too: the preview is its dry run."""
+        return quarantine.act(
+            connection,
+            action,
+            ids,
+            filters,
+            operator=who.name,
+            note=note,
+            now=datetime.now(UTC),
+            kinds=self.kinds,
+            dry_run=dry_run,
+            limit=self.config.bulk_limit,
+            expected=expected,
+        )
+
+    def _plan(self, who: Who, action: str, ids: list[str], filters: Filters) -> dict[str, Any]:
+        """What the action would do now (a dry run), as the preview page shows it."""
+        with transaction(self.engine) as connection:
+            result = self._act(connection, who, action, ids, filters, "preview", dry_run=True)
+            superseded = {
+                r["message_id"]
+                for r in list_quarantined(connection, Filters(superseded_after_quarantine=True))
+            }
+            released = (
+                finder.released_by_cancel(connection, result.touched, self.kinds)
+                if action == "cancel"
+                else []
+            )
+            return {
+                "touched": result.touched,
+                "skipped": result.skipped,
+                "superseded": superseded if action == "retry" else set(),
+                "released": released,
+            }
+
+    async def _show_preview(
+        self,
+        request: web.Request,
+        who: Who,
+        action: str,
+        ids: list[str],
+        filters: Filters,
+        changed: PreviewChanged | None = None,
+    ) -> web.StreamResponse:
+        try:
+            plan = await asyncio.to_thread(self._plan, who, action, ids, filters)
+        except OperatorError as exc:
+            return self._render(request, "error.html", who, status=400, message=str(exc))
+        return self._render(
+            request,
+            "preview.html",
+            who,
+            status=409 if changed is not None else 200,
+            action=action,
+            ids=ids,
+            filters=filters,
+            note_missing=False,
+            changed=changed,
+            mac="" if ids else self._preview_mac(who, action, filters, plan["touched"]),
+            **plan,
+        )
+
+    async def preview(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
+        action = str(form.get("action", ""))
+        if action not in ("retry", "cancel"):
+            raise web.HTTPBadRequest(text="action must be retry or cancel\n")
+        try:
+            ids, filters = self._action_target(form)
+        except ValueError:
+            raise web.HTTPBadRequest(text="a date is not ISO (e.g. 2026-11-30)\n") from None
+        return await self._show_preview(request, who, action, ids, filters)
+
+    async def confirm(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
+        """Acts on exactly what the preview showed: ids are named in the form; a bulk action
+        by filters carries the ids its preview showed (``previewed``, signed by
+        ``_preview_mac``) and, when the filters select others now, shows the preview again
+        with the difference instead of acting."""
+        action = str(form.get("action", ""))
+        note = str(form.get("note", "")).strip()
+        if action not in ("retry", "cancel"):
+            raise web.HTTPBadRequest(text="action must be retry or cancel\n")
+        try:
+            ids, filters = self._action_target(form)
+        except ValueError:
+            raise web.HTTPBadRequest(text="a date is not ISO (e.g. 2026-11-30)\n") from None
+        expected: list[str] | None = None
+        if not ids:
+            expected = [str(i) for i in form.getall("previewed", [])]
+            mac = str(form.get("preview_mac", ""))
+            if not hmac.compare_digest(
+                mac.encode(), self._preview_mac(who, action, filters, expected).encode()
+            ):
+                raise web.HTTPBadRequest(
+                    text="this confirmation does not match a preview of this session: "
+                    "preview the action again\n"
+                )
+        if not note:
+            return self._render(
+                request,
+                "error.html",
+                who,
+                status=400,
+                message=word("note_required", self._lang(request)),
+            )
+
+        def act() -> list[str]:
+            with transaction(self.engine) as connection:
+                return self._act(
+                    connection, who, action, ids, filters, note, dry_run=False, expected=expected
+                ).touched
+
+        try:
+            touched = await asyncio.to_thread(act)
+        except PreviewChanged as changed:
+            return await self._show_preview(request, who, action, ids, filters, changed)
+        except OperatorError as exc:
+            return self._render(request, "error.html", who, status=400, message=str(exc))
+        return self._render(request, "done.html", who, action=action, touched=touched)
+
+    async def pause(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
+        note = str(form.get("note", "")).strip()
+        if not note:
+            return self._render(
+                request,
+                "error.html",
+                who,
+                status=400,
+                message=word("note_required", self._lang(request)),
+            )
+
+        def act() -> None:
+            with transaction(self.engine) as connection:
+                control.pause(connection, operator=who.name, note=note, now=datetime.now(UTC))
+
+        await asyncio.to_thread(act)
+        raise web.HTTPSeeOther("/")
+
+    async def resume(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
+        def act() -> None:
+            with transaction(self.engine) as connection:
+                control.resume(connection, operator=who.name)
+
+        await asyncio.to_thread(act)
+        raise web.HTTPSeeOther("/")

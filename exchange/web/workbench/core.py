@@ -1,0 +1,246 @@
+"""The workbench's core: its configuration, sessions, CSRF, language and rendering; the
+pages, sign-in and actions (``pages``, ``signin``, ``actions``) build on it."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import re
+import zoneinfo
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, tzinfo
+from typing import Any, TypeVar
+
+import jinja2
+from aiohttp import web
+from sqlalchemy import Engine
+
+from exchange.db.engine import transaction
+from exchange.domain.policy import KindPolicies
+from exchange.ops import find as finder
+from exchange.ops import operators
+from exchange.ops.status import human_age, pace_words
+from exchange.report.mask import Redactor
+from exchange.report.words import next_check
+from exchange.web.config import WebConfig
+from exchange.web.keys import Signer
+from exchange.web.onec import Refusals
+from exchange.web.throttle import Limits, Throttle
+from exchange.web.words import WORDS, Lang, error_words, messages_counted, word
+from exchange.web.words import name as code_name
+
+SESSION_COOKIE = "exchange_wb"
+LANG_COOKIE = "exchange_lang"
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'; script-src 'none'"
+)
+EXCHANGES_SHOWN = 200
+# The bulk actions' forms: they carry the ids they act on (a larger body limit than a form's).
+ACTION_PATHS = ("/action/preview", "/action/confirm")
+HTTP_REASON = re.compile(r"http-[45][0-9][0-9]")
+# Threads that verify passwords (argon2 is slow on purpose): sign-ins never take the threads
+# that reach the database, and at most this many hashes are worked at once.
+ARGON2_THREADS = 2
+R = TypeVar("R", bound=web.StreamResponse)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class Who:
+    def __init__(self, name: str, role: str, session: str) -> None:
+        self.name, self.role, self.session = name, role, session
+
+    @property
+    def can_act(self) -> bool:
+        return self.role == "operator"
+
+
+def _known_reasons() -> list[str]:
+    return finder.known_reasons()
+
+
+class Core:
+    def __init__(
+        self,
+        config: WebConfig,
+        engine: Engine,
+        key: str,
+        *,
+        staging_engine: Engine | None = None,
+        onec_refused: Refusals | None = None,
+    ) -> None:
+        self.config = config
+        self.engine = engine
+        self.staging_engine = staging_engine
+        self.onec_refused = onec_refused
+        self.kinds = KindPolicies.of(config.kinds)
+        self.signer = Signer(key, "workbench-session")
+        self._csrf = Signer(key, "workbench-csrf")
+        self._previews = Signer(key, "workbench-preview")
+        self.throttle = Throttle(Limits(delay=config.login_delay, delay_max=config.login_delay_max))
+        self._argon2 = ThreadPoolExecutor(ARGON2_THREADS, thread_name_prefix="exchange-argon2")
+        operators.prepare()  # an unknown name's first sign-in costs what a wrong password does
+        self.env = jinja2.Environment(
+            loader=jinja2.PackageLoader("exchange.web", "templates"),
+            autoescape=True,  # every template, whatever its name
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.filters["age"] = jinja2.pass_context(
+            lambda context, seconds: human_age(seconds, context["lang"])
+        )
+        self.env.filters["ago"] = jinja2.pass_context(_ago)
+        zone = self.zone = zoneinfo.ZoneInfo(config.display_tz)
+        self.env.filters["when"] = lambda value: _when(value, zone)
+        self.env.globals["zone"] = config.display_tz
+        self.env.globals["words"] = WORDS
+
+    # -- sessions, CSRF, language --------------------------------------------------------
+
+    def close(self) -> None:
+        self._argon2.shutdown(wait=False, cancel_futures=True)
+
+    def csrf(self, session: str) -> str:
+        return self._csrf.tag(f"csrf|{session}")
+
+    def _who(self, request: web.Request) -> Who | None:
+        value = request.cookies.get(SESSION_COOKIE)
+        token = self.signer.verify(value) if value else None
+        if token is None:
+            return None
+        with transaction(self.engine, read_only=True) as connection:
+            found = operators.session_of(connection, token, datetime.now(UTC))
+        return Who(found[0], found[1], token) if found else None
+
+    def _secure_cookies(self, request: web.Request) -> bool:
+        # Behind the proxy the browser speaks TLS to the proxy (contract 9), not to us.
+        return request.secure or self.config.behind_proxy
+
+    def _lang(self, request: web.Request) -> Lang:
+        asked = request.query.get("lang") or request.cookies.get(LANG_COOKIE)
+        return "en" if asked == "en" else "ru"
+
+    def _render(
+        self, request: web.Request, template: str, who: Who | None, status: int = 200, **data: Any
+    ) -> web.Response:
+        lang = self._lang(request)
+
+        def t(key: str, **values: Any) -> str:
+            text = word(key, lang)
+            return text.format(**values) if values else text
+
+        body = self.env.get_template(template).render(
+            t=t,
+            pace=lambda figures: pace_words(figures, lang),
+            n=lambda group, code: code_name(group, code, lang),
+            said=lambda text: error_words(text, lang),
+            messages_n=lambda count: messages_counted(count, lang),
+            # What to do next, per reason: the report's words (one text for both).
+            next_step=lambda reason, superseded=False: next_check(
+                reason, lang, superseded=superseded
+            ),
+            lang=lang,
+            who=who,
+            csrf=self.csrf(who.session) if who else "",
+            path=request.path,
+            **data,
+        )
+        response = web.Response(text=body, content_type="text/html", status=status)
+        if "lang" in request.query:
+            response.set_cookie(
+                LANG_COOKIE,
+                lang,
+                max_age=365 * 86400,
+                httponly=True,
+                samesite="Strict",
+                secure=self._secure_cookies(request),
+            )
+        return _secure(response)
+
+    def _page(
+        self, handler: Callable[[web.Request, Who], Awaitable[web.StreamResponse]]
+    ) -> Handler:
+        async def wrapped(request: web.Request) -> web.StreamResponse:
+            who = await asyncio.to_thread(self._who, request)
+            if who is None:
+                raise web.HTTPSeeOther("/login")
+            return await handler(request, who)
+
+        return wrapped
+
+    def _action(
+        self,
+        handler: Callable[[web.Request, Who, Any], Awaitable[web.StreamResponse]],
+        *,
+        operator_only: bool = True,
+    ) -> Handler:
+        async def wrapped(request: web.Request) -> web.StreamResponse:
+            who = await asyncio.to_thread(self._who, request)
+            if who is None:
+                raise web.HTTPForbidden(text="sign in first\n")
+            form = await request.post()
+            token = str(form.get("csrf", ""))
+            if not hmac.compare_digest(token.encode(), self.csrf(who.session).encode()):
+                raise web.HTTPForbidden(text="CSRF token missing or wrong\n")
+            if operator_only and not who.can_act:
+                return self._render(
+                    request,
+                    "error.html",
+                    who,
+                    status=403,
+                    message=word("forbidden", self._lang(request)),
+                )
+            return await handler(request, who, form)
+
+        return wrapped
+
+
+_CONTENT_TYPES = {
+    "csv": "text/csv",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "html": "text/html",
+    "json": "application/json",
+}
+
+
+def _masked(payload: str | None, config: WebConfig) -> str:
+    """The payload as the report shows it (contract 8): the configured sensitive fields and
+    every secret masked by the report's one rule (``report.mask.Redactor``)."""
+    if payload is None:
+        return ""
+    shown, _ = Redactor(config.report_mask_fields, config.report_secrets).payload(payload)
+    return shown
+
+
+def _when(value: str | None, zone: tzinfo = UTC) -> str:
+    """An ISO time as ``2026-11-30 08:00:00 UTC``: every page in one zone (EXCHANGE_DISPLAY_TZ)."""
+    if not value:
+        return "-"
+    try:
+        parsed = datetime.fromisoformat(value) if isinstance(value, str) else value
+    except ValueError:
+        return str(value)
+    if isinstance(parsed, datetime):
+        local = parsed.astimezone(zone)
+        return local.strftime("%Y-%m-%d %H:%M:%S ") + (local.tzname() or str(zone))
+    return str(value)
+
+
+def _ago(context: Any, value: str | None) -> str:
+    """How long ago an ISO time was, in the page's language («5 мин назад»)."""
+    if not value:
+        return ""
+    then = datetime.fromisoformat(value)
+    age = human_age((datetime.now(UTC) - then).total_seconds(), context["lang"])
+    return f"{age} назад" if context["lang"] == "ru" else f"{age} ago"
+
+
+def _secure(response: R) -> R:
+    response.headers["Content-Security-Policy"] = CSP
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "same-origin"
+    response.headers["X-Frame-Options"] = "DENY"
+    response.headers.setdefault("Cache-Control", "no-store")
+    return response
