@@ -79,7 +79,7 @@ def test_the_wheel_carries_the_workbench_templates_and_stylesheet(wheel: Path) -
 @pytest.mark.slow
 def test_the_wheel_has_the_command_and_nothing_outside_the_package(wheel: Path) -> None:
     inside = names(wheel)
-    assert "exchange/cli.py" in inside
+    assert "exchange/cli/__init__.py" in inside
     entry_points = next(n for n in inside if n.endswith(".dist-info/entry_points.txt"))
     with zipfile.ZipFile(wheel) as archive:
         assert "exchange = exchange.cli:main" in archive.read(entry_points).decode()

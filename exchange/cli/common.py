@@ -1,0 +1,189 @@
+"""What every command shares: the Typer apps, the consoles, the one-line error guard, the
+settings and the filter options."""
+
+from __future__ import annotations
+
+import getpass
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+from zoneinfo import ZoneInfo
+
+import typer
+from rich.console import Console
+from sqlalchemy import Engine, make_url
+
+from exchange import app as bootstrap
+from exchange import logs
+from exchange.db.engine import make_engine
+from exchange.domain.clock import ensure_utc
+from exchange.errors import ExchangeError
+from exchange.ops.find import known_reasons
+from exchange.ops.quarantine import (
+    Filters,
+)
+from exchange.settings import Settings, load_settings, safe_url
+
+app = typer.Typer(
+    name="exchange",
+    help="Carries price changes and financial postings from 1C to the online shop.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode=None,  # plain Click errors: one line, no boxes
+)
+quarantine_app = typer.Typer(
+    help="What waits for a person: list, export, retry, cancel.", no_args_is_help=True
+)
+app.add_typer(quarantine_app, name="quarantine")
+operator_app = typer.Typer(
+    help="The people who sign in to the workbench (exchange serve, /): add, remove, list.",
+    no_args_is_help=True,
+)
+app.add_typer(operator_app, name="operator")
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+log = logging.getLogger("exchange")
+
+
+@contextmanager
+def _guard() -> Iterator[None]:
+    try:
+        yield
+    except ExchangeError as exc:
+        # The log's filter hides the configuration's secrets; an error is masked the same way.
+        err.print(f"error: {logs.redact(str(exc))}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+
+
+def _settings(ctx: typer.Context, **overrides: Any) -> Settings:
+    settings = load_settings(ctx.obj, **overrides)
+    logs.configure(settings)
+    return settings
+
+
+def _shown(value: Any) -> Any:
+    """Data read back for a person (history, quarantine list) with the configuration's secrets
+    masked in every text: rows recorded before a secret was masked at the source, or a secret
+    1C or the site put into the data, are not shown in clear either."""
+    if isinstance(value, str):
+        return logs.redact(value)
+    if isinstance(value, dict):
+        return {key: _shown(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_shown(inner) for inner in value]
+    return value
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return ensure_utc(datetime.fromisoformat(value))
+    except ValueError:
+        raise typer.BadParameter(
+            f"{value!r} is not an ISO date or time (e.g. 2026-11-30 or 2026-11-30T08:00:00Z)"
+        ) from None
+
+
+def _filters(
+    kind: str | None,
+    aggregate: str | None,
+    reason: str | None,
+    since: str | None,
+    until: str | None,
+    superseded: bool = False,
+) -> Filters:
+    return Filters(kind, aggregate, reason, _parse_time(since), _parse_time(until), superseded)
+
+
+KindOpt = Annotated[
+    str | None, typer.Option("--kind", help="Only this kind (one of EXCHANGE_KINDS).")
+]
+AggregateOpt = Annotated[str | None, typer.Option("--aggregate", help="Only this aggregate.")]
+ReasonOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--reason",
+        help="Only this reason: " + ", ".join(known_reasons()) + ", or http-NNN.",
+    ),
+]
+SinceOpt = Annotated[str | None, typer.Option("--since", help="Quarantined at or after (ISO).")]
+UntilOpt = Annotated[str | None, typer.Option("--until", help="Quarantined before (ISO).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
+SupersededOpt = Annotated[
+    bool,
+    typer.Option(
+        "--superseded",
+        help="Only messages a newer delivered version made pointless (superseded after "
+        "quarantine).",
+    ),
+]
+LimitOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        min=1,
+        help="A bulk action may touch up to N messages (default EXCHANGE_BULK_LIMIT).",
+    ),
+]
+
+
+@app.callback()
+def _main(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config", help="A TOML configuration file (or EXCHANGE_CONFIG).", dir_okay=False
+        ),
+    ] = None,
+) -> None:
+    ctx.obj = config
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def _reading_engine(settings: Settings) -> Engine:
+    """The service's database for a command that only reads it: a SQLite file that does not
+    exist is reported, never created (a read run from another folder would otherwise find an
+    empty queue and call it healthy)."""
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite":
+        name = url.database or ""
+        if name in ("", ":memory:") or not Path(name).is_file():
+            where = Path(name).resolve() if name not in ("", ":memory:") else "in memory"
+            raise ExchangeError(
+                f"no database at {where}: set EXCHANGE_DATABASE_URL to the service's database "
+                "(or run from its folder); a read command never creates one, `exchange migrate` "
+                "creates a new empty one"
+            )
+    engine, _ = bootstrap.engines(settings)
+    return engine
+
+
+def _in_zone(iso: str | None, zone: str) -> str:
+    """A stored UTC time as a person reads it: in EXCHANGE_DISPLAY_TZ, its zone named."""
+    if not iso:
+        return ""
+    local = datetime.fromisoformat(iso).astimezone(ZoneInfo(zone))
+    return local.strftime("%Y-%m-%d %H:%M:%S ") + (local.tzname() or zone)
+
+
+def _header(settings: Settings) -> None:
+    out.print(f"database: {safe_url(settings.database_url)}", markup=False, highlight=False)
+
+
+def _reading_staging_engine(settings: Settings) -> Engine | None:
+    """The staging table's own database when EXCHANGE_STAGING_URL names one, else None."""
+    if not settings.staging_url or settings.staging_url == settings.database_url:
+        return None
+    return make_engine(settings.staging_url)

@@ -1,0 +1,222 @@
+"""Control and tools: pause, resume, prune, demo, notify, check, config."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from exchange import app as bootstrap
+from exchange import logs
+from exchange.cli.common import (
+    _guard,
+    _header,
+    _in_zone,
+    _os_user,
+    _reading_engine,
+    _settings,
+    app,
+    err,
+    out,
+)
+from exchange.db.engine import make_engine, transaction
+from exchange.domain.clock import SystemClock
+from exchange.errors import ExchangeError
+from exchange.ops.prune import prune as prune_now
+from exchange.queue import control
+
+
+@app.command("pause")
+def pause_command(
+    ctx: typer.Context,
+    note: Annotated[str, typer.Option("--note", help="Why, for the other operators.")] = "",
+) -> None:
+    """Stop delivery for every worker (within one cycle), recorded with the operator."""
+    with _guard():
+        engine, _ = bootstrap.engines(_settings(ctx))
+        with transaction(engine) as connection:
+            paused = control.pause(
+                connection, operator=_os_user(), note=note, now=SystemClock().now()
+            )
+    out.print("delivery paused" if paused else "delivery was already paused", markup=False)
+
+
+@app.command("resume")
+def resume_command(ctx: typer.Context) -> None:
+    """Restart delivery: an operator's pause ends, and so does a pause no answer of the site
+    can end (a key that may read but not write: the next cycle tries a write at once)."""
+    with _guard():
+        engine, _ = bootstrap.engines(_settings(ctx))
+        with transaction(engine) as connection:
+            control.resume(connection, operator=_os_user(), now=SystemClock().now())
+    out.print("delivery resumed", markup=False)
+
+
+@app.command()
+def prune(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count what would be removed, remove nothing.")
+    ] = False,
+) -> None:
+    """Remove delivered and cancelled messages, taken staging rows and 1C exchange log entries
+    older than EXCHANGE_RETENTION_DAYS (never quarantined or pending ones)."""
+    with _guard():
+        settings = _settings(ctx)
+        engine, staging_engine = bootstrap.engines(settings)
+        result = prune_now(
+            engine,
+            staging_engine,
+            now=SystemClock().now(),
+            retention_days=settings.retention_days,
+            dry_run=dry_run,
+        )
+    out.print(result.describe(), markup=False)
+
+
+@app.command()
+def demo(
+    directory: Annotated[
+        Path,
+        typer.Option(
+            "--dir", help="Where the demo writes its database and report.", file_okay=False
+        ),
+    ] = Path("exchange-demo"),
+    skus: Annotated[int, typer.Option(min=1, max=100_000, help="How many SKUs.")] = 1000,
+    target: Annotated[
+        str,
+        typer.Option(
+            "--target",
+            help="The shop's side: api (the shop API), bitrix or woocommerce (contract 10).",
+        ),
+    ] = "api",
+) -> None:
+    """The main job on the embedded default, nothing to configure.
+
+    A fresh SQLite file, a simulated site with realistic faults, staged data, a run to idle,
+    a summary and a quarantine report.
+    """
+    from exchange.dev.demo import run_demo
+
+    if target not in ("api", "bitrix", "woocommerce"):
+        out.print(f"--target must be api, bitrix or woocommerce, not {target!r}", markup=False)
+        raise typer.Exit(2)
+    with _guard():
+        if target == "api":
+            code = run_demo(directory, skus=skus, console=out)
+        else:
+            from exchange.dev.demo_targets import run_target_demo
+
+            code = run_target_demo(directory, target=target, skus=min(skus, 500), console=out)
+    raise typer.Exit(code)
+
+
+@app.command()
+def notify(
+    ctx: typer.Context,
+    once: Annotated[
+        bool, typer.Option("--once", help="One look, one message at most, then exit.")
+    ] = False,
+) -> None:
+    """Tell the operators (e-mail or Telegram) when the quarantine gained entries or delivery
+    stopped, at most once per EXCHANGE_NOTIFY_EVERY for all processes together. `exchange run`
+    and `exchange serve` do this by themselves; `notify --once` is for a scheduled task, and
+    with serve the only one that sees delivery stop when no worker runs at all.
+
+    Exit codes: 0 sent, or nothing new to tell; 1 the message could not be sent; 2 bad input,
+    no database, or no channel configured.
+    """
+    if not once:
+        raise typer.BadParameter(
+            "give --once (one look, for a scheduled task); exchange run and exchange serve "
+            "notify by themselves"
+        )
+    with _guard():
+        settings = _settings(ctx)
+        engine = _reading_engine(settings)
+        staging_url = settings.staging_url
+        separate = staging_url is not None and staging_url != settings.database_url
+        staging_engine = make_engine(staging_url) if staging_url and separate else None
+        notifier = bootstrap.notifier(settings, engine, staging_engine=staging_engine)
+        if notifier is None:
+            raise ExchangeError(
+                "notifications are off: set EXCHANGE_NOTIFY_SMTP_HOST (e-mail) or "
+                "EXCHANGE_NOTIFY_TELEGRAM_TOKEN (Telegram)"
+            )
+        result = notifier.step()
+    _header(settings)
+    if result.failed and not result.sent:
+        err.print("not sent: " + logs.redact("; ".join(result.failed)), markup=False)
+        raise typer.Exit(1)
+    if result.sent:
+        out.print(f"sent: {result.subject}", markup=False, highlight=False)
+        for failure in result.failed or []:
+            err.print("not sent: " + logs.redact(failure), markup=False)
+    elif result.next_at is not None:
+        out.print(
+            "told within the last EXCHANGE_NOTIFY_EVERY: the next message goes no sooner than "
+            f"{_in_zone(result.next_at.isoformat(), settings.display_tz)}, if something is new",
+            markup=False,
+        )
+    else:
+        out.print("nothing new to tell", markup=False)
+
+
+@app.command()
+def check(ctx: typer.Context) -> None:
+    """Is this installation ready to run? One line per check: OK, FAIL with the reason, or SKIP.
+
+    Checks, in order: configuration valid (kinds and policies, delays, the financial rule);
+    database reachable; database migrated to the latest revision (both again for
+    EXCHANGE_STAGING_URL when it is another database); staging table with the contract's
+    columns; the target: site reachable and token accepted (GET /api/v1/health; a missing
+    EXCHANGE_SITE_URL fails, since run needs it), or for EXCHANGE_TARGET=woocommerce the key's
+    read and write permissions, for bitrix checkauth and init; report directory writable
+    (skipped when EXCHANGE_REPORT_DIR is not set); the notification channels when configured
+    (SMTP connect, STARTTLS, login; Telegram getMe: nothing is sent). Exit 0 when nothing
+    failed (a SKIP is not a failure), 1 when a check failed, 2 when the configuration does not
+    even load (as every command).
+    """
+    from exchange.ops.check import Status, fail, run_checks
+
+    try:
+        settings = _settings(ctx)
+    except ExchangeError as exc:
+        # Printed as the first check's line, on stdout with the rest, so the report reads the
+        # same whatever fails; the exit code is the one every command uses for configuration.
+        out.print(fail("configuration valid", str(exc)).line(), markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    source = ctx.obj or (Path(p) if (p := os.environ.get("EXCHANGE_CONFIG")) else None)
+    results = run_checks(settings, source)
+    for result in results:
+        # No check puts a secret in a reason; this makes sure none ever can, in any quoting.
+        out.print(logs.redact(result.line()), markup=False, highlight=False)
+    raise typer.Exit(0 if all(r.status is not Status.FAIL for r in results) else 1)
+
+
+@app.command("config")
+def config_command(
+    ctx: typer.Context,
+    as_markdown: Annotated[
+        bool,
+        typer.Option(
+            "--markdown",
+            help="Print the configuration reference (docs/configuration.md) generated from the "
+            "settings model, instead of the values in force.",
+        ),
+    ] = False,
+) -> None:
+    """The configuration in force, one variable a line, secrets masked (or --markdown: the
+    reference of every key)."""
+    from exchange import config_doc
+
+    if as_markdown:
+        # Independent of the environment, so the committed reference is the same everywhere.
+        sys.stdout.write(config_doc.markdown())
+        return
+    with _guard():
+        settings = _settings(ctx)
+    sys.stdout.write(logs.redact(config_doc.effective_text(settings)))

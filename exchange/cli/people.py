@@ -1,0 +1,89 @@
+"""The workbench's operators: add, remove, list."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from exchange import app as bootstrap
+from exchange.cli.common import (
+    JsonOpt,
+    _guard,
+    _settings,
+    operator_app,
+    out,
+)
+from exchange.db.engine import transaction
+from exchange.domain.clock import SystemClock
+from exchange.errors import ExchangeError
+from exchange.ops import operators
+
+
+def _read_password(confirm: bool = True) -> str:
+    """From a prompt on a terminal, else the first line of standard input: never an argument
+    (it would stay in the shell's history and in the process list)."""
+    if sys.stdin.isatty():
+        first = getpass.getpass("password: ")
+        if confirm and getpass.getpass("again: ") != first:
+            raise ExchangeError("the two passwords differ")
+        return first
+    return sys.stdin.readline().rstrip("\r\n")
+
+
+@operator_app.command("add")
+def operator_add(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The name the operator signs in with.")],
+    role: Annotated[
+        str, typer.Option("--role", help="viewer (reads) or operator (also acts).")
+    ] = "viewer",
+) -> None:
+    """Add an operator, or set a new password and role for one, which ends every session of
+    theirs (password from a prompt or standard input)."""
+    with _guard():
+        if role not in operators.ROLES:
+            raise ExchangeError(f"unknown role {role!r}: viewer or operator")
+        settings = _settings(ctx)
+        engine, _ = bootstrap.engines(settings)
+        password = _read_password()
+        with transaction(engine) as connection:
+            operators.add(connection, name, role, password, SystemClock().now())
+    out.print(f"operator {name} ({role}) saved", markup=False)
+
+
+@operator_app.command("remove")
+def operator_remove(ctx: typer.Context, name: str) -> None:
+    """Remove an operator: every session of theirs ends (adding the name again revives none)."""
+    with _guard():
+        settings = _settings(ctx)
+        engine, _ = bootstrap.engines(settings)
+        with transaction(engine) as connection:
+            operators.remove(connection, name)
+    out.print(f"operator {name} removed", markup=False)
+
+
+@operator_app.command("list")
+def operator_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """The operators and their roles (never a password or its hash)."""
+    with _guard():
+        settings = _settings(ctx)
+        engine, _ = bootstrap.engines(settings)
+        with transaction(engine, read_only=True) as connection:
+            rows = operators.listed(connection)
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False))
+        return
+    table = Table()
+    for column in ("name", "role", "added"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(Text(row["name"]), row["role"], row["created_at"])
+    if not rows:
+        table.caption = "no operator: add one with exchange operator add NAME --role operator"
+    out.print(table)

@@ -1,0 +1,288 @@
+"""What waits for a person: list, export, retry, cancel."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from exchange import app as bootstrap
+from exchange.cli.common import (
+    AggregateOpt,
+    JsonOpt,
+    KindOpt,
+    LimitOpt,
+    ReasonOpt,
+    SinceOpt,
+    SupersededOpt,
+    UntilOpt,
+    _filters,
+    _guard,
+    _header,
+    _os_user,
+    _reading_engine,
+    _settings,
+    _shown,
+    err,
+    out,
+    quarantine_app,
+)
+from exchange.db.engine import transaction
+from exchange.domain.clock import SystemClock
+from exchange.errors import ExchangeError
+from exchange.ops.find import check_filters, released_by_cancel
+from exchange.ops.quarantine import (
+    ActionResult,
+    Filters,
+    act,
+    check_request,
+    list_quarantined,
+)
+from exchange.ops.status import (
+    quarantine_by_reason,
+)
+from exchange.report import collect as report
+from exchange.settings import safe_url
+
+
+@quarantine_app.command("list")
+def quarantine_list(
+    ctx: typer.Context,
+    kind: KindOpt = None,
+    aggregate: AggregateOpt = None,
+    reason: ReasonOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    superseded: SupersededOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """What waits for a person."""
+    filters = _filters(kind, aggregate, reason, since, until, superseded)
+    with _guard():
+        settings = _settings(ctx)
+        check_filters(filters.reason, filters.kind, settings.kinds)
+        engine = _reading_engine(settings)
+        with transaction(engine, read_only=True) as connection:
+            rows = _shown(list_quarantined(connection, filters))
+            present = (
+                quarantine_by_reason(connection, SystemClock().now())
+                if not rows and filters.any()
+                else {}
+            )
+    if as_json:
+        # Contract 6 promises a list of objects: each names the database it was read from.
+        database = safe_url(settings.database_url)
+        print(json.dumps([{**row, "database": database} for row in rows], ensure_ascii=False))
+        return
+    _header(settings)
+    if present:
+        waiting = ", ".join(f"{r} ({e['count']})" for r, e in present.items())
+        err.print(
+            f"no quarantined message matches these filters; the quarantine holds: {waiting}",
+            markup=False,
+            highlight=False,
+        )
+    table = Table(title=f"quarantine: {len(rows)}")
+    for column in ("message_id", "kind", "aggregate", "v", "reason", "tries", "last error"):
+        table.add_column(column, overflow="fold")  # never cut: wrap
+    for row in rows:
+        reason_shown = row["reason"]
+        if row["superseded_after_quarantine"]:
+            reason_shown += " (superseded after quarantine)"
+        # Text, not markup: data with [brackets] (a site's error, a 1C reference) shows as is.
+        table.add_row(
+            *(
+                Text(value)
+                for value in (
+                    row["message_id"],
+                    row["kind"],
+                    row["aggregate"],
+                    str(row["version"]),
+                    reason_shown,
+                    str(row["attempts"]),
+                    (row["last_error"] or "")[:80],
+                )
+            )
+        )
+    out.print(table)
+
+
+@quarantine_app.command("export")
+def quarantine_export(
+    ctx: typer.Context,
+    output: Annotated[Path, typer.Option("--output", help="The file to write.", dir_okay=False)],
+    fmt: Annotated[
+        report.ReportFormat | None,
+        typer.Option(
+            "--format", help="csv, xlsx, html or json (default: the --output suffix, else json)."
+        ),
+    ] = None,
+    lang: Annotated[
+        report.Lang | None,
+        typer.Option("--lang", help="Labels in ru or en (default EXCHANGE_REPORT_LANG)."),
+    ] = None,
+    kind: KindOpt = None,
+    aggregate: AggregateOpt = None,
+    reason: ReasonOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    superseded: SupersededOpt = False,
+) -> None:
+    """The operators' report, written to a file (atomically)."""
+    filters = _filters(kind, aggregate, reason, since, until, superseded)
+    chosen = fmt or report.format_for(output)
+    with _guard():
+        settings = _settings(ctx)
+        check_filters(filters.reason, filters.kind, settings.kinds)
+        engine = _reading_engine(settings)
+        with transaction(engine, read_only=True) as connection:
+            data = report.collect(
+                connection,
+                filters,
+                SystemClock().now(),
+                mask_fields=settings.report_mask_fields,
+                secrets=report.known_secrets(settings),
+            )
+        try:
+            report.export(data, chosen, lang or settings.report_lang, output)
+        except OSError as exc:
+            raise ExchangeError(f"cannot write {output}: {exc.strerror}") from None
+    out.print(f"wrote {len(data.entries)} entries to {output} ({chosen})", markup=False)
+
+
+@quarantine_app.command("retry")
+def quarantine_retry(
+    ctx: typer.Context,
+    message_ids: Annotated[list[str] | None, typer.Argument(help="Messages to replay.")] = None,
+    kind: KindOpt = None,
+    aggregate: AggregateOpt = None,
+    reason: ReasonOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    superseded: SupersededOpt = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show, change nothing.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm a bulk retry.")] = False,
+    limit: LimitOpt = None,
+    operator: Annotated[str | None, typer.Option(help="Who acts (default: OS user).")] = None,
+    note: Annotated[str | None, typer.Option(help="Why.")] = None,
+) -> None:
+    """Replay with the same message_id (ids, or filters: shown first, done with --yes)."""
+    ids = message_ids or []
+    filters = _filters(kind, aggregate, reason, since, until, superseded)
+    _operator_action(
+        ctx,
+        "retry",
+        "retried",
+        ids,
+        filters,
+        limit=limit,
+        dry_run=dry_run,
+        yes=yes,
+        operator=operator,
+        note=note,
+    )
+
+
+@quarantine_app.command("cancel")
+def quarantine_cancel(
+    ctx: typer.Context,
+    note: Annotated[str, typer.Option(help="Why (required, kept for audit).")],
+    message_ids: Annotated[list[str] | None, typer.Argument(help="Messages to end.")] = None,
+    kind: KindOpt = None,
+    aggregate: AggregateOpt = None,
+    reason: ReasonOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    superseded: SupersededOpt = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show, change nothing.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm a bulk cancel.")] = False,
+    limit: LimitOpt = None,
+    operator: Annotated[str | None, typer.Option(help="Who acts (default: OS user).")] = None,
+) -> None:
+    """End quarantined messages for good, kept for audit (ids, or filters: shown first, done
+    with --yes)."""
+    ids = message_ids or []
+    filters = _filters(kind, aggregate, reason, since, until, superseded)
+    _operator_action(
+        ctx,
+        "cancel",
+        "cancelled",
+        ids,
+        filters,
+        limit=limit,
+        dry_run=dry_run,
+        yes=yes,
+        operator=operator,
+        note=note,
+    )
+
+
+def _operator_action(
+    ctx: typer.Context,
+    action: str,
+    done: str,
+    ids: list[str],
+    filters: Filters,
+    *,
+    limit: int | None,
+    dry_run: bool,
+    yes: bool,
+    operator: str | None,
+    note: str | None,
+) -> None:
+    """The rules every manual action shares: ids or filters, a bulk one is a dry run until
+    --yes, and --limit raises the bulk limit."""
+    if ids and limit is not None:
+        raise typer.BadParameter(f"--limit goes with filters (a bulk {action}), not message ids")
+    bulk = not ids
+    dry = dry_run or (bulk and not yes)
+    with _guard():
+        check_request(ids, filters, action)
+        settings = _settings(ctx)
+        check_filters(filters.reason, filters.kind, settings.kinds)
+        engine, _ = bootstrap.engines(settings)
+        with transaction(engine) as connection:
+            result = act(
+                connection,
+                action,
+                ids,
+                filters,
+                operator=operator or _os_user(),
+                note=note,
+                now=SystemClock().now(),
+                kinds=settings.policies,
+                dry_run=dry,
+                limit=limit or settings.bulk_limit,
+            )
+            released = (
+                released_by_cancel(connection, result.touched, settings.policies)
+                if action == "cancel"
+                else []
+            )
+    _print_action(result, action, done, dry=dry, unconfirmed=bulk and not yes and not dry_run)
+    for entry in released:
+        # The consequence a cancel has beyond the messages it names (strict order).
+        out.print(
+            f"{'then ' if dry else 'now '}{entry['count']} later version(s) of {entry['kind']} "
+            f"{entry['aggregate']} (from v{entry['first_version']}) "
+            f"{'will go' if dry else 'go'} out without the cancelled one",
+            markup=False,
+            highlight=False,
+        )
+
+
+def _print_action(
+    result: ActionResult, action: str, done: str, *, dry: bool, unconfirmed: bool
+) -> None:
+    verb = f"would {action}" if dry else done
+    out.print(f"{verb} {len(result.touched)} message(s)", markup=False)
+    for message_id in result.touched:
+        out.print(f"  {message_id}", markup=False)
+    for message_id, why in result.skipped:
+        out.print(f"  skipped {message_id}: {why}", markup=False)
+    if unconfirmed:
+        out.print(f"nothing changed: add --yes to {action} these", markup=False)

@@ -1,0 +1,268 @@
+"""Reading what happened: status, find, prioritize, history."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from datetime import timedelta
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from exchange import app as bootstrap
+from exchange.cli.common import (
+    JsonOpt,
+    _guard,
+    _header,
+    _in_zone,
+    _os_user,
+    _reading_engine,
+    _reading_staging_engine,
+    _settings,
+    _shown,
+    app,
+    out,
+)
+from exchange.db.engine import transaction
+from exchange.domain.clock import SystemClock
+from exchange.errors import ExchangeError
+from exchange.ops.attention import attention
+from exchange.ops.backlog import backlog, backlog_words
+from exchange.ops.exchanges import exchanges_table, onec_exchanges
+from exchange.ops.find import find as find_messages
+from exchange.ops.notify import last_told
+from exchange.ops.prioritize import prioritize
+from exchange.ops.status import (
+    biography,
+    human_age,
+    source_figures,
+    sources_table,
+    status,
+    tables,
+)
+from exchange.queue import control
+from exchange.settings import safe_url
+
+
+@app.command("status")
+def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Counts by state, the queue figures, workers, the quarantine by reason, blocked
+    aggregates.
+
+    Exit codes, for monitoring: 0 nothing needs a person; 1 something does (quarantine not
+    empty, breaker open, delivery paused, a gap, a failed 1C exchange, work waiting with no
+    live worker); 2 bad input or no database.
+    """
+    with _guard():
+        settings = _settings(ctx)
+        engine = _reading_engine(settings)
+        staging_engine = _reading_staging_engine(settings)
+        with (
+            transaction(engine, read_only=True) as connection,
+            contextlib.ExitStack() as stack,
+        ):
+            staged = (
+                stack.enter_context(transaction(staging_engine, read_only=True))
+                if staging_engine is not None
+                else None
+            )
+            now = SystemClock().now()
+            figures = status(connection, now, settings.policies)
+            waiting = backlog(
+                connection,
+                now,
+                settings.policies,
+                timedelta(seconds=settings.live_within),
+            )
+            onec = onec_exchanges(connection, now)
+            pause = control.operator_pause(connection)
+            told = last_told(connection)
+            found = attention(
+                connection, staged, figures, pause, now, settings.policies, settings.live_within
+            )
+        brokers = asyncio.run(source_figures(bootstrap.source(settings, engine, None)))
+    needs = [cause.words() for cause in found.causes]
+    if as_json:
+        document = {
+            "database": safe_url(settings.database_url),
+            **figures.as_json(),
+            "backlog": waiting,
+            "operator_pause": (
+                {**pause, "paused_at": pause["paused_at"].isoformat()} if pause else None
+            ),
+            "needs_person": needs,
+            "needs_person_causes": [cause.code for cause in found.causes],
+            "intake": found.intake,
+            "exchanges_1c": onec,
+            "notifications": told,
+            "sources": brokers,
+        }
+        print(json.dumps(document, ensure_ascii=False))
+    else:
+        _header(settings)
+        for table in tables(figures):
+            out.print(table)
+        out.print(_intake_line(found.intake), markup=False, highlight=False)
+        out.print(backlog_words(waiting), markup=False, highlight=False)
+        out.print(exchanges_table(onec))
+        if brokers:
+            out.print(sources_table(brokers))
+        if told is not None:
+            out.print(
+                f"operators last notified {told['attempted_at']} by {told['sent_by']}: "
+                f"{told['outcome'] or 'no outcome recorded'}",
+                markup=False,
+            )
+        if needs:
+            out.print("needs a person: " + "; ".join(needs), markup=False)
+        else:
+            out.print("nothing needs a person", markup=False)
+    raise typer.Exit(1 if needs else 0)
+
+
+def _intake_line(taken: dict[str, Any]) -> str:
+    if not taken["untaken"]:
+        return "received from 1C, not taken yet: 0"
+    return (
+        f"received from 1C, not taken yet: {taken['untaken']} "
+        f"(the oldest {human_age(taken['oldest_untaken_age_s'])} ago)"
+    )
+
+
+@app.command("find")
+def find_command(
+    ctx: typer.Context,
+    term: Annotated[
+        str, typer.Argument(help="A SKU, an aggregate, a 1C document (source_ref) or an id prefix.")
+    ],
+    as_json: JsonOpt = False,
+) -> None:
+    """Any message in any state by SKU, aggregate, 1C document or the start of its id."""
+    with _guard():
+        settings = _settings(ctx)
+        engine = _reading_engine(settings)
+        with transaction(engine, read_only=True) as connection:
+            rows = _shown(find_messages(connection, term))
+    if as_json:
+        print(
+            json.dumps(
+                {"database": safe_url(settings.database_url), "messages": rows},
+                ensure_ascii=False,
+            )
+        )
+        return
+    _header(settings)
+    _print_found(rows)
+    if not rows:
+        out.print(f"no message matches {term!r}", markup=False)
+
+
+@app.command("prioritize")
+def prioritize_command(
+    ctx: typer.Context,
+    targets: Annotated[
+        list[str],
+        typer.Argument(help="message_ids, or price aggregates (their waiting message)."),
+    ],
+    note: Annotated[str, typer.Option(help="Why (required, kept for audit).")],
+    operator: Annotated[str | None, typer.Option(help="Who acts (default: OS user).")] = None,
+) -> None:
+    """Send these before any backlog: only their place in the claim order changes (never
+    Retry-After, the pace, the breaker, a pause or strict order), until each is sent."""
+    with _guard():
+        settings = _settings(ctx)
+        engine, _ = bootstrap.engines(settings)
+        with transaction(engine) as connection:
+            chosen = prioritize(
+                connection,
+                targets,
+                operator=operator or _os_user(),
+                note=note,
+                now=SystemClock().now(),
+            )
+    for message_id in chosen:
+        out.print(f"first in line: {message_id}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_found(rows: list[dict[str, Any]]) -> None:
+    """Each message's full id on a line of its own (a table would cut it), then its facts."""
+    for row in rows:
+        out.print(row["message_id"], markup=False, highlight=False, soft_wrap=True)
+        out.print(
+            f"    {row['state']}  {row['kind']} {row['aggregate']} v{row['version']}  "
+            f"reason={row['reason'] or '-'}  1C={row['source_ref'] or '-'}  "
+            f"updated {row['updated_at']}",
+            markup=False,
+            highlight=False,
+        )
+
+
+@app.command()
+def history(
+    ctx: typer.Context,
+    message_id: Annotated[
+        str,
+        typer.Argument(
+            help="A message_id, or what finds one message: SKU, aggregate, 1C document "
+            "(source_ref) or an id prefix."
+        ),
+    ],
+    as_json: JsonOpt = False,
+) -> None:
+    """The message's biography."""
+    with _guard():
+        settings = _settings(ctx)
+        engine = _reading_engine(settings)
+        with transaction(engine, read_only=True) as connection:
+            found = find_messages(connection, message_id)
+            exact = [r for r in found if r["message_id"] == message_id]
+            if not exact and len(found) > 1:
+                if not as_json:
+                    _header(settings)
+                _print_found(_shown(found))
+                raise ExchangeError(
+                    f"{message_id!r} matches {len(found)} messages: give one of the ids above"
+                )
+            chosen = (
+                exact[0]["message_id"]
+                if exact
+                else (found[0]["message_id"] if found else message_id)
+            )
+            bio = _shown(biography(connection, chosen))
+    if as_json:
+        print(json.dumps({"database": safe_url(settings.database_url), **bio}, ensure_ascii=False))
+        return
+    _header(settings)
+    m = bio["message"]
+    out.print(
+        f"{m['message_id']}  {m['kind']} {m['aggregate']} v{m['version']}  "
+        f"state={m['state']} reason={m['reason']} attempts={m['attempts']}",
+        markup=False,
+    )
+    table = Table()
+    for column in ("at", "event", "from", "to", "worker", "attempt", "leased", "http", "detail"):
+        table.add_column(column, overflow="fold")  # never cut: wrap
+    for e in bio["history"]:
+        detail = e["detail"] or ""
+        if e["operator"]:
+            detail += f" [{e['operator']}: {e['note'] or ''}]"
+        leased = _in_zone(e["leased_at"], settings.display_tz)
+        if e["lease_until"]:  # unanswered (or still in flight): when its lease runs out
+            leased += f" – {_in_zone(e['lease_until'], settings.display_tz)}"
+        cells = (
+            _in_zone(e["at"], settings.display_tz),
+            e["event"],
+            e["from"] or "",
+            e["to"] or "",
+            e["worker"] or "",
+            str(e["attempt"] or ""),
+            leased,
+            str(e["http_status"] or e["error_class"] or ""),
+            detail,
+        )
+        # Text, not str: rich would read "[operator: note]" or data from the site as markup.
+        table.add_row(*(Text(cell) for cell in cells))
+    out.print(table)

@@ -1,0 +1,172 @@
+"""Starting things: migrate, run (the worker) and serve (1C's exchange, the intake and the
+workbench)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from exchange import app as bootstrap
+from exchange import logs
+from exchange.cli.common import (
+    _guard,
+    _settings,
+    app,
+    err,
+    log,
+    out,
+)
+from exchange.db.engine import make_engine, transaction
+from exchange.db.migrate import aggregates_beyond_intake, current_revision, upgrade
+from exchange.db.wake import how_workers_wake
+from exchange.domain.clock import SystemClock
+from exchange.ops.status import (
+    status,
+)
+from exchange.queue import control
+from exchange.runner import notify_step, run_forever, run_once, run_until_idle
+from exchange.runner import run as run_event_loop
+from exchange.settings import safe_url
+
+
+@app.command()
+def migrate(ctx: typer.Context) -> None:
+    """Create or upgrade every table, staging included."""
+    with _guard():
+        settings = _settings(ctx)
+        engine = make_engine(settings.database_url)
+        upgrade(engine)
+        staging_engine = None
+        if settings.staging_url and settings.staging_url != settings.database_url:
+            staging_engine = make_engine(settings.staging_url)
+            upgrade(staging_engine, staging_notify=False)
+        out.print(
+            logs.redact(
+                f"migrated {safe_url(settings.database_url)} to revision {current_revision(engine)}"
+            ),
+            markup=False,
+        )
+        out.print(how_workers_wake(engine, staging_engine, settings.poll_interval), markup=False)
+        beyond = aggregates_beyond_intake(engine, staging_engine)
+        if beyond:
+            shown = ", ".join(beyond[:10]) + (
+                f" and {len(beyond) - 10} more" if beyond[10:] else ""
+            )
+            err.print(
+                logs.redact(
+                    f"warning: {len(beyond)} aggregate(s) hold a version of 2^62 or more that "
+                    f"an older release let in: {shown}; the 1C exchange numbers its packages "
+                    "below such versions, so a package's price of these aggregates is stale "
+                    "(README, 'Versions')"
+                ),
+                markup=False,
+                highlight=False,
+            )
+
+
+@app.command()
+def run(
+    ctx: typer.Context,
+    once: Annotated[bool, typer.Option("--once", help="One cycle, then exit.")] = False,
+    until_idle: Annotated[
+        bool, typer.Option("--until-idle", help="Cycles until nothing is left to move; exit 0.")
+    ] = False,
+    max_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--max-seconds", min=0, help="With --until-idle: give up (exit 3) after this long."
+        ),
+    ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port",
+            min=0,
+            max=65535,
+            help="Serve Prometheus /metrics and /healthz on this port (or EXCHANGE_METRICS_PORT).",
+        ),
+    ] = None,
+) -> None:
+    """The scheduled service: take, coalesce, lease, deliver, record; until stopped."""
+    if once and until_idle:
+        raise typer.BadParameter("--once and --until-idle exclude each other")
+    if max_seconds is not None and not until_idle:
+        raise typer.BadParameter("--max-seconds goes with --until-idle")
+    with _guard():
+        overrides = {} if metrics_port is None else {"metrics_port": metrics_port}
+        settings = _settings(ctx, **overrides)
+        engine, staging_engine = bootstrap.engines(settings)
+        worker = bootstrap.worker(settings, engine, staging_engine)
+        notifier = bootstrap.notifier(settings, engine, worker.clock, staging_engine)
+
+        async def main() -> int:
+            try:
+                if once:
+                    return await run_once(worker)
+                if until_idle:
+                    return await run_until_idle(
+                        worker, max_seconds=max_seconds, poll_interval=settings.poll_interval
+                    )
+                return await run_forever(
+                    worker, poll_interval=settings.poll_interval, notifier=notifier
+                )
+            finally:
+                await worker.aclose()
+
+        with bootstrap.serving(settings, worker, engine):
+            code = run_event_loop(main())
+        if notifier is not None and (once or until_idle):
+            # A scheduled run tells what it leaves behind (at most once per period), before it
+            # retires: while its own row stands, "no worker runs" is not said of this run.
+            told = notifier
+
+            async def tell() -> int:
+                await notify_step(told)
+                return 0
+
+            run_event_loop(tell())
+        worker.retire()
+        if until_idle:
+            with transaction(engine, read_only=True) as connection:
+                left = status(connection, SystemClock().now(), settings.policies)
+                pause = control.operator_pause(connection)
+            out.print(_left_line(left, pause, worker.paused_reason), markup=False, highlight=False)
+    raise typer.Exit(code)
+
+
+def _left_line(figures: Any, pause: dict[str, Any] | None, refused: str | None) -> str:
+    """The last line of ``run --until-idle``: what is left, so a scheduled task's log says it."""
+    counts = figures.counts
+    waiting = counts.get("new", 0) + counts.get("delayed", 0)
+    parts = [
+        f"{waiting} waiting ({figures.held} held behind the quarantine)",
+        f"{counts.get('quarantined', 0)} quarantined",
+    ]
+    if pause is not None:
+        parts.append(f"delivery paused by operator {pause['operator']}")
+    if refused:
+        parts.append(f"delivery paused: the site refused the token ({refused})")
+    return "left: " + ", ".join(parts) + " (exchange status tells more)"
+
+
+@app.command()
+def serve(ctx: typer.Context) -> None:
+    """The HTTP side: 1C's standard exchange (/1c_exchange.php) and the JSON intake
+    (/api/v1/intents); runs until stopped (SIGINT/SIGTERM)."""
+    with _guard():
+        settings = _settings(ctx)
+        engine, staging_engine = bootstrap.engines(settings)
+        scheme = "https" if settings.http_tls_cert else "http"
+
+        def started(port: int) -> None:
+            log.info("serving on %s://%s:%d", scheme, settings.http_host, port)
+
+        async def main() -> int:
+            await bootstrap.http_server(
+                settings, engine, staging_engine=staging_engine, started=started
+            )
+            return 0
+
+        code = run_event_loop(main())
+    raise typer.Exit(code)
