@@ -18,7 +18,8 @@ import annotated_types
 from pydantic import SecretStr
 from pydantic.fields import FieldInfo
 
-from exchange.settings import Settings, safe_url
+from exchange.secrets import safe_url
+from exchange.settings import Settings
 
 ENV_PREFIX = "EXCHANGE_"
 UNSET = "(unset)"

@@ -47,7 +47,7 @@ try:  # both are dependencies; without them httpx's own transport is used
 except ImportError:  # pragma: no cover
     HAVE_AIOHTTP = False
 
-from exchange.settings import SECRET_MASK, clean_token, mask_secrets, secret_forms
+from exchange.secrets import SECRET_MASK, clean_token, mask_secrets, secret_forms
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.wire import TLS_ERROR as TLS_ERROR  # re-exported: the checks name it
 from exchange.targets.wire import TransportFailure as TransportFailure
