@@ -79,6 +79,7 @@ __all__ = [
     "secret_forms",
     "tls_context",
     "url_secrets",
+    "worker_live_within",
 ]
 
 SUPPORTED_DIALECTS = ("sqlite", "postgresql")
@@ -93,6 +94,11 @@ MAX_SECONDS_TEXT = "315360000 (10 years)"
 MAX_ATTEMPTS = 1_000_000
 # The width of every worker column (messages.locked_by, history.worker, workers.worker_id).
 WORKER_ID_MAX = 200
+
+
+def worker_live_within(lease_seconds: float, poll_interval: float) -> float:
+    """``Settings.live_within`` of these two settings."""
+    return max(lease_seconds, 3 * poll_interval)
 
 
 def _default_woo_fields() -> dict[str, Literal["regular_price", "sale_price"]]:
@@ -1174,7 +1180,7 @@ class Settings(BaseSettings):
         """A worker is live while its last report is younger than this many seconds (contract
         6): a live worker reports at least every poll and renews its lease every third of it,
         so a longer silence is a worker gone, never one between cycles."""
-        return max(self.lease_seconds, 3 * self.poll_interval)
+        return worker_live_within(self.lease_seconds, self.poll_interval)
 
     @property
     def policies(self) -> KindPolicies:
