@@ -72,7 +72,8 @@ def wait_child(proc: subprocess.Popen[Any], timeout: float) -> tuple[int, float,
 
 
 class SiteProcess:
-    """A site simulator in its own process: bench/fastsite.py or the threaded exchange.sitesim."""
+    """A site simulator in its own process: bench/fastsite.py or the threaded
+    exchange.dev.sitesim."""
 
     def __init__(self, kind: str, scratch: Path) -> None:
         self.kind = kind
@@ -157,7 +158,7 @@ def stage_prices(url: str, count: int) -> None:
 
 
 def in_flight_overlaps(url: str) -> list[str]:
-    """Per aggregate, lease-to-outcome intervals that overlap (exchange.testing's check)."""
+    """Per aggregate, lease-to-outcome intervals that overlap (exchange.dev.testing's check)."""
     engine = make_engine(url)
     try:
         return testing.in_flight_overlaps(engine)

@@ -8,7 +8,7 @@ Sections (all by default, in this order):
 
     ceiling   the best rate of Python HTTP clients (httpx, httpx over httpx-aiohttp, aiohttp, and
               the service's own SiteClient) POSTing contract bodies to the fast site simulator
-              (bench/fastsite.py), and httpx and aiohttp against the threaded exchange.sitesim,
+              (bench/fastsite.py), and httpx and aiohttp against the threaded exchange.dev.sitesim,
               with EXCHANGE_CONCURRENCY requests in flight; the median of --ceiling-repeats runs
     service   ``exchange run --until-idle`` as a real process on SQLite and on PostgreSQL, single
               requests; delivered messages/s and the ratio to the ceiling

@@ -16,7 +16,7 @@ import httpx
 
 from exchange.dev.httpsim import LoopbackServer
 
-SITE_TOKEN = "test-token"  # what exchange.testing.fast_settings sends
+SITE_TOKEN = "test-token"  # what exchange.dev.testing.fast_settings sends
 
 
 @dataclass(frozen=True)
