@@ -37,7 +37,7 @@ import redis
 from aiohttp import web
 from sqlalchemy import func, select
 
-from bench.run import fresh_database
+from bench.harness import fresh_database
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import staging
 from exchange.domain.policy import DEFAULT_KINDS

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import lease_cost
-from bench.run import fresh_database
+from bench.harness import fresh_database
 from exchange import logs
 from exchange.domain.identity import message_id
 from exchange.domain.retry import RetryPolicy, decide

@@ -11,9 +11,10 @@ while the clock ran (``cpu_s``, this process alone, not the site's), statuses.
 
 Clients: ``httpx`` (its default transport), ``httpx-aiohttp`` (httpx over httpx-aiohttp's
 ``AiohttpTransport``), ``aiohttp`` (``aiohttp.ClientSession``) and ``siteclient`` (the service's
-own ``exchange.site.SiteClient``: aiohttp directly, with its capped body read, error mapping and
-timeouts). Each on asyncio's default event loop, or on uvloop's with the suffix ``+uvloop``
-(``aiohttp+uvloop``): ``exchange run`` uses uvloop, so the ceiling must try it too.
+own ``exchange.targets.shop_api.client.SiteClient``: aiohttp directly, with its capped body
+read, error mapping and timeouts). Each on asyncio's default event loop, or on uvloop's with the
+suffix ``+uvloop`` (``aiohttp+uvloop``): ``exchange run`` uses uvloop, so the ceiling must try it
+too.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ claim and of the record, and the messages per second that the two alone would al
 ceiling the database side puts on the service whatever the HTTP client does; and this
 process's CPU per message (the worker's share: SQLite's work is all in it, PostgreSQL's not).
 
-The database is a fresh one (``bench.run.fresh_database``: a SQLite file in a temporary
+The database is a fresh one (``bench.harness.fresh_database``: a SQLite file in a temporary
 directory, or a PostgreSQL database on ``EXCHANGE_BENCH_PG`` created and dropped). Entry point
 for other scripts: ``run(url, messages, batch) -> dict``.
 """
@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.run import fresh_database
+from bench.harness import fresh_database
 from exchange.db.engine import make_engine, transaction
 from exchange.dev.testing import price_row, stage
 from exchange.domain.policy import DEFAULT_KINDS, KindPolicies

@@ -28,7 +28,7 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 
-from bench.run import fresh_database
+from bench.harness import fresh_database
 from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import messages, notifications

@@ -72,8 +72,8 @@ PG_ADMIN = os.environ.get("EXCHANGE_BENCH_PG", "postgresql://postgres@127.0.0.1:
 
 @contextlib.contextmanager
 def fresh_database(kind: str, scratch: Path) -> Iterator[str]:
-    """A migrated, empty database URL (as bench.run's, without its load generator's imports);
-    a PostgreSQL one (admin URL from EXCHANGE_BENCH_PG) is dropped afterwards."""
+    """A migrated, empty database URL (as bench.harness's, without its imports of the load
+    generator); a PostgreSQL one (admin URL from EXCHANGE_BENCH_PG) is dropped afterwards."""
     from exchange.dev.dbkit import migrate_sqlite, pg_database
 
     scratch.mkdir(parents=True, exist_ok=True)

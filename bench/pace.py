@@ -191,7 +191,7 @@ def run_shop_workers(
     import os
     import subprocess
 
-    from bench.run import PY, fresh_database
+    from bench.harness import PY, fresh_database
 
     with fresh_database("postgresql", directory) as url:
         engine = make_engine(url)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cpu import CpuSampler, cpu_between
-from bench.run import TOKEN, SiteProcess, fresh_database, stage_prices, state_counts, wait_child
+from bench.harness import TOKEN, SiteProcess, fresh_database, stage_prices, state_counts, wait_child
 
 
 def one_run(

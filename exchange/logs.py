@@ -22,7 +22,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, tzinfo
 from typing import Any, TextIO
 
-from exchange.settings import Settings, mask_secrets, secret_forms
+from exchange.secrets import mask_secrets, secret_forms
+from exchange.settings import Settings
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 REDACTED = "***"

@@ -27,7 +27,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from exchange.errors import DatabaseUnavailable
-from exchange.settings import mask_secrets, safe_url, secret_forms, url_secrets
+from exchange.secrets import mask_secrets, safe_url, secret_forms, url_secrets
 
 SQLITE_BUSY_TIMEOUT_S = 30
 PG_CONNECT_TIMEOUT_S = 10

@@ -1,17 +1,32 @@
-"""What the shop simulators of the targets share: a real threaded HTTP/1.1 server on loopback,
-started and stopped from a test, its open connections closed on stop (so that keep-alive does
-not leak handler threads into the next test)."""
+"""A server on loopback in a thread of its own, started and stopped from a test, written once:
+
+- ``LoopbackServer``: a real threaded HTTP/1.1 server (``http.server``), what the shop
+  simulators of the targets share, its open connections closed on stop (so that keep-alive does
+  not leak handler threads into the next test);
+- ``LoopThread``: an asyncio event loop in a thread, for an asyncio server (``serve_app`` runs an
+  aiohttp application on it; a raw ``asyncio.start_server`` or ``exchange serve`` itself run on
+  it too) while the test's own thread blocks (a worker's run, Playwright, ``asyncio.run``).
+
+(exchange/dev/sitesim.py keeps its own copy of the first for now.)
+"""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import socket
 import ssl
 import sys
 import threading
+from collections.abc import Callable, Coroutine, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
-from typing import Any
+from typing import Any, TypeVar
+
+from aiohttp import web
+
+T = TypeVar("T")
 
 
 class LoopbackServer:
@@ -141,3 +156,79 @@ class Handler(BaseHTTPRequestHandler):
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
         self.close_connection = True
+
+
+class LoopThread:
+    """An asyncio event loop running in a daemon thread: ``run`` a coroutine on it and wait for
+    its result, ``submit`` one and go on, ``call`` a function in it. ``stop`` cancels whatever
+    still runs there (a server's connection handlers), waits for it, and closes the loop."""
+
+    def __init__(self, name: str = "loopback") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def start(self) -> LoopThread:
+        self._thread.start()
+        return self
+
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30) -> T:
+        return self.submit(coroutine).result(timeout)
+
+    def call(self, function: Callable[..., Any], *args: Any) -> None:
+        self.loop.call_soon_threadsafe(function, *args)
+
+    def stop(self, timeout: float = 30) -> None:
+        if self.loop.is_closed():
+            return
+        if self._thread.is_alive():
+            with contextlib.suppress(concurrent.futures.TimeoutError):
+                self.run(_cancel_the_others(), timeout)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+    def __enter__(self) -> LoopThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+async def _cancel_the_others() -> None:
+    """What ``asyncio.run`` does at its end: the tasks left cancelled and waited for, then the
+    async generators and the default executor shut down."""
+    current = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks() if task is not current]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    loop = asyncio.get_running_loop()
+    await loop.shutdown_asyncgens()
+    await loop.shutdown_default_executor()
+
+
+@contextlib.contextmanager
+def serve_app(app: web.Application, host: str = "127.0.0.1") -> Iterator[str]:
+    """``app`` served on ``host`` (any free port) from a ``LoopThread`` until the block ends;
+    yields its base URL."""
+
+    async def start() -> web.AppRunner:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, host, 0).start()
+        return runner
+
+    with LoopThread("aiohttp-app") as thread:
+        runner = thread.run(start())
+        try:
+            yield f"http://{host}:{runner.addresses[0][1]}"
+        finally:
+            thread.run(runner.cleanup())

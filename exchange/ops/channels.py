@@ -31,7 +31,8 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from exchange.errors import ExchangeError
-from exchange.settings import Settings, mask_secrets, secret_forms
+from exchange.secrets import mask_secrets, secret_forms
+from exchange.settings import Settings
 
 TELEGRAM_TEXT_MAX = 4096  # characters of one message (the Bot API's limit)
 TELEGRAM_WAIT_MAX = 10.0  # seconds of a 429's retry_after waited once; longer: next period

@@ -34,7 +34,8 @@ from exchange.domain.verdicts import Verdict
 from exchange.errors import ExchangeError
 from exchange.intake import sources
 from exchange.ops.channels import channels
-from exchange.settings import Settings, onec_folder, safe_url
+from exchange.secrets import safe_url
+from exchange.settings import Settings, onec_folder
 from exchange.targets.bitrix.target import BitrixTarget
 from exchange.targets.shop_api.client import TLS_ERROR, Response, SiteClient, SiteResult
 from exchange.targets.woocommerce import auth

@@ -6,8 +6,8 @@
 - The values those fields held are then scrubbed from every other text of the same entry
   (the site may echo a payload in its error body, an operator may paste one into a note).
 - Known secrets (the site token, the database password) are scrubbed from every text, in any
-  quoting (``exchange.settings.secret_forms``: repr, JSON, percent-encoded, HTML), by the
-  one rule of every output (``exchange.settings.mask_secrets``: never inside a word). The
+  quoting (``exchange.secrets.secret_forms``: repr, JSON, percent-encoded, HTML), by the
+  one rule of every output (``exchange.secrets.mask_secrets``: never inside a word). The
   report never reads settings; the caller hands these in, so that a token 1C wrote into a
   payload by mistake does not travel on in a report either.
 
@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from exchange.settings import mask_secrets, secret_forms
+from exchange.secrets import mask_secrets, secret_forms
 
 MASK = "***"
 # Shorter payload values would blank out ordinary words and numbers all over the report (a

@@ -33,7 +33,8 @@ from exchange.ops.notify import Snapshot
 from exchange.ops.status import pace_words
 from exchange.report.model import Lang
 from exchange.report.words import human_age, next_check
-from exchange.settings import Settings, mask_secrets, safe_url, secret_forms
+from exchange.secrets import mask_secrets, safe_url, secret_forms
+from exchange.settings import Settings
 
 log = logging.getLogger(__name__)
 

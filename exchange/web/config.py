@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from exchange.domain.policy import Policy
+from exchange.settings import Settings, worker_live_within
+
+
+def _setting(name: str) -> Any:
+    """The default of a setting, so that a WebConfig built without the settings (tests) means
+    what an unset variable means, and the value is written once (in ``Settings``)."""
+    return Settings.model_fields[name].default
+
 
 # A sign-in or a workbench form: a few fields (contract 9: "small for sign-in and forms").
 FORM_BODY_LIMIT = 64 * 1024
@@ -38,34 +46,34 @@ class WebConfig:
     onec_password: str | None = field(default=None, repr=False)
     intake_token: str | None = field(default=None, repr=False)
     secret_key: str | None = field(default=None, repr=False)
-    sku_mode: Literal["id", "article"] = "id"
+    sku_mode: Literal["id", "article"] = _setting("onec_sku")
     price_types: dict[str, str] = field(default_factory=dict)
-    file_limit: int = 4 * 1024 * 1024
-    max_file_bytes: int = 1024**3
-    zip: bool = True
-    max_zip_ratio: int = 200
-    intake_max_items: int = 1000
+    file_limit: int = _setting("onec_file_limit")
+    max_file_bytes: int = _setting("onec_max_file_bytes")
+    zip: bool = _setting("onec_zip")
+    max_zip_ratio: int = _setting("onec_max_zip_ratio")
+    intake_max_items: int = _setting("intake_max_items")
     # How long an ``import`` request waits for its file before answering ``progress``.
     progress_wait: float = 2.0
     # Processes that read CommerceML files while the publishing transaction stages what they
     # have read (0: read in serve's own process first, then stage).
-    reader_processes: int = 1
+    reader_processes: int = _setting("onec_reader_processes")
     # Exchange folders older than this are removed (a 1C that never sent ``complete``).
     keep_seconds: float = 24 * 3600.0
     # The workbench (contract 11).
     bulk_limit: int | None = None
     report_mask_fields: tuple[str, ...] = ()
     report_secrets: tuple[str, ...] = field(default=(), repr=False)
-    report_lang: Literal["ru", "en"] = "ru"
+    report_lang: Literal["ru", "en"] = _setting("report_lang")
     # A failed sign-in answers after this many seconds, doubled for each further failure of
     # the same name or address (up to ``login_delay_max``).
     login_delay: float = 1.0
     login_delay_max: float = 16.0
-    display_tz: str = "UTC"
+    display_tz: str = _setting("display_tz")
     # A worker is live while its last report is younger than this (Settings.live_within).
-    live_within: float = 60.0
+    live_within: float = worker_live_within(_setting("lease_seconds"), _setting("poll_interval"))
     # EXCHANGE_HTTP_BEHIND_PROXY: a proxy terminates TLS and writes X-Forwarded-For.
-    behind_proxy: bool = False
+    behind_proxy: bool = _setting("http_behind_proxy")
     door: DoorLimits = field(default_factory=DoorLimits)
 
     @property
@@ -78,7 +86,7 @@ class WebConfig:
     @property
     def action_body_limit(self) -> int:
         """A workbench bulk preview or confirm: a form and the ids it names."""
-        return FORM_BODY_LIMIT + (self.bulk_limit or 500) * ACTION_BYTES_PER_ID
+        return FORM_BODY_LIMIT + (self.bulk_limit or _setting("bulk_limit")) * ACTION_BYTES_PER_ID
 
     @property
     def onec_open(self) -> bool:

@@ -31,9 +31,9 @@ from exchange.targets.shop_api.client import (
     SiteClient,
     SiteResult,
     TransportFailure,
-    _failure,
     body,
 )
+from exchange.targets.shop_api.wire_aiohttp import _failure
 
 # Request deadlines are asserted in wall-clock time: never beside another timing test.
 pytestmark = pytest.mark.timing

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import random
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -31,6 +30,7 @@ from sqlalchemy import Engine, select
 from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import history, messages
+from exchange.dev.httpsim import LoopThread
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.shop_api.client import SiteClient, TransportFailure
@@ -57,34 +57,18 @@ class TricklingSite:
         self.gap = gap
         self.trickle_health = False  # True: the health check trickles too (the site is down)
         self.requests = 0
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread = LoopThread("trickling")
         self.url = ""
 
     def __enter__(self) -> TricklingSite:
         self._thread.start()
-        assert self._ready.wait(10)
+        self._server = self._thread.run(asyncio.start_server(self._handle, "127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
-        port = server.sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        self._ready.set()
-        self._loop.run_forever()
-        server.close()
-        tasks = asyncio.all_tasks(self._loop)
-        for task in tasks:
-            task.cancel()
-        self._loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
-        self._loop.run_until_complete(server.wait_closed())
-        self._loop.close()
+        self._thread.call(self._server.close)
+        self._thread.stop()  # the handlers still trickling are cancelled and waited for
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

@@ -1,7 +1,7 @@
 """The pipeline end to end: staging table -> worker -> a real HTTP site on loopback.
 
 Each test runs on SQLite and on PostgreSQL. The site is the project's simulator
-(``exchange.sitesim``), which keeps the site's promises and injects the faults we ask for.
+(``exchange.dev.sitesim``), which keeps the site's promises and injects the faults we ask for.
 """
 
 from __future__ import annotations

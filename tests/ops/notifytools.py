@@ -4,12 +4,10 @@ that keeps what it receives, and a simulated Telegram Bot API (aiohttp) that ans
 
 from __future__ import annotations
 
-import asyncio
 import email
 import json
 import socket
 import ssl
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,6 +17,8 @@ from typing import Any
 from aiohttp import web
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
+
+from exchange.dev.httpsim import serve_app
 
 SMTP_USER = "exchange"
 SMTP_PASSWORD = "Smtp-Pa55-word"
@@ -166,34 +166,8 @@ def _answer(status: int, document: dict[str, Any]) -> web.Response:
 def bot_api(api: BotApi | None = None) -> Iterator[BotApi]:
     """The simulated Bot API on 127.0.0.1, in a thread of its own."""
     api = api or BotApi()
-    ready = threading.Event()
-    loop = asyncio.new_event_loop()
-    runner_box: list[web.AppRunner] = []
-
-    async def start() -> None:
-        app = web.Application()
-        app.router.add_post("/bot{token}/{method}", api.handle)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = runner.addresses[0][1]
-        api.url = f"http://127.0.0.1:{port}"
-        runner_box.append(runner)
-
-    def serve() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    ready.wait(10)
-    try:
+    app = web.Application()
+    app.router.add_post("/bot{token}/{method}", api.handle)
+    with serve_app(app) as url:
+        api.url = url
         yield api
-    finally:
-        asyncio.run_coroutine_threadsafe(runner_box[0].cleanup(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()

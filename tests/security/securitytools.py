@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import ssl
 import subprocess
-import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-SITE_TOKEN = "test-token"  # what exchange.testing.fast_settings sends
+from exchange.dev.httpsim import LoopbackServer
+
+SITE_TOKEN = "test-token"  # what exchange.dev.testing.fast_settings sends
 
 
 @dataclass(frozen=True)
@@ -40,12 +41,13 @@ class Wiretap(httpx.AsyncHTTPTransport):
         return await super().handle_async_request(request)
 
 
-class RecordingSite:
+class RecordingSite(LoopbackServer):
     """A real HTTP server that keeps every request as it arrived (path, headers with names in
     lower case, body) and accepts every update with a receipt: what the service's default wire
     (aiohttp) puts on the wire, seen from the other end."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.sent: list[Sent] = []
         recorded = self.sent
 
@@ -64,18 +66,11 @@ class RecordingSite:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self.handler = Handler
 
     def __enter__(self) -> RecordingSite:
-        self._thread.start()
+        self.start()
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from exchange.dev.testing import fast_settings, posting_row, price_row, run_work
 from exchange.domain.identity import message_id
 from exchange.errors import ConfigurationError
 from exchange.settings import load_settings
-from exchange.targets.shop_api.client import _AiohttpWire
+from exchange.targets.shop_api.wire_aiohttp import AiohttpWire
 
 CONTRACT_FIELDS = {"message_id", "kind", "aggregate", "version", "payload", "created_at"}
 # Contract 5's headers, User-Agent, and what HTTP/1.1 itself needs: httpx adds all five,
@@ -157,7 +157,7 @@ def deliver_recording(url: str, db: Engine, wire: str) -> list[Sent]:
     if wire == "aiohttp":
         with RecordingSite() as recording:
             worker = bootstrap.worker(fast_settings(url, recording.url), db)
-            assert isinstance(worker.target.client._wire, _AiohttpWire)
+            assert isinstance(worker.target.client._wire, AiohttpWire)
             run_worker(worker)
             return recording.sent
     wiretap = Wiretap()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -13,6 +14,7 @@ from typing import Any
 
 from exchange import app as bootstrap
 from exchange.db.engine import make_engine
+from exchange.dev.httpsim import LoopThread
 from exchange.settings import Settings, load_settings
 
 USER, PASSWORD, TOKEN = "1c-node", "pa55-Word!", "intake-token-123"
@@ -40,26 +42,13 @@ def running(
     if progress_wait is not None:
         config["progress_wait"] = progress_wait
     engine = make_engine(settings.database_url)
-    box: dict[str, Any] = {}
+    port: list[int] = []
     ready = threading.Event()
-    failed: list[BaseException] = []
+    stop = asyncio.Event()
 
-    def main() -> None:
-        async def go() -> None:
-            stop = asyncio.Event()
-            box["stop"], box["loop"] = stop, asyncio.get_running_loop()
-
-            def started(port: int) -> None:
-                box["port"] = port
-                ready.set()
-
-            await bootstrap.http_server(settings, engine, started=started, stop=stop)
-
-        try:
-            asyncio.run(go())
-        except BaseException as exc:  # shown by the test that waits for the server
-            failed.append(exc)
-            ready.set()
+    def started(bound: int) -> None:
+        port.append(bound)
+        ready.set()
 
     original = bootstrap.web_config
     if config:
@@ -68,20 +57,28 @@ def running(
             return replace(original(s), **config)
 
         bootstrap.web_config = patched  # type: ignore[assignment]
-    thread = threading.Thread(target=main, daemon=True)
-    thread.start()
+    thread = LoopThread("serve").start()
     try:
+        serving = thread.submit(_serve(settings, engine, started, stop))
+        serving.add_done_callback(lambda _: ready.set())  # a failure is shown by the test
         assert ready.wait(20), "serve did not start"
-        if failed:
-            raise failed[0]
-        yield f"http://127.0.0.1:{box['port']}"
+        if not port:
+            serving.result()  # raises what stopped serve before it listened
+            raise AssertionError("serve ended before it listened")
+        yield f"http://127.0.0.1:{port[0]}"
     finally:
         if config:
             bootstrap.web_config = original
-        if "loop" in box and not box["loop"].is_closed():
-            box["loop"].call_soon_threadsafe(box["stop"].set)
-        thread.join(30)
+        thread.call(stop.set)
+        concurrent.futures.wait([serving], timeout=30)
+        thread.stop()
         engine.dispose()
+
+
+async def _serve(
+    settings: Settings, engine: Any, started: Callable[[int], None], stop: asyncio.Event
+) -> None:
+    await bootstrap.http_server(settings, engine, started=started, stop=stop)
 
 
 @contextmanager

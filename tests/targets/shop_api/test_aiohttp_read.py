@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 from aiohttp.streams import StreamReader
 
-from exchange.targets.shop_api.client import _read_capped_aiohttp
+from exchange.targets.shop_api.wire_aiohttp import _read_capped_aiohttp
 
 
 def _reader() -> StreamReader:

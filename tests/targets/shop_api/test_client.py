@@ -329,11 +329,12 @@ def test_a_body_up_to_256_kib_goes_with_its_headers_in_one_write_and_a_larger_on
     # message (bench/run.py). Past 256 KiB the body is streamed, so that bytes never block
     # the loop, and the request counts as written only once its last chunk went out (a deaf
     # site is then a WriteTimeout, tests/faults/test_site_wires.py).
-    from exchange.targets.shop_api import client
+    from exchange.targets.shop_api import wire_aiohttp
+    from exchange.targets.shop_api.request import Progress
 
-    progress = client._Progress()
+    progress = Progress()
     content = b"x" * size
-    payload = client._body(content, progress)
+    payload = wire_aiohttp._body(content, progress)
 
     async def streamed() -> bytes:
         chunks = [chunk async for chunk in payload._value]

@@ -1,0 +1,168 @@
+"""The secret helpers every output uses (issue 12 item 4): ``Settings.secrets()`` names the
+values, ``secret_forms`` spells each as it may be quoted on its way out, ``mask_secrets`` hides
+them. The logs (exchange.logs), the reports (exchange.report.mask), the site client, the
+database errors and the command line all go through these.
+
+Low on purpose (the import contracts say so): the targets, the database and the logs mask
+secrets without importing the configuration.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import quote, quote_plus
+
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+from exchange.errors import ConfigurationError
+
+SECRET_MASK = "***"
+# Names of URL query parameters that carry a secret (libpq's password and sslpassword, and the
+# usual spellings of others): masked wherever a URL is shown.
+_SECRET_QUERY_KEY = re.compile(r"pass|pwd|secret|token|api_?key", re.IGNORECASE)
+BOM = "\ufeff"
+
+
+def secret_forms(secret: str) -> list[str]:
+    """Every spelling under which ``secret`` may appear in a text, longest first: as is, as a
+    Python str or bytes repr shows it, JSON-escaped (ASCII-only or not), percent-encoded (either
+    hex case, with "+" for a space or not), HTML-escaped, and JSON-escaped twice (a repr inside
+    a JSON string). Masking all of them masks the secret in any quoting."""
+    if not secret:
+        return []
+    once = {
+        secret,
+        repr(secret)[1:-1],
+        secret.encode("unicode_escape").decode("ascii"),
+        repr(secret.encode("utf-8"))[2:-1],
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        html.escape(secret),
+        html.escape(secret, quote=False),
+    }
+    for encoded in (quote(secret, safe=""), quote_plus(secret, safe=""), quote(secret)):
+        once |= {encoded, re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), encoded)}
+    # Python's repr escapes a quote only when both kinds are present: both spellings.
+    once |= {form.replace("'", "\\'") for form in list(once)}
+    forms = set(once)
+    for form in once:
+        forms.add(json.dumps(form)[1:-1])
+    return sorted(forms, key=lambda f: (-len(f), f))
+
+
+def mask_secrets(text: str, forms: Iterable[str]) -> str:
+    """``text`` with every form (from ``secret_forms``, longest first) replaced by ``***``,
+    except where that would cut a word: a form is not masked where a word character (a letter,
+    a digit or ``_``) on its edge meets one beside it. Inside a longer word the same letters
+    are another word ("t" in "rejected", "exchange" in "1c_exchange.php"): replacing them
+    there damages the text and hides nothing."""
+    pattern = _secret_pattern(tuple(form for form in forms if form))
+    return text if pattern is None else pattern.sub(SECRET_MASK, text)
+
+
+@functools.lru_cache(maxsize=64)
+def _secret_pattern(forms: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not forms:
+        return None
+    # Longest first: a secret that contains another is replaced whole.
+    ordered = sorted(set(forms), key=lambda f: (-len(f), f))
+    return re.compile("|".join(_alone(form) for form in ordered))
+
+
+def _alone(form: str) -> str:
+    """``form`` as a pattern that does not match inside a word."""
+    before = r"(?<!\w)" if re.match(r"\w", form) else ""
+    after = r"(?!\w)" if re.match(r"\w", form[-1]) else ""
+    return before + re.escape(form) + after
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The secrets a database URL carries: the password of its userinfo and the values of its
+    secret query parameters (``?password=…``, ``sslpassword=…``)."""
+    if not url:
+        return []
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return []
+    found = [str(parsed.password)] if parsed.password else []
+    for key, value in parsed.query.items():
+        if _SECRET_QUERY_KEY.search(key):
+            found += [value] if isinstance(value, str) else list(value)
+    return [secret for secret in found if secret]
+
+
+def clean_token(raw: str, source: str = "") -> str | None:
+    """The token as it goes into the Authorization header, or ValueError with one line that
+    never holds the token.
+
+    Surrounding whitespace (a trailing CR/LF of a file or an env file written on Windows, a
+    space pasted along) and a byte order mark (a file saved by Notepad) are stripped: they are
+    never part of a token, and that is what a person who wrote the file means. What remains
+    must be visible ASCII: a control character, a space or a non-ASCII character inside it
+    cannot travel in an HTTP header, and is refused here instead of failing every request."""
+    token = raw.strip().strip(BOM).strip()
+    if not token:
+        return None
+    where = f"{source}: " if source else ""
+    if token[:7].lower() == "bearer ":
+        raise ValueError(f"{where}write the token alone, without 'Bearer ' (the service adds it)")
+    for position, char in enumerate(token, start=1):
+        if "!" <= char <= "~":
+            continue
+        what = (
+            "a space"
+            if char == " "
+            else "a control character"
+            if char < " " or char == "\x7f"
+            else "a non-ASCII character"
+        )
+        raise ValueError(
+            f"{where}character {position} of {len(token)} of the token is {what}; a token "
+            "goes into an HTTP header and may hold only visible ASCII characters: copy it "
+            "again from the site"
+        )
+    return token
+
+
+def read_secret_file(path: Path, source: str) -> str:
+    """A secret file's text, or ConfigurationError when it cannot be read."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigurationError(f"{source} cannot be read: {exc.strerror}") from None
+    return secret_file_text(data, source)
+
+
+def secret_file_text(data: bytes, source: str) -> str:
+    """A secret file's bytes as text: UTF-8, a byte order mark (Notepad's) dropped, or UTF-16
+    with its byte order mark (Notepad's "Unicode"); ValueError naming ``source`` otherwise
+    (never the content)."""
+    try:
+        if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+            return data.decode("utf-16")
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError(f"{source}: the file is not UTF-8 text (save it as UTF-8)") from None
+
+
+def safe_url(url: str) -> str:
+    """A database URL fit for a log or an error message: the password masked, in the userinfo
+    and in the query (``?password=…``, ``sslpassword=…``)."""
+    try:
+        parsed: URL = make_url(url)
+    except ArgumentError:
+        return "<invalid URL>"
+    secret_keys = [key for key in parsed.query if _SECRET_QUERY_KEY.search(key)]
+    if not secret_keys:
+        return parsed.render_as_string(hide_password=True)
+    marker = "EXCHANGEMASKEDVALUE"
+    query = {**parsed.query, **dict.fromkeys(secret_keys, marker)}
+    shown = parsed.set(query=query).render_as_string(hide_password=True)
+    return shown.replace(marker, SECRET_MASK)

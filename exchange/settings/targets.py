@@ -1,0 +1,117 @@
+"""The shop's side (contract 10): which target, and the settings of WooCommerce, 1C-Bitrix and
+the shop API's batch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, Field, SecretStr, field_validator
+
+from exchange.settings.rules import is_loopback
+
+
+def _default_woo_fields() -> dict[str, Literal["regular_price", "sale_price"]]:
+    return {"retail": "regular_price"}
+
+
+class TargetSettings(BaseModel):
+    """The target chosen and each target's own settings."""
+
+    target: Literal["api", "bitrix", "woocommerce", "rabbitmq"] = Field(
+        "api",
+        description="The shop's side (contract 10): api (the shop API of section 5), bitrix "
+        "(1C-Bitrix's own exchange, the service acting as 1C), woocommerce (REST API v3) or "
+        "rabbitmq (an exchange the shop's back end reads, contract 12). bitrix and "
+        "woocommerce take price messages only.",
+    )
+    woo_url: str | None = Field(
+        None,
+        description="WooCommerce: the shop's base URL (https://shop.example.com); the REST API "
+        "is under /wp-json/wc/v3. http:// only for loopback.",
+    )
+    woo_key: SecretStr | None = Field(
+        None, description="WooCommerce: the REST API consumer key (ck_…), read and write."
+    )
+    woo_key_file: Path | None = Field(
+        None, description="WooCommerce: a file holding the consumer key; wins over woo_key."
+    )
+    woo_secret: SecretStr | None = Field(
+        None, description="WooCommerce: the REST API consumer secret (cs_…)."
+    )
+    woo_secret_file: Path | None = Field(
+        None, description="WooCommerce: a file holding the consumer secret; wins over woo_secret."
+    )
+    woo_auth: Literal["auto", "basic", "query", "oauth1"] = Field(
+        "auto",
+        description="WooCommerce: how the key travels. basic (HTTP Basic) and query "
+        "(consumer_key in the query, for hosts that drop the Authorization header) work only "
+        "where PHP sees HTTPS; oauth1 is OAuth 1.0a one-legged (the secret never travels). auto: "
+        "over http:// oauth1 only; over https:// basic, then query, then oauth1, what worked "
+        "remembered (in memory) per URL and key and tried again after a 401.",
+    )
+    woo_price_fields: dict[str, Literal["regular_price", "sale_price"]] = Field(
+        default_factory=_default_woo_fields,
+        description="WooCommerce: price_type -> the product field it sets, e.g. "
+        '{"retail": "regular_price", "sale": "sale_price"}. A price type not listed is '
+        "quarantined as unmapped-price-type.",
+    )
+    bitrix_url: str | None = Field(
+        None,
+        description="1C-Bitrix: the exchange URL, e.g. "
+        "https://shop.example.com/bitrix/admin/1c_exchange.php. http:// only for loopback.",
+    )
+    bitrix_user: str | None = Field(
+        None, description="1C-Bitrix: the user the exchange logs in as (Basic, at checkauth)."
+    )
+    bitrix_password: SecretStr | None = Field(
+        None, description="1C-Bitrix: the exchange user's password (never logged)."
+    )
+    bitrix_password_file: Path | None = Field(
+        None, description="1C-Bitrix: a file holding the password; wins over bitrix_password."
+    )
+    bitrix_catalog_id: str | None = Field(
+        None,
+        description="1C-Bitrix: the catalogue's Ид, written as the package's ИдКаталога.",
+    )
+    bitrix_price_types: dict[str, str] = Field(
+        default_factory=dict,
+        description="1C-Bitrix: price_type -> the site's price type name, e.g. "
+        '{"retail": "Розничная"}. A price type not listed is quarantined as '
+        "unmapped-price-type.",
+    )
+    bitrix_max_import_steps: int = Field(
+        200,
+        ge=1,
+        le=100_000,
+        description="1C-Bitrix: most import requests answered progress before the package "
+        "counts as a temporary failure (an import that never ends).",
+    )
+    site_batch_size: int = Field(
+        1,
+        ge=1,
+        le=1000,
+        description="Most messages per request to the batch API (POST /api/v1/updates:batch, "
+        "contract 5b); 1 sends one request per message. A site that answers 404 there gets "
+        "single requests.",
+    )
+
+    @field_validator("woo_url", "bitrix_url")
+    @classmethod
+    def _shop_url(cls, value: str | None) -> str | None:
+        if value is None or value.strip() == "":
+            return None
+        value = value.strip()
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http(s) URL with a host (e.g. https://shop.example.com)")
+        if "@" in parts.netloc:
+            raise ValueError("must not hold a user name or password (user:password@host)")
+        if parts.scheme == "http" and not is_loopback(parts.hostname):
+            raise ValueError(
+                f"plain http:// to {parts.hostname} would send the credentials unencrypted; "
+                "use https:// (http:// is accepted only for 127.0.0.0/8, ::1 and localhost)"
+            )
+        return value.rstrip("/")
