@@ -52,7 +52,6 @@ def run(url: str, messages: int, batch: int) -> dict[str, Any]:
         policy = RetryPolicy(max_attempts=5, base_delay=1.0, max_delay=60.0)
         claim_s = record_s = cpu_s = 0.0
         batches = done = 0
-        cursor = 0
         while True:
             now += timedelta(milliseconds=1)
             started, cpu = time.perf_counter(), time.process_time()
@@ -65,11 +64,9 @@ def run(url: str, messages: int, batch: int) -> dict[str, Any]:
                     lease_seconds=60,
                     kinds=KindPolicies.of(DEFAULT_KINDS),
                     max_attempts=5,
-                    after=cursor,
                 )
             claim_s += time.perf_counter() - started
             cpu_s += time.process_time() - cpu
-            cursor = taken.cursor
             if not taken.messages:
                 break
             decision = decide(delivered, attempt=1, now=now, policy=policy, rng=random.Random(0))
