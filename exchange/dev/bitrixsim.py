@@ -28,7 +28,10 @@ offer: a package holding one is refused whole), ``poison`` SKUs (the import answ
 ``form`` (the sign-in form, HTML with status 200, as Bitrix's admin prolog shows it),
 ``answer_fault`` ``html`` (a PHP fatal error page), ``failure_text`` (every import answers
 failure with it), ``delay`` (seconds before each answer), ``import_delay`` (seconds an import
-step takes, after it applied: a client that gives up first does not know the result).
+step takes, after it applied: a client that gives up first does not know the result),
+``rate_limit`` (requests per second above which the host's rate limiter, in front of PHP,
+answers 429 with Retry-After: 1 and its own HTML page, as hosting limiters do; ``rate_burst``
+seconds of it taken at once).
 
 Bookkeeping: ``history(sku)`` every price an offer's price type ``Розничная`` (``history_type``)
 took, in order; ``requests`` counts requests by mode; ``packages`` the XML of each imported one.
@@ -47,7 +50,7 @@ import zipfile
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
 
-from exchange.dev.httpsim import Handler, LoopbackServer
+from exchange.dev.httpsim import RATE_LIMITED_PAGE, Handler, LoopbackServer, RateLimit
 
 PATH = "/bitrix/admin/1c_exchange.php"
 COOKIE = "PHPSESSID"
@@ -87,6 +90,8 @@ class BitrixFaults:
     failure_text: str | None = None
     delay: float = 0.0
     import_delay: float = 0.0  # before answering an import step (after applying it)
+    rate_limit: float | None = None  # requests/s above which the host answers 429 (httpsim)
+    rate_burst: float = 0.25  # seconds of rate_limit the host's bucket holds
 
 
 @dataclass
@@ -128,6 +133,7 @@ class BitrixSimulator(LoopbackServer):
         self.chunks: list[int] = []  # the size of every file chunk received
         self.packages: list[bytes] = []
         self.overlaps = 0  # inits while another session's exchange was unfinished
+        self._limit = RateLimit()
         self._state = threading.RLock()
 
     def history(self, sku: str) -> list[str]:
@@ -274,6 +280,10 @@ class _BitrixHandler(Handler):
         sim.requests[mode] += 1
         if sim.faults.delay:
             time.sleep(sim.faults.delay)
+        if sim._limit.refuses(sim.faults.rate_limit, sim.faults.rate_burst):
+            # The host's limiter answers before PHP runs: its own HTML page, not the component's.
+            self.answer(429, RATE_LIMITED_PAGE, "text/html", {"Retry-After": "1"})
+            return
         if sim.faults.answer_fault == "html":
             self.reply("<html><body><b>Fatal error</b>: Allowed memory exhausted</body></html>")
             return

@@ -35,8 +35,9 @@ Faults (attributes, mutable while it runs): ``poison`` SKUs (item error 500), ``
 shop knows it no more), ``read_only_key`` (the key's permissions are ``read``),
 ``answer_fault`` ``redirect``|``html`` (302, or a 200 HTML page), ``rate_limit`` (requests per
 second above which the host's rate limiter, in front of PHP, answers 429 with Retry-After: 1
-and an HTML page, as hosting limiters do), ``half_apply`` (a batch applies its
-first half, then the connection is cut: WooCommerce's batch is not a transaction), ``drop_after``
+and an HTML page, as hosting limiters do; ``rate_burst`` seconds of it taken at once),
+``half_apply`` (a batch applies its first half, then the connection is cut: WooCommerce's batch
+is not a transaction), ``drop_after``
 (a batch applies all, then the connection is cut), ``delay`` (seconds before each answer).
 
 Bookkeeping: ``history(sku)`` every price the SKU's ``regular_price`` took, in order (a write of
@@ -58,7 +59,7 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl, quote, unquote, urlsplit
 
-from exchange.dev.httpsim import Handler, LoopbackServer
+from exchange.dev.httpsim import RATE_LIMITED_PAGE, Handler, LoopbackServer, RateLimit
 
 API = "/wp-json/wc/v3"
 LIMIT = 100
@@ -71,11 +72,6 @@ OAUTH_REQUIRED = (
     "oauth_signature_method",
 )
 AUTH_ERROR = "woocommerce_rest_authentication_error"
-RATE_LIMITED_PAGE = (
-    b"<!DOCTYPE html><html><head><title>429 Too Many Requests</title></head><body>"
-    b"<h1>Too Many Requests</h1><p>You have sent too many requests in a given amount of time."
-    b"</p></body></html>"
-)
 
 
 class Refused(Exception):
@@ -115,7 +111,8 @@ class WooFaults:
     refuse_key: bool = False
     read_only_key: bool = False
     answer_fault: str | None = None
-    rate_limit: int | None = None
+    rate_limit: float | None = None
+    rate_burst: float = 0.25  # seconds of rate_limit the host's bucket holds
     half_apply: bool = False
     drop_after: bool = False
     delay: float = 0.0
@@ -150,7 +147,7 @@ class WooSimulator(LoopbackServer):
         self._next_id = 100
         self._history: dict[str, list[str]] = collections.defaultdict(list)
         self.requests: collections.Counter[str] = collections.Counter()
-        self._window: collections.deque[float] = collections.deque()
+        self._limit = RateLimit()
         self._state = threading.RLock()
         self.items[1] = Item(1, "PARENT-1", 0, "")
         self._by_sku: dict[str, Item] = {"PARENT-1": self.items[1]}
@@ -326,17 +323,7 @@ class WooSimulator(LoopbackServer):
             raise Refused(AUTH_ERROR, "The API key provided does not have write permissions.")
 
     def _limited(self) -> bool:
-        limit = self.faults.rate_limit
-        if limit is None:
-            return False
-        now = time.monotonic()
-        with self._state:
-            while self._window and now - self._window[0] > 1.0:
-                self._window.popleft()
-            if len(self._window) >= limit:
-                return True
-            self._window.append(now)
-            return False
+        return self._limit.refuses(self.faults.rate_limit, self.faults.rate_burst)
 
     def _apply(self, parent: int, update: dict[str, Any]) -> dict[str, Any]:
         ident = update.get("id")
