@@ -48,9 +48,9 @@ import time
 import xml.etree.ElementTree as ET
 import zipfile
 from dataclasses import dataclass, field
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
-from exchange.dev.httpsim import RATE_LIMITED_PAGE, Handler, LoopbackServer, RateLimit
+from exchange.dev.httpsim import RATE_LIMITED_PAGE, Handler, LoopbackServer, RateLimit, php_get
 
 PATH = "/bitrix/admin/1c_exchange.php"
 COOKIE = "PHPSESSID"
@@ -116,7 +116,12 @@ class BitrixSimulator(LoopbackServer):
         step_size: int = 500,
         utf8: bool = False,
         history_type: str = "Розничная",
+        receiver: str = "bitrix",
     ) -> None:
+        """``receiver``: ``bitrix`` (catalog.import.1c behind /bitrix/admin/1c_exchange.php)
+        or ``wc1c`` (WooCommerce's wc1c plugin: its address is
+        ``/?wc1c-receiver=<id>&lazysign=<sign>&get_param``, ``receiver_url``), which reads
+        ``type`` and ``mode`` its own way and then answers as Bitrix's component does."""
         super().__init__()
         self.handler = _BitrixHandler
         self.user, self.password = user, password
@@ -134,7 +139,39 @@ class BitrixSimulator(LoopbackServer):
         self.packages: list[bytes] = []
         self.overlaps = 0  # inits while another session's exchange was unfinished
         self._limit = RateLimit()
+        self.receiver = receiver
+        self.lazysign = "lazy-sign-1"  # wc1c: the signature its receiver address carries
+        # every request as it arrived, in order: method, query, headers (names in lower case)
+        self.seen: list[tuple[str, str, dict[str, str]]] = []
         self._state = threading.RLock()
+
+    def _wc1c(self, query: dict[str, str]) -> str | None:
+        """wc1c's receiver (wc1c/wc1c-main src/Schemas/Productscml/Receiver.php): ``type`` and
+        ``mode`` as ``getModeAndType`` reads them, only when its address's ``get_param`` is
+        there (1C's ``?type`` appended to ``…&get_param`` arrives as ``get_param?type``); every
+        mode but checkauth needs the ``lazysign`` of its address (``handlerCheckauthKey``).
+        Written into ``query`` as Bitrix's component would read them; else wc1c's failure."""
+        mode = kind = ""
+        if query.get("get_param", "") != "" or query.get("get_param?type", "") != "":
+            output = php_get(query.get("get_param", "").lstrip("?"))  # parse_str
+            mode = output.get("mode", query.get("mode", ""))
+            kind = output.get("type", query.get("type", "")) or query.get("get_param?type", "")
+        if kind != "catalog" or not mode:
+            return "failure\nSchema: action not found."
+        if mode != "checkauth" and query.get("lazysign") != self.lazysign:
+            return (
+                "failure\nAuthorization key verification failed. 1C did not send the name of "
+                "the lazy signature."
+            )
+        query["type"], query["mode"] = kind, mode
+        return None
+
+    @property
+    def receiver_url(self) -> str:
+        """The address 1C's administrator types for this receiver."""
+        if self.receiver == "wc1c":
+            return f"{self.url}/?wc1c-receiver=1&lazysign={self.lazysign}&get_param"
+        return self.url + PATH
 
     def history(self, sku: str) -> list[str]:
         with self._state:
@@ -272,10 +309,13 @@ class _BitrixHandler(Handler):
         body = self.body()
         sim = self.sim
         parts = urlsplit(self.path)
-        if parts.path != PATH:
+        if parts.path != (PATH if sim.receiver == "bitrix" else "/"):
             self.reply("<html>404 Not Found</html>", 404)
             return
-        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        query = php_get(parts.query)  # $_GET, as PHP reads the query
+        sim.seen.append(
+            (self.command, parts.query, {k.lower(): v for k, v in self.headers.items()})
+        )
         mode = query.get("mode", "")
         sim.requests[mode] += 1
         if sim.faults.delay:
@@ -284,6 +324,11 @@ class _BitrixHandler(Handler):
             # The host's limiter answers before PHP runs: its own HTML page, not the component's.
             self.answer(429, RATE_LIMITED_PAGE, "text/html", {"Retry-After": "1"})
             return
+        if sim.receiver == "wc1c":
+            refused = sim._wc1c(query)
+            if refused is not None:
+                self.reply(refused)
+                return
         if sim.faults.answer_fault == "html":
             self.reply("<html><body><b>Fatal error</b>: Allowed memory exhausted</body></html>")
             return

@@ -14,6 +14,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
 from typing import Any
+from urllib.parse import parse_qsl
 
 # What a hosting provider's rate limiter in front of PHP answers (nginx limit_req with
 # limit_req_status 429, a WAF's error page): its own HTML page, never the shop's JSON or words.
@@ -49,6 +50,25 @@ class RateLimit:
                 return True
             self._tokens = tokens - 1.0
             return False
+
+
+def php_get(query: str) -> dict[str, str]:
+    """``$_GET`` as PHP builds it from a query (``php_default_treat_data``, then
+    ``php_register_variable_ex`` in main/php_variables.c): percent and ``+`` decoded, the last
+    of a repeated name wins, a name's leading spaces dropped and its spaces and dots (and a
+    ``[`` never closed) turned into ``_`` (``a.b=1`` is ``$_GET["a_b"]``); a ``?`` inside the
+    query is part of a name or value like any other character."""
+    out: dict[str, str] = {}
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        name = name.lstrip(" ")
+        if not name:
+            continue
+        bracket = name.find("[")
+        head, tail = (name, "") if bracket < 0 else (name[:bracket], name[bracket:])
+        if tail and "]" not in tail:
+            head, tail = name.replace("[", "_", 1), ""
+        out[head.replace(" ", "_").replace(".", "_") + tail] = value
+    return out
 
 
 class LoopbackServer:

@@ -42,6 +42,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from urllib.parse import quote, urlencode
 
 import httpx
 
@@ -132,6 +133,19 @@ def classify_failure(text: str, step: str) -> Classification:
     return Classification(
         Verdict.TERMINAL, detail, error_class="BitrixFailure", reason=Reason.SHOP_FAILURE
     )
+
+
+def exchange_url(typed: str, params: dict[str, str]) -> str:
+    """The address of one step as 1C's own exchange forms it: ``?type=…&mode=…`` (then
+    ``sessid``, then ``filename``) appended as text to the address its administrator typed,
+    even one that already holds a query (``…?key=v?type=catalog&mode=…``), never merged into
+    it. Receivers other than Bitrix are set up for exactly that: wc1c's receiver address ends
+    in ``&get_param``, so that 1C's ``?type`` arrives as the parameter ``get_param?type``
+    (wc1c/wc1c-main src/Schemas/Productscml/Receiver.php, ``getModeAndType``); a merged query
+    reaches it with no type and no mode. The order of the parameters is the one 1C's
+    emulators send to Bitrix (checkauth, then init/file/import with ``sessid`` before
+    ``filename``; docs/targets.md); values are percent-encoded as a query's."""
+    return f"{typed}?{urlencode(params, quote_via=quote)}"
 
 
 class BitrixTarget:
@@ -444,9 +458,8 @@ class BitrixTarget:
                 self._http,
                 self._pacer,
                 method,
-                self.url,
+                exchange_url(self.url, params),
                 ready=renew_lock,
-                params=params,
                 content=body,
                 headers=headers,
                 auth=auth,
