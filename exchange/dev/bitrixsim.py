@@ -29,6 +29,9 @@ offer: a package holding one is refused whole), ``poison`` SKUs (the import answ
 ``answer_fault`` ``html`` (a PHP fatal error page), ``failure_text`` (every import answers
 failure with it), ``delay`` (seconds before each answer), ``import_delay`` (seconds an import
 step takes, after it applied: a client that gives up first does not know the result),
+``no_permission`` (the user signs in, but is in none of the component's GROUP_PERMISSIONS:
+every later mode answers CC_BSC1_PERMISSION_DENIED), ``checkauth_failure`` (a MESSAGES key that
+checkauth answers a signed-in user: session id change, database server time),
 ``rate_limit`` (requests per second above which the host's rate limiter, in front of PHP,
 answers 429 with Retry-After: 1 and its own HTML page, as hosting limiters do; ``rate_burst``
 seconds of it taken at once).
@@ -42,6 +45,7 @@ from __future__ import annotations
 import base64
 import collections
 import io
+import re
 import secrets
 import threading
 import time
@@ -66,7 +70,43 @@ MESSAGES = {
     "CC_BSC1_FILE_READ": "Файл импорта прочитан.",
     "CC_BSC1_PROGRESS": "Обработано #DONE# из #TOTAL# элементов.",
     "CC_BSC1_IMPORT_SUCCESS": "Импорт успешно завершен.",
+    "CC_BSC1_PERMISSION_DENIED": "У Вас нет прав для импорта каталога. Проверьте настройки "
+    "компонента импорта.",
+    "CC_BSC1_ERROR_SESSION_ID_CHANGE": "Включена смена идентификатора сессий. В файле "
+    "подключения компонента обмена, до подключения пролога определите константу "
+    "BX_SESSION_ID_CHANGE: define('BX_SESSION_ID_CHANGE', false);",
+    "CC_BSC1_ERROR_DATABASE_SERVER_TIME": "Время на сервере базы данных отличается от времени на "
+    "веб-сервере больше, чем на 10 минут. Вероятно неправильно настроены временные зоны. "
+    "Выполните настройку и повторите обмен.",
 }
+# HasScriptExtension (main module, GetScriptFileExt's default list): a file 1C may not upload.
+SCRIPT_EXTENSIONS = (
+    ".php",
+    ".php3",
+    ".php4",
+    ".php5",
+    ".php6",
+    ".php7",
+    ".php8",
+    ".phtml",
+    ".pl",
+    ".asp",
+    ".aspx",
+    ".cgi",
+    ".dll",
+    ".exe",
+    ".ico",
+    ".shtm",
+    ".shtml",
+    ".fcg",
+    ".fcgi",
+    ".fpl",
+    ".asmx",
+    ".pht",
+    ".py",
+    ".psp",
+    ".var",
+)
 # What a request outside the session meets when the exchange's URL sits behind a login: the
 # main module's sign-in form (system.auth.form: form_auth, USER_LOGIN, USER_PASSWORD).
 SIGN_IN_FORM = (
@@ -92,6 +132,8 @@ class BitrixFaults:
     import_delay: float = 0.0  # before answering an import step (after applying it)
     rate_limit: float | None = None  # requests/s above which the host answers 429 (httpsim)
     rate_burst: float = 0.25  # seconds of rate_limit the host's bucket holds
+    no_permission: bool = False  # the user signs in but is in none of GROUP_PERMISSIONS
+    checkauth_failure: str | None = None  # a MESSAGES key checkauth answers a signed-in user
 
 
 @dataclass
@@ -198,6 +240,8 @@ class BitrixSimulator(LoopbackServer):
             return self._refused(), None
         if given != f"{self.user}:{self.password}":
             return self._refused(), None
+        if self.faults.checkauth_failure is not None:  # session id change, database time
+            return f"failure\n{MESSAGES[self.faults.checkauth_failure]}", None
         sid, sessid = secrets.token_hex(13), secrets.token_hex(16)
         self.sessions[sid] = _Session(sessid)
         return f"success\n{COOKIE}\n{sid}\nsessid={sessid}\ntimestamp={int(time.time())}", sid
@@ -216,6 +260,8 @@ class BitrixSimulator(LoopbackServer):
             return f"failure\n{MESSAGES['CC_BSC1_ERROR_SOURCE_CHECK']}"
         if session is None:
             return f"failure\n{MESSAGES['CC_BSC1_ERROR_AUTHORIZE']}"
+        if self.faults.no_permission:  # $bUSER_HAVE_ACCESS: admin, or one of GROUP_PERMISSIONS
+            return f"failure\n{MESSAGES['CC_BSC1_PERMISSION_DENIED']}"
         return session
 
     def _import(self, session: _Session, filename: str) -> tuple[int, str]:
@@ -282,6 +328,19 @@ class BitrixSimulator(LoopbackServer):
         session.files.clear()
         session.open = False
         return 200, f"success\n{MESSAGES['CC_BSC1_IMPORT_SUCCESS']}"
+
+
+def safe_name(filename: str) -> str | None:
+    """The name component.php writes to ($ABS_FILE_NAME), or None when it refuses it: a prefix
+    of 1C on Linux (``/tmp/``, ``upload/1c/webdata``) stripped, backslashes made slashes, the
+    slashes around it trimmed; a script extension (HasScriptExtension), a ``..`` segment
+    (rel2abs would leave the folder) or an empty name refused. A path below the folder
+    (``import_files/ab/photo.jpg``) is a name like any other."""
+    name = re.sub(r"^(/tmp/|upload/1c/webdata)", "", filename)
+    name = name.strip().replace("\\", "/").strip("/")
+    if not name or ".." in name.split("/") or name.lower().endswith(SCRIPT_EXTENSIONS):
+        return None
+    return name
 
 
 class _BitrixHandler(Handler):
@@ -364,8 +423,8 @@ class _BitrixHandler(Handler):
                 zipped = "yes" if sim.zip else "no"
                 self.reply(f"zip={zipped}\nfile_limit={sim.file_limit}")
             elif mode == "file":
-                name = query.get("filename", "")
-                if not name or "/" in name or ".." in name:
+                name = safe_name(query.get("filename", ""))
+                if name is None:
                     # no $ABS_FILE_NAME: component.php falls through to its last "else"
                     self.reply(f"failure\n{MESSAGES['CC_BSC1_ERROR_UNKNOWN_COMMAND']}")
                     return
@@ -375,7 +434,7 @@ class _BitrixHandler(Handler):
                 session.files.setdefault(name, bytearray()).extend(body)
                 self.reply("success")
             elif mode == "import":
-                status, text = sim._import(session, query.get("filename", ""))
+                status, text = sim._import(session, safe_name(query.get("filename", "")) or "")
                 pending = (status, text)
             elif mode in ("deactivate", "complete"):
                 self.reply("success")
