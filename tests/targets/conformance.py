@@ -81,4 +81,10 @@ class Shop(Protocol):
         """How many requests the shop has answered (None: not requests, a broker)."""
         ...
 
+    def lose_session(self, how: str) -> bool:
+        """The shop loses the session of the next request that needs one, answering ``how``:
+        ``message`` (its own words), ``redirect`` (to a sign-in page) or ``form`` (the sign-in
+        form, 200); False when the shop keeps no sessions."""
+        ...
+
     def close(self) -> None: ...

@@ -75,6 +75,9 @@ class ShopApiShop:
     def answered(self) -> int | None:
         return None  # the site simulator counts update requests only (not health)
 
+    def lose_session(self, how: str) -> bool:
+        return False  # a token on every request, no session
+
     def close(self) -> None:
         self.site.stop()
 
@@ -127,6 +130,9 @@ class WooShop:
     def answered(self) -> int | None:
         return sum(self.site.statuses.values())
 
+    def lose_session(self, how: str) -> bool:
+        return False  # the key on every request, no session
+
     def close(self) -> None:
         self.site.stop()
 
@@ -172,6 +178,10 @@ class BitrixShop:
 
     def answer_unreadably(self, on: bool) -> None:
         self.site.faults.answer_fault = "html" if on else None
+
+    def lose_session(self, how: str) -> bool:
+        self.site.faults.lose_session, self.site.faults.session_lost_as = 1, how
+        return True
 
     def go_down(self) -> None:
         self.site.stop()
@@ -455,3 +465,19 @@ def test_a_429_with_retry_after_is_temporary_and_carries_it(shop: Shop) -> None:
         (a.verdict, a.retry_after, a.http_status) for a in answers
     ]
     assert [] == shop.applied("SKU-1")
+
+
+@pytest.mark.parametrize("how", ["message", "redirect", "form"])
+def test_a_session_the_shop_lost_is_signed_in_again_and_nothing_is_lost(
+    shop: Shop, how: str
+) -> None:
+    """The shop lost the session (its authorization message, a redirect to a sign-in page, the
+    sign-in form with status 200): one new sign-in and the request again; delivered, nothing
+    quarantined (contract 10)."""
+    if not shop.lose_session(how):
+        pytest.skip("the shop keeps no sessions")
+
+    answers = deliver(shop, price("SKU-1", 1), price("SKU-2", 1))
+
+    assert [Verdict.DELIVERED] * 2 == verdicts(answers)
+    assert ([1], [1]) == (shop.applied("SKU-1"), shop.applied("SKU-2"))
