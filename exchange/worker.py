@@ -13,7 +13,10 @@ How fast and how many requests go is the site's pace (``domain.pace``, contract 
 request waits its turn (the pace's hold, its rate, its limit on requests in flight); every
 answer teaches the pace; a refusal that speaks about the site (429, 502-504 while others are
 refused too, any temporary failure while the site's health check fails) slows the whole worker
-and is not charged to the message.
+and is not charged to the message. A target whose ``send`` is one request is paced around it;
+a ``PacedTarget`` (WooCommerce, Bitrix: lookups, batches, read-backs, health checks, each step
+of an exchange) takes one turn per request of its own through the worker's ``Pacer``
+(``_SitePacer``), and the pace learns each of those requests' answers instead of the messages'.
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ from exchange.logs import log_event
 from exchange.queue import coalesce, control, lease, record
 from exchange.queue.idle import is_idle
 from exchange.settings import Settings
-from exchange.targets.base import OutgoingMessage, Target
+from exchange.targets.base import OutgoingMessage, PacedTarget, Target
+from exchange.targets.wire import STATUSES
 
 log = logging.getLogger(__name__)
 DETAIL_CAP = 200  # characters of a failure's detail in its outcome line
@@ -193,6 +197,10 @@ class Worker:
         self.started_at = clock.now()
         self.requests_sent = 0
         self._taken_in_at = -math.inf  # when intake last ran (monotonic)
+        # A target that makes requests of its own within one send takes a turn for each.
+        self._paced_inside = isinstance(target, PacedTarget)
+        if isinstance(target, PacedTarget):
+            target.pace_with(_SitePacer(self))
 
     def request_stop(self) -> None:
         """Let the requests in flight finish (each within EXCHANGE_HTTP_TIMEOUT) and record
@@ -426,9 +434,10 @@ class Worker:
         """One request of the batch (one message, or several through a batch endpoint): each
         message judged as its own answer. Half-open, only the first message probes; the
         others wait, uncharged."""
+        inside = self._paced_inside  # the target takes a turn per request of its own
         async with semaphore:
             held = self._held_back()
-            if held is None:
+            if held is None and not inside:
                 await self._take_turn()
                 held = self._held_back()
                 if held is not None:
@@ -441,11 +450,13 @@ class Worker:
                         self._started.add(m.pk)
                     probing = self.breaker.is_open()
                     sent = 1 if probing else len(leased)
-                    self.requests_sent += 1
+                    if not inside:
+                        self.requests_sent += 1
                     sent_at = time.monotonic()
                     answers = await self.target.send(outgoing[:sent])
                 finally:
-                    self._end_turn()
+                    if not inside:
+                        self._end_turn()
                 failpoint("after-answer")
                 answered_at = time.monotonic()
                 decisions = []
@@ -537,7 +548,10 @@ class Worker:
         self.metrics.refused(cause)
         now = self.clock.now()
         hinted = parse_retry_after(classification.retry_after, now)
-        delay = self.pace.refused(answered_at, sent_at, cause, hinted)
+        # A PacedTarget's 429 was learned as its request's answer (``_learn_request``): this
+        # one, sent before that round, only says how long the refused message waits.
+        told = self._paced_inside and status == 429
+        delay = self.pace.refused(answered_at, sent_at, cause, hinted, counted=not told)
         self._probe_turn(answered_at)
         self._wake_all()  # the waiting requests learn the hold at once
         if probing:
@@ -548,8 +562,29 @@ class Worker:
         self, classification: Classification, sent_at: float, answered_at: float
     ) -> None:
         """``_learn`` for an answer that is no temporary failure: it never speaks about the
-        site; the pace learns it (unless it refused the token: a pause)."""
+        site; the pace learns it (unless it refused the token: a pause). A PacedTarget's
+        requests taught the pace each answer already (``_learn_request``)."""
         if classification.verdict is not Verdict.PAUSE:
+            if not self._paced_inside:
+                self.pace.answered(answered_at, answered_at - sent_at)
+            self._probe_turn(answered_at)
+
+    def _learn_request(self, sent_at: float, status: int | None, retry_after: str | None) -> None:
+        """What one request of a PacedTarget teaches the pace: a 429 is the site's refusal (a
+        round, its Retry-After honoured by every request: contract 5c); an answer that is no
+        temporary failure and no pause is accepted (its RTT learned); the rest (no answer,
+        401/403, 5xx, 408, 425) teaches nothing here, as for a single request: the messages'
+        classifications say whether it speaks about the site (``_learn``)."""
+        answered_at = time.monotonic()
+        if status == 429:
+            hinted = parse_retry_after(retry_after, self.clock.now())
+            self.pace.refused(answered_at, sent_at, Cause.RATE_LIMITED, hinted)
+            self._probe_turn(answered_at)
+            self._wake_all()  # the waiting requests learn the hold at once
+        elif status is not None and STATUSES.verdict(status) not in (
+            Verdict.TEMPORARY,
+            Verdict.PAUSE,
+        ):
             self.pace.answered(answered_at, answered_at - sent_at)
             self._probe_turn(answered_at)
 
@@ -966,3 +1001,21 @@ def _outgoing(message: lease.Leased) -> OutgoingMessage:
         message.payload,
         message.created_at,
     )
+
+
+class _SitePacer:
+    """The worker's pace as a ``PacedTarget``'s requests use it (targets/base.py ``Pacer``):
+    the same turn as the worker's own requests (``_take_turn``), and each answer learned
+    (``_learn_request``)."""
+
+    def __init__(self, worker: Worker) -> None:
+        self._worker = worker
+
+    async def turn(self) -> float:
+        await self._worker._take_turn()
+        self._worker.requests_sent += 1
+        return time.monotonic()
+
+    def done(self, sent_at: float, status: int | None, retry_after: str | None) -> None:
+        self._worker._end_turn()
+        self._worker._learn_request(sent_at, status, retry_after)

@@ -28,7 +28,13 @@ offer: a package holding one is refused whole), ``poison`` SKUs (the import answ
 ``form`` (the sign-in form, HTML with status 200, as Bitrix's admin prolog shows it),
 ``answer_fault`` ``html`` (a PHP fatal error page), ``failure_text`` (every import answers
 failure with it), ``delay`` (seconds before each answer), ``import_delay`` (seconds an import
-step takes, after it applied: a client that gives up first does not know the result).
+step takes, after it applied: a client that gives up first does not know the result),
+``no_permission`` (the user signs in, but is in none of the component's GROUP_PERMISSIONS:
+every later mode answers CC_BSC1_PERMISSION_DENIED), ``checkauth_failure`` (a MESSAGES key that
+checkauth answers a signed-in user: session id change, database server time),
+``rate_limit`` (requests per second above which the host's rate limiter, in front of PHP,
+answers 429 with Retry-After: 1 and its own HTML page, as hosting limiters do; ``rate_burst``
+seconds of it taken at once).
 
 Bookkeeping: ``history(sku)`` every price an offer's price type ``Розничная`` (``history_type``)
 took, in order; ``requests`` counts requests by mode; ``packages`` the XML of each imported one.
@@ -39,15 +45,16 @@ from __future__ import annotations
 import base64
 import collections
 import io
+import re
 import secrets
 import threading
 import time
 import xml.etree.ElementTree as ET
 import zipfile
 from dataclasses import dataclass, field
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
-from exchange.dev.httpsim import Handler, LoopbackServer
+from exchange.dev.httpsim import RATE_LIMITED_PAGE, Handler, LoopbackServer, RateLimit, php_get
 
 PATH = "/bitrix/admin/1c_exchange.php"
 COOKIE = "PHPSESSID"
@@ -63,7 +70,43 @@ MESSAGES = {
     "CC_BSC1_FILE_READ": "Файл импорта прочитан.",
     "CC_BSC1_PROGRESS": "Обработано #DONE# из #TOTAL# элементов.",
     "CC_BSC1_IMPORT_SUCCESS": "Импорт успешно завершен.",
+    "CC_BSC1_PERMISSION_DENIED": "У Вас нет прав для импорта каталога. Проверьте настройки "
+    "компонента импорта.",
+    "CC_BSC1_ERROR_SESSION_ID_CHANGE": "Включена смена идентификатора сессий. В файле "
+    "подключения компонента обмена, до подключения пролога определите константу "
+    "BX_SESSION_ID_CHANGE: define('BX_SESSION_ID_CHANGE', false);",
+    "CC_BSC1_ERROR_DATABASE_SERVER_TIME": "Время на сервере базы данных отличается от времени на "
+    "веб-сервере больше, чем на 10 минут. Вероятно неправильно настроены временные зоны. "
+    "Выполните настройку и повторите обмен.",
 }
+# HasScriptExtension (main module, GetScriptFileExt's default list): a file 1C may not upload.
+SCRIPT_EXTENSIONS = (
+    ".php",
+    ".php3",
+    ".php4",
+    ".php5",
+    ".php6",
+    ".php7",
+    ".php8",
+    ".phtml",
+    ".pl",
+    ".asp",
+    ".aspx",
+    ".cgi",
+    ".dll",
+    ".exe",
+    ".ico",
+    ".shtm",
+    ".shtml",
+    ".fcg",
+    ".fcgi",
+    ".fpl",
+    ".asmx",
+    ".pht",
+    ".py",
+    ".psp",
+    ".var",
+)
 # What a request outside the session meets when the exchange's URL sits behind a login: the
 # main module's sign-in form (system.auth.form: form_auth, USER_LOGIN, USER_PASSWORD).
 SIGN_IN_FORM = (
@@ -87,6 +130,10 @@ class BitrixFaults:
     failure_text: str | None = None
     delay: float = 0.0
     import_delay: float = 0.0  # before answering an import step (after applying it)
+    rate_limit: float | None = None  # requests/s above which the host answers 429 (httpsim)
+    rate_burst: float = 0.25  # seconds of rate_limit the host's bucket holds
+    no_permission: bool = False  # the user signs in but is in none of GROUP_PERMISSIONS
+    checkauth_failure: str | None = None  # a MESSAGES key checkauth answers a signed-in user
 
 
 @dataclass
@@ -111,7 +158,12 @@ class BitrixSimulator(LoopbackServer):
         step_size: int = 500,
         utf8: bool = False,
         history_type: str = "Розничная",
+        receiver: str = "bitrix",
     ) -> None:
+        """``receiver``: ``bitrix`` (catalog.import.1c behind /bitrix/admin/1c_exchange.php)
+        or ``wc1c`` (WooCommerce's wc1c plugin: its address is
+        ``/?wc1c-receiver=<id>&lazysign=<sign>&get_param``, ``receiver_url``), which reads
+        ``type`` and ``mode`` its own way and then answers as Bitrix's component does."""
         super().__init__()
         self.handler = _BitrixHandler
         self.user, self.password = user, password
@@ -128,7 +180,40 @@ class BitrixSimulator(LoopbackServer):
         self.chunks: list[int] = []  # the size of every file chunk received
         self.packages: list[bytes] = []
         self.overlaps = 0  # inits while another session's exchange was unfinished
+        self._limit = RateLimit()
+        self.receiver = receiver
+        self.lazysign = "lazy-sign-1"  # wc1c: the signature its receiver address carries
+        # every request as it arrived, in order: method, query, headers (names in lower case)
+        self.seen: list[tuple[str, str, dict[str, str]]] = []
         self._state = threading.RLock()
+
+    def _wc1c(self, query: dict[str, str]) -> str | None:
+        """wc1c's receiver (wc1c/wc1c-main src/Schemas/Productscml/Receiver.php): ``type`` and
+        ``mode`` as ``getModeAndType`` reads them, only when its address's ``get_param`` is
+        there (1C's ``?type`` appended to ``…&get_param`` arrives as ``get_param?type``); every
+        mode but checkauth needs the ``lazysign`` of its address (``handlerCheckauthKey``).
+        Written into ``query`` as Bitrix's component would read them; else wc1c's failure."""
+        mode = kind = ""
+        if query.get("get_param", "") != "" or query.get("get_param?type", "") != "":
+            output = php_get(query.get("get_param", "").lstrip("?"))  # parse_str
+            mode = output.get("mode", query.get("mode", ""))
+            kind = output.get("type", query.get("type", "")) or query.get("get_param?type", "")
+        if kind != "catalog" or not mode:
+            return "failure\nSchema: action not found."
+        if mode != "checkauth" and query.get("lazysign") != self.lazysign:
+            return (
+                "failure\nAuthorization key verification failed. 1C did not send the name of "
+                "the lazy signature."
+            )
+        query["type"], query["mode"] = kind, mode
+        return None
+
+    @property
+    def receiver_url(self) -> str:
+        """The address 1C's administrator types for this receiver."""
+        if self.receiver == "wc1c":
+            return f"{self.url}/?wc1c-receiver=1&lazysign={self.lazysign}&get_param"
+        return self.url + PATH
 
     def history(self, sku: str) -> list[str]:
         with self._state:
@@ -155,6 +240,8 @@ class BitrixSimulator(LoopbackServer):
             return self._refused(), None
         if given != f"{self.user}:{self.password}":
             return self._refused(), None
+        if self.faults.checkauth_failure is not None:  # session id change, database time
+            return f"failure\n{MESSAGES[self.faults.checkauth_failure]}", None
         sid, sessid = secrets.token_hex(13), secrets.token_hex(16)
         self.sessions[sid] = _Session(sessid)
         return f"success\n{COOKIE}\n{sid}\nsessid={sessid}\ntimestamp={int(time.time())}", sid
@@ -173,6 +260,8 @@ class BitrixSimulator(LoopbackServer):
             return f"failure\n{MESSAGES['CC_BSC1_ERROR_SOURCE_CHECK']}"
         if session is None:
             return f"failure\n{MESSAGES['CC_BSC1_ERROR_AUTHORIZE']}"
+        if self.faults.no_permission:  # $bUSER_HAVE_ACCESS: admin, or one of GROUP_PERMISSIONS
+            return f"failure\n{MESSAGES['CC_BSC1_PERMISSION_DENIED']}"
         return session
 
     def _import(self, session: _Session, filename: str) -> tuple[int, str]:
@@ -241,6 +330,19 @@ class BitrixSimulator(LoopbackServer):
         return 200, f"success\n{MESSAGES['CC_BSC1_IMPORT_SUCCESS']}"
 
 
+def safe_name(filename: str) -> str | None:
+    """The name component.php writes to ($ABS_FILE_NAME), or None when it refuses it: a prefix
+    of 1C on Linux (``/tmp/``, ``upload/1c/webdata``) stripped, backslashes made slashes, the
+    slashes around it trimmed; a script extension (HasScriptExtension), a ``..`` segment
+    (rel2abs would leave the folder) or an empty name refused. A path below the folder
+    (``import_files/ab/photo.jpg``) is a name like any other."""
+    name = re.sub(r"^(/tmp/|upload/1c/webdata)", "", filename)
+    name = name.strip().replace("\\", "/").strip("/")
+    if not name or ".." in name.split("/") or name.lower().endswith(SCRIPT_EXTENSIONS):
+        return None
+    return name
+
+
 class _BitrixHandler(Handler):
     server_version = "nginx"
 
@@ -266,14 +368,26 @@ class _BitrixHandler(Handler):
         body = self.body()
         sim = self.sim
         parts = urlsplit(self.path)
-        if parts.path != PATH:
+        if parts.path != (PATH if sim.receiver == "bitrix" else "/"):
             self.reply("<html>404 Not Found</html>", 404)
             return
-        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        query = php_get(parts.query)  # $_GET, as PHP reads the query
+        sim.seen.append(
+            (self.command, parts.query, {k.lower(): v for k, v in self.headers.items()})
+        )
         mode = query.get("mode", "")
         sim.requests[mode] += 1
         if sim.faults.delay:
             time.sleep(sim.faults.delay)
+        if sim._limit.refuses(sim.faults.rate_limit, sim.faults.rate_burst):
+            # The host's limiter answers before PHP runs: its own HTML page, not the component's.
+            self.answer(429, RATE_LIMITED_PAGE, "text/html", {"Retry-After": "1"})
+            return
+        if sim.receiver == "wc1c":
+            refused = sim._wc1c(query)
+            if refused is not None:
+                self.reply(refused)
+                return
         if sim.faults.answer_fault == "html":
             self.reply("<html><body><b>Fatal error</b>: Allowed memory exhausted</body></html>")
             return
@@ -309,8 +423,8 @@ class _BitrixHandler(Handler):
                 zipped = "yes" if sim.zip else "no"
                 self.reply(f"zip={zipped}\nfile_limit={sim.file_limit}")
             elif mode == "file":
-                name = query.get("filename", "")
-                if not name or "/" in name or ".." in name:
+                name = safe_name(query.get("filename", ""))
+                if name is None:
                     # no $ABS_FILE_NAME: component.php falls through to its last "else"
                     self.reply(f"failure\n{MESSAGES['CC_BSC1_ERROR_UNKNOWN_COMMAND']}")
                     return
@@ -320,7 +434,7 @@ class _BitrixHandler(Handler):
                 session.files.setdefault(name, bytearray()).extend(body)
                 self.reply("success")
             elif mode == "import":
-                status, text = sim._import(session, query.get("filename", ""))
+                status, text = sim._import(session, safe_name(query.get("filename", "")) or "")
                 pending = (status, text)
             elif mode in ("deactivate", "complete"):
                 self.reply("success")

@@ -13,20 +13,77 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import socket
 import ssl
 import sys
 import threading
+import time
 from collections.abc import Callable, Coroutine, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl
 
 from aiohttp import web
 
 T = TypeVar("T")
+
+# What a hosting provider's rate limiter in front of PHP answers (nginx limit_req with
+# limit_req_status 429, a WAF's error page): its own HTML page, never the shop's JSON or words.
+RATE_LIMITED_PAGE = (
+    b"<!DOCTYPE html><html><head><title>429 Too Many Requests</title></head><body>"
+    b"<h1>Too Many Requests</h1><p>You have sent too many requests in a given amount of time."
+    b"</p></body></html>"
+)
+
+
+class RateLimit:
+    """The host's limiter, as nginx's ``limit_req`` counts (a leaky bucket, the same as a token
+    bucket): ``per_second`` requests a second, a burst of ``burst`` seconds of them (at least
+    one request; a quarter of a second by default, as sitesim's shop of issue 13); a refused
+    request takes nothing. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._tokens: float | None = None
+        self._at = 0.0
+        self._lock = threading.Lock()
+
+    def refuses(self, per_second: float | None, burst: float = 0.25) -> bool:
+        if per_second is None:
+            return False
+        now = time.monotonic()
+        most = max(1.0, per_second * burst)
+        with self._lock:
+            tokens = most if self._tokens is None else self._tokens
+            tokens = min(most, tokens + (now - self._at) * per_second)
+            self._at = now
+            if tokens < 1.0:
+                self._tokens = tokens
+                return True
+            self._tokens = tokens - 1.0
+            return False
+
+
+def php_get(query: str) -> dict[str, str]:
+    """``$_GET`` as PHP builds it from a query (``php_default_treat_data``, then
+    ``php_register_variable_ex`` in main/php_variables.c): percent and ``+`` decoded, the last
+    of a repeated name wins, a name's leading spaces dropped and its spaces and dots (and a
+    ``[`` never closed) turned into ``_`` (``a.b=1`` is ``$_GET["a_b"]``); a ``?`` inside the
+    query is part of a name or value like any other character."""
+    out: dict[str, str] = {}
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        name = name.lstrip(" ")
+        if not name:
+            continue
+        bracket = name.find("[")
+        head, tail = (name, "") if bracket < 0 else (name[:bracket], name[bracket:])
+        if tail and "]" not in tail:
+            head, tail = name.replace("[", "_", 1), ""
+        out[head.replace(" ", "_").replace(".", "_") + tail] = value
+    return out
 
 
 class LoopbackServer:
@@ -41,6 +98,7 @@ class LoopbackServer:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
+        self.statuses: collections.Counter[int] = collections.Counter()  # answers by status
 
     @property
     def url(self) -> str:
@@ -143,6 +201,8 @@ class Handler(BaseHTTPRequestHandler):
     def answer(
         self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
     ) -> None:
+        with self.server.sim.lock:  # type: ignore[attr-defined]
+            self.server.sim.statuses[status] += 1  # type: ignore[attr-defined]
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))

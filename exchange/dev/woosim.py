@@ -26,6 +26,13 @@ two items of one id are two results (``batch_items``); an item with an unknown i
 (class-wc-rest-crud-controller.php, ``update_item``); prices are strings; a product's id is not
 its SKU.
 
+Routes as WordPress resolves them (``route``): ``/wp-json/wc/v3/…`` under the home's path
+(``base_path``: a WordPress in a subdirectory), or ``?rest_route=/wc/v3/…`` (the only form with
+plain permalinks, ``pretty_permalinks=False``, where /wp-json/ is WordPress's 404 page); a route
+outside ``wc/v3`` is ``rest_no_route``. The query is read as PHP's ``$_GET`` (httpsim.php_get).
+The key's permissions by method as ``check_permissions``: HEAD and GET need read, POST, PUT,
+PATCH and DELETE write, OPTIONS nothing (``write_only_key``: a key that may not read).
+
 The host: ``is_ssl`` (what PHP sees; by default whether the simulator serves HTTPS; False over
 HTTPS is a proxy that terminates TLS without telling PHP), ``drops_authorization`` (a CGI/FastCGI
 host that does not pass the ``Authorization`` header to PHP).
@@ -35,8 +42,9 @@ Faults (attributes, mutable while it runs): ``poison`` SKUs (item error 500), ``
 shop knows it no more), ``read_only_key`` (the key's permissions are ``read``),
 ``answer_fault`` ``redirect``|``html`` (302, or a 200 HTML page), ``rate_limit`` (requests per
 second above which the host's rate limiter, in front of PHP, answers 429 with Retry-After: 1
-and an HTML page, as hosting limiters do), ``half_apply`` (a batch applies its
-first half, then the connection is cut: WooCommerce's batch is not a transaction), ``drop_after``
+and an HTML page, as hosting limiters do; ``rate_burst`` seconds of it taken at once),
+``half_apply`` (a batch applies its first half, then the connection is cut: WooCommerce's batch
+is not a transaction), ``drop_after``
 (a batch applies all, then the connection is cut), ``delay`` (seconds before each answer).
 
 Bookkeeping: ``history(sku)`` every price the SKU's ``regular_price`` took, in order (a write of
@@ -56,9 +64,9 @@ import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
-from urllib.parse import parse_qs, parse_qsl, quote, unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
-from exchange.dev.httpsim import Handler, LoopbackServer
+from exchange.dev.httpsim import RATE_LIMITED_PAGE, Handler, LoopbackServer, RateLimit, php_get
 
 API = "/wp-json/wc/v3"
 LIMIT = 100
@@ -71,11 +79,6 @@ OAUTH_REQUIRED = (
     "oauth_signature_method",
 )
 AUTH_ERROR = "woocommerce_rest_authentication_error"
-RATE_LIMITED_PAGE = (
-    b"<!DOCTYPE html><html><head><title>429 Too Many Requests</title></head><body>"
-    b"<h1>Too Many Requests</h1><p>You have sent too many requests in a given amount of time."
-    b"</p></body></html>"
-)
 
 
 class Refused(Exception):
@@ -114,8 +117,10 @@ class WooFaults:
     reject: set[str] = field(default_factory=set)
     refuse_key: bool = False
     read_only_key: bool = False
+    write_only_key: bool = False  # the key's permissions are ``write``: it may not even read
     answer_fault: str | None = None
-    rate_limit: int | None = None
+    rate_limit: float | None = None
+    rate_burst: float = 0.25  # seconds of rate_limit the host's bucket holds
     half_apply: bool = False
     drop_after: bool = False
     delay: float = 0.0
@@ -130,11 +135,19 @@ class WooSimulator(LoopbackServer):
         auto: bool = True,
         is_ssl: bool | None = None,
         drops_authorization: bool = False,
+        base_path: str = "",
+        pretty_permalinks: bool = True,
     ) -> None:
         """``auto``: a SKU never seen becomes a product on first lookup when its name starts with
         ``VAR-`` it is a variation of product 1 (so tests and the demo need no catalogue); a
         SKU starting with ``NOSUCH`` never exists."""
         super().__init__()
+        # A WordPress installed in a subdirectory (home ``http://host/shop``): every route is
+        # under it. Plain permalinks (the default of a new WordPress): /wp-json/ is not a route
+        # (WordPress's own 404 page), the REST API answers at ``/?rest_route=/wc/v3/…`` only;
+        # WP::parse_request reads rest_route from the query with pretty permalinks too.
+        self.base_path = base_path.rstrip("/")
+        self.pretty_permalinks = pretty_permalinks
         self._is_ssl = is_ssl
         self.drops_authorization = drops_authorization
         # WordPress's ``home`` option, host[:port]: what the OAuth base string is built from,
@@ -150,7 +163,7 @@ class WooSimulator(LoopbackServer):
         self._next_id = 100
         self._history: dict[str, list[str]] = collections.defaultdict(list)
         self.requests: collections.Counter[str] = collections.Counter()
-        self._window: collections.deque[float] = collections.deque()
+        self._limit = RateLimit()
         self._state = threading.RLock()
         self.items[1] = Item(1, "PARENT-1", 0, "")
         self._by_sku: dict[str, Item] = {"PARENT-1": self.items[1]}
@@ -198,6 +211,26 @@ class WooSimulator(LoopbackServer):
 
     # -- the API -------------------------------------------------------------------------
 
+    def route(self, path: str, query: str) -> str | None:
+        """The REST route WordPress serves (WP::parse_request; WooCommerce's
+        ``route_from_request_uri`` reads it the same way): ``rest_route`` from the query
+        (plain permalinks; $_GET as PHP reads it), else, with pretty permalinks, what follows
+        the home's path and ``wp-json/`` (``index.php/wp-json/`` too); None: not a REST
+        request. Without slashes around it, e.g. ``wc/v3/products``."""
+        get = php_get(query)
+        if "rest_route" in get:
+            return get["rest_route"].strip("/")
+        if not self.pretty_permalinks:
+            return None
+        rest = path.strip("/")
+        home = self.base_path.strip("/")
+        if home:  # outside the home's directory: not WordPress at all (the server's 404)
+            if not rest.lower().startswith(home.lower()):
+                return None
+            rest = rest[len(home) :].strip("/")
+        rest = rest.removeprefix("index.php/")
+        return rest[len("wp-json/") :].strip("/") if rest.startswith("wp-json/") else None
+
     @property
     def is_ssl(self) -> bool:
         return self.ssl_context is not None if self._is_ssl is None else self._is_ssl
@@ -205,7 +238,7 @@ class WooSimulator(LoopbackServer):
     def home_url(self, path: str) -> str:
         """get_home_url( null, $path, is_ssl() ? 'https' : 'http' ): the scheme is what PHP sees,
         not what the client used."""
-        home = self.home or f"{self.host}:{self.port}"
+        home = self.home or f"{self.host}:{self.port}"  # the request's path holds base_path
         return f"{'https' if self.is_ssl else 'http'}://{home}{path}"
 
     def _user(self, consumer_key: str) -> bool:
@@ -220,8 +253,9 @@ class WooSimulator(LoopbackServer):
         ``Refused`` for the WP_Error the shop answers with."""
         if self.drops_authorization:
             authorization = None  # PHP never sees it (CGI/FastCGI without a rewrite rule)
-        # $_GET as PHP reads it: percent and + decoded, the last of a repeated name wins.
-        get = dict(parse_qsl(query, keep_blank_values=True))
+        # $_GET as PHP reads it (httpsim.php_get): the last of a repeated name wins, a dot in a
+        # name is an underscore.
+        get = php_get(query)
         error: Refused | None = None
         scheme: str | None = None
         if self.is_ssl:
@@ -319,24 +353,27 @@ class WooSimulator(LoopbackServer):
                 del self.nonces[old]
 
     def _check_permissions(self, method: str) -> None:
-        """check_permissions: the key's read/write permission by the request's method."""
-        if method in ("GET", "HEAD"):
-            return  # every key of this simulator may read
-        if self.faults.read_only_key:
-            raise Refused(AUTH_ERROR, "The API key provided does not have write permissions.")
+        """check_permissions: the key's permissions (``read``, ``write`` or ``read_write``) by
+        the request's method: HEAD and GET need read, POST, PUT, PATCH and DELETE write,
+        OPTIONS nothing, any other method is refused."""
+        permissions = (
+            "read"
+            if self.faults.read_only_key
+            else "write"
+            if self.faults.write_only_key
+            else "read_write"
+        )
+        if method in ("HEAD", "GET"):
+            if permissions not in ("read", "read_write"):
+                raise Refused(AUTH_ERROR, "The API key provided does not have read permissions.")
+        elif method in ("POST", "PUT", "PATCH", "DELETE"):
+            if permissions not in ("write", "read_write"):
+                raise Refused(AUTH_ERROR, "The API key provided does not have write permissions.")
+        elif method != "OPTIONS":
+            raise Refused(AUTH_ERROR, "Unknown request method.")
 
     def _limited(self) -> bool:
-        limit = self.faults.rate_limit
-        if limit is None:
-            return False
-        now = time.monotonic()
-        with self._state:
-            while self._window and now - self._window[0] > 1.0:
-                self._window.popleft()
-            if len(self._window) >= limit:
-                return True
-            self._window.append(now)
-            return False
+        return self._limit.refuses(self.faults.rate_limit, self.faults.rate_burst)
 
     def _apply(self, parent: int, update: dict[str, Any]) -> dict[str, Any]:
         ident = update.get("id")
@@ -419,11 +456,48 @@ class _WooHandler(Handler):
     def do_PUT(self) -> None:
         self.handle_api("POST")
 
+    def do_HEAD(self) -> None:
+        self.handle_api("HEAD")
+
+    def do_OPTIONS(self) -> None:
+        self.handle_api("OPTIONS")
+
+    def do_PATCH(self) -> None:
+        self.handle_api("PATCH")
+
+    def do_DELETE(self) -> None:
+        self.handle_api("DELETE")
+
+    def answer(
+        self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
+        """A HEAD answer is the GET answer's status and headers, without the body."""
+        if self.command == "HEAD":
+            with self.sim.lock:
+                self.sim.statuses[status] += 1
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            return
+        super().answer(status, body, content_type, headers)
+
     def handle_api(self, method: str) -> None:
         raw = self.body()
         sim = self.sim
         parts = urlsplit(self.path)
-        path = parts.path.removeprefix(API).strip("/").split("/")
+        route = sim.route(parts.path, parts.query)
+        if route is None:  # not a REST request: WordPress's theme answers its 404 page
+            self.answer(404, b"<html><body>Page not found</body></html>", "text/html")
+            return
+        if not route.startswith("wc/v3/"):
+            self.error(
+                404, "rest_no_route", "No route was found matching the URL and request method."
+            )
+            return
+        path = route.removeprefix("wc/v3/").strip("/").split("/")
         sim.requests[f"{method} {'/'.join('<id>' if p.isdigit() else p for p in path)}"] += 1
         if sim.faults.delay:
             time.sleep(sim.faults.delay)
@@ -457,19 +531,24 @@ class _WooHandler(Handler):
         if sim.faults.answer_fault == "html":
             self.answer(200, b"<html><body>Maintenance</body></html>", "text/html")
             return
+        if method == "OPTIONS":  # WP_REST_Server: the route's description, no handler runs
+            self.answer(
+                200, _json({"namespace": "wc/v3", "methods": ["GET", "POST"]}), "application/json"
+            )
+            return
         with sim._state:
-            query = parse_qs(parts.query)
-            per_page = int(query.get("per_page", ["10"])[0])
-            include = [int(i) for i in ",".join(query.get("include", [])).split(",") if i]
+            query = php_get(parts.query)
+            per_page = int(query.get("per_page", "10"))
+            include = [int(i) for i in query.get("include", "").split(",") if i]
             listing = path == ["products"] or (
                 len(path) == 3 and path[1].isdigit() and path[2] == "variations"
             )
-            if method == "GET" and listing:
+            if method in ("GET", "HEAD") and listing:
                 if per_page > LIMIT:
                     self.error(400, "rest_invalid_param", "per_page must be at most 100")
                     return
                 parent = int(path[1]) if len(path) == 3 else None
-                skus = [s for s in ",".join(query.get("sku", [])).split(",") if s]
+                skus = [s for s in query.get("sku", "").split(",") if s]
                 if skus and parent is None:
                     found = [i for i in (sim.by_sku(s) for s in skus) if i is not None]
                     found = [i for i in found if i.status != "trash"]
@@ -484,7 +563,11 @@ class _WooHandler(Handler):
                 found = found[:per_page]
                 self.answer(200, _json([i.json() for i in found]), "application/json")
                 return
-            if method == "GET" and len(path) in (2, 4) and all(p.isdigit() for p in path[1::2]):
+            if (
+                method in ("GET", "HEAD")
+                and len(path) in (2, 4)
+                and all(p.isdigit() for p in path[1::2])
+            ):
                 ident = int(path[-1])
                 parent = int(path[1]) if len(path) == 4 else 0
                 item = sim.items.get(ident)

@@ -232,10 +232,20 @@ class Pace:
 
     # -- 2. and 3. what the answers teach --------------------------------------------------------
 
-    def refused(self, now: float, sent_at: float, cause: Cause, retry_after: float | None) -> float:
+    def refused(
+        self,
+        now: float,
+        sent_at: float,
+        cause: Cause,
+        retry_after: float | None,
+        *,
+        counted: bool = True,
+    ) -> float:
         """A site refusal of a request sent at ``sent_at``. Returns the seconds the refused
-        message should wait before it is due again (the hold still to run)."""
-        self._count(now, refused=cause)
+        message should wait before it is due again (the hold still to run). ``counted=False``:
+        a refusal already counted (a message of a request whose own answer was learned)."""
+        if counted:
+            self._count(now, refused=cause)
         hint = None if retry_after is None else min(retry_after, self.max_delay)
         if sent_at >= self.last_decrease:  # a new round: sent at the current pace
             self.last_decrease = now

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator
 
 from exchange.settings.rules import is_loopback
 
@@ -61,7 +61,9 @@ class TargetSettings(BaseModel):
     bitrix_url: str | None = Field(
         None,
         description="1C-Bitrix: the exchange URL, e.g. "
-        "https://shop.example.com/bitrix/admin/1c_exchange.php. http:// only for loopback.",
+        "https://shop.example.com/bitrix/admin/1c_exchange.php, exactly as 1C's administrator "
+        "would type it (a query included: ?type=…&mode=… is appended to it as 1C appends it). "
+        "http:// only for loopback.",
     )
     bitrix_user: str | None = Field(
         None, description="1C-Bitrix: the user the exchange logs in as (Basic, at checkauth)."
@@ -100,7 +102,7 @@ class TargetSettings(BaseModel):
 
     @field_validator("woo_url", "bitrix_url")
     @classmethod
-    def _shop_url(cls, value: str | None) -> str | None:
+    def _shop_url(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None or value.strip() == "":
             return None
         value = value.strip()
@@ -114,4 +116,11 @@ class TargetSettings(BaseModel):
                 f"plain http:// to {parts.hostname} would send the credentials unencrypted; "
                 "use https:// (http:// is accepted only for 127.0.0.0/8, ::1 and localhost)"
             )
+        if info.field_name == "bitrix_url":
+            # Kept as typed, a query or a trailing slash included: 1C appends its
+            # ``?type=…&mode=…`` to the address its administrator typed, whatever it holds, and
+            # receivers are set up for that (targets/bitrix/target.py, exchange_url).
+            if parts.fragment or value.endswith("#"):
+                raise ValueError("must not hold a #fragment (1C's query would follow it unsent)")
+            return value
         return value.rstrip("/")

@@ -10,14 +10,22 @@ retry decision and the breaker never learn which target runs.
 A new target is a module under ``exchange/targets/`` with a class that satisfies ``Target``,
 built by ``exchange.app.target``, and added to the conformance suite
 (tests/targets/test_conformance.py).
+
+The site's pace (contract 5c) is the worker's. A target whose ``send`` is one request (the shop
+API, RabbitMQ) is paced by the worker around ``send``. A target that makes several requests for
+one ``send`` (WooCommerce's lookups, batches per parent and read-backs; each step of a Bitrix
+exchange) or whose ``health`` is a request of its own is a ``PacedTarget``: the worker hands it
+a ``Pacer``, and every one of its requests waits its turn and tells the pace what the site
+answered, exactly as the worker's own turn does for a single request.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from exchange.domain.verdicts import Classification
 
@@ -65,4 +73,42 @@ class Target(Protocol):
 
     async def aclose(self) -> None:
         """Close connections; the target is not used afterwards."""
+        ...
+
+
+class Pacer(Protocol):
+    """The worker's pace as a target's requests use it (contract 5c)."""
+
+    async def turn(self) -> float:
+        """Wait until the pace lets one more request go (its hold, its rate, its limit on
+        requests in flight); returns the moment it went (``time.monotonic()``). Every ``turn``
+        is followed by one ``done``."""
+        ...
+
+    def done(self, sent_at: float, status: int | None, retry_after: str | None) -> None:
+        """The request that went at ``sent_at`` has ended: its HTTP status (None: no answer, a
+        transport failure) and the ``Retry-After`` it carried. Ends the turn; the pace learns
+        the answer."""
+        ...
+
+
+class Unpaced:
+    """The pace of a target used outside a worker (``exchange check``, tests): none."""
+
+    async def turn(self) -> float:
+        return time.monotonic()
+
+    def done(self, sent_at: float, status: int | None, retry_after: str | None) -> None:
+        return None
+
+
+UNPACED = Unpaced()
+
+
+@runtime_checkable
+class PacedTarget(Target, Protocol):
+    """A target whose own requests wait for the worker's pace, one turn each."""
+
+    def pace_with(self, pacer: Pacer) -> None:
+        """Every request from now on takes its turn from ``pacer``."""
         ...

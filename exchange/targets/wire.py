@@ -18,11 +18,14 @@ session (exchange/targets/bitrix/target.py).
 from __future__ import annotations
 
 import ssl
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
 from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.base import Pacer
 
 TLS_ERROR = "TLSError"  # error_class of a failed TLS handshake (e.g. an untrusted certificate)
 
@@ -115,6 +118,33 @@ def http_client(
         headers=headers,
         trust_env=True,
     )
+
+
+async def paced_request(
+    client: httpx.AsyncClient,
+    pacer: Pacer,
+    method: str,
+    url: str | httpx.URL,
+    *,
+    ready: Callable[[], Awaitable[None]] | None = None,
+    **kwargs: Any,
+) -> httpx.Response:
+    """One request of a target at the site's pace (contract 5c, targets/base.py ``Pacer``): its
+    turn first, then the pace told what came back, the status and ``Retry-After`` as the site
+    sent them (a 429 with a hosting limiter's HTML page is still a 429), or no answer.
+    ``ready``: what must hold once the turn came, right before the request goes (Bitrix renews
+    its exchange lock there: a hold may outlast it); what it raises ends the turn unsent. Raises
+    what ``client.request`` raises."""
+    sent_at = await pacer.turn()
+    try:
+        if ready is not None:
+            await ready()
+        response = await client.request(method, url, **kwargs)
+    except BaseException:
+        pacer.done(sent_at, None, None)
+        raise
+    pacer.done(sent_at, response.status_code, response.headers.get("Retry-After"))
+    return response
 
 
 def caused_by(exc: BaseException, kind: type[BaseException]) -> bool:

@@ -224,3 +224,28 @@ def test_the_sites_own_temporary_trouble_is_not_charged_to_the_messages(
     run_worker(worker, scenario)
 
     assert {("SKU-1", 1): ("delivered", None), ("SKU-2", 1): ("delivered", None)} == states(engine)
+
+
+def test_a_user_who_may_sign_in_but_not_import_pauses_once_and_charges_nothing(
+    db_url: str, engine: Engine, site: BitrixSimulator
+) -> None:
+    """The Bitrix side of issue 22 item 4: checkauth (the health check) succeeds for a user in
+    none of the component's GROUP_PERMISSIONS, and every exchange is refused
+    CC_BSC1_PERMISSION_DENIED. Delivery pauses (the key may read but not write), nothing is
+    charged, and it does not loop."""
+    site.faults.no_permission = True
+    stage(engine, [price_row("SKU-1", 1)])
+    worker = make_worker(db_url, engine, site, retry_max_delay=0.5)
+
+    async def scenario(worker: Worker) -> None:
+        for _ in range(20):
+            await worker.cycle()
+            await asyncio.sleep(0.02)
+
+    run_worker(worker, scenario)
+
+    assert worker.paused_reason is not None
+    assert "may read but not write" in worker.paused_reason
+    assert states(engine)[("SKU-1", 1)] in {("new", None), ("delayed", None)}
+    # the first refused exchange, then one write about every 0.5 s: a few in 20 cycles, not 20
+    assert site.requests["init"] <= 6, site.requests

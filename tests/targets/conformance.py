@@ -71,4 +71,20 @@ class Shop(Protocol):
         """Nothing listens any more: connections are refused."""
         ...
 
+    def limit_rate(self, per_second: float) -> bool:
+        """The shop's host limits the rate from now on (429 with Retry-After: 1; the
+        WooCommerce and Bitrix hosts with their limiter's HTML page); False when the shop has
+        no such thing (a broker)."""
+        ...
+
+    def answered(self) -> int | None:
+        """How many requests the shop has answered (None: not requests, a broker)."""
+        ...
+
+    def lose_session(self, how: str) -> bool:
+        """The shop loses the session of the next request that needs one, answering ``how``:
+        ``message`` (its own words), ``redirect`` (to a sign-in page) or ``form`` (the sign-in
+        form, 200); False when the shop keeps no sessions."""
+        ...
+
     def close(self) -> None: ...

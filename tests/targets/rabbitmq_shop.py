@@ -147,6 +147,15 @@ class RabbitMqShop:
     def go_down(self) -> None:
         self.proxy.cut()
 
+    def limit_rate(self, per_second: float) -> bool:
+        return False  # a broker refuses no publish with 429
+
+    def answered(self) -> int | None:
+        return None
+
+    def lose_session(self, how: str) -> bool:
+        return False  # a broken connection is another test's
+
     def close(self) -> None:
         self.proxy.stop()
 

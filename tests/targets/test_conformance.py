@@ -22,7 +22,7 @@ from exchange.dev.bitrixsim import BitrixSimulator
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.woosim import WooSimulator
 from exchange.domain.verdicts import Classification, Verdict
-from exchange.targets.base import OutgoingMessage, Target
+from exchange.targets.base import OutgoingMessage, PacedTarget, Target
 from exchange.targets.bitrix.target import BitrixTarget
 from exchange.targets.shop_api.client import SiteClient
 from exchange.targets.shop_api.target import ShopApiTarget
@@ -68,6 +68,16 @@ class ShopApiShop:
     def go_down(self) -> None:
         self.site.stop()
 
+    def limit_rate(self, per_second: float) -> bool:
+        self.site.faults.rate_limit = per_second
+        return True
+
+    def answered(self) -> int | None:
+        return None  # the site simulator counts update requests only (not health)
+
+    def lose_session(self, how: str) -> bool:
+        return False  # a token on every request, no session
+
     def close(self) -> None:
         self.site.stop()
 
@@ -112,6 +122,16 @@ class WooShop:
 
     def go_down(self) -> None:
         self.site.stop()
+
+    def limit_rate(self, per_second: float) -> bool:
+        self.site.faults.rate_limit = per_second
+        return True
+
+    def answered(self) -> int | None:
+        return sum(self.site.statuses.values())
+
+    def lose_session(self, how: str) -> bool:
+        return False  # the key on every request, no session
 
     def close(self) -> None:
         self.site.stop()
@@ -159,8 +179,19 @@ class BitrixShop:
     def answer_unreadably(self, on: bool) -> None:
         self.site.faults.answer_fault = "html" if on else None
 
+    def lose_session(self, how: str) -> bool:
+        self.site.faults.lose_session, self.site.faults.session_lost_as = 1, how
+        return True
+
     def go_down(self) -> None:
         self.site.stop()
+
+    def limit_rate(self, per_second: float) -> bool:
+        self.site.faults.rate_limit = per_second
+        return True
+
+    def answered(self) -> int | None:
+        return sum(self.site.statuses.values())
 
     def close(self) -> None:
         self.site.stop()
@@ -369,3 +400,84 @@ def test_closing_twice_is_harmless_and_leaves_nothing_open(shop: Shop) -> None:
         await target.aclose()
 
     asyncio.run(scenario())  # filterwarnings=error: an unclosed session would fail the test
+
+
+# -- the site's pace (contract 5c, issue 22 items 5 and 12) -----------------------------------
+
+
+class CountingPacer:
+    """A pace that lets every request go at once and counts the turns and their ends."""
+
+    def __init__(self) -> None:
+        self.turns = 0
+        self.statuses: list[int | None] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def turn(self) -> float:
+        self.turns += 1
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        return 0.0
+
+    def done(self, sent_at: float, status: int | None, retry_after: str | None) -> None:
+        self.in_flight -= 1
+        self.statuses.append(status)
+
+
+def test_every_request_a_target_makes_takes_a_turn_of_the_pace(shop: Shop) -> None:
+    """Lookups, batches, read-backs, health checks, every step of an exchange: each request
+    the shop answered took one turn of the pace and told it its status (contract 5c). A
+    target whose send is one request is paced by the worker around it instead."""
+    pacer = CountingPacer()
+
+    async def scenario(target: Target) -> None:
+        if not isinstance(target, PacedTarget):
+            pytest.skip("one request per send: the worker paces it around send")
+        target.pace_with(pacer)
+        await target.health()
+        await send_all(target, [price("SKU-1", 1), price("SKU-2", 1), price("VAR-3", 1)])
+
+    with_target(shop, scenario)
+
+    answered = shop.answered()
+    assert answered is not None and answered > 2
+    assert answered == pacer.turns == len(pacer.statuses)
+    assert all(status is not None for status in pacer.statuses)
+    assert 0 == pacer.in_flight
+
+
+def test_a_429_with_retry_after_is_temporary_and_carries_it(shop: Shop) -> None:
+    """A host's rate limiter (429, Retry-After: 1, its own HTML page on WooCommerce and
+    Bitrix): every message of the refused request is temporary with the shop's Retry-After
+    and its status, never terminal nor unknown."""
+    if not shop.limit_rate(1.0):
+        pytest.skip("a broker has no rate limiter answering 429")
+
+    async def scenario(target: Target) -> list[Classification]:
+        await target.health()  # the one request of this second (where health is limited)
+        await send_all(target, [price("SKU-0", 1)])  # (or this one)
+        return await send_all(target, [price("SKU-1", 1), price("SKU-2", 1)])
+
+    answers = with_target(shop, scenario)
+
+    assert [(Verdict.TEMPORARY, "1", 429)] * 2 == [
+        (a.verdict, a.retry_after, a.http_status) for a in answers
+    ]
+    assert [] == shop.applied("SKU-1")
+
+
+@pytest.mark.parametrize("how", ["message", "redirect", "form"])
+def test_a_session_the_shop_lost_is_signed_in_again_and_nothing_is_lost(
+    shop: Shop, how: str
+) -> None:
+    """The shop lost the session (its authorization message, a redirect to a sign-in page, the
+    sign-in form with status 200): one new sign-in and the request again; delivered, nothing
+    quarantined (contract 10)."""
+    if not shop.lose_session(how):
+        pytest.skip("the shop keeps no sessions")
+
+    answers = deliver(shop, price("SKU-1", 1), price("SKU-2", 1))
+
+    assert [Verdict.DELIVERED] * 2 == verdicts(answers)
+    assert ([1], [1]) == (shop.applied("SKU-1"), shop.applied("SKU-2"))

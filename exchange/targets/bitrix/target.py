@@ -24,6 +24,7 @@ halves and sent again, so that one bad SKU never takes the others to quarantine.
 never ends -> TEMPORARY. Other statuses by the table every target shares (targets/wire.py); an
 answer that is none of the words (an HTML page) -> UNKNOWN. Answers are read in the charset the
 site names, else UTF-8, else windows-1251 (what Bitrix sends).
+Each step waits for the worker's pace (``pace_with``, contract 5c).
 A request cut off after it went out -> TEMPORARY with the result unknown: the package is sent
 whole again (an absolute write, harmless), and Bitrix's import moves only while its client
 calls ``import``, so an abandoned exchange applies at most the step in flight.
@@ -41,18 +42,25 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from urllib.parse import quote, urlencode
 
 import httpx
 
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
-from exchange.targets.base import OutgoingMessage
+from exchange.targets.base import UNPACED, OutgoingMessage, Pacer
 from exchange.targets.bitrix.lock import ExchangeLock, ProcessLock
 from exchange.targets.bitrix.messages import Kind, recognise
 from exchange.targets.bitrix.package import Price, build
 from exchange.targets.prices import read_price
 from exchange.targets.shop_api.batch import chunks
-from exchange.targets.wire import STATUSES, http_client, httpx_failure, transport_verdict
+from exchange.targets.wire import (
+    STATUSES,
+    http_client,
+    httpx_failure,
+    paced_request,
+    transport_verdict,
+)
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +135,19 @@ def classify_failure(text: str, step: str) -> Classification:
     )
 
 
+def exchange_url(typed: str, params: dict[str, str]) -> str:
+    """The address of one step as 1C's own exchange forms it: ``?type=…&mode=…`` (then
+    ``sessid``, then ``filename``) appended as text to the address its administrator typed,
+    even one that already holds a query (``…?key=v?type=catalog&mode=…``), never merged into
+    it. Receivers other than Bitrix are set up for exactly that: wc1c's receiver address ends
+    in ``&get_param``, so that 1C's ``?type`` arrives as the parameter ``get_param?type``
+    (wc1c/wc1c-main src/Schemas/Productscml/Receiver.php, ``getModeAndType``); a merged query
+    reaches it with no type and no mode. The order of the parameters is the one 1C's
+    emulators send to Bitrix (checkauth, then init/file/import with ``sessid`` before
+    ``filename``; docs/targets.md); values are percent-encoded as a query's."""
+    return f"{typed}?{urlencode(params, quote_via=quote)}"
+
+
 class BitrixTarget:
     name = "bitrix"
 
@@ -170,6 +191,12 @@ class BitrixTarget:
         # has passed"): the HTTP timeout, as a Retry-After.
         self.window = str(max(1, math.ceil(timeout)))
         self.requests_sent = 0
+        self._pacer: Pacer = UNPACED
+
+    def pace_with(self, pacer: Pacer) -> None:
+        """Each step (checkauth, init, every file chunk, every import) waits for the worker's
+        pace (contract 5c)."""
+        self._pacer = pacer
 
     # -- the seam --------------------------------------------------------------------------
 
@@ -413,18 +440,29 @@ class BitrixTarget:
         auth: httpx.BasicAuth | None = None,
     ) -> httpx.Response:
         headers = {"Cookie": f"{session.cookie[0]}={session.cookie[1]}"} if session else None
-        if self._holding and not await asyncio.to_thread(self.lock.acquire, self.lock_seconds):
-            raise _Stop(
-                Classification(
-                    Verdict.TEMPORARY,
-                    f"{step}: the exchange lock was lost (a step outlasted it); sent again",
-                    error_class="ExchangeBusy",
+
+        async def renew_lock() -> None:
+            """After the pace's turn (a hold may be long), right before the step goes."""
+            if self._holding and not await asyncio.to_thread(self.lock.acquire, self.lock_seconds):
+                raise _Stop(
+                    Classification(
+                        Verdict.TEMPORARY,
+                        f"{step}: the exchange lock was lost (a step outlasted it); sent again",
+                        error_class="ExchangeBusy",
+                    )
                 )
-            )
-        self.requests_sent += 1
+            self.requests_sent += 1
+
         try:
-            response = await self._http.request(
-                method, self.url, params=params, content=body, headers=headers, auth=auth
+            response = await paced_request(
+                self._http,
+                self._pacer,
+                method,
+                exchange_url(self.url, params),
+                ready=renew_lock,
+                content=body,
+                headers=headers,
+                auth=auth,
             )
         except httpx.TransportError as exc:
             # Only an import applies anything: a file step cut off is simply sent again.

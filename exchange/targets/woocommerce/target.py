@@ -25,7 +25,8 @@ WooCommerce has no Idempotency-Key and no versions: repeating a write is harmles
 queue's one message per aggregate in flight with latest-wins keeps the order (contract 10).
 The consumer key and secret travel by the scheme EXCHANGE_WOO_AUTH names or ``auto`` finds
 (targets/woocommerce/auth.py: Basic or the query form only over https://, OAuth 1.0a); they are
-never logged nor put in a detail. A 401 says whether the shop judged the key (its secret, its
+never logged nor put in a detail. Every request, whatever it is for, waits for the worker's pace
+(``pace_with``, contract 5c). A 401 says whether the shop judged the key (its secret, its
 signature, its permission to write) or saw no key by any scheme tried (the transport).
 """
 
@@ -44,10 +45,16 @@ import httpx
 
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
-from exchange.targets.base import OutgoingMessage
+from exchange.targets.base import UNPACED, OutgoingMessage, Pacer
 from exchange.targets.prices import read_price
 from exchange.targets.shop_api.batch import chunks
-from exchange.targets.wire import STATUSES, http_client, httpx_failure, transport_verdict
+from exchange.targets.wire import (
+    STATUSES,
+    http_client,
+    httpx_failure,
+    paced_request,
+    transport_verdict,
+)
 from exchange.targets.woocommerce import auth
 from exchange.targets.woocommerce.ids import SkuIds, Where
 
@@ -115,6 +122,12 @@ class WooCommerceTarget:
             headers={"User-Agent": USER_AGENT},
         )
         self.requests_sent = 0  # for the bench: every HTTP request, lookups and read-backs too
+        self._pacer: Pacer = UNPACED
+
+    def pace_with(self, pacer: Pacer) -> None:
+        """Every request (lookups, batches, read-backs, the health check, each scheme tried)
+        waits for the worker's pace (contract 5c)."""
+        self._pacer = pacer
 
     def _read_auth(self) -> tuple[str, str] | None:
         key, secret = self._credentials()
@@ -160,7 +173,7 @@ class WooCommerceTarget:
                     product_id, parent = where[p.sku]
                     groups.setdefault(parent, []).append((p, product_id))
             results = await asyncio.gather(
-                *(self._write(parent, items) for parent, items in groups.items())
+                *(self._write_group(parent, items) for parent, items in groups.items())
             )
             for result in results:
                 answers.update(result)
@@ -228,6 +241,18 @@ class WooCommerceTarget:
         if found:
             await asyncio.to_thread(self.ids.put, found)
         return {**known, **found}
+
+    async def _write_group(
+        self, parent: int | None, items: list[tuple[_Price, int]]
+    ) -> dict[str, Classification]:
+        """One parent's batch, its whole answer (a 429, a 5xx) deciding its own items only: the
+        other parents' batches of the round stand as their answers said (one refused batch
+        used to mark every price of the round temporary, the delivered ones too, so that a
+        shop at its rate limit was sent the same round again and again)."""
+        try:
+            return await self._write(parent, items)
+        except _Answer as whole:
+            return {p.message.message_id: whole.classification for p, _ in items}
 
     async def _write(
         self, parent: int | None, items: list[tuple[_Price, int]]
@@ -369,7 +394,9 @@ class WooCommerceTarget:
                 headers["Content-Type"] = "application/json"
             self.requests_sent += 1
             try:
-                response = await self._http.request(method, url, content=content, headers=headers)
+                response = await paced_request(
+                    self._http, self._pacer, method, url, content=content, headers=headers
+                )
             except httpx.TransportError as exc:
                 # One reading for every target (targets/wire.py): not reached, sent and no
                 # answer (the shop may have applied it: read back), or a certificate not trusted.
