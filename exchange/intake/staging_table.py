@@ -66,6 +66,7 @@ from exchange.intake.contracts import (
     Rejected,
     StagingRow,
     price_aggregate,
+    product_name,
     validate,
 )
 from exchange.queue import order
@@ -302,6 +303,7 @@ def _read_rows(
             staging.c.schema_version,
             staging.c.source_ref,
             staging.c.created_at,
+            staging.c.name,
         )
         .where(staging.c.taken_at.is_(None), staging.c.id > after, staging.c.id <= last_id)
         .order_by(staging.c.id)
@@ -314,7 +316,9 @@ def _read_rows(
             return [_pg_row(tuple(row)) for row in connection.execute(query)]
         except (DBAPIError, ValueError, OverflowError):  # a created_at of 'infinity': no time
             loose = query.with_only_columns(
-                *list(query.selected_columns)[:-1], cast(staging.c.created_at, Text)
+                *list(query.selected_columns)[:-2],
+                cast(staging.c.created_at, Text),
+                staging.c.name,
             )
             return [_loose_row(tuple(row), raw_time=True) for row in connection.execute(loose)]
     # SQLite stores what it is given: text in the version column, bytes that are not UTF-8, a
@@ -328,8 +332,18 @@ def _read_rows(
 
 
 def _pg_row(values: tuple[Any, ...]) -> StagingRow:
-    row_id, kind, aggregate, version, *rest = values
-    return StagingRow(row_id, kind, aggregate, _whole(version), *rest)
+    row_id, kind, aggregate, version, payload, schema_version, source_ref, created_at, name = values
+    return StagingRow(
+        row_id,
+        kind,
+        aggregate,
+        _whole(version),
+        payload,
+        schema_version,
+        source_ref,
+        created_at,
+        name=product_name(name),
+    )
 
 
 def _whole(version: Any) -> Any:
@@ -351,6 +365,7 @@ def _select_loosely(connection: Connection, query: Any) -> list[StagingRow]:
         staging.c.aggregate_version,
         *(cast(staging.c[name], LargeBinary) for name in _TEXT_COLUMNS[2:]),
         cast(staging.c.created_at, Text),
+        cast(staging.c.name, LargeBinary),
     ]
     return [
         _loose_row(tuple(row), raw_time=True)
@@ -363,7 +378,9 @@ _TEXT_COLUMNS = ("kind", "aggregate", "payload", "schema_version", "source_ref")
 
 def _loose_row(values: tuple[Any, ...], *, raw_time: bool = False) -> StagingRow:
     """A staging row from SQLite's values; what breaks the table's types is its ``defect``."""
-    row_id, kind, aggregate, version, payload, schema_version, source_ref, created_at = values
+    row_id, kind, aggregate, version, payload, schema_version, source_ref, created_at, label = (
+        values
+    )
     defects: list[str] = []
     texts = {}
     given = (kind, aggregate, payload, schema_version, source_ref)
@@ -395,6 +412,7 @@ def _loose_row(values: tuple[Any, ...], *, raw_time: bool = False) -> StagingRow
         texts["source_ref"],
         created_at,
         defect="; ".join(defects) or None,
+        name=product_name(label),
     )
 
 
@@ -617,6 +635,7 @@ _FROM_ROW: tuple[tuple[str, Any], ...] = (
     ("schema_version", String()),
     ("payload", Text()),
     ("source_ref", String()),
+    ("name", String()),
     ("created_at", DateTime()),  # naive UTC, as UTCDateTime stores it
     ("staging_id", BigInteger()),
     ("claim_rank", BigInteger()),
@@ -633,6 +652,7 @@ def _row_values(item: Accepted, now: datetime, rank: dict[int, int]) -> tuple[An
         row.schema_version,
         item.payload,
         row.source_ref,
+        row.name,
         _created_at(row, now),
         row.id,
         rank[row.id],
@@ -780,6 +800,7 @@ def _insert_rejected(
             "aggregate_id": None,
             "rejected": True,
             **_held_to_columns(row),
+            "name": row.name,
             "payload": row.payload if isinstance(row.payload, str) else "",
             "created_at": _created_at(row, now),
             "staging_id": row.id,
