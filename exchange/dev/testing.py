@@ -235,6 +235,7 @@ def fill_quarantine(
     *,
     reasons: tuple[str, ...] = ("http-422", "unknown-sku"),
     since: datetime | None = None,
+    prefix: str = "Q",
 ) -> list[str]:
     """``count`` quarantined price messages written straight into ``messages`` (each with its
     aggregate), one a minute from ``since`` (by default ``count`` minutes ago), the reasons in
@@ -244,7 +245,7 @@ def fill_quarantine(
     start = since or now - timedelta(minutes=count)
     rows: list[dict[str, Any]] = []
     for n in range(count):
-        sku = f"Q-{n:05d}"
+        sku = f"{prefix}-{n:05d}"
         aggregate = f"{sku}/retail"
         payload = {"sku": sku, "price": f"{100 + n % 900}.00", "currency": "RUB"}
         at = start + timedelta(minutes=n)
@@ -275,7 +276,8 @@ def fill_quarantine(
         ids = dict(
             connection.execute(
                 select(aggregates.c.aggregate, aggregates.c.id).where(
-                    aggregates.c.kind == "price", aggregates.c.aggregate.like("Q-%")
+                    aggregates.c.kind == "price",
+                    aggregates.c.aggregate.in_([r["aggregate"] for r in rows]),
                 )
             ).all()
         )

@@ -148,7 +148,7 @@ WORDS: dict[str, dict[Lang, str]] = {
     "preview_added": {"ru": "Добавились после просмотра", "en": "Added since the preview"},
     "preview_gone": {"ru": "Больше не под фильтром", "en": "No longer selected"},
     "released": {
-        "ru": "После отмены уйдут на сайт без отменённых: более поздние версии",
+        "ru": "После снятия уйдут на сайт без снятых: более поздние версии",
         "en": "After the cancel these later versions go out without the cancelled ones",
     },
     "released_row": {
