@@ -80,7 +80,7 @@ def test_the_quarantine_list_pages_sorts_filters_by_the_reasons_present_and_sele
     assert page.locator("#what").inner_text() == "Будут сняты с отправки навсегда: 50"
     page.click("#back")
     assert page.url == f"{base}/quarantine?reason=http-422&per=50"
-    shot(page, "quarantine")
+    shot(page, "quarantine-list")
     # «All 60 matching»: its preview fixes the ids; one that comes after it is not acted on.
     page.check("#scope-all")
     page.click("#selected button[value=retry]")
