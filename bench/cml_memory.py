@@ -41,7 +41,7 @@ import json, resource, sys, tracemalloc
 from exchange.intake.commerceml.mapping import Mapper
 from exchange.intake.commerceml.parse import CmlError, parse
 rows = 0
-def out(aggregate, payload):
+def out(aggregate, payload, name):
     global rows
     rows += 1
 mapper = Mapper(price_types={"Розничная": "retail", "t1": "retail"}, sku_mode="id",

@@ -29,7 +29,7 @@ from exchange.dev.cml_gen import BENCH_TYPES
 from exchange.intake.commerceml.mapping import Mapper
 from exchange.intake.commerceml.parse import parse
 rows = 0
-def out(aggregate, payload):
+def out(aggregate, payload, name):
     global rows
     rows += 1
 mapper = Mapper(price_types={t.name: f"type{i}" for i, t in enumerate(BENCH_TYPES)},

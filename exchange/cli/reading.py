@@ -136,11 +136,16 @@ def _intake_line(taken: dict[str, Any]) -> str:
 def find_command(
     ctx: typer.Context,
     term: Annotated[
-        str, typer.Argument(help="A SKU, an aggregate, a 1C document (source_ref) or an id prefix.")
+        str,
+        typer.Argument(
+            help="The beginning of a SKU, an aggregate or a message_id, or of any word of a 1C "
+            "document (source_ref) or a product name."
+        ),
     ],
     as_json: JsonOpt = False,
 ) -> None:
-    """Any message in any state by SKU, aggregate, 1C document or the start of its id."""
+    """Any message in any state by the beginning of a SKU, aggregate, id, or of any word of its
+    1C document or product name."""
     with _guard():
         settings = _settings(ctx)
         engine = _reading_engine(settings)
@@ -194,7 +199,9 @@ def _print_found(rows: list[dict[str, Any]]) -> None:
         out.print(
             f"    {row['state']}  {row['kind']} {row['aggregate']} v{row['version']}  "
             f"reason={row['reason'] or '-'}  1C={row['source_ref'] or '-'}  "
-            f"updated {row['updated_at']}",
+            + (f"price={row['price']} {row['currency'] or ''}  " if row.get("price") else "")
+            + (f"name={row['name']}  " if row.get("name") else "")
+            + f"updated {row['updated_at']}",
             markup=False,
             highlight=False,
         )

@@ -107,6 +107,9 @@ class StagingIntent(Base):
     payload: Mapped[str] = mapped_column(Text)
     schema_version: Mapped[str] = mapped_column(String(32), server_default="1")
     source_ref: Mapped[str | None] = mapped_column(String(500))
+    # The product's name, for people (contract 1): optional, never sent to a shop; a staging
+    # table 1C created without it works without names (migration 0016).
+    name: Mapped[str | None] = mapped_column(String(500))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, server_default=utcnow())
     taken_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
@@ -129,6 +132,8 @@ class Aggregate(Base):
             sqlite_where=sa_text("lease_token IS NOT NULL"),
             postgresql_where=sa_text("lease_token IS NOT NULL"),
         ),
+        # ``find`` by the beginning of a SKU (migration 0016; see ``prefix_index``).
+        Index("ix_aggregates_sku_prefix", "sku", postgresql_ops={"sku": "varchar_pattern_ops"}),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -168,6 +173,26 @@ class Message(Base):
             sqlite_where=sa_text(CLAIMABLE_STATES),
             postgresql_where=sa_text(CLAIMABLE_STATES),
         ),
+        # ``find`` by the beginning of an aggregate, a 1C document, a product name or a
+        # message_id (migration 0016): LIKE 'x%' reads a range of these on PostgreSQL through
+        # ``varchar_pattern_ops`` (whatever the database's collation); SQLite reads the same
+        # range of the plain index through the bounds ``find`` adds beside the LIKE.
+        Index(
+            "ix_messages_aggregate_prefix",
+            "aggregate",
+            postgresql_ops={"aggregate": "varchar_pattern_ops"},
+        ),
+        Index(
+            "ix_messages_source_ref_prefix",
+            "source_ref",
+            postgresql_ops={"source_ref": "varchar_pattern_ops"},
+        ),
+        Index("ix_messages_name_prefix", "name", postgresql_ops={"name": "varchar_pattern_ops"}),
+        Index(
+            "ix_messages_message_id_prefix",
+            "message_id",
+            postgresql_ops={"message_id": "varchar_pattern_ops"},
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -181,6 +206,8 @@ class Message(Base):
     schema_version: Mapped[str] = mapped_column(String(32))
     payload: Mapped[str] = mapped_column(Text)
     source_ref: Mapped[str | None] = mapped_column(String(500))
+    # The product's name where the source gave one (contract 1): for people, never sent.
+    name: Mapped[str | None] = mapped_column(String(500))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     staging_id: Mapped[int | None] = mapped_column(BigInteger)
     taken_at: Mapped[datetime] = mapped_column(UTCDateTime)

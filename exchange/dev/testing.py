@@ -7,12 +7,14 @@ import itertools
 import json
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, insert, select
 
 from exchange.db.engine import transaction
-from exchange.db.schema import history, messages
+from exchange.db.schema import aggregates, history, messages
+from exchange.domain.identity import message_id
 from exchange.intake.stage import stage as intake_stage
 from exchange.settings import Settings, load_settings
 from exchange.worker import Worker
@@ -225,3 +227,61 @@ def message(engine: Engine, kind: str, aggregate: str, version: int) -> dict[str
             .one()
         )
     return dict(row)
+
+
+def fill_quarantine(
+    engine: Engine,
+    count: int,
+    *,
+    reasons: tuple[str, ...] = ("http-422", "unknown-sku"),
+    since: datetime | None = None,
+    prefix: str = "Q",
+) -> list[str]:
+    """``count`` quarantined price messages written straight into ``messages`` (each with its
+    aggregate), one a minute from ``since`` (by default ``count`` minutes ago), the reasons in
+    turn and attempts from 1 to 5: a large quarantine for the list's tests and its benchmark,
+    made in seconds. Returns their message_ids, oldest first."""
+    now = datetime.now(UTC)
+    start = since or now - timedelta(minutes=count)
+    rows: list[dict[str, Any]] = []
+    for n in range(count):
+        sku = f"{prefix}-{n:05d}"
+        aggregate = f"{sku}/retail"
+        payload = {"sku": sku, "price": f"{100 + n % 900}.00", "currency": "RUB"}
+        at = start + timedelta(minutes=n)
+        rows.append(
+            {
+                "message_id": message_id("price", aggregate, 1),
+                "kind": "price",
+                "aggregate": aggregate,
+                "version": 1,
+                "schema_version": "1",
+                "payload": json.dumps({**payload, "price_type": "retail"}),
+                "source_ref": f"1C exchange offers.xml {start.date().isoformat()}",
+                "created_at": at,
+                "taken_at": at,
+                "state": "quarantined",
+                "reason": reasons[n % len(reasons)],
+                "attempts": 1 + n % 5,
+                "last_error": "site answered 422: price below cost",
+                "waiting_since": at,
+                "updated_at": at,
+            }
+        )
+    with transaction(engine) as connection:
+        connection.execute(
+            insert(aggregates),
+            [{"kind": "price", "aggregate": r["aggregate"], "done_version": 0} for r in rows],
+        )
+        ids = dict(
+            connection.execute(
+                select(aggregates.c.aggregate, aggregates.c.id).where(
+                    aggregates.c.kind == "price",
+                    aggregates.c.aggregate.in_([r["aggregate"] for r in rows]),
+                )
+            ).all()
+        )
+        connection.execute(
+            insert(messages), [{**r, "aggregate_id": ids[r["aggregate"]]} for r in rows]
+        )
+    return [r["message_id"] for r in rows]

@@ -64,6 +64,8 @@ class StagingRow:
     # A row a 1C package staged (its version is a package's number, recorded in cml_packages):
     # only such a row may carry a version from PACKAGE_VERSIONS_FROM up.
     package: bool = False
+    # The product's name (contract 1): for people, never sent; ``product_name`` made it text.
+    name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,6 +381,28 @@ def _encodable(name: str, value: str | None) -> None:
         raise ContractError(
             Reason.INVALID_CONTRACT, f"{name} contains an unpaired UTF-16 surrogate"
         ) from None
+
+
+NAME_LIMIT = 500  # staging_intents.name
+
+
+def product_name(value: Any) -> str | None:
+    """A staging row's ``name`` as the service keeps it: text, printable, at most 500
+    characters; anything else is no name. A name is for people only, so it never rejects
+    the row it comes with (a price is not quarantined for its label)."""
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    if not isinstance(value, str):
+        return None
+    shown = " ".join(_CONTROL.sub(" ", value).split())[:NAME_LIMIT]
+    try:
+        shown.encode("utf-8")
+    except UnicodeEncodeError:  # an unpaired surrogate
+        return None
+    return shown or None
 
 
 def _check_columns(row: StagingRow) -> None:

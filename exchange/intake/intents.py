@@ -31,13 +31,14 @@ from exchange.intake.contracts import (
     StagingRow,
     dump_json,
     nesting,
+    product_name,
     unique_keys,
     validate,
 )
 from exchange.intake.stage import stage
 
 FIELDS = frozenset(
-    {"kind", "aggregate", "aggregate_version", "payload", "schema_version", "source_ref"}
+    {"kind", "aggregate", "aggregate_version", "payload", "schema_version", "source_ref", "name"}
 )
 
 
@@ -115,6 +116,9 @@ def intent_row(item: dict[str, Any]) -> dict[str, Any] | str:
         return "schema_version must be a string of at most 32 characters"
     if source_ref is not None and (not isinstance(source_ref, str) or len(source_ref) > 500):
         return "source_ref must be a string of at most 500 characters"
+    name = item.get("name")  # contract 1: the product's name, for people, never sent
+    if name is not None and (not isinstance(name, str) or len(name) > 500):
+        return "name must be a string of at most 500 characters"
     return {
         "kind": kind,
         "aggregate": aggregate,
@@ -122,6 +126,7 @@ def intent_row(item: dict[str, Any]) -> dict[str, Any] | str:
         "payload": payload,
         "schema_version": schema_version,
         "source_ref": source_ref,
+        "name": product_name(name),
     }
 
 

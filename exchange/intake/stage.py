@@ -29,8 +29,17 @@ def stage(connection: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
     return len(rows)
 
 
-COLUMNS = ("kind", "aggregate", "aggregate_version", "payload", "schema_version", "source_ref")
-Row = tuple[str, str, int, str, str, str | None]
+COLUMNS = (
+    "kind",
+    "aggregate",
+    "aggregate_version",
+    "payload",
+    "schema_version",
+    "source_ref",
+    "name",
+)
+# The last value is the product's name (None where the source gave none).
+Row = tuple[str, str, int, str, str, str | None, str | None]
 
 
 def stage_many(connection: Connection, rows: Sequence[Row]) -> int:
@@ -63,7 +72,7 @@ def stage_attached(
     schema_version: str,
     source_ref: str | None,
 ) -> int:
-    """The rows of ``source``, a table ``(aggregate, payload)`` of a database attached to
+    """The rows of ``source``, a table ``(aggregate, payload, name)`` of a database attached to
     ``connection`` (SQLite, ``transaction(attach=...)``), staged in its rowid order with these
     other columns, as ``stage_many`` would stage the same tuples: one ``INSERT ... SELECT``
     that SQLite runs without Python per row, in ``connection``'s transaction. Returns how
@@ -73,7 +82,7 @@ def stage_attached(
     driver: Any = connection.connection.driver_connection  # the same transaction
     cursor = driver.execute(
         f"INSERT INTO {table} ({columns}) "
-        f"SELECT ?, aggregate, ?, payload, ?, ? FROM {source} ORDER BY rowid",
+        f"SELECT ?, aggregate, ?, payload, ?, ?, name FROM {source} ORDER BY rowid",
         (kind, version, schema_version, source_ref),
     )
     try:

@@ -31,7 +31,7 @@ from exchange.db.engine import is_postgres
 from exchange.db.schema import cml_packages, staging
 from exchange.domain.clock import ensure_utc
 from exchange.domain.identity import MAX_VERSION, PACKAGE_VERSIONS_FROM
-from exchange.intake.contracts import StagingRow
+from exchange.intake.contracts import StagingRow, product_name
 
 
 def _select_rows(
@@ -79,6 +79,7 @@ def _read_rows(
             staging.c.schema_version,
             staging.c.source_ref,
             staging.c.created_at,
+            staging.c.name,
         )
         .where(staging.c.taken_at.is_(None), staging.c.id > after, staging.c.id <= last_id)
         .order_by(staging.c.id)
@@ -91,7 +92,9 @@ def _read_rows(
             return [_pg_row(tuple(row)) for row in connection.execute(query)]
         except (DBAPIError, ValueError, OverflowError):  # a created_at of 'infinity': no time
             loose = query.with_only_columns(
-                *list(query.selected_columns)[:-1], cast(staging.c.created_at, Text)
+                *list(query.selected_columns)[:-2],
+                cast(staging.c.created_at, Text),
+                staging.c.name,
             )
             return [_loose_row(tuple(row), raw_time=True) for row in connection.execute(loose)]
     # SQLite stores what it is given: text in the version column, bytes that are not UTF-8, a
@@ -105,8 +108,18 @@ def _read_rows(
 
 
 def _pg_row(values: tuple[Any, ...]) -> StagingRow:
-    row_id, kind, aggregate, version, *rest = values
-    return StagingRow(row_id, kind, aggregate, _whole(version), *rest)
+    row_id, kind, aggregate, version, payload, schema_version, source_ref, created_at, name = values
+    return StagingRow(
+        row_id,
+        kind,
+        aggregate,
+        _whole(version),
+        payload,
+        schema_version,
+        source_ref,
+        created_at,
+        name=product_name(name),
+    )
 
 
 def _whole(version: Any) -> Any:
@@ -128,6 +141,7 @@ def _select_loosely(connection: Connection, query: Any) -> list[StagingRow]:
         staging.c.aggregate_version,
         *(cast(staging.c[name], LargeBinary) for name in _TEXT_COLUMNS[2:]),
         cast(staging.c.created_at, Text),
+        cast(staging.c.name, LargeBinary),
     ]
     return [
         _loose_row(tuple(row), raw_time=True)
@@ -140,7 +154,9 @@ _TEXT_COLUMNS = ("kind", "aggregate", "payload", "schema_version", "source_ref")
 
 def _loose_row(values: tuple[Any, ...], *, raw_time: bool = False) -> StagingRow:
     """A staging row from SQLite's values; what breaks the table's types is its ``defect``."""
-    row_id, kind, aggregate, version, payload, schema_version, source_ref, created_at = values
+    row_id, kind, aggregate, version, payload, schema_version, source_ref, created_at, label = (
+        values
+    )
     defects: list[str] = []
     texts = {}
     given = (kind, aggregate, payload, schema_version, source_ref)
@@ -172,6 +188,7 @@ def _loose_row(values: tuple[Any, ...], *, raw_time: bool = False) -> StagingRow
         texts["source_ref"],
         created_at,
         defect="; ".join(defects) or None,
+        name=product_name(label),
     )
 
 

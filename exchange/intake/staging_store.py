@@ -269,6 +269,7 @@ _FROM_ROW: tuple[tuple[str, Any], ...] = (
     ("schema_version", String()),
     ("payload", Text()),
     ("source_ref", String()),
+    ("name", String()),
     ("created_at", DateTime()),  # naive UTC, as UTCDateTime stores it
     ("staging_id", BigInteger()),
     ("claim_rank", BigInteger()),
@@ -285,6 +286,7 @@ def _row_values(item: Accepted, now: datetime, rank: dict[int, int]) -> tuple[An
         row.schema_version,
         item.payload,
         row.source_ref,
+        row.name,
         _created_at(row, now),
         row.id,
         rank[row.id],
@@ -432,6 +434,7 @@ def _insert_rejected(
             "aggregate_id": None,
             "rejected": True,
             **_held_to_columns(row),
+            "name": row.name,
             "payload": row.payload if isinstance(row.payload, str) else "",
             "created_at": _created_at(row, now),
             "staging_id": row.id,

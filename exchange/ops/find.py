@@ -1,15 +1,19 @@
-"""Any message in any state, found by what an operator knows: a SKU, an aggregate, a 1C
-document (``source_ref``) or the first characters of a message_id; and what a retry or a
-cancel would set going besides the messages it names (the consequences a preview states)."""
+"""Any message in any state, found by what an operator knows: the beginning of a SKU, an
+aggregate, a message_id, or of any word of a 1C document (``source_ref``) or a product name;
+and what a retry or a cancel would set going besides the messages it names (the consequences
+a preview states)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, false, func, not_, or_, select
+from sqlalchemy import ColumnElement, Connection, and_, false, func, not_, select, union
 
+from exchange.db.engine import is_postgres
 from exchange.db.schema import aggregates, messages
 from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
@@ -38,27 +42,75 @@ def check_filters(reason: str | None, kind: str | None, kinds: Iterable[str]) ->
 
 
 def _like_prefix(text: str) -> str:
+    """``text%`` for LIKE ... ESCAPE '\\': a ``%`` or ``_`` in what the operator typed is
+    that character, never a wildcard."""
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return escaped + "%"
 
 
+# Above every character: ``text + LAST`` bounds the strings that begin with ``text``.
+LAST = "\U0010ffff"
+
+
+def _starts(column: Any, term: str, postgres: bool) -> ColumnElement[bool]:
+    """The column begins with ``term`` (case counts): a range of its prefix index (migration
+    0016). PostgreSQL reads LIKE 'x%' as that range through ``varchar_pattern_ops``; SQLite
+    would only with a NOCASE index (its LIKE ignores the case of Latin letters), so the range
+    is spelled beside the LIKE, in code point order (SQLite's binary collation of UTF-8)."""
+    like = column.like(_like_prefix(term), escape="\\")
+    if postgres:
+        return like  # type: ignore[no-any-return]
+    return and_(column >= term, column < term + LAST, like)
+
+
+def _word_starts(column: Any, term: str) -> ColumnElement[bool]:
+    """A word of the column (after a space) begins with ``term``: «offers.xml» in
+    «1C exchange offers.xml 2026-11-30T10:00:00». The text's own beginning is ``_starts``."""
+    return column.like("% " + _like_prefix(term), escape="\\")  # type: ignore[no-any-return]
+
+
+def _spellings(term: str) -> list[str]:
+    """Words as people type them: as typed, in lower case and with a capital first letter
+    («кофе» finds «Кофе молотый» and «Молотый кофе»); neither database folds Cyrillic case."""
+    return sorted({term, term.lower(), term[:1].upper() + term[1:].lower()})
+
+
+def matching(term: str, postgres: bool) -> ColumnElement[bool]:
+    """What ``find`` looks for, as one condition on ``messages``: the beginning of a SKU or an
+    aggregate, of the message_id, of the 1C document (``source_ref``) or a product name, or of
+    any word of these two.
+
+    Set-based, one UNION of ids, each part reading an index (migration 0016): a beginning is a
+    range of its column's index; a word inside is looked for among the distinct documents and
+    names (a scan of their index, which is far smaller than the table, as there are far fewer
+    documents than messages), and their messages are then read through the same index."""
+    found = messages.alias("found")
+    by_sku = select(aggregates.c.id).where(_starts(aggregates.c.sku, term, postgres))
+    parts = [
+        select(found.c.id).where(_starts(found.c.aggregate, term, postgres)),
+        select(found.c.id).where(found.c.aggregate_id.in_(by_sku)),
+        select(found.c.id).where(_starts(found.c.message_id, term, postgres)),
+    ]
+    for column in ("source_ref", "name"):
+        words = messages.alias(f"{column}_words")
+        for spelling in _spellings(term):
+            parts.append(select(found.c.id).where(_starts(found.c[column], spelling, postgres)))
+            inside = (
+                select(words.c[column]).where(_word_starts(words.c[column], spelling)).distinct()
+            )
+            parts.append(select(found.c.id).where(found.c[column].in_(inside)))
+    return messages.c.id.in_(union(*parts))
+
+
 def find(connection: Connection, term: str, limit: int = FOUND_SHOWN) -> list[dict[str, Any]]:
-    """Messages whose SKU, aggregate or source_ref is ``term``, or whose message_id starts
-    with it; newest first. An empty term finds nothing (never the whole table)."""
+    """Messages ``matching`` the term, newest first, at most ``limit``. An empty term finds
+    nothing (never the whole table). A ``price`` message says its price and currency."""
     term = term.strip()
     if not term:
         return []
-    by_sku = select(aggregates.c.id).where(aggregates.c.sku == term)
     rows = connection.execute(
         select(messages)
-        .where(
-            or_(
-                messages.c.aggregate == term,
-                messages.c.source_ref == term,
-                messages.c.aggregate_id.in_(by_sku),
-                messages.c.message_id.like(_like_prefix(term), escape="\\"),
-            )
-        )
+        .where(matching(term, is_postgres(connection)))
         .order_by(messages.c.created_at.desc(), messages.c.id.desc())
         .limit(limit)
     ).mappings()
@@ -71,12 +123,44 @@ def find(connection: Connection, term: str, limit: int = FOUND_SHOWN) -> list[di
             "state": r["state"],
             "reason": r["reason"],
             "source_ref": r["source_ref"],
+            "name": r["name"],
+            **_price_of(r["kind"], r["payload"]),
             "attempts": r["attempts"],
             "created_at": r["created_at"].isoformat(),
             "updated_at": r["updated_at"].isoformat(),
         }
         for r in rows
     ]
+
+
+def count_found(connection: Connection, term: str) -> int:
+    """How many messages ``find`` would find without its limit."""
+    term = term.strip()
+    if not term:
+        return 0
+    return int(
+        connection.execute(
+            select(func.count()).where(matching(term, is_postgres(connection)))
+        ).scalar_one()
+    )
+
+
+def _price_of(kind: str, payload: str) -> dict[str, str | None]:
+    """A ``price`` message's price and currency as its payload says them (text: the decimal
+    exactly as stored); None for another kind or a payload that is not a price."""
+    if kind != "price":
+        return {"price": None, "currency": None}
+    try:
+        body = json.loads(payload, parse_float=Decimal, parse_int=Decimal)
+    except ValueError:
+        return {"price": None, "currency": None}
+    if not isinstance(body, dict) or body.get("price") is None:
+        return {"price": None, "currency": None}
+    currency = body.get("currency")
+    return {
+        "price": str(body["price"]),
+        "currency": currency if isinstance(currency, str) else None,
+    }
 
 
 def released_by_cancel(

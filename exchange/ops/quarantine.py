@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Select, exists, select
+from sqlalchemy import ColumnElement, Connection, Select, exists, func, select
 
 from exchange.db.engine import is_postgres
 from exchange.db.schema import aggregates, messages
@@ -24,6 +24,7 @@ from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
 from exchange.errors import OperatorError
+from exchange.ops.find import matching
 from exchange.queue.record import advance_strict
 from exchange.queue.transitions import Change, apply
 
@@ -40,10 +41,13 @@ class Filters:
     # Only quarantined messages that a newer delivered version made pointless (see
     # ``superseded_after_quarantine``).
     superseded_after_quarantine: bool = False
+    # What ``find`` looks for (``find.matching``): the workbench's search box on the list.
+    search: str | None = None
 
     def any(self) -> bool:
         return self.superseded_after_quarantine or any(
-            v is not None for v in (self.kind, self.aggregate, self.reason, self.since, self.until)
+            v is not None
+            for v in (self.kind, self.aggregate, self.reason, self.since, self.until, self.search)
         )
 
 
@@ -65,13 +69,19 @@ def _base() -> Select[Any]:
     return select(messages, superseded_after_quarantine().label("superseded_after_quarantine"))
 
 
-def _query(filters: Filters) -> Select[Any]:
-    q = _base().where(messages.c.state == State.QUARANTINED.value)
+def _query(filters: Filters, postgres: bool = False) -> Select[Any]:
+    return _where(_base(), filters, postgres).order_by(messages.c.updated_at, messages.c.id)
+
+
+def _where(q: Select[Any], filters: Filters, postgres: bool, *, reason: bool = True) -> Select[Any]:
+    """``q`` narrowed to the quarantined messages the filters select (without the reason's
+    filter when ``reason`` is False: the reasons a filter may offer)."""
+    q = q.where(messages.c.state == State.QUARANTINED.value)
     if filters.kind is not None:
         q = q.where(messages.c.kind == filters.kind)
     if filters.aggregate is not None:
         q = q.where(messages.c.aggregate == filters.aggregate)
-    if filters.reason is not None:
+    if reason and filters.reason is not None:
         q = q.where(messages.c.reason == filters.reason)
     # A quarantined message has not changed since it was quarantined: updated_at is that time.
     if filters.since is not None:
@@ -80,7 +90,9 @@ def _query(filters: Filters) -> Select[Any]:
         q = q.where(messages.c.updated_at < filters.until)
     if filters.superseded_after_quarantine:
         q = q.where(superseded_after_quarantine())
-    return q.order_by(messages.c.updated_at, messages.c.id)
+    if filters.search:
+        q = q.where(matching(filters.search, postgres))
+    return q
 
 
 def entry(row: Any) -> dict[str, Any]:
@@ -99,6 +111,7 @@ def entry(row: Any) -> dict[str, Any]:
         "last_status": row["last_status"],
         "last_error": row["last_error"],
         "source_ref": row["source_ref"],
+        "name": row["name"],
         "first_seen": row["taken_at"].isoformat(),
         "quarantined_at": row["updated_at"].isoformat(),
         "rejected_row": bool(row["rejected"]),
@@ -108,7 +121,63 @@ def entry(row: Any) -> dict[str, Any]:
 
 
 def list_quarantined(connection: Connection, filters: Filters) -> list[dict[str, Any]]:
-    return [entry(row) for row in connection.execute(_query(filters)).mappings()]
+    query = _query(filters, is_postgres(connection))
+    return [entry(row) for row in connection.execute(query).mappings()]
+
+
+# The orders a page of the quarantine may take: by when it came (how long it waits), attempts,
+# aggregate, reason or kind; ties by id, so that pages never overlap.
+SORTS: dict[str, Any] = {
+    "since": messages.c.updated_at,
+    "attempts": messages.c.attempts,
+    "aggregate": messages.c.aggregate,
+    "reason": messages.c.reason,
+    "kind": messages.c.kind,
+}
+
+
+@dataclass(frozen=True)
+class Page:
+    entries: list[dict[str, Any]]
+    total: int  # every entry the filters select, on all pages
+
+
+def page_of(
+    connection: Connection,
+    filters: Filters,
+    *,
+    sort: str = "since",
+    descending: bool = False,
+    offset: int = 0,
+    limit: int = 100,
+) -> Page:
+    """One page of the quarantine, sorted and counted in the database (the list is never
+    read whole: a page of 10,000 entries costs what a page of 100 does)."""
+    if sort not in SORTS:
+        raise OperatorError(f"unknown sort {sort!r}: one of {', '.join(SORTS)}")
+    postgres = is_postgres(connection)
+    column = SORTS[sort]
+    order = (column.desc(), messages.c.id.desc()) if descending else (column, messages.c.id)
+    rows = connection.execute(
+        _where(_base(), filters, postgres).order_by(*order).offset(offset).limit(limit)
+    ).mappings()
+    total = connection.execute(
+        _where(select(func.count()).select_from(messages), filters, postgres)
+    ).scalar_one()
+    return Page([entry(row) for row in rows], int(total))
+
+
+def reasons_present(connection: Connection, filters: Filters) -> list[tuple[str, int]]:
+    """The reasons of the quarantined entries the other filters select, each with how many:
+    what a reason filter may offer (never a reason nothing is quarantined for)."""
+    query = _where(
+        select(messages.c.reason, func.count()).select_from(messages),
+        filters,
+        is_postgres(connection),
+        reason=False,
+    )
+    rows = connection.execute(query.group_by(messages.c.reason).order_by(messages.c.reason))
+    return [(str(reason or ""), int(count)) for reason, count in rows]
 
 
 def check_request(ids: Sequence[str], filters: Filters, action: str) -> None:
@@ -161,7 +230,7 @@ def _select_for_action(connection: Connection, ids: Sequence[str], filters: Filt
     if ids:
         q = _base().where(messages.c.message_id.in_(list(ids)))
     else:
-        q = _query(filters)
+        q = _query(filters, is_postgres(connection))
     if is_postgres(connection):
         # Another operator acting on the same messages waits, then finds them no longer
         # quarantined (apply is guarded by the from-state).

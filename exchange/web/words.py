@@ -113,8 +113,8 @@ WORDS: dict[str, dict[Lang, str]] = {
     "until": {"ru": "По (дата)", "en": "Until (date)"},
     "search": {"ru": "Искать", "en": "Search"},
     "search_hint": {
-        "ru": "Артикул, агрегат, документ 1С или начало message_id",
-        "en": "SKU, aggregate, 1C document or message_id prefix",
+        "ru": "Артикул, агрегат, документ 1С, товар или начало message_id",
+        "en": "SKU, aggregate, 1C document, product or message_id prefix",
     },
     "filter": {"ru": "Отобрать", "en": "Filter"},
     "any": {"ru": "любая", "en": "any"},
@@ -129,12 +129,15 @@ WORDS: dict[str, dict[Lang, str]] = {
     "empty_quarantine": {"ru": "Карантин пуст", "en": "The quarantine is empty"},
     "nothing_found": {"ru": "Ничего не найдено", "en": "Nothing found"},
     "retry": {"ru": "Повторить", "en": "Retry"},
-    "cancel": {"ru": "Отменить", "en": "Cancel"},
+    "cancel": {"ru": "Снять с отправки навсегда", "en": "Stop sending for good"},
     "retry_all": {"ru": "Повторить все отобранные", "en": "Retry all filtered"},
     "cancel_all": {"ru": "Отменить все отобранные", "en": "Cancel all filtered"},
     "preview": {"ru": "Что произойдёт", "en": "What will happen"},
     "will_retry": {"ru": "Будут отправлены снова", "en": "Will be sent again"},
-    "will_cancel": {"ru": "Будут отменены", "en": "Will be cancelled"},
+    "will_cancel": {
+        "ru": "Будут сняты с отправки навсегда",
+        "en": "Will never be sent",
+    },
     "skipped": {"ru": "Не будут затронуты", "en": "Will not be touched"},
     "preview_changed": {
         "ru": "Ничего не сделано: с момента просмотра под фильтр попали другие сообщения. "
@@ -145,7 +148,7 @@ WORDS: dict[str, dict[Lang, str]] = {
     "preview_added": {"ru": "Добавились после просмотра", "en": "Added since the preview"},
     "preview_gone": {"ru": "Больше не под фильтром", "en": "No longer selected"},
     "released": {
-        "ru": "После отмены уйдут на сайт без отменённых: более поздние версии",
+        "ru": "После снятия уйдут на сайт без снятых: более поздние версии",
         "en": "After the cancel these later versions go out without the cancelled ones",
     },
     "released_row": {
@@ -202,6 +205,65 @@ WORDS: dict[str, dict[Lang, str]] = {
     "bad_date": {
         "ru": "Дата не распознана (пример: 2026-11-30)",
         "en": "Not a date (e.g. 2026-11-30)",
+    },
+    # -- search, the quarantine's list, cancel (issue 24, items 5-7) ------------------------
+    "price": {"ru": "Цена", "en": "Price"},
+    "received": {"ru": "Получено", "en": "Received"},
+    "product": {"ru": "Товар", "en": "Product"},
+    "found_count": {"ru": "Найдено: {count}", "en": "Found: {count}"},
+    "found_shown": {
+        "ru": "показаны первые {shown}, самые новые; уточните запрос",
+        "en": "the newest {shown} are shown; narrow the search",
+    },
+    "find_hint": {
+        "ru": "Начало артикула, агрегата, message_id, любого слова документа 1С "
+        "(например offers.xml) или названия товара",
+        "en": "The beginning of a SKU, an aggregate, a message_id, or of any word of a 1C "
+        "document (e.g. offers.xml) or a product name",
+    },
+    "prices_from_file": {
+        "ru": "цены из этого файла: {count}",
+        "en": "prices from this file: {count}",
+    },
+    "in_quarantine_since": {"ru": "В карантине с / ждёт", "en": "In quarantine since / waiting"},
+    "select_page": {"ru": "вся страница", "en": "whole page"},
+    "act_on": {"ru": "Действие над", "en": "Act on"},
+    "act_on_checked": {
+        "ru": "отмеченными строками (или всей страницей — флажок в заголовке таблицы)",
+        "en": "the rows checked (or the whole page: the box in the table's header)",
+    },
+    "act_on_all": {
+        "ru": "всеми подходящими под отбор: {count}",
+        "en": "all {count} matching the filters",
+    },
+    "nothing_selected": {
+        "ru": "Ничего не выбрано: отметьте сообщения в списке, всю страницу (флажок в заголовке) "
+        "или «все подходящие под отбор», затем нажмите кнопку снова.",
+        "en": "Nothing is selected: check messages in the list, the whole page (the box in the "
+        "header) or all matching the filters, then press the button again.",
+    },
+    "per_page": {"ru": "На странице", "en": "Per page"},
+    "page_of": {"ru": "Страница {page} из {pages}", "en": "Page {page} of {pages}"},
+    "page_prev": {"ru": "Предыдущая", "en": "Previous"},
+    "page_next": {"ru": "Следующая", "en": "Next"},
+    "page_first": {"ru": "к первой странице", "en": "to the first page"},
+    "back": {"ru": "Назад", "en": "Back"},
+    "cancel_never_sent_one": {
+        "ru": "Эта версия никогда не будет отправлена на сайт. Сообщение останется в истории.",
+        "en": "This version will never be sent to the site. The message stays in the history.",
+    },
+    "cancel_never_sent_many": {
+        "ru": "Эти версии никогда не будут отправлены на сайт. Сообщения останутся в истории.",
+        "en": "These versions will never be sent to the site. The messages stay in the history.",
+    },
+    "cancel_behind": {
+        "ru": "За ними в очереди: {count}. После снятия они уйдут на сайт без снятых.",
+        "en": "Waiting behind them: {count}. After this they go to the site without "
+        "the ones stopped.",
+    },
+    "cancel_nothing_behind": {
+        "ru": "Более поздних версий, ждущих за ними, нет.",
+        "en": "No later version waits behind them.",
     },
 }
 
@@ -341,3 +403,13 @@ def messages_counted(count: int, lang: Lang) -> str:
     if lang == "ru":
         return counted(count, "сообщение", "сообщения", "сообщений")
     return f"{count} message" + ("" if count == 1 else "s")
+
+
+def versions_counted(count: int, lang: Lang) -> str:
+    """Later versions waiting: «1 более поздняя версия», «3 более поздние версии», «5 более
+    поздних версий»; "3 later versions"."""
+    if lang == "ru":
+        return counted(
+            count, "более поздняя версия", "более поздние версии", "более поздних версий"
+        )
+    return f"{count} later version" + ("" if count == 1 else "s")

@@ -19,6 +19,7 @@ STAGING_COLUMNS = {
     "payload": False,
     "schema_version": False,
     "source_ref": True,
+    "name": True,  # contract 1: optional, the product's name for people (migration 0016)
     "created_at": False,
     "taken_at": True,
 }
@@ -43,6 +44,7 @@ def test_staging_table_has_the_contract_columns(db_url: str) -> None:
     assert columns["aggregate"]["type"].length == 200
     assert columns["schema_version"]["type"].length == 32
     assert columns["source_ref"]["type"].length == 500
+    assert columns["name"]["type"].length == 500
 
 
 def test_postgres_staging_id_is_generated_always_identity(pg_url: str) -> None:

@@ -49,7 +49,7 @@ def test_a_bulk_cancel_leaves_an_entry_that_came_after_its_preview(
     quarantine_some(db_url, site, "SKU-A", "SKU-B")
     client = signed_in(base, "olga")
     preview = post(client, "/action/preview", {"action": "cancel", "reason": "http-422"})
-    assert preview.status_code == 200 and "Будут отменены: 2" in preview.text
+    assert preview.status_code == 200 and "Будут сняты с отправки навсегда: 2" in preview.text
     shown = confirm_fields(preview.text)
 
     quarantine_some(db_url, site, "SKU-C")  # the same reason, never shown to the operator

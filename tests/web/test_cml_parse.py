@@ -217,7 +217,7 @@ def test_any_well_formed_package_gives_intents_that_intake_can_judge(
         sku_mode=sku_mode,  # type: ignore[arg-type]
         known_types={},
         articles={},
-        out=lambda aggregate, payload: rows.append((aggregate, payload)),
+        out=lambda aggregate, payload, _name: rows.append((aggregate, payload)),
     )
     try:
         parse(io.BytesIO(offers_xml(package)), mapper)
@@ -482,7 +482,7 @@ def test_an_offer_with_more_than_64_prices_is_invalid_contract_and_the_others_ar
         sku_mode="id",
         known_types={},
         articles={},
-        out=lambda aggregate, payload: rows.append((aggregate, payload)),
+        out=lambda aggregate, payload, _name: rows.append((aggregate, payload)),
     )
     parse(Pieces(data, sizes), mapper)
     assert mapper.counts.too_many_prices == 2 and mapper.counts.offers == 4

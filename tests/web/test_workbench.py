@@ -230,8 +230,8 @@ def test_bulk_cancel_preview_names_the_later_postings_it_lets_through(
     client = signed_in(bench, "olga")
     preview = post(client, "/action/preview", {"action": "cancel", "kind": "financial_posting"})
     assert preview.status_code == 200, preview.text
-    assert "Будут отменены: 1" in preview.text
-    assert "уйдут на сайт без отменённых" in preview.text
+    assert "Будут сняты с отправки навсегда: 1" in preview.text
+    assert "уйдут на сайт без снятых" in preview.text
     assert "версий: 2, начиная с 2" in preview.text
     fields = {**confirm_fields(preview.text), "note": ["wrong document"]}
     assert client.post("/action/confirm", data=fields).status_code == 200

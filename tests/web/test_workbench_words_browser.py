@@ -46,10 +46,11 @@ ALLOWED = {
     *known_reasons(),
 }
 CODE = re.compile(r"http-[45]\d\d")
-# The page's own text: data cells (ids, SKUs, the site's answers, payloads) are not the
-# service's words and are left out.
+# The page's own text: data cells (ids, SKUs, the site's answers, payloads, a price with its
+# currency, a product's name) are not the service's words and are left out.
 OWN_TEXT = """() => {
-  document.querySelectorAll('.id, .err, pre, .sku, .who').forEach(e => e.remove());
+  document.querySelectorAll('.id, .err, pre, .sku, .who, .price, .product')
+    .forEach(e => e.remove());
   return document.body.innerText;
 }"""
 

@@ -125,8 +125,13 @@ class Counts:
         return "; ".join(parts)
 
 
+NAME_LIMIT = 500  # staging_intents.name (contract 1)
+
+
 class Mapper:
-    """A ``parse.Sink`` that writes one row per price to ``out(aggregate, payload)``."""
+    """A ``parse.Sink`` that writes one row per price to ``out(aggregate, payload, name)``:
+    ``name`` is the offer's ``Наименование`` (None without one), kept beside the message for
+    people and never in the payload (contract 1: a name is never sent to a shop)."""
 
     def __init__(
         self,
@@ -135,7 +140,7 @@ class Mapper:
         sku_mode: SkuMode,
         known_types: dict[str, PriceType],
         articles: Mapping[str, str],
-        out: Callable[[str, str], None],
+        out: Callable[[str, str, str | None], None],
     ) -> None:
         self.map = price_types
         self.sku_mode = sku_mode
@@ -183,6 +188,7 @@ class Mapper:
         key = sku or offer.id
         plain_sku = _PLAIN_TEXT.match(sku) is not None
         out = self.out
+        product = offer.name[:NAME_LIMIT] or None
         for price in offer.prices:
             counts.prices += 1
             name, code, type_currency = self._resolve(price.type_id)
@@ -204,7 +210,7 @@ class Mapper:
                 payload = _payload(
                     {"sku": sku, "price": value, "currency": iso, "price_type": code}
                 )
-            out(f"{key}/{code}", payload)
+            out(f"{key}/{code}", payload, product)
             counts.intents += 1
 
     def _sku(self, offer: Offer) -> str:

@@ -85,6 +85,7 @@ class Price:
 class Offer:
     id: str = ""
     article: str = ""
+    name: str = ""  # Наименование: for people only, never sent (contract 1)
     prices: list[Price] = field(default_factory=list)
     has_prices: bool = False
     too_many_prices: bool = False  # more than MAX_PRICES: invalid-contract, prices not read
@@ -172,7 +173,7 @@ NEXT: dict[int, dict[str, int]] = {
     OFFERS: {"Предложение": OFFER},
     TYPES: {"ТипЦены": TYPE},
     GOODS: {"Товар": GOOD},
-    OFFER: {"Ид": FIELD, "Артикул": FIELD, "Цены": PRICES},
+    OFFER: {"Ид": FIELD, "Артикул": FIELD, "Наименование": FIELD, "Цены": PRICES},
     PRICES: {"Цена": PRICE},
     PRICE: {
         "ИдТипаЦены": FIELD,
@@ -377,6 +378,7 @@ class _Reader:
         offer = Offer(
             _text(element.findtext(tags.id), "Ид"),
             _text(element.findtext(tags.article), "Артикул"),
+            " ".join(_text(element.findtext(tags.name), "Наименование").split()),
         )
         if self._too_many(element):
             offer.too_many_prices = offer.has_prices = True

@@ -370,11 +370,12 @@ def _into_scratch(
         rows.execute("PRAGMA journal_mode=OFF")
         rows.execute("PRAGMA synchronous=OFF")
         rows.execute(
-            f"CREATE TABLE {SCRATCH_TABLE} (aggregate TEXT NOT NULL, payload TEXT NOT NULL)"
+            f"CREATE TABLE {SCRATCH_TABLE} "
+            "(aggregate TEXT NOT NULL, payload TEXT NOT NULL, name TEXT)"
         )
         rows.execute("BEGIN")
         for _, chunk in frames(spool, done, progress):
-            rows.executemany(f"INSERT INTO {SCRATCH_TABLE} VALUES (?, ?)", chunk)
+            rows.executemany(f"INSERT INTO {SCRATCH_TABLE} VALUES (?, ?, ?)", chunk)
         rows.execute("COMMIT")
 
 
@@ -543,8 +544,8 @@ def publish(
                 for generated_at, chunk in frames(spool, done, progress):
                     source_ref = _source_ref(name, generated_at)
                     rows: list[Row] = [
-                        ("price", aggregate, version, payload, "1", source_ref)
-                        for aggregate, payload in chunk
+                        ("price", aggregate, version, payload, "1", source_ref, name)
+                        for aggregate, payload, name in chunk
                     ]
                     stage_many(connection, rows)
             found = read()

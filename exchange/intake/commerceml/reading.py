@@ -38,7 +38,7 @@ PROGRESS_BYTES = 1 << 20
 _HEAD = struct.Struct(">QQQ")  # the pickle's length, bytes read, offers read
 _POLL_S = 0.002
 
-Rows = list[tuple[str, str]]  # (aggregate, payload)
+Rows = list[tuple[str, str, str | None]]  # (aggregate, payload, the offer's Наименование)
 
 
 class ReaderCrashed(RuntimeError):
@@ -80,8 +80,8 @@ def read_into_spool(
             rows.clear()
             state["framed"] = state["read"]
 
-        def write(aggregate: str, payload: str) -> None:
-            rows.append((aggregate, payload))
+        def write(aggregate: str, payload: str, name: str | None) -> None:
+            rows.append((aggregate, payload, name))
             if len(rows) >= CHUNK:
                 frame()
 

@@ -7,6 +7,7 @@ import asyncio
 import hmac
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 from sqlalchemy import Connection
@@ -18,24 +19,32 @@ from exchange.ops import quarantine
 from exchange.ops.quarantine import ActionResult, Filters, PreviewChanged, list_quarantined
 from exchange.queue import control
 from exchange.web.words import word
-from exchange.web.workbench.core import (
-    Core,
-    Who,
-)
+from exchange.web.workbench.core import ACTION_PATHS, Core, Who
 
 
 class Actions(Core):
     # -- actions ---------------------------------------------------------------------------
 
     def _action_target(self, form: Any) -> tuple[list[str], Filters]:
-        ids = [str(i) for i in form.getall("message_id", []) if str(i).strip()]
-        since = str(form.get("since", "")) or None
-        until = str(form.get("until", "")) or None
+        """What an action names: the messages checked on the list (``message_id``), with the
+        list's page (``scope=page``: its ``page_id``s); or every message the list's filters
+        select (``scope=all``: the filters as ``all_*``); or, from a preview, the filters
+        themselves. ``ValueError`` for a date that is not ISO."""
+        scope = {str(v) for v in form.getall("scope", [])}
+        prefix = "all_" if "all" in scope else ""
+        ids: list[str] = []
+        if not prefix:
+            ids = [str(i) for i in form.getall("message_id", []) if str(i).strip()]
+            if "page" in scope:
+                ids += [str(i) for i in form.getall("page_id", []) if str(i) not in ids]
+        since = str(form.get(prefix + "since", "")) or None
+        until = str(form.get(prefix + "until", "")) or None
         filters = Filters(
-            kind=str(form.get("kind", "")) or None,
-            reason=str(form.get("reason", "")) or None,
-            since=datetime.fromisoformat(since) if since else None,
-            until=datetime.fromisoformat(until) if until else None,
+            kind=str(form.get(prefix + "kind", "")) or None,
+            reason=str(form.get(prefix + "reason", "")) or None,
+            since=_utc(datetime.fromisoformat(since)) if since else None,
+            until=_utc(datetime.fromisoformat(until)) if until else None,
+            search=str(form.get(prefix + "q", "")).strip() or None,
         )
         return ids, filters
 
@@ -50,6 +59,7 @@ class Actions(Core):
             filters.reason or "",
             filters.since.isoformat() if filters.since else "",
             filters.until.isoformat() if filters.until else "",
+            filters.search or "",
             *sorted(shown),
         ]
         return self._previews.tag("\n".join(fields))
@@ -109,6 +119,8 @@ class Actions(Core):
         ids: list[str],
         filters: Filters,
         changed: PreviewChanged | None = None,
+        *,
+        back: str = "/quarantine",
     ) -> web.StreamResponse:
         try:
             plan = await asyncio.to_thread(self._plan, who, action, ids, filters)
@@ -125,6 +137,7 @@ class Actions(Core):
             note_missing=False,
             changed=changed,
             mac="" if ids else self._preview_mac(who, action, filters, plan["touched"]),
+            back=back,
             **plan,
         )
 
@@ -136,7 +149,12 @@ class Actions(Core):
             ids, filters = self._action_target(form)
         except ValueError:
             raise web.HTTPBadRequest(text="a date is not ISO (e.g. 2026-11-30)\n") from None
-        return await self._show_preview(request, who, action, ids, filters)
+        back = _back(request, form)
+        if not ids and not filters.any():
+            # Nothing chosen: said on the list the button was pressed on, not an error page.
+            hint = "hint=nothing-selected"
+            raise web.HTTPSeeOther(back + ("&" if "?" in back else "?") + hint)
+        return await self._show_preview(request, who, action, ids, filters, back=back)
 
     async def confirm(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
         """Acts on exactly what the preview showed: ids are named in the form; a bulk action
@@ -180,10 +198,14 @@ class Actions(Core):
         try:
             touched = await asyncio.to_thread(act)
         except PreviewChanged as changed:
-            return await self._show_preview(request, who, action, ids, filters, changed)
+            return await self._show_preview(
+                request, who, action, ids, filters, changed, back=_back(request, form)
+            )
         except OperatorError as exc:
             return self._render(request, "error.html", who, status=400, message=str(exc))
-        return self._render(request, "done.html", who, action=action, touched=touched)
+        return self._render(
+            request, "done.html", who, action=action, touched=touched, back=_back(request, form)
+        )
 
     async def pause(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
         note = str(form.get("note", "")).strip()
@@ -210,3 +232,21 @@ class Actions(Core):
 
         await asyncio.to_thread(act)
         raise web.HTTPSeeOther("/")
+
+
+def _utc(when: datetime) -> datetime:
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _back(request: web.Request, form: Any) -> str:
+    """Where the operator came from (the form's ``back``, else the Referer of this site), as
+    a path of this site: the preview's «Назад» and the hint go there; else the quarantine."""
+    wanted = str(form.get("back", ""))
+    if not wanted:
+        referer = urlsplit(request.headers.get("Referer", ""))
+        if referer.netloc == request.host and referer.path not in ACTION_PATHS:
+            wanted = referer.path + (f"?{referer.query}" if referer.query else "")
+    unsafe = "\\" in wanted or any(c <= " " for c in wanted)  # "/\t/x" is "//x" to a browser
+    if not wanted.startswith("/") or wanted.startswith("//") or unsafe:
+        return "/quarantine"
+    return wanted

@@ -27,7 +27,14 @@ from exchange.web.config import WebConfig
 from exchange.web.keys import Signer
 from exchange.web.onec import Refusals
 from exchange.web.throttle import Limits, Throttle
-from exchange.web.words import WORDS, Lang, error_words, messages_counted, word
+from exchange.web.words import (
+    WORDS,
+    Lang,
+    error_words,
+    messages_counted,
+    versions_counted,
+    word,
+)
 from exchange.web.words import name as code_name
 
 SESSION_COOKIE = "exchange_wb"
@@ -137,6 +144,7 @@ class Core:
             n=lambda group, code: code_name(group, code, lang),
             said=lambda text: error_words(text, lang),
             messages_n=lambda count: messages_counted(count, lang),
+            versions_n=lambda count: versions_counted(count, lang),
             # What to do next, per reason: the report's words (one text for both).
             next_step=lambda reason, superseded=False: next_check(
                 reason, lang, superseded=superseded

@@ -8,20 +8,21 @@ import contextlib
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
+from urllib.parse import urlencode
 
 from aiohttp import web
 from markupsafe import Markup
 from sqlalchemy import select
 
 from exchange.db.engine import transaction
-from exchange.db.schema import cml_exchanges, messages
+from exchange.db.schema import cml_exchanges, cml_packages, messages
 from exchange.domain.states import State
 from exchange.errors import OperatorError
 from exchange.ops import find as finder
 from exchange.ops.attention import attention
 from exchange.ops.exchanges import onec_exchanges
 from exchange.ops.notify import last_told
-from exchange.ops.quarantine import Filters, list_quarantined
+from exchange.ops.quarantine import SORTS, Filters, Page, page_of, reasons_present
 from exchange.ops.status import biography, status
 from exchange.queue import control
 from exchange.report import collect as report
@@ -38,6 +39,19 @@ from exchange.web.workbench.core import (
     _masked,
     _secure,
 )
+
+# The quarantine's pages: entries a page (a choice of these), the first by default.
+PER_PAGES = (50, 100, 500)
+PER_PAGE = 100
+
+
+def _int(value: str | None, default: int, allowed: tuple[int, ...] | None = None) -> int:
+    """A whole number from the address, else ``default`` (and ``default`` when not allowed)."""
+    try:
+        number = int(value) if value is not None else default
+    except ValueError:
+        return default
+    return number if allowed is None or number in allowed else default
 
 
 class Pages(Core):
@@ -105,34 +119,75 @@ class Pages(Core):
                 except ValueError:
                     errors.append(f"{word('bad_date', lang)}: {value}")
             dates.append(parsed)
-        return Filters(kind=kind, reason=reason, since=dates[0], until=dates[1]), errors
+        search = q.get("q", "").strip() or None
+        return Filters(
+            kind=kind, reason=reason, since=dates[0], until=dates[1], search=search
+        ), errors
 
     async def quarantine(self, request: web.Request, who: Who) -> web.StreamResponse:
         filters, errors = self._filters(request)
-        term = request.query.get("q", "").strip()
+        q = request.query
+        sort = q.get("sort", "since")
+        if sort not in SORTS:
+            errors.append(f"{word('bad_filter', self._lang(request))}: {sort}")
+            sort = "since"
+        descending = q.get("dir") == "desc"
+        per = _int(q.get("per"), PER_PAGE, PER_PAGES)
+        number = max(_int(q.get("page"), 1), 1)
 
-        def read() -> list[dict[str, Any]]:
+        def read() -> tuple[Page, list[tuple[str, int]]]:
             with transaction(self.engine, read_only=True) as connection:
-                rows = list_quarantined(connection, filters)
-            if term:
-                rows = [
-                    r
-                    for r in rows
-                    if term in r["aggregate"]
-                    or r["message_id"].startswith(term)
-                    or term == (r["source_ref"] or "")
-                ]
-            return rows
+                found = page_of(
+                    connection,
+                    filters,
+                    sort=sort,
+                    descending=descending,
+                    offset=(number - 1) * per,
+                    limit=per,
+                )
+                return found, reasons_present(connection, filters)
 
-        rows = await asyncio.to_thread(read)
+        found, reasons = await asyncio.to_thread(read)
+        pages = max((found.total + per - 1) // per, 1)
+        query = {k: v for k, v in q.items() if k != "hint"}
+
+        def link(**changes: Any) -> str:
+            """This list's address with ``changes`` (None drops a parameter)."""
+            wanted = {**query, **{k: str(v) for k, v in changes.items() if v is not None}}
+            for k, v in changes.items():
+                if v is None:
+                    wanted.pop(k, None)
+            return "/quarantine" + (f"?{urlencode(wanted)}" if wanted else "")
+
+        sorts = {
+            key: {
+                # the sorted column's link turns its order round; another starts ascending
+                "href": link(
+                    sort=key, dir="desc" if key == sort and not descending else "asc", page=None
+                ),
+                "arrow": (" ↓" if descending else " ↑") if key == sort else "",
+            }
+            for key in SORTS
+        }
         return self._render(
             request,
             "quarantine.html",
             who,
-            rows=rows,
+            sorts=sorts,
+            rows=found.entries,
+            total=found.total,
+            page=number,
+            pages=pages,
+            per=per,
+            per_pages=PER_PAGES,
+            sort=sort,
+            descending=descending,
+            link=link,
+            here=link(),
+            hint=q.get("hint") == "nothing-selected",
             errors=errors,
-            query=dict(request.query),
-            reasons=_known_reasons(),
+            query=query,
+            reasons=reasons,
             kinds=sorted(self.config.kinds),
             bulk=filters.any() and not errors,
             filters=filters,
@@ -141,12 +196,19 @@ class Pages(Core):
     async def find(self, request: web.Request, who: Who) -> web.StreamResponse:
         term = request.query.get("q", "").strip()
 
-        def read() -> list[dict[str, Any]]:
+        def read() -> tuple[list[dict[str, Any]], int]:
             with transaction(self.engine, read_only=True) as connection:
-                return finder.find(connection, term)
+                rows = finder.find(connection, term)
+                shown = len(rows)
+                total = (
+                    shown if shown < finder.FOUND_SHOWN else finder.count_found(connection, term)
+                )
+                return rows, total
 
-        rows = await asyncio.to_thread(read) if term else []
-        return self._render(request, "find.html", who, rows=rows, term=term)
+        rows, total = await asyncio.to_thread(read) if term else ([], 0)
+        return self._render(
+            request, "find.html", who, rows=rows, term=term, total=total, shown=finder.FOUND_SHOWN
+        )
 
     async def message(self, request: web.Request, who: Who) -> web.StreamResponse:
         message_id = request.match_info["message_id"]
@@ -195,7 +257,7 @@ class Pages(Core):
     async def exchanges(self, request: web.Request, who: Who) -> web.StreamResponse:
         def read() -> list[dict[str, Any]]:
             with transaction(self.engine, read_only=True) as connection:
-                return [
+                rows = [
                     dict(r)
                     for r in connection.execute(
                         select(cml_exchanges)
@@ -203,6 +265,24 @@ class Pages(Core):
                         .limit(EXCHANGES_SHOWN)
                     ).mappings()
                 ]
+            # The 1C document its prices carry (``source_ref``): kept with the package, in the
+            # staging database (EXCHANGE_STAGING_URL) where that is another one.
+            versions = {r["version"] for r in rows if r["version"] is not None and r["intents"]}
+            documents: dict[int, str] = {}
+            if versions:
+                with transaction(self.staging_engine or self.engine, read_only=True) as staged:
+                    documents = {
+                        int(version): str(ref)
+                        for version, ref in staged.execute(
+                            select(cml_packages.c.version, cml_packages.c.source_ref).where(
+                                cml_packages.c.version.in_(sorted(versions))
+                            )
+                        )
+                    }
+            for r in rows:
+                staged_here = r["outcome"] == "staged" and r["intents"]
+                r["document"] = documents.get(r["version"]) if staged_here else None
+            return rows
 
         return self._render(request, "exchanges.html", who, rows=await asyncio.to_thread(read))
 

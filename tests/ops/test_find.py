@@ -1,0 +1,131 @@
+"""``find`` finds what people know (issue 24, item 5; contract 6 ``exchange find``): the
+beginning of a SKU or an aggregate, of any word of the 1C document (``offers.xml``, ``1C
+exchange``), of a product name where the source gave one; ``%`` and ``_`` are what they are;
+a price says its price; the prefix search reads an index on both databases; a product's name
+comes in through the staging table and the JSON intake and is never sent to a shop."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine, select, text
+
+from exchange.db.engine import is_postgres, transaction
+from exchange.db.schema import messages
+from exchange.dev.testing import price_row, stage
+from exchange.domain.policy import DEFAULT_KINDS
+from exchange.intake.intents import intent_row
+from exchange.intake.staging_table import take
+from exchange.ops.find import _like_prefix, count_found, find, matching
+from exchange.targets.base import OutgoingMessage
+
+REF = "1C exchange offers.xml 2026-11-30T10:00:00"
+
+
+def _staged(engine: Engine) -> None:
+    stage(
+        engine,
+        [
+            price_row("SKU-0042", 1, "840.00", aggregate="SKU-0042/retail", source_ref=REF),
+            price_row(
+                "SKU-0043", 1, "99.50", aggregate="SKU-0043/retail", name="Кофе молотый 250 г"
+            ),
+            price_row("SKUX1", 1, aggregate="SKUX1/retail", name="Чай"),
+            price_row("SKU_1", 1, aggregate="SKU_1/retail"),
+        ],
+    )
+    take(engine, None, dict(DEFAULT_KINDS), datetime.now(UTC))
+
+
+def _found(engine: Engine, term: str) -> set[str]:
+    with transaction(engine, read_only=True) as connection:
+        return {row["aggregate"] for row in find(connection, term)}
+
+
+def test_find_by_the_beginning_of_a_sku_aggregate_document_word_or_name(engine: Engine) -> None:
+    _staged(engine)
+    assert _found(engine, "SKU-004") == {"SKU-0042/retail", "SKU-0043/retail"}  # a SKU's start
+    assert _found(engine, "SKU-0042/re") == {"SKU-0042/retail"}  # an aggregate's start
+    assert _found(engine, "offers.xml") == {"SKU-0042/retail"}  # a word of the 1C document
+    assert _found(engine, "1C exchange") == {"SKU-0042/retail"}  # its beginning
+    assert _found(engine, "xchange") == set()  # the middle of a word is not a beginning
+    assert _found(engine, "кофе") == {"SKU-0043/retail"}  # a name, as people type it
+    assert _found(engine, "молот") == {"SKU-0043/retail"}  # any word of a name
+    assert _found(engine, "Установка цен") == {  # price_row's own document, by its start
+        "SKU-0043/retail",
+        "SKUX1/retail",
+        "SKU_1/retail",
+    }
+    assert _found(engine, "") == set()
+
+
+def test_percent_and_underscore_are_themselves_never_wildcards(engine: Engine) -> None:
+    _staged(engine)
+    assert _found(engine, "SKU_") == {"SKU_1/retail"}  # not SKU-0042 nor SKUX1
+    assert _found(engine, "SKU%") == set()
+    assert _like_prefix("a%b_c\\") == "a\\%b\\_c\\\\%"
+
+
+def test_a_price_says_its_price_currency_name_and_date(engine: Engine) -> None:
+    _staged(engine)
+    with transaction(engine, read_only=True) as connection:
+        (row,) = find(connection, "SKU-0043")
+        assert count_found(connection, "SKU-004") == 2
+    assert (row["price"], row["currency"], row["name"]) == ("99.50", "RUB", "Кофе молотый 250 г")
+    assert row["created_at"]
+
+
+def test_the_prefix_search_reads_an_index_not_the_table(engine: Engine) -> None:
+    """A prefix on aggregate, SKU, document and message_id is a range of an index (migration
+    0016); the plan names the index on both databases."""
+    with transaction(engine, read_only=True) as connection:
+        postgres = is_postgres(connection)
+        if postgres:
+            connection.execute(text("SET LOCAL enable_seqscan = off"))  # an empty table
+        query = select(messages.c.id).where(matching("SKU-0042/re", postgres))
+        sql = str(query.compile(connection, compile_kwargs={"literal_binds": True}))
+        explain = "EXPLAIN " if postgres else "EXPLAIN QUERY PLAN "
+        plan = " ".join(str(r) for r in connection.execute(text(explain + sql)))
+    for index in (
+        "ix_messages_aggregate_prefix",
+        "ix_messages_message_id_prefix",
+        "ix_aggregates_sku_prefix",
+        "ix_messages_source_ref_prefix",
+        "ix_messages_name_prefix",
+    ):
+        assert index in plan, (index, plan)
+
+
+def test_a_products_name_is_kept_beside_the_message_and_never_sent(engine: Engine) -> None:
+    _staged(engine)
+    with transaction(engine, read_only=True) as connection:
+        name, payload = connection.execute(
+            select(messages.c.name, messages.c.payload).where(
+                messages.c.aggregate == "SKU-0043/retail"
+            )
+        ).one()
+    assert name == "Кофе молотый 250 г"
+    assert "Кофе" not in payload  # the payload is what a shop gets: the name is not in it
+    # What every target builds its request from (api, bitrix, woocommerce, rabbitmq): no name.
+    assert "name" not in {f.name for f in dataclasses.fields(OutgoingMessage)}
+
+
+def test_the_json_intake_takes_an_optional_name_and_refuses_a_wrong_one() -> None:
+    intent: dict[str, Any] = {
+        "kind": "price",
+        "aggregate": "SKU-1/retail",
+        "aggregate_version": 1,
+        "payload": {"sku": "SKU-1", "price": "1.00", "price_type": "retail"},
+    }
+    row = intent_row({**intent, "name": "  Кофе\tмолотый  "})
+    assert isinstance(row, dict) and row["name"] == "Кофе молотый"
+    row = intent_row(intent)
+    assert isinstance(row, dict) and row["name"] is None
+    assert intent_row({**intent, "name": 5}) == "name must be a string of at most 500 characters"
+    assert intent_row({**intent, "name": "x" * 501}) == (
+        "name must be a string of at most 500 characters"
+    )
+    assert json.loads(json.dumps(row))  # staged as it is
