@@ -61,7 +61,7 @@ MAX_ATTEMPTS = 1_000_000
 WORKER_ID_MAX = 200
 
 
-def _default_woo_fields() -> dict[str, Literal["regular_price", "sale_price"]]:
+def _default_woo_fields() -> dict[str, Literal["regular_price", "sale_price"] | None]:
     return {"retail": "regular_price"}
 
 
@@ -404,11 +404,12 @@ class Settings(BaseSettings):
         "over http:// oauth1 only; over https:// basic, then query, then oauth1, what worked "
         "remembered (in memory) per URL and key and tried again after a 401.",
     )
-    woo_price_fields: dict[str, Literal["regular_price", "sale_price"]] = Field(
+    woo_price_fields: dict[str, Literal["regular_price", "sale_price"] | None] = Field(
         default_factory=_default_woo_fields,
         description="WooCommerce: price_type -> the product field it sets, e.g. "
-        '{"retail": "regular_price", "sale": "sale_price"}. A price type not listed is '
-        "quarantined as unmapped-price-type.",
+        '{"retail": "regular_price", "sale": "sale_price", "wholesale": null}. A price type '
+        "not listed is quarantined as unmapped-price-type; one mapped to null (false in TOML) "
+        "is left out of this shop on purpose: cancelled as not-for-this-shop.",
     )
     bitrix_url: str | None = Field(
         None,
@@ -428,11 +429,12 @@ class Settings(BaseSettings):
         None,
         description="1C-Bitrix: the catalogue's Ид, written as the package's ИдКаталога.",
     )
-    bitrix_price_types: dict[str, str] = Field(
+    bitrix_price_types: dict[str, str | None] = Field(
         default_factory=dict,
         description="1C-Bitrix: price_type -> the site's price type name, e.g. "
-        '{"retail": "Розничная"}. A price type not listed is quarantined as '
-        "unmapped-price-type.",
+        '{"retail": "Розничная", "purchase": null}. A price type not listed is quarantined as '
+        "unmapped-price-type; one mapped to null (false in TOML) is left out of this shop on "
+        "purpose: cancelled as not-for-this-shop.",
     )
     bitrix_max_import_steps: int = Field(
         200,
@@ -480,6 +482,15 @@ class Settings(BaseSettings):
         description="Payload fields shown as *** in reports, at any depth (case-insensitive); "
         "each name at most 200 printable characters.",
     )
+
+    @field_validator("woo_price_fields", "bitrix_price_types", mode="before")
+    @classmethod
+    def _null_in_toml(cls, value: Any) -> Any:
+        """TOML has no null: ``false`` there maps a price type to null (left out of the shop,
+        contract 10). ``true`` means nothing and stays an error."""
+        if isinstance(value, dict):
+            return {k: None if v is False else v for k, v in value.items()}
+        return value
 
     @field_validator("report_cron")
     @classmethod

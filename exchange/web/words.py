@@ -238,6 +238,11 @@ NAMES: dict[str, dict[str, dict[Lang, str]]] = {
         "lease-expired": {"ru": "аренда истекла", "en": "lease expired"},
         "operator-retry": {"ru": "повтор по решению оператора", "en": "operator retry"},
         "operator-cancel": {"ru": "отмена по решению оператора", "en": "operator cancel"},
+        "operator-prioritize": {"ru": "отправить вне очереди", "en": "operator prioritize"},
+        "not-for-this-shop": {
+            "ru": "не для этого магазина: не отправляется",
+            "en": "not for this shop",
+        },
     },
     "outcome": {
         "staged": {"ru": "цены приняты", "en": "staged"},
