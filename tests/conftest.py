@@ -121,6 +121,7 @@ SUBPROCESS_TESTS = (
     "tests/check/test_check_cli.py",
     "tests/cli/test_cli_config_errors.py",
     "tests/cli/test_cli_options.py",
+    "tests/dev/test_simulators_foreground.py",
     "tests/dev/test_sitesim.py::test_command_line_serves_until_interrupted",
     "tests/faults/",
     "tests/integration/test_workers.py",
