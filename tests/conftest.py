@@ -138,6 +138,7 @@ SUBPROCESS_TESTS = (
     "tests/test_architecture.py",
     "tests/web/test_cml_interrupted.py",
     "tests/web/test_cml_reading.py",
+    "tests/web/test_onec_admin_path_browser.py",
     "tests/web/test_onec_exchange.py::test_exchange_status_shows_the_last_failures",
     "tests/web/test_separate_staging.py",
     "tests/web/test_serve.py",

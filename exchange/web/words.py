@@ -328,7 +328,8 @@ _ERRORS_RU: tuple[tuple[re.Pattern[str], str], ...] = (
 
 
 def error_words(text: str, lang: Lang) -> str:
-    """An error of the service, or a detail of a message's history, in the page's language."""
+    """An error of the service, a detail of a message's history or the outcome of a 1C
+    exchange, in the page's language."""
     if lang == "en":
         return text
     for pattern, russian in _ERRORS_RU:
@@ -338,7 +339,8 @@ def error_words(text: str, lang: Lang) -> str:
             if "count" in values:
                 values["count"] = messages_counted(int(values["count"]), lang)
             return russian.format(**values)
-    return detail_words(text)
+    said = detail_words(text)
+    return said if said != text else onec_words(text)  # a 1C exchange's outcome (its page)
 
 
 # The details a message's history records (English, as `exchange history` prints them), as
