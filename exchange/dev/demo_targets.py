@@ -36,6 +36,7 @@ from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import messages
 from exchange.dev.bitrixsim import PATH, BitrixSimulator
+from exchange.dev.demo import used
 from exchange.dev.woosim import WooSimulator
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
@@ -147,13 +148,6 @@ _TAG = uuid.uuid4().hex[:8]  # the demo's own exchange and queue on a shared bro
 def _settings(overrides: dict[str, Any]) -> Settings:
     # Explicit Nones: the demo never picks up the shell's EXCHANGE_STAGING_URL or token file.
     return load_settings(**{"staging_url": None, "site_token_file": None, **overrides})
-
-
-def used(settings: Settings, overrides: dict[str, Any]) -> list[str]:
-    """``EXCHANGE_X=value`` for each setting the demo chose, as ``exchange config`` shows it
-    (secrets and URL passwords masked): what to set to run the same against a real shop."""
-    shown = dict(effective(settings))
-    return [f"{env_name(name)}={shown[env_name(name)]}" for name in overrides]
 
 
 def run_target_demo(

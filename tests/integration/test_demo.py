@@ -28,6 +28,9 @@ def test_demo_ends_idle_with_every_promised_quarantine_reason_and_no_double_effe
         "version-conflict",
     } == set(report["summary"]["by_reason"])
     text = output.getvalue()
+    # The settings it used, the token masked (issue 24 item 14).
+    assert "  EXCHANGE_SITE_TOKEN=***\n" in text and "demo-token" not in text, text
+    assert "  EXCHANGE_SITE_URL=http://127.0.0.1:" in text
     assert "effects applied twice at the site 0" in text
     assert "old prices applied over newer ones at the site 0" in text
     assert "site holds the latest delivered price of every SKU and price type: yes" in text
