@@ -205,7 +205,7 @@ def effective(settings: Settings) -> list[tuple[str, str]]:
             shown = MASK if value.get_secret_value() else UNSET
         elif name in DATABASE_URLS:
             shown = safe_url(value)
-        elif name == "site_url":
+        elif name in ("site_url", "rabbitmq_url", "redis_url"):  # a URL may carry a password
             shown = mask_url_password(value)
         else:
             shown = _plain(value)

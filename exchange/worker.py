@@ -761,6 +761,14 @@ class Worker:
         """One message's classified answer -> its decision; the breaker and the pause learn
         from it."""
         verdict = classification.verdict
+        if verdict is Verdict.NOT_FOR_THIS_SHOP:  # never sent: no answer to learn from
+            return decide(
+                classification,
+                attempt=message.attempt,
+                now=self.clock.now(),
+                policy=self.policy,
+                rng=self.rng,
+            )
         self.metrics.attempt(verdict)
         if verdict is Verdict.DELIVERED:  # the usual answer: no clock read, no match
             self._site_answers()
@@ -790,7 +798,7 @@ class Worker:
                     self.paused_reason = classification.detail
             case Verdict.DELIVERED | Verdict.STALE_AT_SITE | Verdict.TERMINAL:  # (not DELIVERED)
                 self._site_answers()
-            case Verdict.UNKNOWN:
+            case Verdict.UNKNOWN | Verdict.NOT_FOR_THIS_SHOP:
                 pass
         return decide(
             classification,

@@ -90,7 +90,8 @@ def demo(
         str,
         typer.Option(
             "--target",
-            help="The shop's side: api (the shop API), bitrix or woocommerce (contract 10).",
+            help="The shop's side: api (the shop API), bitrix or woocommerce (contract 10), "
+            "rabbitmq (this machine's RabbitMQ, or EXCHANGE_RABBITMQ_URL; contract 12).",
         ),
     ] = "api",
 ) -> None:
@@ -101,8 +102,10 @@ def demo(
     """
     from exchange.dev.demo import run_demo
 
-    if target not in ("api", "bitrix", "woocommerce"):
-        out.print(f"--target must be api, bitrix or woocommerce, not {target!r}", markup=False)
+    if target not in ("api", "bitrix", "woocommerce", "rabbitmq"):
+        out.print(
+            f"--target must be api, bitrix, woocommerce or rabbitmq, not {target!r}", markup=False
+        )
         raise typer.Exit(2)
     with _guard():
         if target == "api":

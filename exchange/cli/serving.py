@@ -152,8 +152,11 @@ def _left_line(figures: Any, pause: dict[str, Any] | None, refused: str | None) 
 
 @app.command()
 def serve(ctx: typer.Context) -> None:
-    """The HTTP side: 1C's standard exchange (/1c_exchange.php) and the JSON intake
-    (/api/v1/intents); runs until stopped (SIGINT/SIGTERM)."""
+    """The HTTP side: 1C's standard exchange (/1c_exchange.php), the JSON intake
+    (/api/v1/intents) and the operators' workbench (/); prints their addresses when it
+    listens, then runs until stopped (SIGINT/SIGTERM)."""
+    from exchange.web.server import addresses
+
     with _guard():
         settings = _settings(ctx)
         engine, staging_engine = bootstrap.engines(settings)
@@ -161,6 +164,13 @@ def serve(ctx: typer.Context) -> None:
 
         def started(port: int) -> None:
             log.info("serving on %s://%s:%d", scheme, settings.http_host, port)
+            # On stdout, for the person who started it: where to go next (issue 24 item 13).
+            where = addresses(
+                scheme=scheme, host=settings.http_host, port=port, public=settings.workbench_url
+            )
+            for what, address in where:
+                out.print(f"{what + ':':<13} {address}", markup=False, highlight=False)
+            out.file.flush()
 
         async def main() -> int:
             await bootstrap.http_server(

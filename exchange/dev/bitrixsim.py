@@ -445,3 +445,37 @@ class _BitrixHandler(Handler):
             if sim.faults.import_delay:
                 time.sleep(sim.faults.import_delay)
             self.reply(pending[1], pending[0])
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m exchange.dev.bitrixsim --port N``: a 1C-Bitrix site's exchange in the
+    foreground, for ``exchange check`` and ``exchange run``. The user and password:
+    EXCHANGE_BITRIX_USER/_PASSWORD when set, else demo values."""
+    from exchange.dev.httpsim import arguments, credential, run_in_foreground, setting_line
+
+    parser = arguments(
+        "python -m exchange.dev.bitrixsim",
+        "Serve a simulated 1C-Bitrix exchange (catalog.import.1c) until Ctrl-C.",
+    )
+    parser.add_argument("--zip", action="store_true", help="answer init with zip=yes")
+    args = parser.parse_args(argv)
+    user, user_set = credential("EXCHANGE_BITRIX_USER", "exchange")
+    password, password_set = credential("EXCHANGE_BITRIX_PASSWORD", "demo-password")
+    sim = BitrixSimulator(user, password, zip=args.zip)
+    sim.host, sim.port = args.host, args.port
+    run_in_foreground(
+        sim,
+        "1C-Bitrix",
+        lambda s: [
+            setting_line("EXCHANGE_TARGET", "bitrix"),
+            setting_line("EXCHANGE_BITRIX_URL", s.url + PATH),
+            setting_line("EXCHANGE_BITRIX_USER", user, user_set),
+            setting_line("EXCHANGE_BITRIX_PASSWORD", password, password_set),
+            setting_line("EXCHANGE_BITRIX_CATALOG_ID", "demo-catalog"),
+            setting_line("EXCHANGE_BITRIX_PRICE_TYPES", '{"retail": "Розничная"}'),
+        ],
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -33,6 +33,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sqlalchemy import func, select
 
 from exchange import app as bootstrap
+from exchange.config_doc import effective, env_name
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import messages
@@ -44,7 +45,7 @@ from exchange.intake.stage import stage
 from exchange.ops.quarantine import Filters
 from exchange.report import collect as report
 from exchange.runner import run_until_idle
-from exchange.settings import load_settings
+from exchange.settings import Settings, load_settings
 
 POISON_SKU = "SKU-0013/retail"  # aggregates: one price of one SKU
 REJECTED_SKU = "SKU-0042/retail"
@@ -127,6 +128,14 @@ def _posting(document: str, version: int, rng: random.Random) -> dict[str, Any]:
     }
 
 
+def used(settings: Settings, overrides: dict[str, Any]) -> list[str]:
+    """``EXCHANGE_X=value`` for each setting the demo chose, as ``exchange config`` shows it
+    (secrets and URL passwords masked): what to set to run the same against a real shop."""
+    shown = dict(effective(settings))
+    names = [n for n in overrides if n not in ("staging_url", "site_token_file")]
+    return [f"{env_name(name)}={shown[env_name(name)]}" for name in names]
+
+
 def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = None) -> int:
     console = console or Console()
     # The progress bar and the summary tell the story; per-message log lines would tear
@@ -154,7 +163,7 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
         rate_retry_after="1",
     )
     with SiteSimulator(token=TOKEN, faults=faults, check_versions=False) as site:
-        settings = load_settings(
+        overrides: dict[str, Any] = dict(
             database_url=f"sqlite:///{database}",
             staging_url=None,
             site_url=site.url,
@@ -173,6 +182,10 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
             breaker_threshold=5,
             site_batch_size=1,
         )
+        settings = load_settings(**overrides)
+        console.print("the demo's settings (set the same, for a real site, to run it):")
+        for line in used(settings, overrides):
+            console.print(f"  {line}", markup=False, highlight=False)
         engine = make_engine(settings.database_url)
         upgrade(engine)
         rows = staged_rows(skus, rng)

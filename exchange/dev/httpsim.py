@@ -5,17 +5,23 @@
   not leak handler threads into the next test);
 - ``LoopThread``: an asyncio event loop in a thread, for an asyncio server (``serve_app`` runs an
   aiohttp application on it; a raw ``asyncio.start_server`` or ``exchange serve`` itself run on
-  it too) while the test's own thread blocks (a worker's run, Playwright, ``asyncio.run``).
+  it too) while the test's own thread blocks (a worker's run, Playwright, ``asyncio.run``);
+- ``run_in_foreground``: a simulator on its own (``python -m exchange.dev.woosim --port N``, the
+  same for bitrixsim), so that a shop owner can point ``exchange check`` and ``exchange run``
+  at it.
 
 (exchange/dev/sitesim.py keeps its own copy of the first for now.)
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import collections
 import concurrent.futures
 import contextlib
+import os
+import signal
 import socket
 import ssl
 import sys
@@ -24,6 +30,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
+from types import FrameType
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
@@ -292,3 +299,57 @@ def serve_app(app: web.Application, host: str = "127.0.0.1") -> Iterator[str]:
             yield f"http://{host}:{runner.addresses[0][1]}"
         finally:
             thread.run(runner.cleanup())
+
+
+# -- in the foreground ---------------------------------------------------------------------------
+
+
+def credential(variable: str, demo: str) -> tuple[str, bool]:
+    """A simulator's credential: the service's own variable when it is set (one environment
+    then serves the simulator and ``exchange check``), else the simulator's demo value; and
+    whether it came from the environment (then it is printed masked)."""
+    value = os.environ.get(variable)
+    return (value, True) if value else (demo, False)
+
+
+def setting_line(variable: str, value: str, given: bool = False) -> str:
+    """``EXCHANGE_X=value`` as a shell takes it; a value the person gave (a secret, from the
+    environment or the command line) is not printed, only said to be in force."""
+    if given:
+        return f"# {variable}: the value you gave (not shown)"
+    shown = value
+    if any(c in shown for c in " \"'{}$#&;|<>()*?`!") or not shown.isascii():
+        shown = "'" + shown.replace("'", "'\\''") + "'"
+    return f"{variable}={shown}"
+
+
+def arguments(prog: str, description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--host", default="127.0.0.1", help="loopback by default")
+    parser.add_argument("--port", type=int, default=8081, help="0 picks a free port")
+    return parser
+
+
+def run_in_foreground(
+    sim: LoopbackServer, name: str, settings: Callable[[LoopbackServer], list[str]]
+) -> None:
+    """Serve ``sim`` until SIGINT or SIGTERM, having printed (flushed, on stdout) where it
+    listens and the ``EXCHANGE_*`` settings that point the service at it."""
+    stopped = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stopped.set()
+
+    # Installed explicitly: a shell starting us in the background leaves SIGINT ignored, and
+    # SIGTERM (docker stop, systemd) deserves the same clean stop as Ctrl-C.
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    with sim:
+        print(f"{name} simulator listening on {sim.url}", flush=True)
+        print("point the service at it (then: exchange check, exchange run):", flush=True)
+        for line in settings(sim):
+            print(f"  {line}", flush=True)
+        print("(Ctrl-C to stop)", flush=True)
+        while not stopped.wait(0.5):
+            pass
+    print(f"{name} simulator stopped", flush=True)

@@ -982,6 +982,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from exchange.dev.httpsim import setting_line
+
     args = _arguments(argv)
     faults = Faults(
         fail_rate=args.fail_rate,
@@ -1011,7 +1013,14 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
     with sim:
-        print(f"Site simulator listening on {sim.url} (Ctrl-C to stop)", flush=True)
+        print(f"Site simulator listening on {sim.url}", flush=True)
+        print("point the service at it (then: exchange check, exchange run):", flush=True)
+        print(f"  {setting_line('EXCHANGE_TARGET', 'api')}", flush=True)
+        print(f"  {setting_line('EXCHANGE_SITE_URL', sim.url)}", flush=True)
+        # Without --token any token is accepted (the service still wants one of 8 or more).
+        token = setting_line("EXCHANGE_SITE_TOKEN", args.token or "demo-token", bool(args.token))
+        print(f"  {token}", flush=True)
+        print("(Ctrl-C to stop)", flush=True)
         while not stopped.wait(1.0):
             pass
     print(

@@ -620,3 +620,33 @@ class _WooHandler(Handler):
             self.drop()
             return
         self.answer(200, _json({"update": results}), "application/json")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m exchange.dev.woosim --port N``: a WooCommerce shop in the foreground, for
+    ``exchange check`` and ``exchange run`` (every SKU exists but ``NOSUCH-*``; ``VAR-*`` are
+    variations). The key and secret: EXCHANGE_WOO_KEY/_SECRET when set, else demo values."""
+    from exchange.dev.httpsim import arguments, credential, run_in_foreground, setting_line
+
+    args = arguments(
+        "python -m exchange.dev.woosim", "Serve a simulated WooCommerce shop until Ctrl-C."
+    ).parse_args(argv)
+    key, key_set = credential("EXCHANGE_WOO_KEY", "ck_demo_key")
+    secret, secret_set = credential("EXCHANGE_WOO_SECRET", "cs_demo_secret")
+    sim = WooSimulator(key, secret)
+    sim.host, sim.port = args.host, args.port
+    run_in_foreground(
+        sim,
+        "WooCommerce",
+        lambda s: [
+            setting_line("EXCHANGE_TARGET", "woocommerce"),
+            setting_line("EXCHANGE_WOO_URL", s.url),
+            setting_line("EXCHANGE_WOO_KEY", key, key_set),
+            setting_line("EXCHANGE_WOO_SECRET", secret, secret_set),
+            setting_line("EXCHANGE_WOO_PRICE_FIELDS", '{"retail": "regular_price"}'),
+        ],
+    )
+
+
+if __name__ == "__main__":
+    main()

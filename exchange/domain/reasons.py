@@ -24,6 +24,9 @@ class Reason(StrEnum):
     UNMAPPED_PRICE_TYPE = "unmapped-price-type"  # no shop field or price type for it
     SHOP_FAILURE = "shop-failure"  # the shop's exchange answered failure, for good (Bitrix)
     UNROUTABLE = "unroutable"  # RabbitMQ returned it: no queue bound for its routing key
+    # The target's mapping maps the price type to null: left out of that shop on purpose
+    # (contract 10). A cancellation, never a quarantine.
+    NOT_FOR_THIS_SHOP = "not-for-this-shop"
 
     @staticmethod
     def http(status: int) -> str:

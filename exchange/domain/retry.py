@@ -14,6 +14,7 @@ ceiling as the backoff (``RetryPolicy.ceiling``).
 
     DELIVERED       delivered                          charged
     STALE_AT_SITE   cancelled, stale-at-site           charged
+    NOT_FOR_THIS_SHOP cancelled, not-for-this-shop     not charged (nothing was sent)
     TERMINAL        quarantined, the target's reason   charged
                     (unknown-sku, ...) or http-<code>
     UNKNOWN         quarantined, unknown-response      charged
@@ -142,6 +143,14 @@ def decide(
                 to_state=State.CANCELLED,
                 reason=Reason.STALE_AT_SITE,
                 site_version=c.site_version,
+            )
+        case Verdict.NOT_FOR_THIS_SHOP:
+            return replace(
+                answer,
+                event=Event.NOT_FOR_THIS_SHOP,
+                to_state=State.CANCELLED,
+                reason=Reason.NOT_FOR_THIS_SHOP,
+                charged=False,
             )
         case Verdict.TERMINAL:
             return replace(answer, reason=c.reason or Reason.http(c.http_status or 0))

@@ -6,6 +6,7 @@ so the allowed transitions are written here once, and ``check`` guards the rest.
 
     new ──lease──> in_progress ──> delivered | delayed | quarantined | cancelled
      │                 │  └──release (not charged)──> new | delayed
+     │                 └──not-for-this-shop (not sent, not charged)──> cancelled
      │                 └──take-over (lease expired)──> in_progress
      └──> cancelled (superseded, stale) | quarantined (sequence-gap)
     delayed ──lease──> in_progress;  delayed ──> cancelled (superseded, stale)
@@ -57,6 +58,7 @@ class Event(StrEnum):
     OPERATOR_RETRY = "operator-retry"
     OPERATOR_CANCEL = "operator-cancel"
     OPERATOR_PRIORITIZE = "operator-prioritize"  # claimed before the backlog; no state change
+    NOT_FOR_THIS_SHOP = "not-for-this-shop"  # the target leaves it out on purpose: not sent
 
 
 _S = State
@@ -71,6 +73,7 @@ _TRANSITIONS: dict[Event, tuple[frozenset[State], State | None]] = {
     Event.TAKEN_OVER: (frozenset({_S.IN_PROGRESS}), _S.IN_PROGRESS),
     Event.DELIVERED: (frozenset({_S.IN_PROGRESS}), _S.DELIVERED),
     Event.STALE_AT_SITE: (frozenset({_S.IN_PROGRESS}), _S.CANCELLED),
+    Event.NOT_FOR_THIS_SHOP: (frozenset({_S.IN_PROGRESS}), _S.CANCELLED),
     Event.RETRY_SCHEDULED: (frozenset({_S.IN_PROGRESS}), _S.DELAYED),
     Event.QUARANTINED: (frozenset({_S.IN_PROGRESS}), _S.QUARANTINED),
     Event.RELEASED: (frozenset({_S.IN_PROGRESS}), None),  # back to new or delayed

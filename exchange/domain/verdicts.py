@@ -14,6 +14,9 @@ class Verdict(StrEnum):
     TERMINAL = "terminal"
     PAUSE = "pause"
     UNKNOWN = "unknown"
+    # Not sent, on purpose: the target's mapping leaves this price type out of the shop
+    # (contract 10, a price type mapped to null). The message ends cancelled.
+    NOT_FOR_THIS_SHOP = "not-for-this-shop"
 
 
 # Not frozen: one is made per message, and a frozen dataclass's __init__ costs ~2.5x.

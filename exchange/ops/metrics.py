@@ -180,7 +180,8 @@ class PrometheusMetrics(Metrics):
         for state in State:
             self.messages.labels(state.value)
         for verdict in Verdict:
-            self.attempts.labels(verdict.value)
+            if verdict is not Verdict.NOT_FOR_THIS_SHOP:  # never sent: not an attempt
+                self.attempts.labels(verdict.value)
         for reason in WORKER_QUARANTINE_REASONS:
             self.quarantines.labels(reason)
         for cause in Cause:

@@ -59,6 +59,9 @@ class Status:
     # Messages waiting behind a quarantined predecessor: a part of ``new_messages``, left out
     # of ``oldest_undelivered_age_s`` (a person's retry or cancel moves them, not time).
     held: int = 0
+    # Cancelled messages by reason (superseded, stale, not-for-this-shop, operator, ...): what
+    # ended without delivery, on purpose or by a person; never a cause for a person.
+    cancelled_by_reason: dict[str, int] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -102,7 +105,19 @@ def status(connection: Connection, now: datetime, kinds: KindPolicies) -> Status
         delivery_paused=any(w["paused"] for w in live_workers),
         breaker_open=any(w["breaker"] != "closed" for w in live_workers),
         held=held(connection, kinds),
+        cancelled_by_reason=cancelled_by_reason(connection),
     )
+
+
+def cancelled_by_reason(connection: Connection) -> dict[str, int]:
+    """How many messages ended cancelled, per reason (one query)."""
+    rows = connection.execute(
+        select(messages.c.reason, func.count())
+        .where(messages.c.state == State.CANCELLED.value)
+        .group_by(messages.c.reason)
+        .order_by(messages.c.reason)
+    ).all()
+    return {reason or "-": count for reason, count in rows}
 
 
 def worker_rows(connection: Connection, now: datetime) -> list[dict[str, Any]]:
@@ -313,6 +328,8 @@ def tables(figures: Status) -> list[Table]:
     minutes = int(RECENT.total_seconds() // 60)
     queue.add_row(f"error share ({minutes} min)", f"{figures.error_share:.1%}")
     queue.add_row(f"delivery rate ({minutes} min)", f"{figures.delivery_rate_per_min:.1f}/min")
+    for reason, count in figures.cancelled_by_reason.items():
+        queue.add_row(Text(f"cancelled: {reason}"), str(count))
 
     hours = int(WORKER_SEEN_WITHIN.total_seconds() // 3600)
     workers_table = Table(title="workers")

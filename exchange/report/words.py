@@ -163,6 +163,14 @@ _NEXT_CHECK: dict[str, tuple[str, str]] = {
         "RabbitMQ returned the message: no queue is bound to EXCHANGE_RABBITMQ_EXCHANGE for "
         "this kind (the routing key is the kind). Bind the shop's queue, then retry.",
     ),
+    "not-for-this-shop": (
+        "Не отправлено намеренно: в настройке магазина (EXCHANGE_WOO_PRICE_FIELDS или "
+        "EXCHANGE_BITRIX_PRICE_TYPES) этот вид цены сопоставлен с null. Делать ничего не нужно; "
+        "чтобы отправлять его, сопоставьте вид цены с полем или видом цены магазина.",
+        "Left out on purpose: the shop's mapping (EXCHANGE_WOO_PRICE_FIELDS or "
+        "EXCHANGE_BITRIX_PRICE_TYPES) maps this price type to null. Nothing to do; to send it, "
+        "map the price type to a field or price type of the shop.",
+    ),
     "unknown-response": (
         "Сайт ответил непонятно: выясните у команды сайта, что произошло, затем повторите "
         "отправку (retry) или отмените запись.",

@@ -5,7 +5,7 @@ the shop API's batch.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator
@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validato
 from exchange.settings.rules import is_loopback
 
 
-def _default_woo_fields() -> dict[str, Literal["regular_price", "sale_price"]]:
+def _default_woo_fields() -> dict[str, Literal["regular_price", "sale_price"] | None]:
     return {"retail": "regular_price"}
 
 
@@ -52,11 +52,12 @@ class TargetSettings(BaseModel):
         "over http:// oauth1 only; over https:// basic, then query, then oauth1, what worked "
         "remembered (in memory) per URL and key and tried again after a 401.",
     )
-    woo_price_fields: dict[str, Literal["regular_price", "sale_price"]] = Field(
+    woo_price_fields: dict[str, Literal["regular_price", "sale_price"] | None] = Field(
         default_factory=_default_woo_fields,
         description="WooCommerce: price_type -> the product field it sets, e.g. "
-        '{"retail": "regular_price", "sale": "sale_price"}. A price type not listed is '
-        "quarantined as unmapped-price-type.",
+        '{"retail": "regular_price", "sale": "sale_price", "wholesale": null}. A price type '
+        "not listed is quarantined as unmapped-price-type; one mapped to null (false in TOML) "
+        "is left out of this shop on purpose: cancelled as not-for-this-shop.",
     )
     bitrix_url: str | None = Field(
         None,
@@ -78,11 +79,12 @@ class TargetSettings(BaseModel):
         None,
         description="1C-Bitrix: the catalogue's Ид, written as the package's ИдКаталога.",
     )
-    bitrix_price_types: dict[str, str] = Field(
+    bitrix_price_types: dict[str, str | None] = Field(
         default_factory=dict,
         description="1C-Bitrix: price_type -> the site's price type name, e.g. "
-        '{"retail": "Розничная"}. A price type not listed is quarantined as '
-        "unmapped-price-type.",
+        '{"retail": "Розничная", "purchase": null}. A price type not listed is quarantined as '
+        "unmapped-price-type; one mapped to null (false in TOML) is left out of this shop on "
+        "purpose: cancelled as not-for-this-shop.",
     )
     bitrix_max_import_steps: int = Field(
         200,
@@ -99,6 +101,15 @@ class TargetSettings(BaseModel):
         "contract 5b); 1 sends one request per message. A site that answers 404 there gets "
         "single requests.",
     )
+
+    @field_validator("woo_price_fields", "bitrix_price_types", mode="before")
+    @classmethod
+    def _null_in_toml(cls, value: Any) -> Any:
+        """TOML has no null: ``false`` there maps a price type to null (left out of the shop,
+        contract 10). ``true`` means nothing and stays an error."""
+        if isinstance(value, dict):
+            return {k: None if v is False else v for k, v in value.items()}
+        return value
 
     @field_validator("woo_url", "bitrix_url")
     @classmethod

@@ -22,11 +22,13 @@ class MappedPrice:
 
 
 def read_price(
-    message: OutgoingMessage, *, target: str, mapping: Mapping[str, str], setting: str
+    message: OutgoingMessage, *, target: str, mapping: Mapping[str, str | None], setting: str
 ) -> MappedPrice | Classification:
     """The price a message carries, with its price type mapped through ``mapping`` (the
-    setting ``setting``), or the terminal classification that says why it cannot be sent:
-    another kind, a payload that is no price, or a price type not mapped (never guessed)."""
+    setting ``setting``), or the classification that says why it is not sent: a price type
+    mapped to null is left out of this shop on purpose (contract 10: ``NOT_FOR_THIS_SHOP``,
+    the message ends cancelled); another kind, a payload that is no price, or a price type
+    not mapped (never guessed) are terminal."""
     if message.kind != "price":
         return Classification(
             Verdict.TERMINAL,
@@ -40,6 +42,13 @@ def read_price(
         currency = str(payload.get("currency", "RUB"))
     except (ValueError, KeyError, TypeError, InvalidOperation):
         return Classification(Verdict.TERMINAL, "the payload is not a price", error_class="Payload")
+    if price_type in mapping and mapping[price_type] is None:
+        return Classification(
+            Verdict.NOT_FOR_THIS_SHOP,
+            f"price type {price_type!r} is mapped to null by {setting}: "
+            "left out of this shop on purpose",
+            reason=Reason.NOT_FOR_THIS_SHOP,
+        )
     mapped = mapping.get(price_type)
     if mapped is None:
         return Classification(

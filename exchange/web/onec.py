@@ -55,6 +55,7 @@ from exchange.web.files import (
 )
 from exchange.web.keys import Signer
 from exchange.web.throttle import Guesses
+from exchange.web.words import onec_words
 
 log = logging.getLogger(__name__)
 
@@ -69,11 +70,19 @@ REFUSALS_LOGGED_EVERY_S = 60.0
 def _answer(first: str, *lines: str) -> web.Response:
     """1C-Bitrix's answer (contract 9a): an ASCII first line, then text in windows-1251 with
     that charset named; a character windows-1251 lacks (a name 1C itself never sends) is a
-    ``?``, never a failed answer."""
+    ``?``, never a failed answer. catalog.import.1c/component.php ends the same way: its
+    output converted to windows-1251 and ``Content-Type: text/html; charset=windows-1251``;
+    we name ``text/plain``, so that a file name said back is never markup in a browser (1C
+    reads the charset, not the type)."""
     body = "\n".join((first, *(_ascii_safe(line) for line in lines))) + "\n"
     return web.Response(
         body=body.encode("cp1251", "replace"), content_type=TEXT, charset="windows-1251"
     )
+
+
+def _say(first: str, text: str) -> web.Response:
+    """An answer whose line after ``first`` is for 1C's administrator: in Russian."""
+    return _answer(first, onec_words(text))
 
 
 def _ascii_safe(line: str) -> str:
@@ -234,7 +243,7 @@ class OneCExchange:
             return await self._import(session, query.get("filename", ""))
         if mode == "deactivate":
             # Prices only: nothing here is deactivated (a partial load must never hide goods).
-            return _answer("success", "nothing to deactivate: prices only")
+            return _say("success", "nothing to deactivate: prices only")
         if mode == "complete":
             return await self._complete(session)
         return await self._refuse(session, "", f"unknown mode {mode[:40]!r}")
@@ -242,13 +251,13 @@ class OneCExchange:
     async def _refuse(self, session: str, filename: str, reason: str) -> web.Response:
         if session == ANONYMOUS:
             self.refused.add(reason)
-            return _answer("failure", reason)
+            return _say("failure", reason)
         log.warning("1C exchange refused: %s", reason)
         try:
             await asyncio.to_thread(exchange_refused, self.engine, session, filename, reason)
         except Exception as exc:  # the answer to 1C matters more than the entry
             log.error("1C exchange: the refusal could not be recorded: %s", exc)
-        return _answer("failure", reason)
+        return _say("failure", reason)
 
     # -- authentication ----------------------------------------------------------------------
 
@@ -413,7 +422,7 @@ class OneCExchange:
             if isinstance(exc, asyncio.CancelledError):
                 raise
             return await self._refuse(session, filename, f"upload of {filename[:100]!r} failed")
-        return _answer("success", f"{received} bytes of {filename[:100]} received")
+        return _say("success", f"{received} bytes of {filename[:100]} received")
 
     async def _import(self, session: str, filename: str) -> web.Response:
         folder = self._folder(session)
@@ -431,12 +440,11 @@ class OneCExchange:
         try:
             outcome = await asyncio.wait_for(asyncio.shield(job.task), self.config.progress_wait)
         except TimeoutError:
-            return _answer("progress", f"reading {filename[:100]}: {job.offers} offers so far")
+            return _say("progress", f"reading {filename[:100]}: {job.offers} offers so far")
         # The finished job stays until this exchange sends the file again, inits or completes:
         # an import repeated (an answer lost on the way) gets the same answer.
-        if outcome.outcome == "failure":
-            return _answer("failure", f"{filename[:100]}: {outcome.detail}")
-        return _answer("success", f"{filename[:100]}: {outcome.detail}")
+        said = f"{filename[:100]}: {onec_words(outcome.detail)}"
+        return _answer("failure" if outcome.outcome == "failure" else "success", said)
 
     async def _run(
         self, job: Job, session: str, folder: Path, target: Path, filename: str
@@ -505,7 +513,7 @@ class OneCExchange:
             await asyncio.wait(running)
         self._forget(session)
         await asyncio.to_thread(shutil.rmtree, self._folder(session), True)
-        return _answer("success", "exchange complete")
+        return _say("success", "exchange complete")
 
     # -- sale: answered so that 1C finishes its exchange -------------------------------------
 
@@ -526,10 +534,10 @@ class OneCExchange:
         if mode == "file":
             async for _ in request.content.iter_chunked(1 << 16):
                 pass  # orders are not this service's business: accepted and dropped
-            return _answer("success", "orders are not imported by this service")
+            return _say("success", "orders are not imported by this service")
         if mode in ("success", "import", "info", "deactivate", "complete"):
-            return _answer("success", "no orders here")
-        return _answer("failure", f"unknown mode {mode[:40]!r}")
+            return _say("success", "no orders here")
+        return _say("failure", f"unknown mode {mode[:40]!r}")
 
 
 def _append(part: Path, target: Path) -> None:

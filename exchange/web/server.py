@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import signal
+import socket
 import ssl
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -144,6 +146,34 @@ async def serve(
         await stop.wait()
     finally:
         await runner.cleanup()
+
+
+def addresses(
+    *, scheme: str, host: str, port: int, public: str | None = None
+) -> list[tuple[str, str]]:
+    """What ``serve`` tells a person when it starts (issue 24 item 13): where the workbench,
+    1C's exchange and the JSON intake answer, as (what, address). ``public``
+    (EXCHANGE_WORKBENCH_URL, the address the operators open, e.g. behind a proxy) wins; a
+    wildcard host (``0.0.0.0``, ``::``) is shown by this machine's name, an IPv6 address in
+    brackets."""
+    if public:
+        base = public.rstrip("/")
+    else:
+        shown = host
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            address = None
+        if not host or (address is not None and address.is_unspecified):
+            shown = socket.getfqdn()
+        elif address is not None and address.version == 6:
+            shown = f"[{host}]"
+        base = f"{scheme}://{shown}:{port}"
+    return [
+        ("workbench", f"{base}/"),
+        ("1C exchange", f"{base}{ONEC_PATHS[0]}"),
+        ("JSON intake", f"{base}{INTAKE_PATH}"),
+    ]
 
 
 def _enough_descriptors(connections: int) -> None:

@@ -300,6 +300,11 @@ NAMES: dict[str, dict[str, dict[Lang, str]]] = {
         "lease-expired": {"ru": "аренда истекла", "en": "lease expired"},
         "operator-retry": {"ru": "повтор по решению оператора", "en": "operator retry"},
         "operator-cancel": {"ru": "отмена по решению оператора", "en": "operator cancel"},
+        "operator-prioritize": {"ru": "отправить вне очереди", "en": "operator prioritize"},
+        "not-for-this-shop": {
+            "ru": "не для этого магазина: не отправляется",
+            "en": "not for this shop",
+        },
     },
     "outcome": {
         "staged": {"ru": "цены приняты", "en": "staged"},
@@ -385,7 +390,8 @@ _ERRORS_RU: tuple[tuple[re.Pattern[str], str], ...] = (
 
 
 def error_words(text: str, lang: Lang) -> str:
-    """An error of the service in the page's language."""
+    """An error of the service, a detail of a message's history or the outcome of a 1C
+    exchange, in the page's language."""
     if lang == "en":
         return text
     for pattern, russian in _ERRORS_RU:
@@ -394,6 +400,101 @@ def error_words(text: str, lang: Lang) -> str:
             values = found.groupdict()
             if "count" in values:
                 values["count"] = messages_counted(int(values["count"]), lang)
+            return russian.format(**values)
+    said = detail_words(text)
+    return said if said != text else onec_words(text)  # a 1C exchange's outcome (its page)
+
+
+# The details a message's history records (English, as `exchange history` prints them), as
+# the message page says them in Russian. What a shop or a site answered (after "HTTP 422: "),
+# ids, names, settings and times are kept as they are; a text that matches nothing is shown as
+# it is. A detail that wraps another (``… (attempt 2 of 5)``) says the inner one in Russian too.
+_DETAILS: tuple[tuple[str, str], ...] = (
+    (r"from staging row #(?P<n>\d+)", "из строки staging_intents № {n}"),
+    (
+        r"staging row #(?P<n>\d+) carried this message again: recorded, not sent again",
+        "строка staging_intents № {n} принесла это сообщение ещё раз: записано, повторно не "
+        "отправляется",
+    ),
+    (r"superseded by (?P<id>\S+)", "вытеснено более новой версией {id}"),
+    (
+        r"version (?P<v>\d+) is at or below version (?P<d>\d+), already delivered: never sent",
+        "версия {v} не новее уже доставленной версии {d}: не отправляется",
+    ),
+    (r"version (?P<v>\d+) never arrived within (?P<t>\S+) s", "версия {v} не пришла за {t} с"),
+    (
+        r"versions (?P<r>\S+) never arrived within (?P<t>\S+) s",
+        "версии {r} не пришли за {t} с",
+    ),
+    (r"(?P<d>.+) \(attempt (?P<a>\d+) of (?P<m>\d+)\)", "{d*} (попытка {a} из {m})"),
+    (r"result-unknown: (?P<d>.+)", "результат неизвестен: {d*}"),
+    (r"site busy, not charged: (?P<d>.+)", "сайт перегружен, попытка не засчитана: {d*}"),
+    (r"probe failed, not charged: (?P<d>.+)", "пробная отправка не удалась, не засчитана: {d*}"),
+    (
+        r"not sent: delivery paused \((?P<why>.+)\)",
+        "не отправлено: доставка приостановлена ({why})",
+    ),
+    (r"confirmed by RabbitMQ", "RabbitMQ подтвердил приём"),
+    (r"import: success(?P<t>.*)", "сайт принял пакет (success):{t}"),
+    (
+        r"read back after (?P<e>\w+): (?P<f>\w+)=(?P<v>\S+)",
+        "ответ потерян ({e}), цена прочитана с сайта: {f}={v}",
+    ),
+    (
+        r"(?P<d>.+); read back: the shop does not hold it, sent again",
+        "{d}; прочитано с сайта: цены там нет, отправлено снова",
+    ),
+    (
+        r"price type (?P<t>'[^']*') is mapped to null by (?P<s>\w+): left out of this shop on "
+        r"purpose",
+        "вид цены {t} сопоставлен с null в {s}: в этот магазин намеренно не отправляется",
+    ),
+    (r"price type (?P<t>'[^']*') is not mapped by (?P<s>\w+)", "вид цены {t} не сопоставлен в {s}"),
+    (
+        r"the shop has no product or variation with SKU (?P<s>.+)",
+        "в магазине нет товара или вариации с артикулом {s}",
+    ),
+    (
+        r"RabbitMQ returned the message as unroutable \((?P<c>[^)]*)\): no queue is bound to the "
+        r"exchange (?P<x>\S+) for the routing key (?P<k>.+)",
+        "RabbitMQ вернул сообщение как недоставляемое ({c}): к обменнику {x} не привязана "
+        "очередь для ключа маршрутизации {k}",
+    ),
+    (r"retried by (?P<o>.+) \(was (?P<r>[^)]*)\)", "повтор: оператор {o} (причина была {r})"),
+    (r"cancelled by (?P<o>.+) \(was (?P<r>[^)]*)\)", "отмена: оператор {o} (причина была {r})"),
+    (r"put before the backlog by (?P<o>.+)", "отправить вне очереди: оператор {o}"),
+    (
+        r"the lease of (?P<w>\S+) had expired: result unknown; taken over by (?P<n>\S+) for "
+        r"attempt (?P<a>\d+)",
+        "аренда обработчика {w} истекла, результат неизвестен; перехвачено обработчиком {n}, "
+        "попытка {a}",
+    ),
+    (
+        r"the lease of (?P<w>\S+) expired during attempt (?P<a>\d+) of (?P<m>\d+); the result of "
+        r"that attempt is unknown",
+        "аренда обработчика {w} истекла во время попытки {a} из {m}; результат этой попытки "
+        "неизвестен",
+    ),
+    (r"no outcome yet; leased until (?P<t>.+)", "итога ещё нет; взято в отправку до {t}"),
+    (
+        r"(?P<r>invalid-contract|unknown-kind|unsupported-schema|version-conflict): (?P<d>.+)",
+        "не принято ({r}): {d}",
+    ),
+)
+_DETAILS_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _DETAILS)
+
+
+def detail_words(text: str) -> str:
+    """A history detail in Russian (a ``{name*}`` in the Russian text is itself a detail, said
+    in Russian in turn); one that matches nothing as it is."""
+    for pattern, russian in _DETAILS_RE:
+        found = pattern.fullmatch(text)
+        if found:
+            values = dict(found.groupdict())
+            for key in list(values):
+                if "{" + key + "*}" in russian:
+                    russian = russian.replace("{" + key + "*}", "{" + key + "}")
+                    values[key] = detail_words(values[key])
             return russian.format(**values)
     return text
 
@@ -413,3 +514,200 @@ def versions_counted(count: int, lang: Lang) -> str:
             count, "более поздняя версия", "более поздние версии", "более поздних версий"
         )
     return f"{count} later version" + ("" if count == 1 else "s")
+
+
+# -- what 1C shows its administrator (contract 9a) ---------------------------------------------
+# The service's texts stay English where they are made and recorded (cml_exchanges, the log,
+# `exchange status`); the answer to 1C says them in Russian, as 1C-Bitrix's own component does
+# (catalog.import.1c: its lang/ru messages, e.g. «Ошибка авторизации. Неверное имя
+# пользователя или пароль.»), in windows-1251 (exchange/web/onec.py). A whole text is tried
+# first; else each part of a summary ("; " between parts). A name, a number, an element or a
+# setting inside a text is kept as it is.
+_F = r"(?P<f>.+?)"
+_N = r"(?P<n>\d+)"
+_ONEC_WHOLE: tuple[tuple[str, str], ...] = (
+    (
+        r"the 1C exchange is closed: EXCHANGE_1C_USER and EXCHANGE_1C_PASSWORD are not set on "
+        r"the service",
+        "Обмен с 1С закрыт: на сервисе не заданы EXCHANGE_1C_USER и EXCHANGE_1C_PASSWORD.",
+    ),
+    (r"unknown exchange type (?P<t>.*)", "Неизвестный тип обмена {t}."),
+    (
+        r"not authorized: wrong user or password, or no session \(checkauth\)",
+        "Ошибка авторизации. Неверное имя пользователя или пароль, или сеанс не начат (checkauth).",
+    ),
+    (
+        r"wrong user or password \(HTTP Basic\)",
+        "Ошибка авторизации. Неверное имя пользователя или пароль.",
+    ),
+    (
+        r"too many wrong passwords from this address: try again in (?P<s>\d+) s",
+        "Слишком много неверных паролей с этого адреса: повторите через {s} с.",
+    ),
+    (r"unknown mode (?P<m>.*)", "Неизвестная команда {m}."),
+    (r"nothing to deactivate: prices only", "Деактивировать нечего: сервис принимает только цены."),
+    (_N + r" bytes of " + _F + r" received", "Файл {f}: принято байт: {n}."),
+    (r"upload of " + _F + r" failed", "Загрузка файла {f} не удалась: пришлите его снова."),
+    (
+        r"upload of " + _F + r" was cut short: (?P<got>\d+) of (?P<want>\d+) bytes",
+        "Загрузка файла {f} прервана: получено {got} байт из {want}.",
+    ),
+    (
+        _F + r" is being imported: send it later",
+        "Файл {f} ещё загружается в базу: пришлите его позже.",
+    ),
+    (
+        r"a part of " + _F + r" is larger than file_limit=(?P<n>\d+) bytes \(init announced it\)",
+        "Часть файла {f} больше file_limit={n} байт, объявленного при init.",
+    ),
+    (r"file " + _F + r" is larger than (?P<n>\d+) bytes", "Файл {f} больше {n} байт."),
+    (
+        r"reading " + _F + r": " + _N + r" offers so far",
+        "Идёт чтение {f}: прочитано предложений: {n}.",
+    ),
+    (
+        r"the service's database is unavailable: (?P<e>.*)",
+        "База данных сервиса недоступна, повторите обмен позже ({e}).",
+    ),
+    (r"internal error: (?P<e>.*)", "Внутренняя ошибка сервиса ({e}): сообщите администратору."),
+    (r"archive unpacked", "Архив распакован."),
+    (r"not an XML file: accepted and dropped", "Не файл XML: принят и пропущен."),
+    (
+        r"file " + _F + r" was not uploaded in this exchange",
+        "Файл {f} не загружался в этом обмене.",
+    ),
+    (r"exchange complete", "Обмен завершён."),
+    (r"orders are not imported by this service", "Заказы этот сервис не принимает."),
+    (r"no orders here", "Заказов нет."),
+    (
+        r"this file was staged before \(package version (?P<v>\d+)\): nothing new",
+        "Этот файл уже был принят (пакет № {v}): нового нет.",
+    ),
+    (
+        r"not a CommerceML offers or catalogue file: nothing to read",
+        "Это не файл предложений или каталога CommerceML: читать нечего.",
+    ),
+    (
+        r"catalogue read: (?P<t>\d+) price types, (?P<a>\d+) articles kept",
+        "Каталог прочитан: видов цен: {t}, артикулов запомнено: {a}.",
+    ),
+    (
+        r"no price of a mapped type: the file has (?P<found>.*); map them in "
+        r"EXCHANGE_1C_PRICE_TYPES",
+        "В файле нет цен сопоставленных видов. Виды цен в файле: {found}; укажите нужные в "
+        "EXCHANGE_1C_PRICE_TYPES.",
+    ),
+    (
+        r"not well-formed XML at line (?P<l>\d+), column (?P<c>\d+): (?P<e>.*)",
+        "Файл не является правильным XML: строка {l}, позиция {c} ({e}).",
+    ),
+    (
+        r"not a CommerceML file: the root element is <(?P<r>[^>]*)>, not <(?P<root>[^>]*)>",
+        "Это не файл CommerceML: корневой элемент <{r}>, а не <{root}>.",
+    ),
+    (r"the file is empty", "Файл пуст."),
+    (r"the file has no root element", "В файле нет корневого элемента."),
+    (
+        r"no root element in the first " + _N + r" bytes of the file",
+        "В первых {n} байтах файла нет корневого элемента.",
+    ),
+    (
+        r"a document type declaration \(DTD\) is not allowed in a CommerceML file",
+        "Объявление типа документа (DTD) в файле CommerceML не допускается.",
+    ),
+    (
+        r"entity declarations are not allowed in a CommerceML file",
+        "Объявления сущностей в файле CommerceML не допускаются.",
+    ),
+    (
+        r"external entities are not allowed in a CommerceML file",
+        "Внешние сущности в файле CommerceML не допускаются.",
+    ),
+    (r"elements nested deeper than " + _N, "Элементы вложены глубже {n} уровней."),
+    (r"the file is nested too deeply", "Элементы файла вложены слишком глубоко."),
+    (r"file name " + _F + r" is not allowed", "Имя файла {f} не допускается."),
+    (
+        r"file name " + _F + r" holds a control character: not allowed",
+        "Имя файла {f} содержит управляющий символ: не допускается.",
+    ),
+    (
+        r"file name " + _F + r" is an absolute path: not allowed",
+        "Имя файла {f} — абсолютный путь: не допускается.",
+    ),
+    (r"file name " + _F + r" names no file", "Имя файла {f} не называет файл."),
+    (
+        r"file name " + _F + r" leaves the exchange's folder: not allowed",
+        "Имя файла {f} ведёт за пределы папки обмена: не допускается.",
+    ),
+    (
+        r"file name "
+        + _F
+        + r" is too long: a folder or file name may hold at most "
+        + _N
+        + r" bytes",
+        "Имя файла {f} слишком длинное: имя папки или файла — не больше {n} байт.",
+    ),
+    (r"file name " + _F + r" is reserved", "Имя файла {f} занято сервисом."),
+    (r"file name " + _F + r" is not allowed: (?P<e>.*)", "Имя файла {f} не допускается ({e})."),
+    (
+        r"archive member " + _F + r" is a link: not allowed",
+        "Файл архива {f} — ссылка: не допускается.",
+    ),
+    (
+        _F + r" holds more than " + _N + r" XML files: not unpacked",
+        "В архиве {f} больше {n} файлов XML: не распакован.",
+    ),
+    (
+        r"archive member " + _F + r" expands more than (?P<r>\S+) times",
+        "Файл архива {f} распаковывается больше чем в {r} раз.",
+    ),
+    (
+        r"the archive unpacks to more than " + _N + r" bytes",
+        "Архив распаковывается больше чем в {n} байт.",
+    ),
+    (_F + r" is not a zip archive: (?P<e>.*)", "{f} — не архив zip ({e})."),
+)
+_ONEC_PARTS: tuple[tuple[str, str], ...] = (
+    (
+        _N + r" prices staged from (?P<m>\d+) offers",
+        "Принято цен: {n} (предложений: {m})",
+    ),
+    (
+        _N + r" of unmapped price types not sent \((?P<names>.*)\)",
+        "не отправлено цен несопоставленных видов: {n} ({names})",
+    ),
+    (
+        _N + r" not sent: not of the base unit \((?P<why>.*)\)",
+        "не отправлено цен не за базовую единицу: {n} ({why})",
+    ),
+    (
+        _N + r" offers without an article \(quarantined\)",
+        "предложений без артикула: {n} (в карантине)",
+    ),
+    (
+        _N + r" offers with more than (?P<m>\d+) prices not sent \(invalid-contract\)",
+        "не отправлено предложений, у которых больше {m} цен: {n} (invalid-contract)",
+    ),
+)
+_ONEC_WHOLE_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _ONEC_WHOLE)
+_ONEC_PARTS_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _ONEC_PARTS)
+
+
+def onec_words(text: str) -> str:
+    """A text of the service as 1C's administrator reads it, in Russian (contract 9a); a text
+    no pattern knows is kept as it is (a failure is still told, never hidden)."""
+    for pattern, russian in _ONEC_WHOLE_RE:
+        found = pattern.fullmatch(text)
+        if found:
+            return russian.format(**found.groupdict())
+    parts = text.split("; ")
+    said = []
+    for part in parts:
+        for pattern, russian in _ONEC_PARTS_RE:
+            found = pattern.fullmatch(part)
+            if found:
+                said.append(russian.format(**found.groupdict()))
+                break
+        else:
+            said.append(part)
+    return "; ".join(said) + ("." if said != parts else "")

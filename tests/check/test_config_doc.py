@@ -78,6 +78,18 @@ def test_the_effective_configuration_masks_the_token_and_passwords() -> None:
     )
 
 
+def test_the_broker_urls_are_shown_with_their_passwords_masked() -> None:
+    """``exchange config`` and the demo's settings print the broker URLs (contract 12)."""
+    settings = load_settings(
+        worker_id="w",
+        rabbitmq_url="amqp://exchange:rabbit-pw-5@rabbit.local:5672/erp",
+        redis_url="redis://:redis-pw-6@redis.local:6379/0",
+    )
+    shown = dict(effective(settings))
+    assert "amqp://exchange:***@rabbit.local:5672/erp" == shown["EXCHANGE_RABBITMQ_URL"]
+    assert "redis://:***@redis.local:6379/0" == shown["EXCHANGE_REDIS_URL"]
+
+
 def test_an_unset_token_is_shown_as_unset() -> None:
     assert "(unset)" == dict(effective(load_settings(worker_id="w")))["EXCHANGE_SITE_TOKEN"]
 

@@ -28,6 +28,9 @@ def test_demo_ends_idle_with_every_promised_quarantine_reason_and_no_double_effe
         "version-conflict",
     } == set(report["summary"]["by_reason"])
     text = output.getvalue()
+    # The settings it used, the token masked (issue 24 item 14).
+    assert "  EXCHANGE_SITE_TOKEN=***\n" in text and "demo-token" not in text, text
+    assert "  EXCHANGE_SITE_URL=http://127.0.0.1:" in text
     assert "effects applied twice at the site 0" in text
     assert "old prices applied over newer ones at the site 0" in text
     assert "site holds the latest delivered price of every SKU and price type: yes" in text
@@ -87,3 +90,47 @@ def test_the_target_demos_end_idle_with_the_newest_price_of_every_sku_at_the_sho
         assert 0 == code, text
         assert "the shop holds the newest delivered price of every SKU: yes" in text
         assert all(f"quarantined  {reason}" in text for reason in reasons), text
+        # The purchase price is mapped to null: left out on purpose, never quarantined.
+        assert "cancelled    not-for-this-shop      3" in text, text
+        assert_the_rehearsal_is_told(tmp_path, target, text)
+
+
+def assert_the_rehearsal_is_told(directory: Path, target: str, text: str) -> None:
+    """The shop owner's rehearsal (issue 24 item 14): the EXCHANGE_* settings it used, secrets
+    masked, and its report written beside its database."""
+    settings = dict(
+        line.strip().split("=", 1) for line in text.splitlines() if line.startswith("  EXCHANGE_")
+    )
+    assert target == settings["EXCHANGE_TARGET"], text
+    assert settings["EXCHANGE_DATABASE_URL"].endswith(f"demo-{target}.db")
+    for secret in ("demo-password", "cs_demo_secret", "ck_demo_key", "guest:guest"):
+        assert secret not in text
+    if target == "woocommerce":
+        assert "***" == settings["EXCHANGE_WOO_SECRET"]
+        assert '"purchase": null' in settings["EXCHANGE_WOO_PRICE_FIELDS"]
+    if target == "bitrix":
+        assert "***" == settings["EXCHANGE_BITRIX_PASSWORD"]
+    report = json.loads((directory / f"quarantine-{target}.json").read_text(encoding="utf-8"))
+    assert sum(report["summary"]["by_reason"].values()) == len(report["entries"]) > 0
+    assert (directory / f"quarantine-{target}.html").is_file()
+    assert f"quarantine-{target}.html" in text
+
+
+def test_the_rabbitmq_demo_publishes_to_the_real_broker_and_postings_come_back_unroutable(
+    tmp_path: Path,
+) -> None:
+    from brokerkit import require
+
+    from exchange.dev.demo_targets import run_target_demo
+
+    require("RabbitMQ", "127.0.0.1", 5672)
+    output = StringIO()
+    code = run_target_demo(
+        tmp_path, target="rabbitmq", skus=40, console=Console(file=output, width=200)
+    )
+    text = output.getvalue()
+    assert 0 == code, text
+    assert "the shop holds the newest delivered price of every SKU: yes" in text
+    assert "quarantined  unroutable             3" in text, text
+    assert "amqp://guest:***@127.0.0.1:5672/" in text
+    assert_the_rehearsal_is_told(tmp_path, "rabbitmq", text)

@@ -63,9 +63,9 @@ def test_a_file_name_too_long_for_the_file_system_is_a_failure_with_the_reason(
     response = raw_upload(onec, name, offers())
     assert response.status_code == 200, response.text
     answer = onec.read(response)
-    assert answer.status == "failure" and "too long" in answer.text
+    assert answer.status == "failure" and "слишком длинное" in answer.text
     imported = onec.read(onec._request("GET", "import", filename=name))
-    assert imported.status == "failure" and "too long" in imported.text
+    assert imported.status == "failure" and "слишком длинное" in imported.text
     assert [] == files(tmp_path)
 
 
@@ -76,7 +76,7 @@ def test_a_file_name_with_a_control_character_is_refused(
     onec: OneCClient, tmp_path: Path, name: str
 ) -> None:
     answer = onec.read(raw_upload(onec, name, offers()))
-    assert answer.status == "failure" and "control character" in answer.text
+    assert answer.status == "failure" and "управляющий символ" in answer.text
     assert len(answer.lines) == 1  # the reason is one line, whatever the name held
     assert [] == files(tmp_path)
 
@@ -90,7 +90,7 @@ def test_the_services_own_file_names_are_reserved_in_any_case(
     """On a file system that ignores case (Windows), ``x.xml.Part`` is the service's own
     ``x.xml.part``."""
     answer = onec.read(raw_upload(onec, name, b"<x/>"))
-    assert answer.status == "failure" and "reserved" in answer.text
+    assert answer.status == "failure" and "занято сервисом" in answer.text
     assert [] == files(tmp_path)
 
 
@@ -99,7 +99,7 @@ def test_an_archive_named_in_capitals_is_unpacked_and_read(
 ) -> None:
     assert onec.upload("V8_0001_01.ZIP", archive([("offers.xml", offers())])).status == "success"
     answer, _ = onec.import_file("offers.xml")
-    assert answer.status == "success" and "1 prices staged" in answer.text, answer.text
+    assert answer.status == "success" and "Принято цен: 1" in answer.text, answer.text
 
 
 def test_an_archive_of_too_many_files_is_refused_before_it_fills_the_disk(
@@ -111,7 +111,7 @@ def test_an_archive_of_too_many_files_is_refused_before_it_fills_the_disk(
     assert onec.upload("v8.zip", archive(members)).status == "success"
     answer, _ = onec.import_file("f0.xml")
     assert answer.status == "failure", answer.text
-    assert f"more than {MAX_UNPACKED} XML files" in answer.text
+    assert f"больше {MAX_UNPACKED} файлов XML" in answer.text
     assert len(files(tmp_path)) <= MAX_UNPACKED + 1  # the archive and what was written first
     assert not any(name.endswith(".jpg") for name in files(tmp_path))
 
@@ -123,7 +123,7 @@ def test_images_in_an_archive_are_dropped_unread_and_the_prices_beside_them_stag
     assert onec.upload("v8.zip", archive(members)).status == "success"
     assert onec.import_file("offers.xml")[0].status == "success"
     image, _ = onec.import_file("import_files/1.jpg")
-    assert image.status == "success" and "dropped" in image.text
+    assert image.status == "success" and "принят и пропущен" in image.text
     assert not any(name.endswith(".jpg") for name in files(tmp_path))
 
 

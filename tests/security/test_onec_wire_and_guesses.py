@@ -98,7 +98,9 @@ def _knock(client: httpx.Client, door: str, secret: str, address: str) -> httpx.
 
 def _refused_as_too_many(door: str, answer: httpx.Response) -> bool:
     if door == "1c":
-        return answer.text.startswith("failure\n") and "too many wrong" in answer.text
+        return (
+            answer.text.startswith("failure\n") and "Слишком много неверных паролей" in answer.text
+        )
     return answer.status_code == 429 and int(answer.headers["Retry-After"]) >= 1
 
 

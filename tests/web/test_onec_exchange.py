@@ -112,7 +112,7 @@ def test_a_wrong_password_fails_and_writes_nothing_to_the_database(
         f"{base}/1c_exchange.php?type=catalog&mode=checkauth", auth=(USER, "guess-1234")
     )
     assert response.text.splitlines()[0] == "failure"
-    assert "wrong user or password" in response.text
+    assert "Неверное имя пользователя или пароль" in response.text
     assert [] == entries(db)
 
 
@@ -120,7 +120,7 @@ def test_the_exchange_is_closed_when_its_credentials_are_unset(serve: Serve) -> 
     base = serve(**{"1c_user": None, "1c_password": None})
     response = httpx.get(f"{base}/1c_exchange.php?type=catalog&mode=checkauth", auth=("", ""))
     assert response.text.splitlines()[0] == "failure"
-    assert "closed" in response.text
+    assert "Обмен с 1С закрыт" in response.text
 
 
 def test_a_forged_cookie_or_a_foreign_sessid_is_refused(serve: Serve) -> None:
@@ -168,7 +168,7 @@ def test_a_configured_secret_key_signs_instead_of_the_stored_one(serve: Serve, d
 def test_an_unknown_mode_fails_clearly(serve: Serve, db: Engine, mode: str) -> None:
     c = session(serve(**TYPES))
     answer = c.read(c._request("GET", mode))
-    assert answer.status == "failure" and "unknown mode" in answer.text
+    assert answer.status == "failure" and "Неизвестная команда" in answer.text
     assert entries(db)[-1]["outcome"] == "failure"
     c.close()
 
@@ -182,7 +182,7 @@ def test_a_file_name_that_leaves_the_exchange_folder_is_refused(
 ) -> None:
     c = session(serve(**TYPES))
     answer = c.upload(name, b"<x/>")
-    assert answer.status == "failure" and "not allowed" in answer.text
+    assert answer.status == "failure" and "не допускается" in answer.text
     assert not (tmp_path / "escape.xml").exists() and not Path("/tmp/escape.xml").exists()
     assert entries(db)[-1]["outcome"] == "failure"
     c.close()
@@ -192,7 +192,7 @@ def test_an_oversized_file_fails_and_is_removed(serve: Serve, db: Engine, tmp_pa
     c = session(serve(**{**TYPES, "1c_max_file_bytes": 4096}), use_zip=False)
     assert c.upload("offers.xml", b"x" * 3000).status == "success"
     answer = c.upload("offers.xml", b"x" * 3000)
-    assert answer.status == "failure" and "larger than 4096 bytes" in answer.text
+    assert answer.status == "failure" and "больше 4096 байт" in answer.text
     assert not list((tmp_path / "1c").rglob("offers.xml"))
     c.close()
 
@@ -235,7 +235,7 @@ def test_malformed_xml_fails_with_the_line_and_stages_nothing(serve: Serve, db: 
     data = package(("A", "10.00"), ("B", "11.00"))
     c.upload("offers.xml", data[: len(data) // 2])
     answer, _ = c.import_file("offers.xml")
-    assert answer.status == "failure" and "not well-formed XML at line" in answer.text
+    assert answer.status == "failure" and "не является правильным XML: строка" in answer.text
     assert [] == staged(db)
     assert entries(db)[-1]["outcome"] == "failure"
     c.close()
@@ -245,7 +245,7 @@ def test_a_file_that_is_not_commerceml_fails(serve: Serve, db: Engine) -> None:
     c = session(serve(**TYPES), use_zip=False)
     c.upload("offers.xml", b"<?xml version='1.0'?><html><body>hi</body></html>")
     answer, _ = c.import_file("offers.xml")
-    assert answer.status == "failure" and "not a CommerceML file" in answer.text
+    assert answer.status == "failure" and "Это не файл CommerceML" in answer.text
     assert [] == staged(db)
     c.close()
 
@@ -459,10 +459,10 @@ def _link(name: str) -> zipfile.ZipInfo:
 @pytest.mark.parametrize(
     ("members", "reason"),
     [
-        ([("../evil.xml", b"<x/>")], "leaves the exchange's folder"),
-        ([("/abs/evil.xml", b"<x/>")], "absolute path"),
-        ([(_link("offers.xml"), b"/etc/passwd")], "is a link"),
-        ([("offers.xml", b"\0" * 5_000_000)], "expands more than"),
+        ([("../evil.xml", b"<x/>")], "ведёт за пределы папки обмена"),
+        ([("/abs/evil.xml", b"<x/>")], "абсолютный путь"),
+        ([(_link("offers.xml"), b"/etc/passwd")], "ссылка: не допускается"),
+        ([("offers.xml", b"\0" * 5_000_000)], "распаковывается больше чем в"),
     ],
 )
 def test_an_unsafe_archive_is_refused(
@@ -648,7 +648,7 @@ def test_chunks_of_one_archive_append_and_a_resent_archive_drops_what_the_old_on
     assert c.upload("v8.zip", second).status == "success"
     assert c.import_file("offers.xml")[0].status == "success"
     gone, _ = c.import_file("old.xml")
-    assert gone.status == "failure" and "not uploaded" in gone.text
+    assert gone.status == "failure" and "не загружался" in gone.text
     assert ["1.00", "3.00"] == [json.loads(r["payload"])["price"] for r in staged(db)]
 
 
@@ -661,8 +661,8 @@ def test_a_failure_for_prices_of_no_mapped_type_names_them_even_without_a_type_i
     c = session(serve(**TYPES), use_zip=False)
     c.upload("offers.xml", offers)
     answer, _ = c.import_file("offers.xml")
-    assert answer.status == "failure" and "has ;" not in answer.text
-    assert "the file has (a price without ИдТипаЦены); map them" in answer.text, answer.text
+    assert answer.status == "failure" and "в файле: ;" not in answer.text
+    assert "в файле: (a price without ИдТипаЦены); укажите нужные" in answer.text, answer.text
     assert [] == staged(db)
 
 
@@ -679,7 +679,7 @@ def test_an_offer_with_more_than_64_prices_is_counted_and_the_files_other_offers
     c.upload("offers.xml", offers)
     answer, _ = c.import_file("offers.xml")
     assert answer.status == "success", answer.text
-    assert "1 offers with more than 64 prices not sent (invalid-contract)" in answer.text
+    assert "предложений, у которых больше 64 цен: 1 (invalid-contract)" in answer.text
     assert "more than 64 prices" in entries(db)[-1]["detail"]
     assert entries(db)[-1]["not_sent"] == 1
     assert ["A/retail"] == [r["aggregate"] for r in staged(db)]

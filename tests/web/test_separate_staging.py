@@ -133,7 +133,7 @@ def test_the_same_file_twice_stages_nothing_new_and_a_new_one_gets_a_higher_vers
     data = package(("A", "1.00"))
     assert exchange(base, "offers.xml", data).startswith("success")
     answer = exchange(base, "offers.xml", data)
-    assert answer.startswith("success") and "staged before" in answer
+    assert answer.startswith("success") and "уже был принят" in answer
     assert 1 == len(rows(staging_db, staging))
     first = rows(staging_db, cml_packages)[0]["version"]
     assert [e["outcome"] for e in rows(main, cml_exchanges)] == ["staged", "nothing-new"]
@@ -187,7 +187,7 @@ def test_a_crash_after_the_staging_commit_neither_loses_nor_doubles_the_package(
     assert unfinished["outcome"] is None
     monkeypatch.undo()
     answer = exchange(base, "offers.xml", data)  # 1C sends it again
-    assert answer.startswith("success") and "staged before" in answer
+    assert answer.startswith("success") and "уже был принят" in answer
     assert 2 == len(rows(staging_db, staging))  # not doubled
     version = rows(staging_db, cml_packages)[0]["version"]
     entry = rows(main, cml_exchanges)[-1]

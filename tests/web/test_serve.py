@@ -143,6 +143,69 @@ def test_the_serve_command_runs_until_sigterm_and_never_logs_a_secret(tmp_path: 
     assert 0 == process.returncode
     assert PASSWORD not in "".join(lines) + out + err
     assert "intake closed" in "".join(lines) + err
+    # Where to go next, on stdout for the person who started it (issue 24 item 13).
+    assert f"workbench:    http://127.0.0.1:{port}/\n" in out, out
+    assert f"1C exchange:  http://127.0.0.1:{port}/1c_exchange.php\n" in out, out
+    assert f"JSON intake:  http://127.0.0.1:{port}/api/v1/intents\n" in out, out
+
+
+def test_serve_prints_the_workbench_address_that_answers_with_its_sign_in_page(
+    tmp_path: Path,
+) -> None:
+    """Read from stdout while serve runs (not after it stopped): the printed address opens
+    the workbench's sign-in page."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")},
+        "EXCHANGE_DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}",
+        "EXCHANGE_HTTP_PORT": "0",
+    }
+    command = [sys.executable, "-m", "exchange"]
+    subprocess.run([*command, "migrate"], env=env, check=True, capture_output=True)
+    process = subprocess.Popen(
+        [*command, "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        address = None
+        deadline = time.monotonic() + 30
+        while address is None and time.monotonic() < deadline:
+            line = process.stdout.readline() if process.stdout else ""
+            if line.startswith("workbench:"):
+                address = line.split()[1]
+        assert address is not None
+        page = httpx.get(address, follow_redirects=True)
+        assert 200 == page.status_code
+        assert "Войти</button>" in page.text, page.text[:300]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("host", "public", "expected"),
+    [
+        ("127.0.0.1", None, "http://127.0.0.1:8080/"),
+        ("::1", None, "http://[::1]:8080/"),
+        ("exchange.local", None, "http://exchange.local:8080/"),
+        ("0.0.0.0", "https://exchange.shop.ru/", "https://exchange.shop.ru/"),
+    ],
+)
+def test_the_printed_addresses_follow_the_host_and_the_public_url(
+    host: str, public: str | None, expected: str
+) -> None:
+    from exchange.web.server import addresses
+
+    where = dict(addresses(scheme="http", host=host, port=8080, public=public))
+    assert expected == where["workbench"]
+    assert where["1C exchange"] == expected + "1c_exchange.php"
+
+
+def test_a_wildcard_host_is_shown_by_the_machines_name() -> None:
+    import socket
+
+    from exchange.web.server import addresses
+
+    where = dict(addresses(scheme="https", host="0.0.0.0", port=443))
+    assert f"https://{socket.getfqdn()}:443/" == where["workbench"]
 
 
 def test_the_serve_command_refuses_plain_http_off_loopback_with_exit_2(tmp_path: Path) -> None:

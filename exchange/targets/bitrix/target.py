@@ -158,7 +158,7 @@ class BitrixTarget:
         password: Password,
         *,
         catalog_id: str,
-        price_types: dict[str, str],
+        price_types: dict[str, str | None],
         max_import_steps: int,
         timeout: float,
         transport: httpx.AsyncBaseTransport | None = None,

@@ -4,7 +4,8 @@ How a leased batch travels: in requests of at most ``MAX_ITEMS`` (100, WooCommer
 413 beyond), one message per aggregate. How one request goes:
 
 1. each payload read; a price type ``price_fields`` does not map is TERMINAL
-   ``unmapped-price-type`` (never guessed), nothing is sent for it;
+   ``unmapped-price-type`` (never guessed), one it maps to null is left out of this shop
+   (``not-for-this-shop``, cancelled); nothing is sent for either;
 2. every SKU's id from ``SkuIds`` (the database); those never seen are looked up
    (``GET products?sku=a,b,…``, products and variations alike) and remembered; a SKU the shop
    lacks is TERMINAL ``unknown-sku``;
@@ -99,7 +100,7 @@ class WooCommerceTarget:
         credentials: Credentials,
         ids: SkuIds,
         *,
-        price_fields: dict[str, str],
+        price_fields: dict[str, str | None],
         timeout: float,
         transport: httpx.AsyncBaseTransport | None = None,
         verify: ssl.SSLContext | None = None,
