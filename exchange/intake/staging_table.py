@@ -144,13 +144,6 @@ def analyze(engine: Engine) -> None:
             connection.execute(text("PRAGMA analysis_limit=1000"))
             connection.execute(text("ANALYZE aggregates"))
             connection.execute(text("ANALYZE messages"))
-            # Except the state index: its sample is its first thousand entries, all of one
-            # state, so the planner took each state for a thousand messages; the claim then
-            # read every waiting message through that index and sorted them, 0.26 s per claim
-            # at 60,000 waiting instead of walking the claim order (and so did the head of
-            # the claim order at every take-in). Read whole: 0.23 s at 1,000,000 entries.
-            connection.execute(text("PRAGMA analysis_limit=0"))
-            connection.execute(text("ANALYZE ix_messages_state_next_try_at"))
 
 
 def _take_in_turn(
