@@ -39,7 +39,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.schema import workers
+from exchange.db.schema import messages, workers
 from exchange.db.target_lock import DbLock
 from exchange.domain.breaker import BreakerState, CircuitBreaker
 from exchange.domain.clock import Clock
@@ -201,6 +201,8 @@ class Worker:
         self._paced_inside = isinstance(target, PacedTarget)
         if isinstance(target, PacedTarget):
             target.pace_with(_SitePacer(self))
+        self._swept_at = -math.inf  # when coalescing and the gap check last swept the queue
+        self._sweep_cost = 0.0  # seconds that sweep took
 
     def request_stop(self) -> None:
         """Let the requests in flight finish (each within EXCHANGE_HTTP_TIMEOUT) and record
@@ -231,17 +233,35 @@ class Worker:
         )
         return report
 
-    def _take_in(self, report: CycleReport) -> bool:
+    def _take_in(self, report: CycleReport, *, sweep: bool = False) -> bool:
         """Intake, coalescing, the gap and lease clocks, and the operator's pause: what a
-        cycle does before it claims. Returns whether an operator paused delivery."""
+        cycle does before it claims. Returns whether an operator paused delivery.
+
+        Coalescing and the gap check sweep the whole queue when ``sweep`` is asked (a cycle's
+        start) or due (``coalesce.sweep_due``); otherwise only the aggregates this take-in
+        brought messages for are coalesced, and a take-in that brought none costs a few
+        indexed reads whatever the backlog."""
         now = self.clock.now()
         self._taken_in_at = time.monotonic()
+        sweep = sweep or coalesce.sweep_due(
+            self._taken_in_at - self._swept_at, self._sweep_cost, self.settings.poll_interval
+        )
+        since = None if sweep else self._last_message_id()
         taken = intake.take(self.engine, self.staging_engine, self.settings.kinds, now)
         report.taken += taken.taken
         self.metrics.intake(taken)
         with transaction(self.engine) as connection:
-            report.cancelled += coalesce.coalesce(connection, self.kinds, now)
-            gaps = coalesce.quarantine_gaps(connection, self.kinds, now, self.settings.gap_timeout)
+            gaps = 0
+            if sweep:
+                started = time.perf_counter()
+                report.cancelled += coalesce.coalesce(connection, self.kinds, now)
+                gaps = coalesce.quarantine_gaps(
+                    connection, self.kinds, now, self.settings.gap_timeout
+                )
+                self._sweep_cost = time.perf_counter() - started
+                self._swept_at = time.monotonic()
+            elif taken.messages:
+                report.cancelled += coalesce.coalesce(connection, self.kinds, now, since=since)
             expired = lease.expire_exhausted(
                 connection, now=now, max_attempts=self.settings.max_attempts
             )
@@ -257,11 +277,18 @@ class Worker:
         self.metrics.quarantined(Reason.RETRY_LIMIT, expired)
         return held
 
+    def _last_message_id(self) -> int:
+        """The highest message id now: what a take-in stores from here on lies above it."""
+        with transaction(self.engine, read_only=True) as connection:
+            return int(
+                connection.execute(select(func.coalesce(func.max(messages.c.id), 0))).scalar_one()
+            )
+
     async def _cycle(self) -> CycleReport:
         report = CycleReport()
         if self.source is not None:
             await self._pull_source()
-        held = self._take_in(report)
+        held = self._take_in(report, sweep=True)
         self._share_site(self.clock.now())
         # Aggregates whose attempts in this cycle left them to be tried again: a cycle gives
         # each at most TRIES_PER_CYCLE such attempts, so that a failure the backoff makes due

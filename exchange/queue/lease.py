@@ -89,15 +89,18 @@ class _IdList(TypeDecorator[list[int]]):
         return None if value is None else json.dumps(value)
 
 
-def one_of(column: ColumnElement[int], name: str, postgres: bool) -> ColumnElement[bool]:
-    """``column`` in the list of ids bound as ``name``, one statement text whatever the
-    list's length. PostgreSQL: ``= ANY(array)``, so psycopg prepares it once and the server
-    plans it once (an expanded ``IN (...)`` was a new statement for every length). SQLite:
-    ``IN (SELECT value FROM json_each(:name))``, one parameter: an expanded ``IN`` cost
-    SQLAlchemy more per id than the database spent on it."""
+def one_of(
+    column: ColumnElement[int], name: str, postgres: bool, ids: Sequence[int] | None = None
+) -> ColumnElement[bool]:
+    """``column`` in the list of ids bound as ``name`` (given at execution, or ``ids`` bound
+    here), one statement text whatever the list's length. PostgreSQL: ``= ANY(array)``, so
+    psycopg prepares it once and the server plans it once (an expanded ``IN (...)`` was a new
+    statement for every length). SQLite: ``IN (SELECT value FROM json_each(:name))``, one
+    parameter: an expanded ``IN`` cost SQLAlchemy more per id than the database spent on it."""
+    bound: dict[str, Any] = {} if ids is None else {"value": list(ids)}
     if postgres:
-        return column == any_(bindparam(name, type_=ARRAY(BigInteger())))
-    each = func.json_each(bindparam(name, type_=_IdList())).table_valued("value")
+        return column == any_(bindparam(name, type_=ARRAY(BigInteger()), **bound))
+    each = func.json_each(bindparam(name, type_=_IdList(), **bound)).table_valued("value")
     return column.in_(select(each.c.value))
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, RowMapping, select, update
+from sqlalchemy import Engine, RowMapping, func, select, update
 
 from exchange.db.engine import transaction
 from exchange.db.schema import aggregates, history, messages
@@ -18,6 +18,7 @@ from exchange.domain.identity import message_id
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
 from exchange.intake import staging_table as intake
+from exchange.queue import coalesce as coalesce_module
 from exchange.queue import lease
 from exchange.queue import record as recording
 from exchange.queue.coalesce import coalesce, quarantine_gaps
@@ -367,3 +368,85 @@ def test_version_behind_a_cancelled_one_that_still_waits_for_a_gap_is_quarantine
     waiting = of(engine, "D-1")[3]
     assert (waiting["state"], waiting["reason"]) == ("quarantined", "sequence-gap")
     assert "never arrived" in (waiting["last_error"] or "")
+
+
+# -- a take-in's own aggregates (``since``) ---------------------------------------------------
+
+
+def highest_id(engine: Engine) -> int:
+    with transaction(engine, read_only=True) as c:
+        return int(c.execute(select(func.coalesce(func.max(messages.c.id), 0))).scalar_one())
+
+
+def states(engine: Engine, aggregate: str) -> dict[int, tuple[str, str | None]]:
+    return {v: (m["state"], m["reason"]) for v, m in of(engine, aggregate).items()}
+
+
+def test_a_take_in_coalesces_the_aggregates_it_brought_and_leaves_the_rest_to_the_sweep(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    """``coalesce(since=...)`` (a take-in within a cycle): the aggregates of the messages
+    above ``since`` are coalesced at once, stale and superseded alike; another aggregate's
+    superseded version waits for the next whole sweep, which cancels it."""
+    take(engine, settings, clock, [price_row("SKU-1", 1), price_row("SKU-2", 1)])
+    take(engine, settings, clock, [price_row("SKU-3", 5)])
+    assert sorted(deliver_next(engine, settings, clock)) == [
+        ("SKU-1", 1),
+        ("SKU-2", 1),
+        ("SKU-3", 5),
+    ]
+    take(engine, settings, clock, [price_row("OTHER", 1), price_row("OTHER", 2)])
+    since = highest_id(engine)
+    # The take-in: a newer SKU-1 (its v2 pending then superseded by v3), and SKU-3's v4 (stale).
+    take(
+        engine,
+        settings,
+        clock,
+        [price_row("SKU-1", 2), price_row("SKU-1", 3), price_row("SKU-3", 4)],
+    )
+    with transaction(engine) as c:
+        assert coalesce(c, settings.policies, clock.now(), since=since) == 2
+    assert states(engine, "SKU-1") == {
+        1: ("delivered", None),
+        2: ("cancelled", "superseded"),
+        3: ("new", None),
+    }
+    assert states(engine, "SKU-3") == {4: ("cancelled", "stale"), 5: ("delivered", None)}
+    assert states(engine, "OTHER") == {1: ("new", None), 2: ("new", None)}, "not this take's"
+    with transaction(engine) as c:
+        assert coalesce(c, settings.policies, clock.now(), since=highest_id(engine)) == 0
+    assert run_coalesce(engine, settings, clock) == 1
+    assert states(engine, "OTHER") == {1: ("cancelled", "superseded"), 2: ("new", None)}
+
+
+def test_a_take_in_of_more_messages_than_a_list_holds_coalesces_the_whole_queue(
+    engine: Engine, settings: Settings, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``AMONG_AT_MOST`` messages the list of their aggregates would cost more than the
+    sweep: the take-in coalesces everything, as a sweep does."""
+    monkeypatch.setattr(coalesce_module, "AMONG_AT_MOST", 1)
+    take(engine, settings, clock, [price_row("OTHER", 1), price_row("OTHER", 2)])
+    since = highest_id(engine)
+    take(engine, settings, clock, [price_row("SKU-1", 1), price_row("SKU-2", 1)])
+    with transaction(engine) as c:
+        assert coalesce(c, settings.policies, clock.now(), since=since) == 1
+    assert states(engine, "OTHER") == {1: ("cancelled", "superseded"), 2: ("new", None)}
+
+
+@pytest.mark.parametrize(
+    ("since_last", "last_cost", "poll", "due"),
+    [
+        (0.19, 0.0, 0.2, False),  # never more than once per poll interval
+        (0.2, 0.0, 0.2, True),
+        (0.2, 0.45, 0.2, False),  # a 0.45 s sweep: at most one per 9 s (SWEEP_SHARE 0.05)
+        (8.9, 0.45, 0.2, False),
+        (9.0, 0.45, 0.2, True),
+    ],
+)
+def test_a_sweep_within_a_cycle_takes_at_most_its_share_of_the_time(
+    since_last: float, last_cost: float, poll: float, due: bool
+) -> None:
+    """``sweep_due``: the whole-queue sweep runs within a cycle at most once per poll
+    interval, and no more often than keeps its cost to SWEEP_SHARE of the time."""
+    assert coalesce_module.SWEEP_SHARE == 0.05
+    assert coalesce_module.sweep_due(since_last, last_cost, poll) is due
