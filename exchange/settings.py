@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, quote_plus, urlsplit
 
+import tzlocal
 from pydantic import (
     AliasChoices,
     Field,
@@ -67,6 +68,18 @@ def _default_woo_fields() -> dict[str, Literal["regular_price", "sale_price"]]:
 
 def _default_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"[-WORKER_ID_MAX:]
+
+
+def host_zone() -> str:
+    """The host's own time zone (TZ, /etc/timezone, /etc/localtime, the Windows registry, as
+    tzlocal reads them), so that people read times on their own clock by default; UTC where
+    the host names none that zoneinfo knows."""
+    try:
+        name = tzlocal.get_localzone_name()
+        zoneinfo.ZoneInfo(name or "")
+    except Exception:  # any host's odd set-up ends in UTC, never in a refused start
+        return "UTC"
+    return name or "UTC"
 
 
 # -- secrets -----------------------------------------------------------------------------------
@@ -597,9 +610,10 @@ class Settings(BaseSettings):
         "text", description="Log lines: readable text, or json (one JSON object per line)."
     )
     display_tz: str = Field(
-        "UTC",
-        description="The time zone in which text logs, the console and the workbench show "
-        "times (an IANA name such as Europe/Moscow); JSON logs and --json output stay UTC.",
+        default_factory=host_zone,
+        description="The time zone in which people read times: the workbench, the console's "
+        "tables and the quarantine reports (an IANA name such as Europe/Moscow). Logs, JSON "
+        "and --json output stay UTC.",
     )
     metrics_port: int | None = Field(
         None,
