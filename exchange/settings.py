@@ -79,7 +79,11 @@ def host_zone() -> str:
         zoneinfo.ZoneInfo(name or "")
     except Exception:  # any host's odd set-up ends in UTC, never in a refused start
         return "UTC"
-    return name or "UTC"
+    # Debian names UTC «Etc/UTC»: the pages say the zone, and «UTC» is the name people know.
+    return "UTC" if not name or name in _UTC_NAMES else name
+
+
+_UTC_NAMES = {"Etc/UTC", "Etc/Universal", "Etc/Zulu", "Universal", "Zulu", "Etc/GMT", "GMT"}
 
 
 # -- secrets -----------------------------------------------------------------------------------
