@@ -151,6 +151,7 @@ def quarantine_export(
                 SystemClock().now(),
                 mask_fields=settings.report_mask_fields,
                 secrets=report.known_secrets(settings),
+                zone=settings.display_tz,
             )
         try:
             report.export(data, chosen, lang or settings.report_lang, output)

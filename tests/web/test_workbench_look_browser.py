@@ -291,7 +291,7 @@ def test_the_dashboard_shows_the_backlog_and_when_it_will_be_done(
 def test_the_export_page_offers_the_cli_filters_and_says_it_exports_the_quarantine(
     browser: Any, serve: Callable[..., Any], db: Engine, db_url: str, site: SiteSimulator
 ) -> None:
-    base = serve()
+    base = serve(display_tz="Europe/Moscow")
     add_operator(db, "olga", "viewer")
     quarantine_some(db_url, site, LONG_SKU, "SKU-0002")
     page = new_page(browser)
@@ -314,6 +314,9 @@ def test_the_export_page_offers_the_cli_filters_and_says_it_exports_the_quaranti
         form.locator("button[type=submit]").click()
     report = json.loads(Path(download.value.path()).read_text(encoding="utf-8"))
     assert [e["aggregate"] for e in report["entries"]] == [LONG_SKU]
+    # A table people read shows the display zone's times, its labels naming the zone.
+    table = page.request.get(f"{base}/export?format=csv&reason=http-422").body()
+    assert "В карантине с (Europe/Moscow)" in table.decode("utf-8-sig")
     # A date that is no date is said on the page, in Russian, not as an English error.
     page.goto(f"{base}/export?format=csv&since=yesterday")
     assert "Дата не распознана" in page.locator(".error").inner_text()

@@ -292,6 +292,7 @@ class Pages(Core):
                     datetime.now(UTC),
                     mask_fields=self.config.report_mask_fields,
                     secrets=self.config.report_secrets,
+                    zone=self.config.display_tz,
                 )
             return report.render(data, chosen, lang)
 
