@@ -26,7 +26,10 @@ UNSET = "(unset)"
 MASK = "***"
 
 # Defaults that are not a value: computed on each host, or a secret that has no default.
-DESCRIBED_DEFAULTS = {"worker_id": "host name and process id"}
+DESCRIBED_DEFAULTS = {
+    "worker_id": "host name and process id",
+    "display_tz": "the host's time zone (else UTC)",
+}
 DATABASE_URLS = ("database_url", "staging_url")
 
 HEADER = """\

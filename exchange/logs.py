@@ -182,9 +182,7 @@ def configure(settings: Settings, *, stream: TextIO | None = None) -> logging.Ha
     for old in [h for h in root.handlers if isinstance(h, _Handler)]:
         root.removeHandler(old)
     handler = _Handler(stream)
-    handler.setFormatter(
-        JsonFormatter() if settings.log_format == "json" else _text_formatter(settings.display_tz)
-    )
+    handler.setFormatter(JsonFormatter() if settings.log_format == "json" else _text_formatter())
     handler.addFilter(DriverNoiseOnOneLine())  # first: what it writes is redacted next
     global _installed
     _installed = RedactSecrets(secrets_of(settings))
@@ -244,9 +242,9 @@ class _SkippedTick(logging.Filter):
 
 
 class _ZonedFormatter(logging.Formatter):
-    """Text lines stamped in one zone (EXCHANGE_DISPLAY_TZ, UTC by default) with the zone's
-    offset, never the host's local time: "breaker open until …" (UTC) and the line's own time
-    read the same way."""
+    """Text lines stamped in UTC with its offset, whatever EXCHANGE_DISPLAY_TZ says (that is
+    for people's pages and tables): logs of hosts in different zones, and a log shipper, read
+    one clock."""
 
     def __init__(self, fmt: str, tz: tzinfo) -> None:
         super().__init__(fmt)

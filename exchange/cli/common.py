@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
-from zoneinfo import ZoneInfo
 
 import typer
 from rich.console import Console
@@ -19,7 +18,7 @@ from sqlalchemy import Engine, make_url
 from exchange import app as bootstrap
 from exchange import logs
 from exchange.db.engine import make_engine
-from exchange.domain.clock import ensure_utc
+from exchange.domain.clock import ensure_utc, local_time
 from exchange.errors import ExchangeError
 from exchange.ops.find import known_reasons
 from exchange.ops.quarantine import (
@@ -171,11 +170,11 @@ def _reading_engine(settings: Settings) -> Engine:
 
 
 def _in_zone(iso: str | None, zone: str) -> str:
-    """A stored UTC time as a person reads it: in EXCHANGE_DISPLAY_TZ, its zone named."""
+    """A stored UTC time as a person reads it: in EXCHANGE_DISPLAY_TZ, its zone named, to the
+    second."""
     if not iso:
         return ""
-    local = datetime.fromisoformat(iso).astimezone(ZoneInfo(zone))
-    return local.strftime("%Y-%m-%d %H:%M:%S ") + (local.tzname() or zone)
+    return local_time(iso, zone)
 
 
 def _header(settings: Settings) -> None:

@@ -15,6 +15,7 @@ from exchange import app as bootstrap
 from exchange.cli.common import (
     JsonOpt,
     _guard,
+    _in_zone,
     _settings,
     operator_app,
     out,
@@ -83,7 +84,9 @@ def operator_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     for column in ("name", "role", "added"):
         table.add_column(column)
     for row in rows:
-        table.add_row(Text(row["name"]), row["role"], row["created_at"])
+        table.add_row(
+            Text(row["name"]), row["role"], _in_zone(row["created_at"], settings.display_tz)
+        )
     if not rows:
         table.caption = "no operator: add one with exchange operator add NAME --role operator"
     out.print(table)

@@ -44,6 +44,7 @@ from exchange.ops.quarantine import (
 )
 from exchange.ops.status import (
     quarantine_by_reason,
+    when_ago,
 )
 from exchange.report import collect as report
 from exchange.settings import safe_url
@@ -87,8 +88,10 @@ def quarantine_list(
             highlight=False,
         )
     table = Table(title=f"quarantine: {len(rows)}")
-    for column in ("message_id", "kind", "aggregate", "v", "reason", "tries", "last error"):
+    columns = ("message_id", "kind", "aggregate", "v", "reason", "tries", "since", "last error")
+    for column in columns:
         table.add_column(column, overflow="fold")  # never cut: wrap
+    now = SystemClock().now()
     for row in rows:
         reason_shown = row["reason"]
         if row["superseded_after_quarantine"]:
@@ -104,6 +107,8 @@ def quarantine_list(
                     str(row["version"]),
                     reason_shown,
                     str(row["attempts"]),
+                    # when, in EXCHANGE_DISPLAY_TZ, and how long it has waited
+                    when_ago(row["quarantined_at"], settings.display_tz, now),
                     (row["last_error"] or "")[:80],
                 )
             )
@@ -146,6 +151,7 @@ def quarantine_export(
                 SystemClock().now(),
                 mask_fields=settings.report_mask_fields,
                 secrets=report.known_secrets(settings),
+                zone=settings.display_tz,
             )
         try:
             report.export(data, chosen, lang or settings.report_lang, output)

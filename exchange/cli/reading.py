@@ -42,6 +42,7 @@ from exchange.ops.status import (
     sources_table,
     status,
     tables,
+    when_ago,
 )
 from exchange.queue import control
 from exchange.settings import safe_url
@@ -103,16 +104,17 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         print(json.dumps(document, ensure_ascii=False))
     else:
         _header(settings)
-        for table in tables(figures):
+        for table in tables(figures, settings.display_tz):
             out.print(table)
         out.print(_intake_line(found.intake), markup=False, highlight=False)
         out.print(backlog_words(waiting), markup=False, highlight=False)
-        out.print(exchanges_table(onec))
+        out.print(exchanges_table(onec, settings.display_tz))
         if brokers:
             out.print(sources_table(brokers))
         if told is not None:
             out.print(
-                f"operators last notified {told['attempted_at']} by {told['sent_by']}: "
+                "operators last notified "
+                f"{when_ago(told['attempted_at'], settings.display_tz, now)} by {told['sent_by']}: "
                 f"{told['outcome'] or 'no outcome recorded'}",
                 markup=False,
             )
@@ -160,7 +162,7 @@ def find_command(
         )
         return
     _header(settings)
-    _print_found(rows)
+    _print_found(rows, settings.display_tz)
     if not rows:
         out.print(f"no message matches {term!r}", markup=False)
 
@@ -192,7 +194,7 @@ def prioritize_command(
         out.print(f"first in line: {message_id}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _print_found(rows: list[dict[str, Any]]) -> None:
+def _print_found(rows: list[dict[str, Any]], zone: str) -> None:
     """Each message's full id on a line of its own (a table would cut it), then its facts."""
     for row in rows:
         out.print(row["message_id"], markup=False, highlight=False, soft_wrap=True)
@@ -201,7 +203,7 @@ def _print_found(rows: list[dict[str, Any]]) -> None:
             f"reason={row['reason'] or '-'}  1C={row['source_ref'] or '-'}  "
             + (f"price={row['price']} {row['currency'] or ''}  " if row.get("price") else "")
             + (f"name={row['name']}  " if row.get("name") else "")
-            + f"updated {row['updated_at']}",
+            + f"updated {_in_zone(row['updated_at'], zone)}",
             markup=False,
             highlight=False,
         )
@@ -229,7 +231,7 @@ def history(
             if not exact and len(found) > 1:
                 if not as_json:
                     _header(settings)
-                _print_found(_shown(found))
+                _print_found(_shown(found), settings.display_tz)
                 raise ExchangeError(
                     f"{message_id!r} matches {len(found)} messages: give one of the ids above"
                 )

@@ -11,6 +11,7 @@ from rich.text import Text
 from sqlalchemy import Connection, func, select
 
 from exchange.db.schema import cml_exchanges
+from exchange.domain.clock import local_time
 
 WITHIN = timedelta(hours=24)
 FAILURES_SHOWN = 5
@@ -43,12 +44,16 @@ def onec_exchanges(connection: Connection, now: datetime) -> dict[str, Any]:
     return {"by_outcome": by_outcome, "failures": failures}
 
 
-def exchanges_table(figures: dict[str, Any]) -> Table:
+def exchanges_table(figures: dict[str, Any], zone: str = "UTC") -> Table:
     table = Table(title="1C exchange (last 24 h): the latest failures")
     for column in ("at", "file", "reason"):
         table.add_column(column, overflow="fold")
     for failure in figures["failures"]:
-        table.add_row(failure["at"], Text(failure["file"] or "-"), Text(failure["reason"] or ""))
+        table.add_row(
+            local_time(failure["at"], zone),
+            Text(failure["file"] or "-"),
+            Text(failure["reason"] or ""),
+        )
     counts = ", ".join(f"{k}: {v}" for k, v in sorted(figures["by_outcome"].items()))
     table.caption = counts or "no file received"
     return table

@@ -19,6 +19,7 @@ from sqlalchemy import Connection, case, func, not_, select
 from sqlalchemy.orm import aliased
 
 from exchange.db.schema import Message, aggregates, history, messages, workers
+from exchange.domain.clock import ensure_utc, local_time
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import LIVE, PENDING, Event, State, values
 from exchange.errors import ExchangeError, OperatorError
@@ -197,6 +198,26 @@ def pace_words(pace: dict[str, Any] | None, lang: str = "en") -> str:
     return words["busy"].format(figures=figures, paced=paced, held=held)
 
 
+def site_pace(workers_seen: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The site's pace and limit over the live workers together (the dashboard's card): the
+    requests per second the site accepted, the requests in flight and the concurrency limits
+    (each worker's own, summed), refusals in the last minute, and the slowest paced rate when
+    any worker is paced; None when no live worker has reported its pace."""
+    paces = [w["pace"] for w in workers_seen if w.get("live", True) and w.get("pace")]
+    if not paces:
+        return None
+    paced = [float(p["paced_rate"]) for p in paces if p.get("paced_rate")]
+    return {
+        "accepted_rate": round(sum(float(p.get("accepted_rate") or 0) for p in paces), 1),
+        "in_flight": sum(int(p.get("in_flight") or 0) for p in paces),
+        "limit": sum(int(p.get("limit") or 0) for p in paces),
+        "max_limit": sum(int(p.get("max_limit") or 0) for p in paces),
+        "refused_last_minute": sum(int(p.get("refused_last_minute") or 0) for p in paces),
+        "paced_rate": min(paced) if paced else None,
+        "workers": len(paces),
+    }
+
+
 def quarantine_by_reason(connection: Connection, now: datetime) -> dict[str, dict[str, Any]]:
     """Per reason: how many wait, and the one that has waited longest (one query)."""
     ranked = (
@@ -311,8 +332,19 @@ def human_age(seconds: float | None, lang: str = "en") -> str:
     return " ".join(f"{value} {unit}" for value, unit in parts[:2] if value or unit == s)
 
 
-def tables(figures: Status) -> list[Table]:
-    """``exchange status`` for a person: one table per question an operator asks."""
+def when_ago(value: str | datetime | None, zone: str, now: datetime, lang: str = "en") -> str:
+    """An absolute time in the display zone with how long ago it was beside it (issue 24 item
+    8): ``2026-11-30 11:00:00 MSK (5 min ago)``, «… (5 мин назад)»."""
+    if value is None or value == "":
+        return "-"
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    age = human_age((now - ensure_utc(moment)).total_seconds(), lang)
+    return f"{local_time(moment, zone)} ({age} {'назад' if lang == 'ru' else 'ago'})"
+
+
+def tables(figures: Status, zone: str = "UTC") -> list[Table]:
+    """``exchange status`` for a person: one table per question an operator asks; times in
+    ``zone`` (EXCHANGE_DISPLAY_TZ) with their age beside them."""
     states = Table(title="messages by state")
     states.add_column("state")
     states.add_column("count", justify="right")
@@ -338,11 +370,12 @@ def tables(figures: Status) -> list[Table]:
     for worker in figures.workers:
         breaker = worker["breaker"]
         if worker["breaker_until"]:
-            breaker += f" until {worker['breaker_until']}"
-        delivery = _delivery_words(worker)
+            breaker += f" until {local_time(worker['breaker_until'], zone)}"
+        delivery = _delivery_words(worker, zone)
+        seen = local_time(worker["heartbeat_at"], zone)
         workers_table.add_row(
             Text(worker["worker_id"]),
-            f"{human_age(worker['heartbeat_age_s'])} ago",
+            f"{seen} ({human_age(worker['heartbeat_age_s'])} ago)",
             Text(breaker),
             Text(delivery),
             Text(pace_words(worker["pace"])),
@@ -351,7 +384,7 @@ def tables(figures: Status) -> list[Table]:
         workers_table.caption = f"no worker has reported in the last {hours} h"
 
     quarantine = Table(title="quarantine: the oldest entry per reason")
-    for column in ("reason", "count", "oldest message_id", "waiting"):
+    for column in ("reason", "count", "oldest message_id", "waiting since"):
         quarantine.add_column(
             column, justify="right" if column == "count" else "left", overflow="fold"
         )
@@ -360,7 +393,8 @@ def tables(figures: Status) -> list[Table]:
             Text(reason),
             str(entry["count"]),
             Text(entry["oldest_message_id"]),
-            human_age(entry["oldest_age_s"]),
+            f"{local_time(entry['oldest_quarantined_at'], zone)} "
+            f"({human_age(entry['oldest_age_s'])})",
         )
     if not figures.quarantine_by_reason:
         quarantine.caption = "the quarantine is empty"
@@ -383,11 +417,12 @@ def tables(figures: Status) -> list[Table]:
     return [states, queue, workers_table, quarantine, blocked]
 
 
-def _delivery_words(worker: dict[str, Any]) -> str:
+def _delivery_words(worker: dict[str, Any], zone: str = "UTC") -> str:
     """A worker's delivery as ``status`` prints it: one that is not live (contract 6) is
     silent, never "running", whatever it last said."""
     if worker.get("live") is False:
-        return f"SILENT since {worker['heartbeat_at']} (not live: delivers nothing)"
+        since = local_time(worker["heartbeat_at"], zone)
+        return f"SILENT since {since} (not live: delivers nothing)"
     return f"PAUSED: {worker['paused']}" if worker["paused"] else "running"
 
 

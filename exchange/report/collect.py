@@ -91,6 +91,7 @@ def collect(
     mask_fields: Iterable[str] = (),
     secrets: Iterable[str | None] = (),
     activity_days: int = ACTIVITY_DAYS,
+    zone: str = "UTC",
 ) -> Report:
     """Everything the report shows, masked, read in one transaction.
 
@@ -111,6 +112,7 @@ def collect(
         entries=entries,
         filters=filters,
         activity=activity(connection, now, activity_days),
+        zone=zone,
     )
 
 

@@ -108,6 +108,9 @@ class Report:
     entries: tuple[Entry, ...]
     filters: Filters = field(default_factory=Filters)
     activity: tuple[DayActivity, ...] = ()
+    # The zone people read its times in (EXCHANGE_DISPLAY_TZ, issue 24 item 8); the days of
+    # ``activity`` stay UTC days, and JSON stays UTC.
+    zone: str = "UTC"
 
     @property
     def summary(self) -> Summary:

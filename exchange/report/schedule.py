@@ -56,6 +56,7 @@ class ExportConfig:
     lang: Lang
     mask_fields: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
+    zone: str = "UTC"  # the times people read (EXCHANGE_DISPLAY_TZ)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ExportConfig:
@@ -68,6 +69,7 @@ class ExportConfig:
             lang=settings.report_lang,
             mask_fields=tuple(settings.report_mask_fields),
             secrets=tuple(known_secrets(settings)),
+            zone=settings.display_tz,
         )
 
 
@@ -95,7 +97,12 @@ def fingerprint(rows: Sequence[tuple[str, datetime]], config: ExportConfig) -> s
     out on purpose: a hash of a short token in a file would be a token to guess offline.
     """
     digest = hashlib.sha256()
-    shown = {"formats": config.formats, "lang": config.lang, "mask": config.mask_fields}
+    shown = {
+        "formats": config.formats,
+        "lang": config.lang,
+        "mask": config.mask_fields,
+        "zone": config.zone,
+    }
     digest.update(json.dumps(shown, sort_keys=True).encode())
     for message_id, at in sorted(rows):
         digest.update(f"\n{message_id}\t{at.isoformat()}".encode())
@@ -155,6 +162,7 @@ class ScheduledExport:
                 now,
                 mask_fields=self.config.mask_fields,
                 secrets=self.config.secrets,
+                zone=self.config.zone,
             )
         directory = self.config.directory
         written = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from exchange.report.model import Entry, Lang, Report
 
@@ -115,9 +116,16 @@ HISTORY_COLUMNS: tuple[str, ...] = (
 )
 
 
-def label(key: str, lang: Lang) -> str:
+# The labels that name the zone of their times: the report's zone (EXCHANGE_DISPLAY_TZ).
+ZONED = frozenset(
+    {"generated_at", "oldest_at", "first_seen", "last_attempt", "quarantined_at", "at"}
+)
+
+
+def label(key: str, lang: Lang, zone: str = "UTC") -> str:
     ru, en = _LABELS[key]
-    return ru if lang == "ru" else en
+    text = ru if lang == "ru" else en
+    return text.replace("(UTC)", f"({zone})") if key in ZONED else text
 
 
 # -- the next check, in plain words ----------------------------------------------------------
@@ -291,9 +299,10 @@ def human_age(seconds: float | None, lang: Lang) -> str:
     return " ".join(parts)
 
 
-def clock_time(value: datetime | None) -> str:
-    """UTC, to the second, without a zone suffix (the column label says UTC)."""
-    return value.strftime("%Y-%m-%d %H:%M:%S") if value else ""
+def clock_time(value: datetime | None, zone: str = "UTC") -> str:
+    """In ``zone`` (the report's, EXCHANGE_DISPLAY_TZ), to the second, without a zone suffix
+    (the column label names the zone)."""
+    return value.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M:%S") if value else ""
 
 
 def yes_no(value: bool, lang: Lang) -> str:
@@ -369,11 +378,11 @@ def summary_rows(report: Report, lang: Lang) -> list[tuple[str, Cell]]:
     """The summary as (label, value) pairs, in the order every format shows them."""
     s = report.summary
     return [
-        (label("generated_at", lang), report.generated_at),
+        (label("generated_at", lang, report.zone), report.generated_at),
         (label("filters", lang), describe_filters(report, lang)),
         (label("total", lang), s.total),
         (label("oldest_age", lang), human_age(s.oldest_age_s, lang)),
-        (label("oldest_at", lang), s.oldest_quarantined_at),
+        (label("oldest_at", lang, report.zone), s.oldest_quarantined_at),
         (label("superseded_total", lang), s.superseded_after_quarantine),
     ]
 

@@ -31,6 +31,7 @@ from exchange.settings.load import (
     onec_folder,
 )
 from exchange.settings.model import MIN_SECRET_LENGTH, Settings
+from exchange.settings.operations import host_zone
 from exchange.settings.rules import (
     MAX_ATTEMPTS,
     MAX_SECONDS,
@@ -56,6 +57,7 @@ __all__ = [
     "clean_token",
     "describe_settings_error",
     "describe_validation_error",
+    "host_zone",
     "is_loopback",
     "load_settings",
     "mask_secrets",

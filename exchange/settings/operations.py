@@ -7,10 +7,27 @@ from __future__ import annotations
 import zoneinfo
 from typing import Any, Literal
 
+import tzlocal
 from pydantic import BaseModel, Field, field_validator
 
 from exchange.domain.policy import DEFAULT_KINDS, Policy
 from exchange.settings.rules import MAX_ATTEMPTS, _finite_seconds
+
+
+def host_zone() -> str:
+    """The host's own time zone (TZ, /etc/timezone, /etc/localtime, the Windows registry, as
+    tzlocal reads them), so that people read times on their own clock by default; UTC where
+    the host names none that zoneinfo knows."""
+    try:
+        name = tzlocal.get_localzone_name()
+        zoneinfo.ZoneInfo(name or "")
+    except Exception:  # any host's odd set-up ends in UTC, never in a refused start
+        return "UTC"
+    # Debian names UTC «Etc/UTC»: the pages say the zone, and «UTC» is the name people know.
+    return "UTC" if not name or name in _UTC_NAMES else name
+
+
+_UTC_NAMES = {"Etc/UTC", "Etc/Universal", "Etc/Zulu", "Universal", "Zulu", "Etc/GMT", "GMT"}
 
 
 class OperationsSettings(BaseModel):
@@ -40,9 +57,10 @@ class OperationsSettings(BaseModel):
         "text", description="Log lines: readable text, or json (one JSON object per line)."
     )
     display_tz: str = Field(
-        "UTC",
-        description="The time zone in which text logs, the console and the workbench show "
-        "times (an IANA name such as Europe/Moscow); JSON logs and --json output stay UTC.",
+        default_factory=host_zone,
+        description="The time zone in which people read times: the workbench, the console's "
+        "tables and the quarantine reports (an IANA name such as Europe/Moscow). Logs, JSON "
+        "and --json output stay UTC.",
     )
     metrics_port: int | None = Field(
         None,

@@ -711,3 +711,70 @@ def onec_words(text: str) -> str:
         else:
             said.append(part)
     return "; ".join(said) + ("." if said != parts else "")
+
+
+# The dashboard's freshness, backlog, pace card and chart, and the export page (issue 24
+# items 8–12, issue 23 item 5).
+WORDS.update(
+    {
+        "chart_delivered": {"ru": "доставлено", "en": "delivered"},
+        "chart_failed": {"ru": "неудачные попытки", "en": "failed attempts"},
+        "drawn_at": {"ru": "Сводка на {when}", "en": "As of {when}"},
+        "refresh_every": {
+            "ru": "обновляется сама каждые {seconds} с",
+            "en": "redraws itself every {seconds} s",
+        },
+        "refresh_stop": {"ru": "Не обновлять", "en": "Stop redrawing"},
+        "refresh_off": {"ru": "сама не обновляется", "en": "does not redraw itself"},
+        "refresh_start": {
+            "ru": "Обновлять каждые {seconds} с",
+            "en": "Redraw every {seconds} s",
+        },
+        "backlog": {"ru": "Осталось доставить", "en": "Still to deliver"},
+        "backlog_eta": {
+            "ru": "около {eta} при нынешнем темпе",
+            "en": "about {eta} at the current pace",
+        },
+        "backlog_none": {"ru": "очереди нет", "en": "nothing waits"},
+        "backlog_no_pace": {
+            "ru": "за последнюю минуту ничего не доставлено: срок не оценить",
+            "en": "nothing delivered in the last minute: no estimate",
+        },
+        "pace_card": {"ru": "Темп сайта", "en": "Site's pace"},
+        "pace_rate": {"ru": "{rate} запросов/с", "en": "{rate} requests/s"},
+        "pace_limit": {
+            "ru": "предел: {limit} из {max_limit} одновременных запросов, в работе {in_flight}",
+            "en": "limit: {limit} of {max_limit} concurrent requests, {in_flight} in flight",
+        },
+        "pace_paced": {"ru": "снижен до {rate} запросов/с", "en": "paced at {rate} requests/s"},
+        "pace_refused": {
+            "ru": "отказов сайта за минуту: {refused}",
+            "en": "refused by the site in the last minute: {refused}",
+        },
+        "pace_none": {
+            "ru": "ни один работающий обработчик не сообщал",
+            "en": "no live worker has reported it",
+        },
+        "export_title": {"ru": "Выгрузка карантина", "en": "Export the quarantine"},
+        "export_says": {
+            "ru": "Выгружаются сообщения в карантине — отчёт для операторов: каждая запись с "
+            "причиной, попытками, последней ошибкой и тем, что сделать. Без отбора — весь "
+            "карантин.",
+            "en": "Exports the quarantined messages: the operators' report, each entry with its "
+            "reason, attempts, last error and what to do next. Without a filter: the whole "
+            "quarantine.",
+        },
+        "export_count": {
+            "ru": "Сейчас в карантине: {count}",
+            "en": "In quarantine now: {count}",
+        },
+        "superseded_only": {
+            "ru": "только устаревшие (уже доставлена более новая версия)",
+            "en": "only superseded (a newer version was delivered)",
+        },
+        "date_hint": {
+            "ru": "дата или дата и время, например 2026-11-30 или 2026-11-30 08:00",
+            "en": "a date or a date and time, e.g. 2026-11-30 or 2026-11-30 08:00",
+        },
+    }
+)

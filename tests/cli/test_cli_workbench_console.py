@@ -6,6 +6,7 @@ monitoring (0 nothing to do, 1 a person is needed, 2 bad input)."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -168,7 +169,8 @@ def test_times_in_one_zone_utc_by_default_or_exchange_display_tz(
     )
 
 
-def test_text_log_lines_are_stamped_in_the_display_zone() -> None:
+def test_text_log_lines_stay_utc_whatever_the_display_zone() -> None:
+    """Issue 24 item 8: EXCHANGE_DISPLAY_TZ is for what people read; logs stay UTC."""
     import io
     import logging
 
@@ -181,7 +183,7 @@ def test_text_log_lines_are_stamped_in_the_display_zone() -> None:
         logging.getLogger("exchange.test").warning("hello")
     finally:
         logging.getLogger().removeHandler(handler)
-    assert "+03:00 WARNING exchange.test: hello" in stream.getvalue()
+    assert "+00:00 WARNING exchange.test: hello" in stream.getvalue()
 
 
 def test_tables_never_cut_an_id_at_80_columns(cli: Cli, db_url: str, scenario: Scenario) -> None:
@@ -202,3 +204,33 @@ def test_tables_never_cut_an_id_at_80_columns(cli: Cli, db_url: str, scenario: S
             assert scenario.doc1_v1 in cells, describe(result)
         if args[0] == "history":  # the id on a line of its own, then the table
             assert result.stdout.splitlines()[1].startswith(scenario.doc1_v1 + " ")
+
+
+MICROSECONDS = re.compile(r"\d\d:\d\d:\d\d[.,]\d")
+
+
+def test_console_times_are_in_the_hosts_zone_by_default_to_the_second_with_their_age(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    """Issue 24 item 8: with EXCHANGE_DISPLAY_TZ unset, the host's zone (TZ here, as tzlocal
+    reads it); every time to the second, and a list's time with how long ago beside it."""
+    host = {"TZ": "Europe/Moscow", "EXCHANGE_DISPLAY_TZ": None}
+    for args in (
+        ["status"],
+        ["quarantine", "list"],
+        ["history", scenario.doc1_v1],
+        ["find", "DOC-1"],
+    ):
+        result = cli(*args, db=db_url, env=host)
+        assert result.returncode in (0, 1), describe(result)
+        assert " MSK" in result.stdout, describe(result)
+        assert not MICROSECONDS.search(result.stdout), describe(result)
+    listed = cli("quarantine", "list", db=db_url, env=host).stdout
+    assert re.search(r"\d\d:\d\d:\d\d MSK \(\d+ s ago\)", listed), listed
+    status = cli("status", db=db_url, env=host).stdout
+    assert re.search(r"\d\d:\d\d:\d\d MSK \(\d+ s ago\)", status), status  # the worker seen
+    # JSON stays UTC, whatever the zone people read.
+    figures = json.loads(cli("status", "--json", db=db_url, env=host).stdout)
+    assert figures["workers"] and all(
+        w["heartbeat_at"].endswith("+00:00") for w in figures["workers"]
+    )

@@ -11,6 +11,7 @@ import json
 import re
 from dataclasses import replace
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 import openpyxl
 import pytest
@@ -386,3 +387,34 @@ def test_ages_read_as_the_two_largest_units(seconds: float | None, ru: str, en: 
 )
 def test_the_chart_axis_goes_up_in_round_steps(peak: int, top: int, step: int) -> None:
     assert (top, step) == axis(peak)
+
+
+# -- the zone people read (issue 24 item 8) ------------------------------------------------------
+
+
+def test_every_readable_format_shows_times_in_the_reports_zone_and_names_it() -> None:
+    """EXCHANGE_DISPLAY_TZ: CSV, XLSX and HTML show the wall time in the report's zone, to the
+    second, and their labels name it; the days of the activity stay UTC days, JSON stays UTC."""
+    report = replace(hostile_report(), zone="Europe/Moscow")
+    first = hostile_entries()[0].first_seen
+    moscow = first.astimezone(ZoneInfo("Europe/Moscow"))
+
+    csv_report = parse_csv(render(report, "csv", "ru"), ";")
+    column = label("first_seen", "ru", "Europe/Moscow")
+    assert "Получено (Europe/Moscow)" == column
+    assert moscow.strftime("%Y-%m-%d %H:%M:%S") == csv_report.rows[0][column]
+
+    book = openpyxl.load_workbook(io.BytesIO(render(report, "xlsx", "ru")))
+    detail = book[label("detail_sheet", "ru")]
+    assert column == detail.cell(row=1, column=COLUMNS.index("first_seen") + 1).value
+    assert (
+        moscow.replace(tzinfo=None)
+        == detail.cell(row=2, column=COLUMNS.index("first_seen") + 1).value
+    )
+
+    page = render(report, "html", "ru").decode()
+    assert f">{moscow:%Y-%m-%d %H:%M:%S}</time>" in page and column in page
+    assert "День (UTC)" in page  # the activity's days are UTC days
+
+    entry = json.loads(render(report, "json", "ru"))["entries"][0]
+    assert first.isoformat() == entry["first_seen"]

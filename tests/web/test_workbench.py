@@ -292,7 +292,7 @@ def test_the_dashboard_charts_the_last_24_hours(
     quarantine_some(db_url, site, SKU)
     client = signed_in(bench, "victor")
     page = client.get("/").text
-    assert '<svg class="chart"' in page and "Последние 24 часа" in page
+    assert '<svg class="chart wide"' in page and "Последние 24 часа" in page
     assert "— 0 / 1</title>" in page  # the hour of the refusal: none delivered, one failed
 
 

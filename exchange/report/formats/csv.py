@@ -35,14 +35,15 @@ from exchange.report.words import (
 SEPARATORS: dict[Lang, str] = {"ru": ";", "en": ","}
 
 
-def cells(values: Sequence[Cell], lang: Lang) -> list[str]:
-    """Cells as CSV text: times in UTC to the second, a missing value empty, text neutralised."""
+def cells(values: Sequence[Cell], lang: Lang, zone: str = "UTC") -> list[str]:
+    """Cells as CSV text: times in ``zone`` to the second, a missing value empty, text
+    neutralised."""
     shown = []
     for value in values:
         if value is None:
             shown.append("")
         elif isinstance(value, datetime):
-            shown.append(clock_time(value))
+            shown.append(clock_time(value, zone))
         elif isinstance(value, str):
             shown.append(fit_cell(neutralise(value), lang))
         else:  # numbers of the service's own (version, attempts, counts)
@@ -56,7 +57,7 @@ def render_csv(report: Report, lang: Lang) -> bytes:
     writer = csv.writer(buffer, delimiter=SEPARATORS[lang], lineterminator="\r\n")
     writer.writerow(cells([label("title", lang)], lang))
     for name, value in summary_rows(report, lang):
-        writer.writerow(cells([name, value], lang))
+        writer.writerow(cells([name, value], lang, report.zone))
     writer.writerow([])
     writer.writerow(
         cells([label("reason", lang), label("count", lang), label("next_check", lang)], lang)
@@ -64,7 +65,7 @@ def render_csv(report: Report, lang: Lang) -> bytes:
     for reason, count in report.summary.by_reason.items():
         writer.writerow(cells([reason, count, next_check(reason, lang)], lang))
     writer.writerow([])
-    writer.writerow(cells([label(column, lang) for column in COLUMNS], lang))
+    writer.writerow(cells([label(column, lang, report.zone) for column in COLUMNS], lang))
     for entry in report.entries:
-        writer.writerow(cells(detail_row(entry, lang), lang))
+        writer.writerow(cells(detail_row(entry, lang), lang, report.zone))
     return buffer.getvalue().encode("utf-8-sig")

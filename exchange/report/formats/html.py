@@ -116,20 +116,20 @@ def _e(value: object) -> str:
     return escape(_CONTROL.sub("", str(value)), quote=True)
 
 
-def _time(value: object) -> str:
+def _time(value: object, zone: str) -> str:
     if not isinstance(value, datetime):
         return ""
-    return f'<time datetime="{_e(value.isoformat())}">{_e(clock_time(value))}</time>'
+    return f'<time datetime="{_e(value.isoformat())}">{_e(clock_time(value, zone))}</time>'
 
 
-def _cell(key: str, entry: Entry, lang: Lang) -> str:
+def _cell(key: str, entry: Entry, lang: Lang, zone: str) -> str:
     match key:
         case "message_id":
             return f'<td class="mono"><div class="v">{_e(entry.message_id)}</div></td>'
         case "version" | "attempts":
             return f'<td class="num">{_e(getattr(entry, key))}</td>'
         case "first_seen" | "last_attempt" | "quarantined_at":
-            return f'<td class="time">{_time(getattr(entry, key))}</td>'
+            return f'<td class="time">{_time(getattr(entry, key), zone)}</td>'
         case "reason":
             badge = (
                 f' <span class="badge" title="{_e(label("superseded_after_quarantine", lang))}">'
@@ -144,9 +144,9 @@ def _cell(key: str, entry: Entry, lang: Lang) -> str:
             return f'<td><div class="v">{_e(getattr(entry, key))}</div></td>'
 
 
-def _history(events: tuple[HistoryEvent, ...], lang: Lang) -> str:
+def _history(events: tuple[HistoryEvent, ...], lang: Lang, zone: str) -> str:
     head = "".join(
-        f"<th>{_e(label(k, lang))}</th>"
+        f"<th>{_e(label(k, lang, zone))}</th>"
         for k in (
             "at",
             "event",
@@ -167,11 +167,11 @@ def _history(events: tuple[HistoryEvent, ...], lang: Lang) -> str:
             detail += f" <b>[{_e(ev.operator)}: {_e(ev.note)}]</b>"
         answer = ev.http_status if ev.http_status is not None else ev.error_class
         rows.append(
-            f'<tr><td class="time">{_time(ev.at)}</td><td>{_e(ev.event)}</td>'
+            f'<tr><td class="time">{_time(ev.at, zone)}</td><td>{_e(ev.event)}</td>'
             f"<td>{_e(ev.from_state)}</td><td>{_e(ev.to_state)}</td><td>{_e(ev.worker)}</td>"
             f'<td class="num">{_e(ev.attempt)}</td>'
-            f'<td class="time">{_time(ev.leased_at)}</td>'
-            f'<td class="time">{_time(ev.lease_until)}</td>'
+            f'<td class="time">{_time(ev.leased_at, zone)}</td>'
+            f'<td class="time">{_time(ev.lease_until, zone)}</td>'
             f"<td>{_e(answer)}</td>"
             f'<td><div class="v">{detail}</div></td></tr>'
         )
@@ -181,9 +181,9 @@ def _history(events: tuple[HistoryEvent, ...], lang: Lang) -> str:
     )
 
 
-def _entry(entry: Entry, lang: Lang) -> str:
+def _entry(entry: Entry, lang: Lang, zone: str) -> str:
     kind = "entry superseded" if entry.superseded_after_quarantine else "entry"
-    cells = "".join(_cell(key, entry, lang) for key in MAIN_COLUMNS)
+    cells = "".join(_cell(key, entry, lang, zone) for key in MAIN_COLUMNS)
     marker = (
         f"<p><b>{_e(label('superseded_after_quarantine', lang))}:</b> {_e(label('yes', lang))}</p>"
         if entry.superseded_after_quarantine
@@ -197,7 +197,7 @@ def _entry(entry: Entry, lang: Lang) -> str:
         f"{_e(entry_next_check(entry, lang))}</p>"
         f"<h3>{_e(label('payload', lang))}</h3><pre>{_e(entry.payload)}</pre>"
         f"<details><summary>{_e(label('history', lang))} ({len(entry.history)})</summary>"
-        f"{_history(entry.history, lang)}</details>"
+        f"{_history(entry.history, lang, zone)}</details>"
         "</td></tr></tbody>"
     )
 
@@ -209,7 +209,11 @@ def _summary(report: Report, lang: Lang) -> str:
         (
             human_age(s.oldest_age_s, lang),
             f"{label('oldest_age', lang)}"
-            + (f" ({clock_time(s.oldest_quarantined_at)} UTC)" if s.oldest_quarantined_at else ""),
+            + (
+                f" ({clock_time(s.oldest_quarantined_at, report.zone)} {report.zone})"
+                if s.oldest_quarantined_at
+                else ""
+            ),
         ),
         (str(s.superseded_after_quarantine), label("superseded_total", lang)),
     ]
@@ -268,8 +272,8 @@ def _entries(report: Report, lang: Lang) -> str:
     if not report.entries:
         return f'<p class="empty">{_e(label("empty", lang))}</p>'
     cols = "".join(f'<col style="width:{share}%">' for share in MAIN_COLUMNS.values())
-    head = "".join(f"<th>{_e(label(key, lang))}</th>" for key in MAIN_COLUMNS)
-    body = "".join(_entry(entry, lang) for entry in report.entries)
+    head = "".join(f"<th>{_e(label(key, lang, report.zone))}</th>" for key in MAIN_COLUMNS)
+    body = "".join(_entry(entry, lang, report.zone) for entry in report.entries)
     return (
         f'<table class="entries"><colgroup>{cols}</colgroup>'
         f"<thead><tr>{head}</tr></thead>{body}</table>"
@@ -279,7 +283,8 @@ def _entries(report: Report, lang: Lang) -> str:
 def render_html(report: Report, lang: Lang) -> bytes:
     title = label("title", lang)
     meta = (
-        f"{_e(label('generated_at', lang))}: {_time(report.generated_at)} · "
+        f"{_e(label('generated_at', lang, report.zone))}: "
+        f"{_time(report.generated_at, report.zone)} · "
         f"{_e(label('filters', lang))}: {_e(describe_filters(report, lang))}"
     )
     page = (

@@ -13,6 +13,7 @@ import io
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
@@ -61,7 +62,14 @@ def _text(value: str, lang: Lang) -> str:
     return fit_cell(ILLEGAL_CHARACTERS_RE.sub("", value), lang)
 
 
-def cell(ws: WriteOnlyWorksheet, value: Cell | date, lang: Lang, *, wrap: bool = False) -> XlCell:
+def cell(
+    ws: WriteOnlyWorksheet,
+    value: Cell | date,
+    lang: Lang,
+    *,
+    wrap: bool = False,
+    zone: str = "UTC",
+) -> XlCell:
     """One value: text as a string cell, times as dates, numbers as numbers.
 
     Styles are set only where they say something (dates, wrapping, formula-like text): each
@@ -75,7 +83,8 @@ def cell(ws: WriteOnlyWorksheet, value: Cell | date, lang: Lang, *, wrap: bool =
         if looks_like_formula(text):
             out.quotePrefix = True
     elif isinstance(value, datetime):
-        out.value = value.astimezone(UTC).replace(tzinfo=None)  # Excel has no time zones
+        # Excel has no time zones: the wall time in the report's zone, its label names it
+        out.value = value.astimezone(ZoneInfo(zone)).replace(tzinfo=None)
         out.number_format = DATETIME_FORMAT
     elif isinstance(value, date):
         out.value = value
@@ -122,9 +131,13 @@ def column_widths(
 
 
 def _table(
-    ws: WriteOnlyWorksheet, keys: Sequence[str], rows: Sequence[Sequence[Cell]], lang: Lang
+    ws: WriteOnlyWorksheet,
+    keys: Sequence[str],
+    rows: Sequence[Sequence[Cell]],
+    lang: Lang,
+    zone: str = "UTC",
 ) -> None:
-    header = [label(key, lang) for key in keys]
+    header = [label(key, lang, zone) for key in keys]
     # A streamed sheet writes its columns and panes before its rows: set them first.
     for c, width in enumerate(column_widths(keys, header, rows), start=1):
         _layout(ws).column_dimensions[get_column_letter(c)].width = width
@@ -133,7 +146,9 @@ def _table(
     ws.append(_heading(ws, header, lang))
     wrapped = [key in WRAP for key in keys]
     for values in rows:
-        ws.append([cell(ws, v, lang, wrap=w) for v, w in zip(values, wrapped, strict=True)])
+        ws.append(
+            [cell(ws, v, lang, wrap=w, zone=zone) for v, w in zip(values, wrapped, strict=True)]
+        )
 
 
 def _summary_sheet(ws: WriteOnlyWorksheet, report: Report, lang: Lang) -> None:
@@ -146,7 +161,7 @@ def _summary_sheet(ws: WriteOnlyWorksheet, report: Report, lang: Lang) -> None:
     for name, value in summary_rows(report, lang):
         key = cell(ws, name, lang)
         key.font = HEADER_FONT
-        ws.append([key, cell(ws, value, lang)])
+        ws.append([key, cell(ws, value, lang, zone=report.zone)])
     ws.append([])
     ws.append(_heading(ws, [label(k, lang) for k in ("reason", "count", "next_check")], lang))
     for reason, count in report.summary.by_reason.items():
@@ -176,9 +191,15 @@ def render_xlsx(report: Report, lang: Lang) -> bytes:
     workbook.properties.created = report.generated_at.astimezone(UTC).replace(tzinfo=None)
     _summary_sheet(workbook.create_sheet(label("summary_sheet", lang)), report, lang)
     detail = workbook.create_sheet(label("detail_sheet", lang))
-    _table(detail, COLUMNS, [detail_row(e, lang) for e in report.entries], lang)
+    _table(detail, COLUMNS, [detail_row(e, lang) for e in report.entries], lang, report.zone)
     history = workbook.create_sheet(label("history_sheet", lang))
-    _table(history, HISTORY_COLUMNS, [r for e in report.entries for r in history_rows(e)], lang)
+    _table(
+        history,
+        HISTORY_COLUMNS,
+        [r for e in report.entries for r in history_rows(e)],
+        lang,
+        report.zone,
+    )
     buffer = io.BytesIO()
     workbook.save(buffer)
     return buffer.getvalue()

@@ -14,9 +14,11 @@ from typing import Any, TypeVar
 
 import jinja2
 from aiohttp import web
+from markupsafe import Markup, escape
 from sqlalchemy import Engine
 
 from exchange.db.engine import transaction
+from exchange.domain.clock import ensure_utc, local_time
 from exchange.domain.policy import KindPolicies
 from exchange.ops import find as finder
 from exchange.ops import operators
@@ -101,6 +103,12 @@ class Core:
         self.env.filters["ago"] = jinja2.pass_context(_ago)
         zone = self.zone = zoneinfo.ZoneInfo(config.display_tz)
         self.env.filters["when"] = lambda value: _when(value, zone)
+        # A list's time: the absolute time with how long ago beside it (issue 24 item 8).
+        self.env.filters["when_ago"] = jinja2.pass_context(
+            lambda context, value: _when_ago(context, value, zone)
+        )
+        self.env.filters["wbr"] = wbr
+        self.env.filters["grouped"] = grouped
         self.env.globals["zone"] = config.display_tz
         self.env.globals["words"] = WORDS
 
@@ -222,25 +230,40 @@ def _masked(payload: str | None, config: WebConfig) -> str:
     return shown
 
 
-def _when(value: str | None, zone: tzinfo = UTC) -> str:
-    """An ISO time as ``2026-11-30 08:00:00 UTC``: every page in one zone (EXCHANGE_DISPLAY_TZ)."""
+def _when(value: str | datetime | None, zone: tzinfo = UTC) -> str:
+    """An ISO time as ``2026-11-30 08:00:00 UTC``: every page in one zone (EXCHANGE_DISPLAY_TZ),
+    to the second (never microseconds)."""
+    return local_time(value, zone)
+
+
+def _when_ago(context: Any, value: str | datetime | None, zone: tzinfo = UTC) -> str:
+    """«2026-11-30 08:00:00 MSK (5 мин назад)»: the absolute time, and its age beside it."""
     if not value:
         return "-"
-    try:
-        parsed = datetime.fromisoformat(value) if isinstance(value, str) else value
-    except ValueError:
-        return str(value)
-    if isinstance(parsed, datetime):
-        local = parsed.astimezone(zone)
-        return local.strftime("%Y-%m-%d %H:%M:%S ") + (local.tzname() or str(zone))
-    return str(value)
+    moment = value.isoformat() if isinstance(value, datetime) else value
+    return f"{_when(value, zone)} ({_ago(context, moment)})"
+
+
+# Where an id, a SKU or an aggregate may break (issue 24 item 9): after these characters
+# only, never inside a word («SKU-0001/retail» breaks as «SKU-0001/» «retail»).
+_BREAK_AFTER = re.compile(r"([/.\-_:])")
+
+
+def wbr(value: object) -> Markup:
+    """The text escaped, with ``<wbr>`` after each ``/ . - _ :`` (CSS keeps words whole)."""
+    return Markup(_BREAK_AFTER.sub(r"\1<wbr>", str(escape(str(value)))))
+
+
+def grouped(count: int) -> str:
+    """«54 210»: thousands apart, the gap never broken."""
+    return f"{count:,}".replace(",", "\u00a0")
 
 
 def _ago(context: Any, value: str | None) -> str:
     """How long ago an ISO time was, in the page's language («5 мин назад»)."""
     if not value:
         return ""
-    then = datetime.fromisoformat(value)
+    then = ensure_utc(datetime.fromisoformat(value))
     age = human_age((datetime.now(UTC) - then).total_seconds(), context["lang"])
     return f"{age} назад" if context["lang"] == "ru" else f"{age} ago"
 

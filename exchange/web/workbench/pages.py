@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from datetime import UTC, datetime
+import dataclasses
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
@@ -20,10 +21,11 @@ from exchange.domain.states import State
 from exchange.errors import OperatorError
 from exchange.ops import find as finder
 from exchange.ops.attention import attention
+from exchange.ops.backlog import backlog
 from exchange.ops.exchanges import onec_exchanges
 from exchange.ops.notify import last_told
 from exchange.ops.quarantine import SORTS, Filters, Page, page_of, reasons_present
-from exchange.ops.status import biography, status
+from exchange.ops.status import biography, quarantine_by_reason, site_pace, status
 from exchange.queue import control
 from exchange.report import collect as report
 from exchange.report.model import FORMATS, SUFFIXES
@@ -54,6 +56,18 @@ def _int(value: str | None, default: int, allowed: tuple[int, ...] | None = None
     return number if allowed is None or number in allowed else default
 
 
+# The dashboard redraws itself this often unless switched off (issue 24 item 10).
+REFRESH_SECONDS = 30
+REFRESH_COOKIE = "exchange_refresh"
+
+
+def _refresh_wanted(request: web.Request) -> bool:
+    """``?refresh=off`` stops the dashboard's own redraw and ``?refresh=on`` starts it again,
+    both kept in a cookie; on by default."""
+    asked = request.query.get("refresh") or request.cookies.get(REFRESH_COOKIE)
+    return asked != "off"
+
+
 class Pages(Core):
     # -- pages -----------------------------------------------------------------------------
 
@@ -76,8 +90,17 @@ class Pages(Core):
                 )
                 hours = chart.last_day(connection, now)
                 onec = onec_exchanges(connection, now)
+                waiting = backlog(
+                    connection, now, self.kinds, timedelta(seconds=self.config.live_within)
+                )
                 return {
-                    "chart": Markup(chart.svg(hours, word("last_day", lang), self.zone)),
+                    "chart": Markup(
+                        chart.svg(hours, word("last_day", lang), self.zone, lang)
+                        + chart.svg(hours, word("last_day", lang), self.zone, lang, chart.COMPACT)
+                    ),
+                    "backlog": waiting,
+                    "site_pace": site_pace(figures.workers),
+                    "drawn_at": now,
                     "figures": figures.as_json(),
                     "held": finder.held(connection, self.kinds),
                     "pause": pause,
@@ -90,7 +113,28 @@ class Pages(Core):
                     "refused": self.onec_refused,
                 }
 
-        return self._render(request, "dashboard.html", who, **await asyncio.to_thread(read))
+        refresh = _refresh_wanted(request)
+        response = self._render(
+            request,
+            "dashboard.html",
+            who,
+            refresh=refresh,
+            refresh_s=REFRESH_SECONDS,
+            **await asyncio.to_thread(read),
+        )
+        if refresh:
+            # Redrawn by the browser itself (no script): the same page, fresh figures.
+            response.headers["Refresh"] = f"{REFRESH_SECONDS}; url=/"
+        if "refresh" in request.query:  # the switch: kept for this browser
+            response.set_cookie(
+                REFRESH_COOKIE,
+                "on" if refresh else "off",
+                max_age=365 * 86400,
+                httponly=True,
+                samesite="Strict",
+                secure=self._secure_cookies(request),
+            )
+        return response
 
     def _filters(self, request: web.Request) -> tuple[Filters, list[str]]:
         q = request.query
@@ -115,7 +159,8 @@ class Pages(Core):
             if value is not None:
                 try:
                     parsed = datetime.fromisoformat(value)
-                    parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+                    # a time without its zone is the display zone's: what the pages show
+                    parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=self.zone)
                 except ValueError:
                     errors.append(f"{word('bad_date', lang)}: {value}")
             dates.append(parsed)
@@ -287,15 +332,38 @@ class Pages(Core):
         return self._render(request, "exchanges.html", who, rows=await asyncio.to_thread(read))
 
     async def export(self, request: web.Request, who: Who) -> web.StreamResponse:
+        """The quarantine's report with the CLI's filters (``exchange quarantine export``:
+        kind, aggregate, reason, since, until, superseded), in any format (issue 24 item 12)."""
         fmt = request.query.get("format")
-        if fmt is None:
-            return self._render(request, "export.html", who, formats=FORMATS)
-        if fmt not in FORMATS:
-            raise web.HTTPBadRequest(text=f"unknown format {fmt!r}: {', '.join(FORMATS)}\n")
         lang = self._lang(request)
         filters, errors = self._filters(request)
-        if errors:
-            raise web.HTTPBadRequest(text="; ".join(errors) + "\n")
+        filters = dataclasses.replace(
+            filters,
+            aggregate=request.query.get("aggregate", "").strip() or None,
+            superseded_after_quarantine=request.query.get("superseded") == "1",
+        )
+        if fmt is not None and fmt not in FORMATS:
+            errors.append(f"{word('bad_filter', lang)}: {fmt}")
+        if fmt is None or errors:
+
+            def present() -> dict[str, dict[str, Any]]:
+                with transaction(self.engine, read_only=True) as connection:
+                    return quarantine_by_reason(connection, datetime.now(UTC))
+
+            reasons = await asyncio.to_thread(present)
+            return self._render(
+                request,
+                "export.html",
+                who,
+                status=400 if errors else 200,
+                formats=FORMATS,
+                errors=errors,
+                query=dict(request.query),
+                reasons=reasons,
+                total=sum(e["count"] for e in reasons.values()),
+                kinds=sorted(self.config.kinds),
+            )
+        chosen = FORMATS[FORMATS.index(fmt)]
 
         def build() -> bytes:
             with transaction(self.engine, read_only=True) as connection:
@@ -305,15 +373,16 @@ class Pages(Core):
                     datetime.now(UTC),
                     mask_fields=self.config.report_mask_fields,
                     secrets=self.config.report_secrets,
+                    zone=self.config.display_tz,
                 )
-            return report.render(data, fmt, lang)
+            return report.render(data, chosen, lang)
 
         body = await asyncio.to_thread(build)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        suffix = SUFFIXES[fmt]
+        suffix = SUFFIXES[chosen]
         response = web.Response(
             body=body,
-            content_type=_CONTENT_TYPES[fmt],
+            content_type=_CONTENT_TYPES[chosen],
             headers={"Content-Disposition": f'attachment; filename="quarantine-{stamp}{suffix}"'},
         )
         return _secure(response)
