@@ -13,7 +13,7 @@ from exchange.settings import Settings, worker_live_within
 def _setting(name: str) -> Any:
     """The default of a setting, so that a WebConfig built without the settings (tests) means
     what an unset variable means, and the value is written once (in ``Settings``)."""
-    return Settings.model_fields[name].default
+    return Settings.model_fields[name].get_default(call_default_factory=True)
 
 
 # A sign-in or a workbench form: a few fields (contract 9: "small for sign-in and forms").
