@@ -190,6 +190,19 @@ WORDS: dict[str, dict[Lang, str]] = {
     "intents": {"ru": "Цен", "en": "Prices"},
     "not_sent": {"ru": "Не отправлено", "en": "Not sent"},
     "started": {"ru": "Начат", "en": "Started"},
+    "broker_refused": {
+        "ru": "Неверные сообщения из брокеров",
+        "en": "Bad messages from the brokers",
+    },
+    "broker_refused_about": {
+        "ru": "Сообщения из RabbitMQ и Redis, которые не удалось принять как цены: они в "
+        "карантине, брокеру подтверждены и сами больше не придут. Исправьте отправку в 1С.",
+        "en": "Messages from RabbitMQ and Redis that could not be taken as prices: they are "
+        "quarantined, acknowledged to the broker and will not come again. Fix what 1C sends.",
+    },
+    "received_at": {"ru": "Получено", "en": "Received"},
+    "source": {"ru": "Источник", "en": "Source"},
+    "message": {"ru": "Сообщение", "en": "Message"},
     "format": {"ru": "Формат", "en": "Format"},
     "download": {"ru": "Скачать", "en": "Download"},
     "forbidden": {"ru": "Недостаточно прав", "en": "Not allowed"},
@@ -238,6 +251,14 @@ NAMES: dict[str, dict[str, dict[Lang, str]]] = {
         "lease-expired": {"ru": "аренда истекла", "en": "lease expired"},
         "operator-retry": {"ru": "повтор по решению оператора", "en": "operator retry"},
         "operator-cancel": {"ru": "отмена по решению оператора", "en": "operator cancel"},
+        "operator-prioritize": {
+            "ru": "поставлено первым по решению оператора",
+            "en": "put first by an operator",
+        },
+    },
+    "source": {
+        "rabbitmq": {"ru": "RabbitMQ", "en": "RabbitMQ"},
+        "redis": {"ru": "Redis Streams", "en": "Redis Streams"},
     },
     "outcome": {
         "staged": {"ru": "цены приняты", "en": "staged"},

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from exchange.db.engine import is_postgres, transaction
@@ -40,6 +40,8 @@ from exchange.queue.transitions import Change, apply
 # so that a hostile 100 MB body does not become a 100 MB row.
 BODY_CAP = 65_536
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]")
+# The sources' names (``Source.name``): each record of a source's begins with "<name>-".
+SOURCE_NAMES = ("rabbitmq", "redis")
 
 
 @dataclass(slots=True)
@@ -264,3 +266,18 @@ def _record(connection: Connection, refusals: list[_Refusal], source: str, now: 
         now,
     )
     return len(inserted)
+
+
+def refused_records(connection: Connection, limit: int) -> list[dict[str, Any]]:
+    """The bad messages the brokers delivered that wait in the quarantine, newest first: the
+    records ``take`` wrote (``<source>-<key>``), for the workbench's exchanges page. Read by
+    the state's index: the quarantine is small, the messages table is not."""
+    m = messages.c
+    rows = connection.execute(
+        select(m.message_id, m.created_at, m.reason, m.last_error, m.kind)
+        .where(m.state == State.QUARANTINED.value, m.rejected)
+        .where(or_(*(m.message_id.startswith(f"{name}-") for name in SOURCE_NAMES)))
+        .order_by(m.created_at.desc(), m.id.desc())
+        .limit(limit)
+    ).mappings()
+    return [{**row, "source": row["message_id"].split("-", 1)[0]} for row in rows]

@@ -17,6 +17,7 @@ from exchange.db.engine import transaction
 from exchange.db.schema import cml_exchanges, messages
 from exchange.domain.states import State
 from exchange.errors import OperatorError
+from exchange.intake.sources.common import refused_records
 from exchange.ops import find as finder
 from exchange.ops.attention import attention
 from exchange.ops.exchanges import onec_exchanges
@@ -193,18 +194,24 @@ class Pages(Core):
         return self._render(request, "blocked.html", who, rows=await asyncio.to_thread(read))
 
     async def exchanges(self, request: web.Request, who: Who) -> web.StreamResponse:
-        def read() -> list[dict[str, Any]]:
-            with transaction(self.engine, read_only=True) as connection:
-                return [
-                    dict(r)
-                    for r in connection.execute(
-                        select(cml_exchanges)
-                        .order_by(cml_exchanges.c.id.desc())
-                        .limit(EXCHANGES_SHOWN)
-                    ).mappings()
-                ]
+        """1C's exchanges (contract 9a), and the bad messages the brokers delivered (contract
+        12: what the sources recorded in the quarantine)."""
 
-        return self._render(request, "exchanges.html", who, rows=await asyncio.to_thread(read))
+        def read() -> dict[str, list[dict[str, Any]]]:
+            with transaction(self.engine, read_only=True) as connection:
+                return {
+                    "rows": [
+                        dict(r)
+                        for r in connection.execute(
+                            select(cml_exchanges)
+                            .order_by(cml_exchanges.c.id.desc())
+                            .limit(EXCHANGES_SHOWN)
+                        ).mappings()
+                    ],
+                    "refused": refused_records(connection, EXCHANGES_SHOWN),
+                }
+
+        return self._render(request, "exchanges.html", who, **await asyncio.to_thread(read))
 
     async def export(self, request: web.Request, who: Who) -> web.StreamResponse:
         fmt = request.query.get("format")
