@@ -211,7 +211,10 @@ class Pages(Core):
                     "refused": refused_records(connection, EXCHANGES_SHOWN),
                 }
 
-        return self._render(request, "exchanges.html", who, **await asyncio.to_thread(read))
+        shown = await asyncio.to_thread(read)
+        return self._render(
+            request, "exchanges.html", who, rows=shown["rows"], refused=shown["refused"]
+        )
 
     async def export(self, request: web.Request, who: Who) -> web.StreamResponse:
         fmt = request.query.get("format")
