@@ -200,6 +200,13 @@ WORDS: dict[str, dict[Lang, str]] = {
         "en": "Messages from RabbitMQ and Redis that could not be taken as prices: they are "
         "quarantined, acknowledged to the broker and will not come again. Fix what 1C sends.",
     },
+    "prioritize": {"ru": "Отправить первым", "en": "Put first"},
+    "prioritize_about": {
+        "ru": "Сообщение уйдёт раньше всей очереди: меняется только его место в очереди, "
+        "темп сайта, пауза, предохранитель и порядок проводок соблюдаются.",
+        "en": "This message goes before the whole backlog: only its place in the queue "
+        "changes; the site's pace, a pause, the breaker and the order of postings still hold.",
+    },
     "received_at": {"ru": "Получено", "en": "Received"},
     "source": {"ru": "Источник", "en": "Source"},
     "message": {"ru": "Сообщение", "en": "Message"},
@@ -340,6 +347,14 @@ _ERRORS_RU: tuple[tuple[re.Pattern[str], str], ...] = (
         "Строку, не принятую из 1С, повторить нельзя: 1С должна записать исправленную строку "
         "(эту запись можно отменить).",
     ),
+    (  # exchange/ops/prioritize.py
+        re.compile(
+            r"(?P<id>\S+) is (?P<state>\S+): only a message waiting to be sent \(new or "
+            r"delayed\) can be put first"
+        ),
+        "{id}: первым можно поставить только сообщение, которое ждёт отправки (новое или "
+        "отложенное), а это — «{state}».",
+    ),
 )
 
 
@@ -353,6 +368,8 @@ def error_words(text: str, lang: Lang) -> str:
             values = found.groupdict()
             if "count" in values:
                 values["count"] = messages_counted(int(values["count"]), lang)
+            if "state" in values:
+                values["state"] = name("state", values["state"], lang)
             return russian.format(**values)
     return text
 

@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from exchange.db.engine import transaction
 from exchange.db.schema import cml_exchanges, messages
-from exchange.domain.states import State
+from exchange.domain.states import DUE, State, values
 from exchange.errors import OperatorError
 from exchange.intake.sources.common import refused_records
 from exchange.ops import find as finder
@@ -184,6 +184,8 @@ class Pages(Core):
             history=story["history"],
             payload=story["payload"],
             quarantined=story["message"]["state"] == State.QUARANTINED.value,
+            # What ``exchange prioritize`` accepts: a message waiting to be sent.
+            waiting=story["message"]["state"] in values(DUE) and not story["message"]["rejected"],
         )
 
     async def blocked(self, request: web.Request, who: Who) -> web.StreamResponse:
