@@ -31,6 +31,12 @@ class DatabaseUnavailable(ExchangeError):
 class BrokerUnavailable(ExchangeError):
     """the broker cannot be reached"""
 
+    def __init__(self, message: str, *, said: bool = False) -> None:
+        super().__init__(message)
+        # The source has already said it in its one line (the connection lost), or it waits
+        # out the backoff of a failure it said: the worker need not say it again at WARNING.
+        self.said = said
+
 
 class OperatorError(ExchangeError):
     """the command cannot be carried out as asked"""

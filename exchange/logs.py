@@ -184,6 +184,7 @@ def configure(settings: Settings, *, stream: TextIO | None = None) -> logging.Ha
     handler = _Handler(stream)
     handler.setFormatter(JsonFormatter() if settings.log_format == "json" else _text_formatter())
     handler.addFilter(DriverNoiseOnOneLine())  # first: what it writes is redacted next
+    handler.addFilter(BrokerConnectionLost())
     global _installed
     _installed = RedactSecrets(secrets_of(settings))
     handler.addFilter(_installed)
@@ -230,6 +231,59 @@ class DriverNoiseOnOneLine(logging.Filter):
         record.msg, record.args = message, None
         record.exc_info, record.exc_text = None, None
         return True
+
+
+class BrokerConnectionLost(logging.Filter):
+    """What the RabbitMQ client says about a connection it lost goes down to DEBUG, one line.
+
+    When the broker or the network ends a connection, aiormq logs its reader's exit with the
+    whole traceback ("Cancelling cause reader exited abnormally"), "Unexpected connection
+    close from remote" at ERROR before the source hears of it, and "error when creating
+    transport" at ERROR for each refused attempt to connect again. Neither is a fault of the
+    service: the source writes its own line ("RabbitMQ: the connection was lost (...);
+    reconnecting") and reconnects with a backoff. Only those records are lowered: anything
+    else the client says (a consumer callback that failed, an unexpected frame) keeps its
+    level and its traceback.
+    """
+
+    LOGGERS = ("aiormq", "aio_pika")
+    CLOSED_BY_PEER = "Unexpected connection close from remote"
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno <= logging.DEBUG or not record.name.startswith(self.LOGGERS):
+            return True
+        error = record.exc_info[1] if record.exc_info else None
+        named = [a for a in _arguments(record) if isinstance(a, BaseException)]
+        if error is not None or named:
+            if not connection_lost(error or named[0]):
+                return True
+        elif not record.getMessage().startswith(self.CLOSED_BY_PEER):
+            return True
+        message = " ".join(record.getMessage().split())
+        if error is not None:
+            message = f"{message}: {type(error).__name__}: {' '.join(str(error).split())}"
+        record.msg, record.args = message, None
+        record.exc_info, record.exc_text = None, None
+        record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+def _arguments(record: logging.LogRecord) -> tuple[Any, ...]:
+    args = record.args
+    if isinstance(args, tuple):
+        return args
+    return () if args is None else (args,)
+
+
+def connection_lost(error: BaseException) -> bool:
+    """A connection ended under the client: the socket's errors, a read cut short, or the
+    AMQP client's own connection error (read from ``sys.modules``: a process without the
+    brokers extra never imports it, and then no such record can come)."""
+    if isinstance(error, OSError | EOFError):  # EOFError: asyncio.IncompleteReadError
+        return True
+    amqp = sys.modules.get("aiormq.exceptions")
+    closed = getattr(amqp, "AMQPConnectionError", None)
+    return closed is not None and isinstance(error, closed)
 
 
 class _SkippedTick(logging.Filter):

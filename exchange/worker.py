@@ -382,7 +382,8 @@ class Worker:
         try:
             await self.source.pull()
         except BrokerUnavailable as exc:
-            log.warning("%s", exc)
+            # One line per failure: a cycle that waits out the backoff is not news.
+            log.log(logging.DEBUG if exc.said else logging.WARNING, "%s", exc)
         except ConfigurationError as exc:
             log.error("%s", exc)
 

@@ -193,6 +193,26 @@ WORDS: dict[str, dict[Lang, str]] = {
     "intents": {"ru": "Цен", "en": "Prices"},
     "not_sent": {"ru": "Не отправлено", "en": "Not sent"},
     "started": {"ru": "Начат", "en": "Started"},
+    "broker_refused": {
+        "ru": "Неверные сообщения из брокеров",
+        "en": "Bad messages from the brokers",
+    },
+    "broker_refused_about": {
+        "ru": "Сообщения из RabbitMQ и Redis, которые не удалось принять как цены: они в "
+        "карантине, брокеру подтверждены и сами больше не придут. Исправьте отправку в 1С.",
+        "en": "Messages from RabbitMQ and Redis that could not be taken as prices: they are "
+        "quarantined, acknowledged to the broker and will not come again. Fix what 1C sends.",
+    },
+    "prioritize": {"ru": "Отправить первым", "en": "Put first"},
+    "prioritize_about": {
+        "ru": "Сообщение уйдёт раньше всей очереди: меняется только его место в очереди, "
+        "темп сайта, пауза, предохранитель и порядок проводок соблюдаются.",
+        "en": "This message goes before the whole backlog: only its place in the queue "
+        "changes; the site's pace, a pause, the breaker and the order of postings still hold.",
+    },
+    "received_at": {"ru": "Получено", "en": "Received"},
+    "source": {"ru": "Источник", "en": "Source"},
+    "message": {"ru": "Сообщение", "en": "Message"},
     "format": {"ru": "Формат", "en": "Format"},
     "download": {"ru": "Скачать", "en": "Download"},
     "forbidden": {"ru": "Недостаточно прав", "en": "Not allowed"},
@@ -300,11 +320,18 @@ NAMES: dict[str, dict[str, dict[Lang, str]]] = {
         "lease-expired": {"ru": "аренда истекла", "en": "lease expired"},
         "operator-retry": {"ru": "повтор по решению оператора", "en": "operator retry"},
         "operator-cancel": {"ru": "отмена по решению оператора", "en": "operator cancel"},
-        "operator-prioritize": {"ru": "отправить вне очереди", "en": "operator prioritize"},
         "not-for-this-shop": {
             "ru": "не для этого магазина: не отправляется",
             "en": "not for this shop",
         },
+        "operator-prioritize": {
+            "ru": "поставлено первым по решению оператора",
+            "en": "put first by an operator",
+        },
+    },
+    "source": {
+        "rabbitmq": {"ru": "RabbitMQ", "en": "RabbitMQ"},
+        "redis": {"ru": "Redis Streams", "en": "Redis Streams"},
     },
     "outcome": {
         "staged": {"ru": "цены приняты", "en": "staged"},
@@ -386,6 +413,14 @@ _ERRORS_RU: tuple[tuple[re.Pattern[str], str], ...] = (
         "Строку, не принятую из 1С, повторить нельзя: 1С должна записать исправленную строку "
         "(эту запись можно отменить).",
     ),
+    (  # exchange/ops/prioritize.py
+        re.compile(
+            r"(?P<id>\S+) is (?P<state>\S+): only a message waiting to be sent \(new or "
+            r"delayed\) can be put first"
+        ),
+        "{id}: первым можно поставить только сообщение, которое ждёт отправки (новое или "
+        "отложенное), а это — «{state}».",
+    ),
 )
 
 
@@ -400,6 +435,8 @@ def error_words(text: str, lang: Lang) -> str:
             values = found.groupdict()
             if "count" in values:
                 values["count"] = messages_counted(int(values["count"]), lang)
+            if "state" in values:
+                values["state"] = name("state", values["state"], lang)
             return russian.format(**values)
     said = detail_words(text)
     return said if said != text else onec_words(text)  # a 1C exchange's outcome (its page)

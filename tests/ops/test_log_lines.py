@@ -257,3 +257,48 @@ def test_the_services_own_failures_keep_their_traceback() -> None:
     except ValueError:
         logging.getLogger("exchange.runner").exception("cycle failed")
     assert "Traceback" in stream.getvalue()
+
+
+def test_the_amqp_clients_traceback_for_a_lost_connection_is_lowered_to_one_debug_line() -> None:
+    """aiormq logs its reader's exit with the whole traceback when the broker goes away, before
+    the RabbitMQ source says so in its own line: at INFO nothing of it shows, at DEBUG one
+    line; "Unexpected connection close from remote" (at ERROR in aiormq) likewise."""
+    import aiormq
+
+    client = logging.getLogger("aiormq.connection")
+    lost = aiormq.exceptions.AMQPConnectionError("Server connection unexpectedly closed")
+    for log_level in ("INFO", "DEBUG"):
+        stream = capture(log_format="text", log_level=log_level)
+        client.warning("Cancelling cause reader exited abnormally", exc_info=lost)
+        client.error(
+            'Unexpected connection close from remote "%s", Connection.Close(reply_code=%r)',
+            "amqp://127.0.0.1",
+            320,
+        )
+        refused = aiormq.exceptions.AMQPConnectionError(111, "Connect call failed")
+        client.error("error when creating transport: %r", refused)
+        text = stream.getvalue()
+        assert "Traceback" not in text and " ERROR " not in text and " WARNING " not in text
+        if log_level == "INFO":
+            assert "" == text
+        else:
+            lines = text.splitlines()
+            assert 3 == len(lines), lines
+            assert (
+                "DEBUG aiormq.connection: Cancelling cause reader exited abnormally: "
+                "AMQPConnectionError: Server connection unexpectedly closed" in lines[0]
+            )
+
+
+def test_the_amqp_clients_other_errors_keep_their_level_and_traceback() -> None:
+    """Only a lost connection is lowered: a consumer callback that failed is a real error."""
+    stream = capture(log_format="text")
+    try:
+        raise ValueError("a bug in the callback")
+    except ValueError as exc:
+        logging.getLogger("aiormq.channel").error("Consumer callback failed", exc_info=exc)
+    logging.getLogger("aiormq.connection").error("Unexpected frame %r", "frame")
+    text = stream.getvalue()
+    assert "ERROR aiormq.channel: Consumer callback failed" in text
+    assert "Traceback" in text and "ValueError: a bug in the callback" in text
+    assert "ERROR aiormq.connection: Unexpected frame 'frame'" in text

@@ -18,13 +18,14 @@ Only then may the source acknowledge: a crash before leaves the message to be de
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from exchange.db.engine import is_postgres, transaction
@@ -39,6 +40,8 @@ from exchange.queue.transitions import Change, apply
 # so that a hostile 100 MB body does not become a 100 MB row.
 BODY_CAP = 65_536
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]")
+# The sources' names (``Source.name``): each record of a source's begins with "<name>-".
+SOURCE_NAMES = ("rabbitmq", "redis")
 
 
 @dataclass(slots=True)
@@ -59,6 +62,28 @@ class Taken:
     duplicates: int = 0
     refused: int = 0  # quarantine records (bodies that are not intents, intents refused)
     bad: set[int] = field(default_factory=set)  # indexes of messages that were not intents
+
+    def add(self, more: Taken) -> None:
+        """Count ``more`` (one batch of a pull) in this pull's total."""
+        self.messages += more.messages
+        self.staged += more.staged
+        self.duplicates += more.duplicates
+        self.refused += more.refused
+
+
+def log_taken(logger: logging.Logger, source: str, unit: str, total: Taken) -> None:
+    """The one line a pull that took anything writes, the same for every source:
+    ``rabbitmq: 3 messages: 2 intents staged, 0 duplicates, 1 refused``."""
+    if total.messages:
+        logger.info(
+            "%s: %d %s: %d intents staged, %d duplicates, %d refused",
+            source,
+            total.messages,
+            unit,
+            total.staged,
+            total.duplicates,
+            total.refused,
+        )
 
 
 class Source(Protocol):
@@ -241,3 +266,18 @@ def _record(connection: Connection, refusals: list[_Refusal], source: str, now: 
         now,
     )
     return len(inserted)
+
+
+def refused_records(connection: Connection, limit: int) -> list[dict[str, Any]]:
+    """The bad messages the brokers delivered that wait in the quarantine, newest first: the
+    records ``take`` wrote (``<source>-<key>``), for the workbench's exchanges page. Read by
+    the state's index: the quarantine is small, the messages table is not."""
+    m = messages.c
+    rows = connection.execute(
+        select(m.message_id, m.created_at, m.reason, m.last_error, m.kind)
+        .where(m.state == State.QUARANTINED.value, m.rejected)
+        .where(or_(*(m.message_id.startswith(f"{name}-") for name in SOURCE_NAMES)))
+        .order_by(m.created_at.desc(), m.id.desc())
+        .limit(limit)
+    ).mappings()
+    return [{**row, "source": row["message_id"].split("-", 1)[0]} for row in rows]

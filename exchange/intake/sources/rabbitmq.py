@@ -32,7 +32,14 @@ from sqlalchemy import Engine
 from exchange.domain.policy import Policy
 from exchange.errors import BrokerUnavailable, ConfigurationError
 from exchange.failpoints import failpoint
-from exchange.intake.sources.common import Received, Taken, digest_key, safe_key, take
+from exchange.intake.sources.common import (
+    Received,
+    Taken,
+    digest_key,
+    log_taken,
+    safe_key,
+    take,
+)
 
 log = logging.getLogger(__name__)
 
@@ -113,11 +120,15 @@ class RabbitMqSource:
     async def _connect(self) -> AbstractQueue:
         if self._queue is not None and self._channel is not None and not self._channel.is_closed:
             return self._queue
+        if self._queue is not None:  # lost between two pulls: said once, as one lost mid-pull
+            self._fail("the broker closed the connection between two pulls")
+            log.warning("RabbitMQ: the connection was lost (%s); reconnecting", self.last_error)
         await self._drop()
         now = time.monotonic()
         if now < self._retry_at:
             raise BrokerUnavailable(
-                f"RabbitMQ: reconnecting in {self._retry_at - now:.1f} s ({self.last_error})"
+                f"RabbitMQ: reconnecting in {self._retry_at - now:.1f} s ({self.last_error})",
+                said=True,
             )
         try:
             self._connection = await connect(self.url)
@@ -197,15 +208,14 @@ class RabbitMqSource:
                         await message.reject(requeue=False)
                     else:
                         await message.ack()
-                total.messages += taken.messages
-                total.staged += taken.staged
-                total.duplicates += taken.duplicates
-                total.refused += taken.refused
+                total.add(taken)
         except connection_errors() as exc:
             await self._drop()
             self._fail(describe(exc, self.url))
             log.warning("RabbitMQ: the connection was lost (%s); reconnecting", self.last_error)
-            raise BrokerUnavailable(f"RabbitMQ connection lost: {self.last_error}") from None
+            raise BrokerUnavailable(
+                f"RabbitMQ connection lost: {self.last_error}", said=True
+            ) from None
         except BaseException:
             # The database failed (or the worker stops): the batch was taken from the buffer
             # and not acknowledged. Closing the connection makes the broker deliver it again.
@@ -213,14 +223,7 @@ class RabbitMqSource:
             self._idle = False
             raise
         self._idle = total.messages == 0
-        if total.messages:
-            log.info(
-                "rabbitmq: %d messages: %d intents staged, %d duplicates, %d refused",
-                total.messages,
-                total.staged,
-                total.duplicates,
-                total.refused,
-            )
+        log_taken(log, self.name, "messages", total)
         return total
 
     async def _next_batch(self, queue: AbstractQueue) -> list[AbstractIncomingMessage]:

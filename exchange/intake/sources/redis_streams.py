@@ -31,7 +31,7 @@ from sqlalchemy import Engine
 from exchange.domain.policy import Policy
 from exchange.errors import BrokerUnavailable, ConfigurationError
 from exchange.failpoints import failpoint
-from exchange.intake.sources.common import Received, Taken, safe_key, take
+from exchange.intake.sources.common import Received, Taken, log_taken, safe_key, take
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,8 @@ class RedisSource:
         now = time.monotonic()
         if now < self._retry_at:
             raise BrokerUnavailable(
-                f"Redis: reconnecting in {self._retry_at - now:.1f} s ({self.last_error})"
+                f"Redis: reconnecting in {self._retry_at - now:.1f} s ({self.last_error})",
+                said=True,
             )
         total = Taken()
         try:
@@ -130,8 +131,11 @@ class RedisSource:
         except (ConnectionError, RedisTimeout, OSError) as exc:
             await self._reset()
             self._fail(self._describe(exc))
-            log.warning("Redis: the connection was lost (%s); reconnecting", self.last_error)
-            raise BrokerUnavailable(f"Redis cannot be reached: {self.last_error}") from None
+            # One line, said here: the worker says nothing more of it (``said``).
+            log.warning("Redis cannot be reached (%s); reconnecting", self.last_error)
+            raise BrokerUnavailable(
+                f"Redis cannot be reached: {self.last_error}", said=True
+            ) from None
         except RedisError as exc:
             self._fail(self._describe(exc))
             raise BrokerUnavailable(f"Redis: {self.last_error}") from None
@@ -143,14 +147,7 @@ class RedisSource:
         self._failures = 0
         self.last_error = None
         self._idle = total.messages == 0
-        if total.messages:
-            log.info(
-                "redis: %d entries: %d intents staged, %d duplicates, %d refused",
-                total.messages,
-                total.staged,
-                total.duplicates,
-                total.refused,
-            )
+        log_taken(log, self.name, "entries", total)
         return total
 
     async def _read(self, start: str) -> list[Entry]:
@@ -200,10 +197,7 @@ class RedisSource:
         )
         failpoint("source-staged")
         await self._redis().xack(self.stream, self.group, *(entry_id for entry_id, _ in entries))
-        total.messages += taken.messages
-        total.staged += taken.staged
-        total.duplicates += taken.duplicates
-        total.refused += taken.refused
+        total.add(taken)
 
     def _received(self, entry_id: bytes, fields: dict[bytes, bytes] | None) -> Received:
         ident = entry_id.decode("ascii", "replace")

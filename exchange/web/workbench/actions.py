@@ -1,5 +1,5 @@
 """The actions: retry and cancel (a preview, then a confirm acting on what it showed),
-pause and resume."""
+put first, pause and resume."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import hmac
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from aiohttp import web
 from sqlalchemy import Connection
@@ -16,6 +16,7 @@ from exchange.db.engine import transaction
 from exchange.errors import OperatorError
 from exchange.ops import find as finder
 from exchange.ops import quarantine
+from exchange.ops.prioritize import prioritize
 from exchange.ops.quarantine import ActionResult, Filters, PreviewChanged, list_quarantined
 from exchange.queue import control
 from exchange.web.words import word
@@ -206,6 +207,35 @@ class Actions(Core):
         return self._render(
             request, "done.html", who, action=action, touched=touched, back=_back(request, form)
         )
+
+    async def prioritize(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
+        """Put one waiting message first (contract 6, issue 23 item 4): the same
+        ``ops.prioritize.prioritize`` as ``exchange prioritize``, recorded in the message's
+        history with the signed-in operator and the note; then its page again."""
+        message_id = str(form.get("message_id", "")).strip()
+        note = str(form.get("note", "")).strip()
+        if not message_id:
+            raise web.HTTPBadRequest(text="message_id is required\n")
+        if not note:
+            return self._render(
+                request,
+                "error.html",
+                who,
+                status=400,
+                message=word("note_required", self._lang(request)),
+            )
+
+        def act() -> None:
+            with transaction(self.engine) as connection:
+                prioritize(
+                    connection, [message_id], operator=who.name, note=note, now=datetime.now(UTC)
+                )
+
+        try:
+            await asyncio.to_thread(act)
+        except OperatorError as exc:
+            return self._render(request, "error.html", who, status=400, message=str(exc))
+        raise web.HTTPSeeOther(f"/message/{quote(message_id, safe='')}")
 
     async def pause(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
         note = str(form.get("note", "")).strip()

@@ -17,8 +17,9 @@ from sqlalchemy import select
 
 from exchange.db.engine import transaction
 from exchange.db.schema import cml_exchanges, cml_packages, messages
-from exchange.domain.states import State
+from exchange.domain.states import DUE, State, values
 from exchange.errors import OperatorError
+from exchange.intake.sources.common import refused_records
 from exchange.ops import find as finder
 from exchange.ops.attention import attention
 from exchange.ops.backlog import backlog
@@ -290,6 +291,8 @@ class Pages(Core):
             history=story["history"],
             payload=story["payload"],
             quarantined=story["message"]["state"] == State.QUARANTINED.value,
+            # What ``exchange prioritize`` accepts: a message waiting to be sent.
+            waiting=story["message"]["state"] in values(DUE) and not story["message"]["rejected"],
         )
 
     async def blocked(self, request: web.Request, who: Who) -> web.StreamResponse:
@@ -300,7 +303,11 @@ class Pages(Core):
         return self._render(request, "blocked.html", who, rows=await asyncio.to_thread(read))
 
     async def exchanges(self, request: web.Request, who: Who) -> web.StreamResponse:
-        def read() -> list[dict[str, Any]]:
+        """1C's exchanges (contract 9a), each staged file with the 1C document its prices carry,
+        and the bad messages the brokers delivered (contract 12: what the sources recorded in
+        the quarantine)."""
+
+        def read() -> dict[str, list[dict[str, Any]]]:
             with transaction(self.engine, read_only=True) as connection:
                 rows = [
                     dict(r)
@@ -310,6 +317,7 @@ class Pages(Core):
                         .limit(EXCHANGES_SHOWN)
                     ).mappings()
                 ]
+                refused = refused_records(connection, EXCHANGES_SHOWN)
             # The 1C document its prices carry (``source_ref``): kept with the package, in the
             # staging database (EXCHANGE_STAGING_URL) where that is another one.
             versions = {r["version"] for r in rows if r["version"] is not None and r["intents"]}
@@ -327,9 +335,12 @@ class Pages(Core):
             for r in rows:
                 staged_here = r["outcome"] == "staged" and r["intents"]
                 r["document"] = documents.get(r["version"]) if staged_here else None
-            return rows
+            return {"rows": rows, "refused": refused}
 
-        return self._render(request, "exchanges.html", who, rows=await asyncio.to_thread(read))
+        shown = await asyncio.to_thread(read)
+        return self._render(
+            request, "exchanges.html", who, rows=shown["rows"], refused=shown["refused"]
+        )
 
     async def export(self, request: web.Request, who: Who) -> web.StreamResponse:
         """The quarantine's report with the CLI's filters (``exchange quarantine export``:
