@@ -1,17 +1,21 @@
 """A fast site simulator for the benchmarks: asyncio + aiohttp (uvloop when installed), one process.
 
-It keeps the same promises as ``exchange.sitesim`` (contract 5 and 5b) without its faults, so that
-the site is not what a benchmark measures:
+It is the benchmarks' front end of the site model (``exchange.dev.sitemodel``, the same model as
+``exchange.dev.sitesim`` and ``FakeSite``, checked by the same conformance table,
+tests/dev/test_site_conformance.py): the same answers to every update (contract 5 and 5b),
+without the simulator's faults, so that the site is not what a benchmark measures:
 
     POST /api/v1/updates        one update; ``Idempotency-Key`` must equal the body's message_id
     POST /api/v1/updates:batch  ``{"items": [...]}``, one result per item (404 with --no-batch)
     GET  /api/v1/health         200 when the bearer token is accepted
 
-Per update: 401 unless the token matches (``--token``; none given accepts any), 400 for a body
-that is not a valid update, the stored answer again for a key already answered 200 with the same
-body (no effect), 422 ``idempotency-key-reuse`` for the same key with another body, 409
+Per update: 401 unless the token matches (``--token``; none given accepts any), then the model's
+answer: 400 for what is not an update, 422 for a price that breaks contract 1, the stored answer
+again for a key already applied with the same body (equal decimals are the same body), 422
+``idempotency-key-reuse`` for another body, 404 ``unknown-sku`` for a SKU outside
+``--catalog FILE`` (one SKU a line; without it every SKU exists), 409
 ``{"error": "stale", "current_version": N}`` for a version at or below the one held, else the
-effect: held version := version, 200 ``{"receipt": "R-<n>"}``.
+effect: 200 ``{"receipt": "R-<n>"}``.
 
 Bookkeeping for the bench (not part of the contract):
 
@@ -30,190 +34,133 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import hmac
 import json
 import signal
 import sys
 import time
-from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-UPDATES_PATH = "/api/v1/updates"
-BATCH_PATH = "/api/v1/updates:batch"
-HEALTH_PATH = "/api/v1/health"
+from exchange.dev.sitemodel import (
+    BATCH_PATH,
+    HEALTH_PATH,
+    HEALTHY,
+    NO_BATCH,
+    UPDATES_PATH,
+    BadRequest,
+    Reply,
+    SiteModel,
+    refuse_token,
+    reply,
+)
+
 MAX_BODY = 10 * 1024 * 1024
 JSON = "application/json"
-
-
-class BadRequest(ValueError):
-    pass
 
 
 def _dumps(document: Any) -> bytes:
     return json.dumps(document, separators=(",", ":"), default=str).encode()
 
 
-def parse_update(document: Any, key: str | None) -> tuple[str, str, str, int]:
-    """(message_id, kind, aggregate, version) of a valid update, else BadRequest."""
-    if not isinstance(document, dict):
-        raise BadRequest("the body must be a JSON object")
-    for name in ("message_id", "kind", "aggregate", "version", "payload", "created_at"):
-        if name not in document:
-            raise BadRequest(f"missing field: {name}")
-    for name in ("message_id", "kind", "aggregate", "created_at"):
-        if not isinstance(document[name], str) or not document[name]:
-            raise BadRequest(f"{name} must be a non-empty string")
-    version = document["version"]
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise BadRequest("version must be an integer of 1 or more")
-    if not isinstance(document["payload"], dict):
-        raise BadRequest("payload must be a JSON object")
-    if key is not None and key != document["message_id"]:
-        raise BadRequest("Idempotency-Key must equal the body's message_id")
-    return document["message_id"], document["kind"], document["aggregate"], version
-
-
 class Site:
-    """The site's state. Everything runs on one event loop thread: no locks needed."""
+    """The model and the bench's counters. Everything runs on one event loop thread: no locks."""
 
-    def __init__(self, token: str | None, *, batch_enabled: bool = True) -> None:
+    def __init__(
+        self,
+        token: str | None,
+        *,
+        batch_enabled: bool = True,
+        catalog: frozenset[str] | None = None,
+    ) -> None:
         self.token = token
         self.batch_enabled = batch_enabled
+        self.catalog = catalog
         self.reset()
 
     def reset(self) -> None:
-        self.held: dict[tuple[str, str], int] = {}
-        # key -> (the parsed body, the stored answer): same body (as parsed, Decimal-exact)
-        # means a replay of that answer.
-        self.answers: dict[str, tuple[dict[str, Any], bytes]] = {}
-        self.effects_by_key: collections.Counter[str] = collections.Counter()
-        self.effects = 0
+        self.model = SiteModel(catalog=self.catalog)
         self.by_status: collections.Counter[int] = collections.Counter()
         self.requests = 0
         self.batch_requests = 0
-        self.replays = 0
         self.first_effect: float | None = None
         self.last_effect: float | None = None
 
-    def authorized(self, request: web.Request) -> bool:
-        if self.token is None:
-            return True
-        given = request.headers.get("Authorization", "").encode()
-        return hmac.compare_digest(given, f"Bearer {self.token}".encode())
+    def refusal(self, request: web.Request) -> Reply | None:
+        return refuse_token(self.token, request.headers.get("Authorization"))
 
-    def process(self, document: Any, key: str | None) -> tuple[int, bytes]:
-        """One update (a single request or a batch item): its status and answer body."""
-        try:
-            message_id, kind, aggregate, version = parse_update(document, key)
-        except BadRequest as exc:
-            return 400, _dumps({"error": str(exc)})
-        stored = self.answers.get(message_id)
-        if stored is not None:
-            if stored[0] == document:
-                self.replays += 1
-                return 200, stored[1]
-            return 422, b'{"error":"idempotency-key-reuse"}'
-        held = self.held.get((kind, aggregate))
-        if held is not None and version <= held:
-            return 409, _dumps({"error": "stale", "current_version": held})
-        self.effects += 1
-        self.effects_by_key[message_id] += 1
-        now = time.time()
-        if self.first_effect is None:
-            self.first_effect = now
-        self.last_effect = now
-        self.held[(kind, aggregate)] = version
-        answer = _dumps({"receipt": f"R-{self.effects}"})
-        self.answers[message_id] = (document, answer)
-        return 200, answer
+    def applied(self, count: int) -> None:
+        if count:
+            now = time.time()
+            if self.first_effect is None:
+                self.first_effect = now
+            self.last_effect = now
 
     def count(self, status: int) -> None:
         self.requests += 1
         self.by_status[status] += 1
 
     def stats(self) -> dict[str, Any]:
+        counts = self.model.effect_counts
         return {
-            "effects": self.effects,
-            "distinct_effect_keys": len(self.effects_by_key),
-            "max_effects_per_key": max(self.effects_by_key.values(), default=0),
+            "effects": len(self.model.effects),
+            "distinct_effect_keys": len(counts),
+            "max_effects_per_key": max(counts.values(), default=0),
             "requests": self.requests,
             "batch_requests": self.batch_requests,
-            "replays": self.replays,
+            "replays": self.model.replays,
             "by_status": {str(k): v for k, v in sorted(self.by_status.items())},
             "first_effect": self.first_effect,
             "last_effect": self.last_effect,
         }
 
 
-def _reply(status: int, body: bytes, **headers: str) -> web.Response:
-    return web.Response(status=status, body=body, content_type=JSON, headers=headers or None)
-
-
-def _parse_json(raw: bytes) -> Any:
-    try:
-        return json.loads(raw, parse_float=Decimal)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadRequest(f"malformed JSON: {exc}") from None
-
-
-UNAUTHORIZED = b'{"error":"unauthorized"}'
+def _reply(answer: Reply) -> web.Response:
+    headers = dict(answer.headers) or None
+    return web.Response(status=answer.status, body=answer.body, content_type=JSON, headers=headers)
 
 
 def make_app(site: Site) -> web.Application:
     async def update(request: web.Request) -> web.Response:
-        if not site.authorized(request):
-            site.count(401)
-            return _reply(401, UNAUTHORIZED, **{"WWW-Authenticate": "Bearer"})
+        refused = site.refusal(request)
+        if refused is not None:
+            site.count(refused.status)
+            return _reply(refused)
         raw = await request.read()
-        try:
-            document = _parse_json(raw)
-        except BadRequest as exc:
-            site.count(400)
-            return _reply(400, _dumps({"error": str(exc)}))
-        key = request.headers.get("Idempotency-Key")
-        if key is None:
-            status, body = 400, b'{"error":"missing header: Idempotency-Key"}'
-        else:
-            status, body = site.process(document, key)
-        site.count(status)
-        return _reply(status, body)
+        result = site.model.single(raw, request.headers.get("Idempotency-Key"))
+        site.applied(result.applied)
+        site.count(result.reply.status)
+        return _reply(result.reply)
 
     async def batch(request: web.Request) -> web.Response:
         if not site.batch_enabled:
-            return _reply(404, b'{"error":"not found"}')
-        if not site.authorized(request):
-            site.count(401)
-            return _reply(401, UNAUTHORIZED, **{"WWW-Authenticate": "Bearer"})
+            return _reply(NO_BATCH)
+        refused = site.refusal(request)
+        if refused is not None:
+            site.count(refused.status)
+            return _reply(refused)
         site.batch_requests += 1
         try:
-            document = _parse_json(await request.read())
-            if not isinstance(document, dict) or not isinstance(document.get("items"), list):
-                raise BadRequest('a batch must be {"items": [...]}')
+            items = site.model.read_batch(await request.read())
         except BadRequest as exc:
             site.count(400)
-            return _reply(400, _dumps({"error": str(exc)}))
-        parts = []
-        for item in document["items"]:
-            status, body = site.process(item, None)
+            return _reply(reply(400, {"error": str(exc)}))
+        result = site.model.answer_batch(items)
+        site.applied(result.applied)
+        for status in result.statuses:
             site.count(status)
-            message_id = item.get("message_id") if isinstance(item, dict) else None
-            name = _dumps(message_id if isinstance(message_id, str) else None)
-            parts.append(b'{"message_id":%s,"status":%d,"body":%s}' % (name, status, body))
-        return _reply(200, b'{"results":[' + b",".join(parts) + b"]}")
+        return _reply(result.reply)
 
     async def health(request: web.Request) -> web.Response:
-        if not site.authorized(request):
-            return _reply(401, UNAUTHORIZED, **{"WWW-Authenticate": "Bearer"})
-        return _reply(200, b'{"status":"ok"}')
+        return _reply(site.refusal(request) or HEALTHY)
 
     async def stats(request: web.Request) -> web.Response:
-        return _reply(200, _dumps(site.stats()))
+        return _reply(Reply(200, _dumps(site.stats())))
 
     async def reset(request: web.Request) -> web.Response:
         site.reset()
-        return _reply(200, b'{"reset":true}')
+        return _reply(Reply(200, b'{"reset":true}'))
 
     app = web.Application(client_max_size=MAX_BODY)
     app.router.add_post(UPDATES_PATH, update)
@@ -245,9 +192,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--token", default=None, help="bearer token required (default: any)")
     parser.add_argument("--no-batch", action="store_true", help="answer 404 to the batch API")
+    parser.add_argument(
+        "--catalog",
+        type=Path,
+        default=None,
+        help="a file of the SKUs the shop has, one a line (default: every SKU)",
+    )
     parser.add_argument("--no-uvloop", action="store_true", help="the default asyncio loop")
     args = parser.parse_args(argv)
-    site = Site(args.token, batch_enabled=not args.no_batch)
+    catalog = None
+    if args.catalog is not None:
+        lines = args.catalog.read_text(encoding="utf-8").splitlines()
+        catalog = frozenset(line for line in lines if line)
+    site = Site(args.token, batch_enabled=not args.no_batch, catalog=catalog)
     if not args.no_uvloop:
         try:
             import uvloop

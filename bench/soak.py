@@ -58,7 +58,8 @@ from sqlalchemy.engine import make_url
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages, staging
-from exchange.dev.sitesim import Faults, SiteSimulator, _answer
+from exchange.dev.sitemodel import Reply, Update, reply
+from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import in_flight_overlaps
 from exchange.intake.stage import stage
 
@@ -82,12 +83,14 @@ class SoakSite(SiteSimulator):
         self._processing_rng = random.Random(kwargs["faults"].seed + 1)
         self.processing_answers = 0
 
-    def _process(self, update: Any, faults: Faults, *, roll_failure: bool) -> Any:
-        first_time = update.message_id not in self._answers
-        if first_time and self._processing_rng.random() < self.processing_rate:
+    def _fresh_key_fault(
+        self, update: Update, faults: Faults, *, roll_failure: bool
+    ) -> Reply | None:
+        # Called for a key with no stored answer only: a replay is never "processing".
+        if self._processing_rng.random() < self.processing_rate:
             self.processing_answers += 1
-            return _answer(409, {"error": "processing"}), False
-        return super()._process(update, faults, roll_failure=roll_failure)
+            return reply(409, {"error": "processing"})
+        return super()._fresh_key_fault(update, faults, roll_failure=roll_failure)
 
 
 # -- the stager ---------------------------------------------------------------------------------

@@ -1,38 +1,40 @@
 """A simulator of the shop site's HTTP API, for integration tests and ``exchange demo``.
 
-It keeps the site's promises (contract 5) the way a real site would, over real HTTP/1.1 with
-keep-alive, and can break them on purpose through ``Faults`` (mutable while it runs):
+It is the HTTP front end of the site model (``exchange.dev.sitemodel``, which decides every
+answer to an update, as ``FakeSite`` and ``bench/fastsite.py`` do with the same model and the
+same conformance table): the site's promises (contract 5) over real HTTP/1.1 with keep-alive,
+broken on purpose through ``Faults`` (mutable while it runs):
 
     POST /api/v1/updates        one update; ``Idempotency-Key`` must equal the body's message_id
     POST /api/v1/updates:batch  ``{"items": [...]}``; 404 unless ``batch_enabled``
     GET  /api/v1/health         200 ``{"status": "ok"}`` when the token is accepted, no effect
 
-The order of checks for one update (a batch item goes through the same steps):
+The order of checks for one update (a batch item goes through the same steps); the model's
+steps are numbered as in its docstring:
 
     1. auth            ``faults.auth_status`` for every request, else 401 unless the bearer
                        token matches (``token=None`` accepts any or none)
     2. outage          503 (with Retry-After when ``faults.retry_after`` is set)
-    3. validation      400: bad JSON, missing or mistyped fields, key != message_id
-    4. replay          a key answered 200 before, with the same body: that answer again,
-                       byte for byte, with no effect and no fault
-    5. key reuse       the same key with a different body: 422 idempotency-key-reuse
-    6. poison          500 for the aggregates in ``faults.poison``, forever
-    7. reject          422 rejected for the aggregates in ``faults.reject``
-    8. random failure  503 with probability ``faults.fail_rate`` (Retry-After when set)
-    9. stale           409 ``{"error": "stale", "current_version": N}`` when version <= N held
-                       (skipped with ``check_versions=False``, see below)
-   10. effect          held version := version, effect recorded, 200 ``{"receipt": "R-<n>"}``,
-                       and only this answer is stored for replay
-   11. drop            with ``faults.drop_after_effect_rate``: the socket is shut without answer
-   12. slow            with ``faults.slow_rate``: ``faults.slow_seconds`` of sleep, then answer
+    3. model 1-3       400 for what is not an update, 422 for a payload that breaks contract
+                       1, a replay of a key applied before (its answer again, byte for byte,
+                       with no effect and no fault), 422 idempotency-key-reuse
+    4. poison          500 for the aggregates in ``faults.poison``, forever
+    5. reject          422 rejected for the aggregates in ``faults.reject``
+    6. random failure  503 with probability ``faults.fail_rate`` (Retry-After when set)
+    7. model 5-7       404 unknown-sku for a SKU outside ``catalog`` (None: every SKU),
+                       409 ``{"error": "stale", "current_version": N}`` when version <= N held
+                       (skipped with ``check_versions=False``, see below), else the effect:
+                       200 ``{"receipt": "R-<n>"}``, the only answer stored for replay
+    8. drop            with ``faults.drop_after_effect_rate``: the socket is shut without answer
+    9. slow            with ``faults.slow_rate``: ``faults.slow_seconds`` of sleep, then answer
 
 ``faults.answer_fault`` breaks the answer to every single update (not a batch) while set:
 ``reset`` (after step 2: the connection is reset, nothing read or applied), ``redirect``
 (after step 2: 307 to ``faults.redirect_to``, nothing applied; a batch request gets it too,
-as a whole); and, only when step 10 applied
-an effect, ``cut-off`` (the 200 stops halfway through its Content-Length and the socket is
-shut), ``not-json`` (the 200's body is ``OK R-<n>``), ``huge`` (the 200's JSON is padded to
-``HUGE_BODY`` bytes, streamed). The stored answer for replay is the plain one.
+as a whole); and, only when step 7 applied an effect, ``cut-off`` (the 200 stops halfway
+through its Content-Length and the socket is shut), ``not-json`` (the 200's body is
+``OK R-<n>``), ``huge`` (the 200's JSON is padded to ``HUGE_BODY`` bytes, streamed). The
+stored answer for replay is the plain one.
 
 Capacity (contract 5c), checked before everything else, as nginx and PHP-FPM would:
 
@@ -57,11 +59,13 @@ after a newer one lands and the site shows it (``held_versions`` is then the las
 applied, not the highest). ``stale_writes()`` lists every effect whose version is below one
 applied before for its aggregate: against such a site, the service's own promise ("a version at
 or below the delivered one is never sent") is what the tests and the demo check.
-``forget_keys()`` forgets every stored answer, as a site whose key retention ran out.
+``forget_keys()`` forgets every stored answer, as a site whose key retention ran out;
+``forget_versions()`` the versions held, as a site restored from an old backup.
 ``received_keys()`` names every message_id that reached the site in a well-formed update.
 
 Bodies larger than 10 MB get 413 as they are read, before any of this. A batch is checked for
-auth, outage, its envelope and the random failure once, as a whole; drop and slow are rolled
+auth, outage, its envelope (``{"items": [...]}``, at most one item per aggregate) and the
+random failure once, as a whole; drop and slow are rolled
 once for the whole answer; everything else is per item, keyed by the item's message_id.
 Health reports only on the token: it stays 200 during an outage, as ``auth_status`` is the one
 fault it shows.
@@ -83,8 +87,6 @@ import argparse
 import collections
 import contextlib
 import copy
-import hmac
-import json
 import random
 import signal
 import socket
@@ -93,19 +95,29 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Hashable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
-from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
 from types import FrameType, TracebackType
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-UPDATES_PATH: Final = "/api/v1/updates"
-BATCH_PATH: Final = "/api/v1/updates:batch"
-HEALTH_PATH: Final = "/api/v1/health"
+from exchange.dev.sitemodel import (
+    BATCH_PATH,
+    HEALTH_PATH,
+    HEALTHY,
+    UPDATES_PATH,
+    BadRequest,
+    Effect,
+    Gate,
+    Reply,
+    SiteModel,
+    Update,
+    refuse_token,
+    reply,
+)
+
 MAX_BODY: Final = 10 * 1024 * 1024
 DROPPED: Final = 0  # the "status" counted for a request whose connection was shut unanswered
 IDLE_TIMEOUT: Final = 60.0  # seconds a keep-alive connection may sit idle
@@ -160,18 +172,6 @@ class Faults:
 
 
 @dataclass(frozen=True, slots=True)
-class Effect:
-    """One update the site applied."""
-
-    message_id: str
-    kind: str
-    aggregate: str
-    version: int
-    payload: dict[str, Any]
-    receipt: str
-
-
-@dataclass(frozen=True, slots=True)
 class Received:
     """One request as the site read it: before any check, fault or answer."""
 
@@ -182,48 +182,13 @@ class Received:
 
 
 @dataclass(frozen=True, slots=True)
-class _Answer:
-    status: int
-    body: bytes
-    headers: tuple[tuple[str, str], ...] = ()
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-@dataclass(frozen=True, slots=True)
 class _Outcome:
     """What the handler must do: answer (possibly late), or shut the socket unanswered."""
 
-    answer: _Answer
+    answer: Reply
     drop: bool = False
     delay: float = 0.0
     answer_fault: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Update:
-    message_id: str
-    kind: str
-    aggregate: str
-    version: int
-    payload: dict[str, Any]
-    fingerprint: Hashable
-
-
-@dataclass(frozen=True, slots=True)
-class _Stored:
-    fingerprint: Hashable
-    answer: _Answer
-
-
-class _BadRequest(ValueError):
-    pass
-
-
-def _answer(status: int, document: Mapping[str, Any], *headers: tuple[str, str]) -> _Answer:
-    body = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return _Answer(status, body, tuple(headers))
 
 
 class SiteSimulator:
@@ -240,6 +205,7 @@ class SiteSimulator:
         ssl_context: ssl.SSLContext | None = None,
         keep_requests: bool = False,
         check_versions: bool = True,
+        catalog: Iterable[str] | None = None,
     ) -> None:
         self.token = token
         self.check_versions = check_versions
@@ -252,12 +218,7 @@ class SiteSimulator:
         self._lock = threading.Lock()
         self._rng = random.Random(self.faults.seed)
         self._rng_source: tuple[int, int] = (id(self.faults), self.faults.seed)
-        self._held: dict[tuple[str, str], int] = {}
-        self._effects: list[Effect] = []
-        self._answers: dict[str, _Stored] = {}
-        self._received_keys: set[str] = set()
-        self._top: dict[tuple[str, str], int] = {}  # the highest version applied
-        self._stale_writes: list[Effect] = []
+        self.model = SiteModel(check_versions=check_versions, catalog=catalog)
         self._request_count = 0
         self._by_status: collections.Counter[int] = collections.Counter()
         self._received: list[Received] | None = [] if keep_requests else None
@@ -335,36 +296,44 @@ class SiteSimulator:
 
     def effects(self) -> list[Effect]:
         with self._lock:
-            return [replace(e, payload=copy.deepcopy(e.payload)) for e in self._effects]
+            return [replace(e, payload=copy.deepcopy(e.payload)) for e in self.model.effects]
 
     def held_versions(self) -> dict[tuple[str, str], int]:
         with self._lock:
-            return dict(self._held)
+            return dict(self.model.held)
 
     def applied_versions(self, kind: str, aggregate: str) -> list[int]:
         with self._lock:
-            return [e.version for e in self._effects if (e.kind, e.aggregate) == (kind, aggregate)]
+            return [
+                e.version for e in self.model.effects if (e.kind, e.aggregate) == (kind, aggregate)
+            ]
 
     def stale_writes(self) -> list[Effect]:
         """Effects applied below a version already applied to their aggregate (possible only
         with ``check_versions=False``): an old price over a newer one."""
         with self._lock:
-            return list(self._stale_writes)
+            return list(self.model.stale_writes)
 
     def received_keys(self) -> set[str]:
         """Every message_id that reached the site in a well-formed update, applied or not."""
         with self._lock:
-            return set(self._received_keys)
+            return set(self.model.received_keys)
 
     def forget_keys(self) -> None:
         """Forget every stored answer (a site whose key retention ran out): a key seen again
         is then processed as new."""
         with self._lock:
-            self._answers.clear()
+            self.model.forget_keys()
+
+    def forget_versions(self) -> None:
+        """Forget the versions held (a site restored from an old backup): no 409 stale until
+        an update is applied again."""
+        with self._lock:
+            self.model.forget_versions()
 
     def effect_counts(self) -> collections.Counter[str]:
         with self._lock:
-            return collections.Counter(e.message_id for e in self._effects)
+            return collections.Counter(self.model.effect_counts)
 
     @property
     def request_count(self) -> int:
@@ -403,7 +372,7 @@ class SiteSimulator:
                     factor = scheduled
         return factor
 
-    def _admit(self) -> _Answer | None:
+    def _admit(self) -> Reply | None:
         """The capacity gates before anything else (nginx's limit_req, then PHP's pool): a
         refusal, or None once a worker of the pool (if any) is held: release with _leave."""
         faults = self.faults
@@ -427,7 +396,7 @@ class SiteSimulator:
                         if faults.rate_retry_after is None
                         else (("Retry-After", faults.rate_retry_after),)
                     )
-                    return _answer(429, {"error": "rate limited"}, *headers)
+                    return reply(429, {"error": "rate limited"}, *headers)
                 self._tokens -= 1.0
             if faults.pool_workers is None:
                 return None
@@ -438,7 +407,7 @@ class SiteSimulator:
                     if faults.pool_retry_after is None
                     else (("Retry-After", faults.pool_retry_after),)
                 )
-                return _answer(503, {"error": "no PHP worker free"}, *headers)
+                return reply(503, {"error": "no PHP worker free"}, *headers)
             self._pool_waiting += 1
             while self._pool_busy >= max(1, round(faults.pool_workers * self.capacity_now())):
                 if self._stopping.is_set():
@@ -457,12 +426,12 @@ class SiteSimulator:
             self._pool_served += 1
             self._gate.notify()
 
-    def _health(self, authorization: str | None) -> _Answer:
+    def _health(self, authorization: str | None) -> Reply:
         if self.faults.down:
             return self._unavailable(self.faults, "site down")
         with self._lock:
             refusal = self._refusal(self.faults, authorization)
-        return refusal or _answer(200, {"status": "ok"})
+        return refusal or HEALTHY
 
     def _update(self, authorization: str | None, key: str | None, raw: bytes) -> _Outcome:
         with self._lock:
@@ -473,22 +442,15 @@ class SiteSimulator:
                 return _Outcome(early)
             if faults.answer_fault == "reset":
                 self._count(DROPPED)
-                return _Outcome(_answer(200, {}), answer_fault="reset")
+                return _Outcome(reply(200, {}), answer_fault="reset")
             if faults.answer_fault == "redirect":
                 self._count(307)
-                return _Outcome(_answer(307, {"moved": True}, ("Location", faults.redirect_to)))
-            try:
-                if key is None:
-                    raise _BadRequest("missing header: Idempotency-Key")
-                update = _parse_update(_parse_json(raw), key)
-            except _BadRequest as exc:
-                self._count(400)
-                return _Outcome(_answer(400, {"error": str(exc)}))
-            answer, applied = self._process(update, faults, roll_failure=True)
-            outcome = self._late_faults(faults, answer, applied)
-            if applied and not outcome.drop and faults.answer_fault is not None:
+                return _Outcome(reply(307, {"moved": True}, ("Location", faults.redirect_to)))
+            result = self.model.single(raw, key, self._fault_gate(faults, roll_failure=True))
+            outcome = self._late_faults(faults, result.reply, result.applied)
+            if result.applied and not outcome.drop and faults.answer_fault is not None:
                 outcome = replace(outcome, answer_fault=faults.answer_fault)
-            self._count(DROPPED if outcome.drop else answer.status)
+            self._count(DROPPED if outcome.drop else result.reply.status)
             return outcome
 
     def _batch(self, authorization: str | None, raw: bytes) -> _Outcome:
@@ -498,82 +460,44 @@ class SiteSimulator:
             items: list[Any] = []
             if early is None:
                 try:
-                    items = _parse_batch(_parse_json(raw))
-                except _BadRequest as exc:
-                    early = _answer(400, {"error": str(exc)})
+                    items = self.model.read_batch(raw)
+                except BadRequest as exc:
+                    early = reply(400, {"error": str(exc)})
             if early is None and self._roll(faults, faults.fail_rate):
                 early = self._unavailable(faults, "injected failure")
             if early is None and faults.answer_fault == "redirect":
-                early = _answer(307, {"moved": True}, ("Location", faults.redirect_to))
+                early = reply(307, {"moved": True}, ("Location", faults.redirect_to))
             if early is not None:
                 self._count(early.status)  # refused as a whole: one request
                 return _Outcome(early)
-            results: list[dict[str, Any]] = []
-            statuses: list[int] = []
-            any_applied = False
-            for item in items:
-                message_id = item.get("message_id") if isinstance(item, dict) else None
-                try:
-                    update = _parse_update(item, None)
-                except _BadRequest as exc:
-                    item_answer, applied = _answer(400, {"error": str(exc)}), False
-                else:
-                    item_answer, applied = self._process(update, faults, roll_failure=False)
-                any_applied = any_applied or applied
-                statuses.append(item_answer.status)
-                results.append(
-                    {
-                        "message_id": message_id if isinstance(message_id, str) else None,
-                        "status": item_answer.status,
-                        "body": item_answer.json(),
-                    }
-                )
-            outcome = self._late_faults(faults, _answer(200, {"results": results}), any_applied)
-            for status in statuses:
+            result = self.model.answer_batch(items, self._fault_gate(faults, roll_failure=False))
+            outcome = self._late_faults(faults, result.reply, result.applied > 0)
+            for status in result.statuses:
                 self._count(DROPPED if outcome.drop else status)
             return outcome
 
-    def _process(
-        self, update: _Update, faults: Faults, *, roll_failure: bool
-    ) -> tuple[_Answer, bool]:
-        """Steps 4 to 10 for one update, under the lock; True when an effect was applied."""
-        self._received_keys.add(update.message_id)
-        stored = self._answers.get(update.message_id)
-        if stored is not None:
-            if stored.fingerprint == update.fingerprint:
-                return stored.answer, False
-            return _answer(422, {"error": "idempotency-key-reuse"}), False
-        if update.aggregate in faults.poison:
-            return _answer(500, {"error": "poison"}), False
-        if update.aggregate in faults.reject:
-            return _answer(422, {"error": "rejected"}), False
-        if roll_failure and self._roll(faults, faults.fail_rate):
-            return self._unavailable(faults, "injected failure"), False
-        aggregate = (update.kind, update.aggregate)
-        held = self._held.get(aggregate)
-        if self.check_versions and held is not None and update.version <= held:
-            return _answer(409, {"error": "stale", "current_version": held}), False
-        receipt = f"R-{len(self._effects) + 1}"
-        effect = Effect(
-            update.message_id,
-            update.kind,
-            update.aggregate,
-            update.version,
-            update.payload,
-            receipt,
-        )
-        self._effects.append(effect)
-        top = self._top.get(aggregate)
-        if top is not None and update.version < top:
-            self._stale_writes.append(effect)
-        self._top[aggregate] = max(update.version, top or 0)
-        self._held[aggregate] = update.version  # what the site shows: the last one applied
-        answer = _answer(200, {"receipt": receipt})
-        # Stored before any drop, so that the retry of a dropped request is a replay.
-        self._answers[update.message_id] = _Stored(update.fingerprint, answer)
-        return answer, True
+    def _fault_gate(self, faults: Faults, *, roll_failure: bool) -> Gate:
+        """The model's step 4: the faults a fresh key meets (a replay meets none)."""
 
-    def _late_faults(self, faults: Faults, answer: _Answer, applied: bool) -> _Outcome:
+        def gate(update: Update) -> Reply | None:
+            return self._fresh_key_fault(update, faults, roll_failure=roll_failure)
+
+        return gate
+
+    def _fresh_key_fault(
+        self, update: Update, faults: Faults, *, roll_failure: bool
+    ) -> Reply | None:
+        """Poison (500), reject (422) and the random failure (503, drawn per single request:
+        a batch draws once for the whole request), under the lock."""
+        if update.aggregate in faults.poison:
+            return reply(500, {"error": "poison"})
+        if update.aggregate in faults.reject:
+            return reply(422, {"error": "rejected"})
+        if roll_failure and self._roll(faults, faults.fail_rate):
+            return self._unavailable(faults, "injected failure")
+        return None
+
+    def _late_faults(self, faults: Faults, answer: Reply, applied: bool) -> _Outcome:
         if not applied:
             return _Outcome(answer)
         if self._roll(faults, faults.drop_after_effect_rate):
@@ -582,24 +506,19 @@ class SiteSimulator:
             return _Outcome(answer, delay=faults.slow_seconds)
         return _Outcome(answer)
 
-    def _refusal(self, faults: Faults, authorization: str | None) -> _Answer | None:
+    def _refusal(self, faults: Faults, authorization: str | None) -> Reply | None:
         if faults.auth_status is not None:
             error = "forbidden" if faults.auth_status == 403 else "unauthorized"
-            return _answer(faults.auth_status, {"error": error})
-        if self.token is None:
-            return None
-        expected = f"Bearer {self.token}".encode()
-        if authorization is None or not hmac.compare_digest(authorization.encode(), expected):
-            return _answer(401, {"error": "unauthorized"}, ("WWW-Authenticate", "Bearer"))
-        return None
+            return reply(faults.auth_status, {"error": error})
+        return refuse_token(self.token, authorization)
 
-    def _outage(self, faults: Faults) -> _Answer | None:
+    def _outage(self, faults: Faults) -> Reply | None:
         return self._unavailable(faults, "outage") if faults.outage else None
 
     @staticmethod
-    def _unavailable(faults: Faults, error: str) -> _Answer:
+    def _unavailable(faults: Faults, error: str) -> Reply:
         headers = () if faults.retry_after is None else (("Retry-After", faults.retry_after),)
-        return _answer(503, {"error": error}, *headers)
+        return reply(503, {"error": error}, *headers)
 
     def _roll(self, faults: Faults, rate: float) -> bool:
         # A rate of 0 draws nothing, so that switching one fault on leaves the others' draws
@@ -658,83 +577,6 @@ def halving_shop(rate: float = 120.0, halve_at: float = 10.0, recover_at: float 
     """A rate-limited shop whose capacity halves ``halve_at`` seconds into the run and
     recovers at ``recover_at``."""
     return replace(rate_limited_shop(rate), capacity_schedule=((halve_at, 0.5), (recover_at, 1.0)))
-
-
-# -- parsing ---------------------------------------------------------------------------------
-
-
-def _reject_constant(name: str) -> Any:
-    raise _BadRequest(f"malformed JSON: {name} is not a number")
-
-
-def _parse_json(raw: bytes) -> Any:
-    try:
-        # Money is never a float: every JSON fraction becomes an exact Decimal.
-        return json.loads(raw.decode("utf-8"), parse_float=Decimal, parse_constant=_reject_constant)
-    except UnicodeDecodeError as exc:
-        raise _BadRequest(f"body is not UTF-8: {exc.reason}") from None
-    except json.JSONDecodeError as exc:
-        raise _BadRequest(f"malformed JSON: {exc.msg} at position {exc.pos}") from None
-    except RecursionError:
-        raise _BadRequest("malformed JSON: nested too deeply") from None
-
-
-def _parse_batch(document: Any) -> list[Any]:
-    if not isinstance(document, dict) or not isinstance(document.get("items"), list):
-        raise _BadRequest('a batch must be {"items": [...]}')
-    items: list[Any] = document["items"]
-    return items
-
-
-def _parse_update(document: Any, key: str | None) -> _Update:
-    """Validate one update body; ``key`` is the Idempotency-Key header (None in a batch)."""
-    if not isinstance(document, dict):
-        raise _BadRequest("the body must be a JSON object")
-    for name in ("message_id", "kind", "aggregate", "version", "payload", "created_at"):
-        if name not in document:
-            raise _BadRequest(f"missing field: {name}")
-    for name in ("message_id", "kind", "aggregate", "created_at"):
-        if not isinstance(document[name], str) or not document[name]:
-            raise _BadRequest(f"{name} must be a non-empty string")
-    version = document["version"]
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise _BadRequest("version must be an integer of 1 or more")
-    if not isinstance(document["payload"], dict):
-        raise _BadRequest("payload must be a JSON object")
-    try:
-        created_at = datetime.fromisoformat(document["created_at"])
-    except ValueError:
-        raise _BadRequest("created_at must be an ISO 8601 timestamp") from None
-    if created_at.tzinfo is None:
-        raise _BadRequest("created_at must carry a time zone")
-    if key is not None and key != document["message_id"]:
-        raise _BadRequest("Idempotency-Key must equal the body's message_id")
-    return _Update(
-        message_id=document["message_id"],
-        kind=document["kind"],
-        aggregate=document["aggregate"],
-        version=version,
-        payload=document["payload"],
-        fingerprint=_fingerprint(document),
-    )
-
-
-def _fingerprint(value: Any) -> Hashable:
-    """The body as compared for key reuse: key order and whitespace do not matter, the
-    spelling of numbers does (1.0 and 1.00 are different prices to a careful site)."""
-    if isinstance(value, dict):
-        return ("o", tuple(sorted((k, _fingerprint(v)) for k, v in value.items())))
-    if isinstance(value, list):
-        return ("a", tuple(_fingerprint(v) for v in value))
-    if isinstance(value, Decimal):
-        return ("d", str(value))
-    if isinstance(value, bool):  # before int: True == 1 must not match
-        return ("b", value)
-    if isinstance(value, int):
-        return ("i", value)
-    if value is None:
-        return ("n",)
-    return ("s", value)
 
 
 # -- HTTP --------------------------------------------------------------------------------------
@@ -809,9 +651,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path == HEALTH_PATH:
             self._send(self.sim._health(self.headers.get("Authorization")))
         elif path == UPDATES_PATH or (path == BATCH_PATH and self.sim.batch_enabled):
-            self._send(_answer(405, {"error": "method not allowed"}, ("Allow", "POST")))
+            self._send(reply(405, {"error": "method not allowed"}, ("Allow", "POST")))
         else:
-            self._send(_answer(404, {"error": "not found"}))
+            self._send(reply(404, {"error": "not found"}))
 
     def do_POST(self) -> None:
         path = urlsplit(self.path).path
@@ -836,22 +678,22 @@ class _Handler(BaseHTTPRequestHandler):
                 self.sim._leave()
             self._deliver(outcome)
         elif path == HEALTH_PATH:
-            self._send(_answer(405, {"error": "method not allowed"}, ("Allow", "GET")))
+            self._send(reply(405, {"error": "method not allowed"}, ("Allow", "GET")))
         else:
-            self._send(_answer(404, {"error": "not found"}))
+            self._send(reply(404, {"error": "not found"}))
 
     def _read_body(self, *, count: bool = False) -> bytes | None:
         """The body per Content-Length, or None after answering an unreadable one."""
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            failure = _answer(411, {"error": "Content-Length required"})
+            failure = reply(411, {"error": "Content-Length required"})
         else:
             raw_length = self.headers.get("Content-Length", "0")
             digits = raw_length.strip()
             length = int(digits) if digits.isascii() and digits.isdigit() else -1
             if length < 0:
-                failure = _answer(400, {"error": "bad Content-Length"})
+                failure = reply(400, {"error": "bad Content-Length"})
             elif length > MAX_BODY:
-                failure = _answer(413, {"error": f"body over {MAX_BODY} bytes"})
+                failure = reply(413, {"error": f"body over {MAX_BODY} bytes"})
             else:
                 data = self.rfile.read(length)
                 if len(data) < length:  # the client went away mid-body
@@ -887,11 +729,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_broken(outcome.answer, outcome.answer_fault)
         elif outcome.answer_fault == "not-json":
             receipt = str(outcome.answer.json()["receipt"])
-            self._send(_Answer(outcome.answer.status, f"OK {receipt}".encode()))
+            self._send(Reply(outcome.answer.status, f"OK {receipt}".encode()))
         else:
             self._send(outcome.answer)
 
-    def _send_broken(self, answer: _Answer, fault: str) -> None:
+    def _send_broken(self, answer: Reply, fault: str) -> None:
         """``cut-off``: half the promised body, then the socket shut; ``huge``: the body padded
         to HUGE_BODY bytes, written in chunks until done or the client hangs up."""
         head, tail = answer.body[:-1] + b',"padding":"', b'"}'
@@ -917,7 +759,7 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:  # the client stopped reading: what a capped reader does
             return
 
-    def _send(self, answer: _Answer) -> None:
+    def _send(self, answer: Reply) -> None:
         self.send_response(answer.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(answer.body)))

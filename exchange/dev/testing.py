@@ -6,7 +6,7 @@ import asyncio
 import itertools
 import json
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,6 +14,19 @@ from sqlalchemy import Engine, insert, select
 
 from exchange.db.engine import transaction
 from exchange.db.schema import aggregates, history, messages
+from exchange.dev.sitemodel import (
+    BATCH_PATH,
+    HEALTH_PATH,
+    HEALTHY,
+    NO_BATCH,
+    UPDATES_PATH,
+    BadRequest,
+    Reply,
+    SiteModel,
+    Update,
+    refuse_token,
+    reply,
+)
 from exchange.domain.identity import message_id
 from exchange.intake.stage import stage as intake_stage
 from exchange.settings import Settings, load_settings
@@ -122,55 +135,108 @@ async def drain(worker: Worker, *, cycles: int = 200) -> None:
 
 
 class FakeSite:
-    """The site's promises in memory, as an httpx transport handler (for fast property tests).
+    """The shop site in memory, as an httpx transport handler (for fast property tests).
 
-    Same rules as ``exchange.sitesim`` without the sockets: idempotency by key, 409 stale at
-    or below the held version (none with ``check_versions=False``), and faults drawn from
-    ``plan`` (one entry per request, then "ok"): "ok", "503", "429", "drop" (effect applied,
-    answer lost), "reset" (not applied).
+    A thin front end of ``exchange.dev.sitemodel`` (the same model as ``exchange.dev.sitesim``
+    and ``bench/fastsite.py``, checked by the same table, tests/dev/test_site_conformance.py):
+    idempotency by key with same-body replay, 409 stale at or below the held version (none with
+    ``check_versions=False``), the batch API when ``batch_enabled``, 404 for a SKU outside
+    ``catalog``, 401 unless the bearer ``token`` matches (None accepts any). Faults come from
+    ``plan``, one entry per update or batch request (then "ok"): "ok", "503", "429", "drop"
+    (the effect applied, the answer lost), "reset" (nothing read or applied). A key already
+    answered is replayed whatever the plan says for a single request, as the model's faults
+    apply to fresh keys only; a batch takes "503", "429" and "reset" as a whole.
     """
 
-    def __init__(self, plan: list[str] | None = None, *, check_versions: bool = True) -> None:
+    def __init__(
+        self,
+        plan: list[str] | None = None,
+        *,
+        check_versions: bool = True,
+        token: str | None = None,
+        batch_enabled: bool = False,
+        catalog: Iterable[str] | None = None,
+    ) -> None:
         self.plan = list(plan or [])
-        # False: a site that keeps only the idempotency promise. It applies whatever version
-        # arrives (never 409 stale), so an old price sent after a newer one lands, and shows:
-        # ``stale_writes`` lists every applied version below one applied before.
-        self.check_versions = check_versions
-        self.held: dict[tuple[str, str], int] = {}
-        self.applied: dict[tuple[str, str], list[int]] = {}
-        self.answers: dict[str, tuple[int, bytes]] = {}
-        self.effects: dict[str, int] = {}
-        self.stale_writes: list[str] = []
+        self.token = token
+        self.batch_enabled = batch_enabled
+        # check_versions=False: a site that keeps only the idempotency promise. It applies
+        # whatever version arrives (never 409 stale), so an old price sent after a newer one
+        # lands, and shows: ``stale_writes`` lists every applied version below one applied before.
+        self.model = SiteModel(check_versions=check_versions, catalog=catalog)
+
+    @property
+    def held(self) -> dict[tuple[str, str], int]:
+        """Per (kind, aggregate), the version the site shows: the last one applied."""
+        return dict(self.model.held)
+
+    @property
+    def applied(self) -> dict[tuple[str, str], list[int]]:
+        """Per (kind, aggregate), every version applied, in order."""
+        applied: dict[tuple[str, str], list[int]] = {}
+        for effect in self.model.effects:
+            applied.setdefault((effect.kind, effect.aggregate), []).append(effect.version)
+        return applied
+
+    @property
+    def effects(self) -> dict[str, int]:
+        """Effects per message_id (1 each, unless the site is broken)."""
+        return dict(self.model.effect_counts)
+
+    @property
+    def stale_writes(self) -> list[str]:
+        return [f"{e.kind} {e.aggregate} v{e.version}" for e in self.model.stale_writes]
 
     def __call__(self, request: Any) -> Any:
         import httpx
 
+        path = request.url.path
+        refused = refuse_token(self.token, request.headers.get("Authorization"))
         if request.method == "GET":  # the health check: the site is up (a fault is per update)
-            return httpx.Response(200, json={"status": "ok"})
-        body = json.loads(request.content)
-        key = request.headers["Idempotency-Key"]
+            return _response(httpx, refused or (HEALTHY if path == HEALTH_PATH else NOT_FOUND))
+        if path == BATCH_PATH and not self.batch_enabled:
+            return _response(httpx, NO_BATCH)
+        if path not in (UPDATES_PATH, BATCH_PATH):
+            return _response(httpx, NOT_FOUND)
+        if refused is not None:
+            return _response(httpx, refused)
         fault = self.plan.pop(0) if self.plan else "ok"
-        if key in self.answers:
-            status, content = self.answers[key]
-            return httpx.Response(status, content=content)
-        if fault == "reset":
-            raise httpx.ConnectError("connection refused", request=request)
-        if fault in ("503", "429"):
-            return httpx.Response(int(fault), json={"error": "busy"})
-        aggregate = (body["kind"], body["aggregate"])
-        held = self.held.get(aggregate, 0)
-        if body["version"] <= held and self.check_versions:
-            return httpx.Response(409, json={"error": "stale", "current_version": held})
-        if body["version"] < max(self.applied.get(aggregate, [0])):
-            self.stale_writes.append(f"{body['kind']} {body['aggregate']} v{body['version']}")
-        self.held[aggregate] = body["version"]  # what the site shows: the last one applied
-        self.applied.setdefault(aggregate, []).append(body["version"])
-        self.effects[key] = self.effects.get(key, 0) + 1
-        content = json.dumps({"receipt": f"R-{len(self.effects)}"}).encode()
-        self.answers[key] = (200, content)
-        if fault == "drop":
+
+        def gate(update: Update) -> Reply | None:
+            if fault == "reset":
+                raise httpx.ConnectError("connection refused", request=request)
+            if fault in ("503", "429"):
+                return BUSY[fault]
+            return None
+
+        if path == UPDATES_PATH:
+            result = self.model.single(
+                request.content, request.headers.get("Idempotency-Key"), gate
+            )
+            answer, applied = result.reply, result.applied
+        else:
+            if fault in ("503", "429"):
+                return _response(httpx, BUSY[fault])
+            if fault == "reset":
+                raise httpx.ConnectError("connection refused", request=request)
+            try:
+                items = self.model.read_batch(request.content)
+            except BadRequest as exc:
+                return _response(httpx, reply(400, {"error": str(exc)}))
+            batch = self.model.answer_batch(items)
+            answer, applied = batch.reply, batch.applied > 0
+        if fault == "drop" and applied:
             raise httpx.ReadError("connection reset after the request was sent", request=request)
-        return httpx.Response(200, content=content)
+        return _response(httpx, answer)
+
+
+BUSY = {"503": reply(503, {"error": "busy"}), "429": reply(429, {"error": "busy"})}
+NOT_FOUND = reply(404, {"error": "not found"})
+
+
+def _response(httpx: Any, answer: Reply) -> Any:
+    headers = [("Content-Type", "application/json"), *answer.headers]
+    return httpx.Response(answer.status, headers=headers, content=answer.body)
 
 
 def in_flight_overlaps(engine: Engine) -> list[str]:

@@ -23,19 +23,24 @@ from exchange.dev.sitesim import DROPPED, Effect, Faults, SiteSimulator
 
 TOKEN = "test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-PRICE = '{"currency": "RUB", "price": 1234.50}'
+
+
+def price(sku: str, amount: str = "1234.50") -> str:
+    """A price payload of contract 1 (the model refuses one that breaks its rules)."""
+    return f'{{"sku": "{sku}", "currency": "RUB", "price": {amount}, "price_type": "retail"}}'
 
 
 def body(
     aggregate: str = "SKU-17",
     version: int = 184,
     *,
-    payload: str = PRICE,
+    payload: str | None = None,
     message_id: str | None = None,
     kind: str = "price",
 ) -> str:
     """An update body as the real client writes it: the payload spliced in as JSON text."""
     message_id = message_id or f"{kind}.{aggregate}.v{version}"
+    payload = payload if payload is not None else price(aggregate)
     head = json.dumps(
         {"message_id": message_id, "kind": kind, "aggregate": aggregate, "version": version}
     )[:-1]
@@ -87,7 +92,12 @@ def test_accepted_update_applies_one_effect_and_returns_a_receipt(
             "price",
             "SKU-17",
             184,
-            {"currency": "RUB", "price": Decimal("1234.50")},
+            {
+                "sku": "SKU-17",
+                "currency": "RUB",
+                "price": Decimal("1234.50"),
+                "price_type": "retail",
+            },
             "R-1",
         )
     ]
@@ -100,7 +110,8 @@ def test_accepted_update_applies_one_effect_and_returns_a_receipt(
 def test_payload_money_is_kept_as_exact_decimals_never_floats(
     sim: SiteSimulator, client: httpx.Client
 ) -> None:
-    post(client, body(payload='{"price": 0.10, "lines": [{"sum": 1e-2}], "qty": 3}'))
+    payload = '{"price": 0.10, "lines": [{"sum": 1e-2}], "qty": 3}'
+    post(client, body("DOC-1", 1, payload=payload, kind="financial_posting"))
 
     payload = sim.effects()[0].payload
     assert payload["price"] == Decimal("0.10")
@@ -138,14 +149,19 @@ def test_replay_compares_bodies_as_json_not_as_bytes(
     reordered = json.dumps(
         {
             "created_at": "2026-08-23T07:20:00Z",
-            "payload": {"price": 1234.5, "currency": "RUB"},
+            "payload": {
+                "price_type": "retail",
+                "price": 1234.5,
+                "currency": "RUB",
+                "sku": "SKU-17",
+            },
             "version": 184,
             "aggregate": "SKU-17",
             "kind": "price",
             "message_id": "price.SKU-17.v184",
         },
         indent=2,
-    ).replace("1234.5", "1234.50")
+    )  # and 1234.5 for 1234.50: equal decimals are the same payload (contract 1)
 
     again = post(client, reordered)
 
@@ -170,14 +186,14 @@ def test_replay_is_exempt_from_aggregate_and_random_faults(
 def test_same_key_with_a_different_body_is_422_and_has_no_effect(
     sim: SiteSimulator, client: httpx.Client
 ) -> None:
-    post(client, body(payload='{"price": 1.00}', message_id="K"))
+    post(client, body(payload=price("SKU-17", "1.00"), message_id="K"))
 
-    response = post(client, body(payload='{"price": 1.0}', message_id="K"))
+    response = post(client, body(payload=price("SKU-17", "1.01"), message_id="K"))
 
     assert response.status_code == 422
     assert response.json() == {"error": "idempotency-key-reuse"}
     assert sim.effect_counts() == {"K": 1}
-    assert sim.effects()[0].payload == {"price": Decimal("1.00")}
+    assert sim.effects()[0].payload["price"] == Decimal("1.00")
 
 
 def test_version_at_or_below_the_held_one_is_409_stale_with_current_version(
@@ -605,19 +621,19 @@ def test_batch_processes_each_item_like_a_single_request() -> None:
         response = batch(
             c,
             body("SKU-1", 1),
-            body("SKU-1", 1),  # the same key and body again: a replay
-            body("SKU-1", 1, payload='{"price": 2}'),  # the same key, another body
+            # the same key as the item before, another body (and aggregate)
+            body("SKU-2", 1, payload=price("SKU-2", "2"), message_id="price.SKU-1.v1"),
             body("SKU-OLD", 4),
             body("SKU-NO", 1),
             body("SKU-BAD", 1),
             '{"message_id": "broken"}',
         )
+        again = batch(c, body("SKU-1", 1))  # the same key and body again: a replay
         single_retry = post(c, body("SKU-1", 1))
 
         assert response.status_code == 200
         results = response.json()["results"]
         assert [(r["message_id"], r["status"]) for r in results] == [
-            ("price.SKU-1.v1", 200),
             ("price.SKU-1.v1", 200),
             ("price.SKU-1.v1", 422),
             ("price.SKU-OLD.v4", 409),
@@ -625,14 +641,25 @@ def test_batch_processes_each_item_like_a_single_request() -> None:
             ("price.SKU-BAD.v1", 500),
             ("broken", 400),
         ]
-        assert results[0]["body"] == results[1]["body"] == {"receipt": "R-2"}
-        assert results[2]["body"] == {"error": "idempotency-key-reuse"}
-        assert results[3]["body"] == {"error": "stale", "current_version": 5}
-        assert results[4]["body"] == {"error": "rejected"}
+        assert results[0]["body"] == again.json()["results"][0]["body"] == {"receipt": "R-2"}
+        assert results[1]["body"] == {"error": "idempotency-key-reuse"}
+        assert results[2]["body"] == {"error": "stale", "current_version": 5}
+        assert results[3]["body"] == {"error": "rejected"}
         assert single_retry.json() == {"receipt": "R-2"}
         assert site.effect_counts() == {"price.SKU-OLD.v5": 1, "price.SKU-1.v1": 1}
-        assert site.request_count == 1 + 7 + 1
+        assert site.request_count == 1 + 6 + 1 + 1
         assert site.requests_by_status() == {200: 4, 422: 2, 409: 1, 500: 1, 400: 1}
+
+
+def test_batch_naming_one_aggregate_twice_is_refused_as_a_whole() -> None:
+    # Contract 5b: at most one item per aggregate; a site that finds two cannot tell which
+    # is meant to be the aggregate's state.
+    with SiteSimulator(TOKEN, batch_enabled=True) as site, make_client(site) as c:
+        response = batch(c, body("SKU-1", 1), body("SKU-1", 2))
+
+        assert 400 == response.status_code
+        assert "one item per aggregate" in response.json()["error"]
+        assert [] == site.effects()
 
 
 def test_batch_outage_and_random_failure_refuse_the_whole_request() -> None:
@@ -851,20 +878,27 @@ def test_a_worker_pool_queues_then_answers_503_beyond_its_queue(sim: SiteSimulat
     latencies: list[float] = []
     lock = threading.Lock()
 
+    # The clients are made before any request: making one (its TLS context) on a loaded
+    # machine took longer than a worker's 0.3 s, and the six requests never met in the pool.
+    clients = [make_client(sim) for _ in range(6)]
+
     def one(n: int) -> None:
-        with httpx.Client(base_url=sim.url, headers=AUTH) as c:
-            started = time.monotonic()
-            status = post(c, body(f"SKU-{n}", 1)).status_code
-            with lock:
-                statuses.append(status)
-                latencies.append(time.monotonic() - started)
+        started = time.monotonic()
+        status = post(clients[n], body(f"SKU-{n}", 1)).status_code
+        with lock:
+            statuses.append(status)
+            latencies.append(time.monotonic() - started)
 
     threads = [threading.Thread(target=one, args=(n,)) for n in range(6)]
-    for t in threads:
-        t.start()
-        time.sleep(0.02)
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.start()
+            time.sleep(0.02)
+        for t in threads:
+            t.join()
+    finally:
+        for c in clients:
+            c.close()
 
     assert [200] * 4 + [503] * 2 == sorted(statuses)
     assert max(latencies) >= 0.45  # a queued one waited for a worker (0.3 s), then was served

@@ -50,9 +50,8 @@ def test_the_checks_catch_an_effect_applied_twice_when_the_site_forgets_keys_and
     tmp_path: Path,
 ) -> None:
     def forget_keys(site: SiteSimulator) -> None:  # and the versions it holds: no 409 either
-        with site._lock:
-            site._answers.clear()
-            site._held.clear()
+        site.forget_keys()
+        site.forget_versions()
 
     url = sqlite_database(tmp_path)
     result = crash_run(url, tmp_path, plan("in-flight", 1, sqlite=True), after_kill=forget_keys)

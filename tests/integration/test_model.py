@@ -68,6 +68,7 @@ from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import aggregates, history, messages, staging
 from exchange.dev.dbkit import sqlite_copy
+from exchange.dev.sitemodel import SiteModel
 from exchange.dev.testing import fast_settings, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.identity import message_id
@@ -133,13 +134,11 @@ class ModelSite:
 
     def __init__(self, check_versions: bool = True) -> None:
         self.check_versions = check_versions
+        # The site's answers come from the one site model of the shop API's fakes (keys,
+        # versions, the body's rules), as FakeSite's, sitesim's and fastsite's do.
+        self.model = SiteModel(check_versions=check_versions)
         self.engine: Engine | None = None  # the service's database, to read done_version
         self.faults: list[str] = []
-        self.held: dict[tuple[str, str], int] = {}  # what the site shows: the last applied
-        self.top: dict[tuple[str, str], int] = {}  # the highest version applied
-        self.applied: dict[tuple[str, str], list[int]] = {}
-        self.answers: dict[str, tuple[int, bytes]] = {}
-        self.effects: Counter[str] = Counter()
         self.expected: dict[str, Any] = {}  # message_id -> the payload 1C staged for it
         self.delivered: set[str] = set()  # what the service has recorded as delivered
         self.violations: list[str] = []
@@ -172,7 +171,8 @@ class ModelSite:
             return httpx.Response(409, json={"error": "processing"})
         if fault == "302":
             return httpx.Response(302, headers={"Location": "/elsewhere"})
-        status, content = self._process(key, body)
+        answer = self.model.single(request.content, key).reply
+        status, content = answer.status, answer.body
         if fault == "read-timeout":
             raise httpx.ReadTimeout("the answer was lost", request=request)
         if fault == "unreadable":
@@ -193,21 +193,27 @@ class ModelSite:
             ).scalar()
         return int(done or 0)
 
-    def _process(self, key: str, body: dict[str, Any]) -> tuple[int, bytes]:
-        if key in self.answers:  # the same key answers as the first time, with no effect
-            return self.answers[key]
-        aggregate = (body["kind"], body["aggregate"])
-        held = self.held.get(aggregate, 0)
-        if body["version"] <= held and self.check_versions:
-            answer = (409, json.dumps({"error": "stale", "current_version": held}).encode())
-        else:
-            self.held[aggregate] = body["version"]
-            self.top[aggregate] = max(self.top.get(aggregate, 0), body["version"])
-            self.applied.setdefault(aggregate, []).append(body["version"])
-            self.effects[key] += 1
-            answer = (200, json.dumps({"receipt": f"R-{sum(self.effects.values())}"}).encode())
-        self.answers[key] = answer
-        return answer
+    @property
+    def held(self) -> dict[tuple[str, str], int]:
+        """What the site shows: the last version applied (the model's own dict: a rule may set
+        it, as someone editing a price on the site itself)."""
+        return self.model.held
+
+    @property
+    def top(self) -> dict[tuple[str, str], int]:
+        """The highest version applied (the model's own dict)."""
+        return self.model.top
+
+    @property
+    def applied(self) -> dict[tuple[str, str], list[int]]:
+        applied: dict[tuple[str, str], list[int]] = {}
+        for effect in self.model.effects:
+            applied.setdefault((effect.kind, effect.aggregate), []).append(effect.version)
+        return applied
+
+    @property
+    def effects(self) -> Counter[str]:
+        return self.model.effect_counts
 
 
 @dataclass
@@ -419,7 +425,7 @@ class Pipeline(RuleBasedStateMachine):
     @rule()
     def site_forgets_idempotency_keys(self) -> None:
         """Keys expire at the site: a replay is then answered by the version it holds (409)."""
-        self.site.answers.clear()
+        self.site.model.forget_keys()
 
     @precondition(lambda self: self.site.check_versions)
     @rule(sku=st.sampled_from(SKUS))
