@@ -21,6 +21,7 @@ from sqlalchemy import Engine
 
 from exchange.db.engine import make_engine
 from exchange.dev.dbkit import PgKit, SqliteTemplate, pg_admin_url
+from exchange.dev.testing import load_scale
 from exchange.domain.clock import FakeClock
 
 PG_ADMIN_URL = pg_admin_url()
@@ -113,7 +114,9 @@ def clock() -> FakeClock:
 # mark it lacks, so the fast selection never runs a slow test silently.
 FAST = os.environ.get("EXCHANGE_TEST_FAST") == "1"
 POSTGRES_FIXTURES = {"pg_kit", "pg_template", "pg_url", "other_pg_url", "empty_pg_url"}
-# `serve` (tests/web) starts the 1C reader process of `exchange serve`.
+# `serve` (tests/web) starts the 1C reader process of `exchange serve`. `cli` runs most commands
+# in the test's process (tests/cli/clitools.py) but stays out of the fast loop: its commands run
+# workers and sites for seconds, and some start processes (serve's readers).
 SUBPROCESS_FIXTURES = {"cli", "pki", "tls_site", "wrong_name_site", "serve"}
 # Tests that start processes with no such fixture: a module, or one test (a node id prefix).
 SUBPROCESS_TESTS = (
@@ -131,6 +134,8 @@ SUBPROCESS_TESTS = (
     "tests/packaging/",
     "tests/report/test_report_cli.py",
     "tests/report/test_report_samples.py",
+    "tests/security/test_intake_limits.py::test_serve_on_a_host_that_does_not_resolve_exits_2",
+    "tests/security/test_masking.py::test_the_command_line_refuses_a_short_1c_password",
     "tests/security/test_plain_http_and_wire.py",
     "tests/security/test_secrets_and_tls.py::test_run_with_a_missing_ca_bundle_exits_2",
     "tests/security/test_secrets_in_commands.py",
@@ -144,7 +149,7 @@ SUBPROCESS_TESTS = (
 # pytest-timeout is a hang detector, not a check: on a machine whose run queue is longer than
 # its cores every test's wall time stretches by about that ratio, so the limits (the ini's 60 s
 # and each @pytest.mark.timeout) stretch with the load measured when the run starts, up to 5x.
-TIMEOUT_SCALE = min(5.0, max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
+TIMEOUT_SCALE = load_scale()
 # How many examples a property runs in the developer's loop (the "dev" profile); under CI=true
 # ("ci") every test runs the count it names.
 DEV_MAX_EXAMPLES = 20
