@@ -121,7 +121,7 @@ SUBPROCESS_FIXTURES = {"cli", "pki", "tls_site", "wrong_name_site", "serve"}
 # Tests that start processes with no such fixture: a module, or one test (a node id prefix).
 SUBPROCESS_TESTS = (
     "tests/bench/test_fastsite.py",
-    "tests/check/test_check_cli.py",
+    "tests/check/test_check_cli.py::test_check_with_a_configuration_that_does_not_load",
     "tests/cli/test_cli_config_errors.py",
     "tests/cli/test_cli_options.py",
     "tests/dev/test_sitesim.py::test_command_line_serves_until_interrupted",
