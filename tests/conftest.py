@@ -180,8 +180,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         _scale_timeout(config, item)
         if item.get_closest_marker("timing") is not None:
             item.add_marker(pytest.mark.xdist_group("timing"))
+        elif _uses_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
         if PROFILE != "ci":
             _fewer_examples(item)
+    _xdist_groups(config, items)
+
+
+def _xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--dist loadgroup`` sends the tests of one ``xdist_group`` to one worker by a suffix
+    pytest-xdist (3.8) puts on their node ids, writing ``item._nodeid``; pytest 9 keeps the
+    id in ``item._id`` and ignores it, so no group ever held (the ``timing`` tests ran beside
+    each other). Done here as xdist means it, until xdist writes the id pytest 9 reads."""
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers only
+        return
+    from _pytest.nodeid import coerce_node_id
+
+    for item in items:
+        groups = sorted({str(m.args[0]) for m in item.iter_markers("xdist_group") if m.args})
+        if groups and "@" not in item.nodeid:
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(groups)}")  # type: ignore[attr-defined]
+
+
+def _uses_a_module_fixture(item: pytest.Item) -> bool:
+    """A module-scoped fixture is made once per xdist worker that runs a test of its module:
+    the module's tests share a group, so that it is made once (15 CLI processes of
+    tests/cli/test_cli_config_errors.py, a wheel build, a Chromium), not once per worker."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
 
 
 def _scale_timeout(config: pytest.Config, item: pytest.Item) -> None:
