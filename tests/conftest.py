@@ -21,6 +21,7 @@ from sqlalchemy import Engine
 
 from exchange.db.engine import make_engine
 from exchange.dev.dbkit import PgKit, SqliteTemplate, pg_admin_url
+from exchange.dev.testing import load_scale
 from exchange.domain.clock import FakeClock
 
 PG_ADMIN_URL = pg_admin_url()
@@ -113,12 +114,14 @@ def clock() -> FakeClock:
 # mark it lacks, so the fast selection never runs a slow test silently.
 FAST = os.environ.get("EXCHANGE_TEST_FAST") == "1"
 POSTGRES_FIXTURES = {"pg_kit", "pg_template", "pg_url", "other_pg_url", "empty_pg_url"}
-# `serve` (tests/web) starts the 1C reader process of `exchange serve`.
+# `serve` (tests/web) starts the 1C reader process of `exchange serve`. `cli` runs most commands
+# in the test's process (tests/cli/clitools.py) but stays out of the fast loop: its commands run
+# workers and sites for seconds, and some start processes (serve's readers).
 SUBPROCESS_FIXTURES = {"cli", "pki", "tls_site", "wrong_name_site", "serve"}
 # Tests that start processes with no such fixture: a module, or one test (a node id prefix).
 SUBPROCESS_TESTS = (
     "tests/bench/test_fastsite.py",
-    "tests/check/test_check_cli.py",
+    "tests/check/test_check_cli.py::test_check_with_a_configuration_that_does_not_load",
     "tests/cli/test_cli_config_errors.py",
     "tests/cli/test_cli_options.py",
     "tests/dev/test_simulators_foreground.py",
@@ -132,6 +135,8 @@ SUBPROCESS_TESTS = (
     "tests/packaging/",
     "tests/report/test_report_cli.py",
     "tests/report/test_report_samples.py",
+    "tests/security/test_intake_limits.py::test_serve_on_a_host_that_does_not_resolve_exits_2",
+    "tests/security/test_masking.py::test_the_command_line_refuses_a_short_1c_password",
     "tests/security/test_plain_http_and_wire.py",
     "tests/security/test_secrets_and_tls.py::test_run_with_a_missing_ca_bundle_exits_2",
     "tests/security/test_secrets_in_commands.py",
@@ -146,7 +151,7 @@ SUBPROCESS_TESTS = (
 # pytest-timeout is a hang detector, not a check: on a machine whose run queue is longer than
 # its cores every test's wall time stretches by about that ratio, so the limits (the ini's 60 s
 # and each @pytest.mark.timeout) stretch with the load measured when the run starts, up to 5x.
-TIMEOUT_SCALE = min(5.0, max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
+TIMEOUT_SCALE = load_scale()
 # How many examples a property runs in the developer's loop (the "dev" profile); under CI=true
 # ("ci") every test runs the count it names.
 DEV_MAX_EXAMPLES = 20
@@ -177,8 +182,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         _scale_timeout(config, item)
         if item.get_closest_marker("timing") is not None:
             item.add_marker(pytest.mark.xdist_group("timing"))
+        elif _uses_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
         if PROFILE != "ci":
             _fewer_examples(item)
+    _xdist_groups(config, items)
+
+
+def _xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--dist loadgroup`` sends the tests of one ``xdist_group`` to one worker by a suffix
+    pytest-xdist (3.8) puts on their node ids, writing ``item._nodeid``; pytest 9 keeps the
+    id in ``item._id`` and ignores it, so no group ever held (the ``timing`` tests ran beside
+    each other). Done here as xdist means it, until xdist writes the id pytest 9 reads."""
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers only
+        return
+    from _pytest.nodeid import coerce_node_id
+
+    for item in items:
+        groups = sorted({str(m.args[0]) for m in item.iter_markers("xdist_group") if m.args})
+        if groups and "@" not in item.nodeid:
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(groups)}")  # type: ignore[attr-defined]
+
+
+def _uses_a_module_fixture(item: pytest.Item) -> bool:
+    """A module-scoped fixture is made once per xdist worker that runs a test of its module:
+    the module's tests share a group, so that it is made once (15 CLI processes of
+    tests/cli/test_cli_config_errors.py, a wheel build, a Chromium), not once per worker."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
 
 
 def _scale_timeout(config: pytest.Config, item: pytest.Item) -> None:

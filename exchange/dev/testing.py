@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime, timedelta
@@ -31,6 +32,14 @@ from exchange.domain.identity import message_id
 from exchange.intake.stage import stage as intake_stage
 from exchange.settings import Settings, load_settings
 from exchange.worker import Worker
+
+
+def load_scale() -> float:
+    """How much longer than on an idle machine a wait may take now: the run queue per core
+    (the 1-minute load average over the cores), between 1 and 5. A hang detector (a test's
+    timeout, a started command's) stretches by it; a check never does."""
+    return min(5.0, max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
+
 
 FAST = dict(
     poll_interval=0.01,

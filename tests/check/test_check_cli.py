@@ -1,5 +1,8 @@
-"""``exchange check`` and ``exchange config`` as an operator runs them: a real subprocess, a
-controlled environment, exit codes, and never a traceback or the token in what they print."""
+"""``exchange check`` and ``exchange config`` as an operator runs them: a controlled
+environment, exit codes, and never a traceback or the token in what they print. The commands
+run in the test's process (clitools.run_in_process); a configuration that does not load is
+shown by the real binary (``python -m exchange``), exit code and stdout as a process gives them.
+"""
 
 from __future__ import annotations
 
@@ -11,21 +14,32 @@ from pathlib import Path
 from checktools import TOKEN
 
 from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import load_scale
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+
+# Found through the path added just above.
+from clitools import run_in_process
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 
-def exchange(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def exchange(
+    cwd: Path, *args: str, process: bool = False, **env: str
+) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
     environment.update(env)
-    result = subprocess.run(
-        [sys.executable, "-m", "exchange", *args],
-        env=environment,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    if not process:
+        result = run_in_process(args, environment, cwd)
+    else:
+        result = subprocess.run(
+            [sys.executable, "-m", "exchange", *args],
+            env=environment,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=60 * load_scale(),
+        )
     printed = result.stdout + result.stderr
     assert "Traceback" not in printed, printed
     assert TOKEN not in printed, f"the site token was printed:\n{printed}"
@@ -70,6 +84,7 @@ def test_check_with_a_configuration_that_does_not_load_exits_2(tmp_path: Path) -
     result = exchange(
         tmp_path,
         "check",
+        process=True,
         EXCHANGE_KINDS='{"financial_refund": "latest-wins"}',
         EXCHANGE_SITE_TOKEN=TOKEN,
     )

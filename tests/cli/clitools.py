@@ -1,31 +1,61 @@
-"""Helpers for the command-line tests: ``exchange`` as a real subprocess, as an operator runs it.
+"""Helpers for the command-line tests: ``exchange`` as an operator runs it.
 
 Every call gets a controlled environment: the caller's ``EXCHANGE_*`` variables are dropped,
 then only what the test names is set. Whatever a command prints, two things never appear in it
 (contract 6 and 7): a Python traceback, and the value of ``EXCHANGE_SITE_TOKEN``.
+
+A command runs in the test's own process (``exchange.cli.main`` with that argv, environment,
+directory and empty stdin; its exit code, stdout and stderr captured): starting a Python that
+imports the whole application costs 1.5-2 s of CPU, and most tests are about what a command
+does, not about the binary. ``Cli(cwd, process=True)`` runs the real ``python -m exchange``:
+for the tests whose point is the binary itself (its exit code and one line on stderr for a
+bad configuration or option, signals, what other processes see).
 """
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
+import signal
 import subprocess
 import sys
 import time
+import traceback
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, func, select
 
+import exchange.db.engine
 from exchange import app as bootstrap
+from exchange import logs
 from exchange.db.engine import transaction
 from exchange.db.schema import messages, staging
 from exchange.dev.sitesim import SiteSimulator
-from exchange.dev.testing import fast_settings, run_worker, stage
+from exchange.dev.testing import fast_settings, load_scale, run_worker, stage
 from exchange.domain.identity import message_id
+
+
+def _import_main() -> Callable[[], None]:
+    """``exchange.cli.main``, imported without COLUMNS or LINES in the environment: the CLI's
+    rich consoles are made at its import, and one made while COLUMNS is set keeps that width
+    for good; made without, each prints at the COLUMNS of the command that runs (rich's
+    ``Console.size`` reads it as it prints)."""
+    saved = {name: os.environ.pop(name) for name in ("COLUMNS", "LINES") if name in os.environ}
+    try:
+        from exchange.cli import main
+    finally:
+        os.environ.update(saved)
+    return main
+
+
+main = _import_main()
 
 TOKEN = "test-token"
 
@@ -87,11 +117,102 @@ def assert_clean(result: Result, token: str = TOKEN) -> None:
     assert_no_leaks(result.args[3:], {"EXCHANGE_SITE_TOKEN": token}, result.stdout, result.stderr)
 
 
+@contextmanager
+def _as_a_process(environment: Mapping[str, str], cwd: Path) -> Iterator[tuple[io.StringIO, ...]]:
+    """What a fresh ``python -m exchange`` would have, for the length of one command: the
+    environment (``os.environ`` changed in place: what reads it later, e.g. rich's COLUMNS,
+    sees it), the directory, an empty stdin, stdout and stderr of its own; and afterwards
+    what a command changes in the process put back: the log handlers, levels and masked
+    secrets (logs.configure), the signal handlers (run), the engines it made (disposed, as
+    a process's exit closes its connections)."""
+    saved_env = dict(os.environ)
+    saved_cwd = os.getcwd()
+    saved_streams = sys.stdin, sys.stdout, sys.stderr, sys.argv
+    root = logging.getLogger()
+    saved_root = root.handlers[:], root.level
+    saved_levels = {
+        name: logger.level
+        for name, logger in logging.Logger.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger)
+    }
+    saved_installed = logs._installed
+    saved_switches = (
+        logging.logThreads,
+        logging.logProcesses,
+        logging.logMultiprocessing,
+        logging._srcfile,
+    )
+    saved_signals = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    engines: list[Any] = []
+    make = exchange.db.engine.create_engine
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        engines.append(make(*args, **kwargs))
+        return engines[-1]
+
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.clear()
+    os.environ.update(environment)
+    os.chdir(cwd)
+    sys.stdin, sys.stdout, sys.stderr = io.StringIO(), out, err
+    exchange.db.engine.create_engine = recorded  # type: ignore[assignment]
+    try:
+        yield out, err
+    finally:
+        exchange.db.engine.create_engine = make
+        for engine in engines:
+            engine.dispose()
+        sys.stdin, sys.stdout, sys.stderr, sys.argv = saved_streams
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        root.handlers[:], _ = saved_root
+        root.setLevel(saved_root[1])
+        for name, level in saved_levels.items():
+            logging.getLogger(name).setLevel(level)
+        logs._installed = saved_installed
+        (
+            logging.logThreads,
+            logging.logProcesses,
+            logging.logMultiprocessing,
+            logging._srcfile,
+        ) = saved_switches
+        for number, handler in saved_signals.items():
+            signal.signal(number, handler)
+
+
+def run_in_process(args: Sequence[str], environment: Mapping[str, str], cwd: Path) -> Result:
+    """``exchange ARGS`` run by ``exchange.cli.main`` in this process; the result a process
+    would give: SystemExit's code (a message: printed on stderr, code 1), an escaped
+    exception as Python prints it (its traceback on stderr, code 1)."""
+    with _as_a_process(environment, cwd) as (out, err):
+        sys.argv = ["exchange", *args]
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:
+                print(exc.code, file=sys.stderr)
+                code = 1
+        except Exception:
+            traceback.print_exc()
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+    return subprocess.CompletedProcess(
+        [sys.executable, "-m", "exchange", *args], code, out.getvalue(), err.getvalue()
+    )
+
+
 @dataclass
 class Cli:
-    """Runs ``python -m exchange …`` in ``cwd`` with a controlled environment."""
+    """Runs ``exchange …`` in ``cwd`` with a controlled environment: in this process, or as
+    ``python -m exchange`` when ``process`` (see the module's docstring)."""
 
     cwd: Path
+    process: bool = False
 
     def environment(
         self,
@@ -126,13 +247,17 @@ class Cli:
         timeout: float = 60,
     ) -> Result:
         environment = self.environment(db, site, env)
+        if not self.process:
+            result = run_in_process(args, environment, self.cwd)
+            assert_no_leaks(args, environment, result.stdout, result.stderr)
+            return result
         result = subprocess.run(
             self.command(args),
             env=environment,
             cwd=self.cwd,
             capture_output=True,
             text=True,
-            timeout=timeout,
+            timeout=timeout * load_scale(),
         )
         assert_no_leaks(args, environment, result.stdout, result.stderr)
         return result
@@ -148,7 +273,8 @@ class Cli:
         timeout: float = 60,
         check: bool = True,
     ) -> list[Result]:
-        """Independent commands, started together (each is a second of Python start-up).
+        """Independent commands: one after another in this process, or started together as
+        processes (each is a second of Python start-up).
 
         ``envs`` gives each invocation its own variables on top of ``env``; ``check=False``
         leaves the traceback and token checks to the caller (``assert_clean``).
@@ -157,6 +283,14 @@ class Cli:
             self.environment(db, site, {**(env or {}), **own})
             for own in (envs or [{}] * len(invocations))
         ]
+        if not self.process:
+            results = []
+            for args, environment in zip(invocations, environments, strict=True):
+                result = run_in_process(args, environment, self.cwd)
+                if check:
+                    assert_no_leaks(args, environment, result.stdout, result.stderr)
+                results.append(result)
+            return results
         processes = [
             subprocess.Popen(
                 self.command(args),
@@ -171,7 +305,7 @@ class Cli:
         results = []
         for args, environment, process in zip(invocations, environments, processes, strict=True):
             try:
-                stdout, stderr = process.communicate(timeout=timeout)
+                stdout, stderr = process.communicate(timeout=timeout * load_scale())
             except subprocess.TimeoutExpired:
                 for other in processes:
                     other.kill()

@@ -15,7 +15,7 @@ from exchange.dev.testing import posting_row, price_row, raw_row
 
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
-    """``exchange`` as a subprocess, run in the test's own directory."""
+    """``exchange`` run in the test's own directory (in this process: clitools.Cli)."""
     return Cli(tmp_path)
 
 

@@ -110,7 +110,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def outcomes(workdir: Path) -> dict[str, Result]:
     database = sqlite_copy(workdir / "migrated.db")
     (workdir / "notes.txt").write_text("not a database, just an operator's notes\n")
-    results = Cli(workdir).many(
+    results = Cli(workdir, process=True).many(
         [args for args, _, _ in PROBLEMS.values()],
         db=database,
         env={"EXCHANGE_SITE_URL": SITE},

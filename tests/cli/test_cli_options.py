@@ -32,7 +32,9 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def outcomes(workdir: Path) -> dict[str, Result]:
-    results = Cli(workdir).many([args for args, _ in BAD_OPTIONS.values()], check=False)
+    results = Cli(workdir, process=True).many(
+        [args for args, _ in BAD_OPTIONS.values()], check=False
+    )
     return dict(zip(BAD_OPTIONS, results, strict=True))
 
 

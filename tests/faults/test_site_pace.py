@@ -267,11 +267,18 @@ def test_two_workers_probe_the_site_one_at_a_time(
     message delivered once, nothing quarantined, at most 5 % of the requests refused."""
     skus = 1200
 
-    sent: list[list[int]] = [[], []]
+    # (when, requests sent) per worker, from the last sample at or before 50 ms ago
+    sent: list[list[tuple[float, int]]] = [[], []]
 
-    def probes(i: int, worker: Worker) -> bool:  # sent past its known-good rate in 50 ms
-        sent[i].append(worker.requests_sent)
-        recent = sent[i][-1] > sent[i][max(0, len(sent[i]) - 11)]
+    def probes(i: int, worker: Worker, now: float) -> bool:  # sent past its known-good rate
+        """In the last 50 ms by the clock, not by a count of samples: on a loaded machine the
+        5 ms sleeps stretch, and ten samples would span a window long enough to count a
+        worker that stopped probing long ago as probing beside the other."""
+        window = sent[i]
+        window.append((now, worker.requests_sent))
+        while len(window) > 2 and window[1][0] <= now - 0.05:
+            window.pop(0)
+        recent = window[-1][1] > window[0][1]
         return worker.pace.probing_since is not None and recent
 
     if database == "sqlite":
@@ -299,7 +306,8 @@ def test_two_workers_probe_the_site_one_at_a_time(
         async def both() -> None:
             async def sample() -> None:
                 while True:
-                    samples.append(tuple(probes(i, w) for i, w in enumerate(pair)))  # type: ignore[arg-type]
+                    now = time.monotonic()
+                    samples.append(tuple(probes(i, w, now) for i, w in enumerate(pair)))  # type: ignore[arg-type]
                     await asyncio.sleep(0.005)
 
             sampler = asyncio.create_task(sample())
@@ -325,6 +333,10 @@ def test_two_workers_probe_the_site_one_at_a_time(
     together = sum(1 for a, b in samples if a and b)
     assert probing > 0.1 * len(samples), "hardly any probe: the test tests nothing"
     assert all(any(s[i] for s in samples) for i in range(2)), "one worker never probed"
+    # Margin: 0.1-0.9 % measured with the load average at 9-12 on two cores (PostgreSQL and
+    # SQLite), against 52-80 % with the turn broken (a refused claim still probing). What grows
+    # with load is the claim's own time, a few of its milliseconds per handover; the window of
+    # "recent" is measured by the clock, so sparser samples under load do not widen it.
     assert together <= 0.02 * probing, f"{together} of {probing} probing samples both probed"
     refused = by_status[429] / sum(by_status.values())
     assert refused <= 0.05, f"{refused:.1%} of the requests refused"

@@ -29,5 +29,5 @@ def settings(db_url: str) -> Settings:
 
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
-    """``exchange`` as a subprocess, run in the test's own directory."""
+    """``exchange`` run in the test's own directory (in this process: clitools.Cli)."""
     return Cli(tmp_path)

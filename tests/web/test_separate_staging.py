@@ -79,7 +79,7 @@ def dbs(urls: tuple[str, str]) -> Iterator[tuple[Engine, Engine]]:
 
 @pytest.fixture
 def base(urls: tuple[str, str], tmp_path: Path) -> Iterator[str]:
-    settings = web_settings(urls[0], tmp_path / "1c", staging_url=urls[1], **TYPES)
+    settings = web_settings(urls[0], tmp_path / "1c", readers=1, staging_url=urls[1], **TYPES)
     with running(settings) as url:
         yield url
 

@@ -20,8 +20,13 @@ from exchange.settings import Settings, load_settings
 USER, PASSWORD, TOKEN = "1c-node", "pa55-Word!", "intake-token-123"
 
 
-def web_settings(db_url: str, folder: Path, **overrides: Any) -> Settings:
+def web_settings(db_url: str, folder: Path, *, readers: int = 0, **overrides: Any) -> Settings:
+    """``readers``: serve's CommerceML reading processes. 0 (serve reads in its own process)
+    unless the test is about them: each one is a Python process started with serve, which a
+    test of the door, the sessions or the throttle would pay for nothing (and `make test-fast`
+    refuses to start)."""
     values: dict[str, Any] = {
+        "1c_reader_processes": readers,
         "database_url": db_url,
         "http_port": 0,
         "1c_user": USER,
@@ -89,7 +94,8 @@ def serving(db_url: str, folder: Path) -> Iterator[Callable[..., str]]:
     stack: list[Any] = []
 
     def start(progress_wait: float | None = None, **overrides: Any) -> str:
-        context = running(web_settings(db_url, folder, **overrides), progress_wait=progress_wait)
+        settings = web_settings(db_url, folder, readers=1, **overrides)
+        context = running(settings, progress_wait=progress_wait)
         stack.append(context)
         base: str = context.__enter__()
         return base
