@@ -236,7 +236,9 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
         summary["refused_429"] = site.requests_by_status()[429]
         report_path = directory / "quarantine.html"
         with transaction(engine, read_only=True) as connection:
-            data = report.collect(connection, Filters(), SystemClock().now())
+            data = report.collect(
+                connection, Filters(), SystemClock().now(), zone=settings.display_tz
+            )
         report.export(data, "html", "ru", report_path)
         report.export(data, "json", "ru", directory / "quarantine.json")
     _print_summary(console, summary, report_path)

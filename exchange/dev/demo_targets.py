@@ -238,7 +238,9 @@ def run_target_demo(
                     select(messages.c.aggregate, messages.c.version, messages.c.payload)
                 )
             }
-            data = report.collect(connection, Filters(), SystemClock().now())
+            data = report.collect(
+                connection, Filters(), SystemClock().now(), zone=settings.display_tz
+            )
     report_path = directory / f"quarantine-{target}.html"
     report.export(data, "html", "ru", report_path)
     report.export(data, "json", "ru", directory / f"quarantine-{target}.json")
