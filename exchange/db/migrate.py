@@ -18,6 +18,9 @@ from exchange.domain.identity import PACKAGE_VERSIONS_FROM
 from exchange.errors import DatabaseUnavailable
 
 STAGING_TABLE = "staging_intents"
+# Columns contract 1 makes optional: a table 1C created without them is adopted, and the
+# migration that brought each adds it (0016: the product's ``name``).
+OPTIONAL_STAGING_COLUMNS = frozenset({"name"})
 
 
 def script_location() -> Path:
@@ -75,7 +78,8 @@ def staging_differences(connection: Connection) -> list[str] | None:
     for expected in staging.columns:
         column = found.get(expected.name)
         if column is None:
-            problems.append(f"column {expected.name} is missing")
+            if expected.name not in OPTIONAL_STAGING_COLUMNS:
+                problems.append(f"column {expected.name} is missing")
             continue
         want = _type_name(expected.type, postgres)
         have = _type_name(column["type"], postgres)

@@ -4,6 +4,7 @@ retention, logs, the display time zone, the metrics server.
 
 from __future__ import annotations
 
+import os
 import zoneinfo
 from typing import Any, Literal
 
@@ -19,7 +20,9 @@ def host_zone() -> str:
     tzlocal reads them), so that people read times on their own clock by default; UTC where
     the host names none that zoneinfo knows."""
     try:
-        name = tzlocal.get_localzone_name()
+        # TZ read here, not through tzlocal's cache of the first answer: a process (or a test)
+        # whose TZ changes is read as it is now.
+        name = os.environ.get("TZ", "").lstrip(":") or tzlocal.get_localzone_name()
         zoneinfo.ZoneInfo(name or "")
     except Exception:  # any host's odd set-up ends in UTC, never in a refused start
         return "UTC"

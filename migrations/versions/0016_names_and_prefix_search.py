@@ -30,7 +30,11 @@ PREFIX = (
 
 
 def upgrade() -> None:
-    op.add_column("staging_intents", sa.Column("name", sa.String(500), nullable=True))
+    # A staging table 1C created (and the first migration adopted) may hold the optional
+    # column already, as contract 1 lets it.
+    staged = {c["name"] for c in sa.inspect(op.get_bind()).get_columns("staging_intents")}
+    if "name" not in staged:
+        op.add_column("staging_intents", sa.Column("name", sa.String(500), nullable=True))
     op.add_column("messages", sa.Column("name", sa.String(500), nullable=True))
     for index, table, column in PREFIX:
         op.create_index(index, table, [column], postgresql_ops={column: "varchar_pattern_ops"})

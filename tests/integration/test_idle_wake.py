@@ -12,12 +12,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from alembic import command
 from sqlalchemy import text
 
 from exchange import app as bootstrap
 from exchange import runner
 from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import upgrade
+from exchange.db.migrate import alembic_config, upgrade
 from exchange.db.wake import how_workers_wake
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
@@ -95,10 +96,9 @@ def test_migrate_puts_the_notifying_trigger_only_in_the_services_own_database(
     service, staging = make_engine(empty_pg_url), make_engine(other_pg_url)
     try:
         upgrade(service)
-        with transaction(staging) as connection:  # the template's: drop it, as a fresh one
-            connection.execute(text("DROP TRIGGER staging_intents_notify ON staging_intents"))
-            connection.execute(text("DELETE FROM alembic_version"))
-            connection.execute(text("INSERT INTO alembic_version VALUES ('0014')"))
+        # The template's database is at head, trigger included: back to before the trigger's
+        # migration (Alembic's own downgrade), then up again as a staging database.
+        command.downgrade(alembic_config(staging), "0014")
         upgrade(staging, staging_notify=False)
         assert has_trigger(empty_pg_url)
         assert not has_trigger(other_pg_url)

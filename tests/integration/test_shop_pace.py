@@ -67,9 +67,14 @@ def deliver(worker: Worker, shop: LoopbackServer) -> tuple[bool, float, dict[int
 def test_woocommerce_lookups_and_batches_wait_for_the_shops_pace(
     db_url: str, engine: Engine
 ) -> None:
-    """800 variations of 8 products, claims of 100: each is a lookup and 8 batch writes, one per
-    parent, which all wait for the pace: the shop's 20 requests/s refuse at most 5 % of them."""
-    skus = 800
+    """1,600 variations of 8 products, claims of 100: each is a lookup and 8 batch writes, one
+    per parent, which all wait for the pace: the shop's 20 requests/s refuse at most 5 % of them.
+
+    Margin: the pace learns the shop's rate from its first refusals, a fixed few; with 800
+    variations (82 requests) one more refusal under a loaded machine's jitter crossed 5 % (6.1 %
+    seen once in the full suite), so the run is twice as long (about 160 requests: each refusal
+    0.6 %). Unpaced requests refused 23 % here (issue 22 item 5)."""
+    skus = 1600
     stage(engine, [price_row(f"VAR-{n}", 1, f"{n}.00") for n in range(skus)])
     with WooSimulator(key="ck_key_1", secret="cs_secret_1") as shop:
         assert isinstance(shop, WooSimulator)
