@@ -185,7 +185,17 @@ def run_in_process(args: Sequence[str], environment: Mapping[str, str], cwd: Pat
     """``exchange ARGS`` run by ``exchange.cli.main`` in this process; the result a process
     would give: SystemExit's code (a message: printed on stderr, code 1), an escaped
     exception as Python prints it (its traceback on stderr, code 1)."""
+    from exchange.cli import common
+
+    # The width a process would print at (its COLUMNS, else rich's 80 for a pipe), whatever an
+    # earlier test in this process left in the CLI's consoles (seen once in the full suite:
+    # a table narrower than COLUMNS said, its times wrapped across lines).
+    columns = environment.get("COLUMNS", "")
+    consoles = (common.out, common.err)
+    saved = [console._width for console in consoles]
     with _as_a_process(environment, cwd) as (out, err):
+        for console in consoles:
+            console.width = int(columns) if columns.isdigit() else 80
         sys.argv = ["exchange", *args]
         try:
             main()
@@ -201,6 +211,8 @@ def run_in_process(args: Sequence[str], environment: Mapping[str, str], cwd: Pat
             code = 1
         sys.stdout.flush()
         sys.stderr.flush()
+        for console, width in zip(consoles, saved, strict=True):
+            console._width = width
     return subprocess.CompletedProcess(
         [sys.executable, "-m", "exchange", *args], code, out.getvalue(), err.getvalue()
     )

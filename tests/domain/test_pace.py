@@ -727,7 +727,11 @@ def test_a_429_holds_everyone_unless_it_refused_a_probe_and_either_way_honours_r
             assert p.probe_held_until >= now + retry_after
             assert p.good is not None and good_before is not None
             if round_kind == "probe":
-                assert p.good <= max(good_before, PROBE_BETA * p.accepted_rate(now)) + 1e-9
+                # MIN_RATE: the pace's floor (a probe refused with nothing accepted in the last
+                # second finds MIN_RATE, above a known-good rate that had fallen under it; a
+                # case Hypothesis found under the CI profile).
+                ceiling = max(good_before, PROBE_BETA * p.accepted_rate(now), MIN_RATE)
+                assert p.good <= ceiling + 1e-9
             else:
                 assert p.good == good_before
                 assert p.rate is not None and p.rate <= max(MIN_RATE, DRAIN * p.good) + 1e-9

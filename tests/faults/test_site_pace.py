@@ -288,6 +288,7 @@ def test_two_workers_probe_the_site_one_at_a_time(
     engines = [make_engine(db_url) for _ in range(2)]
     stage(engines[0], [price_row(f"SKU-{n}", 1, f"{n}.00") for n in range(skus)])
     samples: list[tuple[bool, bool]] = []
+    took_a_turn = [False, False]  # held the probe turn (probing) at some sample
     with SiteSimulator(token="test-token", faults=rate_limited_shop(100.0)) as site:
         settings = fast_settings(
             db_url,
@@ -307,6 +308,8 @@ def test_two_workers_probe_the_site_one_at_a_time(
             async def sample() -> None:
                 while True:
                     now = time.monotonic()
+                    for i, w in enumerate(pair):
+                        took_a_turn[i] |= w.pace.probing_since is not None
                     samples.append(tuple(probes(i, w, now) for i, w in enumerate(pair)))  # type: ignore[arg-type]
                     await asyncio.sleep(0.005)
 
@@ -332,7 +335,9 @@ def test_two_workers_probe_the_site_one_at_a_time(
     probing = sum(1 for a, b in samples if a or b)
     together = sum(1 for a, b in samples if a and b)
     assert probing > 0.1 * len(samples), "hardly any probe: the test tests nothing"
-    assert all(any(s[i] for s in samples) for i in range(2)), "one worker never probed"
+    # Both took the turn at some point (under load one may never be sampled sending while it
+    # holds it: seen once in a full run, so "sent while probing" is not asked of each).
+    assert all(took_a_turn), "one worker never took the probe turn: the turns were not tested"
     # Margin: 0.1-0.9 % measured with the load average at 9-12 on two cores (PostgreSQL and
     # SQLite), against 52-80 % with the turn broken (a refused claim still probing). What grows
     # with load is the claim's own time, a few of its milliseconds per handover; the window of
