@@ -158,6 +158,9 @@ def page_of(
     postgres = is_postgres(connection)
     column = SORTS[sort]
     order = (column.desc(), messages.c.id.desc()) if descending else (column, messages.c.id)
+    # A page number from an address may be any size: past 2^62 no page holds anything, and
+    # the databases take no integer past 2^63 (a 500 on /quarantine?page=99999999999999999999).
+    offset, limit = min(max(offset, 0), 2**62), min(max(limit, 0), 2**62)
     rows = connection.execute(
         _where(_base(), filters, postgres).order_by(*order).offset(offset).limit(limit)
     ).mappings()

@@ -815,3 +815,20 @@ WORDS.update(
         },
     }
 )
+
+
+# A POST the workbench cannot take (the fresh review: a stale tab answered in bare English).
+WORDS.update(
+    {
+        "session_ended": {
+            "ru": "Сессия закончилась (вы вышли или она истекла): войдите снова и повторите.",
+            "en": "The session has ended (signed out or expired): sign in again and repeat.",
+        },
+        "form_stale": {
+            "ru": "Эта форма устарела (вы вышли или вошли заново в другой вкладке): откройте "
+            "страницу заново и повторите.",
+            "en": "This form is stale (signed out or in again in another tab): open the page "
+            "again and repeat.",
+        },
+    }
+)

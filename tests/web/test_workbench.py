@@ -375,3 +375,24 @@ def test_on_a_phone_every_list_cell_says_its_column_and_lists_show_how_long_ago(
         assert cells or path == "/exchanges", path  # no 1C exchange in this test
         assert len(unnamed) <= rows, (path, unnamed)
     assert "назад)" in client.get("/find", params={"q": SKU}).text
+
+
+def test_a_stale_form_or_an_ended_session_is_answered_in_russian_and_a_huge_page_is_no_500(
+    bench: str, db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    """The fresh review: a form from a tab whose session was replaced answered a bare English
+    «CSRF token missing or wrong» (and «sign in first» after signing out); a page number past
+    2^63 was a 500. Each is a page in Russian now, the action not taken."""
+    quarantine_some(db_url, site, SKU)
+    client = signed_in(bench, "olga")
+    mid = message_id_of(db, SKU)
+    stale = client.post(
+        "/action/preview", data={"action": "retry", "message_id": mid, "csrf": "0" * 64}
+    )
+    assert stale.status_code == 403 and "Эта форма устарела" in stale.text
+    anonymous = httpx.Client(base_url=bench).post("/action/preview", data={"action": "retry"})
+    assert anonymous.status_code == 403 and "Сессия закончилась" in anonymous.text
+    assert state_of(db, SKU) == "quarantined"
+    for page in ("99999999999999999999", "9223372036854775807"):
+        answer = client.get("/quarantine", params={"page": page, "per": "50"})
+        assert answer.status_code == 200, (page, answer.text[:200])

@@ -195,11 +195,23 @@ class Core:
         async def wrapped(request: web.Request) -> web.StreamResponse:
             who = await asyncio.to_thread(self._who, request)
             if who is None:
-                raise web.HTTPForbidden(text="sign in first\n")
+                return self._render(
+                    request,
+                    "error.html",
+                    None,
+                    status=403,
+                    message=word("session_ended", self._lang(request)),
+                )
             form = await request.post()
             token = str(form.get("csrf", ""))
             if not hmac.compare_digest(token.encode(), self.csrf(who.session).encode()):
-                raise web.HTTPForbidden(text="CSRF token missing or wrong\n")
+                return self._render(
+                    request,
+                    "error.html",
+                    who,
+                    status=403,
+                    message=word("form_stale", self._lang(request)),
+                )
             if operator_only and not who.can_act:
                 return self._render(
                     request,
