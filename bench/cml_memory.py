@@ -12,7 +12,7 @@ Files, each about ``--mb`` MB:
 
 The promise (contract 9a): a file of 100 MB raises the reader's peak by less than 64 MiB.
 Figures are reported, not asserted (the suite keeps a small version:
-tests/web/test_cml_parse.py).
+tests/intake/test_cml_parse.py).
 
     python -m bench.cml_memory [--mb 100]
 """

@@ -115,7 +115,7 @@ def clock() -> FakeClock:
 FAST = os.environ.get("EXCHANGE_TEST_FAST") == "1"
 POSTGRES_FIXTURES = {"pg_kit", "pg_template", "pg_url", "other_pg_url", "empty_pg_url"}
 # `serve` (tests/web) starts the 1C reader process of `exchange serve`. `cli` runs most commands
-# in the test's process (tests/cli/clitools.py) but stays out of the fast loop: its commands run
+# in the test's process (tests/support/clitools.py) but stays out of the fast loop: its commands run
 # workers and sites for seconds, and some start processes (serve's readers).
 SUBPROCESS_FIXTURES = {"cli", "pki", "tls_site", "wrong_name_site", "serve"}
 # Tests that start processes with no such fixture: a module, or one test (a node id prefix).
@@ -128,9 +128,9 @@ SUBPROCESS_TESTS = (
     "tests/dev/test_sitesim.py::test_command_line_serves_until_interrupted",
     "tests/faults/",
     "tests/integration/test_workers.py",
-    "tests/operator/test_operator_cli.py",
     "tests/ops/test_notify.py::test_smtp_over_tls_verifies_the_servers_certificate",
     "tests/ops/test_notify_cli.py",
+    "tests/ops/test_operator_cli.py",
     "tests/ops/test_run_metrics_cli.py",
     "tests/packaging/",
     "tests/report/test_report_cli.py",

@@ -12,14 +12,10 @@ import sys
 from pathlib import Path
 
 from checktools import TOKEN
+from clitools import run_in_process
 
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import load_scale
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-
-# Found through the path added just above.
-from clitools import run_in_process
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 

@@ -1,4 +1,4 @@
-"""Fixtures of the report tests; the quarantine they build is in reportdb.py."""
+"""Fixtures of the report tests; the quarantine they build is in tests/support/reportdb.py."""
 
 from __future__ import annotations
 
