@@ -24,6 +24,16 @@ from exchange.web.workbench.core import ACTION_PATHS, Core, Who
 
 
 class Actions(Core):
+    def _note_required(self, request: web.Request, who: Who) -> web.Response:
+        """Every action that changes something says why: without a note, this page (400)."""
+        return self._render(
+            request,
+            "error.html",
+            who,
+            status=400,
+            message=word("note_required", self._lang(request)),
+        )
+
     # -- actions ---------------------------------------------------------------------------
 
     def _action_target(self, form: Any) -> tuple[list[str], Filters]:
@@ -182,13 +192,7 @@ class Actions(Core):
                     "preview the action again\n"
                 )
         if not note:
-            return self._render(
-                request,
-                "error.html",
-                who,
-                status=400,
-                message=word("note_required", self._lang(request)),
-            )
+            return self._note_required(request, who)
 
         def act() -> list[str]:
             with transaction(self.engine) as connection:
@@ -217,13 +221,7 @@ class Actions(Core):
         if not message_id:
             raise web.HTTPBadRequest(text="message_id is required\n")
         if not note:
-            return self._render(
-                request,
-                "error.html",
-                who,
-                status=400,
-                message=word("note_required", self._lang(request)),
-            )
+            return self._note_required(request, who)
 
         def act() -> None:
             with transaction(self.engine) as connection:
@@ -240,13 +238,7 @@ class Actions(Core):
     async def pause(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
         note = str(form.get("note", "")).strip()
         if not note:
-            return self._render(
-                request,
-                "error.html",
-                who,
-                status=400,
-                message=word("note_required", self._lang(request)),
-            )
+            return self._note_required(request, who)
 
         def act() -> None:
             with transaction(self.engine) as connection:
