@@ -131,6 +131,15 @@ def label(key: str, lang: Lang, zone: str = "UTC") -> str:
 # -- the next check, in plain words ----------------------------------------------------------
 
 _NEXT_CHECK: dict[str, tuple[str, str]] = {
+    "unmapped-price-type": (
+        "Магазин не знает этот вид цены: добавьте его в EXCHANGE_WOO_PRICE_FIELDS "
+        "(WooCommerce) или EXCHANGE_BITRIX_PRICE_TYPES (1С-Битрикс), или сопоставьте с null, "
+        "чтобы не отправлять его в этот магазин; перезапустите run и повторите отправку "
+        "(retry), а при null отмените эту запись.",
+        "The shop does not know this price type: add it to EXCHANGE_WOO_PRICE_FIELDS "
+        "(WooCommerce) or EXCHANGE_BITRIX_PRICE_TYPES (1C-Bitrix), or map it to null to leave it "
+        "out of this shop; restart run and retry, or with null cancel this record.",
+    ),
     "invalid-contract": (
         "Исправьте документ в 1С и выгрузите его снова с новой версией; затем отмените эту запись.",
         "Fix the document in 1C and post it again with a new version; then cancel this record.",

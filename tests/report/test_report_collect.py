@@ -238,3 +238,14 @@ def test_the_concrete_cause_in_the_reports_language_and_a_command_to_run() -> No
     en = entry_next_check(refused, "en")
     assert 'Cause: HTTP 422: {"error":"rejected"}' in en and "HTTP 422: HTTP 422" not in en
     assert en.endswith('Command: exchange quarantine retry price.SKU-2.v1.def --note "…"')
+
+
+def test_an_unmapped_price_type_says_where_to_map_it_not_which_command_to_run() -> None:
+    """The fresh review: «Что сделать» for unmapped-price-type sent a person on a web page to
+    `exchange history`. It names the mapping settings, null for "not for this shop", and retry."""
+    from exchange.report.words import next_check
+
+    for lang in ("ru", "en"):
+        words = next_check("unmapped-price-type", lang)
+        assert "EXCHANGE_WOO_PRICE_FIELDS" in words and "EXCHANGE_BITRIX_PRICE_TYPES" in words
+        assert "null" in words and "retry" in words and "exchange history" not in words
