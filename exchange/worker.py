@@ -22,7 +22,6 @@ of an exchange) takes one turn per request of its own through the worker's ``Pac
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
 import logging
@@ -41,6 +40,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import messages, workers
 from exchange.db.target_lock import DbLock
+from exchange.delivery.gate import InFlightGate
 from exchange.domain.breaker import BreakerState, CircuitBreaker
 from exchange.domain.clock import Clock
 from exchange.domain.pace import Cause, Pace
@@ -175,9 +175,10 @@ class Worker:
         self._turn_reported_at = -math.inf  # the last heartbeat after a refused claim
         self._reported_at = -math.inf  # the last heartbeat (monotonic)
         self._turn_task: asyncio.Task[None] | None = None
-        self.in_flight = 0
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self.stopping = False
+        self.gate = InFlightGate(
+            self.pace, monotonic=time.monotonic, stopping=lambda: self.stopping
+        )
         self._health_lock: asyncio.Lock | None = None
         self._health: tuple[float, bool] | None = None  # (checked at, site down)
         self.paused_reason: str | None = None
@@ -191,7 +192,6 @@ class Worker:
         self._pause_told = True  # the pause's ERROR line was written (once per pause)
         self.operator_paused = False
         self.kinds = settings.policies
-        self.stopping = False
         self._stop_requested: asyncio.Event | None = None  # set by request_stop during a batch
         self._started: set[int] = set()  # pks of the batch in flight that went to the site
         self.started_at = clock.now()
@@ -210,9 +210,7 @@ class Worker:
         self.stopping = True
         if self._stop_requested is not None:
             self._stop_requested.set()
-        if self._loop is not None and not self._loop.is_closed():
-            with contextlib.suppress(RuntimeError):
-                self._loop.call_soon_threadsafe(self._wake_all)
+        self.gate.wake_all_threadsafe()
 
     # -- the cycle ---------------------------------------------------------------------
 
@@ -466,10 +464,10 @@ class Worker:
         async with semaphore:
             held = self._held_back()
             if held is None and not inside:
-                await self._take_turn()
+                await self.gate.enter()
                 held = self._held_back()
                 if held is not None:
-                    self._end_turn()
+                    self.gate.leave()
             if held is not None:
                 decisions = [not_sent(held, m.attempt) for m in leased]
             else:
@@ -484,7 +482,7 @@ class Worker:
                     answers = await self.target.send(outgoing[:sent])
                 finally:
                     if not inside:
-                        self._end_turn()
+                        self.gate.leave()
                 failpoint("after-answer")
                 answered_at = time.monotonic()
                 decisions = []
@@ -517,39 +515,6 @@ class Worker:
 
     # -- the site's pace -------------------------------------------------------------------
 
-    async def _take_turn(self) -> None:
-        """Wait until the pace lets one more request go (its hold, its rate, its limit on
-        requests in flight), or the worker stops; then count the request in flight."""
-        loop = asyncio.get_running_loop()
-        self._loop = loop
-        while not self.stopping:
-            if self.in_flight < self.pace.limit:
-                wait = self.pace.reserve(time.monotonic())
-                if wait <= 0:
-                    break
-            else:
-                wait = 1.0  # or woken by _end_turn
-            waiter: asyncio.Future[None] = loop.create_future()
-            if len(self._waiters) > 1000:
-                self._waiters = collections.deque(w for w in self._waiters if not w.done())
-            self._waiters.append(waiter)
-            timer = loop.call_later(min(wait, 1.0), _wake, waiter)
-            try:
-                await waiter
-            finally:
-                timer.cancel()
-        self.in_flight += 1
-
-    def _end_turn(self) -> None:
-        self.in_flight -= 1
-        while self._waiters:
-            if _wake(self._waiters.popleft()):
-                return
-
-    def _wake_all(self) -> None:
-        while self._waiters:
-            _wake(self._waiters.popleft())
-
     async def _learn(
         self,
         message: lease.Leased,
@@ -581,7 +546,7 @@ class Worker:
         told = self._paced_inside and status == 429
         delay = self.pace.refused(answered_at, sent_at, cause, hinted, counted=not told)
         self._probe_turn(answered_at)
-        self._wake_all()  # the waiting requests learn the hold at once
+        self.gate.wake_all()  # the waiting requests learn the hold at once
         if probing:
             return None  # the breaker's probe: uncharged anyway, its cool-down rules
         return delay
@@ -608,7 +573,7 @@ class Worker:
             hinted = parse_retry_after(retry_after, self.clock.now())
             self.pace.refused(answered_at, sent_at, Cause.RATE_LIMITED, hinted)
             self._probe_turn(answered_at)
-            self._wake_all()  # the waiting requests learn the hold at once
+            self.gate.wake_all()  # the waiting requests learn the hold at once
         elif status is not None and STATUSES.verdict(status) not in (
             Verdict.TEMPORARY,
             Verdict.PAUSE,
@@ -720,7 +685,7 @@ class Worker:
 
     def _tell_pace(self) -> None:
         now = time.monotonic()
-        line = self.pace.report(now, self.in_flight)
+        line = self.pace.report(now, self.gate.in_flight)
         if line is not None:
             log.warning("%s", line)
         self.metrics.pace(self.pace_figures(now))
@@ -732,7 +697,7 @@ class Worker:
         return {
             "limit": self.pace.limit,
             "max_limit": self.pace.max_limit,
-            "in_flight": self.in_flight,
+            "in_flight": self.gate.in_flight,
             "paced_rate": None if rate is None else round(rate, 3),
             "accepted_rate": round(self.pace.accepted_rate(now, 5.0), 3),
             "hold_s": round(max(0.0, self.pace.hold_until - now), 3),
@@ -969,14 +934,6 @@ class Worker:
         return self.operator_paused or is_idle(self.engine, self.staging_engine, self.kinds)
 
 
-def _wake(waiter: asyncio.Future[None]) -> bool:
-    """Wake one request waiting for its turn; False when it was already awake."""
-    if waiter.done():
-        return False
-    waiter.set_result(None)
-    return True
-
-
 def log_deliveries(outcomes: list[tuple[lease.Leased, Decision]], seconds: float) -> None:
     """One INFO line per batch for its deliveries (issue 13, item 7: a fast shop must cost
     little): how many, how long the batch took, the first and the last message_id. Each
@@ -1041,17 +998,17 @@ def _outgoing(message: lease.Leased) -> OutgoingMessage:
 
 class _SitePacer:
     """The worker's pace as a ``PacedTarget``'s requests use it (targets/base.py ``Pacer``):
-    the same turn as the worker's own requests (``_take_turn``), and each answer learned
+    the same turn as the worker's own requests (``InFlightGate.enter``), and each answer learned
     (``_learn_request``)."""
 
     def __init__(self, worker: Worker) -> None:
         self._worker = worker
 
     async def turn(self) -> float:
-        await self._worker._take_turn()
+        await self._worker.gate.enter()
         self._worker.requests_sent += 1
         return time.monotonic()
 
     def done(self, sent_at: float, status: int | None, retry_after: str | None) -> None:
-        self._worker._end_turn()
+        self._worker.gate.leave()
         self._worker._learn_request(sent_at, status, retry_after)
