@@ -22,7 +22,6 @@ of an exchange) takes one turn per request of its own through the worker's ``Pac
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
 import logging
@@ -41,6 +40,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import messages, workers
 from exchange.db.target_lock import DbLock
+from exchange.delivery.gate import InFlightGate
+from exchange.delivery.probe import PROBE_TURN, ProbeTurn
 from exchange.domain.breaker import BreakerState, CircuitBreaker
 from exchange.domain.clock import Clock
 from exchange.domain.pace import Cause, Pace
@@ -73,9 +74,6 @@ STOPPING = "not sent: the worker is stopping"
 PROBE_WAITS = "not sent: the circuit breaker is half-open and one message probes"
 HEALTH_TTL = 1.0  # seconds a health check's answer stands for the failures that follow
 HOLD_BASE = 0.25  # seconds: the first hold after a site refusal without Retry-After (at most)
-PROBE_TURN = "site probe turn"  # the target_locks row: which worker may probe the site's pace
-TURN_SECONDS = 2.0  # a probe turn, renewed while the probe runs; a dead holder's ends by itself
-TURN_ASK_EVERY = 0.25  # seconds between two asks for the turn while another worker holds it
 # What an attempt leaves to be tried again, and how often one cycle may do that to one
 # aggregate (``_cycle``): once more within the cycle when its backoff has already passed.
 _AGAIN = frozenset({State.DELAYED, State.NEW})
@@ -166,18 +164,20 @@ class Worker:
             max_rate=settings.site_max_rate,
         )
         # Several workers on one site probe past their known-good rates one at a time
-        # (``_probe_turn``): the turn is a row in target_locks, taken by a guarded UPDATE.
-        self._turn = DbLock(engine, PROBE_TURN, settings.worker_id, clock)
-        self._turn_until = 0.0  # the turn is this worker's until then (monotonic); 0: not held
-        self._turn_used = False  # a probe ran in the turn held
-        self._turn_asked_at = -math.inf
-        self._others_seen_at = -math.inf  # another worker held the turn then (monotonic)
-        self._turn_reported_at = -math.inf  # the last heartbeat after a refused claim
+        # (exchange/delivery/probe.py): the turn is a row in target_locks, a guarded UPDATE.
+        self.probe = ProbeTurn(
+            self.pace,
+            DbLock(engine, PROBE_TURN, settings.worker_id, clock),
+            monotonic=time.monotonic,
+            live_workers=lambda: self._live_workers(self.clock.now()),
+            report=self._heartbeat_values,
+            write_report=self._write_heartbeat,
+        )
         self._reported_at = -math.inf  # the last heartbeat (monotonic)
-        self._turn_task: asyncio.Task[None] | None = None
-        self.in_flight = 0
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self.stopping = False
+        self.gate = InFlightGate(
+            self.pace, monotonic=time.monotonic, stopping=lambda: self.stopping
+        )
         self._health_lock: asyncio.Lock | None = None
         self._health: tuple[float, bool] | None = None  # (checked at, site down)
         self.paused_reason: str | None = None
@@ -191,7 +191,6 @@ class Worker:
         self._pause_told = True  # the pause's ERROR line was written (once per pause)
         self.operator_paused = False
         self.kinds = settings.policies
-        self.stopping = False
         self._stop_requested: asyncio.Event | None = None  # set by request_stop during a batch
         self._started: set[int] = set()  # pks of the batch in flight that went to the site
         self.started_at = clock.now()
@@ -210,9 +209,7 @@ class Worker:
         self.stopping = True
         if self._stop_requested is not None:
             self._stop_requested.set()
-        if self._loop is not None and not self._loop.is_closed():
-            with contextlib.suppress(RuntimeError):
-                self._loop.call_soon_threadsafe(self._wake_all)
+        self.gate.wake_all_threadsafe()
 
     # -- the cycle ---------------------------------------------------------------------
 
@@ -466,10 +463,10 @@ class Worker:
         async with semaphore:
             held = self._held_back()
             if held is None and not inside:
-                await self._take_turn()
+                await self.gate.enter()
                 held = self._held_back()
                 if held is not None:
-                    self._end_turn()
+                    self.gate.leave()
             if held is not None:
                 decisions = [not_sent(held, m.attempt) for m in leased]
             else:
@@ -484,7 +481,7 @@ class Worker:
                     answers = await self.target.send(outgoing[:sent])
                 finally:
                     if not inside:
-                        self._end_turn()
+                        self.gate.leave()
                 failpoint("after-answer")
                 answered_at = time.monotonic()
                 decisions = []
@@ -517,39 +514,6 @@ class Worker:
 
     # -- the site's pace -------------------------------------------------------------------
 
-    async def _take_turn(self) -> None:
-        """Wait until the pace lets one more request go (its hold, its rate, its limit on
-        requests in flight), or the worker stops; then count the request in flight."""
-        loop = asyncio.get_running_loop()
-        self._loop = loop
-        while not self.stopping:
-            if self.in_flight < self.pace.limit:
-                wait = self.pace.reserve(time.monotonic())
-                if wait <= 0:
-                    break
-            else:
-                wait = 1.0  # or woken by _end_turn
-            waiter: asyncio.Future[None] = loop.create_future()
-            if len(self._waiters) > 1000:
-                self._waiters = collections.deque(w for w in self._waiters if not w.done())
-            self._waiters.append(waiter)
-            timer = loop.call_later(min(wait, 1.0), _wake, waiter)
-            try:
-                await waiter
-            finally:
-                timer.cancel()
-        self.in_flight += 1
-
-    def _end_turn(self) -> None:
-        self.in_flight -= 1
-        while self._waiters:
-            if _wake(self._waiters.popleft()):
-                return
-
-    def _wake_all(self) -> None:
-        while self._waiters:
-            _wake(self._waiters.popleft())
-
     async def _learn(
         self,
         message: lease.Leased,
@@ -580,8 +544,8 @@ class Worker:
         # one, sent before that round, only says how long the refused message waits.
         told = self._paced_inside and status == 429
         delay = self.pace.refused(answered_at, sent_at, cause, hinted, counted=not told)
-        self._probe_turn(answered_at)
-        self._wake_all()  # the waiting requests learn the hold at once
+        self.probe.answered(answered_at)
+        self.gate.wake_all()  # the waiting requests learn the hold at once
         if probing:
             return None  # the breaker's probe: uncharged anyway, its cool-down rules
         return delay
@@ -595,7 +559,7 @@ class Worker:
         if classification.verdict is not Verdict.PAUSE:
             if not self._paced_inside:
                 self.pace.answered(answered_at, answered_at - sent_at)
-            self._probe_turn(answered_at)
+            self.probe.answered(answered_at)
 
     def _learn_request(self, sent_at: float, status: int | None, retry_after: str | None) -> None:
         """What one request of a PacedTarget teaches the pace: a 429 is the site's refusal (a
@@ -607,101 +571,14 @@ class Worker:
         if status == 429:
             hinted = parse_retry_after(retry_after, self.clock.now())
             self.pace.refused(answered_at, sent_at, Cause.RATE_LIMITED, hinted)
-            self._probe_turn(answered_at)
-            self._wake_all()  # the waiting requests learn the hold at once
+            self.probe.answered(answered_at)
+            self.gate.wake_all()  # the waiting requests learn the hold at once
         elif status is not None and STATUSES.verdict(status) not in (
             Verdict.TEMPORARY,
             Verdict.PAUSE,
         ):
             self.pace.answered(answered_at, answered_at - sent_at)
-            self._probe_turn(answered_at)
-
-    def _probe_turn(self, now: float) -> None:
-        """Several workers on one site take turns probing past their known-good rates, so
-        that two probes never push past the site's capacity together (contract 5c). The pace
-        decides (``may_probe``, ``wants_probe``); this asks for, renews and gives back the turn
-        (a row in target_locks) in a thread, at most one ask at a time. A worker alone on the
-        site (as the cycle's count of live workers says) probes without waiting: its probe
-        claims the turn as it starts (one UPDATE per probe), and a claim refused tells it that
-        another worker came since."""
-        if self._turn_task is not None:
-            return
-        pace = self.pace
-        probing = pace.probing_since is not None
-        if now < self._turn_until:
-            self._turn_used = self._turn_used or probing
-            if probing and self._turn_until - now < TURN_SECONDS / 2:
-                self._ask_turn(now)  # the probe runs on: renew
-            elif not probing and self._turn_used:  # the probe ended: pass the turn on
-                cool_down = max(0.0, pace.probe_held_until - now)  # the site's bucket refills
-                self._turn_until, self._turn_used = 0.0, False
-                pace.may_probe = pace.alone
-                if not pace.alone:  # alone: nobody waits for it, it ends by itself
-                    # The others ask first: this one asks again TURN_ASK_EVERY after the
-                    # cool-down, by when a worker waiting for the turn has asked.
-                    self._turn_asked_at = now + cool_down
-                    self._turn_task = asyncio.create_task(self._give_turn(cool_down))
-            return
-        if self._turn_until:  # the turn ran out
-            self._turn_until, self._turn_used = 0.0, False
-            pace.may_probe = pace.alone
-        if pace.alone:
-            wanted = probing  # claimed as the probe starts, not waited for
-        else:
-            wanted = now - self._turn_asked_at >= TURN_ASK_EVERY and pace.wants_probe(now)
-        if wanted:
-            self._ask_turn(now)
-
-    def _ask_turn(self, now: float) -> None:
-        self._turn_asked_at = now
-        self._turn_task = asyncio.create_task(self._take_probe_turn(now))
-
-    async def _take_probe_turn(self, asked_at: float) -> None:
-        taken: bool | None = None
-        alone = self.pace.alone
-        report = None  # refused, the worker reports (at most once per TURN_SECONDS)
-        if time.monotonic() - self._turn_reported_at >= TURN_SECONDS:
-            report = self._heartbeat_values()
-        try:
-            taken, live = await asyncio.to_thread(self._claim_turn, alone, report)
-        except Exception as exc:  # no turn without the database: probe no more for now
-            log.debug("probe turn not taken: %s", exc)
-        finally:
-            self._turn_task = None
-        if taken:
-            self._turn_until = asked_at + TURN_SECONDS
-            self.pace.may_probe = True
-            if alone and live > 1:  # another worker came since the cycle began
-                self._others_seen_at = time.monotonic()
-                self.pace.alone = False
-                self.pace.workers = max(self.pace.workers, live)
-            return
-        self._turn_until = 0.0
-        self.pace.may_probe = False
-        if taken is False:  # another worker holds it: this one is not alone
-            self._others_seen_at = time.monotonic()
-            self.pace.alone = False
-            self.pace.workers = max(self.pace.workers, 2)
-
-    def _claim_turn(self, alone: bool, report: dict[str, Any] | None) -> tuple[bool, int]:
-        """Take (or renew) the probe turn. Refused, the worker reports (``report``: another
-        worker holds the turn, and its count of live workers may predate this one's first
-        heartbeat, a backlog making a cycle long); taken while alone, it counts the live
-        workers again. Returns whether it was taken, and the live workers (0: not counted)."""
-        if not self._turn.acquire(TURN_SECONDS):
-            if report is not None:
-                self._write_heartbeat(report)
-                self._turn_reported_at = time.monotonic()
-            return False, 0
-        return True, self._live_workers(self.clock.now()) if alone else 0
-
-    async def _give_turn(self, cool_down: float) -> None:
-        try:
-            await asyncio.to_thread(self._turn.release, cool_down)
-        except Exception as exc:  # the turn ends by itself
-            log.debug("probe turn not given back: %s", exc)
-        finally:
-            self._turn_task = None
+            self.probe.answered(answered_at)
 
     async def _site_down(self, now: float) -> bool:
         """Whether the site's health check fails (asked at most once per HEALTH_TTL). Not asked
@@ -720,7 +597,7 @@ class Worker:
 
     def _tell_pace(self) -> None:
         now = time.monotonic()
-        line = self.pace.report(now, self.in_flight)
+        line = self.pace.report(now, self.gate.in_flight)
         if line is not None:
             log.warning("%s", line)
         self.metrics.pace(self.pace_figures(now))
@@ -732,7 +609,7 @@ class Worker:
         return {
             "limit": self.pace.limit,
             "max_limit": self.pace.max_limit,
-            "in_flight": self.in_flight,
+            "in_flight": self.gate.in_flight,
             "paced_rate": None if rate is None else round(rate, 3),
             "accepted_rate": round(self.pace.accepted_rate(now, 5.0), 3),
             "hold_s": round(max(0.0, self.pace.hold_until - now), 3),
@@ -748,13 +625,10 @@ class Worker:
         worker alone probes without waiting for the turn."""
         live = self._live_workers(now)
         # Another worker's heartbeat may be late (the first comes after its first batch): a
-        # turn it held (``_take_probe_turn``) says it is there, for as long as a heartbeat would.
-        if time.monotonic() - self._others_seen_at < self._recent_seconds():
+        # turn it held (``ProbeTurn``) says it is there, for as long as a heartbeat would.
+        if self.probe.others_seen_within(self._recent_seconds()):
             live = max(live, 2)
-        self.pace.alone = live == 1
-        self.pace.workers = live
-        if self._turn_until == 0.0:  # alone: no turn needed (its probes still claim it)
-            self.pace.may_probe = self.pace.alone
+        self.pace.share(live, turn_held=self.probe.held)
         if self.settings.site_max_rate is not None:
             self.pace.max_rate = self.settings.site_max_rate / live
 
@@ -969,14 +843,6 @@ class Worker:
         return self.operator_paused or is_idle(self.engine, self.staging_engine, self.kinds)
 
 
-def _wake(waiter: asyncio.Future[None]) -> bool:
-    """Wake one request waiting for its turn; False when it was already awake."""
-    if waiter.done():
-        return False
-    waiter.set_result(None)
-    return True
-
-
 def log_deliveries(outcomes: list[tuple[lease.Leased, Decision]], seconds: float) -> None:
     """One INFO line per batch for its deliveries (issue 13, item 7: a fast shop must cost
     little): how many, how long the batch took, the first and the last message_id. Each
@@ -1041,17 +907,17 @@ def _outgoing(message: lease.Leased) -> OutgoingMessage:
 
 class _SitePacer:
     """The worker's pace as a ``PacedTarget``'s requests use it (targets/base.py ``Pacer``):
-    the same turn as the worker's own requests (``_take_turn``), and each answer learned
+    the same turn as the worker's own requests (``InFlightGate.enter``), and each answer learned
     (``_learn_request``)."""
 
     def __init__(self, worker: Worker) -> None:
         self._worker = worker
 
     async def turn(self) -> float:
-        await self._worker._take_turn()
+        await self._worker.gate.enter()
         self._worker.requests_sent += 1
         return time.monotonic()
 
     def done(self, sent_at: float, status: int | None, retry_after: str | None) -> None:
-        self._worker._end_turn()
+        self._worker.gate.leave()
         self._worker._learn_request(sent_at, status, retry_after)

@@ -1,6 +1,7 @@
 """A lock row in ``target_locks``: the database side of the Bitrix target's ``ExchangeLock``
 port (exchange/targets/bitrix/lock.py), built by ``exchange.app``, and the site's probe turn
-(``exchange.worker``: one worker at a time probes past its known-good rate, contract 5c).
+(``exchange.delivery.probe``: one worker at a time probes past its known-good rate,
+contract 5c).
 
 Taken by one guarded UPDATE (free when its end has passed or when we hold it), so that two
 workers never both get it, on SQLite and PostgreSQL alike; a holder that dies leaves it to

@@ -111,7 +111,8 @@ a hard cap, is split among the live workers by the caller (``max_rate``), and so
 Vegas targets (``workers``, above). They take turns
 probing: two probes at once push past the site's capacity twice as far, and each worker's 429
 after the other's probe is a full round. A worker probes past its known-good rate only while
-the caller says it may (``may_probe``: it holds the site's probe turn, or it is alone), says
+the caller says it may (``may_probe``: it holds the site's probe turn, or it is alone,
+as ``share`` and the turn's methods set it), says
 when it would (``wants_probe``: at the known-good rate, using it, no hold, pause or drain
 running), and a probe whose turn passes on before the site refused it ends as a refused one
 would, unrefused: back to the known-good rate, raised to ``PROBE_BETA`` x what the site took a
@@ -435,6 +436,39 @@ class Pace:
         elif queued > BETA_QUEUE / workers and self.limit > needed:
             self._slow_start = False
             self.limit = max(1, self.limit - 1)
+
+    # -- who shares the site, and who may probe ---------------------------------------------------
+
+    def share(self, workers: int, *, turn_held: bool) -> None:
+        """``workers`` live on the site, this one included (the caller counts them). A worker
+        alone may probe without the site's probe turn; one of several only while it holds the
+        turn (``turn_held``: the turn stands until it passes, ``turn_passed``)."""
+        self.workers = workers
+        self.alone = workers == 1
+        if not turn_held:
+            self.may_probe = self.alone
+
+    def turn_passed(self) -> None:
+        """The probe turn was given back or ran out: a worker alone still may probe."""
+        self.may_probe = self.alone
+
+    def turn_taken(self, live: int = 0) -> None:
+        """This worker holds the probe turn; ``live``: the workers it counted as it took it
+        (0: not counted), more than one when another came since it counted last."""
+        self.may_probe = True
+        if live > 1:
+            self._others_came(live)
+
+    def turn_refused(self, *, by_another: bool) -> None:
+        """The turn was not taken: another worker holds it (so this one is not alone), or the
+        turn could not be asked for (no database): no probing for now either way."""
+        self.may_probe = False
+        if by_another:
+            self._others_came(2)
+
+    def _others_came(self, live: int) -> None:
+        self.alone = False
+        self.workers = max(self.workers, live)
 
     # -- what may go now -----------------------------------------------------------------------
 

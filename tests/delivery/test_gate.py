@@ -1,0 +1,79 @@
+"""The in-flight gate (exchange/delivery/gate.py), driven by a fake monotonic clock: never
+more requests in flight than the pace's limit, a request that ends lets exactly one waiter
+go, the pace's hold is read on the injected clock, and a stop lets every waiter through."""
+
+from __future__ import annotations
+
+import asyncio
+
+from exchange.delivery.gate import InFlightGate
+from exchange.domain.pace import Pace
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _pace(limit: int) -> Pace:
+    return Pace(max_limit=limit, max_delay=30.0, hold_base=0.25, initial_limit=limit)
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def test_no_more_requests_in_flight_than_the_limit_and_each_end_lets_one_waiter_go() -> None:
+    async def run() -> tuple[int, int, int]:
+        stopping = False
+        gate = InFlightGate(_pace(2), monotonic=FakeClock(), stopping=lambda: stopping)
+        entered = [asyncio.create_task(gate.enter()) for _ in range(4)]
+        await _settle()
+        at_limit = sum(t.done() for t in entered)
+        gate.leave()
+        await _settle()
+        after_one_end = sum(t.done() for t in entered)
+        in_flight = gate.in_flight
+        stopping = True
+        gate.wake_all()
+        await asyncio.gather(*entered)
+        return at_limit, after_one_end, in_flight
+
+    assert (2, 3, 2) == asyncio.run(run())
+
+
+def test_a_hold_is_read_on_the_injected_clock() -> None:
+    async def run() -> tuple[bool, bool]:
+        clock = FakeClock()
+        pace = _pace(4)
+        pace.hold_until = clock.now + 60.0  # a site refusal holds every request a minute
+        gate = InFlightGate(pace, monotonic=clock, stopping=lambda: False)
+        waiting = asyncio.create_task(gate.enter())
+        await _settle()
+        held = not waiting.done()
+        clock.now += 61.0  # the hold ran out on the gate's clock, not on the real one
+        gate.wake_all()
+        await _settle()
+        return held, waiting.done()
+
+    assert (True, True) == asyncio.run(run())
+
+
+def test_a_stop_lets_every_waiter_through_at_once() -> None:
+    async def run() -> int:
+        stopping = False
+        gate = InFlightGate(_pace(1), monotonic=FakeClock(), stopping=lambda: stopping)
+        await gate.enter()
+        waiting = [asyncio.create_task(gate.enter()) for _ in range(3)]
+        await _settle()
+        assert not any(t.done() for t in waiting)
+        stopping = True
+        gate.wake_all()
+        await asyncio.wait_for(asyncio.gather(*waiting), timeout=0.5)
+        return gate.in_flight
+
+    assert 4 == asyncio.run(run())
