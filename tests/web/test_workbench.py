@@ -390,7 +390,8 @@ def test_a_stale_form_or_an_ended_session_is_answered_in_russian_and_a_huge_page
         "/action/preview", data={"action": "retry", "message_id": mid, "csrf": "0" * 64}
     )
     assert stale.status_code == 403 and "Эта форма устарела" in stale.text
-    anonymous = httpx.Client(base_url=bench).post("/action/preview", data={"action": "retry"})
+    with httpx.Client(base_url=bench) as stranger:
+        anonymous = stranger.post("/action/preview", data={"action": "retry"})
     assert anonymous.status_code == 403 and "Сессия закончилась" in anonymous.text
     assert state_of(db, SKU) == "quarantined"
     for page in ("99999999999999999999", "9223372036854775807"):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import re
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -128,7 +129,8 @@ def test_bad_broker_messages_are_listed_on_the_exchanges_page_with_a_link_to_eac
     for row in by_source.values():
         assert "ошибка в данных (invalid-contract)" == row.locator("td.reason").inner_text()
         when = row.locator("td").first.inner_text()
-        assert when.startswith("20") and when.endswith("UTC"), when
+        # the absolute time in the display zone, its age beside it (issue 24 item 8)
+        assert re.fullmatch(r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC \(.+ назад\)", when), when
     rabbit = by_source["RabbitMQ"]
     assert (
         f"rabbitmq queue {queue}, message_id 1c-bad-0001" in rabbit.locator("td.err").inner_text()
