@@ -52,9 +52,11 @@ def run_with_cuts(worker: Worker, proxy: TcpProxy, engine: Engine) -> list[int]:
     were staged at each cut."""
     staged_at_cut: list[int] = []
 
+    done = threading.Event()  # the drain ended (or failed): the cutter stops with it
+
     def cutter() -> None:
         deadline = time.monotonic() + 60
-        while len(staged_at_cut) < CUTS and time.monotonic() < deadline:
+        while len(staged_at_cut) < CUTS and time.monotonic() < deadline and not done.is_set():
             staged, _ = counts(engine)
             if proxy.open_connections and 0 < staged < COUNT:
                 if proxy.cut():
@@ -73,8 +75,11 @@ def run_with_cuts(worker: Worker, proxy: TcpProxy, engine: Engine) -> list[int]:
         finally:
             await worker.aclose()
 
-    asyncio.run(go())
-    thread.join()
+    try:
+        asyncio.run(go())
+    finally:
+        done.set()  # a failed drain must not leave the thread reading a database being dropped
+        thread.join()
     return staged_at_cut
 
 

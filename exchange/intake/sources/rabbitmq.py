@@ -209,7 +209,11 @@ class RabbitMqSource:
                     else:
                         await message.ack()
                 total.add(taken)
-        except connection_errors() as exc:
+        except Exception as exc:
+            if not (isinstance(exc, connection_errors()) or self._lost(exc)):
+                await self._drop()  # the database failed: as below
+                self._idle = False
+                raise
             await self._drop()
             self._fail(describe(exc, self.url))
             log.warning("RabbitMQ: the connection was lost (%s); reconnecting", self.last_error)
@@ -225,6 +229,14 @@ class RabbitMqSource:
         self._idle = total.messages == 0
         log_taken(log, self.name, "messages", total)
         return total
+
+    def _lost(self, exc: Exception) -> bool:
+        """An error from the broker's side of a connection being cut: aiormq fails a call in
+        flight with a bare ``Exception`` (its TaskWrapper's, no subclass) when the connection
+        closes under it (seen cutting it mid ``queue_declare``), or the connection says it is
+        closed. A database error is neither."""
+        connection = self._connection
+        return type(exc) is Exception or connection is None or bool(connection.is_closed)
 
     async def _next_batch(self, queue: AbstractQueue) -> list[AbstractIncomingMessage]:
         batch = self._drain()
