@@ -54,7 +54,7 @@ import zipfile
 names = set(zipfile.ZipFile(sys.argv[1]).namelist())
 versions = [n for n in names if n.startswith("exchange/_migrations/versions/") and n.endswith(".py")]
 missing = [n for n in ("exchange/_migrations/env.py", "exchange/_migrations/script.py.mako",
-                       "exchange/cli.py") if n not in names]
+                       "exchange/cli/__init__.py") if n not in names]
 strays = sorted(n for n in names if n.startswith(("migrations/", "tests/")))
 for problem, items in (("missing", missing), ("outside the package", strays)):
     if items:
