@@ -155,6 +155,9 @@ class Aggregate(Base):
 # The states a claim may take a message from, as the claim order's partial index says it (the
 # claim repeats it word for word: SQLite uses a partial index only for a query that does).
 CLAIMABLE_STATES = "state IN ('new', 'delayed', 'in_progress')"
+# That index: the claim's pick and the take's head rank read it by name on SQLite
+# (``queue.order.in_claim_order``).
+CLAIM_ORDER_INDEX = "ix_messages_claim_rank"
 
 
 class Message(Base):
@@ -167,7 +170,7 @@ class Message(Base):
         # The claim's order (domain/urgency.py): only messages that may still be claimed are
         # in it, so it stays as large as the backlog (migration 0014).
         Index(
-            "ix_messages_claim_rank",
+            CLAIM_ORDER_INDEX,
             "claim_rank",
             "id",
             sqlite_where=sa_text(CLAIMABLE_STATES),

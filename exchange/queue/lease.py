@@ -136,25 +136,29 @@ class _ClaimSQL:
 
 @functools.lru_cache(maxsize=32)
 def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQL:
-    m = aliased(Message, name="m")
     now = bindparam("now", type_=UTCDateTime())
-    eligible = _eligible(m, now, kinds, bindparam("max_attempts", type_=Integer()))
+    max_attempts = bindparam("max_attempts", type_=Integer())
     free = or_(aggregates.c.lease_until.is_(None), aggregates.c.lease_until < now)
     # One statement: the waiting messages in claim order (the partial index of what may be
-    # claimed, ix_messages_claim_rank: as large as the backlog, whatever was done before),
-    # each joined to its aggregate by key. At most one message of an aggregate is eligible
-    # (latest wins: the newest live; strict: the next version), so an aggregate comes once.
+    # claimed, ix_messages_claim_rank: as large as the backlog, whatever was done before;
+    # named on SQLite, order.in_claim_order), each joined to its aggregate by key. At most one
+    # message of an aggregate is eligible (latest wins: the newest live; strict: the next
+    # version), so an aggregate comes once.
+    w = aliased(Message, order.in_claim_order("m"))
     pick = (
-        select(m.aggregate_id)
-        .join(aggregates, aggregates.c.id == m.aggregate_id)
-        .where(order.claimable("m"), free, eligible)
-        .order_by(*order.claim_order(m))
+        select(w.aggregate_id)
+        .join(aggregates, aggregates.c.id == w.aggregate_id)
+        .where(order.claimable("m"), free, _eligible(w, now, kinds, max_attempts))
+        .order_by(*order.claim_order(w))
     )
     if excluding:
         pick = pick.where(not_(one_of(aggregates.c.id, "exclude", postgres)))
     if postgres:
         pick = pick.with_for_update(skip_locked=True, of=aggregates)
     leased = one_of(aggregates.c.id, "ids", postgres)
+    # The leased aggregates' messages, found by aggregate (not along the claim order).
+    m = aliased(Message, name="m")
+    eligible = _eligible(m, now, kinds, max_attempts)
     return _ClaimSQL(
         pick=pick.limit(bindparam("limit", type_=Integer())),
         lease=update(aggregates)

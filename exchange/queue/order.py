@@ -23,10 +23,12 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Select, and_, exists, false, not_, or_, select
 from sqlalchemy import text as sa_text
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.elements import TextClause
+from sqlalchemy.sql.selectable import Alias
 
-from exchange.db.schema import CLAIMABLE_STATES, Message, aggregates, messages
+from exchange.db.schema import CLAIM_ORDER_INDEX, CLAIMABLE_STATES, Message, aggregates, messages
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import DUE, LIVE, State, values
 
@@ -105,6 +107,33 @@ def claimable(name: str) -> TextClause:
     return sa_text(f"{name}.{CLAIMABLE_STATES}")
 
 
+class _InClaimOrder(Alias):
+    """``messages`` under another name, read through the claim order's index on SQLite."""
+
+    inherit_cache = True
+
+
+@compiles(_InClaimOrder, "sqlite")
+def _indexed_by(element: _InClaimOrder, compiler: Any, **kw: Any) -> str:
+    sql: str = compiler.visit_alias(element, **kw)
+    if kw.get("asfrom") and not kw.get("ashint"):  # in FROM; a column names the alias alone
+        sql += f" INDEXED BY {CLAIM_ORDER_INDEX}"
+    return sql
+
+
+def in_claim_order(name: str) -> Alias:
+    """``messages`` as ``name``, read along the claim order (``ix_messages_claim_rank``) on
+    SQLite: ``INDEXED BY``; PostgreSQL's SQL is the plain alias. SQLite's ANALYZE samples the
+    state index (``intake.analyze``): its sample is a thousand entries of one state, so the
+    planner takes each state for about a thousand messages and, from about 30,000 waiting,
+    read every waiting message through the state index and sorted them (0.26 s a claim at
+    60,000 against 0.04 s along the claim order; the head rank 94 ms against 0.1 ms). Named,
+    the index is read whatever the statistics say, and a statement it cannot serve (a missing
+    index, a condition that does not repeat ``claimable``) fails when it is prepared instead
+    of scanning. What walks it reads at most the waiting messages, in order, without a sort."""
+    return _InClaimOrder._construct(messages, name=name)
+
+
 def claim_order(m: Any) -> tuple[ColumnElement[Any], ...]:
     """The claim takes the lowest rank first, then the older message."""
     return (m.claim_rank, m.id)
@@ -114,10 +143,10 @@ def head_rank(kinds: KindPolicies) -> Select[Any]:
     """The lowest rank still waiting to be claimed: where intake deals a take in. Only new
     messages of latest-wins kinds count: a delayed one or a held posting may wait long, and
     the head must not stay behind with them."""
-    m = messages.c
+    m = in_claim_order("m").c
     query = (
         select(m.claim_rank)
-        .where(claimable("messages"), m.state == State.NEW.value)
+        .where(claimable("m"), m.state == State.NEW.value)
         .where(not_(m.rejected))
         .order_by(m.claim_rank, m.id)
         .limit(1)

@@ -3,9 +3,11 @@ is staged while it drains. Runs on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine, event
 
 from exchange.db.engine import make_engine, transaction
@@ -14,6 +16,7 @@ from exchange.dev.testing import fast_settings, posting_row, price_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
+from exchange.errors import DatabaseUnavailable
 from exchange.intake import staging_table as intake
 from exchange.queue import lease, record
 from exchange.settings import Settings
@@ -133,3 +136,83 @@ def test_the_claim_reads_the_claim_order_index_on_sqlite(tmp_path: Path) -> None
     [plan] = plans
     assert "SCAN m USING INDEX ix_messages_claim_rank" in plan, plan
     assert "TEMP B-TREE" not in plan, plan
+
+
+def _skewed(tmp_path: Path, waiting: int) -> tuple[Engine, Settings, FakeClock]:
+    """A SQLite database of ``waiting`` new prices, analysed as ``intake.analyze`` does, with
+    the row counts of its statistics then set to 60,000 (messages and aggregates): the plans
+    a reload of 60,000 got (measured on one: the same). The state index's sample
+    (``analysis_limit``) is a thousand entries of one state, so it says each state holds
+    about a thousand messages whatever the table's size."""
+    url = f"sqlite:///{tmp_path / 'skewed.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    settings = fast_settings(url)
+    clock = FakeClock()
+    take(engine, settings, clock, [price_row(f"SKU-{n:05d}", 1) for n in range(waiting)])
+    intake.analyze(engine)
+    with transaction(engine) as c:
+        c.exec_driver_sql(
+            "UPDATE sqlite_stat1 SET stat = '60000' || substr(stat, instr(stat, ' '))"
+            " WHERE tbl IN ('messages', 'aggregates')"
+        )
+    engine.dispose()  # the planner reads sqlite_stat1 when a connection opens
+    return engine, settings, clock
+
+
+def _plans(engine: Engine, select_list: str, action: Any) -> list[str]:
+    """The plans of the statements ``action`` runs that begin with ``select_list`` (a regular
+    expression)."""
+    plans: list[str] = []
+
+    def explain(conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> Any:
+        if re.match(select_list, statement):
+            rows = cursor.execute("EXPLAIN QUERY PLAN " + statement, parameters).fetchall()
+            plans.append(" | ".join(row[-1] for row in rows))
+        return statement, parameters
+
+    event.listen(engine, "before_cursor_execute", explain, retval=True)
+    try:
+        action()
+    finally:
+        event.remove(engine, "before_cursor_execute", explain)
+    return plans
+
+
+def test_the_claim_and_the_head_rank_walk_the_claim_order_whatever_sqlites_statistics_say(
+    tmp_path: Path,
+) -> None:
+    """Issue 23: with a reload's statistics (60,000 messages, a state index that says a
+    thousand per state) SQLite's planner read every waiting message through the state index
+    and sorted them, for the claim's pick (0.26 s a claim at 60,000 waiting instead of 0.04 s)
+    and for the take's head rank (94 ms instead of 0.1 ms). Both name the claim order's
+    index: they walk it from the lowest rank and stop, no sort, whatever ANALYZE wrote."""
+    engine, settings, clock = _skewed(tmp_path, 2_000)
+    picks = _plans(engine, r"SELECT m\.aggregate_id\s", lambda: claim(engine, settings, clock, 20))
+    # The take's head rank (order.head_rank): a rank alone, read where a take is staged.
+    heads = _plans(
+        engine,
+        r"SELECT \w+\.claim_rank\s+FROM messages",
+        lambda: take(engine, settings, clock, [price_row("SKU-00007", 2)]),
+    )
+    engine.dispose()
+    [pick] = picks
+    assert pick.startswith("SCAN m USING INDEX ix_messages_claim_rank"), pick
+    assert "TEMP B-TREE" not in pick and "ix_messages_state_next_try_at" not in pick, pick
+    [head] = heads
+    assert head == "SCAN m USING INDEX ix_messages_claim_rank", head
+
+
+def test_a_claim_without_the_claim_order_index_fails_instead_of_scanning(tmp_path: Path) -> None:
+    """SQLite: the claim and the head rank name ix_messages_claim_rank (INDEXED BY), so a
+    database that lost it fails at the first claim and the first take, naming the index,
+    instead of reading every message and sorting on each one. (The transaction reports any
+    OperationalError as the database unavailable: the worker logs it and retries.)"""
+    engine, settings, clock = _skewed(tmp_path, 50)
+    with transaction(engine) as c:
+        c.exec_driver_sql("DROP INDEX ix_messages_claim_rank")
+    with pytest.raises(DatabaseUnavailable, match="no such index: ix_messages_claim_rank"):
+        claim(engine, settings, clock, 20)
+    with pytest.raises(DatabaseUnavailable, match="no such index: ix_messages_claim_rank"):
+        take(engine, settings, clock, [price_row("SKU-00007", 2)])
+    engine.dispose()
