@@ -23,8 +23,15 @@ from exchange.db.wake import how_workers_wake
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 
-POLL = 5.0  # the default: without a wake-up a row waits up to 5 s
+POLL = 30.0  # without a wake-up a row waits for the poll: up to 30 s, 15 s at the median
 ROWS = 20
+# The bound this test holds every row to. The promise itself (median under 0.5 s, p99 under 1 s
+# at idle) is a measurement: `python -m bench --sections latency` reports it (a timed unit test
+# on a shared 2-core machine fails on load, not on a regression: 1.59 s worst seen here under a
+# load of 14). What the suite checks is the mechanism: a woken worker delivers in about 0.1 s
+# idle; a worker left to its poll would take 15 s at the median. 3 s is 30x the idle figure and
+# a fifth of the poll's median, so it holds on a loaded machine and fails without the wake-up.
+BOUND = 3.0
 
 
 @pytest.fixture
@@ -46,13 +53,12 @@ def has_trigger(url: str) -> bool:
         engine.dispose()
 
 
-def test_at_idle_a_row_1c_commits_reaches_the_shop_in_under_half_a_second_at_the_median(
+def test_at_idle_a_row_1c_commits_wakes_the_worker_instead_of_waiting_for_the_poll(
     pg_url: str, shop: SiteSimulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One worker (run's scheduler, poll 5 s) at idle, 20 rows committed one at a time as 1C
-    does (a plain INSERT: the trigger notifies): the median from the commit to the shop's
-    answer is under 0.5 s, the worst (the p99 of 20) under 1 s; without the wake-up the
-    median would be about half the poll interval, 2.5 s."""
+    """One worker (run's scheduler, poll 30 s) at idle, 20 rows committed one at a time as 1C
+    does (a plain INSERT: the trigger notifies): every row reaches the shop within BOUND of its
+    commit; without the wake-up each would wait for the poll (15 s at the median)."""
     stops: list[Callable[[], None]] = []
     monkeypatch.setattr(runner, "_install_signals", lambda _loop, stop: stops.append(stop))
     engine = make_engine(pg_url)
@@ -69,8 +75,11 @@ def test_at_idle_a_row_1c_commits_reaches_the_shop_in_under_half_a_second_at_the
                 stage(engine, [price_row(f"SKU-{n:02d}", 1)])
                 committed = time.monotonic()
                 while ("price", f"SKU-{n:02d}") not in shop.held_versions():
-                    if time.monotonic() - committed > 2 * POLL:
-                        raise AssertionError(f"row {n} not delivered within {2 * POLL} s")
+                    if time.monotonic() - committed > BOUND:
+                        raise AssertionError(
+                            f"row {n} not delivered within {BOUND} s: nothing woke the worker"
+                            f" (its poll is {POLL} s)"
+                        )
                     await asyncio.sleep(0.002)
                 delays.append(time.monotonic() - committed)
         finally:
@@ -84,8 +93,7 @@ def test_at_idle_a_row_1c_commits_reaches_the_shop_in_under_half_a_second_at_the
 
     median, worst = statistics.median(delays), max(delays)
     print(f"idle latency on PostgreSQL: median {median:.3f} s, worst of {ROWS} {worst:.3f} s")
-    assert median < 0.5
-    assert worst < 1.0
+    assert worst < BOUND
 
 
 def test_migrate_puts_the_notifying_trigger_only_in_the_services_own_database(
