@@ -631,7 +631,13 @@ _INTAKE_DETAILS: tuple[tuple[str, str], ...] = (
         "payload должен быть объектом JSON (или его текстом)",
     ),
     # a staging row's rules (contracts.validate)
-    (r"unreadable staging row: (?P<d>.+)", "строку staging_intents не удалось прочитать: {d}"),
+    (r"unreadable staging row: (?P<d>.+)", "строку staging_intents не удалось прочитать: {d;}"),
+    (r"(?P<f>\w+) is not valid UTF-8 text", "{f} — не текст в UTF-8"),
+    (
+        r"aggregate_version (?P<v>.+) is not a whole number",
+        "aggregate_version {v} — не целое число",
+    ),
+    (r"created_at (?P<v>.+) is not a time", "created_at {v} — не время"),
     (r"kind (?P<k>.+) is not configured", "вид {k} не настроен (EXCHANGE_KINDS)"),
     (
         r"aggregate must be non-empty printable text",
@@ -748,7 +754,7 @@ def _field_problems(text: str) -> str:
     """«price: must be finite; currency: …» in Russian, part by part; a part no pattern knows
     as it is."""
     said = []
-    for part in text.split("; "):
+    for part in re.split(r"; (?=[\w.]+: )", text):  # "; " inside a problem is not a new part
         field, colon, problem = part.partition(": ")
         for pattern, russian in _FIELD_PROBLEMS_RE:
             found = pattern.fullmatch(problem if colon else part)
@@ -762,8 +768,8 @@ def _field_problems(text: str) -> str:
 
 def detail_words(text: str) -> str:
     """A history detail in Russian (a ``{name*}`` in the Russian text is itself a detail, said
-    in Russian in turn; a ``{name+}`` a list of a payload's field problems); one that matches
-    nothing as it is."""
+    in Russian in turn; a ``{name;}`` details apart by "; "; a ``{name+}`` a list of a
+    payload's field problems); one that matches nothing as it is."""
     for pattern, russian in _DETAILS_RE:
         found = pattern.fullmatch(text)
         if found:
@@ -775,6 +781,9 @@ def detail_words(text: str) -> str:
                 if "{" + key + "+}" in russian:
                     russian = russian.replace("{" + key + "+}", "{" + key + "}")
                     values[key] = _field_problems(values[key])
+                if "{" + key + ";}" in russian:
+                    russian = russian.replace("{" + key + ";}", "{" + key + "}")
+                    values[key] = "; ".join(detail_words(part) for part in values[key].split("; "))
             return russian.format(**values)
     return text
 

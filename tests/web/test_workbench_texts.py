@@ -241,3 +241,145 @@ def test_a_new_message_says_it_was_never_sent_where_its_facts_are_empty(
     assert element(page, "reason") == word("not_sent_yet", "ru")
     assert element(page, "last-error") == word("not_sent_yet", "ru")
     assert "ещё не отправлялось" in word("not_sent_yet", "ru")
+
+
+# -- every refusal the intake can write has Russian words ------------------------------------
+
+# What a Russian refusal may keep as it is: the contract's field names, settings, formats and
+# the brokers' names (what 1C's programmer looks for), and the values quoted from the data.
+KEPT = {
+    "payload",
+    "kind",
+    "aggregate",
+    "aggregate_version",
+    "schema_version",
+    "source_ref",
+    "name",
+    "intents",
+    "intent",
+    "sku",
+    "price",
+    "price_type",
+    "currency",
+    "JSON",
+    "UTF-8",
+    "UTF-16",
+    "NUL",
+    "VARCHAR",
+    "BIGINT",
+    "EXCHANGE_KINDS",
+    "RabbitMQ",
+    "Redis",
+    "RUB",
+    "message_id",
+    "staging_intents",
+    "created_at",
+    "NaN",
+    "list",
+    "x",
+    "e3",
+    "uXXXX",
+    "invalid-contract",
+    "unknown-kind",
+    "unsupported-schema",
+}
+
+
+def _row(**changes: Any) -> Any:
+    from exchange.intake.contracts import StagingRow
+
+    values: dict[str, Any] = {
+        "id": 1,
+        "kind": "price",
+        "aggregate": "A/retail",
+        "aggregate_version": 1,
+        "payload": '{"sku": "A", "price": "1.00", "currency": "RUB", "price_type": "retail"}',
+        "schema_version": "1",
+        "source_ref": None,
+        "created_at": datetime.now(UTC),
+    }
+    return StagingRow(**{**values, **changes})
+
+
+def _refusals() -> list[str]:
+    """What the intake's own code writes for bad rows, intents and bodies (never typed here)."""
+    from exchange.domain.policy import DEFAULT_KINDS
+    from exchange.intake.contracts import Rejected, validate
+    from exchange.intake.intents import BodyError, intent_row
+    from exchange.intake.sources.common import intents_of
+
+    said: list[str] = []
+    kinds = dict(DEFAULT_KINDS)
+    for changes in (
+        {"payload": "{sku: 1}"},
+        {"payload": '{"sku": "A",}'},
+        {"payload": '{"sku": "A"} x'},
+        {"payload": '{"a": 1, "a": 2}'},
+        {"payload": '{"sku": "A", "price": NaN, "price_type": "retail"}'},
+        {"payload": "[1]"},
+        {"payload": "[" * 70 + "]" * 70},
+        {"payload": '{"sku": "A", "price": "1e3", "price_type": "retail"}'},
+        {"payload": '{"sku": "A", "price": 1e3, "price_type": "retail"}'},
+        {"payload": '{"sku": "A", "price": "1.0000001", "price_type": "retail"}'},
+        {"payload": '{"sku": "A", "price": "-1", "price_type": "retail"}'},
+        {"payload": '{"sku": "A", "price": "1 000", "price_type": "retail"}'},
+        {"payload": '{"sku": "A", "price": "1.00", "currency": "rub", "price_type": "retail"}'},
+        {"payload": '{"sku": "A", "price": true, "price_type": "retail"}'},
+        {"payload": '{"sku": "A", "price": "1.00", "price_type": "retail", "x": 1}'},
+        {"payload": '{"price": "1.00", "price_type": "retail"}'},
+        {"payload": '{"sku": "B", "price": "1.00", "price_type": "retail"}'},
+        {"kind": "stock"},
+        {"aggregate": " "},
+        {"aggregate_version": 0},
+        {"aggregate_version": 2**62},
+        {"schema_version": "9"},
+        {"source_ref": "a\x00b"},
+        {"aggregate": "x" * 201},
+        # what _loose_row finds in a row whose values break the table's types
+        {"defect": "payload is not valid UTF-8 text; aggregate_version 'x' is not a whole number"},
+        {"defect": "created_at '0001-01-01 00:00+03:00' is not a time"},
+    ):
+        verdict = validate(_row(**changes), kinds)
+        assert isinstance(verdict, Rejected), changes
+        said.append(verdict.detail)
+    for item in (
+        {"kind": "price", "x": 1},
+        {"kind": ""},
+        {"kind": "price", "aggregate": 1},
+        {"kind": "price", "aggregate": "A", "aggregate_version": "1"},
+        {"kind": "price", "aggregate": "A", "aggregate_version": 1, "payload": 1},
+        {"kind": "price", "aggregate": "A", "aggregate_version": 1, "payload": {}, "name": 1},
+    ):
+        row = intent_row(item)
+        assert isinstance(row, str), item
+        said.append(row)
+    for body in (
+        b"\xff",
+        b"[" * 300 + b"]" * 300,
+        b'{"a": 1, "a": 1}',
+        b"x",
+        b"1",
+        b"[]",
+        b'{"intents": 1}',
+        b"[1]",
+        b"[" + b"{}," * 11 + b"{}]",
+    ):
+        try:
+            intents_of(body, 10)
+        except BodyError as exc:
+            said.append(str(exc))
+        else:
+            raise AssertionError(body)
+    return said
+
+
+def test_every_refusal_the_intake_writes_is_said_in_russian() -> None:
+    from exchange.web.words import detail_words
+
+    untranslated = {}
+    for text in _refusals():
+        russian = detail_words(text)
+        words = set(re.findall(r"[A-Za-z][A-Za-z0-9_\-]*", re.sub(r"'[^']*'", "", russian)))
+        if russian == text or words - KEPT:
+            untranslated[text] = sorted(words - KEPT)
+    assert untranslated == {}, untranslated
