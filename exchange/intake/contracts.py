@@ -102,7 +102,12 @@ def _reject_constant(name: str) -> Any:
 
 
 class DuplicateKey(ValueError):
-    """A JSON object names one key twice (JSON parsers differ on which value wins)."""
+    """A JSON object names one key twice (JSON parsers differ on which value wins); ``key`` is
+    that key, cut to 40 characters."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key[:40]
+        super().__init__(f"key {self.key!r} appears twice in one object")
 
 
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -110,7 +115,7 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
-            raise DuplicateKey(f"key {key[:40]!r} appears twice")
+            raise DuplicateKey(key)
         result[key] = value
     return result
 

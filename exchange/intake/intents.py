@@ -63,12 +63,13 @@ def parse_body(raw: bytes) -> Any:
     depth = nesting(text)
     if depth > MAX_BODY_NESTING:
         raise BodyError(
-            f"the body nests {depth} levels deep; a payload may nest at most {MAX_NESTING}"
+            f"the body nests {depth} levels deep, more than the {MAX_BODY_NESTING} allowed (a "
+            f"payload may nest at most {MAX_NESTING})"
         )
     try:
         return json.loads(text, parse_float=Decimal, parse_int=int, object_pairs_hook=unique_keys)
     except DuplicateKey as exc:
-        raise BodyError(f"the body names a {exc} in one object") from None
+        raise BodyError(f"the body names key {exc.key!r} twice in one object") from None
     except ValueError as exc:
         raise BodyError(f"the body is not JSON: {exc}") from None
 

@@ -130,55 +130,73 @@ def label(key: str, lang: Lang, zone: str = "UTC") -> str:
 
 # -- the next check, in plain words ----------------------------------------------------------
 
+# The steps a next check names, as a report says them (its reader has the command line: each
+# entry carries its command, ``command``). A page says them with its own buttons instead
+# (``next_check``'s ``steps``: the workbench's words), never a command.
+STEP_NAMES = ("retry", "cancel", "restart", "history")
+_REPORT_STEPS: dict[Lang, dict[str, str]] = {
+    "ru": {
+        "retry": "повторите отправку (retry)",
+        "cancel": "отмените эту запись",
+        "restart": "перезапустите run",
+        "history": "историю сообщения (exchange history)",
+    },
+    "en": {
+        "retry": "retry",
+        "cancel": "cancel this record",
+        "restart": "restart run",
+        "history": "the message's history (exchange history)",
+    },
+}
+
 _NEXT_CHECK: dict[str, tuple[str, str]] = {
     "unmapped-price-type": (
-        "Магазин не знает этот вид цены: добавьте его в EXCHANGE_WOO_PRICE_FIELDS "
-        "(WooCommerce) или EXCHANGE_BITRIX_PRICE_TYPES (1С-Битрикс), или сопоставьте с null, "
-        "чтобы не отправлять его в этот магазин; перезапустите run и повторите отправку "
-        "(retry), а при null отмените эту запись.",
-        "The shop does not know this price type: add it to EXCHANGE_WOO_PRICE_FIELDS "
-        "(WooCommerce) or EXCHANGE_BITRIX_PRICE_TYPES (1C-Bitrix), or map it to null to leave it "
-        "out of this shop; restart run and retry, or with null cancel this record.",
+        "Магазин не знает этот вид цены: добавьте его в настройку магазина "
+        "EXCHANGE_WOO_PRICE_FIELDS (WooCommerce) или EXCHANGE_BITRIX_PRICE_TYPES (1С-Битрикс), "
+        "{restart} и {retry}. Чтобы не отправлять этот вид цены в этот магазин, сопоставьте его "
+        "с null и {cancel}.",
+        "The shop does not know this price type: add it to the shop's setting "
+        "EXCHANGE_WOO_PRICE_FIELDS (WooCommerce) or EXCHANGE_BITRIX_PRICE_TYPES (1C-Bitrix), "
+        "{restart} and {retry}. To leave this price type out of this shop, map it to null and "
+        "{cancel}.",
     ),
     "invalid-contract": (
-        "Исправьте документ в 1С и выгрузите его снова с новой версией; затем отмените эту запись.",
-        "Fix the document in 1C and post it again with a new version; then cancel this record.",
+        "Исправьте документ в 1С и выгрузите его снова с новой версией; затем {cancel}.",
+        "Fix the document in 1C and post it again with a new version; then {cancel}.",
     ),
     "unsupported-schema": (
         "Обновите сервис обмена (или настройки обмена в 1С), чтобы обе стороны использовали "
-        "одну версию схемы данных; затем отмените эту запись и выгрузите документ заново.",
+        "одну версию схемы данных; затем {cancel} и выгрузите документ заново.",
         "Update the service (or the 1C exchange settings) so that both use the same payload "
-        "schema; then cancel this record and re-post.",
+        "schema; then {cancel} and post the document again.",
     ),
     "unknown-kind": (
-        "Добавьте этот вид в EXCHANGE_KINDS или запретите 1С его выгружать; затем отмените эту "
-        "запись.",
-        "Configure the kind in EXCHANGE_KINDS or stop 1C from writing it; then cancel this record.",
+        "Добавьте этот вид в EXCHANGE_KINDS или запретите 1С его выгружать; затем {cancel}.",
+        "Configure the kind in EXCHANGE_KINDS or stop 1C from writing it; then {cancel}.",
     ),
     "version-conflict": (
         "Под одной версией пришли разные данные: проверьте в 1С, какие верны, и выгрузите их "
-        "с новой версией; затем отмените эту запись.",
+        "с новой версией; затем {cancel}.",
         "Two different payloads carry one version: check in 1C which one is right and post it "
-        "with a new version; then cancel this record.",
+        "with a new version; then {cancel}.",
     ),
     "sequence-gap": (
         "Предыдущая версия так и не пришла: найдите её в журнале обмена 1С. Когда она будет "
-        "записана, повторите отправку (retry); чтобы пропустить её, отмените эту запись.",
-        "A previous version never arrived: check the 1C exchange log for it; retry when it has "
-        "been written, or cancel to skip it.",
+        "записана, {retry}; чтобы пропустить её, {cancel}.",
+        "A previous version never arrived: look for it in the 1C exchange log. When it has "
+        "been written, {retry}; to skip it, {cancel}.",
     ),
     "retry-limit": (
         "Сайт раз за разом не принимал сообщение: разберите последнюю ошибку с командой сайта, "
-        "затем повторите отправку (retry).",
+        "затем {retry}.",
         "The site kept failing for this message: check the last error with the site team, then "
-        "retry.",
+        "{retry}.",
     ),
     "unroutable": (
         "RabbitMQ вернул сообщение: к обменнику EXCHANGE_RABBITMQ_EXCHANGE не привязана очередь "
-        "для этого вида (ключ маршрутизации = вид). Привяжите очередь магазина, затем повторите "
-        "отправку (retry).",
+        "для этого вида (ключ маршрутизации = вид). Привяжите очередь магазина, затем {retry}.",
         "RabbitMQ returned the message: no queue is bound to EXCHANGE_RABBITMQ_EXCHANGE for "
-        "this kind (the routing key is the kind). Bind the shop's queue, then retry.",
+        "this kind (the routing key is the kind). Bind the shop's queue, then {retry}.",
     ),
     "not-for-this-shop": (
         "Не отправлено намеренно: в настройке магазина (EXCHANGE_WOO_PRICE_FIELDS или "
@@ -189,42 +207,61 @@ _NEXT_CHECK: dict[str, tuple[str, str]] = {
         "map the price type to a field or price type of the shop.",
     ),
     "unknown-response": (
-        "Сайт ответил непонятно: выясните у команды сайта, что произошло, затем повторите "
-        "отправку (retry) или отмените запись.",
+        "Сайт ответил непонятно: выясните у команды сайта, что произошло, затем {retry} или "
+        "{cancel}.",
         "The site answered something the service does not understand: ask the site team what "
-        "it did, then retry or cancel.",
+        "it did, then {retry} or {cancel}.",
+    ),
+    "unknown-sku": (
+        "В магазине нет товара или вариации с этим артикулом: создайте товар в магазине или "
+        "исправьте артикул в 1С и выгрузите цену снова. Когда товар появится, {retry}; если "
+        "цена больше не нужна, {cancel}.",
+        "The shop has no product or variation with this SKU: create it in the shop, or correct "
+        "the SKU in 1C and post the price again. Once the product exists, {retry}; if the price "
+        "is no longer needed, {cancel}.",
+    ),
+    "shop-failure": (
+        "Магазин окончательно отказал в обмене: разберите последнюю ошибку с командой сайта, "
+        "затем {retry} или {cancel}.",
+        "The shop's exchange answered failure for good: check the last error with the site "
+        "team, then {retry} or {cancel}.",
     ),
 }
 _REJECTED_BY_SITE = (
     "Сайт отклонил сообщение ({reason}): проверьте данные вместе с командой сайта, исправьте "
-    "их в 1С, затем отмените эту запись или повторите отправку (retry).",
+    "их в 1С, затем {cancel} или {retry}.",
     "The site rejected the message ({reason}): check the payload with the site team, correct "
-    "it in 1C, then cancel this one or retry.",
+    "it in 1C, then {cancel} or {retry}.",
 )
 _SUPERSEDED = (
     "После попадания в карантин на сайт уже доставлена более новая версия этого объекта: "
-    "исправлять нечего, эту запись можно отменить (cancel).",
+    "исправлять нечего, {cancel}.",
     "A newer version of this aggregate was delivered after this one was quarantined: nothing "
-    "is left to fix, cancel this record.",
+    "is left to fix, {cancel}.",
 )
 _UNKNOWN_REASON = (
-    "Посмотрите историю сообщения (exchange history) и примите решение.",
-    "Look at the message's history (exchange history) and decide.",
+    "Посмотрите {history} и примите решение.",
+    "Look at {history} and decide.",
 )
 
 
-def next_check(reason: str | None, lang: Lang = "en", *, superseded: bool = False) -> str:
-    """What the operator has to check or do next, in plain words."""
+def next_check(
+    reason: str | None,
+    lang: Lang = "en",
+    *,
+    superseded: bool = False,
+    steps: dict[str, str] | None = None,
+) -> str:
+    """What the operator has to check or do next, in plain words. ``steps`` says each of
+    ``STEP_NAMES`` as a page does (its buttons); a report's own words by default."""
     if superseded:
         words = _SUPERSEDED
     elif reason and reason.startswith("http-"):
-        words = (
-            _REJECTED_BY_SITE[0].format(reason=reason),
-            _REJECTED_BY_SITE[1].format(reason=reason),
-        )
+        words = _REJECTED_BY_SITE
     else:
         words = _NEXT_CHECK.get(reason or "", _UNKNOWN_REASON)
-    return words[0] if lang == "ru" else words[1]
+    said = steps if steps is not None else _REPORT_STEPS[lang]
+    return (words[0] if lang == "ru" else words[1]).format(reason=reason, **said)
 
 
 # The concrete causes the intake contract and the site client write (in English, in the

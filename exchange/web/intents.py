@@ -70,7 +70,7 @@ class JsonIntake:
             await asyncio.sleep(hold)
             return _error(401, "missing or wrong bearer token")
         if not _is_json(request.headers.get("Content-Type", "")):
-            return _error(415, "the body must be JSON: Content-Type: application/json")
+            return _error(415, "the body must be JSON, sent with Content-Type: application/json")
         try:
             body = parse_body(await request.read())
         except BodyError as exc:

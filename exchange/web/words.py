@@ -57,6 +57,14 @@ WORDS: dict[str, dict[Lang, str]] = {
         "ru": "Ни один обработчик сейчас не работает; работы, ждущей доставки, нет.",
         "en": "No worker is live now; no work waits for delivery.",
     },
+    # No live worker, and work has come in so lately that it is no cause yet
+    # (``ops.attention.work_waits``): it waits for a worker all the same.
+    "no_live_worker_waits": {
+        "ru": "Ни один обработчик сейчас не работает, а работа ждёт доставки: её возьмёт "
+        "первый запущенный обработчик (запущен ли exchange run?)",
+        "en": "No worker is live now, and work waits for delivery: the first worker to start "
+        "takes it (is exchange run running?)",
+    },
     "token_refused": {
         "ru": "Доставка остановлена: сайт не принял токен",
         "en": "Delivery paused: the site refused the token",
@@ -166,7 +174,7 @@ WORDS: dict[str, dict[Lang, str]] = {
     },
     "confirm": {"ru": "Подтвердить", "en": "Confirm"},
     "done": {"ru": "Готово", "en": "Done"},
-    "touched": {"ru": "затронуто: {count}", "en": "touched: {count}"},
+    "touched": {"ru": "затронуто {count}", "en": "touched: {count}"},
     "no_message": {"ru": "Нет сообщения с message_id", "en": "No message with message_id"},
     "biography": {"ru": "История сообщения", "en": "Message biography"},
     "at": {"ru": "Время", "en": "At"},
@@ -176,6 +184,25 @@ WORDS: dict[str, dict[Lang, str]] = {
     "operator": {"ru": "Оператор", "en": "Operator"},
     "attempt_lease": {"ru": "Попытка, аренда с", "en": "Attempt, leased at"},
     "next_step": {"ru": "Что сделать", "en": "What to do next"},
+    # A message page's empty facts, said with their meaning (a new message has no reason yet).
+    "not_sent_yet": {"ru": "— (ещё не отправлялось)", "en": "— (not sent yet)"},
+    "no_reason": {
+        "ru": "— (не ждёт решения оператора)",
+        "en": "— (waits for no operator's decision)",
+    },
+    "no_error": {"ru": "— (ошибки нет)", "en": "— (none)"},
+    "no_source_ref": {"ru": "— (не указан)", "en": "— (not given)"},
+    # The steps «Что сделать» names, as a page says them: its buttons, never a command
+    # (report.words.next_check's ``steps``).
+    "step_press": {"ru": "нажмите «{button}»", "en": "press “{button}”"},
+    "step_restart": {
+        "ru": "перезапустите обработчики доставки, чтобы они прочли настройку,",
+        "en": "restart the delivery workers so that they read the setting,",
+    },
+    "step_history": {
+        "ru": "историю сообщения на его странице",
+        "en": "the message's history on its page",
+    },
     "payload": {"ru": "Данные", "en": "Payload"},
     "cause": {"ru": "Причина блокировки", "en": "Cause"},
     "blocked_by_quarantine": {
@@ -222,6 +249,11 @@ WORDS: dict[str, dict[Lang, str]] = {
     },
     "times_in": {"ru": "Время указано в поясе {zone}", "en": "Times are in {zone}"},
     "bad_filter": {"ru": "Неизвестное значение фильтра", "en": "Unknown filter value"},
+    "bad_sort": {
+        "ru": "Неизвестный порядок сортировки (список отсортирован по времени попадания в "
+        "карантин)",
+        "en": "Unknown sort order (the list is sorted by the time it was quarantined)",
+    },
     "bad_date": {
         "ru": "Дата не распознана (пример: 2026-11-30)",
         "en": "Not a date (e.g. 2026-11-30)",
@@ -290,6 +322,17 @@ WORDS: dict[str, dict[Lang, str]] = {
 
 def word(key: str, lang: Lang) -> str:
     return WORDS[key][lang]
+
+
+def page_steps(lang: Lang) -> dict[str, str]:
+    """The steps of «Что сделать» (``report.words.STEP_NAMES``) as a page says them: press
+    its button, never run a command."""
+    return {
+        "retry": word("step_press", lang).format(button=word("retry", lang)),
+        "cancel": word("step_press", lang).format(button=word("cancel", lang)),
+        "restart": word("step_restart", lang),
+        "history": word("step_history", lang),
+    }
 
 
 # The codes the service stores, as a page names them: states and events in words; a reason
@@ -442,6 +485,14 @@ def error_words(text: str, lang: Lang) -> str:
     return said if said != text else onec_words(text)  # a 1C exchange's outcome (its page)
 
 
+def inside_words(text: str, lang: Lang) -> str:
+    """A text of the service quoted inside a sentence of a page (the dashboard's «последний
+    обмен с 1С завершился ошибкой (…)»): in the page's language, without a sentence's full
+    stop and capital letter."""
+    said = error_words(text, lang).rstrip(".")
+    return said[:1].lower() + said[1:] if said[1:2].islower() else said
+
+
 # The details a message's history records (English, as `exchange history` prints them), as
 # the message page says them in Russian. What a shop or a site answered (after "HTTP 422: "),
 # ids, names, settings and times are kept as they are; a text that matches nothing is shown as
@@ -515,15 +566,210 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (r"no outcome yet; leased until (?P<t>.+)", "итога ещё нет; взято в отправку до {t}"),
     (
         r"(?P<r>invalid-contract|unknown-kind|unsupported-schema|version-conflict): (?P<d>.+)",
-        "не принято ({r}): {d}",
+        "не принято ({r}): {d*}",
     ),
 )
-_DETAILS_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _DETAILS)
+
+# What the intake says of a row or an intent it refuses (exchange/intake: contracts.py, the
+# JSON intake's and the brokers' intents.py and sources/common.py), as the history, a
+# quarantine record's last error and the brokers' refusals on «Обмены 1С» say it. Field and
+# setting names stay as they are (what 1C's programmer looks for); what Python's JSON parser
+# said is said in Russian too.
+_BROKER_WHERE = (
+    r"(?P<w>rabbitmq queue \S+(?:, message_id \S+)?(?:, intent \d+)?|redis stream \S+, entry "
+    r"\S+(?: \(no field intent: .*?\))?(?:, intent \d+)?)"
+)
+_INTAKE_DETAILS: tuple[tuple[str, str], ...] = (
+    # where a broker's message came from, before what is wrong with it
+    (_BROKER_WHERE + r": (?P<d>.+)", "{w*}: {d*}"),
+    (r"rabbitmq queue (?P<q>\S+)", "RabbitMQ, очередь {q}"),
+    (r"(?P<w>.+), message_id (?P<m>\S+)", "{w*}, message_id {m}"),
+    (r"(?P<w>.+), intent (?P<n>\d+)", "{w*}, запись intents[{n}]"),
+    (
+        r"redis stream (?P<s>\S+), entry (?P<e>\S+) \(no field intent: (?P<f>.*)\)",
+        "Redis, поток {s}, запись {e} (нет поля intent: {f})",
+    ),
+    (r"redis stream (?P<s>\S+), entry (?P<e>\S+)", "Redis, поток {s}, запись {e}"),
+    # the body of a JSON intake's request or of a broker's message
+    (r"the body is not UTF-8 text", "тело сообщения — не текст UTF-8"),
+    (
+        r"the body nests (?P<d>\d+) levels deep, more than the (?P<m>\d+) allowed \(a payload "
+        r"may nest at most (?P<p>\d+)\)",
+        "глубина вложенности тела сообщения — {d}, а допускается не больше {m} (в данных "
+        "payload — не больше {p})",
+    ),
+    (
+        r"the body names key (?P<k>.+) twice in one object",
+        "в теле сообщения ключ {k} встречается в одном объекте дважды",
+    ),
+    (r"the body is not JSON: (?P<e>.+)", "тело сообщения — не JSON: {e*}"),
+    (r'the body must be \{"intents": \[\.\.\.\]\}', 'тело должно иметь вид {{"intents": [...]}}'),
+    (
+        r'the body must be an intent, a list of intents or \{"intents": \[\.\.\.\]\}',
+        'тело сообщения должно быть одной записью, списком записей или {{"intents": [...]}}',
+    ),
+    (r'"intents" must be a list', "«intents» должен быть списком"),
+    (r"the body holds no intent", "в теле сообщения нет ни одной записи"),
+    (
+        r"at most (?P<n>\d+) intents per (?:message|request), not (?P<m>\d+)",
+        "записей в одном сообщении — не больше {n}, а пришло {m}",
+    ),
+    (r"intents\[(?P<i>\d+)\] is not an object", "intents[{i}] — не объект JSON"),
+    # one intent's fields (the JSON intake's shape, before the staging row's rules)
+    (r"unknown fields: (?P<f>.+)", "неизвестные поля: {f}"),
+    (
+        r"kind must be a string of 1 to 64 characters",
+        "kind должен быть строкой длиной от 1 до 64 символов",
+    ),
+    (
+        r"(?P<f>\w+) must be a string of at most (?P<n>\d+) characters",
+        "{f} должен быть строкой не длиннее {n} символов",
+    ),
+    (r"aggregate_version must be an integer", "aggregate_version должен быть целым числом"),
+    (
+        r"payload must be a JSON object \(or its text\)",
+        "payload должен быть объектом JSON (или его текстом)",
+    ),
+    # a staging row's rules (contracts.validate)
+    (r"unreadable staging row: (?P<d>.+)", "строку staging_intents не удалось прочитать: {d;}"),
+    (r"(?P<f>\w+) is not valid UTF-8 text", "{f} — не текст в UTF-8"),
+    (
+        r"aggregate_version (?P<v>.+) is not a whole number",
+        "aggregate_version {v} — не целое число",
+    ),
+    (r"created_at (?P<v>.+) is not a time", "created_at {v} — не время"),
+    (r"kind (?P<k>.+) is not configured", "вид {k} не настроен (EXCHANGE_KINDS)"),
+    (
+        r"aggregate must be non-empty printable text",
+        "aggregate должен быть непустым текстом без управляющих символов",
+    ),
+    (r"source_ref must not contain NUL bytes", "source_ref не должен содержать байтов NUL"),
+    (
+        r"aggregate_version must be 1 or more, not (?P<v>\S+)",
+        "aggregate_version должен быть не меньше 1, а здесь {v}",
+    ),
+    (
+        r"aggregate_version (?P<v>\S+) is not a whole number from 1 to 2\^63-1 \(BIGINT\)",
+        "aggregate_version {v} — не целое число от 1 до 2^63-1 (BIGINT)",
+    ),
+    (
+        r"aggregate_version (?P<v>\S+) is not below 2\^62 \((?P<p>\d+)\): the numbers from 2\^62 "
+        r"up are kept for the 1C exchange's packages",
+        "aggregate_version {v} не меньше 2^62 ({p}): номера от 2^62 и выше отведены пакетам "
+        "обмена с 1С",
+    ),
+    (
+        r"schema_version (?P<s>.+) of kind (?P<k>.+) is not supported \(supported: (?P<l>.*)\)",
+        "версия схемы {s} вида {k} не поддерживается (поддерживаются: {l})",
+    ),
+    (
+        r"(?P<f>\w+) contains an unpaired UTF-16 surrogate",
+        "{f} содержит непарный суррогат UTF-16 (такой текст нельзя сохранить)",
+    ),
+    (r"(?P<f>\w+) must be text, not (?P<t>\w+)", "{f} должен быть текстом, а не {t}"),
+    (
+        r"(?P<f>\w+) is too long: (?P<n>\d+) characters, the contract allows at most (?P<m>\d+) "
+        r"\(VARCHAR\((?P<v>\d+)\)\)",
+        "{f} слишком длинный: символов {n}, а контракт допускает не больше {m} (VARCHAR({v}))",
+    ),
+    (
+        r"payload nests (?P<d>\d+) levels deep; the contract allows at most (?P<m>\d+)",
+        "глубина вложенности данных payload — {d}, а контракт допускает не больше {m}",
+    ),
+    (r"payload is not valid JSON: (?P<e>.+)", "данные payload — не правильный JSON: {e*}"),
+    (
+        r"payload must be a JSON object, not (?P<t>\w+)",
+        "данные payload должны быть объектом JSON, а не {t}",
+    ),
+    (
+        r"price payload: sku (?P<s>.+), price_type (?P<t>.+) does not belong to aggregate "
+        r"(?P<a>.+): one aggregate is one price, named <sku>/<price_type> \((?P<n>.+)\), or the "
+        r"sku alone where a store has one price type",
+        "цена: артикул (sku) {s} с видом цены (price_type) {t} не относится к агрегату {a}: "
+        "один агрегат — одна цена, его имя <sku>/<price_type> ({n}) или только sku, если у "
+        "магазина один вид цены",
+    ),
+    (r"price payload: (?P<p>.+)", "цена: {p+}"),
+    (r"the row could not be checked: (?P<e>.+)", "строку не удалось проверить: {e}"),
+    # what Python's JSON parser says (json.decoder), and the contract's own JSON rules
+    (
+        r"(?P<m>.+): line (?P<l>\d+) column (?P<c>\d+) \(char (?P<p>\d+)\)",
+        "{m*}: строка {l}, позиция {c} (символ № {p})",
+    ),
+    (r"Expecting value", "ожидалось значение"),
+    (
+        r"Expecting property name enclosed in double quotes",
+        "ожидалось имя ключа в двойных кавычках",
+    ),
+    (r"Expecting ':' delimiter", "ожидалось «:»"),
+    (r"Expecting ',' delimiter", "ожидалась «,»"),
+    (r"Unterminated string starting at", "строка не закрыта кавычкой; она начинается"),
+    (r"Invalid control character at", "недопустимый управляющий символ"),
+    (r"Invalid \\escape", "недопустимая последовательность с \\"),
+    (r"Invalid \\uXXXX escape", "недопустимая последовательность \\uXXXX"),
+    (r"Extra data", "лишние данные после JSON"),
+    (r"Illegal trailing comma before end of (?:object|array)", "лишняя запятая перед концом"),
+    (r"key (?P<k>.+) appears twice in one object", "ключ {k} встречается в одном объекте дважды"),
+    (
+        r"(?P<n>\S+) is not a number the contract allows",
+        "{n} — число, которое контракт не допускает",
+    ),
+)
+# The parts of a price payload's refusal ("price: must be …; currency: must be …"): a field,
+# then what is wrong with its value (contracts.py's checks and pydantic's own words).
+_FIELD_PROBLEMS: tuple[tuple[str, str], ...] = (
+    (r"must be a string", "значение должно быть строкой"),
+    (r"must not contain control characters", "значение не должно содержать управляющих символов"),
+    (r"must be 1 to 100 characters", "значение должно быть длиной от 1 до 100 символов"),
+    (
+        r"must be three upper-case letters, e\.g\. RUB",
+        "значение должно состоять из трёх заглавных латинских букв, например RUB",
+    ),
+    (
+        r'must be a decimal string such as "840\.00" or a JSON number',
+        'значение должно быть десятичным числом в строке, например "840.00", или числом JSON',
+    ),
+    (r"must be written without an exponent", "число записывается без экспоненты (не 1e3, а 1000)"),
+    (
+        r'must be a plain decimal such as "840\.00" \(ASCII digits and at most one point; no '
+        r"spaces, line breaks, '\+' or other characters\), not (?P<v>.+)",
+        'значение должно быть простым десятичным числом, например "840.00" (цифры и не больше '
+        "одной точки; без пробелов, переносов строк, «+» и других знаков), а здесь {v}",
+    ),
+    (r"must be a plain decimal", "значение должно быть простым десятичным числом"),
+    (r"must be finite", "число должно быть конечным"),
+    (r"must be at least 0 and below 10\^12", "значение должно быть от 0 и меньше 10^12"),
+    (
+        r"must have at most (?P<n>\d+) decimal places",
+        "знаков после запятой — не больше {n}",
+    ),
+    (r"is not a field of this schema", "такого поля в схеме нет"),
+    (r"Field required", "обязательное поле отсутствует"),
+)
+_FIELD_PROBLEMS_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _FIELD_PROBLEMS)
+_DETAILS_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _DETAILS + _INTAKE_DETAILS)
+
+
+def _field_problems(text: str) -> str:
+    """«price: must be finite; currency: …» in Russian, part by part; a part no pattern knows
+    as it is."""
+    said = []
+    for part in re.split(r"; (?=[\w.]+: )", text):  # "; " inside a problem is not a new part
+        field, colon, problem = part.partition(": ")
+        for pattern, russian in _FIELD_PROBLEMS_RE:
+            found = pattern.fullmatch(problem if colon else part)
+            if found:
+                russian = russian.format(**found.groupdict())
+                part = f"{field}: {russian}" if colon else russian
+                break
+        said.append(part)
+    return "; ".join(said)
 
 
 def detail_words(text: str) -> str:
     """A history detail in Russian (a ``{name*}`` in the Russian text is itself a detail, said
-    in Russian in turn); one that matches nothing as it is."""
+    in Russian in turn; a ``{name;}`` details apart by "; "; a ``{name+}`` a list of a
+    payload's field problems); one that matches nothing as it is."""
     for pattern, russian in _DETAILS_RE:
         found = pattern.fullmatch(text)
         if found:
@@ -532,6 +778,12 @@ def detail_words(text: str) -> str:
                 if "{" + key + "*}" in russian:
                     russian = russian.replace("{" + key + "*}", "{" + key + "}")
                     values[key] = detail_words(values[key])
+                if "{" + key + "+}" in russian:
+                    russian = russian.replace("{" + key + "+}", "{" + key + "}")
+                    values[key] = _field_problems(values[key])
+                if "{" + key + ";}" in russian:
+                    russian = russian.replace("{" + key + ";}", "{" + key + "}")
+                    values[key] = "; ".join(detail_words(part) for part in values[key].split("; "))
             return russian.format(**values)
     return text
 
@@ -773,6 +1025,10 @@ WORDS.update(
             "en": "about {eta} at the current pace",
         },
         "backlog_none": {"ru": "очереди нет", "en": "nothing waits"},
+        "backlog_untaken": {
+            "ru": "сообщений ещё нет: полученное из 1С ещё не взято",
+            "en": "no messages yet: what 1C handed over is not taken yet",
+        },
         "backlog_no_pace": {
             "ru": "за последнюю минуту ничего не доставлено: срок не оценить",
             "en": "nothing delivered in the last minute: no estimate",

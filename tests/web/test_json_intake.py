@@ -138,3 +138,38 @@ def test_a_body_of_another_shape_is_400(serve: Serve, body: bytes) -> None:
 def test_more_than_the_maximum_is_413_and_nothing_is_staged(serve: Serve, db: Engine) -> None:
     response = post(serve(intake_max_items=3), {"intents": [price(f"S{n}", 1) for n in range(4)]})
     assert 413 == response.status_code and [] == staged(db)
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "error"),
+    [
+        (
+            b'{"intents": [], "intents": []}',
+            "application/json",
+            400,
+            "the body names key 'intents' twice in one object",
+        ),
+        (
+            b"[" * 300 + b"]" * 300,
+            "application/json",
+            400,
+            "the body nests 300 levels deep, more than the 256 allowed (a payload may nest at most "
+            "64)",
+        ),
+        (
+            b"{}",
+            "text/plain",
+            415,
+            "the body must be JSON, sent with Content-Type: application/json",
+        ),
+    ],
+    ids=["key-twice", "nested", "not-json"],
+)
+def test_a_refused_request_says_why_in_one_plain_sentence(
+    serve: Serve, body: bytes, content_type: str, status: int, error: str
+) -> None:
+    """The fresh review: «the body names a key 'a' appears twice» was two sentences run into
+    one. The answer keeps the contract's shape for API clients (a status and an English
+    ``error``; contract 9b names no other field), in plain grammar."""
+    response = post(serve(), body, headers={**AUTH, "Content-Type": content_type})
+    assert (status, {"error": error}) == (response.status_code, response.json())

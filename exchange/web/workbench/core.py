@@ -34,6 +34,7 @@ from exchange.web.words import (
     Lang,
     error_words,
     messages_counted,
+    page_steps,
     versions_counted,
     word,
 )
@@ -155,7 +156,7 @@ class Core:
             versions_n=lambda count: versions_counted(count, lang),
             # What to do next, per reason: the report's words (one text for both).
             next_step=lambda reason, superseded=False: next_check(
-                reason, lang, superseded=superseded
+                reason, lang, superseded=superseded, steps=page_steps(lang)
             ),
             lang=lang,
             who=who,

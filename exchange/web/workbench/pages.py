@@ -21,7 +21,7 @@ from exchange.domain.states import DUE, State, values
 from exchange.errors import OperatorError
 from exchange.intake.sources.common import refused_records
 from exchange.ops import find as finder
-from exchange.ops.attention import attention
+from exchange.ops.attention import Cause, attention
 from exchange.ops.backlog import backlog
 from exchange.ops.exchanges import onec_exchanges
 from exchange.ops.notify import last_told
@@ -31,7 +31,7 @@ from exchange.queue import control
 from exchange.report import collect as report
 from exchange.report.model import FORMATS, SUFFIXES
 from exchange.web import chart
-from exchange.web.words import word
+from exchange.web.words import Lang, inside_words, word
 from exchange.web.workbench.core import (
     _CONTENT_TYPES,
     EXCHANGES_SHOWN,
@@ -55,6 +55,16 @@ def _int(value: str | None, default: int, allowed: tuple[int, ...] | None = None
     except ValueError:
         return default
     return number if allowed is None or number in allowed else default
+
+
+def cause_words(cause: Cause, lang: Lang) -> str:
+    """What needs a person, as the dashboard says it: a failed 1C exchange's outcome is
+    recorded in English (the log and ``exchange status`` say it so), the page says it in its
+    own language."""
+    if cause.values.get("reason"):
+        reason = inside_words(str(cause.values["reason"]), lang)
+        cause = dataclasses.replace(cause, values={**cause.values, "reason": reason})
+    return cause.words(lang)
 
 
 # The dashboard redraws itself this often unless switched off (issue 24 item 10).
@@ -107,7 +117,7 @@ class Pages(Core):
                     "pause": pause,
                     "told": last_told(connection),
                     "intake": found.intake,
-                    "needs": [cause.words(lang) for cause in found.causes],
+                    "needs": [cause_words(cause, lang) for cause in found.causes],
                     "codes": [cause.code for cause in found.causes],
                     "live": any(w["live"] for w in figures.workers),
                     "onec_failed_24h": onec["by_outcome"].get("failure", 0),
@@ -175,7 +185,7 @@ class Pages(Core):
         q = request.query
         sort = q.get("sort", "since")
         if sort not in SORTS:
-            errors.append(f"{word('bad_filter', self._lang(request))}: {sort}")
+            errors.append(f"{word('bad_sort', self._lang(request))}: {sort}")
             sort = "since"
         descending = q.get("dir") == "desc"
         per = _int(q.get("per"), PER_PAGE, PER_PAGES)
@@ -291,6 +301,10 @@ class Pages(Core):
             history=story["history"],
             payload=story["payload"],
             quarantined=story["message"]["state"] == State.QUARANTINED.value,
+            # Never sent: no attempt counted or recorded, none in flight (a retry sets the
+            # count back to 0; the history keeps the attempts).
+            attempted=bool(story["message"]["attempts"])
+            or any(e["attempt"] for e in story["history"]),
             # What ``exchange prioritize`` accepts: a message waiting to be sent.
             waiting=story["message"]["state"] in values(DUE) and not story["message"]["rejected"],
         )
