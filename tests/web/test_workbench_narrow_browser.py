@@ -199,7 +199,9 @@ def test_guid_ids_and_a_96_letter_sku_never_make_a_page_scroll_sideways(
         ):
             page.goto(f"{base}{path}")
             shot(page, name)
-        page.locator("table.history").scroll_into_view_if_needed()
+        page.locator("#prioritize-form").evaluate("form => form.scrollIntoView()")
+        shot(page, "prioritize-narrow")
+        page.locator("table.history").evaluate("table => table.scrollIntoView()")
         shot(page, "biography-history-narrow")
     context.close()
 
@@ -250,6 +252,7 @@ def test_on_a_phone_the_list_offers_its_sort_links_and_the_box_that_selects_the_
     # The headers that neither sort nor select stay hidden: the cards name their cells.
     assert page.locator("table.messages thead th:has-text('message_id')").is_hidden()
     assert page.evaluate(WIDTH) <= NARROW["width"]
+    page.locator("#selected").evaluate("form => form.scrollIntoView()")
     shot(page, "quarantine-narrow")
     page.click("table.messages thead a.sort:has-text('Попыток')")
     assert "sort=attempts" in page.url
