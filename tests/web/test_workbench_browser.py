@@ -48,7 +48,7 @@ def test_sign_in_find_a_sku_retry_after_preview_and_see_it_delivered(
     page.fill("header input[name=q]", SKU)
     page.press("header input[name=q]", "Enter")
     page.wait_for_url("**/find?q=SKU-0042")
-    page.click(f"a:text-is('{mid}')")
+    page.get_by_role("link", name=mid, exact=True).click()  # the id as shown
     page.wait_for_url(f"**/message/{mid}")
     assert page.locator("#state").inner_text() == "в карантине"
     assert page.locator("#state").get_attribute("data-state") == "quarantined"

@@ -200,8 +200,8 @@ def test_no_page_scrolls_sideways_at_390_px(
         page.goto(f"{base}{path}")
         if not no_sideways_scroll(page):
             wide[path] = page.evaluate("document.documentElement.scrollWidth")
-        if path in ("/", "/quarantine"):
-            shot(page, f"{path.strip('/') or 'dashboard'}-narrow")
+        if path == "/":  # the quarantine's: tests/web/test_workbench_narrow_browser.py
+            shot(page, "dashboard-narrow")
         if path == "/" and os.environ.get("WORKBENCH_SCREENSHOTS") == "1":
             page.locator("section.last-day").scroll_into_view_if_needed()
             shot(page, "dashboard-chart-narrow")

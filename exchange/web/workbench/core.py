@@ -257,14 +257,34 @@ def _when_ago(context: Any, value: str | datetime | None, zone: tzinfo = UTC) ->
     return f"{_when(value, zone)} ({_ago(context, moment)})"
 
 
-# Where an id, a SKU or an aggregate may break (issue 24 item 9): after these characters
-# only, never inside a word («SKU-0001/retail» breaks as «SKU-0001/» «retail»).
-_BREAK_AFTER = re.compile(r"([/.\-_:])")
+# Where an id, a SKU, an aggregate or a file name may break (issue 24 item 9): after these
+# characters and at spaces, never inside a word («SKU-0001/retail» breaks as «SKU-0001/»
+# «retail»; 1C's «guid#guid» after its dashes and its «#»).
+_BREAKS = r"/.\-_:#"  # a regular expression's character class: ``-`` escaped
+_BREAK_AFTER = re.compile(rf"(?<=[{_BREAKS}])(?=.)")
+# A run longer than this with none of those places (a 96-letter Cyrillic SKU) is marked to
+# wrap anywhere, only when nothing else fits (``.run`` in workbench.css); a shorter word (a
+# message_id's 24-digit hash, a guid's 12 digits) always stays whole and keeps its column at
+# least its width.
+LONG_RUN = 24
+_LONG = re.compile(rf"[^\s{_BREAKS}]{{{LONG_RUN + 1},}}")
 
 
 def wbr(value: object) -> Markup:
-    """The text escaped, with ``<wbr>`` after each ``/ . - _ :`` (CSS keeps words whole)."""
-    return Markup(_BREAK_AFTER.sub(r"\1<wbr>", str(escape(str(value)))))
+    """The text escaped, with ``<wbr>`` after each ``/ . - _ : #`` and each run longer than
+    ``LONG_RUN`` in a ``<span class="run">``: empty or plain elements, so the text a person
+    copies is the id itself (never a zero-width space). The places are found in the text
+    before escaping: the ``#`` of an entity such as ``&#34;`` is never split."""
+    text = "" if value is None else str(value)
+    return Markup("<wbr>").join(_runs(part) for part in _BREAK_AFTER.split(text))
+
+
+def _runs(text: str) -> Markup:
+    out, done = [], 0
+    for run in _LONG.finditer(text):
+        out += [escape(text[done : run.start()]), Markup('<span class="run">%s</span>') % run[0]]
+        done = run.end()
+    return Markup("").join([*out, escape(text[done:])])
 
 
 def grouped(count: int) -> str:
