@@ -35,6 +35,7 @@ from exchange.db.rowset import rowset
 from exchange.db.schema import UTCDateTime, aggregates, history, messages
 from exchange.domain.identity import MAX_VERSION, rejected_id
 from exchange.domain.reasons import Reason
+from exchange.domain.search_key import search_key
 from exchange.domain.states import Event, State
 from exchange.intake.contracts import (
     EMPTY_1C_DATE,
@@ -152,6 +153,7 @@ _PIN_COLUMNS: tuple[tuple[str, Any], ...] = (
     ("kind", String()),
     ("aggregate", String()),
     ("sku", String()),
+    ("sku_key", String()),
     ("price_type", String()),
 )
 
@@ -180,14 +182,22 @@ def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> 
         first.setdefault(verdict.row.aggregate, identity)
     if not named:
         return {}
-    rows = [("price", aggregate, sku, kind) for aggregate, (sku, kind) in first.items()]
+    rows = [
+        ("price", aggregate, sku, search_key(sku), kind) for aggregate, (sku, kind) in first.items()
+    ]
     source, params = rowset(connection, "pins", _PIN_COLUMNS, rows, name="pins")
     same = and_(aggregates.c.kind == source.c.kind, aggregates.c.aggregate == source.c.aggregate)
     connection.execute(
         _insert(connection, aggregates)
         .from_select(
-            ["kind", "aggregate", "sku", "price_type"],
-            select(source.c.kind, source.c.aggregate, source.c.sku, source.c.price_type)
+            ["kind", "aggregate", "sku", "sku_key", "price_type"],
+            select(
+                source.c.kind,
+                source.c.aggregate,
+                source.c.sku,
+                source.c.sku_key,
+                source.c.price_type,
+            )
             .where(~exists().where(same))
             .order_by(source.c.kind, source.c.aggregate),
         )
@@ -205,6 +215,7 @@ def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> 
         .where(exists(fixed))
         .values(
             sku=fixed.with_only_columns(source.c.sku).scalar_subquery(),
+            sku_key=fixed.with_only_columns(source.c.sku_key).scalar_subquery(),
             price_type=fixed.with_only_columns(source.c.price_type).scalar_subquery(),
         ),
         params,
@@ -263,8 +274,10 @@ def _existing(connection: Connection, ids: set[str]) -> dict[str, tuple[int, str
 # placeholders slowly; a constant statement is parsed once and cached.
 _FROM_ROW: tuple[tuple[str, Any], ...] = (
     ("message_id", String()),
+    ("message_id_key", String()),
     ("kind", String()),
     ("aggregate", String()),
+    ("aggregate_key", String()),
     ("version", BigInteger()),
     ("schema_version", String()),
     ("payload", Text()),
@@ -280,8 +293,10 @@ def _row_values(item: Accepted, now: datetime, rank: dict[int, int]) -> tuple[An
     row = item.row
     return (
         item.message_id,
+        search_key(item.message_id),
         row.kind,
         row.aggregate,
+        search_key(row.aggregate),
         row.aggregate_version,
         row.schema_version,
         item.payload,

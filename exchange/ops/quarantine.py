@@ -24,7 +24,7 @@ from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
 from exchange.errors import OperatorError
-from exchange.ops.find import matching
+from exchange.ops.find import aggregate_starts, matching
 from exchange.queue.record import advance_strict
 from exchange.queue.transitions import Change, apply
 
@@ -34,6 +34,8 @@ FILTER_OPTIONS = "--kind, --aggregate, --reason, --since, --until, --superseded"
 @dataclass(frozen=True)
 class Filters:
     kind: str | None = None
+    # The beginning of an aggregate or of its SKU, whatever the case: what the lists' search
+    # finds them by (``find.aggregate_starts``, one condition for list, export and actions).
     aggregate: str | None = None
     reason: str | None = None
     since: datetime | None = None
@@ -80,7 +82,7 @@ def _where(q: Select[Any], filters: Filters, postgres: bool, *, reason: bool = T
     if filters.kind is not None:
         q = q.where(messages.c.kind == filters.kind)
     if filters.aggregate is not None:
-        q = q.where(messages.c.aggregate == filters.aggregate)
+        q = q.where(aggregate_starts(filters.aggregate, postgres))
     if reason and filters.reason is not None:
         q = q.where(messages.c.reason == filters.reason)
     # A quarantined message has not changed since it was quarantined: updated_at is that time.
