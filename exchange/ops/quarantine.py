@@ -46,6 +46,14 @@ class Filters:
     # What ``find`` looks for (``find.matching``): the workbench's search box on the list.
     search: str | None = None
 
+    def __post_init__(self) -> None:
+        # A beginning that is blank begins everything: no filter, never a match of all (a
+        # bulk cancel with ``--aggregate ""`` alone is refused as one without a filter).
+        for name in ("aggregate", "search"):
+            value = getattr(self, name)
+            if value is not None and not value.strip():
+                object.__setattr__(self, name, None)
+
     def any(self) -> bool:
         return self.superseded_after_quarantine or any(
             v is not None
