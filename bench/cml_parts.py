@@ -44,7 +44,7 @@ def run(offers: int, repeat: int) -> dict[str, Any]:
             bares.append(bare)
             spool = scratch_dir / f"offers{n}.spool"
             started = time.perf_counter()
-            read = read_into_spool(path, spool, types, "id", {}, {})
+            read = read_into_spool(path, spool, types, "id", {}, {}, {})
             ratios["read_into_spool"].append((time.perf_counter() - started) / bare)
             rows = scratch_dir / f"offers{n}.rows.db"
             started = time.perf_counter()

@@ -102,7 +102,13 @@ def _filters(
 KindOpt = Annotated[
     str | None, typer.Option("--kind", help="Only this kind (one of EXCHANGE_KINDS).")
 ]
-AggregateOpt = Annotated[str | None, typer.Option("--aggregate", help="Only this aggregate.")]
+AggregateOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--aggregate",
+        help="Only aggregates whose name or SKU begins with this (any case), as search finds.",
+    ),
+]
 ReasonOpt = Annotated[
     str | None,
     typer.Option(

@@ -34,6 +34,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.sql.expression import FunctionElement
 
 from exchange.domain.clock import ensure_utc
+from exchange.domain.search_key import search_key_or_none
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -80,6 +81,17 @@ def _utcnow_pg(element: utcnow, compiler: Any, **kw: Any) -> str:
 @compiles(utcnow, "sqlite")
 def _utcnow_sqlite(element: utcnow, compiler: Any, **kw: Any) -> str:
     return "CURRENT_TIMESTAMP"
+
+
+def _folded(column: str) -> Any:
+    """A column default: ``column``'s value of the same INSERT, case-folded (``search_key``);
+    None where the INSERT gives none. An INSERT … SELECT runs no Python and names the key
+    itself (intake/staging_store.py)."""
+
+    def default(context: Any) -> str | None:
+        return search_key_or_none(context.get_current_parameters().get(column))
+
+    return default
 
 
 class Base(DeclarativeBase):
@@ -132,8 +144,10 @@ class Aggregate(Base):
             sqlite_where=sa_text("lease_token IS NOT NULL"),
             postgresql_where=sa_text("lease_token IS NOT NULL"),
         ),
-        # ``find`` by the beginning of a SKU (migration 0016; see ``prefix_index``).
-        Index("ix_aggregates_sku_prefix", "sku", postgresql_ops={"sku": "varchar_pattern_ops"}),
+        # ``find`` by the beginning of a SKU, whatever its case (migration 0017).
+        Index(
+            "ix_aggregates_sku_key", "sku_key", postgresql_ops={"sku_key": "varchar_pattern_ops"}
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -146,6 +160,9 @@ class Aggregate(Base):
     # 1, "one aggregate is one price"); kept here, past prune. NULL for other kinds (migration
     # 0003).
     sku: Mapped[str | None] = mapped_column(String(100))
+    # ``sku`` case-folded (``search_key``), what ``find`` reads the beginning of (migration
+    # 0017). Written with the sku; the column's default folds it for a plain INSERT.
+    sku_key: Mapped[str | None] = mapped_column(String(300), default=_folded("sku"))
     price_type: Mapped[str | None] = mapped_column(String(100))
     lease_token: Mapped[str | None] = mapped_column(String(64))
     lease_owner: Mapped[str | None] = mapped_column(String(200))
@@ -181,9 +198,9 @@ class Message(Base):
         # ``varchar_pattern_ops`` (whatever the database's collation); SQLite reads the same
         # range of the plain index through the bounds ``find`` adds beside the LIKE.
         Index(
-            "ix_messages_aggregate_prefix",
-            "aggregate",
-            postgresql_ops={"aggregate": "varchar_pattern_ops"},
+            "ix_messages_aggregate_key",
+            "aggregate_key",
+            postgresql_ops={"aggregate_key": "varchar_pattern_ops"},
         ),
         Index(
             "ix_messages_source_ref_prefix",
@@ -192,9 +209,9 @@ class Message(Base):
         ),
         Index("ix_messages_name_prefix", "name", postgresql_ops={"name": "varchar_pattern_ops"}),
         Index(
-            "ix_messages_message_id_prefix",
-            "message_id",
-            postgresql_ops={"message_id": "varchar_pattern_ops"},
+            "ix_messages_message_id_key",
+            "message_id_key",
+            postgresql_ops={"message_id_key": "varchar_pattern_ops"},
         ),
     )
 
@@ -205,6 +222,11 @@ class Message(Base):
     rejected: Mapped[bool] = mapped_column(Boolean, server_default=false())
     kind: Mapped[str] = mapped_column(String(64))
     aggregate: Mapped[str] = mapped_column(String(200))
+    # ``message_id`` and ``aggregate`` case-folded (``search_key``): what ``find`` reads the
+    # beginning of (migration 0017). Written with the row; the columns' defaults fold them
+    # for a plain INSERT, an INSERT … SELECT names them.
+    message_id_key: Mapped[str | None] = mapped_column(String(200), default=_folded("message_id"))
+    aggregate_key: Mapped[str | None] = mapped_column(String(600), default=_folded("aggregate"))
     version: Mapped[int] = mapped_column(BigInteger)
     schema_version: Mapped[str] = mapped_column(String(32))
     payload: Mapped[str] = mapped_column(Text)

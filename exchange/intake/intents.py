@@ -36,6 +36,7 @@ from exchange.intake.contracts import (
     validate,
 )
 from exchange.intake.stage import stage
+from exchange.intake.staging_store import settle_ids
 
 FIELDS = frozenset(
     {"kind", "aggregate", "aggregate_version", "payload", "schema_version", "source_ref", "name"}
@@ -165,13 +166,15 @@ def stage_intents(
             )
         )
     to_stage: list[dict[str, Any]] = []
-    accepted = [v for v in verdicts if isinstance(v, Accepted)]
     if separate is not None:
         with transaction(engine, read_only=True) as main:
-            known = _known_messages(main, accepted)
+            verdicts = settle_ids(main, verdicts)  # an id made before 2026-12 stays its own
+            known = _known_messages(main, [v for v in verdicts if isinstance(v, Accepted)])
     with transaction(separate or engine) as connection:
         if separate is None:
-            known = _known_messages(connection, accepted)
+            verdicts = settle_ids(connection, verdicts)
+            known = _known_messages(connection, [v for v in verdicts if isinstance(v, Accepted)])
+        accepted = [v for v in verdicts if isinstance(v, Accepted)]
         _known_untaken(connection, accepted, kinds, known)
         for verdict, row in zip(verdicts, rows, strict=True):
             if isinstance(verdict, str):

@@ -7,10 +7,10 @@ conflicts told apart, the rejected rows as quarantine records; what it did as an
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     BigInteger,
@@ -33,8 +33,9 @@ from sqlalchemy import (
 from exchange.db.engine import is_postgres
 from exchange.db.rowset import rowset
 from exchange.db.schema import UTCDateTime, aggregates, history, messages
-from exchange.domain.identity import MAX_VERSION, rejected_id
+from exchange.domain.identity import MAX_VERSION, legacy_message_id, rejected_id
 from exchange.domain.reasons import Reason
+from exchange.domain.search_key import search_key
 from exchange.domain.states import Event, State
 from exchange.intake.contracts import (
     EMPTY_1C_DATE,
@@ -71,10 +72,44 @@ def _insert(connection: Connection, table: Any) -> Any:
     return sqlite_insert(table)
 
 
+V = TypeVar("V")
+
+
+def settle_ids(connection: Connection, verdicts: list[V]) -> list[V]:
+    """``verdicts`` with the id of each accepted intent whose message was made before
+    2026-12 under the id of that time (``identity.legacy_message_id``, which differs only for
+    a Cyrillic kind or aggregate) set to that id: the message's id never changes, so the
+    intent sent again is its duplicate (or a version conflict), never a second message under
+    a second Idempotency-Key. One query, only for intents whose two ids differ."""
+    legacy = {
+        v.message_id: old
+        for v in verdicts
+        if isinstance(v, Accepted)
+        and (old := legacy_message_id(v.row.kind, v.row.aggregate, v.row.aggregate_version))
+        != v.message_id
+    }
+    if not legacy:
+        return verdicts
+    found = set(
+        connection.execute(
+            select(messages.c.message_id).where(messages.c.message_id.in_(set(legacy.values())))
+        ).scalars()
+    )
+    if not found:
+        return verdicts
+    return [
+        replace(v, message_id=legacy[v.message_id])
+        if isinstance(v, Accepted) and legacy.get(v.message_id) in found
+        else v
+        for v in verdicts
+    ]
+
+
 def _store(
     connection: Connection, verdicts: list[Accepted | Rejected], now: datetime, dealt: range
 ) -> IntakeReport:
     """Store one chunk; its ``i``-th row's message gets the rank ``dealt[i]``."""
+    verdicts = settle_ids(connection, verdicts)
     report = IntakeReport(taken=len(verdicts))
     rejected: list[tuple[StagingRow, Reason, str]] = []
     fresh: dict[str, Accepted] = {}  # the first row of the chunk that carries each message
@@ -152,6 +187,7 @@ _PIN_COLUMNS: tuple[tuple[str, Any], ...] = (
     ("kind", String()),
     ("aggregate", String()),
     ("sku", String()),
+    ("sku_key", String()),
     ("price_type", String()),
 )
 
@@ -180,14 +216,22 @@ def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> 
         first.setdefault(verdict.row.aggregate, identity)
     if not named:
         return {}
-    rows = [("price", aggregate, sku, kind) for aggregate, (sku, kind) in first.items()]
+    rows = [
+        ("price", aggregate, sku, search_key(sku), kind) for aggregate, (sku, kind) in first.items()
+    ]
     source, params = rowset(connection, "pins", _PIN_COLUMNS, rows, name="pins")
     same = and_(aggregates.c.kind == source.c.kind, aggregates.c.aggregate == source.c.aggregate)
     connection.execute(
         _insert(connection, aggregates)
         .from_select(
-            ["kind", "aggregate", "sku", "price_type"],
-            select(source.c.kind, source.c.aggregate, source.c.sku, source.c.price_type)
+            ["kind", "aggregate", "sku", "sku_key", "price_type"],
+            select(
+                source.c.kind,
+                source.c.aggregate,
+                source.c.sku,
+                source.c.sku_key,
+                source.c.price_type,
+            )
             .where(~exists().where(same))
             .order_by(source.c.kind, source.c.aggregate),
         )
@@ -205,6 +249,7 @@ def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> 
         .where(exists(fixed))
         .values(
             sku=fixed.with_only_columns(source.c.sku).scalar_subquery(),
+            sku_key=fixed.with_only_columns(source.c.sku_key).scalar_subquery(),
             price_type=fixed.with_only_columns(source.c.price_type).scalar_subquery(),
         ),
         params,
@@ -263,8 +308,10 @@ def _existing(connection: Connection, ids: set[str]) -> dict[str, tuple[int, str
 # placeholders slowly; a constant statement is parsed once and cached.
 _FROM_ROW: tuple[tuple[str, Any], ...] = (
     ("message_id", String()),
+    ("message_id_key", String()),
     ("kind", String()),
     ("aggregate", String()),
+    ("aggregate_key", String()),
     ("version", BigInteger()),
     ("schema_version", String()),
     ("payload", Text()),
@@ -280,8 +327,10 @@ def _row_values(item: Accepted, now: datetime, rank: dict[int, int]) -> tuple[An
     row = item.row
     return (
         item.message_id,
+        search_key(item.message_id),
         row.kind,
         row.aggregate,
+        search_key(row.aggregate),
         row.aggregate_version,
         row.schema_version,
         item.payload,

@@ -11,12 +11,13 @@ from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, false, func, not_, select, union
+from sqlalchemy import ColumnElement, Connection, Select, and_, false, func, not_, select, union
 
 from exchange.db.engine import is_postgres
 from exchange.db.schema import aggregates, messages
 from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
+from exchange.domain.search_key import search_key
 from exchange.domain.states import PENDING, values
 from exchange.errors import OperatorError
 
@@ -53,14 +54,36 @@ LAST = "\U0010ffff"
 
 
 def _starts(column: Any, term: str, postgres: bool) -> ColumnElement[bool]:
-    """The column begins with ``term`` (case counts): a range of its prefix index (migration
-    0016). PostgreSQL reads LIKE 'x%' as that range through ``varchar_pattern_ops``; SQLite
-    would only with a NOCASE index (its LIKE ignores the case of Latin letters), so the range
-    is spelled beside the LIKE, in code point order (SQLite's binary collation of UTF-8)."""
+    """The column begins with ``term`` (as stored: give a ``*_key`` column a folded term): a
+    range of its prefix index (migrations 0016, 0017). PostgreSQL reads LIKE 'x%' as that
+    range through ``varchar_pattern_ops``; SQLite would only with a NOCASE index (its LIKE
+    ignores the case of Latin letters), so the range is spelled beside the LIKE, in code point
+    order (SQLite's binary collation of UTF-8)."""
     like = column.like(_like_prefix(term), escape="\\")
     if postgres:
         return like  # type: ignore[no-any-return]
     return and_(column >= term, column < term + LAST, like)
+
+
+def aggregate_starts(term: str, postgres: bool) -> ColumnElement[bool]:
+    """A message whose aggregate or SKU begins with ``term``, whatever the case of either
+    (Cyrillic too): the lists' search (``matching``) and the ``aggregate`` filter of the
+    quarantine's list, export and bulk actions (``quarantine.Filters``) both mean this.
+
+    Read through the folded keys' indexes (migration 0017): ``aggregate_key`` of the
+    message, ``sku_key`` of its aggregate."""
+    return messages.c.id.in_(union(*_aggregate_parts(term, postgres)))
+
+
+def _aggregate_parts(term: str, postgres: bool) -> list[Select[Any]]:
+    """The ids of ``aggregate_starts``, as parts of a UNION."""
+    key = search_key(term)
+    found = messages.alias("by_aggregate")
+    by_sku = select(aggregates.c.id).where(_starts(aggregates.c.sku_key, key, postgres))
+    return [
+        select(found.c.id).where(_starts(found.c.aggregate_key, key, postgres)),
+        select(found.c.id).where(found.c.aggregate_id.in_(by_sku)),
+    ]
 
 
 def _word_starts(column: Any, term: str) -> ColumnElement[bool]:
@@ -77,19 +100,18 @@ def _spellings(term: str) -> list[str]:
 
 def matching(term: str, postgres: bool) -> ColumnElement[bool]:
     """What ``find`` looks for, as one condition on ``messages``: the beginning of a SKU or an
-    aggregate, of the message_id, of the 1C document (``source_ref``) or a product name, or of
-    any word of these two.
+    aggregate or of the message_id, whatever its case (their folded keys, migration 0017); of
+    the 1C document (``source_ref``) or a product name, or of any word of these two.
 
-    Set-based, one UNION of ids, each part reading an index (migration 0016): a beginning is a
-    range of its column's index; a word inside is looked for among the distinct documents and
-    names (a scan of their index, which is far smaller than the table, as there are far fewer
-    documents than messages), and their messages are then read through the same index."""
+    Set-based, one UNION of ids, each part reading an index (migrations 0016, 0017): a
+    beginning is a range of its column's index; a word inside is looked for among the
+    distinct documents and names (a scan of their index, which is far smaller than the table,
+    as there are far fewer documents than messages), and their messages are then read through
+    the same index."""
     found = messages.alias("found")
-    by_sku = select(aggregates.c.id).where(_starts(aggregates.c.sku, term, postgres))
     parts = [
-        select(found.c.id).where(_starts(found.c.aggregate, term, postgres)),
-        select(found.c.id).where(found.c.aggregate_id.in_(by_sku)),
-        select(found.c.id).where(_starts(found.c.message_id, term, postgres)),
+        *_aggregate_parts(term, postgres),
+        select(found.c.id).where(_starts(found.c.message_id_key, search_key(term), postgres)),
     ]
     for column in ("source_ref", "name"):
         words = messages.alias(f"{column}_words")

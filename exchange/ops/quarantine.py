@@ -24,7 +24,7 @@ from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
 from exchange.errors import OperatorError
-from exchange.ops.find import matching
+from exchange.ops.find import aggregate_starts, matching
 from exchange.queue.record import advance_strict
 from exchange.queue.transitions import Change, apply
 
@@ -34,6 +34,8 @@ FILTER_OPTIONS = "--kind, --aggregate, --reason, --since, --until, --superseded"
 @dataclass(frozen=True)
 class Filters:
     kind: str | None = None
+    # The beginning of an aggregate or of its SKU, whatever the case: what the lists' search
+    # finds them by (``find.aggregate_starts``, one condition for list, export and actions).
     aggregate: str | None = None
     reason: str | None = None
     since: datetime | None = None
@@ -43,6 +45,14 @@ class Filters:
     superseded_after_quarantine: bool = False
     # What ``find`` looks for (``find.matching``): the workbench's search box on the list.
     search: str | None = None
+
+    def __post_init__(self) -> None:
+        # A beginning that is blank begins everything: no filter, never a match of all (a
+        # bulk cancel with ``--aggregate ""`` alone is refused as one without a filter).
+        for name in ("aggregate", "search"):
+            value = getattr(self, name)
+            if value is not None and not value.strip():
+                object.__setattr__(self, name, None)
 
     def any(self) -> bool:
         return self.superseded_after_quarantine or any(
@@ -80,7 +90,7 @@ def _where(q: Select[Any], filters: Filters, postgres: bool, *, reason: bool = T
     if filters.kind is not None:
         q = q.where(messages.c.kind == filters.kind)
     if filters.aggregate is not None:
-        q = q.where(messages.c.aggregate == filters.aggregate)
+        q = q.where(aggregate_starts(filters.aggregate, postgres))
     if reason and filters.reason is not None:
         q = q.where(messages.c.reason == filters.reason)
     # A quarantined message has not changed since it was quarantined: updated_at is that time.

@@ -19,6 +19,15 @@ _LABELS: dict[str, tuple[str, str]] = {
     "generated_at": ("Сформирован (UTC)", "Generated (UTC)"),
     "filters": ("Отбор", "Filters"),
     "no_filters": ("все записи карантина", "the whole quarantine"),
+    # the filters, as the summary's «Отбор» names them (``describe_filters``)
+    "filter_aggregate": ("Объект или артикул начинается с", "Aggregate or SKU begins with"),
+    "filter_search": ("Поиск", "Search"),
+    "filter_since": ("В карантине с (UTC)", "Quarantined from (UTC)"),
+    "filter_until": ("В карантине до (UTC)", "Quarantined before (UTC)"),
+    "filter_superseded": (
+        "только устаревшие после карантина",
+        "only those superseded after quarantine",
+    ),
     "total": ("Записей в карантине", "Entries in quarantine"),
     "oldest_age": ("Самая старая запись ждёт", "The oldest entry has waited"),
     "oldest_at": (
@@ -118,7 +127,16 @@ HISTORY_COLUMNS: tuple[str, ...] = (
 
 # The labels that name the zone of their times: the report's zone (EXCHANGE_DISPLAY_TZ).
 ZONED = frozenset(
-    {"generated_at", "oldest_at", "first_seen", "last_attempt", "quarantined_at", "at"}
+    {
+        "generated_at",
+        "oldest_at",
+        "first_seen",
+        "last_attempt",
+        "quarantined_at",
+        "at",
+        "filter_since",
+        "filter_until",
+    }
 )
 
 
@@ -356,21 +374,25 @@ def yes_no(value: bool, lang: Lang) -> str:
 
 
 def describe_filters(report: Report, lang: Lang) -> str:
+    """The filters the report was made with, in the report's language and its time format
+    (``clock_time`` in the report's zone, which the label names): «Вид: price; Объект или
+    артикул начинается с: ART-0; В карантине с (Europe/Moscow): 2026-11-30 11:00:00»."""
     f = report.filters
     parts = [
-        f"{name}={value}"
-        for name, value in (
+        f"{label(key, lang, report.zone)}: {value}"
+        for key, value in (
             ("kind", f.kind),
-            ("aggregate", f.aggregate),
+            ("filter_aggregate", f.aggregate),
+            ("filter_search", f.search),
             ("reason", f.reason),
-            ("since", f.since.isoformat() if f.since else None),
-            ("until", f.until.isoformat() if f.until else None),
+            ("filter_since", clock_time(f.since, report.zone) if f.since else None),
+            ("filter_until", clock_time(f.until, report.zone) if f.until else None),
         )
         if value is not None
     ]
     if f.superseded_after_quarantine:
-        parts.append("superseded")
-    return ", ".join(parts) if parts else label("no_filters", lang)
+        parts.append(label("filter_superseded", lang))
+    return "; ".join(parts) if parts else label("no_filters", lang)
 
 
 # -- rows shared by the spreadsheet formats --------------------------------------------------

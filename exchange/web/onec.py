@@ -31,6 +31,7 @@ from sqlalchemy import Engine
 
 from exchange.failpoints import failpoint
 from exchange.intake.commerceml.publish import (
+    SESSION_NAMES,
     Outcome,
     ReaderPool,
     close_interrupted,
@@ -501,6 +502,7 @@ class OneCExchange:
             progress=progress,
             staging_engine=self.staging_engine,
             pool=self.readers,
+            session_names=folder / SESSION_NAMES,
         )
 
     async def _complete(self, session: str) -> web.Response:

@@ -86,3 +86,30 @@ def test_migrate_is_idempotent_and_a_fresh_database_is_refused_until_migrated(
         ensure_current(engine)
     finally:
         engine.dispose()
+
+
+def test_migration_0017_folds_the_search_keys_of_the_rows_already_there(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A database upgraded with messages in it finds them by any case at once: 0017 fills the
+    folded keys (``find``'s) of every existing message and aggregate, not only of new ones."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'x.db'}")
+    upgrade(engine, "0016")
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            "INSERT INTO aggregates (kind, aggregate, done_version, sku, price_type) "
+            "VALUES ('price', 'АРТ-7/Retail', 0, 'АРТ-7', 'retail')"
+        )
+        connection.exec_driver_sql(
+            "INSERT INTO messages (message_id, aggregate_id, rejected, kind, aggregate, version, "
+            "schema_version, payload, created_at, taken_at, state, attempts, waiting_since, "
+            "updated_at, claim_rank) VALUES ('price.ART_7.v1.abc', 1, 0, 'price', "
+            "'АРТ-7/Retail', 1, '1', '{}', '2026-12-01 00:00:00', '2026-12-01 00:00:00', "
+            "'new', 0, '2026-12-01 00:00:00', '2026-12-01 00:00:00', 0)"
+        )
+    upgrade(engine)
+    with engine.connect() as connection:
+        keys = connection.exec_driver_sql(
+            "SELECT m.message_id_key, m.aggregate_key, a.sku_key "
+            "FROM messages m JOIN aggregates a ON a.id = m.aggregate_id"
+        ).one()
+    engine.dispose()
+    assert tuple(keys) == ("price.art_7.v1.abc", "арт-7/retail", "арт-7")

@@ -71,12 +71,16 @@ class Collect:
         self.offers: list[CmlOffer | object] = []
         self.types: list[object] = []
         self.articles: list[tuple[str, str]] = []
+        self.names: list[tuple[str, str]] = []
 
     def price_type(self, price_type: object) -> None:
         self.types.append(price_type)
 
     def article(self, product_id: str, article: str) -> None:
         self.articles.append((product_id, article))
+
+    def product_name(self, product_id: str, name: str) -> None:
+        self.names.append((product_id, name))
 
     def offer(self, offer: object) -> None:
         self.offers.append(offer)
@@ -355,6 +359,9 @@ class Counts:
 
     def article(self, product_id: str, article: str) -> None:
         self.articles += 1
+
+    def product_name(self, product_id: str, name: str) -> None:
+        pass
 
     def offer(self, offer: object) -> None:
         self.offers += 1

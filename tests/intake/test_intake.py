@@ -18,10 +18,11 @@ from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages, staging
 from exchange.dev.testing import fast_settings, posting_row, price_row, raw_row, stage
 from exchange.domain.clock import FakeClock
-from exchange.domain.identity import message_id
+from exchange.domain.identity import legacy_message_id, message_id
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
 from exchange.intake import staging_table as intake
+from exchange.intake.intents import stage_intents
 from exchange.queue import lease, record
 from exchange.settings import Settings
 
@@ -163,6 +164,39 @@ def test_duplicate_is_recorded_on_the_existing_message_and_makes_no_new_message(
     assert events == [Event.TAKEN.value, Event.DUPLICATE.value]
     second_id = staging_rows(engine)[1]["id"]
     assert staging_ids_recorded_as_duplicates(engine) == [second_id]
+
+
+def test_a_message_made_under_the_id_of_before_2026_12_keeps_it_when_its_intent_comes_again(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    """A Cyrillic aggregate's id reads in Latin letters now (``Kofe-1``, was ``____-1``), but
+    the id of a message already made never changes: the same intent staged again after the
+    upgrade (by the table or the JSON intake) is that message's duplicate, or its version
+    conflict, never a second message under a second Idempotency-Key; a new version gets the
+    new form."""
+    aggregate = "Кофе-1/retail"
+    old = legacy_message_id("price", aggregate, 1)
+    new = message_id("price", aggregate, 1)
+    assert old.startswith("price.____-1_retail.") and new.startswith("price.Kofe-1_retail.")
+    stage(engine, [price_row("Кофе-1", 1, "840.00", aggregate=aggregate)])
+    take(engine, settings, clock)
+    with transaction(engine) as c:  # as a release before 2026-12 wrote it
+        c.execute(update(messages).values(message_id=old, message_id_key=old.lower()))
+
+    stage(engine, [price_row("Кофе-1", 1, "840.0", aggregate=aggregate)])
+    assert stage_intents(
+        engine, None, settings.kinds, [price_row("Кофе-1", 1, "840.00", aggregate=aggregate)]
+    ) == [{"status": "duplicate", "message_id": old}]
+    stage(engine, [price_row("Кофе-1", 1, "999.00", aggregate=aggregate)])
+    stage(engine, [price_row("Кофе-1", 2, "850.00", aggregate=aggregate)])
+    report = take(engine, settings, clock)
+
+    assert (report.messages, report.duplicates, report.rejected) == (1, 1, 1)
+    first, second, conflict = all_messages(engine)
+    assert first["message_id"] == old and conflict["reason"] == "version-conflict"
+    assert old in (conflict["last_error"] or "")
+    assert second["message_id"] == message_id("price", aggregate, 2)
+    assert second["message_id"].startswith("price.Kofe-1_retail.v2.")
 
 
 def test_duplicates_within_one_chunk_and_across_cycles_are_recorded_not_sent_again(

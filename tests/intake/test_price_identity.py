@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, RowMapping, select
+from sqlalchemy import Engine, RowMapping, column, select, table
 
 from exchange.db.engine import transaction
 from exchange.db.schema import aggregates, history, messages
@@ -243,16 +243,41 @@ def test_migration_0003_fixes_existing_price_aggregates_from_their_earliest_mess
     engine = make_engine(empty_url)
     upgrade(engine, "0002")
     settings = fast_settings(empty_url)
+    # The tables as revision 0002 has them: the models' own would write the columns of later
+    # revisions (their defaults, the search keys of 0017).
+    old_aggregates = table("aggregates", column("id"), column("kind"), column("aggregate"))
+    old_messages = table(
+        "messages",
+        *(
+            column(name)
+            for name in [
+                "message_id",
+                "aggregate_id",
+                "kind",
+                "aggregate",
+                "version",
+                "schema_version",
+                "payload",
+                "created_at",
+                "taken_at",
+                "state",
+                "waiting_since",
+                "updated_at",
+            ]
+        ),
+    )
     with transaction(engine) as c:
         first = c.execute(
-            aggregates.insert().values(kind="price", aggregate="SKU-1")
-        ).inserted_primary_key[0]
-        c.execute(aggregates.insert().values(kind="price", aggregate="SKU-2"))  # all pruned
-        c.execute(aggregates.insert().values(kind="financial_posting", aggregate="D-1"))
+            old_aggregates.insert()
+            .values(kind="price", aggregate="SKU-1")
+            .returning(old_aggregates.c.id)
+        ).scalar_one()
+        c.execute(old_aggregates.insert().values(kind="price", aggregate="SKU-2"))  # all pruned
+        c.execute(old_aggregates.insert().values(kind="financial_posting", aggregate="D-1"))
         for pk, version, price_type in ((1, 1, "retail"), (2, 2, "wholesale")):  # v1 first
             payload = {"currency": "RUB", "price": "1", "price_type": price_type, "sku": "SKU-1"}
             c.execute(
-                messages.insert().values(
+                old_messages.insert().values(
                     message_id=f"m{pk}",
                     aggregate_id=first,
                     kind="price",
@@ -260,11 +285,11 @@ def test_migration_0003_fixes_existing_price_aggregates_from_their_earliest_mess
                     version=version,
                     schema_version="1",
                     payload=json.dumps(payload),
-                    created_at=clock.now(),
-                    taken_at=clock.now(),
+                    created_at=clock.now().replace(tzinfo=None),
+                    taken_at=clock.now().replace(tzinfo=None),
                     state="new",
-                    waiting_since=clock.now(),
-                    updated_at=clock.now(),
+                    waiting_since=clock.now().replace(tzinfo=None),
+                    updated_at=clock.now().replace(tzinfo=None),
                 )
             )
     upgrade(engine)

@@ -100,6 +100,10 @@ def test_a_bulk_action_without_a_filter_is_refused_and_changes_nothing(
     before = states(engine)
     with pytest.raises(OperatorError, match="needs at least one filter"):
         bulk(action, engine, settings, clock, Filters())
+    # a blank beginning of an aggregate (``--aggregate ""``) begins every one: no filter
+    for blank in ("", "  "):
+        with pytest.raises(OperatorError, match="needs at least one filter"):
+            bulk(action, engine, settings, clock, Filters(aggregate=blank, search=blank))
     assert before == states(engine)
 
 

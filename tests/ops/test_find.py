@@ -78,9 +78,35 @@ def test_a_price_says_its_price_currency_name_and_date(engine: Engine) -> None:
     assert row["created_at"]
 
 
+def test_a_sku_aggregate_or_message_id_is_found_by_its_beginning_whatever_its_case(
+    engine: Engine,
+) -> None:
+    """``ART-0`` and ``art-0`` find the same, and so do ``АРТ`` and ``арт`` (neither database
+    folds Cyrillic case by itself); so does a rejected row's aggregate, kept beside no
+    aggregate row."""
+    stage(
+        engine,
+        [
+            price_row("ART-0001", 1, aggregate="ART-0001/retail"),
+            price_row("АРТ-7", 1, aggregate="АРТ-7/retail"),
+            price_row("Кофе-1", 1, aggregate="Кофе-1/retail"),
+            {**price_row("БРАК-1", 1, aggregate="БРАК-1/retail"), "payload": "not json"},
+        ],
+    )
+    take(engine, None, dict(DEFAULT_KINDS), datetime.now(UTC))
+    for term in ("ART-0", "art-0", "Art-0001/RE", "price.art-0001"):
+        assert _found(engine, term) == {"ART-0001/retail"}, term
+    for term in ("АРТ", "арт", "Арт-7/Ret"):
+        assert _found(engine, term) == {"АРТ-7/retail"}, term
+    assert _found(engine, "КОФЕ-") == {"Кофе-1/retail"}
+    assert _found(engine, "брак") == {"БРАК-1/retail"}  # the rejected row's record
+    assert _found(engine, "art-1") == set()
+
+
 def test_the_prefix_search_reads_an_index_not_the_table(engine: Engine) -> None:
-    """A prefix on aggregate, SKU, document and message_id is a range of an index (migration
-    0016); the plan names the index on both databases."""
+    """A prefix on aggregate, SKU, document and message_id is a range of an index (migrations
+    0016, 0017: the folded keys of aggregate, SKU and message_id); the plan names the index on
+    both databases."""
     with transaction(engine, read_only=True) as connection:
         postgres = is_postgres(connection)
         if postgres:
@@ -90,9 +116,9 @@ def test_the_prefix_search_reads_an_index_not_the_table(engine: Engine) -> None:
         explain = "EXPLAIN " if postgres else "EXPLAIN QUERY PLAN "
         plan = " ".join(str(r) for r in connection.execute(text(explain + sql)))
     for index in (
-        "ix_messages_aggregate_prefix",
-        "ix_messages_message_id_prefix",
-        "ix_aggregates_sku_prefix",
+        "ix_messages_aggregate_key",
+        "ix_messages_message_id_key",
+        "ix_aggregates_sku_key",
         "ix_messages_source_ref_prefix",
         "ix_messages_name_prefix",
     ):

@@ -17,7 +17,7 @@ from sqlalchemy import Engine
 
 from exchange.db.engine import transaction
 from exchange.domain.clock import FakeClock
-from exchange.ops.quarantine import Filters
+from exchange.ops.quarantine import Filters, list_quarantined
 from exchange.report.collect import FORMATS, LANGS, Report, collect, known_secrets, render
 from exchange.report.words import label
 from exchange.settings import Settings, load_settings
@@ -124,6 +124,24 @@ def test_the_report_honours_the_filters_of_quarantine_list(
     assert {"http-422": 2} == only.summary.by_reason
     superseded = report(engine, clock, Filters(superseded_after_quarantine=True))
     assert [quarantine.superseded] == [e.message_id for e in superseded.entries]
+
+
+def test_the_aggregate_filter_takes_a_beginning_of_any_case_as_the_lists_search_does(
+    engine: Engine, clock: FakeClock, quarantine: Built
+) -> None:
+    """The report (``exchange quarantine export``, the workbench's export) and the lists agree
+    on what an aggregate filter is: the beginning of an aggregate or its SKU, any case, as
+    the workbench's search finds it (``find.aggregate_starts``, one condition)."""
+    prefixed = report(engine, clock, Filters(aggregate="sku-"))
+    assert {quarantine.superseded, quarantine.refused} == {e.message_id for e in prefixed.entries}
+    with transaction(engine, read_only=True) as c:
+        searched = list_quarantined(c, Filters(search="sku-"))
+        listed = list_quarantined(c, Filters(aggregate="sku-"))
+    assert {e["message_id"] for e in searched} == {e.message_id for e in prefixed.entries}
+    assert listed == searched  # the CLI's list: the same entries, in order
+    assert [quarantine.refused] == [
+        e.message_id for e in report(engine, clock, Filters(aggregate="SKU-2")).entries
+    ]
 
 
 def test_masked_fields_the_site_token_and_the_password_appear_in_no_format(

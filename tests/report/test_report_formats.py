@@ -31,6 +31,7 @@ from reporttools import (
 )
 
 from exchange.domain.reasons import Reason
+from exchange.ops.quarantine import Filters
 from exchange.report.collect import FORMATS, render
 from exchange.report.formats.svg import axis
 from exchange.report.model import Lang, Report
@@ -418,3 +419,33 @@ def test_every_readable_format_shows_times_in_the_reports_zone_and_names_it() ->
 
     entry = json.loads(render(report, "json", "ru"))["entries"][0]
     assert first.isoformat() == entry["first_seen"]
+
+
+def test_the_filter_line_speaks_the_reports_language_and_shows_times_as_the_report_does() -> None:
+    """«Отбор» names each filter in Russian (English in an English report), never as a key=value
+    of the code, and its times are the report's: in its zone, to the second, the zone named
+    by the label (what every other time of the report looks like)."""
+    since = datetime(2026, 11, 30, 8, 0, tzinfo=ZoneInfo("UTC"))
+    until = datetime(2026, 11, 30, 15, 30, 5, 123456, tzinfo=ZoneInfo("UTC"))
+    filters = Filters(
+        kind="price",
+        aggregate="арт-0",
+        reason="http-422",
+        since=since,
+        until=until,
+        superseded_after_quarantine=True,
+    )
+    report = replace(hostile_report(), zone="Europe/Moscow", filters=filters)
+
+    summary = dict(parse_csv(render(report, "csv", "ru"), ";").summary[1:])
+    assert summary["Отбор"] == (
+        "Вид: price; Объект или артикул начинается с: арт-0; Причина: http-422; "
+        "В карантине с (Europe/Moscow): 2026-11-30 11:00:00; "
+        "В карантине до (Europe/Moscow): 2026-11-30 18:30:05; "
+        "только устаревшие после карантина"
+    )
+    english = dict(parse_csv(render(report, "csv", "en"), ",").summary[1:])
+    assert english["Filters"].startswith("Kind: price; Aggregate or SKU begins with: арт-0; ")
+    assert "Quarantined from (Europe/Moscow): 2026-11-30 11:00:00" in english["Filters"]
+    page = render(report, "html", "ru").decode()
+    assert "В карантине с (Europe/Moscow): 2026-11-30 11:00:00" in page

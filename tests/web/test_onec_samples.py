@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -300,3 +301,56 @@ def test_a_sample_goes_through_the_pipeline_to_the_site(
         for e in effects
     )
     assert expected == delivered
+
+
+def _products(data: bytes) -> dict[str, str]:
+    """``Товар``/``Ид`` -> ``Товар``/``Наименование`` of a catalogue, read independently."""
+    return {
+        _child(good, "Ид"): " ".join(_child(good, "Наименование").split())
+        for good in ET.fromstring(data).iter()
+        if _local(good.tag) == "Товар"
+    }
+
+
+def _unnamed(data: bytes, generated_at: str) -> bytes:
+    """The offers file with no ``Наименование`` in its offers, as 1C's split prices files
+    come (gillbeits-commerceml/prices___…: offers of Ид and prices only), and its own
+    ДатаФормирования (so that each exchange below stages it anew)."""
+    text = data.decode("utf-8-sig")
+    head, _, offers = text.partition("<Предложения>")
+    offers = re.sub(r"<Наименование>[^<]*</Наименование>", "", offers)
+    head = re.sub(r'ДатаФормирования="[^"]*"', f'ДатаФормирования="{generated_at}"', head)
+    return f"{head}<Предложения>{offers}".encode()
+
+
+def test_offers_without_names_are_named_by_the_import_xml_of_their_exchange(
+    samples: Path, serve: Callable[..., str], db: Engine
+) -> None:
+    """Real 1C files (carono-php-commerceml, one exchange: import.xml then offers.xml): an
+    offer without a ``Наименование`` is named as its product in import.xml; an offer's own
+    name (1C's «Товар (характеристика)») stays; an exchange without import.xml names none."""
+    folder = samples / "carono-php-commerceml"
+    catalogue, offers = (folder / "import.xml").read_bytes(), (folder / "offers.xml").read_bytes()
+    products = _products(catalogue)
+    base = serve(**{"1c_price_types": {"Розничная": "retail"}})
+
+    def exchange(files: list[tuple[str, bytes]]) -> dict[str, str | None]:
+        before = {row["id"] for row in staged(db)}
+        client = OneCClient(base, USER, PASSWORD, use_zip=False)
+        try:
+            log = client.exchange(files)
+        finally:
+            client.close()
+        assert {n: a.status for n, a in log.answers.items()} == {n: "success" for n, _ in files}
+        return {r["aggregate"]: r["name"] for r in staged(db) if r["id"] not in before}
+
+    alone = exchange([("offers.xml", _unnamed(offers, "2030-01-01T00:00:00"))])
+    assert len(alone) == 5 and set(alone.values()) == {None}
+    named = exchange(
+        [("import.xml", catalogue), ("offers.xml", _unnamed(offers, "2030-01-02T00:00:00"))]
+    )
+    assert named == {aggregate: products[aggregate.partition("#")[0]] for aggregate in alone}, named
+    assert set(named.values()) == {"Женские ботфорты коричневые", "Ботинки женские демисезонные"}
+    own = exchange([("import.xml", catalogue), ("offers.xml", offers)])
+    assert "Женские ботфорты коричневые (38)" in own.values()
+    assert all(name and name.startswith(products[a.partition("#")[0]]) for a, name in own.items())

@@ -278,6 +278,23 @@ def test_export_in_every_format(bench: str, db_url: str, site: SiteSimulator, fm
     assert client.get("/export", params={"format": "pdf"}).status_code == 400
 
 
+def test_the_export_takes_the_beginning_of_an_aggregate_as_the_list_finds_it(
+    bench: str, db_url: str, site: SiteSimulator
+) -> None:
+    """The export page's aggregate is a beginning of an aggregate or SKU in any case, the
+    condition of the list's search: the list and the export of ``art-0`` hold the same
+    entries; the CSV's «Отбор» says so in Russian."""
+    quarantine_some(db_url, site, "ART-01", "ART-02", "BART-01")
+    client = signed_in(bench, "victor")
+    listed = client.get("/quarantine", params={"q": "art-0"}).text
+    answer = client.get("/export", params={"format": "json", "aggregate": "art-0"})
+    exported = {e["aggregate"] for e in json.loads(answer.content)["entries"]}
+    assert exported == {"ART-01", "ART-02"}
+    assert all(sku in listed for sku in exported) and "BART-01" not in listed
+    csv_text = client.get("/export", params={"format": "csv", "aggregate": "art-0"}).text
+    assert "Объект или артикул начинается с: art-0" in csv_text
+
+
 def test_blocked_and_exchanges_pages(
     bench: str, db: Engine, db_url: str, site: SiteSimulator
 ) -> None:

@@ -130,8 +130,12 @@ NAME_LIMIT = 500  # staging_intents.name (contract 1)
 
 class Mapper:
     """A ``parse.Sink`` that writes one row per price to ``out(aggregate, payload, name)``:
-    ``name`` is the offer's ``Наименование`` (None without one), kept beside the message for
-    people and never in the payload (contract 1: a name is never sent to a shop)."""
+    ``name`` is the offer's ``Наименование``, else its product's (``names``: the catalogue
+    files of this 1C exchange, ``Товар``/``Наименование`` by the product's ``Ид``; an offer of
+    a characteristic, ``<product>#<characteristic>``, takes its product's), None without
+    either; kept beside the message for people and never in the payload (contract 1: a name is
+    never sent to a shop). An offer's own name wins: 1C names an offer of a characteristic
+    «Товар (характеристика)», more than its product's name says."""
 
     def __init__(
         self,
@@ -141,6 +145,7 @@ class Mapper:
         known_types: dict[str, PriceType],
         articles: Mapping[str, str],
         out: Callable[[str, str, str | None], None],
+        names: Mapping[str, str] | None = None,
     ) -> None:
         self.map = price_types
         self.sku_mode = sku_mode
@@ -150,6 +155,8 @@ class Mapper:
         self.counts = Counts()
         self.new_types: dict[str, PriceType] = {}
         self.new_articles: dict[str, str] = {}
+        self.names = dict(names or {})
+        self.new_names: dict[str, str] = {}
         self._resolved: dict[str, tuple[str, str, str]] = {}
 
     # -- parse.Sink ------------------------------------------------------------------------
@@ -163,6 +170,18 @@ class Mapper:
     def article(self, product_id: str, article: str) -> None:
         self.articles[product_id] = article
         self.new_articles[product_id] = article
+
+    def product_name(self, product_id: str, name: str) -> None:
+        self.names[product_id] = name
+        self.new_names[product_id] = name
+
+    def _name(self, offer: Offer) -> str | None:
+        """The offer's own name, else its product's (by its whole Ид, then by the part
+        before ``#``), cut to the staging column; None without either."""
+        name = offer.name
+        if not name and self.names:
+            name = self.names.get(offer.id) or self.names.get(offer.id.partition("#")[0], "")
+        return name[:NAME_LIMIT] or None
 
     def _resolve(self, type_id: str) -> tuple[str, str, str]:
         """(name, code or "", the type's currency) of a price type, kept per Ид."""
@@ -188,7 +207,7 @@ class Mapper:
         key = sku or offer.id
         plain_sku = _PLAIN_TEXT.match(sku) is not None
         out = self.out
-        product = offer.name[:NAME_LIMIT] or None
+        product = self._name(offer)
         for price in offer.prices:
             counts.prices += 1
             name, code, type_currency = self._resolve(price.type_id)

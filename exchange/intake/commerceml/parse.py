@@ -41,8 +41,9 @@ Safety, as defusedxml's (the C parser lets no handler be set, so each guard is i
   unfinished offer holds at most about 64 × 16 fields of 1,024 characters, whatever the file.
 
 Only what prices need is read: price types (``ТипЦены``, in offers files up to 2.08 and in the
-catalogue's ``Классификатор`` from 2.09), products' articles (``Товар``/``Артикул``) and offers
-with their prices. ``Представление`` (display text) is never read.
+catalogue's ``Классификатор`` from 2.09), products' articles and names (``Товар``/``Артикул``,
+``Товар``/``Наименование``: for people, never sent) and offers with their prices.
+``Представление`` (display text) is never read.
 """
 
 from __future__ import annotations
@@ -114,6 +115,7 @@ class Readable(Protocol):
 class Sink(Protocol):
     def price_type(self, price_type: PriceType) -> None: ...
     def article(self, product_id: str, article: str) -> None: ...
+    def product_name(self, product_id: str, name: str) -> None: ...
     def offer(self, offer: Offer) -> None: ...
 
 
@@ -128,6 +130,12 @@ def _text(value: str | None, name: str) -> str:
     if len(value) > MAX_TEXT:
         raise CmlError(f"a text node longer than {MAX_TEXT} characters in <{name}>")
     return value.strip()
+
+
+def _name(value: str | None) -> str:
+    """A ``Наименование`` as people read it: its runs of whitespace (line breaks of 1C's
+    multi-line names) one space."""
+    return " ".join(_text(value, "Наименование").split())
 
 
 class _Tags:
@@ -183,7 +191,7 @@ NEXT: dict[int, dict[str, int]] = {
         "МинКоличество": FIELD,
     },
     TYPE: {"Ид": FIELD, "Наименование": FIELD, "Валюта": FIELD},
-    GOOD: {"Ид": FIELD, "Артикул": FIELD},
+    GOOD: {"Ид": FIELD, "Артикул": FIELD, "Наименование": FIELD},
 }
 DEFAULT = {ROOT_KIND: SECTION, PRICE: INNER, INNER: INNER}  # else OTHER
 RECORDS = frozenset({OFFER, PRICES, PRICE, INNER, TYPE, GOOD})  # keep fields until complete
@@ -373,12 +381,15 @@ class _Reader:
                 article = _text(record.findtext(tags.article), "Артикул")
                 if product_id and article:
                     self.sink.article(product_id, article)
+                name = _name(record.findtext(tags.name))
+                if product_id and name:
+                    self.sink.product_name(product_id, name)
 
     def _offer(self, element: ET.Element, tags: _Tags) -> None:
         offer = Offer(
             _text(element.findtext(tags.id), "Ид"),
             _text(element.findtext(tags.article), "Артикул"),
-            " ".join(_text(element.findtext(tags.name), "Наименование").split()),
+            _name(element.findtext(tags.name)),
         )
         if self._too_many(element):
             offer.too_many_prices = offer.has_prices = True

@@ -39,7 +39,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
+import os
 import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -78,7 +80,10 @@ log = logging.getLogger(__name__)
 PUBLISH_LOCK = 0x1C0E  # PostgreSQL advisory lock: one package gets its version at a time
 SPOOL_SUFFIX = ".spool"  # beside the upload: the frames the reader writes
 SCRATCH_SUFFIX = ".rows.db"  # beside the upload: the rows read, a SQLite file (SQLite staging)
-WORK_SUFFIXES = (SPOOL_SUFFIX, SCRATCH_SUFFIX)  # names 1C may not upload (exchange/web/files.py)
+NAMES_SUFFIX = ".names.json"  # in an exchange's folder: the products' names it has sent
+SESSION_NAMES = "products" + NAMES_SUFFIX  # that file's name
+# names 1C may not upload (exchange/web/files.py)
+WORK_SUFFIXES = (SPOOL_SUFFIX, SCRATCH_SUFFIX, NAMES_SUFFIX)
 SCRATCH = "scratch"  # the scratch database's name while attached
 SCRATCH_TABLE = "price_rows"
 
@@ -144,6 +149,29 @@ def save_catalogue(
         connection.execute(
             statement, [{**row, "updated_at": now} for row in rows[start : start + CHUNK]]
         )
+
+
+def load_session_names(path: Path | None) -> dict[str, str]:
+    """The products' names an exchange's catalogue files gave (``save_session_names``): by
+    product ``Ид``; none without the file (no catalogue file yet, or no exchange at all)."""
+    if path is None:
+        return {}
+    try:
+        names = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:  # our own file, damaged: names are for people only
+        log.warning("1C exchange: the products' names in %s are not readable: %s", path, exc)
+        return {}
+    return {str(k): str(v) for k, v in names.items()} if isinstance(names, dict) else {}
+
+
+def save_session_names(path: Path, names: Mapping[str, str]) -> None:
+    """Keep ``names`` for the exchange's next files, in its folder (gone with the exchange:
+    ``complete``, or the next ``init``): written whole, then renamed over the last."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps(names, ensure_ascii=False), "utf-8")
+    os.replace(part, path)
 
 
 # -- the exchanges operators see -------------------------------------------------------------
@@ -267,19 +295,24 @@ def import_file(
     progress: Callable[[int, int], None] | None = None,
     staging_engine: Engine | None = None,
     pool: ReaderPool | None = None,
+    session_names: Path | None = None,
 ) -> Outcome:
-    """Parse ``path`` (``name`` as 1C called it) and stage what it carries, into
-    ``staging_engine`` when staging has a database of its own. With a ``pool`` the file is
-    read in a process of its own while what it has read so far is staged (PostgreSQL: by the
-    publishing transaction; SQLite: into the scratch file, the transaction after the read):
-    the one place that chooses; without, it is read here first. Never raises for bad data: a
-    file that cannot be read is a ``failure`` Outcome with a one-line reason."""
+    """Parse ``path`` (``name`` as 1C called it) and stage what it carries, into ``staging_engine``
+    when staging has a database of its own. ``session_names``: the file that keeps the products'
+    names (``Товар``/``Наименование``) of the catalogue files of this 1C exchange
+    (``import.xml``, which 1C sends before ``offers.xml``), for the offers that carry no name of
+    their own; read before, and added to after, this file. With a ``pool`` the file is read in a
+    process of its own while what it has read so far is staged (PostgreSQL: by the publishing
+    transaction; SQLite: into the scratch file, the transaction after the read): the one place
+    that chooses; without, it is read here first. Never raises for bad data: a file that cannot
+    be read is a ``failure`` Outcome with a one-line reason."""
     spool = path.with_name(path.name + SPOOL_SUFFIX)
     spool.unlink(missing_ok=True)
     spool.touch()
     scratch = path.with_name(path.name + SCRATCH_SUFFIX)
     scratch.unlink(missing_ok=True)
     types, articles = load_catalogue(engine, articles=sku_mode == "article")
+    names = load_session_names(session_names)
     target = staging_engine if staging_engine is not None else engine
     found: list[Read] = []
     try:
@@ -287,7 +320,7 @@ def import_file(
             with path.open("rb") as raw:
                 stream = _Hashing(raw)  # the digest in the same pass as the parse
                 read = read_into_spool(
-                    path, spool, price_types, sku_mode, types, articles, progress, stream
+                    path, spool, price_types, sku_mode, types, articles, names, progress, stream
                 )
                 digest = stream.hexdigest()
             found.append(read)
@@ -303,7 +336,7 @@ def import_file(
                 before = _staged_before(connection, digest)
             if before is not None:
                 return _nothing_new(before)
-            future = pool.submit(path, spool, price_types, sku_mode, types, articles)
+            future = pool.submit(path, spool, price_types, sku_mode, types, articles, names)
 
             def finish() -> Read:
                 found.append(pool.result(future))
@@ -354,6 +387,8 @@ def import_file(
         if found and (found[-1].new_types or found[-1].new_articles):
             with transaction(engine) as connection:  # after the staging transaction ended
                 save_catalogue(connection, found[-1].new_types, found[-1].new_articles)
+        if found and found[-1].new_names and session_names is not None:
+            save_session_names(session_names, {**names, **found[-1].new_names})
 
 
 def _into_scratch(
@@ -591,4 +626,12 @@ def _staged_before(connection: Connection, digest: str) -> int | None:
     return None if version is None else int(version)
 
 
-__all__ = ["Counts", "Outcome", "ReaderPool", "import_file", "load_catalogue", "publish"]
+__all__ = [
+    "Counts",
+    "Outcome",
+    "ReaderPool",
+    "import_file",
+    "load_catalogue",
+    "load_session_names",
+    "publish",
+]

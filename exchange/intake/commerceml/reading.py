@@ -54,6 +54,7 @@ class Read:
     failure: str | None
     new_types: dict[str, PriceType] = field(default_factory=dict)
     new_articles: dict[str, str] = field(default_factory=dict)
+    new_names: dict[str, str] = field(default_factory=dict)  # products' names it carried
 
 
 def read_into_spool(
@@ -63,11 +64,13 @@ def read_into_spool(
     sku_mode: SkuMode,
     types: dict[str, PriceType],
     articles: Mapping[str, str],
+    names: Mapping[str, str],
     progress: Callable[[int, int], None] | None = None,
     stream: Readable | None = None,
 ) -> Read:
     """Parse ``path`` (or ``stream``), map its offers and append their rows to ``spool`` in
-    frames. Raises ``CmlError`` (one line) for a file that cannot be read."""
+    frames; ``names``: the products' names the exchange's catalogue files gave before
+    (``Mapper``). Raises ``CmlError`` (one line) for a file that cannot be read."""
     with spool.open("ab") as out:
         rows: Rows = []
         state = {"read": 0, "offers": 0, "framed": 0}
@@ -98,6 +101,7 @@ def read_into_spool(
             known_types=types,
             articles=articles,
             out=write,
+            names=names,
         )
         if stream is not None:
             parse(stream, mapper, progress=tick, header=header)
@@ -112,6 +116,7 @@ def read_into_spool(
         failure=mapper.failure(),
         new_types=mapper.new_types,
         new_articles=mapper.new_articles,
+        new_names=mapper.new_names,
     )
 
 
@@ -186,6 +191,7 @@ class ReaderPool:
         sku_mode: SkuMode,
         types: dict[str, PriceType],
         articles: Mapping[str, str],
+        names: Mapping[str, str],
     ) -> Future[Read]:
         with self._lock:
             if self._executor is None:
@@ -195,7 +201,14 @@ class ReaderPool:
             executor = self._executor
         try:
             return executor.submit(
-                self.target, path, spool, dict(price_types), sku_mode, types, dict(articles)
+                self.target,
+                path,
+                spool,
+                dict(price_types),
+                sku_mode,
+                types,
+                dict(articles),
+                dict(names),
             )
         except BrokenProcessPool:
             self._broken(executor)

@@ -70,6 +70,7 @@ def report_json(report: Report, lang: Lang) -> dict[str, Any]:
         "filters": {
             "kind": f.kind,
             "aggregate": f.aggregate,
+            "search": f.search,
             "reason": f.reason,
             "since": _iso(f.since),
             "until": _iso(f.until),
