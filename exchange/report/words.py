@@ -12,6 +12,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from exchange.report.model import Entry, Lang, Report
+from exchange.words import error_words
 
 # (key, Russian, English). The order of COLUMNS is the order of the detail table.
 _LABELS: dict[str, tuple[str, str]] = {
@@ -282,32 +283,6 @@ def next_check(
     return (words[0] if lang == "ru" else words[1]).format(reason=reason, **said)
 
 
-# The concrete causes the intake contract and the site client write (in English, in the
-# message's record), as a Russian report says them. Matched as fragments, longest first; a cause
-# with no match is shown as it is, after the Russian words "Причина (как записано)".
-_CAUSES_RU: tuple[tuple[str, str], ...] = (
-    ("must be written without an exponent", "записывается без экспоненты (не 1e3, а 1000)"),
-    ("is not a number the contract allows", "— число, которое контракт не допускает"),
-    ("must be three upper-case letters, e.g. RUB", "— три заглавные латинские буквы, например RUB"),
-    ("must be a decimal string such as", "должна быть десятичной строкой, например"),
-    ("must have at most", "допускает не больше"),
-    ("decimal places", "знаков после запятой"),
-    ("must be at least 0 and below 10^12", "должна быть от 0 и меньше 10^12"),
-    ("must not contain control characters", "не должен содержать управляющих символов"),
-    ("must be 1 to 100 characters", "должен быть длиной от 1 до 100 символов"),
-    ("must be a plain decimal", "должна быть простым десятичным числом"),
-    ("must be finite", "должна быть конечным числом"),
-    ("must be a string", "должен быть строкой"),
-    ("payload is not valid JSON", "payload — не JSON"),
-    ("payload must be a JSON object", "payload должен быть JSON-объектом"),
-    ("price payload", "цена"),
-    ("appears twice", "встречается дважды"),
-    ("the site is unreachable", "сайт недоступен"),
-    ("is too long", "слишком длинное"),
-    ("characters", "символов"),
-)
-
-
 def cause(entry: Entry, lang: Lang) -> str | None:
     """The concrete cause of this entry in the report's language, or None."""
     text = entry.last_result
@@ -315,9 +290,7 @@ def cause(entry: Entry, lang: Lang) -> str | None:
         return None
     if lang == "en":
         return text
-    shown = text
-    for english, russian in _CAUSES_RU:
-        shown = shown.replace(english, russian)
+    shown = error_words(text, "ru")  # the same Russian as the workbench's pages
     return shown if shown != text else f"(как записано) {text}"
 
 

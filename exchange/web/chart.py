@@ -12,7 +12,7 @@ from sqlalchemy import Connection, func, select
 from exchange.db.engine import is_postgres
 from exchange.db.schema import history
 from exchange.domain.states import Event
-from exchange.web.words import Lang, word
+from exchange.words import Lang, word
 
 DELIVERED = (Event.DELIVERED.value,)
 FAILED = (Event.RETRY_SCHEDULED.value, Event.QUARANTINED.value, Event.LEASE_EXPIRED.value)

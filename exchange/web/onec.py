@@ -56,7 +56,7 @@ from exchange.web.files import (
 )
 from exchange.web.keys import Signer
 from exchange.web.throttle import Guesses
-from exchange.web.words import onec_words
+from exchange.words import onec_words
 
 log = logging.getLogger(__name__)
 

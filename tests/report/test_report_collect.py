@@ -234,7 +234,7 @@ def test_the_concrete_cause_in_the_reports_language_and_a_command_to_run() -> No
             **defaults,
             "message_id": "price.SKU-1.v1.abc",
             "reason": "invalid-contract",
-            "last_error": "price payload: price must be written without an exponent",
+            "last_error": "price payload: price: must be written without an exponent",
             "rejected_row": True,
             "superseded_after_quarantine": False,
         }

@@ -16,7 +16,7 @@ from web_helpers import PASSWORD, USER
 from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xml
 from exchange.dev.onec_client import OneCClient
 from exchange.ops.find import known_reasons
-from exchange.web.words import detail_words, error_words, onec_words
+from exchange.words import detail_words, error_words, onec_words
 
 # What may stay as it is inside a Russian text: codes a person types, configures or finds in a
 # file, and the names the test's own data carries.

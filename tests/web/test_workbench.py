@@ -36,7 +36,7 @@ from exchange.db.engine import transaction
 from exchange.db.schema import history, messages, notifications, operators, workers
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import posting_row, stage
-from exchange.web.words import WORDS
+from exchange.words import WORDS
 
 TOKEN = "test-token"
 

@@ -30,7 +30,7 @@ from exchange.intake.sources.common import Received, refused_records
 from exchange.intake.sources.common import take as take_from_broker
 from exchange.intake.staging_table import take
 from exchange.report.words import next_check
-from exchange.web.words import messages_counted, page_steps, word
+from exchange.words import messages_counted, page_steps, word
 
 # What a page must not show as the service's own words: the English stored texts, and a
 # command of the command line where a page has buttons.
@@ -374,7 +374,7 @@ def _refusals() -> list[str]:
 
 
 def test_every_refusal_the_intake_writes_is_said_in_russian() -> None:
-    from exchange.web.words import detail_words
+    from exchange.words import detail_words
 
     untranslated = {}
     for text in _refusals():

@@ -21,7 +21,7 @@ from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import posting_row, price_row, stage
 from exchange.ops.find import known_reasons
 from exchange.report.words import next_check
-from exchange.web.words import page_steps
+from exchange.words import page_steps
 
 # Codes and names a Russian page may show as they are: what an operator types or configures.
 ALLOWED = {

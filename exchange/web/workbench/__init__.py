@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from exchange.web.words import WORDS
 from exchange.web.workbench.actions import Actions
 from exchange.web.workbench.core import ACTION_PATHS, Core, Who, _masked
 from exchange.web.workbench.pages import Pages
 from exchange.web.workbench.signin import SignIn
+from exchange.words import WORDS
 
 
 class Workbench(SignIn, Pages, Actions):

@@ -19,8 +19,8 @@ from exchange.ops import quarantine
 from exchange.ops.prioritize import prioritize
 from exchange.ops.quarantine import ActionResult, Filters, PreviewChanged, list_quarantined
 from exchange.queue import control
-from exchange.web.words import word
 from exchange.web.workbench.core import ACTION_PATHS, Core, Who
+from exchange.words import word
 
 
 class Actions(Core):

@@ -29,7 +29,7 @@ from exchange.web.config import WebConfig
 from exchange.web.keys import Signer
 from exchange.web.onec import Refusals
 from exchange.web.throttle import Limits, Throttle
-from exchange.web.words import (
+from exchange.words import (
     WORDS,
     Lang,
     error_words,
@@ -38,7 +38,7 @@ from exchange.web.words import (
     versions_counted,
     word,
 )
-from exchange.web.words import name as code_name
+from exchange.words import name as code_name
 
 SESSION_COOKIE = "exchange_wb"
 LANG_COOKIE = "exchange_lang"

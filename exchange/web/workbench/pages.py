@@ -31,7 +31,6 @@ from exchange.queue import control
 from exchange.report import collect as report
 from exchange.report.model import FORMATS, SUFFIXES
 from exchange.web import chart
-from exchange.web.words import Lang, inside_words, word
 from exchange.web.workbench.core import (
     _CONTENT_TYPES,
     EXCHANGES_SHOWN,
@@ -42,6 +41,7 @@ from exchange.web.workbench.core import (
     _masked,
     _secure,
 )
+from exchange.words import Lang, inside_words, word
 
 # The quarantine's pages: entries a page (a choice of these), the first by default.
 PER_PAGES = (50, 100, 500)

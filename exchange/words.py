@@ -1,7 +1,10 @@
-"""The workbench's words: Russian first, English on request (``?lang=en``, kept in a cookie).
+"""The service's words: Russian first, English on request (``?lang=en``, kept in a cookie).
 
-Every label a page shows comes from here; a key missing from one language is a test failure
-(``tests/web/test_workbench.py``), never an English word on a Russian page.
+Every label a page shows comes from here, and every text of the service's own (an error, a
+history detail, a 1C exchange's outcome) is said in Russian here, for the pages and the reports
+alike (``error_words``); below the web and the report, above only the domain. A key missing
+from one language is a test failure (``tests/web/test_workbench.py``), never an English word on
+a Russian page.
 """
 
 from __future__ import annotations
