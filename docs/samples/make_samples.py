@@ -198,10 +198,10 @@ def sample() -> Report:
                     None,
                     "quarantined",
                     "shop-exchange-1",
-                    detail="payload is not JSON: Expecting ',' delimiter",
+                    detail="payload is not valid JSON: Expecting ',' delimiter: line 1 column 62 (char 61)",
                 ),
             ),
-            last_error="payload is not JSON: Expecting ',' delimiter",
+            last_error="payload is not valid JSON: Expecting ',' delimiter: line 1 column 62 (char 61)",
             rejected=40211,
         ),
         entry(
