@@ -679,7 +679,7 @@ _INTAKE_DETAILS: tuple[tuple[str, str], ...] = (
         r"payload nests (?P<d>\d+) levels deep; the contract allows at most (?P<m>\d+)",
         "глубина вложенности данных payload — {d}, а контракт допускает не больше {m}",
     ),
-    (r"payload is not valid JSON: (?P<e>.+)", "данные payload — не правильный JSON: {e*}"),
+    (r"payload is not valid JSON: (?P<e>.+)", "данные (payload) — некорректный JSON: {e*}"),
     (
         r"payload must be a JSON object, not (?P<t>\w+)",
         "данные payload должны быть объектом JSON, а не {t}",

@@ -126,12 +126,12 @@ def test_a_payload_that_is_not_json_is_said_in_russian_on_its_message_page(
     page = signed_in(bench, "olga").get(f"/message/{stored['message_id']}").text
     error = element(page, "last-error")
     assert error == (
-        "данные payload — не правильный JSON: ожидалось имя ключа в двойных кавычках: "
+        "данные (payload) — некорректный JSON: ожидалось имя ключа в двойных кавычках: "
         "строка 1, позиция 2 (символ № 1)"
     ), error
     assert "not valid JSON" not in page and "Expecting" not in page
     # The history's row says it the same way.
-    assert "не принято (invalid-contract): данные payload — не правильный JSON" in html.unescape(
+    assert "не принято (invalid-contract): данные (payload) — некорректный JSON" in html.unescape(
         page
     )
 
