@@ -250,7 +250,7 @@ class Actions(Core):
     async def resume(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
         def act() -> None:
             with transaction(self.engine) as connection:
-                control.resume(connection, operator=who.name)
+                control.resume(connection, operator=who.name, now=self.clock.now())
 
         await asyncio.to_thread(act)
         raise web.HTTPSeeOther("/")
