@@ -9,6 +9,7 @@ a wait on it makes its time pass at once, so a test never sleeps through a site'
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, tzinfo
@@ -83,8 +84,9 @@ class FakeMonotonic:
 
         def fire() -> None:
             late = ends - self.now()
-            if late > 0:
-                self.clock.advance(late)
+            if late > 0:  # whole microseconds, as the FakeClock counts them, rounded up:
+                # rounded to the nearest, a wait shorter than half of one would never pass
+                self.clock.advance(math.ceil(late * 1_000_000) / 1_000_000)
             callback()
 
         return asyncio.get_running_loop().call_soon(fire)

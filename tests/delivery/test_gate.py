@@ -106,3 +106,18 @@ def test_a_hold_is_waited_out_on_the_injected_clock_not_slept() -> None:
 
     moved = asyncio.run(run())
     assert timedelta(seconds=60) <= moved <= timedelta(seconds=61)
+
+
+def test_a_hold_shorter_than_the_fake_clocks_microsecond_still_passes() -> None:
+    """The FakeClock counts whole microseconds: a wait of a tenth of one (a rate's slot ends
+    anywhere) moves it on by one, not by none, so the request goes instead of the waiter
+    asking again forever (found by the model test: a cycle that never ended)."""
+
+    async def run() -> None:
+        monotonic = clocks.FakeMonotonic(clocks.FakeClock())
+        pace = _pace(4)
+        pace.hold_until = monotonic.now() + 1e-7
+        gate = InFlightGate(pace, monotonic=monotonic, stopping=lambda: False)
+        await asyncio.wait_for(gate.enter(), timeout=1.0)
+
+    asyncio.run(run())
