@@ -21,7 +21,7 @@ from exchange.db.engine import make_engine
 from exchange.db.migrate import ensure_current
 from exchange.db.sku_ids import DbSkuIds
 from exchange.db.target_lock import DbLock
-from exchange.domain.clock import Clock, SystemClock
+from exchange.domain.clock import Clock, Monotonic, SystemClock
 from exchange.errors import ConfigurationError
 from exchange.intake import sources
 from exchange.intake.sources.common import Source
@@ -194,7 +194,10 @@ def worker(
     clock: Clock | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     rng: random.Random | None = None,
+    monotonic: Monotonic | None = None,
 ) -> Worker:
+    """``clock`` and ``monotonic``: the real ones unless a test gives fakes
+    (``FakeClock``, ``FakeMonotonic``)."""
     return Worker(
         settings,
         engine,
@@ -203,6 +206,7 @@ def worker(
         staging_engine=staging_engine,
         rng=rng,
         source=source(settings, engine, staging_engine),
+        monotonic=monotonic,
     )
 
 

@@ -43,7 +43,7 @@ from exchange.db.target_lock import DbLock
 from exchange.delivery.gate import InFlightGate
 from exchange.delivery.probe import PROBE_TURN, ProbeTurn
 from exchange.domain.breaker import BreakerState, CircuitBreaker
-from exchange.domain.clock import Clock
+from exchange.domain.clock import SYSTEM_MONOTONIC, Clock, Monotonic
 from exchange.domain.pace import Cause, Pace
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import (
@@ -143,6 +143,7 @@ class Worker:
         rng: random.Random | None = None,
         metrics: Metrics | None = None,
         source: Source | None = None,
+        monotonic: Monotonic | None = None,
     ) -> None:
         self.settings = settings
         self.source = source  # a broker taken from at each cycle's intake (contract 12)
@@ -150,6 +151,9 @@ class Worker:
         self.staging_engine = staging_engine
         self.target = target
         self.clock = clock
+        # Seconds for the pace, the cycle's take-ins, the heartbeats, the write retry and the
+        # health check's answer, and the clock the requests wait their turn on (the gate).
+        self.monotonic = monotonic or SYSTEM_MONOTONIC
         self.rng = rng or random.Random()
         self.metrics = metrics or Metrics()  # the base records nothing: metrics off
         self.worker_id = settings.worker_id
@@ -168,7 +172,7 @@ class Worker:
         self.probe = ProbeTurn(
             self.pace,
             DbLock(engine, PROBE_TURN, settings.worker_id, clock),
-            monotonic=time.monotonic,
+            monotonic=self.monotonic.now,
             live_workers=lambda: self._live_workers(self.clock.now()),
             report=self._heartbeat_values,
             write_report=self._write_heartbeat,
@@ -176,7 +180,7 @@ class Worker:
         self._reported_at = -math.inf  # the last heartbeat (monotonic)
         self.stopping = False
         self.gate = InFlightGate(
-            self.pace, monotonic=time.monotonic, stopping=lambda: self.stopping
+            self.pace, monotonic=self.monotonic, stopping=lambda: self.stopping
         )
         self._health_lock: asyncio.Lock | None = None
         self._health: tuple[float, bool] | None = None  # (checked at, site down)
@@ -239,7 +243,7 @@ class Worker:
         brought messages for are coalesced, and a take-in that brought none costs a few
         indexed reads whatever the backlog."""
         now = self.clock.now()
-        self._taken_in_at = time.monotonic()
+        self._taken_in_at = self.monotonic.now()
         sweep = sweep or coalesce.sweep_due(
             self._taken_in_at - self._swept_at, self._sweep_cost, self.settings.poll_interval
         )
@@ -250,13 +254,13 @@ class Worker:
         with transaction(self.engine) as connection:
             gaps = 0
             if sweep:
-                started = time.perf_counter()
+                started = self.monotonic.now()
                 report.cancelled += coalesce.coalesce(connection, self.kinds, now)
                 gaps = coalesce.quarantine_gaps(
                     connection, self.kinds, now, self.settings.gap_timeout
                 )
-                self._sweep_cost = time.perf_counter() - started
-                self._swept_at = time.monotonic()
+                self._sweep_cost = self.monotonic.now() - started
+                self._swept_at = self.monotonic.now()
             elif taken.messages:
                 report.cancelled += coalesce.coalesce(connection, self.kinds, now, since=since)
             expired = lease.expire_exhausted(
@@ -302,7 +306,7 @@ class Worker:
             # never end while the site is down).
             if (
                 report.batches
-                and time.monotonic() - self._taken_in_at >= self.settings.poll_interval
+                and self.monotonic.now() - self._taken_in_at >= self.settings.poll_interval
             ):
                 if self.breaker.state(self.clock.now()) is not BreakerState.CLOSED:
                     break
@@ -362,7 +366,7 @@ class Worker:
                 )
             self._tell_pace()
             self._trying_write = False
-            if time.monotonic() - self._reported_at >= SHARE_EVERY:  # a long cycle
+            if self.monotonic.now() - self._reported_at >= SHARE_EVERY:  # a long cycle
                 self._heartbeat()
                 self._share_site(self.clock.now())
             for _, decision in outcomes:
@@ -477,13 +481,13 @@ class Worker:
                     sent = 1 if probing else len(leased)
                     if not inside:
                         self.requests_sent += 1
-                    sent_at = time.monotonic()
+                    sent_at = self.monotonic.now()
                     answers = await self.target.send(outgoing[:sent])
                 finally:
                     if not inside:
                         self.gate.leave()
                 failpoint("after-answer")
-                answered_at = time.monotonic()
+                answered_at = self.monotonic.now()
                 decisions = []
                 for m, c in zip(leased[:sent], answers, strict=True):
                     if c.verdict is Verdict.TEMPORARY:  # may speak about the site: _learn
@@ -567,7 +571,7 @@ class Worker:
         temporary failure and no pause is accepted (its RTT learned); the rest (no answer,
         401/403, 5xx, 408, 425) teaches nothing here, as for a single request: the messages'
         classifications say whether it speaks about the site (``_learn``)."""
-        answered_at = time.monotonic()
+        answered_at = self.monotonic.now()
         if status == 429:
             hinted = parse_retry_after(retry_after, self.clock.now())
             self.pace.refused(answered_at, sent_at, Cause.RATE_LIMITED, hinted)
@@ -592,11 +596,11 @@ class Worker:
                 return self._health[1]
             health = await self.target.health()
             down = health.verdict not in (Verdict.DELIVERED, Verdict.PAUSE)
-            self._health = (time.monotonic(), down)
+            self._health = (self.monotonic.now(), down)
             return down
 
     def _tell_pace(self) -> None:
-        now = time.monotonic()
+        now = self.monotonic.now()
         line = self.pace.report(now, self.gate.in_flight)
         if line is not None:
             log.warning("%s", line)
@@ -755,7 +759,7 @@ class Worker:
         # permission, a Bitrix user without the right to import). Resuming on this GET is
         # what looped (issue 22).
         self.write_refused = True
-        self._write_try_at = time.monotonic() + self.settings.retry_max_delay
+        self._write_try_at = self.monotonic.now() + self.settings.retry_max_delay
         self.paused_reason = f"the key may read but not write ({self.paused_reason})"
         self._pause_told = True
         log.error(
@@ -776,7 +780,7 @@ class Worker:
     def _write_turn(self) -> bool:
         """While writes are refused: let one message go once every EXCHANGE_RETRY_MAX_DELAY
         (a write proves what a GET cannot); its success ends the pause (``_judge``)."""
-        now = time.monotonic()
+        now = self.monotonic.now()
         if self._trying_write or now < self._write_try_at:
             return False
         self._write_try_at = now + self.settings.retry_max_delay
@@ -804,11 +808,11 @@ class Worker:
             "paused_reason": self.paused_reason,
             "breaker_state": self.breaker.state(now).value,
             "breaker_until": self.breaker.opened_until,
-            "pace": json.dumps(self.pace_figures(time.monotonic())),
+            "pace": json.dumps(self.pace_figures(self.monotonic.now())),
         }
 
     def _write_heartbeat(self, values: dict[str, Any]) -> None:
-        self._reported_at = time.monotonic()
+        self._reported_at = self.monotonic.now()
         with transaction(self.engine) as connection:
             dialect_insert = postgresql.insert if is_postgres(connection) else sqlite.insert
             statement = dialect_insert(workers).values(values)
@@ -916,7 +920,7 @@ class _SitePacer:
     async def turn(self) -> float:
         await self._worker.gate.enter()
         self._worker.requests_sent += 1
-        return time.monotonic()
+        return self._worker.monotonic.now()
 
     def done(self, sent_at: float, status: int | None, retry_after: str | None) -> None:
         self._worker.gate.leave()

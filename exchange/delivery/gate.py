@@ -4,7 +4,9 @@ pace's ``limit`` requests are in flight; otherwise it sleeps until the wait the 
 (at most a second) or until a request in flight ends and wakes it. The worker stopping lets
 every waiter through at once (it then holds itself back, sending nothing).
 
-The clock is injected (``monotonic``): the pace is pure and is given ``now`` by the gate.
+The clock is injected (``monotonic``, a ``domain.clock.Monotonic``): the pace is pure and is
+given ``now`` by the gate, and a waiter sleeps on the same clock's timer, so that a test's fake
+clock (``FakeMonotonic``) lets a hold pass without a real wait.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 from collections.abc import Callable
 
+from exchange.domain.clock import Monotonic
 from exchange.domain.pace import Pace
 
 MAX_SLEEP = 1.0  # seconds a waiter sleeps at most before it asks the pace again
@@ -21,9 +25,7 @@ PRUNE_AT = 1000  # waiters kept before the ones already woken are dropped
 
 
 class InFlightGate:
-    def __init__(
-        self, pace: Pace, *, monotonic: Callable[[], float], stopping: Callable[[], bool]
-    ) -> None:
+    def __init__(self, pace: Pace, *, monotonic: Monotonic, stopping: Callable[[], bool]) -> None:
         self.pace = pace
         self.monotonic = monotonic
         self.stopping = stopping
@@ -37,17 +39,24 @@ class InFlightGate:
         loop = asyncio.get_running_loop()
         self._loop = loop
         while not self.stopping():
+            wait = None  # at the limit: until a request in flight ends (``leave`` wakes one)
             if self.in_flight < self.pace.limit:
-                wait = self.pace.reserve(self.monotonic())
+                wait = self.pace.reserve(self.monotonic.now())
                 if wait <= 0:
                     break
-            else:
-                wait = MAX_SLEEP  # or woken by leave
             waiter: asyncio.Future[None] = loop.create_future()
             if len(self._waiters) > PRUNE_AT:
                 self._waiters = collections.deque(w for w in self._waiters if not w.done())
             self._waiters.append(waiter)
-            timer = loop.call_later(min(wait, MAX_SLEEP), _wake, waiter)
+            wake = functools.partial(_wake, waiter)
+            # The pace's wait is time that must pass: on the injected clock. At the limit the
+            # waiter waits for an event, and asks again within MAX_SLEEP on the loop's own
+            # clock (the limit may have grown meanwhile), lest a fake clock race on.
+            timer = (
+                loop.call_later(MAX_SLEEP, wake)
+                if wait is None
+                else self.monotonic.call_later(min(wait, MAX_SLEEP), wake)
+            )
             try:
                 await waiter
             finally:

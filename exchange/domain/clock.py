@@ -1,8 +1,17 @@
-"""The one clock. Decisions take ``now`` as an argument; effects ask a ``Clock``."""
+"""The one clock. Decisions take ``now`` as an argument; effects ask a ``Clock`` (the time of
+day, UTC) or a ``Monotonic`` (seconds that never go back, and waits measured on them: the
+worker's pace, its cycle and its heartbeats).
+
+Each has a real implementation (``SystemClock``, ``SystemMonotonic``) and a fake that moves
+only when told to (``FakeClock``; ``FakeMonotonic``, the monotonic side of a ``FakeClock``:
+a wait on it makes its time pass at once, so a test never sleeps through a site's hold)."""
 
 from __future__ import annotations
 
+import asyncio
+import math
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Protocol
 from zoneinfo import ZoneInfo
@@ -32,8 +41,55 @@ class FakeClock:
         self._now += timedelta(seconds=seconds)
 
 
-def monotonic() -> float:
-    return time.monotonic()
+class Monotonic(Protocol):
+    """Seconds that never go back (only differences mean anything), and a timer on them."""
+
+    def now(self) -> float: ...
+
+    def call_later(self, seconds: float, callback: Callable[[], object]) -> asyncio.Handle:
+        """Call ``callback`` on the running event loop once ``seconds`` have passed on this
+        clock; the handle cancels it."""
+        ...
+
+
+class SystemMonotonic:
+    """``time.monotonic`` and the running loop's timers (which run on it)."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def call_later(self, seconds: float, callback: Callable[[], object]) -> asyncio.Handle:
+        return asyncio.get_running_loop().call_later(seconds, callback)
+
+
+SYSTEM_MONOTONIC = SystemMonotonic()
+
+
+class FakeMonotonic:
+    """The monotonic side of a ``FakeClock`` (tests, models): ``start`` plus the seconds the
+    clock moved since this was made. A timer waits for nothing real: its callback runs on the
+    loop's next turn, and the ``FakeClock`` is moved on to the timer's end first (unless it is
+    there already), so whoever waits sees its time passed, on both clocks alike."""
+
+    def __init__(self, clock: FakeClock, start: float = 1000.0) -> None:
+        self.clock = clock
+        self.start = start
+        self._origin = clock.now()
+
+    def now(self) -> float:
+        return self.start + (self.clock.now() - self._origin).total_seconds()
+
+    def call_later(self, seconds: float, callback: Callable[[], object]) -> asyncio.Handle:
+        ends = self.now() + seconds
+
+        def fire() -> None:
+            late = ends - self.now()
+            if late > 0:  # whole microseconds, as the FakeClock counts them, rounded up:
+                # rounded to the nearest, a wait shorter than half of one would never pass
+                self.clock.advance(math.ceil(late * 1_000_000) / 1_000_000)
+            callback()
+
+        return asyncio.get_running_loop().call_soon(fire)
 
 
 def ensure_utc(value: datetime) -> datetime:

@@ -81,8 +81,8 @@ class Pacer(Protocol):
 
     async def turn(self) -> float:
         """Wait until the pace lets one more request go (its hold, its rate, its limit on
-        requests in flight); returns the moment it went (``time.monotonic()``). Every ``turn``
-        is followed by one ``done``."""
+        requests in flight); returns the moment it went (seconds on the worker's monotonic
+        clock, ``Worker.monotonic``). Every ``turn`` is followed by one ``done``."""
         ...
 
     def done(self, sent_at: float, status: int | None, retry_after: str | None) -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from exchange.domain.clock import Clock, SystemClock
 from exchange.domain.policy import Policy
 from exchange.settings import Settings, worker_live_within
 
@@ -75,6 +78,11 @@ class WebConfig:
     # EXCHANGE_HTTP_BEHIND_PROXY: a proxy terminates TLS and writes X-Forwarded-For.
     behind_proxy: bool = _setting("http_behind_proxy")
     door: DoorLimits = field(default_factory=DoorLimits)
+    # The HTTP side's clocks, real unless a test gives fakes: the time of day every handler's
+    # decision reads (a session's age, a worker live or silent, what the dashboard draws, a
+    # signed cookie's age), and monotonic seconds (the sign-in and guess throttles).
+    clock: Clock = field(default_factory=SystemClock, repr=False, compare=False)
+    monotonic: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
 
     @property
     def intake_body_limit(self) -> int:

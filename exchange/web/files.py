@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import stat
-import time
 import zipfile
 from pathlib import Path, PurePath, PurePosixPath
 
@@ -186,12 +185,13 @@ def private_folder(root: Path) -> None:
         root.chmod(0o700)
 
 
-def sweep(root: Path, keep_seconds: float) -> int:
-    """Remove exchange folders untouched for ``keep_seconds`` (a 1C that never completed)."""
+def sweep(root: Path, keep_seconds: float, now: float) -> int:
+    """Remove exchange folders untouched for ``keep_seconds`` before ``now`` (seconds since the
+    epoch, as the folders' times are): a 1C that never completed."""
     removed = 0
     if not root.is_dir():
         return 0
-    limit = time.time() - keep_seconds
+    limit = now - keep_seconds
     for child in root.iterdir():
         if child.is_dir() and SESSION.match(child.name) and child.stat().st_mtime < limit:
             shutil.rmtree(child, ignore_errors=True)

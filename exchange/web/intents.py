@@ -41,7 +41,7 @@ class JsonIntake:
         # staging_intents in a database of its own (EXCHANGE_STAGING_URL): the valid intents
         # are staged there in one transaction; messages are read in the service's database.
         self.staging_engine = staging_engine if staging_engine is not engine else None
-        self.guesses = Guesses("intake")
+        self.guesses = Guesses("intake", config.monotonic)
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post(PATH, self.handle)]

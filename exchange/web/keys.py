@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import time
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -19,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 
 from exchange.db.engine import transaction
 from exchange.db.schema import http_keys
+from exchange.domain.clock import Clock, SystemClock
 
 COOKIE_KEY = "cookie-signing"
 COOKIE_MAX_AGE_S = 24 * 3600
@@ -53,8 +53,9 @@ def stored_key(engine: Engine, name: str = COOKIE_KEY) -> str:
 
 
 class Signer:
-    def __init__(self, key: str, purpose: Purpose) -> None:
+    def __init__(self, key: str, purpose: Purpose, clock: Clock | None = None) -> None:
         self.purpose = purpose
+        self.clock = clock or SystemClock()  # a signature's stamp and a cookie's age
         self._key = hmac.new(
             key.encode("utf-8"), f"exchange signing purpose|{purpose}".encode(), hashlib.sha256
         ).digest()
@@ -67,7 +68,7 @@ class Signer:
         return hmac.new(self._key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
     def sign(self, session: str, *, now: float | None = None) -> str:
-        stamp = str(int(now if now is not None else time.time()))
+        stamp = str(int(now if now is not None else self.clock.now().timestamp()))
         return f"{session}.{stamp}.{self._mac(f'{session}.{stamp}')}"
 
     def verify(self, value: str, *, now: float | None = None) -> str | None:
@@ -78,5 +79,5 @@ class Signer:
         session, stamp, mac = parts
         if not hmac.compare_digest(mac, self._mac(f"{session}.{stamp}")):
             return None
-        age = (now if now is not None else time.time()) - int(stamp)
+        age = (now if now is not None else self.clock.now().timestamp()) - int(stamp)
         return session if 0 <= age <= COOKIE_MAX_AGE_S else None

@@ -29,6 +29,7 @@ from urllib.parse import parse_qsl
 from aiohttp import web
 from sqlalchemy import Engine
 
+from exchange.domain.clock import Clock, SystemClock
 from exchange.failpoints import failpoint
 from exchange.intake.commerceml.publish import (
     SESSION_NAMES,
@@ -125,20 +126,22 @@ class Refusals:
     ``status`` and the workbench to show "refused sign-ins since serve started". Logged at most
     once every ``log_every`` seconds, with how many came since the last line."""
 
-    since: datetime = field(default_factory=lambda: datetime.now(UTC))
+    since: datetime = field(default_factory=lambda: datetime.now(UTC))  # serve's start
     count: int = 0
     last_at: datetime | None = None
     last_reason: str = ""
     log_every: float = REFUSALS_LOGGED_EVERY_S
+    clock: Clock = field(default_factory=SystemClock, repr=False)
+    monotonic: Callable[[], float] = field(default=time.monotonic, repr=False)
     _logged_at: float | None = None
     _unlogged: int = 0
 
     def add(self, reason: str) -> None:
         self.count += 1
         self._unlogged += 1
-        self.last_at = datetime.now(UTC)
+        self.last_at = self.clock.now()
         self.last_reason = reason
-        now = time.monotonic()
+        now = self.monotonic()
         if self._logged_at is None or now - self._logged_at >= self.log_every:
             log.warning(
                 "1C exchange: %d request(s) refused without a session since the last such "
@@ -166,8 +169,10 @@ class OneCExchange:
         self.signer = signer  # for the purpose "1c-session"
         self.state = Exchanges()
         self.root = config.exchange_dir
-        self.refused = Refusals()
-        self.guesses = Guesses("1c")
+        self.refused = Refusals(
+            since=config.clock.now(), clock=config.clock, monotonic=config.monotonic
+        )
+        self.guesses = Guesses("1c", config.monotonic)
 
     def routes(self) -> list[web.RouteDef]:
         return [web.route("*", path, self.handle) for path in PATHS]
@@ -188,7 +193,7 @@ class OneCExchange:
         """While serve runs: renew the heartbeat of this process's imports in flight, and close
         as ``interrupted`` the entries another (dead) process left unfinished."""
         while True:
-            await asyncio.to_thread(self.beat, datetime.now(UTC), silent_after)
+            await asyncio.to_thread(self.beat, self.config.clock.now(), silent_after)
             await asyncio.sleep(every)
 
     def beat(self, now: datetime, silent_after: float) -> None:
@@ -332,10 +337,11 @@ class OneCExchange:
         if not basic:
             return await self._refuse("-", "", "wrong user or password (HTTP Basic)")
         session = self._new_session()
-        await asyncio.to_thread(sweep, self.root, self.config.keep_seconds)
+        now = self.config.clock.now()
+        await asyncio.to_thread(sweep, self.root, self.config.keep_seconds, now.timestamp())
         cookie = self.signer.sign(session)
         return _answer(
-            "success", COOKIE, cookie, f"sessid={session}", f"timestamp={int(time.time())}"
+            "success", COOKIE, cookie, f"sessid={session}", f"timestamp={int(now.timestamp())}"
         )
 
     # -- catalog ---------------------------------------------------------------------------
@@ -523,7 +529,7 @@ class OneCExchange:
         if mode == "init":
             return _answer("zip=no", f"file_limit={self.config.file_limit}")
         if mode == "query":
-            stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+            stamp = self.config.clock.now().strftime("%Y-%m-%dT%H:%M:%S")
             xml = (
                 '<?xml version="1.0" encoding="windows-1251"?>\n'
                 f'<КоммерческаяИнформация ВерсияСхемы="2.05" ДатаФормирования="{stamp}"/>\n'

@@ -60,7 +60,7 @@ def build_app(
     door = Door(config.door, body_limits(config), behind_proxy=config.behind_proxy)
     app = web.Application(client_max_size=FORM_BODY_LIMIT, middlewares=[door.middleware])
     app[DOOR] = door
-    onec = OneCExchange(config, engine, Signer(key, "1c-session"), staging_engine)
+    onec = OneCExchange(config, engine, Signer(key, "1c-session", config.clock), staging_engine)
     intake = JsonIntake(config, engine, staging_engine)
     # The dashboard shows what 1C handed over (the staging table, wherever it is) and the
     # sign-ins the 1C exchange refused since serve started (counted in memory only).

@@ -61,6 +61,8 @@ def test_every_field_is_either_a_setting_or_named_as_the_http_sides_own() -> Non
         "login_delay",
         "login_delay_max",
         "door",
+        "clock",
+        "monotonic",
     }
     fields = {field.name for field in dataclasses.fields(WebConfig)}
     assert fields == own | set(FROM_SETTINGS)

@@ -95,7 +95,7 @@ class Actions(Core):
             filters,
             operator=who.name,
             note=note,
-            now=datetime.now(UTC),
+            now=self.clock.now(),
             kinds=self.kinds,
             dry_run=dry_run,
             limit=self.config.bulk_limit,
@@ -226,7 +226,7 @@ class Actions(Core):
         def act() -> None:
             with transaction(self.engine) as connection:
                 prioritize(
-                    connection, [message_id], operator=who.name, note=note, now=datetime.now(UTC)
+                    connection, [message_id], operator=who.name, note=note, now=self.clock.now()
                 )
 
         try:
@@ -242,7 +242,7 @@ class Actions(Core):
 
         def act() -> None:
             with transaction(self.engine) as connection:
-                control.pause(connection, operator=who.name, note=note, now=datetime.now(UTC))
+                control.pause(connection, operator=who.name, note=note, now=self.clock.now())
 
         await asyncio.to_thread(act)
         raise web.HTTPSeeOther("/")
@@ -250,7 +250,7 @@ class Actions(Core):
     async def resume(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
         def act() -> None:
             with transaction(self.engine) as connection:
-                control.resume(connection, operator=who.name)
+                control.resume(connection, operator=who.name, now=self.clock.now())
 
         await asyncio.to_thread(act)
         raise web.HTTPSeeOther("/")

@@ -85,10 +85,14 @@ class Core:
         self.staging_engine = staging_engine
         self.onec_refused = onec_refused
         self.kinds = KindPolicies.of(config.kinds)
-        self.signer = Signer(key, "workbench-session")
-        self._csrf = Signer(key, "workbench-csrf")
-        self._previews = Signer(key, "workbench-preview")
-        self.throttle = Throttle(Limits(delay=config.login_delay, delay_max=config.login_delay_max))
+        # Every decision of the workbench reads its time here (``WebConfig.clock``).
+        clock = self.clock = config.clock
+        self.signer = Signer(key, "workbench-session", clock)
+        self._csrf = Signer(key, "workbench-csrf", clock)
+        self._previews = Signer(key, "workbench-preview", clock)
+        self.throttle = Throttle(
+            Limits(delay=config.login_delay, delay_max=config.login_delay_max), config.monotonic
+        )
         self._argon2 = ThreadPoolExecutor(ARGON2_THREADS, thread_name_prefix="exchange-argon2")
         operators.prepare()  # an unknown name's first sign-in costs what a wrong password does
         self.env = jinja2.Environment(
@@ -101,12 +105,14 @@ class Core:
         self.env.filters["age"] = jinja2.pass_context(
             lambda context, seconds: human_age(seconds, context["lang"])
         )
-        self.env.filters["ago"] = jinja2.pass_context(_ago)
+        self.env.filters["ago"] = jinja2.pass_context(
+            lambda context, value: _ago(context, value, clock.now())
+        )
         zone = self.zone = zoneinfo.ZoneInfo(config.display_tz)
         self.env.filters["when"] = lambda value: _when(value, zone)
         # A list's time: the absolute time with how long ago beside it (issue 24 item 8).
         self.env.filters["when_ago"] = jinja2.pass_context(
-            lambda context, value: _when_ago(context, value, zone)
+            lambda context, value: _when_ago(context, value, clock.now(), zone)
         )
         self.env.filters["wbr"] = wbr
         self.env.filters["grouped"] = grouped
@@ -127,7 +133,7 @@ class Core:
         if token is None:
             return None
         with transaction(self.engine, read_only=True) as connection:
-            found = operators.session_of(connection, token, datetime.now(UTC))
+            found = operators.session_of(connection, token, self.clock.now())
         return Who(found[0], found[1], token) if found else None
 
     def _secure_cookies(self, request: web.Request) -> bool:
@@ -249,12 +255,12 @@ def _when(value: str | datetime | None, zone: tzinfo = UTC) -> str:
     return local_time(value, zone)
 
 
-def _when_ago(context: Any, value: str | datetime | None, zone: tzinfo = UTC) -> str:
-    """«2026-11-30 08:00:00 MSK (5 мин назад)»: the absolute time, and its age beside it."""
+def _when_ago(context: Any, value: str | datetime | None, now: datetime, zone: tzinfo = UTC) -> str:
+    """«2026-11-30 08:00:00 MSK (5 мин назад)»: the absolute time, and its age at ``now``."""
     if not value:
         return "-"
     moment = value.isoformat() if isinstance(value, datetime) else value
-    return f"{_when(value, zone)} ({_ago(context, moment)})"
+    return f"{_when(value, zone)} ({_ago(context, moment, now)})"
 
 
 # Where an id, a SKU, an aggregate or a file name may break (issue 24 item 9): after these
@@ -292,12 +298,12 @@ def grouped(count: int) -> str:
     return f"{count:,}".replace(",", "\u00a0")
 
 
-def _ago(context: Any, value: str | None) -> str:
-    """How long ago an ISO time was, in the page's language («5 мин назад»)."""
+def _ago(context: Any, value: str | None, now: datetime) -> str:
+    """How long before ``now`` an ISO time was, in the page's language («5 мин назад»)."""
     if not value:
         return ""
     then = ensure_utc(datetime.fromisoformat(value))
-    age = human_age((datetime.now(UTC) - then).total_seconds(), context["lang"])
+    age = human_age((now - then).total_seconds(), context["lang"])
     return f"{age} назад" if context["lang"] == "ru" else f"{age} ago"
 
 

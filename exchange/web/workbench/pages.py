@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
@@ -93,7 +93,7 @@ class Pages(Core):
                     if self.staging_engine is not None
                     else None
                 )
-                now = datetime.now(UTC)
+                now = self.clock.now()
                 figures = status(connection, now, self.kinds)
                 pause = control.operator_pause(connection)
                 found = attention(
@@ -312,7 +312,7 @@ class Pages(Core):
     async def blocked(self, request: web.Request, who: Who) -> web.StreamResponse:
         def read() -> list[dict[str, Any]]:
             with transaction(self.engine, read_only=True) as connection:
-                return status(connection, datetime.now(UTC), self.kinds).blocked
+                return status(connection, self.clock.now(), self.kinds).blocked
 
         return self._render(request, "blocked.html", who, rows=await asyncio.to_thread(read))
 
@@ -373,7 +373,7 @@ class Pages(Core):
 
             def present() -> dict[str, dict[str, Any]]:
                 with transaction(self.engine, read_only=True) as connection:
-                    return quarantine_by_reason(connection, datetime.now(UTC))
+                    return quarantine_by_reason(connection, self.clock.now())
 
             reasons = await asyncio.to_thread(present)
             return self._render(
@@ -395,7 +395,7 @@ class Pages(Core):
                 data = report.collect(
                     connection,
                     filters,
-                    datetime.now(UTC),
+                    self.clock.now(),
                     mask_fields=self.config.report_mask_fields,
                     secrets=self.config.report_secrets,
                     zone=self.config.display_tz,
@@ -403,7 +403,7 @@ class Pages(Core):
             return report.render(data, chosen, lang)
 
         body = await asyncio.to_thread(build)
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        stamp = self.clock.now().strftime("%Y%m%dT%H%M%SZ")
         suffix = SUFFIXES[chosen]
         response = web.Response(
             body=body,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
@@ -73,7 +73,7 @@ class SignIn(Core):
                 name,
                 found,
                 token,
-                datetime.now(UTC),
+                self.clock.now(),
                 timedelta(seconds=COOKIE_MAX_AGE_S),
             )
 
