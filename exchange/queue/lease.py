@@ -33,6 +33,7 @@ from sqlalchemy import (
     not_,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -185,6 +186,15 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
     )
 
 
+# PostgreSQL plans the claim for its parameters every time, for this transaction only
+# (``SET LOCAL``). psycopg prepares a statement on the server from its sixth execution, and
+# from then on the server may keep a generic plan, one made without the parameters' values: for
+# the pick it read and sorted the whole backlog (a hash join, 61 ms at 17,000 waiting) where
+# the plan for the values walks ix_messages_claim_rank to the first ``limit`` rows (1 ms), and
+# it kept that plan for the rest of a drain (docs/benchmarks/README.md, issue 23).
+_CUSTOM_PLANS = text("SET LOCAL plan_cache_mode = force_custom_plan")
+
+
 def claim(
     connection: Connection,
     *,
@@ -204,6 +214,8 @@ def claim(
     token = new_token()
     until = now + timedelta(seconds=lease_seconds)
     sql = _claim_sql(is_postgres(connection), kinds, bool(exclude))
+    if is_postgres(connection):
+        connection.execute(_CUSTOM_PLANS)
     params: dict[str, Any] = {"now": now, "max_attempts": max_attempts}
     if exclude:
         params["exclude"] = list(exclude)
