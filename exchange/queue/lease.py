@@ -186,13 +186,16 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
     )
 
 
-# PostgreSQL plans the claim for its parameters every time, for this transaction only
-# (``SET LOCAL``). psycopg prepares a statement on the server from its sixth execution, and
-# from then on the server may keep a generic plan, one made without the parameters' values: for
-# the pick it read and sorted the whole backlog (a hash join, 61 ms at 17,000 waiting) where
-# the plan for the values walks ix_messages_claim_rank to the first ``limit`` rows (1 ms), and
-# it kept that plan for the rest of a drain (docs/benchmarks/README.md, issue 23).
-_CUSTOM_PLANS = text("SET LOCAL plan_cache_mode = force_custom_plan")
+# PostgreSQL plans the pick for its parameters' values every time. psycopg prepares a statement
+# on the server from its sixth execution, and from then on the server may keep a generic plan,
+# one made without the values: for the pick it read and sorted the whole backlog (a hash join,
+# 61 ms at 17,000 waiting) where the plan for the values walks ix_messages_claim_rank to the
+# first ``limit`` rows (1 ms), and it kept that plan for the rest of a drain. ``SET LOCAL`` and
+# back to the default after the pick: the claim's other statements keep their generic plans
+# (planning the candidates' select every time cost 3 ms a claim). docs/benchmarks/README.md,
+# issue 23.
+_PLANNED_FOR_VALUES = text("SET LOCAL plan_cache_mode = force_custom_plan")
+_PLANS_AS_CONFIGURED = text("SET LOCAL plan_cache_mode TO DEFAULT")
 
 
 def claim(
@@ -214,12 +217,15 @@ def claim(
     token = new_token()
     until = now + timedelta(seconds=lease_seconds)
     sql = _claim_sql(is_postgres(connection), kinds, bool(exclude))
-    if is_postgres(connection):
-        connection.execute(_CUSTOM_PLANS)
+    postgres = is_postgres(connection)
     params: dict[str, Any] = {"now": now, "max_attempts": max_attempts}
     if exclude:
         params["exclude"] = list(exclude)
+    if postgres:
+        connection.execute(_PLANNED_FOR_VALUES)
     picked = connection.execute(sql.pick, {**params, "limit": limit}).scalars().all()
+    if postgres:
+        connection.execute(_PLANS_AS_CONFIGURED)
     aggregate_ids = list(dict.fromkeys(picked))
     if not aggregate_ids:
         return Batch(token, until, [])
