@@ -33,6 +33,7 @@ from sqlalchemy import (
     not_,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -189,6 +190,18 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
     )
 
 
+# PostgreSQL plans the pick for its parameters' values every time. psycopg prepares a statement
+# on the server from its sixth execution, and from then on the server may keep a generic plan,
+# one made without the values: for the pick it read and sorted the whole backlog (a hash join,
+# 61 ms at 17,000 waiting) where the plan for the values walks ix_messages_claim_rank to the
+# first ``limit`` rows (1 ms), and it kept that plan for the rest of a drain. ``SET LOCAL`` and
+# back to the default after the pick: the claim's other statements keep their generic plans
+# (planning the candidates' select every time cost 3 ms a claim). docs/benchmarks/README.md,
+# issue 23.
+_PLANNED_FOR_VALUES = text("SET LOCAL plan_cache_mode = force_custom_plan")
+_PLANS_AS_CONFIGURED = text("SET LOCAL plan_cache_mode TO DEFAULT")
+
+
 def claim(
     connection: Connection,
     *,
@@ -208,10 +221,15 @@ def claim(
     token = new_token()
     until = now + timedelta(seconds=lease_seconds)
     sql = _claim_sql(is_postgres(connection), kinds, bool(exclude))
+    postgres = is_postgres(connection)
     params: dict[str, Any] = {"now": now, "max_attempts": max_attempts}
     if exclude:
         params["exclude"] = list(exclude)
+    if postgres:
+        connection.execute(_PLANNED_FOR_VALUES)
     picked = connection.execute(sql.pick, {**params, "limit": limit}).scalars().all()
+    if postgres:
+        connection.execute(_PLANS_AS_CONFIGURED)
     aggregate_ids = list(dict.fromkeys(picked))
     if not aggregate_ids:
         return Batch(token, until, [])
