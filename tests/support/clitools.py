@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections import Counter
@@ -329,6 +330,58 @@ class Cli:
                 subprocess.CompletedProcess(self.command(args), process.returncode, stdout, stderr)
             )
         return results
+
+
+def until_stopped(
+    cli: Cli,
+    *args: str,
+    stop_when: Callable[[], bool],
+    seconds: float,
+    what: str,
+    db: str | None = None,
+    site: str | None = None,
+    env: Mapping[str, str | None] | None = None,
+) -> Result:
+    """A command that runs until stopped (``run``, ``serve``), in this process: once
+    ``stop_when()`` holds, SIGTERM to this process, which the command's own handler takes
+    (the operator's ``kill``). Not within ``seconds`` (times the load): stopped all the same,
+    and an AssertionError naming ``what``.
+
+    The signal goes only while the command's handler is installed (the one the command's
+    event loop puts in place; asyncio's and uvloop's both set a Python-level handler); until
+    the command returns, a no-op handler stands behind it, so a late signal never reaches
+    pytest's default one, which would end the test process."""
+    deadline = time.monotonic() + seconds * load_scale()
+    finished = threading.Event()
+    late: list[str] = []
+
+    def placeholder(signum: int, frame: object) -> None:
+        pass
+
+    def watch() -> None:
+        while not finished.wait(0.05):
+            handler = signal.getsignal(signal.SIGTERM)
+            if handler in (placeholder, signal.SIG_DFL, signal.SIG_IGN, None):
+                continue  # the command's handler is not in place yet
+            held = stop_when()
+            if held or time.monotonic() > deadline:
+                if not held:
+                    late.append(f"not within {seconds} s: {what}")
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+    saved = signal.signal(signal.SIGTERM, placeholder)
+    watcher = threading.Thread(target=watch, name="until-stopped", daemon=True)
+    watcher.start()
+    try:
+        result = cli(*args, db=db, site=site, env=env)
+    finally:
+        finished.set()
+        watcher.join()
+        signal.signal(signal.SIGTERM, saved)
+    if late:
+        raise AssertionError(late[0] + describe(result))
+    return result
 
 
 def run_json(cli: Cli, *args: str, db: str, code: int = 0) -> Any:
