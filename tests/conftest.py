@@ -114,26 +114,25 @@ def clock() -> FakeClock:
 # mark it lacks, so the fast selection never runs a slow test silently.
 FAST = os.environ.get("EXCHANGE_TEST_FAST") == "1"
 POSTGRES_FIXTURES = {"pg_kit", "pg_template", "pg_url", "other_pg_url", "empty_pg_url"}
-# `serve` (tests/web) starts the 1C reader process of `exchange serve`. `cli` runs most commands
-# in the test's process (tests/support/clitools.py) but stays out of the fast loop: its commands run
-# workers and sites for seconds, and some start processes (serve's readers).
-SUBPROCESS_FIXTURES = {"cli", "pki", "tls_site", "wrong_name_site", "serve"}
+# `serve` (tests/web) starts the 1C reader process of `exchange serve`. The `cli` fixture is not
+# here: it runs a command in the test's process (tests/support/clitools.py); the tests that start
+# the real binary (``Cli(..., process=True)``, subprocess) are listed below.
+SUBPROCESS_FIXTURES = {"pki", "tls_site", "wrong_name_site", "serve"}
 # Tests that start processes with no such fixture: a module, or one test (a node id prefix).
 SUBPROCESS_TESTS = (
     "tests/bench/test_fastsite.py",
     "tests/check/test_check_cli.py::test_check_with_a_configuration_that_does_not_load",
     "tests/cli/test_cli_config_errors.py",
     "tests/cli/test_cli_options.py",
+    "tests/cli/test_cli_run.py::test_run_forever_delivers_until_sigterm_then_exits_0_within_10_s",
     "tests/dev/test_simulators_foreground.py",
     "tests/dev/test_sitesim.py::test_command_line_serves_until_interrupted",
     "tests/faults/",
     "tests/integration/test_workers.py",
     "tests/ops/test_notify.py::test_smtp_over_tls_verifies_the_servers_certificate",
-    "tests/ops/test_notify_cli.py",
-    "tests/ops/test_operator_cli.py",
-    "tests/ops/test_run_metrics_cli.py",
+    "tests/ops/test_run_metrics_cli.py::test_run_refuses_a_metrics_port_already_in_use_with_one_line",
     "tests/packaging/",
-    "tests/report/test_report_cli.py",
+    "tests/report/test_report_cli.py::test_a_bad_report_schedule_stops_exchange_run_with_one_line",
     "tests/report/test_report_samples.py",
     "tests/security/test_intake_limits.py::test_serve_on_a_host_that_does_not_resolve_exits_2",
     "tests/security/test_masking.py::test_the_command_line_refuses_a_short_1c_password",
