@@ -25,6 +25,9 @@ from exchange.dev.testing import load_scale
 from exchange.domain.clock import FakeClock
 
 PG_ADMIN_URL = pg_admin_url()
+# Which tests share an xdist worker (the `timing` tests, a module-scoped fixture's module):
+# tests/support/xdistgroups.py, checked by tests/test_xdist_groups.py (with pytester).
+pytest_plugins = ["pytester", "xdistgroups"]
 
 
 @pytest.fixture(scope="session")
@@ -140,6 +143,7 @@ SUBPROCESS_TESTS = (
     "tests/security/test_secrets_and_tls.py::test_run_with_a_missing_ca_bundle_exits_2",
     "tests/security/test_secrets_in_commands.py",
     "tests/test_architecture.py",
+    "tests/test_xdist_groups.py",
     "tests/web/test_cml_interrupted.py",
     "tests/web/test_cml_reading.py",
     "tests/web/test_onec_admin_path_browser.py",
@@ -179,38 +183,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "browser" in names:
             item.add_marker(pytest.mark.browser)
         _scale_timeout(config, item)
-        if item.get_closest_marker("timing") is not None:
-            item.add_marker(pytest.mark.xdist_group("timing"))
-        elif _uses_a_module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
         if PROFILE != "ci":
             _fewer_examples(item)
-    _xdist_groups(config, items)
-
-
-def _xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``--dist loadgroup`` sends the tests of one ``xdist_group`` to one worker by a suffix
-    pytest-xdist (3.8) puts on their node ids, writing ``item._nodeid``; pytest 9 keeps the
-    id in ``item._id`` and ignores it, so no group ever held (the ``timing`` tests ran beside
-    each other). Done here as xdist means it, until xdist writes the id pytest 9 reads."""
-    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers only
-        return
-    from _pytest.nodeid import coerce_node_id
-
-    for item in items:
-        groups = sorted({str(m.args[0]) for m in item.iter_markers("xdist_group") if m.args})
-        if groups and "@" not in item.nodeid:
-            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(groups)}")  # type: ignore[attr-defined]
-
-
-def _uses_a_module_fixture(item: pytest.Item) -> bool:
-    """A module-scoped fixture is made once per xdist worker that runs a test of its module:
-    the module's tests share a group, so that it is made once (15 CLI processes of
-    tests/cli/test_cli_config_errors.py, a wheel build, a Chromium), not once per worker."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    return any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
 
 
 def _scale_timeout(config: pytest.Config, item: pytest.Item) -> None:
