@@ -25,6 +25,9 @@ from exchange.dev.testing import load_scale
 from exchange.domain.clock import FakeClock
 
 PG_ADMIN_URL = pg_admin_url()
+# Which tests share an xdist worker (the `timing` tests, a module-scoped fixture's module):
+# tests/support/xdistgroups.py, checked by tests/test_xdist_groups.py (with pytester).
+pytest_plugins = ["pytester", "xdistgroups"]
 
 
 @pytest.fixture(scope="session")
@@ -114,26 +117,27 @@ def clock() -> FakeClock:
 # mark it lacks, so the fast selection never runs a slow test silently.
 FAST = os.environ.get("EXCHANGE_TEST_FAST") == "1"
 POSTGRES_FIXTURES = {"pg_kit", "pg_template", "pg_url", "other_pg_url", "empty_pg_url"}
-# `serve` (tests/web) starts the 1C reader process of `exchange serve`. `cli` runs most commands
-# in the test's process (tests/support/clitools.py) but stays out of the fast loop: its commands run
-# workers and sites for seconds, and some start processes (serve's readers).
-SUBPROCESS_FIXTURES = {"cli", "pki", "tls_site", "wrong_name_site", "serve"}
+# `serve` (tests/web) starts the 1C reader process of `exchange serve`. The `cli` fixture is not
+# here: it runs a command in the test's process (tests/support/clitools.py); the tests that start
+# the real binary (``Cli(..., process=True)``, subprocess) are listed below.
+SUBPROCESS_FIXTURES = {"pki", "tls_site", "wrong_name_site", "serve"}
 # Tests that start processes with no such fixture: a module, or one test (a node id prefix).
 SUBPROCESS_TESTS = (
     "tests/bench/test_fastsite.py",
     "tests/check/test_check_cli.py::test_check_with_a_configuration_that_does_not_load",
     "tests/cli/test_cli_config_errors.py",
     "tests/cli/test_cli_options.py",
+    "tests/cli/test_cli_run.py::test_run_forever_delivers_until_sigterm_then_exits_0_within_10_s",
     "tests/dev/test_simulators_foreground.py",
+    # its fastsite front end is bench/fastsite.py, a process (started once per module)
+    "tests/dev/test_site_conformance.py::test_every_front_end_answers_the_conformance_table_as_the_contract_says[fastsite-",
     "tests/dev/test_sitesim.py::test_command_line_serves_until_interrupted",
     "tests/faults/",
     "tests/integration/test_workers.py",
     "tests/ops/test_notify.py::test_smtp_over_tls_verifies_the_servers_certificate",
-    "tests/ops/test_notify_cli.py",
-    "tests/ops/test_operator_cli.py",
-    "tests/ops/test_run_metrics_cli.py",
+    "tests/ops/test_run_metrics_cli.py::test_run_refuses_a_metrics_port_already_in_use_with_one_line",
     "tests/packaging/",
-    "tests/report/test_report_cli.py",
+    "tests/report/test_report_cli.py::test_a_bad_report_schedule_stops_exchange_run_with_one_line",
     "tests/report/test_report_samples.py",
     "tests/security/test_intake_limits.py::test_serve_on_a_host_that_does_not_resolve_exits_2",
     "tests/security/test_masking.py::test_the_command_line_refuses_a_short_1c_password",
@@ -141,6 +145,7 @@ SUBPROCESS_TESTS = (
     "tests/security/test_secrets_and_tls.py::test_run_with_a_missing_ca_bundle_exits_2",
     "tests/security/test_secrets_in_commands.py",
     "tests/test_architecture.py",
+    "tests/test_xdist_groups.py",
     "tests/web/test_cml_interrupted.py",
     "tests/web/test_cml_reading.py",
     "tests/web/test_onec_admin_path_browser.py",
@@ -180,38 +185,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "browser" in names:
             item.add_marker(pytest.mark.browser)
         _scale_timeout(config, item)
-        if item.get_closest_marker("timing") is not None:
-            item.add_marker(pytest.mark.xdist_group("timing"))
-        elif _uses_a_module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
         if PROFILE != "ci":
             _fewer_examples(item)
-    _xdist_groups(config, items)
-
-
-def _xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``--dist loadgroup`` sends the tests of one ``xdist_group`` to one worker by a suffix
-    pytest-xdist (3.8) puts on their node ids, writing ``item._nodeid``; pytest 9 keeps the
-    id in ``item._id`` and ignores it, so no group ever held (the ``timing`` tests ran beside
-    each other). Done here as xdist means it, until xdist writes the id pytest 9 reads."""
-    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers only
-        return
-    from _pytest.nodeid import coerce_node_id
-
-    for item in items:
-        groups = sorted({str(m.args[0]) for m in item.iter_markers("xdist_group") if m.args})
-        if groups and "@" not in item.nodeid:
-            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(groups)}")  # type: ignore[attr-defined]
-
-
-def _uses_a_module_fixture(item: pytest.Item) -> bool:
-    """A module-scoped fixture is made once per xdist worker that runs a test of its module:
-    the module's tests share a group, so that it is made once (15 CLI processes of
-    tests/cli/test_cli_config_errors.py, a wheel build, a Chromium), not once per worker."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    return any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
 
 
 def _scale_timeout(config: pytest.Config, item: pytest.Item) -> None:

@@ -58,6 +58,8 @@ def test_a_kill_between_the_commit_and_the_ack_stages_nothing_twice(
         env = {
             "EXCHANGE_REDIS_URL": url,
             "EXCHANGE_REDIS_STREAM": stream,
+            # the rescuer claims what the victim read once it is idle 0.5 s: a lower bound
+            # that load only helps (the rescuer starts after the victim's death)
             "EXCHANGE_REDIS_MIN_IDLE": "0.5",
         }
     with SiteSimulator(token="test-token", faults=Faults()) as site:
@@ -71,6 +73,7 @@ def test_a_kill_between_the_commit_and_the_ack_stages_nothing_twice(
             EXCHANGE_FAILPOINTS="source-staged=kill",
             **env,
         )
+        # the process waits are hang guards: each run takes seconds on an idle machine
         assert -signal.SIGKILL == victim.wait(timeout=60), "killed at the failpoint"
         assert COUNT == staged(db_url), "the batch was committed before the kill"
 

@@ -55,6 +55,10 @@ def run_with_cuts(worker: Worker, proxy: TcpProxy, engine: Engine) -> list[int]:
     done = threading.Event()  # the drain ended (or failed): the cutter stops with it
 
     def cutter() -> None:
+        # One cut while intents are coming is what the tests need: the drain takes 25 reads of
+        # 20, each a commit, and the cutter looks every few milliseconds, so load slows both
+        # and the window stays many looks wide. 60 s is a hang guard; the 0.1 s pauses are
+        # how long the broker stays away, not a margin.
         deadline = time.monotonic() + 60
         while len(staged_at_cut) < CUTS and time.monotonic() < deadline and not done.is_set():
             staged, _ = counts(engine)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import time
 from typing import Any
 
 import httpx
@@ -86,22 +85,26 @@ def test_entries_are_staged_delivered_and_acknowledged_the_group_created_when_mi
 def test_a_dead_consumers_pending_entries_are_claimed_after_min_idle_and_staged_once(
     db_url: str, engine: Engine, redis_url: str, stream: str
 ) -> None:
+    # Redis measures the idle time on its own clock: no clock to inject. The entries are
+    # read just before the first worker runs, with a minimum of 60 s (a first run a minute
+    # late is the margin); then XCLAIM ... IDLE makes them as old as a dead worker's
+    # (61 s) with no sleep: JUSTID, so that their delivery count stays as it was.
     with client(redis_url) as r:
         r.xgroup_create(stream, "exchange", id="0", mkstream=True)
-        r.xadd(stream, {"intent": intent("SKU-1", 1)})
-        r.xadd(stream, {"intent": intent("SKU-2", 1)})
+        ids = [r.xadd(stream, {"intent": intent(sku, 1)}) for sku in ("SKU-1", "SKU-2")]
         # A worker that read both, staged the first, and died before its XACK.
         r.xreadgroup("exchange", "dead-worker", {stream: ">"})
-    first = make_worker(db_url, engine, FakeSite(), redis_url, stream, redis_min_idle=1.5)
+    first = make_worker(db_url, engine, FakeSite(), redis_url, stream, redis_min_idle=60)
     run(first)  # the entries are not idle long enough yet: nothing is taken
     with transaction(engine, read_only=True) as connection:
         assert 0 == connection.execute(select(func.count()).select_from(staging)).scalar_one()
     with transaction(engine) as connection:  # what the dead worker had staged
         connection.execute(staging.insert(), [_row("SKU-1", 1)])
+    with client(redis_url) as r:
+        r.xclaim(stream, "exchange", "dead-worker", 0, ids, idle=61_000, justid=True)
 
     site = FakeSite()
-    time.sleep(1.6)
-    run(make_worker(db_url, engine, site, redis_url, stream, redis_min_idle=1.5))
+    run(make_worker(db_url, engine, site, redis_url, stream, redis_min_idle=60))
 
     assert {("price", "SKU-1"): [1], ("price", "SKU-2"): [1]} == site.applied
     with transaction(engine, read_only=True) as connection:

@@ -4,9 +4,8 @@ prompt), never an argument; stored as an argon2 hash; roles checked; one-line er
 from __future__ import annotations
 
 import json
-import subprocess
 
-from clitools import Cli, assert_no_leaks, assert_one_line_error, describe
+from clitools import Cli, assert_one_line_error, describe
 from sqlalchemy import Engine, select
 
 from exchange.db.engine import transaction
@@ -16,17 +15,8 @@ from exchange.ops.operators import authenticate
 SECRET = "s3cret-Password!"
 
 
-def _with_stdin(cli: Cli, db: str, stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = cli.environment(db)
-    result = subprocess.run(
-        cli.command(args), env=env, cwd=cli.cwd, input=stdin, capture_output=True, text=True
-    )
-    assert_no_leaks(args, env, result.stdout, result.stderr)
-    return result
-
-
 def test_add_list_remove(cli: Cli, db_url: str, engine: Engine) -> None:
-    added = _with_stdin(cli, db_url, SECRET + "\n", "operator", "add", "olga", "--role", "operator")
+    added = cli("operator", "add", "olga", "--role", "operator", db=db_url, stdin=SECRET + "\n")
     assert added.returncode == 0, describe(added)
     assert SECRET not in added.stdout + added.stderr
     with transaction(engine, read_only=True) as connection:
@@ -46,12 +36,12 @@ def test_add_list_remove(cli: Cli, db_url: str, engine: Engine) -> None:
 
 def test_bad_role_short_password_and_no_password_argument(cli: Cli, db_url: str) -> None:
     assert_one_line_error(
-        _with_stdin(cli, db_url, SECRET + "\n", "operator", "add", "x", "--role", "admin"),
+        cli("operator", "add", "x", "--role", "admin", db=db_url, stdin=SECRET + "\n"),
         "unknown role",
     )
     assert_one_line_error(
-        _with_stdin(cli, db_url, "short\n", "operator", "add", "x", "--role", "viewer"),
+        cli("operator", "add", "x", "--role", "viewer", db=db_url, stdin="short\n"),
         "too short",
     )
-    extra = _with_stdin(cli, db_url, "", "operator", "add", "x", SECRET)
+    extra = cli("operator", "add", "x", SECRET, db=db_url, stdin="")
     assert extra.returncode == 2  # no place for a password among the arguments

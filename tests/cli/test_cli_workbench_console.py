@@ -116,7 +116,9 @@ def test_a_worker_that_stops_with_the_token_refused_stays_in_status(
 ) -> None:
     stage(engine, [price_row("SKU-1", 1)])
     with SiteSimulator(token="the-sites-own-token") as site:
-        run = cli("run", "--until-idle", "--max-seconds", "5", db=db_url, site=site.url)
+        # A paused worker is not idle: the run waits out --max-seconds. The refusal comes with
+        # the first request, some 0.1 s in on an idle machine: 2 s is twenty times that.
+        run = cli("run", "--until-idle", "--max-seconds", "2", db=db_url, site=site.url)
     assert "delivery paused: the site refused the token" in run.stdout.splitlines()[-1]
     assert "exchange status still shows it" in run.stderr, describe(run)
     figures = run_json(cli, "status", "--json", db=db_url, code=1)

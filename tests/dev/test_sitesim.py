@@ -850,7 +850,9 @@ def test_command_line_serves_until_interrupted() -> None:
 def test_a_rate_limited_shop_answers_429_with_retry_after_beyond_its_burst(
     sim: SiteSimulator, client: httpx.Client
 ) -> None:
-    sim.faults = Faults(rate_limit=20.0, rate_burst=0.25, rate_retry_after="1")  # 5 at once
+    # 5 at once, one more every 2 s: the eight requests must come within 2 s (some 50 ms
+    # idle). At 20/s (a token every 50 ms) it failed twice in full test-fast runs (load 2-10).
+    sim.faults = Faults(rate_limit=0.5, rate_burst=10.0, rate_retry_after="1")
 
     answers = [post(client, body(f"SKU-{n}", 1)) for n in range(8)]
 
@@ -863,10 +865,13 @@ def test_a_rate_limited_shop_answers_429_with_retry_after_beyond_its_burst(
 def test_a_rate_limited_shop_takes_more_once_its_bucket_refills(
     sim: SiteSimulator, client: httpx.Client
 ) -> None:
-    sim.faults = Faults(rate_limit=20.0, rate_burst=0.05)  # one at a time, one per 50 ms
+    # One at a time, one per 0.5 s: the second request must come within 0.5 s of the first
+    # (a few ms idle; at 50 ms a loaded machine could miss it); the third after 0.6 s, a
+    # lower bound that load only helps.
+    sim.faults = Faults(rate_limit=2.0, rate_burst=0.5)
     first = post(client, body("SKU-1", 1)).status_code
     at_once = post(client, body("SKU-2", 1)).status_code
-    time.sleep(0.06)
+    time.sleep(0.6)
 
     assert (200, 429, 200) == (first, at_once, post(client, body("SKU-3", 1)).status_code)
 

@@ -49,6 +49,9 @@ MAX_ATTEMPTS = 20
 # -- helpers ----------------------------------------------------------------------------------
 
 
+# The waits below (wait_for, a process's wait) are hang guards, not margins: each waits for an
+# event that comes within a few seconds on an idle machine, and allows 30-90 s, ten times or
+# more, before it fails; a loaded machine only makes them wait longer.
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -234,6 +237,7 @@ def test_a_postgresql_restart_mid_run_costs_failed_cycles_then_the_worker_delive
                 lambda: bool(failed_cycles(log_of(tmp_path, "w1"))), 30, "a failed cycle logged"
             )
             effects_while_down = len(site.effects())
+            # the outage lasts at least 1.5 s (a lower bound: load only lengthens it)
             wait_for(lambda: time.monotonic() - down_since > 1.5, 5, "the restart to last")
             assert proxy.refusing
             proxy.restore()
@@ -266,8 +270,8 @@ def test_backends_killed_by_pg_terminate_backend_mid_run_lose_nothing_and_apply_
                 killed += terminate_backends(database)
                 if round_ == 5:
                     stage(engine, more)
-                time.sleep(0.1)
-            assert killed >= 1
+                time.sleep(0.1)  # 20 rounds over 2 s while the worker delivers (the site
+            assert killed >= 1  # holds each answer 20 ms): load changes which kills hit
             wait_for(lambda: settled(engine), 90, "everything delivered after the kills")
         finally:
             codes = stop(worker)
@@ -483,7 +487,10 @@ def test_a_sqlite_write_lock_shorter_than_the_busy_timeout_is_waited_for_and_the
 
     def release_once_waited_for() -> None:
         begin_tried.wait(timeout=60)
-        time.sleep(0.3)  # the worker's BEGIN IMMEDIATE is now waiting on the lock
+        # The worker's BEGIN IMMEDIATE is now waiting on the lock: it is sent microseconds
+        # after the event. Were load to delay it past 0.3 s, the lock would be free when it
+        # comes and the test would prove less (a wait of 0), never fail for it.
+        time.sleep(0.3)
         lock.release()
 
     releaser = threading.Thread(target=release_once_waited_for)

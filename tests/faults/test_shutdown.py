@@ -51,6 +51,9 @@ def test_sigterm_mid_batch_finishes_the_requests_in_flight_hands_back_the_rest_a
         finally:
             stop(first)
         assert 0 == code, (tmp_path / "first.log").read_text()
+        # The stop waits for the two answers in flight (the site holds them 4 s) and exits:
+        # about 5 s idle; 30 s leaves a loaded machine six times that, and stays far below
+        # the 300 s lease a stop that waited for the leases would take.
         assert stopped_after < 30, f"took {stopped_after:.1f} s to stop"
         in_flight = {e.message_id for e in site.effects()}
         assert 2 == len(in_flight)
@@ -126,6 +129,8 @@ def test_sigterm_waits_for_a_hanging_request_no_longer_than_the_request_timeout(
         finally:
             stop(worker)
     assert 0 == code, (tmp_path / "hanging.log").read_text()
+    # Bounded by the request timeout (3 s) plus the exit; the site holds the answer 120 s:
+    # 30 s is ten times the one and a quarter of the other.
     assert stopped_after < 30, f"took {stopped_after:.1f} s (the site held the answer 120 s)"
     with transaction(engine, read_only=True) as connection:
         rows = dict(connection.execute(select(messages.c.aggregate, messages.c.state)).all())

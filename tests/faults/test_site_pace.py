@@ -80,6 +80,7 @@ def deliver_through_processes(
             )
             for i in range(workers)
         ]
+        # a hang guard: the workers give up by themselves at --max-seconds 120
         codes = {i: p.wait(timeout=180) for i, p in enumerate(procs)}
         logs = {i: (tmp_path / f"w{i}.log").read_text() for i in range(workers)}
         assert {i: 0 for i in range(workers)} == codes, logs
@@ -231,6 +232,9 @@ def test_a_worker_in_a_long_cycle_counts_a_worker_that_came_during_it(
 
     async def one_cycle(worker: Worker) -> None:
         async def another_comes() -> None:
+            # 200 requests at 100/s make a cycle of 2 s at least (the pace is wall time, so
+            # load does not shorten it), recounted every SHARE_EVERY (1 s): the other comes
+            # at 0.5 s, and load would have to hold this task back 1.5 s to miss the cycle
             await asyncio.sleep(0.5)
             sent_when_another_came.append(worker.requests_sent)
             now = datetime.now(UTC)

@@ -45,6 +45,10 @@ OUTCOME_KEYS = {
     "result_unknown",
     "detail",
 }
+# The simulated site answers in milliseconds; the fast settings' 2 s timeout was still exceeded
+# by four requests in a full run at load 10, which retried them and broke the exact line counts.
+# These tests are about the lines: the timeout is a hang guard here.
+HTTP_TIMEOUT = 30.0
 SECRET_TOKEN = "tok-9f8e7d6c5b4a-very-secret"
 DB_PASSWORD = "pw-5up3r/s3cret@x"
 
@@ -70,7 +74,7 @@ def test_json_lines_carry_one_outcome_line_per_message_with_its_fields(
     stage(engine, [price_row("SKU-R", 1, "123.45"), price_row("SKU-P", 1, "123.45")])
     stage(engine, [posting_row("DOC-1", 1, "777.77")])
     stream = capture(log_format="json", site_token="test-token", log_level="DEBUG")
-    run(make_worker(db_url, engine, site, max_attempts=2))
+    run(make_worker(db_url, engine, site, max_attempts=2, http_timeout=HTTP_TIMEOUT))
 
     lines = json_lines(stream)
     outcomes = [line for line in lines if line["event"] == "delivery"]
@@ -109,7 +113,7 @@ def test_text_lines_are_readable_and_name_each_field(
 ) -> None:
     stage(engine, [price_row("SKU-1", 1)])
     stream = capture(log_level="DEBUG")
-    run(make_worker(db_url, engine, site))
+    run(make_worker(db_url, engine, site, http_timeout=HTTP_TIMEOUT))
 
     [line] = [line for line in stream.getvalue().splitlines() if " delivery " in line]
     assert " DEBUG exchange.worker: delivery outcome=delivered message_id=price.SKU-1.v1." in line
@@ -125,7 +129,7 @@ def test_deliveries_have_one_info_line_per_batch_and_failures_keep_their_own(
     site.faults.reject = {"SKU-R"}
     stage(engine, [price_row(f"SKU-{n}", 1) for n in range(5)] + [price_row("SKU-R", 1)])
     stream = capture()
-    run(make_worker(db_url, engine, site, batch_size=100))
+    run(make_worker(db_url, engine, site, batch_size=100, http_timeout=HTTP_TIMEOUT))
 
     lines = stream.getvalue().splitlines()
     [batch] = [line for line in lines if " deliveries " in line]

@@ -1,7 +1,8 @@
 """The operators' new flags through the installed command, as an operator types them:
 ``quarantine list|retry|cancel --superseded``, bulk ``cancel`` with ``--dry-run``/``--yes``,
 ``--limit`` and EXCHANGE_BULK_LIMIT, ``prune [--dry-run]`` with EXCHANGE_RETENTION_DAYS, and
-the ``status`` tables and JSON. Each command is a real subprocess (tests/support/clitools.py).
+the ``status`` tables and JSON. Each command runs in the test's process
+(tests/support/clitools.py).
 """
 
 from __future__ import annotations

@@ -1,42 +1,26 @@
-"""``exchange run --metrics-port N`` end to end: a real process, scraped, then SIGTERM."""
+"""``exchange run --metrics-port N`` end to end: scraped while it runs, then SIGTERM.
+
+The service runs in the test's process (tests/support/clitools.py: ``until_stopped`` sends the
+SIGTERM its own handler takes); a real ``python -m exchange`` only for the refused port, whose
+point is what a service manager sees of a service that cannot start: exit 2 and one line.
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from opstools import TOKEN, Samples, get, wait_for
+from clitools import Cli, describe, until_stopped
+from opstools import TOKEN, Samples, get
 
 from exchange.db.engine import make_engine
 from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import price_row, stage
-
-pytestmark = pytest.mark.slow
-
-
-def environment(db_url: str, site: SiteSimulator, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
-    env.update(
-        {
-            "EXCHANGE_DATABASE_URL": db_url,
-            "EXCHANGE_SITE_URL": site.url,
-            "EXCHANGE_SITE_TOKEN": TOKEN,
-            "EXCHANGE_POLL_INTERVAL": "0.05",
-            "EXCHANGE_RETRY_BASE_DELAY": "0.001",
-            "EXCHANGE_RETRY_MAX_DELAY": "0.01",
-            **extra,
-        }
-    )
-    return env
 
 
 def free_port() -> int:
@@ -50,47 +34,44 @@ def migrated_sqlite(tmp_path: Path) -> str:
 
 
 def test_run_serves_metrics_and_healthz_logs_json_and_exits_0_on_sigterm(
-    tmp_path: Path, site: SiteSimulator
+    cli: Cli, tmp_path: Path, site: SiteSimulator
 ) -> None:
     db_url = migrated_sqlite(tmp_path)
     engine = make_engine(db_url)
     stage(engine, [price_row(f"SKU-{n}", 1) for n in range(3)])
     engine.dispose()
     port = free_port()
-    env = environment(db_url, site, EXCHANGE_LOG_FORMAT="json", EXCHANGE_METRICS_HOST="127.0.0.1")
     url = f"http://127.0.0.1:{port}"
-    with (tmp_path / "err.txt").open("w+") as err:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "exchange", "run", "--metrics-port", str(port)],
-            env=env,
-            cwd=tmp_path,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
+    seen: dict[str, Any] = {}
+
+    def delivered_all() -> bool:
         try:
+            text = get(f"{url}/metrics").text
+        except httpx.TransportError:  # not listening yet
+            return False
+        if 3 != Samples(text)("exchange_deliveries_total"):
+            return False
+        seen["samples"] = Samples(get(f"{url}/metrics").text)
+        seen["health"] = get(f"{url}/healthz")
+        return True
 
-            def delivered_all() -> bool:
-                if process.poll() is not None:
-                    raise AssertionError(f"exchange run exited with {process.returncode}")
-                try:
-                    text = get(f"{url}/metrics").text
-                except httpx.TransportError:  # not listening yet
-                    return False
-                return 3 == Samples(text)("exchange_deliveries_total")
+    # Three deliveries take a fraction of a second on an idle machine; 30 s (times the load)
+    # is the margin.
+    result = until_stopped(
+        cli,
+        "run",
+        "--metrics-port",
+        str(port),
+        stop_when=delivered_all,
+        seconds=30,
+        what="three deliveries counted on /metrics",
+        db=db_url,
+        site=site.url,
+        env={"EXCHANGE_LOG_FORMAT": "json", "EXCHANGE_METRICS_HOST": "127.0.0.1"},
+    )
 
-            wait_for(delivered_all, seconds=30, what="three deliveries counted on /metrics")
-            samples = Samples(get(f"{url}/metrics").text)
-            health = get(f"{url}/healthz")
-            process.send_signal(signal.SIGTERM)
-            code = process.wait(timeout=10)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-        err.seek(0)
-        stderr = err.read()
-
-    assert 0 == code, stderr
+    assert 0 == result.returncode, describe(result)
+    samples, health = seen["samples"], seen["health"]
     assert 3 == samples("exchange_messages", state="delivered")
     assert 0 == samples("exchange_breaker_state")
     assert (200, "ok", True) == (
@@ -98,32 +79,34 @@ def test_run_serves_metrics_and_healthz_logs_json_and_exits_0_on_sigterm(
         health.json()["status"],
         health.json()["database"],
     )
-    lines: list[dict[str, Any]] = [json.loads(line) for line in stderr.splitlines()]
+    lines: list[dict[str, Any]] = [json.loads(line) for line in result.stderr.splitlines()]
     # one line per batch for deliveries (issue 13, item 7): their counts add up
     assert 3 == sum(line["count"] for line in lines if line["event"] == "deliveries")
     assert any(line["event"].startswith("metrics on http://127.0.0.1:") for line in lines)
     assert "stopped" == lines[-1]["event"]
-    assert TOKEN not in stderr
-    with pytest.raises(httpx.ConnectError):  # the server stopped with the process
+    assert TOKEN not in result.stderr
+    with pytest.raises(httpx.ConnectError):  # the server stopped with the command
         get(f"{url}/healthz")
 
 
 def test_run_refuses_a_metrics_port_already_in_use_with_one_line(
     tmp_path: Path, site: SiteSimulator
 ) -> None:
+    """A real process: a service manager sees the exit code and stderr, nothing else."""
     db_url = migrated_sqlite(tmp_path)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = subprocess.run(
-            [sys.executable, "-m", "exchange", "run", "--once", "--metrics-port", str(port)],
-            env=environment(db_url, site, EXCHANGE_METRICS_HOST="127.0.0.1"),
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=60,
+        result = Cli(tmp_path, process=True)(
+            "run",
+            "--once",
+            "--metrics-port",
+            str(port),
+            db=db_url,
+            site=site.url,
+            env={"EXCHANGE_METRICS_HOST": "127.0.0.1"},
         )
-    assert 2 == result.returncode, result.stderr
+    assert 2 == result.returncode, describe(result)
     [line] = result.stderr.splitlines()
     assert line.startswith(f"error: cannot serve metrics on 127.0.0.1:{port}: ")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -61,7 +60,10 @@ def test_a_stop_right_after_a_cycle_is_handed_to_the_loop_logs_no_error_and_exit
 
     async def scenario(_: Any) -> None:
         codes.append(await asyncio.wait_for(runner.run_forever(worker, poll_interval=0.01), 10))
-        await asyncio.sleep(0.05)  # the loop would run a cancelled job's callback by now
+        # A cancelled job's callback is a ready callback: the loop runs it at its next turn,
+        # which this sleep lets come however slow the machine (no margin of time involved).
+        # The 10 s above is a hang guard: the stop comes within a few 0.01 s wakeups.
+        await asyncio.sleep(0.05)
 
     with caplog.at_level(logging.INFO):
         run_worker(worker, scenario)
@@ -87,11 +89,14 @@ def test_a_stop_while_the_scheduled_report_is_written_waits_for_it_and_logs_no_e
     stops: list[Callable[[], None]] = []
     monkeypatch.setattr(runner, "_install_signals", lambda _loop, stop: stops.append(stop))
     exporting = threading.Event()
+    stopped = threading.Event()
     original = ScheduledExport.run
 
     def slow_run(self: ScheduledExport) -> list[Path]:
+        """The export goes on only once the stop was asked for: in the middle of it whatever
+        the load (a fixed sleep would race the stop on a loaded machine)."""
         exporting.set()
-        time.sleep(0.5)
+        assert stopped.wait(10), "no stop within 10 s"  # a hang guard, not a margin
         return original(self)
 
     monkeypatch.setattr(ScheduledExport, "run", slow_run)
@@ -105,6 +110,7 @@ def test_a_stop_while_the_scheduled_report_is_written_waits_for_it_and_logs_no_e
         while not exporting.is_set():
             await asyncio.sleep(0.01)
         stops[-1]()
+        stopped.set()
         codes.append(await asyncio.wait_for(running, 10))
 
     with caplog.at_level(logging.INFO):

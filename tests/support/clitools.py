@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections import Counter
@@ -118,13 +119,15 @@ def assert_clean(result: Result, token: str = TOKEN) -> None:
 
 
 @contextmanager
-def _as_a_process(environment: Mapping[str, str], cwd: Path) -> Iterator[tuple[io.StringIO, ...]]:
+def _as_a_process(
+    environment: Mapping[str, str], cwd: Path, stdin: str = ""
+) -> Iterator[tuple[io.StringIO, ...]]:
     """What a fresh ``python -m exchange`` would have, for the length of one command: the
     environment (``os.environ`` changed in place: what reads it later, e.g. rich's COLUMNS,
-    sees it), the directory, an empty stdin, stdout and stderr of its own; and afterwards
-    what a command changes in the process put back: the log handlers, levels and masked
-    secrets (logs.configure), the signal handlers (run), the engines it made (disposed, as
-    a process's exit closes its connections)."""
+    sees it), the directory, stdin (``stdin``, not a terminal), stdout and stderr of its own;
+    and afterwards what a command changes in the process put back: the log handlers, levels
+    and masked secrets (logs.configure), the signal handlers (run), the engines it made
+    (disposed, as a process's exit closes its connections)."""
     saved_env = dict(os.environ)
     saved_cwd = os.getcwd()
     saved_streams = sys.stdin, sys.stdout, sys.stderr, sys.argv
@@ -154,7 +157,7 @@ def _as_a_process(environment: Mapping[str, str], cwd: Path) -> Iterator[tuple[i
     os.environ.clear()
     os.environ.update(environment)
     os.chdir(cwd)
-    sys.stdin, sys.stdout, sys.stderr = io.StringIO(), out, err
+    sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin), out, err
     exchange.db.engine.create_engine = recorded  # type: ignore[assignment]
     try:
         yield out, err
@@ -181,7 +184,9 @@ def _as_a_process(environment: Mapping[str, str], cwd: Path) -> Iterator[tuple[i
             signal.signal(number, handler)
 
 
-def run_in_process(args: Sequence[str], environment: Mapping[str, str], cwd: Path) -> Result:
+def run_in_process(
+    args: Sequence[str], environment: Mapping[str, str], cwd: Path, stdin: str = ""
+) -> Result:
     """``exchange ARGS`` run by ``exchange.cli.main`` in this process; the result a process
     would give: SystemExit's code (a message: printed on stderr, code 1), an escaped
     exception as Python prints it (its traceback on stderr, code 1)."""
@@ -193,7 +198,7 @@ def run_in_process(args: Sequence[str], environment: Mapping[str, str], cwd: Pat
     columns = environment.get("COLUMNS", "")
     consoles = (common.out, common.err)
     saved = [console._width for console in consoles]
-    with _as_a_process(environment, cwd) as (out, err):
+    with _as_a_process(environment, cwd, stdin) as (out, err):
         for console in consoles:
             console.width = int(columns) if columns.isdigit() else 80
         sys.argv = ["exchange", *args]
@@ -257,16 +262,19 @@ class Cli:
         site: str | None = None,
         env: Mapping[str, str | None] | None = None,
         timeout: float = 60,
+        stdin: str = "",
     ) -> Result:
+        """``stdin``: what the command reads on standard input (a pipe, never a terminal)."""
         environment = self.environment(db, site, env)
         if not self.process:
-            result = run_in_process(args, environment, self.cwd)
+            result = run_in_process(args, environment, self.cwd, stdin)
             assert_no_leaks(args, environment, result.stdout, result.stderr)
             return result
         result = subprocess.run(
             self.command(args),
             env=environment,
             cwd=self.cwd,
+            input=stdin,
             capture_output=True,
             text=True,
             timeout=timeout * load_scale(),
@@ -329,6 +337,58 @@ class Cli:
                 subprocess.CompletedProcess(self.command(args), process.returncode, stdout, stderr)
             )
         return results
+
+
+def until_stopped(
+    cli: Cli,
+    *args: str,
+    stop_when: Callable[[], bool],
+    seconds: float,
+    what: str,
+    db: str | None = None,
+    site: str | None = None,
+    env: Mapping[str, str | None] | None = None,
+) -> Result:
+    """A command that runs until stopped (``run``, ``serve``), in this process: once
+    ``stop_when()`` holds, SIGTERM to this process, which the command's own handler takes
+    (the operator's ``kill``). Not within ``seconds`` (times the load): stopped all the same,
+    and an AssertionError naming ``what``.
+
+    The signal goes only while the command's handler is installed (the one the command's
+    event loop puts in place; asyncio's and uvloop's both set a Python-level handler); until
+    the command returns, a no-op handler stands behind it, so a late signal never reaches
+    pytest's default one, which would end the test process."""
+    deadline = time.monotonic() + seconds * load_scale()
+    finished = threading.Event()
+    late: list[str] = []
+
+    def placeholder(signum: int, frame: object) -> None:
+        pass
+
+    def watch() -> None:
+        while not finished.wait(0.05):
+            handler = signal.getsignal(signal.SIGTERM)
+            if handler in (placeholder, signal.SIG_DFL, signal.SIG_IGN, None):
+                continue  # the command's handler is not in place yet
+            held = stop_when()
+            if held or time.monotonic() > deadline:
+                if not held:
+                    late.append(f"not within {seconds} s: {what}")
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+    saved = signal.signal(signal.SIGTERM, placeholder)
+    watcher = threading.Thread(target=watch, name="until-stopped", daemon=True)
+    watcher.start()
+    try:
+        result = cli(*args, db=db, site=site, env=env)
+    finally:
+        finished.set()
+        watcher.join()
+        signal.signal(signal.SIGTERM, saved)
+    if late:
+        raise AssertionError(late[0] + describe(result))
+    return result
 
 
 def run_json(cli: Cli, *args: str, db: str, code: int = 0) -> Any:

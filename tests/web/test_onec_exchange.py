@@ -373,8 +373,11 @@ def test_import_answers_progress_while_working_and_success_only_once_staged(
 ) -> None:
     from exchange.dev.cml_gen import write_big_offers
 
+    # 2,000 offers take some 0.2 s to import on an idle machine (bench.onec_upload times
+    # 100,000): the first answer, after progress_wait (0.01 s), is "progress" with a margin of
+    # twenty, and a loaded machine only widens it.
     path = tmp_path / "big.xml"
-    write_big_offers(path, 20_000)
+    write_big_offers(path, 2_000)
     c = session(
         serve(progress_wait=0.01, **{"1c_price_types": {"Розничная": "retail"}}), use_zip=False
     )
@@ -385,9 +388,9 @@ def test_import_answers_progress_while_working_and_success_only_once_staged(
         statuses.append(answer.status)
         if answer.status != "progress":
             break
-        assert len(staged(db)) in (0, 20_000)  # one publishing commit: whole or nothing
+        assert len(staged(db)) in (0, 2_000)  # one publishing commit: whole or nothing
     assert statuses[0] == "progress" and statuses[-1] == "success"
-    assert 20_000 == len(staged(db))
+    assert 2_000 == len(staged(db))
     c.close()
 
 
