@@ -532,8 +532,18 @@ class OneCExchange:
                 charset="windows-1251",
             )
         if mode == "file":
-            async for _ in request.content.iter_chunked(1 << 16):
-                pass  # orders are not this service's business: accepted and dropped
+            # Orders are not this service's business: accepted and dropped, read no further
+            # than the file_limit init announced (the door answers 413 to a Content-Length
+            # above it before a byte is read; a chunked body is cut here the same way).
+            received = 0
+            async for block in request.content.iter_chunked(1 << 16):
+                received += len(block)
+                if received > self.config.file_limit:
+                    raise web.HTTPRequestEntityTooLarge(
+                        max_size=self.config.file_limit,
+                        actual_size=received,
+                        headers={"Connection": "close"},
+                    )
             return _say("success", "orders are not imported by this service")
         if mode in ("success", "import", "info", "deactivate", "complete"):
             return _say("success", "no orders here")
