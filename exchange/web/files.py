@@ -12,11 +12,14 @@ from __future__ import annotations
 import errno
 import os
 import re
+import secrets
 import shutil
 import stat
 import struct
 import time
+import unicodedata
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
 
 from exchange.intake.commerceml.publish import WORK_SUFFIXES
@@ -70,6 +73,48 @@ def safe_relative(name: str) -> PurePosixPath:
     if parts[-1].lower().endswith((*WORK_SUFFIXES, ".part", UNPACKED_MARK)):  # the service's
         raise FileRefused(f"file name {name[:100]!r} is reserved")
     return PurePosixPath(*parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Spelling:
+    """Which names the file system of the exchanges' folder takes for one file, beyond what
+    ``safe_relative`` already makes one (``./x.xml``, ``a//b``, ``a\\b``)."""
+
+    folds_case: bool = False  # Windows, macOS: "Offers.XML" is "offers.xml"
+    folds_unicode: bool = False  # macOS: "é" composed (NFC) or not (NFD) is one name
+    drops_trailing: bool = False  # Windows: "offers.xml." and "offers.xml " are "offers.xml"
+
+    def key(self, relative: PurePosixPath) -> str:
+        """One string for every spelling of ``relative`` this file system takes as one file."""
+        parts = []
+        for part in relative.parts:
+            if self.drops_trailing:
+                part = part.rstrip(". ") or part
+            if self.folds_unicode:
+                part = unicodedata.normalize("NFC", part)
+            if self.folds_case:
+                part = part.casefold()
+            parts.append(part)
+        return "/".join(parts)
+
+
+def spelling(folder: Path) -> Spelling:
+    """How ``folder``'s file system spells names, asked of it: a probe file is made, looked for
+    under other spellings and removed. Unknown (the probe cannot be made): nothing folded, as on
+    Linux, so that two files are never taken for one."""
+    probe = folder / f".spelling-{secrets.token_hex(4)}-\u00c9a"  # "Éa", É composed
+    try:
+        probe.touch(exist_ok=False)
+    except OSError:
+        return Spelling()
+    try:
+        return Spelling(
+            folds_case=probe.with_name(probe.name.lower()).exists(),
+            folds_unicode=probe.with_name(unicodedata.normalize("NFD", probe.name)).exists(),
+            drops_trailing=probe.with_name(probe.name + ".").exists(),
+        )
+    finally:
+        probe.unlink(missing_ok=True)
 
 
 def is_archive(path: PurePath | str) -> bool:

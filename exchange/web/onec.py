@@ -45,9 +45,12 @@ from exchange.web.door import client_address
 from exchange.web.files import (
     SESSION,
     FileRefused,
+    Spelling,
     inside,
     is_archive,
     is_xml,
+    safe_relative,
+    spelling,
     start_afresh,
     sweep,
     unpack_archives,
@@ -112,7 +115,10 @@ SILENT_AFTER_S = 4 * HEARTBEAT_EVERY_S
 
 @dataclass
 class Exchanges:
-    """The state of the exchanges in flight: their import jobs, by (session, file name)."""
+    """The state of the exchanges in flight: their import jobs, by session and the file the
+    name means in that session's folder (``OneCExchange._job_key``): ``./offers.xml``,
+    ``offers.xml`` and, where the file system takes them as one, ``OFFERS.XML`` or
+    ``offers.xml.`` are one file and have one job."""
 
     jobs: dict[tuple[str, str], Job] = field(default_factory=dict)
 
@@ -167,6 +173,7 @@ class OneCExchange:
         self.root = config.exchange_dir
         self.refused = Refusals()
         self.guesses = Guesses("1c")
+        self._spelling: Spelling | None = None  # the exchanges' file system's, asked once
 
     def routes(self) -> list[web.RouteDef]:
         return [web.route("*", path, self.handle) for path in PATHS]
@@ -342,6 +349,15 @@ class OneCExchange:
     def _folder(self, session: str) -> Path:
         return self.root / session
 
+    def _job_key(self, session: str, filename: str) -> tuple[str, str]:
+        """The job of ``filename`` in ``session``: one for every name of the same file in that
+        session's folder (FileRefused for a name the folder does not take)."""
+        relative = safe_relative(filename)
+        if self._spelling is None:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._spelling = spelling(self.root)
+        return session, self._spelling.key(relative)
+
     def _running(self, session: str) -> bool:
         return any(
             key[0] == session and job.task is not None and not job.task.done()
@@ -367,6 +383,7 @@ class OneCExchange:
         try:
             await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
             target = inside(folder, filename)
+            named = await asyncio.to_thread(self._job_key, session, filename)
         except FileRefused as exc:
             return await self._refuse(session, filename, str(exc))
         if is_archive(filename):
@@ -376,14 +393,14 @@ class OneCExchange:
                 job = self.state.jobs[key]
                 if job.task is not None and job.task.done():
                     del self.state.jobs[key]
-        done = self.state.jobs.get((session, filename))
+        done = self.state.jobs.get(named)
         if done is not None:
             if done.task is not None and not done.task.done():
                 return await self._refuse(
                     session, filename, f"{filename[:100]!r} is being imported: send it later"
                 )
             # Imported already: what arrives now is a new file of that name, not more of it.
-            del self.state.jobs[(session, filename)]
+            del self.state.jobs[named]
             await asyncio.to_thread(start_afresh, folder, target)
         elif is_archive(filename) and await asyncio.to_thread(unpacked, target):
             # Unpacked already (by the import of another file): a new archive of that name,
@@ -426,7 +443,10 @@ class OneCExchange:
 
     async def _import(self, session: str, filename: str) -> web.Response:
         folder = self._folder(session)
-        key = (session, filename)
+        try:
+            key = await asyncio.to_thread(self._job_key, session, filename)
+        except FileRefused as exc:
+            return await self._refuse(session, filename, str(exc))
         job = self.state.jobs.get(key)
         if job is None:
             try:
