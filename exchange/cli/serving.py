@@ -157,7 +157,12 @@ def _left_line(figures: Any, pause: dict[str, Any] | None, refused: str | None) 
 def serve(ctx: typer.Context) -> None:
     """The HTTP side: 1C's standard exchange (/1c_exchange.php), the JSON intake
     (/api/v1/intents) and the operators' workbench (/); prints their addresses when it
-    listens, then runs until stopped (SIGINT/SIGTERM)."""
+    listens, then runs until stopped (SIGINT/SIGTERM).
+
+    Wrong passwords are slowed per serve process: an unauthenticated request never writes to
+    the database (contract 9), so each process counts them in its own memory, and a restart
+    forgets them. Several serve processes on one database give a guesser that many times the
+    attempts: run one, or bound sign-ins at the proxy (docs/deployment.md, "Wrong passwords")."""
     from exchange.web.server import addresses
 
     with _guard():
