@@ -87,3 +87,29 @@ def test_a_folding_file_system_gives_every_spelling_of_a_name_one_key() -> None:
     assert len({macos.key(PurePosixPath(n)) for n in names[:3]}) == 1
     assert len({windows.key(PurePosixPath(n)) for n in (composed, names[2], names[3])}) == 1
     assert len({linux.key(PurePosixPath(n)) for n in names}) == 4
+
+
+def test_a_file_being_imported_is_not_appended_to_under_another_spelling(
+    serve: Serve, tmp_path: Path
+) -> None:
+    """While ``offers.xml`` is read, ``./offers.xml`` is the same file: refused (``send it
+    later``), never appended to the file under the reader. Margin: 60,000 offers take about
+    1 s to read here (the whole test 2.2-2.7 s), the second upload follows the first
+    ``progress`` within milliseconds; before the fix its 1,112 bytes went onto the file."""
+    c = OneCClient(serve(progress_wait=0.0, **TYPES), USER, PASSWORD)
+    try:
+        assert c.checkauth().status == "success"
+        c.init()
+        many = [CmlOffer(f"A{n}", [CmlPrice("t-retail", "1.00", "руб")]) for n in range(60_000)]
+        big = offers_xml(Package(types=[RETAIL], offers=many))
+        assert c.upload("offers.xml", big).status == "success"
+        started = c.read(c._request("GET", "import", filename="offers.xml"))
+        assert started.status == "progress", started.text
+        again = c.upload("./offers.xml", offers("2.00"))
+        assert again.status == "failure" and "пришлите его позже" in again.text, again.text
+        (kept,) = [p for p in (tmp_path / "1c").rglob("offers.xml")]
+        assert kept.read_bytes() == big
+        answer, _ = c.import_file("offers.xml")
+        assert answer.status == "success" and "Принято цен: 60000" in answer.text, answer.text
+    finally:
+        c.close()
