@@ -958,6 +958,14 @@ _ONEC_WHOLE: tuple[tuple[str, str], ...] = (
         "Архив распаковывается больше чем в {n} байт.",
     ),
     (_F + r" is not a zip archive: (?P<e>.*)", "{f} — не архив zip ({e})."),
+    (
+        _F + r" holds more than " + _N + r" files: not unpacked",
+        "В архиве {f} больше {n} файлов: не распакован.",
+    ),
+    (
+        _F + r"'s list of files is larger than " + _N + r" bytes: not unpacked",
+        "Оглавление архива {f} больше {n} байт: не распакован.",
+    ),
 )
 _ONEC_PARTS: tuple[tuple[str, str], ...] = (
     (

@@ -17,7 +17,7 @@ from exchange.cli.common import (
     log,
     out,
 )
-from exchange.db.engine import make_engine, transaction
+from exchange.db.engine import make_engine, make_private, transaction
 from exchange.db.migrate import aggregates_beyond_intake, current_revision, upgrade
 from exchange.db.wake import how_workers_wake
 from exchange.domain.clock import SystemClock
@@ -41,6 +41,9 @@ def migrate(ctx: typer.Context) -> None:
         if settings.staging_url and settings.staging_url != settings.database_url:
             staging_engine = make_engine(settings.staging_url)
             upgrade(staging_engine, staging_notify=False)
+        for made in (engine, staging_engine):
+            for path in make_private(made) if made is not None else []:
+                out.print(f"{path}: made readable by this user only (0600)", markup=False)
         out.print(
             logs.redact(
                 f"migrated {safe_url(settings.database_url)} to revision {current_revision(engine)}"
@@ -154,7 +157,12 @@ def _left_line(figures: Any, pause: dict[str, Any] | None, refused: str | None) 
 def serve(ctx: typer.Context) -> None:
     """The HTTP side: 1C's standard exchange (/1c_exchange.php), the JSON intake
     (/api/v1/intents) and the operators' workbench (/); prints their addresses when it
-    listens, then runs until stopped (SIGINT/SIGTERM)."""
+    listens, then runs until stopped (SIGINT/SIGTERM).
+
+    Wrong passwords are slowed per serve process: an unauthenticated request never writes to
+    the database (contract 9), so each process counts them in its own memory, and a restart
+    forgets them. Several serve processes on one database give a guesser that many times the
+    attempts: run one, or bound sign-ins at the proxy (docs/deployment.md, "Wrong passwords")."""
     from exchange.web.server import addresses
 
     with _guard():

@@ -16,7 +16,9 @@ expire and is taken over with the same message_id (docs/guarantees.md).
 from __future__ import annotations
 
 import logging
+import os
 import re
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,7 +59,60 @@ def make_engine(url: str, *, busy_timeout: float = SQLITE_BUSY_TIMEOUT_S, **kwar
     return create_engine(url, pool_pre_ping=True, connect_args=connect_args, **kwargs)
 
 
+# A SQLite database holds the operators' password hashes, their sessions and the key that signs
+# cookies (and 1C's prices): readable by the service's user only, whatever the umask. SQLite
+# gives its -wal and -shm files the database file's mode.
+PRIVATE_MODE = 0o600
+SQLITE_COMPANIONS = ("", "-wal", "-shm", "-journal")
+
+
+def sqlite_file(engine: Engine) -> Path | None:
+    """The file of a SQLite engine's database; None for PostgreSQL, memory or a ``file:`` URI."""
+    name = engine.url.database or ""
+    if engine.dialect.name != "sqlite" or name in ("", ":memory:") or name.startswith("file:"):
+        return None
+    return Path(name)
+
+
+def _create_private(path: Path) -> None:
+    """Creates ``path`` empty (SQLite takes an empty file as a new database) with
+    ``PRIVATE_MODE`` when it does not exist, so that it is never world-readable even for a
+    moment; otherwise, or when it cannot be created, leaves SQLite to open it or say why not."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_MODE)
+    except OSError:  # it exists, or its folder does not: SQLite's own answer follows
+        return
+    os.close(fd)
+
+
+def make_private(engine: Engine) -> list[Path]:
+    """``exchange migrate``'s step for a SQLite database created before files were made
+    private: its file and companions that this user owns and others may read or write become
+    ``PRIVATE_MODE``; returns those changed. A file another user owns is left as it is."""
+    path = sqlite_file(engine)
+    if path is None or not hasattr(os, "getuid"):  # Windows: the folder's ACL decides
+        return []
+    changed = []
+    for suffix in SQLITE_COMPANIONS:
+        companion = path.with_name(path.name + suffix)
+        try:
+            status = companion.stat()
+        except FileNotFoundError:
+            continue
+        if status.st_uid == os.getuid() and stat.S_IMODE(status.st_mode) & 0o077:
+            companion.chmod(stat.S_IMODE(status.st_mode) & PRIVATE_MODE)
+            changed.append(companion)
+    return changed
+
+
 def _configure_sqlite(engine: Engine, busy_timeout: float) -> None:
+    path = sqlite_file(engine)
+
+    @event.listens_for(engine, "do_connect")
+    def _before_connect(*_: Any) -> None:
+        if path is not None:
+            _create_private(path)
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # We emit BEGIN ourselves (below), so the driver must not.

@@ -1,6 +1,7 @@
 """Each exchange's files in a folder of its own: names that may not leave it, uploads capped,
 archives unpacked under the same rules (no ``..``, absolute paths or links; the unpacked size,
-the compression ratio and the number of members capped).
+the compression ratio, the number of members and the size of the archive's list of them
+capped, the last two before the list is read).
 
 Names are compared without regard to case where the service gives them a meaning (``.zip``,
 its own working files), because the folder may live on a file system that ignores case
@@ -11,9 +12,13 @@ from __future__ import annotations
 import errno
 import os
 import re
+import secrets
 import shutil
 import stat
+import struct
+import unicodedata
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
 
 from exchange.intake.commerceml.publish import WORK_SUFFIXES
@@ -27,6 +32,14 @@ XML = ".xml"
 # the products' images, which are dropped unread: contract 9a), so the cap bounds the files an
 # archive can create, whatever the size of the shop's catalogue.
 MAX_UNPACKED = 1_000
+# At most this many members in one archive, whatever they are, and at most this many bytes in
+# its central directory (the list of members, read whole and turned into one object per member
+# by ``zipfile`` before anything else can be judged): checked from the archive's last record
+# before the list is read (``_central_directory``). 100,000 images and their catalogue list in
+# about 60 MB; 200,000 members is twice that, the most one exchange's archive may cost.
+MAX_ARCHIVE_MEMBERS = 200_000
+# 200,000 members under names of about 110 bytes (``import_files/ab/<guid>_<guid>.jpg``).
+MAX_CENTRAL_DIRECTORY_BYTES = 32 * 1024 * 1024
 # Bytes in one folder or file name: file systems refuse more than 255, and the service writes
 # its own files beside an upload under the upload's name and a suffix (.part, .spool, ...).
 MAX_NAME_BYTES = 200
@@ -59,6 +72,48 @@ def safe_relative(name: str) -> PurePosixPath:
     if parts[-1].lower().endswith((*WORK_SUFFIXES, ".part", UNPACKED_MARK)):  # the service's
         raise FileRefused(f"file name {name[:100]!r} is reserved")
     return PurePosixPath(*parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Spelling:
+    """Which names the file system of the exchanges' folder takes for one file, beyond what
+    ``safe_relative`` already makes one (``./x.xml``, ``a//b``, ``a\\b``)."""
+
+    folds_case: bool = False  # Windows, macOS: "Offers.XML" is "offers.xml"
+    folds_unicode: bool = False  # macOS: "é" composed (NFC) or not (NFD) is one name
+    drops_trailing: bool = False  # Windows: "offers.xml." and "offers.xml " are "offers.xml"
+
+    def key(self, relative: PurePosixPath) -> str:
+        """One string for every spelling of ``relative`` this file system takes as one file."""
+        parts = []
+        for part in relative.parts:
+            if self.drops_trailing:
+                part = part.rstrip(". ") or part
+            if self.folds_unicode:
+                part = unicodedata.normalize("NFC", part)
+            if self.folds_case:
+                part = part.casefold()
+            parts.append(part)
+        return "/".join(parts)
+
+
+def spelling(folder: Path) -> Spelling:
+    """How ``folder``'s file system spells names, asked of it: a probe file is made, looked for
+    under other spellings and removed. Unknown (the probe cannot be made): nothing folded, as on
+    Linux, so that two files are never taken for one."""
+    probe = folder / f".spelling-{secrets.token_hex(4)}-\u00c9a"  # "Éa", É composed
+    try:
+        probe.touch(exist_ok=False)
+    except OSError:
+        return Spelling()
+    try:
+        return Spelling(
+            folds_case=probe.with_name(probe.name.lower()).exists(),
+            folds_unicode=probe.with_name(unicodedata.normalize("NFD", probe.name)).exists(),
+            drops_trailing=probe.with_name(probe.name + ".").exists(),
+        )
+    finally:
+        probe.unlink(missing_ok=True)
 
 
 def is_archive(path: PurePath | str) -> bool:
@@ -96,6 +151,7 @@ def unpack(archive: Path, folder: Path, *, max_bytes: int, max_ratio: int) -> li
     written: list[str] = []
     total = 0
     try:
+        _central_directory(archive)
         with zipfile.ZipFile(archive) as zf:
             for info in zf.infolist():
                 mode = info.external_attr >> 16
@@ -134,6 +190,72 @@ def unpack(archive: Path, folder: Path, *, max_bytes: int, max_ratio: int) -> li
     except zipfile.BadZipFile as exc:
         raise FileRefused(f"{archive.name} is not a zip archive: {exc}") from None
     return written
+
+
+_EOCD = struct.Struct("<4s4H2LH")  # the end of central directory record, 22 bytes
+_EOCD64_LOCATOR = struct.Struct("<4sLQL")  # 20 bytes, right before the record
+_EOCD64 = struct.Struct("<4sQ2H2L4Q")  # 56 bytes, right before the locator
+# A member's entry in the central directory: 46 bytes, then its name, extra field and comment,
+# whose lengths are at its byte 28.
+_CENTRAL_ENTRY_SIZE = 46
+_CENTRAL_LENGTHS = struct.Struct("<3H")
+_MAX_COMMENT = 0xFFFF
+
+
+def _central_directory(archive: Path) -> None:
+    """Refuses ``archive`` (FileRefused) when its central directory holds more than
+    ``MAX_ARCHIVE_MEMBERS`` members or ``MAX_CENTRAL_DIRECTORY_BYTES`` bytes, from the end
+    record (zip64 too) and a walk over the entries' fixed headers that creates nothing per
+    member: ``zipfile`` bounds its own reading by the directory's size, not by the count the
+    end record states, so the count is checked as walked. What is not a zip is left for
+    ``zipfile`` to say."""
+    with archive.open("rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        tail_start = max(0, size - _EOCD.size - _MAX_COMMENT)
+        f.seek(tail_start)
+        tail = f.read()
+        at = tail.rfind(b"PK\x05\x06", 0, max(0, len(tail) - _EOCD.size + 4))
+        if at < 0:
+            return  # no end record: zipfile refuses it ("File is not a zip file")
+        _, _, _, _, entries, cd_size, _, _ = _EOCD.unpack_from(tail, at)
+        end = tail_start + at
+        locator = end - _EOCD64_LOCATOR.size
+        if locator >= 0:  # zipfile takes a zip64 record whenever its locator is there
+            f.seek(locator)
+            head = f.read(_EOCD64_LOCATOR.size)
+            if head[:4] == b"PK\x06\x07" and locator - _EOCD64.size >= 0:
+                f.seek(locator - _EOCD64.size)
+                record = _EOCD64.unpack(f.read(_EOCD64.size))
+                if record[0] == b"PK\x06\x06":
+                    entries, cd_size = record[7], record[8]
+                    end = locator - _EOCD64.size
+        if entries > MAX_ARCHIVE_MEMBERS:
+            raise FileRefused(
+                f"{archive.name} holds more than {MAX_ARCHIVE_MEMBERS} files: not unpacked"
+            )
+        if cd_size > MAX_CENTRAL_DIRECTORY_BYTES:
+            raise FileRefused(
+                f"{archive.name}'s list of files is larger than {MAX_CENTRAL_DIRECTORY_BYTES} "
+                "bytes: not unpacked"
+            )
+        if cd_size > end:
+            return  # a directory larger than what precedes the end record: zipfile refuses it
+        if cd_size < _CENTRAL_ENTRY_SIZE * (MAX_ARCHIVE_MEMBERS + 1):
+            return  # too small to hold too many members, whatever the count says
+        # Where zipfile reads the directory: right before the end record(s).
+        f.seek(end - cd_size)
+        directory = f.read(cd_size)
+    count, at, lengths = 0, 0, _CENTRAL_LENGTHS.unpack_from
+    while at + _CENTRAL_ENTRY_SIZE <= len(directory):
+        if not directory.startswith(b"PK\x01\x02", at):
+            return  # zipfile refuses it ("Bad magic number for central directory")
+        count += 1
+        if count > MAX_ARCHIVE_MEMBERS:
+            raise FileRefused(
+                f"{archive.name} holds more than {MAX_ARCHIVE_MEMBERS} files: not unpacked"
+            )
+        name, extra, comment = lengths(directory, at + 28)
+        at += _CENTRAL_ENTRY_SIZE + name + extra + comment
 
 
 def _mark(archive: Path) -> Path:

@@ -47,9 +47,12 @@ from exchange.web.door import client_address
 from exchange.web.files import (
     SESSION,
     FileRefused,
+    Spelling,
     inside,
     is_archive,
     is_xml,
+    safe_relative,
+    spelling,
     start_afresh,
     sweep,
     unpack_archives,
@@ -114,7 +117,10 @@ SILENT_AFTER_S = 4 * HEARTBEAT_EVERY_S
 
 @dataclass
 class Exchanges:
-    """The state of the exchanges in flight: their import jobs, by (session, file name)."""
+    """The state of the exchanges in flight: their import jobs, by session and the file the
+    name means in that session's folder (``OneCExchange._job_key``): ``./offers.xml``,
+    ``offers.xml`` and, where the file system takes them as one, ``OFFERS.XML`` or
+    ``offers.xml.`` are one file and have one job."""
 
     jobs: dict[tuple[str, str], Job] = field(default_factory=dict)
 
@@ -173,6 +179,7 @@ class OneCExchange:
             since=config.clock.now(), clock=config.clock, monotonic=config.monotonic
         )
         self.guesses = Guesses("1c", config.monotonic)
+        self._spelling: Spelling | None = None  # the exchanges' file system's, asked once
 
     def routes(self) -> list[web.RouteDef]:
         return [web.route("*", path, self.handle) for path in PATHS]
@@ -349,6 +356,15 @@ class OneCExchange:
     def _folder(self, session: str) -> Path:
         return self.root / session
 
+    def _job_key(self, session: str, filename: str) -> tuple[str, str]:
+        """The job of ``filename`` in ``session``: one for every name of the same file in that
+        session's folder (FileRefused for a name the folder does not take)."""
+        relative = safe_relative(filename)
+        if self._spelling is None:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._spelling = spelling(self.root)
+        return session, self._spelling.key(relative)
+
     def _running(self, session: str) -> bool:
         return any(
             key[0] == session and job.task is not None and not job.task.done()
@@ -374,6 +390,7 @@ class OneCExchange:
         try:
             await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
             target = inside(folder, filename)
+            named = await asyncio.to_thread(self._job_key, session, filename)
         except FileRefused as exc:
             return await self._refuse(session, filename, str(exc))
         if is_archive(filename):
@@ -383,14 +400,14 @@ class OneCExchange:
                 job = self.state.jobs[key]
                 if job.task is not None and job.task.done():
                     del self.state.jobs[key]
-        done = self.state.jobs.get((session, filename))
+        done = self.state.jobs.get(named)
         if done is not None:
             if done.task is not None and not done.task.done():
                 return await self._refuse(
                     session, filename, f"{filename[:100]!r} is being imported: send it later"
                 )
             # Imported already: what arrives now is a new file of that name, not more of it.
-            del self.state.jobs[(session, filename)]
+            del self.state.jobs[named]
             await asyncio.to_thread(start_afresh, folder, target)
         elif is_archive(filename) and await asyncio.to_thread(unpacked, target):
             # Unpacked already (by the import of another file): a new archive of that name,
@@ -433,7 +450,10 @@ class OneCExchange:
 
     async def _import(self, session: str, filename: str) -> web.Response:
         folder = self._folder(session)
-        key = (session, filename)
+        try:
+            key = await asyncio.to_thread(self._job_key, session, filename)
+        except FileRefused as exc:
+            return await self._refuse(session, filename, str(exc))
         job = self.state.jobs.get(key)
         if job is None:
             try:
@@ -540,8 +560,18 @@ class OneCExchange:
                 charset="windows-1251",
             )
         if mode == "file":
-            async for _ in request.content.iter_chunked(1 << 16):
-                pass  # orders are not this service's business: accepted and dropped
+            # Orders are not this service's business: accepted and dropped, read no further
+            # than the file_limit init announced (the door answers 413 to a Content-Length
+            # above it before a byte is read; a chunked body is cut here the same way).
+            received = 0
+            async for block in request.content.iter_chunked(1 << 16):
+                received += len(block)
+                if received > self.config.file_limit:
+                    raise web.HTTPRequestEntityTooLarge(
+                        max_size=self.config.file_limit,
+                        actual_size=received,
+                        headers={"Connection": "close"},
+                    )
             return _say("success", "orders are not imported by this service")
         if mode in ("success", "import", "info", "deactivate", "complete"):
             return _say("success", "no orders here")

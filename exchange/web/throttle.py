@@ -7,7 +7,10 @@ at once. A name's penalty applies only to an address that itself failed lately, 
 can lock a known operator out by guessing their name from elsewhere.
 
 ``decide`` is the rule, a pure function of the records and the time; ``Throttle`` keeps the
-records (in memory, per serve process) with a clock that tests inject.
+records (in memory, per serve process) with a clock that tests inject. Not in the database:
+contract 9 says an unauthenticated request changes nothing there, so several serve processes
+on one database each count their own (stated in ``exchange serve --help`` and
+docs/deployment.md, "Wrong passwords: counted per serve process").
 """
 
 from __future__ import annotations

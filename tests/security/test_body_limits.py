@@ -131,3 +131,29 @@ def test_a_1c_file_part_is_bounded_by_the_file_limit_init_announced(
         assert "file_limit" in chunked.text
         folders = [p for p in (tmp_path / "1c").iterdir() if p.is_dir()]
         assert not any((folder / "c.xml").exists() for folder in folders)
+
+
+def test_a_chunked_1c_orders_file_past_the_file_limit_is_cut_with_413(
+    db_url: str, tmp_path: Path
+) -> None:
+    """``type=sale&mode=file`` (orders, dropped unread) is bounded like the catalogue's
+    ``file``: a chunked body, which no Content-Length announces, is cut past ``file_limit``
+    instead of being read to its end, however long 1C's password lets a client send."""
+    file_limit = 64 * 1024
+    settings = web_settings(db_url, tmp_path / "1c", **{"1c_file_limit": file_limit})
+    basic = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    with running(settings) as base, httpx.Client(base_url=base, timeout=30) as client:
+        auth = client.get(
+            "/1c_exchange.php?type=sale&mode=checkauth",
+            headers={"Authorization": f"Basic {basic}"},
+        )
+        lines = auth.text.splitlines()
+        assert lines[0] == "success", auth.text
+        session = {"Cookie": f"{lines[1]}={lines[2]}"}
+        path = "/1c_exchange.php?type=sale&mode=file&filename=orders.xml"
+
+        within = client.post(path, content=iter([b"<" * file_limit]), headers=session)
+        assert within.status_code == 200 and within.text.startswith("success"), within.text
+
+        over = client.post(path, content=iter([b"<" * file_limit] * 64), headers=session)
+        assert over.status_code == 413, over.text[:200]  # read to its end, it was a success
