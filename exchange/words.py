@@ -60,13 +60,13 @@ WORDS: dict[str, dict[Lang, str]] = {
         "ru": "Ни один обработчик сейчас не работает; работы, ждущей доставки, нет.",
         "en": "No worker is live now; no work waits for delivery.",
     },
-    # No live worker, and work has come in so lately that it is no cause yet
-    # (``ops.attention.work_waits``): it waits for a worker all the same.
-    "no_live_worker_waits": {
-        "ru": "Ни один обработчик сейчас не работает, а работа ждёт доставки: её возьмёт "
-        "первый запущенный обработчик (запущен ли exchange run?)",
-        "en": "No worker is live now, and work waits for delivery: the first worker to start "
-        "takes it (is exchange run running?)",
+    # Said in the operator's pause banner too: both facts, the pause and no worker (the fresh
+    # review: only the pause showed).
+    "no_live_worker_too": {
+        "ru": "Ни один обработчик сейчас не работает: и после возобновления доставлять будет "
+        "некому (запущен ли exchange run?)",
+        "en": "No worker is live now: even after resuming, nothing will deliver "
+        "(is exchange run running?)",
     },
     "token_refused": {
         "ru": "Доставка остановлена: сайт не принял токен",
@@ -96,6 +96,11 @@ WORDS: dict[str, dict[Lang, str]] = {
     "breaker_open": {"ru": "разомкнут", "en": "open"},
     "breaker_half-open": {"ru": "пробный запрос", "en": "half-open"},
     "last_told": {"ru": "Последнее уведомление операторам", "en": "Operators last notified"},
+    # A worker that stopped cleanly keeps its row marked stopped (``Worker.retire``).
+    "last_stopped": {
+        "ru": "Обработчик {worker} остановлен {ago} ({when}); других нет",
+        "en": "Worker {worker} stopped {ago} ({when}); no other is running",
+    },
     "no_workers": {
         "ru": "Ни один обработчик не отчитывался за час",
         "en": "No worker reported in the last hour",
@@ -1037,12 +1042,16 @@ WORDS.update(
         },
         "backlog_none": {"ru": "очереди нет", "en": "nothing waits"},
         "backlog_untaken": {
-            "ru": "сообщений ещё нет: полученное из 1С ещё не взято",
-            "en": "no messages yet: what 1C handed over is not taken yet",
+            "ru": "ещё не взято из 1С: {count}",
+            "en": "not taken from 1C yet: {count}",
         },
         "backlog_no_pace": {
             "ru": "за последнюю минуту ничего не доставлено: срок не оценить",
             "en": "nothing delivered in the last minute: no estimate",
+        },
+        "backlog_paused": {
+            "ru": "доставка приостановлена: срок не оценить",
+            "en": "delivery is paused: no estimate",
         },
         "pace_card": {"ru": "Темп сайта", "en": "Site's pace"},
         "pace_rate": {"ru": "{rate} запросов/с", "en": "{rate} requests/s"},

@@ -647,7 +647,11 @@ class Worker:
             others = connection.execute(
                 select(func.count())
                 .select_from(workers)
-                .where(workers.c.heartbeat_at >= since, workers.c.worker_id != self.worker_id)
+                .where(
+                    workers.c.heartbeat_at >= since,
+                    workers.c.worker_id != self.worker_id,
+                    workers.c.stopped_at.is_(None),
+                )
             ).scalar_one()
         return 1 + int(others)
 
@@ -824,13 +828,25 @@ class Worker:
             )
 
     def retire(self) -> None:
-        """A clean stop: the worker leaves ``exchange status``, unless it stops with delivery
-        paused (token refused) or its breaker open: that still needs a person, so its row stays
-        until its heartbeat ages out."""
+        """A clean stop: the worker leaves ``exchange status``'s workers, its row marked
+        stopped (``stopped_at``: the dashboard and ``status`` say when the last one stopped,
+        never "no worker reported for an hour"); stopped rows older than an hour go. Unless it
+        stops with delivery paused (token refused) or its breaker open: that still needs a
+        person, so its row stays as it is until its heartbeat ages out."""
         now = self.clock.now()
         if self.paused_reason is None and self.breaker.state(now) is BreakerState.CLOSED:
             with transaction(self.engine) as connection:
-                connection.execute(workers.delete().where(workers.c.worker_id == self.worker_id))
+                connection.execute(
+                    workers.update()
+                    .where(workers.c.worker_id == self.worker_id)
+                    .values(stopped_at=now, heartbeat_at=now)
+                )
+                connection.execute(
+                    workers.delete().where(
+                        workers.c.stopped_at.is_not(None),
+                        workers.c.stopped_at < now - timedelta(hours=1),
+                    )
+                )
             return  # the runner's own last line ("stopped") says the stop was clean
         problem = self.paused_reason or f"breaker {self.breaker.state(now).value}"
         log.info(

@@ -107,7 +107,8 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         for table in tables(figures, settings.display_tz):
             out.print(table)
         out.print(_intake_line(found.intake), markup=False, highlight=False)
-        out.print(backlog_words(waiting), markup=False, highlight=False)
+        paused = pause is not None or figures.delivery_paused
+        out.print(backlog_words(waiting, paused=paused), markup=False, highlight=False)
         out.print(exchanges_table(onec, settings.display_tz))
         if brokers:
             out.print(sources_table(brokers))

@@ -301,6 +301,9 @@ class Worker(Base):
     # The site's pace as this worker last saw it (contract 5c), a JSON object: limit, in
     # flight, paced rate, accepted rate, hold, refused in the last minute by cause.
     pace: Mapped[str | None] = mapped_column(Text)
+    # When it stopped cleanly (``Worker.retire``): a stopped row is no worker any more (never
+    # live, never counted), kept an hour so the dashboard and ``status`` say when it stopped.
+    stopped_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class HttpKey(Base):

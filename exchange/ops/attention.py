@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, func, not_, select
@@ -77,29 +77,24 @@ def onec_failing(connection: Connection) -> dict[str, Any] | None:
     return {"at": row.started_at.isoformat(), "file": row.filename, "reason": row.detail}
 
 
-def work_waits(
-    connection: Connection,
-    taken: dict[str, Any],
-    now: datetime,
-    kinds: KindPolicies,
-    live_within: float,
-) -> bool:
-    """Work a live worker would have moved by now: an untaken staging row, or a ``new``
-    message that is not held behind the quarantine, older than ``live_within``."""
-    age = taken["oldest_untaken_age_s"]
-    if age is not None and age >= live_within:
+def work_waits(connection: Connection, taken: dict[str, Any], kinds: KindPolicies) -> bool:
+    """Work only a worker moves, what the dashboard's backlog and intake cards count: an
+    untaken staging row, or a message to deliver (``new`` or ``delayed`` and not held behind
+    the quarantine, or ``in_progress``). With no live worker nothing moves it however young it
+    is (the fresh review: 140 rows staged before ``exchange run`` started were "nothing needs a
+    person" under an amber banner)."""
+    if taken["untaken"]:
         return True
-    old_new = connection.execute(
+    waiting = connection.execute(
         select(messages.c.id)
         .where(
-            messages.c.state == State.NEW.value,
+            messages.c.state.in_([State.NEW.value, State.DELAYED.value, State.IN_PROGRESS.value]),
             not_(messages.c.rejected),
-            messages.c.created_at <= now - timedelta(seconds=live_within),
             not_(held_condition(kinds)),
         )
         .limit(1)
     ).first()
-    return old_new is not None
+    return waiting is not None
 
 
 def causes(
@@ -195,8 +190,6 @@ def attention(
     mark_live(figures.workers, live_within)
     taken = intake(staging_connection or connection, now)
     failing = onec_failing(connection)
-    stopped = not any(w["live"] for w in figures.workers) and work_waits(
-        connection, taken, now, kinds, live_within
-    )
+    stopped = not any(w["live"] for w in figures.workers) and work_waits(connection, taken, kinds)
     found = causes(figures, pause, onec_failed=failing, no_live_worker=stopped)
     return Attention(intake=taken, onec_failed=failing, causes=found)

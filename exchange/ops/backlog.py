@@ -40,7 +40,9 @@ def backlog(
     )
     waiting = max(0, by_state.get(State.NEW.value, 0) - held(connection, kinds))
     waiting += by_state.get(State.DELAYED.value, 0) + by_state.get(State.IN_PROGRESS.value, 0)
-    live_workers = select(workers.c.worker_id).where(workers.c.heartbeat_at >= now - live)
+    live_workers = select(workers.c.worker_id).where(
+        workers.c.heartbeat_at >= now - live, workers.c.stopped_at.is_(None)
+    )
     delivered = connection.execute(
         select(func.count()).where(
             history.c.event == Event.DELIVERED.value,
@@ -53,12 +55,16 @@ def backlog(
     return {"messages": waiting, "eta_s": eta}
 
 
-def backlog_words(figures: dict[str, Any]) -> str:
+def backlog_words(figures: dict[str, Any], *, paused: bool = False) -> str:
     """``exchange status``'s line: "backlog: 54 210 messages, about 45 min at the current
-    pace"."""
+    pace"; "backlog: none" when nothing waits (never "0 messages, about 0 s"), and no estimate
+    while delivery is ``paused`` (``eta_s`` stays the contract's figure: the pace of the last
+    minute)."""
     count = f"{figures['messages']:,}".replace(",", " ")
+    if figures["messages"] == 0:
+        return "backlog: none"
+    if paused:
+        return f"backlog: {count} messages, delivery is paused (no estimate)"
     if figures["eta_s"] is None:
-        if figures["messages"] == 0:
-            return "backlog: none"
         return f"backlog: {count} messages, none delivered in the last minute"
     return f"backlog: {count} messages, about {human_age(figures['eta_s'])} at the current pace"

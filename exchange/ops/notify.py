@@ -71,7 +71,10 @@ def snapshot(
     if pause is not None:
         stops.add(Stop.OPERATOR)
     found = Snapshot(situation=Situation(0, None, frozenset()), workers=live, operator_pause=pause)
-    last_beat = connection.execute(select(func.max(workers.c.heartbeat_at))).scalar()
+    # A worker that stopped cleanly is none (its row stays only to say when it stopped).
+    last_beat = connection.execute(
+        select(func.max(workers.c.heartbeat_at)).where(workers.c.stopped_at.is_(None))
+    ).scalar()
     found.last_heartbeat_age_s = (now - last_beat).total_seconds() if last_beat else None
     stalled = timedelta(seconds=stalled_after)
     if pause is None and (last_beat is None or now - last_beat >= stalled):

@@ -63,6 +63,10 @@ class Status:
     # Cancelled messages by reason (superseded, stale, not-for-this-shop, operator, ...): what
     # ended without delivery, on purpose or by a person; never a cause for a person.
     cancelled_by_reason: dict[str, int] = field(default_factory=dict)
+    # The worker that stopped cleanly last within WORKER_SEEN_WITHIN ({"worker_id",
+    # "stopped_at", "stopped_age_s"}), or None: with no worker left, said instead of "no
+    # worker reported for an hour".
+    last_stopped: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,6 +111,7 @@ def status(connection: Connection, now: datetime, kinds: KindPolicies) -> Status
         breaker_open=any(w["breaker"] != "closed" for w in live_workers),
         held=held(connection, kinds),
         cancelled_by_reason=cancelled_by_reason(connection),
+        last_stopped=last_stopped(connection, now),
     )
 
 
@@ -121,10 +126,28 @@ def cancelled_by_reason(connection: Connection) -> dict[str, int]:
     return {reason or "-": count for reason, count in rows}
 
 
+def last_stopped(connection: Connection, now: datetime) -> dict[str, Any] | None:
+    """The worker that stopped cleanly last (``Worker.retire``), within WORKER_SEEN_WITHIN."""
+    row = connection.execute(
+        select(workers.c.worker_id, workers.c.stopped_at)
+        .where(workers.c.stopped_at >= now - WORKER_SEEN_WITHIN)
+        .order_by(workers.c.stopped_at.desc(), workers.c.worker_id)
+        .limit(1)
+    ).first()
+    if row is None:
+        return None
+    return {
+        "worker_id": row.worker_id,
+        "stopped_at": row.stopped_at.isoformat(),
+        "stopped_age_s": round((now - row.stopped_at).total_seconds(), 3),
+    }
+
+
 def worker_rows(connection: Connection, now: datetime) -> list[dict[str, Any]]:
+    """The workers that reported within WORKER_SEEN_WITHIN and have not stopped."""
     rows = connection.execute(
         select(workers)
-        .where(workers.c.heartbeat_at >= now - WORKER_SEEN_WITHIN)
+        .where(workers.c.heartbeat_at >= now - WORKER_SEEN_WITHIN, workers.c.stopped_at.is_(None))
         .order_by(workers.c.worker_id)
     ).mappings()
     return [
@@ -380,7 +403,13 @@ def tables(figures: Status, zone: str = "UTC") -> list[Table]:
             Text(delivery),
             Text(pace_words(worker["pace"])),
         )
-    if not figures.workers:
+    if not figures.workers and figures.last_stopped:
+        gone = figures.last_stopped
+        workers_table.caption = (
+            f"the last worker, {gone['worker_id']}, stopped "
+            f"{human_age(gone['stopped_age_s'])} ago ({local_time(gone['stopped_at'], zone)})"
+        )
+    elif not figures.workers:
         workers_table.caption = f"no worker has reported in the last {hours} h"
 
     quarantine = Table(title="quarantine: the oldest entry per reason")

@@ -5,6 +5,7 @@ a cause (``no-live-worker``); what 1C handed over and no worker took is shown (`
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 from clitools import Cli, describe, run_json
@@ -63,13 +64,43 @@ def test_a_silent_worker_is_not_live_and_waiting_work_without_one_needs_a_person
     assert figures["needs_person_causes"] == []
 
 
-def test_no_live_worker_and_nothing_waiting_is_not_a_cause(
+def test_rows_just_staged_with_no_live_worker_are_a_cause_at_once(
     cli: Cli, db_url: str, engine: Engine
 ) -> None:
-    _stage_old(engine, "SKU-2", age_s=5)  # just handed over: a worker's next poll takes it
+    """No worker runs: nothing will take what 1C just handed over, however young (the fresh
+    review: 140 rows staged before ``exchange run`` started were "nothing needs a person")."""
     figures = run_json(cli, "status", "--json", db=db_url)
-    assert figures["workers"] == [] and figures["needs_person_causes"] == []
+    assert figures["workers"] == [] and figures["needs_person_causes"] == []  # nothing waits
+    _stage_old(engine, "SKU-2", age_s=5)  # just handed over
+    figures = run_json(cli, "status", "--json", db=db_url, code=1)
+    assert figures["workers"] == [] and figures["needs_person_causes"] == ["no-live-worker"]
     assert figures["intake"]["untaken"] == 1
+
+
+def test_a_cleanly_stopped_worker_is_said_stopped_not_an_hour_silent(
+    cli: Cli, db_url: str, engine: Engine
+) -> None:
+    """After a SIGTERM the worker's row is marked stopped: ``status`` says when the last one
+    stopped, never "no worker has reported in the last 1 h"; a stopped worker is no worker."""
+    now = datetime.now(UTC)
+    with transaction(engine) as connection:
+        connection.execute(
+            insert(workers).values(
+                worker_id="vm-24708",
+                started_at=now - timedelta(hours=2),
+                heartbeat_at=now - timedelta(seconds=10),
+                stopped_at=now - timedelta(seconds=10),
+                breaker_state="closed",
+            )
+        )
+    figures = run_json(cli, "status", "--json", db=db_url)
+    assert figures["workers"] == []
+    assert figures["last_stopped"]["worker_id"] == "vm-24708"
+    assert 10 <= figures["last_stopped"]["stopped_age_s"] < 70  # the CLI starts in under 60 s
+    text = cli("status", db=db_url)
+    said = " ".join(text.stdout.split())
+    assert re.search(r"the last worker, vm-24708, stopped (\d+ min )?\d+ s ago", said), said
+    assert "no worker has reported" not in said
 
 
 def test_a_failed_1c_exchange_needs_a_person_until_a_later_one_succeeds(

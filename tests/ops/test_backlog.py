@@ -107,3 +107,13 @@ def test_deliveries_of_a_worker_that_is_no_longer_live_are_not_the_current_pace(
             kinds=settings.policies,
         )
         assert backlog(c, clock.now(), settings.policies, LIVE) == {"messages": 6, "eta_s": None}
+
+
+def test_the_backlog_line_says_nothing_waits_for_none_and_no_estimate_while_paused() -> None:
+    """The fresh review: «0 messages, about 0 s» for nothing, and an estimate while delivery
+    was paused. ``eta_s`` stays the contract's figure (the last minute's pace); only the words
+    change."""
+    assert backlog_words({"messages": 0, "eta_s": 0.0}) == "backlog: none"
+    paused = backlog_words({"messages": 632, "eta_s": 632.0}, paused=True)
+    assert paused == "backlog: 632 messages, delivery is paused (no estimate)"
+    assert "about" in backlog_words({"messages": 632, "eta_s": 632.0})

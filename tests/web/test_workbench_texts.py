@@ -209,7 +209,7 @@ def test_rows_staged_before_any_worker_ran_are_work_waiting_never_no_work(
     assert element(page, "untaken") == "16"
     assert word("no_live_worker_idle", "ru") not in page
     assert "работы, ждущей доставки, нет" not in page
-    assert word("no_live_worker_waits", "ru") in element(page, "pause")
+    assert word("nothing_delivered", "ru") in element(page, "pause")  # red, a cause at once
     assert word("backlog_none", "ru") not in element(page, "backlog")
 
 

@@ -102,8 +102,11 @@ class Core:
             trim_blocks=True,
             lstrip_blocks=True,
         )
+        # An empty value is «—» on every page (the fresh review: «Старейшее недоставленное -»).
         self.env.filters["age"] = jinja2.pass_context(
-            lambda context, seconds: human_age(seconds, context["lang"])
+            lambda context, seconds: (
+                EMPTY if seconds is None else human_age(seconds, context["lang"])
+            )
         )
         self.env.filters["ago"] = jinja2.pass_context(
             lambda context, value: _ago(context, value, clock.now())
@@ -249,6 +252,10 @@ def _masked(payload: str | None, config: WebConfig) -> str:
     return shown
 
 
+# What a page shows for a value that is not there.
+EMPTY = "—"
+
+
 def _when(value: str | datetime | None, zone: tzinfo = UTC) -> str:
     """An ISO time as ``2026-11-30 08:00:00 UTC``: every page in one zone (EXCHANGE_DISPLAY_TZ),
     to the second (never microseconds)."""
@@ -258,7 +265,7 @@ def _when(value: str | datetime | None, zone: tzinfo = UTC) -> str:
 def _when_ago(context: Any, value: str | datetime | None, now: datetime, zone: tzinfo = UTC) -> str:
     """«2026-11-30 08:00:00 MSK (5 мин назад)»: the absolute time, and its age at ``now``."""
     if not value:
-        return "-"
+        return EMPTY
     moment = value.isoformat() if isinstance(value, datetime) else value
     return f"{_when(value, zone)} ({_ago(context, moment, now)})"
 

@@ -1,0 +1,144 @@
+"""The dashboard says one thing at a time, and says it as ``exchange status`` does (issue 24
+item 1, the fresh operator review): work waiting with no live worker is red and a cause at
+once, whatever its age; the backlog card counts what 1C handed over and no worker took; a
+cleanly stopped worker is said as stopped, when; a pause and no worker are both said; no
+estimate while paused, none for nothing; an empty value is «—»."""
+
+from __future__ import annotations
+
+import html
+import random
+import re
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, insert
+from workbench_helpers import add_operator, close_all, signed_in
+
+from exchange import app as bootstrap
+from exchange.db.engine import transaction
+from exchange.db.schema import workers
+from exchange.dev.sitesim import SiteSimulator
+from exchange.dev.testing import fast_settings, price_row, run_worker, stage
+from exchange.domain.retry import Decision
+from exchange.domain.states import Event, State
+from exchange.intake import staging_table as intake
+from exchange.queue import control, lease, record
+from exchange.words import word
+
+DELIVERED = Decision(Event.DELIVERED, State.DELIVERED, "200 OK", http_status=200)
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    close_all()
+
+
+@pytest.fixture
+def bench(serve: Callable[..., Any], db: Engine) -> str:
+    base: str = serve()
+    add_operator(db, "olga", "operator")
+    return base
+
+
+def element(page: str, ident: str) -> str:
+    """The text of the element with id ``ident`` (tags dropped, entities read)."""
+    found = re.search(rf'<(\w+)[^>]*\bid="{ident}"[^>]*>(.*?)</\1>', page, re.S)
+    assert found, f"no #{ident} in the page"
+    return html.unescape(re.sub(r"<[^>]+>", "", found.group(2))).strip()
+
+
+def banner_class(page: str) -> str:
+    found = re.search(r'<div class="([^"]*)" id="pause"', page)
+    assert found, "no banner"
+    return found.group(1)
+
+
+def test_rows_staged_before_run_started_are_red_a_cause_and_counted_in_the_backlog(
+    bench: str, db: Engine
+) -> None:
+    """140 prices staged a moment ago, no worker ever ran: the banner is red, the same cause
+    is listed (never «Ничего не требует внимания»), and the backlog card says 140 are not
+    taken yet (never «сообщений ещё нет»)."""
+    stage(db, [price_row(f"SKU-{n:03d}", 1) for n in range(140)])
+    page = signed_in(bench, "olga").get("/").text
+    assert "stopped" in banner_class(page).split(), banner_class(page)
+    assert word("nothing_delivered", "ru") in element(page, "pause")
+    needs = element(page, "needs")
+    assert word("nothing_needs", "ru") not in needs
+    assert "ни один обработчик не работает" in needs, needs
+    card = element(page, "backlog")
+    assert "ещё не взято из 1С: 140" in card, card
+    assert "сообщений ещё нет" not in card and word("backlog_none", "ru") not in card
+
+
+def test_a_pause_with_work_waiting_and_no_worker_says_both(bench: str, db: Engine) -> None:
+    stage(db, [price_row("SKU-1", 1)])
+    with transaction(db) as connection:
+        control.pause(connection, operator="olga", note="проверка цен", now=datetime.now(UTC))
+    page = signed_in(bench, "olga").get("/").text
+    said = element(page, "pause")
+    assert word("paused_by", "ru") in said and "olga" in said, said
+    assert word("no_live_worker_too", "ru") in said, said
+    assert "stopped" in banner_class(page).split()
+
+
+def _delivering_worker(db: Engine, db_url: str, sent: int, claimed: int) -> None:
+    """A live worker that delivered ``sent`` messages just now and holds ``claimed`` more."""
+    settings = fast_settings(db_url)
+    now = datetime.now(UTC)
+    stage(db, [price_row(f"SKU-{n:02d}", 1) for n in range(sent + claimed)])
+    intake.take(db, None, settings.kinds, now)
+    with transaction(db) as c:
+        c.execute(insert(workers).values(worker_id="w1", started_at=now, heartbeat_at=now))
+        batch = lease.claim(
+            c, worker="w1", now=now, limit=sent, lease_seconds=60, max_attempts=3,
+            kinds=settings.policies,
+        )  # fmt: skip
+    with transaction(db) as c:
+        record.record(
+            c, token=batch.token, worker="w1", now=now,
+            outcomes=[(m, DELIVERED) for m in batch.messages], kinds=settings.policies,
+        )  # fmt: skip
+
+
+def test_no_estimate_while_paused(bench: str, db: Engine, db_url: str) -> None:
+    _delivering_worker(db, db_url, sent=20, claimed=30)
+    client = signed_in(bench, "olga")
+    running = element(client.get("/").text, "backlog")
+    assert "при нынешнем темпе" in running, running  # the pace is there to extrapolate from
+    with transaction(db) as connection:
+        control.pause(connection, operator="olga", note="ночь", now=datetime.now(UTC))
+    card = element(client.get("/").text, "backlog")
+    assert "при нынешнем темпе" not in card and "около" not in card, card
+    assert word("backlog_paused", "ru") in card, card
+
+
+def test_nothing_to_deliver_has_no_estimate_of_zero(bench: str, db: Engine, db_url: str) -> None:
+    _delivering_worker(db, db_url, sent=20, claimed=0)
+    card = element(signed_in(bench, "olga").get("/").text, "backlog")
+    assert "около" not in card and "при нынешнем темпе" not in card, card
+    assert word("backlog_none", "ru") in card, card
+
+
+def test_an_empty_oldest_is_a_dash_like_every_empty_value(bench: str) -> None:
+    page = signed_in(bench, "olga").get("/").text
+    card = re.search(rf"<span>{word('oldest', 'ru')}</span><b>([^<]*)</b>", page)
+    assert card and card.group(1) == "—", card and card.group(1)
+
+
+def test_a_cleanly_stopped_worker_is_said_stopped_not_an_hour_silent(
+    bench: str, db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    stage(db, [price_row("SKU-1", 1)])
+    worker = bootstrap.worker(fast_settings(db_url, site.url), db, rng=random.Random(3))
+    run_worker(worker)
+    worker.retire()  # what SIGTERM ends with
+    page = signed_in(bench, "olga").get("/").text
+    said = element(page, "last-stopped")
+    assert f"Обработчик {worker.worker_id} остановлен" in said, said
+    assert re.search(r"остановлен \d+ с назад", said), said  # the test ran in under a minute
+    assert word("no_workers", "ru") not in page
