@@ -28,7 +28,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 def live_workers(engine: Engine) -> int:
     with transaction(engine, read_only=True) as connection:
-        return len(connection.execute(select(workers_table.c.worker_id)).all())
+        running = select(workers_table.c.worker_id).where(workers_table.c.stopped_at.is_(None))
+        return len(connection.execute(running).all())
 
 
 @pytest.mark.parametrize("workers", [2, 3])
