@@ -56,6 +56,20 @@ WORDS: dict[str, dict[Lang, str]] = {
         "en": "Nothing is being delivered: work waits and no worker is live "
         "(is exchange run running?)",
     },
+    # Work younger than the live window (max(lease, 3 x poll), contract 6) with no worker: a
+    # worker's next poll away, not yet a cause; said in amber, never «нет работы».
+    "no_live_worker_waits": {
+        "ru": "Ни один обработчик сейчас не работает, а работа ждёт доставки: её возьмёт "
+        "первый запущенный обработчик (запущен ли exchange run?). Если за {seconds} с ни один "
+        "не начнёт, это станет причиной для внимания",
+        "en": "No worker is live now, and work waits for delivery: the first worker to start "
+        "takes it (is exchange run running?). If none starts within {seconds} s, it becomes "
+        "a cause",
+    },
+    "nothing_needs_yet": {
+        "ru": "Пока ничего не требует внимания: работа ждёт обработчика меньше {seconds} с.",
+        "en": "Nothing needs a person yet: work has waited for a worker under {seconds} s.",
+    },
     "no_live_worker_idle": {
         "ru": "Ни один обработчик сейчас не работает; работы, ждущей доставки, нет.",
         "en": "No worker is live now; no work waits for delivery.",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, func, not_, select
@@ -77,24 +77,31 @@ def onec_failing(connection: Connection) -> dict[str, Any] | None:
     return {"at": row.started_at.isoformat(), "file": row.filename, "reason": row.detail}
 
 
-def work_waits(connection: Connection, taken: dict[str, Any], kinds: KindPolicies) -> bool:
-    """Work only a worker moves, what the dashboard's backlog and intake cards count: an
-    untaken staging row, or a message to deliver (``new`` or ``delayed`` and not held behind
-    the quarantine, or ``in_progress``). With no live worker nothing moves it however young it
-    is (the fresh review: 140 rows staged before ``exchange run`` started were "nothing needs a
-    person" under an amber banner)."""
-    if taken["untaken"]:
+def work_waits(
+    connection: Connection,
+    taken: dict[str, Any],
+    now: datetime,
+    kinds: KindPolicies,
+    live_within: float,
+) -> bool:
+    """Work a live worker would have moved by now (contract 6): an untaken staging row, or a
+    ``new`` message that is not held behind the quarantine, older than ``live_within``
+    (max(lease, 3 x poll)). Younger work is a worker's next poll away: the dashboard counts it
+    («ещё не взято из 1С: N») without calling it a cause."""
+    age = taken["oldest_untaken_age_s"]
+    if age is not None and age >= live_within:
         return True
-    waiting = connection.execute(
+    old_new = connection.execute(
         select(messages.c.id)
         .where(
-            messages.c.state.in_([State.NEW.value, State.DELAYED.value, State.IN_PROGRESS.value]),
+            messages.c.state == State.NEW.value,
             not_(messages.c.rejected),
+            messages.c.created_at <= now - timedelta(seconds=live_within),
             not_(held_condition(kinds)),
         )
         .limit(1)
     ).first()
-    return waiting is not None
+    return old_new is not None
 
 
 def causes(
@@ -190,6 +197,8 @@ def attention(
     mark_live(figures.workers, live_within)
     taken = intake(staging_connection or connection, now)
     failing = onec_failing(connection)
-    stopped = not any(w["live"] for w in figures.workers) and work_waits(connection, taken, kinds)
+    stopped = not any(w["live"] for w in figures.workers) and work_waits(
+        connection, taken, now, kinds, live_within
+    )
     found = causes(figures, pause, onec_failed=failing, no_live_worker=stopped)
     return Attention(intake=taken, onec_failed=failing, causes=found)

@@ -64,17 +64,18 @@ def test_a_silent_worker_is_not_live_and_waiting_work_without_one_needs_a_person
     assert figures["needs_person_causes"] == []
 
 
-def test_rows_just_staged_with_no_live_worker_are_a_cause_at_once(
+def test_work_younger_than_the_live_window_is_not_yet_a_cause_older_work_is(
     cli: Cli, db_url: str, engine: Engine
 ) -> None:
-    """No worker runs: nothing will take what 1C just handed over, however young (the fresh
-    review: 140 rows staged before ``exchange run`` started were "nothing needs a person")."""
+    """Contract 6: work waiting with no live worker is a cause once it is older than
+    max(lease, 3 x poll) (60 s here); a row just handed over is a worker's next poll away."""
+    _stage_old(engine, "SKU-2", age_s=5)  # just handed over: a worker's next poll takes it
     figures = run_json(cli, "status", "--json", db=db_url)
-    assert figures["workers"] == [] and figures["needs_person_causes"] == []  # nothing waits
-    _stage_old(engine, "SKU-2", age_s=5)  # just handed over
+    assert figures["workers"] == [] and figures["needs_person_causes"] == []
+    assert figures["intake"]["untaken"] == 1
+    _stage_old(engine, "SKU-3", age_s=120)  # every untaken row is now 120 s old
     figures = run_json(cli, "status", "--json", db=db_url, code=1)
     assert figures["workers"] == [] and figures["needs_person_causes"] == ["no-live-worker"]
-    assert figures["intake"]["untaken"] == 1
 
 
 def test_a_cleanly_stopped_worker_is_said_stopped_not_an_hour_silent(

@@ -10,16 +10,16 @@ import html
 import random
 import re
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine, insert, update
 from workbench_helpers import add_operator, close_all, signed_in
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import workers
+from exchange.db.schema import staging, workers
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 from exchange.domain.retry import Decision
@@ -60,10 +60,14 @@ def banner_class(page: str) -> str:
 def test_rows_staged_before_run_started_are_red_a_cause_and_counted_in_the_backlog(
     bench: str, db: Engine
 ) -> None:
-    """140 prices staged a moment ago, no worker ever ran: the banner is red, the same cause
-    is listed (never «Ничего не требует внимания»), and the backlog card says 140 are not
-    taken yet (never «сообщений ещё нет»)."""
+    """140 prices staged two minutes ago (older than max(lease, 3 x poll): contract 6), no
+    worker ever ran: the banner is red, the same cause is listed (never «Ничего не требует
+    внимания»), and the backlog card says 140 are not taken yet (never «сообщений ещё нет»)."""
     stage(db, [price_row(f"SKU-{n:03d}", 1) for n in range(140)])
+    with transaction(db) as connection:
+        connection.execute(
+            update(staging).values(created_at=datetime.now(UTC) - timedelta(seconds=120))
+        )
     page = signed_in(bench, "olga").get("/").text
     assert "stopped" in banner_class(page).split(), banner_class(page)
     assert word("nothing_delivered", "ru") in element(page, "pause")
@@ -76,13 +80,23 @@ def test_rows_staged_before_run_started_are_red_a_cause_and_counted_in_the_backl
 
 
 def test_a_pause_with_work_waiting_and_no_worker_says_both(bench: str, db: Engine) -> None:
+    """Both facts, the pause and no worker, as soon as work waits; red once the work is older
+    than max(lease, 3 x poll) (contract 6: then no worker is a cause)."""
     stage(db, [price_row("SKU-1", 1)])
     with transaction(db) as connection:
         control.pause(connection, operator="olga", note="проверка цен", now=datetime.now(UTC))
-    page = signed_in(bench, "olga").get("/").text
+    client = signed_in(bench, "olga")
+    page = client.get("/").text
     said = element(page, "pause")
     assert word("paused_by", "ru") in said and "olga" in said, said
     assert word("no_live_worker_too", "ru") in said, said
+    assert "stopped" not in banner_class(page).split()  # a worker's next poll away
+    with transaction(db) as connection:
+        connection.execute(
+            update(staging).values(created_at=datetime.now(UTC) - timedelta(seconds=120))
+        )
+    page = client.get("/").text
+    assert word("no_live_worker_too", "ru") in element(page, "pause")
     assert "stopped" in banner_class(page).split()
 
 

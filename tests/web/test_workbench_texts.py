@@ -209,7 +209,11 @@ def test_rows_staged_before_any_worker_ran_are_work_waiting_never_no_work(
     assert element(page, "untaken") == "16"
     assert word("no_live_worker_idle", "ru") not in page
     assert "работы, ждущей доставки, нет" not in page
-    assert word("nothing_delivered", "ru") in element(page, "pause")  # red, a cause at once
+    # Younger than max(lease, 3 x poll) (contract 6): amber, said as waiting, not yet a cause,
+    # and the «needs» section says "not yet", never a plain «Ничего не требует внимания».
+    assert "работа ждёт доставки" in element(page, "pause")
+    assert word("nothing_needs", "ru") not in page
+    assert "Пока ничего не требует внимания" in element(page, "needs")
     assert word("backlog_none", "ru") not in element(page, "backlog")
 
 

@@ -120,6 +120,7 @@ class Pages(Core):
                     "needs": [cause_words(cause, lang) for cause in found.causes],
                     "codes": [cause.code for cause in found.causes],
                     "live": any(w["live"] for w in figures.workers),
+                    "live_within": self.config.live_within,
                     "onec_failed_24h": onec["by_outcome"].get("failure", 0),
                     "refused": self.onec_refused,
                 }
