@@ -111,7 +111,7 @@ def test_migrate_puts_the_notifying_trigger_only_in_the_services_own_database(
         assert has_trigger(empty_pg_url)
         assert not has_trigger(other_pg_url)
         assert "wake the workers at once" in how_workers_wake(service, None, POLL)
-        assert "every 5 s (the poll)" in how_workers_wake(service, staging, POLL)
+        assert f"every {POLL:g} s (the poll)" in how_workers_wake(service, staging, POLL)
     finally:
         service.dispose()
         staging.dispose()
