@@ -383,6 +383,8 @@ NAMES: dict[str, dict[str, dict[Lang, str]]] = {
         "staged": {"ru": "цены приняты", "en": "staged"},
         "nothing-new": {"ru": "нового нет", "en": "nothing new"},
         "catalogue": {"ru": "каталог (цен нет)", "en": "catalogue"},
+        # An offers file without a price to stage, an unpacked archive, a file that is not XML.
+        "nothing": {"ru": "загружать нечего", "en": "nothing to stage"},
         "failure": {"ru": "ошибка", "en": "failure"},
         "interrupted": {"ru": "прервано", "en": "interrupted"},
         "working": {"ru": "идёт", "en": "working"},

@@ -383,3 +383,36 @@ def test_every_refusal_the_intake_writes_is_said_in_russian() -> None:
         if russian == text or words - KEPT:
             untranslated[text] = sorted(words - KEPT)
     assert untranslated == {}, untranslated
+
+
+def test_a_1c_file_with_no_prices_to_stage_is_said_in_russian_on_the_exchanges_page(
+    bench: str, db: Engine
+) -> None:
+    """A 1C offers file without a price, an unpacked archive and a file that is not XML are
+    recorded with the outcome ``nothing`` (exchange/intake/commerceml/publish.py,
+    exchange/web/onec.py): «Обмены 1С» names it in Russian, never «nothing»."""
+    now = datetime.now(UTC)
+    details = (
+        "0 prices staged from 0 offers",
+        "archive unpacked",
+        "not an XML file: accepted and dropped",
+    )
+    with transaction(db) as connection:
+        for n, detail in enumerate(details):
+            connection.execute(
+                insert(cml_exchanges).values(
+                    exchange="s1",
+                    filename=f"file{n}.xml",
+                    started_at=now,
+                    finished_at=now,
+                    outcome="nothing",
+                    detail=detail,
+                )
+            )
+    page = signed_in(bench, "olga").get("/exchanges").text
+    outcomes = re.findall(r'<td data-label="Итог">([^<]*)</td>', page)
+    assert outcomes == ["загружать нечего"] * 3, outcomes
+    shown = html.unescape(re.sub(r"<[^>]+>", " ", page))
+    assert "nothing" not in shown
+    for detail in details:
+        assert detail not in shown
