@@ -178,7 +178,11 @@ WORDS: dict[str, dict[Lang, str]] = {
     "confirm": {"ru": "Подтвердить", "en": "Confirm"},
     "done": {"ru": "Готово", "en": "Done"},
     "touched": {"ru": "затронуто {count}", "en": "touched: {count}"},
-    "no_message": {"ru": "Нет сообщения с message_id", "en": "No message with message_id"},
+    # The id follows, after the colon (error.html's subject).
+    "no_message": {
+        "ru": "Нет сообщения с таким message_id:",
+        "en": "No message with this message_id:",
+    },
     "biography": {"ru": "История сообщения", "en": "Message biography"},
     "at": {"ru": "Время", "en": "At"},
     "event": {"ru": "Событие", "en": "Event"},
@@ -325,6 +329,15 @@ WORDS: dict[str, dict[Lang, str]] = {
 
 def word(key: str, lang: Lang) -> str:
     return WORDS[key][lang]
+
+
+def unset_fact(fact: str, attempted: bool, lang: Lang) -> str:
+    """What an empty ``reason`` or ``last_error`` of a message means, said the same on its
+    page and in the search's rows: never sent yet, or sent and waiting for no operator's
+    decision / sent without an error."""
+    if not attempted:
+        return word("not_sent_yet", lang)
+    return word({"reason": "no_reason", "last_error": "no_error"}[fact], lang)
 
 
 def page_steps(lang: Lang) -> dict[str, str]:

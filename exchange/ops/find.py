@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 
 from exchange.db.engine import is_postgres
-from exchange.db.schema import aggregates, messages
+from exchange.db.schema import aggregates, history, messages
 from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.search_key import search_key
@@ -178,7 +178,7 @@ def find(connection: Connection, term: str, limit: int = FOUND_SHOWN) -> list[di
     if not term:
         return []
     rows = connection.execute(
-        select(messages)
+        select(messages, attempted().label("attempted"))
         .where(matching(term, is_postgres(connection)))
         .order_by(messages.c.created_at.desc(), messages.c.id.desc())
         .limit(limit)
@@ -193,6 +193,8 @@ def find(connection: Connection, term: str, limit: int = FOUND_SHOWN) -> list[di
             "reason": r["reason"],
             "source_ref": r["source_ref"],
             "name": r["name"],
+            "last_error": r["last_error"],
+            "attempted": bool(r["attempted"]),
             **_price_of(r["kind"], r["payload"]),
             "attempts": r["attempts"],
             "created_at": r["created_at"].isoformat(),
@@ -200,6 +202,17 @@ def find(connection: Connection, term: str, limit: int = FOUND_SHOWN) -> list[di
         }
         for r in rows
     ]
+
+
+def attempted() -> ColumnElement[bool]:
+    """The message was ever sent: an attempt counted, or one its history keeps (a retry sets
+    the count back to 0), as its page says (``exchange.web.workbench.pages``)."""
+    return or_(
+        messages.c.attempts > 0,
+        select(history.c.id)
+        .where(history.c.message_pk == messages.c.id, history.c.attempt.is_not(None))
+        .exists(),
+    )
 
 
 def count_found(connection: Connection, term: str) -> int:
