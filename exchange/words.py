@@ -171,6 +171,9 @@ WORDS: dict[str, dict[Lang, str]] = {
         "en": "a version at least as new was delivered: it ends stale, not sent",
     },
     "note": {"ru": "Примечание (обязательно)", "en": "Note (required)"},
+    # The pause form's note, short enough to show whole in its field at 390 px (``required``
+    # says it is needed).
+    "pause_note": {"ru": "Причина паузы", "en": "Why pause"},
     "note_required": {
         "ru": "Нужно примечание: зачем это делается",
         "en": "A note is required: say why",
