@@ -298,6 +298,11 @@ WORDS: dict[str, dict[Lang, str]] = {
         "ru": "всеми подходящими под отбор: {count}",
         "en": "all {count} matching the filters",
     },
+    # Said where ``act_on_all`` is absent: it is offered only once a filter is chosen.
+    "act_on_all_hint": {
+        "ru": "Выберите отбор, чтобы действовать на все подходящие записи",
+        "en": "Choose a filter to act on all the rows matching it",
+    },
     "nothing_selected": {
         "ru": "Ничего не выбрано: отметьте сообщения в списке, всю страницу (флажок в заголовке) "
         "или «все подходящие под отбор», затем нажмите кнопку снова.",

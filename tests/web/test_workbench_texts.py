@@ -480,3 +480,22 @@ def test_a_found_message_says_its_empty_reason_and_error_as_its_page_does(
         assert cells["Причина"], (sku, cells)
         assert cells["Последняя ошибка"], (sku, cells)
     assert cells["Причина"] == "сайт отклонил (http-422)"
+
+
+def test_the_quarantine_says_how_to_act_on_all_matching_rows_where_it_cannot_yet(
+    bench: str, db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    """«Все подходящие под отбор» is offered only once a filter is chosen; until then a line
+    says so, in Russian, and is gone once the choice is there."""
+    stage(db, [price_row("SKU-3", 1)])
+    site.faults.reject.add("SKU-3")
+    run_worker(bootstrap.worker(fast_settings(db_url, site.url), db))
+    client = signed_in(bench, "olga")
+    unfiltered = client.get("/quarantine").text
+    assert 'id="scope-all"' not in unfiltered
+    assert element(unfiltered, "scope-all-hint") == (
+        "Выберите отбор, чтобы действовать на все подходящие записи"
+    )
+    filtered = client.get("/quarantine", params={"reason": "http-422"}).text
+    assert 'id="scope-all"' in filtered
+    assert 'id="scope-all-hint"' not in filtered
