@@ -19,6 +19,7 @@ from sqlalchemy import (
     and_,
     false,
     func,
+    literal,
     not_,
     or_,
     select,
@@ -123,13 +124,19 @@ def _words_of(column: Any) -> Any:
 def _word_starts(column: Any, spellings: Sequence[str]) -> ColumnElement[bool]:
     """A word of the column begins with one of ``spellings``: «offers.xml» in «1C exchange
     offers.xml 2026-11-30T10:00:00», «Мастер» in «Дрель «Мастер» 800 Вт» (its first word
-    too, even after a «)."""
-    words = _words_of(column)
+    too, even after a «). The plain LIKE '%term%' comes first: it is cheap and passes few
+    texts, and only those are spelt with spaces for separators (``_words_of``, 19 replaces,
+    which costs 5–15 times as much per text)."""
+    words = literal(" ").concat(_words_of(column))
     return or_(
         *(
-            words.like(pattern + _like_prefix(spelling), escape="\\")
+            and_(
+                # The spelling's first word is in the text as it is (the rest may be parted
+                # by punctuation there).
+                column.like("%" + _like_prefix(spelling.split(" ")[0]), escape="\\"),
+                words.like("% " + _like_prefix(spelling), escape="\\"),
+            )
             for spelling in spellings
-            for pattern in ("", "% ")
         )
     )
 
