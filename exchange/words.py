@@ -190,6 +190,9 @@ WORDS: dict[str, dict[Lang, str]] = {
         "en": "a version at least as new was delivered: it ends stale, not sent",
     },
     "note": {"ru": "Примечание (обязательно)", "en": "Note (required)"},
+    # The pause form's note, short enough to show whole in its field at 390 px (``required``
+    # says it is needed).
+    "pause_note": {"ru": "Причина паузы", "en": "Why pause"},
     "note_required": {
         "ru": "Нужно примечание: зачем это делается",
         "en": "A note is required: say why",
@@ -197,7 +200,11 @@ WORDS: dict[str, dict[Lang, str]] = {
     "confirm": {"ru": "Подтвердить", "en": "Confirm"},
     "done": {"ru": "Готово", "en": "Done"},
     "touched": {"ru": "затронуто {count}", "en": "touched: {count}"},
-    "no_message": {"ru": "Нет сообщения с message_id", "en": "No message with message_id"},
+    # The id follows, after the colon (error.html's subject).
+    "no_message": {
+        "ru": "Нет сообщения с таким message_id:",
+        "en": "No message with this message_id:",
+    },
     "biography": {"ru": "История сообщения", "en": "Message biography"},
     "at": {"ru": "Время", "en": "At"},
     "event": {"ru": "Событие", "en": "Event"},
@@ -310,6 +317,11 @@ WORDS: dict[str, dict[Lang, str]] = {
         "ru": "всеми подходящими под отбор: {count}",
         "en": "all {count} matching the filters",
     },
+    # Said where ``act_on_all`` is absent: it is offered only once a filter is chosen.
+    "act_on_all_hint": {
+        "ru": "Выберите отбор, чтобы действовать на все подходящие записи",
+        "en": "Choose a filter to act on all the rows matching it",
+    },
     "nothing_selected": {
         "ru": "Ничего не выбрано: отметьте сообщения в списке, всю страницу (флажок в заголовке) "
         "или «все подходящие под отбор», затем нажмите кнопку снова.",
@@ -344,6 +356,15 @@ WORDS: dict[str, dict[Lang, str]] = {
 
 def word(key: str, lang: Lang) -> str:
     return WORDS[key][lang]
+
+
+def unset_fact(fact: str, attempted: bool, lang: Lang) -> str:
+    """What an empty ``reason`` or ``last_error`` of a message means, said the same on its
+    page and in the search's rows: never sent yet, or sent and waiting for no operator's
+    decision / sent without an error."""
+    if not attempted:
+        return word("not_sent_yet", lang)
+    return word({"reason": "no_reason", "last_error": "no_error"}[fact], lang)
 
 
 def page_steps(lang: Lang) -> dict[str, str]:
@@ -402,6 +423,8 @@ NAMES: dict[str, dict[str, dict[Lang, str]]] = {
         "staged": {"ru": "цены приняты", "en": "staged"},
         "nothing-new": {"ru": "нового нет", "en": "nothing new"},
         "catalogue": {"ru": "каталог (цен нет)", "en": "catalogue"},
+        # An offers file without a price to stage, an unpacked archive, a file that is not XML.
+        "nothing": {"ru": "загружать нечего", "en": "nothing to stage"},
         "failure": {"ru": "ошибка", "en": "failure"},
         "interrupted": {"ru": "прервано", "en": "interrupted"},
         "working": {"ru": "идёт", "en": "working"},

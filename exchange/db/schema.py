@@ -328,7 +328,7 @@ class CmlExchange(Base):
     filename: Mapped[str] = mapped_column(String(500))
     started_at: Mapped[datetime] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    # staged | nothing-new | catalogue | failure | interrupted
+    # staged | nothing-new | catalogue | nothing | failure | interrupted
     outcome: Mapped[str | None] = mapped_column(String(32))
     detail: Mapped[str | None] = mapped_column(Text)
     intents: Mapped[int] = mapped_column(Integer, server_default="0")

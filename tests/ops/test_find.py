@@ -155,3 +155,30 @@ def test_the_json_intake_takes_an_optional_name_and_refuses_a_wrong_one() -> Non
         "name must be a string of at most 500 characters"
     )
     assert json.loads(json.dumps(row))  # staged as it is
+
+
+def test_a_word_in_guillemets_or_after_punctuation_is_a_word_of_the_name(engine: Engine) -> None:
+    """«Мастер» in «Дрель ударная «Мастер» 800 Вт» is a word like «ударная»: found by
+    ``мастер``, ``«мастер`` or ``Мастер»`` (punctuation parts words, in the name and at the
+    ends of the term); so is a word after a bracket or a comma, and the name's first word
+    after a «; the middle of a word still is not a beginning."""
+    stage(
+        engine,
+        [
+            price_row(
+                "DRILL-1", 1, aggregate="DRILL-1/retail", name="Дрель ударная «Мастер» 800 Вт"
+            ),
+            price_row(
+                "MILL-1", 1, aggregate="MILL-1/retail", name="«Бодрость» кофе (молотый),250 г"
+            ),
+            price_row("SET-1", 1, aggregate="SET-1/retail", source_ref="Документ «Переоценка» №7"),
+        ],
+    )
+    take(engine, None, dict(DEFAULT_KINDS), datetime.now(UTC))
+    for term in ("мастер", "«мастер", "Мастер»", "«Мастер»", "ударная", "800", "Вт"):
+        assert _found(engine, term) == {"DRILL-1/retail"}, term
+    for term in ("бодрость", "Бодр", "молотый", "(молотый)", "250", "кофе"):
+        assert _found(engine, term) == {"MILL-1/retail"}, term
+    assert _found(engine, "переоценка") == {"SET-1/retail"}  # a word of the 1C document
+    assert _found(engine, "астер") == set()
+    assert _found(engine, "ударная «Мастер»") == {"DRILL-1/retail"}  # words as the name has them

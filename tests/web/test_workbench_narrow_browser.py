@@ -283,3 +283,31 @@ def test_the_break_points_keep_the_text_as_it_is(text: str) -> None:
         assert "00112f43529a#<wbr>bd72d8fa-<wbr>55bc" in marked
     if CYRILLIC_SKU in text:  # the run with no break point: marked to wrap only if it must
         assert f'<span class="run">{CYRILLIC_SKU}</span>/<wbr>retail' == marked
+
+
+# How wide the placeholder of an input is drawn, against the room its box has for text.
+PLACEHOLDER_ROOM = """(input) => {
+  const style = getComputedStyle(input);
+  const context = document.createElement('canvas').getContext('2d');
+  context.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+  const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  return {text: input.placeholder, drawn: context.measureText(input.placeholder).width, room};
+}"""
+
+
+@pytest.mark.parametrize("viewport", [VIEWPORT, NARROW], ids=["1366px", "390px"])
+def test_the_pause_forms_note_shows_its_whole_placeholder(
+    browser: Any, serve: Callable[..., Any], db: Engine, viewport: dict[str, int]
+) -> None:
+    """The dashboard's pause form's note field says what it wants whole, never
+    «Примечание (обязатель…», at 1,366 and 390 px."""
+    base = serve()
+    add_operator(db, "olga", "operator")
+    context = browser.new_context(viewport=viewport, locale="ru-RU")
+    page = context.new_page()
+    sign_in(page, base, "olga")
+    note = page.locator("form[action='/delivery/pause'] input[name=note]")
+    measured = note.evaluate(PLACEHOLDER_ROOM)
+    assert measured["text"], measured
+    assert measured["drawn"] <= measured["room"], measured
+    context.close()

@@ -387,3 +387,119 @@ def test_every_refusal_the_intake_writes_is_said_in_russian() -> None:
         if russian == text or words - KEPT:
             untranslated[text] = sorted(words - KEPT)
     assert untranslated == {}, untranslated
+
+
+def test_a_1c_file_with_no_prices_to_stage_is_said_in_russian_on_the_exchanges_page(
+    bench: str, db: Engine
+) -> None:
+    """A 1C offers file without a price, an unpacked archive and a file that is not XML are
+    recorded with the outcome ``nothing`` (exchange/intake/commerceml/publish.py,
+    exchange/web/onec.py): «Обмены 1С» names it in Russian, never «nothing»."""
+    now = datetime.now(UTC)
+    details = (
+        "0 prices staged from 0 offers",
+        "archive unpacked",
+        "not an XML file: accepted and dropped",
+    )
+    with transaction(db) as connection:
+        for n, detail in enumerate(details):
+            connection.execute(
+                insert(cml_exchanges).values(
+                    exchange="s1",
+                    filename=f"file{n}.xml",
+                    started_at=now,
+                    finished_at=now,
+                    outcome="nothing",
+                    detail=detail,
+                )
+            )
+    page = signed_in(bench, "olga").get("/exchanges").text
+    outcomes = re.findall(r'<td data-label="Итог">([^<]*)</td>', page)
+    assert outcomes == ["загружать нечего"] * 3, outcomes
+    shown = html.unescape(re.sub(r"<[^>]+>", " ", page))
+    assert "nothing" not in shown
+    for detail in details:
+        assert detail not in shown
+
+
+# -- the message page and the search's rows (fresh operator review) ----------------------------
+
+
+def test_a_message_that_is_not_there_is_named_on_its_page(bench: str) -> None:
+    """``/message/nope`` says which message_id it has not found, as the sentence's subject
+    after a colon (not a bare «с message_id» the id might seem missing from), escaped."""
+    client = signed_in(bench, "olga")
+    for asked, shown in (("nope", "nope"), ("<b>x", "&lt;b&gt;x")):
+        response = client.get(f"/message/{asked}")
+        assert response.status_code == 404
+        alert = re.search(r'<p class="error" role="alert">(.*?)</p>', response.text, re.S)
+        assert alert, response.text
+        text = " ".join(re.sub(r"<[^>]+>", "", alert.group(1)).split())
+        assert text == f"Нет сообщения с таким message_id: {shown}", text
+        assert "<b>x" not in response.text
+
+
+def test_the_message_page_title_is_not_its_history_section(
+    bench: str, db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    """The page's h1 and its history's h2 say different things: the page is the message
+    (with its id), the section is how its delivery went."""
+    stage(db, [price_row("SKU-7", 1)])
+    run_worker(bootstrap.worker(fast_settings(db_url, site.url), db))
+    message_id = the_message(db, aggregate="SKU-7")["message_id"]
+    page = signed_in(bench, "olga").get(f"/message/{message_id}").text
+    headings = [
+        html.unescape(re.sub(r"<[^>]+>", "", h)).strip()
+        for h in re.findall(r"<h[12][^>]*>(.*?)</h[12]>", page, re.S)
+    ]
+    assert len(headings) == len(set(headings)), headings
+    assert headings[0] == word("message", "ru") == "Сообщение", headings
+    assert word("biography", "ru") in headings, headings
+
+
+def test_a_found_message_says_its_empty_reason_and_error_as_its_page_does(
+    bench: str, db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    """A delivered message's «Причина» and «Последняя ошибка» on /find say what its page
+    says («— (не ждёт решения оператора)», «— (ошибки нет)»); a new one's say it was never
+    sent; a quarantined one's say its reason and error."""
+    stage(db, [price_row("SKU-5", 1), price_row("SKU-6", 1)])
+    site.faults.reject.add("SKU-6")
+    run_worker(bootstrap.worker(fast_settings(db_url, site.url), db))
+    stage(db, [price_row("SKU-4", 1)])
+    take(db, None, {"price": Policy.LATEST_WINS}, datetime.now(UTC))
+    client = signed_in(bench, "olga")
+    for sku in ("SKU-5", "SKU-4", "SKU-6"):
+        stored = the_message(db, aggregate=sku)
+        page = client.get(f"/message/{stored['message_id']}").text
+        found = client.get("/find", params={"q": sku}).text
+        row = re.search(r"<tbody>(.*?)</tbody>", found, re.S)
+        assert row, found
+        cells = {
+            label: html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
+            for label, cell in re.findall(r'data-label="([^"]+)">(.*?)</td>', row.group(1), re.S)
+        }
+        assert cells["Причина"] == element(page, "reason"), (sku, cells)
+        assert cells["Последняя ошибка"] == element(page, "last-error")[:300], (sku, cells)
+        assert cells["Причина"], (sku, cells)
+        assert cells["Последняя ошибка"], (sku, cells)
+    assert cells["Причина"] == "сайт отклонил (http-422)"
+
+
+def test_the_quarantine_says_how_to_act_on_all_matching_rows_where_it_cannot_yet(
+    bench: str, db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    """«Все подходящие под отбор» is offered only once a filter is chosen; until then a line
+    says so, in Russian, and is gone once the choice is there."""
+    stage(db, [price_row("SKU-3", 1)])
+    site.faults.reject.add("SKU-3")
+    run_worker(bootstrap.worker(fast_settings(db_url, site.url), db))
+    client = signed_in(bench, "olga")
+    unfiltered = client.get("/quarantine").text
+    assert 'id="scope-all"' not in unfiltered
+    assert element(unfiltered, "scope-all-hint") == (
+        "Выберите отбор, чтобы действовать на все подходящие записи"
+    )
+    filtered = client.get("/quarantine", params={"reason": "http-422"}).text
+    assert 'id="scope-all"' in filtered
+    assert 'id="scope-all-hint"' not in filtered

@@ -35,6 +35,7 @@ from exchange.words import (
     error_words,
     messages_counted,
     page_steps,
+    unset_fact,
     versions_counted,
     word,
 )
@@ -161,6 +162,7 @@ class Core:
             pace=lambda figures: pace_words(figures, lang),
             n=lambda group, code: code_name(group, code, lang),
             said=lambda text: error_words(text, lang),
+            unset=lambda fact, attempted: unset_fact(fact, attempted, lang),
             messages_n=lambda count: messages_counted(count, lang),
             versions_n=lambda count: versions_counted(count, lang),
             # What to do next, per reason: the report's words (one text for both).
