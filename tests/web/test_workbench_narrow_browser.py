@@ -40,8 +40,7 @@ NOTE = "цена на сайте не совпадает с 1С, провере�
 # Each run of Latin letters and digits inside an id lies on one line (as in the look tests),
 # up to LONG_RUN characters: a longer run (a Cyrillic SKU's transliterated message_id) has no
 # break point and wraps where nothing else fits, by design (workbench.core.LONG_RUN).
-BROKEN_WORDS = (
-    """() => {
+BROKEN_WORDS = """() => {
   const broken = [];
   for (const cell of document.querySelectorAll('.id')) {
     const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
@@ -56,9 +55,7 @@ BROKEN_WORDS = (
     }
   }
   return broken;
-}"""
-    % LONG_RUN
-)
+}""".replace("LONG_RUN", str(LONG_RUN))
 # What a person copies from an element: the text a selection of the whole of it gives.
 COPIED = """(element) => {
   const range = document.createRange();
