@@ -24,7 +24,7 @@ from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
 from exchange.errors import OperatorError
-from exchange.ops.find import aggregate_starts, matching
+from exchange.ops.find import _price_of, aggregate_starts, matching
 from exchange.queue.record import advance_strict
 from exchange.queue.transitions import Change, apply
 
@@ -180,6 +180,32 @@ def page_of(
     return Page([entry(row) for row in rows], int(total))
 
 
+def described(connection: Connection, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """What an action's preview says beside each id, so the operator sees what they retry or
+    cancel for good: its aggregate (the SKU), the product's name, and a price's price and
+    currency as its payload says them."""
+    found: dict[str, dict[str, Any]] = {}
+    wanted = list(dict.fromkeys(ids))
+    for start in range(0, len(wanted), 1000):  # a bulk action may name thousands
+        rows = connection.execute(
+            select(
+                messages.c.message_id,
+                messages.c.kind,
+                messages.c.aggregate,
+                messages.c.name,
+                messages.c.payload,
+            ).where(messages.c.message_id.in_(wanted[start : start + 1000]))
+        ).mappings()
+        for r in rows:
+            found[r["message_id"]] = {
+                "kind": r["kind"],
+                "aggregate": r["aggregate"],
+                "name": r["name"],
+                **_price_of(r["kind"], r["payload"]),
+            }
+    return found
+
+
 def reasons_present(connection: Connection, filters: Filters) -> list[tuple[str, int]]:
     """The reasons of the quarantined entries the other filters select, each with how many:
     what a reason filter may offer (never a reason nothing is quarantined for)."""
@@ -316,7 +342,9 @@ def retry(
                 detail=detail,
             )
         )
-    if ids and skipped:
+    if ids and skipped and not touched:
+        # Named alone, a rejected row is refused by name; among others (a page of the list
+        # checked whole) it is skipped, said so, and the rest go again.
         raise OperatorError(f"{skipped[0][0]}: {skipped[0][1]}")
     if not ids:
         check_unchanged(touched, expected, "retry")

@@ -24,14 +24,16 @@ from exchange.words import word
 
 
 class Actions(Core):
-    def _note_required(self, request: web.Request, who: Who) -> web.Response:
-        """Every action that changes something says why: without a note, this page (400)."""
+    def _note_required(self, request: web.Request, who: Who, back: str = "") -> web.Response:
+        """Every action that changes something says why: without a note, this page (400),
+        with «Назад» to the list it came from when there is one."""
         return self._render(
             request,
             "error.html",
             who,
             status=400,
             message=word("note_required", self._lang(request)),
+            back=back,
         )
 
     # -- actions ---------------------------------------------------------------------------
@@ -118,6 +120,9 @@ class Actions(Core):
             return {
                 "touched": result.touched,
                 "skipped": result.skipped,
+                "about": quarantine.described(
+                    connection, [*result.touched, *(i for i, _ in result.skipped)]
+                ),
                 "superseded": superseded if action == "retry" else set(),
                 "released": released,
             }
@@ -136,7 +141,7 @@ class Actions(Core):
         try:
             plan = await asyncio.to_thread(self._plan, who, action, ids, filters)
         except OperatorError as exc:
-            return self._render(request, "error.html", who, status=400, message=str(exc))
+            return self._render(request, "error.html", who, status=400, message=str(exc), back=back)
         return self._render(
             request,
             "preview.html",
@@ -192,7 +197,7 @@ class Actions(Core):
                     "preview the action again\n"
                 )
         if not note:
-            return self._note_required(request, who)
+            return self._note_required(request, who, _back(request, form))
 
         def act() -> list[str]:
             with transaction(self.engine) as connection:
@@ -207,7 +212,9 @@ class Actions(Core):
                 request, who, action, ids, filters, changed, back=_back(request, form)
             )
         except OperatorError as exc:
-            return self._render(request, "error.html", who, status=400, message=str(exc))
+            return self._render(
+                request, "error.html", who, status=400, message=str(exc), back=_back(request, form)
+            )
         return self._render(
             request, "done.html", who, action=action, touched=touched, back=_back(request, form)
         )

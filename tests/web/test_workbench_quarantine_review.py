@@ -1,0 +1,128 @@
+"""The operators' review of the quarantine's actions: a rejected staging row (never a message,
+it can only be cancelled) is offered no «Повторить», is skipped by a retry of a page that holds
+it, and a refusal leads back to the list it came from; a preview says what each id is."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+from workbench_helpers import (
+    add_operator,
+    close_all,
+    confirm_fields,
+    message_id_of,
+    post,
+    quarantine_some,
+    signed_in,
+    state_of,
+)
+
+from exchange.dev.sitesim import SiteSimulator
+from exchange.dev.testing import price_row, stage
+from exchange.words import word
+
+LIST = "/quarantine?reason=invalid-contract&per=50&sort=aggregate"
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    close_all()
+
+
+@pytest.fixture
+def bench(serve: Callable[..., Any], db: Engine) -> str:
+    base: str = serve()
+    add_operator(db, "olga", "operator")
+    return base
+
+
+@pytest.fixture
+def two(db: Engine, db_url: str, site: SiteSimulator) -> tuple[str, str]:
+    """A rejected row (a negative price: invalid-contract) and a price the site refused."""
+    stage(db, [price_row("BAD-1", 1, "-1.00", name="Чайник «Заря»")])
+    quarantine_some(db_url, site, "GOOD-1")
+    return message_id_of(db, "BAD-1"), message_id_of(db, "GOOD-1")
+
+
+def _text(page: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+def test_a_rejected_rows_page_offers_cancel_only(bench: str, two: tuple[str, str]) -> None:
+    rejected, good = two
+    client = signed_in(bench, "olga")
+    page = client.get(f"/message/{rejected}").text
+    assert 'id="cancel"' in page and 'id="retry"' not in page
+    assert 'id="retry"' in client.get(f"/message/{good}").text
+
+
+def test_a_retry_of_a_page_holding_a_rejected_row_skips_it_and_retries_the_rest(
+    bench: str, db: Engine, two: tuple[str, str]
+) -> None:
+    rejected, good = two
+    client = signed_in(bench, "olga")
+    form = {"action": "retry", "scope": "page", "page_id": [rejected, good], "back": LIST}
+    preview = post(client, "/action/preview", form)
+    assert preview.status_code == 200, preview.text
+    said = _text(preview.text)
+    assert f"{word('will_retry', 'ru')}: 1" in said and f"{word('skipped', 'ru')}: 1" in said
+    skipped = re.search(r'<ul class="ids" id="skipped">.*?</ul>', preview.text, re.S)
+    assert skipped and rejected in _text(skipped.group(0)) and good not in skipped.group(0)
+    fields = {**confirm_fields(preview.text), "note": ["site fixed"]}
+    done = client.post("/action/confirm", data=fields)
+    assert done.status_code == 200, done.text
+    assert state_of(db, "GOOD-1") == "new" and state_of(db, "BAD-1") == "quarantined"
+
+
+def test_a_refused_retry_leads_back_to_the_list_with_its_filters(
+    bench: str, two: tuple[str, str]
+) -> None:
+    rejected, _ = two
+    client = signed_in(bench, "olga")
+    refused = post(
+        client,
+        "/action/preview",
+        {"action": "retry", "page_id": rejected, "scope": "page", "back": LIST},
+    )
+    assert refused.status_code == 400
+    assert "повторить нельзя" in _text(refused.text) or rejected in refused.text
+    back = re.search(r'<a href="([^"]+)" class="back" id="back">', refused.text)
+    assert back and html.unescape(back.group(1)) == LIST, refused.text
+    # And a confirmation without a note: the same way back.
+    no_note = post(
+        client,
+        "/action/confirm",
+        {"action": "cancel", "message_id": rejected, "note": "", "back": LIST},
+    )
+    assert no_note.status_code == 400
+    back = re.search(r'<a href="([^"]+)" class="back" id="back">', no_note.text)
+    assert back and html.unescape(back.group(1)) == LIST
+
+
+def test_a_cancel_preview_says_the_sku_name_and_price_of_each_id(
+    bench: str, two: tuple[str, str]
+) -> None:
+    rejected, good = two
+    client = signed_in(bench, "olga")
+    preview = post(
+        client,
+        "/action/preview",
+        {"action": "cancel", "page_id": [rejected, good], "scope": "page"},
+    )
+    assert preview.status_code == 200, preview.text
+    touched = re.search(r'<ul class="ids" id="touched">(.*?)</ul>', preview.text, re.S)
+    assert touched
+    rows = {
+        _text(li).split(" — ")[0]: _text(li)
+        for li in re.findall(r"<li>.*?</li>", touched.group(1), re.S)
+    }
+    assert set(rows) == {rejected, good}
+    assert "BAD-1" in rows[rejected] and "Чайник «Заря»" in rows[rejected]
+    assert "-1.00 RUB" in rows[rejected]
+    assert "GOOD-1" in rows[good] and "199.90 RUB" in rows[good]
