@@ -126,3 +126,18 @@ def test_a_cancel_preview_says_the_sku_name_and_price_of_each_id(
     assert "BAD-1" in rows[rejected] and "Чайник «Заря»" in rows[rejected]
     assert "-1.00 RUB" in rows[rejected]
     assert "GOOD-1" in rows[good] and "199.90 RUB" in rows[good]
+
+
+def test_a_refused_price_names_its_field_once_on_the_list_the_page_and_the_history(
+    bench: str, two: tuple[str, str]
+) -> None:
+    rejected, _ = two
+    client = signed_in(bench, "olga")
+    once = "цена (price): значение должно быть от 0 и меньше 10^12"
+    page = _text(client.get(f"/message/{rejected}").text)
+    listed = _text(client.get("/quarantine", params={"reason": "invalid-contract"}).text)
+    for said in (page, listed):
+        assert once in said, said
+        assert "цена: price" not in said and "цена: цена" not in said
+    # the message's page says it twice: its last error, and its history's row
+    assert page.count(once) >= 2, page
