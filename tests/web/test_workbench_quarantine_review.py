@@ -141,3 +141,15 @@ def test_a_refused_price_names_its_field_once_on_the_list_the_page_and_the_histo
         assert "цена: price" not in said and "цена: цена" not in said
     # the message's page says it twice: its last error, and its history's row
     assert page.count(once) >= 2, page
+
+
+def test_the_workbench_export_says_the_cause_in_russian_and_the_pages_buttons(
+    bench: str, two: tuple[str, str]
+) -> None:
+    client = signed_in(bench, "olga")
+    answer = client.get("/export", params={"format": "csv", "reason": "invalid-contract"})
+    text = answer.content.decode("utf-8-sig")
+    assert "цена (price): значение должно быть от 0 и меньше 10^12" in text
+    assert "must be at least" not in text
+    assert "exchange quarantine" not in text and "Команда:" not in text
+    assert f"«{word('cancel', 'ru')}»" in text
