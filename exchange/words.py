@@ -1095,6 +1095,7 @@ WORDS.update(
             "ru": "только устаревшие (уже доставлена более новая версия)",
             "en": "only superseded (a newer version was delivered)",
         },
+        "export_these": {"ru": "Выгрузить эти записи", "en": "Export these entries"},
         "date_hint": {
             "ru": "дата или дата и время, например 2026-11-30 или 2026-11-30 08:00",
             "en": "a date or a date and time, e.g. 2026-11-30 or 2026-11-30 08:00",

@@ -31,6 +31,12 @@ from exchange.queue.transitions import Change, apply
 FILTER_OPTIONS = "--kind, --aggregate, --reason, --since, --until, --superseded"
 
 
+# ``Filters`` as an address of the workbench names them: the quarantine's list, its export,
+# its bulk actions (``all_`` before each) and the link from the list to the export carry
+# exactly these (``superseded`` is "1" or absent; ``q`` is ``search``).
+QUERY_FIELDS = ("reason", "kind", "aggregate", "since", "until", "q", "superseded")
+
+
 @dataclass(frozen=True)
 class Filters:
     kind: str | None = None

@@ -153,3 +153,42 @@ def test_the_workbench_export_says_the_cause_in_russian_and_the_pages_buttons(
     assert "must be at least" not in text
     assert "exchange quarantine" not in text and "Команда:" not in text
     assert f"«{word('cancel', 'ru')}»" in text
+
+
+def test_the_list_and_its_export_take_the_same_filters_and_the_list_links_to_its_export(
+    bench: str, two: tuple[str, str]
+) -> None:
+    rejected, good = two
+    client = signed_in(bench, "olga")
+    listed = client.get("/quarantine", params={"aggregate": "good", "per": "50"}).text
+    assert good in listed and rejected not in listed  # the aggregate filter is no longer lost
+    export_page = client.get("/export").text
+    for name in ("reason", "kind", "aggregate", "since", "until", "q", "superseded"):
+        assert f'name="{name}"' in export_page, name
+        assert f'name="{name}"' in client.get("/quarantine").text, name
+    searched = client.get("/export", params={"format": "json", "q": "BAD-1"})
+    assert [e["message_id"] for e in searched.json()["entries"]] == [rejected]
+    page = client.get("/quarantine", params={"reason": "http-422", "q": "good", "per": "50"})
+    link = re.search(r'<a href="([^"]+)" id="export-these">', page.text)
+    assert link, page.text
+    href = html.unescape(link.group(1))
+    assert href == "/export?reason=http-422&q=good", href
+    exported = client.get(href + "&format=json").json()["entries"]
+    assert [e["message_id"] for e in exported] == [good]
+
+
+def test_a_bulk_action_on_the_lists_aggregate_filter_acts_on_that_aggregate_only(
+    bench: str, two: tuple[str, str]
+) -> None:
+    rejected, good = two
+    client = signed_in(bench, "olga")
+    preview = post(
+        client,
+        "/action/preview",
+        {"action": "cancel", "scope": "all", "all_aggregate": "GOOD", "all_reason": ""},
+    )
+    assert preview.status_code == 200, preview.text
+    touched = re.search(r'<ul class="ids" id="touched">(.*?)</ul>', preview.text, re.S)
+    assert touched and good in _text(touched.group(1)) and rejected not in _text(touched.group(1))
+    fields = confirm_fields(preview.text)
+    assert fields["aggregate"] == ["GOOD"]

@@ -54,10 +54,12 @@ class Actions(Core):
         until = str(form.get(prefix + "until", "")) or None
         filters = Filters(
             kind=str(form.get(prefix + "kind", "")) or None,
+            aggregate=str(form.get(prefix + "aggregate", "")).strip() or None,
             reason=str(form.get(prefix + "reason", "")) or None,
             since=_utc(datetime.fromisoformat(since)) if since else None,
             until=_utc(datetime.fromisoformat(until)) if until else None,
             search=str(form.get(prefix + "q", "")).strip() or None,
+            superseded_after_quarantine=str(form.get(prefix + "superseded", "")) == "1",
         )
         return ids, filters
 
@@ -69,6 +71,8 @@ class Actions(Core):
             who.session,
             action,
             filters.kind or "",
+            filters.aggregate or "",
+            "superseded" if filters.superseded_after_quarantine else "",
             filters.reason or "",
             filters.since.isoformat() if filters.since else "",
             filters.until.isoformat() if filters.until else "",

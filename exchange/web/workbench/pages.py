@@ -25,7 +25,7 @@ from exchange.ops.attention import Cause, attention
 from exchange.ops.backlog import backlog
 from exchange.ops.exchanges import onec_exchanges
 from exchange.ops.notify import last_told
-from exchange.ops.quarantine import SORTS, Filters, Page, page_of, reasons_present
+from exchange.ops.quarantine import QUERY_FIELDS, SORTS, Filters, Page, page_of, reasons_present
 from exchange.ops.status import biography, quarantine_by_reason, site_pace, status
 from exchange.queue import control
 from exchange.report import collect as report
@@ -77,6 +77,12 @@ def _refresh_wanted(request: web.Request) -> bool:
     both kept in a cookie; on by default."""
     asked = request.query.get("refresh") or request.cookies.get(REFRESH_COOKIE)
     return asked != "off"
+
+
+def _export_link(query: dict[str, str]) -> str:
+    """The export of what a quarantine list shows: its filters, no page or order."""
+    wanted = {k: query[k] for k in QUERY_FIELDS if query.get(k)}
+    return "/export" + (f"?{urlencode(wanted)}" if wanted else "")
 
 
 class Pages(Core):
@@ -177,7 +183,13 @@ class Pages(Core):
             dates.append(parsed)
         search = q.get("q", "").strip() or None
         return Filters(
-            kind=kind, reason=reason, since=dates[0], until=dates[1], search=search
+            kind=kind,
+            aggregate=q.get("aggregate", "").strip() or None,
+            reason=reason,
+            since=dates[0],
+            until=dates[1],
+            search=search,
+            superseded_after_quarantine=q.get("superseded") == "1",
         ), errors
 
     async def quarantine(self, request: web.Request, who: Who) -> web.StreamResponse:
@@ -247,6 +259,8 @@ class Pages(Core):
             kinds=sorted(self.config.kinds),
             bulk=filters.any() and not errors,
             filters=filters,
+            filter_fields=QUERY_FIELDS,
+            export_link=_export_link(query),
         )
 
     async def find(self, request: web.Request, who: Who) -> web.StreamResponse:
@@ -361,12 +375,7 @@ class Pages(Core):
         kind, aggregate, reason, since, until, superseded), in any format (issue 24 item 12)."""
         fmt = request.query.get("format")
         lang = self._lang(request)
-        filters, errors = self._filters(request)
-        filters = dataclasses.replace(
-            filters,
-            aggregate=request.query.get("aggregate", "").strip() or None,
-            superseded_after_quarantine=request.query.get("superseded") == "1",
-        )
+        filters, errors = self._filters(request)  # the quarantine list's, every one
         if fmt is not None and fmt not in FORMATS:
             errors.append(f"{word('bad_filter', lang)}: {fmt}")
         if fmt is None or errors:
@@ -384,7 +393,7 @@ class Pages(Core):
                 formats=FORMATS,
                 errors=errors,
                 query=dict(request.query),
-                reasons=reasons,
+                reasons=[(reason, e["count"]) for reason, e in reasons.items()],
                 total=sum(e["count"] for e in reasons.values()),
                 kinds=sorted(self.config.kinds),
             )
