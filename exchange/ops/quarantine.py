@@ -310,12 +310,16 @@ def retry(
     dry_run: bool,
     limit: int | None = None,
     expected: Sequence[str] | None = None,
+    skip_rejected: bool = False,
 ) -> ActionResult:
     """Replay with the same message_id: attempts start again; a strict message takes its
     place in the order again; its gap clock starts again.
 
     ``limit`` bounds a bulk retry (by filters); None means no bound. ``expected``: the ids a
-    preview showed (``check_unchanged``).
+    preview showed (``check_unchanged``). Ids naming a rejected staging row (which can only
+    be cancelled) are refused, all or nothing; with ``skip_rejected`` (a page of the
+    workbench's list checked whole) such rows are skipped, said so, and the rest go again,
+    unless nothing is left to retry.
     """
     check_request(ids, filters, "retry")
     rows = _select_for_action(connection, ids, filters)
@@ -348,9 +352,7 @@ def retry(
                 detail=detail,
             )
         )
-    if ids and skipped and not touched:
-        # Named alone, a rejected row is refused by name; among others (a page of the list
-        # checked whole) it is skipped, said so, and the rest go again.
+    if ids and skipped and not (skip_rejected and touched):
         raise OperatorError(f"{skipped[0][0]}: {skipped[0][1]}")
     if not ids:
         check_unchanged(touched, expected, "retry")
@@ -423,6 +425,7 @@ def act(
     dry_run: bool,
     limit: int | None,
     expected: Sequence[str] | None = None,
+    skip_rejected: bool = False,
 ) -> ActionResult:
     """The one manual action on quarantined messages (``retry`` or ``cancel``) that the CLI
     and the workbench both call: its preview is the same call with ``dry_run``."""
@@ -437,6 +440,7 @@ def act(
             dry_run=dry_run,
             limit=limit,
             expected=expected,
+            skip_rejected=skip_rejected,
         )
     if action == "cancel":
         if not note:

@@ -106,6 +106,8 @@ class Actions(Core):
             dry_run=dry_run,
             limit=self.config.bulk_limit,
             expected=expected,
+            # A page checked whole may hold rejected rows: the preview lists them as skipped.
+            skip_rejected=True,
         )
 
     def _plan(self, who: Who, action: str, ids: list[str], filters: Filters) -> dict[str, Any]:
