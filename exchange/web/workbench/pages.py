@@ -371,8 +371,9 @@ class Pages(Core):
         )
 
     async def export(self, request: web.Request, who: Who) -> web.StreamResponse:
-        """The quarantine's report with the CLI's filters (``exchange quarantine export``:
-        kind, aggregate, reason, since, until, superseded), in any format (issue 24 item 12)."""
+        """The quarantine's report with the quarantine list's filters (``QUERY_FIELDS``: the
+        CLI's kind, aggregate, reason, since, until, superseded, and the list's search), in
+        any format (issue 24 item 12); «Что сделать» names the pages' buttons."""
         fmt = request.query.get("format")
         lang = self._lang(request)
         filters, errors = self._filters(request)  # the quarantine list's, every one
