@@ -734,7 +734,8 @@ _INTAKE_DETAILS: tuple[tuple[str, str], ...] = (
         "один агрегат — одна цена, его имя <sku>/<price_type> ({n}) или только sku, если у "
         "магазина один вид цены",
     ),
-    (r"price payload: (?P<p>.+)", "цена: {p+}"),
+    # each part names its field once, in Russian with the payload's key (``_field_problems``)
+    (r"price payload: (?P<p>.+)", "{p+}"),
     (r"the row could not be checked: (?P<e>.+)", "строку не удалось проверить: {e}"),
     # what Python's JSON parser says (json.decoder), and the contract's own JSON rules
     (
@@ -795,19 +796,37 @@ _FIELD_PROBLEMS_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _FIELD_PR
 _DETAILS_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _DETAILS + _INTAKE_DETAILS)
 
 
+# A price payload's fields, as a refusal names them: once, in Russian with the key beside it.
+_PRICE_FIELDS: dict[str, str] = {
+    "price": "цена",
+    "currency": "валюта",
+    "sku": "артикул",
+    "price_type": "вид цены",
+}
+
+
 def _field_problems(text: str) -> str:
-    """«price: must be finite; currency: …» in Russian, part by part; a part no pattern knows
-    as it is."""
+    """A price payload's refusal («price: must be finite; currency: …») in Russian, part by
+    part, each field named once: «цена (price): число должно быть конечным»; another field
+    «поле цены colour: …»; a part without a field «цена: …»; a problem no pattern knows as
+    it is."""
     said = []
     for part in re.split(r"; (?=[\w.]+: )", text):  # "; " inside a problem is not a new part
         field, colon, problem = part.partition(": ")
+        if not colon or " " in field:
+            field, problem = "", part
         for pattern, russian in _FIELD_PROBLEMS_RE:
-            found = pattern.fullmatch(problem if colon else part)
+            found = pattern.fullmatch(problem)
             if found:
-                russian = russian.format(**found.groupdict())
-                part = f"{field}: {russian}" if colon else russian
+                problem = russian.format(**found.groupdict())
                 break
-        said.append(part)
+        if not field:
+            named = "цена"
+        elif field in _PRICE_FIELDS:
+            named = f"{_PRICE_FIELDS[field]} ({field})"
+        else:
+            named = f"поле цены {field}"
+        said.append(f"{named}: {problem}")
     return "; ".join(said)
 
 
@@ -1122,6 +1141,7 @@ WORDS.update(
             "ru": "только устаревшие (уже доставлена более новая версия)",
             "en": "only superseded (a newer version was delivered)",
         },
+        "export_these": {"ru": "Выгрузить эти записи", "en": "Export these entries"},
         "date_hint": {
             "ru": "дата или дата и время, например 2026-11-30 или 2026-11-30 08:00",
             "en": "a date or a date and time, e.g. 2026-11-30 or 2026-11-30 08:00",

@@ -24,11 +24,17 @@ from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
 from exchange.errors import OperatorError
-from exchange.ops.find import aggregate_starts, matching
+from exchange.ops.find import _price_of, aggregate_starts, matching
 from exchange.queue.record import advance_strict
 from exchange.queue.transitions import Change, apply
 
 FILTER_OPTIONS = "--kind, --aggregate, --reason, --since, --until, --superseded"
+
+
+# ``Filters`` as an address of the workbench names them: the quarantine's list, its export,
+# its bulk actions (``all_`` before each) and the link from the list to the export carry
+# exactly these (``superseded`` is "1" or absent; ``q`` is ``search``).
+QUERY_FIELDS = ("reason", "kind", "aggregate", "since", "until", "q", "superseded")
 
 
 @dataclass(frozen=True)
@@ -180,6 +186,32 @@ def page_of(
     return Page([entry(row) for row in rows], int(total))
 
 
+def described(connection: Connection, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """What an action's preview says beside each id, so the operator sees what they retry or
+    cancel for good: its aggregate (the SKU), the product's name, and a price's price and
+    currency as its payload says them."""
+    found: dict[str, dict[str, Any]] = {}
+    wanted = list(dict.fromkeys(ids))
+    for start in range(0, len(wanted), 1000):  # a bulk action may name thousands
+        rows = connection.execute(
+            select(
+                messages.c.message_id,
+                messages.c.kind,
+                messages.c.aggregate,
+                messages.c.name,
+                messages.c.payload,
+            ).where(messages.c.message_id.in_(wanted[start : start + 1000]))
+        ).mappings()
+        for r in rows:
+            found[r["message_id"]] = {
+                "kind": r["kind"],
+                "aggregate": r["aggregate"],
+                "name": r["name"],
+                **_price_of(r["kind"], r["payload"]),
+            }
+    return found
+
+
 def reasons_present(connection: Connection, filters: Filters) -> list[tuple[str, int]]:
     """The reasons of the quarantined entries the other filters select, each with how many:
     what a reason filter may offer (never a reason nothing is quarantined for)."""
@@ -278,12 +310,16 @@ def retry(
     dry_run: bool,
     limit: int | None = None,
     expected: Sequence[str] | None = None,
+    skip_rejected: bool = False,
 ) -> ActionResult:
     """Replay with the same message_id: attempts start again; a strict message takes its
     place in the order again; its gap clock starts again.
 
     ``limit`` bounds a bulk retry (by filters); None means no bound. ``expected``: the ids a
-    preview showed (``check_unchanged``).
+    preview showed (``check_unchanged``). Ids naming a rejected staging row (which can only
+    be cancelled) are refused, all or nothing; with ``skip_rejected`` (a page of the
+    workbench's list checked whole) such rows are skipped, said so, and the rest go again,
+    unless nothing is left to retry.
     """
     check_request(ids, filters, "retry")
     rows = _select_for_action(connection, ids, filters)
@@ -316,7 +352,7 @@ def retry(
                 detail=detail,
             )
         )
-    if ids and skipped:
+    if ids and skipped and not (skip_rejected and touched):
         raise OperatorError(f"{skipped[0][0]}: {skipped[0][1]}")
     if not ids:
         check_unchanged(touched, expected, "retry")
@@ -389,6 +425,7 @@ def act(
     dry_run: bool,
     limit: int | None,
     expected: Sequence[str] | None = None,
+    skip_rejected: bool = False,
 ) -> ActionResult:
     """The one manual action on quarantined messages (``retry`` or ``cancel``) that the CLI
     and the workbench both call: its preview is the same call with ``dry_run``."""
@@ -403,6 +440,7 @@ def act(
             dry_run=dry_run,
             limit=limit,
             expected=expected,
+            skip_rejected=skip_rejected,
         )
     if action == "cancel":
         if not note:

@@ -111,6 +111,10 @@ class Report:
     # The zone people read its times in (EXCHANGE_DISPLAY_TZ, issue 24 item 8); the days of
     # ``activity`` stay UTC days, and JSON stays UTC.
     zone: str = "UTC"
+    # The steps of «Что сделать» as the page that made it says them (``exchange.words.
+    # page_steps``: a workbench export), never a command; None: a report of the command line,
+    # whose reader runs the commands it names.
+    steps: dict[str, str] | None = None
 
     @property
     def summary(self) -> Summary:

@@ -302,15 +302,30 @@ def command(entry: Entry) -> str:
     return f'exchange quarantine retry {entry.message_id} --note "…"'
 
 
-def entry_next_check(entry: Entry, lang: Lang) -> str:
-    """What to do, the concrete cause in the report's language, and the command to run."""
-    advice = next_check(entry.reason, lang, superseded=entry.superseded_after_quarantine)
+def entry_next_check(entry: Entry, lang: Lang, steps: dict[str, str] | None = None) -> str:
+    """What to do, the concrete cause in the report's language, and the command to run; with
+    a page's ``steps`` (``Report.steps``: an export of the workbench) its buttons instead, and
+    no command."""
+    advice = next_check(
+        entry.reason, lang, superseded=entry.superseded_after_quarantine, steps=steps
+    )
     found = cause(entry, lang)
     parts = [advice]
     if found:
         parts.append(("Причина: " if lang == "ru" else "Cause: ") + found)
-    parts.append(("Команда: " if lang == "ru" else "Command: ") + command(entry))
+    if steps is None:
+        parts.append(("Команда: " if lang == "ru" else "Command: ") + command(entry))
     return " ".join(parts)
+
+
+def result_words(entry: Entry, lang: Lang) -> str | None:
+    """The column «Последний HTTP-статус или ошибка» in the report's language: the HTTP status
+    (and a code) as they are, the service's English cause as the workbench's pages say it
+    (``error_words``); English (and JSON) keep the stored text."""
+    text = entry.last_result
+    if lang == "en" or not text or not entry.last_error:
+        return text
+    return text.replace(entry.last_error, error_words(entry.last_error, "ru"), 1)
 
 
 # -- values as people read them --------------------------------------------------------------
@@ -373,7 +388,7 @@ def describe_filters(report: Report, lang: Lang) -> str:
 Cell = str | int | float | datetime | None
 
 
-def detail_row(entry: Entry, lang: Lang) -> list[Cell]:
+def detail_row(entry: Entry, lang: Lang, steps: dict[str, str] | None = None) -> list[Cell]:
     """One entry in ``COLUMNS`` order; times stay datetimes (XLSX writes real dates)."""
     values: dict[str, Cell] = {
         "message_id": entry.message_id,
@@ -386,8 +401,8 @@ def detail_row(entry: Entry, lang: Lang) -> list[Cell]:
         "first_seen": entry.first_seen,
         "last_attempt": entry.last_attempt,
         "quarantined_at": entry.quarantined_at,
-        "last_result": entry.last_result,
-        "next_check": entry_next_check(entry, lang),
+        "last_result": result_words(entry, lang),
+        "next_check": entry_next_check(entry, lang, steps),
         "source_ref": entry.source_ref,
         "payload": entry.payload,
     }

@@ -305,7 +305,7 @@ def test_the_export_page_offers_the_cli_filters_and_says_it_exports_the_quaranti
         assert form.locator(f"[name={name}]").count() == 1, name
     # The reasons offered are those present, with their counts.
     reasons = form.locator("select[name=reason] option").all_inner_texts()
-    assert reasons[1:] == ["сайт отклонил (http-422): 2"], reasons
+    assert reasons[1:] == ["сайт отклонил (http-422) — 2"], reasons
     shot(page, "export")
     form.locator("select[name=format]").select_option("json")
     form.locator("input[name=aggregate]").fill(LONG_SKU)

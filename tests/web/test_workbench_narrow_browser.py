@@ -262,7 +262,7 @@ def test_on_a_phone_the_list_offers_its_sort_links_and_the_box_that_selects_the_
     page.check("#select-page")
     page.click("#selected button[value=cancel]")
     assert page.locator("#what").inner_text() == "Будут сняты с отправки навсегда: 3"
-    assert page.locator("ul.ids li.id").all_text_contents()[0] in page_ids
+    assert page.locator("#touched li > span.id").all_text_contents()[0] in page_ids
     assert page.evaluate(WIDTH) <= NARROW["width"]
     context.close()
 

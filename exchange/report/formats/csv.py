@@ -63,9 +63,9 @@ def render_csv(report: Report, lang: Lang) -> bytes:
         cells([label("reason", lang), label("count", lang), label("next_check", lang)], lang)
     )
     for reason, count in report.summary.by_reason.items():
-        writer.writerow(cells([reason, count, next_check(reason, lang)], lang))
+        writer.writerow(cells([reason, count, next_check(reason, lang, steps=report.steps)], lang))
     writer.writerow([])
     writer.writerow(cells([label(column, lang, report.zone) for column in COLUMNS], lang))
     for entry in report.entries:
-        writer.writerow(cells(detail_row(entry, lang), lang, report.zone))
+        writer.writerow(cells(detail_row(entry, lang, report.steps), lang, report.zone))
     return buffer.getvalue().encode("utf-8-sig")

@@ -22,6 +22,7 @@ from exchange.report.words import (
     human_age,
     label,
     next_check,
+    result_words,
 )
 
 # C0 controls other than tab, LF and CR are not allowed in HTML text (NUL turns into U+FFFD
@@ -139,7 +140,7 @@ def _cell(key: str, entry: Entry, lang: Lang, zone: str) -> str:
             )
             return f"<td>{_e(entry.reason)}{badge}</td>"
         case "last_result":
-            return f'<td><div class="v">{_e(entry.last_result)}</div></td>'
+            return f'<td><div class="v">{_e(result_words(entry, lang))}</div></td>'
         case _:
             return f'<td><div class="v">{_e(getattr(entry, key))}</div></td>'
 
@@ -181,7 +182,7 @@ def _history(events: tuple[HistoryEvent, ...], lang: Lang, zone: str) -> str:
     )
 
 
-def _entry(entry: Entry, lang: Lang, zone: str) -> str:
+def _entry(entry: Entry, lang: Lang, zone: str, steps: dict[str, str] | None) -> str:
     kind = "entry superseded" if entry.superseded_after_quarantine else "entry"
     cells = "".join(_cell(key, entry, lang, zone) for key in MAIN_COLUMNS)
     marker = (
@@ -194,7 +195,7 @@ def _entry(entry: Entry, lang: Lang, zone: str) -> str:
         f'<tr class="main">{cells}</tr>'
         f'<tr class="more"><td colspan="{len(MAIN_COLUMNS)}">'
         f'{marker}<p class="next"><b>{_e(label("next_check", lang))}:</b> '
-        f"{_e(entry_next_check(entry, lang))}</p>"
+        f"{_e(entry_next_check(entry, lang, steps))}</p>"
         f"<h3>{_e(label('payload', lang))}</h3><pre>{_e(entry.payload)}</pre>"
         f"<details><summary>{_e(label('history', lang))} ({len(entry.history)})</summary>"
         f"{_history(entry.history, lang, zone)}</details>"
@@ -223,7 +224,7 @@ def _summary(report: Report, lang: Lang) -> str:
     )
     reasons = "".join(
         f'<tr><td>{_e(reason)}</td><td class="num">{count}</td>'
-        f"<td>{_e(next_check(reason, lang))}</td></tr>"
+        f"<td>{_e(next_check(reason, lang, steps=report.steps))}</td></tr>"
         for reason, count in s.by_reason.items()
     )
     reason_table = (
@@ -273,7 +274,7 @@ def _entries(report: Report, lang: Lang) -> str:
         return f'<p class="empty">{_e(label("empty", lang))}</p>'
     cols = "".join(f'<col style="width:{share}%">' for share in MAIN_COLUMNS.values())
     head = "".join(f"<th>{_e(label(key, lang, report.zone))}</th>" for key in MAIN_COLUMNS)
-    body = "".join(_entry(entry, lang, report.zone) for entry in report.entries)
+    body = "".join(_entry(entry, lang, report.zone, report.steps) for entry in report.entries)
     return (
         f'<table class="entries"><colgroup>{cols}</colgroup>'
         f"<thead><tr>{head}</tr></thead>{body}</table>"

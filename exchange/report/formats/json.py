@@ -36,7 +36,7 @@ def history_json(event: HistoryEvent) -> dict[str, Any]:
     }
 
 
-def entry_json(entry: Entry, lang: Lang) -> dict[str, Any]:
+def entry_json(entry: Entry, lang: Lang, steps: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         # the fields of `exchange quarantine list --json`
         "message_id": entry.message_id,
@@ -55,7 +55,7 @@ def entry_json(entry: Entry, lang: Lang) -> dict[str, Any]:
         # the report's own
         "last_attempt": _iso(entry.last_attempt),
         "superseded_after_quarantine": entry.superseded_after_quarantine,
-        "next_check": entry_next_check(entry, lang),
+        "next_check": entry_next_check(entry, lang, steps),
         "payload": entry.payload,
         "history": [history_json(event) for event in entry.history],
     }
@@ -87,7 +87,7 @@ def report_json(report: Report, lang: Lang) -> dict[str, Any]:
             {"day": d.day.isoformat(), "delivered": d.delivered, "failed": d.failed}
             for d in report.activity
         ],
-        "entries": [entry_json(entry, lang) for entry in report.entries],
+        "entries": [entry_json(entry, lang, report.steps) for entry in report.entries],
     }
 
 

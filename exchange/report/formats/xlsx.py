@@ -169,7 +169,7 @@ def _summary_sheet(ws: WriteOnlyWorksheet, report: Report, lang: Lang) -> None:
             [
                 cell(ws, reason, lang),
                 cell(ws, count, lang),
-                cell(ws, next_check(reason, lang), lang, wrap=True),
+                cell(ws, next_check(reason, lang, steps=report.steps), lang, wrap=True),
             ]
         )
     ws.append([])
@@ -191,7 +191,13 @@ def render_xlsx(report: Report, lang: Lang) -> bytes:
     workbook.properties.created = report.generated_at.astimezone(UTC).replace(tzinfo=None)
     _summary_sheet(workbook.create_sheet(label("summary_sheet", lang)), report, lang)
     detail = workbook.create_sheet(label("detail_sheet", lang))
-    _table(detail, COLUMNS, [detail_row(e, lang) for e in report.entries], lang, report.zone)
+    _table(
+        detail,
+        COLUMNS,
+        [detail_row(e, lang, report.steps) for e in report.entries],
+        lang,
+        report.zone,
+    )
     history = workbook.create_sheet(label("history_sheet", lang))
     _table(
         history,

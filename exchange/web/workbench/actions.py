@@ -24,14 +24,16 @@ from exchange.words import word
 
 
 class Actions(Core):
-    def _note_required(self, request: web.Request, who: Who) -> web.Response:
-        """Every action that changes something says why: without a note, this page (400)."""
+    def _note_required(self, request: web.Request, who: Who, back: str = "") -> web.Response:
+        """Every action that changes something says why: without a note, this page (400),
+        with «Назад» to the list it came from when there is one."""
         return self._render(
             request,
             "error.html",
             who,
             status=400,
             message=word("note_required", self._lang(request)),
+            back=back,
         )
 
     # -- actions ---------------------------------------------------------------------------
@@ -52,10 +54,12 @@ class Actions(Core):
         until = str(form.get(prefix + "until", "")) or None
         filters = Filters(
             kind=str(form.get(prefix + "kind", "")) or None,
+            aggregate=str(form.get(prefix + "aggregate", "")).strip() or None,
             reason=str(form.get(prefix + "reason", "")) or None,
             since=_utc(datetime.fromisoformat(since)) if since else None,
             until=_utc(datetime.fromisoformat(until)) if until else None,
             search=str(form.get(prefix + "q", "")).strip() or None,
+            superseded_after_quarantine=str(form.get(prefix + "superseded", "")) == "1",
         )
         return ids, filters
 
@@ -67,6 +71,8 @@ class Actions(Core):
             who.session,
             action,
             filters.kind or "",
+            filters.aggregate or "",
+            "superseded" if filters.superseded_after_quarantine else "",
             filters.reason or "",
             filters.since.isoformat() if filters.since else "",
             filters.until.isoformat() if filters.until else "",
@@ -100,6 +106,8 @@ class Actions(Core):
             dry_run=dry_run,
             limit=self.config.bulk_limit,
             expected=expected,
+            # A page checked whole may hold rejected rows: the preview lists them as skipped.
+            skip_rejected=True,
         )
 
     def _plan(self, who: Who, action: str, ids: list[str], filters: Filters) -> dict[str, Any]:
@@ -118,6 +126,9 @@ class Actions(Core):
             return {
                 "touched": result.touched,
                 "skipped": result.skipped,
+                "about": quarantine.described(
+                    connection, [*result.touched, *(i for i, _ in result.skipped)]
+                ),
                 "superseded": superseded if action == "retry" else set(),
                 "released": released,
             }
@@ -136,7 +147,7 @@ class Actions(Core):
         try:
             plan = await asyncio.to_thread(self._plan, who, action, ids, filters)
         except OperatorError as exc:
-            return self._render(request, "error.html", who, status=400, message=str(exc))
+            return self._render(request, "error.html", who, status=400, message=str(exc), back=back)
         return self._render(
             request,
             "preview.html",
@@ -192,7 +203,7 @@ class Actions(Core):
                     "preview the action again\n"
                 )
         if not note:
-            return self._note_required(request, who)
+            return self._note_required(request, who, _back(request, form))
 
         def act() -> list[str]:
             with transaction(self.engine) as connection:
@@ -207,7 +218,9 @@ class Actions(Core):
                 request, who, action, ids, filters, changed, back=_back(request, form)
             )
         except OperatorError as exc:
-            return self._render(request, "error.html", who, status=400, message=str(exc))
+            return self._render(
+                request, "error.html", who, status=400, message=str(exc), back=_back(request, form)
+            )
         return self._render(
             request, "done.html", who, action=action, touched=touched, back=_back(request, form)
         )

@@ -25,7 +25,7 @@ from exchange.ops.attention import Cause, attention
 from exchange.ops.backlog import backlog
 from exchange.ops.exchanges import onec_exchanges
 from exchange.ops.notify import last_told
-from exchange.ops.quarantine import SORTS, Filters, Page, page_of, reasons_present
+from exchange.ops.quarantine import QUERY_FIELDS, SORTS, Filters, Page, page_of, reasons_present
 from exchange.ops.status import biography, quarantine_by_reason, site_pace, status
 from exchange.queue import control
 from exchange.report import collect as report
@@ -41,7 +41,7 @@ from exchange.web.workbench.core import (
     _masked,
     _secure,
 )
-from exchange.words import Lang, inside_words, word
+from exchange.words import Lang, inside_words, page_steps, word
 
 # The quarantine's pages: entries a page (a choice of these), the first by default.
 PER_PAGES = (50, 100, 500)
@@ -77,6 +77,12 @@ def _refresh_wanted(request: web.Request) -> bool:
     both kept in a cookie; on by default."""
     asked = request.query.get("refresh") or request.cookies.get(REFRESH_COOKIE)
     return asked != "off"
+
+
+def _export_link(query: dict[str, str]) -> str:
+    """The export of what a quarantine list shows: its filters, no page or order."""
+    wanted = {k: query[k] for k in QUERY_FIELDS if query.get(k)}
+    return "/export" + (f"?{urlencode(wanted)}" if wanted else "")
 
 
 class Pages(Core):
@@ -178,7 +184,13 @@ class Pages(Core):
             dates.append(parsed)
         search = q.get("q", "").strip() or None
         return Filters(
-            kind=kind, reason=reason, since=dates[0], until=dates[1], search=search
+            kind=kind,
+            aggregate=q.get("aggregate", "").strip() or None,
+            reason=reason,
+            since=dates[0],
+            until=dates[1],
+            search=search,
+            superseded_after_quarantine=q.get("superseded") == "1",
         ), errors
 
     async def quarantine(self, request: web.Request, who: Who) -> web.StreamResponse:
@@ -248,6 +260,8 @@ class Pages(Core):
             kinds=sorted(self.config.kinds),
             bulk=filters.any() and not errors,
             filters=filters,
+            filter_fields=QUERY_FIELDS,
+            export_link=_export_link(query),
         )
 
     async def find(self, request: web.Request, who: Who) -> web.StreamResponse:
@@ -358,16 +372,12 @@ class Pages(Core):
         )
 
     async def export(self, request: web.Request, who: Who) -> web.StreamResponse:
-        """The quarantine's report with the CLI's filters (``exchange quarantine export``:
-        kind, aggregate, reason, since, until, superseded), in any format (issue 24 item 12)."""
+        """The quarantine's report with the quarantine list's filters (``QUERY_FIELDS``: the
+        CLI's kind, aggregate, reason, since, until, superseded, and the list's search), in
+        any format (issue 24 item 12); «Что сделать» names the pages' buttons."""
         fmt = request.query.get("format")
         lang = self._lang(request)
-        filters, errors = self._filters(request)
-        filters = dataclasses.replace(
-            filters,
-            aggregate=request.query.get("aggregate", "").strip() or None,
-            superseded_after_quarantine=request.query.get("superseded") == "1",
-        )
+        filters, errors = self._filters(request)  # the quarantine list's, every one
         if fmt is not None and fmt not in FORMATS:
             errors.append(f"{word('bad_filter', lang)}: {fmt}")
         if fmt is None or errors:
@@ -385,7 +395,7 @@ class Pages(Core):
                 formats=FORMATS,
                 errors=errors,
                 query=dict(request.query),
-                reasons=reasons,
+                reasons=[(reason, e["count"]) for reason, e in reasons.items()],
                 total=sum(e["count"] for e in reasons.values()),
                 kinds=sorted(self.config.kinds),
             )
@@ -401,6 +411,8 @@ class Pages(Core):
                     secrets=self.config.report_secrets,
                     zone=self.config.display_tz,
                 )
+            # Made on the workbench: «Что сделать» names the pages' buttons, not commands.
+            data = dataclasses.replace(data, steps=page_steps(lang))
             return report.render(data, chosen, lang)
 
         body = await asyncio.to_thread(build)

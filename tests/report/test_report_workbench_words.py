@@ -1,0 +1,102 @@
+"""A report in Russian says the service's English cause as the workbench's pages do, and an
+export made on the workbench says «Что сделать» with the pages' buttons, not commands; the
+command line's report keeps its commands, and English and JSON keep the stored text."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from dataclasses import replace
+
+import openpyxl
+from reporttools import NOW, parse_csv, parse_html
+
+from exchange.report.collect import render
+from exchange.report.model import Entry, Report
+from exchange.report.words import COLUMNS, label
+from exchange.words import page_steps, word
+
+ENGLISH = "price payload: price: must be at least 0 and below 10^12"
+RUSSIAN = "цена (price): значение должно быть от 0 и меньше 10^12"
+COMMAND = re.compile(r"exchange quarantine (?:retry|cancel)")
+
+REJECTED = Entry(
+    message_id="rejected-139",
+    kind="price",
+    aggregate="SKU-139",
+    version=1,
+    reason="invalid-contract",
+    attempts=0,
+    last_status=None,
+    last_error=ENGLISH,
+    source_ref="Установка цен номенклатуры 000139",
+    first_seen=NOW,
+    quarantined_at=NOW,
+    rejected_row=True,
+    staging_id=139,
+    payload='{"sku": "SKU-139", "price": "-1"}',
+)
+# A site's refusal: the status stays as it is, the shop's answer too.
+REFUSED = replace(
+    REJECTED,
+    message_id="price:SKU-7:1",
+    reason="http-422",
+    last_status=422,
+    last_error='HTTP 422: {"code": "rest_invalid_param"}',
+    rejected_row=False,
+    staging_id=None,
+)
+CLI = Report(generated_at=NOW, entries=(REJECTED, REFUSED))
+WORKBENCH = replace(CLI, steps=page_steps("ru"))
+
+
+def _csv_rows(report: Report, lang: str = "ru") -> list[dict[str, str]]:
+    return parse_csv(render(report, "csv", lang), ";" if lang == "ru" else ",").rows  # type: ignore[arg-type]
+
+
+def test_the_russian_report_says_the_cause_in_russian_and_keeps_the_http_status() -> None:
+    for report in (CLI, WORKBENCH):
+        rows = _csv_rows(report)
+        column = label("last_result", "ru")
+        assert rows[0][column] == RUSSIAN
+        assert rows[1][column] == 'HTTP 422: {"code": "rest_invalid_param"}'
+        sheet = openpyxl.load_workbook(io.BytesIO(render(report, "xlsx", "ru")))[
+            label("detail_sheet", "ru")
+        ]
+        cells = [[c.value for c in row] for row in sheet.iter_rows()]
+        at = COLUMNS.index("last_result")
+        assert cells[1][at] == RUSSIAN, cells[1]
+        page = parse_html(render(report, "html", "ru")).all_text
+        assert RUSSIAN in page and "must be at least" not in page
+
+
+def test_english_and_json_keep_the_stored_text() -> None:
+    assert _csv_rows(CLI, "en")[0][label("last_result", "en")] == ENGLISH
+    entries = json.loads(render(WORKBENCH, "json", "ru"))["entries"]
+    assert entries[0]["last_error"] == ENGLISH
+
+
+def test_a_workbench_export_names_the_pages_buttons_and_no_command() -> None:
+    cancel = word("cancel", "ru")
+    for fmt in ("csv", "html", "xlsx", "json"):
+        data = render(WORKBENCH, fmt, "ru")  # type: ignore[arg-type]
+        text = (
+            "\n".join(
+                str(c.value)
+                for ws in openpyxl.load_workbook(io.BytesIO(data)).worksheets
+                for row in ws.iter_rows()
+                for c in row
+            )
+            if fmt == "xlsx"
+            else data.decode("utf-8-sig")
+        )
+        assert not COMMAND.search(text), (fmt, COMMAND.search(text))
+        assert "Команда:" not in text, fmt
+        assert f"«{cancel}»" in text, fmt
+
+
+def test_the_command_lines_report_keeps_its_commands() -> None:
+    rows = _csv_rows(CLI)
+    said = rows[0][label("next_check", "ru")]
+    assert said.endswith('Команда: exchange quarantine cancel rejected-139 --note "…"'), said
