@@ -176,13 +176,10 @@ async def run_forever(
     )
     scheduler.start()
     log.info("running: a cycle every %g s as %s", poll_interval, worker.worker_id)
-    woken = _wake_on_new_rows(worker, tick)
+    end_wake_ups = _wake_on_new_rows(worker, tick)
     await stopped.wait()
     scheduler.pause()  # no job is handed to the loop from now on
-    for task in woken:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    await end_wake_ups()
     # The cycle in flight finishes and records its outcomes first: shutting the scheduler
     # down while it runs would cancel it between the site's answer and the record.
     async with busy:
@@ -198,22 +195,38 @@ async def run_forever(
 
 def _wake_on_new_rows(
     worker: Worker, tick: Callable[[], Coroutine[Any, Any, None]]
-) -> list[asyncio.Task[None]]:
+) -> Callable[[], Coroutine[Any, Any, None]]:
     """On PostgreSQL, a cycle as soon as rows are staged (exchange/db/wake.py), beside the
     poll: a notification during a cycle runs one more cycle right after it (``tick`` waits for
-    the one in flight), so a row committed at any moment is taken within a cycle."""
+    the one in flight), so a row committed at any moment is taken within a cycle. Returns what
+    ends it at a stop: the listener is cancelled, but a cycle it woke finishes and records its
+    batch like the poll's (cancelling it there left a delivered batch ``in_progress`` until its
+    lease ran out: found by the several-workers test, 1 run in 3)."""
     if not listens(worker.engine):
-        return []
+
+        async def nothing() -> None:
+            return None
+
+        return nothing
     wake = asyncio.Event()
 
     async def cycles() -> None:
         while not worker.stopping:
             await wake.wait()
             wake.clear()
-            await tick()
+            await tick()  # returns at once once the worker is stopping
 
-    listener = Listener(worker.engine, wake.set)
-    return [asyncio.create_task(listener.run()), asyncio.create_task(cycles())]
+    listening = asyncio.create_task(Listener(worker.engine, wake.set).run())
+    cycling = asyncio.create_task(cycles())
+
+    async def end() -> None:
+        listening.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await listening
+        wake.set()  # a loop waiting for a notification sees the stop; one in a cycle ends it
+        await cycling
+
+    return end
 
 
 def _notify_job(notifier: Notifier, worker: Worker) -> Callable[[], Coroutine[Any, Any, None]]:

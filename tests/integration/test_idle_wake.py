@@ -115,3 +115,46 @@ def test_migrate_puts_the_notifying_trigger_only_in_the_services_own_database(
     finally:
         service.dispose()
         staging.dispose()
+
+
+def test_a_stop_during_a_cycle_the_wake_up_started_finishes_and_records_its_batch(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM while a cycle that a notification started (not the poll's) has its batch at the
+    shop: ``run`` finishes the batch and records it, as it does for the poll's cycle; the
+    message is ``delivered``, never left ``in_progress`` for its lease to run out (the stop
+    used to cancel the wake-up's cycle between the shop's answer and the record)."""
+    stops: list[Callable[[], None]] = []
+    monkeypatch.setattr(runner, "_install_signals", lambda _loop, stop: stops.append(stop))
+    engine = make_engine(pg_url)
+    slow = Faults(slow_rate=1.0, slow_seconds=1.0, seed=1)  # the batch is at the shop for 1 s
+    with SiteSimulator(token="test-token", faults=slow) as shop:
+        worker = bootstrap.worker(fast_settings(pg_url, shop.url, poll_interval=POLL), engine)
+
+        async def scenario(_: Any) -> None:
+            running = asyncio.create_task(runner.run_forever(worker, poll_interval=POLL))
+            await asyncio.sleep(0.5)  # the poll's first cycle has run: idle for 30 s now
+            stage(engine, [price_row("SKU-1", 1)])  # the trigger wakes a cycle
+            deadline = time.monotonic() + BOUND
+            while not shop.requests_by_status() and not _claimed(engine):
+                assert time.monotonic() < deadline, "the wake-up started no cycle"
+                await asyncio.sleep(0.01)
+            stops[-1]()  # SIGTERM, the batch still at the shop (its answer takes 1 s)
+            await asyncio.wait_for(running, 10)
+
+        try:
+            run_worker(worker, scenario)
+            with transaction(engine, read_only=True) as connection:
+                found = connection.execute(text("SELECT state FROM messages")).scalars().all()
+        finally:
+            engine.dispose()
+    assert ["delivered"] == found
+
+
+def _claimed(engine: Any) -> bool:
+    with transaction(engine, read_only=True) as connection:
+        return bool(
+            connection.execute(
+                text("SELECT count(*) FROM messages WHERE state = 'in_progress'")
+            ).scalar()
+        )
