@@ -271,13 +271,18 @@ def test_waiting_for_a_pooled_connection_past_the_timeout_is_a_pool_timeout_not_
     assert ("ReadTimeout", True) == failure(first)
     # One deadline bounds the whole request, the pool's wait included. The second waited for
     # the pool; the connection the first frees at its own deadline may reach the second just
-    # before the second's: it is then sent, and said to be. What the site received decides.
+    # before the second's: it is then written, and said to be maybe sent. The promise is the
+    # safe direction: a request the site received is never said to be "not sent". A request
+    # written at the last moment may not be read by the site before the check (seen at a load
+    # of 4 with the CPU also burnt by another process): "maybe sent" is then still true.
     if 1 == len(site.received()):
-        # It waited for the pool, or got the freed connection too late to send: not sent.
-        assert failure(second) in {("PoolTimeout", False), ("ConnectTimeout", False)}
+        assert failure(second) in {
+            ("PoolTimeout", False),
+            ("ConnectTimeout", False),
+            ("ReadTimeout", True),
+            ("WriteTimeout", True),
+        }
     else:
-        # Its deadline then ends it while it waits for the answer or, the connection reached
-        # only at the last moment, while the request is still being written: maybe sent, both.
         assert failure(second) in {("ReadTimeout", True), ("WriteTimeout", True)}, (
             "the site received it: maybe sent"
         )
