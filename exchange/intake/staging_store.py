@@ -85,6 +85,8 @@ def settle_ids(connection: Connection, verdicts: list[V]) -> list[V]:
         v.message_id: old
         for v in verdicts
         if isinstance(v, Accepted)
+        # only a non-ASCII kind or aggregate is transliterated: the rest need no second digest
+        and not (v.row.kind.isascii() and v.row.aggregate.isascii())
         and (old := legacy_message_id(v.row.kind, v.row.aggregate, v.row.aggregate_version))
         != v.message_id
     }
