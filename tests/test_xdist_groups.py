@@ -12,6 +12,8 @@ CPU each); no sleeping, nothing timed.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 RECORD = """
@@ -54,3 +56,20 @@ def test_timing_tests_share_one_worker_and_so_do_a_module_fixtures_tests(
     assert workers["module-3"] == workers["module-4"], workers
     # both workers ran tests: the run could have split a group
     assert {"gw0", "gw1"} == set(workers.values()), workers
+
+
+def test_auto_starts_half_as_many_workers_again_as_there_are_cores(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-n auto`` asks the hook; ours must answer before xdist's own (cores only), and
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still wins."""
+    from xdistgroups import workers_for
+
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    pytester.makeconftest('pytest_plugins = ["xdistgroups"]\n')
+    config = pytester.parseconfigure("-p", "xdist", "-n", "auto")
+    cores = len(os.sched_getaffinity(0))
+    assert workers_for(cores) == config.hook.pytest_xdist_auto_num_workers(config=config)
+    assert [2, 3, 6, 12] == [workers_for(n) for n in (1, 2, 4, 8)]
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "5")
+    assert 5 == config.hook.pytest_xdist_auto_num_workers(config=config)

@@ -12,13 +12,35 @@ xdist's loadgroup scheduler reads a test's group from a suffix of its node id
 ever held (the ``timing`` tests ran beside each other). ``name_groups`` writes the id pytest 9
 reads, as xdist means it, until xdist does. Private attributes of both: the test fails when a
 new version of either changes them.
+
+``-n auto`` starts half as many workers again as the machine has cores (3 on two): the suite
+waits as much as it computes (a shop's pace, a sign-in penalty, an outage of seconds: 118 % of
+two cores busy under ``-n 2``), and a third worker fills those waits. Measured on two cores, the
+same commit one run after the other: 10:22 → 8:54 of ``make test``, 736 → 749 s of CPU.
+``PYTEST_XDIST_AUTO_NUM_WORKERS`` still wins, as in xdist.
 """
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 TIMING = "timing"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    chosen = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "")
+    if chosen.isdigit() and int(chosen) > 0:
+        return int(chosen)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return workers_for(cores or 1)
+
+
+def workers_for(cores: int) -> int:
+    """Half as many again as there are cores, at least two."""
+    return max(2, cores + cores // 2)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
