@@ -13,8 +13,8 @@ from clitools import (
     describe,
     state_counts,
     untaken_rows,
-    wait_for,
 )
+from procs import wait_for
 from sqlalchemy import Engine
 
 from exchange.db.engine import make_engine

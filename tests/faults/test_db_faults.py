@@ -28,6 +28,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from procs import wait_for
 from sqlalchemy import Connection, Engine, event, func, select, text
 from sqlalchemy.engine import make_url
 from tcpproxy import TcpProxy
@@ -52,14 +53,6 @@ MAX_ATTEMPTS = 20
 # The waits below (wait_for, a process's wait) are hang guards, not margins: each waits for an
 # event that comes within a few seconds on an idle machine, and allows 30-90 s, ten times or
 # more, before it fails; a loaded machine only makes them wait longer.
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
-
-
 def with_password(url: str) -> str:
     return make_url(url).set(password=PASSWORD).render_as_string(hide_password=False)
 

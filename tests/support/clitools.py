@@ -440,14 +440,6 @@ def untaken_rows(engine: Engine) -> int:
         )
 
 
-def wait_for(condition: Callable[[], bool], *, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {seconds} s: {what}")
-        time.sleep(0.05)
-
-
 @dataclass(frozen=True)
 class Scenario:
     """After a run: what the operator tests find in the database.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -75,11 +74,3 @@ def scrape(server: MetricsServer) -> Samples:
     assert 200 == answer.status_code
     assert answer.headers["content-type"].startswith("text/plain")
     return Samples(answer.text)
-
-
-def wait_for(condition: Callable[[], bool], *, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {seconds} s: {what}")
-        time.sleep(0.05)

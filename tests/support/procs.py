@@ -84,12 +84,13 @@ def start(
         )
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> None:
-    """Poll ``predicate`` every 50 ms until it is true; AssertionError after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
+def wait_for(condition: Callable[[], Any], seconds: float, what: str) -> None:
+    """Poll ``condition`` every 50 ms until it is true; AssertionError after ``seconds`` (the
+    suite's one wait for a condition: a hang guard, not a margin)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            raise AssertionError(f"not within {seconds} s: {what}")
         time.sleep(0.05)
 
 

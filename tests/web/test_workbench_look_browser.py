@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_helpers import NARROW, VIEWPORT, new_page, no_sideways_scroll, shot, sign_in
+from browser_helpers import (
+    BROKEN_WORDS,
+    NARROW,
+    VIEWPORT,
+    new_page,
+    no_sideways_scroll,
+    shot,
+    sign_in,
+)
 from sqlalchemy import Engine, insert, update
 from workbench_helpers import add_operator, message_id_of, quarantine_some
 
@@ -44,23 +52,6 @@ DELIVERED = Decision(Event.DELIVERED, State.DELIVERED, "200 OK", http_status=200
 WORKER = "exchange-worker.shop-01.example-2207"
 # A time printed with its fraction of a second: what no page may show.
 MICROSECONDS = re.compile(r"\d\d:\d\d:\d\d[.,]\d")
-# Each run of letters and digits inside an id lies on one line (its rectangles share a top).
-BROKEN_WORDS = """() => {
-  const broken = [];
-  for (const cell of document.querySelectorAll('.id')) {
-    const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
-    for (let node = walk.nextNode(); node; node = walk.nextNode()) {
-      for (const m of node.data.matchAll(/[A-Za-z0-9]+/g)) {
-        const range = document.createRange();
-        range.setStart(node, m.index);
-        range.setEnd(node, m.index + m[0].length);
-        const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
-        if (tops.size > 1) broken.push(m[0]);
-      }
-    }
-  }
-  return broken;
-}"""
 
 
 def _busy(engine: Engine, db_url: str) -> None:

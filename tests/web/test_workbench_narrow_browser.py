@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from browser_helpers import NARROW, VIEWPORT, shot, sign_in
+from browser_helpers import BROKEN_WORDS, NARROW, VIEWPORT, shot, sign_in
 from sqlalchemy import Engine, insert
 from workbench_helpers import HOSTILE_SKU, add_operator, deliver, message_id_of
 
@@ -27,7 +27,7 @@ from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import fast_settings, price_row, stage
 from exchange.intake.sources.common import Received, safe_key, take
 from exchange.ops.quarantine import Filters, retry
-from exchange.web.workbench.core import LONG_RUN, wbr
+from exchange.web.workbench.core import wbr
 
 # An offer with a characteristic, as 1C's offers.xml names it (product#characteristic).
 GUID_ID = "bd72d8f9-55bc-11d9-848a-00112f43529a#bd72d8fa-55bc-11d9-848a-00112f43529a"
@@ -37,25 +37,6 @@ assert len(CYRILLIC_SKU) == 96
 LONG = (f"{GUID_ID}/retail", f"{CYRILLIC_SKU}/retail")
 NOTE = "цена на сайте не совпадает с 1С, проверено по прайс-листу поставщика"
 
-# Each run of Latin letters and digits inside an id lies on one line (as in the look tests),
-# up to LONG_RUN characters: a longer run (a Cyrillic SKU's transliterated message_id) has no
-# break point and wraps where nothing else fits, by design (workbench.core.LONG_RUN).
-BROKEN_WORDS = """() => {
-  const broken = [];
-  for (const cell of document.querySelectorAll('.id')) {
-    const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
-    for (let node = walk.nextNode(); node; node = walk.nextNode()) {
-      for (const m of node.data.matchAll(/[A-Za-z0-9]+/g)) {
-        const range = document.createRange();
-        range.setStart(node, m.index);
-        range.setEnd(node, m.index + m[0].length);
-        const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
-        if (tops.size > 1 && m[0].length <= LONG_RUN) broken.push(m[0]);
-      }
-    }
-  }
-  return broken;
-}""".replace("LONG_RUN", str(LONG_RUN))
 # What a person copies from an element: the text a selection of the whole of it gives.
 COPIED = """(element) => {
   const range = document.createRange();
