@@ -16,11 +16,14 @@ running ``exchange serve`` found. Each test states the promise it checks and is 
   bounds nothing.
 - R3-7: one mistyped password lets a stranger lock that operator out: the name's penalty,
   fed by guesses from any number of other addresses, refuses the operator's own address for
-  the hour her single failure stays recent (429 to her right password all along).
+  the hour her single failure stays recent (429 to her right password all along). The 1C
+  door's guess throttle has the same rule: one wrong 1C password, and a stranger keeps 1C
+  out (prices stop) for that hour.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import csv
 import io
@@ -418,3 +421,59 @@ def test_guesses_from_elsewhere_never_keep_out_an_operator_who_mistyped_once(
             for guesser in [*guessers, olga]:
                 guesser.close()
     assert answers[-1] == 303, answers
+
+
+def _basic(password: str) -> dict[str, str]:
+    token = base64.b64encode(f"{USER}:{password}".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
+
+
+@pytest.mark.timing
+@pytest.mark.xfail(strict=True, reason="R3-7: a stranger locks 1C out after one wrong password")
+def test_guesses_from_elsewhere_never_keep_out_a_1c_that_failed_once(serve: Serve) -> None:
+    """The same for 1C's exchange (``throttle.Guesses``): 1C sent a wrong password once (the
+    administrator typed the new one a moment late); a stranger guessing from rotating addresses,
+    twice a second, keeps every later ``checkauth`` of 1C's a ``failure`` («too many wrong
+    passwords from this address») after 1C's own 1 s penalty is long over. Reproduced on the
+    wire: 10 of 10 right checkauths refused over 30 s."""
+    base = serve()
+    url = f"{base}/1c_exchange.php?type=catalog&mode=checkauth"
+    onec = httpx.Client(timeout=60)
+    assert first_line(onec.get(url, headers=_basic("typo"))) == "failure"
+    stop = threading.Event()
+    guesses: list[threading.Thread] = []
+    guessers: list[httpx.Client] = []
+
+    def guess(guesser: httpx.Client, n: int) -> None:
+        with contextlib.suppress(httpx.HTTPError):
+            guesser.get(url, headers=_basic(f"guess-{n}"))
+
+    def stranger() -> None:
+        for n in range(2, 250):
+            if stop.is_set():
+                return
+            transport = httpx.HTTPTransport(local_address=f"127.0.13.{n}")
+            guessers.append(httpx.Client(transport=transport, timeout=60))
+            guesses.append(threading.Thread(target=guess, args=(guessers[-1], n)))
+            guesses[-1].start()
+            time.sleep(0.5)
+
+    guessing = threading.Thread(target=stranger, daemon=True)
+    guessing.start()
+    try:
+        time.sleep(3.0)  # 1C's own penalty (1 s) is long over
+        answers = []
+        deadline = time.monotonic() + 6.0
+        while time.monotonic() < deadline:
+            answers.append(first_line(onec.get(url, headers=_basic(PASSWORD))))
+            if answers[-1] == "success":
+                break
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        guessing.join(30)
+        for thread in guesses:
+            thread.join(60)
+        for client in [*guessers, onec]:
+            client.close()
+    assert answers[-1] == "success", answers
