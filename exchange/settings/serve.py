@@ -49,7 +49,8 @@ class ServeSettings(BaseModel):
     onec_password: SecretStr | None = Field(
         None,
         validation_alias=AliasChoices("exchange_1c_password", "1c_password"),
-        description="Password of 1c_user. Never logged or printed. Unset: the exchange is closed.",
+        description="Password of 1c_user. Never logged or printed. Unset: the exchange is "
+        "closed. A new password (or user) ends every 1C session opened under the old one.",
     )
     onec_password_file: Path | None = Field(
         None,

@@ -3,7 +3,10 @@ once and kept in the database (``http_keys``), never a constant.
 
 Each use signs with a key of its own, derived from that one key and the use's name
 (``Purpose``): what was signed for the workbench fails verification at the 1C exchange and
-the other way round, even though both come from one secret and look alike."""
+the other way round, even though both come from one secret and look alike. A use may also bind
+its key to the credentials that open it (``bound_to``, a digest of them from
+``credentials_digest``): the 1C session is, so a new 1C user or password ends every 1C session
+in every serve process, with nothing stored and nothing secret in a cookie."""
 
 from __future__ import annotations
 
@@ -52,13 +55,23 @@ def stored_key(engine: Engine, name: str = COOKIE_KEY) -> str:
         )
 
 
+def credentials_digest(user: str, password: str) -> str:
+    """What ``Signer(bound_to=…)`` binds a use to: a digest of a user and password, never the
+    password itself (the user's length first, so no other pair has the same text)."""
+    text = f"exchange credentials|{len(user)}|{user}|{password}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 class Signer:
-    def __init__(self, key: str, purpose: Purpose, clock: Clock | None = None) -> None:
+    def __init__(
+        self, key: str, purpose: Purpose, clock: Clock | None = None, *, bound_to: str = ""
+    ) -> None:
+        """``bound_to``: what every signature also stands for (``credentials_digest``); a
+        signature made under another value never verifies. Empty: the purpose alone."""
         self.purpose = purpose
         self.clock = clock or SystemClock()  # a signature's stamp and a cookie's age
-        self._key = hmac.new(
-            key.encode("utf-8"), f"exchange signing purpose|{purpose}".encode(), hashlib.sha256
-        ).digest()
+        use = f"exchange signing purpose|{purpose}" + (f"|bound to|{bound_to}" if bound_to else "")
+        self._key = hmac.new(key.encode("utf-8"), use.encode(), hashlib.sha256).digest()
 
     def tag(self, text: str) -> str:
         """The MAC of ``text`` for this purpose (hex): a CSRF token, a sessid's proof."""

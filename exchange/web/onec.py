@@ -58,7 +58,7 @@ from exchange.web.files import (
     unpack_archives,
     unpacked,
 )
-from exchange.web.keys import Signer
+from exchange.web.keys import Signer, credentials_digest
 from exchange.web.throttle import Guesses
 from exchange.words import onec_words
 
@@ -164,15 +164,24 @@ class OneCExchange:
         self,
         config: WebConfig,
         engine: Engine,
-        signer: Signer,
+        key: str,
         staging_engine: Engine | None = None,
     ) -> None:
+        """``key``: the HTTP signing key (``keys.stored_key`` or EXCHANGE_HTTP_SECRET_KEY)."""
         self.config = config
         self.engine = engine
         self.staging_engine = staging_engine  # staging_intents in a database of its own
         processes = config.reader_processes
         self.readers = ReaderPool(processes) if processes > 0 else None
-        self.signer = signer  # for the purpose "1c-session"
+        # A 1C session (its cookie and its sessid) holds only for the 1C user and password
+        # that opened it: a new one of either (a leaked password rotated) ends every session
+        # of the old, in every serve process, as a workbench password change ends the name's.
+        self.signer = Signer(
+            key,
+            "1c-session",
+            config.clock,
+            bound_to=credentials_digest(config.onec_user or "", config.onec_password or ""),
+        )
         self.state = Exchanges()
         self.root = config.exchange_dir
         self.refused = Refusals(

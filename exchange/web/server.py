@@ -25,7 +25,7 @@ from exchange.web.config import FORM_BODY_LIMIT, WebConfig
 from exchange.web.door import Door, DoorSite
 from exchange.web.intents import PATH as INTAKE_PATH
 from exchange.web.intents import JsonIntake
-from exchange.web.keys import Signer, stored_key
+from exchange.web.keys import stored_key
 from exchange.web.onec import PATHS as ONEC_PATHS
 from exchange.web.onec import OneCExchange
 from exchange.web.workbench import ACTION_PATHS, Workbench
@@ -60,7 +60,7 @@ def build_app(
     door = Door(config.door, body_limits(config), behind_proxy=config.behind_proxy)
     app = web.Application(client_max_size=FORM_BODY_LIMIT, middlewares=[door.middleware])
     app[DOOR] = door
-    onec = OneCExchange(config, engine, Signer(key, "1c-session", config.clock), staging_engine)
+    onec = OneCExchange(config, engine, key, staging_engine)
     intake = JsonIntake(config, engine, staging_engine)
     # The dashboard shows what 1C handed over (the staging table, wherever it is) and the
     # sign-ins the 1C exchange refused since serve started (counted in memory only).

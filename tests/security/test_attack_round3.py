@@ -170,7 +170,6 @@ def test_one_intake_body_of_escaped_quotes_never_stops_serve_answering(
 # -- R3-2 -------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="R3-2: a 1C session outlives the 1C password")
 def test_a_1c_session_ends_when_the_1c_password_changes(serve: Serve) -> None:
     """A leaked 1C password is rotated: EXCHANGE_1C_PASSWORD set anew, serve restarted (here: a
     second serve on the same database, as after a restart). The cookie ``checkauth`` issued

@@ -17,6 +17,7 @@ from workbench_helpers import add_operator, close_all, new_client, signed_in
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import operators, staging
 from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xml
+from exchange.web.keys import credentials_digest
 
 RETAIL = CmlType("t-retail", "Розничная", "руб")
 ONEC_COOKIE = "EXCHANGE_1C_SESSION"
@@ -125,3 +126,64 @@ def test_basic_auth_may_name_only_a_sessid_this_service_issued(base: str, tmp_pa
     assert (tmp_path / "1c" / sessid).is_dir()
     # ... and not without the password.
     assert _first_line(httpx.get(url + f"init&sessid={sessid}")) == "failure"
+
+
+def _checkauth(base: str, user: str, password: str) -> tuple[str, str]:
+    """The cookie value and the ``sessid`` a ``checkauth`` issues."""
+    answer = httpx.get(f"{base}/1c_exchange.php?type=catalog&mode=checkauth", auth=(user, password))
+    lines = answer.text.splitlines()
+    assert lines[0] == "success", answer.text
+    return lines[2], next(line[7:] for line in lines if line.startswith("sessid="))
+
+
+@pytest.mark.parametrize(
+    "rotated", [{"1c_password": "rotated-Pa55word-2"}, {"1c_user": "exchange-2"}]
+)
+def test_a_1c_session_holds_only_for_the_1c_credentials_that_opened_it(
+    db_url: str, db: Engine, tmp_path: Path, rotated: dict[str, str]
+) -> None:
+    """Contract 9: a new 1C password or user (a leaked one rotated, serve restarted) ends every
+    1C session opened under the old, by its cookie and by its ``sessid`` with Basic, in every
+    serve process; a process still holding the old credentials keeps them. Nothing secret is in
+    what ``checkauth`` answers (the cookie, the sessid)."""
+    types = {"1c_price_types": {"Розничная": "retail"}}
+    with running(web_settings(db_url, tmp_path / "1c", **types)) as old:
+        answer = httpx.get(
+            f"{old}/1c_exchange.php?type=catalog&mode=checkauth", auth=(USER, PASSWORD)
+        )
+        assert PASSWORD not in answer.text
+        assert credentials_digest(USER, PASSWORD) not in answer.text
+        cookie, sessid = _checkauth(old, USER, PASSWORD)
+        with running(web_settings(db_url, tmp_path / "1c", **types, **rotated)) as new:
+            user, password = rotated.get("1c_user", USER), rotated.get("1c_password", PASSWORD)
+            url = f"{new}/1c_exchange.php?type=catalog&mode="
+            # The old cookie, alone or with its sessid, opens nothing.
+            assert _exchange_with_cookie(new, cookie) == ["failure", "failure", "failure"]
+            assert (
+                _first_line(httpx.get(url + f"init&sessid={sessid}", cookies={ONEC_COOKIE: cookie}))
+                == "failure"
+            )
+            # Its sessid named with the new credentials (Basic) is no session either.
+            assert (
+                _first_line(httpx.get(url + f"init&sessid={sessid}", auth=(user, password)))
+                == "failure"
+            )
+            assert not (tmp_path / "1c" / sessid).exists()
+            assert _staged(db) == 0
+            # A checkauth with the new credentials opens a session there as before.
+            fresh, fresh_sessid = _checkauth(new, user, password)
+            assert fresh_sessid != sessid
+            assert _exchange_with_cookie(new, fresh)[1:] == ["success", "success"]
+            assert _staged(db) == 1
+            # The serve still started with the old credentials takes the old session (and
+            # not the new one): each process holds the credentials it was started with.
+            assert (
+                _first_line(
+                    httpx.get(
+                        f"{old}/1c_exchange.php?type=catalog&mode=init",
+                        cookies={ONEC_COOKIE: fresh},
+                    )
+                )
+                == "failure"
+            )
+            assert _exchange_with_cookie(old, cookie)[1:] == ["success", "success"]

@@ -28,7 +28,6 @@ from exchange.db.schema import cml_exchanges, staging
 from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xml
 from exchange.dev.onec_client import OneCClient
 from exchange.intake.commerceml.publish import Outcome, close_interrupted, exchanges_alive
-from exchange.web.keys import Signer
 from exchange.web.onec import SILENT_AFTER_S, Job, OneCExchange
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
@@ -194,7 +193,7 @@ def test_serve_beats_for_the_imports_it_runs_and_closes_only_the_silent_ones(
     """``OneCExchange.beat``, what serve's watch runs every 30 s: its own import in flight is
     renewed (not closed, however long it runs), another process's silent entry is closed."""
     settings = web_settings(db_url, tmp_path / "1c", readers=1)
-    onec = OneCExchange(bootstrap.web_config(settings), engine, Signer("k" * 32, "1c-session"))
+    onec = OneCExchange(bootstrap.web_config(settings), engine, "k" * 32)
     mine = entry(engine, started=NOW - timedelta(minutes=30), beat=NOW - timedelta(minutes=5))
     dead = entry(engine, started=NOW - timedelta(minutes=30), beat=NOW - timedelta(minutes=5))
 
