@@ -364,7 +364,6 @@ def test_connections_from_one_ipv6_network_count_as_one_address() -> None:
 
 
 @pytest.mark.timing
-@pytest.mark.xfail(strict=True, reason="R3-7: a stranger locks out an operator after one typo")
 def test_guesses_from_elsewhere_never_keep_out_an_operator_who_mistyped_once(
     db_url: str, tmp_path: Path
 ) -> None:
@@ -373,7 +372,9 @@ def test_guesses_from_elsewhere_never_keep_out_an_operator_who_mistyped_once(
     an hour. Reproduced on the wire with the real delays: after one typo, a guess a second at
     her name from rotating addresses answered 429 to all 12 of her right passwords over 36 s.
     Here with short delays (0.2 s doubling to 1.6 s): her own address's penalty is 0.2 s, yet
-    she stays out as long as the stranger guesses."""
+    she stays out as long as the stranger guesses. Twice a second is enough to keep the name's
+    1.6 s up; faster would, on a loaded machine (argon2 ~0.5 s), mostly keep both of the name's
+    verification slots busy, a refusal of another rule ("two at a time per name")."""
     engine = make_engine(db_url)
     try:
         add_operator(engine, "olga", "operator")
@@ -399,7 +400,7 @@ def test_guesses_from_elsewhere_never_keep_out_an_operator_who_mistyped_once(
                 guessers.append(httpx.Client(base_url=base, transport=transport, timeout=60))
                 guesses.append(threading.Thread(target=guess, args=(guessers[-1], n)))
                 guesses[-1].start()
-                time.sleep(0.2)
+                time.sleep(0.5)
 
         guessing = threading.Thread(target=stranger, daemon=True)
         guessing.start()
@@ -429,7 +430,6 @@ def _basic(password: str) -> dict[str, str]:
 
 
 @pytest.mark.timing
-@pytest.mark.xfail(strict=True, reason="R3-7: a stranger locks 1C out after one wrong password")
 def test_guesses_from_elsewhere_never_keep_out_a_1c_that_failed_once(serve: Serve) -> None:
     """The same for 1C's exchange (``throttle.Guesses``): 1C sent a wrong password once (the
     administrator typed the new one a moment late); a stranger guessing from rotating addresses,
