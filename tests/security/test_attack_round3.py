@@ -41,6 +41,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from aiohttp.test_utils import make_mocked_request
 from web_helpers import PASSWORD, TOKEN, USER, running, web_settings
 from workbench_helpers import PASSWORD as OPERATOR_PASSWORD
 from workbench_helpers import add_operator, close_all, quarantine_some, signed_in
@@ -50,7 +51,7 @@ from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xm
 from exchange.dev.onec_client import OneCClient
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.web.config import DoorLimits
-from exchange.web.door import Door
+from exchange.web.door import Door, client_address
 
 Serve = Callable[..., str]
 RETAIL = CmlType("t-retail", "Розничная", "руб")
@@ -345,7 +346,6 @@ class _Peer:
         return (self.address, 40_000, 0, 0) if name == "peername" else None
 
 
-@pytest.mark.xfail(strict=True, reason="R3-6: IPv6 addresses counted one by one")
 def test_connections_from_one_ipv6_network_count_as_one_address() -> None:
     """Contract 9: at most 32 connections per address. An IPv6 client is given a /64 (its
     interface picks any address in it; privacy addresses change by themselves), so the
@@ -358,6 +358,22 @@ def test_connections_from_one_ipv6_network_count_as_one_address() -> None:
         for n in range(1, 41)
     ]
     assert sum(key is not None for key in admitted) == DoorLimits().max_per_address
+
+
+@pytest.mark.parametrize(
+    ("forwarded", "key"),
+    [
+        ("2001:db8:77::28", "2001:db8:77::/64"),
+        ("2001:db8:77:0:ffff:1:2:3", "2001:db8:77::/64"),
+        ("::ffff:192.0.2.7", "192.0.2.7"),
+        ("192.0.2.7", "192.0.2.7"),
+    ],
+)
+def test_the_throttles_count_an_ipv6_client_by_its_network_too(forwarded: str, key: str) -> None:
+    """The sign-in and guess throttles count per ``client_address``, the door's own key: an
+    IPv6 client's /64 (an IPv4-mapped address as the IPv4 one), behind the proxy as well."""
+    request = make_mocked_request("POST", "/login", headers={"X-Forwarded-For": forwarded})
+    assert client_address(request, behind_proxy=True) == key
 
 
 # -- R3-7 -------------------------------------------------------------------------------------
