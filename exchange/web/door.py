@@ -22,7 +22,9 @@ request handling is copied or patched:
 - **At most ``max_connections`` connections, ``max_per_address`` from one address**: counted in
   a protocol that wraps aiohttp's per connection before it is created (``admit``), because a
   connection that never sends a head must count too. A refused connection gets a 503 written
-  at once and is closed; it never reaches aiohttp.
+  at once and is closed; it never reaches aiohttp. An "address" is ``client_key``'s: an IPv6
+  client counts as its /64, the block one host is given (an IPv4-mapped one as its IPv4
+  address); the sign-in and guess throttles count by the same key.
 - **The body's size**, per route (``body_limit``): a ``Content-Length`` above the limit is
   answered 413 before anything is read; the request is handed on with ``client_max_size`` set
   to that limit, so ``read()``/``post()`` answer 413 when a chunked body runs past it.
@@ -39,6 +41,7 @@ docs/deployment.md), and serve should listen where only the proxy reaches it.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import time
 from collections import Counter
@@ -81,10 +84,28 @@ class _Warnings:
             self.last[kind] = now
 
 
+def client_key(address: str) -> str:
+    """What one client is counted as, from its IP address: an IPv6 address as its /64 (a host
+    is given a whole /64 and may send from any address in it; privacy addresses change by
+    themselves), an IPv4-mapped IPv6 address as the IPv4 address, an IPv4 address as itself.
+    The one rule for every count per address: the door's connections and requests in
+    progress, the sign-in throttle and the guess throttles. Anything else (no address: "-")
+    is counted as written."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])  # without an IPv6 zone ("%eth0")
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
 def client_address(request: web.Request, behind_proxy: bool) -> str:
-    """The client's address: behind the proxy (``EXCHANGE_HTTP_BEHIND_PROXY``) the right-most
-    ``X-Forwarded-For`` entry, the one the proxy itself wrote (entries to its left are the
-    client's to choose); elsewhere the peer's."""
+    """The client's key (``client_key``) from its address: behind the proxy
+    (``EXCHANGE_HTTP_BEHIND_PROXY``) the right-most ``X-Forwarded-For`` entry, the one the
+    proxy itself wrote (entries to its left are the client's to choose); elsewhere the peer's."""
     if behind_proxy:
         entries = [
             entry.strip()
@@ -93,8 +114,8 @@ def client_address(request: web.Request, behind_proxy: bool) -> str:
             if entry.strip()
         ]
         if entries:
-            return entries[-1]
-    return request.remote or "-"
+            return client_key(entries[-1])
+    return client_key(request.remote or "-")
 
 
 class Door:
@@ -120,7 +141,7 @@ class Door:
     def admit(self, transport: asyncio.BaseTransport) -> str | None:
         """The key the connection is counted under, or None when it is refused."""
         peer = transport.get_extra_info("peername")
-        address = str(peer[0]) if isinstance(peer, tuple) and peer else "-"
+        address = client_key(str(peer[0]) if isinstance(peer, tuple) and peer else "-")
         if self.total >= self.limits.max_connections:
             self._warnings.warn(
                 "total", f"connection refused: {self.limits.max_connections} connections open"

@@ -3,8 +3,21 @@
 A sign-in is judged before its password is verified, so parallel guesses gain nothing: an
 address or a name that failed lately waits (doubling with each failure, up to a cap) and is
 answered 429 meanwhile; at most a few sign-ins per name, per address and in all are verified
-at once. A name's penalty applies only to an address that itself failed lately, so nobody
-can lock a known operator out by guessing their name from elsewhere.
+at once.
+
+A name's penalty applies only to an address that itself failed at least twice lately
+(``Limits.shared``), so nobody can lock a known operator out by guessing their name from
+elsewhere, not even one who mistyped once: the name's penalty is kept up by failures at any
+address, so an address that met it after a single failure of its own would wait as long as a
+stranger kept guessing (an hour, the window of that one failure). Two failures, not a share of
+the name's: a stranger's addresses are each a small share, so a rule by share would spare them
+and hold the operator. What the name's penalty still buys: an address that comes back after
+two wrong guesses waits until the name has been quiet for its penalty (up to 16 s), so a few
+addresses guessing in turn are held to the name's pace, not each to its own; an address that
+never comes back was never refused (it has no failures), whatever the rule. The price: an
+operator who mistyped twice within the hour can be kept out (her address's own wait long
+over) while someone keeps guessing her name elsewhere; she signs in from another address or
+when the guessing stops.
 
 ``decide`` is the rule, a pure function of the records and the time; ``Throttle`` keeps the
 records (in memory, per serve process) with a clock that tests inject. Not in the database:
@@ -30,6 +43,7 @@ class Limits:
     per_address: int = 1  # ... from one address
     overall: int = 8  # ... in all (the argon2 threads are few)
     busy_wait: float = 1.0  # what a 429 for "too many at once" asks the client to wait
+    shared: int = 2  # an address's own recent failures from which the name's penalty holds it
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +74,16 @@ def penalty(record: Record, now: float, limits: Limits) -> float:
     return max(0.0, record.last + wait - now)
 
 
+def wait(name: Record, address: Record, now: float, limits: Limits) -> float:
+    """Seconds this address still waits before trying this name (0: none): its own penalty,
+    and the name's once the address itself failed ``limits.shared`` times lately (see the
+    module's docstring)."""
+    own = penalty(address, now, limits)
+    if recent(address, now, limits) and address.failures >= limits.shared:
+        return max(own, penalty(name, now, limits))
+    return own
+
+
 def decide(
     name: Record,
     address: Record,
@@ -70,11 +94,9 @@ def decide(
     limits: Limits,
 ) -> Verdict:
     """Whether a sign-in may have its password verified now."""
-    wait = penalty(address, now, limits)
-    if recent(address, now, limits):  # an address without failures never meets a name's
-        wait = max(wait, penalty(name, now, limits))
-    if wait > 0:
-        return Verdict(False, wait)
+    waiting = wait(name, address, now, limits)
+    if waiting > 0:
+        return Verdict(False, waiting)
     if (
         busy_address >= limits.per_address
         or busy_name >= limits.per_name
@@ -142,10 +164,7 @@ class Throttle:
             count = old.failures + 1 if recent(old, now, self.limits) else 1
             self.records[key] = Record(count, now)  # re-inserted: the dict's order is by age
         self._forget(now)
-        name_record, address_record = self.records[by_name], self.records[by_address]
-        return max(
-            penalty(address_record, now, self.limits), penalty(name_record, now, self.limits)
-        )
+        return wait(self.records[by_name], self.records[by_address], now, self.limits)
 
     def _forget(self, now: float) -> None:
         if len(self.records) <= self.KEPT:
@@ -166,8 +185,10 @@ class Guesses:
     unauthenticated request is rate-limited). The workbench's rule, with the way in as the
     name: an address that sent a wrong secret waits 1 s, doubled for each further one (up to
     16 s), and its failed answer is held that long, so guessing one at a time is slowed and
-    guessing in parallel is refused; an address with no recent failures is never refused, so
-    an attacker elsewhere cannot lock 1C out."""
+    guessing in parallel is refused; an address with fewer than two recent failures is never
+    refused for the failures of others, so an attacker elsewhere cannot lock 1C out after
+    one wrong password of its own (the rule's price, 1C failing twice, is in the module's
+    docstring)."""
 
     def __init__(self, door: str, clock: Callable[[], float] = time.monotonic) -> None:
         self.door = door

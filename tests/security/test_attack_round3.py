@@ -41,6 +41,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from aiohttp.test_utils import make_mocked_request
 from web_helpers import PASSWORD, TOKEN, USER, running, web_settings
 from workbench_helpers import PASSWORD as OPERATOR_PASSWORD
 from workbench_helpers import add_operator, close_all, quarantine_some, signed_in
@@ -50,7 +51,7 @@ from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xm
 from exchange.dev.onec_client import OneCClient
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.web.config import DoorLimits
-from exchange.web.door import Door
+from exchange.web.door import Door, client_address
 
 Serve = Callable[..., str]
 RETAIL = CmlType("t-retail", "Розничная", "руб")
@@ -344,7 +345,6 @@ class _Peer:
         return (self.address, 40_000, 0, 0) if name == "peername" else None
 
 
-@pytest.mark.xfail(strict=True, reason="R3-6: IPv6 addresses counted one by one")
 def test_connections_from_one_ipv6_network_count_as_one_address() -> None:
     """Contract 9: at most 32 connections per address. An IPv6 client is given a /64 (its
     interface picks any address in it; privacy addresses change by themselves), so the
@@ -359,11 +359,26 @@ def test_connections_from_one_ipv6_network_count_as_one_address() -> None:
     assert sum(key is not None for key in admitted) == DoorLimits().max_per_address
 
 
+@pytest.mark.parametrize(
+    ("forwarded", "key"),
+    [
+        ("2001:db8:77::28", "2001:db8:77::/64"),
+        ("2001:db8:77:0:ffff:1:2:3", "2001:db8:77::/64"),
+        ("::ffff:192.0.2.7", "192.0.2.7"),
+        ("192.0.2.7", "192.0.2.7"),
+    ],
+)
+def test_the_throttles_count_an_ipv6_client_by_its_network_too(forwarded: str, key: str) -> None:
+    """The sign-in and guess throttles count per ``client_address``, the door's own key: an
+    IPv6 client's /64 (an IPv4-mapped address as the IPv4 one), behind the proxy as well."""
+    request = make_mocked_request("POST", "/login", headers={"X-Forwarded-For": forwarded})
+    assert client_address(request, behind_proxy=True) == key
+
+
 # -- R3-7 -------------------------------------------------------------------------------------
 
 
 @pytest.mark.timing
-@pytest.mark.xfail(strict=True, reason="R3-7: a stranger locks out an operator after one typo")
 def test_guesses_from_elsewhere_never_keep_out_an_operator_who_mistyped_once(
     db_url: str, tmp_path: Path
 ) -> None:
@@ -372,7 +387,9 @@ def test_guesses_from_elsewhere_never_keep_out_an_operator_who_mistyped_once(
     an hour. Reproduced on the wire with the real delays: after one typo, a guess a second at
     her name from rotating addresses answered 429 to all 12 of her right passwords over 36 s.
     Here with short delays (0.2 s doubling to 1.6 s): her own address's penalty is 0.2 s, yet
-    she stays out as long as the stranger guesses."""
+    she stays out as long as the stranger guesses. Twice a second is enough to keep the name's
+    1.6 s up; faster would, on a loaded machine (argon2 ~0.5 s), mostly keep both of the name's
+    verification slots busy, a refusal of another rule ("two at a time per name")."""
     engine = make_engine(db_url)
     try:
         add_operator(engine, "olga", "operator")
@@ -398,7 +415,7 @@ def test_guesses_from_elsewhere_never_keep_out_an_operator_who_mistyped_once(
                 guessers.append(httpx.Client(base_url=base, transport=transport, timeout=60))
                 guesses.append(threading.Thread(target=guess, args=(guessers[-1], n)))
                 guesses[-1].start()
-                time.sleep(0.2)
+                time.sleep(0.5)
 
         guessing = threading.Thread(target=stranger, daemon=True)
         guessing.start()
@@ -428,7 +445,6 @@ def _basic(password: str) -> dict[str, str]:
 
 
 @pytest.mark.timing
-@pytest.mark.xfail(strict=True, reason="R3-7: a stranger locks 1C out after one wrong password")
 def test_guesses_from_elsewhere_never_keep_out_a_1c_that_failed_once(serve: Serve) -> None:
     """The same for 1C's exchange (``throttle.Guesses``): 1C sent a wrong password once (the
     administrator typed the new one a moment late); a stranger guessing from rotating addresses,

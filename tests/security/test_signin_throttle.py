@@ -45,9 +45,11 @@ CASES = [
     ("name's wait spares a clean address", (R(9, 100.0), N, (0, 0, 0), 100.0, V(True))),
     ("... and one failed long ago", (R(9, 5000.0), R(4, 100.0), (0, 0, 0), 5000.0, V(True))),
     (
-        "name's wait holds a failed address",
-        (R(9, 100.0), R(1, 99.0), (0, 0, 0), 100.5, V(False, 15.5)),
+        "name's wait holds an address that failed twice",
+        (R(9, 100.0), R(2, 99.0), (0, 0, 0), 100.5, V(False, 15.5)),
     ),
+    # A stranger keeps the name's wait up: a single typo must not let them keep her out.
+    ("... but spares one that failed once", (R(9, 100.0), R(1, 99.0), (0, 0, 0), 100.5, V(True))),
     ("one at a time per address", (N, N, (0, 1, 1), 100.0, V(False, 1.0))),
     ("two at a time per name", (N, N, (2, 0, 2), 100.0, V(False, 1.0))),
     ("eight at a time in all", (N, N, (0, 0, 8), 100.0, V(False, 1.0))),
@@ -83,6 +85,30 @@ def test_the_throttle_counts_failures_and_a_success_clears_only_the_name() -> No
     assert throttle.admit("olga", "10.0.0.2").allowed  # no failures there
     throttle.done("olga", "10.0.0.2", failed=None)  # the database failed: nothing counted
     assert throttle.busy == {} and throttle.busy_all == 0
+
+
+def test_the_names_wait_holds_addresses_that_come_back_but_not_a_single_typo() -> None:
+    """The name's penalty still paces addresses that guess in turn, once each failed twice,
+    while the operator who mistyped once signs in as soon as her own wait is over."""
+    clock = [0.0]
+    throttle = Throttle(LIMITS, clock=lambda: clock[0])
+
+    def fail(address: str) -> float:
+        assert throttle.admit("olga", address).allowed
+        return throttle.done("olga", address, failed=True)
+
+    assert fail("operator") == pytest.approx(1.0)
+    clock[0] = 1.0
+    assert fail("stranger-1") == pytest.approx(1.0)  # its own wait, not the name's
+    clock[0] = 2.0
+    assert fail("stranger-1") == pytest.approx(4.0)  # twice: now the name's (4 failures)
+    clock[0] = 3.0
+    fail("stranger-2")
+    clock[0] = 6.0  # stranger-1's own 2 s are over, the name's 8 s (from 3.0) are not
+    refused = throttle.admit("olga", "stranger-1")
+    assert not refused.allowed and refused.retry_after == pytest.approx(5.0)
+    assert throttle.admit("olga", "operator").allowed
+    assert throttle.done("olga", "operator", failed=False) == 0.0
 
 
 # -- against a running serve -----------------------------------------------------------------
