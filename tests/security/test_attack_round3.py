@@ -215,7 +215,6 @@ def site() -> Iterator[SiteSimulator]:
 HIDDEN_FORMULAS = ("x,=2+3", "y;=2+3", "z,=cmd|' /C calc'!A0")
 
 
-@pytest.mark.xfail(strict=True, reason="R3-3: CSV formula guard bypassed by the separator")
 def test_no_csv_cell_is_a_formula_whichever_separator_excel_splits_the_file_on(
     serve: Serve, db_url: str, site: SiteSimulator
 ) -> None:
