@@ -299,7 +299,6 @@ def _unknown_method() -> bytes:
     return bytes(data)
 
 
-@pytest.mark.xfail(strict=True, reason="R3-5: unreadable archive is an internal error")
 @pytest.mark.parametrize(
     "archive",
     [
