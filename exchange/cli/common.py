@@ -21,9 +21,7 @@ from exchange.db.engine import make_engine
 from exchange.domain.clock import ensure_utc, local_time
 from exchange.errors import ExchangeError
 from exchange.ops.find import known_reasons
-from exchange.ops.quarantine import (
-    Filters,
-)
+from exchange.ops.quarantine import Filters, filter_time
 from exchange.settings import Settings, load_settings, safe_url
 
 app = typer.Typer(
@@ -81,10 +79,11 @@ def _parse_time(value: str | None) -> datetime | None:
     if value is None:
         return None
     try:
-        return ensure_utc(datetime.fromisoformat(value))
+        return ensure_utc(filter_time(value))
     except ValueError:
         raise typer.BadParameter(
-            f"{value!r} is not an ISO date or time (e.g. 2026-11-30 or 2026-11-30T08:00:00Z)"
+            f"{value!r} is not an ISO date or time between the years 1 and 9999 "
+            "(e.g. 2026-11-30 or 2026-11-30T08:00:00Z)"
         ) from None
 
 

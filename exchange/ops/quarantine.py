@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Select, exists, func, select
@@ -35,6 +35,30 @@ FILTER_OPTIONS = "--kind, --aggregate, --reason, --since, --until, --superseded"
 # its bulk actions (``all_`` before each) and the link from the list to the export carry
 # exactly these (``superseded`` is "1" or absent; ``q`` is ``search``).
 QUERY_FIELDS = ("reason", "kind", "aggregate", "since", "until", "q", "superseded")
+
+
+# A day's margin inside the calendar: a filter's time within it has a UTC equivalent, and one in
+# every zone it is shown in (no offset is a day or more), so the filter can be compared with the
+# stored times and shown back (``clock_time``) without an OverflowError.
+_EARLIEST = datetime.min.replace(tzinfo=UTC) + timedelta(days=1)
+_LATEST = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)
+
+
+def filter_time(value: str, zone: tzinfo = UTC) -> datetime:
+    """``since`` or ``until`` as ISO text (``2026-11-30``, ``2026-11-30T08:00:00+03:00``), a
+    time without its zone being ``zone``'s: the one reading of a date filter for the CLI, the
+    workbench's list, export and bulk actions. ``ValueError`` for text that is not ISO, and
+    for a time within a day of the calendar's edge (``0001-01-01T00:00:00+14:00`` is valid ISO
+    and has no UTC equivalent)."""
+    parsed = datetime.fromisoformat(value)
+    parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=zone)
+    try:
+        utc = parsed.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{value!r} has no UTC equivalent") from None
+    if not _EARLIEST <= utc <= _LATEST:
+        raise ValueError(f"{value!r} is at the calendar's edge")
+    return parsed
 
 
 @dataclass(frozen=True)

@@ -469,7 +469,18 @@ def without_nul(text: str) -> str:
     return _NUL.sub("", text)
 
 
+# Where a cell may start in a CSV file: at the start of the text, or after any character a
+# spreadsheet may split at. Excel splits a file it opens on the list separator of the Windows
+# locale, whichever the file used (``,`` in English, ``;`` in Russian); a quoted cell holding
+# a separator is quoted for one of them only, and once split at the other its line breaks end
+# the row. Spaces and double quotes before the formula are skipped the way a reader may.
+_CELL_START = re.compile(
+    r"(?:^|(?<=[,;\t\r\n]))(?=[ \"]*[" + re.escape("".join(FORMULA_START)) + "])"
+)
+
+
 def neutralise(text: str) -> str:
-    """A text cell that no spreadsheet runs: formula-like text gets a leading apostrophe."""
-    text = without_nul(text)
-    return "'" + text if looks_like_formula(text) else text
+    """A CSV text cell that no spreadsheet runs, however it splits the line: an apostrophe
+    before formula-like text (OWASP's CSV injection advice) wherever a cell may start
+    (``x,=2+3`` is ``x,'=2+3``; the rest of the text is left as it was)."""
+    return _CELL_START.sub("'", without_nul(text))

@@ -10,6 +10,7 @@ its own working files), because the folder may live on a file system that ignore
 from __future__ import annotations
 
 import errno
+import lzma
 import os
 import re
 import secrets
@@ -18,8 +19,10 @@ import stat
 import struct
 import unicodedata
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
+from typing import BinaryIO
 
 from exchange.intake.commerceml.publish import WORK_SUFFIXES
 
@@ -172,9 +175,9 @@ def unpack(archive: Path, folder: Path, *, max_bytes: int, max_ratio: int) -> li
                     raise FileRefused(
                         f"archive member {info.filename!r} expands more than {max_ratio} times"
                     )
-                target.parent.mkdir(parents=True, exist_ok=True)
+                _readable(info)
                 member_total = 0
-                with zf.open(info) as source, target.open("wb") as out:
+                with zf.open(info) as source, _created(target, info.filename) as out:
                     while block := source.read(1 << 20):
                         total += len(block)
                         member_total += len(block)
@@ -189,7 +192,46 @@ def unpack(archive: Path, folder: Path, *, max_bytes: int, max_ratio: int) -> li
                 written.append(info.filename)
     except zipfile.BadZipFile as exc:
         raise FileRefused(f"{archive.name} is not a zip archive: {exc}") from None
+    except (zlib.error, EOFError, lzma.LZMAError):
+        raise FileRefused(f"{archive.name} is damaged: its data does not unpack") from None
     return written
+
+
+def _created(target: Path, member: str) -> BinaryIO:
+    """``target`` opened for writing, its folders made: FileRefused, without the server's path,
+    when its folder is a file (the archive itself: ``v8.zip/offers.xml``, or an XML unpacked
+    before) or its name a folder."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target.open("wb")
+    except (FileExistsError, NotADirectoryError, IsADirectoryError):
+        raise FileRefused(
+            f"archive member {member!r} cannot be unpacked: its name is taken by another file "
+            "or folder of the exchange"
+        ) from None
+
+
+# The compression methods ``zipfile`` reads (1C writes Deflate).
+_METHODS = {
+    zipfile.ZIP_STORED: "stored",
+    zipfile.ZIP_DEFLATED: "Deflate",
+    zipfile.ZIP_BZIP2: "BZIP2",
+    zipfile.ZIP_LZMA: "LZMA",
+}
+
+
+def _readable(info: zipfile.ZipInfo) -> None:
+    """Refuses a member ``zipfile`` cannot read (FileRefused with the reason): encrypted (no
+    password is ever given) or compressed by a method it lacks (e.g. 99, AES)."""
+    if info.flag_bits & 0x1:
+        raise FileRefused(
+            f"archive member {info.filename!r} is encrypted: send the archive without a password"
+        )
+    if info.compress_type not in _METHODS:
+        raise FileRefused(
+            f"archive member {info.filename!r} is compressed by method {info.compress_type}, "
+            f"which is not supported (use {_METHODS[zipfile.ZIP_DEFLATED]})"
+        )
 
 
 _EOCD = struct.Struct("<4s4H2LH")  # the end of central directory record, 22 bytes

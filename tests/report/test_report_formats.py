@@ -6,6 +6,7 @@ Pure: no database. What the database gives the report is tested in test_report_c
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import re
@@ -99,6 +100,34 @@ def test_csv_neutralises_every_formula_like_cell_and_drops_nul_bytes() -> None:
             assert not value.startswith(("=", "+", "-", "@", "\t", "\r")), value
     last = parsed.rows[-1]
     assert "beforeafter" == last[label("last_result", "ru")]
+
+
+# A formula behind a separator, each in a way that survives one of the two files' quoting:
+# bare, in double quotes (the cell is quoted, but once split at the other separator the quote
+# is no longer at a cell's start) and after a line break inside a quoted cell.
+BEHIND_SEPARATORS = ("x,=2+3", "y;=2+3", 'a;b,"=2+3"', 'c,d;"@SUM(1)"', "e;f,\n=2+3", "g, -2+3")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_csv_has_no_formula_whichever_separator_or_line_break_a_spreadsheet_splits_at(
+    lang: Lang,
+) -> None:
+    """Excel splits a CSV on the Windows locale's list separator, whichever the file used:
+    no cell of either file starts a formula when split at ``,`` or ``;``, and the value stays
+    readable (one apostrophe where a cell could start)."""
+    entry = hostile_entries()[0]
+    report = Report(NOW, tuple(replace(entry, aggregate=value) for value in BEHIND_SEPARATORS))
+    data = render(report, "csv", lang)
+    text = data.decode("utf-8-sig")
+
+    for separator in (";", ","):
+        for line in text.splitlines():
+            for row in csv.reader(io.StringIO(line), delimiter=separator):
+                for cell in row:
+                    assert not cell.lstrip(' "').startswith(("=", "+", "-", "@")), (separator, cell)
+    aggregates = [row[label("aggregate", lang)] for row in parse_csv(data, SEPARATOR[lang]).rows]
+    assert aggregates[0] == "x,'=2+3"
+    assert aggregates[-1] == "g,' -2+3"
 
 
 def test_csv_keeps_cyrillic_markup_and_long_values_as_text() -> None:

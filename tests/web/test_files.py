@@ -3,13 +3,16 @@ the name is refused with one line."""
 
 from __future__ import annotations
 
+import io
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exchange.web.files import FileRefused, inside
+from exchange.web.files import FileRefused, inside, unpack
 
 parts = st.sampled_from(
     ["..", ".", "", "a", "goods", "1", "prices.xml", "C:", "~", "\\..", "x\x00"]
@@ -43,3 +46,47 @@ def test_the_names_of_an_imports_own_files_are_refused(tmp_path: Path, name: str
     """1C may not upload over the spool or the scratch rows an import writes beside a file."""
     with pytest.raises(FileRefused, match="reserved"):
         inside(tmp_path, name)
+
+
+def _zip(members: list[tuple[str, bytes]]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members:
+            zf.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _damaged() -> bytes:
+    """Its member's deflate stream broken after the headers (the CRC never gets checked)."""
+    data = bytearray(_zip([("offers.xml", b"<x>" + b"price " * 1000 + b"</x>")]))
+    start = 30 + len("offers.xml")
+    data[start : start + 8] = b"\xff" * 8
+    return bytes(data)
+
+
+@pytest.mark.parametrize(
+    ("archive", "reason"),
+    [
+        pytest.param(_damaged, "is damaged", id="damaged"),
+        pytest.param(
+            lambda: _zip([("a.xml", b"<a/>"), ("a.xml/b.xml", b"<b/>")]),
+            "its name is taken",
+            id="folder-is-a-file",
+        ),
+        pytest.param(
+            lambda: _zip([("d.xml/b.xml", b"<b/>"), ("d.xml", b"<a/>")]),
+            "its name is taken",
+            id="file-is-a-folder",
+        ),
+    ],
+)
+def test_an_archive_that_does_not_unpack_is_refused_with_a_reason_and_no_server_path(
+    tmp_path: Path, archive: Callable[[], bytes], reason: str
+) -> None:
+    """What 1C is answered (contract 9a): one line, the reason, never the server's folder."""
+    path = tmp_path / "v8.zip"
+    path.write_bytes(archive())
+    with pytest.raises(FileRefused, match=reason) as refused:
+        unpack(path, tmp_path, max_bytes=10_000_000, max_ratio=1_000)
+    assert str(tmp_path) not in str(refused.value)
+    assert "\n" not in str(refused.value)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -17,7 +16,13 @@ from exchange.errors import OperatorError
 from exchange.ops import find as finder
 from exchange.ops import quarantine
 from exchange.ops.prioritize import prioritize
-from exchange.ops.quarantine import ActionResult, Filters, PreviewChanged, list_quarantined
+from exchange.ops.quarantine import (
+    ActionResult,
+    Filters,
+    PreviewChanged,
+    filter_time,
+    list_quarantined,
+)
 from exchange.queue import control
 from exchange.web.workbench.core import ACTION_PATHS, Core, Who
 from exchange.words import word
@@ -42,7 +47,7 @@ class Actions(Core):
         """What an action names: the messages checked on the list (``message_id``), with the
         list's page (``scope=page``: its ``page_id``s); or every message the list's filters
         select (``scope=all``: the filters as ``all_*``); or, from a preview, the filters
-        themselves. ``ValueError`` for a date that is not ISO."""
+        themselves. ``ValueError`` for a date that is not one (``filter_time``)."""
         scope = {str(v) for v in form.getall("scope", [])}
         prefix = "all_" if "all" in scope else ""
         ids: list[str] = []
@@ -56,8 +61,8 @@ class Actions(Core):
             kind=str(form.get(prefix + "kind", "")) or None,
             aggregate=str(form.get(prefix + "aggregate", "")).strip() or None,
             reason=str(form.get(prefix + "reason", "")) or None,
-            since=_utc(datetime.fromisoformat(since)) if since else None,
-            until=_utc(datetime.fromisoformat(until)) if until else None,
+            since=filter_time(since) if since else None,
+            until=filter_time(until) if until else None,
             search=str(form.get(prefix + "q", "")).strip() or None,
             superseded_after_quarantine=str(form.get(prefix + "superseded", "")) == "1",
         )
@@ -170,7 +175,7 @@ class Actions(Core):
         try:
             ids, filters = self._action_target(form)
         except ValueError:
-            raise web.HTTPBadRequest(text="a date is not ISO (e.g. 2026-11-30)\n") from None
+            raise web.HTTPBadRequest(text=word("bad_date", self._lang(request)) + "\n") from None
         back = _back(request, form)
         if not ids and not filters.any():
             # Nothing chosen: said on the list the button was pressed on, not an error page.
@@ -190,7 +195,7 @@ class Actions(Core):
         try:
             ids, filters = self._action_target(form)
         except ValueError:
-            raise web.HTTPBadRequest(text="a date is not ISO (e.g. 2026-11-30)\n") from None
+            raise web.HTTPBadRequest(text=word("bad_date", self._lang(request)) + "\n") from None
         expected: list[str] | None = None
         if not ids:
             expected = [str(i) for i in form.getall("previewed", [])]
@@ -267,10 +272,6 @@ class Actions(Core):
 
         await asyncio.to_thread(act)
         raise web.HTTPSeeOther("/")
-
-
-def _utc(when: datetime) -> datetime:
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def _back(request: web.Request, form: Any) -> str:

@@ -25,7 +25,15 @@ from exchange.ops.attention import Cause, attention
 from exchange.ops.backlog import backlog
 from exchange.ops.exchanges import onec_exchanges
 from exchange.ops.notify import last_told
-from exchange.ops.quarantine import QUERY_FIELDS, SORTS, Filters, Page, page_of, reasons_present
+from exchange.ops.quarantine import (
+    QUERY_FIELDS,
+    SORTS,
+    Filters,
+    Page,
+    filter_time,
+    page_of,
+    reasons_present,
+)
 from exchange.ops.status import biography, quarantine_by_reason, site_pace, status
 from exchange.queue import control
 from exchange.report import collect as report
@@ -176,9 +184,8 @@ class Pages(Core):
             parsed = None
             if value is not None:
                 try:
-                    parsed = datetime.fromisoformat(value)
                     # a time without its zone is the display zone's: what the pages show
-                    parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=self.zone)
+                    parsed = filter_time(value, self.zone)
                 except ValueError:
                     errors.append(f"{word('bad_date', lang)}: {value}")
             dates.append(parsed)
