@@ -220,26 +220,31 @@ def schedule(
     exporter = ScheduledExport(ExportConfig.from_settings(settings), engine, clock)
     exporter.prepare()
 
-    async def export() -> None:
-        if stopping():
+    def say_how_it_went(running: asyncio.Future[list[Path]]) -> None:
+        if running.cancelled():
             return
-        try:
-            written = await asyncio.to_thread(exporter.run)
-        except asyncio.CancelledError:
-            # The service stops while the export runs: its thread finishes the report, and the
-            # process waits for it before exiting; a stop is not an error to report.
-            return
-        except OSError as exc:
+        exc = running.exception()
+        if isinstance(exc, OSError):
             log.error(
                 "quarantine report not written to %s: %s", exporter.config.directory, exc.strerror
             )
-        except ExchangeError as exc:
+        elif isinstance(exc, ExchangeError):
             log.error("quarantine report not written: %s", exc)
-        except Exception:
-            log.exception("quarantine report not written")
-        else:
-            if written:
-                log.info("quarantine report written: %s", ", ".join(str(p) for p in written))
+        elif exc is not None:
+            log.error("quarantine report not written", exc_info=exc)
+        elif written := running.result():
+            log.info("quarantine report written: %s", ", ".join(str(p) for p in written))
+
+    async def export() -> None:
+        if stopping():
+            return
+        running = asyncio.ensure_future(asyncio.to_thread(exporter.run))
+        # Said when the thread ends, also when the service stops meanwhile: the stop cancels
+        # this job, never the thread, which finishes the report (the process waits for it
+        # before exiting, its loop still turning), and the log says it was written.
+        running.add_done_callback(say_how_it_went)
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(running)
 
     scheduler.add_job(
         export,
