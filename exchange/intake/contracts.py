@@ -30,8 +30,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Contract 1: no payload nests deeper. Checked on the text, without recursion, before anything
 # parses it, so that a staging row and a JSON intent get the same verdict however deep they go.
 MAX_NESTING = 64
-# A JSON string (skipped whole, so that brackets inside it do not count) or one bracket.
-_STRUCTURE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+# A JSON string (skipped whole, so that brackets inside it do not count), a run of opening
+# brackets or a run of closing ones. Possessive, and a string still open at the end of the text
+# runs to its end (it is not JSON; the parse says so): every match succeeds where it starts and
+# no character is read twice, so one pass is linear in the text. (A closing quote required,
+# as before R3-1, made an open string of ``\\"`` rescan the rest of the text from each quote.)
+_STRUCTURE = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?|[\[{]++|[\]}]++', re.DOTALL)
 # A version is a BIGINT in every table (contract 1): 1 to 2^63 - 1. A number outside that range,
 # from staging or from the site, is never a version and is never written to the database.
 # Contract 1's limits of the staging table's text columns. A DBA may have widened a column (or
@@ -128,12 +132,12 @@ def nesting(text: str) -> int:
         return 0
     depth = deepest = 0
     for match in _STRUCTURE.finditer(text):
-        char = match.group()
-        if char in "[{":
-            depth += 1
+        token = match.group()
+        if token[0] in "[{":
+            depth += len(token)
             deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
+        elif token[0] in "]}":
+            depth -= len(token)
     return deepest
 
 

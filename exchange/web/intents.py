@@ -32,6 +32,10 @@ def _is_json(content_type: str) -> bool:
     return content_type.split(";", 1)[0].strip().lower() == "application/json"
 
 
+class _TooMany(Exception):
+    """More intents in one body than intake_max_items."""
+
+
 class JsonIntake:
     def __init__(
         self, config: WebConfig, engine: Engine, staging_engine: Engine | None = None
@@ -71,19 +75,23 @@ class JsonIntake:
             return _error(401, "missing or wrong bearer token")
         if not _is_json(request.headers.get("Content-Type", "")):
             return _error(415, "the body must be JSON, sent with Content-Type: application/json")
+        raw = await request.read()
+        # Judged and staged in a thread: measuring, parsing and judging a body of up to
+        # client_max_size is CPU work that, on the event loop, would keep every other request
+        # (/healthz included) waiting for it (R3-1).
         try:
-            body = parse_body(await request.read())
+            results = await asyncio.to_thread(self._take, raw)
         except BodyError as exc:
             return _error(400, str(exc))
-        intents = body.get("intents") if isinstance(body, dict) else None
-        if isinstance(intents, list) and len(intents) > self.config.intake_max_items:
+        except _TooMany:
             return _error(413, f"at most {self.config.intake_max_items} intents per request")
-        try:
-            rows = rows_of(body)
-        except BodyError as exc:
-            return _error(400, str(exc))
-        results = await asyncio.to_thread(self._stage, rows)
         return web.json_response({"results": results})
 
-    def _stage(self, rows: list[dict[str, Any] | str]) -> list[dict[str, Any]]:
+    def _take(self, raw: bytes) -> list[dict[str, Any]]:
+        """The body's intents judged and the valid ones staged; BodyError or _TooMany."""
+        body = parse_body(raw)
+        intents = body.get("intents") if isinstance(body, dict) else None
+        if isinstance(intents, list) and len(intents) > self.config.intake_max_items:
+            raise _TooMany
+        rows = rows_of(body)
         return stage_intents(self.engine, self.staging_engine, self.config.kinds, rows)

@@ -8,6 +8,8 @@ Every test name is one promise of section 1 of the contract.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -542,6 +544,51 @@ def test_a_payload_nests_at_most_64_levels(payload: str, verdict: str) -> None:
     else:
         assert isinstance(result, Rejected) and Reason.INVALID_CONTRACT == result.reason
         assert verdict in result.detail and "at most 64" in result.detail, result.detail
+
+
+@pytest.mark.parametrize(
+    ("text", "depth"),
+    [
+        ('{"a": "\\\\"}' + "{" * 70, 70),  # an escaped backslash, then the closing quote
+        ("{" * 65 + '"' + "{" * 100, 65),  # a string left open runs to the end of the text
+        ("{" * 65 + '"' + '\\"' * 10 + "{" * 100, 65),
+        ("{" * 65 + '"\\', 65),  # an escape cut by the end of the text
+        ("[" * 40 + "{" * 40 + "]" * 40 + "}" * 40 + "[[{" * 30, 90),  # runs of either
+    ],
+)
+def test_nesting_reads_open_strings_and_runs_of_brackets(text: str, depth: int) -> None:
+    assert contracts.nesting(text) == depth
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize(
+    "shape",
+    [
+        lambda n: "{" * 65 + '"' + '\\"' * n,  # R3-1: an open string of escaped quotes
+        lambda n: "{" * 65 + '"' * (2 * n),
+        lambda n: "[" * (2 * n),
+        lambda n: "{" * 65 + "[]" * n,
+        lambda n: "{" * 65 + '"a\\"' * n,
+    ],
+    ids=["escaped-quotes", "quotes", "open-brackets", "bracket-pairs", "strings"],
+)
+def test_measuring_nesting_is_linear_in_the_text(shape: Callable[[int], str]) -> None:
+    """R3-1: every staging row, broker message and JSON intake body is measured by
+    ``contracts.nesting`` before it is parsed, so its cost must grow with the text, not with its
+    square (an open string of ``\\"`` once made it rescan the rest of the text from each
+    quote: 32 KB took seconds). Sixteen times the text may cost at most 64 times as much: linear
+    is 16, quadratic 256. Best of several runs, with 5 ms to spare for a busy machine."""
+
+    def best(text: str, runs: int) -> float:
+        times = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            contracts.nesting(text)
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    once, sixteen = shape(1_000), shape(16_000)
+    assert best(sixteen, 3) < 64 * best(once, 9) + 0.005
 
 
 def test_a_price_payload_nested_too_deep_gets_the_same_verdict_as_a_posting() -> None:

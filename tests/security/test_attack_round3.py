@@ -124,7 +124,6 @@ def serve_process(db_url: str, tmp_path: Path) -> Iterator[str]:
 
 @pytest.mark.timing
 @pytest.mark.subprocess
-@pytest.mark.xfail(strict=True, reason="R3-1: quadratic nesting check on the event loop")
 @pytest.mark.parametrize("where", ["body", "payload-text"])
 def test_one_intake_body_of_escaped_quotes_never_stops_serve_answering(
     serve_process: str, where: str
