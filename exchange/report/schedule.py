@@ -14,6 +14,7 @@ atomically (``report.write_atomically``): a reader never opens half a report.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -238,10 +239,11 @@ def schedule(
     async def export() -> None:
         if stopping():
             return
-        running = asyncio.ensure_future(asyncio.to_thread(exporter.run))
         # Said when the thread ends, also when the service stops meanwhile: the stop cancels
-        # this job, never the thread, which finishes the report (the process waits for it
-        # before exiting, its loop still turning), and the log says it was written.
+        # this job, never the thread, which finishes the report (asyncio.run waits for the
+        # executor's threads, its loop still turning), and the log says it was written. The
+        # executor's future, not a task: asyncio.run cancels the tasks left when it ends.
+        running = asyncio.get_running_loop().run_in_executor(None, exporter.run)
         running.add_done_callback(say_how_it_went)
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(running)

@@ -5,7 +5,10 @@ fixed name. The export function is called directly; test_report_cli.py runs the 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -178,6 +181,39 @@ def test_schedule_adds_a_cron_job_only_when_a_report_directory_is_set(
     assert isinstance(job.trigger, CronTrigger)
     after = datetime(2026, 3, 6, 12, 0, tzinfo=UTC)  # a Friday noon
     assert datetime(2026, 3, 9, 6, 15, tzinfo=UTC) == job.trigger.get_next_fire_time(None, after)
+
+
+def test_a_stop_during_the_export_still_finishes_the_report_and_logs_it_written(
+    db_url: str, engine: Engine, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``exchange run`` stopping cancels the job while its thread writes the report: the thread
+    finishes, and the log says the report was written (the operator reads the log)."""
+    settings = fast_settings(db_url, "http://127.0.0.1:9", report_dir=tmp_path / "r")
+    scheduler = AsyncIOScheduler(timezone=UTC)
+    export = schedule_for(scheduler, settings, engine)
+    assert export is not None
+    started, go_on = threading.Event(), threading.Event()
+    whole = export.run
+
+    def slow_run() -> list[Path]:
+        started.set()
+        assert go_on.wait(30)
+        return whole()
+
+    export.run = slow_run  # type: ignore[method-assign]
+
+    async def stop_during_the_export() -> None:
+        job = asyncio.ensure_future(scheduler.get_job("quarantine-report").func())
+        assert await asyncio.to_thread(started.wait, 30)
+        job.cancel()  # the service stops: the job is cancelled, its thread is not
+        await job
+        go_on.set()  # asyncio.run waits for the thread before it returns
+
+    with caplog.at_level(logging.INFO, logger="exchange.report.schedule"):
+        asyncio.run(stop_during_the_export())
+
+    assert (tmp_path / "r" / "quarantine-latest.html").is_file()
+    assert any("quarantine report written" in r.getMessage() for r in caplog.records)
 
 
 def test_a_report_directory_that_cannot_be_used_stops_the_service_at_start(
