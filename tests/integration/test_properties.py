@@ -16,6 +16,7 @@ import random
 from typing import Any
 
 import httpx
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, delete, func, select
@@ -109,6 +110,10 @@ def check_history(
     assert set(site.effects.values()) <= {1}
 
 
+# 30 examples take about 10 s of CPU and 22 s of wall on an idle machine; a machine whose load
+# rose after the run started (the timeouts scale with the load at the start only) stretched it
+# past the 60 s default once. A hang guard, not a margin: ten times the idle figure.
+@pytest.mark.timeout(240)
 @settings(
     max_examples=30,
     deadline=None,
