@@ -39,6 +39,9 @@ DB_PASSWORD = "dbPw-0xC0FFEE-hidden"
 PG_ADMIN_URL = os.environ.get("EXCHANGE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 POISON_ID = message_id("price", "SKU-P", 1)
 FORMATS = ("csv", "xlsx", "html", "json")
+# The session's set-up runs about twenty real commands: 20 s idle, 34 s on a loaded machine,
+# counted against its first test's timeout. A hang guard, not a margin.
+pytestmark = pytest.mark.timeout(240)
 
 
 @dataclass
