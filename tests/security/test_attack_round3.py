@@ -1,6 +1,6 @@
 """The attacker's catalogue, round 3 (the fresh review after issue 21): what a second attack on a
-running ``exchange serve`` found. Each test states the promise it checks and is marked
-``xfail(strict=True)`` with the finding's id until the product keeps that promise.
+running ``exchange serve`` found. Each test states the promise it checks; each failed on the
+code the attack found (kept as strict xfail until its fix landed) and holds it now.
 
 - R3-1: a JSON intake body of escaped quotes costs the nesting check quadratic time, on the
   event loop: one small request stops serve answering anyone (``/healthz`` included).
