@@ -14,9 +14,11 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import aiormq
 import pika
 import pytest
 from brokerkit import RABBITMQ_URL
+from conformance import price
 from sqlalchemy import Engine, select
 from tcpproxy import TcpProxy
 
@@ -24,8 +26,10 @@ from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import messages
 from exchange.dev.testing import drain, fast_settings, posting_row, price_row, stage
+from exchange.domain.verdicts import Verdict
 from exchange.errors import ConfigurationError
 from exchange.settings import load_settings
+from exchange.targets.rabbitmq.target import RabbitMqTarget
 from exchange.worker import Worker
 
 
@@ -255,3 +259,44 @@ def test_the_rabbitmq_target_takes_every_kind_and_needs_its_url_and_exchange() -
         kinds={"price": "latest-wins", "financial_posting": "strict", "stock": "latest-wins"},
     )
     assert {"price", "financial_posting", "stock"} == set(settings.kinds)
+
+
+@pytest.mark.parametrize("cut", ["channel", "declare"])
+def test_a_connection_cut_before_its_channel_opens_is_temporary_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch, cut: str
+) -> None:
+    """The cut can fall between the connection and its channel (found by the full suite's
+    cut-mid-publish test once): that is "cannot be reached", retried, never an exception out of
+    ``send`` (which ended the worker's cycle)."""
+    lost = aiormq.exceptions.AMQPConnectionError("Server connection unexpectedly closed")
+
+    class Channel:
+        is_closed = False
+
+        async def exchange_declare(self, *args: object, **kwargs: object) -> None:
+            raise lost
+
+    class Connection:
+        closed = False
+
+        async def channel(self, **kwargs: object) -> Channel:
+            if cut == "channel":
+                raise lost
+            return Channel()
+
+        async def close(self) -> None:
+            self.closed = True
+
+    connection = Connection()
+
+    async def connect(url: str) -> Connection:
+        return connection
+
+    monkeypatch.setattr(aiormq, "connect", connect)
+    target = RabbitMqTarget(lambda: "amqp://guest:secret-pw@127.0.0.1:1/", "prices", timeout=5)
+
+    [answer] = asyncio.run(target.send([price("SKU-1", 1)]))
+
+    assert Verdict.TEMPORARY == answer.verdict and answer.site_wide, answer
+    assert "cannot be reached" in answer.detail and "secret-pw" not in answer.detail
+    assert connection.closed

@@ -191,9 +191,16 @@ class RabbitMqTarget:
                     self.timeout,
                 )
                 await self._exchange_exists(channel)
-            except BaseException:
+            except BaseException as exc:
                 with contextlib.suppress(Exception):
                     await connection.close()
+                if isinstance(exc, _LOST):  # cut between the connection and its channel
+                    raise _NotOpen(
+                        Verdict.TEMPORARY,
+                        f"RabbitMQ cannot be reached: {self._describe(exc)}",
+                        type(exc).__name__,
+                        site_wide=True,
+                    ) from None
                 raise
             self._connection, self._channel = connection, channel
             return channel
