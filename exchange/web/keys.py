@@ -25,9 +25,14 @@ from exchange.domain.clock import Clock, SystemClock
 
 COOKIE_KEY = "cookie-signing"
 COOKIE_MAX_AGE_S = 24 * 3600
+# The workbench's device cookie (a browser an operator signed in on): long-lived, it grants
+# nothing by itself, only a sign-in lane of its own (``exchange.web.throttle``).
+DEVICE_MAX_AGE_S = 180 * 24 * 3600
 
 # What a signature is for; a value signed for one never verifies for another.
-Purpose = Literal["workbench-session", "workbench-csrf", "workbench-preview", "1c-session"]
+Purpose = Literal[
+    "workbench-session", "workbench-csrf", "workbench-preview", "workbench-device", "1c-session"
+]
 
 
 def stored_key(engine: Engine, name: str = COOKIE_KEY) -> str:
@@ -64,11 +69,19 @@ def credentials_digest(user: str, password: str) -> str:
 
 class Signer:
     def __init__(
-        self, key: str, purpose: Purpose, clock: Clock | None = None, *, bound_to: str = ""
+        self,
+        key: str,
+        purpose: Purpose,
+        clock: Clock | None = None,
+        *,
+        bound_to: str = "",
+        max_age: int = COOKIE_MAX_AGE_S,
     ) -> None:
         """``bound_to``: what every signature also stands for (``credentials_digest``); a
-        signature made under another value never verifies. Empty: the purpose alone."""
+        signature made under another value never verifies. Empty: the purpose alone.
+        ``max_age``: the seconds a signature verifies."""
         self.purpose = purpose
+        self.max_age = max_age
         self.clock = clock or SystemClock()  # a signature's stamp and a cookie's age
         use = f"exchange signing purpose|{purpose}" + (f"|bound to|{bound_to}" if bound_to else "")
         self._key = hmac.new(key.encode("utf-8"), use.encode(), hashlib.sha256).digest()
@@ -93,4 +106,4 @@ class Signer:
         if not hmac.compare_digest(mac, self._mac(f"{session}.{stamp}")):
             return None
         age = (now if now is not None else self.clock.now().timestamp()) - int(stamp)
-        return session if 0 <= age <= COOKIE_MAX_AGE_S else None
+        return session if 0 <= age <= self.max_age else None

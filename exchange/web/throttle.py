@@ -19,6 +19,15 @@ operator who mistyped twice within the hour can be kept out (her address's own w
 over) while someone keeps guessing her name elsewhere; she signs in from another address or
 when the guessing stops.
 
+A known device has a lane of its own (OWASP's "device cookie"): a sign-in that carries a valid
+device cookie for the name it signs into (the workbench sets one at each successful sign-in) is
+judged by its device's record and slots alone, never by the name's penalty nor by the per-name
+and overall slots that strangers can keep busy, so no flood of wrong guesses from fresh
+addresses locks out an operator who signed in on that browser before. The lane has bounds of
+its own, so a stolen device cookie is no brute-force tool: one sign-in at a time per device, a
+penalty for the device's own failures (the same doubling), and ``Limits.devices`` at once in
+all.
+
 ``decide`` is the rule, a pure function of the records and the time; ``Throttle`` keeps the
 records (in memory, per serve process) with a clock that tests inject. Not in the database:
 contract 9 says an unauthenticated request changes nothing there, so several serve processes
@@ -31,7 +40,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +53,8 @@ class Limits:
     overall: int = 8  # ... in all (the argon2 threads are few)
     busy_wait: float = 1.0  # what a 429 for "too many at once" asks the client to wait
     shared: int = 2  # an address's own recent failures from which the name's penalty holds it
+    per_device: int = 1  # sign-ins with one device cookie verified at once
+    devices: int = 4  # ... with any device cookie, in all (a lane apart from the eight)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,12 +128,21 @@ class Throttle:
         self.records: dict[str, Record] = {}
         self.busy: dict[str, int] = {}
         self.busy_all = 0
+        self.busy_devices = 0
+        # The device lane's rule is ``decide`` with the device as the address, no name.
+        self._device_limits = replace(
+            limits, per_address=limits.per_device, overall=limits.devices, per_name=1
+        )
 
     @staticmethod
     def _keys(name: str, address: str) -> tuple[str, str]:
         return f"name:{name}", f"addr:{address}"
 
-    def admit(self, name: str, address: str) -> Verdict:
+    def admit(self, name: str, address: str, *, device: str | None = None) -> Verdict:
+        """``device``: the device a valid device cookie for ``name`` names (its own lane, see
+        the module's docstring); None: none, or not valid for this name."""
+        if device is not None:
+            return self._admit_device(f"device:{device}")
         by_name, by_address = self._keys(name, address)
         verdict = decide(
             self.records.get(by_name, Record()),
@@ -139,10 +159,30 @@ class Throttle:
             self.busy_all += 1
         return verdict
 
-    def done(self, name: str, address: str, *, failed: bool | None) -> float:
+    def _admit_device(self, key: str) -> Verdict:
+        verdict = decide(
+            Record(),
+            self.records.get(key, Record()),
+            0,
+            self.busy.get(key, 0),
+            self.busy_devices,
+            self.clock(),
+            self._device_limits,
+        )
+        if verdict.allowed:
+            self.busy[key] = self.busy.get(key, 0) + 1
+            self.busy_devices += 1
+        return verdict
+
+    def done(
+        self, name: str, address: str, *, failed: bool | None, device: str | None = None
+    ) -> float:
         """Ends an admitted sign-in; after a failure, the seconds this address now waits for
         this name (the failed answer is held that long, so a client that tries one at a time
-        is slowed, never refused). ``failed=None``: not judged (the database failed)."""
+        is slowed, never refused). ``failed=None``: not judged (the database failed).
+        ``device``: as given to ``admit``."""
+        if device is not None:
+            return self._done_device(name, f"device:{device}", failed)
         by_name, by_address = self._keys(name, address)
         for key in (by_name, by_address):
             left = self.busy.get(key, 0) - 1
@@ -165,6 +205,28 @@ class Throttle:
             self.records[key] = Record(count, now)  # re-inserted: the dict's order is by age
         self._forget(now)
         return wait(self.records[by_name], self.records[by_address], now, self.limits)
+
+    def _done_device(self, name: str, key: str, failed: bool | None) -> float:
+        left = self.busy.get(key, 0) - 1
+        if left > 0:
+            self.busy[key] = left
+        else:
+            self.busy.pop(key, None)
+        self.busy_devices -= 1
+        now = self.clock()
+        if failed is None:
+            return 0.0
+        if not failed:
+            self.records.pop(f"name:{name}", None)
+            self.records.pop(key, None)
+            return 0.0
+        # The device's own failures only: its owner's mistakes never feed the name's penalty
+        # (strangers'), and strangers' never reach this lane.
+        old = self.records.pop(key, Record())
+        count = old.failures + 1 if recent(old, now, self.limits) else 1
+        self.records[key] = Record(count, now)
+        self._forget(now)
+        return penalty(self.records[key], now, self.limits)
 
     def _forget(self, now: float) -> None:
         if len(self.records) <= self.KEPT:

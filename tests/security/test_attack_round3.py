@@ -436,6 +436,98 @@ def test_guesses_from_elsewhere_never_keep_out_an_operator_who_mistyped_once(
     assert answers[-1] == 303, answers
 
 
+def test_a_strangers_flood_never_locks_out_an_operator_on_a_known_device(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21 item 7, "nobody can lock a known operator out" (the bypass of R3-7's fix): a
+    stranger's slow wrong guesses from fresh addresses keep ``alice``'s two slots and all eight
+    busy (reproduced on the wire: 15 of 15 of the operator's right passwords answered 429).
+    The browser she signed in on before carries a device cookie: it signs in regardless, again
+    and again; without it, the old rule (429). A device cookie for another name, a forged one
+    and the session cookie in its place grant nothing. The guesses are held deterministically
+    (an argon2 stand-in that waits for the test), not by racing the real hash."""
+    from exchange.ops import operators
+    from exchange.web.throttle import Throttle
+    from exchange.web.workbench import core
+
+    engine = make_engine(db_url)
+    try:
+        add_operator(engine, "alice", "operator")
+        add_operator(engine, "bob", "operator")
+    finally:
+        engine.dispose()
+    release = threading.Event()
+    verify = operators.verify
+    throttles: list[Throttle] = []
+
+    def slow_guess(found: object, password: str) -> bool:
+        if password.startswith("guess-"):
+            release.wait(60)
+            return False
+        return verify(found, password)  # type: ignore[arg-type]
+
+    class Kept(Throttle):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            throttles.append(self)
+
+    monkeypatch.setattr(operators, "verify", slow_guess)
+    monkeypatch.setattr(core, "Throttle", Kept)
+    settings = web_settings(db_url, tmp_path / "1c")
+    with running(settings) as base:
+        alice = httpx.Client(base_url=base, timeout=60)
+        bob = httpx.Client(base_url=base, timeout=60)
+        bare = httpx.Client(base_url=base, timeout=60)
+        right = {"name": "alice", "password": OPERATOR_PASSWORD}
+        signed = alice.post("/login", data=right)
+        assert signed.status_code == 303
+        (set_device,) = [
+            c for c in signed.headers.get_list("set-cookie") if c.startswith("exchange_wb_device=")
+        ]
+        for flag in ("HttpOnly", "SameSite=Strict", "Path=/login", "Max-Age=15552000"):
+            assert flag.lower() in set_device.lower(), set_device
+        assert bob.post("/login", data={**right, "name": "bob"}).status_code == 303
+        device = alice.cookies.get("exchange_wb_device", path="/login")
+        bobs = bob.cookies.get("exchange_wb_device", path="/login")
+        session = alice.cookies.get("exchange_wb", path="/")
+        assert device and bobs and session
+        guessers: list[httpx.Client] = []
+        guesses: list[threading.Thread] = []
+
+        def guess(guesser: httpx.Client, name: str) -> None:
+            with contextlib.suppress(httpx.HTTPError):
+                guesser.post("/login", data={"name": name, "password": f"guess-{name}"})
+
+        try:
+            for n, name in enumerate(["alice", "alice", *[f"nobody-{k}" for k in range(6)]]):
+                transport = httpx.HTTPTransport(local_address=f"127.0.14.{n + 2}")
+                guessers.append(httpx.Client(base_url=base, transport=transport, timeout=90))
+                guesses.append(threading.Thread(target=guess, args=(guessers[-1], name)))
+                guesses[-1].start()
+            (throttle,) = throttles
+            deadline = time.monotonic() + 30
+            while throttle.busy_all < 8 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert throttle.busy_all == 8 and throttle.busy["name:alice"] == 2
+            assert bare.post("/login", data=right).status_code == 429  # the old rule
+            answers = [alice.post("/login", data=right).status_code for _ in range(5)]
+            assert answers == [303] * 5
+            named = bobs.split(".")[0].split("-")[0] + "-" + b"alice".hex()
+            forged = f"{named}.{bobs.split('.')[1]}.{bobs.split('.')[2]}"
+            for cookie in (bobs, forged, session):
+                other = httpx.Client(base_url=base, timeout=60)
+                other.cookies.set("exchange_wb_device", cookie, path="/login")
+                assert other.post("/login", data=right).status_code == 429, cookie
+                other.close()
+            assert throttle.busy_all == 8  # the guesses still held every stranger's slot
+        finally:
+            release.set()
+            for thread in guesses:
+                thread.join(60)
+            for client in [*guessers, alice, bob, bare]:
+                client.close()
+
+
 def _basic(password: str) -> dict[str, str]:
     token = base64.b64encode(f"{USER}:{password}".encode()).decode()
     return {"Authorization": f"Basic {token}"}

@@ -87,6 +87,46 @@ def test_the_throttle_counts_failures_and_a_success_clears_only_the_name() -> No
     assert throttle.busy == {} and throttle.busy_all == 0
 
 
+def test_a_known_device_signs_in_through_a_strangers_flood_in_a_lane_of_its_own() -> None:
+    """Issue 21 item 7, "nobody can lock a known operator out" (the R3-7 bypass): a stranger
+    keeps the name's two slots and the overall eight busy with wrong guesses from fresh
+    addresses, the name's penalty at its cap. Without a device cookie the operator waits like
+    anyone; with one (``device``) she is judged by her device alone. The lane's own bounds keep
+    a stolen device cookie from being a brute-force tool: one at a time per device, a penalty
+    for the device's own failures, ``Limits.devices`` at once in all."""
+    clock = [0.0]
+    throttle = Throttle(LIMITS, clock=lambda: clock[0])
+    for n in range(12):  # the name's penalty: 12 failures from 12 addresses
+        assert throttle.admit("olga", f"stranger-{n}").allowed
+        throttle.done("olga", f"stranger-{n}", failed=True)
+    for n in range(2):  # slow wrong guesses hold the name's two slots ...
+        assert throttle.admit("olga", f"fresh-{n}").allowed
+    for n in range(6):  # ... and the overall eight
+        assert throttle.admit(f"nobody-{n}", f"fresh-name-{n}").allowed
+    assert throttle.busy_all == 8
+    assert not throttle.admit("olga", "operator").allowed  # no device: the old rule
+    assert not throttle.admit("anna", "operator").allowed  # another operator too (all eight)
+    assert throttle.admit("olga", "operator", device="d1").allowed
+    assert not throttle.admit("olga", "operator", device="d1").allowed  # one at a time
+    assert throttle.done("olga", "operator", failed=True, device="d1") == pytest.approx(1.0)
+    assert throttle.records["name:olga"].failures == 12  # her typo feeds no stranger's rule
+    refused = throttle.admit("olga", "operator", device="d1")  # the device's own penalty
+    assert not refused.allowed and refused.retry_after == pytest.approx(1.0)
+    clock[0] += 1.0
+    assert throttle.admit("olga", "operator", device="d1").allowed
+    assert throttle.done("olga", "operator", failed=True, device="d1") == pytest.approx(2.0)
+    clock[0] += 2.0
+    for n in range(1, LIMITS.devices + 1):  # a small cap for the lane in all
+        assert throttle.admit("olga", "operator", device=f"d{n}").allowed
+    refused = throttle.admit("olga", "operator", device="d99")
+    assert not refused.allowed and refused.retry_after == pytest.approx(LIMITS.busy_wait)
+    throttle.done("olga", "operator", failed=False, device="d1")
+    assert "device:d1" not in throttle.records and "name:olga" not in throttle.records
+    for n in range(2, LIMITS.devices + 1):
+        throttle.done("olga", "operator", failed=None, device=f"d{n}")
+    assert throttle.busy_devices == 0 and throttle.busy_all == 8  # the strangers' own
+
+
 def test_the_names_wait_holds_addresses_that_come_back_but_not_a_single_typo() -> None:
     """The name's penalty still paces addresses that guess in turn, once each failed twice,
     while the operator who mistyped once signs in as soon as her own wait is over."""

@@ -11,7 +11,9 @@ nothing else), each a row of ``operator_sessions`` read on every request with th
 role, so that signing out, a password set again or an operator removed ends it in every serve
 process. Every POST carries a CSRF token, an HMAC of the session for that purpose; a viewer's
 POST is refused 403. Sign-ins go through ``throttle``: judged before the password is verified,
-which happens on threads of its own, never on those that reach the database.
+which happens on threads of its own, never on those that reach the database; a browser that
+signed in as that name before (its device cookie, ``signin``) has a lane of its own there, so
+no stranger's flood of wrong guesses locks it out.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from exchange.ops.status import human_age, pace_words
 from exchange.report.mask import Redactor
 from exchange.report.words import next_check
 from exchange.web.config import WebConfig
-from exchange.web.keys import Signer
+from exchange.web.keys import DEVICE_MAX_AGE_S, Signer
 from exchange.web.onec import Refusals
 from exchange.web.throttle import Limits, Throttle
 from exchange.words import (
@@ -42,6 +42,7 @@ from exchange.words import (
 from exchange.words import name as code_name
 
 SESSION_COOKIE = "exchange_wb"
+DEVICE_COOKIE = "exchange_wb_device"  # a browser that signed in before (``signin``)
 LANG_COOKIE = "exchange_lang"
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
@@ -91,10 +92,14 @@ class Core:
         self.signer = Signer(key, "workbench-session", clock)
         self._csrf = Signer(key, "workbench-csrf", clock)
         self._previews = Signer(key, "workbench-preview", clock)
+        self._devices = Signer(key, "workbench-device", clock, max_age=DEVICE_MAX_AGE_S)
         self.throttle = Throttle(
             Limits(delay=config.login_delay, delay_max=config.login_delay_max), config.monotonic
         )
         self._argon2 = ThreadPoolExecutor(ARGON2_THREADS, thread_name_prefix="exchange-argon2")
+        # The known devices' lane has a thread of its own: strangers' guesses keeping the two
+        # above busy never queue an operator's sign-in behind them.
+        self._argon2_devices = ThreadPoolExecutor(1, thread_name_prefix="exchange-argon2-device")
         operators.prepare()  # an unknown name's first sign-in costs what a wrong password does
         self.env = jinja2.Environment(
             loader=jinja2.PackageLoader("exchange.web", "templates"),
@@ -127,6 +132,7 @@ class Core:
 
     def close(self) -> None:
         self._argon2.shutdown(wait=False, cancel_futures=True)
+        self._argon2_devices.shutdown(wait=False, cancel_futures=True)
 
     def csrf(self, session: str) -> str:
         return self._csrf.tag(f"csrf|{session}")
