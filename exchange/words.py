@@ -1027,6 +1027,18 @@ _ONEC_WHOLE: tuple[tuple[str, str], ...] = (
         _F + r"'s list of files is larger than " + _N + r" bytes: not unpacked",
         "Оглавление архива {f} больше {n} байт: не распакован.",
     ),
+    (
+        _F + r" is damaged: its data does not unpack",
+        "Архив {f} повреждён: его данные не распаковываются.",
+    ),
+    (
+        _F + r" is damaged: its list of files lies past its end",
+        "Архив {f} повреждён: его оглавление указывает за конец файла.",
+    ),
+    (
+        _F + r" holds a file name that is not valid UTF-8",
+        "В архиве {f} есть имя файла, записанное не в UTF-8.",
+    ),
 )
 _ONEC_PARTS: tuple[tuple[str, str], ...] = (
     (

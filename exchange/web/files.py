@@ -22,7 +22,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 from exchange.intake.commerceml.publish import WORK_SUFFIXES
 
@@ -46,6 +46,8 @@ MAX_CENTRAL_DIRECTORY_BYTES = 32 * 1024 * 1024
 # Bytes in one folder or file name: file systems refuse more than 255, and the service writes
 # its own files beside an upload under the upload's name and a suffix (.part, .spool, ...).
 MAX_NAME_BYTES = 200
+# The endings of the names the service writes beside an upload, reserved in every part of a name.
+RESERVED_SUFFIXES = (*WORK_SUFFIXES, ".part", UNPACKED_MARK)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -72,7 +74,9 @@ def safe_relative(name: str) -> PurePosixPath:
             f"file name {name[:100]!r} is too long: a folder or file name may hold at most "
             f"{MAX_NAME_BYTES} bytes"
         )
-    if parts[-1].lower().endswith((*WORK_SUFFIXES, ".part", UNPACKED_MARK)):  # the service's
+    # The service's own names, as a file's name or a folder's: a folder ``v8.zip.unpacked`` or
+    # ``offers.xml.spool`` would stand where the service writes its mark or its spool.
+    if any(part.lower().rstrip(". ").endswith(RESERVED_SUFFIXES) for part in parts):
         raise FileRefused(f"file name {name[:100]!r} is reserved")
     return PurePosixPath(*parts)
 
@@ -178,7 +182,7 @@ def unpack(archive: Path, folder: Path, *, max_bytes: int, max_ratio: int) -> li
                 _readable(info)
                 member_total = 0
                 with zf.open(info) as source, _created(target, info.filename) as out:
-                    while block := source.read(1 << 20):
+                    while block := _unpacked_block(source, archive):
                         total += len(block)
                         member_total += len(block)
                         if total > max_bytes:
@@ -192,9 +196,24 @@ def unpack(archive: Path, folder: Path, *, max_bytes: int, max_ratio: int) -> li
                 written.append(info.filename)
     except zipfile.BadZipFile as exc:
         raise FileRefused(f"{archive.name} is not a zip archive: {exc}") from None
+    except UnicodeDecodeError:  # a name flagged UTF-8 (bit 11) that is not
+        raise FileRefused(f"{archive.name} holds a file name that is not valid UTF-8") from None
     except (zlib.error, EOFError, lzma.LZMAError):
         raise FileRefused(f"{archive.name} is damaged: its data does not unpack") from None
     return written
+
+
+def _unpacked_block(source: IO[bytes], archive: Path) -> bytes:
+    """The next block of a member, FileRefused when its data does not decompress: ``bz2``
+    says so by an OSError without an errno («Invalid data stream»), the other methods by
+    their own errors (caught in ``unpack``). An OSError with an errno is the disk's, the
+    server's problem, and stays one."""
+    try:
+        return source.read(1 << 20)
+    except OSError as exc:
+        if exc.errno is not None:
+            raise
+        raise FileRefused(f"{archive.name} is damaged: its data does not unpack") from None
 
 
 def _created(target: Path, member: str) -> BinaryIO:
@@ -249,8 +268,9 @@ def _central_directory(archive: Path) -> None:
     ``MAX_ARCHIVE_MEMBERS`` members or ``MAX_CENTRAL_DIRECTORY_BYTES`` bytes, from the end
     record (zip64 too) and a walk over the entries' fixed headers that creates nothing per
     member: ``zipfile`` bounds its own reading by the directory's size, not by the count the
-    end record states, so the count is checked as walked. What is not a zip is left for
-    ``zipfile`` to say."""
+    end record states, so the count is checked as walked. A list of members said to lie past
+    the end record is refused as damaged (``zipfile`` would seek before the file's start).
+    What is not a zip is left for ``zipfile`` to say."""
     with archive.open("rb") as f:
         size = f.seek(0, os.SEEK_END)
         tail_start = max(0, size - _EOCD.size - _MAX_COMMENT)
@@ -259,7 +279,7 @@ def _central_directory(archive: Path) -> None:
         at = tail.rfind(b"PK\x05\x06", 0, max(0, len(tail) - _EOCD.size + 4))
         if at < 0:
             return  # no end record: zipfile refuses it ("File is not a zip file")
-        _, _, _, _, entries, cd_size, _, _ = _EOCD.unpack_from(tail, at)
+        _, _, _, _, entries, cd_size, cd_offset, _ = _EOCD.unpack_from(tail, at)
         end = tail_start + at
         locator = end - _EOCD64_LOCATOR.size
         if locator >= 0:  # zipfile takes a zip64 record whenever its locator is there
@@ -269,7 +289,7 @@ def _central_directory(archive: Path) -> None:
                 f.seek(locator - _EOCD64.size)
                 record = _EOCD64.unpack(f.read(_EOCD64.size))
                 if record[0] == b"PK\x06\x06":
-                    entries, cd_size = record[7], record[8]
+                    entries, cd_size, cd_offset = record[7], record[8], record[9]
                     end = locator - _EOCD64.size
         if entries > MAX_ARCHIVE_MEMBERS:
             raise FileRefused(
@@ -280,8 +300,10 @@ def _central_directory(archive: Path) -> None:
                 f"{archive.name}'s list of files is larger than {MAX_CENTRAL_DIRECTORY_BYTES} "
                 "bytes: not unpacked"
             )
-        if cd_size > end:
-            return  # a directory larger than what precedes the end record: zipfile refuses it
+        if cd_offset + cd_size > end:
+            # zipfile takes the difference for data prepended to the archive and adds it to
+            # every member's offset: negative, it seeks before the file's start (EINVAL).
+            raise FileRefused(f"{archive.name} is damaged: its list of files lies past its end")
         if cd_size < _CENTRAL_ENTRY_SIZE * (MAX_ARCHIVE_MEMBERS + 1):
             return  # too small to hold too many members, whatever the count says
         # Where zipfile reads the directory: right before the end record(s).

@@ -329,6 +329,99 @@ def test_an_archive_the_reader_cannot_open_is_refused_with_a_reason_and_no_serve
     assert str(tmp_path) not in said, said
 
 
+def _with_bad_utf8_name() -> bytes:
+    """An archive whose second member's name says it is UTF-8 (flag bit 11) and is not."""
+    data = bytearray(_archive([("offers.xml", offers()), ("abcd.xml", b"<x/>")]))
+    for signature, flags, name in ((b"PK\x03\x04", 6, 30), (b"PK\x01\x02", 8, 46)):
+        at = data.find(signature)
+        while at >= 0:
+            if data[at + name : at + name + 4] == b"abcd":
+                data[at + flags + 1] |= 0x08
+                data[at + name : at + name + 2] = b"\xff\xfe"
+            at = data.find(signature, at + 4)
+    return bytes(data)
+
+
+def _damaged_bzip2() -> bytes:
+    """An archive whose BZIP2 member's data is not a BZIP2 stream."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_BZIP2) as zf:
+        zf.writestr("offers.xml", offers())
+    data = bytearray(buffer.getvalue())
+    start = 30 + len("offers.xml") + 4  # past the local header, its name and "BZh9"
+    data[start : start + 6] = bytes(6)
+    return bytes(data)
+
+
+def _directory_past_the_end() -> bytes:
+    """An archive whose end record puts its list of members past the end of the file."""
+    data = bytearray(_archive([("offers.xml", offers())]))
+    end = data.rfind(b"PK\x05\x06")
+    data[end + 16 : end + 20] = struct.pack("<L", len(data) + 1000)
+    return bytes(data)
+
+
+@pytest.mark.parametrize(
+    "archive",
+    [
+        pytest.param(
+            lambda: _archive([("offers.xml", offers()), ("v8.zip.unpacked/offers.xml", b"<x/>")]),
+            id="under-its-mark",
+        ),
+        pytest.param(
+            lambda: _archive([("offers.xml", offers()), ("offers.xml.spool/a.xml", b"<x/>")]),
+            id="under-a-spool",
+        ),
+        pytest.param(
+            lambda: _archive([("offers.xml", offers()), ("offers.xml.rows.db/a.xml", b"<x/>")]),
+            id="under-a-scratch-database",
+        ),
+        pytest.param(_with_bad_utf8_name, id="name-not-utf-8"),
+        pytest.param(_damaged_bzip2, id="damaged-bzip2"),
+        pytest.param(_directory_past_the_end, id="directory-past-the-end"),
+    ],
+)
+def test_an_archive_with_reserved_folders_or_damaged_records_is_refused_with_a_reason(
+    serve: Serve, tmp_path: Path, archive: Callable[[], bytes]
+) -> None:
+    """Contract 9a, the R3-5 promise for what the first fix left out: a member under a folder
+    named like the service's working files (the archive's ``.unpacked`` mark, an upload's
+    ``.spool`` or ``.rows.db``), a member name flagged UTF-8 that is not, a BZIP2 member that
+    does not unpack and an end record pointing past the file's end were «Внутренняя ошибка
+    сервиса» (IsADirectoryError with '/…/1c/<session>/v8.zip.unpacked', UnicodeDecodeError,
+    OSError «Invalid data stream», OSError [Errno 22]) and a traceback in the log: each is
+    the sender's archive, answered ``failure`` with a one-line reason."""
+    client = OneCClient(serve(**TYPES), USER, PASSWORD)
+    try:
+        assert client.checkauth().status == "success"
+        client.init()
+        assert client.upload("v8.zip", archive()).status == "success"
+        answer, _ = client.import_file("offers.xml")
+    finally:
+        client.close()
+    said = " ".join(answer.lines)
+    assert answer.status == "failure"
+    assert "Внутренняя ошибка" not in said, said
+    assert str(tmp_path) not in said, said
+    assert len(answer.lines) == 1, answer.lines  # one line of reason
+
+
+@pytest.mark.parametrize("name", ["v8.zip.unpacked/x.xml", "offers.xml.SPOOL/x.xml"])
+def test_an_upload_under_a_reserved_folder_name_is_refused(serve: Serve, name: str) -> None:
+    """A plain upload (``mode=file``) under a folder named like the service's working files
+    is refused as reserved, as the same name is when it is the file's own: else it makes a
+    folder where the service writes its mark or spool."""
+    client = OneCClient(serve(**TYPES), USER, PASSWORD)
+    try:
+        assert client.checkauth().status == "success"
+        client.init()
+        answer = client.upload(name, b"<x/>")
+    finally:
+        client.close()
+    assert answer.status == "failure"
+    assert "занято сервисом" in " ".join(answer.lines), answer.lines  # "is reserved"
+
+
 # -- R3-6 -------------------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@ the name is refused with one line."""
 
 from __future__ import annotations
 
+import errno
 import io
 import zipfile
 from collections.abc import Callable
@@ -41,9 +42,21 @@ def test_any_name_stays_inside_the_folder_or_is_refused(
     assert folder.resolve() in resolved.parents
 
 
-@pytest.mark.parametrize("name", ["offers.xml.spool", "offers.xml.rows.db", "goods/a.xml.rows.db"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "offers.xml.spool",
+        "offers.xml.rows.db",
+        "goods/a.xml.rows.db",
+        "v8.zip.unpacked/offers.xml",  # a folder where the archive's mark goes
+        "offers.xml.SPOOL/a.xml",
+        "offers.xml.rows.db/a.xml",
+        "x.xml.part./a.xml",
+    ],
+)
 def test_the_names_of_an_imports_own_files_are_refused(tmp_path: Path, name: str) -> None:
-    """1C may not upload over the spool or the scratch rows an import writes beside a file."""
+    """1C may not upload over the spool or the scratch rows an import writes beside a file,
+    nor make a folder of their names (nor of an archive's mark) for them to fail on."""
     with pytest.raises(FileRefused, match="reserved"):
         inside(tmp_path, name)
 
@@ -90,3 +103,30 @@ def test_an_archive_that_does_not_unpack_is_refused_with_a_reason_and_no_server_
         unpack(path, tmp_path, max_bytes=10_000_000, max_ratio=1_000)
     assert str(tmp_path) not in str(refused.value)
     assert "\n" not in str(refused.value)
+
+
+class _FullDisk(io.BytesIO):
+    def write(self, data: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("where", ["read", "write"])
+def test_a_disk_error_while_unpacking_stays_the_servers_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A member whose data does not decompress is the sender's fault (FileRefused); a disk
+    that fails (EIO reading the archive, ENOSPC writing) is the server's: it is not answered
+    as a bad archive."""
+    path = tmp_path / "v8.zip"
+    path.write_bytes(_zip([("offers.xml", b"<x/>")]))
+    if where == "read":
+
+        def broken(self: object, n: int = -1) -> bytes:
+            raise OSError(errno.EIO, "Input/output error")
+
+        monkeypatch.setattr(zipfile.ZipExtFile, "read", broken)
+    else:
+        monkeypatch.setattr("exchange.web.files._created", lambda target, member: _FullDisk())
+    with pytest.raises(OSError) as failed:
+        unpack(path, tmp_path, max_bytes=10_000_000, max_ratio=1_000)
+    assert failed.value.errno in (errno.EIO, errno.ENOSPC)

@@ -28,6 +28,7 @@ ALLOWED = {
     "EXCHANGE_WOO_PRICE_FIELDS",
     "CommerceML",
     "XML",
+    "UTF-8",
     "zip",
     "checkauth",
     "init",
@@ -195,6 +196,10 @@ SERVICE_TEXTS = [
     "archive member 'a.xml' expands more than 100 times",
     "the archive unpacks to more than 1000 bytes",
     "v8.zip holds more than 1000 XML files: not unpacked",
+    "file name 'v8.zip.unpacked/x.xml' is reserved",
+    "v8.zip is damaged: its data does not unpack",
+    "v8.zip is damaged: its list of files lies past its end",
+    "v8.zip holds a file name that is not valid UTF-8",
 ]
 
 
