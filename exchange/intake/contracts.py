@@ -31,11 +31,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # parses it, so that a staging row and a JSON intent get the same verdict however deep they go.
 MAX_NESTING = 64
 # A JSON string (skipped whole, so that brackets inside it do not count), a run of opening
-# brackets or a run of closing ones. Possessive, and a string still open at the end of the text
-# runs to its end (it is not JSON; the parse says so): every match succeeds where it starts and
+# brackets, a run of closing ones, or a run of commas and colons (each parts one value or key
+# from the next). Possessive, and a string still open at the end of the text runs to its end
+# (it is not JSON; the parse says so): every match succeeds where it starts and
 # no character is read twice, so one pass is linear in the text. (A closing quote required,
 # as before R3-1, made an open string of ``\\"`` rescan the rest of the text from each quote.)
-_STRUCTURE = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?|[\[{]++|[\]}]++', re.DOTALL)
+_STRUCTURE = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?|[\[{]++|[\]}]++|[,:]++', re.DOTALL)
 # A version is a BIGINT in every table (contract 1): 1 to 2^63 - 1. A number outside that range,
 # from staging or from the site, is never a version and is never written to the database.
 # Contract 1's limits of the staging table's text columns. A DBA may have widened a column (or
@@ -124,21 +125,54 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def nesting(text: str) -> int:
-    """How deep the JSON ``text`` nests its objects and arrays (``{}`` is 1), read without
-    recursion and without parsing: brackets inside strings do not count. Not JSON is not
-    judged here (the parse says so); only its depth is measured."""
-    if text.count("{") + text.count("[") <= MAX_NESTING:  # every flat price: no scan at all
-        return 0
-    depth = deepest = 0
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What a JSON text holds, measured on its text before any parsing: how deep it nests, how
+    many arrays and objects it opens, how many commas and colons part its values (a count of
+    values and keys, bar one per container). A count stops growing past its limit."""
+
+    depth: int
+    containers: int
+    values: int
+
+
+def measure(text: str, max_containers: int | None = None, max_values: int | None = None) -> Shape:
+    """The ``Shape`` of the JSON ``text``, read without recursion and without parsing: brackets,
+    commas and colons inside strings do not count. Not JSON is not judged here (the parse says
+    so). With limits, the scan stops as soon as a count passes its limit (the cost is then
+    bounded by the limits, not by the text); the counts returned are then past the limit and
+    the depth is what was seen so far."""
+    containers = text.count("{") + text.count("[")  # an upper bound: strings hold some
+    values = text.count(",") + text.count(":")
+    if (  # every flat price, every body within its limits: no scan at all
+        containers <= MAX_NESTING
+        and (max_values is None or values <= max_values)
+        and (max_containers is None or containers <= max_containers)
+    ):
+        return Shape(0, containers, values)
+    top_containers = containers + 1 if max_containers is None else max_containers
+    top_values = values + 1 if max_values is None else max_values
+    depth = deepest = containers = values = 0
     for match in _STRUCTURE.finditer(text):
         token = match.group()
         if token[0] in "[{":
             depth += len(token)
+            containers += len(token)
             deepest = max(deepest, depth)
+            if containers > top_containers:
+                break
         elif token[0] in "]}":
             depth -= len(token)
-    return deepest
+        elif token[0] in ",:":
+            values += len(token)
+            if values > top_values:
+                break
+    return Shape(deepest, containers, values)
+
+
+def nesting(text: str) -> int:
+    """How deep the JSON ``text`` nests its objects and arrays (``{}`` is 1); see ``measure``."""
+    return measure(text).depth
 
 
 def check_nesting(text: str) -> None:

@@ -30,7 +30,7 @@ from exchange.intake.contracts import (
     Rejected,
     StagingRow,
     dump_json,
-    nesting,
+    measure,
     product_name,
     unique_keys,
     validate,
@@ -48,20 +48,52 @@ FIELDS = frozenset(
 # ...}]}), with room to spare; well below what Python's recursive JSON parser survives, so no
 # body can make it raise RecursionError.
 MAX_BODY_NESTING = 256
+# How many arrays and objects, and values and keys (counted as the commas and colons between
+# them), a body may hold per intent it may carry, counted on the text before it is parsed
+# (R3-1): ``json.loads`` holds the GIL for a whole parse, and a body within the byte limit but
+# of millions of tiny arrays or numbers takes seconds (mostly creating and collecting them),
+# during which serve answers no one. A price intent holds 2 objects and about 20 values and
+# keys; a financial posting's lines are an object of a few values each. The budget is the
+# body's, shared by its intents, and never less than MIN_BODY_INTENTS intents' worth (16,384
+# arrays and objects, 65,536 values: a posting of some 6,000 lines, as dense as the 1 MiB
+# the byte limit allows at least). Parsing a full budget (1,000 intents) takes about 0.2 s.
+CONTAINERS_PER_INTENT = 256
+VALUES_PER_INTENT = 1024
+MIN_BODY_INTENTS = 64
 
 
 class BodyError(ValueError):
     """The body is not the shape that carries intents."""
 
 
-def parse_body(raw: bytes) -> Any:
-    """A body of intents as JSON, or BodyError with one line: not UTF-8, nested beyond
-    MAX_BODY_NESTING (measured on the text, before any parsing), not JSON, or a key twice."""
+class BodyTooLarge(BodyError):
+    """The body holds more arrays, objects or values than its item limit allows."""
+
+
+def parse_body(raw: bytes, max_items: int) -> Any:
+    """A body of at most ``max_items`` intents as JSON, or BodyError with one line: not UTF-8,
+    nested beyond MAX_BODY_NESTING, holding more arrays, objects or values than
+    ``max_items`` intents may (BodyTooLarge; both measured on the text, before any parsing),
+    not JSON, or a key twice."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise BodyError("the body is not UTF-8 text") from None
-    depth = nesting(text)
+    budget = max(max_items, MIN_BODY_INTENTS)
+    max_containers = budget * CONTAINERS_PER_INTENT
+    max_values = budget * VALUES_PER_INTENT
+    shape = measure(text, max_containers, max_values)
+    if shape.containers > max_containers:
+        raise BodyTooLarge(
+            f"the body holds more than {max_containers} arrays and objects, the most "
+            f"{max_items} intents may ({CONTAINERS_PER_INTENT} per intent)"
+        )
+    if shape.values > max_values:
+        raise BodyTooLarge(
+            f"the body holds more than {max_values} values and keys, the most {max_items} "
+            f"intents may ({VALUES_PER_INTENT} per intent)"
+        )
+    depth = shape.depth
     if depth > MAX_BODY_NESTING:
         raise BodyError(
             f"the body nests {depth} levels deep, more than the {MAX_BODY_NESTING} allowed (a "
@@ -96,6 +128,19 @@ def items_of(items: list[Any]) -> list[dict[str, Any] | str]:
     return rows
 
 
+def _too_large(payload: str) -> str | None:
+    """Why a payload given as text holds too much to parse (one intent: at most what the
+    smallest body's budget allows, MIN_BODY_INTENTS intents' worth), or None."""
+    most_containers = MIN_BODY_INTENTS * CONTAINERS_PER_INTENT
+    most_values = MIN_BODY_INTENTS * VALUES_PER_INTENT
+    shape = measure(payload, most_containers, most_values)
+    if shape.containers > most_containers:
+        return f"payload holds more than {most_containers} arrays and objects"
+    if shape.values > most_values:
+        return f"payload holds more than {most_values} values and keys"
+    return None
+
+
 def intent_row(item: dict[str, Any]) -> dict[str, Any] | str:
     """One intent as a staging row, or why its fields cannot be one."""
     unknown = set(item) - FIELDS
@@ -114,6 +159,8 @@ def intent_row(item: dict[str, Any]) -> dict[str, Any] | str:
         payload = dump_json(payload)  # safe: the body's nesting was bounded before parsing
     elif not isinstance(payload, str):
         return "payload must be a JSON object (or its text)"
+    elif (refused := _too_large(payload)) is not None:  # parsed later, in one json.loads
+        return refused
     if not isinstance(schema_version, str) or len(schema_version) > 32:
         return "schema_version must be a string of at most 32 characters"
     if source_ref is not None and (not isinstance(source_ref, str) or len(source_ref) > 500):

@@ -123,5 +123,7 @@ class ServeSettings(BaseModel):
         1000,
         ge=1,
         le=100_000,
-        description="Most intents one POST /api/v1/intents may carry (413 beyond).",
+        description="Most intents one POST /api/v1/intents (or a broker's message) may carry "
+        "(413 beyond); a body may also hold 256 arrays and objects and 1024 values per intent "
+        "(at least 64 intents' worth), counted before it is parsed.",
     )

@@ -15,7 +15,13 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy import Engine
 
-from exchange.intake.intents import BodyError, parse_body, rows_of, stage_intents
+from exchange.intake.intents import (
+    BodyError,
+    BodyTooLarge,
+    parse_body,
+    rows_of,
+    stage_intents,
+)
 from exchange.web.config import WebConfig
 from exchange.web.door import client_address
 from exchange.web.throttle import Guesses
@@ -81,6 +87,8 @@ class JsonIntake:
         # (/healthz included) waiting for it (R3-1).
         try:
             results = await asyncio.to_thread(self._take, raw)
+        except BodyTooLarge as exc:  # too much to parse for the items it may carry: as _TooMany
+            return _error(413, f"at most {self.config.intake_max_items} intents per request: {exc}")
         except BodyError as exc:
             return _error(400, str(exc))
         except _TooMany:
@@ -89,7 +97,7 @@ class JsonIntake:
 
     def _take(self, raw: bytes) -> list[dict[str, Any]]:
         """The body's intents judged and the valid ones staged; BodyError or _TooMany."""
-        body = parse_body(raw)
+        body = parse_body(raw, self.config.intake_max_items)
         intents = body.get("intents") if isinstance(body, dict) else None
         if isinstance(intents, list) and len(intents) > self.config.intake_max_items:
             raise _TooMany

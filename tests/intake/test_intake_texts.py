@@ -16,7 +16,7 @@ from exchange.intake.sources.common import intents_of
 
 def test_a_body_naming_a_key_twice_says_which_key_in_one_sentence() -> None:
     with pytest.raises(BodyError) as raised:
-        parse_body(b'{"intents": [{"kind": "price", "kind": "price"}]}')
+        parse_body(b'{"intents": [{"kind": "price", "kind": "price"}]}', 1)
     assert "the body names key 'kind' twice in one object" == str(raised.value)
     with pytest.raises(BodyError) as raised:
         intents_of(b'{"a": 1, "a": 2}', 10)  # a broker's message: the same parser
@@ -41,7 +41,7 @@ def test_a_payload_naming_a_key_twice_says_it_in_one_sentence() -> None:
 
 def test_a_body_nested_too_deep_names_its_own_limit_and_the_payloads() -> None:
     with pytest.raises(BodyError) as raised:
-        parse_body(b"[" * 300 + b"]" * 300)
+        parse_body(b"[" * 300 + b"]" * 300, 1)
     assert (
         "the body nests 300 levels deep, more than the 256 allowed (a payload may nest at most 64)"
     ) == str(raised.value)

@@ -50,6 +50,8 @@ from exchange.db.engine import make_engine
 from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xml
 from exchange.dev.onec_client import OneCClient
 from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.intake.intents import BodyTooLarge, parse_body
+from exchange.intake.sources.common import intents_of
 from exchange.web.config import DoorLimits
 from exchange.web.door import Door, client_address
 
@@ -165,6 +167,83 @@ def test_one_intake_body_of_escaped_quotes_never_stops_serve_answering(
     assert health.status_code == 200
     assert answered == [expected]
     assert waited < 1.0, f"/healthz waited {waited:.1f} s behind one intake request"
+
+
+def _many_values(kind: str) -> bytes:
+    if kind == "nested-lists":  # 16 MB: 7.2 million arrays (4.3 s of /healthz in the review)
+        return ('{"intents":[[' + ",".join(["[[[[]]]]"] * 1_800_000) + "]]}").encode()
+    if kind == "empty-lists":  # 9 MB: 3 million arrays
+        return ('{"intents":[' + ",".join(["[]"] * 3_000_000) + "]}").encode()
+    return ('{"intents":[' + ",".join(["1.5"] * 3_500_000) + "]}").encode()  # 14 MB of floats
+
+
+@pytest.mark.timing
+@pytest.mark.subprocess
+@pytest.mark.parametrize("kind", ["nested-lists", "empty-lists", "floats"])
+def test_a_body_of_millions_of_values_is_refused_before_it_is_parsed(
+    serve_process: str, kind: str
+) -> None:
+    """Contract 9: every route bounds what a request may take. ``json.loads`` holds the GIL for
+    a whole parse (mostly building and collecting millions of small containers), so the
+    intake's thread does not keep serve answering while a body within the byte limit, but of
+    millions of arrays or numbers, is parsed; "at most N intents" was decided only after it.
+    The body's arrays, objects and values are counted in the pass that measures its nesting,
+    and a body with more than its item limit allows is refused (413, the limit named) before
+    anything parses it: /healthz never waits a second."""
+    base = serve_process
+    body = _many_values(kind)
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    answered: list[httpx.Response] = []
+    attacker, prober = httpx.Client(timeout=120), httpx.Client(timeout=120)
+
+    def attack() -> None:
+        answered.append(attacker.post(f"{base}/api/v1/intents", content=body, headers=headers))
+
+    waits: list[float] = []
+    thread = threading.Thread(target=attack)
+    thread.start()
+    try:
+        while thread.is_alive():  # probed all along the request: the longest wait counts
+            started = time.monotonic()
+            assert prober.get(f"{base}/healthz").status_code == 200
+            waits.append(time.monotonic() - started)
+            time.sleep(0.05)
+    finally:
+        thread.join(120)
+        attacker.close()
+        prober.close()
+    assert [r.status_code for r in answered] == [413]
+    assert "the body holds more than" in answered[0].json()["error"]  # refused unparsed
+    assert max(waits) < 1.0, f"/healthz waited {max(waits):.1f} s behind one intake request"
+
+
+def _posting(lines: int) -> dict[str, object]:
+    """A large, realistic financial posting: a document of ``lines`` entries."""
+    entry = {"account": "60.01", "debit": "1250.00", "credit": "0", "memo": "поставка", "n": 1}
+    return {"document": "D-1", "date": "2026-01-01", "lines": [entry] * lines}
+
+
+def test_the_values_bound_refuses_no_realistic_body_and_is_per_message_and_intent() -> None:
+    """The bound of R3-1 (arrays, objects and values counted before parsing) is per body, from
+    the item limit: a full body of prices and a large posting pass, in the JSON intake and in
+    a broker's message of one intent; a message, or a payload given as text, of millions of
+    arrays is refused before anything parses it (a broker message: BodyError, as any body
+    that is not intents; a text payload: that intent alone is rejected)."""
+    price = {"sku": "A", "price": "1.00", "currency": "RUB", "price_type": "retail"}
+    intent = {"kind": "price", "aggregate": "A/retail", "aggregate_version": 1}
+    full = {"intents": [{**intent, "payload": price, "source_ref": "x"}] * 1000}
+    assert len(parse_body(json.dumps(full).encode(), 1000)["intents"]) == 1000
+    posting = {"kind": "financial_posting", "aggregate": "D-1", "aggregate_version": 1}
+    one = json.dumps({**posting, "payload": _posting(2000)}).encode()  # 20,000 values and keys
+    assert isinstance(intents_of(one, 1)[0], dict)
+    as_text = {**posting, "payload": json.dumps(_posting(2000))}
+    assert isinstance(intents_of(json.dumps(as_text).encode(), 1)[0], dict)
+    with pytest.raises(BodyTooLarge):
+        intents_of(("[" + ",".join(["[]"] * 100_000) + "]").encode(), 10)
+    huge = {**posting, "payload": '{"a": [' + ",".join(["[]"] * 100_000) + "]}"}
+    assert intents_of(json.dumps(huge).encode(), 1) == [
+        "payload holds more than 16384 arrays and objects"
+    ]
 
 
 # -- R3-2 -------------------------------------------------------------------------------------

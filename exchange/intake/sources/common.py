@@ -129,7 +129,7 @@ def safe_key(value: str) -> str:
 def intents_of(body: bytes, max_items: int) -> list[dict[str, Any] | str]:
     """The intents a body carries, each a staging row or why it cannot be one; ``BodyError``
     when the body is not intents at all."""
-    data = parse_body(body)
+    data = parse_body(body, max_items)
     if isinstance(data, dict) and set(data) == {"intents"}:
         data = data["intents"]
         if not isinstance(data, list):
