@@ -195,12 +195,7 @@ class RabbitMqTarget:
                 with contextlib.suppress(Exception):
                     await connection.close()
                 if isinstance(exc, _LOST):  # cut between the connection and its channel
-                    raise _NotOpen(
-                        Verdict.TEMPORARY,
-                        f"RabbitMQ cannot be reached: {self._describe(exc)}",
-                        type(exc).__name__,
-                        site_wide=True,
-                    ) from None
+                    raise self._unreachable(exc) from None
                 raise
             self._connection, self._channel = connection, channel
             return channel
@@ -216,12 +211,7 @@ class RabbitMqTarget:
                 site_wide=False,
             ) from None
         except _LOST as exc:
-            raise _NotOpen(
-                Verdict.TEMPORARY,
-                f"RabbitMQ cannot be reached: {self._describe(exc)}",
-                type(exc).__name__,
-                site_wide=True,
-            ) from None
+            raise self._unreachable(exc) from None
 
     async def _exchange_exists(self, channel: aiormq.abc.AbstractChannel) -> None:
         """A passive declare: the exchange is there (it closes ``channel`` when not)."""
@@ -236,12 +226,15 @@ class RabbitMqTarget:
         except aiormq.exceptions.ChannelAccessRefused as refused:
             raise self._refused_exchange(refused) from None
         except _LOST as exc:
-            raise _NotOpen(
-                Verdict.TEMPORARY,
-                f"RabbitMQ cannot be reached: {self._describe(exc)}",
-                type(exc).__name__,
-                site_wide=True,
-            ) from None
+            raise self._unreachable(exc) from None
+
+    def _unreachable(self, exc: BaseException) -> _NotOpen:
+        return _NotOpen(
+            Verdict.TEMPORARY,
+            f"RabbitMQ cannot be reached: {self._describe(exc)}",
+            type(exc).__name__,
+            site_wide=True,
+        )
 
     def _missing_exchange(self) -> _NotOpen:
         return _NotOpen(
@@ -296,12 +289,7 @@ class RabbitMqTarget:
                 channel = await asyncio.wait_for(connection.channel(), self.timeout)
             except _LOST as exc:
                 await self._forget_connection(connection)
-                raise _NotOpen(
-                    Verdict.TEMPORARY,
-                    f"RabbitMQ cannot be reached: {self._describe(exc)}",
-                    type(exc).__name__,
-                    site_wide=True,
-                ) from None
+                raise self._unreachable(exc) from None
             try:
                 await self._exchange_exists(channel)
             finally:
