@@ -184,12 +184,7 @@ class Throttle:
         if device is not None:
             return self._done_device(name, f"device:{device}", failed)
         by_name, by_address = self._keys(name, address)
-        for key in (by_name, by_address):
-            left = self.busy.get(key, 0) - 1
-            if left > 0:
-                self.busy[key] = left
-            else:
-                self.busy.pop(key, None)
+        self._release(by_name, by_address)
         self.busy_all -= 1
         now = self.clock()
         if failed is None:
@@ -199,19 +194,11 @@ class Throttle:
             # address's failures on other names.
             self.records.pop(by_name, None)
             return 0.0
-        for key in (by_name, by_address):
-            old = self.records.pop(key, Record())
-            count = old.failures + 1 if recent(old, now, self.limits) else 1
-            self.records[key] = Record(count, now)  # re-inserted: the dict's order is by age
-        self._forget(now)
+        self._fail(now, by_name, by_address)
         return wait(self.records[by_name], self.records[by_address], now, self.limits)
 
     def _done_device(self, name: str, key: str, failed: bool | None) -> float:
-        left = self.busy.get(key, 0) - 1
-        if left > 0:
-            self.busy[key] = left
-        else:
-            self.busy.pop(key, None)
+        self._release(key)
         self.busy_devices -= 1
         now = self.clock()
         if failed is None:
@@ -222,11 +209,23 @@ class Throttle:
             return 0.0
         # The device's own failures only: its owner's mistakes never feed the name's penalty
         # (strangers'), and strangers' never reach this lane.
-        old = self.records.pop(key, Record())
-        count = old.failures + 1 if recent(old, now, self.limits) else 1
-        self.records[key] = Record(count, now)
-        self._forget(now)
+        self._fail(now, key)
         return penalty(self.records[key], now, self.limits)
+
+    def _release(self, *keys: str) -> None:
+        for key in keys:
+            left = self.busy.get(key, 0) - 1
+            if left > 0:
+                self.busy[key] = left
+            else:
+                self.busy.pop(key, None)
+
+    def _fail(self, now: float, *keys: str) -> None:
+        for key in keys:
+            old = self.records.pop(key, Record())
+            count = old.failures + 1 if recent(old, now, self.limits) else 1
+            self.records[key] = Record(count, now)  # re-inserted: the dict's order is by age
+        self._forget(now)
 
     def _forget(self, now: float) -> None:
         if len(self.records) <= self.KEPT:
