@@ -9,7 +9,6 @@ version conflict, an aggregate's sku or price type) are left to intake, as for a
 from __future__ import annotations
 
 import asyncio
-import hmac
 from typing import Any
 
 from aiohttp import web
@@ -24,6 +23,7 @@ from exchange.intake.intents import (
 )
 from exchange.web.config import WebConfig
 from exchange.web.door import client_address
+from exchange.web.keys import same_secret
 from exchange.web.throttle import Guesses
 
 PATH = "/api/v1/intents"
@@ -61,7 +61,7 @@ class JsonIntake:
         scheme, _, value = request.headers.get("Authorization", "").strip().partition(" ")
         if not token or scheme.lower() != "bearer":  # a scheme is case-insensitive (RFC 9110)
             return False
-        return hmac.compare_digest(value.strip().encode(), token.encode())
+        return same_secret(value.strip(), token)
 
     async def handle(self, request: web.Request) -> web.Response:
         if not self.config.intake_token:
@@ -74,8 +74,7 @@ class JsonIntake:
             response = _error(429, "too many wrong tokens from this address: try again later")
             response.headers["Retry-After"] = verdict.retry_after_header
             return response
-        right = self._authorized(request)
-        hold = self.guesses.judged(address, right=right)
+        right, hold = self.guesses.judge(address, lambda: self._authorized(request))
         if not right:
             await asyncio.sleep(hold)
             return _error(401, "missing or wrong bearer token")

@@ -67,6 +67,15 @@ def credentials_digest(user: str, password: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def same_secret(given: str, expected: str) -> bool:
+    """Whether a secret a request carried is ``expected`` (never empty), in constant time;
+    never an error. ``given`` comes from a header, where aiohttp keeps bytes that are not UTF-8
+    as lone surrogates: it is compared as such (``surrogatepass``), so those bytes are a wrong
+    secret like any other (issue 33 item 8: they answered 500 and leaked a throttle slot)."""
+    sent = given.encode("utf-8", "surrogatepass")
+    return hmac.compare_digest(sent, expected.encode("utf-8")) and bool(expected)
+
+
 class Signer:
     def __init__(
         self,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import hmac
 import logging
 import secrets
@@ -58,7 +57,7 @@ from exchange.web.files import (
     unpack_archives,
     unpacked,
 )
-from exchange.web.keys import Signer, credentials_digest
+from exchange.web.keys import Signer, credentials_digest, same_secret
 from exchange.web.throttle import Guesses
 from exchange.words import onec_words
 
@@ -289,14 +288,14 @@ class OneCExchange:
             return False
         try:
             decoded = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
+        except ValueError:  # not base64 (bytes that are not ASCII among them), not UTF-8
             return False
         user, _, password = decoded.partition(":")
         expected_user = self.config.onec_user or ""
         expected_password = self.config.onec_password or ""
-        user_ok = hmac.compare_digest(user.encode(), expected_user.encode())
-        password_ok = hmac.compare_digest(password.encode(), expected_password.encode())
-        return user_ok and password_ok and bool(expected_user and expected_password)
+        user_ok = same_secret(user, expected_user)
+        password_ok = same_secret(password, expected_password)
+        return user_ok and password_ok
 
     async def _basic(self, request: web.Request) -> bool | web.Response:
         """Whether the request carries 1C's user and password (HTTP Basic); a refusal, before
@@ -312,8 +311,7 @@ class OneCExchange:
                 "too many wrong passwords from this address: "
                 f"try again in {verdict.retry_after_header} s",
             )
-        right = self._basic_ok(request)
-        hold = self.guesses.judged(address, right=right)
+        right, hold = self.guesses.judge(address, lambda: self._basic_ok(request))
         if hold > 0:
             await asyncio.sleep(hold)
         return right
