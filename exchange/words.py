@@ -1169,6 +1169,12 @@ WORDS.update(
             "ru": "Сессия закончилась (вы вышли или она истекла): войдите снова и повторите.",
             "en": "The session has ended (signed out or expired): sign in again and repeat.",
         },
+        "bad_text": {
+            "ru": "В запросе есть знаки, которые нельзя сохранить или искать (нулевой байт или "
+            "байты не в UTF-8): уберите их и повторите.",
+            "en": "The request holds characters that cannot be stored or searched (a NUL byte "
+            "or bytes that are not UTF-8): remove them and repeat.",
+        },
         "form_stale": {
             "ru": "Эта форма устарела (вы вышли или вошли заново в другой вкладке): откройте "
             "страницу заново и повторите.",

@@ -30,8 +30,30 @@ def config_first(argv: list[str]) -> list[str]:
     return args
 
 
+def not_text(argv: list[str]) -> str | None:
+    """The first argument that is not UTF-8 text, as the bytes it was (``\\xff``), or None.
+    Python keeps such bytes of the command line as lone surrogates, which no database, file
+    name or console takes: refused before any command sees them (issue 33 item 9)."""
+    for arg in argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            raw = arg.encode("utf-8", "surrogateescape")
+            return raw.decode("ascii", "backslashreplace")
+    return None
+
+
 def main() -> None:
-    app(args=config_first(sys.argv[1:]), prog_name="exchange")
+    args = sys.argv[1:]
+    bad = not_text(args)
+    if bad is not None:
+        print(
+            f"error: the argument '{bad}' is not UTF-8 text: exchange reads its arguments as "
+            "UTF-8 (is the terminal or the script in another encoding?)",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    app(args=config_first(args), prog_name="exchange")
 
 
-__all__ = ["app", "config_first", "main"]
+__all__ = ["app", "config_first", "main", "not_text"]

@@ -33,6 +33,13 @@ class Workbench(SignIn, Pages, Actions):
     # -- routes --------------------------------------------------------------------------
 
     def routes(self) -> list[web.RouteDef]:
+        """Every route behind ``Core._guarded`` (text a database can hold, or a 400)."""
+        return [
+            web.route(route.method, route.path, self._guarded(route.handler), **route.kwargs)
+            for route in self._routes()
+        ]
+
+    def _routes(self) -> list[web.RouteDef]:
         return [
             web.get("/", self._page(self.dashboard)),
             web.get("/login", self.login_form),
