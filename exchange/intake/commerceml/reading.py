@@ -19,6 +19,7 @@ for the next file.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import struct
 import threading
@@ -161,6 +162,30 @@ def _ready() -> None:
     """The job that starts a reading process."""
 
 
+def _end_with_parent() -> None:
+    """Runs first in each reading process: a thread of its own waits on the parent's
+    sentinel and ends this process as soon as ``serve`` is gone, however it ended (issue 33
+    item 12: a ``serve`` killed by SIGKILL left its readers running, each blocked for ever on
+    a queue whose other end it holds itself, or reading on into a spool nobody would read).
+
+    The sentinel is the pipe ``spawn`` gives every child (``multiprocessing.parent_process``;
+    on Windows the parent's process handle): the kernel closes its other end when the parent
+    dies, whatever killed it, so this works wherever ``spawn`` does. Not Linux's
+    ``PR_SET_PDEATHSIG``: its signal follows the parent *thread* that started the child, and
+    readers are started from a thread of ``asyncio.to_thread`` (and made anew from whichever
+    thread submits after a reader died), so an idle pool thread ending would kill a reader
+    of a living serve; it also needs a check against a parent that died before it was set."""
+    parent = multiprocessing.parent_process()
+    if parent is None:  # not a child of multiprocessing (a reader run in serve's own process)
+        return
+
+    def watch() -> None:
+        parent.join()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exchange-reader-parent", daemon=True).start()
+
+
 class ReaderPool:
     """Processes that read CommerceML files: ``submit`` one file, follow its ``frames``,
     take its ``result``. Made on first use, made anew after a reader died."""
@@ -176,12 +201,17 @@ class ReaderPool:
         pays it when it starts, not during 1C's first import)."""
         with self._lock:
             if self._executor is None:
-                self._executor = ProcessPoolExecutor(
-                    self.processes, mp_context=multiprocessing.get_context("spawn")
-                )
+                self._executor = self._new_executor()
             executor = self._executor
         for _ in range(self.processes):
             executor.submit(_ready)
+
+    def _new_executor(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            self.processes,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_end_with_parent,
+        )
 
     def submit(
         self,
@@ -195,9 +225,7 @@ class ReaderPool:
     ) -> Future[Read]:
         with self._lock:
             if self._executor is None:
-                self._executor = ProcessPoolExecutor(
-                    self.processes, mp_context=multiprocessing.get_context("spawn")
-                )
+                self._executor = self._new_executor()
             executor = self._executor
         try:
             return executor.submit(
