@@ -1169,6 +1169,12 @@ WORDS.update(
             "ru": "Сессия закончилась (вы вышли или она истекла): войдите снова и повторите.",
             "en": "The session has ended (signed out or expired): sign in again and repeat.",
         },
+        "login_forged": {
+            "ru": "Эта форма входа устарела или отправлена с другого сайта: никто не вошёл. "
+            "Введите имя и пароль здесь ещё раз.",
+            "en": "This sign-in form is stale or was sent from another site: nobody was signed "
+            "in. Enter the name and password here again.",
+        },
         "bad_text": {
             "ru": "В запросе есть знаки, которые нельзя сохранить или искать (нулевой байт или "
             "байты не в UTF-8): уберите их и повторите.",

@@ -44,7 +44,7 @@ import pytest
 from aiohttp.test_utils import make_mocked_request
 from web_helpers import PASSWORD, TOKEN, USER, running, web_settings
 from workbench_helpers import PASSWORD as OPERATOR_PASSWORD
-from workbench_helpers import add_operator, close_all, quarantine_some, signed_in
+from workbench_helpers import add_operator, close_all, log_in, quarantine_some, signed_in
 
 from exchange.db.engine import make_engine
 from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xml
@@ -567,14 +567,14 @@ def test_guesses_from_elsewhere_never_keep_out_an_operator_who_mistyped_once(
     settings = web_settings(db_url, tmp_path / "1c")
     with running(settings, login_delay=0.2, login_delay_max=1.6) as base:
         olga = httpx.Client(base_url=base, timeout=60)
-        assert olga.post("/login", data={"name": "olga", "password": "typo"}).status_code == 401
+        assert log_in(olga, "olga", "typo").status_code == 401
         stop = threading.Event()
         guesses: list[threading.Thread] = []
         guessers: list[httpx.Client] = []
 
         def guess(guesser: httpx.Client, n: int) -> None:
             with contextlib.suppress(httpx.HTTPError):
-                guesser.post("/login", data={"name": "olga", "password": f"guess-{n}"})
+                log_in(guesser, "olga", f"guess-{n}")
 
         def stranger() -> None:
             for n in range(2, 250):
@@ -593,7 +593,7 @@ def test_guesses_from_elsewhere_never_keep_out_an_operator_who_mistyped_once(
             answers = []
             deadline = time.monotonic() + 6.0
             while time.monotonic() < deadline:
-                answer = olga.post("/login", data={"name": "olga", "password": OPERATOR_PASSWORD})
+                answer = log_in(olga, "olga", OPERATOR_PASSWORD)
                 answers.append(answer.status_code)
                 if answer.status_code == 303:
                     break
@@ -651,14 +651,14 @@ def test_a_strangers_flood_never_locks_out_an_operator_on_a_known_device(
         bob = httpx.Client(base_url=base, timeout=60)
         bare = httpx.Client(base_url=base, timeout=60)
         right = {"name": "alice", "password": OPERATOR_PASSWORD}
-        signed = alice.post("/login", data=right)
+        signed = log_in(alice, **right)
         assert signed.status_code == 303
         (set_device,) = [
             c for c in signed.headers.get_list("set-cookie") if c.startswith("exchange_wb_device=")
         ]
         for flag in ("HttpOnly", "SameSite=Strict", "Path=/login", "Max-Age=15552000"):
             assert flag.lower() in set_device.lower(), set_device
-        assert bob.post("/login", data={**right, "name": "bob"}).status_code == 303
+        assert log_in(bob, "bob", OPERATOR_PASSWORD).status_code == 303
         device = alice.cookies.get("exchange_wb_device", path="/login")
         bobs = bob.cookies.get("exchange_wb_device", path="/login")
         session = alice.cookies.get("exchange_wb", path="/")
@@ -668,7 +668,7 @@ def test_a_strangers_flood_never_locks_out_an_operator_on_a_known_device(
 
         def guess(guesser: httpx.Client, name: str) -> None:
             with contextlib.suppress(httpx.HTTPError):
-                guesser.post("/login", data={"name": name, "password": f"guess-{name}"})
+                log_in(guesser, name, f"guess-{name}")
 
         try:
             for n, name in enumerate(["alice", "alice", *[f"nobody-{k}" for k in range(6)]]):
@@ -681,15 +681,15 @@ def test_a_strangers_flood_never_locks_out_an_operator_on_a_known_device(
             while throttle.busy_all < 8 and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert throttle.busy_all == 8 and throttle.busy["name:alice"] == 2
-            assert bare.post("/login", data=right).status_code == 429  # the old rule
-            answers = [alice.post("/login", data=right).status_code for _ in range(5)]
+            assert log_in(bare, **right).status_code == 429  # the old rule
+            answers = [log_in(alice, **right).status_code for _ in range(5)]
             assert answers == [303] * 5
             named = bobs.split(".")[0].split("-")[0] + "-" + b"alice".hex()
             forged = f"{named}.{bobs.split('.')[1]}.{bobs.split('.')[2]}"
             for cookie in (bobs, forged, session):
                 other = httpx.Client(base_url=base, timeout=60)
                 other.cookies.set("exchange_wb_device", cookie, path="/login")
-                assert other.post("/login", data=right).status_code == 429, cookie
+                assert log_in(other, **right).status_code == 429, cookie
                 other.close()
             assert throttle.busy_all == 8  # the guesses still held every stranger's slot
         finally:

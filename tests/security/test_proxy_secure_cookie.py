@@ -13,7 +13,7 @@ import pytest
 from securitytools import Pki
 from sqlalchemy import Engine
 from web_helpers import running, web_settings
-from workbench_helpers import PASSWORD, add_operator
+from workbench_helpers import PASSWORD, add_operator, log_in
 
 from exchange.db.engine import make_engine
 
@@ -34,7 +34,7 @@ def _secure(header: str) -> bool:
 
 
 def _sign_in_and_switch_language(client: httpx.Client) -> tuple[httpx.Response, httpx.Response]:
-    login = client.post("/login", data={"name": "olga", "password": PASSWORD})
+    login = log_in(client, "olga", PASSWORD)
     assert login.status_code == 303, login.text
     # A Secure cookie is not sent back over plain HTTP (the test's side of the proxy): by hand.
     client.cookies.set("exchange_wb", login.cookies["exchange_wb"])

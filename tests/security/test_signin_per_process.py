@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import inspect, text
 from typer.testing import CliRunner
 from web_helpers import USER, running, web_settings
+from workbench_helpers import log_in
 
 from exchange.cli import app
 from exchange.db.engine import make_engine
@@ -55,7 +56,7 @@ def test_wrong_passwords_at_every_door_change_nothing_in_the_database(
     with running(web_settings(db_url, tmp_path / "1c")) as base:
         before = counts(db_url)
         with httpx.Client(base_url=base, timeout=60) as client:
-            signed = client.post("/login", data={"name": "admin", "password": "not-it"})
+            signed = log_in(client, "admin", "not-it")
             assert signed.status_code == 401, signed.text[:200]
             onec = client.get(
                 "/1c_exchange.php?type=catalog&mode=checkauth",

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 from web_helpers import running, web_settings
-from workbench_helpers import PASSWORD, add_operator
+from workbench_helpers import PASSWORD, add_operator, log_in
 
 from exchange import app as bootstrap
 from exchange.db.engine import make_engine
@@ -207,7 +207,7 @@ def hasher(monkeypatch: pytest.MonkeyPatch) -> CountingHasher:
 def _sign_in(base: str, password: str, address: str | None = None) -> httpx.Response:
     headers = {"X-Forwarded-For": address} if address else {}
     with httpx.Client(base_url=base, timeout=60, headers=headers) as client:
-        return client.post("/login", data={"name": "olga", "password": password})
+        return log_in(client, "olga", password)
 
 
 def _at_once(base: str, guesses: list[tuple[str, str | None]]) -> list[httpx.Response]:

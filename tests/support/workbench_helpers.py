@@ -100,9 +100,28 @@ def signed_in(base: str, name: str, password: str = PASSWORD) -> httpx.Client:
 
 
 def _sign_in(client: httpx.Client, name: str, password: str) -> httpx.Client:
-    answer = client.post("/login", data={"name": name, "password": password})
+    answer = log_in(client, name, password)
     assert answer.status_code == 303, answer.text
     return client
+
+
+LOGIN_COOKIE = "exchange_wb_login"
+
+
+def log_in(
+    client: httpx.Client, name: str, password: str, headers: dict[str, str] | None = None
+) -> httpx.Response:
+    """A sign-in as the browser's form posts it (issue 33 item 7): the form read first, its
+    CSRF token and sign-in cookie sent back (by hand where the cookie is ``Secure`` and the
+    test speaks plain HTTP, as behind the proxy)."""
+    page = client.get("/login", headers=headers)
+    found = re.search(r'name="csrf" value="([0-9a-f]{64})"', page.text)
+    assert found, page.text
+    sent = [c for c in page.headers.get_list("set-cookie") if c.startswith(f"{LOGIN_COOKIE}=")]
+    if any("; secure" in c.lower() for c in sent):  # not sent back over plain HTTP
+        client.cookies.set(LOGIN_COOKIE, page.cookies[LOGIN_COOKIE], path="/login")
+    data = {"csrf": found.group(1), "name": name, "password": password}
+    return client.post("/login", data=data, headers=headers)
 
 
 def csrf_of(client: httpx.Client, path: str = "/") -> str:

@@ -27,6 +27,7 @@ FROM_SETTINGS = (
     "display_tz",
     "live_within",
     "behind_proxy",
+    "public_url",
 )
 
 

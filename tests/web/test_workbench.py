@@ -24,6 +24,7 @@ from workbench_helpers import (
     confirm_fields,
     csrf_of,
     deliver,
+    log_in,
     message_id_of,
     new_client,
     post,
@@ -100,7 +101,7 @@ def test_failed_sign_ins_are_slowed_and_say_nothing_of_which_part_was_wrong(
     times = []
     for name in ("olga", "olga", "nobody"):
         started = time.monotonic()
-        answer = client.post("/login", data={"name": name, "password": "wrong password"})
+        answer = log_in(client, name, "wrong password")
         times.append(time.monotonic() - started)
         assert answer.status_code == 401 and "Неверное имя или пароль" in answer.text
         assert "exchange_wb" not in answer.cookies

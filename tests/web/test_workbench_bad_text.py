@@ -17,6 +17,7 @@ from workbench_helpers import (
     add_operator,
     close_all,
     csrf_of,
+    log_in,
     new_client,
     signed_in,
 )
@@ -88,7 +89,7 @@ def test_a_nul_in_the_sign_in_name_signs_nobody_in_and_is_a_clear_refusal(
 ) -> None:
     before = _changes(db)
     client = new_client(bench)
-    answer = client.post("/login", data={"name": "olga\x00", "password": PASSWORD})
+    answer = log_in(client, "olga\x00", PASSWORD)
     assert _refused(answer)
     assert before == _changes(db)
     assert "exchange_wb" not in client.cookies

@@ -43,6 +43,7 @@ from exchange.words import name as code_name
 
 SESSION_COOKIE = "exchange_wb"
 DEVICE_COOKIE = "exchange_wb_device"  # a browser that signed in before (``signin``)
+LOGIN_COOKIE = "exchange_wb_login"  # what the sign-in form's CSRF token is bound to (``signin``)
 LANG_COOKIE = "exchange_lang"
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "

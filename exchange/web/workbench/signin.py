@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import hmac
+import re
 import secrets
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -16,20 +19,85 @@ from exchange.web.keys import COOKIE_MAX_AGE_S, DEVICE_MAX_AGE_S
 from exchange.web.throttle import Verdict
 from exchange.web.workbench.core import (
     DEVICE_COOKIE,
+    LOGIN_COOKIE,
     SESSION_COOKIE,
     Core,
     Who,
 )
+
+# The sign-in cookie's value: what ``secrets.token_urlsafe(24)`` makes.
+_LOGIN_VALUE = re.compile(r"[A-Za-z0-9_-]{32}")
 
 
 class SignIn(Core):
     # -- sign-in ---------------------------------------------------------------------------
 
     async def login_form(self, request: web.Request) -> web.StreamResponse:
-        return self._render(request, "login.html", None, failed=False, wait=None)
+        return self._login_page(request)
+
+    def _login_page(
+        self,
+        request: web.Request,
+        status: int = 200,
+        *,
+        failed: bool = False,
+        wait: str | None = None,
+        forged: bool = False,
+    ) -> web.Response:
+        """The sign-in form, with the CSRF token of this browser's sign-in cookie (set here,
+        kept if it holds one): a sign-in has no session yet, so its token is bound to that
+        cookie, as every other form's is bound to the session (``Core.csrf``)."""
+        value = request.cookies.get(LOGIN_COOKIE, "")
+        if not _LOGIN_VALUE.fullmatch(value):
+            value = secrets.token_urlsafe(24)
+        response = self._render(
+            request,
+            "login.html",
+            None,
+            status=status,
+            failed=failed,
+            wait=wait,
+            forged=forged,
+            login_csrf=self._login_tag(value),
+        )
+        response.set_cookie(
+            LOGIN_COOKIE,
+            value,
+            httponly=True,
+            samesite="Strict",  # never sent with a form posted from another site
+            secure=self._secure_cookies(request),
+            path="/login",
+        )
+        return response
+
+    def _login_tag(self, value: str) -> str:
+        return self._csrf.tag(f"login|{value}")
+
+    def _login_posted_here(self, request: web.Request, form: Any) -> bool:
+        """Whether a sign-in was posted by this site's own form (issue 33 item 7: a page
+        elsewhere could sign an operator's browser into its author's account): the token of
+        this browser's sign-in cookie, and the Origin (else the Referer) naming this site
+        where the browser sent one."""
+        value = request.cookies.get(LOGIN_COOKIE, "")
+        token = str(form.get("csrf", ""))
+        if not _LOGIN_VALUE.fullmatch(value) or not hmac.compare_digest(
+            token.encode(), self._login_tag(value).encode()
+        ):
+            return False
+        origin = request.headers.get("Origin")
+        sender = origin if origin is not None else request.headers.get("Referer")
+        if not sender:
+            return True  # neither sent (an old browser, a privacy setting): the token holds
+        hosts = {request.host.lower()}
+        if self.config.public_url:
+            hosts.add(urlsplit(self.config.public_url).netloc.lower())
+        return urlsplit(sender).netloc.lower() in hosts  # Origin «null»: no host, refused
 
     async def login(self, request: web.Request) -> web.StreamResponse:
         form = await request.post()
+        if not self._login_posted_here(request, form):
+            # Nothing judged or counted: a fresh form, whose sign-in works at once.
+            return self._login_page(request, 403, forged=True)
         name = str(form.get("name", "")).strip()[:100]
         password = str(form.get("password", ""))[:1000]
         address = client_address(request, self.config.behind_proxy)
@@ -55,7 +123,7 @@ class SignIn(Core):
             wait = self.throttle.done(name, address, failed=failed, device=device)
         if failed:
             await asyncio.sleep(wait)
-            return self._render(request, "login.html", None, status=401, failed=True, wait=None)
+            return self._login_page(request, 401, failed=True)
         response = web.HTTPSeeOther("/")
         secure = self._secure_cookies(request)
         response.set_cookie(
@@ -110,14 +178,7 @@ class SignIn(Core):
             )
 
     def _too_many(self, request: web.Request, verdict: Verdict) -> web.Response:
-        response = self._render(
-            request,
-            "login.html",
-            None,
-            status=429,
-            failed=False,
-            wait=verdict.retry_after_header,
-        )
+        response = self._login_page(request, 429, wait=verdict.retry_after_header)
         response.headers["Retry-After"] = verdict.retry_after_header
         return response
 
