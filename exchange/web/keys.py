@@ -109,7 +109,9 @@ class Signer:
     def verify(self, value: str, *, now: float | None = None) -> str | None:
         """The session a cookie value names, or None: forged, altered or expired."""
         parts = value.split(".")
-        if len(parts) != 3 or not parts[1].isdigit():
+        # Only ASCII is ever signed here; a cookie of other bytes (kept by aiohttp as lone
+        # surrogates, which no MAC can encode) is forged, never an error (issue 33 item 8).
+        if len(parts) != 3 or not parts[1].isdigit() or not value.isascii():
             return None
         session, stamp, mac = parts
         if not hmac.compare_digest(mac, self._mac(f"{session}.{stamp}")):

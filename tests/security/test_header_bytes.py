@@ -22,6 +22,7 @@ from exchange.web import throttle
 SLOTS = 6
 FLOOD = 2 * SLOTS
 BAD = b"\xff\xfe\x80 \xc3("  # no UTF-8 reading of these
+SIGNED = b"\xff\xfe\x80\xc3.1700000000.abc"  # a signed value's shape, those bytes its session
 
 
 def _request(door: str, authorization: bytes) -> bytes:
@@ -117,3 +118,26 @@ def test_a_check_that_fails_counts_as_wrong_and_releases_its_slot() -> None:
         guesses.judge("198.51.100.1", broken)
     assert ({}, 0) == (guesses.throttle.busy, guesses.throttle.busy_all)
     assert 1 == guesses.throttle.records["addr:198.51.100.1"].failures
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_a_cookie_whose_bytes_are_not_utf8_is_no_session_never_an_error(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The same bytes in a session cookie: the workbench's is no session (to the sign-in
+    page), 1C's no exchange (``failure``), never a 500."""
+    with running(web_settings(db_url, tmp_path / "1c")) as base:
+        workbench = _send(
+            base,
+            "127.0.0.2",
+            b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: exchange_wb=" + SIGNED + b"\r\n\r\n",
+        )
+        assert 303 == status(workbench), workbench[:300]
+        assert b"Location: /login" in workbench
+        onec = _send(
+            base,
+            "127.0.0.2",
+            b"GET /1c_exchange.php?type=catalog&mode=init HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Cookie: EXCHANGE_1C_SESSION=" + SIGNED + b"\r\n\r\n",
+        )
+        assert _refused_as_wrong("1c", onec), onec[:300]
