@@ -25,7 +25,8 @@ How a leased batch travels: in requests of at most ``MAX_ITEMS`` (100, WooCommer
 WooCommerce has no Idempotency-Key and no versions: repeating a write is harmless, and the
 queue's one message per aggregate in flight with latest-wins keeps the order (contract 10).
 The consumer key and secret travel by the scheme EXCHANGE_WOO_AUTH names or ``auto`` finds
-(targets/woocommerce/auth.py: Basic or the query form only over https://, OAuth 1.0a); they are
+(targets/woocommerce/auth.py: Basic only over https://, OAuth 1.0a, the query form only when
+asked for); they are
 never logged nor put in a detail. Every request, whatever it is for, waits for the worker's pace
 (``pace_with``, contract 5c). A 401 says whether the shop judged the key (its secret, its
 signature, its permission to write) or saw no key by any scheme tried (the transport).
@@ -442,8 +443,9 @@ def _refused(refusals: list[tuple[auth.Scheme, str]], last_code: str) -> Classif
     else:
         detail = (
             f"HTTP 401: the shop saw no key by any scheme tried ({tried}); the transport is "
-            "refused: over http:// WooCommerce takes OAuth 1.0a only, a host that drops the "
-            "Authorization header needs the query form (EXCHANGE_WOO_AUTH)"
+            "refused: over http:// WooCommerce takes OAuth 1.0a only, and a host that drops the "
+            "Authorization header loses Basic (EXCHANGE_WOO_AUTH=auto or oauth1 signs in the "
+            "query instead, the secret never sent)"
         )
     return Classification(
         Verdict.PAUSE,
