@@ -16,8 +16,10 @@ How a leased batch travels: in requests of at most ``MAX_ITEMS`` (100, WooCommer
    with an ``…invalid_id`` code (the id is gone) -> the id forgotten, the SKU looked up and written
    again at once (once; TEMPORARY if the id is gone again); another item error -> by its
    ``data.status`` (5xx TEMPORARY, else TERMINAL);
-5. a whole answer: by the table every target shares (exchange/targets/wire.py); a body that is
-   not the batch JSON, or a batch answer without one result per item, UNKNOWN;
+5. a whole answer: an HTML 404 (not the REST API: plain permalinks) sends it to
+   ``?rest_route=`` once, kept; at neither address, or ``rest_no_route``: PAUSE (the shop's
+   address, never a SKU); else by the table every target shares (exchange/targets/wire.py);
+   a body that is not the batch JSON, or a batch answer without one result per item, UNKNOWN;
 6. a request whose result is unknown (a timeout after it went out, a connection cut before the
    answer): the prices are read back (``GET products?include=<ids>``); a price the shop holds
    as sent is DELIVERED; otherwise TEMPORARY (sent again: setting a price is an absolute write).
@@ -62,7 +64,9 @@ from exchange.targets.woocommerce.ids import SkuIds, Where
 
 log = logging.getLogger(__name__)
 
-API = "/wp-json/wc/v3"
+ROUTE = "/wc/v3"
+API = "/wp-json" + ROUTE
+NO_REST_API = "NoRestApi"  # error_class: the REST API is not at the configured address
 MAX_ITEMS = 100  # WooCommerce's batch limit (woocommerce_rest_batch_items_limit), 413 beyond
 BODY_CAP = 4 * 1024 * 1024
 USER_AGENT = "exchange/0.1"
@@ -115,6 +119,8 @@ class WooCommerceTarget:
         self.price_fields = dict(price_fields)
         self.auth_setting: auth.AuthSetting = auth_setting
         self.auth_used: auth.Scheme | None = None  # the scheme the shop last accepted
+        # The REST API answers at ?rest_route= only (plain permalinks): found once, kept.
+        self.rest_route = False
         self._auth = self._read_auth()
         self._http = http_client(
             base_url=self.url + API,
@@ -374,6 +380,14 @@ class WooCommerceTarget:
     async def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
         return await self._call("POST", path, body=body)
 
+    def _url(self, method: str, path: str, params: dict[str, str] | None) -> httpx.URL:
+        """The request's URL at the REST API's address: ``/wp-json/wc/v3/<path>``, or, once the
+        shop showed /wp-json/ is not there, ``/?rest_route=/wc/v3/<path>`` (the address
+        WordPress's ``get_rest_url`` gives with plain permalinks)."""
+        if not self.rest_route:
+            return self._http.build_request(method, path, params=params).url
+        return httpx.URL(self.url + "/", params={"rest_route": ROUTE + path, **(params or {})})
+
     async def _call(
         self,
         method: str,
@@ -382,13 +396,56 @@ class WooCommerceTarget:
         params: dict[str, str] | None = None,
         body: dict[str, Any] | None = None,
     ) -> httpx.Response:
+        """One request at the REST API's address, found once: an answer that is not
+        WordPress's REST API (an HTML 404: plain permalinks, no rewrite for /wp-json/) sends
+        the same request to ``?rest_route=`` (nothing was applied: WordPress never ran), and
+        that address is kept. Not there either: configuration (the URL, the permalinks), never
+        a verdict on a SKU."""
+        response = await self._signed(method, path, params, body)
+        if not self.rest_route and _not_the_rest_api(response):
+            self.rest_route = True
+            response = await self._signed(method, path, params, body)
+            if _not_the_rest_api(response):
+                self.rest_route = False
+                raise _Answer(self._no_rest_api(response))
+            log.info(
+                "WooCommerce: %s/wp-json/ is not the REST API (plain permalinks); using "
+                "?rest_route= from now on",
+                self.url,
+            )
+        elif _not_the_rest_api(response):
+            raise _Answer(self._no_rest_api(response))
+        return self._judged(response)
+
+    def _no_rest_api(self, response: httpx.Response) -> Classification:
+        return Classification(
+            Verdict.PAUSE,
+            f"HTTP {response.status_code}: WooCommerce's REST API is not at "
+            f"{self.url}: {API}/ and ?rest_route={ROUTE}/ both answer a page that is "
+            "not the REST API. Check EXCHANGE_WOO_URL (the shop's home address, as in WordPress "
+            "→ Settings → General), that WooCommerce is active, and WordPress → Settings → "
+            "Permalinks (with «Plain», /wp-json/ is not there; the service uses ?rest_route= "
+            "then)",
+            http_status=response.status_code,
+            error_class=NO_REST_API,
+        )
+
+    async def _signed(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, str] | None,
+        body: dict[str, Any] | None,
+    ) -> httpx.Response:
+        """The request with the key by each scheme in turn until one is not refused; a 401
+        after every scheme is raised as the key or the transport refused."""
         if self._auth is None:
             raise _Answer(
                 Classification(Verdict.PAUSE, "EXCHANGE_WOO_KEY or EXCHANGE_WOO_SECRET is not set")
             )
         key, secret = self._auth
         content = json.dumps(body).encode() if body is not None else None
-        base = self._http.build_request(method, path, params=params).url
+        base = self._url(method, path, params)
         refusals: list[tuple[auth.Scheme, str]] = []
         for scheme in auth.ordered(self.url, key, self.auth_setting):
             url, headers = auth.sign(scheme, base, method, key, secret)
@@ -415,12 +472,28 @@ class WooCommerceTarget:
                 scheme == "oauth1" and "signature" in _code(response)
             ):
                 break
+        if response.status_code == 401:
+            auth.forget(self.url, key)
+            raise _Answer(_refused(refusals, _error_code(response)))
+        return response
+
+    def _judged(self, response: httpx.Response) -> httpx.Response:
+        """A 2xx answer; any other raised as the table every target shares reads it."""
         status = response.status_code
         if 200 <= status < 300:
             return response
-        if status == 401:
-            auth.forget(self.url, key)
-            raise _Answer(_refused(refusals, _error_code(response)))
+        if status == 404 and _error_code(response) == "rest_no_route":
+            # WordPress answered, but has no wc/v3 route (WooCommerce inactive, an old
+            # version): about the shop, never about a SKU.
+            raise _Answer(
+                Classification(
+                    Verdict.PAUSE,
+                    f"HTTP 404 rest_no_route: WordPress at {self.url} has no WooCommerce REST API "
+                    f"v3 ({ROUTE}): is WooCommerce active, and is EXCHANGE_WOO_URL the shop?",
+                    http_status=404,
+                    error_class=NO_REST_API,
+                )
+            )
         verdict = STATUSES.verdict(status)
         raise _Answer(
             Classification(
@@ -453,6 +526,15 @@ def _refused(refusals: list[tuple[auth.Scheme, str]], last_code: str) -> Classif
         http_status=401,
         error_class="KeyRefused" if last_code in auth.KEY_JUDGED else "TransportRefused",
     )
+
+
+def _not_the_rest_api(response: httpx.Response) -> bool:
+    """A 404 that is not the REST API's answer: WordPress's REST server answers every error as
+    a JSON ``WP_Error`` (``code``, ``message``), a missing route too (``rest_no_route``); an
+    HTML 404 is the web server's or the theme's page for an address WordPress did not route
+    to the REST API (wp-includes/rest-api.php: /wp-json/ is a rewrite rule, which plain
+    permalinks do not have), about the shop's address, never about a SKU."""
+    return response.status_code == 404 and not _error_code(response)
 
 
 def _error_code(response: httpx.Response) -> str:
