@@ -210,7 +210,10 @@ class BitrixSimulator(LoopbackServer):
 
     @property
     def receiver_url(self) -> str:
-        """The address 1C's administrator types for this receiver."""
+        """The address 1C's administrator types for this receiver: wc1c shows it as
+        ``get_site_url(null, '/?wc1c-receiver=' . <id> . '&lazysign=' . <md5> . '&get_param')``
+        (wc1c/wc1c-main src/Schemas/Productscml/Admin.php, configurationsFieldsReceiver; the
+        lazysign is ``md5(<id> . time())``, kept as the ``receiver_lazy_sign`` meta)."""
         if self.receiver == "wc1c":
             return f"{self.url}/?wc1c-receiver=1&lazysign={self.lazysign}&get_param"
         return self.url + PATH

@@ -26,8 +26,10 @@ two items of one id are two results (``batch_items``); an item with an unknown i
 (class-wc-rest-crud-controller.php, ``update_item``); prices are strings; a product's id is not
 its SKU.
 
-Routes as WordPress resolves them (``route``): ``/wp-json/wc/v3/…`` under the home's path
-(``base_path``: a WordPress in a subdirectory), or ``?rest_route=/wc/v3/…``; a route outside
+The REST index (``/wp-json/``, ``?rest_route=/``) answers the ``home`` address without a key
+(WP_REST_Server::get_index). Routes as WordPress resolves them (``route``):
+``/wp-json/wc/v3/…`` under the home's path (``base_path``: a WordPress in a subdirectory), or
+``?rest_route=/wc/v3/…``; a route outside
 ``wc/v3`` is ``rest_no_route``. Plain permalinks (``pretty_permalinks=False``, a new
 WordPress's default) as WordPress's source has them (WordPress/wordpress-develop
 src/wp-includes/rest-api.php): ``/wp-json/`` exists only as a rewrite rule
@@ -243,6 +245,8 @@ class WooSimulator(LoopbackServer):
         if not self.pretty_permalinks:
             return None
         rest = rest.removeprefix("index.php/")
+        if rest == "wp-json":  # rest_api_register_rewrites: ^wp-json/?$ -> rest_route=/
+            return ""
         return rest[len("wp-json/") :].strip("/") if rest.startswith("wp-json/") else None
 
     @property
@@ -505,6 +509,15 @@ class _WooHandler(Handler):
         route = sim.route(parts.path, parts.query)
         if route is None:  # not a REST request: the web server's (or the theme's) 404 page
             self.answer(404, NOT_FOUND_PAGE, "text/html; charset=iso-8859-1")
+            return
+        if route == "" and method in ("GET", "HEAD"):
+            # The REST index (WP_REST_Server::get_index, wp-includes/rest-api/
+            # class-wp-rest-server.php): the site's name, ``url``, ``home`` (home_url(), its
+            # scheme what PHP sees) and namespaces; no key needed (WooCommerce authenticates
+            # only routes of its namespaces, is_request_to_rest_api).
+            home = sim.home_url(sim.base_path)
+            index = {"name": "Shop", "url": home, "home": home, "namespaces": ["wp/v2", "wc/v3"]}
+            self.answer(200, _json(index), "application/json")
             return
         if not route.startswith("wc/v3/"):
             self.error(

@@ -67,6 +67,8 @@ log = logging.getLogger(__name__)
 ROUTE = "/wc/v3"
 API = "/wp-json" + ROUTE
 NO_REST_API = "NoRestApi"  # error_class: the REST API is not at the configured address
+ADDRESS_REFUSED = "AddressRefused"  # error_class: the signature's address is not the shop's home
+SIGNATURE_MISMATCH = "provided signature does not match"  # check_oauth_signature's words
 MAX_ITEMS = 100  # WooCommerce's batch limit (woocommerce_rest_batch_items_limit), 413 beyond
 BODY_CAP = 4 * 1024 * 1024
 USER_AGENT = "exchange/0.1"
@@ -474,8 +476,47 @@ class WooCommerceTarget:
                 break
         if response.status_code == 401:
             auth.forget(self.url, key)
-            raise _Answer(_refused(refusals, _error_code(response)))
+            refused = _refused(refusals, _error_code(response))
+            if any(SIGNATURE_MISMATCH in text for _, text in refusals):
+                refused = await self._judge_the_address(refused)
+            raise _Answer(refused)
         return response
+
+    async def _judge_the_address(self, refused: Classification) -> Classification:
+        """An OAuth 1.0a signature refused: WooCommerce signs the base string with its own
+        home address (check_oauth_signature: ``get_home_url( null, $request_path, … )``), not
+        the Host the request named, so a URL that reaches the shop by another name (an IP, a
+        local name, another port) is refused with a right secret. The REST index says the home
+        address (WP_REST_Server::get_index ``home``, no key needed): when its host, port or path
+        differ from this URL's, the address is refused, not the key."""
+        home = await self._home()
+        if home is None or _same_address(self.url, home):
+            return refused
+        return Classification(
+            Verdict.PAUSE,
+            f"HTTP 401 Invalid signature: {self.url} is not the shop's home address ({home}). "
+            "OAuth 1.0a signs the address and WooCommerce checks it against its home address, "
+            f"so set EXCHANGE_WOO_URL={home} (the shop's own address); the key itself was not "
+            "refused",
+            http_status=401,
+            error_class=ADDRESS_REFUSED,
+        )
+
+    async def _home(self) -> str | None:
+        """The shop's home address from the REST index, or None when it cannot be read."""
+        url = (
+            httpx.URL(self.url + "/", params={"rest_route": "/", "_fields": "home"})
+            if self.rest_route
+            else httpx.URL(self.url + "/wp-json/", params={"_fields": "home"})
+        )
+        self.requests_sent += 1
+        try:
+            response = await paced_request(self._http, self._pacer, "GET", url)
+            body = json.loads(response.content[:BODY_CAP])
+        except (httpx.TransportError, ValueError):
+            return None
+        home = body.get("home") if isinstance(body, dict) else None
+        return home.rstrip("/") if isinstance(home, str) and home.startswith("http") else None
 
     def _judged(self, response: httpx.Response) -> httpx.Response:
         """A 2xx answer; any other raised as the table every target shares reads it."""
@@ -525,6 +566,20 @@ def _refused(refusals: list[tuple[auth.Scheme, str]], last_code: str) -> Classif
         detail,
         http_status=401,
         error_class="KeyRefused" if last_code in auth.KEY_JUDGED else "TransportRefused",
+    )
+
+
+def _same_address(url: str, home: str) -> bool:
+    """Whether ``url`` names the shop as its home address does, as the signature's base string
+    sees it: host, port and path (the scheme is what PHP sees, tried both ways already)."""
+    try:
+        a, b = httpx.URL(url), httpx.URL(home)
+    except httpx.InvalidURL:
+        return True
+    return (a.host.lower(), a.port, a.path.rstrip("/")) == (
+        b.host.lower(),
+        b.port,
+        b.path.rstrip("/"),
     )
 
 
