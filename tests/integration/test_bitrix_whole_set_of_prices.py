@@ -11,6 +11,7 @@ import json
 import random
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -123,3 +124,26 @@ def test_the_known_price_is_the_latest_delivered_never_one_the_shop_refused(
         for k in DbKnownPrices(engine).latest(["SKU-1", "SKU-NONE"])
     }
     assert {("SKU-1", "retail"): ("100.00", 1), ("SKU-1", "sale"): ("80.00", 1)} == known
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_wc1c_says_success_for_an_offer_it_skipped_and_the_docs_say_how_an_owner_checks(
+    db_url: str, engine: Engine, wc1c: BitrixSimulator
+) -> None:
+    """Issue 33 item 18: the protocol has no result per offer; wc1c logs «Product not found.
+    Offer update skipped.» and answers success. The service cannot know (delivered); the docs
+    say so per receiver, and how the owner checks (the receiver's log, `exchange verify`)."""
+    wc1c.wc1c_products = {"SKU-1"}
+    stage(engine, [row("SKU-1", "retail", 1, "10.00"), row("SKU-GONE", "retail", 1, "20.00")])
+    run_worker(worker(db_url, engine, wc1c))
+
+    assert ["SKU-GONE"] == wc1c.skipped
+    assert (None, None) == held(wc1c, "SKU-GONE")
+    for page, words in (
+        ("targets.md", ("cannot tell: skipped offers", "Offer update skipped", "exchange verify")),
+        ("targets.ru.md", ("пропущенные предложения", "Offer update skipped", "exchange verify")),
+    ):
+        text = (DOCS / page).read_text(encoding="utf-8")
+        assert all(word in text for word in words), page
