@@ -20,7 +20,7 @@ from sqlalchemy import Engine
 from exchange import app as bootstrap
 from exchange.db.known_prices import DbKnownPrices
 from exchange.dev.bitrixsim import BitrixSimulator
-from exchange.dev.testing import fast_settings, run_worker, stage
+from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 from exchange.worker import Worker
 
 TYPES = {"retail": "Розничная", "sale": "Распродажа", "wholesale": None}
@@ -33,15 +33,9 @@ def wc1c() -> Iterator[BitrixSimulator]:
 
 
 def row(sku: str, price_type: str, version: int, price: str) -> dict[str, Any]:
-    payload = {"sku": sku, "price": price, "currency": "RUB", "price_type": price_type}
-    return {
-        "kind": "price",
-        "aggregate": f"{sku}/{price_type}",
-        "aggregate_version": version,
-        "payload": json.dumps(payload),
-        "schema_version": "1",
-        "source_ref": f"Установка цен {version}",
-    }
+    staged = price_row(sku, version, price, aggregate=f"{sku}/{price_type}")
+    staged["payload"] = staged["payload"].replace('"retail"', json.dumps(price_type))
+    return staged
 
 
 def worker(db_url: str, engine: Engine, site: BitrixSimulator) -> Worker:
