@@ -41,7 +41,7 @@ from exchange.targets.shop_api.client import TLS_ERROR, Response, SiteClient, Si
 from exchange.targets.wire import tls_words
 from exchange.targets.woocommerce import auth
 from exchange.targets.woocommerce.ids import MemorySkuIds
-from exchange.targets.woocommerce.target import WooCommerceTarget
+from exchange.targets.woocommerce.target import KEY_REFUSED, WooCommerceTarget
 
 STAGING_TABLE = "staging_intents"
 
@@ -328,7 +328,7 @@ def _why_not_written(write: Classification) -> str:
     """The empty write's failure as the shop owner must act on it: only the shop's judgement
     of the key (WC_REST_Authentication::check_permissions, a 401 after the key was found) is a
     matter of permissions; a busy or failing shop (503, 5xx, a timeout) is not."""
-    if write.error_class == "KeyRefused":
+    if write.error_class == KEY_REFUSED:
         return f"{write.detail}: give the key Read/Write permissions"
     if write.verdict is Verdict.TEMPORARY:
         return (

@@ -67,6 +67,7 @@ log = logging.getLogger(__name__)
 ROUTE = "/wc/v3"
 API = "/wp-json" + ROUTE
 NO_REST_API = "NoRestApi"  # error_class: the REST API is not at the configured address
+KEY_REFUSED = "KeyRefused"  # error_class: the shop found the key and refused it
 ADDRESS_REFUSED = "AddressRefused"  # error_class: the signature's address is not the shop's home
 SIGNATURE_MISMATCH = "provided signature does not match"  # check_oauth_signature's words
 MAX_ITEMS = 100  # WooCommerce's batch limit (woocommerce_rest_batch_items_limit), 413 beyond
@@ -565,7 +566,7 @@ def _refused(refusals: list[tuple[auth.Scheme, str]], last_code: str) -> Classif
         Verdict.PAUSE,
         detail,
         http_status=401,
-        error_class="KeyRefused" if last_code in auth.KEY_JUDGED else "TransportRefused",
+        error_class=KEY_REFUSED if last_code in auth.KEY_JUDGED else "TransportRefused",
     )
 
 
