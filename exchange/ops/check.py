@@ -321,6 +321,8 @@ async def _check_woocommerce(
     )
     # Which scheme carried the key (EXCHANGE_WOO_AUTH): what `auto` found, or what was set.
     how = f"{read.detail}; authentication: {auth.describe(target.auth_used or 'oauth1')}"
+    if target.rest_route:  # plain permalinks: /wp-json/ is not there
+        how += "; the REST API at ?rest_route= (WordPress's permalinks are «Plain»)"
     return [ok(read_what, how), written]
 
 

@@ -126,3 +126,10 @@ def test_wc1c_lazysign_is_masked_in_check_and_config(
     assert wc1c.lazysign in settings.secrets(), "logs mask it by value too"
     shown = dict(effective(settings))["EXCHANGE_BITRIX_URL"]
     assert shown.endswith("?wc1c-receiver=1&lazysign=***&get_param"), shown
+
+
+def test_check_says_the_api_answers_at_rest_route_with_plain_permalinks() -> None:
+    with WooSimulator(KEY, SECRET, pretty_permalinks=False) as shop:
+        (read, how), (write, _) = woo_lines(shop.url)  # type: ignore[attr-defined]
+    assert (Status.OK, Status.OK) == (read, write)
+    assert "?rest_route=" in how and "Plain" in how
