@@ -18,6 +18,7 @@ from aiohttp import web
 from sqlalchemy import Engine
 
 from exchange.db.engine import make_engine
+from exchange.db.known_prices import DbKnownPrices
 from exchange.db.migrate import ensure_current
 from exchange.db.sku_ids import DbSkuIds
 from exchange.db.target_lock import DbLock
@@ -32,6 +33,7 @@ from exchange.runner import notify_step
 from exchange.settings import Settings, onec_folder
 from exchange.targets.base import Target
 from exchange.targets.bitrix.target import BitrixTarget
+from exchange.targets.prices import NO_KNOWN_PRICES
 from exchange.targets.shop_api.client import SiteClient
 from exchange.targets.shop_api.target import ShopApiTarget
 from exchange.targets.woocommerce.ids import MemorySkuIds, SkuIds
@@ -183,6 +185,8 @@ def bitrix_target(
         )
         if engine is not None
         else None,
+        # Each offer carries every mapped price type the service knows (contract 10).
+        known=DbKnownPrices(engine) if engine is not None else NO_KNOWN_PRICES,
     )
 
 

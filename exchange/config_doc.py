@@ -18,7 +18,7 @@ import annotated_types
 from pydantic import SecretStr
 from pydantic.fields import FieldInfo
 
-from exchange.secrets import safe_url
+from exchange.secrets import safe_http_url, safe_url
 from exchange.settings import Settings
 
 ENV_PREFIX = "EXCHANGE_"
@@ -208,7 +208,9 @@ def effective(settings: Settings) -> list[tuple[str, str]]:
             shown = MASK if value.get_secret_value() else UNSET
         elif name in DATABASE_URLS:
             shown = safe_url(value)
-        elif name in ("site_url", "rabbitmq_url", "redis_url"):  # a URL may carry a password
+        elif name in ("site_url", "woo_url", "bitrix_url"):  # a password, wc1c's lazysign
+            shown = mask_url_password(safe_http_url(value))
+        elif name in ("rabbitmq_url", "redis_url"):  # a URL may carry a password
             shown = mask_url_password(value)
         else:
             shown = _plain(value)

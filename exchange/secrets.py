@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from urllib.parse import quote, quote_plus
+from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
@@ -150,6 +150,37 @@ def secret_file_text(data: bytes, source: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ValueError(f"{source}: the file is not UTF-8 text (save it as UTF-8)") from None
+
+
+# A shop's exchange address may carry a key of its own in the query: wc1c's receiver address is
+# ``get_site_url(null, '/?wc1c-receiver=<id>&lazysign=<md5>&get_param')`` (wc1c/wc1c-main
+# src/Schemas/Productscml/Admin.php, configurationsFieldsReceiver), and its Receiver refuses
+# every mode but checkauth without that ``lazysign`` (handlerCheckauthKey): a credential.
+_SECRET_HTTP_QUERY_KEY = re.compile(r"pass|pwd|secret|token|api_?key|sign", re.IGNORECASE)
+
+
+def http_url_secrets(url: str | None) -> list[str]:
+    """The secrets a shop's URL carries: the password of its userinfo and the values of its
+    secret query parameters (``lazysign=…``, ``token=…``)."""
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+        found = [parts.password] if parts.password else []
+    except ValueError:
+        return []
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if value and _SECRET_HTTP_QUERY_KEY.search(name):
+            found.append(value)
+    return [secret for secret in found if secret]
+
+
+def safe_http_url(url: str) -> str:
+    """A shop's URL fit for a line a person reads: its secrets (``http_url_secrets``) masked,
+    the rest as typed."""
+    return mask_secrets(
+        url, [form for found in http_url_secrets(url) for form in secret_forms(found)]
+    )
 
 
 def safe_url(url: str) -> str:

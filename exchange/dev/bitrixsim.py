@@ -163,7 +163,9 @@ class BitrixSimulator(LoopbackServer):
         """``receiver``: ``bitrix`` (catalog.import.1c behind /bitrix/admin/1c_exchange.php)
         or ``wc1c`` (WooCommerce's wc1c plugin: its address is
         ``/?wc1c-receiver=<id>&lazysign=<sign>&get_param``, ``receiver_url``), which reads
-        ``type`` and ``mode`` its own way and then answers as Bitrix's component does."""
+        ``type`` and ``mode`` its own way and then answers as Bitrix's component does, but
+        applies an offer as wc1c does (``_wc1c_offer``: its prices as the whole set; an
+        unknown product skipped in silence)."""
         super().__init__()
         self.handler = _BitrixHandler
         self.user, self.password = user, password
@@ -183,6 +185,12 @@ class BitrixSimulator(LoopbackServer):
         self._limit = RateLimit()
         self.receiver = receiver
         self.lazysign = "lazy-sign-1"  # wc1c: the signature its receiver address carries
+        # wc1c's price settings (products_prices_regular_by_cml = yes_name, its
+        # …_from_name; the same for sale): the offer's price type named for each product field.
+        self.wc1c_price_types = {"regular_price": "Розничная", "sale_price": "Распродажа"}
+        # wc1c's products (found by the offer's Ид, product_sync_by_id); None: every SKU is one.
+        self.wc1c_products: set[str] | None = None
+        self.skipped: list[str] = []  # offers wc1c skipped (its log only; 1C is told success)
         # every request as it arrived, in order: method, query, headers (names in lower case)
         self.seen: list[tuple[str, str, dict[str, str]]] = []
         self._state = threading.RLock()
@@ -210,10 +218,32 @@ class BitrixSimulator(LoopbackServer):
 
     @property
     def receiver_url(self) -> str:
-        """The address 1C's administrator types for this receiver."""
+        """The address 1C's administrator types for this receiver: wc1c shows it as
+        ``get_site_url(null, '/?wc1c-receiver=' . <id> . '&lazysign=' . <md5> . '&get_param')``
+        (wc1c/wc1c-main src/Schemas/Productscml/Admin.php, configurationsFieldsReceiver; the
+        lazysign is ``md5(<id> . time())``, kept as the ``receiver_lazy_sign`` meta)."""
         if self.receiver == "wc1c":
             return f"{self.url}/?wc1c-receiver=1&lazysign={self.lazysign}&get_param"
         return self.url + PATH
+
+    def _wc1c_offer(self, sku: str, prices: dict[str, str]) -> None:
+        """One ``Предложение`` as wc1c applies it (wc1c/wc1c src/Schemas/Productscml/Core.php):
+        ``processingOffersItem`` finds the product by the offer's ``Ид``, and when there is
+        none logs "Product not found. Offer update skipped." and goes on (1C is still told
+        success); ``assignOffersItemPrices`` starts from ``$regular_value = ''`` and
+        ``$sale_value = ''``, takes each from the offer's price of the type its settings name,
+        and calls ``set_regular_price`` and ``set_sale_price`` whatever it found: the offer's
+        prices are the product's whole set, and a type the offer does not name is cleared."""
+        if self.wc1c_products is not None and sku not in self.wc1c_products:
+            self.skipped.append(sku)
+            return
+        held = self.prices.setdefault(sku, {})
+        for name in self.wc1c_price_types.values():
+            value = prices.get(name, "")
+            if name == self.history_type and held.get(name) != value:
+                self._history[sku].append(value)
+            held[name] = value
+        self.active[sku] = True
 
     def history(self, sku: str) -> list[str]:
         with self._state:
@@ -308,6 +338,9 @@ class BitrixSimulator(LoopbackServer):
             return 200, f"progress\n{MESSAGES['CC_BSC1_FILE_READ']}"
         start, end = session.done, session.done + self.step_size
         for sku, prices in session.offers[start:end]:
+            if self.receiver == "wc1c":
+                self._wc1c_offer(sku, prices)
+                continue
             held = self.prices.setdefault(sku, {})
             for price_type, value in prices.items():
                 if price_type == self.history_type and held.get(price_type) != value:

@@ -26,10 +26,19 @@ two items of one id are two results (``batch_items``); an item with an unknown i
 (class-wc-rest-crud-controller.php, ``update_item``); prices are strings; a product's id is not
 its SKU.
 
-Routes as WordPress resolves them (``route``): ``/wp-json/wc/v3/…`` under the home's path
-(``base_path``: a WordPress in a subdirectory), or ``?rest_route=/wc/v3/…`` (the only form with
-plain permalinks, ``pretty_permalinks=False``, where /wp-json/ is WordPress's 404 page); a route
-outside ``wc/v3`` is ``rest_no_route``. The query is read as PHP's ``$_GET`` (httpsim.php_get).
+The REST index (``/wp-json/``, ``?rest_route=/``) answers the ``home`` address without a key
+(WP_REST_Server::get_index). Routes as WordPress resolves them (``route``):
+``/wp-json/wc/v3/…`` under the home's path (``base_path``: a WordPress in a subdirectory), or
+``?rest_route=/wc/v3/…``; a route outside
+``wc/v3`` is ``rest_no_route``. Plain permalinks (``pretty_permalinks=False``, a new
+WordPress's default) as WordPress's source has them (WordPress/wordpress-develop
+src/wp-includes/rest-api.php): ``/wp-json/`` exists only as a rewrite rule
+(``rest_api_register_rewrites``: ``^wp-json/(.*)?`` -> ``index.php?rest_route=/$matches[1]``), and
+with plain permalinks there are no rewrite rules (no .htaccess block), so the web server answers
+its own HTML 404 for it; ``rest_route`` is a public query var (``rest_api_init``:
+``$wp->add_query_var( 'rest_route' )``) that ``rest_api_loaded`` serves whatever the permalinks,
+and ``get_rest_url`` gives ``<home>/?rest_route=/<path>`` when ``permalink_structure`` is
+empty. The query is read as PHP's ``$_GET`` (httpsim.php_get).
 The key's permissions by method as ``check_permissions``: HEAD and GET need read, POST, PUT,
 PATCH and DELETE write, OPTIONS nothing (``write_only_key``: a key that may not read).
 
@@ -79,6 +88,13 @@ OAUTH_REQUIRED = (
     "oauth_signature_method",
 )
 AUTH_ERROR = "woocommerce_rest_authentication_error"
+# Apache's own 404 for a path no file and no rewrite rule serves (/wp-json/ with plain
+# permalinks): the page the real stand answered.
+NOT_FOUND_PAGE = (
+    b'<!DOCTYPE HTML PUBLIC "-//IETF//DTD HTML 2.0//EN">\n<html><head>\n<title>404 Not Found'
+    b"</title>\n</head><body>\n<h1>Not Found</h1>\n<p>The requested URL was not found on this "
+    b"server.</p>\n</body></html>\n"
+)
 
 
 class Refused(Exception):
@@ -217,18 +233,20 @@ class WooSimulator(LoopbackServer):
         (plain permalinks; $_GET as PHP reads it), else, with pretty permalinks, what follows
         the home's path and ``wp-json/`` (``index.php/wp-json/`` too); None: not a REST
         request. Without slashes around it, e.g. ``wc/v3/products``."""
-        get = php_get(query)
-        if "rest_route" in get:
-            return get["rest_route"].strip("/")
-        if not self.pretty_permalinks:
-            return None
         rest = path.strip("/")
         home = self.base_path.strip("/")
         if home:  # outside the home's directory: not WordPress at all (the server's 404)
             if not rest.lower().startswith(home.lower()):
                 return None
             rest = rest[len(home) :].strip("/")
+        get = php_get(query)
+        if "rest_route" in get:
+            return get["rest_route"].strip("/")
+        if not self.pretty_permalinks:
+            return None
         rest = rest.removeprefix("index.php/")
+        if rest == "wp-json":  # rest_api_register_rewrites: ^wp-json/?$ -> rest_route=/
+            return ""
         return rest[len("wp-json/") :].strip("/") if rest.startswith("wp-json/") else None
 
     @property
@@ -489,8 +507,17 @@ class _WooHandler(Handler):
         sim = self.sim
         parts = urlsplit(self.path)
         route = sim.route(parts.path, parts.query)
-        if route is None:  # not a REST request: WordPress's theme answers its 404 page
-            self.answer(404, b"<html><body>Page not found</body></html>", "text/html")
+        if route is None:  # not a REST request: the web server's (or the theme's) 404 page
+            self.answer(404, NOT_FOUND_PAGE, "text/html; charset=iso-8859-1")
+            return
+        if route == "" and method in ("GET", "HEAD"):
+            # The REST index (WP_REST_Server::get_index, wp-includes/rest-api/
+            # class-wp-rest-server.php): the site's name, ``url``, ``home`` (home_url(), its
+            # scheme what PHP sees) and namespaces; no key needed (WooCommerce authenticates
+            # only routes of its namespaces, is_request_to_rest_api).
+            home = sim.home_url(sim.base_path)
+            index = {"name": "Shop", "url": home, "home": home, "namespaces": ["wp/v2", "wc/v3"]}
+            self.answer(200, _json(index), "application/json")
             return
         if not route.startswith("wc/v3/"):
             self.error(

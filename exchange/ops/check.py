@@ -30,17 +30,18 @@ from sqlalchemy.exc import SQLAlchemyError
 from exchange.db.engine import make_engine, ping, transaction
 from exchange.db.migrate import ensure_current, staging_differences
 from exchange.db.schema import staging
-from exchange.domain.verdicts import Verdict
+from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ExchangeError
 from exchange.intake import sources
 from exchange.ops.channels import channels
-from exchange.secrets import safe_url
+from exchange.secrets import safe_http_url, safe_url
 from exchange.settings import Settings, onec_folder
 from exchange.targets.bitrix.target import BitrixTarget
 from exchange.targets.shop_api.client import TLS_ERROR, Response, SiteClient, SiteResult
+from exchange.targets.wire import tls_words
 from exchange.targets.woocommerce import auth
 from exchange.targets.woocommerce.ids import MemorySkuIds
-from exchange.targets.woocommerce.target import WooCommerceTarget
+from exchange.targets.woocommerce.target import KEY_REFUSED, WooCommerceTarget
 
 STAGING_TABLE = "staging_intents"
 
@@ -175,11 +176,7 @@ def check_site(
         return fail(what, str(exc))
     result = asyncio.run(_health(settings, token, transport))
     if not isinstance(result, Response) and result.error_class == TLS_ERROR:
-        return fail(
-            what,
-            f"TLS: the site's certificate is not trusted ({result.detail}); if a company CA "
-            "signed it, set EXCHANGE_SITE_CA_BUNDLE to that CA's PEM file",
-        )
+        return fail(what, tls_words(result.detail))
     if not isinstance(result, Response):
         return fail(what, f"site unreachable: {result.error_class}: {result.detail}")
     if 200 <= result.status < 300:
@@ -290,7 +287,7 @@ def check_source(settings: Settings, engine: Engine) -> list[CheckResult]:
 async def _check_woocommerce(
     settings: Settings, transport: httpx.AsyncBaseTransport | None
 ) -> list[CheckResult]:
-    read_what = f"WooCommerce key may read ({settings.woo_url})"
+    read_what = f"WooCommerce key may read ({safe_http_url(settings.woo_url or '')})"
     write_what = "WooCommerce key may write (an empty products/batch)"
     try:
         key, secret = settings.secret("woo_key"), settings.secret("woo_secret")
@@ -320,17 +317,35 @@ async def _check_woocommerce(
     written = (
         ok(write_what)
         if write.verdict is Verdict.DELIVERED
-        else fail(write_what, f"{write.detail}: give the key Read/Write permissions")
+        else fail(write_what, _why_not_written(write))
     )
     # Which scheme carried the key (EXCHANGE_WOO_AUTH): what `auto` found, or what was set.
     how = f"{read.detail}; authentication: {auth.describe(target.auth_used or 'oauth1')}"
+    if target.rest_route:  # plain permalinks: /wp-json/ is not there
+        how += "; the REST API at ?rest_route= (WordPress's permalinks are «Plain»)"
     return [ok(read_what, how), written]
+
+
+def _why_not_written(write: Classification) -> str:
+    """The empty write's failure as the shop owner must act on it: only the shop's judgement
+    of the key (WC_REST_Authentication::check_permissions, a 401 after the key was found) is a
+    matter of permissions; a busy or failing shop (503, 5xx, a timeout) is not."""
+    if write.error_class == KEY_REFUSED:
+        return f"{write.detail}: give the key Read/Write permissions"
+    if write.verdict is Verdict.TEMPORARY:
+        return (
+            f"{write.detail}: the shop could not take a write just now (busy, in maintenance or "
+            "failing); not a matter of the key's permissions: run the check again later, and "
+            "ask the shop's host if it persists"
+        )
+    return write.detail
 
 
 async def _check_bitrix(
     settings: Settings, transport: httpx.AsyncBaseTransport | None
 ) -> CheckResult:
-    what = f"1C-Bitrix exchange: checkauth and init ({settings.bitrix_url})"
+    # wc1c's receiver address carries its lazysign, a key: never shown.
+    what = f"1C-Bitrix exchange: checkauth and init ({safe_http_url(settings.bitrix_url or '')})"
     try:
         password = settings.secret("bitrix_password")
         verify = settings.site_tls()

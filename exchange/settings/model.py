@@ -22,7 +22,13 @@ from pydantic_settings import (
 
 from exchange.domain.policy import KindPolicies, Policy
 from exchange.errors import ConfigurationError
-from exchange.secrets import clean_token, read_secret_file, secret_file_text, url_secrets
+from exchange.secrets import (
+    clean_token,
+    http_url_secrets,
+    read_secret_file,
+    secret_file_text,
+    url_secrets,
+)
 from exchange.settings.brokers import BrokerSettings
 from exchange.settings.database import DatabaseSettings
 from exchange.settings.delivery import DeliverySettings
@@ -264,6 +270,8 @@ class Settings(
                 found.append(self.token() or "")
         for url in (self.database_url, self.staging_url):
             found += url_secrets(url)
+        for url in (self.site_url, self.woo_url, self.bitrix_url):  # wc1c's lazysign among them
+            found += http_url_secrets(url)
         found += self.broker_secrets()
         for name in (
             "onec_password",  # exchange serve's

@@ -47,10 +47,11 @@ class TargetSettings(BaseModel):
     woo_auth: Literal["auto", "basic", "query", "oauth1"] = Field(
         "auto",
         description="WooCommerce: how the key travels. basic (HTTP Basic) and query "
-        "(consumer_key in the query, for hosts that drop the Authorization header) work only "
-        "where PHP sees HTTPS; oauth1 is OAuth 1.0a one-legged (the secret never travels). auto: "
-        "over http:// oauth1 only; over https:// basic, then query, then oauth1, what worked "
-        "remembered (in memory) per URL and key and tried again after a 401.",
+        "(consumer_key and consumer_secret in the query: the secret lands in the shop's access "
+        "log) work only where PHP sees HTTPS; oauth1 is OAuth 1.0a one-legged (the secret never "
+        "travels; WooCommerce takes it over https:// too). auto: over http:// oauth1 only; over "
+        "https:// basic, then oauth1, never query; what worked remembered (in memory) per URL "
+        "and key and tried again after a 401.",
     )
     woo_price_fields: dict[str, Literal["regular_price", "sale_price"] | None] = Field(
         default_factory=_default_woo_fields,

@@ -4,10 +4,12 @@ take ``price`` messages only and map a ``price_type`` to the shop's own name for
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import Protocol
 
+from exchange.domain.prices import KnownPrice as KnownPrice  # the port's value
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage
@@ -57,3 +59,40 @@ def read_price(
             reason=Reason.UNMAPPED_PRICE_TYPE,
         )
     return MappedPrice(sku, amount, currency, mapped)
+
+
+class KnownPrices(Protocol):
+    """The port a target reads the latest known prices through (contract 10: a 1C-Bitrix
+    offer carries every mapped price type whose latest price the service knows). The target
+    never reaches the database: ``exchange.app`` hands it ``exchange.db.known_prices``; the
+    tests, ``exchange check`` and the demo without a database hand it ``NO_KNOWN_PRICES`` or a
+    ``MemoryKnownPrices``."""
+
+    def latest(self, skus: Iterable[str]) -> list[KnownPrice]:
+        """For each of ``skus``, the latest version delivered or being delivered of each of
+        its price types (none for a price type never sent)."""
+        ...
+
+
+class MemoryKnownPrices:
+    """A ``KnownPrices`` in memory, for tests and the demo: ``remember`` what was delivered."""
+
+    def __init__(self) -> None:
+        self.prices: dict[tuple[str, str], KnownPrice] = {}
+
+    def remember(self, price: KnownPrice) -> None:
+        held = self.prices.get((price.sku, price.price_type))
+        if held is None or held.version < price.version:
+            self.prices[(price.sku, price.price_type)] = price
+
+    def latest(self, skus: Iterable[str]) -> list[KnownPrice]:
+        wanted = set(skus)
+        return [p for (sku, _), p in self.prices.items() if sku in wanted]
+
+
+class _NothingKnown:
+    def latest(self, skus: Iterable[str]) -> list[KnownPrice]:
+        return []
+
+
+NO_KNOWN_PRICES: KnownPrices = _NothingKnown()  # ``exchange check``: no package is sent

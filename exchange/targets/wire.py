@@ -9,6 +9,7 @@ honours ``EXCHANGE_SITE_CA_BUNDLE`` and the proxy variables.
     anything else                UNKNOWN (quarantine unknown-response: never guessed temporary)
     connection errors, timeouts  TEMPORARY (result unknown when the request may have arrived)
     a certificate not trusted    PAUSE, naming the certificate error (a configuration verdict)
+    https:// to a plain-http port  PAUSE, saying the port speaks HTTP (not a certificate)
 
 A target's own differences are its parameters, said where it calls: the shop API reads a 409
 first (``stale`` or "still processing"); Bitrix reads 401/403 after ``checkauth`` as a lost
@@ -17,6 +18,7 @@ session (exchange/targets/bitrix/target.py).
 
 from __future__ import annotations
 
+import re
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -83,10 +85,7 @@ def transport_verdict(
     where = f"{step}: " if step else ""
     if failure.error_class == TLS_ERROR:
         return Classification(
-            Verdict.PAUSE,
-            f"{where}TLS: the site's certificate is not trusted ({failure.detail}); if a "
-            "company CA signed it, set EXCHANGE_SITE_CA_BUNDLE to that CA's PEM file",
-            error_class=TLS_ERROR,
+            Verdict.PAUSE, f"{where}{tls_words(failure.detail)}", error_class=TLS_ERROR
         )
     unknown = failure.maybe_sent if result_unknown is None else result_unknown
     return Classification(
@@ -94,6 +93,31 @@ def transport_verdict(
         f"{where}{failure.error_class}: {failure.detail}",
         error_class=failure.error_class,
         result_unknown=unknown,
+    )
+
+
+# OpenSSL's words when the other side answers a ClientHello with plain HTTP ("HTTP/1.1 400 …"
+# read as a TLS record): WRONG_VERSION_NUMBER before OpenSSL 3.2, RECORD_LAYER_FAILURE or
+# PACKET_LENGTH_TOO_LONG after; HTTP_REQUEST is the reverse (a TLS server's words for HTTP).
+_PLAIN_HTTP_PORT = re.compile(
+    r"WRONG_VERSION_NUMBER|RECORD_LAYER_FAILURE|PACKET_LENGTH_TOO_LONG|wrong version number|"
+    r"record layer failure|packet length too long"
+)
+
+
+def tls_words(detail: str) -> str:
+    """What a failed TLS handshake means to the person who set the URL: a port that speaks
+    plain HTTP (https:// to an http port: no certificate was even sent), or a certificate
+    the service does not trust."""
+    if _PLAIN_HTTP_PORT.search(detail):
+        return (
+            f"TLS: the address speaks plain HTTP, not TLS ({detail}): the URL says https:// "
+            "but that port serves http://; use the shop's HTTPS port, or http:// where the "
+            "service allows it (this machine only). Not a certificate problem"
+        )
+    return (
+        f"TLS: the site's certificate is not trusted ({detail}); if a company CA signed it, "
+        "set EXCHANGE_SITE_CA_BUNDLE to that CA's PEM file"
     )
 
 

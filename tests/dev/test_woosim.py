@@ -76,9 +76,9 @@ def test_a_subdirectory_install_answers_under_its_home_and_the_target_delivers_t
 @pytest.mark.parametrize("shop", [{"pretty_permalinks": False}], indirect=True)
 def test_with_plain_permalinks_only_rest_route_reaches_the_api(shop: WooSimulator) -> None:
     """Plain permalinks: /wp-json/ is WordPress's 404 page; the API answers at
-    ``/?rest_route=/wc/v3/…``, signed like any query (route_from_request_uri, WP::parse_request).
-    The target knows only /wp-json/: against such a shop it is refused 404 (a gap, said in the
-    report of issue 22)."""
+    ``/?rest_route=/wc/v3/…``, signed like any query (route_from_request_uri, WP::parse_request;
+    rest-api.php's rest_api_register_rewrites and get_rest_url). The target finds that address
+    by itself: tests/targets/test_woocommerce_permalinks.py."""
     pretty = httpx.get(signed(f"{shop.url}{API}/products?sku=SKU-1"))
     assert 404 == pretty.status_code and "text/html" in pretty.headers["content-type"]
 

@@ -168,18 +168,69 @@ def test_auto_over_https_uses_basic_and_remembers_it(https_shop: WooSimulator, p
     assert {"basic"} == set(https_shop.auth_seen)
 
 
-def test_a_host_that_drops_the_authorization_header_gets_the_query_form(
+def test_a_host_that_drops_the_authorization_header_gets_oauth1_not_the_query_form(
     https_shop: WooSimulator, pki: Pki
 ) -> None:
     assert Verdict.DELIVERED == send(target(https_shop, pki)).verdict
     https_shop.drops_authorization = True  # the host moved to FastCGI: Basic is lost
     assert Verdict.DELIVERED == send(target(https_shop, pki), version=2).verdict
-    assert "query" in https_shop.auth_seen
+    assert "oauth1" in https_shop.auth_seen and "query" not in https_shop.auth_seen
     before = https_shop.requests.copy()
     assert Verdict.DELIVERED == send(target(https_shop, pki), version=3).verdict
     assert {"GET products": 1, "POST products/batch": 1} == https_shop.requests - before, (
-        "the query form was remembered: one lookup, one write, no Basic tried first"
+        "OAuth 1.0a was remembered: one lookup, one write, no Basic tried first"
     )
+
+
+def _watched(t: WooCommerceTarget, seen: list[httpx.Request]) -> WooCommerceTarget:
+    async def hook(request: httpx.Request) -> None:
+        seen.append(request)
+
+    t._http.event_hooks["request"].append(hook)
+    return t
+
+
+def _secret_in_url(request: httpx.Request) -> bool:
+    return SECRET in str(request.url) or "consumer_secret" in request.url.params
+
+
+@pytest.mark.parametrize(
+    "shop_state",
+    ["basic seen", "authorization dropped", "behind a tls proxy", "key unknown"],
+)
+def test_auto_over_https_never_puts_the_secret_in_a_url_even_after_a_restart(
+    https_shop: WooSimulator, pki: Pki, shop_state: str
+) -> None:
+    """Issue 33 item 14: the real stand's access log held the secret five times; WooCommerce
+    takes OAuth 1.0a over https (WC_REST_Authentication::authenticate), so auto never needs
+    the query form, not when Basic is not seen, not after a restart."""
+    https_shop.drops_authorization = shop_state == "authorization dropped"
+    https_shop._is_ssl = False if shop_state == "behind a tls proxy" else None
+    https_shop.faults.refuse_key = shop_state == "key unknown"
+    seen: list[httpx.Request] = []
+    for version in (1, 2):
+        send(_watched(target(https_shop, pki), seen), version=version)
+        auth._worked.clear()  # a restart: nothing remembered
+        send(_watched(target(https_shop, pki), seen), version=version + 10)
+    assert seen
+    assert [] == [str(r.url) for r in seen if _secret_in_url(r)]
+    assert "query" not in https_shop.auth_seen
+
+
+def test_only_woo_auth_query_sends_the_secret_in_the_query(
+    https_shop: WooSimulator, pki: Pki
+) -> None:
+    seen: list[httpx.Request] = []
+    judged = send(_watched(target(https_shop, pki, auth_setting="query"), seen))
+    assert Verdict.DELIVERED == judged.verdict
+    assert seen and all(_secret_in_url(r) for r in seen)
+    assert {"query"} == set(https_shop.auth_seen)
+
+
+def test_auto_over_https_tries_basic_then_oauth1_for_https_then_for_http() -> None:
+    assert ("basic", "oauth1", "oauth1-http") == auth.candidates("https://shop.test", "auto")
+    assert ("oauth1",) == auth.candidates("http://127.0.0.1:8080", "auto")
+    assert ("query",) == auth.candidates("https://shop.test", "query")
 
 
 def test_behind_a_proxy_php_does_not_see_https_and_oauth1_signed_for_http_works(

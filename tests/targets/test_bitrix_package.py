@@ -102,3 +102,46 @@ def test_an_import_whose_answer_never_came_is_sent_again_after_the_window() -> N
     )
     assert Verdict.DELIVERED == again.verdict  # type: ignore[attr-defined]
     assert "1.00" == site.price("SKU-1")
+
+
+def test_when_the_known_prices_cannot_be_read_nothing_is_sent_and_nobody_is_charged() -> None:
+    """Issue 33 item 17: an offer without its other price types would clear them at a whole-set
+    receiver (wc1c): when the port's store fails, the package waits (temporary, site-wide)."""
+    import asyncio
+    from collections.abc import Iterable
+
+    from conformance import price
+
+    from exchange.dev.bitrixsim import BitrixSimulator
+    from exchange.targets.bitrix.target import BitrixTarget
+    from exchange.targets.prices import KnownPrice
+
+    class Broken:
+        def latest(self, skus: Iterable[str]) -> list[KnownPrice]:
+            raise OSError("the database went away")
+
+    with BitrixSimulator("u", "p", receiver="wc1c") as site:
+        target = BitrixTarget(
+            site.receiver_url,  # type: ignore[attr-defined]
+            "u",
+            lambda: "p",
+            catalog_id="c",
+            price_types={"retail": "Розничная"},
+            max_import_steps=5,
+            timeout=2,
+            known=Broken(),
+        )
+
+        async def go() -> list[object]:
+            try:
+                return list(await target.send([price("SKU-1", 1)]))
+            finally:
+                await target.aclose()
+
+        (judged,) = asyncio.run(go())
+        assert [] == site.packages  # type: ignore[attr-defined]
+    assert (Verdict.TEMPORARY, True, "KnownPricesUnread") == (
+        judged.verdict,  # type: ignore[attr-defined]
+        judged.site_wide,  # type: ignore[attr-defined]
+        judged.error_class,  # type: ignore[attr-defined]
+    )

@@ -52,7 +52,7 @@ from exchange.targets.base import UNPACED, OutgoingMessage, Pacer
 from exchange.targets.bitrix.lock import ExchangeLock, ProcessLock
 from exchange.targets.bitrix.messages import Kind, recognise
 from exchange.targets.bitrix.package import Price, build
-from exchange.targets.prices import read_price
+from exchange.targets.prices import NO_KNOWN_PRICES, KnownPrices, read_price
 from exchange.targets.shop_api.batch import chunks
 from exchange.targets.wire import (
     STATUSES,
@@ -165,12 +165,16 @@ class BitrixTarget:
         lock: ExchangeLock | None = None,
         lock_wait: float = 10.0,
         verify: ssl.SSLContext | None = None,
+        known: KnownPrices = NO_KNOWN_PRICES,
     ) -> None:
         """``lock``: one exchange at a time across processes (``exchange.db.target_lock``);
         held for ``2 x timeout + 1`` s and renewed before every request (so that it outlasts
         one request, and a dead holder's ends soon); waited for up to ``lock_wait`` seconds,
         then the package is temporary (sent later). ``verify``: the TLS context of
-        EXCHANGE_SITE_CA_BUNDLE (None: the default CAs)."""
+        EXCHANGE_SITE_CA_BUNDLE (None: the default CAs). ``known``: the latest price of each
+        price type the service delivered or is delivering (``exchange.db.known_prices``): each
+        offer carries them beside the prices it sends."""
+        self.known = known
         self.url = url
         self.lock: ExchangeLock = lock or ProcessLock()
         self.lock_wait = lock_wait
@@ -206,7 +210,7 @@ class BitrixTarget:
 
     async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
         answers: dict[str, Classification] = {}
-        ready: list[tuple[OutgoingMessage, Price]] = []
+        ready: list[tuple[OutgoingMessage | None, Price]] = []
         for message in messages:
             judged = self._read(message)
             if isinstance(judged, Classification):
@@ -218,9 +222,9 @@ class BitrixTarget:
                 busy = await self._take_lock()
                 try:
                     if busy is not None:
-                        answers.update({m.message_id: busy for m, _ in ready})
+                        answers.update({m.message_id: busy for m, _ in ready if m is not None})
                     else:
-                        await self._deliver(ready, answers)
+                        await self._deliver_with_known_prices(ready, answers)
                 finally:
                     if self._holding:
                         self._holding = False
@@ -283,8 +287,48 @@ class BitrixTarget:
             return price
         return Price(price.sku, price.mapped, price.amount, price.currency)
 
+    async def _deliver_with_known_prices(
+        self, ready: list[tuple[OutgoingMessage | None, Price]], answers: dict[str, Classification]
+    ) -> None:
+        """The known prices are read while this worker holds the site's exchange: no other
+        package can land between the reading and this one, so what rides beside the batch is
+        never older than what the site holds (a sibling leased later goes after this one)."""
+        try:
+            ready = await self._with_known_prices(ready)
+        except Exception as exc:  # the port's store failed: never send an offer half-known
+            unread = Classification(
+                Verdict.TEMPORARY,
+                f"the latest prices of the other price types could not be read "
+                f"({type(exc).__name__}): not sent, so that no receiver clears them",
+                error_class="KnownPricesUnread",
+                site_wide=True,
+            )
+            answers.update({m.message_id: unread for m, _ in ready if m is not None})
+            return
+        await self._deliver(ready, answers)
+
+    async def _with_known_prices(
+        self, ready: list[tuple[OutgoingMessage | None, Price]]
+    ) -> list[tuple[OutgoingMessage | None, Price]]:
+        """The batch's prices, and beside them, for each of its SKUs, the latest known price of
+        every other mapped price type (contract 10). A receiver reads an offer's prices as its
+        whole set: wc1c sets each price type it maps from the offer, to '' when the offer does
+        not name it (wc1c/wc1c src/Schemas/Productscml/Core.php, assignOffersItemPrices), so a
+        package with only the sale price would clear the regular one. Those extra prices carry
+        no message (None): they ride with the package, delivered or not with it."""
+        sent = {(price.sku, price.price_type) for _, price in ready}
+        known = await asyncio.to_thread(self.known.latest, sorted({p.sku for _, p in ready}))
+        beside: list[tuple[OutgoingMessage | None, Price]] = []
+        for price in sorted(known, key=lambda k: (k.sku, k.price_type)):
+            mapped = self.price_types.get(price.price_type)
+            if mapped is None or (price.sku, mapped) in sent:
+                continue  # left out of this shop, not mapped, or sent now
+            sent.add((price.sku, mapped))
+            beside.append((None, Price(price.sku, mapped, price.amount, price.currency)))
+        return [*ready, *beside]
+
     async def _deliver(
-        self, ready: list[tuple[OutgoingMessage, Price]], answers: dict[str, Classification]
+        self, ready: list[tuple[OutgoingMessage | None, Price]], answers: dict[str, Classification]
     ) -> None:
         verdict = await self._exchange([price for _, price in ready])
         skus = {price.sku for _, price in ready}
@@ -296,7 +340,8 @@ class BitrixTarget:
             await self._deliver([r for r in ready if r[1].sku not in half], answers)
             return
         for message, _ in ready:
-            answers[message.message_id] = verdict
+            if message is not None:
+                answers[message.message_id] = verdict
 
     async def _exchange(self, prices: list[Price]) -> Classification:
         """One package: a session the site lost on the way (contract 10) means one new

@@ -1,25 +1,32 @@
 """How the WooCommerce target authenticates (contract 10, EXCHANGE_WOO_AUTH).
 
-WooCommerce (``WC_REST_Authentication::authenticate``) reads HTTP Basic, or the key and secret
-as ``consumer_key``/``consumer_secret`` query parameters, only where PHP sees HTTPS
-(``is_ssl()``); otherwise, and behind a proxy that terminates TLS without telling PHP, it wants
-OAuth 1.0a one-legged with the signature in the query. A host that drops the ``Authorization``
-header (CGI/FastCGI) needs the query form. The schemes:
+WooCommerce (``WC_REST_Authentication::authenticate``, woocommerce/woocommerce
+plugins/woocommerce/includes/class-wc-rest-authentication.php) tries
+``perform_basic_authentication`` only where PHP sees HTTPS (``is_ssl()``): HTTP Basic, or the
+key and secret as ``consumer_key``/``consumer_secret`` query parameters; when that found no user
+it goes on to ``perform_oauth_authentication`` whatever the scheme, so OAuth 1.0a one-legged
+(the signature in the query, the secret never sent) is accepted over https:// as over http://;
+``check_oauth_signature`` builds its base string with ``is_ssl() ? 'https' : 'http'``, so
+behind a proxy that ends TLS without telling PHP the signature must be for http://. The schemes:
 
     basic    Authorization: Basic (https:// only)
-    query    ?consumer_key=…&consumer_secret=… (https:// only)
+    query    ?consumer_key=…&consumer_secret=… (https:// only; only when EXCHANGE_WOO_AUTH=query
+             asks for it: the secret lands in the shop's access log and every proxy's)
     oauth1   OAuth 1.0a, HMAC-SHA256, signed for the URL's scheme; over https:// also signed as
              http:// (what the shop computes when PHP does not see the HTTPS a proxy ended)
     auto     over http:// oauth1 only (the others would send the secret in clear); over https://
-             basic, then query, then oauth1
+             basic, then oauth1 (signed for https://, then for http://); never the query form
+
+A host that drops the ``Authorization`` header (CGI/FastCGI) needs no query form: OAuth 1.0a
+travels in the query without the secret.
 
 The signature comes from oauthlib (RFC 5849's base string and parameter normalisation, kept by
 the maintainers of requests-oauthlib), not from our own code: the normalisation is where a
 signature goes wrong, and WooCommerce follows the RFC there (``check_oauth_signature``).
 
 What worked is remembered per URL and key, in this process's memory only (a restart finds it
-again with at most two extra requests); a 401 that says the shop saw no key sends the target
-through the other schemes again.
+again with at most two extra requests, none of them carrying the secret in the URL); a 401 that
+says the shop saw no key sends the target through the other schemes again.
 """
 
 from __future__ import annotations
@@ -56,7 +63,8 @@ def candidates(url: str, setting: AuthSetting) -> tuple[Scheme, ...]:
     if setting == "oauth1" or (setting == "auto" and not https):
         return ("oauth1", "oauth1-http") if https else ("oauth1",)
     if setting == "auto":
-        return ("basic", "query", "oauth1", "oauth1-http")
+        # Never "query" here: the secret in a URL is written to the shop's access log.
+        return ("basic", "oauth1", "oauth1-http")
     return (setting,)
 
 

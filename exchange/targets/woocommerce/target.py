@@ -16,8 +16,10 @@ How a leased batch travels: in requests of at most ``MAX_ITEMS`` (100, WooCommer
    with an ``…invalid_id`` code (the id is gone) -> the id forgotten, the SKU looked up and written
    again at once (once; TEMPORARY if the id is gone again); another item error -> by its
    ``data.status`` (5xx TEMPORARY, else TERMINAL);
-5. a whole answer: by the table every target shares (exchange/targets/wire.py); a body that is
-   not the batch JSON, or a batch answer without one result per item, UNKNOWN;
+5. a whole answer: an HTML 404 (not the REST API: plain permalinks) sends it to
+   ``?rest_route=`` once, kept; at neither address, or ``rest_no_route``: PAUSE (the shop's
+   address, never a SKU); else by the table every target shares (exchange/targets/wire.py);
+   a body that is not the batch JSON, or a batch answer without one result per item, UNKNOWN;
 6. a request whose result is unknown (a timeout after it went out, a connection cut before the
    answer): the prices are read back (``GET products?include=<ids>``); a price the shop holds
    as sent is DELIVERED; otherwise TEMPORARY (sent again: setting a price is an absolute write).
@@ -25,7 +27,8 @@ How a leased batch travels: in requests of at most ``MAX_ITEMS`` (100, WooCommer
 WooCommerce has no Idempotency-Key and no versions: repeating a write is harmless, and the
 queue's one message per aggregate in flight with latest-wins keeps the order (contract 10).
 The consumer key and secret travel by the scheme EXCHANGE_WOO_AUTH names or ``auto`` finds
-(targets/woocommerce/auth.py: Basic or the query form only over https://, OAuth 1.0a); they are
+(targets/woocommerce/auth.py: Basic only over https://, OAuth 1.0a, the query form only when
+asked for); they are
 never logged nor put in a detail. Every request, whatever it is for, waits for the worker's pace
 (``pace_with``, contract 5c). A 401 says whether the shop judged the key (its secret, its
 signature, its permission to write) or saw no key by any scheme tried (the transport).
@@ -61,7 +64,12 @@ from exchange.targets.woocommerce.ids import SkuIds, Where
 
 log = logging.getLogger(__name__)
 
-API = "/wp-json/wc/v3"
+ROUTE = "/wc/v3"
+API = "/wp-json" + ROUTE
+NO_REST_API = "NoRestApi"  # error_class: the REST API is not at the configured address
+KEY_REFUSED = "KeyRefused"  # error_class: the shop found the key and refused it
+ADDRESS_REFUSED = "AddressRefused"  # error_class: the signature's address is not the shop's home
+SIGNATURE_MISMATCH = "provided signature does not match"  # check_oauth_signature's words
 MAX_ITEMS = 100  # WooCommerce's batch limit (woocommerce_rest_batch_items_limit), 413 beyond
 BODY_CAP = 4 * 1024 * 1024
 USER_AGENT = "exchange/0.1"
@@ -114,6 +122,8 @@ class WooCommerceTarget:
         self.price_fields = dict(price_fields)
         self.auth_setting: auth.AuthSetting = auth_setting
         self.auth_used: auth.Scheme | None = None  # the scheme the shop last accepted
+        # The REST API answers at ?rest_route= only (plain permalinks): found once, kept.
+        self.rest_route = False
         self._auth = self._read_auth()
         self._http = http_client(
             base_url=self.url + API,
@@ -373,6 +383,14 @@ class WooCommerceTarget:
     async def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
         return await self._call("POST", path, body=body)
 
+    def _url(self, method: str, path: str, params: dict[str, str] | None) -> httpx.URL:
+        """The request's URL at the REST API's address: ``/wp-json/wc/v3/<path>``, or, once the
+        shop showed /wp-json/ is not there, ``/?rest_route=/wc/v3/<path>`` (the address
+        WordPress's ``get_rest_url`` gives with plain permalinks)."""
+        if not self.rest_route:
+            return self._http.build_request(method, path, params=params).url
+        return httpx.URL(self.url + "/", params={"rest_route": ROUTE + path, **(params or {})})
+
     async def _call(
         self,
         method: str,
@@ -381,13 +399,56 @@ class WooCommerceTarget:
         params: dict[str, str] | None = None,
         body: dict[str, Any] | None = None,
     ) -> httpx.Response:
+        """One request at the REST API's address, found once: an answer that is not
+        WordPress's REST API (an HTML 404: plain permalinks, no rewrite for /wp-json/) sends
+        the same request to ``?rest_route=`` (nothing was applied: WordPress never ran), and
+        that address is kept. Not there either: configuration (the URL, the permalinks), never
+        a verdict on a SKU."""
+        response = await self._signed(method, path, params, body)
+        if not self.rest_route and _not_the_rest_api(response):
+            self.rest_route = True
+            response = await self._signed(method, path, params, body)
+            if _not_the_rest_api(response):
+                self.rest_route = False
+                raise _Answer(self._no_rest_api(response))
+            log.info(
+                "WooCommerce: %s/wp-json/ is not the REST API (plain permalinks); using "
+                "?rest_route= from now on",
+                self.url,
+            )
+        elif _not_the_rest_api(response):
+            raise _Answer(self._no_rest_api(response))
+        return self._judged(response)
+
+    def _no_rest_api(self, response: httpx.Response) -> Classification:
+        return Classification(
+            Verdict.PAUSE,
+            f"HTTP {response.status_code}: WooCommerce's REST API is not at "
+            f"{self.url}: {API}/ and ?rest_route={ROUTE}/ both answer a page that is "
+            "not the REST API. Check EXCHANGE_WOO_URL (the shop's home address, as in WordPress "
+            "→ Settings → General), that WooCommerce is active, and WordPress → Settings → "
+            "Permalinks (with «Plain», /wp-json/ is not there; the service uses ?rest_route= "
+            "then)",
+            http_status=response.status_code,
+            error_class=NO_REST_API,
+        )
+
+    async def _signed(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, str] | None,
+        body: dict[str, Any] | None,
+    ) -> httpx.Response:
+        """The request with the key by each scheme in turn until one is not refused; a 401
+        after every scheme is raised as the key or the transport refused."""
         if self._auth is None:
             raise _Answer(
                 Classification(Verdict.PAUSE, "EXCHANGE_WOO_KEY or EXCHANGE_WOO_SECRET is not set")
             )
         key, secret = self._auth
         content = json.dumps(body).encode() if body is not None else None
-        base = self._http.build_request(method, path, params=params).url
+        base = self._url(method, path, params)
         refusals: list[tuple[auth.Scheme, str]] = []
         for scheme in auth.ordered(self.url, key, self.auth_setting):
             url, headers = auth.sign(scheme, base, method, key, secret)
@@ -414,12 +475,67 @@ class WooCommerceTarget:
                 scheme == "oauth1" and "signature" in _code(response)
             ):
                 break
+        if response.status_code == 401:
+            auth.forget(self.url, key)
+            refused = _refused(refusals, _error_code(response))
+            if any(SIGNATURE_MISMATCH in text for _, text in refusals):
+                refused = await self._judge_the_address(refused)
+            raise _Answer(refused)
+        return response
+
+    async def _judge_the_address(self, refused: Classification) -> Classification:
+        """An OAuth 1.0a signature refused: WooCommerce signs the base string with its own
+        home address (check_oauth_signature: ``get_home_url( null, $request_path, … )``), not
+        the Host the request named, so a URL that reaches the shop by another name (an IP, a
+        local name, another port) is refused with a right secret. The REST index says the home
+        address (WP_REST_Server::get_index ``home``, no key needed): when its host, port or path
+        differ from this URL's, the address is refused, not the key."""
+        home = await self._home()
+        if home is None or _same_address(self.url, home):
+            return refused
+        return Classification(
+            Verdict.PAUSE,
+            f"HTTP 401 Invalid signature: {self.url} is not the shop's home address ({home}). "
+            "OAuth 1.0a signs the address and WooCommerce checks it against its home address, "
+            f"so set EXCHANGE_WOO_URL={home} (the shop's own address); the key itself was not "
+            "refused",
+            http_status=401,
+            error_class=ADDRESS_REFUSED,
+        )
+
+    async def _home(self) -> str | None:
+        """The shop's home address from the REST index, or None when it cannot be read."""
+        url = (
+            httpx.URL(self.url + "/", params={"rest_route": "/", "_fields": "home"})
+            if self.rest_route
+            else httpx.URL(self.url + "/wp-json/", params={"_fields": "home"})
+        )
+        self.requests_sent += 1
+        try:
+            response = await paced_request(self._http, self._pacer, "GET", url)
+            body = json.loads(response.content[:BODY_CAP])
+        except (httpx.TransportError, ValueError):
+            return None
+        home = body.get("home") if isinstance(body, dict) else None
+        return home.rstrip("/") if isinstance(home, str) and home.startswith("http") else None
+
+    def _judged(self, response: httpx.Response) -> httpx.Response:
+        """A 2xx answer; any other raised as the table every target shares reads it."""
         status = response.status_code
         if 200 <= status < 300:
             return response
-        if status == 401:
-            auth.forget(self.url, key)
-            raise _Answer(_refused(refusals, _error_code(response)))
+        if status == 404 and _error_code(response) == "rest_no_route":
+            # WordPress answered, but has no wc/v3 route (WooCommerce inactive, an old
+            # version): about the shop, never about a SKU.
+            raise _Answer(
+                Classification(
+                    Verdict.PAUSE,
+                    f"HTTP 404 rest_no_route: WordPress at {self.url} has no WooCommerce REST API "
+                    f"v3 ({ROUTE}): is WooCommerce active, and is EXCHANGE_WOO_URL the shop?",
+                    http_status=404,
+                    error_class=NO_REST_API,
+                )
+            )
         verdict = STATUSES.verdict(status)
         raise _Answer(
             Classification(
@@ -442,15 +558,39 @@ def _refused(refusals: list[tuple[auth.Scheme, str]], last_code: str) -> Classif
     else:
         detail = (
             f"HTTP 401: the shop saw no key by any scheme tried ({tried}); the transport is "
-            "refused: over http:// WooCommerce takes OAuth 1.0a only, a host that drops the "
-            "Authorization header needs the query form (EXCHANGE_WOO_AUTH)"
+            "refused: over http:// WooCommerce takes OAuth 1.0a only, and a host that drops the "
+            "Authorization header loses Basic (EXCHANGE_WOO_AUTH=auto or oauth1 signs in the "
+            "query instead, the secret never sent)"
         )
     return Classification(
         Verdict.PAUSE,
         detail,
         http_status=401,
-        error_class="KeyRefused" if last_code in auth.KEY_JUDGED else "TransportRefused",
+        error_class=KEY_REFUSED if last_code in auth.KEY_JUDGED else "TransportRefused",
     )
+
+
+def _same_address(url: str, home: str) -> bool:
+    """Whether ``url`` names the shop as its home address does, as the signature's base string
+    sees it: host, port and path (the scheme is what PHP sees, tried both ways already)."""
+    try:
+        a, b = httpx.URL(url), httpx.URL(home)
+    except httpx.InvalidURL:
+        return True
+    return (a.host.lower(), a.port, a.path.rstrip("/")) == (
+        b.host.lower(),
+        b.port,
+        b.path.rstrip("/"),
+    )
+
+
+def _not_the_rest_api(response: httpx.Response) -> bool:
+    """A 404 that is not the REST API's answer: WordPress's REST server answers every error as
+    a JSON ``WP_Error`` (``code``, ``message``), a missing route too (``rest_no_route``); an
+    HTML 404 is the web server's or the theme's page for an address WordPress did not route
+    to the REST API (wp-includes/rest-api.php: /wp-json/ is a rewrite rule, which plain
+    permalinks do not have), about the shop's address, never about a SKU."""
+    return response.status_code == 404 and not _error_code(response)
 
 
 def _error_code(response: httpx.Response) -> str:

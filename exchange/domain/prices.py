@@ -1,0 +1,18 @@
+"""A price as the service knows it was sent: what the database reads and a target puts beside
+the price it sends (contract 10, the 1C-Bitrix offer's whole set of prices)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class KnownPrice:
+    """The latest price of one (SKU, price type) the service delivered or is delivering."""
+
+    sku: str
+    price_type: str  # the service's code (``retail``), not the shop's name
+    amount: Decimal
+    currency: str
+    version: int
