@@ -387,6 +387,14 @@ class Worker:
             log.log(logging.DEBUG if exc.said else logging.WARNING, "%s", exc)
         except ConfigurationError as exc:
             log.error("%s", exc)
+        except Exception as exc:
+            # The database refused what the source took (contract 15): the broker keeps what
+            # was not acknowledged, and the staging table is read as ever.
+            log.error(
+                "%s: taking from the broker failed (%s); what it holds stays there",
+                self.source.name,
+                type(getattr(exc, "orig", None) or exc).__name__,
+            )
 
     async def aclose(self) -> None:
         """Close the target's connections and the source's."""

@@ -17,7 +17,10 @@ Only then may the source acknowledge: a crash before leaves the message to be de
 
 from __future__ import annotations
 
+import base64
+import codecs
 import hashlib
+import json
 import logging
 import re
 from collections.abc import Sequence
@@ -27,6 +30,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError
 
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import messages
@@ -40,6 +44,11 @@ from exchange.queue.transitions import Change, apply
 # so that a hostile 100 MB body does not become a 100 MB row.
 BODY_CAP = 65_536
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]")
+# What no database holds as text: NUL (PostgreSQL) and a lone UTF-16 surrogate (no UTF-8 for it;
+# JSON's "\\ud800" makes one). A surrogate pair in JSON arrives joined, as one code point.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+log = logging.getLogger(__name__)
 # The sources' names (``Source.name``): each record of a source's begins with "<name>-".
 SOURCE_NAMES = ("rabbitmq", "redis")
 
@@ -51,6 +60,8 @@ class Received:
     key: str
     body: bytes
     where: str  # for people: the queue or stream, and the broker's id of the message
+    # Why the message is refused before its body is read (too large, a field twice), or None.
+    refused: str | None = None
 
 
 @dataclass
@@ -62,6 +73,9 @@ class Taken:
     duplicates: int = 0
     refused: int = 0  # quarantine records (bodies that are not intents, intents refused)
     bad: set[int] = field(default_factory=set)  # indexes of messages that were not intents
+    # Indexes of messages whose refusal could not be recorded (logged): never acknowledged, so
+    # the broker keeps them, and the rest of the batch goes on.
+    unrecorded: set[int] = field(default_factory=set)
 
     def add(self, more: Taken) -> None:
         """Count ``more`` (one batch of a pull) in this pull's total."""
@@ -153,6 +167,7 @@ class _Refusal:
     reason: str
     text: str
     row: dict[str, Any] | None = None
+    index: int = 0  # the message's place in the batch
 
 
 def take(
@@ -171,6 +186,8 @@ def take(
     refusals: list[_Refusal] = []
     for index, message in enumerate(batch):
         try:
+            if message.refused is not None:
+                raise BodyError(message.refused)
             found = intents_of(message.body, max_items)
         except BodyError as exc:
             taken.bad.add(index)
@@ -180,7 +197,8 @@ def take(
                     message.where,
                     str(exc),
                     Reason.INVALID_CONTRACT.value,
-                    _text(message.body),
+                    _text(message.body, read=message.refused is None),
+                    index=index,
                 )
             )
             continue
@@ -202,18 +220,66 @@ def take(
                     result["reason"],
                     _text(message.body),
                     row if isinstance(row, dict) else None,
+                    index=index,
                 )
             )
     if refusals:
-        with transaction(engine) as connection:
-            taken.refused = _record(connection, refusals, source, datetime.now(UTC))
+        taken.refused = _record_each(engine, refusals, source, taken.unrecorded)
     return taken
 
 
-def _text(body: bytes) -> str:
-    # PostgreSQL's TEXT holds no NUL; a body that is not UTF-8 is shown as far as it reads.
-    text = body[: BODY_CAP * 4].decode("utf-8", errors="replace").replace("\x00", "\ufffd")
-    return text[:BODY_CAP] + (" [cut]" if len(text) > BODY_CAP else "")
+def _record_each(engine: Engine, refusals: list[_Refusal], source: str, failed: set[int]) -> int:
+    """Records the refusals in one transaction; when that fails for something the database
+    says (not a lost connection: that stops the pull, and the broker delivers again), each
+    alone, so that one message the database will not take never holds up the others. The
+    messages of a refusal that still fails are added to ``failed``, each said in one line."""
+    try:
+        with transaction(engine) as connection:
+            return _record(connection, refusals, source, datetime.now(UTC))
+    except DBAPIError as exc:
+        if exc.connection_invalidated:
+            raise
+    recorded = 0
+    for refusal in refusals:
+        try:
+            with transaction(engine) as connection:
+                recorded += _record(connection, [refusal], source, datetime.now(UTC))
+        except DBAPIError as exc:
+            if exc.connection_invalidated:
+                raise
+            failed.add(refusal.index)
+            log.error(
+                "%s: could not record the refused message (%s: %s); it stays with the broker",
+                source,
+                refusal.where,
+                type(exc.orig).__name__,
+            )
+    return recorded
+
+
+def storable(text: str) -> str:
+    """``text`` as every database holds it: NUL and lone surrogates as U+FFFD (contract 15)."""
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
+def _text(body: bytes, *, read: bool = True) -> str:
+    """What a record keeps of a body, bounded: its text, or ``{"raw_base64": ...}`` when it is
+    not UTF-8 (contract 15); a body refused unread (``read`` false: too large) keeps only its
+    first bytes as base64 and its size, never decoded."""
+    if read:
+        head = body[: BODY_CAP * 4]
+        try:  # incremental: a head cut inside a character is still UTF-8
+            text = codecs.getincrementaldecoder("utf-8")().decode(head, final=head == body)
+        except UnicodeDecodeError:
+            pass
+        else:
+            text = storable(text)
+            return text[:BODY_CAP] + (" [cut]" if len(text) > BODY_CAP else "")
+    raw = body[: (BODY_CAP * 3 // 4 - 64) if read else 1024]
+    kept: dict[str, Any] = {"raw_base64": base64.b64encode(raw).decode("ascii")}
+    if len(raw) < len(body):
+        kept["bytes"] = len(body)
+    return json.dumps(kept)
 
 
 def _record(connection: Connection, refusals: list[_Refusal], source: str, now: datetime) -> int:
@@ -229,14 +295,14 @@ def _record(connection: Connection, refusals: list[_Refusal], source: str, now: 
         version = row.get("aggregate_version", 0)
         params.append(
             {
-                "message_id": refusal.record_id[:200],
+                "message_id": storable(refusal.record_id[:200]),
                 "aggregate_id": None,
                 "rejected": True,
-                "kind": str(row.get("kind") or source)[:64],
-                "aggregate": str(row.get("aggregate") or "")[:200],
+                "kind": storable(str(row.get("kind") or source)[:64]),
+                "aggregate": storable(str(row.get("aggregate") or "")[:200]),
                 "version": version if -(2**63) <= version < 2**63 else 0,
-                "schema_version": str(row.get("schema_version") or "")[:32],
-                "source_ref": (row.get("source_ref") or refusal.where)[:500],
+                "schema_version": storable(str(row.get("schema_version") or "")[:32]),
+                "source_ref": storable(str(row.get("source_ref") or refusal.where)[:500]),
                 "payload": refusal.text,
                 "created_at": now,
                 "staging_id": None,
@@ -244,13 +310,13 @@ def _record(connection: Connection, refusals: list[_Refusal], source: str, now: 
                 "state": State.QUARANTINED.value,
                 "reason": refusal.reason,
                 "attempts": 0,
-                "last_error": f"{refusal.where}: {refusal.detail}",
+                "last_error": storable(f"{refusal.where}: {refusal.detail}"),
                 "waiting_since": now,
                 "updated_at": now,
             }
         )
     inserted = {mid: pk for pk, mid in connection.execute(statement, params)}
-    details = {r.record_id[:200]: r for r in refusals}
+    details = {storable(r.record_id[:200]): r for r in refusals}
     apply(
         connection,
         [
@@ -259,7 +325,9 @@ def _record(connection: Connection, refusals: list[_Refusal], source: str, now: 
                 Event.REJECTED,
                 None,
                 State.QUARANTINED,
-                detail=f"{details[mid].reason}: {details[mid].where}: {details[mid].detail}",
+                detail=storable(
+                    f"{details[mid].reason}: {details[mid].where}: {details[mid].detail}"
+                ),
             )
             for mid, pk in inserted.items()
         ],

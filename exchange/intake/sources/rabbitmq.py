@@ -188,6 +188,7 @@ class RabbitMqSource:
     async def pull(self) -> Taken:
         queue = await self._connect()
         total = Taken()
+        held_back = False  # a refusal the database would not record: its message was not acked
         try:
             for _ in range(ROUNDS):
                 batch = await self._next_batch(queue)
@@ -204,11 +205,16 @@ class RabbitMqSource:
                 )
                 failpoint("source-staged")
                 for index, message in enumerate(batch):
+                    if index in taken.unrecorded:
+                        continue  # left unacknowledged: delivered again after the drop below
                     if index in taken.bad:
                         await message.reject(requeue=False)
                     else:
                         await message.ack()
                 total.add(taken)
+                if taken.unrecorded:
+                    held_back = True
+                    break
         except Exception as exc:
             if not (isinstance(exc, connection_errors()) or self._lost(exc)):
                 await self._drop()  # the database failed: as below
@@ -226,6 +232,8 @@ class RabbitMqSource:
             await self._drop()
             self._idle = False
             raise
+        if held_back:
+            await self._drop()  # the broker delivers them again, at the next pull
         self._idle = total.messages == 0
         log_taken(log, self.name, "messages", total)
         return total

@@ -196,7 +196,11 @@ class RedisSource:
             max_items=self.max_items,
         )
         failpoint("source-staged")
-        await self._redis().xack(self.stream, self.group, *(entry_id for entry_id, _ in entries))
+        done = [entry_id for n, (entry_id, _) in enumerate(entries) if n not in taken.unrecorded]
+        if done:
+            await self._redis().xack(self.stream, self.group, *done)
+        if taken.unrecorded:
+            self._own_pending = True  # left pending: read again at the next pull
         total.add(taken)
 
     def _received(self, entry_id: bytes, fields: dict[bytes, bytes] | None) -> Received:
