@@ -167,3 +167,174 @@ def test_a_refusal_the_database_will_not_record_holds_back_only_its_own_message(
     assert {("price", "SKU-STAGED"): [1], ("price", "SKU-OK"): [1]} == site.applied
     assert {"rabbitmq-bad-2"} == set(quarantined(engine))
     assert 1 == queue_counts(rabbitmq_url, queue), "the unrecorded message stays with the broker"
+
+
+def pending(redis_url: str, stream: str) -> int:
+    with redis.Redis.from_url(redis_url) as r:
+        return int(r.xpending(stream, "exchange")["pending"])
+
+
+def test_entries_trimmed_while_pending_are_each_recorded_naming_the_entry(
+    db_url: str, engine: Engine, redis_url: str, stream: str
+) -> None:
+    """Issue 33 item 4: XAUTOCLAIM's deleted ids (a dead consumer read them, MAXLEN or XTRIM
+    removed them) are quarantine records naming the entry id, never acknowledged silently."""
+    with redis.Redis.from_url(redis_url) as r:
+        r.xgroup_create(stream, "exchange", id="0", mkstream=True)
+        ids = [r.xadd(stream, {"intent": body(intent(f"SKU-{n}", 1))}) for n in range(2)]
+        r.xreadgroup("exchange", "dead-worker", {stream: ">"})
+        # As old as a dead worker's (no sleep: Redis measures idle time on its own clock).
+        r.xclaim(stream, "exchange", "dead-worker", 0, ids, idle=61_000, justid=True)
+        r.xtrim(stream, maxlen=0)
+    site = FakeSite()
+
+    run(redis_worker(db_url, engine, site, redis_url, stream, redis_min_idle=60))
+
+    records = quarantined(engine)
+    assert {f"redis-{stream}-{i.decode()}" for i in ids} == set(records)
+    for entry_id in ids:
+        record = records[f"redis-{stream}-{entry_id.decode()}"]
+        assert entry_id.decode() in record["last_error"]
+        assert "the stream no longer holds this entry" in record["last_error"]
+    assert {} == site.applied
+    assert 0 == pending(redis_url, stream)
+
+
+def test_an_entry_naming_the_field_intent_twice_is_refused_and_recorded_not_staged(
+    db_url: str, engine: Engine, redis_url: str, stream: str
+) -> None:
+    """Issue 33 item 5: a field twice is refused as a key twice in a body is, neither value
+    staged (Redis keeps both fields; a client's dict would keep the last)."""
+    with redis.Redis.from_url(redis_url) as r:
+        twice = r.execute_command(
+            "XADD",
+            stream,
+            "*",
+            "intent",
+            body(intent("SKU-A", 1)),
+            "intent",
+            body(intent("SKU-B", 1)),
+        )
+        r.xadd(stream, {"intent": body(intent("SKU-OK", 1))})
+    site = FakeSite()
+
+    run(redis_worker(db_url, engine, site, redis_url, stream))
+
+    assert {("price", "SKU-OK"): [1]} == site.applied
+    records = quarantined(engine)
+    assert [f"redis-{stream}-{twice.decode()}"] == list(records)
+    assert "the field intent 2 times" in next(iter(records.values()))["last_error"]
+    assert 0 == pending(redis_url, stream)
+
+
+LIMIT = 1024  # EXCHANGE_SOURCE_MAX_BYTES in these tests (its least)
+
+
+def sized(sku: str, size: int) -> bytes:
+    """A valid intent's body of exactly ``size`` bytes (padded in its source_ref and name)."""
+    bare = len(body(intent(sku, 1, source_ref="", name="")))
+    ref = min(500, size - bare)
+    return body(intent(sku, 1, source_ref="r" * ref, name="n" * (size - bare - ref)))
+
+
+def test_a_message_over_the_byte_limit_is_recorded_unread_and_the_rest_delivered(
+    db_url: str, engine: Engine, rabbitmq_url: str, queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Contract 15, issue 33 item 6: a body over EXCHANGE_SOURCE_MAX_BYTES is recorded as
+    refused with its size, never parsed; the others go on."""
+    parsed: list[int] = []
+    parse = common.parse_body
+    monkeypatch.setattr(
+        common, "parse_body", lambda raw, n: parsed.append(len(raw)) or parse(raw, n)
+    )
+    large = sized("SKU-LARGE", LIMIT + 1)
+    assert len(large) == LIMIT + 1
+    publish(rabbitmq_url, queue, [large], message_id="large-1")
+    publish(rabbitmq_url, queue, [sized("SKU-OK", LIMIT)])
+    site = FakeSite()
+
+    run(
+        rabbit_worker(
+            db_url,
+            engine,
+            site,
+            rabbitmq_url=rabbitmq_url,
+            rabbitmq_queue=queue,
+            source_max_bytes=LIMIT,
+        )
+    )
+
+    assert {("price", "SKU-OK"): [1]} == site.applied
+    assert [LIMIT] == parsed, "the large body was never parsed"
+    record = quarantined(engine)["rabbitmq-large-1"]
+    assert (
+        f"{LIMIT + 1} bytes, more than EXCHANGE_SOURCE_MAX_BYTES ({LIMIT})" in record["last_error"]
+    )
+    kept = json.loads(record["payload"])
+    assert LIMIT + 1 == kept["bytes"]
+    assert large.startswith(base64.b64decode(kept["raw_base64"]))
+    assert 0 == queue_counts(rabbitmq_url, queue)
+
+
+def batches_taken(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[int]:
+    """The bytes of bodies of each batch a source hands to ``take``."""
+    sizes: list[int] = []
+    take = module.take
+
+    def spy(engine: Any, staging: Any, kinds: Any, batch: Any, **options: Any) -> Any:
+        sizes.append(sum(len(m.body) for m in batch))
+        return take(engine, staging, kinds, batch, **options)
+
+    monkeypatch.setattr(module, "take", spy)
+    return sizes
+
+
+def test_a_rabbitmq_pull_takes_no_more_than_four_times_the_limit_at_once(
+    db_url: str, engine: Engine, rabbitmq_url: str, queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Contract 15: a batch stops taking buffered messages past 4 x EXCHANGE_SOURCE_MAX_BYTES
+    (what the broker pushes into the buffer is bounded by prefetch and its max_message_size)."""
+    from exchange.intake.sources import rabbitmq
+
+    sizes = batches_taken(monkeypatch, rabbitmq)
+    publish(rabbitmq_url, queue, [sized(f"SKU-{n}", 1000) for n in range(12)])
+    site = FakeSite()
+
+    run(
+        rabbit_worker(
+            db_url,
+            engine,
+            site,
+            rabbitmq_url=rabbitmq_url,
+            rabbitmq_queue=queue,
+            source_max_bytes=LIMIT,
+        )
+    )
+
+    assert {("price", f"SKU-{n}"): [1] for n in range(12)} == site.applied
+    assert 12_000 == sum(sizes)
+    assert max(sizes) <= 4 * LIMIT, sizes
+
+
+def test_a_redis_read_asks_for_no_more_than_four_times_the_limit(
+    db_url: str, engine: Engine, redis_url: str, stream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Contract 15: Redis cannot bound a read in bytes, so its COUNT is capped: no read brings
+    more than 4 x EXCHANGE_SOURCE_MAX_BYTES of entries; an entry over the limit is refused."""
+    from exchange.intake.sources import redis_streams
+
+    sizes = batches_taken(monkeypatch, redis_streams)
+    with redis.Redis.from_url(redis_url) as r:
+        for n in range(12):
+            r.xadd(stream, {"intent": sized(f"SKU-{n}", 1000)})
+        large = r.xadd(stream, {"intent": sized("SKU-LARGE", LIMIT + 1)})
+    site = FakeSite()
+
+    run(redis_worker(db_url, engine, site, redis_url, stream, source_max_bytes=LIMIT))
+
+    assert {("price", f"SKU-{n}"): [1] for n in range(12)} == site.applied
+    assert 12_000 + LIMIT + 1 == sum(sizes)
+    assert max(sizes) <= 4 * LIMIT, sizes
+    record = quarantined(engine)[f"redis-{stream}-{large.decode()}"]
+    assert f"{LIMIT + 1} bytes, more than EXCHANGE_SOURCE_MAX_BYTES" in record["last_error"]
+    assert 0 == pending(redis_url, stream)

@@ -49,6 +49,9 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 log = logging.getLogger(__name__)
+# A pull takes no new message once the bodies it holds pass this many times
+# EXCHANGE_SOURCE_MAX_BYTES (contract 15).
+MEMORY_FACTOR = 4
 # The sources' names (``Source.name``): each record of a source's begins with "<name>-".
 SOURCE_NAMES = ("rabbitmq", "redis")
 
@@ -60,7 +63,7 @@ class Received:
     key: str
     body: bytes
     where: str  # for people: the queue or stream, and the broker's id of the message
-    # Why the message is refused before its body is read (too large, a field twice), or None.
+    # Why the source refuses the message whatever its body says (a field twice), or None.
     refused: str | None = None
 
 
@@ -178,14 +181,23 @@ def take(
     *,
     source: str,
     max_items: int,
+    max_bytes: int,
 ) -> Taken:
-    """Stage the intents of ``batch`` and record what cannot be staged (module docstring)."""
+    """Stage the intents of ``batch`` and record what cannot be staged (module docstring). A
+    body over ``max_bytes`` (``EXCHANGE_SOURCE_MAX_BYTES``) is refused unread: never decoded,
+    never parsed, its record keeps its size and first bytes."""
     taken = Taken(messages=len(batch))
     rows: list[dict[str, Any] | str] = []
     origin: list[tuple[int, int]] = []  # (message, intent) of each row
     refusals: list[_Refusal] = []
     for index, message in enumerate(batch):
+        too_large = len(message.body) > max_bytes
         try:
+            if too_large:
+                raise BodyError(
+                    f"the message is {len(message.body)} bytes, more than "
+                    f"EXCHANGE_SOURCE_MAX_BYTES ({max_bytes}): refused unread"
+                )
             if message.refused is not None:
                 raise BodyError(message.refused)
             found = intents_of(message.body, max_items)
@@ -197,7 +209,7 @@ def take(
                     message.where,
                     str(exc),
                     Reason.INVALID_CONTRACT.value,
-                    _text(message.body, read=message.refused is None),
+                    _text(message.body, read=not too_large),
                     index=index,
                 )
             )

@@ -33,6 +33,7 @@ from exchange.domain.policy import Policy
 from exchange.errors import BrokerUnavailable, ConfigurationError
 from exchange.failpoints import failpoint
 from exchange.intake.sources.common import (
+    MEMORY_FACTOR,
     Received,
     Taken,
     digest_key,
@@ -98,6 +99,7 @@ class RabbitMqSource:
         staging_engine: Engine | None,
         kinds: dict[str, Policy],
         max_items: int,
+        max_bytes: int,
     ) -> None:
         self.url = url
         self.queue_name = queue
@@ -106,6 +108,11 @@ class RabbitMqSource:
         self.staging_engine = staging_engine
         self.kinds = kinds
         self.max_items = max_items
+        self.max_bytes = max_bytes
+        # Most bytes of bodies a batch takes from the buffer (contract 15). What the broker has
+        # pushed into the buffer is bounded by prefetch x its max_message_size, not by us.
+        self.memory = MEMORY_FACTOR * max_bytes
+        self._carry: AbstractIncomingMessage | None = None  # taken, for the next batch
         self._connection: AbstractConnection | None = None
         self._channel: AbstractChannel | None = None
         self._queue: AbstractQueue | None = None
@@ -175,6 +182,7 @@ class RabbitMqSource:
         self._channel = None
         connection, self._connection = self._connection, None
         self._buffer = asyncio.Queue()
+        self._carry = None
         if connection is not None:
             with contextlib.suppress(Exception):
                 await connection.close()
@@ -202,6 +210,7 @@ class RabbitMqSource:
                     [self._received(m) for m in batch],
                     source=self.name,
                     max_items=self.max_items,
+                    max_bytes=self.max_bytes,
                 )
                 failpoint("source-staged")
                 for index, message in enumerate(batch):
@@ -255,17 +264,27 @@ class RabbitMqSource:
         ready = declared.declaration_result.message_count or 0
         with contextlib.suppress(asyncio.TimeoutError):
             first = await asyncio.wait_for(self._buffer.get(), WAIT_FOR_MORE if ready else GRACE)
-            return [first, *self._drain(self.prefetch - 1)]
+            return [first, *self._drain(self.prefetch - 1, len(first.body))]
         return []
 
-    def _drain(self, limit: int | None = None) -> list[AbstractIncomingMessage]:
+    def _drain(self, limit: int | None = None, held: int = 0) -> list[AbstractIncomingMessage]:
+        """Up to ``limit`` buffered messages, and no more bytes than ``memory`` beside the
+        ``held`` ones (contract 15), unless one message alone is larger: the next waits in
+        ``_carry`` for the next batch."""
         limit = self.prefetch if limit is None else limit
         batch: list[AbstractIncomingMessage] = []
         while len(batch) < limit:
-            try:
-                batch.append(self._buffer.get_nowait())
-            except asyncio.QueueEmpty:
+            message, self._carry = self._carry, None
+            if message is None:
+                try:
+                    message = self._buffer.get_nowait()
+                except asyncio.QueueEmpty:
+                    break
+            if (batch or held) and held + len(message.body) > self.memory:
+                self._carry = message
                 break
+            batch.append(message)
+            held += len(message.body)
         return batch
 
     def _received(self, message: AbstractIncomingMessage) -> Received:
