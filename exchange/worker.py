@@ -821,6 +821,7 @@ class Worker:
             "breaker_state": self.breaker.state(now).value,
             "breaker_until": self.breaker.opened_until,
             "pace": json.dumps(self.pace_figures(self.monotonic.now())),
+            "source": json.dumps(self.source.health.as_json()) if self.source else None,
         }
 
     def _write_heartbeat(self, values: dict[str, Any]) -> None:

@@ -103,6 +103,48 @@ def log_taken(logger: logging.Logger, source: str, unit: str, total: Taken) -> N
         )
 
 
+@dataclass
+class Health:
+    """Whether a source consumes, and since when it does not (contract 15): each worker tells
+    it in its heartbeat (``as_json``), and ``status`` shows it in ``sources[]``; a source not
+    consuming is a cause. ``warning`` is what a person should know though it consumes (the
+    stream was recreated: entries may have been lost with it). The times are stamps, not
+    decisions: the real clock."""
+
+    consuming: bool | None = None  # None: no pull has tried yet
+    cause: str | None = None
+    since: datetime | None = None
+    warning: str | None = None
+    warned_at: datetime | None = None
+
+    def stopped(self, cause: str) -> None:
+        """Not consuming, because of ``cause`` (the first cause keeps its time)."""
+        if self.consuming is not False:
+            self.since = datetime.now(UTC)
+        self.consuming, self.cause = False, cause
+
+    def started(self) -> bool:
+        """Consuming; True when it had stopped (the source says it is back)."""
+        again = self.consuming is False
+        self.consuming, self.cause, self.since = True, None, None
+        return again
+
+    def warn(self, text: str) -> None:
+        self.warning, self.warned_at = text, datetime.now(UTC)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "consuming": self.consuming,
+            "cause": self.cause,
+            "since": self.since.isoformat() if self.since else None,
+            "warning": (
+                {"text": self.warning, "since": self.warned_at.isoformat()}
+                if self.warning and self.warned_at
+                else None
+            ),
+        }
+
+
 class Source(Protocol):
     """A broker that ``exchange run`` takes intents from at each cycle's intake."""
 
@@ -117,6 +159,11 @@ class Source(Protocol):
     @property
     def idle(self) -> bool:
         """The last pull found nothing ready (``--until-idle``)."""
+        ...
+
+    @property
+    def health(self) -> Health:
+        """Whether it consumes now (``status``'s ``sources[]``)."""
         ...
 
     async def figures(self) -> dict[str, Any]:

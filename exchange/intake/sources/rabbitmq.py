@@ -34,6 +34,7 @@ from exchange.errors import BrokerUnavailable, ConfigurationError
 from exchange.failpoints import failpoint
 from exchange.intake.sources.common import (
     MEMORY_FACTOR,
+    Health,
     Received,
     Taken,
     digest_key,
@@ -113,6 +114,10 @@ class RabbitMqSource:
         # pushed into the buffer is bounded by prefetch x its max_message_size, not by us.
         self.memory = MEMORY_FACTOR * max_bytes
         self._carry: AbstractIncomingMessage | None = None  # taken, for the next batch
+        self._consumer_tag: str | None = None
+        # Why the broker cancelled the consumer, until it consumes again (``_on_cancel``).
+        self._cancelled: str | None = None
+        self.health = Health()
         self._connection: AbstractConnection | None = None
         self._channel: AbstractChannel | None = None
         self._queue: AbstractQueue | None = None
@@ -125,9 +130,11 @@ class RabbitMqSource:
     # -- the connection ------------------------------------------------------------------
 
     async def _connect(self) -> AbstractQueue:
-        if self._queue is not None and self._channel is not None and not self._channel.is_closed:
+        open_ = self._channel is not None and not self._channel.is_closed
+        if self._queue is not None and open_ and self._cancelled is None:
             return self._queue
-        if self._queue is not None:  # lost between two pulls: said once, as one lost mid-pull
+        if self._queue is not None and self._cancelled is None:
+            # lost between two pulls: said once, as one lost mid-pull
             self._fail("the broker closed the connection between two pulls")
             log.warning("RabbitMQ: the connection was lost (%s); reconnecting", self.last_error)
         await self._drop()
@@ -142,10 +149,16 @@ class RabbitMqSource:
             self._channel = await self._connection.channel()
             await self._channel.set_qos(prefetch_count=self.prefetch)
             queue = await self._channel.declare_queue(self.queue_name, passive=True)
-            await queue.consume(self._buffer.put)
+            self._consumer_tag = await queue.consume(self._buffer.put)
+            channel = await self._channel.get_underlay_channel()
+            channel.on_consumer_cancel_callbacks.add(self._on_cancel)
         except aiormq.exceptions.ChannelNotFoundEntity:
             await self._drop()
             self._fail(f"the queue {self.queue_name!r} does not exist")
+            if self._cancelled is not None:  # deleted, to be declared again: said at the cancel
+                raise BrokerUnavailable(
+                    f"RabbitMQ: the queue {self.queue_name} is still missing", said=True
+                ) from None
             raise ConfigurationError(
                 f"EXCHANGE_RABBITMQ_QUEUE: RabbitMQ has no queue {self.queue_name!r}"
             ) from None
@@ -160,17 +173,37 @@ class RabbitMqSource:
             self._fail(describe(exc, self.url))
             raise BrokerUnavailable(f"RabbitMQ cannot be reached: {self.last_error}") from None
         self._queue = queue
-        if self._failures:
+        if self._cancelled is not None:
+            log.info("RabbitMQ: consuming the queue %s again", self.queue_name)
+        elif self._failures:
             log.info("RabbitMQ: connected again to the queue %s", self.queue_name)
+        self._cancelled = None
         self._failures = 0
         self.last_error = None
+        self.health.started()
         return queue
+
+    def _on_cancel(self, frame: aiormq.spec.Basic.Cancel) -> None:
+        """The broker cancelled this consumer (``basic.cancel``: the queue was deleted, its
+        leader moved): the next pull consumes again, after a passive declare, with the
+        backoff while the queue is missing. Said once, here."""
+        if frame.consumer_tag != self._consumer_tag or self._cancelled is not None:
+            return
+        self._cancelled = "the broker cancelled the consumer (the queue was deleted or moved)"
+        self.health.stopped(self._cancelled)
+        self._idle = False
+        log.warning(
+            "RabbitMQ: the broker cancelled the consumer of the queue %s (deleted or moved); "
+            "consuming again, with a backoff while the queue is missing",
+            self.queue_name,
+        )
 
     def _fail(self, error: str) -> None:
         """Full jitter, as the site's retries (contract 5): many workers do not come back at
         once."""
         self._failures += 1
         self.last_error = error
+        self.health.stopped(self._cancelled or error)
         ceiling = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** min(self._failures, 16))
         self._retry_at = time.monotonic() + random.uniform(0, ceiling)
         self._idle = False
@@ -231,6 +264,8 @@ class RabbitMqSource:
                 raise
             await self._drop()
             self._fail(describe(exc, self.url))
+            if self._cancelled is not None:  # the queue went with the consumer: said once
+                raise BrokerUnavailable(f"RabbitMQ: {self._cancelled}", said=True) from None
             log.warning("RabbitMQ: the connection was lost (%s); reconnecting", self.last_error)
             raise BrokerUnavailable(
                 f"RabbitMQ connection lost: {self.last_error}", said=True
@@ -243,7 +278,7 @@ class RabbitMqSource:
             raise
         if held_back:
             await self._drop()  # the broker delivers them again, at the next pull
-        self._idle = total.messages == 0
+        self._idle = total.messages == 0 and self._cancelled is None
         log_taken(log, self.name, "messages", total)
         return total
 

@@ -33,6 +33,7 @@ from exchange.errors import BrokerUnavailable, ConfigurationError
 from exchange.failpoints import failpoint
 from exchange.intake.sources.common import (
     MEMORY_FACTOR,
+    Health,
     Received,
     Taken,
     log_taken,
@@ -102,6 +103,7 @@ class RedisSource:
         # read in bytes. At first as if every entry were max_bytes large.
         self._count = min(BATCH, MEMORY_FACTOR)
         self._client: redis.Redis | None = None
+        self.health = Health()
         self._group_ready = False
         self._own_pending = True  # after a start, read what this consumer left unacknowledged
         self._failures = 0
@@ -121,20 +123,40 @@ class RedisSource:
     def _describe(self, exc: BaseException) -> str:
         return f"{type(exc).__name__}: {exc}".replace(self.url, "<url>")
 
-    async def _ensure_group(self) -> None:
+    async def _ensure_group(self) -> bool:
+        """Creates the group, reading the stream from its start, when missing; True when it
+        did."""
         if self._group_ready:
-            return
+            return False
         try:
             await self._redis().xgroup_create(self.stream, self.group, id="0", mkstream=True)
-            log.info("redis: created the consumer group %s on %s", self.group, self.stream)
         except ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
+            created = False
+        else:
+            created = True
         self._group_ready = True
+        return created
+
+    async def _group_gone(self) -> None:
+        """The stream or its group disappeared under a running worker (a restart without
+        persistence, DEL, XGROUP DESTROY): created again as at start (contract 15). What the
+        stream held before is gone with it; what is read again is a duplicate at intake."""
+        self._group_ready = False
+        self._own_pending = True
+        await self._ensure_group()
+        text = (
+            f"the stream {self.stream} or its group {self.group} disappeared and was created "
+            "again: entries may have been lost with the stream"
+        )
+        self.health.warn(text)
+        log.warning("redis: %s (entries read again are duplicates)", text)
 
     def _fail(self, error: str) -> None:
         self._failures += 1
         self.last_error = error
+        self.health.stopped(error)
         ceiling = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** min(self._failures, 16))
         self._retry_at = time.monotonic() + random.uniform(0, ceiling)
         self._idle = False
@@ -153,14 +175,15 @@ class RedisSource:
             )
         total = Taken()
         try:
-            await self._ensure_group()
-            for entries in (await self._pending(), await self._claimed()):
-                await self._take(entries, total)
-            for _ in range(ROUNDS):
-                entries = await self._read(">")
-                if not entries:
-                    break
-                await self._take(entries, total)
+            if await self._ensure_group():
+                log.info("redis: created the consumer group %s on %s", self.group, self.stream)
+            try:
+                await self._read_all(total)
+            except ResponseError as exc:
+                if "NOGROUP" not in str(exc):
+                    raise
+                await self._group_gone()
+                await self._read_all(total)
         except AuthenticationError:
             self._fail("the server refused the credentials")
             raise ConfigurationError("EXCHANGE_REDIS_URL: Redis refused the password") from None
@@ -182,9 +205,19 @@ class RedisSource:
             log.info("Redis: reading %s again", self.stream)
         self._failures = 0
         self.last_error = None
+        self.health.started()
         self._idle = total.messages == 0
         log_taken(log, self.name, "entries", total)
         return total
+
+    async def _read_all(self, total: Taken) -> None:
+        for entries in (await self._pending(), await self._claimed()):
+            await self._take(entries, total)
+        for _ in range(ROUNDS):
+            entries = await self._read(">")
+            if not entries:
+                break
+            await self._take(entries, total)
 
     async def _read(self, start: str) -> list[Entry]:
         answer: Any = await self._redis().xreadgroup(
