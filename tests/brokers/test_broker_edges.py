@@ -8,23 +8,20 @@ import asyncio
 import base64
 import json
 import os
-import random
 from typing import Any
 
-import httpx
 import pytest
 import redis
-from brokerkit import publish, queue_counts
+from brokerkit import publish, queue_counts, run_worker, source_worker
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 from typer.testing import CliRunner
 
-from exchange import app as bootstrap
 from exchange.cli import app
 from exchange.db import engine as engine_module
 from exchange.db.engine import transaction
 from exchange.db.schema import messages
-from exchange.dev.testing import FakeSite, drain, fast_settings, price_row, stage
+from exchange.dev.testing import FakeSite, drain, price_row, stage
 from exchange.intake.sources import common
 from exchange.worker import Worker
 
@@ -40,36 +37,18 @@ def body(value: Any) -> bytes:
 
 
 def rabbit_worker(db_url: str, engine: Engine, site: FakeSite, **overrides: Any) -> Worker:
-    settings = fast_settings(db_url, "https://site.test", source="rabbitmq", **overrides)
-    return bootstrap.worker(
-        settings, engine, transport=httpx.MockTransport(site), rng=random.Random(3)
-    )
+    return source_worker(db_url, engine, site, "rabbitmq", **overrides)
 
 
 def redis_worker(
     db_url: str, engine: Engine, site: FakeSite, redis_url: str, stream: str, **overrides: Any
 ) -> Worker:
-    settings = fast_settings(
-        db_url,
-        "https://site.test",
-        source="redis",
-        redis_url=redis_url,
-        redis_stream=stream,
-        **overrides,
-    )
-    return bootstrap.worker(
-        settings, engine, transport=httpx.MockTransport(site), rng=random.Random(3)
+    return source_worker(
+        db_url, engine, site, "redis", redis_url=redis_url, redis_stream=stream, **overrides
     )
 
 
-def run(worker: Worker, cycles: int = 400) -> None:
-    async def go() -> None:
-        try:
-            await drain(worker, cycles=cycles)
-        finally:
-            await worker.aclose()
-
-    asyncio.run(go())
+run = run_worker
 
 
 def quarantined(engine: Engine) -> dict[str, dict[str, Any]]:
