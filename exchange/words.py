@@ -635,6 +635,20 @@ _INTAKE_DETAILS: tuple[tuple[str, str], ...] = (
         "Redis, поток {s}, запись {e} (нет поля intent: {f})",
     ),
     (r"redis stream (?P<s>\S+), entry (?P<e>\S+)", "Redis, поток {s}, запись {e}"),
+    # what a broker source refuses before reading the body (contract 15)
+    (
+        r"the message is (?P<n>\d+) bytes, more than EXCHANGE_SOURCE_MAX_BYTES \((?P<m>\d+)\): "
+        r"not read",
+        "сообщение занимает {n} байт, больше EXCHANGE_SOURCE_MAX_BYTES ({m}): не прочитано",
+    ),
+    (
+        r"the entry names the field intent (?P<n>\d+) times",
+        "поле intent повторено в записи потока (раз: {n})",
+    ),
+    (
+        r"the stream no longer holds this entry \(trimmed by MAXLEN or XTRIM while pending\)",
+        "записи больше нет в потоке (её удалили MAXLEN или XTRIM, пока она ждала подтверждения)",
+    ),
     # the body of a JSON intake's request or of a broker's message
     (r"the body is not UTF-8 text", "тело сообщения — не текст UTF-8"),
     (

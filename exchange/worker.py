@@ -395,6 +395,7 @@ class Worker:
                 self.source.name,
                 type(getattr(exc, "orig", None) or exc).__name__,
             )
+            log.debug("the source's failure", exc_info=True)
 
     async def aclose(self) -> None:
         """Close the target's connections and the source's."""

@@ -406,7 +406,7 @@ def test_a_consumer_the_broker_cancels_consumes_again_and_status_says_it_meanwhi
 
 
 def test_a_redis_group_that_disappeared_is_created_again_and_status_warns_of_lost_entries(
-    db_url: str, engine: Engine, redis_url: str, stream: str
+    db_url: str, engine: Engine, redis_url: str, stream: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Contract 15, issue 33 item 3: NOGROUP (DEL, XGROUP DESTROY, a restart without
     persistence) makes the group again (XGROUP CREATE ... 0 MKSTREAM), says it, and status's
@@ -448,3 +448,5 @@ def test_a_redis_group_that_disappeared_is_created_again_and_status_warns_of_los
     assert entry["warning"]["since"]
     assert 0 == code, shown["needs_person"]
     assert 0 == pending(redis_url, stream)
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("exchange")]
+    assert 2 == sum("disappeared and was created again" in line for line in said), said

@@ -149,6 +149,7 @@ def test_the_brokers_refusals_are_said_in_russian_on_the_exchanges_page(
         [Received("m-1", unknown_field, "rabbitmq queue prices, message_id m-1")],
         source="rabbitmq",
         max_items=10,
+        max_bytes=2**24,
     ).refused
     refused += take_from_broker(
         db,
@@ -157,6 +158,7 @@ def test_the_brokers_refusals_are_said_in_russian_on_the_exchanges_page(
         [Received("s-1", b'{"a": 1, "a": 2}', "redis stream prices, entry 1-0")],
         source="redis",
         max_items=10,
+        max_bytes=2**24,
     ).refused
     assert refused == 2
     with transaction(db, read_only=True) as connection:
@@ -272,6 +274,9 @@ KEPT = {
     "VARCHAR",
     "BIGINT",
     "EXCHANGE_KINDS",
+    "EXCHANGE_SOURCE_MAX_BYTES",
+    "MAXLEN",
+    "XTRIM",
     "RabbitMQ",
     "Redis",
     "RUB",
@@ -374,6 +379,11 @@ def _refusals() -> list[str]:
             said.append(str(exc))
         else:
             raise AssertionError(body)
+    # what a broker source refuses before reading a body (contract 15)
+    from exchange.intake.sources.common import too_large
+    from exchange.intake.sources.redis_streams import TRIMMED, field_twice
+
+    said += [too_large(17_000_000, 16_777_216), field_twice(2), TRIMMED]
     return said
 
 

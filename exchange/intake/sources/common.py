@@ -238,13 +238,10 @@ def take(
     origin: list[tuple[int, int]] = []  # (message, intent) of each row
     refusals: list[_Refusal] = []
     for index, message in enumerate(batch):
-        too_large = len(message.body) > max_bytes
+        oversized = len(message.body) > max_bytes
         try:
-            if too_large:
-                raise BodyError(
-                    f"the message is {len(message.body)} bytes, more than "
-                    f"EXCHANGE_SOURCE_MAX_BYTES ({max_bytes}): refused unread"
-                )
+            if oversized:
+                raise BodyError(too_large(len(message.body), max_bytes))
             if message.refused is not None:
                 raise BodyError(message.refused)
             found = intents_of(message.body, max_items)
@@ -256,7 +253,7 @@ def take(
                     message.where,
                     str(exc),
                     Reason.INVALID_CONTRACT.value,
-                    _text(message.body, read=not too_large),
+                    _text(message.body, read=not oversized),
                     index=index,
                 )
             )
@@ -314,6 +311,12 @@ def _record_each(engine: Engine, refusals: list[_Refusal], source: str, failed: 
                 type(exc.orig).__name__,
             )
     return recorded
+
+
+def too_large(size: int, limit: int) -> str:
+    """Why a message over ``EXCHANGE_SOURCE_MAX_BYTES`` is refused (said in Russian by
+    ``words.detail_words``)."""
+    return f"the message is {size} bytes, more than EXCHANGE_SOURCE_MAX_BYTES ({limit}): not read"
 
 
 def storable(text: str) -> str:

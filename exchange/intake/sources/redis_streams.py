@@ -54,6 +54,11 @@ Entry = tuple[bytes, list[bytes] | None]
 TRIMMED = "the stream no longer holds this entry (trimmed by MAXLEN or XTRIM while pending)"
 
 
+def field_twice(count: int) -> str:
+    """Why an entry naming the field intent more than once is refused."""
+    return f"the entry names the field intent {count} times"
+
+
 def _raw(response: Any, **options: Any) -> Any:
     """redis-py's reply callback that keeps the server's reply as it came (``_entries``)."""
     return response
@@ -290,7 +295,7 @@ class RedisSource:
                 key=key,
                 body=bodies[0],
                 where=where,
-                refused=f"the entry names the field intent {len(bodies)} times",
+                refused=field_twice(len(bodies)),
             )
         if bodies:
             return Received(key=key, body=bodies[0], where=where)
