@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import StatementError
 
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import messages
@@ -49,6 +49,8 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 log = logging.getLogger(__name__)
+# What the database (or its driver, before sending) says of one record it will not take.
+_REFUSED = (StatementError, UnicodeError, ValueError)
 # A pull takes no new message once the bodies it holds pass this many times
 # EXCHANGE_SOURCE_MAX_BYTES (contract 15).
 MEMORY_FACTOR = 4
@@ -285,30 +287,30 @@ def take(
 
 
 def _record_each(engine: Engine, refusals: list[_Refusal], source: str, failed: set[int]) -> int:
-    """Records the refusals in one transaction; when that fails for something the database
-    says (not a lost connection: that stops the pull, and the broker delivers again), each
-    alone, so that one message the database will not take never holds up the others. The
-    messages of a refusal that still fails are added to ``failed``, each said in one line."""
+    """Records the refusals in one transaction; when the database refuses that (not a lost
+    connection: that stops the pull, and the broker delivers again), each alone, so that one
+    message the database will not take never holds up the others. The messages of a refusal
+    that still fails are added to ``failed``, each said in one line."""
     try:
         with transaction(engine) as connection:
             return _record(connection, refusals, source, datetime.now(UTC))
-    except DBAPIError as exc:
-        if exc.connection_invalidated:
+    except _REFUSED as exc:
+        if getattr(exc, "connection_invalidated", False):
             raise
     recorded = 0
     for refusal in refusals:
         try:
             with transaction(engine) as connection:
                 recorded += _record(connection, [refusal], source, datetime.now(UTC))
-        except DBAPIError as exc:
-            if exc.connection_invalidated:
+        except _REFUSED as exc:
+            if getattr(exc, "connection_invalidated", False):
                 raise
             failed.add(refusal.index)
             log.error(
                 "%s: could not record the refused message (%s: %s); it stays with the broker",
                 source,
-                refusal.where,
-                type(exc.orig).__name__,
+                storable(refusal.where),
+                type(getattr(exc, "orig", None) or exc).__name__,
             )
     return recorded
 
