@@ -635,6 +635,14 @@ _INTAKE_DETAILS: tuple[tuple[str, str], ...] = (
         "Redis, поток {s}, запись {e} (нет поля intent: {f})",
     ),
     (r"redis stream (?P<s>\S+), entry (?P<e>\S+)", "Redis, поток {s}, запись {e}"),
+    # why a broker source does not consume (contract 15: status's cause «source»)
+    (
+        r"the broker cancelled the consumer \(the queue was deleted or moved\)",
+        "брокер отменил подписку (очередь удалили или перенесли)",
+    ),
+    (r"the queue (?P<q>.+) does not exist", "очереди {q} нет"),
+    (r"the (?:broker|server) refused the credentials", "брокер не принял логин или пароль"),
+    (r"the broker closed the connection between two pulls", "брокер закрыл соединение"),
     # what a broker source refuses before reading the body (contract 15)
     (
         r"the message is (?P<n>\d+) bytes, more than EXCHANGE_SOURCE_MAX_BYTES \((?P<m>\d+)\): "

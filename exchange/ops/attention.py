@@ -138,7 +138,7 @@ def causes(
                     "source",
                     {
                         "worker": worker["worker_id"],
-                        "cause": source.get("cause"),
+                        "reason": source.get("cause") or "?",
                         "since": _minute(source.get("since")),
                     },
                 )
@@ -174,7 +174,7 @@ _EN: dict[str, Callable[[dict[str, Any]], str]] = {
     ),
     "source": lambda v: (
         f"the broker source is not consuming (worker {v['worker']}, since {v['since']}): "
-        f"{v['cause']}; it tries again by itself"
+        f"{v['reason']}; it tries again by itself"
     ),
 }
 _RU: dict[str, Callable[[dict[str, Any]], str]] = {
@@ -197,7 +197,7 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
     ),
     "source": lambda v: (
         f"сообщения из брокера не принимаются (обработчик {v['worker']}, с {v['since']}): "
-        f"{v['cause']}; обработчик пробует снова сам"
+        f"{v['reason']}; обработчик пробует снова сам"
     ),
 }
 

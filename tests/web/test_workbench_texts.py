@@ -177,6 +177,27 @@ def test_the_brokers_refusals_are_said_in_russian_on_the_exchanges_page(
     assert "unknown fields" not in page and "twice" not in page
 
 
+def test_a_broker_source_not_consuming_is_said_in_russian() -> None:
+    """Contract 15: the cause ``source`` (a worker's source does not consume) in the page's
+    words, the source's own reason said in Russian too."""
+    from exchange.ops.attention import Cause
+    from exchange.web.workbench.pages import cause_words
+
+    for reason, russian in (
+        (
+            "the broker cancelled the consumer (the queue was deleted or moved)",
+            "брокер отменил подписку (очередь удалили или перенесли)",
+        ),
+        ("the queue 'prices' does not exist", "очереди 'prices' нет"),
+    ):
+        cause = Cause("source", "source", {"worker": "w-1", "reason": reason, "since": "10:00"})
+        said = cause_words(cause, "ru")
+        assert (
+            f"сообщения из брокера не принимаются (обработчик w-1, с 10:00): {russian}; "
+            "обработчик пробует снова сам"
+        ) == said
+
+
 def test_the_dashboard_quotes_a_failed_1c_exchange_in_russian(bench: str, db: Engine) -> None:
     now = datetime.now(UTC)
     with transaction(db) as connection:
