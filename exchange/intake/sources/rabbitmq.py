@@ -12,6 +12,13 @@ acknowledges. A body that is not intents is recorded first and then rejected wit
 the broker dead-letters it where the queue has a dead-letter exchange (by argument or by
 policy, which no client can read) and drops it where it has none, which is what an
 acknowledgement would do; it is never requeued, so it never comes back in a loop.
+
+When the broker cancels the consumer (``basic.cancel``: the queue deleted and declared again,
+its leader moved) the next pull consumes again after a passive declare, with the backoff while
+the queue is missing; ``health`` says meanwhile that it does not consume (contract 15). A batch
+takes no more than four times ``EXCHANGE_SOURCE_MAX_BYTES`` of bodies from the buffer; what the
+broker pushes into the buffer is bounded by the prefetch and the broker's own
+``max_message_size`` (RabbitMQ's setting, the real bound there).
 """
 
 from __future__ import annotations

@@ -10,7 +10,12 @@ entries this consumer read and never acknowledged (a pull that failed before its
 the entries other consumers left pending for ``EXCHANGE_REDIS_MIN_IDLE`` seconds (a dead
 worker's; ``XAUTOCLAIM``), then new entries (``>``); it stages them (``common.take``), commits,
 and only then acknowledges. A bad entry is recorded in the quarantine (idempotent on its id)
-and acknowledged. The group is created, reading the stream from its start, when missing.
+and acknowledged. The group is created, reading the stream from its start, when missing, and
+again when it disappears under a running worker (NOGROUP: ``health`` warns that entries may
+have been lost with the stream; what is read again is a duplicate at intake). Entries are read
+as the server sends them, so that a field ``intent`` named twice is refused, and entries
+trimmed while pending are recorded, never acknowledged silently. A read's COUNT is capped so
+that it brings about four times ``EXCHANGE_SOURCE_MAX_BYTES`` at most (contract 15).
 """
 
 from __future__ import annotations
