@@ -635,6 +635,28 @@ _INTAKE_DETAILS: tuple[tuple[str, str], ...] = (
         "Redis, поток {s}, запись {e} (нет поля intent: {f})",
     ),
     (r"redis stream (?P<s>\S+), entry (?P<e>\S+)", "Redis, поток {s}, запись {e}"),
+    # why a broker source does not consume (contract 15: status's cause «source»)
+    (
+        r"the broker cancelled the consumer \(the queue was deleted or moved\)",
+        "брокер отменил подписку (очередь удалили или перенесли)",
+    ),
+    (r"the queue (?P<q>.+) does not exist", "очереди {q} нет"),
+    (r"the (?:broker|server) refused the credentials", "брокер не принял логин или пароль"),
+    (r"the broker closed the connection between two pulls", "брокер закрыл соединение"),
+    # what a broker source refuses before reading the body (contract 15)
+    (
+        r"the message is (?P<n>\d+) bytes, more than EXCHANGE_SOURCE_MAX_BYTES \((?P<m>\d+)\): "
+        r"not read",
+        "сообщение занимает {n} байт, больше EXCHANGE_SOURCE_MAX_BYTES ({m}): не прочитано",
+    ),
+    (
+        r"the entry names the field intent (?P<n>\d+) times",
+        "поле intent повторено в записи потока (раз: {n})",
+    ),
+    (
+        r"the stream no longer holds this entry \(trimmed by MAXLEN or XTRIM while pending\)",
+        "записи больше нет в потоке (её удалили MAXLEN или XTRIM, пока она ждала подтверждения)",
+    ),
     # the body of a JSON intake's request or of a broker's message
     (r"the body is not UTF-8 text", "тело сообщения — не текст UTF-8"),
     (

@@ -387,6 +387,15 @@ class Worker:
             log.log(logging.DEBUG if exc.said else logging.WARNING, "%s", exc)
         except ConfigurationError as exc:
             log.error("%s", exc)
+        except Exception as exc:
+            # The database refused what the source took (contract 15): the broker keeps what
+            # was not acknowledged, and the staging table is read as ever.
+            log.error(
+                "%s: taking from the broker failed (%s); what it holds stays there",
+                self.source.name,
+                type(getattr(exc, "orig", None) or exc).__name__,
+            )
+            log.debug("the source's failure", exc_info=True)
 
     async def aclose(self) -> None:
         """Close the target's connections and the source's."""
@@ -813,6 +822,7 @@ class Worker:
             "breaker_state": self.breaker.state(now).value,
             "breaker_until": self.breaker.opened_until,
             "pace": json.dumps(self.pace_figures(self.monotonic.now())),
+            "source": json.dumps(self.source.health.as_json()) if self.source else None,
         }
 
     def _write_heartbeat(self, values: dict[str, Any]) -> None:

@@ -84,7 +84,9 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             found = attention(
                 connection, staged, figures, pause, now, settings.policies, settings.live_within
             )
-        brokers = asyncio.run(source_figures(bootstrap.source(settings, engine, None)))
+        brokers = asyncio.run(
+            source_figures(bootstrap.source(settings, engine, None), figures.workers)
+        )
     needs = [cause.words() for cause in found.causes]
     if as_json:
         document = {

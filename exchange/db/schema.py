@@ -304,6 +304,9 @@ class Worker(Base):
     # When it stopped cleanly (``Worker.retire``): a stopped row is no worker any more (never
     # live, never counted), kept an hour so the dashboard and ``status`` say when it stopped.
     stopped_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Whether its broker source consumes (contract 15), a JSON object: consuming, cause, since,
+    # warning; None without a broker source.
+    source: Mapped[str | None] = mapped_column(Text)
 
 
 class HttpKey(Base):

@@ -129,7 +129,27 @@ def causes(
         found.append(Cause("exchange-1c-failed", "onec", dict(onec_failed)))
     if no_live_worker:
         found.append(Cause("no-live-worker", "no_live_worker"))
+    for worker in figures.workers:  # a broker source not consuming (contract 15)
+        source = worker.get("source") or {}
+        if worker.get("live") and source.get("consuming") is False:
+            found.append(
+                Cause(
+                    "source",
+                    "source",
+                    {
+                        "worker": worker["worker_id"],
+                        "reason": source.get("cause") or "?",
+                        "since": _minute(source.get("since")),
+                    },
+                )
+            )
+            break
     return found
+
+
+def _minute(stamp: str | None) -> str:
+    """An ISO time a worker reported, to the minute, as a person reads it (UTC)."""
+    return f"{stamp[:16].replace('T', ' ')} UTC" if stamp else "?"
 
 
 def say(cause: Cause, lang: str = "en") -> str:
@@ -152,6 +172,10 @@ _EN: dict[str, Callable[[dict[str, Any]], str]] = {
     "no_live_worker": lambda v: (
         "work waits and no worker is live: nothing is being delivered (is exchange run running?)"
     ),
+    "source": lambda v: (
+        f"the broker source is not consuming (worker {v['worker']}, since {v['since']}): "
+        f"{v['reason']}; it tries again by itself"
+    ),
 }
 _RU: dict[str, Callable[[dict[str, Any]], str]] = {
     "quarantine": lambda v: (
@@ -170,6 +194,10 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
     "no_live_worker": lambda v: (
         "работа ждёт, а ни один обработчик не работает: ничего не "
         "доставляется (запущен ли exchange run?)"
+    ),
+    "source": lambda v: (
+        f"сообщения из брокера не принимаются (обработчик {v['worker']}, с {v['since']}): "
+        f"{v['reason']}; обработчик пробует снова сам"
     ),
 }
 

@@ -161,12 +161,15 @@ def worker_rows(connection: Connection, now: datetime) -> list[dict[str, Any]]:
             "breaker_until": row["breaker_until"].isoformat() if row["breaker_until"] else None,
             # The site's pace (contract 5c) as the worker last saw it; None before it reported.
             "pace": _pace(row["pace"]),
+            # Whether its broker source consumes (contract 15); None without one.
+            "source": _pace(row["source"]),
         }
         for row in rows
     ]
 
 
 def _pace(text: str | None) -> dict[str, Any] | None:
+    """A JSON object a worker reported (its pace, its source's health), or None."""
     try:
         value = json.loads(text) if text else None
     except ValueError:
@@ -546,27 +549,49 @@ def _iso(value: datetime | None) -> str | None:
 # -- the broker sources (contract 12): what each has ready and pending ------------------------
 
 
-async def source_figures(source: Source | None) -> list[dict[str, Any]]:
+async def source_figures(
+    source: Source | None, workers_seen: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """``status``'s ``sources``: one entry per configured broker source with what it has ready
     (not yet taken) and pending (taken by a consumer, not acknowledged; RabbitMQ does not tell
-    it: null), or ``error`` when the broker cannot be asked. Empty when none is configured."""
+    it: null), or ``error`` when the broker cannot be asked; and what the live workers say of
+    it (``source_health``). Empty when none is configured."""
     if source is None:
         return []
     try:
-        return [await source.figures()]
+        entry = await source.figures()
     except ExchangeError as exc:
-        return [{"source": source.name, "error": str(exc)}]
+        entry = {"source": source.name, "error": str(exc)}
     finally:
         await source.aclose()
+    return [{**entry, **source_health(workers_seen)}]
+
+
+def source_health(workers_seen: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the live workers (``attention.mark_live``) say of their source (contract 15):
+    ``consuming`` false when any does not (with its ``cause`` and ``since``), null when none
+    has said; ``warning`` the latest ({text, since}), or null."""
+    said = [w for w in workers_seen if w.get("live") and isinstance(w.get("source"), dict)]
+    told = [w["source"] for w in said if w["source"].get("consuming") is not None]
+    stopped = [h for h in told if h["consuming"] is False]
+    warnings = [w["source"]["warning"] for w in said if w["source"].get("warning")]
+    first = min(stopped, key=lambda h: h.get("since") or "", default=None)
+    return {
+        "consuming": None if not told else not stopped,
+        "cause": first["cause"] if first else None,
+        "since": first["since"] if first else None,
+        "warning": max(warnings, key=lambda w: w.get("since") or "", default=None),
+    }
 
 
 def sources_table(entries: list[dict[str, Any]]) -> Table:
     table = Table(title="broker sources")
-    for column in ("source", "queue or stream", "ready", "pending"):
+    for column in ("source", "queue or stream", "ready", "pending", "consuming"):
         table.add_column(column, justify="right" if column in ("ready", "pending") else "left")
     for entry in entries:
+        consuming = _consuming(entry)
         if "error" in entry:
-            table.add_row(Text(entry["source"]), Text(entry["error"]), "", "")
+            table.add_row(Text(entry["source"]), Text(entry["error"]), "", "", Text(consuming))
             continue
         where = entry.get("queue") or entry.get("stream") or ""
         if entry.get("group"):
@@ -576,8 +601,20 @@ def sources_table(entries: list[dict[str, Any]]) -> Table:
             Text(where),
             _figure(entry.get("ready")),
             _figure(entry.get("pending")),
+            Text(consuming),
         )
     return table
+
+
+def _consuming(entry: dict[str, Any]) -> str:
+    consuming = entry.get("consuming")
+    words = {True: "yes", None: "no worker says"}.get(consuming) or (
+        f"no, since {entry.get('since')}: {entry.get('cause')}"
+    )
+    warning = entry.get("warning")
+    if warning:
+        words += f"; since {warning['since']}: {warning['text']}"
+    return words
 
 
 def _figure(value: Any) -> str:

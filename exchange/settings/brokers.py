@@ -71,6 +71,16 @@ class BrokerSettings(BaseModel):
         "(a dead worker) is claimed and staged.",
     )
 
+    source_max_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1024,
+        le=2**31,
+        description="Bytes: a broker message (a RabbitMQ body, a stream entry's intent) larger "
+        "than this is recorded in the quarantine as refused, never decoded or parsed; a pull "
+        "stops taking messages past four times this in memory (contract 15). RabbitMQ's own "
+        "max_message_size is the real bound on what its consumer buffers.",
+    )
+
     @field_validator("redis_min_idle", mode="before")
     @classmethod
     def _broker_seconds(cls, value: Any) -> Any:

@@ -7,19 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import uuid
 from typing import Any
 
-import httpx
 import pytest
-from brokerkit import amqp, publish, queue_counts
+from brokerkit import amqp, publish, queue_counts, run_worker, source_worker
 from sqlalchemy import Engine, func, select
 
-from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import messages, staging
-from exchange.dev.testing import FakeSite, drain, fast_settings, message, price_row, stage
+from exchange.dev.testing import FakeSite, drain, message, price_row, stage
 from exchange.errors import BrokerUnavailable, ConfigurationError
 from exchange.worker import Worker
 
@@ -35,20 +32,10 @@ def body(value: Any) -> bytes:
 
 
 def make_worker(db_url: str, engine: Engine, site: FakeSite, **overrides: Any) -> Worker:
-    settings = fast_settings(db_url, "https://site.test", source="rabbitmq", **overrides)
-    return bootstrap.worker(
-        settings, engine, transport=httpx.MockTransport(site), rng=random.Random(3)
-    )
+    return source_worker(db_url, engine, site, "rabbitmq", **overrides)
 
 
-def run(worker: Worker, cycles: int = 400) -> None:
-    async def go() -> None:
-        try:
-            await drain(worker, cycles=cycles)
-        finally:
-            await worker.aclose()
-
-    asyncio.run(go())
+run = run_worker
 
 
 def quarantined(engine: Engine) -> list[dict[str, Any]]:

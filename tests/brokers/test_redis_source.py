@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 from typing import Any
 
-import httpx
 import pytest
 import redis
+from brokerkit import run_worker, source_worker
 from sqlalchemy import Engine, func, select
 
-from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import messages, staging
-from exchange.dev.testing import FakeSite, drain, fast_settings, price_row
+from exchange.dev.testing import FakeSite, price_row
 from exchange.worker import Worker
 
 
@@ -30,27 +28,12 @@ def intent(sku: str, version: int) -> bytes:
 def make_worker(
     db_url: str, engine: Engine, site: FakeSite, redis_url: str, stream: str, **overrides: Any
 ) -> Worker:
-    settings = fast_settings(
-        db_url,
-        "https://site.test",
-        source="redis",
-        redis_url=redis_url,
-        redis_stream=stream,
-        **overrides,
-    )
-    return bootstrap.worker(
-        settings, engine, transport=httpx.MockTransport(site), rng=random.Random(3)
+    return source_worker(
+        db_url, engine, site, "redis", redis_url=redis_url, redis_stream=stream, **overrides
     )
 
 
-def run(worker: Worker) -> None:
-    async def go() -> None:
-        try:
-            await drain(worker, cycles=400)
-        finally:
-            await worker.aclose()
-
-    asyncio.run(go())
+run = run_worker
 
 
 def client(redis_url: str) -> redis.Redis:

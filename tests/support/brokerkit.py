@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import socket
 from typing import Any
 
+import httpx
 import pytest
+from sqlalchemy import Engine
+
+from exchange import app as bootstrap
+from exchange.dev.testing import FakeSite, drain, fast_settings
+from exchange.worker import Worker
 
 RABBITMQ_URL = os.environ.get("EXCHANGE_TEST_RABBITMQ", "amqp://guest:guest@127.0.0.1:5672/")
 REDIS_URL = os.environ.get("EXCHANGE_TEST_REDIS", "redis://127.0.0.1:6379/0")
@@ -76,3 +83,25 @@ def queue_counts(url: str, queue: str) -> int:
         return int(declared.declaration_result.message_count)
 
     return int(amqp(url, count))
+
+
+def source_worker(
+    db_url: str, engine: Engine, site: FakeSite, source: str, **overrides: Any
+) -> Worker:
+    """A worker that takes from ``source`` (rabbitmq or redis) and delivers to ``site``."""
+    settings = fast_settings(db_url, "https://site.test", source=source, **overrides)
+    return bootstrap.worker(
+        settings, engine, transport=httpx.MockTransport(site), rng=random.Random(3)
+    )
+
+
+def run_worker(worker: Worker, cycles: int = 400) -> None:
+    """Cycles until the worker is idle, then its connections closed."""
+
+    async def go() -> None:
+        try:
+            await drain(worker, cycles=cycles)
+        finally:
+            await worker.aclose()
+
+    asyncio.run(go())

@@ -92,6 +92,7 @@ def _seed(db: Engine, db_url: str, site: SiteSimulator) -> None:
         [Received(safe_key(GUID_ID), body.encode(), f"очередь prices, сообщение {GUID_ID}")],
         source="rabbitmq",
         max_items=100,
+        max_bytes=2**24,
     )
 
 

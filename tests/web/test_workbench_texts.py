@@ -149,6 +149,7 @@ def test_the_brokers_refusals_are_said_in_russian_on_the_exchanges_page(
         [Received("m-1", unknown_field, "rabbitmq queue prices, message_id m-1")],
         source="rabbitmq",
         max_items=10,
+        max_bytes=2**24,
     ).refused
     refused += take_from_broker(
         db,
@@ -157,6 +158,7 @@ def test_the_brokers_refusals_are_said_in_russian_on_the_exchanges_page(
         [Received("s-1", b'{"a": 1, "a": 2}', "redis stream prices, entry 1-0")],
         source="redis",
         max_items=10,
+        max_bytes=2**24,
     ).refused
     assert refused == 2
     with transaction(db, read_only=True) as connection:
@@ -173,6 +175,27 @@ def test_the_brokers_refusals_are_said_in_russian_on_the_exchanges_page(
         "дважды"
     ) in page
     assert "unknown fields" not in page and "twice" not in page
+
+
+def test_a_broker_source_not_consuming_is_said_in_russian() -> None:
+    """Contract 15: the cause ``source`` (a worker's source does not consume) in the page's
+    words, the source's own reason said in Russian too."""
+    from exchange.ops.attention import Cause
+    from exchange.web.workbench.pages import cause_words
+
+    for reason, russian in (
+        (
+            "the broker cancelled the consumer (the queue was deleted or moved)",
+            "брокер отменил подписку (очередь удалили или перенесли)",
+        ),
+        ("the queue 'prices' does not exist", "очереди 'prices' нет"),
+    ):
+        cause = Cause("source", "source", {"worker": "w-1", "reason": reason, "since": "10:00"})
+        said = cause_words(cause, "ru")
+        assert (
+            f"сообщения из брокера не принимаются (обработчик w-1, с 10:00): {russian}; "
+            "обработчик пробует снова сам"
+        ) == said
 
 
 def test_the_dashboard_quotes_a_failed_1c_exchange_in_russian(bench: str, db: Engine) -> None:
@@ -272,6 +295,9 @@ KEPT = {
     "VARCHAR",
     "BIGINT",
     "EXCHANGE_KINDS",
+    "EXCHANGE_SOURCE_MAX_BYTES",
+    "MAXLEN",
+    "XTRIM",
     "RabbitMQ",
     "Redis",
     "RUB",
@@ -374,6 +400,11 @@ def _refusals() -> list[str]:
             said.append(str(exc))
         else:
             raise AssertionError(body)
+    # what a broker source refuses before reading a body (contract 15)
+    from exchange.intake.sources.common import too_large
+    from exchange.intake.sources.redis_streams import TRIMMED, field_twice
+
+    said += [too_large(17_000_000, 16_777_216), field_twice(2), TRIMMED]
     return said
 
 

@@ -30,6 +30,7 @@ def build(settings: Settings, engine: Engine, staging_engine: Engine | None) -> 
                 staging_engine=staging_engine,
                 kinds=dict(settings.kinds),
                 max_items=settings.intake_max_items,
+                max_bytes=settings.source_max_bytes,
             )
         from exchange.intake.sources.redis_streams import RedisSource
 
@@ -43,6 +44,7 @@ def build(settings: Settings, engine: Engine, staging_engine: Engine | None) -> 
             staging_engine=staging_engine,
             kinds=dict(settings.kinds),
             max_items=settings.intake_max_items,
+            max_bytes=settings.source_max_bytes,
         )
     except ImportError as exc:
         raise ConfigurationError(

@@ -17,7 +17,10 @@ Only then may the source acknowledge: a crash before leaves the message to be de
 
 from __future__ import annotations
 
+import base64
+import codecs
 import hashlib
+import json
 import logging
 import re
 from collections.abc import Sequence
@@ -27,6 +30,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import StatementError
 
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import messages
@@ -40,6 +44,16 @@ from exchange.queue.transitions import Change, apply
 # so that a hostile 100 MB body does not become a 100 MB row.
 BODY_CAP = 65_536
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]")
+# What no database holds as text: NUL (PostgreSQL) and a lone UTF-16 surrogate (no UTF-8 for it;
+# JSON's "\\ud800" makes one). A surrogate pair in JSON arrives joined, as one code point.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+log = logging.getLogger(__name__)
+# What the database (or its driver, before sending) says of one record it will not take.
+_REFUSED = (StatementError, UnicodeError, ValueError)
+# A pull takes no new message once the bodies it holds pass this many times
+# EXCHANGE_SOURCE_MAX_BYTES (contract 15).
+MEMORY_FACTOR = 4
 # The sources' names (``Source.name``): each record of a source's begins with "<name>-".
 SOURCE_NAMES = ("rabbitmq", "redis")
 
@@ -51,6 +65,8 @@ class Received:
     key: str
     body: bytes
     where: str  # for people: the queue or stream, and the broker's id of the message
+    # Why the source refuses the message whatever its body says (a field twice), or None.
+    refused: str | None = None
 
 
 @dataclass
@@ -62,6 +78,9 @@ class Taken:
     duplicates: int = 0
     refused: int = 0  # quarantine records (bodies that are not intents, intents refused)
     bad: set[int] = field(default_factory=set)  # indexes of messages that were not intents
+    # Indexes of messages whose refusal could not be recorded (logged): never acknowledged, so
+    # the broker keeps them, and the rest of the batch goes on.
+    unrecorded: set[int] = field(default_factory=set)
 
     def add(self, more: Taken) -> None:
         """Count ``more`` (one batch of a pull) in this pull's total."""
@@ -86,6 +105,48 @@ def log_taken(logger: logging.Logger, source: str, unit: str, total: Taken) -> N
         )
 
 
+@dataclass
+class Health:
+    """Whether a source consumes, and since when it does not (contract 15): each worker tells
+    it in its heartbeat (``as_json``), and ``status`` shows it in ``sources[]``; a source not
+    consuming is a cause. ``warning`` is what a person should know though it consumes (the
+    stream was recreated: entries may have been lost with it). The times are stamps, not
+    decisions: the real clock."""
+
+    consuming: bool | None = None  # None: no pull has tried yet
+    cause: str | None = None
+    since: datetime | None = None
+    warning: str | None = None
+    warned_at: datetime | None = None
+
+    def stopped(self, cause: str) -> None:
+        """Not consuming, because of ``cause`` (the first cause keeps its time)."""
+        if self.consuming is not False:
+            self.since = datetime.now(UTC)
+        self.consuming, self.cause = False, cause
+
+    def started(self) -> bool:
+        """Consuming; True when it had stopped (the source says it is back)."""
+        again = self.consuming is False
+        self.consuming, self.cause, self.since = True, None, None
+        return again
+
+    def warn(self, text: str) -> None:
+        self.warning, self.warned_at = text, datetime.now(UTC)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "consuming": self.consuming,
+            "cause": self.cause,
+            "since": self.since.isoformat() if self.since else None,
+            "warning": (
+                {"text": self.warning, "since": self.warned_at.isoformat()}
+                if self.warning and self.warned_at
+                else None
+            ),
+        }
+
+
 class Source(Protocol):
     """A broker that ``exchange run`` takes intents from at each cycle's intake."""
 
@@ -100,6 +161,11 @@ class Source(Protocol):
     @property
     def idle(self) -> bool:
         """The last pull found nothing ready (``--until-idle``)."""
+        ...
+
+    @property
+    def health(self) -> Health:
+        """Whether it consumes now (``status``'s ``sources[]``)."""
         ...
 
     async def figures(self) -> dict[str, Any]:
@@ -153,6 +219,7 @@ class _Refusal:
     reason: str
     text: str
     row: dict[str, Any] | None = None
+    index: int = 0  # the message's place in the batch
 
 
 def take(
@@ -163,14 +230,22 @@ def take(
     *,
     source: str,
     max_items: int,
+    max_bytes: int,
 ) -> Taken:
-    """Stage the intents of ``batch`` and record what cannot be staged (module docstring)."""
+    """Stage the intents of ``batch`` and record what cannot be staged (module docstring). A
+    body over ``max_bytes`` (``EXCHANGE_SOURCE_MAX_BYTES``) is refused unread: never decoded,
+    never parsed, its record keeps its size and first bytes."""
     taken = Taken(messages=len(batch))
     rows: list[dict[str, Any] | str] = []
     origin: list[tuple[int, int]] = []  # (message, intent) of each row
     refusals: list[_Refusal] = []
     for index, message in enumerate(batch):
+        oversized = len(message.body) > max_bytes
         try:
+            if oversized:
+                raise BodyError(too_large(len(message.body), max_bytes))
+            if message.refused is not None:
+                raise BodyError(message.refused)
             found = intents_of(message.body, max_items)
         except BodyError as exc:
             taken.bad.add(index)
@@ -180,7 +255,8 @@ def take(
                     message.where,
                     str(exc),
                     Reason.INVALID_CONTRACT.value,
-                    _text(message.body),
+                    _text(message.body, read=not oversized),
+                    index=index,
                 )
             )
             continue
@@ -202,18 +278,72 @@ def take(
                     result["reason"],
                     _text(message.body),
                     row if isinstance(row, dict) else None,
+                    index=index,
                 )
             )
     if refusals:
-        with transaction(engine) as connection:
-            taken.refused = _record(connection, refusals, source, datetime.now(UTC))
+        taken.refused = _record_each(engine, refusals, source, taken.unrecorded)
     return taken
 
 
-def _text(body: bytes) -> str:
-    # PostgreSQL's TEXT holds no NUL; a body that is not UTF-8 is shown as far as it reads.
-    text = body[: BODY_CAP * 4].decode("utf-8", errors="replace").replace("\x00", "\ufffd")
-    return text[:BODY_CAP] + (" [cut]" if len(text) > BODY_CAP else "")
+def _record_each(engine: Engine, refusals: list[_Refusal], source: str, failed: set[int]) -> int:
+    """Records the refusals in one transaction; when the database refuses that (not a lost
+    connection: that stops the pull, and the broker delivers again), each alone, so that one
+    message the database will not take never holds up the others. The messages of a refusal
+    that still fails are added to ``failed``, each said in one line."""
+    try:
+        with transaction(engine) as connection:
+            return _record(connection, refusals, source, datetime.now(UTC))
+    except _REFUSED as exc:
+        if getattr(exc, "connection_invalidated", False):
+            raise
+    recorded = 0
+    for refusal in refusals:
+        try:
+            with transaction(engine) as connection:
+                recorded += _record(connection, [refusal], source, datetime.now(UTC))
+        except _REFUSED as exc:
+            if getattr(exc, "connection_invalidated", False):
+                raise
+            failed.add(refusal.index)
+            log.error(
+                "%s: could not record the refused message (%s: %s); it stays with the broker",
+                source,
+                storable(refusal.where),
+                type(getattr(exc, "orig", None) or exc).__name__,
+            )
+    return recorded
+
+
+def too_large(size: int, limit: int) -> str:
+    """Why a message over ``EXCHANGE_SOURCE_MAX_BYTES`` is refused (said in Russian by
+    ``words.detail_words``)."""
+    return f"the message is {size} bytes, more than EXCHANGE_SOURCE_MAX_BYTES ({limit}): not read"
+
+
+def storable(text: str) -> str:
+    """``text`` as every database holds it: NUL and lone surrogates as U+FFFD (contract 15)."""
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
+def _text(body: bytes, *, read: bool = True) -> str:
+    """What a record keeps of a body, bounded: its text, or ``{"raw_base64": ...}`` when it is
+    not UTF-8 (contract 15); a body refused unread (``read`` false: too large) keeps only its
+    first bytes as base64 and its size, never decoded."""
+    if read:
+        head = body[: BODY_CAP * 4]
+        try:  # incremental: a head cut inside a character is still UTF-8
+            text = codecs.getincrementaldecoder("utf-8")().decode(head, final=head == body)
+        except UnicodeDecodeError:
+            pass
+        else:
+            text = storable(text)
+            return text[:BODY_CAP] + (" [cut]" if len(text) > BODY_CAP else "")
+    raw = body[: (BODY_CAP * 3 // 4 - 64) if read else 1024]
+    kept: dict[str, Any] = {"raw_base64": base64.b64encode(raw).decode("ascii")}
+    if len(raw) < len(body):
+        kept["bytes"] = len(body)
+    return json.dumps(kept)
 
 
 def _record(connection: Connection, refusals: list[_Refusal], source: str, now: datetime) -> int:
@@ -229,14 +359,14 @@ def _record(connection: Connection, refusals: list[_Refusal], source: str, now: 
         version = row.get("aggregate_version", 0)
         params.append(
             {
-                "message_id": refusal.record_id[:200],
+                "message_id": storable(refusal.record_id[:200]),
                 "aggregate_id": None,
                 "rejected": True,
-                "kind": str(row.get("kind") or source)[:64],
-                "aggregate": str(row.get("aggregate") or "")[:200],
+                "kind": storable(str(row.get("kind") or source)[:64]),
+                "aggregate": storable(str(row.get("aggregate") or "")[:200]),
                 "version": version if -(2**63) <= version < 2**63 else 0,
-                "schema_version": str(row.get("schema_version") or "")[:32],
-                "source_ref": (row.get("source_ref") or refusal.where)[:500],
+                "schema_version": storable(str(row.get("schema_version") or "")[:32]),
+                "source_ref": storable(str(row.get("source_ref") or refusal.where)[:500]),
                 "payload": refusal.text,
                 "created_at": now,
                 "staging_id": None,
@@ -244,13 +374,13 @@ def _record(connection: Connection, refusals: list[_Refusal], source: str, now: 
                 "state": State.QUARANTINED.value,
                 "reason": refusal.reason,
                 "attempts": 0,
-                "last_error": f"{refusal.where}: {refusal.detail}",
+                "last_error": storable(f"{refusal.where}: {refusal.detail}"),
                 "waiting_since": now,
                 "updated_at": now,
             }
         )
     inserted = {mid: pk for pk, mid in connection.execute(statement, params)}
-    details = {r.record_id[:200]: r for r in refusals}
+    details = {storable(r.record_id[:200]): r for r in refusals}
     apply(
         connection,
         [
@@ -259,7 +389,9 @@ def _record(connection: Connection, refusals: list[_Refusal], source: str, now: 
                 Event.REJECTED,
                 None,
                 State.QUARANTINED,
-                detail=f"{details[mid].reason}: {details[mid].where}: {details[mid].detail}",
+                detail=storable(
+                    f"{details[mid].reason}: {details[mid].where}: {details[mid].detail}"
+                ),
             )
             for mid, pk in inserted.items()
         ],

@@ -12,6 +12,13 @@ acknowledges. A body that is not intents is recorded first and then rejected wit
 the broker dead-letters it where the queue has a dead-letter exchange (by argument or by
 policy, which no client can read) and drops it where it has none, which is what an
 acknowledgement would do; it is never requeued, so it never comes back in a loop.
+
+When the broker cancels the consumer (``basic.cancel``: the queue deleted and declared again,
+its leader moved) the next pull consumes again after a passive declare, with the backoff while
+the queue is missing; ``health`` says meanwhile that it does not consume (contract 15). A batch
+takes no more than four times ``EXCHANGE_SOURCE_MAX_BYTES`` of bodies from the buffer; what the
+broker pushes into the buffer is bounded by the prefetch and the broker's own
+``max_message_size`` (RabbitMQ's setting, the real bound there).
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ from exchange.domain.policy import Policy
 from exchange.errors import BrokerUnavailable, ConfigurationError
 from exchange.failpoints import failpoint
 from exchange.intake.sources.common import (
+    MEMORY_FACTOR,
+    Health,
     Received,
     Taken,
     digest_key,
@@ -98,6 +107,7 @@ class RabbitMqSource:
         staging_engine: Engine | None,
         kinds: dict[str, Policy],
         max_items: int,
+        max_bytes: int,
     ) -> None:
         self.url = url
         self.queue_name = queue
@@ -106,6 +116,15 @@ class RabbitMqSource:
         self.staging_engine = staging_engine
         self.kinds = kinds
         self.max_items = max_items
+        self.max_bytes = max_bytes
+        # Most bytes of bodies a batch takes from the buffer (contract 15). What the broker has
+        # pushed into the buffer is bounded by prefetch x its max_message_size, not by us.
+        self.memory = MEMORY_FACTOR * max_bytes
+        self._carry: AbstractIncomingMessage | None = None  # taken, for the next batch
+        self._consumer_tag: str | None = None
+        # Why the broker cancelled the consumer, until it consumes again (``_on_cancel``).
+        self._cancelled: str | None = None
+        self.health = Health()
         self._connection: AbstractConnection | None = None
         self._channel: AbstractChannel | None = None
         self._queue: AbstractQueue | None = None
@@ -118,9 +137,11 @@ class RabbitMqSource:
     # -- the connection ------------------------------------------------------------------
 
     async def _connect(self) -> AbstractQueue:
-        if self._queue is not None and self._channel is not None and not self._channel.is_closed:
+        open_ = self._channel is not None and not self._channel.is_closed
+        if self._queue is not None and open_ and self._cancelled is None:
             return self._queue
-        if self._queue is not None:  # lost between two pulls: said once, as one lost mid-pull
+        if self._queue is not None and self._cancelled is None:
+            # lost between two pulls: said once, as one lost mid-pull
             self._fail("the broker closed the connection between two pulls")
             log.warning("RabbitMQ: the connection was lost (%s); reconnecting", self.last_error)
         await self._drop()
@@ -135,10 +156,16 @@ class RabbitMqSource:
             self._channel = await self._connection.channel()
             await self._channel.set_qos(prefetch_count=self.prefetch)
             queue = await self._channel.declare_queue(self.queue_name, passive=True)
-            await queue.consume(self._buffer.put)
+            self._consumer_tag = await queue.consume(self._buffer.put)
+            channel = await self._channel.get_underlay_channel()
+            channel.on_consumer_cancel_callbacks.add(self._on_cancel)
         except aiormq.exceptions.ChannelNotFoundEntity:
             await self._drop()
             self._fail(f"the queue {self.queue_name!r} does not exist")
+            if self._cancelled is not None:  # deleted, to be declared again: said at the cancel
+                raise BrokerUnavailable(
+                    f"RabbitMQ: the queue {self.queue_name} is still missing", said=True
+                ) from None
             raise ConfigurationError(
                 f"EXCHANGE_RABBITMQ_QUEUE: RabbitMQ has no queue {self.queue_name!r}"
             ) from None
@@ -153,17 +180,37 @@ class RabbitMqSource:
             self._fail(describe(exc, self.url))
             raise BrokerUnavailable(f"RabbitMQ cannot be reached: {self.last_error}") from None
         self._queue = queue
-        if self._failures:
+        if self._cancelled is not None:
+            log.info("RabbitMQ: consuming the queue %s again", self.queue_name)
+        elif self._failures:
             log.info("RabbitMQ: connected again to the queue %s", self.queue_name)
+        self._cancelled = None
         self._failures = 0
         self.last_error = None
+        self.health.started()
         return queue
+
+    def _on_cancel(self, frame: aiormq.spec.Basic.Cancel) -> None:
+        """The broker cancelled this consumer (``basic.cancel``: the queue was deleted, its
+        leader moved): the next pull consumes again, after a passive declare, with the
+        backoff while the queue is missing. Said once, here."""
+        if frame.consumer_tag != self._consumer_tag or self._cancelled is not None:
+            return
+        self._cancelled = "the broker cancelled the consumer (the queue was deleted or moved)"
+        self.health.stopped(self._cancelled)
+        self._idle = False
+        log.warning(
+            "RabbitMQ: the broker cancelled the consumer of the queue %s (deleted or moved); "
+            "consuming again, with a backoff while the queue is missing",
+            self.queue_name,
+        )
 
     def _fail(self, error: str) -> None:
         """Full jitter, as the site's retries (contract 5): many workers do not come back at
         once."""
         self._failures += 1
         self.last_error = error
+        self.health.stopped(self._cancelled or error)
         ceiling = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** min(self._failures, 16))
         self._retry_at = time.monotonic() + random.uniform(0, ceiling)
         self._idle = False
@@ -175,6 +222,7 @@ class RabbitMqSource:
         self._channel = None
         connection, self._connection = self._connection, None
         self._buffer = asyncio.Queue()
+        self._carry = None
         if connection is not None:
             with contextlib.suppress(Exception):
                 await connection.close()
@@ -188,6 +236,7 @@ class RabbitMqSource:
     async def pull(self) -> Taken:
         queue = await self._connect()
         total = Taken()
+        held_back = False  # a refusal the database would not record: its message was not acked
         try:
             for _ in range(ROUNDS):
                 batch = await self._next_batch(queue)
@@ -201,14 +250,20 @@ class RabbitMqSource:
                     [self._received(m) for m in batch],
                     source=self.name,
                     max_items=self.max_items,
+                    max_bytes=self.max_bytes,
                 )
                 failpoint("source-staged")
                 for index, message in enumerate(batch):
+                    if index in taken.unrecorded:
+                        continue  # left unacknowledged: delivered again after the drop below
                     if index in taken.bad:
                         await message.reject(requeue=False)
                     else:
                         await message.ack()
                 total.add(taken)
+                if taken.unrecorded:
+                    held_back = True
+                    break
         except Exception as exc:
             if not (isinstance(exc, connection_errors()) or self._lost(exc)):
                 await self._drop()  # the database failed: as below
@@ -216,6 +271,8 @@ class RabbitMqSource:
                 raise
             await self._drop()
             self._fail(describe(exc, self.url))
+            if self._cancelled is not None:  # the queue went with the consumer: said once
+                raise BrokerUnavailable(f"RabbitMQ: {self._cancelled}", said=True) from None
             log.warning("RabbitMQ: the connection was lost (%s); reconnecting", self.last_error)
             raise BrokerUnavailable(
                 f"RabbitMQ connection lost: {self.last_error}", said=True
@@ -226,7 +283,9 @@ class RabbitMqSource:
             await self._drop()
             self._idle = False
             raise
-        self._idle = total.messages == 0
+        if held_back:
+            await self._drop()  # the broker delivers them again, at the next pull
+        self._idle = total.messages == 0 and self._cancelled is None
         log_taken(log, self.name, "messages", total)
         return total
 
@@ -247,17 +306,27 @@ class RabbitMqSource:
         ready = declared.declaration_result.message_count or 0
         with contextlib.suppress(asyncio.TimeoutError):
             first = await asyncio.wait_for(self._buffer.get(), WAIT_FOR_MORE if ready else GRACE)
-            return [first, *self._drain(self.prefetch - 1)]
+            return [first, *self._drain(self.prefetch - 1, len(first.body))]
         return []
 
-    def _drain(self, limit: int | None = None) -> list[AbstractIncomingMessage]:
+    def _drain(self, limit: int | None = None, held: int = 0) -> list[AbstractIncomingMessage]:
+        """Up to ``limit`` buffered messages, and no more bytes than ``memory`` beside the
+        ``held`` ones (contract 15), unless one message alone is larger: the next waits in
+        ``_carry`` for the next batch."""
         limit = self.prefetch if limit is None else limit
         batch: list[AbstractIncomingMessage] = []
         while len(batch) < limit:
-            try:
-                batch.append(self._buffer.get_nowait())
-            except asyncio.QueueEmpty:
+            message, self._carry = self._carry, None
+            if message is None:
+                try:
+                    message = self._buffer.get_nowait()
+                except asyncio.QueueEmpty:
+                    break
+            if (batch or held) and held + len(message.body) > self.memory:
+                self._carry = message
                 break
+            batch.append(message)
+            held += len(message.body)
         return batch
 
     def _received(self, message: AbstractIncomingMessage) -> Received:

@@ -10,7 +10,12 @@ entries this consumer read and never acknowledged (a pull that failed before its
 the entries other consumers left pending for ``EXCHANGE_REDIS_MIN_IDLE`` seconds (a dead
 worker's; ``XAUTOCLAIM``), then new entries (``>``); it stages them (``common.take``), commits,
 and only then acknowledges. A bad entry is recorded in the quarantine (idempotent on its id)
-and acknowledged. The group is created, reading the stream from its start, when missing.
+and acknowledged. The group is created, reading the stream from its start, when missing, and
+again when it disappears under a running worker (NOGROUP: ``health`` warns that entries may
+have been lost with the stream; what is read again is a duplicate at intake). Entries are read
+as the server sends them, so that a field ``intent`` named twice is refused, and entries
+trimmed while pending are recorded, never acknowledged silently. A read's COUNT is capped so
+that it brings about four times ``EXCHANGE_SOURCE_MAX_BYTES`` at most (contract 15).
 """
 
 from __future__ import annotations
@@ -31,7 +36,15 @@ from sqlalchemy import Engine
 from exchange.domain.policy import Policy
 from exchange.errors import BrokerUnavailable, ConfigurationError
 from exchange.failpoints import failpoint
-from exchange.intake.sources.common import Received, Taken, log_taken, safe_key, take
+from exchange.intake.sources.common import (
+    MEMORY_FACTOR,
+    Health,
+    Received,
+    Taken,
+    log_taken,
+    safe_key,
+    take,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +52,33 @@ BATCH = 500  # entries a read asks for
 ROUNDS = 20  # most reads of new entries one pull makes (the cycle goes on after)
 BACKOFF_BASE, BACKOFF_MAX = 0.2, 30.0
 FIELD = b"intent"
-Entry = tuple[bytes, dict[bytes, bytes] | None]
+# An entry as the server sends it: its id and its fields as a flat list (field, value, ...), so
+# that a field named twice is seen (a dict keeps the last); None for an entry the stream no
+# longer holds (trimmed while pending).
+Entry = tuple[bytes, list[bytes] | None]
+TRIMMED = "the stream no longer holds this entry (trimmed by MAXLEN or XTRIM while pending)"
+
+
+def field_twice(count: int) -> str:
+    """Why an entry naming the field intent more than once is refused."""
+    return f"the entry names the field intent {count} times"
+
+
+def _raw(response: Any, **options: Any) -> Any:
+    """redis-py's reply callback that keeps the server's reply as it came (``_entries``)."""
+    return response
+
+
+def _entries(entries: Any) -> list[Entry]:
+    """Entries as the server sent them: ``[[id, [field, value, ...] or nil], ...]``."""
+    return [(bytes(e[0]), None if e[1] is None else list(e[1])) for e in entries or []]
+
+
+def _read_entries(answer: Any) -> list[Entry]:
+    """The entries of XREADGROUP's reply: RESP2 ``[[stream, entries]]``, RESP3 ``{stream:
+    entries}``, nil when nothing came."""
+    streams = answer.values() if isinstance(answer, dict) else [e for _, e in answer or []]
+    return [entry for entries in streams for entry in _entries(entries)]
 
 
 class RedisSource:
@@ -57,6 +96,7 @@ class RedisSource:
         staging_engine: Engine | None,
         kinds: dict[str, Policy],
         max_items: int,
+        max_bytes: int,
     ) -> None:
         self.url = url
         self.stream = stream
@@ -67,7 +107,13 @@ class RedisSource:
         self.staging_engine = staging_engine
         self.kinds = kinds
         self.max_items = max_items
+        self.max_bytes = max_bytes
+        # What one read asks for (COUNT): as many entries as MEMORY_FACTOR x max_bytes holds at
+        # the size of the largest entry of the last read (contract 15); Redis cannot bound a
+        # read in bytes. At first as if every entry were max_bytes large.
+        self._count = min(BATCH, MEMORY_FACTOR)
         self._client: redis.Redis | None = None
+        self.health = Health()
         self._group_ready = False
         self._own_pending = True  # after a start, read what this consumer left unacknowledged
         self._failures = 0
@@ -80,25 +126,47 @@ class RedisSource:
             self._client = redis.Redis.from_url(
                 self.url, socket_connect_timeout=10, socket_timeout=30
             )
+            for command in ("XREADGROUP", "XAUTOCLAIM"):  # read as sent: ``Entry``
+                self._client.set_response_callback(command, _raw)
         return self._client
 
     def _describe(self, exc: BaseException) -> str:
         return f"{type(exc).__name__}: {exc}".replace(self.url, "<url>")
 
-    async def _ensure_group(self) -> None:
+    async def _ensure_group(self) -> bool:
+        """Creates the group, reading the stream from its start, when missing; True when it
+        did."""
         if self._group_ready:
-            return
+            return False
         try:
             await self._redis().xgroup_create(self.stream, self.group, id="0", mkstream=True)
-            log.info("redis: created the consumer group %s on %s", self.group, self.stream)
         except ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
+            created = False
+        else:
+            created = True
         self._group_ready = True
+        return created
+
+    async def _group_gone(self) -> None:
+        """The stream or its group disappeared under a running worker (a restart without
+        persistence, DEL, XGROUP DESTROY): created again as at start (contract 15). What the
+        stream held before is gone with it; what is read again is a duplicate at intake."""
+        self._group_ready = False
+        self._own_pending = True
+        await self._ensure_group()
+        text = (
+            f"the stream {self.stream} or its group {self.group} disappeared and was created "
+            "again: entries may have been lost with the stream"
+        )
+        self.health.warn(text)
+        log.warning("redis: %s (entries read again are duplicates)", text)
 
     def _fail(self, error: str) -> None:
         self._failures += 1
         self.last_error = error
+        self.health.stopped(error)
         ceiling = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** min(self._failures, 16))
         self._retry_at = time.monotonic() + random.uniform(0, ceiling)
         self._idle = False
@@ -117,14 +185,15 @@ class RedisSource:
             )
         total = Taken()
         try:
-            await self._ensure_group()
-            for entries in (await self._pending(), await self._claimed()):
-                await self._take(entries, total)
-            for _ in range(ROUNDS):
-                entries = await self._read(">")
-                if not entries:
-                    break
-                await self._take(entries, total)
+            if await self._ensure_group():
+                log.info("redis: created the consumer group %s on %s", self.group, self.stream)
+            try:
+                await self._read_all(total)
+            except ResponseError as exc:
+                if "NOGROUP" not in str(exc):
+                    raise
+                await self._group_gone()
+                await self._read_all(total)
         except AuthenticationError:
             self._fail("the server refused the credentials")
             raise ConfigurationError("EXCHANGE_REDIS_URL: Redis refused the password") from None
@@ -146,18 +215,32 @@ class RedisSource:
             log.info("Redis: reading %s again", self.stream)
         self._failures = 0
         self.last_error = None
+        self.health.started()
         self._idle = total.messages == 0
         log_taken(log, self.name, "entries", total)
         return total
 
+    async def _read_all(self, total: Taken) -> None:
+        for entries in (await self._pending(), await self._claimed()):
+            await self._take(entries, total)
+        for _ in range(ROUNDS):
+            entries = await self._read(">")
+            if not entries:
+                break
+            await self._take(entries, total)
+
     async def _read(self, start: str) -> list[Entry]:
         answer: Any = await self._redis().xreadgroup(
-            self.group, self.consumer, {self.stream: start}, count=BATCH
+            self.group, self.consumer, {self.stream: start}, count=self._count
         )
-        # RESP2: [[stream, [(id, fields), ...]]]; RESP3: {stream: [[(id, fields), ...]]}
-        if isinstance(answer, dict):
-            return [tuple(e) for entries in answer.values() for e in entries[0]]
-        return [tuple(e) for _, entries in answer or [] for e in entries]
+        return self._measured(_read_entries(answer))
+
+    def _measured(self, entries: list[Entry]) -> list[Entry]:
+        """Sets the next read's COUNT from the largest entry of these."""
+        if entries:
+            largest = max(sum(map(len, fields or ())) for _, fields in entries)
+            self._count = max(1, min(BATCH, MEMORY_FACTOR * self.max_bytes // max(largest, 1)))
+        return entries
 
     async def _pending(self) -> list[Entry]:
         if not self._own_pending:
@@ -168,19 +251,19 @@ class RedisSource:
 
     async def _claimed(self) -> list[Entry]:
         answer = await self._redis().xautoclaim(
-            self.stream, self.group, self.consumer, self.min_idle_ms, "0-0", count=BATCH
+            self.stream, self.group, self.consumer, self.min_idle_ms, "0-0", count=self._count
         )
-        claimed: list[Entry] = list(answer[1])
-        deleted = answer[2] if len(answer) > 2 else []
-        if deleted:  # trimmed from the stream while pending: nothing left to stage
-            await self._redis().xack(self.stream, self.group, *deleted)
+        claimed = self._measured(_entries(answer[1]))
         if claimed:
             log.warning(
                 "redis: claimed %d entries another consumer left pending over %g s",
                 len(claimed),
                 self.min_idle_ms / 1000,
             )
-        return claimed
+        # Trimmed from the stream while pending (Redis 7: XAUTOCLAIM's third part): nothing
+        # left to stage, recorded as the worker's own lost entries are, then acknowledged.
+        deleted = answer[2] if len(answer) > 2 else []
+        return claimed + [(bytes(entry_id), None) for entry_id in deleted or []]
 
     async def _take(self, entries: list[Entry], total: Taken) -> None:
         if not entries:
@@ -194,23 +277,36 @@ class RedisSource:
             batch,
             source=self.name,
             max_items=self.max_items,
+            max_bytes=self.max_bytes,
         )
         failpoint("source-staged")
-        await self._redis().xack(self.stream, self.group, *(entry_id for entry_id, _ in entries))
+        done = [entry_id for n, (entry_id, _) in enumerate(entries) if n not in taken.unrecorded]
+        if done:
+            await self._redis().xack(self.stream, self.group, *done)
+        if taken.unrecorded:
+            self._own_pending = True  # left pending: read again at the next pull
         total.add(taken)
 
-    def _received(self, entry_id: bytes, fields: dict[bytes, bytes] | None) -> Received:
+    def _received(self, entry_id: bytes, fields: list[bytes] | None) -> Received:
         ident = entry_id.decode("ascii", "replace")
         where = f"redis stream {self.stream}, entry {ident}"
         key = f"{safe_key(self.stream)}-{safe_key(ident)}"
-        if fields and FIELD in fields:
-            return Received(key=key, body=fields[FIELD], where=where)
+        if fields is None:
+            return Received(key=key, body=b"", where=where, refused=TRIMMED)
+        pairs = list(zip(fields[::2], fields[1::2], strict=True))
+        bodies = [value for name, value in pairs if name == FIELD]
+        if len(bodies) > 1:  # refused as a key named twice in a body is (intake.intents)
+            return Received(
+                key=key,
+                body=bodies[0],
+                where=where,
+                refused=field_twice(len(bodies)),
+            )
+        if bodies:
+            return Received(key=key, body=bodies[0], where=where)
         # No field "intent": what the entry holds is kept for the person who reads the record,
         # and the empty body is refused as not JSON.
-        shown = {
-            k.decode("utf-8", "replace"): v.decode("utf-8", "replace")
-            for k, v in (fields or {}).items()
-        }
+        shown = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in pairs}
         return Received(
             key=key, body=b"", where=f"{where} (no field intent: {json.dumps(shown)[:2000]})"
         )
