@@ -32,7 +32,7 @@ from sqlalchemy import (
 
 from exchange.db.engine import is_postgres
 from exchange.db.rowset import rowset
-from exchange.db.schema import UTCDateTime, aggregates, history, messages
+from exchange.db.schema import UTCDateTime, aggregates, history, messages, price_owners
 from exchange.domain.identity import MAX_VERSION, legacy_message_id, rejected_id
 from exchange.domain.reasons import Reason
 from exchange.domain.search_key import search_key
@@ -282,7 +282,76 @@ def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> 
             f"write this price under aggregate {price_aggregate(sku, price_type)!r} "
             "(<sku>/<price_type>)"
         )
+    owned = [
+        (item, sku, price_type) for item, sku, price_type in named if item.row.id not in foreign
+    ]
+    foreign.update(_owned_elsewhere(connection, owned))
     return foreign
+
+
+_OWNER_COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("sku", String()),
+    ("price_type", String()),
+    ("aggregate", String()),
+)
+
+
+def _owned_elsewhere(
+    connection: Connection, named: list[tuple[Accepted, str, str]]
+) -> dict[int, str]:
+    """One (sku, price type), one aggregate (contract 15): the first aggregate accepted for a
+    pair owns it (``price_owners``); a row naming the pair under another aggregate is
+    ``invalid-contract``, naming the owner. Returns those rows: staging id -> detail.
+
+    Two statements per chunk with prices: claim the pairs no one owns yet for the first row of
+    the chunk that names each (in staging order; the rows already refused by their aggregate's
+    own sku and price type are not among ``named``), then read every owner back. PostgreSQL,
+    two intakes claiming one pair at once: the primary key decides, the second insert waits
+    for the first's commit and does nothing, and its read (READ COMMITTED) sees the owner.
+    The pairs are claimed in key order, so two chunks never wait on each other in a circle.
+    """
+    if not named:
+        return {}
+    first: dict[tuple[str, str], str] = {}
+    for item, sku, price_type in named:
+        first.setdefault((sku, price_type), item.row.aggregate)
+    rows = [(sku, price_type, aggregate) for (sku, price_type), aggregate in first.items()]
+    source, params = rowset(connection, "owners", _OWNER_COLUMNS, rows, name="owners")
+    same = and_(
+        price_owners.c.sku == source.c.sku, price_owners.c.price_type == source.c.price_type
+    )
+    connection.execute(
+        _insert(connection, price_owners)
+        .from_select(
+            ["sku", "price_type", "aggregate"],
+            select(source.c.sku, source.c.price_type, source.c.aggregate)
+            .where(~exists().where(same))
+            .order_by(source.c.sku, source.c.price_type),
+        )
+        .on_conflict_do_nothing(),
+        params,
+    )
+    owners = {
+        (sku, price_type): aggregate
+        for sku, price_type, aggregate in connection.execute(
+            select(price_owners.c.sku, price_owners.c.price_type, price_owners.c.aggregate)
+            .join_from(source, price_owners, same)
+            .where(true()),
+            params,
+        )
+    }
+    refused: dict[int, str] = {}
+    for item, sku, price_type in named:
+        owner = owners.get((sku, price_type))
+        if owner is None or owner == item.row.aggregate:
+            continue
+        refused[item.row.id] = (
+            f"sku {sku!r} in price type {price_type!r} belongs to aggregate {owner!r}, the "
+            f"first that carried it; this row names it under aggregate {item.row.aggregate!r}. "
+            "One sku in one price type is one aggregate: write this price under aggregate "
+            f"{owner!r}"
+        )
+    return refused
 
 
 def _conflict(item: Accepted) -> str:
