@@ -1061,6 +1061,12 @@ _ONEC_PARTS: tuple[tuple[str, str], ...] = (
         _N + r" offers with more than (?P<m>\d+) prices not sent \(invalid-contract\)",
         "не отправлено предложений, у которых больше {m} цен: {n} (invalid-contract)",
     ),
+    (
+        _N + r" prices repeated in the package not sent: a later offer maps to the same "
+        r"aggregate \(invalid-contract\)",
+        "не отправлено цен, повторённых в пакете: {n} (повтор в пакете: действует более "
+        "позднее предложение того же товара и вида цены; invalid-contract)",
+    ),
 )
 _ONEC_WHOLE_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _ONEC_WHOLE)
 _ONEC_PARTS_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _ONEC_PARTS)

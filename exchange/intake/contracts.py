@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -71,6 +71,9 @@ class StagingRow:
     package: bool = False
     # The product's name (contract 1): for people, never sent; ``product_name`` made it text.
     name: str | None = None
+    # A package row whose aggregate a later offer of the same 1C package maps to as well: that
+    # offer's payload, which wins (contract 15; ``cml_package_repeats``).
+    later_offer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -412,6 +415,49 @@ def _full_payload(row: StagingRow) -> str:
     return dump_json(data)  # postings and configured kinds: passed through, values unchanged
 
 
+def same_payload(kind: str, stored: str, given: str) -> bool:
+    """Two canonical payloads of one version carry the same message. A price's canonical JSON
+    keeps the price's digits as 1C wrote them (it is sent so), and two prices equal as decimals
+    (``"840.0"``, ``"840.00"``, the JSON number 840) are one price (contract 1): compared by
+    value. Every other payload is compared as its canonical text, exactly."""
+    if stored == given:
+        return True
+    if kind != "price":
+        return False
+    try:
+        old, new = json.loads(stored), json.loads(given)
+        return bool(
+            old.keys() == new.keys()
+            and Decimal(old.pop("price")) == Decimal(new.pop("price"))
+            and old == new
+        )
+    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError):
+        return False
+
+
+REPEATED_IN_PACKAGE = "повтор в пакете"
+
+
+def _check_later_offer(row: StagingRow, payload: str) -> None:
+    """Within one 1C package the later offer of an aggregate wins (contract 15): an earlier
+    one of another price is ``invalid-contract``; of the same price it is the same message (a
+    duplicate, or the message the later one duplicates)."""
+    later = row.later_offer
+    if later is None:
+        return
+    try:
+        theirs: str | None = _canonical_payload(replace(row, payload=later, later_offer=None))
+    except (ContractError, ValueError, TypeError, RecursionError):
+        theirs = None  # the later offer is refused itself: it still wins, and this one is not sent
+    if theirs is None or not same_payload(row.kind, theirs, payload):
+        raise ContractError(
+            Reason.INVALID_CONTRACT,
+            f"{REPEATED_IN_PACKAGE}: a later offer of the same 1C package maps to aggregate "
+            f"{row.aggregate!r} too, with another price; the later one in the document wins and "
+            "this one is not sent (two goods sharing one Артикул, or one Ид twice)",
+        )
+
+
 def _encodable(name: str, value: str | None) -> None:
     # JSON may escape a lone UTF-16 surrogate ("\\ud800"): valid JSON, but no text a database
     # or the site can store. Refuse it here rather than fail the whole chunk (or, in the JSON
@@ -514,6 +560,7 @@ def validate(row: StagingRow, kinds: dict[str, Policy]) -> Accepted | Rejected:
         check_nesting(row.payload)
         payload = _canonical_payload(row)
         _encodable("payload", payload)
+        _check_later_offer(row, payload)
     except ContractError as exc:
         return Rejected(row, exc.reason, exc.detail[:1000])
     except (ValueError, TypeError, RecursionError) as exc:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, TypeVar
 
 from sqlalchemy import (
@@ -44,6 +43,7 @@ from exchange.intake.contracts import (
     Rejected,
     StagingRow,
     price_aggregate,
+    same_payload,
 )
 from exchange.queue.transitions import Change, apply, insert_history
 
@@ -138,7 +138,7 @@ def _store(
     duplicates: list[tuple[int, Accepted]] = []
     for item in again:
         pk, payload = existing[item.message_id]
-        if _same_payload(item.row.kind, payload, item.payload):
+        if same_payload(item.row.kind, payload, item.payload):
             duplicates.append((pk, item))
         else:
             rejected.append((item.row, Reason.VERSION_CONFLICT, _conflict(item)))
@@ -162,26 +162,6 @@ def _store(
     rejected.sort(key=lambda found: found[0].id)
     report.rejected = _insert_rejected(connection, rejected, now)
     return report
-
-
-def _same_payload(kind: str, stored: str, given: str) -> bool:
-    """Two canonical payloads of one version carry the same message. A price's canonical JSON
-    keeps the price's digits as 1C wrote them (it is sent so), and two prices equal as decimals
-    (``"840.0"``, ``"840.00"``, the JSON number 840) are one price (contract 1): compared by
-    value. Every other payload is compared as its canonical text, exactly."""
-    if stored == given:
-        return True
-    if kind != "price":
-        return False
-    try:
-        old, new = json.loads(stored), json.loads(given)
-        return bool(
-            old.keys() == new.keys()
-            and Decimal(old.pop("price")) == Decimal(new.pop("price"))
-            and old == new
-        )
-    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError):
-        return False
 
 
 # What a price aggregate was fixed to, as (sku, price_type), read or written for one chunk.

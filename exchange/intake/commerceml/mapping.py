@@ -103,6 +103,9 @@ class Counts:
     unmapped: Counter[str] = field(default_factory=Counter)
     no_article: int = 0
     too_many_prices: int = 0  # offers with more than MAX_PRICES prices: invalid-contract
+    # earlier offers of an aggregate a later offer of the package maps to, of another price:
+    # invalid-contract, «повтор в пакете» (counted by ``publish``, which finds them)
+    repeated: int = 0
 
     def summary(self) -> str:
         parts = [f"{self.intents} prices staged from {self.offers} offers"]
@@ -121,6 +124,11 @@ class Counts:
             parts.append(
                 f"{self.too_many_prices} offers with more than {MAX_PRICES} prices not sent "
                 "(invalid-contract)"
+            )
+        if self.repeated:
+            parts.append(
+                f"{self.repeated} prices repeated in the package not sent: a later offer maps "
+                "to the same aggregate (invalid-contract)"
             )
         return "; ".join(parts)
 

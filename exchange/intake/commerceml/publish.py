@@ -49,7 +49,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from sqlalchemy import Connection, Engine, func, insert, select, text, update
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    Engine,
+    and_,
+    func,
+    insert,
+    literal,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
@@ -58,6 +69,7 @@ from exchange.db.schema import (
     aggregates,
     cml_catalog,
     cml_exchanges,
+    cml_package_repeats,
     cml_packages,
     messages,
     staging,
@@ -73,6 +85,7 @@ from exchange.intake.commerceml.reading import (
     frames,
     read_into_spool,
 )
+from exchange.intake.contracts import same_payload
 from exchange.intake.stage import Row, stage_attached, stage_many
 
 CHUNK = 5000
@@ -86,6 +99,17 @@ SESSION_NAMES = "products" + NAMES_SUFFIX  # that file's name
 WORK_SUFFIXES = (SPOOL_SUFFIX, SCRATCH_SUFFIX, NAMES_SUFFIX)
 SCRATCH = "scratch"  # the scratch database's name while attached
 SCRATCH_TABLE = "price_rows"
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """What ``publish`` staged: the package's version; ``fresh``: False when the same file was
+    staged before (nothing staged now); ``repeated``: the earlier offers of an aggregate a
+    later offer of the package maps to, of another price (not sent, «повтор в пакете»)."""
+
+    version: int
+    fresh: bool
+    repeated: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,11 +395,13 @@ def import_file(
                 )
         if isinstance(result, Outcome):
             return result
-        version, fresh = result
-        if not fresh:
-            return _nothing_new(version, found[-1] if found else None)
+        if not result.fresh:
+            return _nothing_new(result.version, found[-1] if found else None)
         counts = found[-1].counts
-        return Outcome("staged", counts.summary(), counts.intents, _not_sent(counts), version)
+        counts.repeated = result.repeated
+        return Outcome(
+            "staged", counts.summary(), counts.intents, _not_sent(counts), result.version
+        )
     except CmlError as exc:
         return Outcome("failure", str(exc))
     except ReaderCrashed as exc:
@@ -415,7 +441,12 @@ def _into_scratch(
 
 
 def _not_sent(counts: Counts) -> int:
-    return counts.not_base_unit + sum(counts.unmapped.values()) + counts.too_many_prices
+    return (
+        counts.not_base_unit
+        + sum(counts.unmapped.values())
+        + counts.too_many_prices
+        + counts.repeated
+    )
 
 
 def _nothing_new(version: int, read: Read | None = None) -> Outcome:
@@ -555,14 +586,15 @@ def publish(
     done: Callable[[], bool] = lambda: True,
     progress: Callable[[int, int], None] | None = None,
     scratch: Path | None = None,
-) -> tuple[int, bool] | Outcome:
+) -> Published | Outcome:
     """Stage the spool's rows in one transaction of the staging database with one new version
     as they are written (until ``done()``), then take ``read()`` (what the reader found; it
     raises for a file that cannot be read, and the transaction rolls back), record the
-    package's digest with them and commit: ``(version, True)``. With ``scratch`` (SQLite: the
-    rows already copied there by ``_into_scratch``) the spool is not read: the transaction
-    copies the scratch file's rows, attached to its connection, in one statement. When a
-    package with this digest was staged before: ``(its version, False)``, nothing staged. A
+    package's digest and its repeated aggregates with them and commit: ``Published``. With
+    ``scratch`` (SQLite: the rows already copied there by ``_into_scratch``) the spool is not
+    read: the transaction copies the scratch file's rows, attached to its connection, in one
+    statement. When a
+    package with this digest was staged before: its version, not ``fresh``, nothing staged. A
     file that stages nothing: its ``Outcome``."""
     target = staging_engine if staging_engine is not None else engine
     queue = engine if target is not engine else None
@@ -573,7 +605,7 @@ def publish(
                 connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PUBLISH_LOCK})
             seen = _staged_before(connection, digest)
             if seen is not None:
-                return seen, False
+                return Published(seen, False)
             version, mark = _next_version(connection, queue)
             if scratch is None:
                 for generated_at, chunk in frames(spool, done, progress):
@@ -596,6 +628,7 @@ def publish(
                     schema_version="1",
                     source_ref=_source_ref(name, found.header.generated_at),
                 )
+            repeated = _record_repeats(connection, version)
             connection.execute(
                 insert(cml_packages).values(
                     digest=digest,
@@ -606,7 +639,7 @@ def publish(
                     messages_mark=mark,
                 )
             )
-            staged = version
+            staged = Published(version, True, repeated)
     except _Abandon as abandoned:  # rolled back: nothing of it staged
         return abandoned.outcome
     except IntegrityError:  # another process staged the same file a moment ago
@@ -614,9 +647,52 @@ def publish(
             seen = _staged_before(connection, digest)
         if seen is None:
             raise
-        return seen, False
+        return Published(seen, False)
     announce_staged(engine)
-    return staged, True
+    return staged
+
+
+def _record_repeats(connection: Connection, version: int) -> int:
+    """Within one package, two offers that map to one aggregate (two goods sharing an
+    Артикул, one Ид twice): the later in document order (the higher staging id) wins (contract
+    15). Records each such aggregate of the package with its last offer's payload
+    (``cml_package_repeats``, which intake reads beside ``cml_packages``: an earlier offer of
+    another price becomes an ``invalid-contract`` record, «повтор в пакете») and returns how
+    many earlier offers of another price are not sent. One grouped read of the package's rows,
+    which are untaken (the partial index of untaken rows), in the publishing transaction."""
+    own = and_(
+        staging.c.taken_at.is_(None),
+        staging.c.kind == "price",
+        staging.c.aggregate_version == version,
+    )
+    last = (
+        select(func.max(staging.c.id).label("id"))
+        .where(own)
+        .group_by(staging.c.aggregate)
+        .having(func.count() > 1)
+        .subquery()
+    )
+    connection.execute(
+        insert(cml_package_repeats).from_select(
+            ["version", "aggregate", "payload"],
+            select(literal(version, BigInteger()), staging.c.aggregate, staging.c.payload).where(
+                staging.c.id.in_(select(last.c.id))
+            ),
+        )
+    )
+    earlier = connection.execute(
+        select(staging.c.payload, cml_package_repeats.c.payload)
+        .join_from(
+            staging,
+            cml_package_repeats,
+            and_(
+                cml_package_repeats.c.version == version,
+                cml_package_repeats.c.aggregate == staging.c.aggregate,
+            ),
+        )
+        .where(own, staging.c.payload != cml_package_repeats.c.payload)
+    )
+    return sum(1 for mine, winner in earlier if not same_payload("price", winner, mine))
 
 
 def _staged_before(connection: Connection, digest: str) -> int | None:
@@ -629,6 +705,7 @@ def _staged_before(connection: Connection, digest: str) -> int | None:
 __all__ = [
     "Counts",
     "Outcome",
+    "Published",
     "ReaderPool",
     "import_file",
     "load_catalogue",
