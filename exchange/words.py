@@ -1062,6 +1062,12 @@ _ONEC_PARTS: tuple[tuple[str, str], ...] = (
         "не отправлено предложений, у которых больше {m} цен: {n} (invalid-contract)",
     ),
     (
+        _N + r" prices not sent: the offer's id or article is longer than (?P<m>\d+) "
+        r"characters \(invalid-contract\)",
+        "не отправлено цен, у которых Ид или артикул предложения длиннее {m} символов: {n} "
+        "(invalid-contract)",
+    ),
+    (
         _N + r" prices repeated in the package not sent: a later offer maps to the same "
         r"aggregate \(invalid-contract\)",
         "не отправлено цен, повторённых в пакете: {n} (повтор в пакете: действует более "

@@ -48,6 +48,16 @@ STAGING_TEXT_LIMITS: dict[str, int] = {
     "schema_version": 32,
     "source_ref": 500,
 }
+# Contract 1's limits of the price payload's names (``sku``, ``price_type``).
+NAME_CHARS = 100
+
+
+def shortened(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with «…» at the cut, where it is longer (contract
+    15: a package's own source_ref, a file name; an over-long id kept on its record)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 # 1C's "empty date" (Дата(1, 1, 1)): what 1C writes into a date it did not fill in. It is no
 # time at all; intake treats it as a missing created_at (the time the row was taken is used).
 EMPTY_1C_DATE = datetime(1, 1, 1, tzinfo=UTC)
@@ -74,6 +84,9 @@ class StagingRow:
     # A package row whose aggregate a later offer of the same 1C package maps to as well: that
     # offer's payload, which wins (contract 15; ``cml_package_repeats``).
     later_offer: str | None = None
+    # How many characters the row's ``name`` had as written (``name`` is cut to NAME_LIMIT for
+    # people): contract 15 holds it to NAME_LIMIT where the table does not (SQLite).
+    name_chars: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,8 +268,8 @@ def _check_text(value: Any) -> Any:
 
 
 def _check_name(value: str) -> str:  # sku, price_type
-    if not value.strip() or len(value) > 100:
-        raise ValueError("must be 1 to 100 characters")
+    if not value.strip() or len(value) > NAME_CHARS:
+        raise ValueError(f"must be 1 to {NAME_CHARS} characters")
     return value
 
 
@@ -510,6 +523,12 @@ def _check_columns(row: StagingRow) -> None:
                 f"{name} is too long: {len(value)} characters, the contract allows at most "
                 f"{limit} (VARCHAR({limit}))",
             )
+    if row.name_chars > NAME_LIMIT:
+        raise ContractError(
+            Reason.INVALID_CONTRACT,
+            f"name is too long: {row.name_chars} characters, the contract allows at most "
+            f"{NAME_LIMIT} (VARCHAR({NAME_LIMIT}))",
+        )
     if not isinstance(row.payload, str):
         raise ContractError(
             Reason.INVALID_CONTRACT, f"payload must be text, not {type(row.payload).__name__}"

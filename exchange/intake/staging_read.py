@@ -144,7 +144,15 @@ def _pg_row(values: tuple[Any, ...]) -> StagingRow:
         source_ref,
         created_at,
         name=product_name(name),
+        name_chars=_chars(name),
     )
+
+
+def _chars(name: Any) -> int:
+    """How many characters a ``name`` holds as written (bytes: as UTF-8, replaced where not)."""
+    if isinstance(name, bytes):
+        return len(name.decode("utf-8", errors="replace"))
+    return len(name) if isinstance(name, str) else 0
 
 
 def _whole(version: Any) -> Any:
@@ -214,6 +222,7 @@ def _loose_row(values: tuple[Any, ...], *, raw_time: bool = False) -> StagingRow
         created_at,
         defect="; ".join(defects) or None,
         name=product_name(label),
+        name_chars=_chars(label),
     )
 
 

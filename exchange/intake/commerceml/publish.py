@@ -85,10 +85,11 @@ from exchange.intake.commerceml.reading import (
     frames,
     read_into_spool,
 )
-from exchange.intake.contracts import same_payload
+from exchange.intake.contracts import STAGING_TEXT_LIMITS, same_payload, shortened
 from exchange.intake.stage import Row, stage_attached, stage_many
 
 CHUNK = 5000
+SOURCE_REF_CHARS = STAGING_TEXT_LIMITS["source_ref"]
 log = logging.getLogger(__name__)
 PUBLISH_LOCK = 0x1C0E  # PostgreSQL advisory lock: one package gets its version at a time
 SPOOL_SUFFIX = ".spool"  # beside the upload: the frames the reader writes
@@ -206,7 +207,12 @@ def exchange_started(engine: Engine, exchange: str, filename: str) -> int:
     with transaction(engine) as connection:
         row_id = connection.execute(
             insert(cml_exchanges)
-            .values(exchange=exchange, filename=filename[:500], started_at=now, heartbeat_at=now)
+            .values(
+                exchange=exchange,
+                filename=shortened(filename, SOURCE_REF_CHARS),
+                started_at=now,
+                heartbeat_at=now,
+            )
             .returning(cml_exchanges.c.id)
         ).scalar_one()
     return int(row_id)
@@ -271,7 +277,7 @@ def exchange_refused(engine: Engine, exchange: str, filename: str, detail: str) 
         connection.execute(
             insert(cml_exchanges).values(
                 exchange=exchange[:64],
-                filename=filename[:500],
+                filename=shortened(filename, SOURCE_REF_CHARS),
                 started_at=now,
                 finished_at=now,
                 outcome="failure",
@@ -445,6 +451,7 @@ def _not_sent(counts: Counts) -> int:
         counts.not_base_unit
         + sum(counts.unmapped.values())
         + counts.too_many_prices
+        + counts.too_long
         + counts.repeated
     )
 
@@ -477,8 +484,11 @@ def _judge(read: Read) -> Outcome | None:
 
 
 def _source_ref(name: str, generated_at: str) -> str:
+    """The package's own source_ref: its file name shortened with «…» to fit (contract 15),
+    the date it was made kept whole."""
     when = f" {generated_at}" if generated_at else ""
-    return f"1C exchange {name}{when}"[:500]
+    room = SOURCE_REF_CHARS - len("1C exchange ") - len(when)
+    return shortened(f"1C exchange {shortened(name, max(room, 1))}{when}", SOURCE_REF_CHARS)
 
 
 def _next_version(connection: Connection, queue: Engine | None) -> tuple[int, int]:
