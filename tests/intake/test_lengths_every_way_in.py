@@ -26,6 +26,8 @@ from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xm
 from exchange.dev.testing import raw_row, stage
 from exchange.intake.commerceml.publish import exchange_started, import_file
 from exchange.intake.intents import items_of, stage_intents
+from exchange.intake.sources import common as sources
+from exchange.intake.sources.common import Received
 from exchange.intake.staging_table import take
 from exchange.settings import load_settings
 from exchange.words import onec_words
@@ -166,3 +168,20 @@ def test_an_intent_from_the_json_intake_or_a_broker_longer_than_the_contract_is_
     assert field in results[0]["detail"]
     with transaction(engine, read_only=True) as c:
         assert ["S-2"] == list(c.execute(select(staging.c.aggregate)).scalars())
+
+
+def test_a_broker_message_whose_intent_is_longer_than_the_contract_is_refused_alone(
+    engine: Engine,
+) -> None:
+    long = json.dumps(_intent(aggregate="a" * 201)).encode()
+    fine = json.dumps(_intent()).encode()
+    batch = [Received("m-1", long, "queue prices, m-1"), Received("m-2", fine, "queue, m-2")]
+
+    taken = sources.take(engine, None, KINDS, batch, source="rabbitmq", max_items=100)
+
+    assert (1, 1) == (taken.staged, taken.refused)
+    found = records(engine)
+    assert (False, None) == found["S-1"][:2]
+    [(rejected, reason, said)] = [v for k, v in found.items() if k != "S-1"]
+    assert (True, "invalid-contract") == (rejected, reason)
+    assert "aggregate" in said and "200" in said

@@ -10,7 +10,9 @@ and on PostgreSQL.
 
 from __future__ import annotations
 
+import json
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +20,7 @@ from sqlalchemy import Engine, select, text
 
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import messages, price_owners
+from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xml
 from exchange.dev.testing import fast_settings
 from exchange.domain.clock import FakeClock
 from exchange.domain.policy import KindPolicies
@@ -25,8 +28,11 @@ from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
 from exchange.errors import OperatorError
 from exchange.intake import staging_table as intake
+from exchange.intake.commerceml.publish import import_file
 from exchange.intake.contracts import StagingRow, validate
 from exchange.intake.intents import stage_intents
+from exchange.intake.sources import common as sources
+from exchange.intake.sources.common import Received
 from exchange.intake.staging_store import _store
 from exchange.ops import quarantine
 from exchange.queue import lease, record
@@ -102,6 +108,48 @@ def test_an_intent_from_the_json_intake_or_a_broker_is_held_to_the_owner(
     }
     results = stage_intents(engine, None, settings.kinds, [intent_row(intent)])
     assert ["staged"] == [r["status"] for r in results]
+    intake.take(engine, None, settings.kinds, clock.now())
+
+    assert INVALID == outcomes(engine)[2]
+    assert "belongs to aggregate 'ALIAS-1'" in record_of(engine, 2)["last_error"]
+
+
+def test_a_1c_package_naming_an_owned_pair_under_its_own_aggregate_is_refused(
+    engine: Engine, settings: Settings, clock: FakeClock, tmp_path: Path
+) -> None:
+    # 1C's own rows named the aggregate ``ALIAS-1``; the standard exchange names it
+    # ``ALIAS-1/retail``: the package's price of the pair is a record naming the owner.
+    take(engine, settings, clock, [price("ALIAS-1", 1, "50.00")])
+    path = tmp_path / "offers.xml"
+    retail = CmlType("t-retail", "Розничная", "руб")
+    path.write_bytes(
+        offers_xml(
+            Package(types=[retail], offers=[CmlOffer("ALIAS-1", [CmlPrice("t-retail", "60")])])
+        )
+    )
+    outcome = import_file(
+        engine, path, name=path.name, price_types={"Розничная": "retail"}, sku_mode="id"
+    )
+    assert "staged" == outcome.outcome, outcome
+    intake.take(engine, None, settings.kinds, clock.now())
+
+    assert INVALID == outcomes(engine)[2]
+    assert "belongs to aggregate 'ALIAS-1'" in record_of(engine, 2)["last_error"]
+
+
+def test_an_intent_from_a_broker_message_is_held_to_the_owner(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [price("ALIAS-1", 1, "50.00")])
+    body = {
+        "kind": "price",
+        "aggregate": "ALIAS-1/retail",
+        "aggregate_version": 1,
+        "payload": {"sku": "ALIAS-1", "price": "100.00", "price_type": "retail"},
+    }
+    received = Received("m-1", json.dumps(body).encode(), "queue prices, message m-1")
+    taken = sources.take(engine, None, settings.kinds, [received], source="rabbitmq", max_items=100)
+    assert 1 == taken.staged
     intake.take(engine, None, settings.kinds, clock.now())
 
     assert INVALID == outcomes(engine)[2]
