@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, select
 
-from exchange.db.engine import is_postgres, transaction
+from exchange.db.engine import is_postgres, make_engine, transaction
+from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages
 from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xml
 from exchange.domain.states import Event
@@ -152,3 +153,34 @@ def test_the_scratch_file_serve_reads_into_on_sqlite_finds_the_repeats_too(
 
     assert publish.Published(result.version, True, 1) == result  # type: ignore[union-attr]
     assert [True, False] == [record for _, record, *_ in taken(engine)]
+
+
+def test_with_staging_in_a_database_of_its_own_the_later_offer_wins_too(
+    engine: Engine, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # EXCHANGE_STAGING_URL: the package, its record and its repeated aggregates are written in
+    # the staging database; intake reads them there beside the rows.
+    if is_postgres(engine):
+        staged_in = make_engine(str(request.getfixturevalue("other_pg_url")))
+    else:
+        staged_in = make_engine(f"sqlite:///{tmp_path / 'staging.db'}")
+        upgrade(staged_in)
+    try:
+        path = package(tmp_path, offer("id-1", "1.00"), offer("id-1", "2.00"))
+        outcome = import_file(
+            engine,
+            path,
+            name=path.name,
+            price_types={"Розничная": "retail"},
+            sku_mode="id",
+            staging_engine=staged_in,
+        )
+        assert ("staged", 1) == (outcome.outcome, outcome.not_sent), outcome
+        take(engine, staged_in, KINDS, datetime.now(UTC))
+    finally:
+        staged_in.dispose()
+    with transaction(engine, read_only=True) as c:
+        found = c.execute(
+            select(messages.c.rejected, messages.c.payload).order_by(messages.c.staging_id)
+        ).all()
+    assert [(True, "1.00"), (False, "2.00")] == [(bool(r), _price(p)) for r, p in found]

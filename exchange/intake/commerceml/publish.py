@@ -617,6 +617,8 @@ def publish(
             if seen is not None:
                 return Published(seen, False)
             version, mark = _next_version(connection, queue)
+            # Every row this transaction stages gets an id above it (the sequence moves on).
+            before = connection.execute(select(func.max(staging.c.id))).scalar() or 0
             if scratch is None:
                 for generated_at, chunk in frames(spool, done, progress):
                     source_ref = _source_ref(name, generated_at)
@@ -638,7 +640,7 @@ def publish(
                     schema_version="1",
                     source_ref=_source_ref(name, found.header.generated_at),
                 )
-            repeated = _record_repeats(connection, version)
+            repeated = _record_repeats(connection, version, before)
             connection.execute(
                 insert(cml_packages).values(
                     digest=digest,
@@ -662,15 +664,17 @@ def publish(
     return staged
 
 
-def _record_repeats(connection: Connection, version: int) -> int:
+def _record_repeats(connection: Connection, version: int, before: int) -> int:
     """Within one package, two offers that map to one aggregate (two goods sharing an
     Артикул, one Ид twice): the later in document order (the higher staging id) wins (contract
     15). Records each such aggregate of the package with its last offer's payload
     (``cml_package_repeats``, which intake reads beside ``cml_packages``: an earlier offer of
     another price becomes an ``invalid-contract`` record, «повтор в пакете») and returns how
-    many earlier offers of another price are not sent. One grouped read of the package's rows,
-    which are untaken (the partial index of untaken rows), in the publishing transaction."""
+    many earlier offers of another price are not sent. One grouped read of the package's rows
+    in the publishing transaction: a range of the primary key above ``before`` (the highest id
+    before they were staged), whatever the table keeps of older rows."""
     own = and_(
+        staging.c.id > before,
         staging.c.taken_at.is_(None),
         staging.c.kind == "price",
         staging.c.aggregate_version == version,
