@@ -49,11 +49,13 @@ def _packages_marked(connection: Connection, rows: list[StagingRow]) -> list[Sta
     versions = [
         row.aggregate_version
         for row in rows
-        if row.kind == "price" and type(row.aggregate_version) is int
+        if row.kind == "price"
+        and type(row.aggregate_version) is int
+        and 1 <= row.aggregate_version <= MAX_VERSION
     ]
     if not versions:
         return rows
-    high = {v for v in versions if PACKAGE_VERSIONS_FROM <= v <= MAX_VERSION}
+    high = {v for v in versions if v >= PACKAGE_VERSIONS_FROM}
     packages = (
         set(
             connection.execute(
