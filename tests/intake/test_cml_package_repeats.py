@@ -184,3 +184,19 @@ def test_with_staging_in_a_database_of_its_own_the_later_offer_wins_too(
             select(messages.c.rejected, messages.c.payload).order_by(messages.c.staging_id)
         ).all()
     assert [(True, "1.00"), (False, "2.00")] == [(bool(r), _price(p)) for r, p in found]
+
+
+def test_an_aggregate_the_reader_only_guessed_repeated_is_counted_from_the_rows(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # The reader keeps the hashes of the aggregates it wrote, not their text: two aggregates
+    # of one hash are a guess that ``publish`` checks against the rows, never a record.
+    path = package(tmp_path, offer("id-1", "1.00"), offer("id-2", "2.00"))
+    spool = tmp_path / "offers.spool"
+    read = read_into_spool(path, spool, {"Розничная": "retail"}, "id", {}, {}, {})
+    assert set() == read.repeated
+    read.repeated.add("id-2/retail")
+    result = publish.publish(engine, spool, "digest", path.name, read=lambda: read)
+
+    assert isinstance(result, publish.Published) and 0 == result.repeated
+    assert [False, False] == [record for _, record, *_ in taken(engine)]

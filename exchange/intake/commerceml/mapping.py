@@ -175,6 +175,12 @@ class Mapper:
         self.names = dict(names or {})
         self.new_names: dict[str, str] = {}
         self._resolved: dict[str, tuple[str, str, str]] = {}
+        # The aggregates written so far, by their hash (8 bytes each, not the text), and those
+        # written again (contract 15: within one package the later offer wins; ``publish``
+        # finds and records them, reading only when there are any). A hash seen twice may be
+        # two aggregates: ``publish`` counts the rows, so such a guess costs a read, nothing else.
+        self._written: set[int] = set()
+        self.repeated: set[str] = set()
 
     # -- parse.Sink ------------------------------------------------------------------------
 
@@ -254,6 +260,11 @@ class Mapper:
                 counts.too_long += 1
                 room = max(AGGREGATE_CHARS - len(code) - 1, 1)
                 aggregate = shortened(f"{shortened(key, room)}/{code}", AGGREGATE_CHARS)
+            digest = hash(aggregate)
+            if digest in self._written:
+                self.repeated.add(aggregate)
+            else:
+                self._written.add(digest)
             out(aggregate, payload, product)
             counts.intents += 1
 

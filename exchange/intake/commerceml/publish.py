@@ -640,7 +640,7 @@ def publish(
                     schema_version="1",
                     source_ref=_source_ref(name, found.header.generated_at),
                 )
-            repeated = _record_repeats(connection, version, before)
+            repeated = _record_repeats(connection, version, before, found.repeated)
             connection.execute(
                 insert(cml_packages).values(
                     digest=digest,
@@ -664,21 +664,32 @@ def publish(
     return staged
 
 
-def _record_repeats(connection: Connection, version: int, before: int) -> int:
+# More aggregates read again than this are not named in the read (one parameter each): the
+# package's rows are then grouped whole.
+REPEATS_NAMED = 1000
+
+
+def _record_repeats(connection: Connection, version: int, before: int, candidates: set[str]) -> int:
     """Within one package, two offers that map to one aggregate (two goods sharing an
     Артикул, one Ид twice): the later in document order (the higher staging id) wins (contract
     15). Records each such aggregate of the package with its last offer's payload
     (``cml_package_repeats``, which intake reads beside ``cml_packages``: an earlier offer of
     another price becomes an ``invalid-contract`` record, «повтор в пакете») and returns how
-    many earlier offers of another price are not sent. One grouped read of the package's rows
-    in the publishing transaction: a range of the primary key above ``before`` (the highest id
-    before they were staged), whatever the table keeps of older rows."""
+    many earlier offers of another price are not sent. ``candidates``: the aggregates the
+    reader wrote more than once (``Mapper.repeated``); none, the usual case, and nothing is
+    read. Else one grouped read of the package's rows of those aggregates in the publishing
+    transaction: a range of the primary key above ``before`` (the highest id before they were
+    staged), whatever the table keeps of older rows."""
+    if not candidates:
+        return 0
     own = and_(
         staging.c.id > before,
         staging.c.taken_at.is_(None),
         staging.c.kind == "price",
         staging.c.aggregate_version == version,
     )
+    if len(candidates) <= REPEATS_NAMED:
+        own = and_(own, staging.c.aggregate.in_(sorted(candidates)))
     last = (
         select(func.max(staging.c.id).label("id"))
         .where(own)
