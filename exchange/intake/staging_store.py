@@ -236,15 +236,31 @@ def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> 
         ),
         params,
     )
-    pins = {
-        aggregate: (sku, price_type)
-        for aggregate, sku, price_type in connection.execute(
-            select(aggregates.c.aggregate, aggregates.c.sku, aggregates.c.price_type)
-            .join_from(source, aggregates, same)
-            .where(true()),
-            params,
+    # Each aggregate's sku and price type, and who owns that pair (contract 15; None: no one
+    # yet), in one read: an aggregate that owns its pair (every one after its first chunk)
+    # costs the owner rule nothing more.
+    pins: dict[str, tuple[str, str]] = {}
+    owners: dict[str, str | None] = {}
+    for aggregate, sku, price_type, owner in connection.execute(
+        select(
+            aggregates.c.aggregate,
+            aggregates.c.sku,
+            aggregates.c.price_type,
+            price_owners.c.aggregate,
         )
-    }
+        .join_from(source, aggregates, same)
+        .outerjoin(
+            price_owners,
+            and_(
+                price_owners.c.sku == aggregates.c.sku,
+                price_owners.c.price_type == aggregates.c.price_type,
+            ),
+        )
+        .where(true()),
+        params,
+    ):
+        pins[aggregate] = (sku, price_type)
+        owners[aggregate] = owner
     foreign: dict[int, str] = {}
     for item, sku, price_type in named:
         aggregate = item.row.aggregate
@@ -262,11 +278,26 @@ def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> 
             f"write this price under aggregate {price_aggregate(sku, price_type)!r} "
             "(<sku>/<price_type>)"
         )
-    owned = [
-        (item, sku, price_type) for item, sku, price_type in named if item.row.id not in foreign
-    ]
-    foreign.update(_owned_elsewhere(connection, owned))
+    unclaimed: list[tuple[Accepted, str, str]] = []
+    for item, sku, price_type in named:
+        if item.row.id in foreign:
+            continue  # refused for its aggregate's own pair: it claims nothing
+        owner = owners.get(item.row.aggregate)
+        if owner is None:
+            unclaimed.append((item, sku, price_type))
+        elif owner != item.row.aggregate:
+            foreign[item.row.id] = _not_the_owner(item, sku, price_type, owner)
+    foreign.update(_owned_elsewhere(connection, unclaimed))
     return foreign
+
+
+def _not_the_owner(item: Accepted, sku: str, price_type: str, owner: str) -> str:
+    return (
+        f"sku {sku!r} in price type {price_type!r} belongs to aggregate {owner!r}, the "
+        f"first that carried it; this row names it under aggregate {item.row.aggregate!r}. "
+        "One sku in one price type is one aggregate: write this price under aggregate "
+        f"{owner!r}"
+    )
 
 
 _OWNER_COLUMNS: tuple[tuple[str, Any], ...] = (
@@ -281,14 +312,16 @@ def _owned_elsewhere(
 ) -> dict[int, str]:
     """One (sku, price type), one aggregate (contract 15): the first aggregate accepted for a
     pair owns it (``price_owners``); a row naming the pair under another aggregate is
-    ``invalid-contract``, naming the owner. Returns those rows: staging id -> detail.
+    ``invalid-contract``, naming the owner. ``named``: the rows whose pair no one owned when
+    ``_pin_prices`` read it. Returns the rows refused: staging id -> detail.
 
-    Two statements per chunk with prices: claim the pairs no one owns yet for the first row of
-    the chunk that names each (in staging order; the rows already refused by their aggregate's
-    own sku and price type are not among ``named``), then read every owner back. PostgreSQL,
-    two intakes claiming one pair at once: the primary key decides, the second insert waits
-    for the first's commit and does nothing, and its read (READ COMMITTED) sees the owner.
-    The pairs are claimed in key order, so two chunks never wait on each other in a circle.
+    One statement per chunk with such rows (a pair new to the service): claim the pairs no one
+    owns yet for the first row of the chunk that names each (in staging order; the rows already
+    refused by their aggregate's own sku and price type are not among ``named``); a second
+    reads the owners of the pairs it did not claim. PostgreSQL, two intakes claiming one pair
+    at once: the primary key decides, the second insert waits for the first's commit and does
+    nothing, and its read (READ COMMITTED) sees the owner. The pairs are claimed in key order,
+    so two chunks never wait on each other in a circle.
     """
     if not named:
         return {}
@@ -300,37 +333,37 @@ def _owned_elsewhere(
     same = and_(
         price_owners.c.sku == source.c.sku, price_owners.c.price_type == source.c.price_type
     )
-    connection.execute(
-        _insert(connection, price_owners)
-        .from_select(
-            ["sku", "price_type", "aggregate"],
-            select(source.c.sku, source.c.price_type, source.c.aggregate)
-            .where(~exists().where(same))
-            .order_by(source.c.sku, source.c.price_type),
-        )
-        .on_conflict_do_nothing(),
-        params,
-    )
     owners = {
         (sku, price_type): aggregate
         for sku, price_type, aggregate in connection.execute(
-            select(price_owners.c.sku, price_owners.c.price_type, price_owners.c.aggregate)
-            .join_from(source, price_owners, same)
-            .where(true()),
+            _insert(connection, price_owners)
+            .from_select(
+                ["sku", "price_type", "aggregate"],
+                select(source.c.sku, source.c.price_type, source.c.aggregate)
+                .where(~exists().where(same))
+                .order_by(source.c.sku, source.c.price_type),
+            )
+            .on_conflict_do_nothing()
+            .returning(price_owners.c.sku, price_owners.c.price_type, price_owners.c.aggregate),
             params,
         )
     }
+    if len(owners) < len(first):  # claimed by another intake a moment ago: read who
+        owners.update(
+            ((sku, price_type), aggregate)
+            for sku, price_type, aggregate in connection.execute(
+                select(price_owners.c.sku, price_owners.c.price_type, price_owners.c.aggregate)
+                .join_from(source, price_owners, same)
+                .where(true()),
+                params,
+            )
+        )
     refused: dict[int, str] = {}
     for item, sku, price_type in named:
         owner = owners.get((sku, price_type))
         if owner is None or owner == item.row.aggregate:
             continue
-        refused[item.row.id] = (
-            f"sku {sku!r} in price type {price_type!r} belongs to aggregate {owner!r}, the "
-            f"first that carried it; this row names it under aggregate {item.row.aggregate!r}. "
-            "One sku in one price type is one aggregate: write this price under aggregate "
-            f"{owner!r}"
-        )
+        refused[item.row.id] = _not_the_owner(item, sku, price_type, owner)
     return refused
 
 
