@@ -27,7 +27,7 @@ from exchange.intake.commerceml.publish import Outcome, import_file
 from exchange.intake.commerceml.reading import read_into_spool
 from exchange.intake.staging_table import take
 from exchange.settings import load_settings
-from exchange.words import onec_words
+from exchange.words import detail_words, onec_words
 
 RETAIL = CmlType("t-retail", "Розничная", "руб")
 KINDS = load_settings(database_url="sqlite://").kinds
@@ -109,6 +109,7 @@ def test_two_goods_sharing_an_article_the_later_offer_wins_and_the_earlier_is_no
     [(_, _, reason, earlier, said), (_, _, none, later, _), _] = found
     assert ("invalid-contract", "100.00", None, "120.00") == (reason, earlier, none, later)
     assert "повтор в пакете" in said and "'ART-1/retail'" in said
+    assert "действует более позднее" in detail_words(said)  # the operator's page
 
 
 def test_one_id_twice_at_an_equal_price_is_a_duplicate_and_not_counted(

@@ -37,6 +37,7 @@ from exchange.intake.staging_store import _store
 from exchange.ops import quarantine
 from exchange.queue import lease, record
 from exchange.settings import Settings
+from exchange.words import detail_words
 from tests.intake.test_price_identity import (
     INVALID,
     MESSAGE,
@@ -72,6 +73,7 @@ def test_a_pair_owned_by_one_aggregate_is_refused_under_another_naming_the_owner
     for words in ("sku 'ALIAS-1'", "price type 'retail'", "belongs to aggregate 'ALIAS-1'"):
         assert words in detail, detail
     assert "ALIAS-1" == owner(engine, "ALIAS-1")
+    assert "принадлежит агрегату 'ALIAS-1'" in detail_words(detail)  # the operator's page
     # The owner goes on: its next version is a message as before.
     take(engine, settings, clock, [price("ALIAS-1", 2, "55.00")])
     assert MESSAGE == outcomes(engine)[3]
