@@ -63,7 +63,7 @@ def run(offers: int, repeat: int) -> dict[str, Any]:
                 )
                 ratios[key].append((time.perf_counter() - started) / bare)
                 engine.dispose()
-                assert isinstance(result, tuple) and result[1], result
+                assert isinstance(result, publish.Published) and result.fresh, result
     return {
         "offers": offers,
         "bare_seconds": [round(b, 2) for b in bares],

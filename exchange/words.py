@@ -756,6 +756,22 @@ _INTAKE_DETAILS: tuple[tuple[str, str], ...] = (
         "один агрегат — одна цена, его имя <sku>/<price_type> ({n}) или только sku, если у "
         "магазина один вид цены",
     ),
+    (  # contract 15: one (sku, price type), one aggregate
+        r"sku (?P<s>.+) in price type (?P<t>.+) belongs to aggregate (?P<o>.+), the first that "
+        r"carried it; this row names it under aggregate (?P<a>.+)\. One sku in one price type "
+        r"is one aggregate: write this price under aggregate (?P<w>.+)",
+        "артикул (sku) {s} с видом цены {t} принадлежит агрегату {o}, который первым его "
+        "принёс; эта строка называет его агрегатом {a}. Один товар в одном виде цены — один "
+        "агрегат: выгружайте эту цену под агрегатом {w}",
+    ),
+    (  # contract 15: within one 1C package the later offer wins
+        r"повтор в пакете: a later offer of the same 1C package maps to aggregate (?P<a>.+) "
+        r"too, with another price; the later one in the document wins and this one is not sent "
+        r"\(two goods sharing one Артикул, or one Ид twice\)",
+        "повтор в пакете: более позднее предложение того же пакета 1С даёт тот же агрегат {a} "
+        "с другой ценой; действует более позднее по тексту файла, а это не отправляется (два "
+        "товара с одним артикулом или один Ид дважды)",
+    ),
     # each part names its field once, in Russian with the payload's key (``_field_problems``)
     (r"price payload: (?P<p>.+)", "{p+}"),
     (r"the row could not be checked: (?P<e>.+)", "строку не удалось проверить: {e}"),
@@ -1082,6 +1098,18 @@ _ONEC_PARTS: tuple[tuple[str, str], ...] = (
     (
         _N + r" offers with more than (?P<m>\d+) prices not sent \(invalid-contract\)",
         "не отправлено предложений, у которых больше {m} цен: {n} (invalid-contract)",
+    ),
+    (
+        _N + r" prices not sent: the offer's id or article is longer than (?P<m>\d+) "
+        r"characters \(invalid-contract\)",
+        "не отправлено цен, у которых Ид или артикул предложения длиннее {m} символов: {n} "
+        "(invalid-contract)",
+    ),
+    (
+        _N + r" prices repeated in the package not sent: a later offer maps to the same "
+        r"aggregate \(invalid-contract\)",
+        "не отправлено цен, повторённых в пакете: {n} (повтор в пакете: действует более "
+        "позднее предложение того же товара и вида цены; invalid-contract)",
     ),
 )
 _ONEC_WHOLE_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _ONEC_WHOLE)

@@ -177,6 +177,19 @@ CLAIMABLE_STATES = "state IN ('new', 'delayed', 'in_progress')"
 CLAIM_ORDER_INDEX = "ix_messages_claim_rank"
 
 
+class PriceOwner(Base):
+    """One (sku, price type), one aggregate (contract 15): the first ``price`` aggregate the
+    service accepted for the pair owns it; a row naming the pair under another aggregate is
+    ``invalid-contract``. The primary key decides between two intakes at once (migration
+    0019); kept past prune, as the aggregate's own sku and price type are."""
+
+    __tablename__ = "price_owners"
+
+    sku: Mapped[str] = mapped_column(String(100), primary_key=True)
+    price_type: Mapped[str] = mapped_column(String(100), primary_key=True)
+    aggregate: Mapped[str] = mapped_column(String(200))
+
+
 class Message(Base):
     """A message to the site, or a quarantine record of a rejected staging row."""
 
@@ -360,6 +373,19 @@ class CmlPackage(Base):
     messages_mark: Mapped[int | None] = mapped_column(BigInteger)
 
 
+class CmlPackageRepeat(Base):
+    """An aggregate that two offers of one CommerceML package map to (contract 15: two goods
+    sharing an Артикул, or one Ид twice): the later offer in document order wins, and
+    ``payload`` is its payload; an earlier offer of another price is ``invalid-contract``
+    («повтор в пакете»). Written with the package's rows, read by intake (migration 0019)."""
+
+    __tablename__ = "cml_package_repeats"
+
+    version: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    aggregate: Mapped[str] = mapped_column(String(200), primary_key=True)
+    payload: Mapped[str] = mapped_column(Text)
+
+
 class CmlCatalog(Base):
     """What catalogue files said, kept for later exchanges that send offers or prices alone:
     price types (key = Ид, name, currency) and articles (key = product Ид, value = Артикул)."""
@@ -468,6 +494,8 @@ http_keys: Table = cast(Table, HttpKey.__table__)
 cml_exchanges: Table = cast(Table, CmlExchange.__table__)
 cml_packages: Table = cast(Table, CmlPackage.__table__)
 cml_catalog: Table = cast(Table, CmlCatalog.__table__)
+cml_package_repeats: Table = cast(Table, CmlPackageRepeat.__table__)
+price_owners: Table = cast(Table, PriceOwner.__table__)
 operators: Table = cast(Table, Operator.__table__)
 operator_sessions: Table = cast(Table, OperatorSession.__table__)
 delivery_pause: Table = cast(Table, DeliveryPause.__table__)

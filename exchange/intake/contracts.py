@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -48,6 +48,16 @@ STAGING_TEXT_LIMITS: dict[str, int] = {
     "schema_version": 32,
     "source_ref": 500,
 }
+# Contract 1's limits of the price payload's names (``sku``, ``price_type``).
+NAME_CHARS = 100
+
+
+def shortened(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with «…» at the cut, where it is longer (contract
+    15: a package's own source_ref, a file name; an over-long id kept on its record)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 # 1C's "empty date" (Дата(1, 1, 1)): what 1C writes into a date it did not fill in. It is no
 # time at all; intake treats it as a missing created_at (the time the row was taken is used).
 EMPTY_1C_DATE = datetime(1, 1, 1, tzinfo=UTC)
@@ -71,6 +81,12 @@ class StagingRow:
     package: bool = False
     # The product's name (contract 1): for people, never sent; ``product_name`` made it text.
     name: str | None = None
+    # A package row whose aggregate a later offer of the same 1C package maps to as well: that
+    # offer's payload, which wins (contract 15; ``cml_package_repeats``).
+    later_offer: str | None = None
+    # How many characters the row's ``name`` had as written (``name`` is cut to NAME_LIMIT for
+    # people): contract 15 holds it to NAME_LIMIT where the table does not (SQLite).
+    name_chars: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,8 +268,8 @@ def _check_text(value: Any) -> Any:
 
 
 def _check_name(value: str) -> str:  # sku, price_type
-    if not value.strip() or len(value) > 100:
-        raise ValueError("must be 1 to 100 characters")
+    if not value.strip() or len(value) > NAME_CHARS:
+        raise ValueError(f"must be 1 to {NAME_CHARS} characters")
     return value
 
 
@@ -412,6 +428,49 @@ def _full_payload(row: StagingRow) -> str:
     return dump_json(data)  # postings and configured kinds: passed through, values unchanged
 
 
+def same_payload(kind: str, stored: str, given: str) -> bool:
+    """Two canonical payloads of one version carry the same message. A price's canonical JSON
+    keeps the price's digits as 1C wrote them (it is sent so), and two prices equal as decimals
+    (``"840.0"``, ``"840.00"``, the JSON number 840) are one price (contract 1): compared by
+    value. Every other payload is compared as its canonical text, exactly."""
+    if stored == given:
+        return True
+    if kind != "price":
+        return False
+    try:
+        old, new = json.loads(stored), json.loads(given)
+        return bool(
+            old.keys() == new.keys()
+            and Decimal(old.pop("price")) == Decimal(new.pop("price"))
+            and old == new
+        )
+    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError):
+        return False
+
+
+REPEATED_IN_PACKAGE = "повтор в пакете"
+
+
+def _check_later_offer(row: StagingRow, payload: str) -> None:
+    """Within one 1C package the later offer of an aggregate wins (contract 15): an earlier
+    one of another price is ``invalid-contract``; of the same price it is the same message (a
+    duplicate, or the message the later one duplicates)."""
+    later = row.later_offer
+    if later is None:
+        return
+    try:
+        theirs: str | None = _canonical_payload(replace(row, payload=later, later_offer=None))
+    except (ContractError, ValueError, TypeError, RecursionError):
+        theirs = None  # the later offer is refused itself: it still wins, and this one is not sent
+    if theirs is None or not same_payload(row.kind, theirs, payload):
+        raise ContractError(
+            Reason.INVALID_CONTRACT,
+            f"{REPEATED_IN_PACKAGE}: a later offer of the same 1C package maps to aggregate "
+            f"{row.aggregate!r} too, with another price; the later one in the document wins and "
+            "this one is not sent (two goods sharing one Артикул, or one Ид twice)",
+        )
+
+
 def _encodable(name: str, value: str | None) -> None:
     # JSON may escape a lone UTF-16 surrogate ("\\ud800"): valid JSON, but no text a database
     # or the site can store. Refuse it here rather than fail the whole chunk (or, in the JSON
@@ -464,6 +523,12 @@ def _check_columns(row: StagingRow) -> None:
                 f"{name} is too long: {len(value)} characters, the contract allows at most "
                 f"{limit} (VARCHAR({limit}))",
             )
+    if row.name_chars > NAME_LIMIT:
+        raise ContractError(
+            Reason.INVALID_CONTRACT,
+            f"name is too long: {row.name_chars} characters, the contract allows at most "
+            f"{NAME_LIMIT} (VARCHAR({NAME_LIMIT}))",
+        )
     if not isinstance(row.payload, str):
         raise ContractError(
             Reason.INVALID_CONTRACT, f"payload must be text, not {type(row.payload).__name__}"
@@ -514,6 +579,7 @@ def validate(row: StagingRow, kinds: dict[str, Policy]) -> Accepted | Rejected:
         check_nesting(row.payload)
         payload = _canonical_payload(row)
         _encodable("payload", payload)
+        _check_later_offer(row, payload)
     except ContractError as exc:
         return Rejected(row, exc.reason, exc.detail[:1000])
     except (ValueError, TypeError, RecursionError) as exc:

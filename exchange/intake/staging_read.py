@@ -28,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError
 
 from exchange.db.engine import is_postgres
-from exchange.db.schema import cml_packages, staging
+from exchange.db.schema import cml_package_repeats, cml_packages, staging
 from exchange.domain.clock import ensure_utc
 from exchange.domain.identity import MAX_VERSION, PACKAGE_VERSIONS_FROM
 from exchange.intake.contracts import StagingRow, product_name
@@ -43,24 +43,51 @@ def _select_rows(
 def _packages_marked(connection: Connection, rows: list[StagingRow]) -> list[StagingRow]:
     """The rows with a version from PACKAGE_VERSIONS_FROM up that a 1C package staged (a
     ``price`` row whose version is a package's number, in ``cml_packages`` beside the staging
-    table) marked as such: only they may carry such a version (contract 1, 9a)."""
-    high = {
+    table) marked as such: only they may carry such a version (contract 1, 9a). And the rows
+    of an aggregate that a later offer of their package maps to as well, with that offer's
+    payload (contract 15, ``later_offer``)."""
+    versions = [
         row.aggregate_version
         for row in rows
         if row.kind == "price"
         and type(row.aggregate_version) is int
-        and PACKAGE_VERSIONS_FROM <= row.aggregate_version <= MAX_VERSION
-    }
-    if not high:
+        and 1 <= row.aggregate_version <= MAX_VERSION
+    ]
+    if not versions:
         return rows
-    packages = set(
-        connection.execute(
-            select(cml_packages.c.version).where(cml_packages.c.version.in_(sorted(high)))
-        ).scalars()
+    high = {v for v in versions if v >= PACKAGE_VERSIONS_FROM}
+    packages = (
+        set(
+            connection.execute(
+                select(cml_packages.c.version).where(cml_packages.c.version.in_(sorted(high)))
+            ).scalars()
+        )
+        if high
+        else set()
     )
+    # A package's repeated aggregates with their last offers' payloads (``publish``): few if
+    # any, read by a range of the table's key. Only a package's rows carry its version for
+    # such an aggregate (another row of that version is the package's message again: a
+    # duplicate or a conflict, judged against the offer that wins).
+    later = {
+        (version, aggregate): payload
+        for version, aggregate, payload in connection.execute(
+            select(
+                cml_package_repeats.c.version,
+                cml_package_repeats.c.aggregate,
+                cml_package_repeats.c.payload,
+            ).where(cml_package_repeats.c.version.between(min(versions), max(versions)))
+        )
+    }
+    if not packages and not later:
+        return rows
     return [
-        replace(row, package=True)
-        if row.kind == "price" and row.aggregate_version in packages
+        replace(
+            row,
+            package=row.aggregate_version in packages,
+            later_offer=later.get((row.aggregate_version, row.aggregate)),
+        )
+        if row.kind == "price"
         else row
         for row in rows
     ]
@@ -119,7 +146,15 @@ def _pg_row(values: tuple[Any, ...]) -> StagingRow:
         source_ref,
         created_at,
         name=product_name(name),
+        name_chars=_chars(name),
     )
+
+
+def _chars(name: Any) -> int:
+    """How many characters a ``name`` holds as written (bytes: as UTF-8, replaced where not)."""
+    if isinstance(name, bytes):
+        return len(name.decode("utf-8", errors="replace"))
+    return len(name) if isinstance(name, str) else 0
 
 
 def _whole(version: Any) -> Any:
@@ -189,6 +224,7 @@ def _loose_row(values: tuple[Any, ...], *, raw_time: bool = False) -> StagingRow
         created_at,
         defect="; ".join(defects) or None,
         name=product_name(label),
+        name_chars=_chars(label),
     )
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, TypeVar
 
 from sqlalchemy import (
@@ -32,7 +31,7 @@ from sqlalchemy import (
 
 from exchange.db.engine import is_postgres
 from exchange.db.rowset import rowset
-from exchange.db.schema import UTCDateTime, aggregates, history, messages
+from exchange.db.schema import UTCDateTime, aggregates, history, messages, price_owners
 from exchange.domain.identity import MAX_VERSION, legacy_message_id, rejected_id
 from exchange.domain.reasons import Reason
 from exchange.domain.search_key import search_key
@@ -44,6 +43,7 @@ from exchange.intake.contracts import (
     Rejected,
     StagingRow,
     price_aggregate,
+    same_payload,
 )
 from exchange.queue.transitions import Change, apply, insert_history
 
@@ -138,7 +138,7 @@ def _store(
     duplicates: list[tuple[int, Accepted]] = []
     for item in again:
         pk, payload = existing[item.message_id]
-        if _same_payload(item.row.kind, payload, item.payload):
+        if same_payload(item.row.kind, payload, item.payload):
             duplicates.append((pk, item))
         else:
             rejected.append((item.row, Reason.VERSION_CONFLICT, _conflict(item)))
@@ -162,26 +162,6 @@ def _store(
     rejected.sort(key=lambda found: found[0].id)
     report.rejected = _insert_rejected(connection, rejected, now)
     return report
-
-
-def _same_payload(kind: str, stored: str, given: str) -> bool:
-    """Two canonical payloads of one version carry the same message. A price's canonical JSON
-    keeps the price's digits as 1C wrote them (it is sent so), and two prices equal as decimals
-    (``"840.0"``, ``"840.00"``, the JSON number 840) are one price (contract 1): compared by
-    value. Every other payload is compared as its canonical text, exactly."""
-    if stored == given:
-        return True
-    if kind != "price":
-        return False
-    try:
-        old, new = json.loads(stored), json.loads(given)
-        return bool(
-            old.keys() == new.keys()
-            and Decimal(old.pop("price")) == Decimal(new.pop("price"))
-            and old == new
-        )
-    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError):
-        return False
 
 
 # What a price aggregate was fixed to, as (sku, price_type), read or written for one chunk.
@@ -256,15 +236,31 @@ def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> 
         ),
         params,
     )
-    pins = {
-        aggregate: (sku, price_type)
-        for aggregate, sku, price_type in connection.execute(
-            select(aggregates.c.aggregate, aggregates.c.sku, aggregates.c.price_type)
-            .join_from(source, aggregates, same)
-            .where(true()),
-            params,
+    # Each aggregate's sku and price type, and who owns that pair (contract 15; None: no one
+    # yet), in one read: an aggregate that owns its pair (every one after its first chunk)
+    # costs the owner rule nothing more.
+    pins: dict[str, tuple[str, str]] = {}
+    owners: dict[str, str | None] = {}
+    for aggregate, sku, price_type, owner in connection.execute(
+        select(
+            aggregates.c.aggregate,
+            aggregates.c.sku,
+            aggregates.c.price_type,
+            price_owners.c.aggregate,
         )
-    }
+        .join_from(source, aggregates, same)
+        .outerjoin(
+            price_owners,
+            and_(
+                price_owners.c.sku == aggregates.c.sku,
+                price_owners.c.price_type == aggregates.c.price_type,
+            ),
+        )
+        .where(true()),
+        params,
+    ):
+        pins[aggregate] = (sku, price_type)
+        owners[aggregate] = owner
     foreign: dict[int, str] = {}
     for item, sku, price_type in named:
         aggregate = item.row.aggregate
@@ -282,7 +278,93 @@ def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> 
             f"write this price under aggregate {price_aggregate(sku, price_type)!r} "
             "(<sku>/<price_type>)"
         )
+    unclaimed: list[tuple[Accepted, str, str]] = []
+    for item, sku, price_type in named:
+        if item.row.id in foreign:
+            continue  # refused for its aggregate's own pair: it claims nothing
+        owner = owners.get(item.row.aggregate)
+        if owner is None:
+            unclaimed.append((item, sku, price_type))
+        elif owner != item.row.aggregate:
+            foreign[item.row.id] = _not_the_owner(item, sku, price_type, owner)
+    foreign.update(_owned_elsewhere(connection, unclaimed))
     return foreign
+
+
+def _not_the_owner(item: Accepted, sku: str, price_type: str, owner: str) -> str:
+    return (
+        f"sku {sku!r} in price type {price_type!r} belongs to aggregate {owner!r}, the "
+        f"first that carried it; this row names it under aggregate {item.row.aggregate!r}. "
+        "One sku in one price type is one aggregate: write this price under aggregate "
+        f"{owner!r}"
+    )
+
+
+_OWNER_COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("sku", String()),
+    ("price_type", String()),
+    ("aggregate", String()),
+)
+
+
+def _owned_elsewhere(
+    connection: Connection, named: list[tuple[Accepted, str, str]]
+) -> dict[int, str]:
+    """One (sku, price type), one aggregate (contract 15): the first aggregate accepted for a
+    pair owns it (``price_owners``); a row naming the pair under another aggregate is
+    ``invalid-contract``, naming the owner. ``named``: the rows whose pair no one owned when
+    ``_pin_prices`` read it. Returns the rows refused: staging id -> detail.
+
+    One statement per chunk with such rows (a pair new to the service): claim the pairs no one
+    owns yet for the first row of the chunk that names each (in staging order; the rows already
+    refused by their aggregate's own sku and price type are not among ``named``); a second
+    reads the owners of the pairs it did not claim. PostgreSQL, two intakes claiming one pair
+    at once: the primary key decides, the second insert waits for the first's commit and does
+    nothing, and its read (READ COMMITTED) sees the owner. The pairs are claimed in key order,
+    so two chunks never wait on each other in a circle.
+    """
+    if not named:
+        return {}
+    first: dict[tuple[str, str], str] = {}
+    for item, sku, price_type in named:
+        first.setdefault((sku, price_type), item.row.aggregate)
+    rows = [(sku, price_type, aggregate) for (sku, price_type), aggregate in first.items()]
+    source, params = rowset(connection, "owners", _OWNER_COLUMNS, rows, name="owners")
+    same = and_(
+        price_owners.c.sku == source.c.sku, price_owners.c.price_type == source.c.price_type
+    )
+    owners = {
+        (sku, price_type): aggregate
+        for sku, price_type, aggregate in connection.execute(
+            _insert(connection, price_owners)
+            .from_select(
+                ["sku", "price_type", "aggregate"],
+                select(source.c.sku, source.c.price_type, source.c.aggregate)
+                .where(~exists().where(same))
+                .order_by(source.c.sku, source.c.price_type),
+            )
+            .on_conflict_do_nothing()
+            .returning(price_owners.c.sku, price_owners.c.price_type, price_owners.c.aggregate),
+            params,
+        )
+    }
+    if len(owners) < len(first):  # claimed by another intake a moment ago: read who
+        owners.update(
+            ((sku, price_type), aggregate)
+            for sku, price_type, aggregate in connection.execute(
+                select(price_owners.c.sku, price_owners.c.price_type, price_owners.c.aggregate)
+                .join_from(source, price_owners, same)
+                .where(true()),
+                params,
+            )
+        )
+    refused: dict[int, str] = {}
+    for item, sku, price_type in named:
+        owner = owners.get((sku, price_type))
+        if owner is None or owner == item.row.aggregate:
+            continue
+        refused[item.row.id] = _not_the_owner(item, sku, price_type, owner)
+    return refused
 
 
 def _conflict(item: Accepted) -> str:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import Connection, inspect
 
 from exchange.db.engine import make_engine
 from exchange.db.migrate import current_revision, ensure_current, head_revision, upgrade
@@ -113,3 +116,53 @@ def test_migration_0017_folds_the_search_keys_of_the_rows_already_there(tmp_path
         ).one()
     engine.dispose()
     assert tuple(keys) == ("price.art_7.v1.abc", "арт-7/retail", "арт-7")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database with no tables, once for SQLite and once for PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'x.db'}"
+    return str(request.getfixturevalue("empty_pg_url"))
+
+
+def _message(connection: Connection, pk: int, aggregate_id: int, aggregate: str) -> None:
+    connection.exec_driver_sql(
+        "INSERT INTO messages (id, message_id, aggregate_id, rejected, kind, aggregate, version, "
+        "schema_version, payload, created_at, taken_at, state, attempts, waiting_since, "
+        f"updated_at, claim_rank) VALUES ({pk}, 'price.m{pk}', {aggregate_id}, FALSE, 'price', "
+        f"'{aggregate}', 1, '1', '{{}}', '2026-12-01 00:00:00', '2026-12-01 00:00:00', 'new', "
+        "0, '2026-12-01 00:00:00', '2026-12-01 00:00:00', 0)"
+    )
+
+
+def test_migration_0019_gives_each_pair_to_the_aggregate_accepted_first(fresh_url: str) -> None:
+    """Contract 15: one (sku, price type), one aggregate. A database that already holds two
+    aggregates of one pair gives it to the one whose earliest stored message came first (not
+    the one whose aggregate row was made first: a chunk makes them in name order); a pair
+    whose messages were all pruned goes to its oldest aggregate."""
+    engine = make_engine(fresh_url)
+    upgrade(engine, "0018")
+    with engine.begin() as connection:
+        for pk, aggregate, sku in (
+            (1, "ALIAS-1", "ALIAS-1"),
+            (2, "ALIAS-1/retail", "ALIAS-1"),
+            (3, "P/retail", "P"),
+            (4, "P", "P"),
+        ):
+            connection.exec_driver_sql(
+                "INSERT INTO aggregates (id, kind, aggregate, done_version, sku, price_type) "
+                f"VALUES ({pk}, 'price', '{aggregate}', 0, '{sku}', 'retail')"
+            )
+        _message(connection, 1, 2, "ALIAS-1/retail")  # ALIAS-1/retail's row came first
+        _message(connection, 2, 1, "ALIAS-1")
+    upgrade(engine)
+    with engine.connect() as connection:
+        owners = {
+            sku: aggregate
+            for sku, aggregate in connection.exec_driver_sql(
+                "SELECT sku, aggregate FROM price_owners"
+            )
+        }
+    engine.dispose()
+    assert {"ALIAS-1": "ALIAS-1/retail", "P": "P/retail"} == owners

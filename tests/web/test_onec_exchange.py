@@ -566,6 +566,36 @@ def test_an_offer_without_an_article_in_article_mode_is_quarantined_not_dropped(
     assert json.loads(row["payload"])["sku"] == ""  # intake quarantines it, invalid-contract
 
 
+def test_offers_repeated_in_a_package_or_with_an_over_long_article_are_counted_as_not_sent(
+    serve: Serve, db: Engine
+) -> None:
+    """Contract 15 (issue 33 items 10, 11), through serve's reader process (PostgreSQL: each
+    frame staged as read; SQLite: the scratch file): two goods sharing an Артикул, the later
+    wins and the earlier is not sent; an article over 100 characters is one record, not a
+    package that fails. Both are counted in the answer to 1C and on the exchange's entry."""
+    offers = offers_xml(
+        Package(
+            types=[RETAIL],
+            offers=[
+                CmlOffer("good-1", [CmlPrice("t-retail", "100")], article="ART-1"),
+                CmlOffer("good-2", [CmlPrice("t-retail", "120")], article="ART-1"),
+                CmlOffer("good-3", [CmlPrice("t-retail", "7")], article="Ж" * 300),
+                CmlOffer("good-4", [CmlPrice("t-retail", "8")], article="ART-4"),
+            ],
+        )
+    )
+    log = client(serve(**TYPES, **{"1c_sku": "article"}), use_zip=False).exchange(
+        [("offers.xml", offers)]
+    )
+    answer = log.answers["offers.xml"]
+    assert answer.status == "success", answer
+    assert "повторённых в пакете: 1" in answer.text, answer.text
+    assert "длиннее 100 символов: 1" in answer.text, answer.text
+    entry = entries(db)[-1]
+    assert (4, 2) == (entry["intents"], entry["not_sent"]), entry["detail"]
+    assert 4 == len(staged(db))
+
+
 def test_exchange_status_shows_the_last_failures(serve: Serve, db: Engine, db_url: str) -> None:
     import os
     import subprocess

@@ -20,12 +20,14 @@ from decimal import Decimal, InvalidOperation
 from typing import Literal
 
 from exchange.intake.commerceml.parse import MAX_PRICES, Offer, PriceType
+from exchange.intake.contracts import NAME_CHARS, STAGING_TEXT_LIMITS, shortened
 
 RUB_NAMES = frozenset({"руб", "руб.", "rur", "rub", "643", "р", "р.", "рубль"})
 _PLAIN = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
 _SPACES = re.compile(r"[\s\u00a0\u202f]")
 
 SkuMode = Literal["id", "article"]
+AGGREGATE_CHARS = STAGING_TEXT_LIMITS["aggregate"]
 NO_TYPE = "(a price without ИдТипаЦены)"  # how such a price's type is named to 1C's user
 
 
@@ -103,6 +105,11 @@ class Counts:
     unmapped: Counter[str] = field(default_factory=Counter)
     no_article: int = 0
     too_many_prices: int = 0  # offers with more than MAX_PRICES prices: invalid-contract
+    # prices of an offer whose sku (Ид or Артикул) is longer than the contract allows
+    too_long: int = 0
+    # earlier offers of an aggregate a later offer of the package maps to, of another price:
+    # invalid-contract, «повтор в пакете» (counted by ``publish``, which finds them)
+    repeated: int = 0
 
     def summary(self) -> str:
         parts = [f"{self.intents} prices staged from {self.offers} offers"]
@@ -121,6 +128,16 @@ class Counts:
             parts.append(
                 f"{self.too_many_prices} offers with more than {MAX_PRICES} prices not sent "
                 "(invalid-contract)"
+            )
+        if self.too_long:
+            parts.append(
+                f"{self.too_long} prices not sent: the offer's id or article is longer than "
+                f"{NAME_CHARS} characters (invalid-contract)"
+            )
+        if self.repeated:
+            parts.append(
+                f"{self.repeated} prices repeated in the package not sent: a later offer maps "
+                "to the same aggregate (invalid-contract)"
             )
         return "; ".join(parts)
 
@@ -158,6 +175,12 @@ class Mapper:
         self.names = dict(names or {})
         self.new_names: dict[str, str] = {}
         self._resolved: dict[str, tuple[str, str, str]] = {}
+        # The aggregates written so far, by their hash (8 bytes each, not the text), and those
+        # written again (contract 15: within one package the later offer wins; ``publish``
+        # finds and records them, reading only when there are any). A hash seen twice may be
+        # two aggregates: ``publish`` counts the rows, so such a guess costs a read, nothing else.
+        self._written: set[int] = set()
+        self.repeated: set[str] = set()
 
     # -- parse.Sink ------------------------------------------------------------------------
 
@@ -229,7 +252,20 @@ class Mapper:
                 payload = _payload(
                     {"sku": sku, "price": value, "currency": iso, "price_type": code}
                 )
-            out(f"{key}/{code}", payload, product)
+            aggregate = f"{key}/{code}"
+            if len(aggregate) > AGGREGATE_CHARS or len(sku) > NAME_CHARS:
+                # Contract 15: an over-long id is one invalid-contract record (intake refuses
+                # the sku), never a package that fails its insert as a whole: the aggregate is
+                # kept to its column, with «…» at the cut.
+                counts.too_long += 1
+                room = max(AGGREGATE_CHARS - len(code) - 1, 1)
+                aggregate = shortened(f"{shortened(key, room)}/{code}", AGGREGATE_CHARS)
+            digest = hash(aggregate)
+            if digest in self._written:
+                self.repeated.add(aggregate)
+            else:
+                self._written.add(digest)
+            out(aggregate, payload, product)
             counts.intents += 1
 
     def _sku(self, offer: Offer) -> str:

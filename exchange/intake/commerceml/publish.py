@@ -49,7 +49,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from sqlalchemy import Connection, Engine, func, insert, select, text, update
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    Engine,
+    and_,
+    func,
+    insert,
+    literal,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
@@ -58,6 +69,7 @@ from exchange.db.schema import (
     aggregates,
     cml_catalog,
     cml_exchanges,
+    cml_package_repeats,
     cml_packages,
     messages,
     staging,
@@ -73,9 +85,11 @@ from exchange.intake.commerceml.reading import (
     frames,
     read_into_spool,
 )
+from exchange.intake.contracts import STAGING_TEXT_LIMITS, same_payload, shortened
 from exchange.intake.stage import Row, stage_attached, stage_many
 
 CHUNK = 5000
+SOURCE_REF_CHARS = STAGING_TEXT_LIMITS["source_ref"]
 log = logging.getLogger(__name__)
 PUBLISH_LOCK = 0x1C0E  # PostgreSQL advisory lock: one package gets its version at a time
 SPOOL_SUFFIX = ".spool"  # beside the upload: the frames the reader writes
@@ -86,6 +100,17 @@ SESSION_NAMES = "products" + NAMES_SUFFIX  # that file's name
 WORK_SUFFIXES = (SPOOL_SUFFIX, SCRATCH_SUFFIX, NAMES_SUFFIX)
 SCRATCH = "scratch"  # the scratch database's name while attached
 SCRATCH_TABLE = "price_rows"
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """What ``publish`` staged: the package's version; ``fresh``: False when the same file was
+    staged before (nothing staged now); ``repeated``: the earlier offers of an aggregate a
+    later offer of the package maps to, of another price (not sent, «повтор в пакете»)."""
+
+    version: int
+    fresh: bool
+    repeated: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +207,12 @@ def exchange_started(engine: Engine, exchange: str, filename: str) -> int:
     with transaction(engine) as connection:
         row_id = connection.execute(
             insert(cml_exchanges)
-            .values(exchange=exchange, filename=filename[:500], started_at=now, heartbeat_at=now)
+            .values(
+                exchange=exchange,
+                filename=shortened(filename, SOURCE_REF_CHARS),
+                started_at=now,
+                heartbeat_at=now,
+            )
             .returning(cml_exchanges.c.id)
         ).scalar_one()
     return int(row_id)
@@ -247,7 +277,7 @@ def exchange_refused(engine: Engine, exchange: str, filename: str, detail: str) 
         connection.execute(
             insert(cml_exchanges).values(
                 exchange=exchange[:64],
-                filename=filename[:500],
+                filename=shortened(filename, SOURCE_REF_CHARS),
                 started_at=now,
                 finished_at=now,
                 outcome="failure",
@@ -371,11 +401,13 @@ def import_file(
                 )
         if isinstance(result, Outcome):
             return result
-        version, fresh = result
-        if not fresh:
-            return _nothing_new(version, found[-1] if found else None)
+        if not result.fresh:
+            return _nothing_new(result.version, found[-1] if found else None)
         counts = found[-1].counts
-        return Outcome("staged", counts.summary(), counts.intents, _not_sent(counts), version)
+        counts.repeated = result.repeated
+        return Outcome(
+            "staged", counts.summary(), counts.intents, _not_sent(counts), result.version
+        )
     except CmlError as exc:
         return Outcome("failure", str(exc))
     except ReaderCrashed as exc:
@@ -415,7 +447,13 @@ def _into_scratch(
 
 
 def _not_sent(counts: Counts) -> int:
-    return counts.not_base_unit + sum(counts.unmapped.values()) + counts.too_many_prices
+    return (
+        counts.not_base_unit
+        + sum(counts.unmapped.values())
+        + counts.too_many_prices
+        + counts.too_long
+        + counts.repeated
+    )
 
 
 def _nothing_new(version: int, read: Read | None = None) -> Outcome:
@@ -446,8 +484,11 @@ def _judge(read: Read) -> Outcome | None:
 
 
 def _source_ref(name: str, generated_at: str) -> str:
+    """The package's own source_ref: its file name shortened with «…» to fit (contract 15),
+    the date it was made kept whole."""
     when = f" {generated_at}" if generated_at else ""
-    return f"1C exchange {name}{when}"[:500]
+    room = SOURCE_REF_CHARS - len("1C exchange ") - len(when)
+    return shortened(f"1C exchange {shortened(name, max(room, 1))}{when}", SOURCE_REF_CHARS)
 
 
 def _next_version(connection: Connection, queue: Engine | None) -> tuple[int, int]:
@@ -555,14 +596,15 @@ def publish(
     done: Callable[[], bool] = lambda: True,
     progress: Callable[[int, int], None] | None = None,
     scratch: Path | None = None,
-) -> tuple[int, bool] | Outcome:
+) -> Published | Outcome:
     """Stage the spool's rows in one transaction of the staging database with one new version
     as they are written (until ``done()``), then take ``read()`` (what the reader found; it
     raises for a file that cannot be read, and the transaction rolls back), record the
-    package's digest with them and commit: ``(version, True)``. With ``scratch`` (SQLite: the
-    rows already copied there by ``_into_scratch``) the spool is not read: the transaction
-    copies the scratch file's rows, attached to its connection, in one statement. When a
-    package with this digest was staged before: ``(its version, False)``, nothing staged. A
+    package's digest and its repeated aggregates with them and commit: ``Published``. With
+    ``scratch`` (SQLite: the rows already copied there by ``_into_scratch``) the spool is not
+    read: the transaction copies the scratch file's rows, attached to its connection, in one
+    statement. When a
+    package with this digest was staged before: its version, not ``fresh``, nothing staged. A
     file that stages nothing: its ``Outcome``."""
     target = staging_engine if staging_engine is not None else engine
     queue = engine if target is not engine else None
@@ -573,8 +615,10 @@ def publish(
                 connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PUBLISH_LOCK})
             seen = _staged_before(connection, digest)
             if seen is not None:
-                return seen, False
+                return Published(seen, False)
             version, mark = _next_version(connection, queue)
+            # Every row this transaction stages gets an id above it (the sequence moves on).
+            before = connection.execute(select(func.max(staging.c.id))).scalar() or 0
             if scratch is None:
                 for generated_at, chunk in frames(spool, done, progress):
                     source_ref = _source_ref(name, generated_at)
@@ -596,6 +640,7 @@ def publish(
                     schema_version="1",
                     source_ref=_source_ref(name, found.header.generated_at),
                 )
+            repeated = _record_repeats(connection, version, before, found.repeated)
             connection.execute(
                 insert(cml_packages).values(
                     digest=digest,
@@ -606,7 +651,7 @@ def publish(
                     messages_mark=mark,
                 )
             )
-            staged = version
+            staged = Published(version, True, repeated)
     except _Abandon as abandoned:  # rolled back: nothing of it staged
         return abandoned.outcome
     except IntegrityError:  # another process staged the same file a moment ago
@@ -614,9 +659,65 @@ def publish(
             seen = _staged_before(connection, digest)
         if seen is None:
             raise
-        return seen, False
+        return Published(seen, False)
     announce_staged(engine)
-    return staged, True
+    return staged
+
+
+# More aggregates read again than this are not named in the read (one parameter each): the
+# package's rows are then grouped whole.
+REPEATS_NAMED = 1000
+
+
+def _record_repeats(connection: Connection, version: int, before: int, candidates: set[str]) -> int:
+    """Within one package, two offers that map to one aggregate (two goods sharing an
+    Артикул, one Ид twice): the later in document order (the higher staging id) wins (contract
+    15). Records each such aggregate of the package with its last offer's payload
+    (``cml_package_repeats``, which intake reads beside ``cml_packages``: an earlier offer of
+    another price becomes an ``invalid-contract`` record, «повтор в пакете») and returns how
+    many earlier offers of another price are not sent. ``candidates``: the aggregates the
+    reader wrote more than once (``Mapper.repeated``); none, the usual case, and nothing is
+    read. Else one grouped read of the package's rows of those aggregates in the publishing
+    transaction: a range of the primary key above ``before`` (the highest id before they were
+    staged), whatever the table keeps of older rows."""
+    if not candidates:
+        return 0
+    own = and_(
+        staging.c.id > before,
+        staging.c.taken_at.is_(None),
+        staging.c.kind == "price",
+        staging.c.aggregate_version == version,
+    )
+    if len(candidates) <= REPEATS_NAMED:
+        own = and_(own, staging.c.aggregate.in_(sorted(candidates)))
+    last = (
+        select(func.max(staging.c.id).label("id"))
+        .where(own)
+        .group_by(staging.c.aggregate)
+        .having(func.count() > 1)
+        .subquery()
+    )
+    connection.execute(
+        insert(cml_package_repeats).from_select(
+            ["version", "aggregate", "payload"],
+            select(literal(version, BigInteger()), staging.c.aggregate, staging.c.payload).where(
+                staging.c.id.in_(select(last.c.id))
+            ),
+        )
+    )
+    earlier = connection.execute(
+        select(staging.c.payload, cml_package_repeats.c.payload)
+        .join_from(
+            staging,
+            cml_package_repeats,
+            and_(
+                cml_package_repeats.c.version == version,
+                cml_package_repeats.c.aggregate == staging.c.aggregate,
+            ),
+        )
+        .where(own, staging.c.payload != cml_package_repeats.c.payload)
+    )
+    return sum(1 for mine, winner in earlier if not same_payload("price", winner, mine))
 
 
 def _staged_before(connection: Connection, digest: str) -> int | None:
@@ -629,6 +730,7 @@ def _staged_before(connection: Connection, digest: str) -> int | None:
 __all__ = [
     "Counts",
     "Outcome",
+    "Published",
     "ReaderPool",
     "import_file",
     "load_catalogue",

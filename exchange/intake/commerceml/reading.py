@@ -56,6 +56,8 @@ class Read:
     new_types: dict[str, PriceType] = field(default_factory=dict)
     new_articles: dict[str, str] = field(default_factory=dict)
     new_names: dict[str, str] = field(default_factory=dict)  # products' names it carried
+    # aggregates two offers (or prices) of the file may map to (``Mapper.repeated``)
+    repeated: set[str] = field(default_factory=set)
 
 
 def read_into_spool(
@@ -118,6 +120,7 @@ def read_into_spool(
         new_types=mapper.new_types,
         new_articles=mapper.new_articles,
         new_names=mapper.new_names,
+        repeated=mapper.repeated,
     )
 
 
