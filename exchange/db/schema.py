@@ -183,6 +183,9 @@ class Message(Base):
     __tablename__ = "messages"
     __table_args__ = (
         Index("ix_messages_state_next_try_at", "state", "next_try_at"),
+        # The lists by state and the quarantine's, in the order of since when each message is
+        # in its state (``ops.quarantine.page_of``, migration 0019): a page is a walk of this.
+        Index("ix_messages_state_updated_at_id", "state", "updated_at", "id"),
         Index("ix_messages_aggregate_id_version", "aggregate_id", "version"),
         # The claim's order (domain/urgency.py): only messages that may still be claimed are
         # in it, so it stays as large as the backlog (migration 0014).
