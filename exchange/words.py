@@ -343,6 +343,13 @@ WORDS: dict[str, dict[Lang, str]] = {
     "list_delivered": {"ru": "Доставлены", "en": "Delivered"},
     "list_cancelled": {"ru": "Сняты", "en": "Cancelled"},
     "lists": {"ru": "Списки", "en": "Lists"},
+    # -- the message's page (issue 34 item 9) ----------------------------------------------
+    "in_state_line": {"ru": "{state} с {when} ({ago})", "en": "{state} since {when} ({ago})"},
+    "done_prioritize": {
+        "ru": "Готово: сообщение поставлено первым в очередь.",
+        "en": "Done: the message is first in the queue.",
+    },
+    "your_note": {"ru": "Ваше примечание (не сохранено)", "en": "Your note (not saved)"},
     "in_state_since": {"ru": "В этом состоянии с", "en": "In this state since"},
     "next_try": {"ru": "Следующая попытка", "en": "Next try"},
     "due_in": {"ru": "через {age}", "en": "in {age}"},

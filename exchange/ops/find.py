@@ -202,7 +202,7 @@ def find(connection: Connection, term: str, limit: int = FOUND_SHOWN) -> list[di
             "name": r["name"],
             "last_error": r["last_error"],
             "attempted": bool(r["attempted"]),
-            **_price_of(r["kind"], r["payload"]),
+            **price_of(r["kind"], r["payload"]),
             "attempts": r["attempts"],
             "created_at": r["created_at"].isoformat(),
             "updated_at": r["updated_at"].isoformat(),
@@ -234,7 +234,7 @@ def count_found(connection: Connection, term: str) -> int:
     )
 
 
-def _price_of(kind: str, payload: str) -> dict[str, str | None]:
+def price_of(kind: str, payload: str) -> dict[str, str | None]:
     """A ``price`` message's price and currency as its payload says them (text: the decimal
     exactly as stored); None for another kind or a payload that is not a price."""
     if kind != "price":

@@ -24,7 +24,7 @@ from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
 from exchange.errors import OperatorError
-from exchange.ops.find import _price_of, aggregate_starts, matching
+from exchange.ops.find import aggregate_starts, matching, price_of
 from exchange.queue.record import advance_strict
 from exchange.queue.transitions import Change, apply
 
@@ -181,7 +181,7 @@ def listed(row: Any) -> dict[str, Any]:
         "next_try_at": next_try.isoformat() if next_try is not None else None,
         "locked_by": row["locked_by"],
         "locked_until": until.isoformat() if until is not None else None,
-        **_price_of(row["kind"], row["payload"]),
+        **price_of(row["kind"], row["payload"]),
     }
 
 
@@ -305,7 +305,7 @@ def described(connection: Connection, ids: Sequence[str]) -> dict[str, dict[str,
                 "kind": r["kind"],
                 "aggregate": r["aggregate"],
                 "name": r["name"],
-                **_price_of(r["kind"], r["payload"]),
+                **price_of(r["kind"], r["payload"]),
             }
     return found
 

@@ -202,6 +202,20 @@ class Core:
             )
         return _secure(response)
 
+    async def message_page(
+        self,
+        request: web.Request,
+        who: Who,
+        message_id: str,
+        *,
+        status: int = 200,
+        error: str | None = None,
+        note: str = "",
+        done: str | None = None,
+    ) -> web.StreamResponse:
+        """A message's page, which an action on it shows again (``pages.Pages`` draws it)."""
+        raise NotImplementedError
+
     def _page(
         self, handler: Callable[[web.Request, Who], Awaitable[web.StreamResponse]]
     ) -> Handler:

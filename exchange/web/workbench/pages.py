@@ -16,7 +16,7 @@ from markupsafe import Markup
 from sqlalchemy import select
 
 from exchange.db.engine import transaction
-from exchange.db.schema import cml_packages, messages
+from exchange.db.schema import aggregates, cml_packages, messages
 from exchange.domain.states import DUE, State, values
 from exchange.errors import OperatorError
 from exchange.intake.sources.common import refused_records
@@ -54,6 +54,9 @@ from exchange.words import Lang, inside_words, page_steps, word
 # The quarantine's pages: entries a page (a choice of these), the first by default.
 PER_PAGES = (50, 100, 500)
 PER_PAGE = 100
+
+# What a message's page says was done (``?done=``), after an action that came back to it.
+DONE = ("prioritize",)
 
 # The lists by state (``/messages/<state>``); the quarantine's is ``/quarantine``.
 BROWSED = {
@@ -368,7 +371,26 @@ class Pages(Core):
         )
 
     async def message(self, request: web.Request, who: Who) -> web.StreamResponse:
-        message_id = request.match_info["message_id"]
+        done = request.query.get("done")
+        return await self.message_page(
+            request, who, request.match_info["message_id"], done=done if done in DONE else None
+        )
+
+    async def message_page(
+        self,
+        request: web.Request,
+        who: Who,
+        message_id: str,
+        *,
+        status: int = 200,
+        error: str | None = None,
+        note: str = "",
+        done: str | None = None,
+    ) -> web.StreamResponse:
+        """A message's page (issue 34 item 9): the product's name first, its price as a price
+        and since when it is in its state, then its facts, its actions and its biography. An
+        action that failed shows it again with the error and the note the operator typed
+        (``error``, ``note``); one that was done says so (``done``)."""
 
         def read() -> dict[str, Any] | None:
             with transaction(self.engine, read_only=True) as connection:
@@ -376,12 +398,24 @@ class Pages(Core):
                     story = biography(connection, message_id)
                 except OperatorError:
                     return None
-                story["payload"] = _masked(
+                row = (
                     connection.execute(
-                        select(messages.c.payload).where(messages.c.message_id == message_id)
-                    ).scalar(),
-                    self.config,
+                        select(
+                            messages.c.payload,
+                            messages.c.name,
+                            messages.c.updated_at,
+                            aggregates.c.sku,
+                        )
+                        .select_from(messages.outerjoin(aggregates))
+                        .where(messages.c.message_id == message_id)
+                    )
+                    .mappings()
+                    .one()
                 )
+                story["payload"] = _masked(row["payload"], self.config)
+                story["price"] = finder.price_of(story["message"]["kind"], row["payload"])
+                story["name"], story["sku"] = row["name"], row["sku"]
+                story["since"] = row["updated_at"].isoformat()
                 return story
 
         story = await asyncio.to_thread(read)
@@ -398,9 +432,17 @@ class Pages(Core):
             request,
             "message.html",
             who,
+            status=status,
             m=story["message"],
             history=story["history"],
             payload=story["payload"],
+            price=story["price"],
+            product=story["name"],
+            sku=story["sku"],
+            since=story["since"],
+            error=error,
+            note=note,
+            done=done,
             quarantined=story["message"]["state"] == State.QUARANTINED.value,
             # Never sent: no attempt counted or recorded, none in flight (a retry sets the
             # count back to 0; the history keeps the attempts).
