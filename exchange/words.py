@@ -294,15 +294,17 @@ WORDS: dict[str, dict[Lang, str]] = {
     "received": {"ru": "Получено", "en": "Received"},
     "product": {"ru": "Товар", "en": "Product"},
     "found_count": {"ru": "Найдено: {count}", "en": "Found: {count}"},
-    "found_shown": {
-        "ru": "показаны первые {shown}, самые новые; уточните запрос",
-        "en": "the newest {shown} are shown; narrow the search",
+    "found_pages": {
+        "ru": "по {shown} на странице, сначала самые новые",
+        "en": "{shown} a page, the newest first",
     },
     "find_hint": {
-        "ru": "Начало артикула, агрегата, message_id, любого слова документа 1С "
-        "(например offers.xml) или названия товара",
-        "en": "The beginning of a SKU, an aggregate, a message_id, or of any word of a 1C "
-        "document (e.g. offers.xml) or a product name",
+        "ru": "Начало артикула (и артикула 1С, когда артикулы сайта — идентификаторы 1С), "
+        "агрегата, message_id, любого слова документа 1С (например offers.xml) или названия "
+        "товара",
+        "en": "The beginning of a SKU (and of a 1C article, where the shop's SKUs are 1C ids), "
+        "an aggregate, a message_id, or of any word of a 1C document (e.g. offers.xml) or a "
+        "product name",
     },
     "prices_from_file": {
         "ru": "цены из этого файла: {count}",

@@ -354,20 +354,34 @@ class Pages(Core):
         )
 
     async def find(self, request: web.Request, who: Who) -> web.StreamResponse:
+        """What the operator looks for, ``FOUND_SHOWN`` a page, the newest first: every page of
+        it, however many (issue 34 item 8)."""
         term = request.query.get("q", "").strip()
+        per = finder.FOUND_SHOWN
+        number = max(_int(request.query.get("page"), 1), 1)
+        offset = min((number - 1) * per, 2**62)
 
         def read() -> tuple[list[dict[str, Any]], int]:
             with transaction(self.engine, read_only=True) as connection:
-                rows = finder.find(connection, term)
-                shown = len(rows)
-                total = (
-                    shown if shown < finder.FOUND_SHOWN else finder.count_found(connection, term)
-                )
-                return rows, total
+                rows = finder.find(connection, term, per, offset)
+                # Counted only when there may be more than this page shows.
+                whole = offset == 0 and len(rows) < per
+                return rows, len(rows) if whole else finder.count_found(connection, term)
 
         rows, total = await asyncio.to_thread(read) if term else ([], 0)
+        pages = max((total + per - 1) // per, 1)
         return self._render(
-            request, "find.html", who, rows=rows, term=term, total=total, shown=finder.FOUND_SHOWN
+            request,
+            "find.html",
+            who,
+            rows=rows,
+            term=term,
+            total=total,
+            shown=per,
+            page=number,
+            pages=pages,
+            link=lambda page=None: "/find?"
+            + urlencode({"q": term, **({"page": str(page)} if page else {})}),
         )
 
     async def message(self, request: web.Request, who: Who) -> web.StreamResponse:
