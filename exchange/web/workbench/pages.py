@@ -380,8 +380,9 @@ class Pages(Core):
             shown=per,
             page=number,
             pages=pages,
-            link=lambda page=None: "/find?"
-            + urlencode({"q": term, **({"page": str(page)} if page else {})}),
+            link=lambda page=None: (
+                "/find?" + urlencode({"q": term, **({"page": str(page)} if page else {})})
+            ),
         )
 
     async def message(self, request: web.Request, who: Who) -> web.StreamResponse:
