@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-import pytest
 from sqlalchemy import Engine, select, update
-from workbench_helpers import add_operator, close_all, csrf_of, signed_in
+from workbench_helpers import csrf_of, signed_in
 
 from exchange.db.engine import transaction
 from exchange.db.schema import history, messages
@@ -22,19 +20,6 @@ from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake.staging_table import take
 
 NOTE = "Клиент звонил: цена на витрине старая"
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Iterator[None]:
-    yield
-    close_all()
-
-
-@pytest.fixture
-def bench(serve: Callable[..., Any], db: Engine) -> str:
-    base: str = serve()
-    add_operator(db, "olga", "operator")
-    return base
 
 
 def _message(engine: Engine, sku: str, **values: Any) -> str:
@@ -62,7 +47,7 @@ def _post(client: httpx.Client, path: str, back: str, data: dict[str, str]) -> h
 
 
 def test_the_page_leads_with_the_product_its_price_and_since_when_in_its_state(
-    bench: str, db: Engine
+    olga: str, db: Engine
 ) -> None:
     since = datetime.now(UTC) - timedelta(minutes=5)
     mid = _message(
@@ -72,7 +57,7 @@ def test_the_page_leads_with_the_product_its_price_and_since_when_in_its_state(
         updated_at=since,
         next_try_at=datetime.now(UTC) + timedelta(seconds=40),
     )
-    page = signed_in(bench, "olga").get(f"/message/{mid}").text
+    page = signed_in(olga, "olga").get(f"/message/{mid}").text
     assert _text(page, "product") == "Кофе молотый 250 г"
     assert page.index('id="product"') < page.index('id="message-id"')  # the name first
     assert _text(page, "price") == "1\xa0234,50\xa0₽"
@@ -80,15 +65,15 @@ def test_the_page_leads_with_the_product_its_price_and_since_when_in_its_state(
     assert in_state.startswith("отложено"), in_state
     assert since.strftime("%Y-%m-%d %H:%M") in in_state and "5 мин" in in_state, in_state
     assert re.search(r"через [1-4]\d с", page)  # when it goes again
-    english = signed_in(bench, "olga").get(f"/message/{mid}?lang=en").text
+    english = signed_in(olga, "olga").get(f"/message/{mid}?lang=en").text
     assert _text(english, "price") == "RUB1,234.50"
 
 
 def test_a_failed_put_first_keeps_the_form_and_the_note_and_a_done_one_says_so(
-    bench: str, db: Engine
+    olga: str, db: Engine
 ) -> None:
     mid = _message(db, "SKU-2")
-    client = signed_in(bench, "olga")
+    client = signed_in(olga, "olga")
     back = f"/message/{mid}"
     done = _post(client, "/action/prioritize", back, {"message_id": mid, "note": NOTE})
     assert done.status_code == 303 and done.headers["location"].endswith("?done=prioritize")
@@ -109,12 +94,12 @@ def test_a_failed_put_first_keeps_the_form_and_the_note_and_a_done_one_says_so(
 
 
 def test_a_failed_put_first_on_a_waiting_message_keeps_the_note_in_its_field(
-    bench: str, db: Engine
+    olga: str, db: Engine
 ) -> None:
     """A message leased while the operator typed: put first fails (no longer waiting), and
     the page shows it again, the note still in its field."""
     mid = _message(db, "SKU-5")
-    client = signed_in(bench, "olga")
+    client = signed_in(olga, "olga")
     csrf = csrf_of(client, f"/message/{mid}")
     with transaction(db) as connection:
         connection.execute(
@@ -126,10 +111,10 @@ def test_a_failed_put_first_on_a_waiting_message_keeps_the_note_in_its_field(
 
 
 def test_a_retry_confirmed_without_a_note_or_too_late_keeps_its_form_and_note(
-    bench: str, db: Engine
+    olga: str, db: Engine
 ) -> None:
     mid = _message(db, "SKU-3", state="quarantined", reason="http-422")
-    client = signed_in(bench, "olga")
+    client = signed_in(olga, "olga")
     preview = _post(
         client, "/action/preview", "/quarantine", {"action": "retry", "message_id": mid}
     )
@@ -153,9 +138,9 @@ def test_a_retry_confirmed_without_a_note_or_too_late_keeps_its_form_and_note(
         assert not connection.execute(select(history.c.id).where(history.c.note == NOTE)).first()
 
 
-def test_a_done_retry_says_so(bench: str, db: Engine) -> None:
+def test_a_done_retry_says_so(olga: str, db: Engine) -> None:
     mid = _message(db, "SKU-4", state="quarantined", reason="http-422")
-    client = signed_in(bench, "olga")
+    client = signed_in(olga, "olga")
     csrf = csrf_of(client, "/quarantine")
     done = client.post(
         "/action/confirm",

@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 from sqlalchemy import Engine, insert, update
-from workbench_helpers import add_operator, close_all, signed_in
+from workbench_helpers import signed_in
 
 from exchange.db.engine import transaction
 from exchange.db.schema import cml_exchanges, cml_packages, messages
@@ -22,19 +20,6 @@ from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake.staging_table import take
 
 REF = "1C exchange offers.xml 2026-12-05T06:00:00"
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Iterator[None]:
-    yield
-    close_all()
-
-
-@pytest.fixture
-def bench(serve: Callable[..., Any], db: Engine) -> str:
-    base: str = serve()
-    add_operator(db, "olga", "operator")
-    return base
 
 
 def _put(engine: Engine, aggregate: str, **values: Any) -> None:
@@ -91,10 +76,10 @@ def _rows(page: str) -> list[str]:
 
 
 def test_the_delayed_list_says_when_each_goes_again_with_its_name_and_price(
-    bench: str, db: Engine
+    olga: str, db: Engine
 ) -> None:
     _taken(db)
-    client = signed_in(bench, "olga")
+    client = signed_in(olga, "olga")
     answer = client.get("/messages/delayed")
     page = html.unescape(answer.text)
     assert answer.status_code == 200
@@ -107,10 +92,10 @@ def test_the_delayed_list_says_when_each_goes_again_with_its_name_and_price(
 
 
 def test_each_list_by_state_has_the_quarantines_filters_search_and_pages(
-    bench: str, db: Engine
+    olga: str, db: Engine
 ) -> None:
     _taken(db)
-    client = signed_in(bench, "olga")
+    client = signed_in(olga, "olga")
     assert _rows(client.get("/messages/delayed", params={"q": "зёрнах"}).text) == ["SKU-3"]
     assert _rows(client.get("/messages/delayed", params={"reason": "http-503"}).text) == ["SKU-1"]
     assert _rows(client.get("/messages/delayed", params={"aggregate": "sku-1"}).text) == ["SKU-1"]
@@ -132,16 +117,16 @@ def test_each_list_by_state_has_the_quarantines_filters_search_and_pages(
     assert (moved.status_code, moved.headers["location"]) == (303, "/quarantine?reason=timeout")
 
 
-def test_the_dashboards_figures_lead_to_the_lists(bench: str, db: Engine) -> None:
+def test_the_dashboards_figures_lead_to_the_lists(olga: str, db: Engine) -> None:
     _taken(db)
-    page = signed_in(bench, "olga").get("/").text
+    page = signed_in(olga, "olga").get("/").text
     for state in ("new", "delayed", "in_progress", "delivered"):
         assert f'href="/messages/{state}"' in page, state
     assert re.search(r'<b id="new"><a href="/messages/new">', page)
     assert 'href="/quarantine"' in page
 
 
-def test_a_1c_files_prices_say_how_many_no_worker_has_taken_yet(bench: str, db: Engine) -> None:
+def test_a_1c_files_prices_say_how_many_no_worker_has_taken_yet(olga: str, db: Engine) -> None:
     now = datetime.now(UTC)
     stage(db, [price_row(f"SKU-{i}", 1, source_ref=REF) for i in range(3)])
     with transaction(db) as connection:
@@ -162,7 +147,7 @@ def test_a_1c_files_prices_say_how_many_no_worker_has_taken_yet(bench: str, db: 
                 digest="e" * 64, version=7, source_ref=REF, intents=3, staged_at=now
             )
         )
-    client = signed_in(bench, "olga")
+    client = signed_in(olga, "olga")
     page = html.unescape(client.get("/exchanges").text)
     assert "цены из этого файла: 3" in page
     assert "ещё не взяты обработчиком: 3" in page

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+from collections.abc import Awaitable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -215,16 +216,18 @@ class Actions(Core):
                     text="this confirmation does not match a preview of this session: "
                     "preview the action again\n"
                 )
-        if not note:
-            return await self._show_preview(
-                request,
-                who,
-                action,
-                ids,
-                filters,
-                back=_back(request, form),
-                error=word("note_required", self._lang(request)),
+        back = _back(request, form)
+
+        def again(
+            error: str, changed: PreviewChanged | None = None
+        ) -> Awaitable[web.StreamResponse]:
+            """The preview again, with why it was not done and the note typed (item 9)."""
+            return self._show_preview(
+                request, who, action, ids, filters, changed, back=back, error=error, note=note
             )
+
+        if not note:
+            return await again(word("note_required", self._lang(request)))
 
         def act() -> list[str]:
             with transaction(self.engine) as connection:
@@ -235,20 +238,9 @@ class Actions(Core):
         try:
             touched = await asyncio.to_thread(act)
         except PreviewChanged as changed:
-            return await self._show_preview(
-                request, who, action, ids, filters, changed, back=_back(request, form), note=note
-            )
+            return await again("", changed)  # the difference says it: no error besides
         except OperatorError as exc:
-            return await self._show_preview(
-                request,
-                who,
-                action,
-                ids,
-                filters,
-                back=_back(request, form),
-                error=str(exc),
-                note=note,
-            )
+            return await again(str(exc))
         return self._render(
             request, "done.html", who, action=action, touched=touched, back=_back(request, form)
         )
