@@ -402,12 +402,16 @@ def money(price: str | None, currency: str | None, lang: Lang) -> str:
         amount = Decimal(price)
     except (InvalidOperation, ValueError):
         amount = None
-    # Past 30 digits a price is a record's fault, never a price (a million zeros unrolled).
-    if amount is None or not amount.is_finite() or abs(amount.adjusted()) > 30:
-        return f"{price} {currency or ''}".strip()
-    if not currency:
-        return format_decimal(amount, locale=lang, decimal_quantization=False)
-    return format_currency(amount, currency, locale=lang, decimal_quantization=False)
+    as_is = f"{price} {currency or ''}".strip()
+    # Past 20 digits a price is a record's fault, never a price (a million zeros unrolled).
+    if amount is None or not amount.is_finite() or abs(amount.adjusted()) > 20:
+        return as_is
+    try:
+        if not currency:
+            return format_decimal(amount, locale=lang, decimal_quantization=False)
+        return format_currency(amount, currency, locale=lang, decimal_quantization=False)
+    except (InvalidOperation, ValueError):  # more digits than a Decimal context holds
+        return as_is
 
 
 def unset_fact(fact: str, attempted: bool, lang: Lang) -> str:
