@@ -111,6 +111,17 @@ def _export_link(query: dict[str, str]) -> str:
 
 
 class Pages(Core):
+    def _not_found(self, request: web.Request, who: Who, key: str, subject: str) -> web.Response:
+        """A page of what is not there (404): the words of ``key``, then what was asked for."""
+        return self._render(
+            request,
+            "error.html",
+            who,
+            status=404,
+            message=word(key, self._lang(request)),
+            subject=subject,
+        )
+
     # -- pages -----------------------------------------------------------------------------
 
     async def dashboard(self, request: web.Request, who: Who) -> web.StreamResponse:
@@ -340,14 +351,7 @@ class Pages(Core):
                 raise web.HTTPSeeOther(
                     "/quarantine" + (f"?{request.query_string}" if request.query_string else "")
                 )
-            return self._render(
-                request,
-                "error.html",
-                who,
-                status=404,
-                message=word("no_state", self._lang(request)),
-                subject=name,
-            )
+            return self._not_found(request, who, "no_state", name)
         shown = self._listing(request, f"/messages/{state.value}", state)
         return await self._list_page(
             request, who, "messages.html", shown, state=state.value, bounded=COUNTED_AT_MOST
@@ -435,14 +439,7 @@ class Pages(Core):
 
         story = await asyncio.to_thread(read)
         if story is None:
-            return self._render(
-                request,
-                "error.html",
-                who,
-                status=404,
-                message=word("no_message", self._lang(request)),
-                subject=message_id,
-            )
+            return self._not_found(request, who, "no_message", message_id)
         return self._render(
             request,
             "message.html",
