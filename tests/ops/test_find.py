@@ -11,6 +11,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine, insert, select, text
 
 from exchange.db.engine import is_postgres, transaction
@@ -219,9 +220,11 @@ def test_a_1c_article_finds_its_product_when_skus_are_1c_ids(engine: Engine) -> 
         assert count_found(connection, "б-130001") == 2
 
 
-def test_the_article_search_reads_the_catalogues_index(engine: Engine) -> None:
+@pytest.mark.parametrize("analyzed_engine", ["sqlite", "postgresql"], indirect=True)
+def test_the_article_search_reads_the_catalogues_index(analyzed_engine: Engine) -> None:
     """A catalogue of 20,000 articles: the article's beginning is a range of the catalogue's
     index (migration 0019), each product's SKUs a range of ``ix_aggregates_sku_key``."""
+    engine = analyzed_engine
     with transaction(engine) as connection:
         save_catalogue(connection, {}, {f"guid-{i:05d}": f"АРТ-{i:05d}" for i in range(20_000)})
         connection.execute(

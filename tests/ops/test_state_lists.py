@@ -154,12 +154,14 @@ def _many_delivered(connection: Connection) -> None:
     connection.execute(text("ANALYZE"))
 
 
+@pytest.mark.parametrize("analyzed_engine", ["sqlite", "postgresql"], indirect=True)
 def test_a_page_of_a_large_state_walks_the_state_index_without_sorting_it(
-    engine: Engine,
+    analyzed_engine: Engine,
 ) -> None:
     """30,000 messages, most delivered: the latest page of the delivered, and a page deep in
     it, read ``ix_messages_state_updated_at_id`` in order (no sort of the state's messages)
     on both databases; the bounded count reads no further than its bound."""
+    engine = analyzed_engine
     with transaction(engine) as connection:
         _many_delivered(connection)
     with transaction(engine, read_only=True) as connection:
