@@ -10,7 +10,10 @@ a Russian page.
 from __future__ import annotations
 
 import re
+from decimal import Decimal, InvalidOperation
 from typing import Literal
+
+from babel.numbers import format_currency, format_decimal
 
 from exchange.domain.plural import counted
 
@@ -279,9 +282,8 @@ WORDS: dict[str, dict[Lang, str]] = {
     "times_in": {"ru": "Время указано в поясе {zone}", "en": "Times are in {zone}"},
     "bad_filter": {"ru": "Неизвестное значение фильтра", "en": "Unknown filter value"},
     "bad_sort": {
-        "ru": "Неизвестный порядок сортировки (список отсортирован по времени попадания в "
-        "карантин)",
-        "en": "Unknown sort order (the list is sorted by the time it was quarantined)",
+        "ru": "Неизвестный порядок сортировки (список показан в порядке по умолчанию)",
+        "en": "Unknown sort order (the list is shown in its default order)",
     },
     "bad_date": {
         "ru": "Дата не распознана (пример: 2026-11-30)",
@@ -292,15 +294,17 @@ WORDS: dict[str, dict[Lang, str]] = {
     "received": {"ru": "Получено", "en": "Received"},
     "product": {"ru": "Товар", "en": "Product"},
     "found_count": {"ru": "Найдено: {count}", "en": "Found: {count}"},
-    "found_shown": {
-        "ru": "показаны первые {shown}, самые новые; уточните запрос",
-        "en": "the newest {shown} are shown; narrow the search",
+    "found_pages": {
+        "ru": "по {shown} на странице, сначала самые новые",
+        "en": "{shown} a page, the newest first",
     },
     "find_hint": {
-        "ru": "Начало артикула, агрегата, message_id, любого слова документа 1С "
-        "(например offers.xml) или названия товара",
-        "en": "The beginning of a SKU, an aggregate, a message_id, or of any word of a 1C "
-        "document (e.g. offers.xml) or a product name",
+        "ru": "Начало артикула (и артикула 1С, когда артикулы сайта — идентификаторы 1С), "
+        "агрегата, message_id, любого слова документа 1С (например offers.xml) или названия "
+        "товара",
+        "en": "The beginning of a SKU (and of a 1C article, where the shop's SKUs are 1C ids), "
+        "an aggregate, a message_id, or of any word of a 1C document (e.g. offers.xml) or a "
+        "product name",
     },
     "prices_from_file": {
         "ru": "цены из этого файла: {count}",
@@ -334,6 +338,36 @@ WORDS: dict[str, dict[Lang, str]] = {
     "page_next": {"ru": "Следующая", "en": "Next"},
     "page_first": {"ru": "к первой странице", "en": "to the first page"},
     "back": {"ru": "Назад", "en": "Back"},
+    # -- the lists by state (issue 34 item 6) -----------------------------------------------
+    "list_new": {"ru": "Ждут отправки", "en": "Waiting to be sent"},
+    "list_delayed": {"ru": "Отложены до следующей попытки", "en": "Delayed until the next try"},
+    "list_in_progress": {"ru": "Отправляются сейчас", "en": "Being sent now"},
+    "list_delivered": {"ru": "Доставлены", "en": "Delivered"},
+    "list_cancelled": {"ru": "Сняты", "en": "Cancelled"},
+    "lists": {"ru": "Списки", "en": "Lists"},
+    # -- the message's page (issue 34 item 9) ----------------------------------------------
+    "in_state_line": {"ru": "{state} с {when} ({ago})", "en": "{state} since {when} ({ago})"},
+    "done_prioritize": {
+        "ru": "Готово: сообщение поставлено первым в очередь.",
+        "en": "Done: the message is first in the queue.",
+    },
+    "your_note": {"ru": "Ваше примечание (не сохранено)", "en": "Your note (not saved)"},
+    "in_state_since": {"ru": "В этом состоянии с", "en": "In this state since"},
+    "next_try": {"ru": "Следующая попытка", "en": "Next try"},
+    "due_in": {"ru": "через {age}", "en": "in {age}"},
+    "due_now": {"ru": "уже пора: ждёт обработчика", "en": "due now: waits for a worker"},
+    "lease_of": {"ru": "Обработчик", "en": "Worker"},
+    "no_state": {"ru": "Такого списка сообщений нет", "en": "No such list of messages"},
+    "counted_more": {
+        "ru": "больше {count}: листать можно первые {count}, остальное — уточнив отбор",
+        "en": "more than {count}: the first {count} can be paged, the rest by narrowing "
+        "the filters",
+    },
+    "empty_list": {"ru": "Таких сообщений нет.", "en": "No such messages."},
+    "file_waits_worker": {
+        "ru": "ещё не взяты обработчиком: {count}",
+        "en": "not yet taken by a worker: {count}",
+    },
     "cancel_never_sent_one": {
         "ru": "Эта версия никогда не будет отправлена на сайт. Сообщение останется в истории.",
         "en": "This version will never be sent to the site. The message stays in the history.",
@@ -356,6 +390,28 @@ WORDS: dict[str, dict[Lang, str]] = {
 
 def word(key: str, lang: Lang) -> str:
     return WORDS[key][lang]
+
+
+def money(price: str | None, currency: str | None, lang: Lang) -> str:
+    """A price as its readers write it (CLDR through Babel): «1 234,50 ₽» in Russian, at least
+    the currency's digits and never fewer than the price has (never rounded: the page shows
+    what goes to the shop). Text that is not a number is shown as it is, with its currency."""
+    if price is None:
+        return ""
+    try:
+        amount = Decimal(price)
+    except (InvalidOperation, ValueError):
+        amount = None
+    as_is = f"{price} {currency or ''}".strip()
+    # Past 20 digits a price is a record's fault, never a price (a million zeros unrolled).
+    if amount is None or not amount.is_finite() or abs(amount.adjusted()) > 20:
+        return as_is
+    try:
+        if not currency:
+            return format_decimal(amount, locale=lang, decimal_quantization=False)
+        return format_currency(amount, currency, locale=lang, decimal_quantization=False)
+    except (InvalidOperation, ValueError):  # more digits than a Decimal context holds
+        return as_is
 
 
 def unset_fact(fact: str, attempted: bool, lang: Lang) -> str:

@@ -76,6 +76,30 @@ def other_pg_url(pg_kit: PgKit) -> Iterator[str]:
 
 
 @pytest.fixture
+def analyzed_engine(
+    request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: SqliteTemplate
+) -> Iterator[Engine]:
+    """``engine`` for a test that fills tables and ANALYZEs them to read a plan: the
+    planner's statistics outlive the rows the pool deletes (exchange/dev/dbkit.py), so its
+    PostgreSQL database is dropped afterwards, never handed to another test. Parametrise it
+    as ``db_url`` is (``indirect``), or it is SQLite's and PostgreSQL's in turn."""
+    kind = getattr(request, "param", None)
+    if kind == "sqlite":
+        url, name = sqlite_template.copy_to(tmp_path / "exchange.db"), None
+    else:
+        kit: PgKit = request.getfixturevalue("pg_kit")
+        name = kit.acquire()
+        url = kit.url(name)
+    engine = make_engine(url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+        if name is not None:
+            kit.drop(name)
+
+
+@pytest.fixture
 def empty_pg_url(pg_kit: PgKit) -> Iterator[str]:
     """A fresh PostgreSQL database with no tables (for migration tests), dropped afterwards."""
     name = pg_kit.create_empty()

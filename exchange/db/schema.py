@@ -196,6 +196,9 @@ class Message(Base):
     __tablename__ = "messages"
     __table_args__ = (
         Index("ix_messages_state_next_try_at", "state", "next_try_at"),
+        # The lists by state and the quarantine's, in the order of since when each message is
+        # in its state (``ops.quarantine.page_of``, migration 0019): a page is a walk of this.
+        Index("ix_messages_state_updated_at_id", "state", "updated_at", "id"),
         Index("ix_messages_aggregate_id_version", "aggregate_id", "version"),
         # The claim's order (domain/urgency.py): only messages that may still be claimed are
         # in it, so it stays as large as the backlog (migration 0014).
@@ -391,13 +394,27 @@ class CmlCatalog(Base):
     price types (key = Ид, name, currency) and articles (key = product Ид, value = Артикул)."""
 
     __tablename__ = "cml_catalog"
-    __table_args__ = (UniqueConstraint("kind", "key"),)
+    __table_args__ = (
+        UniqueConstraint("kind", "key"),
+        # ``find`` by the beginning of a 1C article, whatever its case, when SKUs are 1C ids
+        # (migration 0019): the articles whose ``value_key`` begins with the term.
+        Index(
+            "ix_cml_catalog_kind_value_key",
+            "kind",
+            "value_key",
+            postgresql_ops={"value_key": "varchar_pattern_ops"},
+        ),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     kind: Mapped[str] = mapped_column(String(16))  # price_type | article
     key: Mapped[str] = mapped_column(String(200))
     name: Mapped[str | None] = mapped_column(String(500))
     value: Mapped[str | None] = mapped_column(String(200))
+    # ``key`` and ``value`` case-folded (``search_key``, migration 0019): an article's product
+    # (or offer) ``Ид`` as ``aggregates.sku_key`` holds it, and the article itself.
+    key_key: Mapped[str | None] = mapped_column(String(600), default=_folded("key"))
+    value_key: Mapped[str | None] = mapped_column(String(600), default=_folded("value"))
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 from sqlalchemy import Connection, func, select
 
-from exchange.db.schema import cml_exchanges
+from exchange.db.schema import cml_exchanges, staging
 from exchange.domain.clock import local_time
 
 WITHIN = timedelta(hours=24)
@@ -42,6 +42,35 @@ def onec_exchanges(connection: Connection, now: datetime) -> dict[str, Any]:
         )
     ]
     return {"by_outcome": by_outcome, "failures": failures}
+
+
+def exchanges_page(connection: Connection, offset: int, limit: int) -> tuple[list[Any], int]:
+    """One page of the files 1C sent, the latest first (a walk of the primary key), and how
+    many there are."""
+    offset, limit = min(max(offset, 0), 2**62), min(max(limit, 0), 2**62)
+    rows = [
+        dict(r)
+        for r in connection.execute(
+            select(cml_exchanges).order_by(cml_exchanges.c.id.desc()).offset(offset).limit(limit)
+        ).mappings()
+    ]
+    total = int(connection.execute(select(func.count()).select_from(cml_exchanges)).scalar_one())
+    return rows, total
+
+
+def untaken_by_document(staged: Connection, documents: list[str]) -> dict[str, int]:
+    """How many of each 1C document's prices still wait in the staging table for a worker to
+    take them (``taken_at`` unset): read through the index of the untaken rows, as large as
+    what waits (``ix_staging_intents_untaken``)."""
+    if not documents:
+        return {}
+    rows = staged.execute(
+        select(staging.c.source_ref, func.count())
+        .where(staging.c.taken_at.is_(None))
+        .where(staging.c.source_ref.in_(sorted(set(documents))))
+        .group_by(staging.c.source_ref)
+    )
+    return {str(ref): int(count) for ref, count in rows}
 
 
 def exchanges_table(figures: dict[str, Any], zone: str = "UTC") -> Table:

@@ -27,7 +27,7 @@ from sqlalchemy import (
 )
 
 from exchange.db.engine import is_postgres
-from exchange.db.schema import aggregates, history, messages
+from exchange.db.schema import aggregates, cml_catalog, history, messages
 from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.search_key import search_key
@@ -99,6 +99,38 @@ def _aggregate_parts(term: str, postgres: bool) -> list[Select[Any]]:
     ]
 
 
+def _article_part(term: str, postgres: bool) -> Select[Any]:
+    """The messages of the products whose 1C article begins with ``term``, whatever its case,
+    where SKUs are 1C ids (``EXCHANGE_1C_SKU=id``): the catalogue keeps each product's (or
+    offer's) article by its ``Ид`` (``cml_catalog``), and a SKU is that ``Ид``, or it
+    followed by ``#`` and a characteristic's. Under ``article`` the SKU is the article, found
+    by ``_aggregate_parts``.
+
+    The articles are a range of their index (migration 0019); each one's aggregates a range
+    of ``ix_aggregates_sku_key`` beginning with its ``Ид`` (PostgreSQL compares byte-wise
+    with ``~>=~`` and ``~<~``, the operators of that index's ``varchar_pattern_ops``)."""
+    catalog = cml_catalog.alias("by_article")
+    owner = aggregates.alias("article_aggregates")
+    above = catalog.c.key_key.concat(literal(LAST, String))
+    if postgres:
+        within = and_(
+            owner.c.sku_key.op("~>=~", is_comparison=True)(catalog.c.key_key),
+            owner.c.sku_key.op("~<~", is_comparison=True)(above.self_group()),
+        )
+    else:
+        within = and_(owner.c.sku_key >= catalog.c.key_key, owner.c.sku_key < above)
+    products = (
+        select(owner.c.id)
+        .select_from(catalog.join(owner, within))
+        .where(
+            catalog.c.kind == "article",
+            _starts(catalog.c.value_key, search_key(term), postgres),
+        )
+    )
+    found = messages.alias("by_article_messages")
+    return select(found.c.id).where(found.c.aggregate_id.in_(products))
+
+
 # What parts the words of a name or a 1C document, besides a space: «Дрель «Мастер» 800 Вт»
 # has the word «Мастер», «Кофе (молотый), 250 г» the word «молотый». Not ``-``, ``.`` or
 # ``/``: they are inside a SKU, a file's name or a number («Wi-Fi», «offers.xml», «1.5 л»).
@@ -149,7 +181,8 @@ def _spellings(term: str) -> list[str]:
 
 def matching(term: str, postgres: bool) -> ColumnElement[bool]:
     """What ``find`` looks for, as one condition on ``messages``: the beginning of a SKU or an
-    aggregate or of the message_id, whatever its case (their folded keys, migration 0017); of
+    aggregate or of the message_id, whatever its case (their folded keys, migration 0017), or
+    of a product's 1C article where SKUs are 1C ids (``_article_part``); of
     the 1C document (``source_ref``) or a product name, or of any word of these two (words
     parted by spaces and punctuation, ``SEPARATORS``).
 
@@ -161,6 +194,7 @@ def matching(term: str, postgres: bool) -> ColumnElement[bool]:
     found = messages.alias("found")
     parts = [
         *_aggregate_parts(term, postgres),
+        _article_part(term, postgres),
         select(found.c.id).where(_starts(found.c.message_id_key, search_key(term), postgres)),
     ]
     word = word_term(term)
@@ -178,16 +212,21 @@ def matching(term: str, postgres: bool) -> ColumnElement[bool]:
     return messages.c.id.in_(union(*parts))
 
 
-def find(connection: Connection, term: str, limit: int = FOUND_SHOWN) -> list[dict[str, Any]]:
-    """Messages ``matching`` the term, newest first, at most ``limit``. An empty term finds
-    nothing (never the whole table). A ``price`` message says its price and currency."""
+def find(
+    connection: Connection, term: str, limit: int = FOUND_SHOWN, offset: int = 0
+) -> list[dict[str, Any]]:
+    """Messages ``matching`` the term, newest first, at most ``limit`` from ``offset`` (the
+    workbench's pages of what it found). An empty term finds nothing (never the whole table).
+    A ``price`` message says its price and currency."""
     term = term.strip()
     if not term:
         return []
+    offset, limit = min(max(offset, 0), 2**62), min(max(limit, 0), 2**62)
     rows = connection.execute(
         select(messages, attempted().label("attempted"))
         .where(matching(term, is_postgres(connection)))
         .order_by(messages.c.created_at.desc(), messages.c.id.desc())
+        .offset(offset)
         .limit(limit)
     ).mappings()
     return [
@@ -202,7 +241,7 @@ def find(connection: Connection, term: str, limit: int = FOUND_SHOWN) -> list[di
             "name": r["name"],
             "last_error": r["last_error"],
             "attempted": bool(r["attempted"]),
-            **_price_of(r["kind"], r["payload"]),
+            **price_of(r["kind"], r["payload"]),
             "attempts": r["attempts"],
             "created_at": r["created_at"].isoformat(),
             "updated_at": r["updated_at"].isoformat(),
@@ -234,7 +273,7 @@ def count_found(connection: Connection, term: str) -> int:
     )
 
 
-def _price_of(kind: str, payload: str) -> dict[str, str | None]:
+def price_of(kind: str, payload: str) -> dict[str, str | None]:
     """A ``price`` message's price and currency as its payload says them (text: the decimal
     exactly as stored); None for another kind or a payload that is not a price."""
     if kind != "price":

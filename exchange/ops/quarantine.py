@@ -24,7 +24,7 @@ from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
 from exchange.errors import OperatorError
-from exchange.ops.find import _price_of, aggregate_starts, matching
+from exchange.ops.find import aggregate_starts, matching, price_of
 from exchange.queue.record import advance_strict
 from exchange.queue.transitions import Change, apply
 
@@ -113,17 +113,26 @@ def _query(filters: Filters, postgres: bool = False) -> Select[Any]:
     return _where(_base(), filters, postgres).order_by(messages.c.updated_at, messages.c.id)
 
 
-def _where(q: Select[Any], filters: Filters, postgres: bool, *, reason: bool = True) -> Select[Any]:
-    """``q`` narrowed to the quarantined messages the filters select (without the reason's
-    filter when ``reason`` is False: the reasons a filter may offer)."""
-    q = q.where(messages.c.state == State.QUARANTINED.value)
+def _where(
+    q: Select[Any],
+    filters: Filters,
+    postgres: bool,
+    *,
+    reason: bool = True,
+    state: State = State.QUARANTINED,
+) -> Select[Any]:
+    """``q`` narrowed to the messages in ``state`` (the quarantine unless said) the filters
+    select (without the reason's filter when ``reason`` is False: the reasons a filter may
+    offer). The quarantine's list and the lists by state (``page_of``) share every filter."""
+    q = q.where(messages.c.state == state.value)
     if filters.kind is not None:
         q = q.where(messages.c.kind == filters.kind)
     if filters.aggregate is not None:
         q = q.where(aggregate_starts(filters.aggregate, postgres))
     if reason and filters.reason is not None:
         q = q.where(messages.c.reason == filters.reason)
-    # A quarantined message has not changed since it was quarantined: updated_at is that time.
+    # Every transition sets updated_at (queue.transitions.apply, a lease's too): a message
+    # has been in its state since then (a quarantined one since it was quarantined).
     if filters.since is not None:
         q = q.where(messages.c.updated_at >= filters.since)
     if filters.until is not None:
@@ -160,6 +169,22 @@ def entry(row: Any) -> dict[str, Any]:
     }
 
 
+def listed(row: Any) -> dict[str, Any]:
+    """One message of a list by state (``page_of``) as the workbench shows it: ``entry``'s
+    fields, its state and since when it is in it, when a delayed one goes again, whose lease
+    an in-flight one is, and a price's price and currency."""
+    next_try, until = row["next_try_at"], row["locked_until"]
+    return {
+        **entry(row),
+        "state": row["state"],
+        "in_state_since": row["updated_at"].isoformat(),
+        "next_try_at": next_try.isoformat() if next_try is not None else None,
+        "locked_by": row["locked_by"],
+        "locked_until": until.isoformat() if until is not None else None,
+        **price_of(row["kind"], row["payload"]),
+    }
+
+
 def list_quarantined(connection: Connection, filters: Filters) -> list[dict[str, Any]]:
     query = _query(filters, is_postgres(connection))
     return [entry(row) for row in connection.execute(query).mappings()]
@@ -176,10 +201,55 @@ SORTS: dict[str, Any] = {
 }
 
 
+# The orders of a list by state (``page_of`` with another state than the quarantine): each a
+# walk of an index that begins with the state (``ix_messages_state_updated_at_id``, migration
+# 0019; the delayed by ``ix_messages_state_next_try_at``), so a page of a million delivered
+# costs what a page of a hundred does. The quarantine's other orders sort what its filters
+# select, which a list of every delivered message could not afford.
+STATE_SORTS: dict[State, dict[str, Any]] = {
+    State.NEW: {"since": messages.c.updated_at},
+    State.DELAYED: {"next_try": messages.c.next_try_at, "since": messages.c.updated_at},
+    State.IN_PROGRESS: {"since": messages.c.updated_at},
+    State.DELIVERED: {"since": messages.c.updated_at},
+    State.CANCELLED: {"since": messages.c.updated_at},
+    State.QUARANTINED: SORTS,
+}
+
+
+def sorts_of(state: State) -> dict[str, Any]:
+    """The orders a list of ``state`` may take (the first is its default)."""
+    return STATE_SORTS[state]
+
+
 @dataclass(frozen=True)
 class Page:
     entries: list[dict[str, Any]]
-    total: int  # every entry the filters select, on all pages
+    total: int  # every entry the filters select, on all pages (at most the count's bound)
+    # The filters select more than the bound counted (``count_limit``): ``total`` is the bound.
+    more: bool = False
+
+
+def page_query(
+    filters: Filters,
+    postgres: bool,
+    state: State,
+    sort: str,
+    descending: bool,
+    offset: int,
+    limit: int,
+) -> Select[Any]:
+    """The SELECT of one page of ``page_of``."""
+    sorts = sorts_of(state)
+    if sort not in sorts:
+        raise OperatorError(f"unknown sort {sort!r}: one of {', '.join(sorts)}")
+    column = sorts[sort]
+    order = (column.desc(), messages.c.id.desc()) if descending else (column, messages.c.id)
+    # A page number from an address may be any size: past 2^62 no page holds anything, and
+    # the databases take no integer past 2^63 (a 500 on /quarantine?page=99999999999999999999).
+    offset, limit = min(max(offset, 0), 2**62), min(max(limit, 0), 2**62)
+    return (
+        _where(_base(), filters, postgres, state=state).order_by(*order).offset(offset).limit(limit)
+    )
 
 
 def page_of(
@@ -190,24 +260,28 @@ def page_of(
     descending: bool = False,
     offset: int = 0,
     limit: int = 100,
+    state: State = State.QUARANTINED,
+    count_limit: int | None = None,
 ) -> Page:
-    """One page of the quarantine, sorted and counted in the database (the list is never
-    read whole: a page of 10,000 entries costs what a page of 100 does)."""
-    if sort not in SORTS:
-        raise OperatorError(f"unknown sort {sort!r}: one of {', '.join(SORTS)}")
+    """One page of the messages in ``state`` (the quarantine unless said), sorted and counted
+    in the database (the list is never read whole: a page of 10,000 entries costs what a page
+    of 100 does). ``count_limit`` counts no further than that many (the delivered may be
+    millions: an exact count would read them all); ``Page.more`` says there are more."""
     postgres = is_postgres(connection)
-    column = SORTS[sort]
-    order = (column.desc(), messages.c.id.desc()) if descending else (column, messages.c.id)
-    # A page number from an address may be any size: past 2^62 no page holds anything, and
-    # the databases take no integer past 2^63 (a 500 on /quarantine?page=99999999999999999999).
-    offset, limit = min(max(offset, 0), 2**62), min(max(limit, 0), 2**62)
-    rows = connection.execute(
-        _where(_base(), filters, postgres).order_by(*order).offset(offset).limit(limit)
-    ).mappings()
-    total = connection.execute(
-        _where(select(func.count()).select_from(messages), filters, postgres)
-    ).scalar_one()
-    return Page([entry(row) for row in rows], int(total))
+    query = page_query(filters, postgres, state, sort, descending, offset, limit)
+    rows = connection.execute(query).mappings()
+    if count_limit is None:
+        total = connection.execute(
+            _where(select(func.count()).select_from(messages), filters, postgres, state=state)
+        ).scalar_one()
+        return Page([listed(row) for row in rows], int(total))
+    # Counted as far as the bound and one more, which says there are more: the ids read (a
+    # few ten thousand integers at most), not a count of a subquery, which would nest the
+    # search's SQL one level deeper than SQLite's parser takes.
+    bounded = _where(select(messages.c.id), filters, postgres, state=state).limit(count_limit + 1)
+    counted = len(connection.execute(bounded).all())
+    entries = [listed(row) for row in rows]
+    return Page(entries, min(counted, count_limit), more=counted > count_limit)
 
 
 def described(connection: Connection, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -231,19 +305,22 @@ def described(connection: Connection, ids: Sequence[str]) -> dict[str, dict[str,
                 "kind": r["kind"],
                 "aggregate": r["aggregate"],
                 "name": r["name"],
-                **_price_of(r["kind"], r["payload"]),
+                **price_of(r["kind"], r["payload"]),
             }
     return found
 
 
-def reasons_present(connection: Connection, filters: Filters) -> list[tuple[str, int]]:
-    """The reasons of the quarantined entries the other filters select, each with how many:
+def reasons_present(
+    connection: Connection, filters: Filters, state: State = State.QUARANTINED
+) -> list[tuple[str, int]]:
+    """The reasons of the entries in ``state`` the other filters select, each with how many:
     what a reason filter may offer (never a reason nothing is quarantined for)."""
     query = _where(
         select(messages.c.reason, func.count()).select_from(messages),
         filters,
         is_postgres(connection),
         reason=False,
+        state=state,
     )
     rows = connection.execute(query.group_by(messages.c.reason).order_by(messages.c.reason))
     return [(str(reason or ""), int(count)) for reason, count in rows]

@@ -11,12 +11,14 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, select, text
+import pytest
+from sqlalchemy import Engine, insert, select, text
 
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.schema import messages
+from exchange.db.schema import aggregates, messages
 from exchange.dev.testing import price_row, stage
 from exchange.domain.policy import DEFAULT_KINDS
+from exchange.intake.commerceml.publish import save_catalogue
 from exchange.intake.intents import intent_row
 from exchange.intake.staging_table import take
 from exchange.ops.find import _like_prefix, count_found, find, matching
@@ -182,3 +184,64 @@ def test_a_word_in_guillemets_or_after_punctuation_is_a_word_of_the_name(engine:
     assert _found(engine, "переоценка") == {"SET-1/retail"}  # a word of the 1C document
     assert _found(engine, "астер") == set()
     assert _found(engine, "ударная «Мастер»") == {"DRILL-1/retail"}  # words as the name has them
+
+
+GUID = "bd72d910-55bc-11d9-848a-00112f43529a"
+
+
+def _catalogued(engine: Engine) -> None:
+    """SKUs that are 1C ids (``EXCHANGE_1C_SKU=id``): a product and an offer of one of its
+    characteristics, the product's article in the catalogue as a catalogue file left it."""
+    with transaction(engine) as connection:
+        save_catalogue(connection, {}, {GUID: "Б-130001", "other-guid": "Б-999"})
+    stage(
+        engine,
+        [
+            price_row(GUID, 1, aggregate=f"{GUID}/retail", name="Женские ботфорты"),
+            price_row(f"{GUID}#90c55447", 1, aggregate=f"{GUID}#90c55447/retail"),
+            price_row("bd72d913-55bc", 1, aggregate="bd72d913-55bc/retail"),
+        ],
+    )
+    take(engine, None, dict(DEFAULT_KINDS), datetime.now(UTC))
+
+
+def test_a_1c_article_finds_its_product_when_skus_are_1c_ids(engine: Engine) -> None:
+    """Issue 34 item 8: people know a product by its 1C article, the shop by its 1C id. The
+    article's beginning, whatever its case, finds the product and its characteristics'
+    offers; another product's article finds only its own."""
+    _catalogued(engine)
+    both = {f"{GUID}/retail", f"{GUID}#90c55447/retail"}
+    for term in ("Б-130001", "б-1300", "б-"):
+        assert _found(engine, term) >= both, term
+    assert _found(engine, "б-1300") == both
+    assert _found(engine, "б-999") == set()  # an article with no price: nothing
+    assert _found(engine, "б-2") == set()
+    with transaction(engine, read_only=True) as connection:
+        assert count_found(connection, "б-130001") == 2
+
+
+@pytest.mark.parametrize("analyzed_engine", ["sqlite", "postgresql"], indirect=True)
+def test_the_article_search_reads_the_catalogues_index(analyzed_engine: Engine) -> None:
+    """A catalogue of 20,000 articles: the article's beginning is a range of the catalogue's
+    index (migration 0019), each product's SKUs a range of ``ix_aggregates_sku_key``."""
+    engine = analyzed_engine
+    with transaction(engine) as connection:
+        save_catalogue(connection, {}, {f"guid-{i:05d}": f"АРТ-{i:05d}" for i in range(20_000)})
+        connection.execute(
+            insert(aggregates),
+            [
+                {"kind": "price", "aggregate": f"guid-{i:05d}/retail", "sku": f"guid-{i:05d}"}
+                for i in range(20_000)
+            ],
+        )
+        connection.execute(text("ANALYZE"))
+    with transaction(engine, read_only=True) as connection:
+        postgres = is_postgres(connection)
+        if postgres:
+            connection.execute(text("SET LOCAL enable_seqscan = off"))  # the empty tables
+        query = select(messages.c.id).where(matching("б-1300", postgres))
+        sql = str(query.compile(connection, compile_kwargs={"literal_binds": True}))
+        explain = "EXPLAIN " if postgres else "EXPLAIN QUERY PLAN "
+        plan = " ".join(str(r) for r in connection.execute(text(explain + sql)))
+    assert "ix_cml_catalog_kind_value_key" in plan, plan
+    assert "ix_aggregates_sku_key" in plan, plan

@@ -12,6 +12,7 @@ import pytest
 from browser_helpers import ARGS, CHROMIUM, need_browser
 from sqlalchemy import Engine
 from web_helpers import serving
+from workbench_helpers import add_operator, close_all
 
 from exchange.db.engine import make_engine
 from exchange.dev.sitesim import Faults, SiteSimulator
@@ -35,6 +36,16 @@ def serve(db_url: str, tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """``serve(**settings) -> base URL``: a running ``exchange serve`` on the test's database."""
     with serving(db_url, tmp_path / "1c") as start:
         yield start
+
+
+@pytest.fixture
+def olga(serve: Callable[..., Any], db: Engine) -> Iterator[str]:
+    """A served workbench with one operator, «olga» (role operator): its base URL; the
+    clients the test signed in with closed after it."""
+    base: str = serve()
+    add_operator(db, "olga", "operator")
+    yield base
+    close_all()
 
 
 @pytest.fixture

@@ -87,7 +87,7 @@ def test_find_by_a_word_of_the_1c_document_a_sku_start_and_a_name_with_price_and
     row = page.locator("table.messages tbody tr")
     assert row.count() == 1
     assert row.locator(".product").inner_text() == "Кофе молотый 250 г"
-    assert row.locator("td.price").inner_text() == "840.00 RUB"
+    assert row.locator("td.price").inner_text() == "840,00\xa0₽"  # a price as a price
     assert row.locator("td.date").inner_text().startswith(datetime.now(UTC).strftime("%Y-"))
     page.goto(f"{base}/find?q=offers.xml")
     shot(page, "find")

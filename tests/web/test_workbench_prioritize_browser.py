@@ -89,7 +89,8 @@ def test_an_operator_puts_a_waiting_price_first_with_a_note_and_a_viewer_cannot(
 
     page.fill("#prioritize-note", NOTE)
     page.click("#prioritize")
-    page.wait_for_url(f"{base}/message/{mid}")
+    page.wait_for_url(f"{base}/message/{mid}?done=prioritize")
+    assert "поставлено первым" in page.locator("#done").inner_text()  # a done action says so
     last = page.locator("table.history tbody tr").last
     assert "поставлено первым по решению оператора" in last.inner_text()
     assert "olga" == last.locator("td.operator").inner_text()

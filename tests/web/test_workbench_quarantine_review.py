@@ -124,8 +124,8 @@ def test_a_cancel_preview_says_the_sku_name_and_price_of_each_id(
     }
     assert set(rows) == {rejected, good}
     assert "BAD-1" in rows[rejected] and "Чайник «Заря»" in rows[rejected]
-    assert "-1.00 RUB" in rows[rejected]
-    assert "GOOD-1" in rows[good] and "199.90 RUB" in rows[good]
+    assert "-1,00\xa0₽" in rows[rejected]  # a price as a price (issue 34 item 9)
+    assert "GOOD-1" in rows[good] and "199,90\xa0₽" in rows[good]
 
 
 def test_a_refused_price_names_its_field_once_on_the_list_the_page_and_the_history(

@@ -124,6 +124,13 @@ def test_every_russian_page_has_no_english_word_outside_the_codes(
         "/blocked",
         "/exchanges",
         "/export",
+        # the lists by state (issue 34 item 6)
+        "/messages/new",
+        "/messages/delayed",
+        "/messages/in_progress",
+        "/messages/delivered",
+        "/messages/cancelled",
+        "/messages/nonsense",
     ):
         page.goto(f"{base}{path}")
         check(path)

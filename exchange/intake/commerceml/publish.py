@@ -76,6 +76,7 @@ from exchange.db.schema import (
 )
 from exchange.db.wake import announce_staged
 from exchange.domain.identity import MAX_VERSION, PACKAGE_VERSIONS_FROM
+from exchange.domain.search_key import search_key_or_none
 from exchange.intake.commerceml.mapping import Counts, SkuMode
 from exchange.intake.commerceml.parse import CmlError, PriceType
 from exchange.intake.commerceml.reading import (
@@ -160,6 +161,15 @@ def save_catalogue(
         {"kind": "article", "key": k[:200], "name": None, "value": v[:200]}
         for k, v in articles.items()
     ]
+    # Folded as search compares them (the workbench finds a product by its article).
+    rows = [
+        {
+            **row,
+            "key_key": search_key_or_none(row["key"]),
+            "value_key": search_key_or_none(row["value"]),
+        }
+        for row in rows
+    ]
     dialect: Any = postgresql if is_postgres(connection) else sqlite
     for start in range(0, len(rows), CHUNK):
         statement = dialect.insert(cml_catalog)
@@ -168,6 +178,7 @@ def save_catalogue(
             set_={
                 "name": statement.excluded.name,
                 "value": statement.excluded.value,
+                "value_key": statement.excluded.value_key,
                 "updated_at": statement.excluded.updated_at,
             },
         )

@@ -46,6 +46,7 @@ class Workbench(SignIn, Pages, Actions):
             web.post("/login", self.login),
             web.post("/logout", self._action(self.logout, operator_only=False)),
             web.get("/quarantine", self._page(self.quarantine)),
+            web.get("/messages/{state}", self._page(self.by_state)),
             web.get("/find", self._page(self.find)),
             web.get("/message/{message_id}", self._page(self.message)),
             web.get("/blocked", self._page(self.blocked)),

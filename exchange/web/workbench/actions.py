@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+from collections.abc import Awaitable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -148,16 +149,24 @@ class Actions(Core):
         changed: PreviewChanged | None = None,
         *,
         back: str = "/quarantine",
+        error: str | None = None,
+        note: str = "",
     ) -> web.StreamResponse:
+        """The preview of an action; shown again, with ``error`` and the ``note`` the operator
+        typed, when its confirmation failed (issue 34 item 9)."""
         try:
             plan = await asyncio.to_thread(self._plan, who, action, ids, filters)
         except OperatorError as exc:
-            return self._render(request, "error.html", who, status=400, message=str(exc), back=back)
+            return self._render(
+                request, "error.html", who, status=400, message=str(exc), back=back, note=note
+            )
         return self._render(
             request,
             "preview.html",
             who,
-            status=409 if changed is not None else 200,
+            status=409 if changed is not None else 400 if error else 200,
+            error=error,
+            note=note,
             action=action,
             ids=ids,
             filters=filters,
@@ -207,8 +216,18 @@ class Actions(Core):
                     text="this confirmation does not match a preview of this session: "
                     "preview the action again\n"
                 )
+        back = _back(request, form)
+
+        def again(
+            error: str, changed: PreviewChanged | None = None
+        ) -> Awaitable[web.StreamResponse]:
+            """The preview again, with why it was not done and the note typed (item 9)."""
+            return self._show_preview(
+                request, who, action, ids, filters, changed, back=back, error=error, note=note
+            )
+
         if not note:
-            return self._note_required(request, who, _back(request, form))
+            return await again(word("note_required", self._lang(request)))
 
         def act() -> list[str]:
             with transaction(self.engine) as connection:
@@ -219,13 +238,9 @@ class Actions(Core):
         try:
             touched = await asyncio.to_thread(act)
         except PreviewChanged as changed:
-            return await self._show_preview(
-                request, who, action, ids, filters, changed, back=_back(request, form)
-            )
+            return await again("", changed)  # the difference says it: no error besides
         except OperatorError as exc:
-            return self._render(
-                request, "error.html", who, status=400, message=str(exc), back=_back(request, form)
-            )
+            return await again(str(exc))
         return self._render(
             request, "done.html", who, action=action, touched=touched, back=_back(request, form)
         )
@@ -238,8 +253,12 @@ class Actions(Core):
         note = str(form.get("note", "")).strip()
         if not message_id:
             raise web.HTTPBadRequest(text="message_id is required\n")
+        lang = self._lang(request)
         if not note:
-            return self._note_required(request, who)
+            # The message's page again, saying what is missing (issue 34 item 9).
+            return await self.message_page(
+                request, who, message_id, status=400, error=word("note_required", lang)
+            )
 
         def act() -> None:
             with transaction(self.engine) as connection:
@@ -250,8 +269,11 @@ class Actions(Core):
         try:
             await asyncio.to_thread(act)
         except OperatorError as exc:
-            return self._render(request, "error.html", who, status=400, message=str(exc))
-        raise web.HTTPSeeOther(f"/message/{quote(message_id, safe='')}")
+            # Its page again, with why, and the note the operator typed still in its field.
+            return await self.message_page(
+                request, who, message_id, status=400, error=str(exc), note=note
+            )
+        raise web.HTTPSeeOther(f"/message/{quote(message_id, safe='')}?done=prioritize")
 
     async def pause(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
         note = str(form.get("note", "")).strip()

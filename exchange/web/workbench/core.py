@@ -34,6 +34,7 @@ from exchange.words import (
     Lang,
     error_words,
     messages_counted,
+    money,
     page_steps,
     unset_fact,
     versions_counted,
@@ -134,6 +135,14 @@ class Core:
         self.env.filters["when_ago"] = jinja2.pass_context(
             lambda context, value: _when_ago(context, value, clock.now(), zone)
         )
+        # A price as a price: «1 234,50 ₽» (issue 34 item 9).
+        self.env.filters["money"] = jinja2.pass_context(
+            lambda context, price, currency=None: money(price, currency, context["lang"])
+        )
+        # When a delayed message goes again: «через 40 с», or that it is due (item 6).
+        self.env.filters["due"] = jinja2.pass_context(
+            lambda context, value: _due(context, value, clock.now())
+        )
         self.env.filters["wbr"] = wbr
         self.env.filters["grouped"] = grouped
         self.env.globals["zone"] = config.display_tz
@@ -228,6 +237,20 @@ class Core:
             return await handler(request)
 
         return wrapped
+
+    async def message_page(
+        self,
+        request: web.Request,
+        who: Who,
+        message_id: str,
+        *,
+        status: int = 200,
+        error: str | None = None,
+        note: str = "",
+        done: str | None = None,
+    ) -> web.StreamResponse:
+        """A message's page, which an action on it shows again (``pages.Pages`` draws it)."""
+        raise NotImplementedError
 
     def _page(
         self, handler: Callable[[web.Request, Who], Awaitable[web.StreamResponse]]
@@ -356,6 +379,18 @@ def _ago(context: Any, value: str | None, now: datetime) -> str:
     then = ensure_utc(datetime.fromisoformat(value))
     age = human_age((now - then).total_seconds(), context["lang"])
     return f"{age} назад" if context["lang"] == "ru" else f"{age} ago"
+
+
+def _due(context: Any, value: str | None, now: datetime) -> str:
+    """How long until an ISO time, in the page's language («через 40 с»); «уже пора» once it
+    has come (the message waits for a worker to take it)."""
+    if not value:
+        return EMPTY
+    seconds = (ensure_utc(datetime.fromisoformat(value)) - now).total_seconds()
+    lang = context["lang"]
+    if seconds <= 0:
+        return word("due_now", lang)
+    return word("due_in", lang).format(age=human_age(seconds, lang))
 
 
 def _secure(response: R) -> R:

@@ -16,23 +16,23 @@ from markupsafe import Markup
 from sqlalchemy import select
 
 from exchange.db.engine import transaction
-from exchange.db.schema import cml_exchanges, cml_packages, messages
+from exchange.db.schema import aggregates, cml_packages, messages
 from exchange.domain.states import DUE, State, values
 from exchange.errors import OperatorError
 from exchange.intake.sources.common import refused_records
 from exchange.ops import find as finder
 from exchange.ops.attention import Cause, attention
 from exchange.ops.backlog import backlog
-from exchange.ops.exchanges import onec_exchanges
+from exchange.ops.exchanges import exchanges_page, onec_exchanges, untaken_by_document
 from exchange.ops.notify import last_told
 from exchange.ops.quarantine import (
     QUERY_FIELDS,
-    SORTS,
     Filters,
     Page,
     filter_time,
     page_of,
     reasons_present,
+    sorts_of,
 )
 from exchange.ops.status import biography, quarantine_by_reason, site_pace, status
 from exchange.queue import control
@@ -54,6 +54,23 @@ from exchange.words import Lang, inside_words, page_steps, word
 # The quarantine's pages: entries a page (a choice of these), the first by default.
 PER_PAGES = (50, 100, 500)
 PER_PAGE = 100
+
+# What a message's page says was done (``?done=``), after an action that came back to it.
+DONE = ("prioritize",)
+
+# The lists by state (``/messages/<state>``); the quarantine's is ``/quarantine``.
+BROWSED = {
+    s.value: s
+    for s in (State.NEW, State.DELAYED, State.IN_PROGRESS, State.DELIVERED, State.CANCELLED)
+}
+# Lists shown the latest first by default (the others: what has waited longest, or the
+# delayed what goes again soonest, first).
+LATEST_FIRST = frozenset({State.DELIVERED, State.CANCELLED})
+# The lists whose reason filter says how many have each reason: the others may hold millions.
+REASONS_COUNTED = frozenset({State.QUARANTINED, State.DELAYED})
+# A list by state counts no further than this (the delivered may be millions); the filters
+# narrow what is past it.
+COUNTED_AT_MOST = 10_000
 
 
 def _int(value: str | None, default: int, allowed: tuple[int, ...] | None = None) -> int:
@@ -94,6 +111,17 @@ def _export_link(query: dict[str, str]) -> str:
 
 
 class Pages(Core):
+    def _not_found(self, request: web.Request, who: Who, key: str, subject: str) -> web.Response:
+        """A page of what is not there (404): the words of ``key``, then what was asked for."""
+        return self._render(
+            request,
+            "error.html",
+            who,
+            status=404,
+            message=word(key, self._lang(request)),
+            subject=subject,
+        )
+
     # -- pages -----------------------------------------------------------------------------
 
     async def dashboard(self, request: web.Request, who: Who) -> web.StreamResponse:
@@ -200,18 +228,29 @@ class Pages(Core):
             superseded_after_quarantine=q.get("superseded") == "1",
         ), errors
 
-    async def quarantine(self, request: web.Request, who: Who) -> web.StreamResponse:
+    def _listing(self, request: web.Request, path: str, state: State) -> dict[str, Any]:
+        """What a list of messages in ``state`` shows, read from the address: the quarantine's
+        and the lists by state share it (their filters, search, orders and pages), each with
+        the orders its state allows (``ops.quarantine.sorts_of``)."""
         filters, errors = self._filters(request)
         q = request.query
-        sort = q.get("sort", "since")
-        if sort not in SORTS:
+        allowed = sorts_of(state)
+        default = next(iter(allowed))
+        sort = q.get("sort", default)
+        if sort not in allowed:
             errors.append(f"{word('bad_sort', self._lang(request))}: {sort}")
-            sort = "since"
-        descending = q.get("dir") == "desc"
+            sort = default
+        # The quarantine's oldest first (what has waited longest); the other lists the
+        # latest first (what just happened), the delayed the soonest to go again first.
+        descending = q.get("dir", "desc" if state in LATEST_FIRST else "asc") == "desc"
         per = _int(q.get("per"), PER_PAGE, PER_PAGES)
         number = max(_int(q.get("page"), 1), 1)
+        bounded = None if state is State.QUARANTINED else COUNTED_AT_MOST
+        if bounded is not None:
+            # Past what is counted no page is offered: the filters narrow it instead.
+            number = min(number, max(bounded // per, 1))
 
-        def read() -> tuple[Page, list[tuple[str, int]]]:
+        def read() -> tuple[Page, list[tuple[str, int | None]]]:
             with transaction(self.engine, read_only=True) as connection:
                 found = page_of(
                     connection,
@@ -220,11 +259,18 @@ class Pages(Core):
                     descending=descending,
                     offset=(number - 1) * per,
                     limit=per,
+                    state=state,
+                    count_limit=bounded,
                 )
-                return found, reasons_present(connection, filters)
+                if state not in REASONS_COUNTED:
+                    # Counting the reasons of every delivered message would read them all: the
+                    # filter offers every reason, uncounted.
+                    return found, [(reason, None) for reason in _known_reasons()]
+                counted: list[tuple[str, int | None]] = [
+                    *reasons_present(connection, filters, state)
+                ]
+                return found, counted
 
-        found, reasons = await asyncio.to_thread(read)
-        pages = max((found.total + per - 1) // per, 1)
         query = {k: v for k, v in q.items() if k != "hint"}
 
         def link(**changes: Any) -> str:
@@ -233,7 +279,7 @@ class Pages(Core):
             for k, v in changes.items():
                 if v is None:
                     wanted.pop(k, None)
-            return "/quarantine" + (f"?{urlencode(wanted)}" if wanted else "")
+            return path + (f"?{urlencode(wanted)}" if wanted else "")
 
         sorts = {
             key: {
@@ -243,53 +289,127 @@ class Pages(Core):
                 ),
                 "arrow": (" ↓" if descending else " ↑") if key == sort else "",
             }
-            for key in SORTS
+            for key in allowed
         }
+        return {
+            "read": read,
+            "filters": filters,
+            "errors": errors,
+            "sorts": sorts,
+            "page": number,
+            "per": per,
+            "per_pages": PER_PAGES,
+            "sort": sort,
+            "descending": descending,
+            "link": link,
+            "here": link(),
+            "query": query,
+            "kinds": sorted(self.config.kinds),
+            "filter_fields": QUERY_FIELDS,
+            "list_path": path,
+        }
+
+    async def _list_page(
+        self, request: web.Request, who: Who, template: str, shown: dict[str, Any], **more: Any
+    ) -> web.StreamResponse:
+        read = shown.pop("read")
+        found, reasons = await asyncio.to_thread(read)
+        pages = max((found.total + shown["per"] - 1) // shown["per"], 1)
         return self._render(
             request,
-            "quarantine.html",
+            template,
             who,
-            sorts=sorts,
             rows=found.entries,
             total=found.total,
-            page=number,
+            more=found.more,
             pages=pages,
-            per=per,
-            per_pages=PER_PAGES,
-            sort=sort,
-            descending=descending,
-            link=link,
-            here=link(),
-            hint=q.get("hint") == "nothing-selected",
-            errors=errors,
-            query=query,
             reasons=reasons,
-            kinds=sorted(self.config.kinds),
-            bulk=filters.any() and not errors,
-            filters=filters,
-            filter_fields=QUERY_FIELDS,
-            export_link=_export_link(query),
+            **shown,
+            **more,
+        )
+
+    async def quarantine(self, request: web.Request, who: Who) -> web.StreamResponse:
+        shown = self._listing(request, "/quarantine", State.QUARANTINED)
+        return await self._list_page(
+            request,
+            who,
+            "quarantine.html",
+            shown,
+            hint=request.query.get("hint") == "nothing-selected",
+            bulk=shown["filters"].any() and not shown["errors"],
+            export_link=_export_link(shown["query"]),
+        )
+
+    async def by_state(self, request: web.Request, who: Who) -> web.StreamResponse:
+        """The messages in one state, a page at a time (issue 34 item 6): waiting (``new``),
+        delayed (with when each goes again), in flight (whose lease), delivered, cancelled;
+        with the quarantine list's filters and search. The quarantine has its own page."""
+        name = request.match_info["state"]
+        state = BROWSED.get(name)
+        if state is None:
+            if name == State.QUARANTINED.value:
+                raise web.HTTPSeeOther(
+                    "/quarantine" + (f"?{request.query_string}" if request.query_string else "")
+                )
+            return self._not_found(request, who, "no_state", name)
+        shown = self._listing(request, f"/messages/{state.value}", state)
+        return await self._list_page(
+            request, who, "messages.html", shown, state=state.value, bounded=COUNTED_AT_MOST
         )
 
     async def find(self, request: web.Request, who: Who) -> web.StreamResponse:
+        """What the operator looks for, ``FOUND_SHOWN`` a page, the newest first: every page of
+        it, however many (issue 34 item 8)."""
         term = request.query.get("q", "").strip()
+        per = finder.FOUND_SHOWN
+        number = max(_int(request.query.get("page"), 1), 1)
+        offset = min((number - 1) * per, 2**62)
 
         def read() -> tuple[list[dict[str, Any]], int]:
             with transaction(self.engine, read_only=True) as connection:
-                rows = finder.find(connection, term)
-                shown = len(rows)
-                total = (
-                    shown if shown < finder.FOUND_SHOWN else finder.count_found(connection, term)
-                )
-                return rows, total
+                rows = finder.find(connection, term, per, offset)
+                # Counted only when there may be more than this page shows.
+                whole = offset == 0 and len(rows) < per
+                return rows, len(rows) if whole else finder.count_found(connection, term)
 
         rows, total = await asyncio.to_thread(read) if term else ([], 0)
+        pages = max((total + per - 1) // per, 1)
         return self._render(
-            request, "find.html", who, rows=rows, term=term, total=total, shown=finder.FOUND_SHOWN
+            request,
+            "find.html",
+            who,
+            rows=rows,
+            term=term,
+            total=total,
+            shown=per,
+            page=number,
+            pages=pages,
+            link=lambda page=None: (
+                "/find?" + urlencode({"q": term, **({"page": str(page)} if page else {})})
+            ),
         )
 
     async def message(self, request: web.Request, who: Who) -> web.StreamResponse:
-        message_id = request.match_info["message_id"]
+        done = request.query.get("done")
+        return await self.message_page(
+            request, who, request.match_info["message_id"], done=done if done in DONE else None
+        )
+
+    async def message_page(
+        self,
+        request: web.Request,
+        who: Who,
+        message_id: str,
+        *,
+        status: int = 200,
+        error: str | None = None,
+        note: str = "",
+        done: str | None = None,
+    ) -> web.StreamResponse:
+        """A message's page (issue 34 item 9): the product's name first, its price as a price
+        and since when it is in its state, then its facts, its actions and its biography. An
+        action that failed shows it again with the error and the note the operator typed
+        (``error``, ``note``); one that was done says so (``done``)."""
 
         def read() -> dict[str, Any] | None:
             with transaction(self.engine, read_only=True) as connection:
@@ -297,31 +417,44 @@ class Pages(Core):
                     story = biography(connection, message_id)
                 except OperatorError:
                     return None
-                story["payload"] = _masked(
+                row = (
                     connection.execute(
-                        select(messages.c.payload).where(messages.c.message_id == message_id)
-                    ).scalar(),
-                    self.config,
+                        select(
+                            messages.c.payload,
+                            messages.c.name,
+                            messages.c.updated_at,
+                            aggregates.c.sku,
+                        )
+                        .select_from(messages.outerjoin(aggregates))
+                        .where(messages.c.message_id == message_id)
+                    )
+                    .mappings()
+                    .one()
                 )
+                story["payload"] = _masked(row["payload"], self.config)
+                story["price"] = finder.price_of(story["message"]["kind"], row["payload"])
+                story["name"], story["sku"] = row["name"], row["sku"]
+                story["since"] = row["updated_at"].isoformat()
                 return story
 
         story = await asyncio.to_thread(read)
         if story is None:
-            return self._render(
-                request,
-                "error.html",
-                who,
-                status=404,
-                message=word("no_message", self._lang(request)),
-                subject=message_id,
-            )
+            return self._not_found(request, who, "no_message", message_id)
         return self._render(
             request,
             "message.html",
             who,
+            status=status,
             m=story["message"],
             history=story["history"],
             payload=story["payload"],
+            price=story["price"],
+            product=story["name"],
+            sku=story["sku"],
+            since=story["since"],
+            error=error,
+            note=note,
+            done=done,
             quarantined=story["message"]["state"] == State.QUARANTINED.value,
             # Never sent: no attempt counted or recorded, none in flight (a retry sets the
             # count back to 0; the history keeps the attempts).
@@ -339,25 +472,24 @@ class Pages(Core):
         return self._render(request, "blocked.html", who, rows=await asyncio.to_thread(read))
 
     async def exchanges(self, request: web.Request, who: Who) -> web.StreamResponse:
-        """1C's exchanges (contract 9a), each staged file with the 1C document its prices carry,
-        and the bad messages the brokers delivered (contract 12: what the sources recorded in
-        the quarantine)."""
+        """1C's exchanges (contract 9a), a page at a time, each staged file with the 1C
+        document its prices carry and how many of them no worker has taken yet; and the bad
+        messages the brokers delivered (contract 12: what the sources recorded in the
+        quarantine)."""
+        number = max(_int(request.query.get("page"), 1), 1)
 
-        def read() -> dict[str, list[dict[str, Any]]]:
+        def read() -> dict[str, Any]:
             with transaction(self.engine, read_only=True) as connection:
-                rows = [
-                    dict(r)
-                    for r in connection.execute(
-                        select(cml_exchanges)
-                        .order_by(cml_exchanges.c.id.desc())
-                        .limit(EXCHANGES_SHOWN)
-                    ).mappings()
-                ]
+                rows, total = exchanges_page(
+                    connection, (number - 1) * EXCHANGES_SHOWN, EXCHANGES_SHOWN
+                )
                 refused = refused_records(connection, EXCHANGES_SHOWN)
             # The 1C document its prices carry (``source_ref``): kept with the package, in the
-            # staging database (EXCHANGE_STAGING_URL) where that is another one.
+            # staging database (EXCHANGE_STAGING_URL) where that is another one, as are the
+            # prices no worker has taken yet.
             versions = {r["version"] for r in rows if r["version"] is not None and r["intents"]}
             documents: dict[int, str] = {}
+            waiting: dict[str, int] = {}
             if versions:
                 with transaction(self.staging_engine or self.engine, read_only=True) as staged:
                     documents = {
@@ -368,14 +500,25 @@ class Pages(Core):
                             )
                         )
                     }
+                    waiting = untaken_by_document(staged, list(documents.values()))
             for r in rows:
                 staged_here = r["outcome"] == "staged" and r["intents"]
                 r["document"] = documents.get(r["version"]) if staged_here else None
-            return {"rows": rows, "refused": refused}
+                r["untaken"] = waiting.get(r["document"], 0) if r["document"] else 0
+            return {"rows": rows, "refused": refused, "total": total}
 
         shown = await asyncio.to_thread(read)
+        pages = max((shown["total"] + EXCHANGES_SHOWN - 1) // EXCHANGES_SHOWN, 1)
         return self._render(
-            request, "exchanges.html", who, rows=shown["rows"], refused=shown["refused"]
+            request,
+            "exchanges.html",
+            who,
+            rows=shown["rows"],
+            refused=shown["refused"],
+            total=shown["total"],
+            page=number,
+            pages=pages,
+            link=lambda page=None: "/exchanges" + (f"?page={page}" if page else ""),
         )
 
     async def export(self, request: web.Request, who: Who) -> web.StreamResponse:
