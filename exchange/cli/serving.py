@@ -61,7 +61,7 @@ def migrate(ctx: typer.Context) -> None:
                     f"warning: {len(beyond)} aggregate(s) hold a version of 2^62 or more that "
                     f"an older release let in: {shown}; the 1C exchange numbers its packages "
                     "below such versions, so a package's price of these aggregates is stale "
-                    "(README, 'Versions')"
+                    "(docs/staging.md, 'Versions')"
                 ),
                 markup=False,
                 highlight=False,
