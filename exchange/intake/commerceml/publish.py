@@ -415,7 +415,12 @@ def _into_scratch(
 
 
 def _not_sent(counts: Counts) -> int:
-    return counts.not_base_unit + sum(counts.unmapped.values()) + counts.too_many_prices
+    return (
+        counts.not_base_unit
+        + sum(counts.unmapped.values())
+        + counts.too_many_prices
+        + counts.no_article_prices
+    )
 
 
 def _nothing_new(version: int, read: Read | None = None) -> Outcome:
