@@ -4,8 +4,6 @@ never EXCHANGE_ONEC_PRICE_TYPES or EXCHANGE_EXCHANGE_1C_SKU)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,14 +11,8 @@ import pytest
 from exchange.errors import ConfigurationError
 from exchange.settings import load_settings
 
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    for name in list(os.environ):
-        if name.upper().startswith("EXCHANGE_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    yield
+# No EXCHANGE_* of the caller's, in a folder of the test's own (autouse, as in test_settings).
+from tests.config.test_settings import clean_environment  # noqa: F401
 
 
 def error_of(monkeypatch: pytest.MonkeyPatch, **env: str) -> str:
