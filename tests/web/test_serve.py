@@ -132,6 +132,10 @@ def test_the_serve_command_runs_until_sigterm_and_never_logs_a_secret(tmp_path: 
             if "serving on" in line:
                 port = int(line.rsplit(":", 1)[1].split()[0])
         assert port is not None, "".join(lines)
+        # The warning follows "serving on" at once: read it here, through the same buffered
+        # reader (communicate() reads the pipe beneath it and never sees what it buffered).
+        while not any("EXCHANGE_PUBLIC_URL" in s for s in lines) and time.monotonic() < deadline:
+            lines.append(process.stderr.readline() if process.stderr else "")
         url = f"http://127.0.0.1:{port}/1c_exchange.php?type=catalog&mode=checkauth"
         assert httpx.get(url, auth=(USER, PASSWORD)).text.startswith("success")
         assert httpx.get(url, auth=(USER, "wrong")).text.startswith("failure")
@@ -211,7 +215,10 @@ def test_serve_prints_1cs_address_from_the_public_url_and_no_warning(
             shown.append(line)
     finally:
         process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=30)
+        process.wait(timeout=30)
+    # Through the same buffered readers (communicate() would miss what readline buffered).
+    out = process.stdout.read() if process.stdout else ""
+    err = process.stderr.read() if process.stderr else ""
     printed = "".join(shown) + out
     assert "workbench:    https://exchange.shop.ru:8443/prices/\n" in printed, printed
     assert "1C exchange:  https://exchange.shop.ru:8443/prices/1c_exchange.php\n" in printed
