@@ -170,3 +170,14 @@ def test_the_seam_refuses_a_target_without_read_back() -> None:
 
     with pytest.raises(OperatorError, match="cannot read a price back"):
         channel_target(NoReadBack(), None)  # type: ignore[arg-type]
+
+
+def test_a_shop_that_cannot_be_reached_is_one_line_and_exit_2(
+    db_url: str, engine: Engine, shop: WooSimulator, tmp_path: Path
+) -> None:
+    deliver(db_url, engine, shop)
+    env = {**woo_env(db_url, shop), "EXCHANGE_WOO_URL": "http://127.0.0.1:9"}
+    result = Cli(tmp_path)("verify", env=env)
+    assert 2 == result.returncode
+    assert result.stderr.startswith("error: ") and 1 == len(result.stderr.splitlines())
+    assert "" == result.stdout
