@@ -4,7 +4,8 @@
     ├── ConfigurationError      bad settings: exit 2 before any work starts
     ├── DatabaseUnavailable     the database cannot be reached or is not migrated
     ├── BrokerUnavailable       a broker source (RabbitMQ, Redis) cannot be reached now
-    └── OperatorError           an operator command that cannot be carried out as asked
+    ├── OperatorError           an operator command that cannot be carried out as asked
+    └── ReadBackFailed          the shop's prices cannot be read back (exchange verify)
 
 Library exceptions (SQLAlchemy, httpx, pydantic) are converted to these at the boundary;
 the CLI prints ``str(error)`` on one line and exits 2.
@@ -40,3 +41,7 @@ class BrokerUnavailable(ExchangeError):
 
 class OperatorError(ExchangeError):
     """the command cannot be carried out as asked"""
+
+
+class ReadBackFailed(ExchangeError):
+    """the shop's prices cannot be read back"""

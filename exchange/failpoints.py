@@ -11,7 +11,7 @@ import: unset, a failpoint costs one module-level dict lookup)::
 ``kill`` is ``kill@1``. Hits are counted per process (thread-safe). SIGKILL is what a power cut,
 the OOM killer or ``kill -9`` does: no ``finally``, no rollback by the process, no flushing; the
 database must recover on its own. ``tests/faults/test_crash_points.py`` and
-``scripts/crash-runs`` use it; see the README's testing section.
+``scripts/crash-runs`` use it; see docs/development.md.
 
 The points (``POINTS``), in the order a cycle meets them:
 

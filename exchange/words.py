@@ -1148,8 +1148,12 @@ _ONEC_PARTS: tuple[tuple[str, str], ...] = (
         "не отправлено цен не за базовую единицу: {n} ({why})",
     ),
     (
-        _N + r" offers without an article \(quarantined\)",
-        "предложений без артикула: {n} (в карантине)",
+        _N + r" offers without prices: nothing to send",
+        "предложений без цен: {n} (отправлять нечего)",
+    ),
+    (
+        _N + r" offers without an article: their (?P<m>\d+) prices not sent \(quarantined\)",
+        "предложений без артикула: {n}, их цены не отправлены: {m} (в карантине)",
     ),
     (
         _N + r" offers with more than (?P<m>\d+) prices not sent \(invalid-contract\)",

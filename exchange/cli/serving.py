@@ -61,7 +61,7 @@ def migrate(ctx: typer.Context) -> None:
                     f"warning: {len(beyond)} aggregate(s) hold a version of 2^62 or more that "
                     f"an older release let in: {shown}; the 1C exchange numbers its packages "
                     "below such versions, so a package's price of these aggregates is stale "
-                    "(README, 'Versions')"
+                    "(docs/staging.md, 'Versions')"
                 ),
                 markup=False,
                 highlight=False,
@@ -163,22 +163,29 @@ def serve(ctx: typer.Context) -> None:
     the database (contract 9), so each process counts them in its own memory, and a restart
     forgets them. Several serve processes on one database give a guesser that many times the
     attempts: run one, or bound sign-ins at the proxy (docs/deployment.md, "Wrong passwords")."""
-    from exchange.web.server import addresses
+    from exchange.web.server import addresses, public_url_missing
 
     with _guard():
         settings = _settings(ctx)
         engine, staging_engine = bootstrap.engines(settings)
         scheme = "https" if settings.http_tls_cert else "http"
+        config = bootstrap.web_config(settings)
+        ways = {"onec": config.onec_open, "intake": bool(config.intake_token)}
 
         def started(port: int) -> None:
             log.info("serving on %s://%s:%d", scheme, settings.http_host, port)
-            # On stdout, for the person who started it: where to go next (issue 24 item 13).
+            # On stdout, for the person who started it: where to go next (issue 24 item 13),
+            # only the ways in that are open, from EXCHANGE_PUBLIC_URL when set (contract 15).
+            public = settings.public_url
             where = addresses(
-                scheme=scheme, host=settings.http_host, port=port, public=settings.workbench_url
+                scheme=scheme, host=settings.http_host, port=port, public=public, **ways
             )
             for what, address in where:
                 out.print(f"{what + ':':<13} {address}", markup=False, highlight=False)
             out.file.flush()
+            warning = public_url_missing(public=public, **ways)
+            if warning:
+                log.warning(warning)
 
         async def main() -> int:
             await bootstrap.http_server(

@@ -60,7 +60,7 @@ def _refuse_an_incompatible_staging_table(engine: Engine) -> None:
     if differences:
         raise DatabaseUnavailable(
             f"{STAGING_TABLE} already exists and differs from the contract: "
-            f"{'; '.join(differences)}. Alter it to the contract's columns (README, "
+            f"{'; '.join(differences)}. Alter it to the contract's columns (docs/staging.md, "
             "'The staging table') or drop it, then run `exchange migrate` again"
         )
 

@@ -43,6 +43,7 @@ from exchange.domain.states import State
 from exchange.errors import ExchangeError
 from exchange.intake.stage import stage
 from exchange.ops.quarantine import Filters
+from exchange.ops.verify import latest_delivered
 from exchange.report import collect as report
 from exchange.runner import run_until_idle
 from exchange.settings import Settings, load_settings
@@ -265,12 +266,6 @@ def _summary(engine: Any, site: SiteSimulator, elapsed: float) -> dict[str, Any]
                 )
             }
         )
-        delivered = (
-            select(messages.c.aggregate, func.max(messages.c.version))
-            .where(messages.c.kind == "price", messages.c.state == State.DELIVERED.value)
-            .group_by(messages.c.aggregate)
-        )
-        latest = {aggregate: version for aggregate, version in connection.execute(delivered)}
         stale = set(
             connection.execute(
                 select(messages.c.message_id).where(
@@ -278,6 +273,8 @@ def _summary(engine: Any, site: SiteSimulator, elapsed: float) -> dict[str, Any]
                 )
             ).scalars()
         )
+    # What exchange verify compares: the highest delivered version of each price aggregate.
+    latest = {d.message.aggregate: d.message.version for d in latest_delivered(engine)}
     # What the site applied (it applies any version: see the module docstring), not what the
     # service believes: these figures fail when the service sends what it must not.
     held = {agg: v for (kind, agg), v in site.held_versions().items() if kind == "price"}

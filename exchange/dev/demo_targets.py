@@ -42,6 +42,7 @@ from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
 from exchange.intake.stage import stage
 from exchange.ops.quarantine import Filters
+from exchange.ops.verify import latest_delivered
 from exchange.report import collect as report
 from exchange.runner import run_until_idle
 from exchange.settings import Settings, load_settings
@@ -225,19 +226,6 @@ def run_target_demo(
                     )
                 }
             )
-            latest = dict(
-                connection.execute(
-                    select(messages.c.aggregate, func.max(messages.c.version))
-                    .where(messages.c.state == "delivered", messages.c.kind == "price")
-                    .group_by(messages.c.aggregate)
-                ).all()
-            )
-            payloads = {
-                (a, v): p
-                for a, v, p in connection.execute(
-                    select(messages.c.aggregate, messages.c.version, messages.c.payload)
-                )
-            }
             data = report.collect(
                 connection, Filters(), SystemClock().now(), zone=settings.display_tz
             )
@@ -245,13 +233,13 @@ def run_target_demo(
     report.export(data, "html", "ru", report_path)
     report.export(data, "json", "ru", directory / f"quarantine-{target}.json")
     wrong = []
-    for aggregate, version in latest.items():
-        payload = json.loads(payloads[(aggregate, version)])
+    for delivered in latest_delivered(engine):  # what exchange verify compares, too
+        payload = json.loads(delivered.message.payload)
         if payload.get("price_type") != "retail":  # the shop's price the summary reads
             continue
-        held = site.price(payload["sku"])
+        held = site.price(delivered.sku)
         if held is None or Decimal(held) != Decimal(payload["price"]):
-            wrong.append(aggregate)
+            wrong.append(delivered.message.aggregate)
     console.print(f"{target}: idle after {elapsed:.1f} s")
     for (state, reason), n in sorted(by.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         console.print(f"  {state:<12} {reason or '':<22} {n}")

@@ -70,11 +70,14 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
+from exchange.dev.catalogue import Catalogue
 from exchange.dev.httpsim import RATE_LIMITED_PAGE, Handler, LoopbackServer, RateLimit, php_get
 
 API = "/wp-json/wc/v3"
@@ -156,7 +159,10 @@ class WooSimulator(LoopbackServer):
     ) -> None:
         """``auto``: a SKU never seen becomes a product on first lookup when its name starts with
         ``VAR-`` it is a variation of product 1 (so tests and the demo need no catalogue); a
-        SKU starting with ``NOSUCH`` never exists."""
+        SKU starting with ``NOSUCH`` never exists. A rehearsal with the owner's catalogue
+        (``hold``) turns it off: the shop has those SKUs and no others, and ``lacking`` lists
+        every SKU asked for that it does not have (``on_lacking`` is told each the first
+        time), as a real shop would answer it: not at all."""
         super().__init__()
         # A WordPress installed in a subdirectory (home ``http://host/shop``): every route is
         # under it. Plain permalinks (the default of a new WordPress): /wp-json/ is not a route
@@ -183,6 +189,8 @@ class WooSimulator(LoopbackServer):
         self._state = threading.RLock()
         self.items[1] = Item(1, "PARENT-1", 0, "")
         self._by_sku: dict[str, Item] = {"PARENT-1": self.items[1]}
+        self.lacking: dict[str, None] = {}  # SKUs asked for that the shop lacks, in order
+        self.on_lacking: Callable[[str], None] | None = None
 
     # -- catalogue -----------------------------------------------------------------------
 
@@ -208,12 +216,24 @@ class WooSimulator(LoopbackServer):
         with self._state:
             self._by_sku[sku].status = "trash"
 
+    def hold(self, catalogue: Catalogue) -> None:
+        """The owner's catalogue: these SKUs (variations under product 1) and no others."""
+        with self._state:
+            self.auto = False
+            for sku in catalogue.skus:
+                if sku not in self._by_sku:
+                    self.add(sku, 1 if sku in catalogue.variations else 0)
+
     def by_sku(self, sku: str) -> Item | None:
         with self._state:
             if sku in self._by_sku:
                 return self._by_sku[sku]
             if self.auto and not sku.startswith("NOSUCH"):
                 return self.add(sku, 1 if sku.startswith("VAR-") else 0)
+            if sku not in self.lacking:
+                self.lacking[sku] = None
+                if self.on_lacking is not None:
+                    self.on_lacking(sku)
             return None
 
     def history(self, sku: str) -> list[str]:
@@ -652,15 +672,34 @@ class _WooHandler(Handler):
 def main(argv: list[str] | None = None) -> None:
     """``python -m exchange.dev.woosim --port N``: a WooCommerce shop in the foreground, for
     ``exchange check`` and ``exchange run`` (every SKU exists but ``NOSUCH-*``; ``VAR-*`` are
-    variations). The key and secret: EXCHANGE_WOO_KEY/_SECRET when set, else demo values."""
+    variations). The key and secret: EXCHANGE_WOO_KEY/_SECRET when set, else demo values.
+
+    ``--catalogue FILE`` (the shop owner's rehearsal, contract 15): the shop holds the SKUs of
+    that file (a list, or WooCommerce's product CSV export) and no others; each SKU the
+    service asks for that the shop lacks is printed as it comes, and all of them at the end."""
+    from exchange.dev.catalogue import CatalogueError, read_catalogue
     from exchange.dev.httpsim import arguments, credential, run_in_foreground, setting_line
 
-    args = arguments(
+    parser = arguments(
         "python -m exchange.dev.woosim", "Serve a simulated WooCommerce shop until Ctrl-C."
-    ).parse_args(argv)
+    )
+    parser.add_argument(
+        "--catalogue",
+        metavar="FILE",
+        help="the shop's SKUs: one a line, or WooCommerce's product CSV export",
+    )
+    args = parser.parse_args(argv)
     key, key_set = credential("EXCHANGE_WOO_KEY", "ck_demo_key")
     secret, secret_set = credential("EXCHANGE_WOO_SECRET", "cs_demo_secret")
     sim = WooSimulator(key, secret)
+    if args.catalogue:
+        try:
+            catalogue = read_catalogue(Path(args.catalogue))
+        except CatalogueError as exc:
+            parser.exit(2, f"error: {exc}\n")
+        sim.hold(catalogue)
+        print(f"the shop holds the {len(catalogue.skus)} SKUs of {args.catalogue}", flush=True)
+        sim.on_lacking = lambda sku: print(f"the shop lacks SKU {sku!r}", flush=True)
     sim.host, sim.port = args.host, args.port
     run_in_foreground(
         sim,
@@ -673,6 +712,11 @@ def main(argv: list[str] | None = None) -> None:
             setting_line("EXCHANGE_WOO_PRICE_FIELDS", '{"retail": "regular_price"}'),
         ],
     )
+    if args.catalogue:
+        lacking = list(sim.lacking)
+        print(f"SKUs sent that the shop lacks: {len(lacking)}", flush=True)
+        for sku in lacking:
+            print(f"  {sku}", flush=True)
 
 
 if __name__ == "__main__":

@@ -289,7 +289,7 @@ class Notifier:
         self.stalled_after = settings.notify_stalled_after
         self.lang: Lang = settings.report_lang
         self.database = safe_url(settings.database_url)
-        self.workbench_url = settings.workbench_url
+        self.workbench_url = settings.public_url
         self.zone = settings.display_tz
         self.sender = sender or settings.worker_id
         # Data may quote a secret (an operator's note, a site's error): masked like the report.

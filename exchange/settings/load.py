@@ -17,6 +17,7 @@ from sqlalchemy.engine import make_url
 
 from exchange.errors import ConfigurationError
 from exchange.settings.model import Settings
+from exchange.settings.rules import _variable
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
@@ -46,7 +47,7 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
 def describe_settings_error(exc: Exception) -> str:
     text = str(exc)
     match = re.search(r'field "([a-z_]+)"', text)
-    name = f"EXCHANGE_{match.group(1).upper()}" if match else "the configuration"
+    name = _variable(match.group(1)) if match else "the configuration"
     return f"invalid configuration: {name}: cannot be read (expected JSON for tables/lists)"
 
 
@@ -58,7 +59,7 @@ def describe_validation_error(exc: ValidationError) -> str:
         if not where:  # a rule across fields names its variables itself
             parts.append(message)
             continue
-        name = f"EXCHANGE_{where.split('.')[0].upper()}"
+        name = _variable(where.split(".")[0])
         if "." in where:
             name += f" ({where.split('.', 1)[1]})"
         parts.append(f"{name}: {message}")

@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
 
 from exchange.errors import ConfigurationError
 from exchange.settings.rules import MAX_SECONDS, _distinct_text, _finite_seconds, tls_context
 
 
 class NotifySettings(BaseModel):
-    """EXCHANGE_NOTIFY_* and EXCHANGE_WORKBENCH_URL."""
+    """EXCHANGE_NOTIFY_* and EXCHANGE_PUBLIC_URL (the address notifications link to)."""
 
     # -- notifications to the operators (issue 16 item 6): off unless a channel is set -------
     notify_every: float = Field(
@@ -89,10 +89,19 @@ class NotifySettings(BaseModel):
         description="The Bot API's base URL (a local Bot API server, or a simulated one in "
         "tests). http:// only for loopback.",
     )
-    workbench_url: str | None = Field(
+    public_url: str | None = Field(
         None,
-        description="The workbench's address as the operators open it (e.g. "
-        "https://exchange.shop.local:8443), put into notifications; unset: not mentioned.",
+        # EXCHANGE_WORKBENCH_URL is its old name, still read (contract 15); the last choice is
+        # the TOML key the reference shows.
+        validation_alias=AliasChoices(
+            "exchange_public_url", "exchange_workbench_url", "workbench_url", "public_url"
+        ),
+        description="The address by which 1C and the operators reach exchange serve (scheme, "
+        "host, port, path; e.g. https://exchange.shop.ru:8443/exchange), as a proxy or a "
+        "name outside this machine makes it: serve prints 1C's, the intake's and the "
+        "workbench's addresses from it, and notifications link to it. Unset: serve prints its "
+        "listen address and warns that 1C needs this one. EXCHANGE_WORKBENCH_URL is its old "
+        "name, still read.",
     )
 
     @field_validator("notify_every", "notify_stalled_after", mode="before")
@@ -100,7 +109,7 @@ class NotifySettings(BaseModel):
     def _notify_seconds(cls, value: Any) -> Any:
         return _finite_seconds(value)
 
-    @field_validator("notify_telegram_api_url", "workbench_url")
+    @field_validator("notify_telegram_api_url", "public_url")
     @classmethod
     def _notify_url(cls, value: str | None) -> str | None:
         if value is None or value.strip() == "":
@@ -109,6 +118,8 @@ class NotifySettings(BaseModel):
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc:
             raise ValueError("must be an http(s) URL with a host and no user:password@")
+        if parts.query or parts.fragment:
+            raise ValueError("must be an address without ?query or #fragment")
         return value.rstrip("/")
 
     @field_validator("notify_smtp_host", "notify_smtp_from", "notify_telegram_chat_id")

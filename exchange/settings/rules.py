@@ -62,8 +62,13 @@ def _finite_seconds(value: Any, *, most: float = MAX_SECONDS, unit: str = "secon
 
 
 def _variable(name: str, *, from_file: bool = False) -> str:
-    """The environment variable of a setting: ``onec_password`` -> ``EXCHANGE_1C_PASSWORD``."""
-    return "EXCHANGE_" + name.replace("onec_", "1c_").upper() + ("_FILE" if from_file else "")
+    """The environment variable of a setting, from its field name or the alias it was read
+    under: ``onec_password``, ``1c_password`` and ``exchange_1c_password`` are all
+    ``EXCHANGE_1C_PASSWORD`` (the one place that names a variable: errors, checks)."""
+    name = name.lower().removeprefix("exchange_")
+    if name.startswith("onec_"):
+        name = "1c_" + name.removeprefix("onec_")
+    return "EXCHANGE_" + name.upper() + ("_FILE" if from_file else "")
 
 
 def is_loopback(host: str | None) -> bool:

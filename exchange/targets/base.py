@@ -25,6 +25,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Protocol, runtime_checkable
 
 from exchange.domain.verdicts import Classification
@@ -111,4 +112,38 @@ class PacedTarget(Target, Protocol):
 
     def pace_with(self, pacer: Pacer) -> None:
         """Every request from now on takes its turn from ``pacer``."""
+        ...
+
+
+# -- reading prices back (exchange verify, contract 15) -----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HeldPrice:
+    """What a shop holds now for one delivered price message, read back."""
+
+    message_id: str
+    sku: str
+    where: str  # the shop's name for the price: regular_price, sale_price, a marketplace's own
+    sent: Decimal | None  # the price the message carried; None: it could not be read
+    held: Decimal | None  # what the shop holds there; None: no price at all
+    found: bool = True  # False: the shop has no product with this SKU
+    unreadable: str | None = None  # why this message's price could not be compared
+
+    @property
+    def agrees(self) -> bool:
+        """The one rule of verify: the shop has the product and holds the price as sent."""
+        return self.unreadable is None and self.found and self.held == self.sent
+
+
+@runtime_checkable
+class ReadsPrices(Protocol):
+    """A target that can read prices back from the shop (``exchange verify``): WooCommerce
+    today, the marketplaces later. The shop API's and 1C-Bitrix's protocols have no way to
+    read a price back, so their targets do not offer it and verify says so."""
+
+    async def read_prices(self, messages: Sequence[OutgoingMessage]) -> list[HeldPrice]:
+        """The prices the shop holds now for these delivered messages, one per message, in
+        order, with no effect on the shop; raises ``ReadBackFailed`` when the shop cannot be
+        read at all (not reached, the key refused)."""
         ...

@@ -149,13 +149,14 @@ async def serve(
 
 
 def addresses(
-    *, scheme: str, host: str, port: int, public: str | None = None
+    *, scheme: str, host: str, port: int, public: str | None, onec: bool, intake: bool
 ) -> list[tuple[str, str]]:
-    """What ``serve`` tells a person when it starts (issue 24 item 13): where the workbench,
-    1C's exchange and the JSON intake answer, as (what, address). ``public``
-    (EXCHANGE_WORKBENCH_URL, the address the operators open, e.g. behind a proxy) wins; a
-    wildcard host (``0.0.0.0``, ``::``) is shown by this machine's name, an IPv6 address in
-    brackets."""
+    """What ``serve`` tells a person when it starts (issue 24 item 13, contract 15): where the
+    workbench and, only when they are open (``onec``, ``intake``), 1C's exchange and the JSON
+    intake answer, as (what, address). ``public`` (EXCHANGE_PUBLIC_URL: scheme, host, port and
+    path by which 1C reaches serve, e.g. behind a proxy) wins; unset, the listen address, a
+    wildcard host (``0.0.0.0``, ``::``) shown by this machine's name, an IPv6 address in
+    brackets (``public_url_missing`` says why that is not 1C's address)."""
     if public:
         base = public.rstrip("/")
     else:
@@ -169,11 +170,26 @@ def addresses(
         elif address is not None and address.version == 6:
             shown = f"[{host}]"
         base = f"{scheme}://{shown}:{port}"
-    return [
-        ("workbench", f"{base}/"),
-        ("1C exchange", f"{base}{ONEC_PATHS[0]}"),
-        ("JSON intake", f"{base}{INTAKE_PATH}"),
-    ]
+    where = [("workbench", f"{base}/")]
+    if onec:
+        where.append(("1C exchange", f"{base}{ONEC_PATHS[0]}"))
+    if intake:
+        where.append(("JSON intake", f"{base}{INTAKE_PATH}"))
+    return where
+
+
+def public_url_missing(*, public: str | None, onec: bool, intake: bool) -> str | None:
+    """The warning ``serve`` gives beside its listen address when EXCHANGE_PUBLIC_URL is unset
+    and a way in for 1C is open: 1C runs on another machine and reaches serve by a name, a port
+    and maybe a path of a proxy that serve cannot know (contract 15)."""
+    if public or not (onec or intake):
+        return None
+    return (
+        "EXCHANGE_PUBLIC_URL is not set: the addresses above are where serve listens; 1C "
+        "needs the address it reaches serve by (scheme, host, port, path, e.g. "
+        "https://exchange.shop.ru/): set EXCHANGE_PUBLIC_URL to it, and serve prints 1C's "
+        "address from it"
+    )
 
 
 def _enough_descriptors(connections: int) -> None:

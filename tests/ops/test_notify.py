@@ -60,7 +60,7 @@ def mail_settings(
         "notify_smtp_from": "exchange@shop.example",
         "notify_smtp_to": ["ops@shop.example"],
         "notify_every": EVERY,
-        "workbench_url": "https://exchange.shop.example:8443",
+        "public_url": "https://exchange.shop.example:8443",
     }
     return fast_settings(db_url, site.url if site else None, **{**options, **more})
 

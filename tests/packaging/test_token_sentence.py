@@ -1,5 +1,6 @@
 """Issue 16: one true sentence on replacing the site token, the same everywhere it is said
-(the README, the deployment guide; the Russian runbook says the same in Russian)."""
+(the configuration page docs/settings.md, the deployment guide; the Russian runbook says the
+same in Russian)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def _flat(path: str) -> str:
 
 
 def test_the_token_sentence_is_the_same_everywhere() -> None:
-    for path in ("README.md", "docs/deployment.md"):
+    for path in ("docs/settings.md", "docs/deployment.md"):
         assert SENTENCE in _flat(path), path
     runbook = _flat("docs/runbook.ru.md")
     assert "пользуется старым, пока сайт его не отвергнет, затем перечитывает файл" in runbook

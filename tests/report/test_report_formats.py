@@ -323,7 +323,7 @@ def test_html_labels_are_in_the_chosen_language(lang: Lang) -> None:
 
 # -- JSON ----------------------------------------------------------------------------------------
 
-# The stable names the README documents: `quarantine list --json`'s, then the report's own.
+# The stable names docs/report.md documents: `quarantine list --json`'s, then the report's own.
 LIST_FIELDS = {
     "message_id",
     "kind",

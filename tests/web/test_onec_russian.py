@@ -186,8 +186,9 @@ SERVICE_TEXTS = [
     "catalogue read: 2 price types, 300 articles kept",
     "no price of a mapped type: the file has Закупочная, Розничная; map them in "
     "EXCHANGE_1C_PRICE_TYPES",
-    "4 prices staged from 2 offers; 2 of unmapped price types not sent (Закупочная); 1 not "
-    "sent: not of the base unit (Коэффициент/МинКоличество); 1 offers without an article "
+    "4 prices staged from 2 offers; 1 offers without prices: nothing to send; 2 of unmapped "
+    "price types not sent (Закупочная); 1 not sent: not of the base unit "
+    "(Коэффициент/МинКоличество); 1 offers without an article: their 2 prices not sent "
     "(quarantined); 1 offers with more than 64 prices not sent (invalid-contract)",
     "the file is empty",
     "a document type declaration (DTD) is not allowed in a CommerceML file",

@@ -132,6 +132,10 @@ def test_the_serve_command_runs_until_sigterm_and_never_logs_a_secret(tmp_path: 
             if "serving on" in line:
                 port = int(line.rsplit(":", 1)[1].split()[0])
         assert port is not None, "".join(lines)
+        # The warning follows "serving on" at once: read it here, through the same buffered
+        # reader (communicate() reads the pipe beneath it and never sees what it buffered).
+        while not any("EXCHANGE_PUBLIC_URL" in s for s in lines) and time.monotonic() < deadline:
+            lines.append(process.stderr.readline() if process.stderr else "")
         url = f"http://127.0.0.1:{port}/1c_exchange.php?type=catalog&mode=checkauth"
         assert httpx.get(url, auth=(USER, PASSWORD)).text.startswith("success")
         assert httpx.get(url, auth=(USER, "wrong")).text.startswith("failure")
@@ -146,7 +150,10 @@ def test_the_serve_command_runs_until_sigterm_and_never_logs_a_secret(tmp_path: 
     # Where to go next, on stdout for the person who started it (issue 24 item 13).
     assert f"workbench:    http://127.0.0.1:{port}/\n" in out, out
     assert f"1C exchange:  http://127.0.0.1:{port}/1c_exchange.php\n" in out, out
-    assert f"JSON intake:  http://127.0.0.1:{port}/api/v1/intents\n" in out, out
+    # Contract 15: no address for a way in that is closed (the intake has no token here), and
+    # without EXCHANGE_PUBLIC_URL a warning that 1C needs the public address, not this one.
+    assert "JSON intake" not in out, out
+    assert "EXCHANGE_PUBLIC_URL is not set" in "".join(lines) + err
 
 
 def test_serve_prints_the_workbench_address_that_answers_with_its_sign_in_page(
@@ -180,6 +187,45 @@ def test_serve_prints_the_workbench_address_that_answers_with_its_sign_in_page(
         process.communicate(timeout=30)
 
 
+@pytest.mark.parametrize("variable", ["EXCHANGE_PUBLIC_URL", "EXCHANGE_WORKBENCH_URL"])
+def test_serve_prints_1cs_address_from_the_public_url_and_no_warning(
+    tmp_path: Path, variable: str
+) -> None:
+    """Contract 15: with EXCHANGE_PUBLIC_URL (or its old name) serve prints the address 1C
+    must use, path included, never its loopback listen address; the closed intake gets none."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")},
+        "EXCHANGE_DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}",
+        "EXCHANGE_HTTP_PORT": "0",
+        "EXCHANGE_1C_USER": USER,
+        "EXCHANGE_1C_PASSWORD": PASSWORD,
+        "EXCHANGE_1C_DIR": str(tmp_path / "1c"),
+        variable: "https://exchange.shop.ru:8443/prices/",
+    }
+    command = [sys.executable, "-m", "exchange"]
+    subprocess.run([*command, "migrate"], env=env, check=True, capture_output=True)
+    process = subprocess.Popen(
+        [*command, "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        shown: list[str] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(s.startswith("1C") for s in shown):
+            line = process.stdout.readline() if process.stdout else ""
+            shown.append(line)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+    # Through the same buffered readers (communicate() would miss what readline buffered).
+    out = process.stdout.read() if process.stdout else ""
+    err = process.stderr.read() if process.stderr else ""
+    printed = "".join(shown) + out
+    assert "workbench:    https://exchange.shop.ru:8443/prices/\n" in printed, printed
+    assert "1C exchange:  https://exchange.shop.ru:8443/prices/1c_exchange.php\n" in printed
+    assert "JSON intake" not in printed and "127.0.0.1" not in printed
+    assert "EXCHANGE_PUBLIC_URL is not set" not in err
+
+
 @pytest.mark.parametrize(
     ("host", "public", "expected"),
     [
@@ -194,9 +240,51 @@ def test_the_printed_addresses_follow_the_host_and_the_public_url(
 ) -> None:
     from exchange.web.server import addresses
 
-    where = dict(addresses(scheme="http", host=host, port=8080, public=public))
+    where = dict(
+        addresses(scheme="http", host=host, port=8080, public=public, onec=True, intake=True)
+    )
     assert expected == where["workbench"]
     assert where["1C exchange"] == expected + "1c_exchange.php"
+    assert where["JSON intake"] == expected + "api/v1/intents"
+
+
+def test_the_public_url_gives_1c_its_scheme_host_port_and_path() -> None:
+    """Contract 15: EXCHANGE_PUBLIC_URL is the whole address 1C uses, a proxy's path too."""
+    from exchange.web.server import addresses, public_url_missing
+
+    public = "https://exchange.shop.ru:8443/prices"
+    where = dict(
+        addresses(scheme="http", host="0.0.0.0", port=8080, public=public, onec=True, intake=False)
+    )
+    assert {
+        "workbench": "https://exchange.shop.ru:8443/prices/",
+        "1C exchange": "https://exchange.shop.ru:8443/prices/1c_exchange.php",
+    } == where
+    assert public_url_missing(public=public, onec=True, intake=False) is None
+
+
+@pytest.mark.parametrize(
+    ("onec", "intake", "shown"),
+    [
+        (False, False, ["workbench"]),
+        (True, False, ["workbench", "1C exchange"]),
+        (False, True, ["workbench", "JSON intake"]),
+        (True, True, ["workbench", "1C exchange", "JSON intake"]),
+    ],
+)
+def test_only_the_ways_in_that_are_open_get_an_address(
+    onec: bool, intake: bool, shown: list[str]
+) -> None:
+    from exchange.web.server import addresses, public_url_missing
+
+    where = addresses(
+        scheme="http", host="127.0.0.1", port=8080, public=None, onec=onec, intake=intake
+    )
+    assert shown == [what for what, _ in where]
+    # The warning speaks of 1C: given when a way in for 1C is open and no public address is set.
+    warned = public_url_missing(public=None, onec=onec, intake=intake)
+    assert (onec or intake) == (warned is not None)
+    assert warned is None or "EXCHANGE_PUBLIC_URL" in warned
 
 
 def test_a_wildcard_host_is_shown_by_the_machines_name() -> None:
@@ -204,7 +292,9 @@ def test_a_wildcard_host_is_shown_by_the_machines_name() -> None:
 
     from exchange.web.server import addresses
 
-    where = dict(addresses(scheme="https", host="0.0.0.0", port=443))
+    where = dict(
+        addresses(scheme="https", host="0.0.0.0", port=443, public=None, onec=False, intake=False)
+    )
     assert f"https://{socket.getfqdn()}:443/" == where["workbench"]
 
 

@@ -3,7 +3,7 @@
 Never ``playwright install``: the browser is the distribution's (``apt-get install -y
 chromium``), launched by path. Without it the tests skip on a developer's machine and FAIL
 under CI=true, so that CI can never pass without having run them. The screenshots of the main
-pages land in docs/img/ (referenced from the README) when WORKBENCH_SCREENSHOTS=1.
+pages land in docs/img/ (referenced from docs/workbench.md) when WORKBENCH_SCREENSHOTS=1.
 """
 
 from __future__ import annotations

@@ -104,6 +104,7 @@ class Counts:
     not_base_unit: int = 0
     unmapped: Counter[str] = field(default_factory=Counter)
     no_article: int = 0
+    no_article_prices: int = 0  # written, and quarantined by intake: never sent (issue 34)
     too_many_prices: int = 0  # offers with more than MAX_PRICES prices: invalid-contract
     # prices of an offer whose sku (Ид or Артикул) is longer than the contract allows
     too_long: int = 0
@@ -112,7 +113,12 @@ class Counts:
     repeated: int = 0
 
     def summary(self) -> str:
-        parts = [f"{self.intents} prices staged from {self.offers} offers"]
+        """What 1C is told (issue 34 item 11: honest counts): the prices that go on to the
+        shop, then every offer and price that does not and why."""
+        sent = self.intents - self.no_article_prices
+        parts = [f"{sent} prices staged from {self.offers} offers"]
+        if self.offers_without_prices:
+            parts.append(f"{self.offers_without_prices} offers without prices: nothing to send")
         if self.unmapped:
             names = ", ".join(sorted(self.unmapped))
             parts.append(
@@ -123,7 +129,10 @@ class Counts:
                 f"{self.not_base_unit} not sent: not of the base unit (Коэффициент/МинКоличество)"
             )
         if self.no_article:
-            parts.append(f"{self.no_article} offers without an article (quarantined)")
+            parts.append(
+                f"{self.no_article} offers without an article: their {self.no_article_prices} "
+                "prices not sent (quarantined)"
+            )
         if self.too_many_prices:
             parts.append(
                 f"{self.too_many_prices} offers with more than {MAX_PRICES} prices not sent "
@@ -267,6 +276,8 @@ class Mapper:
                 self._written.add(digest)
             out(aggregate, payload, product)
             counts.intents += 1
+            if not sku:
+                counts.no_article_prices += 1
 
     def _sku(self, offer: Offer) -> str:
         if self.sku_mode == "id":

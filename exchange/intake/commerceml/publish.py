@@ -464,6 +464,7 @@ def _not_sent(counts: Counts) -> int:
         + counts.too_many_prices
         + counts.too_long
         + counts.repeated
+        + counts.no_article_prices
     )
 
 

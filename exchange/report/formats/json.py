@@ -1,4 +1,4 @@
-"""The report as JSON, for machines. The field names are stable (README, "The operators'
+"""The report as JSON, for machines. The field names are stable (docs/report.md, "The operators'
 report"): each entry keeps every field of ``exchange quarantine list --json`` and adds its own.
 """
 

@@ -49,7 +49,8 @@ import httpx
 
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
-from exchange.targets.base import UNPACED, OutgoingMessage, Pacer
+from exchange.errors import ReadBackFailed
+from exchange.targets.base import UNPACED, HeldPrice, OutgoingMessage, Pacer
 from exchange.targets.prices import read_price
 from exchange.targets.shop_api.batch import chunks
 from exchange.targets.wire import (
@@ -218,6 +219,36 @@ class WooCommerceTarget:
             return whole.classification
         return Classification(Verdict.DELIVERED, "the key may write")
 
+    # -- reading prices back (exchange verify, contract 15) ---------------------------------
+
+    async def read_prices(self, messages: Sequence[OutgoingMessage]) -> list[HeldPrice]:
+        """What the shop holds for each delivered price, read by SKU (never by a remembered
+        id: a product deleted and made again is read as it is now), with the lookups of
+        ``send``; the price field each message's type maps to, compared as Decimal."""
+        read = [(m, self._read(m)) for m in messages]
+        skus = {p.sku for _, p in read if isinstance(p, _Price)}
+        try:
+            listed = await self._lookup(skus)
+        except _Answer as whole:
+            raise ReadBackFailed(whole.classification.detail) from None
+        held: list[HeldPrice] = []
+        for message, p in read:
+            if not isinstance(p, _Price):
+                held.append(HeldPrice(message.message_id, "", "", None, None, unreadable=p.detail))
+                continue
+            item = listed.get(p.sku)
+            held.append(
+                HeldPrice(
+                    message.message_id,
+                    p.sku,
+                    p.field,
+                    p.amount,
+                    _amount(item.get(p.field)) if item is not None else None,
+                    found=item is not None,
+                )
+            )
+        return held
+
     # -- steps -----------------------------------------------------------------------------
 
     def _read(self, message: OutgoingMessage) -> _Price | Classification:
@@ -233,25 +264,34 @@ class WooCommerceTarget:
 
     async def _where(self, skus: set[str]) -> dict[str, Where]:
         known = await asyncio.to_thread(self.ids.get, sorted(skus))
-        missing = sorted(skus - known.keys())
         found: dict[str, Where] = {}
+        for sku, item in (await self._lookup(skus - known.keys())).items():
+            ident, parent = item.get("id"), item.get("parent_id")
+            if isinstance(ident, int):
+                found[sku] = (ident, parent if isinstance(parent, int) and parent else None)
+        if found:
+            await asyncio.to_thread(self.ids.put, found)
+        return {**known, **found}
+
+    async def _lookup(self, skus: set[str]) -> dict[str, dict[str, Any]]:
+        """The shop's products and variations by SKU, as the shop lists them: ``GET
+        products?sku=a,b,…`` (WC_REST_Products_Controller::prepare_objects_query: with ``sku``
+        the query covers product and product_variation alike), 100 SKUs a request, the most
+        ``per_page`` allows. A SKU the shop lacks (or keeps in the trash) is not in the answer."""
+        found: dict[str, dict[str, Any]] = {}
         # A comma separates SKUs in the filter: a SKU holding one is looked up alone.
-        plain = [s for s in missing if "," not in s]
+        plain = sorted(s for s in skus if "," not in s)
         lookups = [plain[i : i + MAX_ITEMS] for i in range(0, len(plain), MAX_ITEMS)]
-        lookups += [[s] for s in missing if "," in s]
+        lookups += [[s] for s in sorted(skus) if "," in s]
         for group in lookups:
             response = await self._get(
                 "/products", params={"sku": ",".join(group), "per_page": str(MAX_ITEMS)}
             )
-            items = _json_list(response)
-            for item in items:
-                sku, ident = item.get("sku"), item.get("id")
-                if sku in group and isinstance(ident, int):
-                    parent = item.get("parent_id")
-                    found[sku] = (ident, parent if isinstance(parent, int) and parent else None)
-        if found:
-            await asyncio.to_thread(self.ids.put, found)
-        return {**known, **found}
+            for item in _json_list(response):
+                sku = item.get("sku")
+                if isinstance(sku, str) and sku in group:
+                    found[sku] = item
+        return found
 
     async def _write_group(
         self, parent: int | None, items: list[tuple[_Price, int]]

@@ -1,0 +1,152 @@
+"""``exchange verify`` (contract 15): read prices back from the shop and list where it differs
+from the latest delivered price of each SKU and price type.
+
+What was delivered comes from the queue (the highest delivered version of each price
+aggregate); what the shop holds comes from the target's read-back seam
+(``targets.base.ReadsPrices``), so a marketplace's target offers verify by implementing one
+method. A target without the seam (the shop API, 1C-Bitrix: their protocols cannot read a
+price back) is refused in one line, exit 2, as is a channel that is not there.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import Engine, and_, exists, select
+from sqlalchemy.orm import aliased
+
+from exchange.db.engine import transaction
+from exchange.db.schema import Message
+from exchange.domain.states import State
+from exchange.errors import OperatorError
+from exchange.targets.base import HeldPrice, OutgoingMessage, ReadsPrices, Target
+
+# Prices only: a financial posting is an event, not a value a shop holds to compare.
+PRICE_KIND = "price"
+
+
+@dataclass(frozen=True, slots=True)
+class Delivered:
+    """The latest delivered price of one aggregate, as it left for the shop."""
+
+    message: OutgoingMessage
+    sku: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    channel: str
+    held: list[HeldPrice]
+    not_delivered: list[str]  # SKUs asked for (--sku) with no delivered price to compare
+
+    @property
+    def differing(self) -> list[HeldPrice]:
+        return [h for h in self.held if not h.agrees]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "channel": self.channel,
+            "checked": len(self.held),
+            "agree": len(self.held) - len(self.differing),
+            "differ": [_held_json(h) for h in self.differing],
+            "not_delivered": self.not_delivered,
+        }
+
+
+def channel_target(target: Target, channel: str | None) -> ReadsPrices:
+    """The channel's target, when it can read prices back. Today there is one channel, named
+    after EXCHANGE_TARGET (contract 13's channels come later); any other name is refused."""
+    if channel is not None and channel != target.name:
+        raise OperatorError(
+            f"no channel {channel!r}: the one channel is {target.name!r} (EXCHANGE_TARGET)"
+        )
+    if not isinstance(target, ReadsPrices):
+        raise OperatorError(
+            f"the {target.name} target cannot read a price back from the shop (its protocol "
+            "has no way to): exchange verify works with woocommerce, and later the marketplaces"
+        )
+    return target
+
+
+def latest_delivered(engine: Engine) -> list[Delivered]:
+    """The highest delivered version of every price aggregate, in one statement."""
+    newer = aliased(Message)
+    query = (
+        select(
+            Message.message_id,
+            Message.kind,
+            Message.aggregate,
+            Message.version,
+            Message.payload,
+            Message.created_at,
+        )
+        .where(Message.state == State.DELIVERED.value, Message.kind == PRICE_KIND)
+        .where(
+            ~exists().where(
+                and_(
+                    newer.aggregate_id == Message.aggregate_id,
+                    newer.state == State.DELIVERED.value,
+                    newer.version > Message.version,
+                )
+            )
+        )
+        .order_by(Message.aggregate)
+    )
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(query).all()
+    return [
+        Delivered(OutgoingMessage(r[0], r[1], r[2], r[3], r[4], r[5]), _sku(r[4], r[2]))
+        for r in rows
+    ]
+
+
+def choose(
+    delivered: Sequence[Delivered],
+    *,
+    skus: Sequence[str] = (),
+    sample: int | None = None,
+    rng: random.Random | None = None,
+) -> tuple[list[Delivered], list[str]]:
+    """The prices to read back: every one, those of the SKUs asked for (and which of those
+    have none delivered), or a random sample of ``sample`` SKUs with all their price types."""
+    if skus:
+        wanted = set(skus)
+        chosen = [d for d in delivered if d.sku in wanted]
+        return chosen, sorted(wanted - {d.sku for d in chosen})
+    if sample is not None:
+        every = sorted({d.sku for d in delivered})
+        picked = set((rng or random.Random()).sample(every, min(sample, len(every))))
+        return [d for d in delivered if d.sku in picked], []
+    return list(delivered), []
+
+
+async def verify(
+    target: ReadsPrices, chosen: Sequence[Delivered], *, channel: str, not_delivered: list[str]
+) -> Verification:
+    held = await target.read_prices([d.message for d in chosen]) if chosen else []
+    return Verification(channel, held, not_delivered)
+
+
+def _sku(payload: str, aggregate: str) -> str:
+    try:
+        value = json.loads(payload, parse_float=Decimal).get("sku")
+    except (ValueError, AttributeError):
+        value = None
+    return str(value) if value is not None else aggregate.partition("/")[0]
+
+
+def _held_json(held: HeldPrice) -> dict[str, Any]:
+    return {
+        "message_id": held.message_id,
+        "sku": held.sku,
+        "field": held.where,
+        "delivered": None if held.sent is None else str(held.sent),
+        "shop": None if held.held is None else str(held.held),
+        "found": held.found,
+        "unreadable": held.unreadable,
+    }

@@ -1,0 +1,146 @@
+"""The shop owner's rehearsal (issue 34 item 10, contract 15): the simulated WooCommerce shop
+takes her catalogue (a list of SKUs, or WooCommerce's product CSV export as
+WC_Product_CSV_Exporter writes it) and reports the SKUs 1C sends that it lacks, instead of
+inventing a product on first lookup."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from exchange import app as bootstrap
+from exchange.dev.catalogue import CatalogueError, parse_catalogue, read_catalogue
+from exchange.dev.testing import price_row, run_worker, stage
+from exchange.dev.woosim import WooSimulator
+from exchange.targets.base import HeldPrice, OutgoingMessage
+from exchange.targets.woocommerce.ids import MemorySkuIds
+from exchange.targets.woocommerce.target import WooCommerceTarget
+from tests.integration.test_woocommerce import states, woo_settings
+
+# The header row as WooCommerce 9 exports it in English (get_default_column_names), and the
+# same columns as a Russian shop exports them; a UTF-8 byte order mark first (export()).
+ENGLISH = (
+    '\ufeffID,Type,SKU,"GTIN, UPC, EAN, or ISBN",Name,Published,"Regular price",Parent\n'
+    '11,simple,SKU-1,,"Чайник, 1,7 л",1,1990,\n'
+    "12,variable,SHIRT,,Рубашка,1,,\n"
+    '13,variation,SHIRT-M,,"Рубашка - M",1,990,SHIRT\n'
+    "14,simple,,,Без артикула,1,10,\n"
+    "15,simple,'-5%-OFF,,Скидка,1,1,\n"
+)
+RUSSIAN = "\ufeffID;Тип;Артикул;Имя\n21;simple;АРТ-7;Молоко\n22;variation;АРТ-7-1;Молоко 1 л\n"
+
+
+def outgoing(sku: str) -> OutgoingMessage:
+    payload = json.dumps({"sku": sku, "price": "1.00", "price_type": "retail"})
+    return OutgoingMessage(f"price.{sku}.v1", "price", sku, 1, payload, datetime.now(UTC))
+
+
+def test_a_list_of_skus_one_a_line() -> None:
+    catalogue = parse_catalogue("SKU-1\n\n# a comment\n  SKU-2  \nSKU-1\n")
+    assert (["SKU-1", "SKU-2"], frozenset()) == (catalogue.skus, catalogue.variations)
+
+
+def test_woocommerces_english_export_gives_its_skus_and_variations() -> None:
+    catalogue = parse_catalogue(ENGLISH)
+    # No SKU: nothing to match; "'-5%-OFF" was escaped by escape_data and is "-5%-OFF".
+    assert ["SKU-1", "SHIRT", "SHIRT-M", "-5%-OFF"] == catalogue.skus
+    assert frozenset({"SHIRT-M"}) == catalogue.variations
+
+
+def test_a_russian_shops_export_with_semicolons_is_read_by_its_russian_headers(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "wc-product-export-5-12-2026.csv"
+    path.write_text(RUSSIAN, encoding="utf-8")
+    catalogue = read_catalogue(path)
+    assert (["АРТ-7", "АРТ-7-1"], frozenset({"АРТ-7-1"})) == (
+        catalogue.skus,
+        catalogue.variations,
+    )
+
+
+def test_a_catalogue_that_cannot_be_read_is_one_clear_line(tmp_path: Path) -> None:
+    path = tmp_path / "export.csv"
+    path.write_bytes("SKU\nА\n".encode("cp1251"))
+    with pytest.raises(CatalogueError, match="is not UTF-8 text"):
+        read_catalogue(path)
+    with pytest.raises(CatalogueError, match="cannot be read"):
+        read_catalogue(tmp_path / "missing.csv")
+
+
+def test_the_rehearsal_shop_invents_nothing_and_reports_what_it_lacks(
+    db_url: str, engine: Engine
+) -> None:
+    told: list[str] = []
+    shop = WooSimulator(key="ck_k", secret="cs_s")
+    shop.hold(parse_catalogue(ENGLISH))
+    shop.on_lacking = told.append
+    with shop:
+        stage(
+            engine,
+            [
+                price_row("SKU-1", 1, "1990.00"),
+                price_row("SHIRT-M", 1, "990.00"),
+                price_row("ABSENT-1", 1, "5.00"),  # 1C sends it; the shop has no such product
+            ],
+        )
+        run_worker(bootstrap.worker(woo_settings(db_url, shop), engine, rng=random.Random(3)))
+    assert ["ABSENT-1"] == list(shop.lacking) == told
+    assert shop.by_sku("ABSENT-1") is None, "never invented, not even on a second lookup"
+    assert ("quarantined", "unknown-sku") == states(engine)[("ABSENT-1", 1)]
+    assert ("1990.00", "990.00") == (shop.price("SKU-1"), shop.price("SHIRT-M"))
+
+
+def test_the_simulator_command_takes_the_catalogue_and_lists_what_the_shop_lacks(
+    tmp_path: Path,
+) -> None:
+    catalogue = tmp_path / "skus.txt"
+    catalogue.write_text("SKU-1\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "exchange.dev.woosim", "--port", "0", "--catalogue", str(catalogue)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = None
+        deadline = time.monotonic() + 30
+        while url is None and time.monotonic() < deadline:
+            line = process.stdout.readline() if process.stdout else ""
+            if "listening on" in line:
+                url = line.split()[-1]
+        assert url is not None
+        target = WooCommerceTarget(
+            url,
+            lambda: ("ck_demo_key", "cs_demo_secret"),
+            MemorySkuIds(),
+            price_fields={"retail": "regular_price"},
+            timeout=10,
+        )
+
+        async def read() -> list[HeldPrice]:
+            try:
+                return await target.read_prices([outgoing("SKU-1"), outgoing("NOT-IN-SHOP")])
+            finally:
+                await target.aclose()
+
+        held = asyncio.run(read())
+        assert [True, False] == [h.found for h in held]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    assert "the shop lacks SKU 'NOT-IN-SHOP'" in out, out + err
+    assert "SKUs sent that the shop lacks: 1\n  NOT-IN-SHOP\n" in out

@@ -1,0 +1,183 @@
+"""``exchange verify`` (issue 34 item 10, contract 15): prices read back from the shop and
+compared with the latest delivered price of each SKU and price type, on SQLite and PostgreSQL.
+
+Exit 0 when the shop agrees, 1 when it differs (a price changed at the shop, a product gone),
+2 for a target whose protocol cannot read a price back (api, bitrix) and for a channel that is
+not there. The WooCommerce shop here holds the owner's catalogue (the rehearsal): nothing is
+invented on lookup."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from exchange import app as bootstrap
+from exchange.dev.catalogue import Catalogue
+from exchange.dev.testing import price_row, run_worker, stage
+from exchange.dev.woosim import WooSimulator
+from exchange.errors import OperatorError
+from exchange.ops.verify import channel_target, choose, latest_delivered
+from tests.integration.test_woocommerce import woo_settings
+from tests.support.clitools import Cli
+
+
+@pytest.fixture
+def shop() -> Iterator[WooSimulator]:
+    simulator = WooSimulator(key="ck_k", secret="cs_s")
+    simulator.hold(Catalogue(["SKU-1", "SKU-2", "SKU-3", "VAR-1"], frozenset({"VAR-1"})))
+    simulator.start()
+    yield simulator
+    simulator.stop()
+
+
+def woo_env(db_url: str, shop: WooSimulator) -> dict[str, str]:
+    return {
+        "EXCHANGE_DATABASE_URL": db_url,
+        "EXCHANGE_TARGET": "woocommerce",
+        "EXCHANGE_WOO_URL": shop.url,
+        "EXCHANGE_WOO_KEY": "ck_k",
+        "EXCHANGE_WOO_SECRET": "cs_s",
+        "EXCHANGE_WOO_PRICE_FIELDS": '{"retail": "regular_price", "sale": "sale_price"}',
+        "EXCHANGE_SITE_ALLOW_HTTP": "true",
+    }
+
+
+def retail_row(sku: str, version: int, price: str) -> dict[str, Any]:
+    return price_row(sku, version, price, aggregate=f"{sku}/retail")
+
+
+def sale_row(sku: str, version: int, price: str) -> dict[str, Any]:
+    row = price_row(sku, version, price, aggregate=f"{sku}/sale")
+    row["payload"] = row["payload"].replace('"retail"', '"sale"')
+    return row
+
+
+def deliver(db_url: str, engine: Engine, shop: WooSimulator) -> None:
+    stage(
+        engine,
+        [
+            retail_row("SKU-1", 1, "10.00"),
+            retail_row("SKU-1", 2, "11.00"),  # the latest delivered is version 2
+            sale_row("SKU-1", 1, "9.50"),
+            retail_row("SKU-2", 1, "20.00"),
+            retail_row("VAR-1", 1, "7.25"),
+        ],
+    )
+    run_worker(bootstrap.worker(woo_settings(db_url, shop), engine, rng=random.Random(3)))
+
+
+def test_verify_agrees_when_the_shop_holds_every_latest_delivered_price(
+    db_url: str, engine: Engine, shop: WooSimulator, tmp_path: Path
+) -> None:
+    deliver(db_url, engine, shop)
+    result = Cli(tmp_path)("verify", "--json", env=woo_env(db_url, shop))
+    assert 0 == result.returncode, result.stderr
+    said = json.loads(result.stdout)
+    assert {"channel": "woocommerce", "checked": 4, "agree": 4, "differ": []} == {
+        k: said[k] for k in ("channel", "checked", "agree", "differ")
+    }
+
+
+def test_verify_lists_where_the_shop_differs_and_exits_1(
+    db_url: str, engine: Engine, shop: WooSimulator, tmp_path: Path
+) -> None:
+    deliver(db_url, engine, shop)
+    shop.by_sku("SKU-2").regular_price = "25.00"  # changed by hand in the shop's admin
+    shop.delete("VAR-1")  # the variation removed from the shop
+    result = Cli(tmp_path)("verify", "--json", env=woo_env(db_url, shop))
+    assert 1 == result.returncode, result.stderr
+    differ = {d["sku"]: d for d in json.loads(result.stdout)["differ"]}
+    assert {"SKU-2", "VAR-1"} == set(differ)
+    assert ("20.00", "25.00", True) == (
+        differ["SKU-2"]["delivered"],
+        differ["SKU-2"]["shop"],
+        differ["SKU-2"]["found"],
+    )
+    assert (differ["VAR-1"]["found"], differ["VAR-1"]["shop"]) == (False, None)
+
+    table = Cli(tmp_path)("verify", env=woo_env(db_url, shop))
+    assert 1 == table.returncode
+    assert "2 of 4 checked differ from the latest delivered price" in table.stdout
+    assert "no such product" in table.stdout
+
+
+def test_verify_reads_only_the_skus_asked_for_and_says_which_have_no_delivered_price(
+    db_url: str, engine: Engine, shop: WooSimulator, tmp_path: Path
+) -> None:
+    deliver(db_url, engine, shop)
+    shop.by_sku("SKU-2").regular_price = "25.00"
+    result = Cli(tmp_path)(
+        "verify", "--sku", "SKU-1", "--sku", "SKU-3", "--json", env=woo_env(db_url, shop)
+    )
+    assert 0 == result.returncode, "SKU-2 differs but was not asked for"
+    said = json.loads(result.stdout)
+    assert (2, ["SKU-3"]) == (said["checked"], said["not_delivered"])
+
+
+def test_a_sample_reads_n_skus_with_all_their_price_types(db_url: str, engine: Engine) -> None:
+    shop = WooSimulator(key="ck_k", secret="cs_s")
+    shop.hold(Catalogue(["SKU-1", "SKU-2", "SKU-3", "VAR-1"], frozenset({"VAR-1"})))
+    with shop:
+        deliver(db_url, engine, shop)
+    delivered = latest_delivered(engine)
+    assert 4 == len(delivered) and "v2" in next(
+        d.message.message_id for d in delivered if d.message.aggregate == "SKU-1/retail"
+    )
+    chosen, _ = choose(delivered, sample=1, rng=random.Random(0))
+    assert 1 == len({d.sku for d in chosen})
+    assert len(chosen) == sum(1 for d in delivered if d.sku == chosen[0].sku)
+
+
+@pytest.mark.parametrize("target", ["api", "bitrix"])
+def test_a_target_that_cannot_read_a_price_back_says_so_with_exit_2(
+    db_url: str, tmp_path: Path, target: str
+) -> None:
+    env = {
+        "EXCHANGE_DATABASE_URL": db_url,
+        "EXCHANGE_TARGET": target,
+        "EXCHANGE_SITE_URL": "http://127.0.0.1:9",
+        "EXCHANGE_BITRIX_URL": "http://127.0.0.1:9/bitrix/admin/1c_exchange.php",
+        "EXCHANGE_BITRIX_USER": "obmen",
+        "EXCHANGE_BITRIX_PASSWORD": "bitrix-password",
+        "EXCHANGE_BITRIX_CATALOG_ID": "catalog-1",
+        "EXCHANGE_SITE_ALLOW_HTTP": "true",
+    }
+    result = Cli(tmp_path)("verify", env=env)
+    assert 2 == result.returncode
+    assert f"the {target} target cannot read a price back" in result.stderr
+    assert 1 == len(result.stderr.strip().splitlines()), result.stderr
+
+
+def test_a_channel_other_than_the_target_is_refused_with_exit_2(
+    db_url: str, shop: WooSimulator, tmp_path: Path
+) -> None:
+    result = Cli(tmp_path)("verify", "--channel", "ozon", env=woo_env(db_url, shop))
+    assert 2 == result.returncode
+    assert "no channel 'ozon': the one channel is 'woocommerce'" in result.stderr
+    named = Cli(tmp_path)("verify", "--channel", "woocommerce", env=woo_env(db_url, shop))
+    assert 0 == named.returncode, named.stderr
+
+
+def test_the_seam_refuses_a_target_without_read_back() -> None:
+    class NoReadBack:
+        name = "api"
+
+    with pytest.raises(OperatorError, match="cannot read a price back"):
+        channel_target(NoReadBack(), None)  # type: ignore[arg-type]
+
+
+def test_a_shop_that_cannot_be_reached_is_one_line_and_exit_2(
+    db_url: str, engine: Engine, shop: WooSimulator, tmp_path: Path
+) -> None:
+    deliver(db_url, engine, shop)
+    env = {**woo_env(db_url, shop), "EXCHANGE_WOO_URL": "http://127.0.0.1:9"}
+    result = Cli(tmp_path)("verify", env=env)
+    assert 2 == result.returncode
+    assert result.stderr.startswith("error: ") and 1 == len(result.stderr.splitlines())
+    assert "" == result.stdout
