@@ -297,7 +297,7 @@ def web_config(settings: Settings) -> WebConfig:
         display_tz=settings.display_tz,
         live_within=settings.live_within,
         behind_proxy=settings.http_behind_proxy,
-        public_url=settings.workbench_url,
+        public_url=settings.public_url,
     )
 
 

@@ -77,9 +77,9 @@ class WebConfig:
     live_within: float = worker_live_within(_setting("lease_seconds"), _setting("poll_interval"))
     # EXCHANGE_HTTP_BEHIND_PROXY: a proxy terminates TLS and writes X-Forwarded-For.
     behind_proxy: bool = _setting("http_behind_proxy")
-    # The address the operators open (EXCHANGE_WORKBENCH_URL), when set: a form posted from
+    # The address the operators open (EXCHANGE_PUBLIC_URL), when set: a form posted from
     # its host is this site's even where a proxy hands serve another Host.
-    public_url: str | None = _setting("workbench_url")
+    public_url: str | None = _setting("public_url")
     door: DoorLimits = field(default_factory=DoorLimits)
     # The HTTP side's clocks, real unless a test gives fakes: the time of day every handler's
     # decision reads (a session's age, a worker live or silent, what the dashboard draws, a
