@@ -10,11 +10,9 @@ a Russian page.
 from __future__ import annotations
 
 import re
-from typing import Literal
 
-from exchange.domain.plural import counted
-
-Lang = Literal["ru", "en"]
+from exchange.i18n import Lang as Lang  # the pages name it from here
+from exchange.i18n import ngettext
 
 WORDS: dict[str, dict[Lang, str]] = {
     "title": {"ru": "Обмен с сайтом", "en": "Site exchange"},
@@ -284,8 +282,8 @@ WORDS: dict[str, dict[Lang, str]] = {
         "en": "Unknown sort order (the list is sorted by the time it was quarantined)",
     },
     "bad_date": {
-        "ru": "Дата не распознана (пример: 2026-11-30)",
-        "en": "Not a date (e.g. 2026-11-30)",
+        "ru": "Дата не распознана (пример: 30.11.2026 или 2026-11-30)",
+        "en": "Not a date (e.g. 30.11.2026 or 2026-11-30)",
     },
     # -- search, the quarantine's list, cancel (issue 24, items 5-7) ------------------------
     "price": {"ru": "Цена", "en": "Price"},
@@ -854,19 +852,15 @@ def detail_words(text: str) -> str:
 
 def messages_counted(count: int, lang: Lang) -> str:
     """«2 сообщения», "2 messages"."""
-    if lang == "ru":
-        return counted(count, "сообщение", "сообщения", "сообщений")
-    return f"{count} message" + ("" if count == 1 else "s")
+    return ngettext("{count} message", "{count} messages", count, lang).format(count=count)
 
 
 def versions_counted(count: int, lang: Lang) -> str:
     """Later versions waiting: «1 более поздняя версия», «3 более поздние версии», «5 более
     поздних версий»; "3 later versions"."""
-    if lang == "ru":
-        return counted(
-            count, "более поздняя версия", "более поздние версии", "более поздних версий"
-        )
-    return f"{count} later version" + ("" if count == 1 else "s")
+    return ngettext("{count} later version", "{count} later versions", count, lang).format(
+        count=count
+    )
 
 
 # -- what 1C shows its administrator (contract 9a) ---------------------------------------------
@@ -1155,7 +1149,7 @@ WORDS.update(
         },
         "export_these": {"ru": "Выгрузить эти записи", "en": "Export these entries"},
         "date_hint": {
-            "ru": "дата или дата и время, например 2026-11-30 или 2026-11-30 08:00",
+            "ru": "дата или дата и время, например 30.11.2026 или 30.11.2026 08:00",
             "en": "a date or a date and time, e.g. 2026-11-30 or 2026-11-30 08:00",
         },
     }

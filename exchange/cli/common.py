@@ -82,8 +82,8 @@ def _parse_time(value: str | None) -> datetime | None:
         return ensure_utc(filter_time(value))
     except ValueError:
         raise typer.BadParameter(
-            f"{value!r} is not an ISO date or time between the years 1 and 9999 "
-            "(e.g. 2026-11-30 or 2026-11-30T08:00:00Z)"
+            f"{value!r} is not a date or time between the years 1 and 9999 "
+            "(e.g. 30.11.2026, 30.11.2026 08:00, 2026-11-30 or 2026-11-30T08:00:00Z)"
         ) from None
 
 
@@ -115,8 +115,12 @@ ReasonOpt = Annotated[
         help="Only this reason: " + ", ".join(known_reasons()) + ", or http-NNN.",
     ),
 ]
-SinceOpt = Annotated[str | None, typer.Option("--since", help="Quarantined at or after (ISO).")]
-UntilOpt = Annotated[str | None, typer.Option("--until", help="Quarantined before (ISO).")]
+SinceOpt = Annotated[
+    str | None, typer.Option("--since", help="Quarantined at or after (30.11.2026 or ISO).")
+]
+UntilOpt = Annotated[
+    str | None, typer.Option("--until", help="Quarantined before (30.11.2026 or ISO).")
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
 SupersededOpt = Annotated[
     bool,

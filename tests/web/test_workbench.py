@@ -196,6 +196,11 @@ def test_quarantine_filters_are_validated(bench: str, db_url: str, site: SiteSim
     assert "Неизвестное значение фильтра: http-442x" in typo
     assert "Неизвестное значение фильтра: prise" in typo
     assert "Дата не распознана" in client.get("/quarantine", params={"since": "yesterday"}).text
+    # contract 15: a date field takes ДД.ММ.ГГГГ as well as ISO
+    for since in ("01.01.2000", "01.01.2000 08:00", "2000-01-01"):
+        listed = client.get("/quarantine", params={"since": since}).text
+        assert "Дата не распознана" not in listed and SKU in listed, since
+    assert SKU not in client.get("/quarantine", params={"since": "01.01.2999"}).text
 
 
 def test_retry_after_its_preview_needs_a_note_and_records_the_operator(
