@@ -652,6 +652,18 @@ _INTAKE_DETAILS: tuple[tuple[str, str], ...] = (
         'тело сообщения должно быть одной записью, списком записей или {{"intents": [...]}}',
     ),
     (r'"intents" must be a list', "«intents» должен быть списком"),
+    (
+        r"the body holds more than (?P<n>\d+) arrays and objects, the most (?P<m>\d+) intents "
+        r"may \((?P<p>\d+) per intent\)",
+        "в теле сообщения больше {n} массивов и объектов — больше, чем может быть в {m} "
+        "записях (по {p} на запись)",
+    ),
+    (
+        r"the body holds more than (?P<n>\d+) values and keys, the most (?P<m>\d+) intents "
+        r"may \((?P<p>\d+) per intent\)",
+        "в теле сообщения больше {n} значений и ключей — больше, чем может быть в {m} "
+        "записях (по {p} на запись)",
+    ),
     (r"the body holds no intent", "в теле сообщения нет ни одной записи"),
     (
         r"at most (?P<n>\d+) intents per (?:message|request), not (?P<m>\d+)",
