@@ -413,6 +413,11 @@ NAMES: dict[str, dict[str, dict[Lang, str]]] = {
             "en": "put first by an operator",
         },
     },
+    # The kinds of contract 3 (and EXCHANGE_KINDS's own, shown by their code).
+    "kind": {
+        "price": {"ru": "цена", "en": "price"},
+        "financial_posting": {"ru": "финансовая проводка", "en": "financial posting"},
+    },
     "source": {
         "rabbitmq": {"ru": "RabbitMQ", "en": "RabbitMQ"},
         "redis": {"ru": "Redis Streams", "en": "Redis Streams"},

@@ -17,12 +17,14 @@ from exchange.cli.common import (
     _guard,
     _in_zone,
     _settings,
+    cli_lang,
     operator_app,
     out,
 )
 from exchange.db.engine import transaction
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
+from exchange.i18n import _
 from exchange.ops import operators
 
 
@@ -51,11 +53,12 @@ def operator_add(
         if role not in operators.ROLES:
             raise ExchangeError(f"unknown role {role!r}: viewer or operator")
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        engine, _staging = bootstrap.engines(settings)
         password = _read_password()
         with transaction(engine) as connection:
             operators.add(connection, name, role, password, SystemClock().now())
-    out.print(f"operator {name} ({role}) saved", markup=False)
+    said = _("operator {name} ({role}) saved", cli_lang()).format(name=name, role=role)
+    out.print(said, markup=False)
 
 
 @operator_app.command("remove")
@@ -63,10 +66,10 @@ def operator_remove(ctx: typer.Context, name: str) -> None:
     """Remove an operator: every session of theirs ends (adding the name again revives none)."""
     with _guard():
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        engine, _staging = bootstrap.engines(settings)
         with transaction(engine) as connection:
             operators.remove(connection, name)
-    out.print(f"operator {name} removed", markup=False)
+    out.print(_("operator {name} removed", cli_lang()).format(name=name), markup=False)
 
 
 @operator_app.command("list")
@@ -74,7 +77,7 @@ def operator_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """The operators and their roles (never a password or its hash)."""
     with _guard():
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        engine, _staging = bootstrap.engines(settings)
         with transaction(engine, read_only=True) as connection:
             rows = operators.listed(connection)
     if as_json:

@@ -24,11 +24,13 @@ from exchange.cli.common import (
     _settings,
     _shown,
     app,
+    cli_lang,
     out,
 )
 from exchange.db.engine import transaction
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
+from exchange.i18n import _
 from exchange.ops.attention import attention
 from exchange.ops.backlog import backlog, backlog_words
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
@@ -85,7 +87,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
                 connection, staged, figures, pause, now, settings.policies, settings.live_within
             )
         brokers = asyncio.run(source_figures(bootstrap.source(settings, engine, None)))
-    needs = [cause.words() for cause in found.causes]
+    needs = [cause.words() for cause in found.causes]  # English: --json's
     if as_json:
         document = {
             "database": safe_url(settings.database_url),
@@ -120,9 +122,10 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
                 markup=False,
             )
         if needs:
-            out.print("needs a person: " + "; ".join(needs), markup=False)
+            said = "; ".join(cause.words(cli_lang()) for cause in found.causes)
+            out.print(_("needs a person: {causes}", cli_lang()).format(causes=said), markup=False)
         else:
-            out.print("nothing needs a person", markup=False)
+            out.print(_("nothing needs a person", cli_lang()), markup=False)
     raise typer.Exit(1 if needs else 0)
 
 
@@ -165,7 +168,7 @@ def find_command(
     _header(settings)
     _print_found(rows, settings.display_tz)
     if not rows:
-        out.print(f"no message matches {term!r}", markup=False)
+        out.print(_("no message matches {term!r}", cli_lang()).format(term=term), markup=False)
 
 
 @app.command("prioritize")
@@ -182,7 +185,7 @@ def prioritize_command(
     Retry-After, the pace, the breaker, a pause or strict order), until each is sent."""
     with _guard():
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        engine, _staging = bootstrap.engines(settings)
         with transaction(engine) as connection:
             chosen = prioritize(
                 connection,

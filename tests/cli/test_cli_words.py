@@ -1,0 +1,73 @@
+"""The command line speaks Russian under a Russian locale or ``EXCHANGE_LANG=ru`` (contract 15,
+"Words"; issue 34 item 7); ``--json``, log lines and codes stay English."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from clitools import Cli, Scenario, describe
+
+RUSSIAN = {
+    "EXCHANGE_LANG=ru": {"EXCHANGE_LANG": "ru"},
+    "LANG=ru_RU": {"LANG": "ru_RU.UTF-8"},
+    "LC_MESSAGES=ru_RU": {"LANG": "en_US.UTF-8", "LC_MESSAGES": "ru_RU.UTF-8"},
+}
+ENGLISH = {
+    "no locale": {},
+    "EXCHANGE_LANG=en beats LANG=ru_RU": {"LANG": "ru_RU.UTF-8", "EXCHANGE_LANG": "en"},
+    "LC_ALL=C beats LANG=ru_RU": {"LANG": "ru_RU.UTF-8", "LC_ALL": "C.UTF-8"},
+}
+SQLITE_ONLY = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+
+
+@SQLITE_ONLY
+@pytest.mark.parametrize("env", list(RUSSIAN.values()), ids=list(RUSSIAN))
+def test_pause_and_resume_speak_russian_under_a_russian_locale(
+    cli: Cli, db_url: str, env: dict[str, str]
+) -> None:
+    paused = cli("pause", "--note", "проверка", db=db_url, env=env)
+    again = cli("pause", db=db_url, env=env)
+    resumed = cli("resume", db=db_url, env=env)
+    assert ["доставка остановлена", "доставка уже была остановлена", "доставка возобновлена"] == [
+        r.stdout.strip().splitlines()[-1] for r in (paused, again, resumed)
+    ], describe(resumed)
+
+
+@SQLITE_ONLY
+@pytest.mark.parametrize("env", list(ENGLISH.values()), ids=list(ENGLISH))
+def test_the_command_line_speaks_english_otherwise(
+    cli: Cli, db_url: str, env: dict[str, str]
+) -> None:
+    result = cli("pause", db=db_url, env=env)
+    assert "delivery paused" == result.stdout.strip().splitlines()[-1], describe(result)
+
+
+@SQLITE_ONLY
+def test_an_error_and_a_bad_date_are_said_in_russian(cli: Cli, db_url: str) -> None:
+    env = RUSSIAN["LANG=ru_RU"]
+    missing = cli("quarantine", "retry", "no-such-id", "--note", "x", db=db_url, env=env)
+    assert 2 == missing.returncode, describe(missing)
+    assert "ошибка: Нет такого сообщения: no-such-id" in missing.stderr, describe(missing)
+    bad = cli("quarantine", "list", "--since", "вчера", db=db_url, env=env)
+    assert 2 == bad.returncode
+    assert "не дата и не время" in bad.stderr and "30.11.2026" in bad.stderr, describe(bad)
+
+
+@SQLITE_ONLY
+def test_quarantine_actions_say_their_count_in_russian_and_json_stays_english(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    env = RUSSIAN["EXCHANGE_LANG=ru"]
+    dry = cli("quarantine", "retry", "--reason", "http-422", "--note", "n", db=db_url, env=env)
+    assert dry.returncode == 0, describe(dry)
+    assert "будут повторены 2 сообщения" in dry.stdout, describe(dry)
+    assert "ничего не изменено: чтобы повторить их, добавьте --yes" in dry.stdout
+    listed = cli("quarantine", "list", "--json", db=db_url, env=env)
+    reasons = {entry["reason"] for entry in json.loads(listed.stdout)}
+    assert {"http-422", "invalid-contract", "unknown-kind"} == reasons  # codes, in English
+    status = cli("status", "--json", db=db_url, env=env)
+    document = json.loads(status.stdout)
+    assert all(not any("а" <= c <= "я" for c in said) for said in document["needs_person"])
+    console = cli("status", db=db_url, env=env)
+    assert "требует внимания: в карантине 4 сообщения" in console.stdout, describe(console)
