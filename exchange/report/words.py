@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 from exchange.i18n import N_, _, moment
@@ -301,6 +302,22 @@ def clock_time(value: datetime | None, zone: str = "UTC", lang: Lang = "en") -> 
     (the column label names the zone), as ``lang`` writes it: ``30.11.2026 11:00:00`` in
     Russian, ``2026-11-30 11:00:00`` in English (and in a CSV's cells: ``csv.py``)."""
     return moment(value, lang, ZoneInfo(zone)) if value else ""
+
+
+def download_name(now: datetime, suffix: str, lang: Lang, zone: str = "UTC") -> str:
+    """The name a report downloaded from the workbench is saved under: its time in the display
+    zone, as ``lang`` writes it («карантин-05.12.2026-0750.xlsx»,
+    ``quarantine-2026-12-05-0750.xlsx``). ``content_disposition`` says it to a browser."""
+    local = now.astimezone(ZoneInfo(zone))
+    when = local.strftime("%d.%m.%Y-%H%M" if lang == "ru" else "%Y-%m-%d-%H%M")
+    return _("quarantine-{when}", lang).format(when=when) + suffix
+
+
+def content_disposition(filename: str) -> str:
+    """``attachment`` with ``filename``: an ASCII fallback for old clients and the exact
+    (Cyrillic) name in RFC 6266's ``filename*``."""
+    fallback = filename.encode("ascii", "replace").decode().replace("?", "_").replace('"', "_")
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 def kind_words(kind: str, lang: Lang) -> str:

@@ -40,6 +40,8 @@ from exchange.report.words import (
     COLUMNS,
     HISTORY_COLUMNS,
     SPREADSHEET_CELL_MAX,
+    content_disposition,
+    download_name,
     human_age,
     label,
     next_check,
@@ -509,3 +511,16 @@ def test_the_filter_line_speaks_the_reports_language_and_shows_times_as_the_repo
     assert "Quarantined from (Europe/Moscow): 2026-11-30 11:00:00" in english["Filters"]
     page = render(report, "html", "ru").decode()
     assert "В карантине с (Europe/Moscow): 30.11.2026 11:00:00" in page
+
+
+def test_a_downloaded_report_is_named_in_the_readers_language_and_zone() -> None:
+    """Issue 34 item 7 («file names»): the time in the display zone, as the language writes
+    it; a browser gets the exact name (RFC 6266 ``filename*``) and an ASCII fallback."""
+    now = datetime(2026, 12, 5, 4, 50, tzinfo=ZoneInfo("UTC"))
+    assert "карантин-05.12.2026-0750.xlsx" == download_name(now, ".xlsx", "ru", "Europe/Moscow")
+    assert "quarantine-2026-12-05-0450.csv" == download_name(now, ".csv", "en")
+    header = content_disposition("карантин-05.12.2026-0750.xlsx")
+    assert header.startswith('attachment; filename="________-05.12.2026-0750.xlsx"; ')
+    assert header.endswith(
+        "filename*=UTF-8''%D0%BA%D0%B0%D1%80%D0%B0%D0%BD%D1%82%D0%B8%D0%BD-05.12.2026-0750.xlsx"
+    )

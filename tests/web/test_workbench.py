@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 import pytest
@@ -279,6 +280,9 @@ def test_export_in_every_format(bench: str, db_url: str, site: SiteSimulator, fm
     answer = client.get("/export", params={"format": fmt})
     assert answer.status_code == 200
     assert "attachment" in answer.headers["content-disposition"]
+    # issue 34 item 7: the file's name in Russian, its time as Russian writes it
+    saved = unquote(answer.headers["content-disposition"].split("filename*=UTF-8''")[1])
+    assert re.fullmatch(r"карантин-\d\d\.\d\d\.\d{4}-\d{4}\." + fmt, saved), saved
     assert len(answer.content) > 100
     assert client.get("/export", params={"format": "pdf"}).status_code == 400
 
