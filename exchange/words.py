@@ -1133,12 +1133,11 @@ WORDS.update(
             "en": "delivery is paused: no estimate",
         },
         "pace_card": {"ru": "Темп сайта", "en": "Site's pace"},
-        "pace_rate": {"ru": "{rate} запросов/с", "en": "{rate} requests/s"},
         "pace_limit": {
             "ru": "предел: {limit} из {max_limit} одновременных запросов, в работе {in_flight}",
             "en": "limit: {limit} of {max_limit} concurrent requests, {in_flight} in flight",
         },
-        "pace_paced": {"ru": "снижен до {rate} запросов/с", "en": "paced at {rate} requests/s"},
+        "pace_paced": {"ru": "снижен до {rate}", "en": "paced at {rate}"},
         "pace_refused": {
             "ru": "отказов сайта за минуту: {refused}",
             "en": "refused by the site in the last minute: {refused}",

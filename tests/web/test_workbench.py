@@ -368,6 +368,28 @@ def test_the_dashboard_shows_each_live_workers_site_pace_and_limit(bench: str, d
     )
 
 
+def test_the_dashboard_writes_its_rates_as_russian_does(bench: str, db: Engine) -> None:
+    """Issue 34 item 7: «1 запрос/с», never «1 запросов/с»; the figures with a decimal comma."""
+    pace = {"limit": 1, "max_limit": 4, "in_flight": 1, "accepted_rate": 1.0, "paced_rate": 1.5}
+    now = datetime.now(UTC)
+    with transaction(db) as connection:
+        connection.execute(
+            insert(workers).values(
+                worker_id="shop-worker-1",
+                started_at=now,
+                heartbeat_at=now,
+                paused_reason=None,
+                breaker_state="closed",
+                breaker_until=None,
+                pace=json.dumps(pace),
+            )
+        )
+    page = signed_in(bench, "victor").get("/").text
+    assert "<b>1 запрос/с</b>" in page
+    assert "снижен до 1,5 запроса/с" in page
+    assert re.search(r"<b>0(,0)?\xa0%</b>", page)  # the error share: CLDR's «0 %»
+
+
 def test_the_dashboard_says_when_the_operators_were_last_notified(bench: str, db: Engine) -> None:
     client = signed_in(bench, "victor")
     assert 'id="told"' not in client.get("/").text  # never told: nothing to say
