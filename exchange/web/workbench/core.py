@@ -20,9 +20,9 @@ from sqlalchemy import Engine
 from exchange.db.engine import transaction
 from exchange.domain.clock import ensure_utc, local_time
 from exchange.domain.policy import KindPolicies
+from exchange.i18n import number, percent
 from exchange.ops import find as finder
 from exchange.ops import operators
-from exchange.i18n import number, percent
 from exchange.ops.status import human_age, pace_words, requests_per_second
 from exchange.report.mask import Redactor
 from exchange.report.words import next_check
