@@ -452,6 +452,7 @@ NAMES: dict[str, dict[str, dict[Lang, str]]] = {
         "unmapped-price-type": {"ru": "вид цены не сопоставлен", "en": "unmapped price type"},
         "shop-failure": {"ru": "магазин отказал", "en": "shop failure"},
         "not-for-this-shop": {"ru": "не для этого магазина", "en": "not for this shop"},
+        "unroutable": {"ru": "RabbitMQ некуда доставить", "en": "unroutable"},
     },
 }
 
