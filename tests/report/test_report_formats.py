@@ -270,6 +270,9 @@ def test_a_russian_xlsx_history_says_its_events_states_and_details_in_russian() 
 def test_an_html_report_history_speaks_russian_too() -> None:
     page = render(hostile_report(), "html", "ru").decode()
     assert "перехвачено другим обработчиком" in page and "аренда обработчика w0 истекла" in page
+    # the chart's days, and the table of its numbers, as Russian writes a date
+    assert re.search(r"<title>\d\d\.\d\d\.\d{4}: Доставлено \d+</title>", page), page[-3000:]
+    assert not re.search(r"<title>\d{4}-\d\d-\d\d: ", page)
 
 
 # -- HTML ----------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import re
 from datetime import datetime
 from html import escape
 
+from exchange.i18n import day as day_words
 from exchange.report.formats.svg import activity_chart, bar_chart
 from exchange.report.model import Entry, HistoryEvent, Lang, Report
 from exchange.report.words import (
@@ -257,9 +258,10 @@ def _charts(report: Report, lang: Lang) -> str:
         delivered=label("delivered", lang),
         failed=label("failed", lang),
         day_format="%d.%m" if lang == "ru" else "%m-%d",
+        lang=lang,
     )
     numbers = "".join(
-        f'<tr><td class="time">{_e(d.day.isoformat())}</td><td class="num">{d.delivered}</td>'
+        f'<tr><td class="time">{_e(day_words(d.day, lang))}</td><td class="num">{d.delivered}</td>'
         f'<td class="num">{d.failed}</td></tr>'
         for d in report.activity
     )
