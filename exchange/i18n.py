@@ -13,6 +13,8 @@ In the code a message is marked so that the extractor finds it:
 - ``ngettext("{count} message", "{count} messages", count, lang)``: the form for ``count``
   by the language's plural rule (Russian has three: «1 сообщение», «2 сообщения»,
   «5 сообщений»);
+- ``pgettext("quarantine list column", "since", lang)``: a short message whose Russian
+  depends on where it is said;
 - ``N_("Quarantine")``: marked only, translated later with ``_(text, lang)`` (a table of
   labels defined at import time).
 
@@ -51,6 +53,12 @@ def translations(lang: Lang) -> NullTranslations:
 def _(message: str, lang: Lang) -> str:
     """``message`` (English, as written in the code) in ``lang``."""
     return translations(lang).gettext(message)
+
+
+def pgettext(context: str, message: str, lang: Lang) -> str:
+    """``message`` in ``lang`` where the same English says different things in different
+    places (a column «since» of one table): ``context`` tells the translator which."""
+    return translations(lang).pgettext(context, message)
 
 
 def N_(message: str) -> str:

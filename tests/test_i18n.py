@@ -4,6 +4,8 @@ CLDR's plural rules, numbers and dates through Babel (exchange/i18n.py)."""
 
 from __future__ import annotations
 
+import ast
+
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
@@ -29,18 +31,18 @@ from exchange.i18n import (
 from exchange.words import messages_counted
 
 REPO = Path(__file__).resolve().parents[1]
-KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}
+KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2), "pgettext": ((1, "c"), 2)}
 
 
 def used_messages() -> dict[str, tuple[str, ...]]:
     """Every message the code marks, as Babel's extractor finds it (``make catalogs`` runs the
     same extractor over the same files: babel.cfg)."""
     found: dict[str, tuple[str, ...]] = {}
-    for filename, _line, message, _comments, _context in extract_from_dir(
+    for filename, _line, message, _comments, context in extract_from_dir(
         str(REPO / "exchange"), method_map=[("**.py", "python")], keywords=KEYWORDS
     ):
         key = message if isinstance(message, str) else message[0]
-        found.setdefault(key, (filename,))
+        found.setdefault(f"{context}\x04{key}" if context else key, (filename,))
     return found
 
 
@@ -49,7 +51,7 @@ def catalog(lang: str) -> dict[str, object]:
     with path.open("rb") as file:
         po = read_po(file, locale=lang)
     return {
-        (m.id if isinstance(m.id, str) else m.id[0]): m
+        (f"{m.context}\x04" if m.context else "") + (m.id if isinstance(m.id, str) else m.id[0]): m
         for m in po
         if m.id and "fuzzy" not in m.flags
     }
@@ -73,6 +75,33 @@ def test_the_extractor_finds_the_messages_of_the_code() -> None:
     assert {"{count} message", "{count} later version"} <= set(used_messages())
 
 
+# The message arguments of each marking function (0-based): what must be a literal string.
+MARKERS = {"_": (0,), "N_": (0,), "ngettext": (0, 1), "pgettext": (0, 1)}
+
+
+def test_every_marked_message_is_a_literal_the_extractor_can_read() -> None:
+    """Babel's extractor skips ``_(text, lang)`` when ``text`` is a variable: such a message
+    would escape the check above and never reach the catalog. The code marks literals only
+    (a table of labels marks each with ``N_`` and passes the variable to ``_``: allowed where
+    the variable holds marked text, so ``_`` of a name is allowed, ``ngettext``/``pgettext``
+    of one is not)."""
+    hidden = []
+    for path in sorted((REPO / "exchange").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                continue
+            positions = MARKERS.get(node.func.id)
+            if positions is None or node.func.id == "_":
+                continue
+            for index in positions:
+                argument = node.args[index] if index < len(node.args) else None
+                literal = isinstance(argument, ast.Constant) and isinstance(argument.value, str)
+                if not literal:
+                    hidden.append(f"{path.relative_to(REPO)}:{node.lineno} {node.func.id}")
+    assert [] == hidden
+
+
 def written(entries: Iterable[Message]) -> dict[tuple[str, ...], tuple[str, ...]]:
     """The translated messages of a catalog (.po or .mo), plural or not, as tuples (Babel
     compiles an untranslated plural message as its own English: not a translation)."""
@@ -81,7 +110,7 @@ def written(entries: Iterable[Message]) -> dict[tuple[str, ...], tuple[str, ...]
         ids = (m.id,) if isinstance(m.id, str) else tuple(m.id)
         strings = (m.string,) if isinstance(m.string, str) else tuple(m.string)
         if ids[0] and "fuzzy" not in m.flags and all(strings) and strings != ids:
-            found[ids] = strings
+            found[(m.context or "", *ids)] = strings
     return found
 
 

@@ -35,7 +35,7 @@ from exchange.cli.common import (
 from exchange.db.engine import transaction
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
-from exchange.i18n import _, ngettext
+from exchange.i18n import _, ngettext, pgettext
 from exchange.ops.find import check_filters, released_by_cancel
 from exchange.ops.quarantine import (
     ActionResult,
@@ -83,36 +83,47 @@ def quarantine_list(
         print(json.dumps([{**row, "database": database} for row in rows], ensure_ascii=False))
         return
     _header(settings)
+    lang = cli_lang()
     if present:
         waiting = ", ".join(f"{r} ({e['count']})" for r, e in present.items())
-        err.print(
-            f"no quarantined message matches these filters; the quarantine holds: {waiting}",
-            markup=False,
-            highlight=False,
+        said = _(
+            "no quarantined message matches these filters; the quarantine holds: {waiting}", lang
         )
-    table = Table(title=f"quarantine: {len(rows)}")
-    columns = ("message_id", "kind", "aggregate", "v", "reason", "tries", "since", "last error")
+        err.print(said.format(waiting=waiting), markup=False, highlight=False)
+    table = Table(title=_("quarantine: {count}", lang).format(count=len(rows)))
+    columns = (
+        pgettext("quarantine list column", "message_id", lang),
+        pgettext("quarantine list column", "kind", lang),
+        pgettext("quarantine list column", "aggregate", lang),
+        pgettext("quarantine list column", "v", lang),
+        pgettext("quarantine list column", "reason", lang),
+        pgettext("quarantine list column", "tries", lang),
+        pgettext("quarantine list column", "since", lang),
+        pgettext("quarantine list column", "last error", lang),
+    )
     for column in columns:
         table.add_column(column, overflow="fold")  # never cut: wrap
     now = SystemClock().now()
     for row in rows:
-        reason_shown = row["reason"]
+        # Russian names the kind and the reason in words, the reason's code beside it (what
+        # --reason takes); English keeps the codes.
+        reason_shown = row["reason"] if lang == "en" else name("reason", row["reason"], lang)
         if row["superseded_after_quarantine"]:
-            reason_shown += " (superseded after quarantine)"
+            reason_shown += _(" (superseded after quarantine)", lang)
         # Text, not markup: data with [brackets] (a site's error, a 1C reference) shows as is.
         table.add_row(
             *(
                 Text(value)
                 for value in (
                     row["message_id"],
-                    row["kind"],
+                    row["kind"] if lang == "en" else name("kind", row["kind"], lang),
                     row["aggregate"],
                     str(row["version"]),
                     reason_shown,
                     str(row["attempts"]),
                     # when, in EXCHANGE_DISPLAY_TZ, and how long it has waited
                     when_ago(row["quarantined_at"], settings.display_tz, now),
-                    (row["last_error"] or "")[:80],
+                    error_words(row["last_error"] or "", lang)[:80],
                 )
             )
         )

@@ -71,3 +71,17 @@ def test_quarantine_actions_say_their_count_in_russian_and_json_stays_english(
     assert all(not any("а" <= c <= "я" for c in said) for said in document["needs_person"])
     console = cli("status", db=db_url, env=env)
     assert "требует внимания: в карантине 4 сообщения" in console.stdout, describe(console)
+
+
+@SQLITE_ONLY
+def test_the_quarantine_list_names_kinds_and_reasons_in_words_under_a_russian_locale(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    russian = cli("quarantine", "list", db=db_url, env=RUSSIAN["LANG=ru_RU"])
+    assert russian.returncode == 0, describe(russian)
+    for said in ("карантин: 4", "ID сообщения", "причина", "финансовая проводка", "цена"):
+        assert said in russian.stdout, (said, describe(russian))
+    assert "сайт отклонил (http-422)" in russian.stdout
+    assert "ошибка в данных (invalid-contract)" in russian.stdout
+    english = cli("quarantine", "list", db=db_url)
+    assert "quarantine: 4" in english.stdout and "financial_posting" in english.stdout
