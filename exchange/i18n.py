@@ -58,7 +58,7 @@ def _(message: str, lang: Lang) -> str:
 def pgettext(context: str, message: str, lang: Lang) -> str:
     """``message`` in ``lang`` where the same English says different things in different
     places (a column «since» of one table): ``context`` tells the translator which."""
-    return translations(lang).pgettext(context, message)
+    return str(translations(lang).pgettext(context, message))
 
 
 def N_(message: str) -> str:

@@ -5,7 +5,6 @@ CLDR's plural rules, numbers and dates through Babel (exchange/i18n.py)."""
 from __future__ import annotations
 
 import ast
-
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
