@@ -328,18 +328,8 @@ def test_the_dashboard_charts_the_last_24_hours(
     assert "— 0 / 1</title>" in page  # the hour of the refusal: none delivered, one failed
 
 
-def test_the_dashboard_shows_each_live_workers_site_pace_and_limit(bench: str, db: Engine) -> None:
-    # Contract 11: "pace and limit", from the workers' pace column (migration 0005) that
-    # `exchange status` reads too.
-    pace = {
-        "limit": 3,
-        "max_limit": 16,
-        "in_flight": 2,
-        "paced_rate": 45.2,
-        "accepted_rate": 40.0,
-        "hold_s": 0.0,
-        "refused_last_minute": 7,
-    }
+def live_worker_with_pace(db: Engine, pace: dict[str, float]) -> None:
+    """A live worker that reported ``pace`` (the workers' pace column, migration 0005)."""
     now = datetime.now(UTC)
     with transaction(db) as connection:
         connection.execute(
@@ -353,6 +343,21 @@ def test_the_dashboard_shows_each_live_workers_site_pace_and_limit(bench: str, d
                 pace=json.dumps(pace),
             )
         )
+
+
+def test_the_dashboard_shows_each_live_workers_site_pace_and_limit(bench: str, db: Engine) -> None:
+    # Contract 11: "pace and limit", from the workers' pace column (migration 0005) that
+    # `exchange status` reads too.
+    pace = {
+        "limit": 3,
+        "max_limit": 16,
+        "in_flight": 2,
+        "paced_rate": 45.2,
+        "accepted_rate": 40.0,
+        "hold_s": 0.0,
+        "refused_last_minute": 7,
+    }
+    live_worker_with_pace(db, pace)
     client = signed_in(bench, "victor")
     russian = client.get("/").text
     assert "Темп сайта и предел запросов" in russian
@@ -371,19 +376,7 @@ def test_the_dashboard_shows_each_live_workers_site_pace_and_limit(bench: str, d
 def test_the_dashboard_writes_its_rates_as_russian_does(bench: str, db: Engine) -> None:
     """Issue 34 item 7: «1 запрос/с», never «1 запросов/с»; the figures with a decimal comma."""
     pace = {"limit": 1, "max_limit": 4, "in_flight": 1, "accepted_rate": 1.0, "paced_rate": 1.5}
-    now = datetime.now(UTC)
-    with transaction(db) as connection:
-        connection.execute(
-            insert(workers).values(
-                worker_id="shop-worker-1",
-                started_at=now,
-                heartbeat_at=now,
-                paused_reason=None,
-                breaker_state="closed",
-                breaker_until=None,
-                pace=json.dumps(pace),
-            )
-        )
+    live_worker_with_pace(db, pace)
     page = signed_in(bench, "victor").get("/").text
     assert "<b>1 запрос/с</b>" in page
     assert "снижен до 1,5 запроса/с" in page
