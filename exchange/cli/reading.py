@@ -30,7 +30,7 @@ from exchange.cli.common import (
 from exchange.db.engine import transaction
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
-from exchange.i18n import _
+from exchange.i18n import _, pgettext
 from exchange.ops.attention import attention
 from exchange.ops.backlog import backlog, backlog_words
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
@@ -47,7 +47,9 @@ from exchange.ops.status import (
     when_ago,
 )
 from exchange.queue import control
+from exchange.report.words import history_words
 from exchange.settings import safe_url
+from exchange.words import error_words, name
 
 
 @app.command("status")
@@ -249,27 +251,53 @@ def history(
         print(json.dumps({"database": safe_url(settings.database_url), **bio}, ensure_ascii=False))
         return
     _header(settings)
-    m = bio["message"]
-    out.print(
-        f"{m['message_id']}  {m['kind']} {m['aggregate']} v{m['version']}  "
-        f"state={m['state']} reason={m['reason']} attempts={m['attempts']}",
-        markup=False,
-    )
+    m, lang = bio["message"], cli_lang()
+    if lang == "en":
+        headline = (
+            f"{m['message_id']}  {m['kind']} {m['aggregate']} v{m['version']}  "
+            f"state={m['state']} reason={m['reason']} attempts={m['attempts']}"
+        )
+    else:  # the state, the kind and the reason in words; the reason's code beside its name
+        headline = _(
+            "{message_id}  {kind} {aggregate} v{version}  state: {state}, reason: {reason}, "
+            "attempts: {attempts}",
+            lang,
+        ).format(
+            message_id=m["message_id"],
+            kind=name("kind", m["kind"], lang),
+            aggregate=m["aggregate"],
+            version=m["version"],
+            state=name("state", m["state"], lang),
+            reason=name("reason", m["reason"], lang) or "—",
+            attempts=m["attempts"],
+        )
+    out.print(headline, markup=False)
     table = Table()
-    for column in ("at", "event", "from", "to", "worker", "attempt", "leased", "http", "detail"):
+    for column in (
+        pgettext("history column", "at", lang),
+        pgettext("history column", "event", lang),
+        pgettext("history column", "from", lang),
+        pgettext("history column", "to", lang),
+        pgettext("history column", "worker", lang),
+        pgettext("history column", "attempt", lang),
+        pgettext("history column", "leased", lang),
+        pgettext("history column", "http", lang),
+        pgettext("history column", "detail", lang),
+    ):
         table.add_column(column, overflow="fold")  # never cut: wrap
     for e in bio["history"]:
-        detail = e["detail"] or ""
+        detail = error_words(e["detail"], lang) if e["detail"] else ""
         if e["operator"]:
             detail += f" [{e['operator']}: {e['note'] or ''}]"
         leased = _in_zone(e["leased_at"], settings.display_tz)
         if e["lease_until"]:  # unanswered (or still in flight): when its lease runs out
             leased += f" – {_in_zone(e['lease_until'], settings.display_tz)}"
+        event, from_state, to_state = history_words(e["event"], e["from"], e["to"], lang)
         cells = (
             _in_zone(e["at"], settings.display_tz),
-            e["event"],
-            e["from"] or "",
-            e["to"] or "",
+            event,
+            from_state or "",
+            to_state or "",
             e["worker"] or "",
             str(e["attempt"] or ""),
             leased,

@@ -85,3 +85,23 @@ def test_the_quarantine_list_names_kinds_and_reasons_in_words_under_a_russian_lo
     assert "ошибка в данных (invalid-contract)" in russian.stdout
     english = cli("quarantine", "list", db=db_url)
     assert "quarantine: 4" in english.stdout and "financial_posting" in english.stdout
+
+
+@SQLITE_ONLY
+def test_history_says_events_states_and_details_in_russian(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    env = RUSSIAN["EXCHANGE_LANG=ru"]
+    russian = cli("history", scenario.doc1_v1, db=db_url, env=env)
+    assert russian.returncode == 0, describe(russian)
+    for said in (
+        "финансовая проводка DOC-1 v1",
+        "состояние: в карантине, причина: сайт отклонил (http-422)",
+        "событие",
+        "принято из 1С",
+        "из строки staging_intents №",
+    ):
+        assert said in russian.stdout, (said, describe(russian))
+    english = cli("history", scenario.doc1_v1, db=db_url)
+    assert "state=quarantined reason=http-422" in english.stdout, describe(english)
+    assert "from staging row #" in english.stdout
