@@ -990,6 +990,22 @@ _ONEC_WHOLE: tuple[tuple[str, str], ...] = (
     ),
     (r"elements nested deeper than " + _N, "Элементы вложены глубже {n} уровней."),
     (r"the file is nested too deeply", "Элементы файла вложены слишком глубоко."),
+    (
+        r"a text node longer than " + _N + r" characters in <(?P<e>[^>]*)>",
+        "Текст в элементе <{e}> длиннее {n} символов.",
+    ),
+    (
+        r"more than " + _N + r" comments or processing instructions in the file",
+        "В файле больше {n} комментариев или инструкций обработки.",
+    ),
+    (
+        r"a text longer than " + _N + r" bytes with no element in it",
+        "Текст длиннее {n} байт без единого элемента внутри.",
+    ),
+    (
+        r"more than " + _N + r" fields in one <(?P<e>[^>]*)>",
+        "В одном элементе <{e}> больше {n} полей.",
+    ),
     (r"file name " + _F + r" is not allowed", "Имя файла {f} не допускается."),
     (
         r"file name " + _F + r" holds a control character: not allowed",
