@@ -125,13 +125,15 @@ ZONED = frozenset(
         "at",
         "filter_since",
         "filter_until",
+        "activity",
+        "day",
     }
 )
 
 
 def label(key: str, lang: Lang, zone: str = "UTC") -> str:
     text = _(_LABELS[key], lang)
-    return text.replace("(UTC)", f"({zone})") if key in ZONED else text
+    return text.replace("(UTC", f"({zone}") if key in ZONED else text
 
 
 # -- the next check, in plain words ----------------------------------------------------------

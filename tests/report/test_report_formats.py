@@ -460,7 +460,7 @@ def test_the_chart_axis_goes_up_in_round_steps(peak: int, top: int, step: int) -
 
 def test_every_readable_format_shows_times_in_the_reports_zone_and_names_it() -> None:
     """EXCHANGE_DISPLAY_TZ: CSV, XLSX and HTML show the wall time in the report's zone, to the
-    second, and their labels name it; the days of the activity stay UTC days, JSON stays UTC."""
+    second, and their labels name it; the days of the activity are the zone's, JSON stays UTC."""
     report = replace(hostile_report(), zone="Europe/Moscow")
     first = hostile_entries()[0].first_seen
     moscow = first.astimezone(ZoneInfo("Europe/Moscow"))
@@ -480,7 +480,7 @@ def test_every_readable_format_shows_times_in_the_reports_zone_and_names_it() ->
 
     page = render(report, "html", "ru").decode()
     assert f">{moscow:%d.%m.%Y %H:%M:%S}</time>" in page and column in page  # as Russian writes
-    assert "День (UTC)" in page  # the activity's days are UTC days
+    assert "День (Europe/Moscow)" in page  # the activity's days are the zone's days
 
     entry = json.loads(render(report, "json", "ru"))["entries"][0]
     assert first.isoformat() == entry["first_seen"]

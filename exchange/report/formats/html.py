@@ -254,7 +254,7 @@ def _charts(report: Report, lang: Lang) -> str:
     )
     activity = activity_chart(
         report.activity,
-        title=label("activity", lang),
+        title=label("activity", lang, report.zone),
         delivered=label("delivered", lang),
         failed=label("failed", lang),
         day_format="%d.%m" if lang == "ru" else "%m-%d",
@@ -268,9 +268,9 @@ def _charts(report: Report, lang: Lang) -> str:
     return (
         '<div class="charts">'
         f"<figure><figcaption>{_e(label('by_reason', lang))}</figcaption>{by_reason}</figure>"
-        f"<figure><figcaption>{_e(label('activity', lang))}</figcaption>{activity}"
+        f"<figure><figcaption>{_e(label('activity', lang, report.zone))}</figcaption>{activity}"
         f"<details><summary>{_e(label('numbers', lang))}</summary>"
-        f'<table class="small"><thead><tr><th>{_e(label("day", lang))}</th>'
+        f'<table class="small"><thead><tr><th>{_e(label("day", lang, report.zone))}</th>'
         f"<th>{_e(label('delivered', lang))}</th><th>{_e(label('failed', lang))}</th></tr>"
         f"</thead><tbody>{numbers}</tbody></table></details></figure>"
         "</div>"

@@ -174,10 +174,12 @@ def _summary_sheet(ws: WriteOnlyWorksheet, report: Report, lang: Lang) -> None:
             ]
         )
     ws.append([])
-    heading = cell(ws, label("activity", lang), lang)
+    heading = cell(ws, label("activity", lang, report.zone), lang)
     heading.font = HEADER_FONT
     ws.append([heading])
-    ws.append(_heading(ws, [label(k, lang) for k in ("day", "delivered", "failed")], lang))
+    ws.append(
+        _heading(ws, [label(k, lang, report.zone) for k in ("day", "delivered", "failed")], lang)
+    )
     for day in report.activity:
         ws.append(
             [cell(ws, day.day, lang), cell(ws, day.delivered, lang), cell(ws, day.failed, lang)]
