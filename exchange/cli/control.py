@@ -79,7 +79,7 @@ def prune(
             retention_days=settings.retention_days,
             dry_run=dry_run,
         )
-    out.print(result.describe(), markup=False)
+    out.print(result.describe(cli_lang()), markup=False)
 
 
 @app.command()

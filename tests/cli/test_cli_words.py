@@ -105,3 +105,13 @@ def test_history_says_events_states_and_details_in_russian(
     english = cli("history", scenario.doc1_v1, db=db_url)
     assert "state=quarantined reason=http-422" in english.stdout, describe(english)
     assert "from staging row #" in english.stdout
+
+
+@SQLITE_ONLY
+def test_prune_says_what_it_removes_in_russian_and_logs_stay_english(cli: Cli, db_url: str) -> None:
+    russian = cli("prune", "--dry-run", db=db_url, env=RUSSIAN["EXCHANGE_LANG=ru"])
+    assert russian.returncode == 0, describe(russian)
+    assert "будет удалено (всё старше " in russian.stdout, describe(russian)
+    assert "доставленных или отменённых сообщений — 0" in russian.stdout
+    english = cli("prune", "--dry-run", db=db_url)
+    assert "would remove 0 delivered or cancelled message(s)" in english.stdout
