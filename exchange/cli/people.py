@@ -24,8 +24,9 @@ from exchange.cli.common import (
 from exchange.db.engine import transaction
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
-from exchange.i18n import _
+from exchange.i18n import _, pgettext
 from exchange.ops import operators
+from exchange.words import word
 
 
 def _read_password(confirm: bool = True) -> str:
@@ -57,7 +58,9 @@ def operator_add(
         password = _read_password()
         with transaction(engine) as connection:
             operators.add(connection, name, role, password, SystemClock().now())
-    said = _("operator {name} ({role}) saved", cli_lang()).format(name=name, role=role)
+    lang = cli_lang()
+    shown = role if lang == "en" else word(f"role_{role}", lang)
+    said = _("operator {name} ({role}) saved", lang).format(name=name, role=shown)
     out.print(said, markup=False)
 
 
@@ -83,13 +86,19 @@ def operator_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     if as_json:
         print(json.dumps(rows, ensure_ascii=False))
         return
+    lang = cli_lang()
     table = Table()
-    for column in ("name", "role", "added"):
+    for column in (
+        pgettext("operator list column", "name", lang),
+        pgettext("operator list column", "role", lang),
+        pgettext("operator list column", "added", lang),
+    ):
         table.add_column(column)
     for row in rows:
-        table.add_row(
-            Text(row["name"]), row["role"], _in_zone(row["created_at"], settings.display_tz)
-        )
+        role = row["role"] if lang == "en" else word(f"role_{row['role']}", lang)
+        table.add_row(Text(row["name"]), role, _in_zone(row["created_at"], settings.display_tz))
     if not rows:
-        table.caption = "no operator: add one with exchange operator add NAME --role operator"
+        table.caption = _(
+            "no operator: add one with exchange operator add NAME --role operator", lang
+        )
     out.print(table)

@@ -115,3 +115,16 @@ def test_prune_says_what_it_removes_in_russian_and_logs_stay_english(cli: Cli, d
     assert "доставленных или отменённых сообщений — 0" in russian.stdout
     english = cli("prune", "--dry-run", db=db_url)
     assert "would remove 0 delivered or cancelled message(s)" in english.stdout
+
+
+@SQLITE_ONLY
+def test_operator_commands_speak_russian(cli: Cli, db_url: str) -> None:
+    env = RUSSIAN["EXCHANGE_LANG=ru"]
+    empty = cli("operator", "list", db=db_url, env=env)
+    assert "операторов нет" in empty.stdout, describe(empty)
+    added = cli(
+        "operator", "add", "olga", "--role", "viewer", db=db_url, env=env, stdin="secret-pass\n"
+    )
+    assert "оператор olga (наблюдатель) сохранён" in added.stdout, describe(added)
+    listed = cli("operator", "list", db=db_url, env=env)
+    assert "роль" in listed.stdout and "наблюдатель" in listed.stdout, describe(listed)
