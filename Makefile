@@ -40,7 +40,7 @@ catalogs: $(BIN)/.installed
 	$(BIN)/pybabel extract -F babel.cfg -k N_ -k ngettext:1,2 --no-location --sort-output \
 		--project exchange --omit-header -o exchange/locale/exchange.pot .
 	$(BIN)/pybabel update -i exchange/locale/exchange.pot -d exchange/locale -D exchange \
-		--ignore-obsolete
+		--ignore-obsolete --ignore-pot-creation-date
 	$(BIN)/pybabel compile -d exchange/locale -D exchange --statistics
 
 # What the Docker image is made of, without Docker: build the wheel, install it (with the

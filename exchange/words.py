@@ -141,13 +141,13 @@ WORDS: dict[str, dict[Lang, str]] = {
     "until": {"ru": "По (дата)", "en": "Until (date)"},
     "search": {"ru": "Искать", "en": "Search"},
     "search_hint": {
-        "ru": "Артикул, агрегат, документ 1С, товар или начало ID сообщения",
+        "ru": "Артикул, агрегат, документ 1С, товар или начало кода сообщения",
         "en": "SKU, aggregate, 1C document, product or message_id prefix",
     },
     "filter": {"ru": "Отобрать", "en": "Filter"},
     "any": {"ru": "любая", "en": "any"},
     "any_kind": {"ru": "любой", "en": "any"},
-    "message_id": {"ru": "ID сообщения", "en": "message_id"},
+    "message_id": {"ru": "Код сообщения", "en": "message_id"},
     "aggregate": {"ru": "Агрегат", "en": "Aggregate"},
     "version": {"ru": "Версия", "en": "Version"},
     "attempts": {"ru": "Попыток", "en": "Attempts"},
@@ -200,7 +200,7 @@ WORDS: dict[str, dict[Lang, str]] = {
     "touched": {"ru": "затронуто {count}", "en": "touched: {count}"},
     # The id follows, after the colon (error.html's subject).
     "no_message": {
-        "ru": "Нет сообщения с таким ID:",
+        "ru": "Нет сообщения с таким кодом:",
         "en": "No message with this message_id:",
     },
     "biography": {"ru": "История сообщения", "en": "Message biography"},
@@ -295,7 +295,7 @@ WORDS: dict[str, dict[Lang, str]] = {
         "en": "the newest {shown} are shown; narrow the search",
     },
     "find_hint": {
-        "ru": "Начало артикула, агрегата, ID сообщения, любого слова документа 1С "
+        "ru": "Начало артикула, агрегата, кода сообщения, любого слова документа 1С "
         "(например offers.xml) или названия товара",
         "en": "The beginning of a SKU, an aggregate, a message_id, or of any word of a 1C "
         "document (e.g. offers.xml) or a product name",

@@ -79,7 +79,7 @@ def test_the_quarantine_list_names_kinds_and_reasons_in_words_under_a_russian_lo
 ) -> None:
     russian = cli("quarantine", "list", db=db_url, env=RUSSIAN["LANG=ru_RU"])
     assert russian.returncode == 0, describe(russian)
-    for said in ("карантин: 4", "ID сообщения", "причина", "финансовая проводка", "цена"):
+    for said in ("карантин: 4", "Код сообщения", "причина", "финансовая проводка", "цена"):
         assert said in russian.stdout, (said, describe(russian))
     assert "сайт отклонил (http-422)" in russian.stdout
     assert "ошибка в данных (invalid-contract)" in russian.stdout
