@@ -202,6 +202,7 @@ def test_quarantine_filters_are_validated(bench: str, db_url: str, site: SiteSim
         listed = client.get("/quarantine", params={"since": since}).text
         assert "Дата не распознана" not in listed and SKU in listed, since
     assert SKU not in client.get("/quarantine", params={"since": "01.01.2999"}).text
+    assert 'placeholder="30.11.2026"' in client.get("/quarantine").text  # the hint says so
 
 
 def test_retry_after_its_preview_needs_a_note_and_records_the_operator(
