@@ -70,7 +70,10 @@ def ngettext(singular: str, plural: str, count: int | float | Decimal, lang: Lan
     """The form of a message for ``count``, by ``lang``'s plural rule. A count with a fraction
     takes the form of 2 («1,5 запроса/с», "1.5 requests/s"), as both languages write it (the
     gettext rule reads whole numbers only)."""
-    whole = int(count)
+    try:
+        whole = int(count)
+    except (ValueError, OverflowError, ArithmeticError):  # NaN, infinity: not a count
+        whole = 2
     if whole != count:
         whole = 2
     return translations(lang).ngettext(singular, plural, whole)
@@ -80,14 +83,20 @@ def ngettext(singular: str, plural: str, count: int | float | Decimal, lang: Lan
 
 
 def number(value: int | float | Decimal, lang: Lang, digits: int = 1) -> str:
-    """``1 234,5`` in Russian, ``1,234.5`` in English: at most ``digits`` after the point."""
+    """``1 234,5`` in Russian, ``1,234.5`` in English: at most ``digits`` after the point;
+    «—» for a value that is not a number (NaN, infinity)."""
+    if not Decimal(str(value)).is_finite():
+        return "—"
     rounded = round(Decimal(str(value)), digits)
     shown = rounded.to_integral() if rounded == rounded.to_integral() else rounded.normalize()
     return format_decimal(shown, locale=lang, decimal_quantization=False)
 
 
 def percent(share: float | Decimal, lang: Lang, digits: int = 1) -> str:
-    """A share (0.043) as a percentage: ``4,3 %`` in Russian, ``4.3%`` in English."""
+    """A share (0.043) as a percentage: ``4,3 %`` in Russian, ``4.3%`` in English; «—» for
+    one that is not a number."""
+    if not Decimal(str(share)).is_finite():
+        return "—"
     rounded = round(Decimal(str(share)) * 100, digits) / 100
     return format_percent(rounded, locale=lang, decimal_quantization=False)
 

@@ -175,6 +175,11 @@ def test_numbers_percentages_and_dates_as_russian_writes_them() -> None:
     assert "05.12.2026 13:00:00" == moment(datetime(2026, 12, 5, 10, tzinfo=UTC), "ru", moscow)
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_value_that_is_not_a_number_is_a_dash_never_an_error(value: float) -> None:
+    assert ("—", "—") == (number(value, "ru"), percent(value, "ru"))
+
+
 @pytest.mark.parametrize(
     ("typed", "read"),
     [

@@ -9,6 +9,7 @@ as rich markup: a message id or a site's error text with ``[brackets]`` is shown
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -180,6 +181,8 @@ def _pace(text: str | None) -> dict[str, Any] | None:
 def requests_per_second(rate: float, lang: Lang) -> str:
     """A request rate as the language writes it, whole from 10 up: «1 запрос/с», «1,5 запроса/с»,
     «42 запроса/с», "5 requests/s" (CLDR's plural rule and decimal mark)."""
+    if not math.isfinite(rate):
+        return ngettext("{rate} request/s", "{rate} requests/s", 2, lang).format(rate="—")
     shown = round(rate) if rate >= 10 else round(rate, 1)
     return ngettext("{rate} request/s", "{rate} requests/s", shown, lang).format(
         rate=number(shown, lang)

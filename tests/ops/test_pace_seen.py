@@ -95,6 +95,10 @@ def test_a_rate_is_written_as_each_language_writes_it(rate: float, ru: str, en: 
     assert (ru, en) == (requests_per_second(rate, "ru"), requests_per_second(rate, "en"))
 
 
+def test_a_rate_that_is_not_a_number_is_a_dash() -> None:
+    assert "— запроса/с" == requests_per_second(float("nan"), "ru")
+
+
 def test_the_russian_pace_card_says_its_rate_with_the_right_form() -> None:
     pace = {"accepted_rate": 1, "in_flight": 1, "limit": 4, "max_limit": 32}
     assert pace_words(pace, "ru") == (
