@@ -23,6 +23,8 @@ def test_an_unknown_address_is_said_in_russian_by_default_and_english_on_request
     english = httpx.get(f"{base}/no-such-page", headers={"Accept-Language": "en"})
     assert 404 == english.status_code
     assert "404: nothing here at /no-such-page" in english.text, english.text
+    chosen = httpx.get(f"{base}/no-such-page", cookies={"exchange_lang": "en"})
+    assert "404: nothing here at /no-such-page" in chosen.text  # the workbench's choice first
 
 
 @SQLITE_ONLY
