@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-fast lint install clean wheel-check bench soak fuzz-long
+.PHONY: demo test test-fast lint install clean wheel-check bench soak fuzz-long catalogs
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,17 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff format --check exchange tests migrations bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+# The translations (docs/translations.md): extract the messages the code marks (_, ngettext,
+# N_) into exchange/locale/exchange.pot, merge them into each language's .po (new ones empty,
+# changed ones fuzzy: a translator's turn), and compile the .mo files the wheel carries.
+# tests/test_i18n.py fails until every message has its Russian and the .mo files are compiled.
+catalogs: $(BIN)/.installed
+	$(BIN)/pybabel extract -F babel.cfg -k N_ -k ngettext:1,2 --no-location --sort-output \
+		--project exchange --omit-header -o exchange/locale/exchange.pot .
+	$(BIN)/pybabel update -i exchange/locale/exchange.pot -d exchange/locale -D exchange \
+		--ignore-obsolete --ignore-pot-creation-date
+	$(BIN)/pybabel compile -d exchange/locale -D exchange --statistics
 
 # What the Docker image is made of, without Docker: build the wheel, install it (with the
 # postgres extra) into a fresh virtual environment, run --help, migrate and demo from outside

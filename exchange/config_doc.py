@@ -63,6 +63,10 @@ FOOTER = """
 Secrets (`EXCHANGE_SITE_TOKEN`, the contents of `EXCHANGE_SITE_TOKEN_FILE`, database
 passwords) are never logged, exported in reports, or printed by `exchange config` and
 `exchange check`.
+
+The language of the command line is not a setting: it is `EXCHANGE_LANG` (`ru` or `en`), else
+the locale (`LC_ALL`, `LC_MESSAGES`, `LANG`); `--json`, log lines and codes stay English
+(docs/translations.md).
 """
 
 

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Literal
 
 from babel.numbers import format_currency, format_decimal
 
-from exchange.domain.plural import counted
-
-Lang = Literal["ru", "en"]
+from exchange.i18n import Lang as Lang  # the pages name it from here
+from exchange.i18n import ngettext
 
 WORDS: dict[str, dict[Lang, str]] = {
     "title": {"ru": "Обмен с сайтом", "en": "Site exchange"},
@@ -146,13 +144,13 @@ WORDS: dict[str, dict[Lang, str]] = {
     "until": {"ru": "По (дата)", "en": "Until (date)"},
     "search": {"ru": "Искать", "en": "Search"},
     "search_hint": {
-        "ru": "Артикул, агрегат, документ 1С, товар или начало message_id",
+        "ru": "Артикул, агрегат, документ 1С, товар или начало кода сообщения",
         "en": "SKU, aggregate, 1C document, product or message_id prefix",
     },
     "filter": {"ru": "Отобрать", "en": "Filter"},
     "any": {"ru": "любая", "en": "any"},
     "any_kind": {"ru": "любой", "en": "any"},
-    "message_id": {"ru": "message_id", "en": "message_id"},
+    "message_id": {"ru": "Код сообщения", "en": "message_id"},
     "aggregate": {"ru": "Агрегат", "en": "Aggregate"},
     "version": {"ru": "Версия", "en": "Version"},
     "attempts": {"ru": "Попыток", "en": "Attempts"},
@@ -205,7 +203,7 @@ WORDS: dict[str, dict[Lang, str]] = {
     "touched": {"ru": "затронуто {count}", "en": "touched: {count}"},
     # The id follows, after the colon (error.html's subject).
     "no_message": {
-        "ru": "Нет сообщения с таким message_id:",
+        "ru": "Нет сообщения с таким кодом:",
         "en": "No message with this message_id:",
     },
     "biography": {"ru": "История сообщения", "en": "Message biography"},
@@ -286,8 +284,8 @@ WORDS: dict[str, dict[Lang, str]] = {
         "en": "Unknown sort order (the list is shown in its default order)",
     },
     "bad_date": {
-        "ru": "Дата не распознана (пример: 2026-11-30)",
-        "en": "Not a date (e.g. 2026-11-30)",
+        "ru": "Дата не распознана (пример: 30.11.2026 или 2026-11-30)",
+        "en": "Not a date (e.g. 30.11.2026 or 2026-11-30)",
     },
     # -- search, the quarantine's list, cancel (issue 24, items 5-7) ------------------------
     "price": {"ru": "Цена", "en": "Price"},
@@ -300,8 +298,8 @@ WORDS: dict[str, dict[Lang, str]] = {
     },
     "find_hint": {
         "ru": "Начало артикула (и артикула 1С, когда артикулы сайта — идентификаторы 1С), "
-        "агрегата, message_id, любого слова документа 1С (например offers.xml) или названия "
-        "товара",
+        "агрегата, кода сообщения, любого слова документа 1С (например offers.xml) или "
+        "названия товара",
         "en": "The beginning of a SKU (and of a 1C article, where the shop's SKUs are 1C ids), "
         "an aggregate, a message_id, or of any word of a 1C document (e.g. offers.xml) or a "
         "product name",
@@ -471,6 +469,11 @@ NAMES: dict[str, dict[str, dict[Lang, str]]] = {
             "en": "put first by an operator",
         },
     },
+    # The kinds of contract 3 (and EXCHANGE_KINDS's own, shown by their code).
+    "kind": {
+        "price": {"ru": "цена", "en": "price"},
+        "financial_posting": {"ru": "финансовая проводка", "en": "financial posting"},
+    },
     "source": {
         "rabbitmq": {"ru": "RabbitMQ", "en": "RabbitMQ"},
         "redis": {"ru": "Redis Streams", "en": "Redis Streams"},
@@ -505,6 +508,7 @@ NAMES: dict[str, dict[str, dict[Lang, str]]] = {
         "unmapped-price-type": {"ru": "вид цены не сопоставлен", "en": "unmapped price type"},
         "shop-failure": {"ru": "магазин отказал", "en": "shop failure"},
         "not-for-this-shop": {"ru": "не для этого магазина", "en": "not for this shop"},
+        "unroutable": {"ru": "RabbitMQ некуда доставить", "en": "unroutable"},
     },
 }
 
@@ -732,6 +736,18 @@ _INTAKE_DETAILS: tuple[tuple[str, str], ...] = (
         'тело сообщения должно быть одной записью, списком записей или {{"intents": [...]}}',
     ),
     (r'"intents" must be a list', "«intents» должен быть списком"),
+    (
+        r"the body holds more than (?P<n>\d+) arrays and objects, the most (?P<m>\d+) intents "
+        r"may \((?P<p>\d+) per intent\)",
+        "в теле сообщения больше {n} массивов и объектов — больше, чем может быть в {m} "
+        "записях (по {p} на запись)",
+    ),
+    (
+        r"the body holds more than (?P<n>\d+) values and keys, the most (?P<m>\d+) intents "
+        r"may \((?P<p>\d+) per intent\)",
+        "в теле сообщения больше {n} значений и ключей — больше, чем может быть в {m} "
+        "записях (по {p} на запись)",
+    ),
     (r"the body holds no intent", "в теле сообщения нет ни одной записи"),
     (
         r"at most (?P<n>\d+) intents per (?:message|request), not (?P<m>\d+)",
@@ -948,19 +964,15 @@ def detail_words(text: str) -> str:
 
 def messages_counted(count: int, lang: Lang) -> str:
     """«2 сообщения», "2 messages"."""
-    if lang == "ru":
-        return counted(count, "сообщение", "сообщения", "сообщений")
-    return f"{count} message" + ("" if count == 1 else "s")
+    return ngettext("{count} message", "{count} messages", count, lang).format(count=count)
 
 
 def versions_counted(count: int, lang: Lang) -> str:
     """Later versions waiting: «1 более поздняя версия», «3 более поздние версии», «5 более
     поздних версий»; "3 later versions"."""
-    if lang == "ru":
-        return counted(
-            count, "более поздняя версия", "более поздние версии", "более поздних версий"
-        )
-    return f"{count} later version" + ("" if count == 1 else "s")
+    return ngettext("{count} later version", "{count} later versions", count, lang).format(
+        count=count
+    )
 
 
 # -- what 1C shows its administrator (contract 9a) ---------------------------------------------
@@ -1072,6 +1084,22 @@ _ONEC_WHOLE: tuple[tuple[str, str], ...] = (
     ),
     (r"elements nested deeper than " + _N, "Элементы вложены глубже {n} уровней."),
     (r"the file is nested too deeply", "Элементы файла вложены слишком глубоко."),
+    (
+        r"a text node longer than " + _N + r" characters in <(?P<e>[^>]*)>",
+        "Текст в элементе <{e}> длиннее {n} символов.",
+    ),
+    (
+        r"more than " + _N + r" comments or processing instructions in the file",
+        "В файле больше {n} комментариев или инструкций обработки.",
+    ),
+    (
+        r"a text longer than " + _N + r" bytes with no element in it",
+        "Текст длиннее {n} байт без единого элемента внутри.",
+    ),
+    (
+        r"more than " + _N + r" fields in one <(?P<e>[^>]*)>",
+        "В одном элементе <{e}> больше {n} полей.",
+    ),
     (r"file name " + _F + r" is not allowed", "Имя файла {f} не допускается."),
     (
         r"file name " + _F + r" holds a control character: not allowed",
@@ -1232,12 +1260,11 @@ WORDS.update(
             "en": "delivery is paused: no estimate",
         },
         "pace_card": {"ru": "Темп сайта", "en": "Site's pace"},
-        "pace_rate": {"ru": "{rate} запросов/с", "en": "{rate} requests/s"},
         "pace_limit": {
             "ru": "предел: {limit} из {max_limit} одновременных запросов, в работе {in_flight}",
             "en": "limit: {limit} of {max_limit} concurrent requests, {in_flight} in flight",
         },
-        "pace_paced": {"ru": "снижен до {rate} запросов/с", "en": "paced at {rate} requests/s"},
+        "pace_paced": {"ru": "снижен до {rate}", "en": "paced at {rate}"},
         "pace_refused": {
             "ru": "отказов сайта за минуту: {refused}",
             "en": "refused by the site in the last minute: {refused}",
@@ -1265,7 +1292,7 @@ WORDS.update(
         },
         "export_these": {"ru": "Выгрузить эти записи", "en": "Export these entries"},
         "date_hint": {
-            "ru": "дата или дата и время, например 2026-11-30 или 2026-11-30 08:00",
+            "ru": "дата или дата и время, например 30.11.2026 или 30.11.2026 08:00",
             "en": "a date or a date and time, e.g. 2026-11-30 or 2026-11-30 08:00",
         },
     }

@@ -46,7 +46,7 @@ shopt -u nullglob
 wheel="${wheels[0]}"
 echo "  $(basename "$wheel")"
 
-say "the wheel carries the migrations"
+say "the wheel carries the migrations and the compiled catalogs"
 "$PYTHON" - "$wheel" <<'PY' || fail "the wheel lacks the migrations (see above)"
 import sys
 import zipfile
@@ -54,7 +54,8 @@ import zipfile
 names = set(zipfile.ZipFile(sys.argv[1]).namelist())
 versions = [n for n in names if n.startswith("exchange/_migrations/versions/") and n.endswith(".py")]
 missing = [n for n in ("exchange/_migrations/env.py", "exchange/_migrations/script.py.mako",
-                       "exchange/cli/__init__.py") if n not in names]
+                       "exchange/cli/__init__.py",
+                       "exchange/locale/ru/LC_MESSAGES/exchange.mo") if n not in names]
 strays = sorted(n for n in names if n.startswith(("migrations/", "tests/")))
 for problem, items in (("missing", missing), ("outside the package", strays)):
     if items:
@@ -63,7 +64,7 @@ if not versions:
     print("  missing: exchange/_migrations/versions/*.py", file=sys.stderr)
 if missing or strays or not versions:
     sys.exit(1)
-print(f"  env.py, script.py.mako and {len(versions)} revision(s)")
+print(f"  env.py, script.py.mako, {len(versions)} revision(s) and the Russian catalog")
 PY
 
 say "install into a fresh virtual environment"

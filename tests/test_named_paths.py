@@ -30,6 +30,9 @@ NOT_MODULES = {
     "exchange.toml": "a configuration file's name",
     "exchange.intents": "a RabbitMQ queue's name in an example",
     "exchange.example.ru": "a host name in an example",
+    "exchange.pot": "the gettext template's file name (exchange/locale/)",
+    "exchange.po": "a gettext catalog's file name (exchange/locale/<lang>/LC_MESSAGES/)",
+    "exchange.mo": "a compiled gettext catalog's file name",
 }
 NOT_PATHS = {
     "exchange/1c": "the 1C folder under the user's cache folder, made at run time",

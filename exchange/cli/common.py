@@ -20,9 +20,11 @@ from exchange import logs
 from exchange.db.engine import make_engine
 from exchange.domain.clock import ensure_utc, local_time
 from exchange.errors import ExchangeError
+from exchange.i18n import Lang, _, lang_of_environment
 from exchange.ops.find import known_reasons
 from exchange.ops.quarantine import Filters, filter_time
 from exchange.settings import Settings, load_settings, safe_url
+from exchange.words import error_words
 
 app = typer.Typer(
     name="exchange",
@@ -46,13 +48,23 @@ err = Console(stderr=True, soft_wrap=True)
 log = logging.getLogger("exchange")
 
 
+def cli_lang() -> Lang:
+    """The language of the lines a command prints for a person (contract 15): Russian when
+    ``EXCHANGE_LANG=ru`` or the locale is Russian. ``--json``, log lines and codes stay
+    English whatever it is."""
+    return lang_of_environment()
+
+
 @contextmanager
 def _guard() -> Iterator[None]:
     try:
         yield
     except ExchangeError as exc:
         # The log's filter hides the configuration's secrets; an error is masked the same way.
-        err.print(f"error: {logs.redact(str(exc))}", markup=False, highlight=False)
+        said = error_words(logs.redact(str(exc)), cli_lang())
+        err.print(
+            _("error: {problem}", cli_lang()).format(problem=said), markup=False, highlight=False
+        )
         raise typer.Exit(2) from None
 
 
@@ -81,10 +93,12 @@ def _parse_time(value: str | None) -> datetime | None:
     try:
         return ensure_utc(filter_time(value))
     except ValueError:
-        raise typer.BadParameter(
-            f"{value!r} is not an ISO date or time between the years 1 and 9999 "
-            "(e.g. 2026-11-30 or 2026-11-30T08:00:00Z)"
-        ) from None
+        message = _(
+            "{value!r} is not a date or time between the years 1 and 9999 "
+            "(e.g. 30.11.2026, 30.11.2026 08:00, 2026-11-30 or 2026-11-30T08:00:00Z)",
+            cli_lang(),
+        )
+        raise typer.BadParameter(message.format(value=value)) from None
 
 
 def _filters(
@@ -115,8 +129,12 @@ ReasonOpt = Annotated[
         help="Only this reason: " + ", ".join(known_reasons()) + ", or http-NNN.",
     ),
 ]
-SinceOpt = Annotated[str | None, typer.Option("--since", help="Quarantined at or after (ISO).")]
-UntilOpt = Annotated[str | None, typer.Option("--until", help="Quarantined before (ISO).")]
+SinceOpt = Annotated[
+    str | None, typer.Option("--since", help="Quarantined at or after (30.11.2026 or ISO).")
+]
+UntilOpt = Annotated[
+    str | None, typer.Option("--until", help="Quarantined before (30.11.2026 or ISO).")
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
 SupersededOpt = Annotated[
     bool,
@@ -170,7 +188,7 @@ def _reading_engine(settings: Settings) -> Engine:
                 "(or run from its folder); a read command never creates one, `exchange migrate` "
                 "creates a new empty one"
             )
-    engine, _ = bootstrap.engines(settings)
+    engine, _staging = bootstrap.engines(settings)
     return engine
 
 

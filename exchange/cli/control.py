@@ -19,12 +19,14 @@ from exchange.cli.common import (
     _reading_engine,
     _settings,
     app,
+    cli_lang,
     err,
     out,
 )
 from exchange.db.engine import make_engine, transaction
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
+from exchange.i18n import _
 from exchange.ops.prune import prune as prune_now
 from exchange.queue import control
 
@@ -36,12 +38,15 @@ def pause_command(
 ) -> None:
     """Stop delivery for every worker (within one cycle), recorded with the operator."""
     with _guard():
-        engine, _ = bootstrap.engines(_settings(ctx))
+        engine, _staging = bootstrap.engines(_settings(ctx))
         with transaction(engine) as connection:
             paused = control.pause(
                 connection, operator=_os_user(), note=note, now=SystemClock().now()
             )
-    out.print("delivery paused" if paused else "delivery was already paused", markup=False)
+    said = (
+        _("delivery paused", cli_lang()) if paused else _("delivery was already paused", cli_lang())
+    )
+    out.print(said, markup=False)
 
 
 @app.command("resume")
@@ -49,10 +54,10 @@ def resume_command(ctx: typer.Context) -> None:
     """Restart delivery: an operator's pause ends, and so does a pause no answer of the site
     can end (a key that may read but not write: the next cycle tries a write at once)."""
     with _guard():
-        engine, _ = bootstrap.engines(_settings(ctx))
+        engine, _staging = bootstrap.engines(_settings(ctx))
         with transaction(engine) as connection:
             control.resume(connection, operator=_os_user(), now=SystemClock().now())
-    out.print("delivery resumed", markup=False)
+    out.print(_("delivery resumed", cli_lang()), markup=False)
 
 
 @app.command()
@@ -74,7 +79,7 @@ def prune(
             retention_days=settings.retention_days,
             dry_run=dry_run,
         )
-    out.print(result.describe(), markup=False)
+    out.print(result.describe(cli_lang()), markup=False)
 
 
 @app.command()

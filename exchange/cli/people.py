@@ -17,13 +17,16 @@ from exchange.cli.common import (
     _guard,
     _in_zone,
     _settings,
+    cli_lang,
     operator_app,
     out,
 )
 from exchange.db.engine import transaction
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
+from exchange.i18n import _, pgettext
 from exchange.ops import operators
+from exchange.words import word
 
 
 def _read_password(confirm: bool = True) -> str:
@@ -51,11 +54,14 @@ def operator_add(
         if role not in operators.ROLES:
             raise ExchangeError(f"unknown role {role!r}: viewer or operator")
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        engine, _staging = bootstrap.engines(settings)
         password = _read_password()
         with transaction(engine) as connection:
             operators.add(connection, name, role, password, SystemClock().now())
-    out.print(f"operator {name} ({role}) saved", markup=False)
+    lang = cli_lang()
+    shown = role if lang == "en" else word(f"role_{role}", lang)
+    said = _("operator {name} ({role}) saved", lang).format(name=name, role=shown)
+    out.print(said, markup=False)
 
 
 @operator_app.command("remove")
@@ -63,10 +69,10 @@ def operator_remove(ctx: typer.Context, name: str) -> None:
     """Remove an operator: every session of theirs ends (adding the name again revives none)."""
     with _guard():
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        engine, _staging = bootstrap.engines(settings)
         with transaction(engine) as connection:
             operators.remove(connection, name)
-    out.print(f"operator {name} removed", markup=False)
+    out.print(_("operator {name} removed", cli_lang()).format(name=name), markup=False)
 
 
 @operator_app.command("list")
@@ -74,19 +80,25 @@ def operator_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """The operators and their roles (never a password or its hash)."""
     with _guard():
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        engine, _staging = bootstrap.engines(settings)
         with transaction(engine, read_only=True) as connection:
             rows = operators.listed(connection)
     if as_json:
         print(json.dumps(rows, ensure_ascii=False))
         return
+    lang = cli_lang()
     table = Table()
-    for column in ("name", "role", "added"):
+    for column in (
+        pgettext("operator list column", "name", lang),
+        pgettext("operator list column", "role", lang),
+        pgettext("operator list column", "added", lang),
+    ):
         table.add_column(column)
     for row in rows:
-        table.add_row(
-            Text(row["name"]), row["role"], _in_zone(row["created_at"], settings.display_tz)
-        )
+        role = row["role"] if lang == "en" else word(f"role_{row['role']}", lang)
+        table.add_row(Text(row["name"]), role, _in_zone(row["created_at"], settings.display_tz))
     if not rows:
-        table.caption = "no operator: add one with exchange operator add NAME --role operator"
+        table.caption = _(
+            "no operator: add one with exchange operator add NAME --role operator", lang
+        )
     out.print(table)

@@ -27,6 +27,7 @@ from exchange.cli.common import (
     _reading_engine,
     _settings,
     _shown,
+    cli_lang,
     err,
     out,
     quarantine_app,
@@ -34,6 +35,7 @@ from exchange.cli.common import (
 from exchange.db.engine import transaction
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
+from exchange.i18n import _, ngettext, pgettext
 from exchange.ops.find import check_filters, released_by_cancel
 from exchange.ops.quarantine import (
     ActionResult,
@@ -48,6 +50,7 @@ from exchange.ops.status import (
 )
 from exchange.report import collect as report
 from exchange.settings import safe_url
+from exchange.words import error_words, name
 
 
 @quarantine_app.command("list")
@@ -80,36 +83,47 @@ def quarantine_list(
         print(json.dumps([{**row, "database": database} for row in rows], ensure_ascii=False))
         return
     _header(settings)
+    lang = cli_lang()
     if present:
         waiting = ", ".join(f"{r} ({e['count']})" for r, e in present.items())
-        err.print(
-            f"no quarantined message matches these filters; the quarantine holds: {waiting}",
-            markup=False,
-            highlight=False,
+        said = _(
+            "no quarantined message matches these filters; the quarantine holds: {waiting}", lang
         )
-    table = Table(title=f"quarantine: {len(rows)}")
-    columns = ("message_id", "kind", "aggregate", "v", "reason", "tries", "since", "last error")
+        err.print(said.format(waiting=waiting), markup=False, highlight=False)
+    table = Table(title=_("quarantine: {count}", lang).format(count=len(rows)))
+    columns = (
+        pgettext("quarantine list column", "message_id", lang),
+        pgettext("quarantine list column", "kind", lang),
+        pgettext("quarantine list column", "aggregate", lang),
+        pgettext("quarantine list column", "v", lang),
+        pgettext("quarantine list column", "reason", lang),
+        pgettext("quarantine list column", "tries", lang),
+        pgettext("quarantine list column", "since", lang),
+        pgettext("quarantine list column", "last error", lang),
+    )
     for column in columns:
         table.add_column(column, overflow="fold")  # never cut: wrap
     now = SystemClock().now()
     for row in rows:
-        reason_shown = row["reason"]
+        # Russian names the kind and the reason in words, the reason's code beside it (what
+        # --reason takes); English keeps the codes.
+        reason_shown = row["reason"] if lang == "en" else name("reason", row["reason"], lang)
         if row["superseded_after_quarantine"]:
-            reason_shown += " (superseded after quarantine)"
+            reason_shown += _(" (superseded after quarantine)", lang)
         # Text, not markup: data with [brackets] (a site's error, a 1C reference) shows as is.
         table.add_row(
             *(
                 Text(value)
                 for value in (
                     row["message_id"],
-                    row["kind"],
+                    row["kind"] if lang == "en" else name("kind", row["kind"], lang),
                     row["aggregate"],
                     str(row["version"]),
                     reason_shown,
                     str(row["attempts"]),
                     # when, in EXCHANGE_DISPLAY_TZ, and how long it has waited
                     when_ago(row["quarantined_at"], settings.display_tz, now),
-                    (row["last_error"] or "")[:80],
+                    error_words(row["last_error"] or "", lang)[:80],
                 )
             )
         )
@@ -157,7 +171,13 @@ def quarantine_export(
             report.export(data, chosen, lang or settings.report_lang, output)
         except OSError as exc:
             raise ExchangeError(f"cannot write {output}: {exc.strerror}") from None
-    out.print(f"wrote {len(data.entries)} entries to {output} ({chosen})", markup=False)
+    said = ngettext(
+        "wrote {count} entry to {output} ({format})",
+        "wrote {count} entries to {output} ({format})",
+        len(data.entries),
+        cli_lang(),
+    )
+    out.print(said.format(count=len(data.entries), output=output, format=chosen), markup=False)
 
 
 @quarantine_app.command("retry")
@@ -250,7 +270,7 @@ def _operator_action(
         check_request(ids, filters, action)
         settings = _settings(ctx)
         check_filters(filters.reason, filters.kind, settings.kinds)
-        engine, _ = bootstrap.engines(settings)
+        engine, _staging = bootstrap.engines(settings)
         with transaction(engine) as connection:
             result = act(
                 connection,
@@ -272,10 +292,27 @@ def _operator_action(
     _print_action(result, action, done, dry=dry, unconfirmed=bulk and not yes and not dry_run)
     for entry in released:
         # The consequence a cancel has beyond the messages it names (strict order).
+        if dry:
+            said = ngettext(
+                "then {count} later version of {kind} {aggregate} (from v{first}) will go out "
+                "without the cancelled one",
+                "then {count} later versions of {kind} {aggregate} (from v{first}) will go out "
+                "without the cancelled one",
+                entry["count"],
+                cli_lang(),
+            )
+        else:
+            said = ngettext(
+                "now {count} later version of {kind} {aggregate} (from v{first}) goes out "
+                "without the cancelled one",
+                "now {count} later versions of {kind} {aggregate} (from v{first}) go out "
+                "without the cancelled one",
+                entry["count"],
+                cli_lang(),
+            )
+        values = {"first": entry["first_version"], "kind": name("kind", entry["kind"], cli_lang())}
         out.print(
-            f"{'then ' if dry else 'now '}{entry['count']} later version(s) of {entry['kind']} "
-            f"{entry['aggregate']} (from v{entry['first_version']}) "
-            f"{'will go' if dry else 'go'} out without the cancelled one",
+            said.format(count=entry["count"], aggregate=entry["aggregate"], **values),
             markup=False,
             highlight=False,
         )
@@ -284,11 +321,32 @@ def _operator_action(
 def _print_action(
     result: ActionResult, action: str, done: str, *, dry: bool, unconfirmed: bool
 ) -> None:
-    verb = f"would {action}" if dry else done
-    out.print(f"{verb} {len(result.touched)} message(s)", markup=False)
+    count, said = len(result.touched), _action_words(action, dry, len(result.touched))
+    out.print(said.format(count=count), markup=False)
     for message_id in result.touched:
         out.print(f"  {message_id}", markup=False)
     for message_id, why in result.skipped:
-        out.print(f"  skipped {message_id}: {why}", markup=False)
+        skipped = _("  skipped {message_id}: {why}", cli_lang())
+        out.print(
+            skipped.format(message_id=message_id, why=error_words(why, cli_lang())), markup=False
+        )
     if unconfirmed:
-        out.print(f"nothing changed: add --yes to {action} these", markup=False)
+        if action == "retry":
+            out.print(_("nothing changed: add --yes to retry these", cli_lang()), markup=False)
+        else:
+            out.print(_("nothing changed: add --yes to cancel these", cli_lang()), markup=False)
+
+
+def _action_words(action: str, dry: bool, count: int) -> str:
+    """What a manual action did (or would do), with its count: «повторено 2 сообщения»."""
+    if action == "retry" and dry:
+        return ngettext(
+            "would retry {count} message", "would retry {count} messages", count, cli_lang()
+        )
+    if action == "retry":
+        return ngettext("retried {count} message", "retried {count} messages", count, cli_lang())
+    if dry:
+        return ngettext(
+            "would cancel {count} message", "would cancel {count} messages", count, cli_lang()
+        )
+    return ngettext("cancelled {count} message", "cancelled {count} messages", count, cli_lang())

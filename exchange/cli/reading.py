@@ -24,11 +24,13 @@ from exchange.cli.common import (
     _settings,
     _shown,
     app,
+    cli_lang,
     out,
 )
 from exchange.db.engine import transaction
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
+from exchange.i18n import _, pgettext
 from exchange.ops.attention import attention
 from exchange.ops.backlog import backlog, backlog_words
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
@@ -45,7 +47,9 @@ from exchange.ops.status import (
     when_ago,
 )
 from exchange.queue import control
+from exchange.report.words import history_words
 from exchange.settings import safe_url
+from exchange.words import error_words, name
 
 
 @app.command("status")
@@ -87,7 +91,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         brokers = asyncio.run(
             source_figures(bootstrap.source(settings, engine, None), figures.workers)
         )
-    needs = [cause.words() for cause in found.causes]
+    needs = [cause.words() for cause in found.causes]  # English: --json's
     if as_json:
         document = {
             "database": safe_url(settings.database_url),
@@ -122,9 +126,10 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
                 markup=False,
             )
         if needs:
-            out.print("needs a person: " + "; ".join(needs), markup=False)
+            said = "; ".join(cause.words(cli_lang()) for cause in found.causes)
+            out.print(_("needs a person: {causes}", cli_lang()).format(causes=said), markup=False)
         else:
-            out.print("nothing needs a person", markup=False)
+            out.print(_("nothing needs a person", cli_lang()), markup=False)
     raise typer.Exit(1 if needs else 0)
 
 
@@ -167,7 +172,7 @@ def find_command(
     _header(settings)
     _print_found(rows, settings.display_tz)
     if not rows:
-        out.print(f"no message matches {term!r}", markup=False)
+        out.print(_("no message matches {term!r}", cli_lang()).format(term=term), markup=False)
 
 
 @app.command("prioritize")
@@ -184,7 +189,7 @@ def prioritize_command(
     Retry-After, the pace, the breaker, a pause or strict order), until each is sent."""
     with _guard():
         settings = _settings(ctx)
-        engine, _ = bootstrap.engines(settings)
+        engine, _staging = bootstrap.engines(settings)
         with transaction(engine) as connection:
             chosen = prioritize(
                 connection,
@@ -248,27 +253,53 @@ def history(
         print(json.dumps({"database": safe_url(settings.database_url), **bio}, ensure_ascii=False))
         return
     _header(settings)
-    m = bio["message"]
-    out.print(
-        f"{m['message_id']}  {m['kind']} {m['aggregate']} v{m['version']}  "
-        f"state={m['state']} reason={m['reason']} attempts={m['attempts']}",
-        markup=False,
-    )
+    m, lang = bio["message"], cli_lang()
+    if lang == "en":
+        headline = (
+            f"{m['message_id']}  {m['kind']} {m['aggregate']} v{m['version']}  "
+            f"state={m['state']} reason={m['reason']} attempts={m['attempts']}"
+        )
+    else:  # the state, the kind and the reason in words; the reason's code beside its name
+        headline = _(
+            "{message_id}  {kind} {aggregate} v{version}  state: {state}, reason: {reason}, "
+            "attempts: {attempts}",
+            lang,
+        ).format(
+            message_id=m["message_id"],
+            kind=name("kind", m["kind"], lang),
+            aggregate=m["aggregate"],
+            version=m["version"],
+            state=name("state", m["state"], lang),
+            reason=name("reason", m["reason"], lang) or "—",
+            attempts=m["attempts"],
+        )
+    out.print(headline, markup=False)
     table = Table()
-    for column in ("at", "event", "from", "to", "worker", "attempt", "leased", "http", "detail"):
+    for column in (
+        pgettext("history column", "at", lang),
+        pgettext("history column", "event", lang),
+        pgettext("history column", "from", lang),
+        pgettext("history column", "to", lang),
+        pgettext("history column", "worker", lang),
+        pgettext("history column", "attempt", lang),
+        pgettext("history column", "leased", lang),
+        pgettext("history column", "http", lang),
+        pgettext("history column", "detail", lang),
+    ):
         table.add_column(column, overflow="fold")  # never cut: wrap
     for e in bio["history"]:
-        detail = e["detail"] or ""
+        detail = error_words(e["detail"], lang) if e["detail"] else ""
         if e["operator"]:
             detail += f" [{e['operator']}: {e['note'] or ''}]"
         leased = _in_zone(e["leased_at"], settings.display_tz)
         if e["lease_until"]:  # unanswered (or still in flight): when its lease runs out
             leased += f" – {_in_zone(e['lease_until'], settings.display_tz)}"
+        event, from_state, to_state = history_words(e["event"], e["from"], e["to"], lang)
         cells = (
             _in_zone(e["at"], settings.display_tz),
-            e["event"],
-            e["from"] or "",
-            e["to"] or "",
+            event,
+            from_state or "",
+            to_state or "",
             e["worker"] or "",
             str(e["attempt"] or ""),
             leased,

@@ -18,9 +18,9 @@ from typing import Any
 from sqlalchemy import Connection, func, not_, select
 
 from exchange.db.schema import cml_exchanges, messages, staging
-from exchange.domain.plural import counted
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import State
+from exchange.i18n import ngettext
 from exchange.ops.find import held_condition
 
 # The outcomes of a 1C exchange (contract 9a) after which the exchange works again.
@@ -179,14 +179,18 @@ _EN: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 _RU: dict[str, Callable[[dict[str, Any]], str]] = {
     "quarantine": lambda v: (
-        "в карантине " + counted(v["count"], "сообщение", "сообщения", "сообщений")
+        "в карантине "
+        + ngettext("{count} message", "{count} messages", v["count"], "ru").format(**v)
     ),
     "breaker": lambda v: "предохранитель разомкнут: сайт отвечает ошибками",
     "token": lambda v: "доставка остановлена: сайт не принял токен",
     "operator": lambda v: f"доставка остановлена оператором {v['operator']}",
-    "gap": lambda v: (
-        counted(v["count"], "объект ждёт", "объекта ждут", "объектов ждут") + " пропущенную версию"
-    ),
+    "gap": lambda v: ngettext(
+        "{count} aggregate waits for a missing version",
+        "{count} aggregates wait for a missing version",
+        v["count"],
+        "ru",
+    ).format(**v),
     "onec": lambda v: (
         f"последний обмен с 1С завершился ошибкой ({v['file'] or 'без файла'}: "
         f"{v['reason']}), успешных с тех пор не было"

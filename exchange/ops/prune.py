@@ -53,6 +53,7 @@ from exchange.db.schema import aggregates, cml_exchanges, history, messages, sta
 from exchange.domain.clock import Clock
 from exchange.domain.states import FINAL, values
 from exchange.errors import DatabaseUnavailable
+from exchange.i18n import Lang, _
 
 log = logging.getLogger(__name__)
 
@@ -74,13 +75,28 @@ class PruneReport:
     exchanges: int = 0
     batches: int = 0
 
-    def describe(self) -> str:
-        verb = "would remove" if self.dry_run else "removed"
-        return (
-            f"{verb} {self.messages} delivered or cancelled message(s) with "
-            f"{self.history} history row(s), {self.staging} taken staging row(s) and "
-            f"{self.exchanges} 1C exchange log row(s), "
-            f"older than {self.cutoff.isoformat(timespec='seconds')}"
+    def describe(self, lang: Lang = "en") -> str:
+        """What was (or would be) removed: English for the log, ``lang`` for a person."""
+        if self.dry_run:
+            said = _(
+                "would remove {messages} delivered or cancelled message(s) with {history} "
+                "history row(s), {staging} taken staging row(s) and {exchanges} 1C exchange log "
+                "row(s), older than {cutoff}",
+                lang,
+            )
+        else:
+            said = _(
+                "removed {messages} delivered or cancelled message(s) with {history} history "
+                "row(s), {staging} taken staging row(s) and {exchanges} 1C exchange log row(s), "
+                "older than {cutoff}",
+                lang,
+            )
+        return said.format(
+            messages=self.messages,
+            history=self.history,
+            staging=self.staging,
+            exchanges=self.exchanges,
+            cutoff=self.cutoff.isoformat(timespec="seconds"),
         )
 
 

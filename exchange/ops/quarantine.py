@@ -24,6 +24,7 @@ from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
 from exchange.errors import OperatorError
+from exchange.i18n import typed_time
 from exchange.ops.find import aggregate_starts, matching, price_of
 from exchange.queue.record import advance_strict
 from exchange.queue.transitions import Change, apply
@@ -45,12 +46,13 @@ _LATEST = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)
 
 
 def filter_time(value: str, zone: tzinfo = UTC) -> datetime:
-    """``since`` or ``until`` as ISO text (``2026-11-30``, ``2026-11-30T08:00:00+03:00``), a
-    time without its zone being ``zone``'s: the one reading of a date filter for the CLI, the
-    workbench's list, export and bulk actions. ``ValueError`` for text that is not ISO, and
+    """``since`` or ``until`` as a person types it, ``30.11.2026`` (``30.11.2026 08:00``) or
+    ISO (``2026-11-30``, ``2026-11-30T08:00:00+03:00``: ``i18n.typed_time``), a time without
+    its zone being ``zone``'s: the one reading of a date filter for the CLI, the
+    workbench's list, export and bulk actions. ``ValueError`` for text that is neither, and
     for a time within a day of the calendar's edge (``0001-01-01T00:00:00+14:00`` is valid ISO
     and has no UTC equivalent)."""
-    parsed = datetime.fromisoformat(value)
+    parsed = typed_time(value)
     parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=zone)
     try:
         utc = parsed.astimezone(UTC)

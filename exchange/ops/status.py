@@ -9,6 +9,7 @@ as rich markup: a message id or a site's error text with ``[brackets]`` is shown
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -23,6 +24,7 @@ from exchange.domain.clock import ensure_utc, local_time
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import LIVE, PENDING, Event, State, values
 from exchange.errors import ExchangeError, OperatorError
+from exchange.i18n import Lang, _, ngettext, number
 from exchange.intake.sources.common import Source
 from exchange.ops.find import held, held_condition
 from exchange.queue import order
@@ -179,38 +181,31 @@ def _pace(text: str | None) -> dict[str, Any] | None:
 
 # The pace's words, English and Russian: ``exchange status`` prints English, the workbench's
 # dashboard and the operators' notifications follow their language setting.
-_PACE_WORDS: dict[str, dict[str, str]] = {
-    "en": {
-        "none": "not reported",
-        "figures": "{rate:.0f} requests/s, {in_flight} in flight (limit {limit} of {max_limit}), "
-        "{refused} refused in the last minute",
-        "keeps_up": "keeps up: {figures}",
-        "busy": "site busy: {figures}{paced}{held}",
-        "paced": ", paced at {rate:.0f} requests/s",
-        "held": ", all requests held {hold:.1f} s",
-    },
-    "ru": {
-        "none": "обработчик ещё не сообщал",
-        "figures": "{rate:.0f} запросов/с, в работе {in_flight} (предел {limit} из "
-        "{max_limit}), отказов за последнюю минуту: {refused}",
-        "keeps_up": "сайт успевает: {figures}",
-        "busy": "сайт перегружен: {figures}{paced}{held}",
-        "paced": ", темп снижен до {rate:.0f} запросов/с",
-        "held": ", все запросы придержаны на {hold:.1f} с",
-    },
-}
+def requests_per_second(rate: float, lang: Lang) -> str:
+    """A request rate as the language writes it, whole from 10 up: «1 запрос/с», «1,5 запроса/с»,
+    «42 запроса/с», "5 requests/s" (CLDR's plural rule and decimal mark)."""
+    if not math.isfinite(rate):
+        return ngettext("{rate} request/s", "{rate} requests/s", 2, lang).format(rate="—")
+    shown = round(rate) if rate >= 10 else round(rate, 1)
+    return ngettext("{rate} request/s", "{rate} requests/s", shown, lang).format(
+        rate=number(shown, lang)
+    )
 
 
 def pace_words(pace: dict[str, Any] | None, lang: str = "en") -> str:
     """``site busy: 40 requests/s, 3 in flight (limit 4), 12 refused in the last minute`` or
     ``keeps up: ...`` when the site refused nothing for a minute; ``lang`` ``ru`` says it in
     Russian."""
-    words = _PACE_WORDS["ru" if lang == "ru" else "en"]
+    said: Lang = "ru" if lang == "ru" else "en"
     if not pace:
-        return words["none"]
+        return _("not reported", said)
     refused = int(pace.get("refused_last_minute") or 0)
-    figures = words["figures"].format(
-        rate=float(pace.get("accepted_rate") or 0),
+    figures = _(
+        "{rate}, {in_flight} in flight (limit {limit} of {max_limit}), {refused} refused in the "
+        "last minute",
+        said,
+    ).format(
+        rate=requests_per_second(float(pace.get("accepted_rate") or 0), said),
         in_flight=pace.get("in_flight", 0),
         limit=pace.get("limit"),
         max_limit=pace.get("max_limit"),
@@ -218,10 +213,16 @@ def pace_words(pace: dict[str, Any] | None, lang: str = "en") -> str:
     )
     rate, hold = pace.get("paced_rate"), float(pace.get("hold_s") or 0)
     if not refused and not hold:
-        return words["keeps_up"].format(figures=figures)
-    paced = words["paced"].format(rate=float(rate)) if rate else ""
-    held = words["held"].format(hold=hold) if hold else ""
-    return words["busy"].format(figures=figures, paced=paced, held=held)
+        return _("keeps up: {figures}", said).format(figures=figures)
+    paced = (
+        _(", paced at {rate}", said).format(rate=requests_per_second(float(rate), said))
+        if rate
+        else ""
+    )
+    held = _(", all requests held {hold} s", said).format(hold=number(hold, said)) if hold else ""
+    return _("site busy: {figures}{paced}{held}", said).format(
+        figures=figures, paced=paced, held=held
+    )
 
 
 def site_pace(workers_seen: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 from secrets import token_hex
 from typing import Any
+from zoneinfo import ZoneInfo
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, case, func, select
 
 from exchange.db.schema import history, messages
 from exchange.domain.states import Event, State
@@ -111,7 +112,7 @@ def collect(
         generated_at=now,
         entries=entries,
         filters=filters,
-        activity=activity(connection, now, activity_days),
+        activity=activity(connection, now, activity_days, zone),
         zone=zone,
     )
 
@@ -192,29 +193,31 @@ def _entry(row: dict[str, Any], extra: dict[str, Any], redactor: Redactor) -> En
 
 
 def activity(
-    connection: Connection, now: datetime, days: int = ACTIVITY_DAYS
+    connection: Connection, now: datetime, days: int = ACTIVITY_DAYS, zone: str = "UTC"
 ) -> tuple[DayActivity, ...]:
-    """Deliveries and failed attempts per UTC day, the last ``days`` days (today included)."""
-    first = now.astimezone(UTC).date() - timedelta(days=days - 1)
-    day = func.date(history.c.at)  # SQLite: 'YYYY-MM-DD' text; PostgreSQL: a date
+    """Deliveries and failed attempts per day of ``zone`` (the display zone, whose label the
+    report names), the last ``days`` days (today included). Each day's bounds are its local
+    midnights in UTC, so a day is right in any zone, a half-hour offset or a DST change
+    included, on both databases."""
+    local = ZoneInfo(zone)
+    today = now.astimezone(local).date()
+    dates = [today - timedelta(days=days - 1 - i) for i in range(days + 1)]
+    bounds = [datetime.combine(d, time(), tzinfo=local).astimezone(UTC) for d in dates]
+    index = case(*((history.c.at < bound, i) for i, bound in enumerate(bounds[1:])), else_=days)
     rows = connection.execute(
-        select(day, history.c.event, func.count())
+        select(index, history.c.event, func.count())
         .where(
-            history.c.at >= datetime.combine(first, time(), tzinfo=UTC),
+            history.c.at >= bounds[0],
             history.c.event.in_([*DELIVERED_EVENTS, *FAILED_EVENTS]),
         )
-        .group_by(day, history.c.event)
+        .group_by(index, history.c.event)
     ).all()
-    delivered: dict[date, int] = {}
-    failed: dict[date, int] = {}
-    for value, event, count in rows:
-        when = date.fromisoformat(str(value))
+    delivered: dict[int, int] = {}
+    failed: dict[int, int] = {}
+    for i, event, count in rows:
         target = delivered if event in DELIVERED_EVENTS else failed
-        target[when] = target.get(when, 0) + count
-    return tuple(
-        DayActivity(d, delivered.get(d, 0), failed.get(d, 0))
-        for d in (first + timedelta(days=i) for i in range(days))
-    )
+        target[int(i)] = target.get(int(i), 0) + count
+    return tuple(DayActivity(dates[i], delivered.get(i, 0), failed.get(i, 0)) for i in range(days))
 
 
 def render(report: Report, fmt: ReportFormat, lang: Lang) -> bytes:

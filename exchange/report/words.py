@@ -9,88 +9,76 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
+from exchange.i18n import N_, _, moment
 from exchange.report.model import Entry, Lang, Report
-from exchange.words import error_words
+from exchange.words import error_words, name
 
-# (key, Russian, English). The order of COLUMNS is the order of the detail table.
-_LABELS: dict[str, tuple[str, str]] = {
-    "title": ("Карантин обмена: отчёт для операторов", "Exchange quarantine: operators' report"),
-    "generated_at": ("Сформирован (UTC)", "Generated (UTC)"),
-    "filters": ("Отбор", "Filters"),
-    "no_filters": ("все записи карантина", "the whole quarantine"),
+# Each label in English, marked for the catalogs (exchange/locale: the Russian is there). The order
+# of COLUMNS is the order of the detail table.
+_LABELS: dict[str, str] = {
+    "title": N_("Exchange quarantine: operators' report"),
+    "generated_at": N_("Generated (UTC)"),
+    "filters": N_("Filters"),
+    "no_filters": N_("the whole quarantine"),
     # the filters, as the summary's «Отбор» names them (``describe_filters``)
-    "filter_aggregate": ("Объект или артикул начинается с", "Aggregate or SKU begins with"),
-    "filter_search": ("Поиск", "Search"),
-    "filter_since": ("В карантине с (UTC)", "Quarantined from (UTC)"),
-    "filter_until": ("В карантине до (UTC)", "Quarantined before (UTC)"),
-    "filter_superseded": (
-        "только устаревшие после карантина",
-        "only those superseded after quarantine",
-    ),
-    "total": ("Записей в карантине", "Entries in quarantine"),
-    "oldest_age": ("Самая старая запись ждёт", "The oldest entry has waited"),
-    "oldest_at": (
-        "Самая старая запись в карантине с (UTC)",
-        "The oldest entry quarantined at (UTC)",
-    ),
-    "superseded_total": (
-        "Устарели (доставлена более новая версия)",
-        "Superseded after quarantine (a newer version was delivered)",
-    ),
-    "by_reason": ("Записи по причинам", "Entries by reason"),
-    "count": ("Количество", "Count"),
-    "activity": (
-        "Доставки и сбои по дням (UTC, все виды)",
-        "Deliveries and failures per day (UTC, all kinds)",
-    ),
-    "day": ("День (UTC)", "Day (UTC)"),
-    "delivered": ("Доставлено", "Delivered"),
-    "failed": ("Сбои", "Failures"),
-    "entries": ("Записи карантина", "Quarantined messages"),
-    "empty": ("Карантин пуст.", "The quarantine is empty."),
-    "history": ("История", "History"),
-    "payload_and_history": ("Данные и история", "Payload and history"),
-    "summary_sheet": ("Сводка", "Summary"),
-    "detail_sheet": ("Карантин", "Quarantine"),
-    "history_sheet": ("История", "History"),
-    "yes": ("да", "yes"),
-    "no": ("нет", "no"),
-    "truncated": ("обрезано, всего символов", "truncated, characters in all"),
-    "superseded_badge": ("устарело", "superseded"),
-    "numbers": ("Числа", "Numbers"),
+    "filter_aggregate": N_("Aggregate or SKU begins with"),
+    "filter_search": N_("Search"),
+    "filter_since": N_("Quarantined from (UTC)"),
+    "filter_until": N_("Quarantined before (UTC)"),
+    "filter_superseded": N_("only those superseded after quarantine"),
+    "total": N_("Entries in quarantine"),
+    "oldest_age": N_("The oldest entry has waited"),
+    "oldest_at": N_("The oldest entry quarantined at (UTC)"),
+    "superseded_total": N_("Superseded after quarantine (a newer version was delivered)"),
+    "by_reason": N_("Entries by reason"),
+    "count": N_("Count"),
+    "activity": N_("Deliveries and failures per day (UTC, all kinds)"),
+    "day": N_("Day (UTC)"),
+    "delivered": N_("Delivered"),
+    "failed": N_("Failures"),
+    "entries": N_("Quarantined messages"),
+    "empty": N_("The quarantine is empty."),
+    "history": N_("History"),
+    "payload_and_history": N_("Payload and history"),
+    "summary_sheet": N_("Summary"),
+    "detail_sheet": N_("Quarantine"),
+    "history_sheet": N_("History"),
+    "yes": N_("yes"),
+    "no": N_("no"),
+    "truncated": N_("truncated, characters in all"),
+    "superseded_badge": N_("superseded"),
+    "numbers": N_("Numbers"),
     # detail columns
-    "message_id": ("ID сообщения", "Message ID"),
-    "kind": ("Вид", "Kind"),
-    "aggregate": ("Объект", "Aggregate"),
-    "version": ("Версия", "Version"),
-    "reason": ("Причина", "Reason"),
-    "superseded_after_quarantine": (
-        "Устарело после карантина",
-        "Superseded after quarantine",
-    ),
-    "attempts": ("Попыток", "Attempts"),
-    "first_seen": ("Получено (UTC)", "First seen (UTC)"),
-    "last_attempt": ("Последняя попытка (UTC)", "Last attempt (UTC)"),
-    "quarantined_at": ("В карантине с (UTC)", "Quarantined at (UTC)"),
-    "last_result": ("Последний HTTP-статус или ошибка", "Last HTTP status or error"),
-    "next_check": ("Что сделать", "Next check"),
-    "source_ref": ("Документ 1С", "1C document"),
-    "payload": ("Данные (payload)", "Payload"),
+    "message_id": N_("Message ID"),
+    "kind": N_("Kind"),
+    "aggregate": N_("Aggregate"),
+    "version": N_("Version"),
+    "reason": N_("Reason"),
+    "superseded_after_quarantine": N_("Superseded after quarantine"),
+    "attempts": N_("Attempts"),
+    "first_seen": N_("First seen (UTC)"),
+    "last_attempt": N_("Last attempt (UTC)"),
+    "quarantined_at": N_("Quarantined at (UTC)"),
+    "last_result": N_("Last HTTP status or error"),
+    "next_check": N_("Next check"),
+    "source_ref": N_("1C document"),
+    "payload": N_("Payload"),
     # history columns
-    "at": ("Когда (UTC)", "When (UTC)"),
-    "event": ("Событие", "Event"),
-    "from": ("Из", "From"),
-    "to": ("В", "To"),
-    "worker": ("Обработчик", "Worker"),
-    "attempt": ("Попытка", "Attempt"),
-    "leased_at": ("Аренда с", "Leased at"),
-    "lease_until": ("Аренда истекла", "Lease ran out"),
-    "http_or_error": ("HTTP / ошибка", "HTTP / error"),
-    "detail": ("Подробности", "Detail"),
-    "operator": ("Оператор", "Operator"),
-    "note": ("Примечание", "Note"),
+    "at": N_("When (UTC)"),
+    "event": N_("Event"),
+    "from": N_("From"),
+    "to": N_("To"),
+    "worker": N_("Worker"),
+    "attempt": N_("Attempt"),
+    "leased_at": N_("Leased at"),
+    "lease_until": N_("Lease ran out"),
+    "http_or_error": N_("HTTP / error"),
+    "detail": N_("Detail"),
+    "operator": N_("Operator"),
+    "note": N_("Note"),
 }
 
 COLUMNS: tuple[str, ...] = (
@@ -137,14 +125,15 @@ ZONED = frozenset(
         "at",
         "filter_since",
         "filter_until",
+        "activity",
+        "day",
     }
 )
 
 
 def label(key: str, lang: Lang, zone: str = "UTC") -> str:
-    ru, en = _LABELS[key]
-    text = ru if lang == "ru" else en
-    return text.replace("(UTC)", f"({zone})") if key in ZONED else text
+    text = _(_LABELS[key], lang)
+    return text.replace("(UTC", f"({zone}") if key in ZONED else text
 
 
 # -- the next check, in plain words ----------------------------------------------------------
@@ -153,115 +142,74 @@ def label(key: str, lang: Lang, zone: str = "UTC") -> str:
 # entry carries its command, ``command``). A page says them with its own buttons instead
 # (``next_check``'s ``steps``: the workbench's words), never a command.
 STEP_NAMES = ("retry", "cancel", "restart", "history")
-_REPORT_STEPS: dict[Lang, dict[str, str]] = {
-    "ru": {
-        "retry": "повторите отправку (retry)",
-        "cancel": "отмените эту запись",
-        "restart": "перезапустите run",
-        "history": "историю сообщения (exchange history)",
-    },
-    "en": {
-        "retry": "retry",
-        "cancel": "cancel this record",
-        "restart": "restart run",
-        "history": "the message's history (exchange history)",
-    },
+_REPORT_STEPS: dict[str, str] = {
+    "retry": N_("retry"),
+    "cancel": N_("cancel this record"),
+    "restart": N_("restart run"),
+    "history": N_("the message's history (exchange history)"),
 }
 
-_NEXT_CHECK: dict[str, tuple[str, str]] = {
-    "unmapped-price-type": (
-        "Магазин не знает этот вид цены: добавьте его в настройку магазина "
-        "EXCHANGE_WOO_PRICE_FIELDS (WooCommerce) или EXCHANGE_BITRIX_PRICE_TYPES (1С-Битрикс), "
-        "{restart} и {retry}. Чтобы не отправлять этот вид цены в этот магазин, сопоставьте его "
-        "с null и {cancel}.",
+_NEXT_CHECK: dict[str, str] = {
+    "unmapped-price-type": N_(
         "The shop does not know this price type: add it to the shop's setting "
         "EXCHANGE_WOO_PRICE_FIELDS (WooCommerce) or EXCHANGE_BITRIX_PRICE_TYPES (1C-Bitrix), "
         "{restart} and {retry}. To leave this price type out of this shop, map it to null and "
-        "{cancel}.",
+        "{cancel}."
     ),
-    "invalid-contract": (
-        "Исправьте документ в 1С и выгрузите его снова с новой версией; затем {cancel}.",
-        "Fix the document in 1C and post it again with a new version; then {cancel}.",
+    "invalid-contract": N_(
+        "Fix the document in 1C and post it again with a new version; then {cancel}."
     ),
-    "unsupported-schema": (
-        "Обновите сервис обмена (или настройки обмена в 1С), чтобы обе стороны использовали "
-        "одну версию схемы данных; затем {cancel} и выгрузите документ заново.",
+    "unsupported-schema": N_(
         "Update the service (or the 1C exchange settings) so that both use the same payload "
-        "schema; then {cancel} and post the document again.",
+        "schema; then {cancel} and post the document again."
     ),
-    "unknown-kind": (
-        "Добавьте этот вид в EXCHANGE_KINDS или запретите 1С его выгружать; затем {cancel}.",
-        "Configure the kind in EXCHANGE_KINDS or stop 1C from writing it; then {cancel}.",
+    "unknown-kind": N_(
+        "Configure the kind in EXCHANGE_KINDS or stop 1C from writing it; then {cancel}."
     ),
-    "version-conflict": (
-        "Под одной версией пришли разные данные: проверьте в 1С, какие верны, и выгрузите их "
-        "с новой версией; затем {cancel}.",
+    "version-conflict": N_(
         "Two different payloads carry one version: check in 1C which one is right and post it "
-        "with a new version; then {cancel}.",
+        "with a new version; then {cancel}."
     ),
-    "sequence-gap": (
-        "Предыдущая версия так и не пришла: найдите её в журнале обмена 1С. Когда она будет "
-        "записана, {retry}; чтобы пропустить её, {cancel}.",
-        "A previous version never arrived: look for it in the 1C exchange log. When it has "
-        "been written, {retry}; to skip it, {cancel}.",
+    "sequence-gap": N_(
+        "A previous version never arrived: look for it in the 1C exchange log. When it has been "
+        "written, {retry}; to skip it, {cancel}."
     ),
-    "retry-limit": (
-        "Сайт раз за разом не принимал сообщение: разберите последнюю ошибку с командой сайта, "
-        "затем {retry}.",
+    "retry-limit": N_(
         "The site kept failing for this message: check the last error with the site team, then "
-        "{retry}.",
+        "{retry}."
     ),
-    "unroutable": (
-        "RabbitMQ вернул сообщение: к обменнику EXCHANGE_RABBITMQ_EXCHANGE не привязана очередь "
-        "для этого вида (ключ маршрутизации = вид). Привяжите очередь магазина, затем {retry}.",
-        "RabbitMQ returned the message: no queue is bound to EXCHANGE_RABBITMQ_EXCHANGE for "
-        "this kind (the routing key is the kind). Bind the shop's queue, then {retry}.",
+    "unroutable": N_(
+        "RabbitMQ returned the message: no queue is bound to EXCHANGE_RABBITMQ_EXCHANGE for this "
+        "kind (the routing key is the kind). Bind the shop's queue, then {retry}."
     ),
-    "not-for-this-shop": (
-        "Не отправлено намеренно: в настройке магазина (EXCHANGE_WOO_PRICE_FIELDS или "
-        "EXCHANGE_BITRIX_PRICE_TYPES) этот вид цены сопоставлен с null. Делать ничего не нужно; "
-        "чтобы отправлять его, сопоставьте вид цены с полем или видом цены магазина.",
+    "not-for-this-shop": N_(
         "Left out on purpose: the shop's mapping (EXCHANGE_WOO_PRICE_FIELDS or "
         "EXCHANGE_BITRIX_PRICE_TYPES) maps this price type to null. Nothing to do; to send it, "
-        "map the price type to a field or price type of the shop.",
+        "map the price type to a field or price type of the shop."
     ),
-    "unknown-response": (
-        "Сайт ответил непонятно: выясните у команды сайта, что произошло, затем {retry} или "
-        "{cancel}.",
-        "The site answered something the service does not understand: ask the site team what "
-        "it did, then {retry} or {cancel}.",
+    "unknown-response": N_(
+        "The site answered something the service does not understand: ask the site team what it "
+        "did, then {retry} or {cancel}."
     ),
-    "unknown-sku": (
-        "В магазине нет товара или вариации с этим артикулом: создайте товар в магазине или "
-        "исправьте артикул в 1С и выгрузите цену снова. Когда товар появится, {retry}; если "
-        "цена больше не нужна, {cancel}.",
+    "unknown-sku": N_(
         "The shop has no product or variation with this SKU: create it in the shop, or correct "
         "the SKU in 1C and post the price again. Once the product exists, {retry}; if the price "
-        "is no longer needed, {cancel}.",
+        "is no longer needed, {cancel}."
     ),
-    "shop-failure": (
-        "Магазин окончательно отказал в обмене: разберите последнюю ошибку с командой сайта, "
-        "затем {retry} или {cancel}.",
-        "The shop's exchange answered failure for good: check the last error with the site "
-        "team, then {retry} or {cancel}.",
+    "shop-failure": N_(
+        "The shop's exchange answered failure for good: check the last error with the site team, "
+        "then {retry} or {cancel}."
     ),
 }
-_REJECTED_BY_SITE = (
-    "Сайт отклонил сообщение ({reason}): проверьте данные вместе с командой сайта, исправьте "
-    "их в 1С, затем {cancel} или {retry}.",
-    "The site rejected the message ({reason}): check the payload with the site team, correct "
-    "it in 1C, then {cancel} or {retry}.",
+_REJECTED_BY_SITE = N_(
+    "The site rejected the message ({reason}): check the payload with the site team, correct it "
+    "in 1C, then {cancel} or {retry}."
 )
-_SUPERSEDED = (
-    "После попадания в карантин на сайт уже доставлена более новая версия этого объекта: "
-    "исправлять нечего, {cancel}.",
-    "A newer version of this aggregate was delivered after this one was quarantined: nothing "
-    "is left to fix, {cancel}.",
+_SUPERSEDED = N_(
+    "A newer version of this aggregate was delivered after this one was quarantined: nothing is "
+    "left to fix, {cancel}."
 )
-_UNKNOWN_REASON = (
-    "Посмотрите {history} и примите решение.",
-    "Look at {history} and decide.",
-)
+_UNKNOWN_REASON = N_("Look at {history} and decide.")
 
 
 def next_check(
@@ -279,8 +227,8 @@ def next_check(
         words = _REJECTED_BY_SITE
     else:
         words = _NEXT_CHECK.get(reason or "", _UNKNOWN_REASON)
-    said = steps if steps is not None else _REPORT_STEPS[lang]
-    return (words[0] if lang == "ru" else words[1]).format(reason=reason, **said)
+    said = steps if steps is not None else {k: _(v, lang) for k, v in _REPORT_STEPS.items()}
+    return _(words, lang).format(reason=reason, **said)
 
 
 def cause(entry: Entry, lang: Lang) -> str | None:
@@ -291,7 +239,7 @@ def cause(entry: Entry, lang: Lang) -> str | None:
     if lang == "en":
         return text
     shown = error_words(text, "ru")  # the same Russian as the workbench's pages
-    return shown if shown != text else f"(как записано) {text}"
+    return shown if shown != text else _("(as recorded) {text}", lang).format(text=text)
 
 
 def command(entry: Entry) -> str:
@@ -312,9 +260,9 @@ def entry_next_check(entry: Entry, lang: Lang, steps: dict[str, str] | None = No
     found = cause(entry, lang)
     parts = [advice]
     if found:
-        parts.append(("Причина: " if lang == "ru" else "Cause: ") + found)
+        parts.append(_("Cause: {cause}", lang).format(cause=found))
     if steps is None:
-        parts.append(("Команда: " if lang == "ru" else "Command: ") + command(entry))
+        parts.append(_("Command: {command}", lang).format(command=command(entry)))
     return " ".join(parts)
 
 
@@ -336,25 +284,48 @@ def human_age(seconds: float | None, lang: Lang) -> str:
     if seconds is None:
         return "—"
     units = (
-        (86400, "дн", "d"),
-        (3600, "ч", "h"),
-        (60, "мин", "min"),
-        (1, "с", "s"),
+        (86400, N_("{count} d")),
+        (3600, N_("{count} h")),
+        (60, N_("{count} min")),
+        (1, N_("{count} s")),
     )
     left, parts = int(max(seconds, 0)), list[str]()
-    for size, ru, en in units:
+    for size, unit in units:
         if left >= size or (size == 1 and not parts):
-            parts.append(f"{left // size} {ru if lang == 'ru' else en}")
+            parts.append(_(unit, lang).format(count=left // size))
             left %= size
         if len(parts) == 2:
             break
     return " ".join(parts)
 
 
-def clock_time(value: datetime | None, zone: str = "UTC") -> str:
+def clock_time(value: datetime | None, zone: str = "UTC", lang: Lang = "en") -> str:
     """In ``zone`` (the report's, EXCHANGE_DISPLAY_TZ), to the second, without a zone suffix
-    (the column label names the zone)."""
-    return value.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M:%S") if value else ""
+    (the column label names the zone), as ``lang`` writes it: ``30.11.2026 11:00:00`` in
+    Russian, ``2026-11-30 11:00:00`` in English (and in a CSV's cells: ``csv.py``)."""
+    return moment(value, lang, ZoneInfo(zone)) if value else ""
+
+
+def download_name(now: datetime, suffix: str, lang: Lang, zone: str = "UTC") -> str:
+    """The name a report downloaded from the workbench is saved under: its time in the display
+    zone, as ``lang`` writes it («карантин-05.12.2026-0750.xlsx»,
+    ``quarantine-2026-12-05-0750.xlsx``). ``content_disposition`` says it to a browser."""
+    local = now.astimezone(ZoneInfo(zone))
+    when = local.strftime("%d.%m.%Y-%H%M" if lang == "ru" else "%Y-%m-%d-%H%M")
+    return _("quarantine-{when}", lang).format(when=when) + suffix
+
+
+def content_disposition(filename: str) -> str:
+    """``attachment`` with ``filename``: an ASCII fallback for old clients and the exact
+    (Cyrillic) name in RFC 6266's ``filename*``."""
+    fallback = filename.encode("ascii", "replace").decode().replace("?", "_").replace('"', "_")
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"
+
+
+def kind_words(kind: str, lang: Lang) -> str:
+    """A kind as a Russian report names it («цена», «финансовая проводка»); English, and a
+    kind of EXCHANGE_KINDS's own, keep the code (what ``--kind`` takes)."""
+    return name("kind", kind, lang) if lang == "ru" else kind
 
 
 def yes_no(value: bool, lang: Lang) -> str:
@@ -373,8 +344,8 @@ def describe_filters(report: Report, lang: Lang) -> str:
             ("filter_aggregate", f.aggregate),
             ("filter_search", f.search),
             ("reason", f.reason),
-            ("filter_since", clock_time(f.since, report.zone) if f.since else None),
-            ("filter_until", clock_time(f.until, report.zone) if f.until else None),
+            ("filter_since", clock_time(f.since, report.zone, lang) if f.since else None),
+            ("filter_until", clock_time(f.until, report.zone, lang) if f.until else None),
         )
         if value is not None
     ]
@@ -392,7 +363,7 @@ def detail_row(entry: Entry, lang: Lang, steps: dict[str, str] | None = None) ->
     """One entry in ``COLUMNS`` order; times stay datetimes (XLSX writes real dates)."""
     values: dict[str, Cell] = {
         "message_id": entry.message_id,
-        "kind": entry.kind,
+        "kind": kind_words(entry.kind, lang),
         "aggregate": entry.aggregate,
         "version": entry.version,
         "reason": entry.reason,
@@ -409,25 +380,40 @@ def detail_row(entry: Entry, lang: Lang, steps: dict[str, str] | None = None) ->
     return [values[column] for column in COLUMNS]
 
 
-def history_rows(entry: Entry) -> list[list[Cell]]:
+def history_rows(entry: Entry, lang: Lang) -> list[list[Cell]]:
+    """An entry's history in ``HISTORY_COLUMNS`` order; a Russian report names its events and
+    states in words and says its details in Russian (the workbench's words: ``history_words``),
+    an English one keeps the stored codes and texts."""
     return [
         [
             entry.message_id,
             e.at,
-            e.event,
-            e.from_state,
-            e.to_state,
+            *history_words(e.event, e.from_state, e.to_state, lang),
             e.worker,
             e.attempt,
             e.leased_at,
             e.lease_until,
             str(e.http_status) if e.http_status is not None else e.error_class,
-            e.detail,
+            error_words(e.detail, lang) if e.detail else e.detail,
             e.operator,
             e.note,
         ]
         for e in entry.history
     ]
+
+
+def history_words(
+    event: str, from_state: str | None, to_state: str | None, lang: Lang
+) -> tuple[str, str | None, str | None]:
+    """A history row's event and states as a report says them: words in Russian, the stored
+    codes in English (what ``exchange history --json`` and the logs say)."""
+    if lang == "en":
+        return event, from_state, to_state
+    return (
+        name("event", event, lang),
+        name("state", from_state, lang) if from_state else from_state,
+        name("state", to_state, lang) if to_state else to_state,
+    )
 
 
 def summary_rows(report: Report, lang: Lang) -> list[tuple[str, Cell]]:

@@ -4,6 +4,10 @@ Each intent is judged by ``intake.contracts.validate``, the very code that judge
 row; the valid ones are staged in one transaction through ``intake.stage``
 (``intake.intents``, shared with the brokers' sources). Rules that need the queue's state (a
 version conflict, an aggregate's sku or price type) are left to intake, as for a staging row.
+
+Its codes stay English (``status``, ``reason``, and ``error`` on a refused request: programs
+read them); ``detail`` is said in the language the request's ``Accept-Language`` asks for,
+Russian by default (contract 15): 1C's programmer writes it into 1C's log.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy import Engine
 
+from exchange.i18n import N_, Lang, _, lang_of_request
 from exchange.intake.intents import (
     BodyError,
     BodyTooLarge,
@@ -25,12 +30,28 @@ from exchange.web.config import WebConfig
 from exchange.web.door import client_address
 from exchange.web.keys import same_secret
 from exchange.web.throttle import Guesses
+from exchange.words import error_words
 
 PATH = "/api/v1/intents"
 
 
-def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
+def _refused(status: int, error: str, detail: str) -> web.Response:
+    """A refused request: ``error`` in English (a program's), ``detail`` in the reader's
+    language."""
+    return web.json_response({"error": error, "detail": detail}, status=status)
+
+
+def _error(status: int, message: str, lang: Lang, **values: Any) -> web.Response:
+    """A refused request with a message of this module (marked ``N_``, said from the
+    catalogs)."""
+    return _refused(status, message.format(**values), _(message, lang).format(**values))
+
+
+def _said(result: dict[str, Any], lang: Lang) -> dict[str, Any]:
+    """One intent's result with its ``detail`` in ``lang``; ``status`` and ``reason`` as
+    they are."""
+    detail = result.get("detail")
+    return {**result, "detail": error_words(detail, lang)} if detail else result
 
 
 def _is_json(content_type: str) -> bool:
@@ -64,22 +85,26 @@ class JsonIntake:
         return same_secret(value.strip(), token)
 
     async def handle(self, request: web.Request) -> web.Response:
+        lang = lang_of_request(request.headers.get("Accept-Language"))
         if not self.config.intake_token:
-            return _error(403, "the JSON intake is closed: EXCHANGE_INTAKE_TOKEN is not set")
+            closed = N_("the JSON intake is closed: EXCHANGE_INTAKE_TOKEN is not set")
+            return _error(403, closed, lang)
         if not request.headers.get("Authorization", ""):
-            return _error(401, "missing or wrong bearer token")
+            return _error(401, N_("missing or wrong bearer token"), lang)
         address = client_address(request, self.config.behind_proxy)
         verdict = self.guesses.admit(address)
         if not verdict.allowed:
-            response = _error(429, "too many wrong tokens from this address: try again later")
+            too_many = N_("too many wrong tokens from this address: try again later")
+            response = _error(429, too_many, lang)
             response.headers["Retry-After"] = verdict.retry_after_header
             return response
         right, hold = self.guesses.judge(address, lambda: self._authorized(request))
         if not right:
             await asyncio.sleep(hold)
-            return _error(401, "missing or wrong bearer token")
+            return _error(401, N_("missing or wrong bearer token"), lang)
         if not _is_json(request.headers.get("Content-Type", "")):
-            return _error(415, "the body must be JSON, sent with Content-Type: application/json")
+            not_json = N_("the body must be JSON, sent with Content-Type: application/json")
+            return _error(415, not_json, lang)
         raw = await request.read()
         # Judged and staged in a thread: measuring, parsing and judging a body of up to
         # client_max_size is CPU work that, on the event loop, would keep every other request
@@ -87,12 +112,19 @@ class JsonIntake:
         try:
             results = await asyncio.to_thread(self._take, raw)
         except BodyTooLarge as exc:  # too much to parse for the items it may carry: as _TooMany
-            return _error(413, f"at most {self.config.intake_max_items} intents per request: {exc}")
+            limit = self.config.intake_max_items
+            message = N_("at most {limit} intents per request: {why}")
+            return _refused(
+                413,
+                message.format(limit=limit, why=exc),
+                _(message, lang).format(limit=limit, why=error_words(str(exc), lang)),
+            )
         except BodyError as exc:
-            return _error(400, str(exc))
+            return _refused(400, str(exc), error_words(str(exc), lang))
         except _TooMany:
-            return _error(413, f"at most {self.config.intake_max_items} intents per request")
-        return web.json_response({"results": results})
+            limit = self.config.intake_max_items
+            return _error(413, N_("at most {limit} intents per request"), lang, limit=limit)
+        return web.json_response({"results": [_said(result, lang) for result in results]})
 
     def _take(self, raw: bytes) -> list[dict[str, Any]]:
         """The body's intents judged and the valid ones staged; BodyError or _TooMany."""

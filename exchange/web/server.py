@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from aiohttp import web
 from sqlalchemy import Engine
 
+from exchange.web import notfound
 from exchange.web.config import FORM_BODY_LIMIT, WebConfig
 from exchange.web.door import Door, DoorSite
 from exchange.web.intents import PATH as INTAKE_PATH
@@ -58,7 +59,9 @@ def build_app(
     """``staging_engine``: the database of ``staging_intents`` when it is not ``engine``'s."""
     key = config.secret_key or stored_key(engine)
     door = Door(config.door, body_limits(config), behind_proxy=config.behind_proxy)
-    app = web.Application(client_max_size=FORM_BODY_LIMIT, middlewares=[door.middleware])
+    app = web.Application(
+        client_max_size=FORM_BODY_LIMIT, middlewares=[door.middleware, notfound.in_words]
+    )
     app[DOOR] = door
     onec = OneCExchange(config, engine, key, staging_engine)
     intake = JsonIntake(config, engine, staging_engine)

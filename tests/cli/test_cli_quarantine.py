@@ -84,6 +84,9 @@ def test_quarantine_list_filters_by_kind_reason_aggregate_since_and_until(
         ("--aggregate", "SKU-BAD"): {("price", "SKU-BAD", 1, "invalid-contract")},
         ("--since", "2999-01-01"): set(),
         ("--until", "2999-01-01T00:00:00+00:00"): EVERYTHING,
+        # contract 15: a date field takes ДД.ММ.ГГГГ as well
+        ("--since", "01.01.2999"): set(),
+        ("--until", "01.01.2999 00:00"): EVERYTHING,
     }
     results = cli.many(
         [["quarantine", "list", option, value, "--json"] for option, value in expected],

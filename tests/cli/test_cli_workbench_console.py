@@ -152,9 +152,15 @@ def test_a_cancel_preview_says_which_later_postings_then_go_out(
     preview = cli("quarantine", "cancel", scenario.doc1_v1, "--dry-run", "--note", "x", db=db_url)
     assert preview.returncode == 0, describe(preview)
     assert (
-        "then 2 later version(s) of financial_posting DOC-1 (from v2) will go out without the "
+        "then 2 later versions of financial posting DOC-1 (from v2) will go out without the "
         "cancelled one" in preview.stdout
     ), describe(preview)
+    args = ("quarantine", "cancel", scenario.doc1_v1, "--dry-run", "--note", "x")
+    russian = cli(*args, db=db_url, env={"EXCHANGE_LANG": "ru"})
+    assert (
+        "затем без отменённой уйдут на сайт 2 более поздние версии DOC-1 (вид: финансовая "
+        "проводка, начиная с v2)" in russian.stdout
+    ), describe(russian)
 
 
 def test_times_in_one_zone_utc_by_default_or_exchange_display_tz(

@@ -17,7 +17,7 @@ from exchange.dev.sitesim import SiteSimulator, rate_limited_shop
 from exchange.dev.testing import price_row, stage
 from exchange.domain.clock import SystemClock
 from exchange.domain.policy import KindPolicies
-from exchange.ops.status import pace_words, status
+from exchange.ops.status import pace_words, requests_per_second, status
 
 
 def test_refusals_limit_and_pace_show_in_metrics_status_and_one_log_line(
@@ -74,3 +74,33 @@ def test_refusals_limit_and_pace_show_in_metrics_status_and_one_log_line(
 )
 def test_pace_words(pace: dict[str, float] | None, words: str) -> None:
     assert words == pace_words(pace)
+
+
+@pytest.mark.parametrize(
+    ("rate", "ru", "en"),
+    [
+        (1, "1 запрос/с", "1 request/s"),
+        (1.5, "1,5 запроса/с", "1.5 requests/s"),
+        (2, "2 запроса/с", "2 requests/s"),
+        (0.4, "0,4 запроса/с", "0.4 requests/s"),
+        (5, "5 запросов/с", "5 requests/s"),
+        (21.2, "21 запрос/с", "21 requests/s"),
+        (41.7, "42 запроса/с", "42 requests/s"),
+        (1234, "1\u00a0234 запроса/с", "1,234 requests/s"),
+    ],
+)
+def test_a_rate_is_written_as_each_language_writes_it(rate: float, ru: str, en: str) -> None:
+    """Issue 34 item 7: «1 запрос/с», a decimal comma, CLDR's plural forms (a fraction takes
+    the genitive singular)."""
+    assert (ru, en) == (requests_per_second(rate, "ru"), requests_per_second(rate, "en"))
+
+
+def test_a_rate_that_is_not_a_number_is_a_dash() -> None:
+    assert "— запроса/с" == requests_per_second(float("nan"), "ru")
+
+
+def test_the_russian_pace_card_says_its_rate_with_the_right_form() -> None:
+    pace = {"accepted_rate": 1, "in_flight": 1, "limit": 4, "max_limit": 32}
+    assert pace_words(pace, "ru") == (
+        "сайт успевает: 1 запрос/с, в работе 1 (предел 4 из 32), отказов за последнюю минуту: 0"
+    )

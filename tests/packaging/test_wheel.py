@@ -77,6 +77,16 @@ def test_the_wheel_carries_the_workbench_templates_and_stylesheet(wheel: Path) -
 
 
 @pytest.mark.slow
+def test_the_wheel_carries_the_compiled_catalogs(wheel: Path) -> None:
+    """Contract 15 ("Words"): the compiled gettext catalogs ship in the wheel, nothing to
+    compile at install (tests/test_i18n.py checks they match their .po files)."""
+    inside = names(wheel)
+    for lang in ("ru", "en"):
+        assert f"exchange/locale/{lang}/LC_MESSAGES/exchange.mo" in inside
+        assert f"exchange/locale/{lang}/LC_MESSAGES/exchange.po" in inside
+
+
+@pytest.mark.slow
 def test_the_wheel_has_the_command_and_nothing_outside_the_package(wheel: Path) -> None:
     inside = names(wheel)
     assert "exchange/cli/__init__.py" in inside

@@ -68,7 +68,7 @@ def test_quarantine_export_writes_every_format_from_the_command_line(
 
     csv_report = parse_csv((tmp_path / "report.csv").read_bytes(), ";")
     assert {quarantine.superseded, quarantine.refused, quarantine.posting} < {
-        row["ID сообщения"] for row in csv_report.rows
+        row["Код сообщения"] for row in csv_report.rows
     }
     book = openpyxl.load_workbook(io.BytesIO((tmp_path / "report.xlsx").read_bytes()))
     assert ["Summary", "Quarantine", "History"] == book.sheetnames

@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import openpyxl
 from reportdb import MASK_FIELDS, PASSWORD, SENT_AFTER_S, Built
@@ -113,6 +113,19 @@ def test_deliveries_and_failures_per_day_cover_the_last_fourteen_days(
     assert all((d.delivered, d.failed) == (0, 0) for d in r.activity[:-1])
     clock.advance(15 * 86400)
     assert all((d.delivered, d.failed) == (0, 0) for d in report(engine, clock).activity)
+
+
+def test_the_days_of_the_activity_are_the_display_zones(
+    engine: Engine, clock: FakeClock, quarantine: Built
+) -> None:
+    """Issue 34 item 7 («times in the display zone»): the events just after midnight UTC on
+    1 January are on 31 December in New York, and the report's day is New York's."""
+    with transaction(engine, read_only=True) as c:
+        r = collect(c, Filters(), clock.now(), zone="America/New_York")
+    assert date(2025, 12, 31) == r.activity[-1].day
+    assert (1, 3) == (r.activity[-1].delivered, r.activity[-1].failed)
+    assert all((d.delivered, d.failed) == (0, 0) for d in r.activity[:-1])
+    assert "Day (America/New_York)" == label("day", "en", r.zone)
 
 
 def test_the_report_honours_the_filters_of_quarantine_list(

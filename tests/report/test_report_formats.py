@@ -40,6 +40,8 @@ from exchange.report.words import (
     COLUMNS,
     HISTORY_COLUMNS,
     SPREADSHEET_CELL_MAX,
+    content_disposition,
+    download_name,
     human_age,
     label,
     next_check,
@@ -213,7 +215,7 @@ def test_xlsx_writes_times_as_real_dates_and_strips_what_xml_cannot_carry() -> N
 
     assert isinstance(first_seen.value, datetime)
     assert hostile_entries()[0].first_seen.replace(tzinfo=None) == first_seen.value
-    assert "yyyy-mm-dd hh:mm:ss" == first_seen.number_format
+    assert "dd.mm.yyyy hh:mm:ss" == first_seen.number_format  # as Russian writes a date
     last = detail.cell(row=9, column=COLUMNS.index("last_result") + 1)
     assert "beforeafter" == last.value
     payload = detail.cell(row=9, column=COLUMNS.index("payload") + 1).value
@@ -237,6 +239,40 @@ def test_xlsx_marks_a_message_superseded_after_quarantine_and_keeps_its_history(
     lease_until = HISTORY_COLUMNS.index("lease_until") + 1
     assert isinstance(history.cell(row=3, column=lease_until).value, datetime)
     assert history.cell(row=4, column=lease_until).value is None
+
+
+def test_a_russian_xlsx_history_says_its_events_states_and_details_in_russian() -> None:
+    """Issue 34 item 7: the history sheet of a Russian report names each event and state in
+    words and says the service's details in Russian; an English one keeps the stored codes."""
+    columns = ("event", "from", "to", "detail")
+    ru = _workbook("ru")[label("history_sheet", "ru")]
+    en = _workbook("en")[label("history_sheet", "en")]
+
+    def row(sheet: object, number: int) -> list[object]:
+        return [
+            sheet.cell(row=number, column=HISTORY_COLUMNS.index(c) + 1).value  # type: ignore[attr-defined]
+            for c in columns
+        ]
+
+    assert ["принято из 1С", None, "новое", None] == row(ru, 2)
+    assert [
+        "перехвачено другим обработчиком",
+        "отправляется",
+        "отправляется",
+        "аренда обработчика w0 истекла, результат неизвестен; перехвачено обработчиком w1, "
+        "попытка 2",
+    ] == row(ru, 3)
+    assert ["taken", None, "new", None] == row(en, 2)
+    assert "taken-over" == row(en, 3)[0]
+    assert row(en, 3)[3].startswith("the lease of w0 had expired")  # type: ignore[union-attr]
+
+
+def test_an_html_report_history_speaks_russian_too() -> None:
+    page = render(hostile_report(), "html", "ru").decode()
+    assert "перехвачено другим обработчиком" in page and "аренда обработчика w0 истекла" in page
+    # the chart's days, and the table of its numbers, as Russian writes a date
+    assert re.search(r"<title>\d\d\.\d\d\.\d{4}: Доставлено \d+</title>", page), page[-3000:]
+    assert not re.search(r"<title>\d{4}-\d\d-\d\d: ", page)
 
 
 # -- HTML ----------------------------------------------------------------------------------------
@@ -424,7 +460,7 @@ def test_the_chart_axis_goes_up_in_round_steps(peak: int, top: int, step: int) -
 
 def test_every_readable_format_shows_times_in_the_reports_zone_and_names_it() -> None:
     """EXCHANGE_DISPLAY_TZ: CSV, XLSX and HTML show the wall time in the report's zone, to the
-    second, and their labels name it; the days of the activity stay UTC days, JSON stays UTC."""
+    second, and their labels name it; the days of the activity are the zone's, JSON stays UTC."""
     report = replace(hostile_report(), zone="Europe/Moscow")
     first = hostile_entries()[0].first_seen
     moscow = first.astimezone(ZoneInfo("Europe/Moscow"))
@@ -443,8 +479,8 @@ def test_every_readable_format_shows_times_in_the_reports_zone_and_names_it() ->
     )
 
     page = render(report, "html", "ru").decode()
-    assert f">{moscow:%Y-%m-%d %H:%M:%S}</time>" in page and column in page
-    assert "День (UTC)" in page  # the activity's days are UTC days
+    assert f">{moscow:%d.%m.%Y %H:%M:%S}</time>" in page and column in page  # as Russian writes
+    assert "День (Europe/Moscow)" in page  # the activity's days are the zone's days
 
     entry = json.loads(render(report, "json", "ru"))["entries"][0]
     assert first.isoformat() == entry["first_seen"]
@@ -469,12 +505,25 @@ def test_the_filter_line_speaks_the_reports_language_and_shows_times_as_the_repo
     summary = dict(parse_csv(render(report, "csv", "ru"), ";").summary[1:])
     assert summary["Отбор"] == (
         "Вид: price; Объект или артикул начинается с: арт-0; Причина: http-422; "
-        "В карантине с (Europe/Moscow): 2026-11-30 11:00:00; "
-        "В карантине до (Europe/Moscow): 2026-11-30 18:30:05; "
+        "В карантине с (Europe/Moscow): 30.11.2026 11:00:00; "
+        "В карантине до (Europe/Moscow): 30.11.2026 18:30:05; "
         "только устаревшие после карантина"
     )
     english = dict(parse_csv(render(report, "csv", "en"), ",").summary[1:])
     assert english["Filters"].startswith("Kind: price; Aggregate or SKU begins with: арт-0; ")
     assert "Quarantined from (Europe/Moscow): 2026-11-30 11:00:00" in english["Filters"]
     page = render(report, "html", "ru").decode()
-    assert "В карантине с (Europe/Moscow): 2026-11-30 11:00:00" in page
+    assert "В карантине с (Europe/Moscow): 30.11.2026 11:00:00" in page
+
+
+def test_a_downloaded_report_is_named_in_the_readers_language_and_zone() -> None:
+    """Issue 34 item 7 («file names»): the time in the display zone, as the language writes
+    it; a browser gets the exact name (RFC 6266 ``filename*``) and an ASCII fallback."""
+    now = datetime(2026, 12, 5, 4, 50, tzinfo=ZoneInfo("UTC"))
+    assert "карантин-05.12.2026-0750.xlsx" == download_name(now, ".xlsx", "ru", "Europe/Moscow")
+    assert "quarantine-2026-12-05-0450.csv" == download_name(now, ".csv", "en")
+    header = content_disposition("карантин-05.12.2026-0750.xlsx")
+    assert header.startswith('attachment; filename="________-05.12.2026-0750.xlsx"; ')
+    assert header.endswith(
+        "filename*=UTF-8''%D0%BA%D0%B0%D1%80%D0%B0%D0%BD%D1%82%D0%B8%D0%BD-05.12.2026-0750.xlsx"
+    )

@@ -4,10 +4,13 @@ the report with its command-line words, a page with its buttons (``steps``)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from exchange.domain.reasons import Reason
 from exchange.report.words import STEP_NAMES, next_check
+from exchange.words import name
 
 # The reasons a message waits in the quarantine for (the others end it: cancelled).
 QUARANTINED_FOR = [
@@ -39,3 +42,12 @@ def test_the_steps_are_said_by_whoever_shows_the_advice() -> None:
     report = next_check("unmapped-price-type", "ru")
     assert "перезапустите run" in report and "повторите отправку (retry)" in report
     assert next_check("something-new", "en", steps=steps) == "Look at <history> and decide."
+
+
+@pytest.mark.parametrize("reason", [r.value for r in Reason])
+def test_every_reason_has_a_russian_name_beside_its_code(reason: str) -> None:
+    """Issue 34 item 7: a page names every reason in Russian with its code beside it («ошибка в
+    данных (invalid-contract)»), never the bare English code."""
+    said = name("reason", reason, "ru")
+    assert said.endswith(f" ({reason})") and said != reason, said
+    assert re.search("[а-я]", said), said

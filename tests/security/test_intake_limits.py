@@ -225,7 +225,7 @@ def test_an_intent_nested_deeper_than_64_is_rejected_and_the_others_stage(
     response = post(base, json.dumps(body))
     assert ["staged", "rejected", "rejected", "staged"] == statuses(response)
     for result in response.json()["results"][1:3]:
-        assert result["reason"] == "invalid-contract" and "at most 64" in result["detail"]
+        assert result["reason"] == "invalid-contract" and "не больше 64" in result["detail"]
     assert ["D64", "A/retail"] == [aggregate for aggregate, _ in staged(engine)]
 
 
@@ -286,7 +286,7 @@ def test_a_lone_surrogate_rejects_its_intent_and_the_others_stage(
     response = post(base, body)
     assert ["staged", "rejected", "staged"] == statuses(response)
     rejected = response.json()["results"][1]
-    assert rejected["reason"] == "invalid-contract" and "surrogate" in rejected["detail"]
+    assert rejected["reason"] == "invalid-contract" and "суррогат" in rejected["detail"]
     assert ["A/retail", "B/retail"] == [aggregate for aggregate, _ in staged(engine)]
 
 

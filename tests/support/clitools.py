@@ -237,7 +237,13 @@ class Cli:
         site: str | None = None,
         env: Mapping[str, str | None] | None = None,
     ) -> dict[str, str]:
-        result = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
+        # The command line speaks the locale's language (contract 15): English unless a test
+        # names another, whatever the developer's own locale.
+        locale = ("LC_ALL", "LC_MESSAGES", "LANG")
+        result = {
+            k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_") and k not in locale
+        }
+        result["LANG"] = "C.UTF-8"
         result["COLUMNS"] = "250"  # rich tables: no truncated message ids
         result["EXCHANGE_SITE_TOKEN"] = TOKEN
         if db is not None:

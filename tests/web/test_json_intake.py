@@ -4,6 +4,7 @@ staging row (contracts.validate), one transaction, a result per intent, in order
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -97,8 +98,42 @@ def test_invalid_intents_are_rejected_with_the_staging_rules_and_not_staged(
     assert ["invalid-contract", "invalid-contract", "unknown-kind", "unsupported-schema"] == [
         r["reason"] for r in results[:4]
     ]
-    assert "plain decimal" in results[0]["detail"]
+    assert "простым десятичным числом" in results[0]["detail"]  # Russian by default
     assert ["E/retail"] == [r["aggregate"] for r in staged(db)]
+
+
+def test_the_detail_follows_accept_language_and_the_codes_stay_english(
+    serve: Serve, db: Engine
+) -> None:
+    """Contract 15: ``status`` and ``reason`` are codes, English whatever the request asks;
+    ``detail`` (and a refused request's) in the language of ``Accept-Language``, Russian when
+    it names neither."""
+    base = serve()
+    body = {"intents": [price("A", 1, "1e3"), {**price("C", 1), "kind": "telepathy"}]}
+    asked = {
+        None: ["простым десятичным числом", "не настроен (EXCHANGE_KINDS)"],
+        "de-DE,de;q=0.9": ["простым десятичным числом", "не настроен (EXCHANGE_KINDS)"],
+        "ru-RU,ru;q=0.9,en;q=0.8": ["простым десятичным числом", "не настроен (EXCHANGE_KINDS)"],
+        "en-US,en;q=0.9": ["must be a plain decimal", "is not configured"],
+    }
+    for accept, words in asked.items():
+        headers = {**AUTH, **({"Accept-Language": accept} if accept else {})}
+        results = post(base, body, headers).json()["results"]
+        assert ["rejected", "rejected"] == [r["status"] for r in results], accept
+        assert ["invalid-contract", "unknown-kind"] == [r["reason"] for r in results], accept
+        for result, word in zip(results, words, strict=True):
+            assert word in result["detail"], (accept, result)
+    refused = post(base, b"not json", {**AUTH})
+    assert 400 == refused.status_code
+    assert refused.json()["error"].startswith("the body is not JSON")
+    assert refused.json()["detail"].startswith("тело сообщения — не JSON")
+    wrong = post(base, body, {"Authorization": "Bearer wrong", "Accept-Language": "en"})
+    assert {
+        "error": "missing or wrong bearer token",
+        "detail": "missing or wrong bearer token",
+    } == (wrong.json())
+    assert "токен" in post(base, body, {"Authorization": "Bearer wrong"}).json()["detail"]
+    assert [] == staged(db)
 
 
 def test_the_same_intent_twice_is_a_duplicate_and_staged_once(serve: Serve, db: Engine) -> None:
@@ -170,6 +205,7 @@ def test_a_refused_request_says_why_in_one_plain_sentence(
 ) -> None:
     """The fresh review: «the body names a key 'a' appears twice» was two sentences run into
     one. The answer keeps the contract's shape for API clients (a status and an English
-    ``error``; contract 9b names no other field), in plain grammar."""
+    ``error``), in plain grammar; its ``detail`` says it in Russian (contract 15)."""
     response = post(serve(), body, headers={**AUTH, "Content-Type": content_type})
-    assert (status, {"error": error}) == (response.status_code, response.json())
+    assert (status, error) == (response.status_code, response.json()["error"])
+    assert re.search("[а-я]", response.json()["detail"]), response.json()

@@ -201,6 +201,14 @@ SERVICE_TEXTS = [
     "v8.zip is damaged: its data does not unpack",
     "v8.zip is damaged: its list of files lies past its end",
     "v8.zip holds a file name that is not valid UTF-8",
+    # the reader's limits (exchange/intake/commerceml/parse.py), issue 34 item 7
+    "a text node longer than 65536 characters in <Наименование>",
+    "more than 1024 comments or processing instructions in the file",
+    "a text longer than 1048576 bytes with no element in it",
+    "more than 16 fields in one <Предложение>",
+    "elements nested deeper than 64",
+    "the file is nested too deeply",
+    "no root element in the first 1048576 bytes of the file",
 ]
 
 

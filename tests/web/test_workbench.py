@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 import pytest
@@ -197,6 +198,12 @@ def test_quarantine_filters_are_validated(bench: str, db_url: str, site: SiteSim
     assert "Неизвестное значение фильтра: http-442x" in typo
     assert "Неизвестное значение фильтра: prise" in typo
     assert "Дата не распознана" in client.get("/quarantine", params={"since": "yesterday"}).text
+    # contract 15: a date field takes ДД.ММ.ГГГГ as well as ISO
+    for since in ("01.01.2000", "01.01.2000 08:00", "2000-01-01"):
+        listed = client.get("/quarantine", params={"since": since}).text
+        assert "Дата не распознана" not in listed and SKU in listed, since
+    assert SKU not in client.get("/quarantine", params={"since": "01.01.2999"}).text
+    assert 'placeholder="30.11.2026"' in client.get("/quarantine").text  # the hint says so
 
 
 def test_retry_after_its_preview_needs_a_note_and_records_the_operator(
@@ -275,6 +282,9 @@ def test_export_in_every_format(bench: str, db_url: str, site: SiteSimulator, fm
     answer = client.get("/export", params={"format": fmt})
     assert answer.status_code == 200
     assert "attachment" in answer.headers["content-disposition"]
+    # issue 34 item 7: the file's name in Russian, its time as Russian writes it
+    saved = unquote(answer.headers["content-disposition"].split("filename*=UTF-8''")[1])
+    assert re.fullmatch(r"карантин-\d\d\.\d\d\.\d{4}-\d{4}\." + fmt, saved), saved
     assert len(answer.content) > 100
     assert client.get("/export", params={"format": "pdf"}).status_code == 400
 
@@ -320,18 +330,8 @@ def test_the_dashboard_charts_the_last_24_hours(
     assert "— 0 / 1</title>" in page  # the hour of the refusal: none delivered, one failed
 
 
-def test_the_dashboard_shows_each_live_workers_site_pace_and_limit(bench: str, db: Engine) -> None:
-    # Contract 11: "pace and limit", from the workers' pace column (migration 0005) that
-    # `exchange status` reads too.
-    pace = {
-        "limit": 3,
-        "max_limit": 16,
-        "in_flight": 2,
-        "paced_rate": 45.2,
-        "accepted_rate": 40.0,
-        "hold_s": 0.0,
-        "refused_last_minute": 7,
-    }
+def live_worker_with_pace(db: Engine, pace: dict[str, float]) -> None:
+    """A live worker that reported ``pace`` (the workers' pace column, migration 0005)."""
     now = datetime.now(UTC)
     with transaction(db) as connection:
         connection.execute(
@@ -345,6 +345,21 @@ def test_the_dashboard_shows_each_live_workers_site_pace_and_limit(bench: str, d
                 pace=json.dumps(pace),
             )
         )
+
+
+def test_the_dashboard_shows_each_live_workers_site_pace_and_limit(bench: str, db: Engine) -> None:
+    # Contract 11: "pace and limit", from the workers' pace column (migration 0005) that
+    # `exchange status` reads too.
+    pace = {
+        "limit": 3,
+        "max_limit": 16,
+        "in_flight": 2,
+        "paced_rate": 45.2,
+        "accepted_rate": 40.0,
+        "hold_s": 0.0,
+        "refused_last_minute": 7,
+    }
+    live_worker_with_pace(db, pace)
     client = signed_in(bench, "victor")
     russian = client.get("/").text
     assert "Темп сайта и предел запросов" in russian
@@ -358,6 +373,16 @@ def test_the_dashboard_shows_each_live_workers_site_pace_and_limit(bench: str, d
         "site busy: 40 requests/s, 2 in flight (limit 3 of 16), 7 refused in the last minute, "
         "paced at 45 requests/s" in english
     )
+
+
+def test_the_dashboard_writes_its_rates_as_russian_does(bench: str, db: Engine) -> None:
+    """Issue 34 item 7: «1 запрос/с», never «1 запросов/с»; the figures with a decimal comma."""
+    pace = {"limit": 1, "max_limit": 4, "in_flight": 1, "accepted_rate": 1.0, "paced_rate": 1.5}
+    live_worker_with_pace(db, pace)
+    page = signed_in(bench, "victor").get("/").text
+    assert "<b>1 запрос/с</b>" in page
+    assert "снижен до 1,5 запроса/с" in page
+    assert re.search(r"<b>0(,0)?\xa0%</b>", page)  # the error share: CLDR's «0 %»
 
 
 def test_the_dashboard_says_when_the_operators_were_last_notified(bench: str, db: Engine) -> None:

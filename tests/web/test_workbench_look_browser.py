@@ -258,7 +258,7 @@ def test_the_chart_has_a_scale_a_grid_values_and_every_hour_at_full_width(
     assert width >= room - 2, (width, room)
     # The site's pace and limit, as `exchange status` gives them, beside the chart.
     pace = page.locator("#site-pace").inner_text()
-    assert "42 запросов/с" in pace and "предел: 4 из 8 одновременных запросов" in pace, pace
+    assert "42 запроса/с" in pace and "предел: 4 из 8 одновременных запросов" in pace, pace
     shot(page, "dashboard")
     page.locator("section.last-day").scroll_into_view_if_needed()
     shot(page, "dashboard-chart")

@@ -466,7 +466,7 @@ def test_a_message_that_is_not_there_is_named_on_its_page(bench: str) -> None:
         alert = re.search(r'<p class="error" role="alert">(.*?)</p>', response.text, re.S)
         assert alert, response.text
         text = " ".join(re.sub(r"<[^>]+>", "", alert.group(1)).split())
-        assert text == f"Нет сообщения с таким message_id: {shown}", text
+        assert text == f"Нет сообщения с таким кодом: {shown}", text
         assert "<b>x" not in response.text
 
 

@@ -13,17 +13,21 @@ import re
 from datetime import datetime
 from html import escape
 
+from exchange.i18n import day as day_words
 from exchange.report.formats.svg import activity_chart, bar_chart
 from exchange.report.model import Entry, HistoryEvent, Lang, Report
 from exchange.report.words import (
     clock_time,
     describe_filters,
     entry_next_check,
+    history_words,
     human_age,
+    kind_words,
     label,
     next_check,
     result_words,
 )
+from exchange.words import error_words
 
 # C0 controls other than tab, LF and CR are not allowed in HTML text (NUL turns into U+FFFD
 # or is dropped, depending on the parser): drop them all, so every browser shows the same.
@@ -117,10 +121,10 @@ def _e(value: object) -> str:
     return escape(_CONTROL.sub("", str(value)), quote=True)
 
 
-def _time(value: object, zone: str) -> str:
+def _time(value: object, zone: str, lang: Lang) -> str:
     if not isinstance(value, datetime):
         return ""
-    return f'<time datetime="{_e(value.isoformat())}">{_e(clock_time(value, zone))}</time>'
+    return f'<time datetime="{_e(value.isoformat())}">{_e(clock_time(value, zone, lang))}</time>'
 
 
 def _cell(key: str, entry: Entry, lang: Lang, zone: str) -> str:
@@ -130,7 +134,7 @@ def _cell(key: str, entry: Entry, lang: Lang, zone: str) -> str:
         case "version" | "attempts":
             return f'<td class="num">{_e(getattr(entry, key))}</td>'
         case "first_seen" | "last_attempt" | "quarantined_at":
-            return f'<td class="time">{_time(getattr(entry, key), zone)}</td>'
+            return f'<td class="time">{_time(getattr(entry, key), zone, lang)}</td>'
         case "reason":
             badge = (
                 f' <span class="badge" title="{_e(label("superseded_after_quarantine", lang))}">'
@@ -139,6 +143,8 @@ def _cell(key: str, entry: Entry, lang: Lang, zone: str) -> str:
                 else ""
             )
             return f"<td>{_e(entry.reason)}{badge}</td>"
+        case "kind":
+            return f'<td><div class="v">{_e(kind_words(entry.kind, lang))}</div></td>'
         case "last_result":
             return f'<td><div class="v">{_e(result_words(entry, lang))}</div></td>'
         case _:
@@ -163,16 +169,17 @@ def _history(events: tuple[HistoryEvent, ...], lang: Lang, zone: str) -> str:
     )
     rows = []
     for ev in events:
-        detail = _e(ev.detail)
+        detail = _e(error_words(ev.detail, lang) if ev.detail else ev.detail)
         if ev.operator or ev.note:
             detail += f" <b>[{_e(ev.operator)}: {_e(ev.note)}]</b>"
         answer = ev.http_status if ev.http_status is not None else ev.error_class
+        event, from_state, to_state = history_words(ev.event, ev.from_state, ev.to_state, lang)
         rows.append(
-            f'<tr><td class="time">{_time(ev.at, zone)}</td><td>{_e(ev.event)}</td>'
-            f"<td>{_e(ev.from_state)}</td><td>{_e(ev.to_state)}</td><td>{_e(ev.worker)}</td>"
+            f'<tr><td class="time">{_time(ev.at, zone, lang)}</td><td>{_e(event)}</td>'
+            f"<td>{_e(from_state)}</td><td>{_e(to_state)}</td><td>{_e(ev.worker)}</td>"
             f'<td class="num">{_e(ev.attempt)}</td>'
-            f'<td class="time">{_time(ev.leased_at, zone)}</td>'
-            f'<td class="time">{_time(ev.lease_until, zone)}</td>'
+            f'<td class="time">{_time(ev.leased_at, zone, lang)}</td>'
+            f'<td class="time">{_time(ev.lease_until, zone, lang)}</td>'
             f"<td>{_e(answer)}</td>"
             f'<td><div class="v">{detail}</div></td></tr>'
         )
@@ -211,7 +218,7 @@ def _summary(report: Report, lang: Lang) -> str:
             human_age(s.oldest_age_s, lang),
             f"{label('oldest_age', lang)}"
             + (
-                f" ({clock_time(s.oldest_quarantined_at, report.zone)} {report.zone})"
+                f" ({clock_time(s.oldest_quarantined_at, report.zone, lang)} {report.zone})"
                 if s.oldest_quarantined_at
                 else ""
             ),
@@ -247,22 +254,23 @@ def _charts(report: Report, lang: Lang) -> str:
     )
     activity = activity_chart(
         report.activity,
-        title=label("activity", lang),
+        title=label("activity", lang, report.zone),
         delivered=label("delivered", lang),
         failed=label("failed", lang),
         day_format="%d.%m" if lang == "ru" else "%m-%d",
+        lang=lang,
     )
     numbers = "".join(
-        f'<tr><td class="time">{_e(d.day.isoformat())}</td><td class="num">{d.delivered}</td>'
+        f'<tr><td class="time">{_e(day_words(d.day, lang))}</td><td class="num">{d.delivered}</td>'
         f'<td class="num">{d.failed}</td></tr>'
         for d in report.activity
     )
     return (
         '<div class="charts">'
         f"<figure><figcaption>{_e(label('by_reason', lang))}</figcaption>{by_reason}</figure>"
-        f"<figure><figcaption>{_e(label('activity', lang))}</figcaption>{activity}"
+        f"<figure><figcaption>{_e(label('activity', lang, report.zone))}</figcaption>{activity}"
         f"<details><summary>{_e(label('numbers', lang))}</summary>"
-        f'<table class="small"><thead><tr><th>{_e(label("day", lang))}</th>'
+        f'<table class="small"><thead><tr><th>{_e(label("day", lang, report.zone))}</th>'
         f"<th>{_e(label('delivered', lang))}</th><th>{_e(label('failed', lang))}</th></tr>"
         f"</thead><tbody>{numbers}</tbody></table></details></figure>"
         "</div>"
@@ -285,7 +293,7 @@ def render_html(report: Report, lang: Lang) -> bytes:
     title = label("title", lang)
     meta = (
         f"{_e(label('generated_at', lang, report.zone))}: "
-        f"{_time(report.generated_at, report.zone)} · "
+        f"{_time(report.generated_at, report.zone, lang)} · "
         f"{_e(label('filters', lang))}: {_e(describe_filters(report, lang))}"
     )
     page = (

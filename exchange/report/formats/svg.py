@@ -8,7 +8,8 @@ import math
 from collections.abc import Sequence
 from html import escape
 
-from exchange.report.model import DayActivity
+from exchange.i18n import day as day_words
+from exchange.report.model import DayActivity, Lang
 
 PALETTE = ("#1f5fa8", "#c0392b", "#7b4fa0", "#b26a00", "#2e7d6b", "#5b6470", "#a23b72")
 DELIVERED_COLOUR = "#2e7d32"
@@ -72,6 +73,7 @@ def activity_chart(
     delivered: str,
     failed: str,
     day_format: str = "%d.%m",
+    lang: Lang = "en",
     width: int = 640,
     height: int = 250,
 ) -> str:
@@ -113,7 +115,7 @@ def activity_chart(
             parts.append(
                 f'<rect x="{x + offset:.1f}" y="{top_y:.1f}" width="{bar:.1f}" '
                 f'height="{top + plot_h - top_y:.1f}" fill="{colour}">'
-                f"<title>{_e(day.day.isoformat())}: {_e(name)} {count}</title></rect>"
+                f"<title>{_e(day_words(day.day, lang))}: {_e(name)} {count}</title></rect>"
             )
         parts.append(
             f'<text x="{x:.1f}" y="{height - bottom + 16}" text-anchor="middle" '

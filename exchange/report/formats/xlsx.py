@@ -37,8 +37,9 @@ from exchange.report.words import (
     summary_rows,
 )
 
-DATETIME_FORMAT = "yyyy-mm-dd hh:mm:ss"
-DATE_FORMAT = "yyyy-mm-dd"
+# Dates as each language writes them (a Russian reader's 05.12.2026); the cell stays a real date.
+DATETIME_FORMAT: dict[Lang, str] = {"ru": "dd.mm.yyyy hh:mm:ss", "en": "yyyy-mm-dd hh:mm:ss"}
+DATE_FORMAT: dict[Lang, str] = {"ru": "dd.mm.yyyy", "en": "yyyy-mm-dd"}
 HEADER_FONT = Font(bold=True)
 HEADER_FILL = PatternFill("solid", fgColor="DDE4EE")
 TITLE_FONT = Font(bold=True, size=14)
@@ -85,10 +86,10 @@ def cell(
     elif isinstance(value, datetime):
         # Excel has no time zones: the wall time in the report's zone, its label names it
         out.value = value.astimezone(ZoneInfo(zone)).replace(tzinfo=None)
-        out.number_format = DATETIME_FORMAT
+        out.number_format = DATETIME_FORMAT[lang]
     elif isinstance(value, date):
         out.value = value
-        out.number_format = DATE_FORMAT
+        out.number_format = DATE_FORMAT[lang]
     else:
         out.value = value
     if wrap:
@@ -173,10 +174,12 @@ def _summary_sheet(ws: WriteOnlyWorksheet, report: Report, lang: Lang) -> None:
             ]
         )
     ws.append([])
-    heading = cell(ws, label("activity", lang), lang)
+    heading = cell(ws, label("activity", lang, report.zone), lang)
     heading.font = HEADER_FONT
     ws.append([heading])
-    ws.append(_heading(ws, [label(k, lang) for k in ("day", "delivered", "failed")], lang))
+    ws.append(
+        _heading(ws, [label(k, lang, report.zone) for k in ("day", "delivered", "failed")], lang)
+    )
     for day in report.activity:
         ws.append(
             [cell(ws, day.day, lang), cell(ws, day.delivered, lang), cell(ws, day.failed, lang)]
@@ -202,7 +205,7 @@ def render_xlsx(report: Report, lang: Lang) -> bytes:
     _table(
         history,
         HISTORY_COLUMNS,
-        [r for e in report.entries for r in history_rows(e)],
+        [r for e in report.entries for r in history_rows(e, lang)],
         lang,
         report.zone,
     )

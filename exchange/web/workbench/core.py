@@ -20,9 +20,10 @@ from sqlalchemy import Engine
 from exchange.db.engine import transaction
 from exchange.domain.clock import ensure_utc, local_time
 from exchange.domain.policy import KindPolicies
+from exchange.i18n import number, percent
 from exchange.ops import find as finder
 from exchange.ops import operators
-from exchange.ops.status import human_age, pace_words
+from exchange.ops.status import human_age, pace_words, requests_per_second
 from exchange.report.mask import Redactor
 from exchange.report.words import next_check
 from exchange.web.config import WebConfig
@@ -190,6 +191,10 @@ class Core:
             said=lambda text: error_words(text, lang),
             unset=lambda fact, attempted: unset_fact(fact, attempted, lang),
             messages_n=lambda count: messages_counted(count, lang),
+            # numbers as the page's language writes them (CLDR): «4,3 %», «1 запрос/с»
+            pct=lambda share: percent(share, lang),
+            num=lambda value: number(value, lang),
+            rps=lambda rate: requests_per_second(rate, lang),
             versions_n=lambda count: versions_counted(count, lang),
             # What to do next, per reason: the report's words (one text for both).
             next_step=lambda reason, superseded=False: next_check(

@@ -38,6 +38,7 @@ from exchange.ops.status import biography, quarantine_by_reason, site_pace, stat
 from exchange.queue import control
 from exchange.report import collect as report
 from exchange.report.model import FORMATS, SUFFIXES
+from exchange.report.words import content_disposition, download_name
 from exchange.web import chart
 from exchange.web.workbench.core import (
     _CONTENT_TYPES,
@@ -566,12 +567,11 @@ class Pages(Core):
             return report.render(data, chosen, lang)
 
         body = await asyncio.to_thread(build)
-        stamp = self.clock.now().strftime("%Y%m%dT%H%M%SZ")
-        suffix = SUFFIXES[chosen]
+        name = download_name(self.clock.now(), SUFFIXES[chosen], lang, self.config.display_tz)
         response = web.Response(
             body=body,
             content_type=_CONTENT_TYPES[chosen],
-            headers={"Content-Disposition": f'attachment; filename="quarantine-{stamp}{suffix}"'},
+            headers={"Content-Disposition": content_disposition(name)},
         )
         return _secure(response)
 

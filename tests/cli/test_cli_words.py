@@ -1,0 +1,130 @@
+"""The command line speaks Russian under a Russian locale or ``EXCHANGE_LANG=ru`` (contract 15,
+"Words"; issue 34 item 7); ``--json``, log lines and codes stay English."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from clitools import Cli, Scenario, describe
+
+RUSSIAN = {
+    "EXCHANGE_LANG=ru": {"EXCHANGE_LANG": "ru"},
+    "LANG=ru_RU": {"LANG": "ru_RU.UTF-8"},
+    "LC_MESSAGES=ru_RU": {"LANG": "en_US.UTF-8", "LC_MESSAGES": "ru_RU.UTF-8"},
+}
+ENGLISH = {
+    "no locale": {},
+    "EXCHANGE_LANG=en beats LANG=ru_RU": {"LANG": "ru_RU.UTF-8", "EXCHANGE_LANG": "en"},
+    "LC_ALL=C beats LANG=ru_RU": {"LANG": "ru_RU.UTF-8", "LC_ALL": "C.UTF-8"},
+}
+SQLITE_ONLY = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+
+
+@SQLITE_ONLY
+@pytest.mark.parametrize("env", list(RUSSIAN.values()), ids=list(RUSSIAN))
+def test_pause_and_resume_speak_russian_under_a_russian_locale(
+    cli: Cli, db_url: str, env: dict[str, str]
+) -> None:
+    paused = cli("pause", "--note", "проверка", db=db_url, env=env)
+    again = cli("pause", db=db_url, env=env)
+    resumed = cli("resume", db=db_url, env=env)
+    assert ["доставка остановлена", "доставка уже была остановлена", "доставка возобновлена"] == [
+        r.stdout.strip().splitlines()[-1] for r in (paused, again, resumed)
+    ], describe(resumed)
+
+
+@SQLITE_ONLY
+@pytest.mark.parametrize("env", list(ENGLISH.values()), ids=list(ENGLISH))
+def test_the_command_line_speaks_english_otherwise(
+    cli: Cli, db_url: str, env: dict[str, str]
+) -> None:
+    result = cli("pause", db=db_url, env=env)
+    assert "delivery paused" == result.stdout.strip().splitlines()[-1], describe(result)
+
+
+@SQLITE_ONLY
+def test_an_error_and_a_bad_date_are_said_in_russian(cli: Cli, db_url: str) -> None:
+    env = RUSSIAN["LANG=ru_RU"]
+    missing = cli("quarantine", "retry", "no-such-id", "--note", "x", db=db_url, env=env)
+    assert 2 == missing.returncode, describe(missing)
+    assert "ошибка: Нет такого сообщения: no-such-id" in missing.stderr, describe(missing)
+    bad = cli("quarantine", "list", "--since", "вчера", db=db_url, env=env)
+    assert 2 == bad.returncode
+    assert "не дата и не время" in bad.stderr and "30.11.2026" in bad.stderr, describe(bad)
+
+
+@SQLITE_ONLY
+def test_quarantine_actions_say_their_count_in_russian_and_json_stays_english(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    env = RUSSIAN["EXCHANGE_LANG=ru"]
+    dry = cli("quarantine", "retry", "--reason", "http-422", "--note", "n", db=db_url, env=env)
+    assert dry.returncode == 0, describe(dry)
+    assert "будут повторены 2 сообщения" in dry.stdout, describe(dry)
+    assert "ничего не изменено: чтобы повторить их, добавьте --yes" in dry.stdout
+    listed = cli("quarantine", "list", "--json", db=db_url, env=env)
+    reasons = {entry["reason"] for entry in json.loads(listed.stdout)}
+    assert {"http-422", "invalid-contract", "unknown-kind"} == reasons  # codes, in English
+    status = cli("status", "--json", db=db_url, env=env)
+    document = json.loads(status.stdout)
+    assert all(not any("а" <= c <= "я" for c in said) for said in document["needs_person"])
+    console = cli("status", db=db_url, env=env)
+    assert "требует внимания: в карантине 4 сообщения" in console.stdout, describe(console)
+
+
+@SQLITE_ONLY
+def test_the_quarantine_list_names_kinds_and_reasons_in_words_under_a_russian_locale(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    russian = cli("quarantine", "list", db=db_url, env=RUSSIAN["LANG=ru_RU"])
+    assert russian.returncode == 0, describe(russian)
+    for said in ("карантин: 4", "Код сообщения", "причина", "финансовая проводка", "цена"):
+        assert said in russian.stdout, (said, describe(russian))
+    assert "сайт отклонил (http-422)" in russian.stdout
+    assert "ошибка в данных (invalid-contract)" in russian.stdout
+    english = cli("quarantine", "list", db=db_url)
+    assert "quarantine: 4" in english.stdout and "financial_posting" in english.stdout
+
+
+@SQLITE_ONLY
+def test_history_says_events_states_and_details_in_russian(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    env = RUSSIAN["EXCHANGE_LANG=ru"]
+    russian = cli("history", scenario.doc1_v1, db=db_url, env=env)
+    assert russian.returncode == 0, describe(russian)
+    for said in (
+        "финансовая проводка DOC-1 v1",
+        "состояние: в карантине, причина: сайт отклонил (http-422)",
+        "событие",
+        "принято из 1С",
+        "из строки staging_intents №",
+    ):
+        assert said in russian.stdout, (said, describe(russian))
+    english = cli("history", scenario.doc1_v1, db=db_url)
+    assert "state=quarantined reason=http-422" in english.stdout, describe(english)
+    assert "from staging row #" in english.stdout
+
+
+@SQLITE_ONLY
+def test_prune_says_what_it_removes_in_russian_and_logs_stay_english(cli: Cli, db_url: str) -> None:
+    russian = cli("prune", "--dry-run", db=db_url, env=RUSSIAN["EXCHANGE_LANG=ru"])
+    assert russian.returncode == 0, describe(russian)
+    assert "будет удалено (всё старше " in russian.stdout, describe(russian)
+    assert "доставленных или отменённых сообщений — 0" in russian.stdout
+    english = cli("prune", "--dry-run", db=db_url)
+    assert "would remove 0 delivered or cancelled message(s)" in english.stdout
+
+
+@SQLITE_ONLY
+def test_operator_commands_speak_russian(cli: Cli, db_url: str) -> None:
+    env = RUSSIAN["EXCHANGE_LANG=ru"]
+    empty = cli("operator", "list", db=db_url, env=env)
+    assert "операторов нет" in empty.stdout, describe(empty)
+    added = cli(
+        "operator", "add", "olga", "--role", "viewer", db=db_url, env=env, stdin="secret-pass\n"
+    )
+    assert "оператор olga (наблюдатель) сохранён" in added.stdout, describe(added)
+    listed = cli("operator", "list", db=db_url, env=env)
+    assert "роль" in listed.stdout and "наблюдатель" in listed.stdout, describe(listed)
