@@ -3,7 +3,7 @@
 heartbeat, read by ``exchange status`` (``sources[]``, the cause ``source``). NULL for a worker
 with no broker source, and for every row before.
 
-Revision ID: 0019_source_health
+Revision ID: 0019
 Revises: 0018
 Create Date: 2026-12-05
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0019_source_health"
+revision: str = "0019"
 down_revision: str | None = "0018"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None

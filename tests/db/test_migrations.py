@@ -136,7 +136,7 @@ def _message(connection: Connection, pk: int, aggregate_id: int, aggregate: str)
     )
 
 
-def test_migration_0019_gives_each_pair_to_the_aggregate_accepted_first(fresh_url: str) -> None:
+def test_migration_0020_gives_each_pair_to_the_aggregate_accepted_first(fresh_url: str) -> None:
     """Contract 15: one (sku, price type), one aggregate. A database that already holds two
     aggregates of one pair gives it to the one whose earliest stored message came first (not
     the one whose aggregate row was made first: a chunk makes them in name order); a pair

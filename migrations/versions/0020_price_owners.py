@@ -12,8 +12,8 @@ go to the oldest such aggregate.
 offer's payload (it wins; an earlier one of another price is ``invalid-contract``). Packages
 staged before have none.
 
-Revision ID: 0019_price_owners
-Revises: 0018
+Revision ID: 0020
+Revises: 0019
 Create Date: 2026-12-05
 """
 
@@ -22,8 +22,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0019_price_owners"
-down_revision: str | None = "0018"
+revision: str = "0020"
+down_revision: str | None = "0019"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

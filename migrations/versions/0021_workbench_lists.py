@@ -9,8 +9,8 @@
   kept case-folded beside them (``key_key``, ``value_key``, as migration 0017 did for SKUs),
   the article's with a prefix index. Existing rows are filled here.
 
-Revision ID: 0019_workbench_lists
-Revises: 0018
+Revision ID: 0021
+Revises: 0020
 Create Date: 2026-12-05
 """
 
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0019_workbench_lists"
-down_revision: str | None = "0018"
+revision: str = "0021"
+down_revision: str | None = "0020"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
