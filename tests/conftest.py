@@ -153,6 +153,7 @@ SUBPROCESS_TESTS = (
     "tests/cli/test_cli_options.py",
     "tests/cli/test_cli_run.py::test_run_forever_delivers_until_sigterm_then_exits_0_within_10_s",
     "tests/dev/test_simulators_foreground.py",
+    "tests/dev/test_rehearsal_catalogue.py::test_the_simulator_command_takes_the_catalogue",
     # its fastsite front end is bench/fastsite.py, a process (started once per module)
     "tests/dev/test_site_conformance.py::test_every_front_end_answers_the_conformance_table_as_the_contract_says[fastsite-",
     "tests/dev/test_sitesim.py::test_command_line_serves_until_interrupted",

@@ -177,7 +177,9 @@ def test_a_broker_message_whose_intent_is_longer_than_the_contract_is_refused_al
     fine = json.dumps(_intent()).encode()
     batch = [Received("m-1", long, "queue prices, m-1"), Received("m-2", fine, "queue, m-2")]
 
-    taken = sources.take(engine, None, KINDS, batch, source="rabbitmq", max_items=100)
+    taken = sources.take(
+        engine, None, KINDS, batch, source="rabbitmq", max_items=100, max_bytes=2**24
+    )
 
     assert (1, 1) == (taken.staged, taken.refused)
     found = records(engine)

@@ -150,7 +150,9 @@ def test_an_intent_from_a_broker_message_is_held_to_the_owner(
         "payload": {"sku": "ALIAS-1", "price": "100.00", "price_type": "retail"},
     }
     received = Received("m-1", json.dumps(body).encode(), "queue prices, message m-1")
-    taken = sources.take(engine, None, settings.kinds, [received], source="rabbitmq", max_items=100)
+    taken = sources.take(
+        engine, None, settings.kinds, [received], source="rabbitmq", max_items=100, max_bytes=2**24
+    )
     assert 1 == taken.staged
     intake.take(engine, None, settings.kinds, clock.now())
 
