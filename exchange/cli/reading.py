@@ -71,7 +71,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
                 else None
             )
             now = SystemClock().now()
-            figures = status(connection, now, settings.policies)
+            figures = status(connection, now, settings.policies, live_within=settings.live_within)
             waiting = backlog(
                 connection,
                 now,
@@ -82,7 +82,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             pause = control.operator_pause(connection)
             told = last_told(connection)
             found = attention(
-                connection, staged, figures, pause, now, settings.policies, settings.live_within
+                connection, staged, figures, now, settings.policies, settings.live_within
             )
         brokers = asyncio.run(source_figures(bootstrap.source(settings, engine, None)))
     needs = [cause.words() for cause in found.causes]
@@ -91,6 +91,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             "database": safe_url(settings.database_url),
             **figures.as_json(),
             "backlog": waiting,
+            # ``pause`` (in the figures) replaces it; kept one release as an alias.
             "operator_pause": (
                 {**pause, "paused_at": pause["paused_at"].isoformat()} if pause else None
             ),
@@ -107,8 +108,9 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         for table in tables(figures, settings.display_tz):
             out.print(table)
         out.print(_intake_line(found.intake), markup=False, highlight=False)
-        paused = pause is not None or figures.delivery_paused
-        out.print(backlog_words(waiting, paused=paused), markup=False, highlight=False)
+        out.print(
+            backlog_words(waiting, paused=figures.delivery_paused), markup=False, highlight=False
+        )
         out.print(exchanges_table(onec, settings.display_tz))
         if brokers:
             out.print(sources_table(brokers))

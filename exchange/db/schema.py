@@ -304,6 +304,28 @@ class Worker(Base):
     # When it stopped cleanly (``Worker.retire``): a stopped row is no worker any more (never
     # live, never counted), kept an hour so the dashboard and ``status`` say when it stopped.
     stopped_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # When the site's refusal (401/403) paused this worker: ``status``'s ``pause.since``.
+    paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Since when the site has not answered at all (refused connections, timeouts), or None
+    # while it answers: the dashboard says so instead of «Доставка идёт».
+    unreachable_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class SignInRefusal(Base):
+    """Refused sign-ins at one way in (contract 15): ``serve`` writes at most one row a minute
+    per ``door`` (``1c``, ``intake``, ``workbench``): how many, the first and the last time,
+    never the name or address tried. A row with ``count`` 0 and ``succeeded_at`` marks a
+    successful sign-in: refusals before it are no cause any more (``ops/sign_ins.py``)."""
+
+    __tablename__ = "sign_in_refusals"
+    __table_args__ = (Index("ix_sign_in_refusals_door_id", "door", "id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    door: Mapped[str] = mapped_column(String(16))
+    count: Mapped[int] = mapped_column(Integer)
+    first_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    succeeded_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class HttpKey(Base):
@@ -471,3 +493,4 @@ delivery_pause: Table = cast(Table, DeliveryPause.__table__)
 shop_sku_ids: Table = cast(Table, ShopSkuId.__table__)
 target_locks: Table = cast(Table, TargetLock.__table__)
 notifications: Table = cast(Table, Notification.__table__)
+sign_in_refusals: Table = cast(Table, SignInRefusal.__table__)

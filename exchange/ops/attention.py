@@ -1,11 +1,9 @@
 """What needs a person (contract 6): the causes ``exchange status`` exits 1 for and the
 workbench's dashboard shows, decided once for both and said in English or Russian.
 
-Besides the figures of ``status`` this reads three things: whether each worker is live (its
-last report younger than ``Settings.live_within``), what 1C handed over that no worker has
-taken yet (the staging table, which may be in a database of its own), and whether the latest
-1C exchange that signed in failed with no success since. Refused sign-ins are never a cause:
-anyone on the network can make them, and serve counts them in memory only.
+Besides the figures of ``status`` (each worker marked live or not there) this reads what 1C
+handed over that no worker has taken yet (the staging table, which may be in a database of
+its own), and whether the latest 1C exchange that signed in failed with no success since.
 """
 
 from __future__ import annotations
@@ -38,13 +36,6 @@ class Cause:
 
     def words(self, lang: str = "en") -> str:
         return say(self, lang)
-
-
-def mark_live(workers: list[dict[str, Any]], live_within: float) -> None:
-    """Adds ``live`` to each of ``status``'s worker rows: its last report is younger than
-    ``live_within`` seconds. A worker that is not live delivers nothing, whatever it said."""
-    for worker in workers:
-        worker["live"] = worker["heartbeat_age_s"] < live_within
 
 
 def intake(staging_connection: Connection, now: datetime) -> dict[str, Any]:
@@ -106,22 +97,23 @@ def work_waits(
 
 def causes(
     figures: Any,
-    pause: dict[str, Any] | None,
     *,
     onec_failed: dict[str, Any] | None,
     no_live_worker: bool,
 ) -> list[Cause]:
-    """What ``exchange status`` exits 1 for, in the order contract 6 names the codes."""
+    """What ``exchange status`` exits 1 for, in the order contract 6 names the codes; a
+    pause is said as ``figures.pause`` says it (contract 15: one pause, one truth)."""
     found = []
     quarantined = figures.counts.get("quarantined", 0)
     if quarantined:
         found.append(Cause("quarantine", "quarantine", {"count": quarantined}))
     if figures.breaker_open:
         found.append(Cause("breaker", "breaker"))
-    if figures.delivery_paused:
-        found.append(Cause("paused", "token"))
-    if pause is not None:
+    pause = figures.pause
+    if pause is not None and pause["by"] == "operator":
         found.append(Cause("paused", "operator", {"operator": pause["operator"]}))
+    elif pause is not None:
+        found.append(Cause("paused", "token", {"answer": pause["note"]}))
     gaps = sum(1 for b in figures.blocked if b["held_by"] == "gap")
     if gaps:
         found.append(Cause("gap", "gap", {"count": gaps}))
@@ -187,18 +179,16 @@ def attention(
     connection: Connection,
     staging_connection: Connection | None,
     figures: Any,
-    pause: dict[str, Any] | None,
     now: datetime,
     kinds: KindPolicies,
     live_within: float,
 ) -> Attention:
-    """Marks ``figures.workers`` live or not, and finds what needs a person: the one reading
-    ``exchange status`` and the dashboard share."""
-    mark_live(figures.workers, live_within)
+    """What needs a person, from ``status``'s figures (read with the same ``live_within``):
+    the one reading ``exchange status`` and the dashboard share."""
     taken = intake(staging_connection or connection, now)
     failing = onec_failing(connection)
     stopped = not any(w["live"] for w in figures.workers) and work_waits(
         connection, taken, now, kinds, live_within
     )
-    found = causes(figures, pause, onec_failed=failing, no_live_worker=stopped)
+    found = causes(figures, onec_failed=failing, no_live_worker=stopped)
     return Attention(intake=taken, onec_failed=failing, causes=found)

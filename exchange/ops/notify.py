@@ -23,7 +23,7 @@ from exchange.domain.notify import Situation, Stop, Told
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import PENDING, State, values
 from exchange.ops.find import held_condition
-from exchange.ops.status import quarantine_by_reason, worker_rows
+from exchange.ops.status import WorkerState, holding, quarantine_by_reason, worker_rows
 from exchange.queue import control
 
 ROW = "operators"
@@ -61,7 +61,9 @@ def snapshot(
             messages.c.state == State.QUARANTINED.value
         )
     ).one()
-    live = worker_rows(connection, now)
+    # The rows whose breaker and pause hold delivery back, as ``exchange status`` reads them
+    # (contract 15: one truth): a worker that restarted under its id is no stopped one.
+    live = holding(worker_rows(connection, now))
     pause = control.operator_pause(connection)
     stops: set[Stop] = set()
     if any(w["breaker"] != "closed" for w in live):
@@ -81,7 +83,8 @@ def snapshot(
         _waiting(found, connection, staging_connection or connection, now, kinds)
         if found.waiting_age_s is not None and found.waiting_age_s >= stalled_after:
             stops.add(Stop.NO_WORKER)
-    found.situation = Situation(int(quarantined), newest, frozenset(stops), len(live))
+    reporting = sum(1 for w in live if w["state"] != WorkerState.STOPPED)
+    found.situation = Situation(int(quarantined), newest, frozenset(stops), reporting)
     return found
 
 

@@ -156,3 +156,44 @@ def test_a_cleanly_stopped_worker_is_said_stopped_not_an_hour_silent(
     assert f"Обработчик {worker.worker_id} остановлен" in said, said
     assert re.search(r"остановлен \d+ с назад", said), said  # the test ran in under a minute
     assert word("no_workers", "ru") not in page
+
+
+def test_a_worker_started_again_under_its_id_is_shown_delivering_not_stopped(
+    bench: str, db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    """Issue 34 item 1: after a clean stop and a start under the same EXCHANGE_WORKER_ID
+    (the shipped configuration fixes it), the page never says «Ничего не доставляется… ни один
+    обработчик не работает»: the worker's row is live, the banner says delivery runs."""
+    settings = fast_settings(db_url, site.url)
+    first = bootstrap.worker(settings, db, rng=random.Random(3))
+    run_worker(first)
+    first.retire()
+    stage(db, [price_row("SKU-2", 1)])
+    with transaction(db) as connection:
+        connection.execute(
+            update(staging).values(created_at=datetime.now(UTC) - timedelta(seconds=120))
+        )
+    again = bootstrap.worker(settings, db, rng=random.Random(4))
+    run_worker(again, lambda w: w.cycle())
+    page = signed_in(bench, "olga").get("/").text
+    assert word("delivery_runs", "ru") in element(page, "pause")
+    assert word("nothing_delivered", "ru") not in page
+    assert re.search(r'data-state="live"><td[^>]*>test-(<wbr>)?worker</td>', page), page
+
+
+def test_a_site_refusing_connections_is_said_unreachable_never_delivery_runs(
+    bench: str, db: Engine, db_url: str
+) -> None:
+    """Issue 34 item 3: with the site refusing connections, the banner says since when the
+    site has not answered and that the prices go by themselves once it answers; no estimate
+    at 0 requests/s; no «предохранитель» anywhere."""
+    stage(db, [price_row(f"SKU-{n}", 1) for n in range(3)])
+    worker = bootstrap.worker(fast_settings(db_url, "http://127.0.0.1:9"), db)
+    run_worker(worker, lambda w: w.cycle())
+    page = signed_in(bench, "olga").get("/").text
+    said = element(page, "pause")
+    assert "Сайт не отвечает с" in said and "уйдут сами" in said, said
+    assert word("delivery_runs", "ru") not in said
+    card = element(page, "backlog")
+    assert word("backlog_unreachable", "ru") in card and "около" not in card, card
+    assert "предохранител" not in page.lower()

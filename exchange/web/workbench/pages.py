@@ -108,10 +108,10 @@ class Pages(Core):
                     else None
                 )
                 now = self.clock.now()
-                figures = status(connection, now, self.kinds)
+                figures = status(connection, now, self.kinds, live_within=self.config.live_within)
                 pause = control.operator_pause(connection)
                 found = attention(
-                    connection, staged, figures, pause, now, self.kinds, self.config.live_within
+                    connection, staged, figures, now, self.kinds, self.config.live_within
                 )
                 hours = chart.last_day(connection, now)
                 onec = onec_exchanges(connection, now)
