@@ -98,6 +98,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             "needs_person": needs,
             "needs_person_causes": [cause.code for cause in found.causes],
             "intake": found.intake,
+            "sign_ins_refused": found.refused_sign_ins,
             "exchanges_1c": onec,
             "notifications": told,
             "sources": brokers,

@@ -3,12 +3,13 @@ workbench's dashboard shows, decided once for both and said in English or Russia
 
 Besides the figures of ``status`` (each worker marked live or not there) this reads what 1C
 handed over that no worker has taken yet (the staging table, which may be in a database of
-its own), and whether the latest 1C exchange that signed in failed with no success since.
+its own), whether the latest 1C exchange that signed in failed with no success since, and
+the sign-ins refused lately (``ops/sign_ins.py``: 1C's and the intake's are a cause).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,6 +20,7 @@ from exchange.db.schema import cml_exchanges, messages, staging
 from exchange.domain.plural import counted
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import State
+from exchange.ops import sign_ins
 from exchange.ops.find import held_condition
 
 # The outcomes of a 1C exchange (contract 9a) after which the exchange works again.
@@ -100,6 +102,7 @@ def causes(
     *,
     onec_failed: dict[str, Any] | None,
     no_live_worker: bool,
+    refused_sign_ins: dict[str, dict[str, Any]] | None = None,
 ) -> list[Cause]:
     """What ``exchange status`` exits 1 for, in the order contract 6 names the codes; a
     pause is said as ``figures.pause`` says it (contract 15: one pause, one truth)."""
@@ -121,6 +124,9 @@ def causes(
         found.append(Cause("exchange-1c-failed", "onec", dict(onec_failed)))
     if no_live_worker:
         found.append(Cause("no-live-worker", "no_live_worker"))
+    for door, refused in (refused_sign_ins or {}).items():
+        if door in sign_ins.CAUSE_DOORS:
+            found.append(Cause(f"sign-in-refused:{door}", f"sign_in_{door}", dict(refused)))
     return found
 
 
@@ -144,6 +150,16 @@ _EN: dict[str, Callable[[dict[str, Any]], str]] = {
     "no_live_worker": lambda v: (
         "work waits and no worker is live: nothing is being delivered (is exchange run running?)"
     ),
+    "sign_in_1c": lambda v: (
+        f"1C cannot sign in: {v['count']} wrong user or password since {_hm(v['since'])}, "
+        "none accepted since; the 1C administrator sets in 1C's exchange settings the user "
+        "and password of EXCHANGE_1C_USER and EXCHANGE_1C_PASSWORD"
+    ),
+    "sign_in_intake": lambda v: (
+        f"the JSON intake refused {v['count']} token(s) since {_hm(v['since'])}, none "
+        "accepted since; whoever runs the sending system sets the token of "
+        "EXCHANGE_INTAKE_TOKEN there"
+    ),
 }
 _RU: dict[str, Callable[[dict[str, Any]], str]] = {
     "quarantine": lambda v: (
@@ -163,7 +179,26 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
         "работа ждёт, а ни один обработчик не работает: ничего не "
         "доставляется (запущен ли exchange run?)"
     ),
+    "sign_in_1c": lambda v: (
+        "1С не может войти: "
+        + counted(v["count"], "неверный вход", "неверных входа", "неверных входов")
+        + f" с {_hm(v['since'])}, успешных с тех пор не было. Администратор 1С указывает в "
+        "настройках обмена 1С того же пользователя и тот же пароль, что в "
+        "EXCHANGE_1C_USER и EXCHANGE_1C_PASSWORD"
+    ),
+    "sign_in_intake": lambda v: (
+        "JSON-приём не принял токен: "
+        + counted(v["count"], "отказ", "отказа", "отказов")
+        + f" с {_hm(v['since'])}, успешных входов с тех пор не было. Тот, кто ведёт "
+        "отправляющую систему, указывает в ней токен из EXCHANGE_INTAKE_TOKEN"
+    ),
 }
+
+
+def _hm(iso: str) -> str:
+    """A time of a cause's sentence: ``2026-12-05 04:50 UTC`` (causes are said without the
+    display zone; the page and ``status`` show the exact times beside them)."""
+    return iso[:16].replace("T", " ") + " UTC"
 
 
 @dataclass
@@ -173,6 +208,8 @@ class Attention:
     intake: dict[str, Any]
     onec_failed: dict[str, Any] | None
     causes: list[Cause]
+    # Per way in, sign-ins refused in the last hour with no success since (contract 15).
+    refused_sign_ins: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def attention(
@@ -182,6 +219,7 @@ def attention(
     now: datetime,
     kinds: KindPolicies,
     live_within: float,
+    unwritten: Iterable[sign_ins.Refused] = (),
 ) -> Attention:
     """What needs a person, from ``status``'s figures (read with the same ``live_within``):
     the one reading ``exchange status`` and the dashboard share."""
@@ -190,5 +228,6 @@ def attention(
     stopped = not any(w["live"] for w in figures.workers) and work_waits(
         connection, taken, now, kinds, live_within
     )
-    found = causes(figures, onec_failed=failing, no_live_worker=stopped)
-    return Attention(intake=taken, onec_failed=failing, causes=found)
+    refused = sign_ins.refused_lately(connection, now, unwritten)
+    found = causes(figures, onec_failed=failing, no_live_worker=stopped, refused_sign_ins=refused)
+    return Attention(intake=taken, onec_failed=failing, causes=found, refused_sign_ins=refused)

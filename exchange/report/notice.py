@@ -24,10 +24,11 @@ from sqlalchemy import Engine
 
 from exchange.db.engine import transaction
 from exchange.domain.clock import Clock
-from exchange.domain.notify import Decision, Stop, decide
+from exchange.domain.notify import SIGN_IN_STOPS, Decision, Stop, decide
 from exchange.domain.policy import KindPolicies
 from exchange.errors import ExchangeError
 from exchange.ops import notify as store
+from exchange.ops.attention import Cause, say
 from exchange.ops.channels import Channel, channels
 from exchange.ops.notify import Snapshot
 from exchange.ops.status import pace_words
@@ -98,6 +99,9 @@ _WORDS: dict[str, tuple[str, str]] = {
         "scheduled task runs",
     ),
     "never": ("ни разу", "ever"),
+    "sign_ins": ("Отказано во входе:", "Sign-ins refused:"),
+    "signing_in": ("отказано во входе", "sign-ins refused"),
+    "resumed_sign_in": ("- вход снова принят", "- sign-ins are accepted again"),
     "workbench": ("Рабочее место: {url}", "Workbench: {url}"),
     "commands": ("Команды:", "Commands:"),
     "status_cmd": (
@@ -129,6 +133,8 @@ _RESUMED = {
     Stop.TOKEN: "resumed_token",
     Stop.OPERATOR: "resumed_operator",
     Stop.NO_WORKER: "resumed_no_worker",
+    Stop.SIGN_IN_1C: "resumed_sign_in",
+    Stop.SIGN_IN_INTAKE: "resumed_sign_in",
 }
 
 # Reasons a retry may cure (the site or the service failed); the others need a fix in 1C or in
@@ -165,8 +171,10 @@ def compose(
     news = []
     if decision.gained:
         news.append(_w("gained", lang))
-    if situation.stops:
+    if situation.stops - SIGN_IN_STOPS:
         news.append(_w("stopped", lang))
+    if situation.stops & SIGN_IN_STOPS:
+        news.append(_w("signing_in", lang))
     bad_news = bool(news)
     if decision.resumed:
         news.append(_w("resumed", lang))
@@ -194,9 +202,16 @@ def compose(
                 link = f"{workbench_url}/quarantine?{urlencode({'reason': reason})}"
                 lines.append(_w("open", lang).format(url=link))
         lines.append("")
-    if situation.stops:
+    if situation.stops - SIGN_IN_STOPS:
         lines.append(_w("stops", lang))
         lines += _stop_lines(found, lang, zone)
+        lines.append("")
+    if situation.stops & SIGN_IN_STOPS:
+        # The words of ``exchange status`` and the dashboard (ops/attention.py): one source.
+        lines.append(_w("sign_ins", lang))
+        for door, refused in found.refused_sign_ins.items():
+            if Stop(f"sign-in-refused:{door}") in situation.stops:
+                lines.append("- " + say(Cause("", f"sign_in_{door}", refused), lang))
         lines.append("")
     if workbench_url:
         lines += [_w("workbench", lang).format(url=workbench_url + "/"), ""]

@@ -22,8 +22,10 @@ from exchange.intake.intents import (
     rows_of,
     stage_intents,
 )
+from exchange.ops.sign_ins import INTAKE as INTAKE_DOOR
 from exchange.web.config import WebConfig
 from exchange.web.door import client_address
+from exchange.web.sign_ins import SignIns
 from exchange.web.throttle import Guesses
 
 PATH = "/api/v1/intents"
@@ -52,6 +54,8 @@ class JsonIntake:
         # are staged there in one transaction; messages are read in the service's database.
         self.staging_engine = staging_engine if staging_engine is not engine else None
         self.guesses = Guesses("intake", config.monotonic)
+        # Refused sign-ins as a summary a minute (contract 15; ``server.build_app`` shares one).
+        self.sign_ins = SignIns(engine, config.clock, config.monotonic)
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post(PATH, self.handle)]
@@ -71,11 +75,13 @@ class JsonIntake:
         address = client_address(request, self.config.behind_proxy)
         verdict = self.guesses.admit(address)
         if not verdict.allowed:
+            await self.sign_ins.refused(INTAKE_DOOR)
             response = _error(429, "too many wrong tokens from this address: try again later")
             response.headers["Retry-After"] = verdict.retry_after_header
             return response
         right = self._authorized(request)
         hold = self.guesses.judged(address, right=right)
+        await self.sign_ins.judged(INTAKE_DOOR, right=right)
         if not right:
             await asyncio.sleep(hold)
             return _error(401, "missing or wrong bearer token")

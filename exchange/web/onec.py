@@ -42,6 +42,7 @@ from exchange.intake.commerceml.publish import (
     exchanges_alive,
     import_file,
 )
+from exchange.ops.sign_ins import ONEC as ONEC_DOOR
 from exchange.web.config import WebConfig
 from exchange.web.door import client_address
 from exchange.web.files import (
@@ -59,6 +60,7 @@ from exchange.web.files import (
     unpacked,
 )
 from exchange.web.keys import Signer, credentials_digest
+from exchange.web.sign_ins import SignIns
 from exchange.web.throttle import Guesses
 from exchange.words import onec_words
 
@@ -188,6 +190,9 @@ class OneCExchange:
             since=config.clock.now(), clock=config.clock, monotonic=config.monotonic
         )
         self.guesses = Guesses("1c", config.monotonic)
+        # Refused sign-ins as a summary a minute (contract 15); ``server.build_app`` gives
+        # every way in of one serve process the same one, and flushes it.
+        self.sign_ins = SignIns(engine, config.clock, config.monotonic)
         self._spelling: Spelling | None = None  # the exchanges' file system's, asked once
 
     def routes(self) -> list[web.RouteDef]:
@@ -306,6 +311,7 @@ class OneCExchange:
         address = client_address(request, self.config.behind_proxy)
         verdict = self.guesses.admit(address)
         if not verdict.allowed:
+            await self.sign_ins.refused(ONEC_DOOR)
             return await self._refuse(
                 ANONYMOUS,
                 "",
@@ -314,6 +320,7 @@ class OneCExchange:
             )
         right = self._basic_ok(request)
         hold = self.guesses.judged(address, right=right)
+        await self.sign_ins.judged(ONEC_DOOR, right=right)
         if hold > 0:
             await asyncio.sleep(hold)
         return right

@@ -28,6 +28,7 @@ from exchange.web.intents import JsonIntake
 from exchange.web.keys import stored_key
 from exchange.web.onec import PATHS as ONEC_PATHS
 from exchange.web.onec import OneCExchange
+from exchange.web.sign_ins import SignIns
 from exchange.web.workbench import ACTION_PATHS, Workbench
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,13 @@ def build_app(
         [*onec.routes(), *intake.routes(), *workbench.routes(), web.get("/healthz", _health)]
     )
     app[ONEC] = onec
+    # One count of refused sign-ins for the process, written a minute at a time (contract 15).
+    sign_ins = SignIns(engine, config.clock, config.monotonic)
+    onec.sign_ins = intake.sign_ins = workbench.sign_ins = sign_ins
+
+    async def flush_sign_ins(_: web.Application) -> AsyncIterator[None]:
+        async with sign_ins.flushing():
+            yield
 
     async def start_readers(_: web.Application) -> None:
         await asyncio.to_thread(onec.start)
@@ -97,6 +105,7 @@ def build_app(
     app.on_cleanup.append(close_readers)
     app.on_cleanup.append(close_workbench)
     app.cleanup_ctx.append(watch_imports)
+    app.cleanup_ctx.append(flush_sign_ins)
     return app
 
 

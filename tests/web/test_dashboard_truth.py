@@ -13,13 +13,15 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
-from sqlalchemy import Engine, insert, update
+from sqlalchemy import Engine, insert, select, update
+from web_helpers import PASSWORD, USER
 from workbench_helpers import add_operator, close_all, signed_in
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import staging, workers
+from exchange.db.schema import sign_in_refusals, staging, workers
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 from exchange.domain.retry import Decision
@@ -197,3 +199,29 @@ def test_a_site_refusing_connections_is_said_unreachable_never_delivery_runs(
     card = element(page, "backlog")
     assert word("backlog_unreachable", "ru") in card and "около" not in card, card
     assert "предохранител" not in page.lower()
+
+
+def test_wrong_1c_passwords_are_said_under_needs_a_person_until_1c_signs_in(
+    bench: str, db: Engine
+) -> None:
+    """Issue 34 item 5 (contract 15): wrong 1C passwords are a cause on the page at once, in
+    the words ``status`` and the notice use; written to the database (one row for the first,
+    every other process sees it), never with the name or the address tried; a successful
+    sign-in clears it."""
+    for _ in range(3):
+        answer = httpx.get(
+            f"{bench}/1c_exchange.php?type=catalog&mode=checkauth", auth=(USER, "wrong")
+        )
+        assert answer.text.startswith("failure")
+    client = signed_in(bench, "olga")
+    needs = element(client.get("/").text, "needs")
+    assert "1С не может войти: 3 неверных входа с" in needs, needs
+    assert "EXCHANGE_1C_USER" in needs
+    with transaction(db) as connection:
+        rows = connection.execute(select(sign_in_refusals)).mappings().all()
+    # The first refusal at once, the rest within the minute; olga's sign-in is a mark (0).
+    assert sorted((r["door"], r["count"]) for r in rows) == [("1c", 1), ("workbench", 0)]
+    assert not any("wrong" in str(v) or "127.0.0.1" in str(v) for r in rows for v in r.values())
+    right = httpx.get(f"{bench}/1c_exchange.php?type=catalog&mode=checkauth", auth=(USER, PASSWORD))
+    assert right.text.startswith("success")
+    assert "1С не может войти" not in element(client.get("/").text, "needs")

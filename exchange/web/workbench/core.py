@@ -28,6 +28,7 @@ from exchange.report.words import next_check
 from exchange.web.config import WebConfig
 from exchange.web.keys import DEVICE_MAX_AGE_S, Signer
 from exchange.web.onec import Refusals
+from exchange.web.sign_ins import SignIns
 from exchange.web.throttle import Limits, Throttle
 from exchange.words import (
     WORDS,
@@ -96,6 +97,8 @@ class Core:
         self.throttle = Throttle(
             Limits(delay=config.login_delay, delay_max=config.login_delay_max), config.monotonic
         )
+        # Refused sign-ins as a summary a minute (contract 15; ``server.build_app`` shares one).
+        self.sign_ins = SignIns(engine, clock, config.monotonic)
         self._argon2 = ThreadPoolExecutor(ARGON2_THREADS, thread_name_prefix="exchange-argon2")
         # The known devices' lane has a thread of its own: strangers' guesses keeping the two
         # above busy never queue an operator's sign-in behind them.

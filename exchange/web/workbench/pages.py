@@ -99,6 +99,8 @@ class Pages(Core):
     async def dashboard(self, request: web.Request, who: Who) -> web.StreamResponse:
         lang = self._lang(request)
 
+        unwritten = self.sign_ins.unwritten()  # read on the event loop, which counts them
+
         def read() -> dict[str, Any]:
             with contextlib.ExitStack() as stack:
                 connection = stack.enter_context(transaction(self.engine, read_only=True))
@@ -111,7 +113,13 @@ class Pages(Core):
                 figures = status(connection, now, self.kinds, live_within=self.config.live_within)
                 pause = control.operator_pause(connection)
                 found = attention(
-                    connection, staged, figures, now, self.kinds, self.config.live_within
+                    connection,
+                    staged,
+                    figures,
+                    now,
+                    self.kinds,
+                    self.config.live_within,
+                    unwritten,
                 )
                 hours = chart.last_day(connection, now)
                 onec = onec_exchanges(connection, now)
@@ -136,7 +144,8 @@ class Pages(Core):
                     "live": any(w["live"] for w in figures.workers),
                     "live_within": self.config.live_within,
                     "onec_failed_24h": onec["by_outcome"].get("failure", 0),
-                    "refused": self.onec_refused,
+                    # 1C's sign-ins refused lately, none accepted since (contract 15).
+                    "refused": found.refused_sign_ins.get("1c"),
                 }
 
         refresh = _refresh_wanted(request)
