@@ -280,7 +280,7 @@ WORDS: dict[str, dict[Lang, str]] = {
     "prioritize": {"ru": "Отправить первым", "en": "Put first"},
     "prioritize_about": {
         "ru": "Сообщение уйдёт раньше всей очереди: меняется только его место в очереди, "
-        "темп сайта, пауза, предохранитель и порядок проводок соблюдаются.",
+        "темп сайта, пауза, ожидание ответа сайта и порядок проводок соблюдаются.",
         "en": "This message goes before the whole backlog: only its place in the queue "
         "changes; the site's pace, a pause, the breaker and the order of postings still hold.",
     },

@@ -46,6 +46,7 @@ from exchange.delivery.probe import PROBE_TURN, ProbeTurn
 from exchange.domain.breaker import BreakerState, CircuitBreaker
 from exchange.domain.clock import SYSTEM_MONOTONIC, Clock, Monotonic
 from exchange.domain.pace import Cause, Pace
+from exchange.domain.pause import PauseCause, pause_cause
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import (
     Decision,
@@ -190,6 +191,7 @@ class Worker:
         self._health: tuple[float, bool] | None = None  # (checked at, site down)
         self.paused_reason: str | None = None
         self.unreachable_since: datetime | None = None  # the site gave no answer since (``_heard``)
+        self.pause_cause: PauseCause | None = None  # which pause it is (domain/pause.py)
         # A refused write while reads are accepted (a read-only key): a GET proves nothing, so
         # the pause ends only by a write that succeeds, tried once every EXCHANGE_RETRY_MAX_DELAY
         # (``_write_turn``), or by ``exchange resume``. In memory: a restart starts unpaused.
@@ -722,8 +724,10 @@ class Worker:
                     self.paused_reason = classification.detail
                     self._paused_at = now
                     self._pause_told = False
+                    self.pause_cause = self._pause_cause(classification)
                 elif not self.write_refused:
                     self.paused_reason = classification.detail
+                    self.pause_cause = self._pause_cause(classification)
             case Verdict.DELIVERED | Verdict.STALE_AT_SITE | Verdict.TERMINAL:  # (not DELIVERED)
                 self._site_answers()
             case Verdict.UNKNOWN | Verdict.NOT_FOR_THIS_SHOP:
@@ -781,6 +785,7 @@ class Worker:
         # permission, a Bitrix user without the right to import). Resuming on this GET is
         # what looped (issue 22).
         self.write_refused = True
+        self.pause_cause = PauseCause.READ_ONLY_KEY
         self._write_try_at = self.monotonic.now() + self.settings.retry_max_delay
         self.paused_reason = f"the key may read but not write ({self.paused_reason})"
         self._pause_told = True
@@ -809,8 +814,12 @@ class Worker:
         self._trying_write = True
         return True
 
+    def _pause_cause(self, answer: Classification) -> PauseCause:
+        return pause_cause(self.settings.target, answer, write_refused=self.write_refused)
+
     def _end_pause(self) -> None:
         self.paused_reason = None
+        self.pause_cause = None
         self.write_refused = False
         self._paused_at = None
         self._trying_write = False
@@ -845,6 +854,7 @@ class Worker:
             "stopped_at": None,
             "paused_reason": self.paused_reason,
             "paused_at": self._paused_at if self.paused_reason is not None else None,
+            "pause_cause": self.pause_cause.value if self.pause_cause is not None else None,
             "unreachable_since": self.unreachable_since,
             "breaker_state": self.breaker.state(now).value,
             "breaker_until": self.breaker.opened_until,

@@ -309,6 +309,8 @@ class Worker(Base):
     # Since when the site has not answered at all (refused connections, timeouts), or None
     # while it answers: the dashboard says so instead of «Доставка идёт».
     unreachable_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Which pause it is (``domain.pause.PauseCause``): the words every place says it with.
+    pause_cause: Mapped[str | None] = mapped_column(String(32))
 
 
 class SignInRefusal(Base):

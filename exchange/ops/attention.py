@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, func, not_, select
 
 from exchange.db.schema import cml_exchanges, messages, staging
+from exchange.domain.pause import PauseCause
 from exchange.domain.plural import counted
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import State
@@ -116,7 +117,7 @@ def causes(
     if pause is not None and pause["by"] == "operator":
         found.append(Cause("paused", "operator", {"operator": pause["operator"]}))
     elif pause is not None:
-        found.append(Cause("paused", "token", {"answer": pause["note"]}))
+        found.append(Cause("paused", f"pause_{pause['cause']}", {"answer": pause["note"]}))
     gaps = sum(1 for b in figures.blocked if b["held_by"] == "gap")
     if gaps:
         found.append(Cause("gap", "gap", {"count": gaps}))
@@ -132,15 +133,96 @@ def causes(
 
 def say(cause: Cause, lang: str = "en") -> str:
     v = cause.values
+    if cause.key.startswith("pause_"):
+        return pause_words(cause.key.removeprefix("pause_"), str(v.get("answer", "")), lang)
     if lang == "ru":
         return _RU[cause.key](v)
     return _EN[cause.key](v)
 
 
+def pause_words(cause: str, answer: str, lang: str = "en") -> str:
+    """A site's refusal that paused delivery (``domain.pause.PauseCause``), with what to mend
+    and whom to ask, in the target's own words: what ``status``, the page, the notice and
+    ``run``'s last line say, and docs/runbook.ru.md quotes (a test compares them)."""
+    ru, en = PAUSE_WORDS.get(cause, PAUSE_WORDS[PauseCause.OTHER.value])
+    return (ru if lang == "ru" else en).format(answer=answer)
+
+
+# Russian first, then English; ``{answer}``: the site's own answer.
+PAUSE_WORDS: dict[str, tuple[str, str]] = {
+    PauseCause.TOKEN.value: (
+        "Доставка остановлена: сайт не принял токен ({answer}). Запишите верный токен в "
+        "файл EXCHANGE_SITE_TOKEN_FILE (или в EXCHANGE_SITE_TOKEN): работающий сервис "
+        "перечитает его сам. Токен выдают те, кто обслуживает сайт",
+        "Delivery paused: the site refused the token ({answer}). Write the right token into "
+        "the file of EXCHANGE_SITE_TOKEN_FILE (or EXCHANGE_SITE_TOKEN): a running service "
+        "reads it again by itself. Those who run the site issue the token",
+    ),
+    PauseCause.WOO_KEY.value: (
+        "Доставка остановлена: WooCommerce не принял ключ REST API ({answer}). Администратор "
+        "магазина создаёт ключ с правами «Чтение/Запись» (WooCommerce → Настройки → "
+        "Дополнительно → REST API); впишите его в EXCHANGE_WOO_KEY и EXCHANGE_WOO_SECRET",
+        "Delivery paused: WooCommerce refused the REST API key ({answer}). The shop's "
+        "administrator creates a Read/Write key (WooCommerce → Settings → Advanced → REST "
+        "API); put it in EXCHANGE_WOO_KEY and EXCHANGE_WOO_SECRET",
+    ),
+    PauseCause.READ_ONLY_KEY.value: (
+        "Доставка остановлена: ключ позволяет читать, но не записывать ({answer}). "
+        "Администратор магазина даёт ключу права «Чтение/Запись» (WooCommerce → Настройки → "
+        "Дополнительно → REST API) или пользователю обмена право на импорт (Битрикс). Одна "
+        "запись пробуется раз в EXCHANGE_RETRY_MAX_DELAY; после исправления можно выполнить "
+        "exchange resume",
+        "Delivery paused: the key may read but not write ({answer}). The shop's "
+        "administrator gives the key Read/Write (WooCommerce → Settings → Advanced → REST "
+        "API) or the exchange's user the right to import (Bitrix). One write is tried every "
+        "EXCHANGE_RETRY_MAX_DELAY; once mended, exchange resume goes on at once",
+    ),
+    PauseCause.BITRIX_LOGIN.value: (
+        "Доставка остановлена: сайт не принял пользователя или пароль обмена ({answer}). "
+        "Проверьте EXCHANGE_BITRIX_USER и EXCHANGE_BITRIX_PASSWORD; право на обмен даёт "
+        "администратор сайта",
+        "Delivery paused: the site refused the exchange's user or password ({answer}). Check "
+        "EXCHANGE_BITRIX_USER and EXCHANGE_BITRIX_PASSWORD; the site's administrator grants "
+        "the right to exchange",
+    ),
+    PauseCause.TLS.value: (
+        "Доставка остановлена: сертификат сайта не доверенный ({answer}). Если его выдал "
+        "центр сертификации вашей компании, укажите файл этого центра в "
+        "EXCHANGE_SITE_CA_BUNDLE; иначе сообщите тем, кто обслуживает сайт",
+        "Delivery paused: the site's certificate is not trusted ({answer}). If your "
+        "company's certificate authority issued it, put that authority's file in "
+        "EXCHANGE_SITE_CA_BUNDLE; otherwise tell those who run the site",
+    ),
+    PauseCause.API_NOT_FOUND.value: (
+        "Доставка остановлена: по адресу EXCHANGE_SITE_URL нет API магазина ({answer}). "
+        "Проверьте адрес; у WooCommerce администратор сайта включает постоянные ссылки "
+        "(Настройки → Постоянные ссылки)",
+        "Delivery paused: the shop's API is not at EXCHANGE_SITE_URL ({answer}). Check the "
+        "address; for WooCommerce the site's administrator turns permalinks on (Settings → "
+        "Permalinks)",
+    ),
+    PauseCause.BROKER.value: (
+        "Доставка остановлена: RabbitMQ отказал ({answer}). Проверьте EXCHANGE_RABBITMQ_URL "
+        "и EXCHANGE_RABBITMQ_EXCHANGE; права выдаёт администратор RabbitMQ",
+        "Delivery paused: RabbitMQ refused ({answer}). Check EXCHANGE_RABBITMQ_URL and "
+        "EXCHANGE_RABBITMQ_EXCHANGE; the RabbitMQ administrator grants the rights",
+    ),
+    PauseCause.OTHER.value: (
+        "Доставка остановлена: сайт отказал ({answer}). Исправьте то, что называет ответ, "
+        "или сообщите тем, кто обслуживает сайт; доставка продолжится сама, когда сайт "
+        "примет запрос",
+        "Delivery paused: the site refused ({answer}). Mend what the answer names, or tell "
+        "those who run the site; delivery goes on by itself once the site accepts",
+    ),
+}
+
+
 _EN: dict[str, Callable[[dict[str, Any]], str]] = {
     "quarantine": lambda v: f"{v['count']} message(s) in quarantine",
-    "breaker": lambda v: "the circuit breaker is open (the site fails)",
-    "token": lambda v: "delivery paused: the site refused the token",
+    "breaker": lambda v: (
+        "the site keeps failing: delivery waits and goes on by itself once it answers; if it "
+        "lasts, tell those who run the site"
+    ),
     "operator": lambda v: f"delivery paused by operator {v['operator']}",
     "gap": lambda v: f"{v['count']} aggregate(s) wait for a missing version (a gap)",
     "onec": lambda v: (
@@ -165,8 +247,10 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
     "quarantine": lambda v: (
         "в карантине " + counted(v["count"], "сообщение", "сообщения", "сообщений")
     ),
-    "breaker": lambda v: "предохранитель разомкнут: сайт отвечает ошибками",
-    "token": lambda v: "доставка остановлена: сайт не принял токен",
+    "breaker": lambda v: (
+        "сайт раз за разом отвечает ошибками: доставка ждёт и продолжится сама, когда он "
+        "ответит; если это длится долго, сообщите тем, кто обслуживает сайт"
+    ),
     "operator": lambda v: f"доставка остановлена оператором {v['operator']}",
     "gap": lambda v: (
         counted(v["count"], "объект ждёт", "объекта ждут", "объектов ждут") + " пропущенную версию"

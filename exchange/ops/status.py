@@ -22,6 +22,7 @@ from sqlalchemy.orm import aliased
 from exchange.db.schema import Message, aggregates, history, messages, workers
 from exchange.db.worker_rows import WORKERS_KEPT
 from exchange.domain.clock import ensure_utc, local_time
+from exchange.domain.pause import PauseCause
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import LIVE, PENDING, Event, State, values
 from exchange.errors import ExchangeError, OperatorError
@@ -222,6 +223,7 @@ def worker_rows(
                 # and since when.
                 "paused": row["paused_reason"],
                 "paused_at": _iso(row["paused_at"]),
+                "pause_cause": row["pause_cause"],  # domain.pause.PauseCause, or None
                 # Since when the site has given this worker no answer at all, or None.
                 "unreachable_since": _iso(row["unreachable_since"]),
                 "breaker": row["breaker_state"],
@@ -280,6 +282,8 @@ def pause_of(
         "since": first["paused_at"] or first["heartbeat_at"],
         "note": first["paused"],
         "operator": None,
+        # Which pause it is (domain.pause.PauseCause): the words that say what to mend.
+        "cause": first["pause_cause"] or PauseCause.OTHER.value,
     }
 
 

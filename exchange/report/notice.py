@@ -25,10 +25,11 @@ from sqlalchemy import Engine
 from exchange.db.engine import transaction
 from exchange.domain.clock import Clock
 from exchange.domain.notify import SIGN_IN_STOPS, Decision, Stop, decide
+from exchange.domain.pause import PauseCause
 from exchange.domain.policy import KindPolicies
 from exchange.errors import ExchangeError
 from exchange.ops import notify as store
-from exchange.ops.attention import Cause, say
+from exchange.ops.attention import Cause, pause_words, say
 from exchange.ops.channels import Channel, channels
 from exchange.ops.notify import Snapshot
 from exchange.ops.status import pace_words
@@ -48,8 +49,8 @@ _WORDS: dict[str, tuple[str, str]] = {
         "Delivery runs again, nothing needs doing:",
     ),
     "resumed_breaker": (
-        "- предохранитель закрылся: сайт снова отвечает",
-        "- the circuit breaker closed: the site answers again",
+        "- сайт снова отвечает",
+        "- the site answers again",
     ),
     "resumed_token": ("- сайт снова принимает токен", "- the site accepts the token again"),
     "resumed_operator": ("- оператор возобновил доставку", "- an operator resumed delivery"),
@@ -72,18 +73,14 @@ _WORDS: dict[str, tuple[str, str]] = {
     "open": ("  Открыть: {url}", "  Open: {url}"),
     "stops": ("Доставка остановлена:", "Delivery has stopped:"),
     "breaker": (
-        "- предохранитель открыт: сайт раз за разом отвечает ошибкой или недоступен "
-        "(обработчик {worker}{until}); сейчас: {pace}",
+        "- сайт раз за разом отвечает ошибкой или недоступен: доставка ждёт и продолжится "
+        "сама (обработчик {worker}{until}); сейчас: {pace}",
         "- the circuit breaker is open: the site keeps failing or cannot be reached "
         "(worker {worker}{until}); now: {pace}",
     ),
     "until": (", до {at}", ", until {at}"),
-    "token": (
-        "- сайт отверг токен ({answer}), обработчик {worker}: запишите новый токен в файл "
-        "токена; работающий сервис перечитает его сам",
-        "- the site refused the token ({answer}), worker {worker}: write the new token into "
-        "the token file; a running service reads it again by itself",
-    ),
+    # The pause in the words of ``status`` and the page (ops/attention.py, ``pause_words``).
+    "token": ("- {said} (обработчик {worker})", "- {said} (worker {worker})"),
     "operator": (
         "- доставку остановил оператор {operator} ({at}): «{note}»; возобновить: кнопка "
         "«Возобновить доставку» на рабочем месте",
@@ -243,7 +240,8 @@ def _stop_lines(found: Snapshot, lang: Lang, zone: str) -> list[str]:
             )
     if Stop.TOKEN in stops:
         for w in (w for w in found.workers if w["paused"]):
-            lines.append(_w("token", lang).format(answer=w["paused"], worker=w["worker_id"]))
+            said = pause_words(w["pause_cause"] or PauseCause.OTHER.value, w["paused"], lang)
+            lines.append(_w("token", lang).format(said=said, worker=w["worker_id"]))
     pause = found.operator_pause
     if Stop.OPERATOR in stops and pause is not None:
         lines.append(

@@ -9,7 +9,9 @@ refused and the first and the last time, never the name or the address tried; a 
 
 ``workers.paused_at``: when the site's refusal paused this worker (``status --json``'s
 ``pause.since``); ``workers.unreachable_since``: since when the site has not answered at all
-(connections refused, timeouts), shown instead of a delivery that "runs" at 0 requests/s.
+(connections refused, timeouts), shown instead of a delivery that "runs" at 0 requests/s;
+``workers.pause_cause``: which pause it is (``domain/pause.py``), so that every place says
+what to mend and whom to ask in the target's own words.
 
 Revision ID: 0019_truth
 Revises: 0018
@@ -44,10 +46,12 @@ def upgrade() -> None:
     with op.batch_alter_table("workers") as batch:
         batch.add_column(sa.Column("paused_at", sa.DateTime(), nullable=True))
         batch.add_column(sa.Column("unreachable_since", sa.DateTime(), nullable=True))
+        batch.add_column(sa.Column("pause_cause", sa.String(length=32), nullable=True))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("workers") as batch:
+        batch.drop_column("pause_cause")
         batch.drop_column("unreachable_since")
         batch.drop_column("paused_at")
     op.drop_index(op.f("ix_sign_in_refusals_door_id"), table_name="sign_in_refusals")

@@ -91,6 +91,7 @@ def test_a_restarted_worker_paused_by_the_site_says_the_site_refused_its_key(
         stopped_at=None,
         paused_reason="HTTP 401: invalid token",
         paused_at=now - timedelta(minutes=3),
+        pause_cause="token",
     )
     figures, codes = _figures(engine, now)
     assert codes == ["paused"]
@@ -100,6 +101,7 @@ def test_a_restarted_worker_paused_by_the_site_says_the_site_refused_its_key(
         "since": (now - timedelta(minutes=3)).isoformat(),
         "note": "HTTP 401: invalid token",
         "operator": None,
+        "cause": "token",
     }
 
 

@@ -21,7 +21,7 @@ from exchange.domain.states import DUE, State, values
 from exchange.errors import OperatorError
 from exchange.intake.sources.common import refused_records
 from exchange.ops import find as finder
-from exchange.ops.attention import Cause, attention
+from exchange.ops.attention import Cause, attention, pause_words
 from exchange.ops.backlog import backlog
 from exchange.ops.exchanges import onec_exchanges
 from exchange.ops.notify import last_told
@@ -140,6 +140,12 @@ class Pages(Core):
                     "told": last_told(connection),
                     "intake": found.intake,
                     "needs": [cause_words(cause, lang) for cause in found.causes],
+                    # The site's pause in the words of ``status`` and the notice (item 4).
+                    "pause_said": (
+                        pause_words(figures.pause["cause"], figures.pause["note"], lang)
+                        if figures.pause is not None and figures.pause["by"] != "operator"
+                        else ""
+                    ),
                     "codes": [cause.code for cause in found.causes],
                     "live": any(w["live"] for w in figures.workers),
                     "live_within": self.config.live_within,
