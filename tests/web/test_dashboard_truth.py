@@ -27,6 +27,7 @@ from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
 from exchange.intake import staging_table as intake
+from exchange.ops.attention import pause_words
 from exchange.queue import control, lease, record
 from exchange.words import word
 
@@ -225,3 +226,29 @@ def test_wrong_1c_passwords_are_said_under_needs_a_person_until_1c_signs_in(
     right = httpx.get(f"{bench}/1c_exchange.php?type=catalog&mode=checkauth", auth=(USER, PASSWORD))
     assert right.text.startswith("success")
     assert "1С не может войти" not in element(client.get("/").text, "needs")
+
+
+def test_a_pause_by_the_site_says_what_to_mend_in_the_words_of_status(
+    bench: str, db: Engine
+) -> None:
+    """Issue 34 item 4: a WooCommerce key that may only read is said as such on the page,
+    whom to ask included, with the words ``status`` and the notice use (never «сайт не принял
+    токен» where there is no token)."""
+    now = datetime.now(UTC)
+    answer = "the key may read but not write (HTTP 401: woocommerce_rest_cannot_edit)"
+    with transaction(db) as connection:
+        connection.execute(
+            insert(workers).values(
+                worker_id="shop-1",
+                started_at=now,
+                heartbeat_at=now,
+                paused_reason=answer,
+                paused_at=now,
+                pause_cause="read-only-key",
+            )
+        )
+    page = signed_in(bench, "olga").get("/").text
+    said = element(page, "pause")
+    assert pause_words("read-only-key", answer, "ru") in said, said
+    assert "Администратор магазина" in said and "токен" not in said
+    assert pause_words("read-only-key", answer, "ru") in element(page, "needs")
