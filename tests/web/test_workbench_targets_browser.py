@@ -20,15 +20,18 @@ from exchange.dev.testing import price_row, stage
 # its own around it) is WCAG's inline exception.
 SMALL_TARGETS = """() => {
   const small = [];
-  for (const el of document.querySelectorAll('a[href], button, input:not([type=hidden]), select, summary, label.check')) {
+  const wanted = 'a[href], button, input:not([type=hidden]), select, summary';
+  for (const el of document.querySelectorAll(wanted)) {
     const box = el.getBoundingClientRect();
     if (box.width === 0 || box.height === 0) continue;
     const parent = el.parentElement;
-    const inline = el.tagName === 'A' && parent && ['P', 'LI', 'SMALL', 'SPAN'].includes(parent.tagName)
+    const inline = el.tagName === 'A' && parent
+      && ['P', 'LI', 'SMALL', 'SPAN'].includes(parent.tagName)
       && parent.textContent.trim().length > el.textContent.trim().length + 2;
     if (inline) continue;
     if (box.width < 24 || box.height < 24) {
-      small.push(`${el.tagName.toLowerCase()} «${(el.textContent || el.name || el.type).trim().slice(0, 30)}» ${Math.round(box.width)}×${Math.round(box.height)}`);
+      const said = (el.textContent || el.name || el.type).trim().slice(0, 30);
+      small.push(`${el.tagName.toLowerCase()} «${said}» ${box.width}×${box.height}`);
     }
   }
   return small;
