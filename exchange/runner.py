@@ -77,7 +77,14 @@ async def reporting(worker: Worker, every: float = REPORT_EVERY_S) -> AsyncItera
                 log.exception("heartbeat not written; the next one tries again")
             await asyncio.sleep(every)
 
-    task = asyncio.create_task(beat())
+    async with beside(beat()):
+        yield
+
+
+@contextlib.asynccontextmanager
+async def beside(job: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
+    """``job`` runs as a task while the block runs, and is cancelled (and awaited) after."""
+    task = asyncio.create_task(job)
     try:
         yield
     finally:

@@ -164,10 +164,12 @@ def serve(ctx: typer.Context) -> None:
     (/api/v1/intents) and the operators' workbench (/); prints their addresses when it
     listens, then runs until stopped (SIGINT/SIGTERM).
 
-    Wrong passwords are slowed per serve process: an unauthenticated request never writes to
-    the database (contract 9), so each process counts them in its own memory, and a restart
-    forgets them. Several serve processes on one database give a guesser that many times the
-    attempts: run one, or bound sign-ins at the proxy (docs/deployment.md, "Wrong passwords")."""
+    Wrong passwords are slowed per serve process: each process keeps its throttle in its own
+    memory, and a restart forgets it. Several serve processes on one database give a guesser
+    that many times the attempts: run one, or bound sign-ins at the proxy (docs/deployment.md,
+    "Wrong passwords"). What reaches the database of refused sign-ins is a summary, at most
+    one row a minute per way in (how many, the first and the last time, never the name or the
+    address tried): exchange status and the workbench show 1C's and the intake's as a cause."""
     from exchange.web.server import addresses
 
     with _guard():

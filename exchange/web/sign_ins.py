@@ -24,6 +24,7 @@ from exchange.db.engine import transaction
 from exchange.domain.clock import Clock
 from exchange.ops import sign_ins
 from exchange.ops.sign_ins import Refused
+from exchange.runner import beside
 
 log = logging.getLogger(__name__)
 
@@ -141,11 +142,8 @@ class SignIns:
                 await asyncio.sleep(min(self.every, FLUSH_CHECK_S))
                 await self.flush()
 
-        task = asyncio.create_task(loop())
         try:
-            yield
+            async with beside(loop()):
+                yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
             await self.flush(everything=True)
