@@ -109,9 +109,12 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         for table in tables(figures, settings.display_tz):
             out.print(table)
         out.print(_intake_line(found.intake), markup=False, highlight=False)
-        out.print(
-            backlog_words(waiting, paused=figures.delivery_paused), markup=False, highlight=False
+        said = backlog_words(
+            waiting,
+            paused=figures.delivery_paused,
+            unreachable=figures.site_unreachable_since is not None,
         )
+        out.print(said, markup=False, highlight=False)
         out.print(exchanges_table(onec, settings.display_tz))
         if brokers:
             out.print(sources_table(brokers))

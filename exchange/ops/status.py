@@ -260,12 +260,18 @@ def unreachable_since(shown: list[dict[str, Any]]) -> str | None:
     return str(min(w["unreachable_since"] for w in live))
 
 
+# Pauses the site's people mend (``pause_of``'s ``by`` ``site``).
+_SITES_OWN = (PauseCause.READ_ONLY_KEY.value, PauseCause.OTHER.value)
+
+
 def pause_of(
     operator: dict[str, Any] | None, held_by: list[dict[str, Any]]
 ) -> dict[str, Any] | None:
     """The pause, whoever made it (contract 15): an operator's first (a person's decision,
-    with their note), else the site's refusal a worker reported (``by`` ``configuration``:
-    the site refused the key or token, a setting to fix), or None while delivery runs."""
+    with their note), else the site's refusal a worker reported: ``by`` ``configuration``
+    where a setting of ours is to mend (a token, a key, a login, a certificate, the API's
+    address, the broker's), ``site`` where the site's people are to act (a key that may only
+    read, a refusal of its own words); None while delivery runs."""
     if operator is not None:
         return {
             "by": "operator",
@@ -277,13 +283,14 @@ def pause_of(
     if not paused:
         return None
     first = min(paused, key=lambda w: w["paused_at"] or w["heartbeat_at"])
+    cause = first["pause_cause"] or PauseCause.OTHER.value
     return {
-        "by": "configuration",
+        "by": "site" if cause in _SITES_OWN else "configuration",
         "since": first["paused_at"] or first["heartbeat_at"],
         "note": first["paused"],
         "operator": None,
         # Which pause it is (domain.pause.PauseCause): the words that say what to mend.
-        "cause": first["pause_cause"] or PauseCause.OTHER.value,
+        "cause": cause,
     }
 
 

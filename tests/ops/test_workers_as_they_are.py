@@ -22,6 +22,7 @@ from exchange.domain.notify import Stop
 from exchange.domain.policy import KindPolicies
 from exchange.ops import notify
 from exchange.ops.attention import attention
+from exchange.ops.backlog import backlog_words
 from exchange.ops.status import SILENT_AFTER, WorkerState, status, tables
 from exchange.queue import control
 from exchange.runner import reporting
@@ -103,6 +104,20 @@ def test_a_restarted_worker_paused_by_the_site_says_the_site_refused_its_key(
         "operator": None,
         "cause": "token",
     }
+
+
+def test_a_key_that_may_only_read_is_a_pause_by_the_site(engine: Engine) -> None:
+    """Contract 15's ``pause.by``: ``site`` where the site's people are to act."""
+    now = datetime.now(UTC)
+    _row(engine, "w1", now, paused_reason="the key may read but not write", paused_at=now,
+         pause_cause="read-only-key")  # fmt: skip
+    figures, codes = _figures(engine, now)
+    assert figures.pause is not None
+    assert (figures.pause["by"], figures.pause["cause"], codes) == (
+        "site",
+        "read-only-key",
+        ["paused"],
+    )
 
 
 def test_any_pause_is_delivery_paused_and_the_rows_say_the_same(engine: Engine) -> None:
@@ -210,3 +225,6 @@ def test_a_site_that_refuses_connections_is_said_unreachable_not_delivering(
     figures, _ = _figures(engine)
     assert figures.site_unreachable_since == worker.unreachable_since.isoformat()
     assert "the site has not answered since" in " ".join(_printed(figures).split())
+    waiting = {"messages": 3, "eta_s": None}
+    said = backlog_words(waiting, unreachable=figures.site_unreachable_since is not None)
+    assert said == "backlog: 3 messages, the site does not answer (no estimate)"
