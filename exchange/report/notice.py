@@ -230,7 +230,7 @@ def _stop_lines(found: Snapshot, lang: Lang, zone: str) -> list[str]:
         for w in (w for w in found.workers if w["breaker"] != "closed"):
             until = (
                 _w("until", lang).format(at=_at(w["breaker_until"], zone))
-                if w["breaker_until"]
+                if w["breaker_until"] and w["breaker"] == "open"  # never a past half-open time
                 else ""
             )
             lines.append(

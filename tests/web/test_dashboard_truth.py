@@ -252,3 +252,27 @@ def test_a_pause_by_the_site_says_what_to_mend_in_the_words_of_status(
     assert pause_words("read-only-key", answer, "ru") in said, said
     assert "Администратор магазина" in said and "токен" not in said
     assert pause_words("read-only-key", answer, "ru") in element(page, "needs")
+
+
+def test_a_breaker_checking_the_site_shows_no_past_time_and_no_jargon(
+    bench: str, db: Engine
+) -> None:
+    """Issue 34 items 3 and 4: a half-open breaker's time lies in the past; the row says the
+    service checks whether the site answers, never «пробный запрос» at a past time."""
+    now = datetime.now(UTC)
+    past = now - timedelta(minutes=7)
+    with transaction(db) as connection:
+        connection.execute(
+            insert(workers).values(
+                worker_id="shop-1",
+                started_at=now,
+                heartbeat_at=now,
+                breaker_state="half-open",
+                breaker_until=past,
+            )
+        )
+    page = signed_in(bench, "olga").get("/").text
+    table = element(page, "workers")
+    assert word("breaker_half-open", "ru") in table, table
+    assert "пробный запрос" not in page and past.strftime("%H:%M:%S") not in table, table
+    assert "предохранител" not in page.lower()
