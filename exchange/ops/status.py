@@ -29,6 +29,8 @@ from exchange.errors import ExchangeError, OperatorError
 from exchange.intake.sources.common import Source
 from exchange.ops.find import held, held_condition
 from exchange.queue import control, order
+from exchange.settings import worker_live_within
+from exchange.settings.delivery import DeliverySettings
 
 RECENT = timedelta(minutes=15)
 # A worker that has not reported for this long is gone (worker ids change with every start):
@@ -38,9 +40,12 @@ WORKER_SEEN_WITHIN = timedelta(hours=1)
 # SILENT_AFTER is shown silent, and its row is shown (live or not, stopped or not) until
 # ``db.worker_rows.WORKERS_KEPT`` has passed since its last report.
 SILENT_AFTER = timedelta(seconds=30)
-# Settings.live_within with the default lease and poll (max(60 s, 3 x 5 s)): for callers
-# without the settings (tests, the blocked-aggregates page).
-DEFAULT_LIVE_WITHIN = 60.0
+# Settings.live_within with the default lease and poll: for callers without the settings
+# (tests, the blocked-aggregates page).
+DEFAULT_LIVE_WITHIN = worker_live_within(
+    DeliverySettings.model_fields["lease_seconds"].default,
+    DeliverySettings.model_fields["poll_interval"].default,
+)
 BLOCKED_SHOWN = 100
 ATTEMPT_EVENTS = [
     Event.DELIVERED.value,
