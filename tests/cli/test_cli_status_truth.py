@@ -14,7 +14,7 @@ from sqlalchemy import Engine, insert, update
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import cml_exchanges, staging, workers
+from exchange.db.schema import cml_exchanges, sign_in_refusals, staging, workers
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 from exchange.queue import control
@@ -185,3 +185,23 @@ def test_an_operators_pause_is_delivery_paused_in_the_json_and_the_rows(
     assert figures["operator_pause"]["operator"] == "olga"
     text = " ".join(cli("status", db=db_url).stdout.split())
     assert "PAUSED by operator olga" in text and "running" not in text.split("needs a person")[0]
+
+
+def test_wrong_1c_passwords_since_a_time_are_a_cause_status_exits_1_for(
+    cli: Cli, db_url: str, engine: Engine
+) -> None:
+    """Issue 34 item 5 (contract 15): a summary row serve wrote (another process) is read by
+    ``status``: the cause ``sign-in-refused:1c``, exit 1, with how many since when."""
+    now = datetime.now(UTC)
+    with transaction(engine) as connection:
+        connection.execute(
+            insert(sign_in_refusals).values(
+                door="1c", count=7, first_at=now - timedelta(minutes=20), last_at=now
+            )
+        )
+    figures = run_json(cli, "status", "--json", db=db_url, code=1)
+    assert figures["needs_person_causes"] == ["sign-in-refused:1c"]
+    assert figures["sign_ins_refused"]["1c"]["count"] == 7
+    assert figures["needs_person"][0].startswith("1C cannot sign in: 7 wrong user or password")
+    text = cli("status", db=db_url)
+    assert text.returncode == 1 and "1C cannot sign in" in text.stdout, describe(text)
