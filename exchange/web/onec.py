@@ -130,9 +130,10 @@ class Exchanges:
 @dataclass
 class Refusals:
     """Requests refused without a session since serve started, kept in memory only (a flood
-    of them never grows the database): ``app[ONEC].refused`` (``exchange/web/server.py``), for
-    ``status`` and the workbench to show "refused sign-ins since serve started". Logged at most
-    once every ``log_every`` seconds, with how many came since the last line."""
+    of them never grows the database): ``app[ONEC].refused`` (``exchange/web/server.py``).
+    Logged at most once every ``log_every`` seconds, with how many came since the last line.
+    Wrong passwords among them also reach ``status`` and the workbench as a summary a minute
+    (``web/sign_ins.py``, contract 15)."""
 
     since: datetime = field(default_factory=lambda: datetime.now(UTC))  # serve's start
     count: int = 0

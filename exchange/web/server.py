@@ -63,11 +63,9 @@ def build_app(
     app[DOOR] = door
     onec = OneCExchange(config, engine, key, staging_engine)
     intake = JsonIntake(config, engine, staging_engine)
-    # The dashboard shows what 1C handed over (the staging table, wherever it is) and the
-    # sign-ins the 1C exchange refused since serve started (counted in memory only).
-    workbench = Workbench(
-        config, engine, key, staging_engine=staging_engine, onec_refused=onec.refused
-    )
+    # The dashboard shows what 1C handed over (the staging table, wherever it is); the
+    # sign-ins refused, from the summary rows and this process's unwritten count (SignIns).
+    workbench = Workbench(config, engine, key, staging_engine=staging_engine)
     app.add_routes(
         [*onec.routes(), *intake.routes(), *workbench.routes(), web.get("/healthz", _health)]
     )

@@ -27,7 +27,6 @@ from exchange.report.mask import Redactor
 from exchange.report.words import next_check
 from exchange.web.config import WebConfig
 from exchange.web.keys import DEVICE_MAX_AGE_S, Signer
-from exchange.web.onec import Refusals
 from exchange.web.sign_ins import SignIns
 from exchange.web.throttle import Limits, Throttle
 from exchange.words import (
@@ -81,12 +80,10 @@ class Core:
         key: str,
         *,
         staging_engine: Engine | None = None,
-        onec_refused: Refusals | None = None,
     ) -> None:
         self.config = config
         self.engine = engine
         self.staging_engine = staging_engine
-        self.onec_refused = onec_refused
         self.kinds = KindPolicies.of(config.kinds)
         # Every decision of the workbench reads its time here (``WebConfig.clock``).
         clock = self.clock = config.clock
