@@ -320,7 +320,8 @@ class SignInRefusal(Base):
     successful sign-in: refusals before it are no cause any more (``ops/sign_ins.py``)."""
 
     __tablename__ = "sign_in_refusals"
-    __table_args__ = (Index("ix_sign_in_refusals_door_id", "door", "id"),)
+    # The cause reads the last hour's rows (``ops/sign_ins.refused_lately``, every poll).
+    __table_args__ = (Index("ix_sign_in_refusals_last_at", "last_at"),)
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     door: Mapped[str] = mapped_column(String(16))

@@ -40,8 +40,9 @@ def upgrade() -> None:
         sa.Column("succeeded_at", sa.DateTime(), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_sign_in_refusals")),
     )
+    # The cause reads the last hour's rows (``ops/sign_ins.refused_lately``, every poll).
     op.create_index(
-        op.f("ix_sign_in_refusals_door_id"), "sign_in_refusals", ["door", "id"], unique=False
+        op.f("ix_sign_in_refusals_last_at"), "sign_in_refusals", ["last_at"], unique=False
     )
     with op.batch_alter_table("workers") as batch:
         batch.add_column(sa.Column("paused_at", sa.DateTime(), nullable=True))
@@ -54,5 +55,5 @@ def downgrade() -> None:
         batch.drop_column("pause_cause")
         batch.drop_column("unreachable_since")
         batch.drop_column("paused_at")
-    op.drop_index(op.f("ix_sign_in_refusals_door_id"), table_name="sign_in_refusals")
+    op.drop_index(op.f("ix_sign_in_refusals_last_at"), table_name="sign_in_refusals")
     op.drop_table("sign_in_refusals")
