@@ -111,7 +111,10 @@ def causes(
     quarantined = figures.counts.get("quarantined", 0)
     if quarantined:
         found.append(Cause("quarantine", "quarantine", {"count": quarantined}))
-    if figures.breaker_open:
+    unreachable = getattr(figures, "site_unreachable_since", None)
+    if figures.breaker_open and unreachable:  # no answer at all: not "answers with errors"
+        found.append(Cause("breaker", "unreachable", {"since": unreachable}))
+    elif figures.breaker_open:
         found.append(Cause("breaker", "breaker"))
     pause = figures.pause
     if pause is not None and pause["by"] == "operator":
@@ -224,6 +227,10 @@ _EN: dict[str, Callable[[dict[str, Any]], str]] = {
         "lasts, tell those who run the site"
     ),
     "operator": lambda v: f"delivery paused by operator {v['operator']}",
+    "unreachable": lambda v: (
+        f"the site has not answered since {_hm(v['since'])}: delivery goes on by itself once "
+        "it answers; if it lasts, check that the site is up, or tell those who run it"
+    ),
     "gap": lambda v: f"{v['count']} aggregate(s) wait for a missing version (a gap)",
     "onec": lambda v: (
         f"the latest 1C exchange failed ({v['file'] or 'no file'}: {v['reason']}); "
@@ -252,6 +259,11 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
         "ответит; если это длится долго, сообщите тем, кто обслуживает сайт"
     ),
     "operator": lambda v: f"доставка остановлена оператором {v['operator']}",
+    "unreachable": lambda v: (
+        f"сайт не отвечает с {_hm(v['since'])}: доставка продолжится сама, когда он ответит; "
+        "если это длится долго, проверьте, работает ли сайт, или сообщите тем, кто его "
+        "обслуживает"
+    ),
     "gap": lambda v: (
         counted(v["count"], "объект ждёт", "объекта ждут", "объектов ждут") + " пропущенную версию"
     ),

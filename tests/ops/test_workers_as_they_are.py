@@ -46,8 +46,7 @@ def _row(engine: Engine, worker_id: str, seen: datetime, **values: object) -> No
                 worker_id=worker_id,
                 started_at=seen - timedelta(hours=1),
                 heartbeat_at=seen,
-                breaker_state="closed",
-                **values,
+                **{"breaker_state": "closed", **values},
             )
         )
 
@@ -228,3 +227,22 @@ def test_a_site_that_refuses_connections_is_said_unreachable_not_delivering(
     waiting = {"messages": 3, "eta_s": None}
     said = backlog_words(waiting, unreachable=figures.site_unreachable_since is not None)
     assert said == "backlog: 3 messages, the site does not answer (no estimate)"
+
+
+def test_an_open_breaker_with_no_answer_at_all_says_the_site_does_not_answer(
+    engine: Engine,
+) -> None:
+    """Item 3: refused connections are no "errors the site answers with": the cause says
+    since when the site has not answered and that delivery goes on by itself."""
+    now = datetime.now(UTC)
+    since = now - timedelta(minutes=4)
+    _row(engine, "w1", now, breaker_state="open", breaker_until=now + timedelta(seconds=30),
+         unreachable_since=since)  # fmt: skip
+    figures, codes = _figures(engine, now)
+    assert codes == ["breaker"]
+    assert figures.site_unreachable_since == since.isoformat()
+    with transaction(engine, read_only=True) as connection:
+        found = attention(connection, None, figures, now, KINDS, 60.0)
+    said = found.causes[0].words("ru")
+    assert said.startswith(f"сайт не отвечает с {since.strftime('%Y-%m-%d %H:%M')} UTC"), said
+    assert "продолжится сама" in said and "предохранител" not in said
