@@ -591,7 +591,9 @@ def _delivery_words(worker: dict[str, Any], pause: dict[str, Any] | None, zone: 
     "running", whatever it last said), paused as ``pause`` says, else running."""
     state = worker.get("state")
     if state == WorkerState.STOPPED:
-        return f"STOPPED at {local_time(worker['stopped_at'], zone)}"
+        stopped = f"STOPPED at {local_time(worker['stopped_at'], zone)}"
+        # Its last word about the site still holds while no worker is live (``holding``).
+        return f"{stopped} (last said: PAUSED: {worker['paused']})" if worker["paused"] else stopped
     since = local_time(worker["heartbeat_at"], zone)
     if state == WorkerState.NOT_LIVE or worker.get("live") is False:
         return f"SILENT since {since} (not live: delivers nothing)"
