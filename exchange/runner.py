@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,7 +21,7 @@ from exchange.errors import DatabaseUnavailable
 from exchange.ops import prune
 from exchange.report import schedule as report_schedule
 from exchange.report.notice import Notifier
-from exchange.worker import CycleReport, Worker
+from exchange.worker import REPORT_EVERY_S, CycleReport, Worker
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,38 @@ def _install_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) 
             signal.signal(signum, lambda *_: loop.call_soon_threadsafe(stop))
 
 
+@contextlib.asynccontextmanager
+async def reporting(worker: Worker, every: float = REPORT_EVERY_S) -> AsyncIterator[None]:
+    """While the worker runs: its heartbeat now (a start clears a stop) and then every
+    ``every`` seconds, whatever a cycle waits for (contract 15: a worker quiet for 30 s is
+    shown silent). A failed write is one log line; the next one tries again."""
+
+    async def beat() -> None:
+        while not worker.stopping:
+            try:
+                await worker.report()
+            except DatabaseUnavailable as exc:
+                log.error("heartbeat not written: %s; the next one tries again", exc)
+            except Exception:
+                log.exception("heartbeat not written; the next one tries again")
+            await asyncio.sleep(every)
+
+    async with beside(beat()):
+        yield
+
+
+@contextlib.asynccontextmanager
+async def beside(job: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
+    """``job`` runs as a task while the block runs, and is cancelled (and awaited) after."""
+    task = asyncio.create_task(job)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def run_once(worker: Worker) -> int:
     _install_signals(asyncio.get_running_loop(), worker.request_stop)
     await worker.cycle()
@@ -88,24 +120,25 @@ async def run_until_idle(
     # lets the requests in flight finish and hands the rest back, as SIGTERM does.
     deadline = None if max_seconds is None else loop.call_later(max_seconds, time_is_up)
     try:
-        while not worker.stopping:  # a stop during the pause below: no further cycle
-            report = await _safe_cycle(worker)
-            if on_cycle:
-                on_cycle(report)
-            if timed_out:
-                break
-            if worker.stopping:
-                return EXIT_OK
-            try:
-                if worker.idle():
+        async with reporting(worker):
+            while not worker.stopping:  # a stop during the pause below: no further cycle
+                report = await _safe_cycle(worker)
+                if on_cycle:
+                    on_cycle(report)
+                if timed_out:
+                    break
+                if worker.stopping:
                     return EXIT_OK
-            except DatabaseUnavailable as exc:
-                log.error("%s", exc)
-            if max_seconds is not None and loop.time() - started >= max_seconds:
-                timed_out = True
-                break
-            if report is None or report.batches == 0:
-                await asyncio.sleep(min(poll_interval, IDLE_PAUSE_S))
+                try:
+                    if worker.idle():
+                        return EXIT_OK
+                except DatabaseUnavailable as exc:
+                    log.error("%s", exc)
+                if max_seconds is not None and loop.time() - started >= max_seconds:
+                    timed_out = True
+                    break
+                if report is None or report.batches == 0:
+                    await asyncio.sleep(min(poll_interval, IDLE_PAUSE_S))
         if not timed_out:  # stopped by a signal
             return EXIT_OK
     finally:
@@ -177,13 +210,14 @@ async def run_forever(
     scheduler.start()
     log.info("running: a cycle every %g s as %s", poll_interval, worker.worker_id)
     end_wake_ups = _wake_on_new_rows(worker, tick)
-    await stopped.wait()
-    scheduler.pause()  # no job is handed to the loop from now on
-    await end_wake_ups()
-    # The cycle in flight finishes and records its outcomes first: shutting the scheduler
-    # down while it runs would cancel it between the site's answer and the record.
-    async with busy:
-        pass
+    async with reporting(worker):
+        await stopped.wait()
+        scheduler.pause()  # no job is handed to the loop from now on
+        await end_wake_ups()
+        # The cycle in flight finishes and records its outcomes first: shutting the scheduler
+        # down while it runs would cancel it between the site's answer and the record.
+        async with busy:
+            pass
     # A job whose task the scheduler created in the same turn of the loop as the stop has not
     # taken its first step yet: one turn lets it see the stop and return, where shutdown would
     # cancel it into an "Error running job" line.

@@ -107,9 +107,27 @@ WORDS: dict[str, dict[Lang, str]] = {
         "ru": "остановлена оператором {operator}",
         "en": "paused by operator {operator}",
     },
-    "breaker_closed": {"ru": "замкнут (норма)", "en": "closed"},
-    "breaker_open": {"ru": "разомкнут", "en": "open"},
-    "breaker_half-open": {"ru": "пробный запрос", "en": "half-open"},
+    # The breaker's state as the site's answers (issue 34 item 3: no «предохранитель»); a
+    # half-open breaker's time is never shown (it lies in the past).
+    "breaker_closed": {"ru": "отвечает", "en": "answers"},
+    "breaker_open": {"ru": "отвечает ошибками: пауза", "en": "fails: paused"},
+    "breaker_half-open": {"ru": "проверяем, ответит ли", "en": "checking whether it answers"},
+    # A worker's row as it is (contract 15).
+    "worker_stopped": {"ru": "остановлен {when}", "en": "stopped {when}"},
+    "worker_quiet": {
+        "ru": "молчит с {when} (ещё считается работающим)",
+        "en": "silent since {when} (still counted live)",
+    },
+    # The site answers no live worker at all (refused connections, timeouts): never «Доставка
+    # идёт» with an estimate at 0 requests/s.
+    "site_unreachable": {
+        "ru": "Сайт не отвечает с {when}: цены ждут и уйдут сами, как только сайт ответит. "
+        "Если он не отвечает долго, проверьте, работает ли сайт, или напишите тем, кто его "
+        "обслуживает",
+        "en": "The site has not answered since {when}: prices wait and go by themselves as "
+        "soon as it answers. If it stays silent, check that the site is up, or write to "
+        "those who run it",
+    },
     "last_told": {"ru": "Последнее уведомление операторам", "en": "Operators last notified"},
     # A worker that stopped cleanly keeps its row marked stopped (``Worker.retire``).
     "last_stopped": {
@@ -117,12 +135,12 @@ WORDS: dict[str, dict[Lang, str]] = {
         "en": "Worker {worker} stopped {ago} ({when}); no other is running",
     },
     "no_workers": {
-        "ru": "Ни один обработчик не отчитывался за час",
-        "en": "No worker reported in the last hour",
+        "ru": "Ни один обработчик не отчитывался за сутки",
+        "en": "No worker reported in the last day",
     },
     "worker": {"ru": "Обработчик", "en": "Worker"},
     "last_seen": {"ru": "Последний отчёт", "en": "Last seen"},
-    "breaker": {"ru": "Предохранитель", "en": "Breaker"},
+    "breaker": {"ru": "Сайт", "en": "Site"},
     "delivery": {"ru": "Доставка", "en": "Delivery"},
     "running": {"ru": "идёт", "en": "running"},
     "site_pace": {
@@ -263,7 +281,7 @@ WORDS: dict[str, dict[Lang, str]] = {
     "prioritize": {"ru": "Отправить первым", "en": "Put first"},
     "prioritize_about": {
         "ru": "Сообщение уйдёт раньше всей очереди: меняется только его место в очереди, "
-        "темп сайта, пауза, предохранитель и порядок проводок соблюдаются.",
+        "темп сайта, пауза, ожидание ответа сайта и порядок проводок соблюдаются.",
         "en": "This message goes before the whole backlog: only its place in the queue "
         "changes; the site's pace, a pause, the breaker and the order of postings still hold.",
     },
@@ -1258,6 +1276,10 @@ WORDS.update(
         "backlog_paused": {
             "ru": "доставка приостановлена: срок не оценить",
             "en": "delivery is paused: no estimate",
+        },
+        "backlog_unreachable": {
+            "ru": "сайт не отвечает: срок не оценить",
+            "en": "the site does not answer: no estimate",
         },
         "pace_card": {"ru": "Темп сайта", "en": "Site's pace"},
         "pace_limit": {

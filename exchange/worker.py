@@ -40,11 +40,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import messages, workers
 from exchange.db.target_lock import DbLock
+from exchange.db.worker_rows import clear_old_workers
 from exchange.delivery.gate import InFlightGate
 from exchange.delivery.probe import PROBE_TURN, ProbeTurn
 from exchange.domain.breaker import BreakerState, CircuitBreaker
 from exchange.domain.clock import SYSTEM_MONOTONIC, Clock, Monotonic
 from exchange.domain.pace import Cause, Pace
+from exchange.domain.pause import PauseCause, pause_cause
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import (
     Decision,
@@ -85,6 +87,9 @@ def _excluded(tried: Counter[int], probed: Iterable[int]) -> list[int]:
 
 
 SHARE_EVERY = 1.0  # seconds: in a long cycle, the worker reports and counts the others this often
+# Contract 15: a running worker reports at least this often (``runner.reporting``), whatever its
+# cycle waits for, so that one quiet for 30 s is shown silent and never one between reports.
+REPORT_EVERY_S = 10.0
 
 
 @dataclass
@@ -185,6 +190,8 @@ class Worker:
         self._health_lock: asyncio.Lock | None = None
         self._health: tuple[float, bool] | None = None  # (checked at, site down)
         self.paused_reason: str | None = None
+        self.unreachable_since: datetime | None = None  # the site gave no answer since (``_heard``)
+        self.pause_cause: PauseCause | None = None  # which pause it is (domain/pause.py)
         # A refused write while reads are accepted (a read-only key): a GET proves nothing, so
         # the pause ends only by a write that succeeds, tried once every EXCHANGE_RETRY_MAX_DELAY
         # (``_write_turn``), or by ``exchange resume``. In memory: a restart starts unpaused.
@@ -606,6 +613,7 @@ class Worker:
             health = await self.target.health()
             down = health.verdict not in (Verdict.DELIVERED, Verdict.PAUSE)
             self._health = (self.monotonic.now(), down)
+            self._heard(health, self.clock.now())
             return down
 
     def _tell_pace(self) -> None:
@@ -664,6 +672,16 @@ class Worker:
             ).scalar_one()
         return 1 + int(others)
 
+    def _heard(self, classification: Classification, now: datetime) -> None:
+        """Whether the site answered at all: no answer (a refused connection, a timeout: a
+        temporary failure without an HTTP status) starts ``unreachable_since``; any answer
+        ends it. The dashboard says «сайт не отвечает с …» from it, never «Доставка идёт»."""
+        silent = classification.verdict is Verdict.TEMPORARY and classification.http_status is None
+        if not silent:
+            self.unreachable_since = None
+        elif self.unreachable_since is None:
+            self.unreachable_since = now
+
     def _site_answers(self) -> None:
         """An answer that is no failure of the site's: the breaker closes (said once)."""
         if self.breaker.is_open():
@@ -690,12 +708,14 @@ class Worker:
             )
         self.metrics.attempt(verdict)
         if verdict is Verdict.DELIVERED:  # the usual answer: no clock read, no match
+            self.unreachable_since = None
             self._site_answers()
             if self._trying_write and self.paused_reason is not None:
                 log.warning("delivery resumed: the site accepts a write again")
                 self._end_pause()
             return delivered(classification)
         now = self.clock.now()
+        self._heard(classification, now)
         match verdict:
             case Verdict.TEMPORARY if classification.http_status == 429 and not probing:
                 pass  # the site asks to slow down: the pace's business, not an outage
@@ -713,8 +733,10 @@ class Worker:
                     self.paused_reason = classification.detail
                     self._paused_at = now
                     self._pause_told = False
+                    self.pause_cause = self._pause_cause(classification)
                 elif not self.write_refused:
                     self.paused_reason = classification.detail
+                    self.pause_cause = self._pause_cause(classification)
             case Verdict.DELIVERED | Verdict.STALE_AT_SITE | Verdict.TERMINAL:  # (not DELIVERED)
                 self._site_answers()
             case Verdict.UNKNOWN | Verdict.NOT_FOR_THIS_SHOP:
@@ -772,6 +794,7 @@ class Worker:
         # permission, a Bitrix user without the right to import). Resuming on this GET is
         # what looped (issue 22).
         self.write_refused = True
+        self.pause_cause = PauseCause.READ_ONLY_KEY
         self._write_try_at = self.monotonic.now() + self.settings.retry_max_delay
         self.paused_reason = f"the key may read but not write ({self.paused_reason})"
         self._pause_told = True
@@ -800,8 +823,12 @@ class Worker:
         self._trying_write = True
         return True
 
+    def _pause_cause(self, answer: Classification) -> PauseCause:
+        return pause_cause(self.settings.target, answer, write_refused=self.write_refused)
+
     def _end_pause(self) -> None:
         self.paused_reason = None
+        self.pause_cause = None
         self.write_refused = False
         self._paused_at = None
         self._trying_write = False
@@ -811,6 +838,19 @@ class Worker:
     def _heartbeat(self) -> None:
         self._write_heartbeat(self._heartbeat_values())
 
+    async def report(self) -> None:
+        """A heartbeat off the event loop (``runner.reporting``'s every REPORT_EVERY_S); the
+        first of a run also clears the rows of workers silent for a day."""
+        values = self._heartbeat_values()
+        first = self._reported_at == -math.inf
+        await asyncio.to_thread(self._write_heartbeat, values)
+        if first:
+            await asyncio.to_thread(self._clear_old_workers, values["heartbeat_at"])
+
+    def _clear_old_workers(self, now: datetime) -> None:
+        with transaction(self.engine) as connection:
+            clear_old_workers(connection, now)
+
     def _heartbeat_values(self) -> dict[str, Any]:
         """What the worker tells about itself; read on the event loop (the pace lives there)."""
         now = self.clock.now()
@@ -818,7 +858,13 @@ class Worker:
             "worker_id": self.worker_id,
             "started_at": self.started_at,
             "heartbeat_at": now,
+            # A start clears a stop (contract 15): the shipped configuration fixes the worker
+            # id, so every restart reuses the row a clean stop marked.
+            "stopped_at": None,
             "paused_reason": self.paused_reason,
+            "paused_at": self._paused_at if self.paused_reason is not None else None,
+            "pause_cause": self.pause_cause.value if self.pause_cause is not None else None,
+            "unreachable_since": self.unreachable_since,
             "breaker_state": self.breaker.state(now).value,
             "breaker_until": self.breaker.opened_until,
             "pace": json.dumps(self.pace_figures(self.monotonic.now())),
@@ -838,32 +884,25 @@ class Worker:
             )
 
     def retire(self) -> None:
-        """A clean stop: the worker leaves ``exchange status``'s workers, its row marked
-        stopped (``stopped_at``: the dashboard and ``status`` say when the last one stopped,
-        never "no worker reported for an hour"); stopped rows older than an hour go. Unless it
-        stops with delivery paused (token refused) or its breaker open: that still needs a
-        person, so its row stays as it is until its heartbeat ages out."""
+        """A clean stop: the worker's row is marked stopped (``stopped_at``: ``status`` and the
+        dashboard show it stopped, with when, never silent; its next start clears the mark).
+        Its last word about the site (a refused token, an open breaker) stays on the row:
+        ``ops.status.holding`` reads it while no other worker is live. Rows of workers silent
+        for a day go (``clear_old_workers``)."""
         now = self.clock.now()
-        if self.paused_reason is None and self.breaker.state(now) is BreakerState.CLOSED:
-            with transaction(self.engine) as connection:
-                connection.execute(
-                    workers.update()
-                    .where(workers.c.worker_id == self.worker_id)
-                    .values(stopped_at=now, heartbeat_at=now)
-                )
-                connection.execute(
-                    workers.delete().where(
-                        workers.c.stopped_at.is_not(None),
-                        workers.c.stopped_at < now - timedelta(hours=1),
-                    )
-                )
-            return  # the runner's own last line ("stopped") says the stop was clean
-        problem = self.paused_reason or f"breaker {self.breaker.state(now).value}"
-        log.info(
-            "worker %s stopped cleanly; exchange status still shows it (%s)",
-            self.worker_id,
-            problem,
-        )
+        with transaction(self.engine) as connection:
+            connection.execute(
+                workers.update()
+                .where(workers.c.worker_id == self.worker_id)
+                .values(stopped_at=now, heartbeat_at=now)
+            )
+            clear_old_workers(connection, now)
+        if self.paused_reason is not None or self.breaker.state(now) is not BreakerState.CLOSED:
+            log.info(
+                "worker %s stopped cleanly; exchange status still shows why delivery waits (%s)",
+                self.worker_id,
+                self.paused_reason or f"breaker {self.breaker.state(now).value}",
+            )
 
     def idle(self) -> bool:
         """Nothing left that this service could move without a person (contract 6); an

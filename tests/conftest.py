@@ -158,6 +158,7 @@ SUBPROCESS_TESTS = (
     "tests/dev/test_site_conformance.py::test_every_front_end_answers_the_conformance_table_as_the_contract_says[fastsite-",
     "tests/dev/test_sitesim.py::test_command_line_serves_until_interrupted",
     "tests/faults/",
+    "tests/integration/test_worker_killed.py",
     "tests/integration/test_workers.py",
     "tests/ops/test_notify.py::test_smtp_over_tls_verifies_the_servers_certificate",
     "tests/ops/test_run_metrics_cli.py::test_run_refuses_a_metrics_port_already_in_use_with_one_line",

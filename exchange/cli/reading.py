@@ -75,7 +75,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
                 else None
             )
             now = SystemClock().now()
-            figures = status(connection, now, settings.policies)
+            figures = status(connection, now, settings.policies, live_within=settings.live_within)
             waiting = backlog(
                 connection,
                 now,
@@ -86,7 +86,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             pause = control.operator_pause(connection)
             told = last_told(connection)
             found = attention(
-                connection, staged, figures, pause, now, settings.policies, settings.live_within
+                connection, staged, figures, now, settings.policies, settings.live_within
             )
         brokers = asyncio.run(
             source_figures(bootstrap.source(settings, engine, None), figures.workers)
@@ -97,12 +97,14 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             "database": safe_url(settings.database_url),
             **figures.as_json(),
             "backlog": waiting,
+            # ``pause`` (in the figures) replaces it; kept one release as an alias.
             "operator_pause": (
                 {**pause, "paused_at": pause["paused_at"].isoformat()} if pause else None
             ),
             "needs_person": needs,
             "needs_person_causes": [cause.code for cause in found.causes],
             "intake": found.intake,
+            "sign_ins_refused": found.refused_sign_ins,
             "exchanges_1c": onec,
             "notifications": told,
             "sources": brokers,
@@ -113,8 +115,12 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         for table in tables(figures, settings.display_tz):
             out.print(table)
         out.print(_intake_line(found.intake), markup=False, highlight=False)
-        paused = pause is not None or figures.delivery_paused
-        out.print(backlog_words(waiting, paused=paused), markup=False, highlight=False)
+        said = backlog_words(
+            waiting,
+            paused=figures.delivery_paused,
+            unreachable=figures.site_unreachable_since is not None,
+        )
+        out.print(said, markup=False, highlight=False)
         out.print(exchanges_table(onec, settings.display_tz))
         if brokers:
             out.print(sources_table(brokers))

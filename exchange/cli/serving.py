@@ -21,6 +21,8 @@ from exchange.db.engine import make_engine, make_private, transaction
 from exchange.db.migrate import aggregates_beyond_intake, current_revision, upgrade
 from exchange.db.wake import how_workers_wake
 from exchange.domain.clock import SystemClock
+from exchange.domain.pause import PauseCause
+from exchange.ops.attention import pause_words
 from exchange.ops.status import (
     status,
 )
@@ -134,11 +136,14 @@ def run(
             with transaction(engine, read_only=True) as connection:
                 left = status(connection, SystemClock().now(), settings.policies)
                 pause = control.operator_pause(connection)
-            out.print(_left_line(left, pause, worker.paused_reason), markup=False, highlight=False)
+            said = _left_line(left, pause, worker.pause_cause, worker.paused_reason)
+            out.print(said, markup=False, highlight=False)
     raise typer.Exit(code)
 
 
-def _left_line(figures: Any, pause: dict[str, Any] | None, refused: str | None) -> str:
+def _left_line(
+    figures: Any, pause: dict[str, Any] | None, cause: str | None, refused: str | None
+) -> str:
     """The last line of ``run --until-idle``: what is left, so a scheduled task's log says it."""
     counts = figures.counts
     waiting = counts.get("new", 0) + counts.get("delayed", 0)
@@ -148,8 +153,8 @@ def _left_line(figures: Any, pause: dict[str, Any] | None, refused: str | None) 
     ]
     if pause is not None:
         parts.append(f"delivery paused by operator {pause['operator']}")
-    if refused:
-        parts.append(f"delivery paused: the site refused the token ({refused})")
+    if refused:  # the site's pause, in the words of status (issue 34 item 4)
+        parts.append(pause_words(cause or PauseCause.OTHER, refused))
     return "left: " + ", ".join(parts) + " (exchange status tells more)"
 
 
@@ -159,10 +164,12 @@ def serve(ctx: typer.Context) -> None:
     (/api/v1/intents) and the operators' workbench (/); prints their addresses when it
     listens, then runs until stopped (SIGINT/SIGTERM).
 
-    Wrong passwords are slowed per serve process: an unauthenticated request never writes to
-    the database (contract 9), so each process counts them in its own memory, and a restart
-    forgets them. Several serve processes on one database give a guesser that many times the
-    attempts: run one, or bound sign-ins at the proxy (docs/deployment.md, "Wrong passwords")."""
+    Wrong passwords are slowed per serve process: each process keeps its throttle in its own
+    memory, and a restart forgets it. Several serve processes on one database give a guesser
+    that many times the attempts: run one, or bound sign-ins at the proxy (docs/deployment.md,
+    "Wrong passwords"). What reaches the database of refused sign-ins is a summary, at most
+    one row a minute per way in (how many, the first and the last time, never the name or the
+    address tried): exchange status and the workbench show 1C's and the intake's as a cause."""
     from exchange.web.server import addresses, public_url_missing
 
     with _guard():

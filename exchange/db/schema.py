@@ -323,6 +323,31 @@ class Worker(Base):
     # Whether its broker source consumes (contract 15), a JSON object: consuming, cause, since,
     # warning; None without a broker source.
     source: Mapped[str | None] = mapped_column(Text)
+    # When the site's refusal (401/403) paused this worker: ``status``'s ``pause.since``.
+    paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Since when the site has not answered at all (refused connections, timeouts), or None
+    # while it answers: the dashboard says so instead of «Доставка идёт».
+    unreachable_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Which pause it is (``domain.pause.PauseCause``): the words every place says it with.
+    pause_cause: Mapped[str | None] = mapped_column(String(32))
+
+
+class SignInRefusal(Base):
+    """Refused sign-ins at one way in (contract 15): ``serve`` writes at most one row a minute
+    per ``door`` (``1c``, ``intake``, ``workbench``): how many, the first and the last time,
+    never the name or address tried. A row with ``count`` 0 and ``succeeded_at`` marks a
+    successful sign-in: refusals before it are no cause any more (``ops/sign_ins.py``)."""
+
+    __tablename__ = "sign_in_refusals"
+    # The cause reads the last hour's rows (``ops/sign_ins.refused_lately``, every poll).
+    __table_args__ = (Index("ix_sign_in_refusals_last_at", "last_at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    door: Mapped[str] = mapped_column(String(16))
+    count: Mapped[int] = mapped_column(Integer)
+    first_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    succeeded_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class HttpKey(Base):
@@ -519,3 +544,4 @@ delivery_pause: Table = cast(Table, DeliveryPause.__table__)
 shop_sku_ids: Table = cast(Table, ShopSkuId.__table__)
 target_locks: Table = cast(Table, TargetLock.__table__)
 notifications: Table = cast(Table, Notification.__table__)
+sign_in_refusals: Table = cast(Table, SignInRefusal.__table__)

@@ -29,6 +29,14 @@ class Stop(StrEnum):
     TOKEN = "token"  # the site refused the token (401/403): delivery paused
     OPERATOR = "operator"  # an operator paused delivery in the workbench
     NO_WORKER = "no-worker"  # work waits and no worker has reported for a while
+    # 1C's (the intake's) sign-ins refused in the last hour with none accepted since
+    # (contract 15): prices cannot come in; delivery itself may run.
+    SIGN_IN_1C = "sign-in-refused:1c"
+    SIGN_IN_INTAKE = "sign-in-refused:intake"
+
+
+# The stops that hold what comes in, not delivery: their presence never says delivery stopped.
+SIGN_IN_STOPS = frozenset({Stop.SIGN_IN_1C, Stop.SIGN_IN_INTAKE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +80,9 @@ def decide(situation: Situation, told: Told, now: datetime, every: timedelta) ->
     new_stops = situation.stops - told.stops
     due = told.attempted_at is None or now >= told.attempted_at + every
     gone = told.stops - situation.stops
-    runs = not situation.stops and (situation.workers > 0 or gone <= {Stop.OPERATOR})
+    runs = not (situation.stops - SIGN_IN_STOPS) and (
+        situation.workers > 0 or gone <= {Stop.OPERATOR} | SIGN_IN_STOPS
+    )
     resumed = frozenset(gone) if gone and runs else frozenset[Stop]()
     if (gained or new_stops) and due:
         mark = told.quarantine_mark

@@ -1,16 +1,15 @@
 """What needs a person (contract 6): the causes ``exchange status`` exits 1 for and the
 workbench's dashboard shows, decided once for both and said in English or Russian.
 
-Besides the figures of ``status`` this reads three things: whether each worker is live (its
-last report younger than ``Settings.live_within``), what 1C handed over that no worker has
-taken yet (the staging table, which may be in a database of its own), and whether the latest
-1C exchange that signed in failed with no success since. Refused sign-ins are never a cause:
-anyone on the network can make them, and serve counts them in memory only.
+Besides the figures of ``status`` (each worker marked live or not there) this reads what 1C
+handed over that no worker has taken yet (the staging table, which may be in a database of
+its own), whether the latest 1C exchange that signed in failed with no success since, and
+the sign-ins refused lately (``ops/sign_ins.py``: 1C's and the intake's are a cause).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,9 +17,11 @@ from typing import Any
 from sqlalchemy import Connection, func, not_, select
 
 from exchange.db.schema import cml_exchanges, messages, staging
+from exchange.domain.pause import PauseCause
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import State
 from exchange.i18n import ngettext
+from exchange.ops import sign_ins
 from exchange.ops.find import held_condition
 
 # The outcomes of a 1C exchange (contract 9a) after which the exchange works again.
@@ -38,13 +39,6 @@ class Cause:
 
     def words(self, lang: str = "en") -> str:
         return say(self, lang)
-
-
-def mark_live(workers: list[dict[str, Any]], live_within: float) -> None:
-    """Adds ``live`` to each of ``status``'s worker rows: its last report is younger than
-    ``live_within`` seconds. A worker that is not live delivers nothing, whatever it said."""
-    for worker in workers:
-        worker["live"] = worker["heartbeat_age_s"] < live_within
 
 
 def intake(staging_connection: Connection, now: datetime) -> dict[str, Any]:
@@ -106,22 +100,27 @@ def work_waits(
 
 def causes(
     figures: Any,
-    pause: dict[str, Any] | None,
     *,
     onec_failed: dict[str, Any] | None,
     no_live_worker: bool,
+    refused_sign_ins: dict[str, dict[str, Any]] | None = None,
 ) -> list[Cause]:
-    """What ``exchange status`` exits 1 for, in the order contract 6 names the codes."""
+    """What ``exchange status`` exits 1 for, in the order contract 6 names the codes; a
+    pause is said as ``figures.pause`` says it (contract 15: one pause, one truth)."""
     found = []
     quarantined = figures.counts.get("quarantined", 0)
     if quarantined:
         found.append(Cause("quarantine", "quarantine", {"count": quarantined}))
-    if figures.breaker_open:
+    unreachable = getattr(figures, "site_unreachable_since", None)
+    if figures.breaker_open and unreachable:  # no answer at all: not "answers with errors"
+        found.append(Cause("breaker", "unreachable", {"since": unreachable}))
+    elif figures.breaker_open:
         found.append(Cause("breaker", "breaker"))
-    if figures.delivery_paused:
-        found.append(Cause("paused", "token"))
-    if pause is not None:
+    pause = figures.pause
+    if pause is not None and pause["by"] == "operator":
         found.append(Cause("paused", "operator", {"operator": pause["operator"]}))
+    elif pause is not None:
+        found.append(Cause("paused", f"pause_{pause['cause']}", {"answer": pause["note"]}))
     gaps = sum(1 for b in figures.blocked if b["held_by"] == "gap")
     if gaps:
         found.append(Cause("gap", "gap", {"count": gaps}))
@@ -139,31 +138,114 @@ def causes(
                     {
                         "worker": worker["worker_id"],
                         "reason": source.get("cause") or "?",
-                        "since": _minute(source.get("since")),
+                        "since": _hm(source.get("since")),
                     },
                 )
             )
             break
+    for door, refused in (refused_sign_ins or {}).items():
+        if door in sign_ins.CAUSE_DOORS:
+            found.append(Cause(f"sign-in-refused:{door}", f"sign_in_{door}", dict(refused)))
     return found
-
-
-def _minute(stamp: str | None) -> str:
-    """An ISO time a worker reported, to the minute, as a person reads it (UTC)."""
-    return f"{stamp[:16].replace('T', ' ')} UTC" if stamp else "?"
 
 
 def say(cause: Cause, lang: str = "en") -> str:
     v = cause.values
+    if cause.key.startswith("pause_"):
+        return pause_words(cause.key.removeprefix("pause_"), str(v.get("answer", "")), lang)
     if lang == "ru":
         return _RU[cause.key](v)
     return _EN[cause.key](v)
 
 
+def pause_words(cause: str, answer: str, lang: str = "en") -> str:
+    """A site's refusal that paused delivery (``domain.pause.PauseCause``), with what to mend
+    and whom to ask, in the target's own words: what ``status``, the page, the notice and
+    ``run``'s last line say, and docs/runbook.ru.md quotes (a test compares them)."""
+    ru, en = PAUSE_WORDS.get(cause, PAUSE_WORDS[PauseCause.OTHER.value])
+    return (ru if lang == "ru" else en).format(answer=answer)
+
+
+# Russian first, then English; ``{answer}``: the site's own answer.
+PAUSE_WORDS: dict[str, tuple[str, str]] = {
+    PauseCause.TOKEN.value: (
+        "Доставка остановлена: сайт не принял токен ({answer}). Запишите верный токен в "
+        "файл EXCHANGE_SITE_TOKEN_FILE (или в EXCHANGE_SITE_TOKEN): работающий сервис "
+        "перечитает его сам. Токен выдают те, кто обслуживает сайт",
+        "Delivery paused: the site refused the token ({answer}). Write the right token into "
+        "the file of EXCHANGE_SITE_TOKEN_FILE (or EXCHANGE_SITE_TOKEN): a running service "
+        "reads it again by itself. Those who run the site issue the token",
+    ),
+    PauseCause.WOO_KEY.value: (
+        "Доставка остановлена: WooCommerce не принял ключ REST API ({answer}). Администратор "
+        "магазина создаёт ключ с правами «Чтение/Запись» (WooCommerce → Настройки → "
+        "Дополнительно → REST API); впишите его в EXCHANGE_WOO_KEY и EXCHANGE_WOO_SECRET",
+        "Delivery paused: WooCommerce refused the REST API key ({answer}). The shop's "
+        "administrator creates a Read/Write key (WooCommerce → Settings → Advanced → REST "
+        "API); put it in EXCHANGE_WOO_KEY and EXCHANGE_WOO_SECRET",
+    ),
+    PauseCause.READ_ONLY_KEY.value: (
+        "Доставка остановлена: ключ позволяет читать, но не записывать ({answer}). "
+        "Администратор магазина даёт ключу права «Чтение/Запись» (WooCommerce → Настройки → "
+        "Дополнительно → REST API) или пользователю обмена право на импорт (Битрикс). Одна "
+        "запись пробуется раз в EXCHANGE_RETRY_MAX_DELAY; после исправления можно выполнить "
+        "exchange resume",
+        "Delivery paused: the key may read but not write ({answer}). The shop's "
+        "administrator gives the key Read/Write (WooCommerce → Settings → Advanced → REST "
+        "API) or the exchange's user the right to import (Bitrix). One write is tried every "
+        "EXCHANGE_RETRY_MAX_DELAY; once mended, exchange resume goes on at once",
+    ),
+    PauseCause.BITRIX_LOGIN.value: (
+        "Доставка остановлена: сайт не принял пользователя или пароль обмена ({answer}). "
+        "Проверьте EXCHANGE_BITRIX_USER и EXCHANGE_BITRIX_PASSWORD; право на обмен даёт "
+        "администратор сайта",
+        "Delivery paused: the site refused the exchange's user or password ({answer}). Check "
+        "EXCHANGE_BITRIX_USER and EXCHANGE_BITRIX_PASSWORD; the site's administrator grants "
+        "the right to exchange",
+    ),
+    PauseCause.TLS.value: (
+        "Доставка остановлена: сертификат сайта не доверенный ({answer}). Если его выдал "
+        "центр сертификации вашей компании, укажите файл этого центра в "
+        "EXCHANGE_SITE_CA_BUNDLE; иначе сообщите тем, кто обслуживает сайт",
+        "Delivery paused: the site's certificate is not trusted ({answer}). If your "
+        "company's certificate authority issued it, put that authority's file in "
+        "EXCHANGE_SITE_CA_BUNDLE; otherwise tell those who run the site",
+    ),
+    PauseCause.API_NOT_FOUND.value: (
+        "Доставка остановлена: по адресу EXCHANGE_SITE_URL нет API магазина ({answer}). "
+        "Проверьте адрес; у WooCommerce администратор сайта включает постоянные ссылки "
+        "(Настройки → Постоянные ссылки)",
+        "Delivery paused: the shop's API is not at EXCHANGE_SITE_URL ({answer}). Check the "
+        "address; for WooCommerce the site's administrator turns permalinks on (Settings → "
+        "Permalinks)",
+    ),
+    PauseCause.BROKER.value: (
+        "Доставка остановлена: RabbitMQ отказал ({answer}). Проверьте EXCHANGE_RABBITMQ_URL "
+        "и EXCHANGE_RABBITMQ_EXCHANGE; права выдаёт администратор RabbitMQ",
+        "Delivery paused: RabbitMQ refused ({answer}). Check EXCHANGE_RABBITMQ_URL and "
+        "EXCHANGE_RABBITMQ_EXCHANGE; the RabbitMQ administrator grants the rights",
+    ),
+    PauseCause.OTHER.value: (
+        "Доставка остановлена: сайт отказал ({answer}). Исправьте то, что называет ответ, "
+        "или сообщите тем, кто обслуживает сайт; доставка продолжится сама, когда сайт "
+        "примет запрос",
+        "Delivery paused: the site refused ({answer}). Mend what the answer names, or tell "
+        "those who run the site; delivery goes on by itself once the site accepts",
+    ),
+}
+
+
 _EN: dict[str, Callable[[dict[str, Any]], str]] = {
     "quarantine": lambda v: f"{v['count']} message(s) in quarantine",
-    "breaker": lambda v: "the circuit breaker is open (the site fails)",
-    "token": lambda v: "delivery paused: the site refused the token",
+    "breaker": lambda v: (
+        "the site keeps failing: delivery waits and goes on by itself once it answers; if it "
+        "lasts, tell those who run the site"
+    ),
     "operator": lambda v: f"delivery paused by operator {v['operator']}",
+    "unreachable": lambda v: (
+        f"the site has not answered since {_hm(v['since'])}: delivery goes on by itself once "
+        "it answers; if it lasts, check that the site is up, or tell those who run it"
+    ),
     "gap": lambda v: f"{v['count']} aggregate(s) wait for a missing version (a gap)",
     "onec": lambda v: (
         f"the latest 1C exchange failed ({v['file'] or 'no file'}: {v['reason']}); "
@@ -176,15 +258,32 @@ _EN: dict[str, Callable[[dict[str, Any]], str]] = {
         f"the broker source is not consuming (worker {v['worker']}, since {v['since']}): "
         f"{v['reason']}; it tries again by itself"
     ),
+    "sign_in_1c": lambda v: (
+        f"1C cannot sign in: {v['count']} wrong user or password since {_hm(v['since'])}, "
+        "none accepted since; the 1C administrator sets in 1C's exchange settings the user "
+        "and password of EXCHANGE_1C_USER and EXCHANGE_1C_PASSWORD"
+    ),
+    "sign_in_intake": lambda v: (
+        f"the JSON intake refused {v['count']} token(s) since {_hm(v['since'])}, none "
+        "accepted since; whoever runs the sending system sets the token of "
+        "EXCHANGE_INTAKE_TOKEN there"
+    ),
 }
 _RU: dict[str, Callable[[dict[str, Any]], str]] = {
     "quarantine": lambda v: (
         "в карантине "
         + ngettext("{count} message", "{count} messages", v["count"], "ru").format(**v)
     ),
-    "breaker": lambda v: "предохранитель разомкнут: сайт отвечает ошибками",
-    "token": lambda v: "доставка остановлена: сайт не принял токен",
+    "breaker": lambda v: (
+        "сайт раз за разом отвечает ошибками: доставка ждёт и продолжится сама, когда он "
+        "ответит; если это длится долго, сообщите тем, кто обслуживает сайт"
+    ),
     "operator": lambda v: f"доставка остановлена оператором {v['operator']}",
+    "unreachable": lambda v: (
+        f"сайт не отвечает с {_hm(v['since'])}: доставка продолжится сама, когда он ответит; "
+        "если это длится долго, проверьте, работает ли сайт, или сообщите тем, кто его "
+        "обслуживает"
+    ),
     "gap": lambda v: ngettext(
         "{count} aggregate waits for a missing version",
         "{count} aggregates wait for a missing version",
@@ -203,7 +302,26 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
         f"сообщения из брокера не принимаются (обработчик {v['worker']}, с {v['since']}): "
         f"{v['reason']}; обработчик пробует снова сам"
     ),
+    "sign_in_1c": lambda v: (
+        "1С не может войти: "
+        + ngettext("{count} wrong sign-in", "{count} wrong sign-ins", v["count"], "ru").format(**v)
+        + f" с {_hm(v['since'])}, успешных с тех пор не было. Администратор 1С указывает в "
+        "настройках обмена 1С того же пользователя и тот же пароль, что в "
+        "EXCHANGE_1C_USER и EXCHANGE_1C_PASSWORD"
+    ),
+    "sign_in_intake": lambda v: (
+        "JSON-приём не принял токен: "
+        + ngettext("{count} refusal", "{count} refusals", v["count"], "ru").format(**v)
+        + f" с {_hm(v['since'])}, успешных входов с тех пор не было. Тот, кто ведёт "
+        "отправляющую систему, указывает в ней токен из EXCHANGE_INTAKE_TOKEN"
+    ),
 }
+
+
+def _hm(iso: str | None) -> str:
+    """A time of a cause's sentence: ``2026-12-05 04:50 UTC`` (causes are said without the
+    display zone; the page and ``status`` show the exact times beside them), ``?`` unknown."""
+    return iso[:16].replace("T", " ") + " UTC" if iso else "?"
 
 
 @dataclass
@@ -213,24 +331,26 @@ class Attention:
     intake: dict[str, Any]
     onec_failed: dict[str, Any] | None
     causes: list[Cause]
+    # Per way in, sign-ins refused in the last hour with no success since (contract 15).
+    refused_sign_ins: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def attention(
     connection: Connection,
     staging_connection: Connection | None,
     figures: Any,
-    pause: dict[str, Any] | None,
     now: datetime,
     kinds: KindPolicies,
     live_within: float,
+    unwritten: Iterable[sign_ins.Refused] = (),
 ) -> Attention:
-    """Marks ``figures.workers`` live or not, and finds what needs a person: the one reading
-    ``exchange status`` and the dashboard share."""
-    mark_live(figures.workers, live_within)
+    """What needs a person, from ``status``'s figures (read with the same ``live_within``):
+    the one reading ``exchange status`` and the dashboard share."""
     taken = intake(staging_connection or connection, now)
     failing = onec_failing(connection)
     stopped = not any(w["live"] for w in figures.workers) and work_waits(
         connection, taken, now, kinds, live_within
     )
-    found = causes(figures, pause, onec_failed=failing, no_live_worker=stopped)
-    return Attention(intake=taken, onec_failed=failing, causes=found)
+    refused = sign_ins.refused_lately(connection, now, unwritten)
+    found = causes(figures, onec_failed=failing, no_live_worker=stopped, refused_sign_ins=refused)
+    return Attention(intake=taken, onec_failed=failing, causes=found, refused_sign_ins=refused)

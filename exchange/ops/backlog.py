@@ -55,16 +55,20 @@ def backlog(
     return {"messages": waiting, "eta_s": eta}
 
 
-def backlog_words(figures: dict[str, Any], *, paused: bool = False) -> str:
+def backlog_words(
+    figures: dict[str, Any], *, paused: bool = False, unreachable: bool = False
+) -> str:
     """``exchange status``'s line: "backlog: 54 210 messages, about 45 min at the current
     pace"; "backlog: none" when nothing waits (never "0 messages, about 0 s"), and no estimate
-    while delivery is ``paused`` (``eta_s`` stays the contract's figure: the pace of the last
-    minute)."""
+    while delivery is ``paused`` or the site does not answer (``unreachable``); ``eta_s``
+    stays the contract's figure: the pace of the last minute."""
     count = f"{figures['messages']:,}".replace(",", " ")
     if figures["messages"] == 0:
         return "backlog: none"
     if paused:
         return f"backlog: {count} messages, delivery is paused (no estimate)"
+    if unreachable:  # nothing moves: no estimate at 0 requests/s (issue 34 item 3)
+        return f"backlog: {count} messages, the site does not answer (no estimate)"
     if figures["eta_s"] is None:
         return f"backlog: {count} messages, none delivered in the last minute"
     return f"backlog: {count} messages, about {human_age(figures['eta_s'])} at the current pace"

@@ -22,8 +22,9 @@ from exchange.db.schema import messages, notifications, staging, workers
 from exchange.domain.notify import Situation, Stop, Told
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import PENDING, State, values
+from exchange.ops import sign_ins
 from exchange.ops.find import held_condition
-from exchange.ops.status import quarantine_by_reason, worker_rows
+from exchange.ops.status import WorkerState, holding, quarantine_by_reason, worker_rows
 from exchange.queue import control
 
 ROW = "operators"
@@ -43,6 +44,8 @@ class Snapshot:
     waiting_messages: int = 0
     waiting_age_s: float | None = None
     last_heartbeat_age_s: float | None = None
+    # Per way in, sign-ins refused lately with none accepted since (``ops/sign_ins.py``).
+    refused_sign_ins: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Filled only for a message: reason -> {"count", "oldest_message_id", "oldest_age_s", ...}
     quarantine_by_reason: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -61,7 +64,9 @@ def snapshot(
             messages.c.state == State.QUARANTINED.value
         )
     ).one()
-    live = worker_rows(connection, now)
+    # The rows whose breaker and pause hold delivery back, as ``exchange status`` reads them
+    # (contract 15: one truth): a worker that restarted under its id is no stopped one.
+    live = holding(worker_rows(connection, now))
     pause = control.operator_pause(connection)
     stops: set[Stop] = set()
     if any(w["breaker"] != "closed" for w in live):
@@ -81,7 +86,12 @@ def snapshot(
         _waiting(found, connection, staging_connection or connection, now, kinds)
         if found.waiting_age_s is not None and found.waiting_age_s >= stalled_after:
             stops.add(Stop.NO_WORKER)
-    found.situation = Situation(int(quarantined), newest, frozenset(stops), len(live))
+    found.refused_sign_ins = sign_ins.refused_lately(connection, now)
+    for door in found.refused_sign_ins:
+        if door in sign_ins.CAUSE_DOORS:
+            stops.add(Stop(f"sign-in-refused:{door}"))
+    reporting = sum(1 for w in live if w["state"] != WorkerState.STOPPED)
+    found.situation = Situation(int(quarantined), newest, frozenset(stops), reporting)
     return found
 
 

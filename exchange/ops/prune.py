@@ -50,10 +50,12 @@ from sqlalchemy import (
 
 from exchange.db.engine import transaction
 from exchange.db.schema import aggregates, cml_exchanges, history, messages, staging
+from exchange.db.worker_rows import clear_old_workers
 from exchange.domain.clock import Clock
 from exchange.domain.states import FINAL, values
 from exchange.errors import DatabaseUnavailable
 from exchange.i18n import Lang, _
+from exchange.ops import sign_ins
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +191,10 @@ def prune(
         report.exchanges += removed
         report.batches += 1
 
+    # Rows that say how things are, not what happened: kept a day (contract 15).
+    with transaction(engine) as connection:
+        clear_old_workers(connection, now)
+        sign_ins.clear_old(connection, now)
     if report.messages or report.staging or report.exchanges:
         log.info("prune: %s", report.describe())
     return report

@@ -12,6 +12,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from rich.table import Table
@@ -20,19 +21,33 @@ from sqlalchemy import Connection, case, func, not_, select
 from sqlalchemy.orm import aliased
 
 from exchange.db.schema import Message, aggregates, history, messages, workers
+from exchange.db.worker_rows import WORKERS_KEPT
 from exchange.domain.clock import ensure_utc, local_time
+from exchange.domain.pause import PauseCause
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import LIVE, PENDING, Event, State, values
 from exchange.errors import ExchangeError, OperatorError
 from exchange.i18n import Lang, _, ngettext, number
 from exchange.intake.sources.common import Source
 from exchange.ops.find import held, held_condition
-from exchange.queue import order
+from exchange.queue import control, order
+from exchange.settings import worker_live_within
+from exchange.settings.delivery import DeliverySettings
 
 RECENT = timedelta(minutes=15)
 # A worker that has not reported for this long is gone (worker ids change with every start):
 # its breaker and pause no longer hold anything back.
 WORKER_SEEN_WITHIN = timedelta(hours=1)
+# Contract 15: a worker reports at least every ``worker.REPORT_EVERY_S``; one quiet for
+# SILENT_AFTER is shown silent, and its row is shown (live or not, stopped or not) until
+# ``db.worker_rows.WORKERS_KEPT`` has passed since its last report.
+SILENT_AFTER = timedelta(seconds=30)
+# Settings.live_within with the default lease and poll: for callers without the settings
+# (tests, the blocked-aggregates page).
+DEFAULT_LIVE_WITHIN = worker_live_within(
+    DeliverySettings.model_fields["lease_seconds"].default,
+    DeliverySettings.model_fields["poll_interval"].default,
+)
 BLOCKED_SHOWN = 100
 ATTEMPT_EVENTS = [
     Event.DELIVERED.value,
@@ -55,10 +70,17 @@ class Status:
     blocked: list[dict[str, Any]] = field(default_factory=list)
     # reason -> {"count", "oldest_message_id", "oldest_quarantined_at", "oldest_age_s"}
     quarantine_by_reason: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # Any worker seen within WORKER_SEEN_WITHIN has its delivery paused by a 401/403, or its
-    # circuit breaker not closed: the one-glance answers a monitoring script wants.
+    # Delivery is paused, whoever paused it (contract 15, "one pause, one truth"): ``pause``
+    # says by whom; ``breaker_open``: a worker's circuit breaker is not closed. The one-glance
+    # answers a monitoring script wants.
     delivery_paused: bool = False
     breaker_open: bool = False
+    # {"by": "operator"|"configuration"|"site", "since", "note", "operator"} or None
+    # (``pause_of``): what the console's worker rows, the page and the notice all read.
+    pause: dict[str, Any] | None = None
+    # Since when the site has answered no live worker at all (refused connections,
+    # timeouts), or None: delivery waits for the site, and resumes by itself.
+    site_unreachable_since: str | None = None
     # Messages waiting behind a quarantined predecessor: a part of ``new_messages``, left out
     # of ``oldest_undelivered_age_s`` (a person's retry or cancel moves them, not time).
     held: int = 0
@@ -74,7 +96,15 @@ class Status:
         return asdict(self)
 
 
-def status(connection: Connection, now: datetime, kinds: KindPolicies) -> Status:
+def status(
+    connection: Connection,
+    now: datetime,
+    kinds: KindPolicies,
+    *,
+    live_within: float = DEFAULT_LIVE_WITHIN,
+) -> Status:
+    """The figures; ``live_within``: Settings.live_within (a worker is live while its last
+    report is younger)."""
     counts = {state.value: 0 for state in State}
     for state, count in connection.execute(
         select(messages.c.state, func.count()).group_by(messages.c.state)
@@ -99,21 +129,25 @@ def status(connection: Connection, now: datetime, kinds: KindPolicies) -> Status
             history.c.attempt.is_not(None),
         )
     ).one()
-    live_workers = worker_rows(connection, now)
+    shown = worker_rows(connection, now, live_within)
+    held_by = holding(shown)
+    pause = pause_of(control.operator_pause(connection), held_by)
     return Status(
         counts=counts,
         new_messages=counts[State.NEW.value],
         oldest_undelivered_age_s=(round((now - oldest).total_seconds(), 3) if oldest else None),
         error_share=round(failures / attempts, 4) if attempts else 0.0,
         delivery_rate_per_min=round(delivered / (RECENT.total_seconds() / 60), 3),
-        workers=live_workers,
+        workers=shown,
         blocked=blocked_aggregates(connection, kinds),
         quarantine_by_reason=quarantine_by_reason(connection, now),
-        delivery_paused=any(w["paused"] for w in live_workers),
-        breaker_open=any(w["breaker"] != "closed" for w in live_workers),
+        delivery_paused=pause is not None,
+        breaker_open=any(w["breaker"] != "closed" for w in held_by),
         held=held(connection, kinds),
         cancelled_by_reason=cancelled_by_reason(connection),
-        last_stopped=last_stopped(connection, now),
+        last_stopped=last_stopped(shown),
+        pause=pause,
+        site_unreachable_since=unreachable_since(shown),
     )
 
 
@@ -128,46 +162,145 @@ def cancelled_by_reason(connection: Connection) -> dict[str, int]:
     return {reason or "-": count for reason, count in rows}
 
 
-def last_stopped(connection: Connection, now: datetime) -> dict[str, Any] | None:
-    """The worker that stopped cleanly last (``Worker.retire``), within WORKER_SEEN_WITHIN."""
-    row = connection.execute(
-        select(workers.c.worker_id, workers.c.stopped_at)
-        .where(workers.c.stopped_at >= now - WORKER_SEEN_WITHIN)
-        .order_by(workers.c.stopped_at.desc(), workers.c.worker_id)
-        .limit(1)
-    ).first()
-    if row is None:
+def last_stopped(shown: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The worker that stopped cleanly last (``Worker.retire``) among the rows shown, unless a
+    worker is live: said instead of "no worker reported for an hour"."""
+    if any(w["live"] for w in shown):
         return None
+    stopped = [w for w in shown if w["state"] == WorkerState.STOPPED]
+    if not stopped:
+        return None
+    last = max(stopped, key=lambda w: (w["stopped_at"], w["worker_id"]))
     return {
-        "worker_id": row.worker_id,
-        "stopped_at": row.stopped_at.isoformat(),
-        "stopped_age_s": round((now - row.stopped_at).total_seconds(), 3),
+        "worker_id": last["worker_id"],
+        "stopped_at": last["stopped_at"],
+        "stopped_age_s": last["stopped_age_s"],
     }
 
 
-def worker_rows(connection: Connection, now: datetime) -> list[dict[str, Any]]:
-    """The workers that reported within WORKER_SEEN_WITHIN and have not stopped."""
+class WorkerState(StrEnum):
+    """A worker's row as it is (contract 15)."""
+
+    LIVE = "live"  # reporting
+    SILENT = "silent"  # live, but quiet for SILENT_AFTER (it reports every 10 s)
+    NOT_LIVE = "not-live"  # quiet for Settings.live_within: it delivers nothing
+    STOPPED = "stopped"  # stopped cleanly (``Worker.retire``), at ``stopped_at``
+
+
+def worker_state(
+    heartbeat_at: datetime, stopped_at: datetime | None, now: datetime, live_within: float
+) -> WorkerState:
+    """What a worker's row says of it: the one rule the console, the page and the notice
+    read."""
+    if stopped_at is not None:
+        return WorkerState.STOPPED
+    age = now - heartbeat_at
+    if age >= timedelta(seconds=live_within):
+        return WorkerState.NOT_LIVE
+    return WorkerState.SILENT if age >= SILENT_AFTER else WorkerState.LIVE
+
+
+def worker_rows(
+    connection: Connection, now: datetime, live_within: float = DEFAULT_LIVE_WITHIN
+) -> list[dict[str, Any]]:
+    """Every worker that reported within WORKERS_KEPT, as it is (``worker_state``): a worker
+    that stopped or went silent stays shown, never vanishes."""
     rows = connection.execute(
         select(workers)
-        .where(workers.c.heartbeat_at >= now - WORKER_SEEN_WITHIN, workers.c.stopped_at.is_(None))
+        .where(workers.c.heartbeat_at >= now - WORKERS_KEPT)
         .order_by(workers.c.worker_id)
     ).mappings()
+    shown = []
+    for row in rows:
+        state = worker_state(row["heartbeat_at"], row["stopped_at"], now, live_within)
+        stopped_at = row["stopped_at"]
+        shown.append(
+            {
+                "worker_id": row["worker_id"],
+                "worker": row["worker_id"],  # contract 6's name
+                "state": state.value,
+                "live": state in (WorkerState.LIVE, WorkerState.SILENT),
+                "heartbeat_at": row["heartbeat_at"].isoformat(),
+                "heartbeat_age_s": round((now - row["heartbeat_at"]).total_seconds(), 3),
+                "stopped_at": stopped_at.isoformat() if stopped_at else None,
+                "stopped_age_s": (
+                    round((now - stopped_at).total_seconds(), 3) if stopped_at else None
+                ),
+                # The site's answer that paused this worker's delivery (401/403), or None,
+                # and since when.
+                "paused": row["paused_reason"],
+                "paused_at": _iso(row["paused_at"]),
+                "pause_cause": row["pause_cause"],  # domain.pause.PauseCause, or None
+                # Since when the site has given this worker no answer at all, or None.
+                "unreachable_since": _iso(row["unreachable_since"]),
+                "breaker": row["breaker_state"],
+                "breaker_until": (
+                    row["breaker_until"].isoformat() if row["breaker_until"] else None
+                ),
+                # The site's pace (contract 5c) as the worker last saw it; None before it
+                # reported.
+                "pace": _pace(row["pace"]),
+                # Whether its broker source consumes (contract 15); None without one.
+                "source": _pace(row["source"]),
+            }
+        )
+    return shown
+
+
+def holding(shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows whose pause and breaker still hold delivery back: every worker seen within
+    WORKER_SEEN_WITHIN that has not stopped; a stopped one's last word only while no worker
+    is live (a live worker's own report supersedes it)."""
+    anyone_live = any(w["live"] for w in shown)
     return [
-        {
-            "worker_id": row["worker_id"],
-            "heartbeat_at": row["heartbeat_at"].isoformat(),
-            "heartbeat_age_s": round((now - row["heartbeat_at"]).total_seconds(), 3),
-            # The site's answer that paused delivery (401/403), or None while delivering.
-            "paused": row["paused_reason"],
-            "breaker": row["breaker_state"],
-            "breaker_until": row["breaker_until"].isoformat() if row["breaker_until"] else None,
-            # The site's pace (contract 5c) as the worker last saw it; None before it reported.
-            "pace": _pace(row["pace"]),
-            # Whether its broker source consumes (contract 15); None without one.
-            "source": _pace(row["source"]),
-        }
-        for row in rows
+        w
+        for w in shown
+        if w["heartbeat_age_s"] < WORKER_SEEN_WITHIN.total_seconds()
+        and (w["state"] != WorkerState.STOPPED or not anyone_live)
     ]
+
+
+def unreachable_since(shown: list[dict[str, Any]]) -> str | None:
+    """Since when the site has answered no live worker (each live worker says so, the
+    earliest time), or None when one of them hears it, or none is live."""
+    live = [w for w in shown if w["live"]]
+    if not live or any(w["unreachable_since"] is None for w in live):
+        return None
+    return str(min(w["unreachable_since"] for w in live))
+
+
+# Pauses the site's people mend (``pause_of``'s ``by`` ``site``).
+_SITES_OWN = (PauseCause.READ_ONLY_KEY.value, PauseCause.OTHER.value)
+
+
+def pause_of(
+    operator: dict[str, Any] | None, held_by: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The pause, whoever made it (contract 15): an operator's first (a person's decision,
+    with their note), else the site's refusal a worker reported: ``by`` ``configuration``
+    where a setting of ours is to mend (a token, a key, a login, a certificate, the API's
+    address, the broker's), ``site`` where the site's people are to act (a key that may only
+    read, a refusal of its own words); None while delivery runs."""
+    if operator is not None:
+        return {
+            "by": "operator",
+            "since": ensure_utc(operator["paused_at"]).isoformat(),
+            "note": operator["note"],
+            "operator": operator["operator"],
+        }
+    paused = [w for w in held_by if w["paused"]]
+    if not paused:
+        return None
+    first = min(paused, key=lambda w: w["paused_at"] or w["heartbeat_at"])
+    cause = first["pause_cause"] or PauseCause.OTHER.value
+    return {
+        "by": "site" if cause in _SITES_OWN else "configuration",
+        "since": first["paused_at"] or first["heartbeat_at"],
+        "note": first["paused"],
+        "operator": None,
+        # Which pause it is (domain.pause.PauseCause): the words that say what to mend.
+        "cause": cause,
+    }
 
 
 def _pace(text: str | None) -> dict[str, Any] | None:
@@ -390,24 +523,30 @@ def tables(figures: Status, zone: str = "UTC") -> list[Table]:
     for reason, count in figures.cancelled_by_reason.items():
         queue.add_row(Text(f"cancelled: {reason}"), str(count))
 
-    hours = int(WORKER_SEEN_WITHIN.total_seconds() // 3600)
+    hours = int(WORKERS_KEPT.total_seconds() // 3600)
     workers_table = Table(title="workers")
     for column in ("worker", "last seen", "breaker", "delivery", "site's pace"):
         workers_table.add_column(column, overflow="fold")
     for worker in figures.workers:
-        breaker = worker["breaker"]
-        if worker["breaker_until"]:
+        breaker = worker["breaker"] if worker["live"] else "-"
+        if worker["live"] and worker["breaker"] == "open" and worker["breaker_until"]:
             breaker += f" until {local_time(worker['breaker_until'], zone)}"
-        delivery = _delivery_words(worker, zone)
+        delivery = _delivery_words(worker, figures.pause, zone)
         seen = local_time(worker["heartbeat_at"], zone)
         workers_table.add_row(
             Text(worker["worker_id"]),
             f"{seen} ({human_age(worker['heartbeat_age_s'])} ago)",
             Text(breaker),
             Text(delivery),
-            Text(pace_words(worker["pace"])),
+            Text(pace_words(worker["pace"]) if worker["live"] else "-"),
         )
-    if not figures.workers and figures.last_stopped:
+    if figures.site_unreachable_since:
+        workers_table.caption = (
+            "the site has not answered since "
+            f"{local_time(figures.site_unreachable_since, zone)}: delivery resumes by itself "
+            "when it answers"
+        )
+    elif figures.last_stopped:
         gone = figures.last_stopped
         workers_table.caption = (
             f"the last worker, {gone['worker_id']}, stopped "
@@ -450,13 +589,27 @@ def tables(figures: Status, zone: str = "UTC") -> list[Table]:
     return [states, queue, workers_table, quarantine, blocked]
 
 
-def _delivery_words(worker: dict[str, Any], zone: str = "UTC") -> str:
-    """A worker's delivery as ``status`` prints it: one that is not live (contract 6) is
-    silent, never "running", whatever it last said."""
-    if worker.get("live") is False:
-        since = local_time(worker["heartbeat_at"], zone)
+def _delivery_words(worker: dict[str, Any], pause: dict[str, Any] | None, zone: str = "UTC") -> str:
+    """A worker's delivery as ``status`` prints it, from its row's state and the one pause
+    (contract 15): stopped with when, silent since when, not live (contract 6: never
+    "running", whatever it last said), paused as ``pause`` says, else running."""
+    state = worker.get("state")
+    if state == WorkerState.STOPPED:
+        stopped = f"STOPPED at {local_time(worker['stopped_at'], zone)}"
+        # Its last word about the site still holds while no worker is live (``holding``).
+        return f"{stopped} (last said: PAUSED: {worker['paused']})" if worker["paused"] else stopped
+    since = local_time(worker["heartbeat_at"], zone)
+    if state == WorkerState.NOT_LIVE or worker.get("live") is False:
         return f"SILENT since {since} (not live: delivers nothing)"
-    return f"PAUSED: {worker['paused']}" if worker["paused"] else "running"
+    if pause is not None and pause["by"] == "operator":
+        said = f"PAUSED by operator {pause['operator']}"
+    elif worker["paused"]:
+        said = f"PAUSED: {worker['paused']}"
+    else:
+        said = "running"
+    if state == WorkerState.SILENT:
+        return f"SILENT since {since} (still live; last said: {said})"
+    return said
 
 
 def biography(connection: Connection, message_id: str) -> dict[str, Any]:

@@ -24,10 +24,12 @@ from sqlalchemy import Engine
 
 from exchange.db.engine import transaction
 from exchange.domain.clock import Clock
-from exchange.domain.notify import Decision, Stop, decide
+from exchange.domain.notify import SIGN_IN_STOPS, Decision, Stop, decide
+from exchange.domain.pause import PauseCause
 from exchange.domain.policy import KindPolicies
 from exchange.errors import ExchangeError
 from exchange.ops import notify as store
+from exchange.ops.attention import Cause, pause_words, say
 from exchange.ops.channels import Channel, channels
 from exchange.ops.notify import Snapshot
 from exchange.ops.status import pace_words
@@ -47,8 +49,8 @@ _WORDS: dict[str, tuple[str, str]] = {
         "Delivery runs again, nothing needs doing:",
     ),
     "resumed_breaker": (
-        "- предохранитель закрылся: сайт снова отвечает",
-        "- the circuit breaker closed: the site answers again",
+        "- сайт снова отвечает",
+        "- the site answers again",
     ),
     "resumed_token": ("- сайт снова принимает токен", "- the site accepts the token again"),
     "resumed_operator": ("- оператор возобновил доставку", "- an operator resumed delivery"),
@@ -71,18 +73,14 @@ _WORDS: dict[str, tuple[str, str]] = {
     "open": ("  Открыть: {url}", "  Open: {url}"),
     "stops": ("Доставка остановлена:", "Delivery has stopped:"),
     "breaker": (
-        "- предохранитель открыт: сайт раз за разом отвечает ошибкой или недоступен "
-        "(обработчик {worker}{until}); сейчас: {pace}",
+        "- сайт раз за разом отвечает ошибкой или недоступен: доставка ждёт и продолжится "
+        "сама (обработчик {worker}{until}); сейчас: {pace}",
         "- the circuit breaker is open: the site keeps failing or cannot be reached "
         "(worker {worker}{until}); now: {pace}",
     ),
     "until": (", до {at}", ", until {at}"),
-    "token": (
-        "- сайт отверг токен ({answer}), обработчик {worker}: запишите новый токен в файл "
-        "токена; работающий сервис перечитает его сам",
-        "- the site refused the token ({answer}), worker {worker}: write the new token into "
-        "the token file; a running service reads it again by itself",
-    ),
+    # The pause in the words of ``status`` and the page (ops/attention.py, ``pause_words``).
+    "token": ("- {said} (обработчик {worker})", "- {said} (worker {worker})"),
     "operator": (
         "- доставку остановил оператор {operator} ({at}): «{note}»; возобновить: кнопка "
         "«Возобновить доставку» на рабочем месте",
@@ -98,6 +96,9 @@ _WORDS: dict[str, tuple[str, str]] = {
         "scheduled task runs",
     ),
     "never": ("ни разу", "ever"),
+    "sign_ins": ("Отказано во входе:", "Sign-ins refused:"),
+    "signing_in": ("отказано во входе", "sign-ins refused"),
+    "resumed_sign_in": ("- вход снова принят", "- sign-ins are accepted again"),
     "workbench": ("Рабочее место: {url}", "Workbench: {url}"),
     "commands": ("Команды:", "Commands:"),
     "status_cmd": (
@@ -129,6 +130,8 @@ _RESUMED = {
     Stop.TOKEN: "resumed_token",
     Stop.OPERATOR: "resumed_operator",
     Stop.NO_WORKER: "resumed_no_worker",
+    Stop.SIGN_IN_1C: "resumed_sign_in",
+    Stop.SIGN_IN_INTAKE: "resumed_sign_in",
 }
 
 # Reasons a retry may cure (the site or the service failed); the others need a fix in 1C or in
@@ -165,8 +168,10 @@ def compose(
     news = []
     if decision.gained:
         news.append(_w("gained", lang))
-    if situation.stops:
+    if situation.stops - SIGN_IN_STOPS:
         news.append(_w("stopped", lang))
+    if situation.stops & SIGN_IN_STOPS:
+        news.append(_w("signing_in", lang))
     bad_news = bool(news)
     if decision.resumed:
         news.append(_w("resumed", lang))
@@ -194,9 +199,16 @@ def compose(
                 link = f"{workbench_url}/quarantine?{urlencode({'reason': reason})}"
                 lines.append(_w("open", lang).format(url=link))
         lines.append("")
-    if situation.stops:
+    if situation.stops - SIGN_IN_STOPS:
         lines.append(_w("stops", lang))
         lines += _stop_lines(found, lang, zone)
+        lines.append("")
+    if situation.stops & SIGN_IN_STOPS:
+        # The words of ``exchange status`` and the dashboard (ops/attention.py): one source.
+        lines.append(_w("sign_ins", lang))
+        for door, refused in found.refused_sign_ins.items():
+            if Stop(f"sign-in-refused:{door}") in situation.stops:
+                lines.append("- " + say(Cause("", f"sign_in_{door}", refused), lang))
         lines.append("")
     if workbench_url:
         lines += [_w("workbench", lang).format(url=workbench_url + "/"), ""]
@@ -218,7 +230,7 @@ def _stop_lines(found: Snapshot, lang: Lang, zone: str) -> list[str]:
         for w in (w for w in found.workers if w["breaker"] != "closed"):
             until = (
                 _w("until", lang).format(at=_at(w["breaker_until"], zone))
-                if w["breaker_until"]
+                if w["breaker_until"] and w["breaker"] == "open"  # never a past half-open time
                 else ""
             )
             lines.append(
@@ -228,7 +240,8 @@ def _stop_lines(found: Snapshot, lang: Lang, zone: str) -> list[str]:
             )
     if Stop.TOKEN in stops:
         for w in (w for w in found.workers if w["paused"]):
-            lines.append(_w("token", lang).format(answer=w["paused"], worker=w["worker_id"]))
+            said = pause_words(w["pause_cause"] or PauseCause.OTHER.value, w["paused"], lang)
+            lines.append(_w("token", lang).format(said=said, worker=w["worker_id"]))
     pause = found.operator_pause
     if Stop.OPERATOR in stops and pause is not None:
         lines.append(

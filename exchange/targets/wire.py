@@ -26,10 +26,12 @@ from typing import Any
 
 import httpx
 
+from exchange.domain.pause import TLS_ERROR as TLS_ERROR
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import Pacer
 
-TLS_ERROR = "TLSError"  # error_class of a failed TLS handshake (e.g. an untrusted certificate)
+# TLS_ERROR: the error_class of a failed TLS handshake (e.g. an untrusted certificate), named
+# where pauses are told apart (domain/pause.py).
 
 TERMINAL_STATUSES = frozenset({400, 404, 410, 413, 422})
 PAUSE_STATUSES = frozenset({401, 403})

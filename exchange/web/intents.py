@@ -26,9 +26,11 @@ from exchange.intake.intents import (
     rows_of,
     stage_intents,
 )
+from exchange.ops.sign_ins import INTAKE as INTAKE_DOOR
 from exchange.web.config import WebConfig
 from exchange.web.door import client_address
 from exchange.web.keys import same_secret
+from exchange.web.sign_ins import SignIns
 from exchange.web.throttle import Guesses
 from exchange.words import error_words
 
@@ -73,6 +75,8 @@ class JsonIntake:
         # are staged there in one transaction; messages are read in the service's database.
         self.staging_engine = staging_engine if staging_engine is not engine else None
         self.guesses = Guesses("intake", config.monotonic)
+        # Refused sign-ins as a summary a minute (contract 15; ``server.build_app`` shares one).
+        self.sign_ins = SignIns(engine, config.clock, config.monotonic)
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post(PATH, self.handle)]
@@ -94,11 +98,13 @@ class JsonIntake:
         address = client_address(request, self.config.behind_proxy)
         verdict = self.guesses.admit(address)
         if not verdict.allowed:
+            await self.sign_ins.refused(INTAKE_DOOR)
             too_many = N_("too many wrong tokens from this address: try again later")
             response = _error(429, too_many, lang)
             response.headers["Retry-After"] = verdict.retry_after_header
             return response
         right, hold = self.guesses.judge(address, lambda: self._authorized(request))
+        await self.sign_ins.judged(INTAKE_DOOR, right=right)
         if not right:
             await asyncio.sleep(hold)
             return _error(401, N_("missing or wrong bearer token"), lang)

@@ -41,6 +41,7 @@ from exchange.intake.commerceml.publish import (
     exchanges_alive,
     import_file,
 )
+from exchange.ops.sign_ins import ONEC as ONEC_DOOR
 from exchange.web.config import WebConfig
 from exchange.web.door import client_address
 from exchange.web.files import (
@@ -58,6 +59,7 @@ from exchange.web.files import (
     unpacked,
 )
 from exchange.web.keys import Signer, credentials_digest, same_secret
+from exchange.web.sign_ins import SignIns
 from exchange.web.throttle import Guesses
 from exchange.words import onec_words
 
@@ -127,9 +129,10 @@ class Exchanges:
 @dataclass
 class Refusals:
     """Requests refused without a session since serve started, kept in memory only (a flood
-    of them never grows the database): ``app[ONEC].refused`` (``exchange/web/server.py``), for
-    ``status`` and the workbench to show "refused sign-ins since serve started". Logged at most
-    once every ``log_every`` seconds, with how many came since the last line."""
+    of them never grows the database): ``app[ONEC].refused`` (``exchange/web/server.py``).
+    Logged at most once every ``log_every`` seconds, with how many came since the last line.
+    Wrong passwords among them also reach ``status`` and the workbench as a summary a minute
+    (``web/sign_ins.py``, contract 15)."""
 
     since: datetime = field(default_factory=lambda: datetime.now(UTC))  # serve's start
     count: int = 0
@@ -187,6 +190,9 @@ class OneCExchange:
             since=config.clock.now(), clock=config.clock, monotonic=config.monotonic
         )
         self.guesses = Guesses("1c", config.monotonic)
+        # Refused sign-ins as a summary a minute (contract 15); ``server.build_app`` gives
+        # every way in of one serve process the same one, and flushes it.
+        self.sign_ins = SignIns(engine, config.clock, config.monotonic)
         self._spelling: Spelling | None = None  # the exchanges' file system's, asked once
 
     def routes(self) -> list[web.RouteDef]:
@@ -305,6 +311,7 @@ class OneCExchange:
         address = client_address(request, self.config.behind_proxy)
         verdict = self.guesses.admit(address)
         if not verdict.allowed:
+            await self.sign_ins.refused(ONEC_DOOR)
             return await self._refuse(
                 ANONYMOUS,
                 "",
@@ -312,6 +319,7 @@ class OneCExchange:
                 f"try again in {verdict.retry_after_header} s",
             )
         right, hold = self.guesses.judge(address, lambda: self._basic_ok(request))
+        await self.sign_ins.judged(ONEC_DOOR, right=right)
         if hold > 0:
             await asyncio.sleep(hold)
         return right

@@ -29,6 +29,7 @@ from exchange.web.intents import JsonIntake
 from exchange.web.keys import stored_key
 from exchange.web.onec import PATHS as ONEC_PATHS
 from exchange.web.onec import OneCExchange
+from exchange.web.sign_ins import SignIns
 from exchange.web.workbench import ACTION_PATHS, Workbench
 
 log = logging.getLogger(__name__)
@@ -65,15 +66,20 @@ def build_app(
     app[DOOR] = door
     onec = OneCExchange(config, engine, key, staging_engine)
     intake = JsonIntake(config, engine, staging_engine)
-    # The dashboard shows what 1C handed over (the staging table, wherever it is) and the
-    # sign-ins the 1C exchange refused since serve started (counted in memory only).
-    workbench = Workbench(
-        config, engine, key, staging_engine=staging_engine, onec_refused=onec.refused
-    )
+    # The dashboard shows what 1C handed over (the staging table, wherever it is); the
+    # sign-ins refused, from the summary rows and this process's unwritten count (SignIns).
+    workbench = Workbench(config, engine, key, staging_engine=staging_engine)
     app.add_routes(
         [*onec.routes(), *intake.routes(), *workbench.routes(), web.get("/healthz", _health)]
     )
     app[ONEC] = onec
+    # One count of refused sign-ins for the process, written a minute at a time (contract 15).
+    sign_ins = SignIns(engine, config.clock, config.monotonic)
+    onec.sign_ins = intake.sign_ins = workbench.sign_ins = sign_ins
+
+    async def flush_sign_ins(_: web.Application) -> AsyncIterator[None]:
+        async with sign_ins.flushing():
+            yield
 
     async def start_readers(_: web.Application) -> None:
         await asyncio.to_thread(onec.start)
@@ -100,6 +106,7 @@ def build_app(
     app.on_cleanup.append(close_readers)
     app.on_cleanup.append(close_workbench)
     app.cleanup_ctx.append(watch_imports)
+    app.cleanup_ctx.append(flush_sign_ins)
     return app
 
 

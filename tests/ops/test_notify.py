@@ -187,8 +187,9 @@ def _worker_row(engine: Engine, **values: Any) -> None:
     ("stop", "words", "resumed"),
     [
         (Stop.OPERATOR, "доставку остановил оператор olga", "оператор возобновил доставку"),
-        (Stop.TOKEN, "сайт отверг токен (HTTP 401)", "сайт снова принимает токен"),
-        (Stop.BREAKER, "предохранитель открыт", "предохранитель закрылся"),
+        # Issue 34 item 4: the pause in the words of status and the page, what to mend.
+        (Stop.TOKEN, "сайт не принял токен (HTTP 401). Запишите верный токен", "принимает токен"),
+        (Stop.BREAKER, "сайт раз за разом отвечает ошибкой", "сайт снова отвечает"),
         (Stop.NO_WORKER, "ни один обработчик не отчитывался", "обработчик снова отчитывается"),
     ],
 )
@@ -203,7 +204,7 @@ def test_delivery_that_stops_is_told_and_so_is_its_resumption(
         with transaction(engine) as connection:
             control.pause(connection, operator="olga", note="переоценка", now=clock.now())
     elif stop is Stop.TOKEN:
-        _worker_row(engine, paused_reason="HTTP 401")
+        _worker_row(engine, paused_reason="HTTP 401", pause_cause="token")
     elif stop is Stop.BREAKER:
         until = datetime.now(UTC) + timedelta(minutes=5)
         _worker_row(engine, breaker_state="open", breaker_until=until)

@@ -434,3 +434,32 @@ def test_prune_removes_old_1c_exchange_log_rows_and_never_the_package_records(
         packages = c.execute(select(cml_packages.c.version).order_by(cml_packages.c.id)).all()
     assert ["alive", "recent"] == kept
     assert [(1,), (2,)] == packages
+
+
+def test_prune_clears_worker_and_sign_in_rows_older_than_a_day(db_url: str) -> None:
+    """Contract 15: old worker rows and refused sign-in summaries go after a day."""
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import func, insert, select
+
+    from exchange.db.engine import make_engine, transaction
+    from exchange.db.schema import sign_in_refusals, workers
+    from exchange.ops.prune import prune
+
+    engine = make_engine(db_url)
+    now = datetime.now(UTC)
+    old, fresh = now - timedelta(days=1, minutes=1), now - timedelta(hours=2)
+    with transaction(engine) as connection:
+        for name, at in (("old", old), ("fresh", fresh)):
+            connection.execute(
+                insert(workers).values(worker_id=name, started_at=at, heartbeat_at=at)
+            )
+            connection.execute(
+                insert(sign_in_refusals).values(door="1c", count=2, first_at=at, last_at=at)
+            )
+    prune(engine, None, now=now, retention_days=30)
+    with transaction(engine, read_only=True) as connection:
+        left = connection.execute(select(workers.c.worker_id)).scalars().all()
+        refusals = connection.execute(select(func.count()).select_from(sign_in_refusals))
+        assert (left, refusals.scalar_one()) == (["fresh"], 1)
+    engine.dispose()

@@ -167,12 +167,17 @@ def test_status_json_shows_each_worker_its_breaker_and_a_pause_by_401(
     assert (True, False) == (data["delivery_paused"], data["breaker_open"])
 
 
-def test_a_worker_not_seen_for_an_hour_is_no_longer_shown(
+def test_a_worker_not_seen_for_an_hour_is_shown_not_live_and_holds_nothing_back(
     engine: Engine, settings: Settings, clock: FakeClock, queue: dict[str, Any]
 ) -> None:
+    """Contract 15: a worker never vanishes from ``status`` (its row is kept a day), but one
+    silent for an hour no longer holds delivery back with its breaker or pause."""
     clock.advance(HOUR + 1)
     data = figures(engine, settings, clock).as_json()
-    assert ([], False) == (data["workers"], data["delivery_paused"])
+    assert [("not-live", False)] == [(w["state"], w["live"]) for w in data["workers"]]
+    assert (False, False) == (data["delivery_paused"], data["breaker_open"])
+    clock.advance(24 * HOUR)
+    assert [] == figures(engine, settings, clock).as_json()["workers"]
 
 
 def test_status_json_names_blocked_aggregates_with_what_holds_them(

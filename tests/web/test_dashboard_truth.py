@@ -13,18 +13,21 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
-from sqlalchemy import Engine, insert, update
+from sqlalchemy import Engine, insert, select, update
+from web_helpers import PASSWORD, USER
 from workbench_helpers import add_operator, close_all, signed_in
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import staging, workers
+from exchange.db.schema import sign_in_refusals, staging, workers
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
 from exchange.intake import staging_table as intake
+from exchange.ops.attention import pause_words
 from exchange.queue import control, lease, record
 from exchange.words import word
 
@@ -156,3 +159,120 @@ def test_a_cleanly_stopped_worker_is_said_stopped_not_an_hour_silent(
     assert f"Обработчик {worker.worker_id} остановлен" in said, said
     assert re.search(r"остановлен \d+ с назад", said), said  # the test ran in under a minute
     assert word("no_workers", "ru") not in page
+
+
+def test_a_worker_started_again_under_its_id_is_shown_delivering_not_stopped(
+    bench: str, db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    """Issue 34 item 1: after a clean stop and a start under the same EXCHANGE_WORKER_ID
+    (the shipped configuration fixes it), the page never says «Ничего не доставляется… ни один
+    обработчик не работает»: the worker's row is live, the banner says delivery runs."""
+    settings = fast_settings(db_url, site.url)
+    first = bootstrap.worker(settings, db, rng=random.Random(3))
+    run_worker(first)
+    first.retire()
+    stage(db, [price_row("SKU-2", 1)])
+    with transaction(db) as connection:
+        connection.execute(
+            update(staging).values(created_at=datetime.now(UTC) - timedelta(seconds=120))
+        )
+    again = bootstrap.worker(settings, db, rng=random.Random(4))
+    run_worker(again, lambda w: w.cycle())
+    page = signed_in(bench, "olga").get("/").text
+    assert word("delivery_runs", "ru") in element(page, "pause")
+    assert word("nothing_delivered", "ru") not in page
+    assert re.search(r'data-state="live"><td[^>]*>test-(<wbr>)?worker</td>', page), page
+
+
+def test_a_site_refusing_connections_is_said_unreachable_never_delivery_runs(
+    bench: str, db: Engine, db_url: str
+) -> None:
+    """Issue 34 item 3: with the site refusing connections, the banner says since when the
+    site has not answered and that the prices go by themselves once it answers; no estimate
+    at 0 requests/s; no «предохранитель» anywhere."""
+    stage(db, [price_row(f"SKU-{n}", 1) for n in range(3)])
+    worker = bootstrap.worker(fast_settings(db_url, "http://127.0.0.1:9"), db)
+    run_worker(worker, lambda w: w.cycle())
+    page = signed_in(bench, "olga").get("/").text
+    said = element(page, "pause")
+    assert "Сайт не отвечает с" in said and "уйдут сами" in said, said
+    assert word("delivery_runs", "ru") not in said
+    card = element(page, "backlog")
+    assert word("backlog_unreachable", "ru") in card and "около" not in card, card
+    assert "предохранител" not in page.lower()
+
+
+def test_wrong_1c_passwords_are_said_under_needs_a_person_until_1c_signs_in(
+    bench: str, db: Engine
+) -> None:
+    """Issue 34 item 5 (contract 15): wrong 1C passwords are a cause on the page at once, in
+    the words ``status`` and the notice use; written to the database (one row for the first,
+    every other process sees it), never with the name or the address tried; a successful
+    sign-in clears it."""
+    for _ in range(3):
+        answer = httpx.get(
+            f"{bench}/1c_exchange.php?type=catalog&mode=checkauth", auth=(USER, "wrong")
+        )
+        assert answer.text.startswith("failure")
+    client = signed_in(bench, "olga")
+    needs = element(client.get("/").text, "needs")
+    assert "1С не может войти: 3 неверных входа с" in needs, needs
+    assert "EXCHANGE_1C_USER" in needs
+    with transaction(db) as connection:
+        rows = connection.execute(select(sign_in_refusals)).mappings().all()
+    # The first refusal at once, the rest within the minute; olga's sign-in is a mark (0).
+    assert sorted((r["door"], r["count"]) for r in rows) == [("1c", 1), ("workbench", 0)]
+    assert not any("wrong" in str(v) or "127.0.0.1" in str(v) for r in rows for v in r.values())
+    right = httpx.get(f"{bench}/1c_exchange.php?type=catalog&mode=checkauth", auth=(USER, PASSWORD))
+    assert right.text.startswith("success")
+    assert "1С не может войти" not in element(client.get("/").text, "needs")
+
+
+def test_a_pause_by_the_site_says_what_to_mend_in_the_words_of_status(
+    bench: str, db: Engine
+) -> None:
+    """Issue 34 item 4: a WooCommerce key that may only read is said as such on the page,
+    whom to ask included, with the words ``status`` and the notice use (never «сайт не принял
+    токен» where there is no token)."""
+    now = datetime.now(UTC)
+    answer = "the key may read but not write (HTTP 401: woocommerce_rest_cannot_edit)"
+    with transaction(db) as connection:
+        connection.execute(
+            insert(workers).values(
+                worker_id="shop-1",
+                started_at=now,
+                heartbeat_at=now,
+                paused_reason=answer,
+                paused_at=now,
+                pause_cause="read-only-key",
+            )
+        )
+    page = signed_in(bench, "olga").get("/").text
+    said = element(page, "pause")
+    assert pause_words("read-only-key", answer, "ru") in said, said
+    assert "Администратор магазина" in said and "токен" not in said
+    assert pause_words("read-only-key", answer, "ru") in element(page, "needs")
+
+
+def test_a_breaker_checking_the_site_shows_no_past_time_and_no_jargon(
+    bench: str, db: Engine
+) -> None:
+    """Issue 34 items 3 and 4: a half-open breaker's time lies in the past; the row says the
+    service checks whether the site answers, never «пробный запрос» at a past time."""
+    now = datetime.now(UTC)
+    past = now - timedelta(minutes=7)
+    with transaction(db) as connection:
+        connection.execute(
+            insert(workers).values(
+                worker_id="shop-1",
+                started_at=now,
+                heartbeat_at=now,
+                breaker_state="half-open",
+                breaker_until=past,
+            )
+        )
+    page = signed_in(bench, "olga").get("/").text
+    table = element(page, "workers")
+    assert word("breaker_half-open", "ru") in table, table
+    assert "пробный запрос" not in page and past.strftime("%H:%M:%S") not in table, table
+    assert "предохранител" not in page.lower()

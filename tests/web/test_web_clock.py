@@ -25,7 +25,7 @@ from exchange.domain.clock import FakeClock
 from exchange.web.keys import COOKIE_MAX_AGE_S
 
 AT = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
-ROW = re.compile(r'<tr class="(live|silent)"><td[^>]*>(worker\d)</td>')
+ROW = re.compile(r'<tr class="[^"]*" data-state="([a-z-]+)"><td[^>]*>(worker\d)</td>')
 
 
 @pytest.fixture(autouse=True)
@@ -66,16 +66,22 @@ def test_the_dashboard_counts_a_worker_live_or_silent_at_the_clocks_instant(
 ) -> None:
     live_within = bootstrap.web_config(web_settings(db_url, tmp_path / "1c")).live_within
     # 10 s either side of the limit: the decision is made at the clock's instant, exactly.
+    # Contract 15: quiet for 30 s, a worker is shown silent (still live, contract 6).
     _reported(db, "worker1", AT - timedelta(seconds=live_within - 10))
     _reported(db, "worker2", AT - timedelta(seconds=live_within + 10))
+    _reported(db, "worker3", AT - timedelta(seconds=25))
     client = signed_in(bench, "victor")
     page = client.get("/?lang=en").text
     drawn = re.search(r'<p id="drawn".*?</p>', page, re.S)
     assert drawn is not None and "2030-06-01 12:00:00" in drawn.group(0)
-    assert {"worker1": "live", "worker2": "silent"} == {w: s for s, w in ROW.findall(page)}
+    assert {"worker1": "silent", "worker2": "not-live", "worker3": "live"} == {
+        w: s for s, w in ROW.findall(page)
+    }
     clock.advance(20)  # worker1's last report is now 10 s past the limit too
     page = client.get("/?lang=en").text
-    assert {"worker1": "silent", "worker2": "silent"} == {w: s for s, w in ROW.findall(page)}
+    assert {"worker1": "not-live", "worker2": "not-live", "worker3": "silent"} == {
+        w: s for s, w in ROW.findall(page)
+    }
 
 
 def test_a_workbench_session_ends_when_its_lifetime_has_passed_on_the_clock(

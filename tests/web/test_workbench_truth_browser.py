@@ -75,7 +75,7 @@ def test_no_live_worker_while_1c_work_waits_turns_the_banner_red(
             update(staging).values(created_at=datetime.now(UTC) - timedelta(minutes=7))
         )
     _failed_exchange(db, "unmapped price types")
-    for _ in range(3):  # a wrong 1C password: counted in memory, never a cause
+    for _ in range(3):  # a wrong 1C password: a cause (contract 15, issue 34 item 5)
         answer = httpx.get(
             f"{base}/1c_exchange.php?type=catalog&mode=checkauth", auth=(USER, "wrong")
         )
@@ -85,7 +85,7 @@ def test_no_live_worker_while_1c_work_waits_turns_the_banner_red(
     banner = page.locator("#pause")
     assert "stopped" in (banner.get_attribute("class") or "")
     assert "Ничего не доставляется" in banner.inner_text()
-    row = page.locator("#workers tr.silent")
+    row = page.locator("#workers tr.not-live")
     assert row.count() == 1
     assert "молчит с" in row.locator("td.delivery").inner_text()
     assert row.locator("td.pace").inner_text() == "—"  # never the stale 169 requests/s
@@ -98,7 +98,7 @@ def test_no_live_worker_while_1c_work_waits_turns_the_banner_red(
     needs = page.locator("#needs").inner_text()
     assert "ни один обработчик не работает" in needs
     assert "обмен с 1С завершился ошибкой" in needs and "unmapped price types" in needs
-    assert "отказ" not in needs  # refused sign-ins are counted, not a cause
+    assert "1С не может войти: 3 неверных входа" in needs
     shot(page, "dashboard-stopped")
 
 

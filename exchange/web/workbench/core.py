@@ -28,7 +28,7 @@ from exchange.report.mask import Redactor
 from exchange.report.words import next_check
 from exchange.web.config import WebConfig
 from exchange.web.keys import DEVICE_MAX_AGE_S, Signer
-from exchange.web.onec import Refusals
+from exchange.web.sign_ins import SignIns
 from exchange.web.throttle import Limits, Throttle
 from exchange.words import (
     WORDS,
@@ -93,12 +93,10 @@ class Core:
         key: str,
         *,
         staging_engine: Engine | None = None,
-        onec_refused: Refusals | None = None,
     ) -> None:
         self.config = config
         self.engine = engine
         self.staging_engine = staging_engine
-        self.onec_refused = onec_refused
         self.kinds = KindPolicies.of(config.kinds)
         # Every decision of the workbench reads its time here (``WebConfig.clock``).
         clock = self.clock = config.clock
@@ -109,6 +107,8 @@ class Core:
         self.throttle = Throttle(
             Limits(delay=config.login_delay, delay_max=config.login_delay_max), config.monotonic
         )
+        # Refused sign-ins as a summary a minute (contract 15; ``server.build_app`` shares one).
+        self.sign_ins = SignIns(engine, clock, config.monotonic)
         self._argon2 = ThreadPoolExecutor(ARGON2_THREADS, thread_name_prefix="exchange-argon2")
         # The known devices' lane has a thread of its own: strangers' guesses keeping the two
         # above busy never queue an operator's sign-in behind them.

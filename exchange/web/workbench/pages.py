@@ -21,7 +21,7 @@ from exchange.domain.states import DUE, State, values
 from exchange.errors import OperatorError
 from exchange.intake.sources.common import refused_records
 from exchange.ops import find as finder
-from exchange.ops.attention import Cause, attention
+from exchange.ops.attention import Cause, attention, pause_words
 from exchange.ops.backlog import backlog
 from exchange.ops.exchanges import exchanges_page, onec_exchanges, untaken_by_document
 from exchange.ops.notify import last_told
@@ -128,6 +128,8 @@ class Pages(Core):
     async def dashboard(self, request: web.Request, who: Who) -> web.StreamResponse:
         lang = self._lang(request)
 
+        unwritten = self.sign_ins.unwritten()  # read on the event loop, which counts them
+
         def read() -> dict[str, Any]:
             with contextlib.ExitStack() as stack:
                 connection = stack.enter_context(transaction(self.engine, read_only=True))
@@ -137,10 +139,16 @@ class Pages(Core):
                     else None
                 )
                 now = self.clock.now()
-                figures = status(connection, now, self.kinds)
+                figures = status(connection, now, self.kinds, live_within=self.config.live_within)
                 pause = control.operator_pause(connection)
                 found = attention(
-                    connection, staged, figures, pause, now, self.kinds, self.config.live_within
+                    connection,
+                    staged,
+                    figures,
+                    now,
+                    self.kinds,
+                    self.config.live_within,
+                    unwritten,
                 )
                 hours = chart.last_day(connection, now)
                 onec = onec_exchanges(connection, now)
@@ -161,11 +169,18 @@ class Pages(Core):
                     "told": last_told(connection),
                     "intake": found.intake,
                     "needs": [cause_words(cause, lang) for cause in found.causes],
+                    # The site's pause in the words of ``status`` and the notice (item 4).
+                    "pause_said": (
+                        pause_words(figures.pause["cause"], figures.pause["note"], lang)
+                        if figures.pause is not None and figures.pause["by"] != "operator"
+                        else ""
+                    ),
                     "codes": [cause.code for cause in found.causes],
                     "live": any(w["live"] for w in figures.workers),
                     "live_within": self.config.live_within,
                     "onec_failed_24h": onec["by_outcome"].get("failure", 0),
-                    "refused": self.onec_refused,
+                    # 1C's sign-ins refused lately, none accepted since (contract 15).
+                    "refused": found.refused_sign_ins.get("1c"),
                 }
 
         refresh = _refresh_wanted(request)

@@ -14,6 +14,7 @@ from aiohttp import web
 
 from exchange.db.engine import transaction
 from exchange.ops import operators
+from exchange.ops.sign_ins import WORKBENCH as WORKBENCH_DOOR
 from exchange.web.door import client_address
 from exchange.web.keys import COOKIE_MAX_AGE_S, DEVICE_MAX_AGE_S
 from exchange.web.throttle import Verdict
@@ -104,6 +105,7 @@ class SignIn(Core):
         device = self._device(request, name)
         verdict = self.throttle.admit(name, address, device=device)
         if not verdict.allowed:
+            await self.sign_ins.refused(WORKBENCH_DOOR)
             return self._too_many(request, verdict)
         token = secrets.token_urlsafe(32)
         failed: bool | None = None  # None: not judged (the database failed), nothing counted
@@ -121,6 +123,8 @@ class SignIn(Core):
             failed = not opened
         finally:
             wait = self.throttle.done(name, address, failed=failed, device=device)
+        if failed is not None:
+            await self.sign_ins.judged(WORKBENCH_DOOR, right=not failed)
         if failed:
             await asyncio.sleep(wait)
             return self._login_page(request, 401, failed=True)

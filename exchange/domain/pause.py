@@ -1,0 +1,44 @@
+"""Which pause it is (issue 34 item 4): a site's refusal that paused delivery, named by what a
+person must mend, so that ``status``, the page, the notice and ``run``'s last line say what it
+is and whom to ask in the target's own words (``ops/attention.py`` holds the words).
+
+Pure: the verdict's facts and the target's kind in, a ``PauseCause`` out.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from exchange.domain.verdicts import Classification
+
+TLS_ERROR = "TLSError"  # targets/wire.py's error_class of an untrusted certificate
+
+
+class PauseCause(StrEnum):
+    TOKEN = "token"  # the shop API refused the bearer token (401/403)
+    WOO_KEY = "woo-key"  # WooCommerce refused the REST API key
+    READ_ONLY_KEY = "read-only-key"  # reads accepted, writes refused (Read-only key, no rights)
+    BITRIX_LOGIN = "bitrix-login"  # a 1C-Bitrix receiver refused the exchange's user/password
+    TLS = "tls"  # the site's certificate is not trusted
+    API_NOT_FOUND = "api-not-found"  # 404 on the API's root: the address, or permalinks off
+    BROKER = "broker"  # RabbitMQ refused the user, the exchange or the publishing
+    OTHER = "other"  # a refusal with no words of its own: its answer is shown
+
+
+def pause_cause(target: str, answer: Classification, *, write_refused: bool) -> PauseCause:
+    """What paused delivery to ``target`` (EXCHANGE_TARGET's value) on ``answer``."""
+    if write_refused:
+        return PauseCause.READ_ONLY_KEY
+    if answer.error_class == TLS_ERROR:
+        return PauseCause.TLS
+    if answer.http_status == 404:
+        return PauseCause.API_NOT_FOUND
+    if target == "rabbitmq":
+        return PauseCause.BROKER
+    if target == "bitrix":
+        return PauseCause.BITRIX_LOGIN if answer.error_class == "BitrixAuth" else PauseCause.OTHER
+    if answer.http_status in (401, 403):
+        return PauseCause.WOO_KEY if target == "woocommerce" else PauseCause.TOKEN
+    if target == "woocommerce" and answer.error_class in ("KeyRefused", "TransportRefused"):
+        return PauseCause.WOO_KEY
+    return PauseCause.OTHER
