@@ -13,7 +13,7 @@ data_version`` every ``CHECK_EVERY_S``, a read of the shared WAL index that chan
 another connection committed. The worker's own commits are other connections too (its pool,
 its heartbeat after every cycle), so a change alone would wake a cycle whose heartbeat wakes the
 next: a change is a wake-up only when ``max(id)`` of ``staging_intents`` grew with it (one seek
-in the primary key; ids only grow: ``AUTOINCREMENT``), which is what 1C's INSERT and ``serve``'s
+in the primary key; ids grow: ``AUTOINCREMENT``), which is what 1C's INSERT and ``serve``'s
 intake do and what taking rows in or recording outcomes never does. The poll stays beside it.
 """
 
@@ -143,10 +143,9 @@ class DataVersionWatch:
         if version == self._version:
             return
         self._version = version
-        newest = connection.execute("SELECT max(id) FROM staging_intents").fetchone()[0]
-        grew = self._newest is not None and (newest or 0) > self._newest
-        if self._newest is None or grew:
-            self._newest = newest or 0
+        newest = connection.execute("SELECT max(id) FROM staging_intents").fetchone()[0] or 0
+        grew = self._newest is not None and newest > self._newest
+        self._newest = newest  # followed down too: a table without AUTOINCREMENT reuses ids
         if grew:
             self._wake()
 
