@@ -8,10 +8,11 @@
   of the shop's capacity over the same window (deliveries per second ÷ ``RATE``).
 - At idle: ``CORRECTIONS`` rows staged one at a time into an idle worker with the default
   poll (5 s): median and worst from commit to the shop's effect (PostgreSQL wakes on NOTIFY,
-  SQLite waits for the poll).
+  SQLite on PRAGMA data_version: exchange/db/wake.py; bench/wake.py does the same with the
+  worker as a process of its own, and measures its idle CPU).
 
 The promise it checks: a correction within 2 × poll + EXCHANGE_HTTP_TIMEOUT whatever the
-backlog; at idle on PostgreSQL a median under 0.5 s and a p99 under 1 s.
+backlog; at idle on either database a median under 0.5 s and a p99 under 1 s.
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ Sections (all by default, in this order):
     brokers   intents per second taken from RabbitMQ and Redis Streams against the JSON intake
               (bench/brokers.py), --broker-intents (10,000) one per body, on SQLite and on
               PostgreSQL; needs the real brokers on 127.0.0.1
+    wake      one price committed by another process into an idle ``exchange run`` (default
+              poll): p50 / worst of 30, and the idle worker's share of a core over 60 s
+              (bench/wake.py), on SQLite and on PostgreSQL
 
 Every service run starts from a fresh database (SQLite file or a PostgreSQL database created and
 dropped here; admin URL from EXCHANGE_BENCH_PG, default postgresql://postgres@127.0.0.1:5432/
@@ -97,6 +100,7 @@ SECTIONS = (
     "pace",
     "latency",
     "brokers",
+    "wake",
 )
 CEILING_CLIENTS = ceiling.CLIENTS
 THREADED_CLIENTS = ("httpx", "aiohttp")
@@ -502,6 +506,18 @@ def latency_section(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     return figures
 
 
+def wake_section(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """bench/wake.py: one price committed by another process into an idle ``exchange run``
+    (default poll), p50 / worst of 30, and the idle worker's CPU over 60 s (10 rows, 10 s with
+    --quick), on both databases."""
+    from bench import wake
+
+    rows, idle = (10, 10.0) if args.quick else (wake.ROWS, wake.IDLE_SECONDS)
+    found = wake.measure(["sqlite", "postgresql"], rows, idle)
+    log("\n" + wake.table(found))
+    return found
+
+
 def brokers_section(args: argparse.Namespace) -> list[dict[str, Any]]:
     from bench import brokers
 
@@ -682,6 +698,8 @@ def main(argv: list[str] | None = None) -> None:
             section(results, "latency", lambda: latency_section(args, scratch))
         if "brokers" in args.sections:
             section(results, "brokers", lambda: brokers_section(args))
+        if "wake" in args.sections:
+            section(results, "wake", lambda: wake_section(args))
     for key in [k for k in results if k.startswith("_")]:
         results.pop(key)  # the appenders' return values (None)
     results["goals"] = report.goals(

@@ -16,7 +16,7 @@ from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from exchange.db.wake import Listener, listens
+from exchange.db.wake import watch
 from exchange.errors import DatabaseUnavailable
 from exchange.ops import prune
 from exchange.report import schedule as report_schedule
@@ -230,19 +230,21 @@ async def run_forever(
 def _wake_on_new_rows(
     worker: Worker, tick: Callable[[], Coroutine[Any, Any, None]]
 ) -> Callable[[], Coroutine[Any, Any, None]]:
-    """On PostgreSQL, a cycle as soon as rows are staged (exchange/db/wake.py), beside the
-    poll: a notification during a cycle runs one more cycle right after it (``tick`` waits for
-    the one in flight), so a row committed at any moment is taken within a cycle. Returns what
-    ends it at a stop: the listener is cancelled, but a cycle it woke finishes and records its
-    batch like the poll's (cancelling it there left a delivered batch ``in_progress`` until its
-    lease ran out: found by the several-workers test, 1 run in 3)."""
-    if not listens(worker.engine):
+    """A cycle as soon as rows are staged (exchange/db/wake.py: NOTIFY on PostgreSQL, PRAGMA
+    data_version on SQLite), beside the poll: a wake-up during a cycle runs one more cycle
+    right after it (``tick`` waits for the one in flight), so a row committed at any moment is
+    taken within a cycle. Returns what ends it at a stop: the watch is cancelled, but a cycle it
+    woke finishes and records its batch like the poll's (cancelling it there left a delivered
+    batch ``in_progress`` until its lease ran out: found by the several-workers test, 1 run in
+    3)."""
+    wake = asyncio.Event()
+    watching = watch(worker.engine, worker.staging_engine, wake.set)
+    if watching is None:
 
         async def nothing() -> None:
             return None
 
         return nothing
-    wake = asyncio.Event()
 
     async def cycles() -> None:
         while not worker.stopping:
@@ -250,14 +252,14 @@ def _wake_on_new_rows(
             wake.clear()
             await tick()  # returns at once once the worker is stopping
 
-    listening = asyncio.create_task(Listener(worker.engine, wake.set).run())
+    listening = asyncio.create_task(watching.run())
     cycling = asyncio.create_task(cycles())
 
     async def end() -> None:
         listening.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await listening
-        wake.set()  # a loop waiting for a notification sees the stop; one in a cycle ends it
+        wake.set()  # a loop waiting for a wake-up sees the stop; one in a cycle ends it
         await cycling
 
     return end

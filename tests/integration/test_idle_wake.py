@@ -1,6 +1,8 @@
 """Issue 23, item 6: at idle on PostgreSQL a staged row wakes the worker (the trigger that
 ``migrate`` puts on staging_intents, LISTEN/NOTIFY), so it reaches the shop well within a
-second, not at the next poll; the trigger only where staging is in the service's database."""
+second, not at the next poll; the trigger only where staging is in the service's database.
+Issue 35, item 4: on SQLite as well (PRAGMA data_version on a connection of the worker's own),
+and the worker's own commits never wake it into a loop."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +20,11 @@ from sqlalchemy import text
 
 from exchange import app as bootstrap
 from exchange import runner
+from exchange.db import wake
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import alembic_config, upgrade
 from exchange.db.wake import how_workers_wake
+from exchange.dev.dbkit import SqliteTemplate
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 
@@ -54,15 +59,17 @@ def has_trigger(url: str) -> bool:
 
 
 def test_at_idle_a_row_1c_commits_wakes_the_worker_instead_of_waiting_for_the_poll(
-    pg_url: str, shop: SiteSimulator, monkeypatch: pytest.MonkeyPatch
+    db_url: str, shop: SiteSimulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One worker (run's scheduler, poll 30 s) at idle, 20 rows committed one at a time as 1C
-    does (a plain INSERT: the trigger notifies): every row reaches the shop within BOUND of its
+    does (a plain INSERT from a connection of its own: on PostgreSQL the trigger notifies, on
+    SQLite the commit changes data_version): every row reaches the shop within BOUND of its
     commit; without the wake-up each would wait for the poll (15 s at the median)."""
     stops: list[Callable[[], None]] = []
     monkeypatch.setattr(runner, "_install_signals", lambda _loop, stop: stops.append(stop))
-    engine = make_engine(pg_url)
-    worker = bootstrap.worker(fast_settings(pg_url, shop.url, poll_interval=POLL), engine)
+    service = make_engine(db_url)
+    engine = make_engine(db_url)  # 1C's connection, not the worker's pool
+    worker = bootstrap.worker(fast_settings(db_url, shop.url, poll_interval=POLL), service)
     delays: list[float] = []
     rng = random.Random(7)
 
@@ -90,10 +97,82 @@ def test_at_idle_a_row_1c_commits_wakes_the_worker_instead_of_waiting_for_the_po
         run_worker(worker, scenario)
     finally:
         engine.dispose()
+        service.dispose()
 
     median, worst = statistics.median(delays), max(delays)
-    print(f"idle latency on PostgreSQL: median {median:.3f} s, worst of {ROWS} {worst:.3f} s")
+    print(f"idle latency: median {median:.3f} s, worst of {ROWS} {worst:.3f} s")
     assert worst < BOUND
+
+
+def test_on_sqlite_an_idle_worker_does_not_wake_itself_with_its_own_commits(
+    tmp_path: Path,
+    sqlite_template: SqliteTemplate,
+    shop: SiteSimulator,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each cycle ends with a heartbeat (a commit from the worker's pool: another connection
+    to the watch). After a row is delivered the worker goes quiet: over 200 checks of the watch
+    (a check every 0.005 s) no further cycle runs, where a wake-up on any commit would run one
+    per check. The poll (30 s) is far away; the count, not the clock, is asserted."""
+    url = sqlite_template.copy_to(tmp_path / "exchange.db")
+    stops: list[Callable[[], None]] = []
+    monkeypatch.setattr(runner, "_install_signals", lambda _loop, stop: stops.append(stop))
+    monkeypatch.setattr(wake, "CHECK_EVERY_S", 0.005)
+    watches: list[wake.DataVersionWatch] = []
+    real_watch = wake.watch
+
+    def watch(*args: Any) -> Any:
+        found = real_watch(*args)
+        assert isinstance(found, wake.DataVersionWatch)
+        watches.append(found)
+        return found
+
+    monkeypatch.setattr(runner, "watch", watch)
+    service, engine = make_engine(url), make_engine(url)
+    worker = bootstrap.worker(fast_settings(url, shop.url, poll_interval=POLL), service)
+    cycles = 0
+    real_cycle = worker.cycle
+
+    async def counted() -> Any:
+        nonlocal cycles
+        cycles += 1
+        return await real_cycle()
+
+    monkeypatch.setattr(worker, "cycle", counted)
+
+    async def until_checks(count: int) -> None:
+        async with asyncio.timeout(60):
+            while not watches or watches[-1].checks < count:
+                await asyncio.sleep(0.005)
+
+    async def scenario(_: Any) -> tuple[int, int]:
+        running = asyncio.create_task(runner.run_forever(worker, poll_interval=POLL))
+        try:
+            await until_checks(5)
+            stage(engine, [price_row("SKU-1", 1)])
+            async with asyncio.timeout(BOUND * 10):
+                while ("price", "SKU-1") not in shop.held_versions():
+                    await asyncio.sleep(0.005)
+            await until_checks(watches[-1].checks + 20)  # the delivery's commits settle
+            settled = cycles
+            await until_checks(watches[-1].checks + 200)
+            return settled, cycles
+        finally:
+            stops[-1]()
+            await asyncio.wait_for(running, 10)
+
+    found: list[tuple[int, int]] = []
+
+    async def recorded(w: Any) -> None:
+        found.append(await scenario(w))
+
+    try:
+        run_worker(worker, recorded)
+    finally:
+        engine.dispose()
+        service.dispose()
+    settled, after = found[0]
+    assert after == settled, f"{after - settled} cycles woken by the worker's own commits"
 
 
 def test_migrate_puts_the_notifying_trigger_only_in_the_services_own_database(
