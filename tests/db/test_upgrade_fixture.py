@@ -1,0 +1,117 @@
+"""Upgrading keeps everything (issue 31, item 4): the database the one-target service left
+(tests/db/upgrade_fixture/: made by make_fixture.py with main's code at migration 0021, before
+the channels schema change) migrates to head with every message, its state, lease, attempts and
+history, every aggregate's delivered version and lease, the workers' rows and their pace, the
+operator's pause and the 1C packages just as the manifest lists them, on SQLite (the file
+copied) and PostgreSQL (the plain dump run into an empty database).
+
+Today migrating it is a no-op (it is at head); the channels migration makes it the test of the
+upgrade, and extends it: the same rows must come back as the deliveries of the channel named
+after ``EXCHANGE_TARGET``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, delete, update
+from upgrade_data import differences, load_pg_dump, snapshot
+
+from exchange.db.engine import make_engine, transaction
+from exchange.db.migrate import current_revision, head_revision, upgrade
+from exchange.db.schema import history, messages
+
+FIXTURE = Path(__file__).resolve().parent / "upgrade_fixture"
+MANIFEST: dict[str, Any] = json.loads((FIXTURE / "manifest.json").read_text(encoding="utf-8"))
+
+
+def loaded(dialect: str, request: pytest.FixtureRequest, tmp_path: Path) -> Engine:
+    """A fresh database holding the fixture of ``dialect``, not yet migrated."""
+    if dialect == "sqlite":
+        path = tmp_path / "pre_channels.sqlite3"
+        shutil.copyfile(FIXTURE / "pre_channels.sqlite3", path)
+        return make_engine(f"sqlite:///{path}")
+    url: str = request.getfixturevalue("empty_pg_url")
+    load_pg_dump(
+        url.replace("postgresql+psycopg://", "postgresql://", 1), FIXTURE / "pre_channels.pg.sql"
+    )
+    return make_engine(url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def migrated(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    engine = loaded(request.param, request, tmp_path)
+    try:
+        assert current_revision(engine) == MANIFEST["made_with"]["alembic_revision"][request.param]
+        upgrade(engine)
+        yield request.param, engine
+    finally:
+        engine.dispose()
+
+
+def test_migrating_the_one_target_database_keeps_every_message_state_lease_and_history_row(
+    migrated: tuple[str, Engine],
+) -> None:
+    dialect, engine = migrated
+    assert current_revision(engine) == head_revision(engine)
+    assert differences(MANIFEST[dialect], snapshot(engine)) == []
+
+
+def test_the_check_notices_a_lost_history_row_and_a_changed_state(
+    migrated: tuple[str, Engine],
+) -> None:
+    """The comparison above can fail: a migration that dropped a history row or released a
+    quarantined message is named, line by line."""
+    dialect, engine = migrated
+    quarantined = next(
+        mid for mid, row in MANIFEST[dialect]["messages"].items() if row["reason"] == "http-404"
+    )
+    with transaction(engine) as connection:
+        pk = connection.execute(
+            messages.select()
+            .with_only_columns(messages.c.id)
+            .where(messages.c.message_id == quarantined)
+        ).scalar_one()
+        connection.execute(update(messages).where(messages.c.id == pk).values(state="new"))
+        connection.execute(
+            delete(history).where(history.c.message_pk == pk, history.c.event == "quarantined")
+        )
+    found = differences(MANIFEST[dialect], snapshot(engine))
+    assert f"/messages/{quarantined}/state: 'quarantined' became 'new'" in found
+    assert any(line.startswith(f"/messages/{quarantined}/history") for line in found), found
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_the_fixture_holds_every_state_the_upgrade_must_keep(dialect: str) -> None:
+    """What the fixture must hold to be worth migrating (issue 31, item 4)."""
+    rows = MANIFEST[dialect]["messages"].values()
+
+    def one(aggregate: str, version: int) -> dict[str, Any]:
+        (row,) = [r for r in rows if r["aggregate"] == aggregate and r["version"] == version]
+        return dict(row)
+
+    live = one("LEASE-1", 1)  # a live lease: in flight, held far beyond any test's run
+    assert live["state"] == "in_progress" and live["lease_token"]
+    assert datetime.fromisoformat(live["locked_until"]) > datetime.now(UTC)
+    assert one("BUSY-1", 1)["state"] == "delayed" and one("BUSY-1", 1)["next_try_at"]
+    assert (one("GONE-1", 1)["state"], one("GONE-1", 1)["reason"]) == ("quarantined", "http-404")
+    assert any(r["rejected"] and r["state"] == "quarantined" for r in rows)  # intake's record
+    # Held: DOC-Q v3 waits behind v2, quarantined because v1 never came.
+    assert (one("DOC-Q", 2)["state"], one("DOC-Q", 2)["reason"]) == ("quarantined", "sequence-gap")
+    assert one("DOC-Q", 3)["state"] == "new"
+    # An open gap: DOC-GAP v1 delivered, v2 missing, v3 waiting.
+    assert one("DOC-GAP", 1)["state"] == "delivered" and one("DOC-GAP", 3)["state"] == "new"
+    assert not [r for r in rows if r["aggregate"] == "DOC-GAP" and r["version"] == 2]
+    cancelled = {r["reason"] for r in rows if r["state"] == "cancelled"}
+    assert {"operator", "superseded", "stale"} <= cancelled
+    assert [h["event"] for h in one("GONE-3", 1)["history"]][-1] == "operator-retry"
+    snap = MANIFEST[dialect]
+    assert {w["stopped_at"] is None for w in snap["workers"].values()} == {True, False}
+    assert all(w["pace"] for w in snap["workers"].values())
+    assert len(snap["cml_packages"]) == 2 and snap["pause"]
+    assert snap["aggregates"]["price LEASE-1"]["lease_token"] == live["lease_token"]
