@@ -168,33 +168,38 @@ def test_each_price_type_named_sku_slash_price_type_is_delivered_on_its_own(
 def test_the_identity_of_an_aggregate_survives_prune(
     engine: Engine, settings: Settings, clock: FakeClock
 ) -> None:
-    take(engine, settings, clock, [price("SKU-1", 1, "10.00")])
-    with transaction(engine) as c:
-        batch = lease.claim(
-            c,
-            worker="w1",
-            now=clock.now(),
-            limit=10,
-            lease_seconds=30,
-            max_attempts=3,
-            kinds=KindPolicies.of({}),
-        )
+    """The first accepted version fixes the identity; prune removes it once a newer version
+    was delivered (a price keeps only its latest, contract 13), and the identity stays."""
+    for version, amount in ((1, "10.00"), (2, "11.00")):
+        take(engine, settings, clock, [price("SKU-1", version, amount)])
+        with transaction(engine) as c:
+            batch = lease.claim(
+                c,
+                worker="w1",
+                now=clock.now(),
+                limit=10,
+                lease_seconds=30,
+                max_attempts=3,
+                kinds=KindPolicies.of({}),
+            )
         ok = Decision(Event.DELIVERED, State.DELIVERED, "200 OK", http_status=200, receipt="r")
-    with transaction(engine) as c:
-        record.record(
-            c,
-            token=batch.token,
-            worker="w1",
-            now=clock.now(),
-            outcomes=[(m, ok) for m in batch.messages],
-            kinds=KindPolicies.of({}),
-        )
+        with transaction(engine) as c:
+            record.record(
+                c,
+                token=batch.token,
+                worker="w1",
+                now=clock.now(),
+                outcomes=[(m, ok) for m in batch.messages],
+                kinds=KindPolicies.of({}),
+            )
     clock.advance(timedelta(days=40).total_seconds())
-    report = prune.prune(engine, None, now=clock.now(), retention_days=30)
+    report = prune.prune(
+        engine, None, now=clock.now(), retention_days=30, kinds=KindPolicies.of({})
+    )
     assert report.messages == 1
-    take(engine, settings, clock, [price("SKU-1", 2, "9.00", "wholesale")])
+    take(engine, settings, clock, [price("SKU-1", 3, "9.00", "wholesale")])
 
-    assert {2: INVALID} == outcomes(engine)
+    assert {2: ("message", "delivered", None), 3: INVALID} == outcomes(engine)
     assert ("SKU-1", "retail") == pin(engine, "SKU-1")
 
 
