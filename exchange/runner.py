@@ -285,5 +285,6 @@ def prune_job(worker: Worker) -> Callable[[], Coroutine[Any, Any, None]]:
         worker.staging_engine,
         clock=worker.clock,
         retention_days=worker.settings.retention_days,
+        kinds=worker.kinds,
         stopping=lambda: worker.stopping,
     )

@@ -68,7 +68,8 @@ def prune(
     ] = False,
 ) -> None:
     """Remove delivered and cancelled messages, taken staging rows and 1C exchange log entries
-    older than EXCHANGE_RETENTION_DAYS (never quarantined or pending ones)."""
+    older than EXCHANGE_RETENTION_DAYS (never quarantined or pending ones, nor a price's
+    latest message or its latest delivered one)."""
     with _guard():
         settings = _settings(ctx)
         engine, staging_engine = bootstrap.engines(settings)
@@ -77,6 +78,7 @@ def prune(
             staging_engine,
             now=SystemClock().now(),
             retention_days=settings.retention_days,
+            kinds=settings.policies,
             dry_run=dry_run,
         )
     out.print(result.describe(cli_lang()), markup=False)

@@ -5,8 +5,11 @@ service knows, because receivers such as wc1c read an offer's prices as its whol
 
 "Known" is the latest version delivered or being delivered (``in_progress``) of each price
 aggregate of the SKU (``aggregates.sku`` and ``price_type``, fixed by the first accepted
-version); a version only waiting (new, delayed) or quarantined is not what the shop holds. A
-price whose messages were all pruned is not known any more."""
+version); a version only waiting (new, delayed) or quarantined is not what the shop holds.
+Prune keeps what this reads however old (``exchange.ops.prune``, contract 13): the latest
+delivered message of each price, and one being delivered is never final, so never pruned. Only a
+price whose messages were pruned before that rule (a database pruned by an earlier release) is
+not known, until 1C sends it again."""
 
 from __future__ import annotations
 

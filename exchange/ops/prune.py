@@ -21,6 +21,22 @@ pruned version is one the cursor already covers, so if 1C writes a pruned versio
 intake can no longer recognise as a duplicate) it is never sent: latest-wins cancels it
 ``stale``, and strict order never claims a version at or below the cursor.
 
+A message of a coalescing (latest-wins) kind goes only once a newer version of its aggregate
+replaces it (``replaced``; contract 13, "Prune"), so however old, prune never removes:
+
+- the aggregate's latest accepted message (its highest version that became a message, whatever
+  its state): seeding a new channel sends that price;
+- its latest delivered message: the price the service knows the shop holds
+  (``exchange.db.known_prices``), which every 1C-Bitrix offer carries beside the price that
+  changed, because a whole-set receiver such as wc1c clears a price type an offer leaves out.
+  The other price known_prices reads, one being delivered (``in_progress``), is not final and
+  never pruned; it may still end otherwise, so the delivered one stays until a newer one is
+  delivered.
+
+These are at most two messages an aggregate: what prune leaves grows with the catalogue, not
+with the history. A strict kind's versions are delivered each once, in order, and nothing reads
+an old one again: they go with the retention.
+
 Work goes in batches of ``batch_size`` ids, one short transaction each, so no lock is held for
 long. Each batch continues after the highest id of the one before (keyset), so a batch never
 walks again over the rows earlier batches looked at.
@@ -47,15 +63,18 @@ from sqlalchemy import (
     or_,
     select,
 )
+from sqlalchemy.orm import aliased
 
 from exchange.db.engine import transaction
-from exchange.db.schema import aggregates, cml_exchanges, history, messages, staging
+from exchange.db.schema import Message, aggregates, cml_exchanges, history, messages, staging
 from exchange.db.worker_rows import clear_old_workers
 from exchange.domain.clock import Clock
-from exchange.domain.states import FINAL, values
+from exchange.domain.policy import KindPolicies
+from exchange.domain.states import FINAL, State, values
 from exchange.errors import DatabaseUnavailable
 from exchange.i18n import Lang, _
 from exchange.ops import sign_ins
+from exchange.queue.order import is_strict
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +84,7 @@ PRUNE_EVERY = timedelta(days=1)
 # still prunes, without competing with its first cycles.
 FIRST_PRUNE_AFTER = timedelta(minutes=1)
 ENDED = values(FINAL)
+DELIVERED = State.DELIVERED.value
 
 
 @dataclass
@@ -102,9 +122,24 @@ class PruneReport:
         )
 
 
-def prunable_messages(cutoff: datetime) -> ColumnElement[bool]:
-    """Ended before ``cutoff``, and at or below the cursor (or a rejected row's record,
-    which belongs to no aggregate and so to no cursor)."""
+def replaced() -> ColumnElement[bool]:
+    """A newer version of the message's aggregate replaces it: a newer one was delivered, or,
+    for a message that was not delivered, any newer one became a message. What a coalescing
+    kind keeps is what this leaves out: the latest accepted message and the latest delivered
+    one (the module's docstring says why). One probe of ``ix_messages_aggregate_id_version``
+    per message."""
+    newer = aliased(Message, name="newer")
+    return exists().where(
+        newer.aggregate_id == messages.c.aggregate_id,
+        newer.version > messages.c.version,
+        or_(newer.state == DELIVERED, messages.c.state != DELIVERED),
+    )
+
+
+def prunable_messages(cutoff: datetime, kinds: KindPolicies) -> ColumnElement[bool]:
+    """Ended before ``cutoff``, at or below the cursor, and of a strict kind or replaced by a
+    newer version; or a rejected row's record, which belongs to no aggregate and so to no
+    cursor."""
     covered = exists().where(
         aggregates.c.id == messages.c.aggregate_id,
         messages.c.version <= aggregates.c.done_version,
@@ -112,7 +147,10 @@ def prunable_messages(cutoff: datetime) -> ColumnElement[bool]:
     return and_(
         messages.c.state.in_(ENDED),
         messages.c.updated_at < cutoff,
-        or_(messages.c.aggregate_id.is_(None), covered),
+        or_(
+            messages.c.aggregate_id.is_(None),
+            and_(covered, or_(is_strict(messages.c, kinds), replaced())),
+        ),
     )
 
 
@@ -134,11 +172,13 @@ def prune(
     *,
     now: datetime,
     retention_days: float,
+    kinds: KindPolicies,
     batch_size: int = BATCH_SIZE,
     dry_run: bool = False,
     should_stop: Callable[[], bool] = lambda: False,
 ) -> PruneReport:
     """Remove what ended more than ``retention_days`` before ``now``; ``dry_run`` only counts.
+    ``kinds``, the configured policies, tells the coalescing kinds (whose latest prices stay).
 
     ``should_stop`` is asked between batches: a service that is stopping leaves the rest to
     the next prune instead of holding up its exit.
@@ -149,7 +189,9 @@ def prune(
     staging_source = staging_engine or engine
     if dry_run:
         with transaction(engine, read_only=True) as connection:
-            report.messages, report.history = _count_messages(connection, report.cutoff)
+            report.messages, report.history = _count_messages(
+                connection, prunable_messages(report.cutoff, kinds)
+            )
         with transaction(staging_source, read_only=True) as connection:
             report.staging = _count(connection, staging, prunable_staging(report.cutoff))
         with transaction(engine, read_only=True) as connection:
@@ -159,7 +201,9 @@ def prune(
     after = 0
     while not should_stop():
         with transaction(engine) as connection:
-            batch = _delete_messages(connection, report.cutoff, after, batch_size)
+            batch = _delete_messages(
+                connection, prunable_messages(report.cutoff, kinds), after, batch_size
+            )
         if batch is None:
             break
         after, removed, removed_history = batch
@@ -216,11 +260,10 @@ def _upto(
 
 
 def _delete_messages(
-    connection: Connection, cutoff: datetime, after: int, size: int
+    connection: Connection, condition: ColumnElement[bool], after: int, size: int
 ) -> tuple[int, int, int] | None:
     """One batch: its messages' history, then the messages. Returns (upto, messages,
     history), or None when nothing is left."""
-    condition = prunable_messages(cutoff)
     upto = _upto(connection, messages, condition, after, size)
     if upto is None:
         return None
@@ -254,8 +297,7 @@ def _count(connection: Connection, table: Table, condition: ColumnElement[bool])
     )
 
 
-def _count_messages(connection: Connection, cutoff: datetime) -> tuple[int, int]:
-    condition = prunable_messages(cutoff)
+def _count_messages(connection: Connection, condition: ColumnElement[bool]) -> tuple[int, int]:
     count = _count(connection, messages, condition)
     history_rows = _count(
         connection, history, history.c.message_pk.in_(select(messages.c.id).where(condition))
@@ -272,6 +314,7 @@ def scheduled_job(
     *,
     clock: Clock,
     retention_days: float,
+    kinds: KindPolicies,
     stopping: Callable[[], bool],
 ) -> Callable[[], Coroutine[Any, Any, None]]:
     """The daily prune as a scheduler job: in a thread, so that cycles keep their pace; a
@@ -287,6 +330,7 @@ def scheduled_job(
                 staging_engine,
                 now=clock.now(),
                 retention_days=retention_days,
+                kinds=kinds,
                 should_stop=stopping,
             )
         except asyncio.CancelledError:

@@ -14,18 +14,17 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from optools import DELIVERED, settle
 from sqlalchemy import Engine, RowMapping, column, select, table
 
 from exchange.db.engine import transaction
 from exchange.db.schema import aggregates, history, messages
 from exchange.dev.testing import fast_settings, raw_row, stage
 from exchange.domain.clock import FakeClock
-from exchange.domain.policy import KindPolicies
-from exchange.domain.retry import Decision
-from exchange.domain.states import Event, State
+from exchange.domain.states import Event
 from exchange.intake import staging_table as intake
 from exchange.ops import prune
-from exchange.queue import coalesce, lease, record
+from exchange.queue import coalesce, lease
 from exchange.settings import Settings
 
 
@@ -168,33 +167,17 @@ def test_each_price_type_named_sku_slash_price_type_is_delivered_on_its_own(
 def test_the_identity_of_an_aggregate_survives_prune(
     engine: Engine, settings: Settings, clock: FakeClock
 ) -> None:
-    take(engine, settings, clock, [price("SKU-1", 1, "10.00")])
-    with transaction(engine) as c:
-        batch = lease.claim(
-            c,
-            worker="w1",
-            now=clock.now(),
-            limit=10,
-            lease_seconds=30,
-            max_attempts=3,
-            kinds=KindPolicies.of({}),
-        )
-        ok = Decision(Event.DELIVERED, State.DELIVERED, "200 OK", http_status=200, receipt="r")
-    with transaction(engine) as c:
-        record.record(
-            c,
-            token=batch.token,
-            worker="w1",
-            now=clock.now(),
-            outcomes=[(m, ok) for m in batch.messages],
-            kinds=KindPolicies.of({}),
-        )
+    """The first accepted version fixes the identity; prune removes it once a newer version
+    was delivered (a price keeps only its latest messages, contract 13); the identity stays."""
+    for version, amount in ((1, "10.00"), (2, "11.00")):
+        take(engine, settings, clock, [price("SKU-1", version, amount)])
+        settle(engine, settings, clock, {"SKU-1": DELIVERED})
     clock.advance(timedelta(days=40).total_seconds())
-    report = prune.prune(engine, None, now=clock.now(), retention_days=30)
+    report = prune.prune(engine, None, now=clock.now(), retention_days=30, kinds=settings.policies)
     assert report.messages == 1
-    take(engine, settings, clock, [price("SKU-1", 2, "9.00", "wholesale")])
+    take(engine, settings, clock, [price("SKU-1", 3, "9.00", "wholesale")])
 
-    assert {2: INVALID} == outcomes(engine)
+    assert {2: ("message", "delivered", None), 3: INVALID} == outcomes(engine)
     assert ("SKU-1", "retail") == pin(engine, "SKU-1")
 
 

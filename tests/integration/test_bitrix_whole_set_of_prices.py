@@ -11,6 +11,7 @@ import json
 import random
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from exchange import app as bootstrap
 from exchange.db.known_prices import DbKnownPrices
 from exchange.dev.bitrixsim import BitrixSimulator
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
+from exchange.ops import prune
 from exchange.worker import Worker
 
 TYPES = {"retail": "Розничная", "sale": "Распродажа", "wholesale": None}
@@ -118,6 +120,28 @@ def test_the_known_price_is_the_latest_delivered_never_one_the_shop_refused(
         for k in DbKnownPrices(engine).latest(["SKU-1", "SKU-NONE"])
     }
     assert {("SKU-1", "retail"): ("100.00", 1), ("SKU-1", "sale"): ("80.00", 1)} == known
+
+
+def test_a_price_past_the_retention_still_rides_along_after_prune(
+    db_url: str, engine: Engine, wc1c: BitrixSimulator
+) -> None:
+    """Contract 13, "Prune": prune never removes a price's latest message (nor its latest
+    delivered one), so a sale price unchanged for longer than EXCHANGE_RETENTION_DAYS still
+    rides along and the whole-set receiver keeps it; the retail price's older version goes."""
+    stage(engine, [row("SKU-1", "retail", 1, "100.00"), row("SKU-1", "sale", 1, "80.00")])
+    run_worker(worker(db_url, engine, wc1c))
+    stage(engine, [row("SKU-1", "retail", 2, "110.00")])
+    run_worker(worker(db_url, engine, wc1c))
+
+    later = datetime.now(UTC) + timedelta(days=31)
+    kinds = fast_settings(db_url).policies
+    report = prune.prune(engine, None, now=later, retention_days=30, kinds=kinds)
+
+    stage(engine, [row("SKU-1", "retail", 3, "120.00")])  # only the retail price changed
+    run_worker(worker(db_url, engine, wc1c))
+    assert {"SKU-1": {"Розничная": "120.00", "Распродажа": "80.00"}} == offers(wc1c.packages[-1])
+    assert ("120.00", "80.00") == held(wc1c, "SKU-1"), "the sale price was not cleared"
+    assert 1 == report.messages, "retail v1, replaced by v2, went"
 
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

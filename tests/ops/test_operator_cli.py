@@ -44,16 +44,16 @@ def clock() -> FakeClock:
 @pytest.fixture
 def queue(db_url: str, engine: Engine, settings: Settings, clock: FakeClock) -> dict[str, str]:
     """Forty days ago: SKU-1, SKU-2 and SKU-3 refused (http-422), D-1 v1 refused (http-400)
-    with v2 held behind it, SKU-OLD delivered; then SKU-1 v2 delivered, which makes the
-    quarantined SKU-1 v1 superseded after quarantine. Now: a worker's request for SKU-W is
-    refused with 401, so its delivery is paused."""
+    with v2 held behind it, SKU-OLD v2 delivered (v1, taken with it, superseded); then SKU-1 v2
+    delivered, which makes the quarantined SKU-1 v1 superseded after quarantine. Now: a
+    worker's request for SKU-W is refused with 401, so its delivery is paused."""
     skus = ["SKU-1", "SKU-2", "SKU-3"]
     take(
         engine,
         settings,
         clock,
         [price_row(s, 1) for s in [*skus, "SKU-OLD"]]
-        + [posting_row("D-1", 1), posting_row("D-1", 2)],
+        + [price_row("SKU-OLD", 2), posting_row("D-1", 1), posting_row("D-1", 2)],
     )
     settle(
         engine,
@@ -85,7 +85,8 @@ def queue(db_url: str, engine: Engine, settings: Settings, clock: FakeClock) -> 
         "SKU-3": mid(engine, "SKU-3", 1),
         "D-1": mid(engine, "D-1", 1),
         "SKU-1 v2": mid(engine, "SKU-1", 2),
-        "SKU-OLD": mid(engine, "SKU-OLD", 1),
+        "SKU-OLD v1": mid(engine, "SKU-OLD", 1),
+        "SKU-OLD": mid(engine, "SKU-OLD", 2),
     }
 
 
@@ -205,10 +206,10 @@ def test_prune_dry_run_changes_nothing_and_prune_removes_what_ended_long_ago(
     )
 
     assert 0 == dry.returncode, describe(dry)
-    # SKU-OLD and SKU-1 v2 were delivered 40 days ago; seven staging rows were taken then
-    # (SKU-W's, taken now, stays).
-    assert "would remove 2 delivered or cancelled message(s)" in dry.stdout, describe(dry)
-    assert "7 taken staging row(s)" in dry.stdout, describe(dry)
+    # 40 days ago SKU-OLD v1 was superseded, SKU-OLD v2 and SKU-1 v2 delivered; eight staging
+    # rows were taken then (SKU-W's, taken now, stays). Each price keeps its latest message.
+    assert "would remove 1 delivered or cancelled message(s)" in dry.stdout, describe(dry)
+    assert "8 taken staging row(s)" in dry.stdout, describe(dry)
     assert 0 == kept_longer.returncode, describe(kept_longer)
     assert "removed 0 delivered or cancelled message(s)" in kept_longer.stdout
     assert before == snapshot(engine)
@@ -216,10 +217,11 @@ def test_prune_dry_run_changes_nothing_and_prune_removes_what_ended_long_ago(
     pruned = cli("prune", db=db_url)
 
     assert 0 == pruned.returncode, describe(pruned)
-    assert "removed 2 delivered or cancelled message(s)" in pruned.stdout, describe(pruned)
+    assert "removed 1 delivered or cancelled message(s)" in pruned.stdout, describe(pruned)
     remaining = states(engine)
-    assert queue["SKU-OLD"] not in remaining and queue["SKU-1 v2"] not in remaining
-    assert {queue[k] for k in ("superseded", "SKU-2", "SKU-3", "D-1")} <= set(remaining)
+    assert queue["SKU-OLD v1"] not in remaining
+    kept = ("superseded", "SKU-2", "SKU-3", "D-1", "SKU-OLD", "SKU-1 v2")
+    assert {queue[k] for k in kept} <= set(remaining)
 
 
 def test_status_json_adds_the_quarantine_by_reason_and_the_paused_worker(

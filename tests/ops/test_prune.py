@@ -1,7 +1,8 @@
 """Retention (issue 3, item 7): ``prune`` removes delivered and cancelled messages that ended
 more than EXCHANGE_RETENTION_DAYS ago, with their history, and staging rows taken that long
-ago; never a quarantined or pending message, never an aggregate's cursor. In batches, each its
-own transaction. On SQLite and on PostgreSQL.
+ago; never a quarantined or pending message, never an aggregate's cursor, and never the latest
+accepted message of a price, nor its latest delivered one (contract 13, "Prune"). In batches,
+each its own transaction. On SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from optools import (
     settle,
     snapshot,
     staging_rows,
+    stale_at_site,
     states,
     take,
 )
@@ -32,10 +34,12 @@ from sqlalchemy import Engine, func, insert, select
 from exchange import app as bootstrap
 from exchange import runner
 from exchange.db.engine import make_engine, transaction
+from exchange.db.known_prices import DbKnownPrices
 from exchange.db.schema import cml_exchanges, cml_packages, history, messages
 from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.testing import fast_settings, posting_row, price_row, raw_row, stage
 from exchange.domain.clock import FakeClock
+from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
 from exchange.intake import staging_table as intake
@@ -46,10 +50,13 @@ from exchange.settings import Settings
 
 DAYS = 30.0
 OLD = timedelta(days=DAYS + 1)
+KINDS = KindPolicies.of(DEFAULT_KINDS)
 
 
 def run_prune(engine: Engine, clock: FakeClock, **options: Any) -> prune.PruneReport:
-    return prune.prune(engine, None, now=clock.now(), retention_days=DAYS, **options)
+    return prune.prune(
+        engine, None, now=clock.now(), retention_days=DAYS, **({"kinds": KINDS} | options)
+    )
 
 
 def cancel(engine: Engine, settings: Settings, clock: FakeClock, ids: list[str]) -> None:
@@ -81,9 +88,11 @@ def delayed(clock: FakeClock, days: float) -> Decision:
 def aged(engine: Engine, settings: Settings, clock: FakeClock) -> dict[str, str]:
     """Messages of every kind, most of them ended 31 days before ``clock.now()``:
 
-    old, removed:   SKU-1 v1 delivered; SKU-2 v1 cancelled (superseded) and v2 delivered;
-                    D-1 v1 delivered; the record of a rejected row, cancelled by an operator
-    old, kept:      SKU-Q v1 quarantined; SKU-P v1 delayed (next try in 100 days);
+    old, removed:   SKU-2 v1 cancelled (superseded by v2); D-1 v1 delivered; the record of
+                    a rejected row, cancelled by an operator
+    old, kept:      SKU-1 v1 delivered and SKU-2 v2 delivered: each its price's latest
+                    message (contract 13);
+                    SKU-Q v1 quarantined; SKU-P v1 delayed (next try in 100 days);
                     D-1 v3 new, waiting for v2 (a gap; retried by an operator);
                     D-2 v2 cancelled by an operator above a gap: the cursor (0) has not
                     stepped over it yet, and will read it when it does
@@ -165,8 +174,8 @@ def aged(engine: Engine, settings: Settings, clock: FakeClock) -> dict[str, str]
     return ids
 
 
-REMOVED = ["SKU-1", "SKU-2 v1", "SKU-2 v2", "D-1 v1", "rejected"]
-KEPT = ["SKU-Q", "SKU-P", "D-1 v3", "D-2 v2", "SKU-R"]
+REMOVED = ["SKU-2 v1", "D-1 v1", "rejected"]
+KEPT = ["SKU-1", "SKU-2 v2", "SKU-Q", "SKU-P", "D-1 v3", "D-2 v2", "SKU-R"]
 
 
 def test_prune_removes_old_delivered_and_cancelled_messages_with_their_history(
@@ -251,15 +260,68 @@ def test_nothing_ended_within_the_retention_period_is_removed(
     engine: Engine, clock: FakeClock, aged: dict[str, str]
 ) -> None:
     before = snapshot(engine)
-    report = prune.prune(engine, None, now=clock.now(), retention_days=365)
+    report = prune.prune(engine, None, now=clock.now(), retention_days=365, kinds=KINDS)
     assert (0, 0, 0) == (report.messages, report.history, report.staging)
     assert before == snapshot(engine)
 
 
+def test_a_price_keeps_its_latest_message_and_its_latest_delivered_one_however_old(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    """Contract 13, "Prune": never the latest accepted message of an aggregate of a coalescing
+    kind (the highest version that became a message, whatever its state), nor the latest
+    delivered one, the price a 1C-Bitrix offer carries beside the one that changed
+    (``DbKnownPrices``); every older version still goes, and a strict kind keeps nothing.
+
+    A: v1, v2, v3 delivered                  -> v3 kept
+    B: v1 delivered, v2 refused and cancelled -> both: v2 the latest, v1 the price the shop has
+    C: v1, v2 delivered, v3 cancelled         -> v2 and v3 kept
+    E: v1 superseded by v2, v2 delivered      -> v2 kept
+    F: v1 answered stale, the site holds v5   -> v1 kept (the cursor is above every message)
+    D-9: postings v1, v2 delivered            -> both go
+    """
+    take(engine, settings, clock, [price_row(a, 1, "1.00") for a in "ABCF"])
+    settle(engine, settings, clock, dict.fromkeys("ABC", DELIVERED) | {"F": stale_at_site(5)})
+    take(engine, settings, clock, [price_row(a, 2, "2.00") for a in "ABC"])
+    settle(engine, settings, clock, {"A": DELIVERED, "B": refused(422), "C": DELIVERED})
+    third = [price_row("A", 3, "3.00"), price_row("C", 3, "3.00"), price_row("E", 1, "1.00")]
+    take(engine, settings, clock, [*third, price_row("E", 2, "2.00"), posting_row("D-9", 1)])
+    decisions = {"A": DELIVERED, "C": refused(422), "E": DELIVERED, "D-9": DELIVERED}
+    settle(engine, settings, clock, decisions)
+    take(engine, settings, clock, [posting_row("D-9", 2)])
+    settle(engine, settings, clock, {"D-9": DELIVERED})
+    cancel(engine, settings, clock, [mid(engine, "B", 2), mid(engine, "C", 3)])
+    ids = {
+        (a, v): mid(engine, a, v)
+        for a, top in (("A", 3), ("B", 2), ("C", 3), ("E", 2))
+        for v in range(1, top + 1)
+    }
+    ids |= {
+        ("F", 1): mid(engine, "F", 1),
+        ("D-9", 1): mid(engine, "D-9", 1),
+        ("D-9", 2): mid(engine, "D-9", 2),
+    }
+    assert ("cancelled", "superseded") == states(engine)[ids[("E", 1)]]
+    assert 5 == done_version(engine, "F")
+    clock.advance(OLD.total_seconds())
+
+    dry = run_prune(engine, clock, dry_run=True)
+    report = run_prune(engine, clock)
+
+    kept = {(a, v) for (a, v), message_id in ids.items() if message_id in states(engine)}
+    assert {("A", 3), ("B", 1), ("B", 2), ("C", 2), ("C", 3), ("E", 2), ("F", 1)} == kept
+    assert (len(ids) - len(kept), len(ids) - len(kept)) == (dry.messages, report.messages)
+    known = {(k.sku, k.version, str(k.amount)) for k in DbKnownPrices(engine).latest("ABCEF")}
+    assert {("A", 3, "3.00"), ("B", 1, "1.00"), ("C", 2, "2.00"), ("E", 2, "2.00")} == known
+    assert 0 == run_prune(engine, clock).messages, "what is kept stays kept"
+
+
 def old_deliveries(engine: Engine, settings: Settings, clock: FakeClock, count: int) -> None:
-    skus = [f"SKU-{n}" for n in range(count)]
-    take(engine, settings, clock, [price_row(sku, 1) for sku in skus])
-    settle(engine, settings, clock, dict.fromkeys(skus, DELIVERED))
+    """``count`` postings delivered long ago: a strict kind's versions all go with the
+    retention (a price would keep its latest)."""
+    documents = [f"D-{n}" for n in range(count)]
+    take(engine, settings, clock, [posting_row(document, 1) for document in documents])
+    settle(engine, settings, clock, dict.fromkeys(documents, DELIVERED))
     clock.advance(OLD.total_seconds())
 
 
@@ -312,15 +374,15 @@ def test_a_pruned_version_that_1c_writes_again_is_never_sent_again(
     engine: Engine, settings: Settings, clock: FakeClock, aged: dict[str, str]
 ) -> None:
     run_prune(engine, clock)
-    assert aged["SKU-1"] not in states(engine)
+    assert aged["SKU-2 v1"] not in states(engine)
 
     # Intake can no longer tell these are duplicates: they become messages again...
-    take(engine, settings, clock, [price_row("SKU-1", 1), posting_row("D-1", 1)])
+    take(engine, settings, clock, [price_row("SKU-2", 1), posting_row("D-1", 1)])
     again = states(engine)
 
     # ...but the cursor, which prune keeps, is past them: both end cancelled "stale", never
     # sent again and never left waiting (which would keep `run --until-idle` from idling).
-    assert ("cancelled", "stale") == again[mid(engine, "SKU-1", 1)]
+    assert ("cancelled", "stale") == again[mid(engine, "SKU-2", 1)]
     assert ("cancelled", "stale") == again[mid(engine, "D-1", 1)]
     # Only SKU-U, the row never taken before, is due.
     assert ["SKU-U"] == [m.aggregate for m in claim(engine, settings, clock).messages]
@@ -370,7 +432,9 @@ def test_staging_in_its_own_database_is_pruned_there(
         stage(staging_engine, [price_row("SKU-2", 1)])  # never taken
         clock.advance(OLD.total_seconds())
 
-        report = prune.prune(engine, staging_engine, now=clock.now(), retention_days=DAYS)
+        report = prune.prune(
+            engine, staging_engine, now=clock.now(), retention_days=DAYS, kinds=KINDS
+        )
 
         assert 1 == report.staging
         assert [(2, False)] == staging_rows(staging_engine)
