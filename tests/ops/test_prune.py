@@ -521,7 +521,7 @@ def test_prune_clears_worker_and_sign_in_rows_older_than_a_day(db_url: str) -> N
             connection.execute(
                 insert(sign_in_refusals).values(door="1c", count=2, first_at=at, last_at=at)
             )
-    prune(engine, None, now=now, retention_days=30)
+    prune(engine, None, now=now, retention_days=30, kinds=KINDS)
     with transaction(engine, read_only=True) as connection:
         left = connection.execute(select(workers.c.worker_id)).scalars().all()
         refusals = connection.execute(select(func.count()).select_from(sign_in_refusals))
