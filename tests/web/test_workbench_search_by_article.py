@@ -71,7 +71,7 @@ def test_the_1c_article_finds_a_product_whose_sku_is_its_1c_id(
     prices = _cells(page, "num price nowrap")
     assert prices and all(p.endswith("\xa0₽") and "," in p for p in prices), prices
     header = re.search(r"<thead.*?</thead>", page, re.S)
-    assert header and header.group(0).index("Товар") < header.group(0).index("message_id")
+    assert header and header.group(0).index("Товар") < header.group(0).index("Код сообщения")
     assert "Найдено: 3" in operator.get("/find", params={"q": "б- 1300"}).text  # Б- 130005
 
 
@@ -84,9 +84,9 @@ def test_what_is_found_is_paged_beyond_200(serve: Callable[..., str], db: Engine
     client = signed_in(base, "olga")
     first = client.get("/find", params={"q": "art-"}).text
     assert "Найдено: 205" in first and "Страница 1 из 2" in first
-    assert len(re.findall(r'<td class="id" data-label="message_id">', first)) == 200
+    assert len(re.findall(r'<td class="id" data-label="Код сообщения">', first)) == 200
     second = client.get("/find", params={"q": "art-", "page": "2"}).text
-    assert len(re.findall(r'<td class="id" data-label="message_id">', second)) == 5
+    assert len(re.findall(r'<td class="id" data-label="Код сообщения">', second)) == 5
     assert "Страница 2 из 2" in second
     # the oldest five, which the first page could not show
     assert {f"ART-{i:04d}" for i in range(5)} == set(

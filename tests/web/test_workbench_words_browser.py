@@ -40,6 +40,9 @@ ALLOWED = {
     "EXCHANGE_BULK_LIMIT",
     "offers",
     "xml",
+    # the brokers' own names (the reason filter of every list names «RabbitMQ некуда доставить»)
+    "RabbitMQ",
+    "Redis",
     *known_reasons(),
 }
 CODE = re.compile(r"http-[45]\d\d")
