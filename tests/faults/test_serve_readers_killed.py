@@ -102,7 +102,10 @@ def test_serve_killed_by_sigkill_leaves_no_reader_running(tmp_path: Path) -> Non
             onec.init()
             assert onec.upload("offers.xml", data).status == "success"
             answer = onec.read(onec._request("GET", "import", filename="offers.xml"))
-            assert answer.status == "progress", answer  # the reader is reading
+            # «progress»: the reader is still reading. On a loaded machine the import may end
+            # within its first request; the pooled reader then waits for the next file, and
+            # must end with serve all the same.
+            assert answer.status in ("progress", "success"), answer
         finally:
             onec.close()
         readers = _children(serve.pid)
