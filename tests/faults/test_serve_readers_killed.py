@@ -121,6 +121,8 @@ def test_serve_killed_by_sigkill_leaves_no_reader_running(tmp_path: Path) -> Non
         if serve.poll() is None:
             serve.kill()
             serve.wait(30)
+        if serve.stdout is not None:  # else its pipe is collected in a later test, a warning there
+            serve.stdout.close()
         for pid, started in readers.items():  # never leave them to the next test
             if _alive(pid, started):
                 os.kill(pid, signal.SIGKILL)
