@@ -17,6 +17,13 @@ def _default_woo_fields() -> dict[str, Literal["regular_price", "sale_price"] | 
     return {"retail": "regular_price"}
 
 
+def _same_field(name: str) -> str:
+    """The shop's field as the shop tells fields apart: WooCommerce's are fixed words; a
+    Bitrix price type is found by its name (the package's Ид and Наименование, bitrix/package.py)
+    in MySQL, whose default collations ignore case and trailing spaces."""
+    return name.strip().casefold()
+
+
 class TargetSettings(BaseModel):
     """The target chosen and each target's own settings."""
 
@@ -58,7 +65,8 @@ class TargetSettings(BaseModel):
         description="WooCommerce: price_type -> the product field it sets, e.g. "
         '{"retail": "regular_price", "sale": "sale_price", "wholesale": null}. A price type '
         "not listed is quarantined as unmapped-price-type; one mapped to null (false in TOML) "
-        "is left out of this shop on purpose: cancelled as not-for-this-shop.",
+        "is left out of this shop on purpose: cancelled as not-for-this-shop. Two price types "
+        "that set one field are refused at start.",
     )
     bitrix_url: str | None = Field(
         None,
@@ -85,7 +93,8 @@ class TargetSettings(BaseModel):
         description="1C-Bitrix: price_type -> the site's price type name, e.g. "
         '{"retail": "Розничная", "purchase": null}. A price type not listed is quarantined as '
         "unmapped-price-type; one mapped to null (false in TOML) is left out of this shop on "
-        "purpose: cancelled as not-for-this-shop.",
+        "purpose: cancelled as not-for-this-shop. Two price types mapped to one site price "
+        "type (names compared ignoring case and surrounding spaces) are refused at start.",
     )
     bitrix_max_import_steps: int = Field(
         200,
@@ -110,6 +119,31 @@ class TargetSettings(BaseModel):
         contract 10). ``true`` means nothing and stays an error."""
         if isinstance(value, dict):
             return {k: None if v is False else v for k, v in value.items()}
+        return value
+
+    @field_validator("woo_price_fields", "bitrix_price_types")
+    @classmethod
+    def _one_price_type_per_field(
+        cls, value: dict[str, str | None], info: ValidationInfo
+    ) -> dict[str, str | None]:
+        """Two price types that set one shop field would overwrite each other there: the older
+        price of one over the newer of the other (each has its own versions, contract 15 "one
+        (sku, price type), one aggregate"), so the shop ends with whichever went last. Refused
+        at start; a price type left out of this shop (null) sets nothing."""
+        by_field: dict[str, list[str]] = {}
+        for price_type, target_field in value.items():
+            if target_field is not None:
+                by_field.setdefault(_same_field(target_field), []).append(price_type)
+        for price_types in by_field.values():
+            if len(price_types) > 1:
+                names = sorted(price_types)
+                quoted = ", ".join(f'"{n}"' for n in names[:-1]) + f' and "{names[-1]}"'
+                shown = value[names[0]]
+                raise ValueError(
+                    f'price types {quoted} both set "{shown}": the older price of one would '
+                    "overwrite the newer of the other on the shop; map each field from one "
+                    "price type (null leaves a price type out of this shop)"
+                )
         return value
 
     @field_validator("woo_url", "bitrix_url")
