@@ -317,9 +317,74 @@ def test_a_redis_read_asks_for_no_more_than_four_times_the_limit(
 
     assert {("price", f"SKU-{n}"): [1] for n in range(12)} == site.applied
     assert 12_000 + LIMIT + 1 == sum(sizes)
-    assert max(sizes) <= 4 * LIMIT, sizes
+    assert max(sizes) <= 4 * LIMIT + LIMIT + 1, "four times the limit, and the entry past it"
     record = quarantined(engine)[f"redis-{stream}-{large.decode()}"]
     assert f"{LIMIT + 1} bytes, more than EXCHANGE_SOURCE_MAX_BYTES" in record["last_error"]
+    assert 0 == pending(redis_url, stream)
+
+
+def test_a_redis_read_holds_four_times_the_limit_whatever_came_before(
+    db_url: str, engine: Engine, redis_url: str, stream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Contract 15 (attack A): a small entry read first does not open the next read to hundreds
+    of large ones; each read holds at most 4 x EXCHANGE_SOURCE_MAX_BYTES and the one entry that
+    crosses it, whatever the sizes, and small entries still come many to a read."""
+    from exchange.intake.sources import redis_streams
+
+    held: list[list[int]] = []
+    small_only = False
+    take = redis_streams.take
+
+    def spy(engine: Any, staging: Any, kinds: Any, batch: Any, **options: Any) -> Any:
+        held.append([len(m.body) for m in batch])
+        if len(held) == 1 and not small_only:  # large entries come once a small one was read
+            with redis.Redis.from_url(redis_url) as r:
+                for n in range(40):
+                    r.xadd(stream, {"intent": sized(f"SKU-L{n}", 1000)})
+        return take(engine, staging, kinds, batch, **options)
+
+    monkeypatch.setattr(redis_streams, "take", spy)
+    with redis.Redis.from_url(redis_url) as r:
+        r.xadd(stream, {"intent": body(intent("SKU-SMALL", 1))})
+    site = FakeSite()
+
+    run(redis_worker(db_url, engine, site, redis_url, stream, source_max_bytes=LIMIT))
+
+    assert 41 == len(site.applied)
+    for sizes in held:
+        assert sum(sizes[:-1]) < 4 * LIMIT, held  # it stopped once it held the budget
+    held.clear()
+    small_only = True
+    with redis.Redis.from_url(redis_url) as r:
+        for n in range(100):
+            r.xadd(stream, {"intent": body(intent(f"SKU-S{n}", 1))})
+
+    run(redis_worker(db_url, engine, site, redis_url, stream, source_max_bytes=100_000))
+
+    assert [100] == [len(sizes) for sizes in held], "small entries: one read"
+    assert 0 == pending(redis_url, stream)
+
+
+def test_an_entry_without_the_field_intent_over_the_limit_is_recorded_unread(
+    db_url: str, engine: Engine, redis_url: str, stream: str
+) -> None:
+    """Contract 15 (attack A): an entry without the field intent is refused as not intents; over
+    EXCHANGE_SOURCE_MAX_BYTES it is refused by its size, nothing of it decoded; under it, the
+    record shows its start."""
+    with redis.Redis.from_url(redis_url) as r:
+        large = r.xadd(stream, {"other": b"\xd0" * (LIMIT + 1)})
+        small = r.xadd(stream, {"other": "значение"})
+    site = FakeSite()
+
+    run(redis_worker(db_url, engine, site, redis_url, stream, source_max_bytes=LIMIT))
+
+    records = quarantined(engine)
+    error = records[f"redis-{stream}-{large.decode()}"]["last_error"]
+    assert "(no field intent)" in error
+    assert f"{LIMIT + 7} bytes, more than EXCHANGE_SOURCE_MAX_BYTES ({LIMIT})" in error
+    assert "\ufffd" not in error, "nothing of it decoded"
+    shown = records[f"redis-{stream}-{small.decode()}"]["last_error"]
+    assert '(no field intent: {"other": "' + json.dumps("значение")[1:-1] in shown
     assert 0 == pending(redis_url, stream)
 
 
