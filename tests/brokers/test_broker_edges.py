@@ -381,7 +381,7 @@ def test_an_entry_without_the_field_intent_over_the_limit_is_recorded_unread(
     records = quarantined(engine)
     error = records[f"redis-{stream}-{large.decode()}"]["last_error"]
     assert "(no field intent)" in error
-    assert f"{LIMIT + 7} bytes, more than EXCHANGE_SOURCE_MAX_BYTES ({LIMIT})" in error
+    assert f"{LIMIT + 6} bytes, more than EXCHANGE_SOURCE_MAX_BYTES ({LIMIT})" in error
     assert "\ufffd" not in error, "nothing of it decoded"
     shown = records[f"redis-{stream}-{small.decode()}"]["last_error"]
     assert '(no field intent: {"other": "' + json.dumps("значение")[1:-1] in shown
