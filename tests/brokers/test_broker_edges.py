@@ -152,6 +152,61 @@ def test_a_refusal_the_database_will_not_record_holds_back_only_its_own_message(
     assert 1 == queue_counts(rabbitmq_url, queue), "the unrecorded message stays with the broker"
 
 
+def test_a_reused_message_id_with_another_body_is_a_second_record_and_redelivery_is_not(
+    db_url: str, engine: Engine, rabbitmq_url: str, queue: str
+) -> None:
+    """Contract 15 (attack B): the record's id is the broker's message id; a producer that
+    reuses it for another refused body still leaves a record of it (``<id>#<digest>``), and the
+    same bodies delivered again are the same records, never more."""
+    bad = [
+        body(intent("SKU-MID-1", 1, payload={"sku": "SKU-MID-1", "price": "-1"})),
+        b"not json",
+        b"not json either",
+        body(intent("SKU-MID-2", 1, payload={"sku": "SKU-MID-2", "price": "abc"})),
+    ]
+    site = FakeSite()
+
+    def worker() -> Worker:
+        return rabbit_worker(db_url, engine, site, rabbitmq_url=rabbitmq_url, rabbitmq_queue=queue)
+
+    for value in bad:  # one at a time, each run alone
+        publish(rabbitmq_url, queue, [value], message_id="order-1")
+        run(worker())
+    publish(rabbitmq_url, queue, [*bad, *bad], message_id="order-1")  # again, one batch
+    run(worker())
+
+    records = quarantined(engine)
+    assert 4 == len(records), sorted(records)
+    assert bad[0].decode() == records["rabbitmq-order-1-0"]["payload"]  # its intent refused
+    assert "not json" == records["rabbitmq-order-1"]["payload"]
+    others = {r["payload"]: i for i, r in records.items() if "#" in i}
+    assert others["not json either"].startswith("rabbitmq-order-1#")
+    assert others[bad[3].decode()].startswith("rabbitmq-order-1#")
+    assert others[bad[3].decode()].endswith("-0"), "the refused intent's place in the body"
+    assert 0 == queue_counts(rabbitmq_url, queue)
+    assert {} == site.applied
+
+
+def test_a_stream_created_again_reusing_an_entry_id_leaves_a_record_of_each_body(
+    db_url: str, engine: Engine, redis_url: str, stream: str
+) -> None:
+    """Contract 15 (attack B) on Redis: a stream created again numbers its entries anew; a
+    refused entry under an id already recorded for another body is a second record."""
+    site = FakeSite()
+    for value in (b"first", b"second", b"second"):
+        with redis.Redis.from_url(redis_url) as r:
+            r.delete(stream)
+            r.xadd(stream, {"intent": value}, id="1-1")
+        run(redis_worker(db_url, engine, site, redis_url, stream))
+
+    records = quarantined(engine)
+    assert 2 == len(records), sorted(records)
+    assert "first" == records[f"redis-{stream}-1-1"]["payload"]
+    (other,) = set(records) - {f"redis-{stream}-1-1"}
+    assert other.startswith(f"redis-{stream}-1-1#")
+    assert "second" == records[other]["payload"]
+
+
 def pending(redis_url: str, stream: str) -> int:
     with redis.Redis.from_url(redis_url) as r:
         return int(r.xpending(stream, "exchange")["pending"])
