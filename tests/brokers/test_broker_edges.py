@@ -152,6 +152,61 @@ def test_a_refusal_the_database_will_not_record_holds_back_only_its_own_message(
     assert 1 == queue_counts(rabbitmq_url, queue), "the unrecorded message stays with the broker"
 
 
+def test_a_reused_message_id_with_another_body_is_a_second_record_and_redelivery_is_not(
+    db_url: str, engine: Engine, rabbitmq_url: str, queue: str
+) -> None:
+    """Contract 15 (attack B): the record's id is the broker's message id; a producer that
+    reuses it for another refused body still leaves a record of it (``<id>#<digest>``), and the
+    same bodies delivered again are the same records, never more."""
+    bad = [
+        body(intent("SKU-MID-1", 1, payload={"sku": "SKU-MID-1", "price": "-1"})),
+        b"not json",
+        b"not json either",
+        body(intent("SKU-MID-2", 1, payload={"sku": "SKU-MID-2", "price": "abc"})),
+    ]
+    site = FakeSite()
+
+    def worker() -> Worker:
+        return rabbit_worker(db_url, engine, site, rabbitmq_url=rabbitmq_url, rabbitmq_queue=queue)
+
+    for value in bad:  # one at a time, each run alone
+        publish(rabbitmq_url, queue, [value], message_id="order-1")
+        run(worker())
+    publish(rabbitmq_url, queue, [*bad, *bad], message_id="order-1")  # again, one batch
+    run(worker())
+
+    records = quarantined(engine)
+    assert 4 == len(records), sorted(records)
+    assert bad[0].decode() == records["rabbitmq-order-1-0"]["payload"]  # its intent refused
+    assert "not json" == records["rabbitmq-order-1"]["payload"]
+    others = {r["payload"]: i for i, r in records.items() if "#" in i}
+    assert others["not json either"].startswith("rabbitmq-order-1#")
+    assert others[bad[3].decode()].startswith("rabbitmq-order-1#")
+    assert others[bad[3].decode()].endswith("-0"), "the refused intent's place in the body"
+    assert 0 == queue_counts(rabbitmq_url, queue)
+    assert {} == site.applied
+
+
+def test_a_stream_created_again_reusing_an_entry_id_leaves_a_record_of_each_body(
+    db_url: str, engine: Engine, redis_url: str, stream: str
+) -> None:
+    """Contract 15 (attack B) on Redis: a stream created again numbers its entries anew; a
+    refused entry under an id already recorded for another body is a second record."""
+    site = FakeSite()
+    for value in (b"first", b"second", b"second"):
+        with redis.Redis.from_url(redis_url) as r:
+            r.delete(stream)
+            r.xadd(stream, {"intent": value}, id="1-1")
+        run(redis_worker(db_url, engine, site, redis_url, stream))
+
+    records = quarantined(engine)
+    assert 2 == len(records), sorted(records)
+    assert "first" == records[f"redis-{stream}-1-1"]["payload"]
+    (other,) = set(records) - {f"redis-{stream}-1-1"}
+    assert other.startswith(f"redis-{stream}-1-1#")
+    assert "second" == records[other]["payload"]
+
+
 def pending(redis_url: str, stream: str) -> int:
     with redis.Redis.from_url(redis_url) as r:
         return int(r.xpending(stream, "exchange")["pending"])
@@ -317,9 +372,74 @@ def test_a_redis_read_asks_for_no_more_than_four_times_the_limit(
 
     assert {("price", f"SKU-{n}"): [1] for n in range(12)} == site.applied
     assert 12_000 + LIMIT + 1 == sum(sizes)
-    assert max(sizes) <= 4 * LIMIT, sizes
+    assert max(sizes) <= 4 * LIMIT + LIMIT + 1, "four times the limit, and the entry past it"
     record = quarantined(engine)[f"redis-{stream}-{large.decode()}"]
     assert f"{LIMIT + 1} bytes, more than EXCHANGE_SOURCE_MAX_BYTES" in record["last_error"]
+    assert 0 == pending(redis_url, stream)
+
+
+def test_a_redis_read_holds_four_times_the_limit_whatever_came_before(
+    db_url: str, engine: Engine, redis_url: str, stream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Contract 15 (attack A): a small entry read first does not open the next read to hundreds
+    of large ones; each read holds at most 4 x EXCHANGE_SOURCE_MAX_BYTES and the one entry that
+    crosses it, whatever the sizes, and small entries still come many to a read."""
+    from exchange.intake.sources import redis_streams
+
+    held: list[list[int]] = []
+    small_only = False
+    take = redis_streams.take
+
+    def spy(engine: Any, staging: Any, kinds: Any, batch: Any, **options: Any) -> Any:
+        held.append([len(m.body) for m in batch])
+        if len(held) == 1 and not small_only:  # large entries come once a small one was read
+            with redis.Redis.from_url(redis_url) as r:
+                for n in range(40):
+                    r.xadd(stream, {"intent": sized(f"SKU-L{n}", 1000)})
+        return take(engine, staging, kinds, batch, **options)
+
+    monkeypatch.setattr(redis_streams, "take", spy)
+    with redis.Redis.from_url(redis_url) as r:
+        r.xadd(stream, {"intent": body(intent("SKU-SMALL", 1))})
+    site = FakeSite()
+
+    run(redis_worker(db_url, engine, site, redis_url, stream, source_max_bytes=LIMIT))
+
+    assert 41 == len(site.applied)
+    for sizes in held:
+        assert sum(sizes[:-1]) < 4 * LIMIT, held  # it stopped once it held the budget
+    held.clear()
+    small_only = True
+    with redis.Redis.from_url(redis_url) as r:
+        for n in range(100):
+            r.xadd(stream, {"intent": body(intent(f"SKU-S{n}", 1))})
+
+    run(redis_worker(db_url, engine, site, redis_url, stream, source_max_bytes=100_000))
+
+    assert [100] == [len(sizes) for sizes in held], "small entries: one read"
+    assert 0 == pending(redis_url, stream)
+
+
+def test_an_entry_without_the_field_intent_over_the_limit_is_recorded_unread(
+    db_url: str, engine: Engine, redis_url: str, stream: str
+) -> None:
+    """Contract 15 (attack A): an entry without the field intent is refused as not intents; over
+    EXCHANGE_SOURCE_MAX_BYTES it is refused by its size, nothing of it decoded; under it, the
+    record shows its start."""
+    with redis.Redis.from_url(redis_url) as r:
+        large = r.xadd(stream, {"other": b"\xd0" * (LIMIT + 1)})
+        small = r.xadd(stream, {"other": "значение"})
+    site = FakeSite()
+
+    run(redis_worker(db_url, engine, site, redis_url, stream, source_max_bytes=LIMIT))
+
+    records = quarantined(engine)
+    error = records[f"redis-{stream}-{large.decode()}"]["last_error"]
+    assert "(no field intent)" in error
+    assert f"{LIMIT + 6} bytes, more than EXCHANGE_SOURCE_MAX_BYTES ({LIMIT})" in error
+    assert "\ufffd" not in error, "nothing of it decoded"
+    shown = records[f"redis-{stream}-{small.decode()}"]["last_error"]
+    assert '(no field intent: {"other": "' + json.dumps("значение")[1:-1] in shown
     assert 0 == pending(redis_url, stream)
 
 

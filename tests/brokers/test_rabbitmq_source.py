@@ -128,18 +128,22 @@ def test_a_body_that_is_not_intents_is_recorded_once_and_never_requeued(
     site = FakeSite()
 
     run(make_worker(db_url, engine, site, rabbitmq_url=rabbitmq_url, rabbitmq_queue=queue))
-    # The same bodies again (a redelivery, a resend): the same records, none more.
+    # The same bodies again (a redelivery, a resend): the same records, none more; another body
+    # under a message_id already recorded is another message, recorded too (contract 15).
     publish(rabbitmq_url, queue, HOSTILE)
+    publish(rabbitmq_url, queue, [b"secret body, token=abc"], message_id="order-17")
     publish(rabbitmq_url, queue, [b"another body"], message_id="order-17")
     run(make_worker(db_url, engine, site, rabbitmq_url=rabbitmq_url, rabbitmq_queue=queue))
 
     records = quarantined(engine)
-    assert len(HOSTILE) + 1 == len(records)
+    assert len(HOSTILE) + 2 == len(records)
     assert {"invalid-contract"} == {r["reason"] for r in records}
     assert all(r["rejected"] for r in records)
     by_id = {r["message_id"]: r for r in records}
     assert "secret body, token=abc" == by_id["rabbitmq-order-17"]["payload"], "the first body"
     assert "message_id order-17" in by_id["rabbitmq-order-17"]["last_error"]
+    (other,) = [i for i in by_id if i.startswith("rabbitmq-order-17#")]
+    assert "another body" == by_id[other]["payload"]
     assert all("\x00" not in r["payload"] for r in records)
     assert {("price", "SKU-1"): [1]} == site.applied, "a bad message never stops the others"
     assert 0 == queue_counts(rabbitmq_url, queue), "not requeued"

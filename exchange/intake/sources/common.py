@@ -10,7 +10,10 @@ intents, or ``{"intents": [...]}`` in the shape of 9b, at most ``EXCHANGE_INTAKE
 2. what cannot be staged (a body that is not intents, an intent the contract refuses) is
    recorded as a quarantine record whose id is the message's own key (the broker's
    ``message_id``, else a digest of the body, or the stream entry's id) and the intent's place
-   in it: recorded again, it is the same record, never a second.
+   in it: recorded again, it is the same record, never a second. A producer that reuses an id
+   for another body (RabbitMQ's ``message_id`` is the producer's to choose; a stream created
+   again numbers its entries anew) gets a second record, ``<key>#<digest of the body>``: every
+   refused message leaves a record, and each redelivered one stays one.
 
 Only then may the source acknowledge: a crash before leaves the message to be delivered again.
 """
@@ -220,6 +223,18 @@ class _Refusal:
     text: str
     row: dict[str, Any] | None = None
     index: int = 0  # the message's place in the batch
+    # The record's id when ``record_id`` is already another body's (module docstring).
+    other_id: str = ""
+
+
+def _record_ids(source: str, message: Received, n: int | None) -> tuple[str, str]:
+    """A refusal's record id, and the one it takes when that id holds another body's record:
+    ``<source>-<key>[-<intent>]`` and ``<source>-<key>#<digest>[-<intent>]``, within the 200
+    characters of a message id."""
+    place = "" if n is None else f"-{n}"
+    mark = "#" + hashlib.sha256(message.body).hexdigest()[:16]
+    base = f"{source}-{message.key}"
+    return base + place, base[: 200 - len(mark) - len(place)] + mark + place
 
 
 def take(
@@ -249,14 +264,16 @@ def take(
             found = intents_of(message.body, max_items)
         except BodyError as exc:
             taken.bad.add(index)
+            record_id, other_id = _record_ids(source, message, None)
             refusals.append(
                 _Refusal(
-                    f"{source}-{message.key}",
+                    record_id,
                     message.where,
                     str(exc),
                     Reason.INVALID_CONTRACT.value,
                     _text(message.body, read=not oversized),
                     index=index,
+                    other_id=other_id,
                 )
             )
             continue
@@ -270,15 +287,17 @@ def take(
             taken.duplicates += 1
         else:
             message = batch[index]
+            record_id, other_id = _record_ids(source, message, n)
             refusals.append(
                 _Refusal(
-                    f"{source}-{message.key}-{n}",
+                    record_id,
                     f"{message.where}, intent {n}",
                     result["detail"],
                     result["reason"],
                     _text(message.body),
                     row if isinstance(row, dict) else None,
                     index=index,
+                    other_id=other_id,
                 )
             )
     if refusals:
@@ -338,15 +357,42 @@ def _text(body: bytes, *, read: bool = True) -> str:
             pass
         else:
             text = storable(text)
-            return text[:BODY_CAP] + (" [cut]" if len(text) > BODY_CAP else "")
-    raw = body[: (BODY_CAP * 3 // 4 - 64) if read else 1024]
+            if len(text) <= BODY_CAP and len(head) == len(body):
+                return text
+            return f"{text[:BODY_CAP]} [cut, {digest_key(body)}]"
+    raw = body[: (BODY_CAP * 3 // 4 - 128) if read else 1024]
     kept: dict[str, Any] = {"raw_base64": base64.b64encode(raw).decode("ascii")}
-    if len(raw) < len(body):
+    if len(raw) < len(body):  # what is kept of two bodies may be alike: their digests differ
         kept["bytes"] = len(body)
+        kept["sha256"] = digest_key(body).removeprefix("sha256-")
     return json.dumps(kept)
 
 
 def _record(connection: Connection, refusals: list[_Refusal], source: str, now: datetime) -> int:
+    """Records ``refusals``, each once (module docstring): a refusal whose id holds a record of
+    another body (its payload differs: a body is kept whole, or cut with its digest) is recorded
+    under its ``other_id``, which a redelivery of it then finds."""
+    inserted = _insert(connection, refusals, [r.record_id for r in refusals], source, now)
+    ids = [storable(r.record_id[:200]) for r in refusals]
+    held = [(r, i) for r, i in zip(refusals, ids, strict=True) if i not in inserted]
+    if held:
+        found = connection.execute(
+            select(messages.c.message_id, messages.c.payload).where(
+                messages.c.message_id.in_(sorted({i for _, i in held}))
+            )
+        )
+        payloads = {record_id: payload for record_id, payload in found}
+        other = [r for r, i in held if payloads.get(i, r.text) != r.text]
+        inserted |= _insert(connection, other, [r.other_id for r in other], source, now)
+    return len(inserted)
+
+
+def _insert(
+    connection: Connection, refusals: list[_Refusal], ids: list[str], source: str, now: datetime
+) -> dict[str, int]:
+    """Inserts a record per refusal under ``ids`` where none is; their ids and keys."""
+    if not refusals:
+        return {}
     insert = postgresql.insert if is_postgres(connection) else sqlite.insert
     statement = (
         insert(messages)
@@ -354,12 +400,12 @@ def _record(connection: Connection, refusals: list[_Refusal], source: str, now: 
         .returning(messages.c.id, messages.c.message_id)
     )
     params = []
-    for refusal in refusals:
+    for refusal, record_id in zip(refusals, ids, strict=True):
         row = refusal.row or {}
         version = row.get("aggregate_version", 0)
         params.append(
             {
-                "message_id": storable(refusal.record_id[:200]),
+                "message_id": storable(record_id[:200]),
                 "aggregate_id": None,
                 "rejected": True,
                 "kind": storable(str(row.get("kind") or source)[:64]),
@@ -380,7 +426,7 @@ def _record(connection: Connection, refusals: list[_Refusal], source: str, now: 
             }
         )
     inserted = {mid: pk for pk, mid in connection.execute(statement, params)}
-    details = {storable(r.record_id[:200]): r for r in refusals}
+    details = {storable(i[:200]): r for r, i in zip(refusals, ids, strict=True)}
     apply(
         connection,
         [
@@ -397,7 +443,7 @@ def _record(connection: Connection, refusals: list[_Refusal], source: str, now: 
         ],
         now,
     )
-    return len(inserted)
+    return inserted
 
 
 def refused_records(connection: Connection, limit: int) -> list[dict[str, Any]]:

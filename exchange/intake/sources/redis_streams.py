@@ -14,8 +14,18 @@ and acknowledged. The group is created, reading the stream from its start, when 
 again when it disappears under a running worker (NOGROUP: ``health`` warns that entries may
 have been lost with the stream; what is read again is a duplicate at intake). Entries are read
 as the server sends them, so that a field ``intent`` named twice is refused, and entries
-trimmed while pending are recorded, never acknowledged silently. A read's COUNT is capped so
-that it brings about four times ``EXCHANGE_SOURCE_MAX_BYTES`` at most (contract 15).
+trimmed while pending are recorded, never acknowledged silently.
+
+A read brings at most four times ``EXCHANGE_SOURCE_MAX_BYTES`` of entries, plus the one entry
+that crosses that line (contract 15), whatever the entries' sizes. Redis cannot bound a read in
+bytes, and a COUNT guessed from earlier entries does not hold (one small entry, then hundreds of
+large ones: all in one reply); a COUNT that held for entries as large as the limit would be 4, a
+round trip per four small entries. So each read is a short Lua script (``READ``, ``CLAIM``)
+that reads on the server one entry at a time (``XREADGROUP``/``XAUTOCLAIM`` ``COUNT 1``) and
+stops once the entries it holds reach the budget, or at ``BATCH`` entries: small entries still
+come 500 to a round trip, large ones stop the read. The price: the server runs up to ``BATCH``
+commands in one script (microseconds each; nothing else runs meanwhile), and a Redis whose
+ACL forbids ``EVALSHA`` cannot be read (said as the error is).
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ import time
 from typing import Any
 
 import redis.asyncio as redis
+from redis.commands.core import AsyncScript
 from redis.exceptions import AuthenticationError, ConnectionError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeout
 from sqlalchemy import Engine
@@ -44,6 +55,7 @@ from exchange.intake.sources.common import (
     log_taken,
     safe_key,
     take,
+    too_large,
 )
 
 log = logging.getLogger(__name__)
@@ -57,6 +69,44 @@ FIELD = b"intent"
 # longer holds (trimmed while pending).
 Entry = tuple[bytes, list[bytes] | None]
 TRIMMED = "the stream no longer holds this entry (trimmed by MAXLEN or XTRIM while pending)"
+NO_FIELD_SHOWN = 2000  # characters of an entry without the field intent its record shows
+
+# One read (module docstring): KEYS[1] the stream; ARGV group, consumer, start (">" new entries,
+# "0" this consumer's pending ones), budget in bytes, most entries. Reads one entry at a time
+# until the entries held reach the budget: at most budget + one entry. Replies as XREADGROUP's
+# entries ([id, [field, value, ...] or nil], ...).
+READ = """
+local key, group, consumer, start = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+local budget, most = tonumber(ARGV[4]), tonumber(ARGV[5])
+local out, held = {}, 0
+while #out < most and held < budget do
+  local reply = redis.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', 1,
+                           'STREAMS', key, start)
+  if not reply or not reply[1] or #reply[1][2] == 0 then break end
+  local entry = reply[1][2][1]
+  out[#out + 1] = entry
+  if entry[2] then for _, part in ipairs(entry[2]) do held = held + #part end end
+  if start ~= '>' then start = entry[1] end
+end
+return out
+"""
+# XAUTOCLAIM the same way: ARGV group, consumer, min idle (ms), budget, most. Replies as
+# XAUTOCLAIM does: [cursor, entries, ids of entries trimmed while pending].
+CLAIM = """
+local key, group, consumer, idle = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+local budget, most = tonumber(ARGV[4]), tonumber(ARGV[5])
+local out, gone, held, cursor, turns = {}, {}, 0, '0-0', 0
+repeat
+  local reply = redis.call('XAUTOCLAIM', key, group, consumer, idle, cursor, 'COUNT', 1)
+  cursor, turns = reply[1], turns + 1
+  for _, entry in ipairs(reply[2]) do
+    out[#out + 1] = entry
+    if entry[2] then for _, part in ipairs(entry[2]) do held = held + #part end end
+  end
+  for _, id in ipairs(reply[3] or {}) do gone[#gone + 1] = id end
+until cursor == '0-0' or held >= budget or #out + #gone >= most or turns >= most
+return {cursor, out, gone}
+"""
 
 
 def field_twice(count: int) -> str:
@@ -64,21 +114,14 @@ def field_twice(count: int) -> str:
     return f"the entry names the field intent {count} times"
 
 
-def _raw(response: Any, **options: Any) -> Any:
-    """redis-py's reply callback that keeps the server's reply as it came (``_entries``)."""
-    return response
+def _head(part: bytes) -> str:
+    """The start of a part of an entry, as text: cut before it is decoded."""
+    return part[:NO_FIELD_SHOWN].decode("utf-8", "replace")
 
 
 def _entries(entries: Any) -> list[Entry]:
     """Entries as the server sent them: ``[[id, [field, value, ...] or nil], ...]``."""
     return [(bytes(e[0]), None if e[1] is None else list(e[1])) for e in entries or []]
-
-
-def _read_entries(answer: Any) -> list[Entry]:
-    """The entries of XREADGROUP's reply: RESP2 ``[[stream, entries]]``, RESP3 ``{stream:
-    entries}``, nil when nothing came."""
-    streams = answer.values() if isinstance(answer, dict) else [e for _, e in answer or []]
-    return [entry for entries in streams for entry in _entries(entries)]
 
 
 class RedisSource:
@@ -108,11 +151,10 @@ class RedisSource:
         self.kinds = kinds
         self.max_items = max_items
         self.max_bytes = max_bytes
-        # What one read asks for (COUNT): as many entries as MEMORY_FACTOR x max_bytes holds at
-        # the size of the largest entry of the last read (contract 15); Redis cannot bound a
-        # read in bytes. At first as if every entry were max_bytes large.
-        self._count = min(BATCH, MEMORY_FACTOR)
+        # The bytes of entries one read stops at (module docstring; contract 15).
+        self._budget = MEMORY_FACTOR * max_bytes
         self._client: redis.Redis | None = None
+        self._scripts: dict[str, AsyncScript] = {}
         self.health = Health()
         self._group_ready = False
         self._own_pending = True  # after a start, read what this consumer left unacknowledged
@@ -126,8 +168,10 @@ class RedisSource:
             self._client = redis.Redis.from_url(
                 self.url, socket_connect_timeout=10, socket_timeout=30
             )
-            for command in ("XREADGROUP", "XAUTOCLAIM"):  # read as sent: ``Entry``
-                self._client.set_response_callback(command, _raw)
+            # Entries as the server sends them (``Entry``): scripts' replies are not reshaped.
+            self._scripts = {
+                source: self._client.register_script(source) for source in (READ, CLAIM)
+            }
         return self._client
 
     def _describe(self, exc: BaseException) -> str:
@@ -221,26 +265,24 @@ class RedisSource:
         return total
 
     async def _read_all(self, total: Taken) -> None:
-        for entries in (await self._pending(), await self._claimed()):
-            await self._take(entries, total)
+        for read in (self._pending, self._claimed):  # one read held at a time
+            await self._take(await read(), total)
         for _ in range(ROUNDS):
             entries = await self._read(">")
             if not entries:
                 break
             await self._take(entries, total)
 
-    async def _read(self, start: str) -> list[Entry]:
-        answer: Any = await self._redis().xreadgroup(
-            self.group, self.consumer, {self.stream: start}, count=self._count
+    async def _script(self, source: str, *args: str | int) -> Any:
+        """Runs one of the reading scripts (``READ``, ``CLAIM``) on the stream."""
+        self._redis()  # the scripts are bound to the client
+        return await self._scripts[source](
+            keys=[self.stream], args=[self.group, self.consumer, *args]
         )
-        return self._measured(_read_entries(answer))
 
-    def _measured(self, entries: list[Entry]) -> list[Entry]:
-        """Sets the next read's COUNT from the largest entry of these."""
-        if entries:
-            largest = max(sum(map(len, fields or ())) for _, fields in entries)
-            self._count = max(1, min(BATCH, MEMORY_FACTOR * self.max_bytes // max(largest, 1)))
-        return entries
+    async def _read(self, start: str) -> list[Entry]:
+        answer = await self._script(READ, start, self._budget, BATCH)
+        return _entries(answer)
 
     async def _pending(self) -> list[Entry]:
         if not self._own_pending:
@@ -250,10 +292,8 @@ class RedisSource:
         return entries
 
     async def _claimed(self) -> list[Entry]:
-        answer = await self._redis().xautoclaim(
-            self.stream, self.group, self.consumer, self.min_idle_ms, "0-0", count=self._count
-        )
-        claimed = self._measured(_entries(answer[1]))
+        answer = await self._script(CLAIM, self.min_idle_ms, self._budget, BATCH)
+        claimed = _entries(answer[1])
         if claimed:
             log.warning(
                 "redis: claimed %d entries another consumer left pending over %g s",
@@ -304,11 +344,23 @@ class RedisSource:
             )
         if bodies:
             return Received(key=key, body=bodies[0], where=where)
-        # No field "intent": what the entry holds is kept for the person who reads the record,
-        # and the empty body is refused as not JSON.
-        shown = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in pairs}
+        # No field "intent": the start of what the entry holds is kept for the person who reads
+        # the record, and the empty body is refused as not JSON. An entry over the byte limit is
+        # refused as a body over it is, unread (contract 15); else each part is cut before it is
+        # decoded, so that no more than the record shows is ever decoded.
+        size = sum(map(len, fields))
+        if size > self.max_bytes:
+            return Received(
+                key=key,
+                body=b"",
+                where=f"{where} (no field intent)",
+                refused=too_large(size, self.max_bytes),
+            )
+        shown = {_head(name): _head(value) for name, value in pairs[:NO_FIELD_SHOWN]}
         return Received(
-            key=key, body=b"", where=f"{where} (no field intent: {json.dumps(shown)[:2000]})"
+            key=key,
+            body=b"",
+            where=f"{where} (no field intent: {json.dumps(shown)[:NO_FIELD_SHOWN]})",
         )
 
     # -- for people ------------------------------------------------------------------------
