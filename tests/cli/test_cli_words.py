@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from clitools import Cli, Scenario, describe
@@ -128,3 +129,39 @@ def test_operator_commands_speak_russian(cli: Cli, db_url: str) -> None:
     assert "оператор olga (наблюдатель) сохранён" in added.stdout, describe(added)
     listed = cli("operator", "list", db=db_url, env=env)
     assert "роль" in listed.stdout and "наблюдатель" in listed.stdout, describe(listed)
+
+
+# Codes and ids the console shows as they are (contract 15: codes stay English).
+STATUS_CODES = re.compile(
+    r"sqlite\S*|postgresql\S*|\S+\.db\b|[\w.-]*-[\w.-]*\d[\w.-]*|\([\w-]+\)|UTC|MSK|"
+    r"exchange run|RabbitMQ|Redis|SKU|http-\d+|[a-z]+-[a-z-]+|\bid\b|\w*\d\w*"
+)
+
+
+def english_words(text: str) -> list[str]:
+    rest = STATUS_CODES.sub(" ", text)
+    return sorted(set(re.findall(r"[A-Za-z]{2,}", rest)))
+
+
+@SQLITE_ONLY
+def test_status_console_has_no_english_word_under_a_russian_locale(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    """Issue 34 item 7: every table, caption and line of ``status`` for a person is Russian
+    under LANG=ru_RU (codes and ids aside); ``--json`` keeps its English keys and causes."""
+    env = RUSSIAN["LANG=ru_RU"]
+    console = cli("status", db=db_url, env=env)
+    assert console.returncode == 1, describe(console)
+    assert "сообщения по состояниям" in console.stdout and "очередь" in console.stdout
+    assert english_words(console.stdout) == [], (english_words(console.stdout), console.stdout)
+    russian_json = json.loads(cli("status", "--json", db=db_url, env=env).stdout)
+    english_json = json.loads(cli("status", "--json", db=db_url).stdout)
+    for document in (russian_json, english_json):
+        document.pop("oldest_undelivered_age_s", None)
+        document.pop("intake", None)
+        document.pop("quarantine_by_reason", None)
+        document.pop("workers", None)
+    assert russian_json == english_json  # --json unchanged by the locale
+    english = cli("status", db=db_url)
+    assert "messages by state" in english.stdout and "breaker" in english.stdout
+    assert "needs a person:" in english.stdout, describe(english)
