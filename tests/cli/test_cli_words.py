@@ -165,3 +165,28 @@ def test_status_console_has_no_english_word_under_a_russian_locale(
     english = cli("status", db=db_url)
     assert "messages by state" in english.stdout and "breaker" in english.stdout
     assert "needs a person:" in english.stdout, describe(english)
+
+
+@SQLITE_ONLY
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("status", "--bogus"), "ошибка: нет такого параметра: --bogus; справка: exchange status"),
+        (("bogus",), "ошибка: нет такой команды: 'bogus'; справка: exchange --help"),
+        (("status", "extra"), "ошибка: лишние аргументы: extra; справка: exchange status"),
+        (("history",), "ошибка: не указан обязательный параметр 'message_id'"),
+    ],
+    ids=["option", "command", "extra", "missing"],
+)
+def test_a_mistake_on_the_command_line_is_one_russian_line_exit_2(
+    cli: Cli, db_url: str, args: tuple[str, ...], said: str
+) -> None:
+    """Typer's own "Error: No such option …", "Usage: …" are said in Russian (issue 34 item
+    7), one line on stderr, exit 2; English without a Russian locale, as before."""
+    russian = cli(*args, db=db_url, env=RUSSIAN["LANG=ru_RU"])
+    assert 2 == russian.returncode, describe(russian)
+    assert russian.stderr.startswith(said), describe(russian)
+    assert len(russian.stderr.strip().splitlines()) == 1, describe(russian)
+    assert "Usage:" not in russian.stderr and "Error" not in russian.stderr
+    english = cli(*args, db=db_url)
+    assert 2 == english.returncode and "Error: " in english.stderr, describe(english)
