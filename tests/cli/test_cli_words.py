@@ -190,3 +190,16 @@ def test_a_mistake_on_the_command_line_is_one_russian_line_exit_2(
     assert "Usage:" not in russian.stderr and "Error" not in russian.stderr
     english = cli(*args, db=db_url)
     assert 2 == english.returncode and "Error: " in english.stderr, describe(english)
+
+
+def test_serve_names_its_addresses_in_russian() -> None:
+    """``serve``'s lines for the person who started it (issue 34 item 7): every way in that
+    ``web.server.addresses`` names has Russian words."""
+    from exchange.cli.serving import _WAYS_IN
+    from exchange.i18n import _
+    from exchange.web.server import addresses
+
+    where = addresses(scheme="http", host="h", port=1, public=None, onec=True, intake=True)
+    assert {what for what, _address in where} == set(_WAYS_IN)
+    said = [_(_WAYS_IN[what], "ru") for what, _address in where]
+    assert said == ["рабочее место", "обмен с 1С", "JSON-приём"]

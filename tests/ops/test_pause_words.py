@@ -143,3 +143,5 @@ def test_status_the_notice_and_runs_last_line_say_the_same_words(engine: Engine)
     _, text = compose(snapshot, decision, lang="ru", database="db", workbench_url=None, every=60)
     assert expected_ru in text
     assert expected_en in _left_line(figures, None, "woo-key", answer)
+    russian = _left_line(figures, None, "woo-key", answer, "ru")
+    assert russian.startswith("осталось: ждут доставки: 0") and expected_ru in russian
