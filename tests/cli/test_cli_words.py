@@ -203,3 +203,18 @@ def test_serve_names_its_addresses_in_russian() -> None:
     assert {what for what, _address in where} == set(_WAYS_IN)
     said = [_(_WAYS_IN[what], "ru") for what, _address in where]
     assert said == ["рабочее место", "обмен с 1С", "JSON-приём"]
+
+
+@SQLITE_ONLY
+def test_check_names_each_check_in_russian_and_keeps_its_codes(cli: Cli, db_url: str) -> None:
+    """``check`` under a Russian locale (issue 34 item 7): each check's name in Russian, the
+    OK/FAIL/SKIP codes as they are (scripts look for them)."""
+    russian = cli("check", db=db_url, env=RUSSIAN["LANG=ru_RU"])
+    lines = russian.stdout.strip().splitlines()
+    assert lines[0].startswith("OK   настройки верны: "), describe(russian)
+    assert any(line.startswith("OK   база данных доступна (") for line in lines), lines
+    assert any("сайт доступен и принимает токен" in line for line in lines), lines
+    names = [re.sub(r"\([^)]*\)|\w+_\w+", "", line[5:]).split(":")[0] for line in lines]
+    assert all(not re.search(r"[A-Za-z]{3,}", n) for n in names), names
+    english = cli("check", db=db_url)
+    assert english.stdout.startswith("OK   configuration valid: "), describe(english)
