@@ -587,6 +587,12 @@ _ERRORS_RU: tuple[tuple[re.Pattern[str], str], ...] = (
         "{id}: первым можно поставить только сообщение, которое ждёт отправки (новое или "
         "отложенное), а это — «{state}».",
     ),
+    (  # exchange/cli/common.py: a read command pointed at a database that is not there
+        re.compile(r"no database at (?P<where>.+?): set EXCHANGE_DATABASE_URL to .*"),
+        "нет базы данных: {where}. Укажите в EXCHANGE_DATABASE_URL базу данных сервиса (или "
+        "запустите команду из его папки); команда чтения базу не создаёт, новую пустую создаёт "
+        "`exchange migrate`",
+    ),
 )
 
 

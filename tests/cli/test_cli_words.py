@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from clitools import Cli, Scenario, describe
@@ -218,3 +219,14 @@ def test_check_names_each_check_in_russian_and_keeps_its_codes(cli: Cli, db_url:
     assert all(not re.search(r"[A-Za-z]{3,}", n) for n in names), names
     english = cli("check", db=db_url)
     assert english.stdout.startswith("OK   configuration valid: "), describe(english)
+
+
+def test_no_database_is_said_in_russian(cli: Cli, tmp_path: Path) -> None:
+    """The first error a new operator meets (a read command in the wrong folder) is Russian
+    under a Russian locale (issue 34 item 7), with the variable to set."""
+    url = f"sqlite:///{tmp_path / 'absent.db'}"
+    said = cli("status", db=url, env=RUSSIAN["LANG=ru_RU"])
+    assert 2 == said.returncode, describe(said)
+    assert said.stderr.startswith("ошибка: нет базы данных: "), describe(said)
+    assert "EXCHANGE_DATABASE_URL" in said.stderr and "exchange migrate" in said.stderr
+    assert not (tmp_path / "absent.db").exists()
