@@ -47,14 +47,14 @@ def migrate(ctx: typer.Context) -> None:
             upgrade(staging_engine, staging_notify=False)
         for made in (engine, staging_engine):
             for path in make_private(made) if made is not None else []:
-                out.print(f"{path}: made readable by this user only (0600)", markup=False)
-        out.print(
-            logs.redact(
-                f"migrated {safe_url(settings.database_url)} to revision {current_revision(engine)}"
-            ),
-            markup=False,
+                said = _("{path}: made readable by this user only (0600)", cli_lang())
+                out.print(said.format(path=path), markup=False)
+        migrated = _("migrated {url} to revision {revision}", cli_lang()).format(
+            url=safe_url(settings.database_url), revision=current_revision(engine)
         )
-        out.print(how_workers_wake(engine, staging_engine, settings.poll_interval), markup=False)
+        out.print(logs.redact(migrated), markup=False)
+        wake = how_workers_wake(engine, staging_engine, settings.poll_interval, cli_lang())
+        out.print(wake, markup=False)
         beyond = aggregates_beyond_intake(engine, staging_engine)
         if beyond:
             shown = ", ".join(beyond[:10]) + (

@@ -230,3 +230,18 @@ def test_no_database_is_said_in_russian(cli: Cli, tmp_path: Path) -> None:
     assert said.stderr.startswith("ошибка: нет базы данных: "), describe(said)
     assert "EXCHANGE_DATABASE_URL" in said.stderr and "exchange migrate" in said.stderr
     assert not (tmp_path / "absent.db").exists()
+
+
+def test_migrate_says_what_it_did_in_russian(cli: Cli, tmp_path: Path) -> None:
+    """``migrate``'s lines for a person (issue 34 item 7): the revision and how workers wake,
+    Russian numbers («0,15 с»)."""
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    said = cli("migrate", db=url, env=RUSSIAN["LANG=ru_RU"])
+    assert 0 == said.returncode, describe(said)
+    first, wake = said.stdout.strip().splitlines()[-2:]
+    assert first.startswith("схема sqlite:///") and " обновлена до версии " in first
+    assert wake.startswith(
+        "SQLite: строка, записанная в staging_intents, будит обработчики за 0,15 с"
+    )
+    english = cli("migrate", db=url)
+    assert "to revision" in english.stdout and "within 0.15 s" in english.stdout, describe(english)
