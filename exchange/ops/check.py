@@ -33,7 +33,7 @@ from exchange.db.migrate import ensure_current, staging_differences
 from exchange.db.schema import staging
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ExchangeError
-from exchange.i18n import N_, Lang, _
+from exchange.i18n import N_, Lang, _, matching
 from exchange.intake import sources
 from exchange.ops.channels import channels
 from exchange.secrets import safe_http_url, safe_url
@@ -133,13 +133,7 @@ _DETAILS = {
 
 def what_words(what: str, lang: Lang) -> str:
     """A check's name in ``lang``; one this table does not know, as it is."""
-    if lang == "en":
-        return what
-    for pattern, words in _WHAT:
-        found = pattern.fullmatch(what)
-        if found:
-            return _(words, lang).format(**found.groupdict())
-    return what
+    return matching(what, _WHAT, lang)
 
 
 def ok(what: str, detail: str = "") -> CheckResult:

@@ -28,7 +28,7 @@ from exchange.domain.pause import PauseCause
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import LIVE, PENDING, Event, State, values
 from exchange.errors import ExchangeError, OperatorError
-from exchange.i18n import N_, Lang, _, ngettext, number, percent, pgettext
+from exchange.i18n import N_, Lang, _, matching, ngettext, number, percent, pgettext
 from exchange.intake.sources.common import Source
 from exchange.ops.find import held, held_condition
 from exchange.queue import control, order
@@ -612,7 +612,7 @@ def tables(figures: Status, zone: str = "UTC", lang: Lang = "en") -> list[Table]
             _("blocked by {held_by}", lang).format(
                 held_by=_named("held_by", entry["held_by"], lang)
             ),
-            Text(_blocked_cause_words(entry["cause"], lang)),
+            Text(matching(entry["cause"], _BLOCKED_CAUSES, lang)),
         )
     if not figures.blocked:
         blocked.caption = _("none", lang)
@@ -647,16 +647,6 @@ _BLOCKED_CAUSES = (
         N_("waiting for version {v} (a gap); {id} is next"),
     ),
 )
-
-
-def _blocked_cause_words(cause: str, lang: Lang) -> str:
-    if lang == "en":
-        return cause
-    for pattern, words in _BLOCKED_CAUSES:
-        found = pattern.fullmatch(cause)
-        if found:
-            return _(words, lang).format(**found.groupdict())
-    return cause
 
 
 def _named(group: str, code: str, lang: Lang) -> str:
