@@ -245,3 +245,13 @@ def test_migrate_says_what_it_did_in_russian(cli: Cli, tmp_path: Path) -> None:
     )
     english = cli("migrate", db=url)
     assert "to revision" in english.stdout and "within 0.15 s" in english.stdout, describe(english)
+
+
+def test_a_database_not_migrated_is_said_in_russian(cli: Cli, tmp_path: Path) -> None:
+    """A database file with no tables: «сначала выполните `exchange migrate`» (issue 34 item 7)."""
+    (tmp_path / "empty.db").write_bytes(b"")
+    said = cli("status", db=f"sqlite:///{tmp_path / 'empty.db'}", env=RUSSIAN["LANG=ru_RU"])
+    assert 2 == said.returncode, describe(said)
+    assert "ошибка: база данных не подготовлена: сначала выполните `exchange migrate`" in (
+        said.stderr
+    ), describe(said)
