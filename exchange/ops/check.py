@@ -33,7 +33,7 @@ from exchange.db.migrate import ensure_current, staging_differences
 from exchange.db.schema import staging
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ExchangeError
-from exchange.i18n import N_, Lang, _, matching
+from exchange.i18n import N_, Lang, matching
 from exchange.intake import sources
 from exchange.ops.channels import channels
 from exchange.secrets import safe_http_url, safe_url
@@ -71,7 +71,7 @@ class CheckResult:
         # "OK   " is padded to the width of "FAIL " so that the names line up in a terminal.
         # OK/FAIL/SKIP are codes (scripts look for them): English in every language.
         label = f"{self.status.value:<4} {what_words(self.what, lang)}"
-        detail = _(_DETAILS[self.detail], lang) if self.detail in _DETAILS else self.detail
+        detail = matching(self.detail, _DETAILS, lang)
         return f"{label}: {detail}" if detail else label
 
 
@@ -121,14 +121,51 @@ _WHAT = tuple(
         (r"1C exchange \(/1c_exchange\.php\)", N_("1C exchange (/1c_exchange.php)")),
     )
 )
-_DETAILS = {
-    text: text
-    for text in (
-        N_("unreachable"),
-        N_("its database is unreachable"),
-        N_("missing: run `exchange migrate`"),
+# The details said most often, the same way; any other detail (what a database or a site
+# answered) as it is.
+_DETAILS = tuple(
+    (re.compile(pattern), words)
+    for pattern, words in (
+        (r"unreachable", N_("unreachable")),
+        (r"its database is unreachable", N_("its database is unreachable")),
+        (r"missing: run `exchange migrate`", N_("missing: run `exchange migrate`")),
+        (r"open", N_("way in open")),  # (not the breaker's "open")
+        (
+            r"file (?P<file>.+); kinds (?P<kinds>.*); retry delay (?P<delays>\S+) s, "
+            r"(?P<attempts>\d+) attempts; poll every (?P<poll>\S+) s",
+            N_(
+                "file {file}; kinds {kinds}; retry delay {delays} s, {attempts} attempts; poll "
+                "every {poll} s"
+            ),
+        ),
+        (
+            r"environment and defaults; kinds (?P<kinds>.*); retry delay (?P<delays>\S+) s, "
+            r"(?P<attempts>\d+) attempts; poll every (?P<poll>\S+) s",
+            N_(
+                "environment and defaults; kinds {kinds}; retry delay {delays} s, {attempts} "
+                "attempts; poll every {poll} s"
+            ),
+        ),
+        (
+            r"the file (?P<path>.+) does not exist: run `exchange migrate` first",
+            N_("the file {path} does not exist: run `exchange migrate` first"),
+        ),
+        (
+            r"(?P<name>EXCHANGE_\w+) is not set \(exchange run requires it\)",
+            N_("{name} is not set (exchange run requires it)"),
+        ),
+        (
+            r"(?P<name>EXCHANGE_\w+) is not set \(no scheduled report\)",
+            N_("{name} is not set (no scheduled report)"),
+        ),
+        (r"closed: (?P<name>EXCHANGE_\w+) is not set", N_("closed: {name} is not set")),
+        (
+            r"(?P<count>\d+) columns with the contract's types and lengths",
+            N_("{count} columns with the contract's types and lengths"),
+        ),
+        (r"open; price types sent: (?P<types>.*)", N_("open; price types sent: {types}")),
     )
-}
+)
 
 
 def what_words(what: str, lang: Lang) -> str:

@@ -215,6 +215,10 @@ def test_check_names_each_check_in_russian_and_keeps_its_codes(cli: Cli, db_url:
     assert lines[0].startswith("OK   настройки верны: "), describe(russian)
     assert any(line.startswith("OK   база данных доступна (") for line in lines), lines
     assert any("сайт доступен и принимает токен" in line for line in lines), lines
+    assert any(
+        "EXCHANGE_SITE_URL не задан (без него exchange run не работает)" in line for line in lines
+    )
+    assert "переменные окружения и значения по умолчанию; виды " in lines[0]
     names = [re.sub(r"\([^)]*\)|\w+_\w+", "", line[5:]).split(":")[0] for line in lines]
     assert all(not re.search(r"[A-Za-z]{3,}", n) for n in names), names
     english = cli("check", db=db_url)
