@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, tzinfo
 from decimal import Decimal
 from functools import cache
@@ -77,6 +77,19 @@ def ngettext(singular: str, plural: str, count: int | float | Decimal, lang: Lan
     if whole != count:
         whole = 2
     return translations(lang).ngettext(singular, plural, whole)
+
+
+def matching(text: str, patterns: Iterable[tuple[re.Pattern[str], str]], lang: Lang) -> str:
+    """An English sentence the service built with values in it (a status cause, a check's
+    name), in ``lang``: the first pattern that matches all of ``text`` gives its message
+    (marked with ``N_``, its ``{name}``s the pattern's groups); a text none matches, as it is."""
+    if lang == "en":
+        return text
+    for pattern, message in patterns:
+        found = pattern.fullmatch(text)
+        if found:
+            return _(message, lang).format(**found.groupdict())
+    return text
 
 
 # -- numbers and dates, as each language writes them (CLDR) -----------------------------------

@@ -587,6 +587,24 @@ _ERRORS_RU: tuple[tuple[re.Pattern[str], str], ...] = (
         "{id}: первым можно поставить только сообщение, которое ждёт отправки (новое или "
         "отложенное), а это — «{state}».",
     ),
+    (  # exchange/db/migrate.py: the database is older than this release
+        re.compile(r"the database is not migrated: run `exchange migrate` first"),
+        "база данных не подготовлена: сначала выполните `exchange migrate`",
+    ),
+    (
+        re.compile(
+            r"the database is at revision (?P<current>\S+), not (?P<head>\S+): run `exchange "
+            r"migrate` first"
+        ),
+        "схема базы данных — версии {current}, а нужна {head}: сначала выполните "
+        "`exchange migrate`",
+    ),
+    (  # exchange/cli/common.py: a read command pointed at a database that is not there
+        re.compile(r"no database at (?P<where>.+?): set EXCHANGE_DATABASE_URL to .*"),
+        "нет базы данных: {where}. Укажите в EXCHANGE_DATABASE_URL базу данных сервиса (или "
+        "запустите команду из его папки); команда чтения базу не создаёт, новую пустую создаёт "
+        "`exchange migrate`",
+    ),
 )
 
 

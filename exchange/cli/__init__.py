@@ -14,7 +14,12 @@ import sys
 from exchange.cli import serving, reading, verifying, people, quarantine, control  # noqa: F401
 
 # isort: on
-from exchange.cli.common import app
+from typer import Abort
+from typer._click.exceptions import ClickException, UsageError
+
+from exchange.cli.common import app, cli_lang
+from exchange.cli.usage import usage_words
+from exchange.i18n import _
 
 
 def config_first(argv: list[str]) -> list[str]:
@@ -53,7 +58,22 @@ def main() -> None:
             file=sys.stderr,
         )
         raise SystemExit(2)
-    app(args=config_first(args), prog_name="exchange")
+    if cli_lang() == "en":
+        app(args=config_first(args), prog_name="exchange")
+        return
+    # Russian: Typer's usage errors are English with no catalog, so they are said here.
+    try:
+        code = app(args=config_first(args), prog_name="exchange", standalone_mode=False)
+    except UsageError as error:
+        print(usage_words(error, cli_lang()), file=sys.stderr)
+        raise SystemExit(2) from None
+    except ClickException as error:
+        error.show()
+        raise SystemExit(error.exit_code) from None
+    except Abort:
+        print(_("aborted", cli_lang()), file=sys.stderr)
+        raise SystemExit(1) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
 
 
 __all__ = ["app", "config_first", "main", "not_text"]

@@ -201,7 +201,8 @@ def _in_zone(iso: str | None, zone: str) -> str:
 
 
 def _header(settings: Settings) -> None:
-    out.print(f"database: {safe_url(settings.database_url)}", markup=False, highlight=False)
+    said = _("database: {url}", cli_lang()).format(url=safe_url(settings.database_url))
+    out.print(said, markup=False, highlight=False)
 
 
 def _reading_staging_engine(settings: Settings) -> Engine | None:

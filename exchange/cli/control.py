@@ -197,13 +197,14 @@ def check(ctx: typer.Context) -> None:
     except ExchangeError as exc:
         # Printed as the first check's line, on stdout with the rest, so the report reads the
         # same whatever fails; the exit code is the one every command uses for configuration.
-        out.print(fail("configuration valid", str(exc)).line(), markup=False, highlight=False)
+        said = fail("configuration valid", str(exc)).line(cli_lang())
+        out.print(said, markup=False, highlight=False)
         raise typer.Exit(2) from None
     source = ctx.obj or (Path(p) if (p := os.environ.get("EXCHANGE_CONFIG")) else None)
     results = run_checks(settings, source)
     for result in results:
         # No check puts a secret in a reason; this makes sure none ever can, in any quoting.
-        out.print(logs.redact(result.line()), markup=False, highlight=False)
+        out.print(logs.redact(result.line(cli_lang())), markup=False, highlight=False)
     raise typer.Exit(0 if all(r.status is not Status.FAIL for r in results) else 1)
 
 

@@ -30,7 +30,7 @@ from exchange.cli.common import (
 from exchange.db.engine import transaction
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
-from exchange.i18n import _, pgettext
+from exchange.i18n import Lang, _, pgettext
 from exchange.ops.attention import attention
 from exchange.ops.backlog import backlog, backlog_words
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
@@ -111,40 +111,43 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         }
         print(json.dumps(document, ensure_ascii=False))
     else:
+        lang = cli_lang()
         _header(settings)
-        for table in tables(figures, settings.display_tz):
+        for table in tables(figures, settings.display_tz, lang):
             out.print(table)
-        out.print(_intake_line(found.intake), markup=False, highlight=False)
+        out.print(_intake_line(found.intake, lang), markup=False, highlight=False)
         said = backlog_words(
             waiting,
             paused=figures.delivery_paused,
             unreachable=figures.site_unreachable_since is not None,
+            lang=lang,
         )
         out.print(said, markup=False, highlight=False)
-        out.print(exchanges_table(onec, settings.display_tz))
+        out.print(exchanges_table(onec, settings.display_tz, lang))
         if brokers:
-            out.print(sources_table(brokers))
+            out.print(sources_table(brokers, lang))
         if told is not None:
             out.print(
-                "operators last notified "
-                f"{when_ago(told['attempted_at'], settings.display_tz, now)} by {told['sent_by']}: "
-                f"{told['outcome'] or 'no outcome recorded'}",
+                _("operators last notified {when} by {sent_by}: {outcome}", lang).format(
+                    when=when_ago(told["attempted_at"], settings.display_tz, now, lang),
+                    sent_by=told["sent_by"],
+                    outcome=told["outcome"] or _("no outcome recorded", lang),
+                ),
                 markup=False,
             )
         if needs:
-            said = "; ".join(cause.words(cli_lang()) for cause in found.causes)
-            out.print(_("needs a person: {causes}", cli_lang()).format(causes=said), markup=False)
+            said = "; ".join(cause.words(lang) for cause in found.causes)
+            out.print(_("needs a person: {causes}", lang).format(causes=said), markup=False)
         else:
-            out.print(_("nothing needs a person", cli_lang()), markup=False)
+            out.print(_("nothing needs a person", lang), markup=False)
     raise typer.Exit(1 if needs else 0)
 
 
-def _intake_line(taken: dict[str, Any]) -> str:
+def _intake_line(taken: dict[str, Any], lang: Lang = "en") -> str:
     if not taken["untaken"]:
-        return "received from 1C, not taken yet: 0"
-    return (
-        f"received from 1C, not taken yet: {taken['untaken']} "
-        f"(the oldest {human_age(taken['oldest_untaken_age_s'])} ago)"
+        return _("received from 1C, not taken yet: 0", lang)
+    return _("received from 1C, not taken yet: {count} (the oldest {age} ago)", lang).format(
+        count=taken["untaken"], age=human_age(taken["oldest_untaken_age_s"], lang)
     )
 
 

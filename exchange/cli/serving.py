@@ -13,6 +13,7 @@ from exchange.cli.common import (
     _guard,
     _settings,
     app,
+    cli_lang,
     err,
     log,
     out,
@@ -22,6 +23,7 @@ from exchange.db.migrate import aggregates_beyond_intake, current_revision, upgr
 from exchange.db.wake import how_workers_wake
 from exchange.domain.clock import SystemClock
 from exchange.domain.pause import PauseCause
+from exchange.i18n import N_, Lang, _
 from exchange.ops.attention import pause_words
 from exchange.ops.status import (
     status,
@@ -45,14 +47,14 @@ def migrate(ctx: typer.Context) -> None:
             upgrade(staging_engine, staging_notify=False)
         for made in (engine, staging_engine):
             for path in make_private(made) if made is not None else []:
-                out.print(f"{path}: made readable by this user only (0600)", markup=False)
-        out.print(
-            logs.redact(
-                f"migrated {safe_url(settings.database_url)} to revision {current_revision(engine)}"
-            ),
-            markup=False,
+                said = _("{path}: made readable by this user only (0600)", cli_lang())
+                out.print(said.format(path=path), markup=False)
+        migrated = _("migrated {url} to revision {revision}", cli_lang()).format(
+            url=safe_url(settings.database_url), revision=current_revision(engine)
         )
-        out.print(how_workers_wake(engine, staging_engine, settings.poll_interval), markup=False)
+        out.print(logs.redact(migrated), markup=False)
+        wake = how_workers_wake(engine, staging_engine, settings.poll_interval, cli_lang())
+        out.print(wake, markup=False)
         beyond = aggregates_beyond_intake(engine, staging_engine)
         if beyond:
             shown = ", ".join(beyond[:10]) + (
@@ -136,26 +138,42 @@ def run(
             with transaction(engine, read_only=True) as connection:
                 left = status(connection, SystemClock().now(), settings.policies)
                 pause = control.operator_pause(connection)
-            said = _left_line(left, pause, worker.pause_cause, worker.paused_reason)
+            said = _left_line(left, pause, worker.pause_cause, worker.paused_reason, cli_lang())
             out.print(said, markup=False, highlight=False)
     raise typer.Exit(code)
 
 
 def _left_line(
-    figures: Any, pause: dict[str, Any] | None, cause: str | None, refused: str | None
+    figures: Any,
+    pause: dict[str, Any] | None,
+    cause: str | None,
+    refused: str | None,
+    lang: Lang = "en",
 ) -> str:
     """The last line of ``run --until-idle``: what is left, so a scheduled task's log says it."""
     counts = figures.counts
     waiting = counts.get("new", 0) + counts.get("delayed", 0)
     parts = [
-        f"{waiting} waiting ({figures.held} held behind the quarantine)",
-        f"{counts.get('quarantined', 0)} quarantined",
+        _("{waiting} waiting ({held} held behind the quarantine)", lang).format(
+            waiting=waiting, held=figures.held
+        ),
+        _("{count} quarantined", lang).format(count=counts.get("quarantined", 0)),
     ]
     if pause is not None:
-        parts.append(f"delivery paused by operator {pause['operator']}")
+        parts.append(
+            _("delivery paused by operator {operator}", lang).format(operator=pause["operator"])
+        )
     if refused:  # the site's pause, in the words of status (issue 34 item 4)
-        parts.append(pause_words(cause or PauseCause.OTHER, refused))
-    return "left: " + ", ".join(parts) + " (exchange status tells more)"
+        parts.append(pause_words(cause or PauseCause.OTHER, refused, lang))
+    return _("left: {parts} (exchange status tells more)", lang).format(parts=", ".join(parts))
+
+
+# What ``serve`` names each address it prints (``web.server.addresses``'s first item).
+_WAYS_IN = {
+    "workbench": N_("workbench"),
+    "1C exchange": N_("1C exchange"),
+    "JSON intake": N_("JSON intake"),
+}
 
 
 @app.command()
@@ -187,8 +205,11 @@ def serve(ctx: typer.Context) -> None:
             where = addresses(
                 scheme=scheme, host=settings.http_host, port=port, public=public, **ways
             )
-            for what, address in where:
-                out.print(f"{what + ':':<13} {address}", markup=False, highlight=False)
+            lang = cli_lang()
+            named = [(_(_WAYS_IN.get(what, what), lang) + ":", address) for what, address in where]
+            width = max([13, *(len(what) for what, _address in named)])
+            for what, address in named:
+                out.print(f"{what:<{width}} {address}", markup=False, highlight=False)
             out.file.flush()
             warning = public_url_missing(public=public, **ways)
             if warning:

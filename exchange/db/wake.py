@@ -29,6 +29,7 @@ from typing import Protocol
 from sqlalchemy import Engine, text
 
 from exchange.db.engine import is_postgres, sqlite_file, transaction
+from exchange.i18n import Lang, _, number
 
 log = logging.getLogger(__name__)
 
@@ -48,25 +49,33 @@ def announce_staged(engine: Engine) -> None:
             connection.execute(text("SELECT pg_notify(:channel, '')"), {"channel": CHANNEL})
 
 
-def how_workers_wake(engine: Engine, staging_engine: Engine | None, poll_interval: float) -> str:
+def how_workers_wake(
+    engine: Engine, staging_engine: Engine | None, poll_interval: float, lang: Lang = "en"
+) -> str:
     """One sentence for ``exchange migrate``: whether new rows wake the workers or they poll."""
+    poll = f"{poll_interval:g}" if lang == "en" else number(poll_interval, lang, 3)
+    check = f"{CHECK_EVERY_S:g}" if lang == "en" else number(CHECK_EVERY_S, lang, 3)
     if not is_postgres(engine):
         if _watched_file(engine, staging_engine) is None:
-            return (
-                f"workers look for new staging rows every {poll_interval:g} s (the poll): "
-                "staging_intents is not in a SQLite file they can watch"
-            )
-        return (
-            "SQLite: a row committed to staging_intents wakes the workers within "
-            f"{CHECK_EVERY_S:g} s (PRAGMA data_version); the poll every {poll_interval:g} s "
-            "stays beside it"
-        )
+            return _(
+                "workers look for new staging rows every {poll} s (the poll): staging_intents "
+                "is not in a SQLite file they can watch",
+                lang,
+            ).format(poll=poll)
+        return _(
+            "SQLite: a row committed to staging_intents wakes the workers within {check} s "
+            "(PRAGMA data_version); the poll every {poll} s stays beside it",
+            lang,
+        ).format(check=check, poll=poll)
     if staging_engine is not None and staging_engine is not engine:
-        return (
-            "staging_intents is in another database: workers look for 1C's rows every "
-            f"{poll_interval:g} s (the poll); rows staged by serve wake them at once"
-        )
-    return "new staging rows wake the workers at once (a trigger on staging_intents, NOTIFY)"
+        return _(
+            "staging_intents is in another database: workers look for 1C's rows every {poll} s "
+            "(the poll); rows staged by serve wake them at once",
+            lang,
+        ).format(poll=poll)
+    return _(
+        "new staging rows wake the workers at once (a trigger on staging_intents, NOTIFY)", lang
+    )
 
 
 class Listener:

@@ -12,6 +12,9 @@ from enum import StrEnum
 from exchange.domain.verdicts import Classification
 
 TLS_ERROR = "TLSError"  # targets/wire.py's error_class of an untrusted certificate
+SETTING_MISSING = "SettingMissing"  # error_class: the target's key or login is not configured
+NO_REST_API = "NoRestApi"  # WooCommerce's error_class: no REST API at the configured address
+ADDRESS_REFUSED = "AddressRefused"  # WooCommerce's: the URL is not the shop's home address
 
 
 class PauseCause(StrEnum):
@@ -20,7 +23,11 @@ class PauseCause(StrEnum):
     READ_ONLY_KEY = "read-only-key"  # reads accepted, writes refused (Read-only key, no rights)
     BITRIX_LOGIN = "bitrix-login"  # a 1C-Bitrix receiver refused the exchange's user/password
     TLS = "tls"  # the site's certificate is not trusted
-    API_NOT_FOUND = "api-not-found"  # 404 on the API's root: the address, or permalinks off
+    API_NOT_FOUND = "api-not-found"  # 404 on the API's root: the address
+    WOO_NO_REST_API = "woo-no-rest-api"  # no WooCommerce REST API at EXCHANGE_WOO_URL
+    WOO_ADDRESS = "woo-address"  # OAuth "Invalid signature": not the shop's home address
+    WOO_KEY_MISSING = "woo-key-missing"  # EXCHANGE_WOO_KEY or EXCHANGE_WOO_SECRET not set
+    BITRIX_LOGIN_MISSING = "bitrix-login-missing"  # EXCHANGE_BITRIX_USER/PASSWORD not set
     BROKER = "broker"  # RabbitMQ refused the user, the exchange or the publishing
     OTHER = "other"  # a refusal with no words of its own: its answer is shown
 
@@ -31,6 +38,12 @@ def pause_cause(target: str, answer: Classification, *, write_refused: bool) -> 
         return PauseCause.READ_ONLY_KEY
     if answer.error_class == TLS_ERROR:
         return PauseCause.TLS
+    if answer.error_class == SETTING_MISSING:
+        return PauseCause.BITRIX_LOGIN_MISSING if target == "bitrix" else PauseCause.WOO_KEY_MISSING
+    if target == "woocommerce" and answer.error_class == NO_REST_API:
+        return PauseCause.WOO_NO_REST_API
+    if target == "woocommerce" and answer.error_class == ADDRESS_REFUSED:
+        return PauseCause.WOO_ADDRESS
     if answer.http_status == 404:
         return PauseCause.API_NOT_FOUND
     if target == "rabbitmq":

@@ -213,11 +213,47 @@ PAUSE_WORDS: dict[str, tuple[str, str]] = {
     ),
     PauseCause.API_NOT_FOUND.value: (
         "Доставка остановлена: по адресу EXCHANGE_SITE_URL нет API магазина ({answer}). "
-        "Проверьте адрес; у WooCommerce администратор сайта включает постоянные ссылки "
-        "(Настройки → Постоянные ссылки)",
+        "Проверьте адрес; верный адрес API сообщат те, кто обслуживает сайт",
         "Delivery paused: the shop's API is not at EXCHANGE_SITE_URL ({answer}). Check the "
-        "address; for WooCommerce the site's administrator turns permalinks on (Settings → "
-        "Permalinks)",
+        "address; those who run the site know the right one",
+    ),
+    PauseCause.WOO_NO_REST_API.value: (
+        "Доставка остановлена: по адресу EXCHANGE_WOO_URL нет REST API WooCommerce ни по "
+        "/wp-json/, ни по ?rest_route= ({answer}). Проверьте, что EXCHANGE_WOO_URL — домашний "
+        "адрес магазина (WordPress → Настройки → Общие) и что плагин WooCommerce включён; "
+        "это знает администратор сайта",
+        "Delivery paused: WooCommerce's REST API is at neither /wp-json/ nor ?rest_route= of "
+        "EXCHANGE_WOO_URL ({answer}). Check that EXCHANGE_WOO_URL is the shop's home address "
+        "(WordPress → Settings → General) and that the WooCommerce plugin is active; the "
+        "site's administrator knows",
+    ),
+    PauseCause.WOO_ADDRESS.value: (
+        "Доставка остановлена: WooCommerce не принял подпись запроса, потому что "
+        "EXCHANGE_WOO_URL — не домашний адрес магазина ({answer}). Запишите в "
+        "EXCHANGE_WOO_URL домашний адрес магазина (WordPress → Настройки → Общие → Адрес "
+        "сайта, его знает администратор сайта); ключ верный, менять его не нужно",
+        "Delivery paused: WooCommerce refused the request's signature because "
+        "EXCHANGE_WOO_URL is not the shop's home address ({answer}). Set EXCHANGE_WOO_URL to "
+        "the shop's home address (WordPress → Settings → General → Site Address, the site's "
+        "administrator knows it); the key is right, keep it",
+    ),
+    PauseCause.WOO_KEY_MISSING.value: (
+        "Доставка остановлена: не задан ключ REST API WooCommerce ({answer}). Администратор "
+        "магазина создаёт ключ с правами «Чтение/Запись» (WooCommerce → Настройки → "
+        "Дополнительно → REST API); впишите его в EXCHANGE_WOO_KEY и EXCHANGE_WOO_SECRET и "
+        "перезапустите exchange run",
+        "Delivery paused: WooCommerce's REST API key is not set ({answer}). The shop's "
+        "administrator creates a Read/Write key (WooCommerce → Settings → Advanced → REST "
+        "API); put it in EXCHANGE_WOO_KEY and EXCHANGE_WOO_SECRET and restart exchange run",
+    ),
+    PauseCause.BITRIX_LOGIN_MISSING.value: (
+        "Доставка остановлена: не заданы пользователь или пароль обмена с сайтом на Битриксе "
+        "({answer}). Впишите их в EXCHANGE_BITRIX_USER и EXCHANGE_BITRIX_PASSWORD и "
+        "перезапустите exchange run; пользователя с правом на обмен создаёт администратор "
+        "сайта",
+        "Delivery paused: the exchange's user or password for the Bitrix site is not set "
+        "({answer}). Put them in EXCHANGE_BITRIX_USER and EXCHANGE_BITRIX_PASSWORD and restart "
+        "exchange run; the site's administrator creates a user with the right to exchange",
     ),
     PauseCause.BROKER.value: (
         "Доставка остановлена: RabbitMQ отказал ({answer}). Проверьте EXCHANGE_RABBITMQ_URL "

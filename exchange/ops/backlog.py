@@ -18,6 +18,7 @@ from sqlalchemy import Connection, func, select
 from exchange.db.schema import history, messages, workers
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import Event, State
+from exchange.i18n import Lang, _, ngettext
 from exchange.ops.find import held
 from exchange.ops.status import human_age
 
@@ -56,19 +57,23 @@ def backlog(
 
 
 def backlog_words(
-    figures: dict[str, Any], *, paused: bool = False, unreachable: bool = False
+    figures: dict[str, Any], *, paused: bool = False, unreachable: bool = False, lang: Lang = "en"
 ) -> str:
     """``exchange status``'s line: "backlog: 54 210 messages, about 45 min at the current
     pace"; "backlog: none" when nothing waits (never "0 messages, about 0 s"), and no estimate
     while delivery is ``paused`` or the site does not answer (``unreachable``); ``eta_s``
     stays the contract's figure: the pace of the last minute."""
-    count = f"{figures['messages']:,}".replace(",", " ")
     if figures["messages"] == 0:
-        return "backlog: none"
+        return _("backlog: none", lang)
+    count = ngettext("{count} message", "{count} messages", figures["messages"], lang).format(
+        count=f"{figures['messages']:,}".replace(",", "\u00a0" if lang == "ru" else " ")
+    )
     if paused:
-        return f"backlog: {count} messages, delivery is paused (no estimate)"
-    if unreachable:  # nothing moves: no estimate at 0 requests/s (issue 34 item 3)
-        return f"backlog: {count} messages, the site does not answer (no estimate)"
-    if figures["eta_s"] is None:
-        return f"backlog: {count} messages, none delivered in the last minute"
-    return f"backlog: {count} messages, about {human_age(figures['eta_s'])} at the current pace"
+        said = _("backlog: {count}, delivery is paused (no estimate)", lang)
+    elif unreachable:  # nothing moves: no estimate at 0 requests/s (issue 34 item 3)
+        said = _("backlog: {count}, the site does not answer (no estimate)", lang)
+    elif figures["eta_s"] is None:
+        said = _("backlog: {count}, none delivered in the last minute", lang)
+    else:
+        said = _("backlog: {count}, about {eta} at the current pace", lang)
+    return said.format(count=count, eta=human_age(figures["eta_s"], lang))

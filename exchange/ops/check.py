@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import ssl
 import tempfile
 from collections.abc import Iterator
@@ -32,6 +33,7 @@ from exchange.db.migrate import ensure_current, staging_differences
 from exchange.db.schema import staging
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ExchangeError
+from exchange.i18n import N_, Lang, matching
 from exchange.intake import sources
 from exchange.ops.channels import channels
 from exchange.secrets import safe_http_url, safe_url
@@ -65,10 +67,110 @@ class CheckResult:
     def passed(self) -> bool:
         return self.status is Status.OK
 
-    def line(self) -> str:
+    def line(self, lang: Lang = "en") -> str:
         # "OK   " is padded to the width of "FAIL " so that the names line up in a terminal.
-        label = f"{self.status.value:<4} {self.what}"
-        return f"{label}: {self.detail}" if self.detail else label
+        # OK/FAIL/SKIP are codes (scripts look for them): English in every language.
+        label = f"{self.status.value:<4} {what_words(self.what, lang)}"
+        detail = matching(self.detail, _DETAILS, lang)
+        return f"{label}: {detail}" if detail else label
+
+
+# What each check is called (``CheckResult.what``), as a Russian ``check`` says it; the values
+# it names (addresses, names) as they are.
+_WHAT = tuple(
+    (re.compile(pattern), words)
+    for pattern, words in (
+        (r"configuration valid", N_("configuration valid")),
+        (r"database reachable \((?P<url>.*)\)", N_("database reachable ({url})")),
+        (
+            r"staging database reachable \((?P<url>.*)\)",
+            N_("staging database reachable ({url})"),
+        ),
+        (
+            r"database migrated to the latest revision",
+            N_("database migrated to the latest revision"),
+        ),
+        (
+            r"staging database migrated to the latest revision",
+            N_("staging database migrated to the latest revision"),
+        ),
+        (r"staging table (?P<table>\S+)", N_("staging table {table}")),
+        (
+            r"site reachable and token accepted \((?P<url>.*)\)",
+            N_("site reachable and token accepted ({url})"),
+        ),
+        (
+            r"RabbitMQ target: the exchange (?P<name>.*) exists",
+            N_("RabbitMQ target: the exchange {name} exists"),
+        ),
+        (r"(?P<name>\S+) source", N_("{name} source")),
+        (r"WooCommerce key may read \((?P<url>.*)\)", N_("WooCommerce key may read ({url})")),
+        (
+            r"WooCommerce key may write \(an empty products/batch\)",
+            N_("WooCommerce key may write (an empty products/batch)"),
+        ),
+        (
+            r"1C-Bitrix exchange: checkauth and init \((?P<url>.*)\)",
+            N_("1C-Bitrix exchange: checkauth and init ({url})"),
+        ),
+        (r"report directory writable \((?P<path>.*)\)", N_("report directory writable ({path})")),
+        (r"report directory writable", N_("report directory writable")),
+        (r"site reachable and token accepted", N_("site reachable and token accepted")),
+        (r"notifications by (?P<channel>\S+)", N_("notifications by {channel}")),
+        (r"serve listens on (?P<address>\S+)", N_("serve listens on {address}")),
+        (r"1C exchange \(/1c_exchange\.php\)", N_("1C exchange (/1c_exchange.php)")),
+    )
+)
+# The details said most often, the same way; any other detail (what a database or a site
+# answered) as it is.
+_DETAILS = tuple(
+    (re.compile(pattern), words)
+    for pattern, words in (
+        (r"unreachable", N_("unreachable")),
+        (r"its database is unreachable", N_("its database is unreachable")),
+        (r"missing: run `exchange migrate`", N_("missing: run `exchange migrate`")),
+        (r"open", N_("way in open")),  # (not the breaker's "open")
+        (
+            r"file (?P<file>.+); kinds (?P<kinds>.*); retry delay (?P<delays>\S+) s, "
+            r"(?P<attempts>\d+) attempts; poll every (?P<poll>\S+) s",
+            N_(
+                "file {file}; kinds {kinds}; retry delay {delays} s, {attempts} attempts; poll "
+                "every {poll} s"
+            ),
+        ),
+        (
+            r"environment and defaults; kinds (?P<kinds>.*); retry delay (?P<delays>\S+) s, "
+            r"(?P<attempts>\d+) attempts; poll every (?P<poll>\S+) s",
+            N_(
+                "environment and defaults; kinds {kinds}; retry delay {delays} s, {attempts} "
+                "attempts; poll every {poll} s"
+            ),
+        ),
+        (
+            r"the file (?P<path>.+) does not exist: run `exchange migrate` first",
+            N_("the file {path} does not exist: run `exchange migrate` first"),
+        ),
+        (
+            r"(?P<name>EXCHANGE_\w+) is not set \(exchange run requires it\)",
+            N_("{name} is not set (exchange run requires it)"),
+        ),
+        (
+            r"(?P<name>EXCHANGE_\w+) is not set \(no scheduled report\)",
+            N_("{name} is not set (no scheduled report)"),
+        ),
+        (r"closed: (?P<name>EXCHANGE_\w+) is not set", N_("closed: {name} is not set")),
+        (
+            r"(?P<count>\d+) columns with the contract's types and lengths",
+            N_("{count} columns with the contract's types and lengths"),
+        ),
+        (r"open; price types sent: (?P<types>.*)", N_("open; price types sent: {types}")),
+    )
+)
+
+
+def what_words(what: str, lang: Lang) -> str:
+    """A check's name in ``lang``; one this table does not know, as it is."""
+    return matching(what, _WHAT, lang)
 
 
 def ok(what: str, detail: str = "") -> CheckResult:

@@ -12,6 +12,8 @@ from sqlalchemy import Connection, func, select
 
 from exchange.db.schema import cml_exchanges, staging
 from exchange.domain.clock import local_time
+from exchange.i18n import Lang, _, pgettext
+from exchange.words import error_words, name
 
 WITHIN = timedelta(hours=24)
 FAILURES_SHOWN = 5
@@ -73,16 +75,23 @@ def untaken_by_document(staged: Connection, documents: list[str]) -> dict[str, i
     return {str(ref): int(count) for ref, count in rows}
 
 
-def exchanges_table(figures: dict[str, Any], zone: str = "UTC") -> Table:
-    table = Table(title="1C exchange (last 24 h): the latest failures")
-    for column in ("at", "file", "reason"):
+def exchanges_table(figures: dict[str, Any], zone: str = "UTC", lang: Lang = "en") -> Table:
+    table = Table(title=_("1C exchange (last 24 h): the latest failures", lang))
+    for column in (
+        pgettext("1C exchanges column", "at", lang),
+        pgettext("1C exchanges column", "file", lang),
+        pgettext("1C exchanges column", "reason", lang),
+    ):
         table.add_column(column, overflow="fold")
     for failure in figures["failures"]:
         table.add_row(
             local_time(failure["at"], zone),
             Text(failure["file"] or "-"),
-            Text(failure["reason"] or ""),
+            Text(error_words(failure["reason"] or "", lang)),
         )
-    counts = ", ".join(f"{k}: {v}" for k, v in sorted(figures["by_outcome"].items()))
-    table.caption = counts or "no file received"
+    counts = ", ".join(
+        f"{name('outcome', k, lang) if lang == 'ru' else k}: {v}"
+        for k, v in sorted(figures["by_outcome"].items())
+    )
+    table.caption = counts or _("no file received", lang)
     return table

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -27,12 +28,13 @@ from exchange.domain.pause import PauseCause
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import LIVE, PENDING, Event, State, values
 from exchange.errors import ExchangeError, OperatorError
-from exchange.i18n import Lang, _, ngettext, number
+from exchange.i18n import N_, Lang, _, matching, ngettext, number, percent, pgettext
 from exchange.intake.sources.common import Source
 from exchange.ops.find import held, held_condition
 from exchange.queue import control, order
 from exchange.settings import worker_live_within
 from exchange.settings.delivery import DeliverySettings
+from exchange.words import name
 
 RECENT = timedelta(minutes=15)
 # A worker that has not reported for this long is gone (worker ids change with every start):
@@ -502,113 +504,184 @@ def when_ago(value: str | datetime | None, zone: str, now: datetime, lang: str =
     return f"{local_time(moment, zone)} ({age} {'назад' if lang == 'ru' else 'ago'})"
 
 
-def tables(figures: Status, zone: str = "UTC") -> list[Table]:
+def tables(figures: Status, zone: str = "UTC", lang: Lang = "en") -> list[Table]:
     """``exchange status`` for a person: one table per question an operator asks; times in
-    ``zone`` (EXCHANGE_DISPLAY_TZ) with their age beside them."""
-    states = Table(title="messages by state")
-    states.add_column("state")
-    states.add_column("count", justify="right")
+    ``zone`` (EXCHANGE_DISPLAY_TZ) with their age beside them; in ``lang`` (contract 15,
+    "Words": codes and ids as they are)."""
+    states = Table(title=_("messages by state", lang))
+    states.add_column(pgettext("status column", "state", lang))
+    states.add_column(pgettext("status column", "count", lang), justify="right")
     for state, count in figures.counts.items():
-        states.add_row(state, str(count))
+        states.add_row(_named("state", state, lang), str(count))
 
-    queue = Table(title="queue")
-    queue.add_column("figure")
-    queue.add_column("value", justify="right")
-    queue.add_row("new messages", str(figures.new_messages))
-    queue.add_row("  of which held behind the quarantine", str(figures.held))
-    queue.add_row("oldest undelivered", human_age(figures.oldest_undelivered_age_s))
+    queue = Table(title=_("queue", lang))
+    queue.add_column(pgettext("status column", "figure", lang))
+    queue.add_column(pgettext("status column", "value", lang), justify="right")
+    queue.add_row(_("new messages", lang), str(figures.new_messages))
+    queue.add_row("  " + _("of which held behind the quarantine", lang), str(figures.held))
+    queue.add_row(_("oldest undelivered", lang), human_age(figures.oldest_undelivered_age_s, lang))
     minutes = int(RECENT.total_seconds() // 60)
-    queue.add_row(f"error share ({minutes} min)", f"{figures.error_share:.1%}")
-    queue.add_row(f"delivery rate ({minutes} min)", f"{figures.delivery_rate_per_min:.1f}/min")
+    queue.add_row(
+        _("error share ({minutes} min)", lang).format(minutes=minutes),
+        f"{figures.error_share:.1%}" if lang == "en" else percent(figures.error_share, lang),
+    )
+    queue.add_row(
+        _("delivery rate ({minutes} min)", lang).format(minutes=minutes),
+        f"{figures.delivery_rate_per_min:.1f}/min"
+        if lang == "en"
+        else _("{rate}/min", lang).format(rate=number(figures.delivery_rate_per_min, lang)),
+    )
     for reason, count in figures.cancelled_by_reason.items():
-        queue.add_row(Text(f"cancelled: {reason}"), str(count))
+        said = _("cancelled: {reason}", lang).format(reason=_named("reason", reason, lang))
+        queue.add_row(Text(said), str(count))
 
     hours = int(WORKERS_KEPT.total_seconds() // 3600)
-    workers_table = Table(title="workers")
-    for column in ("worker", "last seen", "breaker", "delivery", "site's pace"):
+    workers_table = Table(title=_("workers", lang))
+    for column in (
+        pgettext("status column", "worker", lang),
+        pgettext("status column", "last seen", lang),
+        pgettext("status column", "breaker", lang),
+        pgettext("status column", "delivery", lang),
+        pgettext("status column", "site's pace", lang),
+    ):
         workers_table.add_column(column, overflow="fold")
     for worker in figures.workers:
-        breaker = worker["breaker"] if worker["live"] else "-"
+        breaker = _breaker_words(worker["breaker"], lang) if worker["live"] else "-"
         if worker["live"] and worker["breaker"] == "open" and worker["breaker_until"]:
-            breaker += f" until {local_time(worker['breaker_until'], zone)}"
-        delivery = _delivery_words(worker, figures.pause, zone)
+            until = local_time(worker["breaker_until"], zone)
+            breaker += " " + _("until {time}", lang).format(time=until)
+        delivery = _delivery_words(worker, figures.pause, zone, lang)
         seen = local_time(worker["heartbeat_at"], zone)
+        age = human_age(worker["heartbeat_age_s"], lang)
         workers_table.add_row(
             Text(worker["worker_id"]),
-            f"{seen} ({human_age(worker['heartbeat_age_s'])} ago)",
+            _("{time} ({age} ago)", lang).format(time=seen, age=age),
             Text(breaker),
             Text(delivery),
-            Text(pace_words(worker["pace"]) if worker["live"] else "-"),
+            Text(pace_words(worker["pace"], lang) if worker["live"] else "-"),
         )
     if figures.site_unreachable_since:
-        workers_table.caption = (
-            "the site has not answered since "
-            f"{local_time(figures.site_unreachable_since, zone)}: delivery resumes by itself "
-            "when it answers"
-        )
+        workers_table.caption = _(
+            "the site has not answered since {time}: delivery resumes by itself when it answers",
+            lang,
+        ).format(time=local_time(figures.site_unreachable_since, zone))
     elif figures.last_stopped:
         gone = figures.last_stopped
-        workers_table.caption = (
-            f"the last worker, {gone['worker_id']}, stopped "
-            f"{human_age(gone['stopped_age_s'])} ago ({local_time(gone['stopped_at'], zone)})"
+        workers_table.caption = _(
+            "the last worker, {worker}, stopped {age} ago ({time})", lang
+        ).format(
+            worker=gone["worker_id"],
+            age=human_age(gone["stopped_age_s"], lang),
+            time=local_time(gone["stopped_at"], zone),
         )
     elif not figures.workers:
-        workers_table.caption = f"no worker has reported in the last {hours} h"
-
-    quarantine = Table(title="quarantine: the oldest entry per reason")
-    for column in ("reason", "count", "oldest message_id", "waiting since"):
-        quarantine.add_column(
-            column, justify="right" if column == "count" else "left", overflow="fold"
+        workers_table.caption = _("no worker has reported in the last {hours} h", lang).format(
+            hours=hours
         )
+
+    quarantine = Table(title=_("quarantine: the oldest entry per reason", lang))
+    quarantine.add_column(pgettext("status column", "reason", lang), overflow="fold")
+    quarantine.add_column(pgettext("status column", "count", lang), justify="right")
+    quarantine.add_column(pgettext("status column", "oldest message_id", lang), overflow="fold")
+    quarantine.add_column(pgettext("status column", "waiting since", lang), overflow="fold")
     for reason, entry in figures.quarantine_by_reason.items():
         quarantine.add_row(
-            Text(reason),
+            Text(_named("reason", reason, lang)),
             str(entry["count"]),
             Text(entry["oldest_message_id"]),
             f"{local_time(entry['oldest_quarantined_at'], zone)} "
-            f"({human_age(entry['oldest_age_s'])})",
+            f"({human_age(entry['oldest_age_s'], lang)})",
         )
     if not figures.quarantine_by_reason:
-        quarantine.caption = "the quarantine is empty"
+        quarantine.caption = _("the quarantine is empty", lang)
 
-    blocked = Table(title="blocked aggregates (strict order)")
-    for column in ("kind", "aggregate", "delivered through", "state", "cause"):
+    blocked = Table(title=_("blocked aggregates (strict order)", lang))
+    for column in (
+        pgettext("status column", "kind", lang),
+        pgettext("status column", "aggregate", lang),
+        pgettext("status column", "delivered through", lang),
+        pgettext("status column", "state", lang),
+        pgettext("status column", "cause", lang),
+    ):
         blocked.add_column(column, overflow="fold")
     for entry in figures.blocked:
         blocked.add_row(
-            Text(entry["kind"]),
+            Text(_named("kind", entry["kind"], lang)),
             Text(entry["aggregate"]),
             str(entry["delivered_through"]),
-            f"blocked by {entry['held_by']}",
-            Text(entry["cause"]),
+            _("blocked by {held_by}", lang).format(
+                held_by=_named("held_by", entry["held_by"], lang)
+            ),
+            Text(matching(entry["cause"], _BLOCKED_CAUSES, lang)),
         )
     if not figures.blocked:
-        blocked.caption = "none"
+        blocked.caption = _("none", lang)
     elif len(figures.blocked) >= BLOCKED_SHOWN:
-        blocked.caption = f"the first {BLOCKED_SHOWN}, by kind and aggregate"
+        blocked.caption = _("the first {count}, by kind and aggregate", lang).format(
+            count=BLOCKED_SHOWN
+        )
     return [states, queue, workers_table, quarantine, blocked]
 
 
-def _delivery_words(worker: dict[str, Any], pause: dict[str, Any] | None, zone: str = "UTC") -> str:
+_BREAKER = {"open": N_("open"), "closed": N_("closed"), "half-open": N_("half-open")}
+
+
+def _breaker_words(state: str, lang: Lang) -> str:
+    return _(_BREAKER[state], lang) if state in _BREAKER else state
+
+
+# The English causes ``blocked_aggregates`` writes (``--json``'s), as the console says them.
+_BLOCKED_CAUSES = (
+    (
+        re.compile(r"(?P<id>\S+) is quarantined \((?P<reason>[^)]*)\): retry or cancel it"),
+        N_("{id} is quarantined ({reason}): retry or cancel it"),
+    ),
+    (
+        re.compile(
+            r"(?P<id>\S+) is quarantined \((?P<reason>[^)]*)\) after a gap at version (?P<v>\d+)"
+        ),
+        N_("{id} is quarantined ({reason}) after a gap at version {v}"),
+    ),
+    (
+        re.compile(r"waiting for version (?P<v>\d+) \(a gap\); (?P<id>\S+) is next"),
+        N_("waiting for version {v} (a gap); {id} is next"),
+    ),
+)
+
+
+def _named(group: str, code: str, lang: Lang) -> str:
+    """A code in Russian words (``words.name``); English keeps the code as it was printed."""
+    return code if lang == "en" else name(group, code, lang)
+
+
+def _delivery_words(
+    worker: dict[str, Any], pause: dict[str, Any] | None, zone: str = "UTC", lang: Lang = "en"
+) -> str:
     """A worker's delivery as ``status`` prints it, from its row's state and the one pause
     (contract 15): stopped with when, silent since when, not live (contract 6: never
     "running", whatever it last said), paused as ``pause`` says, else running."""
     state = worker.get("state")
     if state == WorkerState.STOPPED:
-        stopped = f"STOPPED at {local_time(worker['stopped_at'], zone)}"
+        stopped = _("STOPPED at {time}", lang).format(time=local_time(worker["stopped_at"], zone))
         # Its last word about the site still holds while no worker is live (``holding``).
-        return f"{stopped} (last said: PAUSED: {worker['paused']})" if worker["paused"] else stopped
+        if not worker["paused"]:
+            return stopped
+        return _("{stopped} (last said: PAUSED: {paused})", lang).format(
+            stopped=stopped, paused=worker["paused"]
+        )
     since = local_time(worker["heartbeat_at"], zone)
     if state == WorkerState.NOT_LIVE or worker.get("live") is False:
-        return f"SILENT since {since} (not live: delivers nothing)"
+        return _("SILENT since {time} (not live: delivers nothing)", lang).format(time=since)
     if pause is not None and pause["by"] == "operator":
-        said = f"PAUSED by operator {pause['operator']}"
+        said = _("PAUSED by operator {operator}", lang).format(operator=pause["operator"])
     elif worker["paused"]:
-        said = f"PAUSED: {worker['paused']}"
+        said = _("PAUSED: {paused}", lang).format(paused=worker["paused"])
     else:
-        said = "running"
+        said = _("running", lang)
     if state == WorkerState.SILENT:
-        return f"SILENT since {since} (still live; last said: {said})"
+        return _("SILENT since {time} (still live; last said: {said})", lang).format(
+            time=since, said=said
+        )
     return said
 
 
@@ -738,38 +811,48 @@ def source_health(workers_seen: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def sources_table(entries: list[dict[str, Any]]) -> Table:
-    table = Table(title="broker sources")
-    for column in ("source", "queue or stream", "ready", "pending", "consuming"):
-        table.add_column(column, justify="right" if column in ("ready", "pending") else "left")
+def sources_table(entries: list[dict[str, Any]], lang: Lang = "en") -> Table:
+    table = Table(title=_("broker sources", lang))
+    table.add_column(pgettext("status column", "source", lang))
+    table.add_column(pgettext("status column", "queue or stream", lang))
+    table.add_column(pgettext("status column", "ready", lang), justify="right")
+    table.add_column(pgettext("status column", "pending", lang), justify="right")
+    table.add_column(pgettext("status column", "consuming", lang))
     for entry in entries:
-        consuming = _consuming(entry)
+        consuming = _consuming(entry, lang)
         if "error" in entry:
             table.add_row(Text(entry["source"]), Text(entry["error"]), "", "", Text(consuming))
             continue
         where = entry.get("queue") or entry.get("stream") or ""
         if entry.get("group"):
-            where += f" (group {entry['group']})"
+            where += " " + _("(group {group})", lang).format(group=entry["group"])
         table.add_row(
             Text(entry["source"]),
             Text(where),
-            _figure(entry.get("ready")),
-            _figure(entry.get("pending")),
+            _figure(entry.get("ready"), lang),
+            _figure(entry.get("pending"), lang),
             Text(consuming),
         )
     return table
 
 
-def _consuming(entry: dict[str, Any]) -> str:
+def _consuming(entry: dict[str, Any], lang: Lang = "en") -> str:
     consuming = entry.get("consuming")
-    words = {True: "yes", None: "no worker says"}.get(consuming) or (
-        f"no, since {entry.get('since')}: {entry.get('cause')}"
-    )
+    if consuming is True:
+        words = _("yes", lang)
+    elif consuming is None:
+        words = _("no worker says", lang)
+    else:
+        words = _("no, since {since}: {cause}", lang).format(
+            since=entry.get("since"), cause=entry.get("cause")
+        )
     warning = entry.get("warning")
     if warning:
-        words += f"; since {warning['since']}: {warning['text']}"
+        words += "; " + _("since {since}: {text}", lang).format(
+            since=warning["since"], text=warning["text"]
+        )
     return words
 
 
-def _figure(value: Any) -> str:
-    return "unknown" if value is None else str(value)
+def _figure(value: Any, lang: Lang = "en") -> str:
+    return _("unknown", lang) if value is None else str(value)

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from clitools import Cli, Scenario, describe
@@ -128,3 +130,132 @@ def test_operator_commands_speak_russian(cli: Cli, db_url: str) -> None:
     assert "оператор olga (наблюдатель) сохранён" in added.stdout, describe(added)
     listed = cli("operator", "list", db=db_url, env=env)
     assert "роль" in listed.stdout and "наблюдатель" in listed.stdout, describe(listed)
+
+
+# Codes and ids the console shows as they are (contract 15: codes stay English).
+STATUS_CODES = re.compile(
+    r"sqlite\S*|postgresql\S*|\S+\.db\b|[\w.-]*-[\w.-]*\d[\w.-]*|\([\w-]+\)|UTC|MSK|"
+    r"exchange run|RabbitMQ|Redis|SKU|http-\d+|[a-z]+-[a-z-]+|\bid\b|\w*\d\w*"
+)
+
+
+def english_words(text: str) -> list[str]:
+    rest = STATUS_CODES.sub(" ", text)
+    return sorted(set(re.findall(r"[A-Za-z]{2,}", rest)))
+
+
+@SQLITE_ONLY
+def test_status_console_has_no_english_word_under_a_russian_locale(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    """Issue 34 item 7: every table, caption and line of ``status`` for a person is Russian
+    under LANG=ru_RU (codes and ids aside); ``--json`` keeps its English keys and causes."""
+    env = RUSSIAN["LANG=ru_RU"]
+    console = cli("status", db=db_url, env=env)
+    assert console.returncode == 1, describe(console)
+    assert "сообщения по состояниям" in console.stdout and "очередь" in console.stdout
+    assert english_words(console.stdout) == [], (english_words(console.stdout), console.stdout)
+    russian_json = json.loads(cli("status", "--json", db=db_url, env=env).stdout)
+    english_json = json.loads(cli("status", "--json", db=db_url).stdout)
+    for document in (russian_json, english_json):
+        document.pop("oldest_undelivered_age_s", None)
+        document.pop("intake", None)
+        document.pop("quarantine_by_reason", None)
+        document.pop("workers", None)
+    assert russian_json == english_json  # --json unchanged by the locale
+    english = cli("status", db=db_url)
+    assert "messages by state" in english.stdout and "breaker" in english.stdout
+    assert "needs a person:" in english.stdout, describe(english)
+
+
+@SQLITE_ONLY
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("status", "--bogus"), "ошибка: нет такого параметра: --bogus; справка: exchange status"),
+        (("bogus",), "ошибка: нет такой команды: 'bogus'; справка: exchange --help"),
+        (("status", "extra"), "ошибка: лишние аргументы: extra; справка: exchange status"),
+        (("history",), "ошибка: не указан обязательный параметр 'message_id'"),
+    ],
+    ids=["option", "command", "extra", "missing"],
+)
+def test_a_mistake_on_the_command_line_is_one_russian_line_exit_2(
+    cli: Cli, db_url: str, args: tuple[str, ...], said: str
+) -> None:
+    """Typer's own "Error: No such option …", "Usage: …" are said in Russian (issue 34 item
+    7), one line on stderr, exit 2; English without a Russian locale, as before."""
+    russian = cli(*args, db=db_url, env=RUSSIAN["LANG=ru_RU"])
+    assert 2 == russian.returncode, describe(russian)
+    assert russian.stderr.startswith(said), describe(russian)
+    assert len(russian.stderr.strip().splitlines()) == 1, describe(russian)
+    assert "Usage:" not in russian.stderr and "Error" not in russian.stderr
+    english = cli(*args, db=db_url)
+    assert 2 == english.returncode and "Error: " in english.stderr, describe(english)
+
+
+def test_serve_names_its_addresses_in_russian() -> None:
+    """``serve``'s lines for the person who started it (issue 34 item 7): every way in that
+    ``web.server.addresses`` names has Russian words."""
+    from exchange.cli.serving import _WAYS_IN
+    from exchange.i18n import _
+    from exchange.web.server import addresses
+
+    where = addresses(scheme="http", host="h", port=1, public=None, onec=True, intake=True)
+    assert {what for what, _address in where} == set(_WAYS_IN)
+    said = [_(_WAYS_IN[what], "ru") for what, _address in where]
+    assert said == ["рабочее место", "обмен с 1С", "JSON-приём"]
+
+
+@SQLITE_ONLY
+def test_check_names_each_check_in_russian_and_keeps_its_codes(cli: Cli, db_url: str) -> None:
+    """``check`` under a Russian locale (issue 34 item 7): each check's name in Russian, the
+    OK/FAIL/SKIP codes as they are (scripts look for them)."""
+    russian = cli("check", db=db_url, env=RUSSIAN["LANG=ru_RU"])
+    lines = russian.stdout.strip().splitlines()
+    assert lines[0].startswith("OK   настройки верны: "), describe(russian)
+    assert any(line.startswith("OK   база данных доступна (") for line in lines), lines
+    assert any("сайт доступен и принимает токен" in line for line in lines), lines
+    assert any(
+        "EXCHANGE_SITE_URL не задан (без него exchange run не работает)" in line for line in lines
+    )
+    assert "переменные окружения и значения по умолчанию; виды " in lines[0]
+    names = [re.sub(r"\([^)]*\)|\w+_\w+", "", line[5:]).split(":")[0] for line in lines]
+    assert all(not re.search(r"[A-Za-z]{3,}", n) for n in names), names
+    english = cli("check", db=db_url)
+    assert english.stdout.startswith("OK   configuration valid: "), describe(english)
+
+
+def test_no_database_is_said_in_russian(cli: Cli, tmp_path: Path) -> None:
+    """The first error a new operator meets (a read command in the wrong folder) is Russian
+    under a Russian locale (issue 34 item 7), with the variable to set."""
+    url = f"sqlite:///{tmp_path / 'absent.db'}"
+    said = cli("status", db=url, env=RUSSIAN["LANG=ru_RU"])
+    assert 2 == said.returncode, describe(said)
+    assert said.stderr.startswith("ошибка: нет базы данных: "), describe(said)
+    assert "EXCHANGE_DATABASE_URL" in said.stderr and "exchange migrate" in said.stderr
+    assert not (tmp_path / "absent.db").exists()
+
+
+def test_migrate_says_what_it_did_in_russian(cli: Cli, tmp_path: Path) -> None:
+    """``migrate``'s lines for a person (issue 34 item 7): the revision and how workers wake,
+    Russian numbers («0,15 с»)."""
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    said = cli("migrate", db=url, env=RUSSIAN["LANG=ru_RU"])
+    assert 0 == said.returncode, describe(said)
+    first, wake = said.stdout.strip().splitlines()[-2:]
+    assert first.startswith("схема sqlite:///") and " обновлена до версии " in first
+    assert wake.startswith(
+        "SQLite: строка, записанная в staging_intents, будит обработчики за 0,15 с"
+    )
+    english = cli("migrate", db=url)
+    assert "to revision" in english.stdout and "within 0.15 s" in english.stdout, describe(english)
+
+
+def test_a_database_not_migrated_is_said_in_russian(cli: Cli, tmp_path: Path) -> None:
+    """A database file with no tables: «сначала выполните `exchange migrate`» (issue 34 item 7)."""
+    (tmp_path / "empty.db").write_bytes(b"")
+    said = cli("status", db=f"sqlite:///{tmp_path / 'empty.db'}", env=RUSSIAN["LANG=ru_RU"])
+    assert 2 == said.returncode, describe(said)
+    assert "ошибка: база данных не подготовлена: сначала выполните `exchange migrate`" in (
+        said.stderr
+    ), describe(said)

@@ -40,6 +40,13 @@ def _pause(status_code: int | None, error_class: str | None = None) -> Classific
         ("woocommerce", _pause(401, "KeyRefused"), True, PauseCause.READ_ONLY_KEY),
         ("woocommerce", _pause(None, "TLSError"), False, PauseCause.TLS),
         ("woocommerce", _pause(404), False, PauseCause.API_NOT_FOUND),
+        # Plain permalinks and no ?rest_route= either: the page is a 200, or rest_no_route 404.
+        ("woocommerce", _pause(200, "NoRestApi"), False, PauseCause.WOO_NO_REST_API),
+        ("woocommerce", _pause(404, "NoRestApi"), False, PauseCause.WOO_NO_REST_API),
+        # OAuth "Invalid signature" for a URL that is not the shop's home: not the key.
+        ("woocommerce", _pause(401, "AddressRefused"), False, PauseCause.WOO_ADDRESS),
+        ("woocommerce", _pause(None, "SettingMissing"), False, PauseCause.WOO_KEY_MISSING),
+        ("bitrix", _pause(None, "SettingMissing"), False, PauseCause.BITRIX_LOGIN_MISSING),
         ("bitrix", _pause(None, "BitrixAuth"), False, PauseCause.BITRIX_LOGIN),
         ("bitrix", _pause(None, "BitrixConfiguration"), False, PauseCause.OTHER),
         ("rabbitmq", _pause(None, "AccessRefused"), False, PauseCause.BROKER),
@@ -49,6 +56,47 @@ def test_each_pause_is_named_by_what_a_person_mends(
     target: str, answer: Classification, write_refused: bool, cause: PauseCause
 ) -> None:
     assert cause == pause_cause(target, answer, write_refused=write_refused)
+
+
+def test_the_targets_pauses_carry_the_class_their_cause_reads() -> None:
+    """The targets' own pauses name their class (not a detail a test guesses): the key or the
+    login not set, the REST API not found, the address refused."""
+    targets = Path(__file__).resolve().parents[2] / "exchange" / "targets"
+    woo = (targets / "woocommerce" / "target.py").read_text(encoding="utf-8")
+    bitrix = (targets / "bitrix" / "target.py").read_text(encoding="utf-8")
+    for source in (woo, bitrix):
+        said = re.search(r"is not set\",\s*error_class=SETTING_MISSING", source)
+        assert said, "a missing setting is a SettingMissing pause"
+    assert woo.count("error_class=NO_REST_API") == 2 and "error_class=ADDRESS_REFUSED" in woo
+
+
+NEW_CAUSES = {
+    PauseCause.WOO_NO_REST_API: ("EXCHANGE_WOO_URL", "/wp-json/", "?rest_route=", "WooCommerce"),
+    PauseCause.WOO_ADDRESS: ("EXCHANGE_WOO_URL", "WordPress"),
+    PauseCause.WOO_KEY_MISSING: ("EXCHANGE_WOO_KEY", "EXCHANGE_WOO_SECRET"),
+    PauseCause.BITRIX_LOGIN_MISSING: ("EXCHANGE_BITRIX_USER", "EXCHANGE_BITRIX_PASSWORD"),
+}
+
+
+@pytest.mark.parametrize("cause", list(NEW_CAUSES))
+def test_each_new_pause_says_what_it_is_and_whom_to_ask_in_both_languages(
+    cause: PauseCause,
+) -> None:
+    ru, en = pause_words(cause.value, "ANSWER", "ru"), pause_words(cause.value, "ANSWER", "en")
+    other_ru, other_en = (pause_words(PauseCause.OTHER.value, "ANSWER", x) for x in ("ru", "en"))
+    assert ru != other_ru and en != other_en, "words of its own, not the generic refusal's"
+    assert ru.startswith("Доставка остановлена: ") and en.startswith("Delivery paused: ")
+    assert "ANSWER" in ru and "ANSWER" in en
+    assert "администратор" in ru.lower() and "administrator" in en  # whom to ask
+    for name in NEW_CAUSES[cause]:
+        assert name in ru and name in en, name
+    letters = re.sub(
+        r"[A-Z_]{4,}|ANSWER|WooCommerce|WordPress|REST|API|/wp-json/|\?rest_route=|exchange run",
+        "",
+        ru,
+    )
+    assert not re.search(r"[A-Za-z]{3,}", letters), ru
+    assert "не принял ключ" not in ru  # neither an address refused nor a key unset is a key refused
 
 
 def test_a_token_is_named_only_where_the_target_has_one() -> None:
@@ -95,3 +143,5 @@ def test_status_the_notice_and_runs_last_line_say_the_same_words(engine: Engine)
     _, text = compose(snapshot, decision, lang="ru", database="db", workbench_url=None, every=60)
     assert expected_ru in text
     assert expected_en in _left_line(figures, None, "woo-key", answer)
+    russian = _left_line(figures, None, "woo-key", answer, "ru")
+    assert russian.startswith("осталось: ждут доставки: 0") and expected_ru in russian

@@ -46,6 +46,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
+from exchange.domain.pause import SETTING_MISSING
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import UNPACED, OutgoingMessage, Pacer
@@ -398,7 +399,9 @@ class BitrixTarget:
         if not self.user or not self._password:
             raise _Stop(
                 Classification(
-                    Verdict.PAUSE, "EXCHANGE_BITRIX_USER or EXCHANGE_BITRIX_PASSWORD is not set"
+                    Verdict.PAUSE,
+                    "EXCHANGE_BITRIX_USER or EXCHANGE_BITRIX_PASSWORD is not set",
+                    error_class=SETTING_MISSING,
                 )
             )
         response = await self._call(

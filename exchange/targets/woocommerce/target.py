@@ -47,6 +47,7 @@ from typing import Any
 
 import httpx
 
+from exchange.domain.pause import ADDRESS_REFUSED, NO_REST_API, SETTING_MISSING
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ReadBackFailed
@@ -67,9 +68,7 @@ log = logging.getLogger(__name__)
 
 ROUTE = "/wc/v3"
 API = "/wp-json" + ROUTE
-NO_REST_API = "NoRestApi"  # error_class: the REST API is not at the configured address
 KEY_REFUSED = "KeyRefused"  # error_class: the shop found the key and refused it
-ADDRESS_REFUSED = "AddressRefused"  # error_class: the signature's address is not the shop's home
 SIGNATURE_MISMATCH = "provided signature does not match"  # check_oauth_signature's words
 MAX_ITEMS = 100  # WooCommerce's batch limit (woocommerce_rest_batch_items_limit), 413 beyond
 BODY_CAP = 4 * 1024 * 1024
@@ -484,7 +483,11 @@ class WooCommerceTarget:
         after every scheme is raised as the key or the transport refused."""
         if self._auth is None:
             raise _Answer(
-                Classification(Verdict.PAUSE, "EXCHANGE_WOO_KEY or EXCHANGE_WOO_SECRET is not set")
+                Classification(
+                    Verdict.PAUSE,
+                    "EXCHANGE_WOO_KEY or EXCHANGE_WOO_SECRET is not set",
+                    error_class=SETTING_MISSING,
+                )
             )
         key, secret = self._auth
         content = json.dumps(body).encode() if body is not None else None
