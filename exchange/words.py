@@ -380,6 +380,10 @@ WORDS: dict[str, dict[Lang, str]] = {
         "the filters",
     },
     "empty_list": {"ru": "Таких сообщений нет.", "en": "No such messages."},
+    "file_refused_at_intake": {
+        "ru": "не приняты при загрузке (карантин): {count}",
+        "en": "refused at intake (quarantine): {count}",
+    },
     "file_waits_worker": {
         "ru": "ещё не взяты обработчиком: {count}",
         "en": "not yet taken by a worker: {count}",
@@ -1216,6 +1220,17 @@ _ONEC_PARTS: tuple[tuple[str, str], ...] = (
         r"aggregate \(invalid-contract\)",
         "не отправлено цен, повторённых в пакете: {n} (повтор в пакете: действует более "
         "позднее предложение того же товара и вида цены; invalid-contract)",
+    ),
+    (
+        _N + r" prices not sent: an unknown currency or a price that is not a decimal "
+        r"\(invalid-contract\)",
+        "не отправлено цен с неизвестной валютой или ценой не числом: {n} (invalid-contract)",
+    ),
+    (
+        _N + r" prices not sent: their sku and price type belong to another aggregate "
+        r"\(invalid-contract\)",
+        "не отправлено цен, чей товар и вид цены уже принадлежат другому агрегату: {n} "
+        "(одна пара «товар, вид цены» — один агрегат; invalid-contract)",
     ),
 )
 _ONEC_WHOLE_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _ONEC_WHOLE)

@@ -44,6 +44,7 @@ import logging
 import os
 import sqlite3
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -72,6 +73,7 @@ from exchange.db.schema import (
     cml_package_repeats,
     cml_packages,
     messages,
+    price_owners,
     staging,
 )
 from exchange.db.wake import announce_staged
@@ -107,11 +109,14 @@ SCRATCH_TABLE = "price_rows"
 class Published:
     """What ``publish`` staged: the package's version; ``fresh``: False when the same file was
     staged before (nothing staged now); ``repeated``: the earlier offers of an aggregate a
-    later offer of the package maps to, of another price (not sent, «повтор в пакете»)."""
+    later offer of the package maps to, of another price (not sent, «повтор в пакете»);
+    ``owned``: the prices whose (sku, price type) another aggregate owns (contract 15: intake
+    refuses them)."""
 
     version: int
     fresh: bool
     repeated: int = 0
+    owned: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,6 +421,7 @@ def import_file(
             return _nothing_new(result.version, found[-1] if found else None)
         counts = found[-1].counts
         counts.repeated = result.repeated
+        counts.owned_elsewhere = result.owned
         return Outcome(
             "staged", counts.summary(), counts.intents, _not_sent(counts), result.version
         )
@@ -458,14 +464,7 @@ def _into_scratch(
 
 
 def _not_sent(counts: Counts) -> int:
-    return (
-        counts.not_base_unit
-        + sum(counts.unmapped.values())
-        + counts.too_many_prices
-        + counts.too_long
-        + counts.repeated
-        + counts.no_article_prices
-    )
+    return counts.not_sent()
 
 
 def _nothing_new(version: int, read: Read | None = None) -> Outcome:
@@ -652,7 +651,8 @@ def publish(
                     schema_version="1",
                     source_ref=_source_ref(name, found.header.generated_at),
                 )
-            repeated = _record_repeats(connection, version, before, found.repeated)
+            repeated = _record_repeats(connection, version, before, found.repeated, found.shadowed)
+            owned = _owned_elsewhere(connection, queue, version, before)
             connection.execute(
                 insert(cml_packages).values(
                     digest=digest,
@@ -663,7 +663,7 @@ def publish(
                     messages_mark=mark,
                 )
             )
-            staged = Published(version, True, repeated)
+            staged = Published(version, True, repeated, owned)
     except _Abandon as abandoned:  # rolled back: nothing of it staged
         return abandoned.outcome
     except IntegrityError:  # another process staged the same file a moment ago
@@ -681,19 +681,43 @@ def publish(
 REPEATS_NAMED = 1000
 
 
-def _record_repeats(connection: Connection, version: int, before: int, candidates: set[str]) -> int:
+# What ``cml_package_repeats`` keeps for an aggregate whose last offer in the package holds a
+# price that is not sent (not of the base unit): no price intake accepts, so every offer of
+# the aggregate before it is «повтор в пакете» (the later offer wins whatever it holds).
+LATER_NOT_SENT = '{"later_offer":"not sent: not of the base unit"}'
+
+
+def _record_repeats(
+    connection: Connection,
+    version: int,
+    before: int,
+    candidates: set[str],
+    shadowed: AbstractSet[str],
+) -> int:
     """Within one package, two offers that map to one aggregate (two goods sharing an
     Артикул, one Ид twice): the later in document order (the higher staging id) wins (contract
-    15). Records each such aggregate of the package with its last offer's payload
-    (``cml_package_repeats``, which intake reads beside ``cml_packages``: an earlier offer of
-    another price becomes an ``invalid-contract`` record, «повтор в пакете») and returns how
-    many earlier offers of another price are not sent. ``candidates``: the aggregates the
-    reader wrote more than once (``Mapper.repeated``); none, the usual case, and nothing is
-    read. Else one grouped read of the package's rows of those aggregates in the publishing
-    transaction: a range of the primary key above ``before`` (the highest id before they were
-    staged), whatever the table keeps of older rows."""
-    if not candidates:
+    15), whatever it holds. Records each such aggregate of the package with its last offer's
+    payload (``cml_package_repeats``, which intake reads beside ``cml_packages``: an earlier
+    offer of another price becomes an ``invalid-contract`` record, «повтор в пакете»; a later
+    one intake refuses itself, e.g. currency ``XX``, leaves nothing of the aggregate sent) and
+    returns how many earlier offers of another price are not sent. ``shadowed``: the
+    aggregates whose last offer holds a price not sent and not written (``Mapper.shadowed``),
+    recorded with ``LATER_NOT_SENT``, so none of their rows is sent. ``candidates``: the
+    aggregates the reader wrote more than once (``Mapper.repeated``); none, the usual case,
+    and nothing is read. Else one grouped read of the package's rows of those aggregates in
+    the publishing transaction: a range of the primary key above ``before`` (the highest id
+    before they were staged), whatever the table keeps of older rows."""
+    if not candidates and not shadowed:
         return 0
+    if shadowed:
+        connection.execute(
+            insert(cml_package_repeats),
+            [
+                {"version": version, "aggregate": aggregate, "payload": LATER_NOT_SENT}
+                for aggregate in sorted(shadowed)
+            ],
+        )
+    candidates = candidates | shadowed
     own = and_(
         staging.c.id > before,
         staging.c.taken_at.is_(None),
@@ -713,7 +737,8 @@ def _record_repeats(connection: Connection, version: int, before: int, candidate
         insert(cml_package_repeats).from_select(
             ["version", "aggregate", "payload"],
             select(literal(version, BigInteger()), staging.c.aggregate, staging.c.payload).where(
-                staging.c.id.in_(select(last.c.id))
+                staging.c.id.in_(select(last.c.id)),
+                staging.c.aggregate.not_in(sorted(shadowed)),
             ),
         )
     )
@@ -730,6 +755,36 @@ def _record_repeats(connection: Connection, version: int, before: int, candidate
         .where(own, staging.c.payload != cml_package_repeats.c.payload)
     )
     return sum(1 for mine, winner in earlier if not same_payload("price", winner, mine))
+
+
+def _owned_elsewhere(
+    connection: Connection, queue: Engine | None, version: int, before: int
+) -> int:
+    """How many of the package's rows name an (sku, price type) that another aggregate owns
+    (contract 15, ``price_owners``: e.g. the JSON intake's ``SKU-17`` before 1C's
+    ``SKU-17/retail``): intake refuses them, so 1C is told they are not sent. A package's
+    aggregate is ``<sku>/<price type>``, so only the owners named otherwise can refuse one:
+    those are read (the service's database), none in the usual case, and then nothing else
+    is; else the package's rows (a range of the primary key above ``before``) are compared
+    with them once. An owner that claims a pair after this read is still refused at intake,
+    and the exchange's page shows it (``ops.exchanges.refused_by_document``)."""
+    named = price_owners.c.sku + "/" + price_owners.c.price_type
+    foreign = select(named).where(price_owners.c.aggregate != named)
+    if queue is None:
+        taken = {str(name) for (name,) in connection.execute(foreign)}
+    else:
+        with transaction(queue, read_only=True) as main:
+            taken = {str(name) for (name,) in main.execute(foreign)}
+    if not taken:
+        return 0
+    rows = connection.execute(
+        select(staging.c.aggregate).where(
+            staging.c.id > before,
+            staging.c.kind == "price",
+            staging.c.aggregate_version == version,
+        )
+    )
+    return sum(1 for (aggregate,) in rows if aggregate in taken)
 
 
 def _staged_before(connection: Connection, digest: str) -> int | None:
