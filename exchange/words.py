@@ -1164,6 +1164,11 @@ _ONEC_WHOLE: tuple[tuple[str, str], ...] = (
     ),
     (_F + r" is not a zip archive: (?P<e>.*)", "{f} — не архив zip ({e})."),
     (
+        _F + r" holds the file (?P<m>.+) twice \(names compared without case\): not unpacked",
+        "В архиве {f} файл {m} встречается дважды (имена сравниваются без учёта регистра): "
+        "архив не распакован.",
+    ),
+    (
         _F + r" holds more than " + _N + r" files: not unpacked",
         "В архиве {f} больше {n} файлов: не распакован.",
     ),
