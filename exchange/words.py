@@ -1162,6 +1162,14 @@ _ONEC_WHOLE: tuple[tuple[str, str], ...] = (
         r"the archive unpacks to more than " + _N + r" bytes",
         "Архив распаковывается больше чем в {n} байт.",
     ),
+    (
+        r"this package was formed at (?P<a>.+?), before a package formed at (?P<b>.+?) already "
+        r"staged \(version (?P<v>\d+)\): an older package never overwrites a newer one; "
+        r"nothing staged\. Run the exchange again to send the current prices",
+        "Пакет сформирован {a}, раньше уже принятого пакета, сформированного {b} (версия {v}): "
+        "более старый пакет не заменяет более новый, ничего не записано. Запустите обмен ещё "
+        "раз, чтобы выгрузить текущие цены.",
+    ),
     (_F + r" is not a zip archive: (?P<e>.*)", "{f} — не архив zip ({e})."),
     (
         _F + r" holds the file (?P<m>.+) twice \(names compared without case\): not unpacked",

@@ -838,3 +838,34 @@ def test_the_later_offer_of_an_aggregate_wins_whatever_it_holds(
             for r in connection.execute(select(messages).where(messages.c.rejected.is_(False)))
         }
     assert {"C/retail"} == sent
+
+
+def test_a_package_formed_before_one_already_staged_is_refused(serve: Serve, db: Engine) -> None:
+    """Contract 9a, versions (attack onec_old_package): a later package wins, and «later» is
+    when 1C formed it (``ДатаФормирования``), not when it arrived. A package formed at
+    15:00:00 arriving after one formed at 15:00:01 is refused with words 1C shows, recorded
+    on the exchange's entry, and stages nothing; the files of one exchange are never compared
+    with each other, and a package without ДатаФормирования is numbered as before."""
+    base = serve(**TYPES)
+    new = package(("OP-1", "222.00"), generated_at="2026-12-05T15:00:01")
+    old = package(("OP-1", "111.00"), generated_at="2026-12-05T15:00:00")
+    said = client(base, use_zip=False).exchange([("offers-a.xml", new)]).answers
+    assert said["offers-a.xml"].status == "success", said
+    answer = client(base, use_zip=False).exchange([("offers-b.xml", old)]).answers["offers-b.xml"]
+    assert answer.status == "failure", answer
+    assert "более старый пакет не заменяет более новый" in answer.text, answer.text
+    entry = entries(db)[-1]
+    assert entry["outcome"] == "failure" and "formed at 2026-12-05 15:00:00" in entry["detail"]
+    assert ["222.00"] == [json.loads(r["payload"])["price"] for r in staged(db)]
+    # One exchange's own files: an earlier-formed second file of the same exchange is staged.
+    both = client(base, use_zip=False).exchange(
+        [
+            ("offers.xml", package(("OP-2", "5"), generated_at="2026-12-05T16:00:05")),
+            ("prices.xml", package(("OP-3", "6"), generated_at="2026-12-05T16:00:01")),
+        ]
+    )
+    assert all(a.status == "success" for a in both.answers.values()), both.answers
+    undated = package(("OP-1", "333.00"), generated_at="")
+    late = client(base, use_zip=False).exchange([("offers-c.xml", undated)]).answers
+    assert late["offers-c.xml"].status == "success", late
+    assert "333.00" == json.loads(staged(db)[-1]["payload"])["price"]

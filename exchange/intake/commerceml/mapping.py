@@ -290,6 +290,7 @@ class Mapper:
         plain_sku = _PLAIN_TEXT.match(sku) is not None
         out = self.out
         product = self._name(offer)
+        own: set[str] = set()  # the aggregates this offer wrote
         for price in offer.prices:
             counts.prices += 1
             name, code, type_currency = self._resolve(price.type_id)
@@ -300,8 +301,11 @@ class Mapper:
                 price.min_quantity and _above_one(price.min_quantity)
             ):
                 counts.not_base_unit += 1
-                if hash(f"{key}/{code}") in self._written:
-                    self.shadowed.add(f"{key}/{code}")
+                # A later offer's (an offer's own price of another unit, beside its base
+                # price, is no later offer).
+                shadow = f"{key}/{code}"
+                if shadow not in own and hash(shadow) in self._written:
+                    self.shadowed.add(shadow)
                 continue
             raw_currency = price.currency or type_currency
             iso = currency(raw_currency) if raw_currency else "RUB"
@@ -333,6 +337,7 @@ class Mapper:
             else:
                 self._written.add(digest)
             self.shadowed.discard(aggregate)
+            own.add(aggregate)
             out(aggregate, payload, product)
             counts.intents += 1
             if not sku:

@@ -342,16 +342,18 @@ def import_file(
     staging_engine: Engine | None = None,
     pool: ReaderPool | None = None,
     session_names: Path | None = None,
+    exchange: str | None = None,
 ) -> Outcome:
     """Parse ``path`` (``name`` as 1C called it) and stage what it carries, into ``staging_engine``
     when staging has a database of its own. ``session_names``: the file that keeps the products'
     names (``Товар``/``Наименование``) of the catalogue files of this 1C exchange
     (``import.xml``, which 1C sends before ``offers.xml``), for the offers that carry no name of
-    their own; read before, and added to after, this file. With a ``pool`` the file is read in a
-    process of its own while what it has read so far is staged (PostgreSQL: by the publishing
-    transaction; SQLite: into the scratch file, the transaction after the read): the one place
-    that chooses; without, it is read here first. Never raises for bad data: a file that cannot
-    be read is a ``failure`` Outcome with a one-line reason."""
+    their own; read before, and added to after, this file. ``exchange``: the 1C exchange
+    (session) it belongs to, for ``publish``'s order of packages. With a ``pool`` the file is
+    read in a process of its own while what it has read so far is staged (PostgreSQL: by the
+    publishing transaction; SQLite: into the scratch file, the transaction after the read): the
+    one place that chooses; without, it is read here first. Never raises for bad data: a file
+    that cannot be read is a ``failure`` Outcome with a one-line reason."""
     spool = path.with_name(path.name + SPOOL_SUFFIX)
     spool.unlink(missing_ok=True)
     spool.touch()
@@ -374,7 +376,13 @@ def import_file(
             if early is not None:
                 return early
             result = publish(
-                engine, spool, digest, name, staging_engine=staging_engine, read=lambda: read
+                engine,
+                spool,
+                digest,
+                name,
+                staging_engine=staging_engine,
+                read=lambda: read,
+                exchange=exchange,
             )
         else:
             digest = digest_of(path)
@@ -396,6 +404,7 @@ def import_file(
                     name,
                     staging_engine=staging_engine,
                     read=finish,
+                    exchange=exchange,
                     done=future.done,
                     progress=progress,
                 )
@@ -413,6 +422,7 @@ def import_file(
                     name,
                     staging_engine=staging_engine,
                     read=lambda: read,
+                    exchange=exchange,
                     scratch=scratch,
                 )
         if isinstance(result, Outcome):
@@ -607,6 +617,7 @@ def publish(
     done: Callable[[], bool] = lambda: True,
     progress: Callable[[int, int], None] | None = None,
     scratch: Path | None = None,
+    exchange: str | None = None,
 ) -> Published | Outcome:
     """Stage the spool's rows in one transaction of the staging database with one new version
     as they are written (until ``done()``), then take ``read()`` (what the reader found; it
@@ -616,7 +627,9 @@ def publish(
     read: the transaction copies the scratch file's rows, attached to its connection, in one
     statement. When a
     package with this digest was staged before: its version, not ``fresh``, nothing staged. A
-    file that stages nothing: its ``Outcome``."""
+    file that stages nothing: its ``Outcome``. A package formed (``ДатаФормирования``) before
+    one another exchange than ``exchange`` already staged: a ``failure`` Outcome, nothing
+    staged (``_formed_before``)."""
     target = staging_engine if staging_engine is not None else engine
     queue = engine if target is not engine else None
     attach = (SCRATCH, scratch) if scratch is not None else None
@@ -642,6 +655,10 @@ def publish(
             abandoned = _judge(found)
             if abandoned is not None:
                 raise _Abandon(abandoned)
+            formed = formed_at(found.header.generated_at)
+            older = _formed_before(connection, formed, exchange)
+            if older is not None:
+                raise _Abandon(older)
             if scratch is not None:  # the header comes before any row: the frames' date
                 stage_attached(
                     connection,
@@ -661,6 +678,8 @@ def publish(
                     intents=found.counts.intents,
                     staged_at=_now(),
                     messages_mark=mark,
+                    formed_at=formed,
+                    exchange=exchange[:64] if exchange else None,
                 )
             )
             staged = Published(version, True, repeated, owned)
@@ -785,6 +804,53 @@ def _owned_elsewhere(
         )
     )
     return sum(1 for (aggregate,) in rows if aggregate in taken)
+
+
+def formed_at(generated_at: str) -> str | None:
+    """The root's ``ДатаФормирования`` as ``YYYY-MM-DDTHH:MM:SS`` (text order is time order),
+    None when there is none or it is not a date: such a package is numbered by its arrival,
+    as before. 1C writes its local time without a zone, and it is compared as written; a time
+    with a zone is taken to UTC."""
+    try:
+        when = datetime.fromisoformat(generated_at.strip())
+    except ValueError:
+        return None
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    return when.isoformat(timespec="seconds")
+
+
+def _formed_before(
+    connection: Connection, formed: str | None, exchange: str | None
+) -> Outcome | None:
+    """Contract 9a, versions: a later package wins, so a package 1C formed before one already
+    staged by another exchange (an exchange that failed and is run again after a newer one,
+    two nodes of one base) must not overwrite it: refused, with the newer package named.
+    The files of one exchange (offers and prices, parts of one unload) are one unload and
+    never compared with each other; a package without ``ДатаФормирования`` is not compared."""
+    if formed is None:
+        return None
+    newer = and_(cml_packages.c.formed_at.is_not(None), cml_packages.c.formed_at > formed)
+    if exchange:
+        newer = and_(
+            newer,
+            (cml_packages.c.exchange.is_(None)) | (cml_packages.c.exchange != exchange[:64]),
+        )
+    found = connection.execute(
+        select(cml_packages.c.formed_at, cml_packages.c.version)
+        .where(newer)
+        .order_by(cml_packages.c.formed_at.desc())
+        .limit(1)
+    ).first()
+    if found is None:
+        return None
+    return Outcome(
+        "failure",
+        f"this package was formed at {formed.replace('T', ' ')}, before a package formed at "
+        f"{str(found[0]).replace('T', ' ')} already staged (version {found[1]}): an older "
+        "package never overwrites a newer one; nothing staged. Run the exchange again to send "
+        "the current prices",
+    )
 
 
 def _staged_before(connection: Connection, digest: str) -> int | None:
