@@ -380,6 +380,10 @@ WORDS: dict[str, dict[Lang, str]] = {
         "the filters",
     },
     "empty_list": {"ru": "Таких сообщений нет.", "en": "No such messages."},
+    "file_refused_at_intake": {
+        "ru": "не приняты при загрузке (карантин): {count}",
+        "en": "refused at intake (quarantine): {count}",
+    },
     "file_waits_worker": {
         "ru": "ещё не взяты обработчиком: {count}",
         "en": "not yet taken by a worker: {count}",
@@ -1176,7 +1180,20 @@ _ONEC_WHOLE: tuple[tuple[str, str], ...] = (
         r"the archive unpacks to more than " + _N + r" bytes",
         "Архив распаковывается больше чем в {n} байт.",
     ),
+    (
+        r"this package was formed at (?P<a>.+?), before a package formed at (?P<b>.+?) already "
+        r"staged \(version (?P<v>\d+)\): an older package never overwrites a newer one; "
+        r"nothing staged\. Run the exchange again to send the current prices",
+        "Пакет сформирован {a}, раньше уже принятого пакета, сформированного {b} (версия {v}): "
+        "более старый пакет не заменяет более новый, ничего не записано. Запустите обмен ещё "
+        "раз, чтобы выгрузить текущие цены.",
+    ),
     (_F + r" is not a zip archive: (?P<e>.*)", "{f} — не архив zip ({e})."),
+    (
+        _F + r" holds the file (?P<m>.+) twice \(names compared without case\): not unpacked",
+        "В архиве {f} файл {m} встречается дважды (имена сравниваются без учёта регистра): "
+        "архив не распакован.",
+    ),
     (
         _F + r" holds more than " + _N + r" files: not unpacked",
         "В архиве {f} больше {n} файлов: не распакован.",
@@ -1234,6 +1251,17 @@ _ONEC_PARTS: tuple[tuple[str, str], ...] = (
         r"aggregate \(invalid-contract\)",
         "не отправлено цен, повторённых в пакете: {n} (повтор в пакете: действует более "
         "позднее предложение того же товара и вида цены; invalid-contract)",
+    ),
+    (
+        _N + r" prices not sent: an unknown currency or a price that is not a decimal "
+        r"\(invalid-contract\)",
+        "не отправлено цен с неизвестной валютой или ценой не числом: {n} (invalid-contract)",
+    ),
+    (
+        _N + r" prices not sent: their sku and price type belong to another aggregate "
+        r"\(invalid-contract\)",
+        "не отправлено цен, чей товар и вид цены уже принадлежат другому агрегату: {n} "
+        "(одна пара «товар, вид цены» — один агрегат; invalid-contract)",
     ),
 )
 _ONEC_WHOLE_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _ONEC_WHOLE)

@@ -399,6 +399,11 @@ class CmlPackage(Base):
     # version is above: the next package reads only the messages above it (migration 0009).
     # NULL for packages staged before the mark existed.
     messages_mark: Mapped[int | None] = mapped_column(BigInteger)
+    # The root's ДатаФормирования, normalised (``publish.formed_at``), and the 1C exchange
+    # (session) that brought the package: a package formed before one another exchange staged
+    # is refused (migration 0023). NULL: none given, or staged before.
+    formed_at: Mapped[str | None] = mapped_column(String(32))
+    exchange: Mapped[str | None] = mapped_column(String(64))
 
 
 class CmlPackageRepeat(Base):

@@ -307,6 +307,26 @@ def _check_price(value: Any) -> Decimal:
     return amount.copy_abs() if amount.is_zero() else amount
 
 
+def price_fields_problem(sku: str, price: str, currency: str, price_type: str) -> str | None:
+    """Why intake will refuse a price with these fields (``PriceV1``'s rules, the same checks),
+    or None: for a source that tells its sender before intake runs (the 1C exchange counts such
+    a price among the not-sent in its answer)."""
+    for name, value in (("sku", sku), ("price_type", price_type)):
+        try:
+            _check_name(_check_text(value))
+        except ValueError as exc:
+            return f"{name}: {exc}"
+    try:
+        _check_currency(_check_text(currency))
+    except ValueError as exc:
+        return f"currency: {exc}"
+    try:
+        _check_price(price)
+    except ValueError as exc:
+        return f"price: {exc}"
+    return None
+
+
 def _price_wire(sku: str, price: Decimal, currency: str, price_type: str) -> dict[str, Any]:
     return {"sku": sku, "price": format(price, "f"), "currency": currency, "price_type": price_type}
 

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 from sqlalchemy import Connection, func, select
 
-from exchange.db.schema import cml_exchanges, staging
+from exchange.db.schema import cml_exchanges, messages, staging
 from exchange.domain.clock import local_time
 from exchange.i18n import Lang, _, pgettext
 from exchange.words import error_words, name
@@ -95,3 +95,19 @@ def exchanges_table(figures: dict[str, Any], zone: str = "UTC", lang: Lang = "en
     )
     table.caption = counts or _("no file received", lang)
     return table
+
+
+def refused_by_document(connection: Connection, documents: list[str]) -> dict[str, int]:
+    """How many of each 1C document's prices intake refused (quarantine records, contract
+    15: e.g. a pair another aggregate came to own after the package was staged): what the
+    answer to 1C could not yet know, shown against its exchange. Read through the index of
+    ``source_ref`` (``ix_messages_source_ref_prefix``)."""
+    if not documents:
+        return {}
+    rows = connection.execute(
+        select(messages.c.source_ref, func.count())
+        .where(messages.c.rejected.is_(True), messages.c.kind == "price")
+        .where(messages.c.source_ref.in_(sorted(set(documents))))
+        .group_by(messages.c.source_ref)
+    )
+    return {str(ref): int(count) for ref, count in rows}

@@ -160,6 +160,7 @@ def unpack(archive: Path, folder: Path, *, max_bytes: int, max_ratio: int) -> li
     try:
         _central_directory(archive)
         with zipfile.ZipFile(archive) as zf:
+            _names_once(archive, zf.infolist())
             for info in zf.infolist():
                 mode = info.external_attr >> 16
                 if stat.S_ISLNK(mode):
@@ -201,6 +202,23 @@ def unpack(archive: Path, folder: Path, *, max_bytes: int, max_ratio: int) -> li
     except (zlib.error, EOFError, lzma.LZMAError):
         raise FileRefused(f"{archive.name} is damaged: its data does not unpack") from None
     return written
+
+
+def _names_once(archive: Path, members: list[zipfile.ZipInfo]) -> None:
+    """Each member's name once, compared as 1C's Windows compares them (without case, NFC):
+    two ``offers.xml`` (or ``offers.xml`` and ``Offers.XML``) would leave on disk whichever
+    came last, a package 1C never meant; the archive is refused naming the file."""
+    seen: set[str] = set()
+    for info in members:
+        if info.is_dir():
+            continue
+        name = unicodedata.normalize("NFC", info.filename.replace("\\", "/")).casefold()
+        if name in seen:
+            raise FileRefused(
+                f"{archive.name} holds the file {info.filename[:100]!r} twice "
+                "(names compared without case): not unpacked"
+            )
+        seen.add(name)
 
 
 def _unpacked_block(source: IO[bytes], archive: Path) -> bytes:

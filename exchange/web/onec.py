@@ -503,7 +503,7 @@ class OneCExchange:
             job.entry = row_id
             failpoint("import-started")
             try:
-                outcome = self._work(folder, target, filename, progress)
+                outcome = self._work(folder, target, filename, progress, session)
             except Exception as exc:  # recorded for operators, then answered as failure
                 log.exception("1C import of %s failed", filename)
                 outcome = Outcome("failure", f"internal error: {type(exc).__name__}: {exc}")
@@ -521,6 +521,7 @@ class OneCExchange:
         target: Path,
         filename: str,
         progress: Callable[[int, int], None],
+        session: str,
     ) -> Outcome:
         try:
             unpack_archives(
@@ -544,6 +545,7 @@ class OneCExchange:
             staging_engine=self.staging_engine,
             pool=self.readers,
             session_names=folder / SESSION_NAMES,
+            exchange=session,
         )
 
     async def _complete(self, session: str) -> web.Response:

@@ -9,6 +9,7 @@ import json
 import socket
 import stat
 import time
+import warnings
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,16 +18,17 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, insert, select
 from web_helpers import PASSWORD, USER
+from workbench_helpers import add_operator, close_all, signed_in
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import cml_exchanges, http_keys, messages, staging
+from exchange.db.schema import cml_exchanges, http_keys, messages, price_owners, staging
 from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, catalogue_xml, offers_xml
 from exchange.dev.onec_client import OneCClient
 from exchange.dev.sitesim import Faults, SiteSimulator
-from exchange.dev.testing import fast_settings, run_worker
+from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 
 Serve = Callable[..., str]
 RETAIL = CmlType("t-retail", "Розничная", "руб")
@@ -447,7 +449,11 @@ def test_a_zip_archive_with_a_catalogue_and_offers_in_folders_is_unpacked_and_re
 
 def _zip(members: list[tuple[zipfile.ZipInfo | str, bytes]]) -> bytes:
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+    with (
+        warnings.catch_warnings(),  # a name twice is what some tests send
+        zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive,
+    ):
+        warnings.simplefilter("ignore", UserWarning)
         for info, data in members:
             archive.writestr(info, data)
     return buffer.getvalue()
@@ -466,6 +472,9 @@ def _link(name: str) -> zipfile.ZipInfo:
         ([("/abs/evil.xml", b"<x/>")], "абсолютный путь"),
         ([(_link("offers.xml"), b"/etc/passwd")], "ссылка: не допускается"),
         ([("offers.xml", b"\0" * 5_000_000)], "распаковывается больше чем в"),
+        # attack onec_zipdup: which copy would be read is an accident of the archive's order
+        ([("offers.xml", package(("Z", "1"))), ("offers.xml", package(("Z", "2")))], "дважды"),
+        ([("offers.xml", package(("Z", "1"))), ("Offers.XML", package(("Z", "2")))], "дважды"),
     ],
 )
 def test_an_unsafe_archive_is_refused(
@@ -716,3 +725,147 @@ def test_an_offer_with_more_than_64_prices_is_counted_and_the_files_other_offers
     assert "more than 64 prices" in entries(db)[-1]["detail"]
     assert entries(db)[-1]["not_sent"] == 1
     assert ["A/retail"] == [r["aggregate"] for r in staged(db)]
+
+
+def test_prices_intake_will_refuse_are_counted_as_not_sent_not_as_accepted(
+    serve: Serve, db: Engine
+) -> None:
+    """Contract 9a and 15 (attack onec_cur, onec_owner): a price in currency ``XX`` (the
+    contract's own check, ``price_fields_problem``) and one whose (sku, price type) another
+    aggregate already owns (``price_owners``: the JSON intake's ``OWN-2``) are refused at
+    intake, so 1C is never told they were accepted: counted among the not-sent, in the answer
+    and on the exchange's entry."""
+    with transaction(db) as connection:
+        connection.execute(
+            insert(price_owners).values(sku="OWN-2", price_type="retail", aggregate="OWN-2")
+        )
+    data = offers_xml(
+        Package(
+            types=[RETAIL],
+            offers=[
+                CmlOffer("A", [CmlPrice("t-retail", "100", "руб")]),
+                CmlOffer("B", [CmlPrice("t-retail", "400", "XX")]),
+                CmlOffer("OWN-2", [CmlPrice("t-retail", "20", "руб")]),
+            ],
+        )
+    )
+    answer = client(serve(**TYPES), use_zip=False).exchange([("offers.xml", data)])
+    said = answer.answers["offers.xml"]
+    assert said.status == "success", said
+    assert "Принято цен: 1 (предложений: 3)" in said.text, said.text
+    assert "с неизвестной валютой или ценой не числом: 1" in said.text, said.text
+    assert "уже принадлежат другому агрегату: 1" in said.text, said.text
+    entry = entries(db)[-1]
+    assert (3, 2) == (entry["intents"], entry["not_sent"]), entry["detail"]
+
+
+def test_a_price_refused_at_intake_after_the_answer_shows_on_the_exchanges_page(
+    serve: Serve, db: Engine, db_url: str
+) -> None:
+    """Contract 15: the JSON intake's ``OWN-3`` waits in staging, not yet taken, when 1C's
+    ``OWN-3/retail`` is published (no owner yet: 1C is told it is accepted); intake then gives
+    the pair to ``OWN-3`` and refuses 1C's price. The exchange's page shows that refusal
+    against the exchange, so the 1C administrator sees it."""
+    stage(db, [price_row("OWN-3", 1)])
+    base = serve(**TYPES)
+    data = offers_xml(
+        Package(types=[RETAIL], offers=[CmlOffer("OWN-3", [CmlPrice("t-retail", "20", "руб")])])
+    )
+    said = client(base, use_zip=False).exchange([("offers.xml", data)]).answers["offers.xml"]
+    assert "Принято цен: 1 (предложений: 1)" in said.text, said.text
+    with SiteSimulator(token="test-token", faults=Faults(seed=1)) as site:
+        run_worker(bootstrap.worker(fast_settings(db_url, site.url), db))
+    add_operator(db, "olga", "operator")
+    page = signed_in(base, "olga").get("/exchanges").text
+    assert "не приняты при загрузке (карантин): 1" in page, page
+    close_all()
+
+
+def test_over_long_ids_cut_to_one_aggregate_are_not_also_repeats(serve: Serve, db: Engine) -> None:
+    """Contract 15 (attack onec_long): two over-long Ид shortened to the same ``LLL…/retail``
+    are two invalid-contract records, never also «повтор в пакете»: 1C is told 2 not sent and
+    the one price that goes on as accepted."""
+    data = offers_xml(
+        Package(
+            types=[RETAIL],
+            offers=[
+                CmlOffer("L" * 250, [CmlPrice("t-retail", "1", "руб")]),
+                CmlOffer("LN-1", [CmlPrice("t-retail", "2", "руб")]),
+                CmlOffer("L" * 194, [CmlPrice("t-retail", "3", "руб")]),
+            ],
+        )
+    )
+    said = client(serve(**TYPES), use_zip=False).exchange([("offers.xml", data)])
+    answer = said.answers["offers.xml"]
+    assert "Принято цен: 1 (предложений: 3)" in answer.text, answer.text
+    assert "длиннее 100 символов: 2" in answer.text, answer.text
+    assert "повтор" not in answer.text, answer.text
+    entry = entries(db)[-1]
+    assert (3, 2) == (entry["intents"], entry["not_sent"]), entry["detail"]
+
+
+def test_the_later_offer_of_an_aggregate_wins_whatever_it_holds(
+    serve: Serve, db: Engine, db_url: str
+) -> None:
+    """Contract 15, one rule (docs/1c.ru.md, attack onec_dup): within a package the later offer
+    of an aggregate wins whatever it holds. A later copy not of the base unit (Коэффициент 2)
+    or with an unknown currency (``XX``) is not sent, and neither is the earlier copy («повтор
+    в пакете»): nothing of that aggregate is sent from this package, and 1C is told so."""
+    data = offers_xml(
+        Package(
+            types=[RETAIL],
+            offers=[
+                CmlOffer("A", [CmlPrice("t-retail", "100", "руб")]),
+                CmlOffer("A", [CmlPrice("t-retail", "200", "руб", coefficient="2")]),
+                CmlOffer("B", [CmlPrice("t-retail", "300", "руб")]),
+                CmlOffer("B", [CmlPrice("t-retail", "400", "XX")]),
+                CmlOffer("C", [CmlPrice("t-retail", "5", "руб")]),
+            ],
+        )
+    )
+    said = client(serve(**TYPES), use_zip=False).exchange([("offers.xml", data)])
+    answer = said.answers["offers.xml"]
+    assert "Принято цен: 1 (предложений: 5)" in answer.text, answer.text
+    assert "повторённых в пакете: 2" in answer.text, answer.text
+    assert "не за базовую единицу: 1" in answer.text, answer.text
+    assert "с неизвестной валютой или ценой не числом: 1" in answer.text, answer.text
+    assert 4 == entries(db)[-1]["not_sent"]
+    with SiteSimulator(token="test-token", faults=Faults(seed=1)) as site:
+        run_worker(bootstrap.worker(fast_settings(db_url, site.url), db))
+    with transaction(db, read_only=True) as connection:
+        sent = {
+            r.aggregate
+            for r in connection.execute(select(messages).where(messages.c.rejected.is_(False)))
+        }
+    assert {"C/retail"} == sent
+
+
+def test_a_package_formed_before_one_already_staged_is_refused(serve: Serve, db: Engine) -> None:
+    """Contract 9a, versions (attack onec_old_package): a later package wins, and «later» is
+    when 1C formed it (``ДатаФормирования``), not when it arrived. A package formed at
+    15:00:00 arriving after one formed at 15:00:01 is refused with words 1C shows, recorded
+    on the exchange's entry, and stages nothing; the files of one exchange are never compared
+    with each other, and a package without ДатаФормирования is numbered as before."""
+    base = serve(**TYPES)
+    new = package(("OP-1", "222.00"), generated_at="2026-12-05T15:00:01")
+    old = package(("OP-1", "111.00"), generated_at="2026-12-05T15:00:00")
+    said = client(base, use_zip=False).exchange([("offers-a.xml", new)]).answers
+    assert said["offers-a.xml"].status == "success", said
+    answer = client(base, use_zip=False).exchange([("offers-b.xml", old)]).answers["offers-b.xml"]
+    assert answer.status == "failure", answer
+    assert "более старый пакет не заменяет более новый" in answer.text, answer.text
+    entry = entries(db)[-1]
+    assert entry["outcome"] == "failure" and "formed at 2026-12-05 15:00:00" in entry["detail"]
+    assert ["222.00"] == [json.loads(r["payload"])["price"] for r in staged(db)]
+    # One exchange's own files: an earlier-formed second file of the same exchange is staged.
+    both = client(base, use_zip=False).exchange(
+        [
+            ("offers.xml", package(("OP-2", "5"), generated_at="2026-12-05T16:00:05")),
+            ("prices.xml", package(("OP-3", "6"), generated_at="2026-12-05T16:00:01")),
+        ]
+    )
+    assert all(a.status == "success" for a in both.answers.values()), both.answers
+    undated = package(("OP-1", "333.00"), generated_at="")
+    late = client(base, use_zip=False).exchange([("offers-c.xml", undated)]).answers
+    assert late["offers-c.xml"].status == "success", late
+    assert "333.00" == json.loads(staged(db)[-1]["payload"])["price"]

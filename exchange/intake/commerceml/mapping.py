@@ -20,7 +20,12 @@ from decimal import Decimal, InvalidOperation
 from typing import Literal
 
 from exchange.intake.commerceml.parse import MAX_PRICES, Offer, PriceType
-from exchange.intake.contracts import NAME_CHARS, STAGING_TEXT_LIMITS, shortened
+from exchange.intake.contracts import (
+    NAME_CHARS,
+    STAGING_TEXT_LIMITS,
+    price_fields_problem,
+    shortened,
+)
 
 RUB_NAMES = frozenset({"руб", "руб.", "rur", "rub", "643", "р", "р.", "рубль"})
 _PLAIN = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
@@ -111,12 +116,42 @@ class Counts:
     # earlier offers of an aggregate a later offer of the package maps to, of another price:
     # invalid-contract, «повтор в пакете» (counted by ``publish``, which finds them)
     repeated: int = 0
+    # written, and refused by intake for their fields (an unknown currency, a price that is
+    # not a decimal): the contract's own judgement (``price_fields_problem``), made here
+    invalid: int = 0
+    # written, and refused by intake: their (sku, price type) is owned by another aggregate
+    # (contract 15; counted by ``publish``, which reads the owners)
+    owned_elsewhere: int = 0
+
+    def not_sent(self) -> int:
+        """The prices of the file that will never reach a shop, each counted once."""
+        return (
+            self.not_base_unit
+            + sum(self.unmapped.values())
+            + self.too_many_prices
+            + self.too_long
+            + self.repeated
+            + self.no_article_prices
+            + self.invalid
+            + self.owned_elsewhere
+        )
+
+    def sent(self) -> int:
+        """The staged prices that go on to the shop: the rows written, less those intake
+        will refuse."""
+        written_not_sent = (
+            self.no_article_prices
+            + self.too_long
+            + self.repeated
+            + self.invalid
+            + self.owned_elsewhere
+        )
+        return max(self.intents - written_not_sent, 0)
 
     def summary(self) -> str:
         """What 1C is told (issue 34 item 11: honest counts): the prices that go on to the
         shop, then every offer and price that does not and why."""
-        sent = self.intents - self.no_article_prices
-        parts = [f"{sent} prices staged from {self.offers} offers"]
+        parts = [f"{self.sent()} prices staged from {self.offers} offers"]
         if self.offers_without_prices:
             parts.append(f"{self.offers_without_prices} offers without prices: nothing to send")
         if self.unmapped:
@@ -147,6 +182,16 @@ class Counts:
             parts.append(
                 f"{self.repeated} prices repeated in the package not sent: a later offer maps "
                 "to the same aggregate (invalid-contract)"
+            )
+        if self.invalid:
+            parts.append(
+                f"{self.invalid} prices not sent: an unknown currency or a price that is not a "
+                "decimal (invalid-contract)"
+            )
+        if self.owned_elsewhere:
+            parts.append(
+                f"{self.owned_elsewhere} prices not sent: their sku and price type belong to "
+                "another aggregate (invalid-contract)"
             )
         return "; ".join(parts)
 
@@ -190,6 +235,11 @@ class Mapper:
         # two aggregates: ``publish`` counts the rows, so such a guess costs a read, nothing else.
         self._written: set[int] = set()
         self.repeated: set[str] = set()
+        # The aggregates written whose last offer in the file holds a price not of the base
+        # unit (not written): the later offer wins whatever it holds, so the earlier are not
+        # sent either («повтор в пакете»; ``publish`` records them). A hash that is another
+        # aggregate's names one with no row in the package: recorded, it refuses nothing.
+        self.shadowed: set[str] = set()
 
     # -- parse.Sink ------------------------------------------------------------------------
 
@@ -240,6 +290,7 @@ class Mapper:
         plain_sku = _PLAIN_TEXT.match(sku) is not None
         out = self.out
         product = self._name(offer)
+        own: set[str] = set()  # the aggregates this offer wrote
         for price in offer.prices:
             counts.prices += 1
             name, code, type_currency = self._resolve(price.type_id)
@@ -250,6 +301,11 @@ class Mapper:
                 price.min_quantity and _above_one(price.min_quantity)
             ):
                 counts.not_base_unit += 1
+                # A later offer's (an offer's own price of another unit, beside its base
+                # price, is no later offer).
+                shadow = f"{key}/{code}"
+                if shadow not in own and hash(shadow) in self._written:
+                    self.shadowed.add(shadow)
                 continue
             raw_currency = price.currency or type_currency
             iso = currency(raw_currency) if raw_currency else "RUB"
@@ -265,19 +321,29 @@ class Mapper:
             if len(aggregate) > AGGREGATE_CHARS or len(sku) > NAME_CHARS:
                 # Contract 15: an over-long id is one invalid-contract record (intake refuses
                 # the sku), never a package that fails its insert as a whole: the aggregate is
-                # kept to its column, with «…» at the cut.
+                # kept to its column, with «…» at the cut. Two such ids cut to one aggregate
+                # are two records, never a repeat (the aggregate is not theirs).
                 counts.too_long += 1
                 room = max(AGGREGATE_CHARS - len(code) - 1, 1)
                 aggregate = shortened(f"{shortened(key, room)}/{code}", AGGREGATE_CHARS)
+                out(aggregate, payload, product)
+                counts.intents += 1
+                continue
             digest = hash(aggregate)
             if digest in self._written:
+                # The later offer wins whatever it holds (contract 15, docs/1c.ru.md): an
+                # invalid later price makes the earlier a «повтор в пакете» record too.
                 self.repeated.add(aggregate)
             else:
                 self._written.add(digest)
+            self.shadowed.discard(aggregate)
+            own.add(aggregate)
             out(aggregate, payload, product)
             counts.intents += 1
             if not sku:
                 counts.no_article_prices += 1
+            elif price_fields_problem(sku, value, iso, code) is not None:
+                counts.invalid += 1
 
     def _sku(self, offer: Offer) -> str:
         if self.sku_mode == "id":

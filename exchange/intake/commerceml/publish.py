@@ -44,6 +44,7 @@ import logging
 import os
 import sqlite3
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -72,6 +73,7 @@ from exchange.db.schema import (
     cml_package_repeats,
     cml_packages,
     messages,
+    price_owners,
     staging,
 )
 from exchange.db.wake import announce_staged
@@ -107,11 +109,14 @@ SCRATCH_TABLE = "price_rows"
 class Published:
     """What ``publish`` staged: the package's version; ``fresh``: False when the same file was
     staged before (nothing staged now); ``repeated``: the earlier offers of an aggregate a
-    later offer of the package maps to, of another price (not sent, «повтор в пакете»)."""
+    later offer of the package maps to, of another price (not sent, «повтор в пакете»);
+    ``owned``: the prices whose (sku, price type) another aggregate owns (contract 15: intake
+    refuses them)."""
 
     version: int
     fresh: bool
     repeated: int = 0
+    owned: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,16 +342,18 @@ def import_file(
     staging_engine: Engine | None = None,
     pool: ReaderPool | None = None,
     session_names: Path | None = None,
+    exchange: str | None = None,
 ) -> Outcome:
     """Parse ``path`` (``name`` as 1C called it) and stage what it carries, into ``staging_engine``
     when staging has a database of its own. ``session_names``: the file that keeps the products'
     names (``Товар``/``Наименование``) of the catalogue files of this 1C exchange
     (``import.xml``, which 1C sends before ``offers.xml``), for the offers that carry no name of
-    their own; read before, and added to after, this file. With a ``pool`` the file is read in a
-    process of its own while what it has read so far is staged (PostgreSQL: by the publishing
-    transaction; SQLite: into the scratch file, the transaction after the read): the one place
-    that chooses; without, it is read here first. Never raises for bad data: a file that cannot
-    be read is a ``failure`` Outcome with a one-line reason."""
+    their own; read before, and added to after, this file. ``exchange``: the 1C exchange
+    (session) it belongs to, for ``publish``'s order of packages. With a ``pool`` the file is
+    read in a process of its own while what it has read so far is staged (PostgreSQL: by the
+    publishing transaction; SQLite: into the scratch file, the transaction after the read): the
+    one place that chooses; without, it is read here first. Never raises for bad data: a file
+    that cannot be read is a ``failure`` Outcome with a one-line reason."""
     spool = path.with_name(path.name + SPOOL_SUFFIX)
     spool.unlink(missing_ok=True)
     spool.touch()
@@ -369,7 +376,13 @@ def import_file(
             if early is not None:
                 return early
             result = publish(
-                engine, spool, digest, name, staging_engine=staging_engine, read=lambda: read
+                engine,
+                spool,
+                digest,
+                name,
+                staging_engine=staging_engine,
+                read=lambda: read,
+                exchange=exchange,
             )
         else:
             digest = digest_of(path)
@@ -391,6 +404,7 @@ def import_file(
                     name,
                     staging_engine=staging_engine,
                     read=finish,
+                    exchange=exchange,
                     done=future.done,
                     progress=progress,
                 )
@@ -408,6 +422,7 @@ def import_file(
                     name,
                     staging_engine=staging_engine,
                     read=lambda: read,
+                    exchange=exchange,
                     scratch=scratch,
                 )
         if isinstance(result, Outcome):
@@ -416,6 +431,7 @@ def import_file(
             return _nothing_new(result.version, found[-1] if found else None)
         counts = found[-1].counts
         counts.repeated = result.repeated
+        counts.owned_elsewhere = result.owned
         return Outcome(
             "staged", counts.summary(), counts.intents, _not_sent(counts), result.version
         )
@@ -458,14 +474,7 @@ def _into_scratch(
 
 
 def _not_sent(counts: Counts) -> int:
-    return (
-        counts.not_base_unit
-        + sum(counts.unmapped.values())
-        + counts.too_many_prices
-        + counts.too_long
-        + counts.repeated
-        + counts.no_article_prices
-    )
+    return counts.not_sent()
 
 
 def _nothing_new(version: int, read: Read | None = None) -> Outcome:
@@ -608,6 +617,7 @@ def publish(
     done: Callable[[], bool] = lambda: True,
     progress: Callable[[int, int], None] | None = None,
     scratch: Path | None = None,
+    exchange: str | None = None,
 ) -> Published | Outcome:
     """Stage the spool's rows in one transaction of the staging database with one new version
     as they are written (until ``done()``), then take ``read()`` (what the reader found; it
@@ -617,7 +627,9 @@ def publish(
     read: the transaction copies the scratch file's rows, attached to its connection, in one
     statement. When a
     package with this digest was staged before: its version, not ``fresh``, nothing staged. A
-    file that stages nothing: its ``Outcome``."""
+    file that stages nothing: its ``Outcome``. A package formed (``ДатаФормирования``) before
+    one another exchange than ``exchange`` already staged: a ``failure`` Outcome, nothing
+    staged (``_formed_before``)."""
     target = staging_engine if staging_engine is not None else engine
     queue = engine if target is not engine else None
     attach = (SCRATCH, scratch) if scratch is not None else None
@@ -643,6 +655,10 @@ def publish(
             abandoned = _judge(found)
             if abandoned is not None:
                 raise _Abandon(abandoned)
+            formed = formed_at(found.header.generated_at)
+            older = _formed_before(connection, formed, exchange)
+            if older is not None:
+                raise _Abandon(older)
             if scratch is not None:  # the header comes before any row: the frames' date
                 stage_attached(
                     connection,
@@ -652,7 +668,8 @@ def publish(
                     schema_version="1",
                     source_ref=_source_ref(name, found.header.generated_at),
                 )
-            repeated = _record_repeats(connection, version, before, found.repeated)
+            repeated = _record_repeats(connection, version, before, found.repeated, found.shadowed)
+            owned = _owned_elsewhere(connection, queue, version, before)
             connection.execute(
                 insert(cml_packages).values(
                     digest=digest,
@@ -661,9 +678,11 @@ def publish(
                     intents=found.counts.intents,
                     staged_at=_now(),
                     messages_mark=mark,
+                    formed_at=formed,
+                    exchange=exchange[:64] if exchange else None,
                 )
             )
-            staged = Published(version, True, repeated)
+            staged = Published(version, True, repeated, owned)
     except _Abandon as abandoned:  # rolled back: nothing of it staged
         return abandoned.outcome
     except IntegrityError:  # another process staged the same file a moment ago
@@ -681,19 +700,43 @@ def publish(
 REPEATS_NAMED = 1000
 
 
-def _record_repeats(connection: Connection, version: int, before: int, candidates: set[str]) -> int:
+# What ``cml_package_repeats`` keeps for an aggregate whose last offer in the package holds a
+# price that is not sent (not of the base unit): no price intake accepts, so every offer of
+# the aggregate before it is «повтор в пакете» (the later offer wins whatever it holds).
+LATER_NOT_SENT = '{"later_offer":"not sent: not of the base unit"}'
+
+
+def _record_repeats(
+    connection: Connection,
+    version: int,
+    before: int,
+    candidates: set[str],
+    shadowed: AbstractSet[str],
+) -> int:
     """Within one package, two offers that map to one aggregate (two goods sharing an
     Артикул, one Ид twice): the later in document order (the higher staging id) wins (contract
-    15). Records each such aggregate of the package with its last offer's payload
-    (``cml_package_repeats``, which intake reads beside ``cml_packages``: an earlier offer of
-    another price becomes an ``invalid-contract`` record, «повтор в пакете») and returns how
-    many earlier offers of another price are not sent. ``candidates``: the aggregates the
-    reader wrote more than once (``Mapper.repeated``); none, the usual case, and nothing is
-    read. Else one grouped read of the package's rows of those aggregates in the publishing
-    transaction: a range of the primary key above ``before`` (the highest id before they were
-    staged), whatever the table keeps of older rows."""
-    if not candidates:
+    15), whatever it holds. Records each such aggregate of the package with its last offer's
+    payload (``cml_package_repeats``, which intake reads beside ``cml_packages``: an earlier
+    offer of another price becomes an ``invalid-contract`` record, «повтор в пакете»; a later
+    one intake refuses itself, e.g. currency ``XX``, leaves nothing of the aggregate sent) and
+    returns how many earlier offers of another price are not sent. ``shadowed``: the
+    aggregates whose last offer holds a price not sent and not written (``Mapper.shadowed``),
+    recorded with ``LATER_NOT_SENT``, so none of their rows is sent. ``candidates``: the
+    aggregates the reader wrote more than once (``Mapper.repeated``); none, the usual case,
+    and nothing is read. Else one grouped read of the package's rows of those aggregates in
+    the publishing transaction: a range of the primary key above ``before`` (the highest id
+    before they were staged), whatever the table keeps of older rows."""
+    if not candidates and not shadowed:
         return 0
+    if shadowed:
+        connection.execute(
+            insert(cml_package_repeats),
+            [
+                {"version": version, "aggregate": aggregate, "payload": LATER_NOT_SENT}
+                for aggregate in sorted(shadowed)
+            ],
+        )
+    candidates = candidates | shadowed
     own = and_(
         staging.c.id > before,
         staging.c.taken_at.is_(None),
@@ -713,7 +756,8 @@ def _record_repeats(connection: Connection, version: int, before: int, candidate
         insert(cml_package_repeats).from_select(
             ["version", "aggregate", "payload"],
             select(literal(version, BigInteger()), staging.c.aggregate, staging.c.payload).where(
-                staging.c.id.in_(select(last.c.id))
+                staging.c.id.in_(select(last.c.id)),
+                staging.c.aggregate.not_in(sorted(shadowed)),
             ),
         )
     )
@@ -730,6 +774,83 @@ def _record_repeats(connection: Connection, version: int, before: int, candidate
         .where(own, staging.c.payload != cml_package_repeats.c.payload)
     )
     return sum(1 for mine, winner in earlier if not same_payload("price", winner, mine))
+
+
+def _owned_elsewhere(
+    connection: Connection, queue: Engine | None, version: int, before: int
+) -> int:
+    """How many of the package's rows name an (sku, price type) that another aggregate owns
+    (contract 15, ``price_owners``: e.g. the JSON intake's ``SKU-17`` before 1C's
+    ``SKU-17/retail``): intake refuses them, so 1C is told they are not sent. A package's
+    aggregate is ``<sku>/<price type>``, so only the owners named otherwise can refuse one:
+    those are read (the service's database), none in the usual case, and then nothing else
+    is; else the package's rows (a range of the primary key above ``before``) are compared
+    with them once. An owner that claims a pair after this read is still refused at intake,
+    and the exchange's page shows it (``ops.exchanges.refused_by_document``)."""
+    named = price_owners.c.sku + "/" + price_owners.c.price_type
+    foreign = select(named).where(price_owners.c.aggregate != named)
+    if queue is None:
+        taken = {str(name) for (name,) in connection.execute(foreign)}
+    else:
+        with transaction(queue, read_only=True) as main:
+            taken = {str(name) for (name,) in main.execute(foreign)}
+    if not taken:
+        return 0
+    rows = connection.execute(
+        select(staging.c.aggregate).where(
+            staging.c.id > before,
+            staging.c.kind == "price",
+            staging.c.aggregate_version == version,
+        )
+    )
+    return sum(1 for (aggregate,) in rows if aggregate in taken)
+
+
+def formed_at(generated_at: str) -> str | None:
+    """The root's ``ДатаФормирования`` as ``YYYY-MM-DDTHH:MM:SS`` (text order is time order),
+    None when there is none or it is not a date: such a package is numbered by its arrival,
+    as before. 1C writes its local time without a zone, and it is compared as written; a time
+    with a zone is taken to UTC."""
+    try:
+        when = datetime.fromisoformat(generated_at.strip())
+    except ValueError:
+        return None
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    return when.isoformat(timespec="seconds")
+
+
+def _formed_before(
+    connection: Connection, formed: str | None, exchange: str | None
+) -> Outcome | None:
+    """Contract 9a, versions: a later package wins, so a package 1C formed before one already
+    staged by another exchange (an exchange that failed and is run again after a newer one,
+    two nodes of one base) must not overwrite it: refused, with the newer package named.
+    The files of one exchange (offers and prices, parts of one unload) are one unload and
+    never compared with each other; a package without ``ДатаФормирования`` is not compared."""
+    if formed is None:
+        return None
+    newer = and_(cml_packages.c.formed_at.is_not(None), cml_packages.c.formed_at > formed)
+    if exchange:
+        newer = and_(
+            newer,
+            (cml_packages.c.exchange.is_(None)) | (cml_packages.c.exchange != exchange[:64]),
+        )
+    found = connection.execute(
+        select(cml_packages.c.formed_at, cml_packages.c.version)
+        .where(newer)
+        .order_by(cml_packages.c.formed_at.desc())
+        .limit(1)
+    ).first()
+    if found is None:
+        return None
+    return Outcome(
+        "failure",
+        f"this package was formed at {formed.replace('T', ' ')}, before a package formed at "
+        f"{str(found[0]).replace('T', ' ')} already staged (version {found[1]}): an older "
+        "package never overwrites a newer one; nothing staged. Run the exchange again to send "
+        "the current prices",
+    )
 
 
 def _staged_before(connection: Connection, digest: str) -> int | None:

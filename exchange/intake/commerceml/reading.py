@@ -58,6 +58,8 @@ class Read:
     new_names: dict[str, str] = field(default_factory=dict)  # products' names it carried
     # aggregates two offers (or prices) of the file may map to (``Mapper.repeated``)
     repeated: set[str] = field(default_factory=set)
+    # aggregates whose last offer in the file is a price not sent (``Mapper.shadowed``)
+    shadowed: set[str] = field(default_factory=set)
 
 
 def read_into_spool(
@@ -121,6 +123,7 @@ def read_into_spool(
         new_articles=mapper.new_articles,
         new_names=mapper.new_names,
         repeated=mapper.repeated,
+        shadowed=mapper.shadowed,
     )
 
 

@@ -23,7 +23,12 @@ from exchange.intake.sources.common import refused_records
 from exchange.ops import find as finder
 from exchange.ops.attention import Cause, attention, pause_words
 from exchange.ops.backlog import backlog
-from exchange.ops.exchanges import exchanges_page, onec_exchanges, untaken_by_document
+from exchange.ops.exchanges import (
+    exchanges_page,
+    onec_exchanges,
+    refused_by_document,
+    untaken_by_document,
+)
 from exchange.ops.notify import last_told
 from exchange.ops.quarantine import (
     QUERY_FIELDS,
@@ -517,10 +522,15 @@ class Pages(Core):
                         )
                     }
                     waiting = untaken_by_document(staged, list(documents.values()))
+            refused_here: dict[str, int] = {}
+            if documents:
+                with transaction(self.engine, read_only=True) as connection:
+                    refused_here = refused_by_document(connection, list(documents.values()))
             for r in rows:
                 staged_here = r["outcome"] == "staged" and r["intents"]
                 r["document"] = documents.get(r["version"]) if staged_here else None
                 r["untaken"] = waiting.get(r["document"], 0) if r["document"] else 0
+                r["refused"] = refused_here.get(r["document"], 0) if r["document"] else 0
             return {"rows": rows, "refused": refused, "total": total}
 
         shown = await asyncio.to_thread(read)
