@@ -687,6 +687,21 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         "неизвестен",
     ),
     (r"no outcome yet; leased until (?P<t>.+)", "итога ещё нет; взято в отправку до {t}"),
+    # why an aggregate is held (exchange/ops/status.py, ``blocked``)
+    (
+        r"(?P<id>\S+) is quarantined \((?P<r>[^)]*)\): retry or cancel it",
+        "{id} в карантине ({r}): повторите или отмените его",
+    ),
+    (
+        r"(?P<id>\S+) is quarantined \((?P<r>[^)]*)\) after a gap at version (?P<v>\d+)",
+        "{id} в карантине ({r}) после пропуска версии {v}",
+    ),
+    (
+        r"waiting for version (?P<v>\d+) \(a gap\); (?P<id>\S+) is next",
+        "ждёт версию {v} (пропуск); следующее — {id}",
+    ),
+    # the site's refusals that pause delivery (exchange/targets/shop_api/answers.py)
+    (r"HTTP (?P<s>\d+): the site refused the token", "HTTP {s}: сайт не принял токен"),
     (
         r"(?P<r>invalid-contract|unknown-kind|unsupported-schema|version-conflict): (?P<d>.+)",
         "не принято ({r}): {d*}",
@@ -846,6 +861,26 @@ _INTAKE_DETAILS: tuple[tuple[str, str], ...] = (
         "один агрегат — одна цена, его имя <sku>/<price_type> ({n}) или только sku, если у "
         "магазина один вид цены",
     ),
+    (  # exchange/intake/staging_store.py: one message per aggregate version
+        r"version (?P<v>\d+) of (?P<k>\S+) (?P<a>.+) was already taken as (?P<m>\S+) with a "
+        r"different payload",
+        "версия {v} агрегата {a} (вид: {k@}) уже принята как сообщение {m} с другими данными",
+    ),
+    (  # exchange/intake/staging_store.py: an aggregate's sku and price type are fixed
+        r"aggregate (?P<a>.+) is the price of sku (?P<s>.+) in price type (?P<t>.+), fixed by its "
+        r"first version; this row names (?P<d>.+)\. One aggregate is one price: write this "
+        r"price under aggregate (?P<w>.+) \(<sku>/<price_type>\)",
+        "агрегат {a} — цена артикула (sku) {s} с видом цены {t}, это задала его первая версия; "
+        "эта строка называет {d*}. Один агрегат — одна цена: выгружайте эту цену под агрегатом "
+        "{w} (<sku>/<price_type>)",
+    ),
+    # what such a row names instead (``{d*}`` above)
+    (
+        r"sku (?P<g>.+?) \(not (?P<f>.+?)\) and price_type (?P<h>.+) \(not (?P<e>.+)\)",
+        "артикул (sku) {g} (а не {f}) и вид цены (price_type) {h} (а не {e})",
+    ),
+    (r"sku (?P<g>.+) \(not (?P<f>.+)\)", "артикул (sku) {g} (а не {f})"),
+    (r"price_type (?P<g>.+) \(not (?P<f>.+)\)", "вид цены (price_type) {g} (а не {f})"),
     (  # contract 15: one (sku, price type), one aggregate
         r"sku (?P<s>.+) in price type (?P<t>.+) belongs to aggregate (?P<o>.+), the first that "
         r"carried it; this row names it under aggregate (?P<a>.+)\. One sku in one price type "
@@ -961,7 +996,8 @@ def _field_problems(text: str) -> str:
 def detail_words(text: str) -> str:
     """A history detail in Russian (a ``{name*}`` in the Russian text is itself a detail, said
     in Russian in turn; a ``{name;}`` details apart by "; "; a ``{name+}`` a list of a
-    payload's field problems); one that matches nothing as it is."""
+    payload's field problems; a ``{name@}`` a kind, by its Russian name); one that matches
+    nothing as it is."""
     for pattern, russian in _DETAILS_RE:
         found = pattern.fullmatch(text)
         if found:
@@ -973,6 +1009,9 @@ def detail_words(text: str) -> str:
                 if "{" + key + "+}" in russian:
                     russian = russian.replace("{" + key + "+}", "{" + key + "}")
                     values[key] = _field_problems(values[key])
+                if "{" + key + "@}" in russian:  # a kind, by its Russian name
+                    russian = russian.replace("{" + key + "@}", "{" + key + "}")
+                    values[key] = name("kind", values[key], "ru")
                 if "{" + key + ";}" in russian:
                     russian = russian.replace("{" + key + ";}", "{" + key + "}")
                     values[key] = "; ".join(detail_words(part) for part in values[key].split("; "))

@@ -276,3 +276,29 @@ def test_a_breaker_checking_the_site_shows_no_past_time_and_no_jargon(
     assert word("breaker_half-open", "ru") in table, table
     assert "пробный запрос" not in page and past.strftime("%H:%M:%S") not in table, table
     assert "предохранител" not in page.lower()
+
+
+def test_a_refused_token_is_said_in_russian_in_the_banner_the_needs_and_the_worker_row(
+    bench: str, db: Engine
+) -> None:
+    """Issue 34 item 7: the site's 401 is recorded in English ("HTTP 401: the site refused the
+    token"); the Russian page says it in Russian wherever it shows it (the banner, what needs a
+    person, the worker's row), never «остановлена: HTTP 401: the site refused the token»."""
+    now = datetime.now(UTC)
+    answer = "HTTP 401: the site refused the token"
+    with transaction(db) as connection:
+        connection.execute(
+            insert(workers).values(
+                worker_id="shop-1",
+                started_at=now,
+                heartbeat_at=now,
+                paused_reason=answer,
+                paused_at=now,
+                pause_cause="token",
+            )
+        )
+    page = signed_in(bench, "olga").get("/").text
+    for ident in ("pause", "needs", "workers"):
+        said = element(page, ident)
+        assert "HTTP 401: сайт не принял токен" in said, (ident, said)
+        assert "refused" not in said, (ident, said)
