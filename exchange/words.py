@@ -566,8 +566,8 @@ _ERRORS_RU: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (re.compile(r"no such message: (?P<ids>.*)"), "Нет такого сообщения: {ids}"),
     (
-        re.compile(r"only quarantined messages can be changed: (?P<ids>.*)"),
-        "Изменять можно только сообщения в карантине: {ids}",
+        re.compile(r"only quarantined messages can be changed: (?P<states>.*)"),
+        "Изменять можно только сообщения в карантине: {states}",
     ),
     (
         re.compile(r"(?P<id>\S+): a rejected staging row cannot be replayed.*"),
@@ -603,6 +603,12 @@ def error_words(text: str, lang: Lang) -> str:
                 values["count"] = messages_counted(int(values["count"]), lang)
             if "state" in values:
                 values["state"] = name("state", values["state"], lang)
+            if "states" in values:  # "m-1 is cancelled, m-2 is delivered": each state named
+                values["states"] = re.sub(
+                    r"(\S+) is ([\w-]+)",
+                    lambda said: f"{said[1]} — {name('state', said[2], lang)}",
+                    values["states"],
+                )
             return russian.format(**values)
     said = detail_words(text)
     return said if said != text else onec_words(text)  # a 1C exchange's outcome (its page)
