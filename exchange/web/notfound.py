@@ -3,7 +3,8 @@
 aiohttp answers an unknown path «404: Not Found» and a known path with another method «405:
 Method Not Allowed», in English; a person who mistyped an address reads what was not found and
 where the workbench is in the workbench's language (``?lang=``, its cookie, else Russian, whatever
-the browser's ``Accept-Language``; under ``/api/`` the intake's ``Accept-Language``). An answer a handler made itself (the message page's 404) is left as it is.
+the browser's ``Accept-Language``; under ``/api/`` the intake's ``Accept-Language``). An answer a
+handler made itself (the message page's 404) is left as it is.
 """
 
 from __future__ import annotations
