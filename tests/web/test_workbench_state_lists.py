@@ -17,6 +17,7 @@ from exchange.db.engine import transaction
 from exchange.db.schema import cml_exchanges, cml_packages, messages
 from exchange.dev.testing import price_row, stage
 from exchange.domain.policy import DEFAULT_KINDS
+from exchange.domain.reasons import CANCELLED_REASONS
 from exchange.intake.staging_table import take
 
 REF = "1C exchange offers.xml 2026-12-05T06:00:00"
@@ -154,3 +155,25 @@ def test_a_1c_files_prices_say_how_many_no_worker_has_taken_yet(olga: str, db: E
     take(db, None, dict(DEFAULT_KINDS), now)
     page = html.unescape(client.get("/exchanges").text)
     assert "цены из этого файла: 3" in page and "ещё не взяты обработчиком" not in page
+
+
+def _reasons_offered(page: str) -> list[str]:
+    select = page.split('<select name="reason">', 1)[1].split("</select>", 1)[0]
+    return [v for v in re.findall(r'<option value="([^"]*)"', select) if v]
+
+
+def test_a_state_lists_reason_filter_offers_only_the_reasons_that_state_can_hold(
+    olga: str, db: Engine
+) -> None:
+    """Issue 34 item 7 (a fresh operator's review): the delivered list offered all 16 reasons,
+    «unroutable» among them; a delivered, new or in-progress message carries no reason, a
+    cancelled one only why it ended (domain.reasons.CANCELLED_REASONS); the delayed list and the
+    quarantine offer those present."""
+    _taken(db)
+    client = signed_in(olga, "olga")
+    for state in ("delivered", "new", "in_progress"):
+        assert _reasons_offered(client.get(f"/messages/{state}").text) == [], state
+    cancelled = _reasons_offered(client.get("/messages/cancelled").text)
+    assert sorted(cancelled) == sorted(r.value for r in CANCELLED_REASONS)
+    assert "unroutable" not in cancelled and "http-422" not in cancelled
+    assert _reasons_offered(client.get("/messages/delayed").text) == ["http-503", "timeout"]

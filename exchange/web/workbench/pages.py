@@ -283,8 +283,8 @@ class Pages(Core):
                 )
                 if state not in REASONS_COUNTED:
                     # Counting the reasons of every delivered message would read them all: the
-                    # filter offers every reason, uncounted.
-                    return found, [(reason, None) for reason in _known_reasons()]
+                    # filter offers the reasons that can occur in this state, uncounted.
+                    return found, [(reason, None) for reason in finder.reasons_in(state)]
                 counted: list[tuple[str, int | None]] = [
                     *reasons_present(connection, filters, state)
                 ]
