@@ -430,6 +430,28 @@ def money(price: str | None, currency: str | None, lang: Lang) -> str:
         return as_is
 
 
+_ONEC_SOURCE = re.compile(
+    r"1C exchange (?P<file>.+?)(?: (?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})(?:T(?P<t>[\d:]+))?)?"
+)
+
+
+def source_words(ref: str | None, lang: Lang) -> str:
+    """A message's ``source_ref`` as a page says it. The 1C exchange's own (``1C exchange
+    offers.xml 2026-12-05T06:00:00``, commerceml/publish.py, kept English where it is stored and
+    searched) reads in Russian «Обмен с 1С: offers.xml от 05.12.2026 06:00:00»; any other (a
+    sending system's own text) as it is."""
+    if not ref or lang == "en":
+        return ref or ""
+    found = _ONEC_SOURCE.fullmatch(ref)
+    if found is None:
+        return ref
+    said = f"Обмен с 1С: {found['file']}"
+    if found["y"]:
+        said += f" от {found['d']}.{found['m']}.{found['y']}"
+        said += f" {found['t']}" if found["t"] else ""
+    return said
+
+
 def unset_fact(fact: str, attempted: bool, lang: Lang) -> str:
     """What an empty ``reason`` or ``last_error`` of a message means, said the same on its
     page and in the search's rows: never sent yet, or sent and waiting for no operator's

@@ -29,6 +29,7 @@ from sqlalchemy import (
 from exchange.db.engine import is_postgres
 from exchange.db.schema import aggregates, cml_catalog, history, messages
 from exchange.domain.policy import KindPolicies
+from exchange.domain.prices import DEFAULT_CURRENCY
 from exchange.domain.reasons import CANCELLED_REASONS, Reason
 from exchange.domain.search_key import search_key
 from exchange.domain.states import PENDING, State, values
@@ -285,7 +286,8 @@ def count_found(connection: Connection, term: str) -> int:
 
 def price_of(kind: str, payload: str) -> dict[str, str | None]:
     """A ``price`` message's price and currency as its payload says them (text: the decimal
-    exactly as stored); None for another kind or a payload that is not a price."""
+    exactly as stored; no currency: the contract's ``DEFAULT_CURRENCY``, as the intake reads
+    it); None for another kind or a payload that is not a price."""
     if kind != "price":
         return {"price": None, "currency": None}
     try:
@@ -294,7 +296,7 @@ def price_of(kind: str, payload: str) -> dict[str, str | None]:
         return {"price": None, "currency": None}
     if not isinstance(body, dict) or body.get("price") is None:
         return {"price": None, "currency": None}
-    currency = body.get("currency")
+    currency = body.get("currency", DEFAULT_CURRENCY)  # the contract's default, when unnamed
     return {
         "price": str(body["price"]),
         "currency": currency if isinstance(currency, str) else None,

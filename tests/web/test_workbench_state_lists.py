@@ -177,3 +177,25 @@ def test_a_state_lists_reason_filter_offers_only_the_reasons_that_state_can_hold
     assert sorted(cancelled) == sorted(r.value for r in CANCELLED_REASONS)
     assert "unroutable" not in cancelled and "http-422" not in cancelled
     assert _reasons_offered(client.get("/messages/delayed").text) == ["http-503", "timeout"]
+
+
+def test_search_shows_every_price_with_its_currency_and_a_1c_document_in_russian(
+    olga: str, db: Engine
+) -> None:
+    """Issue 34 item 7 (a fresh operator's review): a price whose payload names no currency
+    read «5» beside «1,00 ₽»; the contract's default currency (RUB) is shown as for the others.
+    «Документ 1С» read «1C exchange offers.xml …» (English, a Latin C): said in Russian."""
+    stage(
+        db,
+        [
+            price_row("SKU-8", 1, "1.00", aggregate="SKU-8/retail", name="Соль", source_ref=REF),
+            price_row("SKU-9", 1, "5", aggregate="SKU-9/retail", name="Соль морская"),
+        ],
+    )
+    take(db, None, dict(DEFAULT_KINDS), datetime.now(UTC))
+    # a payload as a sender may write it: no currency (the contract's default applies)
+    _put(db, "SKU-9/retail", payload='{"sku": "SKU-9", "price": "5", "price_type": "retail"}')
+    page = html.unescape(signed_in(olga, "olga").get("/find", params={"q": "Соль"}).text)
+    assert "1,00\xa0₽" in page and "5,00\xa0₽" in page, page
+    assert "Обмен с 1С: offers.xml от 05.12.2026 06:00:00" in page.replace("<wbr>", "")
+    assert "1C exchange" not in page

@@ -37,6 +37,7 @@ from exchange.words import (
     messages_counted,
     money,
     page_steps,
+    source_words,
     unset_fact,
     versions_counted,
     word,
@@ -152,6 +153,10 @@ class Core:
         # When a delayed message goes again: «через 40 с», or that it is due (item 6).
         self.env.filters["due"] = jinja2.pass_context(
             lambda context, value: _due(context, value, clock.now())
+        )
+        # A 1C package's source_ref in the page's language (issue 34 item 7).
+        self.env.filters["source"] = jinja2.pass_context(
+            lambda context, ref: source_words(ref, context["lang"])
         )
         self.env.filters["wbr"] = wbr
         self.env.filters["grouped"] = grouped
