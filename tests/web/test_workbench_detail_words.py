@@ -11,12 +11,13 @@ import pytest
 
 from exchange.words import error_words
 
-# Words that only an English sentence has; ids, codes and names are left out of the shapes'
+# Words that only an English sentence has (field names such as aggregate and payload stay as
+# they are: what 1C's programmer looks for); ids, codes and names are left out of the shapes'
 # values so that none of them can match.
 ENGLISH = re.compile(
-    r"\b(the|is|was|of|with|by|as|and|this|under|retry|cancel|version|aggregate|taken|"
-    r"different|payload|refused|quarantined|waiting|gap|fixed|first|row|names|write|price|"
-    r"later|belongs|carried|package|offer|wins|sent)\b"
+    r"\b(the|is|was|of|with|by|as|and|this|under|retry|cancel|version|taken|must|not|"
+    r"different|refused|quarantined|waiting|gap|fixed|first|row|names|write|too|long|"
+    r"later|belongs|carried|package|offer|wins|sent|configured|supported|unreadable)\b"
 )
 
 SHAPES = (
@@ -41,6 +42,18 @@ SHAPES = (
     "повтор в пакете: a later offer of the same 1C package maps to aggregate 'SKU-1' too, with "
     "another price; the later one in the document wins and this one is not sent (two goods "
     "sharing one Артикул, or one Ид twice)",
+    # exchange/intake/contracts.py: a row's and a price payload's own rules
+    "price payload: price: must be finite; currency: must be three upper-case letters, e.g. RUB",
+    "price payload: sku 'A', price_type 'опт' does not belong to aggregate 'B': one aggregate "
+    "is one price, named <sku>/<price_type> ('A/опт'), or the sku alone where a store has one "
+    "price type",
+    "name is too long: 300 characters, the contract allows at most 255 (VARCHAR(255))",
+    "kind 'x' is not configured",
+    "aggregate must be non-empty printable text",
+    "aggregate_version must be 1 or more, not 0",
+    "schema_version '2' of kind 'price' is not supported (supported: 1)",
+    "unreadable staging row: payload is not valid UTF-8 text",
+    "payload is not valid JSON: Expecting value: line 1 column 1 (char 0)",
     # exchange/ops/status.py: blocked
     "rejected-3981 is quarantined (http-422): retry or cancel it",
     "rejected-3981 is quarantined (http-422) after a gap at version 4",
