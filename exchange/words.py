@@ -434,6 +434,28 @@ def money(price: str | None, currency: str | None, lang: Lang) -> str:
         return as_is
 
 
+_ONEC_SOURCE = re.compile(
+    r"1C exchange (?P<file>.+?)(?: (?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})(?:T(?P<t>[\d:]+))?)?"
+)
+
+
+def source_words(ref: str | None, lang: Lang) -> str:
+    """A message's ``source_ref`` as a page says it. The 1C exchange's own (``1C exchange
+    offers.xml 2026-12-05T06:00:00``, commerceml/publish.py, kept English where it is stored and
+    searched) reads in Russian «Обмен с 1С: offers.xml от 05.12.2026 06:00:00»; any other (a
+    sending system's own text) as it is."""
+    if not ref or lang == "en":
+        return ref or ""
+    found = _ONEC_SOURCE.fullmatch(ref)
+    if found is None:
+        return ref
+    said = f"Обмен с 1С: {found['file']}"
+    if found["y"]:
+        said += f" от {found['d']}.{found['m']}.{found['y']}"
+        said += f" {found['t']}" if found["t"] else ""
+    return said
+
+
 def unset_fact(fact: str, attempted: bool, lang: Lang) -> str:
     """What an empty ``reason`` or ``last_error`` of a message means, said the same on its
     page and in the search's rows: never sent yet, or sent and waiting for no operator's
@@ -570,8 +592,8 @@ _ERRORS_RU: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (re.compile(r"no such message: (?P<ids>.*)"), "Нет такого сообщения: {ids}"),
     (
-        re.compile(r"only quarantined messages can be changed: (?P<ids>.*)"),
-        "Изменять можно только сообщения в карантине: {ids}",
+        re.compile(r"only quarantined messages can be changed: (?P<states>.*)"),
+        "Изменять можно только сообщения в карантине: {states}",
     ),
     (
         re.compile(r"(?P<id>\S+): a rejected staging row cannot be replayed.*"),
@@ -625,6 +647,12 @@ def error_words(text: str, lang: Lang) -> str:
                 values["count"] = messages_counted(int(values["count"]), lang)
             if "state" in values:
                 values["state"] = name("state", values["state"], lang)
+            if "states" in values:  # "m-1 is cancelled, m-2 is delivered": each state named
+                values["states"] = re.sub(
+                    r"(\S+) is ([\w-]+)",
+                    lambda said: f"{said[1]} — {name('state', said[2], lang)}",
+                    values["states"],
+                )
             return russian.format(**values)
     said = detail_words(text)
     return said if said != text else onec_words(text)  # a 1C exchange's outcome (its page)
@@ -709,6 +737,21 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         "неизвестен",
     ),
     (r"no outcome yet; leased until (?P<t>.+)", "итога ещё нет; взято в отправку до {t}"),
+    # why an aggregate is held (exchange/ops/status.py, ``blocked``)
+    (
+        r"(?P<id>\S+) is quarantined \((?P<r>[^)]*)\): retry or cancel it",
+        "{id} в карантине ({r}): повторите или отмените его",
+    ),
+    (
+        r"(?P<id>\S+) is quarantined \((?P<r>[^)]*)\) after a gap at version (?P<v>\d+)",
+        "{id} в карантине ({r}) после пропуска версии {v}",
+    ),
+    (
+        r"waiting for version (?P<v>\d+) \(a gap\); (?P<id>\S+) is next",
+        "ждёт версию {v} (пропуск); следующее — {id}",
+    ),
+    # the site's refusals that pause delivery (exchange/targets/shop_api/answers.py)
+    (r"HTTP (?P<s>\d+): the site refused the token", "HTTP {s}: сайт не принял токен"),
     (
         r"(?P<r>invalid-contract|unknown-kind|unsupported-schema|version-conflict): (?P<d>.+)",
         "не принято ({r}): {d*}",
@@ -868,6 +911,26 @@ _INTAKE_DETAILS: tuple[tuple[str, str], ...] = (
         "один агрегат — одна цена, его имя <sku>/<price_type> ({n}) или только sku, если у "
         "магазина один вид цены",
     ),
+    (  # exchange/intake/staging_store.py: one message per aggregate version
+        r"version (?P<v>\d+) of (?P<k>\S+) (?P<a>.+) was already taken as (?P<m>\S+) with a "
+        r"different payload",
+        "версия {v} агрегата {a} (вид: {k@}) уже принята как сообщение {m} с другими данными",
+    ),
+    (  # exchange/intake/staging_store.py: an aggregate's sku and price type are fixed
+        r"aggregate (?P<a>.+) is the price of sku (?P<s>.+) in price type (?P<t>.+), fixed by its "
+        r"first version; this row names (?P<d>.+)\. One aggregate is one price: write this "
+        r"price under aggregate (?P<w>.+) \(<sku>/<price_type>\)",
+        "агрегат {a} — цена артикула (sku) {s} с видом цены {t}, это задала его первая версия; "
+        "эта строка называет {d*}. Один агрегат — одна цена: выгружайте эту цену под агрегатом "
+        "{w} (<sku>/<price_type>)",
+    ),
+    # what such a row names instead (``{d*}`` above)
+    (
+        r"sku (?P<g>.+?) \(not (?P<f>.+?)\) and price_type (?P<h>.+) \(not (?P<e>.+)\)",
+        "артикул (sku) {g} (а не {f}) и вид цены (price_type) {h} (а не {e})",
+    ),
+    (r"sku (?P<g>.+) \(not (?P<f>.+)\)", "артикул (sku) {g} (а не {f})"),
+    (r"price_type (?P<g>.+) \(not (?P<f>.+)\)", "вид цены (price_type) {g} (а не {f})"),
     (  # contract 15: one (sku, price type), one aggregate
         r"sku (?P<s>.+) in price type (?P<t>.+) belongs to aggregate (?P<o>.+), the first that "
         r"carried it; this row names it under aggregate (?P<a>.+)\. One sku in one price type "
@@ -983,7 +1046,8 @@ def _field_problems(text: str) -> str:
 def detail_words(text: str) -> str:
     """A history detail in Russian (a ``{name*}`` in the Russian text is itself a detail, said
     in Russian in turn; a ``{name;}`` details apart by "; "; a ``{name+}`` a list of a
-    payload's field problems); one that matches nothing as it is."""
+    payload's field problems; a ``{name@}`` a kind, by its Russian name); one that matches
+    nothing as it is."""
     for pattern, russian in _DETAILS_RE:
         found = pattern.fullmatch(text)
         if found:
@@ -995,6 +1059,9 @@ def detail_words(text: str) -> str:
                 if "{" + key + "+}" in russian:
                     russian = russian.replace("{" + key + "+}", "{" + key + "}")
                     values[key] = _field_problems(values[key])
+                if "{" + key + "@}" in russian:  # a kind, by its Russian name
+                    russian = russian.replace("{" + key + "@}", "{" + key + "}")
+                    values[key] = name("kind", values[key], "ru")
                 if "{" + key + ";}" in russian:
                     russian = russian.replace("{" + key + ";}", "{" + key + "}")
                     values[key] = "; ".join(detail_words(part) for part in values[key].split("; "))

@@ -20,7 +20,7 @@ from decimal import Decimal, InvalidOperation
 from sqlalchemy import Engine, and_, func, select
 
 from exchange.db.schema import aggregates, messages
-from exchange.domain.prices import KnownPrice
+from exchange.domain.prices import DEFAULT_CURRENCY, KnownPrice
 from exchange.domain.states import State
 
 CHUNK = 500  # SKUs per SELECT ... IN
@@ -84,7 +84,7 @@ def _price(
     try:
         body = json.loads(payload, parse_float=Decimal)
         amount = Decimal(str(body["price"]))
-        currency = str(body.get("currency", "RUB"))
+        currency = str(body.get("currency", DEFAULT_CURRENCY))
     except (ValueError, KeyError, TypeError, InvalidOperation):
         return None
     return KnownPrice(sku, price_type, amount, currency, version)

@@ -6,6 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+# The currency of a price whose payload names none (the price contract's default): what the
+# intake writes into the stored payload, and what a page shows beside a price without one.
+DEFAULT_CURRENCY = "RUB"
+
 
 @dataclass(frozen=True, slots=True)
 class KnownPrice:

@@ -31,3 +31,16 @@ class Reason(StrEnum):
     @staticmethod
     def http(status: int) -> str:
         return f"http-{status}"
+
+
+# Why a message ended without delivery: the reasons a cancelled message carries (coalescing's
+# superseded and stale, the site's stale answer, the mapping's null, an operator's cancel). A
+# new, delayed, in-progress or delivered message carries none (a retry clears the reason; a
+# delay sets none); a quarantined one any other.
+CANCELLED_REASONS: tuple[Reason, ...] = (
+    Reason.SUPERSEDED,
+    Reason.STALE,
+    Reason.STALE_AT_SITE,
+    Reason.NOT_FOR_THIS_SHOP,
+    Reason.OPERATOR,
+)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from exchange.domain.identity import MAX_VERSION, PACKAGE_VERSIONS_FROM, message_id
 from exchange.domain.policy import Policy
+from exchange.domain.prices import DEFAULT_CURRENCY
 from exchange.domain.reasons import Reason
 
 MAX_PRICE = Decimal(10) ** 12
@@ -338,7 +339,7 @@ class PriceV1(BaseModel):
 
     sku: str
     price: Decimal
-    currency: str = "RUB"
+    currency: str = DEFAULT_CURRENCY
     price_type: str = "retail"
 
     @field_validator("sku", "currency", "price_type", mode="before")
@@ -399,7 +400,7 @@ def _plain_price(row: StagingRow) -> str | None:
         return None
     sku = data.get("sku")
     price = data.get("price")
-    currency = data.get("currency", "RUB")
+    currency = data.get("currency", DEFAULT_CURRENCY)
     price_type = data.get("price_type", "retail")
     if not isinstance(sku, str) or not all(
         type(value) is str for value in (sku, price, currency, price_type)

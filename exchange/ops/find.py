@@ -29,9 +29,10 @@ from sqlalchemy import (
 from exchange.db.engine import is_postgres
 from exchange.db.schema import aggregates, cml_catalog, history, messages
 from exchange.domain.policy import KindPolicies
-from exchange.domain.reasons import Reason
+from exchange.domain.prices import DEFAULT_CURRENCY
+from exchange.domain.reasons import CANCELLED_REASONS, Reason
 from exchange.domain.search_key import search_key
-from exchange.domain.states import PENDING, values
+from exchange.domain.states import PENDING, State, values
 from exchange.errors import OperatorError
 
 FOUND_SHOWN = 200
@@ -41,6 +42,16 @@ HTTP_REASON = re.compile(r"http-[45][0-9][0-9]")
 def known_reasons() -> list[str]:
     """The reasons a filter may name: every fixed one, and ``http-NNN`` for a site's 4xx/5xx."""
     return sorted(r.value for r in Reason)
+
+
+def reasons_in(state: State) -> list[str]:
+    """The reasons a message in ``state`` can carry: what the reason filter of a list too long
+    to count offers (the delivered may be millions), never a reason that cannot occur there."""
+    if state is State.QUARANTINED:
+        return known_reasons()
+    if state is State.CANCELLED:
+        return sorted(r.value for r in CANCELLED_REASONS)
+    return []
 
 
 def check_filters(reason: str | None, kind: str | None, kinds: Iterable[str]) -> None:
@@ -275,7 +286,8 @@ def count_found(connection: Connection, term: str) -> int:
 
 def price_of(kind: str, payload: str) -> dict[str, str | None]:
     """A ``price`` message's price and currency as its payload says them (text: the decimal
-    exactly as stored); None for another kind or a payload that is not a price."""
+    exactly as stored; no currency: the contract's ``DEFAULT_CURRENCY``, as the intake reads
+    it); None for another kind or a payload that is not a price."""
     if kind != "price":
         return {"price": None, "currency": None}
     try:
@@ -284,7 +296,7 @@ def price_of(kind: str, payload: str) -> dict[str, str | None]:
         return {"price": None, "currency": None}
     if not isinstance(body, dict) or body.get("price") is None:
         return {"price": None, "currency": None}
-    currency = body.get("currency")
+    currency = body.get("currency", DEFAULT_CURRENCY)  # the contract's default, when unnamed
     return {
         "price": str(body["price"]),
         "currency": currency if isinstance(currency, str) else None,

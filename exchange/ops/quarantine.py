@@ -312,6 +312,23 @@ def described(connection: Connection, ids: Sequence[str]) -> dict[str, dict[str,
     return found
 
 
+def still_quarantined(connection: Connection, ids: Sequence[str]) -> list[str]:
+    """Which of ``ids`` are quarantined now (in their order): what a failed confirmation may
+    still act on once another operator or the service moved the others."""
+    wanted = list(dict.fromkeys(ids))
+    found: set[str] = set()
+    for start in range(0, len(wanted), 1000):
+        found.update(
+            connection.execute(
+                select(messages.c.message_id).where(
+                    messages.c.message_id.in_(wanted[start : start + 1000]),
+                    messages.c.state == State.QUARANTINED.value,
+                )
+            ).scalars()
+        )
+    return [i for i in wanted if i in found]
+
+
 def reasons_present(
     connection: Connection, filters: Filters, state: State = State.QUARANTINED
 ) -> list[tuple[str, int]]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Protocol
 
+from exchange.domain.prices import DEFAULT_CURRENCY
 from exchange.domain.prices import KnownPrice as KnownPrice  # the port's value
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
@@ -41,7 +42,7 @@ def read_price(
         payload = json.loads(message.payload, parse_float=Decimal)
         sku, amount = str(payload["sku"]), Decimal(str(payload["price"]))
         price_type = str(payload.get("price_type", ""))
-        currency = str(payload.get("currency", "RUB"))
+        currency = str(payload.get("currency", DEFAULT_CURRENCY))
     except (ValueError, KeyError, TypeError, InvalidOperation):
         return Classification(Verdict.TERMINAL, "the payload is not a price", error_class="Payload")
     if price_type in mapping and mapping[price_type] is None:

@@ -2,8 +2,9 @@
 
 aiohttp answers an unknown path «404: Not Found» and a known path with another method «405:
 Method Not Allowed», in English; a person who mistyped an address reads what was not found and
-where the workbench is in the language the workbench's cookie or ``Accept-Language`` asks for
-(Russian by default). An answer a handler made itself (the message page's 404) is left as it is.
+where the workbench is in the workbench's language (``?lang=``, its cookie, else Russian, whatever
+the browser's ``Accept-Language``; under ``/api/`` the intake's ``Accept-Language``). An answer a
+handler made itself (the message page's 404) is left as it is.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from exchange.i18n import Lang, _, lang_of_request
-from exchange.web.workbench.core import LANG_COOKIE
+from exchange.web.workbench.core import LANG_COOKIE, page_lang
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -22,11 +23,12 @@ _AIOHTTP_405 = "405: Method Not Allowed"
 
 
 def _lang(request: web.Request) -> Lang:
-    """The workbench's own choice (its language cookie) first, then ``Accept-Language``."""
-    chosen = request.cookies.get(LANG_COOKIE)
-    if chosen in ("ru", "en"):
-        return "ru" if chosen == "ru" else "en"
-    return lang_of_request(request.headers.get("Accept-Language"))
+    """A page's language as the workbench chooses it (``?lang=``, its cookie, else Russian);
+    under ``/api/`` (the JSON intake's programs) ``Accept-Language``, as its answers follow
+    (contract 15)."""
+    if request.path.startswith("/api/") and LANG_COOKIE not in request.cookies:
+        return lang_of_request(request.headers.get("Accept-Language"))
+    return page_lang(request)
 
 
 @web.middleware

@@ -228,14 +228,9 @@ def test_wrong_1c_passwords_are_said_under_needs_a_person_until_1c_signs_in(
     assert "1С не может войти" not in element(client.get("/").text, "needs")
 
 
-def test_a_pause_by_the_site_says_what_to_mend_in_the_words_of_status(
-    bench: str, db: Engine
-) -> None:
-    """Issue 34 item 4: a WooCommerce key that may only read is said as such on the page,
-    whom to ask included, with the words ``status`` and the notice use (never «сайт не принял
-    токен» where there is no token)."""
+def _paused_by_the_site(db: Engine, answer: str, cause: str) -> None:
+    """One live worker paused by the site's ``answer`` (``pause_cause`` ``cause``)."""
     now = datetime.now(UTC)
-    answer = "the key may read but not write (HTTP 401: woocommerce_rest_cannot_edit)"
     with transaction(db) as connection:
         connection.execute(
             insert(workers).values(
@@ -244,9 +239,19 @@ def test_a_pause_by_the_site_says_what_to_mend_in_the_words_of_status(
                 heartbeat_at=now,
                 paused_reason=answer,
                 paused_at=now,
-                pause_cause="read-only-key",
+                pause_cause=cause,
             )
         )
+
+
+def test_a_pause_by_the_site_says_what_to_mend_in_the_words_of_status(
+    bench: str, db: Engine
+) -> None:
+    """Issue 34 item 4: a WooCommerce key that may only read is said as such on the page,
+    whom to ask included, with the words ``status`` and the notice use (never «сайт не принял
+    токен» where there is no token)."""
+    answer = "the key may read but not write (HTTP 401: woocommerce_rest_cannot_edit)"
+    _paused_by_the_site(db, answer, "read-only-key")
     page = signed_in(bench, "olga").get("/").text
     said = element(page, "pause")
     assert pause_words("read-only-key", answer, "ru") in said, said
@@ -276,3 +281,17 @@ def test_a_breaker_checking_the_site_shows_no_past_time_and_no_jargon(
     assert word("breaker_half-open", "ru") in table, table
     assert "пробный запрос" not in page and past.strftime("%H:%M:%S") not in table, table
     assert "предохранител" not in page.lower()
+
+
+def test_a_refused_token_is_said_in_russian_in_the_banner_the_needs_and_the_worker_row(
+    bench: str, db: Engine
+) -> None:
+    """Issue 34 item 7: the site's 401 is recorded in English ("HTTP 401: the site refused the
+    token"); the Russian page says it in Russian wherever it shows it (the banner, what needs a
+    person, the worker's row), never «остановлена: HTTP 401: the site refused the token»."""
+    _paused_by_the_site(db, "HTTP 401: the site refused the token", "token")
+    page = signed_in(bench, "olga").get("/").text
+    for ident in ("pause", "needs", "workers"):
+        said = element(page, ident)
+        assert "HTTP 401: сайт не принял токен" in said, (ident, said)
+        assert "refused" not in said, (ident, said)

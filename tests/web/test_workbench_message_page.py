@@ -148,3 +148,50 @@ def test_a_done_retry_says_so(olga: str, db: Engine) -> None:
     )
     assert done.status_code == 200
     assert "Готово" in done.text and mid in html.unescape(done.text).replace("<wbr>", "")
+
+
+def test_a_confirmation_after_another_cancelled_it_keeps_the_form_and_says_why_in_russian(
+    olga: str, db: Engine
+) -> None:
+    """The runbook's promise (a failed action: «форма и набранное примечание остаются»): a
+    retry confirmed after the message was cancelled elsewhere says why with the state in
+    Russian (never «rejected-… is cancelled»); of two messages, the one still quarantined keeps
+    its confirmation form with the note in its field; one message alone its own page, the note
+    kept."""
+    first = _message(db, "SKU-6", state="quarantined", reason="http-422")
+    second = _message(db, "SKU-7", state="quarantined", reason="http-422")
+    client = signed_in(olga, "olga")
+    csrf = csrf_of(client, "/quarantine")
+    with transaction(db) as connection:
+        connection.execute(
+            update(messages).where(messages.c.message_id == first).values(state="cancelled")
+        )
+    both = client.post(
+        "/action/confirm",
+        data={
+            "csrf": csrf,
+            "action": "retry",
+            "message_id": [first, second],
+            "note": NOTE,
+            "back": "/quarantine",
+        },
+    )
+    assert both.status_code == 400
+    why = _text(both.text, "action-error")
+    assert why == f"Изменять можно только сообщения в карантине: {first} — отменено", why
+    assert 'action="/action/confirm"' in both.text and 'id="confirm"' in both.text
+    assert f'name="message_id" value="{second}"' in both.text
+    assert f'name="message_id" value="{first}"' not in both.text
+    assert re.search(rf'id="note" value="{re.escape(html.escape(NOTE))}"', both.text), both.text
+    # the one still quarantined is still quarantined: nothing was done
+    with transaction(db, read_only=True) as connection:
+        assert not connection.execute(select(history.c.id).where(history.c.note == NOTE)).first()
+    alone = client.post(
+        "/action/confirm",
+        data={"csrf": csrf, "action": "cancel", "message_id": first, "note": NOTE},
+    )
+    assert alone.status_code == 400
+    assert _text(alone.text, "action-error").endswith(f"{first} — отменено")
+    assert " is " not in _text(alone.text, "action-error")
+    assert NOTE in _text(alone.text, "kept-note")
+    assert "Кофе молотый 250 г" in html.unescape(alone.text)  # its own page

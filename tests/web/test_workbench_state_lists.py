@@ -17,6 +17,7 @@ from exchange.db.engine import transaction
 from exchange.db.schema import cml_exchanges, cml_packages, messages
 from exchange.dev.testing import price_row, stage
 from exchange.domain.policy import DEFAULT_KINDS
+from exchange.domain.reasons import CANCELLED_REASONS
 from exchange.intake.staging_table import take
 
 REF = "1C exchange offers.xml 2026-12-05T06:00:00"
@@ -154,3 +155,47 @@ def test_a_1c_files_prices_say_how_many_no_worker_has_taken_yet(olga: str, db: E
     take(db, None, dict(DEFAULT_KINDS), now)
     page = html.unescape(client.get("/exchanges").text)
     assert "цены из этого файла: 3" in page and "ещё не взяты обработчиком" not in page
+
+
+def _reasons_offered(page: str) -> list[str]:
+    select = page.split('<select name="reason">', 1)[1].split("</select>", 1)[0]
+    return [v for v in re.findall(r'<option value="([^"]*)"', select) if v]
+
+
+def test_a_state_lists_reason_filter_offers_only_the_reasons_that_state_can_hold(
+    olga: str, db: Engine
+) -> None:
+    """Issue 34 item 7 (a fresh operator's review): the delivered list offered all 16 reasons,
+    «unroutable» among them; a delivered, new or in-progress message carries no reason, a
+    cancelled one only why it ended (domain.reasons.CANCELLED_REASONS); the delayed list and the
+    quarantine offer those present."""
+    _taken(db)
+    client = signed_in(olga, "olga")
+    for state in ("delivered", "new", "in_progress"):
+        assert _reasons_offered(client.get(f"/messages/{state}").text) == [], state
+    cancelled = _reasons_offered(client.get("/messages/cancelled").text)
+    assert sorted(cancelled) == sorted(r.value for r in CANCELLED_REASONS)
+    assert "unroutable" not in cancelled and "http-422" not in cancelled
+    assert _reasons_offered(client.get("/messages/delayed").text) == ["http-503", "timeout"]
+
+
+def test_search_shows_every_price_with_its_currency_and_a_1c_document_in_russian(
+    olga: str, db: Engine
+) -> None:
+    """Issue 34 item 7 (a fresh operator's review): a price whose payload names no currency
+    read «5» beside «1,00 ₽»; the contract's default currency (RUB) is shown as for the others.
+    «Документ 1С» read «1C exchange offers.xml …» (English, a Latin C): said in Russian."""
+    stage(
+        db,
+        [
+            price_row("SKU-8", 1, "1.00", aggregate="SKU-8/retail", name="Соль", source_ref=REF),
+            price_row("SKU-9", 1, "5", aggregate="SKU-9/retail", name="Соль морская"),
+        ],
+    )
+    take(db, None, dict(DEFAULT_KINDS), datetime.now(UTC))
+    # a payload as a sender may write it: no currency (the contract's default applies)
+    _put(db, "SKU-9/retail", payload='{"sku": "SKU-9", "price": "5", "price_type": "retail"}')
+    page = html.unescape(signed_in(olga, "olga").get("/find", params={"q": "Соль"}).text)
+    assert "1,00\xa0₽" in page and "5,00\xa0₽" in page, page
+    assert "Обмен с 1С: offers.xml от 05.12.2026 06:00:00" in page.replace("<wbr>", "")
+    assert "1C exchange" not in page

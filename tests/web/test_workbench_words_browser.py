@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 from browser_helpers import new_page, shot, sign_in
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine, insert, update
 from workbench_helpers import SKU, add_operator, deliver, message_id_of, quarantine_some
 
 from exchange.db.engine import transaction
-from exchange.db.schema import cml_exchanges
+from exchange.db.schema import cml_exchanges, messages
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import posting_row, price_row, stage
 from exchange.ops.find import known_reasons
@@ -157,3 +157,41 @@ def test_every_russian_page_has_no_english_word_outside_the_codes(
     assert last.locator("td.worker").inner_text() == ""
     assert any(w.strip() for w in page.locator("table.history td.worker").all_inner_texts())
     shot(page, "biography-cancelled")
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_an_english_browser_reads_404_and_the_services_own_details_in_russian(
+    browser: Any, serve: Callable[..., Any], db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    """Issue 34 item 7 (a fresh operator's review): a browser asking for English
+    (Accept-Language en-US) without the workbench's cookie reads its 404 in Russian, the
+    workbench's default; the service's own texts in a quarantine's «last error» (the intake's
+    version conflict, an aggregate's pinned price) read in Russian, not only the page's words."""
+    base = serve()
+    add_operator(db, "olga", "operator")
+    context = browser.new_context(locale="en-US", extra_http_headers={"Accept-Language": "en-US"})
+    page = context.new_page()
+    page.goto(f"{base}/nope")
+    assert "404: по адресу /nope ничего нет" in page.locator("body").inner_text()
+    stage(db, [price_row("SKU-0200", 1, "10.00"), price_row("SKU-0201", 1, "11.00")])
+    deliver(db_url, site)
+    details = (
+        "version 1 of price 'SKU-0200' was already taken as m-1 with a different payload",
+        "aggregate 'SKU-0201' is the price of sku 'SKU-0201' in price type 'retail', fixed by "
+        "its first version; this row names price_type 'wholesale' (not 'retail'). One aggregate "
+        "is one price: write this price under aggregate 'SKU-0201/wholesale' "
+        "(<sku>/<price_type>)",
+    )
+    with transaction(db) as connection:
+        for sku, detail in zip(("SKU-0200", "SKU-0201"), details, strict=True):
+            connection.execute(
+                update(messages)
+                .where(messages.c.aggregate == sku)
+                .values(state="quarantined", reason="version-conflict", last_error=detail)
+            )
+    sign_in(page, base, "olga")
+    page.goto(f"{base}/quarantine")
+    said = " ".join(page.locator("td.err").all_inner_texts())
+    assert "уже принята как сообщение" in said and "это задала его первая версия" in said, said
+    english = re.findall(r"\b(?:was|already|taken|with|different|payload|fixed|first|row)\b", said)
+    assert english == [], said

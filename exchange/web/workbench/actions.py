@@ -157,6 +157,12 @@ class Actions(Core):
         try:
             plan = await asyncio.to_thread(self._plan, who, action, ids, filters)
         except OperatorError as exc:
+            if ids and error:  # a confirmation that failed: the form again where it can be
+                shown = await self._after_failure(
+                    request, who, action, ids, filters, back=back, error=error, note=note
+                )
+                if shown is not None:
+                    return shown
             return self._render(
                 request, "error.html", who, status=400, message=str(exc), back=back, note=note
             )
@@ -176,6 +182,36 @@ class Actions(Core):
             back=back,
             **plan,
         )
+
+    async def _after_failure(
+        self,
+        request: web.Request,
+        who: Who,
+        action: str,
+        ids: list[str],
+        filters: Filters,
+        *,
+        back: str,
+        error: str,
+        note: str,
+    ) -> web.StreamResponse | None:
+        """A confirmation on named messages failed because some are no longer quarantined
+        (another operator acted, the message was delivered): the preview of those still
+        quarantined, or one message's own page, with why and the note typed (the runbook's
+        «форма и набранное примечание остаются»); None where neither can be shown."""
+
+        def read() -> list[str]:
+            with transaction(self.engine, read_only=True) as connection:
+                return quarantine.still_quarantined(connection, ids)
+
+        still = await asyncio.to_thread(read)
+        if still and still != ids:
+            return await self._show_preview(
+                request, who, action, still, filters, back=back, error=error, note=note
+            )
+        if len(ids) == 1:
+            return await self.message_page(request, who, ids[0], status=400, error=error, note=note)
+        return None
 
     async def preview(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
         action = str(form.get("action", ""))

@@ -37,6 +37,7 @@ from exchange.words import (
     messages_counted,
     money,
     page_steps,
+    source_words,
     unset_fact,
     versions_counted,
     word,
@@ -47,6 +48,15 @@ SESSION_COOKIE = "exchange_wb"
 DEVICE_COOKIE = "exchange_wb_device"  # a browser that signed in before (``signin``)
 LOGIN_COOKIE = "exchange_wb_login"  # what the sign-in form's CSRF token is bound to (``signin``)
 LANG_COOKIE = "exchange_lang"
+
+
+def page_lang(request: web.Request) -> Lang:
+    """The language of a page a person reads: ``?lang=``, else the workbench's cookie, else
+    Russian (the workbench's default, whatever the browser's ``Accept-Language``)."""
+    asked = request.query.get("lang") or request.cookies.get(LANG_COOKIE)
+    return "en" if asked == "en" else "ru"
+
+
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'; script-src 'none'"
@@ -144,6 +154,10 @@ class Core:
         self.env.filters["due"] = jinja2.pass_context(
             lambda context, value: _due(context, value, clock.now())
         )
+        # A 1C package's source_ref in the page's language (issue 34 item 7).
+        self.env.filters["source"] = jinja2.pass_context(
+            lambda context, ref: source_words(ref, context["lang"])
+        )
         self.env.filters["wbr"] = wbr
         self.env.filters["grouped"] = grouped
         self.env.globals["zone"] = config.display_tz
@@ -172,8 +186,7 @@ class Core:
         return request.secure or self.config.behind_proxy
 
     def _lang(self, request: web.Request) -> Lang:
-        asked = request.query.get("lang") or request.cookies.get(LANG_COOKIE)
-        return "en" if asked == "en" else "ru"
+        return page_lang(request)
 
     def _render(
         self, request: web.Request, template: str, who: Who | None, status: int = 200, **data: Any

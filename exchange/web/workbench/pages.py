@@ -92,9 +92,10 @@ def cause_words(cause: Cause, lang: Lang) -> str:
     """What needs a person, as the dashboard says it: a failed 1C exchange's outcome is
     recorded in English (the log and ``exchange status`` say it so), the page says it in its
     own language."""
-    if cause.values.get("reason"):
-        reason = inside_words(str(cause.values["reason"]), lang)
-        cause = dataclasses.replace(cause, values={**cause.values, "reason": reason})
+    for key in ("reason", "answer"):  # a site's answer that paused delivery, the same way
+        if cause.values.get(key):
+            said = inside_words(str(cause.values[key]), lang)
+            cause = dataclasses.replace(cause, values={**cause.values, key: said})
     return cause.words(lang)
 
 
@@ -176,7 +177,9 @@ class Pages(Core):
                     "needs": [cause_words(cause, lang) for cause in found.causes],
                     # The site's pause in the words of ``status`` and the notice (item 4).
                     "pause_said": (
-                        pause_words(figures.pause["cause"], figures.pause["note"], lang)
+                        pause_words(
+                            figures.pause["cause"], inside_words(figures.pause["note"], lang), lang
+                        )
                         if figures.pause is not None and figures.pause["by"] != "operator"
                         else ""
                     ),
@@ -285,8 +288,8 @@ class Pages(Core):
                 )
                 if state not in REASONS_COUNTED:
                     # Counting the reasons of every delivered message would read them all: the
-                    # filter offers every reason, uncounted.
-                    return found, [(reason, None) for reason in _known_reasons()]
+                    # filter offers the reasons that can occur in this state, uncounted.
+                    return found, [(reason, None) for reason in finder.reasons_in(state)]
                 counted: list[tuple[str, int | None]] = [
                     *reasons_present(connection, filters, state)
                 ]
