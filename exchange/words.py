@@ -112,6 +112,14 @@ WORDS: dict[str, dict[Lang, str]] = {
     "breaker_closed": {"ru": "отвечает", "en": "answers"},
     "breaker_open": {"ru": "отвечает ошибками: пауза", "en": "fails: paused"},
     "breaker_half-open": {"ru": "проверяем, ответит ли", "en": "checking whether it answers"},
+    # The site gives this worker no answer at all (the facts the banner reads, issue 34):
+    # never «отвечает», «идёт» or «перегружен» beside «Сайт не отвечает».
+    "breaker_unreachable": {"ru": "не отвечает с {when}", "en": "no answer since {when}"},
+    "waits_for_site": {"ru": "ждёт ответа сайта", "en": "waits for the site to answer"},
+    "pace_unreachable": {
+        "ru": "нет ответа: неудачных попыток за минуту: {failed}",
+        "en": "no answer: {failed} attempts failed in the last minute",
+    },
     # A worker's row as it is (contract 15).
     "worker_stopped": {"ru": "остановлен {when}", "en": "stopped {when}"},
     "worker_quiet": {

@@ -200,6 +200,15 @@ def test_a_site_refusing_connections_is_said_unreachable_never_delivery_runs(
     card = element(page, "backlog")
     assert word("backlog_unreachable", "ru") in card and "около" not in card, card
     assert "предохранител" not in page.lower()
+    # One truth (the new operator's review): the worker row reads the banner's facts, never
+    # «отвечает», «идёт» or «перегружен» for a site that gives no answer at all.
+    row = re.search(r'<tr class="live" data-state="live">(.*?)</tr>', page, re.S)
+    assert row, page
+    cells = html.unescape(re.sub(r"<[^>]+>", "|", row.group(1)))
+    assert "не отвечает с" in cells and word("waits_for_site", "ru") in cells, cells
+    assert "нет ответа" in cells, cells
+    for wrong in (f"|{word('breaker_closed', 'ru')}|", f"|{word('running', 'ru')}|", "перегружен"):
+        assert wrong not in cells, (wrong, cells)
 
 
 def test_wrong_1c_passwords_are_said_under_needs_a_person_until_1c_signs_in(
