@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -235,6 +236,25 @@ def test_wrong_1c_passwords_are_said_under_needs_a_person_until_1c_signs_in(
     right = httpx.get(f"{bench}/1c_exchange.php?type=catalog&mode=checkauth", auth=(USER, PASSWORD))
     assert right.text.startswith("success")
     assert "1С не может войти" not in element(client.get("/").text, "needs")
+
+
+def test_a_cause_time_is_said_in_the_display_zone_like_every_other_time(
+    serve: Callable[..., Any], db: Engine
+) -> None:
+    """The new operator's review: «1С не может войти: … с 2026-12-05 06:13 UTC» beside a
+    footer that says the page's times are in Europe/Moscow; the cause says its time in
+    EXCHANGE_DISPLAY_TZ, as every other time on the page."""
+    base = serve(display_tz="Europe/Moscow")
+    add_operator(db, "olga", "operator")
+    before = datetime.now(UTC)
+    httpx.get(f"{base}/1c_exchange.php?type=catalog&mode=checkauth", auth=(USER, "wrong"))
+    needs = element(signed_in(base, "olga").get("/").text, "needs")
+    assert "1С не может войти" in needs, needs
+    said = re.search(r" с (\d{4}-\d\d-\d\d \d\d:\d\d) (\w+),", needs)
+    assert said and said.group(2) == "MSK", needs
+    moscow = before.astimezone(ZoneInfo("Europe/Moscow")).replace(second=0, microsecond=0)
+    assert said.group(1) >= moscow.strftime("%Y-%m-%d %H:%M"), needs
+    assert "UTC" not in needs
 
 
 def test_a_pause_by_the_site_says_what_to_mend_in_the_words_of_status(

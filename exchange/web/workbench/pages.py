@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
@@ -83,14 +83,14 @@ def _int(value: str | None, default: int, allowed: tuple[int, ...] | None = None
     return number if allowed is None or number in allowed else default
 
 
-def cause_words(cause: Cause, lang: Lang) -> str:
+def cause_words(cause: Cause, lang: Lang, zone: tzinfo | str = "UTC") -> str:
     """What needs a person, as the dashboard says it: a failed 1C exchange's outcome is
     recorded in English (the log and ``exchange status`` say it so), the page says it in its
-    own language."""
+    own language, its time in the page's zone (EXCHANGE_DISPLAY_TZ)."""
     if cause.values.get("reason"):
         reason = inside_words(str(cause.values["reason"]), lang)
         cause = dataclasses.replace(cause, values={**cause.values, "reason": reason})
-    return cause.words(lang)
+    return cause.words(lang, zone)
 
 
 # The dashboard redraws itself this often unless switched off (issue 24 item 10).
@@ -168,7 +168,7 @@ class Pages(Core):
                     "pause": pause,
                     "told": last_told(connection),
                     "intake": found.intake,
-                    "needs": [cause_words(cause, lang) for cause in found.causes],
+                    "needs": [cause_words(cause, lang, self.zone) for cause in found.causes],
                     # The site's pause in the words of ``status`` and the notice (item 4).
                     "pause_said": (
                         pause_words(figures.pause["cause"], figures.pause["note"], lang)
