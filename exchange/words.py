@@ -1294,7 +1294,18 @@ WORDS.update(
             "ru": "предел: {limit} из {max_limit} одновременных запросов, в работе {in_flight}",
             "en": "limit: {limit} of {max_limit} concurrent requests, {in_flight} in flight",
         },
-        "pace_paced": {"ru": "снижен до {rate}", "en": "paced at {rate}"},
+        # The two figures of the tile (the new operator's review: «123 запроса/с … снижен до
+        # 148 запросов/с»): what the site accepted over the last seconds, and the most the
+        # workers send (``Pace.effective_rate``: lowered after the site's refusals, or
+        # EXCHANGE_SITE_MAX_RATE), which the observed rate may stay below.
+        "pace_accepted": {
+            "ru": "столько сайт принял в секунду за последние секунды",
+            "en": "what the site accepted per second over the last seconds",
+        },
+        "pace_paced": {
+            "ru": "предел темпа: не чаще {rate}",
+            "en": "pace limit: at most {rate}",
+        },
         "pace_refused": {
             "ru": "отказов сайта за минуту: {refused}",
             "en": "refused by the site in the last minute: {refused}",
