@@ -251,6 +251,16 @@ WORDS: dict[str, dict[Lang, str]] = {
     # The steps «Что сделать» names, as a page says them: its buttons, never a command
     # (report.words.next_check's ``steps``).
     "step_press": {"ru": "нажмите «{button}»", "en": "press “{button}”"},
+    # The same steps in a file the workbench exported: a file has no buttons, so it says
+    # where they are (a workbench export names no command: its reader may have none).
+    "step_press_file": {
+        "ru": "нажмите «{button}» на странице «Карантин» рабочего места",
+        "en": "press “{button}” on the workbench's Quarantine page",
+    },
+    "step_history_file": {
+        "ru": "историю сообщения на его странице на рабочем месте",
+        "en": "the message's history on its page on the workbench",
+    },
     "step_restart": {
         "ru": "перезапустите обработчики доставки, чтобы они прочли настройку,",
         "en": "restart the delivery workers so that they read the setting,",
@@ -455,6 +465,18 @@ def page_steps(lang: Lang) -> dict[str, str]:
         "cancel": word("step_press", lang).format(button=word("cancel", lang)),
         "restart": word("step_restart", lang),
         "history": word("step_history", lang),
+    }
+
+
+def file_steps(lang: Lang) -> dict[str, str]:
+    """The steps of «Что сделать» in a file the workbench exported: a file has no buttons, so
+    each step says where its button is."""
+    press = word("step_press_file", lang)
+    return {
+        "retry": press.format(button=word("retry", lang)),
+        "cancel": press.format(button=word("cancel", lang)),
+        "restart": word("step_restart", lang),
+        "history": word("step_history_file", lang),
     }
 
 

@@ -50,7 +50,7 @@ from exchange.web.workbench.core import (
     _masked,
     _secure,
 )
-from exchange.words import Lang, inside_words, page_steps, word
+from exchange.words import Lang, file_steps, inside_words, word
 
 # The quarantine's pages: entries a page (a choice of these), the first by default.
 PER_PAGES = (50, 100, 500)
@@ -577,8 +577,9 @@ class Pages(Core):
                     secrets=self.config.report_secrets,
                     zone=self.config.display_tz,
                 )
-            # Made on the workbench: «Что сделать» names the pages' buttons, not commands.
-            data = dataclasses.replace(data, steps=page_steps(lang))
+            # Made on the workbench: «Что сделать» names the buttons and where they are (a file
+            # has none), never a command.
+            data = dataclasses.replace(data, steps=file_steps(lang))
             return report.render(data, chosen, lang)
 
         body = await asyncio.to_thread(build)
