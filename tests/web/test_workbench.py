@@ -366,7 +366,7 @@ def test_the_dashboard_shows_each_live_workers_site_pace_and_limit(bench: str, d
     assert "Темп сайта и предел запросов" in russian
     assert (
         "сайт перегружен: 40 запросов/с, в работе 2 (предел 3 из 16), отказов за последнюю "
-        "минуту: 7, темп снижен до 45 запросов/с" in russian
+        "минуту: 7, предел темпа: не чаще 45 запросов/с" in russian
     )
     english = client.get("/?lang=en").text
     assert "Site&#39;s pace and limit" in english
@@ -401,6 +401,7 @@ def test_the_pace_tile_says_the_observed_rate_and_the_limit_never_reduced_to_mor
     assert "снижен" not in said, said
     assert "123 запроса/с" in said and "принял в секунду" in said, said
     assert "предел темпа: не чаще 148 запросов/с" in said, said
+    assert "снижен до" not in page  # the worker row's pace says the limit the same way
     english = signed_in(bench, "victor").get("/?lang=en").text
     assert "pace limit: at most 148 requests/s" in english
 
