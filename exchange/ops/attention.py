@@ -13,12 +13,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from sqlalchemy import Connection, func, not_, select
 
 from exchange.db.schema import cml_exchanges, messages, staging
-from exchange.domain.clock import ensure_utc
+from exchange.domain.clock import local_time
 from exchange.domain.pause import PauseCause
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import State
@@ -327,15 +326,7 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
 def _hm(iso: str | datetime | None, zone: tzinfo | str = "UTC") -> str:
     """A time of a cause's sentence, to the minute in ``zone``, the zone named:
     ``2026-12-05 07:50 MSK``; ``?`` unknown; text that is no time as it is."""
-    if not iso:
-        return "?"
-    try:
-        moment = datetime.fromisoformat(iso) if isinstance(iso, str) else iso
-    except ValueError:
-        return str(iso)
-    where = ZoneInfo(zone) if isinstance(zone, str) else zone
-    local = ensure_utc(moment).astimezone(where)
-    return local.strftime("%Y-%m-%d %H:%M ") + (local.tzname() or str(zone))
+    return local_time(iso, zone, seconds=False) if iso else "?"
 
 
 @dataclass

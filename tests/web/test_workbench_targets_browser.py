@@ -46,16 +46,24 @@ def _quarantined(db: Engine, db_url: str, site: SiteSimulator) -> None:
     deliver(db_url, site)
 
 
-@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-def test_every_control_is_at_least_24_px_on_a_phone(
+def _olga_on_a_phone(
     browser: Any, serve: Callable[..., Any], db: Engine, db_url: str, site: SiteSimulator
-) -> None:
+) -> tuple[Any, Any, str]:
+    """A served workbench with a quarantine, olga signed in at 390 px: context, page, URL."""
     base = serve()
     add_operator(db, "olga", "operator")
     _quarantined(db, db_url, site)
     context = browser.new_context(viewport=NARROW, locale="ru-RU")
     page = context.new_page()
     sign_in(page, base, "olga")
+    return context, page, base
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_every_control_is_at_least_24_px_on_a_phone(
+    browser: Any, serve: Callable[..., Any], db: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    context, page, base = _olga_on_a_phone(browser, serve, db, db_url, site)
     small = {}
     for path in ("/", "/quarantine", "/find?q=SKU", "/exchanges", "/blocked", "/export"):
         page.goto(f"{base}{path}")
@@ -83,12 +91,7 @@ def test_the_language_links_and_the_whole_page_label_are_24_px_on_a_phone(
 ) -> None:
     """The new operator's review: at 390 px RU/EN were 20 × 16 px and «вся страница» 16 px
     tall; each is a target of its own, at least 24 × 24 px (issue 34 item 13)."""
-    base = serve()
-    add_operator(db, "olga", "operator")
-    _quarantined(db, db_url, site)
-    context = browser.new_context(viewport=NARROW, locale="ru-RU")
-    page = context.new_page()
-    sign_in(page, base, "olga")
+    context, page, base = _olga_on_a_phone(browser, serve, db, db_url, site)
     seen: dict[str, list[Any]] = {}
     for path in ("/", "/quarantine"):
         page.goto(f"{base}{path}")
