@@ -112,6 +112,14 @@ WORDS: dict[str, dict[Lang, str]] = {
     "breaker_closed": {"ru": "отвечает", "en": "answers"},
     "breaker_open": {"ru": "отвечает ошибками: пауза", "en": "fails: paused"},
     "breaker_half-open": {"ru": "проверяем, ответит ли", "en": "checking whether it answers"},
+    # The site gives this worker no answer at all (the facts the banner reads, issue 34):
+    # never «отвечает», «идёт» or «перегружен» beside «Сайт не отвечает».
+    "breaker_unreachable": {"ru": "не отвечает с {when}", "en": "no answer since {when}"},
+    "waits_for_site": {"ru": "ждёт ответа сайта", "en": "waits for the site to answer"},
+    "pace_unreachable": {
+        "ru": "нет ответа: неудачных попыток за минуту: {failed}",
+        "en": "no answer: {failed} attempts failed in the last minute",
+    },
     # A worker's row as it is (contract 15).
     "worker_stopped": {"ru": "остановлен {when}", "en": "stopped {when}"},
     "worker_quiet": {
@@ -243,6 +251,16 @@ WORDS: dict[str, dict[Lang, str]] = {
     # The steps «Что сделать» names, as a page says them: its buttons, never a command
     # (report.words.next_check's ``steps``).
     "step_press": {"ru": "нажмите «{button}»", "en": "press “{button}”"},
+    # The same steps in a file the workbench exported: a file has no buttons, so it says
+    # where they are (a workbench export names no command: its reader may have none).
+    "step_press_file": {
+        "ru": "нажмите «{button}» на странице «Карантин» рабочего места",
+        "en": "press “{button}” on the workbench's Quarantine page",
+    },
+    "step_history_file": {
+        "ru": "историю сообщения на его странице на рабочем месте",
+        "en": "the message's history on its page on the workbench",
+    },
     "step_restart": {
         "ru": "перезапустите обработчики доставки, чтобы они прочли настройку,",
         "en": "restart the delivery workers so that they read the setting,",
@@ -473,6 +491,18 @@ def page_steps(lang: Lang) -> dict[str, str]:
         "cancel": word("step_press", lang).format(button=word("cancel", lang)),
         "restart": word("step_restart", lang),
         "history": word("step_history", lang),
+    }
+
+
+def file_steps(lang: Lang) -> dict[str, str]:
+    """The steps of «Что сделать» in a file the workbench exported: a file has no buttons, so
+    each step says where its button is."""
+    press = word("step_press_file", lang)
+    return {
+        "retry": press.format(button=word("retry", lang)),
+        "cancel": press.format(button=word("cancel", lang)),
+        "restart": word("step_restart", lang),
+        "history": word("step_history_file", lang),
     }
 
 
@@ -1399,7 +1429,18 @@ WORDS.update(
             "ru": "предел: {limit} из {max_limit} одновременных запросов, в работе {in_flight}",
             "en": "limit: {limit} of {max_limit} concurrent requests, {in_flight} in flight",
         },
-        "pace_paced": {"ru": "снижен до {rate}", "en": "paced at {rate}"},
+        # The two figures of the tile (the new operator's review: «123 запроса/с … снижен до
+        # 148 запросов/с»): what the site accepted over the last seconds, and the most the
+        # workers send (``Pace.effective_rate``: lowered after the site's refusals, or
+        # EXCHANGE_SITE_MAX_RATE), which the observed rate may stay below.
+        "pace_accepted": {
+            "ru": "столько сайт принял в секунду за последние секунды",
+            "en": "what the site accepted per second over the last seconds",
+        },
+        "pace_paced": {
+            "ru": "предел темпа: не чаще {rate}",
+            "en": "pace limit: at most {rate}",
+        },
         "pace_refused": {
             "ru": "отказов сайта за минуту: {refused}",
             "en": "refused by the site in the last minute: {refused}",

@@ -230,7 +230,12 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
                 finally:
                     await worker.target.aclose()
 
-        code = asyncio.run(go())
+        try:
+            code = asyncio.run(go())
+        finally:
+            # It ends as `exchange run --until-idle` and a SIGTERM'd worker do: its row marked
+            # stopped, with when (never «молчит» for a day after the demo).
+            worker.retire()
         elapsed = time.monotonic() - started
         summary = _summary(engine, site, elapsed)
         summary["pace"] = worker.pace_figures(time.monotonic())

@@ -211,7 +211,12 @@ def run_target_demo(
             finally:
                 await worker.target.aclose()
 
-        code = asyncio.run(go())
+        try:
+            code = asyncio.run(go())
+        finally:
+            # It ends as `exchange run --until-idle` and a SIGTERM'd worker do: its row marked
+            # stopped, with when (never «молчит» for a day after the demo).
+            worker.retire()
         elapsed = time.monotonic() - started
         if isinstance(site, RabbitShop):
             site.collect()

@@ -99,9 +99,12 @@ def ensure_utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
-def local_time(value: str | datetime | None, zone: tzinfo | str = "UTC") -> str:
+def local_time(
+    value: str | datetime | None, zone: tzinfo | str = "UTC", *, seconds: bool = True
+) -> str:
     """A stored time as people read it (issue 24 item 8): in ``zone`` (EXCHANGE_DISPLAY_TZ),
-    to the second (never microseconds), the zone named: ``2026-11-30 11:00:00 MSK``. A naive
+    to the second (``seconds=False``: the minute; never microseconds), the zone named:
+    ``2026-11-30 11:00:00 MSK``. A naive
     value is UTC; "-" for none; text that is no time is shown as it is."""
     if value is None or value == "":
         return "-"
@@ -111,4 +114,5 @@ def local_time(value: str | datetime | None, zone: tzinfo | str = "UTC") -> str:
         return str(value)
     where = ZoneInfo(zone) if isinstance(zone, str) else zone
     local = ensure_utc(moment).astimezone(where)
-    return local.strftime("%Y-%m-%d %H:%M:%S ") + (local.tzname() or str(zone))
+    shown = "%Y-%m-%d %H:%M:%S " if seconds else "%Y-%m-%d %H:%M "  # a sentence's: to the minute
+    return local.strftime(shown) + (local.tzname() or str(zone))

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 from sqlalchemy import Connection, func, not_, select
 
 from exchange.db.schema import cml_exchanges, messages, staging
+from exchange.domain.clock import local_time
 from exchange.domain.pause import PauseCause
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import State
@@ -37,8 +38,8 @@ class Cause:
     key: str
     values: dict[str, Any] = field(default_factory=dict)
 
-    def words(self, lang: str = "en") -> str:
-        return say(self, lang)
+    def words(self, lang: str = "en", zone: tzinfo | str = "UTC") -> str:
+        return say(self, lang, zone)
 
 
 def intake(staging_connection: Connection, now: datetime) -> dict[str, Any]:
@@ -138,7 +139,7 @@ def causes(
                     {
                         "worker": worker["worker_id"],
                         "reason": source.get("cause") or "?",
-                        "since": _hm(source.get("since")),
+                        "since": source.get("since"),
                     },
                 )
             )
@@ -149,8 +150,12 @@ def causes(
     return found
 
 
-def say(cause: Cause, lang: str = "en") -> str:
+def say(cause: Cause, lang: str = "en", zone: tzinfo | str = "UTC") -> str:
+    """A cause's sentence; its time (``since``) in ``zone`` (EXCHANGE_DISPLAY_TZ where the
+    page or the notice says every other time in it; ``status`` prints UTC)."""
     v = cause.values
+    if "since" in v:
+        v = {**v, "since": _hm(v["since"], zone)}
     if cause.key.startswith("pause_"):
         return pause_words(cause.key.removeprefix("pause_"), str(v.get("answer", "")), lang)
     if lang == "ru":
@@ -279,7 +284,7 @@ _EN: dict[str, Callable[[dict[str, Any]], str]] = {
     ),
     "operator": lambda v: f"delivery paused by operator {v['operator']}",
     "unreachable": lambda v: (
-        f"the site has not answered since {_hm(v['since'])}: delivery goes on by itself once "
+        f"the site has not answered since {v['since']}: delivery goes on by itself once "
         "it answers; if it lasts, check that the site is up, or tell those who run it"
     ),
     "gap": lambda v: f"{v['count']} aggregate(s) wait for a missing version (a gap)",
@@ -295,12 +300,12 @@ _EN: dict[str, Callable[[dict[str, Any]], str]] = {
         f"{v['reason']}; it tries again by itself"
     ),
     "sign_in_1c": lambda v: (
-        f"1C cannot sign in: {v['count']} wrong user or password since {_hm(v['since'])}, "
+        f"1C cannot sign in: {v['count']} wrong user or password since {v['since']}, "
         "none accepted since; the 1C administrator sets in 1C's exchange settings the user "
         "and password of EXCHANGE_1C_USER and EXCHANGE_1C_PASSWORD"
     ),
     "sign_in_intake": lambda v: (
-        f"the JSON intake refused {v['count']} token(s) since {_hm(v['since'])}, none "
+        f"the JSON intake refused {v['count']} token(s) since {v['since']}, none "
         "accepted since; whoever runs the sending system sets the token of "
         "EXCHANGE_INTAKE_TOKEN there"
     ),
@@ -316,7 +321,7 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
     ),
     "operator": lambda v: f"доставка остановлена оператором {v['operator']}",
     "unreachable": lambda v: (
-        f"сайт не отвечает с {_hm(v['since'])}: доставка продолжится сама, когда он ответит; "
+        f"сайт не отвечает с {v['since']}: доставка продолжится сама, когда он ответит; "
         "если это длится долго, проверьте, работает ли сайт, или сообщите тем, кто его "
         "обслуживает"
     ),
@@ -341,23 +346,23 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
     "sign_in_1c": lambda v: (
         "1С не может войти: "
         + ngettext("{count} wrong sign-in", "{count} wrong sign-ins", v["count"], "ru").format(**v)
-        + f" с {_hm(v['since'])}, успешных с тех пор не было. Администратор 1С указывает в "
+        + f" с {v['since']}, успешных с тех пор не было. Администратор 1С указывает в "
         "настройках обмена 1С того же пользователя и тот же пароль, что в "
         "EXCHANGE_1C_USER и EXCHANGE_1C_PASSWORD"
     ),
     "sign_in_intake": lambda v: (
         "JSON-приём не принял токен: "
         + ngettext("{count} refusal", "{count} refusals", v["count"], "ru").format(**v)
-        + f" с {_hm(v['since'])}, успешных входов с тех пор не было. Тот, кто ведёт "
+        + f" с {v['since']}, успешных входов с тех пор не было. Тот, кто ведёт "
         "отправляющую систему, указывает в ней токен из EXCHANGE_INTAKE_TOKEN"
     ),
 }
 
 
-def _hm(iso: str | None) -> str:
-    """A time of a cause's sentence: ``2026-12-05 04:50 UTC`` (causes are said without the
-    display zone; the page and ``status`` show the exact times beside them), ``?`` unknown."""
-    return iso[:16].replace("T", " ") + " UTC" if iso else "?"
+def _hm(iso: str | datetime | None, zone: tzinfo | str = "UTC") -> str:
+    """A time of a cause's sentence, to the minute in ``zone``, the zone named:
+    ``2026-12-05 07:50 MSK``; ``?`` unknown; text that is no time as it is."""
+    return local_time(iso, zone, seconds=False) if iso else "?"
 
 
 @dataclass

@@ -208,7 +208,7 @@ def compose(
         lines.append(_w("sign_ins", lang))
         for door, refused in found.refused_sign_ins.items():
             if Stop(f"sign-in-refused:{door}") in situation.stops:
-                lines.append("- " + say(Cause("", f"sign_in_{door}", refused), lang))
+                lines.append("- " + say(Cause("", f"sign_in_{door}", refused), lang, zone))
         lines.append("")
     if workbench_url:
         lines += [_w("workbench", lang).format(url=workbench_url + "/"), ""]

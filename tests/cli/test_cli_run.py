@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from clitools import (
@@ -17,10 +18,11 @@ from clitools import (
 from procs import wait_for
 from sqlalchemy import Engine
 
-from exchange.db.engine import make_engine
+from exchange.db.engine import make_engine, transaction
 from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import message, posting_row, price_row, stage
+from exchange.ops.status import worker_rows
 
 
 def test_run_until_idle_delivers_every_staged_row_and_exits_0(
@@ -43,6 +45,15 @@ def test_run_until_idle_delivers_every_staged_row_and_exits_0(
         ("financial_posting", "DOC-1"): 3,
     }
     assert site.applied_versions("financial_posting", "DOC-1") == [1, 2, 3]
+    assert_retired(engine)
+
+
+def assert_retired(engine: Engine) -> None:
+    """A run that ends normally retires as a SIGTERM'd one does: its row stopped, with when
+    (the new operator's review: never «молчит… (ещё считается работающим)» after it)."""
+    with transaction(engine, read_only=True) as connection:
+        shown = worker_rows(connection, datetime.now(UTC))
+    assert shown and all(w["state"] == "stopped" and w["stopped_at"] for w in shown), shown
 
 
 def test_run_once_runs_one_cycle_and_exits_0_leaving_retries_for_later(
@@ -66,6 +77,7 @@ def test_run_once_runs_one_cycle_and_exits_0_leaving_retries_for_later(
     assert untaken_rows(engine) == 0
     assert {message(engine, "price", f"SKU-{n}", 1)["state"] for n in range(3)} == {"delivered"}
     assert message(engine, "price", "SKU-POISON", 1)["state"] == "delayed"
+    assert_retired(engine)
 
 
 def test_run_until_idle_exits_3_when_max_seconds_runs_out_during_an_outage(

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from io import StringIO
 from pathlib import Path
 
 from rich.console import Console
 
+from exchange.db.engine import make_engine, transaction
 from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.demo import run_demo
+from exchange.ops.status import worker_rows
 
 
 def test_demo_ends_idle_with_every_promised_quarantine_reason_and_no_double_effect(
@@ -40,6 +43,21 @@ def test_demo_ends_idle_with_every_promised_quarantine_reason_and_no_double_effe
     words = " ".join(text.split())  # the console wraps long lines
     assert "the shop takes 150 requests/s: refused with 429 " in words
     assert "none charged to a message); the worker's pace at the end: " in words
+    assert_the_worker_retired(tmp_path / "demo.db")
+
+
+def assert_the_worker_retired(database: Path) -> None:
+    """The new operator's review: a worker that ended normally is shown stopped, with when,
+    as a SIGTERM'd one is (never «молчит… (ещё считается работающим)» nor a day of «not live»
+    with its last pace left over)."""
+    engine = make_engine(f"sqlite:///{database}")
+    try:
+        with transaction(engine, read_only=True) as connection:
+            shown = worker_rows(connection, datetime.now(UTC))
+    finally:
+        engine.dispose()
+    assert [("stopped", False)] == [(w["state"], w["live"]) for w in shown], shown
+    assert shown[0]["stopped_at"] is not None
 
 
 def test_the_demo_summary_fails_when_the_site_applied_an_old_price_over_a_newer_one(
@@ -93,6 +111,7 @@ def test_the_target_demos_end_idle_with_the_newest_price_of_every_sku_at_the_sho
         # The purchase price is mapped to null: left out on purpose, never quarantined.
         assert "cancelled    not-for-this-shop      3" in text, text
         assert_the_rehearsal_is_told(tmp_path, target, text)
+        assert_the_worker_retired(tmp_path / f"demo-{target}.db")
 
 
 def assert_the_rehearsal_is_told(directory: Path, target: str, text: str) -> None:

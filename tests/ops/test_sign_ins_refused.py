@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine, select
 
@@ -127,6 +128,30 @@ def test_the_notice_says_1c_cannot_sign_in_in_the_words_of_status(
     assert "доставка остановлена" not in subject and "отказано во входе" in subject
     _, words = _causes(engine, clock)
     assert f"- {words[0]}" in text
+
+
+def test_the_notice_says_the_cause_time_in_the_display_zone(
+    engine: Engine, clock: FakeClock
+) -> None:
+    """The new operator's review: a notice that says its times in EXCHANGE_DISPLAY_TZ says
+    since when 1C cannot sign in in that zone too, never in UTC beside them."""
+    tally = SignIns(engine, clock, Seconds())
+    asyncio.run(tally.refused(sign_ins.ONEC))
+    with transaction(engine, read_only=True) as connection:
+        found = notify.snapshot(connection, clock.now(), KINDS, stalled_after=60.0)
+    decision = Decision(send=True, new_stops=frozenset({Stop.SIGN_IN_1C}))
+    _, text = compose(
+        found,
+        decision,
+        lang="ru",
+        database="db",
+        workbench_url=None,
+        every=3600,
+        zone="Europe/Moscow",
+    )
+    line = next(row for row in text.splitlines() if "1С не может войти" in row)
+    moscow = clock.now().astimezone(ZoneInfo("Europe/Moscow")).strftime("%Y-%m-%d %H:%M MSK")
+    assert f" с {moscow}," in line and "UTC" not in line, line
 
 
 def test_old_rows_are_cleared_after_a_day(engine: Engine, clock: FakeClock) -> None:

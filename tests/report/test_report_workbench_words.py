@@ -15,7 +15,7 @@ from reporttools import NOW, parse_csv, parse_html
 from exchange.report.collect import render
 from exchange.report.model import Entry, Report
 from exchange.report.words import COLUMNS, label
-from exchange.words import page_steps, word
+from exchange.words import file_steps, word
 
 ENGLISH = "price payload: price: must be at least 0 and below 10^12"
 RUSSIAN = "цена (price): значение должно быть от 0 и меньше 10^12"
@@ -48,7 +48,7 @@ REFUSED = replace(
     staging_id=None,
 )
 CLI = Report(generated_at=NOW, entries=(REJECTED, REFUSED))
-WORKBENCH = replace(CLI, steps=page_steps("ru"))
+WORKBENCH = replace(CLI, steps=file_steps("ru"))  # what the workbench's export uses
 
 
 def _csv_rows(report: Report, lang: str = "ru") -> list[dict[str, str]]:
@@ -94,6 +94,28 @@ def test_a_workbench_export_names_the_pages_buttons_and_no_command() -> None:
         assert not COMMAND.search(text), (fmt, COMMAND.search(text))
         assert "Команда:" not in text, fmt
         assert f"«{cancel}»" in text, fmt
+
+
+def test_the_html_report_says_reasons_in_the_workbench_words_and_where_the_buttons_are() -> None:
+    """The new operator's review: the HTML report said bare codes («http-422») where the
+    workbench says «сайт отклонил (http-422)», and «нажмите «Снять с отправки навсегда»» in a
+    file with no buttons. Each reason in the workbench's words with its code beside, and each
+    button named with the page it is on."""
+    for report in (CLI, WORKBENCH):
+        page = parse_html(render(report, "html", "ru")).all_text
+        assert "сайт отклонил (http-422)" in page, page
+        assert "(invalid-contract)" in page, page
+        table = re.search(
+            r'<table class="reasons">.*?</table>', render(report, "html", "ru").decode()
+        )
+        assert table and ">http-422<" not in table.group(0), table
+    page = parse_html(render(WORKBENCH, "html", "ru")).all_text
+    cancel = word("cancel", "ru")
+    pressed = re.findall(rf"нажмите «{cancel}»[^.;]*", page)
+    assert pressed and all("на странице «Карантин» рабочего места" in p for p in pressed), pressed
+    english = parse_html(render(replace(CLI, steps=file_steps("en")), "html", "en")).all_text
+    assert "rejected by the site (http-422)" in english
+    assert "on the workbench's Quarantine page" in english
 
 
 def test_the_command_lines_report_keeps_its_commands() -> None:

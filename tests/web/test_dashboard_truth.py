@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -200,6 +201,15 @@ def test_a_site_refusing_connections_is_said_unreachable_never_delivery_runs(
     card = element(page, "backlog")
     assert word("backlog_unreachable", "ru") in card and "около" not in card, card
     assert "предохранител" not in page.lower()
+    # One truth (the new operator's review): the worker row reads the banner's facts, never
+    # «отвечает», «идёт» or «перегружен» for a site that gives no answer at all.
+    row = re.search(r'<tr class="live" data-state="live">(.*?)</tr>', page, re.S)
+    assert row, page
+    cells = html.unescape(re.sub(r"<[^>]+>", "|", row.group(1)))
+    assert "не отвечает с" in cells and word("waits_for_site", "ru") in cells, cells
+    assert "нет ответа" in cells, cells
+    for wrong in (f"|{word('breaker_closed', 'ru')}|", f"|{word('running', 'ru')}|", "перегружен"):
+        assert wrong not in cells, (wrong, cells)
 
 
 def test_wrong_1c_passwords_are_said_under_needs_a_person_until_1c_signs_in(
@@ -226,6 +236,25 @@ def test_wrong_1c_passwords_are_said_under_needs_a_person_until_1c_signs_in(
     right = httpx.get(f"{bench}/1c_exchange.php?type=catalog&mode=checkauth", auth=(USER, PASSWORD))
     assert right.text.startswith("success")
     assert "1С не может войти" not in element(client.get("/").text, "needs")
+
+
+def test_a_cause_time_is_said_in_the_display_zone_like_every_other_time(
+    serve: Callable[..., Any], db: Engine
+) -> None:
+    """The new operator's review: «1С не может войти: … с 2026-12-05 06:13 UTC» beside a
+    footer that says the page's times are in Europe/Moscow; the cause says its time in
+    EXCHANGE_DISPLAY_TZ, as every other time on the page."""
+    base = serve(display_tz="Europe/Moscow")
+    add_operator(db, "olga", "operator")
+    before = datetime.now(UTC)
+    httpx.get(f"{base}/1c_exchange.php?type=catalog&mode=checkauth", auth=(USER, "wrong"))
+    needs = element(signed_in(base, "olga").get("/").text, "needs")
+    assert "1С не может войти" in needs, needs
+    said = re.search(r" с (\d{4}-\d\d-\d\d \d\d:\d\d) (\w+),", needs)
+    assert said and said.group(2) == "MSK", needs
+    moscow = before.astimezone(ZoneInfo("Europe/Moscow")).replace(second=0, microsecond=0)
+    assert said.group(1) >= moscow.strftime("%Y-%m-%d %H:%M"), needs
+    assert "UTC" not in needs
 
 
 def _paused_by_the_site(db: Engine, answer: str, cause: str) -> None:

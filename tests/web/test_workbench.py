@@ -4,6 +4,7 @@ operator, the pause every worker obeys, and the export."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import time
@@ -365,7 +366,7 @@ def test_the_dashboard_shows_each_live_workers_site_pace_and_limit(bench: str, d
     assert "Темп сайта и предел запросов" in russian
     assert (
         "сайт перегружен: 40 запросов/с, в работе 2 (предел 3 из 16), отказов за последнюю "
-        "минуту: 7, темп снижен до 45 запросов/с" in russian
+        "минуту: 7, предел темпа: не чаще 45 запросов/с" in russian
     )
     english = client.get("/?lang=en").text
     assert "Site&#39;s pace and limit" in english
@@ -381,8 +382,28 @@ def test_the_dashboard_writes_its_rates_as_russian_does(bench: str, db: Engine) 
     live_worker_with_pace(db, pace)
     page = signed_in(bench, "victor").get("/").text
     assert "<b>1 запрос/с</b>" in page
-    assert "снижен до 1,5 запроса/с" in page
+    assert "предел темпа: не чаще 1,5 запроса/с" in page
     assert re.search(r"<b>0(,0)?\xa0%</b>", page)  # the error share: CLDR's «0 %»
+
+
+def test_the_pace_tile_says_the_observed_rate_and_the_limit_never_reduced_to_more(
+    bench: str, db: Engine
+) -> None:
+    """The new operator's review: «Темп сайта 123 запроса/с … снижен до 148 запросов/с» is
+    "reduced to" a higher number. The tile's two figures are what the site accepted lately
+    and the most the workers send (their pace limit): each is said as what it is."""
+    pace = {"limit": 4, "max_limit": 16, "in_flight": 2, "accepted_rate": 123.0}
+    live_worker_with_pace(db, {**pace, "paced_rate": 148.0, "refused_last_minute": 3})
+    page = signed_in(bench, "victor").get("/").text
+    tile = re.search(r'id="site-pace">(.*?)</div>', page, re.S)
+    assert tile, page
+    said = html.unescape(re.sub(r"<[^>]+>", " ", tile.group(1)))
+    assert "снижен" not in said, said
+    assert "123 запроса/с" in said and "принял в секунду" in said, said
+    assert "предел темпа: не чаще 148 запросов/с" in said, said
+    assert "снижен до" not in page  # the worker row's pace says the limit the same way
+    english = signed_in(bench, "victor").get("/?lang=en").text
+    assert "pace limit: at most 148 requests/s" in english
 
 
 def test_the_dashboard_says_when_the_operators_were_last_notified(bench: str, db: Engine) -> None:

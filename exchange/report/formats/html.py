@@ -27,7 +27,7 @@ from exchange.report.words import (
     next_check,
     result_words,
 )
-from exchange.words import error_words
+from exchange.words import error_words, name
 
 # C0 controls other than tab, LF and CR are not allowed in HTML text (NUL turns into U+FFFD
 # or is dropped, depending on the parser): drop them all, so every browser shows the same.
@@ -142,7 +142,8 @@ def _cell(key: str, entry: Entry, lang: Lang, zone: str) -> str:
                 if entry.superseded_after_quarantine
                 else ""
             )
-            return f"<td>{_e(entry.reason)}{badge}</td>"
+            # The reason in the workbench's words, its code beside («сайт отклонил (http-422)»).
+            return f"<td>{_e(name('reason', entry.reason, lang))}{badge}</td>"
         case "kind":
             return f'<td><div class="v">{_e(kind_words(entry.kind, lang))}</div></td>'
         case "last_result":
@@ -230,7 +231,7 @@ def _summary(report: Report, lang: Lang) -> str:
         for n, lbl in cards
     )
     reasons = "".join(
-        f'<tr><td>{_e(reason)}</td><td class="num">{count}</td>'
+        f'<tr><td>{_e(name("reason", reason, lang))}</td><td class="num">{count}</td>'
         f"<td>{_e(next_check(reason, lang, steps=report.steps))}</td></tr>"
         for reason, count in s.by_reason.items()
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
@@ -55,7 +55,7 @@ from exchange.web.workbench.core import (
     _masked,
     _secure,
 )
-from exchange.words import Lang, inside_words, page_steps, word
+from exchange.words import Lang, file_steps, inside_words, word
 
 # The quarantine's pages: entries a page (a choice of these), the first by default.
 PER_PAGES = (50, 100, 500)
@@ -88,15 +88,15 @@ def _int(value: str | None, default: int, allowed: tuple[int, ...] | None = None
     return number if allowed is None or number in allowed else default
 
 
-def cause_words(cause: Cause, lang: Lang) -> str:
+def cause_words(cause: Cause, lang: Lang, zone: tzinfo | str = "UTC") -> str:
     """What needs a person, as the dashboard says it: a failed 1C exchange's outcome is
     recorded in English (the log and ``exchange status`` say it so), the page says it in its
-    own language."""
+    own language, its time in the page's zone (EXCHANGE_DISPLAY_TZ)."""
     for key in ("reason", "answer"):  # a site's answer that paused delivery, the same way
         if cause.values.get(key):
             said = inside_words(str(cause.values[key]), lang)
             cause = dataclasses.replace(cause, values={**cause.values, key: said})
-    return cause.words(lang)
+    return cause.words(lang, zone)
 
 
 # The dashboard redraws itself this often unless switched off (issue 24 item 10).
@@ -174,7 +174,7 @@ class Pages(Core):
                     "pause": pause,
                     "told": last_told(connection),
                     "intake": found.intake,
-                    "needs": [cause_words(cause, lang) for cause in found.causes],
+                    "needs": [cause_words(cause, lang, self.zone) for cause in found.causes],
                     # The site's pause in the words of ``status`` and the notice (item 4).
                     "pause_said": (
                         pause_words(
@@ -590,8 +590,9 @@ class Pages(Core):
                     secrets=self.config.report_secrets,
                     zone=self.config.display_tz,
                 )
-            # Made on the workbench: «Что сделать» names the pages' buttons, not commands.
-            data = dataclasses.replace(data, steps=page_steps(lang))
+            # Made on the workbench: «Что сделать» names the buttons and where they are (a file
+            # has none), never a command.
+            data = dataclasses.replace(data, steps=file_steps(lang))
             return report.render(data, chosen, lang)
 
         body = await asyncio.to_thread(build)
