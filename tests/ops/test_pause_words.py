@@ -24,6 +24,7 @@ from exchange.ops.status import status
 from exchange.report.notice import compose
 
 RUNBOOK = Path(__file__).resolve().parents[2] / "docs" / "runbook.ru.md"
+RUNBOOK_EN = RUNBOOK.with_name("runbook.md")  # its English translation
 KINDS = KindPolicies.of({})
 
 
@@ -114,6 +115,14 @@ def test_the_runbook_says_each_pause_in_the_words_of_the_service() -> None:
     for cause in PAUSE_WORDS:
         assert _flat(pause_words(cause, "…", "ru")) in runbook, cause
     assert "предохранител" not in runbook.lower()
+
+
+def test_the_english_runbook_says_each_pause_in_the_english_words_of_the_service() -> None:
+    """The translation quotes what an engineer on call reads with EXCHANGE_LANG=en, word for
+    word: a pause's words changed in the code and not in docs/runbook.md fail here."""
+    runbook = _flat(RUNBOOK_EN.read_text(encoding="utf-8"))
+    for cause in PAUSE_WORDS:
+        assert _flat(pause_words(cause, "…", "en")) in runbook, cause
 
 
 def test_status_the_notice_and_runs_last_line_say_the_same_words(engine: Engine) -> None:

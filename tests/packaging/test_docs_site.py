@@ -111,6 +111,59 @@ def test_the_site_lists_every_page_with_the_russian_pages_first() -> None:
     assert nav.index("targets.ru.md") < nav.index("targets.md")
 
 
+# Issue 34 item 12, "Russian and English where its readers need both": each Russian guide and
+# its English translation (the English page bears the plain name, as targets.md does).
+TRANSLATED = [("runbook.ru.md", "runbook.md"), ("1c.ru.md", "1c.md")]
+
+
+def _before_first_section(text: str) -> str:
+    return text[: text.index("\n## ")]
+
+
+def test_each_russian_guide_and_its_translation_link_each_other_at_the_top() -> None:
+    nav = _nav_pages()
+    for russian, english in TRANSLATED:
+        ru_text = (DOCS / russian).read_text(encoding="utf-8")
+        en_text = (DOCS / english).read_text(encoding="utf-8")
+        assert f"]({english})" in _before_first_section(ru_text), f"{russian} lacks {english}"
+        assert f"]({russian})" in _before_first_section(en_text), f"{english} lacks {russian}"
+        assert nav.index(english) == nav.index(russian) + 1, f"{english} is not beside {russian}"
+
+
+def _heading_levels(text: str) -> list[int]:
+    """The level of each Markdown heading outside fenced code, in order."""
+    levels: list[int] = []
+    fenced = False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (match := re.match(r"(#{1,6}) ", line)):
+            levels.append(len(match.group(1)))
+    return levels
+
+
+def _structure(text: str) -> dict[str, object]:
+    """What a translation keeps: the heading levels in order, the code blocks and tables, and
+    every setting, option and code the reader types or greps for."""
+    prose = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    return {
+        "headings": _heading_levels(text),
+        "fences": text.count("\n```"),
+        "tables": text.count("\n|---"),
+        "settings": set(re.findall(r"EXCHANGE_[A-Z0-9_]+", text)),
+        "options": set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", text)),
+        "codes": set(re.findall(r"`([a-z]+-[a-z0-9-]+)`", prose)),
+    }
+
+
+def test_each_translation_keeps_the_structure_settings_and_commands_of_its_original() -> None:
+    for russian, english in TRANSLATED:
+        original = _structure((DOCS / russian).read_text(encoding="utf-8"))
+        translation = _structure((DOCS / english).read_text(encoding="utf-8"))
+        for what, kept in original.items():
+            assert translation[what] == kept, f"{english} differs from {russian} in its {what}"
+
+
 def test_the_runbook_opens_with_the_workbench() -> None:
     runbook = (DOCS / "runbook.ru.md").read_text(encoding="utf-8")
     first = next(h for h in _headings(runbook) if not h.startswith("exchange:"))
