@@ -7,7 +7,7 @@ inspected) are skipped with the reason instead of failing twice for one cause.
 
 Nothing here writes to the databases or sends anything with an effect to the site: the site
 check is ``GET /api/v1/health``, which the contract (5) declares harmless. The notification
-channels are reached and signed in to, never sent a message.
+ways (e-mail, Telegram) are reached and signed in to, never sent a message.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ExchangeError
 from exchange.i18n import N_, Lang, matching
 from exchange.intake import sources
-from exchange.ops.channels import channels
+from exchange.ops.notify_by import messengers
 from exchange.secrets import safe_http_url, safe_url
 from exchange.settings import Settings, onec_folder
 from exchange.targets.bitrix.target import BitrixTarget
@@ -116,7 +116,7 @@ _WHAT = tuple(
         (r"report directory writable \((?P<path>.*)\)", N_("report directory writable ({path})")),
         (r"report directory writable", N_("report directory writable")),
         (r"site reachable and token accepted", N_("site reachable and token accepted")),
-        (r"notifications by (?P<channel>\S+)", N_("notifications by {channel}")),
+        (r"notifications by (?P<way>\S+)", N_("notifications by {way}")),
         (r"serve listens on (?P<address>\S+)", N_("serve listens on {address}")),
         (r"1C exchange \(/1c_exchange\.php\)", N_("1C exchange (/1c_exchange.php)")),
     )
@@ -550,13 +550,13 @@ def run_checks(
 
 
 def check_notifications(settings: Settings) -> list[CheckResult]:
-    """One line per configured channel of the operators' notifications: SMTP connected (and
+    """One line per configured way of the operators' notifications: SMTP connected (and
     STARTTLS, login) or the bot known to Telegram (getMe); nothing is sent. None when off."""
     results = []
-    for channel in channels(settings):
-        what = f"notifications by {channel.name}"
+    for messenger in messengers(settings):
+        what = f"notifications by {messenger.name}"
         try:
-            results.append(ok(what, channel.check()))
+            results.append(ok(what, messenger.check()))
         except ExchangeError as exc:
             results.append(fail(what, str(exc)))
     return results

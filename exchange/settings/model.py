@@ -128,7 +128,7 @@ class Settings(
         return self
 
     @model_validator(mode="after")
-    def _notify_channels(self) -> Settings:
+    def _notify_ways(self) -> Settings:
         if self.notify_telegram_api_url is None:
             self.notify_telegram_api_url = "https://api.telegram.org"
         api = urlsplit(self.notify_telegram_api_url)
