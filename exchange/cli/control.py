@@ -29,6 +29,7 @@ from exchange.errors import ExchangeError
 from exchange.i18n import _
 from exchange.ops.prune import prune as prune_now
 from exchange.queue import control
+from exchange.settings import only_channel
 
 
 @app.command("pause")
@@ -86,6 +87,7 @@ def prune(
 
 @app.command()
 def demo(
+    ctx: typer.Context,
     directory: Annotated[
         Path,
         typer.Option(
@@ -115,6 +117,7 @@ def demo(
         )
         raise typer.Exit(2)
     with _guard():
+        only_channel(_settings(ctx))  # several channels: not a demo of this version's service
         if target == "api":
             code = run_demo(directory, skus=skus, console=out)
         else:
