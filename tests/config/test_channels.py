@@ -359,3 +359,15 @@ def test_with_several_channels_the_service_refuses_in_one_line_naming_them(
 
 def _woo_files() -> dict[str, str]:
     return {"woo_key_file": "/run/secrets/k", "woo_secret_file": "/run/secrets/s"}
+
+
+def test_exchange_channels_that_is_not_json_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EXCHANGE_CHANNELS", "site=api")
+    assert refusal().startswith("invalid configuration: EXCHANGE_CHANNELS: ")
+
+
+def test_a_channel_that_is_not_a_table_is_one_line_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("EXCHANGE_CHANNELS", '{"site": "api"}')
+    assert refusal().startswith("invalid configuration: EXCHANGE_CHANNELS (site): ")
