@@ -118,6 +118,25 @@ def implicit_channel(settings: Settings) -> Channel:
     return Channel(settings.target, settings.target, tuple(settings.kinds), settings, False)
 
 
+def refuse_one_target(settings: Settings) -> None:
+    """With EXCHANGE_CHANNELS set, the one target's settings are refused (ValueError, one line
+    naming them): each belongs in a channel. Before the rules across settings, so that one of
+    them (EXCHANGE_TARGET=rabbitmq without its exchange) is refused for being there at all."""
+    if settings.channels is None:
+        return
+    refused = sorted(
+        name
+        for name in settings.model_fields_set
+        if one_target_setting(name) and getattr(settings, name) not in (None, "")
+    )
+    if refused:
+        variables = ", ".join(_variable(name) for name in refused)
+        raise ValueError(
+            f"{variables}: a one-target setting, refused beside EXCHANGE_CHANNELS: write it in "
+            "the channel it belongs to, without EXCHANGE_ in lower case (e.g. site_url)"
+        )
+
+
 def build_channels(
     settings: Settings, validate: Callable[[dict[str, Any]], Settings]
 ) -> list[Channel]:
@@ -130,17 +149,7 @@ def build_channels(
             "EXCHANGE_CHANNELS names no channel: name at least one, or unset it for the one "
             "target of EXCHANGE_TARGET"
         )
-    refused = sorted(
-        name
-        for name in settings.model_fields_set
-        if one_target_setting(name) and getattr(settings, name) not in (None, "")
-    )
-    if refused:
-        variables = ", ".join(_variable(name) for name in refused)
-        raise ValueError(
-            f"{variables}: a one-target setting, refused beside EXCHANGE_CHANNELS: write it in "
-            "the channel it belongs to, without EXCHANGE_ in lower case (e.g. site_url)"
-        )
+    refuse_one_target(settings)
     base = {
         name: getattr(settings, name)
         for name in settings.model_fields_set

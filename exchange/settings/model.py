@@ -30,7 +30,13 @@ from exchange.secrets import (
     url_secrets,
 )
 from exchange.settings.brokers import BrokerSettings
-from exchange.settings.channels import Channel, ChannelSettings, build_channels, implicit_channel
+from exchange.settings.channels import (
+    Channel,
+    ChannelSettings,
+    build_channels,
+    implicit_channel,
+    refuse_one_target,
+)
 from exchange.settings.database import DatabaseSettings
 from exchange.settings.delivery import DeliverySettings
 from exchange.settings.notify import NotifySettings
@@ -95,6 +101,11 @@ class Settings(
     _channels: list[Channel] = PrivateAttr(default_factory=list)
 
     # -- rules across the groups ----------------------------------------------------------
+
+    @model_validator(mode="after")
+    def _one_target_or_channels(self) -> Settings:
+        refuse_one_target(self)  # first: the rules below are the one target's
+        return self
 
     @model_validator(mode="after")
     def _brokers(self) -> Settings:

@@ -286,6 +286,8 @@ def test_exchange_channels_naming_no_channel_is_refused(monkeypatch: pytest.Monk
     ("variable", "value"),
     [
         ("EXCHANGE_TARGET", "api"),
+        ("EXCHANGE_TARGET", "rabbitmq"),  # before its own rule (it needs an exchange)
+        ("EXCHANGE_TARGET", "woocommerce"),  # before its own rule (price only)
         ("EXCHANGE_SITE_URL", "https://shop.example.com"),
         ("EXCHANGE_SITE_TOKEN", TOKEN),
         ("EXCHANGE_SITE_ALLOW_HTTP", "true"),
