@@ -202,23 +202,50 @@ def _jsonable(value: Any) -> Any:
 
 
 def effective(settings: Settings) -> list[tuple[str, str]]:
-    """(variable, value shown) for every key; secrets masked, never revealed."""
+    """(variable, value shown) for every key; secrets masked, never revealed. EXCHANGE_CHANNELS
+    shows its channels' names; ``channel_rows`` shows each."""
     rows = []
     for name in Settings.model_fields:
         value = getattr(settings, name)
-        if value is None:
-            shown = UNSET
-        elif isinstance(value, SecretStr):
-            shown = MASK if value.get_secret_value() else UNSET
-        elif name in DATABASE_URLS:
-            shown = safe_url(value)
-        elif name in ("site_url", "woo_url", "bitrix_url"):  # a password, wc1c's lazysign
-            shown = mask_url_password(safe_http_url(value))
-        elif name in ("rabbitmq_url", "redis_url"):  # a URL may carry a password
-            shown = mask_url_password(value)
+        if name == "channels" and value is not None:
+            shown = ", ".join(channel.name for channel in settings.channels_in_force())
         else:
-            shown = _plain(value)
+            shown = _shown(name, value)
         rows.append((env_name(name), shown))
+    return rows
+
+
+def _shown(name: str, value: Any) -> str:
+    """One setting's value as ``exchange config`` shows it."""
+    if value is None:
+        return UNSET
+    if isinstance(value, SecretStr):
+        return MASK if value.get_secret_value() else UNSET
+    if name in DATABASE_URLS:
+        return safe_url(value)
+    if name in ("site_url", "woo_url", "bitrix_url"):  # a password, wc1c's lazysign
+        return mask_url_password(safe_http_url(value))
+    if name in ("rabbitmq_url", "redis_url"):  # a URL may carry a password
+        return mask_url_password(value)
+    return _plain(value)
+
+
+def channel_rows(settings: Settings) -> list[tuple[str, str]]:
+    """(what, value shown) for each channel (contract 13), named as its TOML table: its target
+    and the kinds it takes (``channels.site``); for a channel of EXCHANGE_CHANNELS, then each of
+    its settings in force, its own or the global one it keeps (``channels.site.site_url``). The
+    one channel of a configuration without EXCHANGE_CHANNELS is configured by the variables
+    above: one row."""
+    rows = []
+    for channel in settings.channels_in_force():
+        head = f"target {channel.target}, takes {', '.join(channel.takes)}"
+        where = f"channels.{channel.name}"
+        if not channel.explicit:
+            rows.append((where, f"{head} (named after EXCHANGE_TARGET: no EXCHANGE_CHANNELS)"))
+            continue
+        rows.append((where, head))
+        names = channel.setting_names()
+        rows += [(f"{where}.{n}", _shown(n, getattr(channel.settings, n))) for n in names]
     return rows
 
 
@@ -235,6 +262,6 @@ def mask_url_password(url: str) -> str:
 
 
 def effective_text(settings: Settings) -> str:
-    rows = effective(settings)
+    rows = [*effective(settings), *channel_rows(settings)]
     width = max(len(name) for name, _ in rows)
     return "\n".join(f"{name:<{width}}  {value}" for name, value in rows) + "\n"

@@ -661,6 +661,14 @@ _ERRORS_RU: tuple[tuple[re.Pattern[str], str], ...] = (
         "запустите команду из его папки); команда чтения базу не создаёт, новую пустую создаёт "
         "`exchange migrate`",
     ),
+    (  # exchange/settings/channels.py: run, serve and demo deliver to one channel (issue 31)
+        re.compile(
+            r"this version delivers to one channel; EXCHANGE_CHANNELS configures (?P<n>\d+) "
+            r"\((?P<names>.*)\): keep one"
+        ),
+        "эта версия доставляет только в один канал, а в EXCHANGE_CHANNELS их {n} ({names}): "
+        "оставьте один",
+    ),
 )
 
 

@@ -29,6 +29,7 @@ from exchange.errors import ExchangeError
 from exchange.i18n import _
 from exchange.ops.prune import prune as prune_now
 from exchange.queue import control
+from exchange.settings import only_channel
 
 
 @app.command("pause")
@@ -86,6 +87,7 @@ def prune(
 
 @app.command()
 def demo(
+    ctx: typer.Context,
     directory: Annotated[
         Path,
         typer.Option(
@@ -115,6 +117,7 @@ def demo(
         )
         raise typer.Exit(2)
     with _guard():
+        only_channel(_settings(ctx))  # several channels: not a demo of this version's service
         if target == "api":
             code = run_demo(directory, skus=skus, console=out)
         else:
@@ -137,7 +140,7 @@ def notify(
     with serve the only one that sees delivery stop when no worker runs at all.
 
     Exit codes: 0 sent, or nothing new to tell; 1 the message could not be sent; 2 bad input,
-    no database, or no channel configured.
+    no database, or no way (e-mail, Telegram) configured.
     """
     if not once:
         raise typer.BadParameter(
@@ -185,7 +188,7 @@ def check(ctx: typer.Context) -> None:
     columns; the target: site reachable and token accepted (GET /api/v1/health; a missing
     EXCHANGE_SITE_URL fails, since run needs it), or for EXCHANGE_TARGET=woocommerce the key's
     read and write permissions, for bitrix checkauth and init; report directory writable
-    (skipped when EXCHANGE_REPORT_DIR is not set); the notification channels when configured
+    (skipped when EXCHANGE_REPORT_DIR is not set); the notifications when configured
     (SMTP connect, STARTTLS, login; Telegram getMe: nothing is sent). Exit 0 when nothing
     failed (a SKIP is not a failure), 1 when a check failed, 2 when the configuration does not
     even load (as every command).

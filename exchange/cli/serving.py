@@ -31,7 +31,7 @@ from exchange.ops.status import (
 from exchange.queue import control
 from exchange.runner import notify_step, run_forever, run_once, run_until_idle
 from exchange.runner import run as run_event_loop
-from exchange.settings import safe_url
+from exchange.settings import only_channel, safe_url
 
 
 @app.command()
@@ -102,7 +102,7 @@ def run(
         raise typer.BadParameter("--max-seconds goes with --until-idle")
     with _guard():
         overrides = {} if metrics_port is None else {"metrics_port": metrics_port}
-        settings = _settings(ctx, **overrides)
+        settings = only_channel(_settings(ctx, **overrides))
         engine, staging_engine = bootstrap.engines(settings)
         worker = bootstrap.worker(settings, engine, staging_engine)
         notifier = bootstrap.notifier(settings, engine, worker.clock, staging_engine)
@@ -191,7 +191,7 @@ def serve(ctx: typer.Context) -> None:
     from exchange.web.server import addresses, public_url_missing
 
     with _guard():
-        settings = _settings(ctx)
+        settings = only_channel(_settings(ctx))
         engine, staging_engine = bootstrap.engines(settings)
         scheme = "https" if settings.http_tls_cert else "http"
         config = bootstrap.web_config(settings)

@@ -12,7 +12,14 @@ from rich.table import Table
 from exchange import app as bootstrap
 from exchange.cli.common import JsonOpt, _guard, _reading_engine, _settings, app, out
 from exchange.errors import OperatorError
-from exchange.ops.verify import Verification, channel_target, choose, latest_delivered, verify
+from exchange.ops.verify import (
+    Verification,
+    channel_target,
+    choose,
+    chosen_channel,
+    latest_delivered,
+    verify,
+)
 
 
 @app.command("verify")
@@ -23,7 +30,8 @@ def verify_command(
         typer.Option(
             "--channel",
             metavar="NAME",
-            help="The channel to read (today the one named after EXCHANGE_TARGET).",
+            help="The channel to read: one of EXCHANGE_CHANNELS (needed when it names several), "
+            "else the one named after EXCHANGE_TARGET.",
         ),
     ] = None,
     sample: Annotated[
@@ -43,14 +51,15 @@ def verify_command(
         if skus and sample is not None:
             raise OperatorError("--sample and --sku choose the prices two ways: give one")
         settings = _settings(ctx)
+        named = chosen_channel(settings.channels_in_force(), channel)
         engine = _reading_engine(settings)
-        target = bootstrap.target(settings, engine=engine)
+        target = bootstrap.target(named.settings, engine=engine)
 
         async def read() -> Verification:
             try:
-                reader = channel_target(target, channel)
+                reader = channel_target(target)
                 chosen, missing = choose(latest_delivered(engine), skus=skus or (), sample=sample)
-                return await verify(reader, chosen, channel=target.name, not_delivered=missing)
+                return await verify(reader, chosen, channel=named.name, not_delivered=missing)
             finally:
                 await target.aclose()
 

@@ -133,7 +133,7 @@ def used(settings: Settings, overrides: dict[str, Any]) -> list[str]:
     """``EXCHANGE_X=value`` for each setting the demo chose, as ``exchange config`` shows it
     (secrets and URL passwords masked): what to set to run the same against a real shop."""
     shown = dict(effective(settings))
-    names = [n for n in overrides if n not in ("staging_url", "site_token_file")]
+    names = [n for n in overrides if n not in ("staging_url", "site_token_file", "channels")]
     return [f"{env_name(name)}={shown[env_name(name)]}" for name in names]
 
 
@@ -167,6 +167,7 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
         overrides: dict[str, Any] = dict(
             database_url=f"sqlite:///{database}",
             staging_url=None,
+            channels=None,  # the demo's own shop, whatever EXCHANGE_CHANNELS says
             site_url=site.url,
             site_token=TOKEN,
             site_token_file=None,

@@ -148,7 +148,9 @@ _TAG = uuid.uuid4().hex[:8]  # the demo's own exchange and queue on a shared bro
 
 def _settings(overrides: dict[str, Any]) -> Settings:
     # Explicit Nones: the demo never picks up the shell's EXCHANGE_STAGING_URL or token file.
-    return load_settings(**{"staging_url": None, "site_token_file": None, **overrides})
+    return load_settings(
+        **{"staging_url": None, "site_token_file": None, "channels": None, **overrides}
+    )
 
 
 def run_target_demo(

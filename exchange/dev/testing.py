@@ -55,6 +55,7 @@ FAST = dict(
     site_batch_size=1,
     staging_url=None,
     site_token_file=None,
+    channels=None,
 )
 
 

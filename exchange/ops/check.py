@@ -7,7 +7,7 @@ inspected) are skipped with the reason instead of failing twice for one cause.
 
 Nothing here writes to the databases or sends anything with an effect to the site: the site
 check is ``GET /api/v1/health``, which the contract (5) declares harmless. The notification
-channels are reached and signed in to, never sent a message.
+ways (e-mail, Telegram) are reached and signed in to, never sent a message.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import ssl
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -33,11 +33,12 @@ from exchange.db.migrate import ensure_current, staging_differences
 from exchange.db.schema import staging
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ExchangeError
-from exchange.i18n import N_, Lang, matching
+from exchange.i18n import N_, Lang, _, matching
 from exchange.intake import sources
-from exchange.ops.channels import channels
+from exchange.ops.notify_by import messengers
 from exchange.secrets import safe_http_url, safe_url
 from exchange.settings import Settings, onec_folder
+from exchange.settings.channels import channel_words
 from exchange.targets.bitrix.target import BitrixTarget
 from exchange.targets.shop_api.client import TLS_ERROR, Response, SiteClient, SiteResult
 from exchange.targets.wire import tls_words
@@ -62,6 +63,8 @@ class CheckResult:
     status: Status
     what: str
     detail: str = ""
+    # The channel of EXCHANGE_CHANNELS a target's check is about (contract 13); None without.
+    channel: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -70,7 +73,10 @@ class CheckResult:
     def line(self, lang: Lang = "en") -> str:
         # "OK   " is padded to the width of "FAIL " so that the names line up in a terminal.
         # OK/FAIL/SKIP are codes (scripts look for them): English in every language.
-        label = f"{self.status.value:<4} {what_words(self.what, lang)}"
+        what = what_words(self.what, lang)
+        if self.channel is not None:
+            what = _("channel {name}: {what}", lang).format(name=self.channel, what=what)
+        label = f"{self.status.value:<4} {what}"
         detail = matching(self.detail, _DETAILS, lang)
         return f"{label}: {detail}" if detail else label
 
@@ -116,7 +122,7 @@ _WHAT = tuple(
         (r"report directory writable \((?P<path>.*)\)", N_("report directory writable ({path})")),
         (r"report directory writable", N_("report directory writable")),
         (r"site reachable and token accepted", N_("site reachable and token accepted")),
-        (r"notifications by (?P<channel>\S+)", N_("notifications by {channel}")),
+        (r"notifications by (?P<way>\S+)", N_("notifications by {way}")),
         (r"serve listens on (?P<address>\S+)", N_("serve listens on {address}")),
         (r"1C exchange \(/1c_exchange\.php\)", N_("1C exchange (/1c_exchange.php)")),
     )
@@ -542,21 +548,37 @@ def run_checks(
         if staging_engine is not None:
             staging_engine.dispose()
     results += check_source(settings, engine)
-    results += check_target(settings, transport)
+    results += check_channels(settings, transport)
     results.append(check_report_dir(settings.report_dir))
     results += check_serve(settings)
     results += check_notifications(settings)
     return results
 
 
+def check_channels(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None = None
+) -> list[CheckResult]:
+    """Each channel's target, checked as the one target is (``check_target``), each line
+    naming the channel of EXCHANGE_CHANNELS and its settings in the channel's words; the one
+    channel of a configuration without it, exactly as before."""
+    results = []
+    for channel in settings.channels_in_force():
+        for result in check_target(channel.settings, transport):
+            if channel.explicit:
+                detail = channel_words(result.detail)
+                result = replace(result, detail=detail, channel=channel.name)
+            results.append(result)
+    return results
+
+
 def check_notifications(settings: Settings) -> list[CheckResult]:
-    """One line per configured channel of the operators' notifications: SMTP connected (and
+    """One line per configured way of the operators' notifications: SMTP connected (and
     STARTTLS, login) or the bot known to Telegram (getMe); nothing is sent. None when off."""
     results = []
-    for channel in channels(settings):
-        what = f"notifications by {channel.name}"
+    for messenger in messengers(settings):
+        what = f"notifications by {messenger.name}"
         try:
-            results.append(ok(what, channel.check()))
+            results.append(ok(what, messenger.check()))
         except ExchangeError as exc:
             results.append(fail(what, str(exc)))
     return results

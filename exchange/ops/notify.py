@@ -141,7 +141,7 @@ def told(connection: Connection) -> Told:
 def last_told(connection: Connection) -> dict[str, Any] | None:
     """What ``exchange status`` and the workbench show of the notifications: when the operators
     were last told (or an attempt was made), by which process, how it went, and the stops
-    told; None when nothing was ever told (no channel, or nothing to tell yet)."""
+    told; None when nothing was ever told (no way configured, or nothing to tell yet)."""
     row = (
         connection.execute(select(notifications).where(notifications.c.name == ROW))
         .mappings()
@@ -203,7 +203,7 @@ def outcome(connection: Connection, version: int, text: str) -> None:
 
 def give_back(connection: Connection, claimed: Told, previous: Told, text: str) -> None:
     """A message that could not be sent: what it was to tell stays news (told again after the
-    period), and the attempt still counts, so a failing channel is tried once a period."""
+    period), and the attempt still counts, so a failing way is tried once a period."""
     connection.execute(
         update(notifications)
         .where(notifications.c.name == ROW, notifications.c.version == claimed.version)

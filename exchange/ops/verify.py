@@ -24,6 +24,7 @@ from exchange.db.engine import transaction
 from exchange.db.schema import Message
 from exchange.domain.states import State
 from exchange.errors import OperatorError
+from exchange.settings import Channel
 from exchange.targets.base import HeldPrice, OutgoingMessage, ReadsPrices, Target
 
 # Prices only: a financial posting is an event, not a value a shop holds to compare.
@@ -58,13 +59,23 @@ class Verification:
         }
 
 
-def channel_target(target: Target, channel: str | None) -> ReadsPrices:
-    """The channel's target, when it can read prices back. Today there is one channel, named
-    after EXCHANGE_TARGET (contract 13's channels come later); any other name is refused."""
-    if channel is not None and channel != target.name:
-        raise OperatorError(
-            f"no channel {channel!r}: the one channel is {target.name!r} (EXCHANGE_TARGET)"
-        )
+def chosen_channel(channels: Sequence[Channel], name: str | None) -> Channel:
+    """The channel ``--channel`` names; without it, the one configured. Any other name, or no
+    name among several, is refused."""
+    names = ", ".join(repr(channel.name) for channel in channels)
+    found = [channel for channel in channels if name in (None, channel.name)]
+    if len(found) == 1:
+        return found[0]
+    if name is None:
+        raise OperatorError(f"give --channel NAME: the channels are {names} (EXCHANGE_CHANNELS)")
+    if len(channels) == 1:
+        where = "EXCHANGE_CHANNELS" if channels[0].explicit else "EXCHANGE_TARGET"
+        raise OperatorError(f"no channel {name!r}: the one channel is {names} ({where})")
+    raise OperatorError(f"no channel {name!r}: the channels are {names} (EXCHANGE_CHANNELS)")
+
+
+def channel_target(target: Target) -> ReadsPrices:
+    """The channel's target, when it can read prices back."""
     if not isinstance(target, ReadsPrices):
         raise OperatorError(
             f"the {target.name} target cannot read a price back from the shop (its protocol "

@@ -8,7 +8,7 @@ It lives with the report because it is a very short report, in the report's lang
 
 ``Notifier.step`` is blocking (database and SMTP or HTTP): the worker loop and ``exchange serve``
 run it in a thread, as a job of its own, so that it never delays a cycle or a batch. A failing
-channel costs one log line per period and never an exception to the caller.
+way costs one log line per period and never an exception to the caller.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from exchange.domain.policy import KindPolicies
 from exchange.errors import ExchangeError
 from exchange.ops import notify as store
 from exchange.ops.attention import Cause, pause_words, say
-from exchange.ops.channels import Channel, channels
 from exchange.ops.notify import Snapshot
+from exchange.ops.notify_by import Messenger, messengers
 from exchange.ops.status import pace_words
 from exchange.report.model import Lang
 from exchange.report.words import human_age, next_check
@@ -268,7 +268,7 @@ def _stop_lines(found: Snapshot, lang: Lang, zone: str) -> list[str]:
 
 @dataclass
 class Outcome:
-    """What one step did: ``sent`` to every channel, ``failed`` with the reasons, or neither
+    """What one step did: ``sent`` by every way, ``failed`` with the reasons, or neither
     (nothing new, not yet due, or another process took the right to send)."""
 
     decision: Decision
@@ -288,7 +288,7 @@ class Notifier:
         settings: Settings,
         engine: Engine,
         clock: Clock,
-        channels_: list[Channel],
+        messengers_: list[Messenger],
         *,
         staging_engine: Engine | None = None,
         sender: str | None = None,
@@ -296,7 +296,7 @@ class Notifier:
         self.engine = engine
         self.staging_engine = staging_engine
         self.clock = clock
-        self.channels = channels_
+        self.messengers = messengers_
         self.kinds: KindPolicies = settings.policies
         self.every = settings.notify_every
         self.stalled_after = settings.notify_stalled_after
@@ -312,7 +312,7 @@ class Notifier:
         )
 
     def step(self) -> Outcome:
-        """Blocking; never raises for a channel that fails (logged in one line)."""
+        """Blocking; never raises for a way that fails (logged in one line)."""
         now = self.clock.now()
         with transaction(self.engine, read_only=True) as connection:
             told = store.told(connection)
@@ -374,7 +374,7 @@ class Notifier:
         failed = self._send(subject, text)
         only_good_news = not (decision.gained or decision.new_stops)
         with transaction(self.engine) as connection:
-            if failed and len(failed) == len(self.channels):
+            if failed and len(failed) == len(self.messengers):
                 if only_good_news:  # "delivery runs again" is told once or not at all
                     store.outcome(connection, new.version, "not sent: " + "; ".join(failed))
                 else:  # the bad news stays news for the next period
@@ -383,7 +383,7 @@ class Notifier:
                 store.outcome(connection, new.version, "; ".join(["sent", *failed]))
         return Outcome(
             decision,
-            sent=len(failed) < len(self.channels),
+            sent=len(failed) < len(self.messengers),
             failed=failed or None,
             subject=subject,
             text=text,
@@ -391,15 +391,15 @@ class Notifier:
 
     def _send(self, subject: str, text: str) -> list[str]:
         failed = []
-        for channel in self.channels:
+        for messenger in self.messengers:
             try:
-                channel.send(subject, text)
+                messenger.send(subject, text)
             except ExchangeError as exc:
-                failed.append(f"{channel.name}: {exc}")
+                failed.append(f"{messenger.name}: {exc}")
                 # One line, no traceback: the reason says what to fix.
-                log.error("notification not sent by %s: %s", channel.name, exc)
+                log.error("notification not sent by %s: %s", messenger.name, exc)
             else:
-                log.info("notification sent by %s: %s", channel.name, subject)
+                log.info("notification sent by %s: %s", messenger.name, subject)
         return failed
 
 
@@ -410,8 +410,8 @@ def notifier(
     *,
     staging_engine: Engine | None = None,
 ) -> Notifier | None:
-    """The notifier of these settings, or None when no channel is configured (off)."""
-    found = channels(settings)
+    """The notifier of these settings, or None when neither e-mail nor Telegram is set (off)."""
+    found = messengers(settings)
     if not found:
         return None
     return Notifier(settings, engine, clock, found, staging_engine=staging_engine)

@@ -5,7 +5,8 @@ Precedence, highest first: explicit overrides (tests, the demo), environment, th
 the defaults below.
 
 The fields are grouped by what they configure, one module each (``database``, ``site``,
-``delivery``, ``targets``, ``report``, ``operations``, ``serve``, ``brokers``, ``notify``), put
+``delivery``, ``targets``, ``report``, ``operations``, ``serve``, ``brokers``, ``notify``,
+``channels``), put
 together with the rules across groups in ``model.Settings``; ``load`` builds them; ``rules``
 holds the bounds and checks they share. Every public name stays importable from here.
 """
@@ -24,6 +25,7 @@ from exchange.secrets import (
     secret_forms,
     url_secrets,
 )
+from exchange.settings.channels import Channel, channel_words, only_channel
 from exchange.settings.load import (
     describe_settings_error,
     describe_validation_error,
@@ -53,7 +55,9 @@ __all__ = [
     "SECRET_MASK",
     "SUPPORTED_DIALECTS",
     "WORKER_ID_MAX",
+    "Channel",
     "Settings",
+    "channel_words",
     "clean_token",
     "describe_settings_error",
     "describe_validation_error",
@@ -62,6 +66,7 @@ __all__ = [
     "load_settings",
     "mask_secrets",
     "onec_folder",
+    "only_channel",
     "read_secret_file",
     "safe_url",
     "secret_file_text",

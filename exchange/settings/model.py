@@ -12,7 +12,7 @@ import tomllib
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import SecretStr, model_validator
+from pydantic import AliasChoices, PrivateAttr, SecretStr, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -30,6 +30,13 @@ from exchange.secrets import (
     url_secrets,
 )
 from exchange.settings.brokers import BrokerSettings
+from exchange.settings.channels import (
+    Channel,
+    ChannelSettings,
+    build_channels,
+    implicit_channel,
+    refuse_one_target,
+)
 from exchange.settings.database import DatabaseSettings
 from exchange.settings.delivery import DeliverySettings
 from exchange.settings.notify import NotifySettings
@@ -38,7 +45,7 @@ from exchange.settings.report import ReportSettings
 from exchange.settings.rules import _variable, is_loopback, tls_context, worker_live_within
 from exchange.settings.serve import ServeSettings
 from exchange.settings.site import SiteSettings
-from exchange.settings.targets import TargetSettings
+from exchange.settings.targets import PRICE_ONLY_TARGETS, TargetSettings, kinds_taken
 
 # -- secrets -----------------------------------------------------------------------------------
 #
@@ -56,6 +63,7 @@ log = logging.getLogger("exchange.settings")  # the name it has always logged un
 
 class Settings(
     BaseSettings,
+    ChannelSettings,
     NotifySettings,
     BrokerSettings,
     ServeSettings,
@@ -89,7 +97,15 @@ class Settings(
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings, _TomlWithoutBom(settings_cls))
 
+    # EXCHANGE_CHANNELS's channels, validated at start (empty without it).
+    _channels: list[Channel] = PrivateAttr(default_factory=list)
+
     # -- rules across the groups ----------------------------------------------------------
+
+    @model_validator(mode="after")
+    def _one_target_or_channels(self) -> Settings:
+        refuse_one_target(self)  # first: the rules below are the one target's
+        return self
 
     @model_validator(mode="after")
     def _brokers(self) -> Settings:
@@ -128,7 +144,7 @@ class Settings(
         return self
 
     @model_validator(mode="after")
-    def _notify_channels(self) -> Settings:
+    def _notify_ways(self) -> Settings:
         if self.notify_telegram_api_url is None:
             self.notify_telegram_api_url = "https://api.telegram.org"
         api = urlsplit(self.notify_telegram_api_url)
@@ -212,12 +228,12 @@ class Settings(
     def _target_kinds(self) -> Settings:
         # Contract 10: bitrix and woocommerce take price messages only. Unset, the kinds are
         # {"price": latest-wins} for them; set, any other kind is refused at start.
-        if self.target in ("api", "rabbitmq"):  # every kind (contract 12 for rabbitmq)
+        if self.target not in PRICE_ONLY_TARGETS:  # every kind (contract 12 for rabbitmq)
             return self
         if "kinds" not in self.model_fields_set:
             self.kinds = {"price": Policy.LATEST_WINS}
             return self
-        others = sorted(kind for kind in self.kinds if kind != "price")
+        others = sorted(set(self.kinds) - set(kinds_taken(self.target, self.kinds)))
         if others:
             raise ValueError(
                 f"EXCHANGE_KINDS: the {self.target} target takes price messages only, not "
@@ -244,7 +260,19 @@ class Settings(
             )
         return self
 
+    @model_validator(mode="after")
+    def _channels_valid(self) -> Settings:
+        # Last: a channel is the settings validated so far with the channel's over them.
+        if self.channels is not None:
+            self._channels = build_channels(self, _validated)
+        return self
+
     # -- derived values -------------------------------------------------------------------
+
+    def channels_in_force(self) -> list[Channel]:
+        """The channels (contract 13): EXCHANGE_CHANNELS's, or without it the one named after
+        EXCHANGE_TARGET, configured by these settings. Every caller asks here."""
+        return list(self._channels) if self.channels is not None else [implicit_channel(self)]
 
     def token(self) -> str | None:
         """The site token: from EXCHANGE_SITE_TOKEN_FILE (read now, so that a replaced file is
@@ -273,6 +301,8 @@ class Settings(
         for url in (self.site_url, self.woo_url, self.bitrix_url):  # wc1c's lazysign among them
             found += http_url_secrets(url)
         found += self.broker_secrets()
+        for channel in self._channels:  # EXCHANGE_CHANNELS's: their files and URLs
+            found += channel.settings.secrets()
         for name in (
             "onec_password",  # exchange serve's
             "intake_token",
@@ -345,6 +375,30 @@ class Settings(
     def policies(self) -> KindPolicies:
         """The configured kinds and their policies, as the queue takes them."""
         return KindPolicies.of(self.kinds)
+
+
+class _Given(Settings):
+    """Settings from keyword values alone (no environment, no file): a channel's."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
+
+
+def _validated(values: dict[str, Any]) -> Settings:
+    """A whole ``Settings`` of these values (field names), validated by the one model."""
+    keyed = {}
+    for name, value in values.items():
+        alias = Settings.model_fields[name].validation_alias
+        keyed[str(alias.choices[-1]) if isinstance(alias, AliasChoices) else name] = value
+    return _Given(**keyed)
 
 
 class _TomlWithoutBom(TomlConfigSettingsSource):

@@ -1,4 +1,4 @@
-"""Notifications to the operators (issue 16 item 6): off unless a channel is set."""
+"""Notifications to the operators (issue 16 item 6): off unless e-mail or Telegram is set."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from exchange.settings.rules import MAX_SECONDS, _distinct_text, _finite_seconds
 class NotifySettings(BaseModel):
     """EXCHANGE_NOTIFY_* and EXCHANGE_PUBLIC_URL (the address notifications link to)."""
 
-    # -- notifications to the operators (issue 16 item 6): off unless a channel is set -------
+    # -- notifications to the operators (issue 16 item 6): off unless e-mail or Telegram is set
     notify_every: float = Field(
         3600.0,
         gt=0,

@@ -4,6 +4,7 @@ the shop API's batch.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -11,6 +12,15 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator
 
 from exchange.settings.rules import is_loopback
+
+# Contract 10: these targets take price messages only; the others (api; rabbitmq, contract 12)
+# take every kind.
+PRICE_ONLY_TARGETS = ("bitrix", "woocommerce")
+
+
+def kinds_taken(target: str, kinds: Iterable[str]) -> list[str]:
+    """Of ``kinds``, those the target takes, in their order."""
+    return [kind for kind in kinds if target not in PRICE_ONLY_TARGETS or kind == "price"]
 
 
 def _default_woo_fields() -> dict[str, Literal["regular_price", "sale_price"] | None]:

@@ -466,7 +466,7 @@ def test_the_notification_secrets_join_the_masked_ones_with_their_file_twins(
         ),
     ],
 )
-def test_a_notification_channel_set_by_half_is_refused_in_one_line(
+def test_a_notification_way_set_by_half_is_refused_in_one_line(
     env: dict[str, str], words: str
 ) -> None:
     message = refused(**env)
@@ -474,7 +474,7 @@ def test_a_notification_channel_set_by_half_is_refused_in_one_line(
 
 
 def test_notifications_are_off_by_default_and_the_period_is_an_hour() -> None:
-    from exchange.ops.channels import channels
+    from exchange.ops.notify_by import messengers
 
     settings = load_settings()
-    assert [] == channels(settings) and 3600.0 == settings.notify_every
+    assert [] == messengers(settings) and 3600.0 == settings.notify_every

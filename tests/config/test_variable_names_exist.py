@@ -22,7 +22,6 @@ NOT_SETTINGS = {
     "EXCHANGE_WORKBENCH_URL": "the old name of EXCHANGE_PUBLIC_URL, still read",
     "EXCHANGE_1C_SESSION": "the 1C session's cookie name",
     "EXCHANGE_X": "a placeholder in a docstring",
-    "EXCHANGE_CHANNELS": "issue 31's setting, named in docs/design/channels.md before it is built",
     "EXCHANGE_LANG": "the command line's language, read before the settings (exchange/i18n.py)",
 }
 

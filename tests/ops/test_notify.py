@@ -260,13 +260,13 @@ def test_a_breaker_gone_with_its_worker_is_no_resumption(
 def test_delivery_resumed_that_cannot_be_sent_is_not_tried_again(
     db_url: str, engine: Engine, inbox: Any
 ) -> None:
-    """Good news is told once or not at all: a failing channel is not asked again each poll."""
+    """Good news is told once or not at all: a failing way is not asked again each poll."""
     mail, port = inbox
     clock = clock_now()
     told = the_notifier(mail_settings(db_url, port), engine, clock)
     _worker_row(engine, paused_reason="HTTP 401")
     assert told.step().sent
-    told.channels[0].port = free_port()  # type: ignore[attr-defined]  # the mail server is gone
+    told.messengers[0].port = free_port()  # type: ignore[attr-defined]  # the mail server is gone
     with transaction(engine) as connection:
         connection.execute(update(workers).values(paused_reason=None))
     failed = told.step()
@@ -411,7 +411,7 @@ def test_a_refused_connection_is_one_line_and_stays_news(
     assert 1 == len(errors) and errors[0].exc_info is None
     assert not told.step().failed  # within the period: not tried again
     with smtp_server() as (mail, port):
-        told.channels[0].port = port  # type: ignore[attr-defined]
+        told.messengers[0].port = port  # type: ignore[attr-defined]
         clock.advance(EVERY)
         assert told.step().sent and 1 == len(mail.messages)  # still news after the period
 
@@ -532,7 +532,7 @@ def test_telegram_flood_control_is_waited_once_as_told(
     with bot_api(BotApi(answers=["flood"])) as api:
         told = the_notifier(bot_settings(db_url, api), engine, clock_now())
         waits: list[float] = []
-        told.channels[0].sleep = waits.append  # type: ignore[attr-defined]
+        told.messengers[0].sleep = waits.append  # type: ignore[attr-defined]
         quarantine(db_url, engine, site, "SKU-1")
         assert told.step().sent
     assert [1.0] == waits and 1 == len(api.sent) and ["sendMessage"] * 2 == api.calls

@@ -169,7 +169,7 @@ def test_the_seam_refuses_a_target_without_read_back() -> None:
         name = "api"
 
     with pytest.raises(OperatorError, match="cannot read a price back"):
-        channel_target(NoReadBack(), None)  # type: ignore[arg-type]
+        channel_target(NoReadBack())  # type: ignore[arg-type]
 
 
 def test_a_shop_that_cannot_be_reached_is_one_line_and_exit_2(

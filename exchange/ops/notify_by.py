@@ -11,7 +11,7 @@ short message per period does not need an asynchronous client.
   error is written here, in one line, from the status and the API's ``description``, with the
   token masked anyway.
 
-Each failure is a ``ChannelError`` with one line that never holds a secret.
+Each failure is a ``MessengerError`` with one line that never holds a secret.
 """
 
 from __future__ import annotations
@@ -38,19 +38,19 @@ TELEGRAM_TEXT_MAX = 4096  # characters of one message (the Bot API's limit)
 TELEGRAM_WAIT_MAX = 10.0  # seconds of a 429's retry_after waited once; longer: next period
 
 
-class ChannelError(ExchangeError):
+class MessengerError(ExchangeError):
     """the notification could not be sent"""
 
 
-class Channel(Protocol):
+class Messenger(Protocol):
     name: str
 
     def send(self, subject: str, text: str) -> None:
-        """Deliver one message, or raise ChannelError."""
+        """Deliver one message, or raise MessengerError."""
 
     def check(self) -> str:
         """Reach the service and sign in without sending anything: what was confirmed, or
-        raise ChannelError."""
+        raise MessengerError."""
 
 
 def _masked(text: str, secrets: list[str]) -> str:
@@ -82,7 +82,7 @@ class Smtp:
                 if self.security == "starttls":
                     smtp.ehlo()
                     if not smtp.has_extn("starttls"):
-                        raise ChannelError(
+                        raise MessengerError(
                             f"SMTP {self.host}:{self.port} does not offer STARTTLS: set "
                             "EXCHANGE_NOTIFY_SMTP_SECURITY=tls (port 465), or none for a "
                             "relay on this host"
@@ -93,14 +93,14 @@ class Smtp:
             except BaseException:
                 smtp.close()
                 raise
-        except ChannelError:
+        except MessengerError:
             raise
         except smtplib.SMTPAuthenticationError as exc:
-            raise ChannelError(
+            raise MessengerError(
                 f"SMTP {self.host}:{self.port} refused the login of {self.user} ({exc.smtp_code})"
             ) from None
         except (smtplib.SMTPException, OSError, ssl.SSLError) as exc:
-            raise ChannelError(self._why(exc)) from None
+            raise MessengerError(self._why(exc)) from None
         return smtp
 
     def _why(self, exc: BaseException) -> str:
@@ -126,7 +126,7 @@ class Smtp:
         try:
             smtp.send_message(message)
         except (smtplib.SMTPException, OSError) as exc:
-            raise ChannelError(self._why(exc)) from None
+            raise MessengerError(self._why(exc)) from None
         finally:
             try:
                 smtp.quit()
@@ -138,7 +138,7 @@ class Smtp:
         try:
             smtp.noop()
         except (smtplib.SMTPException, OSError) as exc:
-            raise ChannelError(self._why(exc)) from None
+            raise MessengerError(self._why(exc)) from None
         finally:
             try:
                 smtp.quit()
@@ -180,7 +180,7 @@ class Telegram:
             reason = getattr(exc, "reason", None) or exc
             if isinstance(reason, socket.timeout | TimeoutError):
                 reason = f"no answer within {self.timeout:g} s"
-            raise ChannelError(
+            raise MessengerError(
                 _masked(f"Telegram Bot API at {host} unreachable: {reason}", [token])
             ) from None
         document = _json(body)
@@ -188,7 +188,7 @@ class Telegram:
             raise _TelegramRefusal(200, str(document.get("description") or "not ok"), None)
         return document
 
-    def _refused(self, refusal: _TelegramRefusal) -> ChannelError:
+    def _refused(self, refusal: _TelegramRefusal) -> MessengerError:
         host = urlsplit(self.api_url).netloc
         hint = ""
         if refusal.status == 401:
@@ -196,7 +196,7 @@ class Telegram:
         elif refusal.status in (400, 403):
             hint = ": check EXCHANGE_NOTIFY_TELEGRAM_CHAT_ID and that the bot is in that chat"
         text = f"Telegram Bot API at {host} refused: HTTP {refusal.status} {refusal.description}"
-        return ChannelError(_masked(" ".join((text + hint).split()), [self.token() or ""]))
+        return MessengerError(_masked(" ".join((text + hint).split()), [self.token() or ""]))
 
     def send(self, subject: str, text: str) -> None:
         body = f"{subject}\n\n{text}"
@@ -243,9 +243,9 @@ def _seconds(value: Any) -> float:
         return TELEGRAM_WAIT_MAX + 1  # unknown: do not wait, try again next period
 
 
-def channels(settings: Settings) -> list[Channel]:
-    """The configured channels; empty: notifications are off."""
-    found: list[Channel] = []
+def messengers(settings: Settings) -> list[Messenger]:
+    """The configured ways (e-mail, Telegram); empty: notifications are off."""
+    found: list[Messenger] = []
     if settings.notify_smtp_host:
         found.append(
             Smtp(
