@@ -47,7 +47,7 @@ from exchange.report.words import (
     label,
     next_check,
 )
-from exchange.words import name
+from exchange.words import name as said_as
 
 LANGS: list[Lang] = ["ru", "en"]
 SEPARATOR = {"ru": ";", "en": ","}
@@ -332,7 +332,7 @@ def test_the_chart_by_reason_says_each_reason_in_words_never_a_bare_code(lang: L
         unescape(text)
         for text in re.findall(r'<text[^>]*text-anchor="end"[^>]*>([^<]*)<', chart[0])
     ]
-    said = [name("reason", reason, lang) for reason in report.summary.by_reason]
+    said = [said_as("reason", reason, lang) for reason in report.summary.by_reason]
     assert said == labels
     assert not set(report.summary.by_reason) & set(labels)
 
