@@ -237,7 +237,9 @@ class Worker:
             now=now,
             seconds=time.perf_counter() - started,
             breaker=self.breaker.state(now),
-            paused=self.paused_reason is not None,
+            # Contract 15, one pause, one truth: what ``status`` calls ``delivery_paused``, as
+            # this worker sees it (an operator's pause, or the site's refusal it met).
+            paused=self.operator_paused or self.paused_reason is not None,
         )
         return report
 
