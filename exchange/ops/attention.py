@@ -284,6 +284,22 @@ PAUSE_WORDS: dict[str, tuple[str, str]] = {
         "Delivery paused: RabbitMQ refused ({answer}). Check EXCHANGE_RABBITMQ_URL and "
         "EXCHANGE_RABBITMQ_EXCHANGE; the RabbitMQ administrator grants the rights",
     ),
+    # The words the target records (targets/bitrix/target.py: "the latest known prices could not
+    # be read: <error>") open the sentence, so that only the error is said beside them.
+    PauseCause.KNOWN_PRICES.value: (
+        "Доставка остановлена: последние известные цены не прочитаны из базы обмена "
+        "({answer}). Пакет на сайт 1С-Битрикс не отправлен: без других видов цен товара "
+        "Битрикс удалил бы их. Проверьте базу обмена (EXCHANGE_DATABASE_URL: отвечает ли она, "
+        "есть ли место на диске) и журнал exchange run; это знает администратор сервера "
+        "обмена. Один пакет пробуется раз в EXCHANGE_RETRY_MAX_DELAY; после исправления можно "
+        "выполнить exchange resume",
+        "Delivery paused: the latest known prices could not be read from the exchange's "
+        "database ({answer}). The package to the 1C-Bitrix site is not sent: without the "
+        "product's other price types Bitrix would delete them. Check the exchange's database "
+        "(EXCHANGE_DATABASE_URL: does it answer, is there disk space) and the log of exchange "
+        "run; the exchange server's administrator knows. One package is tried every "
+        "EXCHANGE_RETRY_MAX_DELAY; once mended, exchange resume goes on at once",
+    ),
     PauseCause.OTHER.value: (
         "Доставка остановлена: сайт отказал ({answer}). Исправьте то, что называет ответ, "
         "или сообщите тем, кто обслуживает сайт; доставка продолжится сама, когда сайт "
