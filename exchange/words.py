@@ -731,7 +731,7 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (r"probe failed, not charged: (?P<d>.+)", "пробная отправка не удалась, не засчитана: {d*}"),
     (
         r"not sent: delivery paused \((?P<why>.+)\)",
-        "не отправлено: доставка приостановлена ({why})",
+        "не отправлено: доставка приостановлена ({why*})",
     ),
     (r"confirmed by RabbitMQ", "RabbitMQ подтвердил приём"),
     (r"import: success(?P<t>.*)", "сайт принял пакет (success):{t}"),
@@ -790,6 +790,11 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     ),
     # the site's refusals that pause delivery (exchange/targets/shop_api/answers.py)
     (r"HTTP (?P<s>\d+): the site refused the token", "HTTP {s}: сайт не принял токен"),
+    # the 1C-Bitrix target's pause when the service's own database did not answer
+    (
+        r"the latest known prices could not be read: (?P<e>\w+)",
+        "последние известные цены не прочитаны: {e}",
+    ),
     (
         r"(?P<r>invalid-contract|unknown-kind|unsupported-schema|version-conflict): (?P<d>.+)",
         "не принято ({r}): {d*}",

@@ -237,7 +237,9 @@ class Worker:
             now=now,
             seconds=time.perf_counter() - started,
             breaker=self.breaker.state(now),
-            paused=self.paused_reason is not None,
+            # Contract 15, one pause, one truth: what ``status`` calls ``delivery_paused``, as
+            # this worker sees it (an operator's pause, or the site's refusal it met).
+            paused=self.operator_paused or self.paused_reason is not None,
         )
         return report
 
@@ -711,7 +713,12 @@ class Worker:
             self.unreachable_since = None
             self._site_answers()
             if self._trying_write and self.paused_reason is not None:
-                log.warning("delivery resumed: the site accepts a write again")
+                log.warning(
+                    "delivery resumed: %s",
+                    "the known prices are read again"
+                    if self.pause_cause is PauseCause.KNOWN_PRICES
+                    else "the site accepts a write again",
+                )
                 self._end_pause()
             return delivered(classification)
         now = self.clock.now()
@@ -774,6 +781,19 @@ class Worker:
     async def _site_accepts_again(self) -> bool:
         """Whether delivery may go on (or one message try a write) after a pause."""
         if self.write_refused:
+            return self._write_turn()
+        if self.pause_cause is PauseCause.KNOWN_PRICES:
+            # The site is well; the service's own database did not give the known prices. A
+            # GET proves nothing: one package tries again now and then every
+            # EXCHANGE_RETRY_MAX_DELAY (``_write_turn``), its delivery ends the pause.
+            if not self._pause_told:
+                self._pause_told = True
+                log.error(
+                    "delivery paused: %s; one package is tried again every %s s, or run "
+                    "`exchange resume`",
+                    self.paused_reason,
+                    self.settings.retry_max_delay,
+                )
             return self._write_turn()
         # The token may have been replaced meanwhile (EXCHANGE_SITE_TOKEN_FILE): read it again,
         # so that fixing the file is all an operator has to do.

@@ -103,12 +103,23 @@ def demo(
             "rabbitmq (this machine's RabbitMQ, or EXCHANGE_RABBITMQ_URL; contract 12).",
         ),
     ] = "api",
+    catalogue_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--catalogue",
+            help="The shop owner's rehearsal: her shop's SKUs, one a line, or WooCommerce's "
+            "product CSV export (api and woocommerce). The simulated shop holds those and no "
+            "others, and the summary lists the SKUs 1C sends that it lacks.",
+            dir_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """The main job on the embedded default, nothing to configure.
 
     A fresh SQLite file, a simulated site with realistic faults, staged data, a run to idle,
     a summary and a quarantine report.
     """
+    from exchange.dev.catalogue import CatalogueError, read_catalogue
     from exchange.dev.demo import run_demo
 
     if target not in ("api", "bitrix", "woocommerce", "rabbitmq"):
@@ -116,14 +127,35 @@ def demo(
             f"--target must be api, bitrix, woocommerce or rabbitmq, not {target!r}", markup=False
         )
         raise typer.Exit(2)
+    catalogue = None
+    if catalogue_file is not None:
+        if target in ("bitrix", "rabbitmq"):
+            # catalog.import.1c skips an offer whose product it lacks without a word
+            # (CIBlockCMLImport::ImportElementPrices), and a broker holds no catalogue.
+            err.print(
+                f"error: --catalogue is for --target api or woocommerce: {target} cannot say which "
+                "SKUs the shop lacks",
+                markup=False,
+            )
+            raise typer.Exit(2)
+        try:
+            catalogue = read_catalogue(catalogue_file)
+        except CatalogueError as exc:
+            err.print(f"error: {exc}", markup=False, highlight=False)
+            raise typer.Exit(2) from None
+        if not catalogue.skus:
+            err.print(f"error: the catalogue {catalogue_file} names no SKU", markup=False)
+            raise typer.Exit(2)
     with _guard():
         only_channel(_settings(ctx))  # several channels: not a demo of this version's service
         if target == "api":
-            code = run_demo(directory, skus=skus, console=out)
+            code = run_demo(directory, skus=skus, console=out, catalogue=catalogue)
         else:
             from exchange.dev.demo_targets import run_target_demo
 
-            code = run_target_demo(directory, target=target, skus=min(skus, 500), console=out)
+            code = run_target_demo(
+                directory, target=target, skus=min(skus, 500), console=out, catalogue=catalogue
+            )
     raise typer.Exit(code)
 
 

@@ -21,14 +21,22 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
+import json
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # The SKU column's header as WooCommerce writes it: its own words, translated by the shop's
 # language (en, ru), or the column's id (the importer's own mapping accepts it too).
 SKU_HEADERS = frozenset({"sku", "артикул"})
 TYPE_HEADERS = frozenset({"type", "тип"})
 _ESCAPED = ("'=", "'+", "'-", "'@", "'\t", "'\r")
+# SKUs the demo's 1C sends beyond the owner's catalogue in a rehearsal (``exchange demo
+# --catalogue``): what the summary then lists as the SKUs the shop lacks.
+LACKING = 3
 
 
 class CatalogueError(ValueError):
@@ -82,3 +90,37 @@ def parse_catalogue(text: str, *, name: str = "the catalogue") -> Catalogue:
 
 def _unescaped(cell: str) -> str:
     return cell[1:] if cell.startswith(_ESCAPED) else cell
+
+
+def rehearsal_names(demo_skus: Sequence[str], catalogue: Catalogue, *, held: int) -> dict[str, str]:
+    """The demo's own SKUs as the owner's rehearsal names them: the first ``held`` become her
+    catalogue's SKUs, in the file's order; the others keep the demo's names (SKUs her shop
+    lacks), or become ``NOT-IN-SHOP-<n>`` where her catalogue has that name too."""
+    hers = set(catalogue.skus)
+    names = dict(zip(demo_skus[:held], catalogue.skus, strict=False))
+    spare = (f"NOT-IN-SHOP-{n:04d}" for n in itertools.count(1))
+    for sku in demo_skus[len(names) :]:
+        names[sku] = next(s for s in spare if s not in hers) if sku in hers else sku
+    return names
+
+
+def renamed(rows: Sequence[dict[str, Any]], names: Mapping[str, str]) -> list[dict[str, Any]]:
+    """``rows`` (staging rows) with each SKU of ``names`` renamed in its aggregate (the SKU
+    alone, or ``<sku>/<price type>``) and in its payload's ``sku``, the payload otherwise left
+    byte for byte (the demo's bad rows stay bad: an exponent, no JSON at all)."""
+    out = []
+    for row in rows:
+        sku, slash, rest = str(row["aggregate"]).partition("/")
+        aggregate = names.get(sku, sku) + slash + rest
+        payload = _SKU_FIELD.sub(lambda found: _named(found, names), row["payload"], count=1)
+        out.append({**row, "aggregate": aggregate, "payload": payload})
+    return out
+
+
+# A payload's ``"sku": "…"``: renamed in place, every other byte kept (a bad row stays bad).
+_SKU_FIELD = re.compile(r'("sku"\s*:\s*)("(?:[^"\\]|\\.)*")')
+
+
+def _named(found: re.Match[str], names: Mapping[str, str]) -> str:
+    sku = json.loads(found[2])
+    return found[1] + json.dumps(names[sku], ensure_ascii=False) if sku in names else found[0]

@@ -12,6 +12,12 @@ whatever version arrives, so the summary's checks (no effect applied twice, no o
 applied over a newer one, the site shows the latest delivered price) are computed from what the
 site applied and fail if the service sends what it must not.
 
+The shop owner's rehearsal (``--catalogue FILE``, contract 15): the simulated site holds the SKUs
+of her catalogue (a list, or WooCommerce's product CSV export: ``exchange.dev.catalogue``) and no
+others; the demo's 1C sends prices for her SKUs (up to ``--skus``) and for ``LACKING`` more that
+her shop lacks, and the summary lists every SKU sent that the shop lacks (quarantined: the
+shop API's 404 is ``http-404``, contract 5) instead of the site inventing a product for it.
+
 The simulated shop takes ``SHOP_RATE`` requests/s and answers 429 with ``Retry-After: 1``
 beyond (contract 5c): the worker starts with up to 32 requests in flight, finds the shop's
 pace, and the summary shows it (refusals are never charged to a message).
@@ -37,6 +43,7 @@ from exchange.config_doc import effective, env_name
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import messages
+from exchange.dev.catalogue import LACKING, Catalogue, rehearsal_names, renamed
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.domain.clock import SystemClock
 from exchange.domain.states import State
@@ -137,7 +144,43 @@ def used(settings: Settings, overrides: dict[str, Any]) -> list[str]:
     return [f"{env_name(name)}={shown[env_name(name)]}" for name in names]
 
 
-def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = None) -> int:
+def lacking_skus(engine: Any) -> list[str]:
+    """The SKUs sent that the shop lacks, as the service quarantined them: ``unknown-sku``
+    (WooCommerce, the marketplaces), or the shop API's 404 naming ``unknown-sku`` (contract 5
+    quarantines a 404 as ``http-404``)."""
+    lacks = (messages.c.reason == "unknown-sku") | (
+        (messages.c.reason == "http-404") & messages.c.last_error.contains("unknown-sku")
+    )
+    with transaction(engine, read_only=True) as connection:
+        payloads = connection.execute(
+            select(messages.c.payload)
+            .where(messages.c.state == State.QUARANTINED.value, lacks)
+            .order_by(messages.c.id)
+        ).scalars()
+        return list(dict.fromkeys(str(json.loads(p).get("sku")) for p in payloads))
+
+
+def print_lacking(console: Console, lacking: list[str], shown: int = 20) -> None:
+    """The rehearsal's answer: the SKUs 1C sent that the shop lacks (all of them are in the
+    quarantine report)."""
+    console.print(f"  SKUs 1C sent that the shop lacks (quarantined) {len(lacking)}", markup=False)
+    for sku in lacking[:shown]:
+        console.print(f"      {sku}", markup=False, highlight=False)
+    if len(lacking) > shown:
+        console.print(
+            f"      … and {len(lacking) - shown} more: the quarantine report lists them all",
+            markup=False,
+        )
+
+
+def run_demo(
+    directory: Path,
+    *,
+    skus: int = 1000,
+    console: Console | None = None,
+    catalogue: Catalogue | None = None,
+) -> int:
+    """``catalogue``: the shop owner's rehearsal (the module's docstring)."""
     console = console or Console()
     # The progress bar and the summary tell the story; per-message log lines would tear
     # through the bar (without a handler, Python prints warnings to stderr by itself).
@@ -152,18 +195,29 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
         raise ExchangeError(
             f"cannot prepare the demo directory {directory}: {exc.strerror or exc}"
         ) from None
+    names: dict[str, str] = {}
+    if catalogue is not None:
+        held = min(skus, len(catalogue.skus))
+        skus = held + LACKING
+        names = rehearsal_names([f"SKU-{n:04d}" for n in range(skus)], catalogue, held=held)
+
+    def named(aggregate: str) -> str:
+        sku, slash, rest = aggregate.partition("/")
+        return names.get(sku, sku) + slash + rest
+
     faults = Faults(
         fail_rate=0.03,
         drop_after_effect_rate=0.01,
         slow_rate=0.005,
         slow_seconds=0.2,
-        poison={POISON_SKU},
-        reject={REJECTED_SKU, REJECTED_DOCUMENT},
+        poison={named(POISON_SKU)},
+        reject={named(REJECTED_SKU), REJECTED_DOCUMENT},
         seed=7,
         rate_limit=SHOP_RATE,
         rate_retry_after="1",
     )
-    with SiteSimulator(token=TOKEN, faults=faults, check_versions=False) as site:
+    shop = None if catalogue is None else catalogue.skus  # None: the site takes every SKU
+    with SiteSimulator(token=TOKEN, faults=faults, check_versions=False, catalog=shop) as site:
         overrides: dict[str, Any] = dict(
             database_url=f"sqlite:///{database}",
             staging_url=None,
@@ -190,7 +244,12 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
             console.print(f"  {line}", markup=False, highlight=False)
         engine = make_engine(settings.database_url)
         upgrade(engine)
-        rows = staged_rows(skus, rng)
+        rows = renamed(staged_rows(skus, rng), names)
+        if catalogue is not None:
+            console.print(
+                f"the site holds the {len(catalogue.skus)} SKUs of the catalogue and no others",
+                markup=False,
+            )
         with transaction(engine) as connection:
             stage(connection, rows)
         console.print(
@@ -241,6 +300,7 @@ def run_demo(directory: Path, *, skus: int = 1000, console: Console | None = Non
         summary = _summary(engine, site, elapsed)
         summary["pace"] = worker.pace_figures(time.monotonic())
         summary["refused_429"] = site.requests_by_status()[429]
+        summary["lacking"] = lacking_skus(engine) if catalogue is not None else None
         report_path = directory / "quarantine.html"
         with transaction(engine, read_only=True) as connection:
             data = report.collect(
@@ -330,6 +390,8 @@ def _print_summary(console: Console, s: dict[str, Any], report_path: Path) -> No
     console.print(f"  quarantined          {total_q}", markup=False)
     for reason, n in s["quarantined"].items():
         console.print(f"      {reason:<20} {n}", markup=False)
+    if s.get("lacking") is not None:
+        print_lacking(console, s["lacking"])
     console.print(f"  held behind a quarantined posting {s['pending']}", markup=False)
     console.print(f"  requests sent to the site        {s['requests']}", markup=False)
     console.print(f"  effects applied twice at the site {s['double_effects']}", markup=False)

@@ -36,7 +36,8 @@ from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import messages
 from exchange.dev.bitrixsim import PATH, BitrixSimulator
-from exchange.dev.demo import used
+from exchange.dev.catalogue import LACKING, Catalogue, rehearsal_names, renamed
+from exchange.dev.demo import lacking_skus, print_lacking, used
 from exchange.dev.woosim import WooSimulator
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
@@ -154,9 +155,23 @@ def _settings(overrides: dict[str, Any]) -> Settings:
 
 
 def run_target_demo(
-    directory: Path, *, target: str, skus: int = 500, console: Console | None = None
+    directory: Path,
+    *,
+    target: str,
+    skus: int = 500,
+    console: Console | None = None,
+    catalogue: Catalogue | None = None,
 ) -> int:
+    """``catalogue`` (WooCommerce only, ``exchange demo --catalogue``): the shop holds the owner's
+    SKUs and no others (``WooSimulator.hold``); the demo's 1C sends prices for them (up to
+    ``skus``) and for ``LACKING`` more, and the summary lists the SKUs the shop lacks."""
     console = console or Console()
+    names: dict[str, str] = {}
+    if catalogue is not None:
+        hers = min(skus, len(catalogue.skus))
+        skus = hers + LACKING
+        demo_skus = [f"{'VAR' if n % 5 == 0 else 'SKU'}-{n:04d}" for n in range(skus)]
+        names = rehearsal_names(demo_skus, catalogue, held=hers)
     logging.getLogger("exchange").addHandler(logging.NullHandler())
     rng = random.Random(20261201)
     database = directory / f"demo-{target}.db"
@@ -171,6 +186,8 @@ def run_target_demo(
         woo = WooSimulator("ck_demo_key", "cs_demo_secret")
         woo.faults.rate_limit = 40
         woo.faults.half_apply = True
+        if catalogue is not None:
+            woo.hold(catalogue)  # her SKUs and no others: none invented on first lookup
         site = woo
     elif target == "rabbitmq":
         site = RabbitShop(os.environ.get("EXCHANGE_RABBITMQ_URL") or RABBITMQ_URL, _TAG)
@@ -188,7 +205,7 @@ def run_target_demo(
             console.print(f"  {line}", markup=False, highlight=False)
         engine = make_engine(settings.database_url)
         upgrade(engine)
-        staged = rows(skus, rng, variations=target == "woocommerce")
+        staged = renamed(rows(skus, rng, variations=target == "woocommerce"), names)
         if target == "rabbitmq":
             staged += postings(3)
         with transaction(engine) as connection:
@@ -252,6 +269,8 @@ def run_target_demo(
         console.print(f"  {state:<12} {reason or '':<22} {n}")
     requests = sum(site.requests.values())
     console.print(f"  requests to the shop: {requests} ({dict(site.requests)})")
+    if catalogue is not None:
+        print_lacking(console, lacking_skus(engine))
     console.print(
         "  the shop holds the newest delivered price of every SKU: "
         + ("yes" if not wrong else f"NO ({len(wrong)}: {', '.join(wrong[:5])})")

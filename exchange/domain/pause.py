@@ -15,6 +15,9 @@ TLS_ERROR = "TLSError"  # targets/wire.py's error_class of an untrusted certific
 SETTING_MISSING = "SettingMissing"  # error_class: the target's key or login is not configured
 NO_REST_API = "NoRestApi"  # WooCommerce's error_class: no REST API at the configured address
 ADDRESS_REFUSED = "AddressRefused"  # WooCommerce's: the URL is not the shop's home address
+# The 1C-Bitrix target's: the service's own database did not give the latest known prices of the
+# other price types, so the package is not sent (it would delete them at the site).
+KNOWN_PRICES_UNREAD = "KnownPricesUnread"
 
 
 class PauseCause(StrEnum):
@@ -29,6 +32,8 @@ class PauseCause(StrEnum):
     WOO_KEY_MISSING = "woo-key-missing"  # EXCHANGE_WOO_KEY or EXCHANGE_WOO_SECRET not set
     BITRIX_LOGIN_MISSING = "bitrix-login-missing"  # EXCHANGE_BITRIX_USER/PASSWORD not set
     BROKER = "broker"  # RabbitMQ refused the user, the exchange or the publishing
+    # The service's own database did not give the known prices a Bitrix offer must carry.
+    KNOWN_PRICES = "known-prices"
     OTHER = "other"  # a refusal with no words of its own: its answer is shown
 
 
@@ -36,6 +41,8 @@ def pause_cause(target: str, answer: Classification, *, write_refused: bool) -> 
     """What paused delivery to ``target`` (EXCHANGE_TARGET's value) on ``answer``."""
     if write_refused:
         return PauseCause.READ_ONLY_KEY
+    if answer.error_class == KNOWN_PRICES_UNREAD:
+        return PauseCause.KNOWN_PRICES
     if answer.error_class == TLS_ERROR:
         return PauseCause.TLS
     if answer.error_class == SETTING_MISSING:

@@ -21,9 +21,10 @@ from exchange.domain.clock import local_time
 from exchange.domain.pause import PauseCause
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import State
-from exchange.i18n import ngettext
+from exchange.i18n import Lang, ngettext
 from exchange.ops import sign_ins
 from exchange.ops.find import held_condition
+from exchange.words import inside_words
 
 # The outcomes of a 1C exchange (contract 9a) after which the exchange works again.
 SUCCEEDED = ("staged", "nothing-new", "catalogue")
@@ -167,8 +168,25 @@ def pause_words(cause: str, answer: str, lang: str = "en") -> str:
     """A site's refusal that paused delivery (``domain.pause.PauseCause``), with what to mend
     and whom to ask, in the target's own words: what ``status``, the page, the notice and
     ``run``'s last line say, and docs/runbook.ru.md quotes (a test compares them)."""
+    said: Lang = "ru" if lang == "ru" else "en"
     ru, en = PAUSE_WORDS.get(cause, PAUSE_WORDS[PauseCause.OTHER.value])
-    return (ru if lang == "ru" else en).format(answer=answer)
+    words = ru if said == "ru" else en
+    own = said_once(words, inside_words(answer, said) if answer else "")
+    return words.format(answer=own) if own else words.replace(" ({answer})", "")
+
+
+def said_once(words: str, answer: str) -> str:
+    """The site's answer without what the cause's words already say (issue 34): a target
+    records its refusal as ``HTTP 401: the site refused the token``, and «сайт не принял токен
+    (HTTP 401: сайт не принял токен)» said it twice; each ``: ``-part of the answer that the
+    sentence holds word for word is left out («сайт не принял токен (HTTP 401)»)."""
+    sentence = words.replace("({answer})", "").casefold()
+    kept = [
+        part
+        for part in answer.split(": ")
+        if " " not in part.strip() or part.strip().casefold() not in sentence
+    ]
+    return ": ".join(kept).strip()
 
 
 # Russian first, then English; ``{answer}``: the site's own answer.
@@ -265,6 +283,22 @@ PAUSE_WORDS: dict[str, tuple[str, str]] = {
         "и EXCHANGE_RABBITMQ_EXCHANGE; права выдаёт администратор RabbitMQ",
         "Delivery paused: RabbitMQ refused ({answer}). Check EXCHANGE_RABBITMQ_URL and "
         "EXCHANGE_RABBITMQ_EXCHANGE; the RabbitMQ administrator grants the rights",
+    ),
+    # The words the target records (targets/bitrix/target.py: "the latest known prices could not
+    # be read: <error>") open the sentence, so that only the error is said beside them.
+    PauseCause.KNOWN_PRICES.value: (
+        "Доставка остановлена: последние известные цены не прочитаны из базы обмена "
+        "({answer}). Пакет на сайт 1С-Битрикс не отправлен: без других видов цен товара "
+        "Битрикс удалил бы их. Проверьте базу обмена (EXCHANGE_DATABASE_URL: отвечает ли она, "
+        "есть ли место на диске) и журнал exchange run; это знает администратор сервера "
+        "обмена. Один пакет пробуется раз в EXCHANGE_RETRY_MAX_DELAY; после исправления можно "
+        "выполнить exchange resume",
+        "Delivery paused: the latest known prices could not be read from the exchange's "
+        "database ({answer}). The package to the 1C-Bitrix site is not sent: without the "
+        "product's other price types Bitrix would delete them. Check the exchange's database "
+        "(EXCHANGE_DATABASE_URL: does it answer, is there disk space) and the log of exchange "
+        "run; the exchange server's administrator knows. One package is tried every "
+        "EXCHANGE_RETRY_MAX_DELAY; once mended, exchange resume goes on at once",
     ),
     PauseCause.OTHER.value: (
         "Доставка остановлена: сайт отказал ({answer}). Исправьте то, что называет ответ, "

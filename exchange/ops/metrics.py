@@ -128,7 +128,9 @@ class PrometheusMetrics(Metrics):
         )
         self.paused = Gauge(
             "exchange_delivery_paused",
-            "1 while delivery is paused because the site refused the token (401/403).",
+            "1 while delivery is paused, as exchange status says delivery_paused: by an "
+            "operator (the workbench, exchange pause) or by a refusal a person must mend (a "
+            "token, key, login or certificate refused; contract 15). Not the circuit breaker.",
             registry=r,
         )
         self.site_refused = Counter(

@@ -123,11 +123,17 @@ def test_a_worker_that_stops_with_the_token_refused_stays_in_status(
         run = cli("run", "--until-idle", "--max-seconds", "2", db=db_url, site=site.url)
     # Issue 34 item 4: what to mend, in the words of status.
     last = run.stdout.splitlines()[-1]
-    assert "Delivery paused: the site refused the token (HTTP 401" in last, last
+    assert "Delivery paused: the site refused the token (HTTP 401)" in last, last
     assert "EXCHANGE_SITE_TOKEN_FILE" in last, last
     assert "exchange status still shows why delivery waits" in run.stderr, describe(run)
     figures = run_json(cli, "status", "--json", db=db_url, code=1)
     assert figures["delivery_paused"] and len(figures["workers"]) == 1
+    # Issue 34: the cause, then the answer's own facts, each once (the run's last line, the
+    # console's needs and the JSON's needs_person alike).
+    shown = cli("status", db=db_url)
+    needs = next(line for line in shown.stdout.splitlines() if "needs a person" in line)
+    for said in (last, needs, *figures["needs_person"]):
+        assert 1 == said.count("refused the token"), said
 
 
 def test_an_unreachable_site_is_one_clear_line() -> None:

@@ -144,3 +144,36 @@ def test_the_simulator_command_takes_the_catalogue_and_lists_what_the_shop_lacks
         out, err = process.communicate(timeout=30)
     assert "the shop lacks SKU 'NOT-IN-SHOP'" in out, out + err
     assert "SKUs sent that the shop lacks: 1\n  NOT-IN-SHOP\n" in out
+
+
+def test_the_demos_skus_become_the_owners_and_the_rest_stay_skus_her_shop_lacks() -> None:
+    """``exchange demo --catalogue`` (issue 34): the first SKUs the demo's 1C sends are hers,
+    in her file's order; the others keep the demo's names, never one of hers."""
+    from exchange.dev.catalogue import Catalogue, rehearsal_names
+
+    hers = Catalogue(["АРТ-1", "SKU-0003", "АРТ-2"])
+    demo = [f"SKU-{n:04d}" for n in range(5)]
+    assert {
+        "SKU-0000": "АРТ-1",
+        "SKU-0001": "SKU-0003",
+        "SKU-0002": "АРТ-2",
+        "SKU-0003": "NOT-IN-SHOP-0001",  # her name: a SKU she lacks must be another
+        "SKU-0004": "SKU-0004",
+    } == rehearsal_names(demo, hers, held=3)
+
+
+def test_renamed_rows_carry_her_sku_in_the_aggregate_and_the_payload_and_bad_rows_stay() -> None:
+    from exchange.dev.catalogue import renamed
+
+    rows = [
+        price_row("SKU-0001/retail", 1),
+        {**price_row("SKU-0001", 2), "aggregate": "SKU-0001"},
+        {**price_row("SKU-BAD", 1), "payload": '{"sku": "SKU-0001", "price": 8.4e2}'},
+        {**price_row("SKU-BAD", 1), "payload": "{not json"},
+    ]
+    rows[0]["payload"] = json.dumps({"sku": "SKU-0001", "price": "1.00"})
+    out = renamed(rows, {"SKU-0001": "АРТ-1"})
+    assert ["АРТ-1/retail", "АРТ-1", "SKU-BAD", "SKU-BAD"] == [r["aggregate"] for r in out]
+    assert "АРТ-1" == json.loads(out[0]["payload"])["sku"] == json.loads(out[1]["payload"])["sku"]
+    assert '{"sku": "АРТ-1", "price": 8.4e2}' == out[2]["payload"]  # still an exponent
+    assert "{not json" == out[3]["payload"]

@@ -249,3 +249,66 @@ def test_a_user_who_may_sign_in_but_not_import_pauses_once_and_charges_nothing(
     assert states(engine)[("SKU-1", 1)] in {("new", None), ("delayed", None)}
     # the first refused exchange, then one write about every 0.5 s: a few in 20 cycles, not 20
     assert site.requests["init"] <= 6, site.requests
+
+
+def test_known_prices_unread_pause_delivery_with_their_own_words_never_the_sites_failure(
+    db_url: str, engine: Engine, site: BitrixSimulator
+) -> None:
+    """Issue 34: when the service's own database does not give the known prices a Bitrix offer
+    must carry (Bitrix's import deletes the price types an offer lacks), nothing is sent and
+    delivery is paused with words of its own: not the site's temporary failure (the site is
+    well: no breaker, nobody charged), said in status as what a person mends; the database
+    answering again, one package tries and delivery goes on by itself."""
+    from exchange.domain.breaker import BreakerState
+    from exchange.domain.clock import SystemClock
+    from exchange.domain.pause import PauseCause
+    from exchange.ops.attention import attention
+    from exchange.ops.status import status
+
+    class Unread:
+        def latest(self, skus: object) -> list[Any]:
+            raise OSError("the database went away")
+
+    stage(engine, [price_row(f"SKU-{n}", 1) for n in range(6)])
+    worker = make_worker(db_url, engine, site, breaker_threshold=2, retry_max_delay=60)
+    store = worker.target.known  # type: ignore[attr-defined]
+    worker.target.known = Unread()  # type: ignore[attr-defined]
+    seen: dict[str, Any] = {}
+
+    async def unread_then_read(w: Worker) -> None:
+        await w.cycle()
+        seen.update(cause=w.pause_cause, breaker=w.breaker.state(SystemClock().now()))
+        seen.update(packages=len(site.packages), states=states(engine))
+        with transaction(engine, read_only=True) as connection:
+            seen["attempts"] = connection.execute(select(messages.c.attempts)).scalars().all()
+            figures = status(connection, SystemClock().now(), w.settings.policies)
+            seen["figures"] = figures
+            seen["found"] = attention(
+                connection, None, figures, SystemClock().now(), w.settings.policies, 60.0
+            )
+        # The database answers again; the next trial is due (EXCHANGE_RETRY_MAX_DELAY passed).
+        w.target.known = store  # type: ignore[attr-defined]
+        w._write_try_at = 0.0
+        await drain(w)
+
+    run_worker(worker, unread_then_read)
+
+    figures, found = seen["figures"], seen["found"]
+    assert 0 == seen["packages"]
+    assert PauseCause.KNOWN_PRICES is seen["cause"]
+    assert BreakerState.CLOSED is seen["breaker"]
+    assert {(f"SKU-{n}", 1): ("new", None) for n in range(6)} == seen["states"]
+    assert {0} == set(seen["attempts"])  # nobody charged
+    assert (True, "known-prices", False) == (
+        figures.delivery_paused,
+        figures.pause and figures.pause["cause"],
+        figures.breaker_open,
+    )
+    (said,) = [c.words("ru") for c in found.causes if c.code == "paused"]
+    assert said.startswith(
+        "Доставка остановлена: последние известные цены не прочитаны из базы обмена (OSError)."
+    ), said
+    assert "EXCHANGE_DATABASE_URL" in said and "exchange resume" in said
+
+    assert worker.pause_cause is None and worker.paused_reason is None
+    assert {(f"SKU-{n}", 1): ("delivered", None) for n in range(6)} == states(engine)

@@ -19,7 +19,8 @@ from exchange.domain.clock import SystemClock
 from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.intake import staging_table as intake
 from exchange.ops.metrics import Metrics, PrometheusMetrics
-from exchange.queue import lease
+from exchange.ops.status import status
+from exchange.queue import control, lease
 
 
 def test_counters_and_gauges_tell_what_a_run_delivered_superseded_and_quarantined(
@@ -128,6 +129,31 @@ def test_a_refused_token_shows_as_paused_and_counts_pause_answers(
     assert samples("exchange_attempts_total", outcome="pause") >= 1
     assert 3 == samples("exchange_messages", state="new")  # nobody charged, nothing quarantined
     assert 0 == sum(samples.by_label("exchange_quarantines_total", "reason").values())
+
+
+def test_delivery_paused_is_the_same_truth_as_status_for_an_operators_pause(
+    db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
+    """Issue 34 (contract 15, one pause, one truth): ``exchange_delivery_paused`` is 1 for any
+    pause ``status`` calls ``delivery_paused``, an operator's too, not only a refused token;
+    and 0 again once the operator resumes."""
+    stage(engine, [price_row(f"SKU-{n}", 1) for n in range(3)])
+    with transaction(engine) as connection:
+        control.pause(connection, operator="olga", note="переоценка", now=SystemClock().now())
+    worker = make_worker(db_url, engine, site)
+    with served(worker, engine) as (_, server):
+        run(worker, lambda w: w.cycle())
+        samples = scrape(server)
+        with transaction(engine, read_only=True) as connection:
+            figures = status(connection, SystemClock().now(), worker.settings.policies)
+        assert (True, 1) == (figures.delivery_paused, samples("exchange_delivery_paused"))
+        assert 0 == len(site.effects())  # nothing went while paused
+
+        with transaction(engine) as connection:
+            control.resume(connection)
+        run(worker, lambda w: w.cycle())
+        samples = scrape(server)
+    assert 0 == samples("exchange_delivery_paused")
 
 
 def test_messages_whose_lease_expired_are_counted_as_takeovers(

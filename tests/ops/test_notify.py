@@ -204,7 +204,10 @@ def test_delivery_that_stops_is_told_and_so_is_its_resumption(
         with transaction(engine) as connection:
             control.pause(connection, operator="olga", note="переоценка", now=clock.now())
     elif stop is Stop.TOKEN:
-        _worker_row(engine, paused_reason="HTTP 401", pause_cause="token")
+        # The target's own record of the refusal (shop_api/answers.py): said once (issue 34).
+        _worker_row(
+            engine, paused_reason="HTTP 401: the site refused the token", pause_cause="token"
+        )
     elif stop is Stop.BREAKER:
         until = datetime.now(UTC) + timedelta(minutes=5)
         _worker_row(engine, breaker_state="open", breaker_until=until)
@@ -216,6 +219,7 @@ def test_delivery_that_stops_is_told_and_so_is_its_resumption(
     assert result.sent and result.decision.new_stops == {stop}
     assert "доставка остановлена" in mail.subject()
     assert "Доставка остановлена:" in mail.text() and words in mail.text(), mail.text()
+    assert "refused" not in mail.text() and mail.text().count("не принял токен") <= 1
     clock.advance(EVERY * 5)
     if stop in (Stop.TOKEN, Stop.BREAKER):  # the worker still reports the cause
         with transaction(engine) as connection:

@@ -51,6 +51,7 @@ def _pause(status_code: int | None, error_class: str | None = None) -> Classific
         ("bitrix", _pause(None, "BitrixAuth"), False, PauseCause.BITRIX_LOGIN),
         ("bitrix", _pause(None, "BitrixConfiguration"), False, PauseCause.OTHER),
         ("rabbitmq", _pause(None, "AccessRefused"), False, PauseCause.BROKER),
+        ("bitrix", _pause(None, "KnownPricesUnread"), False, PauseCause.KNOWN_PRICES),
     ],
 )
 def test_each_pause_is_named_by_what_a_person_mends(
@@ -76,6 +77,7 @@ NEW_CAUSES = {
     PauseCause.WOO_ADDRESS: ("EXCHANGE_WOO_URL", "WordPress"),
     PauseCause.WOO_KEY_MISSING: ("EXCHANGE_WOO_KEY", "EXCHANGE_WOO_SECRET"),
     PauseCause.BITRIX_LOGIN_MISSING: ("EXCHANGE_BITRIX_USER", "EXCHANGE_BITRIX_PASSWORD"),
+    PauseCause.KNOWN_PRICES: ("EXCHANGE_DATABASE_URL", "EXCHANGE_RETRY_MAX_DELAY"),
 }
 
 
@@ -92,7 +94,8 @@ def test_each_new_pause_says_what_it_is_and_whom_to_ask_in_both_languages(
     for name in NEW_CAUSES[cause]:
         assert name in ru and name in en, name
     letters = re.sub(
-        r"[A-Z_]{4,}|ANSWER|WooCommerce|WordPress|REST|API|/wp-json/|\?rest_route=|exchange run",
+        r"[A-Z_]{4,}|ANSWER|WooCommerce|WordPress|REST|API|/wp-json/|\?rest_route=|exchange run"
+        r"|exchange resume",
         "",
         ru,
     )

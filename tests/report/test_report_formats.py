@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import replace
 from datetime import datetime
+from html import unescape
 from zoneinfo import ZoneInfo
 
 import openpyxl
@@ -46,6 +47,7 @@ from exchange.report.words import (
     label,
     next_check,
 )
+from exchange.words import name as said_as
 
 LANGS: list[Lang] = ["ru", "en"]
 SEPARATOR = {"ru": ";", "en": ","}
@@ -316,6 +318,23 @@ def test_html_draws_both_charts_as_inline_svg() -> None:
     assert {label("by_reason", "ru"), label("activity", "ru")} == {c["aria-label"] for c in charts}
     # one bar per reason, two per day (delivered and failed), and the legend's two swatches
     assert 3 + 14 * 2 + 2 == len(page.named("rect"))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_chart_by_reason_says_each_reason_in_words_never_a_bare_code(lang: Lang) -> None:
+    """Issue 34 (the report's chart): a bar's label is the reason as the reasons' table and
+    the entries say it («исчерпаны попытки (retry-limit)»), never the bare ``retry-limit``."""
+    report = hostile_report()
+    html = render(report, "html", lang).decode()
+    chart = re.search(r'<svg class="chart" role="img" aria-label="([^"]*)".*?</svg>', html, re.S)
+    assert chart is not None and label("by_reason", lang) == chart[1]
+    labels = [
+        unescape(text)
+        for text in re.findall(r'<text[^>]*text-anchor="end"[^>]*>([^<]*)<', chart[0])
+    ]
+    said = [said_as("reason", reason, lang) for reason in report.summary.by_reason]
+    assert said == labels
+    assert not set(report.summary.by_reason) & set(labels)
 
 
 def test_html_folds_each_messages_history_under_its_row() -> None:

@@ -104,9 +104,11 @@ def test_an_import_whose_answer_never_came_is_sent_again_after_the_window() -> N
     assert "1.00" == site.price("SKU-1")
 
 
-def test_when_the_known_prices_cannot_be_read_nothing_is_sent_and_nobody_is_charged() -> None:
+def test_when_the_known_prices_cannot_be_read_nothing_is_sent_and_delivery_pauses() -> None:
     """Issue 33 item 17: an offer without its other price types would clear them at a whole-set
-    receiver (wc1c): when the port's store fails, the package waits (temporary, site-wide)."""
+    receiver (wc1c, and Bitrix's own import: CIBlockCMLImport::SetProductPrice deletes the
+    price types an offer does not name): when the port's store fails, the package waits.
+    Issue 34: a pause of its own (the service's database, not the site: never site-wide)."""
     import asyncio
     from collections.abc import Iterable
 
@@ -140,7 +142,7 @@ def test_when_the_known_prices_cannot_be_read_nothing_is_sent_and_nobody_is_char
 
         (judged,) = asyncio.run(go())
         assert [] == site.packages  # type: ignore[attr-defined]
-    assert (Verdict.TEMPORARY, True, "KnownPricesUnread") == (
+    assert (Verdict.PAUSE, False, "KnownPricesUnread") == (
         judged.verdict,  # type: ignore[attr-defined]
         judged.site_wide,  # type: ignore[attr-defined]
         judged.error_class,  # type: ignore[attr-defined]

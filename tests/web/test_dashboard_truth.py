@@ -322,5 +322,12 @@ def test_a_refused_token_is_said_in_russian_in_the_banner_the_needs_and_the_work
     page = signed_in(bench, "olga").get("/").text
     for ident in ("pause", "needs", "workers"):
         said = element(page, ident)
-        assert "HTTP 401: сайт не принял токен" in said, (ident, said)
         assert "refused" not in said, (ident, said)
+    # The worker's row says the answer; the banner and the needs say the cause with the
+    # answer's own facts beside it, each thing once (never «сайт не принял токен (HTTP 401:
+    # сайт не принял токен)»).
+    assert "HTTP 401: сайт не принял токен" in element(page, "workers")
+    for ident in ("pause", "needs"):
+        said = element(page, ident)
+        assert "сайт не принял токен (HTTP 401)" in said, (ident, said)
+        assert 1 == said.count("не принял токен"), (ident, said)

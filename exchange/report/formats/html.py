@@ -249,7 +249,11 @@ def _summary(report: Report, lang: Lang) -> str:
 
 def _charts(report: Report, lang: Lang) -> str:
     by_reason = bar_chart(
-        list(report.summary.by_reason.items()),
+        # Each reason in the words the reasons' table and the entries use, its code beside.
+        [
+            (name("reason", reason, lang), count)
+            for reason, count in report.summary.by_reason.items()
+        ],
         title=label("by_reason", lang),
         empty=label("empty", lang),
     )

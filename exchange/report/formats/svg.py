@@ -15,7 +15,9 @@ PALETTE = ("#1f5fa8", "#c0392b", "#7b4fa0", "#b26a00", "#2e7d6b", "#5b6470", "#a
 DELIVERED_COLOUR = "#2e7d32"
 FAILED_COLOUR = "#c62828"
 FONT = 'font-family="system-ui, sans-serif" font-size="12"'
-LABEL_CHARS = 26  # longer labels are cut; the full text is in the bar's tooltip
+LABEL_CHARS = 46  # longer labels are cut; the full text is in the bar's tooltip
+# A reason in words with its code beside («исчерпаны попытки (retry-limit)», «неизвестная версия
+# схемы (unsupported-schema)»: 45 characters) fits the label column whole.
 
 
 def _e(value: object) -> str:
@@ -37,11 +39,12 @@ def axis(peak: int, ticks: int = 4) -> tuple[int, int]:
     return step * math.ceil(peak / step), step
 
 
-def bar_chart(items: Sequence[tuple[str, int]], *, title: str, empty: str, width: int = 560) -> str:
-    """Horizontal bars, one per label, with the count at the end of each bar."""
+def bar_chart(items: Sequence[tuple[str, int]], *, title: str, empty: str, width: int = 640) -> str:
+    """Horizontal bars, one per label (the words a reader reads, never a bare code), with the
+    count at the end of each bar."""
     if not items:
         return f'<p class="chart-empty">{_e(empty)}</p>'
-    row, top, label_w, value_w = 26, 8, 190, 56
+    row, top, label_w, value_w = 26, 8, 310, 56
     height = top * 2 + row * len(items)
     bar_w = width - label_w - value_w
     most = max(count for _, count in items) or 1

@@ -46,7 +46,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
-from exchange.domain.pause import SETTING_MISSING
+from exchange.domain.pause import KNOWN_PRICES_UNREAD, SETTING_MISSING
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import UNPACED, OutgoingMessage, Pacer
@@ -297,12 +297,15 @@ class BitrixTarget:
         try:
             ready = await self._with_known_prices(ready)
         except Exception as exc:  # the port's store failed: never send an offer half-known
+            # A pause, not the site's temporary failure: the site is well (no breaker, no
+            # «сайт не отвечает»), the service's own database is not, and sending anyway
+            # deletes prices. Bitrix's own importer deletes every price of a product that an
+            # offer does not name (CIBlockCMLImport::SetProductPrice, $arToDelete), as wc1c
+            # clears them: the package waits for a person or a trial that reads them again.
             unread = Classification(
-                Verdict.TEMPORARY,
-                f"the latest prices of the other price types could not be read "
-                f"({type(exc).__name__}): not sent, so that no receiver clears them",
-                error_class="KnownPricesUnread",
-                site_wide=True,
+                Verdict.PAUSE,
+                f"the latest known prices could not be read: {type(exc).__name__}",
+                error_class=KNOWN_PRICES_UNREAD,
             )
             answers.update({m.message_id: unread for m, _ in ready if m is not None})
             return

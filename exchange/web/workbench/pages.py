@@ -92,10 +92,10 @@ def cause_words(cause: Cause, lang: Lang, zone: tzinfo | str = "UTC") -> str:
     """What needs a person, as the dashboard says it: a failed 1C exchange's outcome is
     recorded in English (the log and ``exchange status`` say it so), the page says it in its
     own language, its time in the page's zone (EXCHANGE_DISPLAY_TZ)."""
-    for key in ("reason", "answer"):  # a site's answer that paused delivery, the same way
-        if cause.values.get(key):
-            said = inside_words(str(cause.values[key]), lang)
-            cause = dataclasses.replace(cause, values={**cause.values, key: said})
+    # A site's answer that paused delivery is said by ``pause_words`` itself (once).
+    if cause.values.get("reason"):
+        said = inside_words(str(cause.values["reason"]), lang)
+        cause = dataclasses.replace(cause, values={**cause.values, "reason": said})
     return cause.words(lang, zone)
 
 
@@ -177,9 +177,7 @@ class Pages(Core):
                     "needs": [cause_words(cause, lang, self.zone) for cause in found.causes],
                     # The site's pause in the words of ``status`` and the notice (item 4).
                     "pause_said": (
-                        pause_words(
-                            figures.pause["cause"], inside_words(figures.pause["note"], lang), lang
-                        )
+                        pause_words(figures.pause["cause"], figures.pause["note"], lang)
                         if figures.pause is not None and figures.pause["by"] != "operator"
                         else ""
                     ),
