@@ -14,8 +14,8 @@ from decimal import Decimal, InvalidOperation
 
 from babel.numbers import format_currency, format_decimal
 
+from exchange.i18n import N_, _, ngettext, pgettext
 from exchange.i18n import Lang as Lang  # the pages name it from here
-from exchange.i18n import ngettext
 
 WORDS: dict[str, dict[Lang, str]] = {
     "title": {"ru": "Обмен с сайтом", "en": "Site exchange"},
@@ -601,67 +601,288 @@ def name(group: str, code: str | None, lang: Lang) -> str:
     return NAMES[group].get(code, {}).get(lang, code)
 
 
-# The service's own error texts (exchange/ops: shared with the command line, which speaks
-# English) as a Russian page says them; a text that matches none is shown as it is.
-_ERRORS_RU: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        re.compile(r"a bulk (\w+) needs at least one filter.*"),
-        "Ничего не выбрано: отметьте сообщения в списке или задайте отбор.",
-    ),
-    (
-        re.compile(r"give message ids or filters to (\w+), not both"),
-        "Укажите либо отмеченные сообщения, либо отбор, но не то и другое сразу.",
-    ),
-    (
-        re.compile(
-            r"a bulk (\w+) would touch (?P<count>\d+) messages, more than the limit of "
-            r"(?P<limit>\d+).*"
+# The service's own error texts (exchange/ops, the settings, the command line: English in the
+# exception and the log) as a person reads them in Russian: each English pattern beside its
+# message, marked for the catalog (exchange/locale/ru/LC_MESSAGES/exchange.po), its ``{name}``s
+# the pattern's groups. A group named ``count`` is a count of messages («2 сообщения»),
+# ``state`` a state's name, ``states`` "m-1 is cancelled, …" with each state named, ``why``
+# what the system answered (an OS error in Russian when it is a known one), ``parts`` the
+# settings' problems one by one. Codes, ids, setting names and paths stay as they are; a text
+# that matches none is shown as it is.
+_ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.DOTALL), message)
+    for pattern, message in (
+        # exchange/ops/quarantine.py
+        (
+            r"a bulk (?P<action>\w+) needs at least one filter.*",
+            N_("a bulk {action} needs at least one filter"),
         ),
-        "Действие затронуло бы {count} — больше предела {limit} (EXCHANGE_BULK_LIMIT): "
-        "сузьте отбор.",
-    ),
-    (re.compile(r"no such message: (?P<ids>.*)"), "Нет такого сообщения: {ids}"),
-    (
-        re.compile(r"only quarantined messages can be changed: (?P<states>.*)"),
-        "Изменять можно только сообщения в карантине: {states}",
-    ),
-    (
-        re.compile(r"(?P<id>\S+): a rejected staging row cannot be replayed.*"),
-        "{id}: строку, не принятую из 1С, повторить нельзя: 1С должна записать исправленную "
-        "строку (эту запись можно отменить).",
-    ),
-    (
-        re.compile(r"a rejected staging row cannot be replayed.*"),
-        "Строку, не принятую из 1С, повторить нельзя: 1С должна записать исправленную строку "
-        "(эту запись можно отменить).",
-    ),
-    (  # exchange/ops/prioritize.py
-        re.compile(
+        (
+            r"give message ids or filters to (?P<action>\w+), not both",
+            N_("give message ids or filters to {action}, not both"),
+        ),
+        (
+            r"a bulk (?P<action>\w+) would touch (?P<count>\d+) messages, more than the limit of "
+            r"(?P<limit>\d+).*",
+            N_("a bulk {action} would touch {count}, more than the limit of {limit}"),
+        ),
+        (r"no such message: (?P<ids>.*)", N_("no such message: {ids}")),
+        (
+            r"only quarantined messages can be changed: (?P<states>.*)",
+            N_("only quarantined messages can be changed: {states}"),
+        ),
+        (
+            r"(?P<id>\S+): a rejected staging row cannot be replayed.*",
+            N_("{id}: a rejected staging row cannot be replayed"),
+        ),
+        (
+            r"a rejected staging row cannot be replayed.*",
+            N_("a rejected staging row cannot be replayed"),
+        ),
+        (
+            r"unknown sort (?P<sort>.+): one of (?P<sorts>.+)",
+            N_("unknown sort {sort}: one of {sorts}"),
+        ),
+        (
+            r"--note is required: say why the message is cancelled",
+            N_("--note is required: say why the message is cancelled"),
+        ),
+        (
+            r"a cancel needs a note: why it ends for good",
+            N_("a cancel needs a note: why it ends for good"),
+        ),
+        (
+            r"unknown action (?P<action>.+): retry or cancel",
+            N_("unknown action {action}: retry or cancel"),
+        ),
+        # exchange/ops/find.py
+        (
+            r"unknown reason (?P<reason>.+): one of (?P<reasons>.+) or http-NNN",
+            N_("unknown reason {reason}: one of {reasons} or http-NNN"),
+        ),
+        (
+            r"unknown kind (?P<kind>.+): one of (?P<kinds>.+)",
+            N_("unknown kind {kind}: one of {kinds}"),
+        ),
+        # exchange/ops/prioritize.py
+        (
             r"(?P<id>\S+) is (?P<state>\S+): only a message waiting to be sent \(new or "
-            r"delayed\) can be put first"
+            r"delayed\) can be put first",
+            N_(
+                "{id} is {state}: only a message waiting to be sent (new or delayed) can be put "
+                "first"
+            ),
         ),
-        "{id}: первым можно поставить только сообщение, которое ждёт отправки (новое или "
-        "отложенное), а это — «{state}».",
-    ),
-    (  # exchange/db/migrate.py: the database is older than this release
-        re.compile(r"the database is not migrated: run `exchange migrate` first"),
-        "база данных не подготовлена: сначала выполните `exchange migrate`",
-    ),
-    (
-        re.compile(
+        (
+            r"--note is required: say why these go first",
+            N_("--note is required: say why these go first"),
+        ),
+        (
+            r"name at least one message_id or price aggregate",
+            N_("name at least one message_id or price aggregate"),
+        ),
+        (
+            r"(?P<term>.+): no message has this id, and no price of this aggregate is waiting "
+            r"\(new or delayed\)",
+            N_(
+                "{term}: no message has this id, and no price of this aggregate is waiting (new "
+                "or delayed)"
+            ),
+        ),
+        # exchange/ops/status.py, exchange/cli/reading.py
+        (r"no message with id (?P<id>.+)", N_("no message with id {id}")),
+        (
+            r"(?P<term>.+) matches (?P<count>\d+) messages: give one of the ids above",
+            N_("{term} matches {count}: give one of the ids above"),
+        ),
+        # exchange/ops/operators.py, exchange/cli/people.py
+        (
+            r"an operator's name is 1-100 printable characters without spaces",
+            N_("an operator's name is 1-100 printable characters without spaces"),
+        ),
+        (
+            r"unknown role (?P<role>.+): viewer or operator",
+            N_("unknown role {role}: viewer or operator"),
+        ),
+        (
+            r"the password is too short: at least (?P<n>\d+) characters",
+            N_("the password is too short: at least {n} characters"),
+        ),
+        (r"no operator named (?P<name>.+)", N_("no operator named {name}")),
+        (r"the two passwords differ", N_("the two passwords differ")),
+        # exchange/ops/verify.py, exchange/cli/verifying.py
+        (
+            r"no channel (?P<channel>.+): the one channel is (?P<target>.+) \(EXCHANGE_TARGET\)",
+            N_("no channel {channel}: the one channel is {target} (EXCHANGE_TARGET)"),
+        ),
+        (
+            r"the (?P<target>\S+) target cannot read a price back from the shop \(its protocol "
+            r"has no way to\): exchange verify works with woocommerce, and later the marketplaces",
+            N_(
+                "the {target} target cannot read a price back from the shop (its protocol has no "
+                "way to): exchange verify works with woocommerce, and later the marketplaces"
+            ),
+        ),
+        (
+            r"--sample and --sku choose the prices two ways: give one",
+            N_("--sample and --sku choose the prices two ways: give one"),
+        ),
+        # exchange/cli/control.py, exchange/cli/quarantine.py
+        (
+            r"notifications are off: set EXCHANGE_NOTIFY_SMTP_HOST \(e-mail\) or "
+            r"EXCHANGE_NOTIFY_TELEGRAM_TOKEN \(Telegram\)",
+            N_(
+                "notifications are off: set EXCHANGE_NOTIFY_SMTP_HOST (e-mail) or "
+                "EXCHANGE_NOTIFY_TELEGRAM_TOKEN (Telegram)"
+            ),
+        ),
+        (r"cannot write (?P<path>.+?): (?P<why>[^:]+)", N_("cannot write {path}: {why}")),
+        # exchange/dev
+        (
+            r"cannot prepare the demo directory (?P<path>.+?): (?P<why>[^:]+)",
+            N_("cannot prepare the demo directory {path}: {why}"),
+        ),
+        (
+            r"demo --target rabbitmq needs the brokers extra: (?P<command>.+)",
+            N_("demo --target rabbitmq needs the brokers extra: {command}"),
+        ),
+        (
+            r"RabbitMQ does not answer at (?P<url>\S+) \((?P<error>\w+)\): start one, or set "
+            r"EXCHANGE_RABBITMQ_URL",
+            N_(
+                "RabbitMQ does not answer at {url} ({error}): start one, or set "
+                "EXCHANGE_RABBITMQ_URL"
+            ),
+        ),
+        # exchange/db
+        (
+            r"the database is not migrated: run `exchange migrate` first",
+            N_("the database is not migrated: run `exchange migrate` first"),
+        ),
+        (
             r"the database is at revision (?P<current>\S+), not (?P<head>\S+): run `exchange "
-            r"migrate` first"
+            r"migrate` first",
+            N_("the database is at revision {current}, not {head}: run `exchange migrate` first"),
         ),
-        "схема базы данных — версии {current}, а нужна {head}: сначала выполните "
-        "`exchange migrate`",
-    ),
-    (  # exchange/cli/common.py: a read command pointed at a database that is not there
-        re.compile(r"no database at (?P<where>.+?): set EXCHANGE_DATABASE_URL to .*"),
-        "нет базы данных: {where}. Укажите в EXCHANGE_DATABASE_URL базу данных сервиса (или "
-        "запустите команду из его папки); команда чтения базу не создаёт, новую пустую создаёт "
-        "`exchange migrate`",
-    ),
+        (
+            r"the database is at revision (?P<current>\S+), which this release of exchange does "
+            r"not know: it was migrated by a newer release; run that release",
+            N_(
+                "the database is at revision {current}, which this release of exchange does not "
+                "know: it was migrated by a newer release; run that release"
+            ),
+        ),
+        (
+            r"database (?P<url>\S+) is unreachable: (?P<why>.+)",
+            N_("database {url} is unreachable: {why}"),
+        ),
+        (
+            r"database (?P<url>\S+) is busy: (?P<why>.+) \(another connection held a write lock "
+            r"longer than the busy timeout\)",
+            N_(
+                "database {url} is busy: {why} (another connection held a write lock longer than "
+                "the busy timeout)"
+            ),
+        ),
+        (
+            r"database (?P<url>\S+) rolled a transaction back: (?P<why>.+)",
+            N_("database {url} rolled a transaction back: {why}"),
+        ),
+        # exchange/cli/common.py: a read command pointed at a database that is not there
+        (
+            r"no database at (?P<where>.+?): set EXCHANGE_DATABASE_URL to .*",
+            N_(
+                "no database at {where}: set EXCHANGE_DATABASE_URL to the service's database (or "
+                "run from its folder); a read command never creates one, `exchange migrate` "
+                "creates a new empty one"
+            ),
+        ),
+        # exchange/settings, exchange/app.py, exchange/secrets.py, exchange/report
+        (r"configuration file not found: (?P<path>.+)", N_("configuration file not found: {path}")),
+        (
+            r"invalid configuration: (?P<name>\S+): cannot be read \(expected JSON for "
+            r"tables/lists\)",
+            N_("invalid configuration: {name}: cannot be read (expected JSON for tables/lists)"),
+        ),
+        (r"invalid configuration: (?P<parts>.+)", N_("invalid configuration: {parts}")),
+        (r"configuration file (?P<path>.+?): (?P<why>.+)", N_("configuration file {path}: {why}")),
+        (
+            r"(?P<name>EXCHANGE_\w+) cannot be read: (?P<why>[^:]+)",
+            N_("{name} cannot be read: {why}"),
+        ),
+        (
+            r"EXCHANGE_SITE_URL is not set: the site to deliver to is required",
+            N_("EXCHANGE_SITE_URL is not set: the site to deliver to is required"),
+        ),
+        (
+            r"EXCHANGE_WOO_URL is not set: the WooCommerce shop is required",
+            N_("EXCHANGE_WOO_URL is not set: the WooCommerce shop is required"),
+        ),
+        (
+            r"EXCHANGE_WOO_KEY and EXCHANGE_WOO_SECRET \(or their _FILE twins\) are required",
+            N_("EXCHANGE_WOO_KEY and EXCHANGE_WOO_SECRET (or their _FILE twins) are required"),
+        ),
+        (
+            r"the bitrix target needs (?P<names>EXCHANGE_\w+( or EXCHANGE_\w+|, EXCHANGE_\w+)*)",
+            N_("the bitrix target needs {names}"),
+        ),
+        (
+            r"(?P<setting>EXCHANGE_\w+=\w+) needs the brokers extra \((?P<command>.+)\): "
+            r"(?P<module>\S+) is missing",
+            N_("{setting} needs the brokers extra ({command}): {module} is missing"),
+        ),
+        (
+            r"(?P<names>EXCHANGE_HTTP_TLS_CERT/EXCHANGE_HTTP_TLS_KEY|EXCHANGE_1C_DIR) cannot be "
+            r"used: (?P<why>.+)",
+            N_("{names} cannot be used: {why}"),
+        ),
+        (
+            r"cannot serve metrics on (?P<address>\S+): (?P<why>.+)",
+            N_("cannot serve metrics on {address}: {why}"),
+        ),
+        (r"EXCHANGE_REPORT_DIR is not set", N_("EXCHANGE_REPORT_DIR is not set")),
+        (
+            r"EXCHANGE_REPORT_DIR (?P<path>.+) cannot be created: (?P<why>[^:]+)",
+            N_("EXCHANGE_REPORT_DIR {path} cannot be created: {why}"),
+        ),
+        (
+            r"EXCHANGE_REPORT_DIR (?P<path>.+) is not writable",
+            N_("EXCHANGE_REPORT_DIR {path} is not writable"),
+        ),
+        # exchange/intake/sources: a broker's own refusals
+        (
+            r"EXCHANGE_RABBITMQ_QUEUE: RabbitMQ has no queue (?P<queue>.+)",
+            N_("EXCHANGE_RABBITMQ_QUEUE: RabbitMQ has no queue {queue}"),
+        ),
+        (
+            r"EXCHANGE_RABBITMQ_URL: RabbitMQ refused the user or password",
+            N_("EXCHANGE_RABBITMQ_URL: RabbitMQ refused the user or password"),
+        ),
+        (
+            r"EXCHANGE_REDIS_URL: Redis refused the password",
+            N_("EXCHANGE_REDIS_URL: Redis refused the password"),
+        ),
+        (
+            r"(?P<broker>RabbitMQ|Redis) cannot be reached: (?P<why>.+)",
+            N_("{broker} cannot be reached: {why}"),
+        ),
+    )
 )
+
+# What an operating system answers (``strerror``), quoted in an error: Russian for the usual
+# ones, any other as it is.
+_OS_ERRORS: dict[str, str] = {
+    "No such file or directory": N_("No such file or directory"),
+    "Permission denied": N_("Permission denied"),
+    "Is a directory": N_("Is a directory"),
+    "Not a directory": N_("Not a directory"),
+    "File exists": N_("File exists"),
+    "No space left on device": N_("No space left on device"),
+    "Read-only file system": N_("Read-only file system"),
+    "Address already in use": N_("Address already in use"),
+    "Cannot assign requested address": N_("Cannot assign requested address"),
+    "Connection refused": N_("Connection refused"),
+}
 
 
 def error_words(text: str, lang: Lang) -> str:
@@ -669,10 +890,10 @@ def error_words(text: str, lang: Lang) -> str:
     exchange, in the page's language."""
     if lang == "en":
         return text
-    for pattern, russian in _ERRORS_RU:
+    for pattern, message in _ERRORS:
         found = pattern.fullmatch(text)
         if found:
-            values = found.groupdict()
+            values = {key: value or "" for key, value in found.groupdict().items()}
             if "count" in values:
                 values["count"] = messages_counted(int(values["count"]), lang)
             if "state" in values:
@@ -683,9 +904,157 @@ def error_words(text: str, lang: Lang) -> str:
                     lambda said: f"{said[1]} — {name('state', said[2], lang)}",
                     values["states"],
                 )
-            return russian.format(**values)
+            if "why" in values:
+                values["why"] = os_error_words(values["why"], lang)
+            if "parts" in values:
+                values["parts"] = settings_words(values["parts"], lang)
+            return _(message, lang).format(**values)
     said = detail_words(text)
     return said if said != text else onec_words(text)  # a 1C exchange's outcome (its page)
+
+
+def os_error_words(text: str, lang: Lang) -> str:
+    """An operating system's answer (``No such file or directory``) in ``lang``; one this
+    table does not know as it is."""
+    known = _OS_ERRORS.get(text.strip())
+    return _(known, lang) if known is not None else text
+
+
+# The settings' problems (pydantic's own messages and the validators' of exchange/settings) in
+# Russian; the variable's name stays as it is. One no pattern knows is shown as it is.
+_SETTINGS_PROBLEMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.DOTALL), message)
+    for pattern, message in (
+        (r"Field required", N_("Field required")),
+        (r"Extra inputs are not permitted", N_("Extra inputs are not permitted")),
+        (
+            r"Input should be a valid integer(, .*)?",
+            N_("Input should be a valid integer"),
+        ),
+        (r"Input should be a valid number(, .*)?", N_("Input should be a valid number")),
+        (r"Input should be a valid boolean(, .*)?", N_("Input should be a valid boolean")),
+        (
+            r"Input should be a valid (dictionary|list|string)(, .*)?",
+            N_("Input has the wrong type"),
+        ),
+        (
+            r"Input should be greater than or equal to (?P<n>\S+)",
+            N_("Input should be greater than or equal to {n}"),
+        ),
+        (r"Input should be greater than (?P<n>\S+)", N_("Input should be greater than {n}")),
+        (
+            r"Input should be less than or equal to (?P<n>\S+)",
+            N_("Input should be less than or equal to {n}"),
+        ),
+        (r"Input should be less than (?P<n>\S+)", N_("Input should be less than {n}")),
+        (
+            r"String should have at most (?P<n>\d+) characters?",
+            N_("String should have at most {n} characters"),
+        ),
+        (
+            r"String should have at least (?P<n>\d+) characters?",
+            N_("String should have at least {n} characters"),
+        ),
+        (r"Input should be (?P<choices>'.+')", N_("Input should be {choices}")),
+        (
+            r"(?P<name>\S+) is shorter than (?P<n>\d+) characters: choose a longer one",
+            N_("{name} is shorter than {n} characters: choose a longer one"),
+        ),
+        (
+            r"unknown time zone (?P<zone>.+): an IANA name such as UTC or Europe/Moscow",
+            N_("unknown time zone {zone}: an IANA name such as UTC or Europe/Moscow"),
+        ),
+        (r"must be DEBUG, INFO, WARNING or ERROR", N_("must be DEBUG, INFO, WARNING or ERROR")),
+        (
+            r"EXCHANGE_RETRY_BASE_DELAY must not exceed EXCHANGE_RETRY_MAX_DELAY",
+            N_("EXCHANGE_RETRY_BASE_DELAY must not exceed EXCHANGE_RETRY_MAX_DELAY"),
+        ),
+        (
+            r"must be a finite number of (?P<unit>\w+) greater than 0 and at most (?P<most>\S+); "
+            r"for \(practically\) never, write (?P<never>\S+)",
+            N_(
+                "must be a finite number of {unit} greater than 0 and at most {most}; for "
+                "(practically) never, write {never}"
+            ),
+        ),
+        (r"must be a number of (?P<unit>\w+), not NaN", N_("must be a number of {unit}, not NaN")),
+        (r"must start with http:// or https://", N_("must start with http:// or https://")),
+        (
+            r"must not hold spaces or control characters",
+            N_("must not hold spaces or control characters"),
+        ),
+        (
+            r"is not a URL \(e\.g\. https://shop\.example\.com\)",
+            N_("is not a URL (e.g. https://shop.example.com)"),
+        ),
+        (
+            r"has no host name \(e\.g\. https://shop\.example\.com\)",
+            N_("has no host name (e.g. https://shop.example.com)"),
+        ),
+        (
+            r"must be the site's base URL, without \?query or #fragment",
+            N_("must be the site's base URL, without ?query or #fragment"),
+        ),
+        (
+            r"EXCHANGE_SITE_URL: plain http:// to (?P<host>.+) would send the token unencrypted; "
+            r"use https://, or set EXCHANGE_SITE_ALLOW_HTTP=true \(http:// is accepted without "
+            r"it only for 127\.0\.0\.0/8, ::1 and localhost\)",
+            N_(
+                "EXCHANGE_SITE_URL: plain http:// to {host} would send the token unencrypted; use "
+                "https://, or set EXCHANGE_SITE_ALLOW_HTTP=true (http:// is accepted without it "
+                "only for 127.0.0.0/8, ::1 and localhost)"
+            ),
+        ),
+        (
+            r"not a database URL \(e\.g\. sqlite:///exchange\.db\)",
+            N_("not a database URL (e.g. sqlite:///exchange.db)"),
+        ),
+        (
+            r"unsupported database (?P<name>.+): use sqlite or postgresql",
+            N_("unsupported database {name}: use sqlite or postgresql"),
+        ),
+        (
+            r"kind (?P<kind>.+) is financial and can never be coalesced: use policy 'strict'",
+            N_("kind {kind} is financial and can never be coalesced: use policy 'strict'"),
+        ),
+        (
+            r"EXCHANGE_KINDS: the (?P<target>\S+) target takes price messages only, not "
+            r"(?P<kinds>.+)",
+            N_("EXCHANGE_KINDS: the {target} target takes price messages only, not {kinds}"),
+        ),
+        (
+            r"(?P<setting>EXCHANGE_\w+=\w+) needs (?P<names>EXCHANGE_\w+(, EXCHANGE_\w+)*)",
+            N_("{setting} needs {names}"),
+        ),
+        (r"must not be empty", N_("must not be empty")),
+    )
+)
+
+
+def settings_words(text: str, lang: Lang) -> str:
+    """The settings' problems ("EXCHANGE_MAX_ATTEMPTS: Input should be …; …", from
+    ``settings.load.describe_validation_error``) in ``lang``, one by one; each variable's name
+    as it is."""
+    if lang == "en":
+        return text
+    said = []
+    for part in re.split(r"; (?=EXCHANGE_\w+)", text):
+        found = re.fullmatch(
+            r"(?P<name>EXCHANGE_\w+(?: \([^)]*\))?): (?P<problem>.+)", part, re.DOTALL
+        )
+        named, problem = (found["name"] + ": ", found["problem"]) if found else ("", part)
+        for pattern, message in _SETTINGS_PROBLEMS:
+            matched = pattern.fullmatch(problem)
+            if matched:
+                values = {key: value or "" for key, value in matched.groupdict().items()}
+                if "choices" in values:  # "'api', 'bitrix' or 'woocommerce'"
+                    values["choices"] = values["choices"].replace(
+                        "' or '", pgettext("a list of choices", "' or '", lang)
+                    )
+                problem = _(message, lang).format(**values)
+                break
+        said.append(named + problem)
+    return "; ".join(said)
 
 
 def inside_words(text: str, lang: Lang) -> str:

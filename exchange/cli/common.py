@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo
 
 import typer
 from rich.console import Console
@@ -20,7 +21,7 @@ from exchange import logs
 from exchange.db.engine import make_engine
 from exchange.domain.clock import ensure_utc, local_time
 from exchange.errors import ExchangeError
-from exchange.i18n import Lang, _, lang_of_environment
+from exchange.i18n import Lang, _, lang_of_environment, moment
 from exchange.ops.find import known_reasons
 from exchange.ops.quarantine import Filters, filter_time
 from exchange.settings import Settings, load_settings, safe_url
@@ -192,12 +193,19 @@ def _reading_engine(settings: Settings) -> Engine:
     return engine
 
 
-def _in_zone(iso: str | None, zone: str) -> str:
+def _in_zone(iso: str | None, zone: str, lang: Lang = "en") -> str:
     """A stored UTC time as a person reads it: in EXCHANGE_DISPLAY_TZ, its zone named, to the
-    second."""
+    second (``2026-12-05 14:30:00 MSK``; in Russian, CLDR's ``05.12.2026 14:30:00 MSK``)."""
     if not iso:
         return ""
-    return local_time(iso, zone)
+    if lang == "en":
+        return local_time(iso, zone)
+    try:
+        value = ensure_utc(datetime.fromisoformat(iso))
+    except ValueError:
+        return iso
+    where = ZoneInfo(zone)
+    return f"{moment(value, lang, where)} {value.astimezone(where).tzname() or zone}"
 
 
 def _header(settings: Settings) -> None:

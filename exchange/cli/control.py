@@ -141,8 +141,12 @@ def notify(
     """
     if not once:
         raise typer.BadParameter(
-            "give --once (one look, for a scheduled task); exchange run and exchange serve "
-            "notify by themselves"
+            _(
+                "give --once (one look, for a scheduled task); exchange run and exchange serve "
+                "notify by themselves",
+                cli_lang(),
+            ),
+            param_hint="--once",
         )
     with _guard():
         settings = _settings(ctx)
