@@ -24,7 +24,7 @@ from exchange.errors import ExchangeError
 from exchange.i18n import Lang, _, lang_of_environment, moment
 from exchange.ops.find import known_reasons
 from exchange.ops.quarantine import Filters, filter_time
-from exchange.settings import Settings, load_settings, safe_url
+from exchange.settings import MIN_SECRET_LENGTH, Settings, load_settings, safe_url
 from exchange.words import error_words
 
 app = typer.Typer(
@@ -72,6 +72,15 @@ def _guard() -> Iterator[None]:
 def _settings(ctx: typer.Context, **overrides: Any) -> Settings:
     settings = load_settings(ctx.obj, **overrides)
     logs.configure(settings)
+    # A message for the person at the console, in their language (contract 15): the settings
+    # are read before the log is set up, and a configuration's problem is said as the error
+    # line says one, never as a log line.
+    for variable in settings.short_secrets():
+        said = _(
+            "warning: {name} is shorter than {count} characters: ask the shop for a longer one",
+            cli_lang(),
+        )
+        err.print(said.format(name=variable, count=MIN_SECRET_LENGTH), markup=False)
     return settings
 
 

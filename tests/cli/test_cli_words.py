@@ -401,3 +401,25 @@ def test_a_settings_error_names_its_variable_and_says_the_problem_in_russian(
     assert "invalid configuration: EXCHANGE_MAX_ATTEMPTS: Input should be a valid integer" in (
         english.stderr
     ), describe(english)
+
+
+@SQLITE_ONLY
+def test_the_short_secret_warning_is_a_console_message_in_the_persons_language(
+    cli: Cli, db_url: str
+) -> None:
+    """The warning about a short shop credential is said to the person at the console before
+    the log is even set up (a configuration's problem, like the error line): Russian under a
+    Russian locale, the variable named, never the value; English otherwise."""
+    env = {"EXCHANGE_SITE_TOKEN": "shortk"}
+    russian = cli("pause", db=db_url, env={**env, **RUSSIAN["LANG=ru_RU"]})
+    assert russian.returncode == 0, describe(russian)
+    assert (
+        "предупреждение: EXCHANGE_SITE_TOKEN короче 8 символов: попросите у магазина более "
+        "длинный" in russian.stderr
+    ), describe(russian)
+    assert "shortk" not in russian.stderr and latin_words(russian.stderr) == []
+    english = cli("pause", db=db_url, env=env)
+    assert (
+        "warning: EXCHANGE_SITE_TOKEN is shorter than 8 characters: ask the shop for a longer one"
+        in english.stderr
+    ), describe(english)
