@@ -2,432 +2,300 @@
 
 Every label a page shows comes from here, and every text of the service's own (an error, a
 history detail, a 1C exchange's outcome) is said in Russian here, for the pages and the reports
-alike (``error_words``); below the web and the report, above only the domain. A key missing
-from one language is a test failure (``tests/web/test_workbench.py``), never an English word on
-a Russian page.
+alike (``error_words``); below the web and the report, above only the domain. The labels are
+English messages marked for the catalog (``N_``; ``NP_`` where the same English needs different
+Russian), their Russian in ``exchange/locale/ru/LC_MESSAGES/exchange.po`` beside every other
+message: a translator edits one file (docs/translations.md). A label without its Russian is a
+test failure (``tests/test_i18n.py``), never an English word on a Russian page.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from decimal import Decimal, InvalidOperation
 
 from babel.numbers import format_currency, format_decimal
 
-from exchange.i18n import N_, _, ngettext, pgettext
+from exchange.i18n import LANGS, N_, NP_, _, ngettext, pgettext, say
 from exchange.i18n import Lang as Lang  # the pages name it from here
 
-WORDS: dict[str, dict[Lang, str]] = {
-    "title": {"ru": "Обмен с сайтом", "en": "Site exchange"},
-    "dashboard": {"ru": "Сводка", "en": "Dashboard"},
-    "quarantine": {"ru": "Карантин", "en": "Quarantine"},
-    "find": {"ru": "Поиск", "en": "Find"},
-    "blocked": {"ru": "Заблокированные", "en": "Blocked"},
-    "exchanges": {"ru": "Обмены 1С", "en": "1C exchanges"},
-    "export": {"ru": "Выгрузка", "en": "Export"},
-    "sign_in": {"ru": "Войти", "en": "Sign in"},
-    "sign_out": {"ru": "Выйти", "en": "Sign out"},
-    "name": {"ru": "Имя", "en": "Name"},
-    "password": {"ru": "Пароль", "en": "Password"},
-    "bad_login": {"ru": "Неверное имя или пароль", "en": "Wrong name or password"},
-    "login_wait": {
-        "ru": "Слишком много попыток входа: повторите через {seconds} с",
-        "en": "Too many sign-in attempts: try again in {seconds} s",
-    },
-    "signed_in_as": {"ru": "Вы вошли как", "en": "Signed in as"},
-    "role_viewer": {"ru": "наблюдатель", "en": "viewer"},
-    "role_operator": {"ru": "оператор", "en": "operator"},
-    "figures": {"ru": "Показатели", "en": "Figures"},
-    "new_messages": {"ru": "Новые сообщения", "en": "New messages"},
-    "held": {"ru": "Ждут за карантином", "en": "Held behind the quarantine"},
-    "oldest": {"ru": "Старейшее недоставленное", "en": "Oldest undelivered"},
-    "error_share": {"ru": "Доля ошибок (15 мин)", "en": "Error share (15 min)"},
-    "rate": {"ru": "Доставка в минуту (15 мин)", "en": "Delivered per minute (15 min)"},
-    "last_day": {
-        "ru": "Последние 24 часа: доставлено (зелёный) и неудачные попытки (красный) по часам",
-        "en": "The last 24 hours: delivered (green) and failed attempts (red) per hour",
-    },
-    "by_state": {"ru": "Сообщения по состояниям", "en": "Messages by state"},
-    "state": {"ru": "Состояние", "en": "State"},
-    "count": {"ru": "Количество", "en": "Count"},
-    "workers": {"ru": "Обработчики", "en": "Workers"},
-    "nothing_delivered": {
-        "ru": "Ничего не доставляется: работа ждёт, а ни один обработчик не работает "
-        "(запущен ли exchange run?)",
-        "en": "Nothing is being delivered: work waits and no worker is live "
-        "(is exchange run running?)",
-    },
+_WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
+    "title": N_("Site exchange"),
+    "dashboard": N_("Dashboard"),
+    "quarantine": N_("Quarantine"),
+    "find": N_("Find"),
+    "blocked": N_("Blocked"),
+    "exchanges": N_("1C exchanges"),
+    "export": N_("Export"),
+    "sign_in": N_("Sign in"),
+    "sign_out": N_("Sign out"),
+    "name": N_("Name"),
+    "password": N_("Password"),
+    "bad_login": N_("Wrong name or password"),
+    "login_wait": N_("Too many sign-in attempts: try again in {seconds} s"),
+    "signed_in_as": N_("Signed in as"),
+    "role_viewer": N_("viewer"),
+    "role_operator": N_("operator"),
+    "figures": N_("Figures"),
+    "new_messages": N_("New messages"),
+    "held": N_("Held behind the quarantine"),
+    "oldest": N_("Oldest undelivered"),
+    "error_share": N_("Error share (15 min)"),
+    "rate": N_("Delivered per minute (15 min)"),
+    "last_day": N_("The last 24 hours: delivered (green) and failed attempts (red) per hour"),
+    "by_state": N_("Messages by state"),
+    "state": N_("State"),
+    "count": N_("Count"),
+    "workers": N_("Workers"),
+    "nothing_delivered": N_(
+        "Nothing is being delivered: work waits and no worker is live (is exchange run running?)"
+    ),
     # Work younger than the live window (max(lease, 3 x poll), contract 6) with no worker: a
     # worker's next poll away, not yet a cause; said in amber, never «нет работы».
-    "no_live_worker_waits": {
-        "ru": "Ни один обработчик сейчас не работает, а работа ждёт доставки: её возьмёт "
-        "первый запущенный обработчик (запущен ли exchange run?). Если за {seconds} с ни один "
-        "не начнёт, это станет причиной для внимания",
-        "en": "No worker is live now, and work waits for delivery: the first worker to start "
-        "takes it (is exchange run running?). If none starts within {seconds} s, it becomes "
-        "a cause",
-    },
-    "nothing_needs_yet": {
-        "ru": "Пока ничего не требует внимания: работа ждёт обработчика меньше {seconds} с.",
-        "en": "Nothing needs a person yet: work has waited for a worker under {seconds} s.",
-    },
-    "no_live_worker_idle": {
-        "ru": "Ни один обработчик сейчас не работает; работы, ждущей доставки, нет.",
-        "en": "No worker is live now; no work waits for delivery.",
-    },
+    "no_live_worker_waits": N_(
+        "No worker is live now, and work waits for delivery: the first worker to start takes it "
+        "(is exchange run running?). If none starts within {seconds} s, it becomes a cause"
+    ),
+    "nothing_needs_yet": N_(
+        "Nothing needs a person yet: work has waited for a worker under {seconds} s."
+    ),
+    "no_live_worker_idle": N_("No worker is live now; no work waits for delivery."),
     # Said in the operator's pause banner too: both facts, the pause and no worker (the fresh
     # review: only the pause showed).
-    "no_live_worker_too": {
-        "ru": "Ни один обработчик сейчас не работает: и после возобновления доставлять будет "
-        "некому (запущен ли exchange run?)",
-        "en": "No worker is live now: even after resuming, nothing will deliver "
-        "(is exchange run running?)",
-    },
-    "token_refused": {
-        "ru": "Доставка остановлена: сайт не принял токен",
-        "en": "Delivery paused: the site refused the token",
-    },
-    "needs_person": {"ru": "Требует внимания", "en": "Needs a person"},
-    "nothing_needs": {"ru": "Ничего не требует внимания.", "en": "Nothing needs a person."},
-    "untaken": {"ru": "Получено из 1С, ещё не взято", "en": "Received from 1C, not taken yet"},
-    "untaken_oldest": {"ru": "старейшее ждёт {age}", "en": "the oldest has waited {age}"},
-    "onec_failed_24h": {
-        "ru": "Обменов 1С с ошибкой за 24 ч",
-        "en": "1C exchanges failed in 24 h",
-    },
-    "onec_refused": {
-        "ru": "отказано во входе с {since}: {count}",
-        "en": "sign-ins refused since {since}: {count}",
-    },
-    "silent_since": {
-        "ru": "молчит с {when}: не доставляет",
-        "en": "silent since {when}: delivers nothing",
-    },
-    "paused_by_row": {
-        "ru": "остановлена оператором {operator}",
-        "en": "paused by operator {operator}",
-    },
+    "no_live_worker_too": N_(
+        "No worker is live now: even after resuming, nothing will deliver (is exchange run "
+        "running?)"
+    ),
+    "token_refused": N_("Delivery paused: the site refused the token"),
+    "needs_person": N_("Needs a person"),
+    "nothing_needs": N_("Nothing needs a person."),
+    "untaken": N_("Received from 1C, not taken yet"),
+    "untaken_oldest": N_("the oldest has waited {age}"),
+    "onec_failed_24h": N_("1C exchanges failed in 24 h"),
+    "onec_refused": N_("sign-ins refused since {since}: {count}"),
+    "silent_since": N_("silent since {when}: delivers nothing"),
+    "paused_by_row": N_("paused by operator {operator}"),
     # The breaker's state as the site's answers (issue 34 item 3: no «предохранитель»); a
     # half-open breaker's time is never shown (it lies in the past).
-    "breaker_closed": {"ru": "отвечает", "en": "answers"},
-    "breaker_open": {"ru": "отвечает ошибками: пауза", "en": "fails: paused"},
-    "breaker_half-open": {"ru": "проверяем, ответит ли", "en": "checking whether it answers"},
+    "breaker_closed": N_("answers"),
+    "breaker_open": N_("fails: paused"),
+    "breaker_half-open": N_("checking whether it answers"),
     # The site gives this worker no answer at all (the facts the banner reads, issue 34):
     # never «отвечает», «идёт» or «перегружен» beside «Сайт не отвечает».
-    "breaker_unreachable": {"ru": "не отвечает с {when}", "en": "no answer since {when}"},
-    "waits_for_site": {"ru": "ждёт ответа сайта", "en": "waits for the site to answer"},
-    "pace_unreachable": {
-        "ru": "нет ответа: неудачных попыток за минуту: {failed}",
-        "en": "no answer: {failed} attempts failed in the last minute",
-    },
+    "breaker_unreachable": N_("no answer since {when}"),
+    "waits_for_site": N_("waits for the site to answer"),
+    "pace_unreachable": N_("no answer: {failed} attempts failed in the last minute"),
     # A worker's row as it is (contract 15).
-    "worker_stopped": {"ru": "остановлен {when}", "en": "stopped {when}"},
-    "worker_quiet": {
-        "ru": "молчит с {when} (ещё считается работающим)",
-        "en": "silent since {when} (still counted live)",
-    },
+    "worker_stopped": N_("stopped {when}"),
+    "worker_quiet": N_("silent since {when} (still counted live)"),
     # The site answers no live worker at all (refused connections, timeouts): never «Доставка
     # идёт» with an estimate at 0 requests/s.
-    "site_unreachable": {
-        "ru": "Сайт не отвечает с {when}: цены ждут и уйдут сами, как только сайт ответит. "
-        "Если он не отвечает долго, проверьте, работает ли сайт, или напишите тем, кто его "
-        "обслуживает",
-        "en": "The site has not answered since {when}: prices wait and go by themselves as "
-        "soon as it answers. If it stays silent, check that the site is up, or write to "
-        "those who run it",
-    },
-    "last_told": {"ru": "Последнее уведомление операторам", "en": "Operators last notified"},
+    "site_unreachable": N_(
+        "The site has not answered since {when}: prices wait and go by themselves as soon as it "
+        "answers. If it stays silent, check that the site is up, or write to those who run it"
+    ),
+    "last_told": N_("Operators last notified"),
     # A worker that stopped cleanly keeps its row marked stopped (``Worker.retire``).
-    "last_stopped": {
-        "ru": "Обработчик {worker} остановлен {ago} ({when}); других нет",
-        "en": "Worker {worker} stopped {ago} ({when}); no other is running",
-    },
-    "no_workers": {
-        "ru": "Ни один обработчик не отчитывался за сутки",
-        "en": "No worker reported in the last day",
-    },
-    "worker": {"ru": "Обработчик", "en": "Worker"},
-    "last_seen": {"ru": "Последний отчёт", "en": "Last seen"},
-    "breaker": {"ru": "Сайт", "en": "Site"},
-    "delivery": {"ru": "Доставка", "en": "Delivery"},
-    "running": {"ru": "идёт", "en": "running"},
-    "site_pace": {
-        "ru": "Темп сайта и предел запросов",
-        "en": "Site's pace and limit",
-    },
-    "paused": {"ru": "остановлена", "en": "paused"},
-    "paused_by": {"ru": "Доставка остановлена оператором", "en": "Delivery paused by operator"},
-    "delivery_runs": {"ru": "Доставка идёт", "en": "Delivery runs"},
-    "pause": {"ru": "Остановить доставку", "en": "Pause delivery"},
-    "resume": {"ru": "Возобновить доставку", "en": "Resume delivery"},
-    "pause_hint": {
-        "ru": "Все обработчики прекратят отправку в течение одного цикла.",
-        "en": "Every worker stops sending within one cycle.",
-    },
-    "reason": {"ru": "Причина", "en": "Reason"},
-    "kind": {"ru": "Вид", "en": "Kind"},
-    "since": {"ru": "С (дата)", "en": "Since (date)"},
-    "until": {"ru": "По (дата)", "en": "Until (date)"},
-    "search": {"ru": "Искать", "en": "Search"},
-    "search_hint": {
-        "ru": "Артикул, агрегат, документ 1С, товар или начало кода сообщения",
-        "en": "SKU, aggregate, 1C document, product or message_id prefix",
-    },
-    "filter": {"ru": "Отобрать", "en": "Filter"},
-    "any": {"ru": "любая", "en": "any"},
-    "any_kind": {"ru": "любой", "en": "any"},
-    "message_id": {"ru": "Код сообщения", "en": "message_id"},
-    "aggregate": {"ru": "Агрегат", "en": "Aggregate"},
-    "version": {"ru": "Версия", "en": "Version"},
-    "attempts": {"ru": "Попыток", "en": "Attempts"},
-    "last_error": {"ru": "Последняя ошибка", "en": "Last error"},
-    "source_ref": {"ru": "Документ 1С", "en": "1C document"},
-    "quarantined_at": {"ru": "В карантине с", "en": "Quarantined at"},
-    "empty_quarantine": {"ru": "Карантин пуст", "en": "The quarantine is empty"},
-    "nothing_found": {"ru": "Ничего не найдено", "en": "Nothing found"},
-    "retry": {"ru": "Повторить", "en": "Retry"},
-    "cancel": {"ru": "Снять с отправки навсегда", "en": "Stop sending for good"},
-    "retry_all": {"ru": "Повторить все отобранные", "en": "Retry all filtered"},
-    "cancel_all": {"ru": "Отменить все отобранные", "en": "Cancel all filtered"},
-    "preview": {"ru": "Что произойдёт", "en": "What will happen"},
-    "will_retry": {"ru": "Будут отправлены снова", "en": "Will be sent again"},
-    "will_cancel": {
-        "ru": "Будут сняты с отправки навсегда",
-        "en": "Will never be sent",
-    },
-    "skipped": {"ru": "Не будут затронуты", "en": "Will not be touched"},
-    "preview_changed": {
-        "ru": "Ничего не сделано: с момента просмотра под фильтр попали другие сообщения. "
-        "Проверьте список ещё раз и подтвердите снова.",
-        "en": "Nothing was done: since the preview, the filter selects other messages. "
-        "Check the list again and confirm again.",
-    },
-    "preview_added": {"ru": "Добавились после просмотра", "en": "Added since the preview"},
-    "preview_gone": {"ru": "Больше не под фильтром", "en": "No longer selected"},
-    "released": {
-        "ru": "После снятия уйдут на сайт без снятых: более поздние версии",
-        "en": "After the cancel these later versions go out without the cancelled ones",
-    },
-    "released_row": {
-        "ru": "версий: {count}, начиная с {first}",
-        "en": "{count} version(s) from {first}",
-    },
-    "superseded_note": {
-        "ru": "уже доставлена версия не старее: закончится как устаревшее, не будет отправлено",
-        "en": "a version at least as new was delivered: it ends stale, not sent",
-    },
-    "note": {"ru": "Примечание (обязательно)", "en": "Note (required)"},
+    "last_stopped": N_("Worker {worker} stopped {ago} ({when}); no other is running"),
+    "no_workers": N_("No worker reported in the last day"),
+    "worker": N_("Worker"),
+    "last_seen": N_("Last seen"),
+    "breaker": N_("Site"),
+    "delivery": N_("Delivery"),
+    "running": N_("running"),
+    "site_pace": N_("Site's pace and limit"),
+    "paused": N_("paused"),
+    "paused_by": N_("Delivery paused by operator"),
+    "delivery_runs": N_("Delivery runs"),
+    "pause": N_("Pause delivery"),
+    "resume": N_("Resume delivery"),
+    "pause_hint": N_("Every worker stops sending within one cycle."),
+    "reason": N_("Reason"),
+    "kind": N_("Kind"),
+    "since": N_("Since (date)"),
+    "until": N_("Until (date)"),
+    "search": NP_("search", "Search"),
+    "search_hint": N_("SKU, aggregate, 1C document, product or message_id prefix"),
+    "filter": N_("Filter"),
+    "any": NP_("any", "any"),
+    "any_kind": NP_("any_kind", "any"),
+    "message_id": N_("message_id"),
+    "aggregate": NP_("aggregate", "Aggregate"),
+    "version": N_("Version"),
+    "attempts": N_("Attempts"),
+    "last_error": N_("Last error"),
+    "source_ref": N_("1C document"),
+    "quarantined_at": N_("Quarantined at"),
+    "empty_quarantine": N_("The quarantine is empty"),
+    "nothing_found": N_("Nothing found"),
+    "retry": N_("Retry"),
+    "cancel": N_("Stop sending for good"),
+    "retry_all": N_("Retry all filtered"),
+    "cancel_all": N_("Cancel all filtered"),
+    "preview": N_("What will happen"),
+    "will_retry": N_("Will be sent again"),
+    "will_cancel": N_("Will never be sent"),
+    "skipped": N_("Will not be touched"),
+    "preview_changed": N_(
+        "Nothing was done: since the preview, the filter selects other messages. Check the list "
+        "again and confirm again."
+    ),
+    "preview_added": N_("Added since the preview"),
+    "preview_gone": N_("No longer selected"),
+    "released": N_("After the cancel these later versions go out without the cancelled ones"),
+    "released_row": N_("{count} version(s) from {first}"),
+    "superseded_note": N_("a version at least as new was delivered: it ends stale, not sent"),
+    "note": N_("Note (required)"),
     # The pause form's note, short enough to show whole in its field at 390 px (``required``
     # says it is needed).
-    "pause_note": {"ru": "Причина паузы", "en": "Why pause"},
-    "note_required": {
-        "ru": "Нужно примечание: зачем это делается",
-        "en": "A note is required: say why",
-    },
-    "confirm": {"ru": "Подтвердить", "en": "Confirm"},
-    "done": {"ru": "Готово", "en": "Done"},
-    "touched": {"ru": "затронуто {count}", "en": "touched: {count}"},
+    "pause_note": N_("Why pause"),
+    "note_required": N_("A note is required: say why"),
+    "confirm": N_("Confirm"),
+    "done": N_("Done"),
+    "touched": N_("touched: {count}"),
     # The id follows, after the colon (error.html's subject).
-    "no_message": {
-        "ru": "Нет сообщения с таким кодом:",
-        "en": "No message with this message_id:",
-    },
-    "biography": {"ru": "История сообщения", "en": "Message biography"},
-    "at": {"ru": "Время", "en": "At"},
-    "event": {"ru": "Событие", "en": "Event"},
-    "from_to": {"ru": "Переход", "en": "Transition"},
-    "detail": {"ru": "Подробности", "en": "Detail"},
-    "operator": {"ru": "Оператор", "en": "Operator"},
-    "attempt_lease": {"ru": "Попытка, аренда с", "en": "Attempt, leased at"},
-    "next_step": {"ru": "Что сделать", "en": "What to do next"},
+    "no_message": N_("No message with this message_id:"),
+    "biography": N_("Message biography"),
+    "at": N_("At"),
+    "event": N_("Event"),
+    "from_to": N_("Transition"),
+    "detail": N_("Detail"),
+    "operator": N_("Operator"),
+    "attempt_lease": N_("Attempt, leased at"),
+    "next_step": N_("What to do next"),
     # A message page's empty facts, said with their meaning (a new message has no reason yet).
-    "not_sent_yet": {"ru": "— (ещё не отправлялось)", "en": "— (not sent yet)"},
-    "no_reason": {
-        "ru": "— (не ждёт решения оператора)",
-        "en": "— (waits for no operator's decision)",
-    },
-    "no_error": {"ru": "— (ошибки нет)", "en": "— (none)"},
-    "no_source_ref": {"ru": "— (не указан)", "en": "— (not given)"},
+    "not_sent_yet": N_("— (not sent yet)"),
+    "no_reason": N_("— (waits for no operator's decision)"),
+    "no_error": N_("— (none)"),
+    "no_source_ref": N_("— (not given)"),
     # The steps «Что сделать» names, as a page says them: its buttons, never a command
     # (report.words.next_check's ``steps``).
-    "step_press": {"ru": "нажмите «{button}»", "en": "press “{button}”"},
+    "step_press": N_("press “{button}”"),
     # The same steps in a file the workbench exported: a file has no buttons, so it says
     # where they are (a workbench export names no command: its reader may have none).
-    "step_press_file": {
-        "ru": "нажмите «{button}» на странице «Карантин» рабочего места",
-        "en": "press “{button}” on the workbench's Quarantine page",
-    },
-    "step_history_file": {
-        "ru": "историю сообщения на его странице на рабочем месте",
-        "en": "the message's history on its page on the workbench",
-    },
-    "step_restart": {
-        "ru": "перезапустите обработчики доставки, чтобы они прочли настройку,",
-        "en": "restart the delivery workers so that they read the setting,",
-    },
-    "step_history": {
-        "ru": "историю сообщения на его странице",
-        "en": "the message's history on its page",
-    },
-    "payload": {"ru": "Данные", "en": "Payload"},
-    "cause": {"ru": "Причина блокировки", "en": "Cause"},
-    "blocked_by_quarantine": {
-        "ru": "следующая версия в карантине: повторите или отмените её",
-        "en": "the next version is quarantined: retry or cancel it",
-    },
-    "blocked_by_gap": {
-        "ru": "ждёт версию {version}: она пропущена и ещё может прийти",
-        "en": "waits for version {version}: a gap",
-    },
-    "delivered_through": {"ru": "Доставлено по версию", "en": "Delivered through"},
-    "none": {"ru": "нет", "en": "none"},
-    "file": {"ru": "Файл", "en": "File"},
-    "outcome": {"ru": "Итог", "en": "Outcome"},
-    "intents": {"ru": "Цен", "en": "Prices"},
-    "not_sent": {"ru": "Не отправлено", "en": "Not sent"},
-    "started": {"ru": "Начат", "en": "Started"},
-    "broker_refused": {
-        "ru": "Неверные сообщения из брокеров",
-        "en": "Bad messages from the brokers",
-    },
-    "broker_refused_about": {
-        "ru": "Сообщения из RabbitMQ и Redis, которые не удалось принять как цены: они в "
-        "карантине, брокеру подтверждены и сами больше не придут. Исправьте отправку в 1С.",
-        "en": "Messages from RabbitMQ and Redis that could not be taken as prices: they are "
-        "quarantined, acknowledged to the broker and will not come again. Fix what 1C sends.",
-    },
-    "prioritize": {"ru": "Отправить первым", "en": "Put first"},
-    "prioritize_about": {
-        "ru": "Сообщение уйдёт раньше всей очереди: меняется только его место в очереди, "
-        "темп сайта, пауза, ожидание ответа сайта и порядок проводок соблюдаются.",
-        "en": "This message goes before the whole backlog: only its place in the queue "
-        "changes; the site's pace, a pause, the breaker and the order of postings still hold.",
-    },
-    "received_at": {"ru": "Получено", "en": "Received"},
-    "source": {"ru": "Источник", "en": "Source"},
-    "message": {"ru": "Сообщение", "en": "Message"},
-    "format": {"ru": "Формат", "en": "Format"},
-    "download": {"ru": "Скачать", "en": "Download"},
-    "forbidden": {"ru": "Недостаточно прав", "en": "Not allowed"},
-    "viewer_note": {
-        "ru": "Роль «наблюдатель»: действия недоступны.",
-        "en": "Role viewer: actions are not available.",
-    },
-    "times_in": {"ru": "Время указано в поясе {zone}", "en": "Times are in {zone}"},
-    "bad_filter": {"ru": "Неизвестное значение фильтра", "en": "Unknown filter value"},
-    "bad_sort": {
-        "ru": "Неизвестный порядок сортировки (список показан в порядке по умолчанию)",
-        "en": "Unknown sort order (the list is shown in its default order)",
-    },
-    "bad_date": {
-        "ru": "Дата не распознана (пример: 30.11.2026 или 2026-11-30)",
-        "en": "Not a date (e.g. 30.11.2026 or 2026-11-30)",
-    },
+    "step_press_file": N_("press “{button}” on the workbench's Quarantine page"),
+    "step_history_file": N_("the message's history on its page on the workbench"),
+    "step_restart": N_("restart the delivery workers so that they read the setting,"),
+    "step_history": N_("the message's history on its page"),
+    "payload": NP_("payload", "Payload"),
+    "cause": N_("Cause"),
+    "blocked_by_quarantine": N_("the next version is quarantined: retry or cancel it"),
+    "blocked_by_gap": N_("waits for version {version}: a gap"),
+    "delivered_through": N_("Delivered through"),
+    "none": N_("none"),
+    "file": N_("File"),
+    "outcome": N_("Outcome"),
+    "intents": N_("Prices"),
+    "not_sent": N_("Not sent"),
+    "started": N_("Started"),
+    "broker_refused": N_("Bad messages from the brokers"),
+    "broker_refused_about": N_(
+        "Messages from RabbitMQ and Redis that could not be taken as prices: they are "
+        "quarantined, acknowledged to the broker and will not come again. Fix what 1C sends."
+    ),
+    "prioritize": N_("Put first"),
+    "prioritize_about": N_(
+        "This message goes before the whole backlog: only its place in the queue changes; the "
+        "site's pace, a pause, the breaker and the order of postings still hold."
+    ),
+    "received_at": N_("Received"),
+    "source": N_("Source"),
+    "message": N_("Message"),
+    "format": N_("Format"),
+    "download": N_("Download"),
+    "forbidden": N_("Not allowed"),
+    "viewer_note": N_("Role viewer: actions are not available."),
+    "times_in": N_("Times are in {zone}"),
+    "bad_filter": N_("Unknown filter value"),
+    "bad_sort": N_("Unknown sort order (the list is shown in its default order)"),
+    "bad_date": N_("Not a date (e.g. 30.11.2026 or 2026-11-30)"),
     # -- search, the quarantine's list, cancel (issue 24, items 5-7) ------------------------
-    "price": {"ru": "Цена", "en": "Price"},
-    "received": {"ru": "Получено", "en": "Received"},
-    "product": {"ru": "Товар", "en": "Product"},
-    "found_count": {"ru": "Найдено: {count}", "en": "Found: {count}"},
-    "found_pages": {
-        "ru": "по {shown} на странице, сначала самые новые",
-        "en": "{shown} a page, the newest first",
-    },
-    "find_hint": {
-        "ru": "Начало артикула (и артикула 1С, когда артикулы сайта — идентификаторы 1С), "
-        "агрегата, кода сообщения, любого слова документа 1С (например offers.xml) или "
-        "названия товара",
-        "en": "The beginning of a SKU (and of a 1C article, where the shop's SKUs are 1C ids), "
-        "an aggregate, a message_id, or of any word of a 1C document (e.g. offers.xml) or a "
-        "product name",
-    },
-    "prices_from_file": {
-        "ru": "цены из этого файла: {count}",
-        "en": "prices from this file: {count}",
-    },
-    "in_quarantine_since": {"ru": "В карантине с / ждёт", "en": "In quarantine since / waiting"},
-    "select_page": {"ru": "вся страница", "en": "whole page"},
-    "act_on": {"ru": "Действие над", "en": "Act on"},
-    "act_on_checked": {
-        "ru": "отмеченными строками (или всей страницей — флажок в заголовке таблицы)",
-        "en": "the rows checked (or the whole page: the box in the table's header)",
-    },
-    "act_on_all": {
-        "ru": "всеми подходящими под отбор: {count}",
-        "en": "all {count} matching the filters",
-    },
+    "price": N_("Price"),
+    "received": N_("Received"),
+    "product": N_("Product"),
+    "found_count": N_("Found: {count}"),
+    "found_pages": N_("{shown} a page, the newest first"),
+    "find_hint": N_(
+        "The beginning of a SKU (and of a 1C article, where the shop's SKUs are 1C ids), an "
+        "aggregate, a message_id, or of any word of a 1C document (e.g. offers.xml) or a product "
+        "name"
+    ),
+    "prices_from_file": N_("prices from this file: {count}"),
+    "in_quarantine_since": N_("In quarantine since / waiting"),
+    "select_page": N_("whole page"),
+    "act_on": N_("Act on"),
+    "act_on_checked": N_("the rows checked (or the whole page: the box in the table's header)"),
+    "act_on_all": N_("all {count} matching the filters"),
     # Said where ``act_on_all`` is absent: it is offered only once a filter is chosen.
-    "act_on_all_hint": {
-        "ru": "Выберите отбор, чтобы действовать на все подходящие записи",
-        "en": "Choose a filter to act on all the rows matching it",
-    },
-    "nothing_selected": {
-        "ru": "Ничего не выбрано: отметьте сообщения в списке, всю страницу (флажок в заголовке) "
-        "или «все подходящие под отбор», затем нажмите кнопку снова.",
-        "en": "Nothing is selected: check messages in the list, the whole page (the box in the "
-        "header) or all matching the filters, then press the button again.",
-    },
-    "per_page": {"ru": "На странице", "en": "Per page"},
-    "page_of": {"ru": "Страница {page} из {pages}", "en": "Page {page} of {pages}"},
-    "page_prev": {"ru": "Предыдущая", "en": "Previous"},
-    "page_next": {"ru": "Следующая", "en": "Next"},
-    "page_first": {"ru": "к первой странице", "en": "to the first page"},
-    "back": {"ru": "Назад", "en": "Back"},
+    "act_on_all_hint": N_("Choose a filter to act on all the rows matching it"),
+    "nothing_selected": N_(
+        "Nothing is selected: check messages in the list, the whole page (the box in the header) "
+        "or all matching the filters, then press the button again."
+    ),
+    "per_page": N_("Per page"),
+    "page_of": N_("Page {page} of {pages}"),
+    "page_prev": N_("Previous"),
+    "page_next": N_("Next"),
+    "page_first": N_("to the first page"),
+    "back": N_("Back"),
     # -- the lists by state (issue 34 item 6) -----------------------------------------------
-    "list_new": {"ru": "Ждут отправки", "en": "Waiting to be sent"},
-    "list_delayed": {"ru": "Отложены до следующей попытки", "en": "Delayed until the next try"},
-    "list_in_progress": {"ru": "Отправляются сейчас", "en": "Being sent now"},
-    "list_delivered": {"ru": "Доставлены", "en": "Delivered"},
-    "list_cancelled": {"ru": "Сняты", "en": "Cancelled"},
-    "lists": {"ru": "Списки", "en": "Lists"},
+    "list_new": N_("Waiting to be sent"),
+    "list_delayed": N_("Delayed until the next try"),
+    "list_in_progress": N_("Being sent now"),
+    "list_delivered": NP_("list_delivered", "Delivered"),
+    "list_cancelled": N_("Cancelled"),
+    "lists": N_("Lists"),
     # -- the message's page (issue 34 item 9) ----------------------------------------------
-    "in_state_line": {"ru": "{state} с {when} ({ago})", "en": "{state} since {when} ({ago})"},
-    "done_prioritize": {
-        "ru": "Готово: сообщение поставлено первым в очередь.",
-        "en": "Done: the message is first in the queue.",
-    },
-    "your_note": {"ru": "Ваше примечание (не сохранено)", "en": "Your note (not saved)"},
-    "in_state_since": {"ru": "В этом состоянии с", "en": "In this state since"},
-    "next_try": {"ru": "Следующая попытка", "en": "Next try"},
-    "due_in": {"ru": "через {age}", "en": "in {age}"},
-    "due_now": {"ru": "уже пора: ждёт обработчика", "en": "due now: waits for a worker"},
-    "lease_of": {"ru": "Обработчик", "en": "Worker"},
-    "no_state": {"ru": "Такого списка сообщений нет", "en": "No such list of messages"},
-    "counted_more": {
-        "ru": "больше {count}: листать можно первые {count}, остальное — уточнив отбор",
-        "en": "more than {count}: the first {count} can be paged, the rest by narrowing "
-        "the filters",
-    },
-    "empty_list": {"ru": "Таких сообщений нет.", "en": "No such messages."},
-    "file_refused_at_intake": {
-        "ru": "не приняты при загрузке (карантин): {count}",
-        "en": "refused at intake (quarantine): {count}",
-    },
-    "file_waits_worker": {
-        "ru": "ещё не взяты обработчиком: {count}",
-        "en": "not yet taken by a worker: {count}",
-    },
-    "cancel_never_sent_one": {
-        "ru": "Эта версия никогда не будет отправлена на сайт. Сообщение останется в истории.",
-        "en": "This version will never be sent to the site. The message stays in the history.",
-    },
-    "cancel_never_sent_many": {
-        "ru": "Эти версии никогда не будут отправлены на сайт. Сообщения останутся в истории.",
-        "en": "These versions will never be sent to the site. The messages stay in the history.",
-    },
-    "cancel_behind": {
-        "ru": "За ними в очереди: {count}. После снятия они уйдут на сайт без снятых.",
-        "en": "Waiting behind them: {count}. After this they go to the site without "
-        "the ones stopped.",
-    },
-    "cancel_nothing_behind": {
-        "ru": "Более поздних версий, ждущих за ними, нет.",
-        "en": "No later version waits behind them.",
-    },
+    "in_state_line": N_("{state} since {when} ({ago})"),
+    "done_prioritize": N_("Done: the message is first in the queue."),
+    "your_note": N_("Your note (not saved)"),
+    "in_state_since": N_("In this state since"),
+    "next_try": N_("Next try"),
+    "due_in": N_("in {age}"),
+    "due_now": N_("due now: waits for a worker"),
+    "lease_of": N_("Worker"),
+    "no_state": N_("No such list of messages"),
+    "counted_more": N_(
+        "more than {count}: the first {count} can be paged, the rest by narrowing the filters"
+    ),
+    "empty_list": N_("No such messages."),
+    "file_refused_at_intake": N_("refused at intake (quarantine): {count}"),
+    "file_waits_worker": N_("not yet taken by a worker: {count}"),
+    "cancel_never_sent_one": N_(
+        "This version will never be sent to the site. The message stays in the history."
+    ),
+    "cancel_never_sent_many": N_(
+        "These versions will never be sent to the site. The messages stay in the history."
+    ),
+    "cancel_behind": N_(
+        "Waiting behind them: {count}. After this they go to the site without the ones stopped."
+    ),
+    "cancel_nothing_behind": N_("No later version waits behind them."),
 }
 
 
+class _Words(Mapping[str, dict[Lang, str]]):
+    """``WORDS[key][lang]``: a page's label in each language, read from the catalogs (the table
+    above holds the English messages only)."""
+
+    def __getitem__(self, key: str) -> dict[Lang, str]:
+        message = _WORD_MESSAGES[key]
+        return {lang: say(message, lang) for lang in LANGS}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_WORD_MESSAGES)
+
+    def __len__(self) -> int:
+        return len(_WORD_MESSAGES)
+
+
+WORDS: Mapping[str, dict[Lang, str]] = _Words()
+
+
 def word(key: str, lang: Lang) -> str:
-    return WORDS[key][lang]
+    """The label ``key`` in ``lang``."""
+    return say(_WORD_MESSAGES[key], lang)
 
 
 def money(price: str | None, currency: str | None, lang: Lang) -> str:
@@ -1756,118 +1624,64 @@ def onec_words(text: str) -> str:
 
 # The dashboard's freshness, backlog, pace card and chart, and the export page (issue 24
 # items 8–12, issue 23 item 5).
-WORDS.update(
+_WORD_MESSAGES.update(
     {
-        "chart_delivered": {"ru": "доставлено", "en": "delivered"},
-        "chart_failed": {"ru": "неудачные попытки", "en": "failed attempts"},
-        "drawn_at": {"ru": "Сводка на {when}", "en": "As of {when}"},
-        "refresh_every": {
-            "ru": "обновляется сама каждые {seconds} с",
-            "en": "redraws itself every {seconds} s",
-        },
-        "refresh_stop": {"ru": "Не обновлять", "en": "Stop redrawing"},
-        "refresh_off": {"ru": "сама не обновляется", "en": "does not redraw itself"},
-        "refresh_start": {
-            "ru": "Обновлять каждые {seconds} с",
-            "en": "Redraw every {seconds} s",
-        },
-        "backlog": {"ru": "Осталось доставить", "en": "Still to deliver"},
-        "backlog_eta": {
-            "ru": "около {eta} при нынешнем темпе",
-            "en": "about {eta} at the current pace",
-        },
-        "backlog_none": {"ru": "очереди нет", "en": "nothing waits"},
-        "backlog_untaken": {
-            "ru": "ещё не взято из 1С: {count}",
-            "en": "not taken from 1C yet: {count}",
-        },
-        "backlog_no_pace": {
-            "ru": "за последнюю минуту ничего не доставлено: срок не оценить",
-            "en": "nothing delivered in the last minute: no estimate",
-        },
-        "backlog_paused": {
-            "ru": "доставка приостановлена: срок не оценить",
-            "en": "delivery is paused: no estimate",
-        },
-        "backlog_unreachable": {
-            "ru": "сайт не отвечает: срок не оценить",
-            "en": "the site does not answer: no estimate",
-        },
-        "pace_card": {"ru": "Темп сайта", "en": "Site's pace"},
-        "pace_limit": {
-            "ru": "предел: {limit} из {max_limit} одновременных запросов, в работе {in_flight}",
-            "en": "limit: {limit} of {max_limit} concurrent requests, {in_flight} in flight",
-        },
+        "chart_delivered": N_("delivered"),
+        "chart_failed": N_("failed attempts"),
+        "drawn_at": N_("As of {when}"),
+        "refresh_every": N_("redraws itself every {seconds} s"),
+        "refresh_stop": N_("Stop redrawing"),
+        "refresh_off": N_("does not redraw itself"),
+        "refresh_start": N_("Redraw every {seconds} s"),
+        "backlog": N_("Still to deliver"),
+        "backlog_eta": N_("about {eta} at the current pace"),
+        "backlog_none": N_("nothing waits"),
+        "backlog_untaken": N_("not taken from 1C yet: {count}"),
+        "backlog_no_pace": N_("nothing delivered in the last minute: no estimate"),
+        "backlog_paused": N_("delivery is paused: no estimate"),
+        "backlog_unreachable": N_("the site does not answer: no estimate"),
+        "pace_card": N_("Site's pace"),
+        "pace_limit": N_(
+            "limit: {limit} of {max_limit} concurrent requests, {in_flight} in flight"
+        ),
         # The two figures of the tile (the new operator's review: «123 запроса/с … снижен до
         # 148 запросов/с»): what the site accepted over the last seconds, and the most the
         # workers send (``Pace.effective_rate``: lowered after the site's refusals, or
         # EXCHANGE_SITE_MAX_RATE), which the observed rate may stay below.
-        "pace_accepted": {
-            "ru": "столько сайт принял в секунду за последние секунды",
-            "en": "what the site accepted per second over the last seconds",
-        },
-        "pace_paced": {
-            "ru": "предел темпа: не чаще {rate}",
-            "en": "pace limit: at most {rate}",
-        },
-        "pace_refused": {
-            "ru": "отказов сайта за минуту: {refused}",
-            "en": "refused by the site in the last minute: {refused}",
-        },
-        "pace_none": {
-            "ru": "ни один работающий обработчик не сообщал",
-            "en": "no live worker has reported it",
-        },
-        "export_title": {"ru": "Выгрузка карантина", "en": "Export the quarantine"},
-        "export_says": {
-            "ru": "Выгружаются сообщения в карантине — отчёт для операторов: каждая запись с "
-            "причиной, попытками, последней ошибкой и тем, что сделать. Без отбора — весь "
-            "карантин.",
-            "en": "Exports the quarantined messages: the operators' report, each entry with its "
-            "reason, attempts, last error and what to do next. Without a filter: the whole "
-            "quarantine.",
-        },
-        "export_count": {
-            "ru": "Сейчас в карантине: {count}",
-            "en": "In quarantine now: {count}",
-        },
-        "superseded_only": {
-            "ru": "только устаревшие (уже доставлена более новая версия)",
-            "en": "only superseded (a newer version was delivered)",
-        },
-        "export_these": {"ru": "Выгрузить эти записи", "en": "Export these entries"},
-        "date_hint": {
-            "ru": "дата или дата и время, например 30.11.2026 или 30.11.2026 08:00",
-            "en": "a date or a date and time, e.g. 2026-11-30 or 2026-11-30 08:00",
-        },
+        "pace_accepted": N_("what the site accepted per second over the last seconds"),
+        "pace_paced": N_("pace limit: at most {rate}"),
+        "pace_refused": N_("refused by the site in the last minute: {refused}"),
+        "pace_none": N_("no live worker has reported it"),
+        "export_title": N_("Export the quarantine"),
+        "export_says": N_(
+            "Exports the quarantined messages: the operators' report, each entry with its reason, "
+            "attempts, last error and what to do next. Without a filter: the whole quarantine."
+        ),
+        "export_count": N_("In quarantine now: {count}"),
+        "superseded_only": N_("only superseded (a newer version was delivered)"),
+        "export_these": N_("Export these entries"),
+        "date_hint": N_("a date or a date and time, e.g. 2026-11-30 or 2026-11-30 08:00"),
     }
 )
 
 
 # A POST the workbench cannot take (the fresh review: a stale tab answered in bare English).
-WORDS.update(
+_WORD_MESSAGES.update(
     {
-        "session_ended": {
-            "ru": "Сессия закончилась (вы вышли или она истекла): войдите снова и повторите.",
-            "en": "The session has ended (signed out or expired): sign in again and repeat.",
-        },
-        "login_forged": {
-            "ru": "Эта форма входа устарела или отправлена с другого сайта: никто не вошёл. "
-            "Введите имя и пароль здесь ещё раз.",
-            "en": "This sign-in form is stale or was sent from another site: nobody was signed "
-            "in. Enter the name and password here again.",
-        },
-        "bad_text": {
-            "ru": "В запросе есть знаки, которые нельзя сохранить или искать (нулевой байт или "
-            "байты не в UTF-8): уберите их и повторите.",
-            "en": "The request holds characters that cannot be stored or searched (a NUL byte "
-            "or bytes that are not UTF-8): remove them and repeat.",
-        },
-        "form_stale": {
-            "ru": "Эта форма устарела (вы вышли или вошли заново в другой вкладке): откройте "
-            "страницу заново и повторите.",
-            "en": "This form is stale (signed out or in again in another tab): open the page "
-            "again and repeat.",
-        },
+        "session_ended": N_(
+            "The session has ended (signed out or expired): sign in again and repeat."
+        ),
+        "login_forged": N_(
+            "This sign-in form is stale or was sent from another site: nobody was signed in. "
+            "Enter the name and password here again."
+        ),
+        "bad_text": N_(
+            "The request holds characters that cannot be stored or searched (a NUL byte or bytes "
+            "that are not UTF-8): remove them and repeat."
+        ),
+        "form_stale": N_(
+            "This form is stale (signed out or in again in another tab): open the page again and "
+            "repeat."
+        ),
     }
 )
