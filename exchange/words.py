@@ -335,10 +335,10 @@ def source_words(ref: str | None, lang: Lang) -> str:
     found = _ONEC_SOURCE.fullmatch(ref)
     if found is None:
         return ref
-    said = f"Обмен с 1С: {found['file']}"
+    said = _("1C exchange: {file}", lang).format(file=found["file"])
     if found["y"]:
-        said += f" от {found['d']}.{found['m']}.{found['y']}"
-        said += f" {found['t']}" if found["t"] else ""
+        when = f"{found['d']}.{found['m']}.{found['y']}" + (f" {found['t']}" if found["t"] else "")
+        said = _("{exchange} of {when}", lang).format(exchange=said, when=when)
     return said
 
 
@@ -376,81 +376,75 @@ def file_steps(lang: Lang) -> dict[str, str]:
 
 # The codes the service stores, as a page names them: states and events in words; a reason
 # keeps its code beside its Russian name (the code is what `--reason` and the filter take).
-NAMES: dict[str, dict[str, dict[Lang, str]]] = {
+NAMES: dict[str, dict[str, tuple[str, str]]] = {
     "state": {
-        "new": {"ru": "новое", "en": "new"},
-        "in_progress": {"ru": "отправляется", "en": "in progress"},
-        "delivered": {"ru": "доставлено", "en": "delivered"},
-        "delayed": {"ru": "отложено (повтор)", "en": "delayed"},
-        "quarantined": {"ru": "в карантине", "en": "quarantined"},
-        "cancelled": {"ru": "отменено", "en": "cancelled"},
+        "new": NP_("state", "new"),
+        "in_progress": NP_("state", "in progress"),
+        "delivered": NP_("state", "delivered"),
+        "delayed": NP_("state", "delayed"),
+        "quarantined": NP_("state", "quarantined"),
+        "cancelled": NP_("state", "cancelled"),
     },
     "event": {
-        "taken": {"ru": "принято из 1С", "en": "taken"},
-        "duplicate": {"ru": "повтор из 1С (не отправляется)", "en": "duplicate"},
-        "rejected": {"ru": "не принято: ошибка в данных", "en": "rejected"},
-        "superseded": {"ru": "вытеснено более новой версией", "en": "superseded"},
-        "stale": {"ru": "устарело", "en": "stale"},
-        "sequence-gap": {"ru": "пропущена предыдущая версия", "en": "sequence gap"},
-        "leased": {"ru": "взято в отправку", "en": "leased"},
-        "taken-over": {"ru": "перехвачено другим обработчиком", "en": "taken over"},
-        "delivered": {"ru": "доставлено", "en": "delivered"},
-        "stale-at-site": {"ru": "на сайте уже новее", "en": "stale at the site"},
-        "retry-scheduled": {"ru": "назначен повтор", "en": "retry scheduled"},
-        "quarantined": {"ru": "в карантин", "en": "quarantined"},
-        "released": {"ru": "возвращено без отправки", "en": "released"},
-        "lease-expired": {"ru": "аренда истекла", "en": "lease expired"},
-        "operator-retry": {"ru": "повтор по решению оператора", "en": "operator retry"},
-        "operator-cancel": {"ru": "отмена по решению оператора", "en": "operator cancel"},
-        "not-for-this-shop": {
-            "ru": "не для этого магазина: не отправляется",
-            "en": "not for this shop",
-        },
-        "operator-prioritize": {
-            "ru": "поставлено первым по решению оператора",
-            "en": "put first by an operator",
-        },
+        "taken": NP_("event", "taken"),
+        "duplicate": NP_("event", "duplicate"),
+        "rejected": NP_("event", "rejected"),
+        "superseded": NP_("event", "superseded"),
+        "stale": NP_("event", "stale"),
+        "sequence-gap": NP_("event", "sequence gap"),
+        "leased": NP_("event", "leased"),
+        "taken-over": NP_("event", "taken over"),
+        "delivered": NP_("event", "delivered"),
+        "stale-at-site": NP_("event", "stale at the site"),
+        "retry-scheduled": NP_("event", "retry scheduled"),
+        "quarantined": NP_("event", "quarantined"),
+        "released": NP_("event", "released"),
+        "lease-expired": NP_("event", "lease expired"),
+        "operator-retry": NP_("event", "operator retry"),
+        "operator-cancel": NP_("event", "operator cancel"),
+        "not-for-this-shop": NP_("event", "not for this shop"),
+        "operator-prioritize": NP_("event", "put first by an operator"),
     },
     # The kinds of contract 3 (and EXCHANGE_KINDS's own, shown by their code).
     "kind": {
-        "price": {"ru": "цена", "en": "price"},
-        "financial_posting": {"ru": "финансовая проводка", "en": "financial posting"},
+        "price": NP_("kind", "price"),
+        "financial_posting": NP_("kind", "financial posting"),
     },
     "source": {
-        "rabbitmq": {"ru": "RabbitMQ", "en": "RabbitMQ"},
-        "redis": {"ru": "Redis Streams", "en": "Redis Streams"},
+        "rabbitmq": NP_("source", "RabbitMQ"),
+        "redis": NP_("source", "Redis Streams"),
     },
     "outcome": {
-        "staged": {"ru": "цены приняты", "en": "staged"},
-        "nothing-new": {"ru": "нового нет", "en": "nothing new"},
-        "catalogue": {"ru": "каталог (цен нет)", "en": "catalogue"},
+        "staged": NP_("outcome", "staged"),
+        "nothing-new": NP_("outcome", "nothing new"),
+        "catalogue": NP_("outcome", "catalogue"),
         # An offers file without a price to stage, an unpacked archive, a file that is not XML.
-        "nothing": {"ru": "загружать нечего", "en": "nothing to stage"},
-        "failure": {"ru": "ошибка", "en": "failure"},
-        "interrupted": {"ru": "прервано", "en": "interrupted"},
-        "working": {"ru": "идёт", "en": "working"},
+        "nothing": NP_("outcome", "nothing to stage"),
+        "failure": NP_("outcome", "failure"),
+        "interrupted": NP_("outcome", "interrupted"),
+        "working": NP_("outcome", "working"),
     },
     "held_by": {
-        "quarantine": {"ru": "карантином", "en": "the quarantine"},
-        "gap": {"ru": "пропуском версии", "en": "a gap"},
+        "quarantine": NP_("held_by", "the quarantine"),
+        "gap": NP_("held_by", "a gap"),
     },
     "reason": {
-        "invalid-contract": {"ru": "ошибка в данных", "en": "invalid data"},
-        "unsupported-schema": {"ru": "неизвестная версия схемы", "en": "unsupported schema"},
-        "unknown-kind": {"ru": "неизвестный вид", "en": "unknown kind"},
-        "version-conflict": {"ru": "разные данные одной версии", "en": "version conflict"},
-        "sequence-gap": {"ru": "пропущена версия", "en": "sequence gap"},
-        "retry-limit": {"ru": "исчерпаны попытки", "en": "retry limit"},
-        "unknown-response": {"ru": "непонятный ответ сайта", "en": "unknown response"},
-        "superseded": {"ru": "вытеснено новой версией", "en": "superseded"},
-        "stale": {"ru": "устарело", "en": "stale"},
-        "stale-at-site": {"ru": "на сайте уже новее", "en": "stale at the site"},
-        "operator": {"ru": "решение оператора", "en": "operator"},
-        "unknown-sku": {"ru": "нет такого товара в магазине", "en": "unknown SKU"},
-        "unmapped-price-type": {"ru": "вид цены не сопоставлен", "en": "unmapped price type"},
-        "shop-failure": {"ru": "магазин отказал", "en": "shop failure"},
-        "not-for-this-shop": {"ru": "не для этого магазина", "en": "not for this shop"},
-        "unroutable": {"ru": "RabbitMQ некуда доставить", "en": "unroutable"},
+        "invalid-contract": NP_("reason", "invalid data"),
+        "unsupported-schema": NP_("reason", "unsupported schema"),
+        "unknown-kind": NP_("reason", "unknown kind"),
+        "version-conflict": NP_("reason", "version conflict"),
+        "sequence-gap": NP_("reason", "sequence gap"),
+        "retry-limit": NP_("reason", "retry limit"),
+        "unknown-response": NP_("reason", "unknown response"),
+        "superseded": NP_("reason", "superseded"),
+        "stale": NP_("reason", "stale"),
+        "stale-at-site": NP_("reason", "stale at the site"),
+        "operator": NP_("reason", "operator"),
+        "unknown-sku": NP_("reason", "unknown SKU"),
+        "unmapped-price-type": NP_("reason", "unmapped price type"),
+        "shop-failure": NP_("reason", "shop failure"),
+        "not-for-this-shop": NP_("reason", "not for this shop"),
+        "unroutable": NP_("reason", "unroutable"),
     },
 }
 
@@ -462,11 +456,13 @@ def name(group: str, code: str | None, lang: Lang) -> str:
         return ""
     if group == "reason":
         if code.startswith("http-"):
-            said = {"ru": "сайт отклонил", "en": "rejected by the site"}[lang]
+            said = pgettext("reason", "rejected by the site", lang)
         else:
-            said = NAMES["reason"].get(code, {}).get(lang, "")
+            known = NAMES["reason"].get(code)
+            said = say(known, lang) if known is not None else ""
         return f"{said} ({code})" if said else code
-    return NAMES[group].get(code, {}).get(lang, code)
+    known = NAMES[group].get(code)
+    return say(known, lang) if known is not None else code
 
 
 # The service's own error texts (exchange/ops, the settings, the command line: English in the
@@ -790,10 +786,10 @@ def os_error_words(text: str, lang: Lang) -> str:
 
 # The settings' problems (pydantic's own messages and the validators' of exchange/settings) in
 # Russian; the variable's name stays as it is. One no pattern knows is shown as it is.
-_SETTINGS_PROBLEMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+_SETTINGS_PROBLEMS: tuple[tuple[re.Pattern[str], str | tuple[str, str]], ...] = tuple(
     (re.compile(pattern, re.DOTALL), message)
     for pattern, message in (
-        (r"Field required", N_("Field required")),
+        (r"Field required", NP_("a setting", "Field required")),
         (r"Extra inputs are not permitted", N_("Extra inputs are not permitted")),
         (
             r"Input should be a valid integer(, .*)?",
@@ -919,7 +915,7 @@ def settings_words(text: str, lang: Lang) -> str:
                     values["choices"] = values["choices"].replace(
                         "' or '", pgettext("a list of choices", "' or '", lang)
                     )
-                problem = _(message, lang).format(**values)
+                problem = say(message, lang).format(**values)
                 break
         said.append(named + problem)
     return "; ".join(said)
@@ -938,90 +934,98 @@ def inside_words(text: str, lang: Lang) -> str:
 # ids, names, settings and times are kept as they are; a text that matches nothing is shown as
 # it is. A detail that wraps another (``… (attempt 2 of 5)``) says the inner one in Russian too.
 _DETAILS: tuple[tuple[str, str], ...] = (
-    (r"from staging row #(?P<n>\d+)", "из строки staging_intents № {n}"),
+    (r"from staging row #(?P<n>\d+)", N_("from staging row #{n}")),
     (
         r"staging row #(?P<n>\d+) carried this message again: recorded, not sent again",
-        "строка staging_intents № {n} принесла это сообщение ещё раз: записано, повторно не "
-        "отправляется",
+        N_("staging row #{n} carried this message again: recorded, not sent again"),
     ),
-    (r"superseded by (?P<id>\S+)", "вытеснено более новой версией {id}"),
+    (r"superseded by (?P<id>\S+)", N_("superseded by {id}")),
     (
         r"version (?P<v>\d+) is at or below version (?P<d>\d+), already delivered: never sent",
-        "версия {v} не новее уже доставленной версии {d}: не отправляется",
+        N_("version {v} is at or below version {d}, already delivered: never sent"),
     ),
-    (r"version (?P<v>\d+) never arrived within (?P<t>\S+) s", "версия {v} не пришла за {t} с"),
+    (
+        r"version (?P<v>\d+) never arrived within (?P<t>\S+) s",
+        N_("version {v} never arrived within {t} s"),
+    ),
     (
         r"versions (?P<r>\S+) never arrived within (?P<t>\S+) s",
-        "версии {r} не пришли за {t} с",
+        N_("versions {r} never arrived within {t} s"),
     ),
-    (r"(?P<d>.+) \(attempt (?P<a>\d+) of (?P<m>\d+)\)", "{d*} (попытка {a} из {m})"),
-    (r"result-unknown: (?P<d>.+)", "результат неизвестен: {d*}"),
-    (r"site busy, not charged: (?P<d>.+)", "сайт перегружен, попытка не засчитана: {d*}"),
-    (r"probe failed, not charged: (?P<d>.+)", "пробная отправка не удалась, не засчитана: {d*}"),
+    (r"(?P<d>.+) \(attempt (?P<a>\d+) of (?P<m>\d+)\)", N_("{d*} (attempt {a} of {m})")),
+    (r"result-unknown: (?P<d>.+)", N_("result-unknown: {d*}")),
+    (r"site busy, not charged: (?P<d>.+)", N_("site busy, not charged: {d*}")),
+    (r"probe failed, not charged: (?P<d>.+)", N_("probe failed, not charged: {d*}")),
     (
         r"not sent: delivery paused \((?P<why>.+)\)",
-        "не отправлено: доставка приостановлена ({why})",
+        N_("not sent: delivery paused ({why})"),
     ),
-    (r"confirmed by RabbitMQ", "RabbitMQ подтвердил приём"),
-    (r"import: success(?P<t>.*)", "сайт принял пакет (success):{t}"),
+    (r"confirmed by RabbitMQ", N_("confirmed by RabbitMQ")),
+    (r"import: success(?P<t>.*)", N_("import: success{t}")),
     (
         r"read back after (?P<e>\w+): (?P<f>\w+)=(?P<v>\S+)",
-        "ответ потерян ({e}), цена прочитана с сайта: {f}={v}",
+        N_("read back after {e}: {f}={v}"),
     ),
     (
         r"(?P<d>.+); read back: the shop does not hold it, sent again",
-        "{d}; прочитано с сайта: цены там нет, отправлено снова",
+        N_("{d}; read back: the shop does not hold it, sent again"),
     ),
     (
         r"price type (?P<t>'[^']*') is mapped to null by (?P<s>\w+): left out of this shop on "
         r"purpose",
-        "вид цены {t} сопоставлен с null в {s}: в этот магазин намеренно не отправляется",
+        N_("price type {t} is mapped to null by {s}: left out of this shop on purpose"),
     ),
-    (r"price type (?P<t>'[^']*') is not mapped by (?P<s>\w+)", "вид цены {t} не сопоставлен в {s}"),
+    (
+        r"price type (?P<t>'[^']*') is not mapped by (?P<s>\w+)",
+        N_("price type {t} is not mapped by {s}"),
+    ),
     (
         r"the shop has no product or variation with SKU (?P<s>.+)",
-        "в магазине нет товара или вариации с артикулом {s}",
+        N_("the shop has no product or variation with SKU {s}"),
     ),
     (
         r"RabbitMQ returned the message as unroutable \((?P<c>[^)]*)\): no queue is bound to the "
         r"exchange (?P<x>\S+) for the routing key (?P<k>.+)",
-        "RabbitMQ вернул сообщение как недоставляемое ({c}): к обменнику {x} не привязана "
-        "очередь для ключа маршрутизации {k}",
+        N_(
+            "RabbitMQ returned the message as unroutable ({c}]*)): no queue is bound to the "
+            "exchange {x} for the routing key {k}"
+        ),
     ),
-    (r"retried by (?P<o>.+) \(was (?P<r>[^)]*)\)", "повтор: оператор {o} (причина была {r})"),
-    (r"cancelled by (?P<o>.+) \(was (?P<r>[^)]*)\)", "отмена: оператор {o} (причина была {r})"),
-    (r"put before the backlog by (?P<o>.+)", "отправить вне очереди: оператор {o}"),
+    (r"retried by (?P<o>.+) \(was (?P<r>[^)]*)\)", N_("retried by {o} (was {r}]*))")),
+    (r"cancelled by (?P<o>.+) \(was (?P<r>[^)]*)\)", N_("cancelled by {o} (was {r}]*))")),
+    (r"put before the backlog by (?P<o>.+)", N_("put before the backlog by {o}")),
     (
         r"the lease of (?P<w>\S+) had expired: result unknown; taken over by (?P<n>\S+) for "
         r"attempt (?P<a>\d+)",
-        "аренда обработчика {w} истекла, результат неизвестен; перехвачено обработчиком {n}, "
-        "попытка {a}",
+        N_("the lease of {w} had expired: result unknown; taken over by {n} for attempt {a}"),
     ),
     (
         r"the lease of (?P<w>\S+) expired during attempt (?P<a>\d+) of (?P<m>\d+); the result of "
         r"that attempt is unknown",
-        "аренда обработчика {w} истекла во время попытки {a} из {m}; результат этой попытки "
-        "неизвестен",
+        N_(
+            "the lease of {w} expired during attempt {a} of {m}; the result of that attempt is "
+            "unknown"
+        ),
     ),
-    (r"no outcome yet; leased until (?P<t>.+)", "итога ещё нет; взято в отправку до {t}"),
+    (r"no outcome yet; leased until (?P<t>.+)", N_("no outcome yet; leased until {t}")),
     # why an aggregate is held (exchange/ops/status.py, ``blocked``)
     (
         r"(?P<id>\S+) is quarantined \((?P<r>[^)]*)\): retry or cancel it",
-        "{id} в карантине ({r}): повторите или отмените его",
+        N_("{id} is quarantined ({r}]*)): retry or cancel it"),
     ),
     (
         r"(?P<id>\S+) is quarantined \((?P<r>[^)]*)\) after a gap at version (?P<v>\d+)",
-        "{id} в карантине ({r}) после пропуска версии {v}",
+        N_("{id} is quarantined ({r}]*)) after a gap at version {v}"),
     ),
     (
         r"waiting for version (?P<v>\d+) \(a gap\); (?P<id>\S+) is next",
-        "ждёт версию {v} (пропуск); следующее — {id}",
+        N_("waiting for version {v} (a gap); {id} is next"),
     ),
     # the site's refusals that pause delivery (exchange/targets/shop_api/answers.py)
-    (r"HTTP (?P<s>\d+): the site refused the token", "HTTP {s}: сайт не принял токен"),
+    (r"HTTP (?P<s>\d+): the site refused the token", N_("HTTP {s}: the site refused the token")),
     (
         r"(?P<r>invalid-contract|unknown-kind|unsupported-schema|version-conflict): (?P<d>.+)",
-        "не принято ({r}): {d*}",
+        N_("{r}: {d*}"),
     ),
 )
 
@@ -1036,241 +1040,265 @@ _BROKER_WHERE = (
 )
 _INTAKE_DETAILS: tuple[tuple[str, str], ...] = (
     # where a broker's message came from, before what is wrong with it
-    (_BROKER_WHERE + r": (?P<d>.+)", "{w*}: {d*}"),
-    (r"rabbitmq queue (?P<q>\S+)", "RabbitMQ, очередь {q}"),
-    (r"(?P<w>.+), message_id (?P<m>\S+)", "{w*}, message_id {m}"),
-    (r"(?P<w>.+), intent (?P<n>\d+)", "{w*}, запись intents[{n}]"),
+    (_BROKER_WHERE + r": (?P<d>.+)", N_("{w*}: {d*}")),
+    (r"rabbitmq queue (?P<q>\S+)", N_("rabbitmq queue {q}")),
+    (r"(?P<w>.+), message_id (?P<m>\S+)", N_("{w*}, message_id {m}")),
+    (r"(?P<w>.+), intent (?P<n>\d+)", N_("{w*}, intent {n}")),
     (
         r"redis stream (?P<s>\S+), entry (?P<e>\S+) \(no field intent: (?P<f>.*)\)",
-        "Redis, поток {s}, запись {e} (нет поля intent: {f})",
+        N_("redis stream {s}, entry {e} (no field intent: {f})"),
     ),
-    (r"redis stream (?P<s>\S+), entry (?P<e>\S+)", "Redis, поток {s}, запись {e}"),
+    (r"redis stream (?P<s>\S+), entry (?P<e>\S+)", N_("redis stream {s}, entry {e}")),
     # why a broker source does not consume (contract 15: status's cause «source»)
     (
         r"the broker cancelled the consumer \(the queue was deleted or moved\)",
-        "брокер отменил подписку (очередь удалили или перенесли)",
+        N_("the broker cancelled the consumer (the queue was deleted or moved)"),
     ),
-    (r"the queue (?P<q>.+) does not exist", "очереди {q} нет"),
-    (r"the (?:broker|server) refused the credentials", "брокер не принял логин или пароль"),
-    (r"the broker closed the connection between two pulls", "брокер закрыл соединение"),
+    (r"the queue (?P<q>.+) does not exist", N_("the queue {q} does not exist")),
+    (r"the (?:broker|server) refused the credentials", N_("the broker refused the credentials")),
+    (
+        r"the broker closed the connection between two pulls",
+        N_("the broker closed the connection between two pulls"),
+    ),
     # what a broker source refuses before reading the body (contract 15)
     (
         r"the message is (?P<n>\d+) bytes, more than EXCHANGE_SOURCE_MAX_BYTES \((?P<m>\d+)\): "
         r"not read",
-        "сообщение занимает {n} байт, больше EXCHANGE_SOURCE_MAX_BYTES ({m}): не прочитано",
+        N_("the message is {n} bytes, more than EXCHANGE_SOURCE_MAX_BYTES ({m}): not read"),
     ),
     (
         r"the entry names the field intent (?P<n>\d+) times",
-        "поле intent повторено в записи потока (раз: {n})",
+        N_("the entry names the field intent {n} times"),
     ),
     (
         r"the stream no longer holds this entry \(trimmed by MAXLEN or XTRIM while pending\)",
-        "записи больше нет в потоке (её удалили MAXLEN или XTRIM, пока она ждала подтверждения)",
+        N_("the stream no longer holds this entry (trimmed by MAXLEN or XTRIM while pending)"),
     ),
     # the body of a JSON intake's request or of a broker's message
-    (r"the body is not UTF-8 text", "тело сообщения — не текст UTF-8"),
+    (r"the body is not UTF-8 text", N_("the body is not UTF-8 text")),
     (
         r"the body nests (?P<d>\d+) levels deep, more than the (?P<m>\d+) allowed \(a payload "
         r"may nest at most (?P<p>\d+)\)",
-        "глубина вложенности тела сообщения — {d}, а допускается не больше {m} (в данных "
-        "payload — не больше {p})",
+        N_(
+            "the body nests {d} levels deep, more than the {m} allowed (a payload may nest at "
+            "most {p})"
+        ),
     ),
     (
         r"the body names key (?P<k>.+) twice in one object",
-        "в теле сообщения ключ {k} встречается в одном объекте дважды",
+        N_("the body names key {k} twice in one object"),
     ),
-    (r"the body is not JSON: (?P<e>.+)", "тело сообщения — не JSON: {e*}"),
-    (r'the body must be \{"intents": \[\.\.\.\]\}', 'тело должно иметь вид {{"intents": [...]}}'),
+    (r"the body is not JSON: (?P<e>.+)", N_("the body is not JSON: {e*}")),
+    (r'the body must be \{"intents": \[\.\.\.\]\}', N_('the body must be {"intents": [...]}')),
     (
         r'the body must be an intent, a list of intents or \{"intents": \[\.\.\.\]\}',
-        'тело сообщения должно быть одной записью, списком записей или {{"intents": [...]}}',
+        N_('the body must be an intent, a list of intents or {"intents": [...]}'),
     ),
-    (r'"intents" must be a list', "«intents» должен быть списком"),
+    (r'"intents" must be a list', N_('"intents" must be a list')),
     (
         r"the body holds more than (?P<n>\d+) arrays and objects, the most (?P<m>\d+) intents "
         r"may \((?P<p>\d+) per intent\)",
-        "в теле сообщения больше {n} массивов и объектов — больше, чем может быть в {m} "
-        "записях (по {p} на запись)",
+        N_(
+            "the body holds more than {n} arrays and objects, the most {m} intents may ({p} per "
+            "intent)"
+        ),
     ),
     (
         r"the body holds more than (?P<n>\d+) values and keys, the most (?P<m>\d+) intents "
         r"may \((?P<p>\d+) per intent\)",
-        "в теле сообщения больше {n} значений и ключей — больше, чем может быть в {m} "
-        "записях (по {p} на запись)",
+        N_(
+            "the body holds more than {n} values and keys, the most {m} intents may ({p} per "
+            "intent)"
+        ),
     ),
-    (r"the body holds no intent", "в теле сообщения нет ни одной записи"),
+    (r"the body holds no intent", N_("the body holds no intent")),
     (
         r"at most (?P<n>\d+) intents per (?:message|request), not (?P<m>\d+)",
-        "записей в одном сообщении — не больше {n}, а пришло {m}",
+        N_("at most {n} intents per message, not {m}"),
     ),
-    (r"intents\[(?P<i>\d+)\] is not an object", "intents[{i}] — не объект JSON"),
+    (r"intents\[(?P<i>\d+)\] is not an object", N_("intents[{i}] is not an object")),
     # one intent's fields (the JSON intake's shape, before the staging row's rules)
-    (r"unknown fields: (?P<f>.+)", "неизвестные поля: {f}"),
+    (r"unknown fields: (?P<f>.+)", N_("unknown fields: {f}")),
     (
         r"kind must be a string of 1 to 64 characters",
-        "kind должен быть строкой длиной от 1 до 64 символов",
+        N_("kind must be a string of 1 to 64 characters"),
     ),
     (
         r"(?P<f>\w+) must be a string of at most (?P<n>\d+) characters",
-        "{f} должен быть строкой не длиннее {n} символов",
+        N_("{f} must be a string of at most {n} characters"),
     ),
-    (r"aggregate_version must be an integer", "aggregate_version должен быть целым числом"),
+    (r"aggregate_version must be an integer", N_("aggregate_version must be an integer")),
     (
         r"payload must be a JSON object \(or its text\)",
-        "payload должен быть объектом JSON (или его текстом)",
+        N_("payload must be a JSON object (or its text)"),
     ),
     # a staging row's rules (contracts.validate)
-    (r"unreadable staging row: (?P<d>.+)", "строку staging_intents не удалось прочитать: {d;}"),
-    (r"(?P<f>\w+) is not valid UTF-8 text", "{f} — не текст в UTF-8"),
+    (r"unreadable staging row: (?P<d>.+)", N_("unreadable staging row: {d;}")),
+    (r"(?P<f>\w+) is not valid UTF-8 text", N_("{f} is not valid UTF-8 text")),
     (
         r"aggregate_version (?P<v>.+) is not a whole number",
-        "aggregate_version {v} — не целое число",
+        N_("aggregate_version {v} is not a whole number"),
     ),
-    (r"created_at (?P<v>.+) is not a time", "created_at {v} — не время"),
-    (r"kind (?P<k>.+) is not configured", "вид {k} не настроен (EXCHANGE_KINDS)"),
+    (r"created_at (?P<v>.+) is not a time", N_("created_at {v} is not a time")),
+    (r"kind (?P<k>.+) is not configured", N_("kind {k} is not configured")),
     (
         r"aggregate must be non-empty printable text",
-        "aggregate должен быть непустым текстом без управляющих символов",
+        N_("aggregate must be non-empty printable text"),
     ),
-    (r"source_ref must not contain NUL bytes", "source_ref не должен содержать байтов NUL"),
+    (r"source_ref must not contain NUL bytes", N_("source_ref must not contain NUL bytes")),
     (
         r"aggregate_version must be 1 or more, not (?P<v>\S+)",
-        "aggregate_version должен быть не меньше 1, а здесь {v}",
+        N_("aggregate_version must be 1 or more, not {v}"),
     ),
     (
         r"aggregate_version (?P<v>\S+) is not a whole number from 1 to 2\^63-1 \(BIGINT\)",
-        "aggregate_version {v} — не целое число от 1 до 2^63-1 (BIGINT)",
+        N_("aggregate_version {v} is not a whole number from 1 to 2^63-1 (BIGINT)"),
     ),
     (
         r"aggregate_version (?P<v>\S+) is not below 2\^62 \((?P<p>\d+)\): the numbers from 2\^62 "
         r"up are kept for the 1C exchange's packages",
-        "aggregate_version {v} не меньше 2^62 ({p}): номера от 2^62 и выше отведены пакетам "
-        "обмена с 1С",
+        N_(
+            "aggregate_version {v} is not below 2^62 ({p}): the numbers from 2^62 up are kept for "
+            "the 1C exchange's packages"
+        ),
     ),
     (
         r"schema_version (?P<s>.+) of kind (?P<k>.+) is not supported \(supported: (?P<l>.*)\)",
-        "версия схемы {s} вида {k} не поддерживается (поддерживаются: {l})",
+        N_("schema_version {s} of kind {k} is not supported (supported: {l})"),
     ),
     (
         r"(?P<f>\w+) contains an unpaired UTF-16 surrogate",
-        "{f} содержит непарный суррогат UTF-16 (такой текст нельзя сохранить)",
+        N_("{f} contains an unpaired UTF-16 surrogate"),
     ),
-    (r"(?P<f>\w+) must be text, not (?P<t>\w+)", "{f} должен быть текстом, а не {t}"),
+    (r"(?P<f>\w+) must be text, not (?P<t>\w+)", N_("{f} must be text, not {t}")),
     (
         r"(?P<f>\w+) is too long: (?P<n>\d+) characters, the contract allows at most (?P<m>\d+) "
         r"\(VARCHAR\((?P<v>\d+)\)\)",
-        "{f} слишком длинный: символов {n}, а контракт допускает не больше {m} (VARCHAR({v}))",
+        N_("{f} is too long: {n} characters, the contract allows at most {m} (VARCHAR({v}))"),
     ),
     (
         r"payload nests (?P<d>\d+) levels deep; the contract allows at most (?P<m>\d+)",
-        "глубина вложенности данных payload — {d}, а контракт допускает не больше {m}",
+        N_("payload nests {d} levels deep; the contract allows at most {m}"),
     ),
-    (r"payload is not valid JSON: (?P<e>.+)", "данные (payload) — некорректный JSON: {e*}"),
+    (r"payload is not valid JSON: (?P<e>.+)", N_("payload is not valid JSON: {e*}")),
     (
         r"payload must be a JSON object, not (?P<t>\w+)",
-        "данные payload должны быть объектом JSON, а не {t}",
+        N_("payload must be a JSON object, not {t}"),
     ),
     (
         r"price payload: sku (?P<s>.+), price_type (?P<t>.+) does not belong to aggregate "
         r"(?P<a>.+): one aggregate is one price, named <sku>/<price_type> \((?P<n>.+)\), or the "
         r"sku alone where a store has one price type",
-        "цена: артикул (sku) {s} с видом цены (price_type) {t} не относится к агрегату {a}: "
-        "один агрегат — одна цена, его имя <sku>/<price_type> ({n}) или только sku, если у "
-        "магазина один вид цены",
+        N_(
+            "price payload: sku {s}, price_type {t} does not belong to aggregate {a}: one "
+            "aggregate is one price, named <sku>/<price_type> ({n}), or the sku alone where a "
+            "store has one price type"
+        ),
     ),
     (  # exchange/intake/staging_store.py: one message per aggregate version
         r"version (?P<v>\d+) of (?P<k>\S+) (?P<a>.+) was already taken as (?P<m>\S+) with a "
         r"different payload",
-        "версия {v} агрегата {a} (вид: {k@}) уже принята как сообщение {m} с другими данными",
+        N_("version {v} of {k@} {a} was already taken as {m} with a different payload"),
     ),
     (  # exchange/intake/staging_store.py: an aggregate's sku and price type are fixed
         r"aggregate (?P<a>.+) is the price of sku (?P<s>.+) in price type (?P<t>.+), fixed by its "
         r"first version; this row names (?P<d>.+)\. One aggregate is one price: write this "
         r"price under aggregate (?P<w>.+) \(<sku>/<price_type>\)",
-        "агрегат {a} — цена артикула (sku) {s} с видом цены {t}, это задала его первая версия; "
-        "эта строка называет {d*}. Один агрегат — одна цена: выгружайте эту цену под агрегатом "
-        "{w} (<sku>/<price_type>)",
+        N_(
+            "aggregate {a} is the price of sku {s} in price type {t}, fixed by its first version; "
+            "this row names {d*}. One aggregate is one price: write this price under aggregate "
+            "{w} (<sku>/<price_type>)"
+        ),
     ),
     # what such a row names instead (``{d*}`` above)
     (
         r"sku (?P<g>.+?) \(not (?P<f>.+?)\) and price_type (?P<h>.+) \(not (?P<e>.+)\)",
-        "артикул (sku) {g} (а не {f}) и вид цены (price_type) {h} (а не {e})",
+        N_("sku {g} (not {f}) and price_type {h} (not {e})"),
     ),
-    (r"sku (?P<g>.+) \(not (?P<f>.+)\)", "артикул (sku) {g} (а не {f})"),
-    (r"price_type (?P<g>.+) \(not (?P<f>.+)\)", "вид цены (price_type) {g} (а не {f})"),
+    (r"sku (?P<g>.+) \(not (?P<f>.+)\)", N_("sku {g} (not {f})")),
+    (r"price_type (?P<g>.+) \(not (?P<f>.+)\)", N_("price_type {g} (not {f})")),
     (  # contract 15: one (sku, price type), one aggregate
         r"sku (?P<s>.+) in price type (?P<t>.+) belongs to aggregate (?P<o>.+), the first that "
         r"carried it; this row names it under aggregate (?P<a>.+)\. One sku in one price type "
         r"is one aggregate: write this price under aggregate (?P<w>.+)",
-        "артикул (sku) {s} с видом цены {t} принадлежит агрегату {o}, который первым его "
-        "принёс; эта строка называет его агрегатом {a}. Один товар в одном виде цены — один "
-        "агрегат: выгружайте эту цену под агрегатом {w}",
+        N_(
+            "sku {s} in price type {t} belongs to aggregate {o}, the first that carried it; this "
+            "row names it under aggregate {a}. One sku in one price type is one aggregate: write "
+            "this price under aggregate {w}"
+        ),
     ),
     (  # contract 15: within one 1C package the later offer wins
         r"повтор в пакете: a later offer of the same 1C package maps to aggregate (?P<a>.+) "
         r"too, with another price; the later one in the document wins and this one is not sent "
         r"\(two goods sharing one Артикул, or one Ид twice\)",
-        "повтор в пакете: более позднее предложение того же пакета 1С даёт тот же агрегат {a} "
-        "с другой ценой; действует более позднее по тексту файла, а это не отправляется (два "
-        "товара с одним артикулом или один Ид дважды)",
+        N_(
+            "повтор в пакете: a later offer of the same 1C package maps to aggregate {a} too, "
+            "with another price; the later one in the document wins and this one is not sent (two "
+            "goods sharing one Артикул, or one Ид twice)"
+        ),
     ),
     # each part names its field once, in Russian with the payload's key (``_field_problems``)
-    (r"price payload: (?P<p>.+)", "{p+}"),
-    (r"the row could not be checked: (?P<e>.+)", "строку не удалось проверить: {e}"),
+    (r"price payload: (?P<p>.+)", N_("price payload: {p+}")),
+    (r"the row could not be checked: (?P<e>.+)", N_("the row could not be checked: {e}")),
     # what Python's JSON parser says (json.decoder), and the contract's own JSON rules
     (
         r"(?P<m>.+): line (?P<l>\d+) column (?P<c>\d+) \(char (?P<p>\d+)\)",
-        "{m*}: строка {l}, позиция {c} (символ № {p})",
+        N_("{m*}: line {l} column {c} (char {p})"),
     ),
-    (r"Expecting value", "ожидалось значение"),
+    (r"Expecting value", N_("Expecting value")),
     (
         r"Expecting property name enclosed in double quotes",
-        "ожидалось имя ключа в двойных кавычках",
+        N_("Expecting property name enclosed in double quotes"),
     ),
-    (r"Expecting ':' delimiter", "ожидалось «:»"),
-    (r"Expecting ',' delimiter", "ожидалась «,»"),
-    (r"Unterminated string starting at", "строка не закрыта кавычкой; она начинается"),
-    (r"Invalid control character at", "недопустимый управляющий символ"),
-    (r"Invalid \\escape", "недопустимая последовательность с \\"),
-    (r"Invalid \\uXXXX escape", "недопустимая последовательность \\uXXXX"),
-    (r"Extra data", "лишние данные после JSON"),
-    (r"Illegal trailing comma before end of (?:object|array)", "лишняя запятая перед концом"),
-    (r"key (?P<k>.+) appears twice in one object", "ключ {k} встречается в одном объекте дважды"),
+    (r"Expecting ':' delimiter", N_("Expecting ':' delimiter")),
+    (r"Expecting ',' delimiter", N_("Expecting ',' delimiter")),
+    (r"Unterminated string starting at", N_("Unterminated string starting at")),
+    (r"Invalid control character at", N_("Invalid control character at")),
+    (r"Invalid \\escape", N_("Invalid \\escape")),
+    (r"Invalid \\uXXXX escape", N_("Invalid \\uXXXX escape")),
+    (r"Extra data", N_("Extra data")),
+    (
+        r"Illegal trailing comma before end of (?:object|array)",
+        N_("Illegal trailing comma before end of object"),
+    ),
+    (r"key (?P<k>.+) appears twice in one object", N_("key {k} appears twice in one object")),
     (
         r"(?P<n>\S+) is not a number the contract allows",
-        "{n} — число, которое контракт не допускает",
+        N_("{n} is not a number the contract allows"),
     ),
 )
 # The parts of a price payload's refusal ("price: must be …; currency: must be …"): a field,
 # then what is wrong with its value (contracts.py's checks and pydantic's own words).
 _FIELD_PROBLEMS: tuple[tuple[str, str], ...] = (
-    (r"must be a string", "значение должно быть строкой"),
-    (r"must not contain control characters", "значение не должно содержать управляющих символов"),
-    (r"must be 1 to 100 characters", "значение должно быть длиной от 1 до 100 символов"),
+    (r"must be a string", N_("must be a string")),
+    (r"must not contain control characters", N_("must not contain control characters")),
+    (r"must be 1 to 100 characters", N_("must be 1 to 100 characters")),
     (
         r"must be three upper-case letters, e\.g\. RUB",
-        "значение должно состоять из трёх заглавных латинских букв, например RUB",
+        N_("must be three upper-case letters, e.g. RUB"),
     ),
     (
         r'must be a decimal string such as "840\.00" or a JSON number',
-        'значение должно быть десятичным числом в строке, например "840.00", или числом JSON',
+        N_('must be a decimal string such as "840.00" or a JSON number'),
     ),
-    (r"must be written without an exponent", "число записывается без экспоненты (не 1e3, а 1000)"),
+    (r"must be written without an exponent", N_("must be written without an exponent")),
     (
         r'must be a plain decimal such as "840\.00" \(ASCII digits and at most one point; no '
         r"spaces, line breaks, '\+' or other characters\), not (?P<v>.+)",
-        'значение должно быть простым десятичным числом, например "840.00" (цифры и не больше '
-        "одной точки; без пробелов, переносов строк, «+» и других знаков), а здесь {v}",
+        N_(
+            'must be a plain decimal such as "840.00" (ASCII digits and at most one point; no '
+            "spaces, line breaks, '+' or other characters), not {v}"
+        ),
     ),
-    (r"must be a plain decimal", "значение должно быть простым десятичным числом"),
-    (r"must be finite", "число должно быть конечным"),
-    (r"must be at least 0 and below 10\^12", "значение должно быть от 0 и меньше 10^12"),
+    (r"must be a plain decimal", N_("must be a plain decimal")),
+    (r"must be finite", N_("must be finite")),
+    (r"must be at least 0 and below 10\^12", N_("must be at least 0 and below 10^12")),
     (
         r"must have at most (?P<n>\d+) decimal places",
-        "знаков после запятой — не больше {n}",
+        N_("must have at most {n} decimal places"),
     ),
-    (r"is not a field of this schema", "такого поля в схеме нет"),
-    (r"Field required", "обязательное поле отсутствует"),
+    (r"is not a field of this schema", N_("is not a field of this schema")),
+    (r"Field required", N_("Field required")),
 )
 _FIELD_PROBLEMS_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _FIELD_PROBLEMS)
 _DETAILS_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _DETAILS + _INTAKE_DETAILS)
@@ -1295,10 +1323,10 @@ def _field_problems(text: str) -> str:
         field, colon, problem = part.partition(": ")
         if not colon or " " in field:
             field, problem = "", part
-        for pattern, russian in _FIELD_PROBLEMS_RE:
+        for pattern, message in _FIELD_PROBLEMS_RE:
             found = pattern.fullmatch(problem)
             if found:
-                problem = russian.format(**found.groupdict())
+                problem = _(message, "ru").format(**found.groupdict())
                 break
         if not field:
             named = "цена"
@@ -1315,9 +1343,10 @@ def detail_words(text: str) -> str:
     in Russian in turn; a ``{name;}`` details apart by "; "; a ``{name+}`` a list of a
     payload's field problems; a ``{name@}`` a kind, by its Russian name); one that matches
     nothing as it is."""
-    for pattern, russian in _DETAILS_RE:
+    for pattern, message in _DETAILS_RE:
         found = pattern.fullmatch(text)
         if found:
+            russian = _(message, "ru")
             values = dict(found.groupdict())
             for key in list(values):
                 if "{" + key + "*}" in russian:
@@ -1362,131 +1391,133 @@ _ONEC_WHOLE: tuple[tuple[str, str], ...] = (
     (
         r"the 1C exchange is closed: EXCHANGE_1C_USER and EXCHANGE_1C_PASSWORD are not set on "
         r"the service",
-        "Обмен с 1С закрыт: на сервисе не заданы EXCHANGE_1C_USER и EXCHANGE_1C_PASSWORD.",
+        N_(
+            "the 1C exchange is closed: EXCHANGE_1C_USER and EXCHANGE_1C_PASSWORD are not set on "
+            "the service"
+        ),
     ),
-    (r"unknown exchange type (?P<t>.*)", "Неизвестный тип обмена {t}."),
+    (r"unknown exchange type (?P<t>.*)", N_("unknown exchange type {t}")),
     (
         r"not authorized: wrong user or password, or no session \(checkauth\)",
-        "Ошибка авторизации. Неверное имя пользователя или пароль, или сеанс не начат (checkauth).",
+        N_("not authorized: wrong user or password, or no session (checkauth)"),
     ),
     (
         r"wrong user or password \(HTTP Basic\)",
-        "Ошибка авторизации. Неверное имя пользователя или пароль.",
+        N_("wrong user or password (HTTP Basic)"),
     ),
     (
         r"too many wrong passwords from this address: try again in (?P<s>\d+) s",
-        "Слишком много неверных паролей с этого адреса: повторите через {s} с.",
+        N_("too many wrong passwords from this address: try again in {s} s"),
     ),
-    (r"unknown mode (?P<m>.*)", "Неизвестная команда {m}."),
-    (r"nothing to deactivate: prices only", "Деактивировать нечего: сервис принимает только цены."),
-    (_N + r" bytes of " + _F + r" received", "Файл {f}: принято байт: {n}."),
-    (r"upload of " + _F + r" failed", "Загрузка файла {f} не удалась: пришлите его снова."),
+    (r"unknown mode (?P<m>.*)", N_("unknown mode {m}")),
+    (r"nothing to deactivate: prices only", N_("nothing to deactivate: prices only")),
+    (_N + r" bytes of " + _F + r" received", N_("{n} bytes of {f} received")),
+    (r"upload of " + _F + r" failed", N_("upload of {f} failed")),
     (
         r"upload of " + _F + r" was cut short: (?P<got>\d+) of (?P<want>\d+) bytes",
-        "Загрузка файла {f} прервана: получено {got} байт из {want}.",
+        N_("upload of {f} was cut short: {got} of {want} bytes"),
     ),
     (
         _F + r" is being imported: send it later",
-        "Файл {f} ещё загружается в базу: пришлите его позже.",
+        N_("{f} is being imported: send it later"),
     ),
     (
         r"a part of " + _F + r" is larger than file_limit=(?P<n>\d+) bytes \(init announced it\)",
-        "Часть файла {f} больше file_limit={n} байт, объявленного при init.",
+        N_("a part of {f} is larger than file_limit={n} bytes (init announced it)"),
     ),
-    (r"file " + _F + r" is larger than (?P<n>\d+) bytes", "Файл {f} больше {n} байт."),
+    (r"file " + _F + r" is larger than (?P<n>\d+) bytes", N_("file {f} is larger than {n} bytes")),
     (
         r"reading " + _F + r": " + _N + r" offers so far",
-        "Идёт чтение {f}: прочитано предложений: {n}.",
+        N_("reading {f}: {n} offers so far"),
     ),
     (
         r"the service's database is unavailable: (?P<e>.*)",
-        "База данных сервиса недоступна, повторите обмен позже ({e}).",
+        N_("the service's database is unavailable: {e}"),
     ),
-    (r"internal error: (?P<e>.*)", "Внутренняя ошибка сервиса ({e}): сообщите администратору."),
-    (r"archive unpacked", "Архив распакован."),
-    (r"not an XML file: accepted and dropped", "Не файл XML: принят и пропущен."),
+    (r"internal error: (?P<e>.*)", N_("internal error: {e}")),
+    (r"archive unpacked", N_("archive unpacked")),
+    (r"not an XML file: accepted and dropped", N_("not an XML file: accepted and dropped")),
     (
         r"file " + _F + r" was not uploaded in this exchange",
-        "Файл {f} не загружался в этом обмене.",
+        N_("file {f} was not uploaded in this exchange"),
     ),
-    (r"exchange complete", "Обмен завершён."),
-    (r"orders are not imported by this service", "Заказы этот сервис не принимает."),
-    (r"no orders here", "Заказов нет."),
+    (r"exchange complete", N_("exchange complete")),
+    (r"orders are not imported by this service", N_("orders are not imported by this service")),
+    (r"no orders here", N_("no orders here")),
     (
         r"this file was staged before \(package version (?P<v>\d+)\): nothing new",
-        "Этот файл уже был принят (пакет № {v}): нового нет.",
+        N_("this file was staged before (package version {v}): nothing new"),
     ),
     (
         r"not a CommerceML offers or catalogue file: nothing to read",
-        "Это не файл предложений или каталога CommerceML: читать нечего.",
+        N_("not a CommerceML offers or catalogue file: nothing to read"),
     ),
     (
         r"catalogue read: (?P<t>\d+) price types, (?P<a>\d+) articles kept",
-        "Каталог прочитан: видов цен: {t}, артикулов запомнено: {a}.",
+        N_("catalogue read: {t} price types, {a} articles kept"),
     ),
     (
         r"no price of a mapped type: the file has (?P<found>.*); map them in "
         r"EXCHANGE_1C_PRICE_TYPES",
-        "В файле нет цен сопоставленных видов. Виды цен в файле: {found}; укажите нужные в "
-        "EXCHANGE_1C_PRICE_TYPES.",
+        N_("no price of a mapped type: the file has {found}; map them in EXCHANGE_1C_PRICE_TYPES"),
     ),
     (
         r"not well-formed XML at line (?P<l>\d+), column (?P<c>\d+): (?P<e>.*)",
-        "Файл не является правильным XML: строка {l}, позиция {c} ({e}).",
+        N_("not well-formed XML at line {l}, column {c}: {e}"),
     ),
     (
         r"not a CommerceML file: the root element is <(?P<r>[^>]*)>, not <(?P<root>[^>]*)>",
-        "Это не файл CommerceML: корневой элемент <{r}>, а не <{root}>.",
+        N_("not a CommerceML file: the root element is <{r}>, not <{root}>"),
     ),
-    (r"the file is empty", "Файл пуст."),
-    (r"the file has no root element", "В файле нет корневого элемента."),
+    (r"the file is empty", N_("the file is empty")),
+    (r"the file has no root element", N_("the file has no root element")),
     (
         r"no root element in the first " + _N + r" bytes of the file",
-        "В первых {n} байтах файла нет корневого элемента.",
+        N_("no root element in the first {n} bytes of the file"),
     ),
     (
         r"a document type declaration \(DTD\) is not allowed in a CommerceML file",
-        "Объявление типа документа (DTD) в файле CommerceML не допускается.",
+        N_("a document type declaration (DTD) is not allowed in a CommerceML file"),
     ),
     (
         r"entity declarations are not allowed in a CommerceML file",
-        "Объявления сущностей в файле CommerceML не допускаются.",
+        N_("entity declarations are not allowed in a CommerceML file"),
     ),
     (
         r"external entities are not allowed in a CommerceML file",
-        "Внешние сущности в файле CommerceML не допускаются.",
+        N_("external entities are not allowed in a CommerceML file"),
     ),
-    (r"elements nested deeper than " + _N, "Элементы вложены глубже {n} уровней."),
-    (r"the file is nested too deeply", "Элементы файла вложены слишком глубоко."),
+    (r"elements nested deeper than " + _N, N_("elements nested deeper than {n}")),
+    (r"the file is nested too deeply", N_("the file is nested too deeply")),
     (
         r"a text node longer than " + _N + r" characters in <(?P<e>[^>]*)>",
-        "Текст в элементе <{e}> длиннее {n} символов.",
+        N_("a text node longer than {n} characters in <{e}>"),
     ),
     (
         r"more than " + _N + r" comments or processing instructions in the file",
-        "В файле больше {n} комментариев или инструкций обработки.",
+        N_("more than {n} comments or processing instructions in the file"),
     ),
     (
         r"a text longer than " + _N + r" bytes with no element in it",
-        "Текст длиннее {n} байт без единого элемента внутри.",
+        N_("a text longer than {n} bytes with no element in it"),
     ),
     (
         r"more than " + _N + r" fields in one <(?P<e>[^>]*)>",
-        "В одном элементе <{e}> больше {n} полей.",
+        N_("more than {n} fields in one <{e}>"),
     ),
-    (r"file name " + _F + r" is not allowed", "Имя файла {f} не допускается."),
+    (r"file name " + _F + r" is not allowed", N_("file name {f} is not allowed")),
     (
         r"file name " + _F + r" holds a control character: not allowed",
-        "Имя файла {f} содержит управляющий символ: не допускается.",
+        N_("file name {f} holds a control character: not allowed"),
     ),
     (
         r"file name " + _F + r" is an absolute path: not allowed",
-        "Имя файла {f} — абсолютный путь: не допускается.",
+        N_("file name {f} is an absolute path: not allowed"),
     ),
-    (r"file name " + _F + r" names no file", "Имя файла {f} не называет файл."),
+    (r"file name " + _F + r" names no file", N_("file name {f} names no file")),
     (
         r"file name " + _F + r" leaves the exchange's folder: not allowed",
-        "Имя файла {f} ведёт за пределы папки обмена: не допускается.",
+        N_("file name {f} leaves the exchange's folder: not allowed"),
     ),
     (
         r"file name "
@@ -1494,108 +1525,118 @@ _ONEC_WHOLE: tuple[tuple[str, str], ...] = (
         + r" is too long: a folder or file name may hold at most "
         + _N
         + r" bytes",
-        "Имя файла {f} слишком длинное: имя папки или файла — не больше {n} байт.",
+        N_("file name {f} is too long: a folder or file name may hold at most {n} bytes"),
     ),
-    (r"file name " + _F + r" is reserved", "Имя файла {f} занято сервисом."),
-    (r"file name " + _F + r" is not allowed: (?P<e>.*)", "Имя файла {f} не допускается ({e})."),
+    (r"file name " + _F + r" is reserved", N_("file name {f} is reserved")),
+    (r"file name " + _F + r" is not allowed: (?P<e>.*)", N_("file name {f} is not allowed: {e}")),
     (
         r"archive member " + _F + r" is a link: not allowed",
-        "Файл архива {f} — ссылка: не допускается.",
+        N_("archive member {f} is a link: not allowed"),
     ),
     (
         _F + r" holds more than " + _N + r" XML files: not unpacked",
-        "В архиве {f} больше {n} файлов XML: не распакован.",
+        N_("{f} holds more than {n} XML files: not unpacked"),
     ),
     (
         r"archive member " + _F + r" expands more than (?P<r>\S+) times",
-        "Файл архива {f} распаковывается больше чем в {r} раз.",
+        N_("archive member {f} expands more than {r} times"),
     ),
     (
         r"the archive unpacks to more than " + _N + r" bytes",
-        "Архив распаковывается больше чем в {n} байт.",
+        N_("the archive unpacks to more than {n} bytes"),
     ),
     (
         r"this package was formed at (?P<a>.+?), before a package formed at (?P<b>.+?) already "
         r"staged \(version (?P<v>\d+)\): an older package never overwrites a newer one; "
         r"nothing staged\. Run the exchange again to send the current prices",
-        "Пакет сформирован {a}, раньше уже принятого пакета, сформированного {b} (версия {v}): "
-        "более старый пакет не заменяет более новый, ничего не записано. Запустите обмен ещё "
-        "раз, чтобы выгрузить текущие цены.",
+        N_(
+            "this package was formed at {a}, before a package formed at {b} already staged "
+            "(version {v}): an older package never overwrites a newer one; nothing staged. Run "
+            "the exchange again to send the current prices"
+        ),
     ),
-    (_F + r" is not a zip archive: (?P<e>.*)", "{f} — не архив zip ({e})."),
+    (_F + r" is not a zip archive: (?P<e>.*)", N_("{f} is not a zip archive: {e}")),
     (
         _F + r" holds the file (?P<m>.+) twice \(names compared without case\): not unpacked",
-        "В архиве {f} файл {m} встречается дважды (имена сравниваются без учёта регистра): "
-        "архив не распакован.",
+        N_("{f} holds the file {m} twice (names compared without case): not unpacked"),
     ),
     (
         _F + r" holds more than " + _N + r" files: not unpacked",
-        "В архиве {f} больше {n} файлов: не распакован.",
+        N_("{f} holds more than {n} files: not unpacked"),
     ),
     (
         _F + r"'s list of files is larger than " + _N + r" bytes: not unpacked",
-        "Оглавление архива {f} больше {n} байт: не распакован.",
+        N_("{f}'s list of files is larger than {n} bytes: not unpacked"),
     ),
     (
         _F + r" is damaged: its data does not unpack",
-        "Архив {f} повреждён: его данные не распаковываются.",
+        N_("{f} is damaged: its data does not unpack"),
     ),
     (
         _F + r" is damaged: its list of files lies past its end",
-        "Архив {f} повреждён: его оглавление указывает за конец файла.",
+        N_("{f} is damaged: its list of files lies past its end"),
     ),
     (
         _F + r" holds a file name that is not valid UTF-8",
-        "В архиве {f} есть имя файла, записанное не в UTF-8.",
+        N_("{f} holds a file name that is not valid UTF-8"),
     ),
 )
 _ONEC_PARTS: tuple[tuple[str, str], ...] = (
     (
         _N + r" prices staged from (?P<m>\d+) offers",
-        "Принято цен: {n} (предложений: {m})",
+        N_("{n} prices staged from {m} offers"),
     ),
     (
         _N + r" of unmapped price types not sent \((?P<names>.*)\)",
-        "не отправлено цен несопоставленных видов: {n} ({names})",
+        N_("{n} of unmapped price types not sent ({names})"),
     ),
     (
         _N + r" not sent: not of the base unit \((?P<why>.*)\)",
-        "не отправлено цен не за базовую единицу: {n} ({why})",
+        N_("{n} not sent: not of the base unit ({why})"),
     ),
     (
         _N + r" offers without prices: nothing to send",
-        "предложений без цен: {n} (отправлять нечего)",
+        N_("{n} offers without prices: nothing to send"),
     ),
     (
         _N + r" offers without an article: their (?P<m>\d+) prices not sent \(quarantined\)",
-        "предложений без артикула: {n}, их цены не отправлены: {m} (в карантине)",
+        N_("{n} offers without an article: their {m} prices not sent (quarantined)"),
     ),
     (
         _N + r" offers with more than (?P<m>\d+) prices not sent \(invalid-contract\)",
-        "не отправлено предложений, у которых больше {m} цен: {n} (invalid-contract)",
+        N_("{n} offers with more than {m} prices not sent (invalid-contract)"),
     ),
     (
         _N + r" prices not sent: the offer's id or article is longer than (?P<m>\d+) "
         r"characters \(invalid-contract\)",
-        "не отправлено цен, у которых Ид или артикул предложения длиннее {m} символов: {n} "
-        "(invalid-contract)",
+        N_(
+            "{n} prices not sent: the offer's id or article is longer than {m} characters "
+            "(invalid-contract)"
+        ),
     ),
     (
         _N + r" prices repeated in the package not sent: a later offer maps to the same "
         r"aggregate \(invalid-contract\)",
-        "не отправлено цен, повторённых в пакете: {n} (повтор в пакете: действует более "
-        "позднее предложение того же товара и вида цены; invalid-contract)",
+        N_(
+            "{n} prices repeated in the package not sent: a later offer maps to the same "
+            "aggregate (invalid-contract)"
+        ),
     ),
     (
         _N + r" prices not sent: an unknown currency or a price that is not a decimal "
         r"\(invalid-contract\)",
-        "не отправлено цен с неизвестной валютой или ценой не числом: {n} (invalid-contract)",
+        N_(
+            "{n} prices not sent: an unknown currency or a price that is not a decimal "
+            "(invalid-contract)"
+        ),
     ),
     (
         _N + r" prices not sent: their sku and price type belong to another aggregate "
         r"\(invalid-contract\)",
-        "не отправлено цен, чей товар и вид цены уже принадлежат другому агрегату: {n} "
-        "(одна пара «товар, вид цены» — один агрегат; invalid-contract)",
+        N_(
+            "{n} prices not sent: their sku and price type belong to another aggregate "
+            "(invalid-contract)"
+        ),
     ),
 )
 _ONEC_WHOLE_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _ONEC_WHOLE)
@@ -1605,17 +1646,17 @@ _ONEC_PARTS_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _ONEC_PARTS)
 def onec_words(text: str) -> str:
     """A text of the service as 1C's administrator reads it, in Russian (contract 9a); a text
     no pattern knows is kept as it is (a failure is still told, never hidden)."""
-    for pattern, russian in _ONEC_WHOLE_RE:
+    for pattern, message in _ONEC_WHOLE_RE:
         found = pattern.fullmatch(text)
         if found:
-            return russian.format(**found.groupdict())
+            return _(message, "ru").format(**found.groupdict())
     parts = text.split("; ")
     said = []
     for part in parts:
-        for pattern, russian in _ONEC_PARTS_RE:
+        for pattern, message in _ONEC_PARTS_RE:
             found = pattern.fullmatch(part)
             if found:
-                said.append(russian.format(**found.groupdict()))
+                said.append(_(message, "ru").format(**found.groupdict()))
                 break
         else:
             said.append(part)
