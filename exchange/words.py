@@ -933,6 +933,8 @@ def inside_words(text: str, lang: Lang) -> str:
 # the message page says them in Russian. What a shop or a site answered (after "HTTP 422: "),
 # ids, names, settings and times are kept as they are; a text that matches nothing is shown as
 # it is. A detail that wraps another (``… (attempt 2 of 5)``) says the inner one in Russian too.
+# Each pattern stands beside its English message (N_), as in every table below; the Russian is
+# in the catalog (exchange/locale/ru/LC_MESSAGES/exchange.po, docs/translations.md).
 _DETAILS: tuple[tuple[str, str], ...] = (
     (r"from staging row #(?P<n>\d+)", N_("from staging row #{n}")),
     (
