@@ -207,8 +207,10 @@ def prioritize_command(
                 note=note,
                 now=SystemClock().now(),
             )
+    first = _("first in line: {message_id}", cli_lang())
     for message_id in chosen:
-        out.print(f"first in line: {message_id}", markup=False, highlight=False, soft_wrap=True)
+        said = first.format(message_id=message_id)
+        out.print(said, markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_found(rows: list[dict[str, Any]], zone: str, lang: Lang = "en") -> None:

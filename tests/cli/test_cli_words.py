@@ -423,3 +423,16 @@ def test_the_short_secret_warning_is_a_console_message_in_the_persons_language(
         "warning: EXCHANGE_SITE_TOKEN is shorter than 8 characters: ask the shop for a longer one"
         in english.stderr
     ), describe(english)
+
+
+@SQLITE_ONLY
+def test_prioritize_says_what_goes_first_in_russian(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    """``prioritize``'s line for each message put first is Russian under a Russian locale, the
+    id as it is."""
+    said = cli(
+        "prioritize", scenario.doc1_v2, "--note", "срочно", db=db_url, env=RUSSIAN["LANG=ru_RU"]
+    )
+    assert said.returncode == 0, describe(said)
+    assert f"первым в очереди: {scenario.doc1_v2}" in said.stdout, describe(said)
