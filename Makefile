@@ -37,7 +37,7 @@ lint: $(BIN)/.installed
 # changed ones fuzzy: a translator's turn), and compile the .mo files the wheel carries.
 # tests/test_i18n.py fails until every message has its Russian and the .mo files are compiled.
 catalogs: $(BIN)/.installed
-	$(BIN)/pybabel extract -F babel.cfg -k N_ -k ngettext:1,2 --no-location --sort-output \
+	$(BIN)/pybabel extract -F babel.cfg -k N_ -k NP_:1c,2 -k ngettext:1,2 --no-location --sort-output \
 		--project exchange --omit-header -o exchange/locale/exchange.pot .
 	$(BIN)/pybabel update -i exchange/locale/exchange.pot -d exchange/locale -D exchange \
 		--ignore-obsolete --ignore-pot-creation-date

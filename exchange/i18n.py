@@ -16,7 +16,8 @@ In the code a message is marked so that the extractor finds it:
 - ``pgettext("quarantine list column", "since", lang)``: a short message whose Russian
   depends on where it is said;
 - ``N_("Quarantine")``: marked only, translated later with ``_(text, lang)`` (a table of
-  labels defined at import time).
+  labels defined at import time); ``NP_("any_kind", "any")`` the same with a context, both
+  translated with ``say(marked, lang)``.
 
 What stays English whatever the language (contract 15): ``--json``, log lines, codes (a reason
 such as ``http-422``, the JSON intake's ``status``/``reason``).
@@ -64,6 +65,20 @@ def pgettext(context: str, message: str, lang: Lang) -> str:
 def N_(message: str) -> str:
     """Marks ``message`` for the extractor; translate it where it is shown, ``_(text, lang)``."""
     return message
+
+
+def NP_(context: str, message: str) -> tuple[str, str]:
+    """Marks ``message`` said in ``context`` (where the same English needs different Russian:
+    «любой» and «любая» for "any"); translate it where it is shown, ``say(marked, lang)``."""
+    return (context, message)
+
+
+def say(marked: str | tuple[str, str], lang: Lang) -> str:
+    """A message marked at import time, with ``N_`` or ``NP_``, in ``lang``."""
+    if isinstance(marked, tuple):
+        context, message = marked
+        return str(translations(lang).pgettext(context, message))
+    return translations(lang).gettext(marked)
 
 
 def ngettext(singular: str, plural: str, count: int | float | Decimal, lang: Lang) -> str:

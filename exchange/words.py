@@ -2,432 +2,300 @@
 
 Every label a page shows comes from here, and every text of the service's own (an error, a
 history detail, a 1C exchange's outcome) is said in Russian here, for the pages and the reports
-alike (``error_words``); below the web and the report, above only the domain. A key missing
-from one language is a test failure (``tests/web/test_workbench.py``), never an English word on
-a Russian page.
+alike (``error_words``); below the web and the report, above only the domain. The labels are
+English messages marked for the catalog (``N_``; ``NP_`` where the same English needs different
+Russian), their Russian in ``exchange/locale/ru/LC_MESSAGES/exchange.po`` beside every other
+message: a translator edits one file (docs/translations.md). A label without its Russian is a
+test failure (``tests/test_i18n.py``), never an English word on a Russian page.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from decimal import Decimal, InvalidOperation
 
 from babel.numbers import format_currency, format_decimal
 
+from exchange.i18n import LANGS, N_, NP_, _, ngettext, pgettext, say
 from exchange.i18n import Lang as Lang  # the pages name it from here
-from exchange.i18n import ngettext
 
-WORDS: dict[str, dict[Lang, str]] = {
-    "title": {"ru": "Обмен с сайтом", "en": "Site exchange"},
-    "dashboard": {"ru": "Сводка", "en": "Dashboard"},
-    "quarantine": {"ru": "Карантин", "en": "Quarantine"},
-    "find": {"ru": "Поиск", "en": "Find"},
-    "blocked": {"ru": "Заблокированные", "en": "Blocked"},
-    "exchanges": {"ru": "Обмены 1С", "en": "1C exchanges"},
-    "export": {"ru": "Выгрузка", "en": "Export"},
-    "sign_in": {"ru": "Войти", "en": "Sign in"},
-    "sign_out": {"ru": "Выйти", "en": "Sign out"},
-    "name": {"ru": "Имя", "en": "Name"},
-    "password": {"ru": "Пароль", "en": "Password"},
-    "bad_login": {"ru": "Неверное имя или пароль", "en": "Wrong name or password"},
-    "login_wait": {
-        "ru": "Слишком много попыток входа: повторите через {seconds} с",
-        "en": "Too many sign-in attempts: try again in {seconds} s",
-    },
-    "signed_in_as": {"ru": "Вы вошли как", "en": "Signed in as"},
-    "role_viewer": {"ru": "наблюдатель", "en": "viewer"},
-    "role_operator": {"ru": "оператор", "en": "operator"},
-    "figures": {"ru": "Показатели", "en": "Figures"},
-    "new_messages": {"ru": "Новые сообщения", "en": "New messages"},
-    "held": {"ru": "Ждут за карантином", "en": "Held behind the quarantine"},
-    "oldest": {"ru": "Старейшее недоставленное", "en": "Oldest undelivered"},
-    "error_share": {"ru": "Доля ошибок (15 мин)", "en": "Error share (15 min)"},
-    "rate": {"ru": "Доставка в минуту (15 мин)", "en": "Delivered per minute (15 min)"},
-    "last_day": {
-        "ru": "Последние 24 часа: доставлено (зелёный) и неудачные попытки (красный) по часам",
-        "en": "The last 24 hours: delivered (green) and failed attempts (red) per hour",
-    },
-    "by_state": {"ru": "Сообщения по состояниям", "en": "Messages by state"},
-    "state": {"ru": "Состояние", "en": "State"},
-    "count": {"ru": "Количество", "en": "Count"},
-    "workers": {"ru": "Обработчики", "en": "Workers"},
-    "nothing_delivered": {
-        "ru": "Ничего не доставляется: работа ждёт, а ни один обработчик не работает "
-        "(запущен ли exchange run?)",
-        "en": "Nothing is being delivered: work waits and no worker is live "
-        "(is exchange run running?)",
-    },
+_WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
+    "title": N_("Site exchange"),
+    "dashboard": N_("Dashboard"),
+    "quarantine": N_("Quarantine"),
+    "find": N_("Find"),
+    "blocked": N_("Blocked"),
+    "exchanges": N_("1C exchanges"),
+    "export": N_("Export"),
+    "sign_in": N_("Sign in"),
+    "sign_out": N_("Sign out"),
+    "name": N_("Name"),
+    "password": N_("Password"),
+    "bad_login": N_("Wrong name or password"),
+    "login_wait": N_("Too many sign-in attempts: try again in {seconds} s"),
+    "signed_in_as": N_("Signed in as"),
+    "role_viewer": N_("viewer"),
+    "role_operator": N_("operator"),
+    "figures": N_("Figures"),
+    "new_messages": N_("New messages"),
+    "held": N_("Held behind the quarantine"),
+    "oldest": N_("Oldest undelivered"),
+    "error_share": N_("Error share (15 min)"),
+    "rate": N_("Delivered per minute (15 min)"),
+    "last_day": N_("The last 24 hours: delivered (green) and failed attempts (red) per hour"),
+    "by_state": N_("Messages by state"),
+    "state": N_("State"),
+    "count": N_("Count"),
+    "workers": N_("Workers"),
+    "nothing_delivered": N_(
+        "Nothing is being delivered: work waits and no worker is live (is exchange run running?)"
+    ),
     # Work younger than the live window (max(lease, 3 x poll), contract 6) with no worker: a
     # worker's next poll away, not yet a cause; said in amber, never «нет работы».
-    "no_live_worker_waits": {
-        "ru": "Ни один обработчик сейчас не работает, а работа ждёт доставки: её возьмёт "
-        "первый запущенный обработчик (запущен ли exchange run?). Если за {seconds} с ни один "
-        "не начнёт, это станет причиной для внимания",
-        "en": "No worker is live now, and work waits for delivery: the first worker to start "
-        "takes it (is exchange run running?). If none starts within {seconds} s, it becomes "
-        "a cause",
-    },
-    "nothing_needs_yet": {
-        "ru": "Пока ничего не требует внимания: работа ждёт обработчика меньше {seconds} с.",
-        "en": "Nothing needs a person yet: work has waited for a worker under {seconds} s.",
-    },
-    "no_live_worker_idle": {
-        "ru": "Ни один обработчик сейчас не работает; работы, ждущей доставки, нет.",
-        "en": "No worker is live now; no work waits for delivery.",
-    },
+    "no_live_worker_waits": N_(
+        "No worker is live now, and work waits for delivery: the first worker to start takes it "
+        "(is exchange run running?). If none starts within {seconds} s, it becomes a cause"
+    ),
+    "nothing_needs_yet": N_(
+        "Nothing needs a person yet: work has waited for a worker under {seconds} s."
+    ),
+    "no_live_worker_idle": N_("No worker is live now; no work waits for delivery."),
     # Said in the operator's pause banner too: both facts, the pause and no worker (the fresh
     # review: only the pause showed).
-    "no_live_worker_too": {
-        "ru": "Ни один обработчик сейчас не работает: и после возобновления доставлять будет "
-        "некому (запущен ли exchange run?)",
-        "en": "No worker is live now: even after resuming, nothing will deliver "
-        "(is exchange run running?)",
-    },
-    "token_refused": {
-        "ru": "Доставка остановлена: сайт не принял токен",
-        "en": "Delivery paused: the site refused the token",
-    },
-    "needs_person": {"ru": "Требует внимания", "en": "Needs a person"},
-    "nothing_needs": {"ru": "Ничего не требует внимания.", "en": "Nothing needs a person."},
-    "untaken": {"ru": "Получено из 1С, ещё не взято", "en": "Received from 1C, not taken yet"},
-    "untaken_oldest": {"ru": "старейшее ждёт {age}", "en": "the oldest has waited {age}"},
-    "onec_failed_24h": {
-        "ru": "Обменов 1С с ошибкой за 24 ч",
-        "en": "1C exchanges failed in 24 h",
-    },
-    "onec_refused": {
-        "ru": "отказано во входе с {since}: {count}",
-        "en": "sign-ins refused since {since}: {count}",
-    },
-    "silent_since": {
-        "ru": "молчит с {when}: не доставляет",
-        "en": "silent since {when}: delivers nothing",
-    },
-    "paused_by_row": {
-        "ru": "остановлена оператором {operator}",
-        "en": "paused by operator {operator}",
-    },
+    "no_live_worker_too": N_(
+        "No worker is live now: even after resuming, nothing will deliver (is exchange run "
+        "running?)"
+    ),
+    "token_refused": N_("Delivery paused: the site refused the token"),
+    "needs_person": N_("Needs a person"),
+    "nothing_needs": N_("Nothing needs a person."),
+    "untaken": N_("Received from 1C, not taken yet"),
+    "untaken_oldest": N_("the oldest has waited {age}"),
+    "onec_failed_24h": N_("1C exchanges failed in 24 h"),
+    "onec_refused": N_("sign-ins refused since {since}: {count}"),
+    "silent_since": N_("silent since {when}: delivers nothing"),
+    "paused_by_row": N_("paused by operator {operator}"),
     # The breaker's state as the site's answers (issue 34 item 3: no «предохранитель»); a
     # half-open breaker's time is never shown (it lies in the past).
-    "breaker_closed": {"ru": "отвечает", "en": "answers"},
-    "breaker_open": {"ru": "отвечает ошибками: пауза", "en": "fails: paused"},
-    "breaker_half-open": {"ru": "проверяем, ответит ли", "en": "checking whether it answers"},
+    "breaker_closed": N_("answers"),
+    "breaker_open": N_("fails: paused"),
+    "breaker_half-open": N_("checking whether it answers"),
     # The site gives this worker no answer at all (the facts the banner reads, issue 34):
     # never «отвечает», «идёт» or «перегружен» beside «Сайт не отвечает».
-    "breaker_unreachable": {"ru": "не отвечает с {when}", "en": "no answer since {when}"},
-    "waits_for_site": {"ru": "ждёт ответа сайта", "en": "waits for the site to answer"},
-    "pace_unreachable": {
-        "ru": "нет ответа: неудачных попыток за минуту: {failed}",
-        "en": "no answer: {failed} attempts failed in the last minute",
-    },
+    "breaker_unreachable": N_("no answer since {when}"),
+    "waits_for_site": N_("waits for the site to answer"),
+    "pace_unreachable": N_("no answer: {failed} attempts failed in the last minute"),
     # A worker's row as it is (contract 15).
-    "worker_stopped": {"ru": "остановлен {when}", "en": "stopped {when}"},
-    "worker_quiet": {
-        "ru": "молчит с {when} (ещё считается работающим)",
-        "en": "silent since {when} (still counted live)",
-    },
+    "worker_stopped": N_("stopped {when}"),
+    "worker_quiet": N_("silent since {when} (still counted live)"),
     # The site answers no live worker at all (refused connections, timeouts): never «Доставка
     # идёт» with an estimate at 0 requests/s.
-    "site_unreachable": {
-        "ru": "Сайт не отвечает с {when}: цены ждут и уйдут сами, как только сайт ответит. "
-        "Если он не отвечает долго, проверьте, работает ли сайт, или напишите тем, кто его "
-        "обслуживает",
-        "en": "The site has not answered since {when}: prices wait and go by themselves as "
-        "soon as it answers. If it stays silent, check that the site is up, or write to "
-        "those who run it",
-    },
-    "last_told": {"ru": "Последнее уведомление операторам", "en": "Operators last notified"},
+    "site_unreachable": N_(
+        "The site has not answered since {when}: prices wait and go by themselves as soon as it "
+        "answers. If it stays silent, check that the site is up, or write to those who run it"
+    ),
+    "last_told": N_("Operators last notified"),
     # A worker that stopped cleanly keeps its row marked stopped (``Worker.retire``).
-    "last_stopped": {
-        "ru": "Обработчик {worker} остановлен {ago} ({when}); других нет",
-        "en": "Worker {worker} stopped {ago} ({when}); no other is running",
-    },
-    "no_workers": {
-        "ru": "Ни один обработчик не отчитывался за сутки",
-        "en": "No worker reported in the last day",
-    },
-    "worker": {"ru": "Обработчик", "en": "Worker"},
-    "last_seen": {"ru": "Последний отчёт", "en": "Last seen"},
-    "breaker": {"ru": "Сайт", "en": "Site"},
-    "delivery": {"ru": "Доставка", "en": "Delivery"},
-    "running": {"ru": "идёт", "en": "running"},
-    "site_pace": {
-        "ru": "Темп сайта и предел запросов",
-        "en": "Site's pace and limit",
-    },
-    "paused": {"ru": "остановлена", "en": "paused"},
-    "paused_by": {"ru": "Доставка остановлена оператором", "en": "Delivery paused by operator"},
-    "delivery_runs": {"ru": "Доставка идёт", "en": "Delivery runs"},
-    "pause": {"ru": "Остановить доставку", "en": "Pause delivery"},
-    "resume": {"ru": "Возобновить доставку", "en": "Resume delivery"},
-    "pause_hint": {
-        "ru": "Все обработчики прекратят отправку в течение одного цикла.",
-        "en": "Every worker stops sending within one cycle.",
-    },
-    "reason": {"ru": "Причина", "en": "Reason"},
-    "kind": {"ru": "Вид", "en": "Kind"},
-    "since": {"ru": "С (дата)", "en": "Since (date)"},
-    "until": {"ru": "По (дата)", "en": "Until (date)"},
-    "search": {"ru": "Искать", "en": "Search"},
-    "search_hint": {
-        "ru": "Артикул, агрегат, документ 1С, товар или начало кода сообщения",
-        "en": "SKU, aggregate, 1C document, product or message_id prefix",
-    },
-    "filter": {"ru": "Отобрать", "en": "Filter"},
-    "any": {"ru": "любая", "en": "any"},
-    "any_kind": {"ru": "любой", "en": "any"},
-    "message_id": {"ru": "Код сообщения", "en": "message_id"},
-    "aggregate": {"ru": "Агрегат", "en": "Aggregate"},
-    "version": {"ru": "Версия", "en": "Version"},
-    "attempts": {"ru": "Попыток", "en": "Attempts"},
-    "last_error": {"ru": "Последняя ошибка", "en": "Last error"},
-    "source_ref": {"ru": "Документ 1С", "en": "1C document"},
-    "quarantined_at": {"ru": "В карантине с", "en": "Quarantined at"},
-    "empty_quarantine": {"ru": "Карантин пуст", "en": "The quarantine is empty"},
-    "nothing_found": {"ru": "Ничего не найдено", "en": "Nothing found"},
-    "retry": {"ru": "Повторить", "en": "Retry"},
-    "cancel": {"ru": "Снять с отправки навсегда", "en": "Stop sending for good"},
-    "retry_all": {"ru": "Повторить все отобранные", "en": "Retry all filtered"},
-    "cancel_all": {"ru": "Отменить все отобранные", "en": "Cancel all filtered"},
-    "preview": {"ru": "Что произойдёт", "en": "What will happen"},
-    "will_retry": {"ru": "Будут отправлены снова", "en": "Will be sent again"},
-    "will_cancel": {
-        "ru": "Будут сняты с отправки навсегда",
-        "en": "Will never be sent",
-    },
-    "skipped": {"ru": "Не будут затронуты", "en": "Will not be touched"},
-    "preview_changed": {
-        "ru": "Ничего не сделано: с момента просмотра под фильтр попали другие сообщения. "
-        "Проверьте список ещё раз и подтвердите снова.",
-        "en": "Nothing was done: since the preview, the filter selects other messages. "
-        "Check the list again and confirm again.",
-    },
-    "preview_added": {"ru": "Добавились после просмотра", "en": "Added since the preview"},
-    "preview_gone": {"ru": "Больше не под фильтром", "en": "No longer selected"},
-    "released": {
-        "ru": "После снятия уйдут на сайт без снятых: более поздние версии",
-        "en": "After the cancel these later versions go out without the cancelled ones",
-    },
-    "released_row": {
-        "ru": "версий: {count}, начиная с {first}",
-        "en": "{count} version(s) from {first}",
-    },
-    "superseded_note": {
-        "ru": "уже доставлена версия не старее: закончится как устаревшее, не будет отправлено",
-        "en": "a version at least as new was delivered: it ends stale, not sent",
-    },
-    "note": {"ru": "Примечание (обязательно)", "en": "Note (required)"},
+    "last_stopped": N_("Worker {worker} stopped {ago} ({when}); no other is running"),
+    "no_workers": N_("No worker reported in the last day"),
+    "worker": N_("Worker"),
+    "last_seen": N_("Last seen"),
+    "breaker": N_("Site"),
+    "delivery": N_("Delivery"),
+    "running": N_("running"),
+    "site_pace": N_("Site's pace and limit"),
+    "paused": N_("paused"),
+    "paused_by": N_("Delivery paused by operator"),
+    "delivery_runs": N_("Delivery runs"),
+    "pause": N_("Pause delivery"),
+    "resume": N_("Resume delivery"),
+    "pause_hint": N_("Every worker stops sending within one cycle."),
+    "reason": N_("Reason"),
+    "kind": N_("Kind"),
+    "since": N_("Since (date)"),
+    "until": N_("Until (date)"),
+    "search": NP_("search", "Search"),
+    "search_hint": N_("SKU, aggregate, 1C document, product or message_id prefix"),
+    "filter": N_("Filter"),
+    "any": NP_("any", "any"),
+    "any_kind": NP_("any_kind", "any"),
+    "message_id": N_("message_id"),
+    "aggregate": NP_("aggregate", "Aggregate"),
+    "version": N_("Version"),
+    "attempts": N_("Attempts"),
+    "last_error": N_("Last error"),
+    "source_ref": N_("1C document"),
+    "quarantined_at": N_("Quarantined at"),
+    "empty_quarantine": N_("The quarantine is empty"),
+    "nothing_found": N_("Nothing found"),
+    "retry": N_("Retry"),
+    "cancel": N_("Stop sending for good"),
+    "retry_all": N_("Retry all filtered"),
+    "cancel_all": N_("Cancel all filtered"),
+    "preview": N_("What will happen"),
+    "will_retry": N_("Will be sent again"),
+    "will_cancel": N_("Will never be sent"),
+    "skipped": N_("Will not be touched"),
+    "preview_changed": N_(
+        "Nothing was done: since the preview, the filter selects other messages. Check the list "
+        "again and confirm again."
+    ),
+    "preview_added": N_("Added since the preview"),
+    "preview_gone": N_("No longer selected"),
+    "released": N_("After the cancel these later versions go out without the cancelled ones"),
+    "released_row": N_("{count} version(s) from {first}"),
+    "superseded_note": N_("a version at least as new was delivered: it ends stale, not sent"),
+    "note": N_("Note (required)"),
     # The pause form's note, short enough to show whole in its field at 390 px (``required``
     # says it is needed).
-    "pause_note": {"ru": "Причина паузы", "en": "Why pause"},
-    "note_required": {
-        "ru": "Нужно примечание: зачем это делается",
-        "en": "A note is required: say why",
-    },
-    "confirm": {"ru": "Подтвердить", "en": "Confirm"},
-    "done": {"ru": "Готово", "en": "Done"},
-    "touched": {"ru": "затронуто {count}", "en": "touched: {count}"},
+    "pause_note": N_("Why pause"),
+    "note_required": N_("A note is required: say why"),
+    "confirm": N_("Confirm"),
+    "done": N_("Done"),
+    "touched": N_("touched: {count}"),
     # The id follows, after the colon (error.html's subject).
-    "no_message": {
-        "ru": "Нет сообщения с таким кодом:",
-        "en": "No message with this message_id:",
-    },
-    "biography": {"ru": "История сообщения", "en": "Message biography"},
-    "at": {"ru": "Время", "en": "At"},
-    "event": {"ru": "Событие", "en": "Event"},
-    "from_to": {"ru": "Переход", "en": "Transition"},
-    "detail": {"ru": "Подробности", "en": "Detail"},
-    "operator": {"ru": "Оператор", "en": "Operator"},
-    "attempt_lease": {"ru": "Попытка, аренда с", "en": "Attempt, leased at"},
-    "next_step": {"ru": "Что сделать", "en": "What to do next"},
+    "no_message": N_("No message with this message_id:"),
+    "biography": N_("Message biography"),
+    "at": N_("At"),
+    "event": N_("Event"),
+    "from_to": N_("Transition"),
+    "detail": N_("Detail"),
+    "operator": N_("Operator"),
+    "attempt_lease": N_("Attempt, leased at"),
+    "next_step": N_("What to do next"),
     # A message page's empty facts, said with their meaning (a new message has no reason yet).
-    "not_sent_yet": {"ru": "— (ещё не отправлялось)", "en": "— (not sent yet)"},
-    "no_reason": {
-        "ru": "— (не ждёт решения оператора)",
-        "en": "— (waits for no operator's decision)",
-    },
-    "no_error": {"ru": "— (ошибки нет)", "en": "— (none)"},
-    "no_source_ref": {"ru": "— (не указан)", "en": "— (not given)"},
+    "not_sent_yet": N_("— (not sent yet)"),
+    "no_reason": N_("— (waits for no operator's decision)"),
+    "no_error": N_("— (none)"),
+    "no_source_ref": N_("— (not given)"),
     # The steps «Что сделать» names, as a page says them: its buttons, never a command
     # (report.words.next_check's ``steps``).
-    "step_press": {"ru": "нажмите «{button}»", "en": "press “{button}”"},
+    "step_press": N_("press “{button}”"),
     # The same steps in a file the workbench exported: a file has no buttons, so it says
     # where they are (a workbench export names no command: its reader may have none).
-    "step_press_file": {
-        "ru": "нажмите «{button}» на странице «Карантин» рабочего места",
-        "en": "press “{button}” on the workbench's Quarantine page",
-    },
-    "step_history_file": {
-        "ru": "историю сообщения на его странице на рабочем месте",
-        "en": "the message's history on its page on the workbench",
-    },
-    "step_restart": {
-        "ru": "перезапустите обработчики доставки, чтобы они прочли настройку,",
-        "en": "restart the delivery workers so that they read the setting,",
-    },
-    "step_history": {
-        "ru": "историю сообщения на его странице",
-        "en": "the message's history on its page",
-    },
-    "payload": {"ru": "Данные", "en": "Payload"},
-    "cause": {"ru": "Причина блокировки", "en": "Cause"},
-    "blocked_by_quarantine": {
-        "ru": "следующая версия в карантине: повторите или отмените её",
-        "en": "the next version is quarantined: retry or cancel it",
-    },
-    "blocked_by_gap": {
-        "ru": "ждёт версию {version}: она пропущена и ещё может прийти",
-        "en": "waits for version {version}: a gap",
-    },
-    "delivered_through": {"ru": "Доставлено по версию", "en": "Delivered through"},
-    "none": {"ru": "нет", "en": "none"},
-    "file": {"ru": "Файл", "en": "File"},
-    "outcome": {"ru": "Итог", "en": "Outcome"},
-    "intents": {"ru": "Цен", "en": "Prices"},
-    "not_sent": {"ru": "Не отправлено", "en": "Not sent"},
-    "started": {"ru": "Начат", "en": "Started"},
-    "broker_refused": {
-        "ru": "Неверные сообщения из брокеров",
-        "en": "Bad messages from the brokers",
-    },
-    "broker_refused_about": {
-        "ru": "Сообщения из RabbitMQ и Redis, которые не удалось принять как цены: они в "
-        "карантине, брокеру подтверждены и сами больше не придут. Исправьте отправку в 1С.",
-        "en": "Messages from RabbitMQ and Redis that could not be taken as prices: they are "
-        "quarantined, acknowledged to the broker and will not come again. Fix what 1C sends.",
-    },
-    "prioritize": {"ru": "Отправить первым", "en": "Put first"},
-    "prioritize_about": {
-        "ru": "Сообщение уйдёт раньше всей очереди: меняется только его место в очереди, "
-        "темп сайта, пауза, ожидание ответа сайта и порядок проводок соблюдаются.",
-        "en": "This message goes before the whole backlog: only its place in the queue "
-        "changes; the site's pace, a pause, the breaker and the order of postings still hold.",
-    },
-    "received_at": {"ru": "Получено", "en": "Received"},
-    "source": {"ru": "Источник", "en": "Source"},
-    "message": {"ru": "Сообщение", "en": "Message"},
-    "format": {"ru": "Формат", "en": "Format"},
-    "download": {"ru": "Скачать", "en": "Download"},
-    "forbidden": {"ru": "Недостаточно прав", "en": "Not allowed"},
-    "viewer_note": {
-        "ru": "Роль «наблюдатель»: действия недоступны.",
-        "en": "Role viewer: actions are not available.",
-    },
-    "times_in": {"ru": "Время указано в поясе {zone}", "en": "Times are in {zone}"},
-    "bad_filter": {"ru": "Неизвестное значение фильтра", "en": "Unknown filter value"},
-    "bad_sort": {
-        "ru": "Неизвестный порядок сортировки (список показан в порядке по умолчанию)",
-        "en": "Unknown sort order (the list is shown in its default order)",
-    },
-    "bad_date": {
-        "ru": "Дата не распознана (пример: 30.11.2026 или 2026-11-30)",
-        "en": "Not a date (e.g. 30.11.2026 or 2026-11-30)",
-    },
+    "step_press_file": N_("press “{button}” on the workbench's Quarantine page"),
+    "step_history_file": N_("the message's history on its page on the workbench"),
+    "step_restart": N_("restart the delivery workers so that they read the setting,"),
+    "step_history": N_("the message's history on its page"),
+    "payload": NP_("payload", "Payload"),
+    "cause": N_("Cause"),
+    "blocked_by_quarantine": N_("the next version is quarantined: retry or cancel it"),
+    "blocked_by_gap": N_("waits for version {version}: a gap"),
+    "delivered_through": N_("Delivered through"),
+    "none": N_("none"),
+    "file": N_("File"),
+    "outcome": N_("Outcome"),
+    "intents": N_("Prices"),
+    "not_sent": N_("Not sent"),
+    "started": N_("Started"),
+    "broker_refused": N_("Bad messages from the brokers"),
+    "broker_refused_about": N_(
+        "Messages from RabbitMQ and Redis that could not be taken as prices: they are "
+        "quarantined, acknowledged to the broker and will not come again. Fix what 1C sends."
+    ),
+    "prioritize": N_("Put first"),
+    "prioritize_about": N_(
+        "This message goes before the whole backlog: only its place in the queue changes; the "
+        "site's pace, a pause, the breaker and the order of postings still hold."
+    ),
+    "received_at": N_("Received"),
+    "source": N_("Source"),
+    "message": N_("Message"),
+    "format": N_("Format"),
+    "download": N_("Download"),
+    "forbidden": N_("Not allowed"),
+    "viewer_note": N_("Role viewer: actions are not available."),
+    "times_in": N_("Times are in {zone}"),
+    "bad_filter": N_("Unknown filter value"),
+    "bad_sort": N_("Unknown sort order (the list is shown in its default order)"),
+    "bad_date": N_("Not a date (e.g. 30.11.2026 or 2026-11-30)"),
     # -- search, the quarantine's list, cancel (issue 24, items 5-7) ------------------------
-    "price": {"ru": "Цена", "en": "Price"},
-    "received": {"ru": "Получено", "en": "Received"},
-    "product": {"ru": "Товар", "en": "Product"},
-    "found_count": {"ru": "Найдено: {count}", "en": "Found: {count}"},
-    "found_pages": {
-        "ru": "по {shown} на странице, сначала самые новые",
-        "en": "{shown} a page, the newest first",
-    },
-    "find_hint": {
-        "ru": "Начало артикула (и артикула 1С, когда артикулы сайта — идентификаторы 1С), "
-        "агрегата, кода сообщения, любого слова документа 1С (например offers.xml) или "
-        "названия товара",
-        "en": "The beginning of a SKU (and of a 1C article, where the shop's SKUs are 1C ids), "
-        "an aggregate, a message_id, or of any word of a 1C document (e.g. offers.xml) or a "
-        "product name",
-    },
-    "prices_from_file": {
-        "ru": "цены из этого файла: {count}",
-        "en": "prices from this file: {count}",
-    },
-    "in_quarantine_since": {"ru": "В карантине с / ждёт", "en": "In quarantine since / waiting"},
-    "select_page": {"ru": "вся страница", "en": "whole page"},
-    "act_on": {"ru": "Действие над", "en": "Act on"},
-    "act_on_checked": {
-        "ru": "отмеченными строками (или всей страницей — флажок в заголовке таблицы)",
-        "en": "the rows checked (or the whole page: the box in the table's header)",
-    },
-    "act_on_all": {
-        "ru": "всеми подходящими под отбор: {count}",
-        "en": "all {count} matching the filters",
-    },
+    "price": N_("Price"),
+    "received": N_("Received"),
+    "product": N_("Product"),
+    "found_count": N_("Found: {count}"),
+    "found_pages": N_("{shown} a page, the newest first"),
+    "find_hint": N_(
+        "The beginning of a SKU (and of a 1C article, where the shop's SKUs are 1C ids), an "
+        "aggregate, a message_id, or of any word of a 1C document (e.g. offers.xml) or a product "
+        "name"
+    ),
+    "prices_from_file": N_("prices from this file: {count}"),
+    "in_quarantine_since": N_("In quarantine since / waiting"),
+    "select_page": N_("whole page"),
+    "act_on": N_("Act on"),
+    "act_on_checked": N_("the rows checked (or the whole page: the box in the table's header)"),
+    "act_on_all": N_("all {count} matching the filters"),
     # Said where ``act_on_all`` is absent: it is offered only once a filter is chosen.
-    "act_on_all_hint": {
-        "ru": "Выберите отбор, чтобы действовать на все подходящие записи",
-        "en": "Choose a filter to act on all the rows matching it",
-    },
-    "nothing_selected": {
-        "ru": "Ничего не выбрано: отметьте сообщения в списке, всю страницу (флажок в заголовке) "
-        "или «все подходящие под отбор», затем нажмите кнопку снова.",
-        "en": "Nothing is selected: check messages in the list, the whole page (the box in the "
-        "header) or all matching the filters, then press the button again.",
-    },
-    "per_page": {"ru": "На странице", "en": "Per page"},
-    "page_of": {"ru": "Страница {page} из {pages}", "en": "Page {page} of {pages}"},
-    "page_prev": {"ru": "Предыдущая", "en": "Previous"},
-    "page_next": {"ru": "Следующая", "en": "Next"},
-    "page_first": {"ru": "к первой странице", "en": "to the first page"},
-    "back": {"ru": "Назад", "en": "Back"},
+    "act_on_all_hint": N_("Choose a filter to act on all the rows matching it"),
+    "nothing_selected": N_(
+        "Nothing is selected: check messages in the list, the whole page (the box in the header) "
+        "or all matching the filters, then press the button again."
+    ),
+    "per_page": N_("Per page"),
+    "page_of": N_("Page {page} of {pages}"),
+    "page_prev": N_("Previous"),
+    "page_next": N_("Next"),
+    "page_first": N_("to the first page"),
+    "back": N_("Back"),
     # -- the lists by state (issue 34 item 6) -----------------------------------------------
-    "list_new": {"ru": "Ждут отправки", "en": "Waiting to be sent"},
-    "list_delayed": {"ru": "Отложены до следующей попытки", "en": "Delayed until the next try"},
-    "list_in_progress": {"ru": "Отправляются сейчас", "en": "Being sent now"},
-    "list_delivered": {"ru": "Доставлены", "en": "Delivered"},
-    "list_cancelled": {"ru": "Сняты", "en": "Cancelled"},
-    "lists": {"ru": "Списки", "en": "Lists"},
+    "list_new": N_("Waiting to be sent"),
+    "list_delayed": N_("Delayed until the next try"),
+    "list_in_progress": N_("Being sent now"),
+    "list_delivered": NP_("list_delivered", "Delivered"),
+    "list_cancelled": N_("Cancelled"),
+    "lists": N_("Lists"),
     # -- the message's page (issue 34 item 9) ----------------------------------------------
-    "in_state_line": {"ru": "{state} с {when} ({ago})", "en": "{state} since {when} ({ago})"},
-    "done_prioritize": {
-        "ru": "Готово: сообщение поставлено первым в очередь.",
-        "en": "Done: the message is first in the queue.",
-    },
-    "your_note": {"ru": "Ваше примечание (не сохранено)", "en": "Your note (not saved)"},
-    "in_state_since": {"ru": "В этом состоянии с", "en": "In this state since"},
-    "next_try": {"ru": "Следующая попытка", "en": "Next try"},
-    "due_in": {"ru": "через {age}", "en": "in {age}"},
-    "due_now": {"ru": "уже пора: ждёт обработчика", "en": "due now: waits for a worker"},
-    "lease_of": {"ru": "Обработчик", "en": "Worker"},
-    "no_state": {"ru": "Такого списка сообщений нет", "en": "No such list of messages"},
-    "counted_more": {
-        "ru": "больше {count}: листать можно первые {count}, остальное — уточнив отбор",
-        "en": "more than {count}: the first {count} can be paged, the rest by narrowing "
-        "the filters",
-    },
-    "empty_list": {"ru": "Таких сообщений нет.", "en": "No such messages."},
-    "file_refused_at_intake": {
-        "ru": "не приняты при загрузке (карантин): {count}",
-        "en": "refused at intake (quarantine): {count}",
-    },
-    "file_waits_worker": {
-        "ru": "ещё не взяты обработчиком: {count}",
-        "en": "not yet taken by a worker: {count}",
-    },
-    "cancel_never_sent_one": {
-        "ru": "Эта версия никогда не будет отправлена на сайт. Сообщение останется в истории.",
-        "en": "This version will never be sent to the site. The message stays in the history.",
-    },
-    "cancel_never_sent_many": {
-        "ru": "Эти версии никогда не будут отправлены на сайт. Сообщения останутся в истории.",
-        "en": "These versions will never be sent to the site. The messages stay in the history.",
-    },
-    "cancel_behind": {
-        "ru": "За ними в очереди: {count}. После снятия они уйдут на сайт без снятых.",
-        "en": "Waiting behind them: {count}. After this they go to the site without "
-        "the ones stopped.",
-    },
-    "cancel_nothing_behind": {
-        "ru": "Более поздних версий, ждущих за ними, нет.",
-        "en": "No later version waits behind them.",
-    },
+    "in_state_line": N_("{state} since {when} ({ago})"),
+    "done_prioritize": N_("Done: the message is first in the queue."),
+    "your_note": N_("Your note (not saved)"),
+    "in_state_since": N_("In this state since"),
+    "next_try": N_("Next try"),
+    "due_in": N_("in {age}"),
+    "due_now": N_("due now: waits for a worker"),
+    "lease_of": N_("Worker"),
+    "no_state": N_("No such list of messages"),
+    "counted_more": N_(
+        "more than {count}: the first {count} can be paged, the rest by narrowing the filters"
+    ),
+    "empty_list": N_("No such messages."),
+    "file_refused_at_intake": N_("refused at intake (quarantine): {count}"),
+    "file_waits_worker": N_("not yet taken by a worker: {count}"),
+    "cancel_never_sent_one": N_(
+        "This version will never be sent to the site. The message stays in the history."
+    ),
+    "cancel_never_sent_many": N_(
+        "These versions will never be sent to the site. The messages stay in the history."
+    ),
+    "cancel_behind": N_(
+        "Waiting behind them: {count}. After this they go to the site without the ones stopped."
+    ),
+    "cancel_nothing_behind": N_("No later version waits behind them."),
 }
 
 
+class _Words(Mapping[str, dict[Lang, str]]):
+    """``WORDS[key][lang]``: a page's label in each language, read from the catalogs (the table
+    above holds the English messages only)."""
+
+    def __getitem__(self, key: str) -> dict[Lang, str]:
+        message = _WORD_MESSAGES[key]
+        return {lang: say(message, lang) for lang in LANGS}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_WORD_MESSAGES)
+
+    def __len__(self) -> int:
+        return len(_WORD_MESSAGES)
+
+
+WORDS: Mapping[str, dict[Lang, str]] = _Words()
+
+
 def word(key: str, lang: Lang) -> str:
-    return WORDS[key][lang]
+    """The label ``key`` in ``lang``."""
+    return say(_WORD_MESSAGES[key], lang)
 
 
 def money(price: str | None, currency: str | None, lang: Lang) -> str:
@@ -467,10 +335,10 @@ def source_words(ref: str | None, lang: Lang) -> str:
     found = _ONEC_SOURCE.fullmatch(ref)
     if found is None:
         return ref
-    said = f"Обмен с 1С: {found['file']}"
+    said = _("1C exchange: {file}", lang).format(file=found["file"])
     if found["y"]:
-        said += f" от {found['d']}.{found['m']}.{found['y']}"
-        said += f" {found['t']}" if found["t"] else ""
+        when = f"{found['d']}.{found['m']}.{found['y']}" + (f" {found['t']}" if found["t"] else "")
+        said = _("{exchange} of {when}", lang).format(exchange=said, when=when)
     return said
 
 
@@ -508,81 +376,75 @@ def file_steps(lang: Lang) -> dict[str, str]:
 
 # The codes the service stores, as a page names them: states and events in words; a reason
 # keeps its code beside its Russian name (the code is what `--reason` and the filter take).
-NAMES: dict[str, dict[str, dict[Lang, str]]] = {
+NAMES: dict[str, dict[str, tuple[str, str]]] = {
     "state": {
-        "new": {"ru": "новое", "en": "new"},
-        "in_progress": {"ru": "отправляется", "en": "in progress"},
-        "delivered": {"ru": "доставлено", "en": "delivered"},
-        "delayed": {"ru": "отложено (повтор)", "en": "delayed"},
-        "quarantined": {"ru": "в карантине", "en": "quarantined"},
-        "cancelled": {"ru": "отменено", "en": "cancelled"},
+        "new": NP_("state", "new"),
+        "in_progress": NP_("state", "in progress"),
+        "delivered": NP_("state", "delivered"),
+        "delayed": NP_("state", "delayed"),
+        "quarantined": NP_("state", "quarantined"),
+        "cancelled": NP_("state", "cancelled"),
     },
     "event": {
-        "taken": {"ru": "принято из 1С", "en": "taken"},
-        "duplicate": {"ru": "повтор из 1С (не отправляется)", "en": "duplicate"},
-        "rejected": {"ru": "не принято: ошибка в данных", "en": "rejected"},
-        "superseded": {"ru": "вытеснено более новой версией", "en": "superseded"},
-        "stale": {"ru": "устарело", "en": "stale"},
-        "sequence-gap": {"ru": "пропущена предыдущая версия", "en": "sequence gap"},
-        "leased": {"ru": "взято в отправку", "en": "leased"},
-        "taken-over": {"ru": "перехвачено другим обработчиком", "en": "taken over"},
-        "delivered": {"ru": "доставлено", "en": "delivered"},
-        "stale-at-site": {"ru": "на сайте уже новее", "en": "stale at the site"},
-        "retry-scheduled": {"ru": "назначен повтор", "en": "retry scheduled"},
-        "quarantined": {"ru": "в карантин", "en": "quarantined"},
-        "released": {"ru": "возвращено без отправки", "en": "released"},
-        "lease-expired": {"ru": "аренда истекла", "en": "lease expired"},
-        "operator-retry": {"ru": "повтор по решению оператора", "en": "operator retry"},
-        "operator-cancel": {"ru": "отмена по решению оператора", "en": "operator cancel"},
-        "not-for-this-shop": {
-            "ru": "не для этого магазина: не отправляется",
-            "en": "not for this shop",
-        },
-        "operator-prioritize": {
-            "ru": "поставлено первым по решению оператора",
-            "en": "put first by an operator",
-        },
+        "taken": NP_("event", "taken"),
+        "duplicate": NP_("event", "duplicate"),
+        "rejected": NP_("event", "rejected"),
+        "superseded": NP_("event", "superseded"),
+        "stale": NP_("event", "stale"),
+        "sequence-gap": NP_("event", "sequence gap"),
+        "leased": NP_("event", "leased"),
+        "taken-over": NP_("event", "taken over"),
+        "delivered": NP_("event", "delivered"),
+        "stale-at-site": NP_("event", "stale at the site"),
+        "retry-scheduled": NP_("event", "retry scheduled"),
+        "quarantined": NP_("event", "quarantined"),
+        "released": NP_("event", "released"),
+        "lease-expired": NP_("event", "lease expired"),
+        "operator-retry": NP_("event", "operator retry"),
+        "operator-cancel": NP_("event", "operator cancel"),
+        "not-for-this-shop": NP_("event", "not for this shop"),
+        "operator-prioritize": NP_("event", "put first by an operator"),
     },
     # The kinds of contract 3 (and EXCHANGE_KINDS's own, shown by their code).
     "kind": {
-        "price": {"ru": "цена", "en": "price"},
-        "financial_posting": {"ru": "финансовая проводка", "en": "financial posting"},
+        "price": NP_("kind", "price"),
+        "financial_posting": NP_("kind", "financial posting"),
     },
     "source": {
-        "rabbitmq": {"ru": "RabbitMQ", "en": "RabbitMQ"},
-        "redis": {"ru": "Redis Streams", "en": "Redis Streams"},
+        "rabbitmq": NP_("source", "RabbitMQ"),
+        "redis": NP_("source", "Redis Streams"),
     },
     "outcome": {
-        "staged": {"ru": "цены приняты", "en": "staged"},
-        "nothing-new": {"ru": "нового нет", "en": "nothing new"},
-        "catalogue": {"ru": "каталог (цен нет)", "en": "catalogue"},
+        "staged": NP_("outcome", "staged"),
+        "nothing-new": NP_("outcome", "nothing new"),
+        "catalogue": NP_("outcome", "catalogue"),
         # An offers file without a price to stage, an unpacked archive, a file that is not XML.
-        "nothing": {"ru": "загружать нечего", "en": "nothing to stage"},
-        "failure": {"ru": "ошибка", "en": "failure"},
-        "interrupted": {"ru": "прервано", "en": "interrupted"},
-        "working": {"ru": "идёт", "en": "working"},
+        "nothing": NP_("outcome", "nothing to stage"),
+        "failure": NP_("outcome", "failure"),
+        "interrupted": NP_("outcome", "interrupted"),
+        "working": NP_("outcome", "working"),
     },
     "held_by": {
-        "quarantine": {"ru": "карантином", "en": "the quarantine"},
-        "gap": {"ru": "пропуском версии", "en": "a gap"},
+        "quarantine": NP_("held_by", "the quarantine"),
+        "gap": NP_("held_by", "a gap"),
     },
     "reason": {
-        "invalid-contract": {"ru": "ошибка в данных", "en": "invalid data"},
-        "unsupported-schema": {"ru": "неизвестная версия схемы", "en": "unsupported schema"},
-        "unknown-kind": {"ru": "неизвестный вид", "en": "unknown kind"},
-        "version-conflict": {"ru": "разные данные одной версии", "en": "version conflict"},
-        "sequence-gap": {"ru": "пропущена версия", "en": "sequence gap"},
-        "retry-limit": {"ru": "исчерпаны попытки", "en": "retry limit"},
-        "unknown-response": {"ru": "непонятный ответ сайта", "en": "unknown response"},
-        "superseded": {"ru": "вытеснено новой версией", "en": "superseded"},
-        "stale": {"ru": "устарело", "en": "stale"},
-        "stale-at-site": {"ru": "на сайте уже новее", "en": "stale at the site"},
-        "operator": {"ru": "решение оператора", "en": "operator"},
-        "unknown-sku": {"ru": "нет такого товара в магазине", "en": "unknown SKU"},
-        "unmapped-price-type": {"ru": "вид цены не сопоставлен", "en": "unmapped price type"},
-        "shop-failure": {"ru": "магазин отказал", "en": "shop failure"},
-        "not-for-this-shop": {"ru": "не для этого магазина", "en": "not for this shop"},
-        "unroutable": {"ru": "RabbitMQ некуда доставить", "en": "unroutable"},
+        "invalid-contract": NP_("reason", "invalid data"),
+        "unsupported-schema": NP_("reason", "unsupported schema"),
+        "unknown-kind": NP_("reason", "unknown kind"),
+        "version-conflict": NP_("reason", "version conflict"),
+        "sequence-gap": NP_("reason", "sequence gap"),
+        "retry-limit": NP_("reason", "retry limit"),
+        "unknown-response": NP_("reason", "unknown response"),
+        "superseded": NP_("reason", "superseded"),
+        "stale": NP_("reason", "stale"),
+        "stale-at-site": NP_("reason", "stale at the site"),
+        "operator": NP_("reason", "operator"),
+        "unknown-sku": NP_("reason", "unknown SKU"),
+        "unmapped-price-type": NP_("reason", "unmapped price type"),
+        "shop-failure": NP_("reason", "shop failure"),
+        "not-for-this-shop": NP_("reason", "not for this shop"),
+        "unroutable": NP_("reason", "unroutable"),
     },
 }
 
@@ -594,82 +456,303 @@ def name(group: str, code: str | None, lang: Lang) -> str:
         return ""
     if group == "reason":
         if code.startswith("http-"):
-            said = {"ru": "сайт отклонил", "en": "rejected by the site"}[lang]
+            said = pgettext("reason", "rejected by the site", lang)
         else:
-            said = NAMES["reason"].get(code, {}).get(lang, "")
+            known = NAMES["reason"].get(code)
+            said = say(known, lang) if known is not None else ""
         return f"{said} ({code})" if said else code
-    return NAMES[group].get(code, {}).get(lang, code)
+    known = NAMES[group].get(code)
+    return say(known, lang) if known is not None else code
 
 
-# The service's own error texts (exchange/ops: shared with the command line, which speaks
-# English) as a Russian page says them; a text that matches none is shown as it is.
-_ERRORS_RU: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        re.compile(r"a bulk (\w+) needs at least one filter.*"),
-        "Ничего не выбрано: отметьте сообщения в списке или задайте отбор.",
-    ),
-    (
-        re.compile(r"give message ids or filters to (\w+), not both"),
-        "Укажите либо отмеченные сообщения, либо отбор, но не то и другое сразу.",
-    ),
-    (
-        re.compile(
-            r"a bulk (\w+) would touch (?P<count>\d+) messages, more than the limit of "
-            r"(?P<limit>\d+).*"
+# The service's own error texts (exchange/ops, the settings, the command line: English in the
+# exception and the log) as a person reads them in Russian: each English pattern beside its
+# message, marked for the catalog (exchange/locale/ru/LC_MESSAGES/exchange.po), its ``{name}``s
+# the pattern's groups. A group named ``count`` is a count of messages («2 сообщения»),
+# ``state`` a state's name, ``states`` "m-1 is cancelled, …" with each state named, ``why``
+# what the system answered (an OS error in Russian when it is a known one), ``parts`` the
+# settings' problems one by one. Codes, ids, setting names and paths stay as they are; a text
+# that matches none is shown as it is.
+_ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.DOTALL), message)
+    for pattern, message in (
+        # exchange/ops/quarantine.py
+        (
+            r"a bulk (?P<action>\w+) needs at least one filter.*",
+            N_("a bulk {action} needs at least one filter"),
         ),
-        "Действие затронуло бы {count} — больше предела {limit} (EXCHANGE_BULK_LIMIT): "
-        "сузьте отбор.",
-    ),
-    (re.compile(r"no such message: (?P<ids>.*)"), "Нет такого сообщения: {ids}"),
-    (
-        re.compile(r"only quarantined messages can be changed: (?P<states>.*)"),
-        "Изменять можно только сообщения в карантине: {states}",
-    ),
-    (
-        re.compile(r"(?P<id>\S+): a rejected staging row cannot be replayed.*"),
-        "{id}: строку, не принятую из 1С, повторить нельзя: 1С должна записать исправленную "
-        "строку (эту запись можно отменить).",
-    ),
-    (
-        re.compile(r"a rejected staging row cannot be replayed.*"),
-        "Строку, не принятую из 1С, повторить нельзя: 1С должна записать исправленную строку "
-        "(эту запись можно отменить).",
-    ),
-    (  # exchange/ops/prioritize.py
-        re.compile(
+        (
+            r"give message ids or filters to (?P<action>\w+), not both",
+            N_("give message ids or filters to {action}, not both"),
+        ),
+        (
+            r"a bulk (?P<action>\w+) would touch (?P<count>\d+) messages, more than the limit of "
+            r"(?P<limit>\d+).*",
+            N_("a bulk {action} would touch {count}, more than the limit of {limit}"),
+        ),
+        (r"no such message: (?P<ids>.*)", N_("no such message: {ids}")),
+        (
+            r"only quarantined messages can be changed: (?P<states>.*)",
+            N_("only quarantined messages can be changed: {states}"),
+        ),
+        (
+            r"(?P<id>\S+): a rejected staging row cannot be replayed.*",
+            N_("{id}: a rejected staging row cannot be replayed"),
+        ),
+        (
+            r"a rejected staging row cannot be replayed.*",
+            N_("a rejected staging row cannot be replayed"),
+        ),
+        (
+            r"unknown sort (?P<sort>.+): one of (?P<sorts>.+)",
+            N_("unknown sort {sort}: one of {sorts}"),
+        ),
+        (
+            r"--note is required: say why the message is cancelled",
+            N_("--note is required: say why the message is cancelled"),
+        ),
+        (
+            r"a cancel needs a note: why it ends for good",
+            N_("a cancel needs a note: why it ends for good"),
+        ),
+        (
+            r"unknown action (?P<action>.+): retry or cancel",
+            N_("unknown action {action}: retry or cancel"),
+        ),
+        # exchange/ops/find.py
+        (
+            r"unknown reason (?P<reason>.+): one of (?P<reasons>.+) or http-NNN",
+            N_("unknown reason {reason}: one of {reasons} or http-NNN"),
+        ),
+        (
+            r"unknown kind (?P<kind>.+): one of (?P<kinds>.+)",
+            N_("unknown kind {kind}: one of {kinds}"),
+        ),
+        # exchange/ops/prioritize.py
+        (
             r"(?P<id>\S+) is (?P<state>\S+): only a message waiting to be sent \(new or "
-            r"delayed\) can be put first"
+            r"delayed\) can be put first",
+            N_(
+                "{id} is {state}: only a message waiting to be sent (new or delayed) can be put "
+                "first"
+            ),
         ),
-        "{id}: первым можно поставить только сообщение, которое ждёт отправки (новое или "
-        "отложенное), а это — «{state}».",
-    ),
-    (  # exchange/db/migrate.py: the database is older than this release
-        re.compile(r"the database is not migrated: run `exchange migrate` first"),
-        "база данных не подготовлена: сначала выполните `exchange migrate`",
-    ),
-    (
-        re.compile(
+        (
+            r"--note is required: say why these go first",
+            N_("--note is required: say why these go first"),
+        ),
+        (
+            r"name at least one message_id or price aggregate",
+            N_("name at least one message_id or price aggregate"),
+        ),
+        (
+            r"(?P<term>.+): no message has this id, and no price of this aggregate is waiting "
+            r"\(new or delayed\)",
+            N_(
+                "{term}: no message has this id, and no price of this aggregate is waiting (new "
+                "or delayed)"
+            ),
+        ),
+        # exchange/ops/status.py, exchange/cli/reading.py
+        (r"no message with id (?P<id>.+)", N_("no message with id {id}")),
+        (
+            r"(?P<term>.+) matches (?P<count>\d+) messages: give one of the ids above",
+            N_("{term} matches {count}: give one of the ids above"),
+        ),
+        # exchange/ops/operators.py, exchange/cli/people.py
+        (
+            r"an operator's name is 1-100 printable characters without spaces",
+            N_("an operator's name is 1-100 printable characters without spaces"),
+        ),
+        (
+            r"unknown role (?P<role>.+): viewer or operator",
+            N_("unknown role {role}: viewer or operator"),
+        ),
+        (
+            r"the password is too short: at least (?P<n>\d+) characters",
+            N_("the password is too short: at least {n} characters"),
+        ),
+        (r"no operator named (?P<name>.+)", N_("no operator named {name}")),
+        (r"the two passwords differ", N_("the two passwords differ")),
+        # exchange/ops/verify.py, exchange/cli/verifying.py
+        (
+            r"no channel (?P<channel>.+): the one channel is (?P<target>.+) \(EXCHANGE_TARGET\)",
+            N_("no channel {channel}: the one channel is {target} (EXCHANGE_TARGET)"),
+        ),
+        (
+            r"the (?P<target>\S+) target cannot read a price back from the shop \(its protocol "
+            r"has no way to\): exchange verify works with woocommerce, and later the marketplaces",
+            N_(
+                "the {target} target cannot read a price back from the shop (its protocol has no "
+                "way to): exchange verify works with woocommerce, and later the marketplaces"
+            ),
+        ),
+        (
+            r"--sample and --sku choose the prices two ways: give one",
+            N_("--sample and --sku choose the prices two ways: give one"),
+        ),
+        # exchange/cli/control.py, exchange/cli/quarantine.py
+        (
+            r"notifications are off: set EXCHANGE_NOTIFY_SMTP_HOST \(e-mail\) or "
+            r"EXCHANGE_NOTIFY_TELEGRAM_TOKEN \(Telegram\)",
+            N_(
+                "notifications are off: set EXCHANGE_NOTIFY_SMTP_HOST (e-mail) or "
+                "EXCHANGE_NOTIFY_TELEGRAM_TOKEN (Telegram)"
+            ),
+        ),
+        (r"cannot write (?P<path>.+?): (?P<why>[^:]+)", N_("cannot write {path}: {why}")),
+        # exchange/dev
+        (
+            r"cannot prepare the demo directory (?P<path>.+?): (?P<why>[^:]+)",
+            N_("cannot prepare the demo directory {path}: {why}"),
+        ),
+        (
+            r"demo --target rabbitmq needs the brokers extra: (?P<command>.+)",
+            N_("demo --target rabbitmq needs the brokers extra: {command}"),
+        ),
+        (
+            r"RabbitMQ does not answer at (?P<url>\S+) \((?P<error>\w+)\): start one, or set "
+            r"EXCHANGE_RABBITMQ_URL",
+            N_(
+                "RabbitMQ does not answer at {url} ({error}): start one, or set "
+                "EXCHANGE_RABBITMQ_URL"
+            ),
+        ),
+        # exchange/db
+        (
+            r"the database is not migrated: run `exchange migrate` first",
+            N_("the database is not migrated: run `exchange migrate` first"),
+        ),
+        (
             r"the database is at revision (?P<current>\S+), not (?P<head>\S+): run `exchange "
-            r"migrate` first"
+            r"migrate` first",
+            N_("the database is at revision {current}, not {head}: run `exchange migrate` first"),
         ),
-        "схема базы данных — версии {current}, а нужна {head}: сначала выполните "
-        "`exchange migrate`",
-    ),
-    (  # exchange/cli/common.py: a read command pointed at a database that is not there
-        re.compile(r"no database at (?P<where>.+?): set EXCHANGE_DATABASE_URL to .*"),
-        "нет базы данных: {where}. Укажите в EXCHANGE_DATABASE_URL базу данных сервиса (или "
-        "запустите команду из его папки); команда чтения базу не создаёт, новую пустую создаёт "
-        "`exchange migrate`",
-    ),
-    (  # exchange/settings/channels.py: run, serve and demo deliver to one channel (issue 31)
-        re.compile(
+        (
+            r"the database is at revision (?P<current>\S+), which this release of exchange does "
+            r"not know: it was migrated by a newer release; run that release",
+            N_(
+                "the database is at revision {current}, which this release of exchange does not "
+                "know: it was migrated by a newer release; run that release"
+            ),
+        ),
+        (
+            r"database (?P<url>\S+) is unreachable: (?P<why>.+)",
+            N_("database {url} is unreachable: {why}"),
+        ),
+        (
+            r"database (?P<url>\S+) is busy: (?P<why>.+) \(another connection held a write lock "
+            r"longer than the busy timeout\)",
+            N_(
+                "database {url} is busy: {why} (another connection held a write lock longer than "
+                "the busy timeout)"
+            ),
+        ),
+        (
+            r"database (?P<url>\S+) rolled a transaction back: (?P<why>.+)",
+            N_("database {url} rolled a transaction back: {why}"),
+        ),
+        # exchange/cli/common.py: a read command pointed at a database that is not there
+        (
+            r"no database at (?P<where>.+?): set EXCHANGE_DATABASE_URL to .*",
+            N_(
+                "no database at {where}: set EXCHANGE_DATABASE_URL to the service's database (or "
+                "run from its folder); a read command never creates one, `exchange migrate` "
+                "creates a new empty one"
+            ),
+        ),
+        # exchange/settings, exchange/app.py, exchange/secrets.py, exchange/report
+        (r"configuration file not found: (?P<path>.+)", N_("configuration file not found: {path}")),
+        (
+            r"invalid configuration: (?P<name>\S+): cannot be read \(expected JSON for "
+            r"tables/lists\)",
+            N_("invalid configuration: {name}: cannot be read (expected JSON for tables/lists)"),
+        ),
+        (r"invalid configuration: (?P<parts>.+)", N_("invalid configuration: {parts}")),
+        (r"configuration file (?P<path>.+?): (?P<why>.+)", N_("configuration file {path}: {why}")),
+        (
+            r"(?P<name>EXCHANGE_\w+) cannot be read: (?P<why>[^:]+)",
+            N_("{name} cannot be read: {why}"),
+        ),
+        (
+            r"EXCHANGE_SITE_URL is not set: the site to deliver to is required",
+            N_("EXCHANGE_SITE_URL is not set: the site to deliver to is required"),
+        ),
+        (
+            r"EXCHANGE_WOO_URL is not set: the WooCommerce shop is required",
+            N_("EXCHANGE_WOO_URL is not set: the WooCommerce shop is required"),
+        ),
+        (
+            r"EXCHANGE_WOO_KEY and EXCHANGE_WOO_SECRET \(or their _FILE twins\) are required",
+            N_("EXCHANGE_WOO_KEY and EXCHANGE_WOO_SECRET (or their _FILE twins) are required"),
+        ),
+        (
+            r"the bitrix target needs (?P<names>EXCHANGE_\w+( or EXCHANGE_\w+|, EXCHANGE_\w+)*)",
+            N_("the bitrix target needs {names}"),
+        ),
+        (
+            r"(?P<setting>EXCHANGE_\w+=\w+) needs the brokers extra \((?P<command>.+)\): "
+            r"(?P<module>\S+) is missing",
+            N_("{setting} needs the brokers extra ({command}): {module} is missing"),
+        ),
+        (
+            r"(?P<names>EXCHANGE_HTTP_TLS_CERT/EXCHANGE_HTTP_TLS_KEY|EXCHANGE_1C_DIR) cannot be "
+            r"used: (?P<why>.+)",
+            N_("{names} cannot be used: {why}"),
+        ),
+        (
+            r"cannot serve metrics on (?P<address>\S+): (?P<why>.+)",
+            N_("cannot serve metrics on {address}: {why}"),
+        ),
+        (r"EXCHANGE_REPORT_DIR is not set", N_("EXCHANGE_REPORT_DIR is not set")),
+        (
+            r"EXCHANGE_REPORT_DIR (?P<path>.+) cannot be created: (?P<why>[^:]+)",
+            N_("EXCHANGE_REPORT_DIR {path} cannot be created: {why}"),
+        ),
+        (
+            r"EXCHANGE_REPORT_DIR (?P<path>.+) is not writable",
+            N_("EXCHANGE_REPORT_DIR {path} is not writable"),
+        ),
+        # exchange/intake/sources: a broker's own refusals
+        (
+            r"EXCHANGE_RABBITMQ_QUEUE: RabbitMQ has no queue (?P<queue>.+)",
+            N_("EXCHANGE_RABBITMQ_QUEUE: RabbitMQ has no queue {queue}"),
+        ),
+        (
+            r"EXCHANGE_RABBITMQ_URL: RabbitMQ refused the user or password",
+            N_("EXCHANGE_RABBITMQ_URL: RabbitMQ refused the user or password"),
+        ),
+        (
+            r"EXCHANGE_REDIS_URL: Redis refused the password",
+            N_("EXCHANGE_REDIS_URL: Redis refused the password"),
+        ),
+        (
+            r"(?P<broker>RabbitMQ|Redis) cannot be reached: (?P<why>.+)",
+            N_("{broker} cannot be reached: {why}"),
+        ),
+        # exchange/settings/channels.py: run, serve and demo deliver to one channel (issue 31)
+        (
             r"this version delivers to one channel; EXCHANGE_CHANNELS configures (?P<n>\d+) "
-            r"\((?P<names>.*)\): keep one"
+            r"\((?P<names>.*)\): keep one",
+            N_("this version delivers to one channel; EXCHANGE_CHANNELS configures {n} ({names}): keep one"),
         ),
-        "эта версия доставляет только в один канал, а в EXCHANGE_CHANNELS их {n} ({names}): "
-        "оставьте один",
-    ),
+    )
 )
+
+# What an operating system answers (``strerror``), quoted in an error: Russian for the usual
+# ones, any other as it is.
+_OS_ERRORS: dict[str, str] = {
+    "No such file or directory": N_("No such file or directory"),
+    "Permission denied": N_("Permission denied"),
+    "Is a directory": N_("Is a directory"),
+    "Not a directory": N_("Not a directory"),
+    "File exists": N_("File exists"),
+    "No space left on device": N_("No space left on device"),
+    "Read-only file system": N_("Read-only file system"),
+    "Address already in use": N_("Address already in use"),
+    "Cannot assign requested address": N_("Cannot assign requested address"),
+    "Connection refused": N_("Connection refused"),
+}
 
 
 def error_words(text: str, lang: Lang) -> str:
@@ -677,10 +760,10 @@ def error_words(text: str, lang: Lang) -> str:
     exchange, in the page's language."""
     if lang == "en":
         return text
-    for pattern, russian in _ERRORS_RU:
+    for pattern, message in _ERRORS:
         found = pattern.fullmatch(text)
         if found:
-            values = found.groupdict()
+            values = {key: value or "" for key, value in found.groupdict().items()}
             if "count" in values:
                 values["count"] = messages_counted(int(values["count"]), lang)
             if "state" in values:
@@ -691,9 +774,157 @@ def error_words(text: str, lang: Lang) -> str:
                     lambda said: f"{said[1]} — {name('state', said[2], lang)}",
                     values["states"],
                 )
-            return russian.format(**values)
+            if "why" in values:
+                values["why"] = os_error_words(values["why"], lang)
+            if "parts" in values:
+                values["parts"] = settings_words(values["parts"], lang)
+            return _(message, lang).format(**values)
     said = detail_words(text)
     return said if said != text else onec_words(text)  # a 1C exchange's outcome (its page)
+
+
+def os_error_words(text: str, lang: Lang) -> str:
+    """An operating system's answer (``No such file or directory``) in ``lang``; one this
+    table does not know as it is."""
+    known = _OS_ERRORS.get(text.strip())
+    return _(known, lang) if known is not None else text
+
+
+# The settings' problems (pydantic's own messages and the validators' of exchange/settings) in
+# Russian; the variable's name stays as it is. One no pattern knows is shown as it is.
+_SETTINGS_PROBLEMS: tuple[tuple[re.Pattern[str], str | tuple[str, str]], ...] = tuple(
+    (re.compile(pattern, re.DOTALL), message)
+    for pattern, message in (
+        (r"Field required", NP_("a setting", "Field required")),
+        (r"Extra inputs are not permitted", N_("Extra inputs are not permitted")),
+        (
+            r"Input should be a valid integer(, .*)?",
+            N_("Input should be a valid integer"),
+        ),
+        (r"Input should be a valid number(, .*)?", N_("Input should be a valid number")),
+        (r"Input should be a valid boolean(, .*)?", N_("Input should be a valid boolean")),
+        (
+            r"Input should be a valid (dictionary|list|string)(, .*)?",
+            N_("Input has the wrong type"),
+        ),
+        (
+            r"Input should be greater than or equal to (?P<n>\S+)",
+            N_("Input should be greater than or equal to {n}"),
+        ),
+        (r"Input should be greater than (?P<n>\S+)", N_("Input should be greater than {n}")),
+        (
+            r"Input should be less than or equal to (?P<n>\S+)",
+            N_("Input should be less than or equal to {n}"),
+        ),
+        (r"Input should be less than (?P<n>\S+)", N_("Input should be less than {n}")),
+        (
+            r"String should have at most (?P<n>\d+) characters?",
+            N_("String should have at most {n} characters"),
+        ),
+        (
+            r"String should have at least (?P<n>\d+) characters?",
+            N_("String should have at least {n} characters"),
+        ),
+        (r"Input should be (?P<choices>'.+')", N_("Input should be {choices}")),
+        (
+            r"(?P<name>\S+) is shorter than (?P<n>\d+) characters: choose a longer one",
+            N_("{name} is shorter than {n} characters: choose a longer one"),
+        ),
+        (
+            r"unknown time zone (?P<zone>.+): an IANA name such as UTC or Europe/Moscow",
+            N_("unknown time zone {zone}: an IANA name such as UTC or Europe/Moscow"),
+        ),
+        (r"must be DEBUG, INFO, WARNING or ERROR", N_("must be DEBUG, INFO, WARNING or ERROR")),
+        (
+            r"EXCHANGE_RETRY_BASE_DELAY must not exceed EXCHANGE_RETRY_MAX_DELAY",
+            N_("EXCHANGE_RETRY_BASE_DELAY must not exceed EXCHANGE_RETRY_MAX_DELAY"),
+        ),
+        (
+            r"must be a finite number of (?P<unit>\w+) greater than 0 and at most (?P<most>\S+); "
+            r"for \(practically\) never, write (?P<never>\S+)",
+            N_(
+                "must be a finite number of {unit} greater than 0 and at most {most}; for "
+                "(practically) never, write {never}"
+            ),
+        ),
+        (r"must be a number of (?P<unit>\w+), not NaN", N_("must be a number of {unit}, not NaN")),
+        (r"must start with http:// or https://", N_("must start with http:// or https://")),
+        (
+            r"must not hold spaces or control characters",
+            N_("must not hold spaces or control characters"),
+        ),
+        (
+            r"is not a URL \(e\.g\. https://shop\.example\.com\)",
+            N_("is not a URL (e.g. https://shop.example.com)"),
+        ),
+        (
+            r"has no host name \(e\.g\. https://shop\.example\.com\)",
+            N_("has no host name (e.g. https://shop.example.com)"),
+        ),
+        (
+            r"must be the site's base URL, without \?query or #fragment",
+            N_("must be the site's base URL, without ?query or #fragment"),
+        ),
+        (
+            r"EXCHANGE_SITE_URL: plain http:// to (?P<host>.+) would send the token unencrypted; "
+            r"use https://, or set EXCHANGE_SITE_ALLOW_HTTP=true \(http:// is accepted without "
+            r"it only for 127\.0\.0\.0/8, ::1 and localhost\)",
+            N_(
+                "EXCHANGE_SITE_URL: plain http:// to {host} would send the token unencrypted; use "
+                "https://, or set EXCHANGE_SITE_ALLOW_HTTP=true (http:// is accepted without it "
+                "only for 127.0.0.0/8, ::1 and localhost)"
+            ),
+        ),
+        (
+            r"not a database URL \(e\.g\. sqlite:///exchange\.db\)",
+            N_("not a database URL (e.g. sqlite:///exchange.db)"),
+        ),
+        (
+            r"unsupported database (?P<name>.+): use sqlite or postgresql",
+            N_("unsupported database {name}: use sqlite or postgresql"),
+        ),
+        (
+            r"kind (?P<kind>.+) is financial and can never be coalesced: use policy 'strict'",
+            N_("kind {kind} is financial and can never be coalesced: use policy 'strict'"),
+        ),
+        (
+            r"EXCHANGE_KINDS: the (?P<target>\S+) target takes price messages only, not "
+            r"(?P<kinds>.+)",
+            N_("EXCHANGE_KINDS: the {target} target takes price messages only, not {kinds}"),
+        ),
+        (
+            r"(?P<setting>EXCHANGE_\w+=\w+) needs (?P<names>EXCHANGE_\w+(, EXCHANGE_\w+)*)",
+            N_("{setting} needs {names}"),
+        ),
+        (r"must not be empty", N_("must not be empty")),
+    )
+)
+
+
+def settings_words(text: str, lang: Lang) -> str:
+    """The settings' problems ("EXCHANGE_MAX_ATTEMPTS: Input should be …; …", from
+    ``settings.load.describe_validation_error``) in ``lang``, one by one; each variable's name
+    as it is."""
+    if lang == "en":
+        return text
+    said = []
+    for part in re.split(r"; (?=EXCHANGE_\w+)", text):
+        found = re.fullmatch(
+            r"(?P<name>EXCHANGE_\w+(?: \([^)]*\))?): (?P<problem>.+)", part, re.DOTALL
+        )
+        named, problem = (found["name"] + ": ", found["problem"]) if found else ("", part)
+        for pattern, message in _SETTINGS_PROBLEMS:
+            matched = pattern.fullmatch(problem)
+            if matched:
+                values = {key: value or "" for key, value in matched.groupdict().items()}
+                if "choices" in values:  # "'api', 'bitrix' or 'woocommerce'"
+                    values["choices"] = values["choices"].replace(
+                        "' or '", pgettext("a list of choices", "' or '", lang)
+                    )
+                problem = say(message, lang).format(**values)
+                break
+        said.append(named + problem)
+    return "; ".join(said)
 
 
 def inside_words(text: str, lang: Lang) -> str:
@@ -708,96 +939,106 @@ def inside_words(text: str, lang: Lang) -> str:
 # the message page says them in Russian. What a shop or a site answered (after "HTTP 422: "),
 # ids, names, settings and times are kept as they are; a text that matches nothing is shown as
 # it is. A detail that wraps another (``… (attempt 2 of 5)``) says the inner one in Russian too.
+# Each pattern stands beside its English message (N_), as in every table below; the Russian is
+# in the catalog (exchange/locale/ru/LC_MESSAGES/exchange.po, docs/translations.md).
 _DETAILS: tuple[tuple[str, str], ...] = (
-    (r"from staging row #(?P<n>\d+)", "из строки staging_intents № {n}"),
+    (r"from staging row #(?P<n>\d+)", N_("from staging row #{n}")),
     (
         r"staging row #(?P<n>\d+) carried this message again: recorded, not sent again",
-        "строка staging_intents № {n} принесла это сообщение ещё раз: записано, повторно не "
-        "отправляется",
+        N_("staging row #{n} carried this message again: recorded, not sent again"),
     ),
-    (r"superseded by (?P<id>\S+)", "вытеснено более новой версией {id}"),
+    (r"superseded by (?P<id>\S+)", N_("superseded by {id}")),
     (
         r"version (?P<v>\d+) is at or below version (?P<d>\d+), already delivered: never sent",
-        "версия {v} не новее уже доставленной версии {d}: не отправляется",
+        N_("version {v} is at or below version {d}, already delivered: never sent"),
     ),
-    (r"version (?P<v>\d+) never arrived within (?P<t>\S+) s", "версия {v} не пришла за {t} с"),
+    (
+        r"version (?P<v>\d+) never arrived within (?P<t>\S+) s",
+        N_("version {v} never arrived within {t} s"),
+    ),
     (
         r"versions (?P<r>\S+) never arrived within (?P<t>\S+) s",
-        "версии {r} не пришли за {t} с",
+        N_("versions {r} never arrived within {t} s"),
     ),
-    (r"(?P<d>.+) \(attempt (?P<a>\d+) of (?P<m>\d+)\)", "{d*} (попытка {a} из {m})"),
-    (r"result-unknown: (?P<d>.+)", "результат неизвестен: {d*}"),
-    (r"site busy, not charged: (?P<d>.+)", "сайт перегружен, попытка не засчитана: {d*}"),
-    (r"probe failed, not charged: (?P<d>.+)", "пробная отправка не удалась, не засчитана: {d*}"),
+    (r"(?P<d>.+) \(attempt (?P<a>\d+) of (?P<m>\d+)\)", N_("{d*} (attempt {a} of {m})")),
+    (r"result-unknown: (?P<d>.+)", N_("result-unknown: {d*}")),
+    (r"site busy, not charged: (?P<d>.+)", N_("site busy, not charged: {d*}")),
+    (r"probe failed, not charged: (?P<d>.+)", N_("probe failed, not charged: {d*}")),
     (
         r"not sent: delivery paused \((?P<why>.+)\)",
-        "не отправлено: доставка приостановлена ({why*})",
+        N_("not sent: delivery paused ({why*})"),
     ),
-    (r"confirmed by RabbitMQ", "RabbitMQ подтвердил приём"),
-    (r"import: success(?P<t>.*)", "сайт принял пакет (success):{t}"),
+    (r"confirmed by RabbitMQ", N_("confirmed by RabbitMQ")),
+    (r"import: success(?P<t>.*)", N_("import: success{t}")),
     (
         r"read back after (?P<e>\w+): (?P<f>\w+)=(?P<v>\S+)",
-        "ответ потерян ({e}), цена прочитана с сайта: {f}={v}",
+        N_("read back after {e}: {f}={v}"),
     ),
     (
         r"(?P<d>.+); read back: the shop does not hold it, sent again",
-        "{d}; прочитано с сайта: цены там нет, отправлено снова",
+        N_("{d}; read back: the shop does not hold it, sent again"),
     ),
     (
         r"price type (?P<t>'[^']*') is mapped to null by (?P<s>\w+): left out of this shop on "
         r"purpose",
-        "вид цены {t} сопоставлен с null в {s}: в этот магазин намеренно не отправляется",
+        N_("price type {t} is mapped to null by {s}: left out of this shop on purpose"),
     ),
-    (r"price type (?P<t>'[^']*') is not mapped by (?P<s>\w+)", "вид цены {t} не сопоставлен в {s}"),
+    (
+        r"price type (?P<t>'[^']*') is not mapped by (?P<s>\w+)",
+        N_("price type {t} is not mapped by {s}"),
+    ),
     (
         r"the shop has no product or variation with SKU (?P<s>.+)",
-        "в магазине нет товара или вариации с артикулом {s}",
+        N_("the shop has no product or variation with SKU {s}"),
     ),
     (
         r"RabbitMQ returned the message as unroutable \((?P<c>[^)]*)\): no queue is bound to the "
         r"exchange (?P<x>\S+) for the routing key (?P<k>.+)",
-        "RabbitMQ вернул сообщение как недоставляемое ({c}): к обменнику {x} не привязана "
-        "очередь для ключа маршрутизации {k}",
+        N_(
+            "RabbitMQ returned the message as unroutable ({c}]*)): no queue is bound to the "
+            "exchange {x} for the routing key {k}"
+        ),
     ),
-    (r"retried by (?P<o>.+) \(was (?P<r>[^)]*)\)", "повтор: оператор {o} (причина была {r})"),
-    (r"cancelled by (?P<o>.+) \(was (?P<r>[^)]*)\)", "отмена: оператор {o} (причина была {r})"),
-    (r"put before the backlog by (?P<o>.+)", "отправить вне очереди: оператор {o}"),
+    (r"retried by (?P<o>.+) \(was (?P<r>[^)]*)\)", N_("retried by {o} (was {r}]*))")),
+    (r"cancelled by (?P<o>.+) \(was (?P<r>[^)]*)\)", N_("cancelled by {o} (was {r}]*))")),
+    (r"put before the backlog by (?P<o>.+)", N_("put before the backlog by {o}")),
     (
         r"the lease of (?P<w>\S+) had expired: result unknown; taken over by (?P<n>\S+) for "
         r"attempt (?P<a>\d+)",
-        "аренда обработчика {w} истекла, результат неизвестен; перехвачено обработчиком {n}, "
-        "попытка {a}",
+        N_("the lease of {w} had expired: result unknown; taken over by {n} for attempt {a}"),
     ),
     (
         r"the lease of (?P<w>\S+) expired during attempt (?P<a>\d+) of (?P<m>\d+); the result of "
         r"that attempt is unknown",
-        "аренда обработчика {w} истекла во время попытки {a} из {m}; результат этой попытки "
-        "неизвестен",
+        N_(
+            "the lease of {w} expired during attempt {a} of {m}; the result of that attempt is "
+            "unknown"
+        ),
     ),
-    (r"no outcome yet; leased until (?P<t>.+)", "итога ещё нет; взято в отправку до {t}"),
+    (r"no outcome yet; leased until (?P<t>.+)", N_("no outcome yet; leased until {t}")),
     # why an aggregate is held (exchange/ops/status.py, ``blocked``)
     (
         r"(?P<id>\S+) is quarantined \((?P<r>[^)]*)\): retry or cancel it",
-        "{id} в карантине ({r}): повторите или отмените его",
+        N_("{id} is quarantined ({r}]*)): retry or cancel it"),
     ),
     (
         r"(?P<id>\S+) is quarantined \((?P<r>[^)]*)\) after a gap at version (?P<v>\d+)",
-        "{id} в карантине ({r}) после пропуска версии {v}",
+        N_("{id} is quarantined ({r}]*)) after a gap at version {v}"),
     ),
     (
         r"waiting for version (?P<v>\d+) \(a gap\); (?P<id>\S+) is next",
-        "ждёт версию {v} (пропуск); следующее — {id}",
+        N_("waiting for version {v} (a gap); {id} is next"),
     ),
     # the site's refusals that pause delivery (exchange/targets/shop_api/answers.py)
-    (r"HTTP (?P<s>\d+): the site refused the token", "HTTP {s}: сайт не принял токен"),
+    (r"HTTP (?P<s>\d+): the site refused the token", N_("HTTP {s}: the site refused the token")),
     # the 1C-Bitrix target's pause when the service's own database did not answer
     (
         r"the latest known prices could not be read: (?P<e>\w+)",
-        "последние известные цены не прочитаны: {e}",
+        N_("the latest known prices could not be read: {e}"),
     ),
     (
         r"(?P<r>invalid-contract|unknown-kind|unsupported-schema|version-conflict): (?P<d>.+)",
-        "не принято ({r}): {d*}",
+        N_("{r}: {d*}"),
     ),
 )
 
@@ -812,241 +1053,265 @@ _BROKER_WHERE = (
 )
 _INTAKE_DETAILS: tuple[tuple[str, str], ...] = (
     # where a broker's message came from, before what is wrong with it
-    (_BROKER_WHERE + r": (?P<d>.+)", "{w*}: {d*}"),
-    (r"rabbitmq queue (?P<q>\S+)", "RabbitMQ, очередь {q}"),
-    (r"(?P<w>.+), message_id (?P<m>\S+)", "{w*}, message_id {m}"),
-    (r"(?P<w>.+), intent (?P<n>\d+)", "{w*}, запись intents[{n}]"),
+    (_BROKER_WHERE + r": (?P<d>.+)", N_("{w*}: {d*}")),
+    (r"rabbitmq queue (?P<q>\S+)", N_("rabbitmq queue {q}")),
+    (r"(?P<w>.+), message_id (?P<m>\S+)", N_("{w*}, message_id {m}")),
+    (r"(?P<w>.+), intent (?P<n>\d+)", N_("{w*}, intent {n}")),
     (
         r"redis stream (?P<s>\S+), entry (?P<e>\S+) \(no field intent: (?P<f>.*)\)",
-        "Redis, поток {s}, запись {e} (нет поля intent: {f})",
+        N_("redis stream {s}, entry {e} (no field intent: {f})"),
     ),
-    (r"redis stream (?P<s>\S+), entry (?P<e>\S+)", "Redis, поток {s}, запись {e}"),
+    (r"redis stream (?P<s>\S+), entry (?P<e>\S+)", N_("redis stream {s}, entry {e}")),
     # why a broker source does not consume (contract 15: status's cause «source»)
     (
         r"the broker cancelled the consumer \(the queue was deleted or moved\)",
-        "брокер отменил подписку (очередь удалили или перенесли)",
+        N_("the broker cancelled the consumer (the queue was deleted or moved)"),
     ),
-    (r"the queue (?P<q>.+) does not exist", "очереди {q} нет"),
-    (r"the (?:broker|server) refused the credentials", "брокер не принял логин или пароль"),
-    (r"the broker closed the connection between two pulls", "брокер закрыл соединение"),
+    (r"the queue (?P<q>.+) does not exist", N_("the queue {q} does not exist")),
+    (r"the (?:broker|server) refused the credentials", N_("the broker refused the credentials")),
+    (
+        r"the broker closed the connection between two pulls",
+        N_("the broker closed the connection between two pulls"),
+    ),
     # what a broker source refuses before reading the body (contract 15)
     (
         r"the message is (?P<n>\d+) bytes, more than EXCHANGE_SOURCE_MAX_BYTES \((?P<m>\d+)\): "
         r"not read",
-        "сообщение занимает {n} байт, больше EXCHANGE_SOURCE_MAX_BYTES ({m}): не прочитано",
+        N_("the message is {n} bytes, more than EXCHANGE_SOURCE_MAX_BYTES ({m}): not read"),
     ),
     (
         r"the entry names the field intent (?P<n>\d+) times",
-        "поле intent повторено в записи потока (раз: {n})",
+        N_("the entry names the field intent {n} times"),
     ),
     (
         r"the stream no longer holds this entry \(trimmed by MAXLEN or XTRIM while pending\)",
-        "записи больше нет в потоке (её удалили MAXLEN или XTRIM, пока она ждала подтверждения)",
+        N_("the stream no longer holds this entry (trimmed by MAXLEN or XTRIM while pending)"),
     ),
     # the body of a JSON intake's request or of a broker's message
-    (r"the body is not UTF-8 text", "тело сообщения — не текст UTF-8"),
+    (r"the body is not UTF-8 text", N_("the body is not UTF-8 text")),
     (
         r"the body nests (?P<d>\d+) levels deep, more than the (?P<m>\d+) allowed \(a payload "
         r"may nest at most (?P<p>\d+)\)",
-        "глубина вложенности тела сообщения — {d}, а допускается не больше {m} (в данных "
-        "payload — не больше {p})",
+        N_(
+            "the body nests {d} levels deep, more than the {m} allowed (a payload may nest at "
+            "most {p})"
+        ),
     ),
     (
         r"the body names key (?P<k>.+) twice in one object",
-        "в теле сообщения ключ {k} встречается в одном объекте дважды",
+        N_("the body names key {k} twice in one object"),
     ),
-    (r"the body is not JSON: (?P<e>.+)", "тело сообщения — не JSON: {e*}"),
-    (r'the body must be \{"intents": \[\.\.\.\]\}', 'тело должно иметь вид {{"intents": [...]}}'),
+    (r"the body is not JSON: (?P<e>.+)", N_("the body is not JSON: {e*}")),
+    (r'the body must be \{"intents": \[\.\.\.\]\}', N_('the body must be {"intents": [...]}')),
     (
         r'the body must be an intent, a list of intents or \{"intents": \[\.\.\.\]\}',
-        'тело сообщения должно быть одной записью, списком записей или {{"intents": [...]}}',
+        N_('the body must be an intent, a list of intents or {"intents": [...]}'),
     ),
-    (r'"intents" must be a list', "«intents» должен быть списком"),
+    (r'"intents" must be a list', N_('"intents" must be a list')),
     (
         r"the body holds more than (?P<n>\d+) arrays and objects, the most (?P<m>\d+) intents "
         r"may \((?P<p>\d+) per intent\)",
-        "в теле сообщения больше {n} массивов и объектов — больше, чем может быть в {m} "
-        "записях (по {p} на запись)",
+        N_(
+            "the body holds more than {n} arrays and objects, the most {m} intents may ({p} per "
+            "intent)"
+        ),
     ),
     (
         r"the body holds more than (?P<n>\d+) values and keys, the most (?P<m>\d+) intents "
         r"may \((?P<p>\d+) per intent\)",
-        "в теле сообщения больше {n} значений и ключей — больше, чем может быть в {m} "
-        "записях (по {p} на запись)",
+        N_(
+            "the body holds more than {n} values and keys, the most {m} intents may ({p} per "
+            "intent)"
+        ),
     ),
-    (r"the body holds no intent", "в теле сообщения нет ни одной записи"),
+    (r"the body holds no intent", N_("the body holds no intent")),
     (
         r"at most (?P<n>\d+) intents per (?:message|request), not (?P<m>\d+)",
-        "записей в одном сообщении — не больше {n}, а пришло {m}",
+        N_("at most {n} intents per message, not {m}"),
     ),
-    (r"intents\[(?P<i>\d+)\] is not an object", "intents[{i}] — не объект JSON"),
+    (r"intents\[(?P<i>\d+)\] is not an object", N_("intents[{i}] is not an object")),
     # one intent's fields (the JSON intake's shape, before the staging row's rules)
-    (r"unknown fields: (?P<f>.+)", "неизвестные поля: {f}"),
+    (r"unknown fields: (?P<f>.+)", N_("unknown fields: {f}")),
     (
         r"kind must be a string of 1 to 64 characters",
-        "kind должен быть строкой длиной от 1 до 64 символов",
+        N_("kind must be a string of 1 to 64 characters"),
     ),
     (
         r"(?P<f>\w+) must be a string of at most (?P<n>\d+) characters",
-        "{f} должен быть строкой не длиннее {n} символов",
+        N_("{f} must be a string of at most {n} characters"),
     ),
-    (r"aggregate_version must be an integer", "aggregate_version должен быть целым числом"),
+    (r"aggregate_version must be an integer", N_("aggregate_version must be an integer")),
     (
         r"payload must be a JSON object \(or its text\)",
-        "payload должен быть объектом JSON (или его текстом)",
+        N_("payload must be a JSON object (or its text)"),
     ),
     # a staging row's rules (contracts.validate)
-    (r"unreadable staging row: (?P<d>.+)", "строку staging_intents не удалось прочитать: {d;}"),
-    (r"(?P<f>\w+) is not valid UTF-8 text", "{f} — не текст в UTF-8"),
+    (r"unreadable staging row: (?P<d>.+)", N_("unreadable staging row: {d;}")),
+    (r"(?P<f>\w+) is not valid UTF-8 text", N_("{f} is not valid UTF-8 text")),
     (
         r"aggregate_version (?P<v>.+) is not a whole number",
-        "aggregate_version {v} — не целое число",
+        N_("aggregate_version {v} is not a whole number"),
     ),
-    (r"created_at (?P<v>.+) is not a time", "created_at {v} — не время"),
-    (r"kind (?P<k>.+) is not configured", "вид {k} не настроен (EXCHANGE_KINDS)"),
+    (r"created_at (?P<v>.+) is not a time", N_("created_at {v} is not a time")),
+    (r"kind (?P<k>.+) is not configured", N_("kind {k} is not configured")),
     (
         r"aggregate must be non-empty printable text",
-        "aggregate должен быть непустым текстом без управляющих символов",
+        N_("aggregate must be non-empty printable text"),
     ),
-    (r"source_ref must not contain NUL bytes", "source_ref не должен содержать байтов NUL"),
+    (r"source_ref must not contain NUL bytes", N_("source_ref must not contain NUL bytes")),
     (
         r"aggregate_version must be 1 or more, not (?P<v>\S+)",
-        "aggregate_version должен быть не меньше 1, а здесь {v}",
+        N_("aggregate_version must be 1 or more, not {v}"),
     ),
     (
         r"aggregate_version (?P<v>\S+) is not a whole number from 1 to 2\^63-1 \(BIGINT\)",
-        "aggregate_version {v} — не целое число от 1 до 2^63-1 (BIGINT)",
+        N_("aggregate_version {v} is not a whole number from 1 to 2^63-1 (BIGINT)"),
     ),
     (
         r"aggregate_version (?P<v>\S+) is not below 2\^62 \((?P<p>\d+)\): the numbers from 2\^62 "
         r"up are kept for the 1C exchange's packages",
-        "aggregate_version {v} не меньше 2^62 ({p}): номера от 2^62 и выше отведены пакетам "
-        "обмена с 1С",
+        N_(
+            "aggregate_version {v} is not below 2^62 ({p}): the numbers from 2^62 up are kept for "
+            "the 1C exchange's packages"
+        ),
     ),
     (
         r"schema_version (?P<s>.+) of kind (?P<k>.+) is not supported \(supported: (?P<l>.*)\)",
-        "версия схемы {s} вида {k} не поддерживается (поддерживаются: {l})",
+        N_("schema_version {s} of kind {k} is not supported (supported: {l})"),
     ),
     (
         r"(?P<f>\w+) contains an unpaired UTF-16 surrogate",
-        "{f} содержит непарный суррогат UTF-16 (такой текст нельзя сохранить)",
+        N_("{f} contains an unpaired UTF-16 surrogate"),
     ),
-    (r"(?P<f>\w+) must be text, not (?P<t>\w+)", "{f} должен быть текстом, а не {t}"),
+    (r"(?P<f>\w+) must be text, not (?P<t>\w+)", N_("{f} must be text, not {t}")),
     (
         r"(?P<f>\w+) is too long: (?P<n>\d+) characters, the contract allows at most (?P<m>\d+) "
         r"\(VARCHAR\((?P<v>\d+)\)\)",
-        "{f} слишком длинный: символов {n}, а контракт допускает не больше {m} (VARCHAR({v}))",
+        N_("{f} is too long: {n} characters, the contract allows at most {m} (VARCHAR({v}))"),
     ),
     (
         r"payload nests (?P<d>\d+) levels deep; the contract allows at most (?P<m>\d+)",
-        "глубина вложенности данных payload — {d}, а контракт допускает не больше {m}",
+        N_("payload nests {d} levels deep; the contract allows at most {m}"),
     ),
-    (r"payload is not valid JSON: (?P<e>.+)", "данные (payload) — некорректный JSON: {e*}"),
+    (r"payload is not valid JSON: (?P<e>.+)", N_("payload is not valid JSON: {e*}")),
     (
         r"payload must be a JSON object, not (?P<t>\w+)",
-        "данные payload должны быть объектом JSON, а не {t}",
+        N_("payload must be a JSON object, not {t}"),
     ),
     (
         r"price payload: sku (?P<s>.+), price_type (?P<t>.+) does not belong to aggregate "
         r"(?P<a>.+): one aggregate is one price, named <sku>/<price_type> \((?P<n>.+)\), or the "
         r"sku alone where a store has one price type",
-        "цена: артикул (sku) {s} с видом цены (price_type) {t} не относится к агрегату {a}: "
-        "один агрегат — одна цена, его имя <sku>/<price_type> ({n}) или только sku, если у "
-        "магазина один вид цены",
+        N_(
+            "price payload: sku {s}, price_type {t} does not belong to aggregate {a}: one "
+            "aggregate is one price, named <sku>/<price_type> ({n}), or the sku alone where a "
+            "store has one price type"
+        ),
     ),
     (  # exchange/intake/staging_store.py: one message per aggregate version
         r"version (?P<v>\d+) of (?P<k>\S+) (?P<a>.+) was already taken as (?P<m>\S+) with a "
         r"different payload",
-        "версия {v} агрегата {a} (вид: {k@}) уже принята как сообщение {m} с другими данными",
+        N_("version {v} of {k@} {a} was already taken as {m} with a different payload"),
     ),
     (  # exchange/intake/staging_store.py: an aggregate's sku and price type are fixed
         r"aggregate (?P<a>.+) is the price of sku (?P<s>.+) in price type (?P<t>.+), fixed by its "
         r"first version; this row names (?P<d>.+)\. One aggregate is one price: write this "
         r"price under aggregate (?P<w>.+) \(<sku>/<price_type>\)",
-        "агрегат {a} — цена артикула (sku) {s} с видом цены {t}, это задала его первая версия; "
-        "эта строка называет {d*}. Один агрегат — одна цена: выгружайте эту цену под агрегатом "
-        "{w} (<sku>/<price_type>)",
+        N_(
+            "aggregate {a} is the price of sku {s} in price type {t}, fixed by its first version; "
+            "this row names {d*}. One aggregate is one price: write this price under aggregate "
+            "{w} (<sku>/<price_type>)"
+        ),
     ),
     # what such a row names instead (``{d*}`` above)
     (
         r"sku (?P<g>.+?) \(not (?P<f>.+?)\) and price_type (?P<h>.+) \(not (?P<e>.+)\)",
-        "артикул (sku) {g} (а не {f}) и вид цены (price_type) {h} (а не {e})",
+        N_("sku {g} (not {f}) and price_type {h} (not {e})"),
     ),
-    (r"sku (?P<g>.+) \(not (?P<f>.+)\)", "артикул (sku) {g} (а не {f})"),
-    (r"price_type (?P<g>.+) \(not (?P<f>.+)\)", "вид цены (price_type) {g} (а не {f})"),
+    (r"sku (?P<g>.+) \(not (?P<f>.+)\)", N_("sku {g} (not {f})")),
+    (r"price_type (?P<g>.+) \(not (?P<f>.+)\)", N_("price_type {g} (not {f})")),
     (  # contract 15: one (sku, price type), one aggregate
         r"sku (?P<s>.+) in price type (?P<t>.+) belongs to aggregate (?P<o>.+), the first that "
         r"carried it; this row names it under aggregate (?P<a>.+)\. One sku in one price type "
         r"is one aggregate: write this price under aggregate (?P<w>.+)",
-        "артикул (sku) {s} с видом цены {t} принадлежит агрегату {o}, который первым его "
-        "принёс; эта строка называет его агрегатом {a}. Один товар в одном виде цены — один "
-        "агрегат: выгружайте эту цену под агрегатом {w}",
+        N_(
+            "sku {s} in price type {t} belongs to aggregate {o}, the first that carried it; this "
+            "row names it under aggregate {a}. One sku in one price type is one aggregate: write "
+            "this price under aggregate {w}"
+        ),
     ),
     (  # contract 15: within one 1C package the later offer wins
         r"повтор в пакете: a later offer of the same 1C package maps to aggregate (?P<a>.+) "
         r"too, with another price; the later one in the document wins and this one is not sent "
         r"\(two goods sharing one Артикул, or one Ид twice\)",
-        "повтор в пакете: более позднее предложение того же пакета 1С даёт тот же агрегат {a} "
-        "с другой ценой; действует более позднее по тексту файла, а это не отправляется (два "
-        "товара с одним артикулом или один Ид дважды)",
+        N_(
+            "повтор в пакете: a later offer of the same 1C package maps to aggregate {a} too, "
+            "with another price; the later one in the document wins and this one is not sent (two "
+            "goods sharing one Артикул, or one Ид twice)"
+        ),
     ),
     # each part names its field once, in Russian with the payload's key (``_field_problems``)
-    (r"price payload: (?P<p>.+)", "{p+}"),
-    (r"the row could not be checked: (?P<e>.+)", "строку не удалось проверить: {e}"),
+    (r"price payload: (?P<p>.+)", N_("price payload: {p+}")),
+    (r"the row could not be checked: (?P<e>.+)", N_("the row could not be checked: {e}")),
     # what Python's JSON parser says (json.decoder), and the contract's own JSON rules
     (
         r"(?P<m>.+): line (?P<l>\d+) column (?P<c>\d+) \(char (?P<p>\d+)\)",
-        "{m*}: строка {l}, позиция {c} (символ № {p})",
+        N_("{m*}: line {l} column {c} (char {p})"),
     ),
-    (r"Expecting value", "ожидалось значение"),
+    (r"Expecting value", N_("Expecting value")),
     (
         r"Expecting property name enclosed in double quotes",
-        "ожидалось имя ключа в двойных кавычках",
+        N_("Expecting property name enclosed in double quotes"),
     ),
-    (r"Expecting ':' delimiter", "ожидалось «:»"),
-    (r"Expecting ',' delimiter", "ожидалась «,»"),
-    (r"Unterminated string starting at", "строка не закрыта кавычкой; она начинается"),
-    (r"Invalid control character at", "недопустимый управляющий символ"),
-    (r"Invalid \\escape", "недопустимая последовательность с \\"),
-    (r"Invalid \\uXXXX escape", "недопустимая последовательность \\uXXXX"),
-    (r"Extra data", "лишние данные после JSON"),
-    (r"Illegal trailing comma before end of (?:object|array)", "лишняя запятая перед концом"),
-    (r"key (?P<k>.+) appears twice in one object", "ключ {k} встречается в одном объекте дважды"),
+    (r"Expecting ':' delimiter", N_("Expecting ':' delimiter")),
+    (r"Expecting ',' delimiter", N_("Expecting ',' delimiter")),
+    (r"Unterminated string starting at", N_("Unterminated string starting at")),
+    (r"Invalid control character at", N_("Invalid control character at")),
+    (r"Invalid \\escape", N_("Invalid \\escape")),
+    (r"Invalid \\uXXXX escape", N_("Invalid \\uXXXX escape")),
+    (r"Extra data", N_("Extra data")),
+    (
+        r"Illegal trailing comma before end of (?:object|array)",
+        N_("Illegal trailing comma before end of object"),
+    ),
+    (r"key (?P<k>.+) appears twice in one object", N_("key {k} appears twice in one object")),
     (
         r"(?P<n>\S+) is not a number the contract allows",
-        "{n} — число, которое контракт не допускает",
+        N_("{n} is not a number the contract allows"),
     ),
 )
 # The parts of a price payload's refusal ("price: must be …; currency: must be …"): a field,
 # then what is wrong with its value (contracts.py's checks and pydantic's own words).
 _FIELD_PROBLEMS: tuple[tuple[str, str], ...] = (
-    (r"must be a string", "значение должно быть строкой"),
-    (r"must not contain control characters", "значение не должно содержать управляющих символов"),
-    (r"must be 1 to 100 characters", "значение должно быть длиной от 1 до 100 символов"),
+    (r"must be a string", N_("must be a string")),
+    (r"must not contain control characters", N_("must not contain control characters")),
+    (r"must be 1 to 100 characters", N_("must be 1 to 100 characters")),
     (
         r"must be three upper-case letters, e\.g\. RUB",
-        "значение должно состоять из трёх заглавных латинских букв, например RUB",
+        N_("must be three upper-case letters, e.g. RUB"),
     ),
     (
         r'must be a decimal string such as "840\.00" or a JSON number',
-        'значение должно быть десятичным числом в строке, например "840.00", или числом JSON',
+        N_('must be a decimal string such as "840.00" or a JSON number'),
     ),
-    (r"must be written without an exponent", "число записывается без экспоненты (не 1e3, а 1000)"),
+    (r"must be written without an exponent", N_("must be written without an exponent")),
     (
         r'must be a plain decimal such as "840\.00" \(ASCII digits and at most one point; no '
         r"spaces, line breaks, '\+' or other characters\), not (?P<v>.+)",
-        'значение должно быть простым десятичным числом, например "840.00" (цифры и не больше '
-        "одной точки; без пробелов, переносов строк, «+» и других знаков), а здесь {v}",
+        N_(
+            'must be a plain decimal such as "840.00" (ASCII digits and at most one point; no '
+            "spaces, line breaks, '+' or other characters), not {v}"
+        ),
     ),
-    (r"must be a plain decimal", "значение должно быть простым десятичным числом"),
-    (r"must be finite", "число должно быть конечным"),
-    (r"must be at least 0 and below 10\^12", "значение должно быть от 0 и меньше 10^12"),
+    (r"must be a plain decimal", N_("must be a plain decimal")),
+    (r"must be finite", N_("must be finite")),
+    (r"must be at least 0 and below 10\^12", N_("must be at least 0 and below 10^12")),
     (
         r"must have at most (?P<n>\d+) decimal places",
-        "знаков после запятой — не больше {n}",
+        N_("must have at most {n} decimal places"),
     ),
-    (r"is not a field of this schema", "такого поля в схеме нет"),
-    (r"Field required", "обязательное поле отсутствует"),
+    (r"is not a field of this schema", N_("is not a field of this schema")),
+    (r"Field required", N_("Field required")),
 )
 _FIELD_PROBLEMS_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _FIELD_PROBLEMS)
 _DETAILS_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _DETAILS + _INTAKE_DETAILS)
@@ -1071,10 +1336,10 @@ def _field_problems(text: str) -> str:
         field, colon, problem = part.partition(": ")
         if not colon or " " in field:
             field, problem = "", part
-        for pattern, russian in _FIELD_PROBLEMS_RE:
+        for pattern, message in _FIELD_PROBLEMS_RE:
             found = pattern.fullmatch(problem)
             if found:
-                problem = russian.format(**found.groupdict())
+                problem = _(message, "ru").format(**found.groupdict())
                 break
         if not field:
             named = "цена"
@@ -1091,9 +1356,10 @@ def detail_words(text: str) -> str:
     in Russian in turn; a ``{name;}`` details apart by "; "; a ``{name+}`` a list of a
     payload's field problems; a ``{name@}`` a kind, by its Russian name); one that matches
     nothing as it is."""
-    for pattern, russian in _DETAILS_RE:
+    for pattern, message in _DETAILS_RE:
         found = pattern.fullmatch(text)
         if found:
+            russian = _(message, "ru")
             values = dict(found.groupdict())
             for key in list(values):
                 if "{" + key + "*}" in russian:
@@ -1138,131 +1404,133 @@ _ONEC_WHOLE: tuple[tuple[str, str], ...] = (
     (
         r"the 1C exchange is closed: EXCHANGE_1C_USER and EXCHANGE_1C_PASSWORD are not set on "
         r"the service",
-        "Обмен с 1С закрыт: на сервисе не заданы EXCHANGE_1C_USER и EXCHANGE_1C_PASSWORD.",
+        N_(
+            "the 1C exchange is closed: EXCHANGE_1C_USER and EXCHANGE_1C_PASSWORD are not set on "
+            "the service"
+        ),
     ),
-    (r"unknown exchange type (?P<t>.*)", "Неизвестный тип обмена {t}."),
+    (r"unknown exchange type (?P<t>.*)", N_("unknown exchange type {t}")),
     (
         r"not authorized: wrong user or password, or no session \(checkauth\)",
-        "Ошибка авторизации. Неверное имя пользователя или пароль, или сеанс не начат (checkauth).",
+        N_("not authorized: wrong user or password, or no session (checkauth)"),
     ),
     (
         r"wrong user or password \(HTTP Basic\)",
-        "Ошибка авторизации. Неверное имя пользователя или пароль.",
+        N_("wrong user or password (HTTP Basic)"),
     ),
     (
         r"too many wrong passwords from this address: try again in (?P<s>\d+) s",
-        "Слишком много неверных паролей с этого адреса: повторите через {s} с.",
+        N_("too many wrong passwords from this address: try again in {s} s"),
     ),
-    (r"unknown mode (?P<m>.*)", "Неизвестная команда {m}."),
-    (r"nothing to deactivate: prices only", "Деактивировать нечего: сервис принимает только цены."),
-    (_N + r" bytes of " + _F + r" received", "Файл {f}: принято байт: {n}."),
-    (r"upload of " + _F + r" failed", "Загрузка файла {f} не удалась: пришлите его снова."),
+    (r"unknown mode (?P<m>.*)", N_("unknown mode {m}")),
+    (r"nothing to deactivate: prices only", N_("nothing to deactivate: prices only")),
+    (_N + r" bytes of " + _F + r" received", N_("{n} bytes of {f} received")),
+    (r"upload of " + _F + r" failed", N_("upload of {f} failed")),
     (
         r"upload of " + _F + r" was cut short: (?P<got>\d+) of (?P<want>\d+) bytes",
-        "Загрузка файла {f} прервана: получено {got} байт из {want}.",
+        N_("upload of {f} was cut short: {got} of {want} bytes"),
     ),
     (
         _F + r" is being imported: send it later",
-        "Файл {f} ещё загружается в базу: пришлите его позже.",
+        N_("{f} is being imported: send it later"),
     ),
     (
         r"a part of " + _F + r" is larger than file_limit=(?P<n>\d+) bytes \(init announced it\)",
-        "Часть файла {f} больше file_limit={n} байт, объявленного при init.",
+        N_("a part of {f} is larger than file_limit={n} bytes (init announced it)"),
     ),
-    (r"file " + _F + r" is larger than (?P<n>\d+) bytes", "Файл {f} больше {n} байт."),
+    (r"file " + _F + r" is larger than (?P<n>\d+) bytes", N_("file {f} is larger than {n} bytes")),
     (
         r"reading " + _F + r": " + _N + r" offers so far",
-        "Идёт чтение {f}: прочитано предложений: {n}.",
+        N_("reading {f}: {n} offers so far"),
     ),
     (
         r"the service's database is unavailable: (?P<e>.*)",
-        "База данных сервиса недоступна, повторите обмен позже ({e}).",
+        N_("the service's database is unavailable: {e}"),
     ),
-    (r"internal error: (?P<e>.*)", "Внутренняя ошибка сервиса ({e}): сообщите администратору."),
-    (r"archive unpacked", "Архив распакован."),
-    (r"not an XML file: accepted and dropped", "Не файл XML: принят и пропущен."),
+    (r"internal error: (?P<e>.*)", N_("internal error: {e}")),
+    (r"archive unpacked", N_("archive unpacked")),
+    (r"not an XML file: accepted and dropped", N_("not an XML file: accepted and dropped")),
     (
         r"file " + _F + r" was not uploaded in this exchange",
-        "Файл {f} не загружался в этом обмене.",
+        N_("file {f} was not uploaded in this exchange"),
     ),
-    (r"exchange complete", "Обмен завершён."),
-    (r"orders are not imported by this service", "Заказы этот сервис не принимает."),
-    (r"no orders here", "Заказов нет."),
+    (r"exchange complete", N_("exchange complete")),
+    (r"orders are not imported by this service", N_("orders are not imported by this service")),
+    (r"no orders here", N_("no orders here")),
     (
         r"this file was staged before \(package version (?P<v>\d+)\): nothing new",
-        "Этот файл уже был принят (пакет № {v}): нового нет.",
+        N_("this file was staged before (package version {v}): nothing new"),
     ),
     (
         r"not a CommerceML offers or catalogue file: nothing to read",
-        "Это не файл предложений или каталога CommerceML: читать нечего.",
+        N_("not a CommerceML offers or catalogue file: nothing to read"),
     ),
     (
         r"catalogue read: (?P<t>\d+) price types, (?P<a>\d+) articles kept",
-        "Каталог прочитан: видов цен: {t}, артикулов запомнено: {a}.",
+        N_("catalogue read: {t} price types, {a} articles kept"),
     ),
     (
         r"no price of a mapped type: the file has (?P<found>.*); map them in "
         r"EXCHANGE_1C_PRICE_TYPES",
-        "В файле нет цен сопоставленных видов. Виды цен в файле: {found}; укажите нужные в "
-        "EXCHANGE_1C_PRICE_TYPES.",
+        N_("no price of a mapped type: the file has {found}; map them in EXCHANGE_1C_PRICE_TYPES"),
     ),
     (
         r"not well-formed XML at line (?P<l>\d+), column (?P<c>\d+): (?P<e>.*)",
-        "Файл не является правильным XML: строка {l}, позиция {c} ({e}).",
+        N_("not well-formed XML at line {l}, column {c}: {e}"),
     ),
     (
         r"not a CommerceML file: the root element is <(?P<r>[^>]*)>, not <(?P<root>[^>]*)>",
-        "Это не файл CommerceML: корневой элемент <{r}>, а не <{root}>.",
+        N_("not a CommerceML file: the root element is <{r}>, not <{root}>"),
     ),
-    (r"the file is empty", "Файл пуст."),
-    (r"the file has no root element", "В файле нет корневого элемента."),
+    (r"the file is empty", N_("the file is empty")),
+    (r"the file has no root element", N_("the file has no root element")),
     (
         r"no root element in the first " + _N + r" bytes of the file",
-        "В первых {n} байтах файла нет корневого элемента.",
+        N_("no root element in the first {n} bytes of the file"),
     ),
     (
         r"a document type declaration \(DTD\) is not allowed in a CommerceML file",
-        "Объявление типа документа (DTD) в файле CommerceML не допускается.",
+        N_("a document type declaration (DTD) is not allowed in a CommerceML file"),
     ),
     (
         r"entity declarations are not allowed in a CommerceML file",
-        "Объявления сущностей в файле CommerceML не допускаются.",
+        N_("entity declarations are not allowed in a CommerceML file"),
     ),
     (
         r"external entities are not allowed in a CommerceML file",
-        "Внешние сущности в файле CommerceML не допускаются.",
+        N_("external entities are not allowed in a CommerceML file"),
     ),
-    (r"elements nested deeper than " + _N, "Элементы вложены глубже {n} уровней."),
-    (r"the file is nested too deeply", "Элементы файла вложены слишком глубоко."),
+    (r"elements nested deeper than " + _N, N_("elements nested deeper than {n}")),
+    (r"the file is nested too deeply", N_("the file is nested too deeply")),
     (
         r"a text node longer than " + _N + r" characters in <(?P<e>[^>]*)>",
-        "Текст в элементе <{e}> длиннее {n} символов.",
+        N_("a text node longer than {n} characters in <{e}>"),
     ),
     (
         r"more than " + _N + r" comments or processing instructions in the file",
-        "В файле больше {n} комментариев или инструкций обработки.",
+        N_("more than {n} comments or processing instructions in the file"),
     ),
     (
         r"a text longer than " + _N + r" bytes with no element in it",
-        "Текст длиннее {n} байт без единого элемента внутри.",
+        N_("a text longer than {n} bytes with no element in it"),
     ),
     (
         r"more than " + _N + r" fields in one <(?P<e>[^>]*)>",
-        "В одном элементе <{e}> больше {n} полей.",
+        N_("more than {n} fields in one <{e}>"),
     ),
-    (r"file name " + _F + r" is not allowed", "Имя файла {f} не допускается."),
+    (r"file name " + _F + r" is not allowed", N_("file name {f} is not allowed")),
     (
         r"file name " + _F + r" holds a control character: not allowed",
-        "Имя файла {f} содержит управляющий символ: не допускается.",
+        N_("file name {f} holds a control character: not allowed"),
     ),
     (
         r"file name " + _F + r" is an absolute path: not allowed",
-        "Имя файла {f} — абсолютный путь: не допускается.",
+        N_("file name {f} is an absolute path: not allowed"),
     ),
-    (r"file name " + _F + r" names no file", "Имя файла {f} не называет файл."),
+    (r"file name " + _F + r" names no file", N_("file name {f} names no file")),
     (
         r"file name " + _F + r" leaves the exchange's folder: not allowed",
-        "Имя файла {f} ведёт за пределы папки обмена: не допускается.",
+        N_("file name {f} leaves the exchange's folder: not allowed"),
     ),
     (
         r"file name "
@@ -1270,108 +1538,118 @@ _ONEC_WHOLE: tuple[tuple[str, str], ...] = (
         + r" is too long: a folder or file name may hold at most "
         + _N
         + r" bytes",
-        "Имя файла {f} слишком длинное: имя папки или файла — не больше {n} байт.",
+        N_("file name {f} is too long: a folder or file name may hold at most {n} bytes"),
     ),
-    (r"file name " + _F + r" is reserved", "Имя файла {f} занято сервисом."),
-    (r"file name " + _F + r" is not allowed: (?P<e>.*)", "Имя файла {f} не допускается ({e})."),
+    (r"file name " + _F + r" is reserved", N_("file name {f} is reserved")),
+    (r"file name " + _F + r" is not allowed: (?P<e>.*)", N_("file name {f} is not allowed: {e}")),
     (
         r"archive member " + _F + r" is a link: not allowed",
-        "Файл архива {f} — ссылка: не допускается.",
+        N_("archive member {f} is a link: not allowed"),
     ),
     (
         _F + r" holds more than " + _N + r" XML files: not unpacked",
-        "В архиве {f} больше {n} файлов XML: не распакован.",
+        N_("{f} holds more than {n} XML files: not unpacked"),
     ),
     (
         r"archive member " + _F + r" expands more than (?P<r>\S+) times",
-        "Файл архива {f} распаковывается больше чем в {r} раз.",
+        N_("archive member {f} expands more than {r} times"),
     ),
     (
         r"the archive unpacks to more than " + _N + r" bytes",
-        "Архив распаковывается больше чем в {n} байт.",
+        N_("the archive unpacks to more than {n} bytes"),
     ),
     (
         r"this package was formed at (?P<a>.+?), before a package formed at (?P<b>.+?) already "
         r"staged \(version (?P<v>\d+)\): an older package never overwrites a newer one; "
         r"nothing staged\. Run the exchange again to send the current prices",
-        "Пакет сформирован {a}, раньше уже принятого пакета, сформированного {b} (версия {v}): "
-        "более старый пакет не заменяет более новый, ничего не записано. Запустите обмен ещё "
-        "раз, чтобы выгрузить текущие цены.",
+        N_(
+            "this package was formed at {a}, before a package formed at {b} already staged "
+            "(version {v}): an older package never overwrites a newer one; nothing staged. Run "
+            "the exchange again to send the current prices"
+        ),
     ),
-    (_F + r" is not a zip archive: (?P<e>.*)", "{f} — не архив zip ({e})."),
+    (_F + r" is not a zip archive: (?P<e>.*)", N_("{f} is not a zip archive: {e}")),
     (
         _F + r" holds the file (?P<m>.+) twice \(names compared without case\): not unpacked",
-        "В архиве {f} файл {m} встречается дважды (имена сравниваются без учёта регистра): "
-        "архив не распакован.",
+        N_("{f} holds the file {m} twice (names compared without case): not unpacked"),
     ),
     (
         _F + r" holds more than " + _N + r" files: not unpacked",
-        "В архиве {f} больше {n} файлов: не распакован.",
+        N_("{f} holds more than {n} files: not unpacked"),
     ),
     (
         _F + r"'s list of files is larger than " + _N + r" bytes: not unpacked",
-        "Оглавление архива {f} больше {n} байт: не распакован.",
+        N_("{f}'s list of files is larger than {n} bytes: not unpacked"),
     ),
     (
         _F + r" is damaged: its data does not unpack",
-        "Архив {f} повреждён: его данные не распаковываются.",
+        N_("{f} is damaged: its data does not unpack"),
     ),
     (
         _F + r" is damaged: its list of files lies past its end",
-        "Архив {f} повреждён: его оглавление указывает за конец файла.",
+        N_("{f} is damaged: its list of files lies past its end"),
     ),
     (
         _F + r" holds a file name that is not valid UTF-8",
-        "В архиве {f} есть имя файла, записанное не в UTF-8.",
+        N_("{f} holds a file name that is not valid UTF-8"),
     ),
 )
 _ONEC_PARTS: tuple[tuple[str, str], ...] = (
     (
         _N + r" prices staged from (?P<m>\d+) offers",
-        "Принято цен: {n} (предложений: {m})",
+        N_("{n} prices staged from {m} offers"),
     ),
     (
         _N + r" of unmapped price types not sent \((?P<names>.*)\)",
-        "не отправлено цен несопоставленных видов: {n} ({names})",
+        N_("{n} of unmapped price types not sent ({names})"),
     ),
     (
         _N + r" not sent: not of the base unit \((?P<why>.*)\)",
-        "не отправлено цен не за базовую единицу: {n} ({why})",
+        N_("{n} not sent: not of the base unit ({why})"),
     ),
     (
         _N + r" offers without prices: nothing to send",
-        "предложений без цен: {n} (отправлять нечего)",
+        N_("{n} offers without prices: nothing to send"),
     ),
     (
         _N + r" offers without an article: their (?P<m>\d+) prices not sent \(quarantined\)",
-        "предложений без артикула: {n}, их цены не отправлены: {m} (в карантине)",
+        N_("{n} offers without an article: their {m} prices not sent (quarantined)"),
     ),
     (
         _N + r" offers with more than (?P<m>\d+) prices not sent \(invalid-contract\)",
-        "не отправлено предложений, у которых больше {m} цен: {n} (invalid-contract)",
+        N_("{n} offers with more than {m} prices not sent (invalid-contract)"),
     ),
     (
         _N + r" prices not sent: the offer's id or article is longer than (?P<m>\d+) "
         r"characters \(invalid-contract\)",
-        "не отправлено цен, у которых Ид или артикул предложения длиннее {m} символов: {n} "
-        "(invalid-contract)",
+        N_(
+            "{n} prices not sent: the offer's id or article is longer than {m} characters "
+            "(invalid-contract)"
+        ),
     ),
     (
         _N + r" prices repeated in the package not sent: a later offer maps to the same "
         r"aggregate \(invalid-contract\)",
-        "не отправлено цен, повторённых в пакете: {n} (повтор в пакете: действует более "
-        "позднее предложение того же товара и вида цены; invalid-contract)",
+        N_(
+            "{n} prices repeated in the package not sent: a later offer maps to the same "
+            "aggregate (invalid-contract)"
+        ),
     ),
     (
         _N + r" prices not sent: an unknown currency or a price that is not a decimal "
         r"\(invalid-contract\)",
-        "не отправлено цен с неизвестной валютой или ценой не числом: {n} (invalid-contract)",
+        N_(
+            "{n} prices not sent: an unknown currency or a price that is not a decimal "
+            "(invalid-contract)"
+        ),
     ),
     (
         _N + r" prices not sent: their sku and price type belong to another aggregate "
         r"\(invalid-contract\)",
-        "не отправлено цен, чей товар и вид цены уже принадлежат другому агрегату: {n} "
-        "(одна пара «товар, вид цены» — один агрегат; invalid-contract)",
+        N_(
+            "{n} prices not sent: their sku and price type belong to another aggregate "
+            "(invalid-contract)"
+        ),
     ),
 )
 _ONEC_WHOLE_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _ONEC_WHOLE)
@@ -1381,17 +1659,17 @@ _ONEC_PARTS_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _ONEC_PARTS)
 def onec_words(text: str) -> str:
     """A text of the service as 1C's administrator reads it, in Russian (contract 9a); a text
     no pattern knows is kept as it is (a failure is still told, never hidden)."""
-    for pattern, russian in _ONEC_WHOLE_RE:
+    for pattern, message in _ONEC_WHOLE_RE:
         found = pattern.fullmatch(text)
         if found:
-            return russian.format(**found.groupdict())
+            return _(message, "ru").format(**found.groupdict())
     parts = text.split("; ")
     said = []
     for part in parts:
-        for pattern, russian in _ONEC_PARTS_RE:
+        for pattern, message in _ONEC_PARTS_RE:
             found = pattern.fullmatch(part)
             if found:
-                said.append(russian.format(**found.groupdict()))
+                said.append(_(message, "ru").format(**found.groupdict()))
                 break
         else:
             said.append(part)
@@ -1400,118 +1678,64 @@ def onec_words(text: str) -> str:
 
 # The dashboard's freshness, backlog, pace card and chart, and the export page (issue 24
 # items 8–12, issue 23 item 5).
-WORDS.update(
+_WORD_MESSAGES.update(
     {
-        "chart_delivered": {"ru": "доставлено", "en": "delivered"},
-        "chart_failed": {"ru": "неудачные попытки", "en": "failed attempts"},
-        "drawn_at": {"ru": "Сводка на {when}", "en": "As of {when}"},
-        "refresh_every": {
-            "ru": "обновляется сама каждые {seconds} с",
-            "en": "redraws itself every {seconds} s",
-        },
-        "refresh_stop": {"ru": "Не обновлять", "en": "Stop redrawing"},
-        "refresh_off": {"ru": "сама не обновляется", "en": "does not redraw itself"},
-        "refresh_start": {
-            "ru": "Обновлять каждые {seconds} с",
-            "en": "Redraw every {seconds} s",
-        },
-        "backlog": {"ru": "Осталось доставить", "en": "Still to deliver"},
-        "backlog_eta": {
-            "ru": "около {eta} при нынешнем темпе",
-            "en": "about {eta} at the current pace",
-        },
-        "backlog_none": {"ru": "очереди нет", "en": "nothing waits"},
-        "backlog_untaken": {
-            "ru": "ещё не взято из 1С: {count}",
-            "en": "not taken from 1C yet: {count}",
-        },
-        "backlog_no_pace": {
-            "ru": "за последнюю минуту ничего не доставлено: срок не оценить",
-            "en": "nothing delivered in the last minute: no estimate",
-        },
-        "backlog_paused": {
-            "ru": "доставка приостановлена: срок не оценить",
-            "en": "delivery is paused: no estimate",
-        },
-        "backlog_unreachable": {
-            "ru": "сайт не отвечает: срок не оценить",
-            "en": "the site does not answer: no estimate",
-        },
-        "pace_card": {"ru": "Темп сайта", "en": "Site's pace"},
-        "pace_limit": {
-            "ru": "предел: {limit} из {max_limit} одновременных запросов, в работе {in_flight}",
-            "en": "limit: {limit} of {max_limit} concurrent requests, {in_flight} in flight",
-        },
+        "chart_delivered": N_("delivered"),
+        "chart_failed": N_("failed attempts"),
+        "drawn_at": N_("As of {when}"),
+        "refresh_every": N_("redraws itself every {seconds} s"),
+        "refresh_stop": N_("Stop redrawing"),
+        "refresh_off": N_("does not redraw itself"),
+        "refresh_start": N_("Redraw every {seconds} s"),
+        "backlog": N_("Still to deliver"),
+        "backlog_eta": N_("about {eta} at the current pace"),
+        "backlog_none": N_("nothing waits"),
+        "backlog_untaken": N_("not taken from 1C yet: {count}"),
+        "backlog_no_pace": N_("nothing delivered in the last minute: no estimate"),
+        "backlog_paused": N_("delivery is paused: no estimate"),
+        "backlog_unreachable": N_("the site does not answer: no estimate"),
+        "pace_card": N_("Site's pace"),
+        "pace_limit": N_(
+            "limit: {limit} of {max_limit} concurrent requests, {in_flight} in flight"
+        ),
         # The two figures of the tile (the new operator's review: «123 запроса/с … снижен до
         # 148 запросов/с»): what the site accepted over the last seconds, and the most the
         # workers send (``Pace.effective_rate``: lowered after the site's refusals, or
         # EXCHANGE_SITE_MAX_RATE), which the observed rate may stay below.
-        "pace_accepted": {
-            "ru": "столько сайт принял в секунду за последние секунды",
-            "en": "what the site accepted per second over the last seconds",
-        },
-        "pace_paced": {
-            "ru": "предел темпа: не чаще {rate}",
-            "en": "pace limit: at most {rate}",
-        },
-        "pace_refused": {
-            "ru": "отказов сайта за минуту: {refused}",
-            "en": "refused by the site in the last minute: {refused}",
-        },
-        "pace_none": {
-            "ru": "ни один работающий обработчик не сообщал",
-            "en": "no live worker has reported it",
-        },
-        "export_title": {"ru": "Выгрузка карантина", "en": "Export the quarantine"},
-        "export_says": {
-            "ru": "Выгружаются сообщения в карантине — отчёт для операторов: каждая запись с "
-            "причиной, попытками, последней ошибкой и тем, что сделать. Без отбора — весь "
-            "карантин.",
-            "en": "Exports the quarantined messages: the operators' report, each entry with its "
-            "reason, attempts, last error and what to do next. Without a filter: the whole "
-            "quarantine.",
-        },
-        "export_count": {
-            "ru": "Сейчас в карантине: {count}",
-            "en": "In quarantine now: {count}",
-        },
-        "superseded_only": {
-            "ru": "только устаревшие (уже доставлена более новая версия)",
-            "en": "only superseded (a newer version was delivered)",
-        },
-        "export_these": {"ru": "Выгрузить эти записи", "en": "Export these entries"},
-        "date_hint": {
-            "ru": "дата или дата и время, например 30.11.2026 или 30.11.2026 08:00",
-            "en": "a date or a date and time, e.g. 2026-11-30 or 2026-11-30 08:00",
-        },
+        "pace_accepted": N_("what the site accepted per second over the last seconds"),
+        "pace_paced": N_("pace limit: at most {rate}"),
+        "pace_refused": N_("refused by the site in the last minute: {refused}"),
+        "pace_none": N_("no live worker has reported it"),
+        "export_title": N_("Export the quarantine"),
+        "export_says": N_(
+            "Exports the quarantined messages: the operators' report, each entry with its reason, "
+            "attempts, last error and what to do next. Without a filter: the whole quarantine."
+        ),
+        "export_count": N_("In quarantine now: {count}"),
+        "superseded_only": N_("only superseded (a newer version was delivered)"),
+        "export_these": N_("Export these entries"),
+        "date_hint": N_("a date or a date and time, e.g. 2026-11-30 or 2026-11-30 08:00"),
     }
 )
 
 
 # A POST the workbench cannot take (the fresh review: a stale tab answered in bare English).
-WORDS.update(
+_WORD_MESSAGES.update(
     {
-        "session_ended": {
-            "ru": "Сессия закончилась (вы вышли или она истекла): войдите снова и повторите.",
-            "en": "The session has ended (signed out or expired): sign in again and repeat.",
-        },
-        "login_forged": {
-            "ru": "Эта форма входа устарела или отправлена с другого сайта: никто не вошёл. "
-            "Введите имя и пароль здесь ещё раз.",
-            "en": "This sign-in form is stale or was sent from another site: nobody was signed "
-            "in. Enter the name and password here again.",
-        },
-        "bad_text": {
-            "ru": "В запросе есть знаки, которые нельзя сохранить или искать (нулевой байт или "
-            "байты не в UTF-8): уберите их и повторите.",
-            "en": "The request holds characters that cannot be stored or searched (a NUL byte "
-            "or bytes that are not UTF-8): remove them and repeat.",
-        },
-        "form_stale": {
-            "ru": "Эта форма устарела (вы вышли или вошли заново в другой вкладке): откройте "
-            "страницу заново и повторите.",
-            "en": "This form is stale (signed out or in again in another tab): open the page "
-            "again and repeat.",
-        },
+        "session_ended": N_(
+            "The session has ended (signed out or expired): sign in again and repeat."
+        ),
+        "login_forged": N_(
+            "This sign-in form is stale or was sent from another site: nobody was signed in. "
+            "Enter the name and password here again."
+        ),
+        "bad_text": N_(
+            "The request holds characters that cannot be stored or searched (a NUL byte or bytes "
+            "that are not UTF-8): remove them and repeat."
+        ),
+        "form_stale": N_(
+            "This form is stale (signed out or in again in another tab): open the page again and "
+            "repeat."
+        ),
     }
 )

@@ -30,7 +30,13 @@ from exchange.i18n import (
 from exchange.words import messages_counted
 
 REPO = Path(__file__).resolve().parents[1]
-KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2), "pgettext": ((1, "c"), 2)}
+KEYWORDS = {
+    "_": None,
+    "N_": None,
+    "NP_": ((1, "c"), 2),
+    "ngettext": (1, 2),
+    "pgettext": ((1, "c"), 2),
+}
 
 
 def used_messages() -> dict[str, tuple[str, ...]]:
@@ -75,7 +81,7 @@ def test_the_extractor_finds_the_messages_of_the_code() -> None:
 
 
 # The message arguments of each marking function (0-based): what must be a literal string.
-MARKERS = {"_": (0,), "N_": (0,), "ngettext": (0, 1), "pgettext": (0, 1)}
+MARKERS = {"_": (0,), "N_": (0,), "NP_": (0, 1), "ngettext": (0, 1), "pgettext": (0, 1)}
 
 
 def test_every_marked_message_is_a_literal_the_extractor_can_read() -> None:

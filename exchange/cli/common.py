@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo
 
 import typer
 from rich.console import Console
@@ -20,10 +21,10 @@ from exchange import logs
 from exchange.db.engine import make_engine
 from exchange.domain.clock import ensure_utc, local_time
 from exchange.errors import ExchangeError
-from exchange.i18n import Lang, _, lang_of_environment
+from exchange.i18n import Lang, _, lang_of_environment, moment
 from exchange.ops.find import known_reasons
 from exchange.ops.quarantine import Filters, filter_time
-from exchange.settings import Settings, load_settings, safe_url
+from exchange.settings import MIN_SECRET_LENGTH, Settings, load_settings, safe_url
 from exchange.words import error_words
 
 app = typer.Typer(
@@ -71,6 +72,15 @@ def _guard() -> Iterator[None]:
 def _settings(ctx: typer.Context, **overrides: Any) -> Settings:
     settings = load_settings(ctx.obj, **overrides)
     logs.configure(settings)
+    # A message for the person at the console, in their language (contract 15): the settings
+    # are read before the log is set up, and a configuration's problem is said as the error
+    # line says one, never as a log line.
+    for variable in settings.short_secrets():
+        said = _(
+            "warning: {name} is shorter than {count} characters: ask the shop for a longer one",
+            cli_lang(),
+        )
+        err.print(said.format(name=variable, count=MIN_SECRET_LENGTH), markup=False)
     return settings
 
 
@@ -192,12 +202,19 @@ def _reading_engine(settings: Settings) -> Engine:
     return engine
 
 
-def _in_zone(iso: str | None, zone: str) -> str:
+def _in_zone(iso: str | None, zone: str, lang: Lang = "en") -> str:
     """A stored UTC time as a person reads it: in EXCHANGE_DISPLAY_TZ, its zone named, to the
-    second."""
+    second (``2026-12-05 14:30:00 MSK``; in Russian, CLDR's ``05.12.2026 14:30:00 MSK``)."""
     if not iso:
         return ""
-    return local_time(iso, zone)
+    if lang == "en":
+        return local_time(iso, zone)
+    try:
+        value = ensure_utc(datetime.fromisoformat(iso))
+    except ValueError:
+        return iso
+    where = ZoneInfo(zone)
+    return f"{moment(value, lang, where)} {value.astimezone(where).tzname() or zone}"
 
 
 def _header(settings: Settings) -> None:

@@ -176,8 +176,12 @@ def notify(
     """
     if not once:
         raise typer.BadParameter(
-            "give --once (one look, for a scheduled task); exchange run and exchange serve "
-            "notify by themselves"
+            _(
+                "give --once (one look, for a scheduled task); exchange run and exchange serve "
+                "notify by themselves",
+                cli_lang(),
+            ),
+            param_hint="--once",
         )
     with _guard():
         settings = _settings(ctx)
@@ -193,21 +197,25 @@ def notify(
             )
         result = notifier.step()
     _header(settings)
+    lang = cli_lang()
+    not_sent = _("not sent: {why}", lang)
     if result.failed and not result.sent:
-        err.print("not sent: " + logs.redact("; ".join(result.failed)), markup=False)
+        err.print(not_sent.format(why=logs.redact("; ".join(result.failed))), markup=False)
         raise typer.Exit(1)
     if result.sent:
-        out.print(f"sent: {result.subject}", markup=False, highlight=False)
+        said = _("sent: {subject}", lang).format(subject=result.subject)
+        out.print(said, markup=False, highlight=False)
         for failure in result.failed or []:
-            err.print("not sent: " + logs.redact(failure), markup=False)
+            err.print(not_sent.format(why=logs.redact(failure)), markup=False)
     elif result.next_at is not None:
-        out.print(
+        said = _(
             "told within the last EXCHANGE_NOTIFY_EVERY: the next message goes no sooner than "
-            f"{_in_zone(result.next_at.isoformat(), settings.display_tz)}, if something is new",
-            markup=False,
-        )
+            "{when}, if something is new",
+            lang,
+        ).format(when=_in_zone(result.next_at.isoformat(), settings.display_tz, lang))
+        out.print(said, markup=False)
     else:
-        out.print("nothing new to tell", markup=False)
+        out.print(_("nothing new to tell", lang), markup=False)
 
 
 @app.command()

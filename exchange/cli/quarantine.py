@@ -263,7 +263,11 @@ def _operator_action(
     """The rules every manual action shares: ids or filters, a bulk one is a dry run until
     --yes, and --limit raises the bulk limit."""
     if ids and limit is not None:
-        raise typer.BadParameter(f"--limit goes with filters (a bulk {action}), not message ids")
+        raise typer.BadParameter(
+            _("--limit goes with filters (a bulk {action}), not message ids", cli_lang()).format(
+                action=action
+            )
+        )
     bulk = not ids
     dry = dry_run or (bulk and not yes)
     with _guard():

@@ -49,7 +49,7 @@ from exchange.ops.status import (
 from exchange.queue import control
 from exchange.report.words import history_words
 from exchange.settings import safe_url
-from exchange.words import error_words, name
+from exchange.words import error_words, money, name, source_words
 
 
 @app.command("status")
@@ -179,7 +179,7 @@ def find_command(
         )
         return
     _header(settings)
-    _print_found(rows, settings.display_tz)
+    _print_found(rows, settings.display_tz, cli_lang())
     if not rows:
         out.print(_("no message matches {term!r}", cli_lang()).format(term=term), markup=False)
 
@@ -207,23 +207,50 @@ def prioritize_command(
                 note=note,
                 now=SystemClock().now(),
             )
+    first = _("first in line: {message_id}", cli_lang())
     for message_id in chosen:
-        out.print(f"first in line: {message_id}", markup=False, highlight=False, soft_wrap=True)
+        said = first.format(message_id=message_id)
+        out.print(said, markup=False, highlight=False, soft_wrap=True)
 
 
-def _print_found(rows: list[dict[str, Any]], zone: str) -> None:
-    """Each message's full id on a line of its own (a table would cut it), then its facts."""
+def _print_found(rows: list[dict[str, Any]], zone: str, lang: Lang = "en") -> None:
+    """Each message's full id on a line of its own (a table would cut it), then its facts: in
+    Russian the state, kind and reason in words, the price as Russian writes it, the time in
+    the display zone («05.12.2026 14:30:00 MSK»); the id, SKU and codes as they are."""
     for row in rows:
         out.print(row["message_id"], markup=False, highlight=False, soft_wrap=True)
-        out.print(
-            f"    {row['state']}  {row['kind']} {row['aggregate']} v{row['version']}  "
-            f"reason={row['reason'] or '-'}  1C={row['source_ref'] or '-'}  "
-            + (f"price={row['price']} {row['currency'] or ''}  " if row.get("price") else "")
-            + (f"name={row['name']}  " if row.get("name") else "")
-            + f"updated {_in_zone(row['updated_at'], zone)}",
-            markup=False,
-            highlight=False,
+        out.print(_found_facts(row, zone, lang), markup=False, highlight=False)
+
+
+def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:
+    reason = row["reason"] or "-"
+    if lang != "en":
+        reason = name("reason", row["reason"], lang) or "—"
+    facts = [
+        _("{state}  {kind} {aggregate} v{version}", lang).format(
+            state=name("state", row["state"], lang) if lang != "en" else row["state"],
+            kind=name("kind", row["kind"], lang) if lang != "en" else row["kind"],
+            aggregate=row["aggregate"],
+            version=row["version"],
+        ),
+        _("reason={reason}", lang).format(reason=reason),
+        _("1C={source}", lang).format(
+            source=(source_words(row["source_ref"], lang) or "—")
+            if lang != "en"
+            else row["source_ref"] or "-"
+        ),
+    ]
+    if row.get("price"):
+        price = (
+            money(row["price"], row["currency"], lang)
+            if lang != "en"
+            else f"{row['price']} {row['currency'] or ''}"
         )
+        facts.append(_("price={price}", lang).format(price=price))
+    if row.get("name"):
+        facts.append(_("name={name}", lang).format(name=row["name"]))
+    facts.append(_("updated {when}", lang).format(when=_in_zone(row["updated_at"], zone, lang)))
+    return "    " + "  ".join(facts)
 
 
 @app.command()
@@ -248,7 +275,7 @@ def history(
             if not exact and len(found) > 1:
                 if not as_json:
                     _header(settings)
-                _print_found(_shown(found), settings.display_tz)
+                _print_found(_shown(found), settings.display_tz, cli_lang())
                 raise ExchangeError(
                     f"{message_id!r} matches {len(found)} messages: give one of the ids above"
                 )
@@ -300,12 +327,12 @@ def history(
         detail = error_words(e["detail"], lang) if e["detail"] else ""
         if e["operator"]:
             detail += f" [{e['operator']}: {e['note'] or ''}]"
-        leased = _in_zone(e["leased_at"], settings.display_tz)
+        leased = _in_zone(e["leased_at"], settings.display_tz, lang)
         if e["lease_until"]:  # unanswered (or still in flight): when its lease runs out
-            leased += f" – {_in_zone(e['lease_until'], settings.display_tz)}"
+            leased += f" – {_in_zone(e['lease_until'], settings.display_tz, lang)}"
         event, from_state, to_state = history_words(e["event"], e["from"], e["to"], lang)
         cells = (
-            _in_zone(e["at"], settings.display_tz),
+            _in_zone(e["at"], settings.display_tz, lang),
             event,
             from_state or "",
             to_state or "",

@@ -97,9 +97,9 @@ def run(
 ) -> None:
     """The scheduled service: take, coalesce, lease, deliver, record; until stopped."""
     if once and until_idle:
-        raise typer.BadParameter("--once and --until-idle exclude each other")
+        raise typer.BadParameter(_("--once and --until-idle exclude each other", cli_lang()))
     if max_seconds is not None and not until_idle:
-        raise typer.BadParameter("--max-seconds goes with --until-idle")
+        raise typer.BadParameter(_("--max-seconds goes with --until-idle", cli_lang()))
     with _guard():
         overrides = {} if metrics_port is None else {"metrics_port": metrics_port}
         settings = only_channel(_settings(ctx, **overrides))

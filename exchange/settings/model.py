@@ -5,7 +5,6 @@ derived from the whole.
 from __future__ import annotations
 
 import contextlib
-import logging
 import socket
 import ssl
 import tomllib
@@ -58,7 +57,6 @@ from exchange.settings.targets import PRICE_ONLY_TARGETS, TargetSettings, kinds_
 MIN_SECRET_LENGTH = 8
 _REFUSED_SHORT = ("onec_password", "intake_token", "http_secret_key")
 _WARNED_SHORT = ("woo_key", "woo_secret", "bitrix_password")
-log = logging.getLogger("exchange.settings")  # the name it has always logged under
 
 
 class Settings(
@@ -202,27 +200,35 @@ class Settings(
 
     @model_validator(mode="after")
     def _secret_lengths(self) -> Settings:
-        # Read now (the _file twins too): a weak secret stops every command at start, naming
-        # the setting, never the value. A file that cannot be read is reported where it is used.
-        for name in (*_REFUSED_SHORT, *_WARNED_SHORT, "site_token"):
-            try:
-                value = self.token() if name == "site_token" else self.secret(name)
-            except ConfigurationError:
-                continue
-            if value is None or len(value) >= MIN_SECRET_LENGTH:
-                continue
-            variable = _variable(name, from_file=getattr(self, f"{name}_file") is not None)
-            if name in _REFUSED_SHORT:
+        # Read now (the _file twins too): a weak secret of the service's own stops every command
+        # at start, naming the setting, never the value. A file that cannot be read is reported
+        # where it is used. The shop's short ones are only warned about (short_secrets).
+        for name in _REFUSED_SHORT:
+            if self._short(name):
+                variable = _variable(name, from_file=getattr(self, f"{name}_file") is not None)
                 raise ValueError(
                     f"{variable} is shorter than {MIN_SECRET_LENGTH} characters: choose a "
                     "longer one"
                 )
-            log.warning(
-                "%s is shorter than %d characters: ask the shop for a longer one",
-                variable,
-                MIN_SECRET_LENGTH,
-            )
         return self
+
+    def short_secrets(self) -> list[str]:
+        """The variables of the shop's credentials (and the site's token) shorter than
+        MIN_SECRET_LENGTH: the command line warns about them at start, in the person's
+        language (a message for the person who set them up, as a configuration error is;
+        never the value)."""
+        return [
+            _variable(name, from_file=getattr(self, f"{name}_file") is not None)
+            for name in (*_WARNED_SHORT, "site_token")
+            if self._short(name)
+        ]
+
+    def _short(self, name: str) -> bool:
+        try:
+            value = self.token() if name == "site_token" else self.secret(name)
+        except ConfigurationError:
+            return False
+        return value is not None and len(value) < MIN_SECRET_LENGTH
 
     @model_validator(mode="after")
     def _target_kinds(self) -> Settings:

@@ -284,3 +284,51 @@ def test_a_separate_staging_database_is_checked_and_holds_the_staging_table(
     assert any(line.startswith("OK   staging database migrated") for line in lines), lines
     staging = next(r for r in results if r.what.startswith("staging table"))
     assert "column payload is missing" == staging.detail
+
+
+# -- in Russian (issue 34 item 7): the service's words translated, what was answered as it was --
+
+
+def test_the_checks_own_details_are_russian_and_the_sites_answer_stays_as_received(
+    site: SiteSimulator, closed_port_url: str, tmp_path: Path
+) -> None:
+    """Under a Russian ``check`` the detail the service writes (token refused, the site down,
+    a folder that is a file) is Russian; what the site or the system answered, quoted in it,
+    and the setting names are as they are."""
+    refused = check_site(settings(site_url=site.url, site_token="not-the-token")).line("ru")
+    assert refused.endswith(
+        ": сайт не принял токен (HTTP 401): обновите EXCHANGE_SITE_TOKEN или "
+        "EXCHANGE_SITE_TOKEN_FILE"
+    ), refused
+    down = check_site(settings(site_url=closed_port_url, site_token=TOKEN))
+    said = down.line("ru")
+    answer = down.detail.removeprefix("site unreachable: ConnectError: ")
+    assert said.endswith(f": сайт недоступен: ConnectError: {answer}"), said
+    (tmp_path / "file").write_text("x")
+    a_file = check_report_dir(tmp_path / "file").line("ru")
+    assert a_file.endswith(": есть, но это не папка"), a_file
+    assert (
+        check_report_dir(None)
+        .line("ru")
+        .endswith(": EXCHANGE_REPORT_DIR не задан (отчёт по расписанию не пишется)")
+    )
+
+
+def test_the_staging_tables_differences_are_russian_one_by_one(db: Engine) -> None:
+    """Each difference of the staging table from the contract in Russian, the column's name
+    as it is."""
+    with transaction(db) as connection:
+        connection.execute(text("ALTER TABLE staging_intents DROP COLUMN source_ref"))
+        connection.execute(text("ALTER TABLE staging_intents DROP COLUMN schema_version"))
+    said = check_staging_table(db).line("ru")
+    assert said.endswith(": нет столбца schema_version; нет столбца source_ref") or said.endswith(
+        ": нет столбца source_ref; нет столбца schema_version"
+    ), said
+
+
+def test_a_database_error_in_a_check_is_said_in_russian() -> None:
+    """A check that failed on a service error (ExchangeError's text) says it in Russian, as the
+    command line's error line does."""
+    result = check_reachable(engine_for(UNREACHABLE_PG), "database")
+    said = result.line("ru")
+    assert "недоступна: " in said and "s3cr3t-pw" not in said, said

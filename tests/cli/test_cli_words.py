@@ -259,3 +259,180 @@ def test_a_database_not_migrated_is_said_in_russian(cli: Cli, tmp_path: Path) ->
     assert "ошибка: база данных не подготовлена: сначала выполните `exchange migrate`" in (
         said.stderr
     ), describe(said)
+
+
+RUSSIAN_TIME = r"\d\d\.\d\d\.\d{4} \d\d:\d\d:\d\d MSK"
+
+
+@SQLITE_ONLY
+def test_find_rows_say_state_kind_price_and_time_as_russian_writes_them(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    """Issue 34 item 7: ``find``'s row under a Russian locale has the state, the kind and the
+    reason in words, the price as Russian writes it («20,00 ₽», never "price=20.00 RUB") and
+    the time in the display zone as Russian writes it; the SKU and the 1C document as they
+    are. English without the locale, as before."""
+    env = {**RUSSIAN["LANG=ru_RU"], "EXCHANGE_DISPLAY_TZ": "Europe/Moscow"}
+    russian = cli("find", "SKU-2", db=db_url, env=env)
+    assert russian.returncode == 0, describe(russian)
+    row = russian.stdout.strip().splitlines()[-1]
+    assert row.strip().startswith("доставлено  цена SKU-2 v1  причина: —"), row
+    assert "цена: 20,00\xa0₽" in row and "1С: Установка цен номенклатуры 000001" in row, row
+    assert re.search(f"обновлено {RUSSIAN_TIME}$", row), row
+    assert english_words(row) == [], row
+    quarantined = cli("find", "SKU-REJ", db=db_url, env=env).stdout.strip().splitlines()[-1]
+    assert "в карантине" in quarantined and "причина: сайт отклонил (http-422)" in quarantined
+    english = cli("find", "SKU-2", db=db_url).stdout
+    assert "delivered  price SKU-2 v1" in english and "price=20.00 RUB" in english, english
+
+
+@SQLITE_ONLY
+def test_history_says_its_times_in_the_display_zone_as_russian_writes_them(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    """``history``'s table under a Russian locale: every time «05.12.2026 14:30:00 MSK»; and
+    the rows it lists when a term finds several messages are Russian as ``find``'s are."""
+    env = {**RUSSIAN["LANG=ru_RU"], "EXCHANGE_DISPLAY_TZ": "Europe/Moscow"}
+    russian = cli("history", scenario.sku2, db=db_url, env=env)
+    assert russian.returncode == 0, describe(russian)
+    assert re.search(RUSSIAN_TIME, russian.stdout), describe(russian)
+    assert not re.search(r"\d{4}-\d\d-\d\d \d\d:", russian.stdout), describe(russian)
+    several = cli("history", "DOC-", db=db_url, env=env)
+    assert several.returncode == 2, describe(several)
+    rows = [line for line in several.stdout.splitlines() if line.startswith("    ")]
+    assert rows and all("финансовая проводка DOC-" in line for line in rows), rows
+    assert all(english_words(line) == [] for line in rows), rows
+    assert several.stderr.startswith("ошибка: ") and latin_words(several.stderr) == [], (
+        several.stderr
+    )
+
+
+# What an error line may show in Latin letters under a Russian locale: what the person typed
+# or must type ('quoted' values, --options, `commands`), setting names, addresses and paths,
+# ids and codes, product names, and the codes an option takes (kinds, roles, reasons).
+ALLOWED_LATIN = re.compile(
+    r"'[^']*'|\"[^\"]*\"|`[^`]*`|--[\w-]+|\bEXCHANGE_\w+(=\w+)?|\b\w+://\S+|(?<!\w)/\S+|"
+    r"\bhttp-NNN\b|\bmessage_id\b|\b(price|financial_posting|viewer|operator|retry|cancel|"
+    r"woocommerce|api|exchange \w+|Telegram|WooCommerce|RabbitMQ|Redis|"
+    r"SQLite|PostgreSQL|JSON|IANA|UTC|Europe/Moscow|true|false|DEBUG|INFO|WARNING|ERROR)\b"
+)
+
+
+def latin_words(text: str) -> list[str]:
+    """The Latin-only words of an error line left when what may stay English is removed."""
+    from exchange.ops.find import known_reasons
+
+    longest_first = sorted(known_reasons(), key=len, reverse=True)
+    codes = re.compile("|".join(rf"\b{re.escape(code)}\b" for code in longest_first))
+    return english_words(ALLOWED_LATIN.sub(" ", codes.sub(" ", text)))
+
+
+@SQLITE_ONLY
+def test_every_error_line_of_the_command_line_is_russian_under_a_russian_locale(
+    cli: Cli, db_url: str, scenario: Scenario, tmp_path: Path
+) -> None:
+    """Issue 34 item 7: each error path of the CLI a person meets (OperatorError,
+    ConfigurationError, DatabaseUnavailable and the commands' own) is one Russian line under a
+    Russian locale, exit 2: no English tail («ошибка: no message with id …»). Ids, codes,
+    setting names, options, URLs and paths stay as they are."""
+    env = RUSSIAN["LANG=ru_RU"]
+    (tmp_path / "a-file").write_text("not a folder")
+    note = ("--note", "n")
+    calls: list[tuple[tuple[str, ...], dict[str, str], str]] = [
+        (("history", "no-such-id"), {}, ""),
+        (("history", "DOC-"), {}, ""),
+        (("quarantine", "list", "--reason", "bogus"), {}, ""),
+        (("quarantine", "list", "--kind", "bogus"), {}, ""),
+        (("quarantine", "retry", *note), {}, ""),
+        (("quarantine", "retry", "x", "--reason", "http-422", *note), {}, ""),
+        (("quarantine", "retry", "no-such-id", *note), {}, ""),
+        (("quarantine", "retry", scenario.sku2, *note), {}, ""),
+        (("quarantine", "cancel", scenario.sku_rejected, "--note", ""), {}, ""),
+        (("quarantine", "export", "--output", str(tmp_path / "a-file" / "x.csv")), {}, ""),
+        (("prioritize", "nothing-like-it", *note), {}, ""),
+        (("prioritize", scenario.sku2, *note), {}, ""),
+        (("prioritize", scenario.sku2, "--note", ""), {}, ""),
+        (("operator", "add", "two words"), {}, "long-enough-pass\n"),
+        (("operator", "add", "olga", "--role", "boss"), {}, "long-enough-pass\n"),
+        (("operator", "add", "olga"), {}, "short\n"),
+        (("operator", "remove", "nobody"), {}, ""),
+        (("notify",), {}, ""),
+        (("verify",), {}, ""),
+        (("verify", "--sample", "1", "--sku", "SKU-1"), {}, ""),
+        (("status",), {"EXCHANGE_MAX_ATTEMPTS": "many"}, ""),
+        (("status",), {"EXCHANGE_MAX_ATTEMPTS": "0"}, ""),
+        (("status",), {"EXCHANGE_DISPLAY_TZ": "Mars/Base"}, ""),
+        (("status",), {"EXCHANGE_TARGET": "carrier-pigeon"}, ""),
+        (("status",), {"EXCHANGE_LOG_LEVEL": "LOUD"}, ""),
+        (("status",), {"EXCHANGE_CONFIG": str(tmp_path / "absent.toml")}, ""),
+    ]
+    english = []
+    for args, extra, stdin in calls:
+        said = cli(*args, db=db_url, env={**env, **extra}, stdin=stdin)
+        line = said.stderr.strip()
+        if said.returncode != 2 or not line.startswith("ошибка: ") or len(line.splitlines()) > 1:
+            english.append((args, ["not one error line, exit 2"], describe(said)))
+        elif latin_words(line):
+            english.append((args, latin_words(line), line))
+    assert [] == english, "\n".join(map(str, english))
+
+
+@SQLITE_ONLY
+def test_a_settings_error_names_its_variable_and_says_the_problem_in_russian(
+    cli: Cli, db_url: str
+) -> None:
+    """The settings' validation errors (pydantic's, turned into one line) under a Russian
+    locale: the variable's name as it is, the problem in Russian; English otherwise."""
+    env = {**RUSSIAN["LANG=ru_RU"], "EXCHANGE_MAX_ATTEMPTS": "many"}
+    russian = cli("status", db=db_url, env=env)
+    assert russian.stderr.strip() == (
+        "ошибка: ошибка в настройках: EXCHANGE_MAX_ATTEMPTS: должно быть целым числом"
+    ), describe(russian)
+    chosen = cli(
+        "status",
+        db=db_url,
+        env={**env, "EXCHANGE_MAX_ATTEMPTS": "3", "EXCHANGE_TARGET": "carrier-pigeon"},
+    )
+    assert (
+        "ошибка в настройках: EXCHANGE_TARGET: допустимые значения: 'api', " in (chosen.stderr)
+        and "' или '" in chosen.stderr
+    ), describe(chosen)
+    english = cli("status", db=db_url, env={"EXCHANGE_MAX_ATTEMPTS": "many"})
+    assert "invalid configuration: EXCHANGE_MAX_ATTEMPTS: Input should be a valid integer" in (
+        english.stderr
+    ), describe(english)
+
+
+@SQLITE_ONLY
+def test_the_short_secret_warning_is_a_console_message_in_the_persons_language(
+    cli: Cli, db_url: str
+) -> None:
+    """The warning about a short shop credential is said to the person at the console before
+    the log is even set up (a configuration's problem, like the error line): Russian under a
+    Russian locale, the variable named, never the value; English otherwise."""
+    env = {"EXCHANGE_SITE_TOKEN": "shortk"}
+    russian = cli("pause", db=db_url, env={**env, **RUSSIAN["LANG=ru_RU"]})
+    assert russian.returncode == 0, describe(russian)
+    assert (
+        "предупреждение: EXCHANGE_SITE_TOKEN короче 8 символов: попросите у магазина более "
+        "длинный" in russian.stderr
+    ), describe(russian)
+    assert "shortk" not in russian.stderr and latin_words(russian.stderr) == []
+    english = cli("pause", db=db_url, env=env)
+    assert (
+        "warning: EXCHANGE_SITE_TOKEN is shorter than 8 characters: ask the shop for a longer one"
+        in english.stderr
+    ), describe(english)
+
+
+@SQLITE_ONLY
+def test_prioritize_says_what_goes_first_in_russian(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    """``prioritize``'s line for each message put first is Russian under a Russian locale, the
+    id as it is."""
+    said = cli(
+        "prioritize", scenario.doc1_v2, "--note", "срочно", db=db_url, env=RUSSIAN["LANG=ru_RU"]
+    )
+    assert said.returncode == 0, describe(said)
+    assert f"первым в очереди: {scenario.doc1_v2}" in said.stdout, describe(said)
