@@ -734,7 +734,9 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"this version delivers to one channel; EXCHANGE_CHANNELS configures (?P<n>\d+) "
             r"\((?P<names>.*)\): keep one",
-            N_("this version delivers to one channel; EXCHANGE_CHANNELS configures {n} ({names}): keep one"),
+            N_(
+                "this version delivers to one channel; EXCHANGE_CHANNELS configures {n} ({names}): keep one"
+            ),
         ),
     )
 )
@@ -796,6 +798,32 @@ _SETTINGS_PROBLEMS: tuple[tuple[re.Pattern[str], str | tuple[str, str]], ...] = 
     (re.compile(pattern, re.DOTALL), message)
     for pattern, message in (
         (r"Field required", NP_("a setting", "Field required")),
+        # a channel's own problems (exchange/settings/channels.py)
+        (
+            r"(?P<key>\w+) is not a setting of a (?P<target>[\w-]+) channel; it takes "
+            r"(?P<keys>.+)",
+            N_("{key} is not a setting of a {target} channel; it takes {keys}"),
+        ),
+        (
+            r"(?P<key>\w+): a secret is written in a channel only as a file: set (?P<file>\w+) "
+            r"to the file that holds it",
+            N_(
+                "{key}: a secret is written in a channel only as a file: set {file} to the file "
+                "that holds it"
+            ),
+        ),
+        (
+            r"(?P<keys>[\w, ]+): required by the (?P<target>[\w-]+) target",
+            N_("{keys}: required by the {target} target"),
+        ),
+        (
+            r"target is required: one of (?P<targets>.+)",
+            N_("target is required: one of {targets}"),
+        ),
+        (
+            r"target is (?P<said>'[^']*'): one of (?P<targets>.+)",
+            N_("target is {said}: one of {targets}"),
+        ),
         (r"Extra inputs are not permitted", N_("Extra inputs are not permitted")),
         (
             r"Input should be a valid integer(, .*)?",
@@ -913,6 +941,10 @@ def settings_words(text: str, lang: Lang) -> str:
             r"(?P<name>EXCHANGE_\w+(?: \([^)]*\))?): (?P<problem>.+)", part, re.DOTALL
         )
         named, problem = (found["name"] + ": ", found["problem"]) if found else ("", part)
+        channel = re.fullmatch(r"channel (?P<name>[^:]+): (?P<problem>.+)", problem, re.DOTALL)
+        if channel:  # EXCHANGE_CHANNELS: channel site: … (exchange/settings/channels.py)
+            named += _("channel {name}: {what}", lang).format(name=channel["name"], what="")
+            problem = channel["problem"]
         for pattern, message in _SETTINGS_PROBLEMS:
             matched = pattern.fullmatch(problem)
             if matched:

@@ -139,8 +139,8 @@ def test_a_bad_channel_setting_is_said_after_the_russian_error_word_as_the_other
     result = cli("config", env={"EXCHANGE_LANG": "ru", **env})
     assert 2 == result.returncode, describe(result)
     assert [
-        "ошибка: invalid configuration: EXCHANGE_CHANNELS: channel site: x is not a setting of "
-        "a api channel; it takes target, takes, site_url, site_token_file, site_allow_http, "
+        "ошибка: ошибка в настройках: EXCHANGE_CHANNELS: канал site: x — не настройка канала с "
+        "целью api; его настройки: target, takes, site_url, site_token_file, site_allow_http, "
         "batch_size, site_batch_size, concurrency, site_max_rate, site_ca_bundle, http_timeout, "
         "max_attempts, retry_base_delay, retry_max_delay, breaker_threshold"
     ] == result.stderr.splitlines()
