@@ -1,9 +1,9 @@
 """Upgrading keeps everything (issue 31, item 4): the database the one-target service left
-(tests/db/upgrade_fixture/: made by make_fixture.py with main's code at migration 0021, before
-the channels schema change) migrates to head with every message, its state, lease, attempts and
-history, every aggregate's delivered version and lease, the workers' rows and their pace, the
-operator's pause and the 1C packages just as the manifest lists them, on SQLite (the file
-copied) and PostgreSQL (the plain dump run into an empty database).
+(tests/db/upgrade_fixture/: made by make_fixture.py with main's code at migration 0023, just
+before the channels schema change) migrates to head with every message, its state, lease,
+attempts and history, every aggregate's delivered version and lease, the workers' rows and
+their pace, the operator's pause and the 1C packages just as the manifest lists them, on SQLite
+(the file copied) and PostgreSQL (the plain dump run into an empty database).
 
 Today migrating it is a no-op (it is at head); the channels migration makes it the test of the
 upgrade, and extends it: the same rows must come back as the deliveries of the channel named
