@@ -185,7 +185,7 @@ def run_target_demo(
         for line in used(settings, overrides):
             console.print(f"  {line}", markup=False, highlight=False)
         engine = make_engine(settings.database_url)
-        upgrade(engine)
+        upgrade(engine, channel=settings.target)  # the one channel, named as migrate names it
         staged = rows(skus, rng, variations=target == "woocommerce")
         if target == "rabbitmq":
             staged += postings(3)
