@@ -735,7 +735,8 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"this version delivers to one channel; EXCHANGE_CHANNELS configures (?P<n>\d+) "
             r"\((?P<names>.*)\): keep one",
             N_(
-                "this version delivers to one channel; EXCHANGE_CHANNELS configures {n} ({names}): keep one"
+                "this version delivers to one channel; EXCHANGE_CHANNELS configures {n} "
+                "({names}): keep one"
             ),
         ),
     )

@@ -59,7 +59,8 @@ def pg_template(pg_kit: PgKit) -> str:
 
 @pytest.fixture
 def pg_url(pg_kit: PgKit) -> Iterator[str]:
-    """A migrated PostgreSQL database for this test alone: empty, sequences at their start,
+    """A migrated PostgreSQL database for this test alone: empty but for the rows migrations
+    write (the one channel), sequences where the migrations left them,
     the schema of a fresh migration (proven when handed out)."""
     name = pg_kit.acquire()
     yield pg_kit.url(name)

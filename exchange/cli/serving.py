@@ -40,7 +40,10 @@ def migrate(ctx: typer.Context) -> None:
     with _guard():
         settings = _settings(ctx)
         engine = make_engine(settings.database_url)
-        upgrade(engine)
+        # Without EXCHANGE_CHANNELS the one channel is named after the target (contract 13);
+        # with it, an upgraded installation's deliveries become its first channel's.
+        first = settings.channels_in_force()[0]
+        upgrade(engine, channel=first.name, target=first.target)
         staging_engine = None
         if settings.staging_url and settings.staging_url != settings.database_url:
             staging_engine = make_engine(settings.staging_url)

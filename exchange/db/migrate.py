@@ -31,22 +31,48 @@ def script_location() -> Path:
     return package.parent / "migrations"
 
 
-def alembic_config(engine: Engine, *, staging_notify: bool = True) -> Config:
+# The channel an upgraded one-target installation's deliveries become (migration 0024) when
+# no target is given: the default EXCHANGE_TARGET, as for a bare ``alembic upgrade``.
+DEFAULT_CHANNEL = "api"
+
+
+def alembic_config(
+    engine: Engine,
+    *,
+    staging_notify: bool = True,
+    channel: str = DEFAULT_CHANNEL,
+    target: str | None = None,
+) -> Config:
     config = Config()
     config.set_main_option("script_location", str(script_location()))
     config.attributes["engine"] = engine
     config.attributes["staging_notify"] = staging_notify  # migration 0015
+    config.attributes["channel"] = channel  # migration 0024
+    config.attributes["channel_target"] = target or channel  # migration 0024
     return config
 
 
-def upgrade(engine: Engine, revision: str = "head", *, staging_notify: bool = True) -> None:
+def upgrade(
+    engine: Engine,
+    revision: str = "head",
+    *,
+    staging_notify: bool = True,
+    channel: str = DEFAULT_CHANNEL,
+    target: str | None = None,
+) -> None:
     """``staging_notify=False``: a staging database of its own (EXCHANGE_STAGING_URL), where
-    no worker listens, gets no notifying trigger (exchange/db/wake.py)."""
+    no worker listens, gets no notifying trigger (exchange/db/wake.py). ``channel``: the
+    name of the one channel an upgrade to 0024 registers and gives every existing message's
+    delivery to, the ``EXCHANGE_TARGET`` in force (contract 13, "Upgrading"), or the first
+    channel of ``EXCHANGE_CHANNELS``; ``target``: its target (the name when not given)."""
     with transaction(engine):  # fail early, with the project's message, if unreachable
         pass
     _refuse_unknown_revision(engine)
     _refuse_an_incompatible_staging_table(engine)
-    command.upgrade(alembic_config(engine, staging_notify=staging_notify), revision)
+    command.upgrade(
+        alembic_config(engine, staging_notify=staging_notify, channel=channel, target=target),
+        revision,
+    )
 
 
 def _refuse_an_incompatible_staging_table(engine: Engine) -> None:

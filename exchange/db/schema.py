@@ -20,6 +20,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     PrimaryKeyConstraint,
+    SmallInteger,
     String,
     Table,
     Text,
@@ -45,6 +46,7 @@ NAMING = {
 
 # SQLite makes a rowid alias (and AUTOINCREMENT) only of a column typed exactly INTEGER.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
+SmallId = SmallInteger().with_variant(Integer(), "sqlite")
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -287,6 +289,9 @@ class History(Base):
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     message_pk: Mapped[int] = mapped_column(ForeignKey("messages.id", ondelete="CASCADE"))
+    # The channel whose delivery the event is of (contract 13); NULL for intake's own events
+    # (``taken``, ``duplicate``, ``rejected``) and a rejected record's (migration 0024).
+    channel_id: Mapped[int | None] = mapped_column(SmallInteger)
     at: Mapped[datetime] = mapped_column(UTCDateTime)
     event: Mapped[str] = mapped_column(String(32))
     from_state: Mapped[str | None] = mapped_column(String(16))
@@ -301,6 +306,145 @@ class History(Base):
     delay_s: Mapped[float | None] = mapped_column(Float)
     operator: Mapped[str | None] = mapped_column(String(200))
     note: Mapped[str | None] = mapped_column(Text)
+
+
+# The columns of one delivery of a message (contract 13): every one of them is per channel,
+# unchanged in name and meaning from ``messages`` (which still holds them for the one channel
+# until the readers move, issue 31 step 3).
+DELIVERY_COLUMNS = (
+    "state",
+    "reason",
+    "superseded_by",
+    "attempts",
+    "next_try_at",
+    "locked_by",
+    "locked_until",
+    "leased_at",
+    "lease_token",
+    "last_status",
+    "last_error",
+    "receipt",
+    "claim_rank",
+    "waiting_since",
+    "updated_at",
+)
+# An aggregate's cursor and lease, per channel (``channel_aggregates``).
+CURSOR_COLUMNS = ("done_version", "lease_token", "lease_owner", "lease_until")
+# The claim's order on a channel: ``CLAIM_ORDER_INDEX``'s channel-first form.
+DELIVERY_CLAIM_ORDER_INDEX = "ix_deliveries_claim_rank"
+
+
+class Channel(Base):
+    """A place that receives messages (contract 13): each channel ever configured, kept.
+
+    A name used again after a drop is a new row, so a dropped channel's deliveries stay
+    attached to the old one: ``name`` is unique only among the rows not dropped."""
+
+    __tablename__ = "channels"
+    __table_args__ = (
+        Index(
+            "ix_channels_name",
+            "name",
+            unique=True,
+            sqlite_where=sa_text("dropped_at IS NULL"),
+            postgresql_where=sa_text("dropped_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(SmallId, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(32))  # a-z0-9-
+    target: Mapped[str] = mapped_column(String(32))  # api, woocommerce, bitrix, rabbitmq, ...
+    added_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    dropped_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The highest ``messages.id`` a ``channels seed`` has covered: seeding resumes from it.
+    seed_mark: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class Delivery(Base):
+    """One message on one channel: the delivery columns of ``messages`` (``DELIVERY_COLUMNS``)
+    per channel, with immutable copies of the message's ``aggregate_id``, ``kind`` and
+    ``version`` so that the claim, coalescing and the gap check compare versions of one
+    aggregate on one channel without a join per row (migration 0024)."""
+
+    __tablename__ = "deliveries"
+    __table_args__ = (
+        PrimaryKeyConstraint("message_pk", "channel_id"),
+        # The claim's order on a channel: only deliveries that may still be claimed.
+        Index(
+            DELIVERY_CLAIM_ORDER_INDEX,
+            "channel_id",
+            "claim_rank",
+            "message_pk",
+            sqlite_where=sa_text(CLAIMABLE_STATES),
+            postgresql_where=sa_text(CLAIMABLE_STATES),
+        ),
+        Index("ix_deliveries_channel_id_state_next_try_at", "channel_id", "state", "next_try_at"),
+        # The lists by state, in the order of since when each delivery is in its state.
+        Index(
+            "ix_deliveries_channel_id_state_updated_at_message_pk",
+            "channel_id",
+            "state",
+            "updated_at",
+            "message_pk",
+        ),
+        # Order and coalescing: the versions of one aggregate on one channel.
+        Index(
+            "ix_deliveries_aggregate_id_channel_id_version", "aggregate_id", "channel_id", "version"
+        ),
+        # Renewing a lease finds its deliveries by token; only leased rows are in it.
+        Index(
+            "ix_deliveries_lease_token",
+            "lease_token",
+            sqlite_where=sa_text("lease_token IS NOT NULL"),
+            postgresql_where=sa_text("lease_token IS NOT NULL"),
+        ),
+    )
+
+    message_pk: Mapped[int] = mapped_column(ForeignKey("messages.id", ondelete="CASCADE"))
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"))
+    aggregate_id: Mapped[int] = mapped_column(ForeignKey("aggregates.id"))
+    kind: Mapped[str] = mapped_column(String(64))
+    version: Mapped[int] = mapped_column(BigInteger)
+    state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(String(64))
+    superseded_by: Mapped[str | None] = mapped_column(String(200))
+    attempts: Mapped[int] = mapped_column(Integer, server_default="0")
+    next_try_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    locked_by: Mapped[str | None] = mapped_column(String(200))
+    locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    leased_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    lease_token: Mapped[str | None] = mapped_column(String(64))
+    last_status: Mapped[int | None] = mapped_column(Integer)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    receipt: Mapped[str | None] = mapped_column(Text)
+    claim_rank: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    waiting_since: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class ChannelAggregate(Base):
+    """An aggregate on one channel: its cursor and its lease (``CURSOR_COLUMNS``), so that one
+    message of an aggregate is in flight per channel, a row lock on this row. Strict order on
+    a channel starts at ``first_version``, the first version it received (migration 0024)."""
+
+    __tablename__ = "channel_aggregates"
+    __table_args__ = (
+        PrimaryKeyConstraint("aggregate_id", "channel_id"),
+        Index(
+            "ix_channel_aggregates_lease_token",
+            "lease_token",
+            sqlite_where=sa_text("lease_token IS NOT NULL"),
+            postgresql_where=sa_text("lease_token IS NOT NULL"),
+        ),
+    )
+
+    aggregate_id: Mapped[int] = mapped_column(ForeignKey("aggregates.id"))
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"))
+    done_version: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    first_version: Mapped[int] = mapped_column(BigInteger, server_default="1")
+    lease_token: Mapped[str | None] = mapped_column(String(64))
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class Worker(Base):
@@ -330,6 +474,9 @@ class Worker(Base):
     unreachable_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # Which pause it is (``domain.pause.PauseCause``): the words every place says it with.
     pause_cause: Mapped[str | None] = mapped_column(String(32))
+    # The channel this row is a delivery loop of (``<worker id>/<channel>``, contract 13);
+    # NULL for a process's own row (migration 0024).
+    channel: Mapped[str | None] = mapped_column(String(32))
 
 
 class SignInRefusal(Base):
@@ -476,11 +623,12 @@ class OperatorSession(Base):
 
 class DeliveryPause(Base):
     """Delivery paused by an operator: while the row exists, every worker sends nothing (it
-    reads the row each cycle). One row at most (``name`` = ``delivery``)."""
+    reads the row each cycle). One row at most (``name`` = ``delivery``); ``name`` is wide
+    enough for a channel's own pause, ``delivery:<channel>`` (migration 0024)."""
 
     __tablename__ = "delivery_pause"
 
-    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
     operator: Mapped[str] = mapped_column(String(100))
     note: Mapped[str] = mapped_column(Text)
     paused_at: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -536,6 +684,9 @@ staging: Table = cast(Table, StagingIntent.__table__)
 aggregates: Table = cast(Table, Aggregate.__table__)
 messages: Table = cast(Table, Message.__table__)
 history: Table = cast(Table, History.__table__)
+channels: Table = cast(Table, Channel.__table__)
+deliveries: Table = cast(Table, Delivery.__table__)
+channel_aggregates: Table = cast(Table, ChannelAggregate.__table__)
 workers: Table = cast(Table, Worker.__table__)
 http_keys: Table = cast(Table, HttpKey.__table__)
 cml_exchanges: Table = cast(Table, CmlExchange.__table__)

@@ -6,9 +6,11 @@ Making a database is the suite's largest cost, so it is done as seldom as the pr
   (a copy costs about a millisecond, a migration 140 ms).
 - PostgreSQL: a process keeps a pool of migrated databases. One handed out is first reset
   (the backends still connected to it are terminated, every table but ``alembic_version`` is
-  emptied, every sequence restarted) and then proven clean against the template: the same
-  schema (tables, columns, defaults, constraints, indexes, sequences, triggers, functions,
-  views, grants, database settings), no row anywhere, no sequence used, the template's
+  emptied, every sequence restarted, and the rows the migrations write themselves, the one
+  channel of migration 0024, written back as the template has them) and then proven clean
+  against the template: the same schema (tables, columns, defaults, constraints, indexes,
+  sequences, triggers, functions, views, grants, database settings), rows in the same tables
+  (those of the migrations only), the same sequences used, the template's
   ``alembic_version``. A database that fails the proof (a test altered its schema) is dropped
   and replaced by a fresh clone of the template. Rows are deleted rather than truncated:
   TRUNCATE makes new files for every table and index (0.3-0.4 s for this schema), DELETE of a
@@ -25,6 +27,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import socket
@@ -232,6 +235,8 @@ class PgKit:
         # and what a clean database looks like.
         self._delete_order: list[str] = []
         self._clean: tuple[Any, ...] = ()
+        self._seed: list[tuple[str, str]] = []  # (table, its rows as JSON) a migration wrote
+        self._seed_sequences: list[tuple[str, int]] = []
 
     # The server ------------------------------------------------------------------------------
 
@@ -334,9 +339,18 @@ class PgKit:
             placed.update(ready)
         self._delete_order = order
         self._clean = self._state(connection)
-        nonempty, used = self._clean[1], self._clean[2]
-        if nonempty or used:
-            raise DirtyDatabase(f"the migrated template has rows in {nonempty} or used {used}")
+        # What the migrations write themselves (the one channel, migration 0024) is part of a
+        # fresh database: kept, to be written back after each reset, parents first.
+        nonempty = set(self._clean[1])
+        self._seed = []
+        for table in reversed(order):
+            if table in nonempty:
+                rows = connection.execute(f"SELECT json_agg(t) FROM {table} t").fetchone()
+                self._seed.append((table, json.dumps(rows[0] if rows else [])))
+        self._seed_sequences = connection.execute(
+            "SELECT format('%I.%I', schemaname, sequencename), last_value FROM pg_sequences "
+            "WHERE last_value IS NOT NULL"
+        ).fetchall()
 
     def _state(self, connection: psycopg.Connection[Any]) -> tuple[Any, ...]:
         """What the proof compares: schema digest, tables with rows, used sequences, the
@@ -371,6 +385,14 @@ class PgKit:
                     "SELECT setval(format('%I.%I', schemaname, sequencename)::regclass, "
                     "start_value, false) FROM pg_sequences WHERE last_value IS NOT NULL"
                 )
+                for table, rows in self._seed:
+                    connection.execute(
+                        f"INSERT INTO {table} OVERRIDING SYSTEM VALUE "
+                        f"SELECT * FROM json_populate_recordset(NULL::{table}, %s::json)",
+                        (rows,),
+                    )
+                for sequence, value in self._seed_sequences:
+                    connection.execute("SELECT setval(%s::regclass, %s, true)", (sequence, value))
                 state = self._state(connection)
         except psycopg.Error as exc:  # a table renamed or dropped by the test, a lock held
             raise DirtyDatabase(f"{database}: {exc}") from exc

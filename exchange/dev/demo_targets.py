@@ -204,7 +204,7 @@ def run_target_demo(
         for line in used(settings, overrides):
             console.print(f"  {line}", markup=False, highlight=False)
         engine = make_engine(settings.database_url)
-        upgrade(engine)
+        upgrade(engine, channel=settings.target)  # the one channel, named as migrate names it
         staged = renamed(rows(skus, rng, variations=target == "woocommerce"), names)
         if target == "rabbitmq":
             staged += postings(3)

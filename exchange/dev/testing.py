@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import Engine, insert, select
 
-from exchange.db.engine import transaction
+from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import aggregates, history, messages
 from exchange.dev.sitemodel import (
     BATCH_PATH,
@@ -30,6 +30,7 @@ from exchange.dev.sitemodel import (
 )
 from exchange.domain.identity import message_id
 from exchange.intake.stage import stage as intake_stage
+from exchange.queue.deliveries import new_cursors, new_deliveries
 from exchange.settings import Settings, load_settings
 from exchange.worker import Worker
 
@@ -360,4 +361,8 @@ def fill_quarantine(
         connection.execute(
             insert(messages), [{**r, "aggregate_id": ids[r["aggregate"]]} for r in rows]
         )
+        # Their deliveries and cursors on the one channel, as intake writes them.
+        connection.execute(new_cursors(is_postgres(connection), aggregates.c.id.in_(ids.values())))
+        written = select(messages).where(messages.c.message_id.in_([r["message_id"] for r in rows]))
+        connection.execute(new_deliveries(written.subquery()))
     return [r["message_id"] for r in rows]

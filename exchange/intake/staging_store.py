@@ -31,7 +31,14 @@ from sqlalchemy import (
 
 from exchange.db.engine import is_postgres
 from exchange.db.rowset import rowset
-from exchange.db.schema import UTCDateTime, aggregates, history, messages, price_owners
+from exchange.db.schema import (
+    DELIVERY_COLUMNS,
+    UTCDateTime,
+    aggregates,
+    history,
+    messages,
+    price_owners,
+)
 from exchange.domain.identity import MAX_VERSION, legacy_message_id, rejected_id
 from exchange.domain.reasons import Reason
 from exchange.domain.search_key import search_key
@@ -45,6 +52,7 @@ from exchange.intake.contracts import (
     price_aggregate,
     same_payload,
 )
+from exchange.queue.deliveries import COPIED, new_cursors, new_deliveries
 from exchange.queue.transitions import Change, apply, insert_history
 
 
@@ -220,6 +228,7 @@ def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> 
         .on_conflict_do_nothing(),
         params,
     )
+    connection.execute(new_cursors(is_postgres(connection), same), params)
     fixed = (
         select(source.c.sku, source.c.price_type)
         .where(same, aggregates.c.sku.is_(None))
@@ -463,6 +472,8 @@ def _insert_messages(
         .on_conflict_do_nothing(),
         params,
     )
+    same = and_(aggregates.c.kind == source.c.kind, aggregates.c.aggregate == source.c.aggregate)
+    connection.execute(new_cursors(is_postgres(connection), same), params)
     start = {
         "rejected": False,
         "taken_at": now,
@@ -491,18 +502,25 @@ def _insert_messages(
         .from_select([*names, "aggregate_id", *start], rows)
         .on_conflict_do_nothing(index_elements=["message_id"])
     )
-    if postgres:  # one statement: insert, and write history from what it returned
-        new = statement.returning(messages.c.id, messages.c.message_id, messages.c.staging_id).cte(
-            "new"
-        )
+    # Each new message's delivery on the one channel is written from the inserted rows.
+    delivered = [messages.c[name] for name in (*COPIED, *DELIVERY_COLUMNS)]
+    if postgres:  # one statement: insert, and write history and deliveries from what it returned
+        new = statement.returning(
+            messages.c.id, messages.c.message_id, messages.c.staging_id, *delivered
+        ).cte("new")
         written = _taken_history(new, now).cte("written")
-        return set(connection.execute(select(new.c.message_id).add_cte(written), params).scalars())
+        fanned = new_deliveries(new).cte("fanned")
+        found = select(new.c.message_id).add_cte(written).add_cte(fanned)
+        return set(connection.execute(found, params).scalars())
     # SQLite, one writer at a time (BEGIN IMMEDIATE): the rows inserted now are exactly those
     # with an id above the highest id before.
     before = connection.execute(select(func.coalesce(func.max(messages.c.id), 0))).scalar_one()
     inserted = connection.execute(statement, params).rowcount
-    new_rows = select(messages.c.id, messages.c.staging_id).where(messages.c.id > before)
+    new_rows = select(messages.c.id, messages.c.staging_id, *delivered).where(
+        messages.c.id > before
+    )
     connection.execute(_taken_history(new_rows.subquery(), now))
+    connection.execute(new_deliveries(new_rows.subquery()))
     if inserted == len(items):
         return {item.message_id for item in items}
     return set(

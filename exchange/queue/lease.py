@@ -42,11 +42,19 @@ from sqlalchemy.orm import aliased
 from sqlalchemy.sql.dml import Update
 
 from exchange.db.engine import is_postgres
-from exchange.db.schema import Message, UTCDateTime, aggregates, messages
+from exchange.db.schema import (
+    Message,
+    UTCDateTime,
+    aggregates,
+    channel_aggregates,
+    deliveries,
+    messages,
+)
 from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.states import DUE, Event, State, values
 from exchange.queue import order
+from exchange.queue.deliveries import on_the_channel
 from exchange.queue.transitions import Change, apply
 
 
@@ -132,6 +140,7 @@ class _ClaimSQL:
 
     pick: Select[Any]
     lease: Update
+    lease_on_channel: Update  # the same lease on the one channel's cursors
     candidates: Any  # a Select of 13 columns (its generic form differs in SQLAlchemy 2.0/2.1)
 
 
@@ -160,15 +169,20 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
     # The leased aggregates' messages, found by aggregate (not along the claim order).
     m = aliased(Message, name="m")
     eligible = _eligible(m, now, kinds, max_attempts)
+    lease = {
+        "lease_token": bindparam("token"),
+        "lease_owner": bindparam("worker"),
+        "lease_until": bindparam("until", type_=UTCDateTime()),
+    }
     return _ClaimSQL(
         pick=pick.limit(bindparam("limit", type_=Integer())),
-        lease=update(aggregates)
-        .where(leased)
-        .values(
-            lease_token=bindparam("token"),
-            lease_owner=bindparam("worker"),
-            lease_until=bindparam("until", type_=UTCDateTime()),
-        ),
+        lease=update(aggregates).where(leased).values(**lease),
+        lease_on_channel=update(channel_aggregates)
+        .where(
+            one_of(channel_aggregates.c.aggregate_id, "ids", postgres),
+            on_the_channel(channel_aggregates),
+        )
+        .values(**lease),
         candidates=select(
             m.id,
             m.message_id,
@@ -234,9 +248,9 @@ def claim(
     if not aggregate_ids:
         return Batch(token, until, [])
     params["ids"] = aggregate_ids
-    connection.execute(
-        sql.lease, {"ids": aggregate_ids, "token": token, "worker": worker, "until": until}
-    )
+    leasing = {"ids": aggregate_ids, "token": token, "worker": worker, "until": until}
+    connection.execute(sql.lease, leasing)
+    connection.execute(sql.lease_on_channel, leasing)
     rows = connection.execute(sql.candidates, params).all()
     # aggregate_id -> a row of the select above (Row's generic form differs in SQLAlchemy 2.0/2.1)
     chosen: dict[int | None, Any] = {}
@@ -311,10 +325,15 @@ def renew(connection: Connection, token: str, until: datetime) -> int:
     connection.execute(
         update(aggregates).where(aggregates.c.lease_token == token).values(lease_until=until)
     )
+    connection.execute(
+        update(channel_aggregates)
+        .where(channel_aggregates.c.lease_token == token)
+        .values(lease_until=until)
+    )
     # The lease's messages are found through its aggregates (indexed by token, and only the
     # leased ones): an index on messages.lease_token cost every message write an index entry.
     leased = select(aggregates.c.id).where(aggregates.c.lease_token == token)
-    return connection.execute(
+    held = connection.execute(
         update(messages)
         .where(
             messages.c.aggregate_id.in_(leased.scalar_subquery()),
@@ -323,6 +342,20 @@ def renew(connection: Connection, token: str, until: datetime) -> int:
         )
         .values(locked_until=until)
     ).rowcount
+    # The same deliveries, through the channel's cursors.
+    on_channel = select(channel_aggregates.c.aggregate_id).where(
+        channel_aggregates.c.lease_token == token
+    )
+    connection.execute(
+        update(deliveries)
+        .where(
+            deliveries.c.aggregate_id.in_(on_channel.scalar_subquery()),
+            deliveries.c.lease_token == token,
+            deliveries.c.state == State.IN_PROGRESS.value,
+        )
+        .values(locked_until=until)
+    )
+    return held
 
 
 def expire_exhausted(connection: Connection, *, now: datetime, max_attempts: int) -> int:

@@ -23,12 +23,13 @@ from sqlalchemy.sql.dml import Update
 
 from exchange.db.engine import is_postgres
 from exchange.db.rowset import rowset_params, rowset_table
-from exchange.db.schema import Message, aggregates, messages
+from exchange.db.schema import Message, aggregates, channel_aggregates, messages
 from exchange.domain.policy import KindPolicies
 from exchange.domain.retry import Decision
 from exchange.domain.states import FINAL, Event, State, values
 from exchange.failpoints import failpoint
 from exchange.queue import order
+from exchange.queue.deliveries import on_the_channel
 from exchange.queue.lease import Leased, one_of
 from exchange.queue.transitions import Change, apply
 
@@ -117,6 +118,7 @@ def record(
     if advanced:
         params = rowset_params(connection, "advanced", _ADVANCED, advanced.items())
         connection.execute(sql.advance, params)
+        connection.execute(sql.advance_on_channel, params)
         strict_advanced = sorted(
             {m.aggregate_id for m, _ in outcomes if kinds.is_strict(m.kind)} & set(advanced)
         )
@@ -137,6 +139,7 @@ class _RecordSQL:
     lock_aggregates: Select[Any] | None  # PostgreSQL: the claim's lock order (parameter: ids)
     owned: Select[Any]  # parameters: ids, token
     advance: Update  # parameter: advanced (a rowset of a_id, a_version)
+    advance_on_channel: Update  # the same on the one channel's cursors
 
 
 @functools.lru_cache(maxsize=4)
@@ -152,6 +155,7 @@ def _record_sql(postgres: bool) -> _RecordSQL:
         .order_by(aggregates.c.id)
     )
     advanced = rowset_table(postgres, "advanced", _ADVANCED, "advanced")
+    cursor = channel_aggregates.c.done_version
     return _RecordSQL(
         lock_aggregates=lock.with_for_update() if postgres else None,
         owned=owned.with_for_update() if postgres else owned,
@@ -163,6 +167,14 @@ def _record_sql(postgres: bool) -> _RecordSQL:
                 else_=aggregates.c.done_version,
             )
         ),
+        advance_on_channel=update(channel_aggregates)
+        .where(
+            channel_aggregates.c.aggregate_id == advanced.c.a_id,
+            on_the_channel(channel_aggregates),
+        )
+        .values(
+            done_version=case((cursor < advanced.c.a_version, advanced.c.a_version), else_=cursor)
+        ),
     )
 
 
@@ -171,8 +183,11 @@ def release(connection: Connection, token: str, aggregate_ids: Sequence[int] | N
     ``aggregate_ids``, only those (part of a batch handed back)."""
     if aggregate_ids is None:
         connection.execute(_RELEASE, {"token": token})
+        connection.execute(_RELEASE_ON_CHANNEL, {"token": token})
     else:
-        connection.execute(_RELEASE_SOME, {"token": token, "ids": list(aggregate_ids)})
+        ids = {"token": token, "ids": list(aggregate_ids)}
+        connection.execute(_RELEASE_SOME, ids)
+        connection.execute(_RELEASE_SOME_ON_CHANNEL, ids)
 
 
 _RELEASE = (
@@ -180,14 +195,22 @@ _RELEASE = (
     .where(aggregates.c.lease_token == bindparam("token"))
     .values(lease_token=None, lease_owner=None, lease_until=None)
 )
-
-
 _RELEASE_SOME = _RELEASE.where(aggregates.c.id.in_(bindparam("ids", expanding=True)))
+# The same on the one channel's cursors (``queue.deliveries``).
+_RELEASE_ON_CHANNEL = (
+    update(channel_aggregates)
+    .where(channel_aggregates.c.lease_token == bindparam("token"))
+    .values(lease_token=None, lease_owner=None, lease_until=None)
+)
+_RELEASE_SOME_ON_CHANNEL = _RELEASE_ON_CHANNEL.where(
+    channel_aggregates.c.aggregate_id.in_(bindparam("ids", expanding=True))
+)
 
 
 def advance_strict(connection: Connection, aggregate_ids: list[int], kinds: KindPolicies) -> None:
     """Move strict cursors past versions an operator already cancelled (rare: usually 1 query)."""
     nxt = aliased(Message, name="nxt")
+    stepped = False
     for _ in range(10_000):
         moved = connection.execute(
             update(aggregates)
@@ -203,4 +226,19 @@ def advance_strict(connection: Connection, aggregate_ids: list[int], kinds: Kind
             .values(done_version=aggregates.c.done_version + 1)
         ).rowcount
         if not moved:
-            return
+            break
+        stepped = True
+    if not stepped:
+        return
+    # The one channel's cursors where the loop left the aggregates' (one statement).
+    done = select(aggregates.c.done_version).where(
+        aggregates.c.id == channel_aggregates.c.aggregate_id
+    )
+    connection.execute(
+        update(channel_aggregates)
+        .where(
+            channel_aggregates.c.aggregate_id.in_(aggregate_ids),
+            on_the_channel(channel_aggregates),
+        )
+        .values(done_version=done.scalar_subquery())
+    )

@@ -2,7 +2,8 @@
 already read) or ``apply_selected`` (rows chosen by a query, moved without loading them).
 
 ``apply`` checks each change against the state machine (``states.check``), updates the
-messages in one set-based statement per shape of change, guarded by the from-state, and
+messages in one set-based statement per shape of change, guarded by the from-state (and the
+same in ``deliveries``, the one channel's: ``queue.deliveries``), and
 writes one history row per change that has one (taking a lease has none: the attempt's row is
 written when it ends, with the lease's worker, attempt and start). History is only ever
 inserted.
@@ -36,8 +37,9 @@ from sqlalchemy.sql.dml import Update
 
 from exchange.db.engine import is_postgres
 from exchange.db.rowset import Column, rowset_params, rowset_shared, rowset_table, split_shared
-from exchange.db.schema import UTCDateTime, history, messages
+from exchange.db.schema import UTCDateTime, deliveries, history, messages
 from exchange.domain.states import Event, State, check, sources, target
+from exchange.queue.deliveries import channel_of
 
 
 # Not frozen: a claim and a record build one per message, and a frozen dataclass's __init__
@@ -104,9 +106,10 @@ def apply(connection: Connection, changes: Sequence[Change], now: datetime) -> N
         # change, instead of finding each by its id (275 ms a claim of 100 at 9,600 pending).
         setting = range(2, 3 + len(names))  # to_state and the values; not pk, from, guards
         shared = tuple(i for i in split_shared(rows) if i in setting)
-        statement, per_row, once = _update_statement(postgres, param, names, guards, shared)
+        statements, per_row, once = _update_statement(postgres, param, names, guards, shared)
         params = _params(connection, param, rows, shared, per_row, once)
-        connection.execute(statement, {**params, "now": now})
+        for statement in statements:  # the message, then its delivery (the lock order)
+            connection.execute(statement, {**params, "now": now})
     insert_history(connection, changes, now)
 
 
@@ -141,9 +144,11 @@ def _update_statement(
     names: tuple[str, ...],
     guards: tuple[str, ...],
     shared: tuple[int, ...],
-) -> tuple[Update, tuple[Column, ...], tuple[Column, ...]]:
-    """The UPDATE for one shape of change, built once (parameters: ``param``, ``param``_shared
-    for the columns at the ``shared`` positions, ``now``); with the columns of each."""
+) -> tuple[tuple[Update, Update], tuple[Column, ...], tuple[Column, ...]]:
+    """The UPDATEs for one shape of change, built once (parameters: ``param``, ``param``_shared
+    for the columns at the ``shared`` positions, ``now``): the messages', and the same on
+    their deliveries (a message's one delivery, ``queue.deliveries``; ``values`` and ``guard``
+    name delivery columns only); with the columns of each."""
     columns = _CHANGE_COLUMNS + tuple((f"v_{name}", messages.c[name].type) for name in names)
     columns += tuple((f"g_{name}", messages.c[name].type) for name in guards)
     per_row = tuple(c for i, c in enumerate(columns) if i not in shared)
@@ -151,18 +156,20 @@ def _update_statement(
     source = rowset_table(postgres, param, per_row, "changes")
     value = {name: source.c[name] for name, _ in per_row}
     value.update(rowset_shared(postgres, f"{param}_shared", once))
+    setting = {
+        "state": value["to_state"],
+        "updated_at": bindparam("now", type_=UTCDateTime()),
+        **{name: value[f"v_{name}"] for name in names},
+    }
     conditions = [messages.c.id == value["pk"], messages.c.state == value["from_state"]]
     conditions += [messages.c[name] == value[f"g_{name}"] for name in guards]
-    statement = (
-        update(messages)
-        .where(and_(*conditions))
-        .values(
-            state=value["to_state"],
-            updated_at=bindparam("now", type_=UTCDateTime()),
-            **{name: value[f"v_{name}"] for name in names},
-        )
+    mirrored = [deliveries.c.message_pk == value["pk"], deliveries.c.state == value["from_state"]]
+    mirrored += [deliveries.c[name] == value[f"g_{name}"] for name in guards]
+    statements = (
+        update(messages).where(and_(*conditions)).values(**setting),
+        update(deliveries).where(and_(*mirrored)).values(**setting),
     )
-    return statement, per_row, once
+    return statements, per_row, once
 
 
 # A history row's columns but its time, which is one for the whole batch (``at``).
@@ -200,8 +207,12 @@ def _history_statement(
     value.update(rowset_shared(postgres, "history_rows_shared", once))
     names = [name for name, _ in _HISTORY_FROM_ROWS]
     statement = insert(history).from_select(
-        [*names, "at"],
-        select(*(value[name] for name in names), bindparam("at", type_=UTCDateTime())),
+        [*names, "at", "channel_id"],
+        select(
+            *(value[name] for name in names),
+            bindparam("at", type_=UTCDateTime()),
+            channel_of(value["message_pk"], value["event"]),
+        ),
     )
     return statement, per_row, once
 
@@ -253,8 +264,8 @@ def apply_selected(
     columns. A message moved out of ``in_progress`` (its lease had expired) ends that
     attempt: its row carries the lease's worker, attempt, start and expiry. PostgreSQL: one
     statement (lock, update, history in a data-modifying CTE). SQLite (one writer at a time):
-    history, then the update, with the same selection in one transaction. Returns how many
-    moved.
+    history, then the update, with the same selection in one transaction. Their deliveries
+    on the one channel move alike. Returns how many moved.
     """
     to_state = target(event)
     allowed = sorted(state.value for state in sources(event))
@@ -269,6 +280,7 @@ def apply_selected(
         "attempt",
         "leased_at",
         "lease_until",
+        "channel_id",
     ]
     at = literal(now, UTCDateTime())
 
@@ -307,13 +319,27 @@ def apply_selected(
                     moved.c.attempt,
                     moved.c.leased_at,
                     moved.c.lease_until,
+                    channel_of(moved.c.id, literal(event.value)),
                 ),
             )
             .returning(history.c.id)
             .cte("written")
         )
+        # The same on the moved messages' deliveries (the one channel's): run whether or not
+        # the statement reads it, as every data-modifying CTE is.
+        mirrored = (
+            update(deliveries)
+            .where(
+                deliveries.c.message_pk == moved.c.id,
+                deliveries.c.message_pk == chosen.c.id,
+                deliveries.c.state.in_(allowed),
+            )
+            .values(state=to_state.value, updated_at=at, **values(chosen))
+            .cte("mirrored")
+        )
         # The driver reports no row count for a data-modifying CTE: count in the statement.
-        return int(connection.execute(select(func.count()).select_from(written)).scalar_one())
+        counted = select(func.count()).select_from(written).add_cte(mirrored)
+        return int(connection.execute(counted).scalar_one())
     chosen_sq = candidates.subquery("candidates")
     connection.execute(
         insert(history).from_select(
@@ -329,8 +355,19 @@ def apply_selected(
                 lease(chosen_sq, "attempts"),
                 lease(chosen_sq, "leased_at"),
                 lease(chosen_sq, "locked_until"),
+                channel_of(chosen_sq.c.id, literal(event.value)),
             ).where(chosen_sq.c.state.in_(allowed)),
         )
+    )
+    # The deliveries before the messages: the selection reads the messages' states, so it
+    # must still select them (the same rows as the history's).
+    connection.execute(
+        update(deliveries)
+        .where(
+            deliveries.c.message_pk == chosen_sq.c.id,
+            deliveries.c.state.in_(allowed),
+        )
+        .values(state=to_state.value, updated_at=at, **values(chosen_sq))
     )
     result = connection.execute(
         update(messages)

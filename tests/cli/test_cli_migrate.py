@@ -76,3 +76,44 @@ def test_migrate_on_a_database_of_a_newer_release_exits_2_with_one_error_line(
     result = cli("migrate", db=url)
 
     assert_one_line_error(result, "9999")
+
+
+@pytest.mark.parametrize("target", ["api", "woocommerce"])
+def test_migrate_registers_the_one_channel_named_after_the_target(
+    cli: Cli, tmp_path: Path, target: str
+) -> None:
+    """Contract 13: without EXCHANGE_CHANNELS there is one channel, named after
+    EXCHANGE_TARGET (``api`` by default); ``migrate`` registers it (migration 0024) and an
+    upgraded installation's deliveries become its."""
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    env = {} if target == "api" else {"EXCHANGE_TARGET": target}
+    result = cli("migrate", db=url, env=env)
+    assert result.returncode == 0, describe(result)
+    engine = make_engine(url)
+    try:
+        with transaction(engine, read_only=True) as connection:
+            found = connection.execute(text("SELECT name, target FROM channels")).all()
+    finally:
+        engine.dispose()
+    assert [tuple(row) for row in found] == [(target, target)]
+
+
+def test_migrate_with_exchange_channels_registers_its_first_channel_by_name_and_target(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Contract 13, "Upgrading": with EXCHANGE_CHANNELS the channel an upgrade registers (and
+    gives every existing delivery to) is its first channel, under that channel's name and
+    target, not the default ``api`` that EXCHANGE_TARGET would say."""
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    channels = '{"site": {"target": "api", "site_url": "https://shop.example.com"}}'
+    result = cli(
+        "migrate", db=url, env={"EXCHANGE_CHANNELS": channels, "EXCHANGE_SITE_TOKEN": None}
+    )
+    assert result.returncode == 0, describe(result)
+    engine = make_engine(url)
+    try:
+        with transaction(engine, read_only=True) as connection:
+            found = connection.execute(text("SELECT name, target FROM channels")).all()
+    finally:
+        engine.dispose()
+    assert [tuple(row) for row in found] == [("site", "api")]

@@ -1,13 +1,12 @@
 """Upgrading keeps everything (issue 31, item 4): the database the one-target service left
-(tests/db/upgrade_fixture/: made by make_fixture.py with main's code at migration 0021, before
-the channels schema change) migrates to head with every message, its state, lease, attempts and
-history, every aggregate's delivered version and lease, the workers' rows and their pace, the
-operator's pause and the 1C packages just as the manifest lists them, on SQLite (the file
-copied) and PostgreSQL (the plain dump run into an empty database).
+(tests/db/upgrade_fixture/: made by make_fixture.py with main's code at migration 0023, just
+before the channels schema change) migrates to head with every message, its state, lease,
+attempts and history, every aggregate's delivered version and lease, the workers' rows and
+their pace, the operator's pause and the 1C packages just as the manifest lists them, on SQLite
+(the file copied) and PostgreSQL (the plain dump run into an empty database).
 
-Today migrating it is a no-op (it is at head); the channels migration makes it the test of the
-upgrade, and extends it: the same rows must come back as the deliveries of the channel named
-after ``EXCHANGE_TARGET``.
+Migration 0024 (channels) makes it the test of the upgrade: the same rows also come back as the
+deliveries and cursors of the one channel, named after ``EXCHANGE_TARGET`` (``api`` unset).
 """
 
 from __future__ import annotations
@@ -19,12 +18,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, delete, update
-from upgrade_data import differences, load_pg_dump, snapshot
+from sqlalchemy import Engine, delete, select, update
+from upgrade_data import _text, differences, load_pg_dump, snapshot
 
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import current_revision, head_revision, upgrade
-from exchange.db.schema import history, messages
+from exchange.db.schema import (
+    aggregates,
+    channel_aggregates,
+    channels,
+    deliveries,
+    history,
+    messages,
+)
 
 FIXTURE = Path(__file__).resolve().parent / "upgrade_fixture"
 MANIFEST: dict[str, Any] = json.loads((FIXTURE / "manifest.json").read_text(encoding="utf-8"))
@@ -115,3 +121,109 @@ def test_the_fixture_holds_every_state_the_upgrade_must_keep(dialect: str) -> No
     assert all(w["pace"] for w in snap["workers"].values())
     assert len(snap["cml_packages"]) == 2 and snap["pause"]
     assert snap["aggregates"]["price LEASE-1"]["lease_token"] == live["lease_token"]
+
+
+def _deliveries(engine: Engine) -> dict[str, Any]:
+    """What the upgrade made of the fixture, by message_id and key: the channels, each
+    message's deliveries, each aggregate's cursors and the history's channels."""
+    with transaction(engine, read_only=True) as c:
+        named = dict(c.execute(select(channels.c.id, channels.c.name)).all())
+        ids = dict(c.execute(select(messages.c.id, messages.c.message_id)).all())
+        found: dict[str, Any] = {"channels": sorted(named.values()), "deliveries": {}}
+        for row in c.execute(select(deliveries)).mappings():
+            found["deliveries"].setdefault(ids[row["message_pk"]], {})[named[row["channel_id"]]] = {
+                name: _text(row[name]) for name in DELIVERED
+            }
+        keys = {
+            r.id: f"{r.kind} {r.aggregate}"
+            for r in c.execute(select(aggregates.c.id, aggregates.c.kind, aggregates.c.aggregate))
+        }
+        found["cursors"] = {}
+        for row in c.execute(select(channel_aggregates)).mappings():
+            found["cursors"].setdefault(keys[row["aggregate_id"]], {})[named[row["channel_id"]]] = {
+                name: _text(row[name]) for name in CURSOR
+            }
+        found["history"] = [
+            (ids[r.message_pk], r.event, named.get(r.channel_id))
+            for r in c.execute(
+                select(history.c.message_pk, history.c.event, history.c.channel_id).order_by(
+                    history.c.id
+                )
+            )
+        ]
+    return found
+
+
+# What each delivery must keep of its message, and each cursor of its aggregate.
+DELIVERED = (
+    "state",
+    "reason",
+    "attempts",
+    "next_try_at",
+    "locked_by",
+    "locked_until",
+    "leased_at",
+    "lease_token",
+    "claim_rank",
+    "last_status",
+    "last_error",
+    "receipt",
+    "superseded_by",
+    "waiting_since",
+    "updated_at",
+)
+CURSOR = ("done_version", "lease_owner", "lease_token", "lease_until")
+INTAKE_EVENTS = {"taken", "duplicate", "rejected"}
+
+
+def test_every_message_becomes_its_delivery_on_the_channel_named_after_the_target(
+    migrated: tuple[str, Engine],
+) -> None:
+    """Contract 13, "Upgrading": the one-target installation (EXCHANGE_TARGET unset: ``api``)
+    keeps every message's state, reason, attempts, next try, lease (same worker, expiry and
+    token: a live lease stays live and fenced) and rank as its delivery on the channel ``api``;
+    a rejected record gets none (no channel receives it); each aggregate's delivered version
+    and lease become its cursor there; every history row after intake names the channel."""
+    dialect, engine = migrated
+    expected = MANIFEST[dialect]
+    found = _deliveries(engine)
+    assert found["channels"] == ["api"]
+    accepted = {mid: row for mid, row in expected["messages"].items() if not row["rejected"]}
+    assert set(found["deliveries"]) == set(accepted)
+    for mid, row in accepted.items():
+        assert found["deliveries"][mid] == {"api": {k: row[k] for k in DELIVERED}}, mid
+    assert found["cursors"] == {
+        key: {"api": {k: cursor[k] for k in CURSOR}}
+        for key, cursor in expected["aggregates"].items()
+    }
+    history_expected = [
+        (
+            mid,
+            h["event"],
+            None if h["event"] in INTAKE_EVENTS or row["rejected"] else "api",
+        )
+        for mid, row in expected["messages"].items()
+        for h in row["history"]
+    ]
+    assert sorted(found["history"], key=str) == sorted(history_expected, key=str)
+    assert any(channel == "api" for _, _, channel in found["history"])
+    live = next(row for row in accepted.values() if row["state"] == "in_progress")
+    assert found["deliveries"][live["message_id"]]["api"]["lease_token"] == live["lease_token"]
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_the_channel_is_named_after_the_target_in_force_at_migrate(
+    dialect: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """``exchange migrate`` with EXCHANGE_TARGET=woocommerce: the deliveries are that
+    channel's (keep the name in EXCHANGE_CHANNELS to keep them)."""
+    engine = loaded(dialect, request, tmp_path)
+    try:
+        upgrade(engine, channel="woocommerce")
+        found = _deliveries(engine)
+        with transaction(engine, read_only=True) as c:
+            targets = c.execute(select(channels.c.target)).scalars().all()
+    finally:
+        engine.dispose()
+    assert found["channels"] == ["woocommerce"] and targets == ["woocommerce"]
+    assert {tuple(d) for d in found["deliveries"].values()} == {("woocommerce",)}

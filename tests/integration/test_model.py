@@ -22,6 +22,8 @@ Invariants checked after every step (``every_promise_holds``):
 - every message's history is an unbroken chain of transitions ending in its current state, and
   a delivered or cancelled message never changes again;
 - a price aggregate's cursor (``done_version``) never runs ahead of the version the site holds;
+- the one channel's deliveries and cursors equal the messages' and aggregates' delivery
+  columns (issue 31's dual write, ``every_delivery_mirrors_its_message``);
 - checked as each request arrives: no price at or below its aggregate's delivered version
   (``done_version``) is ever sent. Run twice: against a site that also refuses old versions
   (409), and against one that only de-duplicates keys (``KeysOnlyPipeline``), where an old
@@ -52,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import mirror
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -620,6 +623,14 @@ class Pipeline(RuleBasedStateMachine):
         raise AssertionError("the service did not become idle with a healthy site")
 
     # -- the promises -------------------------------------------------------------------------
+
+    @invariant()
+    def every_delivery_mirrors_its_message(self) -> None:
+        """Issue 31, step 2: the one channel's deliveries and cursors are written beside the
+        messages and aggregates, equal to them (``tests/support/mirror.py``)."""
+        with transaction(self.engine, read_only=True) as connection:
+            found = mirror.differences(connection)
+        assert found == [], "\n".join(found)
 
     @invariant()
     def every_promise_holds(self) -> None:

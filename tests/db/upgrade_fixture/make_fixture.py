@@ -1,5 +1,6 @@
 """Write the upgrade fixture of issue 31 (item 4): the one-target service's database, made with
-main's code as it stood just before the channels schema change (migration head 0021).
+main's code as it stood just before the channels schema change (migration head 0023: made
+first at 0021, made again at 0023, the last code that writes no channel).
 
     .venv/bin/python tests/db/upgrade_fixture/make_fixture.py
 

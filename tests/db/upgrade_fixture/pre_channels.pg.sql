@@ -2,7 +2,7 @@
 -- PostgreSQL database dump
 --
 
-\restrict bbN8yvNvoJlK0zqCTwknfndw2eiY4sCMXIiRdM8z07FHqHibeeDTdZCbER6USsL
+\restrict Jtnoc0xKErrGhegEETXkPUZRwR4e34aX138ra0teIXm4pcFkljgTaEEATMWKKC5
 
 -- Dumped from database version 15.20 (Debian 15.20-0+deb12u1)
 -- Dumped by pg_dump version 15.20 (Debian 15.20-0+deb12u1)
@@ -177,7 +177,9 @@ CREATE TABLE public.cml_packages (
     source_ref character varying(500) NOT NULL,
     intents integer NOT NULL,
     staged_at timestamp without time zone NOT NULL,
-    messages_mark bigint
+    messages_mark bigint,
+    formed_at character varying(32),
+    exchange character varying(64)
 );
 
 
@@ -389,6 +391,39 @@ CREATE TABLE public.shop_sku_ids (
 
 
 --
+-- Name: sign_in_refusals; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sign_in_refusals (
+    id bigint NOT NULL,
+    door character varying(16) NOT NULL,
+    count integer NOT NULL,
+    first_at timestamp without time zone,
+    last_at timestamp without time zone,
+    succeeded_at timestamp without time zone
+);
+
+
+--
+-- Name: sign_in_refusals_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.sign_in_refusals_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+--
+-- Name: sign_in_refusals_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.sign_in_refusals_id_seq OWNED BY public.sign_in_refusals.id;
+
+
+--
 -- Name: staging_intents; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -444,7 +479,10 @@ CREATE TABLE public.workers (
     breaker_until timestamp without time zone,
     pace text,
     stopped_at timestamp without time zone,
-    source text
+    source text,
+    paused_at timestamp without time zone,
+    unreachable_since timestamp without time zone,
+    pause_cause character varying(32)
 );
 
 
@@ -491,6 +529,13 @@ ALTER TABLE ONLY public.messages ALTER COLUMN id SET DEFAULT nextval('public.mes
 
 
 --
+-- Name: sign_in_refusals id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sign_in_refusals ALTER COLUMN id SET DEFAULT nextval('public.sign_in_refusals_id_seq'::regclass);
+
+
+--
 -- Data for Name: aggregates; Type: TABLE DATA; Schema: public; Owner: -
 --
 
@@ -520,7 +565,7 @@ COPY public.aggregates (id, kind, aggregate, done_version, lease_token, lease_ow
 24	price	STALE-1	2	\N	\N	\N	STALE-1	retail	stale-1
 1	price	BUSY-1	0	\N	\N	\N	BUSY-1	retail	busy-1
 25	financial_posting	DOC-GAP	1	\N	\N	\N	\N	\N	\N
-26	price	LEASE-1	0	099c951c25e7cc4385bcad4f2fed77b7	fixture-worker-2	2036-11-28 09:12:00	LEASE-1	retail	lease-1
+26	price	LEASE-1	0	2f2e219c16a64d484af1f3dc55674a10	fixture-worker-2	2036-11-28 09:12:00	LEASE-1	retail	lease-1
 \.
 
 
@@ -529,7 +574,7 @@ COPY public.aggregates (id, kind, aggregate, done_version, lease_token, lease_ow
 --
 
 COPY public.alembic_version (version_num) FROM stdin;
-0021
+0023
 \.
 
 
@@ -538,7 +583,7 @@ COPY public.alembic_version (version_num) FROM stdin;
 --
 
 COPY public.cml_catalog (id, kind, key, name, value, updated_at, key_key, value_key) FROM stdin;
-1	price_type	t-retail	Розничная	руб	2026-12-05 05:55:19.329967	t-retail	руб
+1	price_type	t-retail	Розничная	руб	2026-12-05 07:40:15.359864	t-retail	руб
 \.
 
 
@@ -562,9 +607,9 @@ COPY public.cml_package_repeats (version, aggregate, payload) FROM stdin;
 -- Data for Name: cml_packages; Type: TABLE DATA; Schema: public; Owner: -
 --
 
-COPY public.cml_packages (id, digest, version, source_ref, intents, staged_at, messages_mark) FROM stdin;
-1	d87d17fee45b6be93795752f049d00470a8270cdf71d96d0a907337a9ad1efbf	3	1C exchange offers_1.xml 2026-12-01T10:00:00	5	2026-12-05 05:55:19.305065	26
-2	436a819cd341f6ef78c7a0d3f1c3edf227e28ef6d4d891cdf26b01a0c9d5d379	4	1C exchange offers_2.xml 2026-12-01T10:00:00	1	2026-12-05 05:55:19.327186	26
+COPY public.cml_packages (id, digest, version, source_ref, intents, staged_at, messages_mark, formed_at, exchange) FROM stdin;
+1	d87d17fee45b6be93795752f049d00470a8270cdf71d96d0a907337a9ad1efbf	3	1C exchange offers_1.xml 2026-12-01T10:00:00	5	2026-12-05 07:40:15.319567	26	2026-12-01T10:00:00	\N
+2	436a819cd341f6ef78c7a0d3f1c3edf227e28ef6d4d891cdf26b01a0c9d5d379	4	1C exchange offers_2.xml 2026-12-01T10:00:00	1	2026-12-05 07:40:15.355727	26	2026-12-01T10:00:00	\N
 \.
 
 
@@ -671,43 +716,43 @@ COPY public.message_history (id, message_pk, at, event, from_state, to_state, wo
 --
 
 COPY public.messages (id, message_id, aggregate_id, rejected, kind, aggregate, version, schema_version, payload, source_ref, created_at, staging_id, taken_at, state, reason, superseded_by, attempts, next_try_at, locked_by, locked_until, lease_token, last_status, last_error, receipt, waiting_since, updated_at, leased_at, claim_rank, name, message_id_key, aggregate_key) FROM stdin;
-21	financial_posting.DOC-Q.v3.48910885702cd3e92f780ae2	18	f	financial_posting	DOC-Q	3	1	{"amount":"10.00","document":"DOC-Q","line":3}	Реализация DOC-Q	2026-12-05 05:55:18.801389	21	2026-12-01 09:00:00	new	\N	\N	0	\N	\N	\N	\N	\N	\N	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	\N	20	\N	financial_posting.doc-q.v3.48910885702cd3e92f780ae2	doc-q
-5	price.P-005.v1.df048aa9f0b09b6904afa5af	9	f	price	P-005	1	1	{"currency":"RUB","price":"104.00","price_type":"retail","sku":"P-005"}	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	5	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-1	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	4	\N	price.p-005.v1.df048aa9f0b09b6904afa5af	p-005
-6	price.P-006.v1.7a324e71bde17672bea73447	10	f	price	P-006	1	1	{"currency":"RUB","price":"105.00","price_type":"retail","sku":"P-006"}	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	6	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-2	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	5	\N	price.p-006.v1.7a324e71bde17672bea73447	p-006
-7	price.P-007.v1.0cb88c9d7e3e0b25fcd03baa	11	f	price	P-007	1	1	{"currency":"RUB","price":"106.00","price_type":"retail","sku":"P-007"}	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	7	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-3	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	6	\N	price.p-007.v1.0cb88c9d7e3e0b25fcd03baa	p-007
-18	financial_posting.DOC-A.v2.3cf1c95c584624365985e4b1	17	f	financial_posting	DOC-A	2	1	{"amount":"20.00","document":"DOC-A","line":2}	Реализация DOC-A	2026-12-05 05:55:18.798583	18	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-14	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	17	\N	financial_posting.doc-a.v2.3cf1c95c584624365985e4b1	doc-a
-19	financial_posting.DOC-A.v3.5def3ef84d7314a56750222c	17	f	financial_posting	DOC-A	3	1	{"amount":"30.00","document":"DOC-A","line":3}	Реализация DOC-A	2026-12-05 05:55:18.798583	19	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-15	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	18	\N	financial_posting.doc-a.v3.5def3ef84d7314a56750222c	doc-a
-20	financial_posting.DOC-Q.v2.21a6ba4281ab438391698ba3	18	f	financial_posting	DOC-Q	2	1	{"amount":"10.00","document":"DOC-Q","line":2}	Реализация DOC-Q	2026-12-05 05:55:18.801389	20	2026-12-01 09:00:00	quarantined	sequence-gap	\N	0	\N	\N	\N	\N	\N	version 1 never arrived within 600 s	\N	2026-12-01 09:00:00	2026-12-01 09:11:00	\N	19	\N	financial_posting.doc-q.v2.21a6ba4281ab438391698ba3	doc-q
-26	rejected-22	\N	t	price	BAD-1	1	1	{"sku": "BAD-1", "price": "дорого"}	\N	2026-12-05 05:55:18.803244	22	2026-12-01 09:00:00	quarantined	invalid-contract	\N	0	\N	\N	\N	\N	\N	price payload: price: must be a plain decimal such as "840.00" (ASCII digits and at most one point; no spaces, line breaks, '+' or other characters), not 'дорого'	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	\N	0	\N	rejected-22	bad-1
-1	price.P-001.v1.774ff0106eacde4187ebcc71	5	f	price	P-001	1	1	{"currency":"RUB","price":"100.00","price_type":"retail","sku":"P-001"}	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	1	2026-12-01 09:00:00	cancelled	superseded	price.P-001.v2.9af862be383f4c4fcd25b4ad	0	\N	\N	\N	\N	\N	\N	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	\N	0	\N	price.p-001.v1.774ff0106eacde4187ebcc71	p-001
-2	price.P-002.v1.8fa78d127cf28d37d466eec4	6	f	price	P-002	1	1	{"currency":"RUB","price":"101.00","price_type":"retail","sku":"P-002"}	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	2	2026-12-01 09:00:00	cancelled	superseded	price.P-002.v2.1d123212ae421cddc689a843	0	\N	\N	\N	\N	\N	\N	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	\N	1	\N	price.p-002.v1.8fa78d127cf28d37d466eec4	p-002
-3	price.P-003.v1.0820b039accdf651affe8bf8	7	f	price	P-003	1	1	{"currency":"RUB","price":"102.00","price_type":"retail","sku":"P-003"}	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	3	2026-12-01 09:00:00	cancelled	superseded	price.P-003.v2.27adc1831c0d1a8956c63997	0	\N	\N	\N	\N	\N	\N	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	\N	2	\N	price.p-003.v1.0820b039accdf651affe8bf8	p-003
-4	price.P-004.v1.fc055ca5c3d544e367d02656	8	f	price	P-004	1	1	{"currency":"RUB","price":"103.00","price_type":"retail","sku":"P-004"}	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	4	2026-12-01 09:00:00	cancelled	superseded	price.P-004.v2.4ff88354373de1ae7dc0fdb3	0	\N	\N	\N	\N	\N	\N	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	\N	3	\N	price.p-004.v1.fc055ca5c3d544e367d02656	p-004
-8	price.P-008.v1.ad50c54afbf33f0c8481a308	12	f	price	P-008	1	1	{"currency":"RUB","price":"107.00","price_type":"retail","sku":"P-008"}	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	8	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-4	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	7	\N	price.p-008.v1.ad50c54afbf33f0c8481a308	p-008
-9	price.P-009.v1.33af0fab71cc2c25729eaf26	13	f	price	P-009	1	1	{"currency":"RUB","price":"108.00","price_type":"retail","sku":"P-009"}	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	9	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-5	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	8	\N	price.p-009.v1.33af0fab71cc2c25729eaf26	p-009
-10	price.P-010.v1.6a2caa2f6ef1c8cc11d21299	14	f	price	P-010	1	1	{"currency":"RUB","price":"109.00","price_type":"retail","sku":"P-010"}	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	10	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-6	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	9	\N	price.p-010.v1.6a2caa2f6ef1c8cc11d21299	p-010
-11	price.P-011.v1.7e9fa691f8952be80e7319c1	15	f	price	P-011	1	1	{"currency":"RUB","price":"110.00","price_type":"retail","sku":"P-011"}	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	11	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-7	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	10	\N	price.p-011.v1.7e9fa691f8952be80e7319c1	p-011
-12	price.P-012.v1.af61b2afe66ed416cac6b0e7	16	f	price	P-012	1	1	{"currency":"RUB","price":"111.00","price_type":"retail","sku":"P-012"}	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	12	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-8	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	11	\N	price.p-012.v1.af61b2afe66ed416cac6b0e7	p-012
-13	price.P-001.v2.9af862be383f4c4fcd25b4ad	5	f	price	P-001	2	1	{"currency":"RUB","price":"200.50","price_type":"retail","sku":"P-001"}	Установка цен номенклатуры 000002	2026-12-05 05:55:18.795424	13	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-9	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	12	\N	price.p-001.v2.9af862be383f4c4fcd25b4ad	p-001
-14	price.P-002.v2.1d123212ae421cddc689a843	6	f	price	P-002	2	1	{"currency":"RUB","price":"201.50","price_type":"retail","sku":"P-002"}	Установка цен номенклатуры 000002	2026-12-05 05:55:18.795424	14	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-10	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	13	\N	price.p-002.v2.1d123212ae421cddc689a843	p-002
-15	price.P-003.v2.27adc1831c0d1a8956c63997	7	f	price	P-003	2	1	{"currency":"RUB","price":"202.50","price_type":"retail","sku":"P-003"}	Установка цен номенклатуры 000002	2026-12-05 05:55:18.795424	15	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-11	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	14	\N	price.p-003.v2.27adc1831c0d1a8956c63997	p-003
-16	price.P-004.v2.4ff88354373de1ae7dc0fdb3	8	f	price	P-004	2	1	{"currency":"RUB","price":"203.50","price_type":"retail","sku":"P-004"}	Установка цен номенклатуры 000002	2026-12-05 05:55:18.795424	16	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-12	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	15	\N	price.p-004.v2.4ff88354373de1ae7dc0fdb3	p-004
-17	financial_posting.DOC-A.v1.2bbc590de73eaac17ef50068	17	f	financial_posting	DOC-A	1	1	{"amount":"10.00","document":"DOC-A","line":1}	Реализация DOC-A	2026-12-05 05:55:18.798583	17	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-13	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	16	\N	financial_posting.doc-a.v1.2bbc590de73eaac17ef50068	doc-a
-23	price.GONE-1.v1.6bca07b2a272f221881eedac	2	f	price	GONE-1	1	1	{"currency":"RUB","price":"100.00","price_type":"retail","sku":"GONE-1"}	Установка цен номенклатуры 000001	2026-12-05 05:55:18.806135	24	2026-12-01 09:00:00	quarantined	http-404	\N	1	\N	\N	\N	\N	404	HTTP 404: {"error":"unknown-sku","sku":"GONE-1"}	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	23	\N	price.gone-1.v1.6bca07b2a272f221881eedac	gone-1
-27	price.C-1_retail.v3.09b514fc68c5951d67534b21	19	f	price	C-1/retail	3	1	{"currency":"RUB","price":"300.00","price_type":"retail","sku":"C-1"}	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 05:55:19.286314	27	2026-12-01 09:00:00	cancelled	superseded	price.C-1_retail.v4.94f0dbb0257f7adf946fd84d	0	\N	\N	\N	\N	\N	\N	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	\N	0	Товар	price.c-1_retail.v3.09b514fc68c5951d67534b21	c-1/retail
-28	price.C-2_retail.v3.5e561dda28758ee5c3f15d90	20	f	price	C-2/retail	3	1	{"currency":"RUB","price":"301.00","price_type":"retail","sku":"C-2"}	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 05:55:19.286314	28	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-16	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	1	Товар	price.c-2_retail.v3.5e561dda28758ee5c3f15d90	c-2/retail
-29	price.C-3_retail.v3.e7842bcf08cbbd29a255f7f6	21	f	price	C-3/retail	3	1	{"currency":"RUB","price":"302.00","price_type":"retail","sku":"C-3"}	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 05:55:19.286314	29	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-17	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	2	Товар	price.c-3_retail.v3.e7842bcf08cbbd29a255f7f6	c-3/retail
-22	price.BUSY-1.v1.2f9e66531948c8b6a49d7c4e	1	f	price	BUSY-1	1	1	{"currency":"RUB","price":"100.00","price_type":"retail","sku":"BUSY-1"}	Установка цен номенклатуры 000001	2026-12-05 05:55:18.806135	23	2026-12-01 09:00:00	delayed	\N	\N	2	2026-12-01 09:17:44.6359	\N	\N	\N	503	HTTP 503: {"error":"busy"}	\N	2026-12-01 09:00:00	2026-12-01 09:11:00	2026-12-01 09:11:00	22	\N	price.busy-1.v1.2f9e66531948c8b6a49d7c4e	busy-1
-24	price.GONE-2.v1.5a7975712468386c9d729e67	3	f	price	GONE-2	1	1	{"currency":"RUB","price":"100.00","price_type":"retail","sku":"GONE-2"}	Установка цен номенклатуры 000001	2026-12-05 05:55:18.806135	25	2026-12-01 09:00:00	cancelled	operator	\N	1	\N	\N	\N	\N	404	HTTP 404: {"error":"unknown-sku","sku":"GONE-2"}	\N	2026-12-01 09:00:00	2026-12-01 09:11:00	2026-12-01 09:00:00	24	\N	price.gone-2.v1.5a7975712468386c9d729e67	gone-2
-37	price.LEASE-1.v1.484ad85477e97059d0f7f725	26	f	price	LEASE-1	1	1	{"currency":"RUB","price":"77.00","price_type":"retail","sku":"LEASE-1"}	Установка цен номенклатуры 000001	2026-12-05 05:55:20.935961	37	2026-12-01 09:12:00	in_progress	\N	\N	1	\N	fixture-worker-2	2036-11-28 09:12:00	099c951c25e7cc4385bcad4f2fed77b7	\N	\N	\N	2026-12-01 09:12:00	2026-12-01 09:12:00	2026-12-01 09:12:00	0	\N	price.lease-1.v1.484ad85477e97059d0f7f725	lease-1
-25	price.GONE-3.v1.5099f3fa0edcd2c31a809c65	4	f	price	GONE-3	1	1	{"currency":"RUB","price":"100.00","price_type":"retail","sku":"GONE-3"}	Установка цен номенклатуры 000001	2026-12-05 05:55:18.806135	26	2026-12-01 09:00:00	new	\N	\N	0	\N	\N	\N	\N	404	HTTP 404: {"error":"unknown-sku","sku":"GONE-3"}	\N	2026-12-01 09:12:00	2026-12-01 09:12:00	2026-12-01 09:00:00	25	\N	price.gone-3.v1.5099f3fa0edcd2c31a809c65	gone-3
-30	price.C-4_retail.v3.326cf251ce3be9f01530e101	22	f	price	C-4/retail	3	1	{"currency":"RUB","price":"303.00","price_type":"retail","sku":"C-4"}	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 05:55:19.286314	30	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-18	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	3	Товар	price.c-4_retail.v3.326cf251ce3be9f01530e101	c-4/retail
-31	price.C-5_retail.v3.286b5f142a8bbbace47b71eb	23	f	price	C-5/retail	3	1	{"currency":"RUB","price":"304.00","price_type":"retail","sku":"C-5"}	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 05:55:19.286314	31	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-19	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	4	Товар	price.c-5_retail.v3.286b5f142a8bbbace47b71eb	c-5/retail
-32	price.C-1_retail.v4.94f0dbb0257f7adf946fd84d	19	f	price	C-1/retail	4	1	{"currency":"RUB","price":"399.00","price_type":"retail","sku":"C-1"}	1C exchange offers_2.xml 2026-12-01T10:00:00	2026-12-05 05:55:19.317574	32	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-20	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	5	Товар	price.c-1_retail.v4.94f0dbb0257f7adf946fd84d	c-1/retail
-33	price.STALE-1.v2.e45d2d41c70fc5e8ce2fa4f9	24	f	price	STALE-1	2	1	{"currency":"RUB","price":"50.00","price_type":"retail","sku":"STALE-1"}	Установка цен номенклатуры 000002	2026-12-05 05:55:19.533212	33	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-21	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	0	\N	price.stale-1.v2.e45d2d41c70fc5e8ce2fa4f9	stale-1
-34	price.STALE-1.v1.473f74e07077be443991c7f4	24	f	price	STALE-1	1	1	{"currency":"RUB","price":"40.00","price_type":"retail","sku":"STALE-1"}	Установка цен номенклатуры 000001	2026-12-05 05:55:19.919166	34	2026-12-01 09:00:00	cancelled	stale	\N	0	\N	\N	\N	\N	\N	\N	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	\N	0	\N	price.stale-1.v1.473f74e07077be443991c7f4	stale-1
-36	financial_posting.DOC-GAP.v3.dcd49e4483fcfcc4e75b651e	25	f	financial_posting	DOC-GAP	3	1	{"amount":"10.00","document":"DOC-GAP","line":3}	Реализация DOC-GAP	2026-12-05 05:55:20.541684	36	2026-12-01 09:11:00	new	\N	\N	0	\N	\N	\N	\N	\N	\N	\N	2026-12-01 09:11:00	2026-12-01 09:11:00	\N	1	\N	financial_posting.doc-gap.v3.dcd49e4483fcfcc4e75b651e	doc-gap
-35	financial_posting.DOC-GAP.v1.5b899f8ff9e18c28fd33293f	25	f	financial_posting	DOC-GAP	1	1	{"amount":"10.00","document":"DOC-GAP","line":1}	Реализация DOC-GAP	2026-12-05 05:55:20.541684	35	2026-12-01 09:11:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-22	2026-12-01 09:11:00	2026-12-01 09:11:00	2026-12-01 09:11:00	0	\N	financial_posting.doc-gap.v1.5b899f8ff9e18c28fd33293f	doc-gap
+21	financial_posting.DOC-Q.v3.48910885702cd3e92f780ae2	18	f	financial_posting	DOC-Q	3	1	{"amount":"10.00","document":"DOC-Q","line":3}	Реализация DOC-Q	2026-12-05 07:40:14.671004	21	2026-12-01 09:00:00	new	\N	\N	0	\N	\N	\N	\N	\N	\N	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	\N	20	\N	financial_posting.doc-q.v3.48910885702cd3e92f780ae2	doc-q
+5	price.P-005.v1.df048aa9f0b09b6904afa5af	9	f	price	P-005	1	1	{"currency":"RUB","price":"104.00","price_type":"retail","sku":"P-005"}	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	5	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-1	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	4	\N	price.p-005.v1.df048aa9f0b09b6904afa5af	p-005
+6	price.P-006.v1.7a324e71bde17672bea73447	10	f	price	P-006	1	1	{"currency":"RUB","price":"105.00","price_type":"retail","sku":"P-006"}	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	6	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-2	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	5	\N	price.p-006.v1.7a324e71bde17672bea73447	p-006
+7	price.P-007.v1.0cb88c9d7e3e0b25fcd03baa	11	f	price	P-007	1	1	{"currency":"RUB","price":"106.00","price_type":"retail","sku":"P-007"}	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	7	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-3	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	6	\N	price.p-007.v1.0cb88c9d7e3e0b25fcd03baa	p-007
+18	financial_posting.DOC-A.v2.3cf1c95c584624365985e4b1	17	f	financial_posting	DOC-A	2	1	{"amount":"20.00","document":"DOC-A","line":2}	Реализация DOC-A	2026-12-05 07:40:14.66711	18	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-14	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	17	\N	financial_posting.doc-a.v2.3cf1c95c584624365985e4b1	doc-a
+19	financial_posting.DOC-A.v3.5def3ef84d7314a56750222c	17	f	financial_posting	DOC-A	3	1	{"amount":"30.00","document":"DOC-A","line":3}	Реализация DOC-A	2026-12-05 07:40:14.66711	19	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-15	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	18	\N	financial_posting.doc-a.v3.5def3ef84d7314a56750222c	doc-a
+20	financial_posting.DOC-Q.v2.21a6ba4281ab438391698ba3	18	f	financial_posting	DOC-Q	2	1	{"amount":"10.00","document":"DOC-Q","line":2}	Реализация DOC-Q	2026-12-05 07:40:14.671004	20	2026-12-01 09:00:00	quarantined	sequence-gap	\N	0	\N	\N	\N	\N	\N	version 1 never arrived within 600 s	\N	2026-12-01 09:00:00	2026-12-01 09:11:00	\N	19	\N	financial_posting.doc-q.v2.21a6ba4281ab438391698ba3	doc-q
+26	rejected-22	\N	t	price	BAD-1	1	1	{"sku": "BAD-1", "price": "дорого"}	\N	2026-12-05 07:40:14.675332	22	2026-12-01 09:00:00	quarantined	invalid-contract	\N	0	\N	\N	\N	\N	\N	price payload: price: must be a plain decimal such as "840.00" (ASCII digits and at most one point; no spaces, line breaks, '+' or other characters), not 'дорого'	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	\N	0	\N	rejected-22	bad-1
+1	price.P-001.v1.774ff0106eacde4187ebcc71	5	f	price	P-001	1	1	{"currency":"RUB","price":"100.00","price_type":"retail","sku":"P-001"}	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	1	2026-12-01 09:00:00	cancelled	superseded	price.P-001.v2.9af862be383f4c4fcd25b4ad	0	\N	\N	\N	\N	\N	\N	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	\N	0	\N	price.p-001.v1.774ff0106eacde4187ebcc71	p-001
+2	price.P-002.v1.8fa78d127cf28d37d466eec4	6	f	price	P-002	1	1	{"currency":"RUB","price":"101.00","price_type":"retail","sku":"P-002"}	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	2	2026-12-01 09:00:00	cancelled	superseded	price.P-002.v2.1d123212ae421cddc689a843	0	\N	\N	\N	\N	\N	\N	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	\N	1	\N	price.p-002.v1.8fa78d127cf28d37d466eec4	p-002
+3	price.P-003.v1.0820b039accdf651affe8bf8	7	f	price	P-003	1	1	{"currency":"RUB","price":"102.00","price_type":"retail","sku":"P-003"}	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	3	2026-12-01 09:00:00	cancelled	superseded	price.P-003.v2.27adc1831c0d1a8956c63997	0	\N	\N	\N	\N	\N	\N	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	\N	2	\N	price.p-003.v1.0820b039accdf651affe8bf8	p-003
+4	price.P-004.v1.fc055ca5c3d544e367d02656	8	f	price	P-004	1	1	{"currency":"RUB","price":"103.00","price_type":"retail","sku":"P-004"}	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	4	2026-12-01 09:00:00	cancelled	superseded	price.P-004.v2.4ff88354373de1ae7dc0fdb3	0	\N	\N	\N	\N	\N	\N	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	\N	3	\N	price.p-004.v1.fc055ca5c3d544e367d02656	p-004
+8	price.P-008.v1.ad50c54afbf33f0c8481a308	12	f	price	P-008	1	1	{"currency":"RUB","price":"107.00","price_type":"retail","sku":"P-008"}	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	8	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-4	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	7	\N	price.p-008.v1.ad50c54afbf33f0c8481a308	p-008
+9	price.P-009.v1.33af0fab71cc2c25729eaf26	13	f	price	P-009	1	1	{"currency":"RUB","price":"108.00","price_type":"retail","sku":"P-009"}	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	9	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-5	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	8	\N	price.p-009.v1.33af0fab71cc2c25729eaf26	p-009
+10	price.P-010.v1.6a2caa2f6ef1c8cc11d21299	14	f	price	P-010	1	1	{"currency":"RUB","price":"109.00","price_type":"retail","sku":"P-010"}	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	10	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-6	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	9	\N	price.p-010.v1.6a2caa2f6ef1c8cc11d21299	p-010
+11	price.P-011.v1.7e9fa691f8952be80e7319c1	15	f	price	P-011	1	1	{"currency":"RUB","price":"110.00","price_type":"retail","sku":"P-011"}	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	11	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-7	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	10	\N	price.p-011.v1.7e9fa691f8952be80e7319c1	p-011
+12	price.P-012.v1.af61b2afe66ed416cac6b0e7	16	f	price	P-012	1	1	{"currency":"RUB","price":"111.00","price_type":"retail","sku":"P-012"}	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	12	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-8	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	11	\N	price.p-012.v1.af61b2afe66ed416cac6b0e7	p-012
+13	price.P-001.v2.9af862be383f4c4fcd25b4ad	5	f	price	P-001	2	1	{"currency":"RUB","price":"200.50","price_type":"retail","sku":"P-001"}	Установка цен номенклатуры 000002	2026-12-05 07:40:14.66328	13	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-9	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	12	\N	price.p-001.v2.9af862be383f4c4fcd25b4ad	p-001
+14	price.P-002.v2.1d123212ae421cddc689a843	6	f	price	P-002	2	1	{"currency":"RUB","price":"201.50","price_type":"retail","sku":"P-002"}	Установка цен номенклатуры 000002	2026-12-05 07:40:14.66328	14	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-10	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	13	\N	price.p-002.v2.1d123212ae421cddc689a843	p-002
+15	price.P-003.v2.27adc1831c0d1a8956c63997	7	f	price	P-003	2	1	{"currency":"RUB","price":"202.50","price_type":"retail","sku":"P-003"}	Установка цен номенклатуры 000002	2026-12-05 07:40:14.66328	15	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-11	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	14	\N	price.p-003.v2.27adc1831c0d1a8956c63997	p-003
+16	price.P-004.v2.4ff88354373de1ae7dc0fdb3	8	f	price	P-004	2	1	{"currency":"RUB","price":"203.50","price_type":"retail","sku":"P-004"}	Установка цен номенклатуры 000002	2026-12-05 07:40:14.66328	16	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-12	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	15	\N	price.p-004.v2.4ff88354373de1ae7dc0fdb3	p-004
+17	financial_posting.DOC-A.v1.2bbc590de73eaac17ef50068	17	f	financial_posting	DOC-A	1	1	{"amount":"10.00","document":"DOC-A","line":1}	Реализация DOC-A	2026-12-05 07:40:14.66711	17	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-13	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	16	\N	financial_posting.doc-a.v1.2bbc590de73eaac17ef50068	doc-a
+23	price.GONE-1.v1.6bca07b2a272f221881eedac	2	f	price	GONE-1	1	1	{"currency":"RUB","price":"100.00","price_type":"retail","sku":"GONE-1"}	Установка цен номенклатуры 000001	2026-12-05 07:40:14.678954	24	2026-12-01 09:00:00	quarantined	http-404	\N	1	\N	\N	\N	\N	404	HTTP 404: {"error":"unknown-sku","sku":"GONE-1"}	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	23	\N	price.gone-1.v1.6bca07b2a272f221881eedac	gone-1
+27	price.C-1_retail.v3.09b514fc68c5951d67534b21	19	f	price	C-1/retail	3	1	{"currency":"RUB","price":"300.00","price_type":"retail","sku":"C-1"}	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 07:40:15.29696	27	2026-12-01 09:00:00	cancelled	superseded	price.C-1_retail.v4.94f0dbb0257f7adf946fd84d	0	\N	\N	\N	\N	\N	\N	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	\N	0	Товар	price.c-1_retail.v3.09b514fc68c5951d67534b21	c-1/retail
+28	price.C-2_retail.v3.5e561dda28758ee5c3f15d90	20	f	price	C-2/retail	3	1	{"currency":"RUB","price":"301.00","price_type":"retail","sku":"C-2"}	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 07:40:15.29696	28	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-16	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	1	Товар	price.c-2_retail.v3.5e561dda28758ee5c3f15d90	c-2/retail
+29	price.C-3_retail.v3.e7842bcf08cbbd29a255f7f6	21	f	price	C-3/retail	3	1	{"currency":"RUB","price":"302.00","price_type":"retail","sku":"C-3"}	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 07:40:15.29696	29	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-17	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	2	Товар	price.c-3_retail.v3.e7842bcf08cbbd29a255f7f6	c-3/retail
+22	price.BUSY-1.v1.2f9e66531948c8b6a49d7c4e	1	f	price	BUSY-1	1	1	{"currency":"RUB","price":"100.00","price_type":"retail","sku":"BUSY-1"}	Установка цен номенклатуры 000001	2026-12-05 07:40:14.678954	23	2026-12-01 09:00:00	delayed	\N	\N	2	2026-12-01 09:17:44.6359	\N	\N	\N	503	HTTP 503: {"error":"busy"}	\N	2026-12-01 09:00:00	2026-12-01 09:11:00	2026-12-01 09:11:00	22	\N	price.busy-1.v1.2f9e66531948c8b6a49d7c4e	busy-1
+24	price.GONE-2.v1.5a7975712468386c9d729e67	3	f	price	GONE-2	1	1	{"currency":"RUB","price":"100.00","price_type":"retail","sku":"GONE-2"}	Установка цен номенклатуры 000001	2026-12-05 07:40:14.678954	25	2026-12-01 09:00:00	cancelled	operator	\N	1	\N	\N	\N	\N	404	HTTP 404: {"error":"unknown-sku","sku":"GONE-2"}	\N	2026-12-01 09:00:00	2026-12-01 09:11:00	2026-12-01 09:00:00	24	\N	price.gone-2.v1.5a7975712468386c9d729e67	gone-2
+37	price.LEASE-1.v1.484ad85477e97059d0f7f725	26	f	price	LEASE-1	1	1	{"currency":"RUB","price":"77.00","price_type":"retail","sku":"LEASE-1"}	Установка цен номенклатуры 000001	2026-12-05 07:40:17.334346	37	2026-12-01 09:12:00	in_progress	\N	\N	1	\N	fixture-worker-2	2036-11-28 09:12:00	2f2e219c16a64d484af1f3dc55674a10	\N	\N	\N	2026-12-01 09:12:00	2026-12-01 09:12:00	2026-12-01 09:12:00	0	\N	price.lease-1.v1.484ad85477e97059d0f7f725	lease-1
+25	price.GONE-3.v1.5099f3fa0edcd2c31a809c65	4	f	price	GONE-3	1	1	{"currency":"RUB","price":"100.00","price_type":"retail","sku":"GONE-3"}	Установка цен номенклатуры 000001	2026-12-05 07:40:14.678954	26	2026-12-01 09:00:00	new	\N	\N	0	\N	\N	\N	\N	404	HTTP 404: {"error":"unknown-sku","sku":"GONE-3"}	\N	2026-12-01 09:12:00	2026-12-01 09:12:00	2026-12-01 09:00:00	25	\N	price.gone-3.v1.5099f3fa0edcd2c31a809c65	gone-3
+30	price.C-4_retail.v3.326cf251ce3be9f01530e101	22	f	price	C-4/retail	3	1	{"currency":"RUB","price":"303.00","price_type":"retail","sku":"C-4"}	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 07:40:15.29696	30	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-18	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	3	Товар	price.c-4_retail.v3.326cf251ce3be9f01530e101	c-4/retail
+31	price.C-5_retail.v3.286b5f142a8bbbace47b71eb	23	f	price	C-5/retail	3	1	{"currency":"RUB","price":"304.00","price_type":"retail","sku":"C-5"}	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 07:40:15.29696	31	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-19	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	4	Товар	price.c-5_retail.v3.286b5f142a8bbbace47b71eb	c-5/retail
+32	price.C-1_retail.v4.94f0dbb0257f7adf946fd84d	19	f	price	C-1/retail	4	1	{"currency":"RUB","price":"399.00","price_type":"retail","sku":"C-1"}	1C exchange offers_2.xml 2026-12-01T10:00:00	2026-12-05 07:40:15.342948	32	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-20	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	5	Товар	price.c-1_retail.v4.94f0dbb0257f7adf946fd84d	c-1/retail
+33	price.STALE-1.v2.e45d2d41c70fc5e8ce2fa4f9	24	f	price	STALE-1	2	1	{"currency":"RUB","price":"50.00","price_type":"retail","sku":"STALE-1"}	Установка цен номенклатуры 000002	2026-12-05 07:40:15.603383	33	2026-12-01 09:00:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-21	2026-12-01 09:00:00	2026-12-01 09:00:00	2026-12-01 09:00:00	0	\N	price.stale-1.v2.e45d2d41c70fc5e8ce2fa4f9	stale-1
+34	price.STALE-1.v1.473f74e07077be443991c7f4	24	f	price	STALE-1	1	1	{"currency":"RUB","price":"40.00","price_type":"retail","sku":"STALE-1"}	Установка цен номенклатуры 000001	2026-12-05 07:40:16.111632	34	2026-12-01 09:00:00	cancelled	stale	\N	0	\N	\N	\N	\N	\N	\N	\N	2026-12-01 09:00:00	2026-12-01 09:00:00	\N	0	\N	price.stale-1.v1.473f74e07077be443991c7f4	stale-1
+36	financial_posting.DOC-GAP.v3.dcd49e4483fcfcc4e75b651e	25	f	financial_posting	DOC-GAP	3	1	{"amount":"10.00","document":"DOC-GAP","line":3}	Реализация DOC-GAP	2026-12-05 07:40:16.858065	36	2026-12-01 09:11:00	new	\N	\N	0	\N	\N	\N	\N	\N	\N	\N	2026-12-01 09:11:00	2026-12-01 09:11:00	\N	1	\N	financial_posting.doc-gap.v3.dcd49e4483fcfcc4e75b651e	doc-gap
+35	financial_posting.DOC-GAP.v1.5b899f8ff9e18c28fd33293f	25	f	financial_posting	DOC-GAP	1	1	{"amount":"10.00","document":"DOC-GAP","line":1}	Реализация DOC-GAP	2026-12-05 07:40:16.858065	35	2026-12-01 09:11:00	delivered	\N	\N	1	\N	\N	\N	\N	200	\N	R-22	2026-12-01 09:11:00	2026-12-01 09:11:00	2026-12-01 09:11:00	0	\N	financial_posting.doc-gap.v1.5b899f8ff9e18c28fd33293f	doc-gap
 \.
 
 
@@ -775,47 +820,55 @@ COPY public.shop_sku_ids (shop, sku, product_id, parent_id, updated_at) FROM std
 
 
 --
+-- Data for Name: sign_in_refusals; Type: TABLE DATA; Schema: public; Owner: -
+--
+
+COPY public.sign_in_refusals (id, door, count, first_at, last_at, succeeded_at) FROM stdin;
+\.
+
+
+--
 -- Data for Name: staging_intents; Type: TABLE DATA; Schema: public; Owner: -
 --
 
 COPY public.staging_intents (id, kind, aggregate, aggregate_version, payload, schema_version, source_ref, created_at, taken_at, name) FROM stdin;
-1	price	P-001	1	{"sku": "P-001", "price": "100.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	2026-12-01 09:00:00	\N
-2	price	P-002	1	{"sku": "P-002", "price": "101.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	2026-12-01 09:00:00	\N
-3	price	P-003	1	{"sku": "P-003", "price": "102.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	2026-12-01 09:00:00	\N
-4	price	P-004	1	{"sku": "P-004", "price": "103.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	2026-12-01 09:00:00	\N
-5	price	P-005	1	{"sku": "P-005", "price": "104.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	2026-12-01 09:00:00	\N
-6	price	P-006	1	{"sku": "P-006", "price": "105.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	2026-12-01 09:00:00	\N
-7	price	P-007	1	{"sku": "P-007", "price": "106.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	2026-12-01 09:00:00	\N
-8	price	P-008	1	{"sku": "P-008", "price": "107.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	2026-12-01 09:00:00	\N
-9	price	P-009	1	{"sku": "P-009", "price": "108.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	2026-12-01 09:00:00	\N
-10	price	P-010	1	{"sku": "P-010", "price": "109.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	2026-12-01 09:00:00	\N
-11	price	P-011	1	{"sku": "P-011", "price": "110.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	2026-12-01 09:00:00	\N
-12	price	P-012	1	{"sku": "P-012", "price": "111.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:18.788542	2026-12-01 09:00:00	\N
-13	price	P-001	2	{"sku": "P-001", "price": "200.50", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000002	2026-12-05 05:55:18.795424	2026-12-01 09:00:00	\N
-14	price	P-002	2	{"sku": "P-002", "price": "201.50", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000002	2026-12-05 05:55:18.795424	2026-12-01 09:00:00	\N
-15	price	P-003	2	{"sku": "P-003", "price": "202.50", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000002	2026-12-05 05:55:18.795424	2026-12-01 09:00:00	\N
-16	price	P-004	2	{"sku": "P-004", "price": "203.50", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000002	2026-12-05 05:55:18.795424	2026-12-01 09:00:00	\N
-17	financial_posting	DOC-A	1	{"document": "DOC-A", "line": 1, "amount": "10.00"}	1	Реализация DOC-A	2026-12-05 05:55:18.798583	2026-12-01 09:00:00	\N
-18	financial_posting	DOC-A	2	{"document": "DOC-A", "line": 2, "amount": "20.00"}	1	Реализация DOC-A	2026-12-05 05:55:18.798583	2026-12-01 09:00:00	\N
-19	financial_posting	DOC-A	3	{"document": "DOC-A", "line": 3, "amount": "30.00"}	1	Реализация DOC-A	2026-12-05 05:55:18.798583	2026-12-01 09:00:00	\N
-20	financial_posting	DOC-Q	2	{"document": "DOC-Q", "line": 2, "amount": "10.00"}	1	Реализация DOC-Q	2026-12-05 05:55:18.801389	2026-12-01 09:00:00	\N
-21	financial_posting	DOC-Q	3	{"document": "DOC-Q", "line": 3, "amount": "10.00"}	1	Реализация DOC-Q	2026-12-05 05:55:18.801389	2026-12-01 09:00:00	\N
-22	price	BAD-1	1	{"sku": "BAD-1", "price": "дорого"}	1	\N	2026-12-05 05:55:18.803244	2026-12-01 09:00:00	\N
-23	price	BUSY-1	1	{"sku": "BUSY-1", "price": "100.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:18.806135	2026-12-01 09:00:00	\N
-24	price	GONE-1	1	{"sku": "GONE-1", "price": "100.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:18.806135	2026-12-01 09:00:00	\N
-25	price	GONE-2	1	{"sku": "GONE-2", "price": "100.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:18.806135	2026-12-01 09:00:00	\N
-26	price	GONE-3	1	{"sku": "GONE-3", "price": "100.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:18.806135	2026-12-01 09:00:00	\N
-27	price	C-1/retail	3	{"sku":"C-1","price":"300.00","currency":"RUB","price_type":"retail"}	1	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 05:55:19.286314	2026-12-01 09:00:00	Товар
-28	price	C-2/retail	3	{"sku":"C-2","price":"301.00","currency":"RUB","price_type":"retail"}	1	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 05:55:19.286314	2026-12-01 09:00:00	Товар
-29	price	C-3/retail	3	{"sku":"C-3","price":"302.00","currency":"RUB","price_type":"retail"}	1	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 05:55:19.286314	2026-12-01 09:00:00	Товар
-30	price	C-4/retail	3	{"sku":"C-4","price":"303.00","currency":"RUB","price_type":"retail"}	1	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 05:55:19.286314	2026-12-01 09:00:00	Товар
-31	price	C-5/retail	3	{"sku":"C-5","price":"304.00","currency":"RUB","price_type":"retail"}	1	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 05:55:19.286314	2026-12-01 09:00:00	Товар
-32	price	C-1/retail	4	{"sku":"C-1","price":"399.00","currency":"RUB","price_type":"retail"}	1	1C exchange offers_2.xml 2026-12-01T10:00:00	2026-12-05 05:55:19.317574	2026-12-01 09:00:00	Товар
-33	price	STALE-1	2	{"sku": "STALE-1", "price": "50.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000002	2026-12-05 05:55:19.533212	2026-12-01 09:00:00	\N
-34	price	STALE-1	1	{"sku": "STALE-1", "price": "40.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:19.919166	2026-12-01 09:00:00	\N
-35	financial_posting	DOC-GAP	1	{"document": "DOC-GAP", "line": 1, "amount": "10.00"}	1	Реализация DOC-GAP	2026-12-05 05:55:20.541684	2026-12-01 09:11:00	\N
-36	financial_posting	DOC-GAP	3	{"document": "DOC-GAP", "line": 3, "amount": "10.00"}	1	Реализация DOC-GAP	2026-12-05 05:55:20.541684	2026-12-01 09:11:00	\N
-37	price	LEASE-1	1	{"sku": "LEASE-1", "price": "77.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 05:55:20.935961	2026-12-01 09:12:00	\N
+1	price	P-001	1	{"sku": "P-001", "price": "100.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	2026-12-01 09:00:00	\N
+2	price	P-002	1	{"sku": "P-002", "price": "101.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	2026-12-01 09:00:00	\N
+3	price	P-003	1	{"sku": "P-003", "price": "102.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	2026-12-01 09:00:00	\N
+4	price	P-004	1	{"sku": "P-004", "price": "103.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	2026-12-01 09:00:00	\N
+5	price	P-005	1	{"sku": "P-005", "price": "104.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	2026-12-01 09:00:00	\N
+6	price	P-006	1	{"sku": "P-006", "price": "105.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	2026-12-01 09:00:00	\N
+7	price	P-007	1	{"sku": "P-007", "price": "106.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	2026-12-01 09:00:00	\N
+8	price	P-008	1	{"sku": "P-008", "price": "107.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	2026-12-01 09:00:00	\N
+9	price	P-009	1	{"sku": "P-009", "price": "108.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	2026-12-01 09:00:00	\N
+10	price	P-010	1	{"sku": "P-010", "price": "109.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	2026-12-01 09:00:00	\N
+11	price	P-011	1	{"sku": "P-011", "price": "110.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	2026-12-01 09:00:00	\N
+12	price	P-012	1	{"sku": "P-012", "price": "111.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:14.654206	2026-12-01 09:00:00	\N
+13	price	P-001	2	{"sku": "P-001", "price": "200.50", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000002	2026-12-05 07:40:14.66328	2026-12-01 09:00:00	\N
+14	price	P-002	2	{"sku": "P-002", "price": "201.50", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000002	2026-12-05 07:40:14.66328	2026-12-01 09:00:00	\N
+15	price	P-003	2	{"sku": "P-003", "price": "202.50", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000002	2026-12-05 07:40:14.66328	2026-12-01 09:00:00	\N
+16	price	P-004	2	{"sku": "P-004", "price": "203.50", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000002	2026-12-05 07:40:14.66328	2026-12-01 09:00:00	\N
+17	financial_posting	DOC-A	1	{"document": "DOC-A", "line": 1, "amount": "10.00"}	1	Реализация DOC-A	2026-12-05 07:40:14.66711	2026-12-01 09:00:00	\N
+18	financial_posting	DOC-A	2	{"document": "DOC-A", "line": 2, "amount": "20.00"}	1	Реализация DOC-A	2026-12-05 07:40:14.66711	2026-12-01 09:00:00	\N
+19	financial_posting	DOC-A	3	{"document": "DOC-A", "line": 3, "amount": "30.00"}	1	Реализация DOC-A	2026-12-05 07:40:14.66711	2026-12-01 09:00:00	\N
+20	financial_posting	DOC-Q	2	{"document": "DOC-Q", "line": 2, "amount": "10.00"}	1	Реализация DOC-Q	2026-12-05 07:40:14.671004	2026-12-01 09:00:00	\N
+21	financial_posting	DOC-Q	3	{"document": "DOC-Q", "line": 3, "amount": "10.00"}	1	Реализация DOC-Q	2026-12-05 07:40:14.671004	2026-12-01 09:00:00	\N
+22	price	BAD-1	1	{"sku": "BAD-1", "price": "дорого"}	1	\N	2026-12-05 07:40:14.675332	2026-12-01 09:00:00	\N
+23	price	BUSY-1	1	{"sku": "BUSY-1", "price": "100.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:14.678954	2026-12-01 09:00:00	\N
+24	price	GONE-1	1	{"sku": "GONE-1", "price": "100.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:14.678954	2026-12-01 09:00:00	\N
+25	price	GONE-2	1	{"sku": "GONE-2", "price": "100.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:14.678954	2026-12-01 09:00:00	\N
+26	price	GONE-3	1	{"sku": "GONE-3", "price": "100.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:14.678954	2026-12-01 09:00:00	\N
+27	price	C-1/retail	3	{"sku":"C-1","price":"300.00","currency":"RUB","price_type":"retail"}	1	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 07:40:15.29696	2026-12-01 09:00:00	Товар
+28	price	C-2/retail	3	{"sku":"C-2","price":"301.00","currency":"RUB","price_type":"retail"}	1	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 07:40:15.29696	2026-12-01 09:00:00	Товар
+29	price	C-3/retail	3	{"sku":"C-3","price":"302.00","currency":"RUB","price_type":"retail"}	1	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 07:40:15.29696	2026-12-01 09:00:00	Товар
+30	price	C-4/retail	3	{"sku":"C-4","price":"303.00","currency":"RUB","price_type":"retail"}	1	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 07:40:15.29696	2026-12-01 09:00:00	Товар
+31	price	C-5/retail	3	{"sku":"C-5","price":"304.00","currency":"RUB","price_type":"retail"}	1	1C exchange offers_1.xml 2026-12-01T10:00:00	2026-12-05 07:40:15.29696	2026-12-01 09:00:00	Товар
+32	price	C-1/retail	4	{"sku":"C-1","price":"399.00","currency":"RUB","price_type":"retail"}	1	1C exchange offers_2.xml 2026-12-01T10:00:00	2026-12-05 07:40:15.342948	2026-12-01 09:00:00	Товар
+33	price	STALE-1	2	{"sku": "STALE-1", "price": "50.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000002	2026-12-05 07:40:15.603383	2026-12-01 09:00:00	\N
+34	price	STALE-1	1	{"sku": "STALE-1", "price": "40.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:16.111632	2026-12-01 09:00:00	\N
+35	financial_posting	DOC-GAP	1	{"document": "DOC-GAP", "line": 1, "amount": "10.00"}	1	Реализация DOC-GAP	2026-12-05 07:40:16.858065	2026-12-01 09:11:00	\N
+36	financial_posting	DOC-GAP	3	{"document": "DOC-GAP", "line": 3, "amount": "10.00"}	1	Реализация DOC-GAP	2026-12-05 07:40:16.858065	2026-12-01 09:11:00	\N
+37	price	LEASE-1	1	{"sku": "LEASE-1", "price": "77.00", "currency": "RUB", "price_type": "retail"}	1	Установка цен номенклатуры 000001	2026-12-05 07:40:17.334346	2026-12-01 09:12:00	\N
 \.
 
 
@@ -831,9 +884,9 @@ COPY public.target_locks (name, holder, until) FROM stdin;
 -- Data for Name: workers; Type: TABLE DATA; Schema: public; Owner: -
 --
 
-COPY public.workers (worker_id, started_at, heartbeat_at, paused_reason, breaker_state, breaker_until, pace, stopped_at, source) FROM stdin;
-fixture-worker-1	2026-12-01 09:00:00	2026-12-01 09:11:00	\N	closed	\N	{"limit": 1, "max_limit": 1, "in_flight": 0, "paced_rate": null, "accepted_rate": 0.2, "hold_s": 0.0, "refused_last_minute": 0}	2026-12-01 09:11:00	\N
-fixture-worker-2	2026-12-01 09:12:00	2026-12-01 09:12:00	\N	closed	\N	{"limit": 1, "max_limit": 1, "in_flight": 0, "paced_rate": null, "accepted_rate": 0.0, "hold_s": 0.0, "refused_last_minute": 0}	\N	\N
+COPY public.workers (worker_id, started_at, heartbeat_at, paused_reason, breaker_state, breaker_until, pace, stopped_at, source, paused_at, unreachable_since, pause_cause) FROM stdin;
+fixture-worker-1	2026-12-01 09:00:00	2026-12-01 09:11:00	\N	closed	\N	{"limit": 1, "max_limit": 1, "in_flight": 0, "paced_rate": null, "accepted_rate": 0.2, "hold_s": 0.0, "refused_last_minute": 0}	2026-12-01 09:11:00	\N	\N	\N	\N
+fixture-worker-2	2026-12-01 09:12:00	2026-12-01 09:12:00	\N	closed	\N	{"limit": 1, "max_limit": 1, "in_flight": 0, "paced_rate": null, "accepted_rate": 0.0, "hold_s": 0.0, "refused_last_minute": 0}	\N	\N	\N	\N	\N
 \.
 
 
@@ -877,6 +930,13 @@ SELECT pg_catalog.setval('public.message_history_id_seq', 73, true);
 --
 
 SELECT pg_catalog.setval('public.messages_id_seq', 37, true);
+
+
+--
+-- Name: sign_in_refusals_id_seq; Type: SEQUENCE SET; Schema: public; Owner: -
+--
+
+SELECT pg_catalog.setval('public.sign_in_refusals_id_seq', 1, false);
 
 
 --
@@ -1004,6 +1064,14 @@ ALTER TABLE ONLY public.price_owners
 
 ALTER TABLE ONLY public.shop_sku_ids
     ADD CONSTRAINT pk_shop_sku_ids PRIMARY KEY (shop, sku);
+
+
+--
+-- Name: sign_in_refusals pk_sign_in_refusals; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sign_in_refusals
+    ADD CONSTRAINT pk_sign_in_refusals PRIMARY KEY (id);
 
 
 --
@@ -1154,6 +1222,13 @@ CREATE INDEX ix_messages_state_updated_at_id ON public.messages USING btree (sta
 
 
 --
+-- Name: ix_sign_in_refusals_last_at; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX ix_sign_in_refusals_last_at ON public.sign_in_refusals USING btree (last_at);
+
+
+--
 -- Name: ix_staging_intents_untaken; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1187,5 +1262,5 @@ ALTER TABLE ONLY public.messages
 -- PostgreSQL database dump complete
 --
 
-\unrestrict bbN8yvNvoJlK0zqCTwknfndw2eiY4sCMXIiRdM8z07FHqHibeeDTdZCbER6USsL
+\unrestrict Jtnoc0xKErrGhegEETXkPUZRwR4e34aX138ra0teIXm4pcFkljgTaEEATMWKKC5
 
