@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import quickhash
 from hypothesis import settings
 from sqlalchemy import Engine
 
@@ -23,6 +24,7 @@ from exchange.db.engine import make_engine
 from exchange.dev.dbkit import PgKit, SqliteTemplate, pg_admin_url
 from exchange.dev.testing import load_scale
 from exchange.domain.clock import FakeClock
+from exchange.ops import operators
 
 PG_ADMIN_URL = pg_admin_url()
 # Which tests share an xdist worker (the `timing` tests, a module-scoped fixture's module):
@@ -132,6 +134,18 @@ def engine(db_url: str) -> Iterator[Engine]:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _quick_password_hashes() -> Iterator[None]:
+    """argon2id at its smallest cost in this process (tests/support/quickhash.py: 0.25 s of
+    CPU a hash or a verification at production's, hundreds of sign-ins in the suite); the
+    production parameters are checked by tests/security/test_password_hashing.py."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(operators, "_hasher", quickhash.QUICK)
+        operators._dummy.cache_clear()  # an unknown name is checked against a quick hash too
+        yield
+        operators._dummy.cache_clear()
 
 
 # -- selection, parallel runs, Hypothesis ------------------------------------------------------

@@ -18,6 +18,7 @@ from web_helpers import PASSWORD, TOKEN, USER, running, web_settings
 from exchange import app as bootstrap
 from exchange.config_doc import effective_text
 from exchange.db.engine import make_engine
+from exchange.dev.dbkit import sqlite_copy
 from exchange.errors import ConfigurationError
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
@@ -118,7 +119,7 @@ def test_the_serve_command_runs_until_sigterm_and_never_logs_a_secret(tmp_path: 
         "EXCHANGE_LOG_LEVEL": "INFO",
     }
     command = [sys.executable, "-m", "exchange"]
-    subprocess.run([*command, "migrate"], env=env, check=True, capture_output=True)
+    sqlite_copy(tmp_path / "x.db")  # migrated (a copy: `exchange migrate` has tests of its own)
     process = subprocess.Popen(
         [*command, "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -167,7 +168,7 @@ def test_serve_prints_the_workbench_address_that_answers_with_its_sign_in_page(
         "EXCHANGE_HTTP_PORT": "0",
     }
     command = [sys.executable, "-m", "exchange"]
-    subprocess.run([*command, "migrate"], env=env, check=True, capture_output=True)
+    sqlite_copy(tmp_path / "x.db")  # migrated (a copy: `exchange migrate` has tests of its own)
     process = subprocess.Popen(
         [*command, "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     )
@@ -203,7 +204,7 @@ def test_serve_prints_1cs_address_from_the_public_url_and_no_warning(
         variable: "https://exchange.shop.ru:8443/prices/",
     }
     command = [sys.executable, "-m", "exchange"]
-    subprocess.run([*command, "migrate"], env=env, check=True, capture_output=True)
+    sqlite_copy(tmp_path / "x.db")  # migrated (a copy: `exchange migrate` has tests of its own)
     process = subprocess.Popen(
         [*command, "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -305,7 +306,7 @@ def test_the_serve_command_refuses_plain_http_off_loopback_with_exit_2(tmp_path:
         "EXCHANGE_HTTP_HOST": "0.0.0.0",
     }
     command = [sys.executable, "-m", "exchange"]
-    subprocess.run([*command, "migrate"], env=env, check=True, capture_output=True)
+    sqlite_copy(tmp_path / "x.db")  # migrated (a copy: `exchange migrate` has tests of its own)
     result = subprocess.run([*command, "serve"], env=env, capture_output=True, text=True)
     assert 2 == result.returncode
     assert result.stderr.count("\n") == 1 and "not loopback" in result.stderr
