@@ -186,6 +186,12 @@ def diagnose(url: str, messages: int, batch: int, explain_at: set[int]) -> dict[
                 "SELECT tablename, count(*) FROM pg_indexes "
                 "WHERE tablename IN ('messages', 'aggregates', 'message_history') GROUP BY 1"
             ).all()
+            connection.exec_driver_sql("SELECT pg_stat_force_next_flush()")
+            connection.rollback()
+            updates = connection.exec_driver_sql(
+                "SELECT relname, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
+                "WHERE relname IN ('messages', 'aggregates') ORDER BY relname"
+            ).all()
             settings = connection.exec_driver_sql(
                 "SELECT name, setting FROM pg_settings "
                 "WHERE name IN ('synchronous_commit', 'fsync', 'shared_buffers', 'autovacuum')"
@@ -200,6 +206,7 @@ def diagnose(url: str, messages: int, batch: int, explain_at: set[int]) -> dict[
         "batches": number - 1,
         "round_trip_ms": statistics.median(round_trip) * 1000,
         "indexes": {str(t): int(n) for t, n in indexes},
+        "hot": {str(t): f"{hot:,} of {n:,} updates HOT" for t, n, hot in updates},
         "settings": {str(k): str(v) for k, v in settings},
     }
 
@@ -208,7 +215,8 @@ def report(found: dict[str, Any], messages: int, batch: int) -> str:
     lines = [
         f"{messages:,} prices, batches of {batch}: {found['batches']} batches. A round trip "
         f"(`SELECT 1`, median of 200 after the drain): {found['round_trip_ms']:.2f} ms. "
-        f"Indexes: {found['indexes']}. Server: {found['settings']}.",
+        f"Indexes: {found['indexes']}. Updates (the whole run, intake included): "
+        f"{found['hot']}. Server: {found['settings']}.",
         "",
     ]
     for part in ("claim", "record"):
