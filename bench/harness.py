@@ -26,7 +26,7 @@ import psycopg
 from sqlalchemy import func, select
 
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import messages
+from exchange.db.schema import messages, workers
 from exchange.dev import testing
 from exchange.dev.dbkit import migrate_sqlite, pg_database
 from exchange.intake.stage import stage
@@ -181,6 +181,24 @@ def state_counts(url: str) -> dict[str, int]:
         ).all()
     engine.dispose()
     return {state: count for state, count in rows}
+
+
+def worker_paces(url: str) -> dict[str, dict[str, Any]]:
+    """Each worker's pace as it last wrote it (``workers.pace``, contract 5c): its concurrency
+    limit of its maximum, the rate the site accepted, what was refused; ``{}`` for none."""
+    engine = make_engine(url)
+    try:
+        with transaction(engine, read_only=True) as connection:
+            rows = connection.execute(select(workers.c.worker_id, workers.c.pace)).all()
+    finally:
+        engine.dispose()
+    paces: dict[str, dict[str, Any]] = {}
+    for worker_id, pace in rows:
+        if pace:
+            figures = json.loads(pace)
+            keep = ("limit", "max_limit", "accepted_rate", "paced_rate", "refused_last_minute")
+            paces[str(worker_id)] = {k: figures.get(k) for k in keep}
+    return paces
 
 
 class ConnectionSampler(threading.Thread):

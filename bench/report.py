@@ -345,6 +345,7 @@ def scale_table(scale: dict[str, Any]) -> str:
                 "–" if goal is None else f"{goal:g}x: {met}",
                 f"{r['wall_s']:.1f}",
                 _cores_busy(r),
+                _limits(r),
                 _runs(r["runs"]),
                 _checks(r),
             ]
@@ -359,6 +360,7 @@ def scale_table(scale: dict[str, Any]) -> str:
             "goal (at the site)",
             "wall s",
             "cores busy",
+            "in flight, limit at the end (each worker)",
             "runs (messages/s)",
             "checks",
         ],
@@ -370,6 +372,13 @@ def scale_table(scale: dict[str, Any]) -> str:
         f"message delivered, one effect per message at the site, no aggregate in flight twice "
         f"(contract 4). Load average at the end: {scale['load']}.\n\n{table}"
     )
+
+
+def _limits(row: dict[str, Any]) -> str:
+    """Each worker's concurrency limit of its maximum as it last wrote it (contract 5c)."""
+    paces = row.get("worker_paces") or {}
+    shown = [f"{p.get('limit')}/{p.get('max_limit')}" for _, p in sorted(paces.items())]
+    return " · ".join(shown) or "–"
 
 
 def _seconds(value: float | None) -> str:

@@ -98,6 +98,7 @@ from bench.harness import (
     stage_prices,
     state_counts,
     wait_child,
+    worker_paces,
 )
 from exchange.settings import Settings
 
@@ -298,6 +299,7 @@ def service_run(
         stats = site.stats()
         states = state_counts(url)
         overlaps = in_flight_overlaps(url)
+        paces = worker_paces(url)
     codes = [c[0] for c in children]
     window = (stats["last_effect"] or 0) - (stats["first_effect"] or 0)
     window_cpu = worker_cpu_in_window(cpu_sampler, stats["first_effect"], stats["last_effect"])
@@ -347,6 +349,8 @@ def service_run(
         "site_requests": stats["requests"],
         "site_statuses": stats["by_status"],
         "overlaps": overlaps[:5],
+        # each worker's concurrency limit and accepted rate as it last wrote them (contract 5c)
+        "worker_paces": paces,
         "checks": checks,
         "ok": all(checks.values()),
     }
