@@ -1,6 +1,7 @@
 """Where a claim's and a record's time goes on PostgreSQL (issue 35, item 1: the diagnosis).
 
     python -m bench.pg_diagnose [--messages 20000] [--batch 100] [--explain-at 10,100,190]
+        [--already 100000]
 
 The drain of ``bench.lease_cost`` (``--messages`` prices staged, taken in, then claims of
 ``--batch`` each recorded delivered, no HTTP) on a fresh PostgreSQL database, with every
@@ -35,6 +36,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, event
 
+from bench.growth import SEED, fill
 from bench.harness import fresh_database
 from bench.lease_cost import WORKER, take_in
 from exchange.db.engine import make_engine
@@ -106,7 +108,9 @@ def explain(connection: Connection, kept: list[tuple[str, Any]]) -> list[str]:
     return out
 
 
-def diagnose(url: str, messages: int, batch: int, explain_at: set[int]) -> dict[str, Any]:
+def diagnose(
+    url: str, messages: int, batch: int, explain_at: set[int], already: int = 0
+) -> dict[str, Any]:
     engine = make_engine(url)
     kinds = KindPolicies.of(DEFAULT_KINDS)
     delivered = Classification(
@@ -118,6 +122,8 @@ def diagnose(url: str, messages: int, batch: int, explain_at: set[int]) -> dict[
     cpu: dict[str, list[float]] = {"claim": [], "record": []}
     plans: dict[int, dict[str, list[str]]] = {}
     try:
+        if already:
+            fill(engine, already)  # the growth section's table: ``already`` messages done
         stage(engine, [price_row(f"SKU-{n:07d}", 1, f"{n % 1000}.50") for n in range(messages)])
         now = datetime(2026, 1, 1, tzinfo=UTC)
         take_in(engine, now)
@@ -264,15 +270,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--explain-at", default="10,100,190", help="batch numbers, from 1")
+    parser.add_argument(
+        "--already",
+        type=int,
+        default=0,
+        help="messages done in the table first, as the growth section fills it (0: none)",
+    )
     args = parser.parse_args(argv)
     try:
         explain_at = {int(n) for n in args.explain_at.split(",") if n.strip()}
     except ValueError:
         parser.exit(2, "python -m bench.pg_diagnose: --explain-at takes batch numbers: 10,100\n")
+    if args.already and args.already < SEED:
+        parser.exit(2, f"python -m bench.pg_diagnose: --already is 0 or at least {SEED}\n")
     if args.messages < 1 or args.batch < 1:
         parser.exit(2, "python -m bench.pg_diagnose: --messages and --batch: 1 or more\n")
     with tempfile.TemporaryDirectory() as tmp, fresh_database("postgresql", Path(tmp)) as url:
-        found = diagnose(url, args.messages, args.batch, explain_at)
+        found = diagnose(url, args.messages, args.batch, explain_at, args.already)
     print(report(found, args.messages, args.batch))
     return 0
 
