@@ -5,9 +5,10 @@ aggregate of its own with its own versions; and new prices on top of it drain co
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, create_engine, text
 
 from bench.growth import SEED, drain_new, fill, table
+from bench.pg_diagnose import diagnose
 
 
 @pytest.mark.timeout(300)
@@ -69,3 +70,31 @@ def test_the_table_sets_the_largest_size_against_the_goal_per_database() -> None
     )
     assert "sqlite: at 1,000,000 messages already, 1.25x the cost at 10,000 (meets" in text_
     assert "postgresql: at 1,000,000 messages already, 1.26x the cost at 10,000 (misses" in text_
+
+
+@pytest.mark.timeout(300)
+def test_the_diagnosis_explains_each_statement_and_leaves_the_drain_as_it_was(
+    pg_url: str,
+) -> None:
+    """bench.pg_diagnose (issue 35 item 1) replays a claim and a record under EXPLAIN ANALYZE
+    in transactions it rolls back: every message is still claimed and recorded once."""
+    found = diagnose(pg_url, 250, 100, {2})
+    assert 3 == found["batches"]
+    assert [6, 6, 6] == [len(statements) for statements in found["per"]["record"]]
+    plans = found["plans"][2]
+    assert any(p.startswith("-- UPDATE messages") and "Buffers" in p for p in plans["claim"])
+    assert any(p.startswith("-- INSERT message_history") for p in plans["record"])
+    engine = create_engine(pg_url)
+    try:
+        with engine.connect() as connection:
+            states = dict(
+                connection.execute(
+                    text("SELECT state, count(*) FROM messages GROUP BY state")
+                ).all()
+            )
+            history = connection.execute(
+                text("SELECT count(*) FROM message_history WHERE event = 'delivered'")
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    assert ({"delivered": 250}, 250) == (states, history)
