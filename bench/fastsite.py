@@ -25,8 +25,12 @@ Bookkeeping for the bench (not part of the contract):
                         effect
     POST /bench/reset   forget everything (held versions, stored answers, counters)
 
-Run: ``python bench/fastsite.py --port 0 [--token T]``; it prints ``listening on URL`` when
-ready and serves until SIGINT or SIGTERM.
+``--latency MS`` holds every update and batch request that long before it is answered (the
+event loop is not blocked: requests wait side by side), a shop across a network: with it the
+site, not the machine's cores, is what limits a worker (issue 35, item 5; the ``scale`` section).
+
+Run: ``python bench/fastsite.py --port 0 [--token T] [--latency MS]``; it prints ``listening on
+URL`` when ready and serves until SIGINT or SIGTERM.
 """
 
 from __future__ import annotations
@@ -73,8 +77,10 @@ class Site:
         *,
         batch_enabled: bool = True,
         catalog: frozenset[str] | None = None,
+        latency: float = 0.0,
     ) -> None:
         self.token = token
+        self.latency = latency  # seconds each update or batch request is held
         self.batch_enabled = batch_enabled
         self.catalog = catalog
         self.reset()
@@ -123,6 +129,8 @@ def _reply(answer: Reply) -> web.Response:
 
 def make_app(site: Site) -> web.Application:
     async def update(request: web.Request) -> web.Response:
+        if site.latency:
+            await asyncio.sleep(site.latency)
         refused = site.refusal(request)
         if refused is not None:
             site.count(refused.status)
@@ -136,6 +144,8 @@ def make_app(site: Site) -> web.Application:
     async def batch(request: web.Request) -> web.Response:
         if not site.batch_enabled:
             return _reply(NO_BATCH)
+        if site.latency:
+            await asyncio.sleep(site.latency)
         refused = site.refusal(request)
         if refused is not None:
             site.count(refused.status)
@@ -198,13 +208,18 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="a file of the SKUs the shop has, one a line (default: every SKU)",
     )
+    parser.add_argument(
+        "--latency", type=float, default=0.0, help="milliseconds before each update is answered"
+    )
     parser.add_argument("--no-uvloop", action="store_true", help="the default asyncio loop")
     args = parser.parse_args(argv)
     catalog = None
     if args.catalog is not None:
         lines = args.catalog.read_text(encoding="utf-8").splitlines()
         catalog = frozenset(line for line in lines if line)
-    site = Site(args.token, batch_enabled=not args.no_batch, catalog=catalog)
+    site = Site(
+        args.token, batch_enabled=not args.no_batch, catalog=catalog, latency=args.latency / 1000
+    )
     if not args.no_uvloop:
         try:
             import uvloop

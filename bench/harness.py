@@ -26,7 +26,7 @@ import psycopg
 from sqlalchemy import func, select
 
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import messages
+from exchange.db.schema import messages, workers
 from exchange.dev import testing
 from exchange.dev.dbkit import migrate_sqlite, pg_database
 from exchange.intake.stage import stage
@@ -75,10 +75,13 @@ class SiteProcess:
     """A site simulator in its own process: bench/fastsite.py or the threaded
     exchange.dev.sitesim."""
 
-    def __init__(self, kind: str, scratch: Path) -> None:
+    def __init__(self, kind: str, scratch: Path, *, latency_ms: float = 0.0) -> None:
+        """``latency_ms``: the fast site holds each update that long (``fastsite --latency``)."""
         self.kind = kind
         if kind == "fast":
             argv = [PY, str(ROOT / "bench" / "fastsite.py"), "--port", "0", "--token", TOKEN]
+            if latency_ms:
+                argv += ["--latency", str(latency_ms)]
         else:
             argv = [PY, "-m", "exchange.dev.sitesim", "--port", "0", "--token", TOKEN, "--batch"]
         self.proc = subprocess.Popen(
@@ -131,27 +134,31 @@ def fresh_database(kind: str, scratch: Path) -> Iterator[str]:
         yield url
 
 
-def stage_prices(url: str, count: int) -> None:
-    """``count`` price rows as 1C writes them, one version of one SKU each."""
+def stage_prices(url: str, count: int, versions: int = 1) -> None:
+    """Price rows as 1C writes them for ``count`` SKUs: version 1 of every SKU, then version 2
+    of every SKU, … up to ``versions`` (``count`` × ``versions`` rows; the highest version of
+    each SKU is the one delivered, the others are superseded)."""
     engine = make_engine(url)
     rows = []
     with transaction(engine) as connection:
-        for n in range(count):
-            sku = f"SKU-{n:07d}"
-            payload = {"sku": sku, "price": f"{n % 10_000}.{n % 100:02d}", "currency": "RUB"}
-            rows.append(
-                {
-                    "kind": "price",
-                    "aggregate": sku,
-                    "aggregate_version": 1,
-                    "payload": json.dumps({**payload, "price_type": "retail"}),
-                    "schema_version": "1",
-                    "source_ref": f"Установка цен номенклатуры {n:06d}",
-                }
-            )
-            if len(rows) >= 10_000:
-                stage(connection, rows)
-                rows.clear()
+        for version in range(1, versions + 1):
+            for n in range(count):
+                sku = f"SKU-{n:07d}"
+                price = f"{(n + version) % 10_000}.{n % 100:02d}"
+                payload = {"sku": sku, "price": price, "currency": "RUB"}
+                rows.append(
+                    {
+                        "kind": "price",
+                        "aggregate": sku,
+                        "aggregate_version": version,
+                        "payload": json.dumps({**payload, "price_type": "retail"}),
+                        "schema_version": "1",
+                        "source_ref": f"Установка цен номенклатуры {version:02d}-{n:06d}",
+                    }
+                )
+                if len(rows) >= 10_000:
+                    stage(connection, rows)
+                    rows.clear()
         if rows:
             stage(connection, rows)
     engine.dispose()
@@ -174,6 +181,24 @@ def state_counts(url: str) -> dict[str, int]:
         ).all()
     engine.dispose()
     return {state: count for state, count in rows}
+
+
+def worker_paces(url: str) -> dict[str, dict[str, Any]]:
+    """Each worker's pace as it last wrote it (``workers.pace``, contract 5c): its concurrency
+    limit of its maximum, the rate the site accepted, what was refused; ``{}`` for none."""
+    engine = make_engine(url)
+    try:
+        with transaction(engine, read_only=True) as connection:
+            rows = connection.execute(select(workers.c.worker_id, workers.c.pace)).all()
+    finally:
+        engine.dispose()
+    paces: dict[str, dict[str, Any]] = {}
+    for worker_id, pace in rows:
+        if pace:
+            figures = json.loads(pace)
+            keep = ("limit", "max_limit", "accepted_rate", "paced_rate", "refused_last_minute")
+            paces[str(worker_id)] = {k: figures.get(k) for k in keep}
+    return paces
 
 
 class ConnectionSampler(threading.Thread):

@@ -259,6 +259,17 @@ def tables(results: dict[str, Any]) -> str:
         out.append(_budget(budget, ceiling, service))
         out.append("### Against the goals (issue 13, item 7)")
         out.append(goal_lines(goals(ceiling, budget, service)))
+    if results.get("peer"):
+        out.append("### The peer: procrastinate on issue 35's job")
+        out.append(peer_table(results["peer"]))
+    if results.get("scale"):
+        out.append("### PostgreSQL, several workers where the shop is the limit")
+        out.append(scale_table(results["scale"]))
+    if results.get("growth"):
+        from bench.growth import table as growth_table
+
+        out.append("### Claim and record with a long history in the table")
+        out.append(growth_table(results["growth"]))
     errors = results.get("errors") or {}
     if errors:
         text = "; ".join(f"{k}: {' '.join(str(v).split())[:300]}" for k, v in errors.items())
@@ -271,6 +282,103 @@ def tables(results: dict[str, Any]) -> str:
             "`EXCHANGE_CONCURRENCY=32`, SQLite; plot: pace.png)\n\n" + pace_table(results["pace"])
         )
     return "\n\n".join(out) + "\n"
+
+
+# Issue 35: the service's whole job on PostgreSQL against the peer's delivery (item 7), and
+# 2 and 4 workers against one where the shop is the limit (item 5).
+GOAL_PEER_RATIO = 5.0
+GOAL_SCALE = {2: 1.8, 4: 3.2}
+
+
+def peer_table(peer: dict[str, Any]) -> str:
+    """The service's rows and the peer's, and the ratio against issue 35's goal."""
+    rows = [
+        [
+            f"exchange, {r['label']}, end to end",
+            _rate(r["rate"]),
+            _rate(r["site_rate"]),
+            f"{r['wall_s']:.1f}",
+            _runs(r["runs"]),
+            _checks(r),
+        ]
+        for r in peer["service"]
+    ]
+    p = peer["peer"]
+    rows.append(
+        [
+            f"{p['peer']}, {p['jobs']:,} jobs, the worker alone",
+            _rate(p["rate"]),
+            _rate(p["site_rate"]),
+            f"{p['seconds']:.1f}",
+            _runs(p["runs"]),
+            _checks(p),
+        ]
+    )
+    table = _table(
+        ["job", "deliveries/s", "at the site", "s", "runs (deliveries/s)", "checks"], rows
+    )
+    verdict = "meets" if peer["ratio"] >= GOAL_PEER_RATIO else "misses"
+    at_site = peer.get("ratio_at_site")
+    return (
+        f"{table}\n\nThe service's whole job on PostgreSQL (start, intake and coalescing of "
+        f"{peer['skus'] * peer['versions']:,} rows included) ran at {peer['ratio']:.2f}x the "
+        f"peer's delivery alone ({verdict} the goal of {GOAL_PEER_RATIO:g}x); at the site, "
+        f"{'–' if at_site is None else f'{at_site:.2f}'}x. PostgreSQL took "
+        f"{peer['postgresql_time_over_sqlite']:.2f}x SQLite's time on the same job "
+        f"(issue 35 item 1's goal: 1.3x). Load average at the end: {peer['load']}."
+    )
+
+
+def scale_table(scale: dict[str, Any]) -> str:
+    """1, 2 and 4 workers against a slow site: rates, ratios to one worker, goals, checks."""
+    rows = []
+    for r in scale["rows"]:
+        goal = GOAL_SCALE.get(r["workers"])
+        met = "–" if goal is None else ("meets" if r["ratio_at_site"] >= goal else "misses")
+        rows.append(
+            [
+                str(r["workers"]),
+                _rate(r["rate"]),
+                f"{r['ratio']:.2f}",
+                _rate(r["site_rate"]),
+                "–" if r["ratio_at_site"] is None else f"{r['ratio_at_site']:.2f}",
+                "–" if goal is None else f"{goal:g}x: {met}",
+                f"{r['wall_s']:.1f}",
+                _cores_busy(r),
+                _limits(r),
+                _runs(r["runs"]),
+                _checks(r),
+            ]
+        )
+    table = _table(
+        [
+            "workers",
+            "messages/s",
+            "÷ 1 worker",
+            "at the site",
+            "÷ 1 worker, at the site",
+            "goal (at the site)",
+            "wall s",
+            "cores busy",
+            "in flight, limit at the end (each worker)",
+            "runs (messages/s)",
+            "checks",
+        ],
+        rows,
+    )
+    return (
+        f"{scale['messages']:,} prices, the site answering after {scale['latency_ms']:g} ms, "
+        f"EXCHANGE_CONCURRENCY per worker as above; checks: every worker exited 0, every "
+        f"message delivered, one effect per message at the site, no aggregate in flight twice "
+        f"(contract 4). Load average at the end: {scale['load']}.\n\n{table}"
+    )
+
+
+def _limits(row: dict[str, Any]) -> str:
+    """Each worker's concurrency limit of its maximum as it last wrote it (contract 5c)."""
+    paces = row.get("worker_paces") or {}
+    shown = [f"{p.get('limit')}/{p.get('max_limit')}" for _, p in sorted(paces.items())]
+    return " · ".join(shown) or "–"
 
 
 def _seconds(value: float | None) -> str:

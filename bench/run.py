@@ -26,6 +26,17 @@ Sections (all by default, in this order):
     wake      one price committed by another process into an idle ``exchange run`` (default
               poll): p50 / worst of 30, and the idle worker's share of a core over 60 s
               (bench/wake.py), on SQLite and on PostgreSQL
+    peer      issue 35's job, 50,000 staged rows (--peer-skus 5,000 x --peer-versions 10) -> one
+              delivery per SKU, end to end on SQLite and PostgreSQL, and procrastinate
+              (bench/peer.py, pinned in the bench extra) delivering the same 5,000 prices, a
+              lock per SKU, httpx, --concurrency at a time, on a PostgreSQL database of its
+              own; the service's PostgreSQL rate / the peer's (issue 35's goal: 5x)
+    scale     PostgreSQL with 1, 2 and 4 workers against the fast site answering after
+              --scale-latency-ms (20), --scale-messages (20,000) prices: the rates against one
+              worker's (goals: 1.8x and 3.2x), every run checked as the service rows are
+    growth    claim + record per message with --growth-sizes messages done already in the table
+              (10,000, 100,000, 1,000,000; bench/growth.py), on both databases: the curve and
+              the ratio of the largest to the smallest (goal: at most 1.25x)
 
 Every service run starts from a fresh database (SQLite file or a PostgreSQL database created and
 dropped here; admin URL from EXCHANGE_BENCH_PG, default postgresql://postgres@127.0.0.1:5432/
@@ -87,6 +98,7 @@ from bench.harness import (
     stage_prices,
     state_counts,
     wait_child,
+    worker_paces,
 )
 from exchange.settings import Settings
 
@@ -101,6 +113,9 @@ SECTIONS = (
     "latency",
     "brokers",
     "wake",
+    "peer",
+    "scale",
+    "growth",
 )
 CEILING_CLIENTS = ceiling.CLIENTS
 THREADED_CLIENTS = ("httpx", "aiohttp")
@@ -215,14 +230,20 @@ def service_run(
     database: str,
     workers: int,
     site_batch_size: int = 1,
+    messages: int | None = None,
+    versions: int = 1,
 ) -> dict[str, Any]:
-    """One end-to-end run: stage, start the workers together, wait until all are idle, check."""
-    count = args.messages
+    """One end-to-end run: stage, start the workers together, wait until all are idle, check.
+
+    ``messages`` SKUs (``args.messages`` unless given), each staged in ``versions`` versions:
+    ``messages`` deliveries (the latest of each), the other versions cancelled (superseded).
+    """
+    count = args.messages if messages is None else messages
     with fresh_database(database, scratch) as url:
-        stage_prices(url, count)
+        stage_prices(url, count, versions)
         site.reset()
         site_cpu = site.cpu_seconds()
-        max_seconds = 120 + count / 20
+        max_seconds = 120 + count * versions / 20
         procs = []
         logs = []
         sampler = ConnectionSampler(url) if database == "postgresql" else None
@@ -278,12 +299,16 @@ def service_run(
         stats = site.stats()
         states = state_counts(url)
         overlaps = in_flight_overlaps(url)
+        paces = worker_paces(url)
     codes = [c[0] for c in children]
     window = (stats["last_effect"] or 0) - (stats["first_effect"] or 0)
     window_cpu = worker_cpu_in_window(cpu_sampler, stats["first_effect"], stats["last_effect"])
+    expected = {"delivered": count}
+    if versions > 1:
+        expected["cancelled"] = count * (versions - 1)
     checks = {
         "exit_codes_zero": codes == [0] * workers,
-        "all_delivered": states == {"delivered": count},
+        "all_delivered": states == expected,
         "one_effect_per_message": stats["effects"] == count
         and stats["distinct_effect_keys"] == count
         and stats["max_effects_per_key"] == 1,
@@ -295,6 +320,8 @@ def service_run(
         "site_batch_size": site_batch_size,
         "batch_requests": stats["batch_requests"],
         "messages": count,
+        "versions": versions,
+        "staged_rows": count * versions,
         "wall_s": wall,
         "rate": count / wall,
         "site_window_s": window,
@@ -322,6 +349,8 @@ def service_run(
         "site_requests": stats["requests"],
         "site_statuses": stats["by_status"],
         "overlaps": overlaps[:5],
+        # each worker's concurrency limit and accepted rate as it last wrote them (contract 5c)
+        "worker_paces": paces,
         "checks": checks,
         "ok": all(checks.values()),
     }
@@ -353,20 +382,205 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return chosen
 
 
+def log_run(label: str, n: int, total: int, run: dict[str, Any]) -> None:
+    flag = "ok" if run["ok"] else f"FAILED {run['checks']}"
+    window_us = run["worker_cpu_window_us"]
+    log(
+        f"{label} [{n + 1}/{total}]: {run['rate']:.0f} msg/s, {run['wall_s']:.1f} s, "
+        f"worker CPU {run['worker_cpu_us']:.0f} µs/msg "
+        f"({'–' if window_us is None else f'{window_us:.0f}'} in the delivery window), "
+        f"peak RSS {run['peak_rss_mb']:.0f} MB, {flag}"
+    )
+
+
 def repeated(args: argparse.Namespace, label: str, **kwargs: Any) -> dict[str, Any]:
     runs = []
     for n in range(args.repeats):
         run = service_run(args, **kwargs)
         runs.append(run)
-        flag = "ok" if run["ok"] else f"FAILED {run['checks']}"
-        window_us = run["worker_cpu_window_us"]
-        log(
-            f"{label} [{n + 1}/{args.repeats}]: {run['rate']:.0f} msg/s, {run['wall_s']:.1f} s, "
-            f"worker CPU {run['worker_cpu_us']:.0f} µs/msg "
-            f"({'–' if window_us is None else f'{window_us:.0f}'} in the delivery window), "
-            f"peak RSS {run['peak_rss_mb']:.0f} MB, {flag}"
-        )
+        log_run(label, n, args.repeats, run)
     return {"label": label, **median_run(runs)}
+
+
+def interleaved(
+    args: argparse.Namespace, plans: list[tuple[str, dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Each plan (a label, ``service_run``'s keywords) ``--repeats`` times in rounds, every plan
+    once a round, so that the shared machine's noise falls on all of them alike; the median
+    run of each, in the plans' order."""
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in plans}
+    for n in range(args.repeats):
+        for label, kwargs in plans:
+            runs[label].append(service_run(args, **kwargs))
+            log_run(label, n, args.repeats, runs[label][-1])
+    return [{"label": label, **median_run(runs[label])} for label, _ in plans]
+
+
+# -- issue 35: the peer, growth, scale ---------------------------------------------------------
+
+
+def peer_run(args: argparse.Namespace, site: SiteProcess, scratch: Path) -> dict[str, Any]:
+    """procrastinate on the issue's job (bench/peer.py, its own process and PostgreSQL
+    database), against ``site``; checked: every job succeeded, one effect per job."""
+    jobs = args.peer_skus
+    with fresh_database("postgresql", scratch) as url:
+        site.reset()
+        out = subprocess.run(
+            [
+                PY,
+                "-m",
+                "bench.peer",
+                "--database-url",
+                url,
+                "--site-url",
+                site.url,
+                "--token",
+                TOKEN,
+                "--jobs",
+                str(jobs),
+                "--versions",
+                str(args.peer_versions),
+                "--concurrency",
+                str(args.concurrency),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600 + jobs / 5,
+            check=False,
+            cwd=ROOT,
+        )
+    if out.returncode != 0:
+        raise RuntimeError(f"bench.peer: exit {out.returncode}: {out.stderr.strip()[-300:]}")
+    figures: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    stats = site.stats()
+    window = (stats["last_effect"] or 0) - (stats["first_effect"] or 0)
+    checks = {
+        "all_succeeded": figures["statuses"] == {"succeeded": jobs},
+        "one_effect_per_job": stats["effects"] == jobs
+        and stats["distinct_effect_keys"] == jobs
+        and stats["max_effects_per_key"] == 1,
+    }
+    return {
+        **figures,
+        "site_window_s": window,
+        "site_rate": jobs / window if window > 0 else None,
+        "checks": checks,
+        "ok": all(checks.values()),
+    }
+
+
+def peer_section(args: argparse.Namespace, site: SiteProcess, scratch: Path) -> dict[str, Any]:
+    """Issue 35, item 7: the service's whole job (``--peer-skus`` SKUs × ``--peer-versions``
+    staged rows, one delivery per SKU, end to end) on SQLite and PostgreSQL, and procrastinate
+    delivering the same SKUs' latest prices, in rounds (``--repeats``); the ratio of the
+    service's PostgreSQL rate to the peer's."""
+    skus, versions = args.peer_skus, args.peer_versions
+    plans = [
+        (
+            f"{db}, {skus * versions:,} rows → {skus:,}",
+            {
+                "site": site,
+                "scratch": scratch,
+                "database": db,
+                "workers": 1,
+                "messages": skus,
+                "versions": versions,
+            },
+        )
+        for db in ("sqlite", "postgresql")
+    ]
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in plans}
+    peers: list[dict[str, Any]] = []
+    for n in range(args.repeats):
+        for label, kwargs in plans:
+            runs[label].append(service_run(args, **kwargs))
+            log_run(label, n, args.repeats, runs[label][-1])
+        peers.append(peer_run(args, site, scratch))
+        flag = "ok" if peers[-1]["ok"] else f"FAILED {peers[-1]['checks']}"
+        log(f"peer [{n + 1}/{args.repeats}]: {peers[-1]['rate']:.0f} jobs/s, {flag}")
+    service = [{"label": label, **median_run(runs[label])} for label, _ in plans]
+    ordered = sorted(peers, key=lambda r: r["rate"])
+    peer = {**ordered[(len(ordered) - 1) // 2], "runs": [r["rate"] for r in peers]}
+    peer["ok"] = all(r["ok"] for r in peers)
+    sqlite, pg = service
+    return {
+        "skus": skus,
+        "versions": versions,
+        "service": service,
+        "peer": peer,
+        "ratio": pg["rate"] / peer["rate"],
+        "ratio_at_site": (
+            pg["site_rate"] / peer["site_rate"] if pg["site_rate"] and peer["site_rate"] else None
+        ),
+        "postgresql_time_over_sqlite": pg["wall_s"] / sqlite["wall_s"],
+        "load": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def scale_section(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    """Issue 35, item 5: 1, 2 and 4 workers on PostgreSQL against a site that takes
+    ``--scale-latency-ms`` per request (the shop, not the cores, the limit), ``--scale-messages``
+    prices, in rounds; the rates against one worker's, contract 4's checks after each run."""
+    site = SiteProcess("fast", scratch, latency_ms=args.scale_latency_ms)
+    try:
+        plans = [
+            (
+                f"postgresql, {n} worker{'s' if n > 1 else ''}, {args.scale_latency_ms:g} ms site",
+                {
+                    "site": site,
+                    "scratch": scratch,
+                    "database": "postgresql",
+                    "workers": n,
+                    "messages": args.scale_messages,
+                },
+            )
+            for n in (1, 2, 4)
+        ]
+        rows = interleaved(args, plans)
+    finally:
+        site.stop()
+    one = rows[0]
+    for row in rows:
+        row["ratio"] = row["rate"] / one["rate"]
+        row["ratio_at_site"] = (
+            row["site_rate"] / one["site_rate"] if row["site_rate"] and one["site_rate"] else None
+        )
+    return {
+        "latency_ms": args.scale_latency_ms,
+        "messages": args.scale_messages,
+        "rows": rows,
+        "load": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def growth_section(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Issue 35, item 6: bench/growth.py in its own process, on both databases."""
+    out = subprocess.run(
+        [
+            PY,
+            "-m",
+            "bench.growth",
+            "--sizes",
+            ",".join(str(size) for size in args.growth_sizes),
+            "--messages",
+            str(args.growth_messages),
+            "--rounds",
+            str(args.growth_rounds),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=4 * 3600,
+        check=False,
+        cwd=ROOT,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"bench.growth: {out.stderr.strip().splitlines()[-1:]}")
+    rows: list[dict[str, Any]] = json.loads(out.stdout.strip().splitlines()[-1])
+    from bench.growth import table
+
+    log("\n" + table(rows))
+    return rows
 
 
 def intake_section(args: argparse.Namespace, scratch: Path) -> list[dict[str, Any]]:
@@ -540,6 +754,18 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--intake-rows", type=int, default=None, help="(1000000)")
     parser.add_argument("--broker-intents", type=int, default=None, help="(10000)")
     parser.add_argument("--site-batch-size", type=int, default=100)
+    parser.add_argument("--peer-skus", type=int, default=None, help="peer: SKUs (5000)")
+    parser.add_argument("--peer-versions", type=int, default=10, help="peer: versions a SKU")
+    parser.add_argument("--scale-messages", type=int, default=None, help="scale: prices (20000)")
+    parser.add_argument("--scale-latency-ms", type=float, default=20.0, help="scale: the site's")
+    parser.add_argument(
+        "--growth-sizes",
+        type=growth_sizes,
+        default=None,
+        help="growth: messages already in the table (10000,100000,1000000)",
+    )
+    parser.add_argument("--growth-messages", type=int, default=None, help="growth: (10000)")
+    parser.add_argument("--growth-rounds", type=int, default=None, help="growth: (3)")
     parser.add_argument(
         "--concurrency",
         type=int,
@@ -564,6 +790,11 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     defaults = {"messages": (1_000, 20_000), "ceiling_messages": (1_000, 10_000)}
     defaults["intake_rows"] = (20_000, 1_000_000)
     defaults["broker_intents"] = (1_000, 10_000)
+    defaults["peer_skus"] = (300, 5_000)
+    defaults["scale_messages"] = (1_000, 20_000)
+    defaults["growth_sizes"] = ([10_000, 20_000], [10_000, 100_000, 1_000_000])
+    defaults["growth_messages"] = (1_000, 10_000)
+    defaults["growth_rounds"] = (1, 3)
     for name, (small, full) in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, small if quick else full)
@@ -581,15 +812,33 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         "broker_intents",
         "concurrency",
         "site_batch_size",
+        "peer_skus",
+        "peer_versions",
+        "scale_messages",
+        "growth_messages",
+        "growth_rounds",
     ):
         if getattr(args, name) < 1:
             problems.append(f"--{name.replace('_', '-')} must be 1 or more")
+    if args.scale_latency_ms < 0:
+        problems.append("--scale-latency-ms must be 0 or more")
     if problems:
         parser.exit(2, f"python -m bench: {'; '.join(problems)}\n")
     args.sections = sections
     if args.out is None:
         args.out = Path(tempfile.mkdtemp(prefix="bench-")) if quick else ROOT / "docs/benchmarks"
     return args
+
+
+def growth_sizes(text: str) -> list[int]:
+    """``10000,100000`` -> [10000, 100000]: counts of at least the growth seed's 10,000."""
+    try:
+        sizes = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 10_000:
+        raise argparse.ArgumentTypeError("comma-separated counts of 10000 or more")
+    return sizes
 
 
 def section(results: dict[str, Any], name: str, thunk: Any) -> None:
@@ -629,6 +878,13 @@ def main(argv: list[str] | None = None) -> None:
             "concurrency": args.concurrency,
             "site_batch_size": args.site_batch_size,
             "log_level": args.log_level,
+            "peer_skus": args.peer_skus,
+            "peer_versions": args.peer_versions,
+            "scale_messages": args.scale_messages,
+            "scale_latency_ms": args.scale_latency_ms,
+            "growth_sizes": args.growth_sizes,
+            "growth_messages": args.growth_messages,
+            "growth_rounds": args.growth_rounds,
             "quick": args.quick,
             "sections": args.sections,
         },
@@ -686,8 +942,14 @@ def main(argv: list[str] | None = None) -> None:
                             )
                         ),
                     )
+            if "peer" in args.sections:
+                section(results, "peer", lambda: peer_section(args, fast, scratch))
         finally:
             fast.stop()
+        if "scale" in args.sections:
+            section(results, "scale", lambda: scale_section(args, scratch))
+        if "growth" in args.sections:
+            section(results, "growth", lambda: growth_section(args))
         if "intake" in args.sections:
             section(results, "intake", lambda: intake_section(args, scratch))
         if "budget" in args.sections:
@@ -712,10 +974,17 @@ def main(argv: list[str] | None = None) -> None:
     report.update_readme(results, args.out / "README.md")
     print(report.tables(results))
     log(f"results in {args.out} ({results['machine']['bench_seconds']:.0f} s)")
-    failed = results.get("errors") or any(
-        not row["ok"]
-        for row in results["service"] + results.get("workers", [])
-        if row["batch_requests"] or row["site_batch_size"] == 1
+    peer = results.get("peer") or {}
+    checked = [*peer.get("service", []), peer["peer"]] if peer else []
+    checked += (results.get("scale") or {}).get("rows", [])
+    failed = (
+        results.get("errors")
+        or any(
+            not row["ok"]
+            for row in results["service"] + results.get("workers", [])
+            if row["batch_requests"] or row["site_batch_size"] == 1
+        )
+        or any(not row["ok"] for row in checked)
     )
     if failed:
         sys.exit(1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -130,3 +131,29 @@ def test_a_request_without_the_token_is_401_and_has_no_effect(http: httpx.Client
     refused = http.post("/api/v1/updates", content=body, headers={"Idempotency-Key": key})
     assert 401 == refused.status_code
     assert 0 == stats(http)["effects"]
+
+
+def test_latency_holds_every_update_at_least_that_long() -> None:
+    """``--latency MS`` (the scale section's shop across a network): no answer comes sooner."""
+    proc = subprocess.Popen(
+        [sys.executable, str(FASTSITE), "--port", "0", "--token", TOKEN, "--latency", "300"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        found = re.search(r"http://\S+", proc.stdout.readline())
+        assert found, "fastsite did not start"
+        with httpx.Client(base_url=found.group(0), timeout=30) as client:
+            key, body = update("SKU-L", 1, "1.00")
+            started = time.monotonic()
+            answer = post(client, key, body)
+            held = time.monotonic() - started
+        assert 200 == answer.status_code
+        assert held >= 0.3
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        if proc.stdout is not None:
+            proc.stdout.close()
