@@ -149,12 +149,17 @@ def demo(
     with _guard():
         only_channel(_settings(ctx))  # several channels: not a demo of this version's service
         if target == "api":
-            code = run_demo(directory, skus=skus, console=out, catalogue=catalogue)
+            code = run_demo(directory, skus=skus, console=out, catalogue=catalogue, lang=cli_lang())
         else:
             from exchange.dev.demo_targets import run_target_demo
 
             code = run_target_demo(
-                directory, target=target, skus=min(skus, 500), console=out, catalogue=catalogue
+                directory,
+                target=target,
+                skus=min(skus, 500),
+                console=out,
+                catalogue=catalogue,
+                lang=cli_lang(),
             )
     raise typer.Exit(code)
 
