@@ -15,8 +15,13 @@ site applied and fail if the service sends what it must not.
 The shop owner's rehearsal (``--catalogue FILE``, contract 15): the simulated site holds the SKUs
 of her catalogue (a list, or WooCommerce's product CSV export: ``exchange.dev.catalogue``) and no
 others; the demo's 1C sends prices for her SKUs (up to ``--skus``) and for ``LACKING`` more that
-her shop lacks, and the summary lists every SKU sent that the shop lacks (quarantined: the
-shop API's 404 is ``http-404``, contract 5) instead of the site inventing a product for it.
+her shop lacks, and nothing else (none of the demo's own bad rows, postings, poisoned or
+refused prices: everything in her summary and report is about her SKUs; the network's faults
+stay); the summary lists exactly those ``LACKING`` (quarantined: the shop API's 404 is
+``http-404``, contract 5) instead of the site inventing a product for them.
+
+The console speaks ``lang`` (the CLI's: Russian under a Russian locale, contract 15); reason
+codes stay English.
 
 The simulated shop takes ``SHOP_RATE`` requests/s and answers 429 with ``Retry-After: 1``
 beyond (contract 5c): the worker starts with up to 32 requests in flight, finds the shop's
