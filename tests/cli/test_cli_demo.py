@@ -184,3 +184,33 @@ def test_a_catalogue_for_a_target_that_cannot_tell_or_that_cannot_be_read_is_one
         assert_one_line_error(result, said)
     (cli.cwd / "empty.txt").write_text("# nothing\n", encoding="utf-8")
     assert_one_line_error(cli("demo", "--catalogue", "empty.txt"), "names no SKU")
+
+
+def test_a_bad_catalogue_or_target_is_one_line_in_russian_under_a_russian_locale(
+    cli: Cli,
+) -> None:
+    """Contract 15: the owner's mistakes are said in her language, one line, exit 2."""
+    (cli.cwd / "shop.txt").write_text("АРТ-001\n", encoding="utf-8")
+    (cli.cwd / "empty.txt").write_text("# nothing\n", encoding="utf-8")
+    (cli.cwd / "cp1251.csv").write_bytes("Артикул\nА-1\n".encode("cp1251"))
+    (cli.cwd / "short.csv").write_text("ID;Тип;Артикул\n1;simple\n", encoding="utf-8")
+    for args, said in (
+        (
+            ("--target", "bitrix", "--catalogue", "shop.txt"),
+            "ошибка: --catalogue — только для --target api или woocommerce: bitrix не может "
+            "сказать, каких артикулов нет в магазине",
+        ),
+        (("--catalogue", "missing.txt"), "ошибка: не удаётся прочитать каталог missing.txt: "),
+        (("--catalogue", "empty.txt"), "ошибка: в каталоге empty.txt нет ни одного артикула"),
+        (("--catalogue", "cp1251.csv"), "ошибка: каталог cp1251.csv — не текст в UTF-8"),
+        (
+            ("--catalogue", "short.csv"),
+            "ошибка: short.csv, строка 2: ячеек меньше, чем столбцов в заголовке",
+        ),
+        (("--target", "shopify"), "ошибка: --target — это api, bitrix, woocommerce или rabbitmq"),
+    ):
+        result = cli("demo", "--dir", "demo", *args, env=RUSSIAN)
+        assert 2 == result.returncode, describe(result)
+        assert [said] == [line[: len(said)] for line in result.stderr.splitlines()], describe(
+            result
+        )
