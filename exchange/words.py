@@ -611,6 +611,32 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             N_("demo --target rabbitmq needs the brokers extra: {command}"),
         ),
         (
+            r"--target must be api, bitrix, woocommerce or rabbitmq, not (?P<target>.+)",
+            N_("--target must be api, bitrix, woocommerce or rabbitmq, not {target}"),
+        ),
+        # exchange/dev/catalogue.py and exchange demo --catalogue (the owner's rehearsal)
+        (
+            r"the catalogue (?P<path>.+?) cannot be read: (?P<why>[^:]+)",
+            N_("the catalogue {path} cannot be read: {why}"),
+        ),
+        (
+            r"the catalogue (?P<path>.+?) is not UTF-8 text",
+            N_("the catalogue {path} is not UTF-8 text"),
+        ),
+        (r"the catalogue (?P<path>.+?) names no SKU", N_("the catalogue {path} names no SKU")),
+        (
+            r"(?P<path>.+), row (?P<row>\d+): fewer cells than the header names",
+            N_("{path}, row {row}: fewer cells than the header names"),
+        ),
+        (
+            r"--catalogue is for --target api or woocommerce: (?P<target>\w+) cannot say which "
+            r"SKUs the shop lacks",
+            N_(
+                "--catalogue is for --target api or woocommerce: {target} cannot say which SKUs "
+                "the shop lacks"
+            ),
+        ),
+        (
             r"RabbitMQ does not answer at (?P<url>\S+) \((?P<error>\w+)\): start one, or set "
             r"EXCHANGE_RABBITMQ_URL",
             N_(

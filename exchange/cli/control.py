@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -30,6 +30,7 @@ from exchange.i18n import _
 from exchange.ops.prune import prune as prune_now
 from exchange.queue import control
 from exchange.settings import only_channel
+from exchange.words import error_words
 
 
 @app.command("pause")
@@ -123,40 +124,45 @@ def demo(
     from exchange.dev.demo import run_demo
 
     if target not in ("api", "bitrix", "woocommerce", "rabbitmq"):
-        out.print(
-            f"--target must be api, bitrix, woocommerce or rabbitmq, not {target!r}", markup=False
-        )
-        raise typer.Exit(2)
+        _refuse(f"--target must be api, bitrix, woocommerce or rabbitmq, not {target!r}")
     catalogue = None
     if catalogue_file is not None:
         if target in ("bitrix", "rabbitmq"):
             # catalog.import.1c skips an offer whose product it lacks without a word
             # (CIBlockCMLImport::ImportElementPrices), and a broker holds no catalogue.
-            err.print(
-                f"error: --catalogue is for --target api or woocommerce: {target} cannot say which "
-                "SKUs the shop lacks",
-                markup=False,
+            _refuse(
+                f"--catalogue is for --target api or woocommerce: {target} cannot say which "
+                "SKUs the shop lacks"
             )
-            raise typer.Exit(2)
         try:
             catalogue = read_catalogue(catalogue_file)
         except CatalogueError as exc:
-            err.print(f"error: {exc}", markup=False, highlight=False)
-            raise typer.Exit(2) from None
+            _refuse(str(exc))
         if not catalogue.skus:
-            err.print(f"error: the catalogue {catalogue_file} names no SKU", markup=False)
-            raise typer.Exit(2)
+            _refuse(f"the catalogue {catalogue_file} names no SKU")
     with _guard():
         only_channel(_settings(ctx))  # several channels: not a demo of this version's service
         if target == "api":
-            code = run_demo(directory, skus=skus, console=out, catalogue=catalogue)
+            code = run_demo(directory, skus=skus, console=out, catalogue=catalogue, lang=cli_lang())
         else:
             from exchange.dev.demo_targets import run_target_demo
 
             code = run_target_demo(
-                directory, target=target, skus=min(skus, 500), console=out, catalogue=catalogue
+                directory,
+                target=target,
+                skus=min(skus, 500),
+                console=out,
+                catalogue=catalogue,
+                lang=cli_lang(),
             )
     raise typer.Exit(code)
+
+
+def _refuse(problem: str) -> NoReturn:
+    """Bad input: one line in the person's language (contract 15), exit 2."""
+    said = error_words(problem, cli_lang())
+    err.print(_("error: {problem}", cli_lang()).format(problem=said), markup=False, highlight=False)
+    raise typer.Exit(2)
 
 
 @app.command()
