@@ -116,7 +116,9 @@ def test_the_english_help_reads_as_before(cli: Cli) -> None:
 
 def test_clicks_own_words_are_russian_under_a_russian_locale(cli: Cli) -> None:
     demo = cli("demo", "--help", env=RUSSIAN)
-    assert "Сколько артикулов.  [по умолчанию: 1000; 1<=x<=100000]" in demo.stdout, describe(demo)
+    assert "Сколько артикулов.  [по\xa0умолчанию: 1000; 1<=x<=100000]" in demo.stdout, describe(
+        demo
+    )
     cancel = cli("quarantine", "cancel", "--help", env=RUSSIAN)
     assert "[обязательно]" in cancel.stdout and "Аргументы:" in cancel.stdout, describe(cancel)
     top = cli("--help", env=RUSSIAN)
