@@ -478,8 +478,8 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     for pattern, message in (
         # exchange/ops/quarantine.py
         (
-            r"a bulk (?P<action>\w+) needs at least one filter.*",
-            N_("a bulk {action} needs at least one filter"),
+            r"a bulk (?P<action>\w+) needs at least one filter \((?P<options>[^)]*)\).*",
+            N_("a bulk {action} needs at least one filter ({options})"),
         ),
         (
             r"give message ids or filters to (?P<action>\w+), not both",

@@ -34,7 +34,7 @@ from exchange.ops.find import held, held_condition
 from exchange.queue import control, order
 from exchange.settings import worker_live_within
 from exchange.settings.delivery import DeliverySettings
-from exchange.words import name
+from exchange.words import error_words, name
 
 RECENT = timedelta(minutes=15)
 # A worker that has not reported for this long is gone (worker ids change with every start):
@@ -667,7 +667,7 @@ def _delivery_words(
         if not worker["paused"]:
             return stopped
         return _("{stopped} (last said: PAUSED: {paused})", lang).format(
-            stopped=stopped, paused=worker["paused"]
+            stopped=stopped, paused=error_words(worker["paused"], lang)
         )
     since = local_time(worker["heartbeat_at"], zone)
     if state == WorkerState.NOT_LIVE or worker.get("live") is False:
@@ -675,7 +675,9 @@ def _delivery_words(
     if pause is not None and pause["by"] == "operator":
         said = _("PAUSED by operator {operator}", lang).format(operator=pause["operator"])
     elif worker["paused"]:
-        said = _("PAUSED: {paused}", lang).format(paused=worker["paused"])
+        # Why the worker paused, in English as the target said it (``--json``'s): said in
+        # ``lang`` by the words' patterns, as the history and the workbench say it.
+        said = _("PAUSED: {paused}", lang).format(paused=error_words(worker["paused"], lang))
     else:
         said = _("running", lang)
     if state == WorkerState.SILENT:
