@@ -21,7 +21,7 @@ from rich.text import Text
 from sqlalchemy import Connection, case, func, not_, select
 from sqlalchemy.orm import aliased
 
-from exchange.db.schema import Message, aggregates, history, messages, workers
+from exchange.db.schema import Message, aggregates, channels, history, messages, workers
 from exchange.db.worker_rows import WORKERS_KEPT
 from exchange.domain.clock import ensure_utc, local_time
 from exchange.domain.pause import PauseCause
@@ -34,7 +34,7 @@ from exchange.ops.find import held, held_condition
 from exchange.queue import control, order
 from exchange.settings import worker_live_within
 from exchange.settings.delivery import DeliverySettings
-from exchange.words import name
+from exchange.words import WORDS, name, word
 
 RECENT = timedelta(minutes=15)
 # A worker that has not reported for this long is gone (worker ids change with every start):
@@ -144,7 +144,7 @@ def status(
         blocked=blocked_aggregates(connection, kinds),
         quarantine_by_reason=quarantine_by_reason(connection, now),
         delivery_paused=pause is not None,
-        breaker_open=any(w["breaker"] != "closed" for w in held_by),
+        breaker_open=site_failing(shown, last_deliveries(connection)),
         held=held(connection, kinds),
         cancelled_by_reason=cancelled_by_reason(connection),
         last_stopped=last_stopped(shown),
@@ -235,6 +235,7 @@ def worker_rows(
                 "pause_cause": row["pause_cause"],  # domain.pause.PauseCause, or None
                 # Since when the site has given this worker no answer at all, or None.
                 "unreachable_since": _iso(row["unreachable_since"]),
+                "channel": row["channel"],  # None: a process's own row (contract 13)
                 "breaker": row["breaker_state"],
                 "breaker_until": (
                     row["breaker_until"].isoformat() if row["breaker_until"] else None
@@ -260,6 +261,53 @@ def holding(shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if w["heartbeat_age_s"] < WORKER_SEEN_WITHIN.total_seconds()
         and (w["state"] != WorkerState.STOPPED or not anyone_live)
     ]
+
+
+def last_deliveries(connection: Connection) -> dict[str | None, datetime]:
+    """When the latest message was delivered, per channel's name, and under None on any
+    channel (a process's own row has no channel): the evidence that the site answers."""
+    latest: dict[str | None, datetime] = {}
+    rows = connection.execute(
+        select(channels.c.name, func.max(history.c.at))
+        .select_from(history.outerjoin(channels, channels.c.id == history.c.channel_id))
+        .where(history.c.event == Event.DELIVERED.value)
+        .group_by(channels.c.name)
+    ).all()
+    for channel, at in rows:
+        at = ensure_utc(at)
+        if channel is not None:
+            latest[channel] = max(at, latest.get(channel, at))
+        latest[None] = max(at, latest.get(None, at))
+    return latest
+
+
+def site_failing(shown: list[dict[str, Any]], delivered: dict[str | None, datetime]) -> bool:
+    """Whether a worker's breaker says the site keeps failing (the cause ``breaker``; the
+    notice's stop): the one rule (docs/runbook.md, "The site keeps failing").
+
+    Only a live worker's breaker counts: a worker that stopped or is not live delivers
+    nothing, and its breaker, frozen when it went quiet, says nothing of the site now. A live
+    worker's open or half-open breaker is superseded by evidence that the site answers: a
+    live worker of the same channel whose breaker is closed and who hears the site, or a
+    message of its channel delivered after its cool-down ended (``breaker_until``: the
+    breaker opened before that; an idle worker with nothing to probe with stays half-open)."""
+    live = [w for w in shown if w["live"]]
+    for worker in live:
+        if worker["breaker"] == "closed":
+            continue
+        channel = worker.get("channel")
+        hears = any(
+            other["breaker"] == "closed"
+            and other["unreachable_since"] is None
+            and other.get("channel") == channel
+            for other in live
+        )
+        last = delivered.get(channel)
+        until = worker["breaker_until"]
+        answered = last is not None and until and last >= datetime.fromisoformat(until)
+        if not hears and not answered:
+            return True
+    return False
 
 
 def unreachable_since(shown: list[dict[str, Any]]) -> str | None:
@@ -540,25 +588,20 @@ def tables(figures: Status, zone: str = "UTC", lang: Lang = "en") -> list[Table]
     for column in (
         pgettext("status column", "worker", lang),
         pgettext("status column", "last seen", lang),
-        pgettext("status column", "breaker", lang),
+        word("breaker", lang),  # the dashboard's «Сайт»: one set of words (issue 34)
         pgettext("status column", "delivery", lang),
         pgettext("status column", "site's pace", lang),
     ):
         workers_table.add_column(column, overflow="fold")
     for worker in figures.workers:
-        breaker = _breaker_words(worker["breaker"], lang) if worker["live"] else "-"
-        if worker["live"] and worker["breaker"] == "open" and worker["breaker_until"]:
-            until = local_time(worker["breaker_until"], zone)
-            breaker += " " + _("until {time}", lang).format(time=until)
-        delivery = _delivery_words(worker, figures.pause, zone, lang)
         seen = local_time(worker["heartbeat_at"], zone)
         age = human_age(worker["heartbeat_age_s"], lang)
         workers_table.add_row(
             Text(worker["worker_id"]),
             _("{time} ({age} ago)", lang).format(time=seen, age=age),
-            Text(breaker),
-            Text(delivery),
-            Text(pace_words(worker["pace"], lang) if worker["live"] else "-"),
+            Text(site_words(worker, zone, lang)),
+            Text(_delivery_words(worker, figures.pause, zone, lang)),
+            Text(pace_cell(worker, lang)),
         )
     if figures.site_unreachable_since:
         workers_table.caption = _(
@@ -623,11 +666,31 @@ def tables(figures: Status, zone: str = "UTC", lang: Lang = "en") -> list[Table]
     return [states, queue, workers_table, quarantine, blocked]
 
 
-_BREAKER = {"open": N_("open"), "closed": N_("closed"), "half-open": N_("half-open")}
+def site_words(worker: dict[str, Any], zone: str = "UTC", lang: Lang = "en") -> str:
+    """What a live worker hears of the site, in the dashboard's words (``words.py``'s
+    ``breaker_*``): no answer since when (refused connections, timeouts: never "answers with
+    errors"), else its breaker as the site's answers; "-" for a worker not live."""
+    if not worker["live"]:
+        return "-"
+    if worker["unreachable_since"]:
+        when = local_time(worker["unreachable_since"], zone)
+        return word("breaker_unreachable", lang).format(when=when)
+    state = worker["breaker"]
+    said = word(f"breaker_{state}", lang) if f"breaker_{state}" in WORDS else state
+    if state == "open" and worker["breaker_until"]:  # a half-open one's time lies in the past
+        said += " → " + local_time(worker["breaker_until"], zone)
+    return said
 
 
-def _breaker_words(state: str, lang: Lang) -> str:
-    return _(_BREAKER[state], lang) if state in _BREAKER else state
+def pace_cell(worker: dict[str, Any], lang: Lang = "en") -> str:
+    """A live worker's site's pace, in the dashboard's words: with no answer at all, the
+    attempts that failed in the last minute (never "site busy")."""
+    if not worker["live"]:
+        return "-"
+    if worker["unreachable_since"]:
+        failed = (worker["pace"] or {}).get("refused_last_minute") or 0
+        return word("pace_unreachable", lang).format(failed=failed)
+    return pace_words(worker["pace"], lang)
 
 
 # The English causes ``blocked_aggregates`` writes (``--json``'s), as the console says them.
@@ -676,6 +739,8 @@ def _delivery_words(
         said = _("PAUSED by operator {operator}", lang).format(operator=pause["operator"])
     elif worker["paused"]:
         said = _("PAUSED: {paused}", lang).format(paused=worker["paused"])
+    elif worker.get("unreachable_since"):
+        said = word("waits_for_site", lang)
     else:
         said = _("running", lang)
     if state == WorkerState.SILENT:
