@@ -98,6 +98,10 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "last_told": N_("Operators last notified"),
     # A worker that stopped cleanly keeps its row marked stopped (``Worker.retire``).
     "last_stopped": N_("Worker {worker} stopped {ago} ({when}); no other is running"),
+    # Said instead of "no other" when a worker's row is not live and not stopped (kill -9).
+    "last_stopped_others": N_("Worker {worker} stopped {ago} ({when}); {others}"),
+    "silent_others": N_("the others are not running either: {others}"),
+    "silent_worker": N_("{worker} silent since {when}, delivers nothing"),
     "no_workers": N_("No worker reported in the last day"),
     "worker": N_("Worker"),
     "last_seen": N_("Last seen"),

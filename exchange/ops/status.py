@@ -177,7 +177,24 @@ def last_stopped(shown: list[dict[str, Any]]) -> dict[str, Any] | None:
         "worker_id": last["worker_id"],
         "stopped_at": last["stopped_at"],
         "stopped_age_s": last["stopped_age_s"],
+        # The others shown that are not live and did not stop (a ``kill -9``): the sentence
+        # names them, never "no other" beside their rows.
+        "silent": [
+            {"worker_id": w["worker_id"], "since": w["heartbeat_at"]}
+            for w in shown
+            if w["state"] == WorkerState.NOT_LIVE
+        ],
     }
+
+
+def silent_others(silent: list[dict[str, Any]], zone: str = "UTC", lang: Lang = "en") -> str:
+    """The workers beside the last one stopped that went quiet without stopping: «не работают
+    и другие: w1 молчит с …», never «других нет» beside their rows."""
+    others = ", ".join(
+        word("silent_worker", lang).format(worker=w["worker_id"], when=local_time(w["since"], zone))
+        for w in silent
+    )
+    return word("silent_others", lang).format(others=others)
 
 
 class WorkerState(StrEnum):
@@ -617,6 +634,8 @@ def tables(figures: Status, zone: str = "UTC", lang: Lang = "en") -> list[Table]
             age=human_age(gone["stopped_age_s"], lang),
             time=local_time(gone["stopped_at"], zone),
         )
+        if gone["silent"]:
+            workers_table.caption += "; " + silent_others(gone["silent"], zone, lang)
     elif not figures.workers:
         workers_table.caption = _("no worker has reported in the last {hours} h", lang).format(
             hours=hours

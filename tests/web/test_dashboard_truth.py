@@ -331,3 +331,37 @@ def test_a_refused_token_is_said_in_russian_in_the_banner_the_needs_and_the_work
         said = element(page, ident)
         assert "сайт не принял токен (HTTP 401)" in said, (ident, said)
         assert 1 == said.count("не принял токен"), (ident, said)
+
+
+def test_a_stopped_worker_is_no_last_one_beside_a_silent_row(bench: str, db: Engine) -> None:
+    """After ``kill -9`` of w1 and a clean stop of w2 the page said «Обработчик w2 остановлен
+    … ; других нет» under a table listing w1 as silent: the sentence names w1, silent since
+    when, and never says «других нет»; ``exchange status`` says the same under its table."""
+    from rich.console import Console
+
+    from exchange.domain.policy import KindPolicies
+    from exchange.ops.status import status, tables
+
+    now = datetime.now(UTC)
+    killed = now - timedelta(minutes=5)
+    with transaction(db) as connection:
+        for worker_id, seen, stopped in (("w1", killed, None), ("w2", now, now)):
+            connection.execute(
+                insert(workers).values(
+                    worker_id=worker_id,
+                    started_at=seen - timedelta(hours=1),
+                    heartbeat_at=seen,
+                    stopped_at=stopped,
+                    breaker_state="closed",
+                )
+            )
+    said = element(signed_in(bench, "olga").get("/").text, "last-stopped")
+    assert "Обработчик w2 остановлен" in said and "других нет" not in said, said
+    assert "w1 молчит с" in said and "не доставляет" in said, said
+    with transaction(db, read_only=True) as connection:
+        figures = status(connection, now, KindPolicies.of({}))
+    console = Console(width=400, record=True)
+    for table in tables(figures, lang="ru"):
+        console.print(table)
+    printed = " ".join(console.export_text().split())
+    assert "не работают и другие: w1 молчит с" in printed, printed
