@@ -93,6 +93,11 @@ class Status:
     # "stopped_at", "stopped_age_s"}), or None: with no worker left, said instead of "no
     # worker reported for an hour".
     last_stopped: dict[str, Any] | None = None
+    # The ``in_progress`` messages whose worker waits out the site's Retry-After (contract
+    # 5c: every request waits for the pace's hold) and sends none of them now: {"count",
+    # "until"}, or None. They keep their lease (contract 4: a slow site never makes two
+    # workers send one message), so they stay ``in_progress`` and are said as waiting.
+    waiting_for_site: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -150,7 +155,33 @@ def status(
         last_stopped=last_stopped(shown),
         pause=pause,
         site_unreachable_since=unreachable_since(shown),
+        waiting_for_site=waiting_for_site(connection, shown, now),
     )
+
+
+def waiting_for_site(
+    connection: Connection, shown: list[dict[str, Any]], now: datetime
+) -> dict[str, Any] | None:
+    """How many ``in_progress`` messages are leased by a live worker whose pace holds every
+    request (the site's Retry-After, ``pace.hold_s`` when it reported), and until when the
+    site asked to wait; None when no live worker holds."""
+    until: dict[str, datetime] = {}
+    for worker in shown:
+        hold = float((worker["pace"] or {}).get("hold_s") or 0)
+        ends = datetime.fromisoformat(worker["heartbeat_at"]) + timedelta(seconds=hold)
+        if worker["live"] and hold > 0 and ends > now:
+            owner = worker["worker_id"].split("/")[0]  # a channel's row: <worker id>/<channel>
+            until[owner] = max(ends, until.get(owner, ends))
+    if not until:
+        return None
+    count = connection.execute(
+        select(func.count()).where(
+            messages.c.state == State.IN_PROGRESS.value, messages.c.locked_by.in_(list(until))
+        )
+    ).scalar_one()
+    if not count:
+        return None
+    return {"count": int(count), "until": max(until.values()).isoformat()}
 
 
 def cancelled_by_reason(connection: Connection) -> dict[str, int]:
@@ -578,6 +609,11 @@ def tables(figures: Status, zone: str = "UTC", lang: Lang = "en") -> list[Table]
     states.add_column(pgettext("status column", "count", lang), justify="right")
     for state, count in figures.counts.items():
         states.add_row(_named("state", state, lang), str(count))
+        waiting = figures.waiting_for_site
+        if state == State.IN_PROGRESS.value and waiting:
+            until = local_time(waiting["until"], zone)
+            said = word("in_progress_waiting", lang).format(until=until)
+            states.add_row("  " + said, str(waiting["count"]))
 
     queue = Table(title=_("queue", lang))
     queue.add_column(pgettext("status column", "figure", lang))
