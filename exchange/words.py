@@ -98,6 +98,13 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "last_told": N_("Operators last notified"),
     # A worker that stopped cleanly keeps its row marked stopped (``Worker.retire``).
     "last_stopped": N_("Worker {worker} stopped {ago} ({when}); no other is running"),
+    # In-progress messages whose worker waits out the site's Retry-After (contract 5c): they
+    # keep their lease but none is being sent (issue 34: «отправляется 44», «в работе 0»).
+    "in_progress_waiting": N_("of which wait: the site asked to wait until {until}"),
+    # Said instead of "no other" when a worker's row is not live and not stopped (kill -9).
+    "last_stopped_others": N_("Worker {worker} stopped {ago} ({when}); {others}"),
+    "silent_others": N_("the others are not running either: {others}"),
+    "silent_worker": N_("{worker} silent since {when}, delivers nothing"),
     "no_workers": N_("No worker reported in the last day"),
     "worker": N_("Worker"),
     "last_seen": N_("Last seen"),

@@ -164,7 +164,7 @@ def test_status_console_has_no_english_word_under_a_russian_locale(
         document.pop("workers", None)
     assert russian_json == english_json  # --json unchanged by the locale
     english = cli("status", db=db_url)
-    assert "messages by state" in english.stdout and "breaker" in english.stdout
+    assert "messages by state" in english.stdout and "Site" in english.stdout
     assert "needs a person:" in english.stdout, describe(english)
 
 

@@ -214,7 +214,7 @@ def test_the_status_tables_show_a_paused_worker_and_blocked_aggregates(
     lines = render(status.tables(figures(engine, settings, clock)))
 
     [worker] = [line for line in lines if "test-worker" in line]
-    assert "PAUSED" in worker and "401" in worker and "closed" in worker
+    assert "PAUSED" in worker and "401" in worker and "answers" in worker
     [d1] = [line for line in lines if "D-1" in line and "blocked" in line]
     assert "blocked by quarantine" in d1 and queue["D-1"] in d1
     [d5] = [line for line in lines if "D-5" in line and "blocked" in line]
