@@ -192,3 +192,22 @@ def test_a_bulk_action_on_the_lists_aggregate_filter_acts_on_that_aggregate_only
     assert touched and good in _text(touched.group(1)) and rejected not in _text(touched.group(1))
     fields = confirm_fields(preview.text)
     assert fields["aggregate"] == ["GOOD"]
+
+
+def test_a_cancel_preview_says_what_waits_behind_one_message_or_several_by_count(
+    bench: str, two: tuple[str, str]
+) -> None:
+    """The translator's review: the preview of one message said «…ждущих за ними, нет» (them,
+    plural) of a single message; one message is «за ней», several «за ними»."""
+    rejected, good = two
+    client = signed_in(bench, "olga")
+    for ids, said, unsaid in (
+        ([good], "за ней", "за ними"),
+        ([rejected, good], "за ними", "за ней"),
+    ):
+        preview = post(
+            client, "/action/preview", {"action": "cancel", "page_id": ids, "scope": "page"}
+        )
+        behind = re.search(r'<p id="behind">(.*?)</p>', preview.text, re.S)
+        assert behind, preview.text
+        assert said in _text(behind.group(1)) and unsaid not in _text(behind.group(1)), behind
