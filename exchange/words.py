@@ -181,7 +181,7 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "step_press": N_("press “{button}”"),
     # The same steps in a file the workbench exported: a file has no buttons, so it says
     # where they are (a workbench export names no command: its reader may have none).
-    "step_press_file": N_("press “{button}” on the workbench's Quarantine page"),
+    "step_place_file": N_("on the workbench's Quarantine page"),
     "step_history_file": N_("the message's history on its page on the workbench"),
     "step_restart": N_("restart the delivery workers so that they read the setting,"),
     "step_history": N_("the message's history on its page"),
@@ -229,6 +229,8 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
         "name"
     ),
     "prices_from_file": N_("prices from this file: {count}"),
+    # A failed exchange's row: nothing of the file was staged (why: its detail).
+    "file_not_staged": N_("file refused: nothing staged"),
     "in_quarantine_since": N_("In quarantine since / waiting"),
     "select_page": N_("whole page"),
     "act_on": N_("Act on"),
@@ -279,6 +281,11 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
         "Waiting behind them: {count}. After this they go to the site without the ones stopped."
     ),
     "cancel_nothing_behind": N_("No later version waits behind them."),
+    # The same for one message: "it", not "them" («за ней», not «за ними»).
+    "cancel_behind_one": N_(
+        "Waiting behind it: {count}. After this they go to the site without the one stopped."
+    ),
+    "cancel_nothing_behind_one": N_("No later version waits behind it."),
 }
 
 
@@ -371,13 +378,11 @@ def page_steps(lang: Lang) -> dict[str, str]:
 
 def file_steps(lang: Lang) -> dict[str, str]:
     """The steps of «Что сделать» in a file the workbench exported: a file has no buttons, so
-    each step says where its button is."""
-    press = word("step_press_file", lang)
+    the advice says once where its buttons are (``report.words.PLACE``)."""
     return {
-        "retry": press.format(button=word("retry", lang)),
-        "cancel": press.format(button=word("cancel", lang)),
-        "restart": word("step_restart", lang),
+        **page_steps(lang),
         "history": word("step_history_file", lang),
+        "place": word("step_place_file", lang),
     }
 
 
@@ -1625,6 +1630,18 @@ _ONEC_WHOLE: tuple[tuple[str, str], ...] = (
         N_("the archive unpacks to more than {n} bytes"),
     ),
     (
+        r"this package was formed at (?P<a>.+?), before a package formed at (?P<b>.+?) already "
+        r"staged \(version (?P<v>\d+)\): an older package never overwrites a newer one; "
+        r"nothing staged\. Sending this file again changes nothing: export the current prices "
+        r"from 1C again \(a new file, formed now\)",
+        N_(
+            "this package was formed at {a}, before a package formed at {b} already staged "
+            "(version {v}): an older package never overwrites a newer one; nothing staged. "
+            "Sending this file again changes nothing: export the current prices from 1C again "
+            "(a new file, formed now)"
+        ),
+    ),
+    (  # the same refusal as recorded before 2026-12 (kept in cml_exchanges' history)
         r"this package was formed at (?P<a>.+?), before a package formed at (?P<b>.+?) already "
         r"staged \(version (?P<v>\d+)\): an older package never overwrites a newer one; "
         r"nothing staged\. Run the exchange again to send the current prices",

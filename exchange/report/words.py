@@ -12,7 +12,7 @@ from datetime import datetime
 from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
-from exchange.i18n import N_, _, moment
+from exchange.i18n import N_, _, moment, ngettext
 from exchange.report.model import Entry, Lang, Report
 from exchange.words import error_words, name
 
@@ -142,11 +142,21 @@ def label(key: str, lang: Lang, zone: str = "UTC") -> str:
 # entry carries its command, ``command``). A page says them with its own buttons instead
 # (``next_check``'s ``steps``: the workbench's words), never a command.
 STEP_NAMES = ("retry", "cancel", "restart", "history")
+# A page's steps may add where their buttons are (``exchange.words.file_steps``): a file has
+# none, and the place is said once after the advice, however many buttons it names.
+PLACE = "place"
+_PRESSED = ("retry", "cancel")
 _REPORT_STEPS: dict[str, str] = {
-    "retry": N_("retry"),
+    "retry": N_("retry the message"),
     "cancel": N_("cancel this record"),
-    "restart": N_("restart run"),
+    "restart": N_("restart exchange run"),
     "history": N_("the message's history (exchange history)"),
+}
+# The same steps for all the entries of one reason (a summary's row): each with the command
+# that shows them first and, with --yes added, does it.
+_REASON_STEPS: dict[str, str] = {
+    "retry": N_("retry them ({command})"),
+    "cancel": N_("cancel them ({command})"),
 }
 
 _NEXT_CHECK: dict[str, str] = {
@@ -228,7 +238,28 @@ def next_check(
     else:
         words = _NEXT_CHECK.get(reason or "", _UNKNOWN_REASON)
     said = steps if steps is not None else {k: _(v, lang) for k, v in _REPORT_STEPS.items()}
-    return _(words, lang).format(reason=reason, **said)
+    advice = _(words, lang).format(reason=reason, **{k: said[k] for k in STEP_NAMES})
+    pressed = sum(words.count(f"{{{step}}}") for step in _PRESSED)
+    if PLACE in said and pressed:
+        where = ngettext("The button is {place}.", "The buttons are {place}.", pressed, lang)
+        advice = f"{advice} {where.format(place=said[PLACE])}"
+    return advice
+
+
+def reason_steps(reason: str, lang: Lang) -> dict[str, str]:
+    """The steps of a report's summary row for ``reason``: each names the command for all its
+    entries (shown first; ``--yes`` does it), in the report's language."""
+    said = {k: _(v, lang) for k, v in _REPORT_STEPS.items()}
+    for step, words in _REASON_STEPS.items():
+        command = f'exchange quarantine {step} --reason {reason} --note "…"'
+        said[step] = _(words, lang).format(command=command)
+    return said
+
+
+def summary_next_check(report: Report, reason: str, lang: Lang) -> str:
+    """«Что сделать» of the summary's row for ``reason``: with the page's buttons in a
+    workbench export, with the commands in the command line's report."""
+    return next_check(reason, lang, steps=report.steps or reason_steps(reason, lang))
 
 
 def cause(entry: Entry, lang: Lang) -> str | None:

@@ -46,6 +46,7 @@ from exchange.report.words import (
     human_age,
     label,
     next_check,
+    reason_steps,
 )
 from exchange.words import name as said_as
 
@@ -89,7 +90,10 @@ def test_csv_opens_with_a_summary_of_counts_by_reason_and_the_oldest_age(lang: L
     assert "1" == summary[label("superseded_total", lang)]
     counts = {row[0]: row[1] for row in parsed.reasons[1:]}
     assert {"http-422": "1", "invalid-contract": "1", "unknown-kind": "6"} == counts
-    assert next_check("unknown-kind", lang) == parsed.reasons[-1][2]
+    assert (
+        next_check("unknown-kind", lang, steps=reason_steps("unknown-kind", lang))
+        == (parsed.reasons[-1][2])
+    )
 
 
 def test_csv_neutralises_every_formula_like_cell_and_drops_nul_bytes() -> None:

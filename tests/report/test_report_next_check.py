@@ -40,7 +40,8 @@ def test_the_steps_are_said_by_whoever_shows_the_advice() -> None:
     assert "<restart>" in said and "<retry>" in said and "<cancel>" in said
     assert "run" not in said and "retry" not in said.replace("<retry>", "")
     report = next_check("unmapped-price-type", "ru")
-    assert "перезапустите run" in report and "повторите отправку (retry)" in report
+    assert "перезапустите exchange run" in report and "повторите отправку" in report
+    assert "(retry)" not in report
     assert next_check("something-new", "en", steps=steps) == "Look at <history> and decide."
 
 

@@ -111,8 +111,7 @@ def test_the_html_report_says_reasons_in_the_workbench_words_and_where_the_butto
         assert table and ">http-422<" not in table.group(0), table
     page = parse_html(render(WORKBENCH, "html", "ru")).all_text
     cancel = word("cancel", "ru")
-    pressed = re.findall(rf"нажмите «{cancel}»[^.;]*", page)
-    assert pressed and all("на странице «Карантин» рабочего места" in p for p in pressed), pressed
+    assert f"нажмите «{cancel}»" in page and "на странице «Карантин» рабочего места" in page
     english = parse_html(render(replace(CLI, steps=file_steps("en")), "html", "en")).all_text
     assert "rejected by the site (http-422)" in english
     assert "on the workbench's Quarantine page" in english
@@ -122,3 +121,52 @@ def test_the_command_lines_report_keeps_its_commands() -> None:
     rows = _csv_rows(CLI)
     said = rows[0][label("next_check", "ru")]
     assert said.endswith('Команда: exchange quarantine cancel rejected-139 --note "…"'), said
+
+
+def _summary_advice(report: Report, fmt: str) -> dict[str, str]:
+    """«Что сделать» of each reason's row in the summary of ``fmt`` (Russian)."""
+    data = render(report, fmt, "ru")  # type: ignore[arg-type]
+    if fmt == "xlsx":
+        sheet = openpyxl.load_workbook(io.BytesIO(data)).worksheets[0]
+        rows = [[c.value for c in row] for row in sheet.iter_rows()]
+    else:
+        rows = [line.split(";", 2) for line in data.decode("utf-8-sig").splitlines()]
+    said = {
+        str(r[0]): str(r[2])
+        for r in rows
+        if len(r) > 2 and r[0] in ("http-422", "invalid-contract")
+    }
+    return {k: v.strip('"').replace('""', '"') for k, v in said.items()}
+
+
+def test_the_command_lines_summary_names_each_reasons_command_in_russian() -> None:
+    """The translator's review: the summary rows of `exchange quarantine export --output q.csv`
+    read «повторите отправку (retry)…; отмените эту запись»: an English word and no command,
+    where the runbook promises the command. Each reason's advice names the command for all
+    its entries, and no bare English word is left once the commands are taken out."""
+    for fmt in ("csv", "xlsx"):
+        said = _summary_advice(CLI, fmt)
+        assert 'exchange quarantine retry --reason http-422 --note "…"' in said["http-422"], said
+        assert 'exchange quarantine cancel --reason http-422 --note "…"' in said["http-422"], said
+        assert (
+            'exchange quarantine cancel --reason invalid-contract --note "…"'
+            in said["invalid-contract"]
+        ), said
+        for advice in said.values():
+            words = re.sub(r'exchange quarantine \w+ --reason \S+ --note "…"', "", advice)
+            words = re.sub(r"\([a-z]+-[a-z0-9-]+\)", "", words)  # a reason's code beside its name
+            assert not re.search(r"[A-Za-z]{2,}", words), (fmt, words)
+
+
+def test_a_workbench_export_says_where_the_buttons_are_once_per_advice() -> None:
+    """The operator's review: «…затем нажмите «Снять с отправки навсегда» на странице «Карантин»
+    рабочего места или нажмите «Повторить» на странице «Карантин» рабочего места.» The place
+    is said once, after the buttons, in the summary and in each entry."""
+    place = "на странице «Карантин» рабочего места"
+    advice = list(_summary_advice(WORKBENCH, "csv").values()) + [
+        row[label("next_check", "ru")] for row in _csv_rows(WORKBENCH)
+    ]
+    two = [a for a in advice if "«Повторить»" in a]
+    assert two and all("Кнопки — " + place in a for a in two), two
+    for said in advice:
+        assert said.count(place) == 1, said

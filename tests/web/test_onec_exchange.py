@@ -4,8 +4,10 @@ progress while importing, two nodes at once, archives, cleanup, and the package 
 
 from __future__ import annotations
 
+import html
 import io
 import json
+import re
 import socket
 import stat
 import time
@@ -869,3 +871,35 @@ def test_a_package_formed_before_one_already_staged_is_refused(serve: Serve, db:
     late = client(base, use_zip=False).exchange([("offers-c.xml", undated)]).answers
     assert late["offers-c.xml"].status == "success", late
     assert "333.00" == json.loads(staged(db)[-1]["payload"])["price"]
+
+
+def test_the_exchanges_row_of_an_older_package_says_it_was_refused_and_to_export_anew(
+    serve: Serve, db: Engine
+) -> None:
+    """The 1C administrator's review: the row of an offers.xml refused as older than a package
+    already staged read «Цен 0 / Не отправлено 0», and its advice «Запустите обмен ещё раз»
+    did nothing when the same file was sent again. The row says the file was refused, and the
+    advice says to export the current prices from 1C anew, not to send this file again."""
+    base = serve(**TYPES)
+    new = package(("OP-1", "222.00"), generated_at="2026-12-05T15:00:01")
+    old = package(("OP-1", "111.00"), generated_at="2026-12-05T15:00:00")
+    client(base, use_zip=False).exchange([("offers-a.xml", new)])
+    for _ in range(2):  # the same older file sent again is refused again
+        answer = client(base, use_zip=False).exchange([("offers-b.xml", old)]).answers
+        assert answer["offers-b.xml"].status == "failure", answer
+        assert "выгрузите текущие цены из 1С заново" in answer["offers-b.xml"].text, answer
+    add_operator(db, "olga", "operator")
+    page = signed_in(base, "olga").get("/exchanges").text
+    rows = [
+        r
+        for r in re.findall(r"<tr class=.*?</tr>", page, re.S)
+        if "offers-b.xml" in re.sub(r"<[^>]+>", "", r)
+    ]
+    assert len(rows) == 2, page
+    for row in rows:
+        text = html.unescape(re.sub(r"<[^>]+>", "", row))
+        assert "файл не принят: ничего не записано" in text, text
+        assert "Повторная отправка этого файла ничего не изменит" in text, text
+        assert "Запустите обмен ещё раз" not in text, text
+        assert re.search(r'data-label="Не отправлено">—<', row), row
+    close_all()

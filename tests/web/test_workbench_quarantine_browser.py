@@ -119,9 +119,7 @@ def test_cancel_says_it_is_for_good_what_waits_behind_and_has_a_way_back(
     consequence = page.locator("#consequence").inner_text()
     assert "Эта версия никогда не будет отправлена на сайт" in consequence
     assert (
-        page.locator("#behind")
-        .inner_text()
-        .startswith("За ними в очереди: 2 более поздние версии.")
+        page.locator("#behind").inner_text().startswith("За ней в очереди: 2 более поздние версии.")
     )
     shot(page, "preview-cancel")
     page.click("#back")  # the way back: the message it came from, nothing done

@@ -192,3 +192,39 @@ def test_a_bulk_action_on_the_lists_aggregate_filter_acts_on_that_aggregate_only
     assert touched and good in _text(touched.group(1)) and rejected not in _text(touched.group(1))
     fields = confirm_fields(preview.text)
     assert fields["aggregate"] == ["GOOD"]
+
+
+def test_a_cancel_preview_says_what_waits_behind_one_message_or_several_by_count(
+    bench: str, two: tuple[str, str]
+) -> None:
+    """The translator's review: the preview of one message said «…ждущих за ними, нет» (them,
+    plural) of a single message; one message is «за ней», several «за ними»."""
+    rejected, good = two
+    client = signed_in(bench, "olga")
+    for ids, said, unsaid in (
+        ([good], "за ней", "за ними"),
+        ([rejected, good], "за ними", "за ней"),
+    ):
+        preview = post(
+            client, "/action/preview", {"action": "cancel", "page_id": ids, "scope": "page"}
+        )
+        behind = re.search(r'<p id="behind">(.*?)</p>', preview.text, re.S)
+        assert behind, preview.text
+        assert said in _text(behind.group(1)) and unsaid not in _text(behind.group(1)), behind
+
+
+def test_the_quarantine_list_leads_with_the_product_and_its_price_as_the_state_lists_do(
+    bench: str, two: tuple[str, str]
+) -> None:
+    """The fresh operator's review: the runbook says the lists lead with the product's name and
+    its price, and the state lists and «Поиск» do, but «Карантин» had no «Товар»/«Цена»."""
+    client = signed_in(bench, "olga")
+    page = client.get("/quarantine", params={"sort": "aggregate"}).text
+    header = re.search(r"<thead.*?</thead>", page, re.S)
+    assert header, page
+    columns = _text(header.group(0))
+    assert columns.index("Товар") < columns.index("Цена") < columns.index("Код сообщения")
+    names = [_text(c).strip() for c in re.findall(r'<td class="product-name".*?</td>', page, re.S)]
+    prices = [_text(c) for c in re.findall(r'<td class="num price nowrap".*?</td>', page, re.S)]
+    assert names == ["Чайник «Заря»", "—"], names
+    assert prices == ["-1,00\xa0₽", "199,90\xa0₽"], prices

@@ -848,8 +848,8 @@ def _formed_before(
         "failure",
         f"this package was formed at {formed.replace('T', ' ')}, before a package formed at "
         f"{str(found[0]).replace('T', ' ')} already staged (version {found[1]}): an older "
-        "package never overwrites a newer one; nothing staged. Run the exchange again to send "
-        "the current prices",
+        "package never overwrites a newer one; nothing staged. Sending this file again changes "
+        "nothing: export the current prices from 1C again (a new file, formed now)",
     )
 
 

@@ -28,7 +28,7 @@ from exchange.report.words import (
     fit_cell,
     label,
     neutralise,
-    next_check,
+    summary_next_check,
     summary_rows,
 )
 
@@ -63,7 +63,7 @@ def render_csv(report: Report, lang: Lang) -> bytes:
         cells([label("reason", lang), label("count", lang), label("next_check", lang)], lang)
     )
     for reason, count in report.summary.by_reason.items():
-        writer.writerow(cells([reason, count, next_check(reason, lang, steps=report.steps)], lang))
+        writer.writerow(cells([reason, count, summary_next_check(report, reason, lang)], lang))
     writer.writerow([])
     writer.writerow(cells([label(column, lang, report.zone) for column in COLUMNS], lang))
     for entry in report.entries:

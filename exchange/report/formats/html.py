@@ -24,8 +24,8 @@ from exchange.report.words import (
     human_age,
     kind_words,
     label,
-    next_check,
     result_words,
+    summary_next_check,
 )
 from exchange.words import error_words, name
 
@@ -232,7 +232,7 @@ def _summary(report: Report, lang: Lang) -> str:
     )
     reasons = "".join(
         f'<tr><td>{_e(name("reason", reason, lang))}</td><td class="num">{count}</td>'
-        f"<td>{_e(next_check(reason, lang, steps=report.steps))}</td></tr>"
+        f"<td>{_e(summary_next_check(report, reason, lang))}</td></tr>"
         for reason, count in s.by_reason.items()
     )
     reason_table = (

@@ -33,7 +33,7 @@ from exchange.report.words import (
     history_rows,
     label,
     looks_like_formula,
-    next_check,
+    summary_next_check,
     summary_rows,
 )
 
@@ -170,7 +170,7 @@ def _summary_sheet(ws: WriteOnlyWorksheet, report: Report, lang: Lang) -> None:
             [
                 cell(ws, reason, lang),
                 cell(ws, count, lang),
-                cell(ws, next_check(reason, lang, steps=report.steps), lang, wrap=True),
+                cell(ws, summary_next_check(report, reason, lang), lang, wrap=True),
             ]
         )
     ws.append([])
