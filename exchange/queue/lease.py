@@ -33,7 +33,6 @@ from sqlalchemy import (
     not_,
     or_,
     select,
-    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -41,7 +40,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.dml import Update
 
-from exchange.db.engine import is_postgres
+from exchange.db.engine import PLANNED_FOR_VALUES, is_postgres
 from exchange.db.schema import (
     Message,
     UTCDateTime,
@@ -52,7 +51,7 @@ from exchange.db.schema import (
 )
 from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
-from exchange.domain.states import DUE, Event, State, values
+from exchange.domain.states import Event, State
 from exchange.queue import order
 from exchange.queue.deliveries import on_the_channel
 from exchange.queue.transitions import Change, apply
@@ -114,23 +113,35 @@ def one_of(
 
 
 def _eligible(
-    m: type[Message], now: Any, kinds: KindPolicies, max_attempts: Any
+    m: type[Message], name: str, now: Any, kinds: KindPolicies, max_attempts: Any
 ) -> ColumnElement[bool]:
+    """``m`` (the alias ``name``) may be claimed at ``now``. The claimable states are stated
+    once, as the claim order's partial index says them (``order.claimable``), and what is due
+    among them is told apart by ``in_progress`` alone: a second list of states (the due ones,
+    or the lease's) is a second selectivity of one column, which PostgreSQL multiplies with the
+    first as if independent, and an arm of an ``OR`` that lists two states does not prove the
+    index's predicate. Either way the pick's plan read, joined and sorted every waiting message
+    behind a long history (74 ms a claim behind 100,000 done messages, where the walk of the
+    index to the first ``limit`` takes 1 ms; issue 35)."""
+    in_flight = m.state == State.IN_PROGRESS.value
     due = or_(
-        and_(
-            m.state.in_(values(DUE)),
-            or_(m.next_try_at.is_(None), m.next_try_at <= now),
-        ),
+        and_(not_(in_flight), or_(m.next_try_at.is_(None), m.next_try_at <= now)),
         # A lease that expired on the last allowed attempt is not taken over: expire_exhausted
         # quarantines it instead (RetryPolicy.exhausted).
-        and_(m.state == State.IN_PROGRESS.value, m.locked_until < now, m.attempts < max_attempts),
+        and_(in_flight, m.locked_until < now, m.attempts < max_attempts),
     )
     # Order at the moment of the claim (contract 3), whatever ran before it: a latest-wins
     # version at or below the delivered one, or below another live version, is not eligible
     # (the next coalesce cancels it, so it is never sent); a strict one only as the next.
     # Checked here because coalescing runs only at the start of a cycle, and a version delayed
     # while a newer one was staged, delivered or retried by an operator became due meanwhile.
-    return and_(m.aggregate_id == aggregates.c.id, not_(m.rejected), due, order.in_order(m, kinds))
+    return and_(
+        m.aggregate_id == aggregates.c.id,
+        not_(m.rejected),
+        order.claimable(name),
+        due,
+        order.in_order(m, kinds),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,8 +169,14 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
     pick = (
         select(w.aggregate_id)
         .join(aggregates, aggregates.c.id == w.aggregate_id)
-        .where(order.claimable("m"), free, _eligible(w, now, kinds, max_attempts))
+        .where(free, _eligible(w, "m", now, kinds, max_attempts))
         .order_by(*order.claim_order(w))
+        # PostgreSQL plans the pick for its values every time (sent unprepared): a generic
+        # plan, made without them, read and sorted the whole backlog (61 ms at 17,000
+        # waiting, issue 23) and was kept for the rest of a drain. The claim's other
+        # statements keep their prepared generic plans (planning the candidates' select every
+        # time cost 3 ms a claim).
+        .execution_options(**{PLANNED_FOR_VALUES: True})
     )
     if excluding:
         pick = pick.where(not_(one_of(aggregates.c.id, "exclude", postgres)))
@@ -168,7 +185,7 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
     leased = one_of(aggregates.c.id, "ids", postgres)
     # The leased aggregates' messages, found by aggregate (not along the claim order).
     m = aliased(Message, name="m")
-    eligible = _eligible(m, now, kinds, max_attempts)
+    eligible = _eligible(m, "m", now, kinds, max_attempts)
     lease = {
         "lease_token": bindparam("token"),
         "lease_owner": bindparam("worker"),
@@ -204,18 +221,6 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
     )
 
 
-# PostgreSQL plans the pick for its parameters' values every time. psycopg prepares a statement
-# on the server from its sixth execution, and from then on the server may keep a generic plan,
-# one made without the values: for the pick it read and sorted the whole backlog (a hash join,
-# 61 ms at 17,000 waiting) where the plan for the values walks ix_messages_claim_rank to the
-# first ``limit`` rows (1 ms), and it kept that plan for the rest of a drain. ``SET LOCAL`` and
-# back to the default after the pick: the claim's other statements keep their generic plans
-# (planning the candidates' select every time cost 3 ms a claim). docs/benchmarks/README.md,
-# issue 23.
-_PLANNED_FOR_VALUES = text("SET LOCAL plan_cache_mode = force_custom_plan")
-_PLANS_AS_CONFIGURED = text("SET LOCAL plan_cache_mode TO DEFAULT")
-
-
 def claim(
     connection: Connection,
     *,
@@ -235,15 +240,10 @@ def claim(
     token = new_token()
     until = now + timedelta(seconds=lease_seconds)
     sql = _claim_sql(is_postgres(connection), kinds, bool(exclude))
-    postgres = is_postgres(connection)
     params: dict[str, Any] = {"now": now, "max_attempts": max_attempts}
     if exclude:
         params["exclude"] = list(exclude)
-    if postgres:
-        connection.execute(_PLANNED_FOR_VALUES)
     picked = connection.execute(sql.pick, {**params, "limit": limit}).scalars().all()
-    if postgres:
-        connection.execute(_PLANS_AS_CONFIGURED)
     aggregate_ids = list(dict.fromkeys(picked))
     if not aggregate_ids:
         return Batch(token, until, [])
