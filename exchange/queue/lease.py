@@ -150,8 +150,7 @@ class _ClaimSQL:
     exclude, ids, token, worker, until): building them cost more than running them."""
 
     pick: Select[Any]
-    lease: Update
-    lease_on_channel: Update  # the same lease on the one channel's cursors
+    lease: tuple[Update, ...]  # on the aggregates, then on the one channel's cursors
     candidates: Any  # a Select of 13 columns (its generic form differs in SQLAlchemy 2.0/2.1)
 
 
@@ -191,15 +190,22 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
         "lease_owner": bindparam("worker"),
         "lease_until": bindparam("until", type_=UTCDateTime()),
     }
+    on_aggregates = update(aggregates).where(leased).values(**lease)
+    on_channel = (
+        update(channel_aggregates).where(on_the_channel(channel_aggregates)).values(**lease)
+    )
+    if postgres:
+        # One round trip: the cursors' lease reads the aggregates' (a data-modifying CTE), so
+        # each aggregate is written before its cursor, the order every other writer keeps.
+        taken = on_aggregates.returning(aggregates.c.id).cte("leased")
+        both = on_channel.where(channel_aggregates.c.aggregate_id.in_(select(taken.c.id)))
+        leases: tuple[Update, ...] = (both.add_cte(taken),)
+    else:
+        in_ids = one_of(channel_aggregates.c.aggregate_id, "ids", postgres)
+        leases = (on_aggregates, on_channel.where(in_ids))
     return _ClaimSQL(
         pick=pick.limit(bindparam("limit", type_=Integer())),
-        lease=update(aggregates).where(leased).values(**lease),
-        lease_on_channel=update(channel_aggregates)
-        .where(
-            one_of(channel_aggregates.c.aggregate_id, "ids", postgres),
-            on_the_channel(channel_aggregates),
-        )
-        .values(**lease),
+        lease=leases,
         candidates=select(
             m.id,
             m.message_id,
@@ -249,8 +255,8 @@ def claim(
         return Batch(token, until, [])
     params["ids"] = aggregate_ids
     leasing = {"ids": aggregate_ids, "token": token, "worker": worker, "until": until}
-    connection.execute(sql.lease, leasing)
-    connection.execute(sql.lease_on_channel, leasing)
+    for statement in sql.lease:
+        connection.execute(statement, leasing)
     rows = connection.execute(sql.candidates, params).all()
     # aggregate_id -> a row of the select above (Row's generic form differs in SQLAlchemy 2.0/2.1)
     chosen: dict[int | None, Any] = {}
