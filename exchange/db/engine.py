@@ -56,7 +56,26 @@ def make_engine(url: str, *, busy_timeout: float = SQLITE_BUSY_TIMEOUT_S, **kwar
     connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S, **kwargs.pop("connect_args", {})}
     if "connect_timeout" in make_url(url).query:  # one given in the URL wins
         del connect_args["connect_timeout"]
-    return create_engine(url, pool_pre_ping=True, connect_args=connect_args, **kwargs)
+    engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args, **kwargs)
+    event.listen(engine, "do_execute", _unprepared_when_asked)
+    return engine
+
+
+# A statement with this execution option set to True is sent unprepared on PostgreSQL, so the
+# server plans it for its parameters' values every time (an unnamed statement is never given a
+# generic plan); every other statement is prepared by psycopg from its sixth execution and may
+# then keep a generic plan. One round trip, where ``SET LOCAL plan_cache_mode`` around the
+# statement cost two more (issue 35). SQLite ignores it.
+PLANNED_FOR_VALUES = "exchange_planned_for_values"
+
+
+def _unprepared_when_asked(
+    cursor: Any, statement: str, parameters: Any, context: Any
+) -> bool | None:
+    if context is not None and context.execution_options.get(PLANNED_FOR_VALUES):
+        cursor.execute(statement, parameters, prepare=False)
+        return True
+    return None  # the dialect executes it as usual
 
 
 # A SQLite database holds the operators' password hashes, their sessions and the key that signs

@@ -33,7 +33,6 @@ from sqlalchemy import (
     not_,
     or_,
     select,
-    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -41,7 +40,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.dml import Update
 
-from exchange.db.engine import is_postgres
+from exchange.db.engine import PLANNED_FOR_VALUES, is_postgres
 from exchange.db.schema import (
     Message,
     UTCDateTime,
@@ -114,23 +113,40 @@ def one_of(
 
 
 def _eligible(
-    m: type[Message], now: Any, kinds: KindPolicies, max_attempts: Any
+    m: type[Message], name: str | None, now: Any, kinds: KindPolicies, max_attempts: Any
 ) -> ColumnElement[bool]:
+    """``m`` may be claimed at ``now``. With ``name`` (``m``'s alias; the pick, along the claim
+    order), the claimable states are stated once, as the claim order's partial index says them
+    (``order.claimable``), and what is due among them is told apart by ``in_progress`` alone:
+    a second list of states (the due ones, or the lease's) is a second selectivity of one
+    column, which PostgreSQL multiplies with the first as if independent, and an arm of an
+    ``OR`` that lists two states does not prove the index's predicate. Either way the pick's
+    plan read, joined and sorted every waiting message behind a long history (74 ms a claim
+    behind 100,000 done messages, where the walk of the index to the first ``limit`` takes
+    1 ms; issue 35). Without ``name`` (the candidates, found by aggregate), the due states
+    are listed: so that no plan walks the claim order for them (11 ms a claim behind
+    1,000,000 done messages, against by aggregate)."""
+    in_flight = m.state == State.IN_PROGRESS.value
+    waiting = not_(in_flight) if name is not None else m.state.in_(values(DUE))
     due = or_(
-        and_(
-            m.state.in_(values(DUE)),
-            or_(m.next_try_at.is_(None), m.next_try_at <= now),
-        ),
+        and_(waiting, or_(m.next_try_at.is_(None), m.next_try_at <= now)),
         # A lease that expired on the last allowed attempt is not taken over: expire_exhausted
         # quarantines it instead (RetryPolicy.exhausted).
-        and_(m.state == State.IN_PROGRESS.value, m.locked_until < now, m.attempts < max_attempts),
+        and_(in_flight, m.locked_until < now, m.attempts < max_attempts),
     )
     # Order at the moment of the claim (contract 3), whatever ran before it: a latest-wins
     # version at or below the delivered one, or below another live version, is not eligible
     # (the next coalesce cancels it, so it is never sent); a strict one only as the next.
     # Checked here because coalescing runs only at the start of a cycle, and a version delayed
     # while a newer one was staged, delivered or retried by an operator became due meanwhile.
-    return and_(m.aggregate_id == aggregates.c.id, not_(m.rejected), due, order.in_order(m, kinds))
+    claimable = [order.claimable(name)] if name is not None else []
+    return and_(
+        m.aggregate_id == aggregates.c.id,
+        not_(m.rejected),
+        *claimable,
+        due,
+        order.in_order(m, kinds),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +155,7 @@ class _ClaimSQL:
     exclude, ids, token, worker, until): building them cost more than running them."""
 
     pick: Select[Any]
-    lease: Update
-    lease_on_channel: Update  # the same lease on the one channel's cursors
+    lease: tuple[Update, ...]  # on the aggregates, then on the one channel's cursors
     candidates: Any  # a Select of 13 columns (its generic form differs in SQLAlchemy 2.0/2.1)
 
 
@@ -158,8 +173,14 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
     pick = (
         select(w.aggregate_id)
         .join(aggregates, aggregates.c.id == w.aggregate_id)
-        .where(order.claimable("m"), free, _eligible(w, now, kinds, max_attempts))
+        .where(free, _eligible(w, "m", now, kinds, max_attempts))
         .order_by(*order.claim_order(w))
+        # PostgreSQL plans the pick for its values every time (sent unprepared): a generic
+        # plan, made without them, read and sorted the whole backlog (61 ms at 17,000
+        # waiting, issue 23) and was kept for the rest of a drain. The claim's other
+        # statements keep their prepared generic plans (planning the candidates' select every
+        # time cost 3 ms a claim).
+        .execution_options(**{PLANNED_FOR_VALUES: True})
     )
     if excluding:
         pick = pick.where(not_(one_of(aggregates.c.id, "exclude", postgres)))
@@ -168,21 +189,28 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
     leased = one_of(aggregates.c.id, "ids", postgres)
     # The leased aggregates' messages, found by aggregate (not along the claim order).
     m = aliased(Message, name="m")
-    eligible = _eligible(m, now, kinds, max_attempts)
+    eligible = _eligible(m, None, now, kinds, max_attempts)
     lease = {
         "lease_token": bindparam("token"),
         "lease_owner": bindparam("worker"),
         "lease_until": bindparam("until", type_=UTCDateTime()),
     }
+    on_aggregates = update(aggregates).where(leased).values(**lease)
+    on_channel = (
+        update(channel_aggregates).where(on_the_channel(channel_aggregates)).values(**lease)
+    )
+    if postgres:
+        # One round trip: the cursors' lease reads the aggregates' (a data-modifying CTE), so
+        # each aggregate is written before its cursor, the order every other writer keeps.
+        taken = on_aggregates.returning(aggregates.c.id).cte("leased")
+        both = on_channel.where(channel_aggregates.c.aggregate_id.in_(select(taken.c.id)))
+        leases: tuple[Update, ...] = (both.add_cte(taken),)
+    else:
+        in_ids = one_of(channel_aggregates.c.aggregate_id, "ids", postgres)
+        leases = (on_aggregates, on_channel.where(in_ids))
     return _ClaimSQL(
         pick=pick.limit(bindparam("limit", type_=Integer())),
-        lease=update(aggregates).where(leased).values(**lease),
-        lease_on_channel=update(channel_aggregates)
-        .where(
-            one_of(channel_aggregates.c.aggregate_id, "ids", postgres),
-            on_the_channel(channel_aggregates),
-        )
-        .values(**lease),
+        lease=leases,
         candidates=select(
             m.id,
             m.message_id,
@@ -204,18 +232,6 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
     )
 
 
-# PostgreSQL plans the pick for its parameters' values every time. psycopg prepares a statement
-# on the server from its sixth execution, and from then on the server may keep a generic plan,
-# one made without the values: for the pick it read and sorted the whole backlog (a hash join,
-# 61 ms at 17,000 waiting) where the plan for the values walks ix_messages_claim_rank to the
-# first ``limit`` rows (1 ms), and it kept that plan for the rest of a drain. ``SET LOCAL`` and
-# back to the default after the pick: the claim's other statements keep their generic plans
-# (planning the candidates' select every time cost 3 ms a claim). docs/benchmarks/README.md,
-# issue 23.
-_PLANNED_FOR_VALUES = text("SET LOCAL plan_cache_mode = force_custom_plan")
-_PLANS_AS_CONFIGURED = text("SET LOCAL plan_cache_mode TO DEFAULT")
-
-
 def claim(
     connection: Connection,
     *,
@@ -235,22 +251,17 @@ def claim(
     token = new_token()
     until = now + timedelta(seconds=lease_seconds)
     sql = _claim_sql(is_postgres(connection), kinds, bool(exclude))
-    postgres = is_postgres(connection)
     params: dict[str, Any] = {"now": now, "max_attempts": max_attempts}
     if exclude:
         params["exclude"] = list(exclude)
-    if postgres:
-        connection.execute(_PLANNED_FOR_VALUES)
     picked = connection.execute(sql.pick, {**params, "limit": limit}).scalars().all()
-    if postgres:
-        connection.execute(_PLANS_AS_CONFIGURED)
     aggregate_ids = list(dict.fromkeys(picked))
     if not aggregate_ids:
         return Batch(token, until, [])
     params["ids"] = aggregate_ids
     leasing = {"ids": aggregate_ids, "token": token, "worker": worker, "until": until}
-    connection.execute(sql.lease, leasing)
-    connection.execute(sql.lease_on_channel, leasing)
+    for statement in sql.lease:
+        connection.execute(statement, leasing)
     rows = connection.execute(sql.candidates, params).all()
     # aggregate_id -> a row of the select above (Row's generic form differs in SQLAlchemy 2.0/2.1)
     chosen: dict[int | None, Any] = {}
