@@ -23,7 +23,14 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, delete, select
 
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import aggregates, history, messages, staging
+from exchange.db.schema import (
+    aggregates,
+    channel_aggregates,
+    deliveries,
+    history,
+    messages,
+    staging,
+)
 from exchange.dev.dbkit import PgKit, sqlite_copy
 from exchange.dev.testing import fast_settings, stage
 from exchange.domain.clock import FakeClock
@@ -120,7 +127,7 @@ def staging_rows(draw: st.DrawFn, database: str) -> tuple[dict[str, Any], str | 
 
 def clear(engine: Engine) -> None:
     with transaction(engine) as connection:
-        for table in (history, messages, aggregates, staging):
+        for table in (history, deliveries, messages, channel_aggregates, aggregates, staging):
             connection.execute(delete(table))
 
 

@@ -23,7 +23,15 @@ from sqlalchemy import Engine, delete, func, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import aggregates, history, messages, staging, workers
+from exchange.db.schema import (
+    aggregates,
+    channel_aggregates,
+    deliveries,
+    history,
+    messages,
+    staging,
+    workers,
+)
 from exchange.dev.testing import FakeSite, drain, fast_settings, posting_row, price_row, stage
 
 SKUS = ["SKU-A", "SKU-B", "SKU-C"]
@@ -52,7 +60,15 @@ def histories(draw: st.DrawFn) -> tuple[list[list[dict[str, Any]]], list[str]]:
 
 def reset(engine: Engine) -> None:
     with transaction(engine) as connection:
-        for table in (history, messages, aggregates, staging, workers):
+        for table in (
+            history,
+            deliveries,
+            messages,
+            channel_aggregates,
+            aggregates,
+            staging,
+            workers,
+        ):
             connection.execute(delete(table))
 
 
