@@ -19,7 +19,6 @@ from exchange.cli.common import (
     out,
 )
 from exchange.db.engine import make_engine, make_private, transaction
-from exchange.db.migrate import aggregates_beyond_intake, current_revision, upgrade
 from exchange.db.wake import how_workers_wake
 from exchange.domain.clock import SystemClock
 from exchange.domain.pause import PauseCause
@@ -29,14 +28,14 @@ from exchange.ops.status import (
     status,
 )
 from exchange.queue import control
-from exchange.runner import notify_step, run_forever, run_once, run_until_idle
-from exchange.runner import run as run_event_loop
 from exchange.settings import only_channel, safe_url
 
 
 @app.command()
 def migrate(ctx: typer.Context) -> None:
     """Create or upgrade every table, staging included."""
+    from exchange.db.migrate import aggregates_beyond_intake, current_revision, upgrade
+
     with _guard():
         settings = _settings(ctx)
         engine = make_engine(settings.database_url)
@@ -99,6 +98,9 @@ def run(
     ] = None,
 ) -> None:
     """The scheduled service: take, coalesce, lease, deliver, record; until stopped."""
+    from exchange.runner import notify_step, run_forever, run_once, run_until_idle
+    from exchange.runner import run as run_event_loop
+
     if once and until_idle:
         raise typer.BadParameter(_("--once and --until-idle exclude each other", cli_lang()))
     if max_seconds is not None and not until_idle:
@@ -191,6 +193,7 @@ def serve(ctx: typer.Context) -> None:
     "Wrong passwords"). What reaches the database of refused sign-ins is a summary, at most
     one row a minute per way in (how many, the first and the last time, never the name or the
     address tried): exchange status and the workbench show 1C's and the intake's as a cause."""
+    from exchange.runner import run as run_event_loop
     from exchange.web.server import addresses, public_url_missing
 
     with _guard():
