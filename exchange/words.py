@@ -98,6 +98,13 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "last_told": N_("Operators last notified"),
     # A worker that stopped cleanly keeps its row marked stopped (``Worker.retire``).
     "last_stopped": N_("Worker {worker} stopped {ago} ({when}); no other is running"),
+    # In-progress messages whose worker waits out the site's Retry-After (contract 5c): they
+    # keep their lease but none is being sent (issue 34: «отправляется 44», «в работе 0»).
+    "in_progress_waiting": N_("of which wait: the site asked to wait until {until}"),
+    # Said instead of "no other" when a worker's row is not live and not stopped (kill -9).
+    "last_stopped_others": N_("Worker {worker} stopped {ago} ({when}); {others}"),
+    "silent_others": N_("the others are not running either: {others}"),
+    "silent_worker": N_("{worker} silent since {when}, delivers nothing"),
     "no_workers": N_("No worker reported in the last day"),
     "worker": N_("Worker"),
     "last_seen": N_("Last seen"),
@@ -478,8 +485,8 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     for pattern, message in (
         # exchange/ops/quarantine.py
         (
-            r"a bulk (?P<action>\w+) needs at least one filter.*",
-            N_("a bulk {action} needs at least one filter"),
+            r"a bulk (?P<action>\w+) needs at least one filter \((?P<options>[^)]*)\).*",
+            N_("a bulk {action} needs at least one filter ({options})"),
         ),
         (
             r"give message ids or filters to (?P<action>\w+), not both",
@@ -609,6 +616,32 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"demo --target rabbitmq needs the brokers extra: (?P<command>.+)",
             N_("demo --target rabbitmq needs the brokers extra: {command}"),
+        ),
+        (
+            r"--target must be api, bitrix, woocommerce or rabbitmq, not (?P<target>.+)",
+            N_("--target must be api, bitrix, woocommerce or rabbitmq, not {target}"),
+        ),
+        # exchange/dev/catalogue.py and exchange demo --catalogue (the owner's rehearsal)
+        (
+            r"the catalogue (?P<path>.+?) cannot be read: (?P<why>[^:]+)",
+            N_("the catalogue {path} cannot be read: {why}"),
+        ),
+        (
+            r"the catalogue (?P<path>.+?) is not UTF-8 text",
+            N_("the catalogue {path} is not UTF-8 text"),
+        ),
+        (r"the catalogue (?P<path>.+?) names no SKU", N_("the catalogue {path} names no SKU")),
+        (
+            r"(?P<path>.+), row (?P<row>\d+): fewer cells than the header names",
+            N_("{path}, row {row}: fewer cells than the header names"),
+        ),
+        (
+            r"--catalogue is for --target api or woocommerce: (?P<target>\w+) cannot say which "
+            r"SKUs the shop lacks",
+            N_(
+                "--catalogue is for --target api or woocommerce: {target} cannot say which SKUs "
+                "the shop lacks"
+            ),
         ),
         (
             r"RabbitMQ does not answer at (?P<url>\S+) \((?P<error>\w+)\): start one, or set "

@@ -18,29 +18,30 @@ from sqlalchemy import Engine, make_url
 
 from exchange import app as bootstrap
 from exchange import logs
+from exchange.cli.helpwords import WordsGroup
 from exchange.db.engine import make_engine
 from exchange.domain.clock import ensure_utc, local_time
 from exchange.errors import ExchangeError
-from exchange.i18n import Lang, _, lang_of_environment, moment
-from exchange.ops.find import known_reasons
+from exchange.i18n import N_, Lang, _, lang_of_environment, moment
 from exchange.ops.quarantine import Filters, filter_time
 from exchange.settings import MIN_SECRET_LENGTH, Settings, load_settings, safe_url
 from exchange.words import error_words
 
 app = typer.Typer(
     name="exchange",
-    help="Carries price changes and financial postings from 1C to the online shop.",
+    cls=WordsGroup,  # the help in the operator's language
+    help=N_("Carries price changes and financial postings from 1C to the online shop."),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
     rich_markup_mode=None,  # plain Click errors: one line, no boxes
 )
 quarantine_app = typer.Typer(
-    help="What waits for a person: list, export, retry, cancel.", no_args_is_help=True
+    help=N_("What waits for a person: list, export, retry, cancel."), no_args_is_help=True
 )
 app.add_typer(quarantine_app, name="quarantine")
 operator_app = typer.Typer(
-    help="The people who sign in to the workbench (exchange serve, /): add, remove, list.",
+    help=N_("The people who sign in to the workbench (exchange serve, /): add, remove, list."),
     no_args_is_help=True,
 )
 app.add_typer(operator_app, name="operator")
@@ -123,35 +124,36 @@ def _filters(
 
 
 KindOpt = Annotated[
-    str | None, typer.Option("--kind", help="Only this kind (one of EXCHANGE_KINDS).")
+    str | None, typer.Option("--kind", help=N_("Only this kind (one of EXCHANGE_KINDS)."))
 ]
 AggregateOpt = Annotated[
     str | None,
     typer.Option(
         "--aggregate",
-        help="Only aggregates whose name or SKU begins with this (any case), as search finds.",
+        help=N_("Only aggregates whose name or SKU begins with this (any case), as search finds."),
     ),
 ]
 ReasonOpt = Annotated[
     str | None,
     typer.Option(
         "--reason",
-        help="Only this reason: " + ", ".join(known_reasons()) + ", or http-NNN.",
+        help=N_("Only this reason: {reasons}, or http-NNN."),
     ),
 ]
 SinceOpt = Annotated[
-    str | None, typer.Option("--since", help="Quarantined at or after (30.11.2026 or ISO).")
+    str | None, typer.Option("--since", help=N_("Quarantined at or after (30.11.2026 or ISO)."))
 ]
 UntilOpt = Annotated[
-    str | None, typer.Option("--until", help="Quarantined before (30.11.2026 or ISO).")
+    str | None, typer.Option("--until", help=N_("Quarantined before (30.11.2026 or ISO)."))
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help=N_("One JSON document on stdout."))]
 SupersededOpt = Annotated[
     bool,
     typer.Option(
         "--superseded",
-        help="Only messages a newer delivered version made pointless (superseded after "
-        "quarantine).",
+        help=N_(
+            "Only messages a newer delivered version made pointless (superseded after quarantine)."
+        ),
     ),
 ]
 LimitOpt = Annotated[
@@ -159,7 +161,7 @@ LimitOpt = Annotated[
     typer.Option(
         "--limit",
         min=1,
-        help="A bulk action may touch up to N messages (default EXCHANGE_BULK_LIMIT).",
+        help=N_("A bulk action may touch up to N messages (default EXCHANGE_BULK_LIMIT)."),
     ),
 ]
 
@@ -170,7 +172,7 @@ def _main(
     config: Annotated[
         Path | None,
         typer.Option(
-            "--config", help="A TOML configuration file (or EXCHANGE_CONFIG).", dir_okay=False
+            "--config", help=N_("A TOML configuration file (or EXCHANGE_CONFIG)."), dir_okay=False
         ),
     ] = None,
 ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -26,18 +26,21 @@ from exchange.cli.common import (
 from exchange.db.engine import make_engine, transaction
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
-from exchange.i18n import _
+from exchange.i18n import N_, _
 from exchange.ops.prune import prune as prune_now
 from exchange.queue import control
 from exchange.settings import only_channel
+from exchange.words import error_words
 
 
-@app.command("pause")
+@app.command(
+    "pause",
+    help=N_("Stop delivery for every worker (within one cycle), recorded with the operator."),
+)
 def pause_command(
     ctx: typer.Context,
-    note: Annotated[str, typer.Option("--note", help="Why, for the other operators.")] = "",
+    note: Annotated[str, typer.Option("--note", help=N_("Why, for the other operators."))] = "",
 ) -> None:
-    """Stop delivery for every worker (within one cycle), recorded with the operator."""
     with _guard():
         engine, _staging = bootstrap.engines(_settings(ctx))
         with transaction(engine) as connection:
@@ -50,10 +53,15 @@ def pause_command(
     out.print(said, markup=False)
 
 
-@app.command("resume")
+@app.command(
+    "resume",
+    help=N_(
+        "Restart delivery: an operator's pause ends, and so does a pause no answer of "
+        "the site can end (a key that may read but not write: the next cycle tries a "
+        "write at once)."
+    ),
+)
 def resume_command(ctx: typer.Context) -> None:
-    """Restart delivery: an operator's pause ends, and so does a pause no answer of the site
-    can end (a key that may read but not write: the next cycle tries a write at once)."""
     with _guard():
         engine, _staging = bootstrap.engines(_settings(ctx))
         with transaction(engine) as connection:
@@ -61,16 +69,19 @@ def resume_command(ctx: typer.Context) -> None:
     out.print(_("delivery resumed", cli_lang()), markup=False)
 
 
-@app.command()
+@app.command(
+    help=N_(
+        "Remove delivered and cancelled messages, taken staging rows and 1C exchange "
+        "log entries older than EXCHANGE_RETENTION_DAYS (never quarantined or pending "
+        "ones, nor a price's latest message or its latest delivered one)."
+    )
+)
 def prune(
     ctx: typer.Context,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Count what would be removed, remove nothing.")
+        bool, typer.Option("--dry-run", help=N_("Count what would be removed, remove nothing."))
     ] = False,
 ) -> None:
-    """Remove delivered and cancelled messages, taken staging rows and 1C exchange log entries
-    older than EXCHANGE_RETENTION_DAYS (never quarantined or pending ones, nor a price's
-    latest message or its latest delivered one)."""
     with _guard():
         settings = _settings(ctx)
         engine, staging_engine = bootstrap.engines(settings)
@@ -85,95 +96,107 @@ def prune(
     out.print(result.describe(cli_lang()), markup=False)
 
 
-@app.command()
+@app.command(
+    help=N_(
+        "The main job on the embedded default, nothing to configure.\n\nA fresh SQLite "
+        "file, a simulated site with realistic faults, staged data, a run to idle, a "
+        "summary and a quarantine report."
+    )
+)
 def demo(
     ctx: typer.Context,
     directory: Annotated[
         Path,
         typer.Option(
-            "--dir", help="Where the demo writes its database and report.", file_okay=False
+            "--dir", help=N_("Where the demo writes its database and report."), file_okay=False
         ),
     ] = Path("exchange-demo"),
-    skus: Annotated[int, typer.Option(min=1, max=100_000, help="How many SKUs.")] = 1000,
+    skus: Annotated[int, typer.Option(min=1, max=100_000, help=N_("How many SKUs."))] = 1000,
     target: Annotated[
         str,
         typer.Option(
             "--target",
-            help="The shop's side: api (the shop API), bitrix or woocommerce (contract 10), "
-            "rabbitmq (this machine's RabbitMQ, or EXCHANGE_RABBITMQ_URL; contract 12).",
+            help=N_(
+                "The shop's side: api (the shop API), bitrix or woocommerce (contract 10), "
+                "rabbitmq (this machine's RabbitMQ, or EXCHANGE_RABBITMQ_URL; contract 12)."
+            ),
         ),
     ] = "api",
     catalogue_file: Annotated[
         Path | None,
         typer.Option(
             "--catalogue",
-            help="The shop owner's rehearsal: her shop's SKUs, one a line, or WooCommerce's "
-            "product CSV export (api and woocommerce). The simulated shop holds those and no "
-            "others, and the summary lists the SKUs 1C sends that it lacks.",
+            help=N_(
+                "The shop owner's rehearsal: her shop's SKUs, one a line, or WooCommerce's "
+                "product CSV export (api and woocommerce). The simulated shop holds those and no "
+                "others, and the summary lists the SKUs 1C sends that it lacks."
+            ),
             dir_okay=False,
         ),
     ] = None,
 ) -> None:
-    """The main job on the embedded default, nothing to configure.
-
-    A fresh SQLite file, a simulated site with realistic faults, staged data, a run to idle,
-    a summary and a quarantine report.
-    """
     from exchange.dev.catalogue import CatalogueError, read_catalogue
     from exchange.dev.demo import run_demo
 
     if target not in ("api", "bitrix", "woocommerce", "rabbitmq"):
-        out.print(
-            f"--target must be api, bitrix, woocommerce or rabbitmq, not {target!r}", markup=False
-        )
-        raise typer.Exit(2)
+        _refuse(f"--target must be api, bitrix, woocommerce or rabbitmq, not {target!r}")
     catalogue = None
     if catalogue_file is not None:
         if target in ("bitrix", "rabbitmq"):
             # catalog.import.1c skips an offer whose product it lacks without a word
             # (CIBlockCMLImport::ImportElementPrices), and a broker holds no catalogue.
-            err.print(
-                f"error: --catalogue is for --target api or woocommerce: {target} cannot say which "
-                "SKUs the shop lacks",
-                markup=False,
+            _refuse(
+                f"--catalogue is for --target api or woocommerce: {target} cannot say which "
+                "SKUs the shop lacks"
             )
-            raise typer.Exit(2)
         try:
             catalogue = read_catalogue(catalogue_file)
         except CatalogueError as exc:
-            err.print(f"error: {exc}", markup=False, highlight=False)
-            raise typer.Exit(2) from None
+            _refuse(str(exc))
         if not catalogue.skus:
-            err.print(f"error: the catalogue {catalogue_file} names no SKU", markup=False)
-            raise typer.Exit(2)
+            _refuse(f"the catalogue {catalogue_file} names no SKU")
     with _guard():
         only_channel(_settings(ctx))  # several channels: not a demo of this version's service
         if target == "api":
-            code = run_demo(directory, skus=skus, console=out, catalogue=catalogue)
+            code = run_demo(directory, skus=skus, console=out, catalogue=catalogue, lang=cli_lang())
         else:
             from exchange.dev.demo_targets import run_target_demo
 
             code = run_target_demo(
-                directory, target=target, skus=min(skus, 500), console=out, catalogue=catalogue
+                directory,
+                target=target,
+                skus=min(skus, 500),
+                console=out,
+                catalogue=catalogue,
+                lang=cli_lang(),
             )
     raise typer.Exit(code)
 
 
-@app.command()
+def _refuse(problem: str) -> NoReturn:
+    """Bad input: one line in the person's language (contract 15), exit 2."""
+    said = error_words(problem, cli_lang())
+    err.print(_("error: {problem}", cli_lang()).format(problem=said), markup=False, highlight=False)
+    raise typer.Exit(2)
+
+
+@app.command(
+    help=N_(
+        "Tell the operators (e-mail or Telegram) when the quarantine gained entries or "
+        "delivery stopped, at most once per EXCHANGE_NOTIFY_EVERY for all processes "
+        "together. `exchange run` and `exchange serve` do this by themselves; `notify "
+        "--once` is for a scheduled task, and with serve the only one that sees "
+        "delivery stop when no worker runs at all.\n\nExit codes: 0 sent, or nothing "
+        "new to tell; 1 the message could not be sent; 2 bad input, no database, or no "
+        "way (e-mail, Telegram) configured."
+    )
+)
 def notify(
     ctx: typer.Context,
     once: Annotated[
-        bool, typer.Option("--once", help="One look, one message at most, then exit.")
+        bool, typer.Option("--once", help=N_("One look, one message at most, then exit."))
     ] = False,
 ) -> None:
-    """Tell the operators (e-mail or Telegram) when the quarantine gained entries or delivery
-    stopped, at most once per EXCHANGE_NOTIFY_EVERY for all processes together. `exchange run`
-    and `exchange serve` do this by themselves; `notify --once` is for a scheduled task, and
-    with serve the only one that sees delivery stop when no worker runs at all.
-
-    Exit codes: 0 sent, or nothing new to tell; 1 the message could not be sent; 2 bad input,
-    no database, or no way (e-mail, Telegram) configured.
-    """
     if not once:
         raise typer.BadParameter(
             _(
@@ -218,21 +241,24 @@ def notify(
         out.print(_("nothing new to tell", lang), markup=False)
 
 
-@app.command()
+@app.command(
+    help=N_(
+        "Is this installation ready to run? One line per check: OK, FAIL with the "
+        "reason, or SKIP.\n\nChecks, in order: configuration valid (kinds and "
+        "policies, delays, the financial rule); database reachable; database migrated "
+        "to the latest revision (both again for EXCHANGE_STAGING_URL when it is "
+        "another database); staging table with the contract's columns; the target: "
+        "site reachable and token accepted (GET /api/v1/health; a missing "
+        "EXCHANGE_SITE_URL fails, since run needs it), or for "
+        "EXCHANGE_TARGET=woocommerce the key's read and write permissions, for bitrix "
+        "checkauth and init; report directory writable (skipped when "
+        "EXCHANGE_REPORT_DIR is not set); the notifications when configured (SMTP "
+        "connect, STARTTLS, login; Telegram getMe: nothing is sent). Exit 0 when "
+        "nothing failed (a SKIP is not a failure), 1 when a check failed, 2 when the "
+        "configuration does not even load (as every command)."
+    )
+)
 def check(ctx: typer.Context) -> None:
-    """Is this installation ready to run? One line per check: OK, FAIL with the reason, or SKIP.
-
-    Checks, in order: configuration valid (kinds and policies, delays, the financial rule);
-    database reachable; database migrated to the latest revision (both again for
-    EXCHANGE_STAGING_URL when it is another database); staging table with the contract's
-    columns; the target: site reachable and token accepted (GET /api/v1/health; a missing
-    EXCHANGE_SITE_URL fails, since run needs it), or for EXCHANGE_TARGET=woocommerce the key's
-    read and write permissions, for bitrix checkauth and init; report directory writable
-    (skipped when EXCHANGE_REPORT_DIR is not set); the notifications when configured
-    (SMTP connect, STARTTLS, login; Telegram getMe: nothing is sent). Exit 0 when nothing
-    failed (a SKIP is not a failure), 1 when a check failed, 2 when the configuration does not
-    even load (as every command).
-    """
     from exchange.ops.check import Status, fail, run_checks
 
     try:
@@ -251,20 +277,26 @@ def check(ctx: typer.Context) -> None:
     raise typer.Exit(0 if all(r.status is not Status.FAIL for r in results) else 1)
 
 
-@app.command("config")
+@app.command(
+    "config",
+    help=N_(
+        "The configuration in force, one variable a line, secrets masked (or "
+        "--markdown: the reference of every key)."
+    ),
+)
 def config_command(
     ctx: typer.Context,
     as_markdown: Annotated[
         bool,
         typer.Option(
             "--markdown",
-            help="Print the configuration reference (docs/configuration.md) generated from the "
-            "settings model, instead of the values in force.",
+            help=N_(
+                "Print the configuration reference (docs/configuration.md) generated from the "
+                "settings model, instead of the values in force."
+            ),
         ),
     ] = False,
 ) -> None:
-    """The configuration in force, one variable a line, secrets masked (or --markdown: the
-    reference of every key)."""
     from exchange import config_doc
 
     if as_markdown:

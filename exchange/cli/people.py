@@ -24,7 +24,7 @@ from exchange.cli.common import (
 from exchange.db.engine import transaction
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
-from exchange.i18n import _, pgettext
+from exchange.i18n import N_, _, pgettext
 from exchange.ops import operators
 from exchange.words import word
 
@@ -40,16 +40,20 @@ def _read_password(confirm: bool = True) -> str:
     return sys.stdin.readline().rstrip("\r\n")
 
 
-@operator_app.command("add")
+@operator_app.command(
+    "add",
+    help=N_(
+        "Add an operator, or set a new password and role for one, which ends every "
+        "session of theirs (password from a prompt or standard input)."
+    ),
+)
 def operator_add(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The name the operator signs in with.")],
+    name: Annotated[str, typer.Argument(help=N_("The name the operator signs in with."))],
     role: Annotated[
-        str, typer.Option("--role", help="viewer (reads) or operator (also acts).")
+        str, typer.Option("--role", help=N_("viewer (reads) or operator (also acts)."))
     ] = "viewer",
 ) -> None:
-    """Add an operator, or set a new password and role for one, which ends every session of
-    theirs (password from a prompt or standard input)."""
     with _guard():
         if role not in operators.ROLES:
             raise ExchangeError(f"unknown role {role!r}: viewer or operator")
@@ -64,9 +68,13 @@ def operator_add(
     out.print(said, markup=False)
 
 
-@operator_app.command("remove")
+@operator_app.command(
+    "remove",
+    help=N_(
+        "Remove an operator: every session of theirs ends (adding the name again revives none)."
+    ),
+)
 def operator_remove(ctx: typer.Context, name: str) -> None:
-    """Remove an operator: every session of theirs ends (adding the name again revives none)."""
     with _guard():
         settings = _settings(ctx)
         engine, _staging = bootstrap.engines(settings)
@@ -75,9 +83,10 @@ def operator_remove(ctx: typer.Context, name: str) -> None:
     out.print(_("operator {name} removed", cli_lang()).format(name=name), markup=False)
 
 
-@operator_app.command("list")
+@operator_app.command(
+    "list", help=N_("The operators and their roles (never a password or its hash).")
+)
 def operator_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """The operators and their roles (never a password or its hash)."""
     with _guard():
         settings = _settings(ctx)
         engine, _staging = bootstrap.engines(settings)

@@ -35,7 +35,7 @@ from exchange.cli.common import (
 from exchange.db.engine import transaction
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
-from exchange.i18n import _, ngettext, pgettext
+from exchange.i18n import N_, _, ngettext, pgettext
 from exchange.ops.find import check_filters, released_by_cancel
 from exchange.ops.quarantine import (
     ActionResult,
@@ -53,7 +53,7 @@ from exchange.settings import safe_url
 from exchange.words import error_words, name
 
 
-@quarantine_app.command("list")
+@quarantine_app.command("list", help=N_("What waits for a person."))
 def quarantine_list(
     ctx: typer.Context,
     kind: KindOpt = None,
@@ -64,7 +64,6 @@ def quarantine_list(
     superseded: SupersededOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """What waits for a person."""
     filters = _filters(kind, aggregate, reason, since, until, superseded)
     with _guard():
         settings = _settings(ctx)
@@ -130,19 +129,22 @@ def quarantine_list(
     out.print(table)
 
 
-@quarantine_app.command("export")
+@quarantine_app.command("export", help=N_("The operators' report, written to a file (atomically)."))
 def quarantine_export(
     ctx: typer.Context,
-    output: Annotated[Path, typer.Option("--output", help="The file to write.", dir_okay=False)],
+    output: Annotated[
+        Path, typer.Option("--output", help=N_("The file to write."), dir_okay=False)
+    ],
     fmt: Annotated[
         report.ReportFormat | None,
         typer.Option(
-            "--format", help="csv, xlsx, html or json (default: the --output suffix, else json)."
+            "--format",
+            help=N_("csv, xlsx, html or json (default: the --output suffix, else json)."),
         ),
     ] = None,
     lang: Annotated[
         report.Lang | None,
-        typer.Option("--lang", help="Labels in ru or en (default EXCHANGE_REPORT_LANG)."),
+        typer.Option("--lang", help=N_("Labels in ru or en (default EXCHANGE_REPORT_LANG).")),
     ] = None,
     kind: KindOpt = None,
     aggregate: AggregateOpt = None,
@@ -151,7 +153,6 @@ def quarantine_export(
     until: UntilOpt = None,
     superseded: SupersededOpt = False,
 ) -> None:
-    """The operators' report, written to a file (atomically)."""
     filters = _filters(kind, aggregate, reason, since, until, superseded)
     chosen = fmt or report.format_for(output)
     with _guard():
@@ -180,23 +181,25 @@ def quarantine_export(
     out.print(said.format(count=len(data.entries), output=output, format=chosen), markup=False)
 
 
-@quarantine_app.command("retry")
+@quarantine_app.command(
+    "retry",
+    help=N_("Replay with the same message_id (ids, or filters: shown first, done with --yes)."),
+)
 def quarantine_retry(
     ctx: typer.Context,
-    message_ids: Annotated[list[str] | None, typer.Argument(help="Messages to replay.")] = None,
+    message_ids: Annotated[list[str] | None, typer.Argument(help=N_("Messages to replay."))] = None,
     kind: KindOpt = None,
     aggregate: AggregateOpt = None,
     reason: ReasonOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
     superseded: SupersededOpt = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show, change nothing.")] = False,
-    yes: Annotated[bool, typer.Option("--yes", help="Confirm a bulk retry.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help=N_("Show, change nothing."))] = False,
+    yes: Annotated[bool, typer.Option("--yes", help=N_("Confirm a bulk retry."))] = False,
     limit: LimitOpt = None,
-    operator: Annotated[str | None, typer.Option(help="Who acts (default: OS user).")] = None,
-    note: Annotated[str | None, typer.Option(help="Why.")] = None,
+    operator: Annotated[str | None, typer.Option(help=N_("Who acts (default: OS user)."))] = None,
+    note: Annotated[str | None, typer.Option(help=N_("Why."))] = None,
 ) -> None:
-    """Replay with the same message_id (ids, or filters: shown first, done with --yes)."""
     ids = message_ids or []
     filters = _filters(kind, aggregate, reason, since, until, superseded)
     _operator_action(
@@ -213,24 +216,28 @@ def quarantine_retry(
     )
 
 
-@quarantine_app.command("cancel")
+@quarantine_app.command(
+    "cancel",
+    help=N_(
+        "End quarantined messages for good, kept for audit (ids, or filters: shown "
+        "first, done with --yes)."
+    ),
+)
 def quarantine_cancel(
     ctx: typer.Context,
-    note: Annotated[str, typer.Option(help="Why (required, kept for audit).")],
-    message_ids: Annotated[list[str] | None, typer.Argument(help="Messages to end.")] = None,
+    note: Annotated[str, typer.Option(help=N_("Why (required, kept for audit)."))],
+    message_ids: Annotated[list[str] | None, typer.Argument(help=N_("Messages to end."))] = None,
     kind: KindOpt = None,
     aggregate: AggregateOpt = None,
     reason: ReasonOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
     superseded: SupersededOpt = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show, change nothing.")] = False,
-    yes: Annotated[bool, typer.Option("--yes", help="Confirm a bulk cancel.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help=N_("Show, change nothing."))] = False,
+    yes: Annotated[bool, typer.Option("--yes", help=N_("Confirm a bulk cancel."))] = False,
     limit: LimitOpt = None,
-    operator: Annotated[str | None, typer.Option(help="Who acts (default: OS user).")] = None,
+    operator: Annotated[str | None, typer.Option(help=N_("Who acts (default: OS user)."))] = None,
 ) -> None:
-    """End quarantined messages for good, kept for audit (ids, or filters: shown first, done
-    with --yes)."""
     ids = message_ids or []
     filters = _filters(kind, aggregate, reason, since, until, superseded)
     _operator_action(

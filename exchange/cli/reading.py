@@ -30,7 +30,7 @@ from exchange.cli.common import (
 from exchange.db.engine import transaction
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
-from exchange.i18n import Lang, _, pgettext
+from exchange.i18n import N_, Lang, _, pgettext
 from exchange.ops.attention import attention
 from exchange.ops.backlog import backlog, backlog_words
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
@@ -52,15 +52,17 @@ from exchange.settings import safe_url
 from exchange.words import error_words, money, name, source_words
 
 
-@app.command("status")
+@app.command(
+    "status",
+    help=N_(
+        "Counts by state, the queue figures, workers, the quarantine by reason, "
+        "blocked aggregates.\n\nExit codes, for monitoring: 0 nothing needs a person; "
+        "1 something does (quarantine not empty, breaker open, delivery paused, a gap, "
+        "a failed 1C exchange, work waiting with no live worker); 2 bad input or no "
+        "database."
+    ),
+)
 def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Counts by state, the queue figures, workers, the quarantine by reason, blocked
-    aggregates.
-
-    Exit codes, for monitoring: 0 nothing needs a person; 1 something does (quarantine not
-    empty, breaker open, delivery paused, a gap, a failed 1C exchange, work waiting with no
-    live worker); 2 bad input or no database.
-    """
     with _guard():
         settings = _settings(ctx)
         engine = _reading_engine(settings)
@@ -151,20 +153,26 @@ def _intake_line(taken: dict[str, Any], lang: Lang = "en") -> str:
     )
 
 
-@app.command("find")
+@app.command(
+    "find",
+    help=N_(
+        "Any message in any state by the beginning of a SKU, aggregate, id, or of any "
+        "word of its 1C document or product name."
+    ),
+)
 def find_command(
     ctx: typer.Context,
     term: Annotated[
         str,
         typer.Argument(
-            help="The beginning of a SKU, an aggregate or a message_id, or of any word of a 1C "
-            "document (source_ref) or a product name."
+            help=N_(
+                "The beginning of a SKU, an aggregate or a message_id, or of any word of a 1C "
+                "document (source_ref) or a product name."
+            )
         ),
     ],
     as_json: JsonOpt = False,
 ) -> None:
-    """Any message in any state by the beginning of a SKU, aggregate, id, or of any word of its
-    1C document or product name."""
     with _guard():
         settings = _settings(ctx)
         engine = _reading_engine(settings)
@@ -184,18 +192,23 @@ def find_command(
         out.print(_("no message matches {term!r}", cli_lang()).format(term=term), markup=False)
 
 
-@app.command("prioritize")
+@app.command(
+    "prioritize",
+    help=N_(
+        "Send these before any backlog: only their place in the claim order changes "
+        "(never Retry-After, the pace, the breaker, a pause or strict order), until "
+        "each is sent."
+    ),
+)
 def prioritize_command(
     ctx: typer.Context,
     targets: Annotated[
         list[str],
-        typer.Argument(help="message_ids, or price aggregates (their waiting message)."),
+        typer.Argument(help=N_("message_ids, or price aggregates (their waiting message).")),
     ],
-    note: Annotated[str, typer.Option(help="Why (required, kept for audit).")],
-    operator: Annotated[str | None, typer.Option(help="Who acts (default: OS user).")] = None,
+    note: Annotated[str, typer.Option(help=N_("Why (required, kept for audit)."))],
+    operator: Annotated[str | None, typer.Option(help=N_("Who acts (default: OS user)."))] = None,
 ) -> None:
-    """Send these before any backlog: only their place in the claim order changes (never
-    Retry-After, the pace, the breaker, a pause or strict order), until each is sent."""
     with _guard():
         settings = _settings(ctx)
         engine, _staging = bootstrap.engines(settings)
@@ -253,19 +266,20 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:
     return "    " + "  ".join(facts)
 
 
-@app.command()
+@app.command(help=N_("The message's biography."))
 def history(
     ctx: typer.Context,
     message_id: Annotated[
         str,
         typer.Argument(
-            help="A message_id, or what finds one message: SKU, aggregate, 1C document "
-            "(source_ref) or an id prefix."
+            help=N_(
+                "A message_id, or what finds one message: SKU, aggregate, 1C document "
+                "(source_ref) or an id prefix."
+            )
         ),
     ],
     as_json: JsonOpt = False,
 ) -> None:
-    """The message's biography."""
     with _guard():
         settings = _settings(ctx)
         engine = _reading_engine(settings)

@@ -31,9 +31,8 @@ from exchange.queue import control
 from exchange.settings import only_channel, safe_url
 
 
-@app.command()
+@app.command(help=N_("Create or upgrade every table, staging included."))
 def migrate(ctx: typer.Context) -> None:
-    """Create or upgrade every table, staging included."""
     from exchange.db.migrate import aggregates_beyond_intake, current_revision, upgrade
 
     with _guard():
@@ -74,17 +73,19 @@ def migrate(ctx: typer.Context) -> None:
             )
 
 
-@app.command()
+@app.command(
+    help=N_("The scheduled service: take, coalesce, lease, deliver, record; until stopped.")
+)
 def run(
     ctx: typer.Context,
-    once: Annotated[bool, typer.Option("--once", help="One cycle, then exit.")] = False,
+    once: Annotated[bool, typer.Option("--once", help=N_("One cycle, then exit."))] = False,
     until_idle: Annotated[
-        bool, typer.Option("--until-idle", help="Cycles until nothing is left to move; exit 0.")
+        bool, typer.Option("--until-idle", help=N_("Cycles until nothing is left to move; exit 0."))
     ] = False,
     max_seconds: Annotated[
         float | None,
         typer.Option(
-            "--max-seconds", min=0, help="With --until-idle: give up (exit 3) after this long."
+            "--max-seconds", min=0, help=N_("With --until-idle: give up (exit 3) after this long.")
         ),
     ] = None,
     metrics_port: Annotated[
@@ -93,11 +94,12 @@ def run(
             "--metrics-port",
             min=0,
             max=65535,
-            help="Serve Prometheus /metrics and /healthz on this port (or EXCHANGE_METRICS_PORT).",
+            help=N_(
+                "Serve Prometheus /metrics and /healthz on this port (or EXCHANGE_METRICS_PORT)."
+            ),
         ),
     ] = None,
 ) -> None:
-    """The scheduled service: take, coalesce, lease, deliver, record; until stopped."""
     from exchange.runner import notify_step, run_forever, run_once, run_until_idle
     from exchange.runner import run as run_event_loop
 
@@ -181,18 +183,21 @@ _WAYS_IN = {
 }
 
 
-@app.command()
+@app.command(
+    help=N_(
+        "The HTTP side: 1C's standard exchange (/1c_exchange.php), the JSON intake "
+        "(/api/v1/intents) and the operators' workbench (/); prints their addresses "
+        "when it listens, then runs until stopped (SIGINT/SIGTERM).\n\nWrong passwords "
+        "are slowed per serve process: each process keeps its throttle in its own "
+        "memory, and a restart forgets it. Several serve processes on one database "
+        "give a guesser that many times the attempts: run one, or bound sign-ins at "
+        'the proxy (docs/deployment.md, "Wrong passwords"). What reaches the database '
+        "of refused sign-ins is a summary, at most one row a minute per way in (how "
+        "many, the first and the last time, never the name or the address tried): "
+        "exchange status and the workbench show 1C's and the intake's as a cause."
+    )
+)
 def serve(ctx: typer.Context) -> None:
-    """The HTTP side: 1C's standard exchange (/1c_exchange.php), the JSON intake
-    (/api/v1/intents) and the operators' workbench (/); prints their addresses when it
-    listens, then runs until stopped (SIGINT/SIGTERM).
-
-    Wrong passwords are slowed per serve process: each process keeps its throttle in its own
-    memory, and a restart forgets it. Several serve processes on one database give a guesser
-    that many times the attempts: run one, or bound sign-ins at the proxy (docs/deployment.md,
-    "Wrong passwords"). What reaches the database of refused sign-ins is a summary, at most
-    one row a minute per way in (how many, the first and the last time, never the name or the
-    address tried): exchange status and the workbench show 1C's and the intake's as a cause."""
     from exchange.runner import run as run_event_loop
     from exchange.web.server import addresses, public_url_missing
 

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from decimal import Decimal
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from exchange import app as bootstrap
-from exchange.cli.common import JsonOpt, _guard, _reading_engine, _settings, app, out
+from exchange.cli.common import JsonOpt, _guard, _reading_engine, _settings, app, cli_lang, out
 from exchange.errors import OperatorError
+from exchange.i18n import N_, Lang, _, ngettext, pgettext
 from exchange.ops.verify import (
     Verification,
     channel_target,
@@ -20,9 +22,17 @@ from exchange.ops.verify import (
     latest_delivered,
     verify,
 )
+from exchange.words import error_words, money
 
 
-@app.command("verify")
+@app.command(
+    "verify",
+    help=N_(
+        "Read prices back from the shop and list where it differs from the latest "
+        "delivered price: exit 1 when it does, 0 when it agrees, 2 when the shop "
+        "cannot be read (the api and bitrix targets have no way to read a price back)."
+    ),
+)
 def verify_command(
     ctx: typer.Context,
     channel: Annotated[
@@ -30,23 +40,22 @@ def verify_command(
         typer.Option(
             "--channel",
             metavar="NAME",
-            help="The channel to read: one of EXCHANGE_CHANNELS (needed when it names several), "
-            "else the one named after EXCHANGE_TARGET.",
+            help=N_(
+                "The channel to read: one of EXCHANGE_CHANNELS (needed when it names several), "
+                "else the one named after EXCHANGE_TARGET."
+            ),
         ),
     ] = None,
     sample: Annotated[
         int | None,
-        typer.Option("--sample", metavar="N", min=1, help="Read N SKUs chosen at random."),
+        typer.Option("--sample", metavar="N", min=1, help=N_("Read N SKUs chosen at random.")),
     ] = None,
     skus: Annotated[
         list[str] | None,
-        typer.Option("--sku", metavar="SKU", help="Read this SKU (again for more than one)."),
+        typer.Option("--sku", metavar="SKU", help=N_("Read this SKU (again for more than one).")),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Read prices back from the shop and list where it differs from the latest delivered
-    price: exit 1 when it does, 0 when it agrees, 2 when the shop cannot be read (the api and
-    bitrix targets have no way to read a price back)."""
     with _guard():
         if skus and sample is not None:
             raise OperatorError("--sample and --sku choose the prices two ways: give one")
@@ -72,36 +81,65 @@ def _print(verification: Verification, as_json: bool) -> None:
     if as_json:
         out.print_json(json.dumps(verification.as_json(), ensure_ascii=False))
         return
+    lang = cli_lang()
     differing = verification.differing
     checked = len(verification.held)
     for sku in verification.not_delivered:
-        out.print(f"no delivered price of SKU {sku} to compare", markup=False, highlight=False)
+        said = _("no delivered price of SKU {sku} to compare", lang).format(sku=sku)
+        out.print(said, markup=False, highlight=False)
     if not differing:
+        said = ngettext(
+            "{channel}: the shop holds the latest delivered price of all {count} checked",
+            "{channel}: the shop holds the latest delivered price of all {count} checked",
+            checked,
+            lang,
+        )
         out.print(
-            f"{verification.channel}: the shop holds the latest delivered price of all "
-            f"{checked} checked",
+            said.format(channel=verification.channel, count=checked),
             markup=False,
             highlight=False,
         )
         return
-    table = Table("SKU", "field", "delivered", "the shop holds", "message_id", box=None)
+    table = Table(
+        pgettext("verify column", "SKU", lang),
+        pgettext("verify column", "field", lang),
+        pgettext("verify column", "delivered", lang),
+        pgettext("verify column", "the shop holds", lang),
+        "message_id",
+        box=None,
+    )
     for held in differing:
         shop = (
-            held.unreadable
+            error_words(held.unreadable, lang)
             if held.unreadable is not None
-            else "no such product"
+            else _("no such product", lang)
             if not held.found
-            else "no price"
+            else _("no price", lang)
             if held.held is None
-            else str(held.held)
+            else _price(held.held, lang)
         )
         table.add_row(
-            held.sku, held.where, "" if held.sent is None else str(held.sent), shop, held.message_id
+            held.sku,
+            held.where,
+            "" if held.sent is None else _price(held.sent, lang),
+            shop,
+            held.message_id,
         )
     out.print(table)
+    said = ngettext(
+        "{channel}: {count} of {checked} checked differs from the latest delivered price",
+        "{channel}: {count} of {checked} checked differ from the latest delivered price",
+        len(differing),
+        lang,
+    )
     out.print(
-        f"{verification.channel}: {len(differing)} of {checked} checked differ from the latest "
-        "delivered price",
+        said.format(channel=verification.channel, count=len(differing), checked=checked),
         markup=False,
         highlight=False,
     )
+
+
+def _price(price: Decimal, lang: Lang) -> str:
+    """A price as sent or held, as the reader writes numbers («1 234,5» in Russian); English
+    as the shop's API carries it."""
+    return str(price) if lang == "en" else money(str(price), None, lang)

@@ -47,6 +47,8 @@ class CatalogueError(ValueError):
 class Catalogue:
     skus: list[str]
     variations: frozenset[str] = field(default_factory=frozenset)
+    # A CSV export's rows that name no SKU (skipped: nothing 1C could name); None for a list.
+    without_sku: int | None = None
 
 
 def read_catalogue(path: Path) -> Catalogue:
@@ -73,6 +75,7 @@ def parse_catalogue(text: str, *, name: str = "the catalogue") -> Catalogue:
     next(rows)
     skus: list[str] = []
     variations: set[str] = set()
+    without_sku = 0
     for number, row in enumerate(rows, start=2):
         if not any(cell.strip() for cell in row):
             continue
@@ -80,12 +83,13 @@ def parse_catalogue(text: str, *, name: str = "the catalogue") -> Catalogue:
             raise CatalogueError(f"{name}, row {number}: fewer cells than the header names")
         sku = _unescaped(row[sku_column].strip())
         if not sku:
-            continue  # a product without a SKU: nothing 1C could name
+            without_sku += 1  # a product without a SKU: nothing 1C could name
+            continue
         skus.append(sku)
         types = row[type_column].split(",") if type_column is not None else []
         if "variation" in (t.strip() for t in types):
             variations.add(sku)
-    return Catalogue(list(dict.fromkeys(skus)), frozenset(variations))
+    return Catalogue(list(dict.fromkeys(skus)), frozenset(variations), without_sku)
 
 
 def _unescaped(cell: str) -> str:

@@ -15,8 +15,13 @@ site applied and fail if the service sends what it must not.
 The shop owner's rehearsal (``--catalogue FILE``, contract 15): the simulated site holds the SKUs
 of her catalogue (a list, or WooCommerce's product CSV export: ``exchange.dev.catalogue``) and no
 others; the demo's 1C sends prices for her SKUs (up to ``--skus``) and for ``LACKING`` more that
-her shop lacks, and the summary lists every SKU sent that the shop lacks (quarantined: the
-shop API's 404 is ``http-404``, contract 5) instead of the site inventing a product for it.
+her shop lacks, and nothing else (none of the demo's own bad rows, postings, poisoned or
+refused prices: everything in her summary and report is about her SKUs; the network's faults
+stay); the summary lists exactly those ``LACKING`` (quarantined: the shop API's 404 is
+``http-404``, contract 5) instead of the site inventing a product for them.
+
+The console speaks ``lang`` (the CLI's: Russian under a Russian locale, contract 15); reason
+codes stay English.
 
 The simulated shop takes ``SHOP_RATE`` requests/s and answers 429 with ``Retry-After: 1``
 beyond (contract 5c): the worker starts with up to 32 requests in flight, finds the shop's
@@ -34,6 +39,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from sqlalchemy import func, select
@@ -48,12 +54,14 @@ from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.domain.clock import SystemClock
 from exchange.domain.states import State
 from exchange.errors import ExchangeError
+from exchange.i18n import Lang, _, ngettext, number, percent
 from exchange.intake.stage import stage
 from exchange.ops.quarantine import Filters
 from exchange.ops.verify import latest_delivered
 from exchange.report import collect as report
 from exchange.runner import run_until_idle
 from exchange.settings import Settings, load_settings
+from exchange.words import name
 
 POISON_SKU = "SKU-0013/retail"  # aggregates: one price of one SKU
 REJECTED_SKU = "SKU-0042/retail"
@@ -61,10 +69,14 @@ PRICE_TYPES = ("retail", "wholesale")
 REJECTED_DOCUMENT = "DOC-0007"
 GAP_DOCUMENT = "DOC-GAP"
 SHOP_RATE = 150.0  # requests/s the demo's shop takes
+BAR = 20  # cells of the progress bar: it, the count and the time fit a console of 80
 TOKEN = "demo-token"  # the simulator's; a real token never appears in code or output
 
 
-def staged_rows(skus: int, rng: random.Random) -> list[dict[str, Any]]:
+def staged_rows(skus: int, rng: random.Random, *, rehearsal: bool = False) -> list[dict[str, Any]]:
+    """Several versions of a price of each of ``skus`` SKUs; then, unless a ``rehearsal``
+    (``--catalogue``: the rows stay the owner's SKUs and those she lacks, nothing the demo
+    made up), financial postings out of order and with a gap, and the demo's bad rows."""
     rows: list[dict[str, Any]] = []
     for n in range(skus):
         sku = f"SKU-{n:04d}"
@@ -73,6 +85,8 @@ def staged_rows(skus: int, rng: random.Random) -> list[dict[str, Any]]:
             for version in range(1, rng.randint(1, 4) + 1):
                 price += rng.randint(-500, 500)
                 rows.append(_price(sku, version, f"{max(price, 1) / 100:.2f}", price_type))
+    if rehearsal:
+        return [{"schema_version": "1", **row} for row in rows]
     postings = []
     for n in range(1, 51):
         document = f"DOC-{n:04d}"
@@ -160,17 +174,82 @@ def lacking_skus(engine: Any) -> list[str]:
         return list(dict.fromkeys(str(json.loads(p).get("sku")) for p in payloads))
 
 
-def print_lacking(console: Console, lacking: list[str], shown: int = 20) -> None:
+def print_lacking(console: Console, lacking: list[str], lang: Lang, shown: int = 20) -> None:
     """The rehearsal's answer: the SKUs 1C sent that the shop lacks (all of them are in the
     quarantine report)."""
-    console.print(f"  SKUs 1C sent that the shop lacks (quarantined) {len(lacking)}", markup=False)
+    console.print(
+        _("  SKUs 1C sent that the shop lacks (quarantined): {count}", lang).format(
+            count=len(lacking)
+        ),
+        markup=False,
+    )
     for sku in lacking[:shown]:
         console.print(f"      {sku}", markup=False, highlight=False)
     if len(lacking) > shown:
         console.print(
-            f"      … and {len(lacking) - shown} more: the quarantine report lists them all",
+            _("      … and {count} more: the quarantine report lists them all", lang).format(
+                count=len(lacking) - shown
+            ),
             markup=False,
         )
+
+
+def print_catalogue(console: Console, catalogue: Catalogue, lang: Lang) -> None:
+    """What the rehearsal read of the owner's catalogue, in one line: the SKUs the simulated
+    shop holds (and no others), and for WooCommerce's export the rows without an SKU, skipped
+    (a product 1C cannot name)."""
+    held = ngettext(
+        "the shop holds the {count} SKU read from the catalogue and no others",
+        "the shop holds the {count} SKUs read from the catalogue and no others",
+        len(catalogue.skus),
+        lang,
+    ).format(count=len(catalogue.skus))
+    if catalogue.without_sku is not None:
+        held += ngettext(
+            "; {count} row without an SKU skipped",
+            "; {count} rows without an SKU skipped",
+            catalogue.without_sku,
+            lang,
+        ).format(count=catalogue.without_sku)
+    console.print(held, markup=False, highlight=False)
+
+
+def fitted(parts: list[str], room: int) -> str:
+    """``parts`` joined by ", ", as many as fit in ``room`` cells, «…» for the rest: the
+    progress line's tail, so that the bar and its count are never cut (a console of 80)."""
+    shown = ""
+    for n, part in enumerate(parts):
+        more = part if not shown else f"{shown}, {part}"
+        rest = 0 if n == len(parts) - 1 else 3  # room for «, …» should a later part not fit
+        if cell_len(more) + rest > room:
+            return f"{shown}, …" if shown else ("…" if room >= 1 else "")
+        shown = more
+    return shown
+
+
+def progress_states(counts: dict[str, int], lang: Lang) -> list[str]:
+    """The messages' states for the progress line, in ``lang``, the done ones first."""
+    order = ("delivered", "quarantined", "cancelled", "delayed", "in_progress", "new")
+    known = [s for s in order if s in counts] + sorted(s for s in counts if s not in order)
+    return [f"{name('state', state, lang)} {counts[state]}" for state in known]
+
+
+def progress_bar(console: Console, total: int, lang: Lang) -> tuple[Progress, int]:
+    """The demo's progress line and the cells left for its states (``fitted``): the label, the
+    bar, the count and the time always fit the console (80 columns: "3990/39…" was cut)."""
+    label = _("delivering", lang)
+    counted = f"{total}/{total}"
+    room = console.width - cell_len(label) - BAR - len(counted) - len("0:00:00") - 4
+    progress = Progress(
+        TextColumn(label, markup=False),
+        BarColumn(bar_width=BAR),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[states]}", markup=False),
+        console=console,
+        transient=False,
+    )
+    return progress, room
 
 
 def run_demo(
@@ -179,8 +258,10 @@ def run_demo(
     skus: int = 1000,
     console: Console | None = None,
     catalogue: Catalogue | None = None,
+    lang: Lang = "en",
 ) -> int:
-    """``catalogue``: the shop owner's rehearsal (the module's docstring)."""
+    """``catalogue``: the shop owner's rehearsal (the module's docstring); ``lang``: the
+    language of the lines printed (contract 15)."""
     console = console or Console()
     # The progress bar and the summary tell the story; per-message log lines would tear
     # through the bar (without a handler, Python prints warnings to stderr by itself).
@@ -195,6 +276,7 @@ def run_demo(
         raise ExchangeError(
             f"cannot prepare the demo directory {directory}: {exc.strerror or exc}"
         ) from None
+    rehearsal = catalogue is not None
     names: dict[str, str] = {}
     if catalogue is not None:
         held = min(skus, len(catalogue.skus))
@@ -210,8 +292,9 @@ def run_demo(
         drop_after_effect_rate=0.01,
         slow_rate=0.005,
         slow_seconds=0.2,
-        poison={named(POISON_SKU)},
-        reject={named(REJECTED_SKU), REJECTED_DOCUMENT},
+        # A rehearsal poisons and refuses none of her SKUs: her report is the shop's answer.
+        poison=set() if rehearsal else {named(POISON_SKU)},
+        reject=set() if rehearsal else {named(REJECTED_SKU), REJECTED_DOCUMENT},
         seed=7,
         rate_limit=SHOP_RATE,
         rate_retry_after="1",
@@ -239,35 +322,34 @@ def run_demo(
             site_batch_size=1,
         )
         settings = load_settings(**overrides)
-        console.print("the demo's settings (set the same, for a real site, to run it):")
+        console.print(
+            _("the demo's settings (set the same, for a real site, to run it):", lang),
+            markup=False,
+        )
         for line in used(settings, overrides):
             console.print(f"  {line}", markup=False, highlight=False)
         engine = make_engine(settings.database_url)
         upgrade(engine)
-        rows = renamed(staged_rows(skus, rng), names)
+        rows = renamed(staged_rows(skus, rng, rehearsal=rehearsal), names)
         if catalogue is not None:
-            console.print(
-                f"the site holds the {len(catalogue.skus)} SKUs of the catalogue and no others",
-                markup=False,
-            )
+            print_catalogue(console, catalogue, lang)
         with transaction(engine) as connection:
             stage(connection, rows)
         console.print(
-            f"staged {len(rows)} rows into {database} (site simulator at {site.url})", markup=False
+            ngettext(
+                "staged {count} row into {database} (site simulator at {url})",
+                "staged {count} rows into {database} (site simulator at {url})",
+                len(rows),
+                lang,
+            ).format(count=len(rows), database=database, url=site.url),
+            markup=False,
         )
         worker = bootstrap.worker(settings, engine, rng=random.Random(1))
         started = time.monotonic()
 
         async def go() -> int:
-            with Progress(
-                TextColumn("delivering"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[states]}"),
-                TimeElapsedColumn(),
-                console=console,
-                transient=False,
-            ) as progress:
+            bar, room = progress_bar(console, len(rows), lang)
+            with bar as progress:
                 task = progress.add_task("run", total=len(rows), states="")
 
                 def on_cycle(_: object) -> None:
@@ -277,7 +359,7 @@ def run_demo(
                     progress.update(
                         task,
                         completed=done + duplicates,
-                        states=" ".join(f"{k}={v}" for k, v in sorted(counts.items())),
+                        states=fitted(progress_states(counts, lang), room),
                     )
 
                 try:
@@ -308,7 +390,7 @@ def run_demo(
             )
         report.export(data, "html", "ru", report_path)
         report.export(data, "json", "ru", directory / "quarantine.json")
-    _print_summary(console, summary, report_path)
+    _print_summary(console, summary, report_path, lang)
     if code == 0 and not summary["ok"]:
         return 1
     return code
@@ -370,46 +452,58 @@ def _summary(engine: Any, site: SiteSimulator, elapsed: float) -> dict[str, Any]
     }
 
 
-def _rate(rate: float | None) -> str:
-    return "unpaced" if rate is None else f"{rate:.0f} requests/s"
+def _rate(rate: float | None, lang: Lang) -> str:
+    if rate is None:
+        return _("unpaced", lang)
+    return ngettext("{rate} request/s", "{rate} requests/s", round(rate), lang).format(
+        rate=number(rate, lang, 0)
+    )
 
 
-def _print_summary(console: Console, s: dict[str, Any], report_path: Path) -> None:
-    console.print(f"done in {s['seconds']:.1f} s", markup=False)
-    console.print(f"  delivered            {s['delivered']}", markup=False)
-    console.print(f"  superseded (coalesced) {s['superseded']}", markup=False)
-    console.print(f"  stale, never sent    {s['stale']}", markup=False)
+def _print_summary(console: Console, s: dict[str, Any], report_path: Path, lang: Lang) -> None:
+    def say(message: str, **values: Any) -> None:
+        console.print(message.format(**values), markup=False, highlight=False)
+
+    say(_("done in {seconds} s", lang), seconds=number(s["seconds"], lang))
+    say(_("  delivered            {count}", lang), count=s["delivered"])
+    say(_("  superseded (coalesced) {count}", lang), count=s["superseded"])
+    say(_("  stale, never sent    {count}", lang), count=s["stale"])
     if s["stale_tried_before"]:
-        console.print(
-            f"  stale, tried before a newer version was delivered {s['stale_tried_before']}",
-            markup=False,
+        say(
+            _("  stale, tried before a newer version was delivered {count}", lang),
+            count=s["stale_tried_before"],
         )
     if s["stale_at_site"]:
-        console.print(f"  stale at the site (409) {s['stale_at_site']}", markup=False)
-    total_q = sum(s["quarantined"].values())
-    console.print(f"  quarantined          {total_q}", markup=False)
-    for reason, n in s["quarantined"].items():
-        console.print(f"      {reason:<20} {n}", markup=False)
+        say(_("  stale at the site (409) {count}", lang), count=s["stale_at_site"])
+    say(_("  quarantined          {count}", lang), count=sum(s["quarantined"].values()))
+    for reason, n in s["quarantined"].items():  # a reason is a code (contract 15)
+        console.print(f"      {reason:<20} {n}", markup=False, highlight=False)
     if s.get("lacking") is not None:
-        print_lacking(console, s["lacking"])
-    console.print(f"  held behind a quarantined posting {s['pending']}", markup=False)
-    console.print(f"  requests sent to the site        {s['requests']}", markup=False)
-    console.print(f"  effects applied twice at the site {s['double_effects']}", markup=False)
+        print_lacking(console, s["lacking"], lang)
+    say(_("  held behind a quarantined posting {count}", lang), count=s["pending"])
+    say(_("  requests sent to the site        {count}", lang), count=s["requests"])
+    say(_("  effects applied twice at the site {count}", lang), count=s["double_effects"])
     pace = s["pace"]
     share = s["refused_429"] / s["requests"] if s["requests"] else 0.0
-    console.print(
-        f"  the shop takes {SHOP_RATE:.0f} requests/s: refused with 429 {s['refused_429']} "
-        f"({share:.1%} of requests, none charged to a message); the worker's pace at the end: "
-        f"{_rate(pace['paced_rate'])}, limit {pace['limit']} of "
-        f"{pace['max_limit']} in flight",
-        markup=False,
+    say(
+        _(
+            "  the shop takes {rate}: refused with 429 {refused} ({share} of requests, none "
+            "charged to a message); the worker's pace at the end: {pace}, limit {limit} of "
+            "{most} in flight",
+            lang,
+        ),
+        rate=_rate(SHOP_RATE, lang),
+        refused=s["refused_429"],
+        share=percent(share, lang),
+        pace=_rate(pace["paced_rate"], lang),
+        limit=pace["limit"],
+        most=pace["max_limit"],
     )
-    console.print(
-        f"  old prices applied over newer ones at the site {s['stale_writes']}", markup=False
+    say(
+        _("  old prices applied over newer ones at the site {count}", lang), count=s["stale_writes"]
     )
-    console.print(
-        "  site holds the latest delivered price of every SKU and price type: "
-        f"{'yes' if s['site_matches'] else 'NO'}",
-        markup=False,
+    say(
+        _("  site holds the latest delivered price of every SKU and price type: {answer}", lang),
+        answer=_("yes", lang) if s["site_matches"] else _("NO", lang),
     )
-    console.print(f"quarantine report: {report_path.resolve()}", markup=False)
+    say(_("quarantine report: {path}", lang), path=report_path.resolve())

@@ -37,16 +37,18 @@ from exchange.db.migrate import upgrade
 from exchange.db.schema import messages
 from exchange.dev.bitrixsim import PATH, BitrixSimulator
 from exchange.dev.catalogue import LACKING, Catalogue, rehearsal_names, renamed
-from exchange.dev.demo import lacking_skus, print_lacking, used
+from exchange.dev.demo import lacking_skus, print_catalogue, print_lacking, used
 from exchange.dev.woosim import WooSimulator
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
+from exchange.i18n import Lang, _, ngettext, number
 from exchange.intake.stage import stage
 from exchange.ops.quarantine import Filters
 from exchange.ops.verify import latest_delivered
 from exchange.report import collect as report
 from exchange.runner import run_until_idle
 from exchange.settings import Settings, load_settings
+from exchange.words import name
 
 UNKNOWN_SKU = "NOSUCH-0001"
 UNMAPPED_TYPE = "wholesale"
@@ -64,7 +66,12 @@ class Shop(Protocol):
     def price(self, sku: str) -> str | None: ...
 
 
-def rows(skus: int, rng: random.Random, *, variations: bool) -> list[dict[str, Any]]:
+def rows(
+    skus: int, rng: random.Random, *, variations: bool, rehearsal: bool = False
+) -> list[dict[str, Any]]:
+    """Several versions of the retail price of each of ``skus`` SKUs; then, unless a
+    ``rehearsal`` (``--catalogue``: only the owner's SKUs and those she lacks), the demo's own
+    SKU the shop lacks, a price type nobody mapped and one mapped to null."""
     out: list[dict[str, Any]] = []
     for n in range(skus):
         sku = f"{'VAR' if variations and n % 5 == 0 else 'SKU'}-{n:04d}"
@@ -72,6 +79,8 @@ def rows(skus: int, rng: random.Random, *, variations: bool) -> list[dict[str, A
         for version in range(1, rng.randint(1, 3) + 1):
             price += rng.randint(-500, 500)
             out.append(_row(sku, version, f"{max(price, 1) / 100:.2f}", "retail"))
+    if rehearsal:
+        return out
     out.append(_row(UNKNOWN_SKU if variations else "SKU-0000", 1, "1.00", UNMAPPED_TYPE))
     out += [_row(f"SKU-{n:04d}", 1, "0.50", LEFT_OUT_TYPE) for n in range(min(skus, 3))]
     if variations:
@@ -161,10 +170,12 @@ def run_target_demo(
     skus: int = 500,
     console: Console | None = None,
     catalogue: Catalogue | None = None,
+    lang: Lang = "en",
 ) -> int:
     """``catalogue`` (WooCommerce only, ``exchange demo --catalogue``): the shop holds the owner's
     SKUs and no others (``WooSimulator.hold``); the demo's 1C sends prices for them (up to
-    ``skus``) and for ``LACKING`` more, and the summary lists the SKUs the shop lacks."""
+    ``skus``) and for ``LACKING`` more, nothing else (none of the demo's own bad rows), and the
+    summary lists the SKUs the shop lacks. ``lang``: the language of the lines printed."""
     console = console or Console()
     names: dict[str, str] = {}
     if catalogue is not None:
@@ -200,17 +211,34 @@ def run_target_demo(
     with site:
         overrides = _overrides(database, target, site.url)
         settings = _settings(overrides)
-        console.print("the demo's settings (set the same, for a real shop, to run it):")
+        console.print(
+            _("the demo's settings (set the same, for a real shop, to run it):", lang),
+            markup=False,
+        )
         for line in used(settings, overrides):
             console.print(f"  {line}", markup=False, highlight=False)
         engine = make_engine(settings.database_url)
         upgrade(engine, channel=settings.target)  # the one channel, named as migrate names it
-        staged = renamed(rows(skus, rng, variations=target == "woocommerce"), names)
+        if catalogue is not None:
+            print_catalogue(console, catalogue, lang)
+        staged = renamed(
+            rows(skus, rng, variations=target == "woocommerce", rehearsal=catalogue is not None),
+            names,
+        )
         if target == "rabbitmq":
             staged += postings(3)
         with transaction(engine) as connection:
             stage(connection, staged)
-        console.print(f"staged {len(staged)} rows ({target} at {_shown_url(settings, target)})")
+        console.print(
+            ngettext(
+                "staged {count} row ({target} at {url})",
+                "staged {count} rows ({target} at {url})",
+                len(staged),
+                lang,
+            ).format(count=len(staged), target=target, url=_shown_url(settings, target)),
+            markup=False,
+            highlight=False,
+        )
         worker = bootstrap.worker(settings, engine, rng=random.Random(1))
         started = time.monotonic()
 
@@ -264,19 +292,51 @@ def run_target_demo(
         held = site.price(delivered.sku)
         if held is None or Decimal(held) != Decimal(payload["price"]):
             wrong.append(delivered.message.aggregate)
-    console.print(f"{target}: idle after {elapsed:.1f} s")
-    for (state, reason), n in sorted(by.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
-        console.print(f"  {state:<12} {reason or '':<22} {n}")
-    requests = sum(site.requests.values())
-    console.print(f"  requests to the shop: {requests} ({dict(site.requests)})")
+    for line in summary(target, elapsed, by, site.requests, lang):
+        console.print(line, markup=False, highlight=False)
     if catalogue is not None:
-        print_lacking(console, lacking_skus(engine))
-    console.print(
-        "  the shop holds the newest delivered price of every SKU: "
-        + ("yes" if not wrong else f"NO ({len(wrong)}: {', '.join(wrong[:5])})")
+        print_lacking(console, lacking_skus(engine), lang)
+    answer = (
+        _("yes", lang)
+        if not wrong
+        else _("NO ({count}: {aggregates})", lang).format(
+            count=len(wrong), aggregates=", ".join(wrong[:5])
+        )
     )
-    console.print(f"quarantine report: {report_path.resolve()}", markup=False, highlight=False)
+    for line in (
+        _("  the shop holds the newest delivered price of every SKU: {answer}", lang),
+        _("quarantine report: {path}", lang),
+    ):
+        console.print(
+            line.format(answer=answer, path=report_path.resolve()), markup=False, highlight=False
+        )
     return code if not wrong else 1
+
+
+def summary(
+    target: str,
+    elapsed: float,
+    by: Counter[tuple[str, str | None]],
+    requests: Counter[str],
+    lang: Lang,
+) -> list[str]:
+    """The summary's lines: how long, the messages by state (in words) and reason (a code,
+    contract 15), the requests the shop took."""
+    named = {state: name("state", state, lang) for state, _reason in by}
+    wide = max([12, *(len(n) for n in named.values())])
+    lines = [
+        _("{target}: idle after {seconds} s", lang).format(
+            target=target, seconds=number(elapsed, lang)
+        )
+    ]
+    for (state, reason), n in sorted(by.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        lines.append(f"  {named[state]:<{wide}} {reason or '':<22} {n}")
+    lines.append(
+        _("  requests to the shop: {count} ({kinds})", lang).format(
+            count=sum(requests.values()), kinds=dict(requests)
+        )
+    )
+    return lines
 
 
 def _shown_url(settings: Settings, target: str) -> str:

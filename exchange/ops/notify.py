@@ -24,7 +24,13 @@ from exchange.domain.policy import KindPolicies
 from exchange.domain.states import PENDING, State, values
 from exchange.ops import sign_ins
 from exchange.ops.find import held_condition
-from exchange.ops.status import WorkerState, holding, quarantine_by_reason, worker_rows
+from exchange.ops.status import (
+    holding,
+    last_deliveries,
+    quarantine_by_reason,
+    site_failing,
+    worker_rows,
+)
 from exchange.queue import control
 
 ROW = "operators"
@@ -66,10 +72,11 @@ def snapshot(
     ).one()
     # The rows whose breaker and pause hold delivery back, as ``exchange status`` reads them
     # (contract 15: one truth): a worker that restarted under its id is no stopped one.
-    live = holding(worker_rows(connection, now))
+    shown = worker_rows(connection, now)
+    live = holding(shown)
     pause = control.operator_pause(connection)
     stops: set[Stop] = set()
-    if any(w["breaker"] != "closed" for w in live):
+    if site_failing(shown, last_deliveries(connection)):
         stops.add(Stop.BREAKER)
     if any(w["paused"] for w in live):
         stops.add(Stop.TOKEN)
@@ -90,7 +97,9 @@ def snapshot(
     for door in found.refused_sign_ins:
         if door in sign_ins.CAUSE_DOORS:
             stops.add(Stop(f"sign-in-refused:{door}"))
-    reporting = sum(1 for w in live if w["state"] != WorkerState.STOPPED)
+    # Live workers only: one gone quiet delivers nothing, so a stop that went with it (its
+    # breaker, ``status.site_failing``) is no resumption.
+    reporting = sum(1 for w in shown if w["live"])
     found.situation = Situation(int(quarantined), newest, frozenset(stops), reporting)
     return found
 

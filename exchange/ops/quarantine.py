@@ -354,7 +354,10 @@ def check_request(ids: Sequence[str], filters: Filters, action: str) -> None:
     if ids and filters.any():
         raise OperatorError(f"give message ids or filters to {action}, not both")
     if not ids and not filters.any():
-        raise OperatorError(f"a bulk {action} needs at least one filter ({FILTER_OPTIONS})")
+        raise OperatorError(
+            f"a bulk {action} needs at least one filter ({FILTER_OPTIONS}), "
+            f"or give the ids of the messages to {action}"
+        )
 
 
 def check_limit(count: int, limit: int | None, action: str) -> None:

@@ -21,7 +21,7 @@ from rich.text import Text
 from sqlalchemy import Connection, case, func, not_, select
 from sqlalchemy.orm import aliased
 
-from exchange.db.schema import Message, aggregates, history, messages, workers
+from exchange.db.schema import Message, aggregates, channels, history, messages, workers
 from exchange.db.worker_rows import WORKERS_KEPT
 from exchange.domain.clock import ensure_utc, local_time
 from exchange.domain.pause import PauseCause
@@ -34,7 +34,7 @@ from exchange.ops.find import held, held_condition
 from exchange.queue import control, order
 from exchange.settings import worker_live_within
 from exchange.settings.delivery import DeliverySettings
-from exchange.words import name
+from exchange.words import WORDS, error_words, name, word
 
 RECENT = timedelta(minutes=15)
 # A worker that has not reported for this long is gone (worker ids change with every start):
@@ -93,6 +93,11 @@ class Status:
     # "stopped_at", "stopped_age_s"}), or None: with no worker left, said instead of "no
     # worker reported for an hour".
     last_stopped: dict[str, Any] | None = None
+    # The ``in_progress`` messages whose worker waits out the site's Retry-After (contract
+    # 5c: every request waits for the pace's hold) and sends none of them now: {"count",
+    # "until"}, or None. They keep their lease (contract 4: a slow site never makes two
+    # workers send one message), so they stay ``in_progress`` and are said as waiting.
+    waiting_for_site: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -144,13 +149,39 @@ def status(
         blocked=blocked_aggregates(connection, kinds),
         quarantine_by_reason=quarantine_by_reason(connection, now),
         delivery_paused=pause is not None,
-        breaker_open=any(w["breaker"] != "closed" for w in held_by),
+        breaker_open=site_failing(shown, last_deliveries(connection)),
         held=held(connection, kinds),
         cancelled_by_reason=cancelled_by_reason(connection),
         last_stopped=last_stopped(shown),
         pause=pause,
         site_unreachable_since=unreachable_since(shown),
+        waiting_for_site=waiting_for_site(connection, shown, now),
     )
+
+
+def waiting_for_site(
+    connection: Connection, shown: list[dict[str, Any]], now: datetime
+) -> dict[str, Any] | None:
+    """How many ``in_progress`` messages are leased by a live worker whose pace holds every
+    request (the site's Retry-After, ``pace.hold_s`` when it reported), and until when the
+    site asked to wait; None when no live worker holds."""
+    until: dict[str, datetime] = {}
+    for worker in shown:
+        hold = float((worker["pace"] or {}).get("hold_s") or 0)
+        ends = datetime.fromisoformat(worker["heartbeat_at"]) + timedelta(seconds=hold)
+        if worker["live"] and hold > 0 and ends > now:
+            owner = worker["worker_id"].split("/")[0]  # a channel's row: <worker id>/<channel>
+            until[owner] = max(ends, until.get(owner, ends))
+    if not until:
+        return None
+    count = connection.execute(
+        select(func.count()).where(
+            messages.c.state == State.IN_PROGRESS.value, messages.c.locked_by.in_(list(until))
+        )
+    ).scalar_one()
+    if not count:
+        return None
+    return {"count": int(count), "until": max(until.values()).isoformat()}
 
 
 def cancelled_by_reason(connection: Connection) -> dict[str, int]:
@@ -177,7 +208,24 @@ def last_stopped(shown: list[dict[str, Any]]) -> dict[str, Any] | None:
         "worker_id": last["worker_id"],
         "stopped_at": last["stopped_at"],
         "stopped_age_s": last["stopped_age_s"],
+        # The others shown that are not live and did not stop (a ``kill -9``): the sentence
+        # names them, never "no other" beside their rows.
+        "silent": [
+            {"worker_id": w["worker_id"], "since": w["heartbeat_at"]}
+            for w in shown
+            if w["state"] == WorkerState.NOT_LIVE
+        ],
     }
+
+
+def silent_others(silent: list[dict[str, Any]], zone: str = "UTC", lang: Lang = "en") -> str:
+    """The workers beside the last one stopped that went quiet without stopping: «не работают
+    и другие: w1 молчит с …», never «других нет» beside their rows."""
+    others = ", ".join(
+        word("silent_worker", lang).format(worker=w["worker_id"], when=local_time(w["since"], zone))
+        for w in silent
+    )
+    return word("silent_others", lang).format(others=others)
 
 
 class WorkerState(StrEnum):
@@ -235,6 +283,7 @@ def worker_rows(
                 "pause_cause": row["pause_cause"],  # domain.pause.PauseCause, or None
                 # Since when the site has given this worker no answer at all, or None.
                 "unreachable_since": _iso(row["unreachable_since"]),
+                "channel": row["channel"],  # None: a process's own row (contract 13)
                 "breaker": row["breaker_state"],
                 "breaker_until": (
                     row["breaker_until"].isoformat() if row["breaker_until"] else None
@@ -260,6 +309,53 @@ def holding(shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if w["heartbeat_age_s"] < WORKER_SEEN_WITHIN.total_seconds()
         and (w["state"] != WorkerState.STOPPED or not anyone_live)
     ]
+
+
+def last_deliveries(connection: Connection) -> dict[str | None, datetime]:
+    """When the latest message was delivered, per channel's name, and under None on any
+    channel (a process's own row has no channel): the evidence that the site answers."""
+    latest: dict[str | None, datetime] = {}
+    rows = connection.execute(
+        select(channels.c.name, func.max(history.c.at))
+        .select_from(history.outerjoin(channels, channels.c.id == history.c.channel_id))
+        .where(history.c.event == Event.DELIVERED.value)
+        .group_by(channels.c.name)
+    ).all()
+    for channel, at in rows:
+        at = ensure_utc(at)
+        if channel is not None:
+            latest[channel] = max(at, latest.get(channel, at))
+        latest[None] = max(at, latest.get(None, at))
+    return latest
+
+
+def site_failing(shown: list[dict[str, Any]], delivered: dict[str | None, datetime]) -> bool:
+    """Whether a worker's breaker says the site keeps failing (the cause ``breaker``; the
+    notice's stop): the one rule (docs/runbook.md, "The site keeps failing").
+
+    Only a live worker's breaker counts: a worker that stopped or is not live delivers
+    nothing, and its breaker, frozen when it went quiet, says nothing of the site now. A live
+    worker's open or half-open breaker is superseded by evidence that the site answers: a
+    live worker of the same channel whose breaker is closed and who hears the site, or a
+    message of its channel delivered after its cool-down ended (``breaker_until``: the
+    breaker opened before that; an idle worker with nothing to probe with stays half-open)."""
+    live = [w for w in shown if w["live"]]
+    for worker in live:
+        if worker["breaker"] == "closed":
+            continue
+        channel = worker.get("channel")
+        hears = any(
+            other["breaker"] == "closed"
+            and other["unreachable_since"] is None
+            and other.get("channel") == channel
+            for other in live
+        )
+        last = delivered.get(channel)
+        until = worker["breaker_until"]
+        answered = last is not None and until and last >= datetime.fromisoformat(until)
+        if not hears and not answered:
+            return True
+    return False
 
 
 def unreachable_since(shown: list[dict[str, Any]]) -> str | None:
@@ -513,6 +609,11 @@ def tables(figures: Status, zone: str = "UTC", lang: Lang = "en") -> list[Table]
     states.add_column(pgettext("status column", "count", lang), justify="right")
     for state, count in figures.counts.items():
         states.add_row(_named("state", state, lang), str(count))
+        waiting = figures.waiting_for_site
+        if state == State.IN_PROGRESS.value and waiting:
+            until = local_time(waiting["until"], zone)
+            said = word("in_progress_waiting", lang).format(until=until)
+            states.add_row("  " + said, str(waiting["count"]))
 
     queue = Table(title=_("queue", lang))
     queue.add_column(pgettext("status column", "figure", lang))
@@ -540,25 +641,20 @@ def tables(figures: Status, zone: str = "UTC", lang: Lang = "en") -> list[Table]
     for column in (
         pgettext("status column", "worker", lang),
         pgettext("status column", "last seen", lang),
-        pgettext("status column", "breaker", lang),
+        word("breaker", lang),  # the dashboard's «Сайт»: one set of words (issue 34)
         pgettext("status column", "delivery", lang),
         pgettext("status column", "site's pace", lang),
     ):
         workers_table.add_column(column, overflow="fold")
     for worker in figures.workers:
-        breaker = _breaker_words(worker["breaker"], lang) if worker["live"] else "-"
-        if worker["live"] and worker["breaker"] == "open" and worker["breaker_until"]:
-            until = local_time(worker["breaker_until"], zone)
-            breaker += " " + _("until {time}", lang).format(time=until)
-        delivery = _delivery_words(worker, figures.pause, zone, lang)
         seen = local_time(worker["heartbeat_at"], zone)
         age = human_age(worker["heartbeat_age_s"], lang)
         workers_table.add_row(
             Text(worker["worker_id"]),
             _("{time} ({age} ago)", lang).format(time=seen, age=age),
-            Text(breaker),
-            Text(delivery),
-            Text(pace_words(worker["pace"], lang) if worker["live"] else "-"),
+            Text(site_words(worker, zone, lang)),
+            Text(_delivery_words(worker, figures.pause, zone, lang)),
+            Text(pace_cell(worker, lang)),
         )
     if figures.site_unreachable_since:
         workers_table.caption = _(
@@ -574,6 +670,8 @@ def tables(figures: Status, zone: str = "UTC", lang: Lang = "en") -> list[Table]
             age=human_age(gone["stopped_age_s"], lang),
             time=local_time(gone["stopped_at"], zone),
         )
+        if gone["silent"]:
+            workers_table.caption += "; " + silent_others(gone["silent"], zone, lang)
     elif not figures.workers:
         workers_table.caption = _("no worker has reported in the last {hours} h", lang).format(
             hours=hours
@@ -623,11 +721,31 @@ def tables(figures: Status, zone: str = "UTC", lang: Lang = "en") -> list[Table]
     return [states, queue, workers_table, quarantine, blocked]
 
 
-_BREAKER = {"open": N_("open"), "closed": N_("closed"), "half-open": N_("half-open")}
+def site_words(worker: dict[str, Any], zone: str = "UTC", lang: Lang = "en") -> str:
+    """What a live worker hears of the site, in the dashboard's words (``words.py``'s
+    ``breaker_*``): no answer since when (refused connections, timeouts: never "answers with
+    errors"), else its breaker as the site's answers; "-" for a worker not live."""
+    if not worker["live"]:
+        return "-"
+    if worker["unreachable_since"]:
+        when = local_time(worker["unreachable_since"], zone)
+        return word("breaker_unreachable", lang).format(when=when)
+    state = worker["breaker"]
+    said = word(f"breaker_{state}", lang) if f"breaker_{state}" in WORDS else state
+    if state == "open" and worker["breaker_until"]:  # a half-open one's time lies in the past
+        said += " → " + local_time(worker["breaker_until"], zone)
+    return said
 
 
-def _breaker_words(state: str, lang: Lang) -> str:
-    return _(_BREAKER[state], lang) if state in _BREAKER else state
+def pace_cell(worker: dict[str, Any], lang: Lang = "en") -> str:
+    """A live worker's site's pace, in the dashboard's words: with no answer at all, the
+    attempts that failed in the last minute (never "site busy")."""
+    if not worker["live"]:
+        return "-"
+    if worker["unreachable_since"]:
+        failed = (worker["pace"] or {}).get("refused_last_minute") or 0
+        return word("pace_unreachable", lang).format(failed=failed)
+    return pace_words(worker["pace"], lang)
 
 
 # The English causes ``blocked_aggregates`` writes (``--json``'s), as the console says them.
@@ -667,7 +785,7 @@ def _delivery_words(
         if not worker["paused"]:
             return stopped
         return _("{stopped} (last said: PAUSED: {paused})", lang).format(
-            stopped=stopped, paused=worker["paused"]
+            stopped=stopped, paused=error_words(worker["paused"], lang)
         )
     since = local_time(worker["heartbeat_at"], zone)
     if state == WorkerState.NOT_LIVE or worker.get("live") is False:
@@ -675,7 +793,11 @@ def _delivery_words(
     if pause is not None and pause["by"] == "operator":
         said = _("PAUSED by operator {operator}", lang).format(operator=pause["operator"])
     elif worker["paused"]:
-        said = _("PAUSED: {paused}", lang).format(paused=worker["paused"])
+        # Why the worker paused, in English as the target said it (``--json``'s): said in
+        # ``lang`` by the words' patterns, as the history and the workbench say it.
+        said = _("PAUSED: {paused}", lang).format(paused=error_words(worker["paused"], lang))
+    elif worker.get("unreachable_since"):
+        said = word("waits_for_site", lang)
     else:
         said = _("running", lang)
     if state == WorkerState.SILENT:

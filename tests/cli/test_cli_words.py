@@ -164,7 +164,7 @@ def test_status_console_has_no_english_word_under_a_russian_locale(
         document.pop("workers", None)
     assert russian_json == english_json  # --json unchanged by the locale
     english = cli("status", db=db_url)
-    assert "messages by state" in english.stdout and "breaker" in english.stdout
+    assert "messages by state" in english.stdout and "Site" in english.stdout
     assert "needs a person:" in english.stdout, describe(english)
 
 
@@ -436,3 +436,20 @@ def test_prioritize_says_what_goes_first_in_russian(
     )
     assert said.returncode == 0, describe(said)
     assert f"первым в очереди: {scenario.doc1_v2}" in said.stdout, describe(said)
+
+
+@SQLITE_ONLY
+def test_a_bulk_action_with_nothing_chosen_says_in_console_words_what_to_give(
+    cli: Cli, db_url: str
+) -> None:
+    """`quarantine retry` with neither ids nor a filter: the console's words (ids or a filter
+    such as --reason), lower case after «ошибка:», never the workbench's «отметьте в списке»."""
+    for action in ("retry", "cancel"):
+        said = cli("quarantine", action, "--note", "x", db=db_url, env=RUSSIAN["LANG=ru_RU"])
+        assert 2 == said.returncode, describe(said)
+        line = said.stderr.strip()
+        assert line.startswith("ошибка: не выбрано ни одного сообщения: укажите их коды"), line
+        assert "--reason" in line and "отметьте" not in line and "списке" not in line, line
+        english = cli("quarantine", action, "--note", "x", db=db_url)
+        assert f"or give the ids of the messages to {action}" in english.stderr, describe(english)
+        assert "--reason" in english.stderr, describe(english)

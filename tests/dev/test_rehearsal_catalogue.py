@@ -23,6 +23,7 @@ from exchange import app as bootstrap
 from exchange.dev.catalogue import CatalogueError, parse_catalogue, read_catalogue
 from exchange.dev.testing import price_row, run_worker, stage
 from exchange.dev.woosim import WooSimulator
+from exchange.i18n import Lang
 from exchange.targets.base import HeldPrice, OutgoingMessage
 from exchange.targets.woocommerce.ids import MemorySkuIds
 from exchange.targets.woocommerce.target import WooCommerceTarget
@@ -68,6 +69,42 @@ def test_a_russian_shops_export_with_semicolons_is_read_by_its_russian_headers(
         catalogue.skus,
         catalogue.variations,
     )
+
+
+def test_an_exports_rows_without_an_sku_are_counted_as_skipped_and_a_list_has_none() -> None:
+    """The rehearsal says how many SKUs it read and how many rows had no article (skipped):
+    never a product dropped without a word."""
+    assert 1 == parse_catalogue(ENGLISH).without_sku
+    assert 0 == parse_catalogue(RUSSIAN).without_sku
+    two = RUSSIAN + "23;simple;;Без артикула\n24;simple;  ;Пробелы\n"
+    assert (["АРТ-7", "АРТ-7-1"], 2) == (
+        parse_catalogue(two).skus,
+        parse_catalogue(two).without_sku,
+    )
+    assert parse_catalogue("SKU-1\n\n# a comment\n").without_sku is None  # a list: no rows
+
+
+def test_the_rehearsal_says_what_it_read_in_one_line_in_the_owners_language() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from exchange.dev.demo import print_catalogue
+
+    def said(text: str, lang: Lang) -> str:
+        output = StringIO()
+        print_catalogue(Console(file=output, width=200), parse_catalogue(text), lang)
+        return output.getvalue()
+
+    two = RUSSIAN + "23;simple;;Без артикула\n24;simple;;Тоже\n"
+    assert (
+        "из каталога прочитано 2 артикула, в магазине только они; 2 строки без артикула пропущены\n"
+    ) == said(two, "ru")
+    assert (
+        "the shop holds the 4 SKUs read from the catalogue and no others; 1 row without an SKU "
+        "skipped\n"
+    ) == said(ENGLISH, "en")
+    assert "из каталога прочитан 1 артикул, в магазине только он\n" == said("АРТ-1\n", "ru")
 
 
 def test_a_catalogue_that_cannot_be_read_is_one_clear_line(tmp_path: Path) -> None:

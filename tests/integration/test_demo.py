@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from io import StringIO
 from pathlib import Path
 
+import pytest
+from rich.cells import cell_len
 from rich.console import Console
 
 from exchange.db.engine import make_engine, transaction
 from exchange.dev.dbkit import sqlite_copy
-from exchange.dev.demo import run_demo
+from exchange.dev.demo import fitted, progress_bar, progress_states, run_demo
+from exchange.i18n import Lang
 from exchange.ops.status import worker_rows
 
 
@@ -153,3 +157,30 @@ def test_the_rabbitmq_demo_publishes_to_the_real_broker_and_postings_come_back_u
     assert "quarantined  unroutable             3" in text, text
     assert "amqp://guest:***@127.0.0.1:5672/" in text
     assert_the_rehearsal_is_told(tmp_path, "rabbitmq", text)
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_the_progress_line_fits_80_columns_with_its_count_whole(lang: Lang) -> None:
+    """A fresh user's 80-column terminal cut the line at "delivering ━━━━━━━ 3990/39…": the
+    label, the bar, the count and the time always fit; the states take what is left."""
+    output = StringIO()
+    console = Console(file=output, width=80)
+    states = {"delivered": 2480, "quarantined": 1014, "cancelled": 1215, "delayed": 1100}
+    states |= {"in_progress": 3200, "new": 1031}
+    bar, room = progress_bar(console, 3990, lang)
+    with bar as progress:
+        task = progress.add_task("run", total=3990, states="")
+        progress.update(task, completed=3990, states=fitted(progress_states(states, lang), room))
+    line = output.getvalue().rstrip("\n")
+    assert "\n" not in line and cell_len(line) <= 80, line
+    assert " 3990/3990 " in line and re.search(r" \d:\d\d:\d\d ", line), line
+    assert line.endswith(", …"), line  # the states that did not fit: said to be left out
+
+
+def test_the_states_fitted_to_the_room_left_are_whole_states_and_never_wider() -> None:
+    parts = ["delivered 2480", "quarantined 14", "cancelled 1215"]
+    assert "delivered 2480, quarantined 14, cancelled 1215" == fitted(parts, 80)
+    for room in range(0, 50):
+        shown = fitted(parts, room)
+        assert cell_len(shown) <= max(room, 0), (room, shown)
+        assert all(p in parts for p in shown.removesuffix("…").removesuffix(", ").split(", ") if p)

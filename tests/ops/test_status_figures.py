@@ -214,13 +214,29 @@ def test_the_status_tables_show_a_paused_worker_and_blocked_aggregates(
     lines = render(status.tables(figures(engine, settings, clock)))
 
     [worker] = [line for line in lines if "test-worker" in line]
-    assert "PAUSED" in worker and "401" in worker and "closed" in worker
+    assert "PAUSED" in worker and "401" in worker and "answers" in worker
     [d1] = [line for line in lines if "D-1" in line and "blocked" in line]
     assert "blocked by quarantine" in d1 and queue["D-1"] in d1
     [d5] = [line for line in lines if "D-5" in line and "blocked" in line]
     assert "blocked by gap" in d5
     for label, value in (("new messages", "3"), ("oldest undelivered", "3 h")):
         assert any(label in line and value in line for line in lines), (label, lines)
+
+
+def test_the_paused_worker_cell_says_why_in_russian_under_russian(
+    engine: Engine, settings: Settings, clock: FakeClock, queue: dict[str, Any]
+) -> None:
+    """Contract 15: the worker's cause (``HTTP 401: the site refused the token``, English in
+    --json) is said in Russian after «ОСТАНОВЛЕНА», as the history says it."""
+    lines = render(status.tables(figures(engine, settings, clock), lang="ru"))
+
+    [worker] = [line for line in lines if "test-worker" in line]
+    assert "ОСТАНОВЛЕНА: HTTP 401: сайт не принял токен" in worker, worker
+    assert "refused" not in worker, worker
+    assert (
+        "HTTP 401: the site refused the token"
+        == figures(engine, settings, clock).as_json()["workers"][0]["paused"]
+    )
 
 
 def test_the_status_tables_show_data_as_text_never_as_markup(

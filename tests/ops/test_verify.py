@@ -179,7 +179,43 @@ def test_a_shop_that_cannot_be_reached_is_one_line_and_exit_2(
     env = {**woo_env(db_url, shop), "EXCHANGE_WOO_URL": "http://127.0.0.1:9"}
     result = Cli(tmp_path)("verify", env=env)
     assert 2 == result.returncode
-    # the test shop's short key may be warned of first (a log line); the refusal is one line
-    said = [line for line in result.stderr.splitlines() if " WARNING " not in line]
+    # the test shop's short key and secret are warned of first (a console line each, contract
+    # 15: a person's message, not a log line); the refusal is one line
+    said = [line for line in result.stderr.splitlines() if not line.startswith("warning: ")]
     assert 1 == len(said) and said[0].startswith("error: "), result.stderr
     assert "" == result.stdout
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_verify_speaks_russian_under_a_russian_locale_with_prices_as_russians_write_them(
+    db_url: str, engine: Engine, shop: WooSimulator, tmp_path: Path
+) -> None:
+    """Contract 15: the console's lines, the table's headers, counts by the Russian plural rule
+    and prices in Russian digits («1 234,50»); --json stays English."""
+    deliver(db_url, engine, shop)
+    env = {**woo_env(db_url, shop), "LANG": "ru_RU.UTF-8"}
+    agree = Cli(tmp_path)("verify", "--sku", "SKU-1", env=env)
+    assert 0 == agree.returncode, agree.stderr
+    assert (
+        "woocommerce: магазин держит последнюю доставленную цену — проверены 2 цены, "
+        "расхождений нет"
+    ) == agree.stdout.strip().splitlines()[-1]
+
+    shop.by_sku("SKU-2").regular_price = "1234.50"
+    shop.delete("VAR-1")
+    args = ("verify", "--sku", "SKU-2", "--sku", "VAR-1", "--sku", "NOPE-1")
+    table = Cli(tmp_path)(*args, env=env)
+    assert 1 == table.returncode, table.stderr
+    lines = table.stdout.splitlines()
+    assert "у артикула NOPE-1 нет доставленной цены для сравнения" in lines
+    said = "woocommerce: 2 из 2 проверенных цен расходятся с последней доставленной ценой"
+    assert said == lines[-1]
+    assert ["Артикул", "Поле", "Доставлено", "В", "магазине", "message_id"] == lines[1].split()
+    sku2 = next(line for line in lines if line.strip().startswith("SKU-2"))
+    assert " 20 " in sku2 and " 1\xa0234,5 " in sku2, sku2  # the digits the prices carry
+    assert "нет такого товара" in next(line for line in lines if line.strip().startswith("VAR-1"))
+    english = ("checked", "no such product", "delivered price", "the shop holds", "field")
+    assert [] == [word for word in english if word in table.stdout], table.stdout
+
+    as_json = Cli(tmp_path)(*args, "--json", env=env)
+    assert {"SKU-2", "VAR-1"} == {d["sku"] for d in json.loads(as_json.stdout)["differ"]}

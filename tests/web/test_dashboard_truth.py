@@ -331,3 +331,81 @@ def test_a_refused_token_is_said_in_russian_in_the_banner_the_needs_and_the_work
         said = element(page, ident)
         assert "сайт не принял токен (HTTP 401)" in said, (ident, said)
         assert 1 == said.count("не принял токен"), (ident, said)
+
+
+def test_a_stopped_worker_is_no_last_one_beside_a_silent_row(bench: str, db: Engine) -> None:
+    """After ``kill -9`` of w1 and a clean stop of w2 the page said «Обработчик w2 остановлен
+    … ; других нет» under a table listing w1 as silent: the sentence names w1, silent since
+    when, and never says «других нет»; ``exchange status`` says the same under its table."""
+    from rich.console import Console
+
+    from exchange.domain.policy import KindPolicies
+    from exchange.ops.status import status, tables
+
+    now = datetime.now(UTC)
+    killed = now - timedelta(minutes=5)
+    with transaction(db) as connection:
+        for worker_id, seen, stopped in (("w1", killed, None), ("w2", now, now)):
+            connection.execute(
+                insert(workers).values(
+                    worker_id=worker_id,
+                    started_at=seen - timedelta(hours=1),
+                    heartbeat_at=seen,
+                    stopped_at=stopped,
+                    breaker_state="closed",
+                )
+            )
+    said = element(signed_in(bench, "olga").get("/").text, "last-stopped")
+    assert "Обработчик w2 остановлен" in said and "других нет" not in said, said
+    assert "w1 молчит с" in said and "не доставляет" in said, said
+    with transaction(db, read_only=True) as connection:
+        figures = status(connection, now, KindPolicies.of({}))
+    console = Console(width=400, record=True)
+    for table in tables(figures, lang="ru"):
+        console.print(table)
+    printed = " ".join(console.export_text().split())
+    assert "не работают и другие: w1 молчит с" in printed, printed
+
+
+def test_messages_waiting_out_the_sites_retry_after_are_said_waiting_not_sent(
+    bench: str, db: Engine, db_url: str
+) -> None:
+    """The site answered 503 with Retry-After 40: the worker keeps its 44 leases (contract 4)
+    but sends none (contract 5c: every request waits for the pace's hold), and the page and
+    ``status`` said «отправляется 44» beside «в работе 0». Both now say how many of them wait,
+    and until when the site asked to wait."""
+    import json
+
+    from rich.console import Console
+
+    from exchange.domain.policy import KindPolicies
+    from exchange.ops.status import status, tables
+
+    settings = fast_settings(db_url)
+    now = datetime.now(UTC)
+    stage(db, [price_row(f"SKU-{n:02d}", 1) for n in range(44)])
+    intake.take(db, None, settings.kinds, now)
+    pace = {"limit": 1, "max_limit": 4, "in_flight": 0, "accepted_rate": 0, "hold_s": 40,
+            "refused_last_minute": 3}  # fmt: skip
+    with transaction(db) as c:
+        c.execute(
+            insert(workers).values(
+                worker_id="w1", started_at=now, heartbeat_at=now, pace=json.dumps(pace)
+            )
+        )
+        lease.claim(
+            c, worker="w1", now=now, limit=44, lease_seconds=60, max_attempts=3,
+            kinds=settings.policies,
+        )  # fmt: skip
+    until = (now + timedelta(seconds=40)).strftime("%H:%M")
+    said = element(signed_in(bench, "olga").get("/").text, "in-progress-waiting")
+    assert "из них ждут, сайт просил подождать до" in said and until in said, said
+    assert said.endswith("44"), said
+    with transaction(db, read_only=True) as connection:
+        figures = status(connection, now, KindPolicies.of({}))
+    assert figures.waiting_for_site and figures.waiting_for_site["count"] == 44
+    console = Console(width=400, record=True)
+    for table in tables(figures, lang="ru"):
+        console.print(table)
+    printed = " ".join(console.export_text().split())
+    assert "из них ждут, сайт просил подождать до" in printed, printed
