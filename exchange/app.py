@@ -1,7 +1,10 @@
 """The composition root: settings -> engines, target, clock, metrics -> worker.
 
 The one place that builds them: nothing is built at import time, and the CLI (and the demo,
-the tests, the bench) call these once per command.
+the tests, the bench) call these once per command. Nor is anything heavy imported at import
+time: each function imports what it builds (the database, the shop's client, the web server),
+so that a command that needs none of them (``exchange --help``, ``exchange config``) starts
+without paying for them, as every operator's command and every process a test starts does.
 """
 
 from __future__ import annotations
@@ -12,41 +15,34 @@ import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-import httpx
-from aiohttp import web
-from sqlalchemy import Engine
-
-from exchange.db.engine import make_engine
-from exchange.db.known_prices import DbKnownPrices
-from exchange.db.migrate import ensure_current
-from exchange.db.sku_ids import DbSkuIds
-from exchange.db.target_lock import DbLock
 from exchange.domain.clock import Clock, Monotonic, SystemClock
 from exchange.errors import ConfigurationError
-from exchange.intake import sources
-from exchange.intake.sources.common import Source
-from exchange.ops.metrics import Health, MetricsServer, PrometheusMetrics
-from exchange.report import notice
-from exchange.report.notice import Notifier
-from exchange.runner import notify_step
 from exchange.settings import Settings, onec_folder
-from exchange.targets.base import Target
-from exchange.targets.bitrix.target import BitrixTarget
-from exchange.targets.prices import NO_KNOWN_PRICES
-from exchange.targets.shop_api.client import SiteClient
-from exchange.targets.shop_api.target import ShopApiTarget
-from exchange.targets.woocommerce.ids import MemorySkuIds, SkuIds
-from exchange.targets.woocommerce.target import WooCommerceTarget
-from exchange.web.config import WebConfig
-from exchange.web.files import FileRefused, private_folder
-from exchange.web.server import build_app, serve, tls_context
-from exchange.worker import Worker
+
+if TYPE_CHECKING:
+    import httpx
+    from aiohttp import web
+    from sqlalchemy import Engine
+
+    from exchange.intake.sources.common import Source
+    from exchange.ops.metrics import MetricsServer
+    from exchange.report.notice import Notifier
+    from exchange.targets.base import Target
+    from exchange.targets.bitrix.target import BitrixTarget
+    from exchange.targets.shop_api.client import SiteClient
+    from exchange.targets.woocommerce.target import WooCommerceTarget
+    from exchange.web.config import WebConfig
+    from exchange.worker import Worker
 
 log = logging.getLogger(__name__)
 
 
 def engines(settings: Settings, *, check_migrated: bool = True) -> tuple[Engine, Engine | None]:
+    from exchange.db.engine import make_engine
+    from exchange.db.migrate import ensure_current
+
     engine = make_engine(settings.database_url)
     staging_engine = (
         make_engine(settings.staging_url)
@@ -61,6 +57,8 @@ def engines(settings: Settings, *, check_migrated: bool = True) -> tuple[Engine,
 def site_client(
     settings: Settings, transport: httpx.AsyncBaseTransport | None = None
 ) -> SiteClient:
+    from exchange.targets.shop_api.client import SiteClient
+
     if not settings.site_url:
         raise ConfigurationError("EXCHANGE_SITE_URL is not set: the site to deliver to is required")
     return SiteClient(
@@ -88,6 +86,8 @@ def target(
         return bitrix_target(settings, transport, engine=engine, clock=clock)
     if settings.target == "rabbitmq":
         return rabbitmq_target(settings)
+    from exchange.targets.shop_api.target import ShopApiTarget
+
     return ShopApiTarget(
         site_client(settings, transport),
         batch_size=settings.site_batch_size,
@@ -119,6 +119,10 @@ def woocommerce_target(
     engine: Engine | None = None,
     clock: Clock | None = None,
 ) -> WooCommerceTarget:
+    from exchange.db.sku_ids import DbSkuIds
+    from exchange.targets.woocommerce.ids import MemorySkuIds, SkuIds
+    from exchange.targets.woocommerce.target import WooCommerceTarget
+
     if not settings.woo_url:
         raise ConfigurationError("EXCHANGE_WOO_URL is not set: the WooCommerce shop is required")
 
@@ -154,6 +158,11 @@ def bitrix_target(
     engine: Engine | None = None,
     clock: Clock | None = None,
 ) -> BitrixTarget:
+    from exchange.db.known_prices import DbKnownPrices
+    from exchange.db.target_lock import DbLock
+    from exchange.targets.bitrix.target import BitrixTarget
+    from exchange.targets.prices import NO_KNOWN_PRICES
+
     missing = [
         variable
         for variable, value in (
@@ -202,6 +211,8 @@ def worker(
 ) -> Worker:
     """``clock`` and ``monotonic``: the real ones unless a test gives fakes
     (``FakeClock``, ``FakeMonotonic``)."""
+    from exchange.worker import Worker
+
     return Worker(
         settings,
         engine,
@@ -216,6 +227,8 @@ def worker(
 
 def source(settings: Settings, engine: Engine, staging_engine: Engine | None) -> Source | None:
     """The broker ``exchange run`` also takes intents from (contract 12), or None."""
+    from exchange.intake import sources
+
     return sources.build(settings, engine, staging_engine)
 
 
@@ -225,6 +238,8 @@ def serving(settings: Settings, worker: Worker, engine: Engine) -> Iterator[Metr
     if settings.metrics_port is None:
         yield None
         return
+    from exchange.ops.metrics import Health, MetricsServer, PrometheusMetrics
+
     metrics = PrometheusMetrics()
     health = Health(metrics, engine, poll_interval=settings.poll_interval)
     server = MetricsServer(metrics, health, host=settings.metrics_host, port=settings.metrics_port)
@@ -249,6 +264,8 @@ def notifier(
 ) -> Notifier | None:
     """The operators' notifications, or None when no channel is configured (off: nothing is
     read or written for them)."""
+    from exchange.report import notice
+
     return notice.notifier(settings, engine, clock or SystemClock(), staging_engine=staging_engine)
 
 
@@ -257,6 +274,8 @@ def _notifications(
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     """For ``exchange serve``: a notification step every ``every`` seconds while it serves. The
     one process that sees delivery stop when no worker runs at all."""
+
+    from exchange.runner import notify_step
 
     async def context(app: web.Application) -> AsyncIterator[None]:
         async def loop() -> None:
@@ -275,6 +294,8 @@ def _notifications(
 
 def web_config(settings: Settings) -> WebConfig:
     """What ``exchange serve`` needs; secrets read here, once (their ``_FILE`` twins win)."""
+    from exchange.web.config import WebConfig
+
     return WebConfig(
         kinds=dict(settings.kinds),
         exchange_dir=onec_folder(settings),
@@ -312,6 +333,10 @@ def http_server(
     """``exchange serve``: refuses plain HTTP off loopback (contract 9), then listens. With
     ``EXCHANGE_STAGING_URL`` naming another database, intents are staged there
     (``staging_engine``, made from the settings when not given)."""
+    from exchange.db.engine import make_engine
+    from exchange.web.files import FileRefused, private_folder
+    from exchange.web.server import build_app, serve, tls_context
+
     refusal = settings.http_plain_refusal()
     if refusal is not None:
         raise ConfigurationError(refusal)

@@ -19,7 +19,6 @@ from exchange.cli.common import (
     out,
 )
 from exchange.db.engine import make_engine, make_private, transaction
-from exchange.db.migrate import aggregates_beyond_intake, current_revision, upgrade
 from exchange.db.wake import how_workers_wake
 from exchange.domain.clock import SystemClock
 from exchange.domain.pause import PauseCause
@@ -29,13 +28,13 @@ from exchange.ops.status import (
     status,
 )
 from exchange.queue import control
-from exchange.runner import notify_step, run_forever, run_once, run_until_idle
-from exchange.runner import run as run_event_loop
 from exchange.settings import only_channel, safe_url
 
 
 @app.command(help=N_("Create or upgrade every table, staging included."))
 def migrate(ctx: typer.Context) -> None:
+    from exchange.db.migrate import aggregates_beyond_intake, current_revision, upgrade
+
     with _guard():
         settings = _settings(ctx)
         engine = make_engine(settings.database_url)
@@ -101,6 +100,9 @@ def run(
         ),
     ] = None,
 ) -> None:
+    from exchange.runner import notify_step, run_forever, run_once, run_until_idle
+    from exchange.runner import run as run_event_loop
+
     if once and until_idle:
         raise typer.BadParameter(_("--once and --until-idle exclude each other", cli_lang()))
     if max_seconds is not None and not until_idle:
@@ -196,6 +198,7 @@ _WAYS_IN = {
     )
 )
 def serve(ctx: typer.Context) -> None:
+    from exchange.runner import run as run_event_loop
     from exchange.web.server import addresses, public_url_missing
 
     with _guard():

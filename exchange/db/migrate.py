@@ -1,21 +1,26 @@
-"""Alembic, driven from code: ``exchange migrate`` and the check that a database is current."""
+"""Alembic, driven from code: ``exchange migrate`` and the check that a database is current.
+
+Alembic is imported where it is used: the check every command makes finds a current database
+without it (the migration files' own lines name the head), so a command that reads the
+database does not pay for importing Alembic.
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, inspect
 
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import aggregates, cml_packages, messages, staging
 from exchange.domain.identity import PACKAGE_VERSIONS_FROM
 from exchange.errors import DatabaseUnavailable
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 STAGING_TABLE = "staging_intents"
 # Columns contract 1 makes optional: a table 1C created without them is adopted, and the
@@ -43,6 +48,8 @@ def alembic_config(
     channel: str = DEFAULT_CHANNEL,
     target: str | None = None,
 ) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(script_location()))
     config.attributes["engine"] = engine
@@ -69,6 +76,8 @@ def upgrade(
         pass
     _refuse_unknown_revision(engine)
     _refuse_an_incompatible_staging_table(engine)
+    from alembic import command
+
     command.upgrade(
         alembic_config(engine, staging_notify=staging_notify, channel=channel, target=target),
         revision,
@@ -169,6 +178,8 @@ def _type_name(type_: Any, postgres: bool) -> str:
 
 
 def _refuse_unknown_revision(engine: Engine) -> None:
+    from alembic.script import ScriptDirectory
+
     current = current_revision(engine)
     script = ScriptDirectory.from_config(alembic_config(engine))
     if current is not None and current not in {rev.revision for rev in script.walk_revisions()}:
@@ -179,15 +190,54 @@ def _refuse_unknown_revision(engine: Engine) -> None:
 
 
 def head_revision(engine: Engine) -> str | None:
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
 
 
 def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
     with transaction(engine, read_only=True) as connection:
         return MigrationContext.configure(connection).get_current_revision()
 
 
+_REVISION = re.compile(r'^revision(?::[^=]*)?=\s*"([^"]+)"\s*$', re.MULTILINE)
+_DOWN_REVISION = re.compile(r'^down_revision(?::[^=]*)?=\s*(?:None|"([^"]+)")\s*$', re.MULTILINE)
+
+
+def files_head() -> str | None:
+    """The head revision as the migration files' own ``revision = "…"`` and ``down_revision =
+    "…"`` lines name it, without importing Alembic; None when a file has other lines (a merge,
+    a computed name) or the files do not make one head: Alembic is asked then."""
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for path in (script_location() / "versions").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        revision, parent = _REVISION.findall(text), _DOWN_REVISION.findall(text)
+        if len(revision) != 1 or len(parent) != 1:
+            return None
+        revisions.add(revision[0])
+        parents.add(parent[0])
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None
+
+
+def _at_files_head(engine: Engine) -> bool:
+    """The database holds exactly the files' head (one row of ``alembic_version``)."""
+    head = files_head()
+    if head is None:
+        return False
+    with transaction(engine, read_only=True) as connection:
+        if not inspect(connection).has_table("alembic_version"):
+            return False
+        rows = connection.execute(sa.text("SELECT version_num FROM alembic_version")).all()
+    return [(head,)] == [tuple(row) for row in rows]
+
+
 def ensure_current(engine: Engine) -> None:
+    if _at_files_head(engine):  # the usual case, said without importing Alembic
+        return
     current, head = current_revision(engine), head_revision(engine)
     if current != head:
         _refuse_unknown_revision(engine)

@@ -4,6 +4,7 @@ library for a command that signs no one in and writes no workbook (each CLI proc
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,41 @@ def test_importing_the_cli_hashes_no_password_and_imports_no_openpyxl() -> None:
         [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60, check=True
     )
     assert "0 False" == done.stdout.strip(), done.stderr
+
+
+# Runs one command in this process, then names the heavy libraries it imported.
+HEAVY_PROBE = """
+import sys
+from exchange.cli import main
+sys.argv = ["exchange", *sys.argv[1:]]
+try:
+    main()
+except SystemExit:
+    pass
+heavy = ("aiohttp", "alembic", "httpx", "jinja2", "prometheus_client", "exchange.web")
+print("imported:", sorted(name for name in heavy if name in sys.modules))
+"""
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("command", [["--help"], ["config"], ["status"], ["quarantine", "list"]])
+def test_a_command_that_serves_nothing_imports_neither_the_web_nor_alembic(
+    db_url: str, command: list[str], tmp_path: Path
+) -> None:
+    """An operator's every command paid ~2 s of CPU for aiohttp, the web, the shop clients and
+    Alembic before it did anything: only ``serve``, ``run`` and ``migrate`` need them."""
+    env = {**os.environ, "EXCHANGE_DATABASE_URL": db_url, "EXCHANGE_LANG": "en"}
+    done = subprocess.run(
+        [sys.executable, "-c", HEAVY_PROBE, *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+        check=True,
+    )
+    assert "imported: []" == done.stdout.strip().splitlines()[-1], done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)

@@ -7,10 +7,18 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, inspect
 
 from exchange.db.engine import make_engine
-from exchange.db.migrate import current_revision, ensure_current, head_revision, upgrade
+from exchange.db.migrate import (
+    alembic_config,
+    current_revision,
+    ensure_current,
+    files_head,
+    head_revision,
+    upgrade,
+)
 from exchange.db.schema import metadata
 from exchange.errors import DatabaseUnavailable
 
@@ -86,6 +94,30 @@ def test_migrate_is_idempotent_and_a_fresh_database_is_refused_until_migrated(
         upgrade(engine)
         upgrade(engine)
         assert current_revision(engine) == head_revision(engine)
+        ensure_current(engine)
+    finally:
+        engine.dispose()
+
+
+def test_the_migration_files_lines_name_alembics_head(tmp_path: Path) -> None:
+    """The check every command makes reads the head from the files' own lines, without
+    Alembic: it names the head Alembic names, or nothing (and Alembic is asked)."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'x.db'}")
+    assert head_revision(engine) == files_head()
+    engine.dispose()
+
+
+def test_a_database_one_migration_behind_is_refused(fresh_url: str) -> None:
+    """The quick check (the files' head in ``alembic_version``) lets no older database by."""
+    engine = make_engine(fresh_url)
+    try:
+        head = head_revision(engine)
+        behind = ScriptDirectory.from_config(alembic_config(engine)).get_revision(head)
+        previous = str(behind.down_revision)
+        upgrade(engine, previous)
+        with pytest.raises(DatabaseUnavailable, match=f"at revision {previous}, not {head}"):
+            ensure_current(engine)
+        upgrade(engine)
         ensure_current(engine)
     finally:
         engine.dispose()

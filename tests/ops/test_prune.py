@@ -8,7 +8,11 @@ each its own transaction. On SQLite and on PostgreSQL.
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, timedelta
+import contextlib
+import shutil
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +53,7 @@ from exchange.queue import coalesce
 from exchange.settings import Settings
 
 DAYS = 30.0
+GAP = 600.0  # the gap timeout of tests/ops/conftest.py's ``settings``
 OLD = timedelta(days=DAYS + 1)
 KINDS = KindPolicies.of(DEFAULT_KINDS)
 
@@ -84,8 +89,52 @@ def delayed(clock: FakeClock, days: float) -> Decision:
     )
 
 
+@dataclass(frozen=True)
+class Aged:
+    """The ``aged`` data built once in a SQLite file: its ids and the clock's time after."""
+
+    path: Path
+    ids: dict[str, str]
+    now: datetime
+
+
+@pytest.fixture(scope="module")
+def aged_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Aged:
+    """``aged``'s data made once per module (and xdist worker) on SQLite; each test copies the
+    file (as tests/conftest.py copies the migrated template): eleven transactions of the
+    pipeline per test were most of this module's time."""
+    path = tmp_path_factory.mktemp("aged") / "aged.db"
+    url = sqlite_copy(path)
+    engine, clock = make_engine(url), FakeClock()
+    try:
+        ids = build_aged(engine, fast_settings(url, gap_timeout=GAP), clock)
+    finally:
+        engine.dispose()
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return Aged(path, ids, clock.now())
+
+
 @pytest.fixture
-def aged(engine: Engine, settings: Settings, clock: FakeClock) -> dict[str, str]:
+def aged(
+    request: pytest.FixtureRequest, engine: Engine, settings: Settings, clock: FakeClock
+) -> dict[str, str]:
+    """``build_aged``'s data in the test's database, the clock where it leaves it. On SQLite a
+    copy of the module's one build; on PostgreSQL built for the test (the pool's reset
+    empties the database after it)."""
+    if engine.dialect.name != "sqlite":
+        return build_aged(engine, settings, clock)
+    built: Aged = request.getfixturevalue("aged_sqlite")
+    engine.dispose()  # no connection keeps the file the copy replaces
+    database = Path(str(engine.url.database))
+    for journal in ("-wal", "-shm"):
+        database.with_name(database.name + journal).unlink(missing_ok=True)
+    shutil.copyfile(built.path, database)
+    clock.advance((built.now - clock.now()).total_seconds())
+    return dict(built.ids)
+
+
+def build_aged(engine: Engine, settings: Settings, clock: FakeClock) -> dict[str, str]:
     """Messages of every kind, most of them ended 31 days before ``clock.now()``:
 
     old, removed:   SKU-2 v1 cancelled (superseded by v2); D-1 v1 delivered; the record of

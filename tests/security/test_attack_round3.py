@@ -48,6 +48,7 @@ from workbench_helpers import add_operator, close_all, log_in, quarantine_some, 
 
 from exchange.db.engine import make_engine
 from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xml
+from exchange.dev.dbkit import PgKit, SqliteTemplate
 from exchange.dev.onec_client import OneCClient
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.intake.intents import BodyTooLarge, parse_body
@@ -80,10 +81,29 @@ def first_line(response: httpx.Response) -> str:
 # -- R3-1 -------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def serve_process(db_url: str, tmp_path: Path) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def module_pg_url(pg_kit: PgKit) -> Iterator[str]:
+    """A database of the pool for the module's one PostgreSQL ``serve_process``."""
+    name = pg_kit.acquire()
+    yield pg_kit.url(name)
+    pg_kit.release(name)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def serve_process(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     """``exchange serve`` as a process of its own (the in-process ``serve`` fixture shares the
-    test's GIL: a regular expression holding it there stops the test's own clock too)."""
+    test's GIL: a regular expression holding it there stops the test's own clock too), one per
+    database for the module: its tests only send the intake bodies it refuses (or one intent
+    it stages) and time /healthz, none depends on what another left, and a serve started per
+    test cost 2 s of CPU and up to 25 s of a loaded machine's clock."""
+    tmp_path = tmp_path_factory.mktemp("serve")
+    if request.param == "sqlite":
+        template: SqliteTemplate = request.getfixturevalue("sqlite_template")
+        db_url = template.copy_to(tmp_path / "exchange.db")
+    else:
+        db_url = request.getfixturevalue("module_pg_url")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
