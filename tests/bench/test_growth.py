@@ -80,7 +80,10 @@ def test_the_diagnosis_explains_each_statement_and_leaves_the_drain_as_it_was(
     in transactions it rolls back: every message is still claimed and recorded once."""
     found = diagnose(pg_url, 250, 100, {2})
     assert 3 == found["batches"]
-    assert [6, 6, 6] == [len(statements) for statements in found["per"]["record"]]
+    # each batch's record is timed statement by statement, the same statements every batch
+    # (their number is the queue's: it changes as the queue's writes do, issue 31's dual write)
+    counts = [len(statements) for statements in found["per"]["record"]]
+    assert counts[0] > 0 and counts == [counts[0]] * 3, counts
     plans = found["plans"][2]
     assert any(p.startswith("-- UPDATE messages") and "Buffers" in p for p in plans["claim"])
     assert any(p.startswith("-- INSERT message_history") for p in plans["record"])
