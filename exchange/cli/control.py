@@ -29,7 +29,7 @@ from exchange.errors import ExchangeError
 from exchange.i18n import N_, _
 from exchange.ops.prune import prune as prune_now
 from exchange.queue import control
-from exchange.settings import only_channel
+from exchange.settings import load_settings, only_channel
 from exchange.words import error_words
 
 
@@ -156,7 +156,9 @@ def demo(
         if not catalogue.skus:
             _refuse(f"the catalogue {catalogue_file} names no SKU")
     with _guard():
-        only_channel(_settings(ctx))  # several channels: not a demo of this version's service
+        # Several channels: not a demo of this version's service. The settings are read, not
+        # installed: the service's log handler would tear per-message lines through the bar.
+        only_channel(load_settings(ctx.obj))
         if target == "api":
             code = run_demo(directory, skus=skus, console=out, catalogue=catalogue, lang=cli_lang())
         else:

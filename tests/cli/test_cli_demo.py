@@ -34,6 +34,11 @@ def test_demo_runs_to_idle_prints_a_summary_and_writes_its_database_and_report(c
     assert report["entries"]
     assert report["summary"]["by_reason"]
     assert sum(report["summary"]["by_reason"].values()) == len(report["entries"])
+    # The bar and the summary tell the story: no per-message log line tears through the bar
+    # (the walk-through saw the worker's INFO and WARNING lines scroll through it).
+    assert not [
+        line for line in result.stderr.splitlines() if " INFO " in line or " WARNING " in line
+    ], describe(result)
 
 
 def test_demo_into_a_directory_that_cannot_be_created_exits_2_with_one_error_line(
