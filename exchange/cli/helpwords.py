@@ -38,6 +38,32 @@ _EXTRAS = {
     "default": NP_("help of an option", "default"),
     "env var": NP_("help of an option", "env var"),
 }
+# The placeholders Click and Typer write for a command's arguments and an option's value: the
+# kind of value, said in ``lang`` (the choices, ``<csv|xlsx|html|json>``, stay: they are typed).
+_PLACEHOLDERS = {
+    "[OPTIONS]": NP_("help placeholder", "[OPTIONS]"),
+    "COMMAND [ARGS]...": NP_("help placeholder", "COMMAND [ARGS]..."),
+    "<str>": NP_("help placeholder", "<str>"),
+    "<list[str]>": NP_("help placeholder", "<list[str]>"),
+    "<int range>": NP_("help placeholder", "<int range>"),
+    "<int>": NP_("help placeholder", "<int>"),
+    "<float range>": NP_("help placeholder", "<float range>"),
+    "<float>": NP_("help placeholder", "<float>"),
+    "<file>": NP_("help placeholder", "<file>"),
+    "<dir>": NP_("help placeholder", "<dir>"),
+    "<path>": NP_("help placeholder", "<path>"),
+}
+_PLACEHOLDER = re.compile("|".join(re.escape(key) for key in _PLACEHOLDERS))
+
+
+def placeholder_words(text: str, lang: Lang) -> str:
+    """A usage line or an option's term with Click's placeholders (``[OPTIONS]``, ``<str>``)
+    in ``lang``; the option's names and the choices as they are."""
+    if lang == "en":
+        return text
+    return _PLACEHOLDER.sub(lambda found: say(_PLACEHOLDERS[found[0]], lang), text)
+
+
 _EXTRA = re.compile(r"(?P<head>.*?)(?P<gap>\s*)\[(?P<extras>[^\[\]]*)\]\s*", re.DOTALL)
 
 
@@ -95,7 +121,7 @@ class WordsFormatter(HelpFormatter):
     def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
         if prefix is None:
             prefix = say(_HEADINGS["Usage"], self.lang) + ": "
-        super().write_usage(prog, args, prefix)
+        super().write_usage(prog, placeholder_words(args, self.lang), prefix)
 
     def write_heading(self, heading: str) -> None:
         known = _HEADINGS.get(heading)
@@ -104,7 +130,10 @@ class WordsFormatter(HelpFormatter):
     def write_dl(
         self, rows: Sequence[tuple[str, str]], col_max: int = 30, col_spacing: int = 2
     ) -> None:
-        said = [(term, extras_words(text, self.lang)) for term, text in rows]
+        said = [
+            (placeholder_words(term, self.lang), extras_words(text, self.lang))
+            for term, text in rows
+        ]
         super().write_dl(said, col_max, col_spacing)
 
 
