@@ -118,7 +118,9 @@ def test_a_single_message_preview_says_its_count_not_their(
     """The preview of one message's cancel or retry says «1 сообщение», never «их»."""
     env = RUSSIAN["LANG=ru_RU"]
     for action, verb in (("cancel", "отменить"), ("retry", "повторить")):
-        shown = cli("quarantine", action, "--aggregate", "SKU-REJ", "--note", "n", db=db_url, env=env)
+        shown = cli(
+            "quarantine", action, "--aggregate", "SKU-REJ", "--note", "n", db=db_url, env=env
+        )
         assert shown.returncode == 0, describe(shown)
         assert f"ничего не изменено: чтобы {verb} 1 сообщение, добавьте --yes" in shown.stdout
         assert f"чтобы {verb} их" not in shown.stdout, describe(shown)
