@@ -50,7 +50,7 @@ from exchange.ops.status import (
 )
 from exchange.report import collect as report
 from exchange.settings import safe_url
-from exchange.words import error_words, name
+from exchange.words import error_words, money, name
 
 
 @quarantine_app.command("list", help=N_("What waits for a person."))
@@ -70,7 +70,7 @@ def quarantine_list(
         check_filters(filters.reason, filters.kind, settings.kinds)
         engine = _reading_engine(settings)
         with transaction(engine, read_only=True) as connection:
-            rows = _shown(list_quarantined(connection, filters))
+            rows = _shown(list_quarantined(connection, filters, priced=not as_json))
             present = (
                 quarantine_by_reason(connection, SystemClock().now())
                 if not rows and filters.any()
@@ -92,6 +92,8 @@ def quarantine_list(
     table = Table(title=_("quarantine: {count}", lang).format(count=len(rows)))
     columns = (
         pgettext("quarantine list column", "message_id", lang),
+        pgettext("quarantine list column", "product", lang),
+        pgettext("quarantine list column", "price", lang),
         pgettext("quarantine list column", "kind", lang),
         pgettext("quarantine list column", "aggregate", lang),
         pgettext("quarantine list column", "v", lang),
@@ -115,13 +117,16 @@ def quarantine_list(
                 Text(value)
                 for value in (
                     row["message_id"],
+                    # the product and its price lead, as on the workbench's list (issue 34)
+                    row["name"] or "—",
+                    money(row["price"], row["currency"], lang),
                     row["kind"] if lang == "en" else name("kind", row["kind"], lang),
                     row["aggregate"],
                     str(row["version"]),
                     reason_shown,
                     str(row["attempts"]),
                     # when, in EXCHANGE_DISPLAY_TZ, and how long it has waited
-                    when_ago(row["quarantined_at"], settings.display_tz, now),
+                    when_ago(row["quarantined_at"], settings.display_tz, now, lang),
                     error_words(row["last_error"] or "", lang)[:80],
                 )
             )
@@ -343,9 +348,20 @@ def _print_action(
         )
     if unconfirmed:
         if action == "retry":
-            out.print(_("nothing changed: add --yes to retry these", cli_lang()), markup=False)
+            said = ngettext(
+                "nothing changed: add --yes to retry it",
+                "nothing changed: add --yes to retry these",
+                count,
+                cli_lang(),
+            )
         else:
-            out.print(_("nothing changed: add --yes to cancel these", cli_lang()), markup=False)
+            said = ngettext(
+                "nothing changed: add --yes to cancel it",
+                "nothing changed: add --yes to cancel these",
+                count,
+                cli_lang(),
+            )
+        out.print(said.format(count=count), markup=False)
 
 
 def _action_words(action: str, dry: bool, count: int) -> str:

@@ -367,7 +367,7 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
     ).format(**v),
     "onec": lambda v: (
         f"последний обмен с 1С завершился ошибкой ({v['file'] or 'без файла'}: "
-        f"{v['reason']}), успешных с тех пор не было"
+        f"{inside_words(v['reason'] or '', 'ru')}), успешных с тех пор не было"
     ),
     "no_live_worker": lambda v: (
         "работа ждёт, а ни один обработчик не работает: ничего не "

@@ -187,9 +187,16 @@ def listed(row: Any) -> dict[str, Any]:
     }
 
 
-def list_quarantined(connection: Connection, filters: Filters) -> list[dict[str, Any]]:
+def list_quarantined(
+    connection: Connection, filters: Filters, *, priced: bool = False
+) -> list[dict[str, Any]]:
+    """The quarantined messages the filters select; ``priced`` adds a price's price and
+    currency (what the console list shows after the id, as the workbench's list does)."""
     query = _query(filters, is_postgres(connection))
-    return [entry(row) for row in connection.execute(query).mappings()]
+    rows = connection.execute(query).mappings()
+    if priced:
+        return [{**entry(row), **price_of(row["kind"], row["payload"])} for row in rows]
+    return [entry(row) for row in rows]
 
 
 # The orders a page of the quarantine may take: by when it came (how long it waits), attempts,

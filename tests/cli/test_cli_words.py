@@ -64,7 +64,7 @@ def test_quarantine_actions_say_their_count_in_russian_and_json_stays_english(
     dry = cli("quarantine", "retry", "--reason", "http-422", "--note", "n", db=db_url, env=env)
     assert dry.returncode == 0, describe(dry)
     assert "будут повторены 2 сообщения" in dry.stdout, describe(dry)
-    assert "ничего не изменено: чтобы повторить их, добавьте --yes" in dry.stdout
+    assert "ничего не изменено: чтобы повторить 2 сообщения, добавьте --yes" in dry.stdout
     listed = cli("quarantine", "list", "--json", db=db_url, env=env)
     reasons = {entry["reason"] for entry in json.loads(listed.stdout)}
     assert {"http-422", "invalid-contract", "unknown-kind"} == reasons  # codes, in English
@@ -87,6 +87,43 @@ def test_the_quarantine_list_names_kinds_and_reasons_in_words_under_a_russian_lo
     assert "ошибка в данных (invalid-contract)" in russian.stdout
     english = cli("quarantine", "list", db=db_url)
     assert "quarantine: 4" in english.stdout and "financial_posting" in english.stdout
+
+
+@SQLITE_ONLY
+def test_the_quarantine_list_says_since_when_in_russian_and_leads_with_product_and_price(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    """Under a Russian locale every row's time says «… назад» as ``status`` does, never
+    "(5 min ago)"; the product and its price lead after the id, as on the workbench's list,
+    the price as Russian writes it («30,00 ₽»). English keeps "ago" and its own price."""
+    env = {**RUSSIAN["LANG=ru_RU"], "COLUMNS": "250"}
+    russian = cli("quarantine", "list", db=db_url, env=env)
+    assert russian.returncode == 0, describe(russian)
+    assert " ago)" not in russian.stdout, describe(russian)
+    assert russian.stdout.count(" назад)") == 4, describe(russian)
+    header = next(line for line in russian.stdout.splitlines() if "Код сообщения" in line)
+    cells = [cell.strip() for cell in re.split(r"[┃│|]", header) if cell.strip()]
+    assert cells[:4] == ["Код сообщения", "Товар", "Цена", "вид"], header
+    row = next(line for line in russian.stdout.splitlines() if scenario.sku_rejected in line)
+    assert "30,00\xa0₽" in row, row
+    english = cli("quarantine", "list", db=db_url, env={"COLUMNS": "250"})
+    assert english.stdout.count(" ago)") == 4, describe(english)
+    assert "product" in english.stdout and "price" in english.stdout
+
+
+@SQLITE_ONLY
+def test_a_single_message_preview_says_its_count_not_their(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    """The preview of one message's cancel or retry says «1 сообщение», never «их»."""
+    env = RUSSIAN["LANG=ru_RU"]
+    for action, verb in (("cancel", "отменить"), ("retry", "повторить")):
+        shown = cli(
+            "quarantine", action, "--aggregate", "SKU-REJ", "--note", "n", db=db_url, env=env
+        )
+        assert shown.returncode == 0, describe(shown)
+        assert f"ничего не изменено: чтобы {verb} 1 сообщение, добавьте --yes" in shown.stdout
+        assert f"чтобы {verb} их" not in shown.stdout, describe(shown)
 
 
 @SQLITE_ONLY

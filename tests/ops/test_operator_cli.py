@@ -126,7 +126,7 @@ def test_bulk_cancel_superseded_shows_first_and_cancels_with_yes(
     assert before == states(engine)
     assert "would cancel 1 message" in shown.stdout, describe(shown)
     assert queue["superseded"] in shown.stdout
-    assert "nothing changed: add --yes to cancel these" in shown.stdout
+    assert "nothing changed: add --yes to cancel it" in shown.stdout
 
     dry = cli(
         "quarantine", "cancel", "--superseded", "--note", "x", "--dry-run", "--yes", db=db_url
