@@ -133,6 +133,11 @@ def _as_a_process(
     saved_streams = sys.stdin, sys.stdout, sys.stderr, sys.argv
     root = logging.getLogger()
     saved_root = root.handlers[:], root.level
+    # A fresh process has no service log handler: one an earlier test of this process left
+    # (logs.configure outside a command) would print this command's log lines on its stderr.
+    root.handlers[:] = [
+        handler for handler in root.handlers if not isinstance(handler, logs._Handler)
+    ]
     saved_levels = {
         name: logger.level
         for name, logger in logging.Logger.manager.loggerDict.items()
