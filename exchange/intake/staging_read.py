@@ -25,7 +25,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DataError, DBAPIError
 
 from exchange.db.engine import is_postgres
 from exchange.db.schema import cml_package_repeats, cml_packages, staging
@@ -117,7 +117,10 @@ def _read_rows(
     if is_postgres(connection):  # the database checked every type and every text on INSERT
         try:
             return [_pg_row(tuple(row)) for row in connection.execute(query)]
-        except (DBAPIError, ValueError, OverflowError):  # a created_at of 'infinity': no time
+        # A created_at of 'infinity' (no time the driver can read) is the driver's DataError;
+        # a connection PostgreSQL ended is not bad data, and a second read on it would fail
+        # with the first failure as its context: that one goes up as it is.
+        except (DataError, ValueError, OverflowError):
             loose = query.with_only_columns(
                 *list(query.selected_columns)[:-2],
                 cast(staging.c.created_at, Text),
