@@ -246,6 +246,7 @@ class Quarantined:
     current: Price
     last_valid: Price | None
     verdicts: tuple[Verdict, ...]
+    since: float  # when it was withheld
 
 
 @dataclass
@@ -562,7 +563,7 @@ class YmSimulator(LoopbackServer):
             self.switches.quarantine_change,
         )
         if verdicts:  # §3.4: accepted with 200, withheld; the last valid price stays
-            offer.quarantine = Quarantined(pending.price, offer.live, verdicts)
+            offer.quarantine = Quarantined(pending.price, offer.live, verdicts, at)
             return
         self._go_live(offer, pending.price, at)
 
@@ -624,7 +625,7 @@ class YmSimulator(LoopbackServer):
                 and offer.quarantine is not None
                 and self.switches.readback_quarantined == "new"
             ):
-                shown = offer.quarantine.current
+                shown, at = offer.quarantine.current, offer.quarantine.since
             item: JsonObject = {"offerId": offer_id}
             if shown is not None and at is not None:
                 item["price"] = {**shown.json(), "updatedAt": iso(at)}
@@ -724,7 +725,8 @@ class _YmHandler(Handler):
             self.fail(ApiError(404, [("NOT_FOUND", "Resource not found")]), {})
             return
         method = route["method"]
-        sim.requests[method] += 1
+        with sim.lock:
+            sim.requests[method] += 1
         try:
             self._authenticate(route["business"], method)
             if sim.faults.in_migration:  # §3.4, §7.3

@@ -517,11 +517,16 @@ def test_switch_readback_of_a_quarantined_offer(way: str) -> None:
     price, or the price sent while it is withheld."""
     switches = YmSwitches(readback_quarantined=way, apply_delay=0)
     ym = YmSimulator(KEY, BUSINESS, switches=switches)
+    ym.market_min["B"] = Decimal(500)
     with ym:
         update(ym, offer("A", 1000))
         update(ym, offer("A", 100))
-        shown = read(ym, "A")["A"]["value"]
-    assert (Decimal(1000) if way == "last-valid" else Decimal(100)) == shown
+        update(ym, offer("B", 400))  # withheld from its first price on (LOW_PRICE)
+        shown = read(ym, "A", "B")
+    if way == "last-valid":
+        assert (Decimal(1000), None) == (shown["A"]["value"], shown["B"])
+    else:
+        assert (Decimal(100), Decimal(400)) == (shown["A"]["value"], shown["B"]["value"])
 
 
 @pytest.mark.parametrize("answers", [False, True])
