@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import re
 import shlex
 import signal
 import subprocess
@@ -644,3 +645,29 @@ def test_runnable_on_its_own_printing_the_channel_settings(tmp_path: Path) -> No
         process.send_signal(signal.SIGTERM)
         out, _ = process.communicate(timeout=30)
     assert 0 == process.returncode and "stopped" in out
+
+
+# -- the conformance table -----------------------------------------------------------------------
+
+TABLE = Path(__file__).resolve().parents[2] / "docs" / "simulators" / "yandex-market.md"
+
+
+def test_the_conformance_table_names_a_test_for_every_row() -> None:
+    """docs/simulators/yandex-market.md: every row cites a research section and names tests
+    that exist here; every test here is named in the table (or below it)."""
+    text = TABLE.read_text(encoding="utf-8")
+    rows = [
+        line
+        for line in text.splitlines()
+        if line.startswith("| ") and not line.startswith(("| Behaviour", "| Open point"))
+    ]
+    named: set[str] = set()
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert "§" in cells[1] or "silent" in cells[1], row
+        tests = set(re.findall(r"`(test_\w+)`", cells[-1]))
+        assert tests, row
+        named |= tests
+    here = {name for name in globals() if name.startswith("test_")}
+    assert set() == named - here
+    assert set() == here - set(re.findall(r"`(test_\w+)`", text))
