@@ -166,6 +166,9 @@ class YmSwitches:
     discount_error_by: str = "offerId"
     # §8 "whether unversioned paths (without /v2) still work": True answers them too.
     unversioned_paths: bool = False
+    # §3.4 "the published examples show "status":"OK" inside 4xx bodies": what an error body's
+    # ``status`` says, "ERROR" or "OK".
+    error_status: str = "ERROR"
 
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -174,6 +177,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "readback_quarantined": ("last-valid", "new"),
     "overdraft": ("refuse", "overdraft"),
     "discount_error_by": ("offerId", "index"),
+    "error_status": ("ERROR", "OK"),
 }
 
 
@@ -708,7 +712,7 @@ class _YmHandler(Handler):
 
     def fail(self, error: ApiError, headers: dict[str, str]) -> None:
         body = {
-            "status": "ERROR",
+            "status": self.sim.switches.error_status,
             "errors": [{"code": c, "message": m} for c, m in error.errors],
         }
         self.reply(error.status, body, {**headers, **error.headers})

@@ -567,6 +567,17 @@ def test_switch_discount_error_form(by: str) -> None:
     assert message.startswith("Offer 'A'" if by == "offerId" else "Offer at index '0'")
 
 
+@pytest.mark.parametrize("status", ["ERROR", "OK"])
+def test_switch_error_status(status: str) -> None:
+    """§3.4: ApiErrorResponse says ``"status":"ERROR"``, but the published examples show
+    ``"status":"OK"`` inside 4xx bodies: the HTTP status and ``errors`` are what count."""
+    ym = YmSimulator(KEY, BUSINESS, switches=YmSwitches(error_status=status, apply_delay=0))
+    with ym:
+        response = update(ym, offer("A", 0))
+    assert (400, status) == (response.status_code, body(response)["status"])
+    assert 1 == len(body(response)["errors"])
+
+
 def test_switches_are_set_by_name_from_the_command_line() -> None:
     switches = YmSwitches()
     set_switch(switches, "atomic_400", "false")
