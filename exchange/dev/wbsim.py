@@ -63,12 +63,13 @@ import math
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 from urllib.parse import parse_qs, urlsplit
 
 from exchange.dev.httpsim import Handler, LoopbackServer
@@ -87,8 +88,7 @@ TOO_MANY = "Upload limit exceeded: You can upload a maximum of 1 000 items"
 DUPLICATE = "Duplicate item Nos."
 ALREADY_SET = "The specified prices and discounts are already set"
 ALL_WRONG = (
-    "All item Nos. are specified incorrectly, or the specified prices and discounts are "
-    "already set"
+    "All item Nos. are specified incorrectly, or the specified prices and discounts are already set"
 )
 INVALID_FORMAT = "Invalid data format"
 WHOLE_NUMBER = "Price should be a whole number"
@@ -127,8 +127,13 @@ class SimClock:
         self._lock = threading.Lock()
 
     def now(self) -> float:
+        return self._start + self.elapsed()
+
+    def elapsed(self) -> float:
+        """Simulated seconds since the start: small numbers, exact enough for a token bucket
+        (epoch seconds carry a float error of a microsecond)."""
         with self._lock:
-            return self._start + (time.monotonic() - self._mono) * self.scale + self._offset
+            return (time.monotonic() - self._mono) * self.scale + self._offset
 
     def advance(self, seconds: float) -> None:
         with self._lock:
@@ -153,12 +158,15 @@ class Limits:
         return self.period / self.requests
 
 
+EPSILON = 1e-9  # a token refilled by sums of float seconds (0.5 + 0.1) is a token
+
 BASE_TOKEN_LIMITS = Limits(period=3600.0, requests=4, burst=1)  # research §2.3, Base token
 
 
 class Bucket:
-    """The account's bucket in simulated time; a charge may take it below zero (a 4xx counted as
-    ten requests, switch ``four_xx_weight``), and it refills from there."""
+    """The account's bucket in simulated seconds since the start; a charge may take it below
+    zero (a 4xx counted as ten requests, switch ``four_xx_weight``), and it refills from
+    there."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -173,7 +181,7 @@ class Bucket:
 
     def take(self, now: float) -> bool:
         self._refill(now)
-        if self.tokens < 1.0:
+        if self.tokens < 1.0 - EPSILON:
             return False
         self.tokens -= 1.0
         return True
@@ -407,15 +415,16 @@ class WbSimulator(LoopbackServer):
             acc = self._authenticate(headers.get("authorization"), write=method == "POST")
             if isinstance(acc, Answer):
                 return acc
-            now = self.clock.now()
+            tick = self.clock.elapsed()
             bucket = self._bucket(acc)
-            if not bucket.take(now):
-                return self._too_many(bucket, now)
+            if not bucket.take(tick):
+                return self._too_many(bucket, tick)
             self.requests[path] += 1
-            answer = getattr(self, route)(query, raw, now)
+            method_of_route: Callable[..., Answer] = getattr(self, route)
+            answer = method_of_route(query, raw, self.clock.now())
             if 400 <= answer.status < 500 and self.switches.four_xx_weight > 1:
-                bucket.charge(now, self.switches.four_xx_weight - 1)
-            answer.headers["X-Ratelimit-Remaining"] = str(bucket.remaining(now))
+                bucket.charge(tick, self.switches.four_xx_weight - 1)
+            answer.headers["X-Ratelimit-Remaining"] = str(bucket.remaining(tick))
             return answer
 
     def _bucket(self, acc: int) -> Bucket:
@@ -443,9 +452,10 @@ class WbSimulator(LoopbackServer):
 
     def _seconds(self, simulated: float) -> str:
         """Header seconds as the client's wall clock counts them: whole seconds at the real
-        pace (WB's form, rounded up), milliseconds rounded up when the clock is scaled."""
+        pace and on a still clock (WB's form, rounded up), milliseconds rounded up when the
+        clock runs faster or slower."""
         wall = self.clock.wall(simulated)
-        if self.clock.scale == 1.0:
+        if self.clock.scale in (0.0, 1.0):
             return str(math.ceil(wall))
         return f"{math.ceil(wall * 1000) / 1000:g}"
 
@@ -732,25 +742,30 @@ def _goods(raw: bytes) -> list[tuple[int, int | None, int | None]] | str:
         nm_id = entry.get("nmID")
         if not _is_int(nm_id) or nm_id <= 0:
             return INVALID_NM
-        price, discount = entry.get("price"), entry.get("discount")
-        if price is None and discount is None:
+        given_price, given_discount = entry.get("price"), entry.get("discount")
+        if given_price is None and given_discount is None:
             return NOTHING_GIVEN
-        if price is not None:
-            if isinstance(price, Decimal):
+        price: int | None = None
+        if given_price is not None:
+            if isinstance(given_price, Decimal):
                 return WHOLE_NUMBER
-            if not _is_int(price):
+            if not _is_int(given_price):
                 return INVALID_FORMAT
-            if price <= 0:
+            if given_price <= 0:
                 return INVALID_PRICE
-        if discount is not None and (not _is_int(discount) or not 0 <= discount <= 99):
-            return INVALID_DISCOUNT
+            price = given_price
+        discount: int | None = None
+        if given_discount is not None:
+            if not _is_int(given_discount) or not 0 <= given_discount <= 99:
+                return INVALID_DISCOUNT
+            discount = given_discount
         goods.append((nm_id, price, discount))
     if len({g[0] for g in goods}) != len(goods):
         return DUPLICATE
     return goods
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
