@@ -773,3 +773,26 @@ def test_quarantine_boundary_exactly_a_third(sim: WbSimulator, client: httpx.Cli
     processed(sim, client, upload_id)
     rows = {g["nmID"]: g["status"] for g in goods_of(client, upload_id)}
     assert {at: 3, above: 2} == rows
+
+
+def test_conformance_table_names_a_test_for_each_behaviour() -> None:
+    """docs/simulators/wildberries.md: every row cites the research and names tests that are
+    here; every test here is named in the table."""
+    import re
+
+    table = Path(__file__).resolve().parents[2] / "docs" / "simulators" / "wildberries.md"
+    rows = [
+        line
+        for line in table.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| ") and not line.startswith("| Behaviour")
+    ]
+    defined = {name for name in globals() if name.startswith("test_")}
+    named: set[str] = set()
+    for row in rows:
+        _behaviour, research, _switch, tests = [c.strip() for c in row.strip("|").split(" | ")]
+        assert "§" in research or "contract" in research or "issue" in research, row
+        found = set(re.findall(r"`(test_[a-z0-9_]+)", tests))
+        assert found, row
+        assert found <= defined, found - defined
+        named |= found
+    assert defined - {"test_conformance_table_names_a_test_for_each_behaviour"} == named
