@@ -324,6 +324,8 @@ class WbSimulator(LoopbackServer):
         self._buckets: dict[int, Bucket] = {}
         self._next_nm = itertools.count(100_000_001)
         self._next_task = itertools.count(7_000_001)
+        self._pending: collections.deque[Task] = collections.deque()  # upload order
+        self._by_key: dict[tuple[tuple[int, int | None, int | None], ...], Task] = {}
 
     # -- the account, as the seller's cabinet sets it ------------------------------------
 
@@ -398,8 +400,9 @@ class WbSimulator(LoopbackServer):
         """Process every task whose time has come, in upload order."""
         with self.lock:
             now = self.clock.now()
-            for task in sorted(self.tasks.values(), key=lambda t: t.upload_id):
-                if task.status == PENDING and task.due_at <= now:
+            while self._pending and self._pending[0].due_at <= now:
+                task = self._pending.popleft()
+                if task.status == PENDING:
                     self._process(task, task.due_at)
 
     # -- the API ------------------------------------------------------------------------
@@ -553,16 +556,16 @@ class WbSimulator(LoopbackServer):
         key = tuple(sorted(parsed))
         window = self.switches.dedup_window
         if window > 0:
-            for task in self.tasks.values():
-                if task.key == key and now - task.uploaded_at < window:
-                    return Answer(
-                        208,
-                        {
-                            "data": {"id": task.upload_id, "alreadyExists": True},
-                            "error": False,
-                            "errorText": TASK_EXISTS,
-                        },
-                    )
+            task = self._by_key.get(key)
+            if task is not None and now - task.uploaded_at < window:
+                return Answer(
+                    208,
+                    {
+                        "data": {"id": task.upload_id, "alreadyExists": True},
+                        "error": False,
+                        "errorText": TASK_EXISTS,
+                    },
+                )
         known = [g for g in parsed if g[0] in self.goods]
         changed = [g for g in known if self._changes(g)]
         if not changed:
@@ -575,8 +578,9 @@ class WbSimulator(LoopbackServer):
             due_at=now + self.switches.processing_delay,
         )
         self.tasks[task.upload_id] = task
-        if task.due_at <= now:
-            self._process(task, task.due_at)
+        self._by_key[key] = task
+        self._pending.append(task)
+        self.process_due()
         return _envelope({"id": task.upload_id, "alreadyExists": False})
 
     def _changes(self, item: tuple[int, int | None, int | None]) -> bool:
