@@ -535,6 +535,7 @@ def test_token_refused_is_401(sim: WbSimulator) -> None:
         sim.token(expires_in=-1): "token problem; token is expired",
         sim.token(scopes=1 << 1): "token scope not allowed for this route",
         sim.token(acc=ACC_TEST): "token problem; test token is for the sandbox only",
+        f"Bearer {sim.token()}": "token problem;",  # research §2.2: the raw token
     }
     for token, detail in cases.items():
         headers = {"Authorization": token} if token else {}
@@ -796,3 +797,10 @@ def test_conformance_table_names_a_test_for_each_behaviour() -> None:
         assert found <= defined, found - defined
         named |= found
     assert defined - {"test_conformance_table_names_a_test_for_each_behaviour"} == named
+
+
+@pytest.mark.parametrize("sim", [{"sandbox": True}], indirect=True)
+def test_token_test_accepted_by_the_sandbox(sim: WbSimulator) -> None:
+    """research §2.2, §2.7: a Test token (acc 2) is for the sandbox."""
+    headers = {"Authorization": sim.token(acc=ACC_TEST)}
+    assert 200 == httpx.get(f"{sim.url}{LIST}", params={"limit": 1}, headers=headers).status_code
