@@ -181,6 +181,7 @@ def set_switch(switches: OzonSwitches, name: str, value: str) -> None:
 
 @dataclass
 class OzonLimits:
+    batch_limit: int = BATCH_LIMIT  # §1.1: items a request (lowered for a bench)
     rps: float | None = 50.0  # §1.3: requests a (real) second per Client-Id, every method
     method_rps: float | None = None  # §1.3 "per-method limits apply on top": none documented
     item_limit: int = 10  # §1.3: price updates of one product an hour
@@ -199,6 +200,9 @@ class OzonFaults:
     delay: float = 0.0  # real seconds before each answer
     internal_errors: int = 0  # the next N requests answer 500 "Internal error" (OZ-ERR)
     drop_after: bool = False  # apply the request, then cut the connection (no answer)
+    # a proxy in front answers every request with its own HTML page of this status (a wrong
+    # ozon_api_url, a gateway down): not Ozon's rpcStatus
+    proxy_page: int | None = None
 
 
 class SimClock:
@@ -227,8 +231,10 @@ class SimClock:
 
 
 class RequestRate:
-    """At most ``per_second`` requests in any second (real time); a refused one takes nothing.
-    Also counts the refusals of the last second (what opens "Circle is open")."""
+    """At most ``per_second`` requests a second (real time), counted as whole requests in a
+    sliding span: 50 a second is 50 in any second, 2.5 is 2 in any 0.8 s, 0.5 is 1 in any 2 s;
+    a refused one takes nothing. Also counts the refusals of the last second (what opens
+    "Circle is open")."""
 
     def __init__(self) -> None:
         self._taken: collections.deque[float] = collections.deque()
@@ -237,10 +243,11 @@ class RequestRate:
     def refuses(self, per_second: float | None, now: float) -> bool:
         if per_second is None:
             return False
-        for log in (self._taken, self._refused):
-            while log and log[0] <= now - 1.0:
+        most = max(1, math.floor(per_second))
+        for log, span in ((self._taken, most / per_second), (self._refused, 1.0)):
+            while log and log[0] <= now - span:
                 log.popleft()
-        if len(self._taken) >= max(1, math.floor(per_second)):
+        if len(self._taken) >= most:
             self._refused.append(now)
             return True
         self._taken.append(now)
@@ -359,15 +366,15 @@ class Item:
     given: dict[str, Any]  # the fields it sets: money as Decimal, currency, flags
 
 
-def read_items(body: Any, switches: OzonSwitches) -> list[Item]:
-    """The request of §1.1 read; Malformed for what is a 400."""
+def read_items(body: Any, switches: OzonSwitches, most: int = BATCH_LIMIT) -> list[Item]:
+    """The request of §1.1 read (``most`` items at most); Malformed for what is a 400."""
     if not isinstance(body, dict) or not isinstance(body.get("prices"), list):
         raise Malformed("Request validation error: prices is required")
     prices = body["prices"]
-    if len(prices) > BATCH_LIMIT and switches.oversize == "refuse":  # §1.1, §7.4
+    if len(prices) > most and switches.oversize == "refuse":  # §1.1, §7.4
         raise Malformed(
             "Request validation error: invalid ImportProductsPricesRequest.Prices: value must "
-            f"contain no more than {BATCH_LIMIT} item(s)"
+            f"contain no more than {most} item(s)"
         )
     items = []
     for index, raw in enumerate(prices):
@@ -762,6 +769,15 @@ class _OzonHandler(Handler):
             sim.requests[path] += 1
         if sim.faults.delay:
             time.sleep(sim.faults.delay)
+        if sim.faults.proxy_page is not None:
+            status = sim.faults.proxy_page
+            page = f"<html><head><title>{status}</title></head><body><center><h1>{status}</h1>"
+            self.answer(
+                status,
+                (page + "</center><hr><center>nginx</center></body></html>").encode(),
+                "text/html",
+            )
+            return
         if path not in (IMPORT_PRICES, INFO_PRICES, ROLES):
             self.fail(404, NOT_ALLOWED)
             return
@@ -772,7 +788,7 @@ class _OzonHandler(Handler):
         try:
             body = json.loads(raw or b"{}", parse_float=Decimal)
             if path == IMPORT_PRICES:
-                items = read_items(body, sim.switches)
+                items = read_items(body, sim.switches, sim.limits.batch_limit)
                 if sim.switches.currency == "request" and any(
                     i.given["currency_code"] != sim.currency for i in items
                 ):
@@ -819,6 +835,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rps", type=float, default=50.0, help="requests a second per Client-Id")
     parser.add_argument("--item-limit", type=int, default=10, help="updates a product an hour")
     parser.add_argument(
+        "--batch-limit", type=int, default=BATCH_LIMIT, help="items a request at most"
+    )
+    parser.add_argument(
         "--switch",
         action="append",
         default=[],
@@ -842,6 +861,7 @@ def main(argv: list[str] | None = None) -> None:
     sim = OzonSimulator(client_id, key, currency=args.currency, time_scale=args.time_scale)
     sim.limits.rps = args.rps
     sim.limits.item_limit = args.item_limit
+    sim.limits.batch_limit = args.batch_limit
     for given in args.switch:
         name, _, value = given.partition("=")
         try:
@@ -871,8 +891,8 @@ def main(argv: list[str] | None = None) -> None:
             lines.append(f"# the key: the one in {key_path} (not shown)")
         switched = [f"{f.name}={getattr(sim.switches, f.name)}" for f in fields(OzonSwitches)]
         lines.append(
-            f"# clock x{args.time_scale:g}, {args.rps:g} requests/s, "
-            f"{args.item_limit} updates a product an hour; " + ", ".join(switched)
+            f"# clock x{args.time_scale:g}, {args.rps:g} requests/s, {args.batch_limit} items a "
+            f"request, {args.item_limit} updates a product an hour; " + ", ".join(switched)
         )
         return lines
 

@@ -125,6 +125,15 @@ def test_more_than_1000_items_is_a_400_with_code_3_switch_oversize(
     assert 200 == send(client, *(item(f"T-{n}") for n in range(BATCH_LIMIT))).status_code
 
 
+def test_a_lowered_batch_limit_refuses_a_larger_request(
+    client: httpx.Client, ozon: OzonSimulator
+) -> None:
+    ozon.limits.batch_limit = 5
+    assert 400 == send(client, *(item(f"S-{n}") for n in range(6))).status_code
+    assert 200 == send(client, *(item(f"S-{n}") for n in range(5))).status_code
+    assert 5 == ozon.largest_batch
+
+
 @pytest.mark.parametrize("way", SWITCHES["numbers"])
 def test_money_is_strings_switch_numbers(
     client: httpx.Client, ozon: OzonSimulator, way: str
@@ -410,6 +419,13 @@ def test_over_the_requests_a_second_is_429_code_8_switch_rate_headers(
     assert 200 == send(client, item("A-1", "1000")).status_code
 
 
+def test_a_fractional_rate_spaces_whole_requests(client: httpx.Client, ozon: OzonSimulator) -> None:
+    ozon.limits.rps = 2.5  # 2 in any 0.8 s
+    assert [200, 200, 429] == [send(client, item("A-1")).status_code for _ in range(3)]
+    time.sleep(0.85)
+    assert 200 == send(client, item("A-1")).status_code
+
+
 def test_the_requests_a_second_count_every_method(
     client: httpx.Client, ozon: OzonSimulator
 ) -> None:
@@ -526,6 +542,15 @@ def test_internal_error_is_500(client: httpx.Client, ozon: OzonSimulator) -> Non
         answer.json()["message"],
     )
     assert 200 == send(client, item("A-1")).status_code
+
+
+def test_a_proxy_page_is_html_not_ozons_rpc_status(
+    client: httpx.Client, ozon: OzonSimulator
+) -> None:
+    ozon.faults.proxy_page = 404
+    answer = send(client, item("A-1", "10"))
+    assert 404 == answer.status_code and answer.headers["content-type"].startswith("text/html")
+    assert ozon.price("A-1") is None
 
 
 def test_drop_after_applies_and_cuts_the_connection(
