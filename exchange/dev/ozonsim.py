@@ -847,18 +847,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--catalogue", metavar="FILE", help="the account's articles, one a line")
     args = parser.parse_args(argv)
     client_id, client_set = credential("EXCHANGE_OZON_CLIENT_ID", "836741")
-    key_path = Path(args.key_file or os.environ.get("EXCHANGE_OZON_API_KEY_FILE") or "")
-    made: Path | None = None
-    if str(key_path) != "." and key_path.is_file():
-        key, key_set = key_path.read_text(encoding="utf-8").strip(), True
-    else:
-        key, key_set = "ozon-demo-api-key", False
-        if str(key_path) == ".":
-            handle, name = tempfile.mkstemp(prefix="ozon-api-key-", suffix=".txt")
-            os.close(handle)
-            key_path = made = Path(name)
-        key_path.write_text(key + "\n", encoding="utf-8")
-    sim = OzonSimulator(client_id, key, currency=args.currency, time_scale=args.time_scale)
+    sim = OzonSimulator(client_id, currency=args.currency, time_scale=args.time_scale)
     sim.limits.rps = args.rps
     sim.limits.item_limit = args.item_limit
     sim.limits.batch_limit = args.batch_limit
@@ -874,6 +863,18 @@ def main(argv: list[str] | None = None) -> None:
         except CatalogueError as exc:
             parser.exit(2, f"error: {exc}\n")
     sim.host, sim.port = args.host, args.port
+    # The key last, once nothing can stop the start: a file of its own is removed at the end.
+    key_path = Path(args.key_file or os.environ.get("EXCHANGE_OZON_API_KEY_FILE") or "")
+    made: Path | None = None
+    if str(key_path) != "." and key_path.is_file():
+        sim.api_key, key_set = key_path.read_text(encoding="utf-8").strip(), True
+    else:
+        sim.api_key, key_set = "ozon-demo-api-key", False
+        if str(key_path) == ".":
+            handle, name = tempfile.mkstemp(prefix="ozon-api-key-", suffix=".txt")
+            os.close(handle)
+            key_path = made = Path(name)
+        key_path.write_text(sim.api_key + "\n", encoding="utf-8")
 
     def settings(s: LoopbackServer) -> list[str]:
         channel = {

@@ -6,6 +6,7 @@ HTTP client against the running server. Each test names the row of the conforman
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import signal
@@ -667,6 +668,37 @@ def test_runnable_on_its_own_printing_the_channel_settings(tmp_path: Path) -> No
     assert 0 == process.returncode
     assert "ozon-demo-api-key" == key
     assert "Ozon simulator stopped" in out
+
+
+def test_a_key_file_it_is_given_is_used_and_never_printed(tmp_path: Path) -> None:
+    secret = "ozon-key-of-the-owner-5c1e"
+    key_file = tmp_path / "ozon.key"
+    key_file.write_text(secret + "\n")
+    env = {**os.environ, "EXCHANGE_OZON_API_KEY_FILE": str(key_file)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "exchange.dev.ozonsim", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    lines: list[str] = []
+    try:
+        assert process.stdout is not None
+        while not any("Ctrl-C" in line for line in lines):
+            line = process.stdout.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+        [setting] = [x for x in lines if x.startswith("  EXCHANGE_CHANNELS=")]
+        channel = json.loads(shlex.split(setting.strip())[0].split("=", 1)[1])["ozon"]
+        assert str(key_file) == channel["ozon_api_key_file"]
+        headers = {"Client-Id": channel["ozon_client_id"], "Api-Key": secret}
+        assert 200 == httpx.post(channel["ozon_api_url"] + ROLES, headers=headers).status_code
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=30)
+    assert secret not in "".join(lines) + out
+    assert secret == key_file.read_text().strip()
 
 
 def test_an_unknown_switch_stops_it_with_one_line() -> None:
