@@ -13,10 +13,11 @@ Where the research says UNCONFIRMED, the simulator plays it both ways: ``switche
 (``OzonSwitches``, each a choice of two, the first the default; ``--switch NAME=VALUE`` on the
 command line). Limits (``OzonLimits``): 50 requests a second per Client-Id over every method
 (real seconds), 10 price updates a product an hour (on the simulator's clock), "Circle is open"
-for a few minutes after a burst of refused requests. The clock (``SimClock``) runs
-``time_scale`` times faster than the wall clock, and a test can ``advance`` it, so that the
-hour of the per-product limit and the minutes of "Circle is open" and of a delayed storefront
-pass in seconds; the per-second rate limit stays in real seconds (lower ``rps`` instead).
+for a few minutes after a burst of refused requests. The clock (``SimClock``, the three
+marketplace simulators', exchange/dev/simclock.py) runs ``time_scale`` times faster than the
+wall clock, and a test can ``advance`` it, so that the hour of the per-product limit and the
+minutes of "Circle is open" and of a delayed storefront pass in seconds; the per-second rate
+limit stays in real seconds (lower ``rps`` instead).
 
 Where the research gives no word at all the simulator chooses, and says so ("choice"); where it
 follows how Ozon's answers look as a whole (rpcStatus bodies ``{"code", "message", "details"}``
@@ -53,6 +54,7 @@ from typing import Any, Literal, get_args, get_type_hints
 
 from exchange.dev.catalogue import Catalogue
 from exchange.dev.httpsim import Handler, LoopbackServer
+from exchange.dev.simclock import SimClock
 
 PRODUCTION_URL = "https://api-seller.ozon.ru"  # §1.1: the only documented environment (§1.7)
 IMPORT_PRICES = "/v1/product/import/prices"  # §1.1
@@ -203,31 +205,6 @@ class OzonFaults:
     # a proxy in front answers every request with its own HTML page of this status (a wrong
     # ozon_api_url, a gateway down): not Ozon's rpcStatus
     proxy_page: int | None = None
-
-
-class SimClock:
-    """Seconds since the epoch on the simulator's clock: ``scale`` times the wall clock's pace
-    from its start, plus whatever ``advance`` added. Thread-safe."""
-
-    def __init__(self, scale: float = 1.0, start: float | None = None) -> None:
-        if scale <= 0:
-            raise ValueError("the time scale must be above 0")
-        self.scale = scale
-        self._start = time.time() if start is None else start
-        self._origin = time.monotonic()
-        self._added = 0.0
-        self._lock = threading.Lock()
-
-    def now(self) -> float:
-        with self._lock:
-            return self._start + (time.monotonic() - self._origin) * self.scale + self._added
-
-    def advance(self, seconds: float) -> None:
-        with self._lock:
-            self._added += seconds
-
-    def datetime(self) -> datetime:
-        return datetime.fromtimestamp(self.now(), UTC)
 
 
 class RequestRate:

@@ -42,10 +42,10 @@ docs/simulators/wildberries.md, lists each with its test):
 
 The switches (``Switches``): each point research §8 leaves UNCONFIRMED, played either way.
 
-The clock (``SimClock``) runs ``time_scale`` times faster than the wall clock (0: it moves only
-when ``advance`` is called); processing delays, the token bucket, dates and expiry all read it.
-Header seconds (``X-Ratelimit-*``) are wall-clock seconds, so that a client obeying them keeps
-to the scaled limit.
+The clock (``SimClock``, exchange/dev/simclock.py) runs ``time_scale`` times faster than the
+wall clock (0: it moves only when ``advance`` is called); processing delays, the token bucket,
+dates and expiry all read it. Header seconds (``X-Ratelimit-*``) are wall-clock seconds
+(``SimClock.wall``), so that a client obeying them keeps to the scaled limit.
 
 Not modelled: per-size prices (``/upload/task/size``), WB Club discounts, 402 (business
 catalogue services only), the sandbox's own limit of one request a second.
@@ -60,8 +60,6 @@ import hmac
 import itertools
 import json
 import math
-import threading
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,6 +71,7 @@ from typing import Any, Literal, TypeGuard
 from urllib.parse import parse_qs, urlsplit
 
 from exchange.dev.httpsim import Handler, LoopbackServer
+from exchange.dev.simclock import SimClock
 
 PRODUCTION_URL = "https://discounts-prices-api.wildberries.ru"  # research §2.1
 MAX_GOODS = 1000  # research §2.1: "Максимум 1 000 товаров"
@@ -111,37 +110,6 @@ QUARANTINED = (
 # Task statuses, research §2.4: history 3/4/5/6, buffer 1; item statuses 2/3.
 PENDING, PROCESSED, CANCELLED, SOME_ERRORS, ALL_ERRORS = 1, 3, 4, 5, 6
 ITEM_UPDATED, ITEM_ERROR = 2, 3
-
-
-class SimClock:
-    """Simulated time, epoch seconds: ``scale`` times the wall clock since the start (0: still),
-    plus whatever ``advance`` added."""
-
-    def __init__(self, scale: float = 1.0, start: float | None = None) -> None:
-        if scale < 0:
-            raise ValueError("the time scale is not negative")
-        self.scale = scale
-        self._start = time.time() if start is None else start
-        self._mono = time.monotonic()
-        self._offset = 0.0
-        self._lock = threading.Lock()
-
-    def now(self) -> float:
-        return self._start + self.elapsed()
-
-    def elapsed(self) -> float:
-        """Simulated seconds since the start: small numbers, exact enough for a token bucket
-        (epoch seconds carry a float error of a microsecond)."""
-        with self._lock:
-            return (time.monotonic() - self._mono) * self.scale + self._offset
-
-    def advance(self, seconds: float) -> None:
-        with self._lock:
-            self._offset += seconds
-
-    def wall(self, seconds: float) -> float:
-        """Simulated seconds as the wall clock counts them (a still clock: as they are)."""
-        return seconds / self.scale if self.scale else seconds
 
 
 @dataclass(frozen=True)
@@ -458,7 +426,7 @@ class WbSimulator(LoopbackServer):
         pace and on a still clock (WB's form, rounded up), milliseconds rounded up when the
         clock runs faster or slower."""
         wall = self.clock.wall(simulated)
-        if self.clock.scale in (0.0, 1.0):
+        if self.clock.pace == 1:
             return str(math.ceil(wall))
         return f"{math.ceil(wall * 1000) / 1000:g}"
 

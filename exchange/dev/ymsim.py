@@ -36,10 +36,12 @@ What it does, in the order a request meets it:
    stays, the offer is listed in ``price-quarantine`` until confirmed or until a price that
    passes arrives.
 
-The clock (``Clock``) scales durations, never dates: with ``scale`` 60 a simulated minute (the
-budget's window, ``apply_delay``) lasts one real second, and every date the simulator writes
-(``X-RateLimit-Resource-Until``, ``updatedAt``) is the real UTC moment, so a client on the real
-clock obeys it as it is. ``ManualClock`` stands still until a test moves it.
+The clock (``SimClock``, exchange/dev/simclock.py) is read in its wall-clock view: it scales
+durations, never dates. With ``scale`` 60 a simulated minute (the budget's window,
+``apply_delay``) lasts one real second (``wall``), and every date the simulator writes
+(``X-RateLimit-Resource-Until``, ``updatedAt``) is the real UTC moment (``wall_now``), so a
+client on the real clock obeys it as it is. A still clock (``scale`` 0) moves only when a test
+advances it.
 
 Where the research says UNCONFIRMED (§3.3–§3.5, §8), ``YmSwitches`` plays it either way.
 """
@@ -63,6 +65,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from exchange.dev.httpsim import Handler, LoopbackServer
+from exchange.dev.simclock import SimClock
 
 MAX_UPDATE = 500  # §3.1 UpdateBusinessPricesRequest: 1..500 offers
 MAX_READ = 200  # §3.4 GetDefaultPricesRequest: ≤ 200 offerIds
@@ -83,43 +86,6 @@ WRITE_SCOPES = frozenset({"pricing", "all-methods"})  # §3.2 x-auth-scopes of t
 READ_SCOPES = WRITE_SCOPES | {"pricing:read-only", "all-methods:read-only"}
 
 JsonObject = dict[str, Any]
-
-
-# -- the clock -------------------------------------------------------------------------------------
-
-
-class Clock:
-    """Real UTC time; ``scale`` simulated seconds pass in each real one (durations only)."""
-
-    def __init__(self, scale: float = 1.0) -> None:
-        if scale <= 0:
-            raise ValueError("scale must be positive")
-        self.scale = scale
-
-    def now(self) -> float:
-        """The real moment, seconds since the epoch (UTC)."""
-        return time.time()
-
-    def real(self, simulated: float) -> float:
-        """How many real seconds ``simulated`` seconds last."""
-        return simulated / self.scale
-
-
-class ManualClock(Clock):
-    """A clock that stands still until ``advance`` (simulated seconds, scale 1)."""
-
-    def __init__(self, start: float = 1_790_000_000.0) -> None:
-        super().__init__(1.0)
-        self._now = start
-        self._lock = threading.Lock()
-
-    def now(self) -> float:
-        with self._lock:
-            return self._now
-
-    def advance(self, seconds: float) -> None:
-        with self._lock:
-            self._now += seconds
 
 
 def rfc822(moment: float) -> str:
@@ -427,14 +393,14 @@ class Budget:
     """§3.3: a method's resource, ``limit`` offers a window of one simulated minute; windows are
     aligned on the epoch (a calendar minute at scale 1; the research does not say)."""
 
-    def __init__(self, limit: int | None, clock: Clock) -> None:
+    def __init__(self, limit: int | None, clock: SimClock) -> None:
         self.limit, self.clock = limit, clock
         self._window = -1
         self._used = 0
 
     def _roll(self) -> tuple[float, float]:
-        length = self.clock.real(WINDOW)
-        now = self.clock.now()
+        length = self.clock.wall(WINDOW)
+        now = self.clock.wall_now()
         window = math.floor(now / length)
         if window != self._window:
             self._window, self._used = window, 0
@@ -468,7 +434,7 @@ class YmSimulator(LoopbackServer):
         api_key: str = "ym-test-key",
         business_id: int = 1001,
         *,
-        clock: Clock | None = None,
+        clock: SimClock | None = None,
         oauth_token: str | None = None,
         scope: str = "pricing",
         offers_per_minute: int | None = OFFERS_PER_MINUTE,
@@ -482,7 +448,7 @@ class YmSimulator(LoopbackServer):
         self.handler = _YmHandler
         self.api_key, self.business_id = api_key, business_id
         self.oauth_token, self.scope = oauth_token, scope
-        self.clock = clock or Clock()
+        self.clock = clock or SimClock()
         self.switches = switches or YmSwitches()
         self.faults = YmFaults()
         self.currency = CURRENCY
@@ -536,13 +502,13 @@ class YmSimulator(LoopbackServer):
 
     def _schedule(self, offer_id: str, price: Price, confirmed: bool = False) -> None:
         self._seq += 1
-        due = self.clock.now() + self.clock.real(self.switches.apply_delay)
+        due = self.clock.wall_now() + self.clock.wall(self.switches.apply_delay)
         self._pending.append(Pending(due, self._seq, offer_id, price, confirmed))
 
     def settle(self) -> None:
         """Apply every accepted price that is due (§3.4: applied asynchronously)."""
         with self._state:
-            now = self.clock.now()
+            now = self.clock.wall_now()
             due = sorted((p for p in self._pending if p.due <= now), key=lambda p: (p.due, p.seq))
             if not due:
                 return
@@ -910,7 +876,7 @@ def channel_settings(sim: YmSimulator, key_path: str) -> JsonObject:
     """A channel pointed at ``sim`` (contract 14's settings), its pace in real time: the
     simulated minute lasts 60/scale seconds, so the per-minute budget and the apply timeout
     are scaled for a client on the real clock."""
-    scale = sim.clock.scale
+    pace = sim.clock.pace
     limit = sim.budgets[UPDATE_RESOURCE].limit
     settings: JsonObject = {
         "target": "yandex-market",
@@ -921,9 +887,9 @@ def channel_settings(sim: YmSimulator, key_path: str) -> JsonObject:
         "ym_price_types": {"retail": "value"},
     }
     if limit is not None:
-        settings["ym_offers_per_minute"] = int(limit * scale)
-    if scale != 1:
-        settings["ym_apply_timeout"] = round(600 / scale, 3)
+        settings["ym_offers_per_minute"] = int(limit * pace)
+    if pace != 1:
+        settings["ym_apply_timeout"] = round(600 / pace, 3)
     return settings
 
 
@@ -962,7 +928,7 @@ def main(argv: list[str] | None = None) -> None:
     sim = YmSimulator(
         key,
         args.business_id,
-        clock=Clock(args.time_scale),
+        clock=SimClock(args.time_scale),
         offers_per_minute=args.offers_per_minute,
         switches=switches,
     )

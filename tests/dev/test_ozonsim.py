@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -21,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+from simtables import table_problems
 
 from exchange.dev.ozonsim import (
     BATCH_LIMIT,
@@ -34,9 +34,9 @@ from exchange.dev.ozonsim import (
     ROLES,
     SWITCHES,
     OzonSimulator,
-    SimClock,
     set_switch,
 )
+from exchange.dev.simclock import SimClock
 
 CLIENT, KEY = "836741", "key-1"
 RATE_LIMITED_TEXT = "You have reached request rate limit per second"
@@ -732,11 +732,5 @@ def test_an_unknown_switch_stops_it_with_one_line() -> None:
 
 
 def test_every_row_of_the_conformance_table_has_its_test_and_every_switch_its_row() -> None:
-    text = DOC.read_text(encoding="utf-8")
-    named = set(re.findall(r"`(test_[a-z0-9_]+)`", text))
-    here = {n for n in globals() if n.startswith("test_")}
-    assert named and named <= here, named - here
-    itself = "test_every_row_of_the_conformance_table_has_its_test_and_every_switch_its_row"
-    assert here - {itself} <= named, here - named
-    for switch in SWITCHES:
-        assert f"`{switch}`" in text, switch
+    guard = test_every_row_of_the_conformance_table_has_its_test_and_every_switch_its_row
+    assert [] == table_problems(DOC, globals(), guard, SWITCHES)

@@ -16,11 +16,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from simtables import table_problems
 
 from exchange.dev.wbsim import (
     ACC_BASE,
@@ -785,25 +787,10 @@ def test_quarantine_boundary_exactly_a_third(sim: WbSimulator, client: httpx.Cli
 
 def test_conformance_table_names_a_test_for_each_behaviour() -> None:
     """docs/simulators/wildberries.md: every row cites the research and names tests that are
-    here; every test here is named in the table."""
-    import re
-
+    here; every test here is named in the table, every switch in a row."""
     table = Path(__file__).resolve().parents[2] / "docs" / "simulators" / "wildberries.md"
-    rows = [
-        line
-        for line in table.read_text(encoding="utf-8").splitlines()
-        if line.startswith("| ") and not line.startswith("| Behaviour")
-    ]
-    defined = {name for name in globals() if name.startswith("test_")}
-    named: set[str] = set()
-    for row in rows:
-        _behaviour, research, _switch, tests = [c.strip() for c in row.strip("|").split(" | ")]
-        assert "§" in research or "contract" in research or "issue" in research, row
-        found = set(re.findall(r"`(test_[a-z0-9_]+)", tests))
-        assert found, row
-        assert found <= defined, found - defined
-        named |= found
-    assert defined - {"test_conformance_table_names_a_test_for_each_behaviour"} == named
+    guard = test_conformance_table_names_a_test_for_each_behaviour
+    assert [] == table_problems(table, globals(), guard, [f.name for f in fields(Switches)])
 
 
 @pytest.mark.parametrize("sim", [{"sandbox": True}], indirect=True)

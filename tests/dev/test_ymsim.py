@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import email.utils
 import json
-import re
 import shlex
 import signal
 import subprocess
@@ -16,16 +15,17 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import fields
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from simtables import table_problems
 
+from exchange.dev.simclock import SimClock
 from exchange.dev.ymsim import (
-    Clock,
-    ManualClock,
     Price,
     YmSimulator,
     YmSwitches,
@@ -42,13 +42,18 @@ QUARANTINE = f"{BASE}/price-quarantine"
 CONFIRM = f"{BASE}/price-quarantine/confirm"
 
 
+def still() -> SimClock:
+    """A clock that stands still (at a fixed moment) until the test advances it."""
+    return SimClock(0, start=1_790_000_000.0)
+
+
 @pytest.fixture
 def ym(request: pytest.FixtureRequest) -> Iterator[YmSimulator]:
     """A simulator on a manual clock, no apply delay unless a test sets one; ``request.param``:
     keyword arguments of YmSimulator, and ``switches`` as a dict of YmSwitches fields."""
     options = dict(getattr(request, "param", {}))
     switches = YmSwitches(**{"apply_delay": 0, **options.pop("switches", {})})
-    options.setdefault("clock", ManualClock())
+    options.setdefault("clock", still())
     simulator = YmSimulator(KEY, BUSINESS, switches=switches, **options)
     simulator.start()
     yield simulator
@@ -92,7 +97,7 @@ def read(ym: YmSimulator, *offer_ids: str) -> dict[str, Any]:
 
 
 def later(ym: YmSimulator, seconds: float = 61) -> None:
-    assert isinstance(ym.clock, ManualClock)
+    assert 0 == ym.clock.scale  # a still clock
     ym.clock.advance(seconds)
 
 
@@ -351,7 +356,7 @@ def test_more_requests_at_once_than_the_parallel_cap_are_420(parallel: int) -> N
 def test_a_scaled_clock_makes_the_minute_last_60_over_scale_seconds() -> None:
     """Contract 14 ``--time-scale``; research §3.3's minute: at scale 60 the window lasts one
     real second and Until is the real moment it ends."""
-    ym = YmSimulator(KEY, BUSINESS, clock=Clock(60), offers_per_minute=10)
+    ym = YmSimulator(KEY, BUSINESS, clock=SimClock(60), offers_per_minute=10)
     with ym:
         assert 200 == update(ym, *[offer(f"A{i}") for i in range(10)]).status_code
         refused = update(ym, offer("B"))
@@ -498,7 +503,7 @@ def test_switch_quarantine_threshold(threshold: Decimal | None) -> None:
 def test_switch_repeat_price(way: str) -> None:
     """§3.5 "sending the same price twice … expect 200; UNCONFIRMED": applied again (updatedAt
     moves), ignored (it stays), or refused with a 400 naming the offer."""
-    clock = ManualClock()
+    clock = still()
     ym = YmSimulator(
         KEY, BUSINESS, clock=clock, switches=YmSwitches(repeat_price=way, apply_delay=0)
     )
@@ -547,7 +552,7 @@ def test_switch_overdraft(way: str) -> None:
     """Research silent on a request bigger than what the window has left: refused whole, or
     taken while anything is left."""
     switches = YmSwitches(overdraft=way, apply_delay=0)
-    ym = YmSimulator(KEY, BUSINESS, clock=ManualClock(), offers_per_minute=10, switches=switches)
+    ym = YmSimulator(KEY, BUSINESS, clock=still(), offers_per_minute=10, switches=switches)
     with ym:
         assert 200 == update(ym, *[offer(f"A{i}") for i in range(8)]).status_code
         big = update(ym, *[offer(f"B{i}") for i in range(5)])  # 2 left
@@ -664,21 +669,8 @@ TABLE = Path(__file__).resolve().parents[2] / "docs" / "simulators" / "yandex-ma
 
 
 def test_the_conformance_table_names_a_test_for_every_row() -> None:
-    """docs/simulators/yandex-market.md: every row cites a research section and names tests
-    that exist here; every test here is named in the table (or below it)."""
-    text = TABLE.read_text(encoding="utf-8")
-    rows = [
-        line
-        for line in text.splitlines()
-        if line.startswith("| ") and not line.startswith(("| Behaviour", "| Open point"))
-    ]
-    named: set[str] = set()
-    for row in rows:
-        cells = [c.strip() for c in row.strip("|").split("|")]
-        assert "§" in cells[1] or "silent" in cells[1], row
-        tests = set(re.findall(r"`(test_\w+)`", cells[-1]))
-        assert tests, row
-        named |= tests
-    here = {name for name in globals() if name.startswith("test_")}
-    assert set() == named - here
-    assert set() == here - set(re.findall(r"`(test_\w+)`", text))
+    """docs/simulators/yandex-market.md: every row cites a research section (or says it is
+    silent) and names tests that exist here; every test here is named in a row, every switch
+    too."""
+    guard = test_the_conformance_table_names_a_test_for_every_row
+    assert [] == table_problems(TABLE, globals(), guard, [f.name for f in fields(YmSwitches)])
