@@ -1,18 +1,27 @@
 """The shop simulators start on their own (issue 24 item 14): ``python -m exchange.dev.woosim
 --port N`` (and bitrixsim, sitesim) listens in the foreground and prints the ``EXCHANGE_*``
 settings that point the service at it; ``exchange check`` with exactly those settings passes
-against the running process; a credential the person gave is never printed."""
+against the running process; a credential the person gave is never printed.
+
+The marketplace simulators (ozonsim, wbsim, ymsim; contract 14, issue 32 item 4) start the same
+way and print ``EXCHANGE_CHANNELS`` with their channel: a request made with exactly those
+settings is answered, and SIGTERM or SIGINT stops the process cleanly. (No ``exchange check``
+against them yet: the service has no marketplace targets.)"""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from exchange.dev.dbkit import sqlite_copy
@@ -50,8 +59,8 @@ def settings(lines: list[str]) -> dict[str, str]:
     return found
 
 
-def stop(process: subprocess.Popen[str]) -> str:
-    process.send_signal(signal.SIGTERM)
+def stop(process: subprocess.Popen[str], signum: int = signal.SIGTERM) -> str:
+    process.send_signal(signum)
     out, _ = process.communicate(timeout=30)
     assert 0 == process.returncode
     return out
@@ -106,3 +115,77 @@ def test_a_credential_from_the_environment_is_used_and_never_printed(tmp_path: P
         out = stop(process)
     assert secret not in "".join(lines) + out
     assert 0 == result.returncode, result.stdout
+
+
+# -- the marketplace simulators --------------------------------------------------------------------
+
+
+def ozon_request(channel: dict[str, Any]) -> httpx.Response:
+    """Ozon's key roles (research §1.2), with the Client-Id and the key file it printed."""
+    from exchange.dev.ozonsim import IMPORT_PRICES, ROLES
+
+    key = Path(channel["ozon_api_key_file"]).read_text(encoding="utf-8").strip()
+    headers = {"Client-Id": channel["ozon_client_id"], "Api-Key": key}
+    answer = httpx.post(channel["ozon_api_url"] + ROLES, headers=headers, timeout=10)
+    assert IMPORT_PRICES in answer.json()["roles"][0]["methods"], answer.text
+    return answer
+
+
+def wb_request(channel: dict[str, Any]) -> httpx.Response:
+    """Wildberries' catalogue (research §2.1), with the token file it printed."""
+    token = Path(channel["wb_token_file"]).read_text(encoding="utf-8").strip()
+    answer = httpx.get(
+        channel["wb_api_url"] + "/api/v2/list/goods/filter",
+        params={"limit": 1},
+        headers={"Authorization": token},
+        timeout=10,
+    )
+    assert ["SKU-0001"] == [g["vendorCode"] for g in answer.json()["data"]["listGoods"]]
+    return answer
+
+
+def ym_request(channel: dict[str, Any]) -> httpx.Response:
+    """Yandex Market's price read-back (research §3.4), with the key file it printed."""
+    key = Path(channel["ym_api_key_file"]).read_text(encoding="utf-8").strip()
+    answer = httpx.post(
+        f"{channel['ym_api_url']}/v2/businesses/{channel['ym_business_id']}/offer-prices",
+        json={"offerIds": ["SKU-1"]},
+        headers={"Api-Key": key},
+        timeout=10,
+    )
+    assert "OK" == answer.json()["status"], answer.text
+    return answer
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    ("module", "target", "request_", "own_key_file"),
+    [
+        ("ozonsim", "ozon", ozon_request, "ozon_api_key_file"),
+        ("wbsim", "wildberries", wb_request, None),
+        ("ymsim", "yandex-market", ym_request, "ym_api_key_file"),
+    ],
+)
+def test_a_marketplace_simulator_started_as_a_process_answers_the_settings_it_prints(
+    tmp_path: Path,
+    module: str,
+    target: str,
+    request_: Callable[[dict[str, Any]], httpx.Response],
+    own_key_file: str | None,
+    signum: int,
+) -> None:
+    """Started with no credentials given, it makes its own; the channel it prints is enough to
+    be answered; the signal stops it with exit 0 (and the key file it made for itself gone)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
+    process, lines = start(module, env)
+    try:
+        channels = json.loads(settings(lines)["EXCHANGE_CHANNELS"])
+        [channel] = channels.values()
+        assert target == channel["target"], lines
+        answer = request_(channel)
+    finally:
+        out = stop(process, signum)
+    assert 200 == answer.status_code, answer.text
+    assert "simulator stopped" in out
+    if own_key_file is not None:
+        assert not Path(channel[own_key_file]).exists()
