@@ -635,27 +635,34 @@ class WbSimulator(LoopbackServer):
         return found if isinstance(found, Answer) else _envelope(found.metadata())
 
     def _history_goods(self, query: dict[str, list[str]], raw: bytes, now: float) -> Answer:
-        page = _page(query)
-        if page is None:
-            return _envelope_error(400, INVALID_PARAMETERS)
-        found = self._task(query, buffered=False)
-        if isinstance(found, Answer):
-            return found
-        limit, offset = page
-        return _envelope(
-            {"uploadID": found.upload_id, "historyGoods": found.results[offset : offset + limit]}
-        )
+        return self._task_goods(query, False, "historyGoods", lambda task: task.results)
 
     def _buffer_goods(self, query: dict[str, list[str]], raw: bytes, now: float) -> Answer:
+        return self._task_goods(query, True, "bufferGoods", self._buffered_rows)
+
+    def _task_goods(
+        self,
+        query: dict[str, list[str]],
+        buffered: bool,
+        key: str,
+        rows: Callable[[Task], list[dict[str, Any]]],
+    ) -> Answer:
+        """A task's goods, paged (research §2.4): the page's parameters first, then the task
+        (history or buffer, ``_task``)."""
         page = _page(query)
         if page is None:
             return _envelope_error(400, INVALID_PARAMETERS)
-        found = self._task(query, buffered=True)
+        found = self._task(query, buffered=buffered)
         if isinstance(found, Answer):
             return found
         limit, offset = page
+        return _envelope({"uploadID": found.upload_id, key: rows(found)[offset : offset + limit]})
+
+    def _buffered_rows(self, task: Task) -> list[dict[str, Any]]:
+        """A pending task's goods as uploaded, each with status 1 (what is not given: the
+        good's own)."""
         rows = []
-        for nm_id, price, discount in found.goods[offset : offset + limit]:
+        for nm_id, price, discount in task.goods:
             good = self.goods.get(nm_id)
             rows.append(
                 {
@@ -670,7 +677,7 @@ class WbSimulator(LoopbackServer):
                     "status": PENDING,
                 }
             )
-        return _envelope({"uploadID": found.upload_id, "bufferGoods": rows})
+        return rows
 
     def _quarantine(self, query: dict[str, list[str]], raw: bytes, now: float) -> Answer:
         """GET /api/v2/quarantine/goods (research §2.4)."""
