@@ -5,10 +5,7 @@ HTTP client against the running server. Each test names the row of the conforman
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from foreground import channels, start, stop
 from simtables import table_problems
 
 from exchange.dev.ozonsim import (
@@ -645,31 +643,9 @@ def test_ozons_own_promotion_changes_the_price_read_back(
 
 def test_runnable_on_its_own_printing_the_channel_settings(tmp_path: Path) -> None:
     key_file = tmp_path / "ozon.key"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "exchange.dev.ozonsim",
-            "--port",
-            "0",
-            "--key-file",
-            str(key_file),
-            "--switch",
-            "window=fixed",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: list[str] = []
+    process, lines = start("ozonsim", None, "--key-file", str(key_file), "--switch", "window=fixed")
     try:
-        assert process.stdout is not None
-        while not any("Ctrl-C" in line for line in lines):
-            line = process.stdout.readline()
-            assert line, "".join(lines) + (process.stderr.read() if process.stderr else "")
-            lines.append(line)
-        [setting] = [x for x in lines if x.startswith("  EXCHANGE_CHANNELS=")]
-        channel = json.loads(shlex.split(setting.strip())[0].split("=", 1)[1])["ozon"]
+        channel = channels(lines)["ozon"]
         assert {"target", "ozon_api_url", "ozon_client_id", "ozon_api_key_file"} <= set(channel)
         assert "ozon" == channel["target"]
         key = Path(channel["ozon_api_key_file"]).read_text().strip()
@@ -679,9 +655,7 @@ def test_runnable_on_its_own_printing_the_channel_settings(tmp_path: Path) -> No
         assert 200 == answer.status_code
         assert IMPORT_PRICES in answer.json()["roles"][0]["methods"]
     finally:
-        process.send_signal(signal.SIGTERM)
-        out, _ = process.communicate(timeout=30)
-    assert 0 == process.returncode
+        out = stop(process)
     assert "ozon-demo-api-key" == key
     assert "Ozon simulator stopped" in out
 
@@ -690,29 +664,14 @@ def test_a_key_file_it_is_given_is_used_and_never_printed(tmp_path: Path) -> Non
     secret = "ozon-key-of-the-owner-5c1e"
     key_file = tmp_path / "ozon.key"
     key_file.write_text(secret + "\n")
-    env = {**os.environ, "EXCHANGE_OZON_API_KEY_FILE": str(key_file)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "exchange.dev.ozonsim", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    lines: list[str] = []
+    process, lines = start("ozonsim", {**os.environ, "EXCHANGE_OZON_API_KEY_FILE": str(key_file)})
     try:
-        assert process.stdout is not None
-        while not any("Ctrl-C" in line for line in lines):
-            line = process.stdout.readline()
-            assert line, "".join(lines)
-            lines.append(line)
-        [setting] = [x for x in lines if x.startswith("  EXCHANGE_CHANNELS=")]
-        channel = json.loads(shlex.split(setting.strip())[0].split("=", 1)[1])["ozon"]
+        channel = channels(lines)["ozon"]
         assert str(key_file) == channel["ozon_api_key_file"]
         headers = {"Client-Id": channel["ozon_client_id"], "Api-Key": secret}
         assert 200 == httpx.post(channel["ozon_api_url"] + ROLES, headers=headers).status_code
     finally:
-        process.send_signal(signal.SIGTERM)
-        out, _ = process.communicate(timeout=30)
+        out = stop(process)
     assert secret not in "".join(lines) + out
     assert secret == key_file.read_text().strip()
 

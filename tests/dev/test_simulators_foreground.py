@@ -10,60 +10,21 @@ against them yet: the service has no marketplace targets.)"""
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from foreground import channels, settings, start, stop
 
 from exchange.dev.dbkit import sqlite_copy
 
 COMMAND = [sys.executable, "-m", "exchange"]
-
-
-def start(module: str, env: dict[str, str], *extra: str) -> tuple[subprocess.Popen[str], list[str]]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", f"exchange.dev.{module}", "--port", "0", *extra],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: list[str] = []
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = process.stdout.readline() if process.stdout else ""
-        if not line:
-            break
-        lines.append(line)
-        if "Ctrl-C" in line:
-            return process, lines
-    process.kill()
-    raise AssertionError("".join(lines) + (process.stderr.read() if process.stderr else ""))
-
-
-def settings(lines: list[str]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for line in lines:
-        if line.startswith("  EXCHANGE_"):
-            name, value = shlex.split(line.strip())[0].split("=", 1)
-            found[name] = value
-    return found
-
-
-def stop(process: subprocess.Popen[str], signum: int = signal.SIGTERM) -> str:
-    process.send_signal(signum)
-    out, _ = process.communicate(timeout=30)
-    assert 0 == process.returncode
-    return out
 
 
 def clean_env(tmp_path: Path) -> dict[str, str]:
@@ -179,8 +140,7 @@ def test_a_marketplace_simulator_started_as_a_process_answers_the_settings_it_pr
     env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
     process, lines = start(module, env)
     try:
-        channels = json.loads(settings(lines)["EXCHANGE_CHANNELS"])
-        [channel] = channels.values()
+        [channel] = channels(lines).values()
         assert target == channel["target"], lines
         answer = request_(channel)
     finally:

@@ -11,9 +11,6 @@ test advances it, so processing delays and the token bucket are exact.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import fields
@@ -22,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from foreground import channels, start, stop
 from simtables import table_problems
 
 from exchange.dev.wbsim import (
@@ -717,41 +715,10 @@ def test_unexpected_result_is_422(sim: WbSimulator, client: httpx.Client) -> Non
 
 
 def test_runs_on_its_own_and_prints_the_channel_settings(tmp_path: Path) -> None:
-    import json
-    import shlex
-
     token_file = tmp_path / "wb-token"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "exchange.dev.wbsim",
-            "--port",
-            "0",
-            "--goods",
-            "3",
-            "--token-file",
-            str(token_file),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: list[str] = []
+    process, lines = start("wbsim", None, "--goods", "3", "--token-file", str(token_file))
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and process.stdout:
-            line = process.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "Ctrl-C" in line:
-                break
-        (setting,) = [
-            line.strip() for line in lines if line.strip().startswith("EXCHANGE_CHANNELS=")
-        ]
-        channels = json.loads(shlex.split(setting)[0].split("=", 1)[1])
-        channel = channels["wb"]
+        channel = channels(lines)["wb"]
         assert ("wildberries", str(token_file), {"retail": "price"}, "RUB") == (
             channel["target"],
             channel["wb_token_file"],
@@ -768,9 +735,7 @@ def test_runs_on_its_own_and_prints_the_channel_settings(tmp_path: Path) -> None
             g["vendorCode"] for g in answer.json()["data"]["listGoods"]
         ]
     finally:
-        process.send_signal(signal.SIGTERM)
-        out, _ = process.communicate(timeout=30)
-    assert 0 == process.returncode
+        out = stop(process)
     assert "stopped" in out
 
 

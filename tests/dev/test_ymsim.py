@@ -8,10 +8,6 @@ from __future__ import annotations
 
 import email.utils
 import json
-import shlex
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from foreground import channels, settings, start, stop
 from simtables import table_problems
 
 from exchange.dev.simclock import SimClock
@@ -610,36 +607,10 @@ def test_runnable_on_its_own_printing_the_channel_settings(tmp_path: Path) -> No
     the file named answers 200, the key itself is never printed."""
     key_path = tmp_path / "key"
     key_path.write_text("secret-ym-key\n")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "exchange.dev.ymsim",
-            "--port",
-            "0",
-            "--api-key-file",
-            str(key_path),
-            "--time-scale",
-            "60",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: list[str] = []
+    process, lines = start("ymsim", None, "--api-key-file", str(key_path), "--time-scale", "60")
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and process.stdout is not None:
-            line = process.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "Ctrl-C" in line:
-                break
-        (setting,) = [line.strip() for line in lines if line.strip().startswith("EXCHANGE_")]
-        name, value = shlex.split(setting)[0].split("=", 1)
-        channel = json.loads(value)["yandex-market"]
-        assert "EXCHANGE_CHANNELS" == name
+        assert ["EXCHANGE_CHANNELS"] == list(settings(lines))
+        channel = channels(lines)["yandex-market"]
         assert {
             "target": "yandex-market",
             "ym_business_id": 1001,
@@ -658,9 +629,8 @@ def test_runnable_on_its_own_printing_the_channel_settings(tmp_path: Path) -> No
         assert 200 == response.status_code
         assert "secret-ym-key" not in "".join(lines)
     finally:
-        process.send_signal(signal.SIGTERM)
-        out, _ = process.communicate(timeout=30)
-    assert 0 == process.returncode and "stopped" in out
+        out = stop(process)
+    assert "stopped" in out
 
 
 # -- the conformance table -----------------------------------------------------------------------
