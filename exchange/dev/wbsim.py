@@ -870,10 +870,11 @@ def main(argv: list[str] | None = None) -> None:
     of ``--catalogue FILE``); the token it makes is written to ``--token-file`` (never
     printed) and the channel settings that point the service at it are printed."""
     import os
+    import shutil
     import tempfile
 
     from exchange.dev.catalogue import CatalogueError, read_catalogue
-    from exchange.dev.httpsim import arguments, run_in_foreground, setting_line
+    from exchange.dev.httpsim import arguments
 
     parser = arguments(
         "python -m exchange.dev.wbsim",
@@ -915,14 +916,22 @@ def main(argv: list[str] | None = None) -> None:
         codes = [f"SKU-{n:04d}" for n in range(1, args.goods + 1)]
     for code in codes:
         sim.add_good(code, args.price)
-    if args.token_file:
-        token_file = Path(args.token_file)
-    else:
-        token_file = Path(tempfile.mkdtemp(prefix="wbsim-")) / "wb-token"
+    made = None if args.token_file else Path(tempfile.mkdtemp(prefix="wbsim-"))
+    token_file = made / "wb-token" if made else Path(args.token_file)
     token_file.write_text(sim.token() + "\n", encoding="utf-8")
     os.chmod(token_file, 0o600)
     print(f"the account holds {len(codes)} goods; the token is in {token_file}", flush=True)
     sim.host, sim.port = args.host, args.port
+    try:
+        _serve(sim, token_file)
+    finally:  # a token the simulator made for itself leaves with it, as ozonsim's key does
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+
+
+def _serve(sim: WbSimulator, token_file: Path) -> None:
+    from exchange.dev.httpsim import run_in_foreground, setting_line
+
     run_in_foreground(
         sim,
         "Wildberries",

@@ -123,7 +123,7 @@ def ym_request(channel: dict[str, Any]) -> httpx.Response:
     ("module", "target", "request_", "own_key_file"),
     [
         ("ozonsim", "ozon", ozon_request, "ozon_api_key_file"),
-        ("wbsim", "wildberries", wb_request, None),
+        ("wbsim", "wildberries", wb_request, "wb_token_file"),
         ("ymsim", "yandex-market", ym_request, "ym_api_key_file"),
     ],
 )
