@@ -12,11 +12,13 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from clitools import Cli, assert_one_line_error, describe
+import pytest
+from clitools import FAST_ENV, TOKEN, Cli, assert_one_line_error, describe, until_stopped
 from sqlalchemy import Engine, func, select
 
 from exchange.db.engine import transaction
 from exchange.db.schema import channels, deliveries, history
+from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import price_row, stage
 from exchange.domain.clock import SystemClock
 from exchange.domain.policy import Policy
@@ -28,19 +30,23 @@ SHOP = {
 }
 
 
+def token(tmp_path: Path) -> str:
+    path = tmp_path / "token"
+    path.write_text(TOKEN + "\n", encoding="utf-8")
+    return str(path)
+
+
 def with_shop(tmp_path: Path) -> dict[str, str | None]:
     """EXCHANGE_CHANNELS: the site (``api``, as migrate registered it) and a second shop."""
     secret = tmp_path / "woo-secret"
     secret.write_text("cs_" + "s" * 20 + "\n", encoding="utf-8")
     key = tmp_path / "woo-key"
     key.write_text("ck_" + "k" * 20 + "\n", encoding="utf-8")
-    token = tmp_path / "token"
-    token.write_text("test-token-" + "t" * 24 + "\n", encoding="utf-8")
     named = {
         "api": {
             "target": "api",
             "site_url": "https://shop.example.com",
-            "site_token_file": str(token),
+            "site_token_file": token(tmp_path),
         },
         "shop": {**SHOP, "woo_key_file": str(key), "woo_secret_file": str(secret)},
     }
@@ -162,3 +168,28 @@ def test_seed_killed_after_a_batch_goes_on_from_its_mark(
     assert rest.returncode == 0, describe(rest)
     assert "channel shop: 5 deliveries created" in rest.stdout
     assert seeded() == 9
+
+
+@pytest.mark.parametrize("command", ["run", "serve"])
+def test_run_and_serve_register_the_channel_they_read(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path, command: str
+) -> None:
+    def registered() -> bool:
+        with transaction(engine, read_only=True) as c:
+            return "site" in c.execute(select(channels.c.name)).scalars().all()
+
+    with SiteSimulator(token=TOKEN) as site:
+        channel = {"target": "api", "site_url": site.url, "site_token_file": token(tmp_path)}
+        env: dict[str, str | None] = {
+            **FAST_ENV,
+            "EXCHANGE_CHANNELS": json.dumps({"site": channel}),
+            "EXCHANGE_SITE_TOKEN": None,
+            "EXCHANGE_HTTP_HOST": "127.0.0.1",
+            "EXCHANGE_HTTP_PORT": "0",
+        }
+        result = until_stopped(
+            cli, command, stop_when=registered, seconds=30, what="registered", db=db_url, env=env
+        )
+    assert result.returncode == 0, describe(result)
+    rows = listed(cli, db_url, **env)
+    assert rows["site"]["configured"] is True and rows["api"]["configured"] is False

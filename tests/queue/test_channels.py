@@ -145,7 +145,7 @@ def test_two_processes_registering_at_once_make_one_row_per_name(
         try:
             start.wait()
             added.append(register(engine, [SHOP, BOTH], clock.now()))
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=one, args=(e,)) for e in engines]
