@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import Connection, Engine, select, update
+from sqlalchemy import ColumnElement, Connection, Engine, cast, exists, func, select, update
+from sqlalchemy.dialects.postgresql import JSONB
 
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import channels
@@ -70,6 +71,17 @@ def takes_of(text: str | None) -> tuple[str, ...]:
     except ValueError:
         return ()
     return tuple(str(kind) for kind in found) if isinstance(found, list) else ()
+
+
+def taking(kind: ColumnElement[str], postgres: bool) -> ColumnElement[bool]:
+    """SQL: the ``channels`` row takes ``kind`` (a column or value), read from ``takes``
+    alone, as intake's fan-out asks it for every channel not dropped whatever the process's
+    own configuration (PostgreSQL: ``jsonb ?``; SQLite: ``json_each``)."""
+    if postgres:
+        held: ColumnElement[bool] = cast(channels.c.takes, JSONB).has_key(kind)
+        return held
+    each = func.json_each(channels.c.takes).table_valued("value").alias("taken")
+    return exists().select_from(each).where(each.c.value == kind)
 
 
 def _registered(row: Any) -> Registered:

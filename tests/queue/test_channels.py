@@ -24,10 +24,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, literal, select, update
 
-from exchange.db.channels import ChannelConflict, register, registry
-from exchange.db.engine import make_engine, transaction
+from exchange.db.channels import ChannelConflict, register, registry, taking
+from exchange.db.engine import is_postgres, make_engine, transaction
 from exchange.db.schema import channel_aggregates, channels, deliveries, history, messages
 from exchange.dev.testing import posting_row, price_row, raw_row, stage
 from exchange.domain.clock import FakeClock
@@ -175,6 +175,25 @@ def test_a_dropped_name_configured_again_is_a_new_channel(engine: Engine, clock:
     with transaction(engine, read_only=True) as c:
         rows = [r for r in registry(c) if r.name == "shop"]
     assert [r.dropped_at is None for r in rows] == [False, True]
+
+
+def test_which_channels_take_a_kind_is_read_from_the_registry_alone(
+    engine: Engine, clock: FakeClock
+) -> None:
+    """What intake's fan-out asks (``db.channels.taking``), whatever the process's own
+    configuration: the kinds each registration stored."""
+    register(engine, [SHOP, BOTH, Configured("odd", "api", ("a'b", "x y"))], clock.now())
+    with transaction(engine, read_only=True) as c:
+        postgres = is_postgres(c)
+
+        def named(kind: str) -> list[str]:
+            query = select(channels.c.name).where(taking(literal(kind), postgres))
+            return sorted(c.execute(query.order_by(channels.c.name)).scalars())
+
+        assert named("price") == ["api", "books", "shop"]
+        # api as migration 0025 left it in a database without messages: price
+        assert named("financial_posting") == ["books"]
+        assert named("x y") == ["odd"] and named("a'b") == ["odd"] and named("nothing") == []
 
 
 # -- seed -----------------------------------------------------------------------------------------
