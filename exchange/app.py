@@ -54,6 +54,16 @@ def engines(settings: Settings, *, check_migrated: bool = True) -> tuple[Engine,
     return engine, staging_engine
 
 
+def register_channels(settings: Settings, engine: Engine) -> list[str]:
+    """Contract 13, "The registry": the channels of this configuration registered (a new one
+    added, a changed ``takes`` written), as ``migrate``, ``run``, ``serve``, ``check`` and
+    ``channels seed`` do when they read it. The names newly registered; ``ChannelConflict``
+    (one line, exit 2) when a configured name is registered with another target."""
+    from exchange.db.channels import register
+
+    return register(engine, settings.channels_in_force(), SystemClock().now())
+
+
 def site_client(
     settings: Settings, transport: httpx.AsyncBaseTransport | None = None
 ) -> SiteClient:

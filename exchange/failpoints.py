@@ -24,6 +24,10 @@ The points (``POINTS``), in the order a cycle meets them:
     record-applied       a batch's outcomes are written, in the open transaction, before the
                          aggregates are advanced and freed and before the commit
 
+and in ``exchange channels seed``:
+
+    seed-batch-done      a batch of a new channel's deliveries is committed with its mark
+
 and in ``exchange serve``:
 
     import-started       a 1C import's ``cml_exchanges`` entry is written; the file is not read
@@ -51,7 +55,12 @@ POINTS: Final = frozenset(
         "after-answer",
         "record-applied",
     }
-) | frozenset({"import-started"})  # exchange serve's (tests/web/test_cml_interrupted.py)
+) | frozenset(
+    {
+        "import-started",  # exchange serve's (tests/web/test_cml_interrupted.py)
+        "seed-batch-done",  # exchange channels seed's (tests/queue/test_channels.py)
+    }
+)
 _SPEC = re.compile(r"^(?P<name>[a-z-]+)=kill(?:@(?P<hit>[1-9][0-9]{0,8}))?$")
 
 

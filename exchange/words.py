@@ -416,6 +416,8 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "operator-cancel": NP_("event", "operator cancel"),
         "not-for-this-shop": NP_("event", "not for this shop"),
         "operator-prioritize": NP_("event", "put first by an operator"),
+        "seeded": NP_("event", "seeded to a new channel"),
+        "channel-removed": NP_("event", "channel removed"),
     },
     # The kinds of contract 3 (and EXCHANGE_KINDS's own, shown by their code).
     "kind": {
@@ -457,6 +459,7 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "shop-failure": NP_("reason", "shop failure"),
         "not-for-this-shop": NP_("reason", "not for this shop"),
         "unroutable": NP_("reason", "unroutable"),
+        "channel-removed": NP_("reason", "channel removed"),
     },
 }
 
@@ -530,6 +533,24 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"unknown action (?P<action>.+): retry or cancel",
             N_("unknown action {action}: retry or cancel"),
+        ),
+        # exchange/db/channels.py, exchange/queue/channels.py
+        (
+            r"channel (?P<name>\S+) is registered with target (?P<registered>\S+), configured "
+            r"with (?P<configured>\S+): .*",
+            N_(
+                "channel {name} is registered with target {registered}, configured with "
+                "{configured}: a channel keeps its target; drop it first (exchange channels "
+                "drop {name} --note …) or give the new one another name"
+            ),
+        ),
+        (
+            r"no channel (?P<name>\S+) is in use: .*",
+            N_("no channel {name} is in use: `exchange channels list` shows the registered ones"),
+        ),
+        (
+            r"--note is required: say why the channel is removed",
+            N_("--note is required: say why the channel is removed"),
         ),
         # exchange/ops/find.py
         (

@@ -42,6 +42,7 @@ def migrate(ctx: typer.Context) -> None:
         # with it, an upgraded installation's deliveries become its first channel's.
         first = settings.channels_in_force()[0]
         upgrade(engine, channel=first.name, target=first.target)
+        bootstrap.register_channels(settings, engine)
         staging_engine = None
         if settings.staging_url and settings.staging_url != settings.database_url:
             staging_engine = make_engine(settings.staging_url)
@@ -109,8 +110,10 @@ def run(
         raise typer.BadParameter(_("--max-seconds goes with --until-idle", cli_lang()))
     with _guard():
         overrides = {} if metrics_port is None else {"metrics_port": metrics_port}
-        settings = only_channel(_settings(ctx, **overrides))
+        configured = _settings(ctx, **overrides)
+        settings = only_channel(configured)
         engine, staging_engine = bootstrap.engines(settings)
+        bootstrap.register_channels(configured, engine)
         worker = bootstrap.worker(settings, engine, staging_engine)
         notifier = bootstrap.notifier(settings, engine, worker.clock, staging_engine)
 
@@ -202,8 +205,10 @@ def serve(ctx: typer.Context) -> None:
     from exchange.web.server import addresses, public_url_missing
 
     with _guard():
-        settings = only_channel(_settings(ctx))
+        configured = _settings(ctx)
+        settings = only_channel(configured)
         engine, staging_engine = bootstrap.engines(settings)
+        bootstrap.register_channels(configured, engine)
         scheme = "https" if settings.http_tls_cert else "http"
         config = bootstrap.web_config(settings)
         ways = {"onec": config.onec_open, "intake": bool(config.intake_token)}

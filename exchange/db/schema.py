@@ -358,6 +358,10 @@ class Channel(Base):
     dropped_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # The highest ``messages.id`` a ``channels seed`` has covered: seeding resumes from it.
     seed_mark: Mapped[int | None] = mapped_column(BigInteger)
+    # The kinds it takes, a JSON array (``["price"]``), written by each registration from the
+    # configuration (migration 0025): intake fans out from it, whatever the process's own
+    # configuration. ``[]``, the default, takes nothing.
+    takes: Mapped[str] = mapped_column(Text, server_default="[]")
 
 
 class Delivery(Base):

@@ -27,6 +27,8 @@ class Reason(StrEnum):
     # The target's mapping maps the price type to null: left out of that shop on purpose
     # (contract 10). A cancellation, never a quarantine.
     NOT_FOR_THIS_SHOP = "not-for-this-shop"
+    # Contract 13: the channel was dropped (``exchange channels drop``) while it waited.
+    CHANNEL_REMOVED = "channel-removed"
 
     @staticmethod
     def http(status: int) -> str:
@@ -34,7 +36,8 @@ class Reason(StrEnum):
 
 
 # Why a message ended without delivery: the reasons a cancelled message carries (coalescing's
-# superseded and stale, the site's stale answer, the mapping's null, an operator's cancel). A
+# superseded and stale, the site's stale answer, the mapping's null, an operator's cancel, a
+# dropped channel). A
 # new, delayed, in-progress or delivered message carries none (a retry clears the reason; a
 # delay sets none); a quarantined one any other.
 CANCELLED_REASONS: tuple[Reason, ...] = (
@@ -43,4 +46,5 @@ CANCELLED_REASONS: tuple[Reason, ...] = (
     Reason.STALE_AT_SITE,
     Reason.NOT_FOR_THIS_SHOP,
     Reason.OPERATOR,
+    Reason.CHANNEL_REMOVED,
 )

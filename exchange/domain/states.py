@@ -11,6 +11,8 @@ so the allowed transitions are written here once, and ``check`` guards the rest.
      └──> cancelled (superseded, stale) | quarantined (sequence-gap)
     delayed ──lease──> in_progress;  delayed ──> cancelled (superseded, stale)
     quarantined ──operator retry──> new;  quarantined ──operator cancel──> cancelled
+    new | delayed | quarantined | in_progress (lease expired) ──channel removed──> cancelled
+    (none) ──seeded (a new channel's delivery of the latest accepted version)──> new
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ class Event(StrEnum):
     OPERATOR_CANCEL = "operator-cancel"
     OPERATOR_PRIORITIZE = "operator-prioritize"  # claimed before the backlog; no state change
     NOT_FOR_THIS_SHOP = "not-for-this-shop"  # the target leaves it out on purpose: not sent
+    # Contract 13: a delivery ``channels seed`` gave a new channel (an existing message's).
+    SEEDED = "seeded"
+    # Contract 13: ``channels drop`` ended a waiting delivery of the channel it removed.
+    CHANNEL_REMOVED = "channel-removed"
 
 
 _S = State
@@ -81,6 +87,11 @@ _TRANSITIONS: dict[Event, tuple[frozenset[State], State | None]] = {
     Event.OPERATOR_RETRY: (frozenset({_S.QUARANTINED}), _S.NEW),
     Event.OPERATOR_CANCEL: (frozenset({_S.QUARANTINED}), _S.CANCELLED),
     Event.OPERATOR_PRIORITIZE: (frozenset({_S.NEW, _S.DELAYED}), None),  # its place, not state
+    Event.SEEDED: (frozenset(), _S.NEW),
+    Event.CHANNEL_REMOVED: (
+        frozenset({_S.NEW, _S.DELAYED, _S.QUARANTINED, _S.IN_PROGRESS}),
+        _S.CANCELLED,
+    ),
 }
 
 

@@ -375,3 +375,139 @@ def apply_selected(
         .values(state=to_state.value, updated_at=at, **values(chosen_sq))
     )
     return result.rowcount
+
+
+def apply_on_channel(
+    connection: Connection,
+    event: Event,
+    channel_id: int,
+    candidates: Select[Any],
+    *,
+    now: datetime,
+    values: dict[str, Any],
+    detail: str,
+    operator: str | None = None,
+    note: str | None = None,
+) -> int:
+    """Move every delivery of one channel that ``candidates`` selects, in the database,
+    without loading it; one history row each, naming the channel, the operator and the note.
+
+    ``candidates`` selects at least ``message_pk``, ``state``, ``locked_by``, ``attempts``,
+    ``leased_at`` and ``locked_until`` of ``deliveries`` of that channel (in states the
+    event allows). A delivery moved out of ``in_progress`` ends its attempt: its row carries
+    the lease's worker, attempt, start and expiry. The message's own delivery columns (the one
+    channel's, ``queue.deliveries``) move alike when the channel is that one. Only this
+    channel's deliveries move: a message's delivery on another channel is not touched.
+    PostgreSQL: one statement (lock, update, history in a data-modifying CTE). SQLite (one
+    writer at a time): history, the message, then the delivery, from the same selection.
+    Returns how many moved."""
+    from exchange.queue.deliveries import the_channel
+
+    to_state = target(event)
+    allowed = sorted(state.value for state in sources(event))
+    at = literal(now, UTCDateTime())
+    channel = literal(channel_id, deliveries.c.channel_id.type)
+    setting = {"state": to_state.value, "updated_at": at, **values}
+    history_columns = [
+        "message_pk",
+        "at",
+        "event",
+        "from_state",
+        "to_state",
+        "detail",
+        "worker",
+        "attempt",
+        "leased_at",
+        "lease_until",
+        "operator",
+        "note",
+        "channel_id",
+    ]
+    said = (literal(detail), literal(operator, String()), literal(note, String()), channel)
+
+    def lease(chosen: Any, column: str) -> ColumnElement[Any]:
+        return case((chosen.c.state == State.IN_PROGRESS.value, chosen.c[column]))
+
+    def mirrored(pks: Any) -> Update:
+        # The message's own columns are the one channel's delivery (until they are dropped).
+        return (
+            update(messages)
+            .where(messages.c.id.in_(pks), messages.c.state.in_(allowed), channel == the_channel())
+            .values(**setting)
+        )
+
+    if is_postgres(connection):
+        chosen = candidates.with_for_update(of=deliveries).cte("candidates")
+        moved = (
+            update(deliveries)
+            .where(
+                deliveries.c.message_pk == chosen.c.message_pk,
+                deliveries.c.channel_id == channel,
+                deliveries.c.state.in_(allowed),
+            )
+            .values(**setting)
+            .returning(
+                deliveries.c.message_pk,
+                chosen.c.state.label("from_state"),
+                lease(chosen, "locked_by").label("worker"),
+                lease(chosen, "attempts").label("attempt"),
+                lease(chosen, "leased_at").label("leased_at"),
+                lease(chosen, "locked_until").label("lease_until"),
+            )
+            .cte("moved")
+        )
+        written = (
+            insert(history)
+            .from_select(
+                history_columns,
+                select(
+                    moved.c.message_pk,
+                    at,
+                    literal(event.value),
+                    moved.c.from_state,
+                    literal(to_state.value),
+                    said[0],
+                    moved.c.worker,
+                    moved.c.attempt,
+                    moved.c.leased_at,
+                    moved.c.lease_until,
+                    *said[1:],
+                ),
+            )
+            .returning(history.c.id)
+            .cte("written")
+        )
+        message_rows = mirrored(select(moved.c.message_pk)).cte("mirrored")
+        counted = select(func.count()).select_from(written).add_cte(message_rows)
+        return int(connection.execute(counted).scalar_one())
+    chosen_sq = candidates.where(deliveries.c.state.in_(allowed)).subquery("candidates")
+    connection.execute(
+        insert(history).from_select(
+            history_columns,
+            select(
+                chosen_sq.c.message_pk,
+                at,
+                literal(event.value),
+                chosen_sq.c.state,
+                literal(to_state.value),
+                said[0],
+                lease(chosen_sq, "locked_by"),
+                lease(chosen_sq, "attempts"),
+                lease(chosen_sq, "leased_at"),
+                lease(chosen_sq, "locked_until"),
+                *said[1:],
+            ),
+        )
+    )
+    # The messages before the deliveries: the selection reads the deliveries' states.
+    connection.execute(mirrored(select(chosen_sq.c.message_pk)))
+    result = connection.execute(
+        update(deliveries)
+        .where(
+            deliveries.c.message_pk == chosen_sq.c.message_pk,
+            deliveries.c.channel_id == channel,
+            deliveries.c.state.in_(allowed),
+        )
+        .values(**setting)
+    )
+    return result.rowcount

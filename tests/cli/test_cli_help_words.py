@@ -113,7 +113,7 @@ def test_the_english_help_reads_as_before(cli: Cli) -> None:
         "  --yes).\n\nArguments:\n  message_ids... <list[str]>  Messages to replay.\n\n"
         "Options:\n  --kind <str>         Only this kind (one of EXCHANGE_KINDS).\n"
     ), describe(result)
-    assert "  --reason <str>       Only this reason: invalid-contract, not-for-this-shop," in (
+    assert "  --reason <str>       Only this reason: channel-removed, invalid-contract,\n" in (
         result.stdout
     )
     assert "  --help               Show this message and exit.\n" in result.stdout

@@ -209,6 +209,10 @@ def test_every_message_becomes_its_delivery_on_the_channel_named_after_the_targe
     assert any(channel == "api" for _, _, channel in found["history"])
     live = next(row for row in accepted.values() if row["state"] == "in_progress")
     assert found["deliveries"][live["message_id"]]["api"]["lease_token"] == live["lease_token"]
+    # Migration 0025: the channel takes every kind an accepted message has (api takes all).
+    with transaction(engine, read_only=True) as c:
+        takes = json.loads(c.execute(select(channels.c.takes)).scalar_one())
+    assert takes == sorted({row["kind"] for row in accepted.values()})
 
 
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
@@ -223,7 +227,9 @@ def test_the_channel_is_named_after_the_target_in_force_at_migrate(
         found = _deliveries(engine)
         with transaction(engine, read_only=True) as c:
             targets = c.execute(select(channels.c.target)).scalars().all()
+            takes = c.execute(select(channels.c.takes)).scalars().all()
     finally:
         engine.dispose()
     assert found["channels"] == ["woocommerce"] and targets == ["woocommerce"]
+    assert [json.loads(t) for t in takes] == [["price"]]  # migration 0025: what it takes
     assert {tuple(d) for d in found["deliveries"].values()} == {("woocommerce",)}

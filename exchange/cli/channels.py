@@ -1,0 +1,196 @@
+"""The channels (contract 13): list, seed (a new channel gets every current price), drop."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from exchange import app as bootstrap
+from exchange.cli.common import (
+    JsonOpt,
+    _guard,
+    _header,
+    _in_zone,
+    _os_user,
+    _reading_engine,
+    _settings,
+    app,
+    cli_lang,
+    err,
+    out,
+)
+from exchange.db.engine import transaction
+from exchange.domain.clock import SystemClock
+from exchange.i18n import N_, _, ngettext, pgettext
+from exchange.ops.channels import list_channels
+from exchange.queue import channels as channel_ops
+from exchange.words import name as code_name
+
+channels_app = typer.Typer(
+    help=N_("The places that receive the messages: list, seed a new one, drop one."),
+    no_args_is_help=True,
+)
+app.add_typer(channels_app, name="channels")
+
+
+@channels_app.command(
+    "list",
+    help=N_(
+        "Every channel ever registered: its target, the kinds it takes, when it was added "
+        "and dropped, whether this process has it configured, its deliveries by state."
+    ),
+)
+def channels_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    with _guard():
+        settings = _settings(ctx)
+        engine = _reading_engine(settings)
+        configured = [channel.name for channel in settings.channels_in_force()]
+        with transaction(engine, read_only=True) as connection:
+            rows = list_channels(connection, configured)
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False))
+        return
+    _header(settings)
+    lang = cli_lang()
+    table = Table()
+    for column in (
+        pgettext("channels list column", "name", lang),
+        pgettext("channels list column", "target", lang),
+        pgettext("channels list column", "takes", lang),
+        pgettext("channels list column", "added", lang),
+        pgettext("channels list column", "here", lang),
+        pgettext("channels list column", "deliveries", lang),
+    ):
+        table.add_column(column, overflow="fold")
+    zone = settings.display_tz
+    for row in rows:
+        if row["dropped_at"]:
+            here = pgettext("channel", "dropped {when}", lang).format(
+                when=_in_zone(row["dropped_at"], zone, lang)
+            )
+        elif row["configured"]:
+            here = pgettext("channel", "configured", lang)
+        else:
+            here = pgettext("channel", "not configured", lang)
+        counts = ", ".join(
+            f"{code_name('state', state, lang)} {count}"
+            for state, count in row["counts"].items()
+            if count
+        )
+        table.add_row(
+            Text(row["name"]),
+            row["target"],
+            ", ".join(row["takes"]),
+            _in_zone(row["added_at"], zone, lang),
+            here,
+            counts or "—",
+        )
+    if not rows:
+        table.caption = _("no channel is registered: exchange migrate registers them", lang)
+    out.print(table)
+
+
+@channels_app.command(
+    "seed",
+    help=N_(
+        "Give a new channel every current price: a delivery of the latest accepted version "
+        "of every aggregate of a coalescing kind it takes, and of the strictly ordered "
+        "messages accepted since it was registered (or from --from on). Creates deliveries "
+        "only, in batches: run it again after a crash; exchange run delivers them."
+    ),
+)
+def channels_seed(
+    ctx: typer.Context,
+    channel: Annotated[str, typer.Argument(help=N_("The channel's name."))],
+    from_message: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help=N_(
+                "Strictly ordered kinds from this message on (its intake order, inclusive), "
+                "instead of from the channel's registration."
+            ),
+        ),
+    ] = None,
+    batch: Annotated[
+        int,
+        typer.Option(
+            "--batch", min=1, help=N_("Deliveries created per transaction (default 2000).")
+        ),
+    ] = channel_ops.SEED_BATCH,
+) -> None:
+    lang = cli_lang()
+    with _guard():
+        settings = _settings(ctx)
+        engine, _staging = bootstrap.engines(settings)
+        bootstrap.register_channels(settings, engine)
+
+        def progress(done: channel_ops.Seeded) -> None:
+            said = ngettext(
+                "… {count} delivery created", "… {count} deliveries created", done.created, lang
+            )
+            err.print(said.format(count=done.created), markup=False, highlight=False)
+
+        seeded = channel_ops.seed(
+            engine,
+            channel,
+            settings.policies,
+            now=SystemClock().now(),
+            from_message=from_message,
+            batch=batch,
+            progress=progress,
+        )
+    said = ngettext(
+        "channel {name}: {count} delivery created",
+        "channel {name}: {count} deliveries created",
+        seeded.created,
+        lang,
+    )
+    out.print(said.format(name=channel, count=seeded.created), markup=False, highlight=False)
+
+
+@channels_app.command(
+    "drop",
+    help=N_(
+        "Remove a channel: mark it dropped and cancel its waiting deliveries (reason "
+        "channel-removed, the operator and the note in their history). Its name used again "
+        "later is a new channel (seed it)."
+    ),
+)
+def channels_drop(
+    ctx: typer.Context,
+    channel: Annotated[str, typer.Argument(help=N_("The channel's name."))],
+    note: Annotated[str, typer.Option(help=N_("Why (required, kept for audit)."))],
+    operator: Annotated[str | None, typer.Option(help=N_("Who acts (default: OS user)."))] = None,
+) -> None:
+    lang = cli_lang()
+    with _guard():
+        settings = _settings(ctx)
+        engine, _staging = bootstrap.engines(settings)
+        with transaction(engine) as connection:
+            dropped = channel_ops.drop(
+                connection,
+                channel,
+                operator=operator or _os_user(),
+                note=note,
+                now=SystemClock().now(),
+            )
+    said = ngettext(
+        "channel {name} dropped: {count} waiting delivery cancelled",
+        "channel {name} dropped: {count} waiting deliveries cancelled",
+        dropped.cancelled,
+        lang,
+    )
+    out.print(said.format(name=channel, count=dropped.cancelled), markup=False, highlight=False)
+    if dropped.in_flight:
+        left = ngettext(
+            "{count} delivery in flight is left to its worker, which records how it ended",
+            "{count} deliveries in flight are left to their workers, which record how they ended",
+            dropped.in_flight,
+            lang,
+        )
+        out.print(left.format(count=dropped.in_flight), markup=False, highlight=False)

@@ -1,0 +1,167 @@
+"""The registry of channels (contract 13): each channel ever configured, kept in ``channels``.
+
+A channel is registered the first time ``migrate``, ``run``, ``serve``, ``check`` or
+``channels seed`` reads it in the configuration (``register``): its name, target, the kinds it
+takes and when it was added. Each later registration writes the kinds again when the
+configuration changed them, so intake, which fans out from the registry alone, follows the
+configuration of the last process that read it. A name is unique among the channels not
+dropped; a name used again after a drop is a new row (its deliveries start afresh).
+
+A configured name whose registered channel has another target is refused
+(``ChannelConflict``, one line, exit 2) instead of being re-pointed: the deliveries, cursors
+and strict order kept for that name are the old shop's, and the new shop starts from
+nothing only through ``channels drop`` and ``channels seed``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from sqlalchemy import ColumnElement, Connection, Engine, cast, exists, func, select, update
+from sqlalchemy.dialects.postgresql import JSONB
+
+from exchange.db.engine import is_postgres, transaction
+from exchange.db.schema import channels
+from exchange.errors import ConfigurationError
+
+
+class Configured(Protocol):
+    """What registration reads of a configured channel (``settings.channels.Channel``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def takes(self) -> tuple[str, ...]: ...
+
+
+class ChannelConflict(ConfigurationError):
+    """a configured channel's target differs from the registered one's"""
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A row of the registry."""
+
+    id: int
+    name: str
+    target: str
+    takes: tuple[str, ...]
+    added_at: datetime
+    dropped_at: datetime | None
+    seed_mark: int | None
+
+
+def takes_text(takes: Iterable[str]) -> str:
+    """The kinds as ``channels.takes`` stores them: a JSON array, in the configuration's order."""
+    return json.dumps(list(takes), ensure_ascii=False)
+
+
+def takes_of(text: str | None) -> tuple[str, ...]:
+    """The kinds ``channels.takes`` holds (an unreadable value takes nothing)."""
+    try:
+        found = json.loads(text or "[]")
+    except ValueError:
+        return ()
+    return tuple(str(kind) for kind in found) if isinstance(found, list) else ()
+
+
+def taking(kind: ColumnElement[str], postgres: bool) -> ColumnElement[bool]:
+    """SQL: the ``channels`` row takes ``kind`` (a column or value), read from ``takes``
+    alone, as intake's fan-out asks it for every channel not dropped whatever the process's
+    own configuration (PostgreSQL: ``jsonb ?``; SQLite: ``json_each``)."""
+    if postgres:
+        held: ColumnElement[bool] = cast(channels.c.takes, JSONB).has_key(kind)
+        return held
+    each = func.json_each(channels.c.takes).table_valued("value").alias("taken")
+    return exists().select_from(each).where(each.c.value == kind)
+
+
+def _registered(row: Any) -> Registered:
+    return Registered(
+        row.id,
+        row.name,
+        row.target,
+        takes_of(row.takes),
+        row.added_at,
+        row.dropped_at,
+        row.seed_mark,
+    )
+
+
+def registry(connection: Connection, *, dropped: bool = True) -> list[Registered]:
+    """Every registered channel, in the order they were added (``dropped=False``: in use only)."""
+    query = select(channels).order_by(channels.c.id)
+    if not dropped:
+        query = query.where(channels.c.dropped_at.is_(None))
+    return [_registered(row) for row in connection.execute(query)]
+
+
+def in_use(connection: Connection, name: str, *, lock: bool = False) -> Registered | None:
+    """The channel of ``name`` not dropped, or None. ``lock``: its row is held (PostgreSQL's
+    ``FOR UPDATE``) until the transaction ends, against a drop or a seed at once."""
+    query = select(channels).where(channels.c.name == name, channels.c.dropped_at.is_(None))
+    if lock and is_postgres(connection):
+        query = query.with_for_update()
+    row = connection.execute(query).first()
+    return _registered(row) if row is not None else None
+
+
+def conflict_line(name: str, registered: str, configured: str) -> str:
+    """The one line a target changed under a registered name is refused with."""
+    return (
+        f"channel {name} is registered with target {registered}, configured with {configured}: "
+        f"a channel keeps its target; drop it first (exchange channels drop {name} --note …) "
+        "or give the new one another name"
+    )
+
+
+def register_in(
+    connection: Connection, configured: Sequence[Configured], now: datetime
+) -> list[str]:
+    """Register, in the caller's transaction, each configured channel not yet registered and
+    write the kinds of those whose configuration changed them. Returns the names newly
+    registered. ``ChannelConflict`` when a configured name is registered with another target.
+
+    Safe when two processes register at once: the insert does nothing on the unique name of
+    the channels not dropped (``ON CONFLICT``), and what is then found there is compared."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    insert = postgresql.insert if is_postgres(connection) else sqlite.insert
+    added: list[str] = []
+    for channel in configured:
+        takes = takes_text(channel.takes)
+        made = connection.execute(
+            insert(channels)
+            .values(name=channel.name, target=channel.target, takes=takes, added_at=now)
+            .on_conflict_do_nothing(
+                index_elements=[channels.c.name], index_where=channels.c.dropped_at.is_(None)
+            )
+            .returning(channels.c.id)
+        ).first()
+        if made is not None:
+            added.append(channel.name)
+            continue
+        found = in_use(connection, channel.name)
+        if found is None:  # dropped between the insert and the read: not ours to undo
+            continue
+        if found.target != channel.target:
+            raise ChannelConflict(conflict_line(channel.name, found.target, channel.target))
+        if found.takes != tuple(channel.takes):
+            connection.execute(
+                update(channels).where(channels.c.id == found.id).values(takes=takes)
+            )
+    return added
+
+
+def register(engine: Engine, configured: Sequence[Configured], now: datetime) -> list[str]:
+    """``register_in`` in a transaction of its own."""
+    with transaction(engine) as connection:
+        return register_in(connection, configured, now)

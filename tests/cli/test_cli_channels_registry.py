@@ -1,0 +1,195 @@
+"""Contract 13 as an operator meets the registry (issue 31, items 1 and 5): ``exchange channels
+list`` shows each registered channel with its counts and «не настроен» for one this process
+does not configure; a configured name registered with another target is one line, exit 2;
+``check`` registers what it reads; ``channels drop`` cancels the waiting deliveries with the
+operator and the note; ``channels seed`` killed mid-way goes on from its mark when run again.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clitools import FAST_ENV, TOKEN, Cli, assert_one_line_error, describe, until_stopped
+from sqlalchemy import Engine, func, select
+
+from exchange.db.engine import transaction
+from exchange.db.schema import channels, deliveries, history
+from exchange.dev.sitesim import SiteSimulator
+from exchange.dev.testing import price_row, stage
+from exchange.domain.clock import SystemClock
+from exchange.domain.policy import Policy
+from exchange.intake import staging_table as intake
+
+SHOP = {
+    "target": "woocommerce",
+    "woo_url": "https://second.example.com",
+}
+
+
+def token(tmp_path: Path) -> str:
+    path = tmp_path / "token"
+    path.write_text(TOKEN + "\n", encoding="utf-8")
+    return str(path)
+
+
+def with_shop(tmp_path: Path) -> dict[str, str | None]:
+    """EXCHANGE_CHANNELS: the site (``api``, as migrate registered it) and a second shop."""
+    secret = tmp_path / "woo-secret"
+    secret.write_text("cs_" + "s" * 20 + "\n", encoding="utf-8")
+    key = tmp_path / "woo-key"
+    key.write_text("ck_" + "k" * 20 + "\n", encoding="utf-8")
+    named = {
+        "api": {
+            "target": "api",
+            "site_url": "https://shop.example.com",
+            "site_token_file": token(tmp_path),
+        },
+        "shop": {**SHOP, "woo_key_file": str(key), "woo_secret_file": str(secret)},
+    }
+    return {"EXCHANGE_CHANNELS": json.dumps(named), "EXCHANGE_SITE_TOKEN": None}
+
+
+def taken(engine: Engine, count: int) -> None:
+    stage(engine, [price_row(f"SKU-{n}", 1) for n in range(count)])
+    intake.take(engine, None, {"price": Policy.LATEST_WINS}, SystemClock().now())
+
+
+def listed(cli: Cli, db_url: str, **env: str | None) -> dict[str, Any]:
+    result = cli("channels", "list", "--json", db=db_url, env=env)
+    assert result.returncode == 0, describe(result)
+    return {row["name"]: row for row in json.loads(result.stdout)}
+
+
+def test_list_shows_counts_and_a_channel_this_process_does_not_configure(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    taken(engine, 3)
+    seeded = cli("channels", "seed", "shop", db=db_url, env=with_shop(tmp_path))
+    assert seeded.returncode == 0, describe(seeded)
+    assert "channel shop: 3 deliveries created" in seeded.stdout
+    rows = listed(cli, db_url)  # without EXCHANGE_CHANNELS: the one channel api
+    assert rows["api"]["configured"] is True and rows["api"]["counts"]["new"] == 3
+    assert rows["shop"]["configured"] is False and rows["shop"]["counts"]["new"] == 3
+    assert rows["shop"]["takes"] == ["price"] and rows["shop"]["target"] == "woocommerce"
+    russian = cli("channels", "list", db=db_url, env={"EXCHANGE_LANG": "ru"})
+    assert russian.returncode == 0, describe(russian)
+    line = next(line for line in russian.stdout.splitlines() if " shop " in line)
+    assert "не настроен" in line and "новое 3" in line, line
+
+
+def test_a_configured_name_registered_with_another_target_is_one_line_exit_2(
+    cli: Cli, db_url: str, tmp_path: Path
+) -> None:
+    env = with_shop(tmp_path)
+    named = json.loads(env["EXCHANGE_CHANNELS"] or "{}")
+    named["api"] = {**named["shop"]}  # the name api, now a WooCommerce shop
+    env["EXCHANGE_CHANNELS"] = json.dumps(named)
+    result = cli("migrate", db=db_url, env=env)
+    assert result.returncode == 2, describe(result)
+    assert_one_line_error(
+        result, "channel api is registered with target api, configured with woocommerce"
+    )
+
+
+def test_check_registers_the_channels_it_reads(cli: Cli, db_url: str, tmp_path: Path) -> None:
+    result = cli("check", db=db_url, env=with_shop(tmp_path))
+    assert result.returncode in (0, 1), describe(result)  # the shops are not reachable here
+    assert set(listed(cli, db_url)) == {"api", "shop"}
+
+
+def test_drop_cancels_the_waiting_deliveries_with_the_operator_and_the_note(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    taken(engine, 2)
+    assert cli("channels", "seed", "shop", db=db_url, env=with_shop(tmp_path)).returncode == 0
+    result = cli(
+        "channels", "drop", "shop", "--note", "shop closed", "--operator", "anna", db=db_url
+    )
+    assert result.returncode == 0, describe(result)
+    assert "channel shop dropped: 2 waiting deliveries cancelled" in result.stdout
+    with transaction(engine, read_only=True) as c:
+        shop = c.execute(select(channels.c.id).where(channels.c.name == "shop")).scalar_one()
+        states = c.execute(
+            select(deliveries.c.state, deliveries.c.reason).where(deliveries.c.channel_id == shop)
+        ).all()
+        written = c.execute(
+            select(history.c.operator, history.c.note).where(
+                history.c.channel_id == shop, history.c.event == "channel-removed"
+            )
+        ).all()
+    assert set(states) == {("cancelled", "channel-removed")}
+    assert written == [("anna", "shop closed")] * 2
+    rows = listed(cli, db_url)
+    assert rows["shop"]["dropped_at"] is not None and rows["api"]["counts"]["new"] == 2
+    again = cli("channels", "drop", "shop", "--note", "again", db=db_url)
+    assert again.returncode == 2
+    assert_one_line_error(again, "no channel shop is in use")
+    no_note = cli("channels", "drop", "api", "--note", "", db=db_url)
+    assert no_note.returncode == 2
+    assert_one_line_error(no_note, "--note is required")
+
+
+def test_seed_killed_after_a_batch_goes_on_from_its_mark(
+    tmp_path: Path, db_url: str, engine: Engine
+) -> None:
+    """A real crash (SIGKILL at the failpoint after the second batch committed): run again,
+    the seed creates only what is missing, and every aggregate has its one delivery."""
+    taken(engine, 9)
+    cli = Cli(tmp_path, process=True)
+    env = with_shop(tmp_path)
+    killed = cli(
+        "channels",
+        "seed",
+        "shop",
+        "--batch",
+        "2",
+        db=db_url,
+        env={**env, "EXCHANGE_FAILPOINTS": "seed-batch-done=kill@2"},
+    )
+    assert killed.returncode == -signal.SIGKILL, describe(killed)
+
+    def seeded() -> int:
+        with transaction(engine, read_only=True) as c:
+            shop = c.execute(select(channels.c.id).where(channels.c.name == "shop")).scalar_one()
+            return int(
+                c.execute(
+                    select(func.count())
+                    .select_from(deliveries)
+                    .where(deliveries.c.channel_id == shop)
+                ).scalar_one()
+            )
+
+    assert seeded() == 4
+    rest = cli("channels", "seed", "shop", "--batch", "2", db=db_url, env=env)
+    assert rest.returncode == 0, describe(rest)
+    assert "channel shop: 5 deliveries created" in rest.stdout
+    assert seeded() == 9
+
+
+@pytest.mark.parametrize("command", ["run", "serve"])
+def test_run_and_serve_register_the_channel_they_read(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path, command: str
+) -> None:
+    def registered() -> bool:
+        with transaction(engine, read_only=True) as c:
+            return "site" in c.execute(select(channels.c.name)).scalars().all()
+
+    with SiteSimulator(token=TOKEN) as site:
+        channel = {"target": "api", "site_url": site.url, "site_token_file": token(tmp_path)}
+        env: dict[str, str | None] = {
+            **FAST_ENV,
+            "EXCHANGE_CHANNELS": json.dumps({"site": channel}),
+            "EXCHANGE_SITE_TOKEN": None,
+            "EXCHANGE_HTTP_HOST": "127.0.0.1",
+            "EXCHANGE_HTTP_PORT": "0",
+        }
+        result = until_stopped(
+            cli, command, stop_when=registered, seconds=30, what="registered", db=db_url, env=env
+        )
+    assert result.returncode == 0, describe(result)
+    rows = listed(cli, db_url, **env)
+    assert rows["site"]["configured"] is True and rows["api"]["configured"] is False
