@@ -760,6 +760,10 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             N_("{names} cannot be used: {why}"),
         ),
         (
+            r"cannot serve on (?P<address>\S+) \((?P<names>[^)]*)\): (?P<why>.+)",
+            N_("cannot serve on {address} ({names}): {why}"),
+        ),
+        (
             r"cannot serve metrics on (?P<address>\S+): (?P<why>.+)",
             N_("cannot serve metrics on {address}: {why}"),
         ),

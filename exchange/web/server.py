@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import signal
 import socket
 import ssl
@@ -21,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from aiohttp import web
 from sqlalchemy import Engine
 
+from exchange.errors import ExchangeError
 from exchange.web import notfound
 from exchange.web.config import FORM_BODY_LIMIT, WebConfig
 from exchange.web.door import Door, DoorSite
@@ -138,7 +140,14 @@ async def serve(
     )
     await runner.setup()
     site = DoorSite(runner, door, host, port, ssl_context=tls)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as exc:  # the port taken, an address not this host's: one line, exit 2
+        await runner.cleanup()
+        raise ExchangeError(
+            f"cannot serve on {host}:{port} (EXCHANGE_HTTP_HOST, EXCHANGE_HTTP_PORT): "
+            f"{_os_reason(exc)}"
+        ) from None
     bound = port
     for address in runner.addresses:  # the port chosen when port is 0
         bound = int(address[1])
@@ -156,6 +165,12 @@ async def serve(
         await stop.wait()
     finally:
         await runner.cleanup()
+
+
+def _os_reason(exc: OSError) -> str:
+    """The operating system's reason alone (``Address already in use``): uvloop's message
+    repeats the address and is lower-case."""
+    return os.strerror(exc.errno) if exc.errno else str(exc)
 
 
 def addresses(

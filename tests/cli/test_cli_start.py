@@ -5,6 +5,7 @@ library for a command that signs no one in and writes no workbook (each CLI proc
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from sqlalchemy import Engine
 from exchange.ops import operators
 from exchange.web.config import WebConfig
 from exchange.web.workbench import Workbench
+from tests.support.clitools import Cli, describe
 
 PROBE = """
 import sys
@@ -79,3 +81,28 @@ def test_the_workbench_makes_the_unknown_name_hash_before_the_first_sign_in(
     Workbench(WebConfig(kinds={}, exchange_dir=tmp_path), engine, "k" * 32)
 
     assert 1 == operators._dummy.cache_info().currsize
+
+
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [("C.UTF-8", "Address already in use"), ("ru_RU.UTF-8", "адрес уже занят")],
+)
+def test_serve_on_a_port_already_taken_says_so_in_one_line_and_exits_2(
+    cli: Cli, db_url: str, lang: str, said: str
+) -> None:
+    """A second `serve`, or another program, on the port: the person who starts it reads which
+    address and which settings, never a traceback (found by a helper's walk-through)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli(
+            "serve",
+            db=db_url,
+            env={"EXCHANGE_HTTP_HOST": "127.0.0.1", "EXCHANGE_HTTP_PORT": str(port), "LANG": lang},
+        )
+    assert 2 == result.returncode, describe(result)
+    assert "Traceback" not in result.stderr, describe(result)
+    last = result.stderr.splitlines()[-1]
+    assert f"127.0.0.1:{port} (EXCHANGE_HTTP_HOST, EXCHANGE_HTTP_PORT)" in last, describe(result)
+    assert said in last, describe(result)
