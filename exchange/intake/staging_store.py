@@ -454,26 +454,8 @@ def _insert_messages(
     if not items:
         return set()
     postgres = is_postgres(connection)
+    _make_aggregates(connection, items)
     source, params = _source(connection, items, now, rank)
-    connection.execute(
-        _insert(connection, aggregates)
-        .from_select(
-            ["kind", "aggregate"],
-            select(source.c.kind, source.c.aggregate)
-            .where(  # the aggregate is new (a concurrent insert of it is a conflict, ignored)
-                ~exists().where(
-                    aggregates.c.kind == source.c.kind,
-                    aggregates.c.aggregate == source.c.aggregate,
-                )
-            )
-            .distinct()
-            .order_by(source.c.kind, source.c.aggregate),
-        )
-        .on_conflict_do_nothing(),
-        params,
-    )
-    same = and_(aggregates.c.kind == source.c.kind, aggregates.c.aggregate == source.c.aggregate)
-    connection.execute(new_cursors(is_postgres(connection), same), params)
     start = {
         "rejected": False,
         "taken_at": now,
@@ -526,6 +508,38 @@ def _insert_messages(
     return set(
         connection.execute(select(messages.c.message_id).where(messages.c.id > before)).scalars()
     )
+
+
+_AGGREGATE_COLUMNS: tuple[tuple[str, Any], ...] = (("kind", String()), ("aggregate", String()))
+
+
+def _make_aggregates(connection: Connection, items: list[Accepted]) -> None:
+    """Create the aggregates of ``items`` not known yet, each with its cursor.
+
+    A price's aggregate is made (with its sku and price type) and given its cursor by
+    ``_pin_prices`` before this, in the same transaction: only the other kinds' aggregates are
+    sent here, so that a chunk of prices spends no statement on aggregates twice.
+    """
+    pairs = list(
+        dict.fromkeys((i.row.kind, i.row.aggregate) for i in items if i.row.kind != "price")
+    )
+    if not pairs:
+        return
+    source, params = rowset(connection, "aggregates", _AGGREGATE_COLUMNS, pairs, name="made")
+    same = and_(aggregates.c.kind == source.c.kind, aggregates.c.aggregate == source.c.aggregate)
+    connection.execute(
+        _insert(connection, aggregates)
+        .from_select(
+            ["kind", "aggregate"],
+            select(source.c.kind, source.c.aggregate)
+            # the aggregate is new (a concurrent insert of it is a conflict, ignored)
+            .where(~exists().where(same))
+            .order_by(source.c.kind, source.c.aggregate),
+        )
+        .on_conflict_do_nothing(),
+        params,
+    )
+    connection.execute(new_cursors(is_postgres(connection), same), params)
 
 
 def _source(
