@@ -189,9 +189,9 @@ def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> 
 
     Set-based, three statements per chunk with prices: create the chunk's new aggregates with
     the identity of their first row (in staging order, so of several versions of a new
-    aggregate in one chunk the first row decides); fix the identity of aggregates that have
-    none yet (made before migration 0003, every message since pruned); read every identity
-    back. PostgreSQL, two workers taking rows of one new aggregate at once: the second's
+    aggregate in one chunk the first row decides), and their cursors; read every identity
+    back. Only where an aggregate read has none yet (made before migration 0003, every message
+    since pruned), its identity is fixed and the identities read again. PostgreSQL, two workers taking rows of one new aggregate at once: the second's
     insert waits for the first's commit and does nothing, and its read (a new snapshot, READ
     COMMITTED) then sees the identity the first one fixed.
     """
@@ -234,23 +234,10 @@ def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> 
         .where(same, aggregates.c.sku.is_(None))
         .correlate(aggregates)
     )
-    connection.execute(
-        update(aggregates)
-        .where(aggregates.c.kind == "price", aggregates.c.sku.is_(None))
-        .where(exists(fixed))
-        .values(
-            sku=fixed.with_only_columns(source.c.sku).scalar_subquery(),
-            sku_key=fixed.with_only_columns(source.c.sku_key).scalar_subquery(),
-            price_type=fixed.with_only_columns(source.c.price_type).scalar_subquery(),
-        ),
-        params,
-    )
     # Each aggregate's sku and price type, and who owns that pair (contract 15; None: no one
     # yet), in one read: an aggregate that owns its pair (every one after its first chunk)
     # costs the owner rule nothing more.
-    pins: dict[str, tuple[str, str]] = {}
-    owners: dict[str, str | None] = {}
-    for aggregate, sku, price_type, owner in connection.execute(
+    read = (
         select(
             aggregates.c.aggregate,
             aggregates.c.sku,
@@ -265,9 +252,25 @@ def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> 
                 price_owners.c.price_type == aggregates.c.price_type,
             ),
         )
-        .where(true()),
-        params,
-    ).all():  # fetched at once: row by row cost SQLAlchemy a call per row
+        .where(true())
+    )
+    found = connection.execute(read, params).all()  # at once: row by row costs a call a row
+    if any(sku is None for _, sku, _, _ in found):  # rare: fixed, then read again
+        connection.execute(
+            update(aggregates)
+            .where(aggregates.c.kind == "price", aggregates.c.sku.is_(None))
+            .where(exists(fixed))
+            .values(
+                sku=fixed.with_only_columns(source.c.sku).scalar_subquery(),
+                sku_key=fixed.with_only_columns(source.c.sku_key).scalar_subquery(),
+                price_type=fixed.with_only_columns(source.c.price_type).scalar_subquery(),
+            ),
+            params,
+        )
+        found = connection.execute(read, params).all()
+    pins: dict[str, tuple[str, str]] = {}
+    owners: dict[str, str | None] = {}
+    for aggregate, sku, price_type, owner in found:
         pins[aggregate] = (sku, price_type)
         owners[aggregate] = owner
     foreign: dict[int, str] = {}
