@@ -191,9 +191,10 @@ def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> 
     the identity of their first row (in staging order, so of several versions of a new
     aggregate in one chunk the first row decides), and their cursors; read every identity
     back. Only where an aggregate read has none yet (made before migration 0003, every message
-    since pruned), its identity is fixed and the identities read again. PostgreSQL, two workers taking rows of one new aggregate at once: the second's
-    insert waits for the first's commit and does nothing, and its read (a new snapshot, READ
-    COMMITTED) then sees the identity the first one fixed.
+    since pruned), its identity is fixed and the identities read again. PostgreSQL, two
+    workers taking rows of one new aggregate at once: the second's insert waits for the first's
+    commit and does nothing, and its read (a new snapshot, READ COMMITTED) then sees the
+    identity the first one fixed.
     """
     named: list[tuple[Accepted, str, str]] = []
     first: dict[str, tuple[str, str]] = {}
