@@ -1,7 +1,8 @@
 """Storing a chunk of intake (contract 1): the accepted rows as messages (set-based: one JSON
-parameter, ``ON CONFLICT DO NOTHING``, their ``taken`` history), duplicates and version
-conflicts told apart, the rejected rows as quarantine records; what it did as an
-``IntakeReport``. Moved verbatim out of ``staging_table``, which takes them in.
+parameter, or on SQLite one ``executemany`` of tuples, ``ON CONFLICT DO NOTHING``, their
+``taken`` history), duplicates and version conflicts told apart, the rejected rows as
+quarantine records; what it did as an ``IntakeReport``. Moved out of ``staging_table``, which
+takes them in.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Intake's set-based storing (rows sent to the database as one JSON parameter) keeps every
-value of every staging row exactly, on SQLite and PostgreSQL (``engine`` is parametrized).
+"""Intake's set-based storing (rows sent as one JSON parameter, on SQLite as one executemany)
+keeps every value of every staging row exactly, on SQLite and PostgreSQL (``engine`` is
+parametrized).
 """
 
 from __future__ import annotations
