@@ -233,6 +233,9 @@ def tables(results: dict[str, Any]) -> str:
                 f"{r['coalesce_s']:.1f}",
                 _rate(r["rows"] / (r["intake_s"] + r["coalesce_s"])),
                 _ratio(r["intake_s"] + r["coalesce_s"], r["staging_s"]),
+                _ratio(r["intake_s"], r["staging_s"]),
+                "" if r.get("intake_cpu_ratio") is None else f"{r['intake_cpu_ratio']:.2f}",
+                "" if r.get("load_average") is None else f"{r['load_average']:.1f}",
                 f"{r['peak_rss_mb']:.0f}",
             ]
             for r in intake
@@ -248,6 +251,9 @@ def tables(results: dict[str, Any]) -> str:
                     "coalesce s",
                     "rows/s (intake + coalesce)",
                     "÷ INSERT",
+                    "intake ÷ INSERT",
+                    "intake CPU ÷ INSERT CPU",
+                    "load",
                     "peak RSS MB",
                 ],
                 rows,

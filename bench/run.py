@@ -613,8 +613,10 @@ def intake_section(args: argparse.Namespace, scratch: Path) -> list[dict[str, An
         figures.update(peak_rss_mb=peak, cpu_s=cpu, database=database)
         rows.append(figures)
         log(
-            f"intake {database}: {figures['rows']} rows, intake {figures['intake_s']:.1f} s, "
-            f"coalesce {figures['coalesce_s']:.1f} s, peak RSS {peak:.0f} MB"
+            f"intake {database}: {figures['rows']} rows, intake {figures['intake_s']:.1f} s "
+            f"({figures['intake_ratio']:.2f}x the staging INSERT, CPU "
+            f"{figures.get('intake_cpu_ratio')}x), coalesce {figures['coalesce_s']:.1f} s, "
+            f"peak RSS {peak:.0f} MB, load {figures['load_average']}"
         )
     return rows
 

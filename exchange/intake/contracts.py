@@ -415,7 +415,14 @@ def _plain_price(row: StagingRow) -> str | None:
         amount = _check_price(price)
     except ValueError:
         return None
-    return dump_json(_price_wire(sku, amount, currency, price_type))
+    # dump_json(_price_wire(...)) written out: keys sorted, compact, and no value needs an
+    # escape (the text holds no backslash, so no quote inside a string, and no control
+    # character), which the encoder's per-call setup cost more than the rest of this check.
+    price_text = format(amount, "f")
+    return (
+        f'{{"currency":"{currency}","price":"{price_text}",'
+        f'"price_type":"{price_type}","sku":"{sku}"}}'
+    )
 
 
 def price_aggregate(sku: str, price_type: str) -> str:
@@ -496,7 +503,7 @@ def _encodable(name: str, value: str | None) -> None:
     # JSON may escape a lone UTF-16 surrogate ("\\ud800"): valid JSON, but no text a database
     # or the site can store. Refuse it here rather than fail the whole chunk (or, in the JSON
     # intake, the whole request) later.
-    if value is None:
+    if value is None or value.isascii():  # only a non-ASCII text can hold a surrogate
         return
     try:
         value.encode("utf-8")

@@ -195,6 +195,27 @@ def _loose_row(values: tuple[Any, ...], *, raw_time: bool = False) -> StagingRow
     row_id, kind, aggregate, version, payload, schema_version, source_ref, created_at, label = (
         values
     )
+    if (  # every row as the table's types have it: nothing to decode, nothing to judge here
+        not raw_time
+        and type(kind) is str
+        and type(aggregate) is str
+        and type(version) is int
+        and type(payload) is str
+        and type(schema_version) is str
+        and (source_ref is None or type(source_ref) is str)
+    ):
+        return StagingRow(
+            row_id,
+            kind,
+            aggregate,
+            version,
+            payload,
+            schema_version,
+            source_ref,
+            created_at,
+            name=product_name(label),
+            name_chars=_chars(label),
+        )
     defects: list[str] = []
     texts = {}
     given = (kind, aggregate, payload, schema_version, source_ref)
@@ -232,6 +253,8 @@ def _loose_row(values: tuple[Any, ...], *, raw_time: bool = False) -> StagingRow
 
 
 def _mark_taken(connection: Connection, ids: Sequence[int], now: datetime) -> None:
+    if not ids:
+        return
     if is_postgres(connection):  # one array parameter, not one per row
         from sqlalchemy.dialects.postgresql import ARRAY
 
@@ -239,4 +262,7 @@ def _mark_taken(connection: Connection, ids: Sequence[int], now: datetime) -> No
     else:  # one JSON parameter: SQLAlchemy would render (and process) one per row
         each = func.json_each(bindparam("ids", json.dumps(list(ids)), type_=Text()))
         chosen = staging.c.id.in_(select(each.table_valued("value").c.value))
-    connection.execute(update(staging).where(chosen).values(taken_at=now))
+    # The chunk's id range beside the list: PostgreSQL otherwise read the whole staging table
+    # for each chunk (a sequential scan filtered by the list, seen with EXPLAIN at 50,000 rows).
+    within = staging.c.id.between(min(ids), max(ids))
+    connection.execute(update(staging).where(within, chosen).values(taken_at=now))

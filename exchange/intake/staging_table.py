@@ -5,9 +5,10 @@ ends as exactly one of: a new message, a recorded duplicate, or a quarantine rec
 staging lives in another database the rows are marked taken after that commit, and a row
 taken twice is recognised by its (kind, aggregate, version) and recorded as a duplicate.
 Validation is per row (``contracts.validate``); storing is set-based, a few statements per
-chunk whatever its size: the chunk's accepted rows go to the database as one JSON parameter,
-which creates the aggregates, inserts the messages (``ON CONFLICT DO NOTHING``) and writes
-their ``taken`` history from what was inserted. Only rows not inserted (a message already
+chunk whatever its size: the chunk's accepted rows go to the database as one JSON parameter
+(SQLite: one ``executemany`` of tuples), which creates the aggregates, inserts the messages
+(``ON CONFLICT DO NOTHING``) and writes their ``taken`` history and deliveries from what was
+inserted. Only rows not inserted (a message already
 known) are looked up, to tell a duplicate from a version conflict. Memory is bounded by the
 chunk, never by the number of rows waiting. Coalescing is the next stage (``coalesce``),
 after every chunk is in.

@@ -1,5 +1,6 @@
-"""Intake's set-based storing (rows sent to the database as one JSON parameter) keeps every
-value of every staging row exactly, on SQLite and PostgreSQL (``engine`` is parametrized).
+"""Intake's set-based storing (rows sent as one JSON parameter, on SQLite as one executemany)
+keeps every value of every staging row exactly, on SQLite and PostgreSQL (``engine`` is
+parametrized).
 """
 
 from __future__ import annotations
@@ -8,10 +9,18 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, delete, select, text
+from mirror import differences
+from sqlalchemy import Engine, delete, func, select, text
 
 from exchange.db.engine import transaction
-from exchange.db.schema import aggregates, history, messages, staging
+from exchange.db.schema import (
+    aggregates,
+    channel_aggregates,
+    deliveries,
+    history,
+    messages,
+    staging,
+)
 from exchange.dev.testing import posting_row, price_row, raw_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.policy import DEFAULT_KINDS
@@ -143,3 +152,35 @@ def is_analyzed(engine: Engine) -> bool:
             text("SELECT reltuples FROM pg_class WHERE relname IN ('aggregates', 'messages')")
         ).scalars()
         return all(count >= 0 for count in tuples)
+
+
+def test_every_new_aggregate_of_a_mixed_chunk_gets_one_cursor_and_every_message_one_delivery(
+    engine: Engine, clock: FakeClock
+) -> None:
+    """A price's aggregate is made by the pin step, any other kind's with the messages: in a
+    chunk of both (new aggregates and known ones), each aggregate ends with exactly one cursor
+    on the channel and each message with its delivery, as ``messages`` and ``aggregates`` say."""
+    stage(
+        engine,
+        [
+            price_row("SKU-1", 1),
+            posting_row("D-1", 1),
+            price_row("SKU-2", 1),
+            posting_row("D-1", 2),
+            posting_row("D-2", 1),
+            price_row("SKU-1", 2),
+        ],
+    )
+    intake.take(engine, None, KINDS, clock.now())
+    stage(engine, [posting_row("D-2", 2), posting_row("D-3", 1), price_row("SKU-3", 1)])
+    intake.take(engine, None, KINDS, clock.now())
+
+    with transaction(engine, read_only=True) as c:
+        made = set(c.execute(select(aggregates.c.id)).scalars())
+        cursors = list(c.execute(select(channel_aggregates.c.aggregate_id)).scalars())
+        delivered = c.execute(select(func.count()).select_from(deliveries)).scalar_one()
+        found = differences(c)
+    assert len(made) == 6
+    assert sorted(cursors) == sorted(made), "every aggregate has exactly one cursor"
+    assert delivered == 9, "every message has its delivery"
+    assert found == [], "\n".join(found)
