@@ -41,6 +41,7 @@ from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import messages, workers
 from exchange.db.target_lock import DbLock
 from exchange.db.worker_rows import clear_old_workers
+from exchange.delivery import withheld
 from exchange.delivery.gate import InFlightGate
 from exchange.delivery.probe import PROBE_TURN, ProbeTurn
 from exchange.domain.breaker import BreakerState, CircuitBreaker
@@ -64,7 +65,6 @@ from exchange.intake import staging_table as intake
 from exchange.intake.sources.common import Source
 from exchange.intake.staging_table import IntakeReport
 from exchange.logs import log_event
-from exchange.delivery import withheld
 from exchange.queue import coalesce, control, lease, record
 from exchange.queue.idle import is_idle
 from exchange.settings import Settings

@@ -5,8 +5,8 @@ exchange/dev/sitemodel.py ``withhold_drops``), on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-from decimal import Decimal
 from collections.abc import Awaitable, Callable
+from decimal import Decimal
 from typing import Any, TypeVar
 
 import httpx
@@ -162,7 +162,7 @@ def test_a_withheld_price_holds_no_lease_is_idle_and_a_newer_version_goes_on(
 def test_the_periodic_check_ends_it_delivered_when_the_channel_shows_it(
     engine: Engine, db_url: str, clock: FakeClock
 ) -> None:
-    site, worker = _withhold_v2(engine, db_url, clock)
+    site, _ = _withhold_v2(engine, db_url, clock)
     v2 = _row(engine, 2)
 
     # Asked before the seller confirmed: still withheld, nothing moves.
@@ -182,7 +182,7 @@ def test_the_periodic_check_ends_it_delivered_when_the_channel_shows_it(
 def test_a_person_releases_it_with_history_of_operator_and_note(
     engine: Engine, db_url: str, clock: FakeClock
 ) -> None:
-    site, worker = _withhold_v2(engine, db_url, clock)
+    site, _ = _withhold_v2(engine, db_url, clock)
     v2 = _row(engine, 2)
 
     def release(target: Target) -> Awaitable[list[withheld_delivery.Released]]:
@@ -193,8 +193,8 @@ def test_a_person_releases_it_with_history_of_operator_and_note(
     done = _with_target(db_url, site, release)
     assert [(r.message_id, r.asked, r.delivered) for r in done] == [(v2["message_id"], True, True)]
     assert site.effects[v2["message_id"]] == 1  # buyers see it now
-    release, live = _events(engine, v2["id"])[-2:]
-    assert (release["event"], release["operator"], release["note"]) == (
+    asked, live = _events(engine, v2["id"])[-2:]
+    assert (asked["event"], asked["operator"], asked["note"]) == (
         "operator-release",
         "olga",
         "checked",
