@@ -1,0 +1,100 @@
+"""``exchange withheld release`` and ``status`` on withheld prices (contract 13), against the
+site simulator's withholding switch (a test device: exchange/dev/sitemodel.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from decimal import Decimal
+
+import pytest
+from clitools import TOKEN, Cli, deliver_in_process, describe, run_json
+from sqlalchemy import Engine, select
+
+from exchange.db.engine import transaction
+from exchange.db.schema import history, messages
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import price_row
+
+
+@pytest.fixture
+def withholding_site() -> Iterator[SiteSimulator]:
+    with SiteSimulator(token=TOKEN, faults=Faults(seed=1), withhold_drops=Decimal("0.5")) as sim:
+        yield sim
+
+
+def _withheld_v2(db_url: str, engine: Engine, site: SiteSimulator) -> str:
+    deliver_in_process(db_url, engine, site, [price_row("S1", 1, "100.00")])
+    deliver_in_process(db_url, engine, site, [price_row("S1", 2, "10.00")])
+    with transaction(engine, read_only=True) as connection:
+        return str(
+            connection.execute(
+                select(messages.c.message_id).where(messages.c.state == "withheld")
+            ).scalar_one()
+        )
+
+
+def test_status_counts_withheld_and_names_the_cause(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator
+) -> None:
+    _withheld_v2(db_url, engine, withholding_site)
+    figures = run_json(cli, "status", "--json", db=db_url, code=1)
+    assert figures["counts"]["withheld"] == 1
+    assert "withheld" in figures["needs_person_causes"]
+    assert figures["oldest_undelivered_age_s"] is None  # left out, as the backlog
+    text = cli("status", db=db_url)
+    assert text.returncode == 1 and "withheld" in text.stdout, describe(text)
+    ru = cli("status", db=db_url, env={"EXCHANGE_LANG": "ru"})
+    assert "придержано каналом" in ru.stdout, describe(ru)
+
+
+def test_release_asks_the_channel_and_writes_history_with_operator_and_note(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator
+) -> None:
+    message_id = _withheld_v2(db_url, engine, withholding_site)
+    refused = cli("withheld", "release", message_id, db=db_url, site=withholding_site.url)
+    assert refused.returncode == 2 and "--note" in refused.stderr, describe(refused)
+    done = cli(
+        "withheld",
+        "release",
+        message_id,
+        "--note",
+        "price checked with the buyer",
+        "--operator",
+        "olga",
+        db=db_url,
+        site=withholding_site.url,
+    )
+    assert done.returncode == 0, describe(done)
+    assert f"{message_id}: delivered" in done.stdout, describe(done)
+    assert withholding_site.effect_counts()[message_id] == 1
+    with transaction(engine, read_only=True) as connection:
+        state = connection.execute(
+            select(messages.c.state).where(messages.c.message_id == message_id)
+        ).scalar_one()
+        rows = connection.execute(
+            select(history.c.event, history.c.operator, history.c.note)
+            .join(messages, messages.c.id == history.c.message_pk)
+            .where(messages.c.message_id == message_id)
+            .order_by(history.c.id)
+        ).all()
+    assert state == "delivered"
+    assert [tuple(r) for r in rows[-2:]] == [
+        ("operator-release", "olga", "price checked with the buyer"),
+        ("withheld-live", "olga", "price checked with the buyer"),
+    ]
+    again = cli(
+        "withheld", "release", message_id, "--note", "x", db=db_url, site=withholding_site.url
+    )
+    assert again.returncode == 2 and "only withheld messages" in again.stderr, describe(again)
+    unknown = cli(
+        "withheld",
+        "release",
+        message_id,
+        "--note",
+        "x",
+        "--channel",
+        "nowhere",
+        db=db_url,
+        site=withholding_site.url,
+    )
+    assert unknown.returncode == 2 and "no channel nowhere" in unknown.stderr, describe(unknown)
