@@ -205,3 +205,31 @@ def test_a_person_releases_it_with_history_of_operator_and_note(
         "olga",
     )
     assert _cursor(engine) == (2, 2)
+
+
+def test_an_older_version_arriving_after_a_withheld_one_is_superseded_never_sent(
+    engine: Engine, db_url: str, clock: FakeClock
+) -> None:
+    site = FakeSite(withhold_drops=HALF)
+    stage(engine, [price_row("S1", 1, "100.00")])
+    _drain(engine, db_url, site, clock)
+    stage(engine, [price_row("S1", 3, "10.00")])
+    _drain(engine, db_url, site, clock)
+    assert _row(engine, 3)["state"] == State.WITHHELD.value
+    stage(engine, [price_row("S1", 2, "90.00")])  # 1C's older version, late
+    _drain(engine, db_url, site, clock)
+    v2 = _row(engine, 2)
+    assert (v2["state"], v2["reason"]) == (State.CANCELLED.value, "superseded")
+    assert v2["message_id"] not in site.model.received_keys  # the channel keeps v3
+    assert _row(engine, 3)["state"] == State.WITHHELD.value
+
+
+def test_the_worker_asks_the_channel_and_ends_it_delivered_when_it_went_live(
+    engine: Engine, db_url: str, clock: FakeClock
+) -> None:
+    site, _ = _withhold_v2(engine, db_url, clock)
+    v2 = _row(engine, 2)
+    site.model.confirm(v2["message_id"])  # the seller confirms it in the channel's cabinet
+    _drain(engine, db_url, site, clock)  # a worker asks at its start, then every RECHECK_EVERY
+    assert _row(engine, 2)["state"] == State.DELIVERED.value
+    assert _cursor(engine) == (2, 2)
