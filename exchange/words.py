@@ -254,10 +254,18 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "list_in_progress": N_("Being sent now"),
     "list_delivered": NP_("list_delivered", "Delivered"),
     "list_cancelled": N_("Cancelled"),
+    "list_withheld": N_("Taken by the channel, withheld from buyers"),
     "lists": N_("Lists"),
     # -- the message's page (issue 34 item 9) ----------------------------------------------
     "in_state_line": N_("{state} since {when} ({ago})"),
     "done_prioritize": N_("Done: the message is first in the queue."),
+    "done_release": N_("Done: the channel was asked to show the price to buyers."),
+    "release": N_("Release to buyers"),
+    "release_about": N_(
+        "The channel took this price but withholds it from buyers until a person confirms it. "
+        "Release asks the channel to show it, where the channel has a way; otherwise it says "
+        "where the seller must act (the channel's cabinet, or a new price)."
+    ),
     "your_note": N_("Your note (not saved)"),
     "in_state_since": N_("In this state since"),
     "next_try": N_("Next try"),
