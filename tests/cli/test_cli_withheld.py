@@ -3,17 +3,23 @@ site simulator's withholding switch (a test device: exchange/dev/sitemodel.py)."
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from clitools import TOKEN, Cli, deliver_in_process, describe, run_json
+from prometheus_client import generate_latest
 from sqlalchemy import Engine, select
 
 from exchange.db.engine import transaction
 from exchange.db.schema import history, messages
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import price_row
+from exchange.domain.breaker import BreakerState
+from exchange.ops.metrics import PrometheusMetrics
 
 
 @pytest.fixture
@@ -98,3 +104,28 @@ def test_release_asks_the_channel_and_writes_history_with_operator_and_note(
         site=withholding_site.url,
     )
     assert unknown.returncode == 2 and "no channel nowhere" in unknown.stderr, describe(unknown)
+
+
+def test_the_report_and_the_metrics_count_withheld(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator, tmp_path: Path
+) -> None:
+    _withheld_v2(db_url, engine, withholding_site)
+    output = tmp_path / "report.json"
+    done = cli("quarantine", "export", "--format", "json", "--output", str(output), db=db_url)
+    assert done.returncode == 0, describe(done)
+    assert json.loads(output.read_text(encoding="utf-8"))["summary"]["withheld"] == 1
+    csv = tmp_path / "report.csv"
+    assert (
+        cli("quarantine", "export", "--format", "csv", "--output", str(csv), db=db_url).returncode
+        == 0
+    )
+    assert "Придержано каналом от покупателей, не в карантине (exchange withheld release);1" in (
+        csv.read_text(encoding="utf-8-sig")
+    )
+    metrics = PrometheusMetrics()
+    metrics.cycle_finished(
+        engine, now=datetime.now(UTC), seconds=0.1, breaker=BreakerState.CLOSED, paused=False
+    )
+    scraped = generate_latest(metrics.registry).decode()
+    assert 'exchange_messages{state="withheld"} 1.0' in scraped
+    assert 'exchange_attempts_total{outcome="withheld"}' in scraped
