@@ -843,6 +843,14 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="keep only the idempotency promise: never answer 409 stale, apply any version",
     )
+    parser.add_argument(
+        "--withhold-drops",
+        type=Decimal,
+        default=None,
+        metavar="SHARE",
+        help="a test device: withhold a price that falls to SHARE of the shown one or below "
+        "(e.g. 0.5) until released at /api/v1/withheld/<message_id>/release",
+    )
     return parser.parse_args(argv)
 
 
@@ -867,6 +875,7 @@ def main(argv: list[str] | None = None) -> None:
         host=args.host,
         port=args.port,
         check_versions=not args.no_version_check,
+        withhold_drops=args.withhold_drops,
     )
     stopped = threading.Event()
 

@@ -52,6 +52,7 @@ def test_the_dashboard_lists_withheld_and_a_release_is_recorded_with_the_operato
     dashboard = client.get("/").text
     assert 'id="state-withheld">1<' in dashboard
     assert "придержано каналом" in dashboard
+    assert "канал принял, но придержал от покупателей" in html.unescape(dashboard)  # the cause
     listed = client.get("/messages/withheld")
     assert listed.status_code == 200 and mid in listed.text
     page = client.get(f"/message/{mid}").text
