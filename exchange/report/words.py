@@ -460,7 +460,9 @@ def summary_rows(report: Report, lang: Lang) -> list[tuple[str, Cell]]:
         (label("oldest_age", lang), human_age(s.oldest_age_s, lang)),
         (label("oldest_at", lang, report.zone), s.oldest_quarantined_at),
         (label("superseded_total", lang), s.superseded_after_quarantine),
-        (label("withheld", lang), report.withheld),
+        # Only where a channel withholds prices (contract 13): a report of an installation
+        # without any keeps its rows as they were.
+        *([(label("withheld", lang), report.withheld)] if report.withheld else []),
     ]
 
 
