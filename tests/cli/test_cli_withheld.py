@@ -17,7 +17,7 @@ from sqlalchemy import Engine, select
 from exchange.db.engine import transaction
 from exchange.db.schema import history, messages
 from exchange.dev.sitesim import Faults, SiteSimulator
-from exchange.dev.testing import price_row
+from exchange.dev.testing import price_row, stage
 from exchange.domain.breaker import BreakerState
 from exchange.ops.metrics import PrometheusMetrics
 
@@ -129,3 +129,13 @@ def test_the_report_and_the_metrics_count_withheld(
     scraped = generate_latest(metrics.registry).decode()
     assert 'exchange_messages{state="withheld"} 1.0' in scraped
     assert 'exchange_attempts_total{outcome="withheld"}' in scraped
+
+
+def test_run_until_idle_counts_withheld_as_idle_and_says_it_is_left(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator
+) -> None:
+    deliver_in_process(db_url, engine, withholding_site, [price_row("S1", 1, "100.00")])
+    stage(engine, [price_row("S1", 2, "10.00")])
+    ran = cli("run", "--until-idle", "--max-seconds", "30", db=db_url, site=withholding_site.url)
+    assert ran.returncode == 0, describe(ran)  # idle: exit 0, not 3
+    assert "1 withheld by the channel (exchange withheld release)" in ran.stdout, describe(ran)
