@@ -103,10 +103,13 @@ def named(connection: Connection, message_ids: Sequence[str]) -> dict[str, Withh
 def any_waiting(connection: Connection) -> bool:
     """Whether any delivery is withheld (one read of the state index): the record of a batch
     looks for withheld versions to supersede only then."""
-    found = connection.execute(
-        select(messages.c.id).where(messages.c.state == State.WITHHELD.value).limit(1)
-    ).first()
-    return found is not None
+    return connection.exec_driver_sql(_ANY_WITHHELD).first() is not None
+
+
+# The record of every batch asks it once, so it is the driver's own text: a select() built per
+# call cost ~0.2 ms of SQLAlchemy's work on the loaded bench machine, a text() ~0.07 ms, this
+# ~0.02 ms (0.2 us a message of a batch of 100). A literal state: the state index's search.
+_ANY_WITHHELD = f"SELECT id FROM messages WHERE state = '{State.WITHHELD.value}' LIMIT 1"
 
 
 def strict_taken(decision: Decision) -> Decision:
