@@ -50,6 +50,7 @@ class Withheld:
     payload: str
     created_at: datetime
     withheld_at: datetime
+    said: str | None  # what the channel answered (``last_error``): its own words
 
 
 def _columns() -> tuple[Any, ...]:
@@ -64,6 +65,7 @@ def _columns() -> tuple[Any, ...]:
         m.payload,
         m.created_at,
         m.updated_at,
+        m.last_error,
     )
 
 

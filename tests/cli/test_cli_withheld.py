@@ -42,15 +42,19 @@ def _withheld_v2(db_url: str, engine: Engine, site: SiteSimulator) -> str:
 def test_status_counts_withheld_and_names_the_cause(
     cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator
 ) -> None:
-    _withheld_v2(db_url, engine, withholding_site)
+    message_id = _withheld_v2(db_url, engine, withholding_site)
     figures = run_json(cli, "status", "--json", db=db_url, code=1)
     assert figures["counts"]["withheld"] == 1
     assert "withheld" in figures["needs_person_causes"]
     assert figures["oldest_undelivered_age_s"] is None  # left out, as the backlog
     text = cli("status", db=db_url)
     assert text.returncode == 1 and "withheld" in text.stdout, describe(text)
+    # listed with the channel's own words and what releases it
+    assert message_id in text.stdout and "exchange withheld release" in text.stdout
+    assert "the site took the price and withholds it from buyers" in text.stdout, describe(text)
     ru = cli("status", db=db_url, env={"EXCHANGE_LANG": "ru"})
     assert "придержано каналом" in ru.stdout, describe(ru)
+    assert "сайт принял цену, но придержал её от покупателей" in ru.stdout, describe(ru)
 
 
 def test_release_asks_the_channel_and_writes_history_with_operator_and_note(
