@@ -62,7 +62,7 @@ async def recheck(
         live = [w for w, seen in zip(rows, shown, strict=True) if seen is Shown.LIVE]
         if live:
             with transaction(engine) as connection:
-                moved += withheld.went_live(connection, live, now())
+                moved += len(withheld.went_live(connection, live, now()))
         if len(rows) < page:
             return moved
         after = rows[-1].pk
@@ -125,7 +125,7 @@ async def release(
             operator=operator,
             note=note,
         )
-    delivered = {w.message_id for w in live} if ended else set()
+    delivered = {w.message_id for w in ended}
     return [
         Released(w.message_id, a.asked, a.detail, w.message_id in delivered)
         for w, a in zip(rows, answers, strict=True)

@@ -128,12 +128,12 @@ def went_live(
     detail: str = "the channel shows this version to buyers",
     operator: str | None = None,
     note: str | None = None,
-) -> int:
+) -> list[Withheld]:
     """The channel shows these versions to buyers: each delivery ends ``delivered`` (guarded:
     one that moved meanwhile is left as it is), its aggregate's cursor advances to it, and
-    withheld versions below it are superseded. Returns how many ended delivered."""
+    withheld versions below it are superseded. Returns those that ended delivered."""
     if not shown:
-        return 0
+        return []
     still = {
         pk
         for (pk,) in connection.execute(
@@ -169,7 +169,7 @@ def went_live(
                 condition = and_(condition, on_the_channel(channel_aggregates))
             connection.execute(update(table).where(condition).values(done_version=w.version))
     supersede_delivered(connection, sorted({w.aggregate_id for w in live}), now)
-    return len(live)
+    return live
 
 
 def supersede_delivered(connection: Connection, aggregate_ids: Sequence[int], now: datetime) -> int:
