@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from exchange.domain.clock import Clock, Monotonic, SystemClock
 from exchange.errors import ConfigurationError
-from exchange.settings import Settings, onec_folder
+from exchange.settings import Settings, onec_folder, only_channel
 
 if TYPE_CHECKING:
     import httpx
@@ -329,6 +329,7 @@ def web_config(settings: Settings) -> WebConfig:
         live_within=settings.live_within,
         behind_proxy=settings.http_behind_proxy,
         public_url=settings.public_url,
+        withheld_target=lambda: target(only_channel(settings)),
     )
 
 

@@ -254,10 +254,18 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "list_in_progress": N_("Being sent now"),
     "list_delivered": NP_("list_delivered", "Delivered"),
     "list_cancelled": N_("Cancelled"),
+    "list_withheld": N_("Taken by the channel, withheld from buyers"),
     "lists": N_("Lists"),
     # -- the message's page (issue 34 item 9) ----------------------------------------------
     "in_state_line": N_("{state} since {when} ({ago})"),
     "done_prioritize": N_("Done: the message is first in the queue."),
+    "done_release": N_("Done: the channel was asked to show the price to buyers."),
+    "release": N_("Release to buyers"),
+    "release_about": N_(
+        "The channel took this price but withholds it from buyers until a person confirms it. "
+        "Release asks the channel to show it, where the channel has a way; otherwise it says "
+        "where the seller must act (the channel's cabinet, or a new price)."
+    ),
     "your_note": N_("Your note (not saved)"),
     "in_state_since": N_("In this state since"),
     "next_try": N_("Next try"),
@@ -396,6 +404,7 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "delayed": NP_("state", "delayed"),
         "quarantined": NP_("state", "quarantined"),
         "cancelled": NP_("state", "cancelled"),
+        "withheld": NP_("state", "withheld by the channel"),
     },
     "event": {
         "taken": NP_("event", "taken"),
@@ -418,6 +427,9 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "operator-prioritize": NP_("event", "put first by an operator"),
         "seeded": NP_("event", "seeded to a new channel"),
         "channel-removed": NP_("event", "channel removed"),
+        "withheld": NP_("event", "withheld by the channel"),
+        "withheld-live": NP_("event", "shown to buyers"),
+        "operator-release": NP_("event", "released by an operator"),
     },
     # The kinds of contract 3 (and EXCHANGE_KINDS's own, shown by their code).
     "kind": {
@@ -509,6 +521,23 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"only quarantined messages can be changed: (?P<states>.*)",
             N_("only quarantined messages can be changed: {states}"),
+        ),
+        (
+            r"only withheld messages can be released: (?P<states>.*)",
+            N_("only withheld messages can be released: {states}"),
+        ),
+        (
+            r"--note is required: say why the price is released",
+            N_("--note is required: say why the price is released"),
+        ),
+        (r"name at least one withheld message", N_("name at least one withheld message")),
+        (
+            r"--channel is required: this installation has (?P<names>.*)",
+            N_("--channel is required: this installation has {names}"),
+        ),
+        (
+            r"no channel (?P<name>\S+) is configured here \(configured: (?P<names>.*)\)",
+            N_("no channel {name} is configured here (configured: {names})"),
         ),
         (
             r"(?P<id>\S+): a rejected staging row cannot be replayed.*",
@@ -1044,6 +1073,34 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("staging row #{n} carried this message again: recorded, not sent again"),
     ),
     (r"superseded by (?P<id>\S+)", N_("superseded by {id}")),
+    (
+        r"withheld, and a newer version was delivered: superseded by (?P<id>.+)",
+        N_("withheld, and a newer version was delivered: superseded by {id}"),
+    ),
+    (
+        r"HTTP (?P<s>\d+): the site took the price and withholds it from buyers",
+        N_("HTTP {s}: the site took the price and withholds it from buyers"),
+    ),
+    (
+        r"HTTP (?P<s>\d+): the site shows it to buyers",
+        N_("HTTP {s}: the site shows it to buyers"),
+    ),
+    (
+        r"the channel shows this version to buyers",
+        N_("the channel shows this version to buyers"),
+    ),
+    (
+        r"released by a person: the channel shows this version to buyers",
+        N_("released by a person: the channel shows this version to buyers"),
+    ),
+    (
+        r"this channel has no way to release a withheld price: confirm it where the channel is "
+        r"managed, or send a new price",
+        N_(
+            "this channel has no way to release a withheld price: confirm it where the channel "
+            "is managed, or send a new price"
+        ),
+    ),
     (
         r"version (?P<v>\d+) is at or below version (?P<d>\d+), already delivered: never sent",
         N_("version {v} is at or below version {d}, already delivered: never sent"),

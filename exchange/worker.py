@@ -41,6 +41,7 @@ from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import messages, workers
 from exchange.db.target_lock import DbLock
 from exchange.db.worker_rows import clear_old_workers
+from exchange.delivery import withheld
 from exchange.delivery.gate import InFlightGate
 from exchange.delivery.probe import PROBE_TURN, ProbeTurn
 from exchange.domain.breaker import BreakerState, CircuitBreaker
@@ -213,6 +214,7 @@ class Worker:
             target.pace_with(_SitePacer(self))
         self._swept_at = -math.inf  # when coalescing and the gap check last swept the queue
         self._sweep_cost = 0.0  # seconds that sweep took
+        self._rechecked_at = -math.inf  # when the channel was last asked about withheld prices
 
     def request_stop(self) -> None:
         """Let the requests in flight finish (each within EXCHANGE_HTTP_TIMEOUT) and record
@@ -299,6 +301,7 @@ class Worker:
         if self.source is not None:
             await self._pull_source()
         held = self._take_in(report, sweep=True)
+        await self._recheck_withheld()
         self._share_site(self.clock.now())
         # Aggregates whose attempts in this cycle left them to be tried again: a cycle gives
         # each at most TRIES_PER_CYCLE such attempts, so that a failure the backoff makes due
@@ -674,6 +677,17 @@ class Worker:
             ).scalar_one()
         return 1 + int(others)
 
+    async def _recheck_withheld(self) -> None:
+        """Every ``RECHECK_EVERY`` seconds, ask the channel which of its withheld prices buyers
+        see now (contract 13; a target without the hooks is not asked): those end delivered."""
+        now = self.monotonic.now()
+        if now - self._rechecked_at < withheld.RECHECK_EVERY or self.paused_reason is not None:
+            return
+        self._rechecked_at = now
+        live = await withheld.recheck(self.engine, self.target, self.clock.now)
+        if live:
+            log.info("%d withheld price(s) went live on the channel: delivered", live)
+
     def _heard(self, classification: Classification, now: datetime) -> None:
         """Whether the site answered at all: no answer (a refused connection, a timeout: a
         temporary failure without an HTTP status) starts ``unreachable_since``; any answer
@@ -744,7 +758,9 @@ class Worker:
                 elif not self.write_refused:
                     self.paused_reason = classification.detail
                     self.pause_cause = self._pause_cause(classification)
-            case Verdict.DELIVERED | Verdict.STALE_AT_SITE | Verdict.TERMINAL:  # (not DELIVERED)
+            case (
+                Verdict.DELIVERED | Verdict.STALE_AT_SITE | Verdict.TERMINAL | Verdict.WITHHELD
+            ):  # (not DELIVERED): the site answered
                 self._site_answers()
             case Verdict.UNKNOWN | Verdict.NOT_FOR_THIS_SHOP:
                 pass

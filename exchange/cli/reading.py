@@ -27,6 +27,7 @@ from exchange.cli.common import (
     cli_lang,
     out,
 )
+from exchange.cli.withheld_shown import withheld_table
 from exchange.db.engine import transaction
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
@@ -117,6 +118,10 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         _header(settings)
         for table in tables(figures, settings.display_tz, lang):
             out.print(table)
+        if figures.counts.get("withheld"):  # contract 13: each with the channel's words
+            listed = withheld_table(engine, lang, settings.display_tz)
+            if listed is not None:
+                out.print(listed)
         out.print(_intake_line(found.intake, lang), markup=False, highlight=False)
         said = backlog_words(
             waiting,

@@ -169,6 +169,12 @@ def _left_line(
         ),
         _("{count} quarantined", lang).format(count=counts.get("quarantined", 0)),
     ]
+    if counts.get("withheld"):  # contract 13: idle, but a person's to release
+        parts.append(
+            _("{count} withheld by the channel (exchange withheld release)", lang).format(
+                count=counts["withheld"]
+            )
+        )
     if pause is not None:
         parts.append(
             _("delivery paused by operator {operator}", lang).format(operator=pause["operator"])

@@ -59,6 +59,16 @@ The order of checks for one update (a batch item takes the same steps, without t
     6. the version                                               409 stale
     7. the effect: held version := version, 200 ``{"receipt": "R-<n>"}``, the answer stored
 
+A test device, not a claim about any real site (contract 5 has no such answer): with
+``withhold_drops`` set, a price that falls to that share of the price the site shows, or below,
+is taken and withheld from buyers, as a marketplace's price quarantine does (contract 13,
+``withheld``): step 7 answers 202 ``{"receipt": "W-<n>", "withheld": true}`` and keeps the
+version (a lower one is 409 stale) but applies no effect; ``GET /api/v1/withheld/<message_id>``
+answers ``{"state": "withheld" | "live" | "replaced"}`` (404 for a key never withheld) and
+``POST /api/v1/withheld/<message_id>/release`` applies it (200 ``{"state": "live"}``; 409 with
+its state when it is no longer withheld). A newer update of the aggregate replaces a withheld
+one. ``confirm(message_id)`` is the seller confirming it elsewhere (the marketplace's cabinet).
+
 Only an applied update's answer is stored: a key refused before (409, 422, a fault) is judged
 afresh when it comes again, so a stale key asked again is 409 again, with the version held now.
 
@@ -80,6 +90,7 @@ from typing import Any, Final
 UPDATES_PATH: Final = "/api/v1/updates"
 BATCH_PATH: Final = "/api/v1/updates:batch"
 HEALTH_PATH: Final = "/api/v1/health"
+WITHHELD_PATH: Final = "/api/v1/withheld"  # the withholding test device (module docstring)
 MAX_VERSION: Final = 2**63 - 1  # a BIGINT: the largest version any table of the contract holds
 MAX_PRICE: Final = Decimal(10) ** 12
 MAX_PRICE_DECIMALS: Final = 4
@@ -397,9 +408,18 @@ class SiteModel:
     """The site's state and every decision about an update; see the module docstring."""
 
     def __init__(
-        self, *, check_versions: bool = True, catalog: Iterable[str] | None = None
+        self,
+        *,
+        check_versions: bool = True,
+        catalog: Iterable[str] | None = None,
+        withhold_drops: Decimal | None = None,
     ) -> None:
         self.check_versions = check_versions
+        # The test device of the module docstring: None, nothing is withheld.
+        self.withhold_drops = withhold_drops
+        self.shown_prices: dict[tuple[str, str], Decimal] = {}  # what buyers see, per price
+        self.withheld: dict[str, tuple[Update, str]] = {}  # message_id -> (update, state)
+        self._withheld_of: dict[tuple[str, str], str] = {}  # aggregate -> its withheld key
         self.catalog: frozenset[str] | None = None if catalog is None else frozenset(catalog)
         self.effects: list[Effect] = []
         self.effect_counts: collections.Counter[str] = collections.Counter()
@@ -445,10 +465,20 @@ class SiteModel:
         held = self.held.get(aggregate)
         if self.check_versions and held is not None and update.version <= held:
             return Result(reply(409, {"error": "stale", "current_version": held}))
+        if self._withholds(update, aggregate):
+            return Result(self._withhold(update, aggregate))
         return Result(self._apply(update, aggregate), applied=True)
 
     def _apply(self, update: Update, aggregate: tuple[str, str]) -> Reply:
         receipt = f"R-{len(self.effects) + 1}"
+        self._replace_withheld(aggregate)
+        self._effect(update, aggregate, receipt)
+        self.held[aggregate] = update.version
+        answer = Reply(200, b'{"receipt":"%s"}' % receipt.encode())
+        self._answers[update.message_id] = _Stored(update, answer)
+        return answer
+
+    def _effect(self, update: Update, aggregate: tuple[str, str], receipt: str) -> None:
         effect = Effect(
             update.message_id,
             update.kind,
@@ -464,10 +494,70 @@ class SiteModel:
         if top is not None and update.version < top:
             self.stale_writes.append(effect)
         self.top[aggregate] = max(update.version, top or 0)
+        if self.withhold_drops is not None and update.kind == "price":
+            self.shown_prices[aggregate] = _price(update.payload["price"])
+
+    # -- the withholding test device (module docstring) ----------------------------------------
+
+    def _withholds(self, update: Update, aggregate: tuple[str, str]) -> bool:
+        if self.withhold_drops is None or update.kind != "price":
+            return False
+        shown = self.shown_prices.get(aggregate)
+        return shown is not None and _price(update.payload["price"]) <= shown * self.withhold_drops
+
+    def _withhold(self, update: Update, aggregate: tuple[str, str]) -> Reply:
+        self._replace_withheld(aggregate)
+        self.withheld[update.message_id] = (update, "withheld")
+        self._withheld_of[aggregate] = update.message_id
         self.held[aggregate] = update.version
-        answer = Reply(200, b'{"receipt":"%s"}' % receipt.encode())
+        self.top[aggregate] = max(update.version, self.top.get(aggregate, 0))
+        answer = reply(202, {"receipt": f"W-{len(self.withheld)}", "withheld": True})
         self._answers[update.message_id] = _Stored(update, answer)
         return answer
+
+    def _replace_withheld(self, aggregate: tuple[str, str]) -> None:
+        key = self._withheld_of.pop(aggregate, None)
+        if key is not None:
+            self.withheld[key] = (self.withheld[key][0], "replaced")
+
+    def withheld_state(self, message_id: str) -> Reply:
+        """``GET /api/v1/withheld/<message_id>``."""
+        found = self.withheld.get(message_id)
+        if found is None:
+            return reply(404, {"error": "not withheld here"})
+        return reply(200, {"state": found[1]})
+
+    def release(self, message_id: str) -> Reply:
+        """``POST /api/v1/withheld/<message_id>/release``: buyers see it from now on."""
+        found = self.withheld.get(message_id)
+        if found is None:
+            return reply(404, {"error": "not withheld here"})
+        update, state = found
+        if state != "withheld":
+            return reply(409, {"state": state})
+        aggregate = (update.kind, update.aggregate)
+        self._withheld_of.pop(aggregate, None)
+        self.withheld[message_id] = (update, "live")
+        self._effect(update, aggregate, f"R-{len(self.effects) + 1}")
+        return reply(200, {"state": "live"})
+
+    def withheld_route(self, method: str, path: str) -> Reply | None:
+        """The test device's answer to ``method`` ``path`` (None: not its path), for the
+        front ends."""
+        if not path.startswith(WITHHELD_PATH + "/"):
+            return None
+        from urllib.parse import unquote
+
+        rest = path[len(WITHHELD_PATH) + 1 :]
+        if method == "POST" and rest.endswith("/release"):
+            return self.release(unquote(rest.removesuffix("/release")))
+        if method == "GET" and "/" not in rest:
+            return self.withheld_state(unquote(rest))
+        return None
+
+    def confirm(self, message_id: str) -> None:
+        """The seller confirms a withheld price elsewhere (a marketplace's cabinet)."""
+        self.release(message_id)
 
     # -- a batch (5b) --------------------------------------------------------------------------
 

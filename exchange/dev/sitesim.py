@@ -62,6 +62,8 @@ or below the delivered one is never sent") is what the tests and the demo check.
 ``forget_keys()`` forgets every stored answer, as a site whose key retention ran out;
 ``forget_versions()`` the versions held, as a site restored from an old backup.
 ``received_keys()`` names every message_id that reached the site in a well-formed update.
+``withhold_drops`` turns on the site model's withholding switch, a test device (a sharp price
+drop is taken and withheld from buyers until released; exchange/dev/sitemodel.py).
 
 Bodies larger than 10 MB get 413 as they are read, before any of this. A batch is checked for
 auth, outage, its envelope (``{"items": [...]}``, at most one item per aggregate) and the
@@ -97,6 +99,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
 from types import FrameType, TracebackType
@@ -206,7 +209,10 @@ class SiteSimulator:
         keep_requests: bool = False,
         check_versions: bool = True,
         catalog: Iterable[str] | None = None,
+        withhold_drops: Decimal | None = None,
     ) -> None:
+        """``withhold_drops``: the site model's withholding switch, a test device
+        (exchange/dev/sitemodel.py)."""
         self.token = token
         self.check_versions = check_versions
         self.faults = faults if faults is not None else Faults()
@@ -218,7 +224,9 @@ class SiteSimulator:
         self._lock = threading.Lock()
         self._rng = random.Random(self.faults.seed)
         self._rng_source: tuple[int, int] = (id(self.faults), self.faults.seed)
-        self.model = SiteModel(check_versions=check_versions, catalog=catalog)
+        self.model = SiteModel(
+            check_versions=check_versions, catalog=catalog, withhold_drops=withhold_drops
+        )
         self._request_count = 0
         self._by_status: collections.Counter[int] = collections.Counter()
         self._received: list[Received] | None = [] if keep_requests else None
@@ -644,9 +652,22 @@ class _Handler(BaseHTTPRequestHandler):
     def sim(self) -> SiteSimulator:
         return self.server.sim
 
+    def _withheld_device(self, method: str) -> bool:
+        """The site model's withholding test device; False when the path is not its."""
+        path = urlsplit(self.path).path
+        with self.sim._lock:
+            refused = self.sim._refusal(self.sim.faults, self.headers.get("Authorization"))
+            answer = self.sim.model.withheld_route(method, path)
+        if answer is None:
+            return False
+        self._send(refused or answer)
+        return True
+
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
         if self._read_body() is None:
+            return
+        if self._withheld_device("GET"):
             return
         if path == HEALTH_PATH:
             self._send(self.sim._health(self.headers.get("Authorization")))
@@ -660,6 +681,8 @@ class _Handler(BaseHTTPRequestHandler):
         is_update = path == UPDATES_PATH or (path == BATCH_PATH and self.sim.batch_enabled)
         raw = self._read_body(count=is_update)
         if raw is None:
+            return
+        if not is_update and self._withheld_device("POST"):
             return
         authorization = self.headers.get("Authorization")
         if is_update:
@@ -820,6 +843,14 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="keep only the idempotency promise: never answer 409 stale, apply any version",
     )
+    parser.add_argument(
+        "--withhold-drops",
+        type=Decimal,
+        default=None,
+        metavar="SHARE",
+        help="a test device: withhold a price that falls to SHARE of the shown one or below "
+        "(e.g. 0.5) until released at /api/v1/withheld/<message_id>/release",
+    )
     return parser.parse_args(argv)
 
 
@@ -844,6 +875,7 @@ def main(argv: list[str] | None = None) -> None:
         host=args.host,
         port=args.port,
         check_versions=not args.no_version_check,
+        withhold_drops=args.withhold_drops,
     )
     stopped = threading.Event()
 

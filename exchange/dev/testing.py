@@ -167,6 +167,7 @@ class FakeSite:
         token: str | None = None,
         batch_enabled: bool = False,
         catalog: Iterable[str] | None = None,
+        withhold_drops: Any = None,
     ) -> None:
         self.plan = list(plan or [])
         self.token = token
@@ -174,7 +175,9 @@ class FakeSite:
         # check_versions=False: a site that keeps only the idempotency promise. It applies
         # whatever version arrives (never 409 stale), so an old price sent after a newer one
         # lands, and shows: ``stale_writes`` lists every applied version below one applied before.
-        self.model = SiteModel(check_versions=check_versions, catalog=catalog)
+        self.model = SiteModel(
+            check_versions=check_versions, catalog=catalog, withhold_drops=withhold_drops
+        )
 
     @property
     def held(self) -> dict[tuple[str, str], int]:
@@ -203,6 +206,9 @@ class FakeSite:
 
         path = request.url.path
         refused = refuse_token(self.token, request.headers.get("Authorization"))
+        device = self.model.withheld_route(request.method, request.url.raw_path.decode())
+        if device is not None:  # the withholding test device (sitemodel)
+            return _response(httpx, refused or device)
         if request.method == "GET":  # the health check: the site is up (a fault is per update)
             return _response(httpx, refused or (HEALTHY if path == HEALTH_PATH else NOT_FOUND))
         if path == BATCH_PATH and not self.batch_enabled:

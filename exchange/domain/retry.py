@@ -15,6 +15,7 @@ ceiling as the backoff (``RetryPolicy.ceiling``).
     DELIVERED       delivered                          charged
     STALE_AT_SITE   cancelled, stale-at-site           charged
     NOT_FOR_THIS_SHOP cancelled, not-for-this-shop     not charged (nothing was sent)
+    WITHHELD        withheld (no lease, no retry)      charged
     TERMINAL        quarantined, the target's reason   charged
                     (unknown-sku, ...) or http-<code>
     UNKNOWN         quarantined, unknown-response      charged
@@ -152,6 +153,8 @@ def decide(
                 reason=Reason.NOT_FOR_THIS_SHOP,
                 charged=False,
             )
+        case Verdict.WITHHELD:
+            return replace(answer, event=Event.WITHHELD, to_state=State.WITHHELD, receipt=c.receipt)
         case Verdict.TERMINAL:
             return replace(answer, reason=c.reason or Reason.http(c.http_status or 0))
         case Verdict.UNKNOWN:

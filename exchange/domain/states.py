@@ -11,8 +11,18 @@ so the allowed transitions are written here once, and ``check`` guards the rest.
      └──> cancelled (superseded, stale) | quarantined (sequence-gap)
     delayed ──lease──> in_progress;  delayed ──> cancelled (superseded, stale)
     quarantined ──operator retry──> new;  quarantined ──operator cancel──> cancelled
-    new | delayed | quarantined | in_progress (lease expired) ──channel removed──> cancelled
+    new | delayed | quarantined | withheld | in_progress (lease expired) ──channel removed──> cancelled
     (none) ──seeded (a new channel's delivery of the latest accepted version)──> new
+    in_progress ──withheld (the channel took it, withholds it from buyers)──> withheld
+    withheld ──withheld-live (the channel shows it)──> delivered
+    withheld ──superseded (a newer version delivered there)──> cancelled
+    withheld ──operator-release (the channel asked to release it; no state change)
+
+``withheld`` (contract 13) is not ``held``: a held message waits, new, behind a quarantined
+predecessor; a withheld one was taken by the channel, which keeps it from buyers until a
+person confirms it. It holds no lease and is not in flight (a newer version is claimed and sent
+as usual), it is never retried by the service, and it counts as live for order: an older
+version is superseded by it, never sent after it.
 """
 
 from __future__ import annotations
@@ -27,12 +37,14 @@ class State(StrEnum):
     DELAYED = "delayed"
     QUARANTINED = "quarantined"
     CANCELLED = "cancelled"
+    WITHHELD = "withheld"  # the channel took it and withholds it from buyers (contract 13)
 
 
 FINAL = frozenset({State.DELIVERED, State.CANCELLED})
 DUE = frozenset({State.NEW, State.DELAYED})  # may be leased once next_try_at has come
 PENDING = frozenset({State.NEW, State.DELAYED, State.IN_PROGRESS})  # on its way to the site
-LIVE = PENDING | {State.QUARANTINED}  # not ended: it may still be sent (after a person's retry)
+# Not ended: it may still be sent (after a person's retry), or stands at the channel withheld.
+LIVE = PENDING | {State.QUARANTINED, State.WITHHELD}
 
 
 def values(states: frozenset[State]) -> list[str]:
@@ -65,6 +77,9 @@ class Event(StrEnum):
     SEEDED = "seeded"
     # Contract 13: ``channels drop`` ended a waiting delivery of the channel it removed.
     CHANNEL_REMOVED = "channel-removed"
+    WITHHELD = "withheld"  # the channel took it, and withholds it from buyers until confirmed
+    WITHHELD_LIVE = "withheld-live"  # the channel shows the withheld version to buyers now
+    OPERATOR_RELEASE = "operator-release"  # a person asked the channel to release it
 
 
 _S = State
@@ -72,7 +87,12 @@ _TRANSITIONS: dict[Event, tuple[frozenset[State], State | None]] = {
     Event.TAKEN: (frozenset(), _S.NEW),
     Event.DUPLICATE: (frozenset(), None),  # recorded on the existing message, no state change
     Event.REJECTED: (frozenset(), _S.QUARANTINED),
-    Event.SUPERSEDED: (frozenset({_S.NEW, _S.DELAYED, _S.IN_PROGRESS}), _S.CANCELLED),
+    # Coalescing supersedes a pending version; a withheld one is superseded when a newer
+    # version is delivered on its channel (it never reached buyers).
+    Event.SUPERSEDED: (
+        frozenset({_S.NEW, _S.DELAYED, _S.IN_PROGRESS, _S.WITHHELD}),
+        _S.CANCELLED,
+    ),
     Event.STALE: (frozenset({_S.NEW, _S.DELAYED, _S.IN_PROGRESS}), _S.CANCELLED),
     Event.SEQUENCE_GAP: (frozenset({_S.NEW, _S.DELAYED}), _S.QUARANTINED),
     Event.LEASED: (frozenset({_S.NEW, _S.DELAYED}), _S.IN_PROGRESS),
@@ -89,9 +109,12 @@ _TRANSITIONS: dict[Event, tuple[frozenset[State], State | None]] = {
     Event.OPERATOR_PRIORITIZE: (frozenset({_S.NEW, _S.DELAYED}), None),  # its place, not state
     Event.SEEDED: (frozenset(), _S.NEW),
     Event.CHANNEL_REMOVED: (
-        frozenset({_S.NEW, _S.DELAYED, _S.QUARANTINED, _S.IN_PROGRESS}),
+        frozenset({_S.NEW, _S.DELAYED, _S.QUARANTINED, _S.IN_PROGRESS, _S.WITHHELD}),
         _S.CANCELLED,
     ),
+    Event.WITHHELD: (frozenset({_S.IN_PROGRESS}), _S.WITHHELD),
+    Event.WITHHELD_LIVE: (frozenset({_S.WITHHELD}), _S.DELIVERED),
+    Event.OPERATOR_RELEASE: (frozenset({_S.WITHHELD}), None),  # asked the channel; no change
 }
 
 
@@ -120,7 +143,7 @@ def check(event: Event, from_state: State | None, to_state: State | None) -> Non
     if event is Event.RELEASED:
         if to_state not in (State.NEW, State.DELAYED):
             raise IllegalTransition(f"{event}: only back to new or delayed, not {to_state}")
-    elif event in (Event.DUPLICATE, Event.OPERATOR_PRIORITIZE):
+    elif event in (Event.DUPLICATE, Event.OPERATOR_PRIORITIZE, Event.OPERATOR_RELEASE):
         if to_state is not None and to_state != from_state:
             raise IllegalTransition(f"{event}: does not change the state")
     elif to_state != fixed_to:

@@ -17,6 +17,10 @@ class Verdict(StrEnum):
     # Not sent, on purpose: the target's mapping leaves this price type out of the shop
     # (contract 10, a price type mapped to null). The message ends cancelled.
     NOT_FOR_THIS_SHOP = "not-for-this-shop"
+    # Taken by the channel, but withheld from buyers until a person confirms it (contract 13:
+    # a marketplace's price quarantine). The delivery ends ``withheld``: no lease, not retried;
+    # the target's ``WithholdsPrices`` hooks tell later whether it went live.
+    WITHHELD = "withheld"
 
 
 # Not frozen: one is made per message, and a frozen dataclass's __init__ costs ~2.5x.

@@ -113,6 +113,9 @@ def causes(
     quarantined = figures.counts.get("quarantined", 0)
     if quarantined:
         found.append(Cause("quarantine", "quarantine", {"count": quarantined}))
+    withheld = figures.counts.get("withheld", 0)
+    if withheld:  # contract 13: the channel took them; only a person's confirmation shows them
+        found.append(Cause("withheld", "withheld", {"count": withheld}))
     unreachable = getattr(figures, "site_unreachable_since", None)
     if figures.breaker_open and unreachable:  # no answer at all: not "answers with errors"
         found.append(Cause("breaker", "unreachable", {"since": unreachable}))
@@ -312,6 +315,10 @@ PAUSE_WORDS: dict[str, tuple[str, str]] = {
 
 _EN: dict[str, Callable[[dict[str, Any]], str]] = {
     "quarantine": lambda v: f"{v['count']} message(s) in quarantine",
+    "withheld": lambda v: (
+        f"{v['count']} price(s) taken by the channel and withheld from buyers until a person "
+        "confirms them: exchange withheld release, or the channel's own cabinet"
+    ),
     "breaker": lambda v: (
         "the site keeps failing: delivery waits and goes on by itself once it answers; if it "
         "lasts, tell those who run the site"
@@ -348,6 +355,11 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
     "quarantine": lambda v: (
         "в карантине "
         + ngettext("{count} message", "{count} messages", v["count"], "ru").format(**v)
+    ),
+    "withheld": lambda v: (
+        "канал принял, но придержал от покупателей до подтверждения человеком: "
+        + ngettext("{count} message", "{count} messages", v["count"], "ru").format(**v)
+        + " (exchange withheld release или кабинет канала)"
     ),
     "breaker": lambda v: (
         "сайт раз за разом отвечает ошибками: доставка ждёт и продолжится сама, когда он "

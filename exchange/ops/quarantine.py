@@ -221,6 +221,7 @@ STATE_SORTS: dict[State, dict[str, Any]] = {
     State.IN_PROGRESS: {"since": messages.c.updated_at},
     State.DELIVERED: {"since": messages.c.updated_at},
     State.CANCELLED: {"since": messages.c.updated_at},
+    State.WITHHELD: {"since": messages.c.updated_at},
     State.QUARANTINED: SORTS,
 }
 

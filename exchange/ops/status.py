@@ -608,6 +608,8 @@ def tables(figures: Status, zone: str = "UTC", lang: Lang = "en") -> list[Table]
     states.add_column(pgettext("status column", "state", lang))
     states.add_column(pgettext("status column", "count", lang), justify="right")
     for state, count in figures.counts.items():
+        if state == State.WITHHELD.value and not count:
+            continue  # contract 13: said where a channel withholds prices, else as before
         states.add_row(_named("state", state, lang), str(count))
         waiting = figures.waiting_for_site
         if state == State.IN_PROGRESS.value and waiting:

@@ -14,7 +14,7 @@ while nothing has been delivered there. The seeded deliveries are ranked behind 
 channel already has waiting (after fresh changes, which intake deals in at the head).
 
 **Dropping** marks the channel dropped and cancels its waiting deliveries (``new``,
-``delayed``, ``quarantined``, and ``in_progress`` whose lease has run out: no worker will take
+``delayed``, ``quarantined``, ``withheld``, and ``in_progress`` whose lease has run out: no worker will take
 them over), reason ``channel-removed``, with the operator and the note in each history row.
 A delivery in flight under a live lease is left to its worker, which records its outcome; a
 delivered or cancelled one stays as it is.
@@ -307,7 +307,12 @@ def drop(connection: Connection, name: str, *, operator: str, note: str, now: da
         .where(
             or_(
                 deliveries.c.state.in_(
-                    [State.NEW.value, State.DELAYED.value, State.QUARANTINED.value]
+                    [
+                        State.NEW.value,
+                        State.DELAYED.value,
+                        State.QUARANTINED.value,
+                        State.WITHHELD.value,  # the shop it waits on is gone
+                    ]
                 ),
                 and_(in_progress, expired),
             )

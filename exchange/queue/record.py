@@ -28,7 +28,7 @@ from exchange.domain.policy import KindPolicies
 from exchange.domain.retry import Decision
 from exchange.domain.states import FINAL, Event, State, values
 from exchange.failpoints import failpoint
-from exchange.queue import order
+from exchange.queue import order, withheld
 from exchange.queue.deliveries import on_the_channel
 from exchange.queue.lease import Leased, one_of
 from exchange.queue.transitions import Change, apply
@@ -66,6 +66,8 @@ def record(
     for leased, decision in outcomes:
         if leased.pk not in owned:
             continue
+        if decision.event is Event.WITHHELD and kinds.is_strict(leased.kind):
+            decision = withheld.strict_taken(decision)  # withheld is for coalescing kinds
         # The decision (domain.retry) says whether this attempt counts and where it goes.
         attempts = owned[leased.pk] if decision.charged else owned[leased.pk] - 1
         to_state = decision.to_state
@@ -124,6 +126,8 @@ def record(
         )
         if strict_advanced:
             advance_strict(connection, strict_advanced, kinds)
+        if withheld.any_waiting(connection):  # a newer version delivered ends a withheld one
+            withheld.supersede_delivered(connection, sorted(advanced), now)
     recorded = sorted({leased.aggregate_id for leased, _ in outcomes if leased.pk in owned})
     release(connection, token, None if release_all else recorded)
     return len(changes)

@@ -114,7 +114,16 @@ def collect(
         filters=filters,
         activity=activity(connection, now, activity_days, zone),
         zone=zone,
+        withheld=withheld_count(connection),
     )
+
+
+def withheld_count(connection: Connection) -> int:
+    """How many deliveries the channel withholds from buyers now (contract 13)."""
+    counted = connection.execute(
+        select(func.count()).where(messages.c.state == State.WITHHELD.value)
+    ).scalar_one()
+    return int(counted)
 
 
 def _chunks(items: Sequence[str], size: int = CHUNK) -> Iterator[Sequence[str]]:

@@ -115,6 +115,9 @@ class Report:
     # page_steps``: a workbench export), never a command; None: a report of the command line,
     # whose reader runs the commands it names.
     steps: dict[str, str] | None = None
+    # Deliveries the channel took and withholds from buyers (contract 13): they wait for a
+    # person too, but are not quarantined, so they are counted beside the entries.
+    withheld: int = 0
 
     @property
     def summary(self) -> Summary:

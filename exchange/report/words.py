@@ -33,6 +33,9 @@ _LABELS: dict[str, str] = {
     "oldest_age": N_("The oldest entry has waited"),
     "oldest_at": N_("The oldest entry quarantined at (UTC)"),
     "superseded_total": N_("Superseded after quarantine (a newer version was delivered)"),
+    "withheld": N_(
+        "Withheld by the channel from buyers, not in the quarantine (exchange withheld release)"
+    ),
     "by_reason": N_("Entries by reason"),
     "count": N_("Count"),
     "activity": N_("Deliveries and failures per day (UTC, all kinds)"),
@@ -457,6 +460,9 @@ def summary_rows(report: Report, lang: Lang) -> list[tuple[str, Cell]]:
         (label("oldest_age", lang), human_age(s.oldest_age_s, lang)),
         (label("oldest_at", lang, report.zone), s.oldest_quarantined_at),
         (label("superseded_total", lang), s.superseded_after_quarantine),
+        # Only where a channel withholds prices (contract 13): a report of an installation
+        # without any keeps its rows as they were.
+        *([(label("withheld", lang), report.withheld)] if report.withheld else []),
     ]
 
 

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from exchange.domain.verdicts import Classification
@@ -146,4 +147,41 @@ class ReadsPrices(Protocol):
         """The prices the shop holds now for these delivered messages, one per message, in
         order, with no effect on the shop; raises ``ReadBackFailed`` when the shop cannot be
         read at all (not reached, the key refused)."""
+        ...
+
+
+# -- withheld prices (contract 13) -------------------------------------------------------------
+
+
+class Shown(StrEnum):
+    """What a channel shows buyers of a version it took and withheld (``Verdict.WITHHELD``)."""
+
+    LIVE = "live"  # buyers see this version's price now: the delivery ends delivered
+    WITHHELD = "withheld"  # still withheld: ask again later
+    UNKNOWN = "unknown"  # the channel cannot say now (not reached, no longer listed): later
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """A channel's answer to a person's release of one withheld version."""
+
+    asked: bool  # the channel was asked and agreed; False: it has no way, or refused
+    detail: str  # the channel's answer, or where the seller must act instead (its own words)
+    shown: Shown = Shown.UNKNOWN  # what buyers see after it, where the answer says so
+
+
+@runtime_checkable
+class WithholdsPrices(Protocol):
+    """A channel that may take a price and withhold it from buyers until a person confirms it
+    (a marketplace's price quarantine). The worker asks ``withheld_shown`` for its withheld
+    deliveries now and then (``exchange.delivery.withheld.recheck``); ``exchange withheld
+    release`` calls ``release_withheld``. Both take any number of messages (the caller pages
+    them) and answer one per message, in order; neither raises for what the channel does."""
+
+    async def withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
+        """Whether buyers see each withheld version now, with no effect on the channel."""
+        ...
+
+    async def release_withheld(self, messages: Sequence[OutgoingMessage]) -> list[Release]:
+        """Ask the channel to show each withheld version to buyers, where it has a way."""
         ...

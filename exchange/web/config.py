@@ -6,11 +6,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from exchange.domain.clock import Clock, SystemClock
 from exchange.domain.policy import Policy
 from exchange.settings import Settings, worker_live_within
+
+if TYPE_CHECKING:
+    from exchange.targets.base import Target
 
 
 def _setting(name: str) -> Any:
@@ -73,6 +76,9 @@ class WebConfig:
     login_delay: float = 1.0
     login_delay_max: float = 16.0
     display_tz: str = _setting("display_tz")
+    # The channel's target, built when a person releases a withheld price (contract 13); None:
+    # no channel to ask (the release says where the seller must act).
+    withheld_target: Callable[[], Target] | None = field(default=None, repr=False, compare=False)
     # A worker is live while its last report is younger than this (Settings.live_within).
     live_within: float = worker_live_within(_setting("lease_seconds"), _setting("poll_interval"))
     # EXCHANGE_HTTP_BEHIND_PROXY: a proxy terminates TLS and writes X-Forwarded-For.

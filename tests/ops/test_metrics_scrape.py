@@ -49,6 +49,7 @@ def test_counters_and_gauges_tell_what_a_run_delivered_superseded_and_quarantine
         "stale-at-site": 0,
         "unknown": 0,
         "pause": 0,
+        "withheld": 0,  # contract 13: shown from the first scrape, at 0
     } == samples.by_label("exchange_attempts_total", "outcome")
     assert {"message": 12, "duplicate": 0, "rejected": 1} == samples.by_label(
         "exchange_intake_rows_total", "result"
@@ -62,6 +63,7 @@ def test_counters_and_gauges_tell_what_a_run_delivered_superseded_and_quarantine
         "delayed": 0,
         "quarantined": 2,
         "cancelled": 1,
+        "withheld": 0,  # contract 13: shown from the first scrape, at 0
     } == samples.by_label("exchange_messages", "state")
     assert {"http-422": 1, "invalid-contract": 1} == samples.by_label(
         "exchange_quarantined_messages", "reason"

@@ -122,6 +122,7 @@ def test_status_json_keeps_the_contract_fields(
         "delayed": 0,
         "quarantined": 5,  # SKU-A, SKU-B, SKU-C, D-1 v1 and the rejected row
         "cancelled": 0,
+        "withheld": 0,  # contract 13: a channel's withheld prices, counted from the start
     } == data["counts"]
     assert 3 == data["new_messages"]
     assert 3 * HOUR <= data["oldest_undelivered_age_s"] < 3 * HOUR + 60  # D-5 v3, staged at t+0

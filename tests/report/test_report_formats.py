@@ -428,6 +428,7 @@ def test_json_carries_the_same_data_under_the_documented_field_names() -> None:
         "oldest_age_s": (NOW - hostile_entries()[0].quarantined_at).total_seconds(),
         "oldest_quarantined_at": hostile_entries()[0].quarantined_at.isoformat(),
         "superseded_after_quarantine": 1,
+        "withheld": 0,  # contract 13: the channel's withheld prices, beside the quarantine
     } == report["summary"]
     assert 14 == len(report["activity"])
     assert {"day", "delivered", "failed"} == set(report["activity"][0])

@@ -225,6 +225,7 @@ def _summary(report: Report, lang: Lang) -> str:
             ),
         ),
         (str(s.superseded_after_quarantine), label("superseded_total", lang)),
+        *([(str(report.withheld), label("withheld", lang))] if report.withheld else []),
     ]
     card_html = "".join(
         f'<div class="card"><div class="n">{_e(n)}</div><div class="l">{_e(lbl)}</div></div>'

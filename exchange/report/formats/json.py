@@ -82,6 +82,7 @@ def report_json(report: Report, lang: Lang) -> dict[str, Any]:
             "oldest_age_s": s.oldest_age_s,
             "oldest_quarantined_at": _iso(s.oldest_quarantined_at),
             "superseded_after_quarantine": s.superseded_after_quarantine,
+            "withheld": report.withheld,
         },
         "activity": [
             {"day": d.day.isoformat(), "delivered": d.delivered, "failed": d.failed}

@@ -12,6 +12,11 @@ site answers.
     anything else                UNKNOWN (quarantine unknown-response: never guessed temporary)
 
 Everything but the 409 is the table every target shares (exchange/targets/wire.py).
+
+Not in contract 5, read only from the site simulator's withholding switch (a test device,
+exchange/dev/sitemodel.py ``withhold_drops``; no real site is known to say it): 202 with
+``{"withheld": true}`` is WITHHELD, and ``GET /api/v1/withheld/<message_id>`` answers
+``{"state": "live" | "withheld"}`` (``shown``). Any other 2xx stays DELIVERED.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import json
 
 from exchange.domain.identity import is_version
 from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.base import Release, Shown
 from exchange.targets.shop_api.client import Response, TransportFailure
 from exchange.targets.wire import STATUSES, TLS_ERROR, transport_verdict
 from exchange.targets.wire import TERMINAL_STATUSES as TERMINAL_STATUSES  # (ops.metrics)
@@ -46,6 +52,13 @@ def classify(result: Response | TransportFailure, version: int) -> Classificatio
             f"HTTP {status} with a body that cannot be read: {_storable(result.body_error)}",
             http_status=status,
             error_class="UnreadableBody",
+        )
+    if status == 202 and _withheld(result.body):
+        return Classification(
+            Verdict.WITHHELD,
+            "HTTP 202: the site took the price and withholds it from buyers",
+            http_status=status,
+            receipt=_receipt(result.body),
         )
     if 200 <= status < 300:
         return Classification(
@@ -113,6 +126,33 @@ def _classify_conflict(result: Response, version: int) -> Classification:
         http_status=409,
         retry_after=result.retry_after,
     )
+
+
+def _withheld(body: bytes) -> bool:
+    parsed = _json_object(body)
+    return parsed is not None and parsed.get("withheld") is True
+
+
+def shown(result: Response | TransportFailure) -> Shown:
+    """What the simulator's ``/api/v1/withheld/<id>`` says buyers see (see the docstring);
+    anything else is UNKNOWN (asked again later)."""
+    if isinstance(result, TransportFailure) or result.status != 200:
+        return Shown.UNKNOWN
+    parsed = _json_object(result.body)
+    state = parsed.get("state") if parsed else None
+    if state == "live":
+        return Shown.LIVE
+    return Shown.WITHHELD if state == "withheld" else Shown.UNKNOWN
+
+
+def released(result: Response | TransportFailure) -> Release:
+    """The simulator's answer to a release (see the docstring)."""
+    if isinstance(result, TransportFailure):
+        return Release(False, f"the site did not answer: {_storable(result.detail)}")
+    seen = shown(result)
+    if seen is Shown.LIVE:
+        return Release(True, f"HTTP {result.status}: the site shows it to buyers", seen)
+    return Release(False, f"HTTP {result.status}: {_snippet(result.body)}", seen)
 
 
 def _json_object(body: bytes) -> dict[str, object] | None:

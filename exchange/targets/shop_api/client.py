@@ -51,6 +51,9 @@ except ImportError:  # pragma: no cover
 
 BODY_CAP = 64 * 1024  # of one answer; a batch answer may take BODY_CAP per item
 BATCH_PATH = "/api/v1/updates:batch"
+# Not in contract 5: the site simulator's withholding switch (exchange/dev/sitemodel.py, a
+# test device) answers here what buyers see of an update it withheld.
+WITHHELD_PATH = "/api/v1/withheld"
 USER_AGENT = "exchange/0.1"
 
 
@@ -140,6 +143,17 @@ class SiteClient:
         return self._scrub(
             await self._wire.request("GET", "/api/v1/health", None, self._headers, BODY_CAP)
         )
+
+    async def withheld(self, message_id: str, *, release: bool = False) -> SiteResult:
+        """The site simulator's test device for withheld prices (``WITHHELD_PATH``; not in
+        contract 5): what buyers see of a withheld update, or (``release``) a person's
+        confirmation of it."""
+        path = f"{WITHHELD_PATH}/{urllib.parse.quote(message_id, safe='')}"
+        if release:
+            return self._scrub(
+                await self._wire.request("POST", f"{path}/release", b"{}", self._headers, BODY_CAP)
+            )
+        return self._scrub(await self._wire.request("GET", path, None, self._headers, BODY_CAP))
 
     def set_token(self, token: str | None) -> None:
         """Use another token from now on (the operator replaced the token file).

@@ -9,9 +9,9 @@ import logging
 from collections.abc import Callable, Sequence
 
 from exchange.domain.verdicts import Classification
-from exchange.targets.base import OutgoingMessage
+from exchange.targets.base import OutgoingMessage, Release, Shown
 from exchange.targets.shop_api import batch
-from exchange.targets.shop_api.answers import classify
+from exchange.targets.shop_api.answers import classify, released, shown
 from exchange.targets.shop_api.client import BATCH_PATH, SiteClient
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,17 @@ class ShopApiTarget:
     async def health(self) -> Classification:
         # The health answer has no version to compare: any 2xx reads as DELIVERED.
         return classify(await self.client.health(), 0)
+
+    async def withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
+        """``WithholdsPrices``: asked of the site simulator's test device only (answers.py)."""
+        results = await asyncio.gather(*(self.client.withheld(m.message_id) for m in messages))
+        return [shown(result) for result in results]
+
+    async def release_withheld(self, messages: Sequence[OutgoingMessage]) -> list[Release]:
+        results = await asyncio.gather(
+            *(self.client.withheld(m.message_id, release=True) for m in messages)
+        )
+        return [released(result) for result in results]
 
     def reload_credentials(self) -> None:
         self.client.set_token(self._token())

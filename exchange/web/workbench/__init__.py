@@ -55,6 +55,7 @@ class Workbench(SignIn, Pages, Actions):
             web.post(ACTION_PATHS[0], self._action(self.preview)),
             web.post(ACTION_PATHS[1], self._action(self.confirm)),
             web.post("/action/prioritize", self._action(self.prioritize)),
+            web.post("/action/release", self._action(self.release_withheld)),
             web.post("/delivery/pause", self._action(self.pause)),
             web.post("/delivery/resume", self._action(self.resume)),
             web.get("/static/workbench.css", self.css),

@@ -1,5 +1,5 @@
 """The actions: retry and cancel (a preview, then a confirm acting on what it showed),
-put first, pause and resume."""
+put first, release a withheld price, pause and resume."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from aiohttp import web
 from sqlalchemy import Connection
 
 from exchange.db.engine import transaction
+from exchange.delivery import withheld
 from exchange.errors import OperatorError
 from exchange.ops import find as finder
 from exchange.ops import quarantine
@@ -310,6 +311,53 @@ class Actions(Core):
                 request, who, message_id, status=400, error=str(exc), note=note
             )
         raise web.HTTPSeeOther(f"/message/{quote(message_id, safe='')}?done=prioritize")
+
+    async def release_withheld(
+        self, request: web.Request, who: Who, form: Any
+    ) -> web.StreamResponse:
+        """Release one withheld price (contract 13): the same ``delivery.withheld.release`` as
+        ``exchange withheld release``, with the signed-in operator and the note; then its page
+        again, saying what the channel answered when it did not release it."""
+        message_id = str(form.get("message_id", "")).strip()
+        note = str(form.get("note", "")).strip()
+        if not message_id:
+            raise web.HTTPBadRequest(text="message_id is required\n")
+        lang = self._lang(request)
+        if not note:
+            return await self.message_page(
+                request, who, message_id, status=400, error=word("note_required", lang)
+            )
+        if self.config.withheld_target is None:
+            return await self.message_page(
+                request, who, message_id, status=400, error=withheld.NO_WAY, note=note
+            )
+        make = self.config.withheld_target
+
+        async def go() -> list[withheld.Released]:
+            target = make()
+            try:
+                return await withheld.release(
+                    self.engine,
+                    target,
+                    [message_id],
+                    operator=who.name,
+                    note=note,
+                    now=self.clock.now,
+                )
+            finally:
+                await target.aclose()
+
+        try:
+            # In a thread of its own, with its own loop: the database's calls block, and the
+            # channel's client lives and closes in that loop.
+            done = await asyncio.to_thread(asyncio.run, go())
+        except OperatorError as exc:
+            return await self.message_page(
+                request, who, message_id, status=400, error=str(exc), note=note
+            )
+        if not done[0].asked:
+            return await self.message_page(request, who, message_id, error=done[0].detail)
+        raise web.HTTPSeeOther(f"/message/{quote(message_id, safe='')}?done=release")
 
     async def pause(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
         note = str(form.get("note", "")).strip()

@@ -62,12 +62,19 @@ PER_PAGES = (50, 100, 500)
 PER_PAGE = 100
 
 # What a message's page says was done (``?done=``), after an action that came back to it.
-DONE = ("prioritize",)
+DONE = ("prioritize", "release")
 
 # The lists by state (``/messages/<state>``); the quarantine's is ``/quarantine``.
 BROWSED = {
     s.value: s
-    for s in (State.NEW, State.DELAYED, State.IN_PROGRESS, State.DELIVERED, State.CANCELLED)
+    for s in (
+        State.NEW,
+        State.DELAYED,
+        State.IN_PROGRESS,
+        State.DELIVERED,
+        State.CANCELLED,
+        State.WITHHELD,
+    )
 }
 # Lists shown the latest first by default (the others: what has waited longest, or the
 # delayed what goes again soonest, first).
@@ -478,6 +485,7 @@ class Pages(Core):
             note=note,
             done=done,
             quarantined=story["message"]["state"] == State.QUARANTINED.value,
+            withheld=story["message"]["state"] == State.WITHHELD.value,
             # Never sent: no attempt counted or recorded, none in flight (a retry sets the
             # count back to 0; the history keeps the attempts).
             attempted=bool(story["message"]["attempts"])

@@ -1,0 +1,101 @@
+"""Prices a channel took and withholds from buyers until a person confirms them (contract 13):
+``exchange withheld release``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+
+from exchange import app as bootstrap
+from exchange.cli.common import _guard, _os_user, _settings, app, cli_lang, out
+from exchange.delivery import withheld
+from exchange.domain.clock import SystemClock
+from exchange.errors import OperatorError
+from exchange.i18n import N_, _, ngettext
+from exchange.settings import Settings
+from exchange.words import detail_words
+
+withheld_app = typer.Typer(
+    help=N_(
+        "Prices a channel took and withholds from buyers until a person confirms them: release."
+    ),
+    no_args_is_help=True,
+)
+app.add_typer(withheld_app, name="withheld")
+
+
+def channel_settings(settings: Settings, name: str | None) -> Settings:
+    """The named channel's settings; with one channel the name may be left out."""
+    found = settings.channels_in_force()
+    if name is None:
+        if len(found) > 1:
+            names = ", ".join(channel.name for channel in found)
+            raise OperatorError(f"--channel is required: this installation has {names}")
+        return found[0].settings
+    for channel in found:
+        if channel.name == name:
+            return channel.settings
+    names = ", ".join(channel.name for channel in found)
+    raise OperatorError(f"no channel {name} is configured here (configured: {names})")
+
+
+@withheld_app.command(
+    "release",
+    help=N_(
+        "Ask the channel to show withheld prices to buyers (where it has a way; else it "
+        "says where the seller must act), recorded with the operator and the note."
+    ),
+)
+def withheld_release(
+    ctx: typer.Context,
+    note: Annotated[str, typer.Option(help=N_("Why (required, kept for audit)."))],
+    message_ids: Annotated[list[str], typer.Argument(help=N_("Withheld messages to release."))],
+    channel: Annotated[
+        str | None,
+        typer.Option(help=N_("The channel (may be left out when there is one).")),
+    ] = None,
+    operator: Annotated[str | None, typer.Option(help=N_("Who acts (default: OS user)."))] = None,
+) -> None:
+    lang = cli_lang()
+    with _guard():
+        settings = _settings(ctx)
+        chosen = channel_settings(settings, channel)
+        engine, _staging = bootstrap.engines(settings)
+        target = bootstrap.target(chosen, engine=engine)
+
+        async def go() -> list[withheld.Released]:
+            try:
+                return await withheld.release(
+                    engine,
+                    target,
+                    message_ids,
+                    operator=operator or _os_user(),
+                    note=note,
+                    now=SystemClock().now,
+                )
+            finally:
+                await target.aclose()
+
+        try:
+            done = asyncio.run(go())
+        finally:
+            engine.dispose()
+    live = sum(1 for r in done if r.delivered)
+    said = ngettext(
+        "released {count} withheld message; buyers see {live} now",
+        "released {count} withheld messages; buyers see {live} now",
+        len(done),
+        lang,
+    )
+    out.print(said.format(count=len(done), live=live), markup=False)
+    for r in done:
+        if r.delivered:
+            line = _("  {message_id}: delivered, buyers see it", lang)
+        elif r.asked:
+            line = _("  {message_id}: the channel was asked: {answer}", lang)
+        else:
+            line = _("  {message_id}: not released: {answer}", lang)
+        answer = detail_words(r.detail) if lang == "ru" else r.detail
+        out.print(line.format(message_id=r.message_id, answer=answer), markup=False)

@@ -1,0 +1,40 @@
+"""``exchange status``'s list of withheld prices (contract 13), apart from the ``withheld``
+commands so that reading it registers none."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from sqlalchemy import Engine
+
+from exchange.db.engine import transaction
+from exchange.domain.clock import local_time
+from exchange.i18n import Lang, _
+from exchange.queue import withheld as withheld_rows
+from exchange.words import detail_words
+
+SHOWN = 20  # withheld prices listed by ``exchange status``; the workbench lists them all
+
+
+def withheld_table(engine: Engine, lang: Lang, zone: str) -> Table | None:
+    """``exchange status``'s list of withheld prices (contract 13): each with the channel's own
+    words and what releases it; None when there are none."""
+    with transaction(engine, read_only=True) as connection:
+        rows = withheld_rows.waiting(connection, limit=SHOWN)
+    if not rows:
+        return None
+    table = Table(
+        title=_("withheld by the channel: exchange withheld release MESSAGE_ID… --note TEXT", lang)
+    )
+    for column in (_("message", lang), _("aggregate", lang), _("since", lang)):
+        table.add_column(column)
+    table.add_column(_("the channel said", lang))
+    for row in rows:
+        said = row.said or ""
+        table.add_row(
+            Text(row.message_id),
+            Text(f"{row.aggregate} v{row.version}"),
+            Text(local_time(row.withheld_at, zone)),
+            Text(detail_words(said) if lang == "ru" else said),
+        )
+    return table

@@ -1,0 +1,132 @@
+"""Asking a channel about its withheld prices (contract 13), and a person's release.
+
+``recheck`` is the periodic check: it reads the withheld deliveries page by page, asks the
+channel's target which of them buyers see now (``WithholdsPrices.withheld_shown``), and ends
+those ``delivered`` (``queue.withheld.went_live``). The worker calls it every
+``RECHECK_EVERY`` seconds; a target without the hooks is never asked, and its withheld
+deliveries wait for a newer version (superseded) or a person.
+
+``release`` is ``exchange withheld release`` (and the workbench's button): it asks the channel
+to release each named withheld version (``release_withheld``), writes one history row each
+with the operator, the note and the channel's answer (where the channel has no way, the answer
+says where the seller must act), and ends ``delivered`` those the channel shows at once. No
+transaction is held open across a call to the channel (contract 4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Engine
+
+from exchange.db.engine import transaction
+from exchange.errors import OperatorError
+from exchange.queue import withheld
+from exchange.queue.withheld import Withheld
+from exchange.targets.base import OutgoingMessage, Release, Shown, Target, WithholdsPrices
+
+# How often the worker asks a channel about its withheld deliveries (seconds): a
+# marketplace's price quarantine lasts minutes to days, and its reads share the pace.
+RECHECK_EVERY = 300.0
+
+NO_WAY = (
+    "this channel has no way to release a withheld price: confirm it where the channel is "
+    "managed, or send a new price"
+)
+
+
+def outgoing(w: Withheld) -> OutgoingMessage:
+    return OutgoingMessage(w.message_id, w.kind, w.aggregate, w.version, w.payload, w.created_at)
+
+
+async def recheck(
+    engine: Engine,
+    target: Target,
+    now: Callable[[], datetime],
+    *,
+    page: int = withheld.READ_AT_MOST,
+) -> int:
+    """Ask the channel which withheld versions buyers see now; those end ``delivered``.
+    Returns how many did."""
+    if not isinstance(target, WithholdsPrices):
+        return 0
+    moved, after = 0, 0
+    while True:
+        with transaction(engine, read_only=True) as connection:
+            rows = withheld.waiting(connection, after=after, limit=page)
+        if not rows:
+            return moved
+        shown = await target.withheld_shown([outgoing(w) for w in rows])
+        live = [w for w, seen in zip(rows, shown, strict=True) if seen is Shown.LIVE]
+        if live:
+            with transaction(engine) as connection:
+                moved += len(withheld.went_live(connection, live, now()))
+        if len(rows) < page:
+            return moved
+        after = rows[-1].pk
+
+
+@dataclass(frozen=True, slots=True)
+class Released:
+    """One named message after a release: the channel's answer, and whether it is delivered."""
+
+    message_id: str
+    asked: bool
+    detail: str
+    delivered: bool
+
+
+async def release(
+    engine: Engine,
+    target: Target,
+    message_ids: Sequence[str],
+    *,
+    operator: str,
+    note: str,
+    now: Callable[[], datetime],
+) -> list[Released]:
+    """A person's release of withheld versions: all named must be withheld (else nothing is
+    asked and ``OperatorError`` says which are not)."""
+    if not note.strip():
+        raise OperatorError("--note is required: say why the price is released")
+    if not message_ids:
+        raise OperatorError("name at least one withheld message")
+    ids = list(dict.fromkeys(message_ids))
+    with transaction(engine, read_only=True) as connection:
+        found = withheld.named(connection, ids)
+    missing = [i for i, w in found.items() if w == "missing"]
+    if missing:
+        raise OperatorError(f"no such message: {', '.join(missing)}")
+    not_withheld = [f"{i} is {w}" for i, w in found.items() if isinstance(w, str)]
+    if not_withheld:
+        raise OperatorError(f"only withheld messages can be released: {', '.join(not_withheld)}")
+    rows = [w for w in found.values() if isinstance(w, Withheld)]
+    if isinstance(target, WithholdsPrices):
+        answers = await target.release_withheld([outgoing(w) for w in rows])
+    else:
+        answers = [Release(False, NO_WAY) for _ in rows]
+    live = [w for w, a in zip(rows, answers, strict=True) if a.shown is Shown.LIVE]
+    with transaction(engine) as connection:
+        at = now()
+        withheld.released(
+            connection,
+            [(w, a.detail) for w, a in zip(rows, answers, strict=True)],
+            at,
+            operator=operator,
+            note=note,
+        )
+        ended = withheld.went_live(
+            connection,
+            live,
+            at,
+            detail="released by a person: the channel shows this version to buyers",
+            operator=operator,
+            note=note,
+        )
+    delivered = {w.message_id for w in ended}
+    return [
+        Released(w.message_id, a.asked, a.detail, w.message_id in delivered)
+        for w, a in zip(rows, answers, strict=True)
+    ]

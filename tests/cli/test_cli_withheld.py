@@ -1,0 +1,145 @@
+"""``exchange withheld release`` and ``status`` on withheld prices (contract 13), against the
+site simulator's withholding switch (a test device: exchange/dev/sitemodel.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from clitools import TOKEN, Cli, deliver_in_process, describe, run_json
+from prometheus_client import generate_latest
+from sqlalchemy import Engine, select
+
+from exchange.db.engine import transaction
+from exchange.db.schema import history, messages
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import price_row, stage
+from exchange.domain.breaker import BreakerState
+from exchange.ops.metrics import PrometheusMetrics
+
+
+@pytest.fixture
+def withholding_site() -> Iterator[SiteSimulator]:
+    with SiteSimulator(token=TOKEN, faults=Faults(seed=1), withhold_drops=Decimal("0.5")) as sim:
+        yield sim
+
+
+def _withheld_v2(db_url: str, engine: Engine, site: SiteSimulator) -> str:
+    deliver_in_process(db_url, engine, site, [price_row("S1", 1, "100.00")])
+    deliver_in_process(db_url, engine, site, [price_row("S1", 2, "10.00")])
+    with transaction(engine, read_only=True) as connection:
+        return str(
+            connection.execute(
+                select(messages.c.message_id).where(messages.c.state == "withheld")
+            ).scalar_one()
+        )
+
+
+def test_status_counts_withheld_and_names_the_cause(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator
+) -> None:
+    message_id = _withheld_v2(db_url, engine, withholding_site)
+    figures = run_json(cli, "status", "--json", db=db_url, code=1)
+    assert figures["counts"]["withheld"] == 1
+    assert "withheld" in figures["needs_person_causes"]
+    assert figures["oldest_undelivered_age_s"] is None  # left out, as the backlog
+    text = cli("status", db=db_url)
+    assert text.returncode == 1 and "withheld" in text.stdout, describe(text)
+    # listed with the channel's own words and what releases it
+    assert message_id in text.stdout and "exchange withheld release" in text.stdout
+    assert "the site took the price and withholds it from buyers" in text.stdout, describe(text)
+    ru = cli("status", db=db_url, env={"EXCHANGE_LANG": "ru"})
+    assert "придержано каналом" in ru.stdout, describe(ru)
+    assert "сайт принял цену, но придержал её от покупателей" in ru.stdout, describe(ru)
+
+
+def test_release_asks_the_channel_and_writes_history_with_operator_and_note(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator
+) -> None:
+    message_id = _withheld_v2(db_url, engine, withholding_site)
+    refused = cli("withheld", "release", message_id, db=db_url, site=withholding_site.url)
+    assert refused.returncode == 2 and "--note" in refused.stderr, describe(refused)
+    done = cli(
+        "withheld",
+        "release",
+        message_id,
+        "--note",
+        "price checked with the buyer",
+        "--operator",
+        "olga",
+        db=db_url,
+        site=withholding_site.url,
+    )
+    assert done.returncode == 0, describe(done)
+    assert f"{message_id}: delivered" in done.stdout, describe(done)
+    assert withholding_site.effect_counts()[message_id] == 1
+    with transaction(engine, read_only=True) as connection:
+        state = connection.execute(
+            select(messages.c.state).where(messages.c.message_id == message_id)
+        ).scalar_one()
+        rows = connection.execute(
+            select(history.c.event, history.c.operator, history.c.note)
+            .join(messages, messages.c.id == history.c.message_pk)
+            .where(messages.c.message_id == message_id)
+            .order_by(history.c.id)
+        ).all()
+    assert state == "delivered"
+    assert [tuple(r) for r in rows[-2:]] == [
+        ("operator-release", "olga", "price checked with the buyer"),
+        ("withheld-live", "olga", "price checked with the buyer"),
+    ]
+    again = cli(
+        "withheld", "release", message_id, "--note", "x", db=db_url, site=withholding_site.url
+    )
+    assert again.returncode == 2 and "only withheld messages" in again.stderr, describe(again)
+    unknown = cli(
+        "withheld",
+        "release",
+        message_id,
+        "--note",
+        "x",
+        "--channel",
+        "nowhere",
+        db=db_url,
+        site=withholding_site.url,
+    )
+    assert unknown.returncode == 2 and "no channel nowhere" in unknown.stderr, describe(unknown)
+
+
+def test_the_report_and_the_metrics_count_withheld(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator, tmp_path: Path
+) -> None:
+    _withheld_v2(db_url, engine, withholding_site)
+    output = tmp_path / "report.json"
+    done = cli("quarantine", "export", "--format", "json", "--output", str(output), db=db_url)
+    assert done.returncode == 0, describe(done)
+    assert json.loads(output.read_text(encoding="utf-8"))["summary"]["withheld"] == 1
+    csv = tmp_path / "report.csv"
+    assert (
+        cli("quarantine", "export", "--format", "csv", "--output", str(csv), db=db_url).returncode
+        == 0
+    )
+    assert "Придержано каналом от покупателей, не в карантине (exchange withheld release);1" in (
+        csv.read_text(encoding="utf-8-sig")
+    )
+    metrics = PrometheusMetrics()
+    metrics.cycle_finished(
+        engine, now=datetime.now(UTC), seconds=0.1, breaker=BreakerState.CLOSED, paused=False
+    )
+    scraped = generate_latest(metrics.registry).decode()
+    assert 'exchange_messages{state="withheld"} 1.0' in scraped
+    assert 'exchange_attempts_total{outcome="withheld"}' in scraped
+
+
+def test_run_until_idle_counts_withheld_as_idle_and_says_it_is_left(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator
+) -> None:
+    deliver_in_process(db_url, engine, withholding_site, [price_row("S1", 1, "100.00")])
+    stage(engine, [price_row("S1", 2, "10.00")])
+    ran = cli("run", "--until-idle", "--max-seconds", "30", db=db_url, site=withholding_site.url)
+    assert ran.returncode == 0, describe(ran)  # idle: exit 0, not 3
+    assert "1 withheld by the channel (exchange withheld release)" in ran.stdout, describe(ran)

@@ -1,0 +1,83 @@
+"""The workbench on withheld prices (contract 13): the dashboard counts them and links their
+list, and a message's page offers the release (role operator), recorded with the signed-in
+operator and the note. Against the site simulator's withholding switch (a test device)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, select
+from workbench_helpers import add_operator, csrf_of, signed_in
+
+from exchange import app as bootstrap
+from exchange.db.engine import transaction
+from exchange.db.schema import history, messages
+from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.testing import fast_settings, price_row, run_worker, stage
+
+TOKEN = "test-token"
+NOTE = "цену проверили с закупкой"
+
+
+@pytest.fixture
+def withholding_site() -> Iterator[SiteSimulator]:
+    with SiteSimulator(token=TOKEN, faults=Faults(seed=1), withhold_drops=Decimal("0.5")) as sim:
+        yield sim
+
+
+def _withheld(db_url: str, db: Engine, site: SiteSimulator) -> str:
+    for version, price in ((1, "100.00"), (2, "10.00")):
+        stage(db, [price_row("S1", version, price)])
+        run_worker(bootstrap.worker(fast_settings(db_url, site.url), db))
+    with transaction(db, read_only=True) as connection:
+        return str(
+            connection.execute(
+                select(messages.c.message_id).where(messages.c.state == "withheld")
+            ).scalar_one()
+        )
+
+
+def test_the_dashboard_lists_withheld_and_a_release_is_recorded_with_the_operator(
+    serve: Callable[..., Any], db_url: str, db: Engine, withholding_site: SiteSimulator
+) -> None:
+    mid = _withheld(db_url, db, withholding_site)
+    base = serve(site_url=withholding_site.url, site_token=TOKEN)
+    add_operator(db, "olga", "operator")
+    add_operator(db, "vera", "viewer")
+    client = signed_in(base, "olga")
+    dashboard = client.get("/").text
+    assert 'id="state-withheld">1<' in dashboard
+    assert "придержано каналом" in dashboard
+    assert "канал принял, но придержал от покупателей" in html.unescape(dashboard)  # the cause
+    listed = client.get("/messages/withheld")
+    assert listed.status_code == 200 and mid in listed.text
+    page = client.get(f"/message/{mid}").text
+    assert 'id="release"' in page
+    assert 'id="release"' not in signed_in(base, "vera").get(f"/message/{mid}").text
+    no_note = client.post(
+        "/action/release",
+        data={"csrf": csrf_of(client, f"/message/{mid}"), "message_id": mid, "note": " "},
+    )
+    assert no_note.status_code == 400
+    done = client.post(
+        "/action/release",
+        data={"csrf": csrf_of(client, f"/message/{mid}"), "message_id": mid, "note": NOTE},
+    )
+    assert done.status_code == 303 and done.headers["location"].endswith("?done=release")
+    assert "Готово" in html.unescape(client.get(done.headers["location"]).text)
+    assert withholding_site.effect_counts()[mid] == 1
+    with transaction(db, read_only=True) as connection:
+        state = connection.execute(
+            select(messages.c.state).where(messages.c.message_id == mid)
+        ).scalar_one()
+        released = connection.execute(
+            select(history.c.operator, history.c.note)
+            .join(messages, messages.c.id == history.c.message_pk)
+            .where(messages.c.message_id == mid, history.c.event == "operator-release")
+        ).one()
+    assert state == "delivered"
+    assert tuple(released) == ("olga", NOTE)
