@@ -11,7 +11,8 @@ import sys
 # The command modules register their commands on ``app`` as they are imported, in the order
 # ``exchange --help`` lists them.
 # isort: off
-from exchange.cli import serving, reading, verifying, people, quarantine, withheld, control, channels  # noqa: F401
+from exchange.cli import serving, reading, verifying, people, quarantine, control  # noqa: F401
+from exchange.cli import withheld, channels  # noqa: F401
 
 # isort: on
 from typer import Abort

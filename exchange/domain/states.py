@@ -11,7 +11,8 @@ so the allowed transitions are written here once, and ``check`` guards the rest.
      └──> cancelled (superseded, stale) | quarantined (sequence-gap)
     delayed ──lease──> in_progress;  delayed ──> cancelled (superseded, stale)
     quarantined ──operator retry──> new;  quarantined ──operator cancel──> cancelled
-    new | delayed | quarantined | withheld | in_progress (lease expired) ──channel removed──> cancelled
+    new | delayed | quarantined | withheld | in_progress (lease expired)
+        ──channel removed──> cancelled
     (none) ──seeded (a new channel's delivery of the latest accepted version)──> new
     in_progress ──withheld (the channel took it, withholds it from buyers)──> withheld
     withheld ──withheld-live (the channel shows it)──> delivered
