@@ -15,9 +15,9 @@ channel already has waiting (after fresh changes, which intake deals in at the h
 
 **Dropping** marks the channel dropped and cancels its waiting deliveries (``new``,
 ``delayed``, ``quarantined``, ``withheld``, and ``in_progress`` whose lease has run out: no
-worker will take them over), reason ``channel-removed``, with the operator and the note in each history row.
-A delivery in flight under a live lease is left to its worker, which records its outcome; a
-delivered or cancelled one stays as it is.
+worker will take them over), reason ``channel-removed``, with the operator and the note in
+each history row. A delivery in flight under a live lease is left to its worker, which
+records its outcome; a delivered or cancelled one stays as it is.
 """
 
 from __future__ import annotations
