@@ -202,6 +202,10 @@ def quarantine_gaps(
         select(m.message_pk, m.channel_id, m.state, m.version, order.next_version())
         .join(channel_aggregates, order.on_cursor(m))
         .where(
+            # Among what may be claimed (``order.claimable``: the gap's sources are new and
+            # delayed): the walk of the claim order's partial index, the waiting deliveries of
+            # every channel, instead of every delivery ever made.
+            order.claimable("m"),
             order.is_strict(m, kinds),
             m.state.in_(sorted(sources(Event.SEQUENCE_GAP))),
             order.beyond_cursor(m),

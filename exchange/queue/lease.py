@@ -202,15 +202,15 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
     on_channel = update(cursor).where(leased).values(**lease)
     # The old lease on the aggregates, for the one channel only.
     on_aggregates = update(aggregates).where(is_the_channel(channel)).values(**lease)
+    on_aggregates = on_aggregates.where(one_of(aggregates.c.id, "ids", postgres))
     if postgres:
-        # One round trip: the aggregates' lease reads the cursors' (a data-modifying CTE), so
-        # each cursor is written before its aggregate, the order every other writer keeps.
-        taken = on_channel.returning(cursor.c.aggregate_id).cte("leased")
-        both = on_aggregates.where(aggregates.c.id.in_(select(taken.c.aggregate_id)))
-        leases: tuple[Update, ...] = (both.add_cte(taken),)
+        # One round trip: the cursors' lease as a data-modifying CTE, which runs to completion
+        # whether or not the statement reads it. The pick holds the cursors' rows already, so
+        # each cursor is locked before its aggregate, the order every other writer keeps; the
+        # aggregates are found by key (reading the CTE made the planner scan all of them).
+        leases: tuple[Update, ...] = (on_aggregates.add_cte(on_channel.cte("leased")),)
     else:
-        in_ids = one_of(aggregates.c.id, "ids", postgres)
-        leases = (on_channel, on_aggregates.where(in_ids))
+        leases = (on_channel, on_aggregates)
     return _ClaimSQL(
         pick=pick.limit(bindparam("limit", type_=Integer())),
         lease=leases,

@@ -127,6 +127,7 @@ def record(
         params = {
             **rowset_params(connection, "advanced", _ADVANCED, advanced.items()),
             "channel": channel,
+            "advanced_ids": list(advanced),
         }
         connection.execute(sql.advance, params)
         connection.execute(sql.advance_old, params)
@@ -149,7 +150,7 @@ class _RecordSQL:
 
     lock_cursors: Select[Any] | None  # PostgreSQL: the claim's lock order (ids, channel)
     owned: Select[Any]  # parameters: ids, token, channel
-    advance: Update  # parameters: advanced (a rowset of a_id, a_version), channel
+    advance: Update  # parameters: advanced (a rowset of a_id, a_version), its ids, channel
     advance_old: Update  # the same on the aggregates' old cursor, for the one channel
 
 
@@ -176,6 +177,10 @@ def _record_sql(postgres: bool) -> _RecordSQL:
         owned=owned.with_for_update() if postgres else owned,
         advance=update(channel_aggregates)
         .where(cursors.aggregate_id == advanced.c.a_id, cursors.channel_id == channel)
+        # The same keys as a list: PostgreSQL estimates the rowset at 100 rows whatever its
+        # size and, from some 20,000 cursors, joined it by scanning all of them; a list it
+        # can count is read by key.
+        .where(one_of(cursors.aggregate_id, "advanced_ids", postgres))
         .values(
             done_version=case((cursor < advanced.c.a_version, advanced.c.a_version), else_=cursor)
         ),

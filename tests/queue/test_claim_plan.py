@@ -25,7 +25,7 @@ from exchange.db.schema import CLAIMABLE_STATES, DELIVERY_CLAIM_ORDER_INDEX
 from exchange.dev.testing import fast_settings, price_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.retry import RetryPolicy, decide
-from exchange.domain.states import DUE, State
+from exchange.domain.states import DUE, Event, State, sources
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.intake import staging_table as intake
 from exchange.queue import lease, record
@@ -99,6 +99,8 @@ def test_the_claimable_states_are_the_due_ones_and_in_flight() -> None:
     claimable = {*DUE, State.IN_PROGRESS}
     listed = CLAIMABLE_STATES.removeprefix("state IN (").removesuffix(")")
     assert {word.strip(" '") for word in listed.split(",")} == {s.value for s in claimable}
+    # The gap check walks the claim order's index for its candidates (coalesce.quarantine_gaps).
+    assert sources(Event.SEQUENCE_GAP) <= claimable
 
 
 WAITING = 1_000
