@@ -186,7 +186,7 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
         .execution_options(**{PLANNED_FOR_VALUES: True})
     )
     if excluding:
-        pick = pick.where(not_(one_of(w.aggregate_id, "exclude", postgres)))
+        pick = pick.where(not_(one_of(cursor.c.aggregate_id, "exclude", postgres)))
     if postgres:
         pick = pick.with_for_update(skip_locked=True, of=cursor)
     leased = and_(cursor.c.channel_id == channel, one_of(cursor.c.aggregate_id, "ids", postgres))
@@ -233,7 +233,7 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
         .join(messages, messages.c.id == m.message_pk)
         .where(
             m.channel_id == channel,
-            one_of(m.aggregate_id, "ids", postgres),
+            one_of(cursor.c.aggregate_id, "ids", postgres),
             cursor.c.lease_token == bindparam("token"),
             eligible,
         )

@@ -184,7 +184,8 @@ class _InClaimOrder(Alias):
 def _indexed_by(element: _InClaimOrder, compiler: Any, **kw: Any) -> str:
     sql: str = compiler.visit_alias(element, **kw)
     if kw.get("asfrom") and not kw.get("ashint"):  # in FROM; a column names the alias alone
-        sql += f" INDEXED BY {_CLAIM_ORDER_INDEXES[element.element.name]}"
+        table: Any = element.element
+        sql += f" INDEXED BY {_CLAIM_ORDER_INDEXES[table.name]}"
     return sql
 
 

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    ColumnElement,
     Connection,
     Select,
     bindparam,
@@ -233,7 +234,7 @@ def advance_strict(
         return
     cursor = channel_aggregates.c
     nxt = aliased(Delivery, name="nxt")
-    chosen = [cursor.aggregate_id.in_(aggregate_ids)]
+    chosen: list[ColumnElement[bool]] = [cursor.aggregate_id.in_(aggregate_ids)]
     if channel_id is not None:
         chosen.append(cursor.channel_id == channel_id)
     stepped = False

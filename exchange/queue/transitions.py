@@ -96,7 +96,7 @@ def apply(connection: Connection, changes: Sequence[Change], now: datetime) -> N
         if shape is None:
             shape = shapes[given] = (tuple(sorted(values)), tuple(sorted(guard)), keyed)
         names, guards, _ = shape
-        row = [change.pk, change.from_state.value, change.to_state.value]
+        row: list[Any] = [change.pk, change.from_state.value, change.to_state.value]
         row += [values[name] for name in names]
         if guards:
             row += [guard[name] for name in guards]
