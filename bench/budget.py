@@ -70,7 +70,7 @@ def leased(n: int) -> Leased:
         separators=(",", ":"),
     )
     created = datetime(2026, 1, 1, tzinfo=UTC)
-    return Leased(n, message_id("price", sku, 1), n, "price", sku, 1, payload, created, 1)
+    return Leased(n, message_id("price", sku, 1), n, "price", sku, 1, payload, created, 1, 1)
 
 
 def parts(count: int, scratch: Path) -> dict[str, float]:

@@ -36,7 +36,7 @@ from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.domain.retry import RetryPolicy, decide
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.intake import staging_table as intake
-from exchange.queue import coalesce, lease, record
+from exchange.queue import coalesce, deliveries, lease, record
 
 WORKER = "bench"
 
@@ -57,6 +57,8 @@ def drain(engine: Engine, batch: int, now: datetime) -> dict[str, float]:
     policy = RetryPolicy(max_attempts=5, base_delay=1.0, max_delay=60.0)
     claim_s = record_s = cpu_s = 0.0
     batches = done = 0
+    with transaction(engine, read_only=True) as connection:  # as a worker's loop reads it
+        channel = deliveries.one_channel(connection)
     while True:
         now += timedelta(milliseconds=1)
         started, cpu = time.perf_counter(), time.process_time()
@@ -69,6 +71,7 @@ def drain(engine: Engine, batch: int, now: datetime) -> dict[str, float]:
                 lease_seconds=60,
                 kinds=KindPolicies.of(DEFAULT_KINDS),
                 max_attempts=5,
+                channel_id=channel,
             )
         claim_s += time.perf_counter() - started
         cpu_s += time.process_time() - cpu

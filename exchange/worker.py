@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -65,7 +66,7 @@ from exchange.intake import staging_table as intake
 from exchange.intake.sources.common import Source
 from exchange.intake.staging_table import IntakeReport
 from exchange.logs import log_event
-from exchange.queue import coalesce, control, lease, record
+from exchange.queue import coalesce, control, deliveries, lease, record
 from exchange.queue.idle import is_idle
 from exchange.settings import Settings
 from exchange.targets.base import OutgoingMessage, PacedTarget, Target
@@ -289,6 +290,12 @@ class Worker:
         self.metrics.quarantined(Reason.RETRY_LIMIT, expired)
         return held
 
+    @functools.cached_property
+    def channel_id(self) -> int:
+        """The channel this worker delivers to: the one channel, read once."""
+        with transaction(self.engine, read_only=True) as connection:
+            return deliveries.one_channel(connection)
+
     def _last_message_id(self) -> int:
         """The highest message id now: what a take-in stores from here on lies above it."""
         with transaction(self.engine, read_only=True) as connection:
@@ -347,6 +354,7 @@ class Worker:
                     max_attempts=self.settings.max_attempts,
                     exclude=_excluded(tried, self.breaker.probed if probing else ()),
                     clock=self.clock.now,
+                    channel_id=self.channel_id,
                 )
             self.metrics.claimed(batch)
             failpoint("after-lease-commit")
@@ -945,7 +953,9 @@ class Worker:
         operator's pause is such a person's decision."""
         if self.source is not None and not self.source.idle:
             return False  # the broker had something ready at the last pull
-        return self.operator_paused or is_idle(self.engine, self.staging_engine, self.kinds)
+        return self.operator_paused or is_idle(
+            self.engine, self.staging_engine, self.kinds, [self.channel_id]
+        )
 
 
 def log_deliveries(outcomes: list[tuple[lease.Leased, Decision]], seconds: float) -> None:

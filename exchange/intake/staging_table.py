@@ -88,11 +88,11 @@ def analyze(engine: Engine) -> None:
     """Refresh the planner's statistics of the tables the claim reads."""
     with transaction(engine) as connection:
         if is_postgres(connection):
-            connection.execute(text("ANALYZE aggregates, messages"))
+            connection.execute(text("ANALYZE aggregates, messages, deliveries, channel_aggregates"))
         else:  # sampled: a few hundred ms at 1,000,000 messages instead of seconds
             connection.execute(text("PRAGMA analysis_limit=1000"))
-            connection.execute(text("ANALYZE aggregates"))
-            connection.execute(text("ANALYZE messages"))
+            for table in ("aggregates", "messages", "deliveries", "channel_aggregates"):
+                connection.execute(text(f"ANALYZE {table}"))
 
 
 def _take_in_turn(

@@ -1,4 +1,7 @@
-"""Coalescing and order (contract 3), as set-based SQL over the whole pending queue.
+"""Coalescing and order (contract 3), as set-based SQL over the whole pending queue of every
+channel at once: each rule holds per (aggregate, channel) (contract 13), each delivery
+compared with the versions of its aggregate on its own channel and that channel's cursor, so
+one sweep serves every channel.
 
 latest-wins kinds:
   - stale: a pending version at or below the aggregate's ``done_version`` (the highest
@@ -48,7 +51,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import aliased
 
 from exchange.db.engine import is_postgres
-from exchange.db.schema import Message, aggregates, messages
+from exchange.db.schema import Delivery, channel_aggregates, deliveries, messages
 from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.states import LIVE, Event, State, sources, values
@@ -56,12 +59,16 @@ from exchange.queue import order
 from exchange.queue.lease import one_of
 from exchange.queue.transitions import Change, apply, apply_selected
 
-# What the history row of a cancelled message whose lease had expired says of that attempt.
-_LEASE = (
-    messages.c.locked_by,
-    messages.c.attempts,
-    messages.c.leased_at,
-    messages.c.locked_until,
+# A delivery as ``transitions.apply_selected`` reads it: its message, its channel, and what
+# the history row of a cancelled delivery whose lease had expired says of that attempt.
+_DELIVERY = (
+    deliveries.c.message_pk.label("id"),
+    deliveries.c.channel_id,
+    deliveries.c.state,
+    deliveries.c.locked_by,
+    deliveries.c.attempts,
+    deliveries.c.leased_at,
+    deliveries.c.locked_until,
 )
 _UNLOCK = {"locked_by": None, "locked_until": None, "lease_token": None, "next_try_at": None}
 
@@ -114,27 +121,23 @@ def _coalesce(
     connection: Connection, kinds: KindPolicies, now: datetime, among: Sequence[int] | None
 ) -> int:
     postgres = is_postgres(connection)
+    d = deliveries.c
 
     def only(column: Any) -> ColumnElement[bool]:
         return true() if among is None else one_of(column, "among", postgres, among)
 
-    pending = and_(
-        not_(messages.c.rejected), order.pending(messages.c, now), only(messages.c.aggregate_id)
-    )
-    done = aggregates.c.done_version
+    # What may be claimed, as the claim order's partial index says it (``order.claimable``):
+    # the pending deliveries of every channel are among those, and SQLite reads that index
+    # for them only when the condition is repeated word for word.
+    pending = and_(order.claimable("deliveries"), order.pending(d, now), only(d.aggregate_id))
+    done = channel_aggregates.c.done_version
     # Stale applies to every kind: a strict cursor covers only versions delivered or cancelled
     # by a person, so a pending version below it (a row 1C wrote again after its message was
     # pruned) is already done and must not wait forever.
     stale = (
-        select(
-            messages.c.id,
-            messages.c.state,
-            messages.c.version,
-            done.label("done"),
-            *_LEASE,
-        )
-        .join(aggregates, aggregates.c.id == messages.c.aggregate_id)
-        .where(pending, not_(order.beyond_cursor(messages.c)))
+        select(*_DELIVERY, d.version, done.label("done"))
+        .join(channel_aggregates, order.on_cursor(d))
+        .where(pending, not_(order.beyond_cursor(d)))
     )
     moved = apply_selected(
         connection,
@@ -150,41 +153,26 @@ def _coalesce(
             + literal(", already delivered: never sent")
         ),
     )
-    # The highest live version of each aggregate, found once for all (a hash join, not a
-    # subquery per message), and the message that carries it.
+    # The highest live version of each aggregate on each channel, found once for all (a hash
+    # join, not a subquery per delivery), and the message that carries it.
     latest_wins = kinds.latest_wins
     if not latest_wins:
         return moved
-    mine = and_(pending, messages.c.kind.in_(latest_wins))
+    mine = and_(pending, d.kind.in_(latest_wins))
     top = (
-        select(messages.c.aggregate_id, func.max(messages.c.version).label("version"))
-        .where(
-            not_(messages.c.rejected),
-            messages.c.kind.in_(latest_wins),
-            messages.c.state.in_(values(LIVE)),
-            only(messages.c.aggregate_id),
-        )
-        .group_by(messages.c.aggregate_id)
+        select(d.aggregate_id, d.channel_id, func.max(d.version).label("version"))
+        .where(d.kind.in_(latest_wins), d.state.in_(values(LIVE)), only(d.aggregate_id))
+        .group_by(d.aggregate_id, d.channel_id)
         .subquery("top")
     )
-    newest = messages.alias("newest")
+    newest = aliased(Delivery, name="newest")
+    successor = messages.alias("successor")
     superseded = (
-        select(
-            messages.c.id,
-            messages.c.state,
-            newest.c.message_id.label("successor"),
-            *_LEASE,
-        )
-        .join(top, top.c.aggregate_id == messages.c.aggregate_id)
-        .join(
-            newest,
-            and_(
-                newest.c.aggregate_id == top.c.aggregate_id,
-                newest.c.version == top.c.version,
-                not_(newest.c.rejected),
-            ),
-        )
-        .where(mine, messages.c.version < top.c.version)
+        select(*_DELIVERY, successor.c.message_id.label("successor"))
+        .join(top, order.same_aggregate(top.c, d))
+        .join(newest, and_(order.same_aggregate(newest, top.c), newest.version == top.c.version))
+        .join(successor, successor.c.id == newest.message_pk)
+        .where(mine, d.version < top.c.version)
     )
     moved += apply_selected(
         connection,
@@ -204,17 +192,20 @@ def _coalesce(
 def quarantine_gaps(
     connection: Connection, kinds: KindPolicies, now: datetime, gap_timeout: float
 ) -> int:
-    """Quarantine strictly ordered messages that waited too long for a missing version."""
+    """Quarantine strictly ordered deliveries that waited too long for a missing version on
+    their channel (every channel at once)."""
     if not kinds.strict:
         return 0
-    m = aliased(Message, name="m")
-    lower = aliased(Message, name="lower")
-    a = aggregates
+    m = aliased(Delivery, name="m")
+    lower = aliased(Delivery, name="lower")
     query = (
-        select(m.id, m.state, m.version, a.c.done_version)
-        .join(a, a.c.id == m.aggregate_id)
+        select(m.message_pk, m.channel_id, m.state, m.version, order.next_version())
+        .join(channel_aggregates, order.on_cursor(m))
         .where(
-            not_(m.rejected),
+            # Among what may be claimed (``order.claimable``: the gap's sources are new and
+            # delayed): the walk of the claim order's partial index, the waiting deliveries of
+            # every channel, instead of every delivery ever made.
+            order.claimable("m"),
             order.is_strict(m, kinds),
             m.state.in_(sorted(sources(Event.SEQUENCE_GAP))),
             order.beyond_cursor(m),
@@ -225,23 +216,22 @@ def quarantine_gaps(
             # Only the lowest version still waiting (or held, quarantined) waits for the gap:
             # a lower one an operator cancelled no longer stands in front of it.
             ~exists().where(
-                lower.aggregate_id == m.aggregate_id,
-                not_(lower.rejected),
+                order.same_aggregate(lower, m),
                 lower.state != State.CANCELLED.value,
                 order.beyond_cursor(lower),
                 lower.version < m.version,
             )
         )
-        .order_by(m.id)
+        .order_by(m.message_pk, m.channel_id)
     )
     if is_postgres(connection):
         query = query.with_for_update(of=m, skip_locked=True)
     changes = []
-    for pk, state, version, done_version in connection.execute(query):
+    for pk, channel, state, version, following in connection.execute(query):
         missing = (
-            f"version {done_version + 1}"
-            if version == done_version + 2
-            else f"versions {done_version + 1}–{version - 1}"
+            f"version {following}"
+            if version == following + 1
+            else f"versions {following}–{version - 1}"
         )
         detail = f"{missing} never arrived within {gap_timeout:g} s"
         changes.append(
@@ -256,6 +246,7 @@ def quarantine_gaps(
                     "next_try_at": None,
                 },
                 detail=detail,
+                channel_id=channel,
             )
         )
     apply(connection, changes, now)

@@ -17,7 +17,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, Insert, ScalarSelect, and_, case, exists, null, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Insert,
+    ScalarSelect,
+    and_,
+    case,
+    exists,
+    null,
+    select,
+)
 
 from exchange.db.schema import (
     DELIVERY_COLUMNS,
@@ -43,6 +53,20 @@ def the_channel() -> ScalarSelect[Any]:
         .limit(1)
         .scalar_subquery()
     )
+
+
+def one_channel(connection: Connection) -> int:
+    """The one channel's id, read once by what serves it (a worker's loop, a bench): the
+    readers of the delivery pipeline take the channel as a parameter."""
+    return int(connection.execute(select(the_channel())).scalar_one())
+
+
+def is_the_channel(channel_id: Any) -> ColumnElement[bool]:
+    """``channel_id`` (a bound value or a column) is the one channel: the old columns on
+    ``messages`` and ``aggregates`` mirror that channel's deliveries and cursors only, until
+    step 4 stops writing them."""
+    mirrored: ColumnElement[bool] = channel_id == the_channel()
+    return mirrored
 
 
 def on_the_channel(table: Any) -> ColumnElement[bool]:

@@ -1,11 +1,15 @@
 """The SQL that claims work, renews it and records its outcome (contract 4).
 
-The lease lives on the aggregate row: claiming an aggregate is one row lock (PostgreSQL
+A claim is for one channel (contract 13). The lease lives on the aggregate's cursor on that
+channel (``channel_aggregates``): claiming an aggregate is one row lock (PostgreSQL
 ``FOR UPDATE SKIP LOCKED``; SQLite: the whole claim in one ``BEGIN IMMEDIATE``), so at most
-one message of an aggregate is in flight across all workers. Each claim has a fresh lease
-token, written on the aggregates and on the messages it leased; renewing, recording and
-releasing all match on that token, so a worker that lost its lease records nothing over the
-new owner's. A claim and the recording of a batch are each a constant number of statements.
+one delivery of an aggregate is in flight on a channel across all workers, whatever the other
+channels hold. Each claim has a fresh lease token, written on the cursors and on the
+deliveries it leased; renewing, recording and releasing all match on that token, so a worker
+that lost its lease records nothing over the new owner's. A claim and the recording of a
+batch are each a constant number of statements. The old columns (``aggregates``' lease,
+``messages``' delivery columns) are written beside for the one channel until step 4 of
+issue 31 (``queue.deliveries``); nothing here reads them.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from sqlalchemy.sql.dml import Update
 
 from exchange.db.engine import PLANNED_FOR_VALUES, is_postgres
 from exchange.db.schema import (
-    Message,
+    Delivery,
     UTCDateTime,
     aggregates,
     channel_aggregates,
@@ -53,7 +57,7 @@ from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.states import DUE, Event, State, values
 from exchange.queue import order
-from exchange.queue.deliveries import on_the_channel
+from exchange.queue.deliveries import is_the_channel, one_channel
 from exchange.queue.transitions import Change, apply
 
 
@@ -68,6 +72,7 @@ class Leased:
     payload: str
     created_at: datetime
     attempt: int  # the number of the attempt this lease is for
+    channel_id: int  # the channel it is delivered to
     leased_at: datetime | None = None  # when the lease began: the attempt's row carries it
 
 
@@ -113,9 +118,10 @@ def one_of(
 
 
 def _eligible(
-    m: type[Message], name: str | None, now: Any, kinds: KindPolicies, max_attempts: Any
+    m: type[Delivery], name: str | None, now: Any, kinds: KindPolicies, max_attempts: Any
 ) -> ColumnElement[bool]:
-    """``m`` may be claimed at ``now``. With ``name`` (``m``'s alias; the pick, along the claim
+    """The delivery ``m`` may be claimed at ``now`` (its cursor, ``channel_aggregates``, joined
+    by the caller). With ``name`` (``m``'s alias; the pick, along the claim
     order), the claimable states are stated once, as the claim order's partial index says them
     (``order.claimable``), and what is due among them is told apart by ``in_progress`` alone:
     a second list of states (the due ones, or the lease's) is a second selectivity of one
@@ -140,22 +146,16 @@ def _eligible(
     # Checked here because coalescing runs only at the start of a cycle, and a version delayed
     # while a newer one was staged, delivered or retried by an operator became due meanwhile.
     claimable = [order.claimable(name)] if name is not None else []
-    return and_(
-        m.aggregate_id == aggregates.c.id,
-        not_(m.rejected),
-        *claimable,
-        due,
-        order.in_order(m, kinds),
-    )
+    return and_(*claimable, due, order.in_order(m, kinds))
 
 
 @dataclass(frozen=True, slots=True)
 class _ClaimSQL:
-    """A claim's statements, built once per shape (parameters: now, max_attempts, limit,
-    exclude, ids, token, worker, until): building them cost more than running them."""
+    """A claim's statements, built once per shape (parameters: channel, now, max_attempts,
+    limit, exclude, ids, token, worker, until): building them cost more than running them."""
 
     pick: Select[Any]
-    lease: tuple[Update, ...]  # on the aggregates, then on the one channel's cursors
+    lease: tuple[Update, ...]  # on the channel's cursors, then on the aggregates (the old)
     candidates: Any  # a Select of 13 columns (its generic form differs in SQLAlchemy 2.0/2.1)
 
 
@@ -163,17 +163,20 @@ class _ClaimSQL:
 def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQL:
     now = bindparam("now", type_=UTCDateTime())
     max_attempts = bindparam("max_attempts", type_=Integer())
-    free = or_(aggregates.c.lease_until.is_(None), aggregates.c.lease_until < now)
-    # One statement: the waiting messages in claim order (the partial index of what may be
-    # claimed, ix_messages_claim_rank: as large as the backlog, whatever was done before;
-    # named on SQLite, order.in_claim_order), each joined to its aggregate by key. At most one
-    # message of an aggregate is eligible (latest wins: the newest live; strict: the next
-    # version), so an aggregate comes once.
-    w = aliased(Message, order.in_claim_order("m"))
+    channel = bindparam("channel", type_=channel_aggregates.c.channel_id.type)
+    cursor = channel_aggregates
+    free = or_(cursor.c.lease_until.is_(None), cursor.c.lease_until < now)
+    # One statement: the channel's waiting deliveries in claim order (the partial index of
+    # what may be claimed, ix_deliveries_claim_rank, channel first: as large as the channel's
+    # backlog, whatever was done before or waits on other channels; named on SQLite,
+    # order.in_claim_order), each joined to its cursor by key. At most one delivery of an
+    # aggregate is eligible (latest wins: the newest live; strict: the next version), so an
+    # aggregate comes once.
+    w = aliased(Delivery, order.in_claim_order("d"))
     pick = (
         select(w.aggregate_id)
-        .join(aggregates, aggregates.c.id == w.aggregate_id)
-        .where(free, _eligible(w, "m", now, kinds, max_attempts))
+        .join(cursor, order.on_cursor(w))
+        .where(w.channel_id == channel, free, _eligible(w, "d", now, kinds, max_attempts))
         .order_by(*order.claim_order(w))
         # PostgreSQL plans the pick for its values every time (sent unprepared): a generic
         # plan, made without them, read and sorted the whole backlog (61 ms at 17,000
@@ -183,51 +186,57 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
         .execution_options(**{PLANNED_FOR_VALUES: True})
     )
     if excluding:
-        pick = pick.where(not_(one_of(aggregates.c.id, "exclude", postgres)))
+        pick = pick.where(not_(one_of(cursor.c.aggregate_id, "exclude", postgres)))
     if postgres:
-        pick = pick.with_for_update(skip_locked=True, of=aggregates)
-    leased = one_of(aggregates.c.id, "ids", postgres)
-    # The leased aggregates' messages, found by aggregate (not along the claim order).
-    m = aliased(Message, name="m")
+        pick = pick.with_for_update(skip_locked=True, of=cursor)
+    leased = and_(cursor.c.channel_id == channel, one_of(cursor.c.aggregate_id, "ids", postgres))
+    # The leased aggregates' deliveries on the channel, found by aggregate (not along the
+    # claim order), with what the message says.
+    m = aliased(Delivery, name="d")
     eligible = _eligible(m, None, now, kinds, max_attempts)
     lease = {
         "lease_token": bindparam("token"),
         "lease_owner": bindparam("worker"),
         "lease_until": bindparam("until", type_=UTCDateTime()),
     }
-    on_aggregates = update(aggregates).where(leased).values(**lease)
-    on_channel = (
-        update(channel_aggregates).where(on_the_channel(channel_aggregates)).values(**lease)
-    )
+    on_channel = update(cursor).where(leased).values(**lease)
+    # The old lease on the aggregates, for the one channel only.
+    on_aggregates = update(aggregates).where(is_the_channel(channel)).values(**lease)
+    on_aggregates = on_aggregates.where(one_of(aggregates.c.id, "ids", postgres))
     if postgres:
-        # One round trip: the cursors' lease reads the aggregates' (a data-modifying CTE), so
-        # each aggregate is written before its cursor, the order every other writer keeps.
-        taken = on_aggregates.returning(aggregates.c.id).cte("leased")
-        both = on_channel.where(channel_aggregates.c.aggregate_id.in_(select(taken.c.id)))
-        leases: tuple[Update, ...] = (both.add_cte(taken),)
+        # One round trip: the cursors' lease as a data-modifying CTE, which runs to completion
+        # whether or not the statement reads it. The pick holds the cursors' rows already, so
+        # each cursor is locked before its aggregate, the order every other writer keeps; the
+        # aggregates are found by key (reading the CTE made the planner scan all of them).
+        leases: tuple[Update, ...] = (on_aggregates.add_cte(on_channel.cte("leased")),)
     else:
-        in_ids = one_of(channel_aggregates.c.aggregate_id, "ids", postgres)
-        leases = (on_aggregates, on_channel.where(in_ids))
+        leases = (on_channel, on_aggregates)
     return _ClaimSQL(
         pick=pick.limit(bindparam("limit", type_=Integer())),
         lease=leases,
         candidates=select(
-            m.id,
-            m.message_id,
+            m.message_pk,
+            messages.c.message_id,
             m.aggregate_id,
             m.kind,
-            m.aggregate,
+            messages.c.aggregate,
             m.version,
-            m.payload,
-            m.created_at,
+            messages.c.payload,
+            messages.c.created_at,
             m.attempts,
             m.state,
             m.locked_by,
             m.leased_at,
             m.locked_until,
         )
-        .join(aggregates, aggregates.c.id == m.aggregate_id)
-        .where(leased, eligible)
+        .join(cursor, order.on_cursor(m))
+        .join(messages, messages.c.id == m.message_pk)
+        .where(
+            m.channel_id == channel,
+            one_of(cursor.c.aggregate_id, "ids", postgres),
+            cursor.c.lease_token == bindparam("token"),
+            eligible,
+        )
         .order_by(*order.claim_order(m)),
     )
 
@@ -243,15 +252,18 @@ def claim(
     max_attempts: int,
     exclude: Sequence[int] = (),
     clock: Callable[[], datetime] | None = None,
+    channel_id: int | None = None,
 ) -> Batch:
-    """Lease up to ``limit`` aggregates with a message due, and one message of each, in
+    """Lease, on the channel ``channel_id`` (None: the one channel, ``deliveries.one_channel``,
+    read here), up to ``limit`` aggregates with a delivery due, and one delivery of each, in
     claim order (``order.claim_order``; the rule: domain/urgency.py). One statement picks.
     ``clock``, when given, is read for the lease's start once the aggregates are taken.
     """
+    channel = one_channel(connection) if channel_id is None else channel_id
     token = new_token()
     until = now + timedelta(seconds=lease_seconds)
     sql = _claim_sql(is_postgres(connection), kinds, bool(exclude))
-    params: dict[str, Any] = {"now": now, "max_attempts": max_attempts}
+    params: dict[str, Any] = {"now": now, "max_attempts": max_attempts, "channel": channel}
     if exclude:
         params["exclude"] = list(exclude)
     picked = connection.execute(sql.pick, {**params, "limit": limit}).scalars().all()
@@ -259,7 +271,14 @@ def claim(
     if not aggregate_ids:
         return Batch(token, until, [])
     params["ids"] = aggregate_ids
-    leasing = {"ids": aggregate_ids, "token": token, "worker": worker, "until": until}
+    params["token"] = token
+    leasing = {
+        "ids": aggregate_ids,
+        "token": token,
+        "worker": worker,
+        "until": until,
+        "channel": channel,
+    }
     for statement in sql.lease:
         connection.execute(statement, leasing)
     rows = connection.execute(sql.candidates, params).all()
@@ -304,12 +323,19 @@ def claim(
                     f"the lease of {locked_by} had expired: result unknown; "
                     f"taken over by {worker} for attempt {attempt}"
                 ),
+                channel_id=channel,
             )
         else:
             # Taking a lease writes no history row: the attempt's row, when it ends, carries
             # the worker, the attempt and the lease's start.
             change = Change(
-                pk, Event.LEASED, _STATES[state], State.IN_PROGRESS, values=values, written=False
+                pk,
+                Event.LEASED,
+                _STATES[state],
+                State.IN_PROGRESS,
+                values=values,
+                written=False,
+                channel_id=channel,
             )
         changes.append(change)
         leased.append(
@@ -323,6 +349,7 @@ def claim(
                 payload,
                 created_at,
                 attempt,
+                channel,
                 leased_at,
             )
         )
@@ -332,32 +359,19 @@ def claim(
 
 
 def renew(connection: Connection, token: str, until: datetime) -> int:
-    """Extend a live lease; returns how many messages it still holds (0: the lease is lost)."""
-    connection.execute(
-        update(aggregates).where(aggregates.c.lease_token == token).values(lease_until=until)
-    )
+    """Extend a live lease; returns how many deliveries it still holds (0: the lease is lost).
+    A token is one claim's, on one channel: it finds the lease's cursors alone."""
     connection.execute(
         update(channel_aggregates)
         .where(channel_aggregates.c.lease_token == token)
         .values(lease_until=until)
     )
-    # The lease's messages are found through its aggregates (indexed by token, and only the
+    # The lease's deliveries are found through its cursors (indexed by token, and only the
     # leased ones): an index on messages.lease_token cost every message write an index entry.
-    leased = select(aggregates.c.id).where(aggregates.c.lease_token == token)
-    held = connection.execute(
-        update(messages)
-        .where(
-            messages.c.aggregate_id.in_(leased.scalar_subquery()),
-            messages.c.lease_token == token,
-            messages.c.state == State.IN_PROGRESS.value,
-        )
-        .values(locked_until=until)
-    ).rowcount
-    # The same deliveries, through the channel's cursors.
     on_channel = select(channel_aggregates.c.aggregate_id).where(
         channel_aggregates.c.lease_token == token
     )
-    connection.execute(
+    held = connection.execute(
         update(deliveries)
         .where(
             deliveries.c.aggregate_id.in_(on_channel.scalar_subquery()),
@@ -365,27 +379,45 @@ def renew(connection: Connection, token: str, until: datetime) -> int:
             deliveries.c.state == State.IN_PROGRESS.value,
         )
         .values(locked_until=until)
+    ).rowcount
+    # The old columns alike (the one channel's lease has its token there too).
+    connection.execute(
+        update(aggregates).where(aggregates.c.lease_token == token).values(lease_until=until)
     )
-    return held
+    leased = select(aggregates.c.id).where(aggregates.c.lease_token == token)
+    connection.execute(
+        update(messages)
+        .where(
+            messages.c.aggregate_id.in_(leased.scalar_subquery()),
+            messages.c.lease_token == token,
+            messages.c.state == State.IN_PROGRESS.value,
+        )
+        .values(locked_until=until)
+    )
+    return int(held)
 
 
-def expire_exhausted(connection: Connection, *, now: datetime, max_attempts: int) -> int:
-    """A lease that expired on the last allowed attempt: quarantine, never a further attempt."""
-    query = select(
-        messages.c.id,
-        messages.c.attempts,
-        messages.c.locked_by,
-        messages.c.leased_at,
-        messages.c.locked_until,
-    ).where(
-        messages.c.state == State.IN_PROGRESS.value,
-        messages.c.locked_until < now,
-        messages.c.attempts >= max_attempts,
+def expire_exhausted(
+    connection: Connection, *, now: datetime, max_attempts: int, channel_id: int | None = None
+) -> int:
+    """A lease that expired on the last allowed attempt: quarantine, never a further attempt.
+    On the channel ``channel_id``; None: on every channel (the sweep)."""
+    d = deliveries.c
+    query = select(d.message_pk, d.channel_id, d.attempts, d.locked_by, d.leased_at, d.locked_until)
+    query = query.where(
+        # Every delivery in flight holds a token: its partial index holds only those, on every
+        # channel (the state indexes are channel first).
+        d.lease_token.is_not(None),
+        d.state == State.IN_PROGRESS.value,
+        d.locked_until < now,
+        d.attempts >= max_attempts,
     )
+    if channel_id is not None:
+        query = query.where(d.channel_id == channel_id)
     if is_postgres(connection):
         query = query.with_for_update(skip_locked=True)
     changes = []
-    for pk, attempts, owner, leased_at, until in connection.execute(query):
+    for pk, channel, attempts, owner, leased_at, until in connection.execute(query):
         detail = (
             f"the lease of {owner} expired during attempt {attempts} of {max_attempts}; "
             "the result of that attempt is unknown"
@@ -408,6 +440,7 @@ def expire_exhausted(connection: Connection, *, now: datetime, max_attempts: int
                 leased_at=leased_at,
                 lease_until=until,
                 detail=detail,
+                channel_id=channel,
             )
         )
     apply(connection, changes, now)

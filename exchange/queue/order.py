@@ -1,19 +1,28 @@
 """The ordering rules of contract 3 as SQL, each written once; the claim, coalescing, the gap
-check, the idle check and ``status`` compose them.
+check, the idle check and ``status`` compose them. Each holds per (aggregate, channel)
+(contract 13): a delivery is ordered among the versions of its aggregate on its channel.
 
     pending            due (new, delayed), or in flight on a lease that expired (its worker
                        is gone): what coalescing may still cancel
-    strict order       a strict kind sends only ``done_version + 1`` of its aggregate
+    strict order       a strict kind sends only the next version on the channel
+                       (``next_version``: ``done_version + 1``, or the first version the
+                       channel received when it has done none)
     latest wins        any other kind sends only a version above ``done_version`` with no
                        newer live version of its aggregate (new, delayed, in flight,
                        quarantined), at the moment of the claim
-    held               a strict message behind a quarantined version above the cursor: only
+    held               a strict delivery behind a quarantined version above the cursor: only
                        a person moves it (retry or cancel the blocker)
-    claim order        lowest ``claim_rank`` first, ties by id; ranks are dealt in from the
-                       head (``head_rank``) by intake: the rule and why, domain/urgency.py
+    claim order        lowest ``claim_rank`` first, ties by message; ranks are dealt in from
+                       the head (``head_rank``) by intake: the rule and why, domain/urgency.py
 
-``m`` is a message: the ``messages`` table's columns (``messages.c``) or an alias of
-``Message``; expressions that read the cursor need ``aggregates`` joined on ``m``.
+``m`` is a delivery: the ``deliveries`` table's columns (``deliveries.c``) or an alias of
+``Delivery``; expressions that read the cursor need ``channel_aggregates`` joined on ``m``'s
+aggregate and channel (``on_cursor``).
+
+Until the operator's read surfaces move to the deliveries too (issue 31, step 3), a message
+(``messages.c`` or an alias of ``Message``) with ``aggregates`` joined is still read by
+``is_strict``, ``next_in_order`` and ``beyond_cursor`` as before (``_cursor``); step 4 removes
+that reading with the old columns.
 """
 
 from __future__ import annotations
@@ -21,14 +30,24 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, exists, false, not_, or_, select
+from sqlalchemy import BigInteger, ColumnElement, Select, and_, exists, false, not_, or_, select
 from sqlalchemy import text as sa_text
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.elements import TextClause
+from sqlalchemy.sql.functions import GenericFunction
 from sqlalchemy.sql.selectable import Alias
 
-from exchange.db.schema import CLAIM_ORDER_INDEX, CLAIMABLE_STATES, Message, aggregates, messages
+from exchange.db.schema import (
+    CLAIM_ORDER_INDEX,
+    CLAIMABLE_STATES,
+    DELIVERY_CLAIM_ORDER_INDEX,
+    Delivery,
+    aggregates,
+    channel_aggregates,
+    deliveries,
+    messages,
+)
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import DUE, LIVE, State, values
 
@@ -46,28 +65,71 @@ def is_strict(m: Any, kinds: KindPolicies) -> ColumnElement[bool]:
     return m.kind.in_(kinds.strict) if kinds.strict else false()
 
 
+def on_cursor(m: Any, cursor: Any = None) -> ColumnElement[bool]:
+    """The cursor (``channel_aggregates``' columns, or an alias's) joined on the delivery
+    ``m``: its aggregate on its channel."""
+    c = channel_aggregates.c if cursor is None else cursor
+    return and_(c.aggregate_id == m.aggregate_id, c.channel_id == m.channel_id)
+
+
+def _is_delivery(m: Any) -> bool:
+    """``m`` is a delivery (else a message, read with the old cursor until step 4)."""
+    return hasattr(m, "channel_id")
+
+
+class greatest(GenericFunction[int]):  # named as in SQL
+    """The larger of two integers: ``greatest`` on PostgreSQL, ``max`` on SQLite."""
+
+    type = BigInteger()
+    inherit_cache = True
+
+
+@compiles(greatest, "sqlite")
+def _greatest_on_sqlite(element: greatest, compiler: Any, **kw: Any) -> str:
+    return f"max({compiler.process(element.clauses, **kw)})"
+
+
+def next_version(cursor: Any = None) -> ColumnElement[int]:
+    """The version strict order sends next on a channel: the one after the cursor, or the
+    first the channel received while it has done none before it (contract 13: strict order
+    on a channel starts at the first version it receives). ``cursor``: the columns of
+    ``channel_aggregates`` (the default) or of an alias of it."""
+    c = channel_aggregates.c if cursor is None else cursor
+    following: ColumnElement[int] = greatest(c.done_version, c.first_version - 1) + 1
+    return following
+
+
 def next_in_order(m: Any) -> ColumnElement[bool]:
-    """The version right after its aggregate's cursor (the only one strict order sends)."""
-    cursor: ColumnElement[bool] = m.version == aggregates.c.done_version + 1
-    return cursor
+    """The version next in order on its channel (the only one strict order sends)."""
+    if not _is_delivery(m):  # a message: the old cursor (until step 4)
+        old: ColumnElement[bool] = m.version == aggregates.c.done_version + 1
+        return old
+    following: ColumnElement[bool] = m.version == next_version()
+    return following
 
 
 def beyond_cursor(m: Any) -> ColumnElement[bool]:
-    """Above the highest version known done at the site: not yet delivered or skipped."""
-    above: ColumnElement[bool] = m.version > aggregates.c.done_version
+    """Above the highest version known done on its channel: not yet delivered or skipped."""
+    cursor = channel_aggregates.c if _is_delivery(m) else aggregates.c
+    above: ColumnElement[bool] = m.version > cursor.done_version
     return above
 
 
+def same_aggregate(other: Any, m: Any) -> ColumnElement[bool]:
+    """The delivery ``other`` is a version of ``m``'s aggregate on ``m``'s channel."""
+    return and_(other.aggregate_id == m.aggregate_id, other.channel_id == m.channel_id)
+
+
 def newest_live(m: Any) -> ColumnElement[bool]:
-    """Latest wins: above the cursor, and no newer live version of its aggregate."""
-    newer = aliased(Message, name="newer")
+    """Latest wins: above the cursor, and no newer live version of its aggregate on its
+    channel."""
+    newer = aliased(Delivery, name="newer")
     return and_(
         beyond_cursor(m),
         ~exists().where(
-            newer.aggregate_id == m.aggregate_id,
+            same_aggregate(newer, m),
             newer.version > m.version,
             newer.state.in_(values(LIVE)),
-            not_(newer.rejected),
         ),
     )
 
@@ -82,33 +144,38 @@ def in_order(m: Any, kinds: KindPolicies) -> ColumnElement[bool]:
 
 
 def held_behind_quarantine(m: Any) -> ColumnElement[bool]:
-    """A quarantined version of the same aggregate stands between the cursor and ``m``."""
-    blocker = aliased(Message, name="blocker")
+    """A quarantined version of the same aggregate on the same channel stands between the
+    cursor and ``m``."""
+    blocker = aliased(Delivery, name="blocker")
     return exists().where(
-        blocker.aggregate_id == m.aggregate_id,
-        not_(blocker.rejected),
+        same_aggregate(blocker, m),
         blocker.state == State.QUARANTINED.value,
         blocker.version < m.version,
-        blocker.version > aggregates.c.done_version,
+        blocker.version > channel_aggregates.c.done_version,
     )
 
 
 def held(m: Any, kinds: KindPolicies) -> ColumnElement[bool]:
-    """A strict message that only a person can move on."""
+    """A strict delivery that only a person can move on."""
     if not kinds.strict:
         return false()
     return and_(is_strict(m, kinds), held_behind_quarantine(m))
 
 
 def claimable(name: str) -> TextClause:
-    """The message (table or alias ``name``) is in a state a claim may take it from, written
-    as the claim order's partial index says it (``ix_messages_claim_rank``): SQLite reads a
-    partial index only for a query that repeats its condition, and a bound list does not."""
+    """The delivery or message (table or alias ``name``) is in a state a claim may take it
+    from, written as the claim order's partial indexes say it (``ix_deliveries_claim_rank``,
+    ``ix_messages_claim_rank``): SQLite reads a partial index only for a query that repeats
+    its condition, and a bound list does not."""
     return sa_text(f"{name}.{CLAIMABLE_STATES}")
 
 
+# The claim order's index of each table read along it.
+_CLAIM_ORDER_INDEXES = {"deliveries": DELIVERY_CLAIM_ORDER_INDEX, "messages": CLAIM_ORDER_INDEX}
+
+
 class _InClaimOrder(Alias):
-    """``messages`` under another name, read through the claim order's index on SQLite."""
+    """A table under another name, read through its claim order's index on SQLite."""
 
     inherit_cache = True
 
@@ -117,13 +184,15 @@ class _InClaimOrder(Alias):
 def _indexed_by(element: _InClaimOrder, compiler: Any, **kw: Any) -> str:
     sql: str = compiler.visit_alias(element, **kw)
     if kw.get("asfrom") and not kw.get("ashint"):  # in FROM; a column names the alias alone
-        sql += f" INDEXED BY {CLAIM_ORDER_INDEX}"
+        table: Any = element.element
+        sql += f" INDEXED BY {_CLAIM_ORDER_INDEXES[table.name]}"
     return sql
 
 
-def in_claim_order(name: str) -> Alias:
-    """``messages`` as ``name``, read along the claim order (``ix_messages_claim_rank``) on
-    SQLite: ``INDEXED BY``; PostgreSQL's SQL is the plain alias. SQLite's ANALYZE samples the
+def in_claim_order(name: str, table: Any = deliveries) -> Alias:
+    """``deliveries`` (or ``messages``, for the take's head rank) as ``name``, read along its
+    claim order (``ix_deliveries_claim_rank``, ``ix_messages_claim_rank``) on SQLite:
+    ``INDEXED BY``; PostgreSQL's SQL is the plain alias. SQLite's ANALYZE samples the
     state index (``intake.analyze``): its sample is a thousand entries of one state, so the
     planner takes each state for about a thousand messages and, from about 30,000 waiting,
     read every waiting message through the state index and sorted them (0.26 s a claim at
@@ -131,19 +200,20 @@ def in_claim_order(name: str) -> Alias:
     the index is read whatever the statistics say, and a statement it cannot serve (a missing
     index, a condition that does not repeat ``claimable``) fails when it is prepared instead
     of scanning. What walks it reads at most the waiting messages, in order, without a sort."""
-    return _InClaimOrder._construct(messages, name=name)
+    return _InClaimOrder._construct(table, name=name)
 
 
-def claim_order(m: Any) -> tuple[ColumnElement[Any], ...]:
-    """The claim takes the lowest rank first, then the older message."""
-    return (m.claim_rank, m.id)
+def claim_order(d: Any) -> tuple[ColumnElement[Any], ...]:
+    """The claim takes the lowest rank first, then the older message (``d`` a delivery: on
+    its channel, the order of ``ix_deliveries_claim_rank``)."""
+    return (d.claim_rank, d.message_pk)
 
 
 def head_rank(kinds: KindPolicies) -> Select[Any]:
     """The lowest rank still waiting to be claimed: where intake deals a take in. Only new
     messages of latest-wins kinds count: a delayed one or a held posting may wait long, and
     the head must not stay behind with them."""
-    m = in_claim_order("m").c
+    m = in_claim_order("m", messages).c
     query = (
         select(m.claim_rank)
         .where(claimable("m"), m.state == State.NEW.value)

@@ -1,4 +1,7 @@
-"""The SQL that records a batch's outcomes and frees its lease (contract 4)."""
+"""The SQL that records a batch's outcomes and frees its lease (contract 4), on the batch's
+channel: each outcome is guarded by (message, channel, lease token), and the cursor advanced
+is the channel's (``channel_aggregates``). The old columns (``aggregates``, ``messages``) are
+written beside for the one channel until step 4 of issue 31; nothing here reads them."""
 
 from __future__ import annotations
 
@@ -9,12 +12,13 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    ColumnElement,
     Connection,
     Select,
     bindparam,
     case,
     exists,
-    not_,
+    func,
     select,
     update,
 )
@@ -23,13 +27,13 @@ from sqlalchemy.sql.dml import Update
 
 from exchange.db.engine import is_postgres
 from exchange.db.rowset import rowset_params, rowset_table
-from exchange.db.schema import Message, aggregates, channel_aggregates, messages
+from exchange.db.schema import Delivery, aggregates, channel_aggregates, deliveries
 from exchange.domain.policy import KindPolicies
 from exchange.domain.retry import Decision
 from exchange.domain.states import FINAL, Event, State, values
 from exchange.failpoints import failpoint
 from exchange.queue import order, withheld
-from exchange.queue.deliveries import on_the_channel
+from exchange.queue.deliveries import is_the_channel
 from exchange.queue.lease import Leased, one_of
 from exchange.queue.transitions import Change, apply
 
@@ -46,20 +50,24 @@ def record(
 ) -> int:
     """Record the outcomes of a batch, only where this worker still holds the lease.
 
-    Frees the lease's aggregates; with ``release_all=False`` only those of ``outcomes`` (part
+    The outcomes are of one batch, so of one channel (their ``Leased.channel_id``). Frees the
+    lease's aggregates on it; with ``release_all=False`` only those of ``outcomes`` (part
     of a batch handed back while the rest is still in flight). Returns how many outcomes were
     recorded (others belong to a newer lease now).
     """
     ids = [leased.pk for leased, _ in outcomes]
+    channel = outcomes[0][0].channel_id if outcomes else None
     sql = _record_sql(is_postgres(connection))
-    if sql.lock_aggregates is not None and ids:
-        # The same lock order as claim: aggregates first, then messages. A claim that took an
-        # expired aggregate over holds its row and then updates the message; locking the
-        # message first here would deadlock with it.
+    if sql.lock_cursors is not None and ids:
+        # The same lock order as claim: the channel's cursors first, then the deliveries. A
+        # claim that took an expired aggregate over holds its cursor and then updates the
+        # delivery; locking the delivery first here would deadlock with it.
         aggregate_ids = sorted({leased.aggregate_id for leased, _ in outcomes})
-        connection.execute(sql.lock_aggregates, {"ids": aggregate_ids}).all()
+        connection.execute(sql.lock_cursors, {"ids": aggregate_ids, "channel": channel}).all()
     owned: dict[int, int] = (
-        dict(connection.execute(sql.owned, {"ids": ids, "token": token}).all()) if ids else {}
+        dict(connection.execute(sql.owned, {"ids": ids, "token": token, "channel": channel}).all())
+        if ids
+        else {}
     )
     changes: list[Change] = []
     advanced: dict[int, int] = {}
@@ -103,6 +111,7 @@ def record(
                 error_class=decision.error_class,
                 detail=detail,
                 delay_s=decision.delay_s,
+                channel_id=channel,
             )
         )
         if decision.event is Event.DELIVERED:
@@ -118,16 +127,22 @@ def record(
     apply(connection, changes, now)
     failpoint("record-applied")
     if advanced:
-        params = rowset_params(connection, "advanced", _ADVANCED, advanced.items())
+        params: dict[str, Any] = {
+            **rowset_params(connection, "advanced", _ADVANCED, advanced.items()),
+            "channel": channel,
+        }
+        if sql.by_ids:
+            params["advanced_ids"] = list(advanced)
         connection.execute(sql.advance, params)
-        connection.execute(sql.advance_on_channel, params)
+        connection.execute(sql.advance_old, params)
         strict_advanced = sorted(
             {m.aggregate_id for m, _ in outcomes if kinds.is_strict(m.kind)} & set(advanced)
         )
         if strict_advanced:
-            advance_strict(connection, strict_advanced, kinds)
-        if withheld.any_waiting(connection):  # a newer version delivered ends a withheld one
-            withheld.supersede_delivered(connection, sorted(advanced), now)
+            advance_strict(connection, strict_advanced, kinds, channel_id=channel)
+        # A newer version delivered ends a withheld one.
+        if channel is not None and withheld.any_waiting(connection, channel):
+            withheld.supersede_delivered(connection, sorted(advanced), now, channel_id=channel)
     recorded = sorted({leased.aggregate_id for leased, _ in outcomes if leased.pk in owned})
     release(connection, token, None if release_all else recorded)
     return len(changes)
@@ -140,109 +155,125 @@ _ADVANCED = (("a_id", aggregates.c.id.type), ("a_version", aggregates.c.done_ver
 class _RecordSQL:
     """The recording's statements, built once per database (see _ClaimSQL)."""
 
-    lock_aggregates: Select[Any] | None  # PostgreSQL: the claim's lock order (parameter: ids)
-    owned: Select[Any]  # parameters: ids, token
-    advance: Update  # parameter: advanced (a rowset of a_id, a_version)
-    advance_on_channel: Update  # the same on the one channel's cursors
+    lock_cursors: Select[Any] | None  # PostgreSQL: the claim's lock order (ids, channel)
+    owned: Select[Any]  # parameters: ids, token, channel
+    advance: Update  # parameters: advanced (a rowset of a_id, a_version), its ids, channel
+    advance_old: Update  # the same on the aggregates' old cursor, for the one channel
+    by_ids: bool  # ``advance`` reads the advanced ids as a list too (``advanced_ids``)
 
 
 @functools.lru_cache(maxsize=4)
 def _record_sql(postgres: bool) -> _RecordSQL:
-    owned = select(messages.c.id, messages.c.attempts).where(
-        one_of(messages.c.id, "ids", postgres),
-        messages.c.lease_token == bindparam("token"),
-        messages.c.state == State.IN_PROGRESS.value,
+    channel = bindparam("channel", type_=deliveries.c.channel_id.type)
+    d = deliveries.c
+    owned = select(d.message_pk, d.attempts).where(
+        one_of(d.message_pk, "ids", postgres),
+        d.channel_id == channel,
+        d.lease_token == bindparam("token"),
+        d.state == State.IN_PROGRESS.value,
     )
+    cursors = channel_aggregates.c
     lock = (
-        select(aggregates.c.id)
-        .where(one_of(aggregates.c.id, "ids", postgres))
-        .order_by(aggregates.c.id)
+        select(cursors.aggregate_id)
+        .where(cursors.channel_id == channel, one_of(cursors.aggregate_id, "ids", postgres))
+        .order_by(cursors.aggregate_id)
     )
     advanced = rowset_table(postgres, "advanced", _ADVANCED, "advanced")
-    cursor = channel_aggregates.c.done_version
+    cursor, old = cursors.done_version, aggregates.c.done_version
+    advance = update(channel_aggregates).where(
+        cursors.aggregate_id == advanced.c.a_id, cursors.channel_id == channel
+    )
+    if postgres:
+        # The same keys as a list: PostgreSQL estimates the rowset at 100 rows whatever its
+        # size and, from some 20,000 cursors, joined it by scanning all of them; a list it
+        # can count is read by key. (SQLite reads each cursor by key for the rowset's rows
+        # already; the list made it scan them: 12 ms a record at 10,000.)
+        advance = advance.where(one_of(cursors.aggregate_id, "advanced_ids", postgres))
     return _RecordSQL(
-        lock_aggregates=lock.with_for_update() if postgres else None,
+        lock_cursors=lock.with_for_update() if postgres else None,
         owned=owned.with_for_update() if postgres else owned,
-        advance=update(aggregates)
-        .where(aggregates.c.id == advanced.c.a_id)
-        .values(
-            done_version=case(
-                (aggregates.c.done_version < advanced.c.a_version, advanced.c.a_version),
-                else_=aggregates.c.done_version,
-            )
-        ),
-        advance_on_channel=update(channel_aggregates)
-        .where(
-            channel_aggregates.c.aggregate_id == advanced.c.a_id,
-            on_the_channel(channel_aggregates),
-        )
-        .values(
+        advance=advance.values(
             done_version=case((cursor < advanced.c.a_version, advanced.c.a_version), else_=cursor)
         ),
+        by_ids=postgres,
+        advance_old=update(aggregates)
+        .where(aggregates.c.id == advanced.c.a_id, is_the_channel(channel))
+        .values(done_version=case((old < advanced.c.a_version, advanced.c.a_version), else_=old)),
     )
 
 
 def release(connection: Connection, token: str, aggregate_ids: Sequence[int] | None = None) -> None:
-    """Free the aggregates of a lease (the messages were recorded or handed back); with
-    ``aggregate_ids``, only those (part of a batch handed back)."""
+    """Free the cursors of a lease (the deliveries were recorded or handed back); with
+    ``aggregate_ids``, only those (part of a batch handed back). A token is one claim's, on
+    one channel: it finds them alone."""
     if aggregate_ids is None:
         connection.execute(_RELEASE, {"token": token})
-        connection.execute(_RELEASE_ON_CHANNEL, {"token": token})
+        connection.execute(_RELEASE_OLD, {"token": token})
     else:
         ids = {"token": token, "ids": list(aggregate_ids)}
         connection.execute(_RELEASE_SOME, ids)
-        connection.execute(_RELEASE_SOME_ON_CHANNEL, ids)
+        connection.execute(_RELEASE_SOME_OLD, ids)
 
 
 _RELEASE = (
-    update(aggregates)
-    .where(aggregates.c.lease_token == bindparam("token"))
-    .values(lease_token=None, lease_owner=None, lease_until=None)
-)
-_RELEASE_SOME = _RELEASE.where(aggregates.c.id.in_(bindparam("ids", expanding=True)))
-# The same on the one channel's cursors (``queue.deliveries``).
-_RELEASE_ON_CHANNEL = (
     update(channel_aggregates)
     .where(channel_aggregates.c.lease_token == bindparam("token"))
     .values(lease_token=None, lease_owner=None, lease_until=None)
 )
-_RELEASE_SOME_ON_CHANNEL = _RELEASE_ON_CHANNEL.where(
+_RELEASE_SOME = _RELEASE.where(
     channel_aggregates.c.aggregate_id.in_(bindparam("ids", expanding=True))
 )
+# The same on the aggregates' old lease (the one channel's: only it has the token there).
+_RELEASE_OLD = (
+    update(aggregates)
+    .where(aggregates.c.lease_token == bindparam("token"))
+    .values(lease_token=None, lease_owner=None, lease_until=None)
+)
+_RELEASE_SOME_OLD = _RELEASE_OLD.where(aggregates.c.id.in_(bindparam("ids", expanding=True)))
 
 
-def advance_strict(connection: Connection, aggregate_ids: list[int], kinds: KindPolicies) -> None:
-    """Move strict cursors past versions an operator already cancelled (rare: usually 1 query)."""
-    nxt = aliased(Message, name="nxt")
+def advance_strict(
+    connection: Connection,
+    aggregate_ids: list[int],
+    kinds: KindPolicies,
+    *,
+    channel_id: int | None = None,
+) -> None:
+    """Move strict cursors past versions already final on their channel (an operator's
+    cancel; rare: usually 1 query), on the channel ``channel_id``; None: on every channel."""
+    if not kinds.strict:
+        return
+    cursor = channel_aggregates.c
+    nxt = aliased(Delivery, name="nxt")
+    chosen: list[ColumnElement[bool]] = [cursor.aggregate_id.in_(aggregate_ids)]
+    if channel_id is not None:
+        chosen.append(cursor.channel_id == channel_id)
     stepped = False
     for _ in range(10_000):
         moved = connection.execute(
-            update(aggregates)
-            .where(aggregates.c.id.in_(aggregate_ids), order.is_strict(aggregates.c, kinds))
+            update(channel_aggregates)
+            .where(*chosen)
             .where(
                 exists().where(
-                    nxt.aggregate_id == aggregates.c.id,
-                    not_(nxt.rejected),
+                    order.on_cursor(nxt),
+                    order.is_strict(nxt, kinds),
                     order.next_in_order(nxt),
                     nxt.state.in_(values(FINAL)),
                 )
             )
-            .values(done_version=aggregates.c.done_version + 1)
+            .values(done_version=order.next_version())
         ).rowcount
         if not moved:
             break
         stepped = True
     if not stepped:
         return
-    # The one channel's cursors where the loop left the aggregates' (one statement).
-    done = select(aggregates.c.done_version).where(
-        aggregates.c.id == channel_aggregates.c.aggregate_id
+    # The aggregates' old cursor where the loop left the one channel's (one statement).
+    done = select(cursor.done_version).where(
+        cursor.aggregate_id == aggregates.c.id, is_the_channel(cursor.channel_id)
     )
     connection.execute(
-        update(channel_aggregates)
-        .where(
-            channel_aggregates.c.aggregate_id.in_(aggregate_ids),
-            on_the_channel(channel_aggregates),
-        )
-        .values(done_version=done.scalar_subquery())
+        update(aggregates)
+        .where(aggregates.c.id.in_(aggregate_ids), order.is_strict(aggregates.c, kinds))
+        .values(done_version=func.coalesce(done.scalar_subquery(), aggregates.c.done_version))
     )

@@ -2,8 +2,9 @@
 already read) or ``apply_selected`` (rows chosen by a query, moved without loading them).
 
 ``apply`` checks each change against the state machine (``states.check``), updates the
-messages in one set-based statement per shape of change, guarded by the from-state (and the
-same in ``deliveries``, the one channel's: ``queue.deliveries``), and
+deliveries in one set-based statement per shape of change, guarded by the from-state, and
+the same on ``messages`` (the old columns, which mirror the one channel until step 4 of issue
+31: ``queue.deliveries``), and
 writes one history row per change that has one (taking a lease has none: the attempt's row is
 written when it ends, with the lease's worker, attempt and start). History is only ever
 inserted.
@@ -39,7 +40,7 @@ from exchange.db.engine import is_postgres
 from exchange.db.rowset import Column, rowset_params, rowset_shared, rowset_table, split_shared
 from exchange.db.schema import UTCDateTime, deliveries, history, messages
 from exchange.domain.states import Event, State, check, sources, target
-from exchange.queue.deliveries import channel_of
+from exchange.queue.deliveries import channel_of, is_the_channel
 
 
 # Not frozen: a claim and a record build one per message, and a frozen dataclass's __init__
@@ -64,6 +65,9 @@ class Change:
     note: str | None = None
     guard: dict[str, Any] = field(default_factory=dict)  # extra equality conditions
     written: bool = True  # False: the state changes, no history row (taking a lease)
+    # The delivery's channel; None: the message's one delivery (the writers that do not yet
+    # name a channel: intake and the operator's actions, until several channels).
+    channel_id: int | None = None
 
 
 def apply(connection: Connection, changes: Sequence[Change], now: datetime) -> None:
@@ -75,7 +79,7 @@ def apply(connection: Connection, changes: Sequence[Change], now: datetime) -> N
     """
     if not changes:
         return
-    Shape = tuple[tuple[str, ...], tuple[str, ...]]
+    Shape = tuple[tuple[str, ...], tuple[str, ...], bool]
     groups: dict[Shape, list[list[Any]]] = defaultdict(list)
     checked: set[tuple[Event, State | None, State | None]] = set()
     shapes: dict[Shape, Shape] = {}  # the columns as given -> sorted (a batch has few shapes)
@@ -86,19 +90,21 @@ def apply(connection: Connection, changes: Sequence[Change], now: datetime) -> N
             checked.add(move)
         if change.to_state is None or change.from_state is None:
             continue  # an event without a state change (a duplicate row): history only
-        values, guard = change.values, change.guard
-        given = (tuple(values), tuple(guard))
+        values, guard, keyed = change.values, change.guard, change.channel_id is not None
+        given = (tuple(values), tuple(guard), keyed)
         shape = shapes.get(given)
         if shape is None:
-            shape = shapes[given] = (tuple(sorted(values)), tuple(sorted(guard)))
-        names, guards = shape
-        row = [change.pk, change.from_state.value, change.to_state.value]
+            shape = shapes[given] = (tuple(sorted(values)), tuple(sorted(guard)), keyed)
+        names, guards, _ = shape
+        row: list[Any] = [change.pk, change.from_state.value, change.to_state.value]
         row += [values[name] for name in names]
         if guards:
             row += [guard[name] for name in guards]
+        if keyed:
+            row.append(change.channel_id)
         groups[shape].append(row)
     postgres = is_postgres(connection)
-    for n, ((names, guards), rows) in enumerate(groups.items()):
+    for n, ((names, guards, keyed), rows) in enumerate(groups.items()):
         param = f"changes_{n}"
         # A value the whole batch shares goes once (e.g. a claim's lease), but only a value
         # the UPDATE sets: a condition on a constant (``state = 'new'``) lets SQLite's planner
@@ -106,9 +112,9 @@ def apply(connection: Connection, changes: Sequence[Change], now: datetime) -> N
         # change, instead of finding each by its id (275 ms a claim of 100 at 9,600 pending).
         setting = range(2, 3 + len(names))  # to_state and the values; not pk, from, guards
         shared = tuple(i for i in split_shared(rows) if i in setting)
-        statements, per_row, once = _update_statement(postgres, param, names, guards, shared)
+        statements, per_row, once = _update_statement(postgres, param, names, guards, keyed, shared)
         params = _params(connection, param, rows, shared, per_row, once)
-        for statement in statements:  # the message, then its delivery (the lock order)
+        for statement in statements:  # the delivery, then its message (the lock order)
             connection.execute(statement, {**params, "now": now})
     insert_history(connection, changes, now)
 
@@ -143,14 +149,21 @@ def _update_statement(
     param: str,
     names: tuple[str, ...],
     guards: tuple[str, ...],
+    keyed: bool,
     shared: tuple[int, ...],
 ) -> tuple[tuple[Update, Update], tuple[Column, ...], tuple[Column, ...]]:
     """The UPDATEs for one shape of change, built once (parameters: ``param``, ``param``_shared
-    for the columns at the ``shared`` positions, ``now``): the messages', and the same on
-    their deliveries (a message's one delivery, ``queue.deliveries``; ``values`` and ``guard``
-    name delivery columns only); with the columns of each."""
+    for the columns at the ``shared`` positions, ``now``): the deliveries' (``keyed``: each
+    found by message and channel; else the message's one delivery), and the same on their
+    messages' old columns (only for the one channel's deliveries: ``queue.deliveries``;
+    ``values`` and ``guard`` name delivery columns only); with the columns of each.
+
+    The delivery comes first: it is the row the claim, the record and coalescing lock (the
+    lock order on PostgreSQL)."""
     columns = _CHANGE_COLUMNS + tuple((f"v_{name}", messages.c[name].type) for name in names)
     columns += tuple((f"g_{name}", messages.c[name].type) for name in guards)
+    if keyed:
+        columns += (("channel_id", deliveries.c.channel_id.type),)
     per_row = tuple(c for i, c in enumerate(columns) if i not in shared)
     once = tuple(columns[i] for i in shared)
     source = rowset_table(postgres, param, per_row, "changes")
@@ -163,11 +176,14 @@ def _update_statement(
     }
     conditions = [messages.c.id == value["pk"], messages.c.state == value["from_state"]]
     conditions += [messages.c[name] == value[f"g_{name}"] for name in guards]
-    mirrored = [deliveries.c.message_pk == value["pk"], deliveries.c.state == value["from_state"]]
-    mirrored += [deliveries.c[name] == value[f"g_{name}"] for name in guards]
+    delivery = [deliveries.c.message_pk == value["pk"], deliveries.c.state == value["from_state"]]
+    delivery += [deliveries.c[name] == value[f"g_{name}"] for name in guards]
+    if keyed:
+        delivery.append(deliveries.c.channel_id == value["channel_id"])
+        conditions.append(is_the_channel(value["channel_id"]))
     statements = (
+        update(deliveries).where(and_(*delivery)).values(**setting),
         update(messages).where(and_(*conditions)).values(**setting),
-        update(deliveries).where(and_(*mirrored)).values(**setting),
     )
     return statements, per_row, once
 
@@ -190,6 +206,7 @@ _HISTORY_FROM_ROWS: tuple[Column, ...] = tuple(
         "delay_s",
         "operator",
         "note",
+        "channel_id",
     )
 )
 
@@ -205,14 +222,12 @@ def _history_statement(
     source = rowset_table(postgres, "history_rows", per_row, "written")
     value = {name: source.c[name] for name, _ in per_row}
     value.update(rowset_shared(postgres, "history_rows_shared", once))
-    names = [name for name, _ in _HISTORY_FROM_ROWS]
+    names = [name for name, _ in _HISTORY_FROM_ROWS if name != "channel_id"]
+    # The change's channel; else its message's delivery's (``channel_of``).
+    channel = func.coalesce(value["channel_id"], channel_of(value["message_pk"], value["event"]))
     statement = insert(history).from_select(
         [*names, "at", "channel_id"],
-        select(
-            *(value[name] for name in names),
-            bindparam("at", type_=UTCDateTime()),
-            channel_of(value["message_pk"], value["event"]),
-        ),
+        select(*(value[name] for name in names), bindparam("at", type_=UTCDateTime()), channel),
     )
     return statement, per_row, once
 
@@ -236,6 +251,7 @@ def insert_history(connection: Connection, changes: Iterable[Change], now: datet
             change.delay_s,
             change.operator,
             change.note,
+            change.channel_id,
         )
         for change in changes
         if change.written
@@ -256,16 +272,17 @@ def apply_selected(
     values: Callable[[Any], dict[str, Any]],
     detail: Callable[[Any], ColumnElement[str]],
 ) -> int:
-    """Move every message that ``candidates`` selects, in the database, without loading it.
+    """Move every delivery that ``candidates`` selects, in the database, without loading it.
 
-    ``candidates`` selects at least ``id``, ``state``, ``locked_by``, ``attempts``,
-    ``leased_at`` and ``locked_until`` of messages (in states the event allows); ``values``
-    and ``detail`` build the columns to set and the history detail from the candidates'
-    columns. A message moved out of ``in_progress`` (its lease had expired) ends that
-    attempt: its row carries the lease's worker, attempt, start and expiry. PostgreSQL: one
-    statement (lock, update, history in a data-modifying CTE). SQLite (one writer at a time):
-    history, then the update, with the same selection in one transaction. Their deliveries
-    on the one channel move alike. Returns how many moved.
+    ``candidates`` selects, from ``deliveries``, at least ``id`` (the message's), ``channel_id``,
+    ``state``, ``locked_by``, ``attempts``, ``leased_at`` and ``locked_until`` (in states the
+    event allows), on any channels; ``values`` and ``detail`` build the columns to set and the
+    history detail from the candidates' columns. A delivery moved out of ``in_progress`` (its
+    lease had expired) ends that attempt: its row carries the lease's worker, attempt, start
+    and expiry. PostgreSQL: one statement (lock, update, history in a data-modifying CTE).
+    SQLite (one writer at a time): history, then the updates, with the same selection in one
+    transaction. The messages of the one channel's deliveries move alike (their old columns,
+    until step 4). Returns how many moved.
     """
     to_state = target(event)
     allowed = sorted(state.value for state in sources(event))
@@ -287,14 +304,24 @@ def apply_selected(
     def lease(chosen: Any, column: str) -> ColumnElement[Any]:
         return case((chosen.c.state == State.IN_PROGRESS.value, chosen.c[column]))
 
+    def chosen_delivery(chosen: Any) -> ColumnElement[bool]:
+        return and_(
+            deliveries.c.message_pk == chosen.c.id,
+            deliveries.c.channel_id == chosen.c.channel_id,
+            deliveries.c.state.in_(allowed),
+        )
+
     if is_postgres(connection):
-        chosen = candidates.with_for_update(of=messages, skip_locked=True).cte("candidates")
+        # The deliveries are locked first (skipping those another transaction holds), as the
+        # claim and the record lock them, then their messages are written.
+        chosen = candidates.with_for_update(of=deliveries, skip_locked=True).cte("candidates")
         moved = (
-            update(messages)
-            .where(messages.c.id == chosen.c.id, messages.c.state.in_(allowed))
+            update(deliveries)
+            .where(chosen_delivery(chosen))
             .values(state=to_state.value, updated_at=at, **values(chosen))
             .returning(
-                messages.c.id,
+                deliveries.c.message_pk,
+                deliveries.c.channel_id,
                 chosen.c.state.label("from_state"),
                 detail(chosen).label("detail"),
                 lease(chosen, "locked_by").label("worker"),
@@ -309,7 +336,7 @@ def apply_selected(
             .from_select(
                 history_columns,
                 select(
-                    moved.c.id,
+                    moved.c.message_pk,
                     at,
                     literal(event.value),
                     moved.c.from_state,
@@ -319,20 +346,22 @@ def apply_selected(
                     moved.c.attempt,
                     moved.c.leased_at,
                     moved.c.lease_until,
-                    channel_of(moved.c.id, literal(event.value)),
+                    moved.c.channel_id,
                 ),
             )
             .returning(history.c.id)
             .cte("written")
         )
-        # The same on the moved messages' deliveries (the one channel's): run whether or not
-        # the statement reads it, as every data-modifying CTE is.
+        # The same on the one channel's messages: run whether or not the statement reads it,
+        # as every data-modifying CTE is.
         mirrored = (
-            update(deliveries)
+            update(messages)
             .where(
-                deliveries.c.message_pk == moved.c.id,
-                deliveries.c.message_pk == chosen.c.id,
-                deliveries.c.state.in_(allowed),
+                messages.c.id == moved.c.message_pk,
+                is_the_channel(moved.c.channel_id),
+                chosen.c.id == moved.c.message_pk,
+                chosen.c.channel_id == moved.c.channel_id,
+                messages.c.state.in_(allowed),
             )
             .values(state=to_state.value, updated_at=at, **values(chosen))
             .cte("mirrored")
@@ -355,23 +384,24 @@ def apply_selected(
                 lease(chosen_sq, "attempts"),
                 lease(chosen_sq, "leased_at"),
                 lease(chosen_sq, "locked_until"),
-                channel_of(chosen_sq.c.id, literal(event.value)),
+                chosen_sq.c.channel_id,
             ).where(chosen_sq.c.state.in_(allowed)),
         )
     )
-    # The deliveries before the messages: the selection reads the messages' states, so it
+    # The messages before the deliveries: the selection reads the deliveries' states, so it
     # must still select them (the same rows as the history's).
     connection.execute(
-        update(deliveries)
+        update(messages)
         .where(
-            deliveries.c.message_pk == chosen_sq.c.id,
-            deliveries.c.state.in_(allowed),
+            messages.c.id == chosen_sq.c.id,
+            is_the_channel(chosen_sq.c.channel_id),
+            messages.c.state.in_(allowed),
         )
         .values(state=to_state.value, updated_at=at, **values(chosen_sq))
     )
     result = connection.execute(
-        update(messages)
-        .where(messages.c.id == chosen_sq.c.id, messages.c.state.in_(allowed))
+        update(deliveries)
+        .where(chosen_delivery(chosen_sq))
         .values(state=to_state.value, updated_at=at, **values(chosen_sq))
     )
     return result.rowcount

@@ -13,8 +13,9 @@ superseded by it, never sent after it). It ends one of two ways, both moved here
                                               buyers
 
 A person's release (``released``) is a history row with the operator and the note; the state
-moves when the channel shows the version live. Until the readers move to ``deliveries`` (issue
-31, step 3), every change is written to both copies as ``transitions`` does.
+moves when the channel shows the version live. Everything here reads a channel's
+``deliveries`` and ``channel_aggregates`` (issue 31, step 3); ``transitions`` writes the old
+columns beside for the one channel until step 4.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, literal, not_, select, update
+from sqlalchemy import Connection, and_, func, literal, select, update
 
-from exchange.db.schema import aggregates, channel_aggregates, messages
+from exchange.db.schema import aggregates, channel_aggregates, deliveries, messages
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
-from exchange.queue.deliveries import on_the_channel
+from exchange.queue.deliveries import is_the_channel, one_channel
 from exchange.queue.transitions import Change, apply, apply_selected
 
 # At most this many withheld deliveries are read for one check or one release.
@@ -51,10 +52,11 @@ class Withheld:
     created_at: datetime
     withheld_at: datetime
     said: str | None  # what the channel answered (``last_error``): its own words
+    channel_id: int
 
 
 def _columns() -> tuple[Any, ...]:
-    m = messages.c
+    m, d = messages.c, deliveries.c
     return (
         m.id,
         m.message_id,
@@ -64,37 +66,52 @@ def _columns() -> tuple[Any, ...]:
         m.version,
         m.payload,
         m.created_at,
-        m.updated_at,
-        m.last_error,
+        d.updated_at,
+        d.last_error,
+        d.channel_id,
     )
 
 
-def _rows(connection: Connection, query: Any) -> list[Withheld]:
+def _of_channel(connection: Connection, channel_id: int | None) -> int:
+    return one_channel(connection) if channel_id is None else channel_id
+
+
+def waiting(
+    connection: Connection,
+    *,
+    channel_id: int | None = None,
+    after: int = 0,
+    limit: int = READ_AT_MOST,
+) -> list[Withheld]:
+    """The channel's withheld deliveries (None: the one channel's), oldest message first,
+    from the message ``pk`` ``after`` on (the periodic check reads them page by page)."""
+    channel = _of_channel(connection, channel_id)
+    query = (
+        select(*_columns())
+        .join(messages, messages.c.id == deliveries.c.message_pk)
+        .where(
+            deliveries.c.channel_id == channel,
+            deliveries.c.state == State.WITHHELD.value,
+            deliveries.c.message_pk > after,
+        )
+        .order_by(deliveries.c.message_pk)
+        .limit(limit)
+    )
     return [Withheld(*row) for row in connection.execute(query)]
 
 
-def waiting(connection: Connection, *, after: int = 0, limit: int = READ_AT_MOST) -> list[Withheld]:
-    """The withheld deliveries, oldest message first, from the message ``pk`` ``after`` on
-    (the periodic check reads them page by page)."""
-    query = (
-        select(*_columns())
-        .where(
-            messages.c.state == State.WITHHELD.value,
-            not_(messages.c.rejected),
-            messages.c.id > after,
-        )
-        .order_by(messages.c.id)
-        .limit(limit)
-    )
-    return _rows(connection, query)
-
-
-def named(connection: Connection, message_ids: Sequence[str]) -> dict[str, Withheld | str]:
-    """Each of ``message_ids``: its withheld delivery, or its state when it is not withheld
-    (``"missing"`` when there is no such message)."""
+def named(
+    connection: Connection, message_ids: Sequence[str], *, channel_id: int | None = None
+) -> dict[str, Withheld | str]:
+    """Each of ``message_ids`` on the channel (None: the one channel): its withheld delivery,
+    or its state there when it is not withheld (``"missing"`` when there is no such message
+    or the channel has no delivery of it)."""
+    channel = _of_channel(connection, channel_id)
     found: dict[str, Withheld | str] = dict.fromkeys(message_ids, "missing")
     rows = connection.execute(
-        select(*_columns(), messages.c.state).where(messages.c.message_id.in_(list(message_ids)))
+        select(*_columns(), deliveries.c.state)
+        .join(messages, messages.c.id == deliveries.c.message_pk)
+        .where(messages.c.message_id.in_(list(message_ids)), deliveries.c.channel_id == channel)
     ).all()
     for row in rows:
         state = row[-1]
@@ -102,16 +119,21 @@ def named(connection: Connection, message_ids: Sequence[str]) -> dict[str, Withh
     return found
 
 
-def any_waiting(connection: Connection) -> bool:
-    """Whether any delivery is withheld (one read of the state index): the record of a batch
-    looks for withheld versions to supersede only then."""
-    return connection.exec_driver_sql(_ANY_WITHHELD).first() is not None
+def any_waiting(connection: Connection, channel_id: int) -> bool:
+    """Whether any delivery of the channel is withheld (one read of the channel's state
+    index): the record of a batch looks for withheld versions to supersede only then."""
+    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
+    found = connection.exec_driver_sql(_ANY_WITHHELD.format(mark=mark), (channel_id,)).first()
+    return found is not None
 
 
 # The record of every batch asks it once, so it is the driver's own text: a select() built per
 # call cost ~0.2 ms of SQLAlchemy's work on the loaded bench machine, a text() ~0.07 ms, this
 # ~0.02 ms (0.2 us a message of a batch of 100). A literal state: the state index's search.
-_ANY_WITHHELD = f"SELECT id FROM messages WHERE state = '{State.WITHHELD.value}' LIMIT 1"
+_ANY_WITHHELD = (
+    "SELECT message_pk FROM deliveries WHERE channel_id = {mark} "
+    f"AND state = '{State.WITHHELD.value}' LIMIT 1"
+)
 
 
 def strict_taken(decision: Decision) -> Decision:
@@ -130,20 +152,20 @@ def went_live(
     note: str | None = None,
 ) -> list[Withheld]:
     """The channel shows these versions to buyers: each delivery ends ``delivered`` (guarded:
-    one that moved meanwhile is left as it is), its aggregate's cursor advances to it, and
-    withheld versions below it are superseded. Returns those that ended delivered."""
+    one that moved meanwhile is left as it is), its aggregate's cursor on that channel
+    advances to it, and withheld versions below it are superseded. Returns those that ended
+    delivered."""
     if not shown:
         return []
-    still = {
-        pk
-        for (pk,) in connection.execute(
-            select(messages.c.id).where(
-                messages.c.id.in_([w.pk for w in shown]),
-                messages.c.state == State.WITHHELD.value,
+    still = set(
+        connection.execute(
+            select(deliveries.c.message_pk, deliveries.c.channel_id).where(
+                deliveries.c.message_pk.in_([w.pk for w in shown]),
+                deliveries.c.state == State.WITHHELD.value,
             )
-        )
-    }
-    live = [w for w in shown if w.pk in still]
+        ).tuples()
+    )
+    live = [w for w in shown if (w.pk, w.channel_id) in still]
     apply(
         connection,
         [
@@ -156,54 +178,80 @@ def went_live(
                 detail=detail,
                 operator=operator,
                 note=note,
+                channel_id=w.channel_id,
             )
             for w in live
         ],
         now,
     )
     for w in live:
-        for table in (aggregates, channel_aggregates):
-            key = aggregates.c.id if table is aggregates else channel_aggregates.c.aggregate_id
-            condition = and_(key == w.aggregate_id, table.c.done_version < w.version)
-            if table is channel_aggregates:
-                condition = and_(condition, on_the_channel(channel_aggregates))
-            connection.execute(update(table).where(condition).values(done_version=w.version))
-    supersede_delivered(connection, sorted({w.aggregate_id for w in live}), now)
+        cursor = channel_aggregates.c
+        connection.execute(
+            update(channel_aggregates)
+            .where(
+                cursor.aggregate_id == w.aggregate_id,
+                cursor.channel_id == w.channel_id,
+                cursor.done_version < w.version,
+            )
+            .values(done_version=w.version)
+        )
+        connection.execute(  # the old cursor, for the one channel until step 4
+            update(aggregates)
+            .where(
+                aggregates.c.id == w.aggregate_id,
+                aggregates.c.done_version < w.version,
+                is_the_channel(literal(w.channel_id)),
+            )
+            .values(done_version=w.version)
+        )
+    for channel in sorted({w.channel_id for w in live}):
+        ids = sorted({w.aggregate_id for w in live if w.channel_id == channel})
+        supersede_delivered(connection, ids, now, channel_id=channel)
     return live
 
 
-def supersede_delivered(connection: Connection, aggregate_ids: Sequence[int], now: datetime) -> int:
-    """Cancel, reason ``superseded``, every withheld version of these aggregates at or below
-    the version delivered there (the cursor): a newer version reached buyers, so this one
-    never will. Called where a cursor advances (``record``, ``went_live``)."""
+def supersede_delivered(
+    connection: Connection, aggregate_ids: Sequence[int], now: datetime, *, channel_id: int
+) -> int:
+    """Cancel, reason ``superseded``, every withheld version of these aggregates on the
+    channel at or below the version delivered there (its cursor): a newer version reached
+    buyers, so this one never will. Called where a cursor advances (``record``,
+    ``went_live``)."""
     if not aggregate_ids:
         return 0
-    newest = messages.alias("newest")
+    d, cursor = deliveries.c, channel_aggregates.c
+    newest = deliveries.alias("newest")
+    successor = messages.alias("successor")
     chosen = (
         select(
-            messages.c.id,
-            messages.c.state,
-            messages.c.locked_by,
-            messages.c.attempts,
-            messages.c.leased_at,
-            messages.c.locked_until,
-            aggregates.c.done_version.label("done"),
-            newest.c.message_id.label("successor"),
+            d.message_pk.label("id"),
+            d.channel_id,
+            d.state,
+            d.locked_by,
+            d.attempts,
+            d.leased_at,
+            d.locked_until,
+            cursor.done_version.label("done"),
+            successor.c.message_id.label("successor"),
         )
-        .join(aggregates, aggregates.c.id == messages.c.aggregate_id)
+        .join(
+            channel_aggregates,
+            and_(cursor.aggregate_id == d.aggregate_id, cursor.channel_id == d.channel_id),
+        )
         .outerjoin(
             newest,
             and_(
-                newest.c.aggregate_id == aggregates.c.id,
-                newest.c.version == aggregates.c.done_version,
-                not_(newest.c.rejected),
+                newest.c.aggregate_id == d.aggregate_id,
+                newest.c.channel_id == d.channel_id,
+                newest.c.version == cursor.done_version,
             ),
         )
+        .outerjoin(successor, successor.c.id == newest.c.message_pk)
         .where(
-            messages.c.aggregate_id.in_(list(aggregate_ids)),
-            messages.c.state == State.WITHHELD.value,
-            not_(messages.c.rejected),
-            messages.c.version < aggregates.c.done_version,
+            d.channel_id == channel_id,
+            d.aggregate_id.in_(list(aggregate_ids)),
+            d.state == State.WITHHELD.value,
+            d.version < cursor.done_version,
         )
     )
     return apply_selected(
@@ -240,6 +288,7 @@ def released(
                 detail=said,
                 operator=operator,
                 note=note,
+                channel_id=w.channel_id,
             )
             for w, said in rows
         ],

@@ -107,8 +107,8 @@ def test_a_posting_staged_during_a_backlog_still_waits_for_its_predecessor(
 
 
 def test_the_claim_reads_the_claim_order_index_on_sqlite(tmp_path: Path) -> None:
-    """The claim's one picking statement walks ix_messages_claim_rank (the partial index of
-    claimable messages), not a table scan, and no sort."""
+    """The claim's one picking statement walks ix_deliveries_claim_rank (the partial index of
+    claimable deliveries, channel first) for its channel, not a table scan, and no sort."""
     url = f"sqlite:///{tmp_path / 'plan.db'}"
     engine = make_engine(url)
     upgrade(engine)
@@ -119,7 +119,7 @@ def test_the_claim_reads_the_claim_order_index_on_sqlite(tmp_path: Path) -> None
     plans: list[str] = []
 
     def explain(conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> Any:
-        if statement.startswith("SELECT m.aggregate_id"):
+        if statement.startswith("SELECT d.aggregate_id"):
             plans.append(
                 " | ".join(
                     row[-1] for row in cursor.execute("EXPLAIN QUERY PLAN " + statement, parameters)
@@ -134,13 +134,14 @@ def test_the_claim_reads_the_claim_order_index_on_sqlite(tmp_path: Path) -> None
         event.remove(engine, "before_cursor_execute", explain)
     engine.dispose()
     [plan] = plans
-    assert "SCAN m USING INDEX ix_messages_claim_rank" in plan, plan
+    assert "SEARCH d USING INDEX ix_deliveries_claim_rank (channel_id=?)" in plan, plan
     assert "TEMP B-TREE" not in plan, plan
 
 
 def _skewed(tmp_path: Path, waiting: int) -> tuple[Engine, Settings, FakeClock]:
     """A SQLite database of ``waiting`` new prices, analysed as ``intake.analyze`` does, with
-    the row counts of its statistics then set to 60,000 (messages and aggregates): the plans
+    the row counts of its statistics then set to 60,000 (messages, aggregates and their
+    deliveries and cursors on the one channel): the plans
     a reload of 60,000 got (measured on one: the same). The state index's sample
     (``analysis_limit``) is a thousand entries of one state, so it says each state holds
     about a thousand messages whatever the table's size."""
@@ -154,7 +155,7 @@ def _skewed(tmp_path: Path, waiting: int) -> tuple[Engine, Settings, FakeClock]:
     with transaction(engine) as c:
         c.exec_driver_sql(
             "UPDATE sqlite_stat1 SET stat = '60000' || substr(stat, instr(stat, ' '))"
-            " WHERE tbl IN ('messages', 'aggregates')"
+            " WHERE tbl IN ('messages', 'aggregates', 'deliveries', 'channel_aggregates')"
         )
     engine.dispose()  # the planner reads sqlite_stat1 when a connection opens
     return engine, settings, clock
@@ -188,7 +189,7 @@ def test_the_claim_and_the_head_rank_walk_the_claim_order_whatever_sqlites_stati
     and for the take's head rank (94 ms instead of 0.1 ms). Both name the claim order's
     index: they walk it from the lowest rank and stop, no sort, whatever ANALYZE wrote."""
     engine, settings, clock = _skewed(tmp_path, 2_000)
-    picks = _plans(engine, r"SELECT m\.aggregate_id\s", lambda: claim(engine, settings, clock, 20))
+    picks = _plans(engine, r"SELECT d\.aggregate_id\s", lambda: claim(engine, settings, clock, 20))
     # The take's head rank (order.head_rank): a rank alone, read where a take is staged.
     heads = _plans(
         engine,
@@ -197,21 +198,23 @@ def test_the_claim_and_the_head_rank_walk_the_claim_order_whatever_sqlites_stati
     )
     engine.dispose()
     [pick] = picks
-    assert pick.startswith("SCAN m USING INDEX ix_messages_claim_rank"), pick
-    assert "TEMP B-TREE" not in pick and "ix_messages_state_next_try_at" not in pick, pick
+    assert pick.startswith("SEARCH d USING INDEX ix_deliveries_claim_rank (channel_id=?)"), pick
+    assert "TEMP B-TREE" not in pick and "state_next_try_at" not in pick, pick
     [head] = heads
     assert head == "SCAN m USING INDEX ix_messages_claim_rank", head
 
 
 def test_a_claim_without_the_claim_order_index_fails_instead_of_scanning(tmp_path: Path) -> None:
-    """SQLite: the claim and the head rank name ix_messages_claim_rank (INDEXED BY), so a
-    database that lost it fails at the first claim and the first take, naming the index,
-    instead of reading every message and sorting on each one. (The transaction reports any
-    OperationalError as the database unavailable: the worker logs it and retries.)"""
+    """SQLite: the claim names ix_deliveries_claim_rank and the head rank
+    ix_messages_claim_rank (INDEXED BY), so a database that lost them fails at the first
+    claim and the first take, naming the index, instead of reading every message and sorting
+    on each one. (The transaction reports any OperationalError as the database unavailable:
+    the worker logs it and retries.)"""
     engine, settings, clock = _skewed(tmp_path, 50)
     with transaction(engine) as c:
+        c.exec_driver_sql("DROP INDEX ix_deliveries_claim_rank")
         c.exec_driver_sql("DROP INDEX ix_messages_claim_rank")
-    with pytest.raises(DatabaseUnavailable, match="no such index: ix_messages_claim_rank"):
+    with pytest.raises(DatabaseUnavailable, match="no such index: ix_deliveries_claim_rank"):
         claim(engine, settings, clock, 20)
     with pytest.raises(DatabaseUnavailable, match="no such index: ix_messages_claim_rank"):
         take(engine, settings, clock, [price_row("SKU-00007", 2)])

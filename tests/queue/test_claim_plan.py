@@ -21,11 +21,11 @@ from typing import Any
 from sqlalchemy import Engine, event, text
 
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import CLAIM_ORDER_INDEX, CLAIMABLE_STATES
+from exchange.db.schema import CLAIMABLE_STATES, DELIVERY_CLAIM_ORDER_INDEX
 from exchange.dev.testing import fast_settings, price_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.retry import RetryPolicy, decide
-from exchange.domain.states import DUE, State
+from exchange.domain.states import DUE, Event, State, sources
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.intake import staging_table as intake
 from exchange.queue import lease, record
@@ -88,7 +88,7 @@ def test_the_claim_is_planned_for_its_values_after_the_server_prepared_it(pg_url
     assert picks == [], f"the pick was prepared on the server (a generic plan may follow): {picks}"
     # The claim's other statements are prepared as usual (planning the candidates' select
     # every time cost 3 ms a claim).
-    candidates = [row for row in prepared if row.statement.startswith("SELECT m.id, m.message_id")]
+    candidates = [row for row in prepared if row.statement.startswith("SELECT d.message_pk, ")]
     assert candidates, "the candidates' select is prepared on the server"
     assert setting == "auto", f"plan_cache_mode outside the claim: {setting}"
 
@@ -99,6 +99,8 @@ def test_the_claimable_states_are_the_due_ones_and_in_flight() -> None:
     claimable = {*DUE, State.IN_PROGRESS}
     listed = CLAIMABLE_STATES.removeprefix("state IN (").removesuffix(")")
     assert {word.strip(" '") for word in listed.split(",")} == {s.value for s in claimable}
+    # The gap check walks the claim order's index for its candidates (coalesce.quarantine_gaps).
+    assert sources(Event.SEQUENCE_GAP) <= claimable
 
 
 WAITING = 1_000
@@ -127,6 +129,9 @@ def test_the_pick_walks_the_claim_order_behind_many_done_messages(pg_url: str) -
         with transaction(engine) as connection:
             # Done as far as the pick sees: the test's shortcut for delivering 19,000.
             connection.execute(text("UPDATE messages SET state = 'delivered' WHERE id % 20 <> 0"))
+            connection.execute(
+                text("UPDATE deliveries SET state = 'delivered' WHERE message_pk % 20 <> 0")
+            )
         intake.analyze(engine)
         kept = _kept_picks(engine)
         with transaction(engine) as connection:
@@ -149,7 +154,9 @@ def test_the_pick_walks_the_claim_order_behind_many_done_messages(pg_url: str) -
     finally:
         engine.dispose()
     assert len(batch.messages) == 100
-    walk = re.search(rf"Index Scan using {CLAIM_ORDER_INDEX} on messages m .*rows=(\d+)", plan)
+    walk = re.search(
+        rf"Index Scan using {DELIVERY_CLAIM_ORDER_INDEX} on deliveries d .*rows=(\d+)", plan
+    )
     assert walk is not None and "Sort" not in plan, f"the pick does not walk the index:\n{plan}"
     # What keeps the walk chosen behind any history: the planner counts the waiting messages
     # about right. With the states stated twice it took 5 % of 5 %: a twentieth of them, and

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine, RowMapping, func, select, update
 
 from exchange.db.engine import transaction
-from exchange.db.schema import aggregates, history, messages
+from exchange.db.schema import aggregates, channel_aggregates, history, messages
 from exchange.dev.testing import fast_settings, posting_row, price_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.identity import message_id
@@ -195,6 +195,16 @@ def test_version_at_the_delivered_version_ends_cancelled_stale(
     with transaction(engine) as c:  # the site confirmed v4 through another way (a 409 stale)
         c.execute(
             update(aggregates).where(aggregates.c.aggregate == "SKU-1").values(done_version=4)
+        )
+        c.execute(
+            update(channel_aggregates)
+            .where(
+                channel_aggregates.c.aggregate_id
+                == select(aggregates.c.id)
+                .where(aggregates.c.aggregate == "SKU-1")
+                .scalar_subquery()
+            )
+            .values(done_version=4)
         )
     assert run_coalesce(engine, settings, clock) == 1
     assert (of(engine, "SKU-1")[4]["state"], of(engine, "SKU-1")[4]["reason"]) == (

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import Engine, RowMapping, event, select
 
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import aggregates, history, messages
+from exchange.db.schema import aggregates, deliveries, history, messages
 from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.testing import (
     fast_settings,
@@ -248,11 +248,12 @@ def test_a_later_record_of_an_older_delivered_version_never_lowers_done_version(
     take(engine, settings, clock, [price_row("SKU-1", 3)])
     pk = message(engine, "SKU-1", 3)["id"]
     with transaction(engine) as c:
-        c.execute(
-            messages.update()
-            .where(messages.c.id == pk)
-            .values(state="in_progress", lease_token="t-old", attempts=1)
-        )
+        for table, key in ((messages, messages.c.id), (deliveries, deliveries.c.message_pk)):
+            c.execute(
+                table.update()
+                .where(key == pk)
+                .values(state="in_progress", lease_token="t-old", attempts=1)
+            )
     old = lease.Leased(
         pk,
         "m",
@@ -263,6 +264,7 @@ def test_a_later_record_of_an_older_delivered_version_never_lowers_done_version(
         "{}",
         clock.now(),
         1,
+        1,  # the one channel
     )
     with transaction(engine) as c:
         recorded = recording.record(
@@ -812,7 +814,12 @@ def pick_buffers(engine: Engine, clock: FakeClock) -> int:
     event.listen(engine, "before_cursor_execute", explain, retval=True)
     try:
         with transaction(engine) as c:
-            params = {"now": clock.now(), "max_attempts": MAX_ATTEMPTS, "limit": 100}
+            params = {
+                "now": clock.now(),
+                "max_attempts": MAX_ATTEMPTS,
+                "limit": 100,
+                "channel": 1,  # the one channel
+            }
             [[plan]] = c.execute(sql.pick, params).all()
     finally:
         event.remove(engine, "before_cursor_execute", explain)
@@ -840,6 +847,7 @@ def test_a_claim_reads_nothing_of_the_work_already_done_on_postgresql(
             if done in (100, 3_000):
                 with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
                     c.exec_driver_sql("VACUUM messages")
+                    c.exec_driver_sql("VACUUM deliveries")
                 touched[done] = pick_buffers(engine, clock)
             batch = claim(engine, settings, clock)
             if not batch.messages:
@@ -869,7 +877,7 @@ def test_the_claims_update_finds_each_message_by_id_not_by_scanning_a_state(
     """SQLite: a batch's shared values go once, but a condition on a constant (``state =
     'new'``) let the planner search the state's index and scan every message in that state
     for each change: 275 ms a claim of 100 with 9,600 pending (0.7 ms by id). The UPDATEs of
-    a claim and its record must search messages by primary key."""
+    a claim and its record must search messages, and deliveries, by primary key."""
     url = sqlite_copy(tmp_path / "plan.db")
     engine = make_engine(url)
     settings = fast_settings(url, lease_seconds=LEASE, max_attempts=MAX_ATTEMPTS)
@@ -878,7 +886,7 @@ def test_the_claims_update_finds_each_message_by_id_not_by_scanning_a_state(
     updates: list[tuple[str, Any]] = []
 
     def seen(conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
-        if statement.startswith("UPDATE messages"):
+        if statement.startswith(("UPDATE messages", "UPDATE deliveries")):
             updates.append((statement, parameters))
 
     event.listen(engine, "after_cursor_execute", seen)
@@ -887,12 +895,17 @@ def test_the_claims_update_finds_each_message_by_id_not_by_scanning_a_state(
         record(engine, settings, clock, batch, delivered())
     finally:
         event.remove(engine, "after_cursor_execute", seen)
-    assert len(updates) == 2
+    assert len(updates) == 4
     with engine.connect() as c:
         for statement, parameters in updates:
             plan = " | ".join(
                 row[-1] for row in c.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)
             )
-            assert "SEARCH messages USING INTEGER PRIMARY KEY" in plan, plan
-            assert "SCAN messages" not in plan and "messages USING INDEX" not in plan, plan
+            if statement.startswith("UPDATE messages"):
+                assert "SEARCH messages USING INTEGER PRIMARY KEY" in plan, plan
+                assert "SCAN messages" not in plan and "messages USING INDEX" not in plan, plan
+            else:  # by (message, channel): the primary key's own index
+                key = "SEARCH deliveries USING INDEX sqlite_autoindex_deliveries_1 "
+                assert key + "(message_pk=? AND channel_id=?)" in plan, plan
+                assert "SCAN deliveries" not in plan, plan
     engine.dispose()

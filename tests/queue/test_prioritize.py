@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import Engine, select, update
 
 from exchange.db.engine import transaction
-from exchange.db.schema import history, messages
+from exchange.db.schema import deliveries, history, messages
 from exchange.dev.testing import fast_settings, message, posting_row, price_row
 from exchange.domain.clock import FakeClock
 from exchange.domain.states import State
@@ -67,6 +67,12 @@ def test_priority_never_bypasses_retry_after_nor_strict_order(
         c.execute(
             update(messages)
             .where(messages.c.aggregate == "SKU-010")
+            .values(state=State.DELAYED.value, next_try_at=later)
+        )
+        pk = select(messages.c.id).where(messages.c.aggregate == "SKU-010").scalar_subquery()
+        c.execute(
+            update(deliveries)
+            .where(deliveries.c.message_pk == pk)
             .values(state=State.DELAYED.value, next_try_at=later)
         )
     posting_2 = message(engine, "financial_posting", "DOC-1", 2)["message_id"]
