@@ -157,14 +157,15 @@ def went_live(
     delivered."""
     if not shown:
         return []
-    still = set(
-        connection.execute(
+    still = {
+        (pk, channel)
+        for pk, channel in connection.execute(
             select(deliveries.c.message_pk, deliveries.c.channel_id).where(
                 deliveries.c.message_pk.in_([w.pk for w in shown]),
                 deliveries.c.state == State.WITHHELD.value,
             )
-        ).tuples()
-    )
+        )
+    }
     live = [w for w in shown if (w.pk, w.channel_id) in still]
     apply(
         connection,
