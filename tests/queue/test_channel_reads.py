@@ -338,3 +338,26 @@ def test_an_exhausted_lease_expires_on_its_own_channel(engine: Engine, clock: Fa
     assert delivery(engine, ozon, "SKU-1", 1)["state"] == "quarantined"
     assert delivery(engine, ONE, "SKU-1", 1)["state"] == "in_progress", "one may take it over"
     assert old_state(engine, "SKU-1", 1) == "in_progress"
+
+
+# -- withheld ----------------------------------------------------------------------------------
+
+
+def test_a_withheld_version_is_superseded_only_by_a_newer_version_delivered_on_its_channel(
+    engine: Engine, clock: FakeClock
+) -> None:
+    """Contract 13: withheld ends ``cancelled``/``superseded`` when a newer version is
+    delivered *there*; a newer version delivered to another shop never reached this one's
+    buyers, so the withheld one stays for its channel's person to decide."""
+    take(engine, clock, [price_row("SKU-1", 1), price_row("SKU-1", 2)])
+    ozon = add_channel(engine, clock, "ozon")
+    copy_deliveries(engine, ozon, "SKU-1")
+    for channel in (ONE, ozon):  # version 1 withheld on both shops, version 2 waiting
+        set_delivery(engine, channel, "SKU-1", 1, state=State.WITHHELD.value)
+    record(engine, clock, claim(engine, clock, ONE))  # version 2 delivered on the one channel
+    assert delivery(engine, ONE, "SKU-1", 2)["state"] == State.DELIVERED.value
+    assert delivery(engine, ONE, "SKU-1", 1)["state"] == State.CANCELLED.value
+    assert delivery(engine, ozon, "SKU-1", 1)["state"] == State.WITHHELD.value
+    record(engine, clock, claim(engine, clock, ozon))
+    assert delivery(engine, ozon, "SKU-1", 1)["state"] == State.CANCELLED.value
+    assert delivery(engine, ozon, "SKU-1", 1)["reason"] == "superseded"
