@@ -90,14 +90,15 @@ def _starts(column: Any, term: str, postgres: bool) -> ColumnElement[bool]:
     return and_(column >= term, column < term + LAST, like)
 
 
-def aggregate_starts(term: str, postgres: bool) -> ColumnElement[bool]:
+def aggregate_starts(term: str, postgres: bool, pk: Any = None) -> ColumnElement[bool]:
     """A message whose aggregate or SKU begins with ``term``, whatever the case of either
     (Cyrillic too): the lists' search (``matching``) and the ``aggregate`` filter of the
     quarantine's list, export and bulk actions (``quarantine.Filters``) both mean this.
 
     Read through the folded keys' indexes (migration 0017): ``aggregate_key`` of the
-    message, ``sku_key`` of its aggregate."""
-    return messages.c.id.in_(union(*_aggregate_parts(term, postgres)))
+    message, ``sku_key`` of its aggregate. ``pk``: the column of a message's id the condition
+    is on (``messages.id`` when None)."""
+    return (messages.c.id if pk is None else pk).in_(union(*_aggregate_parts(term, postgres)))
 
 
 def _aggregate_parts(term: str, postgres: bool) -> list[Select[Any]]:
