@@ -869,21 +869,25 @@ def _delivery_words(
     return said
 
 
-def biography(connection: Connection, message_id: str) -> dict[str, Any]:
+def biography(connection: Connection, message_id: str, channel: Channel = None) -> dict[str, Any]:
+    """A message and its history: its delivery on ``channel`` (the first channel's of those
+    it has for None; a rejected record's own state), and the history of that delivery and of
+    intake (every channel's for None)."""
+    ids = channel_ids(connection, channel)
+    m = listed(ids)
     row = (
-        connection.execute(select(messages).where(messages.c.message_id == message_id))
+        connection.execute(
+            select(m).where(m.c.message_id == message_id).order_by(m.c.channel_id).limit(1)
+        )
         .mappings()
         .first()
     )
     if row is None:
         raise OperatorError(f"no message with id {message_id!r}")
-    entries = (
-        connection.execute(
-            select(history).where(history.c.message_pk == row["id"]).order_by(history.c.id)
-        )
-        .mappings()
-        .all()
-    )
+    events = select(history).where(history.c.message_pk == row["id"])
+    if channel is not None:
+        events = events.where(history.c.channel_id.is_(None) | on(history.c.channel_id, ids))
+    entries = connection.execute(events.order_by(history.c.id)).mappings().all()
     story = [
         {
             "at": _iso(e["at"]),
