@@ -29,6 +29,7 @@ from sqlalchemy import (
     Integer,
     Select,
     false,
+    func,
     literal,
     select,
     union_all,
@@ -37,13 +38,14 @@ from sqlalchemy.sql.selectable import Subquery
 
 from exchange.db.schema import DELIVERY_COLUMNS, channels, deliveries, messages
 from exchange.errors import OperatorError
-from exchange.i18n import _
 
 # A channel filter: a channel's id, its name, or None for every channel.
 Channel = int | str | None
 # The copies a delivery keeps of its message (immutable), read from the delivery: the
 # indexes of ``deliveries`` are on them.
 _COPIED = ("aggregate_id", "kind", "version")
+# The columns of ``messages``, by name, in order.
+_NAMES = tuple(column.name for column in messages.c)
 # The states a rejected record can be in: a list of any other state has no record in it.
 RECORD_STATES = ("quarantined", "cancelled")
 
@@ -66,11 +68,7 @@ def channel_ids(connection: Connection, channel: Channel = None) -> list[int]:
         found = live or [row.id for row in named[-1:]]
     if not found:
         names = ", ".join(sorted({row.name for row in rows if row.dropped_at is None}))
-        raise OperatorError(
-            _("unknown channel {channel}: one of {names}").format(
-                channel=repr(channel), names=names or "-"
-            )
-        )
+        raise OperatorError(f"unknown channel {channel!r}: one of {names or '-'}")
     return found
 
 
@@ -100,7 +98,7 @@ def accepted(ids: Sequence[int]) -> Select[Any]:
     """The deliveries on ``ids`` with their messages' columns, under ``messages``' names, and
     ``channel_id``."""
     return (
-        select(*(_message_column(name) for name in messages.c.keys()), deliveries.c.channel_id)
+        select(*(_message_column(name) for name in _NAMES), deliveries.c.channel_id)
         .select_from(deliveries.join(messages, messages.c.id == deliveries.c.message_pk))
         .where(on(deliveries.c.channel_id, ids))
     )
@@ -109,7 +107,7 @@ def accepted(ids: Sequence[int]) -> Select[Any]:
 def records() -> Select[Any]:
     """The rejected records, each with its own state (``channel_id`` NULL: no channel)."""
     return select(
-        *(messages.c[name] for name in messages.c.keys()),
+        *(messages.c[name] for name in _NAMES),
         literal(None, Integer).label("channel_id"),
     ).where(messages.c.rejected)
 
@@ -124,3 +122,27 @@ def listed(
     if states is not None and not set(states) & set(RECORD_STATES):
         return deliveries_part.subquery(name)
     return union_all(deliveries_part, records()).subquery(name)
+
+
+def by_state_and_reason(
+    connection: Connection, ids: Sequence[int] | None = None
+) -> dict[tuple[str, str | None], int]:
+    """How many deliveries on the channels ``ids`` (every channel for None), grouped by
+    channel inside, and rejected records there are in each (state, reason)."""
+    on_channels = channel_ids(connection) if ids is None else ids
+    counted: dict[tuple[str, str | None], int] = {}
+    rows = list(
+        connection.execute(
+            select(deliveries.c.channel_id, deliveries.c.state, deliveries.c.reason, func.count())
+            .where(on(deliveries.c.channel_id, on_channels))
+            .group_by(deliveries.c.channel_id, deliveries.c.state, deliveries.c.reason)
+        )
+    )
+    rows += connection.execute(
+        select(literal(None), messages.c.state, messages.c.reason, func.count())
+        .where(messages.c.rejected)
+        .group_by(messages.c.state, messages.c.reason)
+    ).all()
+    for _channel, state, reason, count in rows:
+        counted[(state, reason)] = counted.get((state, reason), 0) + int(count)
+    return counted

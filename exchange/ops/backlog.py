@@ -1,12 +1,11 @@
 """The backlog (issue 23, item 5; contract 6 ``backlog``): the messages still to deliver and
 when they will be done at the current pace.
 
-``messages``: the deliveries new less held (a held message waits for a person, not for the pace), plus
-delayed and in progress. ``eta_s``: that number divided by the messages delivered per second
-over the last minute by all live workers together; None when none was delivered then (no pace
-to extrapolate from). A worker is live while its last report is younger than
-max(EXCHANGE_LEASE_SECONDS, 3 × EXCHANGE_POLL_INTERVAL) (contract 6).
-"""
+``messages``: the deliveries new less held (a held one waits for a person, not for the pace),
+plus delayed and in progress. ``eta_s``: that number divided by the messages delivered per
+second over the last minute by all live workers together; None when none was delivered then (no
+pace to extrapolate from). A worker is live while its last report is younger than
+max(EXCHANGE_LEASE_SECONDS, 3 × EXCHANGE_POLL_INTERVAL) (contract 6)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,6 @@ from sqlalchemy import (
     false,
     func,
     literal,
-    not_,
     or_,
     select,
     union,
@@ -295,9 +294,9 @@ def count_found(connection: Connection, term: str, channel: Channel = None) -> i
     m = listed(channel_ids(connection, channel), name="found_rows")
     return int(
         connection.execute(
-            select(func.count()).select_from(m).where(
-                matching(term, is_postgres(connection), m.c.id)
-            )
+            select(func.count())
+            .select_from(m)
+            .where(matching(term, is_postgres(connection), m.c.id))
         ).scalar_one()
     )
 
@@ -335,9 +334,7 @@ def released_by_cancel(
     ids = channel_ids(connection, channel)
     mine = deliveries.alias("mine")
     cancelled = (
-        select(
-            mine.c.aggregate_id, mine.c.channel_id, func.max(mine.c.version).label("version")
-        )
+        select(mine.c.aggregate_id, mine.c.channel_id, func.max(mine.c.version).label("version"))
         .join(messages, messages.c.id == mine.c.message_pk)
         .where(
             messages.c.message_id.in_(list(message_ids)),

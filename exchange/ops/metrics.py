@@ -261,11 +261,13 @@ class PrometheusMetrics(Metrics):
         with transaction(engine, read_only=True) as connection:
             # Every channel's deliveries (grouped by channel: the label step 7 adds), and
             # intake's rejected records, whose state is their own.
-            rows = connection.execute(
-                select(d.c.channel_id, d.c.state, d.c.reason, func.count()).group_by(
-                    d.c.channel_id, d.c.state, d.c.reason
+            rows = list(
+                connection.execute(
+                    select(d.c.channel_id, d.c.state, d.c.reason, func.count()).group_by(
+                        d.c.channel_id, d.c.state, d.c.reason
+                    )
                 )
-            ).all()
+            )
             rows += connection.execute(
                 select(literal(None), messages.c.state, messages.c.reason, func.count())
                 .where(messages.c.rejected)

@@ -130,9 +130,7 @@ def status(
         for state, count in by_channel.items():
             counts[state] = counts.get(state, 0) + count
     for state, count in connection.execute(
-        select(messages.c.state, func.count())
-        .where(messages.c.rejected)
-        .group_by(messages.c.state)
+        select(messages.c.state, func.count()).where(messages.c.rejected).group_by(messages.c.state)
     ):
         counts[state] = counts.get(state, 0) + count
     d = deliveries
@@ -591,7 +589,9 @@ def blocked_aggregates(
         else_=c.c.first_version - 1,
     )
     rows = connection.execute(
-        select(a.c.kind, a.c.aggregate, through, lowest.c.version, m.message_id, d.c.state, d.c.reason)
+        select(
+            a.c.kind, a.c.aggregate, through, lowest.c.version, m.message_id, d.c.state, d.c.reason
+        )
         .select_from(lowest)
         .join(a, a.c.id == lowest.c.aggregate_id)
         .join(

@@ -167,8 +167,9 @@ def test_a_page_of_a_large_state_walks_the_state_index_without_sorting_it(
     analyzed_engine: Engine,
 ) -> None:
     """30,000 messages, most delivered: the latest page of the delivered, and a page deep in
-    it, read the one channel's ``ix_deliveries_channel_id_state_updated_at_message_pk`` in order (no sort of the state's messages)
-    on both databases; the bounded count reads no further than its bound."""
+    it, read the one channel's ``ix_deliveries_channel_id_state_updated_at_message_pk`` in
+    order (no sort of the state's deliveries) on both databases; the bounded count reads no
+    further than its bound."""
     engine = analyzed_engine
     with transaction(engine) as connection:
         _many_delivered(connection)

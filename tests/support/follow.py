@@ -11,13 +11,13 @@ from sqlalchemy import Connection, exists, select, update
 from exchange.db.engine import is_postgres
 from exchange.db.schema import (
     CURSOR_COLUMNS,
+    DELIVERY_COLUMNS,
     aggregates,
     channel_aggregates,
     deliveries,
     messages,
 )
 from exchange.queue.deliveries import COPIED, new_cursors, new_deliveries, the_channel
-from exchange.db.schema import DELIVERY_COLUMNS
 
 MIRRORED = (*COPIED, *DELIVERY_COLUMNS)
 
