@@ -135,23 +135,25 @@ class PruneReport:
 
 
 def replaced(d: Any) -> ColumnElement[bool]:
-    """A newer version of the delivery's aggregate replaces it on its channel: a newer one was
-    delivered there, or, for a delivery that was not, any newer one reached the channel. What
-    a coalescing kind keeps is what this leaves out: on each channel the latest delivery and
-    the latest delivered one (the module's docstring says why). One probe of
-    ``ix_deliveries_aggregate_id_channel_id_version`` per delivery."""
+    """Nothing reads the delivery ``d`` again once a newer version is accepted (the message
+    checks that, ``prunable_messages``): unless it was delivered, and is then the price its
+    channel's shop holds (``exchange.db.known_prices``) until a newer one is delivered there.
+    One probe of ``ix_deliveries_aggregate_id_channel_id_version`` per delivered one."""
     newer = deliveries.alias("newer")
-    return exists().where(
-        newer.c.aggregate_id == d.c.aggregate_id,
-        newer.c.channel_id == d.c.channel_id,
-        newer.c.version > d.c.version,
-        or_(newer.c.state == DELIVERED, d.c.state != DELIVERED),
+    return or_(
+        d.c.state != DELIVERED,
+        exists().where(
+            newer.c.aggregate_id == d.c.aggregate_id,
+            newer.c.channel_id == d.c.channel_id,
+            newer.c.version > d.c.version,
+            newer.c.state == DELIVERED,
+        ),
     )
 
 
 def done_with(d: Any, cutoff: datetime, kinds: KindPolicies) -> ColumnElement[bool]:
     """The delivery ``d`` ended before ``cutoff``, at or below its channel's cursor, and is
-    of a strict kind or replaced on its channel by a newer version."""
+    of a strict kind or ``replaced``."""
     covered = exists().where(
         channel_aggregates.c.aggregate_id == d.c.aggregate_id,
         channel_aggregates.c.channel_id == d.c.channel_id,
