@@ -37,6 +37,7 @@ from sqlalchemy import (
 from sqlalchemy.sql.selectable import Subquery
 
 from exchange.db.schema import DELIVERY_COLUMNS, channels, deliveries, messages
+from exchange.domain.states import State
 from exchange.errors import OperatorError
 
 # A channel filter: a channel's id, its name, or None for every channel.
@@ -47,7 +48,7 @@ _COPIED = ("aggregate_id", "kind", "version")
 # The columns of ``messages``, by name, in order.
 _NAMES = tuple(column.name for column in messages.c)
 # The states a rejected record can be in: a list of any other state has no record in it.
-RECORD_STATES = ("quarantined", "cancelled")
+RECORD_STATES = (State.QUARANTINED.value, State.CANCELLED.value)
 
 
 def channel_ids(connection: Connection, channel: Channel = None) -> list[int]:

@@ -32,9 +32,10 @@ from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import choose_encoder
-from sqlalchemy import Engine, func, literal, select
+from sqlalchemy import Engine, func, select
 
 from exchange.db.engine import ping, transaction
+from exchange.db.on_channels import by_state_and_reason
 from exchange.db.schema import deliveries, messages
 from exchange.domain.breaker import BreakerState
 from exchange.domain.pace import Cause
@@ -256,23 +257,11 @@ class PrometheusMetrics(Metrics):
         self.pace_hold.set(figures["hold_s"] or 0)
 
     def _refresh_queue(self, engine: Engine, now: datetime) -> None:
-        """Messages by state, quarantine by reason and the oldest undelivered: one query."""
+        """Deliveries (and records) by state, quarantine by reason and the oldest undelivered."""
         d = deliveries
         with transaction(engine, read_only=True) as connection:
-            # Every channel's deliveries (grouped by channel: the label step 7 adds), and
-            # intake's rejected records, whose state is their own.
-            rows = list(
-                connection.execute(
-                    select(d.c.channel_id, d.c.state, d.c.reason, func.count()).group_by(
-                        d.c.channel_id, d.c.state, d.c.reason
-                    )
-                )
-            )
-            rows += connection.execute(
-                select(literal(None), messages.c.state, messages.c.reason, func.count())
-                .where(messages.c.rejected)
-                .group_by(messages.c.state, messages.c.reason)
-            ).all()
+            # Every channel's deliveries, and intake's rejected records (their own state).
+            counted = by_state_and_reason(connection)
             oldest: datetime | None = connection.execute(
                 select(func.min(messages.c.created_at))
                 .select_from(d.join(messages, messages.c.id == d.c.message_pk))
@@ -280,7 +269,7 @@ class PrometheusMetrics(Metrics):
             ).scalar()
         by_state = dict.fromkeys((s.value for s in State), 0)
         by_reason: dict[str, int] = {}
-        for _channel, state, reason, count in rows:
+        for (state, reason), count in counted.items():
             by_state[state] = by_state.get(state, 0) + count
             if state == State.QUARANTINED.value:
                 by_reason[reason or "unknown"] = by_reason.get(reason or "unknown", 0) + count
