@@ -20,7 +20,7 @@ it showed when it read ``messages``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -42,6 +42,8 @@ from exchange.errors import OperatorError
 
 # A channel filter: a channel's id, its name, or None for every channel.
 Channel = int | str | None
+# A condition on a message's id column (``listed``'s ``of``), or None for every message.
+Of = Callable[[Any], ColumnElement[bool]] | None
 # The copies a delivery keeps of its message (immutable), read from the delivery: the
 # indexes of ``deliveries`` are on them.
 _COPIED = ("aggregate_id", "kind", "version")
@@ -95,34 +97,46 @@ def _message_column(name: str) -> Any:
     return messages.c[name].label(name)
 
 
-def accepted(ids: Sequence[int]) -> Select[Any]:
+def accepted(ids: Sequence[int], of: Of = None) -> Select[Any]:
     """The deliveries on ``ids`` with their messages' columns, under ``messages``' names, and
-    ``channel_id``."""
-    return (
+    ``channel_id``; of the messages ``of`` selects (a condition on a message's id column)."""
+    query = (
         select(*(_message_column(name) for name in _NAMES), deliveries.c.channel_id)
         .select_from(deliveries.join(messages, messages.c.id == deliveries.c.message_pk))
         .where(on(deliveries.c.channel_id, ids))
     )
+    return query if of is None else query.where(of(deliveries.c.message_pk))
 
 
-def records() -> Select[Any]:
-    """The rejected records, each with its own state (``channel_id`` NULL: no channel)."""
-    return select(
+def records(of: Of = None) -> Select[Any]:
+    """The rejected records, each with its own state (``channel_id`` NULL: no channel); of the
+    messages ``of`` selects."""
+    query = select(
         *(messages.c[name] for name in _NAMES),
         literal(None, Integer).label("channel_id"),
     ).where(messages.c.rejected)
+    return query if of is None else query.where(of(messages.c.id))
 
 
 def listed(
-    ids: Sequence[int], *, states: Sequence[str] | None = None, name: str = "listed"
+    ids: Sequence[int],
+    *,
+    states: Sequence[str] | None = None,
+    name: str = "listed",
+    of: Of = None,
 ) -> Subquery:
     """A message as a list shows it: a row per delivery on ``ids``, and a row per rejected
     record unless ``states`` (the states listed) holds none a record can be in. Without the
-    records it is a plain join, which both databases flatten into the outer query."""
-    deliveries_part = accepted(ids)
+    records it is a plain join, which both databases flatten into the outer query.
+
+    ``of``: a condition on a message's id (``find.matching``: a set of ids) put inside each
+    part, where the indexes serve it; SQLite does not push a condition with a subquery into a
+    compound subquery from outside, and would read every delivery (measured: ``find`` at 60,000
+    messages 37 ms on ``messages``, 100 ms with the condition outside)."""
+    deliveries_part = accepted(ids, of)
     if states is not None and not set(states) & set(RECORD_STATES):
         return deliveries_part.subquery(name)
-    return union_all(deliveries_part, records()).subquery(name)
+    return union_all(deliveries_part, records(of)).subquery(name)
 
 
 def by_state_and_reason(

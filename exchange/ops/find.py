@@ -225,6 +225,13 @@ def matching(term: str, postgres: bool, pk: Any = None) -> ColumnElement[bool]:
     return (messages.c.id if pk is None else pk).in_(union(*parts))
 
 
+def matching_ids(term: str, postgres: bool) -> Any:
+    """The ids of the messages ``matching`` the term, as a CTE: a condition on it nests the
+    search one level less deep than ``matching`` does (SQLite's parser takes the search inside
+    each part of ``on_channels.listed`` only so)."""
+    return select(messages.c.id).where(matching(term, postgres)).cte("matching_ids")
+
+
 def find(
     connection: Connection,
     term: str,
@@ -240,10 +247,14 @@ def find(
     if not term:
         return []
     offset, limit = min(max(offset, 0), 2**62), min(max(limit, 0), 2**62)
-    m = listed(channel_ids(connection, channel), name="found_rows")
+    found = matching_ids(term, is_postgres(connection))
+    m = listed(
+        channel_ids(connection, channel),
+        name="found_rows",
+        of=lambda pk: pk.in_(select(found.c.id)),
+    )
     rows = connection.execute(
         select(m, attempted(m).label("attempted"))
-        .where(matching(term, is_postgres(connection), m.c.id))
         .order_by(m.c.created_at.desc(), m.c.id.desc(), m.c.channel_id)
         .offset(offset)
         .limit(limit)
@@ -291,14 +302,13 @@ def count_found(connection: Connection, term: str, channel: Channel = None) -> i
     term = term.strip()
     if not term:
         return 0
-    m = listed(channel_ids(connection, channel), name="found_rows")
-    return int(
-        connection.execute(
-            select(func.count())
-            .select_from(m)
-            .where(matching(term, is_postgres(connection), m.c.id))
-        ).scalar_one()
+    found = matching_ids(term, is_postgres(connection))
+    m = listed(
+        channel_ids(connection, channel),
+        name="found_rows",
+        of=lambda pk: pk.in_(select(found.c.id)),
     )
+    return int(connection.execute(select(func.count()).select_from(m)).scalar_one())
 
 
 def price_of(kind: str, payload: str) -> dict[str, str | None]:
