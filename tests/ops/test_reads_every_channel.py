@@ -243,3 +243,31 @@ def test_prune_keeps_a_message_still_waiting_on_another_channel(engine: Engine) 
         )
     report = prune.prune(engine, None, now=NOW, retention_days=30, kinds=KINDS)
     assert (report.messages, versions()) == (1, [2])  # the latest accepted stays
+
+
+def test_an_action_selects_where_the_message_is_quarantined(scene: Engine) -> None:
+    """SKU-1 is delivered on ``api`` and quarantined on ``second``: a retry's preview by id
+    takes it (where it is quarantined), and one narrowed to ``api`` refuses it; the bulk
+    preview by filters and ``still_quarantined`` read the same deliveries."""
+    with transaction(scene, read_only=True) as connection:
+        mid = connection.execute(
+            select(messages.c.message_id).where(messages.c.aggregate == "SKU-1/retail")
+        ).scalar_one()
+
+        def preview(filters: Filters, ids: list[str]) -> list[str]:
+            return quarantine.retry(
+                connection,
+                ids,
+                filters,
+                operator="olga",
+                note=None,
+                now=NOW,
+                dry_run=True,
+            ).touched
+
+        assert preview(Filters(), [mid]) == [mid]
+        with pytest.raises(OperatorError, match=f"{mid} is delivered"):
+            preview(Filters(channel="api"), [mid])
+        assert preview(Filters(reason="http-422"), []) == [mid]
+        assert quarantine.still_quarantined(connection, [mid]) == [mid]
+        assert quarantine.still_quarantined(connection, [mid], channel="api") == []
