@@ -590,6 +590,11 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"unknown kind (?P<kind>.+): one of (?P<kinds>.+)",
             N_("unknown kind {kind}: one of {kinds}"),
         ),
+        # exchange/db/on_channels.py
+        (
+            r"unknown channel (?P<channel>.+): one of (?P<channels>.+)",
+            N_("unknown channel {channel}: one of {channels}"),
+        ),
         # exchange/ops/prioritize.py
         (
             r"(?P<id>\S+) is (?P<state>\S+): only a message waiting to be sent \(new or "

@@ -3,13 +3,13 @@
 target (contract 10: every ``Предложение`` carries every mapped price type whose latest price the
 service knows, because receivers such as wc1c read an offer's prices as its whole set).
 
-"Known" is the latest version delivered or being delivered (``in_progress``) of each price
-aggregate of the SKU (``aggregates.sku`` and ``price_type``, fixed by the first accepted
-version); a version only waiting (new, delayed) or quarantined is not what the shop holds.
-Prune keeps what this reads however old (``exchange.ops.prune``, contract 13): the latest
-delivered message of each price, and one being delivered is never final, so never pruned. Only a
-price whose messages were pruned before that rule (a database pruned by an earlier release) is
-not known, until 1C sends it again."""
+"Known" is the latest version delivered or being delivered (``in_progress``) to the channel's
+shop (its ``deliveries``, contract 13) of each price aggregate of the SKU (``aggregates.sku``
+and ``price_type``, fixed by the first accepted version); a version only waiting (new, delayed)
+or quarantined is not what the shop holds. Prune keeps what this reads however old
+(``exchange.ops.prune``, contract 13): the latest delivered message of each price, and one being
+delivered is never final, so never pruned. Only a price whose messages were pruned before that
+rule (a database pruned by an earlier release) is not known, until 1C sends it again."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from decimal import Decimal, InvalidOperation
 
 from sqlalchemy import Engine, and_, func, select
 
-from exchange.db.schema import aggregates, messages
+from exchange.db.on_channels import Channel, channel_ids, on
+from exchange.db.schema import aggregates, deliveries, messages
 from exchange.domain.prices import DEFAULT_CURRENCY, KnownPrice
 from exchange.domain.states import State
 
@@ -28,13 +29,20 @@ KNOWN_STATES = (State.DELIVERED.value, State.IN_PROGRESS.value)
 
 
 class DbKnownPrices:
-    def __init__(self, engine: Engine) -> None:
+    """What the shop of ``channel`` (an id or a name) holds; None: every channel's, the
+    highest version known on any (with one channel, that channel's)."""
+
+    def __init__(self, engine: Engine, channel: Channel = None) -> None:
         self.engine = engine
+        self.channel = channel
 
     def latest(self, skus: Iterable[str]) -> list[KnownPrice]:
         wanted = sorted(set(skus))
         found: dict[tuple[str, str], KnownPrice] = {}
+        d = deliveries
+        known = deliveries.alias("known")
         with self.engine.connect() as connection:
+            ids = channel_ids(connection, self.channel)
             for start in range(0, len(wanted), CHUNK):
                 of_skus = select(aggregates.c.id).where(
                     aggregates.c.kind == "price",
@@ -42,14 +50,15 @@ class DbKnownPrices:
                 )
                 newest = (
                     select(
-                        messages.c.aggregate_id.label("aggregate_id"),
-                        func.max(messages.c.version).label("version"),
+                        d.c.aggregate_id.label("aggregate_id"),
+                        func.max(d.c.version).label("version"),
                     )
                     .where(
-                        messages.c.aggregate_id.in_(of_skus),
-                        messages.c.state.in_(KNOWN_STATES),
+                        d.c.aggregate_id.in_(of_skus),
+                        on(d.c.channel_id, ids),
+                        d.c.state.in_(KNOWN_STATES),
                     )
-                    .group_by(messages.c.aggregate_id)
+                    .group_by(d.c.aggregate_id)
                     .subquery()
                 )
                 rows = connection.execute(
@@ -60,13 +69,16 @@ class DbKnownPrices:
                         messages.c.payload,
                     ).select_from(
                         newest.join(
-                            messages,
+                            known,
                             and_(
-                                messages.c.aggregate_id == newest.c.aggregate_id,
-                                messages.c.version == newest.c.version,
-                                messages.c.state.in_(KNOWN_STATES),
+                                known.c.aggregate_id == newest.c.aggregate_id,
+                                known.c.version == newest.c.version,
+                                on(known.c.channel_id, ids),
+                                known.c.state.in_(KNOWN_STATES),
                             ),
-                        ).join(aggregates, aggregates.c.id == newest.c.aggregate_id)
+                        )
+                        .join(messages, messages.c.id == known.c.message_pk)
+                        .join(aggregates, aggregates.c.id == newest.c.aggregate_id)
                     )
                 )
                 for sku, price_type, version, payload in rows:

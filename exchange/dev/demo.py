@@ -42,13 +42,13 @@ from typing import Any
 from rich.cells import cell_len
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from exchange import app as bootstrap
 from exchange.config_doc import effective, env_name
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
-from exchange.db.schema import messages
+from exchange.db.on_channels import by_state_and_reason, channel_ids, listed
 from exchange.dev.catalogue import LACKING, Catalogue, rehearsal_names, renamed
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.domain.clock import SystemClock
@@ -162,14 +162,15 @@ def lacking_skus(engine: Any) -> list[str]:
     """The SKUs sent that the shop lacks, as the service quarantined them: ``unknown-sku``
     (WooCommerce, the marketplaces), or the shop API's 404 naming ``unknown-sku`` (contract 5
     quarantines a 404 as ``http-404``)."""
-    lacks = (messages.c.reason == "unknown-sku") | (
-        (messages.c.reason == "http-404") & messages.c.last_error.contains("unknown-sku")
-    )
     with transaction(engine, read_only=True) as connection:
+        m = listed(channel_ids(connection), states=[State.QUARANTINED.value])
+        lacks = (m.c.reason == "unknown-sku") | (
+            (m.c.reason == "http-404") & m.c.last_error.contains("unknown-sku")
+        )
         payloads = connection.execute(
-            select(messages.c.payload)
-            .where(messages.c.state == State.QUARANTINED.value, lacks)
-            .order_by(messages.c.id)
+            select(m.c.payload)
+            .where(m.c.state == State.QUARANTINED.value, lacks)
+            .order_by(m.c.id, m.c.channel_id)
         ).scalars()
         return list(dict.fromkeys(str(json.loads(p).get("sku")) for p in payloads))
 
@@ -398,26 +399,20 @@ def run_demo(
 
 def _counts(engine: Any) -> dict[str, int]:
     with transaction(engine, read_only=True) as connection:
-        query = select(messages.c.state, func.count()).group_by(messages.c.state)
-        return {state: count for state, count in connection.execute(query)}
+        counts: dict[str, int] = {}
+        for (state, _reason), count in by_state_and_reason(connection).items():
+            counts[state] = counts.get(state, 0) + count
+        return counts
 
 
 def _summary(engine: Any, site: SiteSimulator, elapsed: float) -> dict[str, Any]:
     with transaction(engine, read_only=True) as connection:
-        by = Counter(
-            {
-                (state, reason): n
-                for state, reason, n in connection.execute(
-                    select(messages.c.state, messages.c.reason, func.count()).group_by(
-                        messages.c.state, messages.c.reason
-                    )
-                )
-            }
-        )
+        by = Counter(by_state_and_reason(connection))
+        cancelled = listed(channel_ids(connection), states=[State.CANCELLED.value])
         stale = set(
             connection.execute(
-                select(messages.c.message_id).where(
-                    messages.c.state == State.CANCELLED.value, messages.c.reason == "stale"
+                select(cancelled.c.message_id).where(
+                    cancelled.c.state == State.CANCELLED.value, cancelled.c.reason == "stale"
                 )
             ).scalars()
         )

@@ -28,13 +28,12 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from rich.console import Console
-from sqlalchemy import func, select
 
 from exchange import app as bootstrap
 from exchange.config_doc import effective, env_name
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
-from exchange.db.schema import messages
+from exchange.db.on_channels import by_state_and_reason
 from exchange.dev.bitrixsim import PATH, BitrixSimulator
 from exchange.dev.catalogue import LACKING, Catalogue, rehearsal_names, renamed
 from exchange.dev.demo import lacking_skus, print_catalogue, print_lacking, used
@@ -268,16 +267,7 @@ def run_target_demo(
         if isinstance(site, RabbitShop):
             site.collect()
         with transaction(engine, read_only=True) as connection:
-            by = Counter(
-                {
-                    (state, reason): n
-                    for state, reason, n in connection.execute(
-                        select(messages.c.state, messages.c.reason, func.count()).group_by(
-                            messages.c.state, messages.c.reason
-                        )
-                    )
-                }
-            )
+            by = Counter(by_state_and_reason(connection))
             data = report.collect(
                 connection, Filters(), SystemClock().now(), zone=settings.display_tz
             )

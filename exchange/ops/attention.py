@@ -16,7 +16,8 @@ from typing import Any
 
 from sqlalchemy import Connection, func, not_, select
 
-from exchange.db.schema import cml_exchanges, messages, staging
+from exchange.db.on_channels import Channel, channel_ids, on
+from exchange.db.schema import cml_exchanges, deliveries, messages, staging
 from exchange.domain.clock import local_time
 from exchange.domain.pause import PauseCause
 from exchange.domain.policy import KindPolicies
@@ -79,19 +80,23 @@ def work_waits(
     now: datetime,
     kinds: KindPolicies,
     live_within: float,
+    channel: Channel = None,
 ) -> bool:
     """Work a live worker would have moved by now (contract 6): an untaken staging row, or a
-    ``new`` message that is not held behind the quarantine, older than ``live_within``
-    (max(lease, 3 x poll)). Younger work is a worker's next poll away: the dashboard counts it
-    («ещё не взято из 1С: N») without calling it a cause."""
+    ``new`` delivery (on ``channel``, every channel for None) that is not held behind the
+    quarantine, of a message older than ``live_within`` (max(lease, 3 x poll)). Younger work
+    is a worker's next poll away: the dashboard counts it («ещё не взято из 1С: N») without
+    calling it a cause."""
     age = taken["oldest_untaken_age_s"]
     if age is not None and age >= live_within:
         return True
+    d = deliveries
     old_new = connection.execute(
-        select(messages.c.id)
+        select(d.c.message_pk)
+        .join(messages, messages.c.id == d.c.message_pk)
         .where(
-            messages.c.state == State.NEW.value,
-            not_(messages.c.rejected),
+            on(d.c.channel_id, channel_ids(connection, channel)),
+            d.c.state == State.NEW.value,
             messages.c.created_at <= now - timedelta(seconds=live_within),
             not_(held_condition(kinds)),
         )
@@ -430,13 +435,14 @@ def attention(
     kinds: KindPolicies,
     live_within: float,
     unwritten: Iterable[sign_ins.Refused] = (),
+    channel: Channel = None,
 ) -> Attention:
-    """What needs a person, from ``status``'s figures (read with the same ``live_within``):
-    the one reading ``exchange status`` and the dashboard share."""
+    """What needs a person, from ``status``'s figures (read with the same ``live_within`` and
+    ``channel``): the one reading ``exchange status`` and the dashboard share."""
     taken = intake(staging_connection or connection, now)
     failing = onec_failing(connection)
     stopped = not any(w["live"] for w in figures.workers) and work_waits(
-        connection, taken, now, kinds, live_within
+        connection, taken, now, kinds, live_within, channel
     )
     refused = sign_ins.refused_lately(connection, now, unwritten)
     found = causes(figures, onec_failed=failing, no_live_worker=stopped, refused_sign_ins=refused)

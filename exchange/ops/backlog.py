@@ -1,12 +1,11 @@
 """The backlog (issue 23, item 5; contract 6 ``backlog``): the messages still to deliver and
 when they will be done at the current pace.
 
-``messages``: new less held (a held message waits for a person, not for the pace), plus
-delayed and in progress. ``eta_s``: that number divided by the messages delivered per second
-over the last minute by all live workers together; None when none was delivered then (no pace
-to extrapolate from). A worker is live while its last report is younger than
-max(EXCHANGE_LEASE_SECONDS, 3 × EXCHANGE_POLL_INTERVAL) (contract 6).
-"""
+``messages``: the deliveries new less held (a held one waits for a person, not for the pace),
+plus delayed and in progress. ``eta_s``: that number divided by the messages delivered per
+second over the last minute by all live workers together; None when none was delivered then (no
+pace to extrapolate from). A worker is live while its last report is younger than
+max(EXCHANGE_LEASE_SECONDS, 3 × EXCHANGE_POLL_INTERVAL) (contract 6)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,8 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
-from exchange.db.schema import history, messages, workers
+from exchange.db.on_channels import Channel, channel_ids, on
+from exchange.db.schema import deliveries, history, workers
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import Event, State
 from exchange.i18n import Lang, _, ngettext
@@ -26,20 +26,25 @@ PACE_WINDOW = timedelta(minutes=1)
 
 
 def backlog(
-    connection: Connection, now: datetime, kinds: KindPolicies, live: timedelta
+    connection: Connection,
+    now: datetime,
+    kinds: KindPolicies,
+    live: timedelta,
+    channel: Channel = None,
 ) -> dict[str, Any]:
-    by_state: dict[str, int] = dict(
-        connection.execute(
-            select(messages.c.state, func.count())
-            .where(
-                messages.c.state.in_(
-                    [State.NEW.value, State.DELAYED.value, State.IN_PROGRESS.value]
-                )
-            )
-            .group_by(messages.c.state)
-        ).all()
-    )
-    waiting = max(0, by_state.get(State.NEW.value, 0) - held(connection, kinds))
+    """The deliveries still to make on ``channel`` (every channel for None), and when."""
+    ids = channel_ids(connection, channel)
+    by_state: dict[str, int] = {}
+    for _channel, state, count in connection.execute(
+        select(deliveries.c.channel_id, deliveries.c.state, func.count())
+        .where(
+            on(deliveries.c.channel_id, ids),
+            deliveries.c.state.in_([State.NEW.value, State.DELAYED.value, State.IN_PROGRESS.value]),
+        )
+        .group_by(deliveries.c.channel_id, deliveries.c.state)
+    ).all():
+        by_state[state] = by_state.get(state, 0) + int(count)
+    waiting = max(0, by_state.get(State.NEW.value, 0) - held(connection, kinds, ids))
     waiting += by_state.get(State.DELAYED.value, 0) + by_state.get(State.IN_PROGRESS.value, 0)
     live_workers = select(workers.c.worker_id).where(
         workers.c.heartbeat_at >= now - live, workers.c.stopped_at.is_(None)

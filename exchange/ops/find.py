@@ -20,14 +20,14 @@ from sqlalchemy import (
     false,
     func,
     literal,
-    not_,
     or_,
     select,
     union,
 )
 
 from exchange.db.engine import is_postgres
-from exchange.db.schema import aggregates, cml_catalog, history, messages
+from exchange.db.on_channels import Channel, channel_ids, listed, on
+from exchange.db.schema import aggregates, cml_catalog, deliveries, history, messages
 from exchange.domain.policy import KindPolicies
 from exchange.domain.prices import DEFAULT_CURRENCY
 from exchange.domain.reasons import CANCELLED_REASONS, Reason
@@ -89,14 +89,15 @@ def _starts(column: Any, term: str, postgres: bool) -> ColumnElement[bool]:
     return and_(column >= term, column < term + LAST, like)
 
 
-def aggregate_starts(term: str, postgres: bool) -> ColumnElement[bool]:
+def aggregate_starts(term: str, postgres: bool, pk: Any = None) -> ColumnElement[bool]:
     """A message whose aggregate or SKU begins with ``term``, whatever the case of either
     (Cyrillic too): the lists' search (``matching``) and the ``aggregate`` filter of the
     quarantine's list, export and bulk actions (``quarantine.Filters``) both mean this.
 
     Read through the folded keys' indexes (migration 0017): ``aggregate_key`` of the
-    message, ``sku_key`` of its aggregate."""
-    return messages.c.id.in_(union(*_aggregate_parts(term, postgres)))
+    message, ``sku_key`` of its aggregate. ``pk``: the column of a message's id the condition
+    is on (``messages.id`` when None)."""
+    return (messages.c.id if pk is None else pk).in_(union(*_aggregate_parts(term, postgres)))
 
 
 def _aggregate_parts(term: str, postgres: bool) -> list[Select[Any]]:
@@ -190,8 +191,9 @@ def _spellings(term: str) -> list[str]:
     return sorted({term, term.lower(), term[:1].upper() + term[1:].lower()})
 
 
-def matching(term: str, postgres: bool) -> ColumnElement[bool]:
-    """What ``find`` looks for, as one condition on ``messages``: the beginning of a SKU or an
+def matching(term: str, postgres: bool, pk: Any = None) -> ColumnElement[bool]:
+    """What ``find`` looks for, as one condition on ``messages`` (on ``pk``, a column of a
+    message's id, when given): the beginning of a SKU or an
     aggregate or of the message_id, whatever its case (their folded keys, migration 0017), or
     of a product's 1C article where SKUs are 1C ids (``_article_part``); of
     the 1C document (``source_ref``) or a product name, or of any word of these two (words
@@ -220,23 +222,40 @@ def matching(term: str, postgres: bool) -> ColumnElement[bool]:
                 .distinct()
             )
             parts.append(select(found.c.id).where(found.c[column].in_(inside)))
-    return messages.c.id.in_(union(*parts))
+    return (messages.c.id if pk is None else pk).in_(union(*parts))
+
+
+def matching_ids(term: str, postgres: bool) -> Any:
+    """The ids of the messages ``matching`` the term, as a CTE: a condition on it nests the
+    search one level less deep than ``matching`` does (SQLite's parser takes the search inside
+    each part of ``on_channels.listed`` only so)."""
+    return select(messages.c.id).where(matching(term, postgres)).cte("matching_ids")
 
 
 def find(
-    connection: Connection, term: str, limit: int = FOUND_SHOWN, offset: int = 0
+    connection: Connection,
+    term: str,
+    limit: int = FOUND_SHOWN,
+    offset: int = 0,
+    channel: Channel = None,
 ) -> list[dict[str, Any]]:
-    """Messages ``matching`` the term, newest first, at most ``limit`` from ``offset`` (the
-    workbench's pages of what it found). An empty term finds nothing (never the whole table).
-    A ``price`` message says its price and currency."""
+    """Each delivery on ``channel`` (every channel for None) of the messages ``matching`` the
+    term, and each rejected record it matches, newest first, at most ``limit`` from ``offset``
+    (the workbench's pages of what it found). An empty term finds nothing (never the whole
+    table). A ``price`` message says its price and currency."""
     term = term.strip()
     if not term:
         return []
     offset, limit = min(max(offset, 0), 2**62), min(max(limit, 0), 2**62)
+    found = matching_ids(term, is_postgres(connection))
+    m = listed(
+        channel_ids(connection, channel),
+        name="found_rows",
+        of=lambda pk: pk.in_(select(found.c.id)),
+    )
     rows = connection.execute(
-        select(messages, attempted().label("attempted"))
-        .where(matching(term, is_postgres(connection)))
-        .order_by(messages.c.created_at.desc(), messages.c.id.desc())
+        select(m, attempted(m).label("attempted"))
+        .order_by(m.c.created_at.desc(), m.c.id.desc(), m.c.channel_id)
         .offset(offset)
         .limit(limit)
     ).mappings()
@@ -261,27 +280,35 @@ def find(
     ]
 
 
-def attempted() -> ColumnElement[bool]:
-    """The message was ever sent: an attempt counted, or one its history keeps (a retry sets
-    the count back to 0), as its page says (``exchange.web.workbench.pages``)."""
+def attempted(m: Any) -> ColumnElement[bool]:
+    """The delivery (a row of ``on_channels.listed``) was ever sent: an attempt counted, or
+    one its history keeps on its channel (a retry sets the count back to 0), as its page says
+    (``exchange.web.workbench.pages``)."""
     return or_(
-        messages.c.attempts > 0,
+        m.c.attempts > 0,
         select(history.c.id)
-        .where(history.c.message_pk == messages.c.id, history.c.attempt.is_not(None))
+        .where(
+            history.c.message_pk == m.c.id,
+            history.c.attempt.is_not(None),
+            # A record's attempts are none; a delivery's are its channel's.
+            or_(m.c.channel_id.is_(None), history.c.channel_id == m.c.channel_id),
+        )
         .exists(),
     )
 
 
-def count_found(connection: Connection, term: str) -> int:
-    """How many messages ``find`` would find without its limit."""
+def count_found(connection: Connection, term: str, channel: Channel = None) -> int:
+    """How many rows ``find`` would find without its limit."""
     term = term.strip()
     if not term:
         return 0
-    return int(
-        connection.execute(
-            select(func.count()).where(matching(term, is_postgres(connection)))
-        ).scalar_one()
+    found = matching_ids(term, is_postgres(connection))
+    m = listed(
+        channel_ids(connection, channel),
+        name="found_rows",
+        of=lambda pk: pk.in_(select(found.c.id)),
     )
+    return int(connection.execute(select(func.count()).select_from(m)).scalar_one())
 
 
 def price_of(kind: str, payload: str) -> dict[str, str | None]:
@@ -304,33 +331,50 @@ def price_of(kind: str, payload: str) -> dict[str, str | None]:
 
 
 def released_by_cancel(
-    connection: Connection, message_ids: Sequence[str], kinds: KindPolicies
+    connection: Connection,
+    message_ids: Sequence[str],
+    kinds: KindPolicies,
+    channel: Channel = None,
 ) -> list[dict[str, Any]]:
     """Per strictly ordered aggregate of the cancelled messages: how many later versions wait
-    behind them and will go out without them once they are cancelled."""
+    behind them on the same channel (``channel``: one, or None for every channel) and will go
+    out without them once they are cancelled."""
     if not message_ids or not kinds.strict:
         return []
+    ids = channel_ids(connection, channel)
+    mine = deliveries.alias("mine")
     cancelled = (
-        select(messages.c.aggregate_id, func.max(messages.c.version).label("version"))
+        select(mine.c.aggregate_id, mine.c.channel_id, func.max(mine.c.version).label("version"))
+        .join(messages, messages.c.id == mine.c.message_pk)
         .where(
             messages.c.message_id.in_(list(message_ids)),
-            messages.c.kind.in_(kinds.strict),
-            messages.c.aggregate_id.is_not(None),
+            mine.c.kind.in_(kinds.strict),
+            on(mine.c.channel_id, ids),
         )
-        .group_by(messages.c.aggregate_id)
+        .group_by(mine.c.aggregate_id, mine.c.channel_id)
         .subquery()
     )
-    later = messages.alias("later")
+    later = deliveries.alias("later")
     rows = connection.execute(
-        select(later.c.kind, later.c.aggregate, func.count(), func.min(later.c.version))
-        .join(cancelled, cancelled.c.aggregate_id == later.c.aggregate_id)
+        select(
+            aggregates.c.kind,
+            aggregates.c.aggregate,
+            func.count(later.c.message_pk.distinct()),
+            func.min(later.c.version),
+        )
+        .select_from(later)
+        .join(
+            cancelled,
+            (cancelled.c.aggregate_id == later.c.aggregate_id)
+            & (cancelled.c.channel_id == later.c.channel_id),
+        )
+        .join(aggregates, aggregates.c.id == later.c.aggregate_id)
         .where(
             later.c.version > cancelled.c.version,
             later.c.state.in_(values(PENDING)),
-            not_(later.c.rejected),
         )
-        .group_by(later.c.kind, later.c.aggregate)
-        .order_by(later.c.kind, later.c.aggregate)
+        .group_by(aggregates.c.kind, aggregates.c.aggregate)
+        .order_by(aggregates.c.kind, aggregates.c.aggregate)
     ).all()
     return [
         {"kind": kind, "aggregate": aggregate, "count": count, "first_version": first}
@@ -339,31 +383,37 @@ def released_by_cancel(
 
 
 def held_condition(kinds: KindPolicies) -> ColumnElement[bool]:
-    """True for a message on its way (new, delayed) that waits behind a quarantined earlier
-    version of its strictly ordered aggregate: only a person's retry or cancel moves it."""
+    """True for a delivery (a row of ``deliveries``) on its way (new, delayed) that waits
+    behind a quarantined earlier version of its strictly ordered aggregate on its channel:
+    only a person's retry or cancel moves it."""
     if not kinds.strict:
         return false()
-    before = messages.alias("before")
+    before = deliveries.alias("before")
     blocking = (
-        select(before.c.id)
+        select(before.c.message_pk)
         .where(
-            before.c.aggregate_id == messages.c.aggregate_id,
-            before.c.version < messages.c.version,
+            before.c.aggregate_id == deliveries.c.aggregate_id,
+            before.c.channel_id == deliveries.c.channel_id,
+            before.c.version < deliveries.c.version,
             before.c.state == "quarantined",
-            not_(before.c.rejected),
         )
         .exists()
     )
     return and_(
-        messages.c.kind.in_(kinds.strict),
-        messages.c.state.in_(values(PENDING)),
-        not_(messages.c.rejected),
+        deliveries.c.kind.in_(kinds.strict),
+        deliveries.c.state.in_(values(PENDING)),
         blocking,
     )
 
 
-def held(connection: Connection, kinds: KindPolicies) -> int:
-    """How many messages are held (``held_condition``)."""
+def held(connection: Connection, kinds: KindPolicies, channel: Channel | list[int] = None) -> int:
+    """How many deliveries are held (``held_condition``) on ``channel`` (an id, a name, the
+    ids, or None for every channel)."""
     if not kinds.strict:
         return 0
-    return int(connection.execute(select(func.count()).where(held_condition(kinds))).scalar_one())
+    ids = channel if isinstance(channel, list) else channel_ids(connection, channel)
+    return int(
+        connection.execute(
+            select(func.count()).where(on(deliveries.c.channel_id, ids), held_condition(kinds))
+        ).scalar_one()
+    )

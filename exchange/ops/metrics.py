@@ -35,12 +35,13 @@ from prometheus_client.exposition import choose_encoder
 from sqlalchemy import Engine, func, select
 
 from exchange.db.engine import ping, transaction
-from exchange.db.schema import messages
+from exchange.db.on_channels import by_state_and_reason
+from exchange.db.schema import deliveries, messages
 from exchange.domain.breaker import BreakerState
 from exchange.domain.pace import Cause
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import Decision
-from exchange.domain.states import PENDING, Event, State
+from exchange.domain.states import PENDING, Event, State, values
 from exchange.domain.verdicts import Verdict
 from exchange.errors import ConfigurationError
 from exchange.intake.staging_table import IntakeReport
@@ -256,26 +257,22 @@ class PrometheusMetrics(Metrics):
         self.pace_hold.set(figures["hold_s"] or 0)
 
     def _refresh_queue(self, engine: Engine, now: datetime) -> None:
-        """Messages by state, quarantine by reason and the oldest undelivered: one query."""
+        """Deliveries (and records) by state, quarantine by reason and the oldest undelivered."""
+        d = deliveries
         with transaction(engine, read_only=True) as connection:
-            rows = connection.execute(
-                select(
-                    messages.c.state,
-                    messages.c.reason,
-                    func.count(),
-                    func.min(messages.c.created_at),
-                ).group_by(messages.c.state, messages.c.reason)
-            ).all()
+            # Every channel's deliveries, and intake's rejected records (their own state).
+            counted = by_state_and_reason(connection)
+            oldest: datetime | None = connection.execute(
+                select(func.min(messages.c.created_at))
+                .select_from(d.join(messages, messages.c.id == d.c.message_pk))
+                .where(d.c.state.in_(values(PENDING)))
+            ).scalar()
         by_state = dict.fromkeys((s.value for s in State), 0)
         by_reason: dict[str, int] = {}
-        oldest: datetime | None = None
-        pending = {s.value for s in PENDING}
-        for state, reason, count, created in rows:
+        for (state, reason), count in counted.items():
             by_state[state] = by_state.get(state, 0) + count
             if state == State.QUARANTINED.value:
                 by_reason[reason or "unknown"] = by_reason.get(reason or "unknown", 0) + count
-            if state in pending and created is not None:
-                oldest = created if oldest is None else min(oldest, created)
         for state, count in by_state.items():
             self.messages.labels(state).set(count)
         # A reason whose last entry left the quarantine shows 0 rather than vanishing, so an

@@ -18,7 +18,8 @@ from sqlalchemy import Connection, func, not_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from exchange.db.engine import is_postgres
-from exchange.db.schema import messages, notifications, staging, workers
+from exchange.db.on_channels import Channel, channel_ids, listed, on
+from exchange.db.schema import deliveries, messages, notifications, staging, workers
 from exchange.domain.notify import Situation, Stop, Told
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import PENDING, State, values
@@ -63,11 +64,15 @@ def snapshot(
     *,
     stalled_after: float,
     staging_connection: Connection | None = None,
+    channel: Channel = None,
 ) -> Snapshot:
-    """What needs a person now (without the quarantine's details: ``add_details``)."""
+    """What needs a person now (without the quarantine's details: ``add_details``), of the
+    deliveries on ``channel`` (every channel for None) and intake's rejected records."""
+    ids = channel_ids(connection, channel)
+    quarantine = listed(ids, states=[State.QUARANTINED.value], name="quarantined")
     quarantined, newest = connection.execute(
-        select(func.count(), func.max(messages.c.updated_at)).where(
-            messages.c.state == State.QUARANTINED.value
+        select(func.count(), func.max(quarantine.c.updated_at)).where(
+            quarantine.c.state == State.QUARANTINED.value
         )
     ).one()
     # The rows whose breaker and pause hold delivery back, as ``exchange status`` reads them
@@ -90,7 +95,7 @@ def snapshot(
     found.last_heartbeat_age_s = (now - last_beat).total_seconds() if last_beat else None
     stalled = timedelta(seconds=stalled_after)
     if pause is None and (last_beat is None or now - last_beat >= stalled):
-        _waiting(found, connection, staging_connection or connection, now, kinds)
+        _waiting(found, connection, staging_connection or connection, now, kinds, ids)
         if found.waiting_age_s is not None and found.waiting_age_s >= stalled_after:
             stops.add(Stop.NO_WORKER)
     found.refused_sign_ins = sign_ins.refused_lately(connection, now)
@@ -110,14 +115,18 @@ def _waiting(
     staging_connection: Connection,
     now: datetime,
     kinds: KindPolicies,
+    ids: list[int],
 ) -> None:
     rows, oldest_row = staging_connection.execute(
         select(func.count(), func.min(staging.c.created_at)).where(staging.c.taken_at.is_(None))
     ).one()
+    d = deliveries
     pending, oldest_message = connection.execute(
-        select(func.count(), func.min(messages.c.created_at)).where(
-            messages.c.state.in_(values(PENDING)),
-            not_(messages.c.rejected),
+        select(func.count(), func.min(messages.c.created_at))
+        .select_from(d.join(messages, messages.c.id == d.c.message_pk))
+        .where(
+            on(d.c.channel_id, ids),
+            d.c.state.in_(values(PENDING)),
             not_(held_condition(kinds)),
         )
     ).one()
@@ -126,9 +135,13 @@ def _waiting(
     found.waiting_age_s = (now - oldest).total_seconds() if oldest is not None else None
 
 
-def add_details(found: Snapshot, connection: Connection, now: datetime) -> None:
+def add_details(
+    found: Snapshot, connection: Connection, now: datetime, channel: Channel = None
+) -> None:
     """What a message shows of the quarantine: counts by reason and the oldest of each."""
-    found.quarantine_by_reason = quarantine_by_reason(connection, now)
+    found.quarantine_by_reason = quarantine_by_reason(
+        connection, now, channel_ids(connection, channel)
+    )
 
 
 def told(connection: Connection) -> Told:

@@ -15,7 +15,8 @@ from datetime import datetime
 
 from sqlalchemy import Connection, func, not_, select
 
-from exchange.db.schema import messages
+from exchange.db.on_channels import Channel, channel_ids, listed, on
+from exchange.db.schema import deliveries
 from exchange.domain import urgency
 from exchange.domain.states import DUE, Event, State, values
 from exchange.errors import OperatorError
@@ -30,57 +31,79 @@ def prioritize(
     operator: str,
     note: str,
     now: datetime,
+    channel: Channel = None,
 ) -> list[str]:
-    """Give each argument's waiting message the place before everything waiting; returns
-    their message_ids, in the order given (the last named goes first)."""
+    """Give each argument's waiting message the place before everything waiting on each
+    channel it waits on (``channel``: one, or None for every channel); returns their
+    message_ids, in the order given (the last named goes first)."""
     if not note.strip():
         raise OperatorError("--note is required: say why these go first")
     if not arguments:
         raise OperatorError("name at least one message_id or price aggregate")
-    found = [_waiting(connection, argument) for argument in arguments]
-    head = connection.execute(
-        select(func.min(messages.c.claim_rank)).where(order.claimable("messages"))
-    ).scalar()
+    ids = channel_ids(connection, channel)
+    found = [_waiting(connection, argument, ids) for argument in arguments]
+    # Each channel's claim order is its own: the head is the lowest rank waiting there.
+    head: dict[int, int | None] = dict.fromkeys(ids)
+    for channel_id, rank in connection.execute(
+        select(deliveries.c.channel_id, func.min(deliveries.c.claim_rank))
+        .where(order.claimable("deliveries"), on(deliveries.c.channel_id, ids))
+        .group_by(deliveries.c.channel_id)
+    ):
+        head[channel_id] = rank
     changes = []
-    for pk, _, state in found:
-        head = urgency.prioritized(head)
-        changes.append(
-            Change(
-                pk,
-                Event.OPERATOR_PRIORITIZE,
-                State(state),
-                State(state),
-                values={"claim_rank": head},
-                operator=operator,
-                note=note,
-                detail=f"put before the backlog by {operator}",
+    for waiting in found:
+        for pk, channel_id, _, state in waiting:
+            head[channel_id] = urgency.prioritized(head.get(channel_id))
+            changes.append(
+                Change(
+                    pk,
+                    Event.OPERATOR_PRIORITIZE,
+                    State(state),
+                    State(state),
+                    values={"claim_rank": head[channel_id]},
+                    operator=operator,
+                    note=note,
+                    detail=f"put before the backlog by {operator}",
+                    channel_id=channel_id,
+                )
             )
-        )
     apply(connection, changes, now)
-    return [message_id for _, message_id, _ in found]
+    return [waiting[0][2] for waiting in found]
 
 
-def _waiting(connection: Connection, argument: str) -> tuple[int, str, str]:
-    """(pk, message_id, state) of the waiting message the argument names."""
-    m = messages.c
-    columns = select(m.id, m.message_id, m.state, m.rejected)
-    row = connection.execute(columns.where(m.message_id == argument)).first()
-    if row is None:
-        row = connection.execute(
-            columns.where(m.kind == "price", m.aggregate == argument, not_(m.rejected))
-            .where(m.state.in_(values(DUE)))
-            .order_by(m.version.desc())
+def _waiting(
+    connection: Connection, argument: str, ids: list[int]
+) -> list[tuple[int, int, str, str]]:
+    """(pk, channel_id, message_id, state) of each waiting delivery, on the channels ``ids``,
+    of the message the argument names."""
+    m = listed(ids, name="m")
+    columns = select(m.c.id, m.c.channel_id, m.c.message_id, m.c.state, m.c.rejected)
+    rows = connection.execute(
+        columns.where(m.c.message_id == argument).order_by(m.c.channel_id)
+    ).all()
+    if not rows:
+        newest = connection.execute(
+            select(m.c.id)
+            .where(m.c.kind == "price", m.c.aggregate == argument, not_(m.c.rejected))
+            .where(m.c.state.in_(values(DUE)))
+            .order_by(m.c.version.desc())
             .limit(1)
-        ).first()
-        if row is None:
+        ).scalar()
+        if newest is None:
             raise OperatorError(
                 f"{argument!r}: no message has this id, and no price of this aggregate is "
                 "waiting (new or delayed)"
             )
-    pk, message_id, state, rejected = row
-    if rejected or state not in values(DUE):
+        rows = connection.execute(columns.where(m.c.id == newest).order_by(m.c.channel_id)).all()
+    waiting = [
+        (pk, channel_id, message_id, state)
+        for pk, channel_id, message_id, state, rejected in rows
+        if not rejected and state in values(DUE)
+    ]
+    if not waiting:
+        _pk, _channel, message_id, state, _rejected = rows[0]
         raise OperatorError(
             f"{message_id} is {state}: only a message waiting to be sent (new or delayed) "
             "can be put first"
         )
-    return pk, message_id, state
+    return waiting

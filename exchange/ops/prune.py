@@ -13,7 +13,10 @@ is the cursor that keeps an old version from being sent again once its message i
 version and mark number the next package (without them an old file would be staged again
 above newer prices).
 
-A message is pruned only when its version is at or below its aggregate's cursor. A delivered
+Delivery state is per channel (``deliveries``, contract 13): a message goes only when what
+follows holds of its delivery on every channel registered and not dropped (a dropped
+channel's deliveries ended with it). A message is pruned only when its version is at or below
+its aggregate's cursor on each channel. A delivered
 message always is; a cancelled one may not be: an operator can cancel a strictly ordered
 version above a gap, and the cursor steps over it (``lease.advance_strict``) only when the gap
 closes, reading that very row. Keeping every message above the cursor also means that every
@@ -66,7 +69,16 @@ from sqlalchemy import (
 from sqlalchemy.orm import aliased
 
 from exchange.db.engine import transaction
-from exchange.db.schema import Message, aggregates, cml_exchanges, history, messages, staging
+from exchange.db.schema import (
+    Message,
+    channel_aggregates,
+    channels,
+    cml_exchanges,
+    deliveries,
+    history,
+    messages,
+    staging,
+)
 from exchange.db.worker_rows import clear_old_workers
 from exchange.domain.clock import Clock
 from exchange.domain.policy import KindPolicies
@@ -122,36 +134,65 @@ class PruneReport:
         )
 
 
-def replaced() -> ColumnElement[bool]:
-    """A newer version of the message's aggregate replaces it: a newer one was delivered, or,
-    for a message that was not delivered, any newer one became a message. What a coalescing
-    kind keeps is what this leaves out: the latest accepted message and the latest delivered
-    one (the module's docstring says why). One probe of ``ix_messages_aggregate_id_version``
-    per message."""
-    newer = aliased(Message, name="newer")
-    return exists().where(
-        newer.aggregate_id == messages.c.aggregate_id,
-        newer.version > messages.c.version,
-        or_(newer.state == DELIVERED, messages.c.state != DELIVERED),
+def replaced(d: Any) -> ColumnElement[bool]:
+    """Nothing reads the delivery ``d`` again once a newer version is accepted (the message
+    checks that, ``prunable_messages``): unless it was delivered, and is then the price its
+    channel's shop holds (``exchange.db.known_prices``) until a newer one is delivered there.
+    One probe of ``ix_deliveries_aggregate_id_channel_id_version`` per delivered one."""
+    newer = deliveries.alias("newer")
+    return or_(
+        d.c.state != DELIVERED,
+        exists().where(
+            newer.c.aggregate_id == d.c.aggregate_id,
+            newer.c.channel_id == d.c.channel_id,
+            newer.c.version > d.c.version,
+            newer.c.state == DELIVERED,
+        ),
+    )
+
+
+def done_with(d: Any, cutoff: datetime, kinds: KindPolicies) -> ColumnElement[bool]:
+    """The delivery ``d`` ended before ``cutoff``, at or below its channel's cursor, and is
+    of a strict kind or ``replaced``."""
+    covered = exists().where(
+        channel_aggregates.c.aggregate_id == d.c.aggregate_id,
+        channel_aggregates.c.channel_id == d.c.channel_id,
+        d.c.version <= channel_aggregates.c.done_version,
+    )
+    return and_(
+        d.c.state.in_(ENDED),
+        d.c.updated_at < cutoff,
+        covered,
+        or_(is_strict(d.c, kinds), replaced(d)),
     )
 
 
 def prunable_messages(cutoff: datetime, kinds: KindPolicies) -> ColumnElement[bool]:
-    """Ended before ``cutoff``, at or below the cursor, and of a strict kind or replaced by a
-    newer version; or a rejected row's record, which belongs to no aggregate and so to no
-    cursor."""
-    covered = exists().where(
-        aggregates.c.id == messages.c.aggregate_id,
-        messages.c.version <= aggregates.c.done_version,
+    """A message done with (``done_with``) on every channel registered and not dropped that
+    has a delivery of it, and never the latest accepted message of a coalescing aggregate
+    (contract 13, "Prune"); or a rejected row's record that ended before ``cutoff``, which
+    belongs to no aggregate and so to no channel and no cursor."""
+    d = deliveries.alias("d")
+    mine = d.c.message_pk == messages.c.id
+    live = d.c.channel_id.in_(select(channels.c.id).where(channels.c.dropped_at.is_(None)))
+    later = aliased(Message, name="later")
+    newer_accepted = exists().where(
+        later.aggregate_id == messages.c.aggregate_id,
+        later.version > messages.c.version,
+        ~later.rejected,
     )
-    return and_(
+    record = and_(
+        messages.c.aggregate_id.is_(None),
         messages.c.state.in_(ENDED),
         messages.c.updated_at < cutoff,
-        or_(
-            messages.c.aggregate_id.is_(None),
-            and_(covered, or_(is_strict(messages.c, kinds), replaced())),
-        ),
     )
+    accepted = and_(
+        messages.c.aggregate_id.is_not(None),
+        exists().where(mine),
+        ~exists().where(mine, live, ~done_with(d, cutoff, kinds)),
+        or_(is_strict(messages.c, kinds), newer_accepted),
+    )
+    return or_(record, accepted)
 
 
 def prunable_staging(cutoff: datetime) -> ColumnElement[bool]:

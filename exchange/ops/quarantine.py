@@ -17,9 +17,11 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Select, exists, func, select
+from sqlalchemy.sql.selectable import Subquery
 
 from exchange.db.engine import is_postgres
-from exchange.db.schema import aggregates, messages
+from exchange.db.on_channels import Channel, channel_ids, listed
+from exchange.db.schema import channel_aggregates, messages
 from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
@@ -77,6 +79,9 @@ class Filters:
     superseded_after_quarantine: bool = False
     # What ``find`` looks for (``find.matching``): the workbench's search box on the list.
     search: str | None = None
+    # The deliveries of one channel (an id or a name); None: every channel's. A rejected
+    # record, which no channel receives, is listed whatever the channel.
+    channel: Channel = None
 
     def __post_init__(self) -> None:
         # A beginning that is blank begins everything: no filter, never a match of all (a
@@ -93,56 +98,67 @@ class Filters:
         )
 
 
-def superseded_after_quarantine() -> ColumnElement[bool]:
-    """True for a message at or below its aggregate's cursor: a version at least as new was
-    applied at the site after this one was quarantined, so replaying it can only end ``stale``.
+def superseded_after_quarantine(m: Any) -> ColumnElement[bool]:
+    """True for a delivery (a row of ``on_channels.listed``) at or below its aggregate's
+    cursor on its channel: a version at least as new was applied at that shop after this one
+    was quarantined, so replaying it can only end ``stale``.
 
     Only latest-wins aggregates get there: a strict cursor passes a version only once that
     version itself is delivered or cancelled, never while it is quarantined. A rejected
-    staging row has no aggregate, so it is never superseded.
+    staging row has no aggregate and no channel, so it is never superseded.
     """
     return exists().where(
-        aggregates.c.id == messages.c.aggregate_id,
-        aggregates.c.done_version >= messages.c.version,
+        channel_aggregates.c.aggregate_id == m.c.aggregate_id,
+        channel_aggregates.c.channel_id == m.c.channel_id,
+        channel_aggregates.c.done_version >= m.c.version,
     )
 
 
-def _base() -> Select[Any]:
-    return select(messages, superseded_after_quarantine().label("superseded_after_quarantine"))
+def rows_in(ids: Sequence[int], state: State) -> Subquery:
+    """The deliveries on the channels ``ids`` and the rejected records, as a list of
+    ``state`` reads them (``on_channels.listed``)."""
+    return listed(ids, states=[state.value], name="m")
 
 
-def _query(filters: Filters, postgres: bool = False) -> Select[Any]:
-    return _where(_base(), filters, postgres).order_by(messages.c.updated_at, messages.c.id)
+def _base(m: Subquery) -> Select[Any]:
+    return select(m, superseded_after_quarantine(m).label("superseded_after_quarantine"))
+
+
+def _query(filters: Filters, postgres: bool, ids: Sequence[int]) -> Select[Any]:
+    m = rows_in(ids, State.QUARANTINED)
+    return _where(_base(m), m, filters, postgres).order_by(m.c.updated_at, m.c.id, m.c.channel_id)
 
 
 def _where(
     q: Select[Any],
+    m: Subquery,
     filters: Filters,
     postgres: bool,
     *,
     reason: bool = True,
     state: State = State.QUARANTINED,
 ) -> Select[Any]:
-    """``q`` narrowed to the messages in ``state`` (the quarantine unless said) the filters
-    select (without the reason's filter when ``reason`` is False: the reasons a filter may
-    offer). The quarantine's list and the lists by state (``page_of``) share every filter."""
-    q = q.where(messages.c.state == state.value)
+    """``q`` narrowed to the rows of ``m`` (``rows_in``) in ``state`` (the quarantine unless
+    said) the filters select (without the reason's filter when ``reason`` is False: the
+    reasons a filter may offer). The quarantine's list and the lists by state (``page_of``)
+    share every filter."""
+    q = q.where(m.c.state == state.value)
     if filters.kind is not None:
-        q = q.where(messages.c.kind == filters.kind)
+        q = q.where(m.c.kind == filters.kind)
     if filters.aggregate is not None:
-        q = q.where(aggregate_starts(filters.aggregate, postgres))
+        q = q.where(aggregate_starts(filters.aggregate, postgres, m.c.id))
     if reason and filters.reason is not None:
-        q = q.where(messages.c.reason == filters.reason)
-    # Every transition sets updated_at (queue.transitions.apply, a lease's too): a message
+        q = q.where(m.c.reason == filters.reason)
+    # Every transition sets updated_at (queue.transitions.apply, a lease's too): a delivery
     # has been in its state since then (a quarantined one since it was quarantined).
     if filters.since is not None:
-        q = q.where(messages.c.updated_at >= filters.since)
+        q = q.where(m.c.updated_at >= filters.since)
     if filters.until is not None:
-        q = q.where(messages.c.updated_at < filters.until)
+        q = q.where(m.c.updated_at < filters.until)
     if filters.superseded_after_quarantine:
-        q = q.where(superseded_after_quarantine())
+        q = q.where(superseded_after_quarantine(m))
     if filters.search:
-        q = q.where(matching(filters.search, postgres))
+        q = q.where(matching(filters.search, postgres, m.c.id))
     return q
 
 
@@ -171,7 +187,7 @@ def entry(row: Any) -> dict[str, Any]:
     }
 
 
-def listed(row: Any) -> dict[str, Any]:
+def listed_entry(row: Any) -> dict[str, Any]:
     """One message of a list by state (``page_of``) as the workbench shows it: ``entry``'s
     fields, its state and since when it is in it, when a delayed one goes again, whose lease
     an in-flight one is, and a price's price and currency."""
@@ -190,9 +206,11 @@ def listed(row: Any) -> dict[str, Any]:
 def list_quarantined(
     connection: Connection, filters: Filters, *, priced: bool = False
 ) -> list[dict[str, Any]]:
-    """The quarantined messages the filters select; ``priced`` adds a price's price and
-    currency (what the console list shows after the id, as the workbench's list does)."""
-    query = _query(filters, is_postgres(connection))
+    """The quarantined deliveries (and rejected records) the filters select; ``priced`` adds
+    a price's price and currency (what the console list shows after the id, as the
+    workbench's list does)."""
+    ids = channel_ids(connection, filters.channel)
+    query = _query(filters, is_postgres(connection), ids)
     rows = connection.execute(query).mappings()
     if priced:
         return [{**entry(row), **price_of(row["kind"], row["payload"])} for row in rows]
@@ -200,33 +218,35 @@ def list_quarantined(
 
 
 # The orders a page of the quarantine may take: by when it came (how long it waits), attempts,
-# aggregate, reason or kind; ties by id, so that pages never overlap.
-SORTS: dict[str, Any] = {
-    "since": messages.c.updated_at,
-    "attempts": messages.c.attempts,
-    "aggregate": messages.c.aggregate,
-    "reason": messages.c.reason,
-    "kind": messages.c.kind,
+# aggregate, reason or kind; ties by id, so that pages never overlap. Each names a column of
+# ``rows_in``.
+SORTS: dict[str, str] = {
+    "since": "updated_at",
+    "attempts": "attempts",
+    "aggregate": "aggregate",
+    "reason": "reason",
+    "kind": "kind",
 }
 
 
 # The orders of a list by state (``page_of`` with another state than the quarantine): each a
-# walk of an index that begins with the state (``ix_messages_state_updated_at_id``, migration
-# 0019; the delayed by ``ix_messages_state_next_try_at``), so a page of a million delivered
-# costs what a page of a hundred does. The quarantine's other orders sort what its filters
-# select, which a list of every delivered message could not afford.
-STATE_SORTS: dict[State, dict[str, Any]] = {
-    State.NEW: {"since": messages.c.updated_at},
-    State.DELAYED: {"next_try": messages.c.next_try_at, "since": messages.c.updated_at},
-    State.IN_PROGRESS: {"since": messages.c.updated_at},
-    State.DELIVERED: {"since": messages.c.updated_at},
-    State.CANCELLED: {"since": messages.c.updated_at},
-    State.WITHHELD: {"since": messages.c.updated_at},
+# walk of an index that begins with the channel and the state
+# (``ix_deliveries_channel_id_state_updated_at_message_pk``; the delayed by
+# ``ix_deliveries_channel_id_state_next_try_at``), so a page of a million delivered costs what
+# a page of a hundred does. The quarantine's other orders sort what its filters select, which
+# a list of every delivered message could not afford.
+STATE_SORTS: dict[State, dict[str, str]] = {
+    State.NEW: {"since": "updated_at"},
+    State.DELAYED: {"next_try": "next_try_at", "since": "updated_at"},
+    State.IN_PROGRESS: {"since": "updated_at"},
+    State.DELIVERED: {"since": "updated_at"},
+    State.CANCELLED: {"since": "updated_at"},
+    State.WITHHELD: {"since": "updated_at"},
     State.QUARANTINED: SORTS,
 }
 
 
-def sorts_of(state: State) -> dict[str, Any]:
+def sorts_of(state: State) -> dict[str, str]:
     """The orders a list of ``state`` may take (the first is its default)."""
     return STATE_SORTS[state]
 
@@ -247,18 +267,27 @@ def page_query(
     descending: bool,
     offset: int,
     limit: int,
+    ids: Sequence[int] = (),
 ) -> Select[Any]:
-    """The SELECT of one page of ``page_of``."""
+    """The SELECT of one page of ``page_of``, of the deliveries on the channels ``ids``."""
     sorts = sorts_of(state)
     if sort not in sorts:
         raise OperatorError(f"unknown sort {sort!r}: one of {', '.join(sorts)}")
-    column = sorts[sort]
-    order = (column.desc(), messages.c.id.desc()) if descending else (column, messages.c.id)
+    m = rows_in(ids, state)
+    column = m.c[sorts[sort]]
+    order = (
+        (column.desc(), m.c.id.desc(), m.c.channel_id.desc())
+        if descending
+        else (column, m.c.id, m.c.channel_id)
+    )
     # A page number from an address may be any size: past 2^62 no page holds anything, and
     # the databases take no integer past 2^63 (a 500 on /quarantine?page=99999999999999999999).
     offset, limit = min(max(offset, 0), 2**62), min(max(limit, 0), 2**62)
     return (
-        _where(_base(), filters, postgres, state=state).order_by(*order).offset(offset).limit(limit)
+        _where(_base(m), m, filters, postgres, state=state)
+        .order_by(*order)
+        .offset(offset)
+        .limit(limit)
     )
 
 
@@ -273,24 +302,27 @@ def page_of(
     state: State = State.QUARANTINED,
     count_limit: int | None = None,
 ) -> Page:
-    """One page of the messages in ``state`` (the quarantine unless said), sorted and counted
+    """One page of the deliveries in ``state`` (the quarantine unless said) on the filter's
+    channel (every channel for None), and the rejected records in it, sorted and counted
     in the database (the list is never read whole: a page of 10,000 entries costs what a page
     of 100 does). ``count_limit`` counts no further than that many (the delivered may be
     millions: an exact count would read them all); ``Page.more`` says there are more."""
     postgres = is_postgres(connection)
-    query = page_query(filters, postgres, state, sort, descending, offset, limit)
+    ids = channel_ids(connection, filters.channel)
+    query = page_query(filters, postgres, state, sort, descending, offset, limit, ids)
     rows = connection.execute(query).mappings()
+    m = rows_in(ids, state)
     if count_limit is None:
         total = connection.execute(
-            _where(select(func.count()).select_from(messages), filters, postgres, state=state)
+            _where(select(func.count()).select_from(m), m, filters, postgres, state=state)
         ).scalar_one()
-        return Page([listed(row) for row in rows], int(total))
+        return Page([listed_entry(row) for row in rows], int(total))
     # Counted as far as the bound and one more, which says there are more: the ids read (a
     # few ten thousand integers at most), not a count of a subquery, which would nest the
     # search's SQL one level deeper than SQLite's parser takes.
-    bounded = _where(select(messages.c.id), filters, postgres, state=state).limit(count_limit + 1)
+    bounded = _where(select(m.c.id), m, filters, postgres, state=state).limit(count_limit + 1)
     counted = len(connection.execute(bounded).all())
-    entries = [listed(row) for row in rows]
+    entries = [listed_entry(row) for row in rows]
     return Page(entries, min(counted, count_limit), more=counted > count_limit)
 
 
@@ -320,17 +352,21 @@ def described(connection: Connection, ids: Sequence[str]) -> dict[str, dict[str,
     return found
 
 
-def still_quarantined(connection: Connection, ids: Sequence[str]) -> list[str]:
-    """Which of ``ids`` are quarantined now (in their order): what a failed confirmation may
-    still act on once another operator or the service moved the others."""
+def still_quarantined(
+    connection: Connection, ids: Sequence[str], channel: Channel = None
+) -> list[str]:
+    """Which of ``ids`` are quarantined now on ``channel`` (every channel for None), or are
+    rejected records still quarantined (in their order): what a failed confirmation may still
+    act on once another operator or the service moved the others."""
     wanted = list(dict.fromkeys(ids))
+    m = rows_in(channel_ids(connection, channel), State.QUARANTINED)
     found: set[str] = set()
     for start in range(0, len(wanted), 1000):
         found.update(
             connection.execute(
-                select(messages.c.message_id).where(
-                    messages.c.message_id.in_(wanted[start : start + 1000]),
-                    messages.c.state == State.QUARANTINED.value,
+                select(m.c.message_id).where(
+                    m.c.message_id.in_(wanted[start : start + 1000]),
+                    m.c.state == State.QUARANTINED.value,
                 )
             ).scalars()
         )
@@ -342,14 +378,16 @@ def reasons_present(
 ) -> list[tuple[str, int]]:
     """The reasons of the entries in ``state`` the other filters select, each with how many:
     what a reason filter may offer (never a reason nothing is quarantined for)."""
+    m = rows_in(channel_ids(connection, filters.channel), state)
     query = _where(
-        select(messages.c.reason, func.count()).select_from(messages),
+        select(m.c.reason, func.count()).select_from(m),
+        m,
         filters,
         is_postgres(connection),
         reason=False,
         state=state,
     )
-    rows = connection.execute(query.group_by(messages.c.reason).order_by(messages.c.reason))
+    rows = connection.execute(query.group_by(m.c.reason).order_by(m.c.reason))
     return [(str(reason or ""), int(count)) for reason, count in rows]
 
 
@@ -403,23 +441,42 @@ def check_unchanged(touched: Sequence[str], expected: Sequence[str] | None, acti
 
 
 def _select_for_action(connection: Connection, ids: Sequence[str], filters: Filters) -> list[Any]:
+    """The quarantined deliveries (on the filter's channel, every channel for None) and
+    rejected records an action moves: of the messages ``ids`` names (each must be quarantined
+    somewhere), or that the filters select."""
+    postgres = is_postgres(connection)
+    chans = channel_ids(connection, filters.channel)
+    m = rows_in(chans, State.QUARANTINED)
     if ids:
-        q = _base().where(messages.c.message_id.in_(list(ids)))
+        q = _base(m).where(m.c.message_id.in_(list(ids))).order_by(m.c.id, m.c.channel_id)
     else:
-        q = _query(filters, is_postgres(connection))
-    if is_postgres(connection):
+        q = _query(filters, postgres, chans)
+    if postgres:
         # Another operator acting on the same messages waits, then finds them no longer
-        # quarantined (apply is guarded by the from-state).
-        q = q.with_for_update(of=messages)
+        # quarantined (apply is guarded by the from-state): their rows are locked first (in
+        # id order), and read again once the lock is had.
+        pks = sorted({row["id"] for row in connection.execute(q).mappings()})
+        for start in range(0, len(pks), 1000):
+            connection.execute(
+                select(messages.c.id)
+                .where(messages.c.id.in_(pks[start : start + 1000]))
+                .order_by(messages.c.id)
+                .with_for_update()
+            ).all()
     rows = list(connection.execute(q).mappings())
     if ids:
-        found = {row["message_id"]: row for row in rows}
-        missing = [i for i in ids if i not in found]
+        seen: dict[str, Any] = {}
+        for row in rows:
+            seen.setdefault(row["message_id"], row)
+        missing = [i for i in ids if i not in seen]
         if missing:
             raise OperatorError(f"no such message: {', '.join(missing)}")
-        not_q = [i for i in ids if found[i]["state"] != State.QUARANTINED.value]
+        # Retry and cancel act where the message is quarantined (contract 13).
+        rows = [row for row in rows if row["state"] == State.QUARANTINED.value]
+        quarantined = {row["message_id"] for row in rows}
+        not_q = [i for i in ids if i not in quarantined]
         if not_q:
-            states = ", ".join(f"{i} is {found[i]['state']}" for i in not_q)
+            states = ", ".join(f"{i} is {seen[i]['state']}" for i in not_q)
             raise OperatorError(f"only quarantined messages can be changed: {states}")
     return rows
 
@@ -481,6 +538,7 @@ def retry(
                 operator=operator,
                 note=note,
                 detail=detail,
+                channel_id=row["channel_id"],  # None for a rejected record: the message's own
             )
         )
     if ids and skipped and not (skip_rejected and touched):
@@ -533,6 +591,7 @@ def cancel(
             operator=operator,
             note=note,
             detail=f"cancelled by {operator} (was {row['reason']})",
+            channel_id=row["channel_id"],  # None for a rejected record: the message's own
         )
         for row in rows
     ]

@@ -21,7 +21,17 @@ from rich.text import Text
 from sqlalchemy import Connection, case, func, not_, select
 from sqlalchemy.orm import aliased
 
-from exchange.db.schema import Message, aggregates, channels, history, messages, workers
+from exchange.db.on_channels import Channel, channel_ids, listed, on
+from exchange.db.schema import (
+    Message,
+    aggregates,
+    channel_aggregates,
+    channels,
+    deliveries,
+    history,
+    messages,
+    workers,
+)
 from exchange.db.worker_rows import WORKERS_KEPT
 from exchange.domain.clock import ensure_utc, local_time
 from exchange.domain.pause import PauseCause
@@ -109,18 +119,25 @@ def status(
     kinds: KindPolicies,
     *,
     live_within: float = DEFAULT_LIVE_WITHIN,
+    channel: Channel = None,
 ) -> Status:
     """The figures; ``live_within``: Settings.live_within (a worker is live while its last
-    report is younger)."""
+    report is younger); ``channel``: the deliveries of one channel (an id or a name), every
+    channel's for None (intake's rejected records are counted whatever the channel)."""
+    ids = channel_ids(connection, channel)
     counts = {state.value: 0 for state in State}
+    for by_channel in counts_by_channel(connection, ids).values():
+        for state, count in by_channel.items():
+            counts[state] = counts.get(state, 0) + count
     for state, count in connection.execute(
-        select(messages.c.state, func.count()).group_by(messages.c.state)
+        select(messages.c.state, func.count()).where(messages.c.rejected).group_by(messages.c.state)
     ):
-        counts[state] = count
+        counts[state] = counts.get(state, 0) + count
+    d = deliveries
     oldest = connection.execute(
-        select(func.min(messages.c.created_at)).where(
-            messages.c.state.in_(UNDELIVERED), not_(held_condition(kinds))
-        )
+        select(func.min(messages.c.created_at))
+        .select_from(d.join(messages, messages.c.id == d.c.message_pk))
+        .where(on(d.c.channel_id, ids), d.c.state.in_(UNDELIVERED), not_(held_condition(kinds)))
     ).scalar()
     since = now - RECENT
     attempts, failures, delivered = connection.execute(
@@ -146,21 +163,36 @@ def status(
         error_share=round(failures / attempts, 4) if attempts else 0.0,
         delivery_rate_per_min=round(delivered / (RECENT.total_seconds() / 60), 3),
         workers=shown,
-        blocked=blocked_aggregates(connection, kinds),
-        quarantine_by_reason=quarantine_by_reason(connection, now),
+        blocked=blocked_aggregates(connection, kinds, channel=ids),
+        quarantine_by_reason=quarantine_by_reason(connection, now, ids),
         delivery_paused=pause is not None,
         breaker_open=site_failing(shown, last_deliveries(connection)),
-        held=held(connection, kinds),
-        cancelled_by_reason=cancelled_by_reason(connection),
+        held=held(connection, kinds, ids),
+        cancelled_by_reason=cancelled_by_reason(connection, ids),
         last_stopped=last_stopped(shown),
         pause=pause,
         site_unreachable_since=unreachable_since(shown),
-        waiting_for_site=waiting_for_site(connection, shown, now),
+        waiting_for_site=waiting_for_site(connection, shown, now, ids),
     )
 
 
+def counts_by_channel(connection: Connection, ids: list[int]) -> dict[int, dict[str, int]]:
+    """How many deliveries each of the channels ``ids`` has in each state (one query)."""
+    by_channel: dict[int, dict[str, int]] = {i: {} for i in ids}
+    for channel_id, state, count in connection.execute(
+        select(deliveries.c.channel_id, deliveries.c.state, func.count())
+        .where(on(deliveries.c.channel_id, ids))
+        .group_by(deliveries.c.channel_id, deliveries.c.state)
+    ):
+        by_channel.setdefault(channel_id, {})[state] = int(count)
+    return by_channel
+
+
 def waiting_for_site(
-    connection: Connection, shown: list[dict[str, Any]], now: datetime
+    connection: Connection,
+    shown: list[dict[str, Any]],
+    now: datetime,
+    ids: list[int] | None = None,
 ) -> dict[str, Any] | None:
     """How many ``in_progress`` messages are leased by a live worker whose pace holds every
     request (the site's Retry-After, ``pace.hold_s`` when it reported), and until when the
@@ -174,9 +206,12 @@ def waiting_for_site(
             until[owner] = max(ends, until.get(owner, ends))
     if not until:
         return None
+    ids = channel_ids(connection) if ids is None else ids
     count = connection.execute(
         select(func.count()).where(
-            messages.c.state == State.IN_PROGRESS.value, messages.c.locked_by.in_(list(until))
+            on(deliveries.c.channel_id, ids),
+            deliveries.c.state == State.IN_PROGRESS.value,
+            deliveries.c.locked_by.in_(list(until)),
         )
     ).scalar_one()
     if not count:
@@ -184,13 +219,16 @@ def waiting_for_site(
     return {"count": int(count), "until": max(until.values()).isoformat()}
 
 
-def cancelled_by_reason(connection: Connection) -> dict[str, int]:
-    """How many messages ended cancelled, per reason (one query)."""
+def cancelled_by_reason(connection: Connection, ids: list[int] | None = None) -> dict[str, int]:
+    """How many deliveries on the channels ``ids`` (every channel for None) and rejected
+    records ended cancelled, per reason (one query)."""
+    ids = channel_ids(connection) if ids is None else ids
+    m = listed(ids, states=[State.CANCELLED.value])
     rows = connection.execute(
-        select(messages.c.reason, func.count())
-        .where(messages.c.state == State.CANCELLED.value)
-        .group_by(messages.c.reason)
-        .order_by(messages.c.reason)
+        select(m.c.reason, func.count())
+        .where(m.c.state == State.CANCELLED.value)
+        .group_by(m.c.reason)
+        .order_by(m.c.reason)
     ).all()
     return {reason or "-": count for reason, count in rows}
 
@@ -476,23 +514,28 @@ def site_pace(workers_seen: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def quarantine_by_reason(connection: Connection, now: datetime) -> dict[str, dict[str, Any]]:
-    """Per reason: how many wait, and the one that has waited longest (one query)."""
+def quarantine_by_reason(
+    connection: Connection, now: datetime, ids: list[int] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per reason: how many deliveries on the channels ``ids`` (every channel for None) and
+    rejected records wait, and the one that has waited longest (one query)."""
+    ids = channel_ids(connection) if ids is None else ids
+    m = listed(ids, states=[State.QUARANTINED.value], name="quarantined")
     ranked = (
         select(
-            messages.c.reason,
-            messages.c.message_id,
-            messages.c.updated_at,
-            func.count().over(partition_by=messages.c.reason).label("count"),
+            m.c.reason,
+            m.c.message_id,
+            m.c.updated_at,
+            func.count().over(partition_by=m.c.reason).label("count"),
             func.row_number()
             .over(
-                partition_by=messages.c.reason,
-                order_by=(messages.c.updated_at, messages.c.id),
+                partition_by=m.c.reason,
+                order_by=(m.c.updated_at, m.c.id, m.c.channel_id),
             )
             .label("rank"),
         )
-        # A quarantined message has not changed since it was quarantined: updated_at is when.
-        .where(messages.c.state == State.QUARANTINED.value)
+        # A quarantined delivery has not changed since it was quarantined: updated_at is when.
+        .where(m.c.state == State.QUARANTINED.value)
         .subquery("ranked")
     )
     rows = connection.execute(
@@ -512,39 +555,58 @@ def quarantine_by_reason(connection: Connection, now: datetime) -> dict[str, dic
 
 
 def blocked_aggregates(
-    connection: Connection, kinds: KindPolicies, limit: int = BLOCKED_SHOWN
+    connection: Connection,
+    kinds: KindPolicies,
+    limit: int = BLOCKED_SHOWN,
+    *,
+    channel: Channel | list[int] = None,
 ) -> list[dict[str, Any]]:
-    """Strictly ordered aggregates that cannot move: a quarantined next version, or a gap."""
+    """Strictly ordered aggregates that cannot move on a channel (``channel``: an id, a name,
+    the ids, or None for every channel): a quarantined next version, or a gap."""
     if not kinds.strict:
         return []
     m = aliased(Message, name="m")
+    ids = channel if isinstance(channel, list) else channel_ids(connection, channel)
+    d = deliveries.alias("d")
+    c = channel_aggregates
     a = aggregates
+    same = (c.c.aggregate_id == d.c.aggregate_id) & (c.c.channel_id == d.c.channel_id)
     lowest = (
-        select(m.aggregate_id, func.min(m.version).label("version"))
-        .join(a, a.c.id == m.aggregate_id)
+        select(d.c.aggregate_id, d.c.channel_id, func.min(d.c.version).label("version"))
+        .join(c, same)
         .where(
-            not_(m.rejected),
-            order.is_strict(m, kinds),
-            order.beyond_cursor(m),
-            m.state.in_(values(LIVE)),
+            on(d.c.channel_id, ids),
+            order.is_strict(d.c, kinds),
+            d.c.version > c.c.done_version,  # beyond the channel's cursor
+            d.c.state.in_(values(LIVE)),
         )
-        .group_by(m.aggregate_id)
+        .group_by(d.c.aggregate_id, d.c.channel_id)
         .subquery()
+    )
+    # Strict order on a channel starts at the first version it received (contract 13).
+    through = case(
+        (c.c.done_version >= c.c.first_version - 1, c.c.done_version),
+        else_=c.c.first_version - 1,
     )
     rows = connection.execute(
         select(
-            a.c.kind,
-            a.c.aggregate,
-            a.c.done_version,
-            lowest.c.version,
-            m.message_id,
-            m.state,
-            m.reason,
+            a.c.kind, a.c.aggregate, through, lowest.c.version, m.message_id, d.c.state, d.c.reason
         )
-        .join(lowest, lowest.c.aggregate_id == a.c.id)
-        .join(m, (m.aggregate_id == a.c.id) & (m.version == lowest.c.version) & not_(m.rejected))
-        .where((m.state == State.QUARANTINED.value) | (lowest.c.version > a.c.done_version + 1))
-        .order_by(a.c.kind, a.c.aggregate)
+        .select_from(lowest)
+        .join(a, a.c.id == lowest.c.aggregate_id)
+        .join(
+            c,
+            (c.c.aggregate_id == lowest.c.aggregate_id) & (c.c.channel_id == lowest.c.channel_id),
+        )
+        .join(
+            d,
+            (d.c.aggregate_id == lowest.c.aggregate_id)
+            & (d.c.channel_id == lowest.c.channel_id)
+            & (d.c.version == lowest.c.version),
+        )
+        .join(m, m.id == d.c.message_pk)
+        .where((d.c.state == State.QUARANTINED.value) | (lowest.c.version > through + 1))
+        .order_by(a.c.kind, a.c.aggregate, lowest.c.channel_id)
         .limit(limit)
     ).all()
     result = []
@@ -809,21 +871,25 @@ def _delivery_words(
     return said
 
 
-def biography(connection: Connection, message_id: str) -> dict[str, Any]:
+def biography(connection: Connection, message_id: str, channel: Channel = None) -> dict[str, Any]:
+    """A message and its history: its delivery on ``channel`` (the first channel's of those
+    it has for None; a rejected record's own state), and the history of that delivery and of
+    intake (every channel's for None)."""
+    ids = channel_ids(connection, channel)
+    m = listed(ids)
     row = (
-        connection.execute(select(messages).where(messages.c.message_id == message_id))
+        connection.execute(
+            select(m).where(m.c.message_id == message_id).order_by(m.c.channel_id).limit(1)
+        )
         .mappings()
         .first()
     )
     if row is None:
         raise OperatorError(f"no message with id {message_id!r}")
-    entries = (
-        connection.execute(
-            select(history).where(history.c.message_pk == row["id"]).order_by(history.c.id)
-        )
-        .mappings()
-        .all()
-    )
+    events = select(history).where(history.c.message_pk == row["id"])
+    if channel is not None:
+        events = events.where(history.c.channel_id.is_(None) | on(history.c.channel_id, ids))
+    entries = connection.execute(events.order_by(history.c.id)).mappings().all()
     story = [
         {
             "at": _iso(e["at"]),

@@ -18,10 +18,10 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import Engine, and_, exists, select
-from sqlalchemy.orm import aliased
 
 from exchange.db.engine import transaction
-from exchange.db.schema import Message
+from exchange.db.on_channels import channel_ids, on
+from exchange.db.schema import deliveries, messages
 from exchange.domain.states import State
 from exchange.errors import OperatorError
 from exchange.settings import Channel
@@ -84,35 +84,35 @@ def channel_target(target: Target) -> ReadsPrices:
     return target
 
 
-def latest_delivered(engine: Engine) -> list[Delivered]:
-    """The highest delivered version of every price aggregate, in one statement."""
-    newer = aliased(Message)
+def latest_delivered(engine: Engine, channel: str | int | None = None) -> list[Delivered]:
+    """The highest version delivered of every price aggregate to ``channel``'s shop (an id
+    or a name; every channel's for None, each message once), in one statement."""
+    d = deliveries
+    newer = deliveries.alias("newer")
+    m = messages.c
     query = (
-        select(
-            Message.message_id,
-            Message.kind,
-            Message.aggregate,
-            Message.version,
-            Message.payload,
-            Message.created_at,
-        )
-        .where(Message.state == State.DELIVERED.value, Message.kind == PRICE_KIND)
+        select(m.message_id, m.kind, m.aggregate, m.version, m.payload, m.created_at)
+        .select_from(d.join(messages, m.id == d.c.message_pk))
+        .where(d.c.state == State.DELIVERED.value, d.c.kind == PRICE_KIND)
         .where(
             ~exists().where(
                 and_(
-                    newer.aggregate_id == Message.aggregate_id,
-                    newer.state == State.DELIVERED.value,
-                    newer.version > Message.version,
+                    newer.c.aggregate_id == d.c.aggregate_id,
+                    newer.c.channel_id == d.c.channel_id,
+                    newer.c.state == State.DELIVERED.value,
+                    newer.c.version > d.c.version,
                 )
             )
         )
-        .order_by(Message.aggregate)
+        .order_by(m.aggregate, d.c.channel_id)
     )
     with transaction(engine, read_only=True) as connection:
-        rows = connection.execute(query).all()
+        ids = channel_ids(connection, channel)
+        rows = connection.execute(query.where(on(d.c.channel_id, ids))).all()
+    once = {r[0]: r for r in rows}  # a message delivered to several channels: once
     return [
         Delivered(OutgoingMessage(r[0], r[1], r[2], r[3], r[4], r[5]), _sku(r[4], r[2]))
-        for r in rows
+        for r in once.values()
     ]
 
 

@@ -22,7 +22,8 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import Connection, case, func, select
 
-from exchange.db.schema import history, messages
+from exchange.db.on_channels import Channel, channel_ids, listed
+from exchange.db.schema import deliveries, history
 from exchange.domain.states import Event, State
 from exchange.ops.quarantine import Filters, list_quarantined
 from exchange.report.formats.csv import render_csv
@@ -101,7 +102,7 @@ def collect(
     """
     redactor = Redactor(mask_fields, secrets)
     rows = list_quarantined(connection, filters)
-    extras = _extras(connection, [row["message_id"] for row in rows])
+    extras = _extras(connection, [row["message_id"] for row in rows], filters.channel)
     entries = tuple(
         _entry(row, extras[row["message_id"]], redactor)
         for row in rows
@@ -121,7 +122,9 @@ def collect(
 def withheld_count(connection: Connection) -> int:
     """How many deliveries the channel withholds from buyers now (contract 13)."""
     counted = connection.execute(
-        select(func.count()).where(messages.c.state == State.WITHHELD.value)
+        select(func.count())
+        .select_from(deliveries)
+        .where(deliveries.c.state == State.WITHHELD.value)
     ).scalar_one()
     return int(counted)
 
@@ -131,16 +134,23 @@ def _chunks(items: Sequence[str], size: int = CHUNK) -> Iterator[Sequence[str]]:
         yield items[start : start + size]
 
 
-def _extras(connection: Connection, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Payload and history of each listed message: two queries per chunk of ids."""
+def _extras(
+    connection: Connection, ids: Sequence[str], channel: Channel = None
+) -> dict[str, dict[str, Any]]:
+    """Payload and history of each listed message still quarantined on ``channel`` (every
+    channel for None; a rejected record whatever the channel): two queries per chunk of
+    ids."""
     found: dict[str, dict[str, Any]] = {}
+    quarantined = listed(channel_ids(connection, channel), states=[State.QUARANTINED.value])
     for chunk in _chunks(ids):
         by_pk: dict[int, dict[str, Any]] = {}
-        query = select(messages.c.id, messages.c.message_id, messages.c.payload).where(
-            messages.c.message_id.in_(list(chunk)),
-            messages.c.state == State.QUARANTINED.value,
+        query = select(quarantined.c.id, quarantined.c.message_id, quarantined.c.payload).where(
+            quarantined.c.message_id.in_(list(chunk)),
+            quarantined.c.state == State.QUARANTINED.value,
         )
         for pk, message_id, payload in connection.execute(query):
+            if pk in by_pk:  # quarantined on more than one channel: one message's extras
+                continue
             extra = {"payload": payload, "history": []}
             found[message_id] = by_pk[pk] = extra
         if not by_pk:

@@ -30,7 +30,7 @@ from apscheduler.triggers.cron import CronTrigger
 from sqlalchemy import Connection, Engine, select
 
 from exchange.db.engine import transaction
-from exchange.db.schema import messages
+from exchange.db.on_channels import Channel, channel_ids, listed
 from exchange.domain.clock import Clock
 from exchange.domain.states import State
 from exchange.errors import ConfigurationError, ExchangeError
@@ -114,10 +114,11 @@ def fingerprint(rows: Sequence[tuple[str, datetime]], config: ExportConfig) -> s
 # -- effects -------------------------------------------------------------------------------------
 
 
-def quarantine_rows(connection: Connection) -> list[tuple[str, datetime]]:
-    query = select(messages.c.message_id, messages.c.updated_at).where(
-        messages.c.state == State.QUARANTINED.value
-    )
+def quarantine_rows(connection: Connection, channel: Channel = None) -> list[tuple[str, datetime]]:
+    """Each quarantined delivery on ``channel`` (every channel for None) and rejected record:
+    its message_id and since when (what the fingerprint of the quarantine is made of)."""
+    m = listed(channel_ids(connection, channel), states=[State.QUARANTINED.value])
+    query = select(m.c.message_id, m.c.updated_at).where(m.c.state == State.QUARANTINED.value)
     return [(message_id, at) for message_id, at in connection.execute(query)]
 
 

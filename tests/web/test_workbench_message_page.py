@@ -18,6 +18,7 @@ from exchange.db.schema import history, messages
 from exchange.dev.testing import price_row, stage
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake.staging_table import take
+from tests.support.follow import follow
 
 NOTE = "Клиент звонил: цена на витрине старая"
 
@@ -29,6 +30,7 @@ def _message(engine: Engine, sku: str, **values: Any) -> str:
     with transaction(engine) as connection:
         if values:
             connection.execute(update(messages).where(messages.c.aggregate == sku).values(**values))
+            follow(connection)
         return str(
             connection.execute(
                 select(messages.c.message_id).where(messages.c.aggregate == sku)
@@ -84,6 +86,7 @@ def test_a_failed_put_first_keeps_the_form_and_the_note_and_a_done_one_says_so(
         connection.execute(
             update(messages).where(messages.c.message_id == mid).values(state="delivered")
         )
+        follow(connection)
     failed = _post(client, "/action/prioritize", back, {"message_id": mid, "note": NOTE})
     assert failed.status_code == 400
     assert _text(failed.text, "product") == "Кофе молотый 250 г"
@@ -105,6 +108,7 @@ def test_a_failed_put_first_on_a_waiting_message_keeps_the_note_in_its_field(
         connection.execute(
             update(messages).where(messages.c.message_id == mid).values(state="cancelled")
         )
+        follow(connection)
     failed = client.post("/action/prioritize", data={"csrf": csrf, "message_id": mid, "note": NOTE})
     assert failed.status_code == 400 and _text(failed.text, "action-error")
     assert "Клиент звонил" in html.unescape(failed.text)  # the note, kept (shown or in a field)
@@ -131,6 +135,7 @@ def test_a_retry_confirmed_without_a_note_or_too_late_keeps_its_form_and_note(
         connection.execute(
             update(messages).where(messages.c.message_id == mid).values(state="new", reason=None)
         )
+        follow(connection)
     late = client.post("/action/confirm", data={**fields, "note": NOTE})
     assert late.status_code == 400
     assert NOTE in html.unescape(late.text)
@@ -166,6 +171,7 @@ def test_a_confirmation_after_another_cancelled_it_keeps_the_form_and_says_why_i
         connection.execute(
             update(messages).where(messages.c.message_id == first).values(state="cancelled")
         )
+        follow(connection)
     both = client.post(
         "/action/confirm",
         data={

@@ -19,6 +19,7 @@ from exchange.dev.testing import price_row, stage
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.domain.reasons import CANCELLED_REASONS
 from exchange.intake.staging_table import take
+from tests.support.follow import follow
 
 REF = "1C exchange offers.xml 2026-12-05T06:00:00"
 
@@ -28,6 +29,7 @@ def _put(engine: Engine, aggregate: str, **values: Any) -> None:
         connection.execute(
             update(messages).where(messages.c.aggregate == aggregate).values(**values)
         )
+        follow(connection)
 
 
 def _taken(engine: Engine) -> datetime:

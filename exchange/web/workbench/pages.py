@@ -16,6 +16,7 @@ from markupsafe import Markup
 from sqlalchemy import select
 
 from exchange.db.engine import transaction
+from exchange.db.on_channels import channel_ids, listed
 from exchange.db.schema import aggregates, cml_packages, messages
 from exchange.domain.states import DUE, State, values
 from exchange.errors import OperatorError
@@ -448,12 +449,7 @@ class Pages(Core):
                     return None
                 row = (
                     connection.execute(
-                        select(
-                            messages.c.payload,
-                            messages.c.name,
-                            messages.c.updated_at,
-                            aggregates.c.sku,
-                        )
+                        select(messages.c.payload, messages.c.name, aggregates.c.sku)
                         .select_from(messages.outerjoin(aggregates))
                         .where(messages.c.message_id == message_id)
                     )
@@ -463,7 +459,16 @@ class Pages(Core):
                 story["payload"] = _masked(row["payload"], self.config)
                 story["price"] = finder.price_of(story["message"]["kind"], row["payload"])
                 story["name"], story["sku"] = row["name"], row["sku"]
-                story["since"] = row["updated_at"].isoformat()
+                # Since when its delivery (a record: the record) is in its state: the one
+                # ``biography`` shows.
+                shown = listed(channel_ids(connection))
+                since = connection.execute(
+                    select(shown.c.updated_at)
+                    .where(shown.c.message_id == message_id)
+                    .order_by(shown.c.channel_id)
+                    .limit(1)
+                ).scalar_one()
+                story["since"] = since.isoformat()
                 return story
 
         story = await asyncio.to_thread(read)
