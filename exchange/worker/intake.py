@@ -19,7 +19,7 @@ from exchange.intake.sources.common import Source
 from exchange.intake.staging_table import IntakeReport
 from exchange.settings import Settings
 
-log = logging.getLogger("exchange.worker")  # the name operators filter on (docs/operations.md)
+log = logging.getLogger("exchange.worker")  # the name operators filter on (docs/monitoring.md)
 
 
 class IntakeService:

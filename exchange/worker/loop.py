@@ -69,7 +69,7 @@ from exchange.targets.base import OutgoingMessage, PacedTarget, Target
 from exchange.targets.wire import STATUSES
 from exchange.worker.common import CycleReport, Metrics, recent_seconds
 
-log = logging.getLogger("exchange.worker")  # the name operators filter on (docs/operations.md)
+log = logging.getLogger("exchange.worker")  # the name operators filter on (docs/monitoring.md)
 DETAIL_CAP = 200  # characters of a failure's detail in its outcome line
 STOPPING = "not sent: the worker is stopping"
 PROBE_WAITS = "not sent: the circuit breaker is half-open and one message probes"
