@@ -46,6 +46,7 @@ async def recheck(
     target: Target,
     now: Callable[[], datetime],
     *,
+    channel_id: int | None = None,
     page: int = withheld.READ_AT_MOST,
 ) -> int:
     """Ask the channel which withheld versions buyers see now; those end ``delivered``.
@@ -55,7 +56,7 @@ async def recheck(
     moved, after = 0, 0
     while True:
         with transaction(engine, read_only=True) as connection:
-            rows = withheld.waiting(connection, after=after, limit=page)
+            rows = withheld.waiting(connection, channel_id=channel_id, after=after, limit=page)
         if not rows:
             return moved
         shown = await target.withheld_shown([outgoing(w) for w in rows])

@@ -1,21 +1,29 @@
-"""One cycle of the service: intake -> coalesce -> (claim -> deliver -> record)*.
+"""A channel's delivery loop (River's producer): claim -> deliver -> record, for one target.
+
+The loop owns what delivery to one site needs: its ``Target``, the site's ``Pace``, the
+``CircuitBreaker``, the ``InFlightGate`` and the ``ProbeTurn``, the pause, and the
+``RetryPolicy`` of its channel's settings. It never takes rows in or sweeps: the intake service
+and the sweeper beside it do (exchange/worker/intake.py, sweeper.py), and the reporter writes
+what it tells about the site (reporter.py). Between batches it asks them, through ``Beside``,
+whether a take-in is due and whether to report; ``process.Worker`` wires them together.
 
 Database work happens in short transactions between HTTP calls, never across one. While a
 batch is out, a renewal task keeps its lease alive, so a slow site does not let a second
 worker take the same aggregates. The circuit breaker and the 401/403 pause decide how much
-may be claimed; what a batch could not send is handed back uncharged.
+may be claimed; what a batch could not send is handed back uncharged. Every call of the loop
+into the queue (claim, record, renew) is in one place: "the queue" below.
 
-The worker knows the shop only through its ``Target`` (exchange/targets/base.py): how a batch
+The loop knows the shop only through its ``Target`` (exchange/targets/base.py): how a batch
 travels, and one classification per message. What each classification means for the
 message (charged or not, its next state, when it goes again) is ``domain.retry.decide``'s.
 
 How fast and how many requests go is the site's pace (``domain.pace``, contract 5c): every
 request waits its turn (the pace's hold, its rate, its limit on requests in flight); every
 answer teaches the pace; a refusal that speaks about the site (429, 502-504 while others are
-refused too, any temporary failure while the site's health check fails) slows the whole worker
+refused too, any temporary failure while the site's health check fails) slows the whole loop
 and is not charged to the message. A target whose ``send`` is one request is paced around it;
 a ``PacedTarget`` (WooCommerce, Bitrix: lookups, batches, read-backs, health checks, each step
-of an exchange) takes one turn per request of its own through the worker's ``Pacer``
+of an exchange) takes one turn per request of its own through the loop's ``Pacer``
 (``_SitePacer``), and the pace learns each of those requests' answers instead of the messages'.
 """
 
@@ -31,25 +39,20 @@ import random
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
-from sqlalchemy import Engine, func, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Engine
 
-from exchange.db.engine import is_postgres, transaction
-from exchange.db.schema import messages, workers
+from exchange.db.engine import transaction
 from exchange.db.target_lock import DbLock
-from exchange.db.worker_rows import clear_old_workers
 from exchange.delivery import withheld
 from exchange.delivery.gate import InFlightGate
 from exchange.delivery.probe import PROBE_TURN, ProbeTurn
 from exchange.domain.breaker import BreakerState, CircuitBreaker
-from exchange.domain.clock import SYSTEM_MONOTONIC, Clock, Monotonic
+from exchange.domain.clock import Clock, Monotonic
 from exchange.domain.pace import Cause, Pace
 from exchange.domain.pause import PauseCause, pause_cause
-from exchange.domain.reasons import Reason
 from exchange.domain.retry import (
     Decision,
     RetryPolicy,
@@ -60,26 +63,23 @@ from exchange.domain.retry import (
 )
 from exchange.domain.states import Event, State
 from exchange.domain.verdicts import Classification, Verdict
-from exchange.errors import BrokerUnavailable, ConfigurationError, DatabaseUnavailable
+from exchange.errors import ConfigurationError, DatabaseUnavailable
 from exchange.failpoints import failpoint
-from exchange.intake import staging_table as intake
-from exchange.intake.sources.common import Source
-from exchange.intake.staging_table import IntakeReport
 from exchange.logs import log_event
-from exchange.queue import coalesce, control, deliveries, lease, record
-from exchange.queue.idle import is_idle
+from exchange.queue import deliveries, lease, record
 from exchange.settings import Settings
 from exchange.targets.base import OutgoingMessage, PacedTarget, Target
 from exchange.targets.wire import STATUSES
+from exchange.worker.common import CycleReport, Metrics, recent_seconds
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("exchange.worker")  # the name operators filter on (docs/monitoring.md)
 DETAIL_CAP = 200  # characters of a failure's detail in its outcome line
 STOPPING = "not sent: the worker is stopping"
 PROBE_WAITS = "not sent: the circuit breaker is half-open and one message probes"
 HEALTH_TTL = 1.0  # seconds a health check's answer stands for the failures that follow
 HOLD_BASE = 0.25  # seconds: the first hold after a site refusal without Retry-After (at most)
 # What an attempt leaves to be tried again, and how often one cycle may do that to one
-# aggregate (``_cycle``): once more within the cycle when its backoff has already passed.
+# aggregate (``drain``): once more within the cycle when its backoff has already passed.
 _AGAIN = frozenset({State.DELAYED, State.NEW})
 TRIES_PER_CYCLE = 2
 
@@ -88,81 +88,57 @@ def _excluded(tried: Counter[int], probed: Iterable[int]) -> list[int]:
     return sorted({a for a, n in tried.items() if n >= TRIES_PER_CYCLE}.union(probed))
 
 
-SHARE_EVERY = 1.0  # seconds: in a long cycle, the worker reports and counts the others this often
-# Contract 15: a running worker reports at least this often (``runner.reporting``), whatever its
-# cycle waits for, so that one quiet for 30 s is shown silent and never one between reports.
-REPORT_EVERY_S = 10.0
+class Beside(Protocol):
+    """What a loop asks of the services beside it between its batches."""
+
+    def take_in_due(self) -> bool:
+        """Whether the intake's poll interval passed since its last take-in."""
+        ...
+
+    async def take_in(self, report: CycleReport) -> bool:
+        """Take rows in (and sweep when due); whether an operator paused delivery."""
+        ...
+
+    def batch_done(self) -> None:
+        """A batch was recorded: the worker reports (and counts the others) when it is due."""
+        ...
 
 
-@dataclass
-class CycleReport:
-    taken: int = 0
-    cancelled: int = 0
-    batches: int = 0
-    sent: int = 0
-    outcomes: Counter[str] = field(default_factory=Counter)
-    lost_leases: int = 0
+class Reports(Protocol):
+    """The reporter as the loop's probe turn uses it (exchange/delivery/probe.py)."""
+
+    def live_workers(self, now: datetime) -> int: ...
+
+    def values(self) -> dict[str, Any]: ...
+
+    def write(self, values: dict[str, Any]) -> None: ...
 
 
-class Metrics:
-    """What the worker tells as it works: its outbound port for metrics. This base records
-    nothing (metrics are off); exchange.ops.metrics.PrometheusMetrics records them."""
-
-    def intake(self, report: IntakeReport) -> None:
-        """Staging rows taken this cycle."""
-
-    def quarantined(self, reason: str, count: int = 1) -> None:
-        """Messages quarantined outside a delivery answer (sequence gap, expired last lease)."""
-
-    def claimed(self, batch: lease.Batch) -> None:
-        """A batch was claimed (``batch.takeovers`` of its messages from an expired lease)."""
-
-    def attempt(self, verdict: Verdict) -> None:
-        """The site answered one request (or the request failed), classified."""
-
-    def recorded(self, decisions: Iterable[Decision]) -> None:
-        """The outcomes of a batch, after they were written."""
-
-    def cycle_finished(
-        self, engine: Engine, *, now: datetime, seconds: float, breaker: BreakerState, paused: bool
-    ) -> None:
-        """A cycle ended normally after ``seconds``; ``now`` is the worker's clock."""
-
-    def cycle_failed(self) -> None:
-        """A cycle raised; the runner logs it and tries again."""
-
-    def refused(self, cause: Cause) -> None:
-        """The site refused a request for a reason that speaks about the site (contract 5c)."""
-
-    def pace(self, figures: dict[str, float | int | None]) -> None:
-        """The site's pace after a batch (``Worker.pace_figures``)."""
-
-
-class Worker:
+class DeliveryLoop:
     def __init__(
         self,
         settings: Settings,
         engine: Engine,
         target: Target,
         clock: Clock,
+        monotonic: Monotonic,
         *,
-        staging_engine: Engine | None = None,
+        reports: Reports,
+        metrics: Metrics,
         rng: random.Random | None = None,
-        metrics: Metrics | None = None,
-        source: Source | None = None,
-        monotonic: Monotonic | None = None,
     ) -> None:
+        # The loop's channel's settings: the global ones with the channel's over them
+        # (exchange/settings/channels.py), so its retry policy, breaker and pace are its own.
         self.settings = settings
-        self.source = source  # a broker taken from at each cycle's intake (contract 12)
         self.engine = engine
-        self.staging_engine = staging_engine
         self.target = target
         self.clock = clock
-        # Seconds for the pace, the cycle's take-ins, the heartbeats, the write retry and the
-        # health check's answer, and the clock the requests wait their turn on (the gate).
-        self.monotonic = monotonic or SYSTEM_MONOTONIC
+        # Seconds for the pace, the write retry and the health check's answer, and the clock
+        # the requests wait their turn on (the gate).
+        self.monotonic = monotonic
         self.rng = rng or random.Random()
-        self.metrics = metrics or Metrics()  # the base records nothing: metrics off
+        self.metrics = metrics
+        self.reports = reports
         self.worker_id = settings.worker_id
         self.policy = RetryPolicy(
             settings.max_attempts, settings.retry_base_delay, settings.retry_max_delay
@@ -180,11 +156,10 @@ class Worker:
             self.pace,
             DbLock(engine, PROBE_TURN, settings.worker_id, clock),
             monotonic=self.monotonic.now,
-            live_workers=lambda: self._live_workers(self.clock.now()),
-            report=self._heartbeat_values,
-            write_report=self._write_heartbeat,
+            live_workers=lambda: reports.live_workers(self.clock.now()),
+            report=reports.values,
+            write_report=reports.write,
         )
-        self._reported_at = -math.inf  # the last heartbeat (monotonic)
         self.stopping = False
         self.gate = InFlightGate(
             self.pace, monotonic=self.monotonic, stopping=lambda: self.stopping
@@ -202,20 +177,23 @@ class Worker:
         self._write_try_at = 0.0  # monotonic: the next real write while write_refused
         self._trying_write = False  # the one message now sent to find out whether writes work
         self._pause_told = True  # the pause's ERROR line was written (once per pause)
-        self.operator_paused = False
+        self.operator_paused = False  # an operator's pause (the take-in reads it)
         self.kinds = settings.policies
         self._stop_requested: asyncio.Event | None = None  # set by request_stop during a batch
         self._started: set[int] = set()  # pks of the batch in flight that went to the site
-        self.started_at = clock.now()
         self.requests_sent = 0
-        self._taken_in_at = -math.inf  # when intake last ran (monotonic)
         # A target that makes requests of its own within one send takes a turn for each.
         self._paced_inside = isinstance(target, PacedTarget)
         if isinstance(target, PacedTarget):
             target.pace_with(_SitePacer(self))
-        self._swept_at = -math.inf  # when coalescing and the gap check last swept the queue
-        self._sweep_cost = 0.0  # seconds that sweep took
         self._rechecked_at = -math.inf  # when the channel was last asked about withheld prices
+
+    @functools.cached_property
+    def channel_id(self) -> int:
+        """The channel this loop delivers to: the one channel, read once (issue 31 step 6
+        gives each loop its own)."""
+        with transaction(self.engine, read_only=True) as connection:
+            return deliveries.one_channel(connection)
 
     def request_stop(self) -> None:
         """Let the requests in flight finish (each within EXCHANGE_HTTP_TIMEOUT) and record
@@ -225,97 +203,23 @@ class Worker:
             self._stop_requested.set()
         self.gate.wake_all_threadsafe()
 
-    # -- the cycle ---------------------------------------------------------------------
+    @property
+    def paused(self) -> bool:
+        """Contract 15, one pause, one truth: what ``status`` calls ``delivery_paused``, as this
+        loop sees it (an operator's pause, or the site's refusal it met)."""
+        return self.operator_paused or self.paused_reason is not None
 
-    async def cycle(self) -> CycleReport:
-        started = time.perf_counter()
-        try:
-            report = await self._cycle()
-        except Exception:
-            self.metrics.cycle_failed()
-            raise
-        now = self.clock.now()
-        self.metrics.cycle_finished(
-            self.engine,
-            now=now,
-            seconds=time.perf_counter() - started,
-            breaker=self.breaker.state(now),
-            # Contract 15, one pause, one truth: what ``status`` calls ``delivery_paused``, as
-            # this worker sees it (an operator's pause, or the site's refusal it met).
-            paused=self.operator_paused or self.paused_reason is not None,
-        )
-        return report
+    # -- the cycle -----------------------------------------------------------------------
 
-    def _take_in(self, report: CycleReport, *, sweep: bool = False) -> bool:
-        """Intake, coalescing, the gap and lease clocks, and the operator's pause: what a
-        cycle does before it claims. Returns whether an operator paused delivery.
-
-        Coalescing and the gap check sweep the whole queue when ``sweep`` is asked (a cycle's
-        start) or due (``coalesce.sweep_due``); otherwise only the aggregates this take-in
-        brought messages for are coalesced, and a take-in that brought none costs a few
-        indexed reads whatever the backlog."""
-        now = self.clock.now()
-        self._taken_in_at = self.monotonic.now()
-        sweep = sweep or coalesce.sweep_due(
-            self._taken_in_at - self._swept_at, self._sweep_cost, self.settings.poll_interval
-        )
-        since = None if sweep else self._last_message_id()
-        taken = intake.take(self.engine, self.staging_engine, self.settings.kinds, now)
-        report.taken += taken.taken
-        self.metrics.intake(taken)
-        with transaction(self.engine) as connection:
-            gaps = 0
-            if sweep:
-                started = self.monotonic.now()
-                report.cancelled += coalesce.coalesce(connection, self.kinds, now)
-                gaps = coalesce.quarantine_gaps(
-                    connection, self.kinds, now, self.settings.gap_timeout
-                )
-                self._sweep_cost = self.monotonic.now() - started
-                self._swept_at = self.monotonic.now()
-            elif taken.messages:
-                report.cancelled += coalesce.coalesce(connection, self.kinds, now, since=since)
-            expired = lease.expire_exhausted(
-                connection, now=now, max_attempts=self.settings.max_attempts
-            )
-            # An operator's pause (the workbench) holds every worker from this cycle on.
-            held = control.operator_pause(connection) is not None
-            resumed_at = control.resumed_at(connection) if self.paused_reason else None
-        if resumed_at is not None and self._paused_at is not None and resumed_at > self._paused_at:
-            log.warning("delivery resumed by an operator (exchange resume)")
-            self._end_pause()
-        report.cancelled += gaps
-        self.operator_paused = held
-        self.metrics.quarantined(Reason.SEQUENCE_GAP, gaps)
-        self.metrics.quarantined(Reason.RETRY_LIMIT, expired)
-        return held
-
-    @functools.cached_property
-    def channel_id(self) -> int:
-        """The channel this worker delivers to: the one channel, read once."""
-        with transaction(self.engine, read_only=True) as connection:
-            return deliveries.one_channel(connection)
-
-    def _last_message_id(self) -> int:
-        """The highest message id now: what a take-in stores from here on lies above it."""
-        with transaction(self.engine, read_only=True) as connection:
-            return int(
-                connection.execute(select(func.coalesce(func.max(messages.c.id), 0))).scalar_one()
-            )
-
-    async def _cycle(self) -> CycleReport:
-        report = CycleReport()
-        if self.source is not None:
-            await self._pull_source()
-        held = self._take_in(report, sweep=True)
-        await self._recheck_withheld()
-        self._share_site(self.clock.now())
+    async def drain(self, report: CycleReport, beside: Beside) -> None:
+        """Claim, deliver, record, until nothing is due for this loop (or it stops, or an
+        operator pauses delivery, or the site or the breaker holds it)."""
         # Aggregates whose attempts in this cycle left them to be tried again: a cycle gives
         # each at most TRIES_PER_CYCLE such attempts, so that a failure the backoff makes due
         # at once (or one charged to nobody: the site's own trouble) ends the cycle instead of
         # looping in it; the next cycle's intake and coalescing come first.
         tried: Counter[int] = Counter()
-        while not self.stopping and not held:
+        while not self.stopping and not self.operator_paused:
             # A backlog keeps a cycle going until it is drained: new staging rows are taken
             # in every poll interval meanwhile, so that a correction staged during a reload
             # gets its place at the head of the claim order (domain/urgency.py) within one
@@ -323,16 +227,10 @@ class Worker:
             # While the breaker probes, the cycle ends instead: the next one takes rows in
             # (a probe's cool-down can be shorter than a take, and a cycle of probes would
             # never end while the site is down).
-            if (
-                report.batches
-                and self.monotonic.now() - self._taken_in_at >= self.settings.poll_interval
-            ):
+            if report.batches and beside.take_in_due():
                 if self.breaker.state(self.clock.now()) is not BreakerState.CLOSED:
                     break
-                if self.source is not None:
-                    await self._pull_source()
-                held = self._take_in(report)
-                if held:
+                if await beside.take_in(report):
                     break
             if self.paused_reason is not None and not await self._site_accepts_again():
                 break
@@ -343,19 +241,9 @@ class Worker:
             if allowance == 0:
                 break
             probing = self.breaker.state(now) is BreakerState.HALF_OPEN
-            with transaction(self.engine) as connection:
-                batch = lease.claim(
-                    connection,
-                    worker=self.worker_id,
-                    now=now,
-                    limit=allowance,
-                    lease_seconds=self.settings.lease_seconds,
-                    kinds=self.kinds,
-                    max_attempts=self.settings.max_attempts,
-                    exclude=_excluded(tried, self.breaker.probed if probing else ()),
-                    clock=self.clock.now,
-                    channel_id=self.channel_id,
-                )
+            batch = self._claim(
+                now, allowance, _excluded(tried, self.breaker.probed if probing else ())
+            )
             self.metrics.claimed(batch)
             failpoint("after-lease-commit")
             if not batch.messages and probing and self.breaker.probed:
@@ -367,15 +255,7 @@ class Worker:
             batch_started = time.perf_counter()
             outcomes = await self._deliver(batch)
             tried.update(m.aggregate_id for m, d in outcomes if d.to_state in _AGAIN)
-            with transaction(self.engine) as connection:
-                recorded = record.record(
-                    connection,
-                    token=batch.token,
-                    worker=self.worker_id,
-                    now=self.clock.now(),
-                    outcomes=outcomes,
-                    kinds=self.kinds,
-                )
+            recorded = self._record(batch.token, outcomes)
             log_deliveries(outcomes, time.perf_counter() - batch_started)
             report.lost_leases += len(outcomes) - recorded
             self.metrics.recorded(decision for _, decision in outcomes)
@@ -386,44 +266,55 @@ class Worker:
                 )
             self._tell_pace()
             self._trying_write = False
-            if self.monotonic.now() - self._reported_at >= SHARE_EVERY:  # a long cycle
-                self._heartbeat()
-                self._share_site(self.clock.now())
+            beside.batch_done()
             for _, decision in outcomes:
                 report.outcomes[decision.event.value] += 1
             report.sent += sum(1 for _, d in outcomes if d.event is not Event.RELEASED)
-        self._heartbeat()
-        return report
 
-    async def _pull_source(self) -> None:
-        """The broker's intents into staging, before the table is read: a broker that cannot
-        be reached (it reconnects with a backoff) or that lost its queue never stops delivery
-        of what is already in."""
-        assert self.source is not None
-        try:
-            await self.source.pull()
-        except BrokerUnavailable as exc:
-            # One line per failure: a cycle that waits out the backoff is not news.
-            log.log(logging.DEBUG if exc.said else logging.WARNING, "%s", exc)
-        except ConfigurationError as exc:
-            log.error("%s", exc)
-        except Exception as exc:
-            # The database refused what the source took (contract 15): the broker keeps what
-            # was not acknowledged, and the staging table is read as ever.
-            log.error(
-                "%s: taking from the broker failed (%s); what it holds stays there",
-                self.source.name,
-                type(getattr(exc, "orig", None) or exc).__name__,
+    # -- the queue: every call of the loop into exchange/queue -----------------------------
+
+    def _claim(self, now: datetime, limit: int, exclude: list[int]) -> lease.Batch:
+        with transaction(self.engine) as connection:
+            return lease.claim(
+                connection,
+                worker=self.worker_id,
+                now=now,
+                limit=limit,
+                lease_seconds=self.settings.lease_seconds,
+                kinds=self.kinds,
+                max_attempts=self.settings.max_attempts,
+                exclude=exclude,
+                clock=self.clock.now,
+                channel_id=self.channel_id,
             )
-            log.debug("the source's failure", exc_info=True)
 
-    async def aclose(self) -> None:
-        """Close the target's connections and the source's."""
-        try:
-            await self.target.aclose()
-        finally:
-            if self.source is not None:
-                await self.source.aclose()
+    def _record(
+        self,
+        token: str,
+        outcomes: list[tuple[lease.Leased, Decision]],
+        *,
+        release_all: bool = True,
+    ) -> int:
+        with transaction(self.engine) as connection:
+            return record.record(
+                connection,
+                token=token,
+                worker=self.worker_id,
+                now=self.clock.now(),
+                outcomes=outcomes,
+                kinds=self.kinds,
+                release_all=release_all,
+            )
+
+    def _renew_now(self, token: str, until: datetime) -> int:
+        with transaction(self.engine) as connection:
+            return lease.renew(connection, token, until)
+
+    def _record_now(self, token: str, unsent: list[lease.Leased]) -> int:
+        """Hand the unsent messages of a stopping batch back, uncharged."""
+        return self._record(
+            token, [(m, not_sent(STOPPING, m.attempt)) for m in unsent], release_all=False
+        )
 
     # -- delivery ----------------------------------------------------------------------
 
@@ -470,18 +361,6 @@ class Worker:
             return set()
         log.info("stopping: %d unsent messages handed back", recorded)
         return {m.pk for m in unsent}
-
-    def _record_now(self, token: str, unsent: list[lease.Leased]) -> int:
-        with transaction(self.engine) as connection:
-            return record.record(
-                connection,
-                token=token,
-                worker=self.worker_id,
-                now=self.clock.now(),
-                outcomes=[(m, not_sent(STOPPING, m.attempt)) for m in unsent],
-                kinds=self.kinds,
-                release_all=False,
-            )
 
     async def _request(
         self,
@@ -651,50 +530,33 @@ class Worker:
             **{f"refused_{cause.name.lower()}": n for cause, n in refused.items()},
         }
 
-    def _share_site(self, now: datetime) -> None:
-        """Tell the pace who shares the site, at the start of each cycle and every
-        SHARE_EVERY seconds of a long one (a backlog keeps a cycle going for as long as it
-        lasts, and a worker that came meanwhile must count): the live workers, this one
-        included, split EXCHANGE_SITE_MAX_RATE and the site's queue (``domain.pace``), and a
-        worker alone probes without waiting for the turn."""
-        live = self._live_workers(now)
-        # Another worker's heartbeat may be late (the first comes after its first batch): a
-        # turn it held (``ProbeTurn``) says it is there, for as long as a heartbeat would.
-        if self.probe.others_seen_within(self._recent_seconds()):
-            live = max(live, 2)
-        self.pace.share(live, turn_held=self.probe.held)
-        if self.settings.site_max_rate is not None:
-            self.pace.max_rate = self.settings.site_max_rate / live
-
-    def _recent_seconds(self) -> float:
-        """A worker that reported within this many seconds is live."""
-        return max(self.settings.lease_seconds, 3 * self.settings.poll_interval)
-
-    def _live_workers(self, now: datetime) -> int:
-        """Workers that reported recently (this one included): they share the rate cap."""
-        since = now - timedelta(seconds=self._recent_seconds())
-        with transaction(self.engine) as connection:
-            others = connection.execute(
-                select(func.count())
-                .select_from(workers)
-                .where(
-                    workers.c.heartbeat_at >= since,
-                    workers.c.worker_id != self.worker_id,
-                    workers.c.stopped_at.is_(None),
-                )
-            ).scalar_one()
-        return 1 + int(others)
-
-    async def _recheck_withheld(self) -> None:
+    async def recheck_withheld(self) -> None:
         """Every ``RECHECK_EVERY`` seconds, ask the channel which of its withheld prices buyers
         see now (contract 13; a target without the hooks is not asked): those end delivered."""
         now = self.monotonic.now()
         if now - self._rechecked_at < withheld.RECHECK_EVERY or self.paused_reason is not None:
             return
         self._rechecked_at = now
-        live = await withheld.recheck(self.engine, self.target, self.clock.now)
+        live = await withheld.recheck(
+            self.engine, self.target, self.clock.now, channel_id=self.channel_id
+        )
         if live:
             log.info("%d withheld price(s) went live on the channel: delivered", live)
+
+    def share_site(self, now: datetime) -> None:
+        """Tell the pace who shares the site, at the start of each cycle and every
+        SHARE_EVERY seconds of a long one (a backlog keeps a cycle going for as long as it
+        lasts, and a worker that came meanwhile must count): the live workers, this one
+        included, split EXCHANGE_SITE_MAX_RATE and the site's queue (``domain.pace``), and a
+        worker alone probes without waiting for the turn."""
+        live = self.reports.live_workers(now)
+        # Another worker's heartbeat may be late (the first comes after its first batch): a
+        # turn it held (``ProbeTurn``) says it is there, for as long as a heartbeat would.
+        if self.probe.others_seen_within(recent_seconds(self.settings)):
+            live = max(live, 2)
+        self.pace.share(live, turn_held=self.probe.held)
+        if self.settings.site_max_rate is not None:
+            self.pace.max_rate = self.settings.site_max_rate / live
 
     def _heard(self, classification: Classification, now: datetime) -> None:
         """Whether the site answered at all: no answer (a refused connection, a timeout: a
@@ -798,10 +660,6 @@ class Worker:
             if held == 0:
                 return
 
-    def _renew_now(self, token: str, until: datetime) -> int:
-        with transaction(self.engine) as connection:
-            return lease.renew(connection, token, until)
-
     async def _site_accepts_again(self) -> bool:
         """Whether delivery may go on (or one message try a write) after a pause."""
         if self.write_refused:
@@ -877,34 +735,11 @@ class Worker:
         self._paused_at = None
         self._trying_write = False
 
-    # -- what the worker tells about itself ------------------------------------------------
+    # -- what the loop tells about the site ------------------------------------------------
 
-    def _heartbeat(self) -> None:
-        self._write_heartbeat(self._heartbeat_values())
-
-    async def report(self) -> None:
-        """A heartbeat off the event loop (``runner.reporting``'s every REPORT_EVERY_S); the
-        first of a run also clears the rows of workers silent for a day."""
-        values = self._heartbeat_values()
-        first = self._reported_at == -math.inf
-        await asyncio.to_thread(self._write_heartbeat, values)
-        if first:
-            await asyncio.to_thread(self._clear_old_workers, values["heartbeat_at"])
-
-    def _clear_old_workers(self, now: datetime) -> None:
-        with transaction(self.engine) as connection:
-            clear_old_workers(connection, now)
-
-    def _heartbeat_values(self) -> dict[str, Any]:
-        """What the worker tells about itself; read on the event loop (the pace lives there)."""
-        now = self.clock.now()
+    def heartbeat_values(self, now: datetime) -> dict[str, Any]:
+        """The loop's part of the worker's row at ``now``: its pause, breaker and pace."""
         return {
-            "worker_id": self.worker_id,
-            "started_at": self.started_at,
-            "heartbeat_at": now,
-            # A start clears a stop (contract 15): the shipped configuration fixes the worker
-            # id, so every restart reuses the row a clean stop marked.
-            "stopped_at": None,
             "paused_reason": self.paused_reason,
             "paused_at": self._paused_at if self.paused_reason is not None else None,
             "pause_cause": self.pause_cause.value if self.pause_cause is not None else None,
@@ -912,35 +747,17 @@ class Worker:
             "breaker_state": self.breaker.state(now).value,
             "breaker_until": self.breaker.opened_until,
             "pace": json.dumps(self.pace_figures(self.monotonic.now())),
-            "source": json.dumps(self.source.health.as_json()) if self.source else None,
         }
 
-    def _write_heartbeat(self, values: dict[str, Any]) -> None:
-        self._reported_at = self.monotonic.now()
-        with transaction(self.engine) as connection:
-            dialect_insert = postgresql.insert if is_postgres(connection) else sqlite.insert
-            statement = dialect_insert(workers).values(values)
-            connection.execute(
-                statement.on_conflict_do_update(
-                    index_elements=["worker_id"],
-                    set_={k: statement.excluded[k] for k in values if k != "worker_id"},
-                )
-            )
+    def resumed(self, resumed_at: datetime) -> None:
+        """An operator resumed delivery (``exchange resume``) at ``resumed_at``: a pause this
+        loop met before that ends."""
+        if self._paused_at is not None and resumed_at > self._paused_at:
+            log.warning("delivery resumed by an operator (exchange resume)")
+            self._end_pause()
 
-    def retire(self) -> None:
-        """A clean stop: the worker's row is marked stopped (``stopped_at``: ``status`` and the
-        dashboard show it stopped, with when, never silent; its next start clears the mark).
-        Its last word about the site (a refused token, an open breaker) stays on the row:
-        ``ops.status.holding`` reads it while no other worker is live. Rows of workers silent
-        for a day go (``clear_old_workers``)."""
-        now = self.clock.now()
-        with transaction(self.engine) as connection:
-            connection.execute(
-                workers.update()
-                .where(workers.c.worker_id == self.worker_id)
-                .values(stopped_at=now, heartbeat_at=now)
-            )
-            clear_old_workers(connection, now)
+    def tell_stopped(self, now: datetime) -> None:
+        """A clean stop: say why delivery still waits, if it does (the row keeps it)."""
         if self.paused_reason is not None or self.breaker.state(now) is not BreakerState.CLOSED:
             log.info(
                 "worker %s stopped cleanly; exchange status still shows why delivery waits (%s)",
@@ -948,14 +765,9 @@ class Worker:
                 self.paused_reason or f"breaker {self.breaker.state(now).value}",
             )
 
-    def idle(self) -> bool:
-        """Nothing left that this service could move without a person (contract 6); an
-        operator's pause is such a person's decision."""
-        if self.source is not None and not self.source.idle:
-            return False  # the broker had something ready at the last pull
-        return self.operator_paused or is_idle(
-            self.engine, self.staging_engine, self.kinds, [self.channel_id]
-        )
+    async def aclose(self) -> None:
+        """Close the target's connections."""
+        await self.target.aclose()
 
 
 def log_deliveries(outcomes: list[tuple[lease.Leased, Decision]], seconds: float) -> None:
@@ -1021,11 +833,11 @@ def _outgoing(message: lease.Leased) -> OutgoingMessage:
 
 
 class _SitePacer:
-    """The worker's pace as a ``PacedTarget``'s requests use it (targets/base.py ``Pacer``):
-    the same turn as the worker's own requests (``InFlightGate.enter``), and each answer learned
+    """The loop's pace as a ``PacedTarget``'s requests use it (targets/base.py ``Pacer``):
+    the same turn as the loop's own requests (``InFlightGate.enter``), and each answer learned
     (``_learn_request``)."""
 
-    def __init__(self, worker: Worker) -> None:
+    def __init__(self, worker: DeliveryLoop) -> None:
         self._worker = worker
 
     async def turn(self) -> float:

@@ -1,0 +1,126 @@
+"""A channel's delivery loop stands on its own (exchange/worker/loop.py, docs/design/channels.md
+"The worker"): built from its channel's settings and target alone, it claims, delivers and
+records what is due for it, and never takes rows in: between its batches it asks the services
+beside it (``Beside``), which is what lets one process run a loop per channel."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from exchange import app as bootstrap
+from exchange.db.engine import make_engine
+from exchange.dev.dbkit import SqliteTemplate
+from exchange.dev.testing import FakeSite, fast_settings, price_row, stage
+from exchange.domain.clock import FakeClock, FakeMonotonic
+from exchange.intake import staging_table
+from exchange.settings import Settings
+from exchange.worker import CycleReport, DeliveryLoop, Metrics
+
+
+class Reporter:
+    """The reporter as a loop sees it: one live worker, a row nobody reads."""
+
+    def live_workers(self, now: datetime) -> int:
+        return 1
+
+    def values(self) -> dict[str, Any]:
+        return {}
+
+    def write(self, values: dict[str, Any]) -> None:
+        pass
+
+
+class Beside:
+    """The services beside the loop: a take-in whenever the loop asks (``due``), counted."""
+
+    def __init__(self, settings: Settings, engine: Any, clock: FakeClock, *, due: bool) -> None:
+        self.settings, self.engine, self.clock, self.due = settings, engine, clock, due
+        self.take_ins = 0
+        self.batches = 0
+
+    def take_in_due(self) -> bool:
+        return self.due
+
+    async def take_in(self, report: CycleReport) -> bool:
+        self.take_ins += 1
+        taken = staging_table.take(self.engine, None, self.settings.kinds, self.clock.now())
+        report.taken += taken.taken
+        return False
+
+    def batch_done(self) -> None:
+        self.batches += 1
+
+
+def _loop(tmp_path: Path, sqlite_template: SqliteTemplate) -> tuple[DeliveryLoop, Any, FakeSite]:
+    url = sqlite_template.copy_to(tmp_path / "exchange.db")
+    engine = make_engine(url)
+    site = FakeSite()
+    clock = FakeClock()
+    settings = fast_settings(url, "https://site.test", batch_size=1)
+    target = bootstrap.target(settings, httpx.MockTransport(site), engine=engine, clock=clock)
+    loop = DeliveryLoop(
+        settings,
+        engine,
+        target,
+        clock,
+        FakeMonotonic(clock),
+        reports=Reporter(),
+        metrics=Metrics(),
+    )
+    return loop, engine, site
+
+
+def _drain(loop: DeliveryLoop, beside: Beside) -> CycleReport:
+    report = CycleReport()
+
+    async def scenario() -> None:
+        try:
+            await loop.drain(report, beside)
+        finally:
+            await loop.aclose()
+
+    asyncio.run(scenario())
+    return report
+
+
+def test_a_loop_delivers_what_was_taken_in_and_never_takes_rows_in_itself(
+    tmp_path: Path, sqlite_template: SqliteTemplate
+) -> None:
+    loop, engine, site = _loop(tmp_path, sqlite_template)
+    clock = loop.clock
+    assert isinstance(clock, FakeClock)
+    try:
+        stage(engine, [price_row("S1", 1), price_row("S2", 1)])
+        staging_table.take(engine, None, loop.settings.kinds, clock.now())
+        stage(engine, [price_row("S3", 1)])  # staged after the take-in: not the loop's to take
+        beside = Beside(loop.settings, engine, clock, due=False)
+        report = _drain(loop, beside)
+    finally:
+        engine.dispose()
+    assert {("price", "S1"): [1], ("price", "S2"): [1]} == site.applied
+    assert (2, 2, 0, 0) == (report.batches, beside.batches, beside.take_ins, report.taken)
+
+
+def test_a_loop_asks_the_intake_between_batches_and_delivers_what_it_brought(
+    tmp_path: Path, sqlite_template: SqliteTemplate
+) -> None:
+    loop, engine, site = _loop(tmp_path, sqlite_template)
+    clock = loop.clock
+    assert isinstance(clock, FakeClock)
+    try:
+        stage(engine, [price_row("S1", 1)])
+        staging_table.take(engine, None, loop.settings.kinds, clock.now())
+        stage(engine, [price_row("S2", 1)])
+        beside = Beside(loop.settings, engine, clock, due=True)
+        report = _drain(loop, beside)
+    finally:
+        engine.dispose()
+    # The first batch goes without asking (the cycle took rows in before it); before each
+    # later claim the loop asks the intake, which brings S2 in within the same drain.
+    assert {("price", "S1"): [1], ("price", "S2"): [1]} == site.applied
+    assert 1 == report.taken and beside.take_ins >= 1
