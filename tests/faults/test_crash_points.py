@@ -60,9 +60,10 @@ def test_the_checks_catch_an_effect_applied_twice_when_the_site_forgets_keys_and
 
 
 def test_the_harness_arms_every_failpoint_and_only_failpoints_that_exist() -> None:
-    # serve's own point and the brokers' are armed by their own tests
-    # (tests/web/test_cml_interrupted.py, tests/brokers/test_broker_crashes.py)
-    armed_elsewhere = {"import-started", "source-staged"}
+    # serve's own point, the brokers' and a channel's seeding are armed by their own tests
+    # (tests/web/test_cml_interrupted.py, tests/brokers/test_broker_crashes.py,
+    # tests/cli/test_cli_channels_registry.py)
+    armed_elsewhere = {"import-started", "source-staged", "seed-batch-done"}
     assert FAILPOINTS - armed_elsewhere == {name for names in POINTS.values() for name in names}
 
 
