@@ -1,16 +1,22 @@
-"""The deliveries of the one channel, written beside the messages (issue 31, step 2).
+"""What the writers of deliveries share (issue 31): a new message's deliveries, a new
+aggregate's cursors, and the one channel the old columns mirror.
 
-Every delivery column of ``messages`` (``DELIVERY_COLUMNS``) and the cursor and lease of
-``aggregates`` (``CURSOR_COLUMNS``) are per channel in ``deliveries`` and
-``channel_aggregates`` (migration 0024). Until the readers move to them, each writer keeps
-writing the old columns and writes the same values here, for the one channel: the registered
-channel not dropped (``the_channel``; there is one until several are configured). A message
-has one delivery, that channel's, so a delivery is found by its message alone: a condition on
-the channel beside it lets SQLite's planner walk the channel's index, every delivery, once
-per change (measured: the record of a batch went from 12 ms to seconds at 20,000). What the
-writers share is here, so that the step that stops writing the old columns finds it in one
-place: which channel, the new message's delivery, the new aggregate's cursor, the channel a
-history row names.
+**Fan-out** (contract 13, step 6): a message intake accepts gets one delivery on every
+registered channel not dropped that takes its kind (``channels.takes``, through
+``db.channels.taking``: the registry alone, whatever this process's configuration), each
+ranked from that channel's own head (``new_deliveries``). An aggregate made by intake gets a
+cursor on every channel taking its kind, strict order from version 1 (``new_cursors``); a
+channel that came, or began taking the kind, after the aggregate was made gets its cursor
+with its first delivery of it, strict order from the version it first receives
+(``late_cursors``). A duplicate or a rejected record gets none.
+
+**The old columns**: every delivery column of ``messages`` (``DELIVERY_COLUMNS``) and the
+cursor and lease of ``aggregates`` are per channel in ``deliveries`` and
+``channel_aggregates`` (migration 0024). Until they are dropped, the writers keep them
+mirroring one channel: the first registered channel not dropped (``the_channel``,
+``is_the_channel``). A condition on that channel beside a message lets SQLite's planner walk
+the channel's index, every delivery, once per change (measured: the record of a batch went
+from 12 ms to seconds at 20,000): the writers name the channel of each change instead.
 """
 
 from __future__ import annotations
