@@ -1,13 +1,15 @@
 """Benchmark: intake and coalescing alone, on SQLite or PostgreSQL.
 
     python bench/intake_coalesce.py --skus 10000 --versions 10 [--postings 5000]
-                                    [--database-url URL] [--json]
+                                    [--channels N] [--database-url URL] [--json]
 
 Stages ``skus x versions`` price rows plus ``postings`` financial_posting rows (documents of
 up to 5 lines, strictly ordered versions), interleaved the way 1C writes them, then times:
 staging (the baseline: the plain INSERT of the same rows), intake (``intake.take``) and
 coalescing (``coalesce.coalesce``), with their ratio to the staging time measured in the same
 run, the CPU seconds this process spent, and the peak resident memory of the process.
+``--channels N``: intake gives each message a delivery on N registered channels taking its
+kind (contract 13; the default channel as ``exchange migrate`` registers it, and N-1 more).
 
 Without ``--database-url`` a fresh SQLite file in a temporary directory is used. A PostgreSQL
 URL must name an empty, migratable database that the benchmark may fill (it is not dropped).
@@ -31,8 +33,9 @@ from typing import Any
 
 from sqlalchemy import Engine, event
 
+from exchange.db.channels import register
 from exchange.db.engine import make_engine, transaction
-from exchange.db.migrate import upgrade
+from exchange.dev.dbkit import migrate
 from exchange.domain.policy import DEFAULT_KINDS, KindPolicies, Policy
 from exchange.intake import staging_table as intake
 from exchange.intake.stage import stage
@@ -132,6 +135,7 @@ def run(
     versions: int = 10,
     posting_share: float = 0.05,
     chunk: int = intake.CHUNK,
+    channels: int = 1,
 ) -> dict[str, Any]:
     """Stage ``rows`` rows (a ``posting_share`` of them postings), take and coalesce them.
 
@@ -141,14 +145,22 @@ def run(
     """
     postings = int(rows * posting_share)
     skus = (rows - postings) // versions
-    return _run(url, skus, versions, rows - skus * versions, chunk)
+    return _run(url, skus, versions, rows - skus * versions, chunk, channels)
 
 
-def _run(url: str | None, skus: int, versions: int, postings: int, chunk: int) -> dict[str, Any]:
+class _Channel:
+    def __init__(self, n: int) -> None:
+        self.name, self.target, self.takes = f"bench-{n}", "api", tuple(DEFAULT_KINDS)
+
+
+def _run(
+    url: str | None, skus: int, versions: int, postings: int, chunk: int, channels: int = 1
+) -> dict[str, Any]:
     url = url or f"sqlite:///{Path(tempfile.mkdtemp()) / 'bench.db'}"
     engine = make_engine(url)
     server = ServerCpu(engine)
-    upgrade(engine)
+    migrate(engine)
+    register(engine, [_Channel(n) for n in range(2, channels + 1)], datetime.now(UTC))
     server_staging = server.seconds()
     started, cpu = time.perf_counter(), _cpu()
     batch: list[dict[str, Any]] = []
@@ -184,6 +196,7 @@ def _run(url: str | None, skus: int, versions: int, postings: int, chunk: int) -
         "price_rows": skus * versions,
         "posting_rows": postings,
         "chunk": chunk,
+        "channels": channels,
         "staging_s": round(staged, 3),
         "staging_cpu_s": round(staged_cpu, 3),
         "intake_s": round(took, 3),
@@ -236,13 +249,18 @@ def main() -> None:
     parser.add_argument("--versions", type=int, default=10)
     parser.add_argument("--postings", type=int, default=0, help="financial_posting rows")
     parser.add_argument("--chunk", type=int, default=intake.CHUNK, help="intake chunk size")
+    parser.add_argument("--channels", type=int, default=1, help="channels taking every kind")
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()
-    if min(args.skus, args.versions, args.chunk) < 1 or args.postings < 0:
-        parser.error("--skus, --versions and --chunk must be 1 or more, --postings 0 or more")
+    if min(args.skus, args.versions, args.chunk, args.channels) < 1 or args.postings < 0:
+        parser.error(
+            "--skus, --versions, --chunk and --channels must be 1 or more, --postings 0 or more"
+        )
     try:
-        result = _run(args.database_url, args.skus, args.versions, args.postings, args.chunk)
+        result = _run(
+            args.database_url, args.skus, args.versions, args.postings, args.chunk, args.channels
+        )
     except Exception as exc:  # a benchmark's bad URL is a one-line error, not a traceback
         print(f"intake_coalesce: {type(exc).__name__}: {str(exc).splitlines()[0]}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -252,7 +270,8 @@ def main() -> None:
     r = result
     print(
         f"rows {r['rows']} ({r['price_rows']} price, {r['posting_rows']} posting)  "
-        f"database {r['database']}  chunk {r['chunk']}  load {r['load_average']}"
+        f"database {r['database']}  chunk {r['chunk']}  channels {r['channels']}  "
+        f"load {r['load_average']}"
     )
     print(
         f"staging INSERT (baseline) {r['staging_s']:.2f} s  "

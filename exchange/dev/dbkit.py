@@ -7,7 +7,7 @@ Making a database is the suite's largest cost, so it is done as seldom as the pr
 - PostgreSQL: a process keeps a pool of migrated databases. One handed out is first reset
   (the backends still connected to it are terminated, every table but ``alembic_version`` is
   emptied, every sequence restarted, and the rows the migrations write themselves, the one
-  channel of migration 0024, written back as the template has them) and then proven clean
+  channel of migration 0024 as the template registered it, written back) and then proven clean
   against the template: the same schema (tables, columns, defaults, constraints, indexes,
   sequences, triggers, functions, views, grants, database settings), rows in the same tables
   (those of the migrations only), the same sequences used, the template's
@@ -35,11 +35,17 @@ import sqlite3
 import tempfile
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import Engine
+
+from exchange.db.channels import register
 from exchange.db.engine import make_engine
-from exchange.db.migrate import upgrade
+from exchange.db.migrate import DEFAULT_CHANNEL, upgrade
+from exchange.domain.policy import DEFAULT_KINDS
 
 if TYPE_CHECKING:
     import psycopg
@@ -121,12 +127,29 @@ def sqlite_copy(path: Path) -> str:
     return SqliteTemplate.shared().copy_to(path)
 
 
+def migrate(engine: Engine) -> None:
+    """Migrate to head and register the one channel as ``exchange migrate`` does with the
+    default configuration (contract 13, "The registry"): ``api``, taking the default kinds,
+    so that intake gives their messages a delivery there."""
+    upgrade(engine)
+    register(engine, [_DefaultChannel()], datetime.now(UTC))
+
+
+@dataclass(frozen=True)
+class _DefaultChannel:
+    """The channel of the default configuration (no ``EXCHANGE_CHANNELS``, target ``api``)."""
+
+    name: str = DEFAULT_CHANNEL
+    target: str = DEFAULT_CHANNEL
+    takes: tuple[str, ...] = tuple(DEFAULT_KINDS)
+
+
 def migrate_sqlite(path: Path) -> str:
     """Migrate the SQLite file ``path`` to head, leaving one self-contained file (no WAL)."""
     url = f"sqlite:///{path}"
     engine = make_engine(url)
     try:
-        upgrade(engine)
+        migrate(engine)
     finally:
         engine.dispose()
     with contextlib.closing(sqlite3.connect(path)) as connection:
@@ -301,7 +324,7 @@ class PgKit:
             self._made.add(name)
             engine = make_engine(self.url(name))
             try:
-                upgrade(engine)
+                migrate(engine)
             finally:
                 engine.dispose()
             with self._connect(name) as connection:
@@ -448,7 +471,7 @@ def pg_database(admin_url: str | None = None, *, migrated: bool = True) -> Itera
         if migrated:
             engine = make_engine(url)
             try:
-                upgrade(engine)
+                migrate(engine)
             finally:
                 engine.dispose()
         yield url

@@ -367,8 +367,10 @@ def fill_quarantine(
         connection.execute(
             insert(messages), [{**r, "aggregate_id": ids[r["aggregate"]]} for r in rows]
         )
-        # Their deliveries and cursors on the one channel, as intake writes them.
-        connection.execute(new_cursors(is_postgres(connection), aggregates.c.id.in_(ids.values())))
+        # Their deliveries and cursors on every channel taking prices, as intake writes them.
+        postgres = is_postgres(connection)
+        made = select(aggregates.c.id, aggregates.c.kind).where(aggregates.c.id.in_(ids.values()))
+        connection.execute(new_cursors(made.subquery("made"), postgres))
         written = select(messages).where(messages.c.message_id.in_([r["message_id"] for r in rows]))
-        connection.execute(new_deliveries(written.subquery()))
+        connection.execute(new_deliveries(written.subquery(), postgres))
     return [r["message_id"] for r in rows]

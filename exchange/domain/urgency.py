@@ -39,6 +39,8 @@ in order (strict kinds), and only while the pace, the breaker and a pause let th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 
 def ranks(head: int | None, count: int) -> range:
     """The ranks of a take of ``count`` messages, in staging order, dealt in from ``head``
@@ -50,3 +52,16 @@ def ranks(head: int | None, count: int) -> range:
 def prioritized(head: int | None) -> int:
     """The rank that puts one message before everything waiting (an operator's priority)."""
     return (0 if head is None else head) - 1
+
+
+def shifts(heads: Mapping[int, int | None]) -> tuple[int | None, dict[int, int]]:
+    """Dealing one take in on every channel (contract 13), each from its own head: ``heads``
+    is each channel's lowest rank waiting (channel id -> rank or None), in the order the
+    channels were registered. Returns the head the take's ranks are dealt from (the first
+    channel's, whose ranks the message's own ``claim_rank`` keeps) and each channel's shift:
+    what to add to a message's rank to have its rank on that channel (``head + k`` there)."""
+    if not heads:
+        return None, {}
+    first = heads[next(iter(heads))]
+    base = ranks(first, 0).start
+    return first, {channel: ranks(head, 0).start - base for channel, head in heads.items()}

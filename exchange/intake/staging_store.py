@@ -8,6 +8,7 @@ takes them in.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -19,6 +20,7 @@ from sqlalchemy import (
     String,
     Text,
     and_,
+    any_,
     cast,
     exists,
     func,
@@ -29,6 +31,7 @@ from sqlalchemy import (
     true,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from exchange.db.engine import is_postgres
 from exchange.db.rowset import _time_writer, rowset
@@ -36,6 +39,7 @@ from exchange.db.schema import (
     DELIVERY_COLUMNS,
     UTCDateTime,
     aggregates,
+    deliveries,
     history,
     messages,
     price_owners,
@@ -53,7 +57,7 @@ from exchange.intake.contracts import (
     price_aggregate,
     same_payload,
 )
-from exchange.queue.deliveries import COPIED, new_cursors, new_deliveries
+from exchange.queue.deliveries import COPIED, late_cursors, new_cursors, new_deliveries
 from exchange.queue.transitions import Change, apply, insert_history
 
 
@@ -117,9 +121,15 @@ def settle_ids(connection: Connection, verdicts: list[V]) -> list[V]:
 
 
 def _store(
-    connection: Connection, verdicts: list[Accepted | Rejected], now: datetime, dealt: range
+    connection: Connection,
+    verdicts: list[Accepted | Rejected],
+    now: datetime,
+    dealt: range,
+    shifts: Mapping[int, int] | None = None,
 ) -> IntakeReport:
-    """Store one chunk; its ``i``-th row's message gets the rank ``dealt[i]``."""
+    """Store one chunk; its ``i``-th row's message gets the rank ``dealt[i]``, and its
+    delivery on a channel that rank moved by the channel's shift (``shifts``, channel id ->
+    ranks, ``urgency.shifts``; none: 0)."""
     verdicts = settle_ids(connection, verdicts)
     report = IntakeReport(taken=len(verdicts))
     rejected: list[tuple[StagingRow, Reason, str]] = []
@@ -140,7 +150,7 @@ def _store(
     # nothing is looked up. Not inserted = already a message (taken before, or inserted by
     # another worker meanwhile).
     rank = {verdict.row.id: dealt[i] for i, verdict in enumerate(verdicts)}
-    inserted = _insert_messages(connection, list(fresh.values()), now, rank)
+    inserted = _insert_messages(connection, list(fresh.values()), now, rank, shifts)
     report.messages = len(inserted)
     again = [item for mid, item in fresh.items() if mid not in inserted] + later
     existing = _existing(connection, {item.message_id for item in again})
@@ -213,7 +223,8 @@ def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> 
     ]
     source, params = rowset(connection, "pins", _PIN_COLUMNS, rows, name="pins")
     same = and_(aggregates.c.kind == source.c.kind, aggregates.c.aggregate == source.c.aggregate)
-    connection.execute(
+    _made_with_cursors(
+        connection,
         _insert(connection, aggregates)
         .from_select(
             ["kind", "aggregate", "sku", "sku_key", "price_type"],
@@ -230,7 +241,6 @@ def _pin_prices(connection: Connection, verdicts: list[Accepted | Rejected]) -> 
         .on_conflict_do_nothing(),
         params,
     )
-    connection.execute(new_cursors(is_postgres(connection), same), params)
     fixed = (
         select(source.c.sku, source.c.price_type)
         .where(same, aggregates.c.sku.is_(None))
@@ -449,7 +459,11 @@ def _created_at(row: StagingRow, now: datetime) -> datetime:
 
 
 def _insert_messages(
-    connection: Connection, items: list[Accepted], now: datetime, rank: dict[int, int]
+    connection: Connection,
+    items: list[Accepted],
+    now: datetime,
+    rank: dict[int, int],
+    shifts: Mapping[int, int] | None = None,
 ) -> set[str]:
     """Insert the messages not yet known, with their ``taken`` history; returns their ids.
 
@@ -459,10 +473,11 @@ def _insert_messages(
     if not items:
         return set()
     _make_aggregates(connection, items)
-    # Each new message's delivery on the one channel is written from the inserted rows.
+    # Each new message's deliveries, one per channel taking its kind, are written from the
+    # inserted rows, and the cursors of the channels that had none (``late_cursors``).
     delivered = [messages.c[name] for name in (*COPIED, *DELIVERY_COLUMNS)]
     if not is_postgres(connection):
-        return _insert_messages_sqlite(connection, items, now, rank, delivered)
+        return _insert_messages_sqlite(connection, items, now, rank, delivered, shifts)
     source, params = _source(connection, items, now, rank)
     start = {
         "rejected": False,
@@ -497,8 +512,13 @@ def _insert_messages(
         messages.c.id, messages.c.message_id, messages.c.staging_id, *delivered
     ).cte("new")
     written = _taken_history(new, now).cte("written")
-    fanned = new_deliveries(new).cte("fanned")
-    found = select(new.c.message_id).add_cte(written).add_cte(fanned)
+    fanned = (
+        new_deliveries(new, True, shifts)
+        .returning(deliveries.c.aggregate_id, deliveries.c.channel_id, deliveries.c.version)
+        .cte("fanned")
+    )
+    late = late_cursors(fanned, True).cte("late")
+    found = select(new.c.message_id).add_cte(written).add_cte(fanned).add_cte(late)
     return set(connection.execute(found, params).scalars())
 
 
@@ -508,6 +528,7 @@ def _insert_messages_sqlite(
     now: datetime,
     rank: dict[int, int],
     delivered: list[Any],
+    shifts: Mapping[int, int] | None,
 ) -> set[str]:
     """``_insert_messages`` on SQLite."""
     # SQLite, one writer at a time (BEGIN IMMEDIATE): the rows inserted now are exactly those
@@ -518,7 +539,11 @@ def _insert_messages_sqlite(
         messages.c.id > before
     )
     connection.execute(_taken_history(new_rows.subquery(), now))
-    connection.execute(new_deliveries(new_rows.subquery()))
+    connection.execute(new_deliveries(new_rows.subquery(), False, shifts))
+    fanned = select(deliveries.c.aggregate_id, deliveries.c.channel_id, deliveries.c.version)
+    connection.execute(
+        late_cursors(fanned.where(deliveries.c.message_pk > before).subquery(), False)
+    )
     if inserted == len(items):
         return {item.message_id for item in items}
     return set(
@@ -589,7 +614,8 @@ def _make_aggregates(connection: Connection, items: list[Accepted]) -> None:
         return
     source, params = rowset(connection, "aggregates", _AGGREGATE_COLUMNS, pairs, name="made")
     same = and_(aggregates.c.kind == source.c.kind, aggregates.c.aggregate == source.c.aggregate)
-    connection.execute(
+    _made_with_cursors(
+        connection,
         _insert(connection, aggregates)
         .from_select(
             ["kind", "aggregate"],
@@ -601,7 +627,26 @@ def _make_aggregates(connection: Connection, items: list[Accepted]) -> None:
         .on_conflict_do_nothing(),
         params,
     )
-    connection.execute(new_cursors(is_postgres(connection), same), params)
+
+
+def _made_with_cursors(connection: Connection, made: Any, params: dict[str, Any]) -> None:
+    """Run ``made`` (an ``INSERT INTO aggregates``) and give each aggregate it made its
+    cursors (``deliveries.new_cursors``: every channel that takes its kind, from version 1).
+    An aggregate made before (by an earlier chunk, or another intake at once) is not given
+    any here: a channel without its cursor gets one with its first delivery of it
+    (``deliveries.late_cursors``). The insert returns the ids it made; PostgreSQL: the
+    cursors of those (one array parameter); SQLite (one writer): of the rows from the lowest
+    of them on."""
+    ids = connection.execute(made.returning(aggregates.c.id), params).scalars().all()
+    if not ids:
+        return
+    postgres = is_postgres(connection)
+    if postgres:
+        these = aggregates.c.id == any_(literal(list(ids), ARRAY(BigInteger())))
+    else:
+        these = aggregates.c.id >= min(ids)
+    new = select(aggregates.c.id, aggregates.c.kind).where(these)
+    connection.execute(new_cursors(new.subquery("new_aggregates"), postgres))
 
 
 def _source(

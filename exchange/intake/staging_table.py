@@ -64,13 +64,16 @@ def take(
     if last_id is None:
         return IntakeReport()
     # Where this take is dealt into the claim order (domain/urgency.py): read once, so that
-    # the take keeps its staging order across its chunks.
+    # the take keeps its staging order across its chunks. Each channel deals it in from its
+    # own head (contract 13: a channel's claim order is its own).
     with transaction(engine, read_only=True) as connection:
-        head = connection.execute(order.head_rank(KindPolicies.of(kinds))).scalar()
+        found = connection.execute(order.head_ranks(KindPolicies.of(kinds))).all()
+        heads: dict[int, int | None] = {channel: rank for channel, rank in found}
+    head, shifts = urgency.shifts(heads)
     if not separate and is_postgres(engine):
-        report = _take_overlapped(engine, kinds, now, last_id, chunk, head)
+        report = _take_overlapped(engine, kinds, now, last_id, chunk, head, shifts)
     else:
-        report = _take_in_turn(engine, source, separate, kinds, now, last_id, chunk, head)
+        report = _take_in_turn(engine, source, separate, kinds, now, last_id, chunk, head, shifts)
     if report.taken:
         log.info(
             "intake: %d rows taken: %d messages, %d duplicates, %d rejected",
@@ -104,6 +107,7 @@ def _take_in_turn(
     last_id: int,
     chunk: int,
     head: int | None,
+    shifts: dict[int, int],
 ) -> IntakeReport:
     """One chunk after the other: SQLite (one writer), or staging in another database."""
     report = IntakeReport()
@@ -121,6 +125,7 @@ def _take_in_turn(
                         _verdicts(rows, kinds),
                         now,
                         _dealt(head, report.taken, len(rows)),
+                        shifts,
                     )
                 )
             failpoint("intake-stored")
@@ -132,7 +137,8 @@ def _take_in_turn(
                 if not rows:
                     break
                 verdicts = _verdicts(rows, kinds)
-                report.add(_store(connection, verdicts, now, _dealt(head, report.taken, len(rows))))
+                dealt = _dealt(head, report.taken, len(rows))
+                report.add(_store(connection, verdicts, now, dealt, shifts))
                 _mark_taken(connection, [row.id for row in rows], now)
                 failpoint("intake-stored")
         failpoint("intake-chunk-done")
@@ -147,6 +153,7 @@ def _take_overlapped(
     last_id: int,
     chunk: int,
     head: int | None,
+    shifts: dict[int, int],
 ) -> IntakeReport:
     """PostgreSQL with staging in the same database: two cores at work, not one in turn.
 
@@ -177,7 +184,9 @@ def _take_overlapped(
             after = rows[-1].id
             dealt = _dealt(head, position, len(rows))
             position += len(rows)
-            storing = pool.submit(_store_chunk, opened, connection, rows, verdicts, now, dealt)
+            storing = pool.submit(
+                _store_chunk, opened, connection, rows, verdicts, now, dealt, shifts
+            )
     return report
 
 
@@ -188,9 +197,10 @@ def _store_chunk(
     verdicts: list[Accepted | Rejected],
     now: datetime,
     dealt: range,
+    shifts: dict[int, int],
 ) -> IntakeReport:
     with opened:  # commits, or rolls back on an error
-        report = _store(connection, verdicts, now, dealt)
+        report = _store(connection, verdicts, now, dealt, shifts)
         _mark_taken(connection, [row.id for row in rows], now)
         failpoint("intake-stored")
     failpoint("intake-chunk-done")

@@ -1,20 +1,27 @@
-"""The deliveries of the one channel, written beside the messages (issue 31, step 2).
+"""What the writers of deliveries share (issue 31): a new message's deliveries, a new
+aggregate's cursors, and the one channel the old columns mirror.
 
-Every delivery column of ``messages`` (``DELIVERY_COLUMNS``) and the cursor and lease of
-``aggregates`` (``CURSOR_COLUMNS``) are per channel in ``deliveries`` and
-``channel_aggregates`` (migration 0024). Until the readers move to them, each writer keeps
-writing the old columns and writes the same values here, for the one channel: the registered
-channel not dropped (``the_channel``; there is one until several are configured). A message
-has one delivery, that channel's, so a delivery is found by its message alone: a condition on
-the channel beside it lets SQLite's planner walk the channel's index, every delivery, once
-per change (measured: the record of a batch went from 12 ms to seconds at 20,000). What the
-writers share is here, so that the step that stops writing the old columns finds it in one
-place: which channel, the new message's delivery, the new aggregate's cursor, the channel a
-history row names.
+**Fan-out** (contract 13, step 6): a message intake accepts gets one delivery on every
+registered channel not dropped that takes its kind (``channels.takes``, through
+``db.channels.taking``: the registry alone, whatever this process's configuration), each
+ranked from that channel's own head (``new_deliveries``). An aggregate made by intake gets a
+cursor on every channel taking its kind, strict order from version 1 (``new_cursors``); a
+channel that came, or began taking the kind, after the aggregate was made gets its cursor
+with its first delivery of it, strict order from the version it first receives
+(``late_cursors``). A duplicate or a rejected record gets none.
+
+**The old columns**: every delivery column of ``messages`` (``DELIVERY_COLUMNS``) and the
+cursor and lease of ``aggregates`` are per channel in ``deliveries`` and
+``channel_aggregates`` (migration 0024). Until they are dropped, the writers keep them
+mirroring one channel: the first registered channel not dropped (``the_channel``,
+``is_the_channel``). A condition on that channel beside a message lets SQLite's planner walk
+the channel's index, every delivery, once per change (measured: the record of a batch went
+from 12 ms to seconds at 20,000): the writers name the channel of each change instead.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import (
@@ -25,10 +32,12 @@ from sqlalchemy import (
     and_,
     case,
     exists,
-    null,
+    func,
     select,
+    true,
 )
 
+from exchange.db.channels import taking
 from exchange.db.schema import (
     DELIVERY_COLUMNS,
     aggregates,
@@ -75,9 +84,43 @@ def on_the_channel(table: Any) -> ColumnElement[bool]:
     return on
 
 
-def new_deliveries(rows: Any) -> Insert:
-    """The delivery on the one channel of each message that ``rows`` (a subquery or CTE with
-    the ``messages`` columns ``id``, ``COPIED`` and ``DELIVERY_COLUMNS``) selects."""
+def _fanned(rows: Any, postgres: bool, shifts: Mapping[int, int] | None) -> Any:
+    """Each message ``rows`` selects, once per channel not dropped that takes its kind
+    (``channels.taking``, the registry alone), with that channel's rank: the message's own
+    (``claim_rank``) moved by the channel's shift (``shifts``, channel id -> ranks; none: 0)."""
+    rank: Any = rows.c.claim_rank
+    moved = {channel: shift for channel, shift in (shifts or {}).items() if shift}
+    if moved:
+        rank = rank + case(moved, value=channels.c.id, else_=0)
+    names = [*COPIED, *DELIVERY_COLUMNS]
+    return (
+        select(
+            rows.c.id,
+            channels.c.id,
+            *(rank if name == "claim_rank" else rows.c[name] for name in names),
+        )
+        .select_from(rows)
+        .join(channels, and_(channels.c.dropped_at.is_(None), taking(rows.c.kind, postgres)))
+        .where(true())  # SQLite: an INSERT ... SELECT ... JOIN ... ON needs a WHERE
+    )
+
+
+def new_deliveries(rows: Any, postgres: bool, shifts: Mapping[int, int] | None = None) -> Insert:
+    """The deliveries of each message that ``rows`` (a subquery or CTE with the ``messages``
+    columns ``id``, ``COPIED`` and ``DELIVERY_COLUMNS``) selects: one on every registered
+    channel not dropped that takes its kind (contract 13), whatever this process's
+    configuration; none on a channel that does not take it. Each channel's claim rank is the
+    message's moved by that channel's shift (``shifts``: intake deals a take in from each
+    channel's own head, ``urgency.shifts``)."""
+    names = [*COPIED, *DELIVERY_COLUMNS]
+    return deliveries.insert().from_select(
+        ["message_pk", "channel_id", *names], _fanned(rows, postgres, shifts)
+    )
+
+
+def one_channel_deliveries(rows: Any) -> Insert:
+    """The delivery on the one channel (``the_channel``) only of each message ``rows``
+    selects: for a scene written on ``messages`` directly (tests' ``follow``)."""
     names = [*COPIED, *DELIVERY_COLUMNS]
     return deliveries.insert().from_select(
         ["message_pk", "channel_id", *names],
@@ -85,34 +128,71 @@ def new_deliveries(rows: Any) -> Insert:
     )
 
 
-def new_cursors(postgres: bool, among: ColumnElement[bool]) -> Insert:
-    """The cursor on the one channel of each aggregate that ``among`` (a condition on
-    ``aggregates``, with whatever it joins) selects and that has none yet: cursor 0, strict
-    order from version 1, no lease. ``ON CONFLICT DO NOTHING``: two intakes making one
-    aggregate at once."""
+def _insert(postgres: bool) -> Any:
     from sqlalchemy.dialects import postgresql, sqlite
 
-    insert = (postgresql.insert if postgres else sqlite.insert)(channel_aggregates)
+    return postgresql.insert if postgres else sqlite.insert
+
+
+def new_cursors(made: Any, postgres: bool) -> Insert:
+    """The cursors of aggregates just made (``made``: a subquery or CTE with their ``id`` and
+    ``kind``), one on every channel not dropped that takes the kind: cursor 0, strict order
+    from version 1 (a channel there when the aggregate begins misses no version of it, so a
+    first version above 1 waits for the ones before it: the gap rule of contract 3), no
+    lease. ``ON CONFLICT DO NOTHING``."""
+    statement: Insert = (
+        _insert(postgres)(channel_aggregates)
+        .from_select(
+            ["aggregate_id", "channel_id"],
+            select(made.c.id, channels.c.id)
+            .select_from(made)
+            .join(channels, and_(channels.c.dropped_at.is_(None), taking(made.c.kind, postgres)))
+            .where(true()),
+        )
+        .on_conflict_do_nothing()
+    )
+    return statement
+
+
+def late_cursors(fanned: Any, postgres: bool) -> Insert:
+    """The cursor of each (aggregate, channel) of the new deliveries ``fanned`` (a subquery or
+    CTE with ``aggregate_id``, ``channel_id``, ``version``) that has none: a channel that came,
+    or began taking the kind, after the aggregate was made. Its strict order starts at the
+    lowest version it receives now, not at 1 (contract 13): the versions before were accepted
+    before it took them, and it never receives them. ``ON CONFLICT DO NOTHING``: two intakes
+    at once."""
+    known = exists().where(
+        channel_aggregates.c.aggregate_id == fanned.c.aggregate_id,
+        channel_aggregates.c.channel_id == fanned.c.channel_id,
+    )
+    statement: Insert = (
+        _insert(postgres)(channel_aggregates)
+        .from_select(
+            ["aggregate_id", "channel_id", "first_version"],
+            select(fanned.c.aggregate_id, fanned.c.channel_id, func.min(fanned.c.version))
+            .where(~known)
+            .group_by(fanned.c.aggregate_id, fanned.c.channel_id),
+        )
+        .on_conflict_do_nothing()
+    )
+    return statement
+
+
+def one_channel_cursors(postgres: bool, among: ColumnElement[bool]) -> Insert:
+    """The cursor on the one channel of each aggregate that ``among`` (a condition on
+    ``aggregates``) selects and that has none yet: for a scene written on ``aggregates``
+    directly (tests' ``follow``)."""
     channel = the_channel()
     known = exists().where(
         channel_aggregates.c.aggregate_id == aggregates.c.id,
         channel_aggregates.c.channel_id == channel,
     )
-    return insert.from_select(
-        ["aggregate_id", "channel_id"],
-        select(aggregates.c.id, channel).where(and_(among, ~known)).distinct(),
-    ).on_conflict_do_nothing()
-
-
-def channel_of(message_pk: Any, event: Any) -> ColumnElement[Any]:
-    """The channel a history row names: its message's delivery's for a delivery's event; NULL
-    for intake's own events and for a rejected record (no channel receives it)."""
-    delivery = (
-        select(deliveries.c.channel_id)
-        .where(deliveries.c.message_pk == message_pk)
-        .order_by(deliveries.c.channel_id)
-        .limit(1)
-        .scalar_subquery()
+    statement: Insert = (
+        _insert(postgres)(channel_aggregates)
+        .from_select(
+            ["aggregate_id", "channel_id"],
+            select(aggregates.c.id, channel).where(and_(among, ~known)).distinct(),
+        )
+        .on_conflict_do_nothing()
     )
-    named: ColumnElement[Any] = case((event.in_(sorted(INTAKE_EVENTS)), null()), else_=delivery)
-    return named
+    return statement

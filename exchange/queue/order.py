@@ -13,7 +13,8 @@ check, the idle check and ``status`` compose them. Each holds per (aggregate, ch
     held               a strict delivery behind a quarantined version above the cursor: only
                        a person moves it (retry or cancel the blocker)
     claim order        lowest ``claim_rank`` first, ties by message; ranks are dealt in from
-                       the head (``head_rank``) by intake: the rule and why, domain/urgency.py
+                       each channel's head (``head_ranks``) by intake: the rule and why,
+                       domain/urgency.py
 
 ``m`` is a delivery: the ``deliveries`` table's columns (``deliveries.c``) or an alias of
 ``Delivery``; expressions that read the cursor need ``channel_aggregates`` joined on ``m``'s
@@ -45,8 +46,8 @@ from exchange.db.schema import (
     Delivery,
     aggregates,
     channel_aggregates,
+    channels,
     deliveries,
-    messages,
 )
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import DUE, LIVE, State, values
@@ -209,18 +210,22 @@ def claim_order(d: Any) -> tuple[ColumnElement[Any], ...]:
     return (d.claim_rank, d.message_pk)
 
 
-def head_rank(kinds: KindPolicies) -> Select[Any]:
-    """The lowest rank still waiting to be claimed: where intake deals a take in. Only new
-    messages of latest-wins kinds count: a delayed one or a held posting may wait long, and
-    the head must not stay behind with them."""
-    m = in_claim_order("m", messages).c
-    query = (
-        select(m.claim_rank)
-        .where(claimable("m"), m.state == State.NEW.value)
-        .where(not_(m.rejected))
-        .order_by(m.claim_rank, m.id)
+def head_ranks(kinds: KindPolicies) -> Select[Any]:
+    """Each channel not dropped, in the order they were registered, with the lowest rank
+    still waiting to be claimed there (NULL when nothing waits): where intake deals a take in
+    on that channel. Only new deliveries of latest-wins kinds count: a delayed one or a held
+    posting may wait long, and the head must not stay behind with them."""
+    d = in_claim_order("d").c
+    head = (
+        select(d.claim_rank)
+        .where(d.channel_id == channels.c.id, claimable("d"), d.state == State.NEW.value)
+        .order_by(d.claim_rank, d.message_pk)
         .limit(1)
     )
     if kinds.strict:
-        query = query.where(m.kind.not_in(kinds.strict))
-    return query
+        head = head.where(d.kind.not_in(kinds.strict))
+    return (
+        select(channels.c.id, head.scalar_subquery())
+        .where(channels.c.dropped_at.is_(None))
+        .order_by(channels.c.id)
+    )

@@ -40,7 +40,7 @@ from exchange.db.engine import is_postgres
 from exchange.db.rowset import Column, rowset_params, rowset_shared, rowset_table, split_shared
 from exchange.db.schema import UTCDateTime, deliveries, history, messages
 from exchange.domain.states import Event, State, check, sources, target
-from exchange.queue.deliveries import channel_of, is_the_channel
+from exchange.queue.deliveries import is_the_channel
 
 
 # Not frozen: a claim and a record build one per message, and a frozen dataclass's __init__
@@ -65,8 +65,8 @@ class Change:
     note: str | None = None
     guard: dict[str, Any] = field(default_factory=dict)  # extra equality conditions
     written: bool = True  # False: the state changes, no history row (taking a lease)
-    # The delivery's channel; None: the message's one delivery (the writers that do not yet
-    # name a channel: intake and the operator's actions, until several channels).
+    # The delivery's channel. None: no delivery's: a rejected record's own state on
+    # ``messages`` (no channel receives it), or an intake event with no state change.
     channel_id: int | None = None
 
 
@@ -151,12 +151,15 @@ def _update_statement(
     guards: tuple[str, ...],
     keyed: bool,
     shared: tuple[int, ...],
-) -> tuple[tuple[Update, Update], tuple[Column, ...], tuple[Column, ...]]:
+) -> tuple[tuple[Update, ...], tuple[Column, ...], tuple[Column, ...]]:
     """The UPDATEs for one shape of change, built once (parameters: ``param``, ``param``_shared
-    for the columns at the ``shared`` positions, ``now``): the deliveries' (``keyed``: each
-    found by message and channel; else the message's one delivery), and the same on their
-    messages' old columns (only for the one channel's deliveries: ``queue.deliveries``;
-    ``values`` and ``guard`` name delivery columns only); with the columns of each.
+    for the columns at the ``shared`` positions, ``now``): ``keyed``, the deliveries' (each
+    found by message and channel: a change moves one channel's delivery, never another's),
+    and the same on their messages' old columns (only for the one channel's deliveries:
+    ``queue.deliveries``; ``values`` and ``guard`` name delivery columns only); not
+    ``keyed``, the message's own columns of a rejected record only (no delivery, no channel:
+    a change that names no channel cannot move any channel's delivery); with the columns of
+    each.
 
     The delivery comes first: it is the row the claim, the record and coalescing lock (the
     lock order on PostgreSQL)."""
@@ -178,9 +181,11 @@ def _update_statement(
     conditions += [messages.c[name] == value[f"g_{name}"] for name in guards]
     delivery = [deliveries.c.message_pk == value["pk"], deliveries.c.state == value["from_state"]]
     delivery += [deliveries.c[name] == value[f"g_{name}"] for name in guards]
-    if keyed:
-        delivery.append(deliveries.c.channel_id == value["channel_id"])
-        conditions.append(is_the_channel(value["channel_id"]))
+    if not keyed:  # a rejected record: its state lives on the message; no delivery moves
+        conditions.append(messages.c.rejected)
+        return (update(messages).where(and_(*conditions)).values(**setting),), per_row, once
+    delivery.append(deliveries.c.channel_id == value["channel_id"])
+    conditions.append(is_the_channel(value["channel_id"]))
     statements = (
         update(deliveries).where(and_(*delivery)).values(**setting),
         update(messages).where(and_(*conditions)).values(**setting),
@@ -223,11 +228,14 @@ def _history_statement(
     value = {name: source.c[name] for name, _ in per_row}
     value.update(rowset_shared(postgres, "history_rows_shared", once))
     names = [name for name, _ in _HISTORY_FROM_ROWS if name != "channel_id"]
-    # The change's channel; else its message's delivery's (``channel_of``).
-    channel = func.coalesce(value["channel_id"], channel_of(value["message_pk"], value["event"]))
+    # The change's channel: null for intake's own events and a rejected record's.
     statement = insert(history).from_select(
         [*names, "at", "channel_id"],
-        select(*(value[name] for name in names), bindparam("at", type_=UTCDateTime()), channel),
+        select(
+            *(value[name] for name in names),
+            bindparam("at", type_=UTCDateTime()),
+            value["channel_id"],
+        ),
     )
     return statement, per_row, once
 

@@ -190,10 +190,10 @@ def test_the_claim_and_the_head_rank_walk_the_claim_order_whatever_sqlites_stati
     index: they walk it from the lowest rank and stop, no sort, whatever ANALYZE wrote."""
     engine, settings, clock = _skewed(tmp_path, 2_000)
     picks = _plans(engine, r"SELECT d\.aggregate_id\s", lambda: claim(engine, settings, clock, 20))
-    # The take's head rank (order.head_rank): a rank alone, read where a take is staged.
+    # The take's head ranks (order.head_ranks): each channel's, read where a take is staged.
     heads = _plans(
         engine,
-        r"SELECT \w+\.claim_rank\s+FROM messages",
+        r"SELECT channels\.id, \(SELECT d\.claim_rank",
         lambda: take(engine, settings, clock, [price_row("SKU-00007", 2)]),
     )
     engine.dispose()
@@ -201,21 +201,22 @@ def test_the_claim_and_the_head_rank_walk_the_claim_order_whatever_sqlites_stati
     assert pick.startswith("SEARCH d USING INDEX ix_deliveries_claim_rank (channel_id=?)"), pick
     assert "TEMP B-TREE" not in pick and "state_next_try_at" not in pick, pick
     [head] = heads
-    assert head == "SCAN m USING INDEX ix_messages_claim_rank", head
+    assert "SEARCH d USING INDEX ix_deliveries_claim_rank (channel_id=?)" in head, head
+    assert "TEMP B-TREE" not in head, head
 
 
 def test_a_claim_without_the_claim_order_index_fails_instead_of_scanning(tmp_path: Path) -> None:
-    """SQLite: the claim names ix_deliveries_claim_rank and the head rank
-    ix_messages_claim_rank (INDEXED BY), so a database that lost them fails at the first
-    claim and the first take, naming the index, instead of reading every message and sorting
-    on each one. (The transaction reports any OperationalError as the database unavailable:
-    the worker logs it and retries.)"""
+    """SQLite: the claim and the take's head ranks name ix_deliveries_claim_rank (INDEXED
+    BY), so a database that lost it fails at the first claim and the first take, naming the
+    index, instead of reading every message and sorting on each one. (The transaction
+    reports any OperationalError as the database unavailable: the worker logs it and
+    retries.)"""
     engine, settings, clock = _skewed(tmp_path, 50)
     with transaction(engine) as c:
         c.exec_driver_sql("DROP INDEX ix_deliveries_claim_rank")
         c.exec_driver_sql("DROP INDEX ix_messages_claim_rank")
     with pytest.raises(DatabaseUnavailable, match="no such index: ix_deliveries_claim_rank"):
         claim(engine, settings, clock, 20)
-    with pytest.raises(DatabaseUnavailable, match="no such index: ix_messages_claim_rank"):
+    with pytest.raises(DatabaseUnavailable, match="no such index: ix_deliveries_claim_rank"):
         take(engine, settings, clock, [price_row("SKU-00007", 2)])
     engine.dispose()

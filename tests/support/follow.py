@@ -17,7 +17,12 @@ from exchange.db.schema import (
     deliveries,
     messages,
 )
-from exchange.queue.deliveries import COPIED, new_cursors, new_deliveries, the_channel
+from exchange.queue.deliveries import (
+    COPIED,
+    one_channel_cursors,
+    one_channel_deliveries,
+    the_channel,
+)
 
 MIRRORED = (*COPIED, *DELIVERY_COLUMNS)
 
@@ -32,7 +37,7 @@ def follow(connection: Connection) -> None:
         )
         .subquery("missing")
     )
-    connection.execute(new_deliveries(missing))
+    connection.execute(one_channel_deliveries(missing))
     connection.execute(
         update(deliveries).values(
             {
@@ -43,7 +48,7 @@ def follow(connection: Connection) -> None:
             }
         )
     )
-    connection.execute(new_cursors(is_postgres(connection), aggregates.c.id.is_not(None)))
+    connection.execute(one_channel_cursors(is_postgres(connection), aggregates.c.id.is_not(None)))
     connection.execute(
         update(channel_aggregates)
         .where(channel_aggregates.c.channel_id == the_channel())
