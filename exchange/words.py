@@ -1929,5 +1929,7 @@ _WORD_MESSAGES.update(
         "on_channels": N_("On each channel"),
         "acts_on_channels": N_("Acts on the channels where it is quarantined: {channels}"),
         "releases_on_channels": N_("Asks the channels that withhold it: {channels}"),
+        "preview_on_channel": N_("on channel {channel}: {count}"),
+        "preview_records": N_("rows refused at intake (no channel's): {count}"),
     }
 )

@@ -9,7 +9,7 @@ import html
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine, insert, select
-from workbench_helpers import signed_in
+from workbench_helpers import csrf_of, signed_in
 
 from exchange.db.engine import transaction
 from exchange.db.schema import channel_aggregates, channels, deliveries, messages
@@ -65,6 +65,13 @@ def test_the_dashboard_has_a_row_per_channel_and_the_message_page_every_channels
     assert 'id="retry"' in page  # quarantined on second, whatever api's state
     acts = page.split('id="acts-on">')[1].split("</p>")[0]
     assert acts.endswith(": second")
+    preview = client.post(
+        "/action/preview",
+        data={"csrf": csrf_of(client, f"/message/{mid}"), "action": "cancel", "message_id": mid},
+    )
+    assert preview.status_code == 200, preview.text
+    counted = html.unescape(preview.text).split('id="per-channel">')[1].split("</ul>")[0]
+    assert "second: 1" in counted and "api" not in counted  # where it is quarantined
 
 
 def test_one_channel_has_no_channel_rows(olga: str, db: Engine) -> None:
