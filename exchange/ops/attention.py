@@ -131,6 +131,14 @@ def causes(
             found.append(Cause("quarantine", "quarantine", {"count": records}))
         for name, channel in by_channel.items():
             found += delivery_causes(_one_channel(figures, name, channel), name)
+        # What no channel's rows say but the figures do (a process's own row, of no channel,
+        # whose breaker is open or that paused): said bare rather than not at all.
+        said = {cause.code.split(":")[0] for cause in found}
+        found += [
+            cause
+            for cause in delivery_causes(figures, "")
+            if cause.code in ("breaker", "paused") and cause.code not in said
+        ]
     found.sort(key=lambda cause: _ORDER.index(cause.code.split(":")[0]))
     if onec_failed is not None:
         found.append(Cause("exchange-1c-failed", "onec", dict(onec_failed)))

@@ -301,3 +301,26 @@ def test_the_notice_counts_the_quarantine_per_channel(scene: Engine) -> None:
         found = notify.snapshot(connection, NOW, KINDS, stalled_after=60)
         notify.add_details(found, connection, NOW)
     assert found.quarantine_by_channel == {"api": 0, "second": 1, None: 1}
+
+
+def test_a_breaker_no_channels_row_says_is_still_a_cause_bare(scene: Engine) -> None:
+    """A worker row of no channel (a process's own) with its breaker open: no channel's
+    figures hold it, so the cause is said bare rather than lost."""
+    with transaction(scene) as connection:
+        connection.execute(
+            insert(workers).values(
+                worker_id="w0",
+                started_at=NOW - timedelta(minutes=5),
+                heartbeat_at=NOW - timedelta(seconds=5),
+                breaker_state="open",
+                breaker_until=NOW + timedelta(seconds=30),
+            )
+        )
+    figures, by_channel = _figures(scene)
+    codes = [
+        c.code
+        for c in attention.causes(
+            figures, onec_failed=None, no_live_worker=False, by_channel=by_channel
+        )
+    ]
+    assert "breaker" in codes and not any(c.startswith("breaker:") for c in codes)
