@@ -1909,3 +1909,27 @@ _WORD_MESSAGES.update(
         ),
     }
 )
+
+
+# The channels on the dashboard and the message page (contract 13, issue 31 step 7).
+_WORD_MESSAGES.update(
+    {
+        "channels": N_("Channels"),
+        "channel": N_("Channel"),
+        "channel_target": N_("Target"),
+        "channel_delivery": N_("Delivery"),
+        "channel_live": N_("live"),
+        "channel_paused": N_("paused"),
+        "channel_down": N_("down: the site keeps failing"),
+        "channel_no_worker": N_("no live worker"),
+        "channel_not_configured": N_("not configured"),
+        "channel_backlog": N_("Still to deliver"),
+        "channel_withheld": N_("Withheld"),
+        "channel_quarantined": N_("In quarantine"),
+        "on_channels": N_("On each channel"),
+        "acts_on_channels": N_("Acts on the channels where it is quarantined: {channels}"),
+        "releases_on_channels": N_("Asks the channels that withhold it: {channels}"),
+        "preview_on_channel": N_("on channel {channel}: {count}"),
+        "preview_records": N_("rows refused at intake (no channel's): {count}"),
+    }
+)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from exchange import app as bootstrap
+from exchange.cli.channel_option import ChannelOpt
 from exchange.cli.common import (
     AggregateOpt,
     JsonOpt,
@@ -33,9 +35,10 @@ from exchange.cli.common import (
     quarantine_app,
 )
 from exchange.db.engine import transaction
+from exchange.db.on_channels import channel_ids
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
-from exchange.i18n import N_, _, ngettext, pgettext
+from exchange.i18n import N_, Lang, _, ngettext, pgettext
 from exchange.ops.find import check_filters, released_by_cancel
 from exchange.ops.quarantine import (
     ActionResult,
@@ -63,8 +66,9 @@ def quarantine_list(
     until: UntilOpt = None,
     superseded: SupersededOpt = False,
     as_json: JsonOpt = False,
+    channel: ChannelOpt = None,
 ) -> None:
-    filters = _filters(kind, aggregate, reason, since, until, superseded)
+    filters = on_channel(_filters(kind, aggregate, reason, since, until, superseded), channel)
     with _guard():
         settings = _settings(ctx)
         check_filters(filters.reason, filters.kind, settings.kinds)
@@ -72,7 +76,9 @@ def quarantine_list(
         with transaction(engine, read_only=True) as connection:
             rows = _shown(list_quarantined(connection, filters, priced=not as_json))
             present = (
-                quarantine_by_reason(connection, SystemClock().now())
+                quarantine_by_reason(
+                    connection, SystemClock().now(), channel_ids(connection, channel)
+                )
                 if not rows and filters.any()
                 else {}
             )
@@ -157,8 +163,9 @@ def quarantine_export(
     since: SinceOpt = None,
     until: UntilOpt = None,
     superseded: SupersededOpt = False,
+    channel: ChannelOpt = None,
 ) -> None:
-    filters = _filters(kind, aggregate, reason, since, until, superseded)
+    filters = on_channel(_filters(kind, aggregate, reason, since, until, superseded), channel)
     chosen = fmt or report.format_for(output)
     with _guard():
         settings = _settings(ctx)
@@ -204,9 +211,10 @@ def quarantine_retry(
     limit: LimitOpt = None,
     operator: Annotated[str | None, typer.Option(help=N_("Who acts (default: OS user)."))] = None,
     note: Annotated[str | None, typer.Option(help=N_("Why."))] = None,
+    channel: ChannelOpt = None,
 ) -> None:
     ids = message_ids or []
-    filters = _filters(kind, aggregate, reason, since, until, superseded)
+    filters = on_channel(_filters(kind, aggregate, reason, since, until, superseded), channel)
     _operator_action(
         ctx,
         "retry",
@@ -242,9 +250,10 @@ def quarantine_cancel(
     yes: Annotated[bool, typer.Option("--yes", help=N_("Confirm a bulk cancel."))] = False,
     limit: LimitOpt = None,
     operator: Annotated[str | None, typer.Option(help=N_("Who acts (default: OS user)."))] = None,
+    channel: ChannelOpt = None,
 ) -> None:
     ids = message_ids or []
-    filters = _filters(kind, aggregate, reason, since, until, superseded)
+    filters = on_channel(_filters(kind, aggregate, reason, since, until, superseded), channel)
     _operator_action(
         ctx,
         "cancel",
@@ -305,7 +314,11 @@ def _operator_action(
                 if action == "cancel"
                 else []
             )
+            several = len(channel_ids(connection)) > 1
     _print_action(result, action, done, dry=dry, unconfirmed=bulk and not yes and not dry_run)
+    if several:
+        for line in per_channel_lines(result.per_channel, cli_lang()):
+            out.print(line, markup=False, highlight=False)
     for entry in released:
         # The consequence a cancel has beyond the messages it names (strict order).
         if dry:
@@ -332,6 +345,24 @@ def _operator_action(
             markup=False,
             highlight=False,
         )
+
+
+def on_channel(filters: Filters, channel: str | None) -> Filters:
+    """The filters narrowed to ``--channel`` (every channel's without it)."""
+    return replace(filters, channel=channel) if channel is not None else filters
+
+
+def per_channel_lines(counted: dict[str | None, int], lang: Lang = "en") -> list[str]:
+    """A manual action's count per channel (contract 13: the preview counts per channel):
+    «  канал ozon: 2», and intake's rejected records, no channel's, last."""
+    lines = []
+    for channel, count in counted.items():
+        if channel is None:
+            said = _("  intake's rejected records: {count}", lang)
+        else:
+            said = _("  on channel {channel}: {count}", lang)
+        lines.append(said.format(channel=channel, count=count))
+    return lines
 
 
 def _print_action(

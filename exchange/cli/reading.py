@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from exchange import app as bootstrap
+from exchange.cli.channel_option import ChannelOpt
 from exchange.cli.common import (
     JsonOpt,
     _guard,
@@ -29,11 +30,13 @@ from exchange.cli.common import (
 )
 from exchange.cli.withheld_shown import withheld_table
 from exchange.db.engine import transaction
+from exchange.db.on_channels import channel_ids
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
 from exchange.i18n import N_, Lang, _, pgettext
 from exchange.ops.attention import attention
 from exchange.ops.backlog import backlog, backlog_words
+from exchange.ops.channel_status import channel_figures, channels_table
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
 from exchange.ops.find import find as find_messages
 from exchange.ops.notify import last_told
@@ -63,7 +66,9 @@ from exchange.words import error_words, money, name, source_words
         "database."
     ),
 )
-def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+def status_command(
+    ctx: typer.Context, as_json: JsonOpt = False, channel: ChannelOpt = None
+) -> None:
     with _guard():
         settings = _settings(ctx)
         engine = _reading_engine(settings)
@@ -78,18 +83,42 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
                 else None
             )
             now = SystemClock().now()
-            figures = status(connection, now, settings.policies, live_within=settings.live_within)
+            figures = status(
+                connection,
+                now,
+                settings.policies,
+                live_within=settings.live_within,
+                channel=channel,
+            )
             waiting = backlog(
                 connection,
                 now,
                 settings.policies,
                 timedelta(seconds=settings.live_within),
+                channel=channel,
+            )
+            by_channel = channel_figures(
+                connection,
+                now,
+                settings.policies,
+                figures.workers,
+                channel_ids(connection, channel),
+                configured=[c.name for c in settings.channels_in_force()],
+                live_within=settings.live_within,
             )
             onec = onec_exchanges(connection, now)
             pause = control.operator_pause(connection)
             told = last_told(connection)
             found = attention(
-                connection, staged, figures, now, settings.policies, settings.live_within
+                connection,
+                staged,
+                figures,
+                now,
+                settings.policies,
+                settings.live_within,
+                channel=channel,
+                # contract 13: a cause names its channel only where EXCHANGE_CHANNELS is set
+                by_channel=by_channel if settings.channels is not None else None,
             )
         brokers = asyncio.run(
             source_figures(bootstrap.source(settings, engine, None), figures.workers)
@@ -100,6 +129,7 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             "database": safe_url(settings.database_url),
             **figures.as_json(),
             "backlog": waiting,
+            "channels": by_channel,
             # ``pause`` (in the figures) replaces it; kept one release as an alias.
             "operator_pause": (
                 {**pause, "paused_at": pause["paused_at"].isoformat()} if pause else None
@@ -118,6 +148,8 @@ def status_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         _header(settings)
         for table in tables(figures, settings.display_tz, lang):
             out.print(table)
+        if len(by_channel) > 1:
+            out.print(channels_table(by_channel, lang))
         if figures.counts.get("withheld"):  # contract 13: each with the channel's words
             listed = withheld_table(engine, lang, settings.display_tz)
             if listed is not None:
@@ -177,12 +209,14 @@ def find_command(
         ),
     ],
     as_json: JsonOpt = False,
+    channel: ChannelOpt = None,
 ) -> None:
     with _guard():
         settings = _settings(ctx)
         engine = _reading_engine(settings)
         with transaction(engine, read_only=True) as connection:
-            rows = _shown(find_messages(connection, term))
+            rows = _shown(find_messages(connection, term, channel=channel))
+            several = len(channel_ids(connection)) > 1
     if as_json:
         print(
             json.dumps(
@@ -192,7 +226,7 @@ def find_command(
         )
         return
     _header(settings)
-    _print_found(rows, settings.display_tz, cli_lang())
+    _print_found(rows, settings.display_tz, cli_lang(), several=several)
     if not rows:
         out.print(_("no message matches {term!r}", cli_lang()).format(term=term), markup=False)
 
@@ -213,6 +247,7 @@ def prioritize_command(
     ],
     note: Annotated[str, typer.Option(help=N_("Why (required, kept for audit)."))],
     operator: Annotated[str | None, typer.Option(help=N_("Who acts (default: OS user)."))] = None,
+    channel: ChannelOpt = None,
 ) -> None:
     with _guard():
         settings = _settings(ctx)
@@ -224,6 +259,7 @@ def prioritize_command(
                 operator=operator or _os_user(),
                 note=note,
                 now=SystemClock().now(),
+                channel=channel,
             )
     first = _("first in line: {message_id}", cli_lang())
     for message_id in chosen:
@@ -231,13 +267,23 @@ def prioritize_command(
         out.print(said, markup=False, highlight=False, soft_wrap=True)
 
 
-def _print_found(rows: list[dict[str, Any]], zone: str, lang: Lang = "en") -> None:
+def _print_found(
+    rows: list[dict[str, Any]], zone: str, lang: Lang = "en", *, several: bool = False
+) -> None:
     """Each message's full id on a line of its own (a table would cut it), then its facts: in
     Russian the state, kind and reason in words, the price as Russian writes it, the time in
     the display zone («05.12.2026 14:30:00 MSK»); the id, SKU and codes as they are."""
     for row in rows:
         out.print(row["message_id"], markup=False, highlight=False, soft_wrap=True)
-        out.print(_found_facts(row, zone, lang), markup=False, highlight=False)
+        facts = _found_facts(row, zone, lang)
+        if several:  # contract 13: each delivery's channel (a rejected record: none)
+            facts = (
+                "    "
+                + _("channel {channel}:", lang).format(channel=row["channel"] or "-")
+                + " "
+                + facts.lstrip()
+            )
+        out.print(facts, markup=False, highlight=False)
 
 
 def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:
@@ -271,6 +317,31 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:
     return "    " + "  ".join(facts)
 
 
+def _one_per_message(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``find``'s rows, one per message (its first channel's): a message delivered on two
+    channels is one message to choose, not two."""
+    seen: set[str] = set()
+    kept = []
+    for row in found:
+        if row["message_id"] not in seen:
+            seen.add(row["message_id"])
+            kept.append(row)
+    return kept
+
+
+def _delivery_line(delivery: dict[str, Any], lang: Lang = "en") -> str:
+    """A message's delivery on one channel, as ``history`` prints it under the headline."""
+    state, reason = delivery["state"], delivery["reason"]
+    if lang != "en":
+        state, reason = name("state", state, lang), name("reason", reason, lang)
+    return _("  channel {channel}: {state}, reason: {reason}, attempts: {attempts}", lang).format(
+        channel=delivery["channel"],
+        state=state,
+        reason=reason or "-",
+        attempts=delivery["attempts"],
+    )
+
+
 @app.command(help=N_("The message's biography."))
 def history(
     ctx: typer.Context,
@@ -284,12 +355,13 @@ def history(
         ),
     ],
     as_json: JsonOpt = False,
+    channel: ChannelOpt = None,
 ) -> None:
     with _guard():
         settings = _settings(ctx)
         engine = _reading_engine(settings)
         with transaction(engine, read_only=True) as connection:
-            found = find_messages(connection, message_id)
+            found = _one_per_message(find_messages(connection, message_id, channel=channel))
             exact = [r for r in found if r["message_id"] == message_id]
             if not exact and len(found) > 1:
                 if not as_json:
@@ -303,7 +375,7 @@ def history(
                 if exact
                 else (found[0]["message_id"] if found else message_id)
             )
-            bio = _shown(biography(connection, chosen))
+            bio = _shown(biography(connection, chosen, channel=channel))
     if as_json:
         print(json.dumps({"database": safe_url(settings.database_url), **bio}, ensure_ascii=False))
         return
@@ -329,6 +401,9 @@ def history(
             attempts=m["attempts"],
         )
     out.print(headline, markup=False)
+    if len(bio["deliveries"]) > 1:  # contract 13: its state on every channel
+        for delivery in bio["deliveries"]:
+            out.print(_delivery_line(delivery, lang), markup=False, highlight=False)
     table = Table()
     for column in (
         pgettext("history column", "at", lang),

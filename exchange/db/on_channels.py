@@ -75,6 +75,11 @@ def channel_ids(connection: Connection, channel: Channel = None) -> list[int]:
     return found
 
 
+def channel_names(connection: Connection) -> dict[int, str]:
+    """Every registered channel's name, by id: what a surface prints beside a delivery."""
+    return {row.id: row.name for row in connection.execute(select(channels.c.id, channels.c.name))}
+
+
 def on(column: Any, ids: Sequence[int]) -> ColumnElement[bool]:
     """``column`` (a ``channel_id``) is one of ``ids``: an equality for one (a walk of a
     channel-first index stays in order), IN for several, false for none."""

@@ -111,29 +111,35 @@ def causes(
     onec_failed: dict[str, Any] | None,
     no_live_worker: bool,
     refused_sign_ins: dict[str, dict[str, Any]] | None = None,
+    by_channel: dict[str, dict[str, Any]] | None = None,
 ) -> list[Cause]:
     """What ``exchange status`` exits 1 for, in the order contract 6 names the codes; a
-    pause is said as ``figures.pause`` says it (contract 15: one pause, one truth)."""
-    found = []
-    quarantined = figures.counts.get("quarantined", 0)
-    if quarantined:
-        found.append(Cause("quarantine", "quarantine", {"count": quarantined}))
-    withheld = figures.counts.get("withheld", 0)
-    if withheld:  # contract 13: the channel took them; only a person's confirmation shows them
-        found.append(Cause("withheld", "withheld", {"count": withheld}))
-    unreachable = getattr(figures, "site_unreachable_since", None)
-    if figures.breaker_open and unreachable:  # no answer at all: not "answers with errors"
-        found.append(Cause("breaker", "unreachable", {"since": unreachable}))
-    elif figures.breaker_open:
-        found.append(Cause("breaker", "breaker"))
-    pause = figures.pause
-    if pause is not None and pause["by"] == "operator":
-        found.append(Cause("paused", "operator", {"operator": pause["operator"]}))
-    elif pause is not None:
-        found.append(Cause("paused", f"pause_{pause['cause']}", {"answer": pause["note"]}))
-    gaps = sum(1 for b in figures.blocked if b["held_by"] == "gap")
-    if gaps:
-        found.append(Cause("gap", "gap", {"count": gaps}))
+    pause is said as ``figures.pause`` says it (contract 15: one pause, one truth).
+
+    ``by_channel`` (``status --json``'s ``channels``, given when EXCHANGE_CHANNELS is set):
+    a channel's causes name it after a colon (contract 13: ``quarantine:ozon``,
+    ``paused:site``); intake's rejected records, 1C's failures and the process's own causes
+    stay bare. Without it every code is bare, as monitoring has always read them."""
+    if by_channel is None:
+        found = delivery_causes(figures, "")
+    else:
+        found = []
+        records = figures.counts.get("quarantined", 0) - sum(
+            channel["counts"].get("quarantined", 0) for channel in by_channel.values()
+        )
+        if records > 0:  # intake's own records: no channel's
+            found.append(Cause("quarantine", "quarantine", {"count": records}))
+        for name, channel in by_channel.items():
+            found += delivery_causes(_one_channel(figures, name, channel), name)
+        # What no channel's rows say but the figures do (a process's own row, of no channel,
+        # whose breaker is open or that paused): said bare rather than not at all.
+        said = {cause.code.split(":")[0] for cause in found}
+        found += [
+            cause
+            for cause in delivery_causes(figures, "")
+            if cause.code in ("breaker", "paused") and cause.code not in said
+        ]
+    found.sort(key=lambda cause: _ORDER.index(cause.code.split(":")[0]))
     if onec_failed is not None:
         found.append(Cause("exchange-1c-failed", "onec", dict(onec_failed)))
     if no_live_worker:
@@ -159,6 +165,68 @@ def causes(
     return found
 
 
+# The order contract 6 names the delivery's causes in (a code before its colon).
+_ORDER = ("quarantine", "withheld", "breaker", "paused", "gap")
+
+
+@dataclass(frozen=True)
+class _Channel:
+    """One channel's figures as ``delivery_causes`` reads ``status``'s."""
+
+    counts: dict[str, int]
+    breaker_open: bool
+    site_unreachable_since: str | None
+    pause: dict[str, Any] | None
+    blocked: list[dict[str, Any]]
+
+
+def _one_channel(figures: Any, name: str, channel: dict[str, Any]) -> _Channel:
+    """``figures`` narrowed to the channel ``name`` (its entry of ``channels``)."""
+    rows = [w for w in figures.workers if w["live"] and w.get("channel") == name]
+    unreachable = [w["unreachable_since"] for w in rows]
+    return _Channel(
+        counts=channel["counts"],
+        breaker_open=channel["breaker"] in ("open", "half-open"),
+        site_unreachable_since=(
+            str(min(unreachable)) if unreachable and all(unreachable) else None
+        ),
+        pause=channel["paused"],
+        blocked=[b for b in figures.blocked if b.get("channel") == name],
+    )
+
+
+def delivery_causes(figures: Any, channel: str) -> list[Cause]:
+    """The causes of delivery (quarantine, withheld, breaker, paused, gap) in ``figures``;
+    ``channel``: the channel they are of, named after a colon in the code and said in the
+    sentence, or "" for bare codes."""
+    found = []
+    quarantined = figures.counts.get("quarantined", 0)
+    if quarantined:
+        found.append(Cause("quarantine", "quarantine", {"count": quarantined}))
+    withheld = figures.counts.get("withheld", 0)
+    if withheld:  # contract 13: the channel took them; only a person's confirmation shows them
+        found.append(Cause("withheld", "withheld", {"count": withheld}))
+    unreachable = getattr(figures, "site_unreachable_since", None)
+    if figures.breaker_open and unreachable:  # no answer at all: not "answers with errors"
+        found.append(Cause("breaker", "unreachable", {"since": unreachable}))
+    elif figures.breaker_open:
+        found.append(Cause("breaker", "breaker"))
+    pause = figures.pause
+    if pause is not None and pause["by"] == "operator":
+        found.append(Cause("paused", "operator", {"operator": pause["operator"]}))
+    elif pause is not None:
+        found.append(Cause("paused", f"pause_{pause['cause']}", {"answer": pause["note"]}))
+    gaps = sum(1 for b in figures.blocked if b["held_by"] == "gap")
+    if gaps:
+        found.append(Cause("gap", "gap", {"count": gaps}))
+    if not channel:
+        return found
+    return [
+        Cause(f"{cause.code}:{channel}", cause.key, {**cause.values, "channel": channel})
+        for cause in found
+    ]
+
+
 def say(cause: Cause, lang: str = "en", zone: tzinfo | str = "UTC") -> str:
     """A cause's sentence; its time (``since``) in ``zone`` (EXCHANGE_DISPLAY_TZ where the
     page or the notice says every other time in it; ``status`` prints UTC)."""
@@ -166,10 +234,19 @@ def say(cause: Cause, lang: str = "en", zone: tzinfo | str = "UTC") -> str:
     if "since" in v:
         v = {**v, "since": _hm(v["since"], zone)}
     if cause.key.startswith("pause_"):
-        return pause_words(cause.key.removeprefix("pause_"), str(v.get("answer", "")), lang)
-    if lang == "ru":
-        return _RU[cause.key](v)
-    return _EN[cause.key](v)
+        said = pause_words(cause.key.removeprefix("pause_"), str(v.get("answer", "")), lang)
+    elif lang == "ru":
+        said = _RU[cause.key](v)
+    else:
+        said = _EN[cause.key](v)
+    if "channel" not in v:
+        return said
+    return (CHANNEL_RU if lang == "ru" else CHANNEL_EN).format(channel=v["channel"], said=said)
+
+
+# A channel's cause (``delivery_causes``): the sentence behind the channel's name.
+CHANNEL_EN = "channel {channel}: {said}"
+CHANNEL_RU = "канал {channel}: {said}"
 
 
 def pause_words(cause: str, answer: str, lang: str = "en") -> str:
@@ -436,6 +513,7 @@ def attention(
     live_within: float,
     unwritten: Iterable[sign_ins.Refused] = (),
     channel: Channel = None,
+    by_channel: dict[str, dict[str, Any]] | None = None,
 ) -> Attention:
     """What needs a person, from ``status``'s figures (read with the same ``live_within`` and
     ``channel``): the one reading ``exchange status`` and the dashboard share."""
@@ -445,5 +523,11 @@ def attention(
         connection, taken, now, kinds, live_within, channel
     )
     refused = sign_ins.refused_lately(connection, now, unwritten)
-    found = causes(figures, onec_failed=failing, no_live_worker=stopped, refused_sign_ins=refused)
+    found = causes(
+        figures,
+        onec_failed=failing,
+        no_live_worker=stopped,
+        refused_sign_ins=refused,
+        by_channel=by_channel,
+    )
     return Attention(intake=taken, onec_failed=failing, causes=found, refused_sign_ins=refused)

@@ -54,6 +54,7 @@ def backlog(
             history.c.event == Event.DELIVERED.value,
             history.c.at >= now - PACE_WINDOW,
             history.c.worker.in_(live_workers),
+            on(history.c.channel_id, ids),  # a channel's pace is its own deliveries
         )
     ).scalar_one()
     per_second = delivered / PACE_WINDOW.total_seconds()

@@ -32,12 +32,13 @@ from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import choose_encoder
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Connection, Engine, func, select
 
 from exchange.db.engine import ping, transaction
 from exchange.db.on_channels import by_state_and_reason
-from exchange.db.schema import deliveries, messages
+from exchange.db.schema import channels, deliveries, messages
 from exchange.domain.breaker import BreakerState
+from exchange.domain.clock import ensure_utc
 from exchange.domain.pace import Cause
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import Decision
@@ -90,6 +91,28 @@ class PrometheusMetrics(Metrics):
             "exchange_oldest_undelivered_age_seconds",
             "Age of the oldest new, in-progress or delayed message, from created_at; "
             "0 when there is none.",
+            registry=r,
+        )
+        # contract 13: the same figures per channel (a delivery's state on each), beside the
+        # sums above that existing monitoring reads; intake's rejected records are no
+        # channel's and stay in the sums only.
+        self.channel_messages = Gauge(
+            "exchange_channel_messages",
+            "Deliveries by channel and state (all workers).",
+            ["channel", "state"],
+            registry=r,
+        )
+        self.channel_quarantined = Gauge(
+            "exchange_channel_quarantined_messages",
+            "Deliveries waiting in quarantine now, by channel and reason (all workers).",
+            ["channel", "reason"],
+            registry=r,
+        )
+        self.channel_oldest = Gauge(
+            "exchange_channel_oldest_undelivered_age_seconds",
+            "Age of the oldest new, in-progress or delayed delivery of each channel, from the "
+            "message's created_at; 0 when there is none.",
+            ["channel"],
             registry=r,
         )
         self.attempts = Counter(
@@ -192,6 +215,7 @@ class PrometheusMetrics(Metrics):
         for result in ("message", "duplicate", "rejected"):
             self.intake_rows.labels(result)
         self._reasons_shown: set[str] = set()
+        self._channel_reasons_shown: set[tuple[str, str]] = set()
         # Read by the HTTP thread, written by the worker's: single assignments, no lock needed.
         self.started_mono = monotonic()
         self.last_cycle_at: datetime | None = None
@@ -267,6 +291,8 @@ class PrometheusMetrics(Metrics):
                 .select_from(d.join(messages, messages.c.id == d.c.message_pk))
                 .where(d.c.state.in_(values(PENDING)))
             ).scalar()
+            per_channel = by_channel(connection)
+            oldest_per_channel = oldest_by_channel(connection)
         by_state = dict.fromkeys((s.value for s in State), 0)
         by_reason: dict[str, int] = {}
         for (state, reason), count in counted.items():
@@ -282,6 +308,66 @@ class PrometheusMetrics(Metrics):
             self.quarantined_now.labels(reason).set(by_reason.get(reason, 0))
         age = (now - oldest).total_seconds() if oldest is not None else 0.0
         self.oldest_undelivered.set(max(age, 0.0))
+        self._refresh_channels(per_channel, oldest_per_channel, now)
+
+    def _refresh_channels(
+        self,
+        counted: dict[tuple[str, str, str | None], int],
+        oldest: dict[str, datetime | None],
+        now: datetime,
+    ) -> None:
+        """The per-channel series (``by_channel``): every state of every channel shown, a
+        reason that left a channel's quarantine at 0 rather than vanishing."""
+        reasons: dict[tuple[str, str], int] = {}
+        states: dict[tuple[str, str], int] = {}
+        for (channel, state, reason), count in counted.items():
+            states[(channel, state)] = states.get((channel, state), 0) + count
+            if state == State.QUARANTINED.value:
+                key = (channel, reason or "unknown")
+                reasons[key] = reasons.get(key, 0) + count
+        for channel in oldest:
+            for state in State:
+                self.channel_messages.labels(channel, state.value).set(
+                    states.get((channel, state.value), 0)
+                )
+            since = oldest[channel]
+            age = (now - since).total_seconds() if since is not None else 0.0
+            self.channel_oldest.labels(channel).set(max(age, 0.0))
+        self._channel_reasons_shown |= set(reasons)
+        for channel, reason in self._channel_reasons_shown:
+            self.channel_quarantined.labels(channel, reason).set(reasons.get((channel, reason), 0))
+
+
+def by_channel(connection: Connection) -> dict[tuple[str, str, str | None], int]:
+    """How many deliveries each channel (by name) has in each (state, reason)."""
+    rows = connection.execute(
+        select(channels.c.name, deliveries.c.state, deliveries.c.reason, func.count())
+        .join(channels, channels.c.id == deliveries.c.channel_id)
+        .group_by(channels.c.name, deliveries.c.state, deliveries.c.reason)
+    ).all()
+    return {(name, state, reason): int(count) for name, state, reason, count in rows}
+
+
+def oldest_by_channel(connection: Connection) -> dict[str, datetime | None]:
+    """Each registered channel (by name, a dropped one too: its series drop to 0) and when
+    its oldest undelivered message was created (None: nothing waits there)."""
+    d = deliveries
+    oldest: dict[str, datetime | None] = dict.fromkeys(
+        connection.execute(select(channels.c.name).order_by(channels.c.id)).scalars()
+    )
+    rows = connection.execute(
+        select(channels.c.name, func.min(messages.c.created_at))
+        .select_from(
+            d.join(messages, messages.c.id == d.c.message_pk).join(
+                channels, channels.c.id == d.c.channel_id
+            )
+        )
+        .where(d.c.state.in_(values(PENDING)))
+        .group_by(channels.c.name)
+    ).all()
+    for name, created_at in rows:
+        oldest[name] = ensure_utc(created_at) if created_at is not None else None
+    return oldest
 
 
 # -- health ------------------------------------------------------------------------------------

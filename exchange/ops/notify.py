@@ -18,7 +18,7 @@ from sqlalchemy import Connection, func, not_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from exchange.db.engine import is_postgres
-from exchange.db.on_channels import Channel, channel_ids, listed, on
+from exchange.db.on_channels import Channel, channel_ids, channel_names, listed, on
 from exchange.db.schema import deliveries, messages, notifications, staging, workers
 from exchange.domain.notify import Situation, Stop, Told
 from exchange.domain.policy import KindPolicies
@@ -55,6 +55,9 @@ class Snapshot:
     refused_sign_ins: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Filled only for a message: reason -> {"count", "oldest_message_id", "oldest_age_s", ...}
     quarantine_by_reason: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Filled only for a message, with more than one channel registered (contract 13): how many
+    # deliveries each channel (by name) holds in quarantine; intake's records under None.
+    quarantine_by_channel: dict[str | None, int] = field(default_factory=dict)
 
 
 def snapshot(
@@ -138,10 +141,28 @@ def _waiting(
 def add_details(
     found: Snapshot, connection: Connection, now: datetime, channel: Channel = None
 ) -> None:
-    """What a message shows of the quarantine: counts by reason and the oldest of each."""
-    found.quarantine_by_reason = quarantine_by_reason(
-        connection, now, channel_ids(connection, channel)
-    )
+    """What a message shows of the quarantine: counts by reason and the oldest of each, and,
+    with more than one channel, the count on each channel."""
+    ids = channel_ids(connection, channel)
+    found.quarantine_by_reason = quarantine_by_reason(connection, now, ids)
+    if len(channel_ids(connection)) > 1:
+        found.quarantine_by_channel = quarantined_by_channel(connection, ids)
+
+
+def quarantined_by_channel(connection: Connection, ids: list[int]) -> dict[str | None, int]:
+    """How many deliveries each channel of ``ids`` holds in quarantine (by name, the channels'
+    order; none left out), and intake's rejected records under None (when there are any)."""
+    names = channel_names(connection)
+    counted: dict[str | None, int] = {names[i]: 0 for i in sorted(ids) if i in names}
+    quarantine = listed(ids, states=[State.QUARANTINED.value], name="quarantined")
+    for channel_id, count in connection.execute(
+        select(quarantine.c.channel_id, func.count())
+        .where(quarantine.c.state == State.QUARANTINED.value)
+        .group_by(quarantine.c.channel_id)
+    ):
+        key = names.get(channel_id) if channel_id is not None else None
+        counted[key] = counted.get(key, 0) + int(count)
+    return {name: count for name, count in counted.items() if count or name is not None}
 
 
 def told(connection: Connection) -> Told:

@@ -12,7 +12,7 @@ done). Showing before acting (dry run unless confirmed) is the caller's choice o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
@@ -20,7 +20,7 @@ from sqlalchemy import ColumnElement, Connection, Select, exists, func, select
 from sqlalchemy.sql.selectable import Subquery
 
 from exchange.db.engine import is_postgres
-from exchange.db.on_channels import Channel, channel_ids, listed
+from exchange.db.on_channels import Channel, channel_ids, channel_names, listed
 from exchange.db.schema import channel_aggregates, messages
 from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
@@ -162,14 +162,18 @@ def _where(
     return q
 
 
-def entry(row: Any) -> dict[str, Any]:
+def entry(row: Any, names: dict[int, str] | None = None) -> dict[str, Any]:
     """One quarantined message as operators and machines read it (stable field names).
 
     ``row`` is a row of ``list_quarantined``'s query: the message's columns and
-    ``superseded_after_quarantine``.
+    ``superseded_after_quarantine``; ``names``: the channels' names by id
+    (``on_channels.channel_names``), for ``channel``.
     """
+    channel_id = row["channel_id"]
     return {
         "message_id": row["message_id"],
+        # contract 13: the delivery's channel; None for intake's rejected record (no channel's)
+        "channel": (names or {}).get(channel_id) if channel_id is not None else None,
         "kind": row["kind"],
         "aggregate": row["aggregate"],
         "version": row["version"],
@@ -187,13 +191,13 @@ def entry(row: Any) -> dict[str, Any]:
     }
 
 
-def listed_entry(row: Any) -> dict[str, Any]:
+def listed_entry(row: Any, names: dict[int, str] | None = None) -> dict[str, Any]:
     """One message of a list by state (``page_of``) as the workbench shows it: ``entry``'s
     fields, its state and since when it is in it, when a delayed one goes again, whose lease
     an in-flight one is, and a price's price and currency."""
     next_try, until = row["next_try_at"], row["locked_until"]
     return {
-        **entry(row),
+        **entry(row, names),
         "state": row["state"],
         "in_state_since": row["updated_at"].isoformat(),
         "next_try_at": next_try.isoformat() if next_try is not None else None,
@@ -212,9 +216,10 @@ def list_quarantined(
     ids = channel_ids(connection, filters.channel)
     query = _query(filters, is_postgres(connection), ids)
     rows = connection.execute(query).mappings()
+    names = channel_names(connection)
     if priced:
-        return [{**entry(row), **price_of(row["kind"], row["payload"])} for row in rows]
-    return [entry(row) for row in rows]
+        return [{**entry(row, names), **price_of(row["kind"], row["payload"])} for row in rows]
+    return [entry(row, names) for row in rows]
 
 
 # The orders a page of the quarantine may take: by when it came (how long it waits), attempts,
@@ -316,13 +321,13 @@ def page_of(
         total = connection.execute(
             _where(select(func.count()).select_from(m), m, filters, postgres, state=state)
         ).scalar_one()
-        return Page([listed_entry(row) for row in rows], int(total))
+        return Page([listed_entry(row, channel_names(connection)) for row in rows], int(total))
     # Counted as far as the bound and one more, which says there are more: the ids read (a
     # few ten thousand integers at most), not a count of a subquery, which would nest the
     # search's SQL one level deeper than SQLite's parser takes.
     bounded = _where(select(m.c.id), m, filters, postgres, state=state).limit(count_limit + 1)
     counted = len(connection.execute(bounded).all())
-    entries = [listed_entry(row) for row in rows]
+    entries = [listed_entry(row, channel_names(connection)) for row in rows]
     return Page(entries, min(counted, count_limit), more=counted > count_limit)
 
 
@@ -485,6 +490,20 @@ def _select_for_action(connection: Connection, ids: Sequence[str], filters: Filt
 class ActionResult:
     touched: list[str]
     skipped: list[tuple[str, str]]
+    # contract 13: how many deliveries the action moves (or would) on each channel, by name;
+    # None: intake's rejected records, no channel's. What the preview counts per channel.
+    per_channel: dict[str | None, int] = field(default_factory=dict)
+
+
+def per_channel(connection: Connection, rows: Sequence[Any]) -> dict[str | None, int]:
+    """How many of ``rows`` (``_select_for_action``'s) are on each channel, by its name, in
+    the channels' order; intake's rejected records under None, last."""
+    names = channel_names(connection)
+    counted: dict[str | None, int] = {}
+    for row in sorted(rows, key=lambda r: (r["channel_id"] is None, r["channel_id"] or 0)):
+        key = names.get(row["channel_id"]) if row["channel_id"] is not None else None
+        counted[key] = counted.get(key, 0) + 1
+    return counted
 
 
 def retry(
@@ -548,7 +567,8 @@ def retry(
         check_limit(len(touched), limit, "retry")
     if not dry_run:
         apply(connection, changes, now)
-    return ActionResult(touched, skipped)
+    moved = [row for row in rows if not row["rejected"]]
+    return ActionResult(touched, skipped, per_channel(connection, moved))
 
 
 def cancel(
@@ -579,8 +599,9 @@ def cancel(
     if not ids:
         check_unchanged(touched, expected, "cancel")
         check_limit(len(rows), limit, "cancel")
+    counted = per_channel(connection, rows)
     if dry_run:
-        return ActionResult(touched, [])
+        return ActionResult(touched, [], counted)
     changes = [
         Change(
             row["id"],
@@ -599,7 +620,7 @@ def cancel(
     aggregate_ids = sorted({row["aggregate_id"] for row in rows if row["aggregate_id"] is not None})
     if aggregate_ids and kinds.strict:
         advance_strict(connection, aggregate_ids, kinds)
-    return ActionResult(touched, [])
+    return ActionResult(touched, [], counted)
 
 
 def act(

@@ -21,7 +21,7 @@ from rich.text import Text
 from sqlalchemy import Connection, case, func, not_, select
 from sqlalchemy.orm import aliased
 
-from exchange.db.on_channels import Channel, channel_ids, listed, on
+from exchange.db.on_channels import Channel, channel_ids, channel_names, listed, on
 from exchange.db.schema import (
     Message,
     aggregates,
@@ -590,10 +590,18 @@ def blocked_aggregates(
     )
     rows = connection.execute(
         select(
-            a.c.kind, a.c.aggregate, through, lowest.c.version, m.message_id, d.c.state, d.c.reason
+            a.c.kind,
+            a.c.aggregate,
+            through,
+            lowest.c.version,
+            m.message_id,
+            d.c.state,
+            d.c.reason,
+            channels.c.name,
         )
         .select_from(lowest)
         .join(a, a.c.id == lowest.c.aggregate_id)
+        .join(channels, channels.c.id == lowest.c.channel_id)
         .join(
             c,
             (c.c.aggregate_id == lowest.c.aggregate_id) & (c.c.channel_id == lowest.c.channel_id),
@@ -610,7 +618,7 @@ def blocked_aggregates(
         .limit(limit)
     ).all()
     result = []
-    for kind, aggregate, done, version, message_id, state, reason in rows:
+    for kind, aggregate, done, version, message_id, state, reason, channel in rows:
         # Held by a quarantined message: only a person moves it. Held by a gap: the missing
         # version may still arrive (until EXCHANGE_GAP_TIMEOUT quarantines the next one).
         held_by = "quarantine" if state == State.QUARANTINED.value else "gap"
@@ -628,6 +636,7 @@ def blocked_aggregates(
                 "held_by": held_by,
                 "message_id": message_id,
                 "cause": cause,
+                "channel": channel,  # contract 13: whose strict order it is
             }
         )
     return result
@@ -890,9 +899,12 @@ def biography(connection: Connection, message_id: str, channel: Channel = None) 
     if channel is not None:
         events = events.where(history.c.channel_id.is_(None) | on(history.c.channel_id, ids))
     entries = connection.execute(events.order_by(history.c.id)).mappings().all()
+    names = channel_names(connection)
     story = [
         {
             "at": _iso(e["at"]),
+            # contract 13: the delivery's channel; None for intake's own events
+            "channel": names.get(e["channel_id"]) if e["channel_id"] is not None else None,
             "event": e["event"],
             "from": e["from_state"],
             "to": e["to_state"],
@@ -914,6 +926,7 @@ def biography(connection: Connection, message_id: str, channel: Channel = None) 
     return {
         "message": {
             "message_id": row["message_id"],
+            "channel": names.get(row["channel_id"]) if row["channel_id"] is not None else None,
             "kind": row["kind"],
             "aggregate": row["aggregate"],
             "version": row["version"],
@@ -935,7 +948,37 @@ def biography(connection: Connection, message_id: str, channel: Channel = None) 
             "leased_at": _iso(row["leased_at"]),
         },
         "history": story,
+        # contract 13: the message's state on every channel (a rejected record: none)
+        "deliveries": on_every_channel(connection, row["id"]),
     }
+
+
+def on_every_channel(connection: Connection, pk: int) -> list[dict[str, Any]]:
+    """The message's delivery on each channel, oldest channel first: its channel's name,
+    state, reason, attempts and when it last changed (``find``'s and the message page's
+    "state on every channel")."""
+    rows = connection.execute(
+        select(
+            channels.c.name,
+            deliveries.c.state,
+            deliveries.c.reason,
+            deliveries.c.attempts,
+            deliveries.c.updated_at,
+        )
+        .join(channels, channels.c.id == deliveries.c.channel_id)
+        .where(deliveries.c.message_pk == pk)
+        .order_by(deliveries.c.channel_id)
+    ).all()
+    return [
+        {
+            "channel": name,
+            "state": state,
+            "reason": reason,
+            "attempts": attempts,
+            "updated_at": _iso(updated_at),
+        }
+        for name, state, reason, attempts, updated_at in rows
+    ]
 
 
 def in_flight(row: Any, before: str | None) -> dict[str, Any]:

@@ -116,6 +116,7 @@ def collect(
         activity=activity(connection, now, activity_days, zone),
         zone=zone,
         withheld=withheld_count(connection),
+        several_channels=len(channel_ids(connection)) > 1,
     )
 
 
@@ -188,6 +189,7 @@ def _entry(row: dict[str, Any], extra: dict[str, Any], redactor: Redactor) -> En
     ]
     return Entry(
         message_id=row["message_id"],
+        channel=row["channel"],
         kind=row["kind"],
         aggregate=row["aggregate"],
         version=row["version"],

@@ -69,6 +69,8 @@ class Entry:
     # is left to fix, the record only waits to be cancelled.
     superseded_after_quarantine: bool = False
     history: tuple[HistoryEvent, ...] = ()
+    # contract 13: the channel it is quarantined on; None for intake's rejected record.
+    channel: str | None = None
 
     @property
     def last_result(self) -> str | None:
@@ -118,6 +120,10 @@ class Report:
     # Deliveries the channel took and withholds from buyers (contract 13): they wait for a
     # person too, but are not quarantined, so they are counted beside the entries.
     withheld: int = 0
+    # More than one channel registered: the formats people read show a channel column after
+    # the message's id (a one-channel installation's files keep their columns; JSON always
+    # says the channel).
+    several_channels: bool = False
 
     @property
     def summary(self) -> Summary:

@@ -65,6 +65,15 @@ _WORDS: dict[str, tuple[str, str]] = {
         "Карантин: записей {count}. По причинам (самая старая запись и сколько ждёт):",
         "Quarantine: {count} entries. By reason (the oldest entry and how long it has waited):",
     ),
+    "channel_line": (
+        "- канал {channel}: {count}",
+        "- channel {channel}: {count}",
+    ),
+    "records_line": (
+        "- отклонённые при приёме строки (ничьи): {count}",
+        "- rows refused at intake (no channel's): {count}",
+    ),
+    "by_channel": ("По каналам:", "By channel:"),
     "reason_line": (
         "- {reason}: {count}; самая старая {message_id}, ждёт {age}",
         "- {reason}: {count}; oldest {message_id}, waiting {age}",
@@ -198,6 +207,13 @@ def compose(
             if workbench_url:
                 link = f"{workbench_url}/quarantine?{urlencode({'reason': reason})}"
                 lines.append(_w("open", lang).format(url=link))
+        if found.quarantine_by_channel:  # contract 13: which shop each waits for
+            lines.append(_w("by_channel", lang))
+            for channel, count in found.quarantine_by_channel.items():
+                if channel is None:
+                    lines.append(_w("records_line", lang).format(count=count))
+                else:
+                    lines.append(_w("channel_line", lang).format(channel=channel, count=count))
         lines.append("")
     if situation.stops - SIGN_IN_STOPS:
         lines.append(_w("stops", lang))

@@ -56,6 +56,7 @@ _LABELS: dict[str, str] = {
     "numbers": N_("Numbers"),
     # detail columns
     "message_id": N_("Message ID"),
+    "channel": N_("Channel"),
     "kind": N_("Kind"),
     "aggregate": N_("Aggregate"),
     "version": N_("Version"),
@@ -393,10 +394,26 @@ def describe_filters(report: Report, lang: Lang) -> str:
 Cell = str | int | float | datetime | None
 
 
-def detail_row(entry: Entry, lang: Lang, steps: dict[str, str] | None = None) -> list[Cell]:
-    """One entry in ``COLUMNS`` order; times stay datetimes (XLSX writes real dates)."""
+def detail_columns(report: Report) -> tuple[str, ...]:
+    """The detail table's columns: ``COLUMNS``, with ``channel`` after ``message_id`` where
+    more than one channel is registered (contract 13); a one-channel installation's files
+    keep the columns their readers know."""
+    if not report.several_channels:
+        return COLUMNS
+    return (COLUMNS[0], "channel", *COLUMNS[1:])
+
+
+def detail_row(
+    entry: Entry,
+    lang: Lang,
+    steps: dict[str, str] | None = None,
+    columns: tuple[str, ...] = COLUMNS,
+) -> list[Cell]:
+    """One entry in ``columns`` order (``detail_columns``); times stay datetimes (XLSX
+    writes real dates)."""
     values: dict[str, Cell] = {
         "message_id": entry.message_id,
+        "channel": entry.channel,
         "kind": kind_words(entry.kind, lang),
         "aggregate": entry.aggregate,
         "version": entry.version,
@@ -411,7 +428,7 @@ def detail_row(entry: Entry, lang: Lang, steps: dict[str, str] | None = None) ->
         "source_ref": entry.source_ref,
         "payload": entry.payload,
     }
-    return [values[column] for column in COLUMNS]
+    return [values[column] for column in columns]
 
 
 def history_rows(entry: Entry, lang: Lang) -> list[list[Cell]]:

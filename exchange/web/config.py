@@ -79,6 +79,9 @@ class WebConfig:
     # The channel's target, built when a person releases a withheld price (contract 13); None:
     # no channel to ask (the release says where the seller must act).
     withheld_target: Callable[[], Target] | None = field(default=None, repr=False, compare=False)
+    # EXCHANGE_CHANNELS's names (contract 13), or None without it: then every registered
+    # channel not dropped counts as configured, and the causes' codes stay bare.
+    channels: tuple[str, ...] | None = None
     # A worker is live while its last report is younger than this (Settings.live_within).
     live_within: float = worker_live_within(_setting("lease_seconds"), _setting("poll_interval"))
     # EXCHANGE_HTTP_BEHIND_PROXY: a proxy terminates TLS and writes X-Forwarded-For.

@@ -398,6 +398,7 @@ LIST_FIELDS = {
     "rejected_row",
     "staging_id",
     "superseded_after_quarantine",
+    "channel",  # contract 13: the channel it waits on (None: intake's record), always in JSON
 }
 REPORT_FIELDS = {"last_attempt", "next_check", "payload", "history"}
 HISTORY_FIELDS = {

@@ -21,9 +21,9 @@ from datetime import datetime
 
 from exchange.report.model import Lang, Report
 from exchange.report.words import (
-    COLUMNS,
     Cell,
     clock_time,
+    detail_columns,
     detail_row,
     fit_cell,
     label,
@@ -65,7 +65,8 @@ def render_csv(report: Report, lang: Lang) -> bytes:
     for reason, count in report.summary.by_reason.items():
         writer.writerow(cells([reason, count, summary_next_check(report, reason, lang)], lang))
     writer.writerow([])
-    writer.writerow(cells([label(column, lang, report.zone) for column in COLUMNS], lang))
+    columns = detail_columns(report)
+    writer.writerow(cells([label(column, lang, report.zone) for column in columns], lang))
     for entry in report.entries:
-        writer.writerow(cells(detail_row(entry, lang, report.steps), lang, report.zone))
+        writer.writerow(cells(detail_row(entry, lang, report.steps, columns), lang, report.zone))
     return buffer.getvalue().encode("utf-8-sig")

@@ -48,6 +48,19 @@ MAIN_COLUMNS: dict[str, int] = {
     "last_result": 12,
     "source_ref": 11,
 }
+# With more than one channel registered (contract 13): the channel after the message's id.
+CHANNEL_COLUMNS: dict[str, int] = {
+    "message_id": 12,
+    "channel": 6,
+    **{key: share for key, share in MAIN_COLUMNS.items() if key != "message_id"},
+    "source_ref": 7,
+}
+
+
+def main_columns(report: Report) -> dict[str, int]:
+    """The main row's columns and their shares of the width."""
+    return CHANNEL_COLUMNS if report.several_channels else MAIN_COLUMNS
+
 
 CSS = """
 :root { --fg: #1b1f24; --muted: #5b6470; --line: #d7dce1; --soft: #f3f5f8; --accent: #1f5fa8;
@@ -131,6 +144,8 @@ def _cell(key: str, entry: Entry, lang: Lang, zone: str) -> str:
     match key:
         case "message_id":
             return f'<td class="mono"><div class="v">{_e(entry.message_id)}</div></td>'
+        case "channel":
+            return f'<td class="mono"><div class="v">{_e(entry.channel or "—")}</div></td>'
         case "version" | "attempts":
             return f'<td class="num">{_e(getattr(entry, key))}</td>'
         case "first_seen" | "last_attempt" | "quarantined_at":
@@ -190,18 +205,26 @@ def _history(events: tuple[HistoryEvent, ...], lang: Lang, zone: str) -> str:
     )
 
 
-def _entry(entry: Entry, lang: Lang, zone: str, steps: dict[str, str] | None) -> str:
+def _entry(
+    entry: Entry,
+    lang: Lang,
+    zone: str,
+    steps: dict[str, str] | None,
+    columns: dict[str, int] = MAIN_COLUMNS,
+) -> str:
     kind = "entry superseded" if entry.superseded_after_quarantine else "entry"
-    cells = "".join(_cell(key, entry, lang, zone) for key in MAIN_COLUMNS)
+    cells = "".join(_cell(key, entry, lang, zone) for key in columns)
+    # One message quarantined on two channels is two entries: each its own anchor.
+    anchor = entry.message_id if "channel" not in columns else f"{entry.message_id}@{entry.channel}"
     marker = (
         f"<p><b>{_e(label('superseded_after_quarantine', lang))}:</b> {_e(label('yes', lang))}</p>"
         if entry.superseded_after_quarantine
         else ""
     )
     return (
-        f'<tbody class="{kind}" id="m-{_e(entry.message_id)}">'
+        f'<tbody class="{kind}" id="m-{_e(anchor)}">'
         f'<tr class="main">{cells}</tr>'
-        f'<tr class="more"><td colspan="{len(MAIN_COLUMNS)}">'
+        f'<tr class="more"><td colspan="{len(columns)}">'
         f'{marker}<p class="next"><b>{_e(label("next_check", lang))}:</b> '
         f"{_e(entry_next_check(entry, lang, steps))}</p>"
         f"<h3>{_e(label('payload', lang))}</h3><pre>{_e(entry.payload)}</pre>"
@@ -286,9 +309,12 @@ def _charts(report: Report, lang: Lang) -> str:
 def _entries(report: Report, lang: Lang) -> str:
     if not report.entries:
         return f'<p class="empty">{_e(label("empty", lang))}</p>'
-    cols = "".join(f'<col style="width:{share}%">' for share in MAIN_COLUMNS.values())
-    head = "".join(f"<th>{_e(label(key, lang, report.zone))}</th>" for key in MAIN_COLUMNS)
-    body = "".join(_entry(entry, lang, report.zone, report.steps) for entry in report.entries)
+    columns = main_columns(report)
+    cols = "".join(f'<col style="width:{share}%">' for share in columns.values())
+    head = "".join(f"<th>{_e(label(key, lang, report.zone))}</th>" for key in columns)
+    body = "".join(
+        _entry(entry, lang, report.zone, report.steps, columns) for entry in report.entries
+    )
     return (
         f'<table class="entries"><colgroup>{cols}</colgroup>'
         f"<thead><tr>{head}</tr></thead>{body}</table>"

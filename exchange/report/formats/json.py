@@ -40,6 +40,7 @@ def entry_json(entry: Entry, lang: Lang, steps: dict[str, str] | None = None) ->
     return {
         # the fields of `exchange quarantine list --json`
         "message_id": entry.message_id,
+        "channel": entry.channel,  # contract 13; None for intake's rejected record
         "kind": entry.kind,
         "aggregate": entry.aggregate,
         "version": entry.version,

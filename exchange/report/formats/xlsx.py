@@ -25,9 +25,9 @@ from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 
 from exchange.report.model import Lang, Report
 from exchange.report.words import (
-    COLUMNS,
     HISTORY_COLUMNS,
     Cell,
+    detail_columns,
     detail_row,
     fit_cell,
     history_rows,
@@ -196,8 +196,8 @@ def render_xlsx(report: Report, lang: Lang) -> bytes:
     detail = workbook.create_sheet(label("detail_sheet", lang))
     _table(
         detail,
-        COLUMNS,
-        [detail_row(e, lang, report.steps) for e in report.entries],
+        detail_columns(report),
+        [detail_row(e, lang, report.steps, detail_columns(report)) for e in report.entries],
         lang,
         report.zone,
     )

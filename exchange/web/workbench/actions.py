@@ -13,6 +13,7 @@ from aiohttp import web
 from sqlalchemy import Connection
 
 from exchange.db.engine import transaction
+from exchange.db.on_channels import channel_ids
 from exchange.delivery import withheld
 from exchange.errors import OperatorError
 from exchange.ops import find as finder
@@ -138,6 +139,8 @@ class Actions(Core):
                 ),
                 "superseded": superseded if action == "retry" else set(),
                 "released": released,
+                # contract 13: which channels the action touches, counted (several only)
+                "per_channel": (result.per_channel if len(channel_ids(connection)) > 1 else {}),
             }
 
     async def _show_preview(

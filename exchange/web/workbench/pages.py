@@ -13,17 +13,18 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 from markupsafe import Markup
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
 from exchange.db.engine import transaction
 from exchange.db.on_channels import channel_ids, listed
-from exchange.db.schema import aggregates, cml_packages, messages
+from exchange.db.schema import aggregates, channels, cml_packages, messages
 from exchange.domain.states import DUE, State, values
 from exchange.errors import OperatorError
 from exchange.intake.sources.common import refused_records
 from exchange.ops import find as finder
 from exchange.ops.attention import Cause, attention, pause_words
 from exchange.ops.backlog import backlog
+from exchange.ops.channel_status import channel_figures
 from exchange.ops.exchanges import (
     exchanges_page,
     onec_exchanges,
@@ -112,6 +113,11 @@ REFRESH_SECONDS = 30
 REFRESH_COOKIE = "exchange_refresh"
 
 
+def on_state(deliveries: list[dict[str, Any]], state: State) -> list[str]:
+    """The channels (by name) where a message's delivery is in ``state``."""
+    return [d["channel"] for d in deliveries if d["state"] == state.value]
+
+
 def _refresh_wanted(request: web.Request) -> bool:
     """``?refresh=off`` stops the dashboard's own redraw and ``?refresh=on`` starts it again,
     both kept in a cookie; on by default."""
@@ -126,6 +132,17 @@ def _export_link(query: dict[str, str]) -> str:
 
 
 class Pages(Core):
+    def _configured_channels(self, connection: Connection) -> tuple[str, ...]:
+        """The channels this process has configured: EXCHANGE_CHANNELS's names, else every
+        registered channel not dropped (the one channel of a one-target installation)."""
+        if self.config.channels is not None:
+            return self.config.channels
+        return tuple(
+            connection.execute(
+                select(channels.c.name).where(channels.c.dropped_at.is_(None))
+            ).scalars()
+        )
+
     def _not_found(self, request: web.Request, who: Who, key: str, subject: str) -> web.Response:
         """A page of what is not there (404): the words of ``key``, then what was asked for."""
         return self._render(
@@ -155,6 +172,7 @@ class Pages(Core):
                 now = self.clock.now()
                 figures = status(connection, now, self.kinds, live_within=self.config.live_within)
                 pause = control.operator_pause(connection)
+                named = self.config.channels is not None  # EXCHANGE_CHANNELS set: codes name
                 found = attention(
                     connection,
                     staged,
@@ -163,13 +181,38 @@ class Pages(Core):
                     self.kinds,
                     self.config.live_within,
                     unwritten,
+                    by_channel=(
+                        channel_figures(
+                            connection,
+                            now,
+                            self.kinds,
+                            figures.workers,
+                            channel_ids(connection),
+                            configured=self._configured_channels(connection),
+                            live_within=self.config.live_within,
+                        )
+                        if named
+                        else None
+                    ),
                 )
                 hours = chart.last_day(connection, now)
                 onec = onec_exchanges(connection, now)
                 waiting = backlog(
                     connection, now, self.kinds, timedelta(seconds=self.config.live_within)
                 )
+                ids = channel_ids(connection)
+                by_channel = channel_figures(
+                    connection,
+                    now,
+                    self.kinds,
+                    figures.workers,
+                    ids,
+                    configured=self._configured_channels(connection),
+                    live_within=self.config.live_within,
+                )
                 return {
+                    # contract 13: a row per channel where there is more than one
+                    "channels": by_channel if len(by_channel) > 1 else {},
                     "chart": Markup(
                         chart.svg(hours, word("last_day", lang), self.zone, lang)
                         + chart.svg(hours, word("last_day", lang), self.zone, lang, chart.COMPACT)
@@ -489,8 +532,15 @@ class Pages(Core):
             error=error,
             note=note,
             done=done,
-            quarantined=story["message"]["state"] == State.QUARANTINED.value,
-            withheld=story["message"]["state"] == State.WITHHELD.value,
+            # contract 13: its state on every channel; an action acts where it is quarantined
+            # (or withheld), whichever channel this page's facts show.
+            deliveries=story["deliveries"],
+            quarantined_on=on_state(story["deliveries"], State.QUARANTINED),
+            withheld_on=on_state(story["deliveries"], State.WITHHELD),
+            quarantined=story["message"]["state"] == State.QUARANTINED.value
+            or bool(on_state(story["deliveries"], State.QUARANTINED)),
+            withheld=story["message"]["state"] == State.WITHHELD.value
+            or bool(on_state(story["deliveries"], State.WITHHELD)),
             # Never sent: no attempt counted or recorded, none in flight (a retry sets the
             # count back to 0; the history keeps the attempts).
             attempted=bool(story["message"]["attempts"])

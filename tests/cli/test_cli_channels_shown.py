@@ -1,0 +1,111 @@
+"""The commands name the channel (issue 31, step 7; contract 13 "Commands and pages"):
+``status --json``'s ``channels``, ``--channel NAME`` on ``status``, ``find``, ``history``,
+``prioritize`` and ``quarantine list|retry|cancel`` (an unknown one: one line, exit 2), the
+preview counted per channel; a one-channel installation's codes stay bare."""
+
+from __future__ import annotations
+
+import pytest
+from clitools import Cli, Scenario, assert_one_line_error, describe, run_json
+from sqlalchemy import Engine, insert, select
+
+from exchange.db.engine import transaction
+from exchange.db.schema import channel_aggregates, channels, deliveries, messages
+
+NOW_NAME = "second"
+
+
+def _second(engine: Engine, message_id: str, state: str = "quarantined") -> None:
+    """A channel ``second`` with a delivery of ``message_id`` in ``state`` (http-422)."""
+    with transaction(engine) as connection:
+        added = connection.execute(select(channels.c.added_at).limit(1)).scalar_one()
+        second = connection.execute(
+            insert(channels)
+            .values(name=NOW_NAME, target="api", added_at=added)
+            .returning(channels.c.id)
+        ).scalar_one()
+        row = connection.execute(select(messages).where(messages.c.message_id == message_id)).one()
+        connection.execute(
+            insert(deliveries).values(
+                message_pk=row.id,
+                channel_id=second,
+                aggregate_id=row.aggregate_id,
+                kind=row.kind,
+                version=row.version,
+                state=state,
+                reason="http-422",
+                waiting_since=row.updated_at,
+                updated_at=row.updated_at,
+            )
+        )
+        connection.execute(
+            insert(channel_aggregates).values(aggregate_id=row.aggregate_id, channel_id=second)
+        )
+
+
+def test_a_one_channel_status_has_one_channels_entry_and_bare_codes(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    figures = run_json(cli, "status", "--json", db=db_url, code=1)
+    assert list(figures["channels"]) == ["api"]
+    api = figures["channels"]["api"]
+    assert api["target"] == "api" and api["configured"] is True
+    assert api["counts"]["quarantined"] == 2  # the two http-422; the records are no channel's
+    assert figures["counts"]["quarantined"] == 4  # summed over channels, with the records
+    assert api["backlog"] == figures["backlog"]
+    assert figures["needs_person_causes"] == ["quarantine"]  # bare: no EXCHANGE_CHANNELS
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_an_unknown_channel_is_one_line_and_exit_2_on_every_command(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    for args in (
+        ("status", "--channel", "third"),
+        ("find", "SKU", "--channel", "third"),
+        ("history", scenario.sku2, "--channel", "third"),
+        ("quarantine", "list", "--channel", "third"),
+        ("quarantine", "retry", "--reason", "http-422", "--channel", "third"),
+        ("prioritize", scenario.doc1_v2, "--note", "n", "--channel", "third"),
+    ):
+        assert_one_line_error(cli(*args, db=db_url), "unknown channel 'third'")
+
+
+def test_two_channels_are_shown_narrowed_and_counted_per_channel(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario
+) -> None:
+    _second(engine, scenario.sku2)  # delivered on api, quarantined on second
+    figures = run_json(cli, "status", "--json", db=db_url, code=1)
+    assert list(figures["channels"]) == ["api", "second"]
+    assert figures["channels"]["second"]["counts"]["quarantined"] == 1
+    assert figures["channels"]["second"]["configured"] is False  # not in this configuration
+    one = run_json(cli, "status", "--json", "--channel", "second", db=db_url, code=1)
+    assert list(one["channels"]) == ["second"]
+    assert one["counts"]["delivered"] == 0
+
+    found = run_json(cli, "find", "SKU-2", "--json", db=db_url)["messages"]
+    assert sorted((m["channel"], m["state"]) for m in found) == [
+        ("api", "delivered"),
+        ("second", "quarantined"),
+    ]
+    bio = run_json(cli, "history", scenario.sku2, "--json", db=db_url)
+    assert [(d["channel"], d["state"]) for d in bio["deliveries"]] == [
+        ("api", "delivered"),
+        ("second", "quarantined"),
+    ]
+    text = cli("history", scenario.sku2, db=db_url)
+    assert "channel second: quarantined" in text.stdout, describe(text)
+
+    listed = run_json(cli, "quarantine", "list", "--json", "--channel", "second", db=db_url)
+    # intake's records are listed whatever the channel (no channel's); of the deliveries,
+    # only the second channel's
+    shown = [(e["message_id"], e["channel"]) for e in listed if not e["rejected_row"]]
+    assert shown == [(scenario.sku2, "second")]
+
+    preview = cli("quarantine", "cancel", "--reason", "http-422", "--note", "n", db=db_url)
+    assert preview.returncode == 0, describe(preview)
+    assert "on channel api: 2" in preview.stdout, describe(preview)
+    assert "on channel second: 1" in preview.stdout, describe(preview)
+
+    table = cli("status", db=db_url)
+    assert "channels" in table.stdout and "second" in table.stdout, describe(table)

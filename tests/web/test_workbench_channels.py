@@ -1,0 +1,81 @@
+"""The workbench names the channel (contract 13 "Commands and pages"): with more than one
+channel the dashboard has a row per channel (delivery, backlog, withheld, quarantined), and a
+message's page shows its state on every channel and says which channels its action touches:
+a message delivered on one channel and quarantined on another can be retried there."""
+
+from __future__ import annotations
+
+import html
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine, insert, select
+from workbench_helpers import csrf_of, signed_in
+
+from exchange.db.engine import transaction
+from exchange.db.schema import channel_aggregates, channels, deliveries, messages
+from exchange.dev.testing import price_row, stage
+from exchange.domain.policy import DEFAULT_KINDS
+from exchange.intake.staging_table import take
+
+NOW = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
+
+
+def _on_two_channels(db: Engine) -> str:
+    """SKU-1 waiting on ``api`` and quarantined (http-422) on ``second``: its message_id."""
+    stage(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")])
+    take(db, None, dict(DEFAULT_KINDS), NOW)
+    with transaction(db) as connection:
+        row = connection.execute(select(messages).where(~messages.c.rejected)).one()
+        second = connection.execute(
+            insert(channels)
+            .values(name="second", target="ozon", added_at=NOW)
+            .returning(channels.c.id)
+        ).scalar_one()
+        connection.execute(
+            insert(deliveries).values(
+                message_pk=row.id,
+                channel_id=second,
+                aggregate_id=row.aggregate_id,
+                kind=row.kind,
+                version=row.version,
+                state="quarantined",
+                reason="http-422",
+                waiting_since=NOW,
+                updated_at=NOW,
+            )
+        )
+        connection.execute(
+            insert(channel_aggregates).values(aggregate_id=row.aggregate_id, channel_id=second)
+        )
+        return str(row.message_id)
+
+
+def test_the_dashboard_has_a_row_per_channel_and_the_message_page_every_channels_state(
+    olga: str, db: Engine
+) -> None:
+    mid = _on_two_channels(db)
+    client = signed_in(olga, "olga")
+    dashboard = html.unescape(client.get("/").text)
+    assert 'id="channels"' in dashboard
+    assert 'id="channel-api"' in dashboard and 'id="channel-second"' in dashboard
+    second_row = dashboard.split('id="channel-second"')[1].split("</tr>")[0]
+    assert "ozon" in second_row and ">1</td>" in second_row  # one quarantined there
+    page = html.unescape(client.get(f"/message/{mid}").text)
+    assert 'id="deliveries"' in page and 'id="on-second"' in page
+    assert 'id="retry"' in page  # quarantined on second, whatever api's state
+    acts = page.split('id="acts-on">')[1].split("</p>")[0]
+    assert acts.endswith(": second")
+    preview = client.post(
+        "/action/preview",
+        data={"csrf": csrf_of(client, f"/message/{mid}"), "action": "cancel", "message_id": mid},
+    )
+    assert preview.status_code == 200, preview.text
+    counted = html.unescape(preview.text).split('id="per-channel">')[1].split("</ul>")[0]
+    assert "second: 1" in counted and "api" not in counted  # where it is quarantined
+
+
+def test_one_channel_has_no_channel_rows(olga: str, db: Engine) -> None:
+    stage(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")])
+    take(db, None, dict(DEFAULT_KINDS), NOW)
+    client = signed_in(olga, "olga")
+    assert 'id="channels"' not in client.get("/").text
