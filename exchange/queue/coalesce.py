@@ -235,14 +235,18 @@ def _superseded_ranked(mine: ColumnElement[bool], live: ColumnElement[bool]) -> 
     X
         join of the statement is a hash or merge join."""
     d = deliveries.c
-    newest_first = {"partition_by": (d.aggregate_id, d.channel_id), "order_by": d.version.desc()}
+    partition, newest_first = (d.aggregate_id, d.channel_id), d.version.desc()
     tops = (
         select(
             d.message_pk,
             d.channel_id,
             d.version,
-            func.first_value(d.version).over(**newest_first).label("top_version"),
-            func.first_value(d.message_pk).over(**newest_first).label("top_pk"),
+            func.first_value(d.version)
+            .over(partition_by=partition, order_by=newest_first)
+            .label("top_version"),
+            func.first_value(d.message_pk)
+            .over(partition_by=partition, order_by=newest_first)
+            .label("top_pk"),
         )
         .where(live)
         .subquery("tops")
