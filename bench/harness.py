@@ -25,6 +25,7 @@ import psutil
 import psycopg
 from sqlalchemy import func, select
 
+from bench.cpu import process_cpu_seconds
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import messages, workers
 from exchange.dev import testing
@@ -202,22 +203,34 @@ def worker_paces(url: str) -> dict[str, dict[str, Any]]:
 
 
 class ConnectionSampler(threading.Thread):
-    """The most connections the workers held to a PostgreSQL database at once (sampled)."""
+    """The most connections the workers held to a PostgreSQL database at once, and the CPU
+    seconds their backends spent (``/proc/<pid>/stat`` of each backend, last seen), sampled."""
 
     def __init__(self, url: str) -> None:
         super().__init__(daemon=True)
         self.dsn = url.replace("postgresql+psycopg://", "postgresql://", 1)
         self.peak = 0
+        self.backend_cpu: dict[int, float] = {}
         self.done = threading.Event()
 
     def run(self) -> None:
         with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10) as connection:
             while not self.done.wait(0.1):
-                row = connection.execute(
-                    "SELECT count(*) FROM pg_stat_activity "
-                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                ).fetchone()
-                self.peak = max(self.peak, int(row[0]) if row else 0)
+                pids = [
+                    int(row[0])
+                    for row in connection.execute(
+                        "SELECT pid FROM pg_stat_activity "
+                        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                    ).fetchall()
+                ]
+                self.peak = max(self.peak, len(pids))
+                for pid in pids:
+                    with contextlib.suppress(OSError, ValueError, IndexError):
+                        self.backend_cpu[pid] = process_cpu_seconds(pid)
+
+    def backend_cpu_seconds(self) -> float:
+        """The backends' CPU seconds as last sampled (up to 0.1 s of each one's end missed)."""
+        return sum(self.backend_cpu.values())
 
     def stop(self) -> int:
         self.done.set()

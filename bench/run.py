@@ -34,6 +34,10 @@ Sections (all by default, in this order):
     scale     PostgreSQL with 1, 2 and 4 workers against the fast site answering after
               --scale-latency-ms (20), --scale-messages (20,000) prices: the rates against one
               worker's (goals: 1.8x and 3.2x), every run checked as the service rows are
+    reload    issue 35 item 3: --reload-skus SKUs (100,000) x 10 versions staged, the batch API
+              (--site-batch-size), one worker, end to end on SQLite and PostgreSQL, in rounds
+              (--repeats): SKU/s against the goals (1,700 and 1,500), the worker's CPU seconds
+              and its PostgreSQL backends'
     growth    claim + record per message with --growth-sizes messages done already in the table
               (10,000, 100,000, 1,000,000; bench/growth.py), on both databases: the curve and
               the ratio of the largest to the smallest (goal: at most 1.25x)
@@ -116,6 +120,7 @@ SECTIONS = (
     "peer",
     "scale",
     "growth",
+    "reload",
 )
 CEILING_CLIENTS = ceiling.CLIENTS
 THREADED_CLIENTS = ("httpx", "aiohttp")
@@ -294,6 +299,7 @@ def service_run(
         for pid, moment, seconds in reaped:
             cpu_sampler.finish(pid, moment, seconds)
         peak_connections = sampler.stop() if sampler else None
+        backend_cpu = sampler.backend_cpu_seconds() if sampler else None
         tables = pg_tables(url) if database == "postgresql" else None
         site_cpu = site.cpu_seconds() - site_cpu
         stats = site.stats()
@@ -344,6 +350,7 @@ def service_run(
         "cores": os.cpu_count(),
         "exit_codes": codes,
         "peak_pg_connections": peak_connections,
+        "pg_backend_cpu_s": backend_cpu,
         "pg_tables": tables,
         "states": states,
         "site_requests": stats["requests"],
@@ -515,6 +522,34 @@ def peer_section(args: argparse.Namespace, site: SiteProcess, scratch: Path) -> 
         "postgresql_time_over_sqlite": pg["wall_s"] / sqlite["wall_s"],
         "load": [round(x, 2) for x in os.getloadavg()],
     }
+
+
+RELOAD_GOALS = {"sqlite": 1_700, "postgresql": 1_500}
+
+
+def reload_section(args: argparse.Namespace, site: SiteProcess, scratch: Path) -> dict[str, Any]:
+    """Issue 35, item 3: a reload, ``--reload-skus`` SKUs × 10 versions, through the batch API,
+    end to end, on both databases in rounds; each median against its goal."""
+    plans = [
+        (
+            f"{db}, reload {args.reload_skus:,} × 10, batch {args.site_batch_size}",
+            {
+                "site": site,
+                "scratch": scratch,
+                "database": db,
+                "workers": 1,
+                "site_batch_size": args.site_batch_size,
+                "messages": args.reload_skus,
+                "versions": 10,
+            },
+        )
+        for db in ("sqlite", "postgresql")
+    ]
+    rows = interleaved(args, plans)
+    for row in rows:
+        row["goal"] = RELOAD_GOALS[row["database"]]
+        row["of_goal"] = row["rate"] / row["goal"]
+    return {"rows": rows, "load": [round(x, 2) for x in os.getloadavg()]}
 
 
 def scale_section(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
@@ -758,6 +793,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--site-batch-size", type=int, default=100)
     parser.add_argument("--peer-skus", type=int, default=None, help="peer: SKUs (5000)")
     parser.add_argument("--peer-versions", type=int, default=10, help="peer: versions a SKU")
+    parser.add_argument("--reload-skus", type=int, default=None, help="reload: SKUs (100000)")
     parser.add_argument("--scale-messages", type=int, default=None, help="scale: prices (20000)")
     parser.add_argument("--scale-latency-ms", type=float, default=20.0, help="scale: the site's")
     parser.add_argument(
@@ -794,6 +830,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     defaults["broker_intents"] = (1_000, 10_000)
     defaults["peer_skus"] = (300, 5_000)
     defaults["scale_messages"] = (1_000, 20_000)
+    defaults["reload_skus"] = (1_000, 100_000)
     defaults["growth_sizes"] = ([10_000, 20_000], [10_000, 100_000, 1_000_000])
     defaults["growth_messages"] = (1_000, 10_000)
     defaults["growth_rounds"] = (1, 3)
@@ -816,6 +853,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         "site_batch_size",
         "peer_skus",
         "peer_versions",
+        "reload_skus",
         "scale_messages",
         "growth_messages",
         "growth_rounds",
@@ -882,6 +920,7 @@ def main(argv: list[str] | None = None) -> None:
             "log_level": args.log_level,
             "peer_skus": args.peer_skus,
             "peer_versions": args.peer_versions,
+            "reload_skus": args.reload_skus,
             "scale_messages": args.scale_messages,
             "scale_latency_ms": args.scale_latency_ms,
             "growth_sizes": args.growth_sizes,
@@ -946,6 +985,8 @@ def main(argv: list[str] | None = None) -> None:
                     )
             if "peer" in args.sections:
                 section(results, "peer", lambda: peer_section(args, fast, scratch))
+            if "reload" in args.sections:
+                section(results, "reload", lambda: reload_section(args, fast, scratch))
         finally:
             fast.stop()
         if "scale" in args.sections:
@@ -979,6 +1020,7 @@ def main(argv: list[str] | None = None) -> None:
     peer = results.get("peer") or {}
     checked = [*peer.get("service", []), peer["peer"]] if peer else []
     checked += (results.get("scale") or {}).get("rows", [])
+    checked += (results.get("reload") or {}).get("rows", [])
     failed = (
         results.get("errors")
         or any(

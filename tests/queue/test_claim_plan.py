@@ -28,7 +28,7 @@ from exchange.domain.retry import RetryPolicy, decide
 from exchange.domain.states import DUE, Event, State, sources
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.intake import staging_table as intake
-from exchange.queue import lease, record
+from exchange.queue import coalesce, lease, record
 
 CLAIMS = 20  # psycopg prepares at the 6th; PostgreSQL may go generic from the 6th after that
 
@@ -163,3 +163,54 @@ def test_the_pick_walks_the_claim_order_behind_many_done_messages(pg_url: str) -
     # behind 100,000 done messages that made the sort of all of them look cheaper.
     (estimate,) = walk.groups()
     assert int(estimate) >= WAITING // 4, f"the waiting messages estimated at {estimate}:\n{plan}"
+
+
+RELOAD_SKUS, RELOAD_VERSIONS = 1_000, 5
+
+
+def _cte_rescans(node: dict[str, Any]) -> list[str]:
+    """Nested loops whose inner side scans a CTE: the CTE read again for every outer row."""
+    found = []
+    children = node.get("Plans", [])
+    if node["Node Type"] == "Nested Loop" and len(children) == 2:
+        inner = children[1]
+        if inner["Node Type"] == "CTE Scan":
+            found.append(inner.get("CTE Name", "?"))
+    for child in children:
+        found += _cte_rescans(child)
+    return found
+
+
+def test_a_reloads_sweep_reads_its_candidates_once_per_join(pg_url: str) -> None:
+    # A reload: every SKU in several versions, all but the newest to be cancelled by the sweep.
+    # Its statement (candidates, the deliveries' update, the history, the messages' mirror)
+    # once planned the mirror as a nested loop over the candidates' CTE: 180,000 × 180,000
+    # rows read at 20,000 SKUs × 10 versions, and the worker never finished.
+    engine = make_engine(pg_url)
+    clock = FakeClock()
+    settings = fast_settings(pg_url)
+    plans: list[Any] = []
+
+    def explain(conn: Any, cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.lstrip().startswith("WITH candidates"):
+            cursor.execute("EXPLAIN (FORMAT JSON) " + statement, parameters)
+            plans.append(cursor.fetchone()[0][0]["Plan"])
+
+    try:
+        rows = [
+            price_row(f"SKU-{n:05d}", version)
+            for version in range(1, RELOAD_VERSIONS + 1)
+            for n in range(RELOAD_SKUS)
+        ]
+        stage(engine, rows)
+        intake.take(engine, None, settings.kinds, clock.now())
+        intake.analyze(engine)
+        event.listen(engine, "before_cursor_execute", explain)
+        with transaction(engine) as connection:
+            cancelled = coalesce.coalesce(connection, settings.policies, clock.now())
+        event.remove(engine, "before_cursor_execute", explain)
+        assert cancelled == RELOAD_SKUS * (RELOAD_VERSIONS - 1)
+        assert plans, "the sweep ran no candidates' statement"
+        assert [_cte_rescans(plan) for plan in plans] == [[] for _ in plans]
+    finally:
+        engine.dispose()
