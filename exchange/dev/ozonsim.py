@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_type_hints
 
 from exchange.dev.catalogue import Catalogue
-from exchange.dev.httpsim import Handler, LoopbackServer
+from exchange.dev.httpsim import Handler, LoopbackServer, time_scale
 from exchange.dev.simclock import SimClock
 
 PRODUCTION_URL = "https://api-seller.ozon.ru"  # §1.1: the only documented environment (§1.7)
@@ -830,7 +830,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--key-file", metavar="FILE", help="the Api-Key's file")
     parser.add_argument("--currency", default="RUB", choices=CURRENCIES)
     parser.add_argument(
-        "--time-scale", type=float, default=1.0, help="the clock runs this many times faster"
+        "--time-scale", type=time_scale, default=1.0, help="the clock runs this many times faster"
     )
     parser.add_argument("--rps", type=float, default=50.0, help="requests a second per Client-Id")
     parser.add_argument("--item-limit", type=int, default=10, help="updates a product an hour")

@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeGuard
 from urllib.parse import parse_qs, urlsplit
 
-from exchange.dev.httpsim import Handler, LoopbackServer
+from exchange.dev.httpsim import Handler, LoopbackServer, time_scale
 from exchange.dev.simclock import SimClock
 
 PRODUCTION_URL = "https://discounts-prices-api.wildberries.ru"  # research §2.1
@@ -900,7 +900,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--catalogue", metavar="FILE", help="vendor codes, one a line")
     parser.add_argument("--price", type=int, default=1000, help="every good's starting price")
     parser.add_argument("--token-file", metavar="FILE", help="where to write the token")
-    parser.add_argument("--time-scale", type=float, default=1.0, help="the clock's speed")
+    parser.add_argument("--time-scale", type=time_scale, default=1.0, help="the clock's speed")
     parser.add_argument("--period", type=float, default=6.0, help="the limit's period, s")
     parser.add_argument("--requests", type=int, default=10, help="requests per period")
     parser.add_argument("--burst", type=int, default=5, help="the bucket's burst")
@@ -946,7 +946,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _serve(sim: WbSimulator, token_file: Path) -> None:
-    from exchange.dev.httpsim import run_in_foreground, setting_line
+    from exchange.dev.httpsim import run_in_foreground, setting_line, switches_line
 
     run_in_foreground(
         sim,
@@ -965,7 +965,8 @@ def _serve(sim: WbSimulator, token_file: Path) -> None:
                         }
                     }
                 ),
-            )
+            ),
+            switches_line(sim.switches),
         ],
     )
 
