@@ -20,6 +20,8 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
+import dataclasses
+import math
 import os
 import signal
 import socket
@@ -27,6 +29,7 @@ import ssl
 import sys
 import threading
 import time
+import typing
 from collections.abc import Callable, Coroutine, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
@@ -323,8 +326,63 @@ def setting_line(variable: str, value: str, given: bool = False) -> str:
     return f"{variable}={shown}"
 
 
+def switches_line(switches: Any) -> str:
+    """A simulator's switches in force (a dataclass), one line as its command line takes them
+    (``true``/``false``, ``off`` for none), printed at the start."""
+
+    def shown(value: object) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return "off" if value is None else str(value)
+
+    pairs = [f"{f.name}={shown(getattr(switches, f.name))}" for f in dataclasses.fields(switches)]
+    return "# switches in force: " + ", ".join(pairs)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A simulator's command line: a bad argument is one line on stderr and exit 2 (never the
+    usage block, never a traceback)."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def time_scale(text: str) -> float:
+    """``--time-scale`` of a simulator on its own: a number above 0. A still clock (0) moves
+    only when a test advances it; run on its own nothing would, and the hour of limits, the
+    minutes of "Circle is open" and the processing of a task would never pass."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(
+            f"{text} is not above 0 (a still clock, 0, is for tests, which move it)"
+        )
+    return value
+
+
+@contextlib.contextmanager
+def listening(sim: Any, name: str) -> Iterator[None]:
+    """``sim`` started (``with sim``) for the block; a port it cannot take (in use, not
+    allowed) is one line on stderr and exit 2."""
+    try:
+        sim.start()
+    except OSError as exc:
+        print(
+            f"{name} simulator: cannot listen on {sim.host}:{sim.port}: {exc.strerror or exc}",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise SystemExit(2) from None
+    try:
+        yield
+    finally:
+        sim.stop()
+
+
 def arguments(prog: str, description: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser = OneLineParser(prog=prog, description=description)
     parser.add_argument("--host", default="127.0.0.1", help="loopback by default")
     parser.add_argument("--port", type=int, default=8081, help="0 picks a free port")
     return parser
@@ -344,7 +402,7 @@ def run_in_foreground(
     # SIGTERM (docker stop, systemd) deserves the same clean stop as Ctrl-C.
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
-    with sim:
+    with listening(sim, name):
         print(f"{name} simulator listening on {sim.url}", flush=True)
         print("point the service at it (then: exchange check, exchange run):", flush=True)
         for line in settings(sim):

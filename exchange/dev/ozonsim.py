@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_type_hints
 
 from exchange.dev.catalogue import Catalogue
-from exchange.dev.httpsim import Handler, LoopbackServer
+from exchange.dev.httpsim import Handler, LoopbackServer, time_scale
 from exchange.dev.simclock import SimClock
 
 PRODUCTION_URL = "https://api-seller.ozon.ru"  # §1.1: the only documented environment (§1.7)
@@ -119,6 +119,11 @@ ITEM_ERRORS: dict[str, str] = {
 # The rpcStatus code of each HTTP status the simulator answers with (inference: gRPC's codes
 # as a grpc-gateway maps them; §1.2's 404 code 5 and 400 code 3, §1.3's 429 code 8 fit it).
 RPC_CODES = {400: 3, 401: 16, 403: 7, 404: 5, 429: 8, 500: 13, 503: 14}
+# An unknown method: §1.2's text "method is not allowed" (its status and code: not said). The
+# status stays 404 (what a path no route serves answers); the code is gRPC's UNIMPLEMENTED, what
+# a gRPC server answers for a method it does not have, never 5: 404 code 5 is a bad key, which
+# pauses a channel's delivery (contract 14), and a wrong path is not a bad key.
+UNIMPLEMENTED = 12
 
 
 # -- the UNCONFIRMED points of §8 (and §7), each played both ways -------------------------------
@@ -210,29 +215,36 @@ class OzonFaults:
 class RequestRate:
     """At most ``per_second`` requests a second (real time), counted as whole requests in a
     sliding span: 50 a second is 50 in any second, 2.5 is 2 in any 0.8 s, 0.5 is 1 in any 2 s;
-    a refused one takes nothing. Also counts the refusals of the last second (what opens
-    "Circle is open")."""
+    a refused one takes nothing."""
 
     def __init__(self) -> None:
         self._taken: collections.deque[float] = collections.deque()
-        self._refused: collections.deque[float] = collections.deque()
 
     def refuses(self, per_second: float | None, now: float) -> bool:
         if per_second is None:
             return False
         most = max(1, math.floor(per_second))
-        for log, span in ((self._taken, most / per_second), (self._refused, 1.0)):
-            while log and log[0] <= now - span:
-                log.popleft()
+        while self._taken and self._taken[0] <= now - most / per_second:
+            self._taken.popleft()
         if len(self._taken) >= most:
-            self._refused.append(now)
             return True
         self._taken.append(now)
         return False
 
-    @property
-    def refused_last_second(self) -> int:
-        return len(self._refused)
+
+class Refusals:
+    """A method's refused requests in the last second (real time): a burst of them blocks that
+    method, "Circle is open" (§1.3: "the system temporarily blocks the method")."""
+
+    def __init__(self) -> None:
+        self._at: collections.deque[float] = collections.deque()
+
+    def count(self, now: float) -> int:
+        """This refusal counted; how many the last second holds."""
+        self._at.append(now)
+        while self._at[0] <= now - 1.0:
+            self._at.popleft()
+        return len(self._at)
 
 
 # -- the products --------------------------------------------------------------------------
@@ -417,7 +429,8 @@ class OzonSimulator(LoopbackServer):
         self.largest_batch = 0
         self._rates: dict[str, RequestRate] = collections.defaultdict(RequestRate)
         self._method_rate = RequestRate()
-        self._circle_until = -math.inf
+        self._refusals: dict[str, Refusals] = collections.defaultdict(Refusals)  # by method
+        self._circle_until: dict[str, float] = {}  # by method
         self.key_created = self.clock.now()
         self._state = threading.RLock()
 
@@ -465,12 +478,17 @@ class OzonSimulator(LoopbackServer):
             product.accepted.pop("price", None)  # what a new update is compared with now
             self._history[offer_id].append(_text(price))
 
-    def open_circle(self, seconds: float | None = None) -> None:
-        """The import method answers "Circle is open" for ``seconds`` of clock (§1.3)."""
+    def open_circle(self, seconds: float | None = None, path: str = IMPORT_PRICES) -> None:
+        """The method at ``path`` answers "Circle is open" for ``seconds`` of clock (§1.3);
+        the other methods answer as before."""
         with self._state:
-            self._circle_until = self.clock.now() + (
+            self._circle_until[path] = self.clock.now() + (
                 self.limits.circle_seconds if seconds is None else seconds
             )
+
+    def circle_open(self, path: str) -> bool:
+        with self._state:
+            return self.clock.now() < self._circle_until.get(path, -math.inf)
 
     def history(self, offer_id: str) -> list[str]:
         with self._state:
@@ -669,8 +687,8 @@ class OzonSimulator(LoopbackServer):
                 path == IMPORT_PRICES and self._method_rate.refuses(self.limits.method_rps, real)
             ):
                 after = self.limits.circle_after
-                if after is not None and rate.refused_last_second >= after:
-                    self.open_circle()
+                if after is not None and self._refusals[path].count(real) >= after:
+                    self.open_circle(path=path)
                 extra = (
                     {"ratelimit-remaining": "0", "retry-after": "1"}
                     if self.switches.rate_headers == "observed"
@@ -690,7 +708,7 @@ class OzonSimulator(LoopbackServer):
             return int(self.switches.missing_role_status), IP_RESTRICTED, {}
         if self.faults.key == "offer-not-signed":
             return 403, OFFER_NOT_SIGNED, {}
-        if path == IMPORT_PRICES and self.clock.now() < self._circle_until:
+        if self.circle_open(path):
             return int(self.switches.circle_status), CIRCLE_OPEN, {}
         if path not in self.roles()["roles"][0]["methods"]:
             return int(self.switches.missing_role_status), MISSING_ROLE, {}
@@ -719,9 +737,10 @@ def _json(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode()
 
 
-def rpc_status(status: int, message: str) -> bytes:
-    """§1.2: the generic error body (rpcStatus)."""
-    return _json({"code": RPC_CODES.get(status, 2), "message": message, "details": []})
+def rpc_status(status: int, message: str, code: int | None = None) -> bytes:
+    """§1.2: the generic error body (rpcStatus); its code the status's unless given."""
+    code = RPC_CODES.get(status, 2) if code is None else code
+    return _json({"code": code, "message": message, "details": []})
 
 
 class _OzonHandler(Handler):
@@ -734,9 +753,13 @@ class _OzonHandler(Handler):
     def fail(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         self.answer(status, rpc_status(status, message), "application/json", headers)
 
+    def unknown_method(self) -> None:
+        """§1.2 "method is not allowed", 404 code 12 (``UNIMPLEMENTED``)."""
+        self.answer(404, rpc_status(404, NOT_ALLOWED, UNIMPLEMENTED), "application/json")
+
     def do_GET(self) -> None:
         self.body()
-        self.fail(404, NOT_ALLOWED)  # §1.2 "method is not allowed" (status: inference)
+        self.unknown_method()
 
     def do_POST(self) -> None:
         raw = self.body()
@@ -756,7 +779,7 @@ class _OzonHandler(Handler):
             )
             return
         if path not in (IMPORT_PRICES, INFO_PRICES, ROLES):
-            self.fail(404, NOT_ALLOWED)
+            self.unknown_method()
             return
         refused = sim.gate(path, self.headers)
         if refused is not None:
@@ -807,7 +830,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--key-file", metavar="FILE", help="the Api-Key's file")
     parser.add_argument("--currency", default="RUB", choices=CURRENCIES)
     parser.add_argument(
-        "--time-scale", type=float, default=1.0, help="the clock runs this many times faster"
+        "--time-scale", type=time_scale, default=1.0, help="the clock runs this many times faster"
     )
     parser.add_argument("--rps", type=float, default=50.0, help="requests a second per Client-Id")
     parser.add_argument("--item-limit", type=int, default=10, help="updates a product an hour")

@@ -805,7 +805,9 @@ def _rate(text: str) -> float:
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    from exchange.dev.httpsim import OneLineParser
+
+    parser = OneLineParser(
         prog="python -m exchange.dev.sitesim",
         description="Serve a simulated shop site API in the foreground until Ctrl-C.",
     )
@@ -855,7 +857,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from exchange.dev.httpsim import setting_line
+    from exchange.dev.httpsim import listening, setting_line
 
     args = _arguments(argv)
     faults = Faults(
@@ -886,7 +888,7 @@ def main(argv: list[str] | None = None) -> None:
     # SIGTERM (docker stop, systemd) deserves the same clean stop as Ctrl-C.
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
-    with sim:
+    with listening(sim, "Site"):
         print(f"Site simulator listening on {sim.url}", flush=True)
         print("point the service at it (then: exchange check, exchange run):", flush=True)
         print(f"  {setting_line('EXCHANGE_TARGET', 'api')}", flush=True)

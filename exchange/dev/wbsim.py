@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeGuard
 from urllib.parse import parse_qs, urlsplit
 
-from exchange.dev.httpsim import Handler, LoopbackServer
+from exchange.dev.httpsim import Handler, LoopbackServer, time_scale
 from exchange.dev.simclock import SimClock
 
 PRODUCTION_URL = "https://discounts-prices-api.wildberries.ru"  # research §2.1
@@ -140,6 +140,12 @@ class Bucket:
         self.limits = limits
         self.tokens = float(limits.burst)
         self.at: float | None = None
+        self.barred_until = 0.0  # the moment the last 429's X-Ratelimit-Retry announced
+
+    def barred(self, now: float) -> bool:
+        """research §2.3: a retry before the announced X-Ratelimit-Retry gets 429 again,
+        whatever the bucket holds by then (the header's seconds are rounded up)."""
+        return now < self.barred_until - EPSILON
 
     def _refill(self, now: float) -> None:
         if self.at is not None:
@@ -388,7 +394,7 @@ class WbSimulator(LoopbackServer):
                 return acc
             tick = self.clock.elapsed()
             bucket = self._bucket(acc)
-            if not bucket.take(tick):
+            if bucket.barred(tick) or not bucket.take(tick):
                 return self._too_many(bucket, tick)
             self.requests[path] += 1
             method_of_route: Callable[..., Answer] = getattr(self, route)
@@ -408,27 +414,37 @@ class WbSimulator(LoopbackServer):
         return bucket
 
     def _too_many(self, bucket: Bucket, now: float) -> Answer:
-        """research §2.3: 429 with X-Ratelimit-Retry/-Limit/-Reset and the problem body."""
+        """research §2.3: 429 with X-Ratelimit-Retry/-Limit/-Reset and the problem body; the
+        wait announced is the wait enforced (``Bucket.barred``): a retry before it is refused
+        again and announced a wait of its own."""
         answer = _problem(
             429, "too many requests", f"limited by {uuid.uuid4()}", origin="s2s-api-auth-catalog"
         )
+        if bucket.barred(now):  # an early retry: told the rest of the same wait
+            retry_seconds = self._announced(bucket.barred_until - now)[1]
+        else:
+            retry, retry_seconds = self._announced(bucket.retry_in(now))
+            bucket.barred_until = now + retry
         answer.headers.update(
             {
-                "X-Ratelimit-Retry": self._seconds(bucket.retry_in(now)),
+                "X-Ratelimit-Retry": retry_seconds,
                 "X-Ratelimit-Limit": str(bucket.limits.burst),
-                "X-Ratelimit-Reset": self._seconds(bucket.reset_in(now)),
+                "X-Ratelimit-Reset": self._announced(bucket.reset_in(now))[1],
             }
         )
         return answer
 
-    def _seconds(self, simulated: float) -> str:
+    def _announced(self, simulated: float) -> tuple[float, str]:
         """Header seconds as the client's wall clock counts them: whole seconds at the real
         pace and on a still clock (WB's form, rounded up), milliseconds rounded up when the
-        clock runs faster or slower."""
+        clock runs faster or slower; with the simulated seconds they last (at least
+        ``simulated``)."""
         wall = self.clock.wall(simulated)
         if self.clock.pace == 1:
-            return str(math.ceil(wall))
-        return f"{math.ceil(wall * 1000) / 1000:g}"
+            shown = float(math.ceil(wall - EPSILON))
+            return shown, str(int(shown))
+        shown = math.ceil(wall * 1000 - EPSILON) / 1000
+        return shown * self.clock.pace, f"{shown:g}"
 
     def _authenticate(self, header: str | None, *, write: bool) -> Answer | int:
         """The account's token type (acc) when the token is accepted, else the answer
@@ -884,7 +900,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--catalogue", metavar="FILE", help="vendor codes, one a line")
     parser.add_argument("--price", type=int, default=1000, help="every good's starting price")
     parser.add_argument("--token-file", metavar="FILE", help="where to write the token")
-    parser.add_argument("--time-scale", type=float, default=1.0, help="the clock's speed")
+    parser.add_argument("--time-scale", type=time_scale, default=1.0, help="the clock's speed")
     parser.add_argument("--period", type=float, default=6.0, help="the limit's period, s")
     parser.add_argument("--requests", type=int, default=10, help="requests per period")
     parser.add_argument("--burst", type=int, default=5, help="the bucket's burst")
@@ -930,7 +946,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _serve(sim: WbSimulator, token_file: Path) -> None:
-    from exchange.dev.httpsim import run_in_foreground, setting_line
+    from exchange.dev.httpsim import run_in_foreground, setting_line, switches_line
 
     run_in_foreground(
         sim,
@@ -949,7 +965,8 @@ def _serve(sim: WbSimulator, token_file: Path) -> None:
                         }
                     }
                 ),
-            )
+            ),
+            switches_line(sim.switches),
         ],
     )
 

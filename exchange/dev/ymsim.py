@@ -64,7 +64,7 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from exchange.dev.httpsim import Handler, LoopbackServer
+from exchange.dev.httpsim import Handler, LoopbackServer, time_scale
 from exchange.dev.simclock import SimClock
 
 MAX_UPDATE = 500  # §3.1 UpdateBusinessPricesRequest: 1..500 offers
@@ -148,24 +148,42 @@ CHOICES: dict[str, tuple[str, ...]] = {
 
 
 def set_switch(switches: YmSwitches, name: str, text: str) -> None:
-    """``name=text`` from the command line, typed as the field is."""
+    """``name=text`` from the command line, typed as the field is: ValueError with one line
+    naming the switch and what it takes when either is not known (as ozonsim's)."""
     known = {f.name: f for f in fields(switches)}
     if name not in known:
-        raise ValueError(f"no switch {name!r}; switches: {', '.join(known)}")
+        raise ValueError(f"no switch {name!r} (switches: {', '.join(known)})")
     current = getattr(switches, name)
     value: Any
     if name in CHOICES:
-        if text not in CHOICES[name]:
-            raise ValueError(f"{name}: one of {', '.join(CHOICES[name])}")
-        value = text
+        allowed = CHOICES[name]
     elif isinstance(current, bool):
-        value = text.lower() in ("1", "true", "yes", "on")
-    elif isinstance(current, int):
-        value = int(text)
-    elif isinstance(current, float):
-        value = float(text)
-    else:  # quarantine_change
-        value = None if text.lower() in ("none", "off", "") else Decimal(text)
+        allowed = ("true", "false")
+    else:
+        allowed = ()
+    if allowed and text not in allowed:
+        raise ValueError(f"switch {name} is one of {', '.join(allowed)}, not {text!r}")
+    try:
+        if name in CHOICES:
+            value = text
+        elif isinstance(current, bool):
+            value = text == "true"
+        elif isinstance(current, int):
+            value = int(text)
+        elif isinstance(current, float):
+            value = float(text)
+            if not math.isfinite(value):
+                raise ValueError(text)
+        else:  # quarantine_change
+            value = None if text in ("none", "off") else Decimal(text)
+            if value is not None and not value.is_finite():
+                raise ValueError(text)
+    except (ValueError, ArithmeticError):
+        kind = {
+            "int": "a whole number",
+            "float": "a number",
+        }.get(type(current).__name__, "a share such as 0.5, or none")
+        raise ValueError(f"switch {name} is {kind}, not {text!r}") from None
     setattr(switches, name, value)
 
 
@@ -885,6 +903,7 @@ def channel_settings(sim: YmSimulator, key_path: str) -> JsonObject:
         "ym_api_key_file": key_path,
         "ym_parallel": sim.switches.parallel,
         "ym_price_types": {"retail": "value"},
+        "currency": "RUB",  # Yandex's RUR is the target's to write (contract 14)
     }
     if limit is not None:
         settings["ym_offers_per_minute"] = int(limit * pace)
@@ -896,7 +915,7 @@ def channel_settings(sim: YmSimulator, key_path: str) -> JsonObject:
 def main(argv: list[str] | None = None) -> None:
     """``python -m exchange.dev.ymsim --port N``: Yandex Market's price API in the foreground,
     for ``exchange check`` and ``exchange run`` (every offerId exists but ``NOSUCH*``)."""
-    from exchange.dev.httpsim import arguments, run_in_foreground, setting_line
+    from exchange.dev.httpsim import arguments, run_in_foreground, setting_line, switches_line
 
     parser = arguments(
         "python -m exchange.dev.ymsim", "Serve a simulated Yandex Market price API until Ctrl-C."
@@ -907,7 +926,9 @@ def main(argv: list[str] | None = None) -> None:
         metavar="FILE",
         help="the key it takes (default: a demo key in a new file)",
     )
-    parser.add_argument("--time-scale", type=float, default=1.0, help="simulated seconds a second")
+    parser.add_argument(
+        "--time-scale", type=time_scale, default=1.0, help="simulated seconds a second"
+    )
     parser.add_argument("--offers-per-minute", type=int, default=OFFERS_PER_MINUTE)
     parser.add_argument(
         "--unconfirmed",
@@ -936,7 +957,7 @@ def main(argv: list[str] | None = None) -> None:
 
     def settings(s: LoopbackServer) -> list[str]:
         channels = {"yandex-market": channel_settings(sim, path)}
-        return [setting_line("EXCHANGE_CHANNELS", json.dumps(channels))]
+        return [setting_line("EXCHANGE_CHANNELS", json.dumps(channels)), switches_line(switches)]
 
     try:
         run_in_foreground(sim, "Yandex Market", settings)

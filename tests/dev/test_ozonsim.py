@@ -473,6 +473,25 @@ def test_a_burst_of_refused_requests_opens_the_circle_for_minutes_switch_circle_
     assert 200 == send(client, item("A-1")).status_code
 
 
+def test_a_burst_on_the_read_method_blocks_the_read_method_not_the_import(
+    client: httpx.Client, ozon: OzonSimulator
+) -> None:
+    """§1.3: "the system temporarily blocks the method" that got the burst."""
+    ozon.limits.rps, ozon.limits.circle_after = 1, 3
+    body = {"filter": {"offer_id": ["A-1"], "visibility": "ALL"}, "cursor": "", "limit": 10}
+    for _ in range(5):
+        client.post(INFO_PRICES, json=body)
+    time.sleep(1.05)
+    assert 200 == send(client, item("A-1")).status_code  # the import method answers
+    time.sleep(1.05)
+    answer = client.post(INFO_PRICES, json=body)
+    assert (503, 14, CIRCLE_OPEN) == (
+        answer.status_code,
+        answer.json()["code"],
+        answer.json()["message"],
+    )
+
+
 # -- §1.2: the key -----------------------------------------------------------------------------
 
 
@@ -542,10 +561,19 @@ def test_roles_say_the_keys_methods_and_when_it_expires_switch_key_months(
     assert days in {"6": (179, 180), "3": (89, 90)}[way]
 
 
-def test_an_unknown_method_is_404_method_is_not_allowed(client: httpx.Client) -> None:
-    answer = client.post("/v1/product/import/price", json={})
-    assert (404, "method is not allowed") == (answer.status_code, answer.json()["message"])
-    assert 404 == client.get(IMPORT_PRICES).status_code
+def test_an_unknown_method_is_404_method_is_not_allowed_never_code_5(
+    client: httpx.Client,
+) -> None:
+    """§1.2's "method is not allowed"; never code 5, a bad key's, which pauses delivery
+    (contract 14): a wrong path is not a bad key."""
+    for answer in (
+        client.post("/v1/product/import/price", json={}),
+        client.get(IMPORT_PRICES),
+    ):
+        assert (404, {"code": 12, "message": "method is not allowed", "details": []}) == (
+            answer.status_code,
+            answer.json(),
+        )
 
 
 def test_internal_error_is_500(client: httpx.Client, ozon: OzonSimulator) -> None:

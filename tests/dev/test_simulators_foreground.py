@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -149,3 +150,52 @@ def test_a_marketplace_simulator_started_as_a_process_answers_the_settings_it_pr
     assert "simulator stopped" in out
     if own_key_file is not None:
         assert not Path(channel[own_key_file]).exists()
+    switches = "  # clock x" if module == "ozonsim" else "  # switches in force: "
+    assert any(line.startswith(switches) for line in lines), lines  # one line, at the start
+
+
+def run_briefly(module: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """The simulator started with ``extra`` and let end on its own (it should not start)."""
+    return subprocess.run(
+        [sys.executable, "-m", f"exchange.dev.{module}", *extra],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+SIMULATORS = ["sitesim", "woosim", "bitrixsim", "ozonsim", "wbsim", "ymsim"]
+
+
+@pytest.mark.parametrize("module", SIMULATORS)
+def test_a_simulator_on_a_port_in_use_says_one_line_and_exits_2(module: str) -> None:
+    """exchange/dev/httpsim.py ``listening``: one line naming the address, no traceback."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_briefly(module, "--port", str(port))
+    assert 2 == done.returncode
+    [line] = done.stderr.splitlines()
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in line, line
+
+
+@pytest.mark.parametrize("module", ["ozonsim", "wbsim", "ymsim"])
+@pytest.mark.parametrize("scale", ["-1", "0", "fast"])
+def test_a_marketplace_simulator_refuses_a_time_scale_not_above_0_in_one_line(
+    module: str, scale: str
+) -> None:
+    """contract 14's ``--time-scale``: negative makes no clock; 0 is a still clock, which only
+    a test moves (SimClock.advance): on its own nothing would, so it is refused too."""
+    done = run_briefly(module, "--port", "0", "--time-scale", scale)
+    assert 2 == done.returncode
+    [line] = done.stderr.splitlines()
+    assert "error: argument --time-scale: " in line, line
+
+
+@pytest.mark.parametrize("module", SIMULATORS)
+def test_a_bad_argument_is_one_line_exit_2(module: str) -> None:
+    done = run_briefly(module, "--port", "not-a-port")
+    assert 2 == done.returncode
+    [line] = done.stderr.splitlines()
+    assert "error: argument --port" in line, line

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import email.utils
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -598,6 +600,30 @@ def test_switches_are_set_by_name_from_the_command_line() -> None:
         set_switch(switches, "nothing", "1")
 
 
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("atomic_400=maybe", "switch atomic_400 is one of true, false, not 'maybe'"),
+        ("apply_delay=abc", "switch apply_delay is a number, not 'abc'"),
+        ("parallel=two", "switch parallel is a whole number, not 'two'"),
+        ("quarantine_change=half", "switch quarantine_change is a share such as 0.5, or none"),
+        ("unknown_offer=maybe", "switch unknown_offer is one of accept, reject, not 'maybe'"),
+    ],
+)
+def test_a_bad_switch_value_stops_it_with_one_line(given: str, said: str) -> None:
+    """As ozonsim's ``--switch``: the switch named with what it takes, exit 2, nothing
+    accepted silently (``maybe`` is not false)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "exchange.dev.ymsim", "--port", "0", "--unconfirmed", given],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert 2 == done.returncode
+    [line] = done.stderr.splitlines()
+    assert said in line, line
+
+
 # -- on its own ----------------------------------------------------------------------------------
 
 
@@ -619,7 +645,9 @@ def test_runnable_on_its_own_printing_the_channel_settings(tmp_path: Path) -> No
             "ym_offers_per_minute": 600_000,
             "ym_apply_timeout": 10.0,
             "ym_price_types": {"retail": "value"},
+            "currency": "RUB",
         }.items() <= channel.items()
+        assert any(line.startswith("  # switches in force: atomic_400=") for line in lines)
         url = channel["ym_api_url"]
         response = httpx.post(
             f"{url}/v2/businesses/1001/offer-prices/updates",
