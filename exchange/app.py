@@ -257,7 +257,7 @@ def chosen_channels(settings: Settings, name: str | None) -> list[SettingsChanne
     chosen = [channel for channel in found if channel.name == name]
     if not chosen:
         names = ", ".join(channel.name for channel in found)
-        raise ConfigurationError(f"--channel {name}: no such channel is configured ({names})")
+        raise ConfigurationError(f"no channel {name} is configured here (configured: {names})")
     return chosen
 
 

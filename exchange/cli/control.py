@@ -27,10 +27,11 @@ from exchange.cli.common import (
 from exchange.db.channels import in_use
 from exchange.db.engine import make_engine, transaction
 from exchange.domain.clock import SystemClock
-from exchange.errors import ConfigurationError, ExchangeError
+from exchange.errors import ExchangeError
 from exchange.i18n import N_, _
 from exchange.ops.prune import prune as prune_now
 from exchange.queue import control
+from exchange.queue.channels import no_such_channel
 from exchange.settings import load_settings, only_channel
 from exchange.words import error_words
 
@@ -89,10 +90,9 @@ def resume_command(
 
 
 def _known_channel(connection: Connection, channel: str | None) -> None:
-    """``--channel NAME`` names a registered channel not dropped (ConfigurationError: one
-    line, exit 2)."""
+    """``--channel NAME`` names a registered channel not dropped (one line, exit 2)."""
     if channel is not None and in_use(connection, channel) is None:
-        raise ConfigurationError(f"--channel {channel}: no such channel is registered")
+        raise no_such_channel(channel)
 
 
 @app.command(

@@ -161,9 +161,12 @@ class Worker:
 
     async def _cycle(self, wait: bool) -> CycleReport:
         report = CycleReport()
+        # A cycle's start sweeps the whole queue; while a loop still drains, the take-in is
+        # one of its poll interval's, sweeping when due, as a long cycle's always was.
+        busy = self.draining()
         async with self._taking_in:
             await self.intake.pull()
-            self._take_in(report, sweep=True)
+            self._take_in(report, sweep=not busy)
         if not wait:
             for index, loop in enumerate(self.loops):
                 task = self._draining.get(index)
@@ -181,7 +184,8 @@ class Worker:
             ]
             if failed:
                 raise failed[0]
-        self.reporter.heartbeat()
+        if not busy or self.reporter.due():
+            self.reporter.heartbeat()
         return report
 
     async def _drain(self, loop: DeliveryLoop, report: CycleReport) -> None:
