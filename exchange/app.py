@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from exchange.intake.sources.common import Source
     from exchange.ops.metrics import MetricsServer
     from exchange.report.notice import Notifier
+    from exchange.settings import Channel as SettingsChannel
     from exchange.targets.base import Target
     from exchange.targets.bitrix.target import BitrixTarget
     from exchange.targets.shop_api.client import SiteClient
@@ -218,21 +219,46 @@ def worker(
     transport: httpx.AsyncBaseTransport | None = None,
     rng: random.Random | None = None,
     monotonic: Monotonic | None = None,
+    channel: str | None = None,
 ) -> Worker:
-    """``clock`` and ``monotonic``: the real ones unless a test gives fakes
-    (``FakeClock``, ``FakeMonotonic``)."""
+    """A loop for every channel of the settings (contract 13), each with its own target
+    built from its channel's settings; ``channel``: that one only (``run --channel``).
+    ``clock`` and ``monotonic``: the real ones unless a test gives fakes (``FakeClock``,
+    ``FakeMonotonic``); ``transport``: every target's."""
     from exchange.worker import Worker
+    from exchange.worker.process import Channel
 
+    served = [
+        Channel(
+            found.name if found.explicit else None,
+            found.settings,
+            target(found.settings, transport, engine=engine, clock=clock),
+        )
+        for found in chosen_channels(settings, channel)
+    ]
     return Worker(
         settings,
         engine,
-        target(settings, transport, engine=engine, clock=clock),
+        served,
         clock or SystemClock(),
         staging_engine=staging_engine,
         rng=rng,
         source=source(settings, engine, staging_engine),
         monotonic=monotonic,
     )
+
+
+def chosen_channels(settings: Settings, name: str | None) -> list[SettingsChannel]:
+    """The configured channels a worker delivers to: every one, or the one named (``run
+    --channel NAME``; an unknown name is a ConfigurationError naming the configured ones)."""
+    found = settings.channels_in_force()
+    if name is None:
+        return found
+    chosen = [channel for channel in found if channel.name == name]
+    if not chosen:
+        names = ", ".join(channel.name for channel in found)
+        raise ConfigurationError(f"no channel {name} is configured here (configured: {names})")
+    return chosen
 
 
 def source(settings: Settings, engine: Engine, staging_engine: Engine | None) -> Source | None:

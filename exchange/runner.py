@@ -42,10 +42,12 @@ def run(main: Coroutine[Any, Any, int]) -> int:
         return runner.run(main)
 
 
-async def _safe_cycle(worker: Worker) -> CycleReport | None:
-    """A failed cycle is logged and the next one tries again; the service keeps running."""
+async def _safe_cycle(worker: Worker, *, wait: bool = True) -> CycleReport | None:
+    """A failed cycle is logged and the next one tries again; the service keeps running.
+    ``wait``: until every channel's loop drained (else each drains on its own,
+    ``Worker.cycle``)."""
     try:
-        return await worker.cycle()
+        return await worker.cycle(wait=wait)
     except DatabaseUnavailable as exc:
         log.error("cycle failed: %s; the next cycle will try again", exc)
     except Exception:
@@ -170,7 +172,9 @@ async def run_forever(
         if worker.stopping:
             return
         async with busy:
-            await _safe_cycle(worker)
+            # Each channel's loop drains as a task of its own: a slow or down channel's batch
+            # never holds back the next take-in, nor another channel's drain (contract 13).
+            await _safe_cycle(worker, wait=False)
 
     def stop() -> None:
         log.info("stop requested: finishing the batch in flight")
@@ -218,6 +222,7 @@ async def run_forever(
         # down while it runs would cancel it between the site's answer and the record.
         async with busy:
             pass
+        await worker.drained()  # every channel's batch in flight recorded
     # A job whose task the scheduler created in the same turn of the loop as the stop has not
     # taken its first step yet: one turn lets it see the stop and return, where shutdown would
     # cancel it into an "Error running job" line.

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
+from sqlalchemy import Connection
 
 from exchange import app as bootstrap
 from exchange import logs
@@ -23,12 +24,14 @@ from exchange.cli.common import (
     err,
     out,
 )
+from exchange.db.channels import in_use
 from exchange.db.engine import make_engine, transaction
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
 from exchange.i18n import N_, _
 from exchange.ops.prune import prune as prune_now
 from exchange.queue import control
+from exchange.queue.channels import no_such_channel
 from exchange.settings import load_settings, only_channel
 from exchange.words import error_words
 
@@ -40,12 +43,18 @@ from exchange.words import error_words
 def pause_command(
     ctx: typer.Context,
     note: Annotated[str, typer.Option("--note", help=N_("Why, for the other operators."))] = "",
+    channel: Annotated[
+        str | None,
+        typer.Option("--channel", help=N_("Pause this channel only (default: every channel).")),
+    ] = None,
 ) -> None:
     with _guard():
-        engine, _staging = bootstrap.engines(_settings(ctx))
+        settings = _settings(ctx)
+        engine, _staging = bootstrap.engines(settings)
         with transaction(engine) as connection:
+            _known_channel(connection, channel)
             paused = control.pause(
-                connection, operator=_os_user(), note=note, now=SystemClock().now()
+                connection, operator=_os_user(), note=note, now=SystemClock().now(), channel=channel
             )
     said = (
         _("delivery paused", cli_lang()) if paused else _("delivery was already paused", cli_lang())
@@ -61,12 +70,29 @@ def pause_command(
         "write at once)."
     ),
 )
-def resume_command(ctx: typer.Context) -> None:
+def resume_command(
+    ctx: typer.Context,
+    channel: Annotated[
+        str | None,
+        typer.Option(
+            "--channel", help=N_("Resume this channel's own pause (default: every channel).")
+        ),
+    ] = None,
+) -> None:
     with _guard():
         engine, _staging = bootstrap.engines(_settings(ctx))
         with transaction(engine) as connection:
-            control.resume(connection, operator=_os_user(), now=SystemClock().now())
+            _known_channel(connection, channel)
+            control.resume(
+                connection, operator=_os_user(), now=SystemClock().now(), channel=channel
+            )
     out.print(_("delivery resumed", cli_lang()), markup=False)
+
+
+def _known_channel(connection: Connection, channel: str | None) -> None:
+    """``--channel NAME`` names a registered channel not dropped (one line, exit 2)."""
+    if channel is not None and in_use(connection, channel) is None:
+        raise no_such_channel(channel)
 
 
 @app.command(

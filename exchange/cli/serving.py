@@ -100,6 +100,13 @@ def run(
             ),
         ),
     ] = None,
+    channel: Annotated[
+        str | None,
+        typer.Option(
+            "--channel",
+            help=N_("Deliver to this configured channel only (default: every configured one)."),
+        ),
+    ] = None,
 ) -> None:
     from exchange.runner import notify_step, run_forever, run_once, run_until_idle
     from exchange.runner import run as run_event_loop
@@ -110,11 +117,11 @@ def run(
         raise typer.BadParameter(_("--max-seconds goes with --until-idle", cli_lang()))
     with _guard():
         overrides = {} if metrics_port is None else {"metrics_port": metrics_port}
-        configured = _settings(ctx, **overrides)
-        settings = only_channel(configured)
+        settings = _settings(ctx, **overrides)
+        bootstrap.chosen_channels(settings, channel)  # an unknown name: one line, exit 2
         engine, staging_engine = bootstrap.engines(settings)
-        bootstrap.register_channels(configured, engine)
-        worker = bootstrap.worker(settings, engine, staging_engine)
+        bootstrap.register_channels(settings, engine)
+        worker = bootstrap.worker(settings, engine, staging_engine, channel=channel)
         notifier = bootstrap.notifier(settings, engine, worker.clock, staging_engine)
 
         async def main() -> int:

@@ -1,12 +1,14 @@
-"""Delivery paused by an operator (contract 11): one row that every worker reads each cycle,
-so that all of them stop sending within one cycle and start again as soon as it is gone."""
+"""Delivery paused by an operator (contract 11, per channel by contract 13): rows that every
+delivery loop reads each take-in, so that all of them stop sending within one cycle and start
+again as soon as they are gone. ``delivery`` pauses every channel, ``delivery:<channel>`` one;
+a loop honours both."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, insert, or_, select
 
 from exchange.db.schema import delivery_pause
 
@@ -16,44 +18,92 @@ PAUSE = "delivery"
 RESUMED = "resumed"
 
 
-def operator_pause(connection: Connection) -> dict[str, Any] | None:
-    """Who paused delivery, when and why; None while delivery runs."""
-    row = (
-        connection.execute(select(delivery_pause).where(delivery_pause.c.name == PAUSE))
+def pause_name(channel: str | None) -> str:
+    """The row of the pause of ``channel`` (None: every channel's)."""
+    return PAUSE if channel is None else f"{PAUSE}:{channel}"
+
+
+def resumed_name(channel: str | None) -> str:
+    """The row of the time ``channel`` (None: every channel) was last resumed."""
+    return RESUMED if channel is None else f"{RESUMED}:{channel}"
+
+
+def operator_pause(connection: Connection, channel: str | None = None) -> dict[str, Any] | None:
+    """Who paused delivery, when and why; None while delivery runs. ``channel``: the pause
+    that holds that channel (every channel's first, then its own); None: every channel's."""
+    names = [PAUSE] if channel is None else [PAUSE, pause_name(channel)]
+    rows = (
+        connection.execute(select(delivery_pause).where(delivery_pause.c.name.in_(names)))
         .mappings()
-        .first()
+        .all()
     )
-    return dict(row) if row is not None else None
+    found = {row["name"]: dict(row) for row in rows}
+    for name in names:
+        if name in found:
+            return found[name]
+    return None
 
 
-def pause(connection: Connection, *, operator: str, note: str, now: datetime) -> bool:
-    """Pause delivery; False when it was already paused (the first pause is kept)."""
-    if operator_pause(connection) is not None:
+def paused_channels(connection: Connection) -> dict[str, dict[str, Any]]:
+    """Each channel paused on its own (``pause --channel``), by name."""
+    rows = connection.execute(
+        select(delivery_pause).where(delivery_pause.c.name.like(f"{PAUSE}:%"))
+    ).mappings()
+    return {row["name"].split(":", 1)[1]: dict(row) for row in rows}
+
+
+def pause(
+    connection: Connection,
+    *,
+    operator: str,
+    note: str,
+    now: datetime,
+    channel: str | None = None,
+) -> bool:
+    """Pause delivery (every channel, or ``channel``); False when it was already paused (the
+    first pause is kept)."""
+    name = pause_name(channel)
+    held = connection.execute(
+        select(delivery_pause.c.name).where(delivery_pause.c.name == name)
+    ).first()
+    if held is not None:
         return False
     connection.execute(
-        insert(delivery_pause).values(name=PAUSE, operator=operator, note=note, paused_at=now)
+        insert(delivery_pause).values(name=name, operator=operator, note=note, paused_at=now)
     )
     return True
 
 
-def resume(connection: Connection, *, operator: str = "", now: datetime | None = None) -> bool:
-    """Resume delivery; False when it was not paused by an operator. Either way the time is
-    left for the workers paused by the site's refusal of a write (``resumed_at``)."""
-    resumed = (
-        connection.execute(delete(delivery_pause).where(delivery_pause.c.name == PAUSE)).rowcount
-        > 0
-    )
-    connection.execute(delete(delivery_pause).where(delivery_pause.c.name == RESUMED))
+def resume(
+    connection: Connection,
+    *,
+    operator: str = "",
+    now: datetime | None = None,
+    channel: str | None = None,
+) -> bool:
+    """Resume delivery: without ``channel`` every channel (every pause ends), with it that
+    channel's own pause. False when nothing it ends was paused by an operator. Either way the
+    time is left for the loops paused by the site's refusal of a write (``resumed_at``)."""
+    if channel is None:
+        ending = or_(delivery_pause.c.name == PAUSE, delivery_pause.c.name.like(f"{PAUSE}:%"))
+    else:
+        ending = delivery_pause.c.name == pause_name(channel)
+    resumed = connection.execute(delete(delivery_pause).where(ending)).rowcount > 0
+    name = resumed_name(channel)
+    connection.execute(delete(delivery_pause).where(delivery_pause.c.name == name))
     connection.execute(
         insert(delivery_pause).values(
-            name=RESUMED, operator=operator, note="", paused_at=now or datetime.now(UTC)
+            name=name, operator=operator, note="", paused_at=now or datetime.now(UTC)
         )
     )
     return resumed
 
 
-def resumed_at(connection: Connection) -> datetime | None:
-    """When an operator last resumed delivery (None: never)."""
-    return connection.execute(
-        select(delivery_pause.c.paused_at).where(delivery_pause.c.name == RESUMED)
-    ).scalar_one_or_none()
+def resumed_at(connection: Connection, channel: str | None = None) -> datetime | None:
+    """When an operator last resumed delivery of ``channel`` (every channel's resume counts
+    for each; None: never)."""
+    names = [RESUMED] if channel is None else [RESUMED, resumed_name(channel)]
+    times = connection.execute(
+        select(delivery_pause.c.paused_at).where(delivery_pause.c.name.in_(names))
+    ).scalars()
+    return max(times, default=None)

@@ -44,6 +44,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import Engine
 
+from exchange.db.channels import in_use
 from exchange.db.engine import transaction
 from exchange.db.target_lock import DbLock
 from exchange.delivery import withheld
@@ -126,7 +127,13 @@ class DeliveryLoop:
         reports: Reports,
         metrics: Metrics,
         rng: random.Random | None = None,
+        channel: str | None = None,
+        probe_turn: str = PROBE_TURN,
+        holder: str | None = None,
     ) -> None:
+        # The channel's name (None: the one channel of a configuration without
+        # EXCHANGE_CHANNELS, whichever is registered); its id is read from the registry.
+        self.channel = channel
         # The loop's channel's settings: the global ones with the channel's over them
         # (exchange/settings/channels.py), so its retry policy, breaker and pace are its own.
         self.settings = settings
@@ -154,7 +161,7 @@ class DeliveryLoop:
         # (exchange/delivery/probe.py): the turn is a row in target_locks, a guarded UPDATE.
         self.probe = ProbeTurn(
             self.pace,
-            DbLock(engine, PROBE_TURN, settings.worker_id, clock),
+            DbLock(engine, probe_turn, holder or settings.worker_id, clock),
             monotonic=self.monotonic.now,
             live_workers=lambda: reports.live_workers(self.clock.now()),
             report=reports.values,
@@ -190,10 +197,22 @@ class DeliveryLoop:
 
     @functools.cached_property
     def channel_id(self) -> int:
-        """The channel this loop delivers to: the one channel, read once (issue 31 step 6
-        gives each loop its own)."""
+        """The channel this loop delivers to, read once: its name's registered channel not
+        dropped (``run`` registers the configured ones first), or the one channel."""
         with transaction(self.engine, read_only=True) as connection:
-            return deliveries.one_channel(connection)
+            if self.channel is None:
+                return deliveries.one_channel(connection)
+            found = in_use(connection, self.channel)
+        if found is None:
+            raise ConfigurationError(
+                f"channel {self.channel} is not registered (exchange migrate registers it)"
+            )
+        return found.id
+
+    @property
+    def name(self) -> str:
+        """The channel's name, as the logs say it."""
+        return self.channel or self.settings.target
 
     def request_stop(self) -> None:
         """Let the requests in flight finish (each within EXCHANGE_HTTP_TIMEOUT) and record

@@ -1,32 +1,43 @@
 """One worker process: the services every loop shares, and the delivery loops beside them.
 
-A cycle is intake -> sweep -> (claim -> deliver -> record)*: the intake service takes the
-staging rows in and the sweeper tidies the queue in the take-in's transaction, then each loop
-drains what is due for its channel, asking between its batches whether the next take-in is due
-(``Beside``) and reporting through the reporter every SHARE_EVERY. This version runs one loop,
-the channel of the settings it is given (``settings.channels.only_channel``); a loop takes its
-channel's settings and target, so that several can run side by side, and a stop reaches every
-loop's batch in flight (``DeliveryLoop.request_stop``).
+A cycle is intake -> sweep -> (claim -> deliver -> record)* per channel: the intake service
+takes the staging rows in and the sweeper tidies the queue in the take-in's transaction, then
+each configured channel's loop drains what is due for its channel, every loop as a task of its
+own (contract 13: a channel that is down, paused or slow never delays another), asking between
+its batches whether the next take-in is due (``Beside``, one take-in at a time for all of them)
+and reporting through the reporter every SHARE_EVERY. ``cycle()`` waits for every loop's drain
+(``run --once``, ``--until-idle``, the tests); ``cycle(wait=False)``, what ``run`` runs every
+poll interval, takes rows in and leaves each loop draining on its own: a loop still busy with a
+slow site keeps its drain, a loop that finished starts another, so the other channels' cycles go
+on at the poll's pace. A stop reaches every loop's batch in flight
+(``DeliveryLoop.request_stop``), and ``drained()`` waits for them.
 
-``Worker`` keeps the names the runner, the composition root and the tests know: what belongs
-to the loop (its pace, breaker, pause) is read through to it.
+Each loop takes its channel's settings (the global ones with the channel's over them) and its
+own target (``Channel`` below). ``Worker`` keeps the names the runner, the composition root and
+the tests know: what belongs to a loop (its pace, breaker, pause) is read through to the first.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import random
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Engine
 
 from exchange.db.engine import transaction
+from exchange.delivery.probe import PROBE_TURN
 from exchange.domain.breaker import CircuitBreaker
 from exchange.domain.clock import SYSTEM_MONOTONIC, Clock, Monotonic
 from exchange.domain.pace import Pace
 from exchange.domain.pause import PauseCause
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import Decision, RetryPolicy
+from exchange.errors import DatabaseUnavailable
 from exchange.intake.sources.common import Source
 from exchange.queue import control, lease
 from exchange.queue.idle import is_idle
@@ -38,13 +49,32 @@ from exchange.worker.loop import DeliveryLoop
 from exchange.worker.reporter import Reporter
 from exchange.worker.sweeper import Sweeper
 
+log = logging.getLogger("exchange.worker")  # the name operators filter on (docs/monitoring.md)
+
+
+@dataclass(frozen=True)
+class Channel:
+    """One loop's channel as the process builds it: its name (None: the one channel of a
+    configuration without EXCHANGE_CHANNELS, delivered as before channels), its settings and
+    its target."""
+
+    name: str | None
+    settings: Settings
+    target: Target
+
+
+def probe_turn_name(channel: str | None) -> str:
+    """The ``target_locks`` row of a channel's probe turn: ``probe:<channel>``, one per site
+    (the one channel keeps the row it always had)."""
+    return PROBE_TURN if channel is None else f"probe:{channel}"
+
 
 class Worker:
     def __init__(
         self,
         settings: Settings,
         engine: Engine,
-        target: Target,
+        channels: Sequence[Channel],
         clock: Clock,
         *,
         staging_engine: Engine | None = None,
@@ -53,6 +83,8 @@ class Worker:
         source: Source | None = None,
         monotonic: Monotonic | None = None,
     ) -> None:
+        if not channels:
+            raise ValueError("a worker delivers to at least one channel")
         self.settings = settings
         self.engine = engine
         self.staging_engine = staging_engine
@@ -74,20 +106,29 @@ class Worker:
         self.reporter = Reporter(
             settings, engine, clock, self.monotonic, started_at=self.started_at, source=source
         )
-        self.loop = DeliveryLoop(
-            settings,
-            engine,
-            target,
-            clock,
-            self.monotonic,
-            reports=self.reporter,
-            metrics=self._metrics,
-            rng=rng,
-        )
-        self.loops = (self.loop,)
-        for loop in self.loops:
-            self.reporter.loops.append(loop.heartbeat_values)
-        self._beside = _Beside(self)
+        built = []
+        for channel in channels:
+            row = self.reporter.add_loop(channel.name or channel.settings.target)
+            loop = DeliveryLoop(
+                channel.settings,
+                engine,
+                channel.target,
+                clock,
+                self.monotonic,
+                reports=row,
+                metrics=self._metrics,
+                rng=rng,
+                channel=channel.name,
+                probe_turn=probe_turn_name(channel.name),
+                holder=row.row_id,
+            )
+            row.told = loop.heartbeat_values
+            built.append(loop)
+        self.loops: tuple[DeliveryLoop, ...] = tuple(built)
+        self.loop = self.loops[0]
+        # One take-in at a time, whichever loop asks for it between its batches.
+        self._taking_in = asyncio.Lock()
+        self._draining: dict[int, asyncio.Task[None]] = {}  # ``cycle(wait=False)``'s drains
 
     def request_stop(self) -> None:
         """Every loop lets its requests in flight finish and records them, hands its batch's
@@ -98,10 +139,13 @@ class Worker:
 
     # -- the cycle ---------------------------------------------------------------------
 
-    async def cycle(self) -> CycleReport:
+    async def cycle(self, *, wait: bool = True) -> CycleReport:
+        """Take rows in, then let every loop drain. ``wait``: until each loop's drain ended;
+        else a loop drains as a task of its own that the next cycles leave alone until it
+        ends (``drained`` waits for them), and the report counts the take-in only."""
         started = time.perf_counter()
         try:
-            report = await self._cycle()
+            report = await self._cycle(wait)
         except Exception:
             self._metrics.cycle_failed()
             raise
@@ -115,24 +159,78 @@ class Worker:
         )
         return report
 
-    async def _cycle(self) -> CycleReport:
+    async def _cycle(self, wait: bool) -> CycleReport:
         report = CycleReport()
-        await self.intake.pull()
-        self._take_in(report, sweep=True)
-        for loop in self.loops:
-            await loop.recheck_withheld()
-        now = self.clock.now()
-        for loop in self.loops:
-            loop.share_site(now)
-        for loop in self.loops:
-            await loop.drain(report, self._beside)
-        self.reporter.heartbeat()
+        # A cycle's start sweeps the whole queue; while a loop still drains, the take-in is
+        # one of its poll interval's, sweeping when due, as a long cycle's always was.
+        busy = self.draining()
+        async with self._taking_in:
+            await self.intake.pull()
+            self._take_in(report, sweep=not busy)
+        if not wait:
+            for index, loop in enumerate(self.loops):
+                task = self._draining.get(index)
+                if task is None or task.done():
+                    self._draining[index] = asyncio.create_task(self._drain_apart(loop))
+        elif len(self.loops) == 1:
+            await self._drain(self.loop, report)
+        else:
+            failed = [
+                outcome
+                for outcome in await asyncio.gather(
+                    *(self._drain(loop, report) for loop in self.loops), return_exceptions=True
+                )
+                if isinstance(outcome, BaseException)
+            ]
+            if failed:
+                raise failed[0]
+        if not busy or self.reporter.due():
+            self.reporter.heartbeat()
         return report
 
-    def _take_in(self, report: CycleReport, *, sweep: bool = False) -> bool:
-        """Intake, the sweeper, and the operator's pause: what a cycle does before it claims
-        (and again every poll interval of a long one). Returns whether an operator paused
-        delivery.
+    async def _drain(self, loop: DeliveryLoop, report: CycleReport) -> None:
+        """One loop's part of a cycle: its withheld prices asked about, its share of the site
+        counted, then its drain."""
+        await loop.recheck_withheld()
+        loop.share_site(self.clock.now())
+        await loop.drain(report, _Beside(self, loop))
+
+    async def _drain_apart(self, loop: DeliveryLoop) -> None:
+        """A loop's drain as a task of its own (``cycle(wait=False)``): a failure is logged
+        with its channel, and the next cycle starts the loop's next drain."""
+        try:
+            await self._drain(loop, CycleReport())
+        except DatabaseUnavailable as exc:
+            self._metrics.cycle_failed()
+            log.error("channel %s: drain failed: %s; the next cycle will try again", loop.name, exc)
+        except Exception:
+            self._metrics.cycle_failed()
+            log.exception("channel %s: drain failed; the next cycle will try again", loop.name)
+
+    async def drained(self) -> None:
+        """Wait until every loop's drain started by ``cycle(wait=False)`` ended (after a stop:
+        each loop's batch in flight recorded)."""
+        pending = [task for task in self._draining.values() if not task.done()]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    def draining(self) -> bool:
+        """Whether a loop's drain started by ``cycle(wait=False)`` still runs."""
+        return any(not task.done() for task in self._draining.values())
+
+    async def take_in_between(self, loop: DeliveryLoop, report: CycleReport) -> bool:
+        """A take-in a loop asks for between its batches, unless another loop's (or a cycle's)
+        just ran; whether an operator pauses this loop's delivery."""
+        async with self._taking_in:
+            if self.intake.due():
+                await self.intake.pull()
+                self._take_in(report)
+        return loop.operator_paused
+
+    def _take_in(self, report: CycleReport, *, sweep: bool = False) -> None:
+        """Intake, the sweeper, and the operator's pauses: what a cycle does before it claims
+        (and again every poll interval of a long one). Each loop learns whether an operator
+        paused it (every channel's pause, or its own).
 
         The sweeper sweeps the whole queue when ``sweep`` is asked (a cycle's start) or due
         (``Sweeper.due``); otherwise it coalesces only the aggregates this take-in brought
@@ -144,22 +242,25 @@ class Worker:
         taken = self.intake.take(now)
         report.taken += taken.taken
         self._metrics.intake(taken)
-        paused = any(loop.paused_reason for loop in self.loops)
         with transaction(self.engine) as connection:
             swept = self.sweeper.sweep(
                 connection, now, whole=sweep, since=since if taken.messages else None
             )
-            # An operator's pause (the workbench) holds every worker from this cycle on.
-            held = control.operator_pause(connection) is not None
-            resumed_at = control.resumed_at(connection) if paused else None
-        for loop in self.loops:
+            # An operator's pause (the workbench) holds every loop it names from this cycle on.
+            held = [
+                control.operator_pause(connection, loop.channel) is not None for loop in self.loops
+            ]
+            resumed = [
+                control.resumed_at(connection, loop.channel) if loop.paused_reason else None
+                for loop in self.loops
+            ]
+        for loop, paused, resumed_at in zip(self.loops, held, resumed, strict=True):
             if resumed_at is not None:
                 loop.resumed(resumed_at)
-            loop.operator_paused = held
+            loop.operator_paused = paused
         report.cancelled += swept.cancelled + swept.gaps
         self._metrics.quarantined(Reason.SEQUENCE_GAP, swept.gaps)
         self._metrics.quarantined(Reason.RETRY_LIMIT, swept.expired)
-        return held
 
     async def aclose(self) -> None:
         """Close the targets' connections and the source's."""
@@ -185,13 +286,15 @@ class Worker:
             loop.tell_stopped(now)
 
     def idle(self) -> bool:
-        """Nothing left that this service could move without a person (contract 6); an
-        operator's pause is such a person's decision."""
+        """Nothing left that this service could move without a person (contract 6), on the
+        channels it delivers to (contract 13: a registered channel it does not serve is not
+        waited for); an operator's pause of a channel is such a person's decision."""
         if not self.intake.source_idle():
             return False  # the broker had something ready at the last pull
-        return self.loop.operator_paused or is_idle(
-            self.engine, self.staging_engine, self.kinds, [loop.channel_id for loop in self.loops]
-        )
+        moving = [loop.channel_id for loop in self.loops if not loop.operator_paused]
+        if not moving:
+            return True
+        return is_idle(self.engine, self.staging_engine, self.kinds, moving)
 
     # -- the names the runner, the composition root and the tests know ---------------------
 
@@ -270,17 +373,18 @@ class Worker:
 
 class _Beside:
     """The services as one channel's loop asks them between its batches: a take-in every poll
-    interval, a report (and a new count of the workers sharing the site) every SHARE_EVERY."""
+    interval (one at a time for every loop), a report (and a new count of the workers sharing
+    the site) every SHARE_EVERY."""
 
-    def __init__(self, worker: Worker) -> None:
+    def __init__(self, worker: Worker, loop: DeliveryLoop) -> None:
         self._worker = worker
+        self._loop = loop
 
     def take_in_due(self) -> bool:
         return self._worker.intake.due()
 
     async def take_in(self, report: CycleReport) -> bool:
-        await self._worker.intake.pull()
-        return self._worker._take_in(report)
+        return await self._worker.take_in_between(self._loop, report)
 
     def batch_done(self) -> None:
         worker = self._worker

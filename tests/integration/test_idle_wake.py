@@ -133,10 +133,10 @@ def test_on_sqlite_an_idle_worker_does_not_wake_itself_with_its_own_commits(
     cycles = 0
     real_cycle = worker.cycle
 
-    async def counted() -> Any:
+    async def counted(**how: Any) -> Any:
         nonlocal cycles
         cycles += 1
-        return await real_cycle()
+        return await real_cycle(**how)
 
     monkeypatch.setattr(worker, "cycle", counted)
 

@@ -1,0 +1,191 @@
+"""Contract 13, issue 31 items 2 and 3: one ``exchange run`` delivers to every configured
+channel, each loop on its own; a channel that is down for the whole run (connections refused:
+a port nothing listens on, its breaker open) never holds back another, which delivers
+everything. Each loop reports on its own row ``<worker id>/<channel>``; an operator's pause of
+one channel (``delivery:<channel>``) holds that channel only, and ``--until-idle`` counts a
+paused channel as idle. Runs on SQLite and on PostgreSQL. The timing promise (within 1.3x of
+the time without the down channel) is the bench's: ``python -m bench.channel_down``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from exchange import app as bootstrap
+from exchange import runner
+from exchange.db.engine import transaction
+from exchange.db.schema import channels, deliveries, workers
+from exchange.dev.sitesim import SiteSimulator
+from exchange.dev.testing import FAST, price_row, stage
+from exchange.domain.clock import SystemClock
+from exchange.intake import staging_table as intake
+from exchange.queue import channels as channel_queue
+from exchange.queue import control
+from exchange.settings import Settings, load_settings
+
+PRICES = 120
+TOKEN = "test-token"
+
+
+@pytest.fixture
+def site() -> Iterator[SiteSimulator]:
+    with SiteSimulator(token=TOKEN) as simulator:
+        yield simulator
+
+
+def refused_url() -> str:
+    """A loopback address nothing listens on: every connection is refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def two_channels(db_url: str, tmp_path: Path, site_url: str, shop_url: str) -> Settings:
+    """EXCHANGE_CHANNELS: the site (``api``, as migrate registered it) and a second shop."""
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n", encoding="utf-8")
+    named: dict[str, dict[str, Any]] = {
+        "api": {"target": "api", "site_url": site_url, "site_token_file": str(token)},
+        "shop": {"target": "api", "site_url": shop_url, "site_token_file": str(token)},
+    }
+    fast = {k: v for k, v in FAST.items() if k not in ("channels", "site_token_file")}
+    return load_settings(
+        database_url=db_url,
+        worker_id="test-worker",
+        **{**fast, "batch_size": 20, "http_timeout": 1.0},
+        channels=named,
+    )
+
+
+def both_have(engine: Engine, settings: Settings) -> None:
+    """PRICES prices taken in, and a delivery of each on both channels (the shop seeded, as
+    ``exchange channels seed shop`` does, so the test does not lean on intake's fan-out)."""
+    stage(engine, [price_row(f"SKU-{n:04d}", 1) for n in range(PRICES)])
+    intake.take(engine, None, settings.kinds, SystemClock().now())
+    bootstrap.register_channels(settings, engine)
+    channel_queue.seed(engine, "shop", settings.policies, now=SystemClock().now())
+
+
+def states(engine: Engine, name: str) -> dict[str, int]:
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(
+            select(deliveries.c.state, func.count())
+            .join(channels, channels.c.id == deliveries.c.channel_id)
+            .where(channels.c.name == name)
+            .group_by(deliveries.c.state)
+        ).all()
+    return {state: count for state, count in rows}
+
+
+def worker_rows(engine: Engine) -> dict[str, dict[str, Any]]:
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(select(workers)).mappings().all()
+    return {row["worker_id"]: dict(row) for row in rows}
+
+
+def test_a_channel_down_for_the_whole_run_never_holds_back_the_other(
+    db_url: str,
+    engine: Engine,
+    site: SiteSimulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``run`` (its scheduler, the loops apart) with the shop refusing every connection: the
+    site gets every price, the shop none, its breaker opens; each loop has its own row."""
+    stops: list[Callable[[], None]] = []
+    monkeypatch.setattr(runner, "_install_signals", lambda _loop, stop: stops.append(stop))
+    settings = two_channels(db_url, tmp_path, site.url, refused_url())
+    both_have(engine, settings)
+    assert states(engine, "shop") == {"new": PRICES}
+    worker = bootstrap.worker(settings, engine)
+    assert [loop.channel for loop in worker.loops] == ["api", "shop"]
+
+    async def scenario() -> dict[str, dict[str, Any]]:
+        running = asyncio.create_task(runner.run_forever(worker, poll_interval=0.05))
+        try:
+            async with asyncio.timeout(60):
+                while states(engine, "api").get("delivered", 0) < PRICES:
+                    await asyncio.sleep(0.05)
+                while not worker.loops[1].breaker.is_open():
+                    await asyncio.sleep(0.05)
+                await worker.report()
+            return worker_rows(engine)
+        finally:
+            for stop in stops:
+                stop()
+            assert await asyncio.wait_for(running, 30) == 0
+            await worker.aclose()
+
+    rows = asyncio.run(scenario())
+    assert states(engine, "api") == {"delivered": PRICES}
+    assert len(site.held_versions()) == PRICES
+    shop = states(engine, "shop")
+    assert shop.get("delivered", 0) == 0 and sum(shop.values()) == PRICES
+    assert "in_progress" not in shop  # the stop handed the batch in flight back
+    assert rows["test-worker"]["channel"] is None  # the process's own row
+    assert rows["test-worker/api"]["channel"] == "api"
+    assert rows["test-worker/api"]["breaker_state"] == "closed"
+    assert rows["test-worker/shop"]["channel"] == "shop"
+    assert rows["test-worker/shop"]["breaker_state"] != "closed"
+    assert rows["test-worker/shop"]["unreachable_since"] is not None
+
+
+def test_a_channel_paused_by_an_operator_is_idle_and_the_other_delivers(
+    db_url: str, engine: Engine, site: SiteSimulator, tmp_path: Path
+) -> None:
+    """``pause --channel shop``: the shop's loop sends nothing, the site's delivers every
+    price, and ``--until-idle`` ends (a paused channel is a person's decision); ``resume``
+    without ``--channel`` ends every channel's pause."""
+    with SiteSimulator(token=TOKEN) as shop_site:
+        settings = two_channels(db_url, tmp_path, site.url, shop_site.url)
+        both_have(engine, settings)
+        with transaction(engine) as connection:
+            assert control.pause(
+                connection, operator="ops", note="", now=SystemClock().now(), channel="shop"
+            )
+        worker = bootstrap.worker(settings, engine)
+
+        async def until_idle() -> int:
+            try:
+                return await runner.run_until_idle(worker, max_seconds=60, poll_interval=0.05)
+            finally:
+                await worker.aclose()
+
+        assert asyncio.run(until_idle()) == runner.EXIT_OK
+        assert states(engine, "api") == {"delivered": PRICES}
+        assert states(engine, "shop") == {"new": PRICES}
+        assert shop_site.request_count == 0
+        with transaction(engine) as connection:
+            assert control.operator_pause(connection, "shop") is not None
+            assert control.operator_pause(connection, "api") is None
+            assert control.resume(connection, operator="ops")
+            assert control.operator_pause(connection, "shop") is None
+
+
+def test_run_channel_serves_the_one_named(
+    db_url: str, engine: Engine, site: SiteSimulator, tmp_path: Path
+) -> None:
+    """``run --channel api``: one loop, the site's; the shop's deliveries are left alone and
+    not waited for."""
+    settings = two_channels(db_url, tmp_path, site.url, refused_url())
+    both_have(engine, settings)
+    worker = bootstrap.worker(settings, engine, channel="api")
+    assert [loop.channel for loop in worker.loops] == ["api"]
+
+    async def until_idle() -> int:
+        try:
+            return await runner.run_until_idle(worker, max_seconds=60, poll_interval=0.05)
+        finally:
+            await worker.aclose()
+
+    assert asyncio.run(until_idle()) == runner.EXIT_OK
+    assert states(engine, "api") == {"delivered": PRICES}
+    assert states(engine, "shop") == {"new": PRICES}
