@@ -1098,6 +1098,7 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"released by a person: the channel shows this version to buyers",
         N_("released by a person: the channel shows this version to buyers"),
     ),
+    (r"the site did not answer: (?P<d>.+)", N_("the site did not answer: {d*}")),
     (
         r"this channel has no way to release a withheld price: confirm it where the channel is "
         r"managed, or send a new price",

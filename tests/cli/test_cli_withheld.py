@@ -143,3 +143,29 @@ def test_run_until_idle_counts_withheld_as_idle_and_says_it_is_left(
     ran = cli("run", "--until-idle", "--max-seconds", "30", db=db_url, site=withholding_site.url)
     assert ran.returncode == 0, describe(ran)  # idle: exit 0, not 3
     assert "1 withheld by the channel (exchange withheld release)" in ran.stdout, describe(ran)
+
+
+def test_release_the_channel_did_not_take_says_so_and_exits_1(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator
+) -> None:
+    """Promise: a release the channel did not carry out (the site down) is never reported as
+    released; the headline counts asked, released and not released, and the exit is 1."""
+    message_id = _withheld_v2(db_url, engine, withholding_site)
+    down = "http://127.0.0.1:9"  # nothing listens on the discard port
+    done = cli("withheld", "release", message_id, "--note", "x", db=db_url, site=down)
+    assert done.returncode == 1, describe(done)
+    assert "asked 1, released 0, not released 1" in done.stdout, describe(done)
+    assert not done.stdout.startswith("released"), describe(done)
+    assert f"{message_id}: not released: the site did not answer" in done.stdout, describe(done)
+    ru = cli(
+        "withheld",
+        "release",
+        message_id,
+        "--note",
+        "x",
+        db=db_url,
+        site=down,
+        env={"EXCHANGE_LANG": "ru"},
+    )
+    assert ru.returncode == 1, describe(ru)
+    assert "не выпущено: сайт не ответил" in ru.stdout, describe(ru)
