@@ -93,7 +93,11 @@ class Settings(
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, _TomlWithoutBom(settings_cls))
+        return (
+            init_settings,
+            env_settings,
+            _TomlWithoutBom(settings_cls, above=(init_settings, env_settings)),
+        )
 
     # EXCHANGE_CHANNELS's channels, validated at start (empty without it).
     _channels: list[Channel] = PrivateAttr(default_factory=list)
@@ -409,7 +413,23 @@ def _validated(values: dict[str, Any]) -> Settings:
 
 class _TomlWithoutBom(TomlConfigSettingsSource):
     """The TOML file, read as UTF-8 with a byte order mark dropped: Notepad on Windows writes
-    one, and tomllib refuses it ("Invalid statement at line 1, column 1")."""
+    one, and tomllib refuses it ("Invalid statement at line 1, column 1").
+
+    Where a source above it (the environment, the arguments) gives EXCHANGE_CHANNELS, the
+    file's ``[channels.*]`` are left out whole: the environment wins over the file, and a
+    channel is one thing, never half the file's and half the environment's."""
+
+    def __init__(
+        self, settings_cls: type[BaseSettings], above: tuple[PydanticBaseSettingsSource, ...] = ()
+    ) -> None:
+        super().__init__(settings_cls)
+        self._above = above
+
+    def __call__(self) -> dict[str, Any]:
+        data = super().__call__()
+        if "channels" in data and any("channels" in source() for source in self._above):
+            return {name: value for name, value in data.items() if name != "channels"}
+        return data
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
         with file_path.open(mode="rb") as toml_file:
