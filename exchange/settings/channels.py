@@ -197,6 +197,7 @@ def _channel(
         built = validate({**base, **own, "kinds": kinds})
     except ValidationError as exc:
         raise ValueError(f"{where}: {_described(exc)}") from None
+    built._channel_name = name  # its errors met later name it (Settings.said)
     return Channel(name, target, tuple(takes), built)
 
 

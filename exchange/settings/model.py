@@ -33,6 +33,7 @@ from exchange.settings.channels import (
     Channel,
     ChannelSettings,
     build_channels,
+    channel_words,
     implicit_channel,
     refuse_one_target,
 )
@@ -101,6 +102,9 @@ class Settings(
 
     # EXCHANGE_CHANNELS's channels, validated at start (empty without it).
     _channels: list[Channel] = PrivateAttr(default_factory=list)
+    # The channel these settings are of (EXCHANGE_CHANNELS's), for the errors met while
+    # delivering with them; None for the one-target settings.
+    _channel_name: str | None = PrivateAttr(default=None)
 
     # -- rules across the groups ----------------------------------------------------------
 
@@ -284,6 +288,13 @@ class Settings(
         EXCHANGE_TARGET, configured by these settings. Every caller asks here."""
         return list(self._channels) if self.channels is not None else [implicit_channel(self)]
 
+    def said(self, problem: str) -> str:
+        """A problem of these settings as the operator wrote them: a channel's (of
+        EXCHANGE_CHANNELS) named by the channel, each setting by its key in the channel."""
+        if self._channel_name is None:
+            return problem
+        return f"channel {self._channel_name}: {channel_words(problem)}"
+
     def token(self) -> str | None:
         """The site token: from EXCHANGE_SITE_TOKEN_FILE (read now, so that a replaced file is
         seen) or EXCHANGE_SITE_TOKEN. ConfigurationError (never holding the token) when the file
@@ -292,8 +303,8 @@ class Settings(
             source = "EXCHANGE_SITE_TOKEN_FILE"
             try:
                 return clean_token(read_secret_file(self.site_token_file, source), source)
-            except ValueError as exc:
-                raise ConfigurationError(str(exc)) from None
+            except (ValueError, ConfigurationError) as exc:
+                raise ConfigurationError(self.said(str(exc))) from None
         return self.site_token.get_secret_value() if self.site_token else None
 
     def secrets(self) -> list[str]:
@@ -337,7 +348,8 @@ class Settings(
                 return path.read_text(encoding="utf-8").strip() or None
             except OSError as exc:
                 variable = _variable(name, from_file=True)
-                raise ConfigurationError(f"{variable} cannot be read: {exc.strerror}") from None
+                said = f"{variable} cannot be read: {exc.strerror}"
+                raise ConfigurationError(self.said(said)) from None
         value: SecretStr | None = getattr(self, name)
         return value.get_secret_value() or None if value is not None else None
 

@@ -250,3 +250,21 @@ def test_run_configured_only_through_exchange_channels_delivers_to_that_channels
         assert {("price", sku): 2 for sku in skus} == site.held_versions()
         paths = {request.path for request in site.received() if request.method == "POST"}
         assert {"/api/v1/updates:batch"} == paths, "the channel's own site_batch_size was used"
+
+
+def test_run_says_which_channels_token_file_cannot_be_read_as_check_does(
+    cli: Cli, db_url: str, tmp_path: Path
+) -> None:
+    """Promise: a channel's unreadable site_token_file is named by its channel and its key in
+    the channel (as ``check`` says it), never as the one target's EXCHANGE_SITE_TOKEN_FILE."""
+    missing = str(tmp_path / "no-such-token")
+    env = channels(
+        tmp_path,
+        x={"target": "api", "site_url": "https://shop.example.com", "site_token_file": missing},
+    )
+    result = cli("run", "--once", db=db_url, env=env)
+    assert_one_line_error(result, "channel x: site_token_file cannot be read")
+    assert "EXCHANGE_SITE_TOKEN_FILE" not in result.stderr, describe(result)
+    checked = cli("check", db=db_url, env=env)
+    line = [row for row in checked.stdout.splitlines() if "site_token_file" in row]
+    assert line and line[0].count("channel x") == 1, describe(checked)
