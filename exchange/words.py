@@ -266,6 +266,10 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
         "Release asks the channel to show it, where the channel has a way; otherwise it says "
         "where the seller must act (the channel's cabinet, or a new price)."
     ),
+    "withheld_waits": N_(
+        "— (waits for a person: the channel said “{said}”; «{button}» asks it to show the "
+        "price to buyers, else confirm it in the channel's cabinet or send a new price)"
+    ),
     "your_note": N_("Your note (not saved)"),
     "in_state_since": N_("In this state since"),
     "next_try": N_("Next try"),

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from clitools import TOKEN, Cli, deliver_in_process, describe, run_json
 from prometheus_client import generate_latest
+from rich.console import Console
 from sqlalchemy import Engine, select
 
+from exchange.cli.withheld_shown import withheld_table
 from exchange.db.engine import transaction
 from exchange.db.schema import history, messages
 from exchange.dev.sitesim import Faults, SiteSimulator
@@ -169,3 +171,38 @@ def test_release_the_channel_did_not_take_says_so_and_exits_1(
     )
     assert ru.returncode == 1, describe(ru)
     assert "не выпущено: сайт не ответил" in ru.stdout, describe(ru)
+
+
+def _first_cells(text: str) -> str:
+    """The first column of a rendered table, its lines joined (a folded id whole again)."""
+    return "".join(line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│"))
+
+
+@pytest.mark.parametrize(
+    ("sku", "one_line"),
+    [("SKU-1_retail", True), ("SKU-1_retail_price_of_a_long_catalogue_name", False)],
+)
+def test_status_lists_a_withheld_message_id_whole_at_80_columns(
+    db_url: str,
+    engine: Engine,
+    withholding_site: SiteSimulator,
+    sku: str,
+    one_line: bool,  # noqa: FBT001
+) -> None:
+    """Promise: ``exchange status`` never cuts a withheld message's id (``withheld release``
+    needs it whole): at 80 columns a usual id stays on one line, a longer one is folded."""
+    deliver_in_process(db_url, engine, withholding_site, [price_row(sku, 1, "100.00")])
+    deliver_in_process(db_url, engine, withholding_site, [price_row(sku, 2, "10.00")])
+    with transaction(engine, read_only=True) as connection:
+        message_id = str(
+            connection.execute(
+                select(messages.c.message_id).where(messages.c.state == "withheld")
+            ).scalar_one()
+        )
+    table = withheld_table(engine, "en", "UTC")
+    assert table is not None
+    console = Console(width=80, record=True, force_terminal=False)
+    console.print(table)
+    text = console.export_text()
+    assert (message_id in text) is one_line, text
+    assert message_id in _first_cells(text) and "…" not in _first_cells(text), text
