@@ -187,7 +187,7 @@ def test_status_lists_a_withheld_message_id_whole_at_80_columns(
     engine: Engine,
     withholding_site: SiteSimulator,
     sku: str,
-    one_line: bool,  # noqa: FBT001
+    one_line: bool,
 ) -> None:
     """Promise: ``exchange status`` never cuts a withheld message's id (``withheld release``
     needs it whole): at 80 columns a usual id stays on one line, a longer one is folded."""
