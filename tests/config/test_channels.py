@@ -245,7 +245,7 @@ def test_a_channel_may_allow_plain_http_as_exchange_site_allow_http_does(
         ({"target": "api", "site_url": "https://a.example", "colour": "red"}, ["colour"]),
         (
             {"target": "api", "site_url": "https://a.example", "woo_url": "https://w.example"},
-            ["woo_url is not a setting of a api channel"],
+            ["woo_url is not a setting of an api channel"],
         ),
         (
             {"target": "api", "site_url": "https://a.example", "site_token": TOKEN},
