@@ -266,6 +266,10 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
         "Release asks the channel to show it, where the channel has a way; otherwise it says "
         "where the seller must act (the channel's cabinet, or a new price)."
     ),
+    "withheld_waits": N_(
+        "— (waits for a person: the channel said “{said}”; «{button}» asks it to show the "
+        "price to buyers, else confirm it in the channel's cabinet or send a new price)"
+    ),
     "your_note": N_("Your note (not saved)"),
     "in_state_since": N_("In this state since"),
     "next_try": N_("Next try"),
@@ -764,6 +768,10 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"invalid configuration: (?P<parts>.+)", N_("invalid configuration: {parts}")),
         (r"configuration file (?P<path>.+?): (?P<why>.+)", N_("configuration file {path}: {why}")),
         (
+            r"channel (?P<channel>[\w-]+): (?P<name>\w+) cannot be read: (?P<why>[^:]+)",
+            N_("channel {channel}: {name} cannot be read: {why}"),
+        ),
+        (
             r"(?P<name>EXCHANGE_\w+) cannot be read: (?P<why>[^:]+)",
             N_("{name} cannot be read: {why}"),
         ),
@@ -898,7 +906,44 @@ _SETTINGS_PROBLEMS: tuple[tuple[re.Pattern[str], str | tuple[str, str]], ...] = 
         (r"Field required", NP_("a setting", "Field required")),
         # a channel's own problems (exchange/settings/channels.py)
         (
-            r"(?P<key>\w+) is not a setting of a (?P<target>[\w-]+) channel; it takes "
+            r"a channel's name is 1-32 characters of a-z, 0-9 and -",
+            N_("a channel's name is 1-32 characters of a-z, 0-9 and -"),
+        ),
+        (
+            r"a one-target setting, refused beside EXCHANGE_CHANNELS: write it in the channel "
+            r"it belongs to, without EXCHANGE_ in lower case \(e\.g\. site_url\)",
+            N_(
+                "a one-target setting, refused beside EXCHANGE_CHANNELS: write it in the channel "
+                "it belongs to, without EXCHANGE_ in lower case (e.g. site_url)"
+            ),
+        ),
+        (
+            r"EXCHANGE_CHANNELS names no channel: name at least one, or unset it for the one "
+            r"target of EXCHANGE_TARGET",
+            N_(
+                "EXCHANGE_CHANNELS names no channel: name at least one, or unset it for the one "
+                "target of EXCHANGE_TARGET"
+            ),
+        ),
+        (
+            r'takes: a list of kinds, e\.g\. \["price"\]',
+            N_('takes: a list of kinds, e.g. ["price"]'),
+        ),
+        (
+            r"takes: (?P<kinds>.+) is not a kind of EXCHANGE_KINDS \((?P<known>.+)\)",
+            N_("takes: {kinds} is not a kind of EXCHANGE_KINDS ({known})"),
+        ),
+        (
+            r"takes: the (?P<target>\S+) target takes none of the kinds of EXCHANGE_KINDS "
+            r"\((?P<known>.+)\)",
+            N_("takes: the {target} target takes none of the kinds of EXCHANGE_KINDS ({known})"),
+        ),
+        (
+            r"takes: the (?P<target>\S+) target takes price messages only, not (?P<kinds>.+)",
+            N_("takes: the {target} target takes price messages only, not {kinds}"),
+        ),
+        (
+            r"(?P<key>\w+) is not a setting of an? (?P<target>[\w-]+) channel; it takes "
             r"(?P<keys>.+)",
             N_("{key} is not a setting of a {target} channel; it takes {keys}"),
         ),
@@ -1036,7 +1081,9 @@ def settings_words(text: str, lang: Lang) -> str:
     said = []
     for part in re.split(r"; (?=EXCHANGE_\w+)", text):
         found = re.fullmatch(
-            r"(?P<name>EXCHANGE_\w+(?: \([^)]*\))?): (?P<problem>.+)", part, re.DOTALL
+            r"(?P<name>EXCHANGE_\w+(?:, EXCHANGE_\w+)*(?: \([^)]*\))?): (?P<problem>.+)",
+            part,
+            re.DOTALL,
         )
         named, problem = (found["name"] + ": ", found["problem"]) if found else ("", part)
         channel = re.fullmatch(r"channel (?P<name>[^:]+): (?P<problem>.+)", problem, re.DOTALL)
@@ -1098,6 +1145,7 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"released by a person: the channel shows this version to buyers",
         N_("released by a person: the channel shows this version to buyers"),
     ),
+    (r"the site did not answer: (?P<d>.+)", N_("the site did not answer: {d*}")),
     (
         r"this channel has no way to release a withheld price: confirm it where the channel is "
         r"managed, or send a new price",

@@ -186,6 +186,14 @@ def channels_drop(
         lang,
     )
     out.print(said.format(name=channel, count=dropped.cancelled), markup=False, highlight=False)
+    if channel in {found.name for found in settings.channels_in_force()}:
+        again = _(
+            "channel {name} is still configured here: the next run or check registers it "
+            "again as a new channel, with no deliveries, unless it is removed from "
+            "EXCHANGE_CHANNELS",
+            lang,
+        )
+        out.print(again.format(name=channel), markup=False, highlight=False)
     if dropped.in_flight:
         left = ngettext(
             "{count} delivery in flight is left to its worker, which records how it ended",

@@ -13,7 +13,7 @@ from exchange.cli.common import _guard, _os_user, _settings, app, cli_lang, out
 from exchange.delivery import withheld
 from exchange.domain.clock import SystemClock
 from exchange.errors import OperatorError
-from exchange.i18n import N_, _, ngettext
+from exchange.i18n import N_, Lang, _
 from exchange.settings import Settings
 from exchange.words import detail_words
 
@@ -39,6 +39,21 @@ def channel_settings(settings: Settings, name: str | None) -> Settings:
             return channel.settings
     names = ", ".join(channel.name for channel in found)
     raise OperatorError(f"no channel {name} is configured here (configured: {names})")
+
+
+def release_headline(done: list[withheld.Released], lang: Lang) -> str:
+    """How many were asked, how many the channel released and did not, and how many buyers
+    see now: never "released" for a release the channel did not carry out."""
+    released = sum(1 for r in done if r.asked)
+    said = _(
+        "asked {asked}, released {released}, not released {refused}; buyers see {live} now", lang
+    )
+    return said.format(
+        asked=len(done),
+        released=released,
+        refused=len(done) - released,
+        live=sum(1 for r in done if r.delivered),
+    )
 
 
 @withheld_app.command(
@@ -82,14 +97,7 @@ def withheld_release(
             done = asyncio.run(go())
         finally:
             engine.dispose()
-    live = sum(1 for r in done if r.delivered)
-    said = ngettext(
-        "released {count} withheld message; buyers see {live} now",
-        "released {count} withheld messages; buyers see {live} now",
-        len(done),
-        lang,
-    )
-    out.print(said.format(count=len(done), live=live), markup=False)
+    out.print(release_headline(done, lang), markup=False)
     for r in done:
         if r.delivered:
             line = _("  {message_id}: delivered, buyers see it", lang)
@@ -99,3 +107,5 @@ def withheld_release(
             line = _("  {message_id}: not released: {answer}", lang)
         answer = detail_words(r.detail) if lang == "ru" else r.detail
         out.print(line.format(message_id=r.message_id, answer=answer), markup=False)
+    if any(not r.asked for r in done):
+        raise typer.Exit(1)  # a script can tell: the channel did not release every one

@@ -14,6 +14,7 @@ from exchange.queue import withheld as withheld_rows
 from exchange.words import detail_words
 
 SHOWN = 20  # withheld prices listed by ``exchange status``; the workbench lists them all
+ID_WIDTH = 56  # a message id up to this long stays on one line at 80 columns
 
 
 def withheld_table(engine: Engine, lang: Lang, zone: str) -> Table | None:
@@ -26,7 +27,11 @@ def withheld_table(engine: Engine, lang: Lang, zone: str) -> Table | None:
     table = Table(
         title=_("withheld by the channel: exchange withheld release MESSAGE_ID… --note TEXT", lang)
     )
-    for column in (_("message", lang), _("aggregate", lang), _("since", lang)):
+    # The id whole, never cut with "…" (``withheld release`` needs it): on one line where the
+    # terminal has room, folded onto the next where it has not; the other columns give way.
+    longest = max(len(row.message_id) for row in rows)
+    table.add_column(_("message", lang), overflow="fold", min_width=min(longest, ID_WIDTH))
+    for column in (_("aggregate", lang), _("since", lang)):
         table.add_column(column)
     table.add_column(_("the channel said", lang))
     for row in rows:

@@ -16,6 +16,7 @@ nothing only through ``channels drop`` and ``channels seed``.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,6 +28,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import channels
 from exchange.errors import ConfigurationError
+
+log = logging.getLogger(__name__)
 
 
 class Configured(Protocol):
@@ -114,6 +117,12 @@ def in_use(connection: Connection, name: str, *, lock: bool = False) -> Register
     return _registered(row) if row is not None else None
 
 
+def was_dropped(connection: Connection, name: str) -> bool:
+    """A channel of ``name`` was dropped before (its name used again is a new channel)."""
+    query = select(channels.c.id).where(channels.c.name == name, channels.c.dropped_at.is_not(None))
+    return connection.execute(query.limit(1)).first() is not None
+
+
 def conflict_line(name: str, registered: str, configured: str) -> str:
     """The one line a target changed under a registered name is refused with."""
     return (
@@ -148,6 +157,14 @@ def register_in(
         ).first()
         if made is not None:
             added.append(channel.name)
+            if was_dropped(connection, channel.name):
+                log.warning(
+                    "channel %s was dropped before and is registered again as a new channel: "
+                    "it starts afresh with no deliveries; give it every current price with "
+                    "exchange channels seed %s",
+                    channel.name,
+                    channel.name,
+                )
             continue
         found = in_use(connection, channel.name)
         if found is None:  # dropped between the insert and the read: not ours to undo

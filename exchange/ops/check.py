@@ -753,7 +753,8 @@ def check_channels(
     for channel in settings.channels_in_force():
         for result in check_target(channel.settings, transport):
             if channel.explicit:
-                detail = channel_words(result.detail)
+                # named by the line already: not again by the settings' own words
+                detail = channel_words(result.detail).removeprefix(f"channel {channel.name}: ")
                 result = replace(result, detail=detail, channel=channel.name)
             results.append(result)
     return results

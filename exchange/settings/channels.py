@@ -184,7 +184,7 @@ def _channel(
             )
         if key not in allowed:
             raise ValueError(
-                f"{where}: {key} is not a setting of a {target} channel; it takes "
+                f"{where}: {key} is not a setting of {article(target)} {target} channel; it takes "
                 f"{', '.join(allowed)}"
             )
     missing = [key for key in REQUIRED_KEYS[target] if values.get(key) in (None, "")]
@@ -197,7 +197,13 @@ def _channel(
         built = validate({**base, **own, "kinds": kinds})
     except ValidationError as exc:
         raise ValueError(f"{where}: {_described(exc)}") from None
+    built._channel_name = name  # its errors met later name it (Settings.said)
     return Channel(name, target, tuple(takes), built)
+
+
+def article(word: str) -> str:
+    """English's article before ``word`` ("an api channel", "a bitrix channel")."""
+    return "an" if word[:1] in "aeiou" else "a"
 
 
 def _takes(where: str, target: str, takes: Any, configured: list[str]) -> list[str]:

@@ -33,6 +33,7 @@ from exchange.settings.channels import (
     Channel,
     ChannelSettings,
     build_channels,
+    channel_words,
     implicit_channel,
     refuse_one_target,
 )
@@ -93,10 +94,17 @@ class Settings(
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, _TomlWithoutBom(settings_cls))
+        return (
+            init_settings,
+            env_settings,
+            _TomlWithoutBom(settings_cls, above=(init_settings, env_settings)),
+        )
 
     # EXCHANGE_CHANNELS's channels, validated at start (empty without it).
     _channels: list[Channel] = PrivateAttr(default_factory=list)
+    # The channel these settings are of (EXCHANGE_CHANNELS's), for the errors met while
+    # delivering with them; None for the one-target settings.
+    _channel_name: str | None = PrivateAttr(default=None)
 
     # -- rules across the groups ----------------------------------------------------------
 
@@ -280,6 +288,13 @@ class Settings(
         EXCHANGE_TARGET, configured by these settings. Every caller asks here."""
         return list(self._channels) if self.channels is not None else [implicit_channel(self)]
 
+    def said(self, problem: str) -> str:
+        """A problem of these settings as the operator wrote them: a channel's (of
+        EXCHANGE_CHANNELS) named by the channel, each setting by its key in the channel."""
+        if self._channel_name is None:
+            return problem
+        return f"channel {self._channel_name}: {channel_words(problem)}"
+
     def token(self) -> str | None:
         """The site token: from EXCHANGE_SITE_TOKEN_FILE (read now, so that a replaced file is
         seen) or EXCHANGE_SITE_TOKEN. ConfigurationError (never holding the token) when the file
@@ -288,8 +303,8 @@ class Settings(
             source = "EXCHANGE_SITE_TOKEN_FILE"
             try:
                 return clean_token(read_secret_file(self.site_token_file, source), source)
-            except ValueError as exc:
-                raise ConfigurationError(str(exc)) from None
+            except (ValueError, ConfigurationError) as exc:
+                raise ConfigurationError(self.said(str(exc))) from None
         return self.site_token.get_secret_value() if self.site_token else None
 
     def secrets(self) -> list[str]:
@@ -333,7 +348,8 @@ class Settings(
                 return path.read_text(encoding="utf-8").strip() or None
             except OSError as exc:
                 variable = _variable(name, from_file=True)
-                raise ConfigurationError(f"{variable} cannot be read: {exc.strerror}") from None
+                said = f"{variable} cannot be read: {exc.strerror}"
+                raise ConfigurationError(self.said(said)) from None
         value: SecretStr | None = getattr(self, name)
         return value.get_secret_value() or None if value is not None else None
 
@@ -409,7 +425,23 @@ def _validated(values: dict[str, Any]) -> Settings:
 
 class _TomlWithoutBom(TomlConfigSettingsSource):
     """The TOML file, read as UTF-8 with a byte order mark dropped: Notepad on Windows writes
-    one, and tomllib refuses it ("Invalid statement at line 1, column 1")."""
+    one, and tomllib refuses it ("Invalid statement at line 1, column 1").
+
+    Where a source above it (the environment, the arguments) gives EXCHANGE_CHANNELS, the
+    file's ``[channels.*]`` are left out whole: the environment wins over the file, and a
+    channel is one thing, never half the file's and half the environment's."""
+
+    def __init__(
+        self, settings_cls: type[BaseSettings], above: tuple[PydanticBaseSettingsSource, ...] = ()
+    ) -> None:
+        super().__init__(settings_cls)
+        self._above = above
+
+    def __call__(self) -> dict[str, Any]:
+        data = super().__call__()
+        if "channels" in data and any("channels" in source() for source in self._above):
+            return {name: value for name, value in data.items() if name != "channels"}
+        return data
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
         with file_path.open(mode="rb") as toml_file:

@@ -250,3 +250,53 @@ def test_run_configured_only_through_exchange_channels_delivers_to_that_channels
         assert {("price", sku): 2 for sku in skus} == site.held_versions()
         paths = {request.path for request in site.received() if request.method == "POST"}
         assert {"/api/v1/updates:batch"} == paths, "the channel's own site_batch_size was used"
+
+
+def test_run_says_which_channels_token_file_cannot_be_read_as_check_does(
+    cli: Cli, db_url: str, tmp_path: Path
+) -> None:
+    """Promise: a channel's unreadable site_token_file is named by its channel and its key in
+    the channel (as ``check`` says it), never as the one target's EXCHANGE_SITE_TOKEN_FILE."""
+    missing = str(tmp_path / "no-such-token")
+    env = channels(
+        tmp_path,
+        x={"target": "api", "site_url": "https://shop.example.com", "site_token_file": missing},
+    )
+    result = cli("run", "--once", db=db_url, env=env)
+    assert_one_line_error(result, "channel x: site_token_file cannot be read")
+    assert "EXCHANGE_SITE_TOKEN_FILE" not in result.stderr, describe(result)
+    checked = cli("check", db=db_url, env=env)
+    line = [row for row in checked.stdout.splitlines() if "site_token_file" in row]
+    assert line and line[0].count("channel x") == 1, describe(checked)
+
+
+def test_the_channels_settings_errors_are_russian_under_a_russian_locale(
+    cli: Cli, db_url: str, tmp_path: Path
+) -> None:
+    """Promise: each error of a channel's settings is said in Russian under a Russian locale
+    (the names of settings and channels as they are), and in English with the right article."""
+    ru = {"EXCHANGE_LANG": "ru"}
+    bad_name = cli("config", env={**ru, **channels(tmp_path, Site={"target": "api"})})
+    assert "канал 'Site': имя канала" in bad_name.stderr, describe(bad_name)
+    beside = cli("run", "--once", env={**ru, **two_channels(tmp_path), "EXCHANGE_TARGET": "api"})
+    assert "EXCHANGE_TARGET: настройка одной цели, не допускается рядом с EXCHANGE_CHANNELS" in (
+        beside.stderr
+    ), describe(beside)
+    takes = cli(
+        "config",
+        env={
+            **ru,
+            **channels(
+                tmp_path, s={"target": "api", "site_url": "https://a.example", "takes": ["stock"]}
+            ),
+        },
+    )
+    assert "takes: stock — не вид из EXCHANGE_KINDS" in takes.stderr, describe(takes)
+    missing = str(tmp_path / "no-such-token")
+    env = channels(
+        tmp_path, x={"target": "api", "site_url": "https://a.example", "site_token_file": missing}
+    )
+    unreadable = cli("run", "--once", db=db_url, env={**ru, **env})
+    assert "канал x: site_token_file не читается" in unreadable.stderr, describe(unreadable)
+    english = cli("config", env=channels(tmp_path, s={"target": "api", "x": 1}))
+    assert "x is not a setting of an api channel" in english.stderr, describe(english)

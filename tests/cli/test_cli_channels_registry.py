@@ -193,3 +193,30 @@ def test_run_and_serve_register_the_channel_they_read(
     assert result.returncode == 0, describe(result)
     rows = listed(cli, db_url, **env)
     assert rows["site"]["configured"] is True and rows["api"]["configured"] is False
+
+
+def test_drop_of_a_channel_still_configured_warns_it_will_be_registered_again(
+    cli: Cli, db_url: str, tmp_path: Path
+) -> None:
+    """Promise: dropping a channel this process still configures says, in one line, that the
+    next run or check registers it again as a new channel unless EXCHANGE_CHANNELS drops it."""
+    env = with_shop(tmp_path)
+    assert cli("check", db=db_url, env=env).returncode in (0, 1)
+    result = cli("channels", "drop", "shop", "--note", "closed", db=db_url, env=env)
+    assert result.returncode == 0, describe(result)
+    (line,) = [row for row in result.stdout.splitlines() if "still configured" in row]
+    assert "registers it again as a new channel" in line and "EXCHANGE_CHANNELS" in line
+    assert cli("check", db=db_url, env=env).returncode in (0, 1)
+    russian = cli(
+        "channels",
+        "drop",
+        "shop",
+        "--note",
+        "closed",
+        db=db_url,
+        env={"EXCHANGE_LANG": "ru", **env},
+    )
+    assert russian.returncode == 0, describe(russian)
+    assert "всё ещё настроен" in russian.stdout, describe(russian)
+    implicit = cli("channels", "drop", "api", "--note", "x", db=db_url)  # the one channel
+    assert "still configured" in implicit.stdout, describe(implicit)

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from clitools import TOKEN, Cli, deliver_in_process, describe, run_json
 from prometheus_client import generate_latest
+from rich.console import Console
 from sqlalchemy import Engine, select
 
+from exchange.cli.withheld_shown import withheld_table
 from exchange.db.engine import transaction
 from exchange.db.schema import history, messages
 from exchange.dev.sitesim import Faults, SiteSimulator
@@ -143,3 +145,64 @@ def test_run_until_idle_counts_withheld_as_idle_and_says_it_is_left(
     ran = cli("run", "--until-idle", "--max-seconds", "30", db=db_url, site=withholding_site.url)
     assert ran.returncode == 0, describe(ran)  # idle: exit 0, not 3
     assert "1 withheld by the channel (exchange withheld release)" in ran.stdout, describe(ran)
+
+
+def test_release_the_channel_did_not_take_says_so_and_exits_1(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator
+) -> None:
+    """Promise: a release the channel did not carry out (the site down) is never reported as
+    released; the headline counts asked, released and not released, and the exit is 1."""
+    message_id = _withheld_v2(db_url, engine, withholding_site)
+    down = "http://127.0.0.1:9"  # nothing listens on the discard port
+    done = cli("withheld", "release", message_id, "--note", "x", db=db_url, site=down)
+    assert done.returncode == 1, describe(done)
+    assert "asked 1, released 0, not released 1" in done.stdout, describe(done)
+    assert not done.stdout.startswith("released"), describe(done)
+    assert f"{message_id}: not released: the site did not answer" in done.stdout, describe(done)
+    ru = cli(
+        "withheld",
+        "release",
+        message_id,
+        "--note",
+        "x",
+        db=db_url,
+        site=down,
+        env={"EXCHANGE_LANG": "ru"},
+    )
+    assert ru.returncode == 1, describe(ru)
+    assert "не выпущено: сайт не ответил" in ru.stdout, describe(ru)
+
+
+def _first_cells(text: str) -> str:
+    """The first column of a rendered table, its lines joined (a folded id whole again)."""
+    return "".join(line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│"))
+
+
+@pytest.mark.parametrize(
+    ("sku", "one_line"),
+    [("SKU-1_retail", True), ("SKU-1_retail_price_of_a_long_catalogue_name", False)],
+)
+def test_status_lists_a_withheld_message_id_whole_at_80_columns(
+    db_url: str,
+    engine: Engine,
+    withholding_site: SiteSimulator,
+    sku: str,
+    one_line: bool,
+) -> None:
+    """Promise: ``exchange status`` never cuts a withheld message's id (``withheld release``
+    needs it whole): at 80 columns a usual id stays on one line, a longer one is folded."""
+    deliver_in_process(db_url, engine, withholding_site, [price_row(sku, 1, "100.00")])
+    deliver_in_process(db_url, engine, withholding_site, [price_row(sku, 2, "10.00")])
+    with transaction(engine, read_only=True) as connection:
+        message_id = str(
+            connection.execute(
+                select(messages.c.message_id).where(messages.c.state == "withheld")
+            ).scalar_one()
+        )
+    table = withheld_table(engine, "en", "UTC")
+    assert table is not None
+    console = Console(width=80, record=True, force_terminal=False)
+    console.print(table)
+    text = console.export_text()
+    assert (message_id in text) is one_line, text
+    assert message_id in _first_cells(text) and "…" not in _first_cells(text), text

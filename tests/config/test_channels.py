@@ -157,6 +157,31 @@ purchase = false
     )
 
 
+def test_exchange_channels_from_the_environment_replaces_the_files_channels_whole(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Promise (docs/settings.md: the environment wins over the file): EXCHANGE_CHANNELS in
+    the environment replaces the file's [channels.*] whole, never merged with them."""
+    path = tmp_path / "exchange.toml"
+    path.write_text(
+        """
+[channels.site]
+target = "api"
+site_url = "https://shop.example.com"
+site_token_file = "/nowhere/site-token"
+takes = ["price"]
+""",
+        encoding="utf-8",
+    )
+    channels_env(monkeypatch, {"other": {"target": "api", "site_url": "https://o.example.com"}})
+    assert ["other"] == [c.name for c in load_settings(path).channels_in_force()]
+    channels_env(monkeypatch, {"site": {"target": "api", "site_url": "https://env.example.com"}})
+    (site,) = load_settings(path).channels_in_force()
+    assert "https://env.example.com" == site.settings.site_url
+    assert ("price", "financial_posting") == site.takes, "not the file's takes"
+    assert site.settings.site_token_file is None, "not the file's token file"
+
+
 # -- a channel's settings are validated by the one-target validators -------------------------------
 
 
@@ -220,7 +245,7 @@ def test_a_channel_may_allow_plain_http_as_exchange_site_allow_http_does(
         ({"target": "api", "site_url": "https://a.example", "colour": "red"}, ["colour"]),
         (
             {"target": "api", "site_url": "https://a.example", "woo_url": "https://w.example"},
-            ["woo_url is not a setting of a api channel"],
+            ["woo_url is not a setting of an api channel"],
         ),
         (
             {"target": "api", "site_url": "https://a.example", "site_token": TOKEN},

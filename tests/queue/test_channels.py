@@ -18,6 +18,7 @@ SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from datetime import timedelta
@@ -175,6 +176,24 @@ def test_a_dropped_name_configured_again_is_a_new_channel(engine: Engine, clock:
     with transaction(engine, read_only=True) as c:
         rows = [r for r in registry(c) if r.name == "shop"]
     assert [r.dropped_at is None for r in rows] == [False, True]
+
+
+def test_a_dropped_name_registered_again_warns_that_it_starts_afresh_and_needs_a_seed(
+    engine: Engine, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Promise: a name registered again after a drop is never a silent new channel: a WARNING
+    says it starts afresh and needs ``exchange channels seed``; a first registration says
+    nothing of the kind."""
+    with caplog.at_level(logging.WARNING, logger="exchange.db.channels"):
+        register(engine, [SHOP], clock.now())
+        assert not caplog.records
+        with transaction(engine) as c:
+            channel_ops.drop(c, "shop", operator="ops", note="moved", now=clock.now())
+        register(engine, [SHOP], clock.now())
+    (record,) = caplog.records
+    assert record.levelno == logging.WARNING
+    said = record.getMessage()
+    assert "shop" in said and "afresh" in said and "exchange channels seed shop" in said
 
 
 def test_which_channels_take_a_kind_is_read_from_the_registry_alone(

@@ -81,3 +81,18 @@ def test_the_dashboard_lists_withheld_and_a_release_is_recorded_with_the_operato
         ).one()
     assert state == "delivered"
     assert tuple(released) == ("olga", NOTE)
+
+
+def test_a_withheld_messages_page_says_it_waits_for_a_persons_release_in_the_channels_words(
+    serve: Callable[..., Any], db_url: str, db: Engine, withholding_site: SiteSimulator
+) -> None:
+    """Promise: a withheld message waits for a person, and its page says so (what the channel
+    said, and the release), never «не ждёт решения оператора» beside the release button."""
+    mid = _withheld(db_url, db, withholding_site)
+    base = serve(site_url=withholding_site.url, site_token=TOKEN)
+    add_operator(db, "olga", "operator")
+    page = html.unescape(signed_in(base, "olga").get(f"/message/{mid}").text)
+    reason = page.split('id="reason">', 1)[1].split("</dd>", 1)[0]
+    assert "не ждёт решения оператора" not in reason, reason
+    assert "ждёт" in reason and "Выпустить к покупателям" in reason, reason
+    assert "придержал" in reason, reason  # the channel's words
