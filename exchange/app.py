@@ -356,6 +356,9 @@ def web_config(settings: Settings) -> WebConfig:
         behind_proxy=settings.http_behind_proxy,
         public_url=settings.public_url,
         withheld_target=lambda: target(only_channel(settings)),
+        # EXCHANGE_CHANNELS's names (cause codes name their channel), else None: every
+        # registered channel counts as configured and codes stay bare (contract 13).
+        channels=tuple(c.name for c in settings.channels_in_force() if c.explicit) or None,
     )
 
 

@@ -28,7 +28,7 @@ from exchange.ops.status import (
     status,
 )
 from exchange.queue import control
-from exchange.settings import only_channel, safe_url
+from exchange.settings import safe_url
 
 
 @app.command(help=N_("Create or upgrade every table, staging included."))
@@ -218,12 +218,13 @@ def serve(ctx: typer.Context) -> None:
     from exchange.web.server import addresses, public_url_missing
 
     with _guard():
-        configured = _settings(ctx)
-        settings = only_channel(configured)
+        # serve delivers nothing itself: the workbench, 1C's exchange and the intake serve
+        # every channel (a withheld price's release asks its channel).
+        configured = settings = _settings(ctx)
         engine, staging_engine = bootstrap.engines(settings)
         bootstrap.register_channels(configured, engine)
         scheme = "https" if settings.http_tls_cert else "http"
-        config = bootstrap.web_config(settings)
+        config = bootstrap.web_config(configured)
         ways = {"onec": config.onec_open, "intake": bool(config.intake_token)}
 
         def started(port: int) -> None:
@@ -246,7 +247,7 @@ def serve(ctx: typer.Context) -> None:
 
         async def main() -> int:
             await bootstrap.http_server(
-                settings, engine, staging_engine=staging_engine, started=started
+                configured, engine, staging_engine=staging_engine, started=started
             )
             return 0
 

@@ -818,8 +818,8 @@ class _OzonHandler(Handler):
 def main(argv: list[str] | None = None) -> None:
     """``python -m exchange.dev.ozonsim --port N``: Ozon's price API in the foreground, for
     ``exchange check`` and ``exchange run`` (every article exists but ``NOSUCH-*``). The
-    Client-Id: EXCHANGE_OZON_CLIENT_ID when set; the key: read from ``--key-file`` (or
-    EXCHANGE_OZON_API_KEY_FILE) when that file exists, else a demo key written to it (to a file
+    Client-Id: OZONSIM_CLIENT_ID when set; the key: read from ``--key-file`` (or
+    OZONSIM_API_KEY_FILE) when that file exists, else a demo key written to it (to a file
     of its own without one, removed at the end)."""
     from exchange.dev.catalogue import CatalogueError, read_catalogue
     from exchange.dev.httpsim import arguments, credential, run_in_foreground, setting_line
@@ -846,7 +846,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--catalogue", metavar="FILE", help="the account's articles, one a line")
     args = parser.parse_args(argv)
-    client_id, client_set = credential("EXCHANGE_OZON_CLIENT_ID", "836741")
+    client_id, client_set = credential("OZONSIM_CLIENT_ID", "836741")
     sim = OzonSimulator(client_id, currency=args.currency, time_scale=args.time_scale)
     sim.limits.rps = args.rps
     sim.limits.item_limit = args.item_limit
@@ -864,7 +864,7 @@ def main(argv: list[str] | None = None) -> None:
             parser.exit(2, f"error: {exc}\n")
     sim.host, sim.port = args.host, args.port
     # The key last, once nothing can stop the start: a file of its own is removed at the end.
-    key_path = Path(args.key_file or os.environ.get("EXCHANGE_OZON_API_KEY_FILE") or "")
+    key_path = Path(args.key_file or os.environ.get("OZONSIM_API_KEY_FILE") or "")
     made: Path | None = None
     if str(key_path) != "." and key_path.is_file():
         sim.api_key, key_set = key_path.read_text(encoding="utf-8").strip(), True
@@ -887,7 +887,7 @@ def main(argv: list[str] | None = None) -> None:
         }
         lines = [setting_line("EXCHANGE_CHANNELS", json.dumps({"ozon": channel}))]
         if client_set:
-            lines.append("# ozon_client_id: the value you gave (EXCHANGE_OZON_CLIENT_ID)")
+            lines.append("# ozon_client_id: the value you gave (OZONSIM_CLIENT_ID)")
         if key_set:
             lines.append(f"# the key: the one in {key_path} (not shown)")
         switched = [f"{f.name}={getattr(sim.switches, f.name)}" for f in fields(OzonSwitches)]

@@ -692,7 +692,7 @@ def test_a_key_file_it_is_given_is_used_and_never_printed(tmp_path: Path) -> Non
     secret = "ozon-key-of-the-owner-5c1e"
     key_file = tmp_path / "ozon.key"
     key_file.write_text(secret + "\n")
-    process, lines = start("ozonsim", {**os.environ, "EXCHANGE_OZON_API_KEY_FILE": str(key_file)})
+    process, lines = start("ozonsim", {**os.environ, "OZONSIM_API_KEY_FILE": str(key_file)})
     try:
         channel = channels(lines)["ozon"]
         assert str(key_file) == channel["ozon_api_key_file"]

@@ -64,6 +64,8 @@ def test_every_field_is_either_a_setting_or_named_as_the_http_sides_own() -> Non
         "door",
         "clock",
         "monotonic",
+        "channels",  # EXCHANGE_CHANNELS's names, read from the channels in force
+        "withheld_target",  # the channel's target, built when a person releases a price
     }
     fields = {field.name for field in dataclasses.fields(WebConfig)}
     assert fields == own | set(FROM_SETTINGS)

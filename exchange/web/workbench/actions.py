@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 from exchange.db.engine import transaction
 from exchange.db.on_channels import channel_ids
 from exchange.delivery import withheld
-from exchange.errors import OperatorError
+from exchange.errors import ConfigurationError, OperatorError
 from exchange.ops import find as finder
 from exchange.ops import quarantine
 from exchange.ops.prioritize import prioritize
@@ -354,7 +354,7 @@ class Actions(Core):
             # In a thread of its own, with its own loop: the database's calls block, and the
             # channel's client lives and closes in that loop.
             done = await asyncio.to_thread(asyncio.run, go())
-        except OperatorError as exc:
+        except (OperatorError, ConfigurationError) as exc:
             return await self.message_page(
                 request, who, message_id, status=400, error=str(exc), note=note
             )
