@@ -83,9 +83,10 @@ def channel_figures(
     only = connection.execute(select(func.count()).select_from(channels)).scalar_one() == 1
     counted = counts_by_channel(connection, list(ids))
     delivered = last_deliveries(connection)
-    operator = control.operator_pause(connection)
     found: dict[str, dict[str, Any]] = {}
     for row in registered:
+        # The pause that holds this channel: every channel's, else its own (pause --channel).
+        operator = control.operator_pause(connection, row.name)
         rows = rows_of(row.name, shown, only)
         counts = _all_states(counted.get(row.id, {}))
         live = [w for w in rows if w["live"]]

@@ -24,6 +24,7 @@ from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.domain.states import State
 from exchange.intake.staging_table import take
 from exchange.ops import attention, find, notify, quarantine, status
+from exchange.queue import control
 from exchange.ops.channel_status import channel_figures, channels_table
 from exchange.ops.metrics import PrometheusMetrics
 from exchange.ops.quarantine import Filters
@@ -324,3 +325,16 @@ def test_a_breaker_no_channels_row_says_is_still_a_cause_bare(scene: Engine) -> 
         )
     ]
     assert "breaker" in codes and not any(c.startswith("breaker:") for c in codes)
+
+
+def test_a_channels_own_pause_is_its_paused_and_its_cause_only(scene: Engine) -> None:
+    """`pause --channel second` holds that shop only: status shows it paused (its cause
+    ``paused:second`` is said from this), ``api`` runs on (found by the shop owner's
+    walk-through: the pause was obeyed but status said nothing needs a person)."""
+    with transaction(scene) as connection:
+        control.pause(connection, operator="anna", note="shop down", now=NOW, channel="second")
+    _, by_channel = _figures(scene)
+    assert by_channel["api"]["paused"] is None
+    paused = by_channel["second"]["paused"]
+    assert paused is not None
+    assert (paused["by"], paused["operator"]) == ("operator", "anna")
