@@ -24,10 +24,10 @@ from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.domain.states import State
 from exchange.intake.staging_table import take
 from exchange.ops import attention, find, notify, quarantine, status
-from exchange.queue import control
 from exchange.ops.channel_status import channel_figures, channels_table
 from exchange.ops.metrics import PrometheusMetrics
 from exchange.ops.quarantine import Filters
+from exchange.queue import control
 from exchange.report import collect
 from exchange.report.formats.csv import render_csv
 from exchange.report.formats.json import render_json
