@@ -284,14 +284,18 @@ class Dropped:
     in_flight: int
 
 
-def drop(connection: Connection, name: str, *, operator: str, note: str, now: datetime) -> Dropped:
-    """Mark the channel ``name`` dropped and cancel its waiting deliveries."""
-    if not note.strip():
-        raise OperatorError("--note is required: say why the channel is removed")
-    channel = in_use(connection, name, lock=True)
-    if channel is None:
-        raise no_such_channel(name)
-    mine = deliveries.c.channel_id == channel.id
+def _cancel_waiting(
+    connection: Connection,
+    channel_id: int,
+    now: datetime,
+    *,
+    detail: str,
+    operator: str | None = None,
+    note: str | None = None,
+) -> int:
+    """Cancel the channel's waiting deliveries, reason ``channel-removed``: ``new``,
+    ``delayed``, ``quarantined``, ``withheld`` (the shop it waits on is gone), and
+    ``in_progress`` whose lease ran out (no worker will take it over)."""
     in_progress = deliveries.c.state == State.IN_PROGRESS.value
     expired = or_(deliveries.c.locked_until.is_(None), deliveries.c.locked_until <= now)
     waiting = (
@@ -303,7 +307,7 @@ def drop(connection: Connection, name: str, *, operator: str, note: str, now: da
             deliveries.c.leased_at,
             deliveries.c.locked_until,
         )
-        .where(mine)
+        .where(deliveries.c.channel_id == channel_id)
         .where(
             or_(
                 deliveries.c.state.in_(
@@ -311,20 +315,58 @@ def drop(connection: Connection, name: str, *, operator: str, note: str, now: da
                         State.NEW.value,
                         State.DELAYED.value,
                         State.QUARANTINED.value,
-                        State.WITHHELD.value,  # the shop it waits on is gone
+                        State.WITHHELD.value,
                     ]
                 ),
                 and_(in_progress, expired),
             )
         )
     )
-    cancelled = apply_on_channel(
+    return apply_on_channel(
         connection,
         Event.CHANNEL_REMOVED,
-        channel.id,
+        channel_id,
         waiting,
         now=now,
         values=_REMOVED,
+        detail=detail,
+        operator=operator,
+        note=note,
+    )
+
+
+def close_dropped(connection: Connection, now: datetime) -> int:
+    """Cancel what waits on a dropped channel: a delivery in flight when the channel was
+    dropped, handed back later by its worker (a stop, a lost lease, a retry), would otherwise
+    wait there for good, counted in the backlog (found by the shop owner's walk-through). The
+    sweeper's: a read of the dropped channels, nothing more when there are none."""
+    dropped = connection.execute(
+        select(channels.c.id, channels.c.name).where(channels.c.dropped_at.is_not(None))
+    ).all()
+    return sum(
+        _cancel_waiting(
+            connection,
+            channel_id,
+            now,
+            detail=f"channel {name} was removed: its delivery in flight then ends here",
+        )
+        for channel_id, name in dropped
+    )
+
+
+def drop(connection: Connection, name: str, *, operator: str, note: str, now: datetime) -> Dropped:
+    """Mark the channel ``name`` dropped and cancel its waiting deliveries."""
+    if not note.strip():
+        raise OperatorError("--note is required: say why the channel is removed")
+    channel = in_use(connection, name, lock=True)
+    if channel is None:
+        raise no_such_channel(name)
+    mine = deliveries.c.channel_id == channel.id
+    in_progress = deliveries.c.state == State.IN_PROGRESS.value
+    cancelled = _cancel_waiting(
+        connection,
+        channel.id,
+        now,
         detail=f"channel {name} removed by {operator}",
         operator=operator,
         note=note,

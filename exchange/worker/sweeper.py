@@ -16,7 +16,7 @@ from datetime import datetime
 from sqlalchemy import Connection
 
 from exchange.domain.clock import Monotonic
-from exchange.queue import coalesce, lease
+from exchange.queue import channels, coalesce, lease
 from exchange.settings import Settings
 
 
@@ -49,6 +49,7 @@ class Sweeper:
             started = self.monotonic.now()
             cancelled = coalesce.coalesce(connection, self.kinds, now)
             gaps = coalesce.quarantine_gaps(connection, self.kinds, now, self.settings.gap_timeout)
+            cancelled += channels.close_dropped(connection, now)
             self.sweep_cost = self.monotonic.now() - started
             self.swept_at = self.monotonic.now()
         elif since is not None:

@@ -494,3 +494,41 @@ def test_list_counts_each_channels_deliveries_and_says_which_are_configured_here
     assert rows["shop"]["takes"] == ["price"] and rows["shop"]["target"] == "woocommerce"
     assert rows["books"]["dropped_at"] is not None and rows["books"]["configured"] is False
     assert sum(rows["books"]["counts"].values()) == 0
+
+
+def test_a_delivery_handed_back_on_a_dropped_channel_is_cancelled_by_the_next_sweep(
+    engine: Engine, clock: FakeClock
+) -> None:
+    """A delivery in flight when its channel was dropped and later handed back by its worker
+    (a stop: ``new`` again) must not wait there for good (found by the shop owner's
+    walk-through: it stayed ``new`` on the dropped channel, counted in the backlog, and no
+    command could end it)."""
+    take(engine, clock, [price_row("S1", 1)])
+    register(engine, [SHOP], clock.now())
+    channel_ops.seed(engine, "shop", POLICIES, now=clock.now())
+    shop = channel_id(engine, "shop")
+    live = clock.now() + timedelta(seconds=300)
+    on_shop = deliveries.c.channel_id == shop
+    with transaction(engine) as c:
+        c.execute(
+            update(deliveries)
+            .where(on_shop)
+            .values(state="in_progress", locked_by="w1", locked_until=live, lease_token="t")
+        )
+        channel_ops.drop(c, "shop", operator="anna", note="shop closed", now=clock.now())
+        # the worker stops and hands it back, unsent
+        c.execute(
+            update(deliveries)
+            .where(on_shop)
+            .values(state="new", locked_by=None, locked_until=None, lease_token=None)
+        )
+    with transaction(engine) as c:
+        assert 1 == channel_ops.close_dropped(c, clock.now())
+        assert 0 == channel_ops.close_dropped(c, clock.now()), "once"
+    with transaction(engine, read_only=True) as c:
+        ended = c.execute(select(deliveries.c.state, deliveries.c.reason).where(on_shop)).one()
+        api = c.execute(
+            select(deliveries.c.state).where(deliveries.c.channel_id == channel_id(engine, "api"))
+        ).scalar_one()
+    assert tuple(ended) == ("cancelled", "channel-removed")
+    assert api == "new", "the other channel's delivery is not touched"
