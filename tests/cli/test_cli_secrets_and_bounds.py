@@ -20,7 +20,7 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.engine import make_url
 
 from exchange.db.engine import transaction
-from exchange.db.schema import history, messages
+from exchange.db.schema import deliveries, history, messages
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import posting_row, price_row, stage
 from exchange.domain.identity import message_id
@@ -229,6 +229,10 @@ def test_a_token_already_in_the_data_is_masked_by_history_and_quarantine_list(
         pk = connection.execute(
             select(messages.c.id).where(messages.c.message_id == rejected)
         ).scalar_one()
+        # the delivery's own words, which the lists read (contract 13: per channel)
+        connection.execute(
+            update(deliveries).where(deliveries.c.message_pk == pk).values(last_error=leaked)
+        )
         connection.execute(update(history).where(history.c.message_pk == pk).values(detail=leaked))
 
     results = cli.many(
