@@ -8,7 +8,7 @@ updates it when the configuration changes.
 The column's default, ``[]``, takes nothing: a row written without it gets no delivery until a
 registration says what it takes. The rows already there get the kinds their target takes:
 ``price`` for the price-only targets (``bitrix``, ``woocommerce``, contract 10), and for the
-others every kind an accepted message has (``price`` when there is none yet); the first
+others the default kinds and every kind an accepted message has; the first
 registration after the upgrade (``exchange migrate`` itself) sets the configured ones.
 
 Revision ID: 0025
@@ -27,6 +27,7 @@ down_revision: str | None = "0024"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+DEFAULT_KINDS = ("financial_posting", "price")
 # Contract 10: these targets take price messages only (exchange.settings.targets).
 PRICE_ONLY_TARGETS = ("bitrix", "woocommerce")
 
@@ -39,7 +40,11 @@ def upgrade() -> None:
     accepted = bind.execute(
         sa.text("SELECT DISTINCT kind FROM messages WHERE NOT rejected ORDER BY kind")
     ).scalars()
-    every = json.dumps(list(accepted) or ["price"])
+    # The default kinds (EXCHANGE_KINDS unset: price and financial_posting, contract 3) and
+    # every kind already accepted: a bare upgrade (alembic, a test's database) must not leave
+    # the one channel taking prices only, its postings never delivered. A registration with
+    # the configuration in force writes the channel's own list over it.
+    every = json.dumps(sorted({*accepted, *DEFAULT_KINDS}))
     bind.execute(
         sa.text(
             f"UPDATE channels SET takes = CASE WHEN target IN {PRICE_ONLY_TARGETS!r} "
