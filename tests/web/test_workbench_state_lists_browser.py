@@ -19,6 +19,7 @@ from exchange.db.schema import messages
 from exchange.dev.testing import price_row, stage
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake.staging_table import take
+from tests.support.follow import follow
 
 GUID_ID = "bd72d8f9-55bc-11d9-848a-00112f43529a#bd72d8fa-55bc-11d9-848a-00112f43529a"
 NAME = "Женские ботфорты коричневые (38)"
@@ -43,6 +44,7 @@ def test_from_the_dashboard_to_a_delayed_price_and_its_page(
                 updated_at=now - timedelta(minutes=2),
             )
         )
+        follow(connection)  # the lists read the channel's deliveries
     context = browser.new_context(viewport=viewport, locale="ru-RU")
     page = context.new_page()
     sign_in(page, base, "olga")

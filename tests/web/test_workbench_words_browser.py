@@ -22,6 +22,7 @@ from exchange.dev.testing import posting_row, price_row, stage
 from exchange.ops.find import known_reasons
 from exchange.report.words import next_check
 from exchange.words import page_steps
+from tests.support.follow import follow
 
 # Codes and names a Russian page may show as they are: what an operator types or configures.
 # Not message_id (a column says «Код сообщения») nor the kinds price and financial_posting (said
@@ -189,6 +190,7 @@ def test_an_english_browser_reads_404_and_the_services_own_details_in_russian(
                 .where(messages.c.aggregate == sku)
                 .values(state="quarantined", reason="version-conflict", last_error=detail)
             )
+        follow(connection)  # the lists read the channel's deliveries
     sign_in(page, base, "olga")
     page.goto(f"{base}/quarantine")
     said = " ".join(page.locator("td.err").all_inner_texts())
