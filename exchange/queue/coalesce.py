@@ -130,11 +130,13 @@ def _coalesce(
     # profile of the backend: all its time in BufFileRead under tuplestore_gettupleslot; the
     # worker never finished). Without nested loops every join of a sweep is a hash or merge
     # join, linear in the candidates whatever the estimate; the setting ends with the sweep.
+    # On a failure the transaction ends and the setting with it: no reset is sent then (on a
+    # connection PostgreSQL ended, a second statement fails too, and its error carried the
+    # first as its context: the worker logged a traceback, pg_terminate_backend's test).
     connection.exec_driver_sql("SET LOCAL enable_nestloop = off")
-    try:
-        return _cancel(connection, kinds, now, among, postgres=True)
-    finally:
-        connection.exec_driver_sql("SET LOCAL enable_nestloop = on")
+    moved = _cancel(connection, kinds, now, among, postgres=True)
+    connection.exec_driver_sql("SET LOCAL enable_nestloop = on")
+    return moved
 
 
 def _cancel(
