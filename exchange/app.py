@@ -228,13 +228,15 @@ def worker(
     from exchange.worker import Worker
     from exchange.worker.process import Channel
 
+    chosen = chosen_channels(settings, channel)
     served = [
         Channel(
             found.name if found.explicit else None,
             found.settings,
             target(found.settings, transport, engine=engine, clock=clock),
+            channel_id,
         )
-        for found in chosen_channels(settings, channel)
+        for found, channel_id in zip(chosen, registered_ids(engine, chosen), strict=True)
     ]
     return Worker(
         settings,
@@ -259,6 +261,29 @@ def chosen_channels(settings: Settings, name: str | None) -> list[SettingsChanne
         names = ", ".join(channel.name for channel in found)
         raise ConfigurationError(f"no channel {name} is configured here (configured: {names})")
     return chosen
+
+
+def registered_ids(engine: Engine, chosen: list[SettingsChannel]) -> list[int]:
+    """The registry's id of each channel a worker delivers to, read once (``run`` registers
+    the configured ones first): a named channel's registered channel not dropped, or, without
+    EXCHANGE_CHANNELS, the one channel. A name not registered is a ConfigurationError."""
+    from exchange.db.channels import in_use
+    from exchange.db.engine import transaction
+    from exchange.queue.deliveries import one_channel
+
+    ids: list[int] = []
+    with transaction(engine, read_only=True) as connection:
+        for found in chosen:
+            if not found.explicit:
+                ids.append(one_channel(connection))
+                continue
+            registered = in_use(connection, found.name)
+            if registered is None:
+                raise ConfigurationError(
+                    f"channel {found.name} is not registered (exchange migrate registers it)"
+                )
+            ids.append(registered.id)
+    return ids
 
 
 def source(settings: Settings, engine: Engine, staging_engine: Engine | None) -> Source | None:

@@ -255,9 +255,10 @@ def ensure_current(engine: Engine) -> None:
 def aggregates_beyond_intake(engine: Engine, staging_engine: Engine | None = None) -> list[str]:
     """The aggregates (``kind aggregate``) that hold a version from 2^62 up that is no 1C
     package's number, held by a message or done on a channel in use: older releases let such
-    versions in through the table or the JSON intake. The 1C exchange numbers its packages without them (a version at 2^63-1 left no
-    number for any package), so a later package's price of such an aggregate is below the
-    version it holds: ``exchange migrate`` names them, for a person to look at."""
+    versions in through the table or the JSON intake. The 1C exchange numbers its packages
+    without them (a version at 2^63-1 left no number for any package), so a later package's
+    price of such an aggregate is below the version it holds: ``exchange migrate`` names
+    them, for a person to look at."""
     with transaction(staging_engine or engine, read_only=True) as connection:
         packages = set(
             connection.execute(

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
 import math
@@ -44,7 +43,6 @@ from typing import Any, Protocol
 
 from sqlalchemy import Engine
 
-from exchange.db.channels import in_use
 from exchange.db.engine import transaction
 from exchange.db.target_lock import DbLock
 from exchange.delivery import withheld
@@ -67,7 +65,7 @@ from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ConfigurationError, DatabaseUnavailable
 from exchange.failpoints import failpoint
 from exchange.logs import log_event
-from exchange.queue import deliveries, lease, record
+from exchange.queue import lease, record
 from exchange.settings import Settings
 from exchange.targets.base import OutgoingMessage, PacedTarget, Target
 from exchange.targets.wire import STATUSES
@@ -128,12 +126,15 @@ class DeliveryLoop:
         metrics: Metrics,
         rng: random.Random | None = None,
         channel: str | None = None,
+        channel_id: int,
         probe_turn: str = PROBE_TURN,
         holder: str | None = None,
     ) -> None:
         # The channel's name (None: the one channel of a configuration without
-        # EXCHANGE_CHANNELS, whichever is registered); its id is read from the registry.
+        # EXCHANGE_CHANNELS, whichever is registered) and its id in the registry, which the
+        # composition root read (``app.registered_ids``).
         self.channel = channel
+        self.channel_id = channel_id
         # The loop's channel's settings: the global ones with the channel's over them
         # (exchange/settings/channels.py), so its retry policy, breaker and pace are its own.
         self.settings = settings
@@ -194,20 +195,6 @@ class DeliveryLoop:
         if isinstance(target, PacedTarget):
             target.pace_with(_SitePacer(self))
         self._rechecked_at = -math.inf  # when the channel was last asked about withheld prices
-
-    @functools.cached_property
-    def channel_id(self) -> int:
-        """The channel this loop delivers to, read once: its name's registered channel not
-        dropped (``run`` registers the configured ones first), or the one channel."""
-        with transaction(self.engine, read_only=True) as connection:
-            if self.channel is None:
-                return deliveries.one_channel(connection)
-            found = in_use(connection, self.channel)
-        if found is None:
-            raise ConfigurationError(
-                f"channel {self.channel} is not registered (exchange migrate registers it)"
-            )
-        return found.id
 
     @property
     def name(self) -> str:
@@ -630,12 +617,21 @@ class DeliveryLoop:
             case Verdict.TEMPORARY if classification.http_status == 429 and not probing:
                 pass  # the site asks to slow down: the pace's business, not an outage
             case Verdict.TEMPORARY:
-                if self.breaker.record_temporary_failure(message.aggregate_id, now, probe=probing):
+                # A refusal that speaks about the site (``_learn``: its health check fails,
+                # or 502-504 while others are refused) counts whatever its aggregate: a site
+                # down with fewer aggregates waiting than the threshold opens the breaker too.
+                site_wide = site_delay is not None
+                if self.breaker.record_temporary_failure(
+                    message.aggregate_id, now, probe=probing, site_wide=site_wide
+                ):
+                    threshold = self.settings.breaker_threshold
+                    spread = probing or len(self.breaker.failing_aggregates) >= threshold
                     log.warning(
-                        "circuit breaker open until %s: temporary failures on %d "
-                        "aggregates in a row (last: %s)",
+                        "circuit breaker open until %s: %s (last: %s)",
                         self.breaker.opened_until,
-                        self.settings.breaker_threshold,
+                        f"temporary failures on {threshold} aggregates in a row"
+                        if spread
+                        else f"{threshold} temporary failures in a row while the site is down",
                         classification.detail,
                     )
             case Verdict.PAUSE:

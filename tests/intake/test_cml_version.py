@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, delete, event, func, insert, select, text, update
 
+from exchange.db.channels import register
 from exchange.db.engine import is_postgres, make_engine, transaction
 from exchange.db.migrate import upgrade
-from exchange.db.channels import register
 from exchange.db.schema import (
     aggregates,
     channel_aggregates,
