@@ -1,0 +1,771 @@
+"""Yandex Market's Partner API for prices as a ``Target`` (contract 14; research §3).
+
+How a leased batch travels (``requests``): one item per offer (the SKU trimmed as Yandex trims
+``offerId``, §3.1 ``ShopSku``), at most ``MAX_OFFERS`` (500, §3.1) offers a request, two SKUs
+that Yandex reads as one offer never in one request (a duplicate is a 400, §3.6.7).
+
+How one request goes (``send``):
+
+1. each payload read; a price type ``ym_price_types`` does not map is TERMINAL
+   ``unmapped-price-type``, one mapped to null is ``not-for-this-shop``;
+2. the messages of one SKU make one item carrying every mapped price type: the batch's, and the
+   latest known of the others (``KnownPrices``: never a price it does not know), because
+   Yandex drops ``discountBase`` and ``minimumForBestseller`` from an update that leaves them
+   out (§3.1, §3.6.2);
+3. Yandex's rules checked before sending (§3.1): ``value`` above 0 with at most 7 decimals,
+   ``discountBase`` a whole number above ``value`` with a discount of 5–99 %,
+   ``minimumForBestseller`` in 0 < x ≤ 100 000 000, an ``offerId`` of 1–255 characters, the
+   roubles (``RUR``): otherwise TERMINAL ``invalid-for-channel`` with the rule;
+4. ``POST /v2/businesses/{businessId}/offer-prices/updates`` at Yandex's pace (pace.py: offers
+   a minute, requests at once; a 420 waited out or the parallelism lowered, then sent again);
+   a 400 naming offers makes those TERMINAL with Yandex's words and sends the rest again;
+5. a 200 means accepted, not applied (§3.4): each message is ``ACCEPTED`` and waits, not
+   charged and not in flight, for the read-back (``again_in``: ``ym_apply_timeout``/40, then
+   doubling up to ``ym_apply_timeout``/10); the item sent is remembered by message;
+6. leased again, a remembered message is read back instead of sent (``POST …/offer-prices``,
+   at most 200 offers, within the read's own budget): the item shown as sent and not listed in
+   ``price-quarantine`` is DELIVERED; listed there, WITHHELD (Yandex's verdict in words);
+   missing from the read-back, TERMINAL ``unknown-sku``; not shown yet, ACCEPTED again until
+   ``ym_apply_timeout`` from the 200, then TEMPORARY (charged: sent again).
+
+A worker that restarts forgets what it remembered: a message leased again is sent again
+(setting a price is an absolute write) and waits its read-back anew.
+
+``withheld_shown`` and ``release_withheld`` (contract 13) read the read-back and the quarantine
+list, and call ``price-quarantine/confirm`` (at most 200 offers); ``read_prices`` serves
+``exchange verify``. The key (``Api-Key`` header, §3.2) is never logged nor put in a detail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import httpx
+
+from exchange.domain.prices import DEFAULT_CURRENCY
+from exchange.domain.reasons import Reason
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.errors import ReadBackFailed
+from exchange.targets.base import (
+    UNPACED,
+    HeldPrice,
+    OutgoingMessage,
+    Pacer,
+    Release,
+    Shown,
+)
+from exchange.targets.prices import NO_KNOWN_PRICES, KnownPrices, MappedPrice, read_price
+from exchange.targets.wire import http_client, httpx_failure, transport_verdict
+from exchange.targets.yandex_market import answers
+from exchange.targets.yandex_market.pace import OfferBudget, Parallel
+
+log = logging.getLogger(__name__)
+
+PRODUCTION_URL = "https://api.partner.market.yandex.ru"
+USER_AGENT = "exchange/0.1"
+MAX_OFFERS = 500  # §3.1 UpdateBusinessPricesRequest: 1..500
+MAX_READ = 200  # §3.4 GetDefaultPricesRequest: ≤ 200 offerIds
+MAX_CONFIRM = 200  # §3.4 ConfirmPricesRequest: 1..200
+MAX_OFFER_ID = 255  # §3.1 ShopSku: 1..255 characters
+MAX_DIGITS = 7  # §3.1 value: ≤ 7 decimal places
+MAX_BESTSELLER = Decimal(100_000_000)  # §3.1 minimumForBestseller
+DISCOUNT_MIN, DISCOUNT_MAX = 5, 99  # §3.1 DiscountBase: 5..99 %
+CURRENCY = "RUR"  # §3.1 CurrencyType: Yandex's code for roubles
+FIELDS = ("value", "discountBase", "minimumForBestseller")
+TRIES = 4  # sends of one request through 420s (waited out) before its 420 is the verdict
+RESENDS = 3  # rounds of "a 400 named some offers: the rest sent again"
+INVALID_FOR_CHANNEL = "invalid-for-channel"  # contract 14's reason
+
+
+def offer_id(sku: str) -> str:
+    """The ``offerId`` Yandex keeps for a SKU: leading and trailing whitespace trimmed (§3.1
+    ``ShopSku``: ``" SKU123 "`` ≡ ``"SKU123"``)."""
+    return sku.strip()
+
+
+def number(amount: Decimal) -> str:
+    """A JSON number exactly as the Decimal holds it (never a float, never an exponent)."""
+    return format(amount, "f")
+
+
+def dump(value: Any) -> str:
+    """JSON with Decimals as numbers written from their text (json.dumps cannot)."""
+    import json
+
+    if isinstance(value, Decimal):
+        return number(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(k)}:{dump(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(dump(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+@dataclass(slots=True)
+class _Item:
+    """One offer as one update carries it: every mapped field, and the messages it carries as
+    new (their verdict is the item's)."""
+
+    offer: str
+    sku: str
+    fields: dict[str, Decimal]
+    carried: list[OutgoingMessage] = field(default_factory=list)
+
+    def json(self) -> dict[str, Any]:
+        price: dict[str, Any] = {"value": self.fields["value"], "currencyId": CURRENCY}
+        for name in FIELDS[1:]:
+            if name in self.fields:
+                price[name] = self.fields[name]
+        return {"offerId": self.offer, "price": price}
+
+
+@dataclass(slots=True)
+class _Accepted:
+    """An item Yandex accepted with a 200, not yet shown (by message)."""
+
+    offer: str
+    fields: dict[str, Decimal]
+    accepted_at: float  # monotonic
+    reads: int = 0
+
+
+@dataclass(slots=True)
+class _Read:
+    """What the read-back says of one offer."""
+
+    found: bool
+    shown: dict[str, Decimal]
+
+
+class _Whole(Exception):
+    """An answer that decides every offer of its request."""
+
+    def __init__(self, classification: Classification) -> None:
+        super().__init__(classification.detail)
+        self.classification = classification
+
+
+class YandexMarketTarget:
+    name = "yandex-market"
+
+    def __init__(
+        self,
+        url: str,
+        business_id: int,
+        key: Callable[[], str | None],
+        *,
+        price_types: Mapping[str, str | None],
+        offers_per_minute: int = 10_000,
+        parallel: int = 4,
+        apply_timeout: float = 600.0,
+        timeout: float = 30.0,
+        known: KnownPrices = NO_KNOWN_PRICES,
+        transport: httpx.AsyncBaseTransport | None = None,
+        verify: ssl.SSLContext | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.business_id = business_id
+        self._key_source = key
+        self._key = key()
+        self.price_types = dict(price_types)
+        self.apply_timeout = apply_timeout
+        self.known = known
+        self.per_request = max(1, min(MAX_OFFERS, offers_per_minute))
+        self.budget = OfferBudget(offers_per_minute, monotonic=monotonic, sleep=sleep)
+        self.read_budget = OfferBudget(offers_per_minute, monotonic=monotonic, sleep=sleep)
+        self.parallel = Parallel(parallel)
+        self._monotonic = monotonic
+        self._accepted: dict[str, _Accepted] = {}
+        self._pacer: Pacer = UNPACED
+        self._http = http_client(
+            base_url=f"{self.url}/v2/businesses/{business_id}",
+            timeout=timeout,
+            verify=verify,
+            transport=transport,
+            headers={"User-Agent": USER_AGENT},
+        )
+        self.requests_sent: dict[str, int] = {}  # by method, for the bench and the tests
+
+    # -- the seam --------------------------------------------------------------------------
+
+    def pace_with(self, pacer: Pacer) -> None:
+        """Every request also takes its turn from the worker's pace (contract 5c)."""
+        self._pacer = pacer
+
+    def requests(self, messages: Sequence[OutgoingMessage]) -> list[list[OutgoingMessage]]:
+        """At most ``per_request`` offers a request, a SKU's messages together, and two SKUs
+        that trim to one ``offerId`` in different requests."""
+        out: list[tuple[list[OutgoingMessage], dict[str, str]]] = []
+        for message in messages:
+            sku = _sku(message)
+            key = offer_id(sku) if sku is not None else f"\0{message.message_id}"
+            raw = sku if sku is not None else key
+            for group, offers in out:
+                held = offers.get(key)
+                if held == raw or (held is None and len(offers) < self.per_request):
+                    group.append(message)
+                    offers[key] = raw
+                    break
+            else:
+                out.append(([message], {key: raw}))
+        return [group for group, _ in out]
+
+    async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
+        self._forget_old()
+        answers_: dict[str, Classification] = {}
+        read: dict[str, list[tuple[OutgoingMessage, MappedPrice]]] = {}
+        for message in messages:
+            judged = self._read(message)
+            if isinstance(judged, Classification):
+                answers_[message.message_id] = judged
+            else:
+                read.setdefault(judged.sku, []).append((message, judged))
+        to_read: list[tuple[OutgoingMessage, _Accepted]] = []
+        items: list[_Item] = []
+        known = self._known(sku for sku, group in read.items() if not self._all_accepted(group))
+        for sku, group in read.items():
+            if self._all_accepted(group):
+                to_read += [(m, self._accepted[m.message_id]) for m, _ in group]
+                continue
+            item = self._item(sku, group, known.get(sku, {}))
+            if isinstance(item, Classification):
+                answers_.update((m.message_id, item) for m, _ in group)
+            else:
+                items.append(item)
+        if items:
+            answers_.update(await self._update(items))
+        if to_read:
+            answers_.update(await self._read_accepted(to_read))
+        return [answers_[m.message_id] for m in messages]
+
+    async def health(self) -> Classification:
+        """A read of one offer's price (no effect): the key is accepted."""
+        try:
+            await self._call("offer-prices", {}, cost=1, budget=self.read_budget, query="limit=1")
+        except _Whole as whole:
+            return whole.classification
+        return Classification(Verdict.DELIVERED, "HTTP 200", http_status=200)
+
+    def reload_credentials(self) -> None:
+        self._key = self._key_source()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # -- reading prices back (exchange verify) ---------------------------------------------
+
+    async def read_prices(self, messages: Sequence[OutgoingMessage]) -> list[HeldPrice]:
+        read = [(m, self._read(m)) for m in messages]
+        offers = {offer_id(p.sku) for _, p in read if isinstance(p, MappedPrice)}
+        try:
+            shown = await self._read_back(sorted(offers))
+        except _Whole as whole:
+            raise ReadBackFailed(whole.classification.detail) from None
+        held: list[HeldPrice] = []
+        for message, p in read:
+            if not isinstance(p, MappedPrice):
+                held.append(HeldPrice(message.message_id, "", "", None, None, unreadable=p.detail))
+                continue
+            seen = shown.get(offer_id(p.sku))
+            held.append(
+                HeldPrice(
+                    message.message_id,
+                    p.sku,
+                    p.mapped,
+                    p.amount,
+                    seen.shown.get(p.mapped) if seen else None,
+                    found=seen is not None and seen.found,
+                )
+            )
+        return held
+
+    # -- withheld prices (contract 13) -----------------------------------------------------
+
+    async def withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
+        """LIVE when the read-back shows the message's price and Yandex no longer lists the
+        offer in its quarantine; WITHHELD while it lists it; UNKNOWN otherwise."""
+        read = [(m, self._read(m)) for m in messages]
+        offers = sorted({offer_id(p.sku) for _, p in read if isinstance(p, MappedPrice)})
+        try:
+            shown = await self._read_back(offers)
+            listed = await self._quarantined(offers)
+        except _Whole:
+            return [Shown.UNKNOWN for _ in messages]
+        out: list[Shown] = []
+        for _, p in read:
+            if not isinstance(p, MappedPrice):
+                out.append(Shown.UNKNOWN)
+                continue
+            offer = offer_id(p.sku)
+            seen = shown.get(offer)
+            if offer in listed:
+                out.append(Shown.WITHHELD)
+            elif seen is not None and seen.shown.get(p.mapped) == p.amount:
+                out.append(Shown.LIVE)
+            else:
+                out.append(Shown.UNKNOWN)
+        return out
+
+    async def release_withheld(self, messages: Sequence[OutgoingMessage]) -> list[Release]:
+        """``POST …/price-quarantine/confirm`` for the messages' offers, 200 a request; the
+        price then shows within minutes and the delivery ends delivered on the read-back."""
+        read = [(m, self._read(m)) for m in messages]
+        offers = list(dict.fromkeys(offer_id(p.sku) for _, p in read if isinstance(p, MappedPrice)))
+        said: dict[str, Release] = {}
+        for start in range(0, len(offers), MAX_CONFIRM):
+            part = offers[start : start + MAX_CONFIRM]
+            try:
+                await self._call("price-quarantine/confirm", {"offerIds": part}, cost=len(part))
+            except _Whole as whole:
+                refused = Release(False, f"Yandex Market: {whole.classification.detail}")
+                said.update((offer, refused) for offer in part)
+                continue
+            agreed = Release(
+                True,
+                "Yandex Market confirmed the price (price-quarantine/confirm): it shows within "
+                "minutes, and the delivery ends delivered when the read-back shows it",
+            )
+            said.update((offer, agreed) for offer in part)
+        return [
+            said[offer_id(p.sku)]
+            if isinstance(p, MappedPrice)
+            else Release(False, f"not a price this channel sent: {p.detail}")
+            for _, p in read
+        ]
+
+    # -- items -----------------------------------------------------------------------------
+
+    def _read(self, message: OutgoingMessage) -> MappedPrice | Classification:
+        price = read_price(
+            message, target="yandex-market", mapping=self.price_types, setting="ym_price_types"
+        )
+        if isinstance(price, Classification):
+            return price
+        if price.mapped not in FIELDS:
+            return _invalid(f"ym_price_types maps to {price.mapped!r}, not one of {FIELDS}")
+        if price.currency != DEFAULT_CURRENCY:
+            return _invalid(
+                f"the price is in {price.currency}; this Yandex Market channel takes roubles "
+                f"({DEFAULT_CURRENCY}, sent as {CURRENCY})"
+            )
+        return price
+
+    def _all_accepted(self, group: list[tuple[OutgoingMessage, MappedPrice]]) -> bool:
+        return all(m.message_id in self._accepted for m, _ in group)
+
+    def _known(self, skus: Iterable[str]) -> dict[str, dict[str, Decimal]]:
+        """For each SKU, the latest known price of each mapped price type, by Yandex field."""
+        wanted = list(skus)
+        out: dict[str, dict[str, Decimal]] = {}
+        if not wanted:
+            return out
+        for known in self.known.latest(wanted):
+            mapped = self.price_types.get(known.price_type)
+            if mapped in FIELDS and known.currency == DEFAULT_CURRENCY:
+                out.setdefault(known.sku, {})[mapped] = known.amount
+        return out
+
+    def _item(
+        self,
+        sku: str,
+        group: list[tuple[OutgoingMessage, MappedPrice]],
+        known: dict[str, Decimal],
+    ) -> _Item | Classification:
+        fields = {**known, **{p.mapped: p.amount for _, p in group}}
+        offer = offer_id(sku)
+        item = _Item(offer, sku, fields, [m for m, _ in group])
+        rule = _rule_broken(item)
+        return _invalid(rule) if rule is not None else item
+
+    # -- the update ------------------------------------------------------------------------
+
+    async def _update(self, items: list[_Item]) -> dict[str, Classification]:
+        out: dict[str, Classification] = {}
+        left = items
+        for _ in range(RESENDS):
+            if not left:
+                break
+            offers = [i.offer for i in left]
+            try:
+                await self._call(
+                    "offer-prices/updates",
+                    {"offers": [i.json() for i in left]},
+                    cost=len(left),
+                    budget=self.budget,
+                    rejects=offers,
+                )
+            except _Whole as whole:
+                for item in left:
+                    out.update((m.message_id, whole.classification) for m in item.carried)
+                return out
+            except _Rejected as rejected:
+                for item in left:
+                    said = rejected.named.get(item.offer)
+                    if said is not None:
+                        refused = Classification(
+                            Verdict.TERMINAL,
+                            f"HTTP 400: Yandex Market refused offer {item.offer!r}: {said}",
+                            http_status=400,
+                        )
+                        out.update((m.message_id, refused) for m in item.carried)
+                left = [i for i in left if i.offer not in rejected.named]
+                continue
+            now = self._monotonic()
+            wait = self._wait(0)
+            for item in left:
+                for m in item.carried:
+                    self._accepted[m.message_id] = _Accepted(item.offer, dict(item.fields), now)
+                    out[m.message_id] = _accepted(
+                        f"HTTP 200: Yandex Market accepted offer {item.offer!r}; read back in "
+                        f"{wait:g} s",
+                        wait,
+                    )
+            return out
+        refused = Classification(
+            Verdict.TERMINAL,
+            f"HTTP 400: Yandex Market refused the request {RESENDS} times, each naming other "
+            "offers",
+            http_status=400,
+        )
+        for item in left:
+            out.update((m.message_id, refused) for m in item.carried)
+        return out
+
+    def _wait(self, reads: int) -> float:
+        """Seconds before the next read-back of an accepted item: ``ym_apply_timeout``/40, then
+        doubling, at most ``ym_apply_timeout``/10."""
+        return float(min(self.apply_timeout / 10, (self.apply_timeout / 40) * 2.0 ** min(reads, 8)))
+
+    def _forget_old(self) -> None:
+        """Items accepted long ago whose messages never came back (superseded, cancelled)."""
+        limit = self._monotonic() - 2 * self.apply_timeout - 60
+        for message_id in [k for k, a in self._accepted.items() if a.accepted_at < limit]:
+            del self._accepted[message_id]
+
+    # -- the read-back of accepted items ---------------------------------------------------
+
+    async def _read_accepted(
+        self, pending: list[tuple[OutgoingMessage, _Accepted]]
+    ) -> dict[str, Classification]:
+        out: dict[str, Classification] = {}
+        offers = sorted({a.offer for _, a in pending})
+        now = self._monotonic()
+        try:
+            shown = await self._read_back(offers)
+        except _Whole as whole:
+            for m, a in pending:
+                overdue = now - a.accepted_at >= self.apply_timeout
+                if whole.classification.verdict is Verdict.PAUSE or overdue:
+                    self._accepted.pop(m.message_id, None)
+                    out[m.message_id] = whole.classification
+                else:
+                    a.reads += 1
+                    out[m.message_id] = _accepted(
+                        f"the read-back failed ({whole.classification.detail}); read again",
+                        self._wait(a.reads),
+                    )
+            return out
+        as_sent = {
+            a.offer
+            for _, a in pending
+            if (seen := shown.get(a.offer)) is not None
+            and all(seen.shown.get(k) == v for k, v in a.fields.items())
+        }
+        late = {a.offer for _, a in pending if now - a.accepted_at >= self.apply_timeout}
+        ask = sorted(as_sent | late)
+        listed: dict[str, str] | None = {}
+        cannot = ""
+        try:
+            listed = await self._quarantined(ask) if ask else {}
+        except _Whole as whole:
+            listed = None
+            cannot = whole.classification.detail
+        for m, a in pending:
+            seen = shown.get(a.offer)
+            if seen is None or not seen.found:
+                self._accepted.pop(m.message_id, None)
+                out[m.message_id] = Classification(
+                    Verdict.TERMINAL,
+                    f"Yandex Market accepted offer {a.offer!r} but its read-back (offer-prices) "
+                    "does not list it: no such offer in the cabinet's catalogue",
+                    http_status=200,
+                    reason=Reason.UNKNOWN_SKU,
+                )
+                continue
+            if a.offer in as_sent or a.offer in late:
+                if listed is None:
+                    a.reads += 1
+                    out[m.message_id] = _accepted(
+                        f"the quarantine list could not be read ({cannot}); read again",
+                        self._wait(a.reads),
+                    )
+                    continue
+                verdict = listed.get(a.offer)
+                if verdict is not None:
+                    self._accepted.pop(m.message_id, None)
+                    out[m.message_id] = Classification(
+                        Verdict.WITHHELD,
+                        f"Yandex Market took offer {a.offer!r} and withholds its price in its "
+                        f"price quarantine ({verdict}): release it with `exchange withheld "
+                        "release`, or in the cabinet",
+                        http_status=200,
+                    )
+                    continue
+            if a.offer in as_sent:
+                self._accepted.pop(m.message_id, None)
+                out[m.message_id] = Classification(
+                    Verdict.DELIVERED,
+                    f"HTTP 200, read back: offer {a.offer!r} shows "
+                    + ", ".join(f"{k}={number(v)}" for k, v in a.fields.items()),
+                    http_status=200,
+                    receipt=a.offer,
+                )
+            elif a.offer in late:
+                self._accepted.pop(m.message_id, None)
+                out[m.message_id] = Classification(
+                    Verdict.TEMPORARY,
+                    f"Yandex Market accepted offer {a.offer!r} but does not show the price "
+                    f"{self.apply_timeout:g} s later, and does not list it in its price "
+                    "quarantine: sent again",
+                    http_status=200,
+                    error_class="NotApplied",
+                )
+            else:
+                a.reads += 1
+                wait = self._wait(a.reads)
+                out[m.message_id] = _accepted(
+                    f"Yandex Market does not show offer {a.offer!r}'s price yet; read back in "
+                    f"{wait:g} s",
+                    wait,
+                )
+        return out
+
+    async def _read_back(self, offers: list[str]) -> dict[str, _Read]:
+        """``POST …/offer-prices`` for ``offers``, 200 a request: each listed offer's price by
+        Yandex field. An offer not listed is not in the cabinet's catalogue."""
+        out: dict[str, _Read] = {}
+        for start in range(0, len(offers), MAX_READ):
+            part = offers[start : start + MAX_READ]
+            response = await self._call(
+                "offer-prices", {"offerIds": part}, cost=len(part), budget=self.read_budget
+            )
+            result = _result(response, "offers")
+            for entry in result:
+                name = entry.get("offerId")
+                if not isinstance(name, str):
+                    continue
+                price = entry.get("price")
+                shown: dict[str, Decimal] = {}
+                if isinstance(price, dict):
+                    for key in FIELDS:
+                        amount = _decimal(price.get(key))
+                        if amount is not None:
+                            shown[key] = amount
+                out[offer_id(name)] = _Read(True, shown)
+        return out
+
+    async def _quarantined(self, offers: list[str]) -> dict[str, str]:
+        """The offers of ``offers`` Yandex lists in ``price-quarantine``, each with its verdicts
+        in words (§3.4)."""
+        out: dict[str, str] = {}
+        for start in range(0, len(offers), MAX_READ):
+            part = offers[start : start + MAX_READ]
+            token: str | None = None
+            for _ in range(100):
+                query = f"page_token={token}" if token else ""
+                response = await self._call(
+                    "price-quarantine", {"offerIds": part}, cost=len(part), query=query
+                )
+                for entry in _result(response, "offers"):
+                    name = entry.get("offerId")
+                    if isinstance(name, str):
+                        out[offer_id(name)] = _verdicts(entry)
+                token = _next_page(response)
+                if token is None:
+                    break
+        return out
+
+    # -- the wire --------------------------------------------------------------------------
+
+    async def _call(
+        self,
+        method: str,
+        payload: dict[str, Any],
+        *,
+        cost: int,
+        budget: OfferBudget | None = None,
+        query: str = "",
+        rejects: list[str] | None = None,
+    ) -> httpx.Response:
+        """One POST at Yandex's pace: a 200 returned; a 420 waited out (the budget held until
+        ``X-RateLimit-Resource-Until``) or the parallelism lowered, and sent again, up to
+        ``TRIES`` sends; a 400 naming offers of ``rejects`` raised as ``_Rejected``; any other
+        answer raised as ``_Whole``."""
+        if self._key is None:
+            raise _Whole(
+                Classification(
+                    Verdict.PAUSE,
+                    "ym_api_key_file is not set or empty: the Api-Key of the cabinet is needed",
+                    error_class="SettingMissing",
+                )
+            )
+        content = dump(payload).encode()
+        path = f"/{method}" + (f"?{query}" if query else "")
+        headers = {"Api-Key": self._key, "Content-Type": "application/json"}
+        response: httpx.Response | None = None
+        for _ in range(TRIES):
+            if budget is not None:
+                await budget.take(cost)
+            async with self.parallel:
+                sent_at = await self._pacer.turn()
+                self.requests_sent[method] = self.requests_sent.get(method, 0) + 1
+                try:
+                    response = await self._http.post(path, content=content, headers=headers)
+                except httpx.TransportError as exc:
+                    self._pacer.done(sent_at, None, None)
+                    raise _Whole(transport_verdict(httpx_failure(exc))) from None
+                status = response.status_code
+                # A 420 is Yandex's pace, kept here; the worker's pace learns nothing from it.
+                self._pacer.done(sent_at, None if status == 420 else status, None)
+            if status != 420:
+                break
+            if answers.throttle(response) is answers.Throttle.PARALLEL:
+                self.parallel.lower()
+            else:
+                held = (budget or self.budget).hold_until(answers.until(response))
+                log.info("Yandex Market's per-minute budget is spent: waiting %.1f s", held)
+        assert response is not None
+        if response.status_code == 200:
+            return response
+        if response.status_code == 400 and rejects is not None:
+            named = answers.named_offers(response, rejects)
+            if named:
+                raise _Rejected(named)
+        raise _Whole(answers.whole(response))
+
+
+class _Rejected(Exception):
+    """A 400 naming offers of the request (by offerId), with Yandex's words for each."""
+
+    def __init__(self, named: dict[str, str]) -> None:
+        super().__init__(f"{len(named)} offers refused")
+        self.named = named
+
+
+def _sku(message: OutgoingMessage) -> str | None:
+    import json
+
+    try:
+        payload = json.loads(message.payload)
+        return str(payload["sku"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _invalid(rule: str) -> Classification:
+    return Classification(
+        Verdict.TERMINAL,
+        f"not sent to Yandex Market: {rule}",
+        reason=INVALID_FOR_CHANNEL,
+        error_class="InvalidForChannel",
+    )
+
+
+def _accepted(detail: str, wait: float) -> Classification:
+    return Classification(Verdict.ACCEPTED, detail, http_status=200, again_in=wait)
+
+
+def _places(amount: Decimal) -> int:
+    exponent = amount.normalize().as_tuple().exponent
+    return max(0, -exponent) if isinstance(exponent, int) else 0
+
+
+def _rule_broken(item: _Item) -> str | None:
+    """Yandex's rules for one offer (§3.1), checked before sending, or None."""
+    if not item.offer:
+        return "the SKU is empty once Yandex trims it (offerId is 1-255 characters)"
+    if len(item.offer) > MAX_OFFER_ID:
+        return f"offerId {item.offer[:40]!r}… is longer than {MAX_OFFER_ID} characters"
+    value = item.fields.get("value")
+    if value is None:
+        return (
+            f"offer {item.offer!r} has no price mapped to value known yet (Yandex takes "
+            "discountBase and minimumForBestseller only with the price)"
+        )
+    if not value.is_finite() or value <= 0:
+        return f"offer {item.offer!r}: value {number(value)} is not above 0"
+    if _places(value) > MAX_DIGITS:
+        return f"offer {item.offer!r}: value {number(value)} has more than {MAX_DIGITS} decimals"
+    base = item.fields.get("discountBase")
+    if base is not None:
+        if not base.is_finite() or base != base.to_integral_value():
+            return f"offer {item.offer!r}: discountBase {number(base)} is not a whole number"
+        if base <= value:
+            return (
+                f"offer {item.offer!r}: discountBase {number(base)} is not above value "
+                f"{number(value)}"
+            )
+        percent = (base - value) * 100 / base
+        if not DISCOUNT_MIN <= percent <= DISCOUNT_MAX:
+            return (
+                f"offer {item.offer!r}: a discount of {percent.quantize(Decimal('0.01'))} % "
+                f"(discountBase {number(base)}, value {number(value)}); Yandex Market takes "
+                f"{DISCOUNT_MIN}-{DISCOUNT_MAX} %"
+            )
+    least = item.fields.get("minimumForBestseller")
+    if least is not None and (not least.is_finite() or not 0 < least <= MAX_BESTSELLER):
+        return (
+            f"offer {item.offer!r}: minimumForBestseller {number(least)} is not in 0 < x ≤ "
+            f"{MAX_BESTSELLER}"
+        )
+    return None
+
+
+def _result(response: httpx.Response, key: str) -> list[dict[str, Any]]:
+    parsed = answers.body(response)
+    result = parsed.get("result") if isinstance(parsed, dict) else None
+    listed = result.get(key) if isinstance(result, dict) else None
+    if not isinstance(listed, list):
+        raise _Whole(answers.unreadable(response, f"the answer has no result.{key} list"))
+    return [entry for entry in listed if isinstance(entry, dict)]
+
+
+def _next_page(response: httpx.Response) -> str | None:
+    parsed = answers.body(response)
+    result = parsed.get("result") if isinstance(parsed, dict) else None
+    paging = result.get("paging") if isinstance(result, dict) else None
+    token = paging.get("nextPageToken") if isinstance(paging, dict) else None
+    return token if isinstance(token, str) and token else None
+
+
+def _verdicts(entry: dict[str, Any]) -> str:
+    """A quarantine entry's verdicts in words: ``PRICE_CHANGE CURRENT_PRICE=…, …``."""
+    parts: list[str] = []
+    for verdict in entry.get("verdicts") or []:
+        if not isinstance(verdict, dict):
+            continue
+        params = ", ".join(
+            f"{p.get('name')}={p.get('value')}"
+            for p in verdict.get("params") or []
+            if isinstance(p, dict)
+        )
+        parts.append(f"{verdict.get('type')}" + (f" {params}" if params else ""))
+    return "; ".join(parts)[:300] or "no verdict given"
+
+
+def _decimal(value: Any) -> Decimal | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return Decimal(str(value))
+    except ArithmeticError:
+        return None
