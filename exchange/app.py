@@ -97,6 +97,8 @@ def target(
         return bitrix_target(settings, transport, engine=engine, clock=clock)
     if settings.target == "rabbitmq":
         return rabbitmq_target(settings)
+    if settings.target == "yandex-market":
+        return yandex_market_target(settings, transport, engine=engine)
     from exchange.targets.shop_api.target import ShopApiTarget
 
     return ShopApiTarget(
@@ -159,6 +161,39 @@ def woocommerce_target(
         transport=transport,
         verify=settings.site_tls(),
         auth_setting=settings.woo_auth,
+    )
+
+
+def yandex_market_target(
+    settings: Settings,
+    transport: httpx.AsyncBaseTransport | None = None,
+    *,
+    engine: Engine | None = None,
+) -> Target:
+    """Contract 14's Yandex Market: each offer carries every mapped price type the service
+    knows (``KnownPrices``), since Yandex drops a discount an update leaves out."""
+    from exchange.db.known_prices import DbKnownPrices
+    from exchange.targets.prices import NO_KNOWN_PRICES
+    from exchange.targets.yandex_market.target import PRODUCTION_URL, YandexMarketTarget
+
+    if settings.ym_business_id is None:
+        raise ConfigurationError("the yandex-market target needs EXCHANGE_YM_BUSINESS_ID")
+    if not settings.secret("ym_api_key"):
+        raise ConfigurationError(
+            "the yandex-market target needs EXCHANGE_YM_API_KEY or EXCHANGE_YM_API_KEY_FILE"
+        )
+    return YandexMarketTarget(
+        getattr(settings, "ym_api_url", None) or PRODUCTION_URL,
+        settings.ym_business_id,
+        lambda: settings.secret("ym_api_key"),
+        price_types=dict(getattr(settings, "ym_price_types", None) or {"retail": "value"}),
+        offers_per_minute=settings.ym_offers_per_minute,
+        parallel=settings.ym_parallel,
+        apply_timeout=settings.ym_apply_timeout,
+        timeout=settings.http_timeout,
+        known=DbKnownPrices(engine) if engine is not None else NO_KNOWN_PRICES,
+        transport=transport,
+        verify=settings.site_tls(),
     )
 
 

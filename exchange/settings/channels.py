@@ -41,12 +41,20 @@ TARGET_KEYS: dict[str, tuple[str, ...]] = {
         "bitrix_max_import_steps",
     ),
     "rabbitmq": ("rabbitmq_exchange",),
+    "yandex-market": (
+        "ym_business_id",
+        "ym_api_key_file",
+        "ym_offers_per_minute",
+        "ym_parallel",
+        "ym_apply_timeout",
+    ),
 }
 REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "api": ("site_url",),
     "woocommerce": ("woo_url", "woo_key_file", "woo_secret_file"),
     "bitrix": ("bitrix_url", "bitrix_user", "bitrix_password_file", "bitrix_catalog_id"),
     "rabbitmq": ("rabbitmq_exchange",),
+    "yandex-market": ("ym_business_id", "ym_api_key_file"),
 }
 # A channel's own delivery settings, over the global ones (EXCHANGE_BATCH_SIZE, …).
 DELIVERY_KEYS = (
@@ -62,7 +70,7 @@ DELIVERY_KEYS = (
     "breaker_threshold",
 )
 # Secrets are written in a channel only as files: EXCHANGE_CHANNELS is shown and copied whole.
-SECRET_KEYS = ("site_token", "woo_key", "woo_secret", "bitrix_password")
+SECRET_KEYS = ("site_token", "woo_key", "woo_secret", "bitrix_password", "ym_api_key")
 
 
 def one_target_setting(name: str) -> bool:
@@ -70,7 +78,7 @@ def one_target_setting(name: str) -> bool:
     The delivery settings a channel may override (site_batch_size, site_max_rate,
     site_ca_bundle) stay global defaults."""
     return name in ("target", "rabbitmq_exchange", *SECRET_KEYS) or (
-        name.startswith(("site_", "woo_", "bitrix_")) and name not in DELIVERY_KEYS
+        name.startswith(("site_", "woo_", "bitrix_", "ym_")) and name not in DELIVERY_KEYS
     )
 
 
