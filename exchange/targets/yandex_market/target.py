@@ -202,22 +202,26 @@ class YandexMarketTarget:
         self._pacer = pacer
 
     def requests(self, messages: Sequence[OutgoingMessage]) -> list[list[OutgoingMessage]]:
-        """At most ``per_request`` offers a request, a SKU's messages together, and two SKUs
-        that trim to one ``offerId`` in different requests."""
-        out: list[tuple[list[OutgoingMessage], dict[str, str]]] = []
+        """At most ``per_request`` offers a request, a SKU's messages together, never two
+        messages of one aggregate in one request, and two SKUs that trim to one ``offerId`` in
+        different requests."""
+        out: list[tuple[list[OutgoingMessage], dict[str, str], set[str]]] = []
         for message in messages:
             sku = _sku(message)
             key = offer_id(sku) if sku is not None else f"\0{message.message_id}"
             raw = sku if sku is not None else key
-            for group, offers in out:
+            for group, offers, aggregates in out:
                 held = offers.get(key)
-                if held == raw or (held is None and len(offers) < self.per_request):
+                if message.aggregate not in aggregates and (
+                    held == raw or (held is None and len(offers) < self.per_request)
+                ):
                     group.append(message)
                     offers[key] = raw
+                    aggregates.add(message.aggregate)
                     break
             else:
-                out.append(([message], {key: raw}))
-        return [group for group, _ in out]
+                out.append(([message], {key: raw}, {message.aggregate}))
+        return [group for group, _, _ in out]
 
     async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
         self._forget_old()
