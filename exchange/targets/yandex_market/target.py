@@ -265,6 +265,15 @@ class YandexMarketTarget:
     async def aclose(self) -> None:
         await self._http.aclose()
 
+    async def offers_found(self, skus: Sequence[str]) -> set[str] | Classification:
+        """Of ``skus``, those Yandex lists as the cabinet's offers (``exchange check``), read
+        with no effect; the answer that refused the read otherwise."""
+        try:
+            shown = await self._read_back(sorted({offer_id(s) for s in skus if offer_id(s)}))
+        except _Whole as whole:
+            return whole.classification
+        return {sku for sku in skus if offer_id(sku) in shown}
+
     # -- reading prices back (exchange verify) ---------------------------------------------
 
     async def read_prices(self, messages: Sequence[OutgoingMessage]) -> list[HeldPrice]:
