@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from exchange.domain.clock import Clock, Monotonic, SystemClock
 from exchange.errors import ConfigurationError
 from exchange.settings import Settings, onec_folder, only_channel
+from exchange.settings.marketplaces import MARKETPLACE_TARGETS
 
 if TYPE_CHECKING:
     import httpx
@@ -99,6 +100,9 @@ def target(
         return rabbitmq_target(settings)
     if settings.target == "yandex-market":
         return yandex_market_target(settings, transport, engine=engine)
+    if settings.target in MARKETPLACE_TARGETS:
+        # Contract 14: each marketplace's target is built above, when its module is there.
+        raise ConfigurationError(f"the {settings.target} target is not part of this build")
     from exchange.targets.shop_api.target import ShopApiTarget
 
     return ShopApiTarget(

@@ -11,11 +11,12 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator
 
+from exchange.settings.marketplaces import MARKETPLACE_TARGETS
 from exchange.settings.rules import _finite_seconds, is_loopback
 
-# Contract 10: these targets take price messages only; the others (api; rabbitmq, contract 12)
-# take every kind.
-PRICE_ONLY_TARGETS = ("bitrix", "woocommerce", "yandex-market")
+# Contract 10: these targets take price messages only (and the marketplaces, contract 14); the
+# others (api; rabbitmq, contract 12) take every kind.
+PRICE_ONLY_TARGETS = ("bitrix", "woocommerce", *MARKETPLACE_TARGETS)
 
 
 def kinds_taken(target: str, kinds: Iterable[str]) -> list[str]:
@@ -37,13 +38,15 @@ def _same_field(name: str) -> str:
 class TargetSettings(BaseModel):
     """The target chosen and each target's own settings."""
 
-    target: Literal["api", "bitrix", "woocommerce", "rabbitmq", "yandex-market"] = Field(
+    target: Literal[
+        "api", "bitrix", "woocommerce", "rabbitmq", "ozon", "wildberries", "yandex-market"
+    ] = Field(
         "api",
         description="The shop's side (contract 10): api (the shop API of section 5), bitrix "
-        "(1C-Bitrix's own exchange, the service acting as 1C), woocommerce (REST API v3) or "
-        "rabbitmq (an exchange the shop's back end reads, contract 12) or yandex-market "
-        "(Yandex Market's Partner API, contract 14). bitrix, woocommerce and yandex-market "
-        "take price messages only.",
+        "(1C-Bitrix's own exchange, the service acting as 1C), woocommerce (REST API v3), "
+        "rabbitmq (an exchange the shop's back end reads, contract 12), or a marketplace "
+        "(contract 14): ozon, wildberries, yandex-market. All but api and rabbitmq take price "
+        "messages only.",
     )
     woo_url: str | None = Field(
         None,
