@@ -174,11 +174,14 @@ def yandex_market_target(
     *,
     engine: Engine | None = None,
 ) -> Target:
-    """Contract 14's Yandex Market: each offer carries every mapped price type the service
-    knows (``KnownPrices``), since Yandex drops a discount an update leaves out."""
+    """Contract 14's Yandex Market: each offer carries every mapped price type the channel
+    knows (``KnownPrices``, this channel's), since Yandex drops a discount an update leaves
+    out; the articles under ``sku_source = article``."""
+    from exchange.db.articles import DbArticles
     from exchange.db.known_prices import DbKnownPrices
+    from exchange.targets.marketplace.articles import NO_ARTICLES
     from exchange.targets.prices import NO_KNOWN_PRICES
-    from exchange.targets.yandex_market.target import PRODUCTION_URL, YandexMarketTarget
+    from exchange.targets.yandex_market.target import YandexMarketTarget
 
     if settings.ym_business_id is None:
         raise ConfigurationError("the yandex-market target needs EXCHANGE_YM_BUSINESS_ID")
@@ -186,16 +189,21 @@ def yandex_market_target(
         raise ConfigurationError(
             "the yandex-market target needs EXCHANGE_YM_API_KEY or EXCHANGE_YM_API_KEY_FILE"
         )
+    channel = settings._channel_name
     return YandexMarketTarget(
-        getattr(settings, "ym_api_url", None) or PRODUCTION_URL,
+        settings.ym_api_url,
         settings.ym_business_id,
         lambda: settings.secret("ym_api_key"),
-        price_types=dict(getattr(settings, "ym_price_types", None) or {"retail": "value"}),
+        price_types=dict(settings.ym_price_types),
+        currency=settings.currency,
+        sku_source=settings.sku_source,
+        rounding=settings.rounding,
+        articles=DbArticles(engine) if engine is not None else NO_ARTICLES,
         offers_per_minute=settings.ym_offers_per_minute,
         parallel=settings.ym_parallel,
         apply_timeout=settings.ym_apply_timeout,
         timeout=settings.http_timeout,
-        known=DbKnownPrices(engine) if engine is not None else NO_KNOWN_PRICES,
+        known=DbKnownPrices(engine, channel) if engine is not None else NO_KNOWN_PRICES,
         transport=transport,
         verify=settings.site_tls(),
     )

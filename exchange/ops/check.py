@@ -676,9 +676,11 @@ async def _check_yandex_market(
     """Contract 14: the key accepted (a read of one offer's price, no effect), a sample of the
     latest SKUs found among the cabinet's offers, and the limits in words. Write rights are
     confirmed by the first delivery: Yandex has no read-only way to ask for them."""
-    from exchange.targets.yandex_market.target import PRODUCTION_URL, YandexMarketTarget
+    from exchange.db.articles import DbArticles
+    from exchange.targets.marketplace.articles import NO_ARTICLES
+    from exchange.targets.yandex_market.target import YandexMarketTarget
 
-    url = getattr(settings, "ym_api_url", None) or PRODUCTION_URL
+    url = settings.ym_api_url
     key_what = f"Yandex Market key accepted (business {settings.ym_business_id} at {url})"
     sample_what = "Yandex Market: a sample of SKUs resolves to offers"
     limits_what = "Yandex Market: the limits"
@@ -690,11 +692,16 @@ async def _check_yandex_market(
     if settings.ym_business_id is None or not key:
         reason = "EXCHANGE_YM_BUSINESS_ID and EXCHANGE_YM_API_KEY_FILE are required"
         return [fail(key_what, reason), skip(sample_what, "not configured")]
+    articles_engine = (
+        engine_for(settings.database_url) if settings.sku_source == "article" else None
+    )
     target = YandexMarketTarget(
         url,
         settings.ym_business_id,
         lambda: key,
-        price_types={},
+        price_types=dict(settings.ym_price_types),
+        sku_source=settings.sku_source,
+        articles=DbArticles(articles_engine) if articles_engine is not None else NO_ARTICLES,
         offers_per_minute=settings.ym_offers_per_minute,
         parallel=settings.ym_parallel,
         apply_timeout=settings.ym_apply_timeout,
@@ -710,6 +717,8 @@ async def _check_yandex_market(
         found = await target.offers_found(sample) if sample else None
     finally:
         await target.aclose()
+        if articles_engine is not None:
+            articles_engine.dispose()
     results = [
         ok(
             key_what,

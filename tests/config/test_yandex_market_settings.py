@@ -86,3 +86,22 @@ def test_the_target_is_refused_without_its_key_saying_which_setting(tmp_path: Pa
     s = load_settings(target="yandex-market", ym_business_id="7")
     with pytest.raises(ConfigurationError, match="EXCHANGE_YM_API_KEY_FILE"):
         app.target(s)
+
+
+def test_the_simulators_printed_channel_is_a_valid_yandex_market_channel(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from exchange.dev.ymsim import YmSimulator, channel_settings
+
+    key = tmp_path / "key"
+    key.write_text("ym-key-12345", encoding="utf-8")
+    sim = YmSimulator("ym-key-12345", 1001)
+    sim.start()
+    try:
+        printed = channel_settings(sim, str(key))
+    finally:
+        sim.stop()
+    monkeypatch.setenv("EXCHANGE_CHANNELS", json.dumps({"ym": printed}))
+    (found,) = load_settings().channels_in_force()
+    built = app.target(found.settings)
+    assert isinstance(built, YandexMarketTarget) and built.url == sim.url

@@ -190,7 +190,6 @@ def test_discount_base_and_bestseller_minimum_are_sent_with_every_update_where_m
     [
         ("100", "102", "a discount of 1.96 %"),  # under 5 %
         ("1", "1000", "a discount of 99.90 %"),  # over 99 %
-        ("100", "150.5", "not a whole number"),
         ("100", "100", "not above value"),
     ],
 )
@@ -202,6 +201,15 @@ def test_the_discount_rule_is_checked_before_sending_and_is_invalid_for_channel(
     assert [Verdict.TERMINAL] * 2 == verdicts(found)
     assert all(c.reason == "invalid-for-channel" and rule in c.detail for c in found), found
     assert 0 == ym.requests["offer-prices/updates"], "never sent"
+
+
+def test_a_discount_base_with_kopecks_is_invalid_for_channel_and_the_price_goes_alone(
+    ym: YmSimulator,
+) -> None:
+    messages = [price("SKU-1", 1, "100"), price("SKU-1", 1, "150.5", price_type="old")]
+    found = run(lambda: target(ym), lambda t: send_all(t, messages))
+    assert [Verdict.ACCEPTED, Verdict.TERMINAL] == verdicts(found)
+    assert "invalid-for-channel" == found[1].reason and "whole units" in found[1].detail
 
 
 def test_a_price_in_another_currency_or_too_many_decimals_is_invalid_for_channel(
@@ -497,3 +505,46 @@ def test_read_prices_answers_what_yandex_holds_for_verify(ym: YmSimulator) -> No
 
     held = run(lambda: target(ym), scenario)
     assert [(True, True), (False, False)] == [(h.found, h.agrees) for h in held]
+
+
+def test_under_sku_source_article_the_offer_id_is_the_article_trimmed(ym: YmSimulator) -> None:
+    from exchange.targets.marketplace.articles import MemoryArticles
+
+    recorder = Recorder()
+    articles = MemoryArticles({"1c-id-1": " ART-1 "})
+    messages = [price("1c-id-1", 1, "10"), price("1c-id-2", 1, "11")]
+
+    async def scenario(t: YandexMarketTarget) -> tuple[list[Classification], list[Any]]:
+        sent = await send_all(t, messages)
+        again = await send_all(t, messages[:1])
+        return sent + again, await t.read_prices(messages[:1])
+
+    found, held = run(
+        lambda: target(ym, sku_source="article", articles=articles, transport=recorder), scenario
+    )
+    assert [Verdict.ACCEPTED, Verdict.TERMINAL, Verdict.DELIVERED] == verdicts(found)
+    assert "invalid-for-channel" == found[1].reason
+    assert ["ART-1"] == [o["offerId"] for o in recorder.updates()[0]["offers"]]
+    assert Decimal("10") == ym.live("ART-1").value  # type: ignore[union-attr]
+    assert held[0].agrees
+
+
+@pytest.mark.parametrize("ym", [{"switches": {"apply_delay": 100_000}}], indirect=True)
+def test_an_item_carries_the_price_yandex_accepted_not_yet_shown_never_the_older_one(
+    ym: YmSimulator,
+) -> None:
+    """The price v2 waits for its read-back (not in flight, so not among the known prices);
+    the discount sent meanwhile carries v2 with it, never v1, which Yandex would apply over
+    v2 (an update replaces the whole price)."""
+    recorder = Recorder()
+    known = MemoryKnownPrices()
+    known.remember(KnownPrice("SKU-1", "retail", Decimal("100"), "RUB", 1))
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        first = await t.send([price("SKU-1", 2, "90")])
+        return first + await t.send([price("SKU-1", 1, "120", price_type="old")])
+
+    found = run(lambda: target(ym, known=known, transport=recorder), scenario)
+    assert [Verdict.ACCEPTED, Verdict.ACCEPTED] == verdicts(found)
+    second = recorder.updates()[1]["offers"][0]["price"]
+    assert (90, 120) == (second["value"], second["discountBase"])

@@ -49,7 +49,6 @@ from typing import Any
 
 import httpx
 
-from exchange.domain.prices import DEFAULT_CURRENCY
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ReadBackFailed
@@ -61,6 +60,9 @@ from exchange.targets.base import (
     Release,
     Shown,
 )
+from exchange.targets.marketplace import items as shared
+from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
+from exchange.targets.marketplace.money import Money
 from exchange.targets.prices import NO_KNOWN_PRICES, KnownPrices, MappedPrice, read_price
 from exchange.targets.wire import http_client, httpx_failure, transport_verdict
 from exchange.targets.yandex_market import answers
@@ -77,11 +79,17 @@ MAX_OFFER_ID = 255  # §3.1 ShopSku: 1..255 characters
 MAX_DIGITS = 7  # §3.1 value: ≤ 7 decimal places
 MAX_BESTSELLER = Decimal(100_000_000)  # §3.1 minimumForBestseller
 DISCOUNT_MIN, DISCOUNT_MAX = 5, 99  # §3.1 DiscountBase: 5..99 %
-CURRENCY = "RUR"  # §3.1 CurrencyType: Yandex's code for roubles
+RUR = "RUR"  # §3.1 CurrencyType: Yandex's code for roubles (ISO 4217's RUB)
+# What each field takes (contract 14's money, item 0): value and minimumForBestseller are
+# numbers with at most 7 decimals (§3.1), discountBase an integer (§3.1 DiscountBase).
+MONEY = {
+    "value": Money(places=MAX_DIGITS),
+    "discountBase": Money(places=0),
+    "minimumForBestseller": Money(places=MAX_DIGITS),
+}
 FIELDS = ("value", "discountBase", "minimumForBestseller")
 TRIES = 4  # sends of one request through 420s (waited out) before its 420 is the verdict
 RESENDS = 3  # rounds of "a 400 named some offers: the rest sent again"
-INVALID_FOR_CHANNEL = "invalid-for-channel"  # contract 14's reason
 
 
 def offer_id(sku: str) -> str:
@@ -118,8 +126,8 @@ class _Item:
     fields: dict[str, Decimal]
     carried: list[OutgoingMessage] = field(default_factory=list)
 
-    def json(self) -> dict[str, Any]:
-        price: dict[str, Any] = {"value": self.fields["value"], "currencyId": CURRENCY}
+    def json(self, currency: str) -> dict[str, Any]:
+        price: dict[str, Any] = {"value": self.fields["value"], "currencyId": currency}
         for name in FIELDS[1:]:
             if name in self.fields:
                 price[name] = self.fields[name]
@@ -162,6 +170,10 @@ class YandexMarketTarget:
         key: Callable[[], str | None],
         *,
         price_types: Mapping[str, str | None],
+        currency: str = "RUB",
+        sku_source: str = "sku",
+        rounding: str = "none",
+        articles: Articles = NO_ARTICLES,
         offers_per_minute: int = 10_000,
         parallel: int = 4,
         apply_timeout: float = 600.0,
@@ -177,6 +189,17 @@ class YandexMarketTarget:
         self._key_source = key
         self._key = key()
         self.price_types = dict(price_types)
+        self.channel = shared.Channel(
+            "yandex-market",
+            self.price_types,
+            "ym_price_types",
+            MONEY,
+            currency=currency,
+            sku_source=sku_source,
+            rounding=rounding,
+        )
+        self.currency_id = RUR if currency == "RUB" else currency
+        self.articles = articles
         self.apply_timeout = apply_timeout
         self.known = known
         self.per_request = max(1, min(MAX_OFFERS, offers_per_minute))
@@ -226,30 +249,45 @@ class YandexMarketTarget:
     async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
         self._forget_old()
         answers_: dict[str, Classification] = {}
-        read: dict[str, list[tuple[OutgoingMessage, MappedPrice]]] = {}
+        groups: dict[str, list[OutgoingMessage]] = {}
         for message in messages:
-            judged = self._read(message)
-            if isinstance(judged, Classification):
-                answers_[message.message_id] = judged
-            else:
-                read.setdefault(judged.sku, []).append((message, judged))
+            groups.setdefault(shared.sku_of(message) or f"\0{message.message_id}", []).append(
+                message
+            )
         to_read: list[tuple[OutgoingMessage, _Accepted]] = []
-        items: list[_Item] = []
-        known = self._known(sku for sku, group in read.items() if not self._all_accepted(group))
-        for sku, group in read.items():
-            if self._all_accepted(group):
-                to_read += [(m, self._accepted[m.message_id]) for m, _ in group]
-                continue
-            item = self._item(sku, group, known.get(sku, {}))
-            if isinstance(item, Classification):
-                answers_.update((m.message_id, item) for m, _ in group)
+        to_send: list[OutgoingMessage] = []
+        for group in groups.values():
+            if all(m.message_id in self._accepted for m in group):
+                to_read += [(m, self._accepted[m.message_id]) for m in group]
             else:
-                items.append(item)
-        if items:
-            answers_.update(await self._update(items))
+                to_send += group
+        if to_send:
+            built = await shared.gather(
+                to_send, self.channel, known=self.known, articles=self.articles, rule=_rule
+            )
+            answers_.update(built.answers)
+            if built.items:
+                answers_.update(await self._update([self._with_accepted(i) for i in built.items]))
         if to_read:
             answers_.update(await self._read_accepted(to_read))
         return [answers_[m.message_id] for m in messages]
+
+    def _with_accepted(self, item: shared.Item) -> _Item:
+        """The item as sent: a field this batch does not set takes the price Yandex last
+        accepted for the offer and may not show yet (its delivery waits for its read-back,
+        not in flight, so the known prices do not hold it), never the older delivered one."""
+        offer = offer_id(item.offer_id)
+        fields = dict(item.prices)
+        latest = max(
+            (a for a in self._accepted.values() if a.offer == offer),
+            key=lambda a: a.accepted_at,
+            default=None,
+        )
+        if latest is not None:
+            for name, amount in latest.fields.items():
+                if name not in item.new and name in fields:
+                    fields[name] = amount
+        return _Item(offer, item.sku, fields, list(item.carried))
 
     async def health(self) -> Classification:
         """A read of one offer's price (no effect): the key is accepted."""
@@ -266,21 +304,24 @@ class YandexMarketTarget:
         await self._http.aclose()
 
     async def offers_found(self, skus: Sequence[str]) -> set[str] | Classification:
-        """Of ``skus``, those Yandex lists as the cabinet's offers (``exchange check``), read
-        with no effect; the answer that refused the read otherwise."""
+        """Of ``skus``, those whose offer (the SKU, or its article under ``sku_source =
+        article``) Yandex lists among the cabinet's offers (``exchange check``), read with no
+        effect; the answer that refused the read otherwise."""
+        prices = [MappedPrice(sku, Decimal(0), "", "") for sku in skus]
         try:
-            shown = await self._read_back(sorted({offer_id(s) for s in skus if offer_id(s)}))
+            offers = await self._offers(prices)
+            shown = await self._read_back(sorted({o for o in offers.values() if o}))
         except _Whole as whole:
             return whole.classification
-        return {sku for sku in skus if offer_id(sku) in shown}
+        return {sku for sku, offer in offers.items() if offer in shown}
 
     # -- reading prices back (exchange verify) ---------------------------------------------
 
     async def read_prices(self, messages: Sequence[OutgoingMessage]) -> list[HeldPrice]:
         read = [(m, self._read(m)) for m in messages]
-        offers = {offer_id(p.sku) for _, p in read if isinstance(p, MappedPrice)}
         try:
-            shown = await self._read_back(sorted(offers))
+            offers = await self._offers(p for _, p in read)
+            shown = await self._read_back(sorted(set(offers.values())))
         except _Whole as whole:
             raise ReadBackFailed(whole.classification.detail) from None
         held: list[HeldPrice] = []
@@ -288,7 +329,8 @@ class YandexMarketTarget:
             if not isinstance(p, MappedPrice):
                 held.append(HeldPrice(message.message_id, "", "", None, None, unreadable=p.detail))
                 continue
-            seen = shown.get(offer_id(p.sku))
+            offer = offers.get(p.sku)
+            seen = shown.get(offer) if offer is not None else None
             held.append(
                 HeldPrice(
                     message.message_id,
@@ -297,6 +339,7 @@ class YandexMarketTarget:
                     p.amount,
                     seen.shown.get(p.mapped) if seen else None,
                     found=seen is not None and seen.found,
+                    unreadable=None if offer is not None else "the SKU has no article (sku_source)",
                 )
             )
         return held
@@ -307,18 +350,19 @@ class YandexMarketTarget:
         """LIVE when the read-back shows the message's price and Yandex no longer lists the
         offer in its quarantine; WITHHELD while it lists it; UNKNOWN otherwise."""
         read = [(m, self._read(m)) for m in messages]
-        offers = sorted({offer_id(p.sku) for _, p in read if isinstance(p, MappedPrice)})
         try:
-            shown = await self._read_back(offers)
-            listed = await self._quarantined(offers)
+            offers = await self._offers(p for _, p in read)
+            wanted = sorted(set(offers.values()))
+            shown = await self._read_back(wanted)
+            listed = await self._quarantined(wanted)
         except _Whole:
             return [Shown.UNKNOWN for _ in messages]
         out: list[Shown] = []
         for _, p in read:
-            if not isinstance(p, MappedPrice):
+            offer = offers.get(p.sku) if isinstance(p, MappedPrice) else None
+            if not isinstance(p, MappedPrice) or offer is None:
                 out.append(Shown.UNKNOWN)
                 continue
-            offer = offer_id(p.sku)
             seen = shown.get(offer)
             if offer in listed:
                 out.append(Shown.WITHHELD)
@@ -332,10 +376,14 @@ class YandexMarketTarget:
         """``POST …/price-quarantine/confirm`` for the messages' offers, 200 a request; the
         price then shows within minutes and the delivery ends delivered on the read-back."""
         read = [(m, self._read(m)) for m in messages]
-        offers = list(dict.fromkeys(offer_id(p.sku) for _, p in read if isinstance(p, MappedPrice)))
+        try:
+            offers = await self._offers(p for _, p in read)
+        except _Whole as whole:
+            return [Release(False, whole.classification.detail) for _ in messages]
+        wanted = list(dict.fromkeys(offers.values()))
         said: dict[str, Release] = {}
-        for start in range(0, len(offers), MAX_CONFIRM):
-            part = offers[start : start + MAX_CONFIRM]
+        for start in range(0, len(wanted), MAX_CONFIRM):
+            part = wanted[start : start + MAX_CONFIRM]
             try:
                 await self._call("price-quarantine/confirm", {"offerIds": part}, cost=len(part))
             except _Whole as whole:
@@ -348,56 +396,38 @@ class YandexMarketTarget:
                 "minutes, and the delivery ends delivered when the read-back shows it",
             )
             said.update((offer, agreed) for offer in part)
-        return [
-            said[offer_id(p.sku)]
-            if isinstance(p, MappedPrice)
-            else Release(False, f"not a price this channel sent: {p.detail}")
-            for _, p in read
-        ]
+        out: list[Release] = []
+        for _, p in read:
+            offer = offers.get(p.sku) if isinstance(p, MappedPrice) else None
+            if offer is None:
+                why = p.detail if isinstance(p, Classification) else "the SKU has no article"
+                out.append(Release(False, f"not a price this channel sent: {why}"))
+            else:
+                out.append(said[offer])
+        return out
 
     # -- items -----------------------------------------------------------------------------
 
     def _read(self, message: OutgoingMessage) -> MappedPrice | Classification:
-        price = read_price(
+        """A delivered message's price as this channel sent it (its field), for the reads."""
+        return read_price(
             message, target="yandex-market", mapping=self.price_types, setting="ym_price_types"
         )
-        if isinstance(price, Classification):
-            return price
-        if price.mapped not in FIELDS:
-            return _invalid(f"ym_price_types maps to {price.mapped!r}, not one of {FIELDS}")
-        if price.currency != DEFAULT_CURRENCY:
-            return _invalid(
-                f"the price is in {price.currency}; this Yandex Market channel takes roubles "
-                f"({DEFAULT_CURRENCY}, sent as {CURRENCY})"
-            )
-        return price
 
-    def _all_accepted(self, group: list[tuple[OutgoingMessage, MappedPrice]]) -> bool:
-        return all(m.message_id in self._accepted for m, _ in group)
-
-    def _known(self, skus: Iterable[str]) -> dict[str, dict[str, Decimal]]:
-        """For each SKU, the latest known price of each mapped price type, by Yandex field."""
-        wanted = list(skus)
-        out: dict[str, dict[str, Decimal]] = {}
-        if not wanted:
-            return out
-        for known in self.known.latest(wanted):
-            mapped = self.price_types.get(known.price_type)
-            if mapped in FIELDS and known.currency == DEFAULT_CURRENCY:
-                out.setdefault(known.sku, {})[mapped] = known.amount
-        return out
-
-    def _item(
-        self,
-        sku: str,
-        group: list[tuple[OutgoingMessage, MappedPrice]],
-        known: dict[str, Decimal],
-    ) -> _Item | Classification:
-        fields = {**known, **{p.mapped: p.amount for _, p in group}}
-        offer = offer_id(sku)
-        item = _Item(offer, sku, fields, [m for m, _ in group])
-        rule = _rule_broken(item)
-        return _invalid(rule) if rule is not None else item
+    async def _offers(self, prices: Iterable[MappedPrice | Classification]) -> dict[str, str]:
+        """Each SKU's offerId: the SKU, or its article (``sku_source = article``), trimmed."""
+        skus = sorted({p.sku for p in prices if isinstance(p, MappedPrice)})
+        if self.channel.sku_source != "article":
+            return {sku: offer_id(sku) for sku in skus}
+        try:
+            found = await asyncio.to_thread(self.articles.of, skus)
+        except Exception as exc:  # the service's database
+            raise _Whole(
+                Classification(
+                    Verdict.UNKNOWN, f"the articles could not be read: {type(exc).__name__}"
+                )
+            ) from None
+        return {sku: offer_id(article) for sku, article in found.items()}
 
     # -- the update ------------------------------------------------------------------------
 
@@ -411,7 +441,7 @@ class YandexMarketTarget:
             try:
                 await self._call(
                     "offer-prices/updates",
-                    {"offers": [i.json() for i in left]},
+                    {"offers": [i.json(self.currency_id) for i in left]},
                     cost=len(left),
                     budget=self.budget,
                     rejects=offers,
@@ -684,26 +714,18 @@ def _sku(message: OutgoingMessage) -> str | None:
         return None
 
 
-def _invalid(rule: str) -> Classification:
-    return Classification(
-        Verdict.TERMINAL,
-        f"not sent to Yandex Market: {rule}",
-        reason=INVALID_FOR_CHANNEL,
-        error_class="InvalidForChannel",
-    )
+def _rule(item: shared.Item) -> str | None:
+    """Yandex's rules for the shared part's item (contract 14: checked before sending)."""
+    return _rule_broken(_Item(offer_id(item.offer_id), item.sku, item.prices))
 
 
 def _accepted(detail: str, wait: float) -> Classification:
     return Classification(Verdict.ACCEPTED, detail, http_status=200, again_in=wait)
 
 
-def _places(amount: Decimal) -> int:
-    exponent = amount.normalize().as_tuple().exponent
-    return max(0, -exponent) if isinstance(exponent, int) else 0
-
-
 def _rule_broken(item: _Item) -> str | None:
-    """Yandex's rules for one offer (§3.1), checked before sending, or None."""
+    """Yandex's rules for one offer (§3.1), checked before sending, or None. Each field's
+    money (7 decimals, discountBase whole, never 0) is the shared part's (``MONEY``)."""
     if not item.offer:
         return "the SKU is empty once Yandex trims it (offerId is 1-255 characters)"
     if len(item.offer) > MAX_OFFER_ID:
@@ -714,14 +736,8 @@ def _rule_broken(item: _Item) -> str | None:
             f"offer {item.offer!r} has no price mapped to value known yet (Yandex takes "
             "discountBase and minimumForBestseller only with the price)"
         )
-    if not value.is_finite() or value <= 0:
-        return f"offer {item.offer!r}: value {number(value)} is not above 0"
-    if _places(value) > MAX_DIGITS:
-        return f"offer {item.offer!r}: value {number(value)} has more than {MAX_DIGITS} decimals"
     base = item.fields.get("discountBase")
     if base is not None:
-        if not base.is_finite() or base != base.to_integral_value():
-            return f"offer {item.offer!r}: discountBase {number(base)} is not a whole number"
         if base <= value:
             return (
                 f"offer {item.offer!r}: discountBase {number(base)} is not above value "
