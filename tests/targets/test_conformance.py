@@ -20,8 +20,8 @@ from rabbitmq_shop import RabbitMqShop
 
 from exchange.dev.bitrixsim import PATH as BITRIX_PATH
 from exchange.dev.bitrixsim import BitrixSimulator
-from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.simclock import SimClock
+from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.woosim import WooSimulator
 from exchange.dev.ymsim import YmSimulator, YmSwitches
 from exchange.domain.verdicts import Classification, Verdict
