@@ -1,0 +1,83 @@
+"""A worker delivering to Yandex Market (contract 14) against its simulator, on SQLite and
+PostgreSQL: a price Yandex accepts waits for its read-back out of flight and uncharged (the
+loop goes on with other work meanwhile), and ends delivered once the read-back shows it; a
+sharp change Yandex quarantines ends withheld."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, select
+
+from exchange import app as bootstrap
+from exchange.db.engine import transaction
+from exchange.db.schema import history, messages
+from exchange.dev.simclock import SimClock
+from exchange.dev.testing import fast_settings, price_row, run_worker, stage
+from exchange.dev.ymsim import YmSimulator, YmSwitches
+from exchange.worker import Worker
+
+
+@pytest.fixture
+def ym() -> Iterator[YmSimulator]:
+    # A minute lasts a second: Yandex applies an accepted price half a real second later.
+    simulator = YmSimulator(
+        "ym-key-1234", 1001, clock=SimClock(60), switches=YmSwitches(apply_delay=30)
+    )
+    simulator.start()
+    yield simulator
+    simulator.stop()
+
+
+def states(engine: Engine) -> dict[str, tuple[str, int]]:
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(
+            select(messages.c.aggregate, messages.c.state, messages.c.attempts)
+        )
+        return {a: (s, n) for a, s, n in rows}
+
+
+def events(engine: Engine) -> list[str]:
+    with transaction(engine, read_only=True) as connection:
+        return [e for (e,) in connection.execute(select(history.c.event).order_by(history.c.id))]
+
+
+async def until_settled(worker: Worker, engine: Engine, seconds: float = 8.0) -> None:
+    """Cycles, as the worker's loop runs them, until no price waits (or the time is up)."""
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + seconds
+    while loop.time() < ends:
+        await worker.cycle()
+        if all(s in ("delivered", "withheld") for s, _ in states(engine).values()):
+            return
+        await asyncio.sleep(0.05)
+
+
+def test_an_accepted_price_waits_out_of_flight_uncharged_and_ends_delivered_on_its_read_back(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    key = tmp_path / "ym-key"
+    key.write_text("ym-key-1234", encoding="utf-8")
+    settings = fast_settings(
+        db_url,
+        None,
+        target="yandex-market",
+        ym_api_url=ym.url,
+        ym_business_id="1001",
+        ym_api_key_file=str(key),
+        ym_apply_timeout="4",
+    )
+    stage(engine, [price_row("SKU-1", 1, "100.00"), price_row("SKU-2", 1, "200.00")])
+    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
+    run_worker(worker, lambda w: until_settled(w, engine))
+
+    assert {"SKU-1": ("delivered", 1), "SKU-2": ("delivered", 1)} == states(engine), (
+        "delivered, one attempt charged: the waits for the read-back were not"
+    )
+    assert 1 == ym.requests["offer-prices/updates"], "sent once, then read back"
+    assert ym.requests["offer-prices"] >= 1
+    assert "released" in events(engine), "the accepted price went back to wait, out of flight"
