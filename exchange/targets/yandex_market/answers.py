@@ -130,9 +130,9 @@ def whole(response: httpx.Response) -> Classification:
     if status == 401:
         return Classification(
             Verdict.PAUSE,
-            f"{said}: Yandex Market refused the Api-Key (ym_api_key_file): make a key in the "
-            "cabinet (Settings → API and modules → Api-Key tokens) with the «Pricing» "
-            "(pricing) or «All methods» access",
+            f"{said}: Yandex Market refused the Api-Key (ym_api_key_file): make an Api-Key "
+            "token in the cabinet with the «Pricing» (pricing) or «All methods» access (Yandex's "
+            "guide: yandex.ru/dev/market/partner-api/doc/ru/concepts/api-key)",
             http_status=401,
             error_class=KEY_REFUSED,
         )
