@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,69 @@ def test_an_accepted_price_waits_out_of_flight_uncharged_and_ends_delivered_on_i
     assert 1 == ym.requests["offer-prices/updates"], "sent once, then read back"
     assert ym.requests["offer-prices"] >= 1
     assert "released" in events(engine), "the accepted price went back to wait, out of flight"
+
+
+def test_a_sharp_change_yandex_quarantines_is_withheld_and_a_release_ends_it_delivered(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    from exchange.db.schema import history as h
+    from exchange.delivery import withheld
+    from exchange.domain.clock import SystemClock
+
+    key = tmp_path / "ym-key"
+    key.write_text("ym-key-1234", encoding="utf-8")
+    settings = fast_settings(
+        db_url,
+        None,
+        target="yandex-market",
+        ym_api_url=ym.url,
+        ym_business_id="1001",
+        ym_api_key_file=str(key),
+        ym_apply_timeout="2",
+    )
+    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
+    clock = SystemClock()
+
+    async def scenario(w: Worker) -> tuple[str, list[withheld.Released], int]:
+        stage(engine, [price_row("SKU-1", 1, "100.00")])
+        await until_settled(w, engine)
+        stage(engine, [price_row("SKU-1", 2, "10.00")])  # a drop Yandex withholds (§3.4)
+        await until_settled(w, engine)
+        with transaction(engine, read_only=True) as connection:
+            (message_id,) = connection.execute(
+                select(messages.c.message_id).where(messages.c.state == "withheld")
+            ).one()
+        released = await withheld.release(
+            engine, w.target, [message_id], operator="anna", note="a real sale", now=clock.now
+        )
+        moved = 0
+        for _ in range(40):  # the worker's recheck, until Yandex shows the confirmed price
+            moved += await withheld.recheck(engine, w.target, clock.now)
+            if moved:
+                break
+            await asyncio.sleep(0.1)
+        return message_id, released, moved
+
+    outcome: dict[str, tuple[str, list[withheld.Released], int]] = {}
+
+    async def run(w: Worker) -> None:
+        outcome["x"] = await scenario(w)
+
+    run_worker(worker, run)
+    message_id, released, moved = outcome["x"]
+    assert released[0].asked and "price-quarantine/confirm" in released[0].detail
+    assert 1 == ym.requests["price-quarantine/confirm"]
+    assert 1 == moved
+    with transaction(engine, read_only=True) as connection:
+        state = connection.execute(
+            select(messages.c.state).where(messages.c.message_id == message_id)
+        ).scalar_one()
+        notes = connection.execute(
+            select(h.c.event, h.c.note)
+            .join(messages, messages.c.id == h.c.message_pk)
+            .where(messages.c.message_id == message_id)
+            .order_by(h.c.id)
+        ).all()
+    assert "delivered" == state
+    assert ("operator-release", "a real sale") in [tuple(n) for n in notes]
+    assert Decimal("10.00") == ym.live("SKU-1").value  # type: ignore[union-attr]

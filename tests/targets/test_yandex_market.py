@@ -548,3 +548,21 @@ def test_an_item_carries_the_price_yandex_accepted_not_yet_shown_never_the_older
     assert [Verdict.ACCEPTED, Verdict.ACCEPTED] == verdicts(found)
     second = recorder.updates()[1]["offers"][0]["price"]
     assert (90, 120) == (second["value"], second["discountBase"])
+
+
+def test_the_key_never_reaches_a_log_or_a_detail(
+    ym: YmSimulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    secret = "ym-secret-never-shown-42"
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        refused = await t.send([price("SKU-1", 1, "10")])
+        return refused + [await t.health()]
+
+    found = run(lambda: target(ym, key=secret), scenario)
+    assert [Verdict.PAUSE, Verdict.PAUSE] == verdicts(found)
+    assert secret not in caplog.text
+    assert all(secret not in c.detail for c in found)
