@@ -560,7 +560,7 @@ def test_the_key_never_reaches_a_log_or_a_detail(
 
     async def scenario(t: YandexMarketTarget) -> list[Classification]:
         refused = await t.send([price("SKU-1", 1, "10")])
-        return refused + [await t.health()]
+        return [*refused, await t.health()]
 
     found = run(lambda: target(ym, key=secret), scenario)
     assert [Verdict.PAUSE, Verdict.PAUSE] == verdicts(found)
