@@ -566,3 +566,17 @@ def test_the_key_never_reaches_a_log_or_a_detail(
     assert [Verdict.PAUSE, Verdict.PAUSE] == verdicts(found)
     assert secret not in caplog.text
     assert all(secret not in c.detail for c in found)
+
+
+def test_two_skus_of_one_article_go_in_separate_updates(ym: YmSimulator) -> None:
+    from exchange.targets.marketplace.articles import MemoryArticles
+
+    recorder = Recorder()
+    articles = MemoryArticles({"1c-a": "ART-1", "1c-b": "ART-1 "})
+    messages = [price("1c-a", 1, "10"), price("1c-b", 1, "11")]
+    found = run(
+        lambda: target(ym, sku_source="article", articles=articles, transport=recorder),
+        lambda t: t.send(messages),
+    )
+    assert [Verdict.ACCEPTED, Verdict.ACCEPTED] == verdicts(found), "no duplicate-offer 400"
+    assert [1, 1] == [len(b["offers"]) for b in recorder.updates()]

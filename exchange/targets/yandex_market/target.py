@@ -266,8 +266,17 @@ class YandexMarketTarget:
                 to_send, self.channel, known=self.known, articles=self.articles, rule=_rule
             )
             answers_.update(built.answers)
-            if built.items:
-                answers_.update(await self._update([self._with_accepted(i) for i in built.items]))
+            # Two SKUs of one offerId (one article, or equal once trimmed) never in one update:
+            # Yandex refuses the request as a duplicate (§3.6.7); each goes in its own wave.
+            waves: list[list[_Item]] = []
+            for item in (self._with_accepted(i) for i in built.items):
+                wave = next((w for w in waves if all(x.offer != item.offer for x in w)), None)
+                if wave is None:
+                    waves.append([item])
+                else:
+                    wave.append(item)
+            for wave in waves:
+                answers_.update(await self._update(wave))
         if to_read:
             answers_.update(await self._read_accepted(to_read))
         return [answers_[m.message_id] for m in messages]
