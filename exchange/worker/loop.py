@@ -270,6 +270,9 @@ class DeliveryLoop:
                 self.breaker.start_probing_again()
                 continue
             if not batch.messages:
+                # A write turn that found nothing to send is over: left set, no later turn
+                # would come (``_write_turn``) and a paused channel would stay paused.
+                self._trying_write = False
                 break
             report.batches += 1
             batch_started = time.perf_counter()
@@ -628,6 +631,10 @@ class DeliveryLoop:
             return delivered(classification)
         now = self.clock.now()
         self._heard(classification, now)
+        if verdict is Verdict.ACCEPTED and self._trying_write and self.paused_reason is not None:
+            # The channel took the write (it shows it later, contract 14): the key may write.
+            log.warning("delivery resumed: the site accepts a write again")
+            self._end_pause()
         match verdict:
             case Verdict.TEMPORARY if classification.http_status == 429 and not probing:
                 pass  # the site asks to slow down: the pace's business, not an outage

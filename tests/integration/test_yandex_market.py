@@ -148,3 +148,44 @@ def test_a_sharp_change_yandex_quarantines_is_withheld_and_a_release_ends_it_del
     assert "delivered" == state
     assert ("operator-release", "a real sale") in [tuple(n) for n in notes]
     assert Decimal("10.00") == ym.live("SKU-1").value  # type: ignore[union-attr]
+
+
+def test_a_read_only_key_pauses_and_a_write_accepted_after_it_was_fixed_resumes_delivery(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    """A read-only Api-Key reads (the health check passes) but may not write: delivery pauses
+    and one write is tried now and then; Yandex's 200 to it (accepted, not shown yet) proves
+    the key may write now, as a delivered write does elsewhere."""
+    key = tmp_path / "ym-key"
+    key.write_text("ym-key-1234", encoding="utf-8")
+    settings = fast_settings(
+        db_url,
+        None,
+        target="yandex-market",
+        ym_api_url=ym.url,
+        ym_business_id="1001",
+        ym_api_key_file=str(key),
+        ym_apply_timeout="4",
+    )
+    ym.scope = "pricing:read-only"
+    stage(engine, [price_row("SKU-1", 1, "100.00")])
+    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
+
+    async def scenario(w: Worker) -> None:
+        for _ in range(5):
+            await w.cycle()
+        assert w.loop.paused, "a key that may not write pauses delivery"
+        ym.scope = "pricing"  # the seller gave the key the «Pricing» access
+        refused = ym.requests["offer-prices/updates"]
+        for _ in range(100):
+            await w.cycle()
+            if ym.requests["offer-prices/updates"] > refused:
+                break
+            await asyncio.sleep(0.01)
+        assert "delivered" != states(engine)["SKU-1"][0], "accepted, not read back yet"
+        assert not w.loop.paused, "the accepted write resumed delivery at once"
+        await until_settled(w, engine)
+
+    run_worker(worker, scenario)
+    assert "delivered" == states(engine)["SKU-1"][0]
+    assert not worker.loop.paused
