@@ -580,3 +580,19 @@ def test_two_skus_of_one_article_go_in_separate_updates(ym: YmSimulator) -> None
     )
     assert [Verdict.ACCEPTED, Verdict.ACCEPTED] == verdicts(found), "no duplicate-offer 400"
     assert [1, 1] == [len(b["offers"]) for b in recorder.updates()]
+
+
+@pytest.mark.parametrize(
+    "ym", [{"switches": {"unversioned_paths": False}}], indirect=True, ids=["v2-only"]
+)
+def test_an_address_that_is_not_the_partner_api_pauses_never_quarantines(
+    ym: YmSimulator,
+) -> None:
+    def elsewhere() -> YandexMarketTarget:
+        t = target(ym)
+        t._http.base_url = httpx.URL(f"{ym.url}/businesses/{BUSINESS}")  # no /v2: a 404
+        return t
+
+    (found,) = run(elsewhere, lambda t: t.send([price("SKU-1", 1, "10")]))
+    assert (Verdict.PAUSE, 404) == (found.verdict, found.http_status)
+    assert "ym_api_url" in found.detail

@@ -13,6 +13,7 @@ target's answers are judged; the verdicts are those of ``exchange.domain.verdict
   YM-ERR #prices): those offers are terminal, the others are sent again.
 - 401, 403: the key is refused or may not write: delivery pauses, the cause in words.
 - 423 ``Business is in migration`` (§3.4): the cabinet's, temporary, not the offers' fault.
+- 404: not the Partner API at ``ym_api_url`` (no price method answers 404 for an offer): pause.
 - 5xx, 499: temporary.
 """
 
@@ -37,6 +38,7 @@ KEY_REFUSED = "KeyRefused"
 NO_WRITE_RIGHTS = "NoWriteRights"
 RATE_LIMITED = "RateLimited"
 MIGRATING = "BusinessMigrating"
+NOT_THE_API = "NotTheApi"
 
 _BY_ID = (re.compile(r"offerId = '([^']*)'"), re.compile(r"^Offer '([^']*)'"))
 _BY_INDEX = re.compile(r"[Oo]ffer at index '(\d+)'")
@@ -150,6 +152,16 @@ def whole(response: httpx.Response) -> Classification:
             ),
             http_status=403,
             error_class=NO_WRITE_RIGHTS if scope else KEY_REFUSED,
+        )
+    if status in (404, 405):
+        # No price method answers 404 for an offer (§3.4 names offers inside a 400): the
+        # address is not the Partner API's (ym_api_url, the /v2 path), about the channel.
+        return Classification(
+            Verdict.PAUSE,
+            f"{said}: the Partner API's price methods are not at this address: check "
+            "ym_api_url (https://api.partner.market.yandex.ru)",
+            http_status=status,
+            error_class=NOT_THE_API,
         )
     if status == 420:
         return Classification(
