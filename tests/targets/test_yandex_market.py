@@ -596,3 +596,31 @@ def test_an_address_that_is_not_the_partner_api_pauses_never_quarantines(
     (found,) = run(elsewhere, lambda t: t.send([price("SKU-1", 1, "10")]))
     assert (Verdict.PAUSE, 404) == (found.verdict, found.http_status)
     assert "ym_api_url" in found.detail
+
+
+@pytest.mark.parametrize("atomic", [True, False], ids=["atomic", "partial"])
+@pytest.mark.parametrize("repeat", ["touch", "ignore", "refuse"])
+def test_a_400_and_a_price_sent_twice_end_right_whichever_way_yandex_plays_them(
+    ym: YmSimulator, atomic: bool, repeat: str
+) -> None:
+    """The open points together (research §3.5, §8): a 400 may or may not apply the rest of
+    its request, and a price sent again may be refused as already set. The unknown offer ends
+    terminal; the others end delivered; the same price sent again (1C's reload) is delivered."""
+    ym.switches.atomic_400, ym.switches.repeat_price = atomic, repeat
+    ym.switches.unknown_offer = "reject"
+    messages = [price("SKU-1", 1, "10"), price("NOSUCH-2", 1, "11"), price("SKU-3", 1, "12")]
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        first = await t.send(messages)
+        second = await t.send([messages[0], messages[2]])  # leased again: read back
+        reload = [price("SKU-1", 2, "10")]  # the same price, a new version
+        third = await t.send(reload)
+        if third[0].verdict is Verdict.ACCEPTED:
+            third = await t.send(reload)
+        return first + second + third
+
+    found = run(lambda: target(ym), scenario)
+    assert Verdict.TERMINAL == found[1].verdict
+    assert [Verdict.DELIVERED] * 3 == [found[3].verdict, found[4].verdict, found[5].verdict], [
+        c.detail for c in found
+    ]

@@ -441,9 +441,15 @@ class YandexMarketTarget:
     # -- the update ------------------------------------------------------------------------
 
     async def _update(self, items: list[_Item]) -> dict[str, Classification]:
+        """Send the items; a 400 naming offers ends those and sends the rest again. Whether
+        Yandex applied the rest of a refused request is open (research §8: a 400 batch may be
+        all-or-nothing or not), and a price sent twice may be refused as already set (§3.5,
+        open): so an offer named in the first answer is terminal unless the read-back shows it
+        as sent (Yandex holds it already), and one named only when sent again (it passed the
+        first time) waits for its read-back like an accepted one."""
         out: dict[str, Classification] = {}
         left = items
-        for _ in range(RESENDS):
+        for round_ in range(RESENDS):
             if not left:
                 break
             offers = [i.offer for i in left]
@@ -460,27 +466,14 @@ class YandexMarketTarget:
                     out.update((m.message_id, whole.classification) for m in item.carried)
                 return out
             except _Rejected as rejected:
-                for item in left:
-                    said = rejected.named.get(item.offer)
-                    if said is not None:
-                        refused = Classification(
-                            Verdict.TERMINAL,
-                            f"HTTP 400: Yandex Market refused offer {item.offer!r}: {said}",
-                            http_status=400,
-                        )
-                        out.update((m.message_id, refused) for m in item.carried)
+                named = [i for i in left if i.offer in rejected.named]
+                if round_ == 0:
+                    out.update(await self._refused(named, rejected.named))
+                else:
+                    out.update(self._took(named, "named when sent again (it passed before)"))
                 left = [i for i in left if i.offer not in rejected.named]
                 continue
-            now = self._monotonic()
-            wait = self._wait(0)
-            for item in left:
-                for m in item.carried:
-                    self._accepted[m.message_id] = _Accepted(item.offer, dict(item.fields), now)
-                    out[m.message_id] = _accepted(
-                        f"HTTP 200: Yandex Market accepted offer {item.offer!r}; read back in "
-                        f"{wait:g} s",
-                        wait,
-                    )
+            out.update(self._took(left, "HTTP 200"))
             return out
         refused = Classification(
             Verdict.TERMINAL,
@@ -490,6 +483,47 @@ class YandexMarketTarget:
         )
         for item in left:
             out.update((m.message_id, refused) for m in item.carried)
+        return out
+
+    def _took(self, taken: list[_Item], why: str) -> dict[str, Classification]:
+        """Items Yandex took (or may have): each waits for its read-back (``ACCEPTED``)."""
+        out: dict[str, Classification] = {}
+        now = self._monotonic()
+        wait = self._wait(0)
+        for item in taken:
+            for m in item.carried:
+                self._accepted[m.message_id] = _Accepted(item.offer, dict(item.fields), now)
+                out[m.message_id] = _accepted(
+                    f"{why}: Yandex Market accepted offer {item.offer!r}; read back in {wait:g} s",
+                    wait,
+                )
+        return out
+
+    async def _refused(self, named: list[_Item], said: dict[str, str]) -> dict[str, Classification]:
+        """Offers a 400 named: terminal with Yandex's words, unless the read-back shows each
+        field as sent (a price already set, refused as a repeat: delivered)."""
+        try:
+            shown = await self._read_back(sorted({i.offer for i in named}))
+        except _Whole:
+            shown = {}
+        out: dict[str, Classification] = {}
+        for item in named:
+            seen = shown.get(item.offer)
+            if seen is not None and all(seen.shown.get(k) == v for k, v in item.fields.items()):
+                verdict = Classification(
+                    Verdict.DELIVERED,
+                    f"HTTP 400 ({said[item.offer]}), read back: offer {item.offer!r} holds the "
+                    "price as sent already",
+                    http_status=400,
+                    receipt=item.offer,
+                )
+            else:
+                verdict = Classification(
+                    Verdict.TERMINAL,
+                    f"HTTP 400: Yandex Market refused offer {item.offer!r}: {said[item.offer]}",
+                    http_status=400,
+                )
+            out.update((m.message_id, verdict) for m in item.carried)
         return out
 
     def _wait(self, reads: int) -> float:
