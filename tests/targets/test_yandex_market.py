@@ -624,3 +624,24 @@ def test_a_400_and_a_price_sent_twice_end_right_whichever_way_yandex_plays_them(
     assert [Verdict.DELIVERED] * 3 == [found[3].verdict, found[4].verdict, found[5].verdict], [
         c.detail for c in found
     ]
+
+
+def test_the_budget_is_spread_over_the_minute_and_no_minute_gets_more_than_it() -> None:
+    """At Yandex's figures the target's window is 3 s of 500 offers: a request goes every 3 s
+    (a simulator whose minute lasts a second takes it too), and any 60 s hold 10 000 at most."""
+    clock = Clock()
+    t = YandexMarketTarget("http://127.0.0.1:9", BUSINESS, lambda: KEY, price_types={})
+    assert (3.0, 500) == (t.budget.window, t.budget.limit)
+    budget = OfferBudget(10_000, window=3.0, monotonic=clock, sleep=clock.sleep)
+    sent: list[float] = []
+
+    async def scenario() -> None:
+        for _ in range(60):
+            await budget.take(500)
+            sent.append(clock.now)
+
+    asyncio.run(scenario())
+    per_minute = max(sum(1 for at in sent if start <= at < start + 60) for start in sent) * 500
+    assert 10_000 == per_minute
+    assert 3.0 == sent[1] - sent[0]
+    asyncio.run(t.aclose())

@@ -5,9 +5,13 @@ Yandex counts its price methods' budget in **offers** a minute (``ym_offers_per_
 The worker's own pace counts requests and learns 429s; Yandex answers 420 and says until when
 (``X-RateLimit-Resource-Until``), so the target keeps both limits itself:
 
-- ``OfferBudget``: a sliding minute. A request of ``n`` offers waits until the offers sent in
-  the last 60 seconds plus ``n`` fit the budget. A sliding minute never sends more than the
-  budget within any minute, so Yandex's own window (whatever its alignment) never refuses it;
+- ``OfferBudget``: a sliding window. A request of ``n`` offers waits until the offers sent in
+  the last ``window`` seconds plus ``n`` fit ``per_minute × window / 60``. Any minute holds
+  60/``window`` such windows, so no minute ever gets more than the budget and Yandex's own
+  window (whatever its alignment) never refuses it. The target takes the shortest window that
+  still holds one whole request (3 s for 500 offers of 10 000 a minute, at least 1 s): the
+  budget is spread over the minute instead of spent in its first second, which is what a
+  simulator whose minute is scaled down to a second can take too;
   a 420 for the budget (another program on the same cabinet, a restart within the minute)
   holds every request until the moment Yandex names. Waiters go in turn (a lock).
 - ``Parallel``: at most ``limit`` requests at once; a 420 for parallel requests lowers the
@@ -32,12 +36,13 @@ LONGEST_HOLD = 120.0  # seconds: a Resource-Until further away than this is not 
 
 
 class OfferBudget:
-    """At most ``per_minute`` offers in any 60 seconds."""
+    """At most ``per_minute × window / 60`` offers in any ``window`` seconds."""
 
     def __init__(
         self,
         per_minute: int,
         *,
+        window: float = WINDOW,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         wall: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -45,6 +50,8 @@ class OfferBudget:
         if per_minute < 1:
             raise ValueError("per_minute must be at least 1")
         self.per_minute = per_minute
+        self.window = min(WINDOW, max(window, 0.001))
+        self.limit = max(1, int(per_minute * self.window / WINDOW))
         self._monotonic, self._sleep, self._wall = monotonic, sleep, wall
         self._sent: collections.deque[tuple[float, int]] = collections.deque()
         self._used = 0
@@ -54,19 +61,19 @@ class OfferBudget:
     def wait(self, offers: int, now: float) -> float:
         """Seconds until ``offers`` more fit (0: now). More than the whole budget never fits
         whole: it waits for an empty minute."""
-        while self._sent and self._sent[0][0] <= now - WINDOW:
+        while self._sent and self._sent[0][0] <= now - self.window:
             self._used -= self._sent.popleft()[1]
         if self._held_until > now:
             return self._held_until - now
-        need = min(offers, self.per_minute)
-        if self._used + need <= self.per_minute:
+        need = min(offers, self.limit)
+        if self._used + need <= self.limit:
             return 0.0
         freed = self._used
         for at, count in self._sent:
             freed -= count
-            if freed + need <= self.per_minute:
-                return at + WINDOW - now
-        return WINDOW  # unreachable: an empty log frees everything
+            if freed + need <= self.limit:
+                return at + self.window - now
+        return self.window  # unreachable: an empty log frees everything
 
     def spend(self, offers: int, now: float) -> None:
         self._sent.append((now, offers))
@@ -93,7 +100,7 @@ class OfferBudget:
 
     @property
     def used(self) -> int:
-        """Offers counted in the last minute (for ``check`` and the tests)."""
+        """Offers counted in the last window (for the tests)."""
         self.wait(0, self._monotonic())
         return self._used
 

@@ -203,8 +203,15 @@ class YandexMarketTarget:
         self.apply_timeout = apply_timeout
         self.known = known
         self.per_request = max(1, min(MAX_OFFERS, offers_per_minute))
-        self.budget = OfferBudget(offers_per_minute, monotonic=monotonic, sleep=sleep)
-        self.read_budget = OfferBudget(offers_per_minute, monotonic=monotonic, sleep=sleep)
+        # The shortest window that holds a whole request (pace.py): 3 s at Yandex's figures.
+        window = max(1.0, 60.0 * self.per_request / offers_per_minute)
+        read_window = max(1.0, 60.0 * min(MAX_READ, offers_per_minute) / offers_per_minute)
+        self.budget = OfferBudget(
+            offers_per_minute, window=window, monotonic=monotonic, sleep=sleep
+        )
+        self.read_budget = OfferBudget(
+            offers_per_minute, window=read_window, monotonic=monotonic, sleep=sleep
+        )
         self.parallel = Parallel(parallel)
         self._monotonic = monotonic
         self._accepted: dict[str, _Accepted] = {}
