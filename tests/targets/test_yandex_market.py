@@ -645,3 +645,29 @@ def test_the_budget_is_spread_over_the_minute_and_no_minute_gets_more_than_it() 
     assert 10_000 == per_minute
     assert 3.0 == sent[1] - sent[0]
     asyncio.run(t.aclose())
+
+
+@pytest.mark.parametrize(
+    ("message", "named"),
+    [
+        ("discountBase is less than value: offerId = 'B'", "B"),
+        ("Offer 'C' should have valid discount value. Discount percentage must be between", "C"),
+        ("Offer at index '1' should have valid discount value. Discount percentage must be", "B"),
+        ("Offer at index '0' should not have 'currencyId' with 'USD' currency", "A"),
+        ("Duplicate offer in request: offerId = ' C '", "C"),
+    ],
+)
+def test_a_400_names_its_offer_by_offer_id_or_by_index_as_yandex_writes_both(
+    message: str, named: str
+) -> None:
+    """§3.4 (YM-ERR #prices) quotes both forms; the simulator's discount_error_by plays either."""
+    response = httpx.Response(400, json={"errors": [{"code": "BAD_REQUEST", "message": message}]})
+    assert [named] == list(answers.named_offers(response, ["A", "B", "C"]))
+
+
+def test_a_400_that_names_no_offer_of_the_request_decides_the_whole_request() -> None:
+    response = httpx.Response(
+        400, json={"errors": [{"code": "BAD_REQUEST", "message": "The request is too big"}]}
+    )
+    assert {} == answers.named_offers(response, ["A"])
+    assert Verdict.TERMINAL == answers.whole(response).verdict
