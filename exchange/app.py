@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from exchange.domain.clock import Clock, Monotonic, SystemClock
 from exchange.errors import ConfigurationError
 from exchange.settings import Settings, onec_folder, only_channel
+from exchange.settings.marketplaces import MARKETPLACE_TARGETS
 
 if TYPE_CHECKING:
     import httpx
@@ -97,6 +98,11 @@ def target(
         return bitrix_target(settings, transport, engine=engine, clock=clock)
     if settings.target == "rabbitmq":
         return rabbitmq_target(settings)
+    if settings.target == "yandex-market":
+        return yandex_market_target(settings, transport, engine=engine)
+    if settings.target in MARKETPLACE_TARGETS:
+        # Contract 14: each marketplace's target is built above, when its module is there.
+        raise ConfigurationError(f"the {settings.target} target is not part of this build")
     from exchange.targets.shop_api.target import ShopApiTarget
 
     return ShopApiTarget(
@@ -159,6 +165,47 @@ def woocommerce_target(
         transport=transport,
         verify=settings.site_tls(),
         auth_setting=settings.woo_auth,
+    )
+
+
+def yandex_market_target(
+    settings: Settings,
+    transport: httpx.AsyncBaseTransport | None = None,
+    *,
+    engine: Engine | None = None,
+) -> Target:
+    """Contract 14's Yandex Market: each offer carries every mapped price type the channel
+    knows (``KnownPrices``, this channel's), since Yandex drops a discount an update leaves
+    out; the articles under ``sku_source = article``."""
+    from exchange.db.articles import DbArticles
+    from exchange.db.known_prices import DbKnownPrices
+    from exchange.targets.marketplace.articles import NO_ARTICLES
+    from exchange.targets.prices import NO_KNOWN_PRICES
+    from exchange.targets.yandex_market.target import YandexMarketTarget
+
+    if settings.ym_business_id is None:
+        raise ConfigurationError("the yandex-market target needs EXCHANGE_YM_BUSINESS_ID")
+    if not settings.secret("ym_api_key"):
+        raise ConfigurationError(
+            "the yandex-market target needs EXCHANGE_YM_API_KEY or EXCHANGE_YM_API_KEY_FILE"
+        )
+    channel = settings._channel_name
+    return YandexMarketTarget(
+        settings.ym_api_url,
+        settings.ym_business_id,
+        lambda: settings.secret("ym_api_key"),
+        price_types=dict(settings.ym_price_types),
+        currency=settings.currency,
+        sku_source=settings.sku_source,
+        rounding=settings.rounding,
+        articles=DbArticles(engine) if engine is not None else NO_ARTICLES,
+        offers_per_minute=settings.ym_offers_per_minute,
+        parallel=settings.ym_parallel,
+        apply_timeout=settings.ym_apply_timeout,
+        timeout=settings.http_timeout,
+        known=DbKnownPrices(engine, channel) if engine is not None else NO_KNOWN_PRICES,
+        transport=transport,
+        verify=settings.site_tls(),
     )
 
 

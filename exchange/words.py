@@ -475,6 +475,8 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "shop-failure": NP_("reason", "shop failure"),
         "not-for-this-shop": NP_("reason", "not for this shop"),
         "unroutable": NP_("reason", "unroutable"),
+        "invalid-for-channel": NP_("reason", "invalid for the channel"),
+        "channel-rule": NP_("reason", "the channel's price rule"),
         "channel-removed": NP_("reason", "channel removed"),
     },
 }

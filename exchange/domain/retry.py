@@ -16,6 +16,7 @@ ceiling as the backoff (``RetryPolicy.ceiling``).
     STALE_AT_SITE   cancelled, stale-at-site           charged
     NOT_FOR_THIS_SHOP cancelled, not-for-this-shop     not charged (nothing was sent)
     WITHHELD        withheld (no lease, no retry)      charged
+    ACCEPTED        released, due after ``again_in``    not charged (read back then)
     TERMINAL        quarantined, the target's reason   charged
                     (unknown-sku, ...) or http-<code>
     UNKNOWN         quarantined, unknown-response      charged
@@ -155,6 +156,14 @@ def decide(
             )
         case Verdict.WITHHELD:
             return replace(answer, event=Event.WITHHELD, to_state=State.WITHHELD, receipt=c.receipt)
+        case Verdict.ACCEPTED:
+            wait = max(0.0, c.again_in or 0.0)
+            return replace(
+                not_sent(f"accepted, not shown yet: {c.detail}", attempt),
+                http_status=c.http_status,
+                next_try_at=now + timedelta(seconds=wait),
+                delay_s=wait,
+            )
         case Verdict.TERMINAL:
             return replace(answer, reason=c.reason or Reason.http(c.http_status or 0))
         case Verdict.UNKNOWN:

@@ -21,6 +21,11 @@ class Verdict(StrEnum):
     # a marketplace's price quarantine). The delivery ends ``withheld``: no lease, not retried;
     # the target's ``WithholdsPrices`` hooks tell later whether it went live.
     WITHHELD = "withheld"
+    # Taken by the channel, which applies it later and says nothing more (contract 14: Yandex
+    # Market's 200 means accepted; the price shows "within minutes"). Not charged: the delivery
+    # goes back to wait (``again_in`` seconds), and the target reads the price back when it is
+    # leased again, instead of sending it: delivered when shown, withheld, or temporary.
+    ACCEPTED = "accepted"
 
 
 # Not frozen: one is made per message, and a frozen dataclass's __init__ costs ~2.5x.
@@ -40,3 +45,6 @@ class Classification:
     site_wide: bool = False
     """A TEMPORARY verdict that speaks about the site, not the message (contract 5c: not
     charged), whatever its status: e.g. Bitrix's "cannot create the temporary tables"."""
+    again_in: float | None = None
+    """An ACCEPTED verdict's wait, in seconds, before the delivery is due again (to be read
+    back)."""

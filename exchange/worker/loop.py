@@ -67,6 +67,7 @@ from exchange.failpoints import failpoint
 from exchange.logs import log_event
 from exchange.queue import lease, record
 from exchange.settings import Settings
+from exchange.settings.marketplaces import MARKETPLACE_TARGETS
 from exchange.targets.base import OutgoingMessage, PacedTarget, Target
 from exchange.targets.wire import STATUSES
 from exchange.worker.common import CycleReport, Metrics, recent_seconds
@@ -256,6 +257,9 @@ class DeliveryLoop:
                 self.breaker.start_probing_again()
                 continue
             if not batch.messages:
+                # A write turn that found nothing to send is over: left set, no later turn
+                # would come (``_write_turn``) and a paused channel would stay paused.
+                self._trying_write = False
                 break
             report.batches += 1
             batch_started = time.perf_counter()
@@ -292,6 +296,7 @@ class DeliveryLoop:
                 exclude=exclude,
                 clock=self.clock.now,
                 channel_id=self.channel_id,
+                one_per_sku=self.settings.target in MARKETPLACE_TARGETS,
             )
 
     def _record(
@@ -613,6 +618,10 @@ class DeliveryLoop:
             return delivered(classification)
         now = self.clock.now()
         self._heard(classification, now)
+        if verdict is Verdict.ACCEPTED and self._trying_write and self.paused_reason is not None:
+            # The channel took the write (it shows it later, contract 14): the key may write.
+            log.warning("delivery resumed: the site accepts a write again")
+            self._end_pause()
         match verdict:
             case Verdict.TEMPORARY if classification.http_status == 429 and not probing:
                 pass  # the site asks to slow down: the pace's business, not an outage
@@ -644,7 +653,11 @@ class DeliveryLoop:
                     self.paused_reason = classification.detail
                     self.pause_cause = self._pause_cause(classification)
             case (
-                Verdict.DELIVERED | Verdict.STALE_AT_SITE | Verdict.TERMINAL | Verdict.WITHHELD
+                Verdict.DELIVERED
+                | Verdict.STALE_AT_SITE
+                | Verdict.TERMINAL
+                | Verdict.WITHHELD
+                | Verdict.ACCEPTED
             ):  # (not DELIVERED): the site answered
                 self._site_answers()
             case Verdict.UNKNOWN | Verdict.NOT_FOR_THIS_SHOP:
