@@ -31,6 +31,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -92,12 +93,13 @@ class DemoShop(ABC):
         ``directory``, as a channel takes them)."""
 
     @abstractmethod
-    def applied(self) -> list[tuple[str, str]]:
-        """Every price the shop applied so far, in order: (SKU, price as sent)."""
+    def applied(self, since: int) -> list[tuple[str, str]]:
+        """The prices the shop applied, in order, from the ``since``-th on: (SKU, price as
+        sent)."""
 
     @abstractmethod
-    def held(self, sku: str) -> str | None:
-        """The SKU's price the shop holds now (None: none)."""
+    def held(self, skus: Iterable[str]) -> dict[str, str | None]:
+        """The price each SKU holds now at the shop (None: none)."""
 
     def fail(self, down: bool) -> None:
         """Down (every request refused) or back. Only the failing shop needs it."""
@@ -137,20 +139,19 @@ class SiteShop(DemoShop):
         token.write_text(self.token + "\n", encoding="utf-8")
         return {"target": self.target, "site_url": self.sim.url, "site_token_file": str(token)}
 
-    def applied(self) -> list[tuple[str, str]]:
-        return [
-            (str(e.payload["sku"]), str(e.payload["price"]))
-            for e in self.sim.effects()
-            if e.kind == "price"
-        ]
+    def applied(self, since: int) -> list[tuple[str, str]]:
+        # The demo stages prices only: every effect is a price's.
+        return [(str(e.payload["sku"]), str(e.payload["price"])) for e in self.sim.effects(since)]
 
-    def held(self, sku: str) -> str | None:
-        effects = [e for e in self.sim.effects() if e.kind == "price" and e.payload["sku"] == sku]
-        held = self.sim.held_versions().get(("price", f"{sku}/{PRICE_TYPE}"))
-        for effect in reversed(effects):
-            if effect.version == held:
-                return str(effect.payload["price"])
-        return None
+    def held(self, skus: Iterable[str]) -> dict[str, str | None]:
+        held = self.sim.held_versions()
+        price = {(e.aggregate, e.version): str(e.payload["price"]) for e in self.sim.effects()}
+        out: dict[str, str | None] = {}
+        for sku in skus:
+            aggregate = f"{sku}/{PRICE_TYPE}"
+            version = held.get(("price", aggregate))
+            out[sku] = None if version is None else price.get((aggregate, version))
+        return out
 
     def effects_twice(self) -> int:
         """Messages whose effect the site applied more than once (by ``Idempotency-Key``)."""
@@ -202,11 +203,11 @@ class WooShop(DemoShop):
             "woo_price_fields": {PRICE_TYPE: "regular_price"},
         }
 
-    def applied(self) -> list[tuple[str, str]]:
-        return [(sku, price) for _at, sku, price in self.sim.writes()]
+    def applied(self, since: int) -> list[tuple[str, str]]:
+        return [(sku, price) for _at, sku, price in self.sim.writes(since)]
 
-    def held(self, sku: str) -> str | None:
-        return self.sim.price(sku)
+    def held(self, skus: Iterable[str]) -> dict[str, str | None]:
+        return {sku: self.sim.price(sku) for sku in skus}
 
 
 def shops() -> list[DemoShop]:
@@ -300,10 +301,14 @@ class Watcher:
         now = time.monotonic() - self.started
         for shop in self.shops:
             seen = self.seen.setdefault(shop.name, [])
-            seen.extend((now, sku, price) for sku, price in shop.applied()[len(seen) :])
+            seen.extend((now, sku, price) for sku, price in shop.applied(len(seen)))
 
     def _holds_newest(self, shop: DemoShop) -> bool:
-        return all(shop.held(sku) == price for sku, price in self.newest.items())
+        held = shop.held(self.newest)
+        return all(
+            held[sku] is not None and Decimal(str(held[sku])) == Decimal(price)
+            for sku, price in self.newest.items()
+        )
 
 
 def run_channels_demo(
@@ -438,8 +443,9 @@ def _summary(
             d.sku: Decimal(json.loads(d.message.payload)["price"])
             for d in latest_delivered(engine, shop.name)
         }
+        held = shop.held(delivered)
         holds = all(
-            shop.held(sku) is not None and Decimal(str(shop.held(sku))) == price
+            held[sku] is not None and Decimal(str(held[sku])) == price
             for sku, price in delivered.items()
         )
         with transaction(engine, read_only=True) as connection:

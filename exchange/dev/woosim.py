@@ -243,11 +243,11 @@ class WooSimulator(LoopbackServer):
         with self._state:
             return list(self._history[sku])
 
-    def writes(self) -> list[tuple[float, str, str]]:
+    def writes(self, since: int = 0) -> list[tuple[float, str, str]]:
         """Every ``regular_price`` written by a batch's item, in order: (``time.monotonic()``,
-        SKU, price), a write of the price already held included."""
+        SKU, price), a write of the price already held included; ``since``: from that index."""
         with self._state:
-            return list(self._writes)
+            return self._writes[since:]
 
     def price(self, sku: str) -> str | None:
         with self._state:
