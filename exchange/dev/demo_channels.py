@@ -223,8 +223,12 @@ def staged_rows(skus: int, rng: random.Random) -> tuple[list[dict[str, Any]], di
     for n in range(skus):
         sku = f"SKU-{n:04d}"
         kopecks = rng.randint(10_000, 99_999)
+        taken: set[int] = set()
         for version in range(1, rng.randint(1, 3) + 1):
             kopecks += rng.choice((-1, 1)) * rng.randint(1, 500)
+            while kopecks in taken:  # each version a price of its own: the price names it
+                kopecks += rng.randint(1, 500)
+            taken.add(kopecks)
             price = f"{kopecks / 100:.2f}"
             newest[sku] = price
             payload = {"sku": sku, "price": price, "currency": "RUB", "price_type": PRICE_TYPE}
