@@ -702,6 +702,10 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             N_("{path}, row {row}: fewer cells than the header names"),
         ),
         (
+            r"--channels runs its own shops: it takes neither --target nor --catalogue",
+            N_("--channels runs its own shops: it takes neither --target nor --catalogue"),
+        ),
+        (
             r"--catalogue is for --target api or woocommerce: (?P<target>\w+) cannot say which "
             r"SKUs the shop lacks",
             N_(
