@@ -434,6 +434,7 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "withheld": NP_("event", "withheld by the channel"),
         "withheld-live": NP_("event", "shown to buyers"),
         "operator-release": NP_("event", "released by an operator"),
+        "awaiting-outcome": NP_("event", "awaiting the channel's outcome"),
     },
     # The kinds of contract 3 (and EXCHANGE_KINDS's own, shown by their code).
     "kind": {
@@ -475,6 +476,8 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "shop-failure": NP_("reason", "shop failure"),
         "not-for-this-shop": NP_("reason", "not for this shop"),
         "unroutable": NP_("reason", "unroutable"),
+        "invalid-for-channel": NP_("reason", "invalid for the channel"),
+        "channel-rule": NP_("reason", "the channel's rule"),
         "channel-removed": NP_("reason", "channel removed"),
     },
 }

@@ -24,6 +24,11 @@ class Reason(StrEnum):
     UNMAPPED_PRICE_TYPE = "unmapped-price-type"  # no shop field or price type for it
     SHOP_FAILURE = "shop-failure"  # the shop's exchange answered failure, for good (Bitrix)
     UNROUTABLE = "unroutable"  # RabbitMQ returned it: no queue bound for its routing key
+    # Contract 14: a price the marketplace cannot take as it is (kopecks where only whole
+    # roubles go, another currency, zero), never rounded silently.
+    INVALID_FOR_CHANNEL = "invalid-for-channel"
+    # Contract 14: the marketplace refused the item for good by a rule of its own, in its words.
+    CHANNEL_RULE = "channel-rule"
     # The target's mapping maps the price type to null: left out of that shop on purpose
     # (contract 10). A cancellation, never a quarantine.
     NOT_FOR_THIS_SHOP = "not-for-this-shop"

@@ -16,6 +16,7 @@ ceiling as the backoff (``RetryPolicy.ceiling``).
     STALE_AT_SITE   cancelled, stale-at-site           charged
     NOT_FOR_THIS_SHOP cancelled, not-for-this-shop     not charged (nothing was sent)
     WITHHELD        withheld (no lease, no retry)      charged
+    AWAITING        delayed, due after retry_after     not charged (taken; outcome read later)
     TERMINAL        quarantined, the target's reason   charged
                     (unknown-sku, ...) or http-<code>
     UNKNOWN         quarantined, unknown-response      charged
@@ -155,6 +156,17 @@ def decide(
             )
         case Verdict.WITHHELD:
             return replace(answer, event=Event.WITHHELD, to_state=State.WITHHELD, receipt=c.receipt)
+        case Verdict.AWAITING:
+            wait = max(0.0, parse_retry_after(c.retry_after, now) or 0.0)
+            return replace(
+                answer,
+                event=Event.AWAITING_OUTCOME,
+                to_state=State.DELAYED,
+                charged=False,
+                next_try_at=now + timedelta(seconds=wait),
+                delay_s=wait,
+                receipt=c.receipt,
+            )
         case Verdict.TERMINAL:
             return replace(answer, reason=c.reason or Reason.http(c.http_status or 0))
         case Verdict.UNKNOWN:

@@ -21,6 +21,12 @@ class Verdict(StrEnum):
     # a marketplace's price quarantine). The delivery ends ``withheld``: no lease, not retried;
     # the target's ``WithholdsPrices`` hooks tell later whether it went live.
     WITHHELD = "withheld"
+    # Taken by the channel, whose outcome is read later (a Wildberries upload task): the
+    # delivery goes back to ``delayed``, not charged, due again after ``retry_after`` seconds,
+    # holding no lease; the target keeps what it is waiting for in the database, so the next
+    # attempt (this worker's or, after a restart, another's) reads the outcome instead of
+    # sending again. ``receipt`` names what it waits for (e.g. ``wb-task:123``).
+    AWAITING = "awaiting"
 
 
 # Not frozen: one is made per message, and a frozen dataclass's __init__ costs ~2.5x.

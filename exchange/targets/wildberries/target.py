@@ -1,0 +1,753 @@
+"""Wildberries' Prices and Discounts API as a ``Target`` (contract 14, research §2).
+
+How a leased batch travels: in upload tasks of at most ``MAX_GOODS`` (1,000) goods, one message
+per good. How one ``send`` goes:
+
+1. each payload read: the price type mapped through ``wb_price_types`` (only ``price`` exists:
+   never ``discount``, which stays the seller's in WB's cabinet); whole roubles only (kopecks
+   are ``invalid-for-channel`` unless ``rounding`` says how), the channel's currency, above 0;
+2. each vendor code's ``nmID`` from the map kept per channel (``WbStore``); one missing there
+   rebuilds the map from the catalogue (``/api/v2/list/goods/filter``, paged, within the
+   budget) at most every ``catalogue_refresh`` seconds, and at once when WB refused an
+   ``nmID``; still missing: ``unknown-sku``;
+3. a good with a task in flight (the store's row, written before any poll) is not uploaded
+   again: the task is polled (``history/tasks``, and the buffer while it is pending) within
+   the poll share of the budget; its outcome ends the delivery that carried it, and a newer
+   price for that good waits (``AWAITING``) until it has one: one task per ``nmID`` in flight;
+4. the others go in one ``POST /api/v2/upload/task``; the task's id (200, or 208: the same
+   task) is stored with its goods at once; the deliveries are ``AWAITING`` (back to delayed,
+   not charged, no lease) and a later attempt reads the outcome (step 3). "Already set" is
+   delivered; for several goods they are uploaded again one by one to learn which.
+
+Each good's line in a processed task (``history/goods/task``): updated -> DELIVERED; "already
+set" -> DELIVERED; price quarantine -> WITHHELD (until the ``nmID`` leaves
+``/api/v2/quarantine/goods``, or a newer price is delivered); a sale lock -> TEMPORARY
+(charged: it ends ``retry-limit`` with WB's words); an ``nmID`` refused -> the map rebuilt and
+the good uploaded again under its new ``nmID``, else ``unknown-sku``; another error TERMINAL,
+``channel-rule``, in WB's words. A 401 (a token refused or read-only) or 403 pauses delivery;
+a 429 bars every request for ``X-Ratelimit-Retry`` seconds (``Budget``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import ssl
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
+from typing import Any, Literal
+
+import httpx
+
+from exchange.domain.reasons import Reason
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.base import (
+    UNPACED,
+    HeldPrice,
+    OutgoingMessage,
+    Pacer,
+    Release,
+    Shown,
+)
+from exchange.targets.prices import read_price
+from exchange.targets.shop_api.batch import chunks
+from exchange.targets.wildberries import answers
+from exchange.targets.wildberries.budget import Budget
+from exchange.targets.wildberries.store import Task, WbStore
+from exchange.targets.wildberries.token import claims
+from exchange.targets.wire import http_client, httpx_failure, transport_verdict
+
+log = logging.getLogger(__name__)
+
+DEFAULT_URL = "https://discounts-prices-api.wildberries.ru"
+MAX_GOODS = 1000  # research §2.1: "Максимум 1 000 товаров"
+PAGE = 1000  # the list methods' most ``limit``
+USER_AGENT = "exchange/0.1"
+# Task statuses (research §2.4): history 3 done, 4 cancelled, 5 some errors, 6 all errors;
+# buffer 1 pending. Item statuses: 2 updated, 3 error.
+DONE, CANCELLED, SOME_ERRORS, ALL_ERRORS, PENDING = 3, 4, 5, 6, 1
+ITEM_UPDATED, ITEM_ERROR = 2, 3
+
+Rounding = Literal["half-up", "down"] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Price:
+    message: OutgoingMessage
+    vendor_code: str
+    roubles: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Good:
+    price: _Price
+    nm_id: int
+
+
+class _Answer(Exception):
+    def __init__(self, classification: Classification) -> None:
+        super().__init__(classification.detail)
+        self.classification = classification
+
+
+# What a poll of one task found: its goods' lines by nmID (processed), or one of these.
+_PENDING, _LATER, _CANCELLED, _LOST = "pending", "later", "cancelled", "lost"
+
+
+class WildberriesTarget:
+    name = "wildberries"
+
+    def __init__(
+        self,
+        url: str,
+        token: Callable[[], str | None],
+        store: WbStore,
+        *,
+        price_types: dict[str, str | None] | None = None,
+        rounding: Rounding = None,
+        currency: str = "RUB",
+        catalogue_refresh: float = 900.0,
+        timeout: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        verify: ssl.SSLContext | None = None,
+        budget: Budget | None = None,
+        first_poll: float = 3.0,
+        poll_every: float = 5.0,
+        task_timeout: float = 1800.0,
+        poll_at_once: bool = False,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        """``first_poll``: seconds from an upload to the first look at its task; ``poll_every``:
+        between looks; ``task_timeout``: how long a task WB does not show yet counts as
+        pending (research §8: what WB answers meanwhile is unconfirmed), after which the price
+        is uploaded again; ``poll_at_once``: look once right after the upload (a test whose
+        simulator processes at once)."""
+        self.url = url.rstrip("/")
+        self._token_source = token
+        self._token = self._read_token()
+        self.store = store
+        self.price_types = dict(price_types or {"retail": "price"})
+        self.rounding = rounding
+        self.currency = currency
+        self.catalogue_refresh = catalogue_refresh
+        self.budget = budget or Budget()
+        self.first_poll, self.poll_every = first_poll, poll_every
+        self.task_timeout, self.poll_at_once = task_timeout, poll_at_once
+        self.clock = clock
+        self._http = http_client(
+            base_url=self.url,
+            timeout=timeout,
+            verify=verify,
+            transport=transport,
+            headers={"User-Agent": USER_AGENT},
+        )
+        self._pacer: Pacer = UNPACED
+        self._refused_nm = False  # WB refused an nmID: the next lookup rebuilds the map
+        self.requests_sent = 0
+
+    def pace_with(self, pacer: Pacer) -> None:
+        self._pacer = pacer
+
+    def _read_token(self) -> str | None:
+        token = self._token_source()
+        return token.strip() if token and token.strip() else None
+
+    # -- the seam --------------------------------------------------------------------------
+
+    def requests(self, messages: Sequence[OutgoingMessage]) -> list[list[OutgoingMessage]]:
+        return chunks(messages, MAX_GOODS)
+
+    async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
+        answers_: dict[str, Classification] = {}
+        prices: list[_Price] = []
+        for message in messages:
+            judged = self._read(message)
+            if isinstance(judged, Classification):
+                answers_[message.message_id] = judged
+            else:
+                prices.append(judged)
+        if prices:
+            try:
+                answers_.update(await self._deliver(prices))
+            except _Answer as whole:
+                for p in prices:
+                    answers_.setdefault(p.message.message_id, whole.classification)
+        return [answers_[m.message_id] for m in messages]
+
+    async def health(self) -> Classification:
+        try:
+            await self._call("GET", "/api/v2/list/goods/filter", "read", {"limit": "1"})
+        except _Answer as whole:
+            return whole.classification
+        return Classification(Verdict.DELIVERED, "HTTP 200", http_status=200)
+
+    def reload_credentials(self) -> None:
+        self._token = self._read_token()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # -- reading the payload ---------------------------------------------------------------
+
+    def _read(self, message: OutgoingMessage) -> _Price | Classification:
+        price = read_price(
+            message, target="wildberries", mapping=self.price_types, setting="wb_price_types"
+        )
+        if isinstance(price, Classification):
+            return price
+        if price.mapped != "price":
+            return Classification(
+                Verdict.TERMINAL,
+                f"wb_price_types maps to {price.mapped!r}: Wildberries takes price only",
+                reason=Reason.UNMAPPED_PRICE_TYPE,
+            )
+        if price.currency != self.currency:
+            return _invalid(
+                f"the price is in {price.currency}; the Wildberries account's currency is "
+                f"{self.currency}"
+            )
+        amount = price.amount
+        whole = amount.to_integral_value()
+        if amount != whole:
+            if self.rounding is None:
+                return _invalid(
+                    f"{amount} has kopecks; Wildberries takes whole roubles only (set rounding "
+                    "to half-up or down to round it)"
+                )
+            whole = amount.quantize(
+                Decimal(1), rounding=ROUND_HALF_UP if self.rounding == "half-up" else ROUND_DOWN
+            )
+        if whole <= 0:
+            return _invalid(f"{amount} is not a price Wildberries takes (above 0 only)")
+        return _Price(message, price.sku, int(whole))
+
+    # -- one send --------------------------------------------------------------------------
+
+    async def _deliver(self, prices: list[_Price]) -> dict[str, Classification]:
+        out: dict[str, Classification] = {}
+        nm = await self._nm_ids({p.vendor_code for p in prices})
+        goods: list[_Good] = []
+        for p in prices:
+            if p.vendor_code in nm:
+                goods.append(_Good(p, nm[p.vendor_code]))
+            else:
+                out[p.message.message_id] = _unknown_sku(p.vendor_code)
+        in_flight = await asyncio.to_thread(self.store.tasks, [g.nm_id for g in goods])
+        by_task: dict[int, list[_Good]] = {}
+        for g in goods:
+            if g.nm_id in in_flight:
+                by_task.setdefault(in_flight[g.nm_id].upload_id, []).append(g)
+        upload: list[_Good] = [g for g in goods if g.nm_id not in in_flight]
+        refused: list[_Good] = []
+        for upload_id, waiting in by_task.items():
+            tasks = [in_flight[g.nm_id] for g in waiting]
+            found = await self._poll(upload_id, min(t.uploaded_at for t in tasks))
+            self._judge_task(upload_id, found, waiting, in_flight, out, upload, refused)
+            if found not in (_PENDING, _LATER):
+                await asyncio.to_thread(
+                    self.store.drop_tasks, [t.nm_id for t in tasks], upload_id
+                )
+        if refused:
+            upload += await self._again(refused, out)
+        for chunk in [upload[i : i + MAX_GOODS] for i in range(0, len(upload), MAX_GOODS)]:
+            out.update(await self._upload(chunk))
+        return out
+
+    def _judge_task(
+        self,
+        upload_id: int,
+        found: dict[int, dict[str, Any]] | str,
+        waiting: list[_Good],
+        in_flight: dict[int, Task],
+        out: dict[str, Classification],
+        upload: list[_Good],
+        refused: list[_Good],
+    ) -> None:
+        """Each good waiting for task ``upload_id``: its delivery's outcome, or (a newer price
+        of a good whose task ended) back to the uploads."""
+        for g in waiting:
+            task = in_flight[g.nm_id]
+            mine = task.price == g.price.roubles
+            if found in (_PENDING, _LATER):
+                out[g.price.message.message_id] = self._awaiting(
+                    upload_id, self.poll_every, mine=mine
+                )
+            elif not mine:
+                upload.append(g)  # the good's task ended: this newer price goes now
+            elif found == _CANCELLED:
+                out[g.price.message.message_id] = Classification(
+                    Verdict.TEMPORARY,
+                    f"Wildberries cancelled task {upload_id} (status 4): uploaded again",
+                    http_status=200,
+                )
+            elif found == _LOST:
+                out[g.price.message.message_id] = Classification(
+                    Verdict.TEMPORARY,
+                    f"Wildberries has not shown task {upload_id} for "
+                    f"{self.task_timeout:g} s: uploaded again",
+                    http_status=200,
+                )
+            else:
+                assert isinstance(found, dict)
+                row = found.get(g.nm_id)
+                if row is None or row.get("status") == ITEM_UPDATED:
+                    # Not among the goods with errors of a task with some (research §2.4:
+                    # status 5 updated the others), or a task done without errors; a good left
+                    # out of a task (unchanged in a mixed upload) is already set.
+                    out[g.price.message.message_id] = Classification(
+                        Verdict.DELIVERED,
+                        f"Wildberries: task {upload_id} updated nmID {g.nm_id}",
+                        http_status=200,
+                        receipt=f"wb-task:{upload_id}",
+                    )
+                    continue
+                meaning, said = answers.item_error(row, upload_id)
+                if meaning == "refused-nm":
+                    refused.append(g)
+                out[g.price.message.message_id] = said
+
+    async def _again(
+        self, refused: list[_Good], out: dict[str, Classification]
+    ) -> list[_Good]:
+        """WB refused these ``nmID``s: the map rebuilt now; a vendor code found under another
+        ``nmID`` is uploaded again under it, one not found is ``unknown-sku``, one found under
+        the same ``nmID`` keeps WB's refusal."""
+        self._refused_nm = True
+        nm = await self._nm_ids({g.price.vendor_code for g in refused})
+        again: list[_Good] = []
+        for g in refused:
+            now_nm = nm.get(g.price.vendor_code)
+            if now_nm is None:
+                out[g.price.message.message_id] = _unknown_sku(g.price.vendor_code)
+            elif now_nm != g.nm_id:
+                out.pop(g.price.message.message_id, None)
+                again.append(_Good(g.price, now_nm))
+        return again
+
+    def _awaiting(self, upload_id: int, wait: float, *, mine: bool = True) -> Classification:
+        detail = (
+            f"Wildberries took it in task {upload_id}: its outcome is read later"
+            if mine
+            else f"waits for Wildberries' task {upload_id} of the same good (one task per nmID)"
+        )
+        return Classification(
+            Verdict.AWAITING,
+            detail,
+            http_status=200,
+            receipt=f"wb-task:{upload_id}",
+            retry_after=str(max(0, round(wait))),
+        )
+
+    # -- the upload ------------------------------------------------------------------------
+
+    async def _upload(self, goods: list[_Good], *, alone: bool = False) -> dict[str, Classification]:
+        if not goods:
+            return {}
+        self._may_write()
+        data = [{"nmID": g.nm_id, "price": g.price.roubles} for g in goods]
+        response = await self._call(
+            "POST", "/api/v2/upload/task", "upload", body={"data": data}, judged=False
+        )
+        status = response.status_code
+        if status in (200, 208):
+            upload_id = _task_id(response)
+            if upload_id is None:
+                raise _Answer(
+                    Classification(
+                        Verdict.UNKNOWN,
+                        f"HTTP {status}: the upload's answer names no task id",
+                        http_status=status,
+                    )
+                )
+            now = self.clock()
+            tasks = [
+                Task(g.nm_id, upload_id, Decimal(g.price.roubles), g.price.message.message_id, now)
+                for g in goods
+            ]
+            # Stored before any poll: a restart from here polls this task, never uploads again.
+            await asyncio.to_thread(self.store.put_tasks, tasks)
+            if status == 208:
+                log.info("Wildberries: the upload is task %s already (208)", upload_id)
+            if self.poll_at_once:
+                return await self._deliver_after_upload(goods)
+            return {
+                g.price.message.message_id: self._awaiting(upload_id, self.first_poll)
+                for g in goods
+            }
+        words = answers.error_text(response)
+        if status == 400 and (answers.ALREADY_SET in words.lower() or answers.ALL_WRONG in words):
+            if len(goods) > 1:
+                # research §2.5: which goods are already set is not said: one by one.
+                out: dict[str, Classification] = {}
+                for g in goods:
+                    out.update(await self._upload([g], alone=True))
+                return out
+            return await self._already_or_refused(goods[0], words, alone)
+        raise _Answer(answers.whole(response, "upload"))
+
+    async def _deliver_after_upload(self, goods: list[_Good]) -> dict[str, Classification]:
+        """``poll_at_once``: the goods just uploaded, their task polled once now."""
+        return await self._deliver([g.price for g in goods])
+
+    async def _already_or_refused(
+        self, good: _Good, words: str, alone: bool
+    ) -> dict[str, Classification]:
+        """One good refused as "already set" (delivered), or as "all item Nos. specified
+        incorrectly, or already set": the map rebuilt; the same ``nmID`` there means it is
+        known, so already set; another one is uploaded under it; none: ``unknown-sku``."""
+        message_id = good.price.message.message_id
+        if answers.ALREADY_SET in words.lower() and answers.ALL_WRONG not in words:
+            return {message_id: _already(words)}
+        out: dict[str, Classification] = {}
+        again = await self._again([good], out)
+        if again:
+            return await self._upload(again, alone=alone)
+        if message_id in out:
+            return out
+        return {message_id: _already(words)}
+
+    def _may_write(self) -> None:
+        """The token's own claims (research §2.2) said before a write: none, read-only, or
+        without the Prices category pause delivery without a request."""
+        if self._token is None:
+            raise _Answer(answers.token_missing())
+        said = claims(self._token)
+        if said is None:
+            return  # not readable here: WB judges it
+        if said.read_only:
+            raise _Answer(
+                Classification(
+                    Verdict.PAUSE,
+                    "the Wildberries token is read-only (its claims say so): make a token with "
+                    "the «Цены и скидки» category and write access, and put it in wb_token_file",
+                    error_class=answers.READ_ONLY_TOKEN,
+                )
+            )
+        if not said.prices:
+            raise _Answer(
+                Classification(
+                    Verdict.PAUSE,
+                    "the Wildberries token has no «Цены и скидки» (Prices and discounts) "
+                    "category: make one with it and put it in wb_token_file",
+                    error_class=answers.TOKEN_REFUSED,
+                )
+            )
+
+    # -- polling a task --------------------------------------------------------------------
+
+    async def _poll(self, upload_id: int, uploaded_at: datetime) -> dict[int, dict[str, Any]] | str:
+        """The task's outcome: its goods' lines by nmID (processed), or pending, later (no
+        poll this time: the budget's poll share is spent, or WB asked to wait), cancelled, or
+        lost (not shown for ``task_timeout``)."""
+        if not await self.budget.take_poll():
+            return _LATER
+        meta = await self._task_status("/api/v2/history/tasks", upload_id)
+        if isinstance(meta, str):
+            return meta
+        status = meta.get("status") if meta else None
+        if status in (DONE, SOME_ERRORS, ALL_ERRORS):
+            if status == DONE:
+                return {}  # no errors: every good updated, nothing to page
+            return await self._goods(upload_id)
+        if status == CANCELLED:
+            return _CANCELLED
+        # Not in the history yet (research §2.4, §8: a fresh task may show in the buffer).
+        if await self.budget.take_poll():
+            buffered = await self._task_status("/api/v2/buffer/tasks", upload_id)
+            if isinstance(buffered, dict) and buffered.get("status") == PENDING:
+                return _PENDING
+        if self.clock() - uploaded_at > timedelta(seconds=self.task_timeout):
+            return _LOST
+        return _PENDING
+
+    async def _task_status(self, path: str, upload_id: int) -> dict[str, Any] | str | None:
+        response = await self._call(
+            "GET", path, "poll", {"uploadID": str(upload_id)}, judged=False, counted=False
+        )
+        if response.status_code == 200:
+            found = answers.body(response)
+            data = found.get("data") if isinstance(found, dict) else None
+            return data if isinstance(data, dict) else None
+        if response.status_code == 400:
+            return None  # research §8: a task not processed yet may be 400 "Invalid request…"
+        if response.status_code in (401, 403):
+            raise _Answer(answers.whole(response, "task poll"))
+        return _LATER
+
+    async def _goods(self, upload_id: int) -> dict[int, dict[str, Any]] | str:
+        rows: dict[int, dict[str, Any]] = {}
+        offset = 0
+        while True:
+            if not await self.budget.take_poll():
+                return _LATER
+            response = await self._call(
+                "GET",
+                "/api/v2/history/goods/task",
+                "poll",
+                {"uploadID": str(upload_id), "limit": str(PAGE), "offset": str(offset)},
+                judged=False,
+                counted=False,
+            )
+            if response.status_code in (401, 403):
+                raise _Answer(answers.whole(response, "task poll"))
+            if response.status_code != 200:
+                return _LATER
+            found = answers.body(response)
+            data = found.get("data") if isinstance(found, dict) else None
+            page = data.get("historyGoods") if isinstance(data, dict) else None
+            if not isinstance(page, list):
+                return _LATER
+            for row in page:
+                if isinstance(row, dict) and isinstance(row.get("nmID"), int):
+                    rows[row["nmID"]] = row
+            if len(page) < PAGE:
+                return rows
+            offset += PAGE
+
+    # -- the catalogue ---------------------------------------------------------------------
+
+    async def _nm_ids(self, vendor_codes: set[str]) -> dict[str, int]:
+        known = await asyncio.to_thread(self.store.nm_ids, sorted(vendor_codes))
+        if len(known) == len(vendor_codes) and not self._refused_nm:
+            return known
+        at = await asyncio.to_thread(self.store.refreshed_at)
+        now = self.clock()
+        due = at is None or now - at >= timedelta(seconds=self.catalogue_refresh)
+        if not (due or self._refused_nm):
+            return known
+        self._refused_nm = False
+        catalogue = await self.catalogue()
+        await asyncio.to_thread(self.store.replace_catalogue, catalogue, now)
+        return {v: catalogue[v] for v in vendor_codes if v in catalogue}
+
+    async def catalogue(self) -> dict[str, int]:
+        """Every vendor code's nmID, paging ``/api/v2/list/goods/filter`` within the budget."""
+        found: dict[str, int] = {}
+        offset = 0
+        while True:
+            response = await self._call(
+                "GET",
+                "/api/v2/list/goods/filter",
+                "read",
+                {"limit": str(PAGE), "offset": str(offset)},
+            )
+            body = answers.body(response)
+            data = body.get("data") if isinstance(body, dict) else None
+            page = data.get("listGoods") if isinstance(data, dict) else None
+            if not isinstance(page, list):
+                raise _Answer(
+                    Classification(
+                        Verdict.UNKNOWN,
+                        "HTTP 200: the catalogue's answer has no listGoods",
+                        http_status=200,
+                    )
+                )
+            for good in page:
+                if isinstance(good, dict):
+                    code, nm = good.get("vendorCode"), good.get("nmID")
+                    if isinstance(code, str) and isinstance(nm, int):
+                        found[code] = nm
+            if len(page) < PAGE:
+                return found
+            offset += PAGE
+
+    # -- withheld (contract 13) ------------------------------------------------------------
+
+    async def quarantined(self) -> set[int]:
+        """The ``nmID``s in WB's price quarantine now (``/api/v2/quarantine/goods``, paged)."""
+        held: set[int] = set()
+        offset = 0
+        while True:
+            response = await self._call(
+                "GET",
+                "/api/v2/quarantine/goods",
+                "read",
+                {"limit": str(PAGE), "offset": str(offset)},
+            )
+            body = answers.body(response)
+            data = body.get("data") if isinstance(body, dict) else None
+            page = data.get("quarantineGoods") if isinstance(data, dict) else None
+            if not isinstance(page, list):
+                return held
+            held |= {g["nmID"] for g in page if isinstance(g, dict) and isinstance(g.get("nmID"), int)}
+            if len(page) < PAGE:
+                return held
+            offset += PAGE
+
+    async def withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
+        """A withheld price is live once its ``nmID`` left the quarantine and the catalogue
+        holds it (the seller confirmed it in the cabinet); still listed: withheld; left with
+        another price there (a newer one, or the seller's own): unknown, and a newer version
+        delivered supersedes it."""
+        try:
+            held = await self.quarantined()
+            read = [self._read(m) for m in messages]
+            codes = {p.vendor_code for p in read if isinstance(p, _Price)}
+            nm = await asyncio.to_thread(self.store.nm_ids, sorted(codes))
+            left = [p for p in read if isinstance(p, _Price) and nm.get(p.vendor_code) not in held]
+            prices = await self._prices({nm[p.vendor_code] for p in left if p.vendor_code in nm})
+        except _Answer:
+            return [Shown.UNKNOWN for _ in messages]
+        shown: list[Shown] = []
+        for p in read:
+            if not isinstance(p, _Price) or p.vendor_code not in nm:
+                shown.append(Shown.UNKNOWN)
+            elif nm[p.vendor_code] in held:
+                shown.append(Shown.WITHHELD)
+            elif prices.get(nm[p.vendor_code]) == p.roubles:
+                shown.append(Shown.LIVE)
+            else:
+                shown.append(Shown.UNKNOWN)
+        return shown
+
+    async def release_withheld(self, messages: Sequence[OutgoingMessage]) -> list[Release]:
+        """WB's API has no way to release a quarantined price (research §2.4): the seller
+        confirms it in the cabinet, or sends a newer price."""
+        return [Release(False, answers.WHERE_TO_RELEASE) for _ in messages]
+
+    async def _prices(self, nm_ids: set[int]) -> dict[int, int]:
+        """The price in force of each of ``nm_ids`` (the catalogue, one good a request when
+        few, else paged whole)."""
+        if not nm_ids:
+            return {}
+        found: dict[int, int] = {}
+        offset = 0
+        while True:
+            response = await self._call(
+                "GET",
+                "/api/v2/list/goods/filter",
+                "read",
+                {"limit": str(PAGE), "offset": str(offset)},
+            )
+            body = answers.body(response)
+            data = body.get("data") if isinstance(body, dict) else None
+            page = data.get("listGoods") if isinstance(data, dict) else None
+            if not isinstance(page, list):
+                return found
+            for good in page:
+                nm, sizes = good.get("nmID"), good.get("sizes")
+                if nm in nm_ids and isinstance(sizes, list) and sizes:
+                    price = sizes[0].get("price") if isinstance(sizes[0], dict) else None
+                    if isinstance(price, int):
+                        found[nm] = price
+            if len(page) < PAGE:
+                return found
+            offset += PAGE
+
+    # -- reading prices back (exchange verify) ---------------------------------------------
+
+    async def read_prices(self, messages: Sequence[OutgoingMessage]) -> list[HeldPrice]:
+        read = [(m, self._read(m)) for m in messages]
+        codes = {p.vendor_code for _, p in read if isinstance(p, _Price)}
+        try:
+            nm = await self._nm_ids(codes)
+            prices = await self._prices(set(nm.values()))
+        except _Answer as whole:
+            from exchange.errors import ReadBackFailed
+
+            raise ReadBackFailed(whole.classification.detail) from None
+        held: list[HeldPrice] = []
+        for message, p in read:
+            if not isinstance(p, _Price):
+                held.append(HeldPrice(message.message_id, "", "", None, None, unreadable=p.detail))
+                continue
+            where = nm.get(p.vendor_code)
+            amount = prices.get(where) if where is not None else None
+            held.append(
+                HeldPrice(
+                    message.message_id,
+                    p.vendor_code,
+                    "price",
+                    Decimal(p.roubles),
+                    Decimal(amount) if amount is not None else None,
+                    found=where is not None,
+                )
+            )
+        return held
+
+    # -- the wire --------------------------------------------------------------------------
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        what: Literal["upload", "poll", "read"],
+        params: dict[str, str] | None = None,
+        *,
+        body: dict[str, Any] | None = None,
+        judged: bool = True,
+        counted: bool = True,
+    ) -> httpx.Response:
+        """One request within the budget (``counted``: it takes a token here; a poll took its
+        own) and the worker's pace; a 429 bars the budget for ``X-Ratelimit-Retry``.
+        ``judged``: any answer but a 2xx raised as ``answers.whole`` reads it."""
+        if self._token is None:
+            raise _Answer(answers.token_missing())
+        if counted:
+            await self.budget.take(what if what != "poll" else "read")
+        headers = {"Authorization": self._token}
+        content = None
+        if body is not None:
+            content = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        self.requests_sent += 1
+        sent_at = await self._pacer.turn()
+        try:
+            response = await self._http.request(
+                method, path, params=params, content=content, headers=headers
+            )
+        except httpx.TransportError as exc:
+            self._pacer.done(sent_at, None, None)
+            raise _Answer(transport_verdict(httpx_failure(exc))) from None
+        except BaseException:
+            self._pacer.done(sent_at, None, None)
+            raise
+        retry = answers.retry_in(response) if response.status_code == 429 else None
+        left = response.headers.get("X-Ratelimit-Remaining", "")
+        if left.isdigit():
+            self.budget.remaining(int(left))
+        self._pacer.done(sent_at, response.status_code, retry)
+        if response.status_code == 429:
+            self.budget.refused(_seconds(retry))
+            if what == "poll":
+                return response
+            raise _Answer(answers.whole(response, what))
+        if judged and not 200 <= response.status_code < 300:
+            raise _Answer(answers.whole(response, what))
+        return response
+
+
+def _seconds(value: str | None) -> float:
+    try:
+        return max(0.0, float(value)) if value is not None else 1.0
+    except ValueError:
+        return 1.0
+
+
+def _task_id(response: httpx.Response) -> int | None:
+    found = answers.body(response)
+    data = found.get("data") if isinstance(found, dict) else None
+    ident = data.get("id") if isinstance(data, dict) else None
+    return ident if isinstance(ident, int) else None
+
+
+def _invalid(detail: str) -> Classification:
+    return Classification(Verdict.TERMINAL, detail, reason=Reason.INVALID_FOR_CHANNEL)
+
+
+def _unknown_sku(vendor_code: str) -> Classification:
+    return Classification(
+        Verdict.TERMINAL,
+        f"Wildberries' catalogue has no good with vendor code {vendor_code!r}",
+        http_status=200,
+        reason=Reason.UNKNOWN_SKU,
+    )
+
+
+def _already(words: str) -> Classification:
+    return Classification(
+        Verdict.DELIVERED, f"HTTP 400 {words}: the price is in force already", http_status=400
+    )
