@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from exchange.targets.base import Target
     from exchange.targets.bitrix.target import BitrixTarget
     from exchange.targets.shop_api.client import SiteClient
+    from exchange.targets.wildberries.target import WildberriesTarget
     from exchange.targets.woocommerce.target import WooCommerceTarget
     from exchange.web.config import WebConfig
     from exchange.worker import Worker
@@ -88,9 +89,14 @@ def target(
     *,
     engine: Engine | None = None,
     clock: Clock | None = None,
+    channel: str | None = None,
 ) -> Target:
     """The shop to deliver to (contract 10: ``api``, the shop API of section 5; ``woocommerce``;
-    ``bitrix``). ``engine``: where the WooCommerce target keeps SKU ids (in memory without)."""
+    ``bitrix``; contract 14: ``wildberries``). ``engine``: where the WooCommerce target keeps
+    SKU ids and the Wildberries target its catalogue map and tasks (in memory without);
+    ``channel``: the channel's name (the one channel's: the target's)."""
+    if settings.target == "wildberries":
+        return wildberries_target(settings, transport, engine=engine, channel=channel)
     if settings.target == "woocommerce":
         return woocommerce_target(settings, transport, engine=engine, clock=clock)
     if settings.target == "bitrix":
@@ -103,6 +109,41 @@ def target(
         site_client(settings, transport),
         batch_size=settings.site_batch_size,
         token=settings.token,
+    )
+
+
+def wildberries_target(
+    settings: Settings,
+    transport: httpx.AsyncBaseTransport | None = None,
+    *,
+    engine: Engine | None = None,
+    channel: str | None = None,
+) -> WildberriesTarget:
+    from exchange.db.wb_store import DbWbStore
+    from exchange.targets.wildberries.store import MemoryWbStore, WbStore
+    from exchange.targets.wildberries.target import WildberriesTarget
+
+    def token() -> str | None:
+        return settings.secret("wb_token")
+
+    if not token():
+        raise ConfigurationError(
+            settings.said("EXCHANGE_WB_TOKEN_FILE is not set or empty: Wildberries needs the "
+            "seller's API token")
+        )
+    store: WbStore = (
+        DbWbStore(engine, channel or settings.target) if engine is not None else MemoryWbStore()
+    )
+    return WildberriesTarget(
+        settings.wb_api_url,
+        token,
+        store,
+        price_types=dict(settings.wb_price_types),
+        rounding=settings.rounding,
+        currency=settings.currency,
+        catalogue_refresh=settings.wb_catalogue_refresh,
+        timeout=settings.http_timeout,
+        transport=transport,
     )
 
 
@@ -232,7 +273,7 @@ def worker(
         Channel(
             found.name if found.explicit else None,
             found.settings,
-            target(found.settings, transport, engine=engine, clock=clock),
+            target(found.settings, transport, engine=engine, clock=clock, channel=found.name),
         )
         for found in chosen_channels(settings, channel)
     ]

@@ -41,12 +41,21 @@ TARGET_KEYS: dict[str, tuple[str, ...]] = {
         "bitrix_max_import_steps",
     ),
     "rabbitmq": ("rabbitmq_exchange",),
+    "wildberries": (
+        "wb_token_file",
+        "wb_catalogue_refresh",
+        "wb_api_url",
+        "wb_price_types",
+        "rounding",
+        "currency",
+    ),
 }
 REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "api": ("site_url",),
     "woocommerce": ("woo_url", "woo_key_file", "woo_secret_file"),
     "bitrix": ("bitrix_url", "bitrix_user", "bitrix_password_file", "bitrix_catalog_id"),
     "rabbitmq": ("rabbitmq_exchange",),
+    "wildberries": ("wb_token_file",),
 }
 # A channel's own delivery settings, over the global ones (EXCHANGE_BATCH_SIZE, …).
 DELIVERY_KEYS = (
@@ -62,7 +71,7 @@ DELIVERY_KEYS = (
     "breaker_threshold",
 )
 # Secrets are written in a channel only as files: EXCHANGE_CHANNELS is shown and copied whole.
-SECRET_KEYS = ("site_token", "woo_key", "woo_secret", "bitrix_password")
+SECRET_KEYS = ("site_token", "woo_key", "woo_secret", "bitrix_password", "wb_token")
 
 
 def one_target_setting(name: str) -> bool:
@@ -70,7 +79,7 @@ def one_target_setting(name: str) -> bool:
     The delivery settings a channel may override (site_batch_size, site_max_rate,
     site_ca_bundle) stay global defaults."""
     return name in ("target", "rabbitmq_exchange", *SECRET_KEYS) or (
-        name.startswith(("site_", "woo_", "bitrix_")) and name not in DELIVERY_KEYS
+        name.startswith(("site_", "woo_", "bitrix_", "wb_")) and name not in DELIVERY_KEYS
     )
 
 

@@ -331,6 +331,7 @@ class Settings(
             "woo_key",  # the targets'
             "woo_secret",
             "bitrix_password",
+            "wb_token",
             "notify_smtp_password",  # the operators' notifications'
             "notify_telegram_token",
         ):

@@ -15,7 +15,7 @@ from exchange.settings.rules import is_loopback
 
 # Contract 10: these targets take price messages only; the others (api; rabbitmq, contract 12)
 # take every kind.
-PRICE_ONLY_TARGETS = ("bitrix", "woocommerce")
+PRICE_ONLY_TARGETS = ("bitrix", "woocommerce", "wildberries")
 
 
 def kinds_taken(target: str, kinds: Iterable[str]) -> list[str]:
@@ -37,12 +37,13 @@ def _same_field(name: str) -> str:
 class TargetSettings(BaseModel):
     """The target chosen and each target's own settings."""
 
-    target: Literal["api", "bitrix", "woocommerce", "rabbitmq"] = Field(
+    target: Literal["api", "bitrix", "woocommerce", "rabbitmq", "wildberries"] = Field(
         "api",
         description="The shop's side (contract 10): api (the shop API of section 5), bitrix "
         "(1C-Bitrix's own exchange, the service acting as 1C), woocommerce (REST API v3) or "
-        "rabbitmq (an exchange the shop's back end reads, contract 12). bitrix and "
-        "woocommerce take price messages only.",
+        "rabbitmq (an exchange the shop's back end reads, contract 12), wildberries (WB's "
+        "Prices and Discounts API, contract 14). bitrix, woocommerce and wildberries take "
+        "price messages only.",
     )
     woo_url: str | None = Field(
         None,
@@ -113,6 +114,45 @@ class TargetSettings(BaseModel):
         description="1C-Bitrix: most import requests answered progress before the package "
         "counts as a temporary failure (an import that never ends).",
     )
+    wb_token: SecretStr | None = Field(
+        None,
+        description="Wildberries: the seller's API token (a Personal or Service token with the "
+        "«Цены и скидки» category, not read-only); never logged.",
+    )
+    wb_token_file: Path | None = Field(
+        None, description="Wildberries: a file holding the API token; wins over wb_token."
+    )
+    wb_catalogue_refresh: float = Field(
+        900.0,
+        gt=0,
+        description="Wildberries: seconds between rebuilds of the vendor code -> nmID map from "
+        "WB's catalogue when a vendor code is missing from it (WB refusing an nmID rebuilds it "
+        "at once).",
+    )
+    # -- a minimal local adapter of what the three marketplaces share (issue 32 item 0),
+    # replaced by that item's settings when it lands: the API's address, the price type
+    # mapping, rounding and the account's currency.
+    wb_api_url: str = Field(
+        "https://discounts-prices-api.wildberries.ru",
+        description="Wildberries: the Prices and Discounts API's address (the production host "
+        "by default; http:// only for loopback).",
+    )
+    wb_price_types: dict[str, Literal["price"] | None] = Field(
+        default_factory=lambda: {"retail": "price"},
+        description="Wildberries: price_type -> WB's field; only price exists (the discount "
+        "stays the seller's, set in WB's cabinet). null leaves a price type out of this "
+        "channel (not-for-this-shop); one not listed is unmapped-price-type.",
+    )
+    rounding: Literal["half-up", "down"] | None = Field(
+        None,
+        description="A marketplace that takes whole roubles only: how a price with kopecks is "
+        "rounded (half-up or down); unset, it is invalid-for-channel, never rounded silently.",
+    )
+    currency: str = Field(
+        "RUB",
+        description="A marketplace account's currency (ISO 4217); a price in another is "
+        "invalid-for-channel.",
+    )
     site_batch_size: int = Field(
         1,
         ge=1,
@@ -122,7 +162,7 @@ class TargetSettings(BaseModel):
         "single requests.",
     )
 
-    @field_validator("woo_price_fields", "bitrix_price_types", mode="before")
+    @field_validator("woo_price_fields", "bitrix_price_types", "wb_price_types", mode="before")
     @classmethod
     def _null_in_toml(cls, value: Any) -> Any:
         """TOML has no null: ``false`` there maps a price type to null (left out of the shop,
@@ -131,7 +171,7 @@ class TargetSettings(BaseModel):
             return {k: None if v is False else v for k, v in value.items()}
         return value
 
-    @field_validator("woo_price_fields", "bitrix_price_types")
+    @field_validator("woo_price_fields", "bitrix_price_types", "wb_price_types")
     @classmethod
     def _one_price_type_per_field(
         cls, value: dict[str, str | None], info: ValidationInfo
@@ -156,7 +196,7 @@ class TargetSettings(BaseModel):
                 )
         return value
 
-    @field_validator("woo_url", "bitrix_url")
+    @field_validator("woo_url", "bitrix_url", "wb_api_url")
     @classmethod
     def _shop_url(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None or value.strip() == "":
