@@ -66,12 +66,14 @@ class DbWbStore:
         with self.engine.connect() as connection:
             for start in range(0, len(wanted), CHUNK):
                 rows = connection.execute(
-                    select(c.nm_id, c.upload_id, c.price, c.message_id, c.uploaded_at).where(
+                    select(c.nm_id, c.upload_id, c.price, c.message_id, c.uploaded_at, c.goods).where(
                         c.channel == self.channel, c.nm_id.in_(wanted[start : start + CHUNK])
                     )
                 )
-                for nm, upload_id, price, message_id, at in rows:
-                    found[int(nm)] = Task(int(nm), int(upload_id), Decimal(price), message_id, at)
+                for nm, upload_id, price, message_id, at, goods in rows:
+                    found[int(nm)] = Task(
+                        int(nm), int(upload_id), Decimal(price), message_id, at, int(goods)
+                    )
         return found
 
     def put_tasks(self, tasks: Iterable[Task]) -> None:
@@ -83,6 +85,7 @@ class DbWbStore:
                 "price": t.price,
                 "message_id": t.message_id,
                 "uploaded_at": t.uploaded_at,
+                "goods": t.goods,
             }
             for t in tasks
         ]

@@ -45,6 +45,7 @@ def upgrade() -> None:
         sa.Column("price", sa.Numeric(precision=18, scale=2), nullable=False),
         sa.Column("message_id", sa.String(length=200), nullable=False),
         sa.Column("uploaded_at", sa.DateTime(), nullable=False),
+        sa.Column("goods", sa.Integer(), nullable=False),
         sa.PrimaryKeyConstraint("channel", "nm_id", name=op.f("pk_wb_tasks")),
     )
 

@@ -52,8 +52,18 @@ class Budget:
         self.shared = _Bucket(self.rate, float(burst), now)
         self.polls = _Bucket(self.rate * poll_share, max(1.0, burst * poll_share), now)
         self.barred_until = 0.0
-        self.lock = asyncio.Lock()
+        self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.taken = {"upload": 0, "poll": 0, "read": 0}
+
+    @property
+    def lock(self) -> asyncio.Lock:
+        """One request waits for its token at a time (made in the running loop: a budget
+        outlives the event loop of ``exchange check`` or a test)."""
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._loop is not loop:
+            self._lock, self._loop = asyncio.Lock(), loop
+        return self._lock
 
     async def take(self, kind: str) -> None:
         """Wait for a token of the shared bucket (``upload`` or ``read``)."""

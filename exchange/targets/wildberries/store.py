@@ -28,6 +28,7 @@ class Task:
     price: Decimal  # the whole roubles uploaded
     message_id: str  # the delivery that carried it
     uploaded_at: datetime
+    goods: int  # how many goods the upload carried (a processed task may list fewer)
 
 
 class WbStore(Protocol):

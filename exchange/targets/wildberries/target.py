@@ -93,8 +93,19 @@ class _Answer(Exception):
         self.classification = classification
 
 
-# What a poll of one task found: its goods' lines by nmID (processed), or one of these.
+# What a poll of one task found: ``_Processed``, or one of these.
 _PENDING, _LATER, _CANCELLED, _LOST = "pending", "later", "cancelled", "lost"
+FEW = 5  # goods a task left out checked one by one (filterNmID); more: the map rebuilt
+
+
+@dataclass(frozen=True, slots=True)
+class _Processed:
+    """A processed task: the lines of its goods WB lists (by nmID), and whether it left some
+    of the uploaded goods out (``overAllGoodsNumber`` below the goods uploaded: research §8,
+    an unchanged or unknown good in a mixed task may be skipped rather than listed)."""
+
+    rows: dict[int, dict[str, Any]]
+    short: bool
 
 
 class WildberriesTarget:
@@ -242,14 +253,19 @@ class WildberriesTarget:
                 by_task.setdefault(in_flight[g.nm_id].upload_id, []).append(g)
         upload: list[_Good] = [g for g in goods if g.nm_id not in in_flight]
         refused: list[_Good] = []
+        left_out: list[_Good] = []
         for upload_id, waiting in by_task.items():
             tasks = [in_flight[g.nm_id] for g in waiting]
-            found = await self._poll(upload_id, min(t.uploaded_at for t in tasks))
-            self._judge_task(upload_id, found, waiting, in_flight, out, upload, refused)
+            found = await self._poll(
+                upload_id, min(t.uploaded_at for t in tasks), max(t.goods for t in tasks)
+            )
+            self._judge_task(upload_id, found, waiting, in_flight, out, upload, refused, left_out)
             if found not in (_PENDING, _LATER):
                 await asyncio.to_thread(
                     self.store.drop_tasks, [t.nm_id for t in tasks], upload_id
                 )
+        if left_out:
+            refused += await self._not_in_catalogue(left_out)
         if refused:
             upload += await self._again(refused, out)
         for chunk in [upload[i : i + MAX_GOODS] for i in range(0, len(upload), MAX_GOODS)]:
@@ -259,12 +275,13 @@ class WildberriesTarget:
     def _judge_task(
         self,
         upload_id: int,
-        found: dict[int, dict[str, Any]] | str,
+        found: _Processed | str,
         waiting: list[_Good],
         in_flight: dict[int, Task],
         out: dict[str, Classification],
         upload: list[_Good],
         refused: list[_Good],
+        left_out: list[_Good],
     ) -> None:
         """Each good waiting for task ``upload_id``: its delivery's outcome, or (a newer price
         of a good whose task ended) back to the uploads."""
@@ -291,12 +308,23 @@ class WildberriesTarget:
                     http_status=200,
                 )
             else:
-                assert isinstance(found, dict)
-                row = found.get(g.nm_id)
+                assert isinstance(found, _Processed)
+                row = found.rows.get(g.nm_id)
+                if row is None and found.short:
+                    # Left out of the task: unchanged (already set), or an nmID WB does not
+                    # know (research §8): the catalogue says which (``_not_in_catalogue``).
+                    out[g.price.message.message_id] = Classification(
+                        Verdict.DELIVERED,
+                        f"Wildberries left nmID {g.nm_id} out of task {upload_id}: the price "
+                        "is in force already",
+                        http_status=200,
+                        receipt=f"wb-task:{upload_id}",
+                    )
+                    left_out.append(g)
+                    continue
                 if row is None or row.get("status") == ITEM_UPDATED:
-                    # Not among the goods with errors of a task with some (research §2.4:
-                    # status 5 updated the others), or a task done without errors; a good left
-                    # out of a task (unchanged in a mixed upload) is already set.
+                    # A task done without errors, or a good updated in a task with some
+                    # (research §2.4: status 5 updated the others).
                     out[g.price.message.message_id] = Classification(
                         Verdict.DELIVERED,
                         f"Wildberries: task {upload_id} updated nmID {g.nm_id}",
@@ -308,6 +336,26 @@ class WildberriesTarget:
                 if meaning == "refused-nm":
                     refused.append(g)
                 out[g.price.message.message_id] = said
+
+    async def _not_in_catalogue(self, goods: list[_Good]) -> list[_Good]:
+        """Of the goods a task left out, those whose nmID WB's catalogue does not hold (each
+        asked by ``filterNmID`` when few; more: all of them, for the map's rebuild)."""
+        if len(goods) > FEW:
+            return goods
+        gone: list[_Good] = []
+        for g in goods:
+            response = await self._call(
+                "GET",
+                "/api/v2/list/goods/filter",
+                "read",
+                {"limit": "1", "filterNmID": str(g.nm_id)},
+            )
+            body = answers.body(response)
+            data = body.get("data") if isinstance(body, dict) else None
+            listed = data.get("listGoods") if isinstance(data, dict) else None
+            if not listed:
+                gone.append(g)
+        return gone
 
     async def _again(
         self, refused: list[_Good], out: dict[str, Classification]
@@ -364,7 +412,14 @@ class WildberriesTarget:
                 )
             now = self.clock()
             tasks = [
-                Task(g.nm_id, upload_id, Decimal(g.price.roubles), g.price.message.message_id, now)
+                Task(
+                    g.nm_id,
+                    upload_id,
+                    Decimal(g.price.roubles),
+                    g.price.message.message_id,
+                    now,
+                    len(goods),
+                )
                 for g in goods
             ]
             # Stored before any poll: a restart from here polls this task, never uploads again.
@@ -438,8 +493,8 @@ class WildberriesTarget:
 
     # -- polling a task --------------------------------------------------------------------
 
-    async def _poll(self, upload_id: int, uploaded_at: datetime) -> dict[int, dict[str, Any]] | str:
-        """The task's outcome: its goods' lines by nmID (processed), or pending, later (no
+    async def _poll(self, upload_id: int, uploaded_at: datetime, size: int) -> _Processed | str:
+        """The task's outcome: its goods' lines (processed), or pending, later (no
         poll this time: the budget's poll share is spent, or WB asked to wait), cancelled, or
         lost (not shown for ``task_timeout``)."""
         if not await self.budget.take_poll():
@@ -449,9 +504,12 @@ class WildberriesTarget:
             return meta
         status = meta.get("status") if meta else None
         if status in (DONE, SOME_ERRORS, ALL_ERRORS):
-            if status == DONE:
-                return {}  # no errors: every good updated, nothing to page
-            return await self._goods(upload_id)
+            listed = meta.get("overAllGoodsNumber")
+            short = isinstance(listed, int) and listed < size
+            if status == DONE and not short:
+                return _Processed({}, False)  # no errors: every good updated, nothing to page
+            rows = await self._goods(upload_id)
+            return rows if isinstance(rows, str) else _Processed(rows, short)
         if status == CANCELLED:
             return _CANCELLED
         # Not in the history yet (research §2.4, §8: a fresh task may show in the buffer).
