@@ -477,7 +477,7 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "not-for-this-shop": NP_("reason", "not for this shop"),
         "unroutable": NP_("reason", "unroutable"),
         "invalid-for-channel": NP_("reason", "invalid for the channel"),
-        "channel-rule": NP_("reason", "the channel's rule"),
+        "channel-rule": NP_("reason", "the channel's price rule"),
         "channel-removed": NP_("reason", "channel removed"),
     },
 }

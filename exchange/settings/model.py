@@ -39,6 +39,7 @@ from exchange.settings.channels import (
 )
 from exchange.settings.database import DatabaseSettings
 from exchange.settings.delivery import DeliverySettings
+from exchange.settings.marketplaces import MarketplaceSettings
 from exchange.settings.notify import NotifySettings
 from exchange.settings.operations import OperationsSettings
 from exchange.settings.report import ReportSettings
@@ -68,6 +69,7 @@ class Settings(
     ServeSettings,
     OperationsSettings,
     ReportSettings,
+    MarketplaceSettings,
     TargetSettings,
     DeliverySettings,
     SiteSettings,

@@ -11,11 +11,12 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator
 
+from exchange.settings.marketplaces import MARKETPLACE_TARGETS
 from exchange.settings.rules import is_loopback
 
-# Contract 10: these targets take price messages only; the others (api; rabbitmq, contract 12)
-# take every kind.
-PRICE_ONLY_TARGETS = ("bitrix", "woocommerce", "wildberries")
+# Contract 10: these targets take price messages only (and the marketplaces, contract 14); the
+# others (api; rabbitmq, contract 12) take every kind.
+PRICE_ONLY_TARGETS = ("bitrix", "woocommerce", *MARKETPLACE_TARGETS)
 
 
 def kinds_taken(target: str, kinds: Iterable[str]) -> list[str]:
@@ -37,13 +38,15 @@ def _same_field(name: str) -> str:
 class TargetSettings(BaseModel):
     """The target chosen and each target's own settings."""
 
-    target: Literal["api", "bitrix", "woocommerce", "rabbitmq", "wildberries"] = Field(
+    target: Literal[
+        "api", "bitrix", "woocommerce", "rabbitmq", "ozon", "wildberries", "yandex-market"
+    ] = Field(
         "api",
         description="The shop's side (contract 10): api (the shop API of section 5), bitrix "
-        "(1C-Bitrix's own exchange, the service acting as 1C), woocommerce (REST API v3) or "
-        "rabbitmq (an exchange the shop's back end reads, contract 12), wildberries (WB's "
-        "Prices and Discounts API, contract 14). bitrix, woocommerce and wildberries take "
-        "price messages only.",
+        "(1C-Bitrix's own exchange, the service acting as 1C), woocommerce (REST API v3), "
+        "rabbitmq (an exchange the shop's back end reads, contract 12), or a marketplace "
+        "(contract 14): ozon, wildberries, yandex-market. All but api and rabbitmq take price "
+        "messages only.",
     )
     woo_url: str | None = Field(
         None,
@@ -129,30 +132,6 @@ class TargetSettings(BaseModel):
         "WB's catalogue when a vendor code is missing from it (WB refusing an nmID rebuilds it "
         "at once).",
     )
-    # -- a minimal local adapter of what the three marketplaces share (issue 32 item 0),
-    # replaced by that item's settings when it lands: the API's address, the price type
-    # mapping, rounding and the account's currency.
-    wb_api_url: str = Field(
-        "https://discounts-prices-api.wildberries.ru",
-        description="Wildberries: the Prices and Discounts API's address (the production host "
-        "by default; http:// only for loopback).",
-    )
-    wb_price_types: dict[str, Literal["price"] | None] = Field(
-        default_factory=lambda: {"retail": "price"},
-        description="Wildberries: price_type -> WB's field; only price exists (the discount "
-        "stays the seller's, set in WB's cabinet). null leaves a price type out of this "
-        "channel (not-for-this-shop); one not listed is unmapped-price-type.",
-    )
-    rounding: Literal["half-up", "down"] | None = Field(
-        None,
-        description="A marketplace that takes whole roubles only: how a price with kopecks is "
-        "rounded (half-up or down); unset, it is invalid-for-channel, never rounded silently.",
-    )
-    currency: str = Field(
-        "RUB",
-        description="A marketplace account's currency (ISO 4217); a price in another is "
-        "invalid-for-channel.",
-    )
     site_batch_size: int = Field(
         1,
         ge=1,
@@ -162,7 +141,7 @@ class TargetSettings(BaseModel):
         "single requests.",
     )
 
-    @field_validator("woo_price_fields", "bitrix_price_types", "wb_price_types", mode="before")
+    @field_validator("woo_price_fields", "bitrix_price_types", mode="before")
     @classmethod
     def _null_in_toml(cls, value: Any) -> Any:
         """TOML has no null: ``false`` there maps a price type to null (left out of the shop,
@@ -171,7 +150,7 @@ class TargetSettings(BaseModel):
             return {k: None if v is False else v for k, v in value.items()}
         return value
 
-    @field_validator("woo_price_fields", "bitrix_price_types", "wb_price_types")
+    @field_validator("woo_price_fields", "bitrix_price_types")
     @classmethod
     def _one_price_type_per_field(
         cls, value: dict[str, str | None], info: ValidationInfo
@@ -196,7 +175,7 @@ class TargetSettings(BaseModel):
                 )
         return value
 
-    @field_validator("woo_url", "bitrix_url", "wb_api_url")
+    @field_validator("woo_url", "bitrix_url")
     @classmethod
     def _shop_url(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None or value.strip() == "":

@@ -69,6 +69,7 @@ from exchange.failpoints import failpoint
 from exchange.logs import log_event
 from exchange.queue import deliveries, lease, record
 from exchange.settings import Settings
+from exchange.settings.marketplaces import MARKETPLACE_TARGETS
 from exchange.targets.base import OutgoingMessage, PacedTarget, Target
 from exchange.targets.wire import STATUSES
 from exchange.worker.common import CycleReport, Metrics, recent_seconds
@@ -305,6 +306,7 @@ class DeliveryLoop:
                 exclude=exclude,
                 clock=self.clock.now,
                 channel_id=self.channel_id,
+                one_per_sku=self.settings.target in MARKETPLACE_TARGETS,
             )
 
     def _record(
