@@ -52,9 +52,7 @@ class DbWbStore:
             ]
             for start in range(0, len(rows), 5000):
                 connection.execute(wb_nm_ids.insert(), rows[start : start + 5000])
-            connection.execute(
-                delete(wb_catalogues).where(wb_catalogues.c.channel == self.channel)
-            )
+            connection.execute(delete(wb_catalogues).where(wb_catalogues.c.channel == self.channel))
             connection.execute(
                 wb_catalogues.insert(), [{"channel": self.channel, "refreshed_at": at}]
             )
@@ -66,9 +64,9 @@ class DbWbStore:
         with self.engine.connect() as connection:
             for start in range(0, len(wanted), CHUNK):
                 rows = connection.execute(
-                    select(c.nm_id, c.upload_id, c.price, c.message_id, c.uploaded_at, c.goods).where(
-                        c.channel == self.channel, c.nm_id.in_(wanted[start : start + CHUNK])
-                    )
+                    select(
+                        c.nm_id, c.upload_id, c.price, c.message_id, c.uploaded_at, c.goods
+                    ).where(c.channel == self.channel, c.nm_id.in_(wanted[start : start + CHUNK]))
                 )
                 for nm, upload_id, price, message_id, at, goods in rows:
                     found[int(nm)] = Task(

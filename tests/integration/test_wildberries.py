@@ -54,7 +54,9 @@ def wb_settings(db_url: str, sim: WbSimulator, token: str, **overrides: Any) -> 
 
 def make_worker(db_url: str, engine: Engine, sim: WbSimulator, **overrides: Any) -> Worker:
     token = overrides.pop("token", None) or sim.token()
-    return bootstrap.worker(wb_settings(db_url, sim, token, **overrides), engine, rng=random.Random(3))
+    return bootstrap.worker(
+        wb_settings(db_url, sim, token, **overrides), engine, rng=random.Random(3)
+    )
 
 
 def states(engine: Engine, channel: str = "api") -> dict[tuple[str, int], tuple[str, str | None]]:
@@ -62,7 +64,9 @@ def states(engine: Engine, channel: str = "api") -> dict[tuple[str, int], tuple[
     ``api`` by its migration); ``exchange run`` registers its channel ``wb`` beside it."""
     with transaction(engine, read_only=True) as connection:
         rows = connection.execute(
-            select(messages.c.aggregate, messages.c.version, deliveries.c.state, deliveries.c.reason)
+            select(
+                messages.c.aggregate, messages.c.version, deliveries.c.state, deliveries.c.reason
+            )
             .join(deliveries, deliveries.c.message_pk == messages.c.id)
             .join(channels, channels.c.id == deliveries.c.channel_id)
             .where(channels.c.name == channel)
@@ -93,21 +97,30 @@ def test_prices_reach_wildberries_through_polled_tasks_and_no_task_is_left(
 
     assert {(f"SKU-{n}", 1): ("delivered", None) for n in range(1, 6)} == states(engine)
     assert [[900 + n] for n in range(1, 6)] == [
-        wb.applied[wb.by_vendor_code(f"SKU-{n}").nm_id] for n in range(1, 6)  # type: ignore[union-attr]
+        wb.applied[wb.by_vendor_code(f"SKU-{n}").nm_id]
+        for n in range(1, 6)  # type: ignore[union-attr]
     ]
     assert 1 == uploads(wb), "one task for the five goods"
     assert "awaiting-outcome" in events(engine), "the delivery waited for its task, delayed"
     assert 0 == tasks_left(engine)
 
 
-def _run(db_url: str, sim: WbSimulator, token_file: Path, tmp_path: Path, name: str, **extra: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    db_url: str, sim: WbSimulator, token_file: Path, tmp_path: Path, name: str, **extra: str
+) -> subprocess.CompletedProcess[str]:
     """``exchange run --until-idle`` as its own process (killed by a failpoint, or to the end)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
     env.update(
         {
             "EXCHANGE_DATABASE_URL": db_url,
             "EXCHANGE_CHANNELS": json.dumps(
-                {"wb": {"target": "wildberries", "wb_api_url": sim.url, "wb_token_file": str(token_file)}}
+                {
+                    "wb": {
+                        "target": "wildberries",
+                        "wb_api_url": sim.url,
+                        "wb_token_file": str(token_file),
+                    }
+                }
             ),
             "EXCHANGE_WORKER_ID": name,
             "EXCHANGE_POLL_INTERVAL": "0.05",

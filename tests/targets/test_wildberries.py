@@ -190,7 +190,7 @@ def test_kopecks_are_invalid_for_the_channel_unless_rounding_says_how(sim: WbSim
     (down,) = send(make(sim, poll_at_once=True, rounding="down"), price("SKU-3", 1, "899.50"))
 
     assert (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL) == (refused.verdict, refused.reason)
-    assert "whole roubles" in refused.detail
+    assert "whole units" in refused.detail
     assert (Verdict.DELIVERED, Verdict.DELIVERED) == (half_up.verdict, down.verdict)
     assert ([900], [899]) == (sim.applied[nm(sim, "SKU-2")], sim.applied[nm(sim, "SKU-3")])
     assert 2 == uploads(sim), "the refused price was never sent"
@@ -406,7 +406,9 @@ def test_a_429_is_obeyed_nothing_goes_before_x_ratelimit_retry(sim: WbSimulator)
     sim.limits = Limits(period=2.0, requests=1, burst=1)
     sim.test_budget = Budget()  # type: ignore[attr-defined]  # WB's documented limit
 
-    async def scenario(t: WildberriesTarget) -> tuple[list[Classification], float, list[Classification]]:
+    async def scenario(
+        t: WildberriesTarget,
+    ) -> tuple[list[Classification], float, list[Classification]]:
         first = await t.send([price("SKU-1", 1, "900.00")])  # the catalogue, then a 429
         refused_at = time.monotonic()
         again = await t.send([price("SKU-1", 1, "900.00")])
@@ -462,7 +464,9 @@ def test_health_reads_and_changes_nothing(sim: WbSimulator) -> None:
     assert 0 == uploads(sim)
 
 
-def test_the_token_never_reaches_the_log(sim: WbSimulator, caplog: pytest.LogCaptureFixture) -> None:
+def test_the_token_never_reaches_the_log(
+    sim: WbSimulator, caplog: pytest.LogCaptureFixture
+) -> None:
     token = sim.token()
     send(make(sim, token=token, poll_at_once=True), price("SKU-1", 1, "900.00"))
     sim.revoke(token)

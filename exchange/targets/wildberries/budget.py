@@ -15,7 +15,6 @@ import asyncio
 import time
 from collections.abc import Callable
 
-
 SAFETY = 0.99
 
 

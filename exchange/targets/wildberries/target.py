@@ -37,7 +37,7 @@ import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from typing import Any, Literal
 
 import httpx
@@ -52,8 +52,9 @@ from exchange.targets.base import (
     Release,
     Shown,
 )
-from exchange.targets.prices import read_price
-from exchange.targets.shop_api.batch import chunks
+from exchange.targets.marketplace import items
+from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
+from exchange.targets.marketplace.money import Money
 from exchange.targets.wildberries import answers
 from exchange.targets.wildberries.budget import Budget
 from exchange.targets.wildberries.store import Task, WbStore
@@ -71,14 +72,21 @@ USER_AGENT = "exchange/0.1"
 DONE, CANCELLED, SOME_ERRORS, ALL_ERRORS, PENDING = 3, 4, 5, 6, 1
 ITEM_UPDATED, ITEM_ERROR = 2, 3
 
-Rounding = Literal["half-up", "down"] | None
+Rounding = Literal["none", "half-up", "down"]
+WHOLE_ROUBLES = Money(places=0)  # research §2.1: "Price should be a whole number", never 0
 
 
 @dataclass(frozen=True, slots=True)
 class _Price:
-    message: OutgoingMessage
+    """One item (contract 14: one per SKU; Wildberries has one field, ``price``)."""
+
+    carried: tuple[OutgoingMessage, ...]
     vendor_code: str
     roubles: int
+
+    @property
+    def message(self) -> OutgoingMessage:
+        return self.carried[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +126,10 @@ class WildberriesTarget:
         store: WbStore,
         *,
         price_types: dict[str, str | None] | None = None,
-        rounding: Rounding = None,
+        rounding: Rounding = "none",
         currency: str = "RUB",
+        sku_source: Literal["sku", "article"] = "sku",
+        articles: Articles = NO_ARTICLES,
         catalogue_refresh: float = 900.0,
         timeout: float = 10.0,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -140,9 +150,16 @@ class WildberriesTarget:
         self._token_source = token
         self._token = self._read_token()
         self.store = store
-        self.price_types = dict(price_types or {"retail": "price"})
-        self.rounding = rounding
-        self.currency = currency
+        self.channel = items.Channel(
+            "wildberries",
+            dict(price_types or {"retail": "price"}),
+            "wb_price_types",
+            {"price": WHOLE_ROUBLES},
+            currency,
+            sku_source,
+            rounding,
+        )
+        self.articles = articles
         self.catalogue_refresh = catalogue_refresh
         self.budget = budget or Budget()
         self.first_poll, self.poll_every = first_poll, poll_every
@@ -169,23 +186,20 @@ class WildberriesTarget:
     # -- the seam --------------------------------------------------------------------------
 
     def requests(self, messages: Sequence[OutgoingMessage]) -> list[list[OutgoingMessage]]:
-        return chunks(messages, MAX_GOODS)
+        return items.by_sku(messages, MAX_GOODS)
 
     async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
-        answers_: dict[str, Classification] = {}
-        prices: list[_Price] = []
-        for message in messages:
-            judged = self._read(message)
-            if isinstance(judged, Classification):
-                answers_[message.message_id] = judged
-            else:
-                prices.append(judged)
+        built = await items.gather(messages, self.channel, articles=self.articles)
+        answers_ = dict(built.answers)
+        prices = [_item(item) for item in built.items]
         if prices:
             try:
-                answers_.update(await self._deliver(prices))
+                spread = await self._deliver(prices)
             except _Answer as whole:
-                for p in prices:
-                    answers_.setdefault(p.message.message_id, whole.classification)
+                spread = {p.message.message_id: whole.classification for p in prices}
+            for p in prices:  # the item's verdict is every carried delivery's (contract 14)
+                for carried in p.carried:
+                    answers_[carried.message_id] = spread[p.message.message_id]
         return [answers_[m.message_id] for m in messages]
 
     async def health(self) -> Classification:
@@ -203,37 +217,12 @@ class WildberriesTarget:
 
     # -- reading the payload ---------------------------------------------------------------
 
-    def _read(self, message: OutgoingMessage) -> _Price | Classification:
-        price = read_price(
-            message, target="wildberries", mapping=self.price_types, setting="wb_price_types"
-        )
-        if isinstance(price, Classification):
-            return price
-        if price.mapped != "price":
-            return Classification(
-                Verdict.TERMINAL,
-                f"wb_price_types maps to {price.mapped!r}: Wildberries takes price only",
-                reason=Reason.UNMAPPED_PRICE_TYPE,
-            )
-        if price.currency != self.currency:
-            return _invalid(
-                f"the price is in {price.currency}; the Wildberries account's currency is "
-                f"{self.currency}"
-            )
-        amount = price.amount
-        whole = amount.to_integral_value()
-        if amount != whole:
-            if self.rounding is None:
-                return _invalid(
-                    f"{amount} has kopecks; Wildberries takes whole roubles only (set rounding "
-                    "to half-up or down to round it)"
-                )
-            whole = amount.quantize(
-                Decimal(1), rounding=ROUND_HALF_UP if self.rounding == "half-up" else ROUND_DOWN
-            )
-        if whole <= 0:
-            return _invalid(f"{amount} is not a price Wildberries takes (above 0 only)")
-        return _Price(message, price.sku, int(whole))
+    async def _read(self, messages: Sequence[OutgoingMessage]) -> list[_Price | Classification]:
+        """Each message as its item (the articles read under ``sku_source = article``), or
+        why it is not one: for ``withheld_shown`` and ``read_prices``."""
+        built = await items.gather(messages, self.channel, articles=self.articles)
+        by_message = {p.message.message_id: p for p in map(_item, built.items)}
+        return [by_message.get(m.message_id) or built.answers[m.message_id] for m in messages]
 
     # -- one send --------------------------------------------------------------------------
 
@@ -261,9 +250,7 @@ class WildberriesTarget:
             )
             self._judge_task(upload_id, found, waiting, in_flight, out, upload, refused, left_out)
             if found not in (_PENDING, _LATER):
-                await asyncio.to_thread(
-                    self.store.drop_tasks, [t.nm_id for t in tasks], upload_id
-                )
+                await asyncio.to_thread(self.store.drop_tasks, [t.nm_id for t in tasks], upload_id)
         if left_out:
             refused += await self._not_in_catalogue(left_out)
         if refused:
@@ -357,9 +344,7 @@ class WildberriesTarget:
                 gone.append(g)
         return gone
 
-    async def _again(
-        self, refused: list[_Good], out: dict[str, Classification]
-    ) -> list[_Good]:
+    async def _again(self, refused: list[_Good], out: dict[str, Classification]) -> list[_Good]:
         """WB refused these ``nmID``s: the map rebuilt now; a vendor code found under another
         ``nmID`` is uploaded again under it, one not found is ``unknown-sku``, one found under
         the same ``nmID`` keeps WB's refusal."""
@@ -391,7 +376,9 @@ class WildberriesTarget:
 
     # -- the upload ------------------------------------------------------------------------
 
-    async def _upload(self, goods: list[_Good], *, alone: bool = False) -> dict[str, Classification]:
+    async def _upload(
+        self, goods: list[_Good], *, alone: bool = False
+    ) -> dict[str, Classification]:
         if not goods:
             return {}
         self._may_write()
@@ -630,7 +617,9 @@ class WildberriesTarget:
             page = data.get("quarantineGoods") if isinstance(data, dict) else None
             if not isinstance(page, list):
                 return held
-            held |= {g["nmID"] for g in page if isinstance(g, dict) and isinstance(g.get("nmID"), int)}
+            held |= {
+                g["nmID"] for g in page if isinstance(g, dict) and isinstance(g.get("nmID"), int)
+            }
             if len(page) < PAGE:
                 return held
             offset += PAGE
@@ -642,7 +631,7 @@ class WildberriesTarget:
         delivered supersedes it."""
         try:
             held = await self.quarantined()
-            read = [self._read(m) for m in messages]
+            read = await self._read(messages)
             codes = {p.vendor_code for p in read if isinstance(p, _Price)}
             nm = await asyncio.to_thread(self.store.nm_ids, sorted(codes))
             left = [p for p in read if isinstance(p, _Price) and nm.get(p.vendor_code) not in held]
@@ -698,7 +687,7 @@ class WildberriesTarget:
     # -- reading prices back (exchange verify) ---------------------------------------------
 
     async def read_prices(self, messages: Sequence[OutgoingMessage]) -> list[HeldPrice]:
-        read = [(m, self._read(m)) for m in messages]
+        read = list(zip(messages, await self._read(messages), strict=True))
         codes = {p.vendor_code for _, p in read if isinstance(p, _Price)}
         try:
             nm = await self._nm_ids(codes)
@@ -792,8 +781,8 @@ def _task_id(response: httpx.Response) -> int | None:
     return ident if isinstance(ident, int) else None
 
 
-def _invalid(detail: str) -> Classification:
-    return Classification(Verdict.TERMINAL, detail, reason=Reason.INVALID_FOR_CHANNEL)
+def _item(item: items.Item) -> _Price:
+    return _Price(tuple(item.carried), item.offer_id, int(item.prices["price"]))
 
 
 def _unknown_sku(vendor_code: str) -> Classification:
