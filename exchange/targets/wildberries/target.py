@@ -186,7 +186,22 @@ class WildberriesTarget:
     # -- the seam --------------------------------------------------------------------------
 
     def requests(self, messages: Sequence[OutgoingMessage]) -> list[list[OutgoingMessage]]:
-        return items.by_sku(messages, MAX_GOODS)
+        """One item per SKU (``items.by_sku``), and never two messages of one aggregate in a
+        request (``Target``): a second version goes in a later request (WB refuses an upload
+        naming one nmID twice, "Duplicate item Nos.")."""
+        out: list[list[OutgoingMessage]] = []
+        pending = list(messages)
+        while pending:
+            seen: set[tuple[str, str]] = set()
+            now: list[OutgoingMessage] = []
+            later: list[OutgoingMessage] = []
+            for message in pending:
+                key = (message.kind, message.aggregate)
+                (later if key in seen else now).append(message)
+                seen.add(key)
+            out += items.by_sku(now, MAX_GOODS)
+            pending = later
+        return out
 
     async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
         built = await items.gather(messages, self.channel, articles=self.articles)
