@@ -24,13 +24,13 @@ from enum import StrEnum
 from pathlib import Path
 
 import httpx
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from exchange.db.engine import make_engine, ping, transaction
 from exchange.db.migrate import ensure_current, staging_differences
-from exchange.db.schema import staging
+from exchange.db.schema import aggregates, staging
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ExchangeError
 from exchange.i18n import N_, Lang, _, matching
@@ -41,6 +41,9 @@ from exchange.settings import Settings, onec_folder
 from exchange.settings.channels import channel_words
 from exchange.targets.bitrix.target import BitrixTarget
 from exchange.targets.shop_api.client import TLS_ERROR, Response, SiteClient, SiteResult
+from exchange.targets.wildberries import token as wb_token
+from exchange.targets.wildberries.store import MemoryWbStore
+from exchange.targets.wildberries.target import WildberriesTarget
 from exchange.targets.wire import tls_words
 from exchange.targets.woocommerce import auth
 from exchange.targets.woocommerce.ids import MemorySkuIds
@@ -340,6 +343,18 @@ _DETAILS = tuple(
             N_("{server}, signed in as {user}; to {recipients}"),
         ),
         (r"(?P<server>\S+ \(\w+\)); to (?P<recipients>.+)", N_("{server}; to {recipients}")),
+        (
+            r"Wildberries token's rights \(its claims\)",
+            N_("Wildberries token's rights (its claims)"),
+        ),
+        (
+            r"Wildberries accepts the token \((?P<url>.*)\)",
+            N_("Wildberries accepts the token ({url})"),
+        ),
+        (
+            r"Wildberries: vendor codes resolve to nmIDs",
+            N_("Wildberries: vendor codes resolve to nmIDs"),
+        ),
     )
 )
 
@@ -527,7 +542,134 @@ def check_target(
         return [asyncio.run(_check_bitrix(settings, transport))]
     if settings.target == "rabbitmq":
         return [asyncio.run(_check_rabbitmq_target(settings))]
+    if settings.target == "wildberries":
+        return asyncio.run(_check_wildberries(settings, transport))
     return [check_site(settings, transport)]
+
+
+WB_LIMITS = (
+    "the Prices and discounts category allows 10 requests per 6 s with a burst of 5, shared by "
+    "uploads, task polls and catalogue reads (the service keeps under it, polls never taking "
+    "more than half)"
+)
+WB_SAMPLE = 5  # the service's SKUs a check looks for in WB's catalogue
+
+
+async def _check_wildberries(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None
+) -> list[CheckResult]:
+    """Contract 14: the token's rights read from its own claims (the Prices category, not
+    read-only, not expired; the limits its kind has), WB accepts it (a read of one good), and
+    a sample of the service's SKUs resolves to nmIDs in the catalogue. Nothing is uploaded."""
+    rights_what = "Wildberries token's rights (its claims)"
+    accepted_what = f"Wildberries accepts the token ({safe_http_url(settings.wb_api_url)})"
+    sample_what = "Wildberries: vendor codes resolve to nmIDs"
+    try:
+        token = settings.secret("wb_token")
+    except ExchangeError as exc:
+        return [
+            fail(rights_what, str(exc)),
+            skip(accepted_what, "no token"),
+            skip(sample_what, "no token"),
+        ]
+    if not token:
+        reason = "EXCHANGE_WB_TOKEN_FILE is not set or empty"
+        return [
+            fail(rights_what, reason),
+            skip(accepted_what, "no token"),
+            skip(sample_what, "no token"),
+        ]
+    results = [_wb_rights(token)]
+    target = WildberriesTarget(
+        settings.wb_api_url,
+        lambda: token,
+        MemoryWbStore(),
+        timeout=settings.http_timeout,
+        transport=transport,
+    )
+    try:
+        health = await target.health()
+        if health.verdict is not Verdict.DELIVERED:
+            return [*results, fail(accepted_what, health.detail), skip(sample_what, "refused")]
+        results.append(ok(accepted_what, WB_LIMITS))
+        try:
+            catalogue = await target.catalogue()
+        except Exception as exc:  # the target's whole answer (a 429, a page not JSON)
+            return [*results, fail(sample_what, str(exc))]
+    finally:
+        await target.aclose()
+    sample = _sample_skus(settings)
+    found = [sku for sku in sample if sku in catalogue]
+    missing = [sku for sku in sample if sku not in catalogue]
+    detail = f"the catalogue lists {len(catalogue)} vendor codes"
+    if not sample:
+        return [*results, ok(sample_what, f"{detail}; no price has been taken in yet to compare")]
+    detail += f"; of {len(sample)} of the service's SKUs, {len(found)} found"
+    if missing:
+        detail += (
+            f", not found: {', '.join(missing)} (unknown-sku unless sku_source says otherwise)"
+        )
+        return [*results, fail(sample_what, detail)]
+    return [*results, ok(sample_what, detail)]
+
+
+def _wb_rights(token: str) -> CheckResult:
+    what = "Wildberries token's rights (its claims)"
+    said = wb_token.claims(token)
+    if said is None:
+        return skip(what, "the token is not a JWT whose claims can be read: Wildberries judges it")
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC)
+    expires = said.expires.date().isoformat() if said.expires else "no expiry"
+    if said.expired(now):
+        return fail(what, f"the {said.kind} token expired on {expires}: make a new one")
+    if not said.prices:
+        return fail(
+            what, f"the {said.kind} token has no «Цены и скидки» (Prices and discounts) category"
+        )
+    if said.read_only:
+        return fail(what, f"the {said.kind} token is read-only: prices cannot be written with it")
+    if said.kind == "Base":
+        return fail(
+            what,
+            "a Base token: 4 requests an hour for the whole Prices category, too few for prices; "
+            "make a Personal or Service token",
+        )
+    if said.kind == "Test":
+        return ok(
+            what,
+            f"a Test token (the sandbox only), «Цены и скидки», read and write, expires {expires}",
+        )
+    return ok(what, f"a {said.kind} token, «Цены и скидки», read and write, expires {expires}")
+
+
+def _sample_skus(settings: Settings) -> list[str]:
+    """A few SKUs the service has taken prices for (the newest), or none when the database
+    cannot say."""
+    try:
+        engine = engine_for(settings.database_url)
+    except Exception:
+        return []
+    try:
+        with transaction(engine, read_only=True) as connection:
+            rows = connection.execute(
+                select(aggregates.c.sku)
+                .where(aggregates.c.kind == "price", aggregates.c.sku.is_not(None))
+                .order_by(aggregates.c.id.desc())
+                .limit(WB_SAMPLE)
+            ).scalars()
+            skus = sorted({str(sku) for sku in rows})
+        if settings.sku_source == "article":  # the vendor code is 1C's article (contract 14)
+            from exchange.db.articles import DbArticles
+
+            found = DbArticles(engine).of(skus)
+            return [found.get(sku, f"{sku} (no article)") for sku in skus]
+        return skus
+    except (SQLAlchemyError, ExchangeError):
+        return []
+    finally:
+        engine.dispose()
 
 
 async def _check_rabbitmq_target(settings: Settings) -> CheckResult:
