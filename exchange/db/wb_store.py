@@ -11,7 +11,7 @@ from decimal import Decimal
 from sqlalchemy import Engine, delete, select
 
 from exchange.db.schema import wb_catalogues, wb_nm_ids, wb_tasks
-from exchange.targets.wildberries.store import Task
+from exchange.domain.upload_tasks import Task
 
 CHUNK = 500  # keys per SELECT ... IN
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator
 
 from exchange.settings.marketplaces import MARKETPLACE_TARGETS
-from exchange.settings.rules import is_loopback
+from exchange.settings.rules import MAX_SECONDS, _finite_seconds, is_loopback
 
 # Contract 10: these targets take price messages only (and the marketplaces, contract 14); the
 # others (api; rabbitmq, contract 12) take every kind.
@@ -128,6 +128,7 @@ class TargetSettings(BaseModel):
     wb_catalogue_refresh: float = Field(
         900.0,
         gt=0,
+        le=MAX_SECONDS,
         description="Wildberries: seconds between rebuilds of the vendor code -> nmID map from "
         "WB's catalogue when a vendor code is missing from it (WB refusing an nmID rebuilds it "
         "at once).",
@@ -140,6 +141,11 @@ class TargetSettings(BaseModel):
         "contract 5b); 1 sends one request per message. A site that answers 404 there gets "
         "single requests.",
     )
+
+    @field_validator("wb_catalogue_refresh", mode="before")
+    @classmethod
+    def _wb_seconds(cls, value: Any) -> Any:
+        return _finite_seconds(value)
 
     @field_validator("woo_price_fields", "bitrix_price_types", mode="before")
     @classmethod

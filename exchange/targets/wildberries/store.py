@@ -13,22 +13,10 @@ uploading the price again (docs/design/channels.md, "Work whose outcome is read 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
 from typing import Protocol
 
-
-@dataclass(frozen=True, slots=True)
-class Task:
-    """One ``nmID`` of an upload task in flight."""
-
-    nm_id: int
-    upload_id: int
-    price: Decimal  # the whole roubles uploaded
-    message_id: str  # the delivery that carried it
-    uploaded_at: datetime
-    goods: int  # how many goods the upload carried (a processed task may list fewer)
+from exchange.domain.upload_tasks import Task as Task  # the port's value
 
 
 class WbStore(Protocol):
