@@ -53,7 +53,10 @@ def error_text(response: httpx.Response) -> str:
 def retry_in(response: httpx.Response) -> str | None:
     """research §2.3: a 429 says when to come back in ``X-Ratelimit-Retry`` (seconds); no
     ``Retry-After`` is documented (taken when present all the same)."""
-    return response.headers.get("X-Ratelimit-Retry") or response.headers.get("Retry-After")
+    found: str | None = response.headers.get("X-Ratelimit-Retry") or response.headers.get(
+        "Retry-After"
+    )
+    return found
 
 
 def token_missing() -> Classification:

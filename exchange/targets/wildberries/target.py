@@ -505,7 +505,7 @@ class WildberriesTarget:
         if isinstance(meta, str):
             return meta
         status = meta.get("status") if meta else None
-        if status in (DONE, SOME_ERRORS, ALL_ERRORS):
+        if meta is not None and status in (DONE, SOME_ERRORS, ALL_ERRORS):
             listed = meta.get("overAllGoodsNumber")
             short = isinstance(listed, int) and listed < size
             if status == DONE and not short:
