@@ -46,3 +46,7 @@ class Classification:
     site_wide: bool = False
     """A TEMPORARY verdict that speaks about the site, not the message (contract 5c: not
     charged), whatever its status: e.g. Bitrix's "cannot create the temporary tables"."""
+    about_item: bool = False
+    """A TEMPORARY verdict the site gave about this item alone, in an answer that went well
+    otherwise (a marketplace's good locked by a sale): charged, but never a sign the site is
+    failing (the breaker and the pace count it as an answer)."""

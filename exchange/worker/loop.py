@@ -461,6 +461,9 @@ class DeliveryLoop:
         another request was refused too, or when the site's health check fails: a whole batch
         refused is one request."""
         status = classification.http_status
+        if classification.about_item:  # the site answered: about that item alone
+            self._learn_answer(classification, sent_at, answered_at)
+            return None
         cause: Cause | None = None
         if self.pace.speaks_about_site(answered_at, message.aggregate, status):
             cause = Cause.RATE_LIMITED if status == 429 else Cause.UNAVAILABLE
@@ -631,6 +634,8 @@ class DeliveryLoop:
         match verdict:
             case Verdict.TEMPORARY if classification.http_status == 429 and not probing:
                 pass  # the site asks to slow down: the pace's business, not an outage
+            case Verdict.TEMPORARY if classification.about_item:
+                self._site_answers()  # the site answered well; this item alone must wait
             case Verdict.TEMPORARY:
                 if self.breaker.record_temporary_failure(message.aggregate_id, now, probe=probing):
                     log.warning(

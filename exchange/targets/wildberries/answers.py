@@ -161,6 +161,7 @@ def item_error(row: dict[str, Any], upload_id: int) -> tuple[str, Classification
             f"Wildberries: {words} (task {upload_id})",
             http_status=200,
             error_class="SaleLock",
+            about_item=True,  # WB answered well; this good alone is locked
         )
     return "refused", Classification(
         Verdict.TERMINAL,

@@ -76,13 +76,20 @@ class Budget:
                     return
                 await self._sleep(wait)  # type: ignore[misc]
 
-    async def take_poll(self) -> bool:
+    async def take_poll(self, *, wait: bool = False) -> bool:
         """A token for a poll when the poll share has one (waiting only for the shared bucket
-        then, at most one interval); False: put the poll off, never waiting for the share."""
+        then, at most one interval); False: put the poll off, never waiting for the share.
+        ``wait``: the rest of a poll begun (the pages of a task whose status was read) waits
+        for the share's token instead, so that a poll once begun ends (the share's rate is
+        kept all the same)."""
         async with self.lock:
             now = self._now()
-            if now < self.barred_until or self.polls.wait(now) > 0:
+            if not wait and (now < self.barred_until or self.polls.wait(now) > 0):
                 return False
+            while wait and (pause := max(self.barred_until - now, self.polls.wait(now))) > 0:
+                await self._sleep(pause)  # type: ignore[misc]
+                now = self._now()
+            self.polls.refill(now)
             self.polls.tokens -= 1.0
             while True:
                 now = self._now()
@@ -92,6 +99,11 @@ class Budget:
                     self.taken["poll"] += 1
                     return True
                 await self._sleep(wait)  # type: ignore[misc]
+
+    def poll_wait(self) -> float:
+        """Seconds until a poll may go (its share has a token and no 429 bars it)."""
+        now = self._now()
+        return max(self.barred_until - now, self.polls.wait(now), 0.0)
 
     def remaining(self, left: int) -> None:
         """WB's ``X-Ratelimit-Remaining`` on an answer (research §2.3: the burst still

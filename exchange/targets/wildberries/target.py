@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import logging
 import ssl
 from collections.abc import Callable, Sequence
@@ -291,9 +292,9 @@ class WildberriesTarget:
             task = in_flight[g.nm_id]
             mine = task.price == g.price.roubles
             if found in (_PENDING, _LATER):
-                out[g.price.message.message_id] = self._awaiting(
-                    upload_id, self.poll_every, mine=mine
-                )
+                # Put off for want of the polls' share: looked at again once it has a token.
+                wait = self.poll_every if found == _PENDING else self.budget.poll_wait()
+                out[g.price.message.message_id] = self._awaiting(upload_id, wait, mine=mine)
             elif not mine:
                 upload.append(g)  # the good's task ended: this newer price goes now
             elif found == _CANCELLED:
@@ -386,7 +387,8 @@ class WildberriesTarget:
             detail,
             http_status=200,
             receipt=f"wb-task:{upload_id}",
-            retry_after=str(max(0, round(wait))),
+            # Whole seconds (Retry-After's form), at least one: never due again at once.
+            retry_after=str(max(1, math.ceil(wait))),
         )
 
     # -- the upload ------------------------------------------------------------------------
@@ -541,8 +543,7 @@ class WildberriesTarget:
         rows: dict[int, dict[str, Any]] = {}
         offset = 0
         while True:
-            if not await self.budget.take_poll():
-                return _LATER
+            await self.budget.take_poll(wait=True)  # the task's status was read: finish it
             response = await self._call(
                 "GET",
                 "/api/v2/history/goods/task",

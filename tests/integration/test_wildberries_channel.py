@@ -28,6 +28,7 @@ from exchange.db.schema import channels, deliveries, history, messages, wb_tasks
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 from exchange.dev.wbsim import Switches, WbSimulator
 from exchange.runner import run_until_idle
+from exchange.targets.wildberries.target import WildberriesTarget
 from exchange.worker import Worker
 
 
@@ -167,3 +168,38 @@ def test_a_worker_killed_after_the_upload_leaves_a_task_the_next_worker_polls_ne
     assert wb.requests["/api/v2/history/tasks"] >= 1
     assert 0 == tasks_left(engine)
     assert "taken-over" in events(engine)
+
+
+def test_a_sale_lock_ends_retry_limit_in_wbs_words_and_never_opens_the_breaker(
+    db_url: str, engine: Engine, wb: WbSimulator
+) -> None:
+    """Goods locked by a sale are WB's answer about those goods, not WB failing: each is
+    charged and ends retry-limit with WB's words, while the others are delivered and the
+    breaker (three temporary failures in a row here) stays closed."""
+    for n in range(6, 11):
+        wb.add_good(f"SKU-{n}", price=1000)
+    for n in range(1, 6):
+        wb.lock_for_sale(wb.by_vendor_code(f"SKU-{n}").nm_id)  # type: ignore[union-attr]
+    stage(engine, [price_row(f"SKU-{n}", 1, f"{900 + n}.00") for n in range(1, 11)])
+    worker = make_worker(db_url, engine, wb, max_attempts=2, breaker_threshold=3)
+    target = worker.loop.target
+    assert isinstance(target, WildberriesTarget)
+    target.first_poll = target.poll_every = 0.2
+
+    run_worker(worker, lambda w: run_until_idle(w, max_seconds=15, poll_interval=0.05))
+
+    found = states(engine)
+    assert {(f"SKU-{n}", 1): ("quarantined", "retry-limit") for n in range(1, 6)} == {
+        k: v for k, v in found.items() if k[0] in {f"SKU-{n}" for n in range(1, 6)}
+    }
+    assert all(found[(f"SKU-{n}", 1)] == ("delivered", None) for n in range(6, 11))
+    assert 0 == worker.loop.breaker.openings
+    with transaction(engine, read_only=True) as connection:
+        said = (
+            connection.execute(
+                select(deliveries.c.last_error).where(deliveries.c.reason == "retry-limit")
+            )
+            .scalars()
+            .all()
+        )
+    assert said and all("Sale due to high inventory" in s and "attempt 2 of 2" in s for s in said)
