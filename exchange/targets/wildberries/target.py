@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import logging
+import math
 import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
