@@ -93,12 +93,12 @@ class Budget:
             self.polls.tokens -= 1.0
             while True:
                 now = self._now()
-                wait = max(self.barred_until - now, self.shared.wait(now))
-                if wait <= 0:
+                shared = max(self.barred_until - now, self.shared.wait(now))
+                if shared <= 0:
                     self.shared.tokens -= 1.0
                     self.taken["poll"] += 1
                     return True
-                await self._sleep(wait)  # type: ignore[misc]
+                await self._sleep(shared)  # type: ignore[misc]
 
     def poll_wait(self) -> float:
         """Seconds until a poll may go (its share has a token and no 429 bars it)."""
