@@ -377,6 +377,24 @@ def test_a_read_only_token_pauses_delivery_without_an_upload(sim: WbSimulator) -
     assert 0 == uploads(sim)
 
 
+def test_a_new_token_in_the_file_is_what_the_next_write_carries(sim: WbSimulator) -> None:
+    """While writes are refused the worker tries one now and then without reloading the
+    credentials: the token is read again before each write."""
+    held = {"token": sim.token(read_only=True)}
+    target = WildberriesTarget(
+        sim.url, lambda: held["token"], MemoryWbStore(), poll_at_once=True, budget=Budget(**ROOMY)
+    )
+
+    async def scenario(t: WildberriesTarget) -> list[Classification]:
+        refused = await t.send([price("SKU-1", 1, "900.00")])
+        held["token"] = sim.token()  # the operator replaced the file
+        return refused + await t.send([price("SKU-1", 1, "900.00")])
+
+    refused, written = run(target, scenario)
+
+    assert (Verdict.PAUSE, Verdict.DELIVERED) == (refused.verdict, written.verdict)
+
+
 def test_a_read_only_token_wb_refuses_pauses_delivery(sim: WbSimulator) -> None:
     """A token whose claims this cannot read (WB's own words decide): the 401 read-only."""
     token = sim.token(read_only=True)

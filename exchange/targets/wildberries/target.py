@@ -43,8 +43,10 @@ from typing import Any, Literal
 
 import httpx
 
+from exchange.domain.pause import SETTING_MISSING
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
+from exchange.errors import ExchangeError, ReadBackFailed
 from exchange.targets.base import (
     UNPACED,
     HeldPrice,
@@ -471,6 +473,15 @@ class WildberriesTarget:
     def _may_write(self) -> None:
         """The token's own claims (research §2.2) said before a write: none, read-only, or
         without the Prices category pause delivery without a request."""
+        # Read again before each write: while writes are refused the worker tries one now and
+        # then without asking for the credentials again, and the operator's new token file
+        # must be what that write carries.
+        try:
+            self._token = self._read_token()
+        except ExchangeError as exc:  # the file cannot be read: its name and why, no value
+            raise _Answer(
+                Classification(Verdict.PAUSE, str(exc), error_class=SETTING_MISSING)
+            ) from None
         if self._token is None:
             raise _Answer(answers.token_missing())
         said = claims(self._token)
@@ -709,8 +720,6 @@ class WildberriesTarget:
             nm = await self._nm_ids(codes)
             prices = await self._prices(set(nm.values()))
         except _Answer as whole:
-            from exchange.errors import ReadBackFailed
-
             raise ReadBackFailed(whole.classification.detail) from None
         held: list[HeldPrice] = []
         for message, p in read:
