@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from exchange.settings import Channel as SettingsChannel
     from exchange.targets.base import Target
     from exchange.targets.bitrix.target import BitrixTarget
+    from exchange.targets.ozon.target import OzonTarget
     from exchange.targets.shop_api.client import SiteClient
     from exchange.targets.woocommerce.target import WooCommerceTarget
     from exchange.web.config import WebConfig
@@ -98,6 +99,8 @@ def target(
         return bitrix_target(settings, transport, engine=engine, clock=clock)
     if settings.target == "rabbitmq":
         return rabbitmq_target(settings)
+    if settings.target == "ozon":
+        return ozon_target(settings, transport, engine=engine)
     if settings.target in MARKETPLACE_TARGETS:
         # Contract 14: each marketplace's target is built above, when its module is there.
         raise ConfigurationError(f"the {settings.target} target is not part of this build")
@@ -211,6 +214,47 @@ def bitrix_target(
         else None,
         # Each offer carries every mapped price type the service knows (contract 10).
         known=DbKnownPrices(engine) if engine is not None else NO_KNOWN_PRICES,
+    )
+
+
+def ozon_target(
+    settings: Settings,
+    transport: httpx.AsyncBaseTransport | None = None,
+    *,
+    engine: Engine | None = None,
+) -> OzonTarget:
+    """Contract 14's ``ozon``: with a database, the channel's known and delivered prices and
+    1C's articles are read from it (``exchange check`` and the tests go without)."""
+    from exchange.db.articles import DbArticles
+    from exchange.db.known_prices import DbKnownPrices
+    from exchange.targets.marketplace.articles import NO_ARTICLES
+    from exchange.targets.ozon.target import OzonTarget
+    from exchange.targets.prices import NO_KNOWN_PRICES
+
+    if not settings.ozon_client_id:
+        raise ConfigurationError("the ozon target needs ozon_client_id (EXCHANGE_OZON_CLIENT_ID)")
+    if not settings.secret("ozon_api_key"):
+        raise ConfigurationError(
+            "the ozon target needs ozon_api_key_file (EXCHANGE_OZON_API_KEY_FILE): a file "
+            "holding the Seller API key"
+        )
+    channel = settings._channel_name or settings.target
+    return OzonTarget(
+        settings.ozon_api_url,
+        settings.ozon_client_id,
+        lambda: settings.secret("ozon_api_key"),
+        price_types=dict(settings.ozon_price_types),
+        currency=settings.currency,
+        sku_source=settings.sku_source,
+        rounding=settings.rounding,
+        timeout=settings.http_timeout,
+        transport=transport,
+        verify=settings.site_tls(),
+        known=DbKnownPrices(engine, channel) if engine is not None else NO_KNOWN_PRICES,
+        delivered=DbKnownPrices(engine, channel, delivered_only=True)
+        if engine is not None
+        else NO_KNOWN_PRICES,
+        articles=DbArticles(engine) if engine is not None else NO_ARTICLES,
     )
 
 

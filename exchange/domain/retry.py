@@ -155,6 +155,17 @@ def decide(
             )
         case Verdict.WITHHELD:
             return replace(answer, event=Event.WITHHELD, to_state=State.WITHHELD, receipt=c.receipt)
+        case Verdict.HELD:
+            # The channel's own limit on one product: the attempt is not charged, and the
+            # message is due again when the channel said (its Retry-After, whole seconds).
+            wait = max(0.0, parse_retry_after(c.retry_after, now) or 0.0)
+            return replace(
+                not_sent(f"held by the channel, not charged: {c.detail}", attempt),
+                http_status=c.http_status,
+                error_class=c.error_class,
+                next_try_at=now + timedelta(seconds=wait),
+                delay_s=wait,
+            )
         case Verdict.TERMINAL:
             return replace(answer, reason=c.reason or Reason.http(c.http_status or 0))
         case Verdict.UNKNOWN:

@@ -21,6 +21,10 @@ class Verdict(StrEnum):
     # a marketplace's price quarantine). The delivery ends ``withheld``: no lease, not retried;
     # the target's ``WithholdsPrices`` hooks tell later whether it went live.
     WITHHELD = "withheld"
+    # The channel answered and asks this item to wait for a limit of its own on one product
+    # (contract 14: Ozon's 10 updates of a product an hour): not charged, never quarantined,
+    # due again after ``retry_after`` seconds; not the site's failure (no breaker, no pace).
+    HELD = "held"
 
 
 # Not frozen: one is made per message, and a frozen dataclass's __init__ costs ~2.5x.

@@ -333,6 +333,7 @@ class Settings(
             "woo_key",  # the targets'
             "woo_secret",
             "bitrix_password",
+            "ozon_api_key",
             "notify_smtp_password",  # the operators' notifications'
             "notify_telegram_token",
         ):

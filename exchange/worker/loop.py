@@ -650,7 +650,11 @@ class DeliveryLoop:
                     self.paused_reason = classification.detail
                     self.pause_cause = self._pause_cause(classification)
             case (
-                Verdict.DELIVERED | Verdict.STALE_AT_SITE | Verdict.TERMINAL | Verdict.WITHHELD
+                Verdict.DELIVERED
+                | Verdict.STALE_AT_SITE
+                | Verdict.TERMINAL
+                | Verdict.WITHHELD
+                | Verdict.HELD
             ):  # (not DELIVERED): the site answered
                 self._site_answers()
             case Verdict.UNKNOWN | Verdict.NOT_FOR_THIS_SHOP:

@@ -73,6 +73,8 @@ def test_a_marketplace_channel_takes_its_settings_and_prices_only(
         "ozon": {
             "target": "ozon",
             "ozon_api_url": "http://localhost:8090",
+            "ozon_client_id": "836741",
+            "ozon_api_key_file": "/run/secrets/ozon",
             "currency": "RUB",
             "sku_source": "article",
             "rounding": "down",
@@ -110,3 +112,15 @@ def test_the_marketplaces_settings_are_refused_beside_channels(
     )
     monkeypatch.setenv("EXCHANGE_SKU_SOURCE", "article")
     assert "EXCHANGE_SKU_SOURCE" in refusal()
+
+
+def test_an_ozon_channel_needs_its_client_id_and_key_file_and_takes_no_key_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("EXCHANGE_CHANNELS", json.dumps({"ozon": {"target": "ozon"}}))
+    assert "ozon_client_id, ozon_api_key_file: required by the ozon target" in refusal()
+    monkeypatch.setenv(
+        "EXCHANGE_CHANNELS",
+        json.dumps({"ozon": {"target": "ozon", "ozon_client_id": "1", "ozon_api_key": "k"}}),
+    )
+    assert "ozon_api_key: a secret is written in a channel only as a file" in refusal()

@@ -13,17 +13,20 @@ from collections.abc import Awaitable, Callable, Iterator
 from decimal import Decimal
 from typing import TypeVar
 
+import httpx
 import pytest
 from conformance import Shop, price
 from rabbitmq_shop import RabbitMqShop
 
 from exchange.dev.bitrixsim import PATH as BITRIX_PATH
 from exchange.dev.bitrixsim import BitrixSimulator
+from exchange.dev.ozonsim import OzonSimulator, rpc_status
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.woosim import WooSimulator
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage, PacedTarget, Target
 from exchange.targets.bitrix.target import BitrixTarget
+from exchange.targets.ozon.target import OzonTarget
 from exchange.targets.shop_api.client import SiteClient
 from exchange.targets.shop_api.target import ShopApiTarget
 from exchange.targets.woocommerce.ids import MemorySkuIds
@@ -197,7 +200,85 @@ class BitrixShop:
         self.site.stop()
 
 
+class _FailingFor(httpx.AsyncBaseTransport):
+    """Ozon has no temporary failure of one item: its "Internal error" (500) is the whole
+    request's. The lever for a SKU: every request carrying it answers so (one SKU a request in
+    this shop, ``max_items=1``)."""
+
+    def __init__(self, skus: set[str]) -> None:
+        self.skus = skus
+        self.inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = request.content.decode()
+        if any(f'"offer_id":"{sku}"' in body.replace(" ", "") for sku in self.skus):
+            return httpx.Response(500, content=rpc_status(500, "Internal error"))
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class OzonShop:
+    """Ozon's Seller API (contract 14) on its simulator: one SKU a request (Ozon fails a
+    request whole, never one item temporarily), retail as price and sale as min_price."""
+
+    batching = False
+    versioned = False
+    atomic = False
+    connected = False
+
+    def __init__(self) -> None:
+        self.site = OzonSimulator("836741", "ozon-key")
+        self.site.start()
+        self.key = "ozon-key"
+        self.failing: set[str] = set()
+
+    def target(self) -> Target:
+        return OzonTarget(
+            self.site.url,
+            "836741",
+            lambda: self.key,
+            price_types={"retail": "price", "sale": "min_price"},
+            timeout=2.0,
+            transport=_FailingFor(self.failing),
+            max_items=1,
+        )
+
+    def applied(self, sku: str) -> list[int]:
+        return [int(Decimal(p)) for p in self.site.history(sku)]
+
+    def refuse_credentials(self, refused: bool) -> None:
+        self.key = "a-revoked-key" if refused else "ozon-key"
+
+    def fail_temporarily(self, sku: str) -> None:
+        self.failing.add(sku)
+
+    def reject(self, sku: str) -> None:
+        self.site.set_category_bounds(sku, Decimal(100_000), Decimal(200_000))
+
+    def answer_unreadably(self, on: bool) -> None:
+        self.site.faults.proxy_page = 200 if on else None
+
+    def lose_session(self, how: str) -> bool:
+        return False  # Client-Id and Api-Key on every request
+
+    def go_down(self) -> None:
+        self.site.stop()
+
+    def limit_rate(self, per_second: float) -> bool:
+        self.site.limits.rps = per_second
+        return True
+
+    def answered(self) -> int | None:
+        return sum(self.site.requests.values())
+
+    def close(self) -> None:
+        self.site.stop()
+
+
 SHOPS = {
+    "ozon": OzonShop,
     "bitrix-cp1251-zip": lambda: BitrixShop(zip=True, utf8=False),
     "bitrix-utf8": lambda: BitrixShop(zip=False, utf8=True),
     "woocommerce": WooShop,
