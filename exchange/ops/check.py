@@ -40,6 +40,7 @@ from exchange.secrets import safe_http_url, safe_url
 from exchange.settings import Settings, onec_folder
 from exchange.settings.channels import channel_words
 from exchange.targets.bitrix.target import BitrixTarget
+from exchange.targets.ozon.target import OzonTarget, Roles
 from exchange.targets.shop_api.client import TLS_ERROR, Response, SiteClient, SiteResult
 from exchange.targets.wire import tls_words
 from exchange.targets.woocommerce import auth
@@ -120,6 +121,19 @@ _WHAT = tuple(
             r"1C-Bitrix exchange: checkauth and init \((?P<url>.*)\)",
             N_("1C-Bitrix exchange: checkauth and init ({url})"),
         ),
+        (
+            r"Ozon key accepted \((?P<url>.*)\)",
+            N_("Ozon key accepted ({url})"),
+        ),
+        (
+            r"Ozon key may set prices \(/v1/product/import/prices\)",
+            N_("Ozon key may set prices (/v1/product/import/prices)"),
+        ),
+        (
+            r"Ozon: a sample of SKUs resolves to offer_ids",
+            N_("Ozon: a sample of SKUs resolves to offer_ids"),
+        ),
+        (r"Ozon limits", N_("Ozon limits")),
         (r"report directory writable \((?P<path>.*)\)", N_("report directory writable ({path})")),
         (r"report directory writable", N_("report directory writable")),
         (r"site reachable and token accepted", N_("site reachable and token accepted")),
@@ -173,6 +187,17 @@ _DETAILS = tuple(
             N_("{count} columns with the contract's types and lengths"),
         ),
         (r"open; price types sent: (?P<types>.*)", N_("open; price types sent: {types}")),
+        (
+            r"at most 1000 items a request and 50 requests a second per Client-Id; 10 price "
+            r"updates of one product an hour: the 11th waits until the oldest of the ten is an "
+            r"hour old, a product Ozon refused for it goes again an hour later",
+            N_(
+                "at most 1000 items a request and 50 requests a second per Client-Id; 10 price "
+                "updates of one product an hour: the 11th waits until the oldest of the ten is "
+                "an hour old, a product Ozon refused for it goes again an hour later"
+            ),
+        ),
+        (r"(?P<found>\d+) of (?P<all>\d+) found", N_("{found} of {all} found")),
         # the site (what it answered, after the colon, as it is)
         (
             r"token refused \(HTTP (?P<status>\d+)\): no token is set \(EXCHANGE_SITE_TOKEN or "
@@ -527,6 +552,8 @@ def check_target(
         return [asyncio.run(_check_bitrix(settings, transport))]
     if settings.target == "rabbitmq":
         return [asyncio.run(_check_rabbitmq_target(settings))]
+    if settings.target == "ozon":
+        return asyncio.run(_check_ozon(settings, transport))
     return [check_site(settings, transport)]
 
 
@@ -669,6 +696,145 @@ async def _check_bitrix(
     if verdict.verdict is Verdict.DELIVERED:
         return ok(what, init)
     return fail(what, verdict.detail)
+
+
+# -- Ozon (contract 14) -----------------------------------------------------------------------
+
+OZON_SAMPLE = 20  # SKUs looked up in the seller's account
+OZON_LIMITS = (
+    "at most 1000 items a request and 50 requests a second per Client-Id; 10 price updates of "
+    "one product an hour: the 11th waits until the oldest of the ten is an hour old, a product "
+    "Ozon refused for it goes again an hour later"
+)
+
+
+def sample_skus(settings: Settings, most: int = OZON_SAMPLE) -> list[str] | None:
+    """The latest SKUs of prices the service took (None: the database cannot say)."""
+    from sqlalchemy import select
+
+    from exchange.db.schema import aggregates
+
+    try:
+        engine = engine_for(settings.database_url)
+    except ExchangeError:
+        return None
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                select(aggregates.c.sku)
+                .where(aggregates.c.kind == "price", aggregates.c.sku.is_not(None))
+                .order_by(aggregates.c.id.desc())
+                .limit(most * 4)
+            ).scalars()
+            return list(dict.fromkeys(str(sku) for sku in rows))[:most]
+    except Exception:
+        return None
+    finally:
+        engine.dispose()
+
+
+def ozon_articles(settings: Settings, skus: list[str]) -> dict[str, str]:
+    from exchange.db.articles import DbArticles
+
+    engine = engine_for(settings.database_url)
+    try:
+        return DbArticles(engine).of(skus)
+    finally:
+        engine.dispose()
+
+
+async def _check_ozon(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None
+) -> list[CheckResult]:
+    accepted = f"Ozon key accepted ({safe_http_url(settings.ozon_api_url)})"
+    writes = "Ozon key may set prices (/v1/product/import/prices)"
+    resolves = "Ozon: a sample of SKUs resolves to offer_ids"
+    limits = "Ozon limits"
+    try:
+        key = settings.secret("ozon_api_key")
+        verify = settings.site_tls()
+    except ExchangeError as exc:  # an unreadable key file or CA bundle
+        return [fail(accepted, str(exc)), skip(writes, "no key"), skip(resolves, "no key")]
+    if not settings.ozon_client_id or not key:
+        reason = "ozon_client_id and ozon_api_key_file are required"
+        return [fail(accepted, reason), skip(writes, "no key"), skip(resolves, "no key")]
+    target = OzonTarget(
+        settings.ozon_api_url,
+        settings.ozon_client_id,
+        lambda: key,
+        price_types=dict(settings.ozon_price_types),
+        currency=settings.currency,
+        sku_source=settings.sku_source,
+        timeout=settings.http_timeout,
+        transport=transport,
+        verify=verify,
+    )
+    try:
+        roles = await target.roles()
+        if not isinstance(roles, Roles):
+            return [
+                fail(accepted, roles.detail),
+                skip(writes, "the key is refused"),
+                skip(resolves, "the key is refused"),
+                ok(limits, OZON_LIMITS),
+            ]
+        expires = f"; it expires {roles.expires_at}" if roles.expires_at else ""
+        results = [
+            ok(
+                accepted,
+                f"Client-Id {settings.ozon_client_id}, roles {', '.join(roles.names)}{expires}",
+            )
+        ]
+        results.append(
+            ok(writes)
+            if roles.may_write
+            else fail(
+                writes,
+                "the key's roles lack /v1/product/import/prices: give the key a role that may "
+                "set prices (Seller account: Settings → Seller API)",
+            )
+        )
+        results.append(await _ozon_sample(settings, target, resolves, roles.may_read))
+        results.append(ok(limits, OZON_LIMITS))
+        return results
+    finally:
+        await target.aclose()
+
+
+async def _ozon_sample(
+    settings: Settings, target: OzonTarget, what: str, may_read: bool
+) -> CheckResult:
+    if not may_read:
+        return skip(what, "the key's roles lack /v5/product/info/prices")
+    skus = await asyncio.to_thread(sample_skus, settings)
+    if skus is None:
+        return skip(what, "the database cannot say which SKUs the service took")
+    if not skus:
+        return skip(what, "no price taken yet")
+    offers = {sku: sku for sku in skus}
+    without: list[str] = []
+    if settings.sku_source == "article":
+        found = await asyncio.to_thread(ozon_articles, settings, skus)
+        without = [sku for sku in skus if sku not in found]
+        offers = {sku: found[sku] for sku in skus if sku in found}
+    held = await target.offers(list(offers.values()))
+    if isinstance(held, Classification):
+        return fail(what, held.detail)
+    missing = [
+        f"{sku} ({offer})" if sku != offer else sku
+        for sku, offer in offers.items()
+        if offer not in held
+    ]
+    if not missing and not without:
+        return ok(what, f"{len(skus)} of {len(skus)} found")
+    parts = []
+    if missing:
+        parts.append(
+            f"{len(missing)} of {len(skus)} not in the seller's account: {', '.join(missing[:5])}"
+        )
+    if without:
+        parts.append(f"{len(without)} of {len(skus)} without an article: {', '.join(without[:5])}")
+    return fail(what, "; ".join(parts))
 
 
 # -- the report directory -----------------------------------------------------------------------
