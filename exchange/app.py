@@ -227,7 +227,9 @@ def ozon_target(
     1C's articles are read from it (``exchange check`` and the tests go without)."""
     from exchange.db.articles import DbArticles
     from exchange.db.known_prices import DbKnownPrices
+    from exchange.db.sent_times import DbSentTimes
     from exchange.targets.marketplace.articles import NO_ARTICLES
+    from exchange.targets.ozon.hours import NO_SENT_TIMES
     from exchange.targets.ozon.target import OzonTarget
     from exchange.targets.prices import NO_KNOWN_PRICES
 
@@ -255,6 +257,7 @@ def ozon_target(
         if engine is not None
         else NO_KNOWN_PRICES,
         articles=DbArticles(engine) if engine is not None else NO_ARTICLES,
+        sent=DbSentTimes(engine, channel) if engine is not None else NO_SENT_TIMES,
     )
 
 

@@ -12,12 +12,32 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Iterable
+from datetime import datetime
+from typing import Protocol
 
 LIMIT = 10  # §1.3: "не больше 10 раз в час"
 HOUR = 3600.0
 # After a refusal the product goes again an hour later, a little after, so that the rolling
 # hour of every update Ozon counted has ended: the latest price lands at most 61 minutes after.
 AFTER_REFUSAL = HOUR + 30.0
+
+
+class SentTimes(Protocol):
+    """The port the target reads the sends before this process through
+    (``exchange.db.sent_times``)."""
+
+    def since(self, skus: Iterable[str], moment: datetime) -> dict[str, list[float]]:
+        """For each of ``skus``, the times (epoch seconds) of its accepted sends since
+        ``moment``."""
+        ...
+
+
+class _NoneSent:
+    def since(self, skus: Iterable[str], moment: datetime) -> dict[str, list[float]]:
+        return {}
+
+
+NO_SENT_TIMES: SentTimes = _NoneSent()
 
 
 class ProductHours:

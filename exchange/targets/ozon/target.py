@@ -21,6 +21,7 @@ import ssl
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -34,7 +35,7 @@ from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
 from exchange.targets.marketplace.items import Channel, Item, by_sku, gather, sku_of, spread
 from exchange.targets.marketplace.money import Money, text
 from exchange.targets.ozon.answers import item_answer, refusal
-from exchange.targets.ozon.hours import ProductHours
+from exchange.targets.ozon.hours import NO_SENT_TIMES, ProductHours, SentTimes
 from exchange.targets.prices import NO_KNOWN_PRICES, KnownPrices, read_price
 from exchange.targets.wire import http_client, httpx_failure, paced_request, transport_verdict
 
@@ -128,12 +129,15 @@ class OzonTarget:
         articles: Articles = NO_ARTICLES,
         clock: Callable[[], float] = time.time,
         hours: ProductHours | None = None,
+        sent: SentTimes = NO_SENT_TIMES,
         max_items: int = MAX_ITEMS,
     ) -> None:
         """``known``: the latest price of each price type the channel delivered or is
         delivering (an item carries them); ``delivered``: the latest delivered only (a price
         equal to it is not sent again); ``articles``: under ``sku_source = article``.
-        ``clock``: seconds, for the hourly limit (the simulator's scaled clock in tests)."""
+        ``clock``: seconds, for the hourly limit (the simulator's scaled clock in tests);
+        ``sent``: the sends accepted before this process (the deliveries' history), read once
+        per SKU, so that the count survives a restart."""
         self.url = url.rstrip("/")
         self.client_id = client_id
         self._key_source = api_key
@@ -150,6 +154,8 @@ class OzonTarget:
         self.known, self.delivered, self.articles = known, delivered, articles
         self.clock = clock
         self.hours = hours or ProductHours()
+        self.sent = sent
+        self._seeded: set[str] = set()
         self.max_items = max(1, min(max_items, MAX_ITEMS))
         self._accepted: dict[str, dict[str, Decimal]] = {}  # offer_id -> what Ozon took
         self._http = http_client(
@@ -176,6 +182,7 @@ class OzonTarget:
         answers = dict(built.answers)
         unchanged = await self._unchanged(built.items)
         now = self.clock()
+        await self._seed([item.sku for item in built.items], now)
         going: list[Item] = []
         for item in built.items:
             if item.sku in unchanged:
@@ -189,7 +196,7 @@ class OzonTarget:
                     )
                 )
                 continue
-            free = self.hours.free_at(item.offer_id, now)
+            free = self.hours.free_at(item.sku, now)
             if free is not None:
                 answers.update(spread(item, self._held(free - now, refused=False)))
                 continue
@@ -301,6 +308,20 @@ class OzonTarget:
 
     # -- one request -----------------------------------------------------------------------
 
+    async def _seed(self, skus: list[str], now: float) -> None:
+        """The sends of these SKUs accepted within the last hour before this process, once."""
+        fresh = sorted(set(skus) - self._seeded)
+        if not fresh:
+            return
+        since = datetime.fromtimestamp(now - self.hours.hour, UTC)
+        try:
+            found = await asyncio.to_thread(self.sent.since, fresh, since)
+        except Exception:
+            return
+        for sku, times in found.items():
+            self.hours.remember(sku, times)
+        self._seeded.update(fresh)
+
     async def _unchanged(self, items: list[Item]) -> set[str]:
         """The SKUs whose every field is what Ozon took last (this process's answers, or the
         channel's delivered prices): delivered without a request."""
@@ -380,10 +401,10 @@ class OzonTarget:
             answer = item_answer(result)
             verdict = answer.verdict
             if answer.updated:
-                self.hours.charge(item.offer_id, now)
+                self.hours.charge(item.sku, now)
                 self._accepted.setdefault(item.offer_id, {}).update(item.prices)
             elif answer.limited:
-                until = self.hours.refused(item.offer_id, now)
+                until = self.hours.refused(item.sku, now)
                 verdict = self._held(until - now, refused=True)
                 verdict.http_status = 200
             answers.update(spread(item, verdict))
