@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -100,7 +101,7 @@ def target(
     if settings.target == "rabbitmq":
         return rabbitmq_target(settings)
     if settings.target == "ozon":
-        return ozon_target(settings, transport, engine=engine)
+        return ozon_target(settings, transport, engine=engine, clock=clock)
     if settings.target in MARKETPLACE_TARGETS:
         # Contract 14: each marketplace's target is built above, when its module is there.
         raise ConfigurationError(f"the {settings.target} target is not part of this build")
@@ -222,9 +223,11 @@ def ozon_target(
     transport: httpx.AsyncBaseTransport | None = None,
     *,
     engine: Engine | None = None,
+    clock: Clock | None = None,
 ) -> OzonTarget:
-    """Contract 14's ``ozon``: with a database, the channel's known and delivered prices and
-    1C's articles are read from it (``exchange check`` and the tests go without)."""
+    """Contract 14's ``ozon``: with a database, the channel's known and delivered prices, 1C's
+    articles and the sends of the last hour are read from it (``exchange check`` and the tests
+    go without). ``clock``: the worker's, for the hourly limit (a test's fake one)."""
     from exchange.db.articles import DbArticles
     from exchange.db.known_prices import DbKnownPrices
     from exchange.db.sent_times import DbSentTimes
@@ -240,7 +243,9 @@ def ozon_target(
             "the ozon target needs ozon_api_key_file (EXCHANGE_OZON_API_KEY_FILE): a file "
             "holding the Seller API key"
         )
-    channel = settings._channel_name or settings.target
+    # EXCHANGE_CHANNELS's channel by name; the one channel of the one-target settings: None
+    # (every channel's, which is that one's).
+    channel = settings._channel_name
     return OzonTarget(
         settings.ozon_api_url,
         settings.ozon_client_id,
@@ -258,6 +263,7 @@ def ozon_target(
         else NO_KNOWN_PRICES,
         articles=DbArticles(engine) if engine is not None else NO_ARTICLES,
         sent=DbSentTimes(engine, channel) if engine is not None else NO_SENT_TIMES,
+        clock=(lambda: clock.now().timestamp()) if clock is not None else time.time,
     )
 
 
