@@ -387,3 +387,87 @@ def test_an_ozon_channel_builds_the_ozon_target_with_its_settings(tmp_path: Path
     asyncio.run(made.aclose())
     with pytest.raises(ConfigurationError, match="ozon_client_id"):
         app.target(load_settings(target="ozon", ozon_api_key_file=str(key)))
+
+
+# -- the other switches the target meets, both ways ------------------------------------------
+
+
+@pytest.mark.parametrize("refused", ["free", "counts"])
+def test_items_refused_by_a_rule_do_not_hold_the_next_price_switch_refused(
+    ozon: OzonSimulator, refused: str
+) -> None:
+    """Whether a refused item counts toward Ozon's hour (UNCONFIRMED): the target counts only
+    what Ozon took; if Ozon counted more, its own refusal holds the product an hour."""
+    ozon.switches.refused = refused  # type: ignore[assignment]
+    ozon.set_category_bounds("SKU-1", Decimal(1), Decimal(150))
+
+    async def scenario(t: OzonTarget) -> list[Classification]:
+        answers = []
+        for v in range(1, 12):
+            answers += await t.send([price("SKU-1", v, f"{200 + v}.00")])
+            ozon.clock.advance(10)
+        ozon.set_category_bounds("SKU-1", Decimal(1), Decimal(10_000))
+        return answers + await t.send([price("SKU-1", 12, "120.00")])
+
+    answers = run(target(ozon), scenario)
+    assert {a.reason for a in answers[:10]} == {Reason.CHANNEL_RULE}
+    eleventh, last = answers[10], answers[-1]
+    if refused == "free":
+        assert eleventh.reason == Reason.CHANNEL_RULE and last.verdict is Verdict.DELIVERED
+    else:
+        assert eleventh.verdict is Verdict.HELD and "Ozon refused" in eleventh.detail
+        assert last.verdict is Verdict.HELD and imports(ozon) == 11, "held without a request"
+
+
+@pytest.mark.parametrize("not_found", ["zero", "echo"])
+def test_an_unknown_article_is_unknown_sku_whatever_its_product_id(
+    ozon: OzonSimulator, not_found: str
+) -> None:
+    ozon.switches.not_found = not_found  # type: ignore[assignment]
+    (answer,) = deliver(target(ozon), price("NOSUCH-9", 1))
+    assert (answer.verdict, answer.reason) == (Verdict.TERMINAL, Reason.UNKNOWN_SKU)
+
+
+@pytest.mark.parametrize("currency", ["item", "request"])
+def test_a_channel_currency_other_than_the_accounts_is_never_taken_as_delivered(
+    currency: str,
+) -> None:
+    """The channel's ``currency`` set to RUB for a BYN account: Ozon's refusal (its form
+    UNCONFIRMED: an item error or a 400) is never read as delivered nor as a pace."""
+    ozon = OzonSimulator(CLIENT, KEY, currency="BYN", time_scale=0)
+    ozon.switches.currency = currency  # type: ignore[assignment]
+    ozon.start()
+    try:
+        answers = deliver(target(ozon), price("SKU-1", 1), price("SKU-2", 1))
+    finally:
+        ozon.stop()
+    expected = Verdict.UNKNOWN if currency == "item" else Verdict.TERMINAL
+    assert [a.verdict for a in answers] == [expected, expected]
+
+
+@pytest.mark.parametrize("readback", ["numbers", "strings"])
+@pytest.mark.parametrize("storefront", ["at-once", "delayed"])
+def test_read_prices_reads_ozons_money_either_way(
+    ozon: OzonSimulator, readback: str, storefront: str
+) -> None:
+    ozon.switches.readback = readback  # type: ignore[assignment]
+    ozon.switches.storefront = storefront  # type: ignore[assignment]
+    message = price("SKU-1", 1, "499.90")
+    deliver(target(ozon), message)
+    ozon.clock.advance(ozon.limits.apply_delay)
+    (held,) = run(target(ozon), lambda t: t.read_prices([message]))
+    assert held.agrees and held.held == Decimal("499.90")
+
+
+@pytest.mark.parametrize("headers", ["none", "observed"])
+def test_the_rate_limits_retry_after_is_one_second_with_or_without_headers(
+    ozon: OzonSimulator, headers: str
+) -> None:
+    ozon.switches.rate_headers = headers  # type: ignore[assignment]
+    ozon.limits.rps = 1
+
+    async def scenario(t: OzonTarget) -> list[Classification]:
+        return await t.send([price("SKU-1", 1)]) + await t.send([price("SKU-2", 1)])
+
+    _, limited = run(target(ozon), scenario)
+    assert (limited.http_status, limited.retry_after) == (429, "1")
