@@ -16,6 +16,8 @@ ceiling as the backoff (``RetryPolicy.ceiling``).
     STALE_AT_SITE   cancelled, stale-at-site           charged
     NOT_FOR_THIS_SHOP cancelled, not-for-this-shop     not charged (nothing was sent)
     WITHHELD        withheld (no lease, no retry)      charged
+    ACCEPTED        released, due after ``again_in``    not charged (read back then)
+    HELD            released, due after ``retry_after`` not charged (a channel's own limit)
     TERMINAL        quarantined, the target's reason   charged
                     (unknown-sku, ...) or http-<code>
     UNKNOWN         quarantined, unknown-response      charged
@@ -163,6 +165,14 @@ def decide(
                 not_sent(f"held by the channel, not charged: {c.detail}", attempt),
                 http_status=c.http_status,
                 error_class=c.error_class,
+                next_try_at=now + timedelta(seconds=wait),
+                delay_s=wait,
+            )
+        case Verdict.ACCEPTED:
+            wait = max(0.0, c.again_in or 0.0)
+            return replace(
+                not_sent(f"accepted, not shown yet: {c.detail}", attempt),
+                http_status=c.http_status,
                 next_try_at=now + timedelta(seconds=wait),
                 delay_s=wait,
             )

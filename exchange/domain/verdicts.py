@@ -25,6 +25,11 @@ class Verdict(StrEnum):
     # (contract 14: Ozon's 10 updates of a product an hour): not charged, never quarantined,
     # due again after ``retry_after`` seconds; not the site's failure (no breaker, no pace).
     HELD = "held"
+    # Taken by the channel, which applies it later and says nothing more (contract 14: Yandex
+    # Market's 200 means accepted; the price shows "within minutes"). Not charged: the delivery
+    # goes back to wait (``again_in`` seconds), and the target reads the price back when it is
+    # leased again, instead of sending it: delivered when shown, withheld, or temporary.
+    ACCEPTED = "accepted"
 
 
 # Not frozen: one is made per message, and a frozen dataclass's __init__ costs ~2.5x.
@@ -44,3 +49,6 @@ class Classification:
     site_wide: bool = False
     """A TEMPORARY verdict that speaks about the site, not the message (contract 5c: not
     charged), whatever its status: e.g. Bitrix's "cannot create the temporary tables"."""
+    again_in: float | None = None
+    """An ACCEPTED verdict's wait, in seconds, before the delivery is due again (to be read
+    back)."""

@@ -134,6 +134,15 @@ _WHAT = tuple(
             N_("Ozon: a sample of SKUs resolves to offer_ids"),
         ),
         (r"Ozon limits", N_("Ozon limits")),
+        (
+            r"Yandex Market key accepted \(business (?P<business>\d+) at (?P<url>.*)\)",
+            N_("Yandex Market key accepted (business {business} at {url})"),
+        ),
+        (
+            r"Yandex Market: a sample of SKUs resolves to offers",
+            N_("Yandex Market: a sample of SKUs resolves to offers"),
+        ),
+        (r"Yandex Market: the limits", N_("Yandex Market: the limits")),
         (r"report directory writable \((?P<path>.*)\)", N_("report directory writable ({path})")),
         (r"report directory writable", N_("report directory writable")),
         (r"site reachable and token accepted", N_("site reachable and token accepted")),
@@ -545,7 +554,8 @@ def check_target(
     """The chosen target: ``api`` as above; ``woocommerce``: the key may read (a product list)
     and write (an empty batch, which changes nothing); ``bitrix``: checkauth and init (init
     empties the site's upload folder: not while 1C's own exchange to it runs); ``rabbitmq``:
-    the broker, the credentials and the exchange."""
+    the broker, the credentials and the exchange; ``yandex-market``: the key, a sample of SKUs
+    and the limits."""
     if settings.target == "woocommerce":
         return asyncio.run(_check_woocommerce(settings, transport))
     if settings.target == "bitrix":
@@ -554,6 +564,8 @@ def check_target(
         return [asyncio.run(_check_rabbitmq_target(settings))]
     if settings.target == "ozon":
         return asyncio.run(_check_ozon(settings, transport))
+    if settings.target == "yandex-market":
+        return asyncio.run(_check_yandex_market(settings, transport))
     return [check_site(settings, transport)]
 
 
@@ -647,6 +659,135 @@ async def _check_woocommerce(
     if target.rest_route:  # plain permalinks: /wp-json/ is not there
         how += "; the REST API at ?rest_route= (WordPress's permalinks are «Plain»)"
     return [ok(read_what, how), written]
+
+
+YM_SAMPLE = 20  # SKUs of the latest prices looked up at Yandex Market
+
+
+def price_skus(settings: Settings, limit: int = YM_SAMPLE) -> list[str]:
+    """The SKUs of the latest price messages the service holds (a sample for a marketplace's
+    check), newest first; none when the database cannot be read (its own check says why)."""
+    import json
+
+    from sqlalchemy import select
+
+    from exchange.db.schema import messages
+
+    engine = engine_for(settings.database_url)
+    try:
+        with transaction(engine, read_only=True) as connection:
+            rows = connection.execute(
+                select(messages.c.payload)
+                .where(messages.c.kind == "price")
+                .order_by(messages.c.id.desc())
+                .limit(limit * 10)
+            ).all()
+    except (SQLAlchemyError, ExchangeError, OSError):
+        return []
+    finally:
+        engine.dispose()
+    skus: list[str] = []
+    for (payload,) in rows:
+        try:
+            sku = str(json.loads(payload)["sku"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if sku not in skus:
+            skus.append(sku)
+    return skus[:limit]
+
+
+async def _check_yandex_market(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None
+) -> list[CheckResult]:
+    """Contract 14: the key accepted (a read of one offer's price, no effect), a sample of the
+    latest SKUs found among the cabinet's offers, and the limits in words. Write rights are
+    confirmed by the first delivery: Yandex has no read-only way to ask for them."""
+    from exchange.db.articles import DbArticles
+    from exchange.targets.marketplace.articles import NO_ARTICLES
+    from exchange.targets.yandex_market.target import YandexMarketTarget
+
+    url = settings.ym_api_url
+    key_what = f"Yandex Market key accepted (business {settings.ym_business_id} at {url})"
+    sample_what = "Yandex Market: a sample of SKUs resolves to offers"
+    limits_what = "Yandex Market: the limits"
+    try:
+        key = settings.secret("ym_api_key")
+        verify = settings.site_tls()
+    except ExchangeError as exc:  # an unreadable key file or CA bundle
+        return [fail(key_what, str(exc)), skip(sample_what, "no key")]
+    if settings.ym_business_id is None or not key:
+        reason = "EXCHANGE_YM_BUSINESS_ID and EXCHANGE_YM_API_KEY_FILE are required"
+        return [fail(key_what, reason), skip(sample_what, "not configured")]
+    articles_engine = (
+        engine_for(settings.database_url) if settings.sku_source == "article" else None
+    )
+    target = YandexMarketTarget(
+        url,
+        settings.ym_business_id,
+        lambda: key,
+        price_types=dict(settings.ym_price_types),
+        sku_source=settings.sku_source,
+        articles=DbArticles(articles_engine) if articles_engine is not None else NO_ARTICLES,
+        offers_per_minute=settings.ym_offers_per_minute,
+        parallel=settings.ym_parallel,
+        apply_timeout=settings.ym_apply_timeout,
+        timeout=settings.http_timeout,
+        transport=transport,
+        verify=verify,
+    )
+    sample = await asyncio.to_thread(price_skus, settings)
+    try:
+        health = await target.health()
+        if health.verdict is not Verdict.DELIVERED:
+            return [fail(key_what, health.detail), skip(sample_what, "the key is not accepted")]
+        found = await target.offers_found(sample) if sample else None
+    finally:
+        await target.aclose()
+        if articles_engine is not None:
+            articles_engine.dispose()
+    results = [
+        ok(
+            key_what,
+            "a read of prices answered; the right to change prices is confirmed by the first "
+            "delivery (Yandex Market has no way to ask without changing one)",
+        )
+    ]
+    if found is None:
+        results.append(skip(sample_what, "no price has been taken in yet"))
+    elif isinstance(found, Classification):
+        results.append(fail(sample_what, found.detail))
+    else:
+        missing = [sku for sku in sample if sku not in found]
+        listed = ", ".join(repr(sku) for sku in missing[:5]) + (" …" if len(missing) > 5 else "")
+        if not missing:
+            results.append(ok(sample_what, f"{len(sample)} of {len(sample)} SKUs are offers"))
+        elif len(missing) < len(sample):
+            results.append(
+                ok(
+                    sample_what,
+                    f"{len(sample) - len(missing)} of {len(sample)} SKUs are offers; not in the "
+                    f"cabinet: {listed} (their prices end unknown-sku)",
+                )
+            )
+        else:
+            results.append(
+                fail(
+                    sample_what,
+                    f"none of {len(sample)} SKUs is an offer of the cabinet ({listed}): is the "
+                    "offerId there 1C's SKU, or its article (sku_source)?",
+                )
+            )
+    results.append(
+        ok(
+            limits_what,
+            f"at most {settings.ym_offers_per_minute} offers a minute "
+            f"(ym_offers_per_minute) and {settings.ym_parallel} requests at once "
+            f"(ym_parallel), 500 offers a request; an accepted price is read back and must "
+            f"show within {settings.ym_apply_timeout:g} s (ym_apply_timeout)",
+        )
+    )
+    return results
 
 
 def _why_not_written(write: Classification) -> str:

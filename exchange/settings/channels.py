@@ -54,7 +54,16 @@ TARGET_KEYS: dict[str, tuple[str, ...]] = {
         *MARKETPLACE_KEYS,
     ),
     "wildberries": ("wb_api_url", "wb_price_types", *MARKETPLACE_KEYS),
-    "yandex-market": ("ym_api_url", "ym_price_types", *MARKETPLACE_KEYS),
+    "yandex-market": (
+        "ym_api_url",
+        "ym_price_types",
+        *MARKETPLACE_KEYS,
+        "ym_business_id",
+        "ym_api_key_file",
+        "ym_offers_per_minute",
+        "ym_parallel",
+        "ym_apply_timeout",
+    ),
 }
 REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "api": ("site_url",),
@@ -63,7 +72,7 @@ REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "rabbitmq": ("rabbitmq_exchange",),
     "ozon": ("ozon_client_id", "ozon_api_key_file"),
     "wildberries": (),
-    "yandex-market": (),
+    "yandex-market": ("ym_business_id", "ym_api_key_file"),
 }
 # A channel's own delivery settings, over the global ones (EXCHANGE_BATCH_SIZE, …).
 DELIVERY_KEYS = (
@@ -79,7 +88,14 @@ DELIVERY_KEYS = (
     "breaker_threshold",
 )
 # Secrets are written in a channel only as files: EXCHANGE_CHANNELS is shown and copied whole.
-SECRET_KEYS = ("site_token", "woo_key", "woo_secret", "bitrix_password", "ozon_api_key")
+SECRET_KEYS = (
+    "site_token",
+    "woo_key",
+    "woo_secret",
+    "bitrix_password",
+    "ozon_api_key",
+    "ym_api_key",
+)
 
 
 def one_target_setting(name: str) -> bool:

@@ -81,7 +81,13 @@ def test_a_marketplace_channel_takes_its_settings_and_prices_only(
             "ozon_price_types": {"retail": "price", "old": "old_price"},
         },
         "wb": {"target": "wildberries", "wb_price_types": {"retail": "price"}},
-        "ym": {"target": "yandex-market", "ym_price_types": {"retail": "value"}},
+        "ym": {
+            "target": "yandex-market",
+            "ym_price_types": {"retail": "value"},
+            # The yandex-market target's own (contract 14): its cabinet and its key's file.
+            "ym_business_id": 1001,
+            "ym_api_key_file": "/run/secrets/ym-api-key",
+        },
     }
     monkeypatch.setenv("EXCHANGE_CHANNELS", json.dumps(channels))
     found = {c.name: c for c in load_settings().channels_in_force()}

@@ -21,8 +21,10 @@ from rabbitmq_shop import RabbitMqShop
 from exchange.dev.bitrixsim import PATH as BITRIX_PATH
 from exchange.dev.bitrixsim import BitrixSimulator
 from exchange.dev.ozonsim import OzonSimulator, rpc_status
+from exchange.dev.simclock import SimClock
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.woosim import WooSimulator
+from exchange.dev.ymsim import YmSimulator, YmSwitches
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage, PacedTarget, Target
 from exchange.targets.bitrix.target import BitrixTarget
@@ -31,6 +33,7 @@ from exchange.targets.shop_api.client import SiteClient
 from exchange.targets.shop_api.target import ShopApiTarget
 from exchange.targets.woocommerce.ids import MemorySkuIds
 from exchange.targets.woocommerce.target import WooCommerceTarget
+from exchange.targets.yandex_market.target import YandexMarketTarget
 
 TOKEN = "test-token"
 T = TypeVar("T")
@@ -200,6 +203,99 @@ class BitrixShop:
         self.site.stop()
 
 
+class _AllBut:
+    """A catalogue of every offer but some."""
+
+    def __init__(self, missing: set[str]) -> None:
+        self.missing = missing
+
+    def __contains__(self, offer: object) -> bool:
+        return offer not in self.missing
+
+
+class _Unreadable(httpx.AsyncBaseTransport):
+    """A proxy in front of the marketplace that answers a redirect to a sign-in page when on."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.on:
+            return httpx.Response(302, headers={"Location": "/sign-in"})
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class YandexMarketShop:
+    """Yandex Market (contract 14) on its simulator, a price shown as soon as it is accepted
+    (``apply_delay`` 0: the read-back's waiting has tests of its own, test_yandex_market.py)."""
+
+    batching = True
+    versioned = False
+    atomic = False
+    connected = False
+
+    def __init__(self) -> None:
+        self.site = YmSimulator(
+            "ym-key",
+            1001,
+            clock=SimClock(0, start=1_790_000_000.0),
+            switches=YmSwitches(apply_delay=0),
+        )
+        self.site.catalogue = _AllBut(set())  # type: ignore[assignment]
+        self.site.start()
+        self.key = "ym-key"
+        self.proxy = _Unreadable()
+
+    def target(self) -> Target:
+        return YandexMarketTarget(
+            self.site.url,
+            1001,
+            lambda: self.key,
+            price_types={"retail": "value", "sale": "minimumForBestseller"},
+            timeout=2.0,
+            transport=self.proxy,
+        )
+
+    def applied(self, sku: str) -> list[int]:
+        # Yandex keeps a price, not writes: the same price set again is one effect.
+        values = [int(v) for v in self.site.history(sku)]
+        return [v for n, v in enumerate(values) if n == 0 or values[n - 1] != v]
+
+    def refuse_credentials(self, refused: bool) -> None:
+        self.key = "a-replaced-key" if refused else "ym-key"
+
+    def fail_temporarily(self, sku: str) -> None:
+        pytest.skip(
+            "Yandex Market answers no temporary failure for one offer: a 5xx is the whole "
+            "request's (test_yandex_market.py covers it, and a price never shown)"
+        )
+
+    def reject(self, sku: str) -> None:
+        self.site.catalogue.missing.add(sku)  # type: ignore[union-attr]
+
+    def answer_unreadably(self, on: bool) -> None:
+        self.proxy.on = on
+
+    def go_down(self) -> None:
+        self.site.stop()
+
+    def limit_rate(self, per_second: float) -> bool:
+        return False  # Yandex refuses with 420 for offers a minute (test_yandex_market.py)
+
+    def answered(self) -> int | None:
+        return sum(self.site.requests.values())
+
+    def lose_session(self, how: str) -> bool:
+        return False  # the key on every request, no session
+
+    def close(self) -> None:
+        self.site.stop()
+
+
 class _FailingFor(httpx.AsyncBaseTransport):
     """Ozon has no temporary failure of one item: its "Internal error" (500) is the whole
     request's. The lever for a SKU: every request carrying it answers so (one SKU a request in
@@ -285,6 +381,7 @@ SHOPS = {
     "api-single": lambda: ShopApiShop(batch_size=1),
     "api-batch": lambda: ShopApiShop(batch_size=5),
     "rabbitmq": RabbitMqShop,
+    "yandex-market": YandexMarketShop,
 }
 
 
@@ -298,10 +395,19 @@ def shop(request: pytest.FixtureRequest) -> Iterator[Shop]:
 
 
 async def send_all(target: Target, messages: list[OutgoingMessage]) -> list[Classification]:
-    """Send as the worker does: ``requests`` groups them, ``send`` judges each request."""
+    """Send as the worker does: ``requests`` groups them, ``send`` judges each request; a
+    message the shop accepted and shows later (``ACCEPTED``) is leased again, as the worker
+    does once its wait has passed, until its answer is another."""
     answers: list[Classification] = []
     for request in target.requests(messages):
-        answers += await target.send(request)
+        got = await target.send(request)
+        for _ in range(5):
+            again = [m for m, a in zip(request, got, strict=True) if a.verdict is Verdict.ACCEPTED]
+            if not again:
+                break
+            later = dict(zip((m.message_id for m in again), await target.send(again), strict=True))
+            got = [later.get(m.message_id, a) for m, a in zip(request, got, strict=True)]
+        answers += got
     return answers
 
 
