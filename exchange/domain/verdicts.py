@@ -27,6 +27,15 @@ class Verdict(StrEnum):
     # attempt (this worker's or, after a restart, another's) reads the outcome instead of
     # sending again. ``receipt`` names what it waits for (e.g. ``wb-task:123``).
     AWAITING = "awaiting"
+    # The channel answered and asks this item to wait for a limit of its own on one product
+    # (contract 14: Ozon's 10 updates of a product an hour): not charged, never quarantined,
+    # due again after ``retry_after`` seconds; not the site's failure (no breaker, no pace).
+    HELD = "held"
+    # Taken by the channel, which applies it later and says nothing more (contract 14: Yandex
+    # Market's 200 means accepted; the price shows "within minutes"). Not charged: the delivery
+    # goes back to wait (``again_in`` seconds), and the target reads the price back when it is
+    # leased again, instead of sending it: delivered when shown, withheld, or temporary.
+    ACCEPTED = "accepted"
 
 
 # Not frozen: one is made per message, and a frozen dataclass's __init__ costs ~2.5x.
@@ -50,3 +59,6 @@ class Classification:
     """A TEMPORARY verdict the site gave about this item alone, in an answer that went well
     otherwise (a marketplace's good locked by a sale): charged, but never a sign the site is
     failing (the breaker and the pace count it as an answer)."""
+    again_in: float | None = None
+    """An ACCEPTED verdict's wait, in seconds, before the delivery is due again (to be read
+    back)."""

@@ -46,7 +46,13 @@ TARGET_KEYS: dict[str, tuple[str, ...]] = {
     "rabbitmq": ("rabbitmq_exchange",),
     # Contract 14: each marketplace's own address and mapping, and what the three share; each
     # target's credentials and limits beside them.
-    "ozon": ("ozon_api_url", "ozon_price_types", *MARKETPLACE_KEYS),
+    "ozon": (
+        "ozon_api_url",
+        "ozon_client_id",
+        "ozon_api_key_file",
+        "ozon_price_types",
+        *MARKETPLACE_KEYS,
+    ),
     "wildberries": (
         "wb_token_file",
         "wb_catalogue_refresh",
@@ -54,16 +60,25 @@ TARGET_KEYS: dict[str, tuple[str, ...]] = {
         "wb_price_types",
         *MARKETPLACE_KEYS,
     ),
-    "yandex-market": ("ym_api_url", "ym_price_types", *MARKETPLACE_KEYS),
+    "yandex-market": (
+        "ym_api_url",
+        "ym_price_types",
+        *MARKETPLACE_KEYS,
+        "ym_business_id",
+        "ym_api_key_file",
+        "ym_offers_per_minute",
+        "ym_parallel",
+        "ym_apply_timeout",
+    ),
 }
 REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "api": ("site_url",),
     "woocommerce": ("woo_url", "woo_key_file", "woo_secret_file"),
     "bitrix": ("bitrix_url", "bitrix_user", "bitrix_password_file", "bitrix_catalog_id"),
     "rabbitmq": ("rabbitmq_exchange",),
-    "ozon": (),
+    "ozon": ("ozon_client_id", "ozon_api_key_file"),
     "wildberries": ("wb_token_file",),
-    "yandex-market": (),
+    "yandex-market": ("ym_business_id", "ym_api_key_file"),
 }
 # A channel's own delivery settings, over the global ones (EXCHANGE_BATCH_SIZE, …).
 DELIVERY_KEYS = (
@@ -79,7 +94,15 @@ DELIVERY_KEYS = (
     "breaker_threshold",
 )
 # Secrets are written in a channel only as files: EXCHANGE_CHANNELS is shown and copied whole.
-SECRET_KEYS = ("site_token", "woo_key", "woo_secret", "bitrix_password", "wb_token")
+SECRET_KEYS = (
+    "site_token",
+    "woo_key",
+    "woo_secret",
+    "bitrix_password",
+    "ozon_api_key",
+    "ym_api_key",
+    "wb_token",
+)
 
 
 def one_target_setting(name: str) -> bool:

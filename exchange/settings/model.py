@@ -58,7 +58,7 @@ from exchange.settings.targets import PRICE_ONLY_TARGETS, TargetSettings, kinds_
 # issues its own credentials and the site its token: those are only warned about.
 MIN_SECRET_LENGTH = 8
 _REFUSED_SHORT = ("onec_password", "intake_token", "http_secret_key")
-_WARNED_SHORT = ("woo_key", "woo_secret", "bitrix_password")
+_WARNED_SHORT = ("woo_key", "woo_secret", "bitrix_password", "ym_api_key")
 
 
 class Settings(
@@ -334,6 +334,8 @@ class Settings(
             "woo_secret",
             "bitrix_password",
             "wb_token",
+            "ozon_api_key",
+            "ym_api_key",
             "notify_smtp_password",  # the operators' notifications'
             "notify_telegram_token",
         ):

@@ -117,6 +117,41 @@ class TargetSettings(BaseModel):
         description="1C-Bitrix: most import requests answered progress before the package "
         "counts as a temporary failure (an import that never ends).",
     )
+    ym_business_id: int | None = Field(
+        None,
+        ge=1,
+        description="Yandex Market: the cabinet's (business's) id, as the cabinet's address "
+        "shows it (…/business/<id>/…); prices are set for all its stores.",
+    )
+    ym_api_key: SecretStr | None = Field(
+        None,
+        description="Yandex Market: the cabinet's Api-Key token with the «Pricing» or «All "
+        "methods» access (never logged).",
+    )
+    ym_api_key_file: Path | None = Field(
+        None, description="Yandex Market: a file holding the Api-Key; wins over ym_api_key."
+    )
+    ym_offers_per_minute: int = Field(
+        10_000,
+        ge=1,
+        le=1_000_000,
+        description="Yandex Market: the offers a minute the price methods take (Yandex counts "
+        "offers, not requests: 10 000); the target's pace keeps under it, its read-backs too.",
+    )
+    ym_parallel: int = Field(
+        4,
+        ge=1,
+        le=64,
+        description="Yandex Market: the most requests at once to the cabinet (Yandex allows 4); "
+        "a refusal for parallel requests lowers it while the service runs.",
+    )
+    ym_apply_timeout: float = Field(
+        600.0,
+        gt=0,
+        description="Yandex Market: seconds after Yandex accepted a price within which its "
+        "read-back must show it; later, a price in Yandex's price quarantine is withheld, "
+        "any other is sent again (a temporary failure).",
+    )
     wb_token: SecretStr | None = Field(
         None,
         description="Wildberries: the seller's API token (a Personal or Service token with the "
@@ -180,6 +215,11 @@ class TargetSettings(BaseModel):
                     "price type (null leaves a price type out of this shop)"
                 )
         return value
+
+    @field_validator("ym_apply_timeout", mode="before")
+    @classmethod
+    def _ym_seconds(cls, value: Any) -> Any:
+        return _finite_seconds(value)
 
     @field_validator("woo_url", "bitrix_url")
     @classmethod

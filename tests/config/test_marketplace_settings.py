@@ -73,6 +73,8 @@ def test_a_marketplace_channel_takes_its_settings_and_prices_only(
         "ozon": {
             "target": "ozon",
             "ozon_api_url": "http://localhost:8090",
+            "ozon_client_id": "836741",
+            "ozon_api_key_file": "/run/secrets/ozon",
             "currency": "RUB",
             "sku_source": "article",
             "rounding": "down",
@@ -83,7 +85,13 @@ def test_a_marketplace_channel_takes_its_settings_and_prices_only(
             "wb_price_types": {"retail": "price"},
             "wb_token_file": "/run/secrets/wb",  # the wildberries target's own (issue 32 item 2)
         },
-        "ym": {"target": "yandex-market", "ym_price_types": {"retail": "value"}},
+        "ym": {
+            "target": "yandex-market",
+            "ym_price_types": {"retail": "value"},
+            # The yandex-market target's own (contract 14): its cabinet and its key's file.
+            "ym_business_id": 1001,
+            "ym_api_key_file": "/run/secrets/ym-api-key",
+        },
     }
     monkeypatch.setenv("EXCHANGE_CHANNELS", json.dumps(channels))
     found = {c.name: c for c in load_settings().channels_in_force()}
@@ -137,3 +145,15 @@ def test_a_wildberries_channel_needs_its_token_file_and_takes_its_own_settings(
     monkeypatch.setenv("EXCHANGE_CHANNELS", json.dumps(channels))
     (wb,) = load_settings().channels_in_force()
     assert (wb.takes, wb.settings.wb_catalogue_refresh) == (("price",), 60.0)
+
+
+def test_an_ozon_channel_needs_its_client_id_and_key_file_and_takes_no_key_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("EXCHANGE_CHANNELS", json.dumps({"ozon": {"target": "ozon"}}))
+    assert "ozon_client_id, ozon_api_key_file: required by the ozon target" in refusal()
+    monkeypatch.setenv(
+        "EXCHANGE_CHANNELS",
+        json.dumps({"ozon": {"target": "ozon", "ozon_client_id": "1", "ozon_api_key": "k"}}),
+    )
+    assert "ozon_api_key: a secret is written in a channel only as a file" in refusal()
