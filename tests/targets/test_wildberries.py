@@ -491,3 +491,33 @@ def test_the_token_never_reaches_the_log(
     send(make(sim, token=token), price("SKU-1", 2, "901.00"))
     assert token not in caplog.text
     assert token not in json.dumps([r.getMessage() for r in caplog.records])
+
+
+@pytest.mark.parametrize("four_xx_weight", [1, 10], ids=["counted-once", "counted-ten-times"])
+def test_a_4xx_counted_as_the_switch_says_is_waited_out_never_lost(
+    sim: WbSimulator, four_xx_weight: int
+) -> None:
+    """research §2.3, §8: whether a 4xx ("already set") costs ten requests is unconfirmed.
+    Counted ten times, the next request may meet a 429: a temporary answer with WB's wait (the
+    worker's pace holds the channel for it, not charged), and the price goes after it."""
+    sim.limits = Limits()  # WB's own: 10 per 6 s, burst 5
+    sim.switches.four_xx_weight = four_xx_weight
+    sim.test_budget = Budget()  # type: ignore[attr-defined]
+
+    async def scenario(t: WildberriesTarget) -> list[Classification]:
+        said = await t.send([price("SKU-1", 1, "1000.00")])  # already set: a 400
+        for _ in range(3):
+            said += await t.send([price("SKU-2", 1, "900.00")])
+            if said[-1].verdict is not Verdict.TEMPORARY:
+                break
+        return said
+
+    said = run(make(sim, poll_at_once=True), scenario)
+
+    assert Verdict.DELIVERED == said[0].verdict
+    assert Verdict.DELIVERED == said[-1].verdict, said
+    refused = [a for a in said[1:-1]]
+    assert all((a.verdict, a.http_status) == (Verdict.TEMPORARY, 429) for a in refused)
+    assert all(a.retry_after for a in refused), "WB's X-Ratelimit-Retry carried to the pace"
+    if four_xx_weight == 1:
+        assert [] == refused
