@@ -434,6 +434,7 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "withheld": NP_("event", "withheld by the channel"),
         "withheld-live": NP_("event", "shown to buyers"),
         "operator-release": NP_("event", "released by an operator"),
+        "awaiting-outcome": NP_("event", "awaiting the channel's outcome"),
     },
     # The kinds of contract 3 (and EXCHANGE_KINDS's own, shown by their code).
     "kind": {

@@ -46,8 +46,20 @@ TARGET_KEYS: dict[str, tuple[str, ...]] = {
     "rabbitmq": ("rabbitmq_exchange",),
     # Contract 14: each marketplace's own address and mapping, and what the three share; each
     # target's credentials and limits beside them.
-    "ozon": ("ozon_api_url", "ozon_price_types", *MARKETPLACE_KEYS),
-    "wildberries": ("wb_api_url", "wb_price_types", *MARKETPLACE_KEYS),
+    "ozon": (
+        "ozon_api_url",
+        "ozon_client_id",
+        "ozon_api_key_file",
+        "ozon_price_types",
+        *MARKETPLACE_KEYS,
+    ),
+    "wildberries": (
+        "wb_token_file",
+        "wb_catalogue_refresh",
+        "wb_api_url",
+        "wb_price_types",
+        *MARKETPLACE_KEYS,
+    ),
     "yandex-market": (
         "ym_api_url",
         "ym_price_types",
@@ -64,8 +76,8 @@ REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "woocommerce": ("woo_url", "woo_key_file", "woo_secret_file"),
     "bitrix": ("bitrix_url", "bitrix_user", "bitrix_password_file", "bitrix_catalog_id"),
     "rabbitmq": ("rabbitmq_exchange",),
-    "ozon": (),
-    "wildberries": (),
+    "ozon": ("ozon_client_id", "ozon_api_key_file"),
+    "wildberries": ("wb_token_file",),
     "yandex-market": ("ym_business_id", "ym_api_key_file"),
 }
 # A channel's own delivery settings, over the global ones (EXCHANGE_BATCH_SIZE, …).
@@ -82,7 +94,15 @@ DELIVERY_KEYS = (
     "breaker_threshold",
 )
 # Secrets are written in a channel only as files: EXCHANGE_CHANNELS is shown and copied whole.
-SECRET_KEYS = ("site_token", "woo_key", "woo_secret", "bitrix_password", "ym_api_key")
+SECRET_KEYS = (
+    "site_token",
+    "woo_key",
+    "woo_secret",
+    "bitrix_password",
+    "ozon_api_key",
+    "ym_api_key",
+    "wb_token",
+)
 
 
 def one_target_setting(name: str) -> bool:

@@ -7,10 +7,11 @@ Each marketplace's credentials and own limits are its target's (beside it, in th
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator
 
 from exchange.settings.rules import is_loopback
 
@@ -110,6 +111,23 @@ class MarketplaceSettings(BaseModel):
         'minimumForBestseller), e.g. {"retail": "value", "old": "discountBase"}. Unlisted: '
         "unmapped-price-type; null (false in TOML): not-for-this-shop. Two price types that "
         "set one field are refused at start.",
+    )
+
+    ozon_client_id: str | None = Field(
+        None,
+        pattern=r"^[1-9][0-9]{0,19}$",
+        description="Ozon: the seller's Client-Id (a number; Seller account → Settings → "
+        "Seller API).",
+    )
+    ozon_api_key: SecretStr | None = Field(
+        None,
+        description="Ozon: the Seller API key (Api-Key), with a role that may set prices; "
+        "never logged. In a channel only as ozon_api_key_file.",
+    )
+    ozon_api_key_file: Path | None = Field(
+        None,
+        description="Ozon: a file holding the API key; wins over ozon_api_key. Read again when "
+        "Ozon refuses the key.",
     )
 
     @field_validator("ozon_api_url", "wb_api_url", "ym_api_url", mode="before")

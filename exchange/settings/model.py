@@ -333,6 +333,8 @@ class Settings(
             "woo_key",  # the targets'
             "woo_secret",
             "bitrix_password",
+            "wb_token",
+            "ozon_api_key",
             "ym_api_key",
             "notify_smtp_password",  # the operators' notifications'
             "notify_telegram_token",

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator
 
 from exchange.settings.marketplaces import MARKETPLACE_TARGETS
-from exchange.settings.rules import _finite_seconds, is_loopback
+from exchange.settings.rules import MAX_SECONDS, _finite_seconds, is_loopback
 
 # Contract 10: these targets take price messages only (and the marketplaces, contract 14); the
 # others (api; rabbitmq, contract 12) take every kind.
@@ -152,6 +152,22 @@ class TargetSettings(BaseModel):
         "read-back must show it; later, a price in Yandex's price quarantine is withheld, "
         "any other is sent again (a temporary failure).",
     )
+    wb_token: SecretStr | None = Field(
+        None,
+        description="Wildberries: the seller's API token (a Personal or Service token with the "
+        "«Цены и скидки» category, not read-only); never logged.",
+    )
+    wb_token_file: Path | None = Field(
+        None, description="Wildberries: a file holding the API token; wins over wb_token."
+    )
+    wb_catalogue_refresh: float = Field(
+        900.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Wildberries: seconds between rebuilds of the vendor code -> nmID map from "
+        "WB's catalogue when a vendor code is missing from it (WB refusing an nmID rebuilds it "
+        "at once).",
+    )
     site_batch_size: int = Field(
         1,
         ge=1,
@@ -160,6 +176,11 @@ class TargetSettings(BaseModel):
         "contract 5b); 1 sends one request per message. A site that answers 404 there gets "
         "single requests.",
     )
+
+    @field_validator("wb_catalogue_refresh", mode="before")
+    @classmethod
+    def _wb_seconds(cls, value: Any) -> Any:
+        return _finite_seconds(value)
 
     @field_validator("woo_price_fields", "bitrix_price_types", mode="before")
     @classmethod

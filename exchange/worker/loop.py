@@ -451,6 +451,9 @@ class DeliveryLoop:
         another request was refused too, or when the site's health check fails: a whole batch
         refused is one request."""
         status = classification.http_status
+        if classification.about_item:  # the site answered: about that item alone
+            self._learn_answer(classification, sent_at, answered_at)
+            return None
         cause: Cause | None = None
         if self.pace.speaks_about_site(answered_at, message.aggregate, status):
             cause = Cause.RATE_LIMITED if status == 429 else Cause.UNAVAILABLE
@@ -625,6 +628,8 @@ class DeliveryLoop:
         match verdict:
             case Verdict.TEMPORARY if classification.http_status == 429 and not probing:
                 pass  # the site asks to slow down: the pace's business, not an outage
+            case Verdict.TEMPORARY if classification.about_item:
+                self._site_answers()  # the site answered well; this item alone must wait
             case Verdict.TEMPORARY:
                 # A refusal that speaks about the site (``_learn``: its health check fails,
                 # or 502-504 while others are refused) counts whatever its aggregate: a site
@@ -657,6 +662,8 @@ class DeliveryLoop:
                 | Verdict.STALE_AT_SITE
                 | Verdict.TERMINAL
                 | Verdict.WITHHELD
+                | Verdict.AWAITING
+                | Verdict.HELD
                 | Verdict.ACCEPTED
             ):  # (not DELIVERED): the site answered
                 self._site_answers()

@@ -73,12 +73,18 @@ def test_a_marketplace_channel_takes_its_settings_and_prices_only(
         "ozon": {
             "target": "ozon",
             "ozon_api_url": "http://localhost:8090",
+            "ozon_client_id": "836741",
+            "ozon_api_key_file": "/run/secrets/ozon",
             "currency": "RUB",
             "sku_source": "article",
             "rounding": "down",
             "ozon_price_types": {"retail": "price", "old": "old_price"},
         },
-        "wb": {"target": "wildberries", "wb_price_types": {"retail": "price"}},
+        "wb": {
+            "target": "wildberries",
+            "wb_price_types": {"retail": "price"},
+            "wb_token_file": "/run/secrets/wb",  # the wildberries target's own (issue 32 item 2)
+        },
         "ym": {
             "target": "yandex-market",
             "ym_price_types": {"retail": "value"},
@@ -116,3 +122,38 @@ def test_the_marketplaces_settings_are_refused_beside_channels(
     )
     monkeypatch.setenv("EXCHANGE_SKU_SOURCE", "article")
     assert "EXCHANGE_SKU_SOURCE" in refusal()
+
+
+def test_a_wildberries_channel_needs_its_token_file_and_takes_its_own_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    channels = {"wb": {"target": "wildberries"}}
+    monkeypatch.setenv("EXCHANGE_CHANNELS", json.dumps(channels))
+    assert "wb_token_file: required by the wildberries target" in refusal()
+
+    channels = {"wb": {"target": "wildberries", "wb_token": "eyJ..."}}
+    monkeypatch.setenv("EXCHANGE_CHANNELS", json.dumps(channels))
+    assert "wb_token: a secret is written in a channel only as a file" in refusal()
+
+    channels = {
+        "wb": {
+            "target": "wildberries",
+            "wb_token_file": "/run/secrets/wb",
+            "wb_catalogue_refresh": 60,
+        }
+    }
+    monkeypatch.setenv("EXCHANGE_CHANNELS", json.dumps(channels))
+    (wb,) = load_settings().channels_in_force()
+    assert (wb.takes, wb.settings.wb_catalogue_refresh) == (("price",), 60.0)
+
+
+def test_an_ozon_channel_needs_its_client_id_and_key_file_and_takes_no_key_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("EXCHANGE_CHANNELS", json.dumps({"ozon": {"target": "ozon"}}))
+    assert "ozon_client_id, ozon_api_key_file: required by the ozon target" in refusal()
+    monkeypatch.setenv(
+        "EXCHANGE_CHANNELS",
+        json.dumps({"ozon": {"target": "ozon", "ozon_client_id": "1", "ozon_api_key": "k"}}),
+    )
+    assert "ozon_api_key: a secret is written in a channel only as a file" in refusal()

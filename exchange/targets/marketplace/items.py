@@ -78,17 +78,25 @@ def sku_of(message: OutgoingMessage) -> str | None:
 
 
 def by_sku(messages: Sequence[OutgoingMessage], max_items: int) -> list[list[OutgoingMessage]]:
-    """The ``requests`` of a marketplace target: the messages of one SKU always in one request
-    (one item), at most ``max_items`` SKUs a request, in the order of their first message."""
-    groups: dict[str, list[OutgoingMessage]] = {}
+    """The ``requests`` of a marketplace target: the messages of one SKU in one request (one
+    item), at most ``max_items`` SKUs a request, in the order of their first message; never
+    two messages of one aggregate in a request (a second goes to a later one)."""
+    most = max(max_items, 1)
+    requests: list[tuple[list[OutgoingMessage], set[str], set[str]]] = []
     for message in messages:
-        key = sku_of(message)
-        groups.setdefault(key if key is not None else f"\0{message.message_id}", []).append(message)
-    requests: list[list[OutgoingMessage]] = []
-    ordered = list(groups.values())
-    for start in range(0, len(ordered), max(max_items, 1)):
-        requests.append([m for group in ordered[start : start + max_items] for m in group])
-    return requests
+        sku = sku_of(message)
+        key = sku if sku is not None else f"\0{message.message_id}"
+        for taken, skus, aggregates in requests:
+            if message.aggregate in aggregates:
+                continue
+            if key in skus or len(skus) < most:
+                taken.append(message)
+                skus.add(key)
+                aggregates.add(message.aggregate)
+                break
+        else:
+            requests.append(([message], {key}, {message.aggregate}))
+    return [taken for taken, _, _ in requests]
 
 
 def invalid(detail: str) -> Classification:
