@@ -18,12 +18,23 @@ from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import Any
 
+from typer._click import _textwrap
 from typer._click.core import Command, Context
 from typer._click.formatting import HelpFormatter
 from typer.core import TyperGroup
 
 from exchange.i18n import N_, NP_, Lang, _, lang_of_environment, say
 from exchange.ops.find import known_reasons
+
+# A help page lists codes an operator types back (``--reason invalid-for-channel``): Click's
+# wrapper would break them at their hyphens (``invalid-for-`` / ``channel``), so lines break
+# between words only, in every language.
+class _WholeCodes(_textwrap.TextWrapper):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "break_on_hyphens": False})
+
+
+_textwrap.TextWrapper = _WholeCodes  # type: ignore[misc]  # wrap_text imports it when called
 
 # Click's and Typer's own words on a help page, English whatever the locale.
 HELP_OPTION = N_("Show this message and exit.")  # the --help option's own
