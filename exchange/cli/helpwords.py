@@ -26,6 +26,7 @@ from typer.core import TyperGroup
 from exchange.i18n import N_, NP_, Lang, _, lang_of_environment, say
 from exchange.ops.find import known_reasons
 
+
 # A help page lists codes an operator types back (``--reason invalid-for-channel``): Click's
 # wrapper would break them at their hyphens (``invalid-for-`` / ``channel``), so lines break
 # between words only, in every language.
