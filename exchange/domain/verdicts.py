@@ -21,21 +21,17 @@ class Verdict(StrEnum):
     # a marketplace's price quarantine). The delivery ends ``withheld``: no lease, not retried;
     # the target's ``WithholdsPrices`` hooks tell later whether it went live.
     WITHHELD = "withheld"
-    # Taken by the channel, whose outcome is read later (a Wildberries upload task): the
-    # delivery goes back to ``delayed``, not charged, due again after ``retry_after`` seconds,
-    # holding no lease; the target keeps what it is waiting for in the database, so the next
-    # attempt (this worker's or, after a restart, another's) reads the outcome instead of
-    # sending again. ``receipt`` names what it waits for (e.g. ``wb-task:123``).
+    # The channel took it, or asked it to wait; either way it is not charged, not the site's
+    # failure (no breaker, no pace), never quarantined for it: the delivery goes back to
+    # ``delayed`` (event ``awaiting-outcome``), holding no lease, due again after ``again_in``
+    # seconds. The one verdict of three waits (contract 14), each target's words in ``detail``
+    # saying which: a Wildberries upload task whose outcome is read later (``receipt``
+    # ``wb-task:<id>``; the target keeps the task in the database, so the next attempt, this
+    # worker's or after a restart another's, polls instead of uploading again); Ozon's limit of
+    # 10 updates of a product an hour; Yandex Market's 200, which means accepted: the price is
+    # read back when the delivery is leased again (delivered when shown, withheld, temporary).
+    # An answer with an HTTP status (the channel took the write) ends a pause on write trial.
     AWAITING = "awaiting"
-    # The channel answered and asks this item to wait for a limit of its own on one product
-    # (contract 14: Ozon's 10 updates of a product an hour): not charged, never quarantined,
-    # due again after ``retry_after`` seconds; not the site's failure (no breaker, no pace).
-    HELD = "held"
-    # Taken by the channel, which applies it later and says nothing more (contract 14: Yandex
-    # Market's 200 means accepted; the price shows "within minutes"). Not charged: the delivery
-    # goes back to wait (``again_in`` seconds), and the target reads the price back when it is
-    # leased again, instead of sending it: delivered when shown, withheld, or temporary.
-    ACCEPTED = "accepted"
 
 
 # Not frozen: one is made per message, and a frozen dataclass's __init__ costs ~2.5x.
@@ -60,5 +56,6 @@ class Classification:
     otherwise (a marketplace's good locked by a sale): charged, but never a sign the site is
     failing (the breaker and the pace count it as an answer)."""
     again_in: float | None = None
-    """An ACCEPTED verdict's wait, in seconds, before the delivery is due again (to be read
-    back)."""
+    """An AWAITING verdict's wait, in seconds (fractions allowed), before the delivery is due
+    again: its one wait (``retry_after`` is a TEMPORARY answer's Retry-After, never read for
+    AWAITING)."""

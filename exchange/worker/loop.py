@@ -621,8 +621,15 @@ class DeliveryLoop:
             return delivered(classification)
         now = self.clock.now()
         self._heard(classification, now)
-        if verdict is Verdict.ACCEPTED and self._trying_write and self.paused_reason is not None:
-            # The channel took the write (it shows it later, contract 14): the key may write.
+        if (
+            verdict is Verdict.AWAITING
+            and classification.http_status is not None
+            and self._trying_write
+            and self.paused_reason is not None
+        ):
+            # The channel answered the write and took it (its outcome is read later, contract
+            # 14): the key may write. A wait without an answer (Ozon's own count of its hourly
+            # limit) proves nothing.
             log.warning("delivery resumed: the site accepts a write again")
             self._end_pause()
         match verdict:
@@ -663,8 +670,6 @@ class DeliveryLoop:
                 | Verdict.TERMINAL
                 | Verdict.WITHHELD
                 | Verdict.AWAITING
-                | Verdict.HELD
-                | Verdict.ACCEPTED
             ):  # (not DELIVERED): the site answered
                 self._site_answers()
             case Verdict.UNKNOWN | Verdict.NOT_FOR_THIS_SHOP:

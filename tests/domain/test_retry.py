@@ -465,7 +465,7 @@ def test_awaiting_goes_back_to_delayed_uncharged_due_after_the_wait_with_its_rec
         "Wildberries took it in task 7: its outcome is read later",
         http_status=200,
         receipt="wb-task:7",
-        retry_after="3",
+        again_in=3.0,
     )
 
     got = decide(answer, attempt=attempt, now=NOW, policy=POLICY, rng=random.Random(1))

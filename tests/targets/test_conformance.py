@@ -489,13 +489,13 @@ def shop(request: pytest.FixtureRequest) -> Iterator[Shop]:
 
 async def send_all(target: Target, messages: list[OutgoingMessage]) -> list[Classification]:
     """Send as the worker does: ``requests`` groups them, ``send`` judges each request; a
-    message the shop accepted and shows later (``ACCEPTED``) is leased again, as the worker
+    message the shop accepted and shows later (``AWAITING``) is leased again, as the worker
     does once its wait has passed, until its answer is another."""
     answers: list[Classification] = []
     for request in target.requests(messages):
         got = await target.send(request)
         for _ in range(5):
-            again = [m for m, a in zip(request, got, strict=True) if a.verdict is Verdict.ACCEPTED]
+            again = [m for m, a in zip(request, got, strict=True) if a.verdict is Verdict.AWAITING]
             if not again:
                 break
             later = dict(zip((m.message_id for m in again), await target.send(again), strict=True))

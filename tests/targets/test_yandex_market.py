@@ -128,7 +128,7 @@ def test_a_200_is_accepted_and_delivered_only_when_the_read_back_shows_it(ym: Ym
         return [first, second, third]
 
     first, second, third = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
-    assert [Verdict.ACCEPTED, Verdict.ACCEPTED, Verdict.DELIVERED] == [
+    assert [Verdict.AWAITING, Verdict.AWAITING, Verdict.DELIVERED] == [
         first[0].verdict,
         second[0].verdict,
         third[0].verdict,
@@ -147,9 +147,9 @@ def test_an_accepted_price_waits_uncharged_and_due_again_after_again_in() -> Non
 
     now = datetime(2026, 12, 5, 12, tzinfo=UTC)
     policy = RetryPolicy(max_attempts=3, base_delay=1, max_delay=60)
-    accepted = Classification(Verdict.ACCEPTED, "accepted", http_status=200, again_in=15.0)
+    accepted = Classification(Verdict.AWAITING, "accepted", http_status=200, again_in=15.0)
     decision = decide(accepted, attempt=3, now=now, policy=policy, rng=Random(1))
-    assert (Event.RELEASED, State.DELAYED, False) == (
+    assert (Event.AWAITING_OUTCOME, State.DELAYED, False) == (
         decision.event,
         decision.to_state,
         decision.charged,
@@ -170,7 +170,7 @@ def test_discount_base_and_bestseller_minimum_are_sent_with_every_update_where_m
         return await send_all(t, [price("SKU-1", 7, "120.00")])
 
     answers_ = run(lambda: target(ym, price_types=types, known=known, transport=recorder), scenario)
-    assert [Verdict.ACCEPTED] == verdicts(answers_)
+    assert [Verdict.AWAITING] == verdicts(answers_)
     (body,) = recorder.updates()
     assert [
         {
@@ -208,7 +208,7 @@ def test_a_discount_base_with_kopecks_is_invalid_for_channel_and_the_price_goes_
 ) -> None:
     messages = [price("SKU-1", 1, "100"), price("SKU-1", 1, "150.5", price_type="old")]
     found = run(lambda: target(ym), lambda t: send_all(t, messages))
-    assert [Verdict.ACCEPTED, Verdict.TERMINAL] == verdicts(found)
+    assert [Verdict.AWAITING, Verdict.TERMINAL] == verdicts(found)
     assert "invalid-for-channel" == found[1].reason and "whole units" in found[1].detail
 
 
@@ -230,7 +230,7 @@ def test_offer_id_is_trimmed_as_yandex_trims_it_and_two_skus_of_one_offer_never_
     plan = run(lambda: target(ym), lambda t: asyncio.sleep(0, t.requests(messages)))
     assert [[m.aggregate for m in r] for r in plan] == [[" SKU-1 ", "SKU-2"], ["SKU-1"]]
     found = run(lambda: target(ym), lambda t: send_all(t, messages))
-    assert [Verdict.ACCEPTED] * 3 == verdicts(found), "no duplicate-offer 400"
+    assert [Verdict.AWAITING] * 3 == verdicts(found), "no duplicate-offer 400"
 
 
 def test_at_most_500_offers_a_request(ym: YmSimulator) -> None:
@@ -238,7 +238,7 @@ def test_at_most_500_offers_a_request(ym: YmSimulator) -> None:
     plan = run(lambda: target(ym), lambda t: asyncio.sleep(0, t.requests(messages)))
     assert [500, 500, 1] == [len(r) for r in plan]
     found = run(lambda: target(ym), lambda t: send_all(t, messages))
-    assert {Verdict.ACCEPTED} == set(verdicts(found))
+    assert {Verdict.AWAITING} == set(verdicts(found))
 
 
 @pytest.mark.parametrize(
@@ -261,7 +261,7 @@ def test_a_400_naming_offers_makes_those_terminal_and_sends_the_rest_again(
         return first + await t.send(messages)
 
     found = run(lambda: target(ym), scenario)
-    assert [Verdict.ACCEPTED, Verdict.TERMINAL, Verdict.ACCEPTED] == verdicts(found[:3])
+    assert [Verdict.AWAITING, Verdict.TERMINAL, Verdict.AWAITING] == verdicts(found[:3])
     assert "NOSUCH-2" in found[1].detail and 400 == found[1].http_status
     assert [Verdict.DELIVERED, Verdict.DELIVERED] == [found[3].verdict, found[5].verdict]
     assert Decimal("12") == ym.live("SKU-3").value  # type: ignore[union-attr]
@@ -277,7 +277,7 @@ def test_an_offer_yandex_does_not_know_ends_terminal(ym: YmSimulator) -> None:
     async def scenario(t: YandexMarketTarget) -> list[Classification]:
         message = [price("NOSUCH-1", 1, "10")]
         first = await t.send(message)
-        return first if first[0].verdict is not Verdict.ACCEPTED else await t.send(message)
+        return first if first[0].verdict is not Verdict.AWAITING else await t.send(message)
 
     (found,) = run(lambda: target(ym), scenario)
     assert Verdict.TERMINAL == found.verdict
@@ -329,7 +329,7 @@ def test_a_420_for_the_budget_waits_and_the_request_goes_again(ym: YmSimulator) 
         return first + await t.send([price(f"SKU-{n}", 1, "10") for n in range(5, 10)])
 
     found = run(lambda: target(ym, offers_per_minute=1000), scenario)
-    assert [Verdict.ACCEPTED] * 10 == verdicts(found)
+    assert [Verdict.AWAITING] * 10 == verdicts(found)
     assert 10 == ym.accepted
     assert 3 == ym.requests["offer-prices/updates"], "one 420, then sent again"
 
@@ -343,7 +343,7 @@ def test_a_420_for_parallel_requests_lowers_the_parallelism(ym: YmSimulator) -> 
 
     t = target(ym, parallel=3)
     found = run(lambda: t, scenario)
-    assert [[Verdict.ACCEPTED]] * 3 == [verdicts(f) for f in found]
+    assert [[Verdict.AWAITING]] * 3 == [verdicts(f) for f in found]
     assert 1 == t.parallel.limit
     assert 1 == ym.most_in_flight
 
@@ -440,7 +440,7 @@ def test_a_price_yandex_lists_in_its_quarantine_is_withheld(ym: YmSimulator) -> 
         sharp = [price("SKU-1", 2, "100")]
         found = await t.send(sharp)
         for _ in range(20):
-            if found[0].verdict is not Verdict.ACCEPTED:
+            if found[0].verdict is not Verdict.AWAITING:
                 break
             clock.now += found[0].again_in or 0
             found = await t.send(sharp)
@@ -464,7 +464,7 @@ def test_a_price_not_shown_after_the_apply_timeout_and_not_quarantined_is_tempor
         return out + await t.send(message) + await t.send(message)
 
     found = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
-    assert [Verdict.ACCEPTED, Verdict.TEMPORARY, Verdict.ACCEPTED] == verdicts(found)
+    assert [Verdict.AWAITING, Verdict.TEMPORARY, Verdict.AWAITING] == verdicts(found)
     assert "600 s later" in found[1].detail
     assert 2 == ym.requests["offer-prices/updates"], "charged, then sent again"
 
@@ -522,7 +522,7 @@ def test_under_sku_source_article_the_offer_id_is_the_article_trimmed(ym: YmSimu
     found, held = run(
         lambda: target(ym, sku_source="article", articles=articles, transport=recorder), scenario
     )
-    assert [Verdict.ACCEPTED, Verdict.TERMINAL, Verdict.DELIVERED] == verdicts(found)
+    assert [Verdict.AWAITING, Verdict.TERMINAL, Verdict.DELIVERED] == verdicts(found)
     assert "invalid-for-channel" == found[1].reason
     assert ["ART-1"] == [o["offerId"] for o in recorder.updates()[0]["offers"]]
     assert Decimal("10") == ym.live("ART-1").value  # type: ignore[union-attr]
@@ -545,7 +545,7 @@ def test_an_item_carries_the_price_yandex_accepted_not_yet_shown_never_the_older
         return first + await t.send([price("SKU-1", 1, "120", price_type="old")])
 
     found = run(lambda: target(ym, known=known, transport=recorder), scenario)
-    assert [Verdict.ACCEPTED, Verdict.ACCEPTED] == verdicts(found)
+    assert [Verdict.AWAITING, Verdict.AWAITING] == verdicts(found)
     second = recorder.updates()[1]["offers"][0]["price"]
     assert (90, 120) == (second["value"], second["discountBase"])
 
@@ -578,7 +578,7 @@ def test_two_skus_of_one_article_go_in_separate_updates(ym: YmSimulator) -> None
         lambda: target(ym, sku_source="article", articles=articles, transport=recorder),
         lambda t: t.send(messages),
     )
-    assert [Verdict.ACCEPTED, Verdict.ACCEPTED] == verdicts(found), "no duplicate-offer 400"
+    assert [Verdict.AWAITING, Verdict.AWAITING] == verdicts(found), "no duplicate-offer 400"
     assert [1, 1] == [len(b["offers"]) for b in recorder.updates()]
 
 
@@ -615,7 +615,7 @@ def test_a_400_and_a_price_sent_twice_end_right_whichever_way_yandex_plays_them(
         second = await t.send([messages[0], messages[2]])  # leased again: read back
         reload = [price("SKU-1", 2, "10")]  # the same price, a new version
         third = await t.send(reload)
-        if third[0].verdict is Verdict.ACCEPTED:
+        if third[0].verdict is Verdict.AWAITING:
             third = await t.send(reload)
         return first + second + third
 

@@ -5,7 +5,7 @@ bodies of integrators): the one place that reads them.
     200, an item ``updated: true``            DELIVERED
     200, an item ``NOT_FOUND_ERROR``          TERMINAL unknown-sku
     200, an item refused by a price rule      TERMINAL channel-rule, Ozon's code and meaning
-    200, an item over the 10 updates an hour  HELD (tried again an hour later, not charged)
+    200, an item over the 10 updates an hour  AWAITING (tried again an hour later, not charged)
     200, an item error of another code        UNKNOWN (never guessed)
     429 (code 8), "Circle is open"            TEMPORARY, the pace (read as a 429)
     404 code 5, "missing a required role"     PAUSE: the key, in words
@@ -99,7 +99,7 @@ def item_answer(result: Any) -> ItemAnswer:
     if any(ITEM_LIMIT in f"{code} {message}" for code, message in codes):
         return ItemAnswer(
             Classification(
-                Verdict.HELD,
+                Verdict.AWAITING,
                 "Ozon: more than 10 price updates of this product within an hour "
                 "(error limiting: acquire limit per item)",
                 http_status=200,

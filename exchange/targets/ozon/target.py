@@ -7,7 +7,7 @@ price type (``price``, ``old_price``, ``min_price``) as strings, at most 1,000 i
 checked, a broken one ``invalid-for-channel``. A price equal to the one delivered there is not
 sent again: delivered without a request (research §1.3: Ozon restricts senders of identical
 requests). The answers are read by answers.py; the hourly limit per product by hours.py: the
-11th update of a product within the hour is held (``Verdict.HELD``: not charged), and a product
+11th update of a product within the hour is held (``Verdict.AWAITING``: not charged), and a product
 Ozon refused for it is tried once more an hour later. Every request waits its turn of the
 worker's pace (``pace_with``). ``Client-Id`` and ``Api-Key`` go in headers, the key never in a
 log, an error or a detail.
@@ -352,7 +352,7 @@ class OzonTarget:
             f"goes in {wait} s, not charged"
         )
         return Classification(
-            Verdict.HELD, said, retry_after=str(wait), error_class="OzonItemLimit"
+            Verdict.AWAITING, said, again_in=float(wait), error_class="OzonItemLimit"
         )
 
     def _wire(self, item: Item) -> dict[str, Any]:

@@ -389,8 +389,8 @@ class WildberriesTarget:
             detail,
             http_status=200,
             receipt=f"wb-task:{upload_id}",
-            # Whole seconds (Retry-After's form), at least one: never due again at once.
-            retry_after=str(max(1, math.ceil(wait))),
+            # Whole seconds, at least one: never due again at once.
+            again_in=float(max(1, math.ceil(wait))),
         )
 
     # -- the upload ------------------------------------------------------------------------

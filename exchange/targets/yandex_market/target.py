@@ -19,13 +19,13 @@ How one request goes (``send``):
 4. ``POST /v2/businesses/{businessId}/offer-prices/updates`` at Yandex's pace (pace.py: offers
    a minute, requests at once; a 420 waited out or the parallelism lowered, then sent again);
    a 400 naming offers makes those TERMINAL with Yandex's words and sends the rest again;
-5. a 200 means accepted, not applied (§3.4): each message is ``ACCEPTED`` and waits, not
+5. a 200 means accepted, not applied (§3.4): each message is ``AWAITING`` and waits, not
    charged and not in flight, for the read-back (``again_in``: ``ym_apply_timeout``/40, then
    doubling up to ``ym_apply_timeout``/10); the item sent is remembered by message;
 6. leased again, a remembered message is read back instead of sent (``POST …/offer-prices``,
    at most 200 offers, within the read's own budget): the item shown as sent and not listed in
    ``price-quarantine`` is DELIVERED; listed there, WITHHELD (Yandex's verdict in words);
-   missing from the read-back, TERMINAL ``unknown-sku``; not shown yet, ACCEPTED again until
+   missing from the read-back, TERMINAL ``unknown-sku``; not shown yet, AWAITING again until
    ``ym_apply_timeout`` from the 200, then TEMPORARY (charged: sent again).
 
 A worker that restarts forgets what it remembered: a message leased again is sent again
@@ -493,7 +493,7 @@ class YandexMarketTarget:
         return out
 
     def _took(self, taken: list[_Item], why: str) -> dict[str, Classification]:
-        """Items Yandex took (or may have): each waits for its read-back (``ACCEPTED``)."""
+        """Items Yandex took (or may have): each waits for its read-back (``AWAITING``)."""
         out: dict[str, Classification] = {}
         now = self._monotonic()
         wait = self._wait(0)
@@ -770,7 +770,7 @@ def _rule(item: shared.Item) -> str | None:
 
 
 def _accepted(detail: str, wait: float) -> Classification:
-    return Classification(Verdict.ACCEPTED, detail, http_status=200, again_in=wait)
+    return Classification(Verdict.AWAITING, detail, http_status=200, again_in=wait)
 
 
 def _rule_broken(item: _Item) -> str | None:
