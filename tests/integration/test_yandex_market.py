@@ -81,7 +81,7 @@ def test_an_accepted_price_waits_out_of_flight_uncharged_and_ends_delivered_on_i
     )
     assert 1 == ym.requests["offer-prices/updates"], "sent once, then read back"
     assert ym.requests["offer-prices"] >= 1
-    assert "awaiting-outcome" in events(engine), "the accepted price went back to wait, out of flight"
+    assert "awaiting-outcome" in events(engine), "the accepted price waited, out of flight"
 
 
 def test_a_sharp_change_yandex_quarantines_is_withheld_and_a_release_ends_it_delivered(

@@ -32,7 +32,9 @@ NOW = datetime(2026, 12, 5, 12, tzinfo=UTC)
 POLICY = RetryPolicy(max_attempts=3, base_delay=1.0, max_delay=60.0)
 
 
-def _run(made: Callable[[], T], scenario: Callable[[T], Awaitable[Classification]]) -> Classification:
+def _run(
+    made: Callable[[], T], scenario: Callable[[T], Awaitable[Classification]]
+) -> Classification:
     async def go() -> Classification:
         target = made()
         try:
