@@ -86,14 +86,16 @@ def test_a_refused_product_lands_its_latest_price_within_61_minutes_never_charge
     async def scenario(w: Worker) -> None:
         stage(engine, [price_row("SKU-1", 1, "300.00")])
         await cycles(w)
-        assert rows(engine) == {1: ("new", None, 0)}, "held: not charged"
+        # The one rule of a channel's wait (AWAITING): back to delayed, not charged.
+        assert rows(engine) == {1: ("delayed", None, 0)}, "held: not charged"
         advance(600)
         stage(engine, [price_row("SKU-1", 2, "310.00")])
         await cycles(w)
-        assert rows(engine)[2][0] == "new" and rows(engine)[1][:2] == ("cancelled", "superseded")
+        assert rows(engine)[2] == ("delayed", None, 0)
+        assert rows(engine)[1][:2] == ("cancelled", "superseded")
         advance(3000)
         await cycles(w)
-        assert rows(engine)[2][0] == "new", "not before the hour after the refusal"
+        assert rows(engine)[2][0] == "delayed", "not before the hour after the refusal"
         advance(31)
         await cycles(w)
 
