@@ -116,7 +116,7 @@ class Worker:
                 clock,
                 self.monotonic,
                 reports=row,
-                metrics=self._metrics,
+                metrics=self._metrics.for_channel(channel.name),
                 rng=rng,
                 channel=channel.name,
                 probe_turn=probe_turn_name(channel.name),
@@ -157,6 +157,8 @@ class Worker:
             breaker=self.loop.breaker.state(now),
             paused=self.loop.paused,
         )
+        for loop in self.loops:
+            loop.metrics.loop_state(loop.breaker.state(now))
         return report
 
     async def _cycle(self, wait: bool) -> CycleReport:
@@ -306,7 +308,7 @@ class Worker:
     def metrics(self, metrics: Metrics) -> None:
         self._metrics = metrics
         for loop in self.loops:
-            loop.metrics = metrics
+            loop.metrics = metrics.for_channel(loop.channel)
 
     @property
     def source(self) -> Source | None:
