@@ -1979,5 +1979,6 @@ _WORD_MESSAGES.update(
         "releases_on_channels": N_("Asks the channels that withhold it: {channels}"),
         "preview_on_channel": N_("on channel {channel}: {count}"),
         "preview_records": N_("rows refused at intake (no channel's): {count}"),
+        "any_channel": N_("every channel"),
     }
 )
