@@ -45,6 +45,8 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "rate": N_("Delivered per minute (15 min)"),
     "last_day": N_("The last 24 hours: delivered (green) and failed attempts (red) per hour"),
     "by_state": N_("Messages by state"),
+    # contract 13: with several channels the counts are deliveries, a message once on each
+    "by_state_deliveries": N_("Deliveries by state (a message counts once on each channel)"),
     "state": N_("State"),
     "count": N_("Count"),
     "workers": N_("Workers"),

@@ -37,6 +37,7 @@ from exchange.domain.pace import Pace
 from exchange.domain.pause import PauseCause
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import Decision, RetryPolicy
+from exchange import logs
 from exchange.errors import DatabaseUnavailable
 from exchange.intake.sources.common import Source
 from exchange.queue import control, lease
@@ -193,9 +194,12 @@ class Worker:
     async def _drain(self, loop: DeliveryLoop, report: CycleReport) -> None:
         """One loop's part of a cycle: its withheld prices asked about, its share of the site
         counted, then its drain."""
-        await loop.recheck_withheld()
-        loop.share_site(self.clock.now())
-        await loop.drain(report, _Beside(self, loop))
+        # contract 13: every line the loop writes names its channel (none without
+        # EXCHANGE_CHANNELS: the one channel's lines read as before)
+        with logs.bound(channel=loop.channel):
+            await loop.recheck_withheld()
+            loop.share_site(self.clock.now())
+            await loop.drain(report, _Beside(self, loop))
 
     async def _drain_apart(self, loop: DeliveryLoop) -> None:
         """A loop's drain as a task of its own (``cycle(wait=False)``): a failure is logged
@@ -225,8 +229,9 @@ class Worker:
         just ran; whether an operator pauses this loop's delivery."""
         async with self._taking_in:
             if self.intake.due():
-                await self.intake.pull()
-                self._take_in(report)
+                with logs.unbound():  # intake is every channel's, not this loop's
+                    await self.intake.pull()
+                    self._take_in(report)
         return loop.operator_paused
 
     def _take_in(self, report: CycleReport, *, sweep: bool = False) -> None:
