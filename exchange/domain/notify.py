@@ -70,12 +70,13 @@ class Told:
 class Decision:
     send: bool = False
     gained: bool = False  # the quarantine gained entries since the last message
-    withheld_gained: bool = False  # a channel withheld prices since the last message
     new_stops: frozenset[Stop] = field(default_factory=frozenset)
     # The state to write (with version + 1), or None: nothing changes.
     remember: Told | None = None
     # Told causes that have gone, leaving none: delivery runs again.
     resumed: frozenset[Stop] = field(default_factory=frozenset)
+    # A channel withheld prices since the last message (contract 13).
+    withheld_gained: bool = False
 
 
 def decide(situation: Situation, told: Told, now: datetime, every: timedelta) -> Decision:
