@@ -109,7 +109,15 @@ def one_run(database: str, prices: int, count: int, scratch: Path) -> dict[str, 
             started = time.perf_counter()
             with log_path.open("w") as out:
                 proc = subprocess.Popen(
-                    [PY, "-m", "exchange", "run", "--until-idle", "--max-seconds", str(max_seconds)],
+                    [
+                        PY,
+                        "-m",
+                        "exchange",
+                        "run",
+                        "--until-idle",
+                        "--max-seconds",
+                        str(max_seconds),
+                    ],
                     env=env,
                     cwd=scratch,
                     stdout=out,
@@ -117,7 +125,9 @@ def one_run(database: str, prices: int, count: int, scratch: Path) -> dict[str, 
                 )
                 code, rss_mb, cpu = wait_child(proc, max_seconds + 60)
             wall = time.perf_counter() - started
-            sites_cpu = [s.cpu_seconds() - before for s, before in zip(sites, sites_cpu, strict=True)]
+            sites_cpu = [
+                s.cpu_seconds() - before for s, before in zip(sites, sites_cpu, strict=True)
+            ]
             stats = [site.stats() for site in sites]
             states = delivered_per_channel(url)
     finally:

@@ -22,6 +22,7 @@ import zoneinfo
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from datetime import UTC, datetime, tzinfo
+from types import MappingProxyType
 from typing import Any, TextIO
 
 from exchange.secrets import mask_secrets, secret_forms
@@ -38,7 +39,10 @@ BOUND_ATTR = "exchange_bound"
 # channel, so each line of it says which shop it is about (contract 13). A ContextVar: each
 # asyncio task (a loop's drain, the tasks it starts) and each thread it hands work to
 # (``asyncio.to_thread`` copies the context) sees its own, as structlog's contextvars do.
-_BOUND: ContextVar[Mapping[str, Any]] = ContextVar("exchange_log_fields", default={})
+# An immutable empty default (a dict would be shared by every context that never set one).
+_BOUND: ContextVar[Mapping[str, Any]] = ContextVar(
+    "exchange_log_fields", default=MappingProxyType({})
+)
 
 
 @contextlib.contextmanager
@@ -55,6 +59,8 @@ def bound(**fields: Any) -> Iterator[None]:
         yield
     finally:
         _BOUND.reset(token)
+
+
 # Libraries that narrate every request or job at INFO: at INFO they would double the outcome
 # lines (httpx) or add two lines per cycle (APScheduler). DEBUG shows them again.
 CHATTY = ("httpx", "httpcore", "apscheduler")
@@ -241,7 +247,7 @@ def configure(settings: Settings, *, stream: TextIO | None = None) -> logging.Ha
 def unbound() -> Iterator[None]:
     """Lines written inside the block carry no bound field: what a loop does for every channel
     (the take-in it asks for between its batches) is no one channel's."""
-    token = _BOUND.set({})
+    token = _BOUND.set(MappingProxyType({}))
     try:
         yield
     finally:
@@ -366,9 +372,7 @@ class _ZonedFormatter(logging.Formatter):
         if not context:
             return text
         fields = getattr(record, FIELDS_ATTR, None) or {}
-        said = " ".join(
-            f"{k}={_text_value(v)}" for k, v in context.items() if k not in fields
-        )
+        said = " ".join(f"{k}={_text_value(v)}" for k, v in context.items() if k not in fields)
         if not said:
             return text
         # After the first line: a traceback below it stays as Python wrote it.

@@ -119,9 +119,7 @@ def decide(situation: Situation, told: Told, now: datetime, every: timedelta) ->
             remember=Told(told.version + 1, told.attempted_at, told.quarantine_mark, kept),
             resumed=resumed,
         )
-    return Decision(
-        gained=gained, withheld_gained=withheld_gained, new_stops=frozenset(new_stops)
-    )
+    return Decision(gained=gained, withheld_gained=withheld_gained, new_stops=frozenset(new_stops))
 
 
 def _after(newest: datetime | None, mark: datetime | None) -> bool:

@@ -319,9 +319,7 @@ class PrometheusMetrics(Metrics):
     def refused(self, cause: Cause, *, channel: str | None = None) -> None:
         self._on(self.site_refused, channel, cause.value).inc()
 
-    def pace(
-        self, figures: dict[str, float | int | None], *, channel: str | None = None
-    ) -> None:
+    def pace(self, figures: dict[str, float | int | None], *, channel: str | None = None) -> None:
         self._on(self.pace_limit, channel).set(figures["limit"] or 0)
         self._on(self.pace_in_flight, channel).set(figures["in_flight"] or 0)
         self._on(self.pace_rate, channel).set(figures["paced_rate"] or 0)

@@ -76,18 +76,18 @@ _WORDS: dict[str, tuple[str, str]] = {
     "withheld_said": ("  Канал пишет: {said}", "  The channel says: {said}"),
     "withheld_do": (
         "  Что сделать: проверьте цену; если она верна — exchange withheld release "
-        "MESSAGE_ID… --channel {channel} --note \"…\" (где у канала нет такого способа, "
+        'MESSAGE_ID… --channel {channel} --note "…" (где у канала нет такого способа, '
         "подтвердите цену в его личном кабинете); если нет — исправьте цену в 1С, новая "
         "версия заменит придержанную",
         "  What to do: check the price; if it is right, exchange withheld release "
-        "MESSAGE_ID… --channel {channel} --note \"…\" (where the channel has no way for it, "
+        'MESSAGE_ID… --channel {channel} --note "…" (where the channel has no way for it, '
         "confirm the price in its own cabinet); if not, correct the price in 1C: the new "
         "version replaces the withheld one",
     ),
     "withheld_open": ("  Открыть: {url}", "  Open: {url}"),
     "withheld_cmd": (
-        "  exchange withheld release {message_id} --channel {channel} --note \"…\"",
-        "  exchange withheld release {message_id} --channel {channel} --note \"…\"",
+        '  exchange withheld release {message_id} --channel {channel} --note "…"',
+        '  exchange withheld release {message_id} --channel {channel} --note "…"',
     ),
     "stopped": ("доставка остановлена", "delivery stopped"),
     "database": ("База обмена", "Exchange database"),

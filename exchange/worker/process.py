@@ -29,6 +29,7 @@ from datetime import datetime
 
 from sqlalchemy import Engine
 
+from exchange import logs
 from exchange.db.engine import transaction
 from exchange.delivery.probe import PROBE_TURN
 from exchange.domain.breaker import CircuitBreaker
@@ -37,7 +38,6 @@ from exchange.domain.pace import Pace
 from exchange.domain.pause import PauseCause
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import Decision, RetryPolicy
-from exchange import logs
 from exchange.errors import DatabaseUnavailable
 from exchange.intake.sources.common import Source
 from exchange.queue import control, lease

@@ -7,11 +7,10 @@ run against two site simulators, on SQLite and on PostgreSQL.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import asyncio
 
 import pytest
 from opstools import scrape
@@ -56,7 +55,7 @@ def _settings(db_url: str, tmp_path: Path, named: dict[str, str] | None, **more:
 def _served_run(settings: Any, engine: Engine) -> Any:
     worker = bootstrap.worker(settings, engine)
     bootstrap.register_channels(settings, engine)
-    metrics = PrometheusMetrics(channels=[l.channel for l in worker.loops if l.channel])
+    metrics = PrometheusMetrics(channels=[loop.channel for loop in worker.loops if loop.channel])
     worker.metrics = metrics
     check = Health(metrics, engine, poll_interval=settings.poll_interval)
     with MetricsServer(metrics, check, host="127.0.0.1", port=0) as server:
@@ -125,6 +124,6 @@ def test_a_channel_view_of_unlabelled_metrics_is_the_metrics_themselves() -> Non
     metrics = PrometheusMetrics()
     assert metrics.for_channel(None) is metrics
     labelled = PrometheusMetrics(channels=["api", "shop"])
-    assert labelled.registry.get_sample_value(
-        "exchange_deliveries_total", {"channel": "shop"}
-    ) == 0  # shown from the first scrape, at 0, for every configured channel
+    assert (
+        labelled.registry.get_sample_value("exchange_deliveries_total", {"channel": "shop"}) == 0
+    )  # shown from the first scrape, at 0, for every configured channel

@@ -161,9 +161,7 @@ def _quarantined_on_second(db: Engine, message_ids: list[str]) -> None:
                 )
             )
             connection.execute(
-                insert(channel_aggregates).values(
-                    aggregate_id=row.aggregate_id, channel_id=second
-                )
+                insert(channel_aggregates).values(aggregate_id=row.aggregate_id, channel_id=second)
             )
 
 
