@@ -124,3 +124,18 @@ def test_one_channels_biography_has_no_channel_column(olga: str, db: Engine) -> 
     assert 'class="channel"' not in page.split('<table class="history">')[1]
     dashboard = html.unescape(client.get("/").text)
     assert dashboard.split('<h2 id="by-state">')[1].startswith("Сообщения по состояниям")
+
+
+def test_the_export_keeps_the_lists_channel_and_says_an_unknown_one(olga: str, db: Engine) -> None:
+    """The list's «export these» carries its channel filter; a channel that is none is said
+    as any bad filter is (before, the export failed with a server error)."""
+    mid = _on_two_channels(db)
+    client = signed_in(olga, "olga")
+    listed = html.unescape(client.get("/quarantine", params={"channel": "second"}).text)
+    link = re.search(r'<a href="([^"]+)" id="export-these">', listed)
+    assert link is not None and "channel=second" in link.group(1)
+    shown = client.get("/export", params={"format": "csv", "channel": "second"})
+    assert shown.status_code == 200 and mid in shown.text
+    assert client.get("/export", params={"format": "csv", "channel": "api"}).text.count(mid) == 0
+    wrong = client.get("/export", params={"format": "csv", "channel": "nowhere"})
+    assert wrong.status_code == 400 and "nowhere" in html.unescape(wrong.text)

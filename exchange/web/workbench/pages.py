@@ -629,6 +629,13 @@ class Pages(Core):
         fmt = request.query.get("format")
         lang = self._lang(request)
         filters, errors = self._filters(request)  # the quarantine list's, every one
+        if filters.channel is not None:  # a channel that is none is said, never a 500
+
+            def known() -> Filters:
+                with transaction(self.engine, read_only=True) as connection:
+                    return _known_channel(connection, filters, errors, lang)
+
+            filters = await asyncio.to_thread(known)
         if fmt is not None and fmt not in FORMATS:
             errors.append(f"{word('bad_filter', lang)}: {fmt}")
         if fmt is None or errors:
