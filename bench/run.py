@@ -121,6 +121,7 @@ SECTIONS = (
     "scale",
     "growth",
     "reload",
+    "fanout",
 )
 CEILING_CLIENTS = ceiling.CLIENTS
 THREADED_CLIENTS = ("httpx", "aiohttp")
@@ -779,6 +780,20 @@ def brokers_section(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+def fanout_section(args: argparse.Namespace) -> dict[str, Any]:
+    """bench/fanout.py (issue 31 item 9): ``--fanout-prices`` prices to 1, 2 and 4 channels of
+    loopback site simulators, CPU and wall per price per channel, each extra channel's cost
+    over the first's, on both databases; the table also goes to docs/benchmarks/fanout.md."""
+    from bench import fanout
+
+    found = fanout.measure(args.fanout_prices)
+    log("\n" + fanout.table(found))
+    fanout.write(found, args.out)
+    if not all(row["ok"] for row in found["rows"]):
+        raise RuntimeError("fanout: not every price was delivered once on every channel")
+    return found
+
+
 def arguments(argv: list[str] | None) -> argparse.Namespace:
     default_concurrency = Settings.model_fields["concurrency"].default
     parser = argparse.ArgumentParser(
@@ -794,6 +809,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--peer-skus", type=int, default=None, help="peer: SKUs (5000)")
     parser.add_argument("--peer-versions", type=int, default=10, help="peer: versions a SKU")
     parser.add_argument("--reload-skus", type=int, default=None, help="reload: SKUs (100000)")
+    parser.add_argument(
+        "--fanout-prices", type=int, default=None, help="fanout: prices per run (100000)"
+    )
     parser.add_argument("--scale-messages", type=int, default=None, help="scale: prices (20000)")
     parser.add_argument("--scale-latency-ms", type=float, default=20.0, help="scale: the site's")
     parser.add_argument(
@@ -831,6 +849,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     defaults["peer_skus"] = (300, 5_000)
     defaults["scale_messages"] = (1_000, 20_000)
     defaults["reload_skus"] = (1_000, 100_000)
+    defaults["fanout_prices"] = (1_000, 100_000)
     defaults["growth_sizes"] = ([10_000, 20_000], [10_000, 100_000, 1_000_000])
     defaults["growth_messages"] = (1_000, 10_000)
     defaults["growth_rounds"] = (1, 3)
@@ -854,6 +873,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         "peer_skus",
         "peer_versions",
         "reload_skus",
+        "fanout_prices",
         "scale_messages",
         "growth_messages",
         "growth_rounds",
@@ -921,6 +941,7 @@ def main(argv: list[str] | None = None) -> None:
             "peer_skus": args.peer_skus,
             "peer_versions": args.peer_versions,
             "reload_skus": args.reload_skus,
+            "fanout_prices": args.fanout_prices,
             "scale_messages": args.scale_messages,
             "scale_latency_ms": args.scale_latency_ms,
             "growth_sizes": args.growth_sizes,
@@ -1005,6 +1026,8 @@ def main(argv: list[str] | None = None) -> None:
             section(results, "brokers", lambda: brokers_section(args))
         if "wake" in args.sections:
             section(results, "wake", lambda: wake_section(args))
+        if "fanout" in args.sections:
+            section(results, "fanout", lambda: fanout_section(args))
     for key in [k for k in results if k.startswith("_")]:
         results.pop(key)  # the appenders' return values (None)
     results["goals"] = report.goals(

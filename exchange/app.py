@@ -448,7 +448,9 @@ def serving(settings: Settings, worker: Worker, engine: Engine) -> Iterator[Metr
         return
     from exchange.ops.metrics import Health, MetricsServer, PrometheusMetrics
 
-    metrics = PrometheusMetrics()
+    # Under EXCHANGE_CHANNELS the delivery series carry the channel (contract 13); without
+    # it the one loop has no name and every series keeps today's labels.
+    metrics = PrometheusMetrics(channels=[loop.channel for loop in worker.loops if loop.channel])
     health = Health(metrics, engine, poll_interval=settings.poll_interval)
     server = MetricsServer(metrics, health, host=settings.metrics_host, port=settings.metrics_port)
     with server:

@@ -13,13 +13,16 @@ they appear (message, arguments, structured fields, traceback). Outcome lines ar
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
 import sys
 import zoneinfo
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from datetime import UTC, datetime, tzinfo
+from types import MappingProxyType
 from typing import Any, TextIO
 
 from exchange.secrets import mask_secrets, secret_forms
@@ -30,6 +33,34 @@ REDACTED = "***"
 # Where log_event leaves its structured form on the record, for the JSON formatter.
 EVENT_ATTR = "exchange_event"
 FIELDS_ATTR = "exchange_fields"
+# Where ``BoundFields`` leaves the fields bound to the context a record was written in.
+BOUND_ATTR = "exchange_bound"
+# Fields every line written in this context carries (``bound``): a delivery loop binds its
+# channel, so each line of it says which shop it is about (contract 13). A ContextVar: each
+# asyncio task (a loop's drain, the tasks it starts) and each thread it hands work to
+# (``asyncio.to_thread`` copies the context) sees its own, as structlog's contextvars do.
+# An immutable empty default (a dict would be shared by every context that never set one).
+_BOUND: ContextVar[Mapping[str, Any]] = ContextVar(
+    "exchange_log_fields", default=MappingProxyType({})
+)
+
+
+@contextlib.contextmanager
+def bound(**fields: Any) -> Iterator[None]:
+    """Every line written inside the block (in this task or thread, and the tasks and threads
+    it starts) carries ``fields``: ``k=v`` at the end of a text line, keys of a JSON line.
+    Fields that are None are not bound."""
+    wanted = {k: v for k, v in fields.items() if v is not None}
+    if not wanted:
+        yield
+        return
+    token = _BOUND.set({**_BOUND.get(), **wanted})
+    try:
+        yield
+    finally:
+        _BOUND.reset(token)
+
+
 # Libraries that narrate every request or job at INFO: at INFO they would double the outcome
 # lines (httpx) or add two lines per cycle (APScheduler). DEBUG shows them again.
 CHATTY = ("httpx", "httpcore", "apscheduler")
@@ -80,6 +111,9 @@ class JsonFormatter(logging.Formatter):
         fields = getattr(record, FIELDS_ATTR, None)
         if isinstance(fields, Mapping):
             document.update({k: v for k, v in fields.items() if k not in document})
+        context = getattr(record, BOUND_ATTR, None)
+        if context:
+            document.update({k: v for k, v in context.items() if k not in document})
         if record.exc_info and not record.exc_text:
             record.exc_text = self.formatException(record.exc_info)
         if record.exc_text:
@@ -185,6 +219,7 @@ def configure(settings: Settings, *, stream: TextIO | None = None) -> logging.Ha
     handler.setFormatter(JsonFormatter() if settings.log_format == "json" else _text_formatter())
     handler.addFilter(DriverNoiseOnOneLine())  # first: what it writes is redacted next
     handler.addFilter(BrokerConnectionLost())
+    handler.addFilter(BoundFields())
     global _installed
     _installed = RedactSecrets(secrets_of(settings))
     handler.addFilter(_installed)
@@ -206,6 +241,28 @@ def configure(settings: Settings, *, stream: TextIO | None = None) -> logging.Ha
     if not any(isinstance(f, _SkippedTick) for f in scheduler.filters):
         scheduler.addFilter(_SkippedTick())
     return handler
+
+
+@contextlib.contextmanager
+def unbound() -> Iterator[None]:
+    """Lines written inside the block carry no bound field: what a loop does for every channel
+    (the take-in it asks for between its batches) is no one channel's."""
+    token = _BOUND.set(MappingProxyType({}))
+    try:
+        yield
+    finally:
+        _BOUND.reset(token)
+
+
+class BoundFields(logging.Filter):
+    """Stamps a record with the fields bound to the context it was written in (``bound``),
+    for the formatters; a record that names a field itself keeps its own value."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        context = _BOUND.get()
+        if context:
+            setattr(record, BOUND_ATTR, context)
+        return True
 
 
 class DriverNoiseOnOneLine(logging.Filter):
@@ -308,6 +365,19 @@ class _ZonedFormatter(logging.Formatter):
         return datetime.fromtimestamp(record.created, self._tz).isoformat(
             sep=" ", timespec="milliseconds"
         )
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        context = getattr(record, BOUND_ATTR, None)
+        if not context:
+            return text
+        fields = getattr(record, FIELDS_ATTR, None) or {}
+        said = " ".join(f"{k}={_text_value(v)}" for k, v in context.items() if k not in fields)
+        if not said:
+            return text
+        # After the first line: a traceback below it stays as Python wrote it.
+        first, newline, rest = text.partition("\n")
+        return f"{first} {said}{newline}{rest}"
 
 
 def _text_formatter(display_tz: str = "UTC") -> logging.Formatter:

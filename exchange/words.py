@@ -45,6 +45,8 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "rate": N_("Delivered per minute (15 min)"),
     "last_day": N_("The last 24 hours: delivered (green) and failed attempts (red) per hour"),
     "by_state": N_("Messages by state"),
+    # contract 13: with several channels the counts are deliveries, a message once on each
+    "by_state_deliveries": N_("Deliveries by state (a message counts once on each channel)"),
     "state": N_("State"),
     "count": N_("Count"),
     "workers": N_("Workers"),
@@ -1986,5 +1988,6 @@ _WORD_MESSAGES.update(
         "releases_on_channels": N_("Asks the channels that withhold it: {channels}"),
         "preview_on_channel": N_("on channel {channel}: {count}"),
         "preview_records": N_("rows refused at intake (no channel's): {count}"),
+        "any_channel": N_("every channel"),
     }
 )

@@ -56,9 +56,15 @@ def pause_command(
             paused = control.pause(
                 connection, operator=_os_user(), note=note, now=SystemClock().now(), channel=channel
             )
-    said = (
-        _("delivery paused", cli_lang()) if paused else _("delivery was already paused", cli_lang())
-    )
+    lang = cli_lang()
+    if channel is None:
+        said = _("delivery paused", lang) if paused else _("delivery was already paused", lang)
+    else:  # contract 13: the words name the channel the command touched
+        said = (
+            _("delivery to channel {channel} paused; the other channels deliver on", lang)
+            if paused
+            else _("delivery to channel {channel} was already paused", lang)
+        ).format(channel=channel)
     out.print(said, markup=False)
 
 
@@ -86,7 +92,13 @@ def resume_command(
             control.resume(
                 connection, operator=_os_user(), now=SystemClock().now(), channel=channel
             )
-    out.print(_("delivery resumed", cli_lang()), markup=False)
+    lang = cli_lang()
+    said = (
+        _("delivery resumed", lang)
+        if channel is None
+        else _("delivery to channel {channel} resumed", lang).format(channel=channel)
+    )
+    out.print(said, markup=False)
 
 
 def _known_channel(connection: Connection, channel: str | None) -> None:

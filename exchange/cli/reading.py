@@ -146,7 +146,7 @@ def status_command(
     else:
         lang = cli_lang()
         _header(settings)
-        for table in tables(figures, settings.display_tz, lang):
+        for table in tables(figures, settings.display_tz, lang, channels=len(by_channel)):
             out.print(table)
         if len(by_channel) > 1:
             out.print(channels_table(by_channel, lang))
@@ -405,8 +405,12 @@ def history(
         for delivery in bio["deliveries"]:
             out.print(_delivery_line(delivery, lang), markup=False, highlight=False)
     table = Table()
+    # contract 13: with more than one channel, each event says whose delivery it is (intake's
+    # own events are no channel's: "—")
+    by_channel = len(bio["deliveries"]) > 1
     for column in (
         pgettext("history column", "at", lang),
+        *([pgettext("history column", "channel", lang)] if by_channel else []),
         pgettext("history column", "event", lang),
         pgettext("history column", "from", lang),
         pgettext("history column", "to", lang),
@@ -427,6 +431,7 @@ def history(
         event, from_state, to_state = history_words(e["event"], e["from"], e["to"], lang)
         cells = (
             _in_zone(e["at"], settings.display_tz, lang),
+            *([e.get("channel") or "—"] if by_channel else []),
             event,
             from_state or "",
             to_state or "",

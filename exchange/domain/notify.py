@@ -50,6 +50,10 @@ class Situation:
     # Workers that reported lately: a breaker or a refused token is gone when a worker says
     # so, not when the worker that had it stopped reporting.
     workers: int = 0
+    # Contract 13: prices a channel took and withholds from buyers until a person confirms
+    # them, and when the newest became withheld (one withheld after the mark told is news).
+    withheld: int = 0
+    newest_withheld_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,12 +75,21 @@ class Decision:
     remember: Told | None = None
     # Told causes that have gone, leaving none: delivery runs again.
     resumed: frozenset[Stop] = field(default_factory=frozenset)
+    # A channel withheld prices since the last message (contract 13).
+    withheld_gained: bool = False
 
 
 def decide(situation: Situation, told: Told, now: datetime, every: timedelta) -> Decision:
     """Send now, remember without sending, or do nothing."""
-    newest = situation.newest_quarantined_at
-    gained = newest is not None and (told.quarantine_mark is None or newest > told.quarantine_mark)
+    mark = told.quarantine_mark
+    gained = _after(situation.newest_quarantined_at, mark)
+    # One mark for both (the told row's ``quarantine_mark``): the newest entry told, whether
+    # quarantined or withheld; each moves forward in time, so what is after it is new.
+    withheld_gained = _after(situation.newest_withheld_at, mark)
+    newest = max(
+        (t for t in (situation.newest_quarantined_at, situation.newest_withheld_at) if t),
+        default=None,
+    )
     new_stops = situation.stops - told.stops
     due = told.attempted_at is None or now >= told.attempted_at + every
     gone = told.stops - situation.stops
@@ -84,13 +97,13 @@ def decide(situation: Situation, told: Told, now: datetime, every: timedelta) ->
         situation.workers > 0 or gone <= {Stop.OPERATOR} | SIGN_IN_STOPS
     )
     resumed = frozenset(gone) if gone and runs else frozenset[Stop]()
-    if (gained or new_stops) and due:
-        mark = told.quarantine_mark
+    if (gained or withheld_gained or new_stops) and due:
         if newest is not None and (mark is None or newest > mark):
             mark = newest
         return Decision(
             send=True,
             gained=gained,
+            withheld_gained=withheld_gained,
             new_stops=frozenset(new_stops),
             remember=Told(told.version + 1, now, mark, situation.stops),
             resumed=resumed,
@@ -101,8 +114,13 @@ def decide(situation: Situation, told: Told, now: datetime, every: timedelta) ->
         return Decision(
             send=bool(resumed),
             gained=gained and not resumed,
+            withheld_gained=withheld_gained and not resumed,
             new_stops=frozenset(new_stops),
             remember=Told(told.version + 1, told.attempted_at, told.quarantine_mark, kept),
             resumed=resumed,
         )
-    return Decision(gained=gained, new_stops=frozenset(new_stops))
+    return Decision(gained=gained, withheld_gained=withheld_gained, new_stops=frozenset(new_stops))
+
+
+def _after(newest: datetime | None, mark: datetime | None) -> bool:
+    return newest is not None and (mark is None or newest > mark)

@@ -22,7 +22,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -74,10 +74,25 @@ def max_cycle_age(poll_interval: float) -> float:
 
 
 class PrometheusMetrics(Metrics):
-    def __init__(self, *, monotonic: Callable[[], float] = time.monotonic) -> None:
+    """``channels``: the names of the channels this process delivers to when EXCHANGE_CHANNELS
+    names them (contract 13): then the delivery counters and each loop's gauges (attempts,
+    deliveries, retries, quarantines, takeovers, the site's refusals, the breaker, the pace)
+    carry a ``channel`` label, first. Without it (one channel named after its target) they keep
+    today's names and labels exactly, as the cause codes stay bare, so a one-channel dashboard
+    reads what it read."""
+
+    def __init__(
+        self,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        channels: Sequence[str] = (),
+    ) -> None:
         self.registry = CollectorRegistry()
         self.monotonic = monotonic
+        self.channel_names = tuple(channels)
         r = self.registry
+        # The label the per-loop series carry under EXCHANGE_CHANNELS (none without it).
+        on = ["channel"] if self.channel_names else []
         self.messages = Gauge(
             "exchange_messages", "Messages by state (all workers).", ["state"], registry=r
         )
@@ -118,20 +133,23 @@ class PrometheusMetrics(Metrics):
         self.attempts = Counter(
             "exchange_attempts",
             "Requests to the site by outcome class.",
-            ["outcome"],
+            [*on, "outcome"],
             registry=r,
         )
         self.deliveries = Counter(
-            "exchange_deliveries", "Messages delivered (the site confirmed).", registry=r
+            "exchange_deliveries", "Messages delivered (the site confirmed).", on, registry=r
         )
         self.retries = Counter(
-            "exchange_retries_scheduled", "Temporary failures that scheduled a retry.", registry=r
+            "exchange_retries_scheduled",
+            "Temporary failures that scheduled a retry.",
+            on,
+            registry=r,
         )
         self.quarantines = Counter(
             "exchange_quarantines",
             "Messages this worker quarantined, by reason (rows rejected at intake: "
             "exchange_intake_rows_total).",
-            ["reason"],
+            [*on, "reason"],
             registry=r,
         )
         self.intake_rows = Counter(
@@ -143,11 +161,13 @@ class PrometheusMetrics(Metrics):
         self.takeovers = Counter(
             "exchange_lease_takeovers",
             "Messages leased after another worker's lease expired.",
+            on,
             registry=r,
         )
         self.breaker = Gauge(
             "exchange_breaker_state",
             "This worker's circuit breaker: 0 closed, 1 half-open, 2 open.",
+            on,
             registry=r,
         )
         self.paused = Gauge(
@@ -162,29 +182,35 @@ class PrometheusMetrics(Metrics):
             "Requests the site refused for a reason that speaks about the site (contract 5c), "
             "by cause: 429, 5xx (502-504 while others were refused too), health (a temporary "
             "failure while the site's health check failed). Not charged to the message.",
-            ["cause"],
+            [*on, "cause"],
             registry=r,
         )
         self.pace_limit = Gauge(
-            "exchange_pace_limit", "Requests this worker may have in flight now.", registry=r
+            "exchange_pace_limit", "Requests this worker may have in flight now.", on, registry=r
         )
         self.pace_in_flight = Gauge(
-            "exchange_pace_in_flight", "Requests in flight when the last batch ended.", registry=r
+            "exchange_pace_in_flight",
+            "Requests in flight when the last batch ended.",
+            on,
+            registry=r,
         )
         self.pace_rate = Gauge(
             "exchange_pace_rate",
             "Requests per second this worker is paced at (0: not paced, the site never "
             "refused or keeps up again).",
+            on,
             registry=r,
         )
         self.pace_accepted = Gauge(
             "exchange_pace_accepted_rate",
             "Answers per second the site gave (other than refusals), over the last 5 s.",
+            on,
             registry=r,
         )
         self.pace_hold = Gauge(
             "exchange_pace_hold_seconds",
             "Seconds every request still waits: the site's Retry-After, or a hold after a refusal.",
+            on,
             registry=r,
         )
         self.cycle_seconds = Histogram(
@@ -205,13 +231,17 @@ class PrometheusMetrics(Metrics):
         # rate() and alerts see a series before its first event.
         for state in State:
             self.messages.labels(state.value)
-        for verdict in Verdict:
-            if verdict is not Verdict.NOT_FOR_THIS_SHOP:  # never sent: not an attempt
-                self.attempts.labels(verdict.value)
-        for reason in WORKER_QUARANTINE_REASONS:
-            self.quarantines.labels(reason)
-        for cause in Cause:
-            self.site_refused.labels(cause.value)
+        for channel in self.channel_names or [None]:
+            for verdict in Verdict:
+                if verdict is not Verdict.NOT_FOR_THIS_SHOP:  # never sent: not an attempt
+                    self._on(self.attempts, channel, verdict.value)
+            for reason in WORKER_QUARANTINE_REASONS:
+                self._on(self.quarantines, channel, reason)
+            for cause in Cause:
+                self._on(self.site_refused, channel, cause.value)
+            if channel is not None:
+                for counter in (self.deliveries, self.retries, self.takeovers):
+                    self._on(counter, channel)
         for result in ("message", "duplicate", "rejected"):
             self.intake_rows.labels(result)
         self._reasons_shown: set[str] = set()
@@ -222,6 +252,17 @@ class PrometheusMetrics(Metrics):
         self.last_cycle_mono: float | None = None
         self.last_answer_mono: float | None = None
 
+    def _on(self, metric: Any, channel: str | None, *values: str) -> Any:
+        """The series of ``metric`` for ``channel`` (a loop's name under EXCHANGE_CHANNELS)
+        and ``values``; without EXCHANGE_CHANNELS the bare series, as before channels."""
+        if self.channel_names:
+            return metric.labels(channel or "", *values)
+        return metric.labels(*values) if values else metric
+
+    def for_channel(self, channel: str | None) -> Metrics:
+        """What one delivery loop reports to: its channel's series (contract 13)."""
+        return _ChannelMetrics(self, channel) if self.channel_names else self
+
     # -- what the worker reports --------------------------------------------------------------
 
     def intake(self, report: IntakeReport) -> None:
@@ -229,27 +270,27 @@ class PrometheusMetrics(Metrics):
         self.intake_rows.labels("duplicate").inc(report.duplicates)
         self.intake_rows.labels("rejected").inc(report.rejected)
 
-    def quarantined(self, reason: str, count: int = 1) -> None:
+    def quarantined(self, reason: str, count: int = 1, *, channel: str | None = None) -> None:
         if count:
-            self.quarantines.labels(reason).inc(count)
+            self._on(self.quarantines, channel, reason).inc(count)
 
-    def claimed(self, batch: Batch) -> None:
+    def claimed(self, batch: Batch, *, channel: str | None = None) -> None:
         if batch.takeovers:
-            self.takeovers.inc(batch.takeovers)
+            self._on(self.takeovers, channel).inc(batch.takeovers)
 
-    def attempt(self, verdict: Verdict) -> None:
-        self.attempts.labels(verdict.value).inc()
+    def attempt(self, verdict: Verdict, *, channel: str | None = None) -> None:
+        self._on(self.attempts, channel, verdict.value).inc()
         self.last_answer_mono = self.monotonic()
 
-    def recorded(self, decisions: Iterable[Decision]) -> None:
+    def recorded(self, decisions: Iterable[Decision], *, channel: str | None = None) -> None:
         for decision in decisions:
             match decision.event:
                 case Event.DELIVERED:
-                    self.deliveries.inc()
+                    self._on(self.deliveries, channel).inc()
                 case Event.RETRY_SCHEDULED:
-                    self.retries.inc()
+                    self._on(self.retries, channel).inc()
                 case Event.QUARANTINED:
-                    self.quarantined(decision.reason or "unknown")
+                    self.quarantined(decision.reason or "unknown", channel=channel)
                 case _:
                     pass
 
@@ -257,7 +298,8 @@ class PrometheusMetrics(Metrics):
         self, engine: Engine, *, now: datetime, seconds: float, breaker: BreakerState, paused: bool
     ) -> None:
         self.cycle_seconds.observe(seconds)
-        self.breaker.set(BREAKER_VALUES[breaker])
+        if not self.channel_names:  # else each loop tells its own (``loop_state``)
+            self.breaker.set(BREAKER_VALUES[breaker])
         self.paused.set(1 if paused else 0)
         try:
             self._refresh_queue(engine, now)
@@ -270,15 +312,19 @@ class PrometheusMetrics(Metrics):
     def cycle_failed(self) -> None:
         self.cycle_failures.inc()
 
-    def refused(self, cause: Cause) -> None:
-        self.site_refused.labels(cause.value).inc()
+    def loop_state(self, breaker: BreakerState, *, channel: str | None = None) -> None:
+        if self.channel_names:
+            self._on(self.breaker, channel).set(BREAKER_VALUES[breaker])
 
-    def pace(self, figures: dict[str, float | int | None]) -> None:
-        self.pace_limit.set(figures["limit"] or 0)
-        self.pace_in_flight.set(figures["in_flight"] or 0)
-        self.pace_rate.set(figures["paced_rate"] or 0)
-        self.pace_accepted.set(figures["accepted_rate"] or 0)
-        self.pace_hold.set(figures["hold_s"] or 0)
+    def refused(self, cause: Cause, *, channel: str | None = None) -> None:
+        self._on(self.site_refused, channel, cause.value).inc()
+
+    def pace(self, figures: dict[str, float | int | None], *, channel: str | None = None) -> None:
+        self._on(self.pace_limit, channel).set(figures["limit"] or 0)
+        self._on(self.pace_in_flight, channel).set(figures["in_flight"] or 0)
+        self._on(self.pace_rate, channel).set(figures["paced_rate"] or 0)
+        self._on(self.pace_accepted, channel).set(figures["accepted_rate"] or 0)
+        self._on(self.pace_hold, channel).set(figures["hold_s"] or 0)
 
     def _refresh_queue(self, engine: Engine, now: datetime) -> None:
         """Deliveries (and records) by state, quarantine by reason and the oldest undelivered."""
@@ -336,6 +382,53 @@ class PrometheusMetrics(Metrics):
         self._channel_reasons_shown |= set(reasons)
         for channel, reason in self._channel_reasons_shown:
             self.channel_quarantined.labels(channel, reason).set(reasons.get((channel, reason), 0))
+
+
+class _ChannelMetrics(Metrics):
+    """One delivery loop's view of ``PrometheusMetrics`` under EXCHANGE_CHANNELS: what it
+    reports carries its channel's name; what is the process's (intake, cycles) goes on
+    unlabelled."""
+
+    def __init__(self, metrics: PrometheusMetrics, channel: str | None) -> None:
+        self.metrics = metrics
+        self.channel = channel
+
+    def for_channel(self, channel: str | None) -> Metrics:
+        return self.metrics.for_channel(channel)
+
+    def intake(self, report: IntakeReport) -> None:
+        self.metrics.intake(report)
+
+    def quarantined(self, reason: str, count: int = 1) -> None:
+        self.metrics.quarantined(reason, count, channel=self.channel)
+
+    def claimed(self, batch: Batch) -> None:
+        self.metrics.claimed(batch, channel=self.channel)
+
+    def attempt(self, verdict: Verdict) -> None:
+        self.metrics.attempt(verdict, channel=self.channel)
+
+    def recorded(self, decisions: Iterable[Decision]) -> None:
+        self.metrics.recorded(decisions, channel=self.channel)
+
+    def cycle_finished(
+        self, engine: Engine, *, now: datetime, seconds: float, breaker: BreakerState, paused: bool
+    ) -> None:
+        self.metrics.cycle_finished(
+            engine, now=now, seconds=seconds, breaker=breaker, paused=paused
+        )
+
+    def cycle_failed(self) -> None:
+        self.metrics.cycle_failed()
+
+    def loop_state(self, breaker: BreakerState) -> None:
+        self.metrics.loop_state(breaker, channel=self.channel)
+
+    def refused(self, cause: Cause) -> None:
+        self.metrics.refused(cause, channel=self.channel)
+
+    def pace(self, figures: dict[str, float | int | None]) -> None:
+        self.metrics.pace(figures, channel=self.channel)
 
 
 def by_channel(connection: Connection) -> dict[tuple[str, str, str | None], int]:

@@ -58,6 +58,9 @@ class Snapshot:
     # Filled only for a message, with more than one channel registered (contract 13): how many
     # deliveries each channel (by name) holds in quarantine; intake's records under None.
     quarantine_by_channel: dict[str | None, int] = field(default_factory=dict)
+    # Filled only for a message (contract 13): per channel (by name) with withheld prices,
+    # {"count", "oldest_message_id", "oldest_age_s", "said"}: the channel's own words.
+    withheld_by_channel: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def snapshot(
@@ -76,6 +79,13 @@ def snapshot(
     quarantined, newest = connection.execute(
         select(func.count(), func.max(quarantine.c.updated_at)).where(
             quarantine.c.state == State.QUARANTINED.value
+        )
+    ).one()
+    # Prices a channel took and withholds until a person confirms them (contract 13): the
+    # state index, as the quarantine's.
+    withheld, newest_withheld = connection.execute(
+        select(func.count(), func.max(deliveries.c.updated_at)).where(
+            on(deliveries.c.channel_id, ids), deliveries.c.state == State.WITHHELD.value
         )
     ).one()
     # The rows whose breaker and pause hold delivery back, as ``exchange status`` reads them
@@ -108,7 +118,14 @@ def snapshot(
     # Live workers only: one gone quiet delivers nothing, so a stop that went with it (its
     # breaker, ``status.site_failing``) is no resumption.
     reporting = sum(1 for w in shown if w["live"])
-    found.situation = Situation(int(quarantined), newest, frozenset(stops), reporting)
+    found.situation = Situation(
+        int(quarantined),
+        newest,
+        frozenset(stops),
+        reporting,
+        withheld=int(withheld),
+        newest_withheld_at=newest_withheld,
+    )
     return found
 
 
@@ -147,6 +164,44 @@ def add_details(
     found.quarantine_by_reason = quarantine_by_reason(connection, now, ids)
     if len(channel_ids(connection)) > 1:
         found.quarantine_by_channel = quarantined_by_channel(connection, ids)
+    if found.situation.withheld:
+        found.withheld_by_channel = withheld_by_channel(connection, now, ids)
+
+
+def withheld_by_channel(
+    connection: Connection, now: datetime, ids: list[int]
+) -> dict[str, dict[str, Any]]:
+    """Per channel of ``ids`` holding withheld prices (by name, the channels' order): how
+    many, the oldest (its message_id and how long it has been withheld) and what the channel
+    said of it (``last_error``, its own words)."""
+    names = channel_names(connection)
+    d, m = deliveries.c, messages.c
+    counted = connection.execute(
+        select(d.channel_id, func.count(), func.min(d.updated_at))
+        .where(on(d.channel_id, ids), d.state == State.WITHHELD.value)
+        .group_by(d.channel_id)
+        .order_by(d.channel_id)
+    ).all()
+    found: dict[str, dict[str, Any]] = {}
+    for channel_id, count, oldest_at in counted:
+        oldest = connection.execute(
+            select(m.message_id, d.last_error)
+            .select_from(deliveries.join(messages, m.id == d.message_pk))
+            .where(
+                d.channel_id == channel_id,
+                d.state == State.WITHHELD.value,
+                d.updated_at == oldest_at,
+            )
+            .order_by(d.message_pk)
+            .limit(1)
+        ).first()
+        found[names.get(channel_id, str(channel_id))] = {
+            "count": int(count),
+            "oldest_message_id": oldest.message_id if oldest else None,
+            "oldest_age_s": (now - oldest_at).total_seconds() if oldest_at else None,
+            "said": oldest.last_error if oldest else None,
+        }
+    return found
 
 
 def quarantined_by_channel(connection: Connection, ids: list[int]) -> dict[str | None, int]:

@@ -37,7 +37,7 @@ FILTER_OPTIONS = "--kind, --aggregate, --reason, --since, --until, --superseded"
 # ``Filters`` as an address of the workbench names them: the quarantine's list, its export,
 # its bulk actions (``all_`` before each) and the link from the list to the export carry
 # exactly these (``superseded`` is "1" or absent; ``q`` is ``search``).
-QUERY_FIELDS = ("reason", "kind", "aggregate", "since", "until", "q", "superseded")
+QUERY_FIELDS = ("reason", "kind", "aggregate", "since", "until", "q", "superseded", "channel")
 
 
 # A day's margin inside the calendar: a filter's time within it has a UTC equivalent, and one in

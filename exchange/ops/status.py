@@ -671,11 +671,22 @@ def when_ago(value: str | datetime | None, zone: str, now: datetime, lang: str =
     return f"{local_time(moment, zone)} ({age} {'назад' if lang == 'ru' else 'ago'})"
 
 
-def tables(figures: Status, zone: str = "UTC", lang: Lang = "en") -> list[Table]:
+def tables(
+    figures: Status, zone: str = "UTC", lang: Lang = "en", *, channels: int = 1
+) -> list[Table]:
     """``exchange status`` for a person: one table per question an operator asks; times in
     ``zone`` (EXCHANGE_DISPLAY_TZ) with their age beside them; in ``lang`` (contract 15,
-    "Words": codes and ids as they are)."""
-    states = Table(title=_("messages by state", lang))
+    "Words": codes and ids as they are). ``channels``: how many channels the counts sum
+    (contract 13): with more than one they count deliveries, a message once per channel, and
+    the title says so."""
+    title = (
+        _("messages by state", lang)
+        if channels <= 1
+        else _(
+            "deliveries by state ({channels} channels: a message counts once on each)", lang
+        ).format(channels=channels)
+    )
+    states = Table(title=title)
     states.add_column(pgettext("status column", "state", lang))
     states.add_column(pgettext("status column", "count", lang), justify="right")
     for state, count in figures.counts.items():

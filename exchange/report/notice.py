@@ -59,6 +59,36 @@ _WORDS: dict[str, tuple[str, str]] = {
         "- a worker reports again and takes the work",
     ),
     "gained": ("в карантине новые записи", "new quarantine entries"),
+    "withheld_gained": (
+        "канал придержал цены до подтверждения",
+        "a channel withholds prices until confirmed",
+    ),
+    "withheld": (
+        "Придержаны каналом (канал принял цену, но не показывает её покупателям, пока человек "
+        "не подтвердит): {count}.",
+        "Withheld by a channel (the channel took the price but does not show it to buyers "
+        "until a person confirms it): {count}.",
+    ),
+    "withheld_line": (
+        "- канал {channel}: {count}; самая старая {message_id}, ждёт {age}",
+        "- channel {channel}: {count}; oldest {message_id}, waiting {age}",
+    ),
+    "withheld_said": ("  Канал пишет: {said}", "  The channel says: {said}"),
+    "withheld_do": (
+        "  Что сделать: проверьте цену; если она верна — exchange withheld release "
+        'MESSAGE_ID… --channel {channel} --note "…" (где у канала нет такого способа, '
+        "подтвердите цену в его личном кабинете); если нет — исправьте цену в 1С, новая "
+        "версия заменит придержанную",
+        "  What to do: check the price; if it is right, exchange withheld release "
+        'MESSAGE_ID… --channel {channel} --note "…" (where the channel has no way for it, '
+        "confirm the price in its own cabinet); if not, correct the price in 1C: the new "
+        "version replaces the withheld one",
+    ),
+    "withheld_open": ("  Открыть: {url}", "  Open: {url}"),
+    "withheld_cmd": (
+        '  exchange withheld release {message_id} --channel {channel} --note "…"',
+        '  exchange withheld release {message_id} --channel {channel} --note "…"',
+    ),
     "stopped": ("доставка остановлена", "delivery stopped"),
     "database": ("База обмена", "Exchange database"),
     "quarantine": (
@@ -177,6 +207,8 @@ def compose(
     news = []
     if decision.gained:
         news.append(_w("gained", lang))
+    if decision.withheld_gained:
+        news.append(_w("withheld_gained", lang))
     if situation.stops - SIGN_IN_STOPS:
         news.append(_w("stopped", lang))
     if situation.stops & SIGN_IN_STOPS:
@@ -215,6 +247,8 @@ def compose(
                 else:
                     lines.append(_w("channel_line", lang).format(channel=channel, count=count))
         lines.append("")
+    if situation.withheld:
+        lines += _withheld_lines(found, lang, workbench_url)
     if situation.stops - SIGN_IN_STOPS:
         lines.append(_w("stops", lang))
         lines += _stop_lines(found, lang, zone)
@@ -235,9 +269,39 @@ def compose(
         lines.append(_w(key, lang).format(reason=reason))
     if situation.stops & {Stop.BREAKER, Stop.TOKEN}:
         lines.append(_w("check_cmd", lang))
+    for channel, entry in found.withheld_by_channel.items():
+        if entry["oldest_message_id"]:
+            lines.append(
+                _w("withheld_cmd", lang).format(
+                    message_id=entry["oldest_message_id"], channel=channel
+                )
+            )
     if bad_news:  # good news alone does not start a new period
         lines += ["", _w("footer", lang).format(every=human_age(every, lang))]
     return subject, "\n".join(lines) + "\n"
+
+
+def _withheld_lines(found: Snapshot, lang: Lang, workbench_url: str | None) -> list[str]:
+    """Contract 13: the prices each channel withholds, in its own words, and what releases
+    them (``exchange withheld release``, or the channel's cabinet)."""
+    lines = [_w("withheld", lang).format(count=found.situation.withheld)]
+    for channel, entry in found.withheld_by_channel.items():
+        lines.append(
+            _w("withheld_line", lang).format(
+                channel=channel,
+                count=entry["count"],
+                message_id=entry["oldest_message_id"] or "?",
+                age=human_age(entry["oldest_age_s"], lang),
+            )
+        )
+        if entry["said"]:
+            lines.append(_w("withheld_said", lang).format(said=entry["said"]))
+        lines.append(_w("withheld_do", lang).format(channel=channel))
+        if workbench_url:
+            link = f"{workbench_url}/messages/withheld?{urlencode({'channel': channel})}"
+            lines.append(_w("withheld_open", lang).format(url=link))
+    lines.append("")
+    return lines
 
 
 def _stop_lines(found: Snapshot, lang: Lang, zone: str) -> list[str]:
@@ -388,7 +452,7 @@ class Notifier:
                 store.give_back(connection, new, told, f"not composed: {type(exc).__name__}")
             raise
         failed = self._send(subject, text)
-        only_good_news = not (decision.gained or decision.new_stops)
+        only_good_news = not (decision.gained or decision.withheld_gained or decision.new_stops)
         with transaction(self.engine) as connection:
             if failed and len(failed) == len(self.messengers):
                 if only_good_news:  # "delivery runs again" is told once or not at all

@@ -78,3 +78,12 @@ class Metrics:
 
     def pace(self, figures: dict[str, float | int | None]) -> None:
         """The site's pace after a batch (``DeliveryLoop.pace_figures``)."""
+
+    def for_channel(self, channel: str | None) -> Metrics:
+        """What the delivery loop of ``channel`` reports to (contract 13: its series carry
+        the channel under EXCHANGE_CHANNELS); this one itself when nothing is labelled."""
+        return self
+
+    def loop_state(self, breaker: BreakerState) -> None:
+        """A loop's breaker after a cycle (labelled per channel under EXCHANGE_CHANNELS; else
+        ``cycle_finished`` tells the one loop's)."""

@@ -29,6 +29,7 @@ from datetime import datetime
 
 from sqlalchemy import Engine
 
+from exchange import logs
 from exchange.db.engine import transaction
 from exchange.delivery.probe import PROBE_TURN
 from exchange.domain.breaker import CircuitBreaker
@@ -117,7 +118,7 @@ class Worker:
                 clock,
                 self.monotonic,
                 reports=row,
-                metrics=self._metrics,
+                metrics=self._metrics.for_channel(channel.name),
                 rng=rng,
                 channel=channel.name,
                 channel_id=channel.channel_id,
@@ -159,6 +160,8 @@ class Worker:
             breaker=self.loop.breaker.state(now),
             paused=self.loop.paused,
         )
+        for loop in self.loops:
+            loop.metrics.loop_state(loop.breaker.state(now))
         return report
 
     async def _cycle(self, wait: bool) -> CycleReport:
@@ -193,9 +196,12 @@ class Worker:
     async def _drain(self, loop: DeliveryLoop, report: CycleReport) -> None:
         """One loop's part of a cycle: its withheld prices asked about, its share of the site
         counted, then its drain."""
-        await loop.recheck_withheld()
-        loop.share_site(self.clock.now())
-        await loop.drain(report, _Beside(self, loop))
+        # contract 13: every line the loop writes names its channel (none without
+        # EXCHANGE_CHANNELS: the one channel's lines read as before)
+        with logs.bound(channel=loop.channel):
+            await loop.recheck_withheld()
+            loop.share_site(self.clock.now())
+            await loop.drain(report, _Beside(self, loop))
 
     async def _drain_apart(self, loop: DeliveryLoop) -> None:
         """A loop's drain as a task of its own (``cycle(wait=False)``): a failure is logged
@@ -225,8 +231,9 @@ class Worker:
         just ran; whether an operator pauses this loop's delivery."""
         async with self._taking_in:
             if self.intake.due():
-                await self.intake.pull()
-                self._take_in(report)
+                with logs.unbound():  # intake is every channel's, not this loop's
+                    await self.intake.pull()
+                    self._take_in(report)
         return loop.operator_paused
 
     def _take_in(self, report: CycleReport, *, sweep: bool = False) -> None:
@@ -308,7 +315,7 @@ class Worker:
     def metrics(self, metrics: Metrics) -> None:
         self._metrics = metrics
         for loop in self.loops:
-            loop.metrics = metrics
+            loop.metrics = metrics.for_channel(loop.channel)
 
     @property
     def source(self) -> Source | None:

@@ -6,13 +6,14 @@ a message delivered on one channel and quarantined on another can be retried the
 from __future__ import annotations
 
 import html
+import re
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine, insert, select
 from workbench_helpers import csrf_of, signed_in
 
 from exchange.db.engine import transaction
-from exchange.db.schema import channel_aggregates, channels, deliveries, messages
+from exchange.db.schema import channel_aggregates, channels, deliveries, history, messages
 from exchange.dev.testing import price_row, stage
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake.staging_table import take
@@ -79,3 +80,62 @@ def test_one_channel_has_no_channel_rows(olga: str, db: Engine) -> None:
     take(db, None, dict(DEFAULT_KINDS), NOW)
     client = signed_in(olga, "olga")
     assert 'id="channels"' not in client.get("/").text
+
+
+def test_the_biography_names_each_events_channel_and_the_counts_say_deliveries(
+    olga: str, db: Engine
+) -> None:
+    """With two channels a message's history says whose delivery each event is (intake's own
+    events are no channel's), and the dashboard's counts by state say they count deliveries."""
+    mid = _on_two_channels(db)
+    with transaction(db) as connection:
+        row = connection.execute(select(messages).where(messages.c.message_id == mid)).one()
+        second = connection.execute(
+            select(channels.c.id).where(channels.c.name == "second")
+        ).scalar_one()
+        connection.execute(
+            insert(history).values(
+                message_pk=row.id,
+                channel_id=second,
+                at=NOW,
+                event="quarantined",
+                from_state="in_progress",
+                to_state="quarantined",
+                http_status=422,
+            )
+        )
+    client = signed_in(olga, "olga")
+    page = html.unescape(client.get(f"/message/{mid}").text)
+    story = page.split('<table class="history">')[1].split("</table>")[0]
+    cells = re.findall(r'<td class="channel"[^>]*>([^<]*)</td>', story)
+    assert "second" in cells and "—" in cells  # the shop's quarantine; intake's taking-in
+    dashboard = html.unescape(client.get("/").text)
+    title = dashboard.split('<h2 id="by-state">')[1].split("</h2>")[0]
+    assert title == "Доставки по состояниям (сообщение считается на каждом канале)"
+
+
+def test_one_channels_biography_has_no_channel_column(olga: str, db: Engine) -> None:
+    stage(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")])
+    take(db, None, dict(DEFAULT_KINDS), NOW)
+    with transaction(db, read_only=True) as connection:
+        mid = connection.execute(select(messages.c.message_id)).scalar_one()
+    client = signed_in(olga, "olga")
+    page = html.unescape(client.get(f"/message/{mid}").text)
+    assert 'class="channel"' not in page.split('<table class="history">')[1]
+    dashboard = html.unescape(client.get("/").text)
+    assert dashboard.split('<h2 id="by-state">')[1].startswith("Сообщения по состояниям")
+
+
+def test_the_export_keeps_the_lists_channel_and_says_an_unknown_one(olga: str, db: Engine) -> None:
+    """The list's «export these» carries its channel filter; a channel that is none is said
+    as any bad filter is (before, the export failed with a server error)."""
+    mid = _on_two_channels(db)
+    client = signed_in(olga, "olga")
+    listed = html.unescape(client.get("/quarantine", params={"channel": "second"}).text)
+    link = re.search(r'<a href="([^"]+)" id="export-these">', listed)
+    assert link is not None and "channel=second" in link.group(1)
+    shown = client.get("/export", params={"format": "csv", "channel": "second"})
+    assert shown.status_code == 200 and mid in shown.text
+    assert client.get("/export", params={"format": "csv", "channel": "api"}).text.count(mid) == 0
+    wrong = client.get("/export", params={"format": "csv", "channel": "nowhere"})
+    assert wrong.status_code == 400 and "nowhere" in html.unescape(wrong.text)

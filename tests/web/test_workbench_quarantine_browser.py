@@ -8,15 +8,16 @@ behind it, and has a way back."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from browser_helpers import new_page, shot, sign_in
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, insert, select
 from workbench_helpers import add_operator, deliver
 
 from exchange.db.engine import transaction
-from exchange.db.schema import messages
+from exchange.db.schema import channel_aggregates, channels, deliveries, messages
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import fill_quarantine, posting_row, stage
 
@@ -131,3 +132,91 @@ def test_cancel_says_it_is_for_good_what_waits_behind_and_has_a_way_back(
     assert "затронуто 1 сообщение" in page.locator("#done").inner_text()
     assert page.locator("#back").get_attribute("href") == f"/message/{first}"
     assert _quarantined(db) == 0
+
+
+def _quarantined_on_second(db: Engine, message_ids: list[str]) -> None:
+    """A second channel (``second``) with a quarantined delivery of each of ``message_ids``."""
+    now = datetime.now(UTC)
+    with transaction(db) as connection:
+        second = connection.execute(
+            insert(channels)
+            .values(name="second", target="woocommerce", added_at=now)
+            .returning(channels.c.id)
+        ).scalar_one()
+        rows = connection.execute(
+            select(messages).where(messages.c.message_id.in_(message_ids))
+        ).all()
+        for row in rows:
+            connection.execute(
+                insert(deliveries).values(
+                    message_pk=row.id,
+                    channel_id=second,
+                    aggregate_id=row.aggregate_id,
+                    kind=row.kind,
+                    version=row.version,
+                    state="quarantined",
+                    reason="http-422",
+                    waiting_since=now,
+                    updated_at=now,
+                )
+            )
+            connection.execute(
+                insert(channel_aggregates).values(aggregate_id=row.aggregate_id, channel_id=second)
+            )
+
+
+def _on_channel(engine: Engine, name: str) -> int:
+    with transaction(engine, read_only=True) as connection:
+        return int(
+            connection.execute(
+                select(func.count())
+                .select_from(deliveries)
+                .join(channels, channels.c.id == deliveries.c.channel_id)
+                .where(channels.c.name == name, deliveries.c.state == "quarantined")
+            ).scalar_one()
+        )
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_the_quarantine_list_filters_by_channel_in_its_address_and_acts_on_that_channel_only(
+    browser: Any, serve: Callable[..., Any], db: Engine
+) -> None:
+    """Contract 13: the list names each entry's channel and filters by it like its other
+    filters, the filter in the address (a link can be shared); «all N matching» with the
+    channel filter acts on that channel's deliveries only."""
+    base = serve()
+    add_operator(db, "olga", "operator")
+    ids = fill_quarantine(db, 6, reasons=("http-422",))  # on ``api``, as intake writes them
+    _quarantined_on_second(db, ids[:2])
+    page = new_page(browser)
+    sign_in(page, base, "olga")
+    page.goto(f"{base}/quarantine")
+    assert page.locator("#total").inner_text() == "(8)"
+    options = page.locator("#filter-channel option").all_inner_texts()
+    assert options == ["все каналы", "api", "second"]
+    page.select_option("#filter-channel", "second")
+    page.click("form.filters button[type=submit]")
+    assert "channel=second" in page.url
+    assert page.locator("#total").inner_text() == "(2)"
+    assert set(page.locator("table.messages tbody td.channel").all_inner_texts()) == {"second"}
+    shared = page.url
+    # The address alone shows the same list (a colleague's browser, a link in a notice).
+    other = new_page(browser)
+    sign_in(other, base, "olga")
+    other.goto(shared)
+    assert other.locator("#total").inner_text() == "(2)"
+    assert other.locator("#filter-channel").input_value() == "second"
+    shot(other, "quarantine-by-channel")
+    # An unknown channel is said as any bad filter is; the list shows every channel's.
+    other.goto(f"{base}/quarantine?channel=nowhere")
+    assert "nowhere" in other.locator("p.error").first.inner_text()
+    assert other.locator("#total").inner_text() == "(8)"
+    # «All matching» with the reason and the channel: the second channel's two, not api's.
+    page.goto(f"{base}/quarantine?reason=http-422&channel=second")
+    page.check("#scope-all")
+    page.click("#selected button[value=cancel]")
+    assert page.locator("#what").inner_text() == "Будут сняты с отправки навсегда: 2"
+    page.fill("#note", "the second shop dropped these SKUs")
+    page.click("#confirm")
+    assert _on_channel(db, "second") == 0
+    assert _on_channel(db, "api") == 6

@@ -68,6 +68,8 @@ class Actions(Core):
             until=filter_time(until) if until else None,
             search=str(form.get(prefix + "q", "")).strip() or None,
             superseded_after_quarantine=str(form.get(prefix + "superseded", "")) == "1",
+            # contract 13: a list filtered by channel acts on that channel's deliveries only
+            channel=str(form.get(prefix + "channel", "")) or None,
         )
         return ids, filters
 
@@ -85,6 +87,7 @@ class Actions(Core):
             filters.since.isoformat() if filters.since else "",
             filters.until.isoformat() if filters.until else "",
             filters.search or "",
+            str(filters.channel or ""),
             *sorted(shown),
         ]
         return self._previews.tag("\n".join(fields))

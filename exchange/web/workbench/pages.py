@@ -16,7 +16,7 @@ from markupsafe import Markup
 from sqlalchemy import Connection, select
 
 from exchange.db.engine import transaction
-from exchange.db.on_channels import channel_ids, listed
+from exchange.db.on_channels import channel_ids, channel_names, listed
 from exchange.db.schema import aggregates, channels, cml_packages, messages
 from exchange.domain.states import DUE, State, values
 from exchange.errors import OperatorError
@@ -299,6 +299,9 @@ class Pages(Core):
             until=dates[1],
             search=search,
             superseded_after_quarantine=q.get("superseded") == "1",
+            # contract 13: one channel's deliveries (its name); checked against the registry
+            # when the list is read (``_known_channel``)
+            channel=q.get("channel") or None,
         ), errors
 
     def _listing(self, request: web.Request, path: str, state: State) -> dict[str, Any]:
@@ -323,8 +326,15 @@ class Pages(Core):
             # Past what is counted no page is offered: the filters narrow it instead.
             number = min(number, max(bounded // per, 1))
 
+        channels_shown: list[str] = []
+
         def read() -> tuple[Page, list[tuple[str, int | None]]]:
+            nonlocal filters
             with transaction(self.engine, read_only=True) as connection:
+                filters = _known_channel(connection, filters, errors, self._lang(request))
+                names = sorted(set(channel_names(connection).values()))
+                if len(names) > 1:  # a filter by channel only where there is a choice
+                    channels_shown.extend(names)
                 found = page_of(
                     connection,
                     filters,
@@ -380,6 +390,7 @@ class Pages(Core):
             "kinds": sorted(self.config.kinds),
             "filter_fields": QUERY_FIELDS,
             "list_path": path,
+            "channels": channels_shown,  # filled by ``read``
         }
 
     async def _list_page(
@@ -618,6 +629,13 @@ class Pages(Core):
         fmt = request.query.get("format")
         lang = self._lang(request)
         filters, errors = self._filters(request)  # the quarantine list's, every one
+        if filters.channel is not None:  # a channel that is none is said, never a 500
+
+            def known() -> Filters:
+                with transaction(self.engine, read_only=True) as connection:
+                    return _known_channel(connection, filters, errors, lang)
+
+            filters = await asyncio.to_thread(known)
         if fmt is not None and fmt not in FORMATS:
             errors.append(f"{word('bad_filter', lang)}: {fmt}")
         if fmt is None or errors:
@@ -672,3 +690,18 @@ class Pages(Core):
                 text=text, content_type="text/css", headers={"Cache-Control": "max-age=3600"}
             )
         )
+
+
+def _known_channel(
+    connection: Connection, filters: Filters, errors: list[str], lang: Lang
+) -> Filters:
+    """The list's filters with its channel checked against the registry: a name that is no
+    channel is said, as any bad filter is, and the list shows every channel's."""
+    if filters.channel is None:
+        return filters
+    try:
+        channel_ids(connection, filters.channel)
+    except OperatorError:
+        errors.append(f"{word('bad_filter', lang)}: {filters.channel}")
+        return dataclasses.replace(filters, channel=None)
+    return filters
