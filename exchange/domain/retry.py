@@ -209,6 +209,9 @@ def decide(
                 to_state=State.DELAYED,
                 next_try_at=now + timedelta(seconds=delay),
                 delay_s=delay,
+                # A target that waits through AWAITING replaces what the wait left (Yandex
+                # Market: "not applied, send again"), so the next attempt does not read it.
+                receipt=c.receipt,
             )
     assert_never(c.verdict)
 

@@ -84,6 +84,7 @@ class Leased:
     attempt: int  # the number of the attempt this lease is for
     channel_id: int  # the channel it is delivered to
     leased_at: datetime | None = None  # when the lease began: the attempt's row carries it
+    receipt: str | None = None  # the delivery's stored receipt (its last AWAITING's, if any)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +167,7 @@ class _ClaimSQL:
 
     pick: Select[Any]
     lease: tuple[Update, ...]  # on the channel's cursors, then on the aggregates (the old)
-    candidates: Any  # a Select of 13 columns (its generic form differs in SQLAlchemy 2.0/2.1)
+    candidates: Any  # a Select of 14 columns (its generic form differs in SQLAlchemy 2.0/2.1)
 
 
 # The advisory lock's first key (its second is the channel's id): the claims of one marketplace
@@ -272,6 +273,7 @@ def _claim_sql(
             m.locked_by,
             m.leased_at,
             m.locked_until,
+            m.receipt,
         )
         .join(cursor, order.on_cursor(m))
         .join(messages, messages.c.id == m.message_pk)
@@ -352,7 +354,7 @@ def claim(
     for row in chosen.values():
         # Unpacked once: a Row's attribute access by name costs more than the rest of the loop.
         (pk, message_id, aggregate_id, kind, aggregate, version, payload, created_at) = row[:8]
-        (attempts, state, locked_by, row_leased_at, row_lease_until) = row[8:]
+        (attempts, state, locked_by, row_leased_at, row_lease_until, receipt) = row[8:]
         attempt = attempts + 1
         values = lease_values.get(attempt)
         if values is None:
@@ -408,6 +410,7 @@ def claim(
                 attempt,
                 channel,
                 leased_at,
+                receipt,
             )
         )
     apply(connection, changes, now)

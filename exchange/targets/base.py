@@ -44,6 +44,9 @@ class OutgoingMessage:
     version: int
     payload: str  # canonical JSON text: decimals exactly as accepted
     created_at: datetime
+    # The delivery's stored receipt as the claim read it: what its last ``AWAITING`` left for
+    # the target to pick up after a restart (e.g. ``ym-accepted:…``); None when there is none.
+    receipt: str | None = None
 
 
 class Target(Protocol):

@@ -869,6 +869,7 @@ def _outgoing(message: lease.Leased) -> OutgoingMessage:
         message.version,
         message.payload,
         message.created_at,
+        message.receipt,
     )
 
 

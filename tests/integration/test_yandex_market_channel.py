@@ -189,3 +189,48 @@ def test_a_read_only_key_pauses_and_a_write_accepted_after_it_was_fixed_resumes_
     run_worker(worker, scenario)
     assert "delivered" == states(engine)["SKU-1"][0]
     assert not worker.loop.paused
+
+
+def test_an_accepted_price_survives_a_restart_and_the_new_worker_reads_it_back_never_resends(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    """Contract 13 (issue 31 item 3): what Yandex accepted stays in the database (the
+    delivery's receipt), so a worker started afresh reads the price back instead of sending
+    it again (no second update, one attempt charged)."""
+    from exchange.db.schema import deliveries
+
+    key = tmp_path / "ym-key"
+    key.write_text("ym-key-1234", encoding="utf-8")
+    settings = fast_settings(
+        db_url,
+        None,
+        target="yandex-market",
+        ym_api_url=ym.url,
+        ym_business_id="1001",
+        ym_api_key_file=str(key),
+        ym_apply_timeout="4",
+    )
+    stage(engine, [price_row("SKU-1", 1, "100.00")])
+
+    async def until_accepted(w: Worker) -> None:
+        for _ in range(200):
+            await w.cycle()
+            if ym.requests["offer-prices/updates"]:
+                return
+            await asyncio.sleep(0.01)
+
+    first = bootstrap.worker(settings, engine, rng=random.Random(3))
+    run_worker(first, until_accepted)  # then stopped: its memory is gone with it
+    assert 1 == ym.requests["offer-prices/updates"]
+    assert ("delayed", 0) == states(engine)["SKU-1"], "accepted: waiting, uncharged"
+    with transaction(engine, read_only=True) as connection:
+        receipt = connection.execute(select(deliveries.c.receipt)).scalar_one()
+    assert receipt is not None and receipt.startswith("ym-accepted:")
+
+    second = bootstrap.worker(settings, engine, rng=random.Random(4))
+    run_worker(second, lambda w: until_settled(w, engine))
+
+    assert {"SKU-1": ("delivered", 1)} == states(engine)
+    assert 1 == ym.requests["offer-prices/updates"], "the new worker read back, never resent"
+    assert ym.requests["offer-prices"] >= 1
+    assert Decimal("100.00") == ym.live("SKU-1").value  # type: ignore[union-attr]

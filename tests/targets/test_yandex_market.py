@@ -469,6 +469,36 @@ def test_a_price_not_shown_after_the_apply_timeout_and_not_quarantined_is_tempor
     assert 2 == ym.requests["offer-prices/updates"], "charged, then sent again"
 
 
+@pytest.mark.parametrize("ym", [{"switches": {"apply_delay": 100_000}}], indirect=True)
+def test_after_a_restart_past_the_apply_timeout_the_receipt_is_looked_up_never_sent_again(
+    ym: YmSimulator,
+) -> None:
+    """A fresh target (a restart: nothing in memory) given the delivery's receipt of Yandex's
+    200 an hour ago looks the price up (read-back, price quarantine) instead of sending it;
+    the ``ym-not-applied`` receipt of that outcome makes the next attempt send."""
+    from dataclasses import replace
+    from datetime import UTC, datetime, timedelta
+
+    accepted = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
+    message = price("SKU-1", 1, "10")
+
+    def at(moment: datetime) -> Callable[[], YandexMarketTarget]:
+        return lambda: target(ym, now=lambda: moment)
+
+    (took,) = run(at(accepted), lambda t: t.send([message]))
+    assert Verdict.AWAITING == took.verdict
+    assert took.receipt is not None and took.receipt.startswith("ym-accepted:")
+    later = accepted + timedelta(hours=1)
+    (looked,) = run(at(later), lambda t: t.send([replace(message, receipt=took.receipt)]))
+    assert Verdict.TEMPORARY == looked.verdict, looked
+    assert 1 == ym.requests["offer-prices/updates"], "looked up, not sent again"
+    assert 1 == ym.requests["price-quarantine"]
+    assert "ym-not-applied" == looked.receipt
+    (sent,) = run(at(later), lambda t: t.send([replace(message, receipt=looked.receipt)]))
+    assert Verdict.AWAITING == sent.verdict
+    assert 2 == ym.requests["offer-prices/updates"], "not applied: the next attempt sends"
+
+
 def test_withheld_is_released_through_confirm_and_then_shown(ym: YmSimulator) -> None:
     async def scenario(t: YandexMarketTarget) -> tuple[list[Shown], list[Any], list[Shown]]:
         await t.send([price("SKU-1", 1, "1000")])

@@ -28,8 +28,12 @@ How one request goes (``send``):
    missing from the read-back, TERMINAL ``unknown-sku``; not shown yet, AWAITING again until
    ``ym_apply_timeout`` from the 200, then TEMPORARY (charged: sent again).
 
-A worker that restarts forgets what it remembered: a message leased again is sent again
-(setting a price is an absolute write) and waits its read-back anew.
+What is remembered survives a restart in the delivery's receipt (``ym-accepted:`` and, as
+JSON, when Yandex accepted it, the offer and the fields sent; the 200's ``AWAITING`` carries it
+and the claim hands it back as ``OutgoingMessage.receipt``): a message leased again by a worker
+that does not remember it is read back from its receipt, never sent again, its timeout counted
+from the time in the receipt. A delivery sent again after a timeout (``NotApplied``) has its
+receipt replaced by ``ym-not-applied``, so its next attempt sends.
 
 ``withheld_shown`` and ``release_withheld`` (contract 13) read the read-back and the quarantine
 list, and call ``price-quarantine/confirm`` (at most 200 offers); ``read_prices`` serves
@@ -39,12 +43,14 @@ list, and call ``price-quarantine/confirm`` (at most 200 offers); ``read_prices`
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from decimal import Decimal
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import httpx
@@ -90,6 +96,10 @@ MONEY = {
 FIELDS = ("value", "discountBase", "minimumForBestseller")
 TRIES = 4  # sends of one request through 420s (waited out) before its 420 is the verdict
 RESENDS = 3  # rounds of "a 400 named some offers: the rest sent again"
+# The delivery's receipt while Yandex's 200 waits for its read-back (it survives a restart).
+ACCEPTED = "ym-accepted:"
+# The receipt of a delivery not applied in time: its next attempt sends, never reads back.
+NOT_APPLIED = "ym-not-applied"
 
 
 def offer_id(sku: str) -> str:
@@ -183,6 +193,7 @@ class YandexMarketTarget:
         verify: ssl.SSLContext | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.url = url.rstrip("/")
         self.business_id = business_id
@@ -214,6 +225,7 @@ class YandexMarketTarget:
         )
         self.parallel = Parallel(parallel)
         self._monotonic = monotonic
+        self._now = now
         self._accepted: dict[str, _Accepted] = {}
         self._pacer: Pacer = UNPACED
         self._http = http_client(
@@ -264,8 +276,9 @@ class YandexMarketTarget:
         to_read: list[tuple[OutgoingMessage, _Accepted]] = []
         to_send: list[OutgoingMessage] = []
         for group in groups.values():
-            if all(m.message_id in self._accepted for m in group):
-                to_read += [(m, self._accepted[m.message_id]) for m in group]
+            remembered = [self._remembered(m) for m in group]
+            if all(a is not None for a in remembered):
+                to_read += [(m, a) for m, a in zip(group, remembered, strict=True) if a]
             else:
                 to_send += group
         if to_send:
@@ -287,6 +300,22 @@ class YandexMarketTarget:
         if to_read:
             answers_.update(await self._read_accepted(to_read))
         return [answers_[m.message_id] for m in messages]
+
+    def _remembered(self, message: OutgoingMessage) -> _Accepted | None:
+        """What Yandex accepted for ``message``: this worker's memory, else the delivery's
+        receipt (a restart, or another worker), its age counted from the time it names."""
+        known = self._accepted.get(message.message_id)
+        if known is not None:
+            return known
+        read = _from_receipt(message.receipt)
+        if read is None:
+            return None
+        offer, fields, at = read
+        age = max(0.0, (self._now() - at).total_seconds())
+        known = self._accepted[message.message_id] = _Accepted(
+            offer, fields, self._monotonic() - age
+        )
+        return known
 
     def _with_accepted(self, item: shared.Item) -> _Item:
         """The item as sent: a field this batch does not set takes the price Yandex last
@@ -497,13 +526,17 @@ class YandexMarketTarget:
         out: dict[str, Classification] = {}
         now = self._monotonic()
         wait = self._wait(0)
+        at = self._now()
         for item in taken:
+            receipt = _receipt(item.offer, item.fields, at)
             for m in item.carried:
                 self._accepted[m.message_id] = _Accepted(item.offer, dict(item.fields), now)
-                out[m.message_id] = _accepted(
+                taken_ = _accepted(
                     f"{why}: Yandex Market accepted offer {item.offer!r}; read back in {wait:g} s",
                     wait,
                 )
+                taken_.receipt = receipt
+                out[m.message_id] = taken_
         return out
 
     async def _refused(self, named: list[_Item], said: dict[str, str]) -> dict[str, Classification]:
@@ -559,7 +592,10 @@ class YandexMarketTarget:
                 overdue = now - a.accepted_at >= self.apply_timeout
                 if whole.classification.verdict is Verdict.PAUSE or overdue:
                     self._accepted.pop(m.message_id, None)
-                    out[m.message_id] = whole.classification
+                    said = whole.classification
+                    if overdue and said.verdict is not Verdict.PAUSE:
+                        said = replace(said, receipt=NOT_APPLIED)  # its next attempt sends
+                    out[m.message_id] = said
                 else:
                     a.reads += 1
                     out[m.message_id] = _accepted(
@@ -631,6 +667,7 @@ class YandexMarketTarget:
                     "quarantine: sent again",
                     http_status=200,
                     error_class="NotApplied",
+                    receipt=NOT_APPLIED,
                 )
             else:
                 a.reads += 1
@@ -762,6 +799,30 @@ def _sku(message: OutgoingMessage) -> str | None:
         return str(payload["sku"])
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def _receipt(offer: str, fields: Mapping[str, Decimal], at: datetime) -> str:
+    """The receipt of an accepted item: ``ym-accepted:`` and JSON of when (UTC, ISO 8601), the
+    offer and each field as sent (Decimals as text)."""
+    body = {"at": at.isoformat(), "offer": offer, "fields": {k: number(v) for k, v in fields.items()}}
+    return ACCEPTED + json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+
+
+def _from_receipt(receipt: str | None) -> tuple[str, dict[str, Decimal], datetime] | None:
+    """The offer, fields and time of an ``ym-accepted:`` receipt; None for any other receipt
+    (``ym-not-applied``, an offer's name once delivered, none) or one that does not read."""
+    if not receipt or not receipt.startswith(ACCEPTED):
+        return None
+    try:
+        body = json.loads(receipt[len(ACCEPTED) :])
+        at = datetime.fromisoformat(body["at"])
+        offer = body["offer"]
+        fields = {str(k): Decimal(str(v)) for k, v in body["fields"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError, InvalidOperation):
+        return None
+    if at.tzinfo is None or not isinstance(offer, str) or "value" not in fields:
+        return None
+    return offer, fields, at
 
 
 def _rule(item: shared.Item) -> str | None:
