@@ -804,7 +804,11 @@ def _sku(message: OutgoingMessage) -> str | None:
 def _receipt(offer: str, fields: Mapping[str, Decimal], at: datetime) -> str:
     """The receipt of an accepted item: ``ym-accepted:`` and JSON of when (UTC, ISO 8601), the
     offer and each field as sent (Decimals as text)."""
-    body = {"at": at.isoformat(), "offer": offer, "fields": {k: number(v) for k, v in fields.items()}}
+    body = {
+        "at": at.isoformat(),
+        "offer": offer,
+        "fields": {k: number(v) for k, v in fields.items()},
+    }
     return ACCEPTED + json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
