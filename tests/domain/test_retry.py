@@ -481,3 +481,12 @@ def test_awaiting_goes_back_to_delayed_uncharged_due_after_the_wait_with_its_rec
         got.receipt,
         got.reason,
     )
+
+
+def test_a_retried_answer_keeps_its_receipt_so_it_replaces_what_an_awaiting_left() -> None:
+    """Yandex Market's "not applied: sent again" replaces the delivery's ``ym-accepted:``
+    receipt, so the next attempt sends instead of reading back (issue 31 item 3)."""
+    c = Classification(Verdict.TEMPORARY, "not applied", http_status=200, receipt="ym-not-applied")
+    decision = decide(c, attempt=1, now=NOW, policy=POLICY, rng=random.Random(1))
+    assert Event.RETRY_SCHEDULED == decision.event
+    assert "ym-not-applied" == decision.receipt
