@@ -909,3 +909,27 @@ def test_the_claims_update_finds_each_message_by_id_not_by_scanning_a_state(
                 assert key + "(message_pk=? AND channel_id=?)" in plan, plan
                 assert "SCAN deliveries" not in plan, plan
     engine.dispose()
+
+
+def test_a_leased_delivery_carries_the_receipt_its_last_awaiting_stored(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    """Work whose outcome is read later stays in the database (contract 13, issue 31 item 3):
+    the claim hands the delivery's stored receipt to the target (a fresh worker's too)."""
+    take(engine, settings, clock, [price_row("SKU-1", 1)])
+    first = claim(engine, settings, clock)
+    assert [None] == [m.receipt for m in first.messages]
+    waits = Decision(
+        Event.AWAITING_OUTCOME,
+        State.DELAYED,
+        "accepted; read back in 5 s",
+        charged=False,
+        next_try_at=clock.now() + timedelta(seconds=5),
+        delay_s=5.0,
+        http_status=200,
+        receipt="ym-accepted:{}",
+    )
+    record(engine, settings, clock, first, waits)
+    clock.advance(6)
+    again = claim(engine, settings, clock, worker="w2")
+    assert [("SKU-1", "ym-accepted:{}")] == [(m.aggregate, m.receipt) for m in again.messages]
