@@ -28,8 +28,9 @@ class Verdict(StrEnum):
     # saying which: a Wildberries upload task whose outcome is read later (``receipt``
     # ``wb-task:<id>``; the target keeps the task in the database, so the next attempt, this
     # worker's or after a restart another's, polls instead of uploading again); Ozon's limit of
-    # 10 updates of a product an hour; Yandex Market's 200, which means accepted: the price is
-    # read back when the delivery is leased again (delivered when shown, withheld, temporary).
+    # 10 updates of a product an hour; Yandex Market's 200, which means accepted (``receipt``
+    # ``ym-accepted:…``, handed back by the claim): the price is read back when the delivery is
+    # leased again, after a restart too (delivered when shown, withheld, temporary).
     # An answer with an HTTP status (the channel took the write) ends a pause on write trial.
     AWAITING = "awaiting"
 
