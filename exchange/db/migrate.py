@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy import Connection, Engine, inspect
 
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.schema import aggregates, cml_packages, messages, staging
+from exchange.db.schema import aggregates, channel_aggregates, cml_packages, messages, staging
 from exchange.domain.identity import PACKAGE_VERSIONS_FROM
 from exchange.errors import DatabaseUnavailable
 
@@ -266,10 +266,12 @@ def aggregates_beyond_intake(engine: Engine, staging_engine: Engine | None = Non
                 messages.c.version >= PACKAGE_VERSIONS_FROM, messages.c.rejected.is_(False)
             )
         ).all()
+        # Every channel's cursor (contract 13): a version one channel holds is held.
+        cursors = channel_aggregates.c
         done = connection.execute(
-            sa.select(aggregates.c.kind, aggregates.c.aggregate, aggregates.c.done_version).where(
-                aggregates.c.done_version >= PACKAGE_VERSIONS_FROM
-            )
+            sa.select(aggregates.c.kind, aggregates.c.aggregate, cursors.done_version)
+            .join_from(aggregates, channel_aggregates, cursors.aggregate_id == aggregates.c.id)
+            .where(cursors.done_version >= PACKAGE_VERSIONS_FROM)
         ).all()
     for kind, aggregate, version in [*held, *done]:
         if version not in packages:

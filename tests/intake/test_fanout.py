@@ -21,8 +21,8 @@ from sqlalchemy import Engine, func, select, update
 
 from exchange.db.channels import register
 from exchange.db.engine import transaction
-from exchange.db.schema import channel_aggregates, channels, deliveries, messages
-from exchange.dev.testing import posting_row, price_row, raw_row, stage
+from exchange.db.schema import channel_aggregates, channels, deliveries
+from exchange.dev.testing import one_channel_messages, posting_row, price_row, raw_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.policy import KindPolicies, Policy
 from exchange.domain.states import Event, State
@@ -31,6 +31,10 @@ from exchange.ops.quarantine import Filters, retry
 from exchange.queue import channels as channel_ops
 from exchange.queue.lease import claim
 from exchange.queue.transitions import Change, apply
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 KINDS = {"price": Policy.LATEST_WINS, "financial_posting": Policy.STRICT}
 POLICIES = KindPolicies.of(KINDS)

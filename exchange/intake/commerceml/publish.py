@@ -68,6 +68,7 @@ from sqlalchemy.exc import IntegrityError
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import (
     aggregates,
+    channel_aggregates,
     cml_catalog,
     cml_exchanges,
     cml_package_repeats,
@@ -582,9 +583,10 @@ def _untaken_version(connection: Connection) -> int:
 
 def _queue_version(connection: Connection, after: int | None) -> int:
     """The highest ``price`` version of the messages above ``after`` (every message when
-    ``after`` is None) and of every aggregate's ``done_version``: a message above the mark may
-    have been delivered and pruned since, and its version lives on only there. That read is
-    of ``aggregates``, one row per price, which grows with the catalogue, not the history. The
+    ``after`` is None) and of every aggregate's ``done_version`` on every channel: a message
+    above the mark may have been delivered and pruned since, and its version lives on only
+    there. That read is of ``channel_aggregates``, one row per price and channel, which grows
+    with the catalogue, not the history. The
     messages first: one pruned before that read had its cursor committed before the prune, so
     before the second read."""
     query = select(func.max(messages.c.version)).where(
@@ -593,10 +595,11 @@ def _queue_version(connection: Connection, after: int | None) -> int:
     if after is not None:
         query = query.where(messages.c.id > after)
     sent = connection.execute(query).scalar()
+    cursors = channel_aggregates.c  # every channel's cursor (contract 13)
     done = connection.execute(
-        select(func.max(aggregates.c.done_version)).where(
-            aggregates.c.kind == "price", aggregates.c.done_version < PACKAGE_VERSIONS_FROM
-        )
+        select(func.max(cursors.done_version))
+        .join_from(channel_aggregates, aggregates, aggregates.c.id == cursors.aggregate_id)
+        .where(aggregates.c.kind == "price", cursors.done_version < PACKAGE_VERSIONS_FROM)
     ).scalar()
     return int(max(sent or 0, done or 0))
 
