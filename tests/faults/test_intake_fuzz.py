@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, delete, select
 
+from exchange.db import schema
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import aggregates, channel_aggregates, deliveries, history, staging
+from exchange.db.schema import channel_aggregates, deliveries, history, staging
 from exchange.dev.dbkit import PgKit, sqlite_copy
 from exchange.dev.testing import fast_settings, one_channel_messages, stage
 from exchange.domain.clock import FakeClock
@@ -124,7 +125,14 @@ def staging_rows(draw: st.DrawFn, database: str) -> tuple[dict[str, Any], str | 
 
 def clear(engine: Engine) -> None:
     with transaction(engine) as connection:
-        for table in (history, deliveries, messages, channel_aggregates, aggregates, staging):
+        for table in (
+            history,
+            deliveries,
+            schema.messages,
+            channel_aggregates,
+            schema.aggregates,
+            staging,
+        ):
             connection.execute(delete(table))
 
 

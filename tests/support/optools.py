@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import Engine, RowMapping, func, select
 
+from exchange.db import schema
 from exchange.db.engine import transaction
 from exchange.db.schema import history, staging, workers
 from exchange.dev.testing import one_channel_aggregates, one_channel_messages, stage
@@ -154,7 +155,15 @@ def snapshot(engine: Engine) -> dict[str, Any]:
     with transaction(engine, read_only=True) as c:
         return {
             table.name: sorted(tuple(row) for row in c.execute(select(table)))
-            for table in (messages, history, aggregates, staging, workers)
+            for table in (
+                schema.messages,
+                schema.deliveries,
+                history,
+                schema.aggregates,
+                schema.channel_aggregates,
+                staging,
+                workers,
+            )
         }
 
 

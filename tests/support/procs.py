@@ -348,7 +348,7 @@ def check_invariants(
             problems.append(f"message #{m.id} {m.kind} {m.aggregate} v{m.version} is {m.state}")
         if m.state == "quarantined" and not m.rejected:
             problems.append(f"message #{m.id} {m.kind} {m.aggregate} v{m.version} quarantined")
-        if m.attempts > MAX_ATTEMPTS:
+        if (m.attempts or 0) > MAX_ATTEMPTS:  # a rejected record has no attempt
             problems.append(f"message #{m.id} has {m.attempts} attempts (max {MAX_ATTEMPTS})")
     over = [e for e in events if e.attempt is not None and e.attempt > MAX_ATTEMPTS]
     if over:
