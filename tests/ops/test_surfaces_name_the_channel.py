@@ -93,7 +93,6 @@ def scene(engine: Engine) -> Engine:
     with transaction(engine) as connection:
         pk = _pk(connection, "SKU-1/retail")
         delivered = {"state": State.DELIVERED.value, "updated_at": NOW}
-        connection.execute(update(messages).where(messages.c.id == pk).values(**delivered))
         connection.execute(
             update(deliveries)
             .where(deliveries.c.message_pk == pk, deliveries.c.channel_id == 1)

@@ -10,7 +10,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, insert, update
+from sqlalchemy import Engine, insert
 from workbench_helpers import signed_in
 
 from exchange.db.engine import transaction
@@ -19,17 +19,14 @@ from exchange.dev.testing import price_row, stage
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.domain.reasons import CANCELLED_REASONS
 from exchange.intake.staging_table import take
-from tests.support.follow import follow
+from tests.support.follow import set_delivery
 
 REF = "1C exchange offers.xml 2026-12-05T06:00:00"
 
 
 def _put(engine: Engine, aggregate: str, **values: Any) -> None:
     with transaction(engine) as connection:
-        connection.execute(
-            update(messages).where(messages.c.aggregate == aggregate).values(**values)
-        )
-        follow(connection)
+        set_delivery(connection, messages.c.aggregate == aggregate, **values)
 
 
 def _taken(engine: Engine) -> datetime:
