@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 from exchange.domain.clock import Clock, Monotonic, SystemClock
 from exchange.errors import ConfigurationError
 from exchange.settings import Settings, onec_folder, only_channel
+from exchange.settings.marketplaces import MARKETPLACE_TARGETS
 
 if TYPE_CHECKING:
     import httpx
@@ -32,7 +34,9 @@ if TYPE_CHECKING:
     from exchange.settings import Channel as SettingsChannel
     from exchange.targets.base import Target
     from exchange.targets.bitrix.target import BitrixTarget
+    from exchange.targets.ozon.target import OzonTarget
     from exchange.targets.shop_api.client import SiteClient
+    from exchange.targets.wildberries.target import WildberriesTarget
     from exchange.targets.woocommerce.target import WooCommerceTarget
     from exchange.web.config import WebConfig
     from exchange.worker import Worker
@@ -88,21 +92,74 @@ def target(
     *,
     engine: Engine | None = None,
     clock: Clock | None = None,
+    channel: str | None = None,
 ) -> Target:
     """The shop to deliver to (contract 10: ``api``, the shop API of section 5; ``woocommerce``;
-    ``bitrix``). ``engine``: where the WooCommerce target keeps SKU ids (in memory without)."""
+    ``bitrix``; contract 14: ``wildberries``). ``engine``: where the WooCommerce target keeps
+    SKU ids and the Wildberries target its catalogue map and tasks (in memory without);
+    ``channel``: the channel's name (the one channel's: the target's)."""
+    if settings.target == "wildberries":
+        return wildberries_target(settings, transport, engine=engine, channel=channel)
     if settings.target == "woocommerce":
         return woocommerce_target(settings, transport, engine=engine, clock=clock)
     if settings.target == "bitrix":
         return bitrix_target(settings, transport, engine=engine, clock=clock)
     if settings.target == "rabbitmq":
         return rabbitmq_target(settings)
+    if settings.target == "ozon":
+        return ozon_target(settings, transport, engine=engine, clock=clock)
+    if settings.target == "yandex-market":
+        return yandex_market_target(settings, transport, engine=engine)
+    if settings.target in MARKETPLACE_TARGETS:
+        # Contract 14: each marketplace's target is built above, when its module is there.
+        raise ConfigurationError(f"the {settings.target} target is not part of this build")
     from exchange.targets.shop_api.target import ShopApiTarget
 
     return ShopApiTarget(
         site_client(settings, transport),
         batch_size=settings.site_batch_size,
         token=settings.token,
+    )
+
+
+def wildberries_target(
+    settings: Settings,
+    transport: httpx.AsyncBaseTransport | None = None,
+    *,
+    engine: Engine | None = None,
+    channel: str | None = None,
+) -> WildberriesTarget:
+    from exchange.db.articles import DbArticles
+    from exchange.db.wb_store import DbWbStore
+    from exchange.targets.marketplace.articles import NO_ARTICLES
+    from exchange.targets.wildberries.store import MemoryWbStore, WbStore
+    from exchange.targets.wildberries.target import WildberriesTarget
+
+    def token() -> str | None:
+        return settings.secret("wb_token")
+
+    if not token():
+        raise ConfigurationError(
+            settings.said(
+                "EXCHANGE_WB_TOKEN_FILE is not set or empty: Wildberries needs the "
+                "seller's API token"
+            )
+        )
+    store: WbStore = (
+        DbWbStore(engine, channel or settings.target) if engine is not None else MemoryWbStore()
+    )
+    return WildberriesTarget(
+        settings.wb_api_url,
+        token,
+        store,
+        price_types=dict(settings.wb_price_types),
+        rounding=settings.rounding,
+        currency=settings.currency,
+        sku_source=settings.sku_source,
+        articles=DbArticles(engine) if engine is not None else NO_ARTICLES,
+        catalogue_refresh=settings.wb_catalogue_refresh,
+        timeout=settings.http_timeout,
+        transport=transport,
     )
 
 
@@ -162,6 +219,47 @@ def woocommerce_target(
     )
 
 
+def yandex_market_target(
+    settings: Settings,
+    transport: httpx.AsyncBaseTransport | None = None,
+    *,
+    engine: Engine | None = None,
+) -> Target:
+    """Contract 14's Yandex Market: each offer carries every mapped price type the channel
+    knows (``KnownPrices``, this channel's), since Yandex drops a discount an update leaves
+    out; the articles under ``sku_source = article``."""
+    from exchange.db.articles import DbArticles
+    from exchange.db.known_prices import DbKnownPrices
+    from exchange.targets.marketplace.articles import NO_ARTICLES
+    from exchange.targets.prices import NO_KNOWN_PRICES
+    from exchange.targets.yandex_market.target import YandexMarketTarget
+
+    if settings.ym_business_id is None:
+        raise ConfigurationError("the yandex-market target needs EXCHANGE_YM_BUSINESS_ID")
+    if not settings.secret("ym_api_key"):
+        raise ConfigurationError(
+            "the yandex-market target needs EXCHANGE_YM_API_KEY or EXCHANGE_YM_API_KEY_FILE"
+        )
+    channel = settings._channel_name
+    return YandexMarketTarget(
+        settings.ym_api_url,
+        settings.ym_business_id,
+        lambda: settings.secret("ym_api_key"),
+        price_types=dict(settings.ym_price_types),
+        currency=settings.currency,
+        sku_source=settings.sku_source,
+        rounding=settings.rounding,
+        articles=DbArticles(engine) if engine is not None else NO_ARTICLES,
+        offers_per_minute=settings.ym_offers_per_minute,
+        parallel=settings.ym_parallel,
+        apply_timeout=settings.ym_apply_timeout,
+        timeout=settings.http_timeout,
+        known=DbKnownPrices(engine, channel) if engine is not None else NO_KNOWN_PRICES,
+        transport=transport,
+        verify=settings.site_tls(),
+    )
+
+
 def bitrix_target(
     settings: Settings,
     transport: httpx.AsyncBaseTransport | None = None,
@@ -210,6 +308,55 @@ def bitrix_target(
     )
 
 
+def ozon_target(
+    settings: Settings,
+    transport: httpx.AsyncBaseTransport | None = None,
+    *,
+    engine: Engine | None = None,
+    clock: Clock | None = None,
+) -> OzonTarget:
+    """Contract 14's ``ozon``: with a database, the channel's known and delivered prices, 1C's
+    articles and the sends of the last hour are read from it (``exchange check`` and the tests
+    go without). ``clock``: the worker's, for the hourly limit (a test's fake one)."""
+    from exchange.db.articles import DbArticles
+    from exchange.db.known_prices import DbKnownPrices
+    from exchange.db.sent_times import DbSentTimes
+    from exchange.targets.marketplace.articles import NO_ARTICLES
+    from exchange.targets.ozon.hours import NO_SENT_TIMES
+    from exchange.targets.ozon.target import OzonTarget
+    from exchange.targets.prices import NO_KNOWN_PRICES
+
+    if not settings.ozon_client_id:
+        raise ConfigurationError("the ozon target needs ozon_client_id (EXCHANGE_OZON_CLIENT_ID)")
+    if not settings.secret("ozon_api_key"):
+        raise ConfigurationError(
+            "the ozon target needs ozon_api_key_file (EXCHANGE_OZON_API_KEY_FILE): a file "
+            "holding the Seller API key"
+        )
+    # EXCHANGE_CHANNELS's channel by name; the one channel of the one-target settings: None
+    # (every channel's, which is that one's).
+    channel = settings._channel_name
+    return OzonTarget(
+        settings.ozon_api_url,
+        settings.ozon_client_id,
+        lambda: settings.secret("ozon_api_key"),
+        price_types=dict(settings.ozon_price_types),
+        currency=settings.currency,
+        sku_source=settings.sku_source,
+        rounding=settings.rounding,
+        timeout=settings.http_timeout,
+        transport=transport,
+        verify=settings.site_tls(),
+        known=DbKnownPrices(engine, channel) if engine is not None else NO_KNOWN_PRICES,
+        delivered=DbKnownPrices(engine, channel, delivered_only=True)
+        if engine is not None
+        else NO_KNOWN_PRICES,
+        articles=DbArticles(engine) if engine is not None else NO_ARTICLES,
+        sent=DbSentTimes(engine, channel) if engine is not None else NO_SENT_TIMES,
+        clock=(lambda: clock.now().timestamp()) if clock is not None else time.time,
+    )
+
+
 def worker(
     settings: Settings,
     engine: Engine,
@@ -228,13 +375,15 @@ def worker(
     from exchange.worker import Worker
     from exchange.worker.process import Channel
 
+    chosen = chosen_channels(settings, channel)
     served = [
         Channel(
             found.name if found.explicit else None,
             found.settings,
-            target(found.settings, transport, engine=engine, clock=clock),
+            target(found.settings, transport, engine=engine, clock=clock, channel=found.name),
+            channel_id,
         )
-        for found in chosen_channels(settings, channel)
+        for found, channel_id in zip(chosen, registered_ids(engine, chosen), strict=True)
     ]
     return Worker(
         settings,
@@ -259,6 +408,29 @@ def chosen_channels(settings: Settings, name: str | None) -> list[SettingsChanne
         names = ", ".join(channel.name for channel in found)
         raise ConfigurationError(f"no channel {name} is configured here (configured: {names})")
     return chosen
+
+
+def registered_ids(engine: Engine, chosen: list[SettingsChannel]) -> list[int]:
+    """The registry's id of each channel a worker delivers to, read once (``run`` registers
+    the configured ones first): a named channel's registered channel not dropped, or, without
+    EXCHANGE_CHANNELS, the one channel. A name not registered is a ConfigurationError."""
+    from exchange.db.channels import in_use
+    from exchange.db.engine import transaction
+    from exchange.queue.deliveries import one_channel
+
+    ids: list[int] = []
+    with transaction(engine, read_only=True) as connection:
+        for found in chosen:
+            if not found.explicit:
+                ids.append(one_channel(connection))
+                continue
+            registered = in_use(connection, found.name)
+            if registered is None:
+                raise ConfigurationError(
+                    f"channel {found.name} is not registered (exchange migrate registers it)"
+                )
+            ids.append(registered.id)
+    return ids
 
 
 def source(settings: Settings, engine: Engine, staging_engine: Engine | None) -> Source | None:

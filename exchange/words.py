@@ -434,6 +434,7 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "withheld": NP_("event", "withheld by the channel"),
         "withheld-live": NP_("event", "shown to buyers"),
         "operator-release": NP_("event", "released by an operator"),
+        "awaiting-outcome": NP_("event", "awaiting the channel's outcome"),
     },
     # The kinds of contract 3 (and EXCHANGE_KINDS's own, shown by their code).
     "kind": {
@@ -475,6 +476,8 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "shop-failure": NP_("reason", "shop failure"),
         "not-for-this-shop": NP_("reason", "not for this shop"),
         "unroutable": NP_("reason", "unroutable"),
+        "invalid-for-channel": NP_("reason", "invalid for the channel"),
+        "channel-rule": NP_("reason", "the channel's price rule"),
         "channel-removed": NP_("reason", "channel removed"),
     },
 }
@@ -698,6 +701,10 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"(?P<path>.+), row (?P<row>\d+): fewer cells than the header names",
             N_("{path}, row {row}: fewer cells than the header names"),
+        ),
+        (
+            r"--channels runs its own shops: it takes neither --target nor --catalogue",
+            N_("--channels runs its own shops: it takes neither --target nor --catalogue"),
         ),
         (
             r"--catalogue is for --target api or woocommerce: (?P<target>\w+) cannot say which "

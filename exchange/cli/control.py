@@ -160,10 +160,32 @@ def demo(
             dir_okay=False,
         ),
     ] = None,
+    channels: Annotated[
+        bool,
+        typer.Option(
+            "--channels",
+            help=N_(
+                "One 1C, two shops (contract 13): the site and a WooCommerce shop as two "
+                "channels, the site down for a while; the summary shows the other shop was "
+                "never held back and the site caught up."
+            ),
+        ),
+    ] = False,
 ) -> None:
     from exchange.dev.catalogue import CatalogueError, read_catalogue
     from exchange.dev.demo import run_demo
 
+    if channels:
+        if target != "api" or catalogue_file is not None:
+            _refuse("--channels runs its own shops: it takes neither --target nor --catalogue")
+        from exchange.dev.demo_channels import run_channels_demo
+
+        with _guard():
+            # The demo's own channels, whatever EXCHANGE_CHANNELS says: the settings are read
+            # only to refuse bad ones as every command does.
+            load_settings(ctx.obj)
+            code = run_channels_demo(directory, skus=min(skus, 500), console=out, lang=cli_lang())
+        raise typer.Exit(code)
     if target not in ("api", "bitrix", "woocommerce", "rabbitmq"):
         _refuse(f"--target must be api, bitrix, woocommerce or rabbitmq, not {target!r}")
     catalogue = None

@@ -32,9 +32,14 @@ class DbKnownPrices:
     """What the shop of ``channel`` (an id or a name) holds; None: every channel's, the
     highest version known on any (with one channel, that channel's)."""
 
-    def __init__(self, engine: Engine, channel: Channel = None) -> None:
+    def __init__(
+        self, engine: Engine, channel: Channel = None, *, delivered_only: bool = False
+    ) -> None:
+        """``delivered_only``: the latest version delivered, not one being delivered (what a
+        marketplace holds now: a price equal to it is not sent again, contract 14)."""
         self.engine = engine
         self.channel = channel
+        self.states = (State.DELIVERED.value,) if delivered_only else KNOWN_STATES
 
     def latest(self, skus: Iterable[str]) -> list[KnownPrice]:
         wanted = sorted(set(skus))
@@ -56,7 +61,7 @@ class DbKnownPrices:
                     .where(
                         d.c.aggregate_id.in_(of_skus),
                         on(d.c.channel_id, ids),
-                        d.c.state.in_(KNOWN_STATES),
+                        d.c.state.in_(self.states),
                     )
                     .group_by(d.c.aggregate_id)
                     .subquery()
@@ -74,7 +79,7 @@ class DbKnownPrices:
                                 known.c.aggregate_id == newest.c.aggregate_id,
                                 known.c.version == newest.c.version,
                                 on(known.c.channel_id, ids),
-                                known.c.state.in_(KNOWN_STATES),
+                                known.c.state.in_(self.states),
                             ),
                         )
                         .join(messages, messages.c.id == known.c.message_pk)

@@ -15,7 +15,14 @@ import sqlalchemy as sa
 from sqlalchemy import Connection, Engine, inspect
 
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.schema import aggregates, channel_aggregates, cml_packages, messages, staging
+from exchange.db.schema import (
+    aggregates,
+    channel_aggregates,
+    channels,
+    cml_packages,
+    messages,
+    staging,
+)
 from exchange.domain.identity import PACKAGE_VERSIONS_FROM
 from exchange.errors import DatabaseUnavailable
 
@@ -247,10 +254,11 @@ def ensure_current(engine: Engine) -> None:
 
 def aggregates_beyond_intake(engine: Engine, staging_engine: Engine | None = None) -> list[str]:
     """The aggregates (``kind aggregate``) that hold a version from 2^62 up that is no 1C
-    package's number: older releases let such versions in through the table or the JSON
-    intake. The 1C exchange numbers its packages without them (a version at 2^63-1 left no
-    number for any package), so a later package's price of such an aggregate is below the
-    version it holds: ``exchange migrate`` names them, for a person to look at."""
+    package's number, held by a message or done on a channel in use: older releases let such
+    versions in through the table or the JSON intake. The 1C exchange numbers its packages
+    without them (a version at 2^63-1 left no number for any package), so a later package's
+    price of such an aggregate is below the version it holds: ``exchange migrate`` names
+    them, for a person to look at."""
     with transaction(staging_engine or engine, read_only=True) as connection:
         packages = set(
             connection.execute(
@@ -266,12 +274,14 @@ def aggregates_beyond_intake(engine: Engine, staging_engine: Engine | None = Non
                 messages.c.version >= PACKAGE_VERSIONS_FROM, messages.c.rejected.is_(False)
             )
         ).all()
-        # Every channel's cursor (contract 13): a version one channel holds is held.
-        cursors = channel_aggregates.c
+        # Done on any channel in use (contract 13: each has its own cursor; a price delivered
+        # on the second shop only is as much beyond 1C's packages as one on the first).
+        cursor = channel_aggregates.c
         done = connection.execute(
-            sa.select(aggregates.c.kind, aggregates.c.aggregate, cursors.done_version)
-            .join_from(aggregates, channel_aggregates, cursors.aggregate_id == aggregates.c.id)
-            .where(cursors.done_version >= PACKAGE_VERSIONS_FROM)
+            sa.select(aggregates.c.kind, aggregates.c.aggregate, cursor.done_version)
+            .join(channel_aggregates, cursor.aggregate_id == aggregates.c.id)
+            .join(channels, channels.c.id == cursor.channel_id)
+            .where(cursor.done_version >= PACKAGE_VERSIONS_FROM, channels.c.dropped_at.is_(None))
         ).all()
     for kind, aggregate, version in [*held, *done]:
         if version not in packages:

@@ -7,6 +7,7 @@ staging table keeps the contract's ``TIMESTAMP (UTC)`` and values read back are 
 from __future__ import annotations
 
 from datetime import datetime
+from decimal import Decimal
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -19,6 +20,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Numeric,
     PrimaryKeyConstraint,
     SmallInteger,
     String,
@@ -614,6 +616,43 @@ class ShopSkuId(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class WbNmId(Base):
+    """Wildberries (contract 14): a vendor code's ``nmID`` in a channel's catalogue, rebuilt
+    whole from WB's list of goods (migration 0029)."""
+
+    __tablename__ = "wb_nm_ids"
+    __table_args__ = (PrimaryKeyConstraint("channel", "vendor_code"),)
+
+    channel: Mapped[str] = mapped_column(String(32))
+    vendor_code: Mapped[str] = mapped_column(String(200))
+    nm_id: Mapped[int] = mapped_column(BigInteger)
+
+
+class WbCatalogue(Base):
+    """When a Wildberries channel's vendor code map was last rebuilt (migration 0029)."""
+
+    __tablename__ = "wb_catalogues"
+
+    channel: Mapped[str] = mapped_column(String(32), primary_key=True)
+    refreshed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class WbTask(Base):
+    """The Wildberries upload task in flight for a channel's ``nmID``, stored before any poll so
+    that a restart polls it instead of uploading again (contract 14, migration 0029)."""
+
+    __tablename__ = "wb_tasks"
+    __table_args__ = (PrimaryKeyConstraint("channel", "nm_id"),)
+
+    channel: Mapped[str] = mapped_column(String(32))
+    nm_id: Mapped[int] = mapped_column(BigInteger)
+    upload_id: Mapped[int] = mapped_column(BigInteger)
+    price: Mapped[Decimal] = mapped_column(Numeric(18, 2))
+    message_id: Mapped[str] = mapped_column(String(200))
+    uploaded_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    goods: Mapped[int] = mapped_column(Integer)  # how many goods the upload carried
+
+
 class TargetLock(Base):
     """One holder at a time of something a shop allows only once (contract 10: one exchange
     with a 1C-Bitrix site; contract 5c: one worker probing the site's pace), until ``until``
@@ -665,5 +704,8 @@ operator_sessions: Table = cast(Table, OperatorSession.__table__)
 delivery_pause: Table = cast(Table, DeliveryPause.__table__)
 shop_sku_ids: Table = cast(Table, ShopSkuId.__table__)
 target_locks: Table = cast(Table, TargetLock.__table__)
+wb_nm_ids: Table = cast(Table, WbNmId.__table__)
+wb_catalogues: Table = cast(Table, WbCatalogue.__table__)
+wb_tasks: Table = cast(Table, WbTask.__table__)
 notifications: Table = cast(Table, Notification.__table__)
 sign_in_refusals: Table = cast(Table, SignInRefusal.__table__)

@@ -302,9 +302,13 @@ class SiteSimulator:
 
     # -- inspection ----------------------------------------------------------------------------
 
-    def effects(self) -> list[Effect]:
+    def effects(self, since: int = 0) -> list[Effect]:
+        """The effects applied, in order; ``since``: from that index on (a watcher's next look
+        copies only what is new)."""
         with self._lock:
-            return [replace(e, payload=copy.deepcopy(e.payload)) for e in self.model.effects]
+            return [
+                replace(e, payload=copy.deepcopy(e.payload)) for e in self.model.effects[since:]
+            ]
 
     def held_versions(self) -> dict[tuple[str, str], int]:
         with self._lock:

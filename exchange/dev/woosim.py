@@ -57,7 +57,9 @@ is not a transaction), ``drop_after``
 (a batch applies all, then the connection is cut), ``delay`` (seconds before each answer).
 
 Bookkeeping: ``history(sku)`` every price the SKU's ``regular_price`` took, in order (a write of
-the price it already holds changes nothing); ``requests`` counts requests by path kind.
+the price it already holds changes nothing); ``writes()`` every ``regular_price`` an item of a
+batch wrote, the same price again included, with when (``time.monotonic``), in order: what a
+caller sent twice shows there; ``requests`` counts requests by path kind.
 """
 
 from __future__ import annotations
@@ -184,6 +186,7 @@ class WooSimulator(LoopbackServer):
         self.items: dict[int, Item] = {}
         self._next_id = 100
         self._history: dict[str, list[str]] = collections.defaultdict(list)
+        self._writes: list[tuple[float, str, str]] = []  # (monotonic, sku, regular_price)
         self.requests: collections.Counter[str] = collections.Counter()
         self._limit = RateLimit()
         self._state = threading.RLock()
@@ -239,6 +242,12 @@ class WooSimulator(LoopbackServer):
     def history(self, sku: str) -> list[str]:
         with self._state:
             return list(self._history[sku])
+
+    def writes(self, since: int = 0) -> list[tuple[float, str, str]]:
+        """Every ``regular_price`` written by a batch's item, in order: (``time.monotonic()``,
+        SKU, price), a write of the price already held included; ``since``: from that index."""
+        with self._state:
+            return self._writes[since:]
 
     def price(self, sku: str) -> str | None:
         with self._state:
@@ -452,8 +461,11 @@ class WooSimulator(LoopbackServer):
                             "data": {"status": 400},
                         },
                     }
-                if name == "regular_price" and value != item.regular_price:
-                    self._history[item.sku].append(value)
+                if name == "regular_price":
+                    with self._state:
+                        self._writes.append((time.monotonic(), item.sku, value))
+                        if value != item.regular_price:
+                            self._history[item.sku].append(value)
                 setattr(item, name, value)
         return item.json()
 

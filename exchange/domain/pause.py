@@ -18,6 +18,9 @@ ADDRESS_REFUSED = "AddressRefused"  # WooCommerce's: the URL is not the shop's h
 # The 1C-Bitrix target's: the service's own database did not give the latest known prices of the
 # other price types, so the package is not sent (it would delete them at the site).
 KNOWN_PRICES_UNREAD = "KnownPricesUnread"
+# A marketplace's (contract 14): the account's API key refused, or it lacks the role that may
+# write prices (Ozon's 404 code 5, "missing a required role").
+MARKETPLACE_KEY_REFUSED = "MarketplaceKeyRefused"
 
 
 class PauseCause(StrEnum):
@@ -34,6 +37,8 @@ class PauseCause(StrEnum):
     BROKER = "broker"  # RabbitMQ refused the user, the exchange or the publishing
     # The service's own database did not give the known prices a Bitrix offer must carry.
     KNOWN_PRICES = "known-prices"
+    # A marketplace refused the account's API key or its role (contract 14).
+    MARKETPLACE_KEY = "marketplace-key"
     OTHER = "other"  # a refusal with no words of its own: its answer is shown
 
 
@@ -45,6 +50,8 @@ def pause_cause(target: str, answer: Classification, *, write_refused: bool) -> 
         return PauseCause.KNOWN_PRICES
     if answer.error_class == TLS_ERROR:
         return PauseCause.TLS
+    if answer.error_class == MARKETPLACE_KEY_REFUSED:
+        return PauseCause.MARKETPLACE_KEY
     if answer.error_class == SETTING_MISSING:
         return PauseCause.BITRIX_LOGIN_MISSING if target == "bitrix" else PauseCause.WOO_KEY_MISSING
     if target == "woocommerce" and answer.error_class == NO_REST_API:

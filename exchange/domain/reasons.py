@@ -24,6 +24,12 @@ class Reason(StrEnum):
     UNMAPPED_PRICE_TYPE = "unmapped-price-type"  # no shop field or price type for it
     SHOP_FAILURE = "shop-failure"  # the shop's exchange answered failure, for good (Bitrix)
     UNROUTABLE = "unroutable"  # RabbitMQ returned it: no queue bound for its routing key
+    # Contract 14: a price the marketplace cannot take as it is (its currency, its money, a
+    # price rule the marketplace states, no article under sku_source=article), never sent.
+    INVALID_FOR_CHANNEL = "invalid-for-channel"
+    # Contract 14: the marketplace refused the item by one of its price rules (its code and
+    # meaning in the detail), for good.
+    CHANNEL_RULE = "channel-rule"
     # The target's mapping maps the price type to null: left out of that shop on purpose
     # (contract 10). A cancellation, never a quarantine.
     NOT_FOR_THIS_SHOP = "not-for-this-shop"

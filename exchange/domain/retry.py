@@ -16,6 +16,9 @@ ceiling as the backoff (``RetryPolicy.ceiling``).
     STALE_AT_SITE   cancelled, stale-at-site           charged
     NOT_FOR_THIS_SHOP cancelled, not-for-this-shop     not charged (nothing was sent)
     WITHHELD        withheld (no lease, no retry)      charged
+    AWAITING        delayed, due after retry_after     not charged (taken; outcome read later)
+    ACCEPTED        released, due after ``again_in``    not charged (read back then)
+    HELD            released, due after ``retry_after`` not charged (a channel's own limit)
     TERMINAL        quarantined, the target's reason   charged
                     (unknown-sku, ...) or http-<code>
     UNKNOWN         quarantined, unknown-response      charged
@@ -155,6 +158,36 @@ def decide(
             )
         case Verdict.WITHHELD:
             return replace(answer, event=Event.WITHHELD, to_state=State.WITHHELD, receipt=c.receipt)
+        case Verdict.AWAITING:
+            wait = max(0.0, parse_retry_after(c.retry_after, now) or 0.0)
+            return replace(
+                answer,
+                event=Event.AWAITING_OUTCOME,
+                to_state=State.DELAYED,
+                charged=False,
+                next_try_at=now + timedelta(seconds=wait),
+                delay_s=wait,
+                receipt=c.receipt,
+            )
+        case Verdict.HELD:
+            # The channel's own limit on one product: the attempt is not charged, and the
+            # message is due again when the channel said (its Retry-After, whole seconds).
+            wait = max(0.0, parse_retry_after(c.retry_after, now) or 0.0)
+            return replace(
+                not_sent(f"held by the channel, not charged: {c.detail}", attempt),
+                http_status=c.http_status,
+                error_class=c.error_class,
+                next_try_at=now + timedelta(seconds=wait),
+                delay_s=wait,
+            )
+        case Verdict.ACCEPTED:
+            wait = max(0.0, c.again_in or 0.0)
+            return replace(
+                not_sent(f"accepted, not shown yet: {c.detail}", attempt),
+                http_status=c.http_status,
+                next_try_at=now + timedelta(seconds=wait),
+                delay_s=wait,
+            )
         case Verdict.TERMINAL:
             return replace(answer, reason=c.reason or Reason.http(c.http_status or 0))
         case Verdict.UNKNOWN:

@@ -15,6 +15,7 @@ so the allowed transitions are written here once, and ``check`` guards the rest.
         ──channel removed──> cancelled
     (none) ──seeded (a new channel's delivery of the latest accepted version)──> new
     in_progress ──withheld (the channel took it, withholds it from buyers)──> withheld
+    in_progress ──awaiting-outcome (taken; the outcome is read later, not charged)──> delayed
     withheld ──withheld-live (the channel shows it)──> delivered
     withheld ──superseded (a newer version delivered there)──> cancelled
     withheld ──operator-release (the channel asked to release it; no state change)
@@ -81,6 +82,9 @@ class Event(StrEnum):
     WITHHELD = "withheld"  # the channel took it, and withholds it from buyers until confirmed
     WITHHELD_LIVE = "withheld-live"  # the channel shows the withheld version to buyers now
     OPERATOR_RELEASE = "operator-release"  # a person asked the channel to release it
+    # The channel took it and answers later (a Wildberries upload task): back to delayed, not
+    # charged, no lease held; the next attempt reads the outcome (contract 13, 14).
+    AWAITING_OUTCOME = "awaiting-outcome"
 
 
 _S = State
@@ -116,6 +120,7 @@ _TRANSITIONS: dict[Event, tuple[frozenset[State], State | None]] = {
     Event.WITHHELD: (frozenset({_S.IN_PROGRESS}), _S.WITHHELD),
     Event.WITHHELD_LIVE: (frozenset({_S.WITHHELD}), _S.DELIVERED),
     Event.OPERATOR_RELEASE: (frozenset({_S.WITHHELD}), None),  # asked the channel; no change
+    Event.AWAITING_OUTCOME: (frozenset({_S.IN_PROGRESS}), _S.DELAYED),
 }
 
 

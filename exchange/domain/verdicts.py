@@ -21,6 +21,21 @@ class Verdict(StrEnum):
     # a marketplace's price quarantine). The delivery ends ``withheld``: no lease, not retried;
     # the target's ``WithholdsPrices`` hooks tell later whether it went live.
     WITHHELD = "withheld"
+    # Taken by the channel, whose outcome is read later (a Wildberries upload task): the
+    # delivery goes back to ``delayed``, not charged, due again after ``retry_after`` seconds,
+    # holding no lease; the target keeps what it is waiting for in the database, so the next
+    # attempt (this worker's or, after a restart, another's) reads the outcome instead of
+    # sending again. ``receipt`` names what it waits for (e.g. ``wb-task:123``).
+    AWAITING = "awaiting"
+    # The channel answered and asks this item to wait for a limit of its own on one product
+    # (contract 14: Ozon's 10 updates of a product an hour): not charged, never quarantined,
+    # due again after ``retry_after`` seconds; not the site's failure (no breaker, no pace).
+    HELD = "held"
+    # Taken by the channel, which applies it later and says nothing more (contract 14: Yandex
+    # Market's 200 means accepted; the price shows "within minutes"). Not charged: the delivery
+    # goes back to wait (``again_in`` seconds), and the target reads the price back when it is
+    # leased again, instead of sending it: delivered when shown, withheld, or temporary.
+    ACCEPTED = "accepted"
 
 
 # Not frozen: one is made per message, and a frozen dataclass's __init__ costs ~2.5x.
@@ -40,3 +55,10 @@ class Classification:
     site_wide: bool = False
     """A TEMPORARY verdict that speaks about the site, not the message (contract 5c: not
     charged), whatever its status: e.g. Bitrix's "cannot create the temporary tables"."""
+    about_item: bool = False
+    """A TEMPORARY verdict the site gave about this item alone, in an answer that went well
+    otherwise (a marketplace's good locked by a sale): charged, but never a sign the site is
+    failing (the breaker and the pace count it as an answer)."""
+    again_in: float | None = None
+    """An ACCEPTED verdict's wait, in seconds, before the delivery is due again (to be read
+    back)."""

@@ -385,6 +385,18 @@ PAUSE_WORDS: dict[str, tuple[str, str]] = {
         "run; the exchange server's administrator knows. One package is tried every "
         "EXCHANGE_RETRY_MAX_DELAY; once mended, exchange resume goes on at once",
     ),
+    PauseCause.MARKETPLACE_KEY.value: (
+        "Доставка остановлена: маркетплейс не принял ключ API или у ключа нет роли, которая "
+        "меняет цены ({answer}). Продавец создаёт ключ в личном кабинете маркетплейса (для "
+        "Ozon: Настройки → Seller API, роль с правом на цены; ключ действует полгода) и "
+        "записывает его в файл ключа канала (ozon_api_key_file); работающий сервис "
+        "перечитает его сам",
+        "Delivery paused: the marketplace refused the API key, or the key has no role that "
+        "may change prices ({answer}). The seller creates a key in the marketplace's seller "
+        "account (for Ozon: Settings → Seller API, a role allowed to set prices; a key lasts "
+        "six months) and writes it into the channel's key file (ozon_api_key_file); a running "
+        "service reads it again by itself",
+    ),
     PauseCause.OTHER.value: (
         "Доставка остановлена: сайт отказал ({answer}). Исправьте то, что называет ответ, "
         "или сообщите тем, кто обслуживает сайт; доставка продолжится сама, когда сайт "

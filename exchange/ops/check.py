@@ -24,13 +24,13 @@ from enum import StrEnum
 from pathlib import Path
 
 import httpx
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from exchange.db.engine import make_engine, ping, transaction
 from exchange.db.migrate import ensure_current, staging_differences
-from exchange.db.schema import staging
+from exchange.db.schema import aggregates, staging
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ExchangeError
 from exchange.i18n import N_, Lang, _, matching
@@ -40,7 +40,11 @@ from exchange.secrets import safe_http_url, safe_url
 from exchange.settings import Settings, onec_folder
 from exchange.settings.channels import channel_words
 from exchange.targets.bitrix.target import BitrixTarget
+from exchange.targets.ozon.target import OzonTarget, Roles
 from exchange.targets.shop_api.client import TLS_ERROR, Response, SiteClient, SiteResult
+from exchange.targets.wildberries import token as wb_token
+from exchange.targets.wildberries.store import MemoryWbStore
+from exchange.targets.wildberries.target import WildberriesTarget
 from exchange.targets.wire import tls_words
 from exchange.targets.woocommerce import auth
 from exchange.targets.woocommerce.ids import MemorySkuIds
@@ -120,6 +124,28 @@ _WHAT = tuple(
             r"1C-Bitrix exchange: checkauth and init \((?P<url>.*)\)",
             N_("1C-Bitrix exchange: checkauth and init ({url})"),
         ),
+        (
+            r"Ozon key accepted \((?P<url>.*)\)",
+            N_("Ozon key accepted ({url})"),
+        ),
+        (
+            r"Ozon key may set prices \(/v1/product/import/prices\)",
+            N_("Ozon key may set prices (/v1/product/import/prices)"),
+        ),
+        (
+            r"Ozon: a sample of SKUs resolves to offer_ids",
+            N_("Ozon: a sample of SKUs resolves to offer_ids"),
+        ),
+        (r"Ozon limits", N_("Ozon limits")),
+        (
+            r"Yandex Market key accepted \(business (?P<business>\d+) at (?P<url>.*)\)",
+            N_("Yandex Market key accepted (business {business} at {url})"),
+        ),
+        (
+            r"Yandex Market: a sample of SKUs resolves to offers",
+            N_("Yandex Market: a sample of SKUs resolves to offers"),
+        ),
+        (r"Yandex Market: the limits", N_("Yandex Market: the limits")),
         (r"report directory writable \((?P<path>.*)\)", N_("report directory writable ({path})")),
         (r"report directory writable", N_("report directory writable")),
         (r"site reachable and token accepted", N_("site reachable and token accepted")),
@@ -173,6 +199,17 @@ _DETAILS = tuple(
             N_("{count} columns with the contract's types and lengths"),
         ),
         (r"open; price types sent: (?P<types>.*)", N_("open; price types sent: {types}")),
+        (
+            r"at most 1000 items a request and 50 requests a second per Client-Id; 10 price "
+            r"updates of one product an hour: the 11th waits until the oldest of the ten is an "
+            r"hour old, a product Ozon refused for it goes again an hour later",
+            N_(
+                "at most 1000 items a request and 50 requests a second per Client-Id; 10 price "
+                "updates of one product an hour: the 11th waits until the oldest of the ten is "
+                "an hour old, a product Ozon refused for it goes again an hour later"
+            ),
+        ),
+        (r"(?P<found>\d+) of (?P<all>\d+) found", N_("{found} of {all} found")),
         # the site (what it answered, after the colon, as it is)
         (
             r"token refused \(HTTP (?P<status>\d+)\): no token is set \(EXCHANGE_SITE_TOKEN or "
@@ -340,6 +377,18 @@ _DETAILS = tuple(
             N_("{server}, signed in as {user}; to {recipients}"),
         ),
         (r"(?P<server>\S+ \(\w+\)); to (?P<recipients>.+)", N_("{server}; to {recipients}")),
+        (
+            r"Wildberries token's rights \(its claims\)",
+            N_("Wildberries token's rights (its claims)"),
+        ),
+        (
+            r"Wildberries accepts the token \((?P<url>.*)\)",
+            N_("Wildberries accepts the token ({url})"),
+        ),
+        (
+            r"Wildberries: vendor codes resolve to nmIDs",
+            N_("Wildberries: vendor codes resolve to nmIDs"),
+        ),
     )
 )
 
@@ -520,14 +569,146 @@ def check_target(
     """The chosen target: ``api`` as above; ``woocommerce``: the key may read (a product list)
     and write (an empty batch, which changes nothing); ``bitrix``: checkauth and init (init
     empties the site's upload folder: not while 1C's own exchange to it runs); ``rabbitmq``:
-    the broker, the credentials and the exchange."""
+    the broker, the credentials and the exchange; ``yandex-market``: the key, a sample of SKUs
+    and the limits."""
     if settings.target == "woocommerce":
         return asyncio.run(_check_woocommerce(settings, transport))
     if settings.target == "bitrix":
         return [asyncio.run(_check_bitrix(settings, transport))]
     if settings.target == "rabbitmq":
         return [asyncio.run(_check_rabbitmq_target(settings))]
+    if settings.target == "wildberries":
+        return asyncio.run(_check_wildberries(settings, transport))
+    if settings.target == "ozon":
+        return asyncio.run(_check_ozon(settings, transport))
+    if settings.target == "yandex-market":
+        return asyncio.run(_check_yandex_market(settings, transport))
     return [check_site(settings, transport)]
+
+
+WB_LIMITS = (
+    "the Prices and discounts category allows 10 requests per 6 s with a burst of 5, shared by "
+    "uploads, task polls and catalogue reads (the service keeps under it, polls never taking "
+    "more than half)"
+)
+WB_SAMPLE = 5  # the service's SKUs a check looks for in WB's catalogue
+
+
+async def _check_wildberries(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None
+) -> list[CheckResult]:
+    """Contract 14: the token's rights read from its own claims (the Prices category, not
+    read-only, not expired; the limits its kind has), WB accepts it (a read of one good), and
+    a sample of the service's SKUs resolves to nmIDs in the catalogue. Nothing is uploaded."""
+    rights_what = "Wildberries token's rights (its claims)"
+    accepted_what = f"Wildberries accepts the token ({safe_http_url(settings.wb_api_url)})"
+    sample_what = "Wildberries: vendor codes resolve to nmIDs"
+    try:
+        token = settings.secret("wb_token")
+    except ExchangeError as exc:
+        return [
+            fail(rights_what, str(exc)),
+            skip(accepted_what, "no token"),
+            skip(sample_what, "no token"),
+        ]
+    if not token:
+        reason = "EXCHANGE_WB_TOKEN_FILE is not set or empty"
+        return [
+            fail(rights_what, reason),
+            skip(accepted_what, "no token"),
+            skip(sample_what, "no token"),
+        ]
+    results = [_wb_rights(token)]
+    target = WildberriesTarget(
+        settings.wb_api_url,
+        lambda: token,
+        MemoryWbStore(),
+        timeout=settings.http_timeout,
+        transport=transport,
+    )
+    try:
+        health = await target.health()
+        if health.verdict is not Verdict.DELIVERED:
+            return [*results, fail(accepted_what, health.detail), skip(sample_what, "refused")]
+        results.append(ok(accepted_what, WB_LIMITS))
+        try:
+            catalogue = await target.catalogue()
+        except Exception as exc:  # the target's whole answer (a 429, a page not JSON)
+            return [*results, fail(sample_what, str(exc))]
+    finally:
+        await target.aclose()
+    sample = _sample_skus(settings)
+    found = [sku for sku in sample if sku in catalogue]
+    missing = [sku for sku in sample if sku not in catalogue]
+    detail = f"the catalogue lists {len(catalogue)} vendor codes"
+    if not sample:
+        return [*results, ok(sample_what, f"{detail}; no price has been taken in yet to compare")]
+    detail += f"; of {len(sample)} of the service's SKUs, {len(found)} found"
+    if missing:
+        detail += (
+            f", not found: {', '.join(missing)} (unknown-sku unless sku_source says otherwise)"
+        )
+        return [*results, fail(sample_what, detail)]
+    return [*results, ok(sample_what, detail)]
+
+
+def _wb_rights(token: str) -> CheckResult:
+    what = "Wildberries token's rights (its claims)"
+    said = wb_token.claims(token)
+    if said is None:
+        return skip(what, "the token is not a JWT whose claims can be read: Wildberries judges it")
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC)
+    expires = said.expires.date().isoformat() if said.expires else "no expiry"
+    if said.expired(now):
+        return fail(what, f"the {said.kind} token expired on {expires}: make a new one")
+    if not said.prices:
+        return fail(
+            what, f"the {said.kind} token has no «Цены и скидки» (Prices and discounts) category"
+        )
+    if said.read_only:
+        return fail(what, f"the {said.kind} token is read-only: prices cannot be written with it")
+    if said.kind == "Base":
+        return fail(
+            what,
+            "a Base token: 4 requests an hour for the whole Prices category, too few for prices; "
+            "make a Personal or Service token",
+        )
+    if said.kind == "Test":
+        return ok(
+            what,
+            f"a Test token (the sandbox only), «Цены и скидки», read and write, expires {expires}",
+        )
+    return ok(what, f"a {said.kind} token, «Цены и скидки», read and write, expires {expires}")
+
+
+def _sample_skus(settings: Settings) -> list[str]:
+    """A few SKUs the service has taken prices for (the newest), or none when the database
+    cannot say."""
+    try:
+        engine = engine_for(settings.database_url)
+    except Exception:
+        return []
+    try:
+        with transaction(engine, read_only=True) as connection:
+            rows = connection.execute(
+                select(aggregates.c.sku)
+                .where(aggregates.c.kind == "price", aggregates.c.sku.is_not(None))
+                .order_by(aggregates.c.id.desc())
+                .limit(WB_SAMPLE)
+            ).scalars()
+            skus = sorted({str(sku) for sku in rows})
+        if settings.sku_source == "article":  # the vendor code is 1C's article (contract 14)
+            from exchange.db.articles import DbArticles
+
+            found = DbArticles(engine).of(skus)
+            return [found.get(sku, f"{sku} (no article)") for sku in skus]
+        return skus
+    except (SQLAlchemyError, ExchangeError):
+        return []
+    finally:
+        engine.dispose()
 
 
 async def _check_rabbitmq_target(settings: Settings) -> CheckResult:
@@ -622,6 +803,135 @@ async def _check_woocommerce(
     return [ok(read_what, how), written]
 
 
+YM_SAMPLE = 20  # SKUs of the latest prices looked up at Yandex Market
+
+
+def price_skus(settings: Settings, limit: int = YM_SAMPLE) -> list[str]:
+    """The SKUs of the latest price messages the service holds (a sample for a marketplace's
+    check), newest first; none when the database cannot be read (its own check says why)."""
+    import json
+
+    from sqlalchemy import select
+
+    from exchange.db.schema import messages
+
+    engine = engine_for(settings.database_url)
+    try:
+        with transaction(engine, read_only=True) as connection:
+            rows = connection.execute(
+                select(messages.c.payload)
+                .where(messages.c.kind == "price")
+                .order_by(messages.c.id.desc())
+                .limit(limit * 10)
+            ).all()
+    except (SQLAlchemyError, ExchangeError, OSError):
+        return []
+    finally:
+        engine.dispose()
+    skus: list[str] = []
+    for (payload,) in rows:
+        try:
+            sku = str(json.loads(payload)["sku"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if sku not in skus:
+            skus.append(sku)
+    return skus[:limit]
+
+
+async def _check_yandex_market(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None
+) -> list[CheckResult]:
+    """Contract 14: the key accepted (a read of one offer's price, no effect), a sample of the
+    latest SKUs found among the cabinet's offers, and the limits in words. Write rights are
+    confirmed by the first delivery: Yandex has no read-only way to ask for them."""
+    from exchange.db.articles import DbArticles
+    from exchange.targets.marketplace.articles import NO_ARTICLES
+    from exchange.targets.yandex_market.target import YandexMarketTarget
+
+    url = settings.ym_api_url
+    key_what = f"Yandex Market key accepted (business {settings.ym_business_id} at {url})"
+    sample_what = "Yandex Market: a sample of SKUs resolves to offers"
+    limits_what = "Yandex Market: the limits"
+    try:
+        key = settings.secret("ym_api_key")
+        verify = settings.site_tls()
+    except ExchangeError as exc:  # an unreadable key file or CA bundle
+        return [fail(key_what, str(exc)), skip(sample_what, "no key")]
+    if settings.ym_business_id is None or not key:
+        reason = "EXCHANGE_YM_BUSINESS_ID and EXCHANGE_YM_API_KEY_FILE are required"
+        return [fail(key_what, reason), skip(sample_what, "not configured")]
+    articles_engine = (
+        engine_for(settings.database_url) if settings.sku_source == "article" else None
+    )
+    target = YandexMarketTarget(
+        url,
+        settings.ym_business_id,
+        lambda: key,
+        price_types=dict(settings.ym_price_types),
+        sku_source=settings.sku_source,
+        articles=DbArticles(articles_engine) if articles_engine is not None else NO_ARTICLES,
+        offers_per_minute=settings.ym_offers_per_minute,
+        parallel=settings.ym_parallel,
+        apply_timeout=settings.ym_apply_timeout,
+        timeout=settings.http_timeout,
+        transport=transport,
+        verify=verify,
+    )
+    sample = await asyncio.to_thread(price_skus, settings)
+    try:
+        health = await target.health()
+        if health.verdict is not Verdict.DELIVERED:
+            return [fail(key_what, health.detail), skip(sample_what, "the key is not accepted")]
+        found = await target.offers_found(sample) if sample else None
+    finally:
+        await target.aclose()
+        if articles_engine is not None:
+            articles_engine.dispose()
+    results = [
+        ok(
+            key_what,
+            "a read of prices answered; the right to change prices is confirmed by the first "
+            "delivery (Yandex Market has no way to ask without changing one)",
+        )
+    ]
+    if found is None:
+        results.append(skip(sample_what, "no price has been taken in yet"))
+    elif isinstance(found, Classification):
+        results.append(fail(sample_what, found.detail))
+    else:
+        missing = [sku for sku in sample if sku not in found]
+        listed = ", ".join(repr(sku) for sku in missing[:5]) + (" …" if len(missing) > 5 else "")
+        if not missing:
+            results.append(ok(sample_what, f"{len(sample)} of {len(sample)} SKUs are offers"))
+        elif len(missing) < len(sample):
+            results.append(
+                ok(
+                    sample_what,
+                    f"{len(sample) - len(missing)} of {len(sample)} SKUs are offers; not in the "
+                    f"cabinet: {listed} (their prices end unknown-sku)",
+                )
+            )
+        else:
+            results.append(
+                fail(
+                    sample_what,
+                    f"none of {len(sample)} SKUs is an offer of the cabinet ({listed}): is the "
+                    "offerId there 1C's SKU, or its article (sku_source)?",
+                )
+            )
+    results.append(
+        ok(
+            limits_what,
+            f"at most {settings.ym_offers_per_minute} offers a minute "
+            f"(ym_offers_per_minute) and {settings.ym_parallel} requests at once "
+            f"(ym_parallel), 500 offers a request; an accepted price is read back and must "
+            f"show within {settings.ym_apply_timeout:g} s (ym_apply_timeout)",
+        )
+    )
+    return results
+
+
 def _why_not_written(write: Classification) -> str:
     """The empty write's failure as the shop owner must act on it: only the shop's judgement
     of the key (WC_REST_Authentication::check_permissions, a 401 after the key was found) is a
@@ -669,6 +979,145 @@ async def _check_bitrix(
     if verdict.verdict is Verdict.DELIVERED:
         return ok(what, init)
     return fail(what, verdict.detail)
+
+
+# -- Ozon (contract 14) -----------------------------------------------------------------------
+
+OZON_SAMPLE = 20  # SKUs looked up in the seller's account
+OZON_LIMITS = (
+    "at most 1000 items a request and 50 requests a second per Client-Id; 10 price updates of "
+    "one product an hour: the 11th waits until the oldest of the ten is an hour old, a product "
+    "Ozon refused for it goes again an hour later"
+)
+
+
+def sample_skus(settings: Settings, most: int = OZON_SAMPLE) -> list[str] | None:
+    """The latest SKUs of prices the service took (None: the database cannot say)."""
+    from sqlalchemy import select
+
+    from exchange.db.schema import aggregates
+
+    try:
+        engine = engine_for(settings.database_url)
+    except ExchangeError:
+        return None
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                select(aggregates.c.sku)
+                .where(aggregates.c.kind == "price", aggregates.c.sku.is_not(None))
+                .order_by(aggregates.c.id.desc())
+                .limit(most * 4)
+            ).scalars()
+            return list(dict.fromkeys(str(sku) for sku in rows))[:most]
+    except Exception:
+        return None
+    finally:
+        engine.dispose()
+
+
+def ozon_articles(settings: Settings, skus: list[str]) -> dict[str, str]:
+    from exchange.db.articles import DbArticles
+
+    engine = engine_for(settings.database_url)
+    try:
+        return DbArticles(engine).of(skus)
+    finally:
+        engine.dispose()
+
+
+async def _check_ozon(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None
+) -> list[CheckResult]:
+    accepted = f"Ozon key accepted ({safe_http_url(settings.ozon_api_url)})"
+    writes = "Ozon key may set prices (/v1/product/import/prices)"
+    resolves = "Ozon: a sample of SKUs resolves to offer_ids"
+    limits = "Ozon limits"
+    try:
+        key = settings.secret("ozon_api_key")
+        verify = settings.site_tls()
+    except ExchangeError as exc:  # an unreadable key file or CA bundle
+        return [fail(accepted, str(exc)), skip(writes, "no key"), skip(resolves, "no key")]
+    if not settings.ozon_client_id or not key:
+        reason = "ozon_client_id and ozon_api_key_file are required"
+        return [fail(accepted, reason), skip(writes, "no key"), skip(resolves, "no key")]
+    target = OzonTarget(
+        settings.ozon_api_url,
+        settings.ozon_client_id,
+        lambda: key,
+        price_types=dict(settings.ozon_price_types),
+        currency=settings.currency,
+        sku_source=settings.sku_source,
+        timeout=settings.http_timeout,
+        transport=transport,
+        verify=verify,
+    )
+    try:
+        roles = await target.roles()
+        if not isinstance(roles, Roles):
+            return [
+                fail(accepted, roles.detail),
+                skip(writes, "the key is refused"),
+                skip(resolves, "the key is refused"),
+                ok(limits, OZON_LIMITS),
+            ]
+        expires = f"; it expires {roles.expires_at}" if roles.expires_at else ""
+        results = [
+            ok(
+                accepted,
+                f"Client-Id {settings.ozon_client_id}, roles {', '.join(roles.names)}{expires}",
+            )
+        ]
+        results.append(
+            ok(writes)
+            if roles.may_write
+            else fail(
+                writes,
+                "the key's roles lack /v1/product/import/prices: give the key a role that may "
+                "set prices (Seller account: Settings → Seller API)",
+            )
+        )
+        results.append(await _ozon_sample(settings, target, resolves, roles.may_read))
+        results.append(ok(limits, OZON_LIMITS))
+        return results
+    finally:
+        await target.aclose()
+
+
+async def _ozon_sample(
+    settings: Settings, target: OzonTarget, what: str, may_read: bool
+) -> CheckResult:
+    if not may_read:
+        return skip(what, "the key's roles lack /v5/product/info/prices")
+    skus = await asyncio.to_thread(sample_skus, settings)
+    if skus is None:
+        return skip(what, "the database cannot say which SKUs the service took")
+    if not skus:
+        return skip(what, "no price taken yet")
+    offers = {sku: sku for sku in skus}
+    without: list[str] = []
+    if settings.sku_source == "article":
+        found = await asyncio.to_thread(ozon_articles, settings, skus)
+        without = [sku for sku in skus if sku not in found]
+        offers = {sku: found[sku] for sku in skus if sku in found}
+    held = await target.offers(list(offers.values()))
+    if isinstance(held, Classification):
+        return fail(what, held.detail)
+    missing = [
+        f"{sku} ({offer})" if sku != offer else sku
+        for sku, offer in offers.items()
+        if offer not in held
+    ]
+    if not missing and not without:
+        return ok(what, f"{len(skus)} of {len(skus)} found")
+    parts = []
+    if missing:
+        parts.append(
+            f"{len(missing)} of {len(skus)} not in the seller's account: {', '.join(missing[:5])}"
+        )
+    if without:
+        parts.append(f"{len(without)} of {len(skus)} without an article: {', '.join(without[:5])}")
+    return fail(what, "; ".join(parts))
 
 
 # -- the report directory -----------------------------------------------------------------------

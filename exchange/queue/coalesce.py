@@ -14,6 +14,10 @@ strict kinds:
   - stale: a pending version at or below ``done_version`` (every version there is delivered
     or cancelled by a person) can only be a row written again after its message was pruned;
     it is cancelled ``stale`` like a price, never sent twice and never left waiting.
+  - below the start: on a channel registered later, strict order starts at the first
+    version the channel received (contract 13); a lower version that reaches it afterwards
+    (1C sent it late) is not that channel's to deliver: cancelled ``stale`` there, never sent
+    and never a gap, while the channels that were there from version 1 deliver it in order.
   - a gap: when the lowest pending version is above ``done_version + 1`` and has waited
     ``gap_timeout`` since it was taken (or retried), it is quarantined, ``sequence-gap``.
 
@@ -41,11 +45,13 @@ from sqlalchemy import (
     Select,
     String,
     and_,
+    case,
     cast,
     exists,
     func,
     literal,
     not_,
+    or_,
     select,
     true,
 )
@@ -144,11 +150,15 @@ def _cancel(
     done = channel_aggregates.c.done_version
     # Stale applies to every kind: a strict cursor covers only versions delivered or cancelled
     # by a person, so a pending version below it (a row 1C wrote again after its message was
-    # pruned) is already done and must not wait forever.
+    # pruned) is already done and must not wait forever. So is a strict version below where
+    # its channel's strict order starts (``order.below_start``: it reached a channel
+    # registered later after a higher one): the claim never comes back to it.
+    first = channel_aggregates.c.first_version
+    below_start = and_(order.is_strict(d, kinds), order.below_start(d))
     stale = (
-        select(*_DELIVERY, d.version, done.label("done"))
+        select(*_DELIVERY, d.version, done.label("done"), first.label("first"))
         .join(channel_aggregates, order.on_cursor(d))
-        .where(pending, not_(order.beyond_cursor(d)))
+        .where(pending, or_(not_(order.beyond_cursor(d)), below_start))
     )
     moved = apply_selected(
         connection,
@@ -159,9 +169,17 @@ def _cancel(
         detail=lambda c: (
             literal("version ")
             + cast(c.c.version, String)
-            + literal(" is at or below version ")
-            + cast(c.c.done, String)
-            + literal(", already delivered: never sent")
+            + case(
+                (
+                    c.c.version <= c.c.done,
+                    literal(" is at or below version ")
+                    + cast(c.c.done, String)
+                    + literal(", already delivered: never sent"),
+                ),
+                else_=literal(" is below version ")
+                + cast(c.c.first, String)
+                + literal(", where strict order on this channel starts: never sent"),
+            )
         ),
     )
     # The highest live version of each aggregate on each channel, found once for all (a hash
@@ -267,17 +285,19 @@ def quarantine_gaps(
             order.claimable("m"),
             order.is_strict(m, kinds),
             m.state.in_(sorted(sources(Event.SEQUENCE_GAP))),
-            order.beyond_cursor(m),
-            not_(order.next_in_order(m)),
+            # Above the version next in order: one below it is below where the channel's
+            # strict order starts (``order.below_start``), cancelled, never a gap.
+            m.version > order.next_version(),
             m.waiting_since <= now - timedelta(seconds=gap_timeout),
         )
         .where(
             # Only the lowest version still waiting (or held, quarantined) waits for the gap:
-            # a lower one an operator cancelled no longer stands in front of it.
+            # a lower one an operator cancelled no longer stands in front of it, nor one
+            # below where the channel's strict order starts.
             ~exists().where(
                 order.same_aggregate(lower, m),
                 lower.state != State.CANCELLED.value,
-                order.beyond_cursor(lower),
+                lower.version >= order.next_version(),
                 lower.version < m.version,
             )
         )

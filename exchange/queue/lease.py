@@ -8,6 +8,14 @@ channels hold. Each claim has a fresh lease token, written on the cursors and on
 deliveries it leased; renewing, recording and releasing all match on that token, so a worker
 that lost its lease records nothing over the new owner's. A claim and the recording of a
 batch are each a constant number of statements.
+
+On a marketplace channel (contract 14, "at most one item per SKU in flight per channel") a claim
+also passes over the aggregates whose SKU has another aggregate leased on the channel (a retail
+price and an old price of one SKU are one item there, carrying the other's latest known price:
+two in flight at once could each carry the other's older one). On PostgreSQL the claims of such
+a channel take turns (a transaction-scoped advisory lock on the channel), so that two workers
+never each pick one aggregate of a SKU before either sees the other's lease; SQLite's claim is
+one ``BEGIN IMMEDIATE`` already.
 """
 
 from __future__ import annotations
@@ -31,7 +39,9 @@ from sqlalchemy import (
     and_,
     any_,
     bindparam,
+    cast,
     func,
+    literal,
     not_,
     or_,
     select,
@@ -46,6 +56,7 @@ from exchange.db.engine import PLANNED_FOR_VALUES, is_postgres
 from exchange.db.schema import (
     Delivery,
     UTCDateTime,
+    aggregates,
     channel_aggregates,
     deliveries,
     messages,
@@ -156,8 +167,40 @@ class _ClaimSQL:
     candidates: Any  # a Select of 13 columns (its generic form differs in SQLAlchemy 2.0/2.1)
 
 
+# The advisory lock's first key (its second is the channel's id): the claims of one marketplace
+# channel take turns on PostgreSQL. "MKTP".
+ONE_PER_SKU_LOCK = 0x4D4B5450
+
+
+def _one_per_sku(
+    w: Any, channel: ColumnElement[Any], now: ColumnElement[Any]
+) -> ColumnElement[bool]:
+    """The delivery ``w``'s aggregate has no sibling of its SKU leased on the channel now: the
+    SKUs of the channel's live leases (the leased cursors, a partial index of their own), and
+    the aggregates of those SKUs (``ix_aggregates_sku_key``; case-folded, so two SKUs that
+    differ only by case wait for each other too, harmlessly)."""
+    busy_cursor = channel_aggregates.alias("busy_cursor")
+    busy = aggregates.alias("busy_aggregate")
+    same = aggregates.alias("same_sku")
+    busy_skus = (
+        select(busy.c.sku_key)
+        .select_from(busy_cursor.join(busy, busy.c.id == busy_cursor.c.aggregate_id))
+        .where(
+            busy_cursor.c.lease_token.is_not(None),
+            busy_cursor.c.channel_id == channel,
+            busy_cursor.c.lease_until >= now,
+            busy.c.sku_key.is_not(None),
+        )
+    )
+    siblings = select(same.c.id).where(same.c.sku_key.in_(busy_skus))
+    aggregate_id: ColumnElement[int] = w.aggregate_id
+    return aggregate_id.not_in(siblings)
+
+
 @functools.lru_cache(maxsize=32)
-def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQL:
+def _claim_sql(
+    postgres: bool, kinds: KindPolicies, excluding: bool, one_per_sku: bool = False
+) -> _ClaimSQL:
     now = bindparam("now", type_=UTCDateTime())
     max_attempts = bindparam("max_attempts", type_=Integer())
     channel = bindparam("channel", type_=channel_aggregates.c.channel_id.type)
@@ -184,6 +227,8 @@ def _claim_sql(postgres: bool, kinds: KindPolicies, excluding: bool) -> _ClaimSQ
     )
     if excluding:
         pick = pick.where(not_(one_of(cursor.c.aggregate_id, "exclude", postgres)))
+    if one_per_sku:
+        pick = pick.where(_one_per_sku(w, channel, now))
     if postgres:
         pick = pick.with_for_update(skip_locked=True, of=cursor)
     leased = and_(cursor.c.channel_id == channel, one_of(cursor.c.aggregate_id, "ids", postgres))
@@ -238,16 +283,29 @@ def claim(
     exclude: Sequence[int] = (),
     clock: Callable[[], datetime] | None = None,
     channel_id: int | None = None,
+    one_per_sku: bool = False,
 ) -> Batch:
     """Lease, on the channel ``channel_id`` (None: the one channel, ``deliveries.one_channel``,
     read here), up to ``limit`` aggregates with a delivery due, and one delivery of each, in
     claim order (``order.claim_order``; the rule: domain/urgency.py). One statement picks.
     ``clock``, when given, is read for the lease's start once the aggregates are taken.
+    ``one_per_sku``: a marketplace channel's claim (contract 14): no aggregate whose SKU has
+    another aggregate leased on the channel.
     """
     channel = one_channel(connection) if channel_id is None else channel_id
     token = new_token()
     until = now + timedelta(seconds=lease_seconds)
-    sql = _claim_sql(is_postgres(connection), kinds, bool(exclude))
+    postgres = is_postgres(connection)
+    sql = _claim_sql(postgres, kinds, bool(exclude), one_per_sku)
+    if one_per_sku and postgres:
+        # The channel's claims take turns until this one commits its leases.
+        connection.execute(
+            select(
+                func.pg_advisory_xact_lock(
+                    cast(literal(ONE_PER_SKU_LOCK), Integer), cast(literal(channel), Integer)
+                )
+            )
+        )
     params: dict[str, Any] = {"now": now, "max_attempts": max_attempts, "channel": channel}
     if exclude:
         params["exclude"] = list(exclude)

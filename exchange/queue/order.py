@@ -7,6 +7,8 @@ check, the idle check and ``status`` compose them. Each holds per (aggregate, ch
     strict order       a strict kind sends only the next version on the channel
                        (``next_version``: ``done_version + 1``, or the first version the
                        channel received when it has done none)
+    below the start    a strict version below the first the channel received (it came
+                       after a higher one to a channel registered later): never sent there
     latest wins        any other kind sends only a version above ``done_version`` with no
                        newer live version of its aggregate (new, delayed, in flight,
                        quarantined), at the moment of the claim
@@ -92,6 +94,16 @@ def next_in_order(m: Any) -> ColumnElement[bool]:
     """The version next in order on its channel (the only one strict order sends)."""
     following: ColumnElement[bool] = m.version == next_version()
     return following
+
+
+def below_start(m: Any) -> ColumnElement[bool]:
+    """Below the first version its channel received (``first_version``): a version that
+    reached a channel after a higher one, where strict order started (contract 13). Not the
+    channel's to deliver: strict order there never comes back to it (``next_version``), so
+    coalescing cancels it ``stale`` and the gap check never waits on it. The delivery ``m``
+    with its cursor joined (``on_cursor``)."""
+    below: ColumnElement[bool] = m.version < channel_aggregates.c.first_version
+    return below
 
 
 def beyond_cursor(m: Any) -> ColumnElement[bool]:

@@ -214,6 +214,16 @@ _NEXT_CHECK: dict[str, str] = {
         "The shop's exchange answered failure for good: check the last error with the site team, "
         "then {retry} or {cancel}."
     ),
+    "invalid-for-channel": N_(
+        "The marketplace cannot take this price as it is (the last error says why: its "
+        "currency, kopecks, a price rule, no article): correct the price in 1C and post it "
+        "again, or change the channel's setting the error names, then {retry}; otherwise "
+        "{cancel}."
+    ),
+    "channel-rule": N_(
+        "The marketplace refused the price by one of its rules (its code and meaning are in the "
+        "last error): correct the price in 1C and post it again, then {cancel} this one."
+    ),
 }
 _REJECTED_BY_SITE = N_(
     "The site rejected the message ({reason}): check the payload with the site team, correct it "

@@ -29,6 +29,7 @@ from exchange.settings.channels import Channel, channel_words, only_channel
 from exchange.settings.load import (
     describe_settings_error,
     describe_validation_error,
+    given_settings,
     load_settings,
     onec_folder,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "clean_token",
     "describe_settings_error",
     "describe_validation_error",
+    "given_settings",
     "host_zone",
     "is_loopback",
     "load_settings",

@@ -25,6 +25,9 @@ from exchange.settings.targets import TargetSettings, kinds_taken
 if TYPE_CHECKING:
     from exchange.settings.model import Settings
 
+# What every marketplace channel may set (contract 14).
+MARKETPLACE_KEYS = ("currency", "sku_source", "rounding")
+
 NAME = re.compile(r"[a-z0-9-]{1,32}")
 TARGETS: tuple[str, ...] = get_args(TargetSettings.model_fields["target"].annotation)
 
@@ -41,12 +44,41 @@ TARGET_KEYS: dict[str, tuple[str, ...]] = {
         "bitrix_max_import_steps",
     ),
     "rabbitmq": ("rabbitmq_exchange",),
+    # Contract 14: each marketplace's own address and mapping, and what the three share; each
+    # target's credentials and limits beside them.
+    "ozon": (
+        "ozon_api_url",
+        "ozon_client_id",
+        "ozon_api_key_file",
+        "ozon_price_types",
+        *MARKETPLACE_KEYS,
+    ),
+    "wildberries": (
+        "wb_token_file",
+        "wb_catalogue_refresh",
+        "wb_api_url",
+        "wb_price_types",
+        *MARKETPLACE_KEYS,
+    ),
+    "yandex-market": (
+        "ym_api_url",
+        "ym_price_types",
+        *MARKETPLACE_KEYS,
+        "ym_business_id",
+        "ym_api_key_file",
+        "ym_offers_per_minute",
+        "ym_parallel",
+        "ym_apply_timeout",
+    ),
 }
 REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "api": ("site_url",),
     "woocommerce": ("woo_url", "woo_key_file", "woo_secret_file"),
     "bitrix": ("bitrix_url", "bitrix_user", "bitrix_password_file", "bitrix_catalog_id"),
     "rabbitmq": ("rabbitmq_exchange",),
+    "ozon": ("ozon_client_id", "ozon_api_key_file"),
+    "wildberries": ("wb_token_file",),
+    "yandex-market": ("ym_business_id", "ym_api_key_file"),
 }
 # A channel's own delivery settings, over the global ones (EXCHANGE_BATCH_SIZE, …).
 DELIVERY_KEYS = (
@@ -62,15 +94,24 @@ DELIVERY_KEYS = (
     "breaker_threshold",
 )
 # Secrets are written in a channel only as files: EXCHANGE_CHANNELS is shown and copied whole.
-SECRET_KEYS = ("site_token", "woo_key", "woo_secret", "bitrix_password")
+SECRET_KEYS = (
+    "site_token",
+    "woo_key",
+    "woo_secret",
+    "bitrix_password",
+    "ozon_api_key",
+    "ym_api_key",
+    "wb_token",
+)
 
 
 def one_target_setting(name: str) -> bool:
     """A setting of the one target, refused beside EXCHANGE_CHANNELS (it belongs in a channel).
     The delivery settings a channel may override (site_batch_size, site_max_rate,
     site_ca_bundle) stay global defaults."""
-    return name in ("target", "rabbitmq_exchange", *SECRET_KEYS) or (
-        name.startswith(("site_", "woo_", "bitrix_")) and name not in DELIVERY_KEYS
+    return name in ("target", "rabbitmq_exchange", *MARKETPLACE_KEYS, *SECRET_KEYS) or (
+        name.startswith(("site_", "woo_", "bitrix_", "ozon_", "wb_", "ym_"))
+        and name not in DELIVERY_KEYS
     )
 
 

@@ -100,8 +100,8 @@ class DeliverySettings(BaseModel):
         5,
         ge=1,
         le=MAX_ATTEMPTS,
-        description="Consecutive temporary failures on distinct aggregates that open the "
-        "circuit breaker.",
+        description="Consecutive temporary failures on distinct aggregates, or on any while "
+        "the site's health check fails too, that open the circuit breaker.",
     )
 
     @field_validator(

@@ -16,7 +16,7 @@ from pydantic_settings import SettingsConfigDict, SettingsError
 from sqlalchemy.engine import make_url
 
 from exchange.errors import ConfigurationError
-from exchange.settings.model import Settings
+from exchange.settings.model import Settings, _validated
 from exchange.settings.rules import _variable
 
 
@@ -42,6 +42,17 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         raise ConfigurationError(describe_settings_error(exc)) from None
     except ValueError as exc:  # a TOML file that does not parse
         raise ConfigurationError(f"configuration file {path}: {exc}") from None
+
+
+def given_settings(**values: Any) -> Settings:
+    """The settings of these values alone (field names), reading neither the environment nor
+    a file: a demo's own channels, whatever the shell's EXCHANGE_* say (beside its own
+    EXCHANGE_CHANNELS, the shell's EXCHANGE_SITE_TOKEN would be refused as a one-target
+    setting). ConfigurationError with one line, as ``load_settings``."""
+    try:
+        return _validated(values)
+    except ValidationError as exc:
+        raise ConfigurationError(describe_validation_error(exc)) from None
 
 
 def describe_settings_error(exc: Exception) -> str:

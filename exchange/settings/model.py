@@ -39,6 +39,7 @@ from exchange.settings.channels import (
 )
 from exchange.settings.database import DatabaseSettings
 from exchange.settings.delivery import DeliverySettings
+from exchange.settings.marketplaces import MarketplaceSettings
 from exchange.settings.notify import NotifySettings
 from exchange.settings.operations import OperationsSettings
 from exchange.settings.report import ReportSettings
@@ -57,7 +58,7 @@ from exchange.settings.targets import PRICE_ONLY_TARGETS, TargetSettings, kinds_
 # issues its own credentials and the site its token: those are only warned about.
 MIN_SECRET_LENGTH = 8
 _REFUSED_SHORT = ("onec_password", "intake_token", "http_secret_key")
-_WARNED_SHORT = ("woo_key", "woo_secret", "bitrix_password")
+_WARNED_SHORT = ("woo_key", "woo_secret", "bitrix_password", "ym_api_key")
 
 
 class Settings(
@@ -68,6 +69,7 @@ class Settings(
     ServeSettings,
     OperationsSettings,
     ReportSettings,
+    MarketplaceSettings,
     TargetSettings,
     DeliverySettings,
     SiteSettings,
@@ -331,6 +333,9 @@ class Settings(
             "woo_key",  # the targets'
             "woo_secret",
             "bitrix_password",
+            "wb_token",
+            "ozon_api_key",
+            "ym_api_key",
             "notify_smtp_password",  # the operators' notifications'
             "notify_telegram_token",
         ):

@@ -11,11 +11,12 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator
 
-from exchange.settings.rules import is_loopback
+from exchange.settings.marketplaces import MARKETPLACE_TARGETS
+from exchange.settings.rules import MAX_SECONDS, _finite_seconds, is_loopback
 
-# Contract 10: these targets take price messages only; the others (api; rabbitmq, contract 12)
-# take every kind.
-PRICE_ONLY_TARGETS = ("bitrix", "woocommerce")
+# Contract 10: these targets take price messages only (and the marketplaces, contract 14); the
+# others (api; rabbitmq, contract 12) take every kind.
+PRICE_ONLY_TARGETS = ("bitrix", "woocommerce", *MARKETPLACE_TARGETS)
 
 
 def kinds_taken(target: str, kinds: Iterable[str]) -> list[str]:
@@ -37,12 +38,15 @@ def _same_field(name: str) -> str:
 class TargetSettings(BaseModel):
     """The target chosen and each target's own settings."""
 
-    target: Literal["api", "bitrix", "woocommerce", "rabbitmq"] = Field(
+    target: Literal[
+        "api", "bitrix", "woocommerce", "rabbitmq", "ozon", "wildberries", "yandex-market"
+    ] = Field(
         "api",
         description="The shop's side (contract 10): api (the shop API of section 5), bitrix "
-        "(1C-Bitrix's own exchange, the service acting as 1C), woocommerce (REST API v3) or "
-        "rabbitmq (an exchange the shop's back end reads, contract 12). bitrix and "
-        "woocommerce take price messages only.",
+        "(1C-Bitrix's own exchange, the service acting as 1C), woocommerce (REST API v3), "
+        "rabbitmq (an exchange the shop's back end reads, contract 12), or a marketplace "
+        "(contract 14): ozon, wildberries, yandex-market. All but api and rabbitmq take price "
+        "messages only.",
     )
     woo_url: str | None = Field(
         None,
@@ -113,6 +117,57 @@ class TargetSettings(BaseModel):
         description="1C-Bitrix: most import requests answered progress before the package "
         "counts as a temporary failure (an import that never ends).",
     )
+    ym_business_id: int | None = Field(
+        None,
+        ge=1,
+        description="Yandex Market: the cabinet's (business's) id, as the cabinet's address "
+        "shows it (…/business/<id>/…); prices are set for all its stores.",
+    )
+    ym_api_key: SecretStr | None = Field(
+        None,
+        description="Yandex Market: the cabinet's Api-Key token with the «Pricing» or «All "
+        "methods» access (never logged).",
+    )
+    ym_api_key_file: Path | None = Field(
+        None, description="Yandex Market: a file holding the Api-Key; wins over ym_api_key."
+    )
+    ym_offers_per_minute: int = Field(
+        10_000,
+        ge=1,
+        le=1_000_000,
+        description="Yandex Market: the offers a minute the price methods take (Yandex counts "
+        "offers, not requests: 10 000); the target's pace keeps under it, its read-backs too.",
+    )
+    ym_parallel: int = Field(
+        4,
+        ge=1,
+        le=64,
+        description="Yandex Market: the most requests at once to the cabinet (Yandex allows 4); "
+        "a refusal for parallel requests lowers it while the service runs.",
+    )
+    ym_apply_timeout: float = Field(
+        600.0,
+        gt=0,
+        description="Yandex Market: seconds after Yandex accepted a price within which its "
+        "read-back must show it; later, a price in Yandex's price quarantine is withheld, "
+        "any other is sent again (a temporary failure).",
+    )
+    wb_token: SecretStr | None = Field(
+        None,
+        description="Wildberries: the seller's API token (a Personal or Service token with the "
+        "«Цены и скидки» category, not read-only); never logged.",
+    )
+    wb_token_file: Path | None = Field(
+        None, description="Wildberries: a file holding the API token; wins over wb_token."
+    )
+    wb_catalogue_refresh: float = Field(
+        900.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Wildberries: seconds between rebuilds of the vendor code -> nmID map from "
+        "WB's catalogue when a vendor code is missing from it (WB refusing an nmID rebuilds it "
+        "at once).",
+    )
     site_batch_size: int = Field(
         1,
         ge=1,
@@ -121,6 +176,11 @@ class TargetSettings(BaseModel):
         "contract 5b); 1 sends one request per message. A site that answers 404 there gets "
         "single requests.",
     )
+
+    @field_validator("wb_catalogue_refresh", mode="before")
+    @classmethod
+    def _wb_seconds(cls, value: Any) -> Any:
+        return _finite_seconds(value)
 
     @field_validator("woo_price_fields", "bitrix_price_types", mode="before")
     @classmethod
@@ -155,6 +215,11 @@ class TargetSettings(BaseModel):
                     "price type (null leaves a price type out of this shop)"
                 )
         return value
+
+    @field_validator("ym_apply_timeout", mode="before")
+    @classmethod
+    def _ym_seconds(cls, value: Any) -> Any:
+        return _finite_seconds(value)
 
     @field_validator("woo_url", "bitrix_url")
     @classmethod

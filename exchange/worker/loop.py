@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
 import math
@@ -44,7 +43,6 @@ from typing import Any, Protocol
 
 from sqlalchemy import Engine
 
-from exchange.db.channels import in_use
 from exchange.db.engine import transaction
 from exchange.db.target_lock import DbLock
 from exchange.delivery import withheld
@@ -67,8 +65,9 @@ from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ConfigurationError, DatabaseUnavailable
 from exchange.failpoints import failpoint
 from exchange.logs import log_event
-from exchange.queue import deliveries, lease, record
+from exchange.queue import lease, record
 from exchange.settings import Settings
+from exchange.settings.marketplaces import MARKETPLACE_TARGETS
 from exchange.targets.base import OutgoingMessage, PacedTarget, Target
 from exchange.targets.wire import STATUSES
 from exchange.worker.common import CycleReport, Metrics, recent_seconds
@@ -128,12 +127,15 @@ class DeliveryLoop:
         metrics: Metrics,
         rng: random.Random | None = None,
         channel: str | None = None,
+        channel_id: int,
         probe_turn: str = PROBE_TURN,
         holder: str | None = None,
     ) -> None:
         # The channel's name (None: the one channel of a configuration without
-        # EXCHANGE_CHANNELS, whichever is registered); its id is read from the registry.
+        # EXCHANGE_CHANNELS, whichever is registered) and its id in the registry, which the
+        # composition root read (``app.registered_ids``).
         self.channel = channel
+        self.channel_id = channel_id
         # The loop's channel's settings: the global ones with the channel's over them
         # (exchange/settings/channels.py), so its retry policy, breaker and pace are its own.
         self.settings = settings
@@ -195,20 +197,6 @@ class DeliveryLoop:
             target.pace_with(_SitePacer(self))
         self._rechecked_at = -math.inf  # when the channel was last asked about withheld prices
 
-    @functools.cached_property
-    def channel_id(self) -> int:
-        """The channel this loop delivers to, read once: its name's registered channel not
-        dropped (``run`` registers the configured ones first), or the one channel."""
-        with transaction(self.engine, read_only=True) as connection:
-            if self.channel is None:
-                return deliveries.one_channel(connection)
-            found = in_use(connection, self.channel)
-        if found is None:
-            raise ConfigurationError(
-                f"channel {self.channel} is not registered (exchange migrate registers it)"
-            )
-        return found.id
-
     @property
     def name(self) -> str:
         """The channel's name, as the logs say it."""
@@ -269,6 +257,9 @@ class DeliveryLoop:
                 self.breaker.start_probing_again()
                 continue
             if not batch.messages:
+                # A write turn that found nothing to send is over: left set, no later turn
+                # would come (``_write_turn``) and a paused channel would stay paused.
+                self._trying_write = False
                 break
             report.batches += 1
             batch_started = time.perf_counter()
@@ -305,6 +296,7 @@ class DeliveryLoop:
                 exclude=exclude,
                 clock=self.clock.now,
                 channel_id=self.channel_id,
+                one_per_sku=self.settings.target in MARKETPLACE_TARGETS,
             )
 
     def _record(
@@ -459,6 +451,9 @@ class DeliveryLoop:
         another request was refused too, or when the site's health check fails: a whole batch
         refused is one request."""
         status = classification.http_status
+        if classification.about_item:  # the site answered: about that item alone
+            self._learn_answer(classification, sent_at, answered_at)
+            return None
         cause: Cause | None = None
         if self.pace.speaks_about_site(answered_at, message.aggregate, status):
             cause = Cause.RATE_LIMITED if status == 429 else Cause.UNAVAILABLE
@@ -626,16 +621,31 @@ class DeliveryLoop:
             return delivered(classification)
         now = self.clock.now()
         self._heard(classification, now)
+        if verdict is Verdict.ACCEPTED and self._trying_write and self.paused_reason is not None:
+            # The channel took the write (it shows it later, contract 14): the key may write.
+            log.warning("delivery resumed: the site accepts a write again")
+            self._end_pause()
         match verdict:
             case Verdict.TEMPORARY if classification.http_status == 429 and not probing:
                 pass  # the site asks to slow down: the pace's business, not an outage
+            case Verdict.TEMPORARY if classification.about_item:
+                self._site_answers()  # the site answered well; this item alone must wait
             case Verdict.TEMPORARY:
-                if self.breaker.record_temporary_failure(message.aggregate_id, now, probe=probing):
+                # A refusal that speaks about the site (``_learn``: its health check fails,
+                # or 502-504 while others are refused) counts whatever its aggregate: a site
+                # down with fewer aggregates waiting than the threshold opens the breaker too.
+                site_wide = site_delay is not None
+                if self.breaker.record_temporary_failure(
+                    message.aggregate_id, now, probe=probing, site_wide=site_wide
+                ):
+                    threshold = self.settings.breaker_threshold
+                    spread = probing or len(self.breaker.failing_aggregates) >= threshold
                     log.warning(
-                        "circuit breaker open until %s: temporary failures on %d "
-                        "aggregates in a row (last: %s)",
+                        "circuit breaker open until %s: %s (last: %s)",
                         self.breaker.opened_until,
-                        self.settings.breaker_threshold,
+                        f"temporary failures on {threshold} aggregates in a row"
+                        if spread
+                        else f"{threshold} temporary failures in a row while the site is down",
                         classification.detail,
                     )
             case Verdict.PAUSE:
@@ -648,7 +658,13 @@ class DeliveryLoop:
                     self.paused_reason = classification.detail
                     self.pause_cause = self._pause_cause(classification)
             case (
-                Verdict.DELIVERED | Verdict.STALE_AT_SITE | Verdict.TERMINAL | Verdict.WITHHELD
+                Verdict.DELIVERED
+                | Verdict.STALE_AT_SITE
+                | Verdict.TERMINAL
+                | Verdict.WITHHELD
+                | Verdict.AWAITING
+                | Verdict.HELD
+                | Verdict.ACCEPTED
             ):  # (not DELIVERED): the site answered
                 self._site_answers()
             case Verdict.UNKNOWN | Verdict.NOT_FOR_THIS_SHOP:

@@ -55,12 +55,13 @@ log = logging.getLogger("exchange.worker")  # the name operators filter on (docs
 @dataclass(frozen=True)
 class Channel:
     """One loop's channel as the process builds it: its name (None: the one channel of a
-    configuration without EXCHANGE_CHANNELS, delivered as before channels), its settings and
-    its target."""
+    configuration without EXCHANGE_CHANNELS, delivered as before channels), its settings, its
+    target and its id in the registry."""
 
     name: str | None
     settings: Settings
     target: Target
+    channel_id: int
 
 
 def probe_turn_name(channel: str | None) -> str:
@@ -119,6 +120,7 @@ class Worker:
                 metrics=self._metrics,
                 rng=rng,
                 channel=channel.name,
+                channel_id=channel.channel_id,
                 probe_turn=probe_turn_name(channel.name),
                 holder=row.row_id,
             )

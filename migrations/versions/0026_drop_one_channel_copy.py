@@ -29,7 +29,7 @@ would hold. On SQLite the columns that were NOT NULL come back NOT NULL with a c
 default, and ``state`` stays nullable (SQLite cannot change a column's NOT NULL in place).
 
 Revision ID: 0026
-Revises: 0025
+Revises: 0029 (numbered before it, merged after it)
 Create Date: 2026-12-05
 """
 
@@ -39,7 +39,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0026"
-down_revision: str | None = "0025"
+down_revision: str | None = "0029"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -241,7 +241,7 @@ def test_a_channel_may_allow_plain_http_as_exchange_site_allow_http_does(
             ["woo_price_fields", "both set"],
         ),
         ({"site_url": "https://a.example"}, ["target is required", "api, bitrix"]),
-        ({"target": "ozon"}, ["target is 'ozon'"]),
+        ({"target": "shopify"}, ["target is 'shopify'"]),
         ({"target": "api", "site_url": "https://a.example", "colour": "red"}, ["colour"]),
         (
             {"target": "api", "site_url": "https://a.example", "woo_url": "https://w.example"},

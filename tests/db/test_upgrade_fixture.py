@@ -237,18 +237,29 @@ def test_the_channel_is_named_after_the_target_in_force_at_migrate(
     assert {tuple(d) for d in found["deliveries"].values()} == {("woocommerce",)}
 
 
+def _before_0026(engine: Engine) -> str:
+    """The revision migration 0026 follows."""
+    from alembic.script import ScriptDirectory
+
+    from exchange.db.migrate import alembic_config
+
+    found = ScriptDirectory.from_config(alembic_config(engine)).get_revision("0026")
+    assert found is not None and isinstance(found.down_revision, str)
+    return found.down_revision
+
+
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
 def test_dropping_the_one_channel_copy_loses_no_state_history_lease_or_message_id(
     dialect: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     """Migration 0026 (issue 31, step 4) drops the old delivery columns of ``messages`` and
     ``aggregates``: every delivery, cursor (with its lease), history row and message_id is
-    what it was at 0025, and the one channel's deliveries still say what the old columns
+    what it was just before, and the one channel's deliveries still say what the old columns
     said (each message's state, reason, attempts, lease and rank; a rejected record its own
     state on ``messages``)."""
     engine = loaded(dialect, request, tmp_path)
     try:
-        upgrade(engine, "0025")
+        upgrade(engine, _before_0026(engine))
         before, old_columns = _deliveries(engine), snapshot(engine)
         assert differences(MANIFEST[dialect], old_columns) == []
         upgrade(engine)
@@ -281,8 +292,9 @@ def test_dropping_the_one_channel_copy_loses_no_state_history_lease_or_message_i
 def test_the_downgrade_of_0026_fills_the_old_columns_from_the_default_channel(
     dialect: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    """Downgraded to 0025, the old columns hold again what the one-target service left: the
-    default channel's deliveries and cursors put back on ``messages`` and ``aggregates``."""
+    """Downgraded to the revision before 0026, the old columns hold again what the one-target
+    service left: the default channel's deliveries and cursors put back on ``messages`` and
+    ``aggregates``."""
     from alembic import command
 
     from exchange.db.migrate import alembic_config
@@ -290,8 +302,9 @@ def test_the_downgrade_of_0026_fills_the_old_columns_from_the_default_channel(
     engine = loaded(dialect, request, tmp_path)
     try:
         upgrade(engine)
-        command.downgrade(alembic_config(engine), "0025")
-        assert current_revision(engine) == "0025"
+        before = _before_0026(engine)
+        command.downgrade(alembic_config(engine), before)
+        assert current_revision(engine) == before
         found = snapshot(engine)
         upgrade(engine)  # and up again: the same rows as a straight upgrade
         again = snapshot(engine)

@@ -71,6 +71,7 @@ def _loop(tmp_path: Path, sqlite_template: SqliteTemplate) -> tuple[DeliveryLoop
         FakeMonotonic(clock),
         reports=Reporter(),
         metrics=Metrics(),
+        channel_id=bootstrap.registered_ids(engine, bootstrap.chosen_channels(settings, None))[0],
     )
     return loop, engine, site
 

@@ -130,6 +130,17 @@ def test_receipts_are_numbered_in_the_order_effects_are_applied(
     assert [e.receipt for e in sim.effects()] == receipts
 
 
+def test_the_effects_since_an_index_are_the_ones_applied_after_it_in_order(
+    sim: SiteSimulator, client: httpx.Client
+) -> None:
+    """A watcher that looked before reads only what is new (``exchange demo --channels``)."""
+    for n in range(3):
+        post(client, body(f"SKU-{n}", 1))
+
+    assert [e.aggregate for e in sim.effects(1)] == ["SKU-1", "SKU-2"]
+    assert sim.effects(3) == []
+
+
 def test_replay_of_same_key_and_body_answers_identically_without_a_second_effect(
     sim: SiteSimulator, client: httpx.Client
 ) -> None:

@@ -135,3 +135,25 @@ def test_the_hosts_rate_limiter_answers_429_with_its_html_page_before_wordpress(
     assert refused.headers["content-type"].startswith("text/html")
     with pytest.raises(json.JSONDecodeError):
         refused.json()
+
+
+def test_every_regular_price_write_is_kept_with_its_time_the_same_price_again_included(
+    shop: WooSimulator,
+) -> None:
+    """``writes()``: what a caller sent twice shows there, where ``history`` (the price's
+    changes) cannot show it; ``since`` reads only what is new."""
+    item = shop.add("SKU-W")
+    url = signed(f"{shop.url}{API}/products/batch", "POST")
+    for price in ("10.00", "10.00", "12.00"):
+        update = {"update": [{"id": item.id, "regular_price": price}]}
+        assert httpx.post(url, json=update).status_code == 200
+        url = signed(f"{shop.url}{API}/products/batch", "POST")  # a nonce is used once
+    writes = shop.writes()
+    assert [(sku, price) for _at, sku, price in writes] == [
+        ("SKU-W", "10.00"),
+        ("SKU-W", "10.00"),
+        ("SKU-W", "12.00"),
+    ]
+    assert writes[0][0] <= writes[1][0] <= writes[2][0]
+    assert shop.history("SKU-W") == ["10.00", "12.00"]
+    assert shop.writes(2) == writes[2:]

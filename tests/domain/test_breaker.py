@@ -54,6 +54,40 @@ def test_repeated_failures_of_one_aggregate_never_open_it() -> None:
     assert (BreakerState.CLOSED, BATCH) == (b.state(NOW), b.allowance(NOW, BATCH))
 
 
+def test_failures_that_speak_about_the_site_open_it_whatever_their_aggregates() -> None:
+    """A shop that is down with two products waiting (its health check fails too): the same
+    two aggregates failing again and again open it at the threshold's count."""
+    b = breaker(threshold=5)
+
+    opened = [b.record_temporary_failure(a, NOW, site_wide=True) for a in [1, 2, 1, 2, 1]]
+
+    assert [False, False, False, False, True] == opened
+    assert BreakerState.OPEN == b.state(NOW)
+
+
+def test_a_success_resets_the_count_of_site_wide_failures() -> None:
+    b = breaker(threshold=5)
+
+    for _ in range(4):
+        b.record_temporary_failure(1, NOW, site_wide=True)
+    b.record_success()
+    opened = [b.record_temporary_failure(1, NOW, site_wide=True) for _ in range(4)]
+
+    assert not any(opened)
+    assert BreakerState.CLOSED == b.state(NOW)
+
+
+def test_a_poison_message_the_site_does_not_share_never_opens_it_among_site_wide_ones() -> None:
+    """Failures of one message that are not site-wide do not add to the site-wide count."""
+    b = breaker(threshold=5)
+
+    fail(b, [17] * 10)
+    opened = [b.record_temporary_failure(17, NOW, site_wide=True) for _ in range(4)]
+
+    assert not any(opened)
+    assert BreakerState.CLOSED == b.state(NOW)
+
+
 def test_only_distinct_aggregates_count_towards_the_threshold() -> None:
     b = breaker(threshold=5)
 

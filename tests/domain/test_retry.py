@@ -449,3 +449,35 @@ def test_a_failed_probe_stays_a_probe_when_the_site_refused() -> None:
     )
 
     assert (Event.RELEASED, None) == (decision.event, decision.next_try_at)
+
+
+# -- awaiting the channel's outcome (contract 13, 14: a Wildberries task) ---------------------
+
+
+@pytest.mark.parametrize("attempt", [1, 5])
+def test_awaiting_goes_back_to_delayed_uncharged_due_after_the_wait_with_its_receipt(
+    attempt: int,
+) -> None:
+    """Taken by the channel, its outcome read later: never charged (even on the last attempt
+    allowed), no retry limit, due when the target said, and what it waits for kept."""
+    answer = Classification(
+        Verdict.AWAITING,
+        "Wildberries took it in task 7: its outcome is read later",
+        http_status=200,
+        receipt="wb-task:7",
+        retry_after="3",
+    )
+
+    got = decide(answer, attempt=attempt, now=NOW, policy=POLICY, rng=random.Random(1))
+
+    assert (Event.AWAITING_OUTCOME, State.DELAYED, False) == (
+        got.event,
+        got.to_state,
+        got.charged,
+    )
+    assert (NOW + timedelta(seconds=3), 3.0, "wb-task:7", None) == (
+        got.next_try_at,
+        got.delay_s,
+        got.receipt,
+        got.reason,
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,18 +19,35 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, delete, event, func, insert, select, text, update
 
+from exchange.db.channels import register
 from exchange.db.engine import is_postgres, make_engine, transaction
 from exchange.db.migrate import upgrade
-from exchange.db.schema import aggregates, cml_packages, messages, staging
+from exchange.db.schema import (
+    aggregates,
+    channel_aggregates,
+    channels,
+    cml_packages,
+    messages,
+    staging,
+)
 from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xml
 from exchange.intake.commerceml.publish import _next_version, import_file
 from exchange.intake.stage import stage
 from exchange.intake.staging_table import take
 from exchange.settings import load_settings
-from tests.support.follow import set_cursor, set_delivery
+from tests.support.follow import set_delivery
 
 RETAIL = CmlType("t-retail", "Розничная", "руб")
 KINDS = load_settings(database_url="sqlite://").kinds
+
+
+@dataclass(frozen=True)
+class Configured:
+    """A channel as the registry reads it from the configuration."""
+
+    name: str
+    target: str
+    takes: tuple[str, ...]
 
 
 class World:
@@ -167,7 +185,7 @@ def test_a_package_is_above_every_version_known_for_its_aggregates(world: World)
     # Delivered long ago, then pruned by a release before prune kept a price's latest message
     # (contract 13): the version lives on only in the cursor, in a database pruned back then.
     with transaction(world.main) as connection:
-        set_cursor(connection, aggregates.c.aggregate == "A/retail", done_version=third + 700)
+        done_on_every_channel(connection, "A/retail", third + 700)
         assert connection.execute(delete(messages)).rowcount
     with transaction(world.main, read_only=True) as connection:
         assert _latest_version(connection) < third + 700  # its version lives on in the cursor
@@ -179,6 +197,31 @@ def test_a_package_is_above_every_version_known_for_its_aggregates(world: World)
     world.take()
     world.intent("B/retail", fourth + 60)
     assert world.package("A", "B") > fourth + 90
+
+
+def done_on_every_channel(connection: Any, aggregate: str, version: int, *, on: Any = None) -> None:
+    """The aggregate's cursor at ``version`` on every channel (``on``: that channel's only)."""
+    found = select(aggregates.c.id).where(aggregates.c.aggregate == aggregate).scalar_subquery()
+    chosen = update(channel_aggregates).where(channel_aggregates.c.aggregate_id == found)
+    if on is not None:
+        chosen = chosen.where(channel_aggregates.c.channel_id == on)
+    assert connection.execute(chosen.values(done_version=version)).rowcount
+
+
+def test_a_package_is_above_a_version_delivered_on_the_second_channel_only(
+    world: World,
+) -> None:
+    """Contract 13: each channel has its own cursor; a price delivered and pruned while the
+    second shop was ahead of the first lives on in the second shop's cursor only."""
+    register(world.main, [Configured("shop", "api", ("price",))], datetime.now(UTC))
+    first = world.package("A")
+    world.intent("A/retail", first + 800)
+    world.take()
+    with transaction(world.main) as connection:
+        shop = connection.execute(select(channels.c.id).where(channels.c.name == "shop")).scalar()
+        done_on_every_channel(connection, "A/retail", first + 800, on=shop)
+        assert connection.execute(delete(messages)).rowcount
+    assert world.package("A") > first + 800
 
 
 def test_a_mark_from_another_service_database_is_not_trusted(world: World) -> None:

@@ -6,7 +6,10 @@ and PostgreSQL.
   kind or was dropped; a duplicate row and a rejected one get none.
 - Each channel gets the aggregate's cursor: from version 1 when the aggregate begins (the gap
   rule holds on every channel), from the first version the channel receives when it came
-  (or began taking the kind) after the aggregate was made, so its strict order starts there.
+  (or began taking the kind) after the aggregate was made, so its strict order starts there;
+  a lower version that reaches that channel afterwards is not its to deliver: the sweep
+  cancels it there, reason ``stale`` (never sent, never a gap), and the channels there from
+  version 1 deliver it in order.
 - Each channel deals a take in from its own head: the claim order is per channel.
 - A change names its channel: an operator's retry of one channel's quarantined delivery does
   not move another channel's; a change naming no channel moves no delivery.
@@ -21,20 +24,17 @@ from sqlalchemy import Engine, func, select, update
 
 from exchange.db.channels import register
 from exchange.db.engine import transaction
-from exchange.db.schema import channel_aggregates, channels, deliveries
-from exchange.dev.testing import one_channel_messages, posting_row, price_row, raw_row, stage
+from exchange.db.schema import channel_aggregates, channels, deliveries, history, messages
+from exchange.dev.testing import posting_row, price_row, raw_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.policy import KindPolicies, Policy
 from exchange.domain.states import Event, State
 from exchange.intake import staging_table as intake
 from exchange.ops.quarantine import Filters, retry
 from exchange.queue import channels as channel_ops
+from exchange.queue.coalesce import coalesce, quarantine_gaps
 from exchange.queue.lease import claim
 from exchange.queue.transitions import Change, apply
-
-# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
-# with its delivery and cursor on the one channel instead.
-messages = one_channel_messages()
 
 KINDS = {"price": Policy.LATEST_WINS, "financial_posting": Policy.STRICT}
 POLICIES = KindPolicies.of(KINDS)
@@ -192,6 +192,75 @@ def test_a_channel_that_came_later_starts_strict_order_at_the_first_version_it_r
     assert [(m.aggregate, m.version) for m in batch.messages] == [("D", 3)]
 
 
+def books_claim(engine: Engine, clock: FakeClock) -> list[tuple[str, int]]:
+    """What the books channel's claim takes now, as (aggregate, version)."""
+    with transaction(engine) as c:
+        batch = claim(
+            c,
+            worker="w",
+            now=clock.now(),
+            limit=10,
+            lease_seconds=60,
+            kinds=POLICIES,
+            max_attempts=5,
+            channel_id=ids(engine)["books"],
+        )
+    return [(m.aggregate, m.version) for m in batch.messages]
+
+
+def delivery_of(engine: Engine, channel: str, aggregate: str, version: int) -> tuple[Any, ...]:
+    """(state, reason, the detail of its last history row) of a delivery."""
+    with transaction(engine, read_only=True) as c:
+        state, reason, pk, channel_id = c.execute(
+            select(deliveries.c.state, deliveries.c.reason, messages.c.id, channels.c.id)
+            .join(messages, messages.c.id == deliveries.c.message_pk)
+            .join(channels, channels.c.id == deliveries.c.channel_id)
+            .where(channels.c.name == channel, channels.c.dropped_at.is_(None))
+            .where(messages.c.aggregate == aggregate, messages.c.version == version)
+        ).one()
+        detail = c.execute(
+            select(history.c.detail)
+            .where(history.c.message_pk == pk, history.c.channel_id == channel_id)
+            .order_by(history.c.id.desc())
+            .limit(1)
+        ).scalar()
+    return state, reason, detail
+
+
+def late_lower_version(engine: Engine, clock: FakeClock) -> None:
+    """Books came after D's versions 1 and 2; its first is version 5; then 1C's version 3."""
+    take(engine, clock, [posting_row("D", 1), posting_row("D", 2)])
+    register(engine, [BOOKS], clock.now())
+    take(engine, clock, [posting_row("D", 5)])
+    take(engine, clock, [posting_row("D", 3)])
+    assert cursor(engine, "books", "D") == (0, 5)
+    assert given(engine)["books"] == {("D", 5), ("D", 3)}
+
+
+def test_a_version_below_where_a_later_channel_starts_is_cancelled_stale_there_never_left_new(
+    engine: Engine, clock: FakeClock
+) -> None:
+    late_lower_version(engine, clock)
+    with transaction(engine) as c:
+        coalesce(c, POLICIES, clock.now())
+    state, reason, detail = delivery_of(engine, "books", "D", 3)
+    assert (State.CANCELLED.value, "stale") == (state, reason)
+    assert "version 3 is below version 5, where strict order on this channel starts" in detail
+    # the channel that was there from version 1 delivers it in order, after 1 and 2
+    assert (State.NEW.value, None) == delivery_of(engine, "api", "D", 3)[:2]
+    assert [("D", 5)] == books_claim(engine, clock)  # the books channel goes on from 5
+
+
+def test_a_version_below_where_a_later_channel_starts_is_never_a_gap(
+    engine: Engine, clock: FakeClock
+) -> None:
+    late_lower_version(engine, clock)
+    clock.advance(3600)
+    with transaction(engine) as c:
+        assert 0 == quarantine_gaps(c, POLICIES, clock.now(), gap_timeout=60)
+    assert State.NEW.value == delivery_of(engine, "books", "D", 3)[0]  # the sweep's to cancel
+
+
 def test_each_channel_deals_a_take_in_from_its_own_head(engine: Engine, clock: FakeClock) -> None:
     register(engine, [SHOP], clock.now())
     take(engine, clock, [price_row(f"S{n}", 1) for n in range(5)])
@@ -215,19 +284,11 @@ def test_each_channel_deals_a_take_in_from_its_own_head(engine: Engine, clock: F
             .join(messages, messages.c.id == deliveries.c.message_pk)
             .where(messages.c.aggregate.in_(["N1", "N2"]))
         ).all()
-        own = dict(
-            c.execute(
-                select(messages.c.aggregate, messages.c.claim_rank).where(
-                    messages.c.aggregate.in_(["N1", "N2"])
-                )
-            ).all()
-        )
     by_channel = {(ch, aggregate): rank for ch, aggregate, rank in ranks}
     # api's head is the fourth of the first take (rank 3): the take is dealt in there
     assert (by_channel[channel["api"], "N1"], by_channel[channel["api"], "N2"]) == (3, 4)
     # nothing waits on the shop: its take starts at 0
     assert (by_channel[channel["shop"], "N1"], by_channel[channel["shop"], "N2"]) == (0, 1)
-    assert own == {"N1": 3, "N2": 4}  # the message's own rank is the first channel's
 
 
 def test_a_retry_on_one_channel_does_not_move_another_channels_delivery(

@@ -25,6 +25,7 @@ from exchange.db.schema import channels, deliveries, workers
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import FAST, price_row, stage
 from exchange.domain.clock import SystemClock
+from exchange.errors import ConfigurationError
 from exchange.intake import staging_table as intake
 from exchange.queue import channels as channel_queue
 from exchange.queue import control
@@ -189,3 +190,70 @@ def test_run_channel_serves_the_one_named(
     assert asyncio.run(until_idle()) == runner.EXIT_OK
     assert states(engine, "api") == {"delivered": PRICES}
     assert states(engine, "shop") == {"new": PRICES}
+
+
+def test_a_channel_down_with_fewer_waiting_than_the_breaker_threshold_opens_its_breaker(
+    db_url: str,
+    engine: Engine,
+    site: SiteSimulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A small second shop refusing every connection with two prices waiting (the threshold
+    is five aggregates): it is recognised as down, its breaker opens, and its prices wait
+    unsent and uncharged rather than retried without end."""
+    stops: list[Callable[[], None]] = []
+    monkeypatch.setattr(runner, "_install_signals", lambda _loop, stop: stops.append(stop))
+    settings = two_channels(db_url, tmp_path, site.url, refused_url())
+    assert settings.breaker_threshold == 5
+    stage(engine, [price_row("SKU-1", 1), price_row("SKU-2", 1)])
+    intake.take(engine, None, settings.kinds, SystemClock().now())
+    bootstrap.register_channels(settings, engine)
+    channel_queue.seed(engine, "shop", settings.policies, now=SystemClock().now())
+    worker = bootstrap.worker(settings, engine)
+    shop = worker.loops[1]
+
+    async def scenario() -> bool:
+        running = asyncio.create_task(runner.run_forever(worker, poll_interval=0.05))
+        try:
+            async with asyncio.timeout(20):
+                while not shop.breaker.is_open():
+                    await asyncio.sleep(0.05)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            for stop in stops:
+                stop()
+            assert await asyncio.wait_for(running, 30) == 0
+            await worker.aclose()
+
+    assert asyncio.run(scenario()), "the small shop's breaker never opened"
+    assert states(engine, "api") == {"delivered": 2}
+    shop_states = states(engine, "shop")
+    assert shop_states.get("delivered", 0) == 0 and "quarantined" not in shop_states
+
+
+def test_each_loop_is_given_its_channels_registered_id_when_the_worker_is_built(
+    db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    settings = two_channels(db_url, tmp_path, refused_url(), refused_url())
+    bootstrap.register_channels(settings, engine)
+    with transaction(engine, read_only=True) as connection:
+        registered = dict(
+            connection.execute(
+                select(channels.c.name, channels.c.id).where(channels.c.dropped_at.is_(None))
+            ).all()
+        )
+    worker = bootstrap.worker(settings, engine)
+    assert registered == {loop.channel: loop.channel_id for loop in worker.loops}
+
+
+def test_a_configured_channel_not_registered_is_refused_when_the_worker_is_built(
+    db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """Not later, inside the running loop: ``run`` registers the configured channels first, so
+    only a caller that skipped that meets this one line."""
+    settings = two_channels(db_url, tmp_path, refused_url(), refused_url())
+    with pytest.raises(ConfigurationError, match=r"^channel shop is not registered"):
+        bootstrap.worker(settings, engine)

@@ -34,6 +34,12 @@ def test_demo_ends_idle_with_every_promised_quarantine_reason_and_no_double_effe
         "unsupported-schema",
         "version-conflict",
     } == set(report["summary"]["by_reason"])
+    # The one gap the demo stages (DOC-GAP: versions 1, 2 and 4) is its only sequence-gap: a
+    # posting of a whole sequence quarantined for a gap is named here with its history.
+    gaps = [e for e in report["entries"] if e["reason"] == "sequence-gap"]
+    assert [("DOC-GAP", 4)] == [(e["aggregate"], e["version"]) for e in gaps], [
+        (e["aggregate"], e["version"], e["history"]) for e in gaps
+    ]
     text = output.getvalue()
     # The settings it used, the token masked (issue 24 item 14).
     assert "  EXCHANGE_SITE_TOKEN=***\n" in text and "demo-token" not in text, text

@@ -50,6 +50,8 @@ def test_counters_and_gauges_tell_what_a_run_delivered_superseded_and_quarantine
         "unknown": 0,
         "pause": 0,
         "withheld": 0,  # contract 13: shown from the first scrape, at 0
+        "held": 0,  # contract 14: a marketplace's limit per product, shown at 0 too
+        "accepted": 0,  # contract 14: taken, not shown yet (read back later)
     } == samples.by_label("exchange_attempts_total", "outcome")
     assert {"message": 12, "duplicate": 0, "rejected": 1} == samples.by_label(
         "exchange_intake_rows_total", "result"

@@ -2,112 +2,41 @@
 delivery per channel, and ``status``, the quarantine's list and its report, ``find``, the
 backlog, the lists by state, known prices and ``prune`` see each one, every channel's by default
 and one channel's when asked (by name or id); intake's rejected records are listed whatever the
-channel. A second channel is written here as rows (``channels``, ``deliveries``,
-``channel_aggregates``), as several channels will have them, before intake fans out to them.
+channel. A second channel is written as rows (``channels``, ``deliveries``,
+``channel_aggregates``): tests/support/second_channel.py.
 On SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy import Engine, insert, select, update
 
 from exchange.db.engine import transaction
 from exchange.db.known_prices import DbKnownPrices
 from exchange.db.schema import channel_aggregates, channels, deliveries, messages
-from exchange.dev.testing import price_row, raw_row, stage
+from exchange.dev.testing import price_row
 from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.domain.states import State
 from exchange.errors import OperatorError
-from exchange.intake.staging_table import take
 from exchange.ops import backlog, find, prune, quarantine, status
 from exchange.ops.quarantine import Filters
 from exchange.report import collect
+from tests.support.second_channel import taken, two_channels
 
 NOW = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
 KINDS = KindPolicies.of(DEFAULT_KINDS)
-
-
-def _taken(engine: Engine, rows: list[dict[str, Any]]) -> None:
-    stage(engine, rows)
-    take(engine, None, dict(DEFAULT_KINDS), NOW)
-
-
-def _pk(connection: Connection, aggregate: str) -> int:
-    return int(
-        connection.execute(
-            select(messages.c.id).where(messages.c.aggregate == aggregate, ~messages.c.rejected)
-        ).scalar_one()
-    )
-
-
-def _second_channel(engine: Engine, states: dict[str, tuple[str, str | None]]) -> int:
-    """A channel ``second`` beside the one, with a delivery of each message named in
-    ``states`` (by aggregate) in that state and reason, and a cursor of its aggregate."""
-    with transaction(engine) as connection:
-        second = connection.execute(
-            insert(channels)
-            .values(name="second", target="api", added_at=NOW)
-            .returning(channels.c.id)
-        ).scalar_one()
-        for aggregate, (state, reason) in states.items():
-            row = connection.execute(
-                select(messages).where(messages.c.id == _pk(connection, aggregate))
-            ).one()
-            connection.execute(
-                insert(deliveries).values(
-                    message_pk=row.id,
-                    channel_id=second,
-                    aggregate_id=row.aggregate_id,
-                    kind=row.kind,
-                    version=row.version,
-                    state=state,
-                    reason=reason,
-                    waiting_since=NOW,
-                    updated_at=NOW,
-                )
-            )
-            connection.execute(
-                insert(channel_aggregates).values(aggregate_id=row.aggregate_id, channel_id=second)
-            )
-    return int(second)
-
-
-def _on_the_one(engine: Engine, aggregate: str, **values: Any) -> None:
-    """The message's delivery on the first channel takes ``values``."""
-    with transaction(engine) as connection:
-        pk = _pk(connection, aggregate)
-        connection.execute(
-            update(deliveries)
-            .where(deliveries.c.message_pk == pk, deliveries.c.channel_id == 1)
-            .values(**values)
-        )
 
 
 @pytest.fixture
 def scene(engine: Engine) -> Engine:
     """SKU-1 delivered on the one channel (``api``) and quarantined on ``second``; SKU-2
     waiting on both; a rejected record (quarantined, no channel)."""
-    _taken(
-        engine,
-        [
-            price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail"),
-            price_row("SKU-2", 1, "20.00", aggregate="SKU-2/retail"),
-            raw_row("price", "SKU-BAD", 1, "{not json"),
-        ],
+    return two_channels(
+        engine, NOW, sku_1=(State.QUARANTINED.value, "http-422"), sku_2=(State.NEW.value, None)
     )
-    _on_the_one(engine, "SKU-1/retail", state=State.DELIVERED.value, updated_at=NOW)
-    _second_channel(
-        engine,
-        {
-            "SKU-1/retail": (State.QUARANTINED.value, "http-422"),
-            "SKU-2/retail": (State.NEW.value, None),
-        },
-    )
-    return engine
 
 
 def _figures(engine: Engine, channel: str | int | None = None) -> status.Status:
@@ -187,8 +116,8 @@ def test_known_prices_are_what_each_channels_shop_holds(scene: Engine) -> None:
 def test_prune_keeps_a_message_still_waiting_on_another_channel(engine: Engine) -> None:
     """SKU-1 v1 and v2 delivered long ago on the one channel (v1 replaced there): v1 goes only
     once it is done with on the second channel too."""
-    _taken(engine, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")])
-    _taken(engine, [price_row("SKU-1", 2, "11.00", aggregate="SKU-1/retail")])
+    taken(engine, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")], NOW)
+    taken(engine, [price_row("SKU-1", 2, "11.00", aggregate="SKU-1/retail")], NOW)
     old = NOW - timedelta(days=60)
     with transaction(engine) as connection:
         pks = connection.execute(

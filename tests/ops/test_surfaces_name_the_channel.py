@@ -2,8 +2,9 @@
 pages"): ``status``'s ``channels``, the causes named after a colon under EXCHANGE_CHANNELS,
 ``find`` and the biography with every channel's state, the preview counted per channel, the
 report's channel column, the per-channel metrics and the notice's count per channel. A second
-channel is written as rows (``channels``, ``deliveries``, ``channel_aggregates``), as in
-tests/ops/test_reads_every_channel.py. On SQLite and on PostgreSQL.
+channel is written as rows (``channels``, ``deliveries``, ``channel_aggregates``):
+tests/support/second_channel.py, shared with tests/ops/test_reads_every_channel.py. On SQLite
+and on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy import Engine, insert, select
 
 from exchange.db.engine import transaction
-from exchange.db.schema import channel_aggregates, channels, deliveries, messages, workers
-from exchange.dev.testing import price_row, raw_row, stage
+from exchange.db.schema import channels, workers
+from exchange.dev.testing import raw_row, stage
 from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.domain.states import State
 from exchange.intake.staging_table import take
@@ -32,80 +33,24 @@ from exchange.report import collect
 from exchange.report.formats.csv import render_csv
 from exchange.report.formats.json import render_json
 from exchange.report.words import COLUMNS, detail_columns
+from tests.support.second_channel import two_channels
 
 NOW = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
 KINDS = KindPolicies.of(DEFAULT_KINDS)
 LIVE_WITHIN = 60.0
 
 
-def _pk(connection: Connection, aggregate: str) -> int:
-    return int(
-        connection.execute(
-            select(messages.c.id).where(messages.c.aggregate == aggregate, ~messages.c.rejected)
-        ).scalar_one()
-    )
-
-
-def _second_channel(engine: Engine, states: dict[str, tuple[str, str | None]]) -> None:
-    """A channel ``second`` (target ozon) beside the one, with a delivery of each message
-    named in ``states`` (by aggregate) in that state and reason."""
-    with transaction(engine) as connection:
-        second = connection.execute(
-            insert(channels)
-            .values(name="second", target="ozon", added_at=NOW)
-            .returning(channels.c.id)
-        ).scalar_one()
-        for aggregate, (state, reason) in states.items():
-            row = connection.execute(
-                select(messages).where(messages.c.id == _pk(connection, aggregate))
-            ).one()
-            connection.execute(
-                insert(deliveries).values(
-                    message_pk=row.id,
-                    channel_id=second,
-                    aggregate_id=row.aggregate_id,
-                    kind=row.kind,
-                    version=row.version,
-                    state=state,
-                    reason=reason,
-                    waiting_since=NOW,
-                    updated_at=NOW,
-                )
-            )
-            connection.execute(
-                insert(channel_aggregates).values(aggregate_id=row.aggregate_id, channel_id=second)
-            )
-
-
 @pytest.fixture
 def scene(engine: Engine) -> Engine:
     """SKU-1 delivered on ``api`` and quarantined (http-422) on ``second``; SKU-2 waiting on
     ``api`` and withheld on ``second``; a rejected record (quarantined, no channel's)."""
-    stage(
+    return two_channels(
         engine,
-        [
-            price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail"),
-            price_row("SKU-2", 1, "20.00", aggregate="SKU-2/retail"),
-            raw_row("price", "SKU-BAD", 1, "{not json"),
-        ],
+        NOW,
+        sku_1=(State.QUARANTINED.value, "http-422"),
+        sku_2=(State.WITHHELD.value, None),
+        target="ozon",
     )
-    take(engine, None, dict(DEFAULT_KINDS), NOW)
-    with transaction(engine) as connection:
-        pk = _pk(connection, "SKU-1/retail")
-        delivered = {"state": State.DELIVERED.value, "updated_at": NOW}
-        connection.execute(
-            update(deliveries)
-            .where(deliveries.c.message_pk == pk, deliveries.c.channel_id == 1)
-            .values(**delivered)
-        )
-    _second_channel(
-        engine,
-        {
-            "SKU-1/retail": (State.QUARANTINED.value, "http-422"),
-            "SKU-2/retail": (State.WITHHELD.value, None),
-        },
-    )
-    return engine
 
 
 def _figures(engine: Engine, configured: tuple[str, ...] = ("api", "second")) -> Any:

@@ -25,6 +25,8 @@ QUARANTINED_FOR = [
     Reason.UNMAPPED_PRICE_TYPE,
     Reason.SHOP_FAILURE,
     Reason.UNROUTABLE,
+    Reason.INVALID_FOR_CHANNEL,
+    Reason.CHANNEL_RULE,
 ]
 
 

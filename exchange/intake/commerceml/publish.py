@@ -69,6 +69,7 @@ from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import (
     aggregates,
     channel_aggregates,
+    channels,
     cml_catalog,
     cml_exchanges,
     cml_package_repeats,
@@ -583,23 +584,28 @@ def _untaken_version(connection: Connection) -> int:
 
 def _queue_version(connection: Connection, after: int | None) -> int:
     """The highest ``price`` version of the messages above ``after`` (every message when
-    ``after`` is None) and of every aggregate's ``done_version`` on every channel: a message
-    above the mark may have been delivered and pruned since, and its version lives on only
-    there. That read is of ``channel_aggregates``, one row per price and channel, which grows
-    with the catalogue, not the history. The
-    messages first: one pruned before that read had its cursor committed before the prune, so
-    before the second read."""
+    ``after`` is None) and of every price's ``done_version`` on every channel in use (contract
+    13: each channel has its own cursor, and the second shop may be ahead of the first): a
+    message above the mark may have been delivered and pruned since, and its version lives on
+    only there. That read is of ``channel_aggregates``, one row per price and channel, which
+    grows with the catalogue, not the history. The messages first: one pruned before that read
+    had its cursor committed before the prune, so before the second read."""
     query = select(func.max(messages.c.version)).where(
         messages.c.kind == "price", messages.c.version < PACKAGE_VERSIONS_FROM
     )
     if after is not None:
         query = query.where(messages.c.id > after)
     sent = connection.execute(query).scalar()
-    cursors = channel_aggregates.c  # every channel's cursor (contract 13)
+    cursor = channel_aggregates.c
     done = connection.execute(
-        select(func.max(cursors.done_version))
-        .join_from(channel_aggregates, aggregates, aggregates.c.id == cursors.aggregate_id)
-        .where(aggregates.c.kind == "price", cursors.done_version < PACKAGE_VERSIONS_FROM)
+        select(func.max(cursor.done_version))
+        .join(aggregates, aggregates.c.id == cursor.aggregate_id)
+        .join(channels, channels.c.id == cursor.channel_id)
+        .where(
+            aggregates.c.kind == "price",
+            cursor.done_version < PACKAGE_VERSIONS_FROM,
+            channels.c.dropped_at.is_(None),
+        )
     ).scalar()
     return int(max(sent or 0, done or 0))
 

@@ -1,0 +1,21 @@
+"""A marketplace's upload task in flight for one good (contract 14: Wildberries answers an
+upload with a task whose outcome is read later): what the target keeps of it between attempts
+and across restarts (``targets/wildberries/store.py``, ``db/wb_store.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One ``nmID`` of an upload task in flight."""
+
+    nm_id: int
+    upload_id: int
+    price: Decimal  # the whole roubles uploaded
+    message_id: str  # the delivery that carried it
+    uploaded_at: datetime
+    goods: int  # how many goods the upload carried (a processed task may list fewer)

@@ -1,0 +1,221 @@
+"""One item per SKU (contract 14): what a marketplace request carries.
+
+An item carries every mapped price type of its SKU: the prices of the messages leased now (the
+deliveries it carries as new) and, for each other mapped price type, the latest version the
+channel has delivered or is delivering (``KnownPrices``, read per channel); a price type the
+channel never had is left out, never sent as ``0``. The item's verdict is the verdict of every
+delivery it carried as new (``spread``).
+
+Before an item is sent, each price is checked as the marketplace takes it: the channel's
+currency, the field's money (``money.Money``: no silent rounding), the marketplace's own price
+rules (a target's ``rule``), and under ``sku_source = article`` the offer's article. A message
+that fails is ``invalid-for-channel`` (terminal, with the rule in words); the others of its SKU
+are sent without it, with the known price of its type in its place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+
+from exchange.domain.pause import KNOWN_PRICES_UNREAD
+from exchange.domain.prices import KnownPrice
+from exchange.domain.reasons import Reason
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.base import OutgoingMessage
+from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
+from exchange.targets.marketplace.money import Money
+from exchange.targets.prices import NO_KNOWN_PRICES, KnownPrices, read_price
+
+ARTICLES_UNREAD = "ArticlesUnread"  # error_class: the service's database gave no articles
+
+
+@dataclass(frozen=True, slots=True)
+class Channel:
+    """What the shared part needs of a marketplace channel's settings."""
+
+    target: str  # ozon, wildberries, yandex-market
+    price_types: Mapping[str, str | None]  # the service's price type -> the marketplace's field
+    setting: str  # the mapping's name in words: ozon_price_types
+    money: Mapping[str, Money]  # each field's money
+    currency: str = "RUB"
+    sku_source: str = "sku"  # sku | article
+    rounding: str = "none"  # none | half-up | down
+
+
+@dataclass(slots=True)
+class Item:
+    """One SKU's prices as one request item."""
+
+    sku: str  # as staged
+    offer_id: str  # what the marketplace names it by: the SKU or its article
+    prices: dict[str, Decimal] = field(default_factory=dict)  # field -> amount sent
+    carried: list[OutgoingMessage] = field(default_factory=list)  # delivered with this item
+    new: set[str] = field(default_factory=set)  # the fields the carried messages set
+    versions: dict[str, int] = field(default_factory=dict)  # field -> the version it carries
+
+
+@dataclass(slots=True)
+class Built:
+    items: list[Item]
+    answers: dict[str, Classification]  # message_id -> why it is not sent (never in an item)
+
+
+Rule = Callable[[Item], str | None]
+"""A marketplace's price rule, checked on a whole item before sending: None when it holds,
+else the rule in words (the item's carried messages are ``invalid-for-channel``)."""
+
+
+def sku_of(message: OutgoingMessage) -> str | None:
+    """The SKU a price message names (None: no price payload)."""
+    try:
+        return str(json.loads(message.payload)["sku"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def by_sku(messages: Sequence[OutgoingMessage], max_items: int) -> list[list[OutgoingMessage]]:
+    """The ``requests`` of a marketplace target: the messages of one SKU in one request (one
+    item), at most ``max_items`` SKUs a request, in the order of their first message; never
+    two messages of one aggregate in a request (a second goes to a later one)."""
+    most = max(max_items, 1)
+    requests: list[tuple[list[OutgoingMessage], set[str], set[str]]] = []
+    for message in messages:
+        sku = sku_of(message)
+        key = sku if sku is not None else f"\0{message.message_id}"
+        for taken, skus, aggregates in requests:
+            if message.aggregate in aggregates:
+                continue
+            if key in skus or len(skus) < most:
+                taken.append(message)
+                skus.add(key)
+                aggregates.add(message.aggregate)
+                break
+        else:
+            requests.append(([message], {key}, {message.aggregate}))
+    return [taken for taken, _, _ in requests]
+
+
+def invalid(detail: str) -> Classification:
+    return Classification(
+        Verdict.TERMINAL,
+        detail,
+        error_class="InvalidForChannel",
+        reason=Reason.INVALID_FOR_CHANNEL,
+    )
+
+
+def spread(item: Item, verdict: Classification) -> dict[str, Classification]:
+    """The item's verdict, for every delivery it carried as new."""
+    return {message.message_id: verdict for message in item.carried}
+
+
+def build(
+    messages: Sequence[OutgoingMessage],
+    channel: Channel,
+    known: Iterable[KnownPrice],
+    articles: Mapping[str, str],
+    rule: Rule | None = None,
+) -> Built:
+    """The items of ``messages`` (one per SKU, in the order of their first message) and the
+    answers of the messages that are not sent. ``known``: the latest known prices of their
+    SKUs; ``articles``: their articles (under ``sku_source = article``)."""
+    answers: dict[str, Classification] = {}
+    items: dict[str, Item] = {}
+    for message in messages:
+        price = read_price(
+            message, target=channel.target, mapping=channel.price_types, setting=channel.setting
+        )
+        if isinstance(price, Classification):
+            answers[message.message_id] = price
+            continue
+        if price.currency != channel.currency:
+            answers[message.message_id] = invalid(
+                f"the price is in {price.currency}; the channel's account takes "
+                f"{channel.currency} (currency): never converted"
+            )
+            continue
+        fitted = _fit(channel, price.mapped, price.amount)
+        if isinstance(fitted, str):
+            answers[message.message_id] = invalid(f"{price.mapped} {fitted}")
+            continue
+        item = items.get(price.sku)
+        if item is None:
+            item = items[price.sku] = Item(price.sku, price.sku)
+        item.prices[price.mapped] = fitted
+        item.new.add(price.mapped)
+        item.versions[price.mapped] = message.version
+        item.carried.append(message)
+    for held in sorted(known, key=lambda k: (k.sku, k.price_type, k.version)):
+        item = items.get(held.sku)
+        mapped = channel.price_types.get(held.price_type)
+        if item is None or mapped is None or mapped in item.new:
+            continue  # no item, left out of this channel or not mapped, or sent new now
+        if held.currency != channel.currency:
+            continue
+        fitted = _fit(channel, mapped, held.amount)
+        if isinstance(fitted, str):
+            continue  # never sent as it is: the marketplace keeps what it has
+        if held.version >= item.versions.get(mapped, 0):
+            item.prices[mapped] = fitted
+            item.versions[mapped] = held.version
+    ready: list[Item] = []
+    for item in items.values():
+        if channel.sku_source == "article":
+            article = articles.get(item.sku)
+            if not article:
+                why = invalid(
+                    f"SKU {item.sku} has no article (Артикул) in the CommerceML the service "
+                    "read, and the channel names offers by their article (sku_source=article)"
+                )
+                answers.update(spread(item, why))
+                continue
+            item.offer_id = article
+        broken = rule(item) if rule is not None else None
+        if broken is not None:
+            answers.update(spread(item, invalid(broken)))
+            continue
+        ready.append(item)
+    return Built(ready, answers)
+
+
+def _fit(channel: Channel, mapped: str, amount: Decimal) -> Decimal | str:
+    money = channel.money.get(mapped, Money())
+    try:
+        return money.fit(amount, channel.rounding)
+    except InvalidOperation:
+        return f"{amount} is not a price the channel takes"
+
+
+async def gather(
+    messages: Sequence[OutgoingMessage],
+    channel: Channel,
+    *,
+    known: KnownPrices = NO_KNOWN_PRICES,
+    articles: Articles = NO_ARTICLES,
+    rule: Rule | None = None,
+) -> Built:
+    """``build``, with the known prices and the articles read from their ports (in a thread:
+    they reach the database). When either cannot be read, no item is sent: every price
+    message waits (``PAUSE``: the service's own database, not the marketplace, is at fault;
+    an item half-known would send an older price of another type)."""
+    skus = sorted({s for s in (sku_of(m) for m in messages) if s is not None})
+    try:
+        latest = await asyncio.to_thread(known.latest, skus) if skus else []
+    except Exception as exc:  # the port's store failed
+        return _unread(messages, f"the latest known prices could not be read: {type(exc).__name__}")
+    found: dict[str, str] = {}
+    if channel.sku_source == "article" and skus:
+        try:
+            found = await asyncio.to_thread(articles.of, skus)
+        except Exception as exc:
+            return _unread(messages, f"the articles could not be read: {type(exc).__name__}")
+    return build(messages, channel, latest, found, rule)
+
+
+def _unread(messages: Sequence[OutgoingMessage], detail: str) -> Built:
+    unread = Classification(Verdict.PAUSE, detail, error_class=KNOWN_PRICES_UNREAD)
+    return Built([], {m.message_id: unread for m in messages})

@@ -1,0 +1,50 @@
+"""Money as a marketplace takes it (contract 14): ``Decimal`` throughout, never rounded silently.
+
+A price the marketplace cannot take as it is (kopecks where only whole roubles go, more
+decimals than it keeps, ``0`` where it refuses zero, a negative price) is ``invalid-for-channel``
+unless the channel's ``rounding`` says how (``half-up`` or ``down``); rounding never turns a
+refused zero into a price nor a price into a refused zero unnoticed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
+
+ROUNDINGS = {"half-up": ROUND_HALF_UP, "down": ROUND_DOWN}
+
+
+@dataclass(frozen=True, slots=True)
+class Money:
+    """What one field of a marketplace takes: at most ``places`` decimals, zero or not."""
+
+    places: int = 2
+    zero: bool = False  # whether 0 is a value the field takes (Ozon's old_price "0" clears it)
+
+    def fit(self, amount: Decimal, rounding: str = "none") -> Decimal | str:
+        """The amount as it is sent, or why it cannot be (one line, for the quarantine)."""
+        if not amount.is_finite():
+            return f"{amount} is not a price"
+        if amount < 0:
+            return f"{amount} is negative"
+        step = Decimal(1).scaleb(-self.places)
+        exact = amount.quantize(step, rounding=ROUND_DOWN) == amount
+        sent = amount
+        if not exact:
+            how = ROUNDINGS.get(rounding)
+            unit = "whole units" if self.places == 0 else f"at most {self.places} decimals"
+            if how is None:
+                return (
+                    f"{amount}: the channel takes {unit}; never rounded silently "
+                    "(set rounding to half-up or down to round it)"
+                )
+            sent = amount.quantize(step, rounding=how)
+        if sent == 0 and not self.zero:
+            said = f"{amount} rounds to 0" if not exact else "0"
+            return f"{said}: the channel refuses a zero price"
+        return sent
+
+
+def text(amount: Decimal) -> str:
+    """The amount as a JSON string: plain notation, as many decimals as it carries."""
+    return format(amount, "f")

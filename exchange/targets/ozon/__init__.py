@@ -1,0 +1,1 @@
+"""The Ozon Seller API as a channel (contract 14)."""

@@ -1,0 +1,206 @@
+"""What Ozon's answers to ``POST /v1/product/import/prices`` mean (contract 14), from the research
+(../shared/research/marketplaces.md §1.2-§1.4: the official error table OZ-ERR, the observed
+bodies of integrators): the one place that reads them.
+
+    200, an item ``updated: true``            DELIVERED
+    200, an item ``NOT_FOUND_ERROR``          TERMINAL unknown-sku
+    200, an item refused by a price rule      TERMINAL channel-rule, Ozon's code and meaning
+    200, an item over the 10 updates an hour  HELD (tried again an hour later, not charged)
+    200, an item error of another code        UNKNOWN (never guessed)
+    429 (code 8), "Circle is open"            TEMPORARY, the pace (read as a 429)
+    404 code 5, "missing a required role"     PAUSE: the key, in words
+    401/403 with Ozon's words of the key      PAUSE: the key, in words
+    any other 404                             UNKNOWN (a wrong path is not a bad key)
+    400                                       TERMINAL http-400 (the request's items split)
+    other statuses                            the table every target shares (targets/wire.py)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from exchange.domain.pause import MARKETPLACE_KEY_REFUSED
+from exchange.domain.reasons import Reason
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.wire import STATUSES
+
+# §1.4 and §1.1: the per-item codes of the method, each with the meaning of the official table
+# (in Russian, as OZ-ERR gives it): what a person reads beside the quarantined price.
+RULES: dict[str, str] = {
+    "invalid_category_price": "Попытка установить слишком высокую или слишком низкую цену.",
+    "discount_for_low_price_is_too_small": (
+        "Если цена после скидки 400 рублей или ниже, разница между ценами до и после скидки "
+        "должна быть больше 20 рублей."
+    ),
+    "discount_for_average_price_is_too_small": (
+        "Если цена после скидки от 400 до 10 000 рублей включительно, разница между ценами до "
+        "и после скидки должна быть больше 5%."
+    ),
+    "discount_for_top_price_is_too_small": (
+        "Если цена после скидки выше 10 000 рублей, разница между ценами до и после скидки "
+        "должна быть больше 500 рублей."
+    ),
+    "discount_too_big": "Разница между ценами до и после скидки должна быть меньше 90%.",
+    "price_negative": "Попытка установить отрицательную цену.",
+    "old_price_less_than_price": "Цена до скидки должна быть выше текущей цены.",
+    "min_auto_price_too_small": "Минимальная цена должна быть не меньше 50% от вашей цены.",
+    "min_auto_price_too_big": (
+        "Значение цены после автоприменения скидок и акций должно быть меньше вашей цены."
+    ),
+    "price_less_than_min_auto_price": "Ваша цена должна быть выше минимальной.",
+    "action_price_enabled_min_price_missing": (
+        "Включено автоприменение в акции, но не задана минимальная цена."
+    ),
+    "price_out_of_range": "Цена ниже или выше порога категории.",
+}
+NOT_FOUND = "NOT_FOUND_ERROR"
+# §1.3/§1.4: the per-item limit, in the table's words and as integrators saw it live (wrapped
+# in "price-batch-set for seller api: rpc error: code = ResourceExhausted desc = …").
+ITEM_LIMIT = "acquire limit per item"
+# §1.2/§1.3: Ozon's texts for the whole request.
+RATE_LIMITED = "request rate limit"
+CIRCLE_OPEN = "circle is open"
+MISSING_ROLE = "missing a required role"
+KEY_WORDS = ("api-key", "api key", "offer not signed")
+# "Circle is open": the method works again "in a few minutes" (§1.3); the refused request waits.
+CIRCLE_WAIT = "60"
+
+KEY_SETTINGS = "ozon_client_id and ozon_api_key_file"
+
+
+@dataclass(frozen=True, slots=True)
+class ItemAnswer:
+    """One item's result: its verdict, and whether it was the per-product limit."""
+
+    verdict: Classification
+    limited: bool = False
+    updated: bool = False
+
+
+def item_answer(result: Any) -> ItemAnswer:
+    """One element of ``result`` in a 200 (§1.4)."""
+    if not isinstance(result, dict):
+        return ItemAnswer(Classification(Verdict.UNKNOWN, "an item's result is not an object"))
+    if result.get("updated") is True:
+        receipt = json.dumps({"product_id": result.get("product_id")}, separators=(",", ":"))
+        return ItemAnswer(
+            Classification(Verdict.DELIVERED, "updated", http_status=200, receipt=receipt),
+            updated=True,
+        )
+    given = result.get("errors")
+    errors: list[Any] = given if isinstance(given, list) else []
+    codes = [
+        (str(e.get("code") or ""), str(e.get("message") or ""))
+        for e in errors
+        if isinstance(e, dict)
+    ]
+    if any(ITEM_LIMIT in f"{code} {message}" for code, message in codes):
+        return ItemAnswer(
+            Classification(
+                Verdict.HELD,
+                "Ozon: more than 10 price updates of this product within an hour "
+                "(error limiting: acquire limit per item)",
+                http_status=200,
+                error_class="OzonItemLimit",
+            ),
+            limited=True,
+        )
+    if any(code == NOT_FOUND for code, _ in codes):
+        return ItemAnswer(
+            Classification(
+                Verdict.TERMINAL,
+                f"Ozon: {NOT_FOUND}: no product with this offer_id in the seller's account",
+                http_status=200,
+                error_class="OzonNotFound",
+                reason=Reason.UNKNOWN_SKU,
+            )
+        )
+    known = [(code, RULES[code]) for code, _ in codes if code in RULES]
+    if known:
+        said = "; ".join(f"{code}: {meaning}" for code, meaning in known)
+        return ItemAnswer(
+            Classification(
+                Verdict.TERMINAL,
+                f"Ozon: {said}",
+                http_status=200,
+                error_class="OzonPriceRule",
+                reason=Reason.CHANNEL_RULE,
+            )
+        )
+    said = "; ".join(f"{code}: {message}"[:200] for code, message in codes) or "no error given"
+    return ItemAnswer(
+        Classification(Verdict.UNKNOWN, f"Ozon: not updated: {said}", http_status=200)
+    )
+
+
+def refusal(status: int, body: bytes, retry_after: str | None) -> Classification:
+    """A whole request's answer other than 200 (§1.2, §1.3)."""
+    code, message = _rpc_status(body)
+    words = message.casefold()
+    shown = f"HTTP {status}" + (f" code {code}" if code is not None else "")
+    said = f"{shown}: {message[:200]}" if message else shown
+    if CIRCLE_OPEN in words:
+        # Ozon blocks the method for a few minutes: the pace's, as a 429 (status UNCONFIRMED).
+        return Classification(
+            Verdict.TEMPORARY,
+            f"Ozon: {said} (the method is blocked for a few minutes)",
+            http_status=429,
+            retry_after=retry_after or CIRCLE_WAIT,
+            error_class="OzonCircleOpen",
+        )
+    if status == 429 or code == 8 or RATE_LIMITED in words:
+        return Classification(
+            Verdict.TEMPORARY,
+            f"Ozon: {said}",
+            http_status=429,
+            retry_after=retry_after or "1",
+            error_class="OzonRateLimited",
+        )
+    if MISSING_ROLE in words:
+        return Classification(
+            Verdict.PAUSE,
+            f"Ozon: the API key has no role that may set prices ({said}); give the key a role "
+            "with /v1/product/import/prices in the seller's account (Settings → Seller API)",
+            http_status=status,
+            error_class=MARKETPLACE_KEY_REFUSED,
+        )
+    if (status == 404 and code == 5) or (
+        status in (401, 403) and any(w in words for w in KEY_WORDS)
+    ):
+        return Classification(
+            Verdict.PAUSE,
+            f"Ozon refused the Client-Id or the API key ({said}); check {KEY_SETTINGS}",
+            http_status=status,
+            error_class=MARKETPLACE_KEY_REFUSED,
+        )
+    if status == 404:
+        return Classification(
+            Verdict.UNKNOWN,
+            f"Ozon: {said}: not an answer of the prices method (check ozon_api_url)",
+            http_status=status,
+        )
+    verdict = STATUSES.verdict(status)
+    return Classification(
+        verdict,
+        f"Ozon: {said}",
+        http_status=status,
+        retry_after=retry_after if verdict is Verdict.TEMPORARY else None,
+    )
+
+
+def _rpc_status(body: bytes) -> tuple[int | None, str]:
+    """Ozon's error body (rpcStatus ``{code, message, details}``, §1.2); (None, "") otherwise."""
+    try:
+        parsed = json.loads(body[:65536])
+    except ValueError:
+        return None, ""
+    if not isinstance(parsed, dict):
+        return None, ""
+    code = parsed.get("code")
+    message = parsed.get("message")
+    return (
+        code if isinstance(code, int) and not isinstance(code, bool) else None,
+        message if isinstance(message, str) else "",
+    )

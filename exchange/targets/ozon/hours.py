@@ -1,0 +1,83 @@
+"""Ozon's limit of 10 price updates of one product an hour (contract 14; research §1.3), counted
+by the target itself: its own accepted sends per product, so that the 11th is held until the
+oldest of the last ten is an hour old, and a product Ozon refused anyway (another sender, a
+restart that forgot) is tried once more an hour after the refusal.
+
+Time is the target's clock in seconds (``time.time``; the simulator's scaled clock in tests).
+A rolling hour: a fixed clock hour (research §7.2, UNCONFIRMED) never refuses what the rolling
+one allows, since the current clock hour is a part of the last 3,600 seconds.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Protocol
+
+LIMIT = 10  # §1.3: "не больше 10 раз в час"
+HOUR = 3600.0
+# After a refusal the product goes again an hour later, a little after, so that the rolling
+# hour of every update Ozon counted has ended: the latest price lands at most 61 minutes after.
+AFTER_REFUSAL = HOUR + 30.0
+
+
+class SentTimes(Protocol):
+    """The port the target reads the sends before this process through
+    (``exchange.db.sent_times``)."""
+
+    def since(self, skus: Iterable[str], moment: datetime) -> dict[str, list[float]]:
+        """For each of ``skus``, the times (epoch seconds) of its accepted sends since
+        ``moment``."""
+        ...
+
+
+class _NoneSent:
+    def since(self, skus: Iterable[str], moment: datetime) -> dict[str, list[float]]:
+        return {}
+
+
+NO_SENT_TIMES: SentTimes = _NoneSent()
+
+
+class ProductHours:
+    def __init__(self, limit: int = LIMIT, hour: float = HOUR) -> None:
+        self.limit, self.hour = limit, hour
+        self._sent: dict[str, collections.deque[float]] = collections.defaultdict(collections.deque)
+        self._refused_until: dict[str, float] = {}
+
+    def remember(self, offer_id: str, times: Iterable[float]) -> None:
+        """Sends made before this process (read from the deliveries' history)."""
+        sent = self._sent[offer_id]
+        for at in sorted(set(times) | set(sent)):
+            if at not in sent:
+                sent.append(at)
+        self._sent[offer_id] = collections.deque(sorted(sent))
+
+    def free_at(self, offer_id: str, now: float) -> float | None:
+        """When the product may be sent again; None: now."""
+        waits: list[float] = []
+        refused = self._refused_until.get(offer_id)
+        if refused is not None:
+            if refused > now:
+                waits.append(refused)
+            else:
+                del self._refused_until[offer_id]
+        sent = self._sent.get(offer_id)
+        if sent:
+            while sent and sent[0] <= now - self.hour:
+                sent.popleft()
+            if len(sent) >= self.limit:
+                waits.append(sent[-self.limit] + self.hour)
+        return max(waits) if waits else None
+
+    def charge(self, offer_id: str, now: float) -> None:
+        """Ozon accepted an update of the product (``updated: true``)."""
+        self._sent[offer_id].append(now)
+
+    def refused(self, offer_id: str, now: float) -> float:
+        """Ozon refused the product for its hourly limit: it is tried again at the time
+        returned, and not before."""
+        until = now + self.hour * AFTER_REFUSAL / HOUR
+        self._refused_until[offer_id] = max(until, self._refused_until.get(offer_id, until))
+        return self._refused_until[offer_id]

@@ -1,0 +1,452 @@
+"""Ozon as a ``Target`` (contract 14): ``POST /v1/product/import/prices`` of the Seller API.
+
+One item per SKU (``offer_id``: the SKU or its article, ``sku_source``) carrying every mapped
+price type (``price``, ``old_price``, ``min_price``) as strings, at most 1,000 items a request
+(exchange/targets/marketplace/). Before sending: the channel's currency, two decimals at most
+(``rounding``), and Ozon's stated price rules (old-price gaps, the minimum price's bounds) are
+checked, a broken one ``invalid-for-channel``. A price equal to the one delivered there is not
+sent again: delivered without a request (research §1.3: Ozon restricts senders of identical
+requests). The answers are read by answers.py; the hourly limit per product by hours.py: the
+11th update of a product within the hour is held (``Verdict.HELD``: not charged), and a product
+Ozon refused for it is tried once more an hour later. Every request waits its turn of the
+worker's pace (``pace_with``). ``Client-Id`` and ``Api-Key`` go in headers, the key never in a
+log, an error or a detail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import ssl
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import httpx
+
+from exchange.domain.pause import SETTING_MISSING
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.errors import ReadBackFailed
+from exchange.targets.base import UNPACED, HeldPrice, OutgoingMessage, Pacer
+from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
+from exchange.targets.marketplace.items import Channel, Item, by_sku, gather, sku_of, spread
+from exchange.targets.marketplace.money import Money, text
+from exchange.targets.ozon.answers import item_answer, refusal
+from exchange.targets.ozon.hours import NO_SENT_TIMES, ProductHours, SentTimes
+from exchange.targets.prices import NO_KNOWN_PRICES, KnownPrices, read_price
+from exchange.targets.wire import http_client, httpx_failure, paced_request, transport_verdict
+
+IMPORT_PRICES = "/v1/product/import/prices"  # research §1.1
+INFO_PRICES = "/v5/product/info/prices"  # §1.4: the read-back
+ROLES = "/v1/roles"  # §1.2: the key's roles and methods
+MAX_ITEMS = 1000  # §1.1
+# §1.1: money as strings, "до двух знаков после точки"; old_price "0" clears it.
+MONEY = {"price": Money(2), "old_price": Money(2, zero=True), "min_price": Money(2)}
+USER_AGENT = "exchange (1C prices)"
+
+ApiKey = Callable[[], str | None]
+
+
+def ozon_rule(item: Item) -> str | None:
+    """Ozon's stated price rules (research §1.1, §1.4, §1.6), on the fields the item sets:
+    the old price's gap by tier of the price (more than 20 ₽ up to 400 ₽, 5 % of the old price
+    up to 10,000 ₽, 500 ₽ above; under 90 %), the old price above the price, the minimum price
+    at least half the price and below it. A gap exactly at its threshold goes to Ozon (whether
+    it takes it: UNCONFIRMED, §1.4), and Ozon's answer decides."""
+    price = item.prices.get("price")
+    old = item.prices.get("old_price")
+    low = item.prices.get("min_price")
+    if price is None:
+        return None
+    if old is not None and old > 0:
+        gap = old - price
+        if old < price:
+            return (
+                f"old_price {old} is below price {price}: Ozon refuses it "
+                "(old_price_less_than_price: Цена до скидки должна быть выше текущей цены.)"
+            )
+        if gap * 10 >= old * 9:
+            return (
+                f"old_price {old} is 90 % or more above price {price}: Ozon refuses it "
+                "(discount_too_big: Разница между ценами до и после скидки должна быть "
+                "меньше 90%.)"
+            )
+        for top, needed, code in (
+            (Decimal(400), Decimal(20), "discount_for_low_price_is_too_small"),
+            (Decimal(10000), old * Decimal("0.05"), "discount_for_average_price_is_too_small"),
+            (None, Decimal(500), "discount_for_top_price_is_too_small"),
+        ):
+            if top is None or price <= top:
+                if gap < needed:
+                    return (
+                        f"the gap between old_price {old} and price {price} is {gap}, less "
+                        f"than Ozon's {needed.normalize():f} for this price ({code})"
+                    )
+                break
+    if low is not None and low > 0:
+        if low >= price:
+            return f"min_price {low} is not below price {price}: Ozon refuses it"
+        if low * 2 < price:
+            return (
+                f"min_price {low} is less than half of price {price}: Ozon refuses it "
+                "(min_auto_price_too_small: Минимальная цена должна быть не меньше 50% от "
+                "вашей цены.)"
+            )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Roles:
+    """What ``/v1/roles`` says of the key: whether it may set prices, and until when."""
+
+    may_write: bool
+    may_read: bool
+    expires_at: str | None
+    names: list[str]
+
+
+class OzonTarget:
+    name = "ozon"
+
+    def __init__(
+        self,
+        url: str,
+        client_id: str,
+        api_key: ApiKey,
+        *,
+        price_types: dict[str, str | None],
+        currency: str = "RUB",
+        sku_source: str = "sku",
+        rounding: str = "none",
+        timeout: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        verify: ssl.SSLContext | None = None,
+        known: KnownPrices = NO_KNOWN_PRICES,
+        delivered: KnownPrices = NO_KNOWN_PRICES,
+        articles: Articles = NO_ARTICLES,
+        clock: Callable[[], float] = time.time,
+        hours: ProductHours | None = None,
+        sent: SentTimes = NO_SENT_TIMES,
+        max_items: int = MAX_ITEMS,
+    ) -> None:
+        """``known``: the latest price of each price type the channel delivered or is
+        delivering (an item carries them); ``delivered``: the latest delivered only (a price
+        equal to it is not sent again); ``articles``: under ``sku_source = article``.
+        ``clock``: seconds, for the hourly limit (the simulator's scaled clock in tests);
+        ``sent``: the sends accepted before this process (the deliveries' history), read once
+        per SKU, so that the count survives a restart."""
+        self.url = url.rstrip("/")
+        self.client_id = client_id
+        self._key_source = api_key
+        self._key = api_key()
+        self.channel = Channel(
+            "ozon",
+            dict(price_types),
+            "ozon_price_types",
+            MONEY,
+            currency=currency,
+            sku_source=sku_source,
+            rounding=rounding,
+        )
+        self.known, self.delivered, self.articles = known, delivered, articles
+        self.clock = clock
+        self.hours = hours or ProductHours()
+        self.sent = sent
+        self._seeded: set[str] = set()
+        self.max_items = max(1, min(max_items, MAX_ITEMS))
+        self._accepted: dict[str, dict[str, Decimal]] = {}  # offer_id -> what Ozon took
+        self._http = http_client(
+            timeout=timeout,
+            verify=verify,
+            transport=transport,
+            headers={"User-Agent": USER_AGENT},
+            base_url=self.url,
+        )
+        self._pacer: Pacer = UNPACED
+
+    def pace_with(self, pacer: Pacer) -> None:
+        self._pacer = pacer
+
+    # -- the seam --------------------------------------------------------------------------
+
+    def requests(self, messages: Sequence[OutgoingMessage]) -> list[list[OutgoingMessage]]:
+        return by_sku(messages, self.max_items)
+
+    async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
+        built = await gather(
+            messages, self.channel, known=self.known, articles=self.articles, rule=ozon_rule
+        )
+        answers = dict(built.answers)
+        unchanged = await self._unchanged(built.items)
+        now = self.clock()
+        await self._seed([item.sku for item in built.items], now)
+        going: list[Item] = []
+        for item in built.items:
+            if item.sku in unchanged:
+                answers.update(
+                    spread(
+                        item,
+                        Classification(
+                            Verdict.DELIVERED,
+                            "unchanged: Ozon holds this price already, not sent again",
+                        ),
+                    )
+                )
+                continue
+            free = self.hours.free_at(item.sku, now)
+            if free is not None:
+                answers.update(spread(item, self._held(free - now, refused=False)))
+                continue
+            going.append(item)
+        if going:
+            await self._import(going, answers)
+        return [answers[m.message_id] for m in messages]
+
+    async def health(self) -> Classification:
+        try:
+            response = await self._post(ROLES, {})
+        except _Stop as stop:
+            return stop.classification
+        if response.status_code != 200:
+            return refusal(response.status_code, response.content, None)
+        return Classification(Verdict.DELIVERED, "Ozon: /v1/roles answered", http_status=200)
+
+    def reload_credentials(self) -> None:
+        self._key = self._key_source()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # -- exchange check --------------------------------------------------------------------
+
+    async def roles(self) -> Roles | Classification:
+        """The key's roles (``/v1/roles``), or why they could not be read."""
+        try:
+            response = await self._post(ROLES, {})
+        except _Stop as stop:
+            return stop.classification
+        if response.status_code != 200:
+            return refusal(response.status_code, response.content, None)
+        try:
+            body = response.json()
+            roles = body.get("roles") or []
+            methods = {m for role in roles for m in role.get("methods") or []}
+            names = [str(role.get("name")) for role in roles]
+            expires = body.get("expires_at")
+        except (ValueError, AttributeError, TypeError):
+            return Classification(Verdict.UNKNOWN, "Ozon: /v1/roles answered no roles")
+        return Roles(
+            IMPORT_PRICES in methods,
+            INFO_PRICES in methods,
+            str(expires) if expires else None,
+            names,
+        )
+
+    async def offers(self, offer_ids: Sequence[str]) -> dict[str, dict[str, Any]] | Classification:
+        """What Ozon holds for these offer_ids (``/v5/product/info/prices``), by offer_id; a
+        missing one is not in the seller's account."""
+        found: dict[str, dict[str, Any]] = {}
+        wanted = list(dict.fromkeys(offer_ids))
+        for start in range(0, len(wanted), MAX_ITEMS):
+            part = wanted[start : start + MAX_ITEMS]
+            cursor = ""
+            while True:
+                body = {"filter": {"offer_id": part}, "limit": MAX_ITEMS, "cursor": cursor}
+                try:
+                    response = await self._post(INFO_PRICES, body)
+                except _Stop as stop:
+                    return stop.classification
+                if response.status_code != 200:
+                    return refusal(response.status_code, response.content, None)
+                try:
+                    page = response.json()
+                    for entry in page.get("items") or []:
+                        found[str(entry.get("offer_id"))] = entry
+                    cursor = str(page.get("cursor") or "")
+                except (ValueError, AttributeError, TypeError):
+                    return Classification(Verdict.UNKNOWN, "Ozon: the read-back is unreadable")
+                if not cursor:
+                    break
+        return found
+
+    async def read_prices(self, messages: Sequence[OutgoingMessage]) -> list[HeldPrice]:
+        """``exchange verify`` (ReadsPrices): what Ozon shows now for each delivered message's
+        field. Ozon's own promotions and strategies may change a price after it was set
+        (research §1.6.5): a difference is what verify reports."""
+        mapped: list[tuple[OutgoingMessage, str | None, str | None, Decimal | None]] = []
+        skus = [s for s in (sku_of(m) for m in messages) if s is not None]
+        articles: dict[str, str] = {}
+        if self.channel.sku_source == "article":
+            articles = await asyncio.to_thread(self.articles.of, skus)
+        for message in messages:
+            price = read_price(
+                message, target="ozon", mapping=self.channel.price_types, setting="ozon"
+            )
+            if isinstance(price, Classification):
+                mapped.append((message, None, None, None))
+                continue
+            offer = articles.get(price.sku) if self.channel.sku_source == "article" else price.sku
+            mapped.append((message, offer, price.mapped, price.amount))
+        found = await self.offers([o for _, o, _, _ in mapped if o])
+        if isinstance(found, Classification):
+            raise ReadBackFailed(found.detail)
+        held: list[HeldPrice] = []
+        for message, offer, field, sent in mapped:
+            sku = sku_of(message) or ""
+            if offer is None or field is None:
+                held.append(HeldPrice(message.message_id, sku, "", sent, None, True, "not mapped"))
+                continue
+            entry = found.get(offer)
+            if entry is None:
+                held.append(HeldPrice(message.message_id, sku, field, sent, None, found=False))
+                continue
+            held.append(HeldPrice(message.message_id, sku, field, sent, _money(entry, field), True))
+        return held
+
+    # -- one request -----------------------------------------------------------------------
+
+    async def _seed(self, skus: list[str], now: float) -> None:
+        """The sends of these SKUs accepted within the last hour before this process, once."""
+        fresh = sorted(set(skus) - self._seeded)
+        if not fresh:
+            return
+        since = datetime.fromtimestamp(now - self.hours.hour, UTC)
+        try:
+            found = await asyncio.to_thread(self.sent.since, fresh, since)
+        except Exception:
+            return
+        for sku, times in found.items():
+            self.hours.remember(sku, times)
+        self._seeded.update(fresh)
+
+    async def _unchanged(self, items: list[Item]) -> set[str]:
+        """The SKUs whose every field is what Ozon took last (this process's answers, or the
+        channel's delivered prices): delivered without a request."""
+        same: set[str] = set()
+        delivered: dict[str, dict[str, Decimal]] = {}
+        if items:
+            try:
+                held = await asyncio.to_thread(self.delivered.latest, [i.sku for i in items])
+            except Exception:
+                held = []
+            for price in held:
+                field = self.channel.price_types.get(price.price_type)
+                if field is not None and price.currency == self.channel.currency:
+                    delivered.setdefault(price.sku, {})[field] = price.amount
+        for item in items:
+            for last in (self._accepted.get(item.offer_id), delivered.get(item.sku)):
+                if last and all(last.get(f) == amount for f, amount in item.prices.items()):
+                    same.add(item.sku)
+        return same
+
+    def _held(self, seconds: float, *, refused: bool) -> Classification:
+        wait = max(1, math.ceil(seconds))
+        said = (
+            "Ozon refused it: more than 10 price updates of this product within an hour; "
+            f"tried once more in {wait} s, not charged"
+            if refused
+            else "held: 10 price updates of this product sent within the hour (Ozon's limit); "
+            f"goes in {wait} s, not charged"
+        )
+        return Classification(
+            Verdict.HELD, said, retry_after=str(wait), error_class="OzonItemLimit"
+        )
+
+    def _wire(self, item: Item) -> dict[str, Any]:
+        entry: dict[str, Any] = {"offer_id": item.offer_id}
+        for field in ("price", "old_price", "min_price"):
+            if field in item.prices:
+                entry[field] = text(item.prices[field])
+        entry["currency_code"] = self.channel.currency
+        return entry
+
+    async def _import(self, items: list[Item], answers: dict[str, Classification]) -> None:
+        try:
+            response = await self._post(IMPORT_PRICES, {"prices": [self._wire(i) for i in items]})
+        except _Stop as stop:
+            for item in items:
+                answers.update(spread(item, stop.classification))
+            return
+        now = self.clock()
+        if response.status_code != 200:
+            judged = refusal(
+                response.status_code, response.content, response.headers.get("Retry-After")
+            )
+            if judged.verdict is Verdict.TERMINAL and len(items) > 1:
+                # The request refused whole (a 400): find the item it refuses, send the others.
+                half = len(items) // 2
+                await self._import(items[:half], answers)
+                await self._import(items[half:], answers)
+                return
+            for item in items:
+                answers.update(spread(item, judged))
+            return
+        try:
+            results = response.json()["result"]
+            if not isinstance(results, list) or len(results) != len(items):
+                raise ValueError("not one result per item")
+        except (ValueError, KeyError, TypeError) as exc:
+            unknown = Classification(
+                Verdict.UNKNOWN,
+                f"Ozon: a 200 that is not one result per item ({type(exc).__name__})",
+                http_status=200,
+            )
+            for item in items:
+                answers.update(spread(item, unknown))
+            return
+        for item, result in zip(items, results, strict=True):
+            answer = item_answer(result)
+            verdict = answer.verdict
+            if answer.updated:
+                self.hours.charge(item.sku, now)
+                self._accepted.setdefault(item.offer_id, {}).update(item.prices)
+            elif answer.limited:
+                until = self.hours.refused(item.sku, now)
+                verdict = self._held(until - now, refused=True)
+                verdict.http_status = 200
+            answers.update(spread(item, verdict))
+
+    async def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
+        key = self._key
+        if not self.client_id or not key:
+            raise _Stop(
+                Classification(
+                    Verdict.PAUSE,
+                    "ozon_client_id or ozon_api_key_file is not set (or the file is empty)",
+                    error_class=SETTING_MISSING,
+                )
+            )
+        headers = {"Client-Id": self.client_id, "Api-Key": key}
+        try:
+            return await paced_request(
+                self._http, self._pacer, "POST", path, json=body, headers=headers
+            )
+        except httpx.TransportError as exc:
+            failure = httpx_failure(exc)
+            # Only the import applies anything; an import cut off is sent again (an absolute
+            # write: the same prices land once more, counted against the hour by Ozon).
+            raise _Stop(
+                transport_verdict(
+                    failure, step=path, result_unknown=failure.maybe_sent and path == IMPORT_PRICES
+                )
+            ) from None
+
+
+class _Stop(Exception):
+    def __init__(self, classification: Classification) -> None:
+        super().__init__(classification.detail)
+        self.classification = classification
+
+
+def _money(entry: dict[str, Any], field: str) -> Decimal | None:
+    """A read-back's money (§1.4: numbers in the reference's example, strings as well)."""
+    value = (entry.get("price") or {}).get(field)
+    if value is None or value == "":
+        return None
+    try:
+        return Decimal(str(value))
+    except InvalidOperation:
+        return None

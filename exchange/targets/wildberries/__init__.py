@@ -1,0 +1,1 @@
+"""Wildberries\x27 Prices and Discounts API as a target (contract 14)."""

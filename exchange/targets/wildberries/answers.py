@@ -1,0 +1,171 @@
+"""What Wildberries' answers mean (research §2.1-2.4): the whole answer of a request, and each
+good's line in a processed task. The one place the target reads WB's words."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from exchange.domain.pause import SETTING_MISSING
+from exchange.domain.reasons import Reason
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.wire import STATUSES
+
+BODY_CAP = 4 * 1024 * 1024
+
+# research §2.1: the whole-request 400s that say nothing is wrong with the price itself.
+ALREADY_SET = "already set"  # "The specified prices and discounts are already set"
+ALL_WRONG = "specified incorrectly"  # "All item Nos. are specified incorrectly, or …"
+# research §2.4: a good's errorText in a processed task.
+QUARANTINE = "price quarantine"  # "… Item has been moved to Price Quarantine"
+SALE_LOCK = "added to the sale"  # "You can't change the item price. Item was added to the Sale…"
+INVALID_NM = "invalid item no"  # "Invalid item No."
+READ_ONLY = "read-only"  # research §2.2: "read-only token scope not allowed for this route"
+
+TOKEN_REFUSED = "TokenRefused"  # error_class of a PAUSE for the token
+READ_ONLY_TOKEN = "ReadOnlyToken"
+WHERE_TO_RELEASE = (
+    "Wildberries sells at the old price until the seller confirms the new one in the seller's "
+    "cabinet (Цены и скидки → Карантин цен) or a newer price is sent"
+)
+
+
+def body(response: httpx.Response) -> Any:
+    try:
+        return json.loads(response.content[:BODY_CAP])
+    except ValueError:
+        return None
+
+
+def error_text(response: httpx.Response) -> str:
+    """WB's own words: ``errorText`` of the envelope, or ``detail`` of the problem body."""
+    found = body(response)
+    if isinstance(found, dict):
+        for key in ("errorText", "detail", "title", "message"):
+            value = found.get(key)
+            if isinstance(value, str) and value:
+                return value[:300]
+    return "(no text)"
+
+
+def retry_in(response: httpx.Response) -> str | None:
+    """research §2.3: a 429 says when to come back in ``X-Ratelimit-Retry`` (seconds); no
+    ``Retry-After`` is documented (taken when present all the same)."""
+    found: str | None = response.headers.get("X-Ratelimit-Retry") or response.headers.get(
+        "Retry-After"
+    )
+    return found
+
+
+def token_missing() -> Classification:
+    return Classification(
+        Verdict.PAUSE,
+        "wb_token_file is not set or empty: Wildberries needs the seller's API token",
+        error_class=SETTING_MISSING,
+    )
+
+
+def whole(response: httpx.Response, what: str) -> Classification:
+    """A request's answer that is not its success, for every good it carried."""
+    status, words = response.status_code, error_text(response)
+    if status == 401:
+        if READ_ONLY in words.lower():
+            return Classification(
+                Verdict.PAUSE,
+                f"HTTP 401 {words}: the Wildberries token is read-only; make a token with the "
+                "«Цены и скидки» category and write access, and put it in wb_token_file",
+                http_status=401,
+                error_class=READ_ONLY_TOKEN,
+            )
+        return Classification(
+            Verdict.PAUSE,
+            f"HTTP 401 {words}: Wildberries refused the token (expired, withdrawn, or without "
+            "the «Цены и скидки» category); put a valid one in wb_token_file",
+            http_status=401,
+            error_class=TOKEN_REFUSED,
+        )
+    if status == 403:
+        return Classification(
+            Verdict.PAUSE,
+            f"HTTP 403 {words}: Wildberries denies the account's access (the token's user was "
+            "deleted, or the method is blocked for the seller)",
+            http_status=403,
+            error_class=TOKEN_REFUSED,
+        )
+    if status == 429:
+        return Classification(
+            Verdict.TEMPORARY,
+            f"HTTP 429 {words}: Wildberries' limit for the Prices category ({what})",
+            http_status=429,
+            retry_after=retry_in(response),
+        )
+    if status in (409, 422):
+        # research §2.1: 409 while the account switches currency; 422 "Unexpected result",
+        # which WB asks to take to its support: tried again within max_attempts, then the
+        # delivery ends retry-limit with WB's words.
+        return Classification(
+            Verdict.TEMPORARY, f"HTTP {status} {words} ({what})", http_status=status
+        )
+    if status == 400:
+        return Classification(
+            Verdict.TERMINAL,
+            f"HTTP 400 {words} ({what})",
+            http_status=400,
+            reason=Reason.CHANNEL_RULE,
+        )
+    verdict = STATUSES.verdict(status)
+    if verdict is Verdict.DELIVERED:  # a 2xx this target does not expect
+        verdict = Verdict.UNKNOWN
+    return Classification(verdict, f"HTTP {status} {words} ({what})", http_status=status)
+
+
+def item_words(row: dict[str, Any]) -> str:
+    text = row.get("errorText")
+    return str(text)[:300] if text else "(no error text)"
+
+
+def item_error(row: dict[str, Any], upload_id: int) -> tuple[str, Classification]:
+    """A good WB did not update (item status 3): what it means (``already-set``,
+    ``refused-nm``, or a verdict for the delivery)."""
+    words = item_words(row)
+    low = words.lower()
+    receipt = f"wb-task:{upload_id}"
+    if ALREADY_SET in low:
+        return "already-set", Classification(
+            Verdict.DELIVERED,
+            f"Wildberries: {words} (task {upload_id})",
+            http_status=200,
+            receipt=receipt,
+        )
+    if INVALID_NM in low:
+        return "refused-nm", Classification(
+            Verdict.TERMINAL,
+            f"Wildberries refused the nmID: {words} (task {upload_id})",
+            http_status=200,
+            reason=Reason.UNKNOWN_SKU,
+        )
+    if QUARANTINE in low:
+        return "withheld", Classification(
+            Verdict.WITHHELD,
+            f"Wildberries: {words} (task {upload_id}). {WHERE_TO_RELEASE}",
+            http_status=200,
+            receipt=receipt,
+        )
+    if SALE_LOCK in low:
+        # research §2.6 item 7: locked while the good is in an inventory sale: temporary,
+        # charged, so that it ends retry-limit with WB's words if the sale outlasts the tries.
+        return "sale-lock", Classification(
+            Verdict.TEMPORARY,
+            f"Wildberries: {words} (task {upload_id})",
+            http_status=200,
+            error_class="SaleLock",
+            about_item=True,  # WB answered well; this good alone is locked
+        )
+    return "refused", Classification(
+        Verdict.TERMINAL,
+        f"Wildberries refused the price: {words} (task {upload_id})",
+        http_status=200,
+        reason=Reason.CHANNEL_RULE,
+    )

@@ -1,0 +1,76 @@
+"""What the Wildberries target keeps between attempts and across restarts, per channel: the
+catalogue's vendor code -> ``nmID`` map and the upload tasks in flight (contract 14).
+
+The target never reaches the database (the layers forbid it): ``exchange.app`` hands it
+``exchange.db.wb_store.DbWbStore`` (tables ``wb_nm_ids``, ``wb_catalogues``, ``wb_tasks``,
+migration 0029); the tests and ``exchange check`` may hand it ``MemoryWbStore``.
+
+A task row is written as soon as WB answers the upload, before any poll: a worker that stops
+(or is killed) after that finds the row on its next attempt, and polls the task instead of
+uploading the price again (docs/design/channels.md, "Work whose outcome is read later").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Protocol
+
+from exchange.domain.upload_tasks import Task as Task  # the port's value
+
+
+class WbStore(Protocol):
+    def nm_ids(self, vendor_codes: Iterable[str]) -> dict[str, int]:
+        """The ``nmID`` of each of ``vendor_codes`` the catalogue map holds."""
+        ...
+
+    def refreshed_at(self) -> datetime | None:
+        """When the map was last rebuilt from the whole catalogue (None: never)."""
+        ...
+
+    def replace_catalogue(self, found: dict[str, int], at: datetime) -> None:
+        """The whole catalogue as read now: the map becomes exactly ``found``."""
+        ...
+
+    def tasks(self, nm_ids: Iterable[int]) -> dict[int, Task]:
+        """The task in flight for each of ``nm_ids`` that has one."""
+        ...
+
+    def put_tasks(self, tasks: Iterable[Task]) -> None:
+        """Remember (or replace) the task in flight of each task's ``nmID``."""
+        ...
+
+    def drop_tasks(self, nm_ids: Iterable[int], upload_id: int) -> None:
+        """The task ``upload_id`` has ended for these ``nmID``s (a row of another task stays)."""
+        ...
+
+
+class MemoryWbStore:
+    """A ``WbStore`` in memory, for tests and ``exchange check``."""
+
+    def __init__(self) -> None:
+        self.map: dict[str, int] = {}
+        self.at: datetime | None = None
+        self.in_flight: dict[int, Task] = {}
+
+    def nm_ids(self, vendor_codes: Iterable[str]) -> dict[str, int]:
+        return {v: self.map[v] for v in vendor_codes if v in self.map}
+
+    def refreshed_at(self) -> datetime | None:
+        return self.at
+
+    def replace_catalogue(self, found: dict[str, int], at: datetime) -> None:
+        self.map, self.at = dict(found), at
+
+    def tasks(self, nm_ids: Iterable[int]) -> dict[int, Task]:
+        return {n: self.in_flight[n] for n in nm_ids if n in self.in_flight}
+
+    def put_tasks(self, tasks: Iterable[Task]) -> None:
+        for task in tasks:
+            self.in_flight[task.nm_id] = task
+
+    def drop_tasks(self, nm_ids: Iterable[int], upload_id: int) -> None:
+        for n in nm_ids:
+            held = self.in_flight.get(n)
+            if held is not None and held.upload_id == upload_id:
+                del self.in_flight[n]

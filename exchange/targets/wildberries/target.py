@@ -1,0 +1,825 @@
+"""Wildberries' Prices and Discounts API as a ``Target`` (contract 14, research §2).
+
+How a leased batch travels: in upload tasks of at most ``MAX_GOODS`` (1,000) goods, one message
+per good. How one ``send`` goes:
+
+1. each payload read: the price type mapped through ``wb_price_types`` (only ``price`` exists:
+   never ``discount``, which stays the seller's in WB's cabinet); whole roubles only (kopecks
+   are ``invalid-for-channel`` unless ``rounding`` says how), the channel's currency, above 0;
+2. each vendor code's ``nmID`` from the map kept per channel (``WbStore``); one missing there
+   rebuilds the map from the catalogue (``/api/v2/list/goods/filter``, paged, within the
+   budget) at most every ``catalogue_refresh`` seconds, and at once when WB refused an
+   ``nmID``; still missing: ``unknown-sku``;
+3. a good with a task in flight (the store's row, written before any poll) is not uploaded
+   again: the task is polled (``history/tasks``, and the buffer while it is pending) within
+   the poll share of the budget; its outcome ends the delivery that carried it, and a newer
+   price for that good waits (``AWAITING``) until it has one: one task per ``nmID`` in flight;
+4. the others go in one ``POST /api/v2/upload/task``; the task's id (200, or 208: the same
+   task) is stored with its goods at once; the deliveries are ``AWAITING`` (back to delayed,
+   not charged, no lease) and a later attempt reads the outcome (step 3). "Already set" is
+   delivered; for several goods they are uploaded again one by one to learn which.
+
+Each good's line in a processed task (``history/goods/task``): updated -> DELIVERED; "already
+set" -> DELIVERED; price quarantine -> WITHHELD (until the ``nmID`` leaves
+``/api/v2/quarantine/goods``, or a newer price is delivered); a sale lock -> TEMPORARY
+(charged: it ends ``retry-limit`` with WB's words); an ``nmID`` refused -> the map rebuilt and
+the good uploaded again under its new ``nmID``, else ``unknown-sku``; another error TERMINAL,
+``channel-rule``, in WB's words. A 401 (a token refused or read-only) or 403 pauses delivery;
+a 429 bars every request for ``X-Ratelimit-Retry`` seconds (``Budget``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import ssl
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any, Literal
+
+import httpx
+
+from exchange.domain.pause import SETTING_MISSING
+from exchange.domain.reasons import Reason
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.errors import ExchangeError, ReadBackFailed
+from exchange.targets.base import (
+    UNPACED,
+    HeldPrice,
+    OutgoingMessage,
+    Pacer,
+    Release,
+    Shown,
+)
+from exchange.targets.marketplace import items
+from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
+from exchange.targets.marketplace.money import Money
+from exchange.targets.wildberries import answers
+from exchange.targets.wildberries.budget import Budget
+from exchange.targets.wildberries.store import Task, WbStore
+from exchange.targets.wildberries.token import claims
+from exchange.targets.wire import http_client, httpx_failure, transport_verdict
+
+log = logging.getLogger(__name__)
+
+DEFAULT_URL = "https://discounts-prices-api.wildberries.ru"
+MAX_GOODS = 1000  # research §2.1: "Максимум 1 000 товаров"
+PAGE = 1000  # the list methods' most ``limit``
+USER_AGENT = "exchange/0.1"
+# Task statuses (research §2.4): history 3 done, 4 cancelled, 5 some errors, 6 all errors;
+# buffer 1 pending. Item statuses: 2 updated, 3 error.
+DONE, CANCELLED, SOME_ERRORS, ALL_ERRORS, PENDING = 3, 4, 5, 6, 1
+ITEM_UPDATED, ITEM_ERROR = 2, 3
+
+Rounding = Literal["none", "half-up", "down"]
+WHOLE_ROUBLES = Money(places=0)  # research §2.1: "Price should be a whole number", never 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Price:
+    """One item (contract 14: one per SKU; Wildberries has one field, ``price``)."""
+
+    carried: tuple[OutgoingMessage, ...]
+    vendor_code: str
+    roubles: int
+
+    @property
+    def message(self) -> OutgoingMessage:
+        return self.carried[0]
+
+
+@dataclass(frozen=True, slots=True)
+class _Good:
+    price: _Price
+    nm_id: int
+
+
+class _Answer(Exception):
+    def __init__(self, classification: Classification) -> None:
+        super().__init__(classification.detail)
+        self.classification = classification
+
+
+# What a poll of one task found: ``_Processed``, or one of these.
+_PENDING, _LATER, _CANCELLED, _LOST = "pending", "later", "cancelled", "lost"
+FEW = 5  # goods a task left out checked one by one (filterNmID); more: the map rebuilt
+
+
+@dataclass(frozen=True, slots=True)
+class _Processed:
+    """A processed task: the lines of its goods WB lists (by nmID), and whether it left some
+    of the uploaded goods out (``overAllGoodsNumber`` below the goods uploaded: research §8,
+    an unchanged or unknown good in a mixed task may be skipped rather than listed)."""
+
+    rows: dict[int, dict[str, Any]]
+    short: bool
+
+
+class WildberriesTarget:
+    name = "wildberries"
+
+    def __init__(
+        self,
+        url: str,
+        token: Callable[[], str | None],
+        store: WbStore,
+        *,
+        price_types: dict[str, str | None] | None = None,
+        rounding: Rounding = "none",
+        currency: str = "RUB",
+        sku_source: Literal["sku", "article"] = "sku",
+        articles: Articles = NO_ARTICLES,
+        catalogue_refresh: float = 900.0,
+        timeout: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        verify: ssl.SSLContext | None = None,
+        budget: Budget | None = None,
+        first_poll: float = 3.0,
+        poll_every: float = 5.0,
+        task_timeout: float = 1800.0,
+        poll_at_once: bool = False,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        """``first_poll``: seconds from an upload to the first look at its task; ``poll_every``:
+        between looks; ``task_timeout``: how long a task WB does not show yet counts as
+        pending (research §8: what WB answers meanwhile is unconfirmed), after which the price
+        is uploaded again; ``poll_at_once``: look once right after the upload (a test whose
+        simulator processes at once)."""
+        self.url = url.rstrip("/")
+        self._token_source = token
+        self._token = self._read_token()
+        self.store = store
+        self.channel = items.Channel(
+            "wildberries",
+            dict(price_types or {"retail": "price"}),
+            "wb_price_types",
+            {"price": WHOLE_ROUBLES},
+            currency,
+            sku_source,
+            rounding,
+        )
+        self.articles = articles
+        self.catalogue_refresh = catalogue_refresh
+        self.budget = budget or Budget()
+        self.first_poll, self.poll_every = first_poll, poll_every
+        self.task_timeout, self.poll_at_once = task_timeout, poll_at_once
+        self.clock = clock
+        self._http = http_client(
+            base_url=self.url,
+            timeout=timeout,
+            verify=verify,
+            transport=transport,
+            headers={"User-Agent": USER_AGENT},
+        )
+        self._pacer: Pacer = UNPACED
+        self._refused_nm = False  # WB refused an nmID: the next lookup rebuilds the map
+        self.requests_sent = 0
+
+    def pace_with(self, pacer: Pacer) -> None:
+        self._pacer = pacer
+
+    def _read_token(self) -> str | None:
+        token = self._token_source()
+        return token.strip() if token and token.strip() else None
+
+    # -- the seam --------------------------------------------------------------------------
+
+    def requests(self, messages: Sequence[OutgoingMessage]) -> list[list[OutgoingMessage]]:
+        """One item per SKU (``items.by_sku``), and never two messages of one aggregate in a
+        request (``Target``): a second version goes in a later request (WB refuses an upload
+        naming one nmID twice, "Duplicate item Nos.")."""
+        out: list[list[OutgoingMessage]] = []
+        pending = list(messages)
+        while pending:
+            seen: set[tuple[str, str]] = set()
+            now: list[OutgoingMessage] = []
+            later: list[OutgoingMessage] = []
+            for message in pending:
+                key = (message.kind, message.aggregate)
+                (later if key in seen else now).append(message)
+                seen.add(key)
+            out += items.by_sku(now, MAX_GOODS)
+            pending = later
+        return out
+
+    async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
+        built = await items.gather(messages, self.channel, articles=self.articles)
+        answers_ = dict(built.answers)
+        prices = [_item(item) for item in built.items]
+        if prices:
+            try:
+                spread = await self._deliver(prices)
+            except _Answer as whole:
+                spread = {p.message.message_id: whole.classification for p in prices}
+            for p in prices:  # the item's verdict is every carried delivery's (contract 14)
+                for carried in p.carried:
+                    answers_[carried.message_id] = spread[p.message.message_id]
+        return [answers_[m.message_id] for m in messages]
+
+    async def health(self) -> Classification:
+        try:
+            await self._call("GET", "/api/v2/list/goods/filter", "read", {"limit": "1"})
+        except _Answer as whole:
+            return whole.classification
+        return Classification(Verdict.DELIVERED, "HTTP 200", http_status=200)
+
+    def reload_credentials(self) -> None:
+        self._token = self._read_token()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # -- reading the payload ---------------------------------------------------------------
+
+    async def _read(self, messages: Sequence[OutgoingMessage]) -> list[_Price | Classification]:
+        """Each message as its item (the articles read under ``sku_source = article``), or
+        why it is not one: for ``withheld_shown`` and ``read_prices``."""
+        built = await items.gather(messages, self.channel, articles=self.articles)
+        by_message = {p.message.message_id: p for p in map(_item, built.items)}
+        return [by_message.get(m.message_id) or built.answers[m.message_id] for m in messages]
+
+    # -- one send --------------------------------------------------------------------------
+
+    async def _deliver(self, prices: list[_Price]) -> dict[str, Classification]:
+        out: dict[str, Classification] = {}
+        nm = await self._nm_ids({p.vendor_code for p in prices})
+        goods: list[_Good] = []
+        for p in prices:
+            if p.vendor_code in nm:
+                goods.append(_Good(p, nm[p.vendor_code]))
+            else:
+                out[p.message.message_id] = _unknown_sku(p.vendor_code)
+        in_flight = await asyncio.to_thread(self.store.tasks, [g.nm_id for g in goods])
+        by_task: dict[int, list[_Good]] = {}
+        for g in goods:
+            if g.nm_id in in_flight:
+                by_task.setdefault(in_flight[g.nm_id].upload_id, []).append(g)
+        upload: list[_Good] = [g for g in goods if g.nm_id not in in_flight]
+        refused: list[_Good] = []
+        left_out: list[_Good] = []
+        for upload_id, waiting in by_task.items():
+            tasks = [in_flight[g.nm_id] for g in waiting]
+            found = await self._poll(
+                upload_id, min(t.uploaded_at for t in tasks), max(t.goods for t in tasks)
+            )
+            self._judge_task(upload_id, found, waiting, in_flight, out, upload, refused, left_out)
+            if found not in (_PENDING, _LATER):
+                await asyncio.to_thread(self.store.drop_tasks, [t.nm_id for t in tasks], upload_id)
+        if left_out:
+            refused += await self._not_in_catalogue(left_out)
+        if refused:
+            upload += await self._again(refused, out)
+        for chunk in [upload[i : i + MAX_GOODS] for i in range(0, len(upload), MAX_GOODS)]:
+            out.update(await self._upload(chunk))
+        return out
+
+    def _judge_task(
+        self,
+        upload_id: int,
+        found: _Processed | str,
+        waiting: list[_Good],
+        in_flight: dict[int, Task],
+        out: dict[str, Classification],
+        upload: list[_Good],
+        refused: list[_Good],
+        left_out: list[_Good],
+    ) -> None:
+        """Each good waiting for task ``upload_id``: its delivery's outcome, or (a newer price
+        of a good whose task ended) back to the uploads."""
+        for g in waiting:
+            task = in_flight[g.nm_id]
+            mine = task.price == g.price.roubles
+            if found in (_PENDING, _LATER):
+                # Put off for want of the polls' share: looked at again once it has a token.
+                wait = self.poll_every if found == _PENDING else self.budget.poll_wait()
+                out[g.price.message.message_id] = self._awaiting(upload_id, wait, mine=mine)
+            elif not mine:
+                upload.append(g)  # the good's task ended: this newer price goes now
+            elif found == _CANCELLED:
+                out[g.price.message.message_id] = Classification(
+                    Verdict.TEMPORARY,
+                    f"Wildberries cancelled task {upload_id} (status 4): uploaded again",
+                    http_status=200,
+                )
+            elif found == _LOST:
+                out[g.price.message.message_id] = Classification(
+                    Verdict.TEMPORARY,
+                    f"Wildberries has not shown task {upload_id} for "
+                    f"{self.task_timeout:g} s: uploaded again",
+                    http_status=200,
+                )
+            else:
+                assert isinstance(found, _Processed)
+                row = found.rows.get(g.nm_id)
+                if row is None and found.short:
+                    # Left out of the task: unchanged (already set), or an nmID WB does not
+                    # know (research §8): the catalogue says which (``_not_in_catalogue``).
+                    out[g.price.message.message_id] = Classification(
+                        Verdict.DELIVERED,
+                        f"Wildberries left nmID {g.nm_id} out of task {upload_id}: the price "
+                        "is in force already",
+                        http_status=200,
+                        receipt=f"wb-task:{upload_id}",
+                    )
+                    left_out.append(g)
+                    continue
+                if row is None or row.get("status") == ITEM_UPDATED:
+                    # A task done without errors, or a good updated in a task with some
+                    # (research §2.4: status 5 updated the others).
+                    out[g.price.message.message_id] = Classification(
+                        Verdict.DELIVERED,
+                        f"Wildberries: task {upload_id} updated nmID {g.nm_id}",
+                        http_status=200,
+                        receipt=f"wb-task:{upload_id}",
+                    )
+                    continue
+                meaning, said = answers.item_error(row, upload_id)
+                if meaning == "refused-nm":
+                    refused.append(g)
+                out[g.price.message.message_id] = said
+
+    async def _not_in_catalogue(self, goods: list[_Good]) -> list[_Good]:
+        """Of the goods a task left out, those whose nmID WB's catalogue does not hold (each
+        asked by ``filterNmID`` when few; more: all of them, for the map's rebuild)."""
+        if len(goods) > FEW:
+            return goods
+        gone: list[_Good] = []
+        for g in goods:
+            response = await self._call(
+                "GET",
+                "/api/v2/list/goods/filter",
+                "read",
+                {"limit": "1", "filterNmID": str(g.nm_id)},
+            )
+            body = answers.body(response)
+            data = body.get("data") if isinstance(body, dict) else None
+            listed = data.get("listGoods") if isinstance(data, dict) else None
+            if not listed:
+                gone.append(g)
+        return gone
+
+    async def _again(self, refused: list[_Good], out: dict[str, Classification]) -> list[_Good]:
+        """WB refused these ``nmID``s: the map rebuilt now; a vendor code found under another
+        ``nmID`` is uploaded again under it, one not found is ``unknown-sku``, one found under
+        the same ``nmID`` keeps WB's refusal."""
+        self._refused_nm = True
+        nm = await self._nm_ids({g.price.vendor_code for g in refused})
+        again: list[_Good] = []
+        for g in refused:
+            now_nm = nm.get(g.price.vendor_code)
+            if now_nm is None:
+                out[g.price.message.message_id] = _unknown_sku(g.price.vendor_code)
+            elif now_nm != g.nm_id:
+                out.pop(g.price.message.message_id, None)
+                again.append(_Good(g.price, now_nm))
+        return again
+
+    def _awaiting(self, upload_id: int, wait: float, *, mine: bool = True) -> Classification:
+        detail = (
+            f"Wildberries took it in task {upload_id}: its outcome is read later"
+            if mine
+            else f"waits for Wildberries' task {upload_id} of the same good (one task per nmID)"
+        )
+        return Classification(
+            Verdict.AWAITING,
+            detail,
+            http_status=200,
+            receipt=f"wb-task:{upload_id}",
+            # Whole seconds (Retry-After's form), at least one: never due again at once.
+            retry_after=str(max(1, math.ceil(wait))),
+        )
+
+    # -- the upload ------------------------------------------------------------------------
+
+    async def _upload(
+        self, goods: list[_Good], *, alone: bool = False
+    ) -> dict[str, Classification]:
+        if not goods:
+            return {}
+        self._may_write()
+        data = [{"nmID": g.nm_id, "price": g.price.roubles} for g in goods]
+        response = await self._call(
+            "POST", "/api/v2/upload/task", "upload", body={"data": data}, judged=False
+        )
+        status = response.status_code
+        if status in (200, 208):
+            upload_id = _task_id(response)
+            if upload_id is None:
+                raise _Answer(
+                    Classification(
+                        Verdict.UNKNOWN,
+                        f"HTTP {status}: the upload's answer names no task id",
+                        http_status=status,
+                    )
+                )
+            now = self.clock()
+            tasks = [
+                Task(
+                    g.nm_id,
+                    upload_id,
+                    Decimal(g.price.roubles),
+                    g.price.message.message_id,
+                    now,
+                    len(goods),
+                )
+                for g in goods
+            ]
+            # Stored before any poll: a restart from here polls this task, never uploads again.
+            await asyncio.to_thread(self.store.put_tasks, tasks)
+            if status == 208:
+                log.info("Wildberries: the upload is task %s already (208)", upload_id)
+            if self.poll_at_once:
+                return await self._deliver_after_upload(goods)
+            return {
+                g.price.message.message_id: self._awaiting(upload_id, self.first_poll)
+                for g in goods
+            }
+        words = answers.error_text(response)
+        if status == 400 and (answers.ALREADY_SET in words.lower() or answers.ALL_WRONG in words):
+            if len(goods) > 1:
+                # research §2.5: which goods are already set is not said: one by one.
+                out: dict[str, Classification] = {}
+                for g in goods:
+                    out.update(await self._upload([g], alone=True))
+                return out
+            return await self._already_or_refused(goods[0], words, alone)
+        raise _Answer(answers.whole(response, "upload"))
+
+    async def _deliver_after_upload(self, goods: list[_Good]) -> dict[str, Classification]:
+        """``poll_at_once``: the goods just uploaded, their task polled once now."""
+        return await self._deliver([g.price for g in goods])
+
+    async def _already_or_refused(
+        self, good: _Good, words: str, alone: bool
+    ) -> dict[str, Classification]:
+        """One good refused as "already set" (delivered), or as "all item Nos. specified
+        incorrectly, or already set": the map rebuilt; the same ``nmID`` there means it is
+        known, so already set; another one is uploaded under it; none: ``unknown-sku``."""
+        message_id = good.price.message.message_id
+        if answers.ALREADY_SET in words.lower() and answers.ALL_WRONG not in words:
+            return {message_id: _already(words)}
+        out: dict[str, Classification] = {}
+        again = await self._again([good], out)
+        if again:
+            return await self._upload(again, alone=alone)
+        if message_id in out:
+            return out
+        return {message_id: _already(words)}
+
+    def _may_write(self) -> None:
+        """The token's own claims (research §2.2) said before a write: none, read-only, or
+        without the Prices category pause delivery without a request."""
+        # Read again before each write: while writes are refused the worker tries one now and
+        # then without asking for the credentials again, and the operator's new token file
+        # must be what that write carries.
+        try:
+            self._token = self._read_token()
+        except ExchangeError as exc:  # the file cannot be read: its name and why, no value
+            raise _Answer(
+                Classification(Verdict.PAUSE, str(exc), error_class=SETTING_MISSING)
+            ) from None
+        if self._token is None:
+            raise _Answer(answers.token_missing())
+        said = claims(self._token)
+        if said is None:
+            return  # not readable here: WB judges it
+        if said.read_only:
+            raise _Answer(
+                Classification(
+                    Verdict.PAUSE,
+                    "the Wildberries token is read-only (its claims say so): make a token with "
+                    "the «Цены и скидки» category and write access, and put it in wb_token_file",
+                    error_class=answers.READ_ONLY_TOKEN,
+                )
+            )
+        if not said.prices:
+            raise _Answer(
+                Classification(
+                    Verdict.PAUSE,
+                    "the Wildberries token has no «Цены и скидки» (Prices and discounts) "
+                    "category: make one with it and put it in wb_token_file",
+                    error_class=answers.TOKEN_REFUSED,
+                )
+            )
+
+    # -- polling a task --------------------------------------------------------------------
+
+    async def _poll(self, upload_id: int, uploaded_at: datetime, size: int) -> _Processed | str:
+        """The task's outcome: its goods' lines (processed), or pending, later (no
+        poll this time: the budget's poll share is spent, or WB asked to wait), cancelled, or
+        lost (not shown for ``task_timeout``)."""
+        if not await self.budget.take_poll():
+            return _LATER
+        meta = await self._task_status("/api/v2/history/tasks", upload_id)
+        if isinstance(meta, str):
+            return meta
+        status = meta.get("status") if meta else None
+        if meta is not None and status in (DONE, SOME_ERRORS, ALL_ERRORS):
+            listed = meta.get("overAllGoodsNumber")
+            short = isinstance(listed, int) and listed < size
+            if status == DONE and not short:
+                return _Processed({}, False)  # no errors: every good updated, nothing to page
+            rows = await self._goods(upload_id)
+            return rows if isinstance(rows, str) else _Processed(rows, short)
+        if status == CANCELLED:
+            return _CANCELLED
+        # Not in the history yet (research §2.4, §8: a fresh task may show in the buffer).
+        if await self.budget.take_poll():
+            buffered = await self._task_status("/api/v2/buffer/tasks", upload_id)
+            if isinstance(buffered, dict) and buffered.get("status") == PENDING:
+                return _PENDING
+        if self.clock() - uploaded_at > timedelta(seconds=self.task_timeout):
+            return _LOST
+        return _PENDING
+
+    async def _task_status(self, path: str, upload_id: int) -> dict[str, Any] | str | None:
+        response = await self._call(
+            "GET", path, "poll", {"uploadID": str(upload_id)}, judged=False, counted=False
+        )
+        if response.status_code == 200:
+            found = answers.body(response)
+            data = found.get("data") if isinstance(found, dict) else None
+            return data if isinstance(data, dict) else None
+        if response.status_code == 400:
+            return None  # research §8: a task not processed yet may be 400 "Invalid request…"
+        if response.status_code in (401, 403):
+            raise _Answer(answers.whole(response, "task poll"))
+        return _LATER
+
+    async def _goods(self, upload_id: int) -> dict[int, dict[str, Any]] | str:
+        rows: dict[int, dict[str, Any]] = {}
+        offset = 0
+        while True:
+            await self.budget.take_poll(wait=True)  # the task's status was read: finish it
+            response = await self._call(
+                "GET",
+                "/api/v2/history/goods/task",
+                "poll",
+                {"uploadID": str(upload_id), "limit": str(PAGE), "offset": str(offset)},
+                judged=False,
+                counted=False,
+            )
+            if response.status_code in (401, 403):
+                raise _Answer(answers.whole(response, "task poll"))
+            if response.status_code != 200:
+                return _LATER
+            found = answers.body(response)
+            data = found.get("data") if isinstance(found, dict) else None
+            page = data.get("historyGoods") if isinstance(data, dict) else None
+            if not isinstance(page, list):
+                return _LATER
+            for row in page:
+                if isinstance(row, dict) and isinstance(row.get("nmID"), int):
+                    rows[row["nmID"]] = row
+            if len(page) < PAGE:
+                return rows
+            offset += PAGE
+
+    # -- the catalogue ---------------------------------------------------------------------
+
+    async def _nm_ids(self, vendor_codes: set[str]) -> dict[str, int]:
+        known = await asyncio.to_thread(self.store.nm_ids, sorted(vendor_codes))
+        if len(known) == len(vendor_codes) and not self._refused_nm:
+            return known
+        at = await asyncio.to_thread(self.store.refreshed_at)
+        now = self.clock()
+        due = at is None or now - at >= timedelta(seconds=self.catalogue_refresh)
+        if not (due or self._refused_nm):
+            return known
+        self._refused_nm = False
+        catalogue = await self.catalogue()
+        await asyncio.to_thread(self.store.replace_catalogue, catalogue, now)
+        return {v: catalogue[v] for v in vendor_codes if v in catalogue}
+
+    async def catalogue(self) -> dict[str, int]:
+        """Every vendor code's nmID, paging ``/api/v2/list/goods/filter`` within the budget."""
+        found: dict[str, int] = {}
+        offset = 0
+        while True:
+            response = await self._call(
+                "GET",
+                "/api/v2/list/goods/filter",
+                "read",
+                {"limit": str(PAGE), "offset": str(offset)},
+            )
+            body = answers.body(response)
+            data = body.get("data") if isinstance(body, dict) else None
+            page = data.get("listGoods") if isinstance(data, dict) else None
+            if not isinstance(page, list):
+                raise _Answer(
+                    Classification(
+                        Verdict.UNKNOWN,
+                        "HTTP 200: the catalogue's answer has no listGoods",
+                        http_status=200,
+                    )
+                )
+            for good in page:
+                if isinstance(good, dict):
+                    code, nm = good.get("vendorCode"), good.get("nmID")
+                    if isinstance(code, str) and isinstance(nm, int):
+                        found[code] = nm
+            if len(page) < PAGE:
+                return found
+            offset += PAGE
+
+    # -- withheld (contract 13) ------------------------------------------------------------
+
+    async def quarantined(self) -> set[int]:
+        """The ``nmID``s in WB's price quarantine now (``/api/v2/quarantine/goods``, paged)."""
+        held: set[int] = set()
+        offset = 0
+        while True:
+            response = await self._call(
+                "GET",
+                "/api/v2/quarantine/goods",
+                "read",
+                {"limit": str(PAGE), "offset": str(offset)},
+            )
+            body = answers.body(response)
+            data = body.get("data") if isinstance(body, dict) else None
+            page = data.get("quarantineGoods") if isinstance(data, dict) else None
+            if not isinstance(page, list):
+                return held
+            held |= {
+                g["nmID"] for g in page if isinstance(g, dict) and isinstance(g.get("nmID"), int)
+            }
+            if len(page) < PAGE:
+                return held
+            offset += PAGE
+
+    async def withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
+        """A withheld price is live once its ``nmID`` left the quarantine and the catalogue
+        holds it (the seller confirmed it in the cabinet); still listed: withheld; left with
+        another price there (a newer one, or the seller's own): unknown, and a newer version
+        delivered supersedes it."""
+        try:
+            held = await self.quarantined()
+            read = await self._read(messages)
+            codes = {p.vendor_code for p in read if isinstance(p, _Price)}
+            nm = await asyncio.to_thread(self.store.nm_ids, sorted(codes))
+            left = [p for p in read if isinstance(p, _Price) and nm.get(p.vendor_code) not in held]
+            prices = await self._prices({nm[p.vendor_code] for p in left if p.vendor_code in nm})
+        except _Answer:
+            return [Shown.UNKNOWN for _ in messages]
+        shown: list[Shown] = []
+        for p in read:
+            if not isinstance(p, _Price) or p.vendor_code not in nm:
+                shown.append(Shown.UNKNOWN)
+            elif nm[p.vendor_code] in held:
+                shown.append(Shown.WITHHELD)
+            elif prices.get(nm[p.vendor_code]) == p.roubles:
+                shown.append(Shown.LIVE)
+            else:
+                shown.append(Shown.UNKNOWN)
+        return shown
+
+    async def release_withheld(self, messages: Sequence[OutgoingMessage]) -> list[Release]:
+        """WB's API has no way to release a quarantined price (research §2.4): the seller
+        confirms it in the cabinet, or sends a newer price."""
+        return [Release(False, answers.WHERE_TO_RELEASE) for _ in messages]
+
+    async def _prices(self, nm_ids: set[int]) -> dict[int, int]:
+        """The price in force of each of ``nm_ids`` (the catalogue, one good a request when
+        few, else paged whole)."""
+        if not nm_ids:
+            return {}
+        found: dict[int, int] = {}
+        offset = 0
+        while True:
+            response = await self._call(
+                "GET",
+                "/api/v2/list/goods/filter",
+                "read",
+                {"limit": str(PAGE), "offset": str(offset)},
+            )
+            body = answers.body(response)
+            data = body.get("data") if isinstance(body, dict) else None
+            page = data.get("listGoods") if isinstance(data, dict) else None
+            if not isinstance(page, list):
+                return found
+            for good in page:
+                nm, sizes = good.get("nmID"), good.get("sizes")
+                if nm in nm_ids and isinstance(sizes, list) and sizes:
+                    price = sizes[0].get("price") if isinstance(sizes[0], dict) else None
+                    if isinstance(price, int):
+                        found[nm] = price
+            if len(page) < PAGE:
+                return found
+            offset += PAGE
+
+    # -- reading prices back (exchange verify) ---------------------------------------------
+
+    async def read_prices(self, messages: Sequence[OutgoingMessage]) -> list[HeldPrice]:
+        read = list(zip(messages, await self._read(messages), strict=True))
+        codes = {p.vendor_code for _, p in read if isinstance(p, _Price)}
+        try:
+            nm = await self._nm_ids(codes)
+            prices = await self._prices(set(nm.values()))
+        except _Answer as whole:
+            raise ReadBackFailed(whole.classification.detail) from None
+        held: list[HeldPrice] = []
+        for message, p in read:
+            if not isinstance(p, _Price):
+                held.append(HeldPrice(message.message_id, "", "", None, None, unreadable=p.detail))
+                continue
+            where = nm.get(p.vendor_code)
+            amount = prices.get(where) if where is not None else None
+            held.append(
+                HeldPrice(
+                    message.message_id,
+                    p.vendor_code,
+                    "price",
+                    Decimal(p.roubles),
+                    Decimal(amount) if amount is not None else None,
+                    found=where is not None,
+                )
+            )
+        return held
+
+    # -- the wire --------------------------------------------------------------------------
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        what: Literal["upload", "poll", "read"],
+        params: dict[str, str] | None = None,
+        *,
+        body: dict[str, Any] | None = None,
+        judged: bool = True,
+        counted: bool = True,
+    ) -> httpx.Response:
+        """One request within the budget (``counted``: it takes a token here; a poll took its
+        own) and the worker's pace; a 429 bars the budget for ``X-Ratelimit-Retry``.
+        ``judged``: any answer but a 2xx raised as ``answers.whole`` reads it."""
+        if self._token is None:
+            raise _Answer(answers.token_missing())
+        if counted:
+            await self.budget.take(what if what != "poll" else "read")
+        headers = {"Authorization": self._token}
+        content = None
+        if body is not None:
+            content = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        self.requests_sent += 1
+        sent_at = await self._pacer.turn()
+        try:
+            response = await self._http.request(
+                method, path, params=params, content=content, headers=headers
+            )
+        except httpx.TransportError as exc:
+            self._pacer.done(sent_at, None, None)
+            raise _Answer(transport_verdict(httpx_failure(exc))) from None
+        except BaseException:
+            self._pacer.done(sent_at, None, None)
+            raise
+        retry = answers.retry_in(response) if response.status_code == 429 else None
+        left = response.headers.get("X-Ratelimit-Remaining", "")
+        if left.isdigit():
+            self.budget.remaining(int(left))
+        self._pacer.done(sent_at, response.status_code, retry)
+        if response.status_code == 429:
+            self.budget.refused(_seconds(retry))
+            if what == "poll":
+                return response
+            raise _Answer(answers.whole(response, what))
+        if judged and not 200 <= response.status_code < 300:
+            raise _Answer(answers.whole(response, what))
+        return response
+
+
+def _seconds(value: str | None) -> float:
+    try:
+        return max(0.0, float(value)) if value is not None else 1.0
+    except ValueError:
+        return 1.0
+
+
+def _task_id(response: httpx.Response) -> int | None:
+    found = answers.body(response)
+    data = found.get("data") if isinstance(found, dict) else None
+    ident = data.get("id") if isinstance(data, dict) else None
+    return ident if isinstance(ident, int) else None
+
+
+def _item(item: items.Item) -> _Price:
+    return _Price(tuple(item.carried), item.offer_id, int(item.prices["price"]))
+
+
+def _unknown_sku(vendor_code: str) -> Classification:
+    return Classification(
+        Verdict.TERMINAL,
+        f"Wildberries' catalogue has no good with vendor code {vendor_code!r}",
+        http_status=200,
+        reason=Reason.UNKNOWN_SKU,
+    )
+
+
+def _already(words: str) -> Classification:
+    return Classification(
+        Verdict.DELIVERED, f"HTTP 400 {words}: the price is in force already", http_status=400
+    )

@@ -1,0 +1,1 @@
+"""Yandex Market's Partner API for prices as a target (contract 14)."""

@@ -1,0 +1,191 @@
+"""What Yandex Market's answers mean (contract 14; ``../shared/research/marketplaces.md`` §3).
+
+Yandex answers an error as ``ApiErrorResponse``: ``{"status": "ERROR", "errors": [{"code",
+"message"}]}`` (§3.4; the published examples show ``"status": "OK"`` inside 4xx bodies, so the
+status word is never trusted: the HTTP status is). The readings here are the only place the
+target's answers are judged; the verdicts are those of ``exchange.domain.verdicts``.
+
+- 200: accepted (``offer-prices/updates``: not applied yet, §3.4) or the read's result.
+- 420 (never 429, §3.3): ``Hit rate limit of 'N' parallel requests …`` lowers the parallelism;
+  ``Hit rate limit of 'N' requests per '…' for resource …`` waits until
+  ``X-RateLimit-Resource-Until`` (an RFC 822 date).
+- 400 naming offers (by ``offerId = '…'``, ``Offer '…'`` or ``Offer at index 'N'``, §3.4
+  YM-ERR #prices): those offers are terminal, the others are sent again.
+- 401, 403: the key is refused or may not write: delivery pauses, the cause in words.
+- 423 ``Business is in migration`` (§3.4): the cabinet's, temporary, not the offers' fault.
+- 404: not the Partner API at ``ym_api_url`` (no price method answers 404 for an offer): pause.
+- 5xx, 499: temporary.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any
+
+import httpx
+
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.wire import STATUSES
+
+BODY_CAP = 4 * 1024 * 1024
+KEY_REFUSED = "KeyRefused"
+NO_WRITE_RIGHTS = "NoWriteRights"
+RATE_LIMITED = "RateLimited"
+MIGRATING = "BusinessMigrating"
+NOT_THE_API = "NotTheApi"
+
+_BY_ID = (re.compile(r"offerId = '([^']*)'"), re.compile(r"^Offer '([^']*)'"))
+_BY_INDEX = re.compile(r"[Oo]ffer at index '(\d+)'")
+
+
+class Throttle(StrEnum):
+    """Which of Yandex's two limits a 420 names (§3.3)."""
+
+    PARALLEL = "parallel"
+    BUDGET = "budget"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiError:
+    code: str
+    message: str
+
+
+def body(response: httpx.Response) -> Any:
+    """The answer's JSON with numbers as ``Decimal``; None when it is not JSON."""
+    try:
+        return json.loads(response.content[:BODY_CAP], parse_float=Decimal)
+    except ValueError:
+        return None
+
+
+def errors(response: httpx.Response) -> list[ApiError]:
+    """The ``errors[]`` of an ``ApiErrorResponse`` (§3.4), whatever its ``status`` says."""
+    parsed = body(response)
+    listed = parsed.get("errors") if isinstance(parsed, dict) else None
+    if not isinstance(listed, list):
+        return []
+    return [
+        ApiError(str(e.get("code", ""))[:100], str(e.get("message", ""))[:500])
+        for e in listed
+        if isinstance(e, dict)
+    ]
+
+
+def words(response: httpx.Response) -> str:
+    """Yandex's own words for an answer, short: ``CODE message; …``."""
+    said = "; ".join(f"{e.code} {e.message}".strip() for e in errors(response)[:5])
+    return f"HTTP {response.status_code}: {said or response.reason_phrase or 'no words'}"
+
+
+def throttle(response: httpx.Response) -> Throttle:
+    """A 420's limit: the parallel cap when its message says so, else the per-minute budget."""
+    text = " ".join(e.message for e in errors(response)).lower()
+    return Throttle.PARALLEL if "parallel" in text else Throttle.BUDGET
+
+
+def until(response: httpx.Response) -> datetime | None:
+    """``X-RateLimit-Resource-Until`` (§3.3: an RFC 822 date after which the resource is
+    usable again), or None when absent or not a date."""
+    text = response.headers.get("X-RateLimit-Resource-Until")
+    if not text:
+        return None
+    try:
+        moment = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
+def named_offers(response: httpx.Response, sent: list[str]) -> dict[str, str]:
+    """The offers a 400 names, each with its words: by ``offerId`` (as Yandex trims it, so as
+    sent) or by its index in the request's ``offers``. Offers not in ``sent`` are left out."""
+    known = set(sent)
+    named: dict[str, str] = {}
+    for error in errors(response):
+        text = f"{error.code} {error.message}".strip()
+        found: str | None = None
+        for pattern in _BY_ID:
+            match = pattern.search(error.message)
+            if match and match.group(1).strip() in known:
+                found = match.group(1).strip()
+                break
+        if found is None:
+            match = _BY_INDEX.search(error.message)
+            if match and int(match.group(1)) < len(sent):
+                found = sent[int(match.group(1))]
+        if found is not None:
+            named.setdefault(found, text)
+    return named
+
+
+def whole(response: httpx.Response) -> Classification:
+    """An answer that is not a 200 and decides every offer of its request."""
+    status = response.status_code
+    said = words(response)
+    if status == 401:
+        return Classification(
+            Verdict.PAUSE,
+            f"{said}: Yandex Market refused the Api-Key (ym_api_key_file): make an Api-Key "
+            "token in the cabinet with the «Pricing» (pricing) or «All methods» access (Yandex's "
+            "guide: yandex.ru/dev/market/partner-api/doc/ru/concepts/api-key)",
+            http_status=401,
+            error_class=KEY_REFUSED,
+        )
+    if status == 403:
+        scope = "scope" in said.lower()
+        return Classification(
+            Verdict.PAUSE,
+            f"{said}: "
+            + (
+                "the Api-Key may not change prices: give it the «Pricing» (pricing) or «All "
+                "methods» access, not a read-only one"
+                if scope
+                else "Yandex Market refuses this key for this business (ym_business_id): check "
+                "the cabinet's id and that its API is enabled"
+            ),
+            http_status=403,
+            error_class=NO_WRITE_RIGHTS if scope else KEY_REFUSED,
+        )
+    if status in (404, 405):
+        # No price method answers 404 for an offer (§3.4 names offers inside a 400): the
+        # address is not the Partner API's (ym_api_url, the /v2 path), about the channel.
+        return Classification(
+            Verdict.PAUSE,
+            f"{said}: the Partner API's price methods are not at this address: check "
+            "ym_api_url (https://api.partner.market.yandex.ru)",
+            http_status=status,
+            error_class=NOT_THE_API,
+        )
+    if status == 420:
+        return Classification(
+            Verdict.TEMPORARY,
+            f"{said}: Yandex Market's limit, waited for and still refused",
+            http_status=420,
+            error_class=RATE_LIMITED,
+            site_wide=True,
+        )
+    if status == 423:
+        return Classification(
+            Verdict.TEMPORARY,
+            f"{said}: the cabinet is locked by Yandex Market (a business in migration)",
+            http_status=423,
+            error_class=MIGRATING,
+            site_wide=True,
+        )
+    if status == 499:
+        return Classification(Verdict.TEMPORARY, said, http_status=499)
+    verdict = STATUSES.verdict(status)
+    return Classification(verdict, said, http_status=status)
+
+
+def unreadable(response: httpx.Response, why: str) -> Classification:
+    return Classification(
+        Verdict.UNKNOWN, f"HTTP {response.status_code}: {why}", http_status=response.status_code
+    )

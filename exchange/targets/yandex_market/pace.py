@@ -1,0 +1,147 @@
+"""Yandex Market's pace as the target keeps it (contract 14; research §3.3).
+
+Yandex counts its price methods' budget in **offers** a minute (``ym_offers_per_minute``,
+10 000), not in requests, and allows at most ``ym_parallel`` (4) requests at once per business.
+The worker's own pace counts requests and learns 429s; Yandex answers 420 and says until when
+(``X-RateLimit-Resource-Until``), so the target keeps both limits itself:
+
+- ``OfferBudget``: a sliding window. A request of ``n`` offers waits until the offers sent in
+  the last ``window`` seconds plus ``n`` fit ``per_minute × window / 60``. Any minute holds
+  60/``window`` such windows, so no minute ever gets more than the budget and Yandex's own
+  window (whatever its alignment) never refuses it. The target takes the shortest window that
+  still holds one whole request (3 s for 500 offers of 10 000 a minute, at least 1 s): the
+  budget is spread over the minute instead of spent in its first second, which is what a
+  simulator whose minute is scaled down to a second can take too;
+  a 420 for the budget (another program on the same cabinet, a restart within the minute)
+  holds every request until the moment Yandex names. Waiters go in turn (a lock).
+- ``Parallel``: at most ``limit`` requests at once; a 420 for parallel requests lowers the
+  limit by one (never below one), for as long as the process runs.
+
+Both take their clock from the caller (``monotonic``, ``sleep``) so that tests drive them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+log = logging.getLogger(__name__)
+
+WINDOW = 60.0  # seconds: "10 000 товаров в минуту" (§3.3)
+LONGEST_HOLD = 120.0  # seconds: a Resource-Until further away than this is not believed whole
+
+
+class OfferBudget:
+    """At most ``per_minute × window / 60`` offers in any ``window`` seconds."""
+
+    def __init__(
+        self,
+        per_minute: int,
+        *,
+        window: float = WINDOW,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        wall: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        if per_minute < 1:
+            raise ValueError("per_minute must be at least 1")
+        self.per_minute = per_minute
+        self.window = min(WINDOW, max(window, 0.001))
+        self.limit = max(1, int(per_minute * self.window / WINDOW))
+        self._monotonic, self._sleep, self._wall = monotonic, sleep, wall
+        self._sent: collections.deque[tuple[float, int]] = collections.deque()
+        self._used = 0
+        self._held_until = -float("inf")
+        self._lock: asyncio.Lock | None = None
+
+    def wait(self, offers: int, now: float) -> float:
+        """Seconds until ``offers`` more fit (0: now). More than the whole budget never fits
+        whole: it waits for an empty minute."""
+        while self._sent and self._sent[0][0] <= now - self.window:
+            self._used -= self._sent.popleft()[1]
+        if self._held_until > now:
+            return self._held_until - now
+        need = min(offers, self.limit)
+        if self._used + need <= self.limit:
+            return 0.0
+        freed = self._used
+        for at, count in self._sent:
+            freed -= count
+            if freed + need <= self.limit:
+                return at + self.window - now
+        return self.window  # unreachable: an empty log frees everything
+
+    def spend(self, offers: int, now: float) -> None:
+        self._sent.append((now, offers))
+        self._used += offers
+
+    async def take(self, offers: int) -> None:
+        """Wait until ``offers`` fit, then count them as sent."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            while (delay := self.wait(offers, self._monotonic())) > 0:
+                await self._sleep(delay)
+            self.spend(offers, self._monotonic())
+
+    def hold_until(self, moment: datetime | None) -> float:
+        """A 420 for the budget: nothing goes before ``moment`` (Yandex's
+        ``X-RateLimit-Resource-Until``; None: a whole window). Returns the seconds held."""
+        if moment is None:
+            seconds = WINDOW
+        else:
+            seconds = min(LONGEST_HOLD, max(0.0, (moment - self._wall()).total_seconds()))
+        self._held_until = max(self._held_until, self._monotonic() + seconds)
+        return seconds
+
+    @property
+    def used(self) -> int:
+        """Offers counted in the last window (for the tests)."""
+        self.wait(0, self._monotonic())
+        return self._used
+
+
+class Parallel:
+    """At most ``limit`` requests at once."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        self.limit = limit
+        self.in_flight = 0
+        self.most = 0
+        self._changed: asyncio.Condition | None = None
+
+    def _condition(self) -> asyncio.Condition:
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    async def __aenter__(self) -> Parallel:
+        changed = self._condition()
+        async with changed:
+            await changed.wait_for(lambda: self.in_flight < self.limit)
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        changed = self._condition()
+        async with changed:
+            self.in_flight -= 1
+            changed.notify_all()
+
+    def lower(self) -> int:
+        """Yandex refused one request too many at once: one fewer from now on."""
+        if self.limit > 1:
+            self.limit -= 1
+            log.warning(
+                "Yandex Market refused a request for parallel requests: at most %d at once "
+                "from now on",
+                self.limit,
+            )
+        return self.limit

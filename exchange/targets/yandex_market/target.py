@@ -1,0 +1,850 @@
+"""Yandex Market's Partner API for prices as a ``Target`` (contract 14; research §3).
+
+How a leased batch travels (``requests``): one item per offer (the SKU trimmed as Yandex trims
+``offerId``, §3.1 ``ShopSku``), at most ``MAX_OFFERS`` (500, §3.1) offers a request, two SKUs
+that Yandex reads as one offer never in one request (a duplicate is a 400, §3.6.7).
+
+How one request goes (``send``):
+
+1. each payload read; a price type ``ym_price_types`` does not map is TERMINAL
+   ``unmapped-price-type``, one mapped to null is ``not-for-this-shop``;
+2. the messages of one SKU make one item carrying every mapped price type: the batch's, and the
+   latest known of the others (``KnownPrices``: never a price it does not know), because
+   Yandex drops ``discountBase`` and ``minimumForBestseller`` from an update that leaves them
+   out (§3.1, §3.6.2);
+3. Yandex's rules checked before sending (§3.1): ``value`` above 0 with at most 7 decimals,
+   ``discountBase`` a whole number above ``value`` with a discount of 5–99 %,
+   ``minimumForBestseller`` in 0 < x ≤ 100 000 000, an ``offerId`` of 1–255 characters, the
+   roubles (``RUR``): otherwise TERMINAL ``invalid-for-channel`` with the rule;
+4. ``POST /v2/businesses/{businessId}/offer-prices/updates`` at Yandex's pace (pace.py: offers
+   a minute, requests at once; a 420 waited out or the parallelism lowered, then sent again);
+   a 400 naming offers makes those TERMINAL with Yandex's words and sends the rest again;
+5. a 200 means accepted, not applied (§3.4): each message is ``ACCEPTED`` and waits, not
+   charged and not in flight, for the read-back (``again_in``: ``ym_apply_timeout``/40, then
+   doubling up to ``ym_apply_timeout``/10); the item sent is remembered by message;
+6. leased again, a remembered message is read back instead of sent (``POST …/offer-prices``,
+   at most 200 offers, within the read's own budget): the item shown as sent and not listed in
+   ``price-quarantine`` is DELIVERED; listed there, WITHHELD (Yandex's verdict in words);
+   missing from the read-back, TERMINAL ``unknown-sku``; not shown yet, ACCEPTED again until
+   ``ym_apply_timeout`` from the 200, then TEMPORARY (charged: sent again).
+
+A worker that restarts forgets what it remembered: a message leased again is sent again
+(setting a price is an absolute write) and waits its read-back anew.
+
+``withheld_shown`` and ``release_withheld`` (contract 13) read the read-back and the quarantine
+list, and call ``price-quarantine/confirm`` (at most 200 offers); ``read_prices`` serves
+``exchange verify``. The key (``Api-Key`` header, §3.2) is never logged nor put in a detail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import httpx
+
+from exchange.domain.reasons import Reason
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.errors import ReadBackFailed
+from exchange.targets.base import (
+    UNPACED,
+    HeldPrice,
+    OutgoingMessage,
+    Pacer,
+    Release,
+    Shown,
+)
+from exchange.targets.marketplace import items as shared
+from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
+from exchange.targets.marketplace.money import Money
+from exchange.targets.prices import NO_KNOWN_PRICES, KnownPrices, MappedPrice, read_price
+from exchange.targets.wire import http_client, httpx_failure, transport_verdict
+from exchange.targets.yandex_market import answers
+from exchange.targets.yandex_market.pace import OfferBudget, Parallel
+
+log = logging.getLogger(__name__)
+
+PRODUCTION_URL = "https://api.partner.market.yandex.ru"
+USER_AGENT = "exchange/0.1"
+MAX_OFFERS = 500  # §3.1 UpdateBusinessPricesRequest: 1..500
+MAX_READ = 200  # §3.4 GetDefaultPricesRequest: ≤ 200 offerIds
+MAX_CONFIRM = 200  # §3.4 ConfirmPricesRequest: 1..200
+MAX_OFFER_ID = 255  # §3.1 ShopSku: 1..255 characters
+MAX_DIGITS = 7  # §3.1 value: ≤ 7 decimal places
+MAX_BESTSELLER = Decimal(100_000_000)  # §3.1 minimumForBestseller
+DISCOUNT_MIN, DISCOUNT_MAX = 5, 99  # §3.1 DiscountBase: 5..99 %
+RUR = "RUR"  # §3.1 CurrencyType: Yandex's code for roubles (ISO 4217's RUB)
+# What each field takes (contract 14's money, item 0): value and minimumForBestseller are
+# numbers with at most 7 decimals (§3.1), discountBase an integer (§3.1 DiscountBase).
+MONEY = {
+    "value": Money(places=MAX_DIGITS),
+    "discountBase": Money(places=0),
+    "minimumForBestseller": Money(places=MAX_DIGITS),
+}
+FIELDS = ("value", "discountBase", "minimumForBestseller")
+TRIES = 4  # sends of one request through 420s (waited out) before its 420 is the verdict
+RESENDS = 3  # rounds of "a 400 named some offers: the rest sent again"
+
+
+def offer_id(sku: str) -> str:
+    """The ``offerId`` Yandex keeps for a SKU: leading and trailing whitespace trimmed (§3.1
+    ``ShopSku``: ``" SKU123 "`` ≡ ``"SKU123"``)."""
+    return sku.strip()
+
+
+def number(amount: Decimal) -> str:
+    """A JSON number exactly as the Decimal holds it (never a float, never an exponent)."""
+    return format(amount, "f")
+
+
+def dump(value: Any) -> str:
+    """JSON with Decimals as numbers written from their text (json.dumps cannot)."""
+    import json
+
+    if isinstance(value, Decimal):
+        return number(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(k)}:{dump(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(dump(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+@dataclass(slots=True)
+class _Item:
+    """One offer as one update carries it: every mapped field, and the messages it carries as
+    new (their verdict is the item's)."""
+
+    offer: str
+    sku: str
+    fields: dict[str, Decimal]
+    carried: list[OutgoingMessage] = field(default_factory=list)
+
+    def json(self, currency: str) -> dict[str, Any]:
+        price: dict[str, Any] = {"value": self.fields["value"], "currencyId": currency}
+        for name in FIELDS[1:]:
+            if name in self.fields:
+                price[name] = self.fields[name]
+        return {"offerId": self.offer, "price": price}
+
+
+@dataclass(slots=True)
+class _Accepted:
+    """An item Yandex accepted with a 200, not yet shown (by message)."""
+
+    offer: str
+    fields: dict[str, Decimal]
+    accepted_at: float  # monotonic
+    reads: int = 0
+
+
+@dataclass(slots=True)
+class _Read:
+    """What the read-back says of one offer."""
+
+    found: bool
+    shown: dict[str, Decimal]
+
+
+class _Whole(Exception):
+    """An answer that decides every offer of its request."""
+
+    def __init__(self, classification: Classification) -> None:
+        super().__init__(classification.detail)
+        self.classification = classification
+
+
+class YandexMarketTarget:
+    name = "yandex-market"
+
+    def __init__(
+        self,
+        url: str,
+        business_id: int,
+        key: Callable[[], str | None],
+        *,
+        price_types: Mapping[str, str | None],
+        currency: str = "RUB",
+        sku_source: str = "sku",
+        rounding: str = "none",
+        articles: Articles = NO_ARTICLES,
+        offers_per_minute: int = 10_000,
+        parallel: int = 4,
+        apply_timeout: float = 600.0,
+        timeout: float = 30.0,
+        known: KnownPrices = NO_KNOWN_PRICES,
+        transport: httpx.AsyncBaseTransport | None = None,
+        verify: ssl.SSLContext | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.business_id = business_id
+        self._key_source = key
+        self._key = key()
+        self.price_types = dict(price_types)
+        self.channel = shared.Channel(
+            "yandex-market",
+            self.price_types,
+            "ym_price_types",
+            MONEY,
+            currency=currency,
+            sku_source=sku_source,
+            rounding=rounding,
+        )
+        self.currency_id = RUR if currency == "RUB" else currency
+        self.articles = articles
+        self.apply_timeout = apply_timeout
+        self.known = known
+        self.per_request = max(1, min(MAX_OFFERS, offers_per_minute))
+        # The shortest window that holds a whole request (pace.py): 3 s at Yandex's figures.
+        window = max(1.0, 60.0 * self.per_request / offers_per_minute)
+        read_window = max(1.0, 60.0 * min(MAX_READ, offers_per_minute) / offers_per_minute)
+        self.budget = OfferBudget(
+            offers_per_minute, window=window, monotonic=monotonic, sleep=sleep
+        )
+        self.read_budget = OfferBudget(
+            offers_per_minute, window=read_window, monotonic=monotonic, sleep=sleep
+        )
+        self.parallel = Parallel(parallel)
+        self._monotonic = monotonic
+        self._accepted: dict[str, _Accepted] = {}
+        self._pacer: Pacer = UNPACED
+        self._http = http_client(
+            base_url=f"{self.url}/v2/businesses/{business_id}",
+            timeout=timeout,
+            verify=verify,
+            transport=transport,
+            headers={"User-Agent": USER_AGENT},
+        )
+        self.requests_sent: dict[str, int] = {}  # by method, for the bench and the tests
+
+    # -- the seam --------------------------------------------------------------------------
+
+    def pace_with(self, pacer: Pacer) -> None:
+        """Every request also takes its turn from the worker's pace (contract 5c)."""
+        self._pacer = pacer
+
+    def requests(self, messages: Sequence[OutgoingMessage]) -> list[list[OutgoingMessage]]:
+        """At most ``per_request`` offers a request, a SKU's messages together, never two
+        messages of one aggregate in one request, and two SKUs that trim to one ``offerId`` in
+        different requests."""
+        out: list[tuple[list[OutgoingMessage], dict[str, str], set[str]]] = []
+        for message in messages:
+            sku = _sku(message)
+            key = offer_id(sku) if sku is not None else f"\0{message.message_id}"
+            raw = sku if sku is not None else key
+            for group, offers, aggregates in out:
+                held = offers.get(key)
+                if message.aggregate not in aggregates and (
+                    held == raw or (held is None and len(offers) < self.per_request)
+                ):
+                    group.append(message)
+                    offers[key] = raw
+                    aggregates.add(message.aggregate)
+                    break
+            else:
+                out.append(([message], {key: raw}, {message.aggregate}))
+        return [group for group, _, _ in out]
+
+    async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
+        self._forget_old()
+        answers_: dict[str, Classification] = {}
+        groups: dict[str, list[OutgoingMessage]] = {}
+        for message in messages:
+            groups.setdefault(shared.sku_of(message) or f"\0{message.message_id}", []).append(
+                message
+            )
+        to_read: list[tuple[OutgoingMessage, _Accepted]] = []
+        to_send: list[OutgoingMessage] = []
+        for group in groups.values():
+            if all(m.message_id in self._accepted for m in group):
+                to_read += [(m, self._accepted[m.message_id]) for m in group]
+            else:
+                to_send += group
+        if to_send:
+            built = await shared.gather(
+                to_send, self.channel, known=self.known, articles=self.articles, rule=_rule
+            )
+            answers_.update(built.answers)
+            # Two SKUs of one offerId (one article, or equal once trimmed) never in one update:
+            # Yandex refuses the request as a duplicate (§3.6.7); each goes in its own wave.
+            waves: list[list[_Item]] = []
+            for item in (self._with_accepted(i) for i in built.items):
+                wave = next((w for w in waves if all(x.offer != item.offer for x in w)), None)
+                if wave is None:
+                    waves.append([item])
+                else:
+                    wave.append(item)
+            for wave in waves:
+                answers_.update(await self._update(wave))
+        if to_read:
+            answers_.update(await self._read_accepted(to_read))
+        return [answers_[m.message_id] for m in messages]
+
+    def _with_accepted(self, item: shared.Item) -> _Item:
+        """The item as sent: a field this batch does not set takes the price Yandex last
+        accepted for the offer and may not show yet (its delivery waits for its read-back,
+        not in flight, so the known prices do not hold it), never the older delivered one."""
+        offer = offer_id(item.offer_id)
+        fields = dict(item.prices)
+        latest = max(
+            (a for a in self._accepted.values() if a.offer == offer),
+            key=lambda a: a.accepted_at,
+            default=None,
+        )
+        if latest is not None:
+            for name, amount in latest.fields.items():
+                if name not in item.new and name in fields:
+                    fields[name] = amount
+        return _Item(offer, item.sku, fields, list(item.carried))
+
+    async def health(self) -> Classification:
+        """A read of one offer's price (no effect): the key is accepted."""
+        try:
+            await self._call("offer-prices", {}, cost=1, budget=self.read_budget, query="limit=1")
+        except _Whole as whole:
+            return whole.classification
+        return Classification(Verdict.DELIVERED, "HTTP 200", http_status=200)
+
+    def reload_credentials(self) -> None:
+        self._key = self._key_source()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def offers_found(self, skus: Sequence[str]) -> set[str] | Classification:
+        """Of ``skus``, those whose offer (the SKU, or its article under ``sku_source =
+        article``) Yandex lists among the cabinet's offers (``exchange check``), read with no
+        effect; the answer that refused the read otherwise."""
+        prices = [MappedPrice(sku, Decimal(0), "", "") for sku in skus]
+        try:
+            offers = await self._offers(prices)
+            shown = await self._read_back(sorted({o for o in offers.values() if o}))
+        except _Whole as whole:
+            return whole.classification
+        return {sku for sku, offer in offers.items() if offer in shown}
+
+    # -- reading prices back (exchange verify) ---------------------------------------------
+
+    async def read_prices(self, messages: Sequence[OutgoingMessage]) -> list[HeldPrice]:
+        read = [(m, self._read(m)) for m in messages]
+        try:
+            offers = await self._offers(p for _, p in read)
+            shown = await self._read_back(sorted(set(offers.values())))
+        except _Whole as whole:
+            raise ReadBackFailed(whole.classification.detail) from None
+        held: list[HeldPrice] = []
+        for message, p in read:
+            if not isinstance(p, MappedPrice):
+                held.append(HeldPrice(message.message_id, "", "", None, None, unreadable=p.detail))
+                continue
+            offer = offers.get(p.sku)
+            seen = shown.get(offer) if offer is not None else None
+            held.append(
+                HeldPrice(
+                    message.message_id,
+                    p.sku,
+                    p.mapped,
+                    p.amount,
+                    seen.shown.get(p.mapped) if seen else None,
+                    found=seen is not None and seen.found,
+                    unreadable=None if offer is not None else "the SKU has no article (sku_source)",
+                )
+            )
+        return held
+
+    # -- withheld prices (contract 13) -----------------------------------------------------
+
+    async def withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
+        """LIVE when the read-back shows the message's price and Yandex no longer lists the
+        offer in its quarantine; WITHHELD while it lists it; UNKNOWN otherwise."""
+        read = [(m, self._read(m)) for m in messages]
+        try:
+            offers = await self._offers(p for _, p in read)
+            wanted = sorted(set(offers.values()))
+            shown = await self._read_back(wanted)
+            listed = await self._quarantined(wanted)
+        except _Whole:
+            return [Shown.UNKNOWN for _ in messages]
+        out: list[Shown] = []
+        for _, p in read:
+            offer = offers.get(p.sku) if isinstance(p, MappedPrice) else None
+            if not isinstance(p, MappedPrice) or offer is None:
+                out.append(Shown.UNKNOWN)
+                continue
+            seen = shown.get(offer)
+            if offer in listed:
+                out.append(Shown.WITHHELD)
+            elif seen is not None and seen.shown.get(p.mapped) == p.amount:
+                out.append(Shown.LIVE)
+            else:
+                out.append(Shown.UNKNOWN)
+        return out
+
+    async def release_withheld(self, messages: Sequence[OutgoingMessage]) -> list[Release]:
+        """``POST …/price-quarantine/confirm`` for the messages' offers, 200 a request; the
+        price then shows within minutes and the delivery ends delivered on the read-back."""
+        read = [(m, self._read(m)) for m in messages]
+        try:
+            offers = await self._offers(p for _, p in read)
+        except _Whole as whole:
+            return [Release(False, whole.classification.detail) for _ in messages]
+        wanted = list(dict.fromkeys(offers.values()))
+        said: dict[str, Release] = {}
+        for start in range(0, len(wanted), MAX_CONFIRM):
+            part = wanted[start : start + MAX_CONFIRM]
+            try:
+                await self._call("price-quarantine/confirm", {"offerIds": part}, cost=len(part))
+            except _Whole as whole:
+                refused = Release(False, f"Yandex Market: {whole.classification.detail}")
+                said.update((offer, refused) for offer in part)
+                continue
+            agreed = Release(
+                True,
+                "Yandex Market confirmed the price (price-quarantine/confirm): it shows within "
+                "minutes, and the delivery ends delivered when the read-back shows it",
+            )
+            said.update((offer, agreed) for offer in part)
+        out: list[Release] = []
+        for _, p in read:
+            offer = offers.get(p.sku) if isinstance(p, MappedPrice) else None
+            if offer is None:
+                why = p.detail if isinstance(p, Classification) else "the SKU has no article"
+                out.append(Release(False, f"not a price this channel sent: {why}"))
+            else:
+                out.append(said[offer])
+        return out
+
+    # -- items -----------------------------------------------------------------------------
+
+    def _read(self, message: OutgoingMessage) -> MappedPrice | Classification:
+        """A delivered message's price as this channel sent it (its field), for the reads."""
+        return read_price(
+            message, target="yandex-market", mapping=self.price_types, setting="ym_price_types"
+        )
+
+    async def _offers(self, prices: Iterable[MappedPrice | Classification]) -> dict[str, str]:
+        """Each SKU's offerId: the SKU, or its article (``sku_source = article``), trimmed."""
+        skus = sorted({p.sku for p in prices if isinstance(p, MappedPrice)})
+        if self.channel.sku_source != "article":
+            return {sku: offer_id(sku) for sku in skus}
+        try:
+            found = await asyncio.to_thread(self.articles.of, skus)
+        except Exception as exc:  # the service's database
+            raise _Whole(
+                Classification(
+                    Verdict.UNKNOWN, f"the articles could not be read: {type(exc).__name__}"
+                )
+            ) from None
+        return {sku: offer_id(article) for sku, article in found.items()}
+
+    # -- the update ------------------------------------------------------------------------
+
+    async def _update(self, items: list[_Item]) -> dict[str, Classification]:
+        """Send the items; a 400 naming offers ends those and sends the rest again. Whether
+        Yandex applied the rest of a refused request is open (research §8: a 400 batch may be
+        all-or-nothing or not), and a price sent twice may be refused as already set (§3.5,
+        open): so an offer named in the first answer is terminal unless the read-back shows it
+        as sent (Yandex holds it already), and one named only when sent again (it passed the
+        first time) waits for its read-back like an accepted one."""
+        out: dict[str, Classification] = {}
+        left = items
+        for round_ in range(RESENDS):
+            if not left:
+                break
+            offers = [i.offer for i in left]
+            try:
+                await self._call(
+                    "offer-prices/updates",
+                    {"offers": [i.json(self.currency_id) for i in left]},
+                    cost=len(left),
+                    budget=self.budget,
+                    rejects=offers,
+                )
+            except _Whole as whole:
+                for item in left:
+                    out.update((m.message_id, whole.classification) for m in item.carried)
+                return out
+            except _Rejected as rejected:
+                named = [i for i in left if i.offer in rejected.named]
+                if round_ == 0:
+                    out.update(await self._refused(named, rejected.named))
+                else:
+                    out.update(self._took(named, "named when sent again (it passed before)"))
+                left = [i for i in left if i.offer not in rejected.named]
+                continue
+            out.update(self._took(left, "HTTP 200"))
+            return out
+        refused = Classification(
+            Verdict.TERMINAL,
+            f"HTTP 400: Yandex Market refused the request {RESENDS} times, each naming other "
+            "offers",
+            http_status=400,
+        )
+        for item in left:
+            out.update((m.message_id, refused) for m in item.carried)
+        return out
+
+    def _took(self, taken: list[_Item], why: str) -> dict[str, Classification]:
+        """Items Yandex took (or may have): each waits for its read-back (``ACCEPTED``)."""
+        out: dict[str, Classification] = {}
+        now = self._monotonic()
+        wait = self._wait(0)
+        for item in taken:
+            for m in item.carried:
+                self._accepted[m.message_id] = _Accepted(item.offer, dict(item.fields), now)
+                out[m.message_id] = _accepted(
+                    f"{why}: Yandex Market accepted offer {item.offer!r}; read back in {wait:g} s",
+                    wait,
+                )
+        return out
+
+    async def _refused(self, named: list[_Item], said: dict[str, str]) -> dict[str, Classification]:
+        """Offers a 400 named: terminal with Yandex's words, unless the read-back shows each
+        field as sent (a price already set, refused as a repeat: delivered)."""
+        try:
+            shown = await self._read_back(sorted({i.offer for i in named}))
+        except _Whole:
+            shown = {}
+        out: dict[str, Classification] = {}
+        for item in named:
+            seen = shown.get(item.offer)
+            if seen is not None and all(seen.shown.get(k) == v for k, v in item.fields.items()):
+                verdict = Classification(
+                    Verdict.DELIVERED,
+                    f"HTTP 400 ({said[item.offer]}), read back: offer {item.offer!r} holds the "
+                    "price as sent already",
+                    http_status=400,
+                    receipt=item.offer,
+                )
+            else:
+                verdict = Classification(
+                    Verdict.TERMINAL,
+                    f"HTTP 400: Yandex Market refused offer {item.offer!r}: {said[item.offer]}",
+                    http_status=400,
+                )
+            out.update((m.message_id, verdict) for m in item.carried)
+        return out
+
+    def _wait(self, reads: int) -> float:
+        """Seconds before the next read-back of an accepted item: ``ym_apply_timeout``/40, then
+        doubling, at most ``ym_apply_timeout``/10."""
+        return float(min(self.apply_timeout / 10, (self.apply_timeout / 40) * 2.0 ** min(reads, 8)))
+
+    def _forget_old(self) -> None:
+        """Items accepted long ago whose messages never came back (superseded, cancelled)."""
+        limit = self._monotonic() - 2 * self.apply_timeout - 60
+        for message_id in [k for k, a in self._accepted.items() if a.accepted_at < limit]:
+            del self._accepted[message_id]
+
+    # -- the read-back of accepted items ---------------------------------------------------
+
+    async def _read_accepted(
+        self, pending: list[tuple[OutgoingMessage, _Accepted]]
+    ) -> dict[str, Classification]:
+        out: dict[str, Classification] = {}
+        offers = sorted({a.offer for _, a in pending})
+        now = self._monotonic()
+        try:
+            shown = await self._read_back(offers)
+        except _Whole as whole:
+            for m, a in pending:
+                overdue = now - a.accepted_at >= self.apply_timeout
+                if whole.classification.verdict is Verdict.PAUSE or overdue:
+                    self._accepted.pop(m.message_id, None)
+                    out[m.message_id] = whole.classification
+                else:
+                    a.reads += 1
+                    out[m.message_id] = _accepted(
+                        f"the read-back failed ({whole.classification.detail}); read again",
+                        self._wait(a.reads),
+                    )
+            return out
+        as_sent = {
+            a.offer
+            for _, a in pending
+            if (seen := shown.get(a.offer)) is not None
+            and all(seen.shown.get(k) == v for k, v in a.fields.items())
+        }
+        late = {a.offer for _, a in pending if now - a.accepted_at >= self.apply_timeout}
+        ask = sorted(as_sent | late)
+        listed: dict[str, str] | None = {}
+        cannot = ""
+        try:
+            listed = await self._quarantined(ask) if ask else {}
+        except _Whole as whole:
+            listed = None
+            cannot = whole.classification.detail
+        for m, a in pending:
+            seen = shown.get(a.offer)
+            if seen is None or not seen.found:
+                self._accepted.pop(m.message_id, None)
+                out[m.message_id] = Classification(
+                    Verdict.TERMINAL,
+                    f"Yandex Market accepted offer {a.offer!r} but its read-back (offer-prices) "
+                    "does not list it: no such offer in the cabinet's catalogue",
+                    http_status=200,
+                    reason=Reason.UNKNOWN_SKU,
+                )
+                continue
+            if a.offer in as_sent or a.offer in late:
+                if listed is None:
+                    a.reads += 1
+                    out[m.message_id] = _accepted(
+                        f"the quarantine list could not be read ({cannot}); read again",
+                        self._wait(a.reads),
+                    )
+                    continue
+                verdict = listed.get(a.offer)
+                if verdict is not None:
+                    self._accepted.pop(m.message_id, None)
+                    out[m.message_id] = Classification(
+                        Verdict.WITHHELD,
+                        f"Yandex Market took offer {a.offer!r} and withholds its price in its "
+                        f"price quarantine ({verdict}): release it with `exchange withheld "
+                        "release`, or in the cabinet",
+                        http_status=200,
+                    )
+                    continue
+            if a.offer in as_sent:
+                self._accepted.pop(m.message_id, None)
+                out[m.message_id] = Classification(
+                    Verdict.DELIVERED,
+                    f"HTTP 200, read back: offer {a.offer!r} shows "
+                    + ", ".join(f"{k}={number(v)}" for k, v in a.fields.items()),
+                    http_status=200,
+                    receipt=a.offer,
+                )
+            elif a.offer in late:
+                self._accepted.pop(m.message_id, None)
+                out[m.message_id] = Classification(
+                    Verdict.TEMPORARY,
+                    f"Yandex Market accepted offer {a.offer!r} but does not show the price "
+                    f"{self.apply_timeout:g} s later, and does not list it in its price "
+                    "quarantine: sent again",
+                    http_status=200,
+                    error_class="NotApplied",
+                )
+            else:
+                a.reads += 1
+                wait = self._wait(a.reads)
+                out[m.message_id] = _accepted(
+                    f"Yandex Market does not show offer {a.offer!r}'s price yet; read back in "
+                    f"{wait:g} s",
+                    wait,
+                )
+        return out
+
+    async def _read_back(self, offers: list[str]) -> dict[str, _Read]:
+        """``POST …/offer-prices`` for ``offers``, 200 a request: each listed offer's price by
+        Yandex field. An offer not listed is not in the cabinet's catalogue."""
+        out: dict[str, _Read] = {}
+        for start in range(0, len(offers), MAX_READ):
+            part = offers[start : start + MAX_READ]
+            response = await self._call(
+                "offer-prices", {"offerIds": part}, cost=len(part), budget=self.read_budget
+            )
+            result = _result(response, "offers")
+            for entry in result:
+                name = entry.get("offerId")
+                if not isinstance(name, str):
+                    continue
+                price = entry.get("price")
+                shown: dict[str, Decimal] = {}
+                if isinstance(price, dict):
+                    for key in FIELDS:
+                        amount = _decimal(price.get(key))
+                        if amount is not None:
+                            shown[key] = amount
+                out[offer_id(name)] = _Read(True, shown)
+        return out
+
+    async def _quarantined(self, offers: list[str]) -> dict[str, str]:
+        """The offers of ``offers`` Yandex lists in ``price-quarantine``, each with its verdicts
+        in words (§3.4)."""
+        out: dict[str, str] = {}
+        for start in range(0, len(offers), MAX_READ):
+            part = offers[start : start + MAX_READ]
+            token: str | None = None
+            for _ in range(100):
+                query = f"page_token={token}" if token else ""
+                response = await self._call(
+                    "price-quarantine", {"offerIds": part}, cost=len(part), query=query
+                )
+                for entry in _result(response, "offers"):
+                    name = entry.get("offerId")
+                    if isinstance(name, str):
+                        out[offer_id(name)] = _verdicts(entry)
+                token = _next_page(response)
+                if token is None:
+                    break
+        return out
+
+    # -- the wire --------------------------------------------------------------------------
+
+    async def _call(
+        self,
+        method: str,
+        payload: dict[str, Any],
+        *,
+        cost: int,
+        budget: OfferBudget | None = None,
+        query: str = "",
+        rejects: list[str] | None = None,
+    ) -> httpx.Response:
+        """One POST at Yandex's pace: a 200 returned; a 420 waited out (the budget held until
+        ``X-RateLimit-Resource-Until``) or the parallelism lowered, and sent again, up to
+        ``TRIES`` sends; a 400 naming offers of ``rejects`` raised as ``_Rejected``; any other
+        answer raised as ``_Whole``."""
+        if self._key is None:
+            raise _Whole(
+                Classification(
+                    Verdict.PAUSE,
+                    "ym_api_key_file is not set or empty: the Api-Key of the cabinet is needed",
+                    error_class="SettingMissing",
+                )
+            )
+        content = dump(payload).encode()
+        path = f"/{method}" + (f"?{query}" if query else "")
+        headers = {"Api-Key": self._key, "Content-Type": "application/json"}
+        response: httpx.Response | None = None
+        for _ in range(TRIES):
+            if budget is not None:
+                await budget.take(cost)
+            async with self.parallel:
+                sent_at = await self._pacer.turn()
+                self.requests_sent[method] = self.requests_sent.get(method, 0) + 1
+                try:
+                    response = await self._http.post(path, content=content, headers=headers)
+                except httpx.TransportError as exc:
+                    self._pacer.done(sent_at, None, None)
+                    raise _Whole(transport_verdict(httpx_failure(exc))) from None
+                status = response.status_code
+                # A 420 is Yandex's pace, kept here; the worker's pace learns nothing from it.
+                self._pacer.done(sent_at, None if status == 420 else status, None)
+            if status != 420:
+                break
+            if answers.throttle(response) is answers.Throttle.PARALLEL:
+                self.parallel.lower()
+            else:
+                held = (budget or self.budget).hold_until(answers.until(response))
+                log.info("Yandex Market's per-minute budget is spent: waiting %.1f s", held)
+        assert response is not None
+        if response.status_code == 200:
+            return response
+        if response.status_code == 400 and rejects is not None:
+            named = answers.named_offers(response, rejects)
+            if named:
+                raise _Rejected(named)
+        raise _Whole(answers.whole(response))
+
+
+class _Rejected(Exception):
+    """A 400 naming offers of the request (by offerId), with Yandex's words for each."""
+
+    def __init__(self, named: dict[str, str]) -> None:
+        super().__init__(f"{len(named)} offers refused")
+        self.named = named
+
+
+def _sku(message: OutgoingMessage) -> str | None:
+    import json
+
+    try:
+        payload = json.loads(message.payload)
+        return str(payload["sku"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _rule(item: shared.Item) -> str | None:
+    """Yandex's rules for the shared part's item (contract 14: checked before sending)."""
+    return _rule_broken(_Item(offer_id(item.offer_id), item.sku, item.prices))
+
+
+def _accepted(detail: str, wait: float) -> Classification:
+    return Classification(Verdict.ACCEPTED, detail, http_status=200, again_in=wait)
+
+
+def _rule_broken(item: _Item) -> str | None:
+    """Yandex's rules for one offer (§3.1), checked before sending, or None. Each field's
+    money (7 decimals, discountBase whole, never 0) is the shared part's (``MONEY``)."""
+    if not item.offer:
+        return "the SKU is empty once Yandex trims it (offerId is 1-255 characters)"
+    if len(item.offer) > MAX_OFFER_ID:
+        return f"offerId {item.offer[:40]!r}… is longer than {MAX_OFFER_ID} characters"
+    value = item.fields.get("value")
+    if value is None:
+        return (
+            f"offer {item.offer!r} has no price mapped to value known yet (Yandex takes "
+            "discountBase and minimumForBestseller only with the price)"
+        )
+    base = item.fields.get("discountBase")
+    if base is not None:
+        if base <= value:
+            return (
+                f"offer {item.offer!r}: discountBase {number(base)} is not above value "
+                f"{number(value)}"
+            )
+        percent = (base - value) * 100 / base
+        if not DISCOUNT_MIN <= percent <= DISCOUNT_MAX:
+            return (
+                f"offer {item.offer!r}: a discount of {percent.quantize(Decimal('0.01'))} % "
+                f"(discountBase {number(base)}, value {number(value)}); Yandex Market takes "
+                f"{DISCOUNT_MIN}-{DISCOUNT_MAX} %"
+            )
+    least = item.fields.get("minimumForBestseller")
+    if least is not None and (not least.is_finite() or not 0 < least <= MAX_BESTSELLER):
+        return (
+            f"offer {item.offer!r}: minimumForBestseller {number(least)} is not in 0 < x ≤ "
+            f"{MAX_BESTSELLER}"
+        )
+    return None
+
+
+def _result(response: httpx.Response, key: str) -> list[dict[str, Any]]:
+    parsed = answers.body(response)
+    result = parsed.get("result") if isinstance(parsed, dict) else None
+    listed = result.get(key) if isinstance(result, dict) else None
+    if not isinstance(listed, list):
+        raise _Whole(answers.unreadable(response, f"the answer has no result.{key} list"))
+    return [entry for entry in listed if isinstance(entry, dict)]
+
+
+def _next_page(response: httpx.Response) -> str | None:
+    parsed = answers.body(response)
+    result = parsed.get("result") if isinstance(parsed, dict) else None
+    paging = result.get("paging") if isinstance(result, dict) else None
+    token = paging.get("nextPageToken") if isinstance(paging, dict) else None
+    return token if isinstance(token, str) and token else None
+
+
+def _verdicts(entry: dict[str, Any]) -> str:
+    """A quarantine entry's verdicts in words: ``PRICE_CHANGE CURRENT_PRICE=…, …``."""
+    parts: list[str] = []
+    for verdict in entry.get("verdicts") or []:
+        if not isinstance(verdict, dict):
+            continue
+        params = ", ".join(
+            f"{p.get('name')}={p.get('value')}"
+            for p in verdict.get("params") or []
+            if isinstance(p, dict)
+        )
+        parts.append(f"{verdict.get('type')}" + (f" {params}" if params else ""))
+    return "; ".join(parts)[:300] or "no verdict given"
+
+
+def _decimal(value: Any) -> Decimal | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return Decimal(str(value))
+    except ArithmeticError:
+        return None

@@ -1,0 +1,94 @@
+"""``exchange check`` for a yandex-market channel (contract 14): the key accepted, a sample of the
+latest SKUs resolved to the cabinet's offers, the limits in words; write rights are left to the
+first delivery. Against the Yandex Market simulator over HTTP, nothing written."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from exchange.dev.simclock import SimClock
+from exchange.dev.ymsim import YmSimulator, YmSwitches
+from exchange.ops import check
+from exchange.ops.check import Status, check_target
+from exchange.settings import load_settings
+
+KEY = "ym-check-key-1"
+
+
+class ToSimulator(httpx.AsyncBaseTransport):
+    """Yandex's production address, answered by the simulator."""
+
+    def __init__(self, url: str) -> None:
+        self.url = httpx.URL(url)
+        self.inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        request.url = request.url.copy_with(
+            scheme=self.url.scheme, host=self.url.host, port=self.url.port
+        )
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@pytest.fixture
+def ym() -> Iterator[YmSimulator]:
+    simulator = YmSimulator(
+        KEY, 1001, clock=SimClock(0, start=1_790_000_000.0), switches=YmSwitches(apply_delay=0)
+    )
+    simulator.start()
+    yield simulator
+    simulator.stop()
+
+
+def ym_check(
+    ym: YmSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sample: list[str], key: str
+) -> list[tuple[Status, str, str]]:
+    monkeypatch.setattr(check, "price_skus", lambda settings: sample)
+    path = tmp_path / "ym-key"
+    path.write_text(key, encoding="utf-8")
+    settings = load_settings(
+        target="yandex-market", ym_business_id="1001", ym_api_key_file=str(path)
+    )
+    return [(r.status, r.what, r.detail) for r in check_target(settings, ToSimulator(ym.url))]
+
+
+def test_the_key_a_sample_of_skus_and_the_limits_pass_and_nothing_is_written(
+    ym: YmSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (key, sample, limits) = ym_check(ym, tmp_path, monkeypatch, ["SKU-1", " SKU-2 "], KEY)
+    assert [Status.OK] * 3 == [key[0], sample[0], limits[0]]
+    assert "confirmed by the first delivery" in key[2]
+    assert "2 of 2 SKUs are offers" == sample[2]
+    assert "10000 offers a minute" in limits[2] and "4 requests at once" in limits[2]
+    assert 0 == ym.requests["offer-prices/updates"], "nothing written"
+
+
+def test_skus_the_cabinet_lacks_are_named_and_none_found_fails(
+    ym: YmSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (_, some, _) = ym_check(ym, tmp_path, monkeypatch, ["SKU-1", "NOSUCH-1"], KEY)
+    assert Status.OK == some[0] and "'NOSUCH-1'" in some[2]
+    (_, none, _) = ym_check(ym, tmp_path, monkeypatch, ["NOSUCH-1", "NOSUCH-2"], KEY)
+    assert Status.FAIL == none[0] and "sku_source" in none[2]
+
+
+def test_no_prices_yet_skips_the_sample(
+    ym: YmSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (_, sample, _) = ym_check(ym, tmp_path, monkeypatch, [], KEY)
+    assert Status.SKIP == sample[0]
+
+
+def test_a_refused_key_fails_and_is_never_shown(
+    ym: YmSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = ym_check(ym, tmp_path, monkeypatch, ["SKU-1"], "wrong-key-123")
+    assert [Status.FAIL, Status.SKIP] == [r[0] for r in results]
+    assert "Api-Key" in results[0][2]
+    assert all("wrong-key-123" not in r[2] for r in results)

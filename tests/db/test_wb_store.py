@@ -1,0 +1,48 @@
+"""What the wildberries target keeps per channel in the database (migration 0029), on SQLite
+and PostgreSQL: the vendor code -> nmID map rebuilt whole, when it was rebuilt, and the upload
+task in flight per nmID, dropped only by its own task."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+from sqlalchemy import Engine
+
+from exchange.db.wb_store import DbWbStore
+from exchange.domain.upload_tasks import Task
+
+AT = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
+
+
+def test_the_map_is_rebuilt_whole_per_channel(engine: Engine) -> None:
+    wb, other = DbWbStore(engine, "wb"), DbWbStore(engine, "wb-second")
+    assert (None, {}) == (wb.refreshed_at(), wb.nm_ids(["SKU-1"]))
+
+    wb.replace_catalogue({"SKU-1": 101, "SKU-2": 102}, AT)
+    other.replace_catalogue({"SKU-1": 999}, AT)
+    wb.replace_catalogue({f"S{n}": n for n in range(1200)} | {"SKU-1": 103}, AT + timedelta(1))
+
+    assert {"SKU-1": 103} == wb.nm_ids(["SKU-1", "SKU-2"]), "SKU-2 left the catalogue"
+    assert AT + timedelta(1) == wb.refreshed_at()
+    assert {"SKU-1": 999} == other.nm_ids(["SKU-1"])
+    assert 1200 == len(wb.nm_ids([f"S{n}" for n in range(1200)]))
+
+
+def test_a_task_in_flight_per_nmid_survives_and_is_dropped_only_by_its_own_task(
+    engine: Engine,
+) -> None:
+    wb, other = DbWbStore(engine, "wb"), DbWbStore(engine, "wb-second")
+    first = Task(101, 7000001, Decimal("950"), "price:SKU-1:1", AT, 2)
+    wb.put_tasks([first, Task(102, 7000001, Decimal("960"), "price:SKU-2:1", AT, 2)])
+    other.put_tasks([Task(101, 8000001, Decimal("1"), "price:SKU-1:1", AT, 1)])
+
+    again = DbWbStore(engine, "wb")  # another worker, after a restart
+    assert {101: first} == {k: v for k, v in again.tasks([101, 103]).items()}
+
+    again.drop_tasks([101, 102], 7000002)  # another task's outcome: not these rows
+    assert {101, 102} == set(again.tasks([101, 102]))
+    again.put_tasks([Task(102, 7000003, Decimal("970"), "price:SKU-2:2", AT, 1)])
+    again.drop_tasks([101, 102], 7000001)
+    assert {102: 7000003} == {k: v.upload_id for k, v in again.tasks([101, 102]).items()}
+    assert {101} == set(other.tasks([101]))

@@ -1,0 +1,129 @@
+"""EXCHANGE_TARGET=ozon end to end (contract 14): staging -> the real worker -> the Ozon
+simulator over HTTP, on SQLite and PostgreSQL, the worker's clock and the simulator's moved
+together by the test (the simulator's clock stands still otherwise)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, select
+
+from exchange import app as bootstrap
+from exchange.db.engine import transaction
+from exchange.db.schema import deliveries, messages
+from exchange.dev.ozonsim import IMPORT_PRICES, OzonSimulator
+from exchange.dev.ozonsim import Item as SimItem
+from exchange.dev.testing import drain, fast_settings, price_row, run_worker, stage
+from exchange.domain.clock import FakeClock
+from exchange.worker import Worker
+
+
+@pytest.fixture
+def site() -> Iterator[OzonSimulator]:
+    simulator = OzonSimulator("836741", "ozon-key", time_scale=0)
+    simulator.start()
+    yield simulator
+    simulator.stop()
+
+
+def make_worker(
+    db_url: str, engine: Engine, site: OzonSimulator, clock: FakeClock, tmp_path: Path
+) -> Worker:
+    key = tmp_path / "ozon.key"
+    key.write_text("ozon-key", encoding="utf-8")
+    settings = fast_settings(
+        db_url,
+        None,
+        target="ozon",
+        ozon_api_url=site.url,
+        ozon_client_id="836741",
+        ozon_api_key_file=str(key),
+        ozon_price_types={"retail": "price", "old": "old_price"},
+    )
+    return bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
+
+
+async def cycles(worker: Worker, count: int = 5) -> None:
+    """A few cycles: a held price keeps the worker from being idle (it waits for its hour)."""
+    for _ in range(count):
+        await worker.cycle()
+
+
+def rows(engine: Engine) -> dict[int, tuple[str, str | None, int]]:
+    with transaction(engine, read_only=True) as connection:
+        found = connection.execute(
+            select(
+                messages.c.version, deliveries.c.state, deliveries.c.reason, deliveries.c.attempts
+            )
+            .join(deliveries, deliveries.c.message_pk == messages.c.id)
+            .where(messages.c.aggregate == "SKU-1")
+        )
+        return {v: (s, r, a) for v, s, r, a in found}
+
+
+def test_a_refused_product_lands_its_latest_price_within_61_minutes_never_charged(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    clock = FakeClock()
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+
+    for n in range(10):  # another sender used SKU-1's hour
+        site.import_prices(
+            [SimItem("SKU-1", 0, {"price": Decimal(50 + n), "currency_code": "RUB"})]
+        )
+    worker = make_worker(db_url, engine, site, clock, tmp_path)
+    refused_at = clock.now()
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [price_row("SKU-1", 1, "300.00")])
+        await cycles(w)
+        assert rows(engine) == {1: ("new", None, 0)}, "held: not charged"
+        advance(600)
+        stage(engine, [price_row("SKU-1", 2, "310.00")])
+        await cycles(w)
+        assert rows(engine)[2][0] == "new" and rows(engine)[1][:2] == ("cancelled", "superseded")
+        advance(3000)
+        await cycles(w)
+        assert rows(engine)[2][0] == "new", "not before the hour after the refusal"
+        advance(31)
+        await cycles(w)
+
+    run_worker(worker, scenario)
+
+    assert rows(engine)[2] == ("delivered", None, 1)
+    assert site.price("SKU-1") == Decimal("310")
+    assert clock.now() - refused_at <= timedelta(minutes=61)
+    assert site.requests[IMPORT_PRICES] == 2, "the refused send and the one that landed"
+
+
+def test_two_price_types_of_one_sku_go_as_one_item_and_an_unchanged_price_is_not_sent_again(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    clock = FakeClock()
+    worker = make_worker(db_url, engine, site, clock, tmp_path)
+    old: dict[str, Any] = price_row("SKU-1", 1, "1200.00")
+    old["aggregate"] = "SKU-1/old"
+    old["payload"] = '{"sku": "SKU-1", "price": "1200.00", "currency": "RUB", "price_type": "old"}'
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [price_row("SKU-1", 1, "1000.00"), old])
+        await drain(w)
+        clock.advance(60)
+        stage(engine, [price_row("SKU-1", 2, "1000.00")])  # 1C posted the same price again
+        await drain(w)
+
+    run_worker(worker, scenario)
+
+    product = site.product("SKU-1")
+    assert product is not None and (product.price, product.old_price) == (1000, 1200)
+    assert site.requests[IMPORT_PRICES] == 1, "one item; the unchanged price not sent again"
+    assert rows(engine)[2][0] == "delivered"

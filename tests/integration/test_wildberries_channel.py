@@ -1,0 +1,205 @@
+"""The wildberries channel end to end (contract 14, issue 32 item 2): staging -> the real worker
+-> the Wildberries simulator over HTTP, on SQLite and PostgreSQL.
+
+Upload tasks are polled, never waited for: a delivery whose task is pending goes back to
+``delayed`` uncharged and holds no lease; the task's id is in the database before any poll, so
+a worker killed after the upload leaves a task that the next worker polls, never uploads again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, select
+
+from exchange import app as bootstrap
+from exchange.db.engine import transaction
+from exchange.db.schema import channels, deliveries, history, messages, wb_tasks
+from exchange.dev.testing import fast_settings, price_row, run_worker, stage
+from exchange.dev.wbsim import Switches, WbSimulator
+from exchange.runner import run_until_idle
+from exchange.targets.wildberries.target import WildberriesTarget
+from exchange.worker import Worker
+
+
+@pytest.fixture
+def wb() -> Iterator[WbSimulator]:
+    sim = WbSimulator(switches=Switches(processing_delay=0.3))
+    sim.start()
+    for n in range(1, 6):
+        sim.add_good(f"SKU-{n}", price=1000)
+    yield sim
+    sim.stop()
+
+
+def wb_settings(db_url: str, sim: WbSimulator, token: str, **overrides: Any) -> Any:
+    return fast_settings(
+        db_url,
+        None,
+        target="wildberries",
+        wb_api_url=sim.url,
+        wb_token=token,
+        **overrides,
+    )
+
+
+def make_worker(db_url: str, engine: Engine, sim: WbSimulator, **overrides: Any) -> Worker:
+    token = overrides.pop("token", None) or sim.token()
+    return bootstrap.worker(
+        wb_settings(db_url, sim, token, **overrides), engine, rng=random.Random(3)
+    )
+
+
+def states(engine: Engine, channel: str = "api") -> dict[tuple[str, int], tuple[str, str | None]]:
+    """The deliveries of ``channel``: in process, the one channel of the database (named
+    ``api`` by its migration); ``exchange run`` registers its channel ``wb`` beside it."""
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(
+            select(
+                messages.c.aggregate, messages.c.version, deliveries.c.state, deliveries.c.reason
+            )
+            .join(deliveries, deliveries.c.message_pk == messages.c.id)
+            .join(channels, channels.c.id == deliveries.c.channel_id)
+            .where(channels.c.name == channel)
+        )
+        return {(a, v): (s, r) for a, v, s, r in rows}
+
+
+def events(engine: Engine) -> list[str]:
+    with transaction(engine, read_only=True) as connection:
+        return list(connection.execute(select(history.c.event).order_by(history.c.id)).scalars())
+
+
+def tasks_left(engine: Engine) -> int:
+    with transaction(engine, read_only=True) as connection:
+        return len(connection.execute(select(wb_tasks.c.nm_id)).all())
+
+
+def uploads(sim: WbSimulator) -> int:
+    return sim.requests["/api/v2/upload/task"]
+
+
+def test_prices_reach_wildberries_through_polled_tasks_and_no_task_is_left(
+    db_url: str, engine: Engine, wb: WbSimulator
+) -> None:
+    stage(engine, [price_row(f"SKU-{n}", 1, f"{900 + n}.00") for n in range(1, 6)])
+    worker = make_worker(db_url, engine, wb)
+    run_worker(worker, lambda w: run_until_idle(w, max_seconds=30, poll_interval=0.05))
+
+    assert {(f"SKU-{n}", 1): ("delivered", None) for n in range(1, 6)} == states(engine)
+    assert [[900 + n] for n in range(1, 6)] == [
+        wb.applied[wb.by_vendor_code(f"SKU-{n}").nm_id]
+        for n in range(1, 6)  # type: ignore[union-attr]
+    ]
+    assert 1 == uploads(wb), "one task for the five goods"
+    assert "awaiting-outcome" in events(engine), "the delivery waited for its task, delayed"
+    assert 0 == tasks_left(engine)
+
+
+def _run(
+    db_url: str, sim: WbSimulator, token_file: Path, tmp_path: Path, name: str, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """``exchange run --until-idle`` as its own process (killed by a failpoint, or to the end)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
+    env.update(
+        {
+            "EXCHANGE_DATABASE_URL": db_url,
+            "EXCHANGE_CHANNELS": json.dumps(
+                {
+                    "wb": {
+                        "target": "wildberries",
+                        "wb_api_url": sim.url,
+                        "wb_token_file": str(token_file),
+                    }
+                }
+            ),
+            "EXCHANGE_WORKER_ID": name,
+            "EXCHANGE_POLL_INTERVAL": "0.05",
+            "EXCHANGE_LEASE_SECONDS": "1",
+            "EXCHANGE_LOG_LEVEL": "INFO",
+            **extra,
+        }
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "exchange", "run", "--until-idle", "--max-seconds", "60"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_worker_killed_after_the_upload_leaves_a_task_the_next_worker_polls_never_uploading_again(
+    db_url: str, engine: Engine, wb: WbSimulator, tmp_path: Path
+) -> None:
+    token_file = tmp_path / "wb-token"
+    token_file.write_text(wb.token())
+    stage(engine, [price_row("SKU-1", 1, "950.00"), price_row("SKU-2", 1, "960.00")])
+
+    # The first worker uploads, WB answers the task, and the process dies (SIGKILL) before it
+    # records anything: its deliveries stay leased, in progress.
+    killed = _run(db_url, wb, token_file, tmp_path, "vm-1", EXCHANGE_FAILPOINTS="after-answer=kill")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert 1 == uploads(wb)
+    assert 2 == tasks_left(engine), "the task's id was stored before any poll"
+    assert {("SKU-1", 1): ("in_progress", None), ("SKU-2", 1): ("in_progress", None)} == states(
+        engine, "wb"
+    )
+
+    time.sleep(1.2)  # the lease runs out
+    finished = _run(db_url, wb, token_file, tmp_path, "vm-2")
+
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert {("SKU-1", 1): ("delivered", None), ("SKU-2", 1): ("delivered", None)} == states(
+        engine, "wb"
+    )
+    assert 1 == uploads(wb), "the next worker polled the task, never uploaded again"
+    assert wb.requests["/api/v2/history/tasks"] >= 1
+    assert 0 == tasks_left(engine)
+    assert "taken-over" in events(engine)
+
+
+def test_a_sale_lock_ends_retry_limit_in_wbs_words_and_never_opens_the_breaker(
+    db_url: str, engine: Engine, wb: WbSimulator
+) -> None:
+    """Goods locked by a sale are WB's answer about those goods, not WB failing: each is
+    charged and ends retry-limit with WB's words, while the others are delivered and the
+    breaker (three temporary failures in a row here) stays closed."""
+    for n in range(6, 11):
+        wb.add_good(f"SKU-{n}", price=1000)
+    for n in range(1, 6):
+        wb.lock_for_sale(wb.by_vendor_code(f"SKU-{n}").nm_id)  # type: ignore[union-attr]
+    stage(engine, [price_row(f"SKU-{n}", 1, f"{900 + n}.00") for n in range(1, 11)])
+    worker = make_worker(db_url, engine, wb, max_attempts=2, breaker_threshold=3)
+    target = worker.loop.target
+    assert isinstance(target, WildberriesTarget)
+    target.first_poll = target.poll_every = 0.2
+
+    run_worker(worker, lambda w: run_until_idle(w, max_seconds=15, poll_interval=0.05))
+
+    found = states(engine)
+    assert {(f"SKU-{n}", 1): ("quarantined", "retry-limit") for n in range(1, 6)} == {
+        k: v for k, v in found.items() if k[0] in {f"SKU-{n}" for n in range(1, 6)}
+    }
+    assert all(found[(f"SKU-{n}", 1)] == ("delivered", None) for n in range(6, 11))
+    assert 0 == worker.loop.breaker.openings
+    with transaction(engine, read_only=True) as connection:
+        said = (
+            connection.execute(
+                select(deliveries.c.last_error).where(deliveries.c.reason == "retry-limit")
+            )
+            .scalars()
+            .all()
+        )
+    assert said and all("Sale due to high inventory" in s and "attempt 2 of 2" in s for s in said)

@@ -1,0 +1,195 @@
+"""A worker delivering to Yandex Market (contract 14) against its simulator, on SQLite and
+PostgreSQL: a price Yandex accepts waits for its read-back out of flight and uncharged (the
+loop goes on with other work meanwhile), and ends delivered once the read-back shows it; a
+sharp change Yandex quarantines ends withheld."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, select
+
+from exchange import app as bootstrap
+from exchange.db.engine import transaction
+from exchange.db.schema import history
+from exchange.dev.simclock import SimClock
+from exchange.dev.testing import fast_settings, one_channel_messages, price_row, run_worker, stage
+from exchange.dev.ymsim import YmSimulator, YmSwitches
+from exchange.worker import Worker
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
+
+
+@pytest.fixture
+def ym() -> Iterator[YmSimulator]:
+    # A minute lasts a second: Yandex applies an accepted price half a real second later.
+    simulator = YmSimulator(
+        "ym-key-1234", 1001, clock=SimClock(60), switches=YmSwitches(apply_delay=30)
+    )
+    simulator.start()
+    yield simulator
+    simulator.stop()
+
+
+def states(engine: Engine) -> dict[str, tuple[str, int]]:
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(
+            select(messages.c.aggregate, messages.c.state, messages.c.attempts)
+        )
+        return {a: (s, n) for a, s, n in rows}
+
+
+def events(engine: Engine) -> list[str]:
+    with transaction(engine, read_only=True) as connection:
+        return [e for (e,) in connection.execute(select(history.c.event).order_by(history.c.id))]
+
+
+async def until_settled(worker: Worker, engine: Engine, seconds: float = 8.0) -> None:
+    """Cycles, as the worker's loop runs them, until no price waits (or the time is up)."""
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + seconds
+    while loop.time() < ends:
+        await worker.cycle()
+        if all(s in ("delivered", "withheld") for s, _ in states(engine).values()):
+            return
+        await asyncio.sleep(0.05)
+
+
+def test_an_accepted_price_waits_out_of_flight_uncharged_and_ends_delivered_on_its_read_back(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    key = tmp_path / "ym-key"
+    key.write_text("ym-key-1234", encoding="utf-8")
+    settings = fast_settings(
+        db_url,
+        None,
+        target="yandex-market",
+        ym_api_url=ym.url,
+        ym_business_id="1001",
+        ym_api_key_file=str(key),
+        ym_apply_timeout="4",
+    )
+    stage(engine, [price_row("SKU-1", 1, "100.00"), price_row("SKU-2", 1, "200.00")])
+    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
+    run_worker(worker, lambda w: until_settled(w, engine))
+
+    assert {"SKU-1": ("delivered", 1), "SKU-2": ("delivered", 1)} == states(engine), (
+        "delivered, one attempt charged: the waits for the read-back were not"
+    )
+    assert 1 == ym.requests["offer-prices/updates"], "sent once, then read back"
+    assert ym.requests["offer-prices"] >= 1
+    assert "released" in events(engine), "the accepted price went back to wait, out of flight"
+
+
+def test_a_sharp_change_yandex_quarantines_is_withheld_and_a_release_ends_it_delivered(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    from exchange.db.schema import history as h
+    from exchange.delivery import withheld
+    from exchange.domain.clock import SystemClock
+
+    key = tmp_path / "ym-key"
+    key.write_text("ym-key-1234", encoding="utf-8")
+    settings = fast_settings(
+        db_url,
+        None,
+        target="yandex-market",
+        ym_api_url=ym.url,
+        ym_business_id="1001",
+        ym_api_key_file=str(key),
+        ym_apply_timeout="2",
+    )
+    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
+    clock = SystemClock()
+
+    async def scenario(w: Worker) -> tuple[str, list[withheld.Released], int]:
+        stage(engine, [price_row("SKU-1", 1, "100.00")])
+        await until_settled(w, engine)
+        stage(engine, [price_row("SKU-1", 2, "10.00")])  # a drop Yandex withholds (§3.4)
+        await until_settled(w, engine)
+        with transaction(engine, read_only=True) as connection:
+            (message_id,) = connection.execute(
+                select(messages.c.message_id).where(messages.c.state == "withheld")
+            ).one()
+        released = await withheld.release(
+            engine, w.target, [message_id], operator="anna", note="a real sale", now=clock.now
+        )
+        moved = 0
+        for _ in range(40):  # the worker's recheck, until Yandex shows the confirmed price
+            moved += await withheld.recheck(engine, w.target, clock.now)
+            if moved:
+                break
+            await asyncio.sleep(0.1)
+        return message_id, released, moved
+
+    outcome: dict[str, tuple[str, list[withheld.Released], int]] = {}
+
+    async def run(w: Worker) -> None:
+        outcome["x"] = await scenario(w)
+
+    run_worker(worker, run)
+    message_id, released, moved = outcome["x"]
+    assert released[0].asked and "price-quarantine/confirm" in released[0].detail
+    assert 1 == ym.requests["price-quarantine/confirm"]
+    assert 1 == moved
+    with transaction(engine, read_only=True) as connection:
+        state = connection.execute(
+            select(messages.c.state).where(messages.c.message_id == message_id)
+        ).scalar_one()
+        notes = connection.execute(
+            select(h.c.event, h.c.note)
+            .join(messages, messages.c.id == h.c.message_pk)
+            .where(messages.c.message_id == message_id)
+            .order_by(h.c.id)
+        ).all()
+    assert "delivered" == state
+    assert ("operator-release", "a real sale") in [tuple(n) for n in notes]
+    assert Decimal("10.00") == ym.live("SKU-1").value  # type: ignore[union-attr]
+
+
+def test_a_read_only_key_pauses_and_a_write_accepted_after_it_was_fixed_resumes_delivery(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    """A read-only Api-Key reads (the health check passes) but may not write: delivery pauses
+    and one write is tried now and then; Yandex's 200 to it (accepted, not shown yet) proves
+    the key may write now, as a delivered write does elsewhere."""
+    key = tmp_path / "ym-key"
+    key.write_text("ym-key-1234", encoding="utf-8")
+    settings = fast_settings(
+        db_url,
+        None,
+        target="yandex-market",
+        ym_api_url=ym.url,
+        ym_business_id="1001",
+        ym_api_key_file=str(key),
+        ym_apply_timeout="4",
+    )
+    ym.scope = "pricing:read-only"
+    stage(engine, [price_row("SKU-1", 1, "100.00")])
+    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
+
+    async def scenario(w: Worker) -> None:
+        for _ in range(5):
+            await w.cycle()
+        assert w.loop.paused, "a key that may not write pauses delivery"
+        ym.scope = "pricing"  # the seller gave the key the «Pricing» access
+        refused = ym.requests["offer-prices/updates"]
+        for _ in range(100):
+            await w.cycle()
+            if ym.requests["offer-prices/updates"] > refused:
+                break
+            await asyncio.sleep(0.01)
+        assert "delivered" != states(engine)["SKU-1"][0], "accepted, not read back yet"
+        assert not w.loop.paused, "the accepted write resumed delivery at once"
+        await until_settled(w, engine)
+
+    run_worker(worker, scenario)
+    assert "delivered" == states(engine)["SKU-1"][0]
+    assert not worker.loop.paused

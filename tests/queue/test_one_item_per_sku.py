@@ -1,0 +1,163 @@
+"""Contract 14: at most one item per SKU in flight per marketplace channel. Two aggregates of one
+SKU (its retail and its old price) are never in flight at once there, across workers, on SQLite
+and PostgreSQL (the ``engine`` fixture is parametrized over both); other channels are as before.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from exchange.db.engine import transaction
+from exchange.dev.testing import fast_settings, price_row, stage
+from exchange.domain.clock import FakeClock
+from exchange.intake import staging_table as intake
+from exchange.queue import lease
+from exchange.settings import Settings
+
+
+@pytest.fixture
+def settings(db_url: str) -> Settings:
+    return fast_settings(db_url, lease_seconds=30.0, max_attempts=3, batch_size=100)
+
+
+def typed_row(sku: str, version: int, price_type: str, price: str = "100.00") -> dict[str, Any]:
+    row = price_row(sku, version, price)
+    row["aggregate"] = f"{sku}/{price_type}"
+    row["payload"] = json.dumps(
+        {"sku": sku, "price": price, "currency": "RUB", "price_type": price_type}
+    )
+    return row
+
+
+def take(engine: Engine, settings: Settings, clock: FakeClock, rows: list[dict[str, Any]]) -> None:
+    stage(engine, rows)
+    intake.take(engine, None, settings.kinds, clock.now())
+
+
+def claim(
+    engine: Engine,
+    settings: Settings,
+    clock: FakeClock,
+    worker: str,
+    limit: int,
+    *,
+    one_per_sku: bool = True,
+) -> list[str]:
+    with transaction(engine) as c:
+        batch = lease.claim(
+            c,
+            worker=worker,
+            now=clock.now(),
+            limit=limit,
+            lease_seconds=settings.lease_seconds,
+            max_attempts=settings.max_attempts,
+            kinds=settings.policies,
+            one_per_sku=one_per_sku,
+        )
+    return sorted(m.aggregate for m in batch.messages)
+
+
+def test_a_second_aggregate_of_a_sku_in_flight_waits_on_a_marketplace_channel(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(
+        engine,
+        settings,
+        clock,
+        [
+            typed_row("SKU-1", 1, "retail"),
+            typed_row("SKU-1", 1, "old"),
+            typed_row("SKU-2", 1, "retail"),
+        ],
+    )
+    assert claim(engine, settings, clock, "w1", 1) == ["SKU-1/retail"]
+    assert claim(engine, settings, clock, "w2", 10) == ["SKU-2/retail"], "SKU-1 is in flight"
+    assert claim(engine, settings, clock, "w3", 10) == []
+
+
+def test_other_channels_claim_two_aggregates_of_one_sku_as_before(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [typed_row("SKU-1", 1, "retail"), typed_row("SKU-1", 1, "old")])
+    assert claim(engine, settings, clock, "w1", 1, one_per_sku=False) == ["SKU-1/retail"]
+    assert claim(engine, settings, clock, "w2", 1, one_per_sku=False) == ["SKU-1/old"]
+
+
+def test_the_aggregates_of_one_sku_may_come_in_one_batch(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    """One batch, one item: the target puts them in one request (marketplace.items.by_sku)."""
+    take(engine, settings, clock, [typed_row("SKU-1", 1, "retail"), typed_row("SKU-1", 1, "old")])
+    assert claim(engine, settings, clock, "w1", 10) == ["SKU-1/old", "SKU-1/retail"]
+
+
+def test_an_expired_lease_of_a_sibling_does_not_hold_a_sku_back(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    take(engine, settings, clock, [typed_row("SKU-1", 1, "retail"), typed_row("SKU-1", 1, "old")])
+    assert claim(engine, settings, clock, "w1", 1) == ["SKU-1/retail"]
+    clock.advance(31)  # w1 died: its lease ran out
+    assert claim(engine, settings, clock, "w2", 10) == ["SKU-1/old", "SKU-1/retail"]
+
+
+def test_two_workers_claiming_at_once_never_lease_two_aggregates_of_one_sku(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    """The first worker's claim has picked SKU-1's retail price and not yet committed when the
+    second claims: the second must not take SKU-1's old price (PostgreSQL: SKIP LOCKED passes
+    over the first's row, and its lease is not yet visible; the channel's claims take turns)."""
+    take(
+        engine,
+        settings,
+        clock,
+        [
+            typed_row("SKU-1", 1, "retail"),
+            typed_row("SKU-1", 1, "old"),
+            typed_row("SKU-2", 1, "retail"),
+        ],
+    )
+    picked = threading.Event()
+    results: dict[str, list[str]] = {}
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            with transaction(engine) as c:
+                batch = lease.claim(
+                    c,
+                    worker="w1",
+                    now=clock.now(),
+                    limit=1,
+                    lease_seconds=settings.lease_seconds,
+                    max_attempts=settings.max_attempts,
+                    kinds=settings.policies,
+                    one_per_sku=True,
+                )
+                results["w1"] = [m.aggregate for m in batch.messages]
+                picked.set()
+                time.sleep(1.0)  # the second worker claims meanwhile
+        except BaseException as exc:
+            picked.set()
+            errors.append(exc)
+
+    def second() -> None:
+        try:
+            picked.wait(timeout=10)
+            results["w2"] = claim(engine, settings, clock, "w2", 10)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert not errors, errors
+    assert results["w1"] == ["SKU-1/retail"]
+    assert results["w2"] == ["SKU-2/retail"], "SKU-1's old price must wait for its retail price"

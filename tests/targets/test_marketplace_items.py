@@ -1,0 +1,260 @@
+"""What the marketplace targets share (contract 14, exchange/targets/marketplace/): one item per
+SKU with every mapped price type's latest price, the item's verdict spread to every delivery it
+carried as new, the mappings, sku_source, the money checks, requests grouped by SKU."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+
+from exchange.domain.prices import KnownPrice
+from exchange.domain.reasons import Reason
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.base import OutgoingMessage
+from exchange.targets.marketplace.articles import MemoryArticles
+from exchange.targets.marketplace.items import Channel, Item, build, by_sku, gather, spread
+from exchange.targets.marketplace.money import Money
+from exchange.targets.prices import MemoryKnownPrices
+
+MAPPING = {"retail": "price", "old": "old_price", "min": "min_price", "wholesale": None}
+MONEY = {"price": Money(2), "old_price": Money(2, zero=True), "min_price": Money(2)}
+
+
+def channel(**overrides: object) -> Channel:
+    values: dict[str, object] = {
+        "target": "ozon",
+        "price_types": MAPPING,
+        "setting": "ozon_price_types",
+        "money": MONEY,
+    }
+    values.update(overrides)
+    return Channel(**values)  # type: ignore[arg-type]
+
+
+def price(
+    sku: str, price_type: str, amount: str, version: int = 2, currency: str = "RUB"
+) -> OutgoingMessage:
+    payload = {"sku": sku, "price": amount, "currency": currency, "price_type": price_type}
+    return OutgoingMessage(
+        f"{sku}/{price_type}@{version}",
+        "price",
+        f"{sku}/{price_type}",
+        version,
+        json.dumps(payload),
+        datetime(2026, 12, 5, tzinfo=UTC),
+    )
+
+
+def known(sku: str, price_type: str, amount: str, version: int = 1) -> KnownPrice:
+    return KnownPrice(sku, price_type, Decimal(amount), "RUB", version)
+
+
+def test_an_item_carries_every_mapped_price_types_latest_known_price() -> None:
+    built = build(
+        [price("A", "retail", "900")],
+        channel(),
+        [known("A", "old", "1200", 7), known("A", "retail", "950", 1)],
+        {},
+    )
+    [item] = built.items
+    assert item.prices == {"price": Decimal("900"), "old_price": Decimal("1200")}
+    assert item.new == {"price"} and [m.message_id for m in item.carried] == ["A/retail@2"]
+
+
+def test_a_price_type_the_channel_never_had_is_left_out_never_zero() -> None:
+    [item] = build([price("A", "retail", "900")], channel(), [], {}).items
+    assert item.prices == {"price": Decimal("900")}
+    assert "old_price" not in item.prices and "min_price" not in item.prices
+
+
+def test_a_known_price_of_a_type_left_out_of_the_channel_is_not_carried() -> None:
+    [item] = build(
+        [price("A", "retail", "900")], channel(), [known("A", "wholesale", "800")], {}
+    ).items
+    assert item.prices == {"price": Decimal("900")}
+
+
+def test_two_price_types_of_one_sku_leased_together_are_one_item() -> None:
+    built = build(
+        [price("A", "retail", "900"), price("B", "retail", "10"), price("A", "old", "1200")],
+        channel(),
+        [],
+        {},
+    )
+    assert [i.sku for i in built.items] == ["A", "B"]
+    assert built.items[0].prices == {"price": Decimal("900"), "old_price": Decimal("1200")}
+    assert len(built.items[0].carried) == 2
+
+
+def test_the_items_verdict_is_the_verdict_of_every_delivery_it_carried_as_new() -> None:
+    [item] = build(
+        [price("A", "retail", "900"), price("A", "old", "1200")],
+        channel(),
+        [known("A", "min", "500")],
+        {},
+    ).items
+    verdict = Classification(Verdict.DELIVERED, "updated")
+    assert spread(item, verdict) == {"A/retail@2": verdict, "A/old@2": verdict}
+
+
+def test_a_price_type_mapped_to_null_is_not_for_this_shop_and_an_unmapped_one_is_refused() -> None:
+    built = build([price("A", "wholesale", "800"), price("A", "promo", "700")], channel(), [], {})
+    assert built.items == []
+    assert built.answers["A/wholesale@2"].verdict is Verdict.NOT_FOR_THIS_SHOP
+    assert built.answers["A/wholesale@2"].reason == Reason.NOT_FOR_THIS_SHOP
+    assert built.answers["A/promo@2"].verdict is Verdict.TERMINAL
+    assert built.answers["A/promo@2"].reason == Reason.UNMAPPED_PRICE_TYPE
+    assert "ozon_price_types" in built.answers["A/promo@2"].detail
+
+
+def test_sku_source_article_names_the_offer_by_its_article() -> None:
+    [item] = build(
+        [price("1c-id-1", "retail", "900")],
+        channel(sku_source="article"),
+        [],
+        {"1c-id-1": "ART-1"},
+    ).items
+    assert (item.sku, item.offer_id) == ("1c-id-1", "ART-1")
+
+
+def test_an_offer_without_an_article_is_invalid_for_channel_under_sku_source_article() -> None:
+    built = build(
+        [price("1c-id-1", "retail", "900"), price("1c-id-1", "old", "990")],
+        channel(sku_source="article"),
+        [],
+        {},
+    )
+    assert built.items == []
+    for answer in built.answers.values():
+        assert (answer.verdict, answer.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
+        assert "Артикул" in answer.detail
+    assert len(built.answers) == 2
+
+
+def test_a_price_in_another_currency_is_invalid_for_channel_never_converted() -> None:
+    built = build([price("A", "retail", "15", currency="EUR")], channel(), [], {})
+    answer = built.answers["A/retail@2"]
+    assert answer.reason == Reason.INVALID_FOR_CHANNEL and "EUR" in answer.detail
+    assert built.items == []
+
+
+def test_a_channels_own_currency_is_taken() -> None:
+    [item] = build(
+        [price("A", "retail", "15", currency="BYN")], channel(currency="BYN"), [], {}
+    ).items
+    assert item.prices == {"price": Decimal("15")}
+
+
+@pytest.mark.parametrize(
+    ("places", "amount", "rounding", "sent"),
+    [
+        (0, "100.50", "half-up", Decimal("101")),
+        (0, "100.50", "down", Decimal("100")),
+        (2, "99.995", "half-up", Decimal("100.00")),
+        (2, "99.999", "down", Decimal("99.99")),
+        (2, "99.9", "none", Decimal("99.9")),
+        (0, "100.00", "none", Decimal("100.00")),
+    ],
+)
+def test_a_price_is_rounded_only_as_the_channels_rounding_says(
+    places: int, amount: str, rounding: str, sent: Decimal
+) -> None:
+    assert Money(places).fit(Decimal(amount), rounding) == sent
+
+
+@pytest.mark.parametrize(("places", "amount"), [(0, "100.50"), (2, "99.995")])
+def test_a_price_the_channel_cannot_take_is_never_rounded_silently(
+    places: int, amount: str
+) -> None:
+    money = {"price": Money(places)}
+    built = build([price("A", "retail", amount)], channel(money=money), [], {})
+    answer = built.answers["A/retail@2"]
+    assert (answer.verdict, answer.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
+    assert "never rounded" in answer.detail and amount in answer.detail
+
+
+def test_zero_is_refused_where_the_field_refuses_it_even_after_rounding() -> None:
+    assert isinstance(Money(2).fit(Decimal("0")), str)
+    assert isinstance(Money(0).fit(Decimal("0.4"), "half-up"), str)
+    assert Money(2, zero=True).fit(Decimal("0")) == Decimal("0")
+    assert isinstance(Money(2, zero=True).fit(Decimal("-1")), str)
+
+
+def test_a_failed_price_leaves_its_sku_sent_with_the_known_price_of_its_type() -> None:
+    built = build(
+        [price("A", "retail", "900"), price("A", "old", "1200.001")],
+        channel(),
+        [known("A", "old", "1100", 1)],
+        {},
+    )
+    [item] = built.items
+    assert item.prices == {"price": Decimal("900"), "old_price": Decimal("1100")}
+    assert built.answers["A/old@2"].reason == Reason.INVALID_FOR_CHANNEL
+
+
+def test_a_price_rule_checked_before_sending_is_invalid_for_channel_with_the_rule() -> None:
+    def rule(item: Item) -> str | None:
+        if item.prices.get("old_price", Decimal(0)) and item.prices["old_price"] < item.prices.get(
+            "price", Decimal(0)
+        ):
+            return "old_price below price"
+        return None
+
+    built = build(
+        [price("A", "retail", "900"), price("B", "retail", "10")],
+        channel(),
+        [known("A", "old", "800")],
+        {},
+        rule,
+    )
+    assert [i.sku for i in built.items] == ["B"]
+    answer = built.answers["A/retail@2"]
+    assert answer.reason == Reason.INVALID_FOR_CHANNEL and answer.detail == "old_price below price"
+
+
+def test_requests_keep_the_messages_of_one_sku_in_one_request() -> None:
+    messages = [
+        price("A", "retail", "1"),
+        price("B", "retail", "1"),
+        price("C", "retail", "1"),
+        price("A", "old", "2"),
+    ]
+    groups = by_sku(messages, 2)
+    assert [sorted(m.message_id for m in g) for g in groups] == [
+        ["A/old@2", "A/retail@2", "B/retail@2"],
+        ["C/retail@2"],
+    ]
+
+
+def test_the_known_prices_and_articles_are_read_through_their_ports() -> None:
+    memory = MemoryKnownPrices()
+    memory.remember(known("A", "old", "1200", 3))
+    built = asyncio.run(
+        gather(
+            [price("A", "retail", "900")],
+            channel(sku_source="article"),
+            known=memory,
+            articles=MemoryArticles({"A": "ART-A"}),
+        )
+    )
+    [item] = built.items
+    assert (item.offer_id, item.prices["old_price"]) == ("ART-A", Decimal("1200"))
+
+
+def test_known_prices_that_cannot_be_read_send_nothing_and_pause() -> None:
+    class Broken:
+        def latest(self, skus: object) -> list[KnownPrice]:
+            raise OSError("database gone")
+
+    built = asyncio.run(gather([price("A", "retail", "900")], channel(), known=Broken()))
+    assert built.items == []
+    assert built.answers["A/retail@2"].verdict is Verdict.PAUSE
+
+
+def test_requests_never_hold_two_messages_of_one_aggregate() -> None:
+    groups = by_sku([price("A", "retail", "1", 1), price("A", "retail", "2", 2)], 10)
+    assert [[m.version for m in g] for g in groups] == [[1], [2]]

@@ -1,0 +1,473 @@
+"""The ``ozon`` target (contract 14's ``ozon`` bullet, clause by clause) against the Ozon
+simulator (exchange/dev/ozonsim.py), over HTTP, with the simulator's clock (still, moved by the
+test) as the target's clock; each UNCONFIRMED point the target meets is run both ways."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from random import Random
+from typing import TypeVar
+
+import httpx
+import pytest
+from conformance import price
+
+from exchange import app
+from exchange.dev.ozonsim import IMPORT_PRICES, OzonSimulator
+from exchange.dev.ozonsim import Item as SimItem
+from exchange.domain.pause import PauseCause, pause_cause
+from exchange.domain.prices import KnownPrice
+from exchange.domain.reasons import Reason
+from exchange.domain.retry import RetryPolicy, decide
+from exchange.domain.states import Event
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.errors import ConfigurationError
+from exchange.settings import load_settings
+from exchange.targets.base import OutgoingMessage
+from exchange.targets.marketplace.articles import MemoryArticles
+from exchange.targets.ozon.target import OzonTarget
+from exchange.targets.prices import MemoryKnownPrices
+
+CLIENT, KEY = "836741", "ozon-key"
+T = TypeVar("T")
+TYPES = {"retail": "price", "old": "old_price", "min": "min_price"}
+
+
+@pytest.fixture
+def ozon() -> Iterator[OzonSimulator]:
+    simulator = OzonSimulator(CLIENT, KEY, time_scale=0)  # a still clock, moved by the tests
+    simulator.start()
+    yield simulator
+    simulator.stop()
+
+
+def target(ozon: OzonSimulator, **options: object) -> OzonTarget:
+    values: dict[str, object] = {"price_types": TYPES, "timeout": 5.0, "clock": ozon.clock.now}
+    values.update(options)
+    return OzonTarget(ozon.url, CLIENT, lambda: KEY, **values)  # type: ignore[arg-type]
+
+
+def run(made: OzonTarget, scenario: Callable[[OzonTarget], Awaitable[T]]) -> T:
+    async def go() -> T:
+        try:
+            return await scenario(made)
+        finally:
+            await made.aclose()
+
+    return asyncio.run(go())
+
+
+async def send_all(made: OzonTarget, messages: list[OutgoingMessage]) -> list[Classification]:
+    answers: list[Classification] = []
+    for request in made.requests(messages):
+        answers += await made.send(request)
+    return answers
+
+
+def deliver(made: OzonTarget, *messages: OutgoingMessage) -> list[Classification]:
+    return run(made, lambda t: send_all(t, list(messages)))
+
+
+def imports(ozon: OzonSimulator) -> int:
+    return ozon.requests[IMPORT_PRICES]
+
+
+# -- the request ---------------------------------------------------------------------------
+
+
+def test_at_most_1000_items_a_request_with_offer_id_and_money_as_strings(
+    ozon: OzonSimulator,
+) -> None:
+    seen: list[dict[str, object]] = []
+
+    class Spy(httpx.AsyncBaseTransport):
+        inner = httpx.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            if request.url.path == IMPORT_PRICES:
+                seen.append(json.loads(request.content))
+            return await self.inner.handle_async_request(request)
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    messages = [price(f"SKU-{n}", 1, f"{100 + n}.50") for n in range(1001)]
+    answers = deliver(target(ozon, transport=Spy()), *messages)
+
+    assert {a.verdict for a in answers} == {Verdict.DELIVERED}
+    assert [len(body["prices"]) for body in seen] == [1000, 1]  # type: ignore[arg-type]
+    first = seen[0]["prices"][0]  # type: ignore[index]
+    assert first == {"offer_id": "SKU-0", "price": "100.50", "currency_code": "RUB"}
+    assert ozon.largest_batch == 1000 and ozon.price("SKU-1000") == Decimal("1100.50")
+
+
+def test_an_item_carries_price_old_price_and_min_price_of_one_sku(ozon: OzonSimulator) -> None:
+    known = MemoryKnownPrices()
+    known.remember(KnownPrice("SKU-1", "min", Decimal("600"), "RUB", 4))
+    answers = deliver(
+        target(ozon, known=known),
+        price("SKU-1", 2, "1000.00"),
+        price("SKU-1", 3, "1200.00", price_type="old"),
+    )
+    assert [a.verdict for a in answers] == [Verdict.DELIVERED, Verdict.DELIVERED]
+    product = ozon.product("SKU-1")
+    assert product is not None and ozon.price("SKU-1") == Decimal("1000")
+    assert (product.old_price, product.min_price) == (Decimal("1200"), Decimal("600"))
+    assert imports(ozon) == 1, "one item, one request"
+
+
+# -- per-item answers inside a 200 ---------------------------------------------------------
+
+
+def test_per_item_answers_updated_not_found_and_a_price_rule(ozon: OzonSimulator) -> None:
+    ozon.set_category_bounds("SKU-R", Decimal(1000), Decimal(2000))
+    answers = deliver(
+        target(ozon),
+        price("SKU-A", 1, "100.00"),
+        price("NOSUCH-1", 1, "100.00"),
+        price("SKU-R", 1, "100.00"),
+    )
+    assert [a.verdict for a in answers] == [Verdict.DELIVERED, Verdict.TERMINAL, Verdict.TERMINAL]
+    assert answers[1].reason == Reason.UNKNOWN_SKU and "NOT_FOUND_ERROR" in answers[1].detail
+    rule = answers[2]
+    assert rule.reason == Reason.CHANNEL_RULE
+    assert "invalid_category_price" in rule.detail
+    assert "слишком высокую или слишком низкую цену" in rule.detail
+    assert imports(ozon) == 1
+
+
+@pytest.mark.parametrize("boundary", ["refused", "taken"])
+def test_an_old_price_gap_at_its_threshold_is_ozons_to_decide(
+    ozon: OzonSimulator, boundary: str
+) -> None:
+    ozon.switches.gap_boundary = boundary  # type: ignore[assignment]
+    (answer,) = deliver(
+        target(ozon, known=_known("SKU-1", "old", "120.00")), price("SKU-1", 1, "100.00")
+    )
+    if boundary == "refused":
+        assert (answer.verdict, answer.reason) == (Verdict.TERMINAL, Reason.CHANNEL_RULE)
+        assert "discount_for_low_price_is_too_small" in answer.detail
+    else:
+        assert answer.verdict is Verdict.DELIVERED
+
+
+def test_a_price_rule_ozon_states_is_checked_before_sending(ozon: OzonSimulator) -> None:
+    (answer,) = deliver(
+        target(ozon, known=_known("SKU-1", "old", "105.00")), price("SKU-1", 1, "100.00")
+    )
+    assert (answer.verdict, answer.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
+    assert "gap" in answer.detail and "discount_for_low_price_is_too_small" in answer.detail
+    assert imports(ozon) == 0, "never sent"
+
+
+def test_kopecks_beyond_two_decimals_are_never_rounded_silently(ozon: OzonSimulator) -> None:
+    (refused,) = deliver(target(ozon), price("SKU-1", 1, "99.995"))
+    assert refused.reason == Reason.INVALID_FOR_CHANNEL and imports(ozon) == 0
+    (rounded,) = deliver(target(ozon, rounding="half-up"), price("SKU-1", 1, "99.995"))
+    assert rounded.verdict is Verdict.DELIVERED and ozon.price("SKU-1") == Decimal("100.00")
+
+
+def test_sku_source_article_sends_the_article_as_offer_id(ozon: OzonSimulator) -> None:
+    made = target(ozon, sku_source="article", articles=MemoryArticles({"1c-guid": "ART-7"}))
+    (answer,) = deliver(made, price("1c-guid", 1, "250.00"))
+    assert answer.verdict is Verdict.DELIVERED and ozon.price("ART-7") == Decimal("250")
+    assert ozon.product("1c-guid") is None or ozon.history("1c-guid") == []
+
+
+# -- the hourly limit ----------------------------------------------------------------------
+
+
+def test_the_target_holds_the_eleventh_update_of_a_product_within_the_hour(
+    ozon: OzonSimulator,
+) -> None:
+    made = target(ozon)
+
+    async def scenario(t: OzonTarget) -> tuple[list[Classification], Classification]:
+        sent = []
+        for v in range(1, 11):
+            sent += await t.send([price("SKU-1", v, f"{100 + v}.00")])
+            ozon.clock.advance(60)
+        (held,) = await t.send([price("SKU-1", 11, "200.00")])
+        return sent, held
+
+    sent, held = run(made, scenario)
+    assert {a.verdict for a in sent} == {Verdict.DELIVERED}
+    assert held.verdict is Verdict.HELD and imports(ozon) == 10, "the 11th is not sent"
+    # the oldest of the ten went at 0 s, now is 600 s: it is an hour old 3,000 s from now
+    assert int(held.retry_after or 0) == 3000
+    assert (
+        ozon.outcomes.get("error limiting: acquire limit per item: items limit: limit exceeded", 0)
+        == 0
+    )
+
+
+@pytest.mark.parametrize("window", ["rolling", "fixed"])
+@pytest.mark.parametrize("message", ["wrapped", "plain"])
+def test_a_refused_product_is_tried_an_hour_later_and_the_latest_price_lands_within_61_minutes(
+    ozon: OzonSimulator, window: str, message: str
+) -> None:
+    """Another sender (or this one before a restart) used the product's hour: Ozon refuses the
+    item; it is held, not charged, never quarantined; a newer version supersedes it, and the
+    latest price lands at most 61 minutes after the refusal."""
+    ozon.switches.window = window  # type: ignore[assignment]
+    ozon.switches.limit_message = message  # type: ignore[assignment]
+    for n in range(10):  # the hour used up before this process
+        ozon.import_prices(
+            [SimItem("SKU-1", 0, {"price": Decimal(50 + n), "currency_code": "RUB"})]
+        )
+    refused_at = ozon.clock.now()
+
+    async def scenario(t: OzonTarget) -> list[Classification]:
+        (refused,) = await t.send([price("SKU-1", 1, "300.00")])
+        ozon.clock.advance(600)
+        (newer,) = await t.send([price("SKU-1", 2, "310.00")])  # superseding the waiting one
+        assert imports(ozon) == 1, "held without a request"
+        ozon.clock.advance(int(newer.retry_after or 0))
+        (landed,) = await t.send([price("SKU-1", 2, "310.00")])
+        return [refused, newer, landed]
+
+    refused, newer, landed = run(target(ozon), scenario)
+    assert refused.verdict is Verdict.HELD and "Ozon refused" in refused.detail
+    assert newer.verdict is Verdict.HELD and imports(ozon) == 2
+    assert landed.verdict is Verdict.DELIVERED and ozon.price("SKU-1") == Decimal("310")
+    assert ozon.clock.now() - refused_at <= 61 * 60
+
+    decided = decide(
+        refused,
+        attempt=4,
+        now=datetime(2026, 12, 5, 12, tzinfo=UTC),
+        policy=RetryPolicy(max_attempts=3, base_delay=1.0, max_delay=60.0),
+        rng=Random(1),
+    )
+    assert (decided.event, decided.charged, decided.reason) == (Event.RELEASED, False, None)
+    assert decided.next_try_at == datetime(2026, 12, 5, 13, 0, 30, tzinfo=UTC)
+
+
+# -- a price not sent again ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("unchanged", ["counts", "free"])
+def test_a_price_equal_to_the_one_delivered_there_is_not_sent_again(
+    ozon: OzonSimulator, unchanged: str
+) -> None:
+    ozon.switches.unchanged = unchanged  # type: ignore[assignment]
+
+    async def scenario(t: OzonTarget) -> list[Classification]:
+        first = await t.send([price("SKU-1", 1, "100.00")])
+        return first + await t.send([price("SKU-1", 2, "100.00")])
+
+    answers = run(target(ozon), scenario)
+    assert [a.verdict for a in answers] == [Verdict.DELIVERED, Verdict.DELIVERED]
+    assert "not sent again" in answers[1].detail
+    assert imports(ozon) == 1 and len(ozon.charged("SKU-1")) == 1
+
+    # after a restart: the channel's delivered prices say so
+    (again,) = deliver(
+        target(ozon, delivered=_known("SKU-1", "retail", "100.00")), price("SKU-1", 3, "100.00")
+    )
+    assert again.verdict is Verdict.DELIVERED and imports(ozon) == 1
+
+
+# -- the pace and the pauses ---------------------------------------------------------------
+
+
+def test_429_code_8_is_the_pace(ozon: OzonSimulator) -> None:
+    ozon.limits.rps = 1
+
+    async def scenario(t: OzonTarget) -> list[Classification]:
+        first = await t.send([price("SKU-1", 1)])
+        return first + await t.send([price("SKU-2", 1)])
+
+    first, limited = run(target(ozon), scenario)
+    assert first.verdict is Verdict.DELIVERED
+    assert (limited.verdict, limited.http_status, limited.retry_after) == (
+        Verdict.TEMPORARY,
+        429,
+        "1",
+    )
+
+
+@pytest.mark.parametrize("status", ["503", "429"])
+def test_circle_is_open_is_the_pace_whatever_its_status(ozon: OzonSimulator, status: str) -> None:
+    ozon.switches.circle_status = status  # type: ignore[assignment]
+    ozon.open_circle()
+    (answer,) = deliver(target(ozon), price("SKU-1", 1))
+    assert (answer.verdict, answer.http_status) == (Verdict.TEMPORARY, 429)
+    assert "Circle is open" in answer.detail and answer.retry_after
+
+
+def test_a_404_with_code_5_pauses_delivery_with_the_cause_in_words(ozon: OzonSimulator) -> None:
+    made = OzonTarget(ozon.url, CLIENT, lambda: "a-wrong-key", price_types=TYPES)
+    (answer,) = deliver(made, price("SKU-1", 1))
+    assert (answer.verdict, answer.http_status) == (Verdict.PAUSE, 404)
+    assert "ozon_api_key_file" in answer.detail and "a-wrong-key" not in answer.detail
+    assert pause_cause("ozon", answer, write_refused=False) is PauseCause.MARKETPLACE_KEY
+
+
+@pytest.mark.parametrize("status", ["403", "401"])
+def test_a_key_without_the_prices_role_pauses_delivery(ozon: OzonSimulator, status: str) -> None:
+    ozon.switches.missing_role_status = status  # type: ignore[assignment]
+    ozon.faults.roles = "read"
+    (answer,) = deliver(target(ozon), price("SKU-1", 1))
+    assert answer.verdict is Verdict.PAUSE and "role" in answer.detail
+    assert pause_cause("ozon", answer, write_refused=False) is PauseCause.MARKETPLACE_KEY
+
+
+def test_any_other_404_is_an_unknown_response(ozon: OzonSimulator) -> None:
+    made = OzonTarget(ozon.url + "/wrong", CLIENT, lambda: KEY, price_types=TYPES)
+    (answer,) = deliver(made, price("SKU-1", 1))
+    assert (answer.verdict, answer.http_status) == (Verdict.UNKNOWN, 404)
+    decided = decide(
+        answer,
+        attempt=1,
+        now=datetime(2026, 12, 5, tzinfo=UTC),
+        policy=RetryPolicy(max_attempts=3, base_delay=1.0, max_delay=60.0),
+        rng=Random(1),
+    )
+    assert decided.reason == Reason.UNKNOWN_RESPONSE
+
+
+def test_the_key_is_read_again_and_never_shown(ozon: OzonSimulator) -> None:
+    keys = ["a-wrong-key"]
+    made = OzonTarget(ozon.url, CLIENT, lambda: keys[0], price_types=TYPES)
+
+    async def scenario(t: OzonTarget) -> tuple[Classification, Classification]:
+        refused = await t.health()
+        keys[0] = KEY
+        t.reload_credentials()
+        return refused, await t.health()
+
+    refused, accepted = run(made, scenario)
+    assert (refused.verdict, accepted.verdict) == (Verdict.PAUSE, Verdict.DELIVERED)
+    assert "a-wrong-key" not in refused.detail
+
+
+def test_read_prices_shows_what_ozon_holds_after_its_own_promotion(ozon: OzonSimulator) -> None:
+    message = price("SKU-1", 1, "500.00")
+    deliver(target(ozon), message)
+    ozon.promote("SKU-1", Decimal("450"))
+
+    held = run(target(ozon), lambda t: t.read_prices([message, price("NOSUCH-1", 1)]))
+
+    assert (held[0].sent, held[0].held, held[0].agrees) == (
+        Decimal("500.00"),
+        Decimal("450"),
+        False,
+    )
+    assert held[1].found is False
+
+
+def _known(sku: str, price_type: str, amount: str) -> MemoryKnownPrices:
+    known = MemoryKnownPrices()
+    known.remember(KnownPrice(sku, price_type, Decimal(amount), "RUB", 1))
+    return known
+
+
+def test_an_ozon_channel_builds_the_ozon_target_with_its_settings(tmp_path: Path) -> None:
+    key = tmp_path / "ozon.key"
+    key.write_text("ozon-key\n", encoding="utf-8")
+    settings = load_settings(
+        target="ozon",
+        ozon_api_url="http://127.0.0.1:9",
+        ozon_client_id="836741",
+        ozon_api_key_file=str(key),
+        ozon_price_types={"retail": "price", "old": "old_price"},
+        sku_source="article",
+        currency="BYN",
+    )
+    made = app.target(settings)
+    assert isinstance(made, OzonTarget) and made.url == "http://127.0.0.1:9"
+    assert (made.channel.currency, made.channel.sku_source) == ("BYN", "article")
+    assert made.channel.price_types == {"retail": "price", "old": "old_price"}
+    asyncio.run(made.aclose())
+    with pytest.raises(ConfigurationError, match="ozon_client_id"):
+        app.target(load_settings(target="ozon", ozon_api_key_file=str(key)))
+
+
+# -- the other switches the target meets, both ways ------------------------------------------
+
+
+@pytest.mark.parametrize("refused", ["free", "counts"])
+def test_items_refused_by_a_rule_do_not_hold_the_next_price_switch_refused(
+    ozon: OzonSimulator, refused: str
+) -> None:
+    """Whether a refused item counts toward Ozon's hour (UNCONFIRMED): the target counts only
+    what Ozon took; if Ozon counted more, its own refusal holds the product an hour."""
+    ozon.switches.refused = refused  # type: ignore[assignment]
+    ozon.set_category_bounds("SKU-1", Decimal(1), Decimal(150))
+
+    async def scenario(t: OzonTarget) -> list[Classification]:
+        answers = []
+        for v in range(1, 12):
+            answers += await t.send([price("SKU-1", v, f"{200 + v}.00")])
+            ozon.clock.advance(10)
+        ozon.set_category_bounds("SKU-1", Decimal(1), Decimal(10_000))
+        return answers + await t.send([price("SKU-1", 12, "120.00")])
+
+    answers = run(target(ozon), scenario)
+    assert {a.reason for a in answers[:10]} == {Reason.CHANNEL_RULE}
+    eleventh, last = answers[10], answers[-1]
+    if refused == "free":
+        assert eleventh.reason == Reason.CHANNEL_RULE and last.verdict is Verdict.DELIVERED
+    else:
+        assert eleventh.verdict is Verdict.HELD and "Ozon refused" in eleventh.detail
+        assert last.verdict is Verdict.HELD and imports(ozon) == 11, "held without a request"
+
+
+@pytest.mark.parametrize("not_found", ["zero", "echo"])
+def test_an_unknown_article_is_unknown_sku_whatever_its_product_id(
+    ozon: OzonSimulator, not_found: str
+) -> None:
+    ozon.switches.not_found = not_found  # type: ignore[assignment]
+    (answer,) = deliver(target(ozon), price("NOSUCH-9", 1))
+    assert (answer.verdict, answer.reason) == (Verdict.TERMINAL, Reason.UNKNOWN_SKU)
+
+
+@pytest.mark.parametrize("currency", ["item", "request"])
+def test_a_channel_currency_other_than_the_accounts_is_never_taken_as_delivered(
+    currency: str,
+) -> None:
+    """The channel's ``currency`` set to RUB for a BYN account: Ozon's refusal (its form
+    UNCONFIRMED: an item error or a 400) is never read as delivered nor as a pace."""
+    ozon = OzonSimulator(CLIENT, KEY, currency="BYN", time_scale=0)
+    ozon.switches.currency = currency  # type: ignore[assignment]
+    ozon.start()
+    try:
+        answers = deliver(target(ozon), price("SKU-1", 1), price("SKU-2", 1))
+    finally:
+        ozon.stop()
+    expected = Verdict.UNKNOWN if currency == "item" else Verdict.TERMINAL
+    assert [a.verdict for a in answers] == [expected, expected]
+
+
+@pytest.mark.parametrize("readback", ["numbers", "strings"])
+@pytest.mark.parametrize("storefront", ["at-once", "delayed"])
+def test_read_prices_reads_ozons_money_either_way(
+    ozon: OzonSimulator, readback: str, storefront: str
+) -> None:
+    ozon.switches.readback = readback  # type: ignore[assignment]
+    ozon.switches.storefront = storefront  # type: ignore[assignment]
+    message = price("SKU-1", 1, "499.90")
+    deliver(target(ozon), message)
+    ozon.clock.advance(ozon.limits.apply_delay)
+    (held,) = run(target(ozon), lambda t: t.read_prices([message]))
+    assert held.agrees and held.held == Decimal("499.90")
+
+
+@pytest.mark.parametrize("headers", ["none", "observed"])
+def test_the_rate_limits_retry_after_is_one_second_with_or_without_headers(
+    ozon: OzonSimulator, headers: str
+) -> None:
+    ozon.switches.rate_headers = headers  # type: ignore[assignment]
+    ozon.limits.rps = 1
+
+    async def scenario(t: OzonTarget) -> list[Classification]:
+        return await t.send([price("SKU-1", 1)]) + await t.send([price("SKU-2", 1)])
+
+    _, limited = run(target(ozon), scenario)
+    assert (limited.http_status, limited.retry_after) == (429, "1")

@@ -1,0 +1,125 @@
+"""Contract 14: the ``ozon`` target's count of a product's updates within the hour survives a
+restart, read from the channel's deliveries (exchange/db/sent_times.py), through the queue as
+the worker runs it: claim, send to the Ozon simulator, record. SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from decimal import Decimal
+from random import Random
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from exchange.db.engine import transaction
+from exchange.db.sent_times import DbSentTimes
+from exchange.dev.ozonsim import IMPORT_PRICES, OzonSimulator
+from exchange.dev.testing import fast_settings, price_row, stage
+from exchange.domain.clock import FakeClock
+from exchange.domain.retry import RetryPolicy, decide
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.intake import staging_table as intake
+from exchange.queue import lease
+from exchange.queue import record as recording
+from exchange.settings import Settings
+from exchange.targets.base import OutgoingMessage
+from exchange.targets.ozon.target import OzonTarget
+
+
+@pytest.fixture
+def settings(db_url: str) -> Settings:
+    return fast_settings(db_url, lease_seconds=30.0, max_attempts=3, batch_size=10)
+
+
+@pytest.fixture
+def ozon() -> Any:
+    simulator = OzonSimulator("836741", "ozon-key", time_scale=0)
+    simulator.start()
+    yield simulator
+    simulator.stop()
+
+
+async def one_round(
+    engine: Engine, settings: Settings, clock: FakeClock, target: OzonTarget, version: int
+) -> Classification:
+    row = price_row("SKU-1", version, f"{100 + version}.00")
+    stage(engine, [row])
+    intake.take(engine, None, settings.kinds, clock.now())
+    with transaction(engine) as c:
+        batch = lease.claim(
+            c,
+            worker="w1",
+            now=clock.now(),
+            limit=10,
+            lease_seconds=settings.lease_seconds,
+            max_attempts=settings.max_attempts,
+            kinds=settings.policies,
+            one_per_sku=True,
+        )
+    (leased,) = batch.messages
+    message = OutgoingMessage(
+        leased.message_id,
+        leased.kind,
+        leased.aggregate,
+        leased.version,
+        leased.payload,
+        leased.created_at,
+    )
+    (answer,) = await target.send([message])
+    decision = decide(
+        answer,
+        attempt=leased.attempt,
+        now=clock.now(),
+        policy=RetryPolicy(max_attempts=3, base_delay=1.0, max_delay=60.0),
+        rng=Random(1),
+    )
+    with transaction(engine) as c:
+        recording.record(
+            c,
+            token=batch.token,
+            worker="w1",
+            now=clock.now(),
+            outcomes=[(leased, decision)],
+            kinds=settings.policies,
+        )
+    return answer
+
+
+def ozon_target(ozon: OzonSimulator, engine: Engine, clock: FakeClock) -> OzonTarget:
+    return OzonTarget(
+        ozon.url,
+        "836741",
+        lambda: "ozon-key",
+        price_types={"retail": "price"},
+        clock=lambda: clock.now().timestamp(),
+        sent=DbSentTimes(engine),
+    )
+
+
+def test_the_hourly_count_survives_a_restart_from_the_channels_deliveries(
+    engine: Engine, settings: Settings, clock: FakeClock, ozon: OzonSimulator
+) -> None:
+    async def scenario() -> Classification:
+        before = ozon_target(ozon, engine, clock)
+        for version in range(1, 11):
+            answer = await one_round(engine, settings, clock, before, version)
+            assert answer.verdict is Verdict.DELIVERED, answer
+            clock.advance(60)
+        await before.aclose()
+        after = ozon_target(ozon, engine, clock)  # a new process: it remembers nothing itself
+        try:
+            return await one_round(engine, settings, clock, after, 11)
+        finally:
+            await after.aclose()
+
+    held = asyncio.run(scenario())
+
+    assert held.verdict is Verdict.HELD, held
+    assert ozon.requests[IMPORT_PRICES] == 10, "the 11th is not sent"
+    assert 2900 <= int(held.retry_after or 0) <= 3000
+    assert ozon.price("SKU-1") == Decimal("110")
+    times = DbSentTimes(engine).since(["SKU-1"], clock.now().replace(year=2000))
+    assert len(times["SKU-1"]) == 10
+    assert json.dumps(sorted(times)) == '["SKU-1"]'

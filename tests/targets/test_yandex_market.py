@@ -1,0 +1,673 @@
+"""The yandex-market target (contract 14) against the Yandex Market simulator
+(exchange/dev/ymsim.py) over real HTTP, each open point of the research that touches a promise
+played both ways (the simulator's switches). The pace's arithmetic is tested on its own, on a
+clock the test moves."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterator
+from decimal import Decimal
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+from conformance import price
+
+from exchange.dev.simclock import SimClock
+from exchange.dev.ymsim import YmSimulator, YmSwitches
+from exchange.domain.prices import KnownPrice
+from exchange.domain.reasons import Reason
+from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.base import OutgoingMessage, Shown
+from exchange.targets.prices import MemoryKnownPrices
+from exchange.targets.yandex_market import answers
+from exchange.targets.yandex_market.pace import OfferBudget, Parallel
+from exchange.targets.yandex_market.target import YandexMarketTarget, offer_id
+
+KEY = "ym-key"
+BUSINESS = 1001
+T = TypeVar("T")
+
+
+class Clock:
+    """A monotonic clock the test moves; ``sleep`` moves it too."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def still() -> SimClock:
+    return SimClock(0, start=1_790_000_000.0)
+
+
+@pytest.fixture
+def ym(request: pytest.FixtureRequest) -> Iterator[YmSimulator]:
+    options = dict(getattr(request, "param", {}))
+    switches = YmSwitches(**{"apply_delay": 0, **options.pop("switches", {})})
+    options.setdefault("clock", still())
+    simulator = YmSimulator(KEY, BUSINESS, switches=switches, **options)
+    simulator.start()
+    yield simulator
+    simulator.stop()
+
+
+def target(ym: YmSimulator, **options: Any) -> YandexMarketTarget:
+    key = options.pop("key", KEY)
+    options.setdefault("price_types", {"retail": "value", "old": "discountBase", "min": None})
+    options.setdefault("price_types", {})
+    return YandexMarketTarget(ym.url, BUSINESS, lambda: key, **options)
+
+
+def run(
+    make: Callable[[], YandexMarketTarget], scenario: Callable[[YandexMarketTarget], Awaitable[T]]
+) -> T:
+    async def go() -> T:
+        t = make()
+        try:
+            return await scenario(t)
+        finally:
+            await t.aclose()
+
+    return asyncio.run(go())
+
+
+async def send_all(t: YandexMarketTarget, messages: list[OutgoingMessage]) -> list[Classification]:
+    out: list[Classification] = []
+    for request in t.requests(messages):
+        out += await t.send(request)
+    return out
+
+
+def verdicts(found: list[Classification]) -> list[Verdict]:
+    return [c.verdict for c in found]
+
+
+class Recorder(httpx.AsyncBaseTransport):
+    """The requests' bodies as sent, by path end."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.bodies: list[tuple[str, Any]] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        self.bodies.append((request.url.path, json.loads(body or b"{}")))
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def updates(self) -> list[dict[str, Any]]:
+        return [b for p, b in self.bodies if p.endswith("/offer-prices/updates")]
+
+
+# -- an accepted price and its read-back ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("ym", [{"switches": {"apply_delay": 60}}], indirect=True)
+def test_a_200_is_accepted_and_delivered_only_when_the_read_back_shows_it(ym: YmSimulator) -> None:
+    clock = Clock()
+
+    async def scenario(t: YandexMarketTarget) -> list[list[Classification]]:
+        message = [price("SKU-1", 1, "101.50")]
+        first = await t.send(message)
+        clock.now += 10
+        second = await t.send(message)  # leased again: read back, not sent
+        ym.clock.advance(61)
+        third = await t.send(message)
+        return [first, second, third]
+
+    first, second, third = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
+    assert [Verdict.ACCEPTED, Verdict.ACCEPTED, Verdict.DELIVERED] == [
+        first[0].verdict,
+        second[0].verdict,
+        third[0].verdict,
+    ]
+    assert first[0].again_in == 15.0 and second[0].again_in == 30.0
+    assert 1 == ym.requests["offer-prices/updates"], "read back, never sent again"
+    assert Decimal("101.50") == ym.live("SKU-1").value  # type: ignore[union-attr]
+
+
+def test_an_accepted_price_waits_uncharged_and_due_again_after_again_in() -> None:
+    from datetime import UTC, datetime
+    from random import Random
+
+    from exchange.domain.retry import RetryPolicy, decide
+    from exchange.domain.states import Event, State
+
+    now = datetime(2026, 12, 5, 12, tzinfo=UTC)
+    policy = RetryPolicy(max_attempts=3, base_delay=1, max_delay=60)
+    accepted = Classification(Verdict.ACCEPTED, "accepted", http_status=200, again_in=15.0)
+    decision = decide(accepted, attempt=3, now=now, policy=policy, rng=Random(1))
+    assert (Event.RELEASED, State.DELAYED, False) == (
+        decision.event,
+        decision.to_state,
+        decision.charged,
+    )
+    assert 15.0 == (decision.next_try_at - now).total_seconds()  # type: ignore[operator]
+
+
+def test_discount_base_and_bestseller_minimum_are_sent_with_every_update_where_mapped(
+    ym: YmSimulator,
+) -> None:
+    recorder = Recorder()
+    known = MemoryKnownPrices()
+    known.remember(KnownPrice("SKU-1", "old", Decimal("150"), "RUB", 4))
+    known.remember(KnownPrice("SKU-1", "least", Decimal("90"), "RUB", 2))
+    types = {"retail": "value", "old": "discountBase", "least": "minimumForBestseller"}
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        return await send_all(t, [price("SKU-1", 7, "120.00")])
+
+    answers_ = run(lambda: target(ym, price_types=types, known=known, transport=recorder), scenario)
+    assert [Verdict.ACCEPTED] == verdicts(answers_)
+    (body,) = recorder.updates()
+    assert [
+        {
+            "offerId": "SKU-1",
+            "price": {
+                "value": Decimal("120.00"),
+                "currencyId": "RUR",
+                "discountBase": 150,
+                "minimumForBestseller": 90,
+            },
+        }
+    ] == json.loads(json.dumps(body), parse_float=Decimal)["offers"]
+
+
+@pytest.mark.parametrize(
+    ("value", "base", "rule"),
+    [
+        ("100", "102", "a discount of 1.96 %"),  # under 5 %
+        ("1", "1000", "a discount of 99.90 %"),  # over 99 %
+        ("100", "100", "not above value"),
+    ],
+)
+def test_the_discount_rule_is_checked_before_sending_and_is_invalid_for_channel(
+    ym: YmSimulator, value: str, base: str, rule: str
+) -> None:
+    messages = [price("SKU-1", 1, value), price("SKU-1", 1, base, price_type="old")]
+    found = run(lambda: target(ym), lambda t: send_all(t, messages))
+    assert [Verdict.TERMINAL] * 2 == verdicts(found)
+    assert all(c.reason == "invalid-for-channel" and rule in c.detail for c in found), found
+    assert 0 == ym.requests["offer-prices/updates"], "never sent"
+
+
+def test_a_discount_base_with_kopecks_is_invalid_for_channel_and_the_price_goes_alone(
+    ym: YmSimulator,
+) -> None:
+    messages = [price("SKU-1", 1, "100"), price("SKU-1", 1, "150.5", price_type="old")]
+    found = run(lambda: target(ym), lambda t: send_all(t, messages))
+    assert [Verdict.ACCEPTED, Verdict.TERMINAL] == verdicts(found)
+    assert "invalid-for-channel" == found[1].reason and "whole units" in found[1].detail
+
+
+def test_a_price_in_another_currency_or_too_many_decimals_is_invalid_for_channel(
+    ym: YmSimulator,
+) -> None:
+    usd = price("SKU-1", 1, "10")
+    usd.payload = usd.payload.replace('"RUB"', '"USD"')
+    found = run(lambda: target(ym), lambda t: send_all(t, [usd, price("SKU-2", 1, "1.123456789")]))
+    assert ["invalid-for-channel"] * 2 == [c.reason for c in found]
+    assert 0 == ym.requests["offer-prices/updates"]
+
+
+def test_offer_id_is_trimmed_as_yandex_trims_it_and_two_skus_of_one_offer_never_share_a_request(
+    ym: YmSimulator,
+) -> None:
+    assert "SKU-1" == offer_id("\t SKU-1 \n")
+    messages = [price(" SKU-1 ", 1, "10"), price("SKU-1", 1, "11"), price("SKU-2", 1, "12")]
+    plan = run(lambda: target(ym), lambda t: asyncio.sleep(0, t.requests(messages)))
+    assert [[m.aggregate for m in r] for r in plan] == [[" SKU-1 ", "SKU-2"], ["SKU-1"]]
+    found = run(lambda: target(ym), lambda t: send_all(t, messages))
+    assert [Verdict.ACCEPTED] * 3 == verdicts(found), "no duplicate-offer 400"
+
+
+def test_at_most_500_offers_a_request(ym: YmSimulator) -> None:
+    messages = [price(f"SKU-{n}", 1, "10") for n in range(1001)]
+    plan = run(lambda: target(ym), lambda t: asyncio.sleep(0, t.requests(messages)))
+    assert [500, 500, 1] == [len(r) for r in plan]
+    found = run(lambda: target(ym), lambda t: send_all(t, messages))
+    assert {Verdict.ACCEPTED} == set(verdicts(found))
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [{"switches": {"atomic_400": True}}, {"switches": {"atomic_400": False}}],
+    indirect=True,
+    ids=["atomic", "partial"],
+)
+def test_a_400_naming_offers_makes_those_terminal_and_sends_the_rest_again(
+    ym: YmSimulator,
+) -> None:
+    messages = [price("SKU-1", 1, "10"), price("SKU-2", 1, "0.000000001"), price("SKU-3", 1, "12")]
+    # The value rule is the target's too (never sent): the simulator's own offer-named 400s
+    # come from what the target does not check, a repeated price refused or an unknown offer.
+    ym.switches.unknown_offer = "reject"
+    messages[1] = price("NOSUCH-2", 1, "11")
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        first = await t.send(messages)
+        return first + await t.send(messages)
+
+    found = run(lambda: target(ym), scenario)
+    assert [Verdict.ACCEPTED, Verdict.TERMINAL, Verdict.ACCEPTED] == verdicts(found[:3])
+    assert "NOSUCH-2" in found[1].detail and 400 == found[1].http_status
+    assert [Verdict.DELIVERED, Verdict.DELIVERED] == [found[3].verdict, found[5].verdict]
+    assert Decimal("12") == ym.live("SKU-3").value  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [{"switches": {"unknown_offer": "accept"}}, {"switches": {"unknown_offer": "reject"}}],
+    indirect=True,
+    ids=["accepted", "rejected"],
+)
+def test_an_offer_yandex_does_not_know_ends_terminal(ym: YmSimulator) -> None:
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        message = [price("NOSUCH-1", 1, "10")]
+        first = await t.send(message)
+        return first if first[0].verdict is not Verdict.ACCEPTED else await t.send(message)
+
+    (found,) = run(lambda: target(ym), scenario)
+    assert Verdict.TERMINAL == found.verdict
+    if ym.switches.unknown_offer == "accept":
+        assert Reason.UNKNOWN_SKU == found.reason, "missing from the read-back: unknown-sku"
+
+
+# -- Yandex's pace ---------------------------------------------------------------------------------
+
+
+def test_the_budget_counts_offers_in_a_sliding_minute() -> None:
+    clock = Clock()
+    budget = OfferBudget(1000, monotonic=clock, sleep=clock.sleep)
+
+    async def scenario() -> None:
+        await budget.take(500)
+        clock.now += 10
+        await budget.take(500)
+        await budget.take(300)  # waits until the first 500 are a minute old
+
+    asyncio.run(scenario())
+    assert [50.0] == clock.slept
+    assert 800 == budget.used
+
+
+def test_a_420_for_the_budget_holds_until_x_ratelimit_resource_until() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    clock = Clock()
+    wall = datetime(2026, 12, 5, 12, tzinfo=UTC)
+    budget = OfferBudget(1000, monotonic=clock, sleep=clock.sleep, wall=lambda: wall)
+    assert 7.0 == budget.hold_until(wall + timedelta(seconds=7))
+    assert 7.0 == budget.wait(1, clock.now), "nothing goes before the moment Yandex named"
+    clock.now += 7
+    assert 0.0 == budget.wait(1, clock.now)
+
+
+@pytest.mark.parametrize(
+    "ym", [{"offers_per_minute": 6, "clock": SimClock(60)}], indirect=True, ids=["1s-minute"]
+)
+def test_a_420_for_the_budget_waits_and_the_request_goes_again(ym: YmSimulator) -> None:
+    """The simulator's minute lasts a second (a clock 60 times faster), its budget 6 offers; the
+    target believes in more (another program spends the cabinet's budget): Yandex's 420 is
+    waited out until X-RateLimit-Resource-Until and the same offers go again, accepted."""
+    messages = [price(f"SKU-{n}", 1, "10") for n in range(5)]
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        first = await t.send(messages)
+        return first + await t.send([price(f"SKU-{n}", 1, "10") for n in range(5, 10)])
+
+    found = run(lambda: target(ym, offers_per_minute=1000), scenario)
+    assert [Verdict.ACCEPTED] * 10 == verdicts(found)
+    assert 10 == ym.accepted
+    assert 3 == ym.requests["offer-prices/updates"], "one 420, then sent again"
+
+
+@pytest.mark.parametrize("ym", [{"switches": {"parallel": 1}}], indirect=True, ids=["one-at-once"])
+def test_a_420_for_parallel_requests_lowers_the_parallelism(ym: YmSimulator) -> None:
+    ym.faults.hold = 0.3
+
+    async def scenario(t: YandexMarketTarget) -> list[list[Classification]]:
+        return list(await asyncio.gather(*(t.send([price(f"SKU-{n}", 1, "10")]) for n in range(3))))
+
+    t = target(ym, parallel=3)
+    found = run(lambda: t, scenario)
+    assert [[Verdict.ACCEPTED]] * 3 == [verdicts(f) for f in found]
+    assert 1 == t.parallel.limit
+    assert 1 == ym.most_in_flight
+
+
+def test_parallel_keeps_to_its_limit_and_lowers_never_below_one() -> None:
+    parallel = Parallel(2)
+
+    async def one() -> None:
+        async with parallel:
+            await asyncio.sleep(0.01)
+
+    async def scenario() -> None:
+        await asyncio.gather(*(one() for _ in range(6)))
+
+    asyncio.run(scenario())
+    assert 2 == parallel.most
+    assert [1, 1] == [parallel.lower(), parallel.lower()]
+
+
+def test_the_pace_counts_offers_of_every_update_and_read_back(ym: YmSimulator) -> None:
+    clock = Clock()
+
+    messages = [price(f"SKU-{n}", 1, "10") for n in range(30)]
+    sent_at: list[float] = []
+
+    async def scenario(t: YandexMarketTarget) -> list[list[OutgoingMessage]]:
+        plan = t.requests(messages)
+        for request in plan:
+            await t.send(request)
+            sent_at.append(clock.now)
+        for request in plan:
+            await t.send(request)  # read back, within the read's own budget
+        return plan
+
+    t = target(ym, offers_per_minute=20, monotonic=clock, sleep=clock.sleep)
+    plan = run(lambda: t, scenario)
+    assert [20, 10] == [len(r) for r in plan], "no more offers a request than a minute takes"
+    assert 60.0 == sent_at[1] - sent_at[0], "the next 10 offers waited for the minute"
+    assert 2 == ym.requests["offer-prices/updates"] == ym.requests["offer-prices"]
+    assert 30 == ym.accepted
+
+
+PARALLEL_420 = "Hit rate limit of '4' parallel requests for businessId 1"
+BUDGET_420 = "Hit rate limit of '10000' requests per '1 minute' for resource 'R' for businessId 1"
+
+
+def test_a_420_names_its_limit_and_the_moment_it_ends_to_the_workers_pace_as_an_answer() -> None:
+    response = httpx.Response(
+        420,
+        json={
+            "errors": [
+                {
+                    "code": "LIMIT_EXCEEDED",
+                    "message": "Hit rate limit of '4' parallel requests for businessId 1",
+                }
+            ]
+        },
+    )
+    assert answers.Throttle.PARALLEL == answers.throttle(response)
+    response = httpx.Response(
+        420,
+        json={
+            "errors": [
+                {
+                    "code": "LIMIT_EXCEEDED",
+                    "message": "Hit rate limit of '10000' requests per '1 minute' for resource 'R'",
+                }
+            ]
+        },
+        headers={"X-RateLimit-Resource-Until": "Thu, 10 Jul 2018 00:42:42 GMT"},
+    )
+    assert answers.Throttle.BUDGET == answers.throttle(response)
+    assert "2018-07-10 00:42:42+00:00" == str(answers.until(response))
+
+
+# -- not shown in time: quarantine or temporary ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [
+        {"switches": {"readback_quarantined": "last-valid"}},
+        {"switches": {"readback_quarantined": "new"}},
+    ],
+    indirect=True,
+    ids=["readback-last-valid", "readback-new"],
+)
+def test_a_price_yandex_lists_in_its_quarantine_is_withheld(ym: YmSimulator) -> None:
+    clock = Clock()
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        await t.send([price("SKU-1", 1, "1000")])
+        await t.send([price("SKU-1", 1, "1000")])  # delivered
+        sharp = [price("SKU-1", 2, "100")]
+        found = await t.send(sharp)
+        for _ in range(20):
+            if found[0].verdict is not Verdict.ACCEPTED:
+                break
+            clock.now += found[0].again_in or 0
+            found = await t.send(sharp)
+        return found
+
+    (found,) = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
+    assert Verdict.WITHHELD == found.verdict, found
+    assert "PRICE_CHANGE" in found.detail
+
+
+@pytest.mark.parametrize("ym", [{"switches": {"apply_delay": 100_000}}], indirect=True)
+def test_a_price_not_shown_after_the_apply_timeout_and_not_quarantined_is_temporary(
+    ym: YmSimulator,
+) -> None:
+    clock = Clock()
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        message = [price("SKU-1", 1, "10")]
+        out = await t.send(message)
+        clock.now += 601
+        return out + await t.send(message) + await t.send(message)
+
+    found = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
+    assert [Verdict.ACCEPTED, Verdict.TEMPORARY, Verdict.ACCEPTED] == verdicts(found)
+    assert "600 s later" in found[1].detail
+    assert 2 == ym.requests["offer-prices/updates"], "charged, then sent again"
+
+
+def test_withheld_is_released_through_confirm_and_then_shown(ym: YmSimulator) -> None:
+    async def scenario(t: YandexMarketTarget) -> tuple[list[Shown], list[Any], list[Shown]]:
+        await t.send([price("SKU-1", 1, "1000")])
+        await t.send([price("SKU-1", 1, "1000")])
+        sharp = price("SKU-1", 2, "100")
+        await t.send([sharp])
+        before = await t.withheld_shown([sharp])
+        released = await t.release_withheld([sharp])
+        return before, released, await t.withheld_shown([sharp])
+
+    before, released, after = run(lambda: target(ym), scenario)
+    assert [Shown.WITHHELD] == before
+    assert released[0].asked and "confirm" in released[0].detail
+    assert [Shown.LIVE] == after
+    assert 1 == ym.requests["price-quarantine/confirm"]
+
+
+def test_refused_key_and_read_only_key_pause_delivery_with_the_cause(ym: YmSimulator) -> None:
+    (refused,) = run(lambda: target(ym, key="wrong"), lambda t: t.send([price("SKU-1", 1)]))
+    assert (Verdict.PAUSE, 401) == (refused.verdict, refused.http_status)
+    assert "wrong" not in refused.detail
+    ym.scope = "pricing:read-only"
+    (read_only,) = run(lambda: target(ym), lambda t: t.send([price("SKU-1", 1)]))
+    assert Verdict.PAUSE == read_only.verdict and "read-only" in read_only.detail
+    health = run(lambda: target(ym), lambda t: t.health())
+    assert Verdict.DELIVERED == health.verdict, "a read-only key still reads"
+
+
+def test_read_prices_answers_what_yandex_holds_for_verify(ym: YmSimulator) -> None:
+    async def scenario(t: YandexMarketTarget) -> list[Any]:
+        messages = [price("SKU-1", 1, "10.50"), price("NOSUCH-1", 1, "3")]
+        await t.send(messages)
+        return await t.read_prices(messages)
+
+    held = run(lambda: target(ym), scenario)
+    assert [(True, True), (False, False)] == [(h.found, h.agrees) for h in held]
+
+
+def test_under_sku_source_article_the_offer_id_is_the_article_trimmed(ym: YmSimulator) -> None:
+    from exchange.targets.marketplace.articles import MemoryArticles
+
+    recorder = Recorder()
+    articles = MemoryArticles({"1c-id-1": " ART-1 "})
+    messages = [price("1c-id-1", 1, "10"), price("1c-id-2", 1, "11")]
+
+    async def scenario(t: YandexMarketTarget) -> tuple[list[Classification], list[Any]]:
+        sent = await send_all(t, messages)
+        again = await send_all(t, messages[:1])
+        return sent + again, await t.read_prices(messages[:1])
+
+    found, held = run(
+        lambda: target(ym, sku_source="article", articles=articles, transport=recorder), scenario
+    )
+    assert [Verdict.ACCEPTED, Verdict.TERMINAL, Verdict.DELIVERED] == verdicts(found)
+    assert "invalid-for-channel" == found[1].reason
+    assert ["ART-1"] == [o["offerId"] for o in recorder.updates()[0]["offers"]]
+    assert Decimal("10") == ym.live("ART-1").value  # type: ignore[union-attr]
+    assert held[0].agrees
+
+
+@pytest.mark.parametrize("ym", [{"switches": {"apply_delay": 100_000}}], indirect=True)
+def test_an_item_carries_the_price_yandex_accepted_not_yet_shown_never_the_older_one(
+    ym: YmSimulator,
+) -> None:
+    """The price v2 waits for its read-back (not in flight, so not among the known prices);
+    the discount sent meanwhile carries v2 with it, never v1, which Yandex would apply over
+    v2 (an update replaces the whole price)."""
+    recorder = Recorder()
+    known = MemoryKnownPrices()
+    known.remember(KnownPrice("SKU-1", "retail", Decimal("100"), "RUB", 1))
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        first = await t.send([price("SKU-1", 2, "90")])
+        return first + await t.send([price("SKU-1", 1, "120", price_type="old")])
+
+    found = run(lambda: target(ym, known=known, transport=recorder), scenario)
+    assert [Verdict.ACCEPTED, Verdict.ACCEPTED] == verdicts(found)
+    second = recorder.updates()[1]["offers"][0]["price"]
+    assert (90, 120) == (second["value"], second["discountBase"])
+
+
+def test_the_key_never_reaches_a_log_or_a_detail(
+    ym: YmSimulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    secret = "ym-secret-never-shown-42"
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        refused = await t.send([price("SKU-1", 1, "10")])
+        return [*refused, await t.health()]
+
+    found = run(lambda: target(ym, key=secret), scenario)
+    assert [Verdict.PAUSE, Verdict.PAUSE] == verdicts(found)
+    assert secret not in caplog.text
+    assert all(secret not in c.detail for c in found)
+
+
+def test_two_skus_of_one_article_go_in_separate_updates(ym: YmSimulator) -> None:
+    from exchange.targets.marketplace.articles import MemoryArticles
+
+    recorder = Recorder()
+    articles = MemoryArticles({"1c-a": "ART-1", "1c-b": "ART-1 "})
+    messages = [price("1c-a", 1, "10"), price("1c-b", 1, "11")]
+    found = run(
+        lambda: target(ym, sku_source="article", articles=articles, transport=recorder),
+        lambda t: t.send(messages),
+    )
+    assert [Verdict.ACCEPTED, Verdict.ACCEPTED] == verdicts(found), "no duplicate-offer 400"
+    assert [1, 1] == [len(b["offers"]) for b in recorder.updates()]
+
+
+@pytest.mark.parametrize(
+    "ym", [{"switches": {"unversioned_paths": False}}], indirect=True, ids=["v2-only"]
+)
+def test_an_address_that_is_not_the_partner_api_pauses_never_quarantines(
+    ym: YmSimulator,
+) -> None:
+    def elsewhere() -> YandexMarketTarget:
+        t = target(ym)
+        t._http.base_url = httpx.URL(f"{ym.url}/businesses/{BUSINESS}")  # no /v2: a 404
+        return t
+
+    (found,) = run(elsewhere, lambda t: t.send([price("SKU-1", 1, "10")]))
+    assert (Verdict.PAUSE, 404) == (found.verdict, found.http_status)
+    assert "ym_api_url" in found.detail
+
+
+@pytest.mark.parametrize("atomic", [True, False], ids=["atomic", "partial"])
+@pytest.mark.parametrize("repeat", ["touch", "ignore", "refuse"])
+def test_a_400_and_a_price_sent_twice_end_right_whichever_way_yandex_plays_them(
+    ym: YmSimulator, atomic: bool, repeat: str
+) -> None:
+    """The open points together (research §3.5, §8): a 400 may or may not apply the rest of
+    its request, and a price sent again may be refused as already set. The unknown offer ends
+    terminal; the others end delivered; the same price sent again (1C's reload) is delivered."""
+    ym.switches.atomic_400, ym.switches.repeat_price = atomic, repeat
+    ym.switches.unknown_offer = "reject"
+    messages = [price("SKU-1", 1, "10"), price("NOSUCH-2", 1, "11"), price("SKU-3", 1, "12")]
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        first = await t.send(messages)
+        second = await t.send([messages[0], messages[2]])  # leased again: read back
+        reload = [price("SKU-1", 2, "10")]  # the same price, a new version
+        third = await t.send(reload)
+        if third[0].verdict is Verdict.ACCEPTED:
+            third = await t.send(reload)
+        return first + second + third
+
+    found = run(lambda: target(ym), scenario)
+    assert Verdict.TERMINAL == found[1].verdict
+    assert [Verdict.DELIVERED] * 3 == [found[3].verdict, found[4].verdict, found[5].verdict], [
+        c.detail for c in found
+    ]
+
+
+def test_the_budget_is_spread_over_the_minute_and_no_minute_gets_more_than_it() -> None:
+    """At Yandex's figures the target's window is 3 s of 500 offers: a request goes every 3 s
+    (a simulator whose minute lasts a second takes it too), and any 60 s hold 10 000 at most."""
+    clock = Clock()
+    t = YandexMarketTarget("http://127.0.0.1:9", BUSINESS, lambda: KEY, price_types={})
+    assert (3.0, 500) == (t.budget.window, t.budget.limit)
+    budget = OfferBudget(10_000, window=3.0, monotonic=clock, sleep=clock.sleep)
+    sent: list[float] = []
+
+    async def scenario() -> None:
+        for _ in range(60):
+            await budget.take(500)
+            sent.append(clock.now)
+
+    asyncio.run(scenario())
+    per_minute = max(sum(1 for at in sent if start <= at < start + 60) for start in sent) * 500
+    assert 10_000 == per_minute
+    assert 3.0 == sent[1] - sent[0]
+    asyncio.run(t.aclose())
+
+
+@pytest.mark.parametrize(
+    ("message", "named"),
+    [
+        ("discountBase is less than value: offerId = 'B'", "B"),
+        ("Offer 'C' should have valid discount value. Discount percentage must be between", "C"),
+        ("Offer at index '1' should have valid discount value. Discount percentage must be", "B"),
+        ("Offer at index '0' should not have 'currencyId' with 'USD' currency", "A"),
+        ("Duplicate offer in request: offerId = ' C '", "C"),
+    ],
+)
+def test_a_400_names_its_offer_by_offer_id_or_by_index_as_yandex_writes_both(
+    message: str, named: str
+) -> None:
+    """§3.4 (YM-ERR #prices) quotes both forms; the simulator's discount_error_by plays either."""
+    response = httpx.Response(400, json={"errors": [{"code": "BAD_REQUEST", "message": message}]})
+    assert [named] == list(answers.named_offers(response, ["A", "B", "C"]))
+
+
+def test_a_400_that_names_no_offer_of_the_request_decides_the_whole_request() -> None:
+    response = httpx.Response(
+        400, json={"errors": [{"code": "BAD_REQUEST", "message": "The request is too big"}]}
+    )
+    assert {} == answers.named_offers(response, ["A"])
+    assert Verdict.TERMINAL == answers.whole(response).verdict
