@@ -25,7 +25,8 @@ def test_the_table_holds_the_size_asked_all_done_each_copy_an_aggregate_of_its_o
         mismatched = connection.execute(
             text(
                 "SELECT count(*) FROM messages m JOIN aggregates a ON a.id = m.aggregate_id "
-                "WHERE m.aggregate <> a.aggregate OR a.done_version <> 10"
+                "LEFT JOIN channel_aggregates ca ON ca.aggregate_id = a.id "
+                "WHERE m.aggregate <> a.aggregate OR coalesce(ca.done_version, 0) <> 10"
             )
         ).scalar_one()
         per_aggregate = connection.execute(
