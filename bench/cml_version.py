@@ -29,8 +29,9 @@ from sqlalchemy import Engine, func, insert, select, text, update
 
 from bench.onec_upload import fresh_database
 from exchange.db.engine import is_postgres, make_engine, transaction
-from exchange.db.schema import aggregates, cml_packages, messages
+from exchange.db.schema import aggregates, channel_aggregates, cml_packages, messages
 from exchange.intake.commerceml.publish import _next_version
+from exchange.queue.deliveries import the_channel
 
 
 def _series(engine: Engine, count: int) -> str:
@@ -47,29 +48,31 @@ def fill(engine: Engine, count: int, prices: int) -> None:
     with transaction(engine) as connection:
         connection.execute(
             text(
-                "INSERT INTO aggregates (kind, aggregate, done_version, sku, price_type) "
-                "SELECT 'price', 'S' || n || '/retail', 0, 'S' || n, 'retail' "
+                "INSERT INTO aggregates (kind, aggregate, sku, price_type) "
+                "SELECT 'price', 'S' || n || '/retail', 'S' || n, 'retail' "
                 f"FROM ({_series(engine, prices)}) AS s"
             )
         )
         connection.execute(
             text(
                 "INSERT INTO messages (message_id, aggregate_id, rejected, kind, aggregate, "
-                "version, schema_version, payload, created_at, taken_at, state, attempts, "
-                "waiting_since, updated_at) "
+                "version, schema_version, payload, created_at, taken_at, updated_at) "
                 "SELECT 'm-' || n, (n % :prices) + 1, false, 'price', "
                 "'S' || ((n % :prices) + 1) || '/retail', n, '1', "
                 '\'{"sku": "S", "price": "1.00", "currency": "RUB", '
-                '"price_type": "retail"}\', :now, :now, \'delivered\', 1, :now, :now '
+                '"price_type": "retail"}\', :now, :now, :now '
                 f"FROM ({_series(engine, count)}) AS s"
             ),
             {"prices": prices, "now": now},
         )
+        # Each aggregate's cursor on the one channel at its highest version (the messages'
+        # deliveries are not written: only the cursors are read here).
         connection.execute(
-            update(aggregates).values(
-                done_version=select(func.max(messages.c.version))
-                .where(messages.c.aggregate_id == aggregates.c.id)
-                .scalar_subquery()
+            insert(channel_aggregates).from_select(
+                ["aggregate_id", "channel_id", "done_version"],
+                select(
+                    messages.c.aggregate_id, the_channel(), func.max(messages.c.version)
+                ).group_by(messages.c.aggregate_id),
             )
         )
         connection.execute(
@@ -96,7 +99,9 @@ def cursors(engine: Engine) -> float:
     with transaction(engine, read_only=True) as connection:
         started = time.perf_counter()
         connection.execute(
-            select(func.max(aggregates.c.done_version)).where(aggregates.c.kind == "price")
+            select(func.max(channel_aggregates.c.done_version))
+            .join_from(channel_aggregates, aggregates)
+            .where(aggregates.c.kind == "price")
         ).scalar()
         return time.perf_counter() - started
 

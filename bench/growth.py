@@ -41,6 +41,7 @@ from sqlalchemy import Engine, inspect, text
 from bench.harness import fresh_database, log
 from bench.lease_cost import drain, figures, take_in
 from exchange.db.engine import is_postgres, make_engine, transaction
+from exchange.db.schema import DELIVERY_COLUMNS
 from exchange.dev.testing import price_row, stage
 
 SEED_SKUS = 1_000
@@ -53,8 +54,13 @@ GOAL = 1.25
 # as it is, so a column added by a later migration is copied too.
 _RENAMED = {
     "aggregates": ("aggregate", "sku", "sku_key"),
-    "messages": ("message_id", "message_id_key", "aggregate", "aggregate_key", "superseded_by"),
+    "messages": ("message_id", "message_id_key", "aggregate", "aggregate_key"),
 }
+
+
+# What a copy of a cursor and of a delivery keeps of the seed's (the keys are the copies').
+_CURSOR_COPIED = ("channel_id", "done_version", "first_version")
+_DELIVERY_COPIED = ("channel_id", "kind", "version", *DELIVERY_COLUMNS)
 
 
 def series(postgres: bool, copies: int) -> tuple[str, str]:
@@ -83,6 +89,10 @@ def copy_statements(
     m_columns = [c for c in message_columns if c != "id"]
     a_values = [value("aggregates", c, "a") for c in a_columns]
     m_values = ["c.id" if c == "aggregate_id" else value("messages", c, "m") for c in m_columns]
+    # Each copy's cursors and deliveries, joined to their aggregate's and message's copy.
+    d_values = ", ".join(
+        f"d.{c} || '~' || g.n" if c == "superseded_by" else f"d.{c}" for c in _DELIVERY_COPIED
+    )
     return [
         f"INSERT INTO aggregates ({', '.join(a_columns)}) {with_}"
         f"SELECT {', '.join(a_values)} FROM aggregates a CROSS JOIN {numbers} "
@@ -90,6 +100,17 @@ def copy_statements(
         f"INSERT INTO messages ({', '.join(m_columns)}) {with_}"
         f"SELECT {', '.join(m_values)} FROM messages m CROSS JOIN {numbers} "
         f"JOIN aggregates c ON c.kind = m.kind AND c.aggregate = m.aggregate || '~' || g.n "
+        f"WHERE m.id <= :seed_max_message",
+        f"INSERT INTO channel_aggregates (aggregate_id, {', '.join(_CURSOR_COPIED)}) {with_}"
+        f"SELECT c.id, {', '.join('ca.' + n for n in _CURSOR_COPIED)} "
+        f"FROM channel_aggregates ca JOIN aggregates a ON a.id = ca.aggregate_id "
+        f"CROSS JOIN {numbers} "
+        f"JOIN aggregates c ON c.kind = a.kind AND c.aggregate = a.aggregate || '~' || g.n "
+        f"WHERE a.id <= :seed_max",
+        f"INSERT INTO deliveries (message_pk, aggregate_id, {', '.join(_DELIVERY_COPIED)}) "
+        f"{with_}SELECT c.id, c.aggregate_id, {d_values} "
+        f"FROM deliveries d JOIN messages m ON m.id = d.message_pk CROSS JOIN {numbers} "
+        f"JOIN messages c ON c.message_id = m.message_id || '~' || g.n "
         f"WHERE m.id <= :seed_max_message",
     ]
 
@@ -125,13 +146,13 @@ def fill(engine: Engine, size: int) -> dict[str, Any]:
     with engine.connect() as connection:
         if postgres:
             connection.execution_options(isolation_level="AUTOCOMMIT").execute(
-                text("VACUUM ANALYZE messages, aggregates")
+                text("VACUUM ANALYZE messages, aggregates, deliveries, channel_aggregates")
             )
         else:
             connection.execute(text("ANALYZE"))
             connection.commit()
     with transaction(engine, read_only=True) as connection:
-        found = connection.execute(text("SELECT state, count(*) FROM messages GROUP BY state"))
+        found = connection.execute(text("SELECT state, count(*) FROM deliveries GROUP BY state"))
         states: dict[str, int] = {str(state): int(count) for state, count in found}
     return {"states": states, "fill_s": time.perf_counter() - started}
 

@@ -27,7 +27,7 @@ from sqlalchemy import func, select
 
 from bench.cpu import process_cpu_seconds
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import messages, workers
+from exchange.db.schema import workers
 from exchange.dev import testing
 from exchange.dev.dbkit import migrate_sqlite, pg_database
 from exchange.intake.stage import stage
@@ -176,10 +176,9 @@ def in_flight_overlaps(url: str) -> list[str]:
 
 def state_counts(url: str) -> dict[str, int]:
     engine = make_engine(url)
+    m = testing.one_channel_messages()
     with transaction(engine, read_only=True) as connection:
-        rows = connection.execute(
-            select(messages.c.state, func.count()).group_by(messages.c.state)
-        ).all()
+        rows = connection.execute(select(m.c.state, func.count()).group_by(m.c.state)).all()
     engine.dispose()
     return {state: count for state, count in rows}
 

@@ -31,9 +31,15 @@ from sqlalchemy import func, select, update
 from bench.harness import fresh_database
 from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import messages, notifications
+from exchange.db.schema import notifications
 from exchange.dev.sitesim import Faults, SiteSimulator
-from exchange.dev.testing import fast_settings, price_row, run_worker, stage
+from exchange.dev.testing import (
+    fast_settings,
+    one_channel_messages,
+    price_row,
+    run_worker,
+    stage,
+)
 from exchange.domain.clock import FakeClock
 
 REPEAT = 200
@@ -76,8 +82,9 @@ def run(url: str, quarantined: int) -> dict[str, Any]:
             cycle = _median_s(lambda: loop.run_until_complete(worker.cycle()))
             within = _median_s(told.step)
             clock.advance(2 * settings.notify_every)
+            m = one_channel_messages()
             with transaction(engine) as connection:  # everything told: nothing new
-                newest = connection.execute(select(func.max(messages.c.updated_at))).scalar()
+                newest = connection.execute(select(func.max(m.c.updated_at))).scalar()
                 connection.execute(update(notifications).values(quarantine_mark=newest))
             due = _median_s(told.step)
             loop.run_until_complete(worker.target.aclose())

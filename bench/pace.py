@@ -47,10 +47,9 @@ from sqlalchemy import func, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import messages
 from exchange.dev.dbkit import migrate_sqlite
 from exchange.dev.sitesim import Faults, SiteSimulator, halving_shop, pool_shop, rate_limited_shop
-from exchange.dev.testing import price_row, stage
+from exchange.dev.testing import one_channel_messages, price_row, stage
 from exchange.runner import run_until_idle
 from exchange.settings import load_settings
 
@@ -160,12 +159,9 @@ def run_shop(shop: Shop, directory: Path, concurrency: int = 32) -> dict[str, An
         code = asyncio.run(go())
         by_status = site.requests_by_status()
         effects = site.effect_counts()
+    m = one_channel_messages()
     with transaction(engine, read_only=True) as connection:
-        states = dict(
-            connection.execute(
-                select(messages.c.state, func.count()).group_by(messages.c.state)
-            ).all()
-        )
+        states = dict(connection.execute(select(m.c.state, func.count()).group_by(m.c.state)).all())
     engine.dispose()
     series = [s for s in samples if s["t"] is not None]
     return {
@@ -239,11 +235,10 @@ def run_shop_workers(
             codes = [p.wait() for p in procs]
             by_status = site.requests_by_status()
             effects = site.effect_counts()
+        m = one_channel_messages()
         with transaction(engine, read_only=True) as connection:
             states = dict(
-                connection.execute(
-                    select(messages.c.state, func.count()).group_by(messages.c.state)
-                ).all()
+                connection.execute(select(m.c.state, func.count()).group_by(m.c.state)).all()
             )
         engine.dispose()
     return {

@@ -57,10 +57,10 @@ from sqlalchemy.engine import make_url
 
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
-from exchange.db.schema import history, messages, staging
+from exchange.db.schema import history, staging
 from exchange.dev.sitemodel import Reply, Update, reply
 from exchange.dev.sitesim import Faults, SiteSimulator
-from exchange.dev.testing import in_flight_overlaps
+from exchange.dev.testing import in_flight_overlaps, one_channel_messages
 from exchange.intake.stage import stage
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -257,12 +257,13 @@ def killer(
 
 
 def settled(engine: Engine) -> bool:
+    m = one_channel_messages()
     with transaction(engine, read_only=True) as connection:
         untaken = connection.execute(
             select(func.count()).select_from(staging).where(staging.c.taken_at.is_(None))
         ).scalar_one()
         pending = connection.execute(
-            select(func.count()).select_from(messages).where(messages.c.state.in_(PENDING))
+            select(func.count()).select_from(m).where(m.c.state.in_(PENDING))
         ).scalar_one()
     return untaken == 0 and pending == 0
 
@@ -270,6 +271,7 @@ def settled(engine: Engine) -> bool:
 def check(engine: Engine, site: SiteSimulator, staged: Staged) -> tuple[list[str], dict[str, Any]]:
     """Every invariant: the failures (empty when all held) and the figures."""
     failures: list[str] = []
+    m = one_channel_messages()
     with transaction(engine, read_only=True) as connection:
         orphans = connection.execute(
             text(
@@ -280,18 +282,16 @@ def check(engine: Engine, site: SiteSimulator, staged: Staged) -> tuple[list[str
         ).scalar_one()
         staging_rows = connection.execute(select(func.count()).select_from(staging)).scalar_one()
         states: dict[str, int] = dict(
-            connection.execute(
-                select(messages.c.state, func.count()).group_by(messages.c.state)
-            ).all()
+            connection.execute(select(m.c.state, func.count()).group_by(m.c.state)).all()
         )
         reasons: dict[str | None, int] = dict(
             connection.execute(
-                select(messages.c.reason, func.count())
-                .where(messages.c.state == "cancelled")
-                .group_by(messages.c.reason)
+                select(m.c.reason, func.count())
+                .where(m.c.state == "cancelled")
+                .group_by(m.c.reason)
             ).all()
         )
-        most_attempts = connection.execute(select(func.max(messages.c.attempts))).scalar_one()
+        most_attempts = connection.execute(select(func.max(m.c.attempts))).scalar_one()
         events: dict[str, int] = dict(
             connection.execute(
                 select(history.c.event, func.count()).group_by(history.c.event)
@@ -299,20 +299,20 @@ def check(engine: Engine, site: SiteSimulator, staged: Staged) -> tuple[list[str
         )
         undelivered_postings = connection.execute(
             select(func.count())
-            .select_from(messages)
-            .where(messages.c.kind == "financial_posting", messages.c.state != "delivered")
+            .select_from(m)
+            .where(m.c.kind == "financial_posting", m.c.state != "delivered")
         ).scalar_one()
         finished: dict[str, tuple[str, str | None]] = {
             message_id: (state, reason)
             for message_id, state, reason in connection.execute(
-                select(messages.c.message_id, messages.c.state, messages.c.reason)
+                select(m.c.message_id, m.c.state, m.c.reason)
             )
         }
         top_delivered = dict(
             connection.execute(
-                select(messages.c.aggregate, func.max(messages.c.version))
-                .where(messages.c.kind == "price", messages.c.state == "delivered")
-                .group_by(messages.c.aggregate)
+                select(m.c.aggregate, func.max(m.c.version))
+                .where(m.c.kind == "price", m.c.state == "delivered")
+                .group_by(m.c.aggregate)
             ).all()
         )
     if staging_rows != staged.rows:

@@ -31,7 +31,7 @@ from sqlalchemy import func, select
 from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
-from exchange.db.schema import messages
+from exchange.db.schema import deliveries
 from exchange.dev.bitrixsim import PATH, BitrixSimulator
 from exchange.dev.dbkit import pg_database
 from exchange.dev.sitesim import Faults, SiteSimulator
@@ -121,7 +121,7 @@ def one(
     elapsed = time.perf_counter() - started
     with transaction(engine, read_only=True) as connection:
         delivered = connection.execute(
-            select(func.count()).where(messages.c.state == "delivered")
+            select(func.count()).where(deliveries.c.state == "delivered")
         ).scalar_one()
     engine.dispose()
     expected = {r["aggregate"]: json.loads(r["payload"])["price"] for r in rows(count)}

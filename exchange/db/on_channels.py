@@ -28,9 +28,11 @@ from sqlalchemy import (
     Connection,
     Integer,
     Select,
+    cast,
     false,
     func,
     literal,
+    null,
     select,
     union_all,
 )
@@ -48,7 +50,12 @@ Of = Callable[[Any], ColumnElement[bool]] | None
 # indexes of ``deliveries`` are on them.
 _COPIED = ("aggregate_id", "kind", "version")
 # The columns of ``messages``, by name, in order.
-_NAMES = tuple(column.name for column in messages.c)
+# A listed row's columns: the message's own, then a delivery's (migration 0026 dropped the
+# one channel's copy from ``messages``; a rejected record has its own state, reason, error
+# and time there, and none of the others).
+_NAMES = tuple(column.name for column in messages.c) + tuple(
+    name for name in DELIVERY_COLUMNS if name not in messages.c
+)
 # The states a rejected record can be in: a list of any other state has no record in it.
 RECORD_STATES = (State.QUARANTINED.value, State.CANCELLED.value)
 
@@ -113,11 +120,19 @@ def accepted(ids: Sequence[int], of: Of = None) -> Select[Any]:
     return query if of is None else query.where(of(deliveries.c.message_pk))
 
 
+def _record_column(name: str) -> Any:
+    """A column of ``listed``'s records part: the message's own, NULL for a delivery column
+    a record does not have (no attempt, no lease, no rank)."""
+    if name in messages.c:
+        return messages.c[name]
+    return cast(null(), deliveries.c[name].type).label(name)
+
+
 def records(of: Of = None) -> Select[Any]:
     """The rejected records, each with its own state (``channel_id`` NULL: no channel); of the
     messages ``of`` selects."""
     query = select(
-        *(messages.c[name] for name in _NAMES),
+        *(_record_column(name) for name in _NAMES),
         literal(None, Integer).label("channel_id"),
     ).where(messages.c.rejected)
     return query if of is None else query.where(of(messages.c.id))

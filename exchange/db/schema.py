@@ -131,23 +131,12 @@ class StagingIntent(Base):
 
 
 class Aggregate(Base):
-    """One ordered entity per (kind, aggregate): its cursor and its lease.
-
-    The lease lives here, on the aggregate, so that "at most one message of an aggregate in
-    flight" is one row lock, not a check across message rows that two workers could both pass.
-    """
+    """One ordered entity per (kind, aggregate): its identity. Its cursor and its lease are
+    per channel, in ``channel_aggregates`` (migration 0026 dropped the one channel's copy)."""
 
     __tablename__ = "aggregates"
     __table_args__ = (
         UniqueConstraint("kind", "aggregate"),
-        # Renewing and releasing a lease find its aggregates by token; only leased rows are
-        # in the index, so it stays as small as the work in flight (migration 0002).
-        Index(
-            "ix_aggregates_lease_token",
-            "lease_token",
-            sqlite_where=sa_text("lease_token IS NOT NULL"),
-            postgresql_where=sa_text("lease_token IS NOT NULL"),
-        ),
         # ``find`` by the beginning of a SKU, whatever its case (migration 0017).
         Index(
             "ix_aggregates_sku_key", "sku_key", postgresql_ops={"sku_key": "varchar_pattern_ops"}
@@ -157,9 +146,6 @@ class Aggregate(Base):
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     kind: Mapped[str] = mapped_column(String(64))
     aggregate: Mapped[str] = mapped_column(String(200))
-    # latest-wins: the highest version known applied at the site.
-    # strict: every version at or below it is delivered or cancelled by an operator.
-    done_version: Mapped[int] = mapped_column(BigInteger, server_default="0")
     # price: the sku and price_type the first accepted version fixed for the aggregate (contract
     # 1, "one aggregate is one price"); kept here, past prune. NULL for other kinds (migration
     # 0003).
@@ -168,17 +154,11 @@ class Aggregate(Base):
     # 0017). Written with the sku; the column's default folds it for a plain INSERT.
     sku_key: Mapped[str | None] = mapped_column(String(300), default=_folded("sku"))
     price_type: Mapped[str | None] = mapped_column(String(100))
-    lease_token: Mapped[str | None] = mapped_column(String(64))
-    lease_owner: Mapped[str | None] = mapped_column(String(200))
-    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
-# The states a claim may take a message from, as the claim order's partial index says it (the
-# claim repeats it word for word: SQLite uses a partial index only for a query that does).
+# The states a claim may take a delivery from, as the claim order's partial index says it
+# (the claim repeats it word for word: SQLite uses a partial index only for a query that does).
 CLAIMABLE_STATES = "state IN ('new', 'delayed', 'in_progress')"
-# That index: the claim's pick and the take's head rank read it by name on SQLite
-# (``queue.order.in_claim_order``).
-CLAIM_ORDER_INDEX = "ix_messages_claim_rank"
 
 
 class PriceOwner(Base):
@@ -199,20 +179,10 @@ class Message(Base):
 
     __tablename__ = "messages"
     __table_args__ = (
-        Index("ix_messages_state_next_try_at", "state", "next_try_at"),
-        # The lists by state and the quarantine's, in the order of since when each message is
-        # in its state (``ops.quarantine.page_of``, migration 0019): a page is a walk of this.
+        # The rejected records' lists by state, in the order of since when each is in its
+        # state (``ops.quarantine.page_of``, migration 0019): a page is a walk of this.
         Index("ix_messages_state_updated_at_id", "state", "updated_at", "id"),
         Index("ix_messages_aggregate_id_version", "aggregate_id", "version"),
-        # The claim's order (domain/urgency.py): only messages that may still be claimed are
-        # in it, so it stays as large as the backlog (migration 0014).
-        Index(
-            CLAIM_ORDER_INDEX,
-            "claim_rank",
-            "id",
-            sqlite_where=sa_text(CLAIMABLE_STATES),
-            postgresql_where=sa_text(CLAIMABLE_STATES),
-        ),
         # ``find`` by the beginning of an aggregate, a 1C document, a product name or a
         # message_id (migration 0016): LIKE 'x%' reads a range of these on PostgreSQL through
         # ``varchar_pattern_ops`` (whatever the database's collation); SQLite reads the same
@@ -256,23 +226,13 @@ class Message(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     staging_id: Mapped[int | None] = mapped_column(BigInteger)
     taken_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    state: Mapped[str] = mapped_column(String(16))
+    # A rejected record's own state, reason and error (no channel receives it); NULL for an
+    # accepted message, whose state is its deliveries' (``deliveries``, contract 13; migration
+    # 0026 dropped the one channel's copy and the other delivery columns from here).
+    state: Mapped[str | None] = mapped_column(String(16))
     reason: Mapped[str | None] = mapped_column(String(64))
-    superseded_by: Mapped[str | None] = mapped_column(String(200))
-    attempts: Mapped[int] = mapped_column(Integer, server_default="0")
-    next_try_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    locked_by: Mapped[str | None] = mapped_column(String(200))
-    locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    # When the current lease was taken: the attempt's history row carries it when it ends.
-    leased_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    lease_token: Mapped[str | None] = mapped_column(String(64))
-    last_status: Mapped[int | None] = mapped_column(Integer)
     last_error: Mapped[str | None] = mapped_column(Text)
-    receipt: Mapped[str | None] = mapped_column(Text)
-    # Its place in the claim order (domain/urgency.py): lowest first, ties by id.
-    claim_rank: Mapped[int] = mapped_column(BigInteger, server_default="0")
-    # When the gap clock of a strictly ordered message started (taken, or retried).
-    waiting_since: Mapped[datetime] = mapped_column(UTCDateTime)
+    # When the row last changed: a record's state, or an accepted message's intake.
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
@@ -311,8 +271,8 @@ class History(Base):
 
 
 # The columns of one delivery of a message (contract 13): every one of them is per channel,
-# unchanged in name and meaning from ``messages`` (which still holds them for the one channel
-# until the readers move, issue 31 step 3).
+# unchanged in name and meaning from the one-target ``messages`` (migration 0026 dropped them
+# there but the rejected record's own ``state``, ``reason``, ``last_error``, ``updated_at``).
 DELIVERY_COLUMNS = (
     "state",
     "reason",
@@ -332,7 +292,9 @@ DELIVERY_COLUMNS = (
 )
 # An aggregate's cursor and lease, per channel (``channel_aggregates``).
 CURSOR_COLUMNS = ("done_version", "lease_token", "lease_owner", "lease_until")
-# The claim's order on a channel: ``CLAIM_ORDER_INDEX``'s channel-first form.
+# The claim's order on a channel (``ix_messages_claim_rank``'s channel-first form, which
+# migration 0026 dropped): the claim's pick and the take's head rank read it by name on SQLite
+# (``queue.order.in_claim_order``).
 DELIVERY_CLAIM_ORDER_INDEX = "ix_deliveries_claim_rank"
 
 
@@ -656,7 +618,7 @@ class ShopSkuId(Base):
 
 class WbNmId(Base):
     """Wildberries (contract 14): a vendor code's ``nmID`` in a channel's catalogue, rebuilt
-    whole from WB's list of goods (migration 0029)."""
+    whole from WB's list of goods (migration 0027)."""
 
     __tablename__ = "wb_nm_ids"
     __table_args__ = (PrimaryKeyConstraint("channel", "vendor_code"),)
@@ -667,7 +629,7 @@ class WbNmId(Base):
 
 
 class WbCatalogue(Base):
-    """When a Wildberries channel's vendor code map was last rebuilt (migration 0029)."""
+    """When a Wildberries channel's vendor code map was last rebuilt (migration 0027)."""
 
     __tablename__ = "wb_catalogues"
 
@@ -677,7 +639,7 @@ class WbCatalogue(Base):
 
 class WbTask(Base):
     """The Wildberries upload task in flight for a channel's ``nmID``, stored before any poll so
-    that a restart polls it instead of uploading again (contract 14, migration 0029)."""
+    that a restart polls it instead of uploading again (contract 14, migration 0027)."""
 
     __tablename__ = "wb_tasks"
     __table_args__ = (PrimaryKeyConstraint("channel", "nm_id"),)

@@ -1,5 +1,5 @@
 """The Wildberries target's store in the database (``WbStore``, targets/wildberries/store.py):
-tables ``wb_nm_ids``, ``wb_catalogues`` and ``wb_tasks`` of migration 0029, one set of rows per
+tables ``wb_nm_ids``, ``wb_catalogues`` and ``wb_tasks`` of migration 0027, one set of rows per
 channel, built by ``exchange.app``."""
 
 from __future__ import annotations

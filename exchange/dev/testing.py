@@ -11,10 +11,29 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import (
+    BigInteger,
+    Engine,
+    Subquery,
+    and_,
+    bindparam,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
 
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.schema import aggregates, history, messages
+from exchange.db.schema import (
+    CURSOR_COLUMNS,
+    DELIVERY_COLUMNS,
+    aggregates,
+    channel_aggregates,
+    deliveries,
+    history,
+    messages,
+)
 from exchange.dev.sitemodel import (
     BATCH_PATH,
     HEALTH_PATH,
@@ -30,7 +49,7 @@ from exchange.dev.sitemodel import (
 )
 from exchange.domain.identity import message_id
 from exchange.intake.stage import stage as intake_stage
-from exchange.queue.deliveries import new_cursors, new_deliveries
+from exchange.queue.deliveries import new_cursors, new_deliveries, the_channel
 from exchange.settings import Settings, load_settings
 from exchange.worker import Worker
 
@@ -294,16 +313,46 @@ def in_flight_overlaps(engine: Engine) -> list[str]:
     return found
 
 
+def one_channel_messages() -> Subquery:
+    """Every message as the one-target service kept it: its own columns and its delivery's on
+    the one channel (the first registered, ``deliveries.the_channel``); a rejected record's
+    own ``state``, ``reason``, ``last_error`` and ``updated_at`` (it has no delivery). For
+    tests and benchmarks that count states the way they did before channels."""
+    d = deliveries.alias("d")
+    own = [c for c in messages.c if c.name not in DELIVERY_COLUMNS]
+    delivery = [
+        func.coalesce(d.c[name], messages.c[name]).label(name) if name in messages.c else d.c[name]
+        for name in DELIVERY_COLUMNS
+    ]
+    on = and_(d.c.message_pk == messages.c.id, d.c.channel_id == the_channel())
+    return select(*own, *delivery).select_from(messages.outerjoin(d, on)).subquery("one_channel")
+
+
+def one_channel_aggregates() -> Subquery:
+    """Every aggregate as the one-target service kept it: its identity and its cursor and
+    lease on the one channel (``done_version``, ``lease_token``, ``lease_owner``,
+    ``lease_until``; none where it has no cursor there)."""
+    c = channel_aggregates.alias("c")
+    on = and_(c.c.aggregate_id == aggregates.c.id, c.c.channel_id == the_channel())
+    return (
+        select(*aggregates.c, *(c.c[name] for name in CURSOR_COLUMNS))
+        .select_from(aggregates.outerjoin(c, on))
+        .subquery("one_channel_aggregates")
+    )
+
+
 def message(engine: Engine, kind: str, aggregate: str, version: int) -> dict[str, Any]:
-    """The message row of (kind, aggregate, version), not a rejected-row record."""
+    """The message row of (kind, aggregate, version), not a rejected-row record, with its
+    delivery's columns on the one channel (``one_channel_messages``)."""
+    m = one_channel_messages()
     with transaction(engine, read_only=True) as connection:
         row = (
             connection.execute(
-                select(messages).where(
-                    messages.c.kind == kind,
-                    messages.c.aggregate == aggregate,
-                    messages.c.version == version,
-                    messages.c.rejected.is_(False),
+                select(m).where(
+                    m.c.kind == kind,
+                    m.c.aggregate == aggregate,
+                    m.c.version == version,
+                    m.c.rejected.is_(False),
                 )
             )
             .mappings()
@@ -343,18 +392,12 @@ def fill_quarantine(
                 "source_ref": f"1C exchange offers.xml {start.date().isoformat()}",
                 "created_at": at,
                 "taken_at": at,
-                "state": "quarantined",
-                "reason": reasons[n % len(reasons)],
-                "attempts": 1 + n % 5,
-                "last_error": "site answered 422: price below cost",
-                "waiting_since": at,
                 "updated_at": at,
             }
         )
     with transaction(engine) as connection:
         connection.execute(
-            insert(aggregates),
-            [{"kind": "price", "aggregate": r["aggregate"], "done_version": 0} for r in rows],
+            insert(aggregates), [{"kind": "price", "aggregate": r["aggregate"]} for r in rows]
         )
         ids = dict(
             connection.execute(
@@ -371,6 +414,38 @@ def fill_quarantine(
         postgres = is_postgres(connection)
         made = select(aggregates.c.id, aggregates.c.kind).where(aggregates.c.id.in_(ids.values()))
         connection.execute(new_cursors(made.subquery("made"), postgres))
-        written = select(messages).where(messages.c.message_id.in_([r["message_id"] for r in rows]))
-        connection.execute(new_deliveries(written.subquery(), postgres))
+        written = select(messages, literal(0, BigInteger()).label("claim_rank")).where(
+            messages.c.message_id.in_([r["message_id"] for r in rows])
+        )
+        begun = {"state": "quarantined", "attempts": 0, "waiting_since": now, "updated_at": now}
+        connection.execute(new_deliveries(written.subquery(), postgres, start=begun))
+        # Each its own reason, attempts and time, on every channel.
+        pks = dict(
+            connection.execute(
+                select(messages.c.message_id, messages.c.id).where(
+                    messages.c.message_id.in_([r["message_id"] for r in rows])
+                )
+            ).all()
+        )
+        connection.execute(
+            update(deliveries)
+            .where(deliveries.c.message_pk == bindparam("pk"))
+            .values(
+                reason=bindparam("r"),
+                attempts=bindparam("a"),
+                last_error=bindparam("e"),
+                waiting_since=bindparam("at"),
+                updated_at=bindparam("at"),
+            ),
+            [
+                {
+                    "pk": pks[r["message_id"]],
+                    "r": reasons[n % len(reasons)],
+                    "a": 1 + n % 5,
+                    "e": "site answered 422: price below cost",
+                    "at": r["taken_at"],
+                }
+                for n, r in enumerate(rows)
+            ],
+        )
     return [r["message_id"] for r in rows]

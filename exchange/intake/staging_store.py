@@ -36,7 +36,6 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from exchange.db.engine import is_postgres
 from exchange.db.rowset import _time_writer, rowset
 from exchange.db.schema import (
-    DELIVERY_COLUMNS,
     UTCDateTime,
     aggregates,
     deliveries,
@@ -413,7 +412,8 @@ def _existing(connection: Connection, ids: set[str]) -> dict[str, tuple[int, str
 # The columns of a new message that come from its staging row, with their database types: sent
 # as one parameter per column (PostgreSQL arrays) or one JSON parameter (SQLite), never one
 # parameter per value. Drivers parse and adapt statements with tens of thousands of
-# placeholders slowly; a constant statement is parsed once and cached.
+# placeholders slowly; a constant statement is parsed once and cached. The last, the rank it
+# is dealt in the claim order, is its deliveries' (``new_deliveries``), not the message's.
 _FROM_ROW: tuple[tuple[str, Any], ...] = (
     ("message_id", String()),
     ("message_id_key", String()),
@@ -474,46 +474,47 @@ def _insert_messages(
         return set()
     _make_aggregates(connection, items)
     # Each new message's deliveries, one per channel taking its kind, are written from the
-    # inserted rows, and the cursors of the channels that had none (``late_cursors``).
-    delivered = [messages.c[name] for name in (*COPIED, *DELIVERY_COLUMNS)]
+    # inserted rows and their ranks, and the cursors of the channels that had none
+    # (``late_cursors``). The message row itself holds no delivery's state.
+    copied = [messages.c[name] for name in COPIED]
+    start = _delivery_start(now)
     if not is_postgres(connection):
-        return _insert_messages_sqlite(connection, items, now, rank, delivered, shifts)
+        return _insert_messages_sqlite(connection, items, now, rank, copied, shifts)
     source, params = _source(connection, items, now, rank)
-    start = {
-        "rejected": False,
-        "taken_at": now,
-        "state": State.NEW.value,
-        "attempts": 0,
-        "waiting_since": now,
-        "updated_at": now,
-    }
-    names = [name for name, _ in _FROM_ROW]
+    given = select(source).cte("given")  # read twice: the messages, then their ranks
+    message_start = {"rejected": False, "taken_at": now, "updated_at": now}
+    names = [name for name, _ in _FROM_ROW if name != "claim_rank"]
     rows = (
         select(
-            *(source.c[name] for name in names),
+            *(given.c[name] for name in names),
             aggregates.c.id,
-            *(literal(value, messages.c[name].type) for name, value in start.items()),
+            *(literal(value, messages.c[name].type) for name, value in message_start.items()),
         )
         .join_from(
-            source,
+            given,
             aggregates,
-            and_(aggregates.c.kind == source.c.kind, aggregates.c.aggregate == source.c.aggregate),
+            and_(aggregates.c.kind == given.c.kind, aggregates.c.aggregate == given.c.aggregate),
         )
         .where(true())
-        .order_by(source.c.staging_id)
+        .order_by(given.c.staging_id)
     )
     statement = (
         _insert(connection, messages)
-        .from_select([*names, "aggregate_id", *start], rows)
+        .from_select([*names, "aggregate_id", *message_start], rows)
         .on_conflict_do_nothing(index_elements=["message_id"])
     )
     # One statement: insert, and write history and deliveries from what it returned.
     new = statement.returning(
-        messages.c.id, messages.c.message_id, messages.c.staging_id, *delivered
+        messages.c.id, messages.c.message_id, messages.c.staging_id, *copied
     ).cte("new")
     written = _taken_history(new, now).cte("written")
+    ranked = (
+        select(new, given.c.claim_rank)
+        .join_from(new, given, given.c.message_id == new.c.message_id)
+        .subquery("ranked")
+    )
     fanned = (
-        new_deliveries(new, True, shifts)
+        new_deliveries(ranked, True, shifts, start=start)
         .returning(deliveries.c.aggregate_id, deliveries.c.channel_id, deliveries.c.version)
         .cte("fanned")
     )
@@ -522,12 +523,17 @@ def _insert_messages(
     return set(connection.execute(found, params).scalars())
 
 
+def _delivery_start(now: datetime) -> dict[str, Any]:
+    """What a new delivery starts with but its rank: new, never tried, its gap clock now."""
+    return {"state": State.NEW.value, "attempts": 0, "waiting_since": now, "updated_at": now}
+
+
 def _insert_messages_sqlite(
     connection: Connection,
     items: list[Accepted],
     now: datetime,
     rank: dict[int, int],
-    delivered: list[Any],
+    copied: list[Any],
     shifts: Mapping[int, int] | None,
 ) -> set[str]:
     """``_insert_messages`` on SQLite."""
@@ -535,11 +541,23 @@ def _insert_messages_sqlite(
     # with an id above the highest id before.
     before = connection.execute(select(func.coalesce(func.max(messages.c.id), 0))).scalar_one()
     inserted = _insert_rows_sqlite(connection, items, now, rank)
-    new_rows = select(messages.c.id, messages.c.staging_id, *delivered).where(
-        messages.c.id > before
-    )
+    new_rows = select(messages.c.id, messages.c.staging_id, *copied).where(messages.c.id > before)
     connection.execute(_taken_history(new_rows.subquery(), now))
-    connection.execute(new_deliveries(new_rows.subquery(), False, shifts))
+    # Each new message's rank (one JSON parameter, ``db.rowset``), each message found by its
+    # unique id: the rowset has no index to be searched.
+    ranks, params = rowset(
+        connection,
+        "ranks",
+        _RANK_COLUMNS,
+        ((item.message_id, rank[item.row.id]) for item in items),
+        name="ranks",
+    )
+    ranked = (
+        new_rows.add_columns(ranks.c.claim_rank)
+        .join_from(ranks, messages, ranks.c.message_id == messages.c.message_id)
+        .subquery("ranked")
+    )
+    connection.execute(new_deliveries(ranked, False, shifts, start=_delivery_start(now)), params)
     fanned = select(deliveries.c.aggregate_id, deliveries.c.channel_id, deliveries.c.version)
     connection.execute(
         late_cursors(fanned.where(deliveries.c.message_pk > before).subquery(), False)
@@ -551,13 +569,19 @@ def _insert_messages_sqlite(
     )
 
 
-# The columns of a new message as ``_insert_rows_sqlite`` writes them: ``_FROM_ROW``'s, then
+# The columns of a new message as ``_insert_rows_sqlite`` writes them: ``_FROM_ROW``'s but the
+# rank, then
 # the aggregate's id looked up by (kind, aggregate), then the values every new message starts
 # with (``_START``).
-_START = ("rejected", "taken_at", "state", "attempts", "waiting_since", "updated_at")
+_START = ("rejected", "taken_at", "updated_at")
+# A new message's rank (``_insert_messages_sqlite``): its id, and its deliveries' first rank.
+_RANK_COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("message_id", String()),
+    ("claim_rank", BigInteger()),
+)
 _SQLITE_INSERT = (
-    f"INSERT INTO messages ({', '.join([name for name, _ in _FROM_ROW])}, aggregate_id, "
-    f"{', '.join(_START)}) VALUES ({', '.join('?' * len(_FROM_ROW))}, "
+    f"INSERT INTO messages ({', '.join([name for name, _ in _FROM_ROW[:-1]])}, aggregate_id, "
+    f"{', '.join(_START)}) VALUES ({', '.join('?' * (len(_FROM_ROW) - 1))}, "
     "(SELECT id FROM aggregates WHERE kind = ? AND aggregate = ?), "
     f"{', '.join('?' * len(_START))}) ON CONFLICT (message_id) DO NOTHING"
 )
@@ -575,12 +599,12 @@ def _insert_rows_sqlite(
     SQLAlchemy would write it (times as naive UTC text)."""
     to_text = _time_writer(connection)
     at = to_text(now)
-    start = (False, at, State.NEW.value, 0, at, at)
+    start = (False, at, at)
     rows = [
         (
             *values[:10],
             at if values[10] is now else to_text(values[10]),
-            *values[11:],
+            values[11],
             item.row.kind,
             item.row.aggregate,
             *start,
@@ -713,9 +737,7 @@ def _insert_rejected(
             "taken_at": now,
             "state": State.QUARANTINED.value,
             "reason": reason.value,
-            "attempts": 0,
             "last_error": detail,
-            "waiting_since": now,
             "updated_at": now,
         }
         for row, reason, detail in rows

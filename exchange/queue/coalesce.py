@@ -127,22 +127,7 @@ def coalesce(
 def _coalesce(
     connection: Connection, kinds: KindPolicies, now: datetime, among: Sequence[int] | None
 ) -> int:
-    if not is_postgres(connection):
-        return _cancel(connection, kinds, now, among, postgres=False)
-    # ``apply_selected``'s statement joins its candidates (a CTE, whose columns PostgreSQL has
-    # no statistics for) back to ``deliveries`` on two columns, and estimates a few hundred rows
-    # where a reload moves 180,000 (20,000 SKUs × 10 versions); the update of the messages then
-    # became a nested loop that read the whole candidate list once per candidate, from disk (a
-    # profile of the backend: all its time in BufFileRead under tuplestore_gettupleslot; the
-    # worker never finished). Without nested loops every join of a sweep is a hash or merge
-    # join, linear in the candidates whatever the estimate; the setting ends with the sweep.
-    # On a failure the transaction ends and the setting with it: no reset is sent then (on a
-    # connection PostgreSQL ended, a second statement fails too, and its error carried the
-    # first as its context: the worker logged a traceback, pg_terminate_backend's test).
-    connection.exec_driver_sql("SET LOCAL enable_nestloop = off")
-    moved = _cancel(connection, kinds, now, among, postgres=True)
-    connection.exec_driver_sql("SET LOCAL enable_nestloop = on")
-    return moved
+    return _cancel(connection, kinds, now, among, postgres=is_postgres(connection))
 
 
 def _cancel(
@@ -245,15 +230,13 @@ def _superseded_grouped(mine: ColumnElement[bool], live: ColumnElement[bool]) ->
 
 def _superseded_ranked(mine: ColumnElement[bool], live: ColumnElement[bool]) -> Select[Any]:
     """The same selection as ``_superseded_grouped``, PostgreSQL's form: each ``live`` delivery
-        beside the highest version of its aggregate on its channel and that version's message
-        (``first_value`` over the aggregate's versions, newest first), in one pass along
-        ``ix_deliveries_aggregate_id_channel_id_version``, joined back to ``deliveries`` for the
-        lock. The grouped form joins the highest versions back on three columns, and PostgreSQL
-        estimated the result at 1 row where a reload has 9 in 10 of the queue; ``apply_selected``'s
-        update of the messages then rescanned the candidates once per candidate (180,000 ×
-        180,000 at 20,000 SKUs × 10 versions: the worker never finished). Here the estimate is
-    X
-        join of the statement is a hash or merge join."""
+    beside the highest version of its aggregate on its channel and that version's message
+    (``first_value`` over the aggregate's versions, newest first), in one pass along
+    ``ix_deliveries_aggregate_id_channel_id_version``, joined back to ``deliveries`` for the
+    lock on its primary key. The grouped form joins the highest versions back on three
+    columns, and PostgreSQL estimated the result at 1 row where a reload has 9 in 10 of the
+    queue. ``apply_selected`` joins these candidates back to ``deliveries`` once, on the
+    delivery's primary key (``transitions._move``)."""
     d = deliveries.c
     partition, newest_first = (d.aggregate_id, d.channel_id), d.version.desc()
     tops = (

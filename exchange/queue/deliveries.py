@@ -1,5 +1,5 @@
 """What the writers of deliveries share (issue 31): a new message's deliveries, a new
-aggregate's cursors, and the one channel the old columns mirror.
+aggregate's cursors, and the one channel of an installation without ``EXCHANGE_CHANNELS``.
 
 **Fan-out** (contract 13, step 6): a message intake accepts gets one delivery on every
 registered channel not dropped that takes its kind (``channels.takes``, through
@@ -10,13 +10,9 @@ channel that came, or began taking the kind, after the aggregate was made gets i
 with its first delivery of it, strict order from the version it first receives
 (``late_cursors``). A duplicate or a rejected record gets none.
 
-**The old columns**: every delivery column of ``messages`` (``DELIVERY_COLUMNS``) and the
-cursor and lease of ``aggregates`` are per channel in ``deliveries`` and
-``channel_aggregates`` (migration 0024). Until they are dropped, the writers keep them
-mirroring one channel: the first registered channel not dropped (``the_channel``,
-``is_the_channel``). A condition on that channel beside a message lets SQLite's planner walk
-the channel's index, every delivery, once per change (measured: the record of a batch went
-from 12 ms to seconds at 20,000): the writers name the channel of each change instead.
+A delivery's columns (``DELIVERY_COLUMNS``) and an aggregate's cursor and lease live only in
+``deliveries`` and ``channel_aggregates``: migration 0026 dropped the one channel's copy on
+``messages`` and ``aggregates`` (issue 31, step 4).
 """
 
 from __future__ import annotations
@@ -25,7 +21,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import (
-    ColumnElement,
     Connection,
     Insert,
     ScalarSelect,
@@ -33,6 +28,7 @@ from sqlalchemy import (
     case,
     exists,
     func,
+    literal,
     select,
     true,
 )
@@ -40,7 +36,6 @@ from sqlalchemy import (
 from exchange.db.channels import taking
 from exchange.db.schema import (
     DELIVERY_COLUMNS,
-    aggregates,
     channel_aggregates,
     channels,
     deliveries,
@@ -70,62 +65,56 @@ def one_channel(connection: Connection) -> int:
     return int(connection.execute(select(the_channel())).scalar_one())
 
 
-def is_the_channel(channel_id: Any) -> ColumnElement[bool]:
-    """``channel_id`` (a bound value or a column) is the one channel: the old columns on
-    ``messages`` and ``aggregates`` mirror that channel's deliveries and cursors only, until
-    step 4 stops writing them."""
-    mirrored: ColumnElement[bool] = channel_id == the_channel()
-    return mirrored
-
-
-def on_the_channel(table: Any) -> ColumnElement[bool]:
-    """``table``'s row (``channel_aggregates``, found by aggregate) is the one channel's."""
-    on: ColumnElement[bool] = table.c.channel_id == the_channel()
-    return on
-
-
-def _fanned(rows: Any, postgres: bool, shifts: Mapping[int, int] | None) -> Any:
+def _fanned(
+    rows: Any, postgres: bool, shifts: Mapping[int, int] | None, start: Mapping[str, Any]
+) -> tuple[list[str], Any]:
     """Each message ``rows`` selects, once per channel not dropped that takes its kind
     (``channels.taking``, the registry alone), with that channel's rank: the message's own
-    (``claim_rank``) moved by the channel's shift (``shifts``, channel id -> ranks; none: 0)."""
+    (``claim_rank``) moved by the channel's shift (``shifts``, channel id -> ranks; none: 0);
+    the other delivery columns from ``rows`` where it has them, else from ``start``. Returns
+    the columns named and the select."""
     rank: Any = rows.c.claim_rank
     moved = {channel: shift for channel, shift in (shifts or {}).items() if shift}
     if moved:
         rank = rank + case(moved, value=channels.c.id, else_=0)
-    names = [*COPIED, *DELIVERY_COLUMNS]
-    return (
-        select(
-            rows.c.id,
-            channels.c.id,
-            *(rank if name == "claim_rank" else rows.c[name] for name in names),
-        )
+    names: list[str] = []
+    values: list[Any] = []
+    for name in (*COPIED, *DELIVERY_COLUMNS):
+        if name == "claim_rank":
+            value = rank
+        elif name in rows.c:
+            value = rows.c[name]
+        elif name in start:
+            value = literal(start[name], deliveries.c[name].type)
+        else:
+            continue
+        names.append(name)
+        values.append(value)
+    fanned = (
+        select(rows.c.id, channels.c.id, *values)
         .select_from(rows)
         .join(channels, and_(channels.c.dropped_at.is_(None), taking(rows.c.kind, postgres)))
         .where(true())  # SQLite: an INSERT ... SELECT ... JOIN ... ON needs a WHERE
     )
+    return names, fanned
 
 
-def new_deliveries(rows: Any, postgres: bool, shifts: Mapping[int, int] | None = None) -> Insert:
-    """The deliveries of each message that ``rows`` (a subquery or CTE with the ``messages``
-    columns ``id``, ``COPIED`` and ``DELIVERY_COLUMNS``) selects: one on every registered
-    channel not dropped that takes its kind (contract 13), whatever this process's
-    configuration; none on a channel that does not take it. Each channel's claim rank is the
-    message's moved by that channel's shift (``shifts``: intake deals a take in from each
-    channel's own head, ``urgency.shifts``)."""
-    names = [*COPIED, *DELIVERY_COLUMNS]
-    return deliveries.insert().from_select(
-        ["message_pk", "channel_id", *names], _fanned(rows, postgres, shifts)
-    )
-
-
-def one_channel_deliveries(rows: Any) -> Insert:
-    """The delivery on the one channel (``the_channel``) only of each message ``rows``
-    selects: for a scene written on ``messages`` directly (tests' ``follow``)."""
-    names = [*COPIED, *DELIVERY_COLUMNS]
-    return deliveries.insert().from_select(
-        ["message_pk", "channel_id", *names],
-        select(rows.c.id, the_channel(), *(rows.c[name] for name in names)),
-    )
+def new_deliveries(
+    rows: Any,
+    postgres: bool,
+    shifts: Mapping[int, int] | None = None,
+    *,
+    start: Mapping[str, Any] | None = None,
+) -> Insert:
+    """The deliveries of each message that ``rows`` (a subquery or CTE with the message's
+    ``id``, ``COPIED`` and ``claim_rank``, and any other ``DELIVERY_COLUMNS``) selects: one on
+    every registered channel not dropped that takes its kind (contract 13), whatever this
+    process's configuration; none on a channel that does not take it. A delivery column
+    ``rows`` lacks takes its value from ``start`` (column -> value), else the column's
+    default. Each channel's claim rank is the message's moved by that channel's shift
+    (``shifts``: intake deals a take in from each channel's own head, ``urgency.shifts``)."""
+    names, fanned = _fanned(rows, postgres, shifts, start or {})
+    return deliveries.insert().from_select(["message_pk", "channel_id", *names], fanned)
 
 
 def _insert(postgres: bool) -> Any:
@@ -172,26 +161,6 @@ def late_cursors(fanned: Any, postgres: bool) -> Insert:
             select(fanned.c.aggregate_id, fanned.c.channel_id, func.min(fanned.c.version))
             .where(~known)
             .group_by(fanned.c.aggregate_id, fanned.c.channel_id),
-        )
-        .on_conflict_do_nothing()
-    )
-    return statement
-
-
-def one_channel_cursors(postgres: bool, among: ColumnElement[bool]) -> Insert:
-    """The cursor on the one channel of each aggregate that ``among`` (a condition on
-    ``aggregates``) selects and that has none yet: for a scene written on ``aggregates``
-    directly (tests' ``follow``)."""
-    channel = the_channel()
-    known = exists().where(
-        channel_aggregates.c.aggregate_id == aggregates.c.id,
-        channel_aggregates.c.channel_id == channel,
-    )
-    statement: Insert = (
-        _insert(postgres)(channel_aggregates)
-        .from_select(
-            ["aggregate_id", "channel_id"],
-            select(aggregates.c.id, channel).where(and_(among, ~known)).distinct(),
         )
         .on_conflict_do_nothing()
     )

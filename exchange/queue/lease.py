@@ -15,9 +15,7 @@ price and an old price of one SKU are one item there, carrying the other's lates
 two in flight at once could each carry the other's older one). On PostgreSQL the claims of such
 a channel take turns (a transaction-scoped advisory lock on the channel), so that two workers
 never each pick one aggregate of a SKU before either sees the other's lease; SQLite's claim is
-one ``BEGIN IMMEDIATE`` already. The old columns (``aggregates``' lease,
-``messages``' delivery columns) are written beside for the one channel until step 4 of
-issue 31 (``queue.deliveries``); nothing here reads them.
+one ``BEGIN IMMEDIATE`` already.
 """
 
 from __future__ import annotations
@@ -67,7 +65,7 @@ from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.states import DUE, Event, State, values
 from exchange.queue import order
-from exchange.queue.deliveries import is_the_channel, one_channel
+from exchange.queue.deliveries import one_channel
 from exchange.queue.transitions import Change, apply
 
 
@@ -166,7 +164,7 @@ class _ClaimSQL:
     limit, exclude, ids, token, worker, until): building them cost more than running them."""
 
     pick: Select[Any]
-    lease: tuple[Update, ...]  # on the channel's cursors, then on the aggregates (the old)
+    lease: Update  # on the channel's cursors
     candidates: Any  # a Select of 14 columns (its generic form differs in SQLAlchemy 2.0/2.1)
 
 
@@ -244,21 +242,9 @@ def _claim_sql(
         "lease_owner": bindparam("worker"),
         "lease_until": bindparam("until", type_=UTCDateTime()),
     }
-    on_channel = update(cursor).where(leased).values(**lease)
-    # The old lease on the aggregates, for the one channel only.
-    on_aggregates = update(aggregates).where(is_the_channel(channel)).values(**lease)
-    on_aggregates = on_aggregates.where(one_of(aggregates.c.id, "ids", postgres))
-    if postgres:
-        # One round trip: the cursors' lease as a data-modifying CTE, which runs to completion
-        # whether or not the statement reads it. The pick holds the cursors' rows already, so
-        # each cursor is locked before its aggregate, the order every other writer keeps; the
-        # aggregates are found by key (reading the CTE made the planner scan all of them).
-        leases: tuple[Update, ...] = (on_aggregates.add_cte(on_channel.cte("leased")),)
-    else:
-        leases = (on_channel, on_aggregates)
     return _ClaimSQL(
         pick=pick.limit(bindparam("limit", type_=Integer())),
-        lease=leases,
+        lease=update(cursor).where(leased).values(**lease),
         candidates=select(
             m.message_pk,
             messages.c.message_id,
@@ -338,8 +324,7 @@ def claim(
         "until": until,
         "channel": channel,
     }
-    for statement in sql.lease:
-        connection.execute(statement, leasing)
+    connection.execute(sql.lease, leasing)
     rows = connection.execute(sql.candidates, params).all()
     # aggregate_id -> a row of the select above (Row's generic form differs in SQLAlchemy 2.0/2.1)
     chosen: dict[int | None, Any] = {}
@@ -440,20 +425,6 @@ def renew(connection: Connection, token: str, until: datetime) -> int:
         )
         .values(locked_until=until)
     ).rowcount
-    # The old columns alike (the one channel's lease has its token there too).
-    connection.execute(
-        update(aggregates).where(aggregates.c.lease_token == token).values(lease_until=until)
-    )
-    leased = select(aggregates.c.id).where(aggregates.c.lease_token == token)
-    connection.execute(
-        update(messages)
-        .where(
-            messages.c.aggregate_id.in_(leased.scalar_subquery()),
-            messages.c.lease_token == token,
-            messages.c.state == State.IN_PROGRESS.value,
-        )
-        .values(locked_until=until)
-    )
     return int(held)
 
 

@@ -21,11 +21,6 @@ check, the idle check and ``status`` compose them. Each holds per (aggregate, ch
 ``m`` is a delivery: the ``deliveries`` table's columns (``deliveries.c``) or an alias of
 ``Delivery``; expressions that read the cursor need ``channel_aggregates`` joined on ``m``'s
 aggregate and channel (``on_cursor``).
-
-Until the operator's read surfaces move to the deliveries too (issue 31, step 3), a message
-(``messages.c`` or an alias of ``Message``) with ``aggregates`` joined is still read by
-``is_strict``, ``next_in_order`` and ``beyond_cursor`` as before (``_cursor``); step 4 removes
-that reading with the old columns.
 """
 
 from __future__ import annotations
@@ -42,11 +37,9 @@ from sqlalchemy.sql.functions import GenericFunction
 from sqlalchemy.sql.selectable import Alias
 
 from exchange.db.schema import (
-    CLAIM_ORDER_INDEX,
     CLAIMABLE_STATES,
     DELIVERY_CLAIM_ORDER_INDEX,
     Delivery,
-    aggregates,
     channel_aggregates,
     channels,
     deliveries,
@@ -75,11 +68,6 @@ def on_cursor(m: Any, cursor: Any = None) -> ColumnElement[bool]:
     return and_(c.aggregate_id == m.aggregate_id, c.channel_id == m.channel_id)
 
 
-def _is_delivery(m: Any) -> bool:
-    """``m`` is a delivery (else a message, read with the old cursor until step 4)."""
-    return hasattr(m, "channel_id")
-
-
 class greatest(GenericFunction[int]):  # named as in SQL
     """The larger of two integers: ``greatest`` on PostgreSQL, ``max`` on SQLite."""
 
@@ -104,9 +92,6 @@ def next_version(cursor: Any = None) -> ColumnElement[int]:
 
 def next_in_order(m: Any) -> ColumnElement[bool]:
     """The version next in order on its channel (the only one strict order sends)."""
-    if not _is_delivery(m):  # a message: the old cursor (until step 4)
-        old: ColumnElement[bool] = m.version == aggregates.c.done_version + 1
-        return old
     following: ColumnElement[bool] = m.version == next_version()
     return following
 
@@ -123,8 +108,7 @@ def below_start(m: Any) -> ColumnElement[bool]:
 
 def beyond_cursor(m: Any) -> ColumnElement[bool]:
     """Above the highest version known done on its channel: not yet delivered or skipped."""
-    cursor = channel_aggregates.c if _is_delivery(m) else aggregates.c
-    above: ColumnElement[bool] = m.version > cursor.done_version
+    above: ColumnElement[bool] = m.version > channel_aggregates.c.done_version
     return above
 
 
@@ -176,15 +160,14 @@ def held(m: Any, kinds: KindPolicies) -> ColumnElement[bool]:
 
 
 def claimable(name: str) -> TextClause:
-    """The delivery or message (table or alias ``name``) is in a state a claim may take it
-    from, written as the claim order's partial indexes say it (``ix_deliveries_claim_rank``,
-    ``ix_messages_claim_rank``): SQLite reads a partial index only for a query that repeats
-    its condition, and a bound list does not."""
+    """The delivery (table or alias ``name``) is in a state a claim may take it from, written
+    as the claim order's partial index says it (``ix_deliveries_claim_rank``): SQLite reads a
+    partial index only for a query that repeats its condition, and a bound list does not."""
     return sa_text(f"{name}.{CLAIMABLE_STATES}")
 
 
 # The claim order's index of each table read along it.
-_CLAIM_ORDER_INDEXES = {"deliveries": DELIVERY_CLAIM_ORDER_INDEX, "messages": CLAIM_ORDER_INDEX}
+_CLAIM_ORDER_INDEXES = {"deliveries": DELIVERY_CLAIM_ORDER_INDEX}
 
 
 class _InClaimOrder(Alias):
@@ -203,8 +186,8 @@ def _indexed_by(element: _InClaimOrder, compiler: Any, **kw: Any) -> str:
 
 
 def in_claim_order(name: str, table: Any = deliveries) -> Alias:
-    """``deliveries`` (or ``messages``, for the take's head rank) as ``name``, read along its
-    claim order (``ix_deliveries_claim_rank``, ``ix_messages_claim_rank``) on SQLite:
+    """``deliveries`` as ``name``, read along its claim order (``ix_deliveries_claim_rank``)
+    on SQLite:
     ``INDEXED BY``; PostgreSQL's SQL is the plain alias. SQLite's ANALYZE samples the
     state index (``intake.analyze``): its sample is a thousand entries of one state, so the
     planner takes each state for about a thousand messages and, from about 30,000 waiting,

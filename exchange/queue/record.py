@@ -1,7 +1,6 @@
 """The SQL that records a batch's outcomes and frees its lease (contract 4), on the batch's
 channel: each outcome is guarded by (message, channel, lease token), and the cursor advanced
-is the channel's (``channel_aggregates``). The old columns (``aggregates``, ``messages``) are
-written beside for the one channel until step 4 of issue 31; nothing here reads them."""
+is the channel's (``channel_aggregates``)."""
 
 from __future__ import annotations
 
@@ -18,7 +17,6 @@ from sqlalchemy import (
     bindparam,
     case,
     exists,
-    func,
     select,
     update,
 )
@@ -27,13 +25,12 @@ from sqlalchemy.sql.dml import Update
 
 from exchange.db.engine import is_postgres
 from exchange.db.rowset import rowset_params, rowset_table
-from exchange.db.schema import Delivery, aggregates, channel_aggregates, deliveries
+from exchange.db.schema import Delivery, channel_aggregates, deliveries
 from exchange.domain.policy import KindPolicies
 from exchange.domain.retry import Decision
 from exchange.domain.states import FINAL, Event, State, values
 from exchange.failpoints import failpoint
 from exchange.queue import order, withheld
-from exchange.queue.deliveries import is_the_channel
 from exchange.queue.lease import Leased, one_of
 from exchange.queue.transitions import Change, apply
 
@@ -134,7 +131,6 @@ def record(
         if sql.by_ids:
             params["advanced_ids"] = list(advanced)
         connection.execute(sql.advance, params)
-        connection.execute(sql.advance_old, params)
         strict_advanced = sorted(
             {m.aggregate_id for m, _ in outcomes if kinds.is_strict(m.kind)} & set(advanced)
         )
@@ -148,7 +144,10 @@ def record(
     return len(changes)
 
 
-_ADVANCED = (("a_id", aggregates.c.id.type), ("a_version", aggregates.c.done_version.type))
+_ADVANCED = (
+    ("a_id", channel_aggregates.c.aggregate_id.type),
+    ("a_version", channel_aggregates.c.done_version.type),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +157,6 @@ class _RecordSQL:
     lock_cursors: Select[Any] | None  # PostgreSQL: the claim's lock order (ids, channel)
     owned: Select[Any]  # parameters: ids, token, channel
     advance: Update  # parameters: advanced (a rowset of a_id, a_version), its ids, channel
-    advance_old: Update  # the same on the aggregates' old cursor, for the one channel
     by_ids: bool  # ``advance`` reads the advanced ids as a list too (``advanced_ids``)
 
 
@@ -179,7 +177,7 @@ def _record_sql(postgres: bool) -> _RecordSQL:
         .order_by(cursors.aggregate_id)
     )
     advanced = rowset_table(postgres, "advanced", _ADVANCED, "advanced")
-    cursor, old = cursors.done_version, aggregates.c.done_version
+    cursor = cursors.done_version
     advance = update(channel_aggregates).where(
         cursors.aggregate_id == advanced.c.a_id, cursors.channel_id == channel
     )
@@ -196,9 +194,6 @@ def _record_sql(postgres: bool) -> _RecordSQL:
             done_version=case((cursor < advanced.c.a_version, advanced.c.a_version), else_=cursor)
         ),
         by_ids=postgres,
-        advance_old=update(aggregates)
-        .where(aggregates.c.id == advanced.c.a_id, is_the_channel(channel))
-        .values(done_version=case((old < advanced.c.a_version, advanced.c.a_version), else_=old)),
     )
 
 
@@ -208,11 +203,8 @@ def release(connection: Connection, token: str, aggregate_ids: Sequence[int] | N
     one channel: it finds them alone."""
     if aggregate_ids is None:
         connection.execute(_RELEASE, {"token": token})
-        connection.execute(_RELEASE_OLD, {"token": token})
     else:
-        ids = {"token": token, "ids": list(aggregate_ids)}
-        connection.execute(_RELEASE_SOME, ids)
-        connection.execute(_RELEASE_SOME_OLD, ids)
+        connection.execute(_RELEASE_SOME, {"token": token, "ids": list(aggregate_ids)})
 
 
 _RELEASE = (
@@ -223,13 +215,6 @@ _RELEASE = (
 _RELEASE_SOME = _RELEASE.where(
     channel_aggregates.c.aggregate_id.in_(bindparam("ids", expanding=True))
 )
-# The same on the aggregates' old lease (the one channel's: only it has the token there).
-_RELEASE_OLD = (
-    update(aggregates)
-    .where(aggregates.c.lease_token == bindparam("token"))
-    .values(lease_token=None, lease_owner=None, lease_until=None)
-)
-_RELEASE_SOME_OLD = _RELEASE_OLD.where(aggregates.c.id.in_(bindparam("ids", expanding=True)))
 
 
 def advance_strict(
@@ -248,7 +233,6 @@ def advance_strict(
     chosen: list[ColumnElement[bool]] = [cursor.aggregate_id.in_(aggregate_ids)]
     if channel_id is not None:
         chosen.append(cursor.channel_id == channel_id)
-    stepped = False
     for _ in range(10_000):
         moved = connection.execute(
             update(channel_aggregates)
@@ -265,15 +249,3 @@ def advance_strict(
         ).rowcount
         if not moved:
             break
-        stepped = True
-    if not stepped:
-        return
-    # The aggregates' old cursor where the loop left the one channel's (one statement).
-    done = select(cursor.done_version).where(
-        cursor.aggregate_id == aggregates.c.id, is_the_channel(cursor.channel_id)
-    )
-    connection.execute(
-        update(aggregates)
-        .where(aggregates.c.id.in_(aggregate_ids), order.is_strict(aggregates.c, kinds))
-        .values(done_version=func.coalesce(done.scalar_subquery(), aggregates.c.done_version))
-    )

@@ -2,12 +2,10 @@
 already read) or ``apply_selected`` (rows chosen by a query, moved without loading them).
 
 ``apply`` checks each change against the state machine (``states.check``), updates the
-deliveries in one set-based statement per shape of change, guarded by the from-state, and
-the same on ``messages`` (the old columns, which mirror the one channel until step 4 of issue
-31: ``queue.deliveries``), and
-writes one history row per change that has one (taking a lease has none: the attempt's row is
-written when it ends, with the lease's worker, attempt and start). History is only ever
-inserted.
+deliveries (or a rejected record's own row on ``messages``) in one set-based statement per
+shape of change, guarded by the from-state, and writes one history row per change that has
+one (taking a lease has none: the attempt's row is written when it ends, with the lease's
+worker, attempt and start). History is only ever inserted.
 """
 
 from __future__ import annotations
@@ -40,7 +38,6 @@ from exchange.db.engine import is_postgres
 from exchange.db.rowset import Column, rowset_params, rowset_shared, rowset_table, split_shared
 from exchange.db.schema import UTCDateTime, deliveries, history, messages
 from exchange.domain.states import Event, State, check, sources, target
-from exchange.queue.deliveries import is_the_channel
 
 
 # Not frozen: a claim and a record build one per message, and a frozen dataclass's __init__
@@ -48,11 +45,11 @@ from exchange.queue.deliveries import is_the_channel
 # A Change is built, applied and dropped within one call; nothing changes or hashes it.
 @dataclass(slots=True)
 class Change:
-    pk: int
+    pk: int  # the message's
     event: Event
     from_state: State | None
     to_state: State | None
-    values: dict[str, Any] = field(default_factory=dict)  # other message columns to set
+    values: dict[str, Any] = field(default_factory=dict)  # other delivery columns to set
     worker: str | None = None
     attempt: int | None = None
     leased_at: datetime | None = None  # when the attempt's lease began
@@ -112,10 +109,9 @@ def apply(connection: Connection, changes: Sequence[Change], now: datetime) -> N
         # change, instead of finding each by its id (275 ms a claim of 100 at 9,600 pending).
         setting = range(2, 3 + len(names))  # to_state and the values; not pk, from, guards
         shared = tuple(i for i in split_shared(rows) if i in setting)
-        statements, per_row, once = _update_statement(postgres, param, names, guards, keyed, shared)
+        statement, per_row, once = _update_statement(postgres, param, names, guards, keyed, shared)
         params = _params(connection, param, rows, shared, per_row, once)
-        for statement in statements:  # the delivery, then its message (the lock order)
-            connection.execute(statement, {**params, "now": now})
+        connection.execute(statement, {**params, "now": now})
     insert_history(connection, changes, now)
 
 
@@ -151,20 +147,16 @@ def _update_statement(
     guards: tuple[str, ...],
     keyed: bool,
     shared: tuple[int, ...],
-) -> tuple[tuple[Update, ...], tuple[Column, ...], tuple[Column, ...]]:
-    """The UPDATEs for one shape of change, built once (parameters: ``param``, ``param``_shared
+) -> tuple[Update, tuple[Column, ...], tuple[Column, ...]]:
+    """The UPDATE for one shape of change, built once (parameters: ``param``, ``param``_shared
     for the columns at the ``shared`` positions, ``now``): ``keyed``, the deliveries' (each
-    found by message and channel: a change moves one channel's delivery, never another's),
-    and the same on their messages' old columns (only for the one channel's deliveries:
-    ``queue.deliveries``; ``values`` and ``guard`` name delivery columns only); not
-    ``keyed``, the message's own columns of a rejected record only (no delivery, no channel:
-    a change that names no channel cannot move any channel's delivery); with the columns of
-    each.
-
-    The delivery comes first: it is the row the claim, the record and coalescing lock (the
-    lock order on PostgreSQL)."""
-    columns = _CHANGE_COLUMNS + tuple((f"v_{name}", messages.c[name].type) for name in names)
-    columns += tuple((f"g_{name}", messages.c[name].type) for name in guards)
+    found by its primary key, message and channel: a change moves one channel's delivery,
+    never another's); not ``keyed``, the message's own columns of a rejected record only (no
+    delivery, no channel: a change that names no channel cannot move any channel's
+    delivery); with the columns of each."""
+    table = deliveries if keyed else messages
+    columns = _CHANGE_COLUMNS + tuple((f"v_{name}", table.c[name].type) for name in names)
+    columns += tuple((f"g_{name}", table.c[name].type) for name in guards)
     if keyed:
         columns += (("channel_id", deliveries.c.channel_id.type),)
     per_row = tuple(c for i, c in enumerate(columns) if i not in shared)
@@ -177,20 +169,18 @@ def _update_statement(
         "updated_at": bindparam("now", type_=UTCDateTime()),
         **{name: value[f"v_{name}"] for name in names},
     }
-    conditions = [messages.c.id == value["pk"], messages.c.state == value["from_state"]]
-    conditions += [messages.c[name] == value[f"g_{name}"] for name in guards]
-    delivery = [deliveries.c.message_pk == value["pk"], deliveries.c.state == value["from_state"]]
-    delivery += [deliveries.c[name] == value[f"g_{name}"] for name in guards]
     if not keyed:  # a rejected record: its state lives on the message; no delivery moves
+        conditions = [messages.c.id == value["pk"], messages.c.state == value["from_state"]]
+        conditions += [messages.c[name] == value[f"g_{name}"] for name in guards]
         conditions.append(messages.c.rejected)
-        return (update(messages).where(and_(*conditions)).values(**setting),), per_row, once
-    delivery.append(deliveries.c.channel_id == value["channel_id"])
-    conditions.append(is_the_channel(value["channel_id"]))
-    statements = (
-        update(deliveries).where(and_(*delivery)).values(**setting),
-        update(messages).where(and_(*conditions)).values(**setting),
-    )
-    return statements, per_row, once
+        return update(messages).where(and_(*conditions)).values(**setting), per_row, once
+    delivery = [
+        deliveries.c.message_pk == value["pk"],
+        deliveries.c.channel_id == value["channel_id"],
+        deliveries.c.state == value["from_state"],
+    ]
+    delivery += [deliveries.c[name] == value[f"g_{name}"] for name in guards]
+    return update(deliveries).where(and_(*delivery)).values(**setting), per_row, once
 
 
 # A history row's columns but its time, which is one for the whole batch (``at``).
@@ -287,132 +277,20 @@ def apply_selected(
     event allows), on any channels; ``values`` and ``detail`` build the columns to set and the
     history detail from the candidates' columns. A delivery moved out of ``in_progress`` (its
     lease had expired) ends that attempt: its row carries the lease's worker, attempt, start
-    and expiry. PostgreSQL: one statement (lock, update, history in a data-modifying CTE).
-    SQLite (one writer at a time): history, then the updates, with the same selection in one
-    transaction. The messages of the one channel's deliveries move alike (their old columns,
-    until step 4). Returns how many moved.
+    and expiry. Deliveries another transaction holds are skipped (a sweep comes again).
+    Returns how many moved.
     """
-    to_state = target(event)
-    allowed = sorted(state.value for state in sources(event))
-    history_columns = [
-        "message_pk",
-        "at",
-        "event",
-        "from_state",
-        "to_state",
-        "detail",
-        "worker",
-        "attempt",
-        "leased_at",
-        "lease_until",
-        "channel_id",
-    ]
-    at = literal(now, UTCDateTime())
-
-    def lease(chosen: Any, column: str) -> ColumnElement[Any]:
-        return case((chosen.c.state == State.IN_PROGRESS.value, chosen.c[column]))
-
-    def chosen_delivery(chosen: Any) -> ColumnElement[bool]:
-        return and_(
-            deliveries.c.message_pk == chosen.c.id,
-            deliveries.c.channel_id == chosen.c.channel_id,
-            deliveries.c.state.in_(allowed),
-        )
-
-    if is_postgres(connection):
-        # The deliveries are locked first (skipping those another transaction holds), as the
-        # claim and the record lock them, then their messages are written.
-        chosen = candidates.with_for_update(of=deliveries, skip_locked=True).cte("candidates")
-        moved = (
-            update(deliveries)
-            .where(chosen_delivery(chosen))
-            .values(state=to_state.value, updated_at=at, **values(chosen))
-            .returning(
-                deliveries.c.message_pk,
-                deliveries.c.channel_id,
-                chosen.c.state.label("from_state"),
-                detail(chosen).label("detail"),
-                lease(chosen, "locked_by").label("worker"),
-                lease(chosen, "attempts").label("attempt"),
-                lease(chosen, "leased_at").label("leased_at"),
-                lease(chosen, "locked_until").label("lease_until"),
-            )
-            .cte("moved")
-        )
-        written = (
-            insert(history)
-            .from_select(
-                history_columns,
-                select(
-                    moved.c.message_pk,
-                    at,
-                    literal(event.value),
-                    moved.c.from_state,
-                    literal(to_state.value),
-                    moved.c.detail,
-                    moved.c.worker,
-                    moved.c.attempt,
-                    moved.c.leased_at,
-                    moved.c.lease_until,
-                    moved.c.channel_id,
-                ),
-            )
-            .returning(history.c.id)
-            .cte("written")
-        )
-        # The same on the one channel's messages: run whether or not the statement reads it,
-        # as every data-modifying CTE is.
-        mirrored = (
-            update(messages)
-            .where(
-                messages.c.id == moved.c.message_pk,
-                is_the_channel(moved.c.channel_id),
-                chosen.c.id == moved.c.message_pk,
-                chosen.c.channel_id == moved.c.channel_id,
-                messages.c.state.in_(allowed),
-            )
-            .values(state=to_state.value, updated_at=at, **values(chosen))
-            .cte("mirrored")
-        )
-        # The driver reports no row count for a data-modifying CTE: count in the statement.
-        counted = select(func.count()).select_from(written).add_cte(mirrored)
-        return int(connection.execute(counted).scalar_one())
-    chosen_sq = candidates.subquery("candidates")
-    connection.execute(
-        insert(history).from_select(
-            history_columns,
-            select(
-                chosen_sq.c.id,
-                at,
-                literal(event.value),
-                chosen_sq.c.state,
-                literal(to_state.value),
-                detail(chosen_sq),
-                lease(chosen_sq, "locked_by"),
-                lease(chosen_sq, "attempts"),
-                lease(chosen_sq, "leased_at"),
-                lease(chosen_sq, "locked_until"),
-                chosen_sq.c.channel_id,
-            ).where(chosen_sq.c.state.in_(allowed)),
-        )
+    return _move(
+        connection,
+        event,
+        candidates,
+        now=now,
+        key="id",
+        channel=None,
+        values=values,
+        detail=detail,
+        skip_locked=True,
     )
-    # The messages before the deliveries: the selection reads the deliveries' states, so it
-    # must still select them (the same rows as the history's).
-    connection.execute(
-        update(messages)
-        .where(
-            messages.c.id == chosen_sq.c.id,
-            is_the_channel(chosen_sq.c.channel_id),
-            messages.c.state.in_(allowed),
-        )
-        .values(state=to_state.value, updated_at=at, **values(chosen_sq))
-    )
-    result = connection.execute(
-        update(deliveries)
-        .where(chosen_delivery(chosen_sq))
-        .values(state=to_state.value, updated_at=at, **values(chosen_sq))
-    )
-    return result.rowcount
 
 
 def apply_on_channel(
@@ -433,119 +311,141 @@ def apply_on_channel(
     ``candidates`` selects at least ``message_pk``, ``state``, ``locked_by``, ``attempts``,
     ``leased_at`` and ``locked_until`` of ``deliveries`` of that channel (in states the
     event allows). A delivery moved out of ``in_progress`` ends its attempt: its row carries
-    the lease's worker, attempt, start and expiry. The message's own delivery columns (the one
-    channel's, ``queue.deliveries``) move alike when the channel is that one. Only this
-    channel's deliveries move: a message's delivery on another channel is not touched.
-    PostgreSQL: one statement (lock, update, history in a data-modifying CTE). SQLite (one
-    writer at a time): history, the message, then the delivery, from the same selection.
-    Returns how many moved."""
-    from exchange.queue.deliveries import the_channel
+    the lease's worker, attempt, start and expiry. Only this channel's deliveries move: a
+    message's delivery on another channel is not touched. Returns how many moved."""
+    return _move(
+        connection,
+        event,
+        candidates,
+        now=now,
+        key="message_pk",
+        channel=literal(channel_id, deliveries.c.channel_id.type),
+        values=lambda _: values,
+        detail=lambda _: literal(detail),
+        said={"operator": literal(operator, String()), "note": literal(note, String())},
+        skip_locked=False,
+    )
 
+
+def _ended_attempt(chosen: Any) -> dict[str, ColumnElement[Any]]:
+    """The history columns of the attempt a move ends, from the chosen delivery as it was: its
+    lease's worker, attempt, start and expiry when it was in flight (its lease had expired),
+    else none."""
+
+    def lease(column: str) -> ColumnElement[Any]:
+        return case((chosen.c.state == State.IN_PROGRESS.value, chosen.c[column]))
+
+    return {
+        "worker": lease("locked_by"),
+        "attempt": lease("attempts"),
+        "leased_at": lease("leased_at"),
+        "lease_until": lease("locked_until"),
+    }
+
+
+def _move(
+    connection: Connection,
+    event: Event,
+    candidates: Select[Any],
+    *,
+    now: datetime,
+    key: str,
+    channel: ColumnElement[Any] | None,
+    values: Callable[[Any], dict[str, Any]],
+    detail: Callable[[Any], ColumnElement[str]],
+    skip_locked: bool,
+    said: dict[str, ColumnElement[Any]] | None = None,
+) -> int:
+    """``apply_selected`` and ``apply_on_channel``: the chosen deliveries (``candidates``; the
+    message's pk as ``key``, the channel as its ``channel_id`` column or ``channel`` for all)
+    moved to ``event``'s state and one history row each (with ``said``'s columns too).
+
+    The candidates are joined back to ``deliveries`` on one key, the delivery's primary key
+    ``(message_pk, channel_id)``, once: PostgreSQL finds each by ``pk_deliveries`` (or hashes
+    them) however many there are, and nothing else reads the candidates again. (When the old
+    columns on ``messages`` were mirrored, a second join of the candidates to the moved rows
+    was planned as a nested loop over the candidates' CTE: 180,000 × 180,000 rows at a reload
+    of 20,000 SKUs × 10 versions, until the sweep turned nested loops off.) PostgreSQL: one
+    statement (lock, update, history in a data-modifying CTE). SQLite (one writer at a time):
+    the history, then the update, from the same selection in one transaction."""
     to_state = target(event)
     allowed = sorted(state.value for state in sources(event))
     at = literal(now, UTCDateTime())
-    channel = literal(channel_id, deliveries.c.channel_id.type)
-    setting = {"state": to_state.value, "updated_at": at, **values}
-    history_columns = [
-        "message_pk",
-        "at",
-        "event",
-        "from_state",
-        "to_state",
-        "detail",
-        "worker",
-        "attempt",
-        "leased_at",
-        "lease_until",
-        "operator",
-        "note",
-        "channel_id",
-    ]
-    said = (literal(detail), literal(operator, String()), literal(note, String()), channel)
+    extra = said or {}
+    columns = ["message_pk", "at", "event", "from_state", "to_state", "detail"]
+    columns += ["worker", "attempt", "leased_at", "lease_until", *extra, "channel_id"]
 
-    def lease(chosen: Any, column: str) -> ColumnElement[Any]:
-        return case((chosen.c.state == State.IN_PROGRESS.value, chosen.c[column]))
+    def channel_of(chosen: Any) -> ColumnElement[Any]:
+        return chosen.c.channel_id if channel is None else channel
 
-    def mirrored(pks: Any) -> Update:
-        # The message's own columns are the one channel's delivery (until they are dropped).
-        return (
-            update(messages)
-            .where(messages.c.id.in_(pks), messages.c.state.in_(allowed), channel == the_channel())
-            .values(**setting)
+    def on_key(chosen: Any) -> ColumnElement[bool]:
+        return and_(
+            deliveries.c.message_pk == chosen.c[key],
+            deliveries.c.channel_id == channel_of(chosen),
+            deliveries.c.state.in_(allowed),
         )
 
     if is_postgres(connection):
-        chosen = candidates.with_for_update(of=deliveries).cte("candidates")
+        # The deliveries are locked first, as the claim and the record lock them.
+        locked = candidates.with_for_update(of=deliveries, skip_locked=skip_locked)
+        chosen = locked.cte("candidates")
+        ended = _ended_attempt(chosen)
         moved = (
             update(deliveries)
-            .where(
-                deliveries.c.message_pk == chosen.c.message_pk,
-                deliveries.c.channel_id == channel,
-                deliveries.c.state.in_(allowed),
-            )
-            .values(**setting)
+            .where(on_key(chosen))
+            .values(state=to_state.value, updated_at=at, **values(chosen))
             .returning(
                 deliveries.c.message_pk,
+                deliveries.c.channel_id,
                 chosen.c.state.label("from_state"),
-                lease(chosen, "locked_by").label("worker"),
-                lease(chosen, "attempts").label("attempt"),
-                lease(chosen, "leased_at").label("leased_at"),
-                lease(chosen, "locked_until").label("lease_until"),
+                detail(chosen).label("detail"),
+                *(value.label(name) for name, value in ended.items()),
             )
             .cte("moved")
         )
         written = (
             insert(history)
             .from_select(
-                history_columns,
+                columns,
                 select(
                     moved.c.message_pk,
                     at,
                     literal(event.value),
                     moved.c.from_state,
                     literal(to_state.value),
-                    said[0],
-                    moved.c.worker,
-                    moved.c.attempt,
-                    moved.c.leased_at,
-                    moved.c.lease_until,
-                    *said[1:],
+                    moved.c.detail,
+                    *(moved.c[name] for name in ended),
+                    *extra.values(),
+                    moved.c.channel_id,
                 ),
             )
             .returning(history.c.id)
             .cte("written")
         )
-        message_rows = mirrored(select(moved.c.message_pk)).cte("mirrored")
-        counted = select(func.count()).select_from(written).add_cte(message_rows)
-        return int(connection.execute(counted).scalar_one())
-    chosen_sq = candidates.where(deliveries.c.state.in_(allowed)).subquery("candidates")
+        # The driver reports no row count for a data-modifying CTE: count in the statement.
+        return int(connection.execute(select(func.count()).select_from(written)).scalar_one())
+    chosen_sq = candidates.subquery("candidates")
     connection.execute(
         insert(history).from_select(
-            history_columns,
+            columns,
             select(
-                chosen_sq.c.message_pk,
+                chosen_sq.c[key],
                 at,
                 literal(event.value),
                 chosen_sq.c.state,
                 literal(to_state.value),
-                said[0],
-                lease(chosen_sq, "locked_by"),
-                lease(chosen_sq, "attempts"),
-                lease(chosen_sq, "leased_at"),
-                lease(chosen_sq, "locked_until"),
-                *said[1:],
-            ),
+                detail(chosen_sq),
+                *_ended_attempt(chosen_sq).values(),
+                *extra.values(),
+                channel_of(chosen_sq),
+            ).where(chosen_sq.c.state.in_(allowed)),
         )
     )
-    # The messages before the deliveries: the selection reads the deliveries' states.
-    connection.execute(mirrored(select(chosen_sq.c.message_pk)))
+    # The history first: the selection reads the deliveries' states, so it must still
+    # select them (the same rows as the history's).
     result = connection.execute(
         update(deliveries)
-        .where(
-            deliveries.c.message_pk == chosen_sq.c.message_pk,
-            deliveries.c.channel_id == channel,
-            deliveries.c.state.in_(allowed),
-        )
-        .values(**setting)
+        .where(on_key(chosen_sq))
+        .values(state=to_state.value, updated_at=at, **values(chosen_sq))
     )
     return result.rowcount

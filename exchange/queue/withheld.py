@@ -27,11 +27,11 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, func, literal, select, update
 
-from exchange.db.schema import aggregates, channel_aggregates, deliveries, messages
+from exchange.db.schema import channel_aggregates, deliveries, messages
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
-from exchange.queue.deliveries import is_the_channel, one_channel
+from exchange.queue.deliveries import one_channel
 from exchange.queue.transitions import Change, apply, apply_selected
 
 # At most this many withheld deliveries are read for one check or one release.
@@ -193,15 +193,6 @@ def went_live(
                 cursor.aggregate_id == w.aggregate_id,
                 cursor.channel_id == w.channel_id,
                 cursor.done_version < w.version,
-            )
-            .values(done_version=w.version)
-        )
-        connection.execute(  # the old cursor, for the one channel until step 4
-            update(aggregates)
-            .where(
-                aggregates.c.id == w.aggregate_id,
-                aggregates.c.done_version < w.version,
-                is_the_channel(literal(w.channel_id)),
             )
             .values(done_version=w.version)
         )

@@ -15,10 +15,14 @@ from brokerkit import amqp, publish, queue_counts, run_worker, source_worker
 from sqlalchemy import Engine, func, select
 
 from exchange.db.engine import transaction
-from exchange.db.schema import messages, staging
-from exchange.dev.testing import FakeSite, drain, message, price_row, stage
+from exchange.db.schema import staging
+from exchange.dev.testing import FakeSite, drain, message, one_channel_messages, price_row, stage
 from exchange.errors import BrokerUnavailable, ConfigurationError
 from exchange.worker import Worker
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 
 def intent(sku: str, version: int, price: str = "100.00") -> dict[str, Any]:

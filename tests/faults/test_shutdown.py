@@ -17,13 +17,24 @@ from procs import sqlite_database, start, stop, wait_for
 from sqlalchemy import select
 
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import aggregates, history, messages
+from exchange.db.schema import history
 from exchange.dev.sitesim import Faults, SiteSimulator
-from exchange.dev.testing import fast_settings, price_row, stage
+from exchange.dev.testing import (
+    fast_settings,
+    one_channel_aggregates,
+    one_channel_messages,
+    price_row,
+    stage,
+)
 from exchange.domain.clock import FakeClock
 from exchange.domain.retry import not_sent
 from exchange.intake import staging_table as intake
 from exchange.queue import lease, record
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
+aggregates = one_channel_aggregates()
 
 # Shutdown deadlines are asserted in wall-clock time: never beside another timing test.
 pytestmark = pytest.mark.timing

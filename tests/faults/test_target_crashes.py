@@ -12,10 +12,13 @@ from procs import start, stop, wait_for
 from sqlalchemy import Engine, select
 
 from exchange.db.engine import transaction
-from exchange.db.schema import messages
 from exchange.dev.bitrixsim import PATH, BitrixSimulator
-from exchange.dev.testing import price_row, stage
+from exchange.dev.testing import one_channel_messages, price_row, stage
 from exchange.dev.woosim import WooSimulator
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 COUNT = 60
 

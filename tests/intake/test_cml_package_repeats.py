@@ -19,8 +19,9 @@ from sqlalchemy import Engine, select
 
 from exchange.db.engine import is_postgres, make_engine, transaction
 from exchange.db.migrate import upgrade
-from exchange.db.schema import history, messages
+from exchange.db.schema import history
 from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xml
+from exchange.dev.testing import one_channel_messages
 from exchange.domain.states import Event
 from exchange.intake.commerceml import publish
 from exchange.intake.commerceml.publish import Outcome, import_file
@@ -28,6 +29,10 @@ from exchange.intake.commerceml.reading import read_into_spool
 from exchange.intake.staging_table import take
 from exchange.settings import load_settings
 from exchange.words import detail_words, onec_words
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 RETAIL = CmlType("t-retail", "Розничная", "руб")
 KINDS = load_settings(database_url="sqlite://").kinds

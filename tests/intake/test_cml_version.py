@@ -35,6 +35,7 @@ from exchange.intake.commerceml.publish import _next_version, import_file
 from exchange.intake.stage import stage
 from exchange.intake.staging_table import take
 from exchange.settings import load_settings
+from tests.support.follow import set_delivery
 
 RETAIL = CmlType("t-retail", "Розничная", "руб")
 KINDS = load_settings(database_url="sqlite://").kinds
@@ -239,10 +240,8 @@ def test_the_first_package_after_the_upgrade_reads_the_queue_whole(world: World)
     world.intent("A/retail", 900)
     world.take()
     with transaction(world.main) as connection:  # a message that came before any package
-        connection.execute(
-            update(messages).values(
-                state="delivered", updated_at=datetime.now(UTC) - timedelta(days=30)
-            )
+        set_delivery(
+            connection, state="delivered", updated_at=datetime.now(UTC) - timedelta(days=30)
         )
     with transaction(world.staging) as connection:
         connection.execute(
@@ -272,9 +271,9 @@ def _messages(engine: Engine, count: int, *, start_version: int = 1) -> None:
         connection.execute(
             text(
                 "INSERT INTO messages (message_id, rejected, kind, aggregate, version, "
-                "schema_version, payload, created_at, taken_at, state, attempts, waiting_since, "
-                "updated_at) SELECT 'm-' || n, false, 'price', 'S' || (n % 100) || '/retail', "
-                ":v + n, '1', '{}', :now, :now, 'delivered', 0, :now, :now "
+                "schema_version, payload, created_at, taken_at, updated_at) "
+                "SELECT 'm-' || n, false, 'price', 'S' || (n % 100) || '/retail', "
+                ":v + n, '1', '{}', :now, :now, :now "
                 f"FROM ({series}) AS s"
             ),
             {"first": first, "last": first + count, "v": start_version, "now": now},
@@ -357,9 +356,8 @@ def _message(connection: Any, aggregate: str, version: int, key: str) -> None:
     connection.execute(
         text(
             "INSERT INTO messages (message_id, rejected, kind, aggregate, version, "
-            "schema_version, payload, created_at, taken_at, state, attempts, waiting_since, "
-            "updated_at) VALUES (:key, false, 'price', :aggregate, :version, '1', '{}', :now, "
-            ":now, 'new', 0, :now, :now)"
+            "schema_version, payload, created_at, taken_at, updated_at) VALUES (:key, false, "
+            "'price', :aggregate, :version, '1', '{}', :now, :now, :now)"
         ),
         {"key": key, "aggregate": aggregate, "version": version, "now": now},
     )

@@ -16,7 +16,14 @@ from sqlalchemy import Engine, RowMapping, func, insert, select, update
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.schema import history, messages, staging
-from exchange.dev.testing import fast_settings, posting_row, price_row, raw_row, stage
+from exchange.dev.testing import (
+    fast_settings,
+    one_channel_messages,
+    posting_row,
+    price_row,
+    raw_row,
+    stage,
+)
 from exchange.domain.clock import FakeClock
 from exchange.domain.identity import legacy_message_id, message_id
 from exchange.domain.retry import Decision
@@ -39,8 +46,10 @@ def take(engine: Engine, settings: Settings, clock: FakeClock, **kw: Any) -> int
 
 
 def all_messages(engine: Engine) -> list[RowMapping]:
+    """Each message with its delivery on the one channel (a rejected record: its own)."""
+    m = one_channel_messages()
     with transaction(engine, read_only=True) as c:
-        return list(c.execute(select(messages).order_by(messages.c.id)).mappings())
+        return list(c.execute(select(m).order_by(m.c.id)).mappings())
 
 
 def staging_rows(engine: Engine) -> list[RowMapping]:

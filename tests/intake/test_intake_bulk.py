@@ -21,7 +21,7 @@ from exchange.db.schema import (
     messages,
     staging,
 )
-from exchange.dev.testing import posting_row, price_row, raw_row, stage
+from exchange.dev.testing import one_channel_messages, posting_row, price_row, raw_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.domain.states import Event, State
@@ -68,7 +68,7 @@ def test_new_message_carries_every_value_of_its_staging_row_exactly(
     report = intake.take(engine, None, KINDS, clock.now(), chunk=3)
 
     assert (report.taken, report.messages) == (4, 4)
-    found = {m["staging_id"]: m for m in rows_of(engine, messages)}
+    found = {m["staging_id"]: m for m in rows_of(engine, one_channel_messages())}
     aggregate_ids = {(a["kind"], a["aggregate"]): a["id"] for a in rows_of(engine, aggregates)}
     for row in before:
         verdict = validate(StagingRow(**{k: v for k, v in row.items() if k != "taken_at"}), KINDS)

@@ -26,12 +26,25 @@ from sqlalchemy import Engine, insert, literal_column, select, text
 
 from exchange import app as bootstrap
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.schema import aggregates, messages, staging
-from exchange.dev.testing import fast_settings, posting_row, price_row, run_worker, stage
+from exchange.db.schema import staging
+from exchange.dev.testing import (
+    fast_settings,
+    one_channel_aggregates,
+    one_channel_messages,
+    posting_row,
+    price_row,
+    run_worker,
+    stage,
+)
 from exchange.domain.clock import FakeClock
 from exchange.intake import staging_table as intake
 from exchange.settings import Settings
 from exchange.targets.shop_api.client import BATCH_PATH
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
+aggregates = one_channel_aggregates()
 
 WIRE_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 

@@ -21,9 +21,9 @@ import pytest
 from sqlalchemy import Engine, select, text
 
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.schema import cml_exchanges, cml_packages, messages, staging
+from exchange.db.schema import cml_exchanges, cml_packages, staging
 from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xml
-from exchange.dev.testing import raw_row, stage
+from exchange.dev.testing import one_channel_messages, raw_row, stage
 from exchange.intake.commerceml.publish import exchange_started, import_file
 from exchange.intake.intents import items_of, stage_intents
 from exchange.intake.sources import common as sources
@@ -31,6 +31,10 @@ from exchange.intake.sources.common import Received
 from exchange.intake.staging_table import take
 from exchange.settings import load_settings
 from exchange.words import onec_words
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 RETAIL = CmlType("t-retail", "Розничная", "руб")
 KINDS = load_settings(database_url="sqlite://").kinds

@@ -15,15 +15,19 @@ from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import history, messages
+from exchange.db.schema import history
 from exchange.dev.bitrixsim import PATH, BitrixSimulator
-from exchange.dev.testing import fast_settings, price_row, run_worker, stage
+from exchange.dev.testing import fast_settings, one_channel_messages, price_row, run_worker, stage
 from exchange.dev.woosim import WooSimulator
 from exchange.domain.clock import SystemClock
 from exchange.domain.policy import KindPolicies, Policy
 from exchange.errors import ConfigurationError
 from exchange.ops.status import status
 from exchange.settings import load_settings
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 KINDS = KindPolicies.of({"price": Policy.LATEST_WINS})
 

@@ -23,16 +23,20 @@ from sqlalchemy import Engine, delete, func, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import (
-    aggregates,
-    channel_aggregates,
-    deliveries,
-    history,
-    messages,
-    staging,
-    workers,
+from exchange.db.schema import aggregates, channel_aggregates, deliveries, history, staging, workers
+from exchange.dev.testing import (
+    FakeSite,
+    drain,
+    fast_settings,
+    one_channel_messages,
+    posting_row,
+    price_row,
+    stage,
 )
-from exchange.dev.testing import FakeSite, drain, fast_settings, posting_row, price_row, stage
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 SKUS = ["SKU-A", "SKU-B", "SKU-C"]
 DOCS = ["DOC-1", "DOC-2"]

@@ -31,11 +31,23 @@ from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import aggregates, messages
-from exchange.dev.testing import FakeSite, drain, fast_settings, price_row, stage
+from exchange.dev.testing import (
+    FakeSite,
+    drain,
+    fast_settings,
+    one_channel_aggregates,
+    one_channel_messages,
+    price_row,
+    stage,
+)
 from exchange.domain.clock import FakeClock
 from exchange.domain.states import DUE, values
 from exchange.queue import lease
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
+aggregates = one_channel_aggregates()
 
 SKUS = [f"SKU-{n}" for n in range(10)]
 DUE_STATES = values(DUE)

@@ -15,10 +15,20 @@ from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import messages
-from exchange.dev.testing import FakeSite, fast_settings, posting_row, price_row, stage
+from exchange.dev.testing import (
+    FakeSite,
+    fast_settings,
+    one_channel_messages,
+    posting_row,
+    price_row,
+    stage,
+)
 from exchange.domain.clock import FakeClock
 from exchange.queue import coalesce
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 BACKLOG = 150  # three batches of 50
 GAP = 60.0

@@ -16,11 +16,15 @@ from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import history, messages
+from exchange.db.schema import history
 from exchange.dev.simclock import SimClock
-from exchange.dev.testing import fast_settings, price_row, run_worker, stage
+from exchange.dev.testing import fast_settings, one_channel_messages, price_row, run_worker, stage
 from exchange.dev.ymsim import YmSimulator, YmSwitches
 from exchange.worker import Worker
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 
 @pytest.fixture

@@ -35,10 +35,10 @@ from sqlalchemy import Engine, event, insert, select, update
 from exchange import app as bootstrap
 from exchange import logs
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import messages, notifications, workers
+from exchange.db.schema import notifications, workers
 from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.sitesim import SiteSimulator
-from exchange.dev.testing import fast_settings, price_row, run_worker, stage
+from exchange.dev.testing import fast_settings, one_channel_messages, price_row, run_worker, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.notify import Stop
 from exchange.ops.check import check_notifications
@@ -46,6 +46,10 @@ from exchange.queue import control
 from exchange.report.notice import Notifier, notifier
 from exchange.runner import run_forever
 from exchange.settings import Settings
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 EVERY = 3600.0
 

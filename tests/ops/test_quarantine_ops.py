@@ -12,8 +12,16 @@ import pytest
 from sqlalchemy import Engine, RowMapping, select
 
 from exchange.db.engine import transaction
-from exchange.db.schema import aggregates, history, messages
-from exchange.dev.testing import fast_settings, posting_row, price_row, raw_row, stage
+from exchange.db.schema import history
+from exchange.dev.testing import (
+    fast_settings,
+    one_channel_aggregates,
+    one_channel_messages,
+    posting_row,
+    price_row,
+    raw_row,
+    stage,
+)
 from exchange.domain.clock import FakeClock
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
@@ -24,6 +32,11 @@ from exchange.ops.quarantine import Filters
 from exchange.queue import lease, record
 from exchange.queue.coalesce import quarantine_gaps
 from exchange.settings import Settings
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
+aggregates = one_channel_aggregates()
 
 GAP = 600.0
 LIST_FIELDS = {

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, text, update
+from sqlalchemy import Connection, Engine, text
 
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.on_channels import channel_ids
@@ -20,19 +20,16 @@ from exchange.domain.states import State
 from exchange.errors import OperatorError
 from exchange.intake.staging_table import take
 from exchange.ops.quarantine import Filters, Page, page_of, page_query
-from tests.support.follow import follow
+from tests.support.follow import set_delivery
+
+THE_CHANNEL = "(SELECT min(id) FROM channels WHERE dropped_at IS NULL)"
 
 NOW = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
 
 
 def _put(engine: Engine, aggregate: str, state: State, **values: object) -> None:
     with transaction(engine) as connection:
-        connection.execute(
-            update(messages)
-            .where(messages.c.aggregate == aggregate)
-            .values(state=state.value, **values)
-        )
-        follow(connection)
+        set_delivery(connection, messages.c.aggregate == aggregate, state=state.value, **values)
 
 
 def _staged(engine: Engine) -> None:
@@ -152,13 +149,24 @@ def _many_delivered(connection: Connection) -> None:
     connection.execute(
         text(
             "INSERT INTO messages (message_id, kind, aggregate, aggregate_id, version, "
-            "schema_version, payload, created_at, taken_at, state, waiting_since, updated_at) "
+            "schema_version, payload, created_at, taken_at, updated_at) "
             f"SELECT 'm-' || i, 'price', 'SKU-' || i || '/retail', 1, i, '1', '{{}}', {at}, "
-            f"{at}, {state}, {at}, {at} FROM {numbers}"
+            f"{at}, {at} FROM {numbers}"
         ),
         {"many": MANY},
     )
-    follow(connection)
+    # Their deliveries on the one channel, and the aggregate's cursor there.
+    state = state.replace("i % 1000", "version % 1000")
+    connection.execute(
+        text(
+            "INSERT INTO deliveries (message_pk, channel_id, aggregate_id, kind, version, state, "
+            f"waiting_since, updated_at) SELECT id, {THE_CHANNEL}, aggregate_id, kind, version, "
+            f"{state}, created_at, created_at FROM messages"
+        )
+    )
+    connection.execute(
+        text(f"INSERT INTO channel_aggregates (aggregate_id, channel_id) VALUES (1, {THE_CHANNEL})")
+    )
     connection.execute(text("ANALYZE"))
 
 

@@ -3,8 +3,7 @@ step 3): what only the reading of ``deliveries`` and ``channel_aggregates`` can 
 
 A second channel is simulated as the fan-out will make it (step 6): a ``channels`` row, and
 deliveries and cursors on it written directly, so that one message has two deliveries whose
-states part. The old columns on ``messages`` and ``aggregates`` mirror the one channel only;
-each test states what the reading of those would have done instead.
+states part (migration 0026 dropped the one channel's copy on ``messages`` and ``aggregates``).
 """
 
 from __future__ import annotations
@@ -135,17 +134,6 @@ def delivery(engine: Engine, channel: int, aggregate: str, version: int) -> Any:
         )
 
 
-def old_state(engine: Engine, aggregate: str, version: int) -> str:
-    with transaction(engine, read_only=True) as c:
-        return str(
-            c.execute(
-                select(messages.c.state).where(
-                    messages.c.aggregate == aggregate, messages.c.version == version
-                )
-            ).scalar_one()
-        )
-
-
 def claim(engine: Engine, clock: FakeClock, channel: int, worker: str = "w1") -> lease.Batch:
     settings = settings_of(engine)
     with transaction(engine) as c:
@@ -184,20 +172,17 @@ def claimed(batch: lease.Batch) -> list[tuple[str, int, int]]:
 # -- the claim -------------------------------------------------------------------------------
 
 
-def test_a_claim_reads_its_channels_deliveries_not_the_messages_old_columns(
+def test_a_claim_reads_its_channels_deliveries_not_another_channels(
     engine: Engine, clock: FakeClock
 ) -> None:
     take(engine, clock, [price_row("SKU-1", 1), price_row("SKU-2", 1)])
     ozon = add_channel(engine, clock, "ozon")
     copy_deliveries(engine, ozon, "SKU-1")
     copy_deliveries(engine, ozon, "SKU-2")
-    # SKU-1 was delivered on the one channel (its delivery and cursor say so; the message's
-    # old column still says new), and SKU-2's old column says cancelled while both its
-    # deliveries wait: the old reading would send SKU-1 again and never SKU-2.
+    # SKU-1 was delivered on the one channel (its delivery and cursor say so) and waits on
+    # ozon; SKU-2 waits on both.
     set_delivery(engine, ONE, "SKU-1", 1, state=State.DELIVERED.value)
     set_cursor(engine, ONE, "SKU-1", done_version=1)
-    with transaction(engine) as c:
-        c.execute(update(messages).where(messages.c.aggregate == "SKU-2").values(state="cancelled"))
     assert claimed(claim(engine, clock, ONE)) == [("SKU-2", 1, ONE)]
     assert claimed(claim(engine, clock, ozon)) == [("SKU-1", 1, ozon), ("SKU-2", 1, ozon)]
     assert claimed(claim(engine, clock, ozon)) == [], "each channel's deliveries once"
@@ -218,7 +203,6 @@ def test_a_lease_on_one_channel_does_not_block_another_channels_lease_on_the_agg
     assert record(engine, clock, on_ozon, "w2") == 1
     assert delivery(engine, ozon, "SKU-1", 1)["state"] == State.DELIVERED.value
     assert delivery(engine, ONE, "SKU-1", 1)["state"] == State.IN_PROGRESS.value
-    assert old_state(engine, "SKU-1", 1) == State.IN_PROGRESS.value, "the old column: one's"
     with transaction(engine, read_only=True) as c:
         cursors = dict(
             c.execute(
@@ -289,8 +273,7 @@ def test_one_sweep_coalesces_each_channel_against_its_own_versions_and_cursor(
             ).all()
         )
     assert moves == [("stale", ozon), ("superseded", ONE)]
-    # The old column mirrors the one channel: ozon's stale SKU-2 left it as it was.
-    assert (old_state(engine, "SKU-1", 1), old_state(engine, "SKU-2", 1)) == ("cancelled", "new")
+    assert delivery(engine, ONE, "SKU-2", 1)["state"] == "new", "ozon's stale left one's alone"
 
 
 def test_a_gap_is_checked_on_each_channel(engine: Engine, clock: FakeClock) -> None:
@@ -337,7 +320,6 @@ def test_an_exhausted_lease_expires_on_its_own_channel(engine: Engine, clock: Fa
         assert lease.expire_exhausted(c, now=clock.now(), max_attempts=3) == 1
     assert delivery(engine, ozon, "SKU-1", 1)["state"] == "quarantined"
     assert delivery(engine, ONE, "SKU-1", 1)["state"] == "in_progress", "one may take it over"
-    assert old_state(engine, "SKU-1", 1) == "in_progress"
 
 
 # -- withheld ----------------------------------------------------------------------------------

@@ -27,10 +27,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, literal, select, update
 
+from exchange.db import schema
 from exchange.db.channels import ChannelConflict, register, registry, taking
 from exchange.db.engine import is_postgres, make_engine, transaction
-from exchange.db.schema import channel_aggregates, channels, deliveries, history, messages
-from exchange.dev.testing import posting_row, price_row, raw_row, stage
+from exchange.db.schema import channel_aggregates, channels, deliveries, history
+from exchange.dev.testing import one_channel_messages, posting_row, price_row, raw_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.policy import KindPolicies, Policy
 from exchange.errors import OperatorError
@@ -38,6 +39,10 @@ from exchange.intake import staging_table as intake
 from exchange.ops.channels import list_channels
 from exchange.queue import channels as channel_ops
 from exchange.queue.channels import Seeded
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 KINDS = {"price": Policy.LATEST_WINS, "financial_posting": Policy.STRICT}
 POLICIES = KindPolicies.of(KINDS)
@@ -455,19 +460,21 @@ def test_drop_cancels_waiting_deliveries_with_reason_operator_and_note_and_leave
     assert sorted(messages_after) == sorted(messages_before)  # nor the one channel's columns
 
 
-def test_dropping_the_one_channel_cancels_its_messages_too(
+def test_dropping_the_one_channel_cancels_its_deliveries_and_leaves_the_messages_rows_alone(
     engine: Engine, clock: FakeClock
 ) -> None:
-    """Until the old columns go, a message's own state is the one channel's delivery: they
-    move together (the dual write of ``queue.deliveries``)."""
+    """A message's state is its deliveries' (migration 0026): dropping the one channel
+    cancels its deliveries; an accepted message's row holds no state of its own."""
     take(engine, clock, [price_row("S1", 1), posting_row("D1", 1)])
     with transaction(engine) as c:
         dropped = channel_ops.drop(c, "api", operator="anna", note="gone", now=clock.now())
     assert dropped.cancelled == 2
     with transaction(engine, read_only=True) as c:
-        assert set(c.execute(select(messages.c.state, messages.c.reason)).all()) == {
+        assert set(c.execute(select(deliveries.c.state, deliveries.c.reason)).all()) == {
             ("cancelled", "channel-removed")
         }
+        own = schema.messages.c
+        assert set(c.execute(select(own.state, own.reason)).all()) == {(None, None)}
 
 
 def test_drop_needs_a_note_and_a_channel_in_use(engine: Engine, clock: FakeClock) -> None:

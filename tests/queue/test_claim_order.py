@@ -214,7 +214,6 @@ def test_a_claim_without_the_claim_order_index_fails_instead_of_scanning(tmp_pat
     engine, settings, clock = _skewed(tmp_path, 50)
     with transaction(engine) as c:
         c.exec_driver_sql("DROP INDEX ix_deliveries_claim_rank")
-        c.exec_driver_sql("DROP INDEX ix_messages_claim_rank")
     with pytest.raises(DatabaseUnavailable, match="no such index: ix_deliveries_claim_rank"):
         claim(engine, settings, clock, 20)
     with pytest.raises(DatabaseUnavailable, match="no such index: ix_deliveries_claim_rank"):

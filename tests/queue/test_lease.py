@@ -18,11 +18,13 @@ import pytest
 from sqlalchemy import Engine, RowMapping, event, select
 
 from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import aggregates, deliveries, history, messages
+from exchange.db.schema import deliveries, history
 from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.testing import (
     fast_settings,
     in_flight_overlaps,
+    one_channel_aggregates,
+    one_channel_messages,
     posting_row,
     price_row,
     stage,
@@ -38,6 +40,11 @@ from exchange.queue import record as recording
 from exchange.settings import Settings
 from exchange.targets.shop_api.answers import classify
 from exchange.targets.shop_api.client import Response
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
+aggregates = one_channel_aggregates()
 
 LEASE = 30.0
 MAX_ATTEMPTS = 3
@@ -248,12 +255,11 @@ def test_a_later_record_of_an_older_delivered_version_never_lowers_done_version(
     take(engine, settings, clock, [price_row("SKU-1", 3)])
     pk = message(engine, "SKU-1", 3)["id"]
     with transaction(engine) as c:
-        for table, key in ((messages, messages.c.id), (deliveries, deliveries.c.message_pk)):
-            c.execute(
-                table.update()
-                .where(key == pk)
-                .values(state="in_progress", lease_token="t-old", attempts=1)
-            )
+        c.execute(
+            deliveries.update()
+            .where(deliveries.c.message_pk == pk)
+            .values(state="in_progress", lease_token="t-old", attempts=1)
+        )
     old = lease.Leased(
         pk,
         "m",
@@ -877,7 +883,7 @@ def test_the_claims_update_finds_each_message_by_id_not_by_scanning_a_state(
     """SQLite: a batch's shared values go once, but a condition on a constant (``state =
     'new'``) let the planner search the state's index and scan every message in that state
     for each change: 275 ms a claim of 100 with 9,600 pending (0.7 ms by id). The UPDATEs of
-    a claim and its record must search messages, and deliveries, by primary key."""
+    a claim and its record must search the deliveries by primary key."""
     url = sqlite_copy(tmp_path / "plan.db")
     engine = make_engine(url)
     settings = fast_settings(url, lease_seconds=LEASE, max_attempts=MAX_ATTEMPTS)
@@ -886,7 +892,7 @@ def test_the_claims_update_finds_each_message_by_id_not_by_scanning_a_state(
     updates: list[tuple[str, Any]] = []
 
     def seen(conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
-        if statement.startswith(("UPDATE messages", "UPDATE deliveries")):
+        if statement.startswith("UPDATE deliveries"):
             updates.append((statement, parameters))
 
     event.listen(engine, "after_cursor_execute", seen)
@@ -895,19 +901,16 @@ def test_the_claims_update_finds_each_message_by_id_not_by_scanning_a_state(
         record(engine, settings, clock, batch, delivered())
     finally:
         event.remove(engine, "after_cursor_execute", seen)
-    assert len(updates) == 4
+    assert len(updates) == 2  # the claim's, the record's
     with engine.connect() as c:
         for statement, parameters in updates:
             plan = " | ".join(
                 row[-1] for row in c.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)
             )
-            if statement.startswith("UPDATE messages"):
-                assert "SEARCH messages USING INTEGER PRIMARY KEY" in plan, plan
-                assert "SCAN messages" not in plan and "messages USING INDEX" not in plan, plan
-            else:  # by (message, channel): the primary key's own index
-                key = "SEARCH deliveries USING INDEX sqlite_autoindex_deliveries_1 "
-                assert key + "(message_pk=? AND channel_id=?)" in plan, plan
-                assert "SCAN deliveries" not in plan, plan
+            # by (message, channel): the primary key's own index
+            key = "SEARCH deliveries USING INDEX sqlite_autoindex_deliveries_1 "
+            assert key + "(message_pk=? AND channel_id=?)" in plan, plan
+            assert "SCAN deliveries" not in plan, plan
     engine.dispose()
 
 

@@ -64,11 +64,6 @@ def test_priority_never_bypasses_retry_after_nor_strict_order(
     take(engine, settings, clock, [*rows, posting_row("DOC-1", 1), posting_row("DOC-1", 2)])
     later = clock.now() + timedelta(seconds=60)
     with transaction(engine) as c:  # as a 429 with Retry-After: 60 leaves it
-        c.execute(
-            update(messages)
-            .where(messages.c.aggregate == "SKU-010")
-            .values(state=State.DELAYED.value, next_try_at=later)
-        )
         pk = select(messages.c.id).where(messages.c.aggregate == "SKU-010").scalar_subquery()
         c.execute(
             update(deliveries)

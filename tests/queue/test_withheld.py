@@ -15,13 +15,27 @@ from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import aggregates, channel_aggregates, deliveries, history, messages
+from exchange.db.schema import channel_aggregates, deliveries, history
 from exchange.delivery import withheld as withheld_delivery
-from exchange.dev.testing import FakeSite, drain, fast_settings, price_row, run_worker, stage
+from exchange.dev.testing import (
+    FakeSite,
+    drain,
+    fast_settings,
+    one_channel_aggregates,
+    one_channel_messages,
+    price_row,
+    run_worker,
+    stage,
+)
 from exchange.domain.clock import FakeClock
 from exchange.domain.states import Event, IllegalTransition, State, check
 from exchange.targets.base import Target
 from exchange.worker import Worker
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
+aggregates = one_channel_aggregates()
 
 T = TypeVar("T")
 

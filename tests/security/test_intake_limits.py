@@ -20,11 +20,11 @@ from sqlalchemy import Engine, select
 from web_helpers import PASSWORD, TOKEN, USER, running, web_settings
 
 from exchange.db.engine import transaction
-from exchange.db.schema import messages, staging
+from exchange.db.schema import staging
 from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, offers_xml
 from exchange.dev.dbkit import sqlite_copy
 from exchange.dev.onec_client import OneCClient
-from exchange.dev.testing import price_row, stage
+from exchange.dev.testing import one_channel_messages, price_row, stage
 from exchange.domain.identity import message_id
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake import staging_table
@@ -32,6 +32,10 @@ from exchange.intake.contracts import Accepted, StagingRow
 from exchange.intake.intents import BodyError
 from exchange.intake.sources.common import intents_of
 from exchange.settings import load_settings
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 LIMIT = 2**62
 KINDS = dict(DEFAULT_KINDS)

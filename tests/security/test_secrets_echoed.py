@@ -25,12 +25,16 @@ from sqlalchemy import Engine, select
 from exchange import app as bootstrap
 from exchange import logs
 from exchange.db.engine import transaction
-from exchange.db.schema import history, messages
-from exchange.dev.testing import FAST, price_row, run_worker, stage
+from exchange.db.schema import history
+from exchange.dev.testing import FAST, one_channel_messages, price_row, run_worker, stage
 from exchange.ops.quarantine import Filters
 from exchange.report import collect as report
 from exchange.settings import load_settings
 from exchange.targets.shop_api.client import SiteClient
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 # A token of visible ASCII that every quoting spells differently: a backslash and a quote
 # (repr, JSON), "+", "/" and "=" (percent-encoding), "&" and "<" (HTML).

@@ -37,10 +37,14 @@ import exchange.db.engine
 from exchange import app as bootstrap
 from exchange import logs
 from exchange.db.engine import transaction
-from exchange.db.schema import messages, staging
+from exchange.db.schema import staging
 from exchange.dev.sitesim import SiteSimulator
-from exchange.dev.testing import fast_settings, load_scale, run_worker, stage
+from exchange.dev.testing import fast_settings, load_scale, one_channel_messages, run_worker, stage
 from exchange.domain.identity import message_id
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 
 def _import_main() -> Callable[[], None]:

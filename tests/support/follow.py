@@ -1,63 +1,57 @@
-"""For tests that set a message's state by writing ``messages`` (or a cursor by writing
-``aggregates``) directly, as the setup of a scene: ``follow`` makes the one channel's
-deliveries and cursors say the same, as the writers' dual write does (issue 31, step 2), so
-that readers of ``deliveries`` (step 3) see the scene. Messages inserted directly get their
-delivery, aggregates their cursor."""
+"""For tests that set the scene by writing a delivery's state (or an aggregate's cursor)
+directly: a delivery's columns live only in ``deliveries`` and a cursor's in
+``channel_aggregates`` (migration 0026 dropped the one channel's copy on ``messages`` and
+``aggregates``), so a scene names the messages (or aggregates) by their own columns and sets
+their delivery (cursor) on one channel, the one channel by default."""
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, exists, select, update
+from typing import Any
 
-from exchange.db.engine import is_postgres
-from exchange.db.schema import (
-    CURSOR_COLUMNS,
-    DELIVERY_COLUMNS,
-    aggregates,
-    channel_aggregates,
-    deliveries,
-    messages,
-)
-from exchange.queue.deliveries import (
-    COPIED,
-    one_channel_cursors,
-    one_channel_deliveries,
-    the_channel,
-)
+from sqlalchemy import ColumnElement, Connection, select, update
 
-MIRRORED = (*COPIED, *DELIVERY_COLUMNS)
+from exchange.db.schema import aggregates, channel_aggregates, deliveries, messages
+from exchange.queue.deliveries import the_channel
 
 
-def follow(connection: Connection) -> None:
-    """The one channel's deliveries and cursors take their messages' and aggregates' values."""
-    missing = (
-        select(messages)
-        .where(
-            ~messages.c.rejected,
-            ~exists().where(deliveries.c.message_pk == messages.c.id),
-        )
-        .subquery("missing")
-    )
-    connection.execute(one_channel_deliveries(missing))
-    connection.execute(
-        update(deliveries).values(
-            {
-                name: select(messages.c[name])
-                .where(messages.c.id == deliveries.c.message_pk)
-                .scalar_subquery()
-                for name in MIRRORED
-            }
-        )
-    )
-    connection.execute(one_channel_cursors(is_postgres(connection), aggregates.c.id.is_not(None)))
-    connection.execute(
+def set_delivery(
+    connection: Connection,
+    where: ColumnElement[bool] | None = None,
+    *,
+    channel_id: int | None = None,
+    **values: Any,
+) -> int:
+    """Set ``values`` (delivery columns: ``state``, ``reason``, …) on the delivery of every
+    message ``where`` (a condition on ``messages``; None: every message) selects, on the
+    channel ``channel_id`` (None: the one channel). Returns how many deliveries changed."""
+    chosen = select(messages.c.id)
+    if where is not None:
+        chosen = chosen.where(where)
+    channel = the_channel() if channel_id is None else channel_id
+    return connection.execute(
+        update(deliveries)
+        .where(deliveries.c.message_pk.in_(chosen.scalar_subquery()))
+        .where(deliveries.c.channel_id == channel)
+        .values(**values)
+    ).rowcount
+
+
+def set_cursor(
+    connection: Connection,
+    where: ColumnElement[bool] | None = None,
+    *,
+    channel_id: int | None = None,
+    **values: Any,
+) -> int:
+    """Set ``values`` (``done_version``, the lease) on the cursor of every aggregate ``where``
+    (a condition on ``aggregates``) selects, on the channel ``channel_id`` (None: the one)."""
+    chosen = select(aggregates.c.id)
+    if where is not None:
+        chosen = chosen.where(where)
+    channel = the_channel() if channel_id is None else channel_id
+    return connection.execute(
         update(channel_aggregates)
-        .where(channel_aggregates.c.channel_id == the_channel())
-        .values(
-            {
-                name: select(aggregates.c[name])
-                .where(aggregates.c.id == channel_aggregates.c.aggregate_id)
-                .scalar_subquery()
-                for name in CURSOR_COLUMNS
-            }
-        )
-    )
+        .where(channel_aggregates.c.aggregate_id.in_(chosen.scalar_subquery()))
+        .where(channel_aggregates.c.channel_id == channel)
+        .values(**values)
+    ).rowcount

@@ -12,9 +12,10 @@ from typing import Any
 
 from sqlalchemy import Engine, RowMapping, func, select
 
+from exchange.db import schema
 from exchange.db.engine import transaction
-from exchange.db.schema import aggregates, history, messages, staging, workers
-from exchange.dev.testing import stage
+from exchange.db.schema import history, staging, workers
+from exchange.dev.testing import one_channel_aggregates, one_channel_messages, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
@@ -23,6 +24,11 @@ from exchange.ops import quarantine
 from exchange.ops.quarantine import Filters
 from exchange.queue import coalesce, lease, record
 from exchange.settings import Settings
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
+aggregates = one_channel_aggregates()
 
 DELIVERED = Decision(Event.DELIVERED, State.DELIVERED, "200 OK", http_status=200, receipt="ok")
 
@@ -149,7 +155,15 @@ def snapshot(engine: Engine) -> dict[str, Any]:
     with transaction(engine, read_only=True) as c:
         return {
             table.name: sorted(tuple(row) for row in c.execute(select(table)))
-            for table in (messages, history, aggregates, staging, workers)
+            for table in (
+                schema.messages,
+                schema.deliveries,
+                history,
+                schema.aggregates,
+                schema.channel_aggregates,
+                staging,
+                workers,
+            )
         }
 
 

@@ -17,12 +17,16 @@ from typing import Any
 from sqlalchemy import Connection, Engine, insert, select, update
 
 from exchange.db.engine import transaction
-from exchange.db.schema import channel_aggregates, channels, deliveries, messages
-from exchange.dev.testing import price_row, raw_row, stage
+from exchange.db.schema import channel_aggregates, channels, deliveries
+from exchange.dev.testing import one_channel_messages, price_row, raw_row, stage
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.domain.states import State
 from exchange.intake.staging_table import take
 from exchange.queue.deliveries import one_channel
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 # A delivery's state and reason on ``second``, by aggregate.
 States = dict[str, tuple[str, str | None]]
@@ -44,12 +48,10 @@ def taken(engine: Engine, rows: list[dict[str, Any]], now: datetime) -> None:
 
 
 def on_the_one(engine: Engine, aggregate: str, **values: Any) -> None:
-    """The message's delivery on the one channel (and, as the writers still keep them, its
-    old columns on ``messages``) takes ``values``."""
+    """The message's delivery on the one channel takes ``values``."""
     with transaction(engine) as connection:
         pk = pk_of(connection, aggregate)
         the_one = one_channel(connection)
-        connection.execute(update(messages).where(messages.c.id == pk).values(**values))
         connection.execute(
             update(deliveries)
             .where(deliveries.c.message_pk == pk, deliveries.c.channel_id == the_one)

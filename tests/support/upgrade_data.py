@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import sqlalchemy as sa
 from sqlalchemy import Connection, Engine, func, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import (
-    aggregates,
     cml_package_repeats,
     cml_packages,
     delivery_pause,
@@ -238,6 +238,21 @@ def _quarantined_ids(connection: Connection) -> dict[str, str]:
 # -- what a migration must keep ----------------------------------------------------------------
 
 
+_TIMES = {"next_try_at", "locked_until", "leased_at", "updated_at", "waiting_since", "lease_until"}
+
+
+def _typed(name: str, value: Any) -> Any:
+    """A value read with plain SQL as the models read it: a time as an aware UTC datetime
+    (SQLite gives text), a flag as a bool (SQLite gives 0 or 1)."""
+    if name in _TIMES and isinstance(value, str):
+        return datetime.fromisoformat(value).replace(tzinfo=UTC)
+    if name in _TIMES and isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    if name == "rejected" and value is not None:
+        return bool(value)
+    return value
+
+
 def _text(value: Any) -> Any:
     """A value as the manifest writes it: times in UTC ISO form, the rest as JSON has it."""
     if isinstance(value, datetime):
@@ -287,16 +302,114 @@ HISTORY_COLUMNS = (
 )
 
 
+# What a delivery holds of a message (contract 13): the columns the one-target service kept on
+# ``messages``, which migration 0026 dropped there (but a rejected record's own).
+DELIVERY_OF_MESSAGE = (
+    "state",
+    "reason",
+    "superseded_by",
+    "attempts",
+    "next_try_at",
+    "locked_by",
+    "locked_until",
+    "leased_at",
+    "lease_token",
+    "last_status",
+    "last_error",
+    "receipt",
+    "claim_rank",
+    "updated_at",
+    "waiting_since",
+)
+
+
+def without_record_copies(snap: dict[str, Any]) -> dict[str, Any]:
+    """``snap`` (a manifest made before migration 0026) as that migration leaves it: a
+    rejected record keeps only its own columns on ``messages`` (state, reason, last_error,
+    updated_at and what intake wrote); the delivery columns it had there (no attempt, rank 0,
+    the gap clock at its intake) belonged to no delivery, and were never read for it."""
+    out = dict(snap)
+    out["messages"] = {
+        mid: (
+            {k: v for k, v in row.items() if k == "history" or k in messages.c}
+            if row["rejected"]
+            else row
+        )
+        for mid, row in snap["messages"].items()
+    }
+    return out
+
+
+CURSOR_OF_AGGREGATE = ("done_version", "lease_owner", "lease_token", "lease_until")
+
+
+def _one_target(c: Connection) -> tuple[list[Any], list[Any]]:
+    """The messages and aggregates as the one-target service kept them, whatever the schema:
+    with the old columns (before migration 0026) as they are; after it, each accepted
+    message with its delivery on the one channel (the first registered) and each aggregate
+    with its cursor there, a rejected record with its own state."""
+    tables = set(sa.inspect(c).get_table_names())
+    old = "done_version" in {col["name"] for col in sa.inspect(c).get_columns("aggregates")}
+    if old or "deliveries" not in tables:
+        found = c.execute(sa.text("SELECT * FROM messages ORDER BY id")).mappings().all()
+        cursors = (
+            c.execute(sa.text("SELECT * FROM aggregates ORDER BY kind, aggregate")).mappings().all()
+        )
+        return list(found), list(cursors)
+    channel = "(SELECT min(id) FROM channels)"
+    own = [col.name for col in messages.c if col.name not in DELIVERY_OF_MESSAGE]
+    picked = ", ".join(
+        [f"m.{name}" for name in own]
+        + [
+            f"CASE WHEN m.rejected THEN m.{name} ELSE d.{name} END AS {name}"
+            if name in messages.c
+            else f"d.{name}"
+            for name in DELIVERY_OF_MESSAGE
+        ]
+    )
+    found = (
+        c.execute(
+            sa.text(
+                f"SELECT {picked} FROM messages m LEFT JOIN deliveries d ON d.message_pk = m.id "
+                f"AND d.channel_id = {channel} ORDER BY m.id"
+            )
+        )
+        .mappings()
+        .all()
+    )
+    # A rejected record has no delivery: only its own columns on ``messages`` are its.
+    found = [
+        {k: v for k, v in row.items() if k in messages.c} if row["rejected"] else row
+        for row in found
+    ]
+    cursors = (
+        c.execute(
+            sa.text(
+                "SELECT a.kind, a.aggregate, "
+                + ", ".join(f"ca.{name}" for name in CURSOR_OF_AGGREGATE)
+                + " FROM aggregates a LEFT JOIN channel_aggregates ca ON ca.aggregate_id = a.id "
+                f"AND ca.channel_id = {channel} ORDER BY a.kind, a.aggregate"
+            )
+        )
+        .mappings()
+        .all()
+    )
+    return list(found), list(cursors)
+
+
 def snapshot(engine: Engine) -> dict[str, Any]:
     """Everything of the one-target service's data that an upgrade must keep, by message_id
-    and by key (never by surrogate id, which a migration may renumber)."""
+    and by key (never by surrogate id, which a migration may renumber): after migration 0026,
+    the one channel's deliveries and cursors stand for the old columns (``_one_target``)."""
     with transaction(engine, read_only=True) as c:
         out: dict[str, Any] = {}
         by_pk: dict[int, str] = {}
         rows: dict[str, dict[str, Any]] = {}
-        for row in c.execute(select(messages).order_by(messages.c.id)).mappings():
+        found, cursors = _one_target(c)
+        for row in found:
             by_pk[row["id"]] = row["message_id"]
-            rows[row["message_id"]] = {k: _text(row[k]) for k in MESSAGE_COLUMNS}
+            kept = [k for k in MESSAGE_COLUMNS if k in row]  # a record's after 0026: its own
+            rows[row["message_id"]] = {k: _text(_typed(k, row[k])) for k in kept}
             rows[row["message_id"]]["history"] = []
         for row in c.execute(select(history).order_by(history.c.id)).mappings():
             rows[by_pk[row["message_pk"]]]["history"].append(
@@ -304,15 +417,13 @@ def snapshot(engine: Engine) -> dict[str, Any]:
             )
         out["messages"] = rows
         out["aggregates"] = {
-            f"{r.kind} {r.aggregate}": {
-                "done_version": r.done_version,
-                "lease_owner": r.lease_owner,
-                "lease_token": r.lease_token,
-                "lease_until": _text(r.lease_until),
+            f"{r['kind']} {r['aggregate']}": {
+                "done_version": r["done_version"],
+                "lease_owner": r["lease_owner"],
+                "lease_token": r["lease_token"],
+                "lease_until": _text(_typed("lease_until", r["lease_until"])),
             }
-            for r in c.execute(
-                select(aggregates).order_by(aggregates.c.kind, aggregates.c.aggregate)
-            )
+            for r in cursors
         }
         out["workers"] = {
             r.worker_id: {

@@ -26,11 +26,15 @@ from workbench_helpers import add_operator, close_all, signed_in
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import cml_exchanges, http_keys, messages, price_owners, staging
+from exchange.db.schema import cml_exchanges, http_keys, price_owners, staging
 from exchange.dev.cml_gen import CmlOffer, CmlPrice, CmlType, Package, catalogue_xml, offers_xml
 from exchange.dev.onec_client import OneCClient
 from exchange.dev.sitesim import Faults, SiteSimulator
-from exchange.dev.testing import fast_settings, price_row, run_worker, stage
+from exchange.dev.testing import fast_settings, one_channel_messages, price_row, run_worker, stage
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 Serve = Callable[..., str]
 RETAIL = CmlType("t-retail", "Розничная", "руб")

@@ -13,10 +13,14 @@ from sqlalchemy import Engine, insert, select
 from workbench_helpers import csrf_of, signed_in
 
 from exchange.db.engine import transaction
-from exchange.db.schema import channel_aggregates, channels, deliveries, history, messages
-from exchange.dev.testing import price_row, stage
+from exchange.db.schema import channel_aggregates, channels, deliveries, history
+from exchange.dev.testing import one_channel_messages, price_row, stage
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake.staging_table import take
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 NOW = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, select
 from workbench_helpers import csrf_of, signed_in
 
 from exchange.db.engine import transaction
@@ -18,7 +18,7 @@ from exchange.db.schema import history, messages
 from exchange.dev.testing import price_row, stage
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake.staging_table import take
-from tests.support.follow import follow
+from tests.support.follow import set_delivery
 
 NOTE = "Клиент звонил: цена на витрине старая"
 
@@ -29,8 +29,7 @@ def _message(engine: Engine, sku: str, **values: Any) -> str:
     take(engine, None, dict(DEFAULT_KINDS), datetime.now(UTC))
     with transaction(engine) as connection:
         if values:
-            connection.execute(update(messages).where(messages.c.aggregate == sku).values(**values))
-            follow(connection)
+            set_delivery(connection, messages.c.aggregate == sku, **values)
         return str(
             connection.execute(
                 select(messages.c.message_id).where(messages.c.aggregate == sku)
@@ -83,10 +82,7 @@ def test_a_failed_put_first_keeps_the_form_and_the_note_and_a_done_one_says_so(
     assert _text(page, "done") == "Готово: сообщение поставлено первым в очередь."
     # delivered meanwhile: put first fails; its page again, with why and the note typed
     with transaction(db) as connection:
-        connection.execute(
-            update(messages).where(messages.c.message_id == mid).values(state="delivered")
-        )
-        follow(connection)
+        set_delivery(connection, messages.c.message_id == mid, state="delivered")
     failed = _post(client, "/action/prioritize", back, {"message_id": mid, "note": NOTE})
     assert failed.status_code == 400
     assert _text(failed.text, "product") == "Кофе молотый 250 г"
@@ -105,10 +101,7 @@ def test_a_failed_put_first_on_a_waiting_message_keeps_the_note_in_its_field(
     client = signed_in(olga, "olga")
     csrf = csrf_of(client, f"/message/{mid}")
     with transaction(db) as connection:
-        connection.execute(
-            update(messages).where(messages.c.message_id == mid).values(state="cancelled")
-        )
-        follow(connection)
+        set_delivery(connection, messages.c.message_id == mid, state="cancelled")
     failed = client.post("/action/prioritize", data={"csrf": csrf, "message_id": mid, "note": NOTE})
     assert failed.status_code == 400 and _text(failed.text, "action-error")
     assert "Клиент звонил" in html.unescape(failed.text)  # the note, kept (shown or in a field)
@@ -132,10 +125,7 @@ def test_a_retry_confirmed_without_a_note_or_too_late_keeps_its_form_and_note(
     assert "Нужно примечание" in _text(no_note.text, "action-error")
     # another operator retried it meanwhile: the confirmation fails; the note is not lost
     with transaction(db) as connection:
-        connection.execute(
-            update(messages).where(messages.c.message_id == mid).values(state="new", reason=None)
-        )
-        follow(connection)
+        set_delivery(connection, messages.c.message_id == mid, state="new", reason=None)
     late = client.post("/action/confirm", data={**fields, "note": NOTE})
     assert late.status_code == 400
     assert NOTE in html.unescape(late.text)
@@ -168,10 +158,7 @@ def test_a_confirmation_after_another_cancelled_it_keeps_the_form_and_says_why_i
     client = signed_in(olga, "olga")
     csrf = csrf_of(client, "/quarantine")
     with transaction(db) as connection:
-        connection.execute(
-            update(messages).where(messages.c.message_id == first).values(state="cancelled")
-        )
-        follow(connection)
+        set_delivery(connection, messages.c.message_id == first, state="cancelled")
     both = client.post(
         "/action/confirm",
         data={

@@ -14,22 +14,28 @@ from sqlalchemy import Engine, insert, update
 from workbench_helpers import signed_in
 
 from exchange.db.engine import transaction
-from exchange.db.schema import cml_exchanges, cml_packages, messages
+from exchange.db.schema import DELIVERY_COLUMNS, cml_exchanges, cml_packages, messages
 from exchange.dev.testing import price_row, stage
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.domain.reasons import CANCELLED_REASONS
 from exchange.intake.staging_table import take
-from tests.support.follow import follow
+from tests.support.follow import set_delivery
 
 REF = "1C exchange offers.xml 2026-12-05T06:00:00"
 
 
 def _put(engine: Engine, aggregate: str, **values: Any) -> None:
+    """The aggregate's messages take ``values``: a delivery's columns on their delivery on the
+    one channel, the others (``payload``) on the message itself."""
+    own = {name: value for name, value in values.items() if name not in DELIVERY_COLUMNS}
+    delivered = {name: value for name, value in values.items() if name in DELIVERY_COLUMNS}
     with transaction(engine) as connection:
-        connection.execute(
-            update(messages).where(messages.c.aggregate == aggregate).values(**values)
-        )
-        follow(connection)
+        if own:
+            connection.execute(
+                update(messages).where(messages.c.aggregate == aggregate).values(**own)
+            )
+        if delivered:
+            set_delivery(connection, messages.c.aggregate == aggregate, **delivered)
 
 
 def _taken(engine: Engine) -> datetime:

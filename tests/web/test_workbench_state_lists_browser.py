@@ -11,15 +11,14 @@ from typing import Any
 
 import pytest
 from browser_helpers import NARROW, VIEWPORT, no_sideways_scroll, shot, sign_in
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine
 from workbench_helpers import add_operator
 
 from exchange.db.engine import transaction
-from exchange.db.schema import messages
 from exchange.dev.testing import price_row, stage
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake.staging_table import take
-from tests.support.follow import follow
+from tests.support.follow import set_delivery
 
 GUID_ID = "bd72d8f9-55bc-11d9-848a-00112f43529a#bd72d8fa-55bc-11d9-848a-00112f43529a"
 NAME = "Женские ботфорты коричневые (38)"
@@ -36,15 +35,13 @@ def test_from_the_dashboard_to_a_delayed_price_and_its_page(
     now = datetime.now(UTC)
     take(db, None, dict(DEFAULT_KINDS), now)
     with transaction(db) as connection:
-        connection.execute(
-            update(messages).values(
-                state="delayed",
-                reason="http-503",
-                next_try_at=now + timedelta(seconds=45),
-                updated_at=now - timedelta(minutes=2),
-            )
+        set_delivery(
+            connection,
+            state="delayed",
+            reason="http-503",
+            next_try_at=now + timedelta(seconds=45),
+            updated_at=now - timedelta(minutes=2),
         )
-        follow(connection)  # the lists read the channel's deliveries
     context = browser.new_context(viewport=viewport, locale="ru-RU")
     page = context.new_page()
     sign_in(page, base, "olga")

@@ -20,9 +20,16 @@ from workbench_helpers import add_operator, close_all, signed_in
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import cml_exchanges, messages
+from exchange.db.schema import cml_exchanges
 from exchange.dev.sitesim import SiteSimulator
-from exchange.dev.testing import fast_settings, price_row, raw_row, run_worker, stage
+from exchange.dev.testing import (
+    fast_settings,
+    one_channel_messages,
+    price_row,
+    raw_row,
+    run_worker,
+    stage,
+)
 from exchange.dev.woosim import WooSimulator
 from exchange.domain.policy import Policy
 from exchange.domain.reasons import Reason
@@ -31,6 +38,10 @@ from exchange.intake.sources.common import take as take_from_broker
 from exchange.intake.staging_table import take
 from exchange.report.words import next_check
 from exchange.words import messages_counted, page_steps, word
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 # What a page must not show as the service's own words: the English stored texts, and a
 # command of the command line where a page has buttons.

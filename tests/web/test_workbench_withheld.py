@@ -15,9 +15,13 @@ from workbench_helpers import add_operator, csrf_of, signed_in
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import history, messages
+from exchange.db.schema import history
 from exchange.dev.sitesim import Faults, SiteSimulator
-from exchange.dev.testing import fast_settings, price_row, run_worker, stage
+from exchange.dev.testing import fast_settings, one_channel_messages, price_row, run_worker, stage
+
+# Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
+# with its delivery and cursor on the one channel instead.
+messages = one_channel_messages()
 
 TOKEN = "test-token"
 NOTE = "цену проверили с закупкой"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from browser_helpers import new_page, shot, sign_in
-from sqlalchemy import Engine, insert, update
+from sqlalchemy import Engine, insert
 from workbench_helpers import SKU, add_operator, deliver, message_id_of, quarantine_some
 
 from exchange.db.engine import transaction
@@ -22,7 +22,7 @@ from exchange.dev.testing import posting_row, price_row, stage
 from exchange.ops.find import known_reasons
 from exchange.report.words import next_check
 from exchange.words import page_steps
-from tests.support.follow import follow
+from tests.support.follow import set_delivery
 
 # Codes and names a Russian page may show as they are: what an operator types or configures.
 # Not message_id (a column says «Код сообщения») nor the kinds price and financial_posting (said
@@ -185,12 +185,13 @@ def test_an_english_browser_reads_404_and_the_services_own_details_in_russian(
     )
     with transaction(db) as connection:
         for sku, detail in zip(("SKU-0200", "SKU-0201"), details, strict=True):
-            connection.execute(
-                update(messages)
-                .where(messages.c.aggregate == sku)
-                .values(state="quarantined", reason="version-conflict", last_error=detail)
+            set_delivery(
+                connection,
+                messages.c.aggregate == sku,
+                state="quarantined",
+                reason="version-conflict",
+                last_error=detail,
             )
-        follow(connection)  # the lists read the channel's deliveries
     sign_in(page, base, "olga")
     page.goto(f"{base}/quarantine")
     said = " ".join(page.locator("td.err").all_inner_texts())

@@ -419,9 +419,7 @@ def _insert(
                 "taken_at": now,
                 "state": State.QUARANTINED.value,
                 "reason": refusal.reason,
-                "attempts": 0,
                 "last_error": storable(f"{refusal.where}: {refusal.detail}"),
-                "waiting_since": now,
                 "updated_at": now,
             }
         )

@@ -3,7 +3,7 @@ catalogue's vendor code -> ``nmID`` map and the upload tasks in flight (contract
 
 The target never reaches the database (the layers forbid it): ``exchange.app`` hands it
 ``exchange.db.wb_store.DbWbStore`` (tables ``wb_nm_ids``, ``wb_catalogues``, ``wb_tasks``,
-migration 0029); the tests and ``exchange check`` may hand it ``MemoryWbStore``.
+migration 0027); the tests and ``exchange check`` may hand it ``MemoryWbStore``.
 
 A task row is written as soon as WB answers the upload, before any poll: a worker that stops
 (or is killed) after that finds the row on its next attempt, and polls the task instead of

@@ -7,8 +7,8 @@ was last rebuilt (at most every ``wb_catalogue_refresh``); ``wb_tasks``: the upl
 flight for each (channel, ``nmID``), written as soon as WB answers the upload, before any poll,
 so that a restart polls the task instead of uploading again (docs/design/channels.md).
 
-Revision ID: 0029
-Revises: 0025
+Revision ID: 0027
+Revises: 0026
 Create Date: 2026-12-05
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0029"
-down_revision: str | None = "0025"
+revision: str = "0027"
+down_revision: str | None = "0026"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
