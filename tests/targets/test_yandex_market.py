@@ -701,3 +701,67 @@ def test_a_400_that_names_no_offer_of_the_request_decides_the_whole_request() ->
     )
     assert {} == answers.named_offers(response, ["A"])
     assert Verdict.TERMINAL == answers.whole(response).verdict
+
+
+@pytest.mark.parametrize("ym", [{"offers_per_minute": 6}], indirect=True, ids=["spent"])
+def test_a_420_still_refused_is_the_pace_never_a_failure_the_breaker_counts_or_charged(
+    ym: YmSimulator,
+) -> None:
+    """Contract 14: Yandex's 420 is its pace. The simulator's minute never ends (its clock
+    stands still) and its budget of 6 offers is spent: the update, waited out and refused
+    ``TRIES`` times, waits (``AWAITING``: not charged, not TEMPORARY for the breaker)."""
+    clock = Clock()
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        await t.send([price(f"SKU-{n}", 1, "10") for n in range(5)])
+        return await t.send([price(f"SKU-{n}", 1, "10") for n in range(5, 10)])
+
+    found = run(
+        lambda: target(ym, offers_per_minute=1000, monotonic=clock, sleep=clock.sleep), scenario
+    )
+    assert [Verdict.AWAITING] * 5 == verdicts(found), found
+    said = found[0]
+    assert not said.site_wide and said.http_status is None
+    assert said.again_in is not None and said.again_in > 0
+    assert "420" in said.detail and "Yandex Market" in said.detail
+
+
+def test_a_read_never_asks_for_more_offers_than_the_per_minute_budget() -> None:
+    """Contract 14 (the target's pace owns the request's size): with ym_offers_per_minute 50,
+    a read of 120 offers (``exchange verify``, the withheld recheck) goes in requests of at
+    most 50 offers, never one of 120 Yandex would refuse whole."""
+    simulator = YmSimulator(KEY, BUSINESS, switches=YmSwitches(apply_delay=0), clock=still())
+    simulator.start()
+    recorder = Recorder()
+    clock = Clock()
+    messages = [price(f"SKU-{n}", 1, "10") for n in range(120)]
+
+    async def scenario(t: YandexMarketTarget) -> None:
+        await t.read_prices(messages)
+        await t.withheld_shown(messages)
+        await t.release_withheld(messages)
+
+    try:
+        run(
+            lambda: target(
+                simulator,
+                offers_per_minute=50,
+                transport=recorder,
+                monotonic=clock,
+                sleep=clock.sleep,
+            ),
+            scenario,
+        )
+    finally:
+        simulator.stop()
+    sizes = {
+        path.rsplit("/", 1)[-1] if "quarantine" not in path else path.split("/v2/")[-1]: []
+        for path, _ in recorder.bodies
+    }
+    for path, body in recorder.bodies:
+        key = path.rsplit("/", 1)[-1] if "quarantine" not in path else path.split("/v2/")[-1]
+        sizes[key].append(len(body.get("offerIds", [])))
+    assert sizes, recorder.bodies
+    for method, counts in sizes.items():
+        assert max(counts) <= 50, (method, counts)
+        assert sum(counts) >= 120 or method.endswith("confirm"), (method, counts)
