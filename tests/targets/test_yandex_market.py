@@ -765,3 +765,31 @@ def test_a_read_never_asks_for_more_offers_than_the_per_minute_budget() -> None:
     for method, counts in sizes.items():
         assert max(counts) <= 50, (method, counts)
         assert sum(counts) >= 120 or method.endswith("confirm"), (method, counts)
+
+
+def test_a_release_of_a_price_yandex_no_longer_withholds_never_says_released(
+    ym: YmSimulator,
+) -> None:
+    """Contract 13: ``withheld release`` asks Yandex to confirm only a price it still lists in
+    its quarantine. Retail 300 withheld, then an update carrying the older 1000 (a target that
+    does not know the withheld one) takes the offer out of the quarantine: the release says
+    Yandex shows 1000, not 300, and confirms nothing."""
+    retail = price("SKU-1", 2, "300")
+
+    async def scenario(t: YandexMarketTarget) -> list[Any]:
+        both = [price("SKU-1", 1, "1000"), price("SKU-1", 1, "1500", price_type="old")]
+        await t.send(both)
+        await t.send(both)  # delivered
+        await t.send([retail])
+        assert [Shown.WITHHELD] == await t.withheld_shown([retail])
+        return []
+
+    run(lambda: target(ym), scenario)
+    known = MemoryKnownPrices()
+    known.remember(KnownPrice("SKU-1", "retail", Decimal("1000"), "RUB", 1))
+    run(lambda: target(ym, known=known), lambda t: t.send([price("SKU-1", 2, "1600", price_type="old")]))
+    assert "SKU-1" not in ym.quarantined()
+    (released,) = run(lambda: target(ym), lambda t: t.release_withheld([retail]))
+    assert not released.asked, released
+    assert "value=1000, not 300" in released.detail
+    assert 0 == ym.requests["price-quarantine/confirm"]

@@ -430,6 +430,15 @@ class YandexMarketTarget:
             return [Release(False, whole.classification.detail) for _ in messages]
         wanted = list(dict.fromkeys(offers.values()))
         said: dict[str, Release] = {}
+        try:
+            listed = await self._quarantined(sorted(wanted))
+            unlisted = sorted(o for o in wanted if o not in listed)
+            shown = await self._read_back(unlisted) if unlisted else {}
+        except _Whole as whole:
+            return [Release(False, f"Yandex Market: {whole.classification.detail}") for _ in read]
+        # An offer Yandex no longer withholds has nothing to confirm: what it shows is said
+        # per message below (its price live, or a later update's in its place).
+        wanted = [o for o in wanted if o in listed]
         for start in range(0, len(wanted), min(MAX_CONFIRM, self.per_read)):
             part = wanted[start : start + min(MAX_CONFIRM, self.per_read)]
             try:
@@ -450,8 +459,10 @@ class YandexMarketTarget:
             if offer is None:
                 why = p.detail if isinstance(p, Classification) else "the SKU has no article"
                 out.append(Release(False, f"not a price this channel sent: {why}"))
-            else:
+            elif offer in said:
                 out.append(said[offer])
+            else:
+                out.append(_not_withheld(offer, p, shown.get(offer)))
         return out
 
     # -- items -----------------------------------------------------------------------------
@@ -834,6 +845,26 @@ def _from_receipt(receipt: str | None) -> tuple[str, dict[str, Decimal], datetim
     if at.tzinfo is None or not isinstance(offer, str) or "value" not in fields:
         return None
     return offer, fields, at
+
+
+def _not_withheld(offer: str, price: MappedPrice, seen: _Read | None) -> Release:
+    """A release of a price whose offer Yandex no longer lists in its price quarantine: the
+    price live (nothing to confirm), or another in its place (a later update replaced it; a
+    confirm would release nothing)."""
+    held = seen.shown.get(price.mapped) if seen is not None else None
+    if held == price.amount:
+        return Release(
+            False,
+            f"Yandex Market no longer withholds offer {offer!r} and shows {price.mapped}="
+            f"{number(price.amount)}: nothing to confirm",
+            Shown.LIVE,
+        )
+    now = f"shows {price.mapped}={number(held)}" if held is not None else "does not show it"
+    return Release(
+        False,
+        f"Yandex Market no longer withholds offer {offer!r} and {now}, not "
+        f"{number(price.amount)}: a later update replaced this price, nothing to confirm",
+    )
 
 
 def _rule(item: shared.Item) -> str | None:
