@@ -787,9 +787,31 @@ def test_a_release_of_a_price_yandex_no_longer_withholds_never_says_released(
     run(lambda: target(ym), scenario)
     known = MemoryKnownPrices()
     known.remember(KnownPrice("SKU-1", "retail", Decimal("1000"), "RUB", 1))
-    run(lambda: target(ym, known=known), lambda t: t.send([price("SKU-1", 2, "1600", price_type="old")]))
+    run(
+        lambda: target(ym, known=known),
+        lambda t: t.send([price("SKU-1", 2, "1600", price_type="old")]),
+    )
     assert "SKU-1" not in ym.quarantined()
     (released,) = run(lambda: target(ym), lambda t: t.release_withheld([retail]))
     assert not released.asked, released
     assert "value=1000, not 300" in released.detail
     assert 0 == ym.requests["price-quarantine/confirm"]
+
+
+def test_a_refused_key_pauses_in_the_marketplaces_words_never_the_sites(ym: YmSimulator) -> None:
+    """Contract 14: Yandex Market refusing the Api-Key (401) or its access (403) pauses
+    delivery as the marketplace's key, in words naming Yandex Market and ym_api_key_file,
+    never "the site refused the token"."""
+    from exchange.domain.pause import PauseCause, pause_cause
+    from exchange.ops.attention import pause_words
+
+    (refused,) = run(lambda: target(ym, key="wrong"), lambda t: t.send([price("SKU-1", 1)]))
+    ym.scope = "pricing:read-only"
+    (read_only,) = run(lambda: target(ym), lambda t: t.send([price("SKU-1", 1)]))
+    for answer in (refused, read_only):
+        cause = pause_cause("yandex-market", answer, write_refused=False)
+        assert PauseCause.MARKETPLACE_KEY is cause, answer
+        for lang in ("en", "ru"):
+            said = pause_words(cause.value, answer.detail, lang)
+            assert "site" not in said and "сайт" not in said, said
+            assert "ym_api_key_file" in said

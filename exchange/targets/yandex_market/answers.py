@@ -31,12 +31,14 @@ from typing import Any
 
 import httpx
 
+from exchange.domain.pause import MARKETPLACE_KEY_REFUSED
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.wire import STATUSES
 
 BODY_CAP = 4 * 1024 * 1024
-KEY_REFUSED = "KeyRefused"
-NO_WRITE_RIGHTS = "NoWriteRights"
+# A refused key or one without the right to change prices: the marketplace's key (the pause
+# says so in Yandex Market's and the channel's words, never "the site refused the token").
+KEY_REFUSED = NO_WRITE_RIGHTS = MARKETPLACE_KEY_REFUSED
 RATE_LIMITED = "RateLimited"
 MIGRATING = "BusinessMigrating"
 NOT_THE_API = "NotTheApi"
@@ -152,7 +154,7 @@ def whole(response: httpx.Response) -> Classification:
                 "the cabinet's id and that its API is enabled"
             ),
             http_status=403,
-            error_class=NO_WRITE_RIGHTS if scope else KEY_REFUSED,
+            error_class=MARKETPLACE_KEY_REFUSED,
         )
     if status in (404, 405):
         # No price method answers 404 for an offer (§3.4 names offers inside a 400): the
