@@ -278,7 +278,9 @@ def test_a_withheld_price_is_never_overwritten_by_an_older_one_in_a_sibling_upda
     outcome: dict[str, object] = {}
 
     async def scenario(w: Worker) -> None:
-        stage(engine, [typed_row("SKU-1", "retail", 1, "1000"), typed_row("SKU-1", "old", 1, "1500")])
+        stage(
+            engine, [typed_row("SKU-1", "retail", 1, "1000"), typed_row("SKU-1", "old", 1, "1500")]
+        )
         await until_settled(w, engine)
         stage(engine, [typed_row("SKU-1", "retail", 2, "300")])  # a drop Yandex withholds
         await until_settled(w, engine)
@@ -289,9 +291,13 @@ def test_a_withheld_price_is_never_overwritten_by_an_older_one_in_a_sibling_upda
         outcome["live"] = ym.live("SKU-1")
         outcome["held"] = ym.quarantined().get("SKU-1")
         with transaction(engine, read_only=True) as connection:
-            ids = connection.execute(
-                select(messages.c.message_id).where(messages.c.state == "withheld")
-            ).scalars().all()
+            ids = (
+                connection.execute(
+                    select(messages.c.message_id).where(messages.c.state == "withheld")
+                )
+                .scalars()
+                .all()
+            )
         outcome["released"] = await withheld.release(
             engine, w.target, list(ids), operator="anna", note="a real sale", now=clock.now
         )

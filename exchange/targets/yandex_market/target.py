@@ -459,7 +459,7 @@ class YandexMarketTarget:
             if offer is None:
                 why = p.detail if isinstance(p, Classification) else "the SKU has no article"
                 out.append(Release(False, f"not a price this channel sent: {why}"))
-            elif offer in said:
+            elif offer in said or not isinstance(p, MappedPrice):
                 out.append(said[offer])
             else:
                 out.append(_not_withheld(offer, p, shown.get(offer)))
