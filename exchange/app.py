@@ -232,7 +232,7 @@ def yandex_market_target(
     from exchange.db.known_prices import DbKnownPrices
     from exchange.targets.marketplace.articles import NO_ARTICLES
     from exchange.targets.prices import NO_KNOWN_PRICES
-    from exchange.targets.yandex_market.target import YandexMarketTarget
+    from exchange.targets.yandex_market.target import ACCEPTED, YandexMarketTarget
 
     if settings.ym_business_id is None:
         raise ConfigurationError("the yandex-market target needs EXCHANGE_YM_BUSINESS_ID")
@@ -254,7 +254,11 @@ def yandex_market_target(
         parallel=settings.ym_parallel,
         apply_timeout=settings.ym_apply_timeout,
         timeout=settings.http_timeout,
-        known=DbKnownPrices(engine, channel) if engine is not None else NO_KNOWN_PRICES,
+        # What Yandex holds of the other price types: delivered, being sent, withheld, or
+        # accepted and awaiting its read-back (contract 14: never an older one over them).
+        known=DbKnownPrices(engine, channel, awaiting_receipt=ACCEPTED)
+        if engine is not None
+        else NO_KNOWN_PRICES,
         transport=transport,
         verify=settings.site_tls(),
     )

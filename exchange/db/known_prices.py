@@ -9,7 +9,13 @@ and ``price_type``, fixed by the first accepted version); a version only waiting
 or quarantined is not what the shop holds. Prune keeps what this reads however old
 (``exchange.ops.prune``, contract 13): the latest delivered message of each price, and one being
 delivered is never final, so never pruned. Only a price whose messages were pruned before that
-rule (a database pruned by an earlier release) is not known, until 1C sends it again."""
+rule (a database pruned by an earlier release) is not known, until 1C sends it again.
+
+A channel that withholds prices or accepts them before it shows them (Yandex Market, contract
+14) asks for more (``taken``): a version it withholds (``withheld``: it took it, and an older one
+sent over it would replace it) and one waiting for its read-back (delayed, its receipt beginning
+with ``awaiting_receipt``, e.g. ``ym-accepted:``) are what it holds too, after a restart as
+before one."""
 
 from __future__ import annotations
 
@@ -17,7 +23,7 @@ import json
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 
-from sqlalchemy import Engine, and_, func, select
+from sqlalchemy import ColumnElement, Engine, FromClause, and_, func, or_, select
 
 from exchange.db.on_channels import Channel, channel_ids, on
 from exchange.db.schema import aggregates, deliveries, messages
@@ -33,13 +39,33 @@ class DbKnownPrices:
     highest version known on any (with one channel, that channel's)."""
 
     def __init__(
-        self, engine: Engine, channel: Channel = None, *, delivered_only: bool = False
+        self,
+        engine: Engine,
+        channel: Channel = None,
+        *,
+        delivered_only: bool = False,
+        awaiting_receipt: str | None = None,
     ) -> None:
         """``delivered_only``: the latest version delivered, not one being delivered (what a
-        marketplace holds now: a price equal to it is not sent again, contract 14)."""
+        marketplace holds now: a price equal to it is not sent again, contract 14).
+        ``awaiting_receipt``: the channel took a version withheld, or delayed with a receipt
+        beginning with this (accepted, its read-back awaited): those are known too."""
         self.engine = engine
         self.channel = channel
         self.states = (State.DELIVERED.value,) if delivered_only else KNOWN_STATES
+        self.awaiting_receipt = None if delivered_only else awaiting_receipt
+
+    def _known(self, table: FromClause) -> ColumnElement[bool]:
+        """A delivery of ``table`` whose version the channel holds (or is being given)."""
+        if self.awaiting_receipt is None:
+            return table.c.state.in_(self.states)
+        return or_(
+            table.c.state.in_((*self.states, State.WITHHELD.value)),
+            and_(
+                table.c.state == State.DELAYED.value,
+                table.c.receipt.startswith(self.awaiting_receipt, autoescape=True),
+            ),
+        )
 
     def latest(self, skus: Iterable[str]) -> list[KnownPrice]:
         wanted = sorted(set(skus))
@@ -61,7 +87,7 @@ class DbKnownPrices:
                     .where(
                         d.c.aggregate_id.in_(of_skus),
                         on(d.c.channel_id, ids),
-                        d.c.state.in_(self.states),
+                        self._known(d),
                     )
                     .group_by(d.c.aggregate_id)
                     .subquery()
@@ -79,7 +105,7 @@ class DbKnownPrices:
                                 known.c.aggregate_id == newest.c.aggregate_id,
                                 known.c.version == newest.c.version,
                                 on(known.c.channel_id, ids),
-                                known.c.state.in_(self.states),
+                                self._known(known),
                             ),
                         )
                         .join(messages, messages.c.id == known.c.message_pk)

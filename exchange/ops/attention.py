@@ -388,14 +388,16 @@ PAUSE_WORDS: dict[str, tuple[str, str]] = {
     PauseCause.MARKETPLACE_KEY.value: (
         "Доставка остановлена: маркетплейс не принял ключ API или у ключа нет роли, которая "
         "меняет цены ({answer}). Продавец создаёт ключ в личном кабинете маркетплейса (для "
-        "Ozon: Настройки → Seller API, роль с правом на цены; ключ действует полгода) и "
-        "записывает его в файл ключа канала (ozon_api_key_file); работающий сервис "
-        "перечитает его сам",
+        "Ozon: Настройки → Seller API, роль с правом на цены; ключ действует полгода; для "
+        "Яндекс Маркета: ключ Api-Key с доступом pricing или all-methods) и "
+        "записывает его в файл ключа канала (ozon_api_key_file, ym_api_key_file); работающий "
+        "сервис перечитает его сам",
         "Delivery paused: the marketplace refused the API key, or the key has no role that "
         "may change prices ({answer}). The seller creates a key in the marketplace's seller "
         "account (for Ozon: Settings → Seller API, a role allowed to set prices; a key lasts "
-        "six months) and writes it into the channel's key file (ozon_api_key_file); a running "
-        "service reads it again by itself",
+        "six months; for Yandex Market: an Api-Key with the pricing or all-methods "
+        "access) and writes it into the channel's key file (ozon_api_key_file, "
+        "ym_api_key_file); a running service reads it again by itself",
     ),
     PauseCause.OTHER.value: (
         "Доставка остановлена: сайт отказал ({answer}). Исправьте то, что называет ответ, "

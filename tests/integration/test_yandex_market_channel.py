@@ -238,3 +238,139 @@ def test_an_accepted_price_survives_a_restart_and_the_new_worker_reads_it_back_n
     assert 1 == ym.requests["offer-prices/updates"], "the new worker read back, never resent"
     assert ym.requests["offer-prices"] >= 1
     assert Decimal("100.00") == ym.live("SKU-1").value  # type: ignore[union-attr]
+
+
+def typed_row(sku: str, price_type: str, version: int, amount: str) -> dict[str, object]:
+    """A price of one price type: its own aggregate (``SKU/type``), as 1C stages it."""
+    import json
+
+    payload = {"sku": sku, "price": amount, "currency": "RUB", "price_type": price_type}
+    return {
+        **price_row(sku, version, amount, aggregate=f"{sku}/{price_type}"),
+        "payload": json.dumps(payload),
+    }
+
+
+def ym_settings(db_url: str, ym: YmSimulator, tmp_path: Path, timeout: str) -> object:
+    key = tmp_path / "ym-key"
+    key.write_text("ym-key-1234", encoding="utf-8")
+    return fast_settings(
+        db_url,
+        None,
+        target="yandex-market",
+        ym_api_url=ym.url,
+        ym_business_id="1001",
+        ym_api_key_file=str(key),
+        ym_apply_timeout=timeout,
+        ym_price_types={"retail": "value", "old": "discountBase"},
+    )
+
+
+def test_a_withheld_price_is_never_overwritten_by_an_older_one_in_a_sibling_update(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    """Contract 14 (never an old price over a new one): retail v2 withheld in Yandex's price
+    quarantine; the discount base v2 sent after it carries retail v2, never the delivered v1
+    (which would take the offer out of the quarantine with the older price). A release then
+    ends both delivered, and the read-back shows them."""
+    from exchange.delivery import withheld
+    from exchange.domain.clock import SystemClock
+
+    settings = ym_settings(db_url, ym, tmp_path, "2")
+    worker = bootstrap.worker(settings, engine, rng=random.Random(3))  # type: ignore[arg-type]
+    clock = SystemClock()
+    outcome: dict[str, object] = {}
+
+    async def scenario(w: Worker) -> None:
+        stage(
+            engine, [typed_row("SKU-1", "retail", 1, "1000"), typed_row("SKU-1", "old", 1, "1500")]
+        )
+        await until_settled(w, engine)
+        stage(engine, [typed_row("SKU-1", "retail", 2, "300")])  # a drop Yandex withholds
+        await until_settled(w, engine)
+        outcome["retail withheld"] = states(engine)["SKU-1/retail"][0]
+        stage(engine, [typed_row("SKU-1", "old", 2, "1600")])
+        await until_settled(w, engine)
+        outcome["after sibling"] = dict(states(engine))
+        outcome["live"] = ym.live("SKU-1")
+        outcome["held"] = ym.quarantined().get("SKU-1")
+        with transaction(engine, read_only=True) as connection:
+            ids = (
+                connection.execute(
+                    select(messages.c.message_id).where(messages.c.state == "withheld")
+                )
+                .scalars()
+                .all()
+            )
+        outcome["released"] = await withheld.release(
+            engine, w.target, list(ids), operator="anna", note="a real sale", now=clock.now
+        )
+        for _ in range(40):
+            await withheld.recheck(engine, w.target, clock.now)
+            if all(s == "delivered" for s, _ in states(engine).values()):
+                break
+            await asyncio.sleep(0.1)
+
+    run_worker(worker, scenario)
+    assert "withheld" == outcome["retail withheld"]
+    live = outcome["live"]
+    assert Decimal("1000") == live.value and Decimal("1500") == live.discount_base, (  # type: ignore[attr-defined]
+        "the older retail never went out with the new discount base"
+    )
+    held = outcome["held"]
+    assert held is not None and Decimal("300") == held.current.value  # type: ignore[attr-defined]
+    assert Decimal("1600") == held.current.discount_base  # type: ignore[attr-defined]
+    assert "withheld" == outcome["after sibling"]["SKU-1/retail"][0]  # type: ignore[index]
+    assert all(r.asked for r in outcome["released"])  # type: ignore[attr-defined]
+    assert {"delivered"} == {s for s, _ in states(engine).values()}
+    final = ym.live("SKU-1")
+    assert final is not None and (Decimal("300"), Decimal("1600")) == (
+        final.value,
+        final.discount_base,
+    )
+
+
+def test_after_a_restart_an_accepted_price_is_carried_in_a_sibling_update_never_the_older(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    """Contract 14: retail v2 accepted (waiting for its read-back, receipt ``ym-accepted:``)
+    by a worker that then stops; the new worker, which does not remember it, sends the
+    discount base with retail v2 (the database's known prices), never the delivered v1."""
+    settings = ym_settings(db_url, ym, tmp_path, "40")  # read back only after a second
+
+    async def until_sent(w: Worker, count: int) -> None:
+        for _ in range(300):
+            await w.cycle()
+            if ym.requests["offer-prices/updates"] >= count:
+                return
+            await asyncio.sleep(0.01)
+
+    async def before_restart(w: Worker) -> None:
+        stage(engine, [typed_row("SKU-1", "retail", 1, "100")])
+        await until_sent(w, 1)
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + 8
+        while states(engine)["SKU-1/retail"][0] != "delivered" and loop.time() < ends:
+            await w.cycle()
+            await asyncio.sleep(0.1)
+        stage(engine, [typed_row("SKU-1", "retail", 2, "110")])
+        await until_sent(w, 2)  # accepted, then stopped: its memory is gone with it
+
+    first = bootstrap.worker(settings, engine, rng=random.Random(3))  # type: ignore[arg-type]
+    run_worker(first, before_restart)
+    assert 2 == ym.requests["offer-prices/updates"]
+    assert "delayed" == states(engine)["SKU-1/retail"][0], "accepted, awaiting its read-back"
+
+    stage(engine, [typed_row("SKU-1", "old", 1, "150")])
+    second = bootstrap.worker(settings, engine, rng=random.Random(4))  # type: ignore[arg-type]
+    run_worker(second, lambda w: until_sent(w, 3))
+    for _ in range(30):
+        asyncio.run(asyncio.sleep(0.1))
+    history = ym.history("SKU-1")
+    assert Decimal("110") in history
+    assert Decimal("100") not in history[history.index(Decimal("110")) :], history
+    final = ym.live("SKU-1")
+    assert final is not None and (Decimal("110"), Decimal("150")) == (
+        final.value,
+        final.discount_base,
+    )

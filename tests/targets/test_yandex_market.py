@@ -701,3 +701,117 @@ def test_a_400_that_names_no_offer_of_the_request_decides_the_whole_request() ->
     )
     assert {} == answers.named_offers(response, ["A"])
     assert Verdict.TERMINAL == answers.whole(response).verdict
+
+
+@pytest.mark.parametrize("ym", [{"offers_per_minute": 6}], indirect=True, ids=["spent"])
+def test_a_420_still_refused_is_the_pace_never_a_failure_the_breaker_counts_or_charged(
+    ym: YmSimulator,
+) -> None:
+    """Contract 14: Yandex's 420 is its pace. The simulator's minute never ends (its clock
+    stands still) and its budget of 6 offers is spent: the update, waited out and refused
+    ``TRIES`` times, waits (``AWAITING``: not charged, not TEMPORARY for the breaker)."""
+    clock = Clock()
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        await t.send([price(f"SKU-{n}", 1, "10") for n in range(5)])
+        return await t.send([price(f"SKU-{n}", 1, "10") for n in range(5, 10)])
+
+    found = run(
+        lambda: target(ym, offers_per_minute=1000, monotonic=clock, sleep=clock.sleep), scenario
+    )
+    assert [Verdict.AWAITING] * 5 == verdicts(found), found
+    said = found[0]
+    assert not said.site_wide and said.http_status is None
+    assert said.again_in is not None and said.again_in > 0
+    assert "420" in said.detail and "Yandex Market" in said.detail
+
+
+def test_a_read_never_asks_for_more_offers_than_the_per_minute_budget() -> None:
+    """Contract 14 (the target's pace owns the request's size): with ym_offers_per_minute 50,
+    a read of 120 offers (``exchange verify``, the withheld recheck) goes in requests of at
+    most 50 offers, never one of 120 Yandex would refuse whole."""
+    simulator = YmSimulator(KEY, BUSINESS, switches=YmSwitches(apply_delay=0), clock=still())
+    simulator.start()
+    recorder = Recorder()
+    clock = Clock()
+    messages = [price(f"SKU-{n}", 1, "10") for n in range(120)]
+
+    async def scenario(t: YandexMarketTarget) -> None:
+        await t.read_prices(messages)
+        await t.withheld_shown(messages)
+        await t.release_withheld(messages)
+
+    try:
+        run(
+            lambda: target(
+                simulator,
+                offers_per_minute=50,
+                transport=recorder,
+                monotonic=clock,
+                sleep=clock.sleep,
+            ),
+            scenario,
+        )
+    finally:
+        simulator.stop()
+    sizes = {
+        path.rsplit("/", 1)[-1] if "quarantine" not in path else path.split("/v2/")[-1]: []
+        for path, _ in recorder.bodies
+    }
+    for path, body in recorder.bodies:
+        key = path.rsplit("/", 1)[-1] if "quarantine" not in path else path.split("/v2/")[-1]
+        sizes[key].append(len(body.get("offerIds", [])))
+    assert sizes, recorder.bodies
+    for method, counts in sizes.items():
+        assert max(counts) <= 50, (method, counts)
+        assert sum(counts) >= 120 or method.endswith("confirm"), (method, counts)
+
+
+def test_a_release_of_a_price_yandex_no_longer_withholds_never_says_released(
+    ym: YmSimulator,
+) -> None:
+    """Contract 13: ``withheld release`` asks Yandex to confirm only a price it still lists in
+    its quarantine. Retail 300 withheld, then an update carrying the older 1000 (a target that
+    does not know the withheld one) takes the offer out of the quarantine: the release says
+    Yandex shows 1000, not 300, and confirms nothing."""
+    retail = price("SKU-1", 2, "300")
+
+    async def scenario(t: YandexMarketTarget) -> list[Any]:
+        both = [price("SKU-1", 1, "1000"), price("SKU-1", 1, "1500", price_type="old")]
+        await t.send(both)
+        await t.send(both)  # delivered
+        await t.send([retail])
+        assert [Shown.WITHHELD] == await t.withheld_shown([retail])
+        return []
+
+    run(lambda: target(ym), scenario)
+    known = MemoryKnownPrices()
+    known.remember(KnownPrice("SKU-1", "retail", Decimal("1000"), "RUB", 1))
+    run(
+        lambda: target(ym, known=known),
+        lambda t: t.send([price("SKU-1", 2, "1600", price_type="old")]),
+    )
+    assert "SKU-1" not in ym.quarantined()
+    (released,) = run(lambda: target(ym), lambda t: t.release_withheld([retail]))
+    assert not released.asked, released
+    assert "value=1000, not 300" in released.detail
+    assert 0 == ym.requests["price-quarantine/confirm"]
+
+
+def test_a_refused_key_pauses_in_the_marketplaces_words_never_the_sites(ym: YmSimulator) -> None:
+    """Contract 14: Yandex Market refusing the Api-Key (401) or its access (403) pauses
+    delivery as the marketplace's key, in words naming Yandex Market and ym_api_key_file,
+    never "the site refused the token"."""
+    from exchange.domain.pause import PauseCause, pause_cause
+    from exchange.ops.attention import pause_words
+
+    (refused,) = run(lambda: target(ym, key="wrong"), lambda t: t.send([price("SKU-1", 1)]))
+    ym.scope = "pricing:read-only"
+    (read_only,) = run(lambda: target(ym), lambda t: t.send([price("SKU-1", 1)]))
+    for answer in (refused, read_only):
+        cause = pause_cause("yandex-market", answer, write_refused=False)
+        assert PauseCause.MARKETPLACE_KEY is cause, answer
+        for lang in ("en", "ru"):
+            said = pause_words(cause.value, answer.detail, lang)
+            assert "site" not in said and "сайт" not in said, said
+            assert "ym_api_key_file" in said

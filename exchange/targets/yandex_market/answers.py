@@ -6,7 +6,8 @@ status word is never trusted: the HTTP status is). The readings here are the onl
 target's answers are judged; the verdicts are those of ``exchange.domain.verdicts``.
 
 - 200: accepted (``offer-prices/updates``: not applied yet, §3.4) or the read's result.
-- 420 (never 429, §3.3): ``Hit rate limit of 'N' parallel requests …`` lowers the parallelism;
+- 420 (never 429, §3.3), Yandex's pace, never a failure (AWAITING when still refused after
+  the target waited it out): ``Hit rate limit of 'N' parallel requests …`` lowers the parallelism;
   ``Hit rate limit of 'N' requests per '…' for resource …`` waits until
   ``X-RateLimit-Resource-Until`` (an RFC 822 date).
 - 400 naming offers (by ``offerId = '…'``, ``Offer '…'`` or ``Offer at index 'N'``, §3.4
@@ -30,12 +31,14 @@ from typing import Any
 
 import httpx
 
+from exchange.domain.pause import MARKETPLACE_KEY_REFUSED
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.wire import STATUSES
 
 BODY_CAP = 4 * 1024 * 1024
-KEY_REFUSED = "KeyRefused"
-NO_WRITE_RIGHTS = "NoWriteRights"
+# A refused key or one without the right to change prices: the marketplace's key (the pause
+# says so in Yandex Market's and the channel's words, never "the site refused the token").
+KEY_REFUSED = NO_WRITE_RIGHTS = MARKETPLACE_KEY_REFUSED
 RATE_LIMITED = "RateLimited"
 MIGRATING = "BusinessMigrating"
 NOT_THE_API = "NotTheApi"
@@ -151,7 +154,7 @@ def whole(response: httpx.Response) -> Classification:
                 "the cabinet's id and that its API is enabled"
             ),
             http_status=403,
-            error_class=NO_WRITE_RIGHTS if scope else KEY_REFUSED,
+            error_class=MARKETPLACE_KEY_REFUSED,
         )
     if status in (404, 405):
         # No price method answers 404 for an offer (§3.4 names offers inside a 400): the
@@ -164,13 +167,7 @@ def whole(response: httpx.Response) -> Classification:
             error_class=NOT_THE_API,
         )
     if status == 420:
-        return Classification(
-            Verdict.TEMPORARY,
-            f"{said}: Yandex Market's limit, waited for and still refused",
-            http_status=420,
-            error_class=RATE_LIMITED,
-            site_wide=True,
-        )
+        return paced(response, 60.0)
     if status == 423:
         return Classification(
             Verdict.TEMPORARY,
@@ -183,6 +180,20 @@ def whole(response: httpx.Response) -> Classification:
         return Classification(Verdict.TEMPORARY, said, http_status=499)
     verdict = STATUSES.verdict(status)
     return Classification(verdict, said, http_status=status)
+
+
+def paced(response: httpx.Response, wait: float) -> Classification:
+    """A 420 still refused after the target waited it out: Yandex Market's pace, never a
+    failure (contract 14): ``AWAITING``, not charged and not counted by the circuit breaker,
+    due again after ``wait`` seconds (until ``X-RateLimit-Resource-Until``). No HTTP status:
+    a limit reached proves nothing about the key (a pause on write trial goes on)."""
+    return Classification(
+        Verdict.AWAITING,
+        f"{words(response)}: Yandex Market's limit, waited for and still reached; sent again "
+        f"in {wait:g} s",
+        error_class=RATE_LIMITED,
+        again_in=wait,
+    )
 
 
 def unreadable(response: httpx.Response, why: str) -> Classification:

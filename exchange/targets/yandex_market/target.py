@@ -214,9 +214,12 @@ class YandexMarketTarget:
         self.apply_timeout = apply_timeout
         self.known = known
         self.per_request = max(1, min(MAX_OFFERS, offers_per_minute))
+        # A read, quarantine list or confirm of at most what a minute takes, too (pace.py: a
+        # request larger than the budget would be refused whole, never made smaller).
+        self.per_read = max(1, min(MAX_READ, offers_per_minute))
         # The shortest window that holds a whole request (pace.py): 3 s at Yandex's figures.
         window = max(1.0, 60.0 * self.per_request / offers_per_minute)
-        read_window = max(1.0, 60.0 * min(MAX_READ, offers_per_minute) / offers_per_minute)
+        read_window = max(1.0, 60.0 * self.per_read / offers_per_minute)
         self.budget = OfferBudget(
             offers_per_minute, window=window, monotonic=monotonic, sleep=sleep
         )
@@ -427,8 +430,17 @@ class YandexMarketTarget:
             return [Release(False, whole.classification.detail) for _ in messages]
         wanted = list(dict.fromkeys(offers.values()))
         said: dict[str, Release] = {}
-        for start in range(0, len(wanted), MAX_CONFIRM):
-            part = wanted[start : start + MAX_CONFIRM]
+        try:
+            listed = await self._quarantined(sorted(wanted))
+            unlisted = sorted(o for o in wanted if o not in listed)
+            shown = await self._read_back(unlisted) if unlisted else {}
+        except _Whole as whole:
+            return [Release(False, f"Yandex Market: {whole.classification.detail}") for _ in read]
+        # An offer Yandex no longer withholds has nothing to confirm: what it shows is said
+        # per message below (its price live, or a later update's in its place).
+        wanted = [o for o in wanted if o in listed]
+        for start in range(0, len(wanted), min(MAX_CONFIRM, self.per_read)):
+            part = wanted[start : start + min(MAX_CONFIRM, self.per_read)]
             try:
                 await self._call("price-quarantine/confirm", {"offerIds": part}, cost=len(part))
             except _Whole as whole:
@@ -447,8 +459,10 @@ class YandexMarketTarget:
             if offer is None:
                 why = p.detail if isinstance(p, Classification) else "the SKU has no article"
                 out.append(Release(False, f"not a price this channel sent: {why}"))
-            else:
+            elif offer in said or not isinstance(p, MappedPrice):
                 out.append(said[offer])
+            else:
+                out.append(_not_withheld(offer, p, shown.get(offer)))
         return out
 
     # -- items -----------------------------------------------------------------------------
@@ -683,8 +697,8 @@ class YandexMarketTarget:
         """``POST …/offer-prices`` for ``offers``, 200 a request: each listed offer's price by
         Yandex field. An offer not listed is not in the cabinet's catalogue."""
         out: dict[str, _Read] = {}
-        for start in range(0, len(offers), MAX_READ):
-            part = offers[start : start + MAX_READ]
+        for start in range(0, len(offers), self.per_read):
+            part = offers[start : start + self.per_read]
             response = await self._call(
                 "offer-prices", {"offerIds": part}, cost=len(part), budget=self.read_budget
             )
@@ -707,8 +721,8 @@ class YandexMarketTarget:
         """The offers of ``offers`` Yandex lists in ``price-quarantine``, each with its verdicts
         in words (§3.4)."""
         out: dict[str, str] = {}
-        for start in range(0, len(offers), MAX_READ):
-            part = offers[start : start + MAX_READ]
+        for start in range(0, len(offers), self.per_read):
+            part = offers[start : start + self.per_read]
             token: str | None = None
             for _ in range(100):
                 query = f"page_token={token}" if token else ""
@@ -752,6 +766,7 @@ class YandexMarketTarget:
         path = f"/{method}" + (f"?{query}" if query else "")
         headers = {"Api-Key": self._key, "Content-Type": "application/json"}
         response: httpx.Response | None = None
+        held = 0.0
         for _ in range(TRIES):
             if budget is not None:
                 await budget.take(cost)
@@ -770,12 +785,15 @@ class YandexMarketTarget:
                 break
             if answers.throttle(response) is answers.Throttle.PARALLEL:
                 self.parallel.lower()
+                held = 1.0
             else:
                 held = (budget or self.budget).hold_until(answers.until(response))
                 log.info("Yandex Market's per-minute budget is spent: waiting %.1f s", held)
         assert response is not None
         if response.status_code == 200:
             return response
+        if response.status_code == 420:  # the pace, never a failure (contract 14)
+            raise _Whole(answers.paced(response, max(held, 1.0)))
         if response.status_code == 400 and rejects is not None:
             named = answers.named_offers(response, rejects)
             if named:
@@ -827,6 +845,26 @@ def _from_receipt(receipt: str | None) -> tuple[str, dict[str, Decimal], datetim
     if at.tzinfo is None or not isinstance(offer, str) or "value" not in fields:
         return None
     return offer, fields, at
+
+
+def _not_withheld(offer: str, price: MappedPrice, seen: _Read | None) -> Release:
+    """A release of a price whose offer Yandex no longer lists in its price quarantine: the
+    price live (nothing to confirm), or another in its place (a later update replaced it; a
+    confirm would release nothing)."""
+    held = seen.shown.get(price.mapped) if seen is not None else None
+    if held == price.amount:
+        return Release(
+            False,
+            f"Yandex Market no longer withholds offer {offer!r} and shows {price.mapped}="
+            f"{number(price.amount)}: nothing to confirm",
+            Shown.LIVE,
+        )
+    now = f"shows {price.mapped}={number(held)}" if held is not None else "does not show it"
+    return Release(
+        False,
+        f"Yandex Market no longer withholds offer {offer!r} and {now}, not "
+        f"{number(price.amount)}: a later update replaced this price, nothing to confirm",
+    )
 
 
 def _rule(item: shared.Item) -> str | None:
