@@ -35,10 +35,14 @@ class DbKnownPrices:
     def __init__(
         self, engine: Engine, channel: Channel = None, *, delivered_only: bool = False
     ) -> None:
-        """``delivered_only``: the latest version delivered, not one being delivered (what a
-        marketplace holds now: a price equal to it is not sent again, contract 14)."""
+        """``delivered_only``: the latest version delivered, not one being delivered, and only
+        while what the marketplace holds is known (a price equal to it is not sent again,
+        contract 14): a later version of the price that was sent or may have been (a request
+        cut off, in flight at a crash, a timeout, then superseded: its claim charged an
+        attempt that its answer did not give back) leaves that price out, as not known."""
         self.engine = engine
         self.channel = channel
+        self.delivered_only = delivered_only
         self.states = (State.DELIVERED.value,) if delivered_only else KNOWN_STATES
 
     def latest(self, skus: Iterable[str]) -> list[KnownPrice]:
@@ -66,7 +70,22 @@ class DbKnownPrices:
                     .group_by(d.c.aggregate_id)
                     .subquery()
                 )
-                rows = connection.execute(
+                if self.delivered_only:
+                    # The outcome of a later version's send is unknown: so is what it holds.
+                    later = deliveries.alias("later")
+                    unsettled = (
+                        select(later.c.aggregate_id)
+                        .where(
+                            later.c.aggregate_id == newest.c.aggregate_id,
+                            on(later.c.channel_id, ids),
+                            later.c.version > newest.c.version,
+                            later.c.attempts > 0,
+                        )
+                        .exists()
+                    )
+                else:
+                    unsettled = None
+                query = (
                     select(
                         aggregates.c.sku,
                         aggregates.c.price_type,
@@ -86,6 +105,9 @@ class DbKnownPrices:
                         .join(aggregates, aggregates.c.id == newest.c.aggregate_id)
                     )
                 )
+                if unsettled is not None:
+                    query = query.where(~unsettled)
+                rows = connection.execute(query)
                 for sku, price_type, version, payload in rows:
                     price = _price(sku, price_type, int(version), payload)
                     if price is not None:

@@ -4,9 +4,10 @@ One item per SKU (``offer_id``: the SKU or its article, ``sku_source``) carrying
 price type (``price``, ``old_price``, ``min_price``) as strings, at most 1,000 items a request
 (exchange/targets/marketplace/). Before sending: the channel's currency, two decimals at most
 (``rounding``), and Ozon's stated price rules (old-price gaps, the minimum price's bounds) are
-checked, a broken one ``invalid-for-channel``. A price equal to the one delivered there is not
-sent again: delivered without a request (research §1.3: Ozon restricts senders of identical
-requests). The answers are read by answers.py; the hourly limit per product by hours.py: the
+checked, a broken one ``invalid-for-channel``. A price equal to the one Ozon is known to hold
+is not sent again: delivered without a request (research §1.3: Ozon restricts senders of
+identical requests); a send whose outcome is unknown (a timeout, a crash in flight, a version
+superseded after it may have gone) leaves what Ozon holds unknown, and the next price goes. The answers are read by answers.py; the hourly limit per product by hours.py: the
 11th update of a product within the hour is held (``Verdict.AWAITING``: not charged), and a product
 Ozon refused for it is tried once more an hour later. Every request waits its turn of the
 worker's pace (``pace_with``). ``Client-Id`` and ``Api-Key`` go in headers, the key never in a
@@ -364,6 +365,10 @@ class OzonTarget:
         return entry
 
     async def _import(self, items: list[Item], answers: dict[str, Classification]) -> None:
+        for item in items:
+            # Once a send goes out, what Ozon holds is known again only from its ``updated``
+            # (a timeout or a cut-off request may or may not have landed: contract 14).
+            self._accepted.pop(item.offer_id, None)
         try:
             response = await self._post(IMPORT_PRICES, {"prices": [self._wire(i) for i in items]})
         except _Stop as stop:
