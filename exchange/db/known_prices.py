@@ -85,25 +85,23 @@ class DbKnownPrices:
                     )
                 else:
                     unsettled = None
-                query = (
-                    select(
-                        aggregates.c.sku,
-                        aggregates.c.price_type,
-                        messages.c.version,
-                        messages.c.payload,
-                    ).select_from(
-                        newest.join(
-                            known,
-                            and_(
-                                known.c.aggregate_id == newest.c.aggregate_id,
-                                known.c.version == newest.c.version,
-                                on(known.c.channel_id, ids),
-                                known.c.state.in_(self.states),
-                            ),
-                        )
-                        .join(messages, messages.c.id == known.c.message_pk)
-                        .join(aggregates, aggregates.c.id == newest.c.aggregate_id)
+                query = select(
+                    aggregates.c.sku,
+                    aggregates.c.price_type,
+                    messages.c.version,
+                    messages.c.payload,
+                ).select_from(
+                    newest.join(
+                        known,
+                        and_(
+                            known.c.aggregate_id == newest.c.aggregate_id,
+                            known.c.version == newest.c.version,
+                            on(known.c.channel_id, ids),
+                            known.c.state.in_(self.states),
+                        ),
                     )
+                    .join(messages, messages.c.id == known.c.message_pk)
+                    .join(aggregates, aggregates.c.id == newest.c.aggregate_id)
                 )
                 if unsettled is not None:
                     query = query.where(~unsettled)

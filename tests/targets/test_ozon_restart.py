@@ -183,3 +183,36 @@ def test_a_price_equal_to_the_last_delivered_is_sent_after_a_crash_left_a_later_
     assert answer.verdict is Verdict.DELIVERED and "not sent again" not in answer.detail, answer
     assert ozon.requests[IMPORT_PRICES] == 4
     assert ozon.price("SKU-1") == Decimal("900")
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_after_a_per_item_refusal_a_newer_version_waits_the_products_hour(
+    engine: Engine, settings: Settings, clock: FakeClock, ozon: OzonSimulator, restart: bool
+) -> None:
+    """Contract 14: after a per-item refusal the target tries that product once more an hour
+    later, newer versions superseding the waiting one: the wait belongs to the product, so v4
+    (staged after v3 was refused) is held without a request, in this process or the next."""
+    ozon.limits.item_limit = 2
+
+    async def scenario() -> tuple[Classification, Classification]:
+        first = ozon_target(ozon, engine, clock)
+        for version in (1, 2):
+            answer = await one_round(engine, settings, clock, first, version)
+            assert answer.verdict is Verdict.DELIVERED, answer
+        refused = await one_round(engine, settings, clock, first, 3)
+        clock.advance(30)
+        second = first
+        if restart:
+            await first.aclose()
+            second = ozon_target(ozon, engine, clock)
+        try:
+            return refused, await one_round(engine, settings, clock, second, 4)
+        finally:
+            await second.aclose()
+
+    refused, newer = asyncio.run(scenario())
+
+    assert refused.verdict is Verdict.AWAITING and "Ozon refused" in refused.detail, refused
+    assert newer.verdict is Verdict.AWAITING, newer
+    assert ozon.requests[IMPORT_PRICES] == 3, "v4 is held without a request"
+    assert 3590 <= (newer.again_in or 0) <= 3600

@@ -7,9 +7,11 @@ price type (``price``, ``old_price``, ``min_price``) as strings, at most 1,000 i
 checked, a broken one ``invalid-for-channel``. A price equal to the one Ozon is known to hold
 is not sent again: delivered without a request (research §1.3: Ozon restricts senders of
 identical requests); a send whose outcome is unknown (a timeout, a crash in flight, a version
-superseded after it may have gone) leaves what Ozon holds unknown, and the next price goes. The answers are read by answers.py; the hourly limit per product by hours.py: the
-11th update of a product within the hour is held (``Verdict.AWAITING``: not charged), and a product
-Ozon refused for it is tried once more an hour later. Every request waits its turn of the
+superseded after it may have gone) leaves what Ozon holds unknown, and the next price goes.
+The answers are read by answers.py; the hourly limit per product by hours.py: the 11th update
+of a product within the hour is held (``Verdict.AWAITING``: not charged), and a product Ozon
+refused for it is tried once more an hour later, its newer versions too (the wait is the
+product's, kept across a restart by the refusal's receipt). Every request waits its turn of the
 worker's pace (``pace_with``). ``Client-Id`` and ``Api-Key`` go in headers, the key never in a
 log, an error or a detail.
 """
@@ -36,7 +38,14 @@ from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
 from exchange.targets.marketplace.items import Channel, Item, by_sku, gather, sku_of, spread
 from exchange.targets.marketplace.money import Money, text
 from exchange.targets.ozon.answers import item_answer, refusal
-from exchange.targets.ozon.hours import NO_SENT_TIMES, ProductHours, SentTimes
+from exchange.targets.ozon.hours import (
+    NO_SENT_TIMES,
+    REFUSED,
+    ProductHours,
+    SentTimes,
+    refused_at,
+    refused_receipt,
+)
 from exchange.targets.prices import NO_KNOWN_PRICES, KnownPrices, read_price
 from exchange.targets.wire import http_client, httpx_failure, paced_request, transport_verdict
 
@@ -315,12 +324,23 @@ class OzonTarget:
         if not fresh:
             return
         since = datetime.fromtimestamp(now - self.hours.hour, UTC)
+        since_refusal = datetime.fromtimestamp(now - self.hours.after_refusal, UTC)
         try:
             found = await asyncio.to_thread(self.sent.since, fresh, since)
         except Exception:
             return
         for sku, times in found.items():
             self.hours.remember(sku, times)
+        try:
+            refusals = await asyncio.to_thread(
+                self.sent.receipts_since, fresh, since_refusal, REFUSED
+            )
+        except Exception:
+            return
+        for sku, receipts in refusals.items():
+            for at in filter(None, map(refused_at, receipts)):
+                self.hours.refused(sku, at)
+            self.hours.free_at(sku, now)  # a wait already over is forgotten
         self._seeded.update(fresh)
 
     async def _unchanged(self, items: list[Item]) -> set[str]:
@@ -412,6 +432,7 @@ class OzonTarget:
                 until = self.hours.refused(item.sku, now)
                 verdict = self._held(until - now, refused=True)
                 verdict.http_status = 200
+                verdict.receipt = refused_receipt(now)
             answers.update(spread(item, verdict))
 
     async def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
