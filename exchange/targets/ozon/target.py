@@ -193,6 +193,7 @@ class OzonTarget:
         unchanged = await self._unchanged(built.items)
         now = self.clock()
         await self._seed([item.sku for item in built.items], now)
+        await self._refusals([i.sku for i in built.items if i.sku not in unchanged], now)
         going: list[Item] = []
         for item in built.items:
             if item.sku in unchanged:
@@ -324,24 +325,29 @@ class OzonTarget:
         if not fresh:
             return
         since = datetime.fromtimestamp(now - self.hours.hour, UTC)
-        since_refusal = datetime.fromtimestamp(now - self.hours.after_refusal, UTC)
         try:
             found = await asyncio.to_thread(self.sent.since, fresh, since)
         except Exception:
             return
         for sku, times in found.items():
             self.hours.remember(sku, times)
+        self._seeded.update(fresh)
+
+    async def _refusals(self, skus: list[str], now: float) -> None:
+        """Ozon's refusals of these SKUs for the hourly limit within the last hour and a bit,
+        read at every send: another worker's (or this one's before a restart) hold the product
+        as this process's own do; unreadable, this process's own are what it has."""
+        if not skus:
+            return
+        since = datetime.fromtimestamp(now - self.hours.after_refusal, UTC)
         try:
-            refusals = await asyncio.to_thread(
-                self.sent.receipts_since, fresh, since_refusal, REFUSED
-            )
+            found = await asyncio.to_thread(self.sent.receipts_since, skus, since, REFUSED)
         except Exception:
             return
-        for sku, receipts in refusals.items():
+        for sku, receipts in found.items():
             for at in filter(None, map(refused_at, receipts)):
                 self.hours.refused(sku, at)
             self.hours.free_at(sku, now)  # a wait already over is forgotten
-        self._seeded.update(fresh)
 
     async def _unchanged(self, items: list[Item]) -> set[str]:
         """The SKUs whose every field is what Ozon took last (this process's answers, or the
