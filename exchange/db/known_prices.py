@@ -46,12 +46,16 @@ class DbKnownPrices:
         delivered_only: bool = False,
         awaiting_receipt: str | None = None,
     ) -> None:
-        """``delivered_only``: the latest version delivered, not one being delivered (what a
-        marketplace holds now: a price equal to it is not sent again, contract 14).
+        """``delivered_only``: the latest version delivered, not one being delivered, and only
+        while what the marketplace holds is known (a price equal to it is not sent again,
+        contract 14): a later version of the price that was sent or may have been (a request
+        cut off, in flight at a crash, a timeout, then superseded: its claim charged an
+        attempt that its answer did not give back) leaves that price out, as not known.
         ``awaiting_receipt``: the channel took a version withheld, or delayed with a receipt
         beginning with this (accepted, its read-back awaited): those are known too."""
         self.engine = engine
         self.channel = channel
+        self.delivered_only = delivered_only
         self.states = (State.DELIVERED.value,) if delivered_only else KNOWN_STATES
         self.awaiting_receipt = None if delivered_only else awaiting_receipt
 
@@ -92,26 +96,42 @@ class DbKnownPrices:
                     .group_by(d.c.aggregate_id)
                     .subquery()
                 )
-                rows = connection.execute(
-                    select(
-                        aggregates.c.sku,
-                        aggregates.c.price_type,
-                        messages.c.version,
-                        messages.c.payload,
-                    ).select_from(
-                        newest.join(
-                            known,
-                            and_(
-                                known.c.aggregate_id == newest.c.aggregate_id,
-                                known.c.version == newest.c.version,
-                                on(known.c.channel_id, ids),
-                                self._known(known),
-                            ),
+                if self.delivered_only:
+                    # The outcome of a later version's send is unknown: so is what it holds.
+                    later = deliveries.alias("later")
+                    unsettled = (
+                        select(later.c.aggregate_id)
+                        .where(
+                            later.c.aggregate_id == newest.c.aggregate_id,
+                            on(later.c.channel_id, ids),
+                            later.c.version > newest.c.version,
+                            later.c.attempts > 0,
                         )
-                        .join(messages, messages.c.id == known.c.message_pk)
-                        .join(aggregates, aggregates.c.id == newest.c.aggregate_id)
+                        .exists()
                     )
+                else:
+                    unsettled = None
+                query = select(
+                    aggregates.c.sku,
+                    aggregates.c.price_type,
+                    messages.c.version,
+                    messages.c.payload,
+                ).select_from(
+                    newest.join(
+                        known,
+                        and_(
+                            known.c.aggregate_id == newest.c.aggregate_id,
+                            known.c.version == newest.c.version,
+                            on(known.c.channel_id, ids),
+                            self._known(known),
+                        ),
+                    )
+                    .join(messages, messages.c.id == known.c.message_pk)
+                    .join(aggregates, aggregates.c.id == newest.c.aggregate_id)
                 )
+                if unsettled is not None:
+                    query = query.where(~unsettled)
+                rows = connection.execute(query)
                 for sku, price_type, version, payload in rows:
                     price = _price(sku, price_type, int(version), payload)
                     if price is not None:

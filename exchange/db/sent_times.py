@@ -7,7 +7,12 @@ An accepted send is a delivery of the channel that ended ``delivered`` with the 
 200 (``last_status``); one delivered without a request (an unchanged price) has none. Its time
 is the delivery's ``updated_at``, when the worker recorded the answer, a moment after the
 request: the count errs on the side of waiting. The deliveries of one item, recorded together,
-are one send (one time)."""
+are one send (one time).
+
+Ozon's refusals for the limit are read from the receipts the target gave their AWAITING
+(``ozon-refused:<time>``, exchange/targets/ozon/hours.py: the prefix it asks for), which a
+superseded version keeps: a restart still waits the product's hour after a refusal
+(contract 14)."""
 
 from __future__ import annotations
 
@@ -49,3 +54,26 @@ class DbSentTimes:
                 for sku, at in rows:
                     found.setdefault(str(sku), set()).add(at.timestamp())
         return {sku: sorted(times) for sku, times in found.items()}
+
+    def receipts_since(
+        self, skus: Iterable[str], moment: datetime, prefix: str
+    ) -> dict[str, list[str]]:
+        wanted = sorted(set(skus))
+        found: dict[str, list[str]] = {}
+        d = deliveries.c
+        with self.engine.connect() as connection:
+            ids = channel_ids(connection, self.channel)
+            for start in range(0, len(wanted), CHUNK):
+                rows = connection.execute(
+                    select(aggregates.c.sku, d.receipt)
+                    .select_from(deliveries.join(aggregates, aggregates.c.id == d.aggregate_id))
+                    .where(
+                        on(d.channel_id, ids),
+                        d.updated_at >= moment,
+                        d.receipt.startswith(prefix, autoescape=True),
+                        aggregates.c.sku.in_(wanted[start : start + CHUNK]),
+                    )
+                )
+                for sku, receipt in rows:
+                    found.setdefault(str(sku), []).append(str(receipt))
+        return found

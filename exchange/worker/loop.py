@@ -615,7 +615,7 @@ class DeliveryLoop:
                     "delivery resumed: %s",
                     "the known prices are read again"
                     if self.pause_cause is PauseCause.KNOWN_PRICES
-                    else "the site accepts a write again",
+                    else "the channel accepts a write again",
                 )
                 self._end_pause()
             return delivered(classification)
@@ -630,7 +630,7 @@ class DeliveryLoop:
             # The channel answered the write and took it (its outcome is read later, contract
             # 14): the key may write. A wait without an answer (Ozon's own count of its hourly
             # limit) proves nothing.
-            log.warning("delivery resumed: the site accepts a write again")
+            log.warning("delivery resumed: the channel accepts a write again")
             self._end_pause()
         match verdict:
             case Verdict.TEMPORARY if classification.http_status == 429 and not probing:
@@ -728,7 +728,7 @@ class DeliveryLoop:
             self._tell_pause()
             return False
         if self._pause_told:  # reads were refused too, and are accepted now: fixed
-            log.warning("delivery resumed: the site accepts the token again")
+            log.warning("delivery resumed: the channel accepts the token again")
             self._end_pause()
             return True
         # Every pause comes from a write (a delivery), and the site accepts at once the same
@@ -751,7 +751,7 @@ class DeliveryLoop:
         if not self._pause_told:
             self._pause_told = True
             log.error(
-                "delivery paused: %s; it resumes by itself when the site accepts again",
+                "delivery paused: %s; it resumes by itself when the channel accepts again",
                 self.paused_reason,
             )
 

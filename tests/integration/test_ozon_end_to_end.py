@@ -129,3 +129,34 @@ def test_two_price_types_of_one_sku_go_as_one_item_and_an_unchanged_price_is_not
     assert product is not None and (product.price, product.old_price) == (1000, 1200)
     assert site.requests[IMPORT_PRICES] == 1, "one item; the unchanged price not sent again"
     assert rows(engine)[2][0] == "delivered"
+
+
+def test_an_ozon_channels_pause_and_resume_say_the_channel_not_the_site(
+    db_url: str,
+    engine: Engine,
+    site: OzonSimulator,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Contract 14: Ozon is a channel, not a site; a refused key pauses delivery, and the words
+    of the pause and of its end say "the channel" (never "the site")."""
+    clock = FakeClock()
+    site.faults.key = "invalid"
+    worker = make_worker(db_url, engine, site, clock, tmp_path)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [price_row("SKU-1", 1, "300.00")])
+        await cycles(w, 3)
+        site.faults.key = "ok"
+        for _ in range(5):
+            clock.advance(120)
+            await cycles(w, 2)
+
+    with caplog.at_level("WARNING"):
+        run_worker(worker, scenario)
+
+    said = [r.getMessage() for r in caplog.records if "delivery" in r.getMessage()]
+    assert any("delivery paused" in s and "the channel accepts again" in s for s in said), said
+    assert any("delivery resumed: the channel accepts" in s for s in said), said
+    assert not [s for s in said if "site" in s], said
+    assert site.price("SKU-1") == Decimal("300")

@@ -277,6 +277,29 @@ def test_a_price_equal_to_the_one_delivered_there_is_not_sent_again(
     assert again.verdict is Verdict.DELIVERED and imports(ozon) == 1
 
 
+def test_a_price_equal_to_the_last_delivered_is_sent_after_a_send_that_timed_out(
+    ozon: OzonSimulator,
+) -> None:
+    """Contract 14: a price equal to the one Ozon is known to hold is not sent again. v3 timed
+    out at the target and Ozon applied it anyway: what Ozon holds is no longer known, so v4,
+    equal to v2, is sent (the old code took it as unchanged, and Ozon kept v3's 800)."""
+
+    async def scenario(t: OzonTarget) -> list[Classification]:
+        answers = await t.send([price("SKU-1", 1, "1000.00")])
+        answers += await t.send([price("SKU-1", 2, "900.00")])
+        ozon.faults.delay = 0.6  # a proxy that forwards at once and answers late
+        answers += await t.send([price("SKU-1", 3, "800.00")])
+        await asyncio.sleep(0.8)  # Ozon applied it meanwhile
+        ozon.faults.delay = 0.0
+        assert ozon.price("SKU-1") == Decimal("800")
+        return answers + await t.send([price("SKU-1", 4, "900.00")])
+
+    answers = run(target(ozon, timeout=0.3), scenario)
+    assert answers[2].verdict is not Verdict.DELIVERED
+    assert answers[3].verdict is Verdict.DELIVERED and "not sent again" not in answers[3].detail
+    assert imports(ozon) == 4 and ozon.price("SKU-1") == Decimal("900")
+
+
 # -- the pace and the pauses ---------------------------------------------------------------
 
 

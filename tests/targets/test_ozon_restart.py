@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import Engine
 
 from exchange.db.engine import transaction
+from exchange.db.known_prices import DbKnownPrices
 from exchange.db.sent_times import DbSentTimes
 from exchange.dev.ozonsim import IMPORT_PRICES, OzonSimulator
 from exchange.dev.testing import fast_settings, price_row, stage
@@ -41,10 +42,26 @@ def ozon() -> Any:
     simulator.stop()
 
 
+def _outgoing(leased: Any) -> OutgoingMessage:
+    return OutgoingMessage(
+        leased.message_id,
+        leased.kind,
+        leased.aggregate,
+        leased.version,
+        leased.payload,
+        leased.created_at,
+    )
+
+
 async def one_round(
-    engine: Engine, settings: Settings, clock: FakeClock, target: OzonTarget, version: int
+    engine: Engine,
+    settings: Settings,
+    clock: FakeClock,
+    target: OzonTarget,
+    version: int,
+    amount: str | None = None,
 ) -> Classification:
-    row = price_row("SKU-1", version, f"{100 + version}.00")
+    row = price_row("SKU-1", version, amount or f"{100 + version}.00")
     stage(engine, [row])
     intake.take(engine, None, settings.kinds, clock.now())
     with transaction(engine) as c:
@@ -95,6 +112,7 @@ def ozon_target(ozon: OzonSimulator, engine: Engine, clock: FakeClock) -> OzonTa
         price_types={"retail": "price"},
         clock=lambda: clock.now().timestamp(),
         sent=DbSentTimes(engine),
+        delivered=DbKnownPrices(engine, delivered_only=True),
     )
 
 
@@ -123,3 +141,80 @@ def test_the_hourly_count_survives_a_restart_from_the_channels_deliveries(
     times = DbSentTimes(engine).since(["SKU-1"], clock.now().replace(year=2000))
     assert len(times["SKU-1"]) == 10
     assert json.dumps(sorted(times)) == '["SKU-1"]'
+
+
+def test_a_price_equal_to_the_last_delivered_is_sent_after_a_crash_left_a_later_one_unknown(
+    engine: Engine, settings: Settings, clock: FakeClock, ozon: OzonSimulator
+) -> None:
+    """Contract 14: a price equal to the one Ozon is known to hold is not sent again; v3 went
+    to Ozon and the worker died before recording it (superseded later by v4, equal to v2): what
+    Ozon holds is not known, so v4 is sent, and Ozon ends with v4's price."""
+
+    async def scenario() -> Classification:
+        before = ozon_target(ozon, engine, clock)
+        for version, amount in ((1, "1000.00"), (2, "900.00")):
+            answer = await one_round(engine, settings, clock, before, version, amount)
+            assert answer.verdict is Verdict.DELIVERED, answer
+        stage(engine, [price_row("SKU-1", 3, "800.00")])
+        intake.take(engine, None, settings.kinds, clock.now())
+        with transaction(engine) as c:
+            (leased,) = lease.claim(
+                c,
+                worker="w1",
+                now=clock.now(),
+                limit=10,
+                lease_seconds=settings.lease_seconds,
+                max_attempts=settings.max_attempts,
+                kinds=settings.policies,
+                one_per_sku=True,
+            ).messages
+        await before.send([_outgoing(leased)])  # Ozon takes 800; kill -9 before recording
+        await before.aclose()
+        assert ozon.price("SKU-1") == Decimal("800")
+        clock.advance(settings.lease_seconds + 1)
+        after = ozon_target(ozon, engine, clock)  # the restarted worker
+        try:
+            return await one_round(engine, settings, clock, after, 4, "900.00")
+        finally:
+            await after.aclose()
+
+    answer = asyncio.run(scenario())
+
+    assert answer.verdict is Verdict.DELIVERED and "not sent again" not in answer.detail, answer
+    assert ozon.requests[IMPORT_PRICES] == 4
+    assert ozon.price("SKU-1") == Decimal("900")
+
+
+@pytest.mark.parametrize("then", ["same process", "restart", "another worker"])
+def test_after_a_per_item_refusal_a_newer_version_waits_the_products_hour(
+    engine: Engine, settings: Settings, clock: FakeClock, ozon: OzonSimulator, then: str
+) -> None:
+    """Contract 14: after a per-item refusal the target tries that product once more an hour
+    later, newer versions superseding the waiting one: the wait belongs to the product, so v4
+    (staged after v3 was refused) is held without a request, in this process, the next, or
+    another worker of the channel that had sent the product before."""
+    ozon.limits.item_limit = 2
+
+    async def scenario() -> tuple[Classification, Classification]:
+        first = ozon_target(ozon, engine, clock)
+        other = ozon_target(ozon, engine, clock)
+        sender = other if then == "another worker" else first
+        answer = await one_round(engine, settings, clock, sender, 1)
+        assert answer.verdict is Verdict.DELIVERED, answer
+        answer = await one_round(engine, settings, clock, first, 2)
+        assert answer.verdict is Verdict.DELIVERED, answer
+        refused = await one_round(engine, settings, clock, first, 3)
+        clock.advance(30)
+        second = first if then == "same process" else other
+        try:
+            return refused, await one_round(engine, settings, clock, second, 4)
+        finally:
+            await first.aclose()
+            await other.aclose()
+
+    refused, newer = asyncio.run(scenario())
+
+    assert refused.verdict is Verdict.AWAITING and "Ozon refused" in refused.detail, refused
+    assert newer.verdict is Verdict.AWAITING, newer
+    assert ozon.requests[IMPORT_PRICES] == 3, "v4 is held without a request"
+    assert 3590 <= (newer.again_in or 0) <= 3600

@@ -20,6 +20,23 @@ HOUR = 3600.0
 # After a refusal the product goes again an hour later, a little after, so that the rolling
 # hour of every update Ozon counted has ended: the latest price lands at most 61 minutes after.
 AFTER_REFUSAL = HOUR + 30.0
+# The receipt of a delivery Ozon refused for the limit: ``ozon-refused:<epoch seconds>``, stored
+# with its AWAITING, so that a restart still waits the product's hour (exchange/db/sent_times.py).
+REFUSED = "ozon-refused:"
+
+
+def refused_receipt(at: float) -> str:
+    return f"{REFUSED}{at:.3f}"
+
+
+def refused_at(receipt: str | None) -> float | None:
+    """The time a ``refused_receipt`` names; None: not one."""
+    if not receipt or not receipt.startswith(REFUSED):
+        return None
+    try:
+        return float(receipt[len(REFUSED) :])
+    except ValueError:
+        return None
 
 
 class SentTimes(Protocol):
@@ -31,9 +48,22 @@ class SentTimes(Protocol):
         ``moment``."""
         ...
 
+    def receipts_since(
+        self, skus: Iterable[str], moment: datetime, prefix: str
+    ) -> dict[str, list[str]]:
+        """For each of ``skus``, the receipts starting with ``prefix`` of its deliveries
+        recorded since ``moment`` (``REFUSED``: Ozon's refusals for the hourly limit, kept by a
+        superseded version too: the wait belongs to the product, not to the version)."""
+        ...
+
 
 class _NoneSent:
     def since(self, skus: Iterable[str], moment: datetime) -> dict[str, list[float]]:
+        return {}
+
+    def receipts_since(
+        self, skus: Iterable[str], moment: datetime, prefix: str
+    ) -> dict[str, list[str]]:
         return {}
 
 
@@ -43,6 +73,7 @@ NO_SENT_TIMES: SentTimes = _NoneSent()
 class ProductHours:
     def __init__(self, limit: int = LIMIT, hour: float = HOUR) -> None:
         self.limit, self.hour = limit, hour
+        self.after_refusal = hour * AFTER_REFUSAL / HOUR
         self._sent: dict[str, collections.deque[float]] = collections.defaultdict(collections.deque)
         self._refused_until: dict[str, float] = {}
 
@@ -76,8 +107,8 @@ class ProductHours:
         self._sent[offer_id].append(now)
 
     def refused(self, offer_id: str, now: float) -> float:
-        """Ozon refused the product for its hourly limit: it is tried again at the time
-        returned, and not before."""
-        until = now + self.hour * AFTER_REFUSAL / HOUR
+        """Ozon refused the product for its hourly limit (at ``now``): it is tried again at the
+        time returned, and not before."""
+        until = now + self.after_refusal
         self._refused_until[offer_id] = max(until, self._refused_until.get(offer_id, until))
         return self._refused_until[offer_id]

@@ -4,11 +4,14 @@ One item per SKU (``offer_id``: the SKU or its article, ``sku_source``) carrying
 price type (``price``, ``old_price``, ``min_price``) as strings, at most 1,000 items a request
 (exchange/targets/marketplace/). Before sending: the channel's currency, two decimals at most
 (``rounding``), and Ozon's stated price rules (old-price gaps, the minimum price's bounds) are
-checked, a broken one ``invalid-for-channel``. A price equal to the one delivered there is not
-sent again: delivered without a request (research §1.3: Ozon restricts senders of identical
-requests). The answers are read by answers.py; the hourly limit per product by hours.py: the
-11th update of a product within the hour is held (``Verdict.AWAITING``: not charged), and a product
-Ozon refused for it is tried once more an hour later. Every request waits its turn of the
+checked, a broken one ``invalid-for-channel``. A price equal to the one Ozon is known to hold
+is not sent again: delivered without a request (research §1.3: Ozon restricts senders of
+identical requests); a send whose outcome is unknown (a timeout, a crash in flight, a version
+superseded after it may have gone) leaves what Ozon holds unknown, and the next price goes.
+The answers are read by answers.py; the hourly limit per product by hours.py: the 11th update
+of a product within the hour is held (``Verdict.AWAITING``: not charged), and a product Ozon
+refused for it is tried once more an hour later, its newer versions too (the wait is the
+product's, kept across a restart by the refusal's receipt). Every request waits its turn of the
 worker's pace (``pace_with``). ``Client-Id`` and ``Api-Key`` go in headers, the key never in a
 log, an error or a detail.
 """
@@ -35,7 +38,14 @@ from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
 from exchange.targets.marketplace.items import Channel, Item, by_sku, gather, sku_of, spread
 from exchange.targets.marketplace.money import Money, text
 from exchange.targets.ozon.answers import item_answer, refusal
-from exchange.targets.ozon.hours import NO_SENT_TIMES, ProductHours, SentTimes
+from exchange.targets.ozon.hours import (
+    NO_SENT_TIMES,
+    REFUSED,
+    ProductHours,
+    SentTimes,
+    refused_at,
+    refused_receipt,
+)
 from exchange.targets.prices import NO_KNOWN_PRICES, KnownPrices, read_price
 from exchange.targets.wire import http_client, httpx_failure, paced_request, transport_verdict
 
@@ -183,6 +193,7 @@ class OzonTarget:
         unchanged = await self._unchanged(built.items)
         now = self.clock()
         await self._seed([item.sku for item in built.items], now)
+        await self._refusals([i.sku for i in built.items if i.sku not in unchanged], now)
         going: list[Item] = []
         for item in built.items:
             if item.sku in unchanged:
@@ -322,6 +333,22 @@ class OzonTarget:
             self.hours.remember(sku, times)
         self._seeded.update(fresh)
 
+    async def _refusals(self, skus: list[str], now: float) -> None:
+        """Ozon's refusals of these SKUs for the hourly limit within the last hour and a bit,
+        read at every send: another worker's (or this one's before a restart) hold the product
+        as this process's own do; unreadable, this process's own are what it has."""
+        if not skus:
+            return
+        since = datetime.fromtimestamp(now - self.hours.after_refusal, UTC)
+        try:
+            found = await asyncio.to_thread(self.sent.receipts_since, skus, since, REFUSED)
+        except Exception:
+            return
+        for sku, receipts in found.items():
+            for at in filter(None, map(refused_at, receipts)):
+                self.hours.refused(sku, at)
+            self.hours.free_at(sku, now)  # a wait already over is forgotten
+
     async def _unchanged(self, items: list[Item]) -> set[str]:
         """The SKUs whose every field is what Ozon took last (this process's answers, or the
         channel's delivered prices): delivered without a request."""
@@ -364,6 +391,10 @@ class OzonTarget:
         return entry
 
     async def _import(self, items: list[Item], answers: dict[str, Classification]) -> None:
+        for item in items:
+            # Once a send goes out, what Ozon holds is known again only from its ``updated``
+            # (a timeout or a cut-off request may or may not have landed: contract 14).
+            self._accepted.pop(item.offer_id, None)
         try:
             response = await self._post(IMPORT_PRICES, {"prices": [self._wire(i) for i in items]})
         except _Stop as stop:
@@ -407,6 +438,7 @@ class OzonTarget:
                 until = self.hours.refused(item.sku, now)
                 verdict = self._held(until - now, refused=True)
                 verdict.http_status = 200
+                verdict.receipt = refused_receipt(now)
             answers.update(spread(item, verdict))
 
     async def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
