@@ -442,7 +442,7 @@ class WildberriesTarget:
             await asyncio.to_thread(self.store.put_tasks, tasks)
             if status == 208:
                 log.info("Wildberries: the upload is task %s already (208)", upload_id)
-                replayed = await self._replayed(upload_id, goods)
+                replayed = await self._replayed(upload_id, tasks, goods)
                 if replayed:
                     rest = [g for g in goods if g.price.message.message_id not in replayed]
                     if not rest:
@@ -468,26 +468,33 @@ class WildberriesTarget:
             g.price.message.message_id: self._awaiting(upload_id, self.first_poll) for g in goods
         }
 
-    async def _replayed(self, upload_id: int, goods: list[_Good]) -> dict[str, Classification]:
+    async def _replayed(
+        self, upload_id: int, tasks: list[Task], goods: list[_Good]
+    ) -> dict[str, Classification]:
         """A 208 names the task of an identical upload made before (research §2.1, §2.5; the
-        window is UNCONFIRMED). When that task has already ended and failed a good (a sale
-        lock lifted since, a cancelled task), its outcome is not this upload's: the good was
-        not applied now. Its task row is dropped and the delivery waits, uncharged (WB's own
-        rule keeps a new task from being made), to upload again after ``REPLAY_WAIT``; once the
-        old task is ``task_timeout`` old and WB still names it, the attempt is charged
-        (``TEMPORARY``) so that it ends ``retry-limit`` with WB's words. A task pending, done,
-        or whose failure is "already set" is this price's outcome: polled as usual."""
+        window is UNCONFIRMED), read now. When that task has already ended and failed a good
+        (a sale lock lifted since, a cancelled task), its outcome is not this upload's: the
+        good was not applied now. Its task row is dropped and the delivery waits, uncharged
+        (WB's own rule keeps a new task from being made), to upload again after
+        ``REPLAY_WAIT``; once the old task is ``task_timeout`` old and WB still names it, the
+        attempt is charged (``TEMPORARY``) so that it ends ``retry-limit`` with WB's words.
+        The other goods of a task already processed are judged from it as a poll would
+        (``_judge_task``: updated, "already set", quarantined); a task still pending (or a
+        good whose line needs more: a refused nmID, left out) is left to the usual poll."""
         if not await self.budget.take_poll(wait=True):
             return {}
         meta = await self._task_status("/api/v2/history/tasks", upload_id)
         status = meta.get("status") if isinstance(meta, dict) else None
-        if not isinstance(meta, dict) or status not in (SOME_ERRORS, ALL_ERRORS, CANCELLED):
+        if not isinstance(meta, dict) or status not in (DONE, SOME_ERRORS, ALL_ERRORS, CANCELLED):
             return {}
         failed: list[tuple[_Good, str]] = []
+        out: dict[str, Classification] = {}
         if status == CANCELLED:
             failed = [(g, "it was cancelled (status 4)") for g in goods]
         else:
-            rows = await self._goods(upload_id)
+            listed = meta.get("overAllGoodsNumber")
+            short = isinstance(listed, int) and listed < len(goods)
+            rows = {} if status == DONE and not short else await self._goods(upload_id)
             if isinstance(rows, str):
                 return {}
             for g in goods:
@@ -496,11 +503,21 @@ class WildberriesTarget:
                     meaning, _ = answers.item_error(row, upload_id)
                     if meaning != "already-set":
                         failed.append((g, f"it failed the good: {answers.item_words(row)}"))
-        if not failed:
-            return {}
-        await asyncio.to_thread(self.store.drop_tasks, [g.nm_id for g, _ in failed], upload_id)
+            gone = {g.price.message.message_id for g, _ in failed}
+            rest = [g for g in goods if g.price.message.message_id not in gone]
+            more: list[_Good] = []
+            refused: list[_Good] = []
+            left_out: list[_Good] = []
+            in_flight = {t.nm_id: t for t in tasks}
+            found = _Processed(rows, short)
+            self._judge_task(upload_id, found, rest, in_flight, out, more, refused, left_out)
+            for g in [*more, *refused, *left_out]:  # the usual poll finishes these
+                out.pop(g.price.message.message_id, None)
+        ended = [g.nm_id for g, _ in failed] + [
+            g.nm_id for g in goods if g.price.message.message_id in out
+        ]
+        await asyncio.to_thread(self.store.drop_tasks, ended, upload_id)
         age = _age(meta.get("uploadDate"), self.clock())
-        out: dict[str, Classification] = {}
         for g, why in failed:
             detail = (
                 f"Wildberries answered 208 with task {upload_id}, an identical upload that has "
