@@ -16,8 +16,11 @@ per good. How one ``send`` goes:
    price for that good waits (``AWAITING``) until it has one: one task per ``nmID`` in flight;
 4. the others go in one ``POST /api/v2/upload/task``; the task's id (200, or 208: the same
    task) is stored with its goods at once; the deliveries are ``AWAITING`` (back to delayed,
-   not charged, no lease) and a later attempt reads the outcome (step 3). "Already set" is
-   delivered; for several goods they are uploaded again one by one to learn which.
+   not charged, no lease) and a later attempt reads the outcome (step 3). A 208 naming a task
+   already processed is judged from it at once, and a good that task failed (a sale lock
+   lifted since, a cancelled task) is not applied by it: it waits, uncharged, to be uploaded
+   again once WB makes a new task (``_replayed``). "Already set" is delivered; for several
+   goods they are uploaded again one by one to learn which.
 
 Each good's line in a processed task (``history/goods/task``): updated -> DELIVERED; "already
 set" -> DELIVERED; price quarantine -> WITHHELD (until the ``nmID`` leaves
