@@ -866,15 +866,18 @@ def main(argv: list[str] | None = None) -> None:
     # The key last, once nothing can stop the start: a file of its own is removed at the end.
     key_path = Path(args.key_file or os.environ.get("OZONSIM_API_KEY_FILE") or "")
     made: Path | None = None
-    if str(key_path) != "." and key_path.is_file():
-        sim.api_key, key_set = key_path.read_text(encoding="utf-8").strip(), True
-    else:
-        sim.api_key, key_set = "ozon-demo-api-key", False
-        if str(key_path) == ".":
-            handle, name = tempfile.mkstemp(prefix="ozon-api-key-", suffix=".txt")
-            os.close(handle)
-            key_path = made = Path(name)
-        key_path.write_text(sim.api_key + "\n", encoding="utf-8")
+    try:
+        if str(key_path) != "." and key_path.is_file():
+            sim.api_key, key_set = key_path.read_text(encoding="utf-8").strip(), True
+        else:
+            sim.api_key, key_set = "ozon-demo-api-key", False
+            if str(key_path) == ".":
+                handle, name = tempfile.mkstemp(prefix="ozon-api-key-", suffix=".txt")
+                os.close(handle)
+                key_path = made = Path(name)
+            key_path.write_text(sim.api_key + "\n", encoding="utf-8")
+    except OSError as exc:  # a directory that does not exist, no permission: one line
+        parser.exit(2, f"error: the key file {key_path}: {exc.strerror or exc}\n")
 
     def settings(s: LoopbackServer) -> list[str]:
         channel = {

@@ -934,8 +934,11 @@ def main(argv: list[str] | None = None) -> None:
         sim.add_good(code, args.price)
     made = None if args.token_file else Path(tempfile.mkdtemp(prefix="wbsim-"))
     token_file = made / "wb-token" if made else Path(args.token_file)
-    token_file.write_text(sim.token() + "\n", encoding="utf-8")
-    os.chmod(token_file, 0o600)
+    try:
+        token_file.write_text(sim.token() + "\n", encoding="utf-8")
+        os.chmod(token_file, 0o600)
+    except OSError as exc:  # a directory that does not exist, no permission: one line
+        parser.exit(2, f"error: the token file {token_file}: {exc.strerror or exc}\n")
     print(f"the account holds {len(codes)} goods; the token is in {token_file}", flush=True)
     sim.host, sim.port = args.host, args.port
     try:

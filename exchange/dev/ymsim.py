@@ -879,12 +879,18 @@ def _offer_ids(items: Any) -> list[str] | None:
 
 def key_file(path: str | None) -> tuple[str, str]:
     """The key the simulator takes, and the file that holds it (as the channel's
-    ``ym_api_key_file`` names it): the file given, or a fresh one with a demo key."""
-    if path:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read().strip(), path
-    fd, made = tempfile.mkstemp(prefix="ymsim-key-", text=True)
+    ``ym_api_key_file`` names it): the file given when it exists; a file given that does not
+    exist yet is written with the demo key (as ozonsim does); none given: a fresh file with
+    the demo key. ``OSError`` when the file cannot be read or written."""
     key = "ym-demo-key"
+    if path:
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as handle:
+                return handle.read().strip(), path
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(key + "\n")
+        return key, path
+    fd, made = tempfile.mkstemp(prefix="ymsim-key-", text=True)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(key + "\n")
     return key, made
@@ -924,7 +930,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--api-key-file",
         metavar="FILE",
-        help="the key it takes (default: a demo key in a new file)",
+        help="the key it takes (a file that does not exist is written with a demo key; "
+        "default: a demo key in a new file)",
     )
     parser.add_argument(
         "--time-scale", type=time_scale, default=1.0, help="simulated seconds a second"
@@ -945,7 +952,10 @@ def main(argv: list[str] | None = None) -> None:
             set_switch(switches, name.strip(), text.strip())
         except ValueError as exc:
             parser.exit(2, f"error: {exc}\n")
-    key, path = key_file(args.api_key_file)
+    try:
+        key, path = key_file(args.api_key_file)
+    except OSError as exc:
+        parser.exit(2, f"error: the key file {args.api_key_file}: {exc.strerror or exc}\n")
     sim = YmSimulator(
         key,
         args.business_id,

@@ -43,6 +43,7 @@ from exchange.targets.bitrix.target import BitrixTarget
 from exchange.targets.ozon.target import OzonTarget, Roles
 from exchange.targets.shop_api.client import TLS_ERROR, Response, SiteClient, SiteResult
 from exchange.targets.wildberries import token as wb_token
+from exchange.targets.wildberries.budget import Budget
 from exchange.targets.wildberries.store import MemoryWbStore
 from exchange.targets.wildberries.target import WildberriesTarget
 from exchange.targets.wire import tls_words
@@ -591,6 +592,15 @@ WB_LIMITS = (
     "uploads, task polls and catalogue reads (the service keeps under it, polls never taking "
     "more than half)"
 )
+# research §2.3: a Base token's bucket for the whole category is 4 requests an hour, burst 1.
+WB_BASE_LIMITS = (
+    "a Base token: the Prices and discounts category allows it 4 requests an hour with a burst "
+    "of 1, shared by uploads, task polls and catalogue reads"
+)
+WB_BASE_SKIPPED = (
+    "not read: a Base token allows 4 requests an hour with a burst of 1, and the one this "
+    "check may spend went to the read above (make a Personal or Service token)"
+)
 WB_SAMPLE = 5  # the service's SKUs a check looks for in WB's catalogue
 
 
@@ -619,18 +629,24 @@ async def _check_wildberries(
             skip(sample_what, "no token"),
         ]
     results = [_wb_rights(token)]
+    said = wb_token.claims(token)
+    base = said is not None and said.kind == "Base"
     target = WildberriesTarget(
         settings.wb_api_url,
         lambda: token,
         MemoryWbStore(),
         timeout=settings.http_timeout,
         transport=transport,
+        # The token's own bucket (research §2.3): a Base token's is 4 an hour, burst 1.
+        budget=Budget(requests=4, period=3600.0, burst=1) if base else None,
     )
     try:
         health = await target.health()
         if health.verdict is not Verdict.DELIVERED:
             return [*results, fail(accepted_what, health.detail), skip(sample_what, "refused")]
-        results.append(ok(accepted_what, WB_LIMITS))
+        results.append(ok(accepted_what, WB_BASE_LIMITS if base else WB_LIMITS))
+        if base:  # its burst is spent: another request now is a 429 (never waited out here)
+            return [*results, skip(sample_what, WB_BASE_SKIPPED)]
         try:
             catalogue = await target.catalogue()
         except Exception as exc:  # the target's whole answer (a 429, a page not JSON)

@@ -60,6 +60,22 @@ def test_a_token_without_the_prices_category_or_a_base_token_fails(wb: WbSimulat
     assert "«Цены и скидки»" in said and "4 requests an hour" in base_said
 
 
+def test_a_base_token_is_told_its_own_limit_and_spends_no_request_it_cannot_afford(
+    wb: WbSimulator,
+) -> None:
+    """Research §2.3: a Base token has 4 requests an hour with a burst of 1 for the whole
+    category: the check says so, and reads nothing after the one read it may make (never a
+    429 from WB turned into a failed catalogue check)."""
+    results = wb_check(wb, wb.token(acc=ACC_BASE))
+    (rights, _), (accepted, limits), (sample, why) = results
+
+    assert (Status.FAIL, Status.OK, Status.SKIP) == (rights, accepted, sample), results
+    assert "4 requests an hour with a burst of 1" in limits
+    assert "10 requests per 6 s" not in limits
+    assert "4 requests an hour" in why
+    assert 1 == sum(wb.requests.values()), dict(wb.requests)
+
+
 def test_a_refused_token_fails_and_is_never_shown(wb: WbSimulator) -> None:
     token = wb.token()
     wb.revoke(token)

@@ -199,3 +199,38 @@ def test_a_bad_argument_is_one_line_exit_2(module: str) -> None:
     assert 2 == done.returncode
     [line] = done.stderr.splitlines()
     assert "error: argument --port" in line, line
+
+
+KEY_FLAGS = [("ozonsim", "--key-file"), ("wbsim", "--token-file"), ("ymsim", "--api-key-file")]
+
+
+@pytest.mark.parametrize(("module", "flag"), KEY_FLAGS)
+def test_a_key_file_that_cannot_be_made_is_one_line_exit_2(
+    tmp_path: Path, module: str, flag: str
+) -> None:
+    """Bad input is one clear line and exit 2, never a traceback (a directory that does not
+    exist: the file can be neither read nor written)."""
+    missing = tmp_path / "no-such-dir" / "key"
+    done = run_briefly(module, "--port", "0", flag, str(missing))
+    assert 2 == done.returncode, done.stderr
+    [line] = done.stderr.splitlines()
+    assert str(missing) in line and "No such file or directory" in line, line
+
+
+@pytest.mark.parametrize(("module", "flag"), KEY_FLAGS)
+def test_a_key_file_that_does_not_exist_yet_is_written_and_named_in_the_channel(
+    tmp_path: Path, module: str, flag: str
+) -> None:
+    """The three alike (ozonsim's way): a key file named but missing is written with the
+    simulator's credential and the channel it prints names it; it stays (the person's)."""
+    path = tmp_path / "key"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
+    env.pop("OZONSIM_API_KEY_FILE", None)
+    process, lines = start(module, env, flag, str(path))
+    try:
+        [channel] = channels(lines).values()
+    finally:
+        stop(process, signal.SIGTERM)
+    named = {k: v for k, v in channel.items() if k.endswith("_file")}
+    assert [path.resolve()] == [Path(v).resolve() for v in named.values()], channel
+    assert path.read_text(encoding="utf-8").strip()

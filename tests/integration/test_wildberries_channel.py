@@ -8,6 +8,7 @@ a worker killed after the upload leaves a task that the next worker polls, never
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +27,9 @@ from sqlalchemy import Engine, select
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import channels, deliveries, history, messages, wb_tasks
+from exchange.delivery.withheld import recheck
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
-from exchange.dev.wbsim import Switches, WbSimulator
+from exchange.dev.wbsim import Limits, Switches, WbSimulator
 from exchange.runner import run_until_idle
 from exchange.targets.wildberries.target import WildberriesTarget
 from exchange.worker import Worker
@@ -203,3 +206,36 @@ def test_a_sale_lock_ends_retry_limit_in_wbs_words_and_never_opens_the_breaker(
             .all()
         )
     assert said and all("Sale due to high inventory" in s and "attempt 2 of 2" in s for s in said)
+
+
+def test_two_withheld_versions_released_in_the_cabinet_end_v2_delivered_v1_superseded(
+    db_url: str, engine: Engine, wb: WbSimulator
+) -> None:
+    """Contract 13: v1 and v2 of one good both withheld (WB's price quarantine); the seller
+    confirms v2 in the cabinet: the recheck ends v2 delivered and v1 cancelled superseded,
+    never a traceback for what the channel does."""
+
+    # Three workers' targets, each with a budget of its own, share WB's one bucket here:
+    # WB's limit raised so that none meets a 429 the others caused (not what this tests).
+    wb.limits = Limits(period=1.0, requests=1000, burst=100)
+    for version, amount in ((1, "300.00"), (2, "250.00")):
+        worker = make_worker(db_url, engine, wb)
+        sending = worker.loop.target
+        assert isinstance(sending, WildberriesTarget)
+        sending.first_poll = sending.poll_every = 0.2
+        stage(engine, [price_row("SKU-1", version, amount)])
+        run_worker(worker, lambda w: run_until_idle(w, max_seconds=15, poll_interval=0.05))
+    assert {("SKU-1", 1): ("withheld", None), ("SKU-1", 2): ("withheld", None)} == states(engine)
+    wb.release_in_cabinet(wb.by_vendor_code("SKU-1").nm_id)  # type: ignore[union-attr]
+    target = make_worker(db_url, engine, wb).loop.target
+
+    async def check() -> int:
+        try:
+            return await recheck(engine, target, lambda: datetime.now(UTC))
+        finally:
+            await target.aclose()
+
+    assert 1 == asyncio.run(check())
+    assert {("SKU-1", 1): ("cancelled", "superseded"), ("SKU-1", 2): ("delivered", None)} == (
+        states(engine)
+    )

@@ -358,6 +358,23 @@ def test_a_withheld_price_left_by_a_newer_price_is_not_shown_live(sim: WbSimulat
     assert Shown.UNKNOWN == shown, "superseded by the newer version delivered, never live"
 
 
+def test_two_withheld_versions_of_one_good_are_each_asked_at_their_own_price(
+    sim: WbSimulator,
+) -> None:
+    """Contract 13: v1 and v2 both withheld, the seller confirms v2 in the cabinet: v2 is live,
+    v1 is not (it ends superseded), and no version crashes the recheck."""
+    store = MemoryWbStore()
+    v1, v2 = price("SKU-1", 1, "300.00"), price("SKU-1", 2, "250.00")
+    (first,) = send(make(sim, store, poll_at_once=True), v1)
+    (second,) = send(make(sim, store, poll_at_once=True), v2)
+    sim.release_in_cabinet(nm(sim, "SKU-1"))
+
+    shown = run(make(sim, store), lambda t: t.withheld_shown([v1, v2]))
+
+    assert [Verdict.WITHHELD, Verdict.WITHHELD] == [first.verdict, second.verdict]
+    assert [Shown.UNKNOWN, Shown.LIVE] == shown
+
+
 def test_a_sale_lock_is_temporary_and_charged_in_wbs_words(sim: WbSimulator) -> None:
     sim.lock_for_sale(nm(sim, "SKU-1"))
 
@@ -365,6 +382,55 @@ def test_a_sale_lock_is_temporary_and_charged_in_wbs_words(sim: WbSimulator) -> 
 
     assert Verdict.TEMPORARY == answer.verdict and not answer.site_wide
     assert "Sale due to high inventory" in answer.detail
+
+
+@pytest.mark.parametrize("window", [600.0, 0.0])
+def test_a_retry_after_a_lifted_sale_lock_never_takes_the_old_failed_tasks_result(
+    sim: WbSimulator, window: float
+) -> None:
+    """Research §2.5/§8: WB answers an identical upload 208 with the task it made before (the
+    window UNCONFIRMED, both ways here). That task failed on the sale lock, since lifted: its
+    outcome is not the retry's, which waits uncharged and lands once WB makes a new task."""
+    sim.switches.dedup_window = window
+    store = MemoryWbStore()
+    good = nm(sim, "SKU-1")
+    sim.lock_for_sale(good)
+    make_t = lambda: make(sim, store, poll_at_once=True, clock=sim.clock.datetime)  # noqa: E731
+
+    (locked,) = send(make_t(), price("SKU-1", 1, "900.00"))
+    sim.lock_for_sale(good, False)
+    sim.clock.advance(10)
+    (retry,) = send(make_t(), price("SKU-1", 1, "900.00"))
+    sim.clock.advance(window + 1)
+    (later,) = send(make_t(), price("SKU-1", 1, "900.00"))
+
+    assert Verdict.TEMPORARY == locked.verdict
+    if window:
+        assert Verdict.AWAITING == retry.verdict, retry  # not charged: never retry-limit
+        assert "208" in retry.detail and "not applied" in retry.detail
+        assert Verdict.DELIVERED == later.verdict, later
+    else:
+        assert Verdict.DELIVERED == retry.verdict, retry
+    assert 900 == sim.goods[good].price
+
+
+def test_a_208_naming_an_old_failed_task_past_the_task_timeout_is_charged(
+    sim: WbSimulator,
+) -> None:
+    """Bounded: WB still naming the ended task after ``task_timeout`` is a charged temporary
+    failure (it ends retry-limit with WB's words), never an endless uncharged wait."""
+    sim.switches.dedup_window = 100_000.0
+    store = MemoryWbStore()
+    sim.lock_for_sale(nm(sim, "SKU-1"))
+    make_t = lambda: make(  # noqa: E731
+        sim, store, poll_at_once=True, clock=sim.clock.datetime, task_timeout=1800.0
+    )
+    send(make_t(), price("SKU-1", 1, "900.00"))
+    sim.clock.advance(1801)
+
+    (retry,) = send(make_t(), price("SKU-1", 1, "900.00"))
+
+    assert Verdict.TEMPORARY == retry.verdict and "208" in retry.detail
 
 
 # -- the token -----------------------------------------------------------------------------------

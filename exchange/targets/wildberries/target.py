@@ -16,8 +16,11 @@ per good. How one ``send`` goes:
    price for that good waits (``AWAITING``) until it has one: one task per ``nmID`` in flight;
 4. the others go in one ``POST /api/v2/upload/task``; the task's id (200, or 208: the same
    task) is stored with its goods at once; the deliveries are ``AWAITING`` (back to delayed,
-   not charged, no lease) and a later attempt reads the outcome (step 3). "Already set" is
-   delivered; for several goods they are uploaded again one by one to learn which.
+   not charged, no lease) and a later attempt reads the outcome (step 3). A 208 naming a task
+   already processed is judged from it at once, and a good that task failed (a sale lock
+   lifted since, a cancelled task) is not applied by it: it waits, uncharged, to be uploaded
+   again once WB makes a new task (``_replayed``). "Already set" is delivered; for several
+   goods they are uploaded again one by one to learn which.
 
 Each good's line in a processed task (``history/goods/task``): updated -> DELIVERED; "already
 set" -> DELIVERED; price quarantine -> WITHHELD (until the ``nmID`` leaves
@@ -106,6 +109,7 @@ class _Answer(Exception):
 
 # What a poll of one task found: ``_Processed``, or one of these.
 _PENDING, _LATER, _CANCELLED, _LOST = "pending", "later", "cancelled", "lost"
+REPLAY_WAIT = 60.0  # seconds between uploads while WB's 208 names an ended task
 FEW = 5  # goods a task left out checked one by one (filterNmID); more: the map rebuilt
 
 
@@ -237,10 +241,19 @@ class WildberriesTarget:
 
     async def _read(self, messages: Sequence[OutgoingMessage]) -> list[_Price | Classification]:
         """Each message as its item (the articles read under ``sku_source = article``), or
-        why it is not one: for ``withheld_shown`` and ``read_prices``."""
+        why it is not one: for ``withheld_shown`` and ``read_prices``. Each message is read
+        as its own version: two versions of one SKU (v1 and v2 both withheld) are one item
+        when sent, but each is asked about at its own price (contract 13: v2 live, v1
+        superseded)."""
         built = await items.gather(messages, self.channel, articles=self.articles)
-        by_message = {p.message.message_id: p for p in map(_item, built.items)}
-        return [by_message.get(m.message_id) or built.answers[m.message_id] for m in messages]
+        read: dict[str, _Price | Classification] = dict(built.answers)
+        for item in built.items:
+            for carried in item.carried:
+                alone = items.build([carried], self.channel, [], {item.sku: item.offer_id})
+                read[carried.message_id] = (
+                    _item(alone.items[0]) if alone.items else alone.answers[carried.message_id]
+                )
+        return [read[m.message_id] for m in messages]
 
     # -- one send --------------------------------------------------------------------------
 
@@ -432,12 +445,13 @@ class WildberriesTarget:
             await asyncio.to_thread(self.store.put_tasks, tasks)
             if status == 208:
                 log.info("Wildberries: the upload is task %s already (208)", upload_id)
-            if self.poll_at_once:
-                return await self._deliver_after_upload(goods)
-            return {
-                g.price.message.message_id: self._awaiting(upload_id, self.first_poll)
-                for g in goods
-            }
+                replayed = await self._replayed(upload_id, tasks, goods)
+                if replayed:
+                    rest = [g for g in goods if g.price.message.message_id not in replayed]
+                    if not rest:
+                        return replayed
+                    return {**replayed, **await self._after_upload(rest, upload_id)}
+            return await self._after_upload(goods, upload_id)
         words = answers.error_text(response)
         if status == 400 and (answers.ALREADY_SET in words.lower() or answers.ALL_WRONG in words):
             if len(goods) > 1:
@@ -448,6 +462,79 @@ class WildberriesTarget:
                 return out
             return await self._already_or_refused(goods[0], words, alone)
         raise _Answer(answers.whole(response, "upload"))
+
+    async def _after_upload(self, goods: list[_Good], upload_id: int) -> dict[str, Classification]:
+        """The goods WB took in task ``upload_id``: awaited (or, ``poll_at_once``, polled now)."""
+        if self.poll_at_once:
+            return await self._deliver_after_upload(goods)
+        return {
+            g.price.message.message_id: self._awaiting(upload_id, self.first_poll) for g in goods
+        }
+
+    async def _replayed(
+        self, upload_id: int, tasks: list[Task], goods: list[_Good]
+    ) -> dict[str, Classification]:
+        """A 208 names the task of an identical upload made before (research §2.1, §2.5; the
+        window is UNCONFIRMED), read now. When that task has already ended and failed a good
+        (a sale lock lifted since, a cancelled task), its outcome is not this upload's: the
+        good was not applied now. Its task row is dropped and the delivery waits, uncharged
+        (WB's own rule keeps a new task from being made), to upload again after
+        ``REPLAY_WAIT``; once the old task is ``task_timeout`` old and WB still names it, the
+        attempt is charged (``TEMPORARY``) so that it ends ``retry-limit`` with WB's words.
+        The other goods of a task already processed are judged from it as a poll would
+        (``_judge_task``: updated, "already set", quarantined); a task still pending (or a
+        good whose line needs more: a refused nmID, left out) is left to the usual poll."""
+        if not await self.budget.take_poll(wait=True):
+            return {}
+        meta = await self._task_status("/api/v2/history/tasks", upload_id)
+        status = meta.get("status") if isinstance(meta, dict) else None
+        if not isinstance(meta, dict) or status not in (DONE, SOME_ERRORS, ALL_ERRORS, CANCELLED):
+            return {}
+        failed: list[tuple[_Good, str]] = []
+        out: dict[str, Classification] = {}
+        if status == CANCELLED:
+            failed = [(g, "it was cancelled (status 4)") for g in goods]
+        else:
+            listed = meta.get("overAllGoodsNumber")
+            short = isinstance(listed, int) and listed < len(goods)
+            rows = {} if status == DONE and not short else await self._goods(upload_id)
+            if isinstance(rows, str):
+                return {}
+            for g in goods:
+                row = rows.get(g.nm_id)
+                if row is not None and row.get("status") == ITEM_ERROR:
+                    meaning, _ = answers.item_error(row, upload_id)
+                    if meaning != "already-set":
+                        failed.append((g, f"it failed the good: {answers.item_words(row)}"))
+            gone = {g.price.message.message_id for g, _ in failed}
+            rest = [g for g in goods if g.price.message.message_id not in gone]
+            more: list[_Good] = []
+            refused: list[_Good] = []
+            left_out: list[_Good] = []
+            in_flight = {t.nm_id: t for t in tasks}
+            found = _Processed(rows, short)
+            self._judge_task(upload_id, found, rest, in_flight, out, more, refused, left_out)
+            for g in [*more, *refused, *left_out]:  # the usual poll finishes these
+                out.pop(g.price.message.message_id, None)
+        ended = [g.nm_id for g, _ in failed] + [
+            g.nm_id for g in goods if g.price.message.message_id in out
+        ]
+        await asyncio.to_thread(self.store.drop_tasks, ended, upload_id)
+        age = _age(meta.get("uploadDate"), self.clock())
+        for g, why in failed:
+            detail = (
+                f"Wildberries answered 208 with task {upload_id}, an identical upload that has "
+                f"ended ({why}): not applied now; uploaded again once WB makes a new task"
+            )
+            if age is not None and age < self.task_timeout:
+                out[g.price.message.message_id] = Classification(
+                    Verdict.AWAITING, detail, http_status=208, again_in=REPLAY_WAIT
+                )
+            else:
+                out[g.price.message.message_id] = Classification(
+                    Verdict.TEMPORARY, detail, http_status=208, about_item=True
+                )
+        return out
 
     async def _deliver_after_upload(self, goods: list[_Good]) -> dict[str, Classification]:
         """``poll_at_once``: the goods just uploaded, their task polled once now."""
@@ -797,6 +884,19 @@ def _seconds(value: str | None) -> float:
         return max(0.0, float(value)) if value is not None else 1.0
     except ValueError:
         return 1.0
+
+
+def _age(uploaded: object, now: datetime) -> float | None:
+    """Seconds since a task's ``uploadDate`` (ISO 8601), or None when it is not readable."""
+    if not isinstance(uploaded, str):
+        return None
+    try:
+        at = datetime.fromisoformat(uploaded.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return (now - at).total_seconds()
 
 
 def _task_id(response: httpx.Response) -> int | None:
