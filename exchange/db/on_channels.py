@@ -121,10 +121,13 @@ def accepted(ids: Sequence[int], of: Of = None) -> Select[Any]:
 
 
 def _record_column(name: str) -> Any:
-    """A column of ``listed``'s records part: the message's own, NULL for a delivery column
-    a record does not have (no attempt, no lease, no rank)."""
+    """A column of ``listed``'s records part: the message's own, 0 attempts (as a record
+    always showed: never sent), NULL for the other delivery columns a record does not have
+    (no lease, no rank)."""
     if name in messages.c:
         return messages.c[name]
+    if name == "attempts":
+        return cast(literal(0), deliveries.c[name].type).label(name)
     return cast(null(), deliveries.c[name].type).label(name)
 
 

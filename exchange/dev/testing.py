@@ -414,9 +414,15 @@ def fill_quarantine(
         postgres = is_postgres(connection)
         made = select(aggregates.c.id, aggregates.c.kind).where(aggregates.c.id.in_(ids.values()))
         connection.execute(new_cursors(made.subquery("made"), postgres))
-        written = select(messages, literal(0, BigInteger()).label("claim_rank")).where(
-            messages.c.message_id.in_([r["message_id"] for r in rows])
-        )
+        # The message's identity only: its own state, reason and last_error (a record's, NULL
+        # on an accepted message) would override ``begun``.
+        written = select(
+            messages.c.id,
+            messages.c.aggregate_id,
+            messages.c.kind,
+            messages.c.version,
+            literal(0, BigInteger()).label("claim_rank"),
+        ).where(messages.c.message_id.in_([r["message_id"] for r in rows]))
         begun = {"state": "quarantined", "attempts": 0, "waiting_since": now, "updated_at": now}
         connection.execute(new_deliveries(written.subquery(), postgres, start=begun))
         # Each its own reason, attempts and time, on every channel.
