@@ -22,7 +22,7 @@ from sqlalchemy.engine import make_url
 from exchange.db.engine import transaction
 from exchange.db.schema import deliveries, history, messages
 from exchange.dev.sitesim import SiteSimulator
-from exchange.dev.testing import posting_row, price_row, stage
+from exchange.dev.testing import one_channel_messages, posting_row, price_row, stage
 from exchange.domain.identity import message_id
 from exchange.settings import MAX_SECONDS, WORKER_ID_MAX
 
@@ -52,7 +52,8 @@ def assert_refused_in_one_line(
 
 def delivered(engine: Engine) -> dict[str, str]:
     with transaction(engine, read_only=True) as connection:
-        rows = connection.execute(select(messages.c.aggregate, messages.c.state)).all()
+        one = one_channel_messages()  # each message's state on the one channel (migration 0026)
+        rows = connection.execute(select(one.c.aggregate, one.c.state)).all()
     return {aggregate: state for aggregate, state in rows}
 
 

@@ -224,7 +224,7 @@ def test_a_stop_during_a_cycle_the_wake_up_started_finishes_and_records_its_batc
         try:
             run_worker(worker, scenario)
             with transaction(engine, read_only=True) as connection:
-                found = connection.execute(text("SELECT state FROM messages")).scalars().all()
+                found = connection.execute(text("SELECT state FROM deliveries")).scalars().all()
         finally:
             engine.dispose()
     assert ["delivered"] == found
@@ -234,6 +234,6 @@ def _claimed(engine: Any) -> bool:
     with transaction(engine, read_only=True) as connection:
         return bool(
             connection.execute(
-                text("SELECT count(*) FROM messages WHERE state = 'in_progress'")
+                text("SELECT count(*) FROM deliveries WHERE state = 'in_progress'")
             ).scalar()
         )

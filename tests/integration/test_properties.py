@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, delete, func, select
 
 from exchange import app as bootstrap
+from exchange.db import schema
 from exchange.db.engine import make_engine, transaction
 from exchange.db.schema import aggregates, channel_aggregates, deliveries, history, staging, workers
 from exchange.dev.testing import (
@@ -67,7 +68,7 @@ def reset(engine: Engine) -> None:
         for table in (
             history,
             deliveries,
-            messages,
+            schema.messages,  # the table: `messages` here is the one channel's view of it
             channel_aggregates,
             aggregates,
             staging,

@@ -212,7 +212,7 @@ def test_an_accepted_price_survives_a_restart_and_the_new_worker_reads_it_back_n
         ym_api_url=ym.url,
         ym_business_id="1001",
         ym_api_key_file=str(key),
-        ym_apply_timeout="4",
+        ym_apply_timeout="80",  # its first read-back 2 s later: never within the first cycle
     )
     stage(engine, [price_row("SKU-1", 1, "100.00")])
 

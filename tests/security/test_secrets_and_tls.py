@@ -25,9 +25,16 @@ from exchange import app as bootstrap
 from exchange import logs
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
-from exchange.db.schema import history, messages
+from exchange.db.schema import history
 from exchange.dev.sitesim import Faults, SiteSimulator
-from exchange.dev.testing import drain, fast_settings, posting_row, price_row, stage
+from exchange.dev.testing import (
+    drain,
+    fast_settings,
+    one_channel_messages,
+    posting_row,
+    price_row,
+    stage,
+)
 from exchange.errors import ConfigurationError
 from exchange.ops.check import Status, check_site
 from exchange.settings import Settings, load_settings
@@ -74,7 +81,7 @@ def test_a_certificate_from_an_unknown_ca_is_refused_as_a_tls_connection_error_a
     url, engine = sqlite_engine
     stage(engine, [price_row("SKU-1", 1)])
     run(bootstrap.worker(fast_settings(url, tls_site.url, max_attempts=50), engine), cycles=1)
-    [message] = rows(engine, messages)
+    [message] = rows(engine, one_channel_messages())
     failures = [e for e in rows(engine, history) if e["error_class"] is not None]
     # A configuration verdict (contract 10): delivery pauses, nothing is charged, and it goes
     # once the site is trusted (the health check fails the same way until then).
@@ -94,7 +101,7 @@ def test_with_the_ca_bundle_the_certificate_is_verified_and_the_messages_are_del
     assert tls_site.url.startswith("https://127.0.0.1:")
     settings = fast_settings(url, tls_site.url, site_ca_bundle=pki.ca)
     run(bootstrap.worker(settings, engine))
-    assert {"delivered"} == {m["state"] for m in rows(engine, messages)}
+    assert {"delivered"} == {m["state"] for m in rows(engine, one_channel_messages())}
     assert 2 == len(tls_site.effects())
 
 
@@ -232,7 +239,9 @@ def test_the_token_file_is_read_and_its_token_never_reaches_the_log_or_the_histo
                 run(worker)  # delivered, a 500 until retry-limit, a 422
         effects = site.effects()
     log = captured_log.getvalue()
-    states = {m["aggregate"]: (m["state"], m["reason"]) for m in rows(engine, messages)}
+    states = {
+        m["aggregate"]: (m["state"], m["reason"]) for m in rows(engine, one_channel_messages())
+    }
     assert {
         "SKU-1": ("delivered", None),
         "SKU-P": ("quarantined", "retry-limit"),
@@ -244,5 +253,5 @@ def test_the_token_file_is_read_and_its_token_never_reaches_the_log_or_the_histo
     for fragment in ("401", "500", "422", "HTTP Request: POST"):
         assert fragment in log, f"{fragment} missing from the log"
     assert SECRET not in log
-    stored = repr(rows(engine, messages)) + repr(rows(engine, history))
+    stored = repr(rows(engine, one_channel_messages())) + repr(rows(engine, history))
     assert SECRET not in stored
