@@ -321,7 +321,12 @@ def one_channel_messages() -> Subquery:
     d = deliveries.alias("d")
     own = [c for c in messages.c if c.name not in DELIVERY_COLUMNS]
     delivery = [
-        func.coalesce(d.c[name], messages.c[name]).label(name) if name in messages.c else d.c[name]
+        func.coalesce(d.c[name], messages.c[name]).label(name)
+        if name in messages.c
+        # a record was never sent: 0 attempts, as it always showed (and as the lists say)
+        else func.coalesce(d.c[name], 0).label(name)
+        if name == "attempts"
+        else d.c[name]
         for name in DELIVERY_COLUMNS
     ]
     on = and_(d.c.message_pk == messages.c.id, d.c.channel_id == the_channel())
