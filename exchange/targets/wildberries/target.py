@@ -38,7 +38,7 @@ import json
 import logging
 import math
 import ssl
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -685,18 +685,8 @@ class WildberriesTarget:
     async def catalogue(self) -> dict[str, int]:
         """Every vendor code's nmID, paging ``/api/v2/list/goods/filter`` within the budget."""
         found: dict[str, int] = {}
-        offset = 0
-        while True:
-            response = await self._call(
-                "GET",
-                "/api/v2/list/goods/filter",
-                "read",
-                {"limit": str(PAGE), "offset": str(offset)},
-            )
-            body = answers.body(response)
-            data = body.get("data") if isinstance(body, dict) else None
-            page = data.get("listGoods") if isinstance(data, dict) else None
-            if not isinstance(page, list):
+        async for page in self._catalogue_pages():
+            if page is None:
                 raise _Answer(
                     Classification(
                         Verdict.UNKNOWN,
@@ -709,8 +699,29 @@ class WildberriesTarget:
                     code, nm = good.get("vendorCode"), good.get("nmID")
                     if isinstance(code, str) and isinstance(nm, int):
                         found[code] = nm
+        return found
+
+    async def _catalogue_pages(self) -> AsyncIterator[list[Any] | None]:
+        """The catalogue's pages (``/api/v2/list/goods/filter``, ``PAGE`` goods each) within
+        the budget, in order; ``None`` for a page whose answer has no ``listGoods`` (the
+        reader decides), after which there are no more."""
+        offset = 0
+        while True:
+            response = await self._call(
+                "GET",
+                "/api/v2/list/goods/filter",
+                "read",
+                {"limit": str(PAGE), "offset": str(offset)},
+            )
+            body = answers.body(response)
+            data = body.get("data") if isinstance(body, dict) else None
+            page = data.get("listGoods") if isinstance(data, dict) else None
+            if not isinstance(page, list):
+                yield None
+                return
+            yield page
             if len(page) < PAGE:
-                return found
+                return
             offset += PAGE
 
     # -- withheld (contract 13) ------------------------------------------------------------
@@ -770,23 +781,13 @@ class WildberriesTarget:
         return [Release(False, answers.WHERE_TO_RELEASE) for _ in messages]
 
     async def _prices(self, nm_ids: set[int]) -> dict[int, int]:
-        """The price in force of each of ``nm_ids`` (the catalogue, one good a request when
-        few, else paged whole)."""
+        """The price in force of each of ``nm_ids``, read from the whole catalogue's pages (a
+        page without goods ends the read with what was found)."""
         if not nm_ids:
             return {}
         found: dict[int, int] = {}
-        offset = 0
-        while True:
-            response = await self._call(
-                "GET",
-                "/api/v2/list/goods/filter",
-                "read",
-                {"limit": str(PAGE), "offset": str(offset)},
-            )
-            body = answers.body(response)
-            data = body.get("data") if isinstance(body, dict) else None
-            page = data.get("listGoods") if isinstance(data, dict) else None
-            if not isinstance(page, list):
+        async for page in self._catalogue_pages():
+            if page is None:
                 return found
             for good in page:
                 nm, sizes = good.get("nmID"), good.get("sizes")
@@ -794,9 +795,7 @@ class WildberriesTarget:
                     price = sizes[0].get("price") if isinstance(sizes[0], dict) else None
                     if isinstance(price, int):
                         found[nm] = price
-            if len(page) < PAGE:
-                return found
-            offset += PAGE
+        return found
 
     # -- reading prices back (exchange verify) ---------------------------------------------
 
