@@ -23,7 +23,7 @@ from exchange.dev.testing import (
     price_row,
     stage,
 )
-from exchange.domain.clock import FakeClock
+from exchange.domain.clock import FakeClock, FakeMonotonic
 from exchange.queue import coalesce
 
 # Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
@@ -54,12 +54,22 @@ class StagingSite(FakeSite):
         return answered
 
 
-def one_cycle(engine: Engine, db_url: str, clock: FakeClock, site: StagingSite) -> None:
+def one_cycle(
+    engine: Engine,
+    db_url: str,
+    clock: FakeClock,
+    site: StagingSite,
+    monotonic: FakeMonotonic | None = None,
+) -> None:
     settings = fast_settings(
         db_url, "https://site.test", batch_size=50, concurrency=1, gap_timeout=GAP
     )
     worker = bootstrap.worker(
-        settings, engine, clock=clock, transport=httpx.MockTransport(site.handle)
+        settings,
+        engine,
+        clock=clock,
+        monotonic=monotonic,
+        transport=httpx.MockTransport(site.handle),
     )
 
     async def run() -> None:
@@ -111,18 +121,19 @@ def test_a_correction_taken_in_mid_cycle_cancels_its_older_version_without_a_swe
 
 
 def test_a_gap_is_quarantined_within_a_cycle_a_backlog_keeps_going(
-    engine: Engine, db_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, db_url: str, clock: FakeClock
 ) -> None:
     """A posting waits for a missing predecessor while a backlog drains; during the first
     batch the gap's timeout passes. The sweep within the same cycle quarantines it
     (``sequence-gap``): a long drain does not hold the gap check back until it ends. (The
-    sweep's share is raised so that the first batch's pause outlasts the interval it sets
-    whatever the machine's load: the cycle start's sweep includes building its statements.)"""
-    monkeypatch.setattr(coalesce, "SWEEP_SHARE", 1.0)
+    worker's monotonic clock is the fake clock's: the timeout's minute passes on both, so the
+    cycle start's sweep, however long a loaded machine makes it, reads as taking no time and
+    the sweep is due at the first take-in after the minute; ``sweep_due``'s share of the
+    cost is tested on its own.)"""
     stage(engine, [price_row(f"SKU-{n:03d}", 1) for n in range(BACKLOG)])
     stage(engine, [posting_row("DOC-1", 2)])  # version 1 never comes
-    site = StagingSite(lambda: clock.advance(GAP + 1), pause=0.5)
-    one_cycle(engine, db_url, clock, site)
+    site = StagingSite(lambda: clock.advance(GAP + 1), pause=0.0)
+    one_cycle(engine, db_url, clock, site, FakeMonotonic(clock))
 
     assert ends(engine, "DOC-1") == {2: ("quarantined", "sequence-gap")}
     assert site.requests == BACKLOG, "the backlog went on"
