@@ -1977,7 +1977,7 @@ _WORD_MESSAGES.update(
         "channel_delivery": N_("Delivery"),
         "channel_live": N_("live"),
         "channel_paused": N_("paused"),
-        "channel_down": N_("down: the site keeps failing"),
+        "channel_down": N_("down: it keeps failing"),
         "channel_no_worker": N_("no live worker"),
         "channel_not_configured": N_("not configured"),
         "channel_backlog": N_("Still to deliver"),
@@ -1989,5 +1989,18 @@ _WORD_MESSAGES.update(
         "preview_on_channel": N_("on channel {channel}: {count}"),
         "preview_records": N_("rows refused at intake (no channel's): {count}"),
         "any_channel": N_("every channel"),
+        # The pause per channel (contract 13: ``exchange pause --channel``): each row pauses
+        # or resumes its own channel, the banner every channel.
+        "channel_pause": N_("Pause"),
+        "pause_channel": N_("Pause channel {channel}"),
+        "resume_channel": N_("Resume channel {channel}"),
+        "pause_all": N_("Pause every channel"),
+        "resume_all": N_("Resume every channel"),
+        "pause_all_hint": N_(
+            "Every channel's workers stop sending within one cycle; a channel's row pauses that "
+            "channel alone."
+        ),
+        "paused_channels": N_("Paused on their own: {channels}"),
+        "channel_paused_with_all": N_("paused with every channel"),
     }
 )

@@ -10,13 +10,15 @@ import re
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine, insert, select
-from workbench_helpers import csrf_of, signed_in
+from workbench_helpers import csrf_of, post, signed_in
 
 from exchange.db.engine import transaction
-from exchange.db.schema import channel_aggregates, channels, deliveries, history
+from exchange.db.schema import channels, delivery_pause, history
 from exchange.dev.testing import one_channel_messages, price_row, stage
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake.staging_table import take
+from exchange.queue import control
+from tests.support.second_channel import second_channel, taken
 
 # Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
 # with its delivery and cursor on the one channel instead.
@@ -26,33 +28,12 @@ NOW = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
 
 
 def _on_two_channels(db: Engine) -> str:
-    """SKU-1 waiting on ``api`` and quarantined (http-422) on ``second``: its message_id."""
-    stage(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")])
-    take(db, None, dict(DEFAULT_KINDS), NOW)
-    with transaction(db) as connection:
-        row = connection.execute(select(messages).where(~messages.c.rejected)).one()
-        second = connection.execute(
-            insert(channels)
-            .values(name="second", target="ozon", added_at=NOW)
-            .returning(channels.c.id)
-        ).scalar_one()
-        connection.execute(
-            insert(deliveries).values(
-                message_pk=row.id,
-                channel_id=second,
-                aggregate_id=row.aggregate_id,
-                kind=row.kind,
-                version=row.version,
-                state="quarantined",
-                reason="http-422",
-                waiting_since=NOW,
-                updated_at=NOW,
-            )
-        )
-        connection.execute(
-            insert(channel_aggregates).values(aggregate_id=row.aggregate_id, channel_id=second)
-        )
-        return str(row.message_id)
+    """SKU-1 waiting on ``api`` and quarantined (http-422) on ``second`` (an Ozon channel): its
+    message_id."""
+    taken(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")], NOW)
+    second_channel(db, {"SKU-1/retail": ("quarantined", "http-422")}, NOW, target="ozon")
+    with transaction(db, read_only=True) as connection:
+        return str(connection.execute(select(messages.c.message_id)).scalar_one())
 
 
 def test_the_dashboard_has_a_row_per_channel_and_the_message_page_every_channels_state(
@@ -143,3 +124,67 @@ def test_the_export_keeps_the_lists_channel_and_says_an_unknown_one(olga: str, d
     assert client.get("/export", params={"format": "csv", "channel": "api"}).text.count(mid) == 0
     wrong = client.get("/export", params={"format": "csv", "channel": "nowhere"})
     assert wrong.status_code == 400 and "nowhere" in html.unescape(wrong.text)
+
+
+def _pauses(db: Engine) -> dict[str, str]:
+    """The operators' pauses held: each row's name (``delivery``, ``delivery:<channel>``) and
+    who paused."""
+    with transaction(db, read_only=True) as connection:
+        rows = connection.execute(
+            select(delivery_pause.c.name, delivery_pause.c.operator).where(
+                delivery_pause.c.name.like("delivery%")
+            )
+        ).all()
+    return {name: operator for name, operator in rows}
+
+
+def test_the_dashboard_pauses_and_resumes_one_channel_and_the_others_deliver_on(
+    olga: str, db: Engine
+) -> None:
+    """Contract 13: with several channels the workbench pauses one channel, as ``exchange
+    pause --channel`` does (the pause of that channel alone, with the operator and the note),
+    shows which channels are paused, and resumes it; the banner's pause and resume act on
+    every channel, and a channel that is none is said, nothing paused."""
+    _on_two_channels(db)
+    client = signed_in(olga, "olga")
+    dashboard = html.unescape(client.get("/").text)
+    row = dashboard.split('id="channel-second"')[1].split("</tr>")[0]
+    assert 'name="channel" value="second"' in row and "Остановить канал second" in row
+    assert "Остановить все каналы" in dashboard.split('id="pause"')[1].split("</div>")[0]
+    assert post(client, "/delivery/pause", {"note": "", "channel": "second"}).status_code == 400
+    answer = post(client, "/delivery/pause", {"note": "price check", "channel": "second"})
+    assert answer.status_code == 303
+    assert _pauses(db) == {"delivery:second": "olga"}
+    with transaction(db, read_only=True) as connection:
+        assert control.operator_pause(connection, "api") is None  # api delivers on
+        held = control.operator_pause(connection, "second")
+        assert held is not None and held["note"] == "price check"
+    dashboard = html.unescape(client.get("/").text)
+    assert "Остановлены по отдельности: second" in dashboard
+    second_row = dashboard.split('id="channel-second"')[1].split("</tr>")[0]
+    assert "остановлена оператором olga" in second_row and 'id="resume-second"' in second_row
+    api_row = dashboard.split('id="channel-api"')[1].split("</tr>")[0]
+    assert 'id="pause-api"' in api_row and "остановлена" not in api_row
+    nowhere = post(client, "/delivery/pause", {"note": "x", "channel": "nowhere"})
+    assert nowhere.status_code == 400 and "nowhere" in html.unescape(nowhere.text)
+    assert _pauses(db) == {"delivery:second": "olga"}
+    assert post(client, "/delivery/resume", {"channel": "second"}).status_code == 303
+    assert _pauses(db) == {}
+    assert post(client, "/delivery/pause", {"note": "all of them"}).status_code == 303
+    assert _pauses(db) == {"delivery": "olga"}
+    assert post(client, "/delivery/resume", {}).status_code == 303
+    assert _pauses(db) == {}
+
+
+def test_one_channels_pause_button_is_as_before(olga: str, db: Engine) -> None:
+    """One channel: the dashboard's pause is the one it always was (no channel rows, no
+    channel in the form), and it pauses every channel."""
+    stage(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")])
+    take(db, None, dict(DEFAULT_KINDS), NOW)
+    client = signed_in(olga, "olga")
+    dashboard = html.unescape(client.get("/").text)
+    banner = dashboard.split('id="pause"')[1].split("</div>")[0]
+    assert "Остановить доставку" in banner and 'name="channel"' not in dashboard
+    assert "каналы" not in banner
+    assert post(client, "/delivery/pause", {"note": "maintenance"}).status_code == 303
+    assert _pauses(db) == {"delivery": "olga"}

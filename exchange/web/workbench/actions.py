@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -13,6 +13,7 @@ from aiohttp import web
 from sqlalchemy import Connection
 
 from exchange.db.engine import transaction
+from exchange.db.channels import in_use
 from exchange.db.on_channels import channel_ids
 from exchange.delivery import withheld
 from exchange.errors import ConfigurationError, OperatorError
@@ -27,8 +28,9 @@ from exchange.ops.quarantine import (
     list_quarantined,
 )
 from exchange.queue import control
+from exchange.queue.channels import no_such_channel
 from exchange.web.workbench.core import ACTION_PATHS, Core, Who
-from exchange.words import word
+from exchange.words import error_words, word
 
 
 class Actions(Core):
@@ -366,24 +368,61 @@ class Actions(Core):
         raise web.HTTPSeeOther(f"/message/{quote(message_id, safe='')}?done=release")
 
     async def pause(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
+        """Pause delivery: every channel, or the one the form names (contract 13: ``channel``,
+        as ``exchange pause --channel``); the note is required either way."""
         note = str(form.get("note", "")).strip()
         if not note:
-            return self._note_required(request, who)
+            return self._note_required(request, who, back="/")
+        channel = str(form.get("channel", "")).strip() or None
 
         def act() -> None:
             with transaction(self.engine) as connection:
-                control.pause(connection, operator=who.name, note=note, now=self.clock.now())
+                _known_channel(connection, channel)
+                control.pause(
+                    connection, operator=who.name, note=note, now=self.clock.now(), channel=channel
+                )
 
-        await asyncio.to_thread(act)
-        raise web.HTTPSeeOther("/")
+        return await self._on_delivery(request, who, act)
 
     async def resume(self, request: web.Request, who: Who, form: Any) -> web.StreamResponse:
+        """Resume delivery: every channel (every pause ends, each channel's own too), or the
+        one the form names (its own pause; a pause of every channel holds it still)."""
+        channel = str(form.get("channel", "")).strip() or None
+
         def act() -> None:
             with transaction(self.engine) as connection:
-                control.resume(connection, operator=who.name, now=self.clock.now())
+                _known_channel(connection, channel)
+                control.resume(
+                    connection, operator=who.name, now=self.clock.now(), channel=channel
+                )
 
-        await asyncio.to_thread(act)
+        return await self._on_delivery(request, who, act)
+
+    async def _on_delivery(
+        self, request: web.Request, who: Who, act: Callable[[], None]
+    ) -> web.StreamResponse:
+        """A pause or a resume done, then the dashboard; a channel that is no channel in use
+        is said on a page of its own (400), nothing done."""
+        try:
+            await asyncio.to_thread(act)
+        except OperatorError as exc:
+            lang = self._lang(request)
+            return self._render(
+                request,
+                "error.html",
+                who,
+                status=400,
+                message=error_words(str(exc), lang),
+                back="/",
+            )
         raise web.HTTPSeeOther("/")
+
+
+def _known_channel(connection: Connection, channel: str | None) -> None:
+    """A pause or resume of one channel names a registered channel not dropped (the rule of
+    ``exchange pause --channel``)."""
+    if channel is not None and in_use(connection, channel) is None:
+        raise no_such_channel(channel)
 
 
 def _back(request: web.Request, form: Any) -> str:

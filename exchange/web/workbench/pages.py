@@ -223,6 +223,14 @@ class Pages(Core):
                     "figures": figures.as_json(),
                     "held": finder.held(connection, self.kinds),
                     "pause": pause,
+                    # contract 13: the channels paused on their own, and those a pause or a
+                    # resume may name (registered, not dropped)
+                    "paused_channels": sorted(control.paused_channels(connection)),
+                    "in_use": set(
+                        connection.execute(
+                            select(channels.c.name).where(channels.c.dropped_at.is_(None))
+                        ).scalars()
+                    ),
                     "told": last_told(connection),
                     "intake": found.intake,
                     "needs": [cause_words(cause, lang, self.zone) for cause in found.causes],
