@@ -97,6 +97,12 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
         "The site has not answered since {when}: prices wait and go by themselves as soon as it "
         "answers. If it stays silent, check that the site is up, or write to those who run it"
     ),
+    # The same with EXCHANGE_CHANNELS (contract 13): every channel is silent, and "Needs a
+    # person" names each.
+    "channels_unreachable": N_(
+        "No channel has answered since {when}: prices wait and go by themselves as soon as "
+        "they answer. The channels are listed below under “Needs a person”"
+    ),
     "last_told": N_("Operators last notified"),
     # A worker that stopped cleanly keeps its row marked stopped (``Worker.retire``).
     "last_stopped": N_("Worker {worker} stopped {ago} ({when}); no other is running"),
@@ -456,6 +462,17 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "failure": NP_("outcome", "failure"),
         "interrupted": NP_("outcome", "interrupted"),
         "working": NP_("outcome", "working"),
+    },
+    # What a channel is (contract 13: an operator's words name a channel by its name and
+    # this, «канал ozon (Ozon)»): its target, as a shop owner calls it.
+    "target": {
+        "api": NP_("target", "site"),
+        "woocommerce": NP_("target", "WooCommerce"),
+        "bitrix": NP_("target", "1C-Bitrix"),
+        "rabbitmq": NP_("target", "RabbitMQ"),
+        "ozon": NP_("target", "Ozon"),
+        "wildberries": NP_("target", "Wildberries"),
+        "yandex-market": NP_("target", "Yandex Market"),
     },
     "held_by": {
         "quarantine": NP_("held_by", "the quarantine"),
@@ -870,6 +887,17 @@ _OS_ERRORS: dict[str, str] = {
     "Cannot assign requested address": N_("Cannot assign requested address"),
     "Connection refused": N_("Connection refused"),
 }
+
+
+def channel_named(channel: str, target: str | None, lang: Lang) -> str:
+    """A channel as an operator's words name it (contract 13): its name and what it is,
+    «канал ozon (Ozon)», "channel shop (site)"; a target this version does not know by its
+    code, none without the brackets."""
+    if not target:
+        return _("channel {channel}", lang).format(channel=channel)
+    known = NAMES["target"].get(target)
+    what = say(known, lang) if known is not None else target
+    return _("channel {channel} ({what})", lang).format(channel=channel, what=what)
 
 
 def error_words(text: str, lang: Lang) -> str:
@@ -1921,6 +1949,7 @@ _WORD_MESSAGES.update(
         "backlog_no_pace": N_("nothing delivered in the last minute: no estimate"),
         "backlog_paused": N_("delivery is paused: no estimate"),
         "backlog_unreachable": N_("the site does not answer: no estimate"),
+        "backlog_channels_unreachable": N_("no channel answers: no estimate"),
         "pace_card": N_("Site's pace"),
         "pace_limit": N_(
             "limit: {limit} of {max_limit} concurrent requests, {in_flight} in flight"

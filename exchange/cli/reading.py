@@ -146,7 +146,16 @@ def status_command(
     else:
         lang = cli_lang()
         _header(settings)
-        for table in tables(figures, settings.display_tz, lang, channels=len(by_channel)):
+        # contract 13: with EXCHANGE_CHANNELS the words about a channel name it
+        named = (
+            {name: channel["target"] for name, channel in by_channel.items()}
+            if settings.channels is not None
+            else None
+        )
+        shown = tables(
+            figures, settings.display_tz, lang, channels=len(by_channel), named=named
+        )
+        for table in shown:
             out.print(table)
         if len(by_channel) > 1:
             out.print(channels_table(by_channel, lang))
@@ -160,6 +169,7 @@ def status_command(
             paused=figures.delivery_paused,
             unreachable=figures.site_unreachable_since is not None,
             lang=lang,
+            channels=named is not None,
         )
         out.print(said, markup=False, highlight=False)
         out.print(exchanges_table(onec, settings.display_tz, lang))

@@ -22,10 +22,10 @@ from exchange.domain.clock import local_time
 from exchange.domain.pause import PauseCause
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import State
-from exchange.i18n import Lang, ngettext
+from exchange.i18n import N_, Lang, _, ngettext
 from exchange.ops import sign_ins
 from exchange.ops.find import held_condition
-from exchange.words import inside_words
+from exchange.words import channel_named, inside_words
 
 # The outcomes of a 1C exchange (contract 9a) after which the exchange works again.
 SUCCEEDED = ("staged", "nothing-new", "catalogue")
@@ -178,6 +178,8 @@ class _Channel:
     site_unreachable_since: str | None
     pause: dict[str, Any] | None
     blocked: list[dict[str, Any]]
+    # What the channel is (its target: ``ozon``, ``api``): its words name it (contract 13).
+    target: str | None = None
 
 
 def _one_channel(figures: Any, name: str, channel: dict[str, Any]) -> _Channel:
@@ -192,6 +194,7 @@ def _one_channel(figures: Any, name: str, channel: dict[str, Any]) -> _Channel:
         ),
         pause=channel["paused"],
         blocked=[b for b in figures.blocked if b.get("channel") == name],
+        target=channel.get("target"),
     )
 
 
@@ -221,8 +224,13 @@ def delivery_causes(figures: Any, channel: str) -> list[Cause]:
         found.append(Cause("gap", "gap", {"count": gaps}))
     if not channel:
         return found
+    target = getattr(figures, "target", None)
     return [
-        Cause(f"{cause.code}:{channel}", cause.key, {**cause.values, "channel": channel})
+        Cause(
+            f"{cause.code}:{channel}",
+            cause.key,
+            {**cause.values, "channel": channel, "target": target},
+        )
         for cause in found
     ]
 
@@ -233,31 +241,71 @@ def say(cause: Cause, lang: str = "en", zone: tzinfo | str = "UTC") -> str:
     v = cause.values
     if "since" in v:
         v = {**v, "since": _hm(v["since"], zone)}
+    said_in: Lang = "ru" if lang == "ru" else "en"
+    named = (
+        channel_named(v["channel"], v.get("target"), said_in) if "channel" in v else None
+    )
     if cause.key.startswith("pause_"):
-        said = pause_words(cause.key.removeprefix("pause_"), str(v.get("answer", "")), lang)
-    elif lang == "ru":
-        said = _RU[cause.key](v)
-    else:
-        said = _EN[cause.key](v)
-    if "channel" not in v:
+        return pause_words(
+            cause.key.removeprefix("pause_"), str(v.get("answer", "")), lang, channel=named
+        )
+    if named is not None and cause.key in CHANNEL_SENTENCES:
+        # Contract 13: the channel is what fails, not "the site" (a marketplace, a second shop).
+        return _(CHANNEL_SENTENCES[cause.key], said_in).format(**{**v, "channel": named})
+    said = _RU[cause.key](v) if lang == "ru" else _EN[cause.key](v)
+    if named is None:
         return said
-    return (CHANNEL_RU if lang == "ru" else CHANNEL_EN).format(channel=v["channel"], said=said)
+    return _("{channel}: {said}", said_in).format(channel=named, said=said)
 
 
-# A channel's cause (``delivery_causes``): the sentence behind the channel's name.
-CHANNEL_EN = "channel {channel}: {said}"
-CHANNEL_RU = "канал {channel}: {said}"
+# A channel's own sentence where the one channel's says "the site" (contract 13: with
+# EXCHANGE_CHANNELS every cause names its channel, by its name and what it is, «канал ozon
+# (Ozon)»); the other causes put the channel before their sentence. ``{channel}``: the named
+# channel (``words.channel_named``).
+CHANNEL_SENTENCES: dict[str, str] = {
+    "breaker": N_(
+        "{channel} keeps failing: delivery to it waits and goes on by itself once it answers; "
+        "if it lasts, tell those who run it"
+    ),
+    "unreachable": N_(
+        "{channel} has not answered since {since}: delivery to it goes on by itself once it "
+        "answers; if it lasts, check that it is up, or tell those who run it"
+    ),
+}
+# The same for the refusals that paused a channel's delivery (``pause_words``), where the one
+# channel's words say "the site".
+CHANNEL_PAUSE_WORDS: dict[str, str] = {
+    PauseCause.OTHER.value: N_(
+        "Delivery to {channel} paused: it refused ({answer}). Mend what the answer names, or "
+        "tell those who run it; delivery goes on by itself once it accepts"
+    ),
+    PauseCause.TLS.value: N_(
+        "Delivery to {channel} paused: its certificate is not trusted ({answer}). If your "
+        "company's certificate authority issued it, put that authority's file in the "
+        "channel's site_ca_bundle; otherwise tell those who run it"
+    ),
+}
 
 
-def pause_words(cause: str, answer: str, lang: str = "en") -> str:
+def pause_words(cause: str, answer: str, lang: str = "en", *, channel: str | None = None) -> str:
     """A site's refusal that paused delivery (``domain.pause.PauseCause``), with what to mend
     and whom to ask, in the target's own words: what ``status``, the page, the notice and
-    ``run``'s last line say, and docs/runbook.ru.md quotes (a test compares them)."""
+    ``run``'s last line say, and docs/runbook.ru.md quotes (a test compares them).
+    ``channel``: the channel it paused, named (``words.channel_named``; with EXCHANGE_CHANNELS,
+    contract 13): its own sentence where the one channel's says "the site", else the
+    sentence behind its name; None: the one channel's words, as they always were."""
     said: Lang = "ru" if lang == "ru" else "en"
     ru, en = PAUSE_WORDS.get(cause, PAUSE_WORDS[PauseCause.OTHER.value])
     words = ru if said == "ru" else en
+    if channel is not None:
+        own_cause = cause if cause in PAUSE_WORDS else PauseCause.OTHER.value
+        if own_cause in CHANNEL_PAUSE_WORDS:
+            words = _(CHANNEL_PAUSE_WORDS[own_cause], said).replace("{channel}", channel)
     own = said_once(words, inside_words(answer, said) if answer else "")
-    return words.format(answer=own) if own else words.replace(" ({answer})", "")
+    sentence = words.format(answer=own) if own else words.replace(" ({answer})", "")
+    if channel is None or words.startswith(channel) or channel in words:
+        return sentence
+    return _("{channel}: {said}", said).format(channel=channel, said=sentence)
 
 
 def said_once(words: str, answer: str) -> str:

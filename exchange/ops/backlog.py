@@ -63,12 +63,18 @@ def backlog(
 
 
 def backlog_words(
-    figures: dict[str, Any], *, paused: bool = False, unreachable: bool = False, lang: Lang = "en"
+    figures: dict[str, Any],
+    *,
+    paused: bool = False,
+    unreachable: bool = False,
+    lang: Lang = "en",
+    channels: bool = False,
 ) -> str:
     """``exchange status``'s line: "backlog: 54 210 messages, about 45 min at the current
     pace"; "backlog: none" when nothing waits (never "0 messages, about 0 s"), and no estimate
     while delivery is ``paused`` or the site does not answer (``unreachable``); ``eta_s``
-    stays the contract's figure: the pace of the last minute."""
+    stays the contract's figure: the pace of the last minute. ``channels`` (EXCHANGE_CHANNELS
+    set): what does not answer is every channel, not "the site" (contract 13)."""
     if figures["messages"] == 0:
         return _("backlog: none", lang)
     count = ngettext("{count} message", "{count} messages", figures["messages"], lang).format(
@@ -76,6 +82,8 @@ def backlog_words(
     )
     if paused:
         said = _("backlog: {count}, delivery is paused (no estimate)", lang)
+    elif unreachable and channels:
+        said = _("backlog: {count}, no channel answers (no estimate)", lang)
     elif unreachable:  # nothing moves: no estimate at 0 requests/s (issue 34 item 3)
         said = _("backlog: {count}, the site does not answer (no estimate)", lang)
     elif figures["eta_s"] is None:

@@ -44,7 +44,7 @@ from exchange.ops.find import held, held_condition
 from exchange.queue import control, order
 from exchange.settings import worker_live_within
 from exchange.settings.delivery import DeliverySettings
-from exchange.words import WORDS, error_words, name, word
+from exchange.words import WORDS, channel_named, error_words, name, word
 
 RECENT = timedelta(minutes=15)
 # A worker that has not reported for this long is gone (worker ids change with every start):
@@ -405,6 +405,20 @@ def unreachable_since(shown: list[dict[str, Any]]) -> str | None:
     return str(min(w["unreachable_since"] for w in live))
 
 
+def unreachable_channels(
+    shown: list[dict[str, Any]], named: dict[str, str] | None
+) -> dict[str, str]:
+    """Each channel of ``named`` that answers none of its live loops (the rule of
+    ``unreachable_since``, per channel), with since when; a channel without a live loop says
+    nothing."""
+    found = {}
+    for channel in named or {}:
+        since = unreachable_since([w for w in shown if w.get("channel") == channel])
+        if since is not None:
+            found[channel] = since
+    return found
+
+
 # Pauses the site's people mend (``pause_of``'s ``by`` ``site``).
 _SITES_OWN = (PauseCause.READ_ONLY_KEY.value, PauseCause.OTHER.value)
 
@@ -672,13 +686,20 @@ def when_ago(value: str | datetime | None, zone: str, now: datetime, lang: str =
 
 
 def tables(
-    figures: Status, zone: str = "UTC", lang: Lang = "en", *, channels: int = 1
+    figures: Status,
+    zone: str = "UTC",
+    lang: Lang = "en",
+    *,
+    channels: int = 1,
+    named: dict[str, str] | None = None,
 ) -> list[Table]:
     """``exchange status`` for a person: one table per question an operator asks; times in
     ``zone`` (EXCHANGE_DISPLAY_TZ) with their age beside them; in ``lang`` (contract 15,
     "Words": codes and ids as they are). ``channels``: how many channels the counts sum
     (contract 13): with more than one they count deliveries, a message once per channel, and
-    the title says so."""
+    the title says so. ``named`` (given with EXCHANGE_CHANNELS: each channel's target by its
+    name): the words about a channel that does not answer name it (contract 13), never "the
+    site"."""
     title = (
         _("messages by state", lang)
         if channels <= 1
@@ -740,7 +761,20 @@ def tables(
             Text(_delivery_words(worker, figures.pause, zone, lang)),
             Text(pace_cell(worker, lang)),
         )
-    if figures.site_unreachable_since:
+    silent_channels = unreachable_channels(figures.workers, named) if named else {}
+    if silent_channels:
+        workers_table.caption = "; ".join(
+            _(
+                "{channel} has not answered since {time}: delivery to it resumes by itself "
+                "when it answers",
+                lang,
+            ).format(
+                channel=channel_named(channel, named.get(channel) if named else None, lang),
+                time=local_time(since, zone),
+            )
+            for channel, since in silent_channels.items()
+        )
+    elif figures.site_unreachable_since:
         workers_table.caption = _(
             "the site has not answered since {time}: delivery resumes by itself when it answers",
             lang,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from dataclasses import dataclass
+from typing import Any
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
@@ -37,6 +38,7 @@ from exchange.report.model import Lang
 from exchange.report.words import human_age, next_check
 from exchange.secrets import mask_secrets, safe_url, secret_forms
 from exchange.settings import Settings
+from exchange.words import channel_named
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,15 @@ _WORDS: dict[str, tuple[str, str]] = {
         "- the site answers again",
     ),
     "resumed_token": ("- сайт снова принимает токен", "- the site accepts the token again"),
+    # The same with EXCHANGE_CHANNELS (contract 13): a stop ends once no channel holds it.
+    "resumed_breaker_channels": (
+        "- каждый канал снова отвечает",
+        "- every channel answers again",
+    ),
+    "resumed_token_channels": (
+        "- каждый канал снова принимает свой ключ или токен",
+        "- every channel accepts its key or token again",
+    ),
     "resumed_operator": ("- оператор возобновил доставку", "- an operator resumed delivery"),
     "resumed_no_worker": (
         "- обработчик снова отчитывается и берёт работу",
@@ -117,6 +128,12 @@ _WORDS: dict[str, tuple[str, str]] = {
         "- the circuit breaker is open: the site keeps failing or cannot be reached "
         "(worker {worker}{until}); now: {pace}",
     ),
+    "breaker_channel": (
+        "- {channel} раз за разом отвечает ошибкой или недоступен: доставка в него ждёт и "
+        "продолжится сама (обработчик {worker}{until}); сейчас: {pace}",
+        "- {channel} keeps failing or cannot be reached: delivery to it waits and goes on by "
+        "itself (worker {worker}{until}); now: {pace}",
+    ),
     "until": (", до {at}", ", until {at}"),
     # The pause in the words of ``status`` and the page (ops/attention.py, ``pause_words``).
     "token": ("- {said} (обработчик {worker})", "- {said} (worker {worker})"),
@@ -157,6 +174,10 @@ _WORDS: dict[str, tuple[str, str]] = {
     "check_cmd": (
         "  exchange check                        — доступен ли сайт и принят ли токен",
         "  exchange check                        — is the site reachable, the token accepted",
+    ),
+    "check_channels_cmd": (
+        "  exchange check                        — доступен ли каждый канал и принят ли его ключ",
+        "  exchange check                        — is each channel reachable, its key accepted",
     ),
     "footer": (
         "Следующее уведомление — не раньше чем через {every}, и только если появится новое.",
@@ -201,8 +222,11 @@ def compose(
     workbench_url: str | None,
     every: float,
     zone: str = "UTC",
+    channels: dict[str, str] | None = None,
 ) -> tuple[str, str]:
-    """The subject and the text of one notification."""
+    """The subject and the text of one notification. ``channels`` (EXCHANGE_CHANNELS set:
+    each channel's target by its name): the lines about a channel name it, by its name and
+    what it is, never "the site" (contract 13); None: the one channel's words, as always."""
     situation = found.situation
     news = []
     if decision.gained:
@@ -221,7 +245,9 @@ def compose(
     lines = [f"{_w('database', lang)}: {database}", ""]
     if decision.resumed:
         lines.append(_w("resumed_head", lang))
-        lines += [_w(_RESUMED[stop], lang) for stop in Stop if stop in decision.resumed]
+        lines += [
+            _w(_resumed_key(stop, channels), lang) for stop in Stop if stop in decision.resumed
+        ]
         lines.append("")
     by_reason = found.quarantine_by_reason
     if situation.quarantined:
@@ -251,7 +277,7 @@ def compose(
         lines += _withheld_lines(found, lang, workbench_url)
     if situation.stops - SIGN_IN_STOPS:
         lines.append(_w("stops", lang))
-        lines += _stop_lines(found, lang, zone)
+        lines += _stop_lines(found, lang, zone, channels)
         lines.append("")
     if situation.stops & SIGN_IN_STOPS:
         # The words of ``exchange status`` and the dashboard (ops/attention.py): one source.
@@ -268,7 +294,7 @@ def compose(
         key = "retry_cmd" if reason in _RETRYABLE else "list_cmd"
         lines.append(_w(key, lang).format(reason=reason))
     if situation.stops & {Stop.BREAKER, Stop.TOKEN}:
-        lines.append(_w("check_cmd", lang))
+        lines.append(_w("check_channels_cmd" if channels is not None else "check_cmd", lang))
     for channel, entry in found.withheld_by_channel.items():
         if entry["oldest_message_id"]:
             lines.append(
@@ -304,7 +330,26 @@ def _withheld_lines(found: Snapshot, lang: Lang, workbench_url: str | None) -> l
     return lines
 
 
-def _stop_lines(found: Snapshot, lang: Lang, zone: str) -> list[str]:
+def _resumed_key(stop: Stop, channels: dict[str, str] | None) -> str:
+    """The line of a stop that ended: with channels, what every channel does again."""
+    key = _RESUMED[stop]
+    if channels is not None and f"{key}_channels" in _WORDS:
+        return f"{key}_channels"
+    return key
+
+
+def _named(worker: dict[str, Any], channels: dict[str, str] | None, lang: Lang) -> str | None:
+    """The channel of a worker's row, named (``words.channel_named``), where EXCHANGE_CHANNELS
+    names the channels and the row is a channel's loop; else None."""
+    channel = worker.get("channel")
+    if channels is None or channel is None:
+        return None
+    return channel_named(channel, channels.get(channel), lang)
+
+
+def _stop_lines(
+    found: Snapshot, lang: Lang, zone: str, channels: dict[str, str] | None = None
+) -> list[str]:
     stops, lines = found.situation.stops, []
     if Stop.BREAKER in stops:
         for w in (w for w in found.workers if w["breaker"] != "closed"):
@@ -313,14 +358,23 @@ def _stop_lines(found: Snapshot, lang: Lang, zone: str) -> list[str]:
                 if w["breaker_until"] and w["breaker"] == "open"  # never a past half-open time
                 else ""
             )
+            named = _named(w, channels, lang)
             lines.append(
-                _w("breaker", lang).format(
-                    worker=w["worker_id"], until=until, pace=pace_words(w["pace"], lang)
+                _w("breaker" if named is None else "breaker_channel", lang).format(
+                    worker=w["worker_id"],
+                    until=until,
+                    pace=pace_words(w["pace"], lang),
+                    channel=named,
                 )
             )
     if Stop.TOKEN in stops:
         for w in (w for w in found.workers if w["paused"]):
-            said = pause_words(w["pause_cause"] or PauseCause.OTHER.value, w["paused"], lang)
+            said = pause_words(
+                w["pause_cause"] or PauseCause.OTHER.value,
+                w["paused"],
+                lang,
+                channel=_named(w, channels, lang),
+            )
             lines.append(_w("token", lang).format(said=said, worker=w["worker_id"]))
     pause = found.operator_pause
     if Stop.OPERATOR in stops and pause is not None:
@@ -385,6 +439,12 @@ class Notifier:
         self.workbench_url = settings.public_url
         self.zone = settings.display_tz
         self.sender = sender or settings.worker_id
+        # contract 13: with EXCHANGE_CHANNELS the lines name each channel and what it is
+        self.channels: dict[str, str] | None = (
+            {channel.name: channel.target for channel in settings.channels_in_force()}
+            if settings.channels is not None
+            else None
+        )
         # Data may quote a secret (an operator's note, a site's error): masked like the report.
         self._secret_forms = sorted(
             {form for secret in settings.secrets() for form in secret_forms(secret)},
@@ -443,6 +503,7 @@ class Notifier:
                 workbench_url=self.workbench_url,
                 every=self.every,
                 zone=self.zone,
+                channels=self.channels,
             )
             text = mask_secrets(text, self._secret_forms)
         except Exception as exc:

@@ -138,9 +138,10 @@ def test_causes_name_their_channel_only_under_explicit_channels(scene: Engine) -
             figures, onec_failed=None, no_live_worker=False, by_channel=by_channel
         )
     ]
-    assert words[1] == "channel second: 1 message(s) in quarantine"
+    # named with what it is (contract 13: «канал ozon (Ozon)»)
+    assert words[1] == "channel second (Ozon): 1 message(s) in quarantine"
     ru = attention.causes(figures, onec_failed=None, no_live_worker=False, by_channel=by_channel)
-    assert ru[1].words("ru").startswith("канал second: в карантине 1")
+    assert ru[1].words("ru").startswith("канал second (Ozon): в карантине 1")
     # Without EXCHANGE_CHANNELS (no by_channel): the bare codes monitoring always read.
     bare = [c.code for c in attention.causes(figures, onec_failed=None, no_live_worker=False)]
     assert bare == ["quarantine", "withheld"]

@@ -57,7 +57,7 @@ from exchange.web.workbench.core import (
     _masked,
     _secure,
 )
-from exchange.words import Lang, file_steps, inside_words, word
+from exchange.words import Lang, channel_named, file_steps, inside_words, word
 
 # The quarantine's pages: entries a page (a choice of these), the first by default.
 PER_PAGES = (50, 100, 500)
@@ -236,10 +236,17 @@ class Pages(Core):
                     "needs": [cause_words(cause, lang, self.zone) for cause in found.causes],
                     # The site's pause in the words of ``status`` and the notice (item 4).
                     "pause_said": (
-                        pause_words(figures.pause["cause"], figures.pause["note"], lang)
+                        pause_words(
+                            figures.pause["cause"],
+                            figures.pause["note"],
+                            lang,
+                            channel=_paused_channel(figures, by_channel, lang) if named else None,
+                        )
                         if figures.pause is not None and figures.pause["by"] != "operator"
                         else ""
                     ),
+                    # contract 13: EXCHANGE_CHANNELS set, the words name the channels
+                    "named": named,
                     "codes": [cause.code for cause in found.causes],
                     "live": any(w["live"] for w in figures.workers),
                     "live_within": self.config.live_within,
@@ -698,6 +705,17 @@ class Pages(Core):
                 text=text, content_type="text/css", headers={"Cache-Control": "max-age=3600"}
             )
         )
+
+
+def _paused_channel(figures: Any, by_channel: dict[str, dict[str, Any]], lang: Lang) -> str | None:
+    """The channel whose loop reported the pause ``figures.pause`` says, named as an
+    operator's words name it (contract 13), or None for a process's own row."""
+    note = figures.pause["note"]
+    for worker in figures.workers:
+        channel = worker.get("channel")
+        if worker["paused"] == note and channel in by_channel:
+            return channel_named(channel, by_channel[channel]["target"], lang)
+    return None
 
 
 def _known_channel(

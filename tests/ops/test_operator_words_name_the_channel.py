@@ -1,0 +1,197 @@
+"""What an operator reads about a channel that fails names it, by its name and what it is
+(contract 13: «канал second (Ozon)»), never "the site": the causes of ``status`` and the
+dashboard (a channel that keeps failing, that does not answer, that refused), the workers'
+caption of ``status``, and the notice (its stop lines, its resumed lines, its command).
+Without EXCHANGE_CHANNELS (one channel) every word stays what existing monitoring and people
+read. A second channel (``second``, an Ozon channel) written as rows
+(tests/support/second_channel.py); on SQLite and on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, insert, select
+
+from exchange.db.engine import transaction
+from exchange.db.schema import channels, workers
+from exchange.domain.notify import Decision, Situation, Stop
+from exchange.domain.pause import PauseCause
+from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
+from exchange.domain.states import State
+from exchange.ops import attention, notify, status
+from exchange.ops.backlog import backlog_words
+from exchange.ops.channel_status import channel_figures
+from exchange.report.notice import compose
+from tests.support.second_channel import two_channels
+
+NOW = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
+KINDS = KindPolicies.of(DEFAULT_KINDS)
+LIVE_WITHIN = 60.0
+SILENT_SINCE = NOW - timedelta(minutes=10)
+
+
+@pytest.fixture
+def scene(engine: Engine) -> Engine:
+    """SKU-1 delivered on ``api`` and waiting on ``second`` (Ozon); SKU-2 waiting on both."""
+    return two_channels(
+        engine,
+        NOW,
+        sku_1=(State.NEW.value, None),
+        sku_2=(State.NEW.value, None),
+        target="ozon",
+    )
+
+
+def _loop(engine: Engine, channel: str, **row: Any) -> None:
+    """A live delivery loop of ``channel`` (its row ``w1/<channel>``) saying ``row``."""
+    with transaction(engine) as connection:
+        connection.execute(
+            insert(workers).values(
+                worker_id=f"w1/{channel}",
+                started_at=NOW - timedelta(minutes=30),
+                heartbeat_at=NOW - timedelta(seconds=2),
+                channel=channel,
+                **{"breaker_state": "closed", **row},
+            )
+        )
+
+
+def _read(engine: Engine) -> tuple[Any, dict[str, dict[str, Any]], Any]:
+    with transaction(engine, read_only=True) as connection:
+        figures = status.status(connection, NOW, KINDS, live_within=LIVE_WITHIN)
+        ids = list(connection.execute(select(channels.c.id)).scalars())
+        by_channel = channel_figures(
+            connection,
+            NOW,
+            KINDS,
+            figures.workers,
+            ids,
+            configured=("api", "second"),
+            live_within=LIVE_WITHIN,
+        )
+        snapshot = notify.snapshot(connection, NOW, KINDS, stalled_after=LIVE_WITHIN)
+    return figures, by_channel, snapshot
+
+
+def _causes(figures: Any, by_channel: dict[str, dict[str, Any]] | None) -> list[Any]:
+    return attention.causes(figures, onec_failed=None, no_live_worker=False, by_channel=by_channel)
+
+
+def _caption(figures: Any, named: dict[str, str] | None, lang: str = "ru") -> str:
+    workers_table = status.tables(figures, lang=lang, named=named)[2]  # type: ignore[arg-type]
+    return str(workers_table.caption or "")
+
+
+def test_a_channel_that_does_not_answer_is_named_with_what_it_is_never_the_site(
+    scene: Engine,
+) -> None:
+    _loop(scene, "second", breaker_state="open", unreachable_since=SILENT_SINCE)
+    figures, by_channel, _ = _read(scene)
+    named = [c for c in _causes(figures, by_channel) if c.code == "breaker:second"]
+    assert len(named) == 1
+    ru, en = named[0].words("ru"), named[0].words("en")
+    assert ru.startswith("канал second (Ozon) не отвечает с 2026-12-05 09:50 UTC: доставка в него")
+    assert en.startswith("channel second (Ozon) has not answered since 2026-12-05 09:50 UTC")
+    assert "сайт" not in ru and "site" not in en
+    caption = _caption(figures, {"api": "api", "second": "ozon"})
+    assert caption.startswith("канал second (Ozon) не отвечает с "), caption
+    assert "сайт" not in caption
+    # One channel (no EXCHANGE_CHANNELS): the words as they always were.
+    bare = [c for c in _causes(figures, None) if c.code == "breaker"]
+    assert bare[0].words("ru").startswith("сайт не отвечает с 2026-12-05 09:50 UTC")
+    assert _caption(figures, None).startswith("сайт не отвечает с ")
+
+
+def test_a_channel_that_keeps_failing_is_named_and_the_notice_names_it_too(scene: Engine) -> None:
+    _loop(scene, "second", breaker_state="open", breaker_until=NOW + timedelta(seconds=30))
+    figures, by_channel, snapshot = _read(scene)
+    named = [c for c in _causes(figures, by_channel) if c.code == "breaker:second"]
+    assert named[0].words("ru").startswith(
+        "канал second (Ozon) раз за разом отвечает ошибками: доставка в него ждёт"
+    )
+    assert "сайт" not in named[0].words("ru") and "site" not in named[0].words("en")
+    decision = Decision(send=True, new_stops=frozenset({Stop.BREAKER}))
+    channels_of = {"api": "api", "second": "ozon"}
+    _, text = compose(
+        snapshot,
+        decision,
+        lang="ru",
+        database="db",
+        workbench_url=None,
+        every=60,
+        channels=channels_of,
+    )
+    stop = [line for line in text.splitlines() if "w1/second" in line]
+    assert stop and stop[0].startswith("- канал second (Ozon) раз за разом отвечает ошибкой"), text
+    assert "сайт" not in text.split("Команды:")[0]
+    assert "доступен ли каждый канал" in text
+    _, one = compose(snapshot, decision, lang="ru", database="db", workbench_url=None, every=60)
+    assert "- сайт раз за разом отвечает ошибкой или недоступен" in one
+    assert "доступен ли сайт и принят ли токен" in one
+
+
+def test_a_channels_refusal_says_the_channel_refused_not_the_site(scene: Engine) -> None:
+    answer = "HTTP 409: price index check failed"
+    _loop(
+        scene,
+        "second",
+        paused_reason=answer,
+        paused_at=NOW - timedelta(minutes=1),
+        pause_cause=PauseCause.OTHER.value,
+    )
+    figures, by_channel, snapshot = _read(scene)
+    named = [c for c in _causes(figures, by_channel) if c.code == "paused:second"]
+    ru = named[0].words("ru")
+    assert ru.startswith("Доставка в канал second (Ozon) остановлена: канал отказал (HTTP 409"), ru
+    assert "сайт" not in ru and "site" not in named[0].words("en")
+    decision = Decision(send=True, new_stops=frozenset({Stop.TOKEN}))
+    _, text = compose(
+        snapshot,
+        decision,
+        lang="ru",
+        database="db",
+        workbench_url=None,
+        every=60,
+        channels={"api": "api", "second": "ozon"},
+    )
+    assert ru in text
+    bare = [c for c in _causes(figures, None) if c.code == "paused"]
+    assert bare[0].words("ru").startswith("Доставка остановлена: сайт отказал (HTTP 409")
+
+
+@pytest.mark.parametrize(
+    ("channels_of", "expected"),
+    [
+        (None, ["- сайт снова отвечает", "- сайт снова принимает токен"]),
+        (
+            {"api": "api", "second": "ozon"},
+            ["- каждый канал снова отвечает", "- каждый канал снова принимает свой ключ или токен"],
+        ),
+    ],
+)
+def test_the_resumed_notice_says_every_channel_with_channels_and_the_site_without(
+    channels_of: dict[str, str] | None, expected: list[str]
+) -> None:
+    snapshot = notify.Snapshot(situation=Situation())
+    decision = Decision(send=True, resumed=frozenset({Stop.BREAKER, Stop.TOKEN}))
+    _, text = compose(
+        snapshot,
+        decision,
+        lang="ru",
+        database="db",
+        workbench_url=None,
+        every=60,
+        channels=channels_of,
+    )
+    lines = text.splitlines()
+    assert [line for line in lines if line.startswith("- ")] == expected
+
+
+def test_the_backlog_line_says_no_channel_answers_with_channels() -> None:
+    waiting = {"messages": 3, "eta_s": None}
+    with_channels = backlog_words(waiting, unreachable=True, lang="ru", channels=True)
+    assert "ни один канал не отвечает" in with_channels and "сайт" not in with_channels
+    assert "сайт не отвечает" in backlog_words(waiting, unreachable=True, lang="ru")
