@@ -152,9 +152,7 @@ def status_command(
             if settings.channels is not None
             else None
         )
-        shown = tables(
-            figures, settings.display_tz, lang, channels=len(by_channel), named=named
-        )
+        shown = tables(figures, settings.display_tz, lang, channels=len(by_channel), named=named)
         for table in shown:
             out.print(table)
         if len(by_channel) > 1:

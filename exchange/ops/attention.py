@@ -242,9 +242,7 @@ def say(cause: Cause, lang: str = "en", zone: tzinfo | str = "UTC") -> str:
     if "since" in v:
         v = {**v, "since": _hm(v["since"], zone)}
     said_in: Lang = "ru" if lang == "ru" else "en"
-    named = (
-        channel_named(v["channel"], v.get("target"), said_in) if "channel" in v else None
-    )
+    named = channel_named(v["channel"], v.get("target"), said_in) if "channel" in v else None
     if cause.key.startswith("pause_"):
         return pause_words(
             cause.key.removeprefix("pause_"), str(v.get("answer", "")), lang, channel=named

@@ -16,8 +16,8 @@ from __future__ import annotations
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import Any
 from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 

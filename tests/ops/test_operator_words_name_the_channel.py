@@ -109,8 +109,10 @@ def test_a_channel_that_keeps_failing_is_named_and_the_notice_names_it_too(scene
     _loop(scene, "second", breaker_state="open", breaker_until=NOW + timedelta(seconds=30))
     figures, by_channel, snapshot = _read(scene)
     named = [c for c in _causes(figures, by_channel) if c.code == "breaker:second"]
-    assert named[0].words("ru").startswith(
-        "канал second (Ozon) раз за разом отвечает ошибками: доставка в него ждёт"
+    assert (
+        named[0]
+        .words("ru")
+        .startswith("канал second (Ozon) раз за разом отвечает ошибками: доставка в него ждёт")
     )
     assert "сайт" not in named[0].words("ru") and "site" not in named[0].words("en")
     decision = Decision(send=True, new_stops=frozenset({Stop.BREAKER}))

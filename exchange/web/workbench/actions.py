@@ -12,8 +12,8 @@ from urllib.parse import quote, urlsplit
 from aiohttp import web
 from sqlalchemy import Connection
 
-from exchange.db.engine import transaction
 from exchange.db.channels import in_use
+from exchange.db.engine import transaction
 from exchange.db.on_channels import channel_ids
 from exchange.delivery import withheld
 from exchange.errors import ConfigurationError, OperatorError
@@ -392,9 +392,7 @@ class Actions(Core):
         def act() -> None:
             with transaction(self.engine) as connection:
                 _known_channel(connection, channel)
-                control.resume(
-                    connection, operator=who.name, now=self.clock.now(), channel=channel
-                )
+                control.resume(connection, operator=who.name, now=self.clock.now(), channel=channel)
 
         return await self._on_delivery(request, who, act)
 
