@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 from browser_helpers import new_page, shot, sign_in
-from sqlalchemy import Engine, func, insert, select
+from sqlalchemy import Engine, func, select
 from workbench_helpers import add_operator, deliver
 
 from exchange.db.engine import transaction
-from exchange.db.schema import channel_aggregates, channels, deliveries
+from exchange.db.schema import channels, deliveries
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import fill_quarantine, one_channel_messages, posting_row, stage
+from tests.support.second_channel import second_channel
 
 # Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
 # with its delivery and cursor on the one channel instead.
@@ -140,33 +141,12 @@ def test_cancel_says_it_is_for_good_what_waits_behind_and_has_a_way_back(
 
 def _quarantined_on_second(db: Engine, message_ids: list[str]) -> None:
     """A second channel (``second``) with a quarantined delivery of each of ``message_ids``."""
-    now = datetime.now(UTC)
-    with transaction(db) as connection:
-        second = connection.execute(
-            insert(channels)
-            .values(name="second", target="woocommerce", added_at=now)
-            .returning(channels.c.id)
-        ).scalar_one()
-        rows = connection.execute(
-            select(messages).where(messages.c.message_id.in_(message_ids))
-        ).all()
-        for row in rows:
-            connection.execute(
-                insert(deliveries).values(
-                    message_pk=row.id,
-                    channel_id=second,
-                    aggregate_id=row.aggregate_id,
-                    kind=row.kind,
-                    version=row.version,
-                    state="quarantined",
-                    reason="http-422",
-                    waiting_since=now,
-                    updated_at=now,
-                )
-            )
-            connection.execute(
-                insert(channel_aggregates).values(aggregate_id=row.aggregate_id, channel_id=second)
-            )
+    with transaction(db, read_only=True) as connection:
+        quarantined = connection.execute(
+            select(messages.c.aggregate).where(messages.c.message_id.in_(message_ids))
+        ).scalars()
+        states = {aggregate: ("quarantined", "http-422") for aggregate in quarantined}
+    second_channel(db, states, datetime.now(UTC), target="woocommerce")
 
 
 def _on_channel(engine: Engine, name: str) -> int:
