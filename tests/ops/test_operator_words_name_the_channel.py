@@ -9,7 +9,9 @@ read. A second channel (``second``, an Ozon channel) written as rows
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,8 +27,10 @@ from exchange.ops import attention, notify, status
 from exchange.ops.backlog import backlog_words
 from exchange.ops.channel_status import channel_figures
 from exchange.report.notice import compose
+from exchange.words import channel_named
 from tests.support.second_channel import two_channels
 
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 NOW = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
 KINDS = KindPolicies.of(DEFAULT_KINDS)
 LIVE_WITHIN = 60.0
@@ -197,3 +201,14 @@ def test_the_backlog_line_says_no_channel_answers_with_channels() -> None:
     with_channels = backlog_words(waiting, unreachable=True, lang="ru", channels=True)
     assert "ни один канал не отвечает" in with_channels and "сайт" not in with_channels
     assert "сайт не отвечает" in backlog_words(waiting, unreachable=True, lang="ru")
+
+
+@pytest.mark.parametrize(("runbook", "lang"), [("runbook.ru.md", "ru"), ("runbook.md", "en")])
+def test_the_runbooks_quote_a_channels_own_pause_words(runbook: str, lang: str) -> None:
+    """The runbooks quote, word for word, what a channel's own pause says (an engineer on
+    call searches for the line the page or the notice showed)."""
+    text = re.sub(r"\s+", " ", (DOCS / runbook).read_text(encoding="utf-8"))
+    named = channel_named("ozon", "ozon", lang)  # type: ignore[arg-type]
+    for cause in attention.CHANNEL_PAUSE_WORDS:
+        said = attention.pause_words(cause, "…", lang, channel=named)
+        assert re.sub(r"\s+", " ", said) in text, cause
