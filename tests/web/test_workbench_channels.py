@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import html
 import re
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine, insert, select
-from workbench_helpers import csrf_of, post, signed_in
+from workbench_helpers import add_operator, csrf_of, post, signed_in
 
 from exchange.db.engine import transaction
-from exchange.db.schema import channels, delivery_pause, history
+from exchange.db.schema import channels, delivery_pause, history, workers
 from exchange.dev.testing import one_channel_messages, price_row, stage
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake.staging_table import take
@@ -188,3 +191,81 @@ def test_one_channels_pause_button_is_as_before(olga: str, db: Engine) -> None:
     assert "каналы" not in banner
     assert post(client, "/delivery/pause", {"note": "maintenance"}).status_code == 303
     assert _pauses(db) == {"delivery": "olga"}
+
+
+def _channels_served(serve: Callable[..., Any], db: Engine, tmp_path: Path) -> str:
+    """``api`` and ``second`` (a WooCommerce channel) registered, SKU-1 waiting on both, and a
+    workbench served with EXCHANGE_CHANNELS naming both: its base URL (olga signs in)."""
+    now = datetime.now(UTC)
+    taken(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")], now)
+    second_channel(db, {"SKU-1/retail": ("new", None)}, now, target="woocommerce")
+    secret = tmp_path / "woo-secret"
+    secret.write_text("ck_test\n")
+    base: str = serve(
+        channels={
+            "api": {"target": "api", "site_url": "http://127.0.0.1:9"},
+            "second": {
+                "target": "woocommerce",
+                "woo_url": "http://127.0.0.1:9",
+                "woo_key_file": str(secret),
+                "woo_secret_file": str(secret),
+            },
+        }
+    )
+    add_operator(db, "olga", "operator")
+    return base
+
+
+def _loop_row(db: Engine, channel: str, **row: Any) -> None:
+    now = datetime.now(UTC)
+    with transaction(db) as connection:
+        connection.execute(
+            insert(workers).values(
+                worker_id=f"w1/{channel}",
+                started_at=now - timedelta(minutes=30),
+                heartbeat_at=now,
+                channel=channel,
+                **{"breaker_state": "closed", **row},
+            )
+        )
+
+
+def test_with_channels_the_dashboard_names_each_silent_channel_never_the_site(
+    serve: Callable[..., Any], db: Engine, tmp_path: Path
+) -> None:
+    """Contract 13: with EXCHANGE_CHANNELS, a channel that does not answer is named by its
+    name and what it is on the dashboard («канал second (WooCommerce) не отвечает с …»), and
+    when none answers the banner says no channel does, never «Сайт не отвечает»."""
+    base = _channels_served(serve, db, tmp_path)
+    silent = datetime.now(UTC) - timedelta(minutes=5)
+    for channel in ("api", "second"):
+        _loop_row(db, channel, breaker_state="open", unreachable_since=silent)
+    client = signed_in(base, "olga")
+    page = html.unescape(client.get("/").text)
+    banner = page.split('id="pause"')[1].split("</div>")[0]
+    assert "Ни один канал не отвечает с" in banner and "Сайт" not in banner
+    needs = page.split('id="needs"')[1].split("</section>")[0]
+    assert "канал second (WooCommerce) не отвечает с" in needs
+    assert "канал api (сайт) не отвечает с" in needs
+    assert "сайт не отвечает" not in needs
+    eta = page.split('id="backlog-eta">')[1].split("</small>")[0]
+    assert eta == "ни один канал не отвечает: срок не оценить"
+
+
+def test_with_channels_a_channels_refusal_on_the_banner_names_that_channel(
+    serve: Callable[..., Any], db: Engine, tmp_path: Path
+) -> None:
+    base = _channels_served(serve, db, tmp_path)
+    _loop_row(db, "api")
+    _loop_row(
+        db,
+        "second",
+        paused_reason="HTTP 409: the shop refused",
+        paused_at=datetime.now(UTC),
+        pause_cause="other",
+    )
+    client = signed_in(base, "olga")
+    page = html.unescape(client.get("/").text)
+    banner = page.split('id="pause"')[1].split("</div>")[0]
+    assert "Доставка в канал second (WooCommerce) остановлена: канал отказал (HTTP 409" in banner
+    assert "сайт" not in banner
