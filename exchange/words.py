@@ -2018,6 +2018,32 @@ _WORD_MESSAGES.update(
         "preview_on_channel": N_("on channel {channel}: {count}"),
         "preview_records": N_("rows refused at intake (no channel's): {count}"),
         "any_channel": N_("every channel"),
+        # A cancel's consequence with several channels: it stops where it is quarantined,
+        # counted above, not "the site".
+        "cancel_never_sent_one_channels": N_(
+            "This version will never be sent to the channels counted above. The message stays "
+            "in the history."
+        ),
+        "cancel_never_sent_many_channels": N_(
+            "These versions will never be sent to the channels counted above. The messages stay "
+            "in the history."
+        ),
+        "cancel_behind_channels": N_(
+            "Waiting behind them: {count}. After this they go to those channels without the ones "
+            "stopped."
+        ),
+        "cancel_behind_one_channels": N_(
+            "Waiting behind it: {count}. After this they go to that channel without the one "
+            "stopped."
+        ),
+        # The workers' table and the pace card with EXCHANGE_CHANNELS: each row is a channel's
+        # loop (``<worker id>/<channel>``), and what answers is that channel, not "the site".
+        "breaker_channels": N_("Channel answers"),
+        "site_pace_channels": N_("Channel's pace and limit"),
+        "waits_for_channel": N_("waits for the channel to answer"),
+        "pace_card_channels": N_("Pace of every channel"),
+        "pace_accepted_channels": N_("what the channels accepted per second over the last seconds"),
+        "pace_refused_channels": N_("refused by the channels in the last minute: {refused}"),
         # The pause per channel (contract 13: ``exchange pause --channel``): each row pauses
         # or resumes its own channel, the banner every channel.
         "channel_pause": N_("Pause"),

@@ -61,6 +61,9 @@ def test_the_dashboard_has_a_row_per_channel_and_the_message_page_every_channels
     assert preview.status_code == 200, preview.text
     counted = html.unescape(preview.text).split('id="per-channel">')[1].split("</ul>")[0]
     assert "second: 1" in counted and "api" not in counted  # where it is quarantined
+    consequence = html.unescape(preview.text).split('id="consequence">')[1].split("</div>")[0]
+    assert "никогда не будет отправлена в каналы, перечисленные выше" in consequence
+    assert "сайт" not in consequence
 
 
 def test_one_channel_has_no_channel_rows(olga: str, db: Engine) -> None:
@@ -269,3 +272,9 @@ def test_with_channels_a_channels_refusal_on_the_banner_names_that_channel(
     banner = page.split('id="pause"')[1].split("</div>")[0]
     assert "Доставка в канал second (WooCommerce) остановлена: канал отказал (HTTP 409" in banner
     assert "сайт" not in banner
+    # Each worker row is a channel's loop: what answers is the channel, not «Сайт».
+    heads = page.split('<table id="workers">')[1].split("</thead>")[0]
+    assert "Ответы канала" in heads and "Темп канала и предел запросов" in heads
+    assert "Сайт" not in heads and "сайта" not in heads
+    card = page.split('id="site-pace">')[1].split("</div>")[0]
+    assert card.startswith("<span>Темп всех каналов</span>")
