@@ -182,6 +182,25 @@ def test_the_dashboard_pauses_and_resumes_one_channel_and_the_others_deliver_on(
     assert _pauses(db) == {}
 
 
+def test_a_channels_pause_keeps_the_workbenchs_csrf_and_role_rules(olga: str, db: Engine) -> None:
+    """The pause of one channel is an action like the others: a form without this session's
+    CSRF token, or a viewer's, pauses nothing (403), and a viewer sees no pause in the rows."""
+    _on_two_channels(db)
+    add_operator(db, "victor", "viewer")
+    client = signed_in(olga, "olga")
+    forged = client.post(
+        "/delivery/pause", data={"csrf": "forged", "note": "x", "channel": "second"}
+    )
+    assert forged.status_code == 403
+    viewer = signed_in(olga, "victor")
+    dashboard = html.unescape(viewer.get("/").text)
+    assert 'id="channels"' in dashboard and 'name="channel"' not in dashboard
+    refused = post(viewer, "/delivery/pause", {"note": "x", "channel": "second"})
+    assert refused.status_code == 403
+    assert post(viewer, "/delivery/resume", {"channel": "second"}).status_code == 403
+    assert _pauses(db) == {}
+
+
 def test_one_channels_pause_button_is_as_before(olga: str, db: Engine) -> None:
     """One channel: the dashboard's pause is the one it always was (no channel rows, no
     channel in the form), and it pauses every channel."""
