@@ -143,6 +143,12 @@ _WORDS: dict[str, tuple[str, str]] = {
         "- operator {operator} paused delivery ({at}): “{note}”; resume: the button “Resume "
         "delivery” in the workbench",
     ),
+    "operator_channels": (
+        "- доставку во все каналы остановил оператор {operator} ({at}): «{note}»; возобновить: "
+        "кнопка «Возобновить все каналы» на рабочем месте",
+        "- operator {operator} paused delivery to every channel ({at}): “{note}”; resume: the "
+        "button “Resume every channel” in the workbench",
+    ),
     "no_worker": (
         "- ни один обработчик не отчитывался {silent}, а работа ждёт: строк 1С {rows}, "
         "сообщений {messages}, самая старая ждёт {age}; проверьте, запущена ли служба "
@@ -379,7 +385,8 @@ def _stop_lines(
     pause = found.operator_pause
     if Stop.OPERATOR in stops and pause is not None:
         lines.append(
-            _w("operator", lang).format(
+            # the workbench's banner names every channel where there are several
+            _w("operator_channels" if channels and len(channels) > 1 else "operator", lang).format(
                 operator=pause["operator"], at=_at(pause["paused_at"], zone), note=pause["note"]
             )
         )

@@ -26,6 +26,7 @@ from exchange.domain.states import State
 from exchange.ops import attention, notify, status
 from exchange.ops.backlog import backlog_words
 from exchange.ops.channel_status import channel_figures
+from exchange.queue import control
 from exchange.report.notice import compose
 from exchange.words import channel_named
 from tests.support.second_channel import two_channels
@@ -212,3 +213,32 @@ def test_the_runbooks_quote_a_channels_own_pause_words(runbook: str, lang: str) 
     for cause in attention.CHANNEL_PAUSE_WORDS:
         said = attention.pause_words(cause, "…", lang, channel=named)
         assert re.sub(r"\s+", " ", said) in text, cause
+
+
+def test_an_operators_pause_in_the_notice_names_the_button_that_resumes_every_channel(
+    scene: Engine,
+) -> None:
+    with transaction(scene) as connection:
+        control.pause(connection, operator="olga", note="переезд", now=NOW)
+    _, _, snapshot = _read(scene)
+    decision = Decision(send=True, new_stops=frozenset({Stop.OPERATOR}))
+    said = {}
+    for channels_of in (None, {"api": "api", "second": "ozon"}):
+        _, text = compose(
+            snapshot,
+            decision,
+            lang="ru",
+            database="db",
+            workbench_url=None,
+            every=60,
+            channels=channels_of,
+        )
+        said[channels_of is None] = [line for line in text.splitlines() if "olga" in line]
+    assert said[True] == [
+        "- доставку остановил оператор olga (2026-12-05 10:00 UTC): «переезд»; возобновить: "
+        "кнопка «Возобновить доставку» на рабочем месте"
+    ]
+    assert said[False] == [
+        "- доставку во все каналы остановил оператор olga (2026-12-05 10:00 UTC): «переезд»; "
+        "возобновить: кнопка «Возобновить все каналы» на рабочем месте"
+    ]
