@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from browser_helpers import new_page, sign_in
+from browser_helpers import NARROW, new_page, no_sideways_scroll, sign_in
 from sqlalchemy import Engine, select
 from workbench_helpers import add_operator
 
@@ -71,3 +71,22 @@ def test_an_operator_pauses_one_channel_from_its_row_and_the_other_is_not_paused
     page.click("#resume-all")
     page.wait_for_url(f"{base}/")
     assert _pauses(db) == {}
+
+
+def test_the_channel_rows_pause_fits_a_phone(
+    browser: Any, serve: Callable[..., Any], db: Engine
+) -> None:
+    """At 390 px each channel's row keeps its pause (note and button) without the page
+    scrolling sideways, before and after the pause."""
+    now = datetime.now(UTC)
+    taken(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")], now)
+    second_channel(db, {"SKU-1/retail": ("new", None)}, now, target="woocommerce")
+    base = serve()
+    add_operator(db, "olga", "operator")
+    page = browser.new_context(viewport=NARROW, locale="ru-RU").new_page()
+    sign_in(page, base, "olga")
+    assert page.locator("#pause-second").is_visible() and no_sideways_scroll(page)
+    page.locator("#channel-second input[name=note]").fill("цены на проверке")
+    page.click("#pause-second")
+    page.wait_for_url(f"{base}/")
+    assert page.locator("#resume-second").is_visible() and no_sideways_scroll(page)
