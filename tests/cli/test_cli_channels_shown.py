@@ -5,12 +5,15 @@ preview counted per channel; a one-channel installation's codes stay bare."""
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from clitools import Cli, Scenario, assert_one_line_error, describe, run_json
 from sqlalchemy import Engine, insert, select
 
 from exchange.db.engine import transaction
-from exchange.db.schema import channel_aggregates, channels, deliveries
+from exchange.db.schema import channel_aggregates, channels, deliveries, workers
 from exchange.dev.testing import one_channel_messages
 
 # Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
@@ -114,3 +117,36 @@ def test_two_channels_are_shown_narrowed_and_counted_per_channel(
 
     table = cli("status", db=db_url)
     assert "channels" in table.stdout and "second" in table.stdout, describe(table)
+
+
+def test_with_channels_status_names_the_channel_that_does_not_answer(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario
+) -> None:
+    """Contract 13: under EXCHANGE_CHANNELS a channel none of whose loops hears it is named,
+    with what it is, under the workers table and in the causes («канал second (сайт) не
+    отвечает с …»), never «сайт не отвечает» (the one site's words: tests/ops)."""
+    _second(engine, scenario.sku2, state="new")
+    now = datetime.now(UTC)
+    with transaction(engine) as connection:
+        connection.execute(
+            insert(workers).values(
+                worker_id="w1/second",
+                started_at=now - timedelta(minutes=30),
+                heartbeat_at=now,
+                breaker_state="open",
+                unreachable_since=now - timedelta(minutes=5),
+                channel=NOW_NAME,
+            )
+        )
+    shop = {"target": "api", "site_url": "https://shop.example.com"}
+    env = {
+        "EXCHANGE_LANG": "ru",
+        "EXCHANGE_CHANNELS": json.dumps({"api": shop, NOW_NAME: shop}),
+        "EXCHANGE_SITE_TOKEN": None,
+    }
+    named = cli("status", db=db_url, env=env)
+    said = " ".join(named.stdout.split())
+    assert said.count("канал second (сайт) не отвечает с") == 2, describe(named)  # caption, cause
+    assert "сайт не отвечает" not in said, describe(named)
+    as_json = cli("status", "--json", db=db_url, env=env)
+    assert "breaker:second" in json.loads(as_json.stdout)["needs_person_causes"]
