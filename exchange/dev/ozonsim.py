@@ -424,6 +424,7 @@ class OzonSimulator(LoopbackServer):
         self._by_id: dict[int, Product] = {}
         self._next_id = 1_000_000
         self._history: dict[str, list[str]] = collections.defaultdict(list)
+        self._updates: dict[str, list[dict[str, Decimal]]] = collections.defaultdict(list)
         self.requests: collections.Counter[str] = collections.Counter()
         self.outcomes: collections.Counter[str] = collections.Counter()
         self.largest_batch = 0
@@ -497,6 +498,30 @@ class OzonSimulator(LoopbackServer):
                 self._settle(product)
             return list(self._history[offer_id])
 
+    def histories(self) -> dict[str, list[str]]:
+        """``history`` of every product at once."""
+        with self._state:
+            for product in self.products.values():
+                self._settle(product)
+            return {k: list(v) for k, v in self._history.items()}
+
+    def updates(self, offer_id: str) -> list[dict[str, Decimal]]:
+        """Every update the product took on the storefront, in order: the money fields it
+        gave (``price``, ``old_price``, ...), an unchanged one included when it changed any."""
+        with self._state:
+            product = self.products.get(offer_id)
+            if product is not None:
+                self._settle(product)
+            return [dict(u) for u in self._updates[offer_id]]
+
+    def set_price(self, offer_id: str, price: Decimal) -> None:
+        """The price the product holds before a run (set in the cabinet earlier): on the
+        storefront, what a new update is compared with, not in ``history``."""
+        product = self.product(offer_id)
+        assert product is not None
+        with self._state:
+            product.price = price
+
     def price(self, offer_id: str) -> Decimal | None:
         """The price on the storefront now (None: no such product)."""
         with self._state:
@@ -527,6 +552,9 @@ class OzonSimulator(LoopbackServer):
             history = self._history[product.offer_id]
             if "price" in values and (values["price"] != before or not history):
                 history.append(_text(product.price))
+            self._updates[product.offer_id].append(
+                {name: values[name] for name in MONEY_FIELDS if name in values}
+            )
 
     def _hour_refuses(self, product: Product, now: float) -> bool:
         """§1.3: at most ``item_limit`` updates a product in the window (rolling or fixed)."""
