@@ -12,14 +12,14 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from marketsims import ym_sim
 from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import history
-from exchange.dev.simclock import SimClock
 from exchange.dev.testing import fast_settings, one_channel_messages, price_row, run_worker, stage
-from exchange.dev.ymsim import YmSimulator, YmSwitches
+from exchange.dev.ymsim import YmSimulator
 from exchange.worker import Worker
 
 # Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
@@ -30,12 +30,8 @@ messages = one_channel_messages()
 @pytest.fixture
 def ym() -> Iterator[YmSimulator]:
     # A minute lasts a second: Yandex applies an accepted price half a real second later.
-    simulator = YmSimulator(
-        "ym-key-1234", 1001, clock=SimClock(60), switches=YmSwitches(apply_delay=30)
-    )
-    simulator.start()
-    yield simulator
-    simulator.stop()
+    with ym_sim(scale=60, apply_delay=30) as simulator:
+        yield simulator
 
 
 def states(engine: Engine) -> dict[str, tuple[str, int]]:
