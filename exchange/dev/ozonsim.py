@@ -28,7 +28,9 @@ The catalogue: every ``offer_id`` exists but ``NOSUCH*`` (``auto``), each with a
 of its own; ``hold`` a catalogue for only those. Faults (``OzonFaults``, mutable while it
 runs): the key's state and roles, ``delay``, ``internal_errors``, ``drop_after``.
 
-Bookkeeping: ``history(offer_id)`` every price the product took, ``charged(offer_id)`` the
+Bookkeeping: ``history(offer_id)`` every price the product took (``histories()`` of every
+product at once), ``updates(offer_id)`` every update it took with its money fields,
+``set_price`` the price it held before a run (the demo's), ``charged(offer_id)`` the
 clock times of the updates counted against its hourly limit, ``requests`` by path,
 ``outcomes`` of items by code (``updated``, ``unchanged``, or the error's code).
 """
