@@ -6,7 +6,9 @@ the site in one installation"; contract 13, 14), on SQLite and PostgreSQL.
 loopback; the worker is the one ``exchange run`` builds (``exchange.app``), all channels in
 one process. 1C stages two price types of several SKUs in two waves (several versions each)
 and a posting, which only the site takes (contract 13 ``takes``: the marketplaces take prices
-only). Yandex Market is down (503) through the first wave until the site holds all of it.
+only). Wildberries is down through the first wave (every connection refused, as a host that
+is down refuses them): the site, paused by an operator until Wildberries' breaker opens, then
+gets all of that wave while it stays open.
 
 Asserted from the database and from each simulator's own state, not from what the service
 says it did: every channel holds the latest price of every SKU and every price type it maps
@@ -31,6 +33,7 @@ from typing import Any
 import pytest
 from marketsims import ozon_channel, ozon_sim, wb_channel, wb_sim, ym_channel, ym_sim
 from sqlalchemy import Engine, select
+from tcpproxy import TcpProxy
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
@@ -40,6 +43,8 @@ from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import FAST, posting_row, stage
 from exchange.dev.wbsim import WbSimulator
 from exchange.dev.ymsim import YmSimulator
+from exchange.domain.clock import SystemClock
+from exchange.queue import control
 from exchange.runner import run_until_idle
 from exchange.settings import Settings, load_settings
 
@@ -94,6 +99,7 @@ class Sims:
     ozon: OzonSimulator
     wb: WbSimulator
     ym: YmSimulator
+    wb_door: TcpProxy  # the way to Wildberries: cut, it is down
 
 
 @pytest.fixture
@@ -106,7 +112,8 @@ def sims() -> Iterator[Sims]:
         # WB's goods hold a price already (an account's goods do): the staged ones are rises.
         wb = stack.enter_context(wb_sim((sku, int(price(sku, "retail", 0))) for sku in SKUS))
         ym = stack.enter_context(ym_sim())
-        yield Sims(site, ozon, wb, ym)
+        door = stack.enter_context(TcpProxy("127.0.0.1", int(wb.url.rsplit(":", 1)[1])))
+        yield Sims(site, ozon, wb, ym, door)
 
 
 def installation(db_url: str, tmp_path: Path, sims: Sims) -> Settings:
@@ -115,7 +122,10 @@ def installation(db_url: str, tmp_path: Path, sims: Sims) -> Settings:
     named: dict[str, dict[str, Any]] = {
         "api": {"target": "api", "site_url": sims.site.url, "site_token_file": str(token)},
         "ozon": ozon_channel(sims.ozon, tmp_path, {"retail": "price", "old": "old_price"}),
-        "wildberries": wb_channel(sims.wb, tmp_path, {"retail": "price", "old": None}),
+        "wildberries": {
+            **wb_channel(sims.wb, tmp_path, {"retail": "price", "old": None}),
+            "wb_api_url": f"http://127.0.0.1:{sims.wb_door.port}",
+        },
         "yandex-market": ym_channel(
             sims.ym, tmp_path, {"retail": "value", "old": "discountBase"}, ym_apply_timeout=10
         ),
@@ -124,7 +134,7 @@ def installation(db_url: str, tmp_path: Path, sims: Sims) -> Settings:
     return load_settings(
         database_url=db_url,
         worker_id="test-worker",
-        # Yandex Market down for a while is many failures: none may run out of attempts.
+        # Wildberries down for a while is many failures: none may run out of attempts.
         **{**fast, "max_attempts": 200, "retry_base_delay": 0.05, "retry_max_delay": 0.3},
         channels=named,
     )
@@ -153,19 +163,29 @@ def test_one_installation_carries_every_price_to_the_site_and_the_three_marketpl
     assert [loop.channel for loop in worker.loops] == list(CHANNELS)
     seen: dict[str, Any] = {}
 
+    wb_loop = worker.loops[CHANNELS.index("wildberries")]
+
     async def lift_the_outage_once_the_site_holds_the_wave() -> None:
+        # The site waits (paused by an operator) until Wildberries' breaker is open: the
+        # site's whole wave is then delivered while that channel is down.
+        while not wb_loop.breaker.is_open():
+            await asyncio.sleep(0.02)
+        with transaction(engine) as connection:
+            assert control.resume(connection, operator="test", channel="api")
         while not site_holds(sims.site, 1):
             await asyncio.sleep(0.02)
-        seen["ym_applied"] = {sku: sims.ym.applied(sku) for sku in SKUS}
-        # Down on until it was tried (the site may finish first): its refusals are real.
-        while not sims.ym.requests["offer-prices/updates"]:
-            await asyncio.sleep(0.02)
-        sims.ym.faults.outage = None
+        seen["wb_applied"] = {nm: list(p) for nm, p in sims.wb.applied.items() if p}
+        seen["wb_breaker_open"] = wb_loop.breaker.is_open()
+        sims.wb_door.restore()
 
     async def scenario() -> list[int]:
         codes = []
         try:
-            sims.ym.faults.outage = 503
+            sims.wb_door.cut()
+            with transaction(engine) as connection:
+                assert control.pause(
+                    connection, operator="test", note="", now=SystemClock().now(), channel="api"
+                )
             stage(engine, wave(0))
             lifting = asyncio.create_task(lift_the_outage_once_the_site_holds_the_wave())
             codes.append(await run_until_idle(worker, max_seconds=90, poll_interval=0.02))
@@ -179,7 +199,8 @@ def test_one_installation_carries_every_price_to_the_site_and_the_three_marketpl
     assert asyncio.run(scenario()) == [0, 0]
 
     # -- the site was never held back by the marketplace that was down ---------------------
-    assert seen["ym_applied"] == {sku: [] for sku in SKUS}, "the site waited for Yandex Market"
+    assert seen["wb_applied"] == {}, "Wildberries was down"
+    assert seen["wb_breaker_open"], "the site's wave was delivered while WB's breaker was open"
 
     # -- the database: every latest version delivered on every channel that maps it ---------
     states = delivery_states(engine)
@@ -193,7 +214,7 @@ def test_one_installation_carries_every_price_to_the_site_and_the_three_marketpl
                 )
                 assert states[channel][(f"{sku}/{t}", version)] == expected, (channel, sku, t)
         left = {s for s, _r in states[channel].values()} - {"delivered", "cancelled"}
-        assert not left, (channel, states[channel])
+        assert not left, (channel, states[channel], last_errors(engine))
     # The posting: the site's alone (the marketplaces take prices only).
     assert {(a, v) for (a, v) in states["api"] if a == "DOC-1"} == {("DOC-1", 1), ("DOC-1", 2)}
     for channel in CHANNELS[1:]:
@@ -269,6 +290,25 @@ def assert_in_order(where: str, steps: list[dict[str, int]]) -> None:
         assert held not in before, f"{where}: {held} applied twice ({steps})"
         before.append(dict(held))
     assert all(held[t] == LATEST[t] for t in held), (where, held)
+
+
+def last_errors(engine: Engine) -> list[tuple[str, str, int, str, str | None]]:
+    with transaction(engine, read_only=True) as connection:
+        return [
+            tuple(r)  # type: ignore[misc]
+            for r in connection.execute(
+                select(
+                    channels.c.name,
+                    messages.c.aggregate,
+                    messages.c.version,
+                    deliveries.c.state,
+                    deliveries.c.last_error,
+                )
+                .join(deliveries, deliveries.c.channel_id == channels.c.id)
+                .join(messages, messages.c.id == deliveries.c.message_pk)
+                .where(deliveries.c.state == "quarantined")
+            )
+        ]
 
 
 def delivery_states(engine: Engine) -> dict[str, dict[tuple[str, int], tuple[str, str | None]]]:
