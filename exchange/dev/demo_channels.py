@@ -1,24 +1,34 @@
-"""``exchange demo --channels``: one 1C, several shops (contract 13, issue 31 item 8).
+"""``exchange demo --channels``: one 1C, every place that sells (contract 13, 14; issue 31 item 8,
+issue 32 item 4).
 
-A fresh SQLite file and the demo's shops, each a simulator on loopback and a channel of
-``EXCHANGE_CHANNELS`` (``SHOPS``: the site, ``exchange.dev.sitesim``, and a second shop,
-WooCommerce, ``exchange.dev.woosim``). 1C stages several versions of the retail price of each
-SKU; one ``exchange run`` delivers them to every shop. One shop (``FAILING``, the site) is down
-from the start, answering 503 to every request (its health check too), until every other shop
-holds the newest price of every SKU (and at least ``OUTAGE_AT_LEAST`` seconds passed), or
+A fresh SQLite file and the demo's channels, each a simulator on loopback and a channel of
+``EXCHANGE_CHANNELS`` (``shops()``): the site (``exchange.dev.sitesim``), a second shop on
+WooCommerce (``exchange.dev.woosim``), and the three marketplaces, Ozon
+(``exchange.dev.ozonsim``), Wildberries (``exchange.dev.wbsim``) and Yandex Market
+(``exchange.dev.ymsim``), each with its price type mapped (``*_price_types``) and limits that
+fit a demo (their clocks run faster, their own limits as the research gives them). 1C stages
+several versions of the retail price of each SKU, in whole roubles (Wildberries takes no
+kopecks); the marketplaces already hold the price each SKU had before (as a seller's account
+does), and one SKU's newest price is a sharp drop (``SHARP_DROP``: a quarter of the one before),
+which Wildberries and Yandex Market withhold in their price quarantine. One ``exchange run``
+delivers them to every channel. One shop (``FAILING``, the site) is down from the start,
+answering 503 to every request (its health check too), until every other channel holds the
+newest price of every SKU or withholds it (and at least ``OUTAGE_AT_LEAST`` seconds passed), or
 ``OUTAGE_AT_MOST`` seconds passed; then it comes back and the service catches it up.
 
-The summary is computed from what the shops applied (each write stamped by the demo's
+The summary is computed from what the channels applied (each write stamped by the demo's
 watcher as it appears: ``Watcher``), not from what the service believes:
 
-- the healthy shop's prices all landed during the other's outage (when its first and last
+- every other channel's prices all landed during the site's outage (when its first and last
   price landed, when the outage ended): it was never held back;
 - the failing shop got every price after it came back;
-- on every shop: no effect applied twice, no old price applied over a newer one, and the
-  shop holds the newest delivered price of every SKU.
+- on every channel: no effect applied twice, no old price applied over a newer one, and the
+  channel holds the newest delivered price of every SKU; every SKU's newest price delivered,
+  or withheld by the marketplace's quarantine where the marketplace itself holds it back
+  (listed with how to release it: ``exchange withheld release``);
+- for each marketplace what is its own (requests, tasks, read-backs, the hourly limit).
 
-Adding a shop to the demo (the marketplace simulators, ``ozonsim``, ``wbsim``, ``ymsim``) is
-one more ``DemoShop`` in ``SHOPS``: its simulator, its channel's settings, and what it applied.
+The exit code is 1 when any of these does not hold.
 """
 
 from __future__ import annotations
@@ -33,7 +43,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -43,20 +53,32 @@ from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.on_channels import by_state_and_reason, channel_ids
+from exchange.dev.ozonsim import IMPORT_PRICES, ITEM_LIMIT, OzonSimulator
+from exchange.dev.simclock import SimClock
 from exchange.dev.sitesim import Faults, SiteSimulator
+from exchange.dev.wbsim import Switches as WbSwitches
+from exchange.dev.wbsim import WbSimulator
 from exchange.dev.woosim import WooSimulator
+from exchange.dev.ymsim import YmSimulator, YmSwitches, channel_settings
 from exchange.errors import ExchangeError
 from exchange.i18n import Lang, _, ngettext, number
 from exchange.intake.stage import stage
 from exchange.ops.verify import latest_delivered
+from exchange.queue.withheld import Withheld, waiting
 from exchange.runner import run_until_idle
 from exchange.settings import Settings, given_settings
+from exchange.words import detail_words
 
 FAILING = "site"  # the shop that is down for a while
 OUTAGE_AT_LEAST = 3.0  # seconds: the failing shop is down at least this long (its breaker opens)
 OUTAGE_AT_MOST = 60.0  # seconds: the outage ends then, whatever the healthy shops did
 WATCH_EVERY = 0.02  # seconds between two looks of the watcher at the shops
 PRICE_TYPE = "retail"
+SHARP_DROP = "SKU-0000"  # its newest price is a quarter of the one before: quarantined by WB, YM
+WB_SCALE = 10.0  # Wildberries' clock: its processing of a task (2 s) lasts 0.2 s
+YM_SCALE = 60.0  # Yandex Market's clock: its minute (its budget's window) lasts a second
+YM_APPLY_DELAY = 30.0  # its seconds from accepting a price to showing it: half a real second
+YM_APPLY_TIMEOUT = 2.0  # seconds: a price Yandex has not shown by then is looked up in quarantine
 
 
 @dataclass(frozen=True)
@@ -108,6 +130,20 @@ class DemoShop(ABC):
     def refused(self) -> int:
         """Requests the shop refused while it was down (the failing shop's)."""
         return 0
+
+    def seed(self, before: dict[str, str]) -> None:
+        """The price each SKU holds before the demo, where the shop already sells it (the
+        marketplaces: a seller's account has its goods and their prices). A shop that
+        creates its products as it takes prices: nothing."""
+        return None
+
+    def quarantined(self) -> dict[str, str]:
+        """The prices the shop withholds from buyers (its price quarantine), by SKU."""
+        return {}
+
+    def particular(self, lang: Lang) -> list[str]:
+        """Lines of the summary about what is the shop's own (a marketplace's limits)."""
+        return []
 
 
 class SiteShop(DemoShop):
@@ -210,26 +246,258 @@ class WooShop(DemoShop):
         return {sku: self.sim.price(sku) for sku in skus}
 
 
+class MarketShop(DemoShop):
+    """A marketplace: what it applied is read from the price history of each of its goods
+    (kept by its simulator); the order across goods is the watcher's (a look's new prices
+    share its stamp)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._log: list[tuple[str, str]] = []
+        self._seen: dict[str, int] = {}
+
+    @abstractmethod
+    def histories(self) -> dict[str, list[str]]:
+        """Every price each SKU took there, in order (the one it held before not among them)."""
+
+    def applied(self, since: int) -> list[tuple[str, str]]:
+        for sku, prices in self.histories().items():
+            seen = self._seen.get(sku, 0)
+            self._log.extend((sku, price) for price in prices[seen:])
+            self._seen[sku] = len(prices)
+        return self._log[since:]
+
+    def secret(self, directory: Path, part: str, value: str) -> str:
+        path = directory / f"{self.name}-{part}"
+        path.write_text(value + "\n", encoding="utf-8")
+        path.chmod(0o600)
+        return str(path)
+
+
+class OzonShop(MarketShop):
+    """Ozon (``ozonsim``): the retail price is the product's ``price``; at most 10 updates of a
+    product an hour (its own limit, on its clock)."""
+
+    target = "ozon"
+    client_id, key = "836741", "ozon-demo-key"  # the simulator's own
+
+    def __init__(self, name: str = "ozon") -> None:
+        super().__init__(name)
+        self.sim = OzonSimulator(self.client_id, self.key)
+
+    @property
+    def url(self) -> str:
+        return self.sim.url
+
+    def __enter__(self) -> OzonShop:
+        self.sim.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sim.stop()
+
+    def channel(self, directory: Path) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "ozon_api_url": self.sim.url,
+            "ozon_client_id": self.client_id,
+            "ozon_api_key_file": self.secret(directory, "key", self.key),
+            "ozon_price_types": {PRICE_TYPE: "price"},
+        }
+
+    def seed(self, before: dict[str, str]) -> None:
+        for sku, price in before.items():
+            self.sim.set_price(sku, Decimal(price))
+
+    def histories(self) -> dict[str, list[str]]:
+        return self.sim.histories()
+
+    def held(self, skus: Iterable[str]) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for sku in skus:
+            price = self.sim.price(sku)
+            out[sku] = None if price is None else str(price)
+        return out
+
+    def particular(self, lang: Lang) -> list[str]:
+        return [
+            _(
+                "      Ozon: {requests} price requests, {unchanged} prices it already held, "
+                "{limited} refused by its limit of 10 updates of a product an hour",
+                lang,
+            ).format(
+                requests=self.sim.requests[IMPORT_PRICES],
+                unchanged=self.sim.outcomes["unchanged"],
+                limited=self.sim.outcomes[ITEM_LIMIT],
+            )
+        ]
+
+
+class WbShop(MarketShop):
+    """Wildberries (``wbsim``): the retail price is the good's ``price`` (whole roubles), set by
+    upload tasks processed later; a drop to a third or less waits in WB's price quarantine."""
+
+    target = "wildberries"
+
+    def __init__(self, name: str = "wildberries") -> None:
+        super().__init__(name)
+        self.sim = WbSimulator(time_scale=WB_SCALE, switches=WbSwitches())
+        self.nm: dict[str, int] = {}
+
+    @property
+    def url(self) -> str:
+        return self.sim.url
+
+    def __enter__(self) -> WbShop:
+        self.sim.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sim.stop()
+
+    def channel(self, directory: Path) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "wb_api_url": self.sim.url,
+            "wb_token_file": self.secret(directory, "token", self.sim.token()),
+            "wb_price_types": {PRICE_TYPE: "price"},
+            # One task carries up to 1,000 goods: a batch as large keeps to few requests of
+            # WB's 10 in 6 s.
+            "batch_size": 1000,
+        }
+
+    def seed(self, before: dict[str, str]) -> None:
+        for sku, price in before.items():
+            self.nm[sku] = self.sim.add_good(sku, price=int(Decimal(price))).nm_id
+
+    def histories(self) -> dict[str, list[str]]:
+        with self.sim.lock:
+            return {
+                sku: [str(p) for p in self.sim.applied.get(nm, [])] for sku, nm in self.nm.items()
+            }
+
+    def held(self, skus: Iterable[str]) -> dict[str, str | None]:
+        with self.sim.lock:
+            goods = {sku: self.sim.goods.get(nm) for sku, nm in self.nm.items()}
+        return {sku: None if goods.get(sku) is None else str(goods[sku].price) for sku in skus}  # type: ignore[union-attr]
+
+    def quarantined(self) -> dict[str, str]:
+        with self.sim.lock:
+            held = dict(self.sim.quarantine)
+        by_nm = {nm: sku for sku, nm in self.nm.items()}
+        return {by_nm[nm]: str(entry["newPrice"]) for nm, entry in held.items() if nm in by_nm}
+
+    def particular(self, lang: Lang) -> list[str]:
+        return [
+            _(
+                "      Wildberries: {tasks} upload tasks, {requests} requests in all (within its "
+                "10 requests in 6 s), {quarantined} in its price quarantine",
+                lang,
+            ).format(
+                tasks=len(self.sim.tasks),
+                requests=sum(self.sim.requests.values()),
+                quarantined=len(self.quarantined()),
+            )
+        ]
+
+
+class YmShop(MarketShop):
+    """Yandex Market (``ymsim``): the retail price is the offer's ``value``; a 200 means
+    accepted, applied a (simulated) minute later; a change by more than half waits in Yandex's
+    price quarantine until confirmed (``exchange withheld release``)."""
+
+    target = "yandex-market"
+    key, business = "ym-demo-key", 1001  # the simulator's own
+
+    def __init__(self, name: str = "yandex-market") -> None:
+        super().__init__(name)
+        self.sim = YmSimulator(
+            self.key,
+            self.business,
+            clock=SimClock(YM_SCALE),
+            switches=YmSwitches(apply_delay=YM_APPLY_DELAY),
+        )
+
+    @property
+    def url(self) -> str:
+        return self.sim.url
+
+    def __enter__(self) -> YmShop:
+        self.sim.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sim.stop()
+
+    def channel(self, directory: Path) -> dict[str, Any]:
+        settings = channel_settings(self.sim, self.secret(directory, "key", self.key))
+        settings["ym_price_types"] = {PRICE_TYPE: "value"}
+        settings["ym_apply_timeout"] = YM_APPLY_TIMEOUT
+        return settings
+
+    def seed(self, before: dict[str, str]) -> None:
+        for sku, price in before.items():
+            self.sim.set_live(sku, Decimal(price))
+
+    def histories(self) -> dict[str, list[str]]:
+        return {sku: [str(p) for p in prices] for sku, prices in self.sim.histories().items()}
+
+    def held(self, skus: Iterable[str]) -> dict[str, str | None]:
+        live = self.sim.lives()
+        out: dict[str, str | None] = {}
+        for sku in skus:
+            price = live.get(sku)
+            out[sku] = None if price is None else str(price.value)
+        return out
+
+    def quarantined(self) -> dict[str, str]:
+        return {sku: str(q.current.value) for sku, q in self.sim.quarantined().items()}
+
+    def particular(self, lang: Lang) -> list[str]:
+        return [
+            _(
+                "      Yandex Market: {updates} price updates, {reads} read-backs of what it "
+                "shows, {quarantined} in its price quarantine",
+                lang,
+            ).format(
+                updates=self.sim.requests["offer-prices/updates"],
+                reads=self.sim.requests["offer-prices"],
+                quarantined=len(self.quarantined()),
+            )
+        ]
+
+
 def shops() -> list[DemoShop]:
-    """The demo's shops, in the order of their channels: the list a marketplace joins."""
-    return [SiteShop(), WooShop()]
+    """The demo's channels, in the order of their channels: the site, a second shop, and the
+    three marketplaces."""
+    return [SiteShop(), WooShop(), OzonShop(), WbShop(), YmShop()]
 
 
-def staged_rows(skus: int, rng: random.Random) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """Several versions of the retail price of each of ``skus`` SKUs (every version its own
-    price, so that what a shop applied names the version), and the newest price of each."""
+def staged_rows(
+    skus: int, rng: random.Random
+) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, str]]:
+    """Several versions of the retail price of each of ``skus`` SKUs, in whole roubles (every
+    version its own price, so that what a shop applied names the version; ``SHARP_DROP``'s
+    newest a quarter of the one before it), the newest price of each, and the price each had
+    before (what the marketplaces hold at the start, never one of the versions)."""
     rows: list[dict[str, Any]] = []
     newest: dict[str, str] = {}
+    before: dict[str, str] = {}
     for n in range(skus):
         sku = f"SKU-{n:04d}"
-        kopecks = rng.randint(10_000, 99_999)
-        taken: set[int] = set()
-        for version in range(1, rng.randint(1, 3) + 1):
-            kopecks += rng.choice((-1, 1)) * rng.randint(1, 500)
-            while kopecks in taken:  # each version a price of its own: the price names it
-                kopecks += rng.randint(1, 500)
-            taken.add(kopecks)
-            price = f"{kopecks / 100:.2f}"
+        roubles = rng.randint(1_000, 9_999)
+        before[sku] = f"{roubles}.00"
+        taken = {roubles}
+        count = rng.randint(1, 3)
+        for version in range(1, count + 1):
+            if sku == SHARP_DROP and version == count:
+                roubles //= 4
+            else:
+                roubles += rng.choice((-1, 1)) * rng.randint(1, 50)
+            while roubles in taken:  # each version a price of its own: the price names it
+                roubles += 1
+            taken.add(roubles)
+            price = f"{roubles}.00"
             newest[sku] = price
             payload = {"sku": sku, "price": price, "currency": "RUB", "price_type": PRICE_TYPE}
             rows.append(
@@ -242,7 +510,7 @@ def staged_rows(skus: int, rng: random.Random) -> tuple[list[dict[str, Any]], di
                     "source_ref": f"Установка цен номенклатуры {version:06d}",
                 }
             )
-    return rows, newest
+    return rows, newest, before
 
 
 def versions(rows: list[dict[str, Any]]) -> dict[tuple[str, Decimal], int]:
@@ -268,6 +536,7 @@ class Watcher:
     outage_at_most: float = OUTAGE_AT_MOST
     seen: dict[str, list[tuple[float, str, str]]] = field(default_factory=dict)
     outage_ended: float | None = None
+    failed: BaseException | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -280,11 +549,21 @@ class Watcher:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        if self.failed is not None:
+            raise RuntimeError(f"the demo's watcher failed: {self.failed!r}") from self.failed
         self._look()
         if self.outage_ended is None:  # the run ended first (it failed): the shop is back
             self._end_outage()
 
     def _watch(self) -> None:
+        try:
+            self._watching()
+        except BaseException as exc:  # the run goes on; stop() raises it (never a silent end)
+            self.failed = exc
+            if self.outage_ended is None:
+                self._end_outage()
+
+    def _watching(self) -> None:
         while not self._stop.wait(WATCH_EVERY):
             self._look()
             since = time.monotonic() - self.started
@@ -308,9 +587,10 @@ class Watcher:
             seen.extend((now, sku, price) for sku, price in shop.applied(len(seen)))
 
     def _holds_newest(self, shop: DemoShop) -> bool:
-        held = shop.held(self.newest)
+        """Every SKU's newest price held by the shop, or withheld by its price quarantine."""
+        held, withheld = shop.held(self.newest), shop.quarantined()
         return all(
-            held[sku] is not None and Decimal(str(held[sku])) == Decimal(price)
+            _same(held[sku], price) or _same(withheld.get(sku), price)
             for sku, price in self.newest.items()
         )
 
@@ -337,13 +617,14 @@ def run_channels_demo(
         raise ExchangeError(
             f"cannot prepare the demo directory {directory}: {exc.strerror or exc}"
         ) from None
-    rows, newest = staged_rows(skus, rng)
+    rows, newest, before = staged_rows(skus, rng)
     demo_shops = shops()
     failing = next(shop for shop in demo_shops if shop.name == FAILING)
     entered: list[DemoShop] = []
     try:
         for shop in demo_shops:
             entered.append(shop.__enter__())
+            shop.seed(before)
         settings = _settings(database, {shop.name: shop.channel(directory) for shop in entered})
         engine = make_engine(settings.database_url)
         upgrade(engine, channel=demo_shops[0].name, target=demo_shops[0].target)
@@ -370,6 +651,16 @@ def run_channels_demo(
             markup=False,
             highlight=False,
         )
+        if SHARP_DROP in newest:
+            console.print(
+                _(
+                    "the newest price of {sku} is a sharp drop, to {price}: a marketplace may "
+                    "withhold it in its price quarantine",
+                    lang,
+                ).format(sku=SHARP_DROP, price=number(Decimal(newest[SHARP_DROP]), lang)),
+                markup=False,
+                highlight=False,
+            )
         worker = bootstrap.worker(settings, engine, rng=random.Random(1))
         started = time.monotonic()
         watcher = Watcher(demo_shops, failing, newest, started, outage_at_most)
@@ -448,12 +739,22 @@ def _summary(
             for d in latest_delivered(engine, shop.name)
         }
         held = shop.held(delivered)
-        holds = all(
-            held[sku] is not None and Decimal(str(held[sku])) == price
-            for sku, price in delivered.items()
-        )
+        holds = all(_same(held[sku], price) for sku, price in delivered.items())
         with transaction(engine, read_only=True) as connection:
-            by = Counter(by_state_and_reason(connection, channel_ids(connection, shop.name)))
+            ids = channel_ids(connection, shop.name)
+            by = Counter(by_state_and_reason(connection, ids))
+            withheld_rows = [w for i in ids for w in waiting(connection, channel_id=i)]
+        # Withheld by the marketplace itself: the newest version waits in its price
+        # quarantine, the demo's simulator says so too (not only the service).
+        quarantined = shop.quarantined()
+        withheld = [
+            w
+            for w in withheld_rows
+            if _sku(w) in newest
+            and json.loads(w.payload)["price"] == newest[_sku(w)]
+            and _sku(w) in quarantined
+            and Decimal(quarantined[_sku(w)]) == Decimal(newest[_sku(w)])
+        ]
         shops_.append(
             {
                 "name": shop.name,
@@ -462,6 +763,17 @@ def _summary(
                 "first": writes[0].at if writes else None,
                 "last": writes[-1].at if writes else None,
                 "newest": sum(1 for sku in newest if delivered.get(sku) == Decimal(newest[sku])),
+                "withheld": [
+                    {
+                        "message_id": w.message_id,
+                        "sku": _sku(w),
+                        "price": json.loads(w.payload)["price"],
+                        "said": w.said or "",
+                    }
+                    for w in withheld
+                ],
+                "withheld_elsewhere": len(withheld_rows) - len(withheld),
+                "particular": shop.particular,
                 "skus": len(newest),
                 "twice": sum(1 for n in twice.values() if n > 1),
                 "older": older,
@@ -472,16 +784,17 @@ def _summary(
     outage = watcher.outage_ended
     assert outage is not None  # the watcher's stop ends it at the latest
     healthy_in_time = all(
-        s["last"] is not None and s["last"] <= outage and s["newest"] == s["skus"]
+        s["last"] is not None and s["last"] <= outage and _every(s)
         for s in shops_
         if not s["failing"]
     )
     caught_up = all(
-        s["newest"] == s["skus"] and (s["first"] is None or s["first"] >= outage)
-        for s in shops_
-        if s["failing"]
+        _every(s) and (s["first"] is None or s["first"] >= outage) for s in shops_ if s["failing"]
     )
-    clean = all(s["twice"] == 0 and s["older"] == 0 and s["holds"] for s in shops_)
+    clean = all(
+        s["twice"] == 0 and s["older"] == 0 and s["holds"] and not s["withheld_elsewhere"]
+        for s in shops_
+    )
     return {
         "shops": shops_,
         "failing": failing.name,
@@ -492,6 +805,23 @@ def _summary(
         "ok": healthy_in_time and caught_up and clean,
         "seconds": elapsed,
     }
+
+
+def _same(held: str | None, price: str | Decimal) -> bool:
+    """``held`` (a shop's own text: none, or "" for a product with no price yet) is ``price``."""
+    try:
+        return held is not None and Decimal(held) == Decimal(price)
+    except InvalidOperation:
+        return False
+
+
+def _sku(w: Withheld) -> str:
+    return str(json.loads(w.payload)["sku"])
+
+
+def _every(shop: dict[str, Any]) -> bool:
+    """Every SKU's newest price delivered, or withheld by the channel's own quarantine."""
+    return bool(shop["newest"] + len(shop["withheld"]) == shop["skus"])
 
 
 def _print_summary(console: Console, s: dict[str, Any], lang: Lang) -> None:
@@ -535,9 +865,32 @@ def _print_summary(console: Console, s: dict[str, Any], lang: Lang) -> None:
             _("      holds the latest delivered price of every SKU: {answer}", lang),
             answer=yes(shop["holds"]),
         )
+        for line in shop["particular"](lang):
+            console.print(line, markup=False, highlight=False)
+        for w in shop["withheld"]:
+            say(
+                _("      withheld: {sku} at {price} (the channel said: {said})", lang),
+                sku=w["sku"],
+                price=number(Decimal(w["price"]), lang),
+                said=detail_words(w["said"]) if lang == "ru" else w["said"],
+            )
+            say(
+                _(
+                    "        to release it: exchange withheld release {message_id} --channel "
+                    "{channel} --note TEXT",
+                    lang,
+                ),
+                message_id=w["message_id"],
+                channel=shop["name"],
+            )
+        if shop["withheld_elsewhere"]:
+            say(
+                _("      withheld though the channel does not withhold it: {count}", lang),
+                count=shop["withheld_elsewhere"],
+            )
     say(
         _(
-            "every other shop got all its prices during the outage (never held back): {answer}",
+            "every other channel got all its prices during the outage (never held back): {answer}",
             lang,
         ),
         answer=yes(s["healthy_in_time"]),

@@ -28,7 +28,9 @@ The catalogue: every ``offer_id`` exists but ``NOSUCH*`` (``auto``), each with a
 of its own; ``hold`` a catalogue for only those. Faults (``OzonFaults``, mutable while it
 runs): the key's state and roles, ``delay``, ``internal_errors``, ``drop_after``.
 
-Bookkeeping: ``history(offer_id)`` every price the product took, ``charged(offer_id)`` the
+Bookkeeping: ``history(offer_id)`` every price the product took (``histories()`` of every
+product at once), ``updates(offer_id)`` every update it took with its money fields,
+``set_price`` the price it held before a run (the demo's), ``charged(offer_id)`` the
 clock times of the updates counted against its hourly limit, ``requests`` by path,
 ``outcomes`` of items by code (``updated``, ``unchanged``, or the error's code).
 """
@@ -424,6 +426,7 @@ class OzonSimulator(LoopbackServer):
         self._by_id: dict[int, Product] = {}
         self._next_id = 1_000_000
         self._history: dict[str, list[str]] = collections.defaultdict(list)
+        self._updates: dict[str, list[dict[str, Decimal]]] = collections.defaultdict(list)
         self.requests: collections.Counter[str] = collections.Counter()
         self.outcomes: collections.Counter[str] = collections.Counter()
         self.largest_batch = 0
@@ -497,6 +500,30 @@ class OzonSimulator(LoopbackServer):
                 self._settle(product)
             return list(self._history[offer_id])
 
+    def histories(self) -> dict[str, list[str]]:
+        """``history`` of every product at once."""
+        with self._state:
+            for product in self.products.values():
+                self._settle(product)
+            return {k: list(v) for k, v in self._history.items()}
+
+    def updates(self, offer_id: str) -> list[dict[str, Decimal]]:
+        """Every update the product took on the storefront, in order: the money fields it
+        gave (``price``, ``old_price``, ...), an unchanged one included when it changed any."""
+        with self._state:
+            product = self.products.get(offer_id)
+            if product is not None:
+                self._settle(product)
+            return [dict(u) for u in self._updates[offer_id]]
+
+    def set_price(self, offer_id: str, price: Decimal) -> None:
+        """The price the product holds before a run (set in the cabinet earlier): on the
+        storefront, what a new update is compared with, not in ``history``."""
+        product = self.product(offer_id)
+        assert product is not None
+        with self._state:
+            product.price = price
+
     def price(self, offer_id: str) -> Decimal | None:
         """The price on the storefront now (None: no such product)."""
         with self._state:
@@ -527,6 +554,9 @@ class OzonSimulator(LoopbackServer):
             history = self._history[product.offer_id]
             if "price" in values and (values["price"] != before or not history):
                 history.append(_text(product.price))
+            self._updates[product.offer_id].append(
+                {name: values[name] for name in MONEY_FIELDS if name in values}
+            )
 
     def _hour_refuses(self, product: Product, now: float) -> bool:
         """§1.3: at most ``item_limit`` updates a product in the window (rolling or fixed)."""

@@ -484,6 +484,7 @@ class YmSimulator(LoopbackServer):
         self._pending: list[Pending] = []
         self._seq = 0
         self._history: dict[str, list[Decimal]] = collections.defaultdict(list)
+        self._applied: dict[str, list[Price]] = collections.defaultdict(list)
         self._state = threading.RLock()
 
     # -- bookkeeping for tests ------------------------------------------------------------------
@@ -510,6 +511,32 @@ class YmSimulator(LoopbackServer):
         with self._state:
             self.settle()
             return {k: o.quarantine for k, o in self.offers.items() if o.quarantine}
+
+    def applied(self, offer_id: str) -> list[Price]:
+        """Every price the offer went live with, in order (``history`` with its
+        ``discountBase`` and ``minimumForBestseller``)."""
+        with self._state:
+            self.settle()
+            return list(self._applied[offer_id])
+
+    def lives(self) -> dict[str, Price | None]:
+        """Every offer's live price at once (``live`` of each, in one look)."""
+        with self._state:
+            self.settle()
+            return {k: o.live for k, o in self.offers.items()}
+
+    def histories(self) -> dict[str, list[Decimal]]:
+        """``history`` of every offer at once."""
+        with self._state:
+            self.settle()
+            return {k: list(v) for k, v in self._history.items()}
+
+    def set_live(self, offer_id: str, value: Decimal) -> None:
+        """The price the offer holds before a run (set in the cabinet earlier): live, the last
+        valid price a new one is judged against (§3.4), not in ``history``."""
+        with self._state:
+            offer = self._offer(offer_id)
+            offer.live, offer.updated_at = Price(value), self.clock.wall_now()
 
     # -- the model ------------------------------------------------------------------------------
 
@@ -559,6 +586,7 @@ class YmSimulator(LoopbackServer):
         offer.quarantine = None  # §3.4: a correct price (or the confirmation) releases it
         offer.live, offer.updated_at = price, at
         self._history[offer.offer_id].append(price.value)
+        self._applied[offer.offer_id].append(price)
 
     def _current(self, offer_id: str) -> Price | None:
         """The price the offer will hold once what is pending lands (for ``repeat_price``)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from marketsims import ozon_sim
 from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
@@ -26,10 +27,8 @@ from exchange.worker import Worker
 
 @pytest.fixture
 def site() -> Iterator[OzonSimulator]:
-    simulator = OzonSimulator("836741", "ozon-key", time_scale=0)
-    simulator.start()
-    yield simulator
-    simulator.stop()
+    with ozon_sim(time_scale=0) as simulator:
+        yield simulator
 
 
 def make_worker(

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from marketsims import wb_sim
 from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
@@ -29,7 +30,7 @@ from exchange.db.engine import transaction
 from exchange.db.schema import channels, deliveries, history, messages, wb_tasks
 from exchange.delivery.withheld import recheck
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
-from exchange.dev.wbsim import Limits, Switches, WbSimulator
+from exchange.dev.wbsim import Limits, WbSimulator
 from exchange.runner import run_until_idle
 from exchange.targets.wildberries.target import WildberriesTarget
 from exchange.worker import Worker
@@ -37,12 +38,8 @@ from exchange.worker import Worker
 
 @pytest.fixture
 def wb() -> Iterator[WbSimulator]:
-    sim = WbSimulator(switches=Switches(processing_delay=0.3))
-    sim.start()
-    for n in range(1, 6):
-        sim.add_good(f"SKU-{n}", price=1000)
-    yield sim
-    sim.stop()
+    with wb_sim(((f"SKU-{n}", 1000) for n in range(1, 6)), processing_delay=0.3) as sim:
+        yield sim
 
 
 def wb_settings(db_url: str, sim: WbSimulator, token: str, **overrides: Any) -> Any:
