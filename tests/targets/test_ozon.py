@@ -198,6 +198,7 @@ def test_the_target_holds_the_eleventh_update_of_a_product_within_the_hour(
     sent, held = run(made, scenario)
     assert {a.verdict for a in sent} == {Verdict.DELIVERED}
     assert held.verdict is Verdict.AWAITING and imports(ozon) == 10, "the 11th is not sent"
+    assert "10 price updates of this product sent within the hour" in held.detail
     # the oldest of the ten went at 0 s, now is 600 s: it is an hour old 3,000 s from now
     assert held.again_in == 3000
     assert (
@@ -234,6 +235,7 @@ def test_a_refused_product_is_tried_an_hour_later_and_the_latest_price_lands_wit
     refused, newer, landed = run(target(ozon), scenario)
     assert refused.verdict is Verdict.AWAITING and "Ozon refused" in refused.detail
     assert newer.verdict is Verdict.AWAITING and imports(ozon) == 2
+    assert "Ozon refused an update" in newer.detail and "sent within" not in newer.detail
     assert landed.verdict is Verdict.DELIVERED and ozon.price("SKU-1") == Decimal("310")
     assert ozon.clock.now() - refused_at <= 61 * 60
 

@@ -209,7 +209,8 @@ class OzonTarget:
                 continue
             free = self.hours.free_at(item.sku, now)
             if free is not None:
-                answers.update(spread(item, self._held(free - now, refused=False)))
+                after = self.hours.by_refusal(item.sku, free)
+                answers.update(spread(item, self._held(free - now, after_refusal=after)))
                 continue
             going.append(item)
         if going:
@@ -369,15 +370,30 @@ class OzonTarget:
                     same.add(item.sku)
         return same
 
-    def _held(self, seconds: float, *, refused: bool) -> Classification:
+    def _held(
+        self, seconds: float, *, refused: bool = False, after_refusal: bool = False
+    ) -> Classification:
+        """``refused``: Ozon refused this very item for its hourly limit; ``after_refusal``:
+        held, not sent, because Ozon refused an earlier update of the product (its count of
+        every sender's updates, not this service's sends); neither: held by this target's own
+        count of its sends within the hour."""
         wait = max(1, math.ceil(seconds))
-        said = (
-            "Ozon refused it: more than 10 price updates of this product within an hour; "
-            f"tried once more in {wait} s, not charged"
-            if refused
-            else "held: 10 price updates of this product sent within the hour (Ozon's limit); "
-            f"goes in {wait} s, not charged"
-        )
+        if refused:
+            said = (
+                "Ozon refused it: more than 10 price updates of this product within an hour; "
+                f"tried once more in {wait} s, not charged"
+            )
+        elif after_refusal:
+            said = (
+                "held: Ozon refused an update of this product for its limit of 10 price updates "
+                "an hour (Ozon counts every sender's updates); "
+                f"goes in {wait} s, not charged"
+            )
+        else:
+            said = (
+                "held: 10 price updates of this product sent within the hour (Ozon's limit); "
+                f"goes in {wait} s, not charged"
+            )
         return Classification(
             Verdict.AWAITING, said, again_in=float(wait), error_class="OzonItemLimit"
         )
