@@ -358,6 +358,9 @@ def ozon_target(
         articles=DbArticles(engine) if engine is not None else NO_ARTICLES,
         sent=DbSentTimes(engine, channel) if engine is not None else NO_SENT_TIMES,
         clock=(lambda: clock.now().timestamp()) if clock is not None else time.time,
+        # A refused key is asked about again once per retry_max_delay, as WB's and YM's
+        # read-only pauses try a write (review 32).
+        probe_every=settings.retry_max_delay,
     )
 
 

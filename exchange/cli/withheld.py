@@ -42,11 +42,14 @@ def channel_settings(settings: Settings, name: str | None) -> Settings:
 
 
 def release_headline(done: list[withheld.Released], lang: Lang) -> str:
-    """How many were asked, how many the channel released and did not, and how many buyers
-    see now: never "released" for a release the channel did not carry out."""
+    """How many were asked, how many the channel released and did not, and of how many
+    buyers see the new price now (a count, never read as a price: review 32): never
+    "released" for a release the channel did not carry out."""
     released = sum(1 for r in done if r.asked)
     said = _(
-        "asked {asked}, released {released}, not released {refused}; buyers see {live} now", lang
+        "asked {asked}, released {released}, not released {refused}; "
+        "buyers see the new price of {live} of {asked} now",
+        lang,
     )
     return said.format(
         asked=len(done),

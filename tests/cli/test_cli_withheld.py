@@ -82,6 +82,8 @@ def test_release_asks_the_channel_and_writes_history_with_operator_and_note(
     )
     assert done.returncode == 0, describe(done)
     assert f"{message_id}: delivered" in done.stdout, describe(done)
+    # A count of the released prices buyers see, never read as a price of 0 (review 32).
+    assert "buyers see the new price of 1 of 1 now" in done.stdout, describe(done)
     assert withholding_site.effect_counts()[message_id] == 1
     with transaction(engine, read_only=True) as connection:
         state = connection.execute(
@@ -161,6 +163,7 @@ def test_release_the_channel_did_not_take_says_so_and_exits_1(
     done = cli("withheld", "release", message_id, "--note", "x", db=db_url, site=down)
     assert done.returncode == 1, describe(done)
     assert "asked 1, released 0, not released 1" in done.stdout, describe(done)
+    assert "buyers see the new price of 0 of 1 now" in done.stdout, describe(done)
     assert not done.stdout.startswith("released"), describe(done)
     assert f"{message_id}: not released: the site did not answer" in done.stdout, describe(done)
     ru = cli(
@@ -175,6 +178,7 @@ def test_release_the_channel_did_not_take_says_so_and_exits_1(
     )
     assert ru.returncode == 1, describe(ru)
     assert "не выпущено: сайт не ответил" in ru.stdout, describe(ru)
+    assert "новую цену покупатели уже видят у 0 из 1" in ru.stdout, describe(ru)
 
 
 def _first_cells(text: str) -> str:

@@ -18,7 +18,7 @@ from sqlalchemy import Engine, select
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import deliveries, messages
-from exchange.dev.ozonsim import IMPORT_PRICES, OzonSimulator
+from exchange.dev.ozonsim import IMPORT_PRICES, ROLES, OzonSimulator
 from exchange.dev.ozonsim import Item as SimItem
 from exchange.dev.testing import drain, fast_settings, price_row, run_worker, stage
 from exchange.domain.clock import FakeClock
@@ -32,10 +32,16 @@ def site() -> Iterator[OzonSimulator]:
 
 
 def make_worker(
-    db_url: str, engine: Engine, site: OzonSimulator, clock: FakeClock, tmp_path: Path
+    db_url: str,
+    engine: Engine,
+    site: OzonSimulator,
+    clock: FakeClock,
+    tmp_path: Path,
+    key_text: str = "ozon-key",
+    **overrides: Any,
 ) -> Worker:
     key = tmp_path / "ozon.key"
-    key.write_text("ozon-key", encoding="utf-8")
+    key.write_text(key_text, encoding="utf-8")
     settings = fast_settings(
         db_url,
         None,
@@ -44,6 +50,7 @@ def make_worker(
         ozon_client_id="836741",
         ozon_api_key_file=str(key),
         ozon_price_types={"retail": "price", "old": "old_price"},
+        **overrides,
     )
     return bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
 
@@ -159,3 +166,64 @@ def test_an_ozon_channels_pause_and_resume_say_the_channel_not_the_site(
     assert any("delivery resumed: the channel accepts" in s for s in said), said
     assert not [s for s in said if "site" in s], said
     assert site.price("SKU-1") == Decimal("300")
+
+
+def test_a_refused_key_is_asked_about_once_per_retry_max_delay_and_a_new_key_file_at_once(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Research §1.3 (Ozon may restrict a sender of erroneous requests): paused for a refused
+    key, the worker asks ``/v1/roles`` with it once per EXCHANGE_RETRY_MAX_DELAY, not every
+    cycle (review 32: 54 requests in 10 s); a key replaced in its file resumes delivery at the
+    next cycle."""
+    clock = FakeClock()
+    worker = make_worker(
+        db_url, engine, site, clock, tmp_path, key_text="a-wrong-key", retry_max_delay=60
+    )
+    key = tmp_path / "ozon.key"
+    asked: list[int] = []
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [price_row("SKU-1", 1, "300.00")])
+        await cycles(w, 3)
+        assert w.loop.paused_reason is not None
+        start = site.requests[ROLES]
+        for _ in range(20):  # 100 s of cycles, five seconds apart
+            clock.advance(5)
+            await cycles(w, 1)
+            asked.append(site.requests[ROLES] - start)
+        key.write_text("ozon-key", encoding="utf-8")
+        await cycles(w, 3)
+
+    run_worker(worker, scenario)
+    assert asked[-1] <= 2, asked  # at 60 s and 120 s at most, not once a cycle
+    assert site.price("SKU-1") == Decimal("300"), "the new key resumed delivery at once"
+
+
+@pytest.mark.parametrize("status", ["503", "429"])
+def test_circle_is_open_is_waited_out_minutes_not_retried_every_few_seconds(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path, status: str
+) -> None:
+    """Research §1.3: "Circle is open" blocks the method for "a few minutes" (its status
+    UNCONFIRMED: both ways). The worker does not ask again every retry_max_delay (review 32:
+    every 5 s); the price lands after the wait, never charged."""
+    clock = FakeClock()
+    site.switches.circle_status = status  # type: ignore[assignment]
+    worker = make_worker(db_url, engine, site, clock, tmp_path, retry_max_delay=5)
+
+    async def scenario(w: Worker) -> None:
+        site.open_circle()
+        stage(engine, [price_row("SKU-1", 1, "300.00"), price_row("SKU-2", 1, "400.00")])
+        await cycles(w, 2)
+        for _ in range(20):  # 100 s, five seconds apart
+            clock.advance(5)
+            site.clock.advance(5)
+            await cycles(w, 1)
+        assert site.requests[IMPORT_PRICES] == 1, "one request met the circle; none after"
+        for _ in range(20):  # the circle closes (the simulator's three minutes)
+            clock.advance(10)
+            site.clock.advance(10)
+            await cycles(w, 1)
+
+    run_worker(worker, scenario)
+    assert site.price("SKU-1") == Decimal("300") and site.price("SKU-2") == Decimal("400")
+    assert rows(engine)[1] == ("delivered", None, 1), "the circle's wait never charged"

@@ -18,7 +18,7 @@ import pytest
 from conformance import price
 
 from exchange import app
-from exchange.dev.ozonsim import IMPORT_PRICES, OzonSimulator
+from exchange.dev.ozonsim import IMPORT_PRICES, ROLES, OzonSimulator
 from exchange.dev.ozonsim import Item as SimItem
 from exchange.domain.pause import PauseCause, pause_cause
 from exchange.domain.prices import KnownPrice
@@ -198,6 +198,7 @@ def test_the_target_holds_the_eleventh_update_of_a_product_within_the_hour(
     sent, held = run(made, scenario)
     assert {a.verdict for a in sent} == {Verdict.DELIVERED}
     assert held.verdict is Verdict.AWAITING and imports(ozon) == 10, "the 11th is not sent"
+    assert "10 price updates of this product sent within the hour" in held.detail
     # the oldest of the ten went at 0 s, now is 600 s: it is an hour old 3,000 s from now
     assert held.again_in == 3000
     assert (
@@ -234,6 +235,7 @@ def test_a_refused_product_is_tried_an_hour_later_and_the_latest_price_lands_wit
     refused, newer, landed = run(target(ozon), scenario)
     assert refused.verdict is Verdict.AWAITING and "Ozon refused" in refused.detail
     assert newer.verdict is Verdict.AWAITING and imports(ozon) == 2
+    assert "Ozon refused an update" in newer.detail and "sent within" not in newer.detail
     assert landed.verdict is Verdict.DELIVERED and ozon.price("SKU-1") == Decimal("310")
     assert ozon.clock.now() - refused_at <= 61 * 60
 
@@ -320,12 +322,73 @@ def test_429_code_8_is_the_pace(ozon: OzonSimulator) -> None:
 
 
 @pytest.mark.parametrize("status", ["503", "429"])
-def test_circle_is_open_is_the_pace_whatever_its_status(ozon: OzonSimulator, status: str) -> None:
+def test_circle_is_open_holds_the_method_minutes_not_charged_whatever_its_status(
+    ozon: OzonSimulator, status: str
+) -> None:
+    """Research §1.3: "Circle is open": the method "starts working as usual in a few
+    minutes" (status UNCONFIRMED, §8: both ways). The refused item and every item after it wait
+    minutes without a request, not charged; the status is said as Ozon gave it, never as a 429
+    it was not; after the wait one request tries again, and lands."""
     ozon.switches.circle_status = status  # type: ignore[assignment]
     ozon.open_circle()
-    (answer,) = deliver(target(ozon), price("SKU-1", 1))
-    assert (answer.verdict, answer.http_status) == (Verdict.TEMPORARY, 429)
-    assert "Circle is open" in answer.detail and answer.retry_after
+
+    async def scenario(t: OzonTarget) -> list[Classification]:
+        (refused,) = await t.send([price("SKU-1", 1)])
+        ozon.clock.advance(5)
+        (held,) = await t.send([price("SKU-2", 1)])
+        assert imports(ozon) == 1, "held without a request while the circle is open"
+        ozon.clock.advance(int(held.again_in or 0))
+        return [refused, held, *await t.send([price("SKU-2", 1)])]
+
+    refused, held, landed = run(target(ozon), scenario)
+    assert refused.verdict is Verdict.AWAITING and f"HTTP {status}" in refused.detail
+    assert "Circle is open" in refused.detail and refused.http_status is None
+    assert (refused.again_in or 0) >= 120, "a few minutes (§1.3)"
+    assert held.verdict is Verdict.AWAITING and held.again_in == (refused.again_in or 0) - 5
+    assert landed.verdict is Verdict.DELIVERED and imports(ozon) == 2
+    decided = decide(
+        refused,
+        attempt=3,
+        now=datetime(2026, 12, 5, 12, tzinfo=UTC),
+        policy=RetryPolicy(max_attempts=3, base_delay=1.0, max_delay=5.0),
+        rng=Random(1),
+    )
+    assert not decided.charged and decided.delay_s == refused.again_in, decided
+
+
+def test_a_refused_key_is_asked_about_once_per_probe_interval_or_at_once_when_replaced(
+    ozon: OzonSimulator,
+) -> None:
+    """Research §1.3: Ozon may restrict a sender of erroneous requests. While the key is
+    refused, health (a paused worker's probe every cycle) asks ``/v1/roles`` once per
+    ``probe_every`` seconds; a key replaced in its file is asked about at once."""
+    keys = ["a-wrong-key"]
+    made = OzonTarget(
+        ozon.url, CLIENT, lambda: keys[0], price_types=TYPES, clock=ozon.clock.now, probe_every=60
+    )
+
+    async def scenario(t: OzonTarget) -> list[tuple[Verdict, int]]:
+        seen = []
+        for step in (0, 10, 40, 9, 1, 0):  # seconds since the last look: 0, 10, 50, 59, 60, 60
+            ozon.clock.advance(step)
+            t.reload_credentials()
+            seen.append(((await t.health()).verdict, ozon.requests[ROLES]))
+        keys[0] = KEY
+        t.reload_credentials()
+        seen.append(((await t.health()).verdict, ozon.requests[ROLES]))
+        return seen
+
+    seen = run(made, scenario)
+    pause = Verdict.PAUSE
+    assert seen == [
+        (pause, 1),
+        (pause, 1),
+        (pause, 1),
+        (pause, 1),
+        (pause, 2),
+        (pause, 2),
+        (Verdict.DELIVERED, 3),
+    ]
 
 
 def test_a_404_with_code_5_pauses_delivery_with_the_cause_in_words(ozon: OzonSimulator) -> None:

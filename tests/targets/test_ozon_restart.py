@@ -216,5 +216,8 @@ def test_after_a_per_item_refusal_a_newer_version_waits_the_products_hour(
 
     assert refused.verdict is Verdict.AWAITING and "Ozon refused" in refused.detail, refused
     assert newer.verdict is Verdict.AWAITING, newer
+    # The words say Ozon refused the product, never that this service sent 10 (it sent 2).
+    assert "Ozon refused an update of this product" in newer.detail, newer
+    assert "sent within the hour" not in newer.detail, newer
     assert ozon.requests[IMPORT_PRICES] == 3, "v4 is held without a request"
     assert 3590 <= (newer.again_in or 0) <= 3600

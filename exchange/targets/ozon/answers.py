@@ -7,7 +7,9 @@ bodies of integrators): the one place that reads them.
     200, an item refused by a price rule      TERMINAL channel-rule, Ozon's code and meaning
     200, an item over the 10 updates an hour  AWAITING (tried again an hour later, not charged)
     200, an item error of another code        UNKNOWN (never guessed)
-    429 (code 8), "Circle is open"            TEMPORARY, the pace (read as a 429)
+    429 (code 8)                              TEMPORARY, the pace (a 429)
+    "Circle is open", whatever its status     AWAITING a few minutes (the target holds the
+                                              method meanwhile), not charged
     404 code 5, "missing a required role"     PAUSE: the key, in words
     401/403 with Ozon's words of the key      PAUSE: the key, in words
     any other 404                             UNKNOWN (a wrong path is not a bad key)
@@ -18,6 +20,7 @@ bodies of integrators): the one place that reads them.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,8 +67,12 @@ RATE_LIMITED = "request rate limit"
 CIRCLE_OPEN = "circle is open"
 MISSING_ROLE = "missing a required role"
 KEY_WORDS = ("api-key", "api key", "offer not signed")
-# "Circle is open": the method works again "in a few minutes" (§1.3); the refused request waits.
-CIRCLE_WAIT = "60"
+# "Circle is open": Ozon blocks the method and it "starts working as usual in a few minutes"
+# (§1.3, §7.3): the refused items, and every item after them, wait three minutes before one
+# request tries the method again (OzonTarget holds it), not charged. Its HTTP status is
+# UNCONFIRMED (§8): the words decide, whatever the status.
+CIRCLE_SECONDS = 180.0
+CIRCLE = "OzonCircleOpen"
 
 KEY_SETTINGS = "ozon_client_id and ozon_api_key_file"
 
@@ -142,14 +149,11 @@ def refusal(status: int, body: bytes, retry_after: str | None) -> Classification
     shown = f"HTTP {status}" + (f" code {code}" if code is not None else "")
     said = f"{shown}: {message[:200]}" if message else shown
     if CIRCLE_OPEN in words:
-        # Ozon blocks the method for a few minutes: the pace's, as a 429 (status UNCONFIRMED).
-        return Classification(
-            Verdict.TEMPORARY,
-            f"Ozon: {said} (the method is blocked for a few minutes)",
-            http_status=429,
-            retry_after=retry_after or CIRCLE_WAIT,
-            error_class="OzonCircleOpen",
-        )
+        # Ozon blocks the method for a few minutes (§1.3): a wait, not a failure, nor a "too
+        # many per second" for the pace. Its status is said as Ozon gave it, in the words: an
+        # AWAITING's ``http_status`` would say the channel took the write (the worker ends a
+        # read-only pause on it), and this one took nothing.
+        return circle_held(f"Ozon: {said}: the method is blocked for a few minutes", CIRCLE_SECONDS)
     if status == 429 or code == 8 or RATE_LIMITED in words:
         return Classification(
             Verdict.TEMPORARY,
@@ -187,6 +191,17 @@ def refusal(status: int, body: bytes, retry_after: str | None) -> Classification
         f"Ozon: {said}",
         http_status=status,
         retry_after=retry_after if verdict is Verdict.TEMPORARY else None,
+    )
+
+
+def circle_held(said: str, seconds: float) -> Classification:
+    """An item waiting out "Circle is open" (§1.3): due again in ``seconds``, not charged."""
+    wait = max(1, math.ceil(seconds))
+    return Classification(
+        Verdict.AWAITING,
+        f"{said}; tried again in {wait} s, not charged",
+        again_in=float(wait),
+        error_class=CIRCLE,
     )
 
 

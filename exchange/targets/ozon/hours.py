@@ -85,6 +85,11 @@ class ProductHours:
                 sent.append(at)
         self._sent[offer_id] = collections.deque(sorted(sent))
 
+    def by_refusal(self, offer_id: str, at: float) -> bool:
+        """Whether the wait ending at ``at`` (``free_at``'s) is Ozon's refusal's, not this
+        target's own count of its sends: the words of the hold say which (review 32)."""
+        return self._refused_until.get(offer_id) == at
+
     def free_at(self, offer_id: str, now: float) -> float | None:
         """When the product may be sent again; None: now."""
         waits: list[float] = []

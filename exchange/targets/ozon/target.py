@@ -12,8 +12,11 @@ The answers are read by answers.py; the hourly limit per product by hours.py: th
 of a product within the hour is held (``Verdict.AWAITING``: not charged), and a product Ozon
 refused for it is tried once more an hour later, its newer versions too (the wait is the
 product's, kept across a restart by the refusal's receipt). Every request waits its turn of the
-worker's pace (``pace_with``). ``Client-Id`` and ``Api-Key`` go in headers, the key never in a
-log, an error or a detail.
+worker's pace (``pace_with``). "Circle is open" (the method blocked for a few minutes, §1.3)
+holds every item three minutes without a request, not charged. While Ozon refuses the key, the
+health check (the worker's probe in a pause) asks ``/v1/roles`` once every ``probe_every``
+seconds, or at once when the key file changed (§1.3: erroneous requests risk the account).
+``Client-Id`` and ``Api-Key`` go in headers, the key never in a log, an error or a detail.
 """
 
 from __future__ import annotations
@@ -30,14 +33,14 @@ from typing import Any
 
 import httpx
 
-from exchange.domain.pause import SETTING_MISSING
+from exchange.domain.pause import MARKETPLACE_KEY_REFUSED, SETTING_MISSING
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ReadBackFailed
 from exchange.targets.base import UNPACED, HeldPrice, OutgoingMessage, Pacer
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
 from exchange.targets.marketplace.items import Channel, Item, by_sku, gather, sku_of, spread
 from exchange.targets.marketplace.money import Money, text
-from exchange.targets.ozon.answers import item_answer, refusal
+from exchange.targets.ozon.answers import CIRCLE, CIRCLE_SECONDS, circle_held, item_answer, refusal
 from exchange.targets.ozon.hours import (
     NO_SENT_TIMES,
     REFUSED,
@@ -141,13 +144,16 @@ class OzonTarget:
         hours: ProductHours | None = None,
         sent: SentTimes = NO_SENT_TIMES,
         max_items: int = MAX_ITEMS,
+        probe_every: float = 300.0,
     ) -> None:
         """``known``: the latest price of each price type the channel delivered or is
         delivering (an item carries them); ``delivered``: the latest delivered only (a price
         equal to it is not sent again); ``articles``: under ``sku_source = article``.
         ``clock``: seconds, for the hourly limit (the simulator's scaled clock in tests);
         ``sent``: the sends accepted before this process (the deliveries' history), read once
-        per SKU, so that the count survives a restart."""
+        per SKU, so that the count survives a restart. ``probe_every``: seconds between two
+        ``health`` requests while Ozon refuses the key (EXCHANGE_RETRY_MAX_DELAY), unless the
+        key file changed."""
         self.url = url.rstrip("/")
         self.client_id = client_id
         self._key_source = api_key
@@ -176,6 +182,10 @@ class OzonTarget:
             base_url=self.url,
         )
         self._pacer: Pacer = UNPACED
+        self.probe_every = probe_every
+        # (asked at, the key asked with, Ozon's answer): the last health refused for the key.
+        self._key_refused: tuple[float, str | None, Classification] | None = None
+        self._circle_until = -math.inf  # "Circle is open" on the import until then (clock)
 
     def pace_with(self, pacer: Pacer) -> None:
         self._pacer = pacer
@@ -195,7 +205,14 @@ class OzonTarget:
         await self._seed([item.sku for item in built.items], now)
         await self._refusals([i.sku for i in built.items if i.sku not in unchanged], now)
         going: list[Item] = []
+        circle = self._circle_until - now
         for item in built.items:
+            if item.sku not in unchanged and circle > 0:
+                # §1.3: the method is blocked for a few minutes; a request now would only
+                # prolong the "lot of requests" that blocked it.
+                said = 'held: Ozon answered "Circle is open" (the prices method is blocked)'
+                answers.update(spread(item, circle_held(said, circle)))
+                continue
             if item.sku in unchanged:
                 answers.update(
                     spread(
@@ -209,7 +226,8 @@ class OzonTarget:
                 continue
             free = self.hours.free_at(item.sku, now)
             if free is not None:
-                answers.update(spread(item, self._held(free - now, refused=False)))
+                after = self.hours.by_refusal(item.sku, free)
+                answers.update(spread(item, self._held(free - now, after_refusal=after)))
                 continue
             going.append(item)
         if going:
@@ -217,12 +235,25 @@ class OzonTarget:
         return [answers[m.message_id] for m in messages]
 
     async def health(self) -> Classification:
+        """``/v1/roles`` with the key. While Ozon refuses the key, asked again once every
+        ``probe_every`` seconds, or at once when the key (its file) changed: between, Ozon's
+        last answer stands (research §1.3: Ozon may restrict a sender of erroneous requests
+        without warning, and a worker's pause asks for its health every cycle)."""
+        now = self.clock()
+        last = self._key_refused
+        if last is not None and last[1] == self._key and now < last[0] + self.probe_every:
+            return last[2]
+        self._key_refused = None
+        key = self._key
         try:
             response = await self._post(ROLES, {})
         except _Stop as stop:
             return stop.classification
         if response.status_code != 200:
-            return refusal(response.status_code, response.content, None)
+            answer = refusal(response.status_code, response.content, None)
+            if answer.error_class == MARKETPLACE_KEY_REFUSED:
+                self._key_refused = (now, key, answer)
+            return answer
         return Classification(Verdict.DELIVERED, "Ozon: /v1/roles answered", http_status=200)
 
     def reload_credentials(self) -> None:
@@ -369,15 +400,30 @@ class OzonTarget:
                     same.add(item.sku)
         return same
 
-    def _held(self, seconds: float, *, refused: bool) -> Classification:
+    def _held(
+        self, seconds: float, *, refused: bool = False, after_refusal: bool = False
+    ) -> Classification:
+        """``refused``: Ozon refused this very item for its hourly limit; ``after_refusal``:
+        held, not sent, because Ozon refused an earlier update of the product (its count of
+        every sender's updates, not this service's sends); neither: held by this target's own
+        count of its sends within the hour."""
         wait = max(1, math.ceil(seconds))
-        said = (
-            "Ozon refused it: more than 10 price updates of this product within an hour; "
-            f"tried once more in {wait} s, not charged"
-            if refused
-            else "held: 10 price updates of this product sent within the hour (Ozon's limit); "
-            f"goes in {wait} s, not charged"
-        )
+        if refused:
+            said = (
+                "Ozon refused it: more than 10 price updates of this product within an hour; "
+                f"tried once more in {wait} s, not charged"
+            )
+        elif after_refusal:
+            said = (
+                "held: Ozon refused an update of this product for its limit of 10 price updates "
+                "an hour (Ozon counts every sender's updates); "
+                f"goes in {wait} s, not charged"
+            )
+        else:
+            said = (
+                "held: 10 price updates of this product sent within the hour (Ozon's limit); "
+                f"goes in {wait} s, not charged"
+            )
         return Classification(
             Verdict.AWAITING, said, again_in=float(wait), error_class="OzonItemLimit"
         )
@@ -406,6 +452,8 @@ class OzonTarget:
             judged = refusal(
                 response.status_code, response.content, response.headers.get("Retry-After")
             )
+            if judged.error_class == CIRCLE:
+                self._circle_until = max(self._circle_until, now + CIRCLE_SECONDS)
             if judged.verdict is Verdict.TERMINAL and len(items) > 1:
                 # The request refused whole (a 400): find the item it refuses, send the others.
                 half = len(items) // 2
