@@ -300,14 +300,17 @@ def test_history_tells_the_whole_biography_of_a_retried_message(
 
     run(worker, fail_then_heal)
     bio = events(engine, message(engine, "price", "SKU-1", 1)["id"])
-    # one row per attempt, holding its lease (worker, attempt, start) and its outcome
-    assert ["taken", "retry-scheduled", "delivered"] == [e["event"] for e in bio]
-    assert [None, 1, 2] == [e["attempt"] for e in bio]
-    assert [None, "in_progress", "in_progress"] == [e["from_state"] for e in bio]
-    assert [None, "test-worker", "test-worker"] == [e["worker"] for e in bio]
+    # one row per attempt, holding its lease (worker, attempt, start) and its outcome; a loaded
+    # machine's first cycle may outlast the 1 s Retry-After and fail the message once more
+    retries = len(bio) - 2
+    assert retries >= 1
+    assert ["taken"] + ["retry-scheduled"] * retries + ["delivered"] == [e["event"] for e in bio]
+    assert [None, *range(1, retries + 2)] == [e["attempt"] for e in bio]
+    assert [None] + ["in_progress"] * (retries + 1) == [e["from_state"] for e in bio]
+    assert [None] + ["test-worker"] * (retries + 1) == [e["worker"] for e in bio]
     assert (1.0, 503) == (bio[1]["delay_s"], bio[1]["http_status"])
-    assert 200 == bio[2]["http_status"]
-    times = [bio[1]["leased_at"], bio[1]["at"], bio[2]["leased_at"], bio[2]["at"]]
+    assert 200 == bio[-1]["http_status"]
+    times = [t for e in bio[1:] for t in (e["leased_at"], e["at"])]
     assert None not in times and times == sorted(times)
 
 

@@ -55,6 +55,9 @@ def _staged(engine: Engine) -> int:
         return len(connection.execute(select(staging.c.id)).all())
 
 
+LOADED = 60.0  # seconds: an answer on a machine running everything else at once
+
+
 def _first_line(response: httpx.Response) -> str:
     return response.text.splitlines()[0] if response.text else ""
 
@@ -64,11 +67,17 @@ def _exchange_with_cookie(base: str, value: str) -> list[str]:
     url = f"{base}/1c_exchange.php?type=catalog&mode="
     headers = {"Cookie": f"{ONEC_COOKIE}={value}"}
     return [
-        _first_line(httpx.get(url + "init", headers=headers)),
+        # httpx's 5 s default is too short for an import on a loaded machine
+        _first_line(httpx.get(url + "init", headers=headers, timeout=LOADED)),
         _first_line(
-            httpx.post(url + "file&filename=offers.xml", content=_offers(), headers=headers)
+            httpx.post(
+                url + "file&filename=offers.xml",
+                content=_offers(),
+                headers=headers,
+                timeout=LOADED,
+            )
         ),
-        _first_line(httpx.get(url + "import&filename=offers.xml", headers=headers)),
+        _first_line(httpx.get(url + "import&filename=offers.xml", headers=headers, timeout=LOADED)),
     ]
 
 
