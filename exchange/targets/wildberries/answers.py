@@ -24,6 +24,11 @@ SALE_LOCK = "added to the sale"  # "You can't change the item price. Item was ad
 INVALID_NM = "invalid item no"  # "Invalid item No."
 READ_ONLY = "read-only"  # research §2.2: "read-only token scope not allowed for this route"
 
+# A sale for high inventory lasts hours or days (research §2.4, §2.6 item 7): each try waits
+# the longest the worker allows (its Retry-After cap, retry_max_delay), never the backoff's
+# first fractions of a second, so that the attempts span as long as the settings let them.
+SALE_LOCK_WAIT = "86400"
+
 TOKEN_REFUSED = "TokenRefused"  # error_class of a PAUSE for the token
 READ_ONLY_TOKEN = "ReadOnlyToken"
 WHERE_TO_RELEASE = (
@@ -155,12 +160,14 @@ def item_error(row: dict[str, Any], upload_id: int) -> tuple[str, Classification
         )
     if SALE_LOCK in low:
         # research §2.6 item 7: locked while the good is in an inventory sale: temporary,
-        # charged, so that it ends retry-limit with WB's words if the sale outlasts the tries.
+        # charged, so that it ends retry-limit with WB's words if the sale outlasts the tries;
+        # each try a retry_max_delay apart (``SALE_LOCK_WAIT``, capped by the worker).
         return "sale-lock", Classification(
             Verdict.TEMPORARY,
             f"Wildberries: {words} (task {upload_id})",
             http_status=200,
             error_class="SaleLock",
+            retry_after=SALE_LOCK_WAIT,
             about_item=True,  # WB answered well; this good alone is locked
         )
     return "refused", Classification(
