@@ -31,6 +31,7 @@ from exchange.delivery.withheld import recheck
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 from exchange.dev.wbsim import Limits, Switches, WbSimulator
 from exchange.runner import run_until_idle
+from exchange.targets.wildberries import target as wb_target
 from exchange.targets.wildberries.target import WildberriesTarget
 from exchange.worker import Worker
 
@@ -206,6 +207,36 @@ def test_a_sale_lock_ends_retry_limit_in_wbs_words_and_never_opens_the_breaker(
             .all()
         )
     assert said and all("Sale due to high inventory" in s and "attempt 2 of 2" in s for s in said)
+
+
+def test_a_208_naming_the_failed_sale_lock_task_waits_uncharged_then_ends_retry_limit(
+    db_url: str, engine: Engine, wb: WbSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review32 wb2 (max_attempts 3): the retry after a sale lock is answered 208 with the
+    failed task. It waits uncharged (its first 208 kept in the delivery's receipt, through the
+    database), and only once WB has named the ended task for ``task_timeout`` is it charged:
+    it ends retry-limit "attempt 3 of 3" saying what happened, never "uploaded again once"."""
+    monkeypatch.setattr(wb_target, "REPLAY_WAIT", 0.3)
+    wb.lock_for_sale(wb.by_vendor_code("SKU-1").nm_id)  # type: ignore[union-attr]
+    stage(engine, [price_row("SKU-1", 1, "901.00")])
+    worker = make_worker(db_url, engine, wb, max_attempts=3)
+    target = worker.loop.target
+    assert isinstance(target, WildberriesTarget)
+    target.first_poll = target.poll_every = 0.2
+    target.task_timeout = 2.0
+
+    run_worker(worker, lambda w: run_until_idle(w, max_seconds=40, poll_interval=0.05))
+
+    assert {("SKU-1", 1): ("quarantined", "retry-limit")} == states(engine)
+    with transaction(engine, read_only=True) as connection:
+        said = connection.execute(select(deliveries.c.last_error)).scalar_one()
+        waits = connection.execute(
+            select(history.c.http_status).where(history.c.event == "awaiting-outcome")
+        ).scalars()
+        waited_on_208 = [s for s in waits if s == 208]
+    assert "Sale due to high inventory" in said and "attempt 3 of 3" in said, said
+    assert "instead of making a new task" in said and "uploaded again once" not in said
+    assert waited_on_208, "the first 208s waited uncharged"
 
 
 def test_two_withheld_versions_released_in_the_cabinet_end_v2_delivered_v1_superseded(
