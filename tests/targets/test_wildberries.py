@@ -506,8 +506,9 @@ def test_a_sale_lock_waits_the_longest_retry_delay_between_tries(sim: WbSimulato
     policy = RetryPolicy(max_attempts=5, base_delay=0.5, max_delay=300.0)
 
     delays = [
-        decide(answer, attempt=n, now=datetime.now(UTC), policy=policy, rng=random.Random(n))
-        .delay_s
+        decide(
+            answer, attempt=n, now=datetime.now(UTC), policy=policy, rng=random.Random(n)
+        ).delay_s
         for n in (1, 2, 3)
     ]
 
@@ -565,6 +566,43 @@ def test_a_refused_token_pauses_and_is_never_in_a_detail(sim: WbSimulator) -> No
 
 
 # -- the budget ----------------------------------------------------------------------------------
+
+
+def test_a_refused_token_is_asked_again_only_after_the_refused_wait(sim: WbSimulator) -> None:
+    """review32 wb3: a refused token gave 19 catalogue reads answered 401 in ten seconds (the
+    worker asks health every cycle while paused). The same token is asked again only
+    ``refused_wait`` later (the channel's retry_max_delay, as the read-only pause waits); a new
+    token in the file is asked at once."""
+    bad = sim.token()
+    sim.revoke(bad)
+    good = sim.token()
+    held = {"token": bad}
+    clock = Clock()
+    target = WildberriesTarget(
+        sim.url,
+        lambda: held["token"],
+        MemoryWbStore(),
+        budget=sim.test_budget,  # type: ignore[attr-defined]
+        refused_wait=300.0,
+        clock=clock,
+    )
+    reads = lambda: target.requests_sent  # noqa: E731
+
+    async def scenario(t: WildberriesTarget) -> list[tuple[Verdict, int]]:
+        seen = []
+        for _ in range(6):
+            clock.now += timedelta(seconds=10)
+            seen.append(((await t.health()).verdict, reads()))
+        clock.now += timedelta(seconds=300)
+        seen.append(((await t.health()).verdict, reads()))
+        held["token"] = good
+        t.reload_credentials()
+        seen.append(((await t.health()).verdict, reads()))
+        return seen
+
+    seen = run(target, scenario)
+
+    assert [(Verdict.PAUSE, 1)] * 6 + [(Verdict.PAUSE, 2), (Verdict.DELIVERED, 3)] == seen
 
 
 def test_a_429_is_obeyed_nothing_goes_before_x_ratelimit_retry(sim: WbSimulator) -> None:

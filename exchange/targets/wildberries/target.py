@@ -148,13 +148,15 @@ class WildberriesTarget:
         poll_every: float = 5.0,
         task_timeout: float = 1800.0,
         poll_at_once: bool = False,
+        refused_wait: float = 300.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         """``first_poll``: seconds from an upload to the first look at its task; ``poll_every``:
         between looks; ``task_timeout``: how long a task WB does not show yet counts as
         pending (research §8: what WB answers meanwhile is unconfirmed), after which the price
         is uploaded again; ``poll_at_once``: look once right after the upload (a test whose
-        simulator processes at once)."""
+        simulator processes at once); ``refused_wait``: seconds between health checks while WB
+        refuses the same token (the channel's ``retry_max_delay``)."""
         self.url = url.rstrip("/")
         self._token_source = token
         self._token = self._read_token()
@@ -183,6 +185,9 @@ class WildberriesTarget:
         )
         self._pacer: Pacer = UNPACED
         self._refused_nm = False  # WB refused an nmID: the next lookup rebuilds the map
+        self.refused_wait = refused_wait
+        # The token WB refused (401/403) at a health check, when, and its answer.
+        self._refused: tuple[str | None, datetime, Classification] | None = None
         self.requests_sent = 0
 
     def pace_with(self, pacer: Pacer) -> None:
@@ -227,10 +232,23 @@ class WildberriesTarget:
         return [answers_[m.message_id] for m in messages]
 
     async def health(self) -> Classification:
+        """A catalogue read of one good. While WB refuses the token (401/403) the worker asks
+        every cycle; the same token is asked again only ``refused_wait`` after WB refused it
+        (its answer said meanwhile): every request shares the Prices budget, and a 4xx may
+        count as ten (research §2.3, UNCONFIRMED). A new token in the file is asked at once."""
+        now = self.clock()
+        if self._refused is not None:
+            token, at, said = self._refused
+            if token == self._token and now - at < timedelta(seconds=self.refused_wait):
+                return said
         try:
             await self._call("GET", "/api/v2/list/goods/filter", "read", {"limit": "1"})
         except _Answer as whole:
-            return whole.classification
+            said = whole.classification
+            refused = said.verdict is Verdict.PAUSE and said.http_status in (401, 403)
+            self._refused = (self._token, now, said) if refused else None
+            return said
+        self._refused = None
         return Classification(Verdict.DELIVERED, "HTTP 200", http_status=200)
 
     def reload_credentials(self) -> None:
