@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from exchange.domain.pause import SETTING_MISSING
+from exchange.domain.pause import SETTING_MISSING, WB_READ_ONLY_TOKEN, WB_TOKEN_REFUSED
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.wire import STATUSES
@@ -29,8 +29,11 @@ READ_ONLY = "read-only"  # research §2.2: "read-only token scope not allowed fo
 # first fractions of a second, so that the attempts span as long as the settings let them.
 SALE_LOCK_WAIT = "86400"
 
-TOKEN_REFUSED = "TokenRefused"  # error_class of a PAUSE for the token
-READ_ONLY_TOKEN = "ReadOnlyToken"
+# error_class of a PAUSE for the token: the pause's cause (domain/pause.py) says, in both
+# languages, where the seller makes a token with the Prices category and write access; the
+# details say only what WB answered.
+TOKEN_REFUSED = WB_TOKEN_REFUSED
+READ_ONLY_TOKEN = WB_READ_ONLY_TOKEN
 WHERE_TO_RELEASE = (
     "Wildberries sells at the old price until the seller confirms the new one in the seller's "
     "cabinet (Цены и скидки → Карантин цен) or a newer price is sent"
@@ -79,15 +82,13 @@ def whole(response: httpx.Response, what: str) -> Classification:
         if READ_ONLY in words.lower():
             return Classification(
                 Verdict.PAUSE,
-                f"HTTP 401 {words}: the Wildberries token is read-only; make a token with the "
-                "«Цены и скидки» category and write access, and put it in wb_token_file",
+                f"HTTP 401 {words}: the Wildberries token is read-only",
                 http_status=401,
                 error_class=READ_ONLY_TOKEN,
             )
         return Classification(
             Verdict.PAUSE,
-            f"HTTP 401 {words}: Wildberries refused the token (expired, withdrawn, or without "
-            "the «Цены и скидки» category); put a valid one in wb_token_file",
+            f"HTTP 401 {words}: Wildberries refused the token",
             http_status=401,
             error_class=TOKEN_REFUSED,
         )

@@ -643,8 +643,7 @@ class WildberriesTarget:
             raise _Answer(
                 Classification(
                     Verdict.PAUSE,
-                    "the Wildberries token is read-only (its claims say so): make a token with "
-                    "the «Цены и скидки» category and write access, and put it in wb_token_file",
+                    "the Wildberries token is read-only: its claims say so",
                     error_class=answers.READ_ONLY_TOKEN,
                 )
             )
@@ -653,7 +652,7 @@ class WildberriesTarget:
                 Classification(
                     Verdict.PAUSE,
                     "the Wildberries token has no «Цены и скидки» (Prices and discounts) "
-                    "category: make one with it and put it in wb_token_file",
+                    "category: its claims say so",
                     error_class=answers.TOKEN_REFUSED,
                 )
             )
