@@ -276,19 +276,50 @@ def test_one_task_per_nmid_in_flight_a_newer_price_waits_for_it(sim: WbSimulator
     assert [[(nm(sim, "SKU-1"), 900, None)], [(nm(sim, "SKU-1"), 800, None)]] == uploaded(sim)
 
 
-def test_already_set_is_delivered_and_several_are_sent_one_by_one_to_learn_which(
+def test_already_set_is_delivered_and_several_are_read_back_not_sent_one_by_one(
     sim: WbSimulator,
 ) -> None:
+    """review32 item 8: "already set" for a task of several goods sent each good alone (1,000
+    goods, 1,000 refused requests, ten minutes of the budget). The catalogue is read back
+    instead: the goods holding their price are delivered, nothing is uploaded again."""
     (alone,) = send(make(sim), price("SKU-1", 1, "1000.00"))
     answers = send(
         make(sim, poll_at_once=True),
         price("SKU-1", 2, "1000.00"),
-        price("SKU-2", 1, "1000.00"),
+        *(price(f"SKU-{n}", 1, "1000.00") for n in range(2, 6)),
     )
 
     assert Verdict.DELIVERED == alone.verdict and "already set" in alone.detail
-    assert [Verdict.DELIVERED, Verdict.DELIVERED] == [a.verdict for a in answers]
-    assert 1 + 1 + 2 == uploads(sim), "the request of two, then each alone"
+    assert [Verdict.DELIVERED] * 5 == [a.verdict for a in answers]
+    assert 1 + 1 == uploads(sim), "the request of five, read back, none sent alone"
+
+
+@pytest.mark.parametrize("unchanged_in_mixed", ["skip", "item-error", "whole-400"])
+def test_a_mix_refused_whole_as_already_set_sends_the_changed_goods_again_together(
+    unchanged_in_mixed: str,
+) -> None:
+    """Research §2.5, §8: whether WB refuses a mix of changed and unchanged goods whole as
+    "already set" is UNCONFIRMED (the three ways here). Refused whole, the unchanged are
+    delivered on the read-back and the changed go again in one upload."""
+    sim = WbSimulator(
+        switches=Switches(processing_delay=0.0, unchanged_in_mixed=unchanged_in_mixed)  # type: ignore[arg-type]
+    )
+    sim.start()
+    roomy(sim)
+    try:
+        for n in range(1, 6):
+            sim.add_good(f"SKU-{n}", price=1000)
+        answers = send(
+            make(sim, poll_at_once=True),
+            *(price(f"SKU-{n}", 1, "1000.00") for n in range(1, 4)),
+            *(price(f"SKU-{n}", 1, "900.00") for n in range(4, 6)),
+        )
+
+        assert [Verdict.DELIVERED] * 5 == [a.verdict for a in answers], answers
+        assert [900, 900] == [sim.goods[nm(sim, f"SKU-{n}")].price for n in (4, 5)]
+        assert (2 if unchanged_in_mixed == "whole-400" else 1) == uploads(sim)
+    finally:
+        sim.stop()
 
 
 @pytest.mark.parametrize("unchanged_in_mixed", ["skip", "item-error"])

@@ -429,7 +429,7 @@ class WildberriesTarget:
     # -- the upload ------------------------------------------------------------------------
 
     async def _upload(
-        self, goods: list[_Good], *, alone: bool = False
+        self, goods: list[_Good], *, alone: bool = False, checked: bool = False
     ) -> dict[str, Classification]:
         if not goods:
             return {}
@@ -474,14 +474,38 @@ class WildberriesTarget:
             return await self._after_upload(goods, upload_id)
         words = answers.error_text(response)
         if status == 400 and (answers.ALREADY_SET in words.lower() or answers.ALL_WRONG in words):
+            if len(goods) > 1 and not checked:
+                return await self._already_for_several(goods, words)
             if len(goods) > 1:
-                # research §2.5: which goods are already set is not said: one by one.
+                # Read back, and refused again: one by one (a request each).
                 out: dict[str, Classification] = {}
                 for g in goods:
                     out.update(await self._upload([g], alone=True))
                 return out
             return await self._already_or_refused(goods[0], words, alone)
         raise _Answer(answers.whole(response, "upload"))
+
+    async def _already_for_several(
+        self, goods: list[_Good], words: str
+    ) -> dict[str, Classification]:
+        """An upload of several goods refused whole as "already set" (research §2.1: which
+        goods is not said; whether WB refuses a mix of changed and unchanged goods this way is
+        UNCONFIRMED, §2.5, §8). WB's catalogue is read back (``_held_prices``: a request a good
+        when few, else the catalogue's pages, 1,000 goods a request): a good holding this price
+        is delivered; the rest are uploaded again together, and only if that is refused
+        "already set" again, one by one (a 1,000-good task of prices all in force costs its
+        catalogue's pages, not 1,000 requests)."""
+        held = await self._held_prices({g.nm_id for g in goods})
+        out: dict[str, Classification] = {}
+        rest: list[_Good] = []
+        for g in goods:
+            if held.get(g.nm_id) == g.price.roubles:
+                out[g.price.message.message_id] = _already(words)
+            else:
+                rest.append(g)
+        if rest:
+            out.update(await self._upload(rest, checked=True))
+        return out
 
     async def _after_upload(self, goods: list[_Good], upload_id: int) -> dict[str, Classification]:
         """The goods WB took in task ``upload_id``: awaited (or, ``poll_at_once``, polled now)."""
