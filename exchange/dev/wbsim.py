@@ -911,7 +911,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pending-answer", choices=("null", "400"), default="null")
     parser.add_argument("--no-buffer", action="store_true", help="pending tasks not in buffer")
     parser.add_argument("--dedup-window", type=float, default=600.0, help="208 window, s")
-    parser.add_argument("--unchanged-in-mixed", choices=("skip", "item-error"), default="skip")
+    parser.add_argument(
+        "--unchanged-in-mixed", choices=("skip", "item-error", "whole-400"), default="skip"
+    )
     parser.add_argument("--unknown-in-mixed", choices=("skip", "item-error"), default="item-error")
     parser.add_argument("--four-xx-weight", type=int, default=1, help="a 4xx counts as N")
     args = parser.parse_args(argv)
