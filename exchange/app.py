@@ -160,6 +160,7 @@ def wildberries_target(
         catalogue_refresh=settings.wb_catalogue_refresh,
         timeout=settings.http_timeout,
         transport=transport,
+        refused_wait=settings.retry_max_delay,
     )
 
 

@@ -1274,6 +1274,27 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     ),
     # the site's refusals that pause delivery (exchange/targets/shop_api/answers.py)
     (r"HTTP (?P<s>\d+): the site refused the token", N_("HTTP {s}: the site refused the token")),
+    # Wildberries' (exchange/targets/wildberries): WB's own words kept as they are
+    (
+        r"the Wildberries token is read-only: its claims say so",
+        N_("the Wildberries token is read-only: its claims say so"),
+    ),
+    (
+        r"the Wildberries token has no «Цены и скидки» \(Prices and discounts\) category: "
+        r"its claims say so",
+        N_(
+            "the Wildberries token has no «Цены и скидки» (Prices and discounts) category: "
+            "its claims say so"
+        ),
+    ),
+    (
+        r"HTTP 401 (?P<w>.*): the Wildberries token is read-only",
+        N_("HTTP 401 {w}: the Wildberries token is read-only"),
+    ),
+    (
+        r"HTTP 401 (?P<w>.*): Wildberries refused the token",
+        N_("HTTP 401 {w}: Wildberries refused the token"),
+    ),
     # the 1C-Bitrix target's pause when the service's own database did not answer
     (
         r"the latest known prices could not be read: (?P<e>\w+)",

@@ -191,9 +191,10 @@ class Switches:
     # 208 for an upload identical (same goods, prices, discounts) to one made less than this
     # many seconds before; 0: never (research §2.5, §8: criterion and window UNCONFIRMED).
     dedup_window: float = 600.0
-    # An unchanged good in a task that changes others: "skip" (left out of the task's goods)
-    # or "item-error" (status 3, "already set") (research §2.5, §8).
-    unchanged_in_mixed: Literal["skip", "item-error"] = "skip"
+    # An unchanged good in a task that changes others: "skip" (left out of the task's goods),
+    # "item-error" (status 3, "already set"), or "whole-400" (the whole upload refused "already
+    # set", as when nothing changes) (research §2.5, §8: UNCONFIRMED).
+    unchanged_in_mixed: Literal["skip", "item-error", "whole-400"] = "skip"
     # An unknown nmID in a task with known ones: "item-error" (status 3, "Invalid item No.")
     # or "skip" (research §2.1 names only the all-unknown case).
     unknown_in_mixed: Literal["skip", "item-error"] = "item-error"
@@ -554,6 +555,8 @@ class WbSimulator(LoopbackServer):
         changed = [g for g in known if self._changes(g)]
         if not changed:
             return _envelope_error(400, ALREADY_SET if len(known) == len(parsed) else ALL_WRONG)
+        if self.switches.unchanged_in_mixed == "whole-400" and len(changed) < len(known):
+            return _envelope_error(400, ALREADY_SET)
         task = Task(
             next(self._next_task),
             parsed,
@@ -908,7 +911,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pending-answer", choices=("null", "400"), default="null")
     parser.add_argument("--no-buffer", action="store_true", help="pending tasks not in buffer")
     parser.add_argument("--dedup-window", type=float, default=600.0, help="208 window, s")
-    parser.add_argument("--unchanged-in-mixed", choices=("skip", "item-error"), default="skip")
+    parser.add_argument(
+        "--unchanged-in-mixed", choices=("skip", "item-error", "whole-400"), default="skip"
+    )
     parser.add_argument("--unknown-in-mixed", choices=("skip", "item-error"), default="item-error")
     parser.add_argument("--four-xx-weight", type=int, default=1, help="a 4xx counts as N")
     args = parser.parse_args(argv)

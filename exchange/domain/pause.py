@@ -21,6 +21,10 @@ KNOWN_PRICES_UNREAD = "KnownPricesUnread"
 # A marketplace's (contract 14): the account's API key refused, or it lacks the role that may
 # write prices (Ozon's 404 code 5, "missing a required role").
 MARKETPLACE_KEY_REFUSED = "MarketplaceKeyRefused"
+# Wildberries' (contract 14, research §2.2): WB refused the token (expired, withdrawn, without
+# the Prices category), or the token is read-only (its claims, or WB's 401 saying so).
+WB_TOKEN_REFUSED = "TokenRefused"
+WB_READ_ONLY_TOKEN = "ReadOnlyToken"
 
 
 class PauseCause(StrEnum):
@@ -39,11 +43,19 @@ class PauseCause(StrEnum):
     KNOWN_PRICES = "known-prices"
     # A marketplace refused the account's API key or its role (contract 14).
     MARKETPLACE_KEY = "marketplace-key"
+    # Wildberries refused the token, or the token may read but not write (its own advice:
+    # where the seller makes a token with the Prices category and write access).
+    WB_TOKEN = "wb-token"
+    WB_READ_ONLY_TOKEN = "wb-read-only-token"
     OTHER = "other"  # a refusal with no words of its own: its answer is shown
 
 
 def pause_cause(target: str, answer: Classification, *, write_refused: bool) -> PauseCause:
     """What paused delivery to ``target`` (EXCHANGE_TARGET's value) on ``answer``."""
+    if target == "wildberries" and (write_refused or answer.error_class == WB_READ_ONLY_TOKEN):
+        return PauseCause.WB_READ_ONLY_TOKEN
+    if target == "wildberries" and answer.error_class == WB_TOKEN_REFUSED:
+        return PauseCause.WB_TOKEN
     if write_refused:
         return PauseCause.READ_ONLY_KEY
     if answer.error_class == KNOWN_PRICES_UNREAD:

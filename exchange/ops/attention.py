@@ -445,6 +445,32 @@ PAUSE_WORDS: dict[str, tuple[str, str]] = {
         "access) and writes it into the channel's key file (ozon_api_key_file, "
         "ym_api_key_file); a running service reads it again by itself",
     ),
+    # Wildberries' own (research §2.2, docs/marketplaces.md "The token and its rights"): the
+    # owner of the seller's cabinet makes the token, with the Prices category and write access.
+    PauseCause.WB_TOKEN.value: (
+        "Доставка остановлена: Wildberries не принял токен ({answer}): токен просрочен, "
+        "отозван или без категории «Цены и скидки». Владелец кабинета продавца Wildberries "
+        "создаёт токен (Профиль → Настройки → Доступ к API) с категорией «Цены и скидки» и "
+        "доступом на чтение и запись и записывает его в файл канала wb_token_file; работающий "
+        "сервис перечитает его сам",
+        "Delivery paused: Wildberries refused the token ({answer}): expired, withdrawn, or "
+        "without the «Цены и скидки» (Prices and discounts) category. The owner of the "
+        "Wildberries seller's cabinet creates a token (Profile → Settings → API access) with "
+        "the Prices and discounts category and read and write access, and writes it into the "
+        "channel's wb_token_file; a running service reads it again by itself",
+    ),
+    PauseCause.WB_READ_ONLY_TOKEN.value: (
+        "Доставка остановлена: токен Wildberries только для чтения ({answer}). Владелец "
+        "кабинета продавца Wildberries создаёт токен (Профиль → Настройки → Доступ к API) с "
+        "категорией «Цены и скидки» и доступом на чтение и запись и записывает его в файл "
+        "канала wb_token_file; одна запись пробуется раз в EXCHANGE_RETRY_MAX_DELAY и несёт "
+        "токен из файла, после исправления можно выполнить exchange resume",
+        "Delivery paused: the Wildberries token is read-only ({answer}). The owner of the "
+        "Wildberries seller's cabinet creates a token (Profile → Settings → API access) with "
+        "the Prices and discounts category and read and write access, and writes it into the "
+        "channel's wb_token_file; one write is tried every EXCHANGE_RETRY_MAX_DELAY with the "
+        "token in the file, and once mended, exchange resume goes on at once",
+    ),
     PauseCause.OTHER.value: (
         "Доставка остановлена: сайт отказал ({answer}). Исправьте то, что называет ответ, "
         "или сообщите тем, кто обслуживает сайт; доставка продолжится сама, когда сайт "

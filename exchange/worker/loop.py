@@ -736,9 +736,10 @@ class DeliveryLoop:
         # permission, a Bitrix user without the right to import). Resuming on this GET is
         # what looped (issue 22).
         self.write_refused = True
-        self.pause_cause = PauseCause.READ_ONLY_KEY
+        self.pause_cause = self._pause_cause(health)  # the target's own (Wildberries' token)
         self._write_try_at = self.monotonic.now() + self.settings.retry_max_delay
-        self.paused_reason = f"the key may read but not write ({self.paused_reason})"
+        if self.pause_cause is PauseCause.READ_ONLY_KEY:  # a target's own words say it already
+            self.paused_reason = f"the key may read but not write ({self.paused_reason})"
         self._pause_told = True
         log.error(
             "delivery paused: %s; one write is tried every %s s, or run `exchange resume`",

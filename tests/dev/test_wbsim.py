@@ -377,6 +377,23 @@ def test_unchanged_in_a_mixed_task_item_error(sim: WbSimulator, client: httpx.Cl
 
 
 @pytest.mark.parametrize(
+    "sim", [{"switches": Switches(unchanged_in_mixed="whole-400")}], indirect=True
+)
+def test_unchanged_in_a_mixed_task_refuses_the_whole_upload(
+    sim: WbSimulator, client: httpx.Client
+) -> None:
+    """research §2.5, §8 (switch ``unchanged_in_mixed`` = whole-400): the whole upload is
+    refused "already set", as when nothing changes; no task, nothing applied."""
+    answer = upload(
+        client,
+        {"nmID": nm(sim, "SKU-1"), "price": 900},
+        {"nmID": nm(sim, "SKU-2"), "price": 1000},
+    )
+    assert (400, ALREADY_SET) == (answer.status_code, answer.json()["errorText"])
+    assert ({}, 1000) == (sim.tasks, sim.goods[nm(sim, "SKU-1")].price)
+
+
+@pytest.mark.parametrize(
     "sim",
     [
         {"switches": Switches(unknown_in_mixed="item-error")},

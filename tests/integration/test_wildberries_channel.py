@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -31,7 +32,10 @@ from exchange.db.schema import channels, deliveries, history, messages, wb_tasks
 from exchange.delivery.withheld import recheck
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 from exchange.dev.wbsim import Limits, WbSimulator
+from exchange.domain.pause import PauseCause
+from exchange.ops.attention import pause_words
 from exchange.runner import run_until_idle
+from exchange.targets.wildberries import target as wb_target
 from exchange.targets.wildberries.target import WildberriesTarget
 from exchange.worker import Worker
 
@@ -203,6 +207,70 @@ def test_a_sale_lock_ends_retry_limit_in_wbs_words_and_never_opens_the_breaker(
             .all()
         )
     assert said and all("Sale due to high inventory" in s and "attempt 2 of 2" in s for s in said)
+
+
+def test_a_208_naming_the_failed_sale_lock_task_waits_uncharged_then_ends_retry_limit(
+    db_url: str, engine: Engine, wb: WbSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review32 wb2 (max_attempts 3): the retry after a sale lock is answered 208 with the
+    failed task. It waits uncharged (its first 208 kept in the delivery's receipt, through the
+    database), and only once WB has named the ended task for ``task_timeout`` is it charged:
+    it ends retry-limit "attempt 3 of 3" saying what happened, never "uploaded again once"."""
+    monkeypatch.setattr(wb_target, "REPLAY_WAIT", 0.3)
+    wb.lock_for_sale(wb.by_vendor_code("SKU-1").nm_id)  # type: ignore[union-attr]
+    stage(engine, [price_row("SKU-1", 1, "901.00")])
+    worker = make_worker(db_url, engine, wb, max_attempts=3)
+    target = worker.loop.target
+    assert isinstance(target, WildberriesTarget)
+    target.first_poll = target.poll_every = 0.2
+    target.task_timeout = 2.0
+
+    run_worker(worker, lambda w: run_until_idle(w, max_seconds=40, poll_interval=0.05))
+
+    assert {("SKU-1", 1): ("quarantined", "retry-limit")} == states(engine)
+    with transaction(engine, read_only=True) as connection:
+        said = connection.execute(select(deliveries.c.last_error)).scalar_one()
+        waits = connection.execute(
+            select(history.c.http_status).where(history.c.event == "awaiting-outcome")
+        ).scalars()
+        waited_on_208 = [s for s in waits if s == 208]
+    assert "Sale due to high inventory" in said and "attempt 3 of 3" in said, said
+    assert "instead of making a new task" in said and "uploaded again once" not in said
+    assert waited_on_208, "the first 208s waited uncharged"
+
+
+@pytest.mark.parametrize("wb_says", [False, True], ids=["claims", "wb-401"])
+def test_a_read_only_token_pauses_with_wildberries_own_advice_said_once_in_each_language(
+    db_url: str, engine: Engine, wb: WbSimulator, wb_says: bool
+) -> None:
+    """review32 item 5: a read-only WB token (its claims say so, or claims the target cannot
+    read and WB's 401 says so) paused with WooCommerce's and Bitrix's advice, "the key may
+    read but not write" said twice, and an English sentence inside the Russian. The pause is
+    Wildberries' own: where the seller makes a token with the Prices category and write
+    access, WB's answer said once, the Russian in Russian."""
+    stage(engine, [price_row("SKU-1", 1, "901.00")])
+    worker = make_worker(db_url, engine, wb, token=wb.token(read_only=True))
+    if wb_says:  # as for claims the target cannot read: WB's 401 alone tells
+        worker.loop.target._may_write = lambda: None  # type: ignore[attr-defined, method-assign]
+
+    run_worker(worker, lambda w: run_until_idle(w, max_seconds=3, poll_interval=0.05))
+
+    loop = worker.loop
+    assert PauseCause.WB_READ_ONLY_TOKEN is loop.pause_cause, loop.paused_reason
+    said_ru = pause_words(loop.pause_cause.value, loop.paused_reason or "", "ru")
+    said_en = pause_words(loop.pause_cause.value, loop.paused_reason or "", "en")
+    for said in (said_ru, said_en):
+        assert "WooCommerce" not in said and "Bitrix" not in said and "Битрикс" not in said
+        assert "wb_token_file" in said, said
+        assert "may read but not write" not in said, said
+    assert said_en.count("read-only") == (2 if wb_says else 1), said_en  # WB's own words
+    assert "Профиль → Настройки → Доступ к API" in said_ru and "«Цены и скидки»" in said_ru
+    assert "Profile → Settings → API access" in said_en and "Prices and discounts" in said_en
+    english = re.sub(
+        r"HTTP 401 [^)]*|wb_token_file|EXCHANGE_\w+|exchange resume|Wildberries|API", "", said_ru
+    )
+    assert not re.search(r"[A-Za-z]{3,}", english), said_ru
+    assert 0 == uploads(wb), "nothing written with a read-only token"
 
 
 def test_two_withheld_versions_released_in_the_cabinet_end_v2_delivered_v1_superseded(

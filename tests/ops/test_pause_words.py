@@ -52,6 +52,12 @@ def _pause(status_code: int | None, error_class: str | None = None) -> Classific
         ("bitrix", _pause(None, "BitrixConfiguration"), False, PauseCause.OTHER),
         ("rabbitmq", _pause(None, "AccessRefused"), False, PauseCause.BROKER),
         ("bitrix", _pause(None, "KnownPricesUnread"), False, PauseCause.KNOWN_PRICES),
+        # Wildberries' own (review32 item 5): never WooCommerce's or Bitrix's advice.
+        ("wildberries", _pause(401, "TokenRefused"), False, PauseCause.WB_TOKEN),
+        ("wildberries", _pause(None, "TokenRefused"), False, PauseCause.WB_TOKEN),
+        ("wildberries", _pause(None, "ReadOnlyToken"), False, PauseCause.WB_READ_ONLY_TOKEN),
+        ("wildberries", _pause(401, "ReadOnlyToken"), False, PauseCause.WB_READ_ONLY_TOKEN),
+        ("wildberries", _pause(200), True, PauseCause.WB_READ_ONLY_TOKEN),
     ],
 )
 def test_each_pause_is_named_by_what_a_person_mends(
@@ -106,7 +112,8 @@ def test_each_new_pause_says_what_it_is_and_whom_to_ask_in_both_languages(
 def test_a_token_is_named_only_where_the_target_has_one() -> None:
     for cause in PauseCause:
         said = pause_words(cause.value, "…", "ru")
-        assert ("токен" in said) == (cause is PauseCause.TOKEN), said
+        tokens = (PauseCause.TOKEN, PauseCause.WB_TOKEN, PauseCause.WB_READ_ONLY_TOKEN)
+        assert ("токен" in said) == (cause in tokens), said
 
 
 def _flat(text: str) -> str:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -17,6 +19,7 @@ from conformance import price
 
 from exchange.dev.wbsim import Limits, Switches, WbSimulator
 from exchange.domain.reasons import Reason
+from exchange.domain.retry import RetryPolicy, decide
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage, Shown
 from exchange.targets.wildberries.budget import Budget
@@ -273,19 +276,50 @@ def test_one_task_per_nmid_in_flight_a_newer_price_waits_for_it(sim: WbSimulator
     assert [[(nm(sim, "SKU-1"), 900, None)], [(nm(sim, "SKU-1"), 800, None)]] == uploaded(sim)
 
 
-def test_already_set_is_delivered_and_several_are_sent_one_by_one_to_learn_which(
+def test_already_set_is_delivered_and_several_are_read_back_not_sent_one_by_one(
     sim: WbSimulator,
 ) -> None:
+    """review32 item 8: "already set" for a task of several goods sent each good alone (1,000
+    goods, 1,000 refused requests, ten minutes of the budget). The catalogue is read back
+    instead: the goods holding their price are delivered, nothing is uploaded again."""
     (alone,) = send(make(sim), price("SKU-1", 1, "1000.00"))
     answers = send(
         make(sim, poll_at_once=True),
         price("SKU-1", 2, "1000.00"),
-        price("SKU-2", 1, "1000.00"),
+        *(price(f"SKU-{n}", 1, "1000.00") for n in range(2, 6)),
     )
 
     assert Verdict.DELIVERED == alone.verdict and "already set" in alone.detail
-    assert [Verdict.DELIVERED, Verdict.DELIVERED] == [a.verdict for a in answers]
-    assert 1 + 1 + 2 == uploads(sim), "the request of two, then each alone"
+    assert [Verdict.DELIVERED] * 5 == [a.verdict for a in answers]
+    assert 1 + 1 == uploads(sim), "the request of five, read back, none sent alone"
+
+
+@pytest.mark.parametrize("unchanged_in_mixed", ["skip", "item-error", "whole-400"])
+def test_a_mix_refused_whole_as_already_set_sends_the_changed_goods_again_together(
+    unchanged_in_mixed: str,
+) -> None:
+    """Research §2.5, §8: whether WB refuses a mix of changed and unchanged goods whole as
+    "already set" is UNCONFIRMED (the three ways here). Refused whole, the unchanged are
+    delivered on the read-back and the changed go again in one upload."""
+    sim = WbSimulator(
+        switches=Switches(processing_delay=0.0, unchanged_in_mixed=unchanged_in_mixed)  # type: ignore[arg-type]
+    )
+    sim.start()
+    roomy(sim)
+    try:
+        for n in range(1, 6):
+            sim.add_good(f"SKU-{n}", price=1000)
+        answers = send(
+            make(sim, poll_at_once=True),
+            *(price(f"SKU-{n}", 1, "1000.00") for n in range(1, 4)),
+            *(price(f"SKU-{n}", 1, "900.00") for n in range(4, 6)),
+        )
+
+        assert [Verdict.DELIVERED] * 5 == [a.verdict for a in answers], answers
+        assert [900, 900] == [sim.goods[nm(sim, f"SKU-{n}")].price for n in (4, 5)]
+        assert (2 if unchanged_in_mixed == "whole-400" else 1) == uploads(sim)
+    finally:
+        sim.stop()
 
 
 @pytest.mark.parametrize("unchanged_in_mixed", ["skip", "item-error"])
@@ -414,23 +448,102 @@ def test_a_retry_after_a_lifted_sale_lock_never_takes_the_old_failed_tasks_resul
     assert 900 == sim.goods[good].price
 
 
-def test_a_208_naming_an_old_failed_task_past_the_task_timeout_is_charged(
+def test_a_208_naming_an_old_failed_task_waits_uncharged_then_is_charged_past_the_timeout(
     sim: WbSimulator,
 ) -> None:
-    """Bounded: WB still naming the ended task after ``task_timeout`` is a charged temporary
-    failure (it ends retry-limit with WB's words), never an endless uncharged wait."""
+    """review32 wb2: the failed task was made long ago (its ``uploadDate`` older than
+    ``task_timeout``), and WB names it again: the first such 208 waits uncharged as the docs
+    say (it was charged at once, ``retry-limit`` "attempt 3 of 3", on WB's date). Bounded by
+    the target's own clock, kept in the delivery's receipt: WB still naming the ended task
+    ``task_timeout`` after that first 208 is a charged temporary failure (it ends retry-limit
+    with WB's words), never an endless uncharged wait."""
     sim.switches.dedup_window = 100_000.0
     store = MemoryWbStore()
     sim.lock_for_sale(nm(sim, "SKU-1"))
     make_t = lambda: make(  # noqa: E731
         sim, store, poll_at_once=True, clock=sim.clock.datetime, task_timeout=1800.0
     )
-    send(make_t(), price("SKU-1", 1, "900.00"))
+    message = price("SKU-1", 1, "900.00")
+    send(make_t(), message)
     sim.clock.advance(1801)
 
-    (retry,) = send(make_t(), price("SKU-1", 1, "900.00"))
+    (first,) = send(make_t(), message)
+    sim.clock.advance(1000)
+    (again,) = send(make_t(), replace(message, receipt=first.receipt))
+    sim.clock.advance(801)
+    (charged,) = send(make_t(), replace(message, receipt=again.receipt))
 
-    assert Verdict.TEMPORARY == retry.verdict and "208" in retry.detail
+    assert Verdict.AWAITING == first.verdict, first
+    assert "208" in first.detail and "not applied now" in first.detail
+    assert Verdict.AWAITING == again.verdict and first.receipt == again.receipt
+    assert Verdict.TEMPORARY == charged.verdict and "208" in charged.detail
+    assert "Sale due to high inventory" in charged.detail
+    assert "uploaded again once" not in charged.detail, "its last error says what happened"
+
+
+@pytest.mark.parametrize("window", [600.0, 0.0], ids=["208-within-600s", "no-208"])
+def test_a_208_naming_a_task_that_set_this_price_before_a_later_one_is_not_delivered(
+    sim: WbSimulator, window: float
+) -> None:
+    """review32 wb3: 1600 (task A), then 1500 (task B), then 1600 again. WB answers the third
+    upload 208 naming task A, which succeeded then, while WB holds 1500 (research §2.5: the
+    duplicate criterion UNCONFIRMED; both ways here). Never delivered on A's old outcome: WB's
+    catalogue is read back, the price waits uncharged and lands once WB makes a new task."""
+    sim.switches.dedup_window = window
+    store = MemoryWbStore()
+    good = nm(sim, "SKU-1")
+    make_t = lambda: make(sim, store, poll_at_once=True, clock=sim.clock.datetime)  # noqa: E731
+
+    send(make_t(), price("SKU-1", 1, "1600.00"))
+    send(make_t(), price("SKU-1", 2, "1500.00"))
+    sim.clock.advance(10)
+    v3 = price("SKU-1", 3, "1600.00")
+    (third,) = send(make_t(), v3)
+    held_then = sim.goods[good].price
+    sim.clock.advance(window + 1)
+    (later,) = send(make_t(), replace(v3, receipt=third.receipt))
+
+    if window:
+        assert (Verdict.AWAITING, 1500) == (third.verdict, held_then), third
+        assert "208" in third.detail and "holds 1500" in third.detail
+        assert Verdict.DELIVERED == later.verdict, later
+    else:
+        assert (Verdict.DELIVERED, 1600) == (third.verdict, held_then), third
+    assert 1600 == sim.goods[good].price
+
+
+def test_a_208_for_a_price_wb_holds_is_delivered_on_the_read_back(sim: WbSimulator) -> None:
+    """The 208's task ended and WB's catalogue holds this very price: delivered (by the
+    read-back, its receipt the task's), nothing uploaded again."""
+    store = MemoryWbStore()
+    token = sim.token()
+    body = {"data": [{"nmID": nm(sim, "SKU-1"), "price": 900}]}
+    httpx.post(sim.url + "/api/v2/upload/task", json=body, headers={"Authorization": token})
+    sim.clock.advance(5)
+    sim.process_due()
+
+    (answer,) = send(make(sim, store, token=token), price("SKU-1", 1, "900.00"))
+
+    assert Verdict.DELIVERED == answer.verdict and "holds 900" in answer.detail, answer
+    assert 1 == len(sim.tasks)
+
+
+def test_a_sale_lock_waits_the_longest_retry_delay_between_tries(sim: WbSimulator) -> None:
+    """review32 wb2: the sale-lock tries came 0.08 s and 0.74 s apart (the backoff's first
+    jitter), so a sale lasting days ended retry-limit within seconds. Each try now waits the
+    worker's longest delay (``retry_max_delay``, its cap on a Retry-After)."""
+    sim.lock_for_sale(nm(sim, "SKU-1"))
+    (answer,) = send(make(sim, poll_at_once=True), price("SKU-1", 1, "900.00"))
+    policy = RetryPolicy(max_attempts=5, base_delay=0.5, max_delay=300.0)
+
+    delays = [
+        decide(
+            answer, attempt=n, now=datetime.now(UTC), policy=policy, rng=random.Random(n)
+        ).delay_s
+        for n in (1, 2, 3)
+    ]
+
+    assert [300.0, 300.0, 300.0] == delays
 
 
 # -- the token -----------------------------------------------------------------------------------
@@ -484,6 +597,43 @@ def test_a_refused_token_pauses_and_is_never_in_a_detail(sim: WbSimulator) -> No
 
 
 # -- the budget ----------------------------------------------------------------------------------
+
+
+def test_a_refused_token_is_asked_again_only_after_the_refused_wait(sim: WbSimulator) -> None:
+    """review32 wb3: a refused token gave 19 catalogue reads answered 401 in ten seconds (the
+    worker asks health every cycle while paused). The same token is asked again only
+    ``refused_wait`` later (the channel's retry_max_delay, as the read-only pause waits); a new
+    token in the file is asked at once."""
+    bad = sim.token()
+    sim.revoke(bad)
+    good = sim.token()
+    held = {"token": bad}
+    clock = Clock()
+    target = WildberriesTarget(
+        sim.url,
+        lambda: held["token"],
+        MemoryWbStore(),
+        budget=sim.test_budget,  # type: ignore[attr-defined]
+        refused_wait=300.0,
+        clock=clock,
+    )
+    reads = lambda: target.requests_sent  # noqa: E731
+
+    async def scenario(t: WildberriesTarget) -> list[tuple[Verdict, int]]:
+        seen = []
+        for _ in range(6):
+            clock.now += timedelta(seconds=10)
+            seen.append(((await t.health()).verdict, reads()))
+        clock.now += timedelta(seconds=300)
+        seen.append(((await t.health()).verdict, reads()))
+        held["token"] = good
+        t.reload_credentials()
+        seen.append(((await t.health()).verdict, reads()))
+        return seen
+
+    seen = run(target, scenario)
+
+    assert [(Verdict.PAUSE, 1)] * 6 + [(Verdict.PAUSE, 2), (Verdict.DELIVERED, 3)] == seen
 
 
 def test_a_429_is_obeyed_nothing_goes_before_x_ratelimit_retry(sim: WbSimulator) -> None:

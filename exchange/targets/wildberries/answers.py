@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from exchange.domain.pause import SETTING_MISSING
+from exchange.domain.pause import SETTING_MISSING, WB_READ_ONLY_TOKEN, WB_TOKEN_REFUSED
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.wire import STATUSES
@@ -24,8 +24,16 @@ SALE_LOCK = "added to the sale"  # "You can't change the item price. Item was ad
 INVALID_NM = "invalid item no"  # "Invalid item No."
 READ_ONLY = "read-only"  # research §2.2: "read-only token scope not allowed for this route"
 
-TOKEN_REFUSED = "TokenRefused"  # error_class of a PAUSE for the token
-READ_ONLY_TOKEN = "ReadOnlyToken"
+# A sale for high inventory lasts hours or days (research §2.4, §2.6 item 7): each try waits
+# the longest the worker allows (its Retry-After cap, retry_max_delay), never the backoff's
+# first fractions of a second, so that the attempts span as long as the settings let them.
+SALE_LOCK_WAIT = "86400"
+
+# error_class of a PAUSE for the token: the pause's cause (domain/pause.py) says, in both
+# languages, where the seller makes a token with the Prices category and write access; the
+# details say only what WB answered.
+TOKEN_REFUSED = WB_TOKEN_REFUSED
+READ_ONLY_TOKEN = WB_READ_ONLY_TOKEN
 WHERE_TO_RELEASE = (
     "Wildberries sells at the old price until the seller confirms the new one in the seller's "
     "cabinet (Цены и скидки → Карантин цен) or a newer price is sent"
@@ -74,15 +82,13 @@ def whole(response: httpx.Response, what: str) -> Classification:
         if READ_ONLY in words.lower():
             return Classification(
                 Verdict.PAUSE,
-                f"HTTP 401 {words}: the Wildberries token is read-only; make a token with the "
-                "«Цены и скидки» category and write access, and put it in wb_token_file",
+                f"HTTP 401 {words}: the Wildberries token is read-only",
                 http_status=401,
                 error_class=READ_ONLY_TOKEN,
             )
         return Classification(
             Verdict.PAUSE,
-            f"HTTP 401 {words}: Wildberries refused the token (expired, withdrawn, or without "
-            "the «Цены и скидки» category); put a valid one in wb_token_file",
+            f"HTTP 401 {words}: Wildberries refused the token",
             http_status=401,
             error_class=TOKEN_REFUSED,
         )
@@ -155,12 +161,14 @@ def item_error(row: dict[str, Any], upload_id: int) -> tuple[str, Classification
         )
     if SALE_LOCK in low:
         # research §2.6 item 7: locked while the good is in an inventory sale: temporary,
-        # charged, so that it ends retry-limit with WB's words if the sale outlasts the tries.
+        # charged, so that it ends retry-limit with WB's words if the sale outlasts the tries;
+        # each try a retry_max_delay apart (``SALE_LOCK_WAIT``, capped by the worker).
         return "sale-lock", Classification(
             Verdict.TEMPORARY,
             f"Wildberries: {words} (task {upload_id})",
             http_status=200,
             error_class="SaleLock",
+            retry_after=SALE_LOCK_WAIT,
             about_item=True,  # WB answered well; this good alone is locked
         )
     return "refused", Classification(

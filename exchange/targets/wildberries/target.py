@@ -17,10 +17,11 @@ per good. How one ``send`` goes:
 4. the others go in one ``POST /api/v2/upload/task``; the task's id (200, or 208: the same
    task) is stored with its goods at once; the deliveries are ``AWAITING`` (back to delayed,
    not charged, no lease) and a later attempt reads the outcome (step 3). A 208 naming a task
-   already processed is judged from it at once, and a good that task failed (a sale lock
-   lifted since, a cancelled task) is not applied by it: it waits, uncharged, to be uploaded
-   again once WB makes a new task (``_replayed``). "Already set" is delivered; for several
-   goods they are uploaded again one by one to learn which.
+   that has ended is never judged by that task's old outcome: WB's catalogue is read back, and
+   a good holding this price is delivered; one holding another (a later task set it, or the
+   old task failed it: a sale lock lifted since) waits, uncharged, to be uploaded again once
+   WB makes a new task (``_replayed``). "Already set" is delivered; for several goods they are
+   uploaded again one by one to learn which.
 
 Each good's line in a processed task (``history/goods/task``): updated -> DELIVERED; "already
 set" -> DELIVERED; price quarantine -> WITHHELD (until the ``nmID`` leaves
@@ -110,6 +111,7 @@ class _Answer(Exception):
 # What a poll of one task found: ``_Processed``, or one of these.
 _PENDING, _LATER, _CANCELLED, _LOST = "pending", "later", "cancelled", "lost"
 REPLAY_WAIT = 60.0  # seconds between uploads while WB's 208 names an ended task
+REPLAY_RECEIPT = "wb-208:"  # the first 208 naming an ended task: wb-208:<task>:<epoch s>
 FEW = 5  # goods a task left out checked one by one (filterNmID); more: the map rebuilt
 
 
@@ -146,13 +148,15 @@ class WildberriesTarget:
         poll_every: float = 5.0,
         task_timeout: float = 1800.0,
         poll_at_once: bool = False,
+        refused_wait: float = 300.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         """``first_poll``: seconds from an upload to the first look at its task; ``poll_every``:
         between looks; ``task_timeout``: how long a task WB does not show yet counts as
         pending (research §8: what WB answers meanwhile is unconfirmed), after which the price
         is uploaded again; ``poll_at_once``: look once right after the upload (a test whose
-        simulator processes at once)."""
+        simulator processes at once); ``refused_wait``: seconds between health checks while WB
+        refuses the same token (the channel's ``retry_max_delay``)."""
         self.url = url.rstrip("/")
         self._token_source = token
         self._token = self._read_token()
@@ -181,6 +185,9 @@ class WildberriesTarget:
         )
         self._pacer: Pacer = UNPACED
         self._refused_nm = False  # WB refused an nmID: the next lookup rebuilds the map
+        self.refused_wait = refused_wait
+        # The token WB refused (401/403) at a health check, when, and its answer.
+        self._refused: tuple[str | None, datetime, Classification] | None = None
         self.requests_sent = 0
 
     def pace_with(self, pacer: Pacer) -> None:
@@ -225,10 +232,23 @@ class WildberriesTarget:
         return [answers_[m.message_id] for m in messages]
 
     async def health(self) -> Classification:
+        """A catalogue read of one good. While WB refuses the token (401/403) the worker asks
+        every cycle; the same token is asked again only ``refused_wait`` after WB refused it
+        (its answer said meanwhile): every request shares the Prices budget, and a 4xx may
+        count as ten (research §2.3, UNCONFIRMED). A new token in the file is asked at once."""
+        now = self.clock()
+        if self._refused is not None:
+            token, at, said = self._refused
+            if token == self._token and now - at < timedelta(seconds=self.refused_wait):
+                return said
         try:
             await self._call("GET", "/api/v2/list/goods/filter", "read", {"limit": "1"})
         except _Answer as whole:
-            return whole.classification
+            said = whole.classification
+            refused = said.verdict is Verdict.PAUSE and said.http_status in (401, 403)
+            self._refused = (self._token, now, said) if refused else None
+            return said
+        self._refused = None
         return Classification(Verdict.DELIVERED, "HTTP 200", http_status=200)
 
     def reload_credentials(self) -> None:
@@ -409,7 +429,7 @@ class WildberriesTarget:
     # -- the upload ------------------------------------------------------------------------
 
     async def _upload(
-        self, goods: list[_Good], *, alone: bool = False
+        self, goods: list[_Good], *, alone: bool = False, checked: bool = False
     ) -> dict[str, Classification]:
         if not goods:
             return {}
@@ -454,14 +474,38 @@ class WildberriesTarget:
             return await self._after_upload(goods, upload_id)
         words = answers.error_text(response)
         if status == 400 and (answers.ALREADY_SET in words.lower() or answers.ALL_WRONG in words):
+            if len(goods) > 1 and not checked:
+                return await self._already_for_several(goods, words)
             if len(goods) > 1:
-                # research §2.5: which goods are already set is not said: one by one.
+                # Read back, and refused again: one by one (a request each).
                 out: dict[str, Classification] = {}
                 for g in goods:
                     out.update(await self._upload([g], alone=True))
                 return out
             return await self._already_or_refused(goods[0], words, alone)
         raise _Answer(answers.whole(response, "upload"))
+
+    async def _already_for_several(
+        self, goods: list[_Good], words: str
+    ) -> dict[str, Classification]:
+        """An upload of several goods refused whole as "already set" (research §2.1: which
+        goods is not said; whether WB refuses a mix of changed and unchanged goods this way is
+        UNCONFIRMED, §2.5, §8). WB's catalogue is read back (``_held_prices``: a request a good
+        when few, else the catalogue's pages, 1,000 goods a request): a good holding this price
+        is delivered; the rest are uploaded again together, and only if that is refused
+        "already set" again, one by one (a 1,000-good task of prices all in force costs its
+        catalogue's pages, not 1,000 requests)."""
+        held = await self._held_prices({g.nm_id for g in goods})
+        out: dict[str, Classification] = {}
+        rest: list[_Good] = []
+        for g in goods:
+            if held.get(g.nm_id) == g.price.roubles:
+                out[g.price.message.message_id] = _already(words)
+            else:
+                rest.append(g)
+        if rest:
+            out.update(await self._upload(rest, checked=True))
+        return out
 
     async def _after_upload(self, goods: list[_Good], upload_id: int) -> dict[str, Classification]:
         """The goods WB took in task ``upload_id``: awaited (or, ``poll_at_once``, polled now)."""
@@ -474,67 +518,112 @@ class WildberriesTarget:
     async def _replayed(
         self, upload_id: int, tasks: list[Task], goods: list[_Good]
     ) -> dict[str, Classification]:
-        """A 208 names the task of an identical upload made before (research §2.1, §2.5; the
-        window is UNCONFIRMED), read now. When that task has already ended and failed a good
-        (a sale lock lifted since, a cancelled task), its outcome is not this upload's: the
-        good was not applied now. Its task row is dropped and the delivery waits, uncharged
-        (WB's own rule keeps a new task from being made), to upload again after
-        ``REPLAY_WAIT``; once the old task is ``task_timeout`` old and WB still names it, the
-        attempt is charged (``TEMPORARY``) so that it ends ``retry-limit`` with WB's words.
-        The other goods of a task already processed are judged from it as a poll would
-        (``_judge_task``: updated, "already set", quarantined); a task still pending (or a
-        good whose line needs more: a refused nmID, left out) is left to the usual poll."""
+        """A 208 names the task of an identical upload made before (research §2.1, §2.5: the
+        criterion and window are UNCONFIRMED). Still pending, that task is this upload's own:
+        it has not applied yet, so its outcome is this price's, and the usual poll reads it.
+        Ended (processed or cancelled), its outcome was then, not now: another task may have
+        set another price since (1600, then 1500, then 1600 again: WB names the first task and
+        holds 1500). So WB's catalogue is read back (``_held_prices``): holding this price,
+        the good is delivered; holding another (or the old task failed it: a sale lock lifted
+        since), the good was not applied now: its task row is dropped and it waits to be
+        uploaded again once WB makes a new task (``_replay_wait``). A good the catalogue does
+        not list is left to the usual poll (the task's line: a refused nmID, left out)."""
         if not await self.budget.take_poll(wait=True):
             return {}
         meta = await self._task_status("/api/v2/history/tasks", upload_id)
         status = meta.get("status") if isinstance(meta, dict) else None
         if not isinstance(meta, dict) or status not in (DONE, SOME_ERRORS, ALL_ERRORS, CANCELLED):
             return {}
-        failed: list[tuple[_Good, str]] = []
-        out: dict[str, Classification] = {}
+        failed: dict[int, str] = {}  # nmID -> why the old task did not apply it
         if status == CANCELLED:
-            failed = [(g, "it was cancelled (status 4)") for g in goods]
-        else:
-            listed = meta.get("overAllGoodsNumber")
-            short = isinstance(listed, int) and listed < len(goods)
-            rows = {} if status == DONE and not short else await self._goods(upload_id)
-            if isinstance(rows, str):
-                return {}
+            failed = {g.nm_id: "it was cancelled (status 4)" for g in goods}
+        elif status != DONE:
+            rows = await self._goods(upload_id)
             for g in goods:
-                row = rows.get(g.nm_id)
+                row = rows.get(g.nm_id) if isinstance(rows, dict) else None
                 if row is not None and row.get("status") == ITEM_ERROR:
-                    meaning, _ = answers.item_error(row, upload_id)
-                    if meaning != "already-set":
-                        failed.append((g, f"it failed the good: {answers.item_words(row)}"))
-            gone = {g.price.message.message_id for g, _ in failed}
-            rest = [g for g in goods if g.price.message.message_id not in gone]
-            more: list[_Good] = []
-            refused: list[_Good] = []
-            left_out: list[_Good] = []
-            in_flight = {t.nm_id: t for t in tasks}
-            found = _Processed(rows, short)
-            self._judge_task(upload_id, found, rest, in_flight, out, more, refused, left_out)
-            for g in [*more, *refused, *left_out]:  # the usual poll finishes these
-                out.pop(g.price.message.message_id, None)
-        ended = [g.nm_id for g, _ in failed] + [
-            g.nm_id for g in goods if g.price.message.message_id in out
-        ]
-        await asyncio.to_thread(self.store.drop_tasks, ended, upload_id)
-        age = _age(meta.get("uploadDate"), self.clock())
-        for g, why in failed:
-            detail = (
-                f"Wildberries answered 208 with task {upload_id}, an identical upload that has "
-                f"ended ({why}): not applied now; uploaded again once WB makes a new task"
+                    failed[g.nm_id] = f"it failed the good: {answers.item_words(row)}"
+        held = await self._held_prices({g.nm_id for g in goods})
+        out: dict[str, Classification] = {}
+        for g in goods:
+            if g.nm_id not in held:
+                continue  # not listed: the usual poll reads the task's line for it
+            if held[g.nm_id] == g.price.roubles:
+                out[g.price.message.message_id] = Classification(
+                    Verdict.DELIVERED,
+                    f"Wildberries answered 208 with task {upload_id}, an identical upload made "
+                    f"before; its catalogue holds {g.price.roubles} for nmID {g.nm_id}: the "
+                    "price is in force",
+                    http_status=208,
+                    receipt=f"wb-task:{upload_id}",
+                )
+                continue
+            why = failed.get(g.nm_id) or (
+                f"it was processed then; WB holds {held[g.nm_id]} for nmID {g.nm_id} now"
             )
-            if age is not None and age < self.task_timeout:
-                out[g.price.message.message_id] = Classification(
-                    Verdict.AWAITING, detail, http_status=208, again_in=REPLAY_WAIT
-                )
-            else:
-                out[g.price.message.message_id] = Classification(
-                    Verdict.TEMPORARY, detail, http_status=208, about_item=True
-                )
+            out[g.price.message.message_id] = self._replay_wait(g, upload_id, why)
+        ended = [g.nm_id for g in goods if g.price.message.message_id in out]
+        await asyncio.to_thread(self.store.drop_tasks, ended, upload_id)
         return out
+
+    def _replay_wait(self, g: _Good, upload_id: int, why: str) -> Classification:
+        """A good a 208 named an ended task for, not applied now: it waits, uncharged
+        (``AWAITING``, WB's own rule keeps a new task from being made), to be uploaded again
+        after ``REPLAY_WAIT``. Bounded by the target's own clock, never WB's ``uploadDate``
+        (its form and precision are not documented): the first such 208 for this task is kept
+        in the delivery's receipt (``wb-208:<task>:<epoch s>``), and once WB has named the
+        ended task for ``task_timeout`` the attempt is charged (``TEMPORARY``), so that it
+        ends ``retry-limit`` with WB's words."""
+        now = self.clock()
+        since = _replay_since(g.price.message.receipt, upload_id) or now
+        receipt = f"{REPLAY_RECEIPT}{upload_id}:{int(since.timestamp())}"
+        waited = (now - since).total_seconds()
+        if waited < self.task_timeout:
+            return Classification(
+                Verdict.AWAITING,
+                f"Wildberries answered 208 with task {upload_id}, an identical upload that has "
+                f"ended ({why}): not applied now; uploaded again once WB makes a new task",
+                http_status=208,
+                receipt=receipt,
+                again_in=REPLAY_WAIT,
+            )
+        return Classification(
+            Verdict.TEMPORARY,
+            f"Wildberries has answered 208 with task {upload_id}, an identical upload that has "
+            f"ended ({why}), for {waited:.0f} s instead of making a new task: the price is not "
+            "applied",
+            http_status=208,
+            receipt=receipt,
+            about_item=True,
+        )
+
+    async def _held_prices(self, nm_ids: set[int]) -> dict[int, int]:
+        """The price WB holds now for each of ``nm_ids`` its catalogue lists: each asked by
+        ``filterNmID`` when few (the good's own line picked from the answer), else (or when an
+        answer lists other goods only) from the whole catalogue's pages."""
+        found: dict[int, int] = {}
+        rest = set(nm_ids)
+        if len(nm_ids) <= FEW:
+            for nm in sorted(nm_ids):
+                response = await self._call(
+                    "GET",
+                    "/api/v2/list/goods/filter",
+                    "read",
+                    {"limit": "1", "filterNmID": str(nm)},
+                )
+                body = answers.body(response)
+                data = body.get("data") if isinstance(body, dict) else None
+                listed = data.get("listGoods") if isinstance(data, dict) else None
+                if not isinstance(listed, list):
+                    continue
+                price = _price_of(listed, nm)
+                if price is not None:
+                    found[nm] = price
+                if price is not None or not listed:
+                    rest.discard(nm)  # found, or WB lists no such good
+        if rest:
+            found.update(await self._prices(rest))
+        return found
 
     async def _deliver_after_upload(self, goods: list[_Good]) -> dict[str, Classification]:
         """``poll_at_once``: the goods just uploaded, their task polled once now."""
@@ -578,8 +667,7 @@ class WildberriesTarget:
             raise _Answer(
                 Classification(
                     Verdict.PAUSE,
-                    "the Wildberries token is read-only (its claims say so): make a token with "
-                    "the «Цены и скидки» category and write access, and put it in wb_token_file",
+                    "the Wildberries token is read-only: its claims say so",
                     error_class=answers.READ_ONLY_TOKEN,
                 )
             )
@@ -588,7 +676,7 @@ class WildberriesTarget:
                 Classification(
                     Verdict.PAUSE,
                     "the Wildberries token has no «Цены и скидки» (Prices and discounts) "
-                    "category: make one with it and put it in wb_token_file",
+                    "category: its claims say so",
                     error_class=answers.TOKEN_REFUSED,
                 )
             )
@@ -790,11 +878,10 @@ class WildberriesTarget:
             if page is None:
                 return found
             for good in page:
-                nm, sizes = good.get("nmID"), good.get("sizes")
-                if nm in nm_ids and isinstance(sizes, list) and sizes:
-                    price = sizes[0].get("price") if isinstance(sizes[0], dict) else None
-                    if isinstance(price, int):
-                        found[nm] = price
+                nm = good.get("nmID") if isinstance(good, dict) else None
+                price = _good_price(good) if nm in nm_ids else None
+                if isinstance(nm, int) and price is not None:
+                    found[nm] = price
         return found
 
     # -- reading prices back (exchange verify) ---------------------------------------------
@@ -885,17 +972,33 @@ def _seconds(value: str | None) -> float:
         return 1.0
 
 
-def _age(uploaded: object, now: datetime) -> float | None:
-    """Seconds since a task's ``uploadDate`` (ISO 8601), or None when it is not readable."""
-    if not isinstance(uploaded, str):
+def _replay_since(receipt: str | None, upload_id: int) -> datetime | None:
+    """When the first 208 naming task ``upload_id`` was met, from the delivery's receipt
+    (``_replay_wait``); None when the receipt is of another task or none."""
+    prefix = f"{REPLAY_RECEIPT}{upload_id}:"
+    if not receipt or not receipt.startswith(prefix):
         return None
     try:
-        at = datetime.fromisoformat(uploaded.replace("Z", "+00:00"))
-    except ValueError:
+        return datetime.fromtimestamp(int(receipt.removeprefix(prefix)), UTC)
+    except (ValueError, OverflowError, OSError):
         return None
-    if at.tzinfo is None:
-        at = at.replace(tzinfo=UTC)
-    return (now - at).total_seconds()
+
+
+def _price_of(listed: list[Any], nm_id: int) -> int | None:
+    """The price of good ``nm_id`` in a catalogue page (its first size's: goods without
+    per-size prices hold one), or None when the page does not list it."""
+    for good in listed:
+        if isinstance(good, dict) and good.get("nmID") == nm_id:
+            return _good_price(good)
+    return None
+
+
+def _good_price(good: Any) -> int | None:
+    sizes = good.get("sizes") if isinstance(good, dict) else None
+    if isinstance(sizes, list) and sizes and isinstance(sizes[0], dict):
+        price = sizes[0].get("price")
+        return price if isinstance(price, int) else None
+    return None
 
 
 def _task_id(response: httpx.Response) -> int | None:
