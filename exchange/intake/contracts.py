@@ -641,6 +641,4 @@ def validate(row: StagingRow, kinds: dict[str, Policy]) -> Accepted | Rejected:
         # the row still becomes a quarantine record, and the rows behind it go on.
         detail = f"the row could not be checked: {type(exc).__name__}: {exc}"
         return Rejected(row, Reason.INVALID_CONTRACT, detail[:1000])
-    return Accepted(
-        row, message_id(row.kind, row.aggregate, row.aggregate_version), payload, price
-    )
+    return Accepted(row, message_id(row.kind, row.aggregate, row.aggregate_version), payload, price)
