@@ -95,6 +95,10 @@ class Accepted:
     row: StagingRow
     message_id: str
     payload: str  # canonical JSON: what is compared for duplicates and sent to the site
+    # A price's (sku, price_type), as validation read them from the payload: intake fixes its
+    # aggregate's identity with them without parsing the payload again. None: not a price,
+    # or not known (a verdict made elsewhere): then it is read from ``payload``.
+    price: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,7 +382,15 @@ def _describe(exc: ValidationError) -> str:
 
 
 def _plain_price(row: StagingRow) -> str | None:
-    """The canonical payload of an ordinary price row, or None: then the full path decides.
+    """The canonical payload of an ordinary price row, or None: then the full path decides
+    (``_plain_price_parts``, without the sku and price type)."""
+    parts = _plain_price_parts(row)
+    return None if parts is None else parts[0]
+
+
+def _plain_price_parts(row: StagingRow) -> tuple[str, str, str] | None:
+    """The canonical payload of an ordinary price row with its sku and price type, or None:
+    then the full path decides.
 
     Ordinary: a flat JSON object without escapes or control characters, of string values,
     each a field of PriceV1 written once, passing PriceV1's rules. Anything else (and every
@@ -421,7 +433,9 @@ def _plain_price(row: StagingRow) -> str | None:
     price_text = format(amount, "f")
     return (
         f'{{"currency":"{currency}","price":"{price_text}",'
-        f'"price_type":"{price_type}","sku":"{sku}"}}'
+        f'"price_type":"{price_type}","sku":"{sku}"}}',
+        sku,
+        price_type,
     )
 
 
@@ -431,11 +445,22 @@ def price_aggregate(sku: str, price_type: str) -> str:
 
 
 def _canonical_payload(row: StagingRow) -> str:
-    plain = _plain_price(row) if row.kind == "price" else None
-    return plain if plain is not None else _full_payload(row)
+    return _canonical(row)[0]
+
+
+def _canonical(row: StagingRow) -> tuple[str, tuple[str, str] | None]:
+    """The row's canonical payload, and a price's (sku, price_type)."""
+    plain = _plain_price_parts(row) if row.kind == "price" else None
+    if plain is not None:
+        return plain[0], (plain[1], plain[2])
+    return _full(row)
 
 
 def _full_payload(row: StagingRow) -> str:
+    return _full(row)[0]
+
+
+def _full(row: StagingRow) -> tuple[str, tuple[str, str] | None]:
     data = parse_json_object(row.payload)
     if row.kind == "price":
         try:
@@ -452,8 +477,9 @@ def _full_payload(row: StagingRow) -> str:
                 f"<sku>/<price_type> ({price_aggregate(price.sku, price.price_type)!r}), "
                 "or the sku alone where a store has one price type",
             )
-        return dump_json(price.wire())
-    return dump_json(data)  # postings and configured kinds: passed through, values unchanged
+        return dump_json(price.wire()), (price.sku, price.price_type)
+    # postings and configured kinds: passed through, values unchanged
+    return dump_json(data), None
 
 
 def same_payload(kind: str, stored: str, given: str) -> bool:
@@ -605,7 +631,7 @@ def validate(row: StagingRow, kinds: dict[str, Policy]) -> Accepted | Rejected:
                 f"(supported: {', '.join(sorted(SUPPORTED_SCHEMAS))})",
             )
         check_nesting(row.payload)
-        payload = _canonical_payload(row)
+        payload, price = _canonical(row)
         _encodable("payload", payload)
         _check_later_offer(row, payload)
     except ContractError as exc:
@@ -615,4 +641,4 @@ def validate(row: StagingRow, kinds: dict[str, Policy]) -> Accepted | Rejected:
         # the row still becomes a quarantine record, and the rows behind it go on.
         detail = f"the row could not be checked: {type(exc).__name__}: {exc}"
         return Rejected(row, Reason.INVALID_CONTRACT, detail[:1000])
-    return Accepted(row, message_id(row.kind, row.aggregate, row.aggregate_version), payload)
+    return Accepted(row, message_id(row.kind, row.aggregate, row.aggregate_version), payload, price)

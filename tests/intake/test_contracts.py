@@ -468,10 +468,10 @@ def test_a_check_that_trips_over_unexpected_data_still_gives_a_quarantine_reason
     """validate never raises for bad data: a check's own ValueError, TypeError or
     RecursionError on data it did not expect rejects the row instead of failing the chunk."""
 
-    def trips(row: StagingRow) -> str:
+    def trips(row: StagingRow) -> tuple[str, None]:
         raise TypeError("unexpected shape")
 
-    monkeypatch.setattr(contracts, "_canonical_payload", trips)
+    monkeypatch.setattr(contracts, "_canonical", trips)
     result = validate(price_row_for_test(), KINDS)
     assert isinstance(result, Rejected)
     assert (

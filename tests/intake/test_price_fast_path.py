@@ -144,6 +144,42 @@ def test_fast_path_agrees_with_the_full_path_on_any_price_like_object(
         assert full_verdict(row) == fast
 
 
+@given(
+    pairs=price_like_pairs(),
+    spacing=st.sampled_from([(", ", ": "), (",", ":"), (" , ", " :\n")]),
+)
+@PROPERTY
+def test_an_accepted_price_carries_the_sku_and_price_type_its_payload_names(
+    pairs: list[tuple[str, object]], spacing: tuple[str, str]
+) -> None:
+    """Intake fixes a price aggregate's identity from ``Accepted.price`` without parsing the
+    payload again: by either path, it is exactly what the canonical payload says."""
+    items, colon = spacing
+    payload = "{" + items.join(f"{json.dumps(k)}{colon}{dump(v)}" for k, v in pairs) + "}"
+    for aggregate in ("SKU-17", "SKU-17/retail", "SKU-17/розница"):
+        verdict = validate(price_row(payload, aggregate), dict(DEFAULT_KINDS))
+        if isinstance(verdict, Rejected):
+            continue
+        wire = json.loads(verdict.payload)
+        assert verdict.price == (wire["sku"], wire["price_type"])
+
+
+def test_a_posting_carries_no_price_identity() -> None:
+    row = StagingRow(
+        1,
+        "financial_posting",
+        "DOC-1",
+        1,
+        '{"document": "DOC-1", "line": 1, "amount": "1.00"}',
+        "1",
+        None,
+        datetime(2026, 8, 23, tzinfo=UTC),
+    )
+    verdict = validate(row, dict(DEFAULT_KINDS))
+    assert not isinstance(verdict, Rejected)
+    assert verdict.price is None
+
+
 @pytest.mark.parametrize("kind", ["price", "financial_posting"])
 @pytest.mark.parametrize(
     "payload",
