@@ -1,0 +1,108 @@
+"""Review 32's Yandex Market findings, a worker against the simulator on SQLite and PostgreSQL:
+a price refused before sending never takes the delivered discount with it (contract 14: the item
+carries the latest version the channel has delivered of each mapped price type), and a price
+Yandex accepted but never showed is sent again, never read back for good."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, select
+
+from exchange import app as bootstrap
+from exchange.db.engine import transaction
+from exchange.dev.simclock import SimClock
+from exchange.dev.testing import fast_settings, one_channel_messages, price_row, run_worker, stage
+from exchange.dev.ymsim import YmSimulator, YmSwitches
+from exchange.worker import Worker
+
+messages = one_channel_messages()
+WAITING = ("new", "delayed", "in_progress")
+
+
+@pytest.fixture
+def ym() -> Iterator[YmSimulator]:
+    # A minute lasts a second: Yandex applies an accepted price half a real second later.
+    simulator = YmSimulator(
+        "ym-key-1234", 1001, clock=SimClock(60), switches=YmSwitches(apply_delay=30)
+    )
+    simulator.start()
+    yield simulator
+    simulator.stop()
+
+
+def row(sku: str, price_type: str, version: int, amount: str) -> dict[str, object]:
+    payload = {"sku": sku, "price": amount, "currency": "RUB", "price_type": price_type}
+    return {
+        **price_row(sku, version, amount, aggregate=f"{sku}/{price_type}"),
+        "payload": json.dumps(payload),
+    }
+
+
+def settings_for(db_url: str, ym: YmSimulator, tmp_path: Path, **more: str) -> Any:
+    key = tmp_path / "ym-key"
+    key.write_text("ym-key-1234", encoding="utf-8")
+    return fast_settings(
+        db_url,
+        None,
+        target="yandex-market",
+        ym_api_url=ym.url,
+        ym_business_id="1001",
+        ym_api_key_file=str(key),
+        ym_price_types={"retail": "value", "old": "discountBase"},
+        **more,
+    )
+
+
+def states(engine: Engine) -> dict[tuple[str, int], tuple[str, str | None]]:
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(
+            select(messages.c.aggregate, messages.c.version, messages.c.state, messages.c.reason)
+        )
+        return {(a, v): (s, r) for a, v, s, r in rows}
+
+
+async def until_settled(worker: Worker, engine: Engine, seconds: float = 8.0) -> None:
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + seconds
+    while loop.time() < ends:
+        await worker.cycle()
+        if not any(s in WAITING for s, _ in states(engine).values()):
+            return
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize("refused", ["1600.5", "0"], ids=["kopecks", "zero"])
+def test_a_price_refused_beside_a_new_one_leaves_the_delivered_discount_in_the_update(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path, refused: str
+) -> None:
+    """A delivered discount base (1600); one take-in then brings a discount base Yandex cannot
+    take (kopecks, or 0: refused before sending, ``invalid-for-channel``) and a new price. The
+    update carries the price with the delivered 1600 (Yandex drops a discount an update leaves
+    out, research §3.1, §3.6.2): what Yandex shows agrees with what status says."""
+    settings = settings_for(db_url, ym, tmp_path, ym_apply_timeout="4")
+    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("Y-0", "retail", 1, "1500"), row("Y-0", "old", 1, "1600")])
+        await until_settled(w, engine)
+        stage(engine, [row("Y-0", "old", 2, refused), row("Y-0", "retail", 2, "1390")])
+        await until_settled(w, engine)
+
+    run_worker(worker, scenario)
+    found = states(engine)
+    assert ("delivered", None) == found[("Y-0/retail", 2)]
+    assert ("quarantined", "invalid-for-channel") == found[("Y-0/old", 2)]
+    assert ("delivered", None) == found[("Y-0/old", 1)]
+    live = ym.live("Y-0")
+    assert live is not None and (Decimal("1390"), Decimal("1600")) == (
+        live.value,
+        live.discount_base,
+    ), "the delivered discount base went with the new price"
