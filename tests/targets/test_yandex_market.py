@@ -23,7 +23,7 @@ from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage, Shown
 from exchange.targets.prices import MemoryKnownPrices
 from exchange.targets.yandex_market import answers
-from exchange.targets.yandex_market.pace import OfferBudget, Parallel
+from exchange.targets.yandex_market.pace import PAST_UNTIL, OfferBudget, Parallel
 from exchange.targets.yandex_market.target import YandexMarketTarget, offer_id
 
 KEY = "ym-key"
@@ -309,19 +309,31 @@ def test_a_420_for_the_budget_holds_until_x_ratelimit_resource_until() -> None:
     clock = Clock()
     wall = datetime(2026, 12, 5, 12, tzinfo=UTC)
     budget = OfferBudget(1000, monotonic=clock, sleep=clock.sleep, wall=lambda: wall)
-    assert 7.0 == budget.hold_until(wall + timedelta(seconds=7))
-    assert 7.0 == budget.wait(1, clock.now), "nothing goes before the moment Yandex named"
+    held = 7.0 + PAST_UNTIL  # whole seconds: past the moment named, never at it
+    assert held == budget.hold_until(wall + timedelta(seconds=7))
+    assert held == budget.wait(1, clock.now), "nothing goes before the moment Yandex named"
     clock.now += 7
+    assert 0.0 < budget.wait(1, clock.now), "nor at it (its second may be truncated)"
+    clock.now += PAST_UNTIL
     assert 0.0 == budget.wait(1, clock.now)
+    assert PAST_UNTIL == budget.hold_until(wall - timedelta(seconds=1)), "never at once"
 
 
 @pytest.mark.parametrize(
-    "ym", [{"offers_per_minute": 6, "clock": SimClock(60)}], indirect=True, ids=["1s-minute"]
+    "ym",
+    [
+        {"offers_per_minute": 6, "clock": SimClock(60), "switches": {"until_rounding": way}}
+        for way in ("up", "down")
+    ],
+    indirect=True,
+    ids=["until-rounded-up", "until-rounded-down"],
 )
 def test_a_420_for_the_budget_waits_and_the_request_goes_again(ym: YmSimulator) -> None:
     """The simulator's minute lasts a second (a clock 60 times faster), its budget 6 offers; the
     target believes in more (another program spends the cabinet's budget): Yandex's 420 is
-    waited out until X-RateLimit-Resource-Until and the same offers go again, accepted."""
+    waited out until past X-RateLimit-Resource-Until (whole seconds, rounded up or down: §3.3
+    does not say) and the same offers go again once, accepted (review 32: at the moment named
+    they were refused three more times within 50 ms)."""
     messages = [price(f"SKU-{n}", 1, "10") for n in range(5)]
 
     async def scenario(t: YandexMarketTarget) -> list[Classification]:
