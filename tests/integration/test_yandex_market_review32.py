@@ -106,3 +106,34 @@ def test_a_price_refused_beside_a_new_one_leaves_the_delivered_discount_in_the_u
         live.value,
         live.discount_base,
     ), "the delivered discount base went with the new price"
+
+
+def test_a_price_never_shown_is_sent_again_and_never_opens_the_breaker(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    """Yandex accepts the price but never shows it (and a read-back without offerIds would be
+    refused, as review 32's fake refused it): after ym_apply_timeout the price is sent again,
+    charged; the breaker stays closed, as Yandex answered every request well (review 32
+    finding 7: it was read back every few tenths of a second, released uncharged, for good)."""
+    ym.switches.apply_delay = 100_000
+    ym.switches.read_without_ids = "refuse"
+    settings = settings_for(
+        db_url, ym, tmp_path, ym_apply_timeout="0.5", max_attempts="10", breaker_threshold="2"
+    )
+    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
+    opened: list[bool] = []
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("Z-3", "retail", 1, "1210")])
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + 6
+        while loop.time() < ends and ym.requests["offer-prices/updates"] < 2:
+            await w.cycle()
+            opened.append(w.loop.breaker.is_open())
+            await asyncio.sleep(0.05)
+
+    run_worker(worker, scenario)
+    assert ym.requests["offer-prices/updates"] >= 2, "not applied in time: sent again"
+    assert not any(opened), "an offer late is never the cabinet down"
+    (state, _) = states(engine)[("Z-3/retail", 1)]
+    assert state in WAITING

@@ -827,3 +827,54 @@ def test_a_refused_key_pauses_in_the_marketplaces_words_never_the_sites(ym: YmSi
             said = pause_words(cause.value, answer.detail, lang)
             assert "site" not in said and "сайт" not in said, said
             assert "ym_api_key_file" in said
+
+
+# -- review 32 -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [{"switches": {"read_without_ids": way}} for way in ("page", "refuse")],
+    indirect=True,
+    ids=["paged", "refused"],
+)
+def test_the_health_check_reads_a_named_offer_never_offer_prices_without_offer_ids(
+    ym: YmSimulator,
+) -> None:
+    """Research §3.4 names only "≤ 200 offerIds per call": a read without them (a page of the
+    whole catalogue, or a 400) is never sent; the health check passes either way."""
+    recorder = Recorder()
+    found = run(lambda: target(ym, transport=recorder), lambda t: t.health())
+    assert Verdict.DELIVERED == found.verdict, found.detail
+    reads = [b for p, b in recorder.bodies if p.endswith("/offer-prices")]
+    assert reads and all(b.get("offerIds") for b in reads), reads
+
+
+@pytest.mark.parametrize("ym", [{"switches": {"apply_delay": 100_000}}], indirect=True)
+def test_a_price_not_applied_in_time_is_about_its_offer_and_is_sent_on_its_next_lease(
+    ym: YmSimulator,
+) -> None:
+    """Yandex answered every read well; the offer alone is late: its TEMPORARY is about the
+    item (no breaker, no health check: charged, its receipt replaced). Leased again with its
+    old ``ym-accepted:`` receipt still on it (a release that charged nothing keeps it), it is
+    sent, never read back again until the end of time (review 32 finding 7)."""
+    from dataclasses import replace
+
+    clock = Clock()
+    message = price("SKU-1", 1, "10")
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        (took,) = await t.send([message])
+        clock.now += 601
+        (late,) = await t.send([replace(message, receipt=took.receipt)])
+        (again,) = await t.send([replace(message, receipt=took.receipt)])
+        return [took, late, again]
+
+    took, late, again = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
+    assert (Verdict.TEMPORARY, True, "ym-not-applied") == (
+        late.verdict,
+        late.about_item,
+        late.receipt,
+    )
+    assert Verdict.AWAITING == again.verdict
+    assert 2 == ym.requests["offer-prices/updates"], "sent again, not read back"
