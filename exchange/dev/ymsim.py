@@ -146,6 +146,9 @@ class YmSwitches:
     # before it (``formatdate`` truncates; the worst a whole-second date can be off), so a
     # request at the moment named is still refused.
     until_rounding: str = "up"
+    # Research silent (§3.4: "validation errors name the offending offerId/index inside a
+    # 400"): whether a 400 names "all" the bad offers of the request or the "first" only.
+    errors_named: str = "all"
 
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -157,6 +160,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "error_status": ("ERROR", "OK"),
     "read_without_ids": ("page", "refuse"),
     "until_rounding": ("up", "down"),
+    "errors_named": ("all", "first"),
 }
 
 
@@ -611,7 +615,8 @@ class YmSimulator(LoopbackServer):
                 if self.known(offer_id):  # an unknown offer is never applied (§3.4, §8)
                     self._schedule(offer_id, price)
         if checked.errors:
-            raise ApiError(400, checked.errors)
+            named = checked.errors[:1] if self.switches.errors_named == "first" else checked.errors
+            raise ApiError(400, named)
 
     def read(self, offer_ids: list[str] | None, limit: int, token: int) -> JsonObject:
         """§3.4 getDefaultPrices: the offers asked for that exist, with their price."""

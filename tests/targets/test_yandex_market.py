@@ -878,3 +878,28 @@ def test_a_price_not_applied_in_time_is_about_its_offer_and_is_sent_on_its_next_
     )
     assert Verdict.AWAITING == again.verdict
     assert 2 == ym.requests["offer-prices/updates"], "sent again, not read back"
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [
+        {"switches": {"atomic_400": atomic, "errors_named": "first", "unknown_offer": "reject"}}
+        for atomic in (True, False)
+    ],
+    indirect=True,
+    ids=["all-or-nothing", "partial"],
+)
+def test_an_offer_a_400_names_only_when_the_rest_is_sent_again_is_terminal_at_once(
+    ym: YmSimulator,
+) -> None:
+    """A 400 names its first bad offer only: the resend of the rest names the next one. That
+    offer was never taken (a 400 is most likely all-or-nothing, §3.4; either way Yandex
+    refused it twice): terminal at once, never waiting for a read-back until ym_apply_timeout
+    (review 32 finding 6); the good offer is accepted."""
+    messages = [price("SKU-1", 1, "10"), price("NOSUCH-2", 1, "11"), price("NOSUCH-3", 1, "12")]
+    found = run(lambda: target(ym), lambda t: t.send(messages))
+    assert [Verdict.AWAITING, Verdict.TERMINAL, Verdict.TERMINAL] == verdicts(found), [
+        c.detail for c in found
+    ]
+    assert "NOSUCH-3" in found[2].detail and 400 == found[2].http_status
+    assert 2 == ym.requests["offer-prices"], "one read-back for each refusal, no more"

@@ -505,15 +505,16 @@ class YandexMarketTarget:
     # -- the update ------------------------------------------------------------------------
 
     async def _update(self, items: list[_Item]) -> dict[str, Classification]:
-        """Send the items; a 400 naming offers ends those and sends the rest again. Whether
-        Yandex applied the rest of a refused request is open (research §8: a 400 batch may be
-        all-or-nothing or not), and a price sent twice may be refused as already set (§3.5,
-        open): so an offer named in the first answer is terminal unless the read-back shows it
-        as sent (Yandex holds it already), and one named only when sent again (it passed the
-        first time) waits for its read-back like an accepted one."""
+        """Send the items; a 400 naming offers ends those and sends the rest again. A 400 is
+        most likely all-or-nothing (research §3.4, open in §8), and a price sent twice is most
+        likely answered 200 (§3.5): so an offer a 400 names, in the first answer or only when
+        the rest is sent again (a 400 may name its first bad offer only), was never taken and
+        is terminal at once, unless the read-back shows it as sent (Yandex holds it already,
+        e.g. a repeat refused after a first 400 that applied the rest). Review 32: an offer
+        named only on the resend waited for its read-back the whole ym_apply_timeout."""
         out: dict[str, Classification] = {}
         left = items
-        for round_ in range(RESENDS):
+        for _ in range(RESENDS):
             if not left:
                 break
             offers = [i.offer for i in left]
@@ -531,10 +532,7 @@ class YandexMarketTarget:
                 return out
             except _Rejected as rejected:
                 named = [i for i in left if i.offer in rejected.named]
-                if round_ == 0:
-                    out.update(await self._refused(named, rejected.named))
-                else:
-                    out.update(self._took(named, "named when sent again (it passed before)"))
+                out.update(await self._refused(named, rejected.named))
                 left = [i for i in left if i.offer not in rejected.named]
                 continue
             out.update(self._took(left, "HTTP 200"))
