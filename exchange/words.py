@@ -1246,6 +1246,12 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     ),
     # the site's refusals that pause delivery (exchange/targets/shop_api/answers.py)
     (r"HTTP (?P<s>\d+): the site refused the token", N_("HTTP {s}: the site refused the token")),
+    # Yandex Market's refusal of a read-only Api-Key (targets/yandex_market/answers.py): its
+    # own words kept as they are
+    (
+        r"HTTP 403: (?P<y>.+): the Api-Key's access is read-only",
+        N_("HTTP 403: {y}: the Api-Key's access is read-only"),
+    ),
     # the 1C-Bitrix target's pause when the service's own database did not answer
     (
         r"the latest known prices could not be read: (?P<e>\w+)",

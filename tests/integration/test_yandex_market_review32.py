@@ -137,3 +137,37 @@ def test_a_price_never_shown_is_sent_again_and_never_opens_the_breaker(
     assert not any(opened), "an offer late is never the cabinet down"
     (state, _) = states(engine)[("Z-3/retail", 1)]
     assert state in WAITING
+
+
+def test_a_read_only_key_is_told_where_yandex_market_sets_its_access_once_in_each_language(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    """A read-only Api-Key (research §3.2: 403 on the updates, reads accepted): the pause says
+    where the Yandex Market cabinet sets the key's access, never WooCommerce's or Bitrix's
+    settings, says "read but not write" once, and the Russian words hold no English sentence
+    of the service's own (review 32 finding 5)."""
+    from exchange.domain.pause import PauseCause
+    from exchange.ops.attention import pause_words
+
+    ym.scope = "pricing:read-only"
+    settings = settings_for(db_url, ym, tmp_path, ym_apply_timeout="4")
+    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
+    stage(engine, [row("SKU-1", "retail", 1, "100")])
+
+    async def scenario(w: Worker) -> None:
+        for _ in range(20):
+            await w.cycle()
+            if w.loop.pause_cause is not None and w.loop.write_refused:
+                return
+            await asyncio.sleep(0.02)
+
+    run_worker(worker, scenario)
+    assert PauseCause.YM_READ_ONLY_KEY is worker.loop.pause_cause
+    note = worker.loop.paused_reason or ""
+    ru, en = (pause_words(PauseCause.YM_READ_ONLY_KEY.value, note, lang) for lang in ("ru", "en"))
+    assert "API и модули" in ru and "APIs and modules" in en
+    for said in (ru, en):
+        assert not any(w in said for w in ("WooCommerce", "Bitrix", "Битрикс")), said
+    assert 0 == en.count("read but not write") and 1 == en.count("for reading but not"), en
+    ours = ru.replace("FORBIDDEN Token does not have any of the scopes to access the API method", "")
+    assert "read" not in ours and "Api-Key's" not in ours, ru
