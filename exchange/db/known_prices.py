@@ -64,9 +64,7 @@ class DbKnownPrices:
         self.engine = engine
         self.channel = channel
         self.delivered_only = delivered_only
-        self.states = (
-            (State.DELIVERED.value,) if delivered_only or not in_flight else KNOWN_STATES
-        )
+        self.states = (State.DELIVERED.value,) if delivered_only or not in_flight else KNOWN_STATES
         self.awaiting_receipt = None if delivered_only else awaiting_receipt
 
     def _known(self, table: FromClause) -> ColumnElement[bool]:

@@ -870,7 +870,7 @@ def test_a_price_not_applied_in_time_is_about_its_offer_and_is_sent_on_its_next_
         (again,) = await t.send([replace(message, receipt=took.receipt)])
         return [took, late, again]
 
-    took, late, again = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
+    _, late, again = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
     assert (Verdict.TEMPORARY, True, "ym-not-applied") == (
         late.verdict,
         late.about_item,
