@@ -1,7 +1,8 @@
 """Review 32's Yandex Market findings, a worker against the simulator on SQLite and PostgreSQL:
 a price refused before sending never takes the delivered discount with it (contract 14: the item
-carries the latest version the channel has delivered of each mapped price type), and a price
-Yandex accepted but never showed is sent again, never read back for good."""
+carries the latest version the channel has delivered of each mapped price type; Ozon shares the
+item), a price Yandex accepted but never showed is sent again, never read back for good, and a
+read-only Api-Key is told in Yandex Market's own words."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import Engine, select
 
@@ -172,3 +174,66 @@ def test_a_read_only_key_is_told_where_yandex_market_sets_its_access_once_in_eac
     yandex = "FORBIDDEN Token does not have any of the scopes to access the API method"
     ours = ru.replace(yandex, "")  # Yandex's own words are quoted as they are
     assert "read" not in ours and "Api-Key's" not in ours, ru
+
+
+class _Bodies(httpx.AsyncBaseTransport):
+    """Every request's JSON body, as sent over real HTTP."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.sent: list[tuple[str, Any]] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        self.sent.append((request.url.path, json.loads(body or b"{}")))
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def test_ozon_shares_the_item_a_refused_old_price_never_takes_the_delivered_one_out(
+    db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """The same shared item (exchange/targets/marketplace/items.py) for Ozon: an old price in
+    another currency (refused before sending) beside a new price; the import carries the
+    delivered old price, never an item without it (Ozon keeps the gap rules against it)."""
+    from exchange.dev.ozonsim import OzonSimulator
+    from exchange.dev.testing import drain
+    from exchange.domain.clock import FakeClock
+
+    site = OzonSimulator("836741", "ozon-key", time_scale=0)
+    site.start()
+    key = tmp_path / "ozon.key"
+    key.write_text("ozon-key", encoding="utf-8")
+    settings = fast_settings(
+        db_url,
+        None,
+        target="ozon",
+        ozon_api_url=site.url,
+        ozon_client_id="836741",
+        ozon_api_key_file=str(key),
+        ozon_price_types={"retail": "price", "old": "old_price"},
+    )
+    clock = FakeClock()
+    bodies = _Bodies()
+    worker = bootstrap.worker(settings, engine, clock=clock, transport=bodies, rng=random.Random(3))
+    refused = row("SKU-1", "old", 2, "1300.00")
+    refused["payload"] = refused["payload"].replace('"RUB"', '"USD"')  # type: ignore[union-attr]
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "1000.00"), row("SKU-1", "old", 1, "1200.00")])
+        await drain(w)
+        clock.advance(60)
+        stage(engine, [refused, row("SKU-1", "retail", 2, "1100.00")])
+        await drain(w)
+
+    try:
+        run_worker(worker, scenario)
+    finally:
+        site.stop()
+    imports = [b["prices"] for p, b in bodies.sent if p.endswith("/v1/product/import/prices")]
+    assert 2 == len(imports), imports
+    [item] = imports[1]
+    assert ("1100.00", "1200.00") == (item["price"], item.get("old_price")), item
+    assert ("quarantined", "invalid-for-channel") == states(engine)[("SKU-1/old", 2)]
