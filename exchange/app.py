@@ -255,9 +255,10 @@ def yandex_market_target(
         parallel=settings.ym_parallel,
         apply_timeout=settings.ym_apply_timeout,
         timeout=settings.http_timeout,
-        # What Yandex holds of the other price types: delivered, being sent, withheld, or
-        # accepted and awaiting its read-back (contract 14: never an older one over them).
-        known=DbKnownPrices(engine, channel, awaiting_receipt=ACCEPTED)
+        # What Yandex holds of the other price types: delivered, withheld, or accepted and
+        # awaiting its read-back (contract 14: never an older one over them); one in flight is
+        # this batch's own (one item per SKU in flight), carried as new or refused unsent.
+        known=DbKnownPrices(engine, channel, awaiting_receipt=ACCEPTED, in_flight=False)
         if engine is not None
         else NO_KNOWN_PRICES,
         transport=transport,
@@ -352,7 +353,11 @@ def ozon_target(
         timeout=settings.http_timeout,
         transport=transport,
         verify=settings.site_tls(),
-        known=DbKnownPrices(engine, channel) if engine is not None else NO_KNOWN_PRICES,
+        # In flight is this batch's own (one item per SKU in flight): carried as new, or
+        # refused unsent, when the item carries the version delivered before it.
+        known=DbKnownPrices(engine, channel, in_flight=False)
+        if engine is not None
+        else NO_KNOWN_PRICES,
         delivered=DbKnownPrices(engine, channel, delivered_only=True)
         if engine is not None
         else NO_KNOWN_PRICES,

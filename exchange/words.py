@@ -1295,6 +1295,12 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"HTTP 401 (?P<w>.*): Wildberries refused the token",
         N_("HTTP 401 {w}: Wildberries refused the token"),
     ),
+    # Yandex Market's refusal of a read-only Api-Key (targets/yandex_market/answers.py): its
+    # own words kept as they are
+    (
+        r"HTTP 403: (?P<y>.+): the Api-Key's access is read-only",
+        N_("HTTP 403: {y}: the Api-Key's access is read-only"),
+    ),
     # the 1C-Bitrix target's pause when the service's own database did not answer
     (
         r"the latest known prices could not be read: (?P<e>\w+)",

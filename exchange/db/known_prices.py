@@ -45,6 +45,7 @@ class DbKnownPrices:
         *,
         delivered_only: bool = False,
         awaiting_receipt: str | None = None,
+        in_flight: bool = True,
     ) -> None:
         """``delivered_only``: the latest version delivered, not one being delivered, and only
         while what the marketplace holds is known (a price equal to it is not sent again,
@@ -52,11 +53,18 @@ class DbKnownPrices:
         cut off, in flight at a crash, a timeout, then superseded: its claim charged an
         attempt that its answer did not give back) leaves that price out, as not known.
         ``awaiting_receipt``: the channel took a version withheld, or delayed with a receipt
-        beginning with this (accepted, its read-back awaited): those are known too."""
+        beginning with this (accepted, its read-back awaited): those are known too.
+        ``in_flight`` False: a version being delivered (``in_progress``) is not known. A
+        marketplace channel (contract 14) has at most one item per SKU in flight, so every
+        version of the SKU in flight there is in the batch asking: the batch carries each as
+        new, or refuses it before sending (``invalid-for-channel``), and a refused one is not
+        what the marketplace holds: the item carries the version delivered before it (review
+        32: a discount base with kopecks beside a new price sent the price without any
+        discount base, and Yandex dropped the discount)."""
         self.engine = engine
         self.channel = channel
         self.delivered_only = delivered_only
-        self.states = (State.DELIVERED.value,) if delivered_only else KNOWN_STATES
+        self.states = (State.DELIVERED.value,) if delivered_only or not in_flight else KNOWN_STATES
         self.awaiting_receipt = None if delivered_only else awaiting_receipt
 
     def _known(self, table: FromClause) -> ColumnElement[bool]:

@@ -88,10 +88,12 @@ READ_SCOPES = WRITE_SCOPES | {"pricing:read-only", "all-methods:read-only"}
 JsonObject = dict[str, Any]
 
 
-def rfc822(moment: float) -> str:
+def rfc822(moment: float, rounding: str = "up") -> str:
     """§3.3: ``X-RateLimit-Resource-Until`` as an RFC 822 date (``Thu, 10 Jul 2018 00:42:42
-    GMT``), whole seconds, rounded up: the resource is usable only after it."""
-    return email.utils.formatdate(math.ceil(moment), usegmt=True)
+    GMT``), whole seconds, rounded up (the resource is usable only after it) or down (the
+    switch ``until_rounding``: the research does not say which Yandex writes)."""
+    whole = math.ceil(moment) if rounding == "up" else math.ceil(moment) - 1
+    return email.utils.formatdate(whole, usegmt=True)
 
 
 def iso(moment: float) -> str:
@@ -135,6 +137,18 @@ class YmSwitches:
     # §3.4 "the published examples show "status":"OK" inside 4xx bodies": what an error body's
     # ``status`` says, "ERROR" or "OK".
     error_status: str = "ERROR"
+    # Research silent (§3.4 names only "≤ 200 offerIds per call"): a read-back without
+    # ``offerIds``: "page" (a page of the whole catalogue, ``limit``/``page_token``) or
+    # "refuse" (400, as a fake written from the research answered it in review 32).
+    read_without_ids: str = "page"
+    # §3.3 "RFC 822 date", whole seconds: whether ``X-RateLimit-Resource-Until`` names the
+    # window's end rounded "up" (usable from the moment named) or "down": the whole second
+    # before it (``formatdate`` truncates; the worst a whole-second date can be off), so a
+    # request at the moment named is still refused.
+    until_rounding: str = "up"
+    # Research silent (§3.4: "validation errors name the offending offerId/index inside a
+    # 400"): whether a 400 names "all" the bad offers of the request or the "first" only.
+    errors_named: str = "all"
 
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -144,6 +158,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "overdraft": ("refuse", "overdraft"),
     "discount_error_by": ("offerId", "index"),
     "error_status": ("ERROR", "OK"),
+    "read_without_ids": ("page", "refuse"),
+    "until_rounding": ("up", "down"),
+    "errors_named": ("all", "first"),
 }
 
 
@@ -411,8 +428,11 @@ class Budget:
     """§3.3: a method's resource, ``limit`` offers a window of one simulated minute; windows are
     aligned on the epoch (a calendar minute at scale 1; the research does not say)."""
 
-    def __init__(self, limit: int | None, clock: SimClock) -> None:
+    def __init__(
+        self, limit: int | None, clock: SimClock, switches: YmSwitches | None = None
+    ) -> None:
         self.limit, self.clock = limit, clock
+        self.switches = switches or YmSwitches()
         self._window = -1
         self._used = 0
 
@@ -431,7 +451,7 @@ class Budget:
         return {
             "X-RateLimit-Resource-Limit": str(self.limit),
             "X-RateLimit-Resource-Remaining": str(max(0, self.limit - self._used)),
-            "X-RateLimit-Resource-Until": rfc822(until),
+            "X-RateLimit-Resource-Until": rfc822(until, self.switches.until_rounding),
         }
 
     def take(self, cost: int, overdraft: bool) -> bool:
@@ -474,8 +494,8 @@ class YmSimulator(LoopbackServer):
         self.market_min: dict[str, Decimal] = {}  # §3.4 LOW_PRICE's MIN_PRICE per offer
         self.offers: dict[str, Offer] = {}
         self.budgets = {
-            UPDATE_RESOURCE: Budget(offers_per_minute, self.clock),
-            READ_RESOURCE: Budget(read_offers_per_minute, self.clock),
+            UPDATE_RESOURCE: Budget(offers_per_minute, self.clock, self.switches),
+            READ_RESOURCE: Budget(read_offers_per_minute, self.clock, self.switches),
         }
         self.requests: collections.Counter[str] = collections.Counter()
         self.accepted = 0  # offers accepted with a 200 (or beside a non-atomic 400)
@@ -623,7 +643,8 @@ class YmSimulator(LoopbackServer):
                 if self.known(offer_id):  # an unknown offer is never applied (§3.4, §8)
                     self._schedule(offer_id, price)
         if checked.errors:
-            raise ApiError(400, checked.errors)
+            named = checked.errors[:1] if self.switches.errors_named == "first" else checked.errors
+            raise ApiError(400, named)
 
     def read(self, offer_ids: list[str] | None, limit: int, token: int) -> JsonObject:
         """§3.4 getDefaultPrices: the offers asked for that exist, with their price."""
@@ -883,6 +904,8 @@ class _YmHandler(Handler):
             return {"status": "OK"}
         ids = _offer_ids(items)
         if method == "offer-prices":
+            if ids is None and sim.switches.read_without_ids == "refuse":
+                raise bad_request(f"offerIds size must be between 1 and {MAX_READ}")
             if ids is not None and not 1 <= len(ids) <= MAX_READ:
                 raise bad_request(f"offerIds size must be between 1 and {MAX_READ}")
             return sim.read(ids, limit or MAX_READ, token)

@@ -47,7 +47,20 @@ class PauseCause(StrEnum):
     # where the seller makes a token with the Prices category and write access).
     WB_TOKEN = "wb-token"
     WB_READ_ONLY_TOKEN = "wb-read-only-token"
+    # Yandex Market reads with the Api-Key but refuses its price updates: a read-only access.
+    YM_READ_ONLY_KEY = "ym-read-only-key"
     OTHER = "other"  # a refusal with no words of its own: its answer is shown
+
+
+# A key that reads but may not write, by target: where the key's rights are set is the
+# target's own (review 32: Yandex Market's read-only key was told to see WooCommerce's REST API
+# settings or Bitrix's import right). A target not listed: READ_ONLY_KEY (WooCommerce, Bitrix).
+READ_ONLY_BY_TARGET: dict[str, PauseCause] = {
+    "yandex-market": PauseCause.YM_READ_ONLY_KEY,
+}
+# What the worker's pause says of such a key, around the write's refusal (worker/loop.py); the
+# cause's words say it themselves, so the words quote the refusal alone (ops/attention.py).
+READ_ONLY_NOTE = "the key may read but not write"
 
 
 def pause_cause(target: str, answer: Classification, *, write_refused: bool) -> PauseCause:
@@ -57,7 +70,7 @@ def pause_cause(target: str, answer: Classification, *, write_refused: bool) -> 
     if target == "wildberries" and answer.error_class == WB_TOKEN_REFUSED:
         return PauseCause.WB_TOKEN
     if write_refused:
-        return PauseCause.READ_ONLY_KEY
+        return READ_ONLY_BY_TARGET.get(target, PauseCause.READ_ONLY_KEY)
     if answer.error_class == KNOWN_PRICES_UNREAD:
         return PauseCause.KNOWN_PRICES
     if answer.error_class == TLS_ERROR:

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, func, not_, select
 from exchange.db.on_channels import Channel, channel_ids, on
 from exchange.db.schema import cml_exchanges, deliveries, messages, staging
 from exchange.domain.clock import local_time
-from exchange.domain.pause import PauseCause
+from exchange.domain.pause import READ_ONLY_NOTE, PauseCause
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import State
 from exchange.i18n import N_, Lang, _, ngettext
@@ -299,11 +299,22 @@ def pause_words(cause: str, answer: str, lang: str = "en", *, channel: str | Non
         own_cause = cause if cause in PAUSE_WORDS else PauseCause.OTHER.value
         if own_cause in CHANNEL_PAUSE_WORDS:
             words = _(CHANNEL_PAUSE_WORDS[own_cause], said).replace("{channel}", channel)
+    answer = _refusal_inside(answer)
     own = said_once(words, inside_words(answer, said) if answer else "")
     sentence = words.format(answer=own) if own else words.replace(" ({answer})", "")
     if channel is None or words.startswith(channel) or channel in words:
         return sentence
     return _("{channel}: {said}", said).format(channel=channel, said=sentence)
+
+
+def _refusal_inside(answer: str) -> str:
+    """The write's refusal inside the worker's note of a key that reads but may not write
+    (``the key may read but not write (…)``): the cause's words say that themselves, in the
+    reader's language (review 32: it was said twice, the second time in English)."""
+    opening = f"{READ_ONLY_NOTE} ("
+    if answer.startswith(opening) and answer.endswith(")"):
+        return answer[len(opening) : -1]
+    return answer
 
 
 def said_once(words: str, answer: str) -> str:
@@ -347,6 +358,25 @@ PAUSE_WORDS: dict[str, tuple[str, str]] = {
         "Delivery paused: the key may read but not write ({answer}). The shop's "
         "administrator gives the key Read/Write (WooCommerce → Settings → Advanced → REST "
         "API) or the exchange's user the right to import (Bitrix). One write is tried every "
+        "EXCHANGE_RETRY_MAX_DELAY; once mended, exchange resume goes on at once",
+    ),
+    # Where Yandex Market sets an Api-Key's access (its guide "Создание и использование
+    # API-Key-токена", research §3.2 YM-AUTH; the access names of "Доступы к методам по
+    # Api-Key"): the cabinet's owner or manager edits the key, no new key needed.
+    PauseCause.YM_READ_ONLY_KEY.value: (
+        "Доставка остановлена: Яндекс Маркет принимает ключ Api-Key для чтения, но не для "
+        "изменения цен ({answer}). Владелец или менеджер кабинета продавца даёт ключу доступ "
+        "«Управление ценами» (pricing) или «Полное управление кабинетом» (all-methods): "
+        "кабинет продавца на Маркете → значок аккаунта → Настройки → API и модули → Токены "
+        "авторизации → ⋯ рядом с ключом → Редактировать (изменение действует в течение 10 "
+        "минут); ключ в ym_api_key_file менять не нужно. Одна запись пробуется раз в "
+        "EXCHANGE_RETRY_MAX_DELAY; после исправления можно выполнить exchange resume",
+        "Delivery paused: Yandex Market accepts the Api-Key for reading but not for changing "
+        "prices ({answer}). The owner or a manager of the seller's cabinet gives the key the "
+        "«Manage prices» (pricing) or «Full account management» (all-methods) access: the "
+        "seller's cabinet on the Market → the account icon → Settings → APIs and modules → "
+        "Authorization tokens → ⋯ beside the key → Edit (a change takes effect within 10 "
+        "minutes); the key in ym_api_key_file stays as it is. One write is tried every "
         "EXCHANGE_RETRY_MAX_DELAY; once mended, exchange resume goes on at once",
     ),
     PauseCause.BITRIX_LOGIN.value: (

@@ -51,7 +51,7 @@ from exchange.delivery.probe import PROBE_TURN, ProbeTurn
 from exchange.domain.breaker import BreakerState, CircuitBreaker
 from exchange.domain.clock import Clock, Monotonic
 from exchange.domain.pace import Cause, Pace
-from exchange.domain.pause import PauseCause, pause_cause
+from exchange.domain.pause import READ_ONLY_NOTE, PauseCause, pause_cause
 from exchange.domain.retry import (
     Decision,
     RetryPolicy,
@@ -736,10 +736,11 @@ class DeliveryLoop:
         # permission, a Bitrix user without the right to import). Resuming on this GET is
         # what looped (issue 22).
         self.write_refused = True
-        self.pause_cause = self._pause_cause(health)  # the target's own (Wildberries' token)
+        # the target's own cause (Wildberries' token, Yandex Market's read-only key), else
+        # READ_ONLY_KEY (pause.pause_cause); the cause's words quote the refusal inside the note
+        self.pause_cause = self._pause_cause(health)
         self._write_try_at = self.monotonic.now() + self.settings.retry_max_delay
-        if self.pause_cause is PauseCause.READ_ONLY_KEY:  # a target's own words say it already
-            self.paused_reason = f"the key may read but not write ({self.paused_reason})"
+        self.paused_reason = f"{READ_ONLY_NOTE} ({self.paused_reason})"
         self._pause_told = True
         log.error(
             "delivery paused: %s; one write is tried every %s s, or run `exchange resume`",

@@ -582,6 +582,51 @@ def test_switch_error_status(status: str) -> None:
     assert 1 == len(body(response)["errors"])
 
 
+@pytest.mark.parametrize("way", ["page", "refuse"])
+def test_switch_read_without_ids(way: str) -> None:
+    """Research silent (§3.4 says "≤ 200 offerIds per call", not whether they may be left
+    out): a read-back without offerIds is a page of the catalogue, or refused (400)."""
+    ym = YmSimulator(KEY, BUSINESS, switches=YmSwitches(read_without_ids=way, apply_delay=0))
+    with ym:
+        update(ym, offer("A"), offer("B"))
+        response = post(ym, PRICES + "?limit=1", {})
+    if way == "page":
+        assert 200 == response.status_code
+        assert ["A"] == [o["offerId"] for o in body(response)["result"]["offers"]]
+    else:
+        assert 400 == response.status_code
+
+
+@pytest.mark.parametrize("way", ["all", "first"])
+def test_switch_errors_named(way: str) -> None:
+    """Research silent on whether a 400 names every bad offer or the first only."""
+    switches = YmSwitches(errors_named=way, unknown_offer="reject", apply_delay=0)
+    ym = YmSimulator(KEY, BUSINESS, switches=switches)
+    with ym:
+        response = update(ym, offer("A"), offer("NOSUCH-1"), offer("NOSUCH-2"))
+    named = ["NOSUCH-1", "NOSUCH-2"] if way == "all" else ["NOSUCH-1"]
+    assert (400, named) == (response.status_code, [m.split("'")[1] for m in messages(response)])
+
+
+@pytest.mark.parametrize("way", ["up", "down"])
+def test_switch_until_rounding(way: str) -> None:
+    """§3.3: X-RateLimit-Resource-Until is an RFC 822 date, whole seconds: the window's end
+    rounded up (a request at that moment goes), or the second before it (still refused)."""
+    switches = YmSwitches(until_rounding=way, apply_delay=0)
+    ym = YmSimulator(KEY, BUSINESS, clock=still(), offers_per_minute=2, switches=switches)
+    with ym:
+        update(ym, offer("A"), offer("B"))
+        refused = update(ym, offer("C"))
+        until = email.utils.parsedate_to_datetime(refused.headers["X-RateLimit-Resource-Until"])
+        later(ym, until.timestamp() - ym.clock.now())
+        at_until = update(ym, offer("C"))
+        later(ym, 1)
+        after = update(ym, offer("D"))
+    assert 420 == refused.status_code
+    assert (200 if way == "up" else 420) == at_until.status_code
+    assert 200 == after.status_code
+
+
 def test_switches_are_set_by_name_from_the_command_line() -> None:
     switches = YmSwitches()
     set_switch(switches, "atomic_400", "false")

@@ -23,7 +23,7 @@ from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage, Shown
 from exchange.targets.prices import MemoryKnownPrices
 from exchange.targets.yandex_market import answers
-from exchange.targets.yandex_market.pace import OfferBudget, Parallel
+from exchange.targets.yandex_market.pace import PAST_UNTIL, OfferBudget, Parallel
 from exchange.targets.yandex_market.target import YandexMarketTarget, offer_id
 
 KEY = "ym-key"
@@ -309,19 +309,31 @@ def test_a_420_for_the_budget_holds_until_x_ratelimit_resource_until() -> None:
     clock = Clock()
     wall = datetime(2026, 12, 5, 12, tzinfo=UTC)
     budget = OfferBudget(1000, monotonic=clock, sleep=clock.sleep, wall=lambda: wall)
-    assert 7.0 == budget.hold_until(wall + timedelta(seconds=7))
-    assert 7.0 == budget.wait(1, clock.now), "nothing goes before the moment Yandex named"
+    held = 7.0 + PAST_UNTIL  # whole seconds: past the moment named, never at it
+    assert held == budget.hold_until(wall + timedelta(seconds=7))
+    assert held == budget.wait(1, clock.now), "nothing goes before the moment Yandex named"
     clock.now += 7
+    assert 0.0 < budget.wait(1, clock.now), "nor at it (its second may be truncated)"
+    clock.now += PAST_UNTIL
     assert 0.0 == budget.wait(1, clock.now)
+    assert PAST_UNTIL == budget.hold_until(wall - timedelta(seconds=1)), "never at once"
 
 
 @pytest.mark.parametrize(
-    "ym", [{"offers_per_minute": 6, "clock": SimClock(60)}], indirect=True, ids=["1s-minute"]
+    "ym",
+    [
+        {"offers_per_minute": 6, "clock": SimClock(60), "switches": {"until_rounding": way}}
+        for way in ("up", "down")
+    ],
+    indirect=True,
+    ids=["until-rounded-up", "until-rounded-down"],
 )
 def test_a_420_for_the_budget_waits_and_the_request_goes_again(ym: YmSimulator) -> None:
     """The simulator's minute lasts a second (a clock 60 times faster), its budget 6 offers; the
     target believes in more (another program spends the cabinet's budget): Yandex's 420 is
-    waited out until X-RateLimit-Resource-Until and the same offers go again, accepted."""
+    waited out until past X-RateLimit-Resource-Until (whole seconds, rounded up or down: §3.3
+    does not say) and the same offers go again once, accepted (review 32: at the moment named
+    they were refused three more times within 50 ms)."""
     messages = [price(f"SKU-{n}", 1, "10") for n in range(5)]
 
     async def scenario(t: YandexMarketTarget) -> list[Classification]:
@@ -815,3 +827,79 @@ def test_a_refused_key_pauses_in_the_marketplaces_words_never_the_sites(ym: YmSi
             said = pause_words(cause.value, answer.detail, lang)
             assert "site" not in said and "сайт" not in said, said
             assert "ym_api_key_file" in said
+
+
+# -- review 32 -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [{"switches": {"read_without_ids": way}} for way in ("page", "refuse")],
+    indirect=True,
+    ids=["paged", "refused"],
+)
+def test_the_health_check_reads_a_named_offer_never_offer_prices_without_offer_ids(
+    ym: YmSimulator,
+) -> None:
+    """Research §3.4 names only "≤ 200 offerIds per call": a read without them (a page of the
+    whole catalogue, or a 400) is never sent; the health check passes either way."""
+    recorder = Recorder()
+    found = run(lambda: target(ym, transport=recorder), lambda t: t.health())
+    assert Verdict.DELIVERED == found.verdict, found.detail
+    reads = [b for p, b in recorder.bodies if p.endswith("/offer-prices")]
+    assert reads and all(b.get("offerIds") for b in reads), reads
+
+
+@pytest.mark.parametrize("ym", [{"switches": {"apply_delay": 100_000}}], indirect=True)
+def test_a_price_not_applied_in_time_is_about_its_offer_and_is_sent_on_its_next_lease(
+    ym: YmSimulator,
+) -> None:
+    """Yandex answered every read well; the offer alone is late: its TEMPORARY is about the
+    item (no breaker, no health check: charged, its receipt replaced). Leased again with its
+    old ``ym-accepted:`` receipt still on it (a release that charged nothing keeps it), it is
+    sent, never read back again until the end of time (review 32 finding 7)."""
+    from dataclasses import replace
+
+    clock = Clock()
+    message = price("SKU-1", 1, "10")
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        (took,) = await t.send([message])
+        clock.now += 601
+        (late,) = await t.send([replace(message, receipt=took.receipt)])
+        (again,) = await t.send([replace(message, receipt=took.receipt)])
+        return [took, late, again]
+
+    _, late, again = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
+    assert (Verdict.TEMPORARY, True, "ym-not-applied") == (
+        late.verdict,
+        late.about_item,
+        late.receipt,
+    )
+    assert Verdict.AWAITING == again.verdict
+    assert 2 == ym.requests["offer-prices/updates"], "sent again, not read back"
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [
+        {"switches": {"atomic_400": atomic, "errors_named": "first", "unknown_offer": "reject"}}
+        for atomic in (True, False)
+    ],
+    indirect=True,
+    ids=["all-or-nothing", "partial"],
+)
+def test_an_offer_a_400_names_only_when_the_rest_is_sent_again_is_terminal_at_once(
+    ym: YmSimulator,
+) -> None:
+    """A 400 names its first bad offer only: the resend of the rest names the next one. That
+    offer was never taken (a 400 is most likely all-or-nothing, §3.4; either way Yandex
+    refused it twice): terminal at once, never waiting for a read-back until ym_apply_timeout
+    (review 32 finding 6); the good offer is accepted."""
+    messages = [price("SKU-1", 1, "10"), price("NOSUCH-2", 1, "11"), price("NOSUCH-3", 1, "12")]
+    found = run(lambda: target(ym), lambda t: t.send(messages))
+    assert [Verdict.AWAITING, Verdict.TERMINAL, Verdict.TERMINAL] == verdicts(found), [
+        c.detail for c in found
+    ]
+    assert "NOSUCH-3" in found[2].detail and 400 == found[2].http_status
+    assert 2 == ym.requests["offer-prices"], "one read-back for each refusal, no more"

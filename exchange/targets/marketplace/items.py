@@ -10,7 +10,10 @@ Before an item is sent, each price is checked as the marketplace takes it: the c
 currency, the field's money (``money.Money``: no silent rounding), the marketplace's own price
 rules (a target's ``rule``), and under ``sku_source = article`` the offer's article. A message
 that fails is ``invalid-for-channel`` (terminal, with the rule in words); the others of its SKU
-are sent without it, with the known price of its type in its place.
+are sent without it, with the known price of its type in its place: the version delivered
+before it, since the marketplace channels' ``KnownPrices`` leave out what is in flight, which
+is this batch's own (``exchange.db.known_prices``, ``in_flight``; review 32: the refused
+version was the one known, and the item went without a discount Yandex then dropped).
 """
 
 from __future__ import annotations

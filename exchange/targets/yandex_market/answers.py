@@ -147,8 +147,9 @@ def whole(response: httpx.Response) -> Classification:
             Verdict.PAUSE,
             f"{said}: "
             + (
-                "the Api-Key may not change prices: give it the «Pricing» (pricing) or «All "
-                "methods» access, not a read-only one"
+                # The advice is the pause's words (ops/attention.py), in the reader's
+                # language: this detail is said inside them.
+                "the Api-Key's access is read-only"
                 if scope
                 else "Yandex Market refuses this key for this business (ym_business_id): check "
                 "the cabinet's id and that its API is enabled"

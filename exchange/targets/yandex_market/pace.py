@@ -13,7 +13,8 @@ The worker's own pace counts requests and learns 429s; Yandex answers 420 and sa
   budget is spread over the minute instead of spent in its first second, which is what a
   simulator whose minute is scaled down to a second can take too;
   a 420 for the budget (another program on the same cabinet, a restart within the minute)
-  holds every request until the moment Yandex names. Waiters go in turn (a lock).
+  holds every request until past the moment Yandex names (``PAST_UNTIL``: whole seconds).
+  Waiters go in turn (a lock).
 - ``Parallel``: at most ``limit`` requests at once; a 420 for parallel requests lowers the
   limit by one (never below one), for as long as the process runs.
 
@@ -33,6 +34,11 @@ log = logging.getLogger(__name__)
 
 WINDOW = 60.0  # seconds: "10 000 товаров в минуту" (§3.3)
 LONGEST_HOLD = 120.0  # seconds: a Resource-Until further away than this is not believed whole
+# Seconds waited past Resource-Until: an RFC 822 date has whole seconds, so the window may end
+# up to a second after the moment named (a date truncated), and the clocks differ a little;
+# a request at the moment named was refused again, three times within 50 ms (review 32), and
+# each refusal costs the budget too (§3.3: 4xx decrement the resource).
+PAST_UNTIL = 1.25
 
 
 class OfferBudget:
@@ -90,11 +96,14 @@ class OfferBudget:
 
     def hold_until(self, moment: datetime | None) -> float:
         """A 420 for the budget: nothing goes before ``moment`` (Yandex's
-        ``X-RateLimit-Resource-Until``; None: a whole window). Returns the seconds held."""
+        ``X-RateLimit-Resource-Until``) and ``PAST_UNTIL`` after it (its whole seconds
+        rounded up: never at the moment named, never at once); None: a whole window. Returns
+        the seconds held."""
         if moment is None:
             seconds = WINDOW
         else:
-            seconds = min(LONGEST_HOLD, max(0.0, (moment - self._wall()).total_seconds()))
+            left = max(0.0, (moment - self._wall()).total_seconds())
+            seconds = min(LONGEST_HOLD, left + PAST_UNTIL)
         self._held_until = max(self._held_until, self._monotonic() + seconds)
         return seconds
 

@@ -100,6 +100,9 @@ RESENDS = 3  # rounds of "a 400 named some offers: the rest sent again"
 ACCEPTED = "ym-accepted:"
 # The receipt of a delivery not applied in time: its next attempt sends, never reads back.
 NOT_APPLIED = "ym-not-applied"
+# The offer the health check reads back: any name will do (an offer Yandex does not know is
+# left out of the read-back, §3.4); never none, which reads a page of the whole catalogue.
+HEALTH_OFFER = "exchange-health-check"
 
 
 def offer_id(sku: str) -> str:
@@ -230,6 +233,9 @@ class YandexMarketTarget:
         self._monotonic = monotonic
         self._now = now
         self._accepted: dict[str, _Accepted] = {}
+        # Messages found not applied in time: sent on their next lease, whatever their receipt
+        # still says (a release that charged nothing, e.g. a probe, keeps ``ym-accepted:``).
+        self._not_applied: set[str] = set()
         self._pacer: Pacer = UNPACED
         self._http = http_client(
             base_url=f"{self.url}/v2/businesses/{business_id}",
@@ -310,6 +316,8 @@ class YandexMarketTarget:
         known = self._accepted.get(message.message_id)
         if known is not None:
             return known
+        if message.message_id in self._not_applied:
+            return None
         read = _from_receipt(message.receipt)
         if read is None:
             return None
@@ -338,9 +346,15 @@ class YandexMarketTarget:
         return _Item(offer, item.sku, fields, list(item.carried))
 
     async def health(self) -> Classification:
-        """A read of one offer's price (no effect): the key is accepted."""
+        """A read of one offer's price (no effect): the key is accepted. The read names its
+        offer (``HEALTH_OFFER``; one Yandex does not know is left out of the answer, §3.4):
+        without ``offerIds`` the method's answer is a page of the whole catalogue, and a
+        simulator written from the research refused it (review 32: the probe's 400 kept the
+        breaker open for good)."""
         try:
-            await self._call("offer-prices", {}, cost=1, budget=self.read_budget, query="limit=1")
+            await self._call(
+                "offer-prices", {"offerIds": [HEALTH_OFFER]}, cost=1, budget=self.read_budget
+            )
         except _Whole as whole:
             return whole.classification
         return Classification(Verdict.DELIVERED, "HTTP 200", http_status=200)
@@ -491,15 +505,16 @@ class YandexMarketTarget:
     # -- the update ------------------------------------------------------------------------
 
     async def _update(self, items: list[_Item]) -> dict[str, Classification]:
-        """Send the items; a 400 naming offers ends those and sends the rest again. Whether
-        Yandex applied the rest of a refused request is open (research §8: a 400 batch may be
-        all-or-nothing or not), and a price sent twice may be refused as already set (§3.5,
-        open): so an offer named in the first answer is terminal unless the read-back shows it
-        as sent (Yandex holds it already), and one named only when sent again (it passed the
-        first time) waits for its read-back like an accepted one."""
+        """Send the items; a 400 naming offers ends those and sends the rest again. A 400 is
+        most likely all-or-nothing (research §3.4, open in §8), and a price sent twice is most
+        likely answered 200 (§3.5): so an offer a 400 names, in the first answer or only when
+        the rest is sent again (a 400 may name its first bad offer only), was never taken and
+        is terminal at once, unless the read-back shows it as sent (Yandex holds it already,
+        e.g. a repeat refused after a first 400 that applied the rest). Review 32: an offer
+        named only on the resend waited for its read-back the whole ym_apply_timeout."""
         out: dict[str, Classification] = {}
         left = items
-        for round_ in range(RESENDS):
+        for _ in range(RESENDS):
             if not left:
                 break
             offers = [i.offer for i in left]
@@ -517,10 +532,7 @@ class YandexMarketTarget:
                 return out
             except _Rejected as rejected:
                 named = [i for i in left if i.offer in rejected.named]
-                if round_ == 0:
-                    out.update(await self._refused(named, rejected.named))
-                else:
-                    out.update(self._took(named, "named when sent again (it passed before)"))
+                out.update(await self._refused(named, rejected.named))
                 left = [i for i in left if i.offer not in rejected.named]
                 continue
             out.update(self._took(left, "HTTP 200"))
@@ -544,6 +556,7 @@ class YandexMarketTarget:
         for item in taken:
             receipt = _receipt(item.offer, item.fields, at)
             for m in item.carried:
+                self._not_applied.discard(m.message_id)
                 self._accepted[m.message_id] = _Accepted(item.offer, dict(item.fields), now)
                 taken_ = _accepted(
                     f"{why}: Yandex Market accepted offer {item.offer!r}; read back in {wait:g} s",
@@ -674,6 +687,7 @@ class YandexMarketTarget:
                 )
             elif a.offer in late:
                 self._accepted.pop(m.message_id, None)
+                self._not_applied.add(m.message_id)
                 out[m.message_id] = Classification(
                     Verdict.TEMPORARY,
                     f"Yandex Market accepted offer {a.offer!r} but does not show the price "
@@ -682,6 +696,9 @@ class YandexMarketTarget:
                     http_status=200,
                     error_class="NotApplied",
                     receipt=NOT_APPLIED,
+                    # Yandex answered every read well: this offer alone is late, never a sign
+                    # the cabinet is down (no breaker, no health check, charged).
+                    about_item=True,
                 )
             else:
                 a.reads += 1
