@@ -45,7 +45,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, Self
 
 from rich.console import Console
 
@@ -91,23 +91,36 @@ class Write:
     version: int
 
 
+class Simulator(Protocol):
+    """What the demo asks of a shop's simulator."""
+
+    @property
+    def url(self) -> str: ...
+
+    def start(self) -> object: ...
+
+    def stop(self) -> object: ...
+
+
 class DemoShop(ABC):
     """One shop of the demo: its simulator, its channel in ``EXCHANGE_CHANNELS``, and what it
     applied."""
 
     name: str  # the channel's name
     target: str  # the channel's target
+    sim: Simulator  # started and stopped with the shop
 
     @property
-    @abstractmethod
     def url(self) -> str:
         """Where its simulator listens."""
+        return self.sim.url
 
-    @abstractmethod
-    def __enter__(self) -> DemoShop: ...
+    def __enter__(self) -> Self:
+        self.sim.start()
+        return self
 
-    @abstractmethod
-    def __exit__(self, *exc: object) -> None: ...
+    def __exit__(self, *exc: object) -> None:
+        self.sim.stop()
 
     @abstractmethod
     def channel(self, directory: Path) -> dict[str, Any]:
@@ -156,19 +169,8 @@ class SiteShop(DemoShop):
 
     def __init__(self, name: str = "site") -> None:
         self.name = name
-        self.sim = SiteSimulator(token=self.token, faults=Faults(seed=7), check_versions=False)
+        self.sim: SiteSimulator = SiteSimulator(token=self.token, faults=Faults(seed=7), check_versions=False)
         self.outages: list[tuple[float, float | None]] = []  # (down, back): time.monotonic()
-
-    @property
-    def url(self) -> str:
-        return self.sim.url
-
-    def __enter__(self) -> SiteShop:
-        self.sim.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.sim.stop()
 
     def channel(self, directory: Path) -> dict[str, Any]:
         token = directory / f"{self.name}-token"
@@ -213,18 +215,7 @@ class WooShop(DemoShop):
 
     def __init__(self, name: str = "shop2") -> None:
         self.name = name
-        self.sim = WooSimulator(self.key, self.secret)
-
-    @property
-    def url(self) -> str:
-        return self.sim.url
-
-    def __enter__(self) -> WooShop:
-        self.sim.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.sim.stop()
+        self.sim: WooSimulator = WooSimulator(self.key, self.secret)
 
     def channel(self, directory: Path) -> dict[str, Any]:
         files = {}
@@ -283,18 +274,7 @@ class OzonShop(MarketShop):
 
     def __init__(self, name: str = "ozon") -> None:
         super().__init__(name)
-        self.sim = OzonSimulator(self.client_id, self.key)
-
-    @property
-    def url(self) -> str:
-        return self.sim.url
-
-    def __enter__(self) -> OzonShop:
-        self.sim.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.sim.stop()
+        self.sim: OzonSimulator = OzonSimulator(self.client_id, self.key)
 
     def channel(self, directory: Path) -> dict[str, Any]:
         return {
@@ -341,19 +321,8 @@ class WbShop(MarketShop):
 
     def __init__(self, name: str = "wildberries") -> None:
         super().__init__(name)
-        self.sim = WbSimulator(time_scale=WB_SCALE, switches=WbSwitches())
+        self.sim: WbSimulator = WbSimulator(time_scale=WB_SCALE, switches=WbSwitches())
         self.nm: dict[str, int] = {}
-
-    @property
-    def url(self) -> str:
-        return self.sim.url
-
-    def __enter__(self) -> WbShop:
-        self.sim.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.sim.stop()
 
     def channel(self, directory: Path) -> dict[str, Any]:
         return {
@@ -411,23 +380,12 @@ class YmShop(MarketShop):
 
     def __init__(self, name: str = "yandex-market") -> None:
         super().__init__(name)
-        self.sim = YmSimulator(
+        self.sim: YmSimulator = YmSimulator(
             self.key,
             self.business,
             clock=SimClock(YM_SCALE),
             switches=YmSwitches(apply_delay=YM_APPLY_DELAY),
         )
-
-    @property
-    def url(self) -> str:
-        return self.sim.url
-
-    def __enter__(self) -> YmShop:
-        self.sim.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.sim.stop()
 
     def channel(self, directory: Path) -> dict[str, Any]:
         settings = channel_settings(self.sim, self.secret(directory, "key", self.key))
