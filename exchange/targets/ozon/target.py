@@ -11,9 +11,9 @@ superseded after it may have gone) leaves what Ozon holds unknown, and the next 
 The answers are read by answers.py; the hourly limit per product by hours.py: the 11th update
 of a product within the hour is held (``Verdict.AWAITING``: not charged), and a product Ozon
 refused for it is tried once more an hour later, its newer versions too (the wait is the
-product's, kept across a restart by the refusal's receipt). Every request waits its turn of the
-worker's pace (``pace_with``). ``Client-Id`` and ``Api-Key`` go in headers, the key never in a
-log, an error or a detail.
+product's, kept across a restart by the refusal's receipt). Every request keeps under Ozon's
+requests a second (rate.py) and waits its turn of the worker's pace (``pace_with``).
+``Client-Id`` and ``Api-Key`` go in headers, the key never in a log, an error or a detail.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import asyncio
 import math
 import ssl
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
@@ -46,6 +46,7 @@ from exchange.targets.ozon.hours import (
     refused_at,
     refused_receipt,
 )
+from exchange.targets.ozon.rate import PER_SECOND, RequestRate
 from exchange.targets.prices import NO_KNOWN_PRICES, KnownPrices, read_price
 from exchange.targets.wire import http_client, httpx_failure, paced_request, transport_verdict
 
@@ -141,13 +142,17 @@ class OzonTarget:
         hours: ProductHours | None = None,
         sent: SentTimes = NO_SENT_TIMES,
         max_items: int = MAX_ITEMS,
+        requests_per_second: float | None = PER_SECOND,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         """``known``: the latest price of each price type the channel delivered or is
         delivering (an item carries them); ``delivered``: the latest delivered only (a price
         equal to it is not sent again); ``articles``: under ``sku_source = article``.
         ``clock``: seconds, for the hourly limit (the simulator's scaled clock in tests);
         ``sent``: the sends accepted before this process (the deliveries' history), read once
-        per SKU, so that the count survives a restart."""
+        per SKU, so that the count survives a restart. ``requests_per_second``: Ozon's limit
+        per Client-Id (rate.py), kept by every request (``monotonic``, ``sleep``: its clock)."""
         self.url = url.rstrip("/")
         self.client_id = client_id
         self._key_source = api_key
@@ -176,6 +181,7 @@ class OzonTarget:
             base_url=self.url,
         )
         self._pacer: Pacer = UNPACED
+        self.rate = RequestRate(requests_per_second, monotonic=monotonic, sleep=sleep)
 
     def pace_with(self, pacer: Pacer) -> None:
         self._pacer = pacer
@@ -452,9 +458,16 @@ class OzonTarget:
                 )
             )
         headers = {"Client-Id": self.client_id, "Api-Key": key}
+        slot = self.rate.slot()  # Ozon's requests a second, counted from the answer (rate.py)
         try:
             return await paced_request(
-                self._http, self._pacer, "POST", path, json=body, headers=headers
+                self._http,
+                self._pacer,
+                "POST",
+                path,
+                ready=slot.take,
+                json=body,
+                headers=headers,
             )
         except httpx.TransportError as exc:
             failure = httpx_failure(exc)
@@ -465,6 +478,8 @@ class OzonTarget:
                     failure, step=path, result_unknown=failure.maybe_sent and path == IMPORT_PRICES
                 )
             ) from None
+        finally:
+            slot.done()
 
 
 class _Stop(Exception):
