@@ -84,10 +84,11 @@ REFUSED_GOAL = 0.05
 WINDOWS_GOAL = 20
 OPEN = ("new", "delayed", "in_progress")  # a delivery not ended yet
 # Messages a lease takes (``batch_size``): Ozon's and Wildberries' a whole number of requests
-# (25 of them: the loop's turn between batches is paid once per 25 requests); Yandex Market's
-# the default 100, so that the read-backs of accepted prices (their own budget) go between the
-# updates instead of filling whole batches of their own.
-BATCH = {"ozon": 1000, "wildberries": 1000, "yandex-market": 100}
+# (25 and 50 of them: the loop's turn between batches is paid once per many requests); Yandex
+# Market's one window's budget (two requests of 100), so that the read-backs of accepted
+# prices (their own budget) go between the updates instead of filling whole batches of their
+# own (1,000: 0.70 of the allowed rate; 100: 0.84; 200: 0.95).
+BATCH = {"ozon": 1000, "wildberries": 1000, "yandex-market": 200}
 REFUSALS = frozenset({420, 429})
 OZON_KEY, OZON_CLIENT = "bench-ozon-key", "836741"
 YM_KEY, YM_BUSINESS = "bench-ym-key", 1001
@@ -377,7 +378,10 @@ def wb_sim(sh: Shape, skus: list[str]) -> Any:
     return sim
 
 
-def wb_target(sim: Any, engine: Engine, sh: Shape) -> Target:
+WB_POLL_SHARE = 0.5  # the target's default: polls take at most half the account's rate
+
+
+def wb_target(sim: Any, engine: Engine, sh: Shape, poll_share: float = WB_POLL_SHARE) -> Target:
     from exchange.db.wb_store import DbWbStore
     from exchange.targets.wildberries.budget import Budget
     from exchange.targets.wildberries.target import WildberriesTarget
@@ -390,7 +394,7 @@ def wb_target(sim: Any, engine: Engine, sh: Shape) -> Target:
         DbWbStore(engine, "wildberries"),
         price_types={"retail": "price"},
         # WB's bucket on the simulator's clock: 10 requests a 6 simulated seconds.
-        budget=Budget(requests=sh.requests, period=6.0 / scale, burst=5),
+        budget=Budget(requests=sh.requests, period=6.0 / scale, burst=5, poll_share=poll_share),
         first_poll=3.0 / scale,
         poll_every=5.0 / scale,
         task_timeout=1800.0 / scale,
@@ -444,6 +448,7 @@ def reload_run(
     url: str | None = None,
     extra: dict[str, Any] | None = None,
     windows: int = 25,
+    wb_poll_share: float = WB_POLL_SHARE,
 ) -> dict[str, Any]:
     """One marketplace, one database: ``prices`` staged, delivered at the lowered limits."""
     sh = shape(marketplace, prices, windows)
@@ -465,7 +470,7 @@ def reload_run(
                 target = (
                     ozon_target(sim, engine, sh.items, sh.requests)
                     if marketplace == "ozon"
-                    else wb_target(sim, engine, sh)
+                    else wb_target(sim, engine, sh, wb_poll_share)
                     if marketplace == "wildberries"
                     else ym_target(sim, engine, sh)
                 )
@@ -502,6 +507,7 @@ def reload_run(
         "prices": prices,
         "items_per_request": sh.items,
         "batch_size": settings.batch_size,
+        "wb_poll_share": wb_poll_share if marketplace == "wildberries" else None,
         "clock_scale": sh.scale,
         "window_s": round(sh.window, 4),
         "allowed_rate": round(sh.allowed, 2),
@@ -694,6 +700,7 @@ def measure(
     limit_skus: int = 10,
     windows: int = 25,
     hour_scale: float = HOUR_SCALE,
+    wb_poll_share: float = WB_POLL_SHARE,
 ) -> dict[str, Any]:
     """Every marketplace on every database, then Ozon's hour on each database."""
     rows: list[dict[str, Any]] = []
@@ -704,7 +711,15 @@ def measure(
             url = database_url if kind == "postgresql" else None
             for marketplace in marketplaces:
                 log(f"marketplace-pace: {marketplace} on {kind}, {prices:,} prices")
-                row = reload_run(marketplace, kind, prices, scratch, url, windows=windows)
+                row = reload_run(
+                    marketplace,
+                    kind,
+                    prices,
+                    scratch,
+                    url,
+                    windows=windows,
+                    wb_poll_share=wb_poll_share,
+                )
                 rows.append(row)
                 log(
                     f"marketplace-pace: {marketplace} {kind}: ratio {row.get('ratio')}, "
@@ -726,17 +741,20 @@ def measure(
 
 def table(found: dict[str, Any]) -> str:
     lines = [
-        "| marketplace | database | limit | windows | allowed prices/s | accepted prices/s "
-        "| ratio | requests | refused | quarantined | load before | ok |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| marketplace | database | limit | batch | windows | allowed prices/s "
+        "| accepted prices/s | ratio | requests | refused | price requests' share "
+        "| longest gap (windows) | quarantined | load before | ok |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for row in found["rows"]:
         refused = row.get("refused_share")
         lines.append(
             f"| {row['marketplace']} | {row['database']} | {row['limit']} | "
-            f"{row.get('windows', '—')} | {row['allowed_rate']:g} | "
+            f"{row['batch_size']} | {row.get('windows', '—')} | {row['allowed_rate']:g} | "
             f"{row.get('accepted_rate', '—')} | {row.get('ratio', '—')} | {row['requests']} | "
             f"{row['refused']} ({'—' if refused is None else f'{refused:.1%}'}) | "
+            f"{row.get('price_share_in_send_phase', '—')} | "
+            f"{row.get('longest_gap_windows', '—')} | "
             f"{row['quarantined']} | {' '.join(f'{x:.2f}' for x in row['load_before'])} | "
             f"{'yes' if row['ok'] else 'NO'} |"
         )
@@ -744,12 +762,22 @@ def table(found: dict[str, Any]) -> str:
         lines.append("")
         lines.append(
             f"Ozon's hour ({run['database']}, clock ×{run['clock_scale']:g}, {run['skus']} SKUs × "
-            f"{run['versions']} versions): refusals {run['ozon_refusals_recorded']}, latest price "
-            f"after Ozon's refusal {run['refused_latest_after_refusal_min']} min, after the "
-            f"hour's first send {run['held_latest_after_first_send_min']} min, "
-            f"quarantined {run['states'].get('quarantined', 0)}, ok={run['ok']}"
+            f"{run['versions']} versions, load "
+            f"{' '.join(f'{x:.2f}' for x in run['load_before'])}): "
+            f"Ozon refused {run['ozon_refusals_recorded']} SKUs; the latest price landed "
+            f"{_minutes(run['refused_latest_after_refusal_min'])} min after Ozon's refusal, "
+            f"{_minutes(run['held_latest_after_first_send_min'])} min after the hour's first "
+            f"send (held by the target); quarantined {run['states'].get('quarantined', 0)}; "
+            f"{'held' if run['ok'] else 'FAILED: ' + str(run['checks'])}"
         )
     return "\n".join(lines)
+
+
+def _minutes(spread: dict[str, float] | None) -> str:
+    if spread is None:
+        return "—"
+    low, high = spread["min"], spread["max"]
+    return f"{low:.2f}" if low == high else f"{low:.2f}–{high:.2f}"
 
 
 def write(found: dict[str, Any], out: Path) -> None:
@@ -774,6 +802,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--only", default=",".join(MARKETPLACES))
     parser.add_argument("--no-limit-run", action="store_true", help="skip Ozon's hour")
+    parser.add_argument(
+        "--wb-poll-share",
+        type=float,
+        default=WB_POLL_SHARE,
+        help="the Wildberries target's share of the budget for polls (its default 0.5)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="write the results here")
     args = parser.parse_args(argv)
     chosen = tuple(m.strip() for m in args.only.split(",") if m.strip())
@@ -784,7 +818,14 @@ def main(argv: list[str] | None = None) -> int:
             "yandex-market; --prices at least 50\n",
         )
     databases = ("postgresql",) if args.database_url else tuple(args.database)
-    found = measure(args.prices, chosen, databases, args.database_url, not args.no_limit_run)
+    found = measure(
+        args.prices,
+        chosen,
+        databases,
+        args.database_url,
+        not args.no_limit_run,
+        wb_poll_share=args.wb_poll_share,
+    )
     if args.out is not None:
         write(found, args.out)
     print(table(found))
