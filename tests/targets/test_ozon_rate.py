@@ -36,7 +36,7 @@ def test_at_most_the_rates_requests_in_a_window_then_one_waits_for_the_oldest_to
 
     async def scenario() -> list[float]:
         went = []
-        for n in range(7):
+        for _ in range(7):
             slot = rate.slot()
             await slot.take()
             went.append(clock.now)
