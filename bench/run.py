@@ -41,6 +41,11 @@ Sections (all by default, in this order):
     growth    claim + record per message with --growth-sizes messages done already in the table
               (10,000, 100,000, 1,000,000; bench/growth.py), on both databases: the curve and
               the ratio of the largest to the smallest (goal: at most 1.25x)
+    marketplace-pace
+              issue 32 item 6: Ozon, Wildberries and Yandex Market, each its simulator with its
+              limits lowered (a reload of --marketplace-prices, 5,000, spans about 25 limit
+              windows), on SQLite and PostgreSQL, and Ozon's hour (bench/marketplace_pace.py):
+              accepted prices/s over the allowed rate (goal 0.85), refused requests (goal 5 %)
 
 Every service run starts from a fresh database (SQLite file or a PostgreSQL database created and
 dropped here; admin URL from EXCHANGE_BENCH_PG, default postgresql://postgres@127.0.0.1:5432/
@@ -122,6 +127,7 @@ SECTIONS = (
     "growth",
     "reload",
     "fanout",
+    "marketplace-pace",
 )
 CEILING_CLIENTS = ceiling.CLIENTS
 THREADED_CLIENTS = ("httpx", "aiohttp")
@@ -780,6 +786,24 @@ def brokers_section(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+def marketplace_pace_section(args: argparse.Namespace) -> dict[str, Any]:
+    """bench/marketplace_pace.py (issue 32 item 6): each marketplace's simulator with its limits
+    lowered, ``--marketplace-prices`` prices a reload, on both databases, and Ozon's hour; the
+    table also goes to docs/benchmarks/marketplaces.md."""
+    from bench import marketplace_pace
+
+    found = marketplace_pace.measure(
+        args.marketplace_prices,
+        databases=("sqlite", "postgresql"),
+        limit_skus=2 if args.quick else 10,
+    )
+    log("\n" + marketplace_pace.table(found))
+    marketplace_pace.write(found, args.out)
+    if not all(r["ok"] for r in found["rows"] + found["ozon_hour"]):
+        raise RuntimeError("marketplace-pace: not every price delivered, or Ozon's hour failed")
+    return found
+
+
 def fanout_section(args: argparse.Namespace) -> dict[str, Any]:
     """bench/fanout.py (issue 31 item 9): ``--fanout-prices`` prices to 1, 2 and 4 channels of
     loopback site simulators, CPU and wall per price per channel, each extra channel's cost
@@ -811,6 +835,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--reload-skus", type=int, default=None, help="reload: SKUs (100000)")
     parser.add_argument(
         "--fanout-prices", type=int, default=None, help="fanout: prices per run (100000)"
+    )
+    parser.add_argument(
+        "--marketplace-prices", type=int, default=None, help="marketplace-pace: prices (5000)"
     )
     parser.add_argument("--scale-messages", type=int, default=None, help="scale: prices (20000)")
     parser.add_argument("--scale-latency-ms", type=float, default=20.0, help="scale: the site's")
@@ -850,6 +877,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     defaults["scale_messages"] = (1_000, 20_000)
     defaults["reload_skus"] = (1_000, 100_000)
     defaults["fanout_prices"] = (1_000, 100_000)
+    defaults["marketplace_prices"] = (200, 5_000)
     defaults["growth_sizes"] = ([10_000, 20_000], [10_000, 100_000, 1_000_000])
     defaults["growth_messages"] = (1_000, 10_000)
     defaults["growth_rounds"] = (1, 3)
@@ -874,6 +902,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         "peer_versions",
         "reload_skus",
         "fanout_prices",
+        "marketplace_prices",
         "scale_messages",
         "growth_messages",
         "growth_rounds",
@@ -942,6 +971,7 @@ def main(argv: list[str] | None = None) -> None:
             "peer_versions": args.peer_versions,
             "reload_skus": args.reload_skus,
             "fanout_prices": args.fanout_prices,
+            "marketplace_prices": args.marketplace_prices,
             "scale_messages": args.scale_messages,
             "scale_latency_ms": args.scale_latency_ms,
             "growth_sizes": args.growth_sizes,
@@ -1028,6 +1058,8 @@ def main(argv: list[str] | None = None) -> None:
             section(results, "wake", lambda: wake_section(args))
         if "fanout" in args.sections:
             section(results, "fanout", lambda: fanout_section(args))
+        if "marketplace-pace" in args.sections:
+            section(results, "marketplace-pace", lambda: marketplace_pace_section(args))
     for key in [k for k in results if k.startswith("_")]:
         results.pop(key)  # the appenders' return values (None)
     results["goals"] = report.goals(

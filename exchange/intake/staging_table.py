@@ -42,8 +42,11 @@ CHUNK = 5000
 # a claim after a full reload took 0.7-1.1 s instead of a few ms (measured with python -m
 # bench). SQLite keeps no statistics unless asked: without them the claim read every new
 # message through the state index, 5 ms per batch at 20,000 new messages instead of 0.3 ms
-# through the aggregate index (python -m bench.lease_cost).
-ANALYZE_AFTER = 10_000
+# through the aggregate index (python -m bench.lease_cost). A reload of 5,000 prices stayed
+# under the old 10,000: a marketplace target's known prices (exchange/db/known_prices.py) then
+# took 8-12 s a lookup on PostgreSQL, a nested loop over every delivered row for want of the
+# aggregates' statistics, 24 ms once analyzed (python -m bench.marketplace_pace).
+ANALYZE_AFTER = 1_000
 
 
 def take(

@@ -99,6 +99,24 @@ def nm(sim: WbSimulator, code: str) -> int:
 # -- the vendor code's nmID ----------------------------------------------------------------------
 
 
+def test_the_requests_of_one_batch_at_once_page_the_catalogue_once(sim: WbSimulator) -> None:
+    """Uploads of at most ``max_goods`` goods: a batch's requests go at once, and the first to
+    miss the map rebuilds it while the others wait for that rebuild (each paging the catalogue
+    and writing the map over the others' cost the budget, and PostgreSQL refused the writes)."""
+    target = make(sim, max_goods=2)
+    messages = [price(f"SKU-{n}", 1, f"{900 + n}.00") for n in range(1, 6)]
+    requests = target.requests(messages)
+    assert [len(r) for r in requests] == [2, 2, 1]
+
+    async def scenario(t: WildberriesTarget) -> list[list[Classification]]:
+        return list(await asyncio.gather(*(t.send(r) for r in requests)))
+
+    answers = run(target, scenario)
+    assert {a.verdict for batch in answers for a in batch} == {Verdict.AWAITING}
+    assert sim.requests["/api/v2/list/goods/filter"] == 1, "the catalogue paged once"
+    assert sorted(len(goods) for goods in uploaded(sim)) == [1, 2, 2]
+
+
 def test_nmids_come_from_paging_the_catalogue_and_are_kept(sim: WbSimulator) -> None:
     for n in range(6, 26):
         sim.add_good(f"SKU-{n}", price=1000)

@@ -241,6 +241,17 @@ def test_at_most_500_offers_a_request(ym: YmSimulator) -> None:
     assert {Verdict.AWAITING} == set(verdicts(found))
 
 
+def test_fewer_offers_a_request_where_a_window_cannot_hold_500(ym: YmSimulator) -> None:
+    """``max_offers``: a scaled simulator's minute (a bench's) holds fewer than 500 offers, so
+    the requests are made smaller, and the budget's window holds whole ones (pace.py)."""
+    messages = [price(f"SKU-{n}", 1, "10") for n in range(250)]
+    made = lambda: target(ym, max_offers=100, offers_per_minute=12_000)  # noqa: E731
+    plan = run(made, lambda t: asyncio.sleep(0, t.requests(messages)))
+    assert [100, 100, 50] == [len(r) for r in plan]
+    budget = run(made, lambda t: asyncio.sleep(0, t.budget))
+    assert (budget.window, budget.limit) == (1.0, 200), "a window of a second holds two"
+
+
 @pytest.mark.parametrize(
     "ym",
     [{"switches": {"atomic_400": True}}, {"switches": {"atomic_400": False}}],

@@ -11,11 +11,12 @@ superseded after it may have gone) leaves what Ozon holds unknown, and the next 
 The answers are read by answers.py; the hourly limit per product by hours.py: the 11th update
 of a product within the hour is held (``Verdict.AWAITING``: not charged), and a product Ozon
 refused for it is tried once more an hour later, its newer versions too (the wait is the
-product's, kept across a restart by the refusal's receipt). Every request waits its turn of the
-worker's pace (``pace_with``). "Circle is open" (the method blocked for a few minutes, §1.3)
-holds every item three minutes without a request, not charged. While Ozon refuses the key, the
-health check (the worker's probe in a pause) asks ``/v1/roles`` once every ``probe_every``
-seconds, or at once when the key file changed (§1.3: erroneous requests risk the account).
+product's, kept across a restart by the refusal's receipt). Every request keeps under Ozon's
+requests a second (rate.py) and waits its turn of the worker's pace (``pace_with``). "Circle is
+open" (the method blocked for a few minutes, §1.3) holds every item three minutes without a
+request, not charged. While Ozon refuses the key, the health check (the worker's probe in a
+pause) asks ``/v1/roles`` once every ``probe_every`` seconds, or at once when the key file
+changed (§1.3: erroneous requests risk the account).
 ``Client-Id`` and ``Api-Key`` go in headers, the key never in a log, an error or a detail.
 """
 
@@ -25,7 +26,7 @@ import asyncio
 import math
 import ssl
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
@@ -49,6 +50,7 @@ from exchange.targets.ozon.hours import (
     refused_at,
     refused_receipt,
 )
+from exchange.targets.ozon.rate import PER_SECOND, RequestRate
 from exchange.targets.prices import NO_KNOWN_PRICES, KnownPrices, read_price
 from exchange.targets.wire import http_client, httpx_failure, paced_request, transport_verdict
 
@@ -145,6 +147,9 @@ class OzonTarget:
         sent: SentTimes = NO_SENT_TIMES,
         max_items: int = MAX_ITEMS,
         probe_every: float = 300.0,
+        requests_per_second: float | None = PER_SECOND,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         """``known``: the latest price of each price type the channel delivered or is
         delivering (an item carries them); ``delivered``: the latest delivered only (a price
@@ -153,7 +158,8 @@ class OzonTarget:
         ``sent``: the sends accepted before this process (the deliveries' history), read once
         per SKU, so that the count survives a restart. ``probe_every``: seconds between two
         ``health`` requests while Ozon refuses the key (EXCHANGE_RETRY_MAX_DELAY), unless the
-        key file changed."""
+        key file changed. ``requests_per_second``: Ozon's limit per Client-Id (rate.py), kept
+        by every request (``monotonic``, ``sleep``: its clock)."""
         self.url = url.rstrip("/")
         self.client_id = client_id
         self._key_source = api_key
@@ -186,6 +192,7 @@ class OzonTarget:
         # (asked at, the key asked with, Ozon's answer): the last health refused for the key.
         self._key_refused: tuple[float, str | None, Classification] | None = None
         self._circle_until = -math.inf  # "Circle is open" on the import until then (clock)
+        self.rate = RequestRate(requests_per_second, monotonic=monotonic, sleep=sleep)
 
     def pace_with(self, pacer: Pacer) -> None:
         self._pacer = pacer
@@ -500,9 +507,16 @@ class OzonTarget:
                 )
             )
         headers = {"Client-Id": self.client_id, "Api-Key": key}
+        slot = self.rate.slot()  # Ozon's requests a second, counted from the answer (rate.py)
         try:
             return await paced_request(
-                self._http, self._pacer, "POST", path, json=body, headers=headers
+                self._http,
+                self._pacer,
+                "POST",
+                path,
+                ready=slot.take,
+                json=body,
+                headers=headers,
             )
         except httpx.TransportError as exc:
             failure = httpx_failure(exc)
@@ -513,6 +527,8 @@ class OzonTarget:
                     failure, step=path, result_unknown=failure.maybe_sent and path == IMPORT_PRICES
                 )
             ) from None
+        finally:
+            slot.done()
 
 
 class _Stop(Exception):

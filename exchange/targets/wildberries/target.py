@@ -150,13 +150,15 @@ class WildberriesTarget:
         poll_at_once: bool = False,
         refused_wait: float = 300.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        max_goods: int = MAX_GOODS,
     ) -> None:
         """``first_poll``: seconds from an upload to the first look at its task; ``poll_every``:
         between looks; ``task_timeout``: how long a task WB does not show yet counts as
         pending (research §8: what WB answers meanwhile is unconfirmed), after which the price
         is uploaded again; ``poll_at_once``: look once right after the upload (a test whose
         simulator processes at once); ``refused_wait``: seconds between health checks while WB
-        refuses the same token (the channel's ``retry_max_delay``)."""
+        refuses the same token (the channel's ``retry_max_delay``); ``max_goods``: goods an
+        upload at most (WB's 1,000; fewer for a bench whose limits are lowered)."""
         self.url = url.rstrip("/")
         self._token_source = token
         self._token = self._read_token()
@@ -176,6 +178,7 @@ class WildberriesTarget:
         self.first_poll, self.poll_every = first_poll, poll_every
         self.task_timeout, self.poll_at_once = task_timeout, poll_at_once
         self.clock = clock
+        self.max_goods = max(1, min(max_goods, MAX_GOODS))
         self._http = http_client(
             base_url=self.url,
             timeout=timeout,
@@ -188,6 +191,8 @@ class WildberriesTarget:
         self.refused_wait = refused_wait
         # The token WB refused (401/403) at a health check, when, and its answer.
         self._refused: tuple[str | None, datetime, Classification] | None = None
+        self._rebuild_lock: asyncio.Lock | None = None
+        self._rebuild_loop: asyncio.AbstractEventLoop | None = None
         self.requests_sent = 0
 
     def pace_with(self, pacer: Pacer) -> None:
@@ -213,7 +218,7 @@ class WildberriesTarget:
                 key = (message.kind, message.aggregate)
                 (later if key in seen else now).append(message)
                 seen.add(key)
-            out += items.by_sku(now, MAX_GOODS)
+            out += items.by_sku(now, self.max_goods)
             pending = later
         return out
 
@@ -306,7 +311,8 @@ class WildberriesTarget:
             refused += await self._not_in_catalogue(left_out)
         if refused:
             upload += await self._again(refused, out)
-        for chunk in [upload[i : i + MAX_GOODS] for i in range(0, len(upload), MAX_GOODS)]:
+        step = self.max_goods
+        for chunk in [upload[i : i + step] for i in range(0, len(upload), step)]:
             out.update(await self._upload(chunk))
         return out
 
@@ -760,15 +766,29 @@ class WildberriesTarget:
         known = await asyncio.to_thread(self.store.nm_ids, sorted(vendor_codes))
         if len(known) == len(vendor_codes) and not self._refused_nm:
             return known
-        at = await asyncio.to_thread(self.store.refreshed_at)
-        now = self.clock()
-        due = at is None or now - at >= timedelta(seconds=self.catalogue_refresh)
-        if not (due or self._refused_nm):
-            return known
-        self._refused_nm = False
-        catalogue = await self.catalogue()
-        await asyncio.to_thread(self.store.replace_catalogue, catalogue, now)
-        return {v: catalogue[v] for v in vendor_codes if v in catalogue}
+        # One rebuild at a time: the requests of one batch go at once, and each would page the
+        # whole catalogue (and write the map over the others', which PostgreSQL refuses).
+        async with self._rebuilding():
+            known = await asyncio.to_thread(self.store.nm_ids, sorted(vendor_codes))
+            if len(known) == len(vendor_codes) and not self._refused_nm:
+                return known  # the rebuild this one waited for found them
+            at = await asyncio.to_thread(self.store.refreshed_at)
+            now = self.clock()
+            due = at is None or now - at >= timedelta(seconds=self.catalogue_refresh)
+            if not (due or self._refused_nm):
+                return known
+            self._refused_nm = False
+            catalogue = await self.catalogue()
+            await asyncio.to_thread(self.store.replace_catalogue, catalogue, now)
+            return {v: catalogue[v] for v in vendor_codes if v in catalogue}
+
+    def _rebuilding(self) -> asyncio.Lock:
+        """The catalogue's rebuild lock, made in the running loop (a target outlives the event
+        loop of ``exchange check`` or a test)."""
+        loop = asyncio.get_running_loop()
+        if self._rebuild_lock is None or self._rebuild_loop is not loop:
+            self._rebuild_lock, self._rebuild_loop = asyncio.Lock(), loop
+        return self._rebuild_lock
 
     async def catalogue(self) -> dict[str, int]:
         """Every vendor code's nmID, paging ``/api/v2/list/goods/filter`` within the budget."""
