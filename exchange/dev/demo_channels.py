@@ -169,7 +169,9 @@ class SiteShop(DemoShop):
 
     def __init__(self, name: str = "site") -> None:
         self.name = name
-        self.sim: SiteSimulator = SiteSimulator(token=self.token, faults=Faults(seed=7), check_versions=False)
+        self.sim: SiteSimulator = SiteSimulator(
+            token=self.token, faults=Faults(seed=7), check_versions=False
+        )
         self.outages: list[tuple[float, float | None]] = []  # (down, back): time.monotonic()
 
     def channel(self, directory: Path) -> dict[str, Any]:
