@@ -232,7 +232,7 @@ def yandex_market_target(
     from exchange.db.articles import DbArticles
     from exchange.db.known_prices import DbKnownPrices
     from exchange.targets.marketplace.articles import NO_ARTICLES
-    from exchange.targets.prices import NO_KNOWN_PRICES
+    from exchange.targets.prices import NO_KNOWN_PRICES, NOTHING_WAITING, KnownPrices
     from exchange.targets.yandex_market.target import ACCEPTED, YandexMarketTarget
 
     if settings.ym_business_id is None:
@@ -242,6 +242,11 @@ def yandex_market_target(
             "the yandex-market target needs EXCHANGE_YM_API_KEY or EXCHANGE_YM_API_KEY_FILE"
         )
     channel = settings._channel_name
+    known: KnownPrices = (
+        DbKnownPrices(engine, channel, awaiting_receipt=ACCEPTED, in_flight=False)
+        if engine is not None
+        else NO_KNOWN_PRICES
+    )
     return YandexMarketTarget(
         settings.ym_api_url,
         settings.ym_business_id,
@@ -258,9 +263,9 @@ def yandex_market_target(
         # What Yandex holds of the other price types: delivered, withheld, or accepted and
         # awaiting its read-back (contract 14: never an older one over them); one in flight is
         # this batch's own (one item per SKU in flight), carried as new or refused unsent.
-        known=DbKnownPrices(engine, channel, awaiting_receipt=ACCEPTED, in_flight=False)
-        if engine is not None
-        else NO_KNOWN_PRICES,
+        known=known,
+        # What is still to be given (new, delayed): an offer that cannot go without it waits.
+        waiting=known if isinstance(known, DbKnownPrices) else NOTHING_WAITING,
         transport=transport,
         verify=settings.site_tls(),
     )
@@ -330,7 +335,7 @@ def ozon_target(
     from exchange.targets.marketplace.articles import NO_ARTICLES
     from exchange.targets.ozon.hours import NO_SENT_TIMES
     from exchange.targets.ozon.target import OzonTarget
-    from exchange.targets.prices import NO_KNOWN_PRICES
+    from exchange.targets.prices import NO_KNOWN_PRICES, NOTHING_WAITING, KnownPrices
 
     if not settings.ozon_client_id:
         raise ConfigurationError("the ozon target needs ozon_client_id (EXCHANGE_OZON_CLIENT_ID)")
@@ -342,6 +347,9 @@ def ozon_target(
     # EXCHANGE_CHANNELS's channel by name; the one channel of the one-target settings: None
     # (every channel's, which is that one's).
     channel = settings._channel_name
+    known: KnownPrices = (
+        DbKnownPrices(engine, channel, in_flight=False) if engine is not None else NO_KNOWN_PRICES
+    )
     return OzonTarget(
         settings.ozon_api_url,
         settings.ozon_client_id,
@@ -355,9 +363,9 @@ def ozon_target(
         verify=settings.site_tls(),
         # In flight is this batch's own (one item per SKU in flight): carried as new, or
         # refused unsent, when the item carries the version delivered before it.
-        known=DbKnownPrices(engine, channel, in_flight=False)
-        if engine is not None
-        else NO_KNOWN_PRICES,
+        known=known,
+        # What is still to be given (new, delayed): an item that cannot go without it waits.
+        waiting=known if isinstance(known, DbKnownPrices) else NOTHING_WAITING,
         delivered=DbKnownPrices(engine, channel, delivered_only=True)
         if engine is not None
         else NO_KNOWN_PRICES,

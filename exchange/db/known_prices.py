@@ -15,7 +15,12 @@ A channel that withholds prices or accepts them before it shows them (Yandex Mar
 14) asks for more (``taken``): a version it withholds (``withheld``: it took it, and an older one
 sent over it would replace it) and one waiting for its read-back (delayed, its receipt beginning
 with ``awaiting_receipt``, e.g. ``ym-accepted:``) are what it holds too, after a restart as
-before one."""
+before one.
+
+``waiting`` serves the marketplace targets' ``WaitingPrices`` port (issue 32): the newest
+version of each price type of the SKU still to be given to the channel (new or delayed, and in
+flight unless ``in_flight`` is False: a marketplace channel's in flight is the asking batch's
+own), with when it is due, so that an item that cannot go without it waits for it."""
 
 from __future__ import annotations
 
@@ -27,7 +32,7 @@ from sqlalchemy import ColumnElement, Engine, FromClause, and_, func, or_, selec
 
 from exchange.db.on_channels import Channel, channel_ids, on
 from exchange.db.schema import aggregates, deliveries, messages
-from exchange.domain.prices import DEFAULT_CURRENCY, KnownPrice
+from exchange.domain.prices import DEFAULT_CURRENCY, KnownPrice, WaitingPrice
 from exchange.domain.states import State
 
 CHUNK = 500  # SKUs per SELECT ... IN
@@ -66,6 +71,11 @@ class DbKnownPrices:
         self.delivered_only = delivered_only
         self.states = (State.DELIVERED.value,) if delivered_only or not in_flight else KNOWN_STATES
         self.awaiting_receipt = None if delivered_only else awaiting_receipt
+        self.pending = (
+            (State.NEW.value, State.DELAYED.value, State.IN_PROGRESS.value)
+            if in_flight
+            else (State.NEW.value, State.DELAYED.value)
+        )
 
     def _known(self, table: FromClause) -> ColumnElement[bool]:
         """A delivery of ``table`` whose version the channel holds (or is being given)."""
@@ -145,6 +155,45 @@ class DbKnownPrices:
                     if price is not None:
                         found[(price.sku, price.price_type)] = price
         return list(found.values())
+
+    def waiting(self, skus: Iterable[str]) -> list[WaitingPrice]:
+        """The newest version of each price type of ``skus`` still to be given to the
+        channel (``WaitingPrices``): new or delayed, in flight too unless ``in_flight`` is
+        False."""
+        return _waiting(self, skus)
+
+
+def _waiting(db: DbKnownPrices, skus: Iterable[str]) -> list[WaitingPrice]:
+    wanted = sorted(set(skus))
+    found: dict[tuple[str, str], WaitingPrice] = {}
+    d = deliveries
+    with db.engine.connect() as connection:
+        ids = channel_ids(connection, db.channel)
+        for start in range(0, len(wanted), CHUNK):
+            query = (
+                select(
+                    aggregates.c.sku,
+                    aggregates.c.price_type,
+                    d.c.version,
+                    d.c.next_try_at,
+                    d.c.waiting_since,
+                )
+                .select_from(d.join(aggregates, aggregates.c.id == d.c.aggregate_id))
+                .where(
+                    aggregates.c.kind == "price",
+                    aggregates.c.sku.in_(wanted[start : start + CHUNK]),
+                    on(d.c.channel_id, ids),
+                    d.c.state.in_(db.pending),
+                )
+            )
+            for sku, price_type, version, next_try_at, since in connection.execute(query):
+                if not sku or price_type is None:
+                    continue
+                held = found.get((sku, price_type))
+                if held is None or held.version < int(version):
+                    due = next_try_at if next_try_at is not None else since
+                    found[(sku, price_type)] = WaitingPrice(sku, price_type, int(version), due)
+    return list(found.values())
 
 
 def _price(

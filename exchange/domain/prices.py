@@ -4,6 +4,7 @@ the price it sends (contract 10, the 1C-Bitrix offer's whole set of prices)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 
 # The currency of a price whose payload names none (the price contract's default): what the
@@ -20,3 +21,15 @@ class KnownPrice:
     amount: Decimal
     currency: str
     version: int
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingPrice:
+    """A version of one (SKU, price type) a channel has still to be given: new, delayed (a
+    retry after a refusal, a marketplace's limit) or, where asked, in flight; never one ended
+    (delivered, quarantined, cancelled, withheld)."""
+
+    sku: str
+    price_type: str  # the service's code (``retail``), not the shop's name
+    version: int
+    due: datetime  # when it may be leased again (UTC); a new one's: when it was made

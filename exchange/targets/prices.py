@@ -11,6 +11,7 @@ from typing import Protocol
 
 from exchange.domain.prices import DEFAULT_CURRENCY
 from exchange.domain.prices import KnownPrice as KnownPrice  # the port's value
+from exchange.domain.prices import WaitingPrice as WaitingPrice  # the waiting port's value
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage
@@ -97,3 +98,38 @@ class _NothingKnown:
 
 
 NO_KNOWN_PRICES: KnownPrices = _NothingKnown()  # ``exchange check``: no package is sent
+
+
+class WaitingPrices(Protocol):
+    """The port a marketplace target reads what its channel has still to be given through
+    (contract 14, issue 32): an item whose own prices break the marketplace's rules while
+    another price of its SKU waits (a retry after a 503, Ozon's hourly limit) waits for it,
+    since the rule may hold once both go together, instead of ending ``invalid-for-channel``.
+    ``exchange.app`` hands it ``exchange.db.known_prices``; without a database nothing waits."""
+
+    def waiting(self, skus: Iterable[str]) -> list[WaitingPrice]:
+        """For each of ``skus``, the newest version of each price type still to be given to
+        the channel (none for a price type with nothing waiting)."""
+        ...
+
+
+class MemoryWaitingPrices:
+    """A ``WaitingPrices`` in memory, for tests: ``wait`` what is still to be given."""
+
+    def __init__(self, *waiting: WaitingPrice) -> None:
+        self.prices = list(waiting)
+
+    def wait(self, price: WaitingPrice) -> None:
+        self.prices.append(price)
+
+    def waiting(self, skus: Iterable[str]) -> list[WaitingPrice]:
+        wanted = set(skus)
+        return [p for p in self.prices if p.sku in wanted]
+
+
+class _NothingWaits:
+    def waiting(self, skus: Iterable[str]) -> list[WaitingPrice]:
+        return []
+
+
+NOTHING_WAITING: WaitingPrices = _NothingWaits()

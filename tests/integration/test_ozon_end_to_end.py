@@ -227,3 +227,59 @@ def test_circle_is_open_is_waited_out_minutes_not_retried_every_few_seconds(
     run_worker(worker, scenario)
     assert site.price("SKU-1") == Decimal("300") and site.price("SKU-2") == Decimal("400")
     assert rows(engine)[1] == ("delivered", None, 1), "the circle's wait never charged"
+
+
+def test_an_old_price_claimed_while_its_lowered_price_waits_for_a_retry_lands_with_it(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Issue 32 on Ozon: 1C lowers the price 1000 → 500 and sets old_price 600; the price waits
+    for its retry (refused once) while old_price is claimed alone. Beside the delivered 1000
+    it breaks Ozon's rule (old_price below price), yet a person has nothing to fix: it waits,
+    uncharged, and lands with the new price once that is due."""
+    from sqlalchemy import update
+
+    from exchange.domain.policy import DEFAULT_KINDS
+    from exchange.intake.staging_table import take
+
+    clock = FakeClock()
+    worker = make_worker(db_url, engine, site, clock, tmp_path)
+    old: dict[str, Any] = price_row("SKU-1", 1, "600.00", aggregate="SKU-1/old")
+    old["payload"] = old["payload"].replace('"retail"', '"old"')
+
+    def state(aggregate: str, version: int) -> tuple[str, str | None, int]:
+        with transaction(engine, read_only=True) as connection:
+            s, r, a = connection.execute(
+                select(deliveries.c.state, deliveries.c.reason, deliveries.c.attempts)
+                .join(messages, deliveries.c.message_pk == messages.c.id)
+                .where(messages.c.aggregate == aggregate, messages.c.version == version)
+            ).one()
+        return s, r, a
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [price_row("SKU-1", 1, "1000.00")])
+        await drain(w)
+        assert state("SKU-1", 1)[0] == "delivered"
+        clock.advance(60)
+        stage(engine, [price_row("SKU-1", 2, "500.00"), old])
+        take(engine, None, dict(DEFAULT_KINDS), clock.now())
+        with transaction(engine) as connection:  # the lowered price was refused once
+            pk = connection.execute(
+                select(messages.c.id).where(
+                    messages.c.aggregate == "SKU-1", messages.c.version == 2
+                )
+            ).scalar_one()
+            connection.execute(
+                update(deliveries)
+                .where(deliveries.c.message_pk == pk)
+                .values(state="delayed", attempts=1, next_try_at=clock.now() + timedelta(hours=1))
+            )
+        await cycles(w)
+        assert state("SKU-1/old", 1) == ("delayed", None, 0), "waits, uncharged, not refused"
+        clock.advance(3600)
+        await cycles(w)
+
+    run_worker(worker, scenario)
+
+    assert state("SKU-1", 2)[0] == "delivered" and state("SKU-1/old", 1)[0] == "delivered"
+    product = site.product("SKU-1")
+    assert product is not None and (product.price, product.old_price) == (500, 600)

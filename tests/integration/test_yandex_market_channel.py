@@ -372,12 +372,6 @@ def test_after_a_restart_an_accepted_price_is_carried_in_a_sibling_update_never_
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="found by tests/integration/test_one_installation.py with Yandex Market down: a "
-    "discountBase claimed while its SKU's value waits for a retry is quarantined "
-    "invalid-for-channel, never sent once the value lands (reported, not fixed here)",
-)
 def test_a_discount_base_claimed_while_its_value_waits_for_a_retry_lands_with_it(
     db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
 ) -> None:

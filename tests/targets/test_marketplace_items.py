@@ -258,3 +258,42 @@ def test_known_prices_that_cannot_be_read_send_nothing_and_pause() -> None:
 def test_requests_never_hold_two_messages_of_one_aggregate() -> None:
     groups = by_sku([price("A", "retail", "1", 1), price("A", "retail", "2", 2)], 10)
     assert [[m.version for m in g] for g in groups] == [[1], [2]]
+
+
+def test_an_item_breaking_a_rule_waits_for_a_newer_price_of_its_sku_at_most_most_seconds() -> None:
+    """Issue 32: the wait is until the awaited price is due, at least 1 s (one already due is
+    looked at again, never at once in a loop), at most ``most``; a waiting version no newer
+    than the one the item carries, or of a type the item carries as new, changes nothing."""
+    from datetime import timedelta
+
+    from exchange.domain.prices import WaitingPrice
+
+    def rule(item: Item) -> str | None:
+        return None if "price" in item.prices else "no price"
+
+    now = datetime(2026, 12, 5, 12, tzinfo=UTC)
+    old = [price("A", "old", "1200")]
+
+    def wait(due: timedelta, version: int = 3, most: float = 60.0) -> Classification:
+        pending = [WaitingPrice("A", "retail", version, now + due)]
+        built = build(old, channel(), [], {}, rule, waiting=pending, now=now, most=most)
+        return built.answers["A/old@2"]
+
+    assert (wait(timedelta(seconds=20)).verdict, wait(timedelta(seconds=20)).again_in) == (
+        Verdict.AWAITING,
+        20.0,
+    )
+    assert wait(timedelta(seconds=-5)).again_in == 1.0
+    assert wait(timedelta(hours=1)).again_in == 60.0
+    assert wait(timedelta(hours=1), most=0.4).again_in == 0.4
+    assert wait(timedelta(seconds=20)).reason is None
+    built = build(old, channel(), [], {}, lambda i: "broken")
+    assert built.broken == {"A": "broken"}
+    carried = [WaitingPrice("A", "retail", 3, now)]  # the version the item carries already
+    again = build(
+        old, channel(), [known("A", "retail", "1000", 3)], {}, lambda i: "x", waiting=carried
+    )
+    assert again.answers["A/old@2"].reason == Reason.INVALID_FOR_CHANNEL
+    own = [WaitingPrice("A", "old", 9, now)]  # its own type, carried as new: not awaited
+    mine = build(old, channel(), [], {}, rule, waiting=own, now=now)
+    assert mine.answers["A/old@2"].reason == Reason.INVALID_FOR_CHANNEL

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from random import Random
@@ -21,7 +21,7 @@ from exchange import app
 from exchange.dev.ozonsim import IMPORT_PRICES, ROLES, OzonSimulator
 from exchange.dev.ozonsim import Item as SimItem
 from exchange.domain.pause import PauseCause, pause_cause
-from exchange.domain.prices import KnownPrice
+from exchange.domain.prices import KnownPrice, WaitingPrice
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import RetryPolicy, decide
 from exchange.domain.states import Event
@@ -31,7 +31,7 @@ from exchange.settings import load_settings
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.marketplace.articles import MemoryArticles
 from exchange.targets.ozon.target import OzonTarget
-from exchange.targets.prices import MemoryKnownPrices
+from exchange.targets.prices import MemoryKnownPrices, MemoryWaitingPrices
 
 CLIENT, KEY = "836741", "ozon-key"
 T = TypeVar("T")
@@ -561,3 +561,34 @@ def test_the_rate_limits_retry_after_is_one_second_with_or_without_headers(
 
     _, limited = run(target(ozon), scenario)
     assert (limited.http_status, limited.retry_after) == (429, "1")
+
+
+# -- an old price claimed while its price waits (issue 32) --------------------------------------
+
+
+def test_an_old_price_beside_a_price_waiting_for_its_retry_waits_never_invalid_for_channel(
+    ozon: OzonSimulator,
+) -> None:
+    """Issue 32 on Ozon: 1C lowered the price 1000 → 500 and set old_price 600; the price waits
+    for its retry (a 503, or the hourly limit) while old_price is claimed alone. Beside the
+    delivered price 1000 the old price breaks Ozon's rule (below the price), but the new price
+    makes it right: the old price waits for it (uncharged, until it is due), nothing is sent.
+    With no newer price waiting, the same item is ``invalid-for-channel`` as before."""
+    now = datetime(2026, 12, 5, 12, tzinfo=UTC)
+    known = _known("SKU-1", "retail", "1000.00")  # version 1, delivered
+    old = price("SKU-1", 2, "600.00", price_type="old")
+    newer = WaitingPrice("SKU-1", "retail", 2, now + timedelta(seconds=20))
+
+    (waits,) = deliver(target(ozon, known=known, waiting=MemoryWaitingPrices(newer)), old)
+    assert (waits.verdict, waits.reason) == (Verdict.AWAITING, None), waits
+    assert 0 < (waits.again_in or 0) <= 60.0 and "price" in waits.detail
+    decision = decide(waits, attempt=1, now=now, policy=RetryPolicy(3, 1.0, 60.0), rng=Random(1))
+    assert decision.charged is False
+    assert imports(ozon) == 0, "never sent"
+
+    same = WaitingPrice("SKU-1", "retail", 1, now)  # the known version itself: nothing newer
+    for pending in (MemoryWaitingPrices(), MemoryWaitingPrices(same)):
+        (refused,) = deliver(target(ozon, known=known, waiting=pending), old)
+        assert (refused.verdict, refused.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
+        assert "below price 1000" in refused.detail
+    assert imports(ozon) == 0, "never sent"

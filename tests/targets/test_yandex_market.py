@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -17,11 +19,13 @@ from conformance import price
 
 from exchange.dev.simclock import SimClock
 from exchange.dev.ymsim import YmSimulator, YmSwitches
-from exchange.domain.prices import KnownPrice
+from exchange.domain.prices import KnownPrice, WaitingPrice
 from exchange.domain.reasons import Reason
+from exchange.domain.retry import RetryPolicy, decide
+from exchange.domain.states import State
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage, Shown
-from exchange.targets.prices import MemoryKnownPrices
+from exchange.targets.prices import MemoryKnownPrices, MemoryWaitingPrices
 from exchange.targets.yandex_market import answers
 from exchange.targets.yandex_market.pace import PAST_UNTIL, OfferBudget, Parallel
 from exchange.targets.yandex_market.target import YandexMarketTarget, offer_id
@@ -914,3 +918,64 @@ def test_an_offer_a_400_names_only_when_the_rest_is_sent_again_is_terminal_at_on
     ]
     assert "NOSUCH-3" in found[2].detail and 400 == found[2].http_status
     assert 2 == ym.requests["offer-prices"], "one read-back for each refusal, no more"
+
+
+# -- a companion price whose value waits for its retry (issue 32) -------------------------------
+
+
+@pytest.mark.parametrize(
+    "pending",
+    [
+        [],  # no value staged at all on the channel (or only quarantined, cancelled)
+        [WaitingPrice("SKU-1", "retail", 1, datetime(2026, 12, 5, 12, 0, 30, tzinfo=UTC))],
+    ],
+    ids=["nothing-waits", "an-older-version-waits"],
+)
+def test_a_discount_base_without_a_value_on_the_channel_is_invalid_for_channel(
+    ym: YmSimulator, pending: list[WaitingPrice]
+) -> None:
+    """Terminal as before when no value newer than the one the item carries is still to be
+    given: no value on the channel at all, or (the second case) a discount base not above the
+    known value while the value waiting is that same version, which changes nothing."""
+    known = MemoryKnownPrices()
+    if pending:
+        known.remember(KnownPrice("SKU-1", "retail", Decimal("1000"), "RUB", 1))
+    messages = [price("SKU-1", 2, "900", price_type="old")]
+    now = datetime(2026, 12, 5, 12, tzinfo=UTC)
+    found = run(
+        lambda: target(ym, known=known, waiting=MemoryWaitingPrices(*pending), now=lambda: now),
+        lambda t: send_all(t, messages),
+    )
+    assert [Verdict.TERMINAL] == verdicts(found)
+    assert "invalid-for-channel" == found[0].reason
+    assert 0 == ym.requests["offer-prices/updates"], "never sent"
+
+
+def test_a_discount_base_claimed_while_its_value_waits_for_a_retry_waits_for_it_uncharged(
+    ym: YmSimulator,
+) -> None:
+    """Issue 32: the value (retail) waits 30 s for its retry after a 503; the discount base
+    claimed alone waits for it (``AWAITING``, until the value is due, at most the read-back's
+    longest wait), never ``invalid-for-channel``, and nothing is sent."""
+    now = datetime(2026, 12, 5, 12, tzinfo=UTC)
+    value = WaitingPrice("SKU-1", "retail", 1, now + timedelta(seconds=30))
+    messages = [price("SKU-1", 1, "150", price_type="old")]
+
+    def made(apply_timeout: float) -> YandexMarketTarget:
+        return target(
+            ym,
+            waiting=MemoryWaitingPrices(value),
+            now=lambda: now,
+            apply_timeout=apply_timeout,
+        )
+
+    (soon,) = run(lambda: made(600.0), lambda t: send_all(t, messages))
+    assert (soon.verdict, soon.reason, soon.again_in) == (Verdict.AWAITING, None, 30.0)
+    assert "value" in soon.detail and "no price mapped to value" in soon.detail
+    (capped,) = run(lambda: made(40.0), lambda t: send_all(t, messages))
+    assert (capped.verdict, capped.again_in) == (Verdict.AWAITING, 4.0)  # ym_apply_timeout/10
+    decision = decide(
+        capped, attempt=1, now=now, policy=RetryPolicy(3, 1.0, 60.0), rng=random.Random(1)
+    )
+    assert (decision.to_state, decision.charged) == (State.DELAYED, False)
+    assert 0 == ym.requests["offer-prices/updates"], "never sent"

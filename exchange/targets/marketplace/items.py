@@ -14,6 +14,14 @@ are sent without it, with the known price of its type in its place: the version 
 before it, since the marketplace channels' ``KnownPrices`` leave out what is in flight, which
 is this batch's own (``exchange.db.known_prices``, ``in_flight``; review 32: the refused
 version was the one known, and the item went without a discount Yandex then dropped).
+
+An item that breaks the rules while another price type of its SKU is still to be given to the
+channel (``WaitingPrices``: new or delayed, a version newer than the one the item carries, e.g.
+Yandex Market's ``value`` waiting for its retry after a 503 while its ``discountBase`` is
+claimed alone, or Ozon's ``price`` held by the hourly limit beside a new ``old_price``) is not
+refused: a person has nothing to fix, the rule may hold once both go together. It waits
+(``AWAITING``: not charged) until that price is due, at most ``most`` seconds at a time, and
+goes with it (issue 32). Only when nothing of the kind waits is it ``invalid-for-channel``.
 """
 
 from __future__ import annotations
@@ -22,18 +30,27 @@ import asyncio
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 
 from exchange.domain.pause import KNOWN_PRICES_UNREAD
-from exchange.domain.prices import KnownPrice
+from exchange.domain.prices import KnownPrice, WaitingPrice
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
 from exchange.targets.marketplace.money import Money
-from exchange.targets.prices import NO_KNOWN_PRICES, KnownPrices, read_price
+from exchange.targets.prices import (
+    NO_KNOWN_PRICES,
+    NOTHING_WAITING,
+    KnownPrices,
+    WaitingPrices,
+    read_price,
+)
 
 ARTICLES_UNREAD = "ArticlesUnread"  # error_class: the service's database gave no articles
+AWAITING_PRICE = "AwaitingPrice"  # error_class: an item waits for a price of its SKU (issue 32)
+MOST_WAIT = 60.0  # seconds an item waits for another price of its SKU before it looks again
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +82,7 @@ class Item:
 class Built:
     items: list[Item]
     answers: dict[str, Classification]  # message_id -> why it is not sent (never in an item)
+    broken: dict[str, str] = field(default_factory=dict)  # SKU -> the rule its item broke
 
 
 Rule = Callable[[Item], str | None]
@@ -122,11 +140,21 @@ def build(
     known: Iterable[KnownPrice],
     articles: Mapping[str, str],
     rule: Rule | None = None,
+    *,
+    waiting: Iterable[WaitingPrice] = (),
+    now: datetime | None = None,
+    most: float = MOST_WAIT,
 ) -> Built:
     """The items of ``messages`` (one per SKU, in the order of their first message) and the
     answers of the messages that are not sent. ``known``: the latest known prices of their
-    SKUs; ``articles``: their articles (under ``sku_source = article``)."""
+    SKUs; ``articles``: their articles (under ``sku_source = article``); ``waiting``: the
+    prices of their SKUs still to be given to the channel (an item that breaks ``rule`` waits
+    for a newer one, at most ``most`` seconds from ``now`` at a time, see the module)."""
     answers: dict[str, Classification] = {}
+    broken_by: dict[str, str] = {}
+    pending: dict[str, list[WaitingPrice]] = {}
+    for price_ in waiting:
+        pending.setdefault(price_.sku, []).append(price_)
     items: dict[str, Item] = {}
     for message in messages:
         price = read_price(
@@ -179,10 +207,54 @@ def build(
             item.offer_id = article
         broken = rule(item) if rule is not None else None
         if broken is not None:
-            answers.update(spread(item, invalid(broken)))
+            broken_by[item.sku] = broken
+            awaited = _awaited(item, channel, pending.get(item.sku, ()))
+            if awaited is None:
+                answers.update(spread(item, invalid(broken)))
+            else:
+                answers.update(spread(item, _waits(awaited, channel, broken, now, most)))
             continue
         ready.append(item)
-    return Built(ready, answers)
+    return Built(ready, answers, broken_by)
+
+
+def _awaited(
+    item: Item, channel: Channel, pending: Iterable[WaitingPrice]
+) -> tuple[WaitingPrice, str] | None:
+    """The price of the item's SKU, still to be given to the channel, that the item waits
+    for (the first due): a mapped type the item does not carry as new, a version newer than
+    the one it carries; None: nothing waits, the rule's verdict is final."""
+    found: tuple[WaitingPrice, str] | None = None
+    for price in pending:
+        mapped = channel.price_types.get(price.price_type)
+        if mapped is None or mapped in item.new:
+            continue
+        if price.version <= item.versions.get(mapped, 0):
+            continue
+        if found is None or price.due < found[0].due:
+            found = (price, mapped)
+    return found
+
+
+def _waits(
+    awaited: tuple[WaitingPrice, str],
+    channel: Channel,
+    broken: str,
+    now: datetime | None,
+    most: float,
+) -> Classification:
+    price, mapped = awaited
+    at = now if now is not None else datetime.now(UTC)
+    least = min(1.0, most)
+    wait = max(least, min(most, (price.due - at).total_seconds()))
+    return Classification(
+        Verdict.AWAITING,
+        f"waits for {mapped} (price type {price.price_type!r}, version {price.version}), "
+        f"still to be given to {channel.target}: alone it breaks a rule ({broken}); both go "
+        f"together, looked at again in {wait:g} s, not charged",
+        again_in=wait,
+        error_class=AWAITING_PRICE,
+    )
 
 
 def _fit(channel: Channel, mapped: str, amount: Decimal) -> Decimal | str:
@@ -200,9 +272,13 @@ async def gather(
     known: KnownPrices = NO_KNOWN_PRICES,
     articles: Articles = NO_ARTICLES,
     rule: Rule | None = None,
+    waiting: WaitingPrices = NOTHING_WAITING,
+    now: datetime | None = None,
+    most: float = MOST_WAIT,
 ) -> Built:
     """``build``, with the known prices and the articles read from their ports (in a thread:
-    they reach the database). When either cannot be read, no item is sent: every price
+    they reach the database), and, only when an item breaks ``rule``, the prices of its SKU
+    still waiting (``WaitingPrices``). When any cannot be read, no item is sent: every price
     message waits (``PAUSE``: the service's own database, not the marketplace, is at fault;
     an item half-known would send an older price of another type)."""
     skus = sorted({s for s in (sku_of(m) for m in messages) if s is not None})
@@ -216,7 +292,16 @@ async def gather(
             found = await asyncio.to_thread(articles.of, skus)
         except Exception as exc:
             return _unread(messages, f"the articles could not be read: {type(exc).__name__}")
-    return build(messages, channel, latest, found, rule)
+    built = build(messages, channel, latest, found, rule)
+    if not built.broken:
+        return built
+    try:
+        pending = await asyncio.to_thread(waiting.waiting, sorted(built.broken))
+    except Exception as exc:
+        return _unread(messages, f"the waiting prices could not be read: {type(exc).__name__}")
+    if not pending:
+        return built
+    return build(messages, channel, latest, found, rule, waiting=pending, now=now, most=most)
 
 
 def _unread(messages: Sequence[OutgoingMessage], detail: str) -> Built:

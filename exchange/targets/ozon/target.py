@@ -51,7 +51,13 @@ from exchange.targets.ozon.hours import (
     refused_receipt,
 )
 from exchange.targets.ozon.rate import PER_SECOND, RequestRate
-from exchange.targets.prices import NO_KNOWN_PRICES, KnownPrices, read_price
+from exchange.targets.prices import (
+    NO_KNOWN_PRICES,
+    NOTHING_WAITING,
+    KnownPrices,
+    WaitingPrices,
+    read_price,
+)
 from exchange.targets.wire import http_client, httpx_failure, paced_request, transport_verdict
 
 IMPORT_PRICES = "/v1/product/import/prices"  # research §1.1
@@ -141,6 +147,7 @@ class OzonTarget:
         verify: ssl.SSLContext | None = None,
         known: KnownPrices = NO_KNOWN_PRICES,
         delivered: KnownPrices = NO_KNOWN_PRICES,
+        waiting: WaitingPrices = NOTHING_WAITING,
         articles: Articles = NO_ARTICLES,
         clock: Callable[[], float] = time.time,
         hours: ProductHours | None = None,
@@ -153,7 +160,9 @@ class OzonTarget:
     ) -> None:
         """``known``: the latest price of each price type the channel delivered or is
         delivering (an item carries them); ``delivered``: the latest delivered only (a price
-        equal to it is not sent again); ``articles``: under ``sku_source = article``.
+        equal to it is not sent again); ``waiting``: the prices still to be given to the
+        channel (an item breaking Ozon's rules waits for a newer price of its SKU, issue
+        32); ``articles``: under ``sku_source = article``.
         ``clock``: seconds, for the hourly limit (the simulator's scaled clock in tests);
         ``sent``: the sends accepted before this process (the deliveries' history), read once
         per SKU, so that the count survives a restart. ``probe_every``: seconds between two
@@ -174,6 +183,7 @@ class OzonTarget:
             rounding=rounding,
         )
         self.known, self.delivered, self.articles = known, delivered, articles
+        self.waiting = waiting
         self.clock = clock
         self.hours = hours or ProductHours()
         self.sent = sent
@@ -204,7 +214,12 @@ class OzonTarget:
 
     async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
         built = await gather(
-            messages, self.channel, known=self.known, articles=self.articles, rule=ozon_rule
+            messages,
+            self.channel,
+            known=self.known,
+            articles=self.articles,
+            rule=ozon_rule,
+            waiting=self.waiting,
         )
         answers = dict(built.answers)
         unchanged = await self._unchanged(built.items)

@@ -69,7 +69,14 @@ from exchange.targets.base import (
 from exchange.targets.marketplace import items as shared
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
 from exchange.targets.marketplace.money import Money
-from exchange.targets.prices import NO_KNOWN_PRICES, KnownPrices, MappedPrice, read_price
+from exchange.targets.prices import (
+    NO_KNOWN_PRICES,
+    NOTHING_WAITING,
+    KnownPrices,
+    MappedPrice,
+    WaitingPrices,
+    read_price,
+)
 from exchange.targets.wire import http_client, httpx_failure, transport_verdict
 from exchange.targets.yandex_market import answers
 from exchange.targets.yandex_market.pace import OfferBudget, Parallel
@@ -192,6 +199,7 @@ class YandexMarketTarget:
         apply_timeout: float = 600.0,
         timeout: float = 30.0,
         known: KnownPrices = NO_KNOWN_PRICES,
+        waiting: WaitingPrices = NOTHING_WAITING,
         transport: httpx.AsyncBaseTransport | None = None,
         verify: ssl.SSLContext | None = None,
         monotonic: Callable[[], float] = time.monotonic,
@@ -219,6 +227,7 @@ class YandexMarketTarget:
         self.articles = articles
         self.apply_timeout = apply_timeout
         self.known = known
+        self.waiting = waiting
         self.per_request = max(1, min(MAX_OFFERS, max_offers, offers_per_minute))
         # A read, quarantine list or confirm of at most what a minute takes, too (pace.py: a
         # request larger than the budget would be refused whole, never made smaller).
@@ -294,8 +303,17 @@ class YandexMarketTarget:
             else:
                 to_send += group
         if to_send:
+            # An offer without its value (or breaking a rule) while a price of its SKU waits
+            # for its retry waits for it, looked at again as often as an accepted one is read.
             built = await shared.gather(
-                to_send, self.channel, known=self.known, articles=self.articles, rule=_rule
+                to_send,
+                self.channel,
+                known=self.known,
+                articles=self.articles,
+                rule=_rule,
+                waiting=self.waiting,
+                now=self._now(),
+                most=self._wait(8),
             )
             answers_.update(built.answers)
             # Two SKUs of one offerId (one article, or equal once trimmed) never in one update:
