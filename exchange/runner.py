@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import signal
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -29,18 +28,6 @@ log = logging.getLogger(__name__)
 EXIT_OK = 0
 EXIT_TIMED_OUT = 3
 IDLE_PAUSE_S = 0.05
-
-
-def freeze_startup() -> None:
-    """Leave what start-up built (the modules, the settings, the worker and its channels' loops,
-    SQLAlchemy's cached statements) out of every later garbage collection: collected once, then
-    moved to the permanent generation (``gc.freeze``). A full collection otherwise walks all of
-    it again, every few thousand allocations of delivery: with the channels' code loaded that
-    walk cost 25,000 instructions a delivered message under callgrind, 1.4 % of a single
-    request's (docs/benchmarks/one-channel.md). What delivery creates later is collected as
-    before."""
-    gc.collect()
-    gc.freeze()
 
 
 def run(main: Coroutine[Any, Any, int]) -> int:

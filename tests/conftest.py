@@ -8,7 +8,6 @@ SQLite file, or a PostgreSQL database of the process's pool, reset and proven cl
 
 from __future__ import annotations
 
-import gc
 import multiprocessing.util
 import os
 import subprocess
@@ -135,15 +134,6 @@ def engine(db_url: str) -> Iterator[Engine]:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
-
-
-@pytest.fixture(autouse=True)
-def _thawed_after() -> Iterator[None]:
-    """``exchange run`` in the test's process (the ``cli`` fixture) leaves what was built by then
-    out of later garbage collections (``exchange.runner.freeze_startup``): thawed after each
-    test, so that the suite's own garbage is collected as ever."""
-    yield
-    gc.unfreeze()
 
 
 @pytest.fixture(scope="session", autouse=True)

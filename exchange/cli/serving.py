@@ -108,13 +108,7 @@ def run(
         ),
     ] = None,
 ) -> None:
-    from exchange.runner import (
-        freeze_startup,
-        notify_step,
-        run_forever,
-        run_once,
-        run_until_idle,
-    )
+    from exchange.runner import notify_step, run_forever, run_once, run_until_idle
     from exchange.runner import run as run_event_loop
 
     if once and until_idle:
@@ -145,7 +139,6 @@ def run(
                 await worker.aclose()
 
         with bootstrap.serving(settings, worker, engine):
-            freeze_startup()  # built once, never garbage: no collection walks it again
             code = run_event_loop(main())
         if notifier is not None and (once or until_idle):
             # A scheduled run tells what it leaves behind (at most once per period), before it

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import signal
 import subprocess
 import time
@@ -47,23 +46,6 @@ def test_run_until_idle_delivers_every_staged_row_and_exits_0(
     }
     assert site.applied_versions("financial_posting", "DOC-1") == [1, 2, 3]
     assert_retired(engine)
-
-
-def test_run_leaves_what_start_up_built_out_of_later_garbage_collections(
-    cli: Cli, db_url: str, engine: Engine, site: SiteSimulator
-) -> None:
-    """Issue 31 item 9: what start-up built (modules, settings, the worker) is frozen before
-    delivery (``gc.freeze``), so that no full collection during delivery walks it again; the
-    collector stays on for what delivery creates."""
-    gc.unfreeze()
-    stage(engine, [price_row("SKU-1", 1)])
-
-    result = cli("run", "--once", db=db_url, site=site.url)
-
-    assert result.returncode == 0, describe(result)
-    assert message(engine, "price", "SKU-1", 1)["state"] == "delivered"
-    assert gc.get_freeze_count() > 0
-    assert gc.isenabled()
 
 
 def assert_retired(engine: Engine) -> None:
