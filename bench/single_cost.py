@@ -162,8 +162,9 @@ def one_run(
         "load": [round(x, 2) for x in os.getloadavg()],
         "window_us": window_cpu / count * 1e6,
         "whole_us": cpu / count * 1e6,
-        "site_rate": count / (last - first),
-        "on_cpu": window_cpu / (last - first),
+        # one batch request: its effects share one moment, and the window has no length
+        "site_rate": count / (last - first) if last > first else None,
+        "on_cpu": window_cpu / (last - first) if last > first else None,
         "requests": stats["requests"],
         "instructions": _instructions(out) if callgrind is not None else None,
     }
@@ -242,8 +243,9 @@ def main() -> None:
                     runs.append(run)
                     print(
                         f"{tag:24} ok={run['ok']} window {run['window_us']:6.1f} us/msg  "
-                        f"whole {run['whole_us']:6.1f} us/msg  at site {run['site_rate']:7.0f}/s "
-                        f"on cpu {run['on_cpu']:.2f}  wall {run['wall_s']:.1f} s  "
+                        f"whole {run['whole_us']:6.1f} us/msg  "
+                        f"at site {run['site_rate'] or 0:7.0f}/s on cpu {run['on_cpu'] or 0:.2f}  "
+                        f"wall {run['wall_s']:.1f} s  "
                         f"load {os.getloadavg()[0]:.2f}",
                         flush=True,
                     )
