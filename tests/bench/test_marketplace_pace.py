@@ -12,6 +12,7 @@ import pytest
 from bench import marketplace_pace
 
 
+@pytest.mark.timeout(600)  # Ozon's hour at ×60 is a real minute per database, and three runs
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])
 def test_a_tiny_run_delivers_everything_and_ozons_latest_prices_land(
     database: str, tmp_path: Path
