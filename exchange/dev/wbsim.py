@@ -214,6 +214,14 @@ class Faults:
     deleted_user: bool = False  # 403 Access denied on every request (research §2.2)
     unexpected_result: bool = False  # the upload answers 422 (research §2.1)
     switching_currency: bool = False  # the upload answers 409 (research §2.1)
+    # Goods (nmIDs) a processed task leaves out of its lines WITHOUT applying them. Not a
+    # behaviour the research names (§2.4 lists every good's line; §8 leaves only unchanged
+    # goods in a mixed task open): a fault, so that a target never takes a good's absence
+    # from the lines for "in force" without reading the catalogue back (issue 32).
+    left_out: set[int] = field(default_factory=set)
+    # The catalogue's list answers every good whatever ``filterNmID`` names (§2.1 names the
+    # parameter, not how strictly it filters): a reader must pick the good's own line.
+    filter_ignored: bool = False
 
 
 @dataclass
@@ -503,7 +511,7 @@ class WbSimulator(LoopbackServer):
         limit, offset = page
         goods = sorted(self.goods.values(), key=lambda g: g.nm_id)
         wanted = query.get("filterNmID")
-        if wanted:
+        if wanted and not self.faults.filter_ignored:
             goods = [g for g in goods if str(g.nm_id) == wanted[0]]
         listed = [
             {
@@ -583,6 +591,8 @@ class WbSimulator(LoopbackServer):
         results: list[dict[str, Any]] = []
         for nm_id, price, discount in task.goods:
             good = self.goods.get(nm_id)
+            if nm_id in self.faults.left_out:
+                continue  # fault: not listed, not applied
             if good is None:
                 if self.switches.unknown_in_mixed == "item-error":
                     results.append(_item(nm_id, "", price, discount, "RUB", INVALID_NM))

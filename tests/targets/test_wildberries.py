@@ -360,6 +360,47 @@ def test_an_unchanged_price_in_a_mixed_task_is_delivered(unchanged_in_mixed: str
         sim.stop()
 
 
+@pytest.mark.parametrize("filter_ignored", [False, True])
+def test_a_good_a_task_leaves_out_unapplied_is_uploaded_again_never_delivered(
+    sim: WbSimulator, filter_ignored: bool
+) -> None:
+    """Issue 32: a processed task left nmID 105 out of its lines without applying it, and the
+    target said "in force already" (and did so when the read-back listed another good). Only
+    the catalogue's line of THIS nmID at THIS price is delivered; otherwise charged, uploaded
+    again."""
+    left = nm(sim, "SKU-5")  # the highest nmID: a list ignoring filterNmID shows another first
+    sim.faults.left_out = {left}
+    sim.faults.filter_ignored = filter_ignored
+    store = MemoryWbStore()
+
+    first = send(
+        make(sim, store, poll_at_once=True), price("SKU-5", 1, "1600.00"), price("SKU-1", 1, "900.00")
+    )
+    sim.faults.left_out = set()
+    (again,) = send(make(sim, store, poll_at_once=True), price("SKU-5", 1, "1600.00"))
+
+    assert [Verdict.TEMPORARY, Verdict.DELIVERED] == [a.verdict for a in first], first
+    assert first[0].about_item and "holds 1000" in first[0].detail, first[0].detail
+    assert Verdict.DELIVERED == again.verdict, again
+    assert 1600 == sim.goods[left].price
+    assert 2 == uploads(sim)
+
+
+def test_a_good_a_task_leaves_out_at_this_price_is_delivered(sim: WbSimulator) -> None:
+    """The other reading of research §8: left out because it is unchanged, the catalogue
+    holding this price for this nmID: delivered, not uploaded again."""
+    sim.faults.left_out = {nm(sim, "SKU-5")}
+    sim.faults.filter_ignored = True
+
+    answers = send(
+        make(sim, poll_at_once=True), price("SKU-5", 1, "1000.00"), price("SKU-1", 1, "900.00")
+    )
+
+    assert [Verdict.DELIVERED, Verdict.DELIVERED] == [a.verdict for a in answers], answers
+    assert "holds 1000" in answers[0].detail
+    assert 1 == uploads(sim)
+
+
 def test_208_is_the_same_task_polled_not_a_new_one(sim: WbSimulator) -> None:
     sim.switches.processing_delay = 5.0
     body = {"data": [{"nmID": nm(sim, "SKU-1"), "price": 900}]}

@@ -112,7 +112,7 @@ class _Answer(Exception):
 _PENDING, _LATER, _CANCELLED, _LOST = "pending", "later", "cancelled", "lost"
 REPLAY_WAIT = 60.0  # seconds between uploads while WB's 208 names an ended task
 REPLAY_RECEIPT = "wb-208:"  # the first 208 naming an ended task: wb-208:<task>:<epoch s>
-FEW = 5  # goods a task left out checked one by one (filterNmID); more: the map rebuilt
+FEW = 5  # goods read back one by one (filterNmID); more: from the catalogue's pages
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +298,7 @@ class WildberriesTarget:
                 by_task.setdefault(in_flight[g.nm_id].upload_id, []).append(g)
         upload: list[_Good] = [g for g in goods if g.nm_id not in in_flight]
         refused: list[_Good] = []
-        left_out: list[_Good] = []
+        left_out: list[tuple[_Good, int]] = []
         for upload_id, waiting in by_task.items():
             tasks = [in_flight[g.nm_id] for g in waiting]
             found = await self._poll(
@@ -308,7 +308,7 @@ class WildberriesTarget:
             if found not in (_PENDING, _LATER):
                 await asyncio.to_thread(self.store.drop_tasks, [t.nm_id for t in tasks], upload_id)
         if left_out:
-            refused += await self._not_in_catalogue(left_out)
+            refused += await self._left_out(left_out, out)
         if refused:
             upload += await self._again(refused, out)
         step = self.max_goods
@@ -325,7 +325,7 @@ class WildberriesTarget:
         out: dict[str, Classification],
         upload: list[_Good],
         refused: list[_Good],
-        left_out: list[_Good],
+        left_out: list[tuple[_Good, int]],
     ) -> None:
         """Each good waiting for task ``upload_id``: its delivery's outcome, or (a newer price
         of a good whose task ended) back to the uploads."""
@@ -355,16 +355,10 @@ class WildberriesTarget:
                 assert isinstance(found, _Processed)
                 row = found.rows.get(g.nm_id)
                 if row is None and found.short:
-                    # Left out of the task: unchanged (already set), or an nmID WB does not
-                    # know (research §8): the catalogue says which (``_not_in_catalogue``).
-                    out[g.price.message.message_id] = Classification(
-                        Verdict.DELIVERED,
-                        f"Wildberries left nmID {g.nm_id} out of task {upload_id}: the price "
-                        "is in force already",
-                        http_status=200,
-                        receipt=f"wb-task:{upload_id}",
-                    )
-                    left_out.append(g)
+                    # Left out of the task: unchanged (already set), an nmID WB does not
+                    # know (research §8), or not applied at all: the catalogue's line for
+                    # this nmID says which (``_left_out``).
+                    left_out.append((g, upload_id))
                     continue
                 if row is None or row.get("status") == ITEM_UPDATED:
                     # A task done without errors, or a good updated in a task with some
@@ -381,24 +375,45 @@ class WildberriesTarget:
                     refused.append(g)
                 out[g.price.message.message_id] = said
 
-    async def _not_in_catalogue(self, goods: list[_Good]) -> list[_Good]:
-        """Of the goods a task left out, those whose nmID WB's catalogue does not hold (each
-        asked by ``filterNmID`` when few; more: all of them, for the map's rebuild)."""
-        if len(goods) > FEW:
-            return goods
+    async def _left_out(
+        self, goods: list[tuple[_Good, int]], out: dict[str, Classification]
+    ) -> list[_Good]:
+        """The goods a processed task left out of its lines (with the task's id), judged by
+        WB's catalogue read back (``_held_prices``: the good's own line, by its nmID): holding
+        THIS price, delivered (unchanged, research §8); holding another, not applied: charged
+        (``about_item``, as a cancelled task is) and uploaded again, so that a good WB keeps
+        leaving out ends ``retry-limit`` in these words, never delivered; not listed: returned,
+        for the map's rebuild (an nmID WB does not know)."""
+        held = await self._held_prices({g.nm_id for g, _ in goods})
         gone: list[_Good] = []
-        for g in goods:
-            response = await self._call(
-                "GET",
-                "/api/v2/list/goods/filter",
-                "read",
-                {"limit": "1", "filterNmID": str(g.nm_id)},
-            )
-            body = answers.body(response)
-            data = body.get("data") if isinstance(body, dict) else None
-            listed = data.get("listGoods") if isinstance(data, dict) else None
-            if not listed:
-                gone.append(g)
+        for g, upload_id in goods:
+            message_id = g.price.message.message_id
+            now = held.get(g.nm_id)
+            if now is None:
+                gone.append(g)  # the rebuild decides: unknown-sku, or uploaded under another
+                out[message_id] = Classification(
+                    Verdict.TEMPORARY,
+                    f"Wildberries left nmID {g.nm_id} out of task {upload_id}, and its "
+                    "catalogue does not list it: not applied, uploaded again",
+                    http_status=200,
+                    about_item=True,
+                )
+            elif now == g.price.roubles:
+                out[message_id] = Classification(
+                    Verdict.DELIVERED,
+                    f"Wildberries left nmID {g.nm_id} out of task {upload_id}; its catalogue "
+                    f"holds {now} for it: the price is in force already",
+                    http_status=200,
+                    receipt=f"wb-task:{upload_id}",
+                )
+            else:
+                out[message_id] = Classification(
+                    Verdict.TEMPORARY,
+                    f"Wildberries left nmID {g.nm_id} out of task {upload_id} and holds {now} "
+                    f"for it, not {g.price.roubles}: not applied, uploaded again",
+                    http_status=200,
+                    about_item=True,
+                )
         return gone
 
     async def _again(self, refused: list[_Good], out: dict[str, Classification]) -> list[_Good]:
