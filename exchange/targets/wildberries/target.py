@@ -284,13 +284,15 @@ class WildberriesTarget:
 
     async def _deliver(self, prices: list[_Price]) -> dict[str, Classification]:
         out: dict[str, Classification] = {}
-        nm = await self._nm_ids({p.vendor_code for p in prices})
+        nm, read_at, fresh = await self._nm_ids_read({p.vendor_code for p in prices})
         goods: list[_Good] = []
         for p in prices:
             if p.vendor_code in nm:
                 goods.append(_Good(p, nm[p.vendor_code]))
-            else:
+            elif fresh or read_at is None:
                 out[p.message.message_id] = _unknown_sku(p.vendor_code)
+            else:
+                out[p.message.message_id] = self._until_read_again(p.vendor_code, read_at)
         in_flight = await asyncio.to_thread(self.store.tasks, [g.nm_id for g in goods])
         by_task: dict[int, list[_Good]] = {}
         for g in goods:
@@ -431,6 +433,21 @@ class WildberriesTarget:
                 out.pop(g.price.message.message_id, None)
                 again.append(_Good(g.price, now_nm))
         return again
+
+    def _until_read_again(self, vendor_code: str, read_at: datetime) -> Classification:
+        """A vendor code the map (read ``read_at``) lacks while reading the catalogue again is
+        not allowed yet (``catalogue_refresh``): the card may be newer than that read, so the
+        price waits, uncharged, for the next read, and only then is ``unknown-sku``."""
+        due = read_at + timedelta(seconds=self.catalogue_refresh)
+        wait = (due - self.clock()).total_seconds()
+        return Classification(
+            Verdict.AWAITING,
+            f"Wildberries' catalogue as read at {read_at:%Y-%m-%d %H:%M:%S} UTC has no good with "
+            f"vendor code {vendor_code!r}: it is read again at {due:%H:%M:%S} UTC "
+            "(wb_catalogue_refresh), and the price waits for that read",
+            # Whole seconds, at least one: never due again at once.
+            again_in=float(max(1, math.ceil(wait))),
+        )
 
     def _awaiting(self, upload_id: int, wait: float, *, mine: bool = True) -> Classification:
         detail = (
@@ -778,24 +795,35 @@ class WildberriesTarget:
     # -- the catalogue ---------------------------------------------------------------------
 
     async def _nm_ids(self, vendor_codes: set[str]) -> dict[str, int]:
+        return (await self._nm_ids_read(vendor_codes))[0]
+
+    async def _nm_ids_read(
+        self, vendor_codes: set[str]
+    ) -> tuple[dict[str, int], datetime | None, bool]:
+        """The nmIDs of those of ``vendor_codes`` the map holds, when the map was read from
+        WB's catalogue, and whether that read is this call's (rebuilt now, or while this call
+        waited for the rebuild lock): only such a read makes a missing vendor code
+        ``unknown-sku`` (a card made on WB after an older read is found by the next one)."""
         known = await asyncio.to_thread(self.store.nm_ids, sorted(vendor_codes))
         if len(known) == len(vendor_codes) and not self._refused_nm:
-            return known
+            return known, None, False
+        before = await asyncio.to_thread(self.store.refreshed_at)
         # One rebuild at a time: the requests of one batch go at once, and each would page the
         # whole catalogue (and write the map over the others', which PostgreSQL refuses).
         async with self._rebuilding():
+            at = await asyncio.to_thread(self.store.refreshed_at)
+            fresh = at is not None and at != before  # another rebuilt it while this waited
             known = await asyncio.to_thread(self.store.nm_ids, sorted(vendor_codes))
             if len(known) == len(vendor_codes) and not self._refused_nm:
-                return known  # the rebuild this one waited for found them
-            at = await asyncio.to_thread(self.store.refreshed_at)
+                return known, at, fresh  # the rebuild this one waited for found them
             now = self.clock()
             due = at is None or now - at >= timedelta(seconds=self.catalogue_refresh)
             if not (due or self._refused_nm):
-                return known
+                return known, at, fresh
             self._refused_nm = False
             catalogue = await self.catalogue()
             await asyncio.to_thread(self.store.replace_catalogue, catalogue, now)
-            return {v: catalogue[v] for v in vendor_codes if v in catalogue}
+            return {v: catalogue[v] for v in vendor_codes if v in catalogue}, now, True
 
     def _rebuilding(self) -> asyncio.Lock:
         """The catalogue's rebuild lock, made in the running loop (a target outlives the event
