@@ -339,6 +339,15 @@ class WbSimulator(LoopbackServer):
             good.price, good.discount = held["newPrice"], held["newDiscount"]
             self.applied[nm_id].append(good.price)
 
+    def price_in_cabinet(self, nm_id: int, price: int) -> None:
+        """The seller sets another price in the cabinet (research §2.4: "sending another
+        price/discount via API or in the seller cabinet" releases the quarantine): it takes
+        effect and the good leaves the quarantine."""
+        with self.lock:
+            self.quarantine.pop(nm_id, None)
+            self.goods[nm_id].price = price
+            self.applied[nm_id].append(price)
+
     def cancel(self, upload_id: int) -> None:
         """The task is cancelled before it is processed: status 4 (research §2.4)."""
         with self.lock:

@@ -826,3 +826,18 @@ def test_token_test_accepted_by_the_sandbox(sim: WbSimulator) -> None:
     """research §2.2, §2.7: a Test token (acc 2) is for the sandbox."""
     headers = {"Authorization": sim.token(acc=ACC_TEST)}
     assert 200 == httpx.get(f"{sim.url}{LIST}", params={"limit": 1}, headers=headers).status_code
+
+
+def test_quarantine_left_at_another_price_set_in_the_cabinet(
+    sim: WbSimulator, client: httpx.Client
+) -> None:
+    """research §2.4: another price set in the cabinet releases the quarantine and is in force."""
+    one = nm(sim, "SKU-1")
+    processed(sim, client, task_id(upload(client, {"nmID": one, "price": 300})))
+    assert [one] == [
+        g["nmID"]
+        for g in client.get(QUARANTINE, params={"limit": 10}).json()["data"]["quarantineGoods"]
+    ]
+    sim.price_in_cabinet(one, 700)
+    assert [] == client.get(QUARANTINE, params={"limit": 10}).json()["data"]["quarantineGoods"]
+    assert 700 == listed_price(client, one)

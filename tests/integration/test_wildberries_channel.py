@@ -337,3 +337,34 @@ def test_a_card_made_after_the_catalogue_was_read_is_delivered_after_the_next_re
             .where(messages.c.aggregate == "NEW-1")
         ).scalar_one()
     assert 1 == attempts, "the wait for the catalogue's next read is not charged"
+
+
+def test_a_withheld_price_the_seller_replaced_in_the_cabinet_ends_cancelled_with_words(
+    db_url: str, engine: Engine, wb: WbSimulator
+) -> None:
+    """Issue 32: the good left WB's quarantine at another price (the seller's own, set in the
+    cabinet): the recheck ends the withheld delivery cancelled, superseded, in words that say
+    the channel shows another price, instead of leaving it withheld forever."""
+    worker = make_worker(db_url, engine, wb)
+    sending = worker.loop.target
+    assert isinstance(sending, WildberriesTarget)
+    sending.first_poll = sending.poll_every = 0.2
+    stage(engine, [price_row("SKU-1", 1, "300.00")])
+    run_worker(worker, lambda w: run_until_idle(w, max_seconds=15, poll_interval=0.05))
+    assert {("SKU-1", 1): ("withheld", None)} == states(engine)
+    wb.price_in_cabinet(wb.by_vendor_code("SKU-1").nm_id, 700)  # type: ignore[union-attr]
+    target = make_worker(db_url, engine, wb).loop.target
+
+    async def check() -> list[int]:
+        try:
+            return [await recheck(engine, target, lambda: datetime.now(UTC)) for _ in range(2)]
+        finally:
+            await target.aclose()
+
+    assert [0, 0] == asyncio.run(check())
+    assert {("SKU-1", 1): ("cancelled", "superseded")} == states(engine)
+    with transaction(engine, read_only=True) as connection:
+        said = connection.execute(
+            select(history.c.detail).order_by(history.c.id.desc()).limit(1)
+        ).scalar_one()
+    assert "another price" in said and "never reached buyers" in said

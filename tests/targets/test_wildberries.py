@@ -404,7 +404,9 @@ def test_a_good_a_task_leaves_out_unapplied_is_uploaded_again_never_delivered(
     store = MemoryWbStore()
 
     first = send(
-        make(sim, store, poll_at_once=True), price("SKU-5", 1, "1600.00"), price("SKU-1", 1, "900.00")
+        make(sim, store, poll_at_once=True),
+        price("SKU-5", 1, "1600.00"),
+        price("SKU-1", 1, "900.00"),
     )
     sim.faults.left_out = set()
     (again,) = send(make(sim, store, poll_at_once=True), price("SKU-5", 1, "1600.00"))
@@ -479,6 +481,25 @@ def test_a_withheld_price_left_by_a_newer_price_is_not_shown_live(sim: WbSimulat
     (shown,) = run(make(sim, store), lambda t: t.withheld_shown([message]))
 
     assert Shown.UNKNOWN == shown, "superseded by the newer version delivered, never live"
+
+
+def test_a_withheld_price_left_at_the_sellers_own_price_ends_elsewhere_at_the_next_look(
+    sim: WbSimulator,
+) -> None:
+    """Issue 32: the seller set another price in the cabinet; the good left the quarantine.
+    The first look says unknown (the catalogue may lag), the next one finding the same other
+    price says ``ELSEWHERE`` (the delivery ends cancelled, superseded): never withheld
+    forever."""
+    store = MemoryWbStore()
+    message = price("SKU-1", 1, "300.00")
+    send(make(sim, store, poll_at_once=True), message)
+    sim.price_in_cabinet(nm(sim, "SKU-1"), 700)
+    target = make(sim, store)
+
+    async def looks(t: WildberriesTarget) -> list[list[Shown]]:
+        return [await t.withheld_shown([message]) for _ in range(2)]
+
+    assert [[Shown.UNKNOWN], [Shown.ELSEWHERE]] == run(target, looks)
 
 
 def test_two_withheld_versions_of_one_good_are_each_asked_at_their_own_price(

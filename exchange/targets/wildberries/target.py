@@ -194,6 +194,9 @@ class WildberriesTarget:
         self._rebuild_lock: asyncio.Lock | None = None
         self._rebuild_loop: asyncio.AbstractEventLoop | None = None
         self.requests_sent = 0
+        # Withheld versions whose good left WB's quarantine at another price, by message id:
+        # the price seen then (``withheld_shown``: the same at the next look ends them).
+        self._elsewhere: dict[str, int] = {}
 
     def pace_with(self, pacer: Pacer) -> None:
         self._pacer = pacer
@@ -903,8 +906,10 @@ class WildberriesTarget:
     async def withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
         """A withheld price is live once its ``nmID`` left the quarantine and the catalogue
         holds it (the seller confirmed it in the cabinet); still listed: withheld; left with
-        another price there (a newer one, or the seller's own): unknown, and a newer version
-        delivered supersedes it."""
+        another price there (the seller's own, or a newer one of ours): unknown the first time
+        (the catalogue may lag the cabinet: research §2.4 gives no time to apply), and
+        ``ELSEWHERE`` when the next look finds the same other price: the delivery ends
+        cancelled, superseded on the channel (contract 13), never withheld forever."""
         try:
             held = await self.quarantined()
             read = await self._read(messages)
@@ -918,12 +923,21 @@ class WildberriesTarget:
         for p in read:
             if not isinstance(p, _Price) or p.vendor_code not in nm:
                 shown.append(Shown.UNKNOWN)
-            elif nm[p.vendor_code] in held:
+                continue
+            key, where = p.message.message_id, nm[p.vendor_code]
+            other = prices.get(where) if where not in held else None
+            if where in held:
                 shown.append(Shown.WITHHELD)
-            elif prices.get(nm[p.vendor_code]) == p.roubles:
+            elif other == p.roubles:
                 shown.append(Shown.LIVE)
+            elif other is not None and self._elsewhere.get(key) == other:
+                shown.append(Shown.ELSEWHERE)
             else:
                 shown.append(Shown.UNKNOWN)
+            if shown[-1] is Shown.UNKNOWN and other is not None:
+                self._elsewhere[key] = other  # left at another price: said at the next look
+            else:
+                self._elsewhere.pop(key, None)
         return shown
 
     async def release_withheld(self, messages: Sequence[OutgoingMessage]) -> list[Release]:
