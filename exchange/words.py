@@ -1182,6 +1182,17 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"released by a person: the channel shows this version to buyers",
         N_("released by a person: the channel shows this version to buyers"),
     ),
+    (
+        r"the channel no longer withholds this version and shows buyers another price \(set "
+        r"where the channel is managed, e\.g\. the seller's cabinet\): it never reached "
+        r"buyers; superseded on the channel\. Send a new price from 1C if the channel's is "
+        r"wrong",
+        N_(
+            "the channel no longer withholds this version and shows buyers another price (set "
+            "where the channel is managed, e.g. the seller's cabinet): it never reached buyers; "
+            "superseded on the channel. Send a new price from 1C if the channel's is wrong"
+        ),
+    ),
     (r"the site did not answer: (?P<d>.+)", N_("the site did not answer: {d*}")),
     (
         r"this channel has no way to release a withheld price: confirm it where the channel is "

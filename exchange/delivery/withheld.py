@@ -2,7 +2,8 @@
 
 ``recheck`` is the periodic check: it reads the withheld deliveries page by page, asks the
 channel's target which of them buyers see now (``WithholdsPrices.withheld_shown``), and ends
-those ``delivered`` (``queue.withheld.went_live``). The worker calls it every
+those ``delivered`` (``queue.withheld.went_live``), and those the channel released at another
+price ``cancelled``, superseded (``queue.withheld.left_elsewhere``). The worker calls it every
 ``RECHECK_EVERY`` seconds; a target without the hooks is never asked, and its withheld
 deliveries wait for a newer version (superseded) or a person.
 
@@ -61,9 +62,11 @@ async def recheck(
             return moved
         shown = await target.withheld_shown([outgoing(w) for w in rows])
         live = [w for w, seen in zip(rows, shown, strict=True) if seen is Shown.LIVE]
-        if live:
+        gone = [w for w, seen in zip(rows, shown, strict=True) if seen is Shown.ELSEWHERE]
+        if live or gone:
             with transaction(engine) as connection:
                 moved += len(withheld.went_live(connection, live, now()))
+                withheld.left_elsewhere(connection, gone, now())
         if len(rows) < page:
             return moved
         after = rows[-1].pk

@@ -214,6 +214,14 @@ class Faults:
     deleted_user: bool = False  # 403 Access denied on every request (research §2.2)
     unexpected_result: bool = False  # the upload answers 422 (research §2.1)
     switching_currency: bool = False  # the upload answers 409 (research §2.1)
+    # Goods (nmIDs) a processed task leaves out of its lines WITHOUT applying them. Not a
+    # behaviour the research names (§2.4 lists every good's line; §8 leaves only unchanged
+    # goods in a mixed task open): a fault, so that a target never takes a good's absence
+    # from the lines for "in force" without reading the catalogue back (issue 32).
+    left_out: set[int] = field(default_factory=set)
+    # The catalogue's list answers every good whatever ``filterNmID`` names (§2.1 names the
+    # parameter, not how strictly it filters): a reader must pick the good's own line.
+    filter_ignored: bool = False
 
 
 @dataclass
@@ -330,6 +338,15 @@ class WbSimulator(LoopbackServer):
             good = self.goods[nm_id]
             good.price, good.discount = held["newPrice"], held["newDiscount"]
             self.applied[nm_id].append(good.price)
+
+    def price_in_cabinet(self, nm_id: int, price: int) -> None:
+        """The seller sets another price in the cabinet (research §2.4: "sending another
+        price/discount via API or in the seller cabinet" releases the quarantine): it takes
+        effect and the good leaves the quarantine."""
+        with self.lock:
+            self.quarantine.pop(nm_id, None)
+            self.goods[nm_id].price = price
+            self.applied[nm_id].append(price)
 
     def cancel(self, upload_id: int) -> None:
         """The task is cancelled before it is processed: status 4 (research §2.4)."""
@@ -503,7 +520,7 @@ class WbSimulator(LoopbackServer):
         limit, offset = page
         goods = sorted(self.goods.values(), key=lambda g: g.nm_id)
         wanted = query.get("filterNmID")
-        if wanted:
+        if wanted and not self.faults.filter_ignored:
             goods = [g for g in goods if str(g.nm_id) == wanted[0]]
         listed = [
             {
@@ -583,6 +600,8 @@ class WbSimulator(LoopbackServer):
         results: list[dict[str, Any]] = []
         for nm_id, price, discount in task.goods:
             good = self.goods.get(nm_id)
+            if nm_id in self.faults.left_out:
+                continue  # fault: not listed, not applied
             if good is None:
                 if self.switches.unknown_in_mixed == "item-error":
                     results.append(_item(nm_id, "", price, discount, "RUB", INVALID_NM))

@@ -9,7 +9,9 @@ superseded by it, never sent after it). It ends one of two ways, both moved here
     withheld ──withheld-live──> delivered     the channel shows that version (``went_live``);
                                               the cursor advances to it
     withheld ──superseded──> cancelled         a newer version was delivered there
-                                              (``supersede_delivered``): it never reached
+                                              (``supersede_delivered``), or the channel
+                                              released it at another price, the seller's
+                                              own (``left_elsewhere``): it never reached
                                               buyers
 
 A person's release (``released``) is a history row with the operator and the note; the state
@@ -200,6 +202,50 @@ def went_live(
         ids = sorted({w.aggregate_id for w in live if w.channel_id == channel})
         supersede_delivered(connection, ids, now, channel_id=channel)
     return live
+
+
+LEFT_ELSEWHERE = (
+    "the channel no longer withholds this version and shows buyers another price (set where "
+    "the channel is managed, e.g. the seller's cabinet): it never reached buyers; superseded "
+    "on the channel. Send a new price from 1C if the channel's is wrong"
+)
+
+
+def left_elsewhere(
+    connection: Connection, shown: Sequence[Withheld], now: datetime
+) -> list[Withheld]:
+    """The channel released these versions at another price than theirs: each delivery ends
+    ``cancelled``, reason ``superseded`` (guarded: one that moved meanwhile is left as it is);
+    no cursor moves (nothing of ours was delivered). Returns those that ended."""
+    if not shown:
+        return []
+    still = {
+        (pk, channel)
+        for pk, channel in connection.execute(
+            select(deliveries.c.message_pk, deliveries.c.channel_id).where(
+                deliveries.c.message_pk.in_([w.pk for w in shown]),
+                deliveries.c.state == State.WITHHELD.value,
+            )
+        )
+    }
+    gone = [w for w in shown if (w.pk, w.channel_id) in still]
+    apply(
+        connection,
+        [
+            Change(
+                w.pk,
+                Event.SUPERSEDED,
+                State.WITHHELD,
+                State.CANCELLED,
+                values={"reason": Reason.SUPERSEDED.value, "last_error": LEFT_ELSEWHERE},
+                detail=LEFT_ELSEWHERE,
+                channel_id=w.channel_id,
+            )
+            for w in gone
+        ],
+        now,
+    )
+    return gone
 
 
 def supersede_delivered(

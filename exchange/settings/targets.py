@@ -166,7 +166,8 @@ class TargetSettings(BaseModel):
         le=MAX_SECONDS,
         description="Wildberries: seconds between rebuilds of the vendor code -> nmID map from "
         "WB's catalogue when a vendor code is missing from it (WB refusing an nmID rebuilds it "
-        "at once).",
+        "at once); a price for a vendor code missing meanwhile waits for the next rebuild, "
+        "then is unknown-sku if still missing.",
     )
     site_batch_size: int = Field(
         1,

@@ -162,6 +162,10 @@ class Shown(StrEnum):
     LIVE = "live"  # buyers see this version's price now: the delivery ends delivered
     WITHHELD = "withheld"  # still withheld: ask again later
     UNKNOWN = "unknown"  # the channel cannot say now (not reached, no longer listed): later
+    # The channel no longer withholds it and shows buyers another price (the seller's own,
+    # set where the channel is managed): this version never reached them, and the delivery
+    # ends cancelled, reason superseded (contract 13), in words that say so.
+    ELSEWHERE = "elsewhere"
 
 
 @dataclass(frozen=True, slots=True)

@@ -356,6 +356,31 @@ def test_unchanged_in_a_mixed_task_skipped(sim: WbSimulator, client: httpx.Clien
     assert [nm(sim, "SKU-1")] == [g["nmID"] for g in goods_of(client, upload_id)]
 
 
+def test_fault_left_out_neither_lists_nor_applies_the_good(
+    sim: WbSimulator, client: httpx.Client
+) -> None:
+    """Fault ``left_out`` (not in the research; issue 32): the task leaves the good out of its
+    lines, and its price stays."""
+    sim.faults.left_out = {nm(sim, "SKU-2")}
+    upload_id = task_id(
+        upload(
+            client,
+            {"nmID": nm(sim, "SKU-1"), "price": 900},
+            {"nmID": nm(sim, "SKU-2"), "price": 1600},
+        )
+    )
+    assert 3 == processed(sim, client, upload_id)["status"]
+    assert [nm(sim, "SKU-1")] == [g["nmID"] for g in goods_of(client, upload_id)]
+    assert 1000 == listed_price(client, nm(sim, "SKU-2"))
+
+
+def test_fault_filter_ignored_lists_every_good(sim: WbSimulator, client: httpx.Client) -> None:
+    """Fault ``filter_ignored``: ``filterNmID`` does not narrow the list."""
+    sim.faults.filter_ignored = True
+    answer = client.get(LIST, params={"limit": 1, "filterNmID": nm(sim, "SKU-5")})
+    assert [nm(sim, "SKU-1")] == [g["nmID"] for g in answer.json()["data"]["listGoods"]]
+
+
 @pytest.mark.parametrize(
     "sim", [{"switches": Switches(unchanged_in_mixed="item-error")}], indirect=True
 )
@@ -801,3 +826,18 @@ def test_token_test_accepted_by_the_sandbox(sim: WbSimulator) -> None:
     """research §2.2, §2.7: a Test token (acc 2) is for the sandbox."""
     headers = {"Authorization": sim.token(acc=ACC_TEST)}
     assert 200 == httpx.get(f"{sim.url}{LIST}", params={"limit": 1}, headers=headers).status_code
+
+
+def test_quarantine_left_at_another_price_set_in_the_cabinet(
+    sim: WbSimulator, client: httpx.Client
+) -> None:
+    """research §2.4: another price set in the cabinet releases the quarantine and is in force."""
+    one = nm(sim, "SKU-1")
+    processed(sim, client, task_id(upload(client, {"nmID": one, "price": 300})))
+    assert [one] == [
+        g["nmID"]
+        for g in client.get(QUARANTINE, params={"limit": 10}).json()["data"]["quarantineGoods"]
+    ]
+    sim.price_in_cabinet(one, 700)
+    assert [] == client.get(QUARANTINE, params={"limit": 10}).json()["data"]["quarantineGoods"]
+    assert 700 == listed_price(client, one)

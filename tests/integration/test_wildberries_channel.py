@@ -304,3 +304,67 @@ def test_two_withheld_versions_released_in_the_cabinet_end_v2_delivered_v1_super
     assert {("SKU-1", 1): ("cancelled", "superseded"), ("SKU-1", 2): ("delivered", None)} == (
         states(engine)
     )
+
+
+def test_a_card_made_after_the_catalogue_was_read_is_delivered_after_the_next_read(
+    db_url: str, engine: Engine, wb: WbSimulator
+) -> None:
+    """Issue 32: a vendor code the map lacks while reading the catalogue again is not allowed
+    yet (``wb_catalogue_refresh``) waits, uncharged, for the next read instead of being
+    quarantined ``unknown-sku`` on an older read (a card made on WB after it); a code still
+    missing after that read is ``unknown-sku``."""
+    stage(engine, [price_row("SKU-1", 1, "901.00")])
+    worker = make_worker(db_url, engine, wb, wb_catalogue_refresh=3.0)
+    run_worker(worker, lambda w: run_until_idle(w, max_seconds=30, poll_interval=0.05))
+    worker = make_worker(db_url, engine, wb, wb_catalogue_refresh=3.0)
+    sending = worker.loop.target
+    assert isinstance(sending, WildberriesTarget)
+    # The map as read just now (the first run may have taken longer than the refresh).
+    known = sending.store.nm_ids([f"SKU-{n}" for n in range(1, 6)])
+    sending.store.replace_catalogue(known, datetime.now(UTC))
+    wb.add_good("NEW-1", price=1000)  # made on WB after the map was read
+    stage(engine, [price_row("NEW-1", 1, "900.00"), price_row("NO-SUCH", 1, "900.00")])
+    run_worker(worker, lambda w: run_until_idle(w, max_seconds=30, poll_interval=0.05))
+
+    found = states(engine)
+    assert ("delivered", None) == found[("NEW-1", 1)]
+    assert ("quarantined", "unknown-sku") == found[("NO-SUCH", 1)]
+    assert [900] == wb.applied[wb.by_vendor_code("NEW-1").nm_id]  # type: ignore[union-attr]
+    with transaction(engine, read_only=True) as connection:
+        attempts = connection.execute(
+            select(deliveries.c.attempts)
+            .join(messages, messages.c.id == deliveries.c.message_pk)
+            .where(messages.c.aggregate == "NEW-1")
+        ).scalar_one()
+    assert 1 == attempts, "the wait for the catalogue's next read is not charged"
+
+
+def test_a_withheld_price_the_seller_replaced_in_the_cabinet_ends_cancelled_with_words(
+    db_url: str, engine: Engine, wb: WbSimulator
+) -> None:
+    """Issue 32: the good left WB's quarantine at another price (the seller's own, set in the
+    cabinet): the recheck ends the withheld delivery cancelled, superseded, in words that say
+    the channel shows another price, instead of leaving it withheld forever."""
+    worker = make_worker(db_url, engine, wb)
+    sending = worker.loop.target
+    assert isinstance(sending, WildberriesTarget)
+    sending.first_poll = sending.poll_every = 0.2
+    stage(engine, [price_row("SKU-1", 1, "300.00")])
+    run_worker(worker, lambda w: run_until_idle(w, max_seconds=15, poll_interval=0.05))
+    assert {("SKU-1", 1): ("withheld", None)} == states(engine)
+    wb.price_in_cabinet(wb.by_vendor_code("SKU-1").nm_id, 700)  # type: ignore[union-attr]
+    target = make_worker(db_url, engine, wb).loop.target
+
+    async def check() -> list[int]:
+        try:
+            return [await recheck(engine, target, lambda: datetime.now(UTC)) for _ in range(2)]
+        finally:
+            await target.aclose()
+
+    assert [0, 0] == asyncio.run(check())
+    assert {("SKU-1", 1): ("cancelled", "superseded")} == states(engine)
+    with transaction(engine, read_only=True) as connection:
+        said = connection.execute(
+            select(history.c.detail).order_by(history.c.id.desc()).limit(1)
+        ).scalar_one()
+    assert "another price" in said and "never reached buyers" in said

@@ -151,17 +151,47 @@ def test_a_missing_vendor_code_rebuilds_the_map_at_most_every_refresh_then_unkno
         return make(sim, store, poll_at_once=True, clock=clock, catalogue_refresh=900)
 
     (first,) = send(target(), price("NEW-1", 1, "900.00"))
+    clock.now += timedelta(seconds=100)
     (again,) = send(target(), price("NEW-1", 1, "900.00"))
     reads = sim.requests["/api/v2/list/goods/filter"]
     sim.add_good("NEW-1", price=1000)
-    clock.now += timedelta(seconds=901)
+    clock.now += timedelta(seconds=801)
     (later,) = send(target(), price("NEW-1", 1, "900.00"))
 
-    assert (Verdict.TERMINAL, Reason.UNKNOWN_SKU) == (first.verdict, first.reason)
-    assert (Verdict.TERMINAL, Reason.UNKNOWN_SKU) == (again.verdict, again.reason)
+    assert (Verdict.TERMINAL, Reason.UNKNOWN_SKU) == (first.verdict, first.reason), "read now"
+    # Issue 32: within wb_catalogue_refresh the map is not read again, so the price waits
+    # (uncharged) for the next read instead of being quarantined on an older one.
+    assert (Verdict.AWAITING, 800.0) == (again.verdict, again.again_in), again
+    assert "wb_catalogue_refresh" in again.detail
     assert 1 == reads, "within wb_catalogue_refresh the map is not rebuilt again"
     assert Verdict.DELIVERED == later.verdict
     assert 2 == sim.requests["/api/v2/list/goods/filter"]
+
+
+def test_a_card_made_after_the_last_read_waits_for_the_next_read_never_quarantined(
+    sim: WbSimulator,
+) -> None:
+    """Issue 32: a card made on WB after the map was read; its price waits for the next
+    allowed read (uncharged) and goes then; a code still missing after that read is
+    unknown-sku."""
+    store, clock = MemoryWbStore(), Clock()
+
+    def target() -> WildberriesTarget:
+        return make(sim, store, poll_at_once=True, clock=clock, catalogue_refresh=900)
+
+    send(target(), price("SKU-1", 1, "900.00"))  # the map is read here
+    sim.add_good("NEW-1", price=1000)
+    clock.now += timedelta(seconds=60)
+    (waits, typo) = send(target(), price("NEW-1", 1, "900.00"), price("NO-SUCH", 1, "900.00"))
+    clock.now += timedelta(seconds=840)
+    (goes, gone) = send(target(), price("NEW-1", 1, "900.00"), price("NO-SUCH", 1, "900.00"))
+
+    assert [Verdict.AWAITING, Verdict.AWAITING] == [waits.verdict, typo.verdict]
+    assert 840.0 == waits.again_in
+    assert Verdict.DELIVERED == goes.verdict, goes
+    assert (Verdict.TERMINAL, Reason.UNKNOWN_SKU) == (gone.verdict, gone.reason)
+    assert 2 == sim.requests["/api/v2/list/goods/filter"]
+    assert 900 == sim.goods[nm(sim, "NEW-1")].price
 
 
 @pytest.mark.parametrize("unknown_in_mixed", ["item-error", "skip"])
@@ -360,6 +390,49 @@ def test_an_unchanged_price_in_a_mixed_task_is_delivered(unchanged_in_mixed: str
         sim.stop()
 
 
+@pytest.mark.parametrize("filter_ignored", [False, True])
+def test_a_good_a_task_leaves_out_unapplied_is_uploaded_again_never_delivered(
+    sim: WbSimulator, filter_ignored: bool
+) -> None:
+    """Issue 32: a processed task left nmID 105 out of its lines without applying it, and the
+    target said "in force already" (and did so when the read-back listed another good). Only
+    the catalogue's line of THIS nmID at THIS price is delivered; otherwise charged, uploaded
+    again."""
+    left = nm(sim, "SKU-5")  # the highest nmID: a list ignoring filterNmID shows another first
+    sim.faults.left_out = {left}
+    sim.faults.filter_ignored = filter_ignored
+    store = MemoryWbStore()
+
+    first = send(
+        make(sim, store, poll_at_once=True),
+        price("SKU-5", 1, "1600.00"),
+        price("SKU-1", 1, "900.00"),
+    )
+    sim.faults.left_out = set()
+    (again,) = send(make(sim, store, poll_at_once=True), price("SKU-5", 1, "1600.00"))
+
+    assert [Verdict.TEMPORARY, Verdict.DELIVERED] == [a.verdict for a in first], first
+    assert first[0].about_item and "holds 1000" in first[0].detail, first[0].detail
+    assert Verdict.DELIVERED == again.verdict, again
+    assert 1600 == sim.goods[left].price
+    assert 2 == uploads(sim)
+
+
+def test_a_good_a_task_leaves_out_at_this_price_is_delivered(sim: WbSimulator) -> None:
+    """The other reading of research §8: left out because it is unchanged, the catalogue
+    holding this price for this nmID: delivered, not uploaded again."""
+    sim.faults.left_out = {nm(sim, "SKU-5")}
+    sim.faults.filter_ignored = True
+
+    answers = send(
+        make(sim, poll_at_once=True), price("SKU-5", 1, "1000.00"), price("SKU-1", 1, "900.00")
+    )
+
+    assert [Verdict.DELIVERED, Verdict.DELIVERED] == [a.verdict for a in answers], answers
+    assert "holds 1000" in answers[0].detail
+    assert 1 == uploads(sim)
+
+
 def test_208_is_the_same_task_polled_not_a_new_one(sim: WbSimulator) -> None:
     sim.switches.processing_delay = 5.0
     body = {"data": [{"nmID": nm(sim, "SKU-1"), "price": 900}]}
@@ -408,6 +481,25 @@ def test_a_withheld_price_left_by_a_newer_price_is_not_shown_live(sim: WbSimulat
     (shown,) = run(make(sim, store), lambda t: t.withheld_shown([message]))
 
     assert Shown.UNKNOWN == shown, "superseded by the newer version delivered, never live"
+
+
+def test_a_withheld_price_left_at_the_sellers_own_price_ends_elsewhere_at_the_next_look(
+    sim: WbSimulator,
+) -> None:
+    """Issue 32: the seller set another price in the cabinet; the good left the quarantine.
+    The first look says unknown (the catalogue may lag), the next one finding the same other
+    price says ``ELSEWHERE`` (the delivery ends cancelled, superseded): never withheld
+    forever."""
+    store = MemoryWbStore()
+    message = price("SKU-1", 1, "300.00")
+    send(make(sim, store, poll_at_once=True), message)
+    sim.price_in_cabinet(nm(sim, "SKU-1"), 700)
+    target = make(sim, store)
+
+    async def looks(t: WildberriesTarget) -> list[list[Shown]]:
+        return [await t.withheld_shown([message]) for _ in range(2)]
+
+    assert [[Shown.UNKNOWN], [Shown.ELSEWHERE]] == run(target, looks)
 
 
 def test_two_withheld_versions_of_one_good_are_each_asked_at_their_own_price(

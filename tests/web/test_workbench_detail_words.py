@@ -58,6 +58,10 @@ SHAPES = (
     "rejected-3981 is quarantined (http-422): retry or cancel it",
     "rejected-3981 is quarantined (http-422) after a gap at version 4",
     "waiting for version 4 (a gap); m-5 is next",
+    # exchange/queue/withheld.py: left_elsewhere (a marketplace released it at another price)
+    "the channel no longer withholds this version and shows buyers another price (set where "
+    "the channel is managed, e.g. the seller's cabinet): it never reached buyers; superseded "
+    "on the channel. Send a new price from 1C if the channel's is wrong",
     # exchange/targets/shop_api/answers.py: a 401/403
     "HTTP 401: the site refused the token",
     "HTTP 403: the site refused the token",

@@ -112,7 +112,7 @@ class _Answer(Exception):
 _PENDING, _LATER, _CANCELLED, _LOST = "pending", "later", "cancelled", "lost"
 REPLAY_WAIT = 60.0  # seconds between uploads while WB's 208 names an ended task
 REPLAY_RECEIPT = "wb-208:"  # the first 208 naming an ended task: wb-208:<task>:<epoch s>
-FEW = 5  # goods a task left out checked one by one (filterNmID); more: the map rebuilt
+FEW = 5  # goods read back one by one (filterNmID); more: from the catalogue's pages
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +194,9 @@ class WildberriesTarget:
         self._rebuild_lock: asyncio.Lock | None = None
         self._rebuild_loop: asyncio.AbstractEventLoop | None = None
         self.requests_sent = 0
+        # Withheld versions whose good left WB's quarantine at another price, by message id:
+        # the price seen then (``withheld_shown``: the same at the next look ends them).
+        self._elsewhere: dict[str, int] = {}
 
     def pace_with(self, pacer: Pacer) -> None:
         self._pacer = pacer
@@ -284,13 +287,15 @@ class WildberriesTarget:
 
     async def _deliver(self, prices: list[_Price]) -> dict[str, Classification]:
         out: dict[str, Classification] = {}
-        nm = await self._nm_ids({p.vendor_code for p in prices})
+        nm, read_at, fresh = await self._nm_ids_read({p.vendor_code for p in prices})
         goods: list[_Good] = []
         for p in prices:
             if p.vendor_code in nm:
                 goods.append(_Good(p, nm[p.vendor_code]))
-            else:
+            elif fresh or read_at is None:
                 out[p.message.message_id] = _unknown_sku(p.vendor_code)
+            else:
+                out[p.message.message_id] = self._until_read_again(p.vendor_code, read_at)
         in_flight = await asyncio.to_thread(self.store.tasks, [g.nm_id for g in goods])
         by_task: dict[int, list[_Good]] = {}
         for g in goods:
@@ -298,7 +303,7 @@ class WildberriesTarget:
                 by_task.setdefault(in_flight[g.nm_id].upload_id, []).append(g)
         upload: list[_Good] = [g for g in goods if g.nm_id not in in_flight]
         refused: list[_Good] = []
-        left_out: list[_Good] = []
+        left_out: list[tuple[_Good, int]] = []
         for upload_id, waiting in by_task.items():
             tasks = [in_flight[g.nm_id] for g in waiting]
             found = await self._poll(
@@ -308,7 +313,7 @@ class WildberriesTarget:
             if found not in (_PENDING, _LATER):
                 await asyncio.to_thread(self.store.drop_tasks, [t.nm_id for t in tasks], upload_id)
         if left_out:
-            refused += await self._not_in_catalogue(left_out)
+            refused += await self._left_out(left_out, out)
         if refused:
             upload += await self._again(refused, out)
         step = self.max_goods
@@ -325,7 +330,7 @@ class WildberriesTarget:
         out: dict[str, Classification],
         upload: list[_Good],
         refused: list[_Good],
-        left_out: list[_Good],
+        left_out: list[tuple[_Good, int]],
     ) -> None:
         """Each good waiting for task ``upload_id``: its delivery's outcome, or (a newer price
         of a good whose task ended) back to the uploads."""
@@ -355,16 +360,10 @@ class WildberriesTarget:
                 assert isinstance(found, _Processed)
                 row = found.rows.get(g.nm_id)
                 if row is None and found.short:
-                    # Left out of the task: unchanged (already set), or an nmID WB does not
-                    # know (research §8): the catalogue says which (``_not_in_catalogue``).
-                    out[g.price.message.message_id] = Classification(
-                        Verdict.DELIVERED,
-                        f"Wildberries left nmID {g.nm_id} out of task {upload_id}: the price "
-                        "is in force already",
-                        http_status=200,
-                        receipt=f"wb-task:{upload_id}",
-                    )
-                    left_out.append(g)
+                    # Left out of the task: unchanged (already set), an nmID WB does not
+                    # know (research §8), or not applied at all: the catalogue's line for
+                    # this nmID says which (``_left_out``).
+                    left_out.append((g, upload_id))
                     continue
                 if row is None or row.get("status") == ITEM_UPDATED:
                     # A task done without errors, or a good updated in a task with some
@@ -381,24 +380,45 @@ class WildberriesTarget:
                     refused.append(g)
                 out[g.price.message.message_id] = said
 
-    async def _not_in_catalogue(self, goods: list[_Good]) -> list[_Good]:
-        """Of the goods a task left out, those whose nmID WB's catalogue does not hold (each
-        asked by ``filterNmID`` when few; more: all of them, for the map's rebuild)."""
-        if len(goods) > FEW:
-            return goods
+    async def _left_out(
+        self, goods: list[tuple[_Good, int]], out: dict[str, Classification]
+    ) -> list[_Good]:
+        """The goods a processed task left out of its lines (with the task's id), judged by
+        WB's catalogue read back (``_held_prices``: the good's own line, by its nmID): holding
+        THIS price, delivered (unchanged, research §8); holding another, not applied: charged
+        (``about_item``, as a cancelled task is) and uploaded again, so that a good WB keeps
+        leaving out ends ``retry-limit`` in these words, never delivered; not listed: returned,
+        for the map's rebuild (an nmID WB does not know)."""
+        held = await self._held_prices({g.nm_id for g, _ in goods})
         gone: list[_Good] = []
-        for g in goods:
-            response = await self._call(
-                "GET",
-                "/api/v2/list/goods/filter",
-                "read",
-                {"limit": "1", "filterNmID": str(g.nm_id)},
-            )
-            body = answers.body(response)
-            data = body.get("data") if isinstance(body, dict) else None
-            listed = data.get("listGoods") if isinstance(data, dict) else None
-            if not listed:
-                gone.append(g)
+        for g, upload_id in goods:
+            message_id = g.price.message.message_id
+            now = held.get(g.nm_id)
+            if now is None:
+                gone.append(g)  # the rebuild decides: unknown-sku, or uploaded under another
+                out[message_id] = Classification(
+                    Verdict.TEMPORARY,
+                    f"Wildberries left nmID {g.nm_id} out of task {upload_id}, and its "
+                    "catalogue does not list it: not applied, uploaded again",
+                    http_status=200,
+                    about_item=True,
+                )
+            elif now == g.price.roubles:
+                out[message_id] = Classification(
+                    Verdict.DELIVERED,
+                    f"Wildberries left nmID {g.nm_id} out of task {upload_id}; its catalogue "
+                    f"holds {now} for it: the price is in force already",
+                    http_status=200,
+                    receipt=f"wb-task:{upload_id}",
+                )
+            else:
+                out[message_id] = Classification(
+                    Verdict.TEMPORARY,
+                    f"Wildberries left nmID {g.nm_id} out of task {upload_id} and holds {now} "
+                    f"for it, not {g.price.roubles}: not applied, uploaded again",
+                    http_status=200,
+                    about_item=True,
+                )
         return gone
 
     async def _again(self, refused: list[_Good], out: dict[str, Classification]) -> list[_Good]:
@@ -416,6 +436,21 @@ class WildberriesTarget:
                 out.pop(g.price.message.message_id, None)
                 again.append(_Good(g.price, now_nm))
         return again
+
+    def _until_read_again(self, vendor_code: str, read_at: datetime) -> Classification:
+        """A vendor code the map (read ``read_at``) lacks while reading the catalogue again is
+        not allowed yet (``catalogue_refresh``): the card may be newer than that read, so the
+        price waits, uncharged, for the next read, and only then is ``unknown-sku``."""
+        due = read_at + timedelta(seconds=self.catalogue_refresh)
+        wait = (due - self.clock()).total_seconds()
+        return Classification(
+            Verdict.AWAITING,
+            f"Wildberries' catalogue as read at {read_at:%Y-%m-%d %H:%M:%S} UTC has no good with "
+            f"vendor code {vendor_code!r}: it is read again at {due:%H:%M:%S} UTC "
+            "(wb_catalogue_refresh), and the price waits for that read",
+            # Whole seconds, at least one: never due again at once.
+            again_in=float(max(1, math.ceil(wait))),
+        )
 
     def _awaiting(self, upload_id: int, wait: float, *, mine: bool = True) -> Classification:
         detail = (
@@ -763,24 +798,35 @@ class WildberriesTarget:
     # -- the catalogue ---------------------------------------------------------------------
 
     async def _nm_ids(self, vendor_codes: set[str]) -> dict[str, int]:
+        return (await self._nm_ids_read(vendor_codes))[0]
+
+    async def _nm_ids_read(
+        self, vendor_codes: set[str]
+    ) -> tuple[dict[str, int], datetime | None, bool]:
+        """The nmIDs of those of ``vendor_codes`` the map holds, when the map was read from
+        WB's catalogue, and whether that read is this call's (rebuilt now, or while this call
+        waited for the rebuild lock): only such a read makes a missing vendor code
+        ``unknown-sku`` (a card made on WB after an older read is found by the next one)."""
         known = await asyncio.to_thread(self.store.nm_ids, sorted(vendor_codes))
         if len(known) == len(vendor_codes) and not self._refused_nm:
-            return known
+            return known, None, False
+        before = await asyncio.to_thread(self.store.refreshed_at)
         # One rebuild at a time: the requests of one batch go at once, and each would page the
         # whole catalogue (and write the map over the others', which PostgreSQL refuses).
         async with self._rebuilding():
+            at = await asyncio.to_thread(self.store.refreshed_at)
+            fresh = at is not None and at != before  # another rebuilt it while this waited
             known = await asyncio.to_thread(self.store.nm_ids, sorted(vendor_codes))
             if len(known) == len(vendor_codes) and not self._refused_nm:
-                return known  # the rebuild this one waited for found them
-            at = await asyncio.to_thread(self.store.refreshed_at)
+                return known, at, fresh  # the rebuild this one waited for found them
             now = self.clock()
             due = at is None or now - at >= timedelta(seconds=self.catalogue_refresh)
             if not (due or self._refused_nm):
-                return known
+                return known, at, fresh
             self._refused_nm = False
             catalogue = await self.catalogue()
             await asyncio.to_thread(self.store.replace_catalogue, catalogue, now)
-            return {v: catalogue[v] for v in vendor_codes if v in catalogue}
+            return {v: catalogue[v] for v in vendor_codes if v in catalogue}, now, True
 
     def _rebuilding(self) -> asyncio.Lock:
         """The catalogue's rebuild lock, made in the running loop (a target outlives the event
@@ -860,8 +906,10 @@ class WildberriesTarget:
     async def withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
         """A withheld price is live once its ``nmID`` left the quarantine and the catalogue
         holds it (the seller confirmed it in the cabinet); still listed: withheld; left with
-        another price there (a newer one, or the seller's own): unknown, and a newer version
-        delivered supersedes it."""
+        another price there (the seller's own, or a newer one of ours): unknown the first time
+        (the catalogue may lag the cabinet: research §2.4 gives no time to apply), and
+        ``ELSEWHERE`` when the next look finds the same other price: the delivery ends
+        cancelled, superseded on the channel (contract 13), never withheld forever."""
         try:
             held = await self.quarantined()
             read = await self._read(messages)
@@ -875,12 +923,21 @@ class WildberriesTarget:
         for p in read:
             if not isinstance(p, _Price) or p.vendor_code not in nm:
                 shown.append(Shown.UNKNOWN)
-            elif nm[p.vendor_code] in held:
+                continue
+            key, where = p.message.message_id, nm[p.vendor_code]
+            other = prices.get(where) if where not in held else None
+            if where in held:
                 shown.append(Shown.WITHHELD)
-            elif prices.get(nm[p.vendor_code]) == p.roubles:
+            elif other == p.roubles:
                 shown.append(Shown.LIVE)
+            elif other is not None and self._elsewhere.get(key) == other:
+                shown.append(Shown.ELSEWHERE)
             else:
                 shown.append(Shown.UNKNOWN)
+            if shown[-1] is Shown.UNKNOWN and other is not None:
+                self._elsewhere[key] = other  # left at another price: said at the next look
+            else:
+                self._elsewhere.pop(key, None)
         return shown
 
     async def release_withheld(self, messages: Sequence[OutgoingMessage]) -> list[Release]:
