@@ -141,6 +141,38 @@ def test_per_item_answers_updated_not_found_and_a_price_rule(ozon: OzonSimulator
     assert imports(ozon) == 1
 
 
+def test_a_200_without_one_items_result_settles_the_others_by_their_own_answers(
+    ozon: OzonSimulator,
+) -> None:
+    """§1.4: one result per item; a 200 that leaves one out (review 32b finding 2) settles each
+    answered item by its own answer (taken, refused by a rule, unknown article), and only the
+    item Ozon gave no answer for is unknown, in words that say so; a later item never takes
+    the answer of the one before it."""
+    ozon.set_category_bounds("SKU-R", Decimal(1000), Decimal(2000))
+    ozon.faults.unanswered = {"SKU-D"}
+    answers = deliver(
+        target(ozon),
+        price("SKU-A", 1, "100.00"),
+        price("SKU-D", 1, "100.00"),
+        price("SKU-R", 1, "100.00"),
+        price("NOSUCH-1", 1, "100.00"),
+        price("SKU-B", 1, "100.00"),
+    )
+    assert [a.verdict for a in answers] == [
+        Verdict.DELIVERED,
+        Verdict.UNKNOWN,
+        Verdict.TERMINAL,
+        Verdict.TERMINAL,
+        Verdict.DELIVERED,
+    ], [a.detail for a in answers]
+    assert "Ozon gave no answer for offer_id 'SKU-D'" in answers[1].detail
+    assert (
+        answers[2].reason == Reason.CHANNEL_RULE and "invalid_category_price" in answers[2].detail
+    )
+    assert answers[3].reason == Reason.UNKNOWN_SKU
+    assert imports(ozon) == 1, "never sent blind again"
+
+
 @pytest.mark.parametrize("boundary", ["refused", "taken"])
 def test_an_old_price_gap_at_its_threshold_is_ozons_to_decide(
     ozon: OzonSimulator, boundary: str
@@ -321,7 +353,7 @@ def test_429_code_8_is_the_pace(ozon: OzonSimulator) -> None:
     )
 
 
-@pytest.mark.parametrize("status", ["503", "429"])
+@pytest.mark.parametrize("status", ["503", "429", "200"])
 def test_circle_is_open_holds_the_method_minutes_not_charged_whatever_its_status(
     ozon: OzonSimulator, status: str
 ) -> None:

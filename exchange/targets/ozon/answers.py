@@ -7,6 +7,7 @@ bodies of integrators): the one place that reads them.
     200, an item refused by a price rule      TERMINAL channel-rule, Ozon's code and meaning
     200, an item over the 10 updates an hour  AWAITING (tried again an hour later, not charged)
     200, an item error of another code        UNKNOWN (never guessed)
+    200 without a result for an item          UNKNOWN for that item alone; the others by theirs
     429 (code 8)                              TEMPORARY, the pace (a 429)
     "Circle is open", whatever its status     AWAITING a few minutes (the target holds the
                                               method meanwhile), not charged
@@ -21,8 +22,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from exchange.domain.pause import MARKETPLACE_KEY_REFUSED
 from exchange.domain.reasons import Reason
@@ -75,6 +77,11 @@ CIRCLE_SECONDS = 180.0
 CIRCLE = "OzonCircleOpen"
 
 KEY_SETTINGS = "ozon_client_id and ozon_api_key_file"
+
+
+class HasOffer(Protocol):
+    @property
+    def offer_id(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +147,32 @@ def item_answer(result: Any) -> ItemAnswer:
     return ItemAnswer(
         Classification(Verdict.UNKNOWN, f"Ozon: not updated: {said}", http_status=200)
     )
+
+
+def matched(items: Sequence[HasOffer], results: list[Any]) -> list[Any | None]:
+    """Each item's element of ``result`` (§1.4: one per item, in order), None where Ozon gave
+    none. In order when there is one per item and none names another item's ``offer_id`` (an
+    ``offer_id`` left empty is taken as its place says); otherwise by ``offer_id``, so that a
+    result left out (or one more) never moves another item's answer onto its neighbour."""
+    named = [r.get("offer_id") if isinstance(r, dict) else None for r in results]
+    if len(results) == len(items) and all(
+        not offer or offer == item.offer_id for item, offer in zip(items, named, strict=True)
+    ):
+        return list(results)
+    by_offer: dict[str, Any] = {}
+    for offer, result in zip(named, results, strict=True):
+        if isinstance(offer, str) and offer:
+            by_offer.setdefault(offer, result)
+    return [by_offer.get(item.offer_id) for item in items]
+
+
+def circle_in(body: Any) -> bool:
+    """The whole answer (its parsed JSON) is Ozon's rpcStatus saying "Circle is open" (§1.2,
+    §1.3), not a ``result``: whatever the status it came with (UNCONFIRMED, §8), a 200 too."""
+    if not isinstance(body, dict) or "result" in body:
+        return False
+    message = body.get("message")
+    return isinstance(message, str) and CIRCLE_OPEN in message.casefold()
 
 
 def refusal(status: int, body: bytes, retry_after: str | None) -> Classification:
