@@ -198,8 +198,9 @@ def refusal(status: int, body: bytes, retry_after: str | None) -> Classification
     if MISSING_ROLE in words:
         return Classification(
             Verdict.PAUSE,
-            f"Ozon: the API key has no role that may set prices ({said}); give the key a role "
-            "with /v1/product/import/prices in the seller's account (Settings → Seller API)",
+            # Ozon's words, then what they mean; where the key gets its role is the pause's
+            # words (ops/attention.py), said once (review 32b finding 5)
+            f"Ozon: {said}: the API key has no role that may set prices",
             http_status=status,
             error_class=MARKETPLACE_KEY_REFUSED,
         )
