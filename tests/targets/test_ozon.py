@@ -624,3 +624,30 @@ def test_an_old_price_beside_a_price_waiting_for_its_retry_waits_never_invalid_f
         assert (refused.verdict, refused.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
         assert "below price 1000" in refused.detail
     assert imports(ozon) == 0, "never sent"
+
+
+@pytest.mark.parametrize(
+    ("sent", "answered", "settled"),
+    [
+        (["A", "B", "C"], ["A", "B", "C"], ["A", "B", "C"]),
+        (["A", "B"], ["B", "A"], ["A", "B"]),  # by offer_id, whatever the order
+        (["A", "O", "B"], ["A", "", "B"], ["A", "", "B"]),  # an empty offer_id: its place
+        (["A", "D", "B"], ["A", "B"], ["A", None, "B"]),  # one left out: that one alone
+        (["A", "O", "D", "B"], ["A", "", "B"], ["A", None, None, "B"]),  # whose? never guessed
+        (["O", "A", "D"], ["", "A"], ["", "A", None]),
+        (["A", "B"], [""], [None, None]),
+    ],
+)
+def test_each_item_is_settled_by_its_own_result_or_by_none(
+    sent: list[str], answered: list[str], settled: list[str | None]
+) -> None:
+    """§1.4: one result per item, naming its offer_id; a result without an offer_id is an
+    item's only where its place is sure (review 32b finding 2)."""
+    from types import SimpleNamespace
+
+    from exchange.targets.ozon.answers import matched
+
+    items = [SimpleNamespace(offer_id=offer) for offer in sent]
+    results = [{"offer_id": offer, "n": n} for n, offer in enumerate(answered)]
+    found = matched(items, results)
+    assert [None if r is None else r["offer_id"] for r in found] == settled

@@ -151,19 +151,42 @@ def item_answer(result: Any) -> ItemAnswer:
 
 def matched(items: Sequence[HasOffer], results: list[Any]) -> list[Any | None]:
     """Each item's element of ``result`` (§1.4: one per item, in order), None where Ozon gave
-    none. In order when there is one per item and none names another item's ``offer_id`` (an
-    ``offer_id`` left empty is taken as its place says); otherwise by ``offer_id``, so that a
-    result left out (or one more) never moves another item's answer onto its neighbour."""
-    named = [r.get("offer_id") if isinstance(r, dict) else None for r in results]
-    if len(results) == len(items) and all(
-        not offer or offer == item.offer_id for item, offer in zip(items, named, strict=True)
-    ):
-        return list(results)
-    by_offer: dict[str, Any] = {}
-    for offer, result in zip(named, results, strict=True):
-        if isinstance(offer, str) and offer:
-            by_offer.setdefault(offer, result)
-    return [by_offer.get(item.offer_id) for item in items]
+    none. A result naming an item's ``offer_id`` is that item's; a result without one (an
+    ``offer_id`` left empty) is the item its place says only where that is sure: between two
+    named results (in order), as many unnamed results as unanswered items. So a result left
+    out (or one more) never moves another item's answer onto its neighbour."""
+    found: list[Any | None] = [None] * len(items)
+    free: dict[str, list[int]] = {}
+    for n, item in enumerate(items):
+        free.setdefault(item.offer_id, []).append(n)
+    places: list[int | None] = []  # each result's item; None: unnamed; -1: no item of ours
+    for result in results:
+        offer = result.get("offer_id") if isinstance(result, dict) else None
+        if not isinstance(offer, str) or not offer:
+            places.append(None)
+            continue
+        left = free.get(offer)
+        place = left.pop(0) if left else -1
+        if place >= 0:
+            found[place] = result
+        places.append(place)
+    named = [p for p in places if p is not None and p >= 0]
+    if named != sorted(named):
+        return found  # not in order: an unnamed result's place says nothing
+    gap: list[Any] = []
+    start = 0
+    for result, at in [*zip(results, places, strict=True), (None, len(items))]:
+        if at is None:
+            gap.append(result)
+            continue
+        if at < 0:
+            continue
+        unanswered = [n for n in range(start, at) if found[n] is None]
+        if len(unanswered) == len(gap):
+            for n, unnamed in zip(unanswered, gap, strict=True):
+                found[n] = unnamed
+        gap, start = [], at + 1
+    return found
 
 
 def circle_in(body: Any) -> bool:
