@@ -1217,6 +1217,7 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (r"(?P<d>.+) \(attempt (?P<a>\d+) of (?P<m>\d+)\)", N_("{d*} (attempt {a} of {m})")),
     (r"result-unknown: (?P<d>.+)", N_("result-unknown: {d*}")),
     (r"site busy, not charged: (?P<d>.+)", N_("site busy, not charged: {d*}")),
+    (r"marketplace busy, not charged: (?P<d>.+)", N_("marketplace busy, not charged: {d*}")),
     (r"probe failed, not charged: (?P<d>.+)", N_("probe failed, not charged: {d*}")),
     (
         r"not sent: delivery paused \((?P<why>.+)\)",
@@ -1311,6 +1312,12 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"HTTP 403: (?P<y>.+): the Api-Key's access is read-only",
         N_("HTTP 403: {y}: the Api-Key's access is read-only"),
+    ),
+    # Ozon's refusal of a key without the prices method's role (targets/ozon/answers.py): its
+    # own words kept as they are
+    (
+        r"Ozon: (?P<o>.+): the API key has no role that may set prices",
+        N_("Ozon: {o}: the API key has no role that may set prices"),
     ),
     # the 1C-Bitrix target's pause when the service's own database did not answer
     (

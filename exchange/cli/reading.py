@@ -322,6 +322,11 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:
     if row.get("name"):
         facts.append(_("name={name}", lang).format(name=row["name"]))
     facts.append(_("updated {when}", lang).format(when=_in_zone(row["updated_at"], zone, lang)))
+    if row["state"] == "delayed" and row.get("last_error"):
+        # why it waits, and until when (a channel's uncharged wait has no reason: its words
+        # are its last detail, review 32b finding 10a)
+        said = error_words(row["last_error"], lang)
+        facts.append(_("waits: {detail}", lang).format(detail=said))
     return "    " + "  ".join(facts)
 
 

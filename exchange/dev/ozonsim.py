@@ -137,8 +137,9 @@ class OzonSwitches:
 
     # §1.2/§8 the HTTP status of a key without the method's role: 403 (code 7) or 401 (code 16)
     missing_role_status: Literal["403", "401"] = "403"
-    # §1.3/§8 the HTTP status of "Circle is open": 503 (code 14) or 429 (code 8)
-    circle_status: Literal["503", "429"] = "503"
+    # §1.3/§8 the HTTP status of "Circle is open": 503 (code 14), 429 (code 8), or 200 (code
+    # 14: the rpcStatus inside a 200, no ``result``)
+    circle_status: Literal["503", "429", "200"] = "503"
     # §1.3/§8 rate-limit headers on a 429: none, or ``ratelimit-remaining: 0``, ``retry-after: 1``
     rate_headers: Literal["none", "observed"] = "none"
     # §1.5/§8 whether an unchanged price counts toward the 10 an hour (the research: assume so)
@@ -209,6 +210,9 @@ class OzonFaults:
     delay: float = 0.0  # real seconds before each answer
     internal_errors: int = 0  # the next N requests answer 500 "Internal error" (OZ-ERR)
     drop_after: bool = False  # apply the request, then cut the connection (no answer)
+    # offer_ids whose result is left out of a 200's ``result`` (applied or refused as ever):
+    # an answer short of one result per item (§1.4 says one per item; a fault, not Ozon's word)
+    unanswered: set[str] = field(default_factory=set)
     # a proxy in front answers every request with its own HTML page of this status (a wrong
     # ozon_api_url, a gateway down): not Ozon's rpcStatus
     proxy_page: int | None = None
@@ -781,7 +785,9 @@ class _OzonHandler(Handler):
         return self.server.sim  # type: ignore[attr-defined, no-any-return]
 
     def fail(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        self.answer(status, rpc_status(status, message), "application/json", headers)
+        # "Circle is open" in a 200 (switch circle_status=200) keeps its 503's code, 14
+        code = RPC_CODES[503] if status == 200 else None
+        self.answer(status, rpc_status(status, message, code), "application/json", headers)
 
     def unknown_method(self) -> None:
         """§1.2 "method is not allowed", 404 code 12 (``UNIMPLEMENTED``)."""
@@ -825,7 +831,11 @@ class _OzonHandler(Handler):
                     raise Malformed("Request validation error: currency_code must be the account's")
                 with sim._state:
                     sim.largest_batch = max(sim.largest_batch, len(items))
-                answer: dict[str, Any] = {"result": sim.import_prices(items)}
+                results = sim.import_prices(items)
+                gone = sim.faults.unanswered
+                answer: dict[str, Any] = {
+                    "result": [r for r in results if r.get("offer_id") not in gone]
+                }
             elif path == INFO_PRICES:
                 answer = sim.read_prices(body)
             else:

@@ -49,6 +49,9 @@ class PauseCause(StrEnum):
     WB_READ_ONLY_TOKEN = "wb-read-only-token"
     # Yandex Market reads with the Api-Key but refuses its price updates: a read-only access.
     YM_READ_ONLY_KEY = "ym-read-only-key"
+    # Ozon reads with the key but refuses its price updates: the key has no role that sets
+    # prices (research §1.2, "missing a required role"); its role is chosen at its creation.
+    OZON_READ_ONLY_KEY = "ozon-read-only-key"
     OTHER = "other"  # a refusal with no words of its own: its answer is shown
 
 
@@ -57,6 +60,7 @@ class PauseCause(StrEnum):
 # settings or Bitrix's import right). A target not listed: READ_ONLY_KEY (WooCommerce, Bitrix).
 READ_ONLY_BY_TARGET: dict[str, PauseCause] = {
     "yandex-market": PauseCause.YM_READ_ONLY_KEY,
+    "ozon": PauseCause.OZON_READ_ONLY_KEY,
 }
 # What the worker's pause says of such a key, around the write's refusal (worker/loop.py); the
 # cause's words say it themselves, so the words quote the refusal alone (ops/attention.py).

@@ -122,12 +122,14 @@ def decide(
     rng: random.Random,
     probe: bool = False,
     site_delay: float | None = None,
+    busy: str = "site busy",
 ) -> Decision:
     """``attempt`` is the number of this attempt (1 for the first); ``probe``: the message was
     the breaker's probe, whose temporary failure is not charged; ``site_delay``: the temporary
     failure spoke about the site (contract 5c: 429, or 502-504 while others are refused too, or
     while the site's health fails): not charged, due again after the later of ``site_delay``
-    (the site's pace) and the answer's Retry-After."""
+    (the site's pace) and the answer's Retry-After. ``busy``: who is busy, in its words (a
+    marketplace's channel says "marketplace busy", never "site busy")."""
     if c.verdict is Verdict.DELIVERED:
         return delivered(c)
     # What every other outcome records about the answer; each case below says what it changes.
@@ -190,7 +192,7 @@ def decide(
                 hinted = parse_retry_after(c.retry_after, now) or 0.0
                 delay = max(0.0, site_delay, min(hinted, policy.max_delay))
                 return replace(
-                    not_sent(f"site busy, not charged: {c.detail}", attempt),
+                    not_sent(f"{busy}, not charged: {c.detail}", attempt),
                     http_status=c.http_status,
                     error_class=c.error_class,
                     next_try_at=now + timedelta(seconds=delay),

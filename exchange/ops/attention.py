@@ -379,6 +379,22 @@ PAUSE_WORDS: dict[str, tuple[str, str]] = {
         "minutes); the key in ym_api_key_file stays as it is. One write is tried every "
         "EXCHANGE_RETRY_MAX_DELAY; once mended, exchange resume goes on at once",
     ),
+    # Where Ozon gives a key its role (research §1.2: "Key has an access level chosen at
+    # creation"; the seller's account, Settings → Seller API, as the marketplace-key words say).
+    PauseCause.OZON_READ_ONLY_KEY.value: (
+        "Доставка остановлена: Ozon принимает ключ API для чтения, но не для изменения цен "
+        "({answer}). Продавец создаёт в личном кабинете Ozon (Настройки → Seller API) ключ с "
+        "ролью, которой разрешён метод цен /v1/product/import/prices (роль ключа выбирают при "
+        "его создании), и записывает его в файл канала ozon_api_key_file; работающий сервис "
+        "перечитает его сам. Одна запись пробуется раз в EXCHANGE_RETRY_MAX_DELAY; после "
+        "исправления можно выполнить exchange resume",
+        "Delivery paused: Ozon accepts the API key for reading but not for changing prices "
+        "({answer}). The seller creates a key in the Ozon seller's account (Settings → Seller "
+        "API) with a role allowed the prices method /v1/product/import/prices (a key's role is "
+        "chosen when it is created) and writes it into the channel's ozon_api_key_file; a "
+        "running service reads it again by itself. One write is tried every "
+        "EXCHANGE_RETRY_MAX_DELAY; once mended, exchange resume goes on at once",
+    ),
     PauseCause.BITRIX_LOGIN.value: (
         "Доставка остановлена: сайт не принял пользователя или пароль обмена ({answer}). "
         "Проверьте EXCHANGE_BITRIX_USER и EXCHANGE_BITRIX_PASSWORD; право на обмен даёт "

@@ -682,6 +682,8 @@ class DeliveryLoop:
             rng=self.rng,
             probe=probing,
             site_delay=site_delay,
+            # a marketplace is no site (contract 14): its 429 says so (review 32b finding 5)
+            busy="marketplace busy" if self.settings.target in MARKETPLACE_TARGETS else "site busy",
         )
 
     async def _renew(self, batch: lease.Batch) -> None:

@@ -168,6 +168,62 @@ def test_an_ozon_channels_pause_and_resume_say_the_channel_not_the_site(
     assert site.price("SKU-1") == Decimal("300")
 
 
+def test_a_key_without_the_prices_role_is_told_ozons_own_advice_in_each_language(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Research §1.2: a key that reads but lacks the prices method's role (403 code 7,
+    "missing a required role"): the pause names where Ozon gives a key its role, never
+    WooCommerce's REST API settings or Bitrix's import right (review 32b finding 5)."""
+    from exchange.domain.pause import PauseCause
+    from exchange.ops.attention import pause_words
+
+    clock = FakeClock()
+    site.faults.roles = "read"
+    worker = make_worker(db_url, engine, site, clock, tmp_path)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [price_row("SKU-1", 1, "300.00")])
+        for _ in range(6):
+            await cycles(w, 1)
+            if w.loop.write_refused:
+                return
+
+    run_worker(worker, scenario)
+    assert worker.loop.write_refused
+    assert PauseCause.OZON_READ_ONLY_KEY is worker.loop.pause_cause
+    note = worker.loop.paused_reason or ""
+    ru, en = (pause_words(PauseCause.OZON_READ_ONLY_KEY.value, note, lang) for lang in ("ru", "en"))
+    assert "Seller API" in ru and "Seller API" in en and "ozon_api_key_file" in en
+    for said in (ru, en):
+        assert not any(w in said for w in ("WooCommerce", "Bitrix", "Битрикс")), said
+    assert 0 == en.count("read but not write"), en
+
+
+def test_ozons_429_is_logged_as_the_marketplace_busy_never_the_site(
+    db_url: str,
+    engine: Engine,
+    site: OzonSimulator,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Ozon's 429 code 8 (research §1.3) is the marketplace's pace: its outcome line names the
+    marketplace, never "site busy" (review 32b finding 5)."""
+    clock = FakeClock()
+    site.limits.rps = 1
+    worker = make_worker(db_url, engine, site, clock, tmp_path)
+
+    async def scenario(w: Worker) -> None:
+        site.gate(ROLES, {"Client-Id": "836741", "Api-Key": "ozon-key"})  # the second's one
+        stage(engine, [price_row("SKU-1", 1, "300.00")])
+        await cycles(w, 1)
+
+    with caplog.at_level("INFO"):
+        run_worker(worker, scenario)
+    said = [r.getMessage() for r in caplog.records if "HTTP 429" in r.getMessage()]
+    assert said and all("marketplace busy, not charged" in s for s in said), said
+    assert not [s for s in said if "site" in s], said
+
+
 def test_a_refused_key_is_asked_about_once_per_retry_max_delay_and_a_new_key_file_at_once(
     db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
 ) -> None:
@@ -199,7 +255,7 @@ def test_a_refused_key_is_asked_about_once_per_retry_max_delay_and_a_new_key_fil
     assert site.price("SKU-1") == Decimal("300"), "the new key resumed delivery at once"
 
 
-@pytest.mark.parametrize("status", ["503", "429"])
+@pytest.mark.parametrize("status", ["503", "429", "200"])
 def test_circle_is_open_is_waited_out_minutes_not_retried_every_few_seconds(
     db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path, status: str
 ) -> None:
@@ -283,3 +339,29 @@ def test_an_old_price_claimed_while_its_lowered_price_waits_for_a_retry_lands_wi
     assert state("SKU-1", 2)[0] == "delivered" and state("SKU-1/old", 1)[0] == "delivered"
     product = site.product("SKU-1")
     assert product is not None and (product.price, product.old_price) == (500, 600)
+
+
+def test_find_says_why_a_product_held_for_its_hour_waits(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """A price held for Ozon's hour (an uncharged wait: no reason) shows the wait's words on
+    its line of ``exchange find``, not only in the log and its history (review 32b 10a)."""
+    from clitools import Cli
+
+    clock = FakeClock()
+    for n in range(10):  # another sender used SKU-1's hour
+        site.import_prices(
+            [SimItem("SKU-1", 0, {"price": Decimal(50 + n), "currency_code": "RUB"})]
+        )
+    worker = make_worker(db_url, engine, site, clock, tmp_path)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [price_row("SKU-1", 1, "300.00")])
+        await cycles(w)
+
+    run_worker(worker, scenario)
+    assert rows(engine) == {1: ("delayed", None, 0)}
+    found = Cli(tmp_path)("find", "SKU-1", db=db_url)
+    assert found.returncode == 0, found.stderr
+    line = " ".join(found.stdout.split())
+    assert "delayed" in line and "waits: Ozon refused it: more than 10 price updates" in line, line

@@ -41,6 +41,8 @@ def _pause(status_code: int | None, error_class: str | None = None) -> Classific
         ("woocommerce", _pause(401, "KeyRefused"), True, PauseCause.READ_ONLY_KEY),
         # Yandex Market's read-only Api-Key: its own cabinet's words (review 32 finding 5).
         ("yandex-market", _pause(403, "MarketplaceKeyRefused"), True, PauseCause.YM_READ_ONLY_KEY),
+        # Ozon's key without the prices role: Ozon's own words (review 32b finding 5).
+        ("ozon", _pause(403, "MarketplaceKeyRefused"), True, PauseCause.OZON_READ_ONLY_KEY),
         ("woocommerce", _pause(None, "TLSError"), False, PauseCause.TLS),
         ("woocommerce", _pause(404), False, PauseCause.API_NOT_FOUND),
         # Plain permalinks and no ?rest_route= either: the page is a 200, or rest_no_route 404.

@@ -141,6 +141,38 @@ def test_per_item_answers_updated_not_found_and_a_price_rule(ozon: OzonSimulator
     assert imports(ozon) == 1
 
 
+def test_a_200_without_one_items_result_settles_the_others_by_their_own_answers(
+    ozon: OzonSimulator,
+) -> None:
+    """§1.4: one result per item; a 200 that leaves one out (review 32b finding 2) settles each
+    answered item by its own answer (taken, refused by a rule, unknown article), and only the
+    item Ozon gave no answer for is unknown, in words that say so; a later item never takes
+    the answer of the one before it."""
+    ozon.set_category_bounds("SKU-R", Decimal(1000), Decimal(2000))
+    ozon.faults.unanswered = {"SKU-D"}
+    answers = deliver(
+        target(ozon),
+        price("SKU-A", 1, "100.00"),
+        price("SKU-D", 1, "100.00"),
+        price("SKU-R", 1, "100.00"),
+        price("NOSUCH-1", 1, "100.00"),
+        price("SKU-B", 1, "100.00"),
+    )
+    assert [a.verdict for a in answers] == [
+        Verdict.DELIVERED,
+        Verdict.UNKNOWN,
+        Verdict.TERMINAL,
+        Verdict.TERMINAL,
+        Verdict.DELIVERED,
+    ], [a.detail for a in answers]
+    assert "Ozon gave no answer for offer_id 'SKU-D'" in answers[1].detail
+    assert (
+        answers[2].reason == Reason.CHANNEL_RULE and "invalid_category_price" in answers[2].detail
+    )
+    assert answers[3].reason == Reason.UNKNOWN_SKU
+    assert imports(ozon) == 1, "never sent blind again"
+
+
 @pytest.mark.parametrize("boundary", ["refused", "taken"])
 def test_an_old_price_gap_at_its_threshold_is_ozons_to_decide(
     ozon: OzonSimulator, boundary: str
@@ -321,7 +353,7 @@ def test_429_code_8_is_the_pace(ozon: OzonSimulator) -> None:
     )
 
 
-@pytest.mark.parametrize("status", ["503", "429"])
+@pytest.mark.parametrize("status", ["503", "429", "200"])
 def test_circle_is_open_holds_the_method_minutes_not_charged_whatever_its_status(
     ozon: OzonSimulator, status: str
 ) -> None:
@@ -592,3 +624,30 @@ def test_an_old_price_beside_a_price_waiting_for_its_retry_waits_never_invalid_f
         assert (refused.verdict, refused.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
         assert "below price 1000" in refused.detail
     assert imports(ozon) == 0, "never sent"
+
+
+@pytest.mark.parametrize(
+    ("sent", "answered", "settled"),
+    [
+        (["A", "B", "C"], ["A", "B", "C"], ["A", "B", "C"]),
+        (["A", "B"], ["B", "A"], ["A", "B"]),  # by offer_id, whatever the order
+        (["A", "O", "B"], ["A", "", "B"], ["A", "", "B"]),  # an empty offer_id: its place
+        (["A", "D", "B"], ["A", "B"], ["A", None, "B"]),  # one left out: that one alone
+        (["A", "O", "D", "B"], ["A", "", "B"], ["A", None, None, "B"]),  # whose? never guessed
+        (["O", "A", "D"], ["", "A"], ["", "A", None]),
+        (["A", "B"], [""], [None, None]),
+    ],
+)
+def test_each_item_is_settled_by_its_own_result_or_by_none(
+    sent: list[str], answered: list[str], settled: list[str | None]
+) -> None:
+    """§1.4: one result per item, naming its offer_id; a result without an offer_id is an
+    item's only where its place is sure (review 32b finding 2)."""
+    from types import SimpleNamespace
+
+    from exchange.targets.ozon.answers import matched
+
+    items = [SimpleNamespace(offer_id=offer) for offer in sent]
+    results = [{"offer_id": offer, "n": n} for n, offer in enumerate(answered)]
+    found = matched(items, results)
+    assert [None if r is None else r["offer_id"] for r in found] == settled

@@ -7,6 +7,7 @@ bodies of integrators): the one place that reads them.
     200, an item refused by a price rule      TERMINAL channel-rule, Ozon's code and meaning
     200, an item over the 10 updates an hour  AWAITING (tried again an hour later, not charged)
     200, an item error of another code        UNKNOWN (never guessed)
+    200 without a result for an item          UNKNOWN for that item alone; the others by theirs
     429 (code 8)                              TEMPORARY, the pace (a 429)
     "Circle is open", whatever its status     AWAITING a few minutes (the target holds the
                                               method meanwhile), not charged
@@ -21,8 +22,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from exchange.domain.pause import MARKETPLACE_KEY_REFUSED
 from exchange.domain.reasons import Reason
@@ -75,6 +77,11 @@ CIRCLE_SECONDS = 180.0
 CIRCLE = "OzonCircleOpen"
 
 KEY_SETTINGS = "ozon_client_id and ozon_api_key_file"
+
+
+class HasOffer(Protocol):
+    @property
+    def offer_id(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +149,55 @@ def item_answer(result: Any) -> ItemAnswer:
     )
 
 
+def matched(items: Sequence[HasOffer], results: list[Any]) -> list[Any | None]:
+    """Each item's element of ``result`` (§1.4: one per item, in order), None where Ozon gave
+    none. A result naming an item's ``offer_id`` is that item's; a result without one (an
+    ``offer_id`` left empty) is the item its place says only where that is sure: between two
+    named results (in order), as many unnamed results as unanswered items. So a result left
+    out (or one more) never moves another item's answer onto its neighbour."""
+    found: list[Any | None] = [None] * len(items)
+    free: dict[str, list[int]] = {}
+    for n, item in enumerate(items):
+        free.setdefault(item.offer_id, []).append(n)
+    places: list[int | None] = []  # each result's item; None: unnamed; -1: no item of ours
+    for result in results:
+        offer = result.get("offer_id") if isinstance(result, dict) else None
+        if not isinstance(offer, str) or not offer:
+            places.append(None)
+            continue
+        left = free.get(offer)
+        place = left.pop(0) if left else -1
+        if place >= 0:
+            found[place] = result
+        places.append(place)
+    named = [p for p in places if p is not None and p >= 0]
+    if named != sorted(named):
+        return found  # not in order: an unnamed result's place says nothing
+    gap: list[Any] = []
+    start = 0
+    for result, at in [*zip(results, places, strict=True), (None, len(items))]:
+        if at is None:
+            gap.append(result)
+            continue
+        if at < 0:
+            continue
+        unanswered = [n for n in range(start, at) if found[n] is None]
+        if len(unanswered) == len(gap):
+            for n, unnamed in zip(unanswered, gap, strict=True):
+                found[n] = unnamed
+        gap, start = [], at + 1
+    return found
+
+
+def circle_in(body: Any) -> bool:
+    """The whole answer (its parsed JSON) is Ozon's rpcStatus saying "Circle is open" (§1.2,
+    §1.3), not a ``result``: whatever the status it came with (UNCONFIRMED, §8), a 200 too."""
+    if not isinstance(body, dict) or "result" in body:
+        return False
+    message = body.get("message")
+    return isinstance(message, str) and CIRCLE_OPEN in message.casefold()
+
+
 def refusal(status: int, body: bytes, retry_after: str | None) -> Classification:
     """A whole request's answer other than 200 (§1.2, §1.3)."""
     code, message = _rpc_status(body)
@@ -165,8 +221,9 @@ def refusal(status: int, body: bytes, retry_after: str | None) -> Classification
     if MISSING_ROLE in words:
         return Classification(
             Verdict.PAUSE,
-            f"Ozon: the API key has no role that may set prices ({said}); give the key a role "
-            "with /v1/product/import/prices in the seller's account (Settings → Seller API)",
+            # Ozon's words, then what they mean; where the key gets its role is the pause's
+            # words (ops/attention.py), said once (review 32b finding 5)
+            f"Ozon: {said}: the API key has no role that may set prices",
             http_status=status,
             error_class=MARKETPLACE_KEY_REFUSED,
         )

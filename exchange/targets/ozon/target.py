@@ -41,7 +41,15 @@ from exchange.targets.base import UNPACED, HeldPrice, OutgoingMessage, Pacer
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
 from exchange.targets.marketplace.items import Channel, Item, by_sku, gather, sku_of, spread
 from exchange.targets.marketplace.money import Money, text
-from exchange.targets.ozon.answers import CIRCLE, CIRCLE_SECONDS, circle_held, item_answer, refusal
+from exchange.targets.ozon.answers import (
+    CIRCLE,
+    CIRCLE_SECONDS,
+    circle_held,
+    circle_in,
+    item_answer,
+    matched,
+    refusal,
+)
 from exchange.targets.ozon.hours import (
     NO_SENT_TIMES,
     REFUSED,
@@ -486,19 +494,42 @@ class OzonTarget:
                 answers.update(spread(item, judged))
             return
         try:
-            results = response.json()["result"]
-            if not isinstance(results, list) or len(results) != len(items):
-                raise ValueError("not one result per item")
-        except (ValueError, KeyError, TypeError) as exc:
+            body = response.json()
+        except ValueError:
+            body = None
+        if circle_in(body):
+            # "Circle is open" inside a 200 (its status is UNCONFIRMED, §8): the same wait as
+            # whatever other status it comes with (refusal reads its words first).
+            self._circle_until = max(self._circle_until, now + CIRCLE_SECONDS)
+            held = refusal(200, response.content, None)
+            for item in items:
+                answers.update(spread(item, held))
+            return
+        results = body.get("result") if isinstance(body, dict) else None
+        if not isinstance(results, list):
             unknown = Classification(
-                Verdict.UNKNOWN,
-                f"Ozon: a 200 that is not one result per item ({type(exc).__name__})",
-                http_status=200,
+                Verdict.UNKNOWN, "Ozon: a 200 without a result per item", http_status=200
             )
             for item in items:
                 answers.update(spread(item, unknown))
             return
-        for item, result in zip(items, results, strict=True):
+        for item, result in zip(items, matched(items, results), strict=True):
+            if result is None:
+                # §1.4: one result per item; Ozon gave none for this one, so whether it took
+                # the price is unknown: a person looks (never guessed, never sent blind again:
+                # each send counts against the product's 10 an hour, §1.5).
+                answers.update(
+                    spread(
+                        item,
+                        Classification(
+                            Verdict.UNKNOWN,
+                            f"Ozon gave no answer for offer_id {item.offer_id!r} in its 200 "
+                            "(its result holds none): whether Ozon took the price is unknown",
+                            http_status=200,
+                        ),
+                    )
+                )
+                continue
             answer = item_answer(result)
             verdict = answer.verdict
             if answer.updated:
