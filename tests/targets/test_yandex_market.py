@@ -979,3 +979,30 @@ def test_a_discount_base_claimed_while_its_value_waits_for_a_retry_waits_for_it_
     )
     assert (decision.to_state, decision.charged) == (State.DELAYED, False)
     assert 0 == ym.requests["offer-prices/updates"], "never sent"
+
+
+@pytest.mark.parametrize("ym", [{"offers_per_minute": 3}], indirect=True, ids=["limit-3"])
+def test_a_cabinet_limit_below_the_request_cuts_the_request_to_it(ym: YmSimulator) -> None:
+    """Review 32b finding 7 (§3.3: X-RateLimit-Resource-Limit on every answer; the budget in
+    offers a minute): the cabinet allows 3 offers a minute, the target believes in 10 000 and
+    sends 5 at once. The 420 names the limit: the request is cut to 3 and 2, each waits for
+    its minute and is accepted (the old code sent the same 5 until its tries ran out, refused
+    every time), and the next requests hold at most 3 offers."""
+    clock = Clock()
+
+    async def sleep(seconds: float) -> None:
+        await clock.sleep(seconds)
+        ym.clock.advance(seconds)  # the simulator's minute passes with the target's waits
+
+    messages = [price(f"SKU-{n}", 1, "10") for n in range(5)]
+
+    async def scenario(t: YandexMarketTarget) -> tuple[list[Classification], list[int]]:
+        before = [len(r) for r in t.requests(messages)]
+        found = await t.send(messages)
+        return found, before + [len(r) for r in t.requests(messages)]
+
+    found, sizes = run(lambda: target(ym, monotonic=clock, sleep=sleep), scenario)
+    assert [Verdict.AWAITING] * 5 == verdicts(found), found
+    assert 5 == ym.accepted
+    assert 3 == ym.requests["offer-prices/updates"], "5 refused once, then 3 and 2"
+    assert [5, 3, 2] == sizes

@@ -534,6 +534,10 @@ class YandexMarketTarget:
         e.g. a repeat refused after a first 400 that applied the rest). Review 32: an offer
         named only on the resend waited for its read-back the whole ym_apply_timeout."""
         out: dict[str, Classification] = {}
+        if len(items) > self.per_request:  # cut to Yandex's limit (``_TooBig``)
+            for start in range(0, len(items), self.per_request):
+                out.update(await self._update(items[start : start + self.per_request]))
+            return out
         left = items
         for _ in range(RESENDS):
             if not left:
@@ -547,6 +551,9 @@ class YandexMarketTarget:
                     budget=self.budget,
                     rejects=offers,
                 )
+            except _TooBig:  # per_request is below len(left) now: cut, each part sent
+                out.update(await self._update(left))
+                return out
             except _Whole as whole:
                 for item in left:
                     out.update((m.message_id, whole.classification) for m in item.carried)
@@ -567,6 +574,18 @@ class YandexMarketTarget:
         for item in left:
             out.update((m.message_id, refused) for m in item.carried)
         return out
+
+    def _lower(self, limit: int) -> None:
+        """Yandex's budget is ``limit`` offers a minute, below ours: requests of at most that
+        many from now on, and the budget kept to it (pace.py)."""
+        self.per_request = max(1, min(self.per_request, limit))
+        self.budget.lower(limit, self.per_request)
+        log.warning(
+            "Yandex Market allows %d offers a minute (X-RateLimit-Resource-Limit), fewer than "
+            "ym_offers_per_minute: at most %d offers a request from now on",
+            limit,
+            self.per_request,
+        )
 
     def _took(self, taken: list[_Item], why: str) -> dict[str, Classification]:
         """Items Yandex took (or may have): each waits for its read-back (``AWAITING``)."""
@@ -827,6 +846,12 @@ class YandexMarketTarget:
             else:
                 held = (budget or self.budget).hold_until(answers.until(response))
                 log.info("Yandex Market's per-minute budget is spent: waiting %.1f s", held)
+                limit = answers.resource_limit(response)
+                if budget is self.budget and limit is not None and limit < cost:
+                    # The cabinet's budget is below this request: sent again whole, it is
+                    # refused every time (review 32b: 4 times in 3 minutes); cut to fit.
+                    self._lower(limit)
+                    raise _TooBig(limit)
         assert response is not None
         if response.status_code == 200:
             return response
@@ -837,6 +862,15 @@ class YandexMarketTarget:
             if named:
                 raise _Rejected(named)
         raise _Whole(answers.whole(response))
+
+
+class _TooBig(Exception):
+    """A 420 whose ``X-RateLimit-Resource-Limit`` is below the request's offers: the request
+    is cut to the limit (``YandexMarketTarget._update``)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"Yandex Market's limit is {limit} offers a minute")
+        self.limit = limit
 
 
 class _Rejected(Exception):
