@@ -836,8 +836,8 @@ class YandexMarketTarget:
                     self._pacer.done(sent_at, None, None)
                     raise _Whole(transport_verdict(httpx_failure(exc))) from None
                 status = response.status_code
-                # A 420 is Yandex's pace, kept here; the worker's pace learns nothing from it.
-                self._pacer.done(sent_at, None if status == 420 else status, None)
+                # A 420 is Yandex's pace, kept here; the worker's pace only counts it.
+                self._pacer.done(sent_at, status, None)
             if status != 420:
                 break
             if answers.throttle(response) is answers.Throttle.PARALLEL:
