@@ -1006,3 +1006,45 @@ def test_a_cabinet_limit_below_the_request_cuts_the_request_to_it(ym: YmSimulato
     assert 5 == ym.accepted
     assert 3 == ym.requests["offer-prices/updates"], "5 refused once, then 3 and 2"
     assert [5, 3, 2] == sizes
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [
+        {"switches": {"atomic_400": atomic, "errors_named": "none", "unknown_offer": "reject"}}
+        for atomic in (True, False)
+    ],
+    indirect=True,
+    ids=["all-or-nothing", "partial"],
+)
+def test_a_400_naming_no_offer_is_split_in_halves_to_find_the_refused_one(
+    ym: YmSimulator,
+) -> None:
+    """Review 32b finding 9: a 400 naming no offer ("Internal validation failed") ended every
+    offer of the request http-400. Halves sent apart find it (research §3.4: atomicity
+    UNCONFIRMED, played both ways; a good offer sent twice is answered 200, §3.5): the good
+    offers wait for their read-back, the refused one ends with Yandex's words; bounded."""
+    messages = [price(f"SKU-{n}", 1, "10") for n in range(3)]
+    messages[3:3] = [price("NOSUCH-3", 1, "12")]
+    messages.append(price("SKU-4", 1, "10"))
+    found = run(lambda: target(ym), lambda t: t.send(messages))
+    expected = [Verdict.AWAITING] * 5
+    expected[3] = Verdict.TERMINAL
+    assert expected == verdicts(found), [c.detail for c in found]
+    assert "Internal validation failed" in found[3].detail and 400 == found[3].http_status
+    assert 7 == ym.requests["offer-prices/updates"], "5; 2 and 3; 1 and 2; 1 and 1"
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [{"switches": {"errors_named": "none", "unknown_offer": "reject"}}],
+    indirect=True,
+    ids=["none-named"],
+)
+def test_the_split_of_a_400_naming_no_offer_is_bounded(ym: YmSimulator) -> None:
+    """Every offer refused: at most SPLITS requests more than the first, then the rest ends
+    http-400 as before (never a request per offer of a refused 500)."""
+    messages = [price(f"NOSUCH-{n}", 1, "10") for n in range(40)]
+    found = run(lambda: target(ym), lambda t: t.send(messages))
+    assert [Verdict.TERMINAL] * 40 == verdicts(found)
+    assert 1 + 20 == ym.requests["offer-prices/updates"]

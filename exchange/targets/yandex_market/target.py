@@ -103,6 +103,9 @@ MONEY = {
 FIELDS = ("value", "discountBase", "minimumForBestseller")
 TRIES = 4  # sends of one request through 420s (waited out) before its 420 is the verdict
 RESENDS = 3  # rounds of "a 400 named some offers: the rest sent again"
+# Requests one refused update may add, halving itself to find the offers a 400 naming none
+# refused (``_Unnamed``): a bad offer among 500 is found in 18; beyond, the rest ends http-400.
+SPLITS = 20
 # The delivery's receipt while Yandex's 200 waits for its read-back (it survives a restart).
 ACCEPTED = "ym-accepted:"
 # The receipt of a delivery not applied in time: its next attempt sends, never reads back.
@@ -178,6 +181,11 @@ class _Whole(Exception):
     def __init__(self, classification: Classification) -> None:
         super().__init__(classification.detail)
         self.classification = classification
+
+
+class _Unnamed(_Whole):
+    """A 400 of an update that names none of its offers (review 32b: "Internal validation
+    failed"): split in halves to find which (``YandexMarketTarget._update``)."""
 
 
 class YandexMarketTarget:
@@ -525,7 +533,9 @@ class YandexMarketTarget:
 
     # -- the update ------------------------------------------------------------------------
 
-    async def _update(self, items: list[_Item]) -> dict[str, Classification]:
+    async def _update(
+        self, items: list[_Item], splits: list[int] | None = None
+    ) -> dict[str, Classification]:
         """Send the items; a 400 naming offers ends those and sends the rest again. A 400 is
         most likely all-or-nothing (research §3.4, open in §8), and a price sent twice is most
         likely answered 200 (§3.5): so an offer a 400 names, in the first answer or only when
@@ -534,9 +544,10 @@ class YandexMarketTarget:
         e.g. a repeat refused after a first 400 that applied the rest). Review 32: an offer
         named only on the resend waited for its read-back the whole ym_apply_timeout."""
         out: dict[str, Classification] = {}
+        splits = [SPLITS] if splits is None else splits  # shared by the halves (``_Unnamed``)
         if len(items) > self.per_request:  # cut to Yandex's limit (``_TooBig``)
             for start in range(0, len(items), self.per_request):
-                out.update(await self._update(items[start : start + self.per_request]))
+                out.update(await self._update(items[start : start + self.per_request], splits))
             return out
         left = items
         for _ in range(RESENDS):
@@ -552,7 +563,21 @@ class YandexMarketTarget:
                     rejects=offers,
                 )
             except _TooBig:  # per_request is below len(left) now: cut, each part sent
-                out.update(await self._update(left))
+                out.update(await self._update(left, splits))
+                return out
+            except _Unnamed as unnamed:
+                # A 400 naming no offer (research §3.4: validation errors name the offending
+                # offerId; this one does not): halves sent apart find the offers it refused,
+                # the others go (sent twice at worst: most likely 200, §3.5), bounded by
+                # SPLITS; an offer refused alone, or past the bound, ends with its words.
+                if len(left) > 1 and splits[0] >= 2:
+                    splits[0] -= 2
+                    half = len(left) // 2
+                    out.update(await self._update(left[:half], splits))
+                    out.update(await self._update(left[half:], splits))
+                    return out
+                for item in left:
+                    out.update((m.message_id, unnamed.classification) for m in item.carried)
                 return out
             except _Whole as whole:
                 for item in left:
@@ -861,6 +886,7 @@ class YandexMarketTarget:
             named = answers.named_offers(response, rejects)
             if named:
                 raise _Rejected(named)
+            raise _Unnamed(answers.whole(response))
         raise _Whole(answers.whole(response))
 
 
