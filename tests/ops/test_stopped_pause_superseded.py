@@ -27,8 +27,7 @@ def _row(engine: Engine, worker_id: str, stopped: datetime, **values: object) ->
                 worker_id=worker_id,
                 started_at=stopped - timedelta(minutes=1),
                 heartbeat_at=stopped,
-                stopped_at=stopped,
-                **{"breaker_state": "closed", **values},
+                **{"breaker_state": "closed", "stopped_at": stopped, **values},
             )
         )
 
@@ -67,3 +66,18 @@ def test_the_last_stopped_workers_own_pause_still_holds(engine: Engine) -> None:
     assert figures.delivery_paused is True
     assert figures.pause is not None and figures.pause["cause"] == "read-only-key"
     assert "paused" in codes
+
+
+def test_a_killed_workers_pause_is_superseded_by_a_later_worker_of_its_channel(
+    engine: Engine,
+) -> None:
+    """A worker killed (``kill -9``: no stopped_at) after the 403, then another worker of the
+    channel ran: the killed one's frozen pause is no current pause either."""
+    now = datetime.now(UTC)
+    _row(engine, "vm-1/ozon", now - timedelta(minutes=12), stopped_at=None, channel="ozon",
+         paused_reason=REFUSED, paused_at=now - timedelta(minutes=13),
+         pause_cause="read-only-key")  # fmt: skip
+    _row(engine, "vm-2/ozon", now - timedelta(minutes=5), channel="ozon")
+    figures, codes, held = _figures(engine, now)
+    assert (figures.delivery_paused, "paused" in codes) == (False, False)
+    assert held == ["vm-2/ozon"]
