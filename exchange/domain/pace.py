@@ -152,6 +152,8 @@ class Cause(StrEnum):
     RATE_LIMITED = "429"
     UNAVAILABLE = "5xx"  # 502, 503, 504 while other requests were refused too
     SITE_DOWN = "health"  # a temporary failure while the health check failed
+    # A marketplace's own pace (Yandex Market's 420): its target waits it out, counted only.
+    MARKETPLACE_LIMIT = "420"
 
 
 ALWAYS_SITE = frozenset({429})
@@ -509,6 +511,11 @@ class Pace:
         index = self._bucket_index or 0
         n = min(BUCKETS - 1, max(1, round(seconds / BUCKET)))
         return sum(counts[(index - i) % BUCKETS] for i in range(n + 1))
+
+    def noted(self, now: float, cause: Cause) -> None:
+        """A refusal the target paces itself (Yandex Market's 420, its own budget: research
+        §3.3): counted in the figures, never a round of the pace's own."""
+        self._count(now, refused=cause)
 
     def refused_last_minute(self, now: float) -> dict[Cause, int]:
         self._advance(now)

@@ -147,6 +147,10 @@ _WHAT = tuple(
             N_("Yandex Market: a sample of SKUs resolves to offers"),
         ),
         (r"Yandex Market: the limits", N_("Yandex Market: the limits")),
+        (
+            r"Yandex Market: the key's right to change prices",
+            N_("Yandex Market: the key's right to change prices"),
+        ),
         (r"report directory writable \((?P<path>.*)\)", N_("report directory writable ({path})")),
         (r"report directory writable", N_("report directory writable")),
         (r"site reachable and token accepted", N_("site reachable and token accepted")),
@@ -163,6 +167,18 @@ _DETAILS = tuple(
     (re.compile(pattern), words)
     for pattern, words in (
         (r"unreachable", N_("unreachable")),
+        (r"a read of prices answered", N_("a read of prices answered")),
+        (
+            r"not verified: Yandex Market has no way to ask without changing a price \(a "
+            r"read-only key is refused only when it writes\); the first delivery tells, and a "
+            r"refusal pauses delivery",
+            N_(
+                "not verified: Yandex Market has no way to ask without changing a price (a "
+                "read-only key is refused only when it writes); the first delivery tells, and a "
+                "refusal pauses delivery"
+            ),
+        ),
+        (r"delivery is paused: (?P<note>.*)", N_("delivery is paused: {note}")),
         (r"its database is unreachable", N_("its database is unreachable")),
         (r"missing: run `exchange migrate`", N_("missing: run `exchange migrate`")),
         (r"open", N_("way in open")),  # (not the breaker's "open")
@@ -668,6 +684,45 @@ async def _check_wildberries(
     return [*results, ok(sample_what, detail)]
 
 
+YM_RIGHTS = "Yandex Market: the key's right to change prices"
+# research §3.2: the scopes are the key's access groups in the cabinet; no method reads them,
+# and a pricing:read-only key is accepted by reads and refused (403) only by a price change.
+YM_RIGHTS_UNKNOWN = (
+    "not verified: Yandex Market has no way to ask without changing a price (a read-only key "
+    "is refused only when it writes); the first delivery tells, and a refusal pauses delivery"
+)
+
+
+def _ym_rights(settings: Settings) -> CheckResult:
+    """A key's right to write, as far as the service can tell without writing: a current pause
+    of this channel's workers for a read-only key fails; else said not verified (SKIP)."""
+    from exchange.domain.pause import PauseCause
+    from exchange.ops.status import holding, pause_of, worker_rows
+
+    channel = settings.channel_name()
+    if _missing_sqlite_file(settings.database_url) is not None:  # never created by a check
+        return skip(YM_RIGHTS, YM_RIGHTS_UNKNOWN)
+    try:
+        engine = engine_for(settings.database_url)
+    except Exception:
+        return skip(YM_RIGHTS, YM_RIGHTS_UNKNOWN)
+    try:
+        with transaction(engine, read_only=True) as connection:
+            from datetime import UTC, datetime
+
+            rows = [
+                w for w in worker_rows(connection, datetime.now(UTC)) if w.get("channel") == channel
+            ]
+            pause = pause_of(None, holding(rows))
+    except (SQLAlchemyError, ExchangeError):
+        return skip(YM_RIGHTS, YM_RIGHTS_UNKNOWN)
+    finally:
+        engine.dispose()
+    if pause is not None and pause.get("cause") == PauseCause.YM_READ_ONLY_KEY.value:
+        return fail(YM_RIGHTS, f"delivery is paused: {pause['note']}")
+    return skip(YM_RIGHTS, YM_RIGHTS_UNKNOWN)
+
+
 def _wb_rights(token: str) -> CheckResult:
     what = "Wildberries token's rights (its claims)"
     said = wb_token.claims(token)
@@ -904,13 +959,8 @@ async def _check_yandex_market(
         await target.aclose()
         if articles_engine is not None:
             articles_engine.dispose()
-    results = [
-        ok(
-            key_what,
-            "a read of prices answered; the right to change prices is confirmed by the first "
-            "delivery (Yandex Market has no way to ask without changing one)",
-        )
-    ]
+    rights = await asyncio.to_thread(_ym_rights, settings)
+    results = [ok(key_what, "a read of prices answered"), rights]
     if found is None:
         results.append(skip(sample_what, "no price has been taken in yet"))
     elif isinstance(found, Classification):

@@ -339,14 +339,30 @@ def worker_rows(
 def holding(shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows whose pause and breaker still hold delivery back: every worker seen within
     WORKER_SEEN_WITHIN that has not stopped; a stopped one's last word only while no worker
-    is live (a live worker's own report supersedes it)."""
+    is live (a live worker's own report supersedes it); a stopped or silent one's only while no
+    other worker of its channel reported after it went quiet (that later worker's own row says
+    how delivery went since: a pause it did not meet is no current pause; several workers per
+    channel, each with its own row)."""
     anyone_live = any(w["live"] for w in shown)
     return [
         w
         for w in shown
         if w["heartbeat_age_s"] < WORKER_SEEN_WITHIN.total_seconds()
         and (w["state"] != WorkerState.STOPPED or not anyone_live)
+        and (w["live"] or not _superseded(w, shown))
     ]
+
+
+def _superseded(quiet: dict[str, Any], shown: list[dict[str, Any]]) -> bool:
+    """Whether another worker of ``quiet``'s channel reported after ``quiet`` stopped or last
+    reported (a ``kill -9``): that later worker's own row says how delivery went since."""
+    since = datetime.fromisoformat(quiet["stopped_at"] or quiet["heartbeat_at"])
+    return any(
+        other["worker_id"] != quiet["worker_id"]
+        and other.get("channel") == quiet.get("channel")
+        and datetime.fromisoformat(other["heartbeat_at"]) > since
+        for other in shown
+    )
 
 
 def last_deliveries(connection: Connection) -> dict[str | None, datetime]:

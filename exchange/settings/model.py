@@ -290,6 +290,11 @@ class Settings(
         EXCHANGE_TARGET, configured by these settings. Every caller asks here."""
         return list(self._channels) if self.channels is not None else [implicit_channel(self)]
 
+    def channel_name(self) -> str:
+        """The channel these settings configure: its name in EXCHANGE_CHANNELS, else the
+        target's (the one channel's, ``implicit_channel``)."""
+        return self._channel_name or self.target
+
     def said(self, problem: str) -> str:
         """A problem of these settings as the operator wrote them: a channel's (of
         EXCHANGE_CHANNELS) named by the channel, each setting by its key in the channel."""

@@ -499,6 +499,9 @@ class DeliveryLoop:
             self.pace.refused(answered_at, sent_at, Cause.RATE_LIMITED, hinted)
             self.probe.answered(answered_at)
             self.gate.wake_all()  # the waiting requests learn the hold at once
+        elif status == 420:  # Yandex Market's pace, waited out by its target (counted only)
+            self.pace.noted(answered_at, Cause.MARKETPLACE_LIMIT)
+            self.metrics.refused(Cause.MARKETPLACE_LIMIT)
         elif status is not None and STATUSES.verdict(status) not in (
             Verdict.TEMPORARY,
             Verdict.PAUSE,

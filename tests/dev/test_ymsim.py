@@ -597,13 +597,16 @@ def test_switch_read_without_ids(way: str) -> None:
         assert 400 == response.status_code
 
 
-@pytest.mark.parametrize("way", ["all", "first"])
+@pytest.mark.parametrize("way", ["all", "first", "none"])
 def test_switch_errors_named(way: str) -> None:
-    """Research silent on whether a 400 names every bad offer or the first only."""
+    """Research silent on whether a 400 names every bad offer, the first only, or none."""
     switches = YmSwitches(errors_named=way, unknown_offer="reject", apply_delay=0)
     ym = YmSimulator(KEY, BUSINESS, switches=switches)
     with ym:
         response = update(ym, offer("A"), offer("NOSUCH-1"), offer("NOSUCH-2"))
+    if way == "none":
+        assert (400, ["Internal validation failed"]) == (response.status_code, messages(response))
+        return
     named = ["NOSUCH-1", "NOSUCH-2"] if way == "all" else ["NOSUCH-1"]
     assert (400, named) == (response.status_code, [m.split("'")[1] for m in messages(response)])
 

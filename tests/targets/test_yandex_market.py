@@ -979,3 +979,72 @@ def test_a_discount_base_claimed_while_its_value_waits_for_a_retry_waits_for_it_
     )
     assert (decision.to_state, decision.charged) == (State.DELAYED, False)
     assert 0 == ym.requests["offer-prices/updates"], "never sent"
+
+
+@pytest.mark.parametrize("ym", [{"offers_per_minute": 3}], indirect=True, ids=["limit-3"])
+def test_a_cabinet_limit_below_the_request_cuts_the_request_to_it(ym: YmSimulator) -> None:
+    """Review 32b finding 7 (§3.3: X-RateLimit-Resource-Limit on every answer; the budget in
+    offers a minute): the cabinet allows 3 offers a minute, the target believes in 10 000 and
+    sends 5 at once. The 420 names the limit: the request is cut to 3 and 2, each waits for
+    its minute and is accepted (the old code sent the same 5 until its tries ran out, refused
+    every time), and the next requests hold at most 3 offers."""
+    clock = Clock()
+
+    async def sleep(seconds: float) -> None:
+        await clock.sleep(seconds)
+        ym.clock.advance(seconds)  # the simulator's minute passes with the target's waits
+
+    messages = [price(f"SKU-{n}", 1, "10") for n in range(5)]
+
+    async def scenario(t: YandexMarketTarget) -> tuple[list[Classification], list[int]]:
+        before = [len(r) for r in t.requests(messages)]
+        found = await t.send(messages)
+        return found, before + [len(r) for r in t.requests(messages)]
+
+    found, sizes = run(lambda: target(ym, monotonic=clock, sleep=sleep), scenario)
+    assert [Verdict.AWAITING] * 5 == verdicts(found), found
+    assert 5 == ym.accepted
+    assert 3 == ym.requests["offer-prices/updates"], "5 refused once, then 3 and 2"
+    assert [5, 3, 2] == sizes
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [
+        {"switches": {"atomic_400": atomic, "errors_named": "none", "unknown_offer": "reject"}}
+        for atomic in (True, False)
+    ],
+    indirect=True,
+    ids=["all-or-nothing", "partial"],
+)
+def test_a_400_naming_no_offer_is_split_in_halves_to_find_the_refused_one(
+    ym: YmSimulator,
+) -> None:
+    """Review 32b finding 9: a 400 naming no offer ("Internal validation failed") ended every
+    offer of the request http-400. Halves sent apart find it (research §3.4: atomicity
+    UNCONFIRMED, played both ways; a good offer sent twice is answered 200, §3.5): the good
+    offers wait for their read-back, the refused one ends with Yandex's words; bounded."""
+    messages = [price(f"SKU-{n}", 1, "10") for n in range(3)]
+    messages[3:3] = [price("NOSUCH-3", 1, "12")]
+    messages.append(price("SKU-4", 1, "10"))
+    found = run(lambda: target(ym), lambda t: t.send(messages))
+    expected = [Verdict.AWAITING] * 5
+    expected[3] = Verdict.TERMINAL
+    assert expected == verdicts(found), [c.detail for c in found]
+    assert "Internal validation failed" in found[3].detail and 400 == found[3].http_status
+    assert 7 == ym.requests["offer-prices/updates"], "5; 2 and 3; 1 and 2; 1 and 1"
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [{"switches": {"errors_named": "none", "unknown_offer": "reject"}}],
+    indirect=True,
+    ids=["none-named"],
+)
+def test_the_split_of_a_400_naming_no_offer_is_bounded(ym: YmSimulator) -> None:
+    """Every offer refused: at most SPLITS requests more than the first, then the rest ends
+    http-400 as before (never a request per offer of a refused 500)."""
+    messages = [price(f"NOSUCH-{n}", 1, "10") for n in range(40)]
+    found = run(lambda: target(ym), lambda t: t.send(messages))
+    assert [Verdict.TERMINAL] * 40 == verdicts(found)
+    assert 1 + 20 == ym.requests["offer-prices/updates"]

@@ -106,6 +106,13 @@ def until(response: httpx.Response) -> datetime | None:
     return moment if moment.tzinfo is not None else None
 
 
+def resource_limit(response: httpx.Response) -> int | None:
+    """``X-RateLimit-Resource-Limit`` (§3.3: on every answer, the resource's limit: offers a
+    minute for the price methods), or None when absent or not a positive whole number."""
+    text = (response.headers.get("X-RateLimit-Resource-Limit") or "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
 def named_offers(response: httpx.Response, sent: list[str]) -> dict[str, str]:
     """The offers a 400 names, each with its words: by ``offerId`` (as Yandex trims it, so as
     sent) or by its index in the request's ``offers``. Offers not in ``sent`` are left out."""

@@ -94,6 +94,14 @@ class OfferBudget:
                 await self._sleep(delay)
             self.spend(offers, self._monotonic())
 
+    def lower(self, per_minute: int, per_request: int) -> None:
+        """Yandex named a smaller budget than ours (``X-RateLimit-Resource-Limit``, §3.3): at
+        most ``per_minute`` offers a minute from now on, in windows that hold ``per_request``
+        offers (the shortest that does, as at the start)."""
+        self.per_minute = max(1, min(self.per_minute, per_minute))
+        self.window = min(WINDOW, max(1.0, WINDOW * per_request / self.per_minute))
+        self.limit = max(1, int(self.per_minute * self.window / WINDOW))
+
     def hold_until(self, moment: datetime | None) -> float:
         """A 420 for the budget: nothing goes before ``moment`` (Yandex's
         ``X-RateLimit-Resource-Until``) and ``PAST_UNTIL`` after it (its whole seconds

@@ -103,6 +103,9 @@ MONEY = {
 FIELDS = ("value", "discountBase", "minimumForBestseller")
 TRIES = 4  # sends of one request through 420s (waited out) before its 420 is the verdict
 RESENDS = 3  # rounds of "a 400 named some offers: the rest sent again"
+# Requests one refused update may add, halving itself to find the offers a 400 naming none
+# refused (``_Unnamed``): a bad offer among 500 is found in 18; beyond, the rest ends http-400.
+SPLITS = 20
 # The delivery's receipt while Yandex's 200 waits for its read-back (it survives a restart).
 ACCEPTED = "ym-accepted:"
 # The receipt of a delivery not applied in time: its next attempt sends, never reads back.
@@ -178,6 +181,11 @@ class _Whole(Exception):
     def __init__(self, classification: Classification) -> None:
         super().__init__(classification.detail)
         self.classification = classification
+
+
+class _Unnamed(_Whole):
+    """A 400 of an update that names none of its offers (review 32b: "Internal validation
+    failed"): split in halves to find which (``YandexMarketTarget._update``)."""
 
 
 class YandexMarketTarget:
@@ -525,7 +533,9 @@ class YandexMarketTarget:
 
     # -- the update ------------------------------------------------------------------------
 
-    async def _update(self, items: list[_Item]) -> dict[str, Classification]:
+    async def _update(
+        self, items: list[_Item], splits: list[int] | None = None
+    ) -> dict[str, Classification]:
         """Send the items; a 400 naming offers ends those and sends the rest again. A 400 is
         most likely all-or-nothing (research §3.4, open in §8), and a price sent twice is most
         likely answered 200 (§3.5): so an offer a 400 names, in the first answer or only when
@@ -534,6 +544,11 @@ class YandexMarketTarget:
         e.g. a repeat refused after a first 400 that applied the rest). Review 32: an offer
         named only on the resend waited for its read-back the whole ym_apply_timeout."""
         out: dict[str, Classification] = {}
+        splits = [SPLITS] if splits is None else splits  # shared by the halves (``_Unnamed``)
+        if len(items) > self.per_request:  # cut to Yandex's limit (``_TooBig``)
+            for start in range(0, len(items), self.per_request):
+                out.update(await self._update(items[start : start + self.per_request], splits))
+            return out
         left = items
         for _ in range(RESENDS):
             if not left:
@@ -547,6 +562,23 @@ class YandexMarketTarget:
                     budget=self.budget,
                     rejects=offers,
                 )
+            except _TooBig:  # per_request is below len(left) now: cut, each part sent
+                out.update(await self._update(left, splits))
+                return out
+            except _Unnamed as unnamed:
+                # A 400 naming no offer (research §3.4: validation errors name the offending
+                # offerId; this one does not): halves sent apart find the offers it refused,
+                # the others go (sent twice at worst: most likely 200, §3.5), bounded by
+                # SPLITS; an offer refused alone, or past the bound, ends with its words.
+                if len(left) > 1 and splits[0] >= 2:
+                    splits[0] -= 2
+                    half = len(left) // 2
+                    out.update(await self._update(left[:half], splits))
+                    out.update(await self._update(left[half:], splits))
+                    return out
+                for item in left:
+                    out.update((m.message_id, unnamed.classification) for m in item.carried)
+                return out
             except _Whole as whole:
                 for item in left:
                     out.update((m.message_id, whole.classification) for m in item.carried)
@@ -567,6 +599,18 @@ class YandexMarketTarget:
         for item in left:
             out.update((m.message_id, refused) for m in item.carried)
         return out
+
+    def _lower(self, limit: int) -> None:
+        """Yandex's budget is ``limit`` offers a minute, below ours: requests of at most that
+        many from now on, and the budget kept to it (pace.py)."""
+        self.per_request = max(1, min(self.per_request, limit))
+        self.budget.lower(limit, self.per_request)
+        log.warning(
+            "Yandex Market allows %d offers a minute (X-RateLimit-Resource-Limit), fewer than "
+            "ym_offers_per_minute: at most %d offers a request from now on",
+            limit,
+            self.per_request,
+        )
 
     def _took(self, taken: list[_Item], why: str) -> dict[str, Classification]:
         """Items Yandex took (or may have): each waits for its read-back (``AWAITING``)."""
@@ -817,8 +861,8 @@ class YandexMarketTarget:
                     self._pacer.done(sent_at, None, None)
                     raise _Whole(transport_verdict(httpx_failure(exc))) from None
                 status = response.status_code
-                # A 420 is Yandex's pace, kept here; the worker's pace learns nothing from it.
-                self._pacer.done(sent_at, None if status == 420 else status, None)
+                # A 420 is Yandex's pace, kept here; the worker's pace only counts it.
+                self._pacer.done(sent_at, status, None)
             if status != 420:
                 break
             if answers.throttle(response) is answers.Throttle.PARALLEL:
@@ -827,6 +871,12 @@ class YandexMarketTarget:
             else:
                 held = (budget or self.budget).hold_until(answers.until(response))
                 log.info("Yandex Market's per-minute budget is spent: waiting %.1f s", held)
+                limit = answers.resource_limit(response)
+                if budget is self.budget and limit is not None and limit < cost:
+                    # The cabinet's budget is below this request: sent again whole, it is
+                    # refused every time (review 32b: 4 times in 3 minutes); cut to fit.
+                    self._lower(limit)
+                    raise _TooBig(limit)
         assert response is not None
         if response.status_code == 200:
             return response
@@ -836,7 +886,17 @@ class YandexMarketTarget:
             named = answers.named_offers(response, rejects)
             if named:
                 raise _Rejected(named)
+            raise _Unnamed(answers.whole(response))
         raise _Whole(answers.whole(response))
+
+
+class _TooBig(Exception):
+    """A 420 whose ``X-RateLimit-Resource-Limit`` is below the request's offers: the request
+    is cut to the limit (``YandexMarketTarget._update``)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"Yandex Market's limit is {limit} offers a minute")
+        self.limit = limit
 
 
 class _Rejected(Exception):

@@ -1,0 +1,64 @@
+"""Review 32b finding 7, its pace figure: Yandex Market's 420 (research §3.3: its pace, not
+429) is waited out by the target and counted in the worker's pace figures
+(``refused_last_minute``, what ``exchange status --json`` shows as ``pace``); it was counted
+nowhere (``refused_last_minute: 0`` beside four 420s). On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from exchange import app as bootstrap
+from exchange.dev.simclock import SimClock
+from exchange.dev.testing import fast_settings, price_row, run_worker, stage
+from exchange.dev.ymsim import YmSimulator, YmSwitches
+
+KEY = "ym-key-420"
+
+
+@pytest.fixture
+def ym() -> Iterator[YmSimulator]:
+    # Its minute never ends (a still clock, its Resource-Until long past: each 420 is held
+    # PAST_UNTIL only); 6 offers a minute: the second request of 5 meets 420s only.
+    sim = YmSimulator(
+        KEY,
+        1001,
+        clock=SimClock(0, start=1_790_000_000.0),
+        switches=YmSwitches(apply_delay=0),
+        offers_per_minute=6,
+    )
+    sim.start()
+    yield sim
+    sim.stop()
+
+
+def test_a_420_is_counted_in_the_pace_figures(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    key = tmp_path / "ym-key"
+    key.write_text(KEY, encoding="utf-8")
+    settings = fast_settings(
+        db_url,
+        None,
+        target="yandex-market",
+        ym_api_url=ym.url,
+        ym_business_id="1001",
+        ym_api_key_file=str(key),
+        ym_offers_per_minute="1000",
+        batch_size="5",
+    )
+    stage(engine, [price_row(f"SKU-{n}", 1, "100.00") for n in range(10)])
+    worker = bootstrap.worker(settings, engine, rng=random.Random(5))
+
+    async def two_cycles(w: object) -> None:
+        for _ in range(2):
+            await worker.cycle()
+
+    run_worker(worker, two_cycles)
+    figures = worker.loop.pace_figures(worker.loop.monotonic.now())
+    assert 5 == ym.accepted, "the first request went, the second met only 420s"
+    assert 4 == figures["refused_last_minute"] == figures["refused_marketplace_limit"], figures
