@@ -558,6 +558,11 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (r"name at least one withheld message", N_("name at least one withheld message")),
         (
+            # exchange/delivery/withheld.py: a release naming no channel (issue 32)
+            r"--channel is required: withheld on (?P<names>.*); name the channel to release on",
+            N_("--channel is required: withheld on {names}; name the channel to release on"),
+        ),
+        (
             r"--channel is required: this installation has (?P<names>.*)",
             N_("--channel is required: this installation has {names}"),
         ),

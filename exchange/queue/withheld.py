@@ -119,6 +119,21 @@ def named(
     return found
 
 
+def withheld_on(connection: Connection, message_ids: Sequence[str]) -> list[int]:
+    """The channels (ids, ascending) where any of ``message_ids`` is withheld: a release that
+    names no channel acts on the one there is, and asks which where there are several."""
+    rows = connection.execute(
+        select(deliveries.c.channel_id)
+        .join(messages, messages.c.id == deliveries.c.message_pk)
+        .where(
+            messages.c.message_id.in_(list(message_ids)),
+            deliveries.c.state == State.WITHHELD.value,
+        )
+        .distinct()
+    )
+    return sorted(int(row[0]) for row in rows)
+
+
 def any_waiting(connection: Connection, channel_id: int) -> bool:
     """Whether any delivery of the channel is withheld (one read of the channel's state
     index): the record of a batch looks for withheld versions to supersede only then."""
