@@ -100,6 +100,19 @@ def waiting(
     return [Withheld(*row) for row in connection.execute(query)]
 
 
+def on_every_channel(connection: Connection, *, limit: int = READ_AT_MOST) -> list[Withheld]:
+    """The withheld deliveries of every channel (``exchange status``'s list, issue 32), oldest
+    message first, each with its ``channel_id``."""
+    query = (
+        select(*_columns())
+        .join(messages, messages.c.id == deliveries.c.message_pk)
+        .where(deliveries.c.state == State.WITHHELD.value)
+        .order_by(deliveries.c.message_pk, deliveries.c.channel_id)
+        .limit(limit)
+    )
+    return [Withheld(*row) for row in connection.execute(query)]
+
+
 def named(
     connection: Connection, message_ids: Sequence[str], *, channel_id: int | None = None
 ) -> dict[str, Withheld | str]:

@@ -25,6 +25,14 @@ def test_a_release_acts_on_the_named_channel_else_the_one_withholding_else_asks_
     cli: Cli, db_url: str, engine: Engine, two: Two
 ) -> None:
     mid = _ready(db_url, engine, two)
+    # `exchange status` lists it on each channel, named, with the channel's words (issue 32:
+    # it listed the first channel's alone, so a price Yandex withholds was a bare count).
+    status = cli("status", db=db_url, env=two.env)
+    listed = [line for line in status.stdout.splitlines() if mid in line]
+    assert len(listed) == 2, describe(status)
+    assert any(" market " in f" {line} " for line in listed), describe(status)
+    assert any(" api " in f" {line} " for line in listed), describe(status)
+    assert "--channel CHANNEL" in status.stdout, describe(status)
     # Withheld on both: which one is asked, in one line, and nothing is done.
     ask = cli("withheld", "release", mid, "--note", "a real sale", db=db_url, env=two.env)
     assert ask.returncode == 2, describe(ask)
