@@ -2046,7 +2046,7 @@ _WORD_MESSAGES.update(
         "channel_quarantined": N_("In quarantine"),
         "on_channels": N_("On each channel"),
         "acts_on_channels": N_("Acts on the channels where it is quarantined: {channels}"),
-        "releases_on_channels": N_("Asks the channels that withhold it: {channels}"),
+        "releases_on_channels": N_("Withheld on: {channels}; the release asks the channel chosen"),
         "preview_on_channel": N_("on channel {channel}: {count}"),
         "preview_records": N_("rows refused at intake (no channel's): {count}"),
         "any_channel": N_("every channel"),

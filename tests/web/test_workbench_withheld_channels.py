@@ -31,6 +31,7 @@ def test_the_release_button_acts_on_the_channel_of_the_withheld_row(
     client = signed_in(base, "olga")
     page = client.get(f"/message/{mid}").text
     assert 'id="release-channel"' in page  # withheld on two: which one
+    assert "выпуск просит выбранный канал" in html.unescape(page)
     # No channel named while two withhold it: asked which, nothing done.
     unnamed = client.post(
         "/action/release",
