@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from exchange.domain.clock import Clock, Monotonic, SystemClock
-from exchange.errors import ConfigurationError
-from exchange.settings import Settings, onec_folder, only_channel
+from exchange.errors import ConfigurationError, OperatorError
+from exchange.settings import Settings, onec_folder
 from exchange.settings.marketplaces import MARKETPLACE_TARGETS
 
 if TYPE_CHECKING:
@@ -550,11 +550,26 @@ def web_config(settings: Settings) -> WebConfig:
         live_within=settings.live_within,
         behind_proxy=settings.http_behind_proxy,
         public_url=settings.public_url,
-        withheld_target=lambda: target(only_channel(settings)),
+        withheld_target=lambda name: target(named_channel(settings, name)),
         # EXCHANGE_CHANNELS's names (cause codes name their channel), else None: every
         # registered channel counts as configured and codes stay bare (contract 13).
         channels=tuple(c.name for c in settings.channels_in_force() if c.explicit) or None,
     )
+
+
+def named_channel(settings: Settings, name: str | None) -> Settings:
+    """The named channel's settings; with one channel the name may be left out."""
+    found = settings.channels_in_force()
+    if name is None:
+        if len(found) > 1:
+            names = ", ".join(channel.name for channel in found)
+            raise OperatorError(f"--channel is required: this installation has {names}")
+        return found[0].settings
+    for channel in found:
+        if channel.name == name:
+            return channel.settings
+    names = ", ".join(channel.name for channel in found)
+    raise OperatorError(f"no channel {name} is configured here (configured: {names})")
 
 
 def http_server(

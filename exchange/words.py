@@ -558,6 +558,11 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (r"name at least one withheld message", N_("name at least one withheld message")),
         (
+            # exchange/delivery/withheld.py: a release naming no channel (issue 32)
+            r"--channel is required: withheld on (?P<names>.*); name the channel to release on",
+            N_("--channel is required: withheld on {names}; name the channel to release on"),
+        ),
+        (
             r"--channel is required: this installation has (?P<names>.*)",
             N_("--channel is required: this installation has {names}"),
         ),
@@ -2059,7 +2064,7 @@ _WORD_MESSAGES.update(
         "channel_quarantined": N_("In quarantine"),
         "on_channels": N_("On each channel"),
         "acts_on_channels": N_("Acts on the channels where it is quarantined: {channels}"),
-        "releases_on_channels": N_("Asks the channels that withhold it: {channels}"),
+        "releases_on_channels": N_("Withheld on: {channels}; the release asks the channel chosen"),
         "preview_on_channel": N_("on channel {channel}: {count}"),
         "preview_records": N_("rows refused at intake (no channel's): {count}"),
         "any_channel": N_("every channel"),

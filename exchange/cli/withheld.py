@@ -12,9 +12,7 @@ from exchange import app as bootstrap
 from exchange.cli.common import _guard, _os_user, _settings, app, cli_lang, out
 from exchange.delivery import withheld
 from exchange.domain.clock import SystemClock
-from exchange.errors import OperatorError
 from exchange.i18n import N_, Lang, _
-from exchange.settings import Settings
 from exchange.words import detail_words
 
 withheld_app = typer.Typer(
@@ -24,21 +22,6 @@ withheld_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(withheld_app, name="withheld")
-
-
-def channel_settings(settings: Settings, name: str | None) -> Settings:
-    """The named channel's settings; with one channel the name may be left out."""
-    found = settings.channels_in_force()
-    if name is None:
-        if len(found) > 1:
-            names = ", ".join(channel.name for channel in found)
-            raise OperatorError(f"--channel is required: this installation has {names}")
-        return found[0].settings
-    for channel in found:
-        if channel.name == name:
-            return channel.settings
-    names = ", ".join(channel.name for channel in found)
-    raise OperatorError(f"no channel {name} is configured here (configured: {names})")
 
 
 def release_headline(done: list[withheld.Released], lang: Lang) -> str:
@@ -79,9 +62,17 @@ def withheld_release(
     lang = cli_lang()
     with _guard():
         settings = _settings(ctx)
-        chosen = channel_settings(settings, channel)
+        if channel is not None:
+            bootstrap.named_channel(settings, channel)  # configured here, else refused first
         engine, _staging = bootstrap.engines(settings)
-        target = bootstrap.target(chosen, engine=engine)
+        try:
+            # The channel the release acts on (issue 32): the named one, else the one where
+            # the messages are withheld; its own delivery there is what is judged.
+            name = withheld.choose_channel(engine, message_ids, channel)
+            target = bootstrap.target(bootstrap.named_channel(settings, name), engine=engine)
+        except BaseException:
+            engine.dispose()
+            raise
 
         async def go() -> list[withheld.Released]:
             try:
@@ -92,6 +83,7 @@ def withheld_release(
                     operator=operator or _os_user(),
                     note=note,
                     now=SystemClock().now,
+                    channel=name,
                 )
             finally:
                 await target.aclose()

@@ -8,6 +8,7 @@ from rich.text import Text
 from sqlalchemy import Engine
 
 from exchange.db.engine import transaction
+from exchange.db.on_channels import channel_names
 from exchange.domain.clock import local_time
 from exchange.i18n import Lang, _
 from exchange.queue import withheld as withheld_rows
@@ -21,16 +22,28 @@ def withheld_table(engine: Engine, lang: Lang, zone: str) -> Table | None:
     """``exchange status``'s list of withheld prices (contract 13): each with the channel's own
     words and what releases it; None when there are none."""
     with transaction(engine, read_only=True) as connection:
-        rows = withheld_rows.waiting(connection, limit=SHOWN)
+        # Every channel's (issue 32): with several, each row names its channel.
+        rows = withheld_rows.on_every_channel(connection, limit=SHOWN)
+        names = channel_names(connection)
     if not rows:
         return None
-    table = Table(
-        title=_("withheld by the channel: exchange withheld release MESSAGE_ID… --note TEXT", lang)
+    several = len(names) > 1
+    title = (
+        _(
+            "withheld by the channel: exchange withheld release MESSAGE_ID… --channel CHANNEL "
+            "--note TEXT",
+            lang,
+        )
+        if several
+        else _("withheld by the channel: exchange withheld release MESSAGE_ID… --note TEXT", lang)
     )
+    table = Table(title=title)
     # The id whole, never cut with "…" (``withheld release`` needs it): on one line where the
     # terminal has room, folded onto the next where it has not; the other columns give way.
     longest = max(len(row.message_id) for row in rows)
     table.add_column(_("message", lang), overflow="fold", min_width=min(longest, ID_WIDTH))
+    if several:
+        table.add_column(_("channel", lang))
     for column in (_("aggregate", lang), _("since", lang)):
         table.add_column(column)
     table.add_column(_("the channel said", lang))
@@ -38,6 +51,7 @@ def withheld_table(engine: Engine, lang: Lang, zone: str) -> Table | None:
         said = row.said or ""
         table.add_row(
             Text(row.message_id),
+            *([Text(names.get(row.channel_id, str(row.channel_id)))] if several else []),
             Text(f"{row.aggregate} v{row.version}"),
             Text(local_time(row.withheld_at, zone)),
             Text(detail_words(said) if lang == "ru" else said),

@@ -23,6 +23,7 @@ from datetime import datetime
 from sqlalchemy import Engine
 
 from exchange.db.engine import transaction
+from exchange.db.on_channels import channel_ids, channel_names
 from exchange.errors import OperatorError
 from exchange.queue import withheld
 from exchange.queue.withheld import Withheld
@@ -72,6 +73,32 @@ async def recheck(
         after = rows[-1].pk
 
 
+def choose_channel(engine: Engine, message_ids: Sequence[str], channel: str | None) -> str:
+    """The channel a release acts on (issue 32): the named one (a registered channel, else
+    ``OperatorError``); without a name, the one channel where the named messages are withheld,
+    or, where none is, the one channel registered. Withheld on several channels, or on none
+    with several registered: ``OperatorError`` saying which to name."""
+    with transaction(engine, read_only=True) as connection:
+        names = channel_names(connection)
+        if channel is not None:
+            return names[channel_ids(connection, channel)[0]]
+        on = withheld.withheld_on(connection, list(dict.fromkeys(message_ids)))
+        live = channel_ids(connection)
+    if len(on) == 1:
+        return names[on[0]]
+    if len(on) > 1:
+        raise OperatorError(
+            f"--channel is required: withheld on {', '.join(names[i] for i in on)}; "
+            "name the channel to release on"
+        )
+    if len(live) == 1:
+        return names[live[0]]
+    listed = ", ".join(dict.fromkeys(message_ids))
+    raise OperatorError(
+        f"only withheld messages can be released: {listed} is withheld on no channel"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Released:
     """One named message after a release: the channel's answer, and whether it is delivered."""
@@ -90,16 +117,19 @@ async def release(
     operator: str,
     note: str,
     now: Callable[[], datetime],
+    channel: str | None = None,
 ) -> list[Released]:
-    """A person's release of withheld versions: all named must be withheld (else nothing is
-    asked and ``OperatorError`` says which are not)."""
+    """A person's release of withheld versions on the channel ``target`` delivers to
+    (``channel``, its name; None: the one channel): all named must be withheld there (else
+    nothing is asked and ``OperatorError`` says which are not)."""
     if not note.strip():
         raise OperatorError("--note is required: say why the price is released")
     if not message_ids:
         raise OperatorError("name at least one withheld message")
     ids = list(dict.fromkeys(message_ids))
     with transaction(engine, read_only=True) as connection:
-        found = withheld.named(connection, ids)
+        channel_id = None if channel is None else channel_ids(connection, channel)[0]
+        found = withheld.named(connection, ids, channel_id=channel_id)
     missing = [i for i, w in found.items() if w == "missing"]
     if missing:
         raise OperatorError(f"no such message: {', '.join(missing)}")

@@ -53,6 +53,7 @@ from exchange import app as bootstrap
 from exchange.db.engine import make_engine, transaction
 from exchange.db.migrate import upgrade
 from exchange.db.on_channels import by_state_and_reason, channel_ids
+from exchange.delivery import withheld as release
 from exchange.dev.ozonsim import IMPORT_PRICES, ITEM_LIMIT, OzonSimulator
 from exchange.dev.simclock import SimClock
 from exchange.dev.sitesim import Faults, SiteSimulator
@@ -60,6 +61,7 @@ from exchange.dev.wbsim import Switches as WbSwitches
 from exchange.dev.wbsim import WbSimulator
 from exchange.dev.woosim import WooSimulator
 from exchange.dev.ymsim import YmSimulator, YmSwitches, channel_settings
+from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
 from exchange.i18n import Lang, _, ngettext, number
 from exchange.intake.stage import stage
@@ -641,6 +643,9 @@ def run_channels_demo(
             watcher.stop()
         elapsed = time.monotonic() - started
         summary = _summary(engine, demo_shops, failing, watcher, rows, newest, elapsed)
+        # While the simulators still run: after the demo they and the channels' settings are
+        # gone, so no command could reach a marketplace (issue 32).
+        summary["released"] = _release_one(engine, settings, summary)
         engine.dispose()
     finally:
         for shop in reversed(entered):
@@ -767,6 +772,46 @@ def _summary(
     }
 
 
+# The channel whose withheld price the demo releases itself: it has a way to release one
+# (Wildberries has none: the seller confirms it in the cabinet).
+RELEASED_ON = "yandex-market"
+
+
+def _release_one(engine: Any, settings: Settings, summary: dict[str, Any]) -> dict[str, Any] | None:
+    """Release one price Yandex Market withholds, through ``exchange withheld release``'s own
+    code path (``delivery.withheld``: the channel chosen as the command chooses it, its target
+    built from its settings), while the demo's simulators run: what an operator does in a real
+    installation, shown to work. None when it withholds none."""
+    shop = next((s for s in summary["shops"] if s["name"] == RELEASED_ON), None)
+    if shop is None or not shop["withheld"]:
+        return None
+    message_id = shop["withheld"][0]["message_id"]
+
+    async def go() -> list[release.Released]:
+        name = release.choose_channel(engine, [message_id], RELEASED_ON)
+        target = bootstrap.target(bootstrap.named_channel(settings, name), engine=engine)
+        try:
+            return await release.release(
+                engine,
+                target,
+                [message_id],
+                operator="demo",
+                note="the demo shows a release",
+                now=SystemClock().now,
+                channel=name,
+            )
+        finally:
+            await target.aclose()
+
+    (done,) = asyncio.run(go())
+    return {
+        "message_id": message_id,
+        "channel": RELEASED_ON,
+        "asked": done.asked,
+        "detail": done.detail,
+    }
+
+
 def _same(held: str | None, price: str | Decimal) -> bool:
     """``held`` (a shop's own text: none, or "" for a product with no price yet) is ``price``."""
     try:
@@ -836,8 +881,8 @@ def _print_summary(console: Console, s: dict[str, Any], lang: Lang) -> None:
             )
             say(
                 _(
-                    "        to release it: exchange withheld release {message_id} --channel "
-                    "{channel} --note TEXT",
+                    "        in a real installation an operator releases it with: exchange "
+                    "withheld release {message_id} --channel {channel} --note TEXT",
                     lang,
                 ),
                 message_id=w["message_id"],
@@ -860,3 +905,23 @@ def _print_summary(console: Console, s: dict[str, Any], lang: Lang) -> None:
         channel=s["failing"],
         answer=yes(s["caught_up"]),
     )
+    released = s.get("released")
+    if released is not None:
+        # Issue 32: the release shown while the simulators ran; after the demo they are gone.
+        say(
+            _(
+                "the demo released {message_id} on {channel} itself, through exchange withheld "
+                "release's own code, while its simulators ran: {answer}",
+                lang,
+            ),
+            message_id=released["message_id"],
+            channel=released["channel"],
+            answer=detail_words(released["detail"]) if lang == "ru" else released["detail"],
+        )
+        say(
+            _(
+                "after the demo its simulators and channels are gone: the command is what an "
+                "operator runs in a real installation",
+                lang,
+            )
+        )

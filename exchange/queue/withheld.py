@@ -102,6 +102,19 @@ def waiting(
     return [Withheld(*row) for row in connection.execute(query)]
 
 
+def on_every_channel(connection: Connection, *, limit: int = READ_AT_MOST) -> list[Withheld]:
+    """The withheld deliveries of every channel (``exchange status``'s list, issue 32), oldest
+    message first, each with its ``channel_id``."""
+    query = (
+        select(*_columns())
+        .join(messages, messages.c.id == deliveries.c.message_pk)
+        .where(deliveries.c.state == State.WITHHELD.value)
+        .order_by(deliveries.c.message_pk, deliveries.c.channel_id)
+        .limit(limit)
+    )
+    return [Withheld(*row) for row in connection.execute(query)]
+
+
 def named(
     connection: Connection, message_ids: Sequence[str], *, channel_id: int | None = None
 ) -> dict[str, Withheld | str]:
@@ -119,6 +132,21 @@ def named(
         state = row[-1]
         found[row.message_id] = Withheld(*row[:-1]) if state == State.WITHHELD.value else state
     return found
+
+
+def withheld_on(connection: Connection, message_ids: Sequence[str]) -> list[int]:
+    """The channels (ids, ascending) where any of ``message_ids`` is withheld: a release that
+    names no channel acts on the one there is, and asks which where there are several."""
+    rows = connection.execute(
+        select(deliveries.c.channel_id)
+        .join(messages, messages.c.id == deliveries.c.message_pk)
+        .where(
+            messages.c.message_id.in_(list(message_ids)),
+            deliveries.c.state == State.WITHHELD.value,
+        )
+        .distinct()
+    )
+    return sorted(int(row[0]) for row in rows)
 
 
 def any_waiting(connection: Connection, channel_id: int) -> bool:

@@ -76,9 +76,10 @@ class WebConfig:
     login_delay: float = 1.0
     login_delay_max: float = 16.0
     display_tz: str = _setting("display_tz")
-    # The channel's target, built when a person releases a withheld price (contract 13); None:
-    # no channel to ask (the release says where the seller must act).
-    withheld_target: Callable[[], Target] | None = field(default=None, repr=False, compare=False)
+    # A channel's target by its name, built when a person releases a price withheld there
+    # (contract 13, issue 32); None: no channel to ask (the release says where the seller
+    # must act).
+    withheld_target: Callable[[str], Target] | None = field(default=None, repr=False, compare=False)
     # EXCHANGE_CHANNELS's names (contract 13), or None without it: then every registered
     # channel not dropped counts as configured, and the causes' codes stay bare.
     channels: tuple[str, ...] | None = None

@@ -60,6 +60,15 @@ def test_the_channels_demo_delivers_to_every_channel_while_the_site_is_down_and_
                 .join(channels, channels.c.id == deliveries.c.channel_id)
                 .join(messages, messages.c.id == deliveries.c.message_pk)
             ).all()
+            released = [
+                tuple(r)
+                for r in connection.execute(
+                    select(messages.c.message_id, channels.c.name, history.c.operator)
+                    .join(channels, channels.c.id == history.c.channel_id)
+                    .join(messages, messages.c.id == history.c.message_pk)
+                    .where(history.c.event == "operator-release")
+                )
+            ]
             refused = connection.execute(
                 select(history.c.at)
                 .join(channels, channels.c.id == history.c.channel_id)
@@ -144,6 +153,14 @@ def test_the_channels_demo_delivers_to_every_channel_while_the_site_is_down_and_
     assert "never held back): yes" in result.stdout, describe(result)
     assert "the shop site caught up after the outage: yes" in result.stdout, describe(result)
     assert f"withheld: {SHARP_DROP} at" in result.stdout, describe(result)
+    # Issue 32: the demo released Yandex Market's withheld price itself, through the command's
+    # code, while its simulators ran (after it they are gone): Yandex was asked to confirm it,
+    # and the history has the release, by «demo», on that channel.
+    [(ym_id, _sku, _v)] = withheld["yandex-market"]
+    assert f"the demo released {ym_id} on yandex-market itself" in result.stdout, describe(result)
+    assert "price-quarantine/confirm" in result.stdout, describe(result)
+    assert ym.sim.requests["price-quarantine/confirm"] == 1
+    assert released == [(ym_id, "yandex-market", "demo")], released
 
 
 class WbWithoutQuarantine(WbShop):

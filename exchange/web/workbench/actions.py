@@ -325,9 +325,12 @@ class Actions(Core):
     ) -> web.StreamResponse:
         """Release one withheld price (contract 13): the same ``delivery.withheld.release`` as
         ``exchange withheld release``, with the signed-in operator and the note; then its page
-        again, saying what the channel answered when it did not release it."""
+        again, saying what the channel answered when it did not release it. It acts on the
+        channel the form names (the page's withheld row), else on the one where the message is
+        withheld (issue 32)."""
         message_id = str(form.get("message_id", "")).strip()
         note = str(form.get("note", "")).strip()
+        channel = str(form.get("channel", "")).strip() or None
         if not message_id:
             raise web.HTTPBadRequest(text="message_id is required\n")
         lang = self._lang(request)
@@ -342,7 +345,9 @@ class Actions(Core):
         make = self.config.withheld_target
 
         async def go() -> list[withheld.Released]:
-            target = make()
+            # (this runs in a thread of its own: the database's call may block here)
+            name = withheld.choose_channel(self.engine, [message_id], channel)
+            target = make(name)
             try:
                 return await withheld.release(
                     self.engine,
@@ -351,6 +356,7 @@ class Actions(Core):
                     operator=who.name,
                     note=note,
                     now=self.clock.now,
+                    channel=name,
                 )
             finally:
                 await target.aclose()

@@ -1,0 +1,92 @@
+"""``exchange withheld release`` with several channels (issue 32): it judges and releases the
+named channel's delivery, never another channel's; without ``--channel`` it acts on the one
+channel where the message is withheld, and where it is withheld on several it asks which (one
+line, exit 2). The site (its withholding switch) and the Yandex Market simulator withhold the
+same drop."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from clitools import Cli, describe
+from sqlalchemy import Engine
+from withheld_two import Two, states, two_channels, withheld_on_both
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> Iterator[Two]:
+    with two_channels(tmp_path) as found:
+        yield found
+
+
+def test_a_release_acts_on_the_named_channel_else_the_one_withholding_else_asks_which(
+    cli: Cli, db_url: str, engine: Engine, two: Two
+) -> None:
+    mid = _ready(db_url, engine, two)
+    # `exchange status` lists it on each channel, named, with the channel's words (issue 32:
+    # it listed the first channel's alone, so a price Yandex withholds was a bare count).
+    status = cli("status", db=db_url, env=two.env)
+    listed = [line for line in status.stdout.splitlines() if mid in line]
+    assert len(listed) == 2, describe(status)
+    assert any(" market " in f" {line} " for line in listed), describe(status)
+    assert any(" api " in f" {line} " for line in listed), describe(status)
+    assert "--channel CHANNEL" in status.stdout, describe(status)
+    # Withheld on both: which one is asked, in one line, and nothing is done.
+    ask = cli("withheld", "release", mid, "--note", "a real sale", db=db_url, env=two.env)
+    assert ask.returncode == 2, describe(ask)
+    assert "--channel" in ask.stderr and "api, market" in ask.stderr, describe(ask)
+    assert len(ask.stderr.strip().splitlines()) == 1, describe(ask)
+    ru = cli(
+        "withheld", "release", mid, "--note", "x", db=db_url, env={**two.env, "EXCHANGE_LANG": "ru"}
+    )
+    assert ru.returncode == 2 and "укажите, в каком выпустить" in ru.stderr, describe(ru)
+    assert states(engine, mid) == {"api": "withheld", "market": "withheld"}
+
+    # Named: that channel's delivery is judged and released; Yandex's stays withheld.
+    site = cli(
+        "withheld",
+        "release",
+        mid,
+        "--note",
+        "a real sale",
+        "--channel",
+        "api",
+        db=db_url,
+        env=two.env,
+    )
+    assert site.returncode == 0, describe(site)
+    assert f"{mid}: delivered" in site.stdout, describe(site)
+    assert two.site.effect_counts()[mid] == 1
+    assert states(engine, mid) == {"api": "delivered", "market": "withheld"}
+
+    # Delivered on the site, withheld on Yandex Market alone: without --channel, that one is
+    # judged and asked (the owner's case: never refused for the site's «delivered»).
+    market = cli("withheld", "release", mid, "--note", "a real sale", db=db_url, env=two.env)
+    assert market.returncode == 0, describe(market)
+    assert "price-quarantine/confirm" in market.stdout, describe(market)
+    assert two.site.effect_counts()[mid] == 1, "the site was not asked again"
+    named = cli(
+        "withheld",
+        "release",
+        mid,
+        "--note",
+        "a real sale",
+        "--channel",
+        "market",
+        db=db_url,
+        env=two.env,
+    )
+    assert named.returncode == 0, describe(named)
+    assert "price-quarantine/confirm" in named.stdout, describe(named)
+
+    # The site's delivery is delivered: named, it is judged by the site's own state.
+    again = cli(
+        "withheld", "release", mid, "--note", "x", "--channel", "api", db=db_url, env=two.env
+    )
+    assert again.returncode == 2 and "is delivered" in again.stderr, describe(again)
+
+
+def _ready(db_url: str, engine: Engine, two: Two) -> str:
+    return withheld_on_both(db_url, engine, two)
