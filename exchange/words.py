@@ -1206,6 +1206,7 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (r"(?P<d>.+) \(attempt (?P<a>\d+) of (?P<m>\d+)\)", N_("{d*} (attempt {a} of {m})")),
     (r"result-unknown: (?P<d>.+)", N_("result-unknown: {d*}")),
     (r"site busy, not charged: (?P<d>.+)", N_("site busy, not charged: {d*}")),
+    (r"no answer, not charged: (?P<d>.+)", N_("no answer, not charged: {d*}")),
     (r"probe failed, not charged: (?P<d>.+)", N_("probe failed, not charged: {d*}")),
     (
         r"not sent: delivery paused \((?P<why>.+)\)",

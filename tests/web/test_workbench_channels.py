@@ -297,3 +297,31 @@ def test_with_channels_a_channels_refusal_on_the_banner_names_that_channel(
     assert "Сайт" not in heads and "сайта" not in heads
     card = page.split('id="site-pace">')[1].split("</div>")[0]
     assert card.startswith("<span>Темп всех каналов</span>")
+
+
+BUSY = (
+    '{"accepted_rate": 40, "in_flight": 2, "limit": 3, "max_limit": 16, "refused_last_minute": 12}'
+)
+
+
+def test_with_channels_a_worker_row_says_its_channel_busy_and_its_channels_pause(
+    serve: Callable[..., Any], db: Engine, tmp_path: Path
+) -> None:
+    """Issue 31 item 7: a channel's loop that is refused says «канал перегружен», never
+    «сайт перегружен»; a channel an operator paused has its loop's row say who paused it,
+    not «идёт», while the other channel's loop runs on."""
+    base = _channels_served(serve, db, tmp_path)
+    _loop_row(db, "api")
+    _loop_row(db, "second", pace=BUSY)
+    with transaction(db) as connection:
+        control.pause(
+            connection, operator="olga", note="price check", now=datetime.now(UTC), channel="second"
+        )
+    client = signed_in(base, "olga")
+    page = html.unescape(client.get("/").text)
+    rows = page.split('<table id="workers">')[1].split("</table>")[0]
+    second = rows.split('data-label="Обработчик">w1/')[2].split("</tr>")[0]
+    assert "канал перегружен: 40 запросов/с" in second and "сайт" not in second, second
+    assert "остановлена оператором olga" in second and "идёт" not in second, second
+    api = rows.split('data-label="Обработчик">w1/')[1].split("</tr>")[0]
+    assert "идёт" in api and "остановлена" not in api, api

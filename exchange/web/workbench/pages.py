@@ -201,6 +201,7 @@ class Pages(Core):
                     connection, now, self.kinds, timedelta(seconds=self.config.live_within)
                 )
                 ids = channel_ids(connection)
+                held_channels = control.paused_channels(connection)
                 by_channel = channel_figures(
                     connection,
                     now,
@@ -225,7 +226,10 @@ class Pages(Core):
                     "pause": pause,
                     # contract 13: the channels paused on their own, and those a pause or a
                     # resume may name (registered, not dropped)
-                    "paused_channels": sorted(control.paused_channels(connection)),
+                    "paused_channels": sorted(held_channels),
+                    # each channel's own pause by name: its workers' rows say who paused it
+                    # (issue 31 item 7: a paused channel's worker is not «идёт»)
+                    "channel_pauses": held_channels,
                     "in_use": set(
                         connection.execute(
                             select(channels.c.name).where(channels.c.dropped_at.is_(None))
