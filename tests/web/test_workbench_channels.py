@@ -325,3 +325,23 @@ def test_with_channels_a_worker_row_says_its_channel_busy_and_its_channels_pause
     assert "остановлена оператором olga" in second and "идёт" not in second, second
     api = rows.split('data-label="Обработчик">w1/')[1].split("</tr>")[0]
     assert "идёт" in api and "остановлена" not in api, api
+
+
+def _channel_cells(page: str) -> list[str]:
+    return re.findall(r'<td class="channel" data-label="Канал">([^<]*)</td>', page)
+
+
+def test_the_search_says_each_rows_channel_with_several_and_none_with_one(
+    olga: str, db: Engine
+) -> None:
+    """Issue 31 item 7: found once per channel, each row of the search says its channel;
+    with one channel the rows are what they were (no channel column)."""
+    stage(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")])
+    take(db, None, dict(DEFAULT_KINDS), NOW)
+    client = signed_in(olga, "olga")
+    one = html.unescape(client.get("/find", params={"q": "SKU-1"}).text)
+    assert "SKU-1" in one and _channel_cells(one) == [] and ">Канал</th>" not in one
+    second_channel(db, {"SKU-1/retail": ("quarantined", "http-422")}, NOW, target="ozon")
+    several = html.unescape(client.get("/find", params={"q": "SKU-1"}).text)
+    assert ">Канал</th>" in several
+    assert sorted(_channel_cells(several)) == ["api", "second"]
