@@ -345,3 +345,28 @@ def test_the_search_says_each_rows_channel_with_several_and_none_with_one(
     several = html.unescape(client.get("/find", params={"q": "SKU-1"}).text)
     assert ">Канал</th>" in several
     assert sorted(_channel_cells(several)) == ["api", "second"]
+
+
+def test_a_messages_page_says_each_channels_state_never_one_with_several(
+    olga: str, db: Engine
+) -> None:
+    """Issue 31 item 7: new on ``api`` and quarantined on ``second``, the page's header and its
+    «Состояние» say both, not one state as the message's; one channel: «… с <when>» as ever."""
+    mid = _on_two_channels(db)
+    client = signed_in(olga, "olga")
+    page = html.unescape(client.get(f"/message/{mid}").text)
+    header = page.split('<span id="in-state">')[1].split("</span>")[0]
+    assert header == "По каналам: api: новое; second: в карантине", header
+    state = page.split('<dd id="state"')[1].split("</dd>")[0]
+    assert state.endswith(">api: новое; second: в карантине"), state
+
+
+def test_one_channels_message_page_keeps_its_one_state(olga: str, db: Engine) -> None:
+    stage(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")])
+    take(db, None, dict(DEFAULT_KINDS), NOW)
+    with transaction(db, read_only=True) as connection:
+        mid = str(connection.execute(select(messages.c.message_id)).scalar_one())
+    page = html.unescape(signed_in(olga, "olga").get(f"/message/{mid}").text)
+    header = page.split('<span id="in-state">')[1].split("</span>")[0]
+    assert header.startswith("новое с ") and "По каналам" not in page, header
+    assert page.split('<dd id="state"')[1].split("</dd>")[0].endswith(">новое")
