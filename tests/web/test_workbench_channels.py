@@ -370,3 +370,14 @@ def test_one_channels_message_page_keeps_its_one_state(olga: str, db: Engine) ->
     header = page.split('<span id="in-state">')[1].split("</span>")[0]
     assert header.startswith("новое с ") and "По каналам" not in page, header
     assert page.split('<dd id="state"')[1].split("</dd>")[0].endswith(">новое")
+
+
+def test_several_channels_without_exchange_channels_say_channel_too(olga: str, db: Engine) -> None:
+    """Issue 31 item 7: several channels registered (EXCHANGE_CHANNELS unset in this
+    process) are still channels: the workers' columns and pace say «канал»."""
+    _on_two_channels(db)
+    _loop_row(db, "second", pace=BUSY)
+    page = html.unescape(signed_in(olga, "olga").get("/").text)
+    table = page.split('<table id="workers">')[1].split("</table>")[0]
+    assert "Ответы канала" in table and "канал перегружен: 40 запросов/с" in table, table
+    assert "сайт" not in table.lower(), table
