@@ -266,6 +266,8 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "lists": N_("Lists"),
     # -- the message's page (issue 34 item 9) ----------------------------------------------
     "in_state_line": N_("{state} since {when} ({ago})"),
+    # Several channels: a message has a state on each, none of its own (issue 31 item 7).
+    "states_on_channels": N_("On the channels: {states}"),
     "done_prioritize": N_("Done: the message is first in the queue."),
     "done_release": N_("Done: the channel was asked to show the price to buyers."),
     "release": N_("Release to buyers"),
@@ -1223,6 +1225,7 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (r"result-unknown: (?P<d>.+)", N_("result-unknown: {d*}")),
     (r"site busy, not charged: (?P<d>.+)", N_("site busy, not charged: {d*}")),
     (r"marketplace busy, not charged: (?P<d>.+)", N_("marketplace busy, not charged: {d*}")),
+    (r"no answer, not charged: (?P<d>.+)", N_("no answer, not charged: {d*}")),
     (r"probe failed, not charged: (?P<d>.+)", N_("probe failed, not charged: {d*}")),
     (
         r"not sent: delivery paused \((?P<why>.+)\)",

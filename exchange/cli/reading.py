@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from dataclasses import replace
 from datetime import timedelta
 from typing import Annotated, Any
 
@@ -152,7 +153,17 @@ def status_command(
             if settings.channels is not None
             else None
         )
-        shown = tables(figures, settings.display_tz, lang, channels=len(by_channel), named=named)
+        # ``--channel``: that channel's loops only, and the rows of no channel (a process's
+        # own), never every channel's workers (issue 31 item 7); --json keeps them all.
+        on_it = (
+            replace(
+                figures,
+                workers=[w for w in figures.workers if w["channel"] in (None, *by_channel)],
+            )
+            if channel is not None
+            else figures
+        )
+        shown = tables(on_it, settings.display_tz, lang, channels=len(by_channel), named=named)
         for table in shown:
             out.print(table)
         if len(by_channel) > 1:

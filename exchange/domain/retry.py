@@ -191,8 +191,11 @@ def decide(
             if site_delay is not None:
                 hinted = parse_retry_after(c.retry_after, now) or 0.0
                 delay = max(0.0, site_delay, min(hinted, policy.max_delay))
+                # No answer at all (a refused connection, a timeout: no HTTP status) is not a
+                # busy site: it did not answer (issue 31 item 7).
+                said = busy if c.http_status is not None else "no answer"
                 return replace(
-                    not_sent(f"{busy}, not charged: {c.detail}", attempt),
+                    not_sent(f"{said}, not charged: {c.detail}", attempt),
                     http_status=c.http_status,
                     error_class=c.error_class,
                     next_try_at=now + timedelta(seconds=delay),

@@ -491,10 +491,11 @@ def requests_per_second(rate: float, lang: Lang) -> str:
     )
 
 
-def pace_words(pace: dict[str, Any] | None, lang: str = "en") -> str:
+def pace_words(pace: dict[str, Any] | None, lang: str = "en", channels: bool = False) -> str:
     """``site busy: 40 requests/s, 3 in flight (limit 4), 12 refused in the last minute`` or
     ``keeps up: ...`` when the site refused nothing for a minute; ``lang`` ``ru`` says it in
-    Russian."""
+    Russian. ``channels`` (EXCHANGE_CHANNELS, or several channels: the worker's row names its
+    channel beside it): "channel busy", never "site busy" of a marketplace (issue 31 item 7)."""
     said: Lang = "ru" if lang == "ru" else "en"
     if not pace:
         return _("not reported", said)
@@ -512,6 +513,8 @@ def pace_words(pace: dict[str, Any] | None, lang: str = "en") -> str:
     )
     rate, hold = pace.get("paced_rate"), float(pace.get("hold_s") or 0)
     if not refused and not hold:
+        if channels:
+            return _("channel keeps up: {figures}", said).format(figures=figures)
         return _("keeps up: {figures}", said).format(figures=figures)
     paced = (
         _(", paced at {rate}", said).format(rate=requests_per_second(float(rate), said))
@@ -519,6 +522,10 @@ def pace_words(pace: dict[str, Any] | None, lang: str = "en") -> str:
         else ""
     )
     held = _(", all requests held {hold} s", said).format(hold=number(hold, said)) if hold else ""
+    if channels:
+        return _("channel busy: {figures}{paced}{held}", said).format(
+            figures=figures, paced=paced, held=held
+        )
     return _("site busy: {figures}{paced}{held}", said).format(
         figures=figures, paced=paced, held=held
     )
@@ -758,13 +765,20 @@ def tables(
         queue.add_row(Text(said), str(count))
 
     hours = int(WORKERS_KEPT.total_seconds() // 3600)
+    on = named is not None or channels > 1
     workers_table = Table(title=_("workers", lang))
     for column in (
         pgettext("status column", "worker", lang),
         pgettext("status column", "last seen", lang),
-        word("breaker", lang),  # the dashboard's «Сайт»: one set of words (issue 34)
+        # the dashboard's «Сайт»: one set of words (issue 34); with several channels, or
+        # EXCHANGE_CHANNELS, the dashboard's «Ответы канала» (issue 31 item 7)
+        word("breaker_channels" if on else "breaker", lang),
         pgettext("status column", "delivery", lang),
-        pgettext("status column", "site's pace", lang),
+        (
+            pgettext("status column", "channel's pace", lang)
+            if on
+            else pgettext("status column", "site's pace", lang)
+        ),
     ):
         workers_table.add_column(column, overflow="fold")
     for worker in figures.workers:
@@ -775,7 +789,7 @@ def tables(
             _("{time} ({age} ago)", lang).format(time=seen, age=age),
             Text(site_words(worker, zone, lang)),
             Text(_delivery_words(worker, figures.pause, zone, lang)),
-            Text(pace_cell(worker, lang)),
+            Text(pace_cell(worker, lang, channels=on)),
         )
     silent_channels = unreachable_channels(figures.workers, named) if named else {}
     if silent_channels:
@@ -871,7 +885,7 @@ def site_words(worker: dict[str, Any], zone: str = "UTC", lang: Lang = "en") -> 
     return said
 
 
-def pace_cell(worker: dict[str, Any], lang: Lang = "en") -> str:
+def pace_cell(worker: dict[str, Any], lang: Lang = "en", *, channels: bool = False) -> str:
     """A live worker's site's pace, in the dashboard's words: with no answer at all, the
     attempts that failed in the last minute (never "site busy")."""
     if not worker["live"]:
@@ -879,7 +893,7 @@ def pace_cell(worker: dict[str, Any], lang: Lang = "en") -> str:
     if worker["unreachable_since"]:
         failed = (worker["pace"] or {}).get("refused_last_minute") or 0
         return word("pace_unreachable", lang).format(failed=failed)
-    return pace_words(worker["pace"], lang)
+    return pace_words(worker["pace"], lang, channels)
 
 
 # The English causes ``blocked_aggregates`` writes (``--json``'s), as the console says them.

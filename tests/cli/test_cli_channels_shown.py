@@ -150,3 +150,27 @@ def test_with_channels_status_names_the_channel_that_does_not_answer(
     assert "сайт не отвечает" not in said, describe(named)
     as_json = cli("status", "--json", db=db_url, env=env)
     assert "breaker:second" in json.loads(as_json.stdout)["needs_person_causes"]
+
+
+def test_status_of_one_channel_lists_that_channels_workers_only(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario
+) -> None:
+    """Issue 31 item 7: ``status --channel second`` lists the loops of ``second`` (and a
+    process's own rows), not every channel's; without ``--channel`` every loop."""
+    _second(engine, scenario.sku2, state="new")
+    now = datetime.now(UTC)
+    with transaction(engine) as connection:
+        for channel in ("api", NOW_NAME):
+            connection.execute(
+                insert(workers).values(
+                    worker_id=f"loop-of/{channel}",
+                    started_at=now - timedelta(minutes=30),
+                    heartbeat_at=now,
+                    breaker_state="closed",
+                    channel=channel,
+                )
+            )
+    every = cli("status", db=db_url)
+    assert "loop-of/api" in every.stdout and "loop-of/second" in every.stdout, describe(every)
+    one = cli("status", "--channel", NOW_NAME, db=db_url)
+    assert "loop-of/second" in one.stdout and "loop-of/api" not in one.stdout, describe(one)

@@ -14,6 +14,7 @@ import pytest
 
 from exchange.errors import ConfigurationError
 from exchange.settings import Settings, channel_words, load_settings, only_channel
+from exchange.settings.channels import TARGET_KEYS
 
 TOKEN = "channel-token-1234"
 
@@ -398,3 +399,19 @@ def test_a_channel_that_is_not_a_table_is_one_line_naming_it(
 ) -> None:
     monkeypatch.setenv("EXCHANGE_CHANNELS", '{"site": "api"}')
     assert refusal().startswith("invalid configuration: EXCHANGE_CHANNELS (site): ")
+
+
+def test_the_settings_page_names_every_channel_target_and_its_keys() -> None:
+    """Issue 31 item 7: docs/settings.md#channels lists each target a channel may have
+    (the marketplaces too) and each of its target's own settings, and says what ``demo``
+    does with several channels (``demo --channels``)."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "settings.md").read_text()
+    section = page.split("## Channels", 1)[1]
+    missing = [
+        f"{target}: {key}"
+        for target, keys in TARGET_KEYS.items()
+        for key in (target, *keys)
+        if f"`{key}`" not in section
+    ]
+    assert missing == []
+    assert "`demo --channels`" in section

@@ -23,6 +23,7 @@ from exchange.domain.retry import (
 )
 from exchange.domain.states import Event, State
 from exchange.domain.verdicts import Classification, Verdict
+from exchange.words import error_words
 
 NOW = datetime(2026, 8, 23, 7, 20, tzinfo=UTC)
 POLICY = RetryPolicy(max_attempts=5, base_delay=1.0, max_delay=300.0)
@@ -490,3 +491,19 @@ def test_a_retried_answer_keeps_its_receipt_so_it_replaces_what_an_awaiting_left
     decision = decide(c, attempt=1, now=NOW, policy=POLICY, rng=random.Random(1))
     assert Event.RETRY_SCHEDULED == decision.event
     assert "ym-not-applied" == decision.receipt
+
+
+def test_a_connection_refused_while_paced_is_no_answer_not_a_busy_site() -> None:
+    """Issue 31 item 7: a market that refused the connection did not answer; it was not
+    overloaded. The history says «no answer», a refusal with a status still «site busy»."""
+    refused = Classification(
+        Verdict.TEMPORARY, "ConnectError", error_class="ConnectError", http_status=None
+    )
+    decision = decide(
+        refused, attempt=2, now=NOW, policy=POLICY, rng=random.Random(3), site_delay=1.0
+    )
+    assert decision.detail == "no answer, not charged: ConnectError"
+    assert error_words(decision.detail, "ru") == "нет ответа, попытка не засчитана: ConnectError"
+    busy = Classification(Verdict.TEMPORARY, "HTTP 429: busy", http_status=429)
+    decision = decide(busy, attempt=2, now=NOW, policy=POLICY, rng=random.Random(3), site_delay=1.0)
+    assert decision.detail == "site busy, not charged: HTTP 429: busy"

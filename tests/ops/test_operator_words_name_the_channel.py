@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from sqlalchemy import Engine, insert, select
 
 from exchange.db.engine import transaction
@@ -242,3 +243,33 @@ def test_an_operators_pause_in_the_notice_names_the_button_that_resumes_every_ch
         "- доставку во все каналы остановил оператор olga (2026-12-05 10:00 UTC): «переезд»; "
         "возобновить: кнопка «Возобновить все каналы» на рабочем месте"
     ]
+
+
+BUSY = (
+    '{"accepted_rate": 40, "in_flight": 2, "limit": 3, "max_limit": 16, "refused_last_minute": 12}'
+)
+
+
+def _workers_text(figures: Any, named: dict[str, str] | None, channels: int = 1) -> str:
+    """``exchange status``'s workers table in Russian, as the console prints it."""
+    table = status.tables(figures, lang="ru", named=named, channels=channels)[2]
+    console = Console(width=400, record=True, color_system=None)
+    console.print(table)
+    return console.export_text()
+
+
+def test_the_workers_table_says_the_channel_busy_never_the_site_with_channels(
+    scene: Engine,
+) -> None:
+    """Issue 31 item 7: with EXCHANGE_CHANNELS (or several channels) a marketplace's loop
+    is not «сайт»: the columns are «Ответы канала» and «темп канала», its pace «канал
+    перегружен»; one channel keeps «Сайт», «темп сайта», «сайт перегружен»."""
+    _loop(scene, "second", pace=BUSY)
+    figures, _, _ = _read(scene)
+    for named, count in (({"api": "api", "second": "ozon"}, 2), (None, 2)):
+        text = _workers_text(figures, named, count)
+        assert "Ответы канала" in text and "темп канала" in text, text
+        assert "канал перегружен: 40 запросов/с" in text, text
+        assert "сайт" not in text.lower(), text
+    one = _workers_text(figures, None)
+    assert "Сайт" in one and "темп сайта" in one and "сайт перегружен: 40 запросов/с" in one

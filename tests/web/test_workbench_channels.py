@@ -297,3 +297,87 @@ def test_with_channels_a_channels_refusal_on_the_banner_names_that_channel(
     assert "Сайт" not in heads and "сайта" not in heads
     card = page.split('id="site-pace">')[1].split("</div>")[0]
     assert card.startswith("<span>Темп всех каналов</span>")
+
+
+BUSY = (
+    '{"accepted_rate": 40, "in_flight": 2, "limit": 3, "max_limit": 16, "refused_last_minute": 12}'
+)
+
+
+def test_with_channels_a_worker_row_says_its_channel_busy_and_its_channels_pause(
+    serve: Callable[..., Any], db: Engine, tmp_path: Path
+) -> None:
+    """Issue 31 item 7: a channel's loop that is refused says «канал перегружен», never
+    «сайт перегружен»; a channel an operator paused has its loop's row say who paused it,
+    not «идёт», while the other channel's loop runs on."""
+    base = _channels_served(serve, db, tmp_path)
+    _loop_row(db, "api")
+    _loop_row(db, "second", pace=BUSY)
+    with transaction(db) as connection:
+        control.pause(
+            connection, operator="olga", note="price check", now=datetime.now(UTC), channel="second"
+        )
+    client = signed_in(base, "olga")
+    page = html.unescape(client.get("/").text)
+    rows = page.split('<table id="workers">')[1].split("</table>")[0]
+    second = rows.split('data-label="Обработчик">w1/')[2].split("</tr>")[0]
+    assert "канал перегружен: 40 запросов/с" in second and "сайт" not in second, second
+    assert "остановлена оператором olga" in second and "идёт" not in second, second
+    api = rows.split('data-label="Обработчик">w1/')[1].split("</tr>")[0]
+    assert "идёт" in api and "остановлена" not in api, api
+
+
+def _channel_cells(page: str) -> list[str]:
+    return re.findall(r'<td class="channel" data-label="Канал">([^<]*)</td>', page)
+
+
+def test_the_search_says_each_rows_channel_with_several_and_none_with_one(
+    olga: str, db: Engine
+) -> None:
+    """Issue 31 item 7: found once per channel, each row of the search says its channel;
+    with one channel the rows are what they were (no channel column)."""
+    stage(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")])
+    take(db, None, dict(DEFAULT_KINDS), NOW)
+    client = signed_in(olga, "olga")
+    one = html.unescape(client.get("/find", params={"q": "SKU-1"}).text)
+    assert "SKU-1" in one and _channel_cells(one) == [] and ">Канал</th>" not in one
+    second_channel(db, {"SKU-1/retail": ("quarantined", "http-422")}, NOW, target="ozon")
+    several = html.unescape(client.get("/find", params={"q": "SKU-1"}).text)
+    assert ">Канал</th>" in several
+    assert sorted(_channel_cells(several)) == ["api", "second"]
+
+
+def test_a_messages_page_says_each_channels_state_never_one_with_several(
+    olga: str, db: Engine
+) -> None:
+    """Issue 31 item 7: new on ``api`` and quarantined on ``second``, the page's header and its
+    «Состояние» say both, not one state as the message's; one channel: «… с <when>» as ever."""
+    mid = _on_two_channels(db)
+    client = signed_in(olga, "olga")
+    page = html.unescape(client.get(f"/message/{mid}").text)
+    header = page.split('<span id="in-state">')[1].split("</span>")[0]
+    assert header == "По каналам: api: новое; second: в карантине", header
+    state = page.split('<dd id="state"')[1].split("</dd>")[0]
+    assert state.endswith(">api: новое; second: в карантине"), state
+
+
+def test_one_channels_message_page_keeps_its_one_state(olga: str, db: Engine) -> None:
+    stage(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")])
+    take(db, None, dict(DEFAULT_KINDS), NOW)
+    with transaction(db, read_only=True) as connection:
+        mid = str(connection.execute(select(messages.c.message_id)).scalar_one())
+    page = html.unescape(signed_in(olga, "olga").get(f"/message/{mid}").text)
+    header = page.split('<span id="in-state">')[1].split("</span>")[0]
+    assert header.startswith("новое с ") and "По каналам" not in page, header
+    assert page.split('<dd id="state"')[1].split("</dd>")[0].endswith(">новое")
+
+
+def test_several_channels_without_exchange_channels_say_channel_too(olga: str, db: Engine) -> None:
+    """Issue 31 item 7: several channels registered (EXCHANGE_CHANNELS unset in this
+    process) are still channels: the workers' columns and pace say «канал»."""
+    _on_two_channels(db)
+    _loop_row(db, "second", pace=BUSY)
+    page = html.unescape(signed_in(olga, "olga").get("/").text)
+    table = page.split('<table id="workers">')[1].split("</table>")[0]
+    assert "Ответы канала" in table and "канал перегружен: 40 запросов/с" in table, table
+    assert "сайт" not in table.lower(), table

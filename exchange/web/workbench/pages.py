@@ -201,6 +201,7 @@ class Pages(Core):
                     connection, now, self.kinds, timedelta(seconds=self.config.live_within)
                 )
                 ids = channel_ids(connection)
+                held_channels = control.paused_channels(connection)
                 by_channel = channel_figures(
                     connection,
                     now,
@@ -225,7 +226,10 @@ class Pages(Core):
                     "pause": pause,
                     # contract 13: the channels paused on their own, and those a pause or a
                     # resume may name (registered, not dropped)
-                    "paused_channels": sorted(control.paused_channels(connection)),
+                    "paused_channels": sorted(held_channels),
+                    # each channel's own pause by name: its workers' rows say who paused it
+                    # (issue 31 item 7: a paused channel's worker is not «идёт»)
+                    "channel_pauses": held_channels,
                     "in_use": set(
                         connection.execute(
                             select(channels.c.name).where(channels.c.dropped_at.is_(None))
@@ -464,20 +468,25 @@ class Pages(Core):
         number = max(_int(request.query.get("page"), 1), 1)
         offset = min((number - 1) * per, 2**62)
 
-        def read() -> tuple[list[dict[str, Any]], int]:
+        def read() -> tuple[list[dict[str, Any]], int, bool]:
             with transaction(self.engine, read_only=True) as connection:
                 rows = finder.find(connection, term, per, offset)
                 # Counted only when there may be more than this page shows.
                 whole = offset == 0 and len(rows) < per
-                return rows, len(rows) if whole else finder.count_found(connection, term)
+                # contract 13: a message is found once per channel; with more than one
+                # channel each row says whose delivery it is (issue 31 item 7)
+                several = len(set(channel_names(connection).values())) > 1
+                counted = len(rows) if whole else finder.count_found(connection, term)
+                return rows, counted, several
 
-        rows, total = await asyncio.to_thread(read) if term else ([], 0)
+        rows, total, several = await asyncio.to_thread(read) if term else ([], 0, False)
         pages = max((total + per - 1) // per, 1)
         return self._render(
             request,
             "find.html",
             who,
             rows=rows,
+            channels=several,
             term=term,
             total=total,
             shown=per,
