@@ -187,16 +187,7 @@ def went_live(
     delivered."""
     if not shown:
         return []
-    still = {
-        (pk, channel)
-        for pk, channel in connection.execute(
-            select(deliveries.c.message_pk, deliveries.c.channel_id).where(
-                deliveries.c.message_pk.in_([w.pk for w in shown]),
-                deliveries.c.state == State.WITHHELD.value,
-            )
-        )
-    }
-    live = [w for w in shown if (w.pk, w.channel_id) in still]
+    live = _still_withheld(connection, shown)
     apply(
         connection,
         [
@@ -232,6 +223,21 @@ def went_live(
     return live
 
 
+def _still_withheld(connection: Connection, shown: Sequence[Withheld]) -> list[Withheld]:
+    """Those of ``shown`` whose delivery is still withheld (one that moved meanwhile, by a
+    newer version or another worker, is left as it is)."""
+    still = {
+        (pk, channel)
+        for pk, channel in connection.execute(
+            select(deliveries.c.message_pk, deliveries.c.channel_id).where(
+                deliveries.c.message_pk.in_([w.pk for w in shown]),
+                deliveries.c.state == State.WITHHELD.value,
+            )
+        )
+    }
+    return [w for w in shown if (w.pk, w.channel_id) in still]
+
+
 LEFT_ELSEWHERE = (
     "the channel no longer withholds this version and shows buyers another price (set where "
     "the channel is managed, e.g. the seller's cabinet): it never reached buyers; superseded "
@@ -247,16 +253,7 @@ def left_elsewhere(
     no cursor moves (nothing of ours was delivered). Returns those that ended."""
     if not shown:
         return []
-    still = {
-        (pk, channel)
-        for pk, channel in connection.execute(
-            select(deliveries.c.message_pk, deliveries.c.channel_id).where(
-                deliveries.c.message_pk.in_([w.pk for w in shown]),
-                deliveries.c.state == State.WITHHELD.value,
-            )
-        )
-    }
-    gone = [w for w in shown if (w.pk, w.channel_id) in still]
+    gone = _still_withheld(connection, shown)
     apply(
         connection,
         [
