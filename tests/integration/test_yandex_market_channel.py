@@ -12,18 +12,19 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from marketsims import ym_sim
+from marketsims import ym_settings, ym_sim
 from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import history
-from exchange.dev.testing import fast_settings, one_channel_messages, price_row, run_worker, stage
+from exchange.dev.testing import one_channel_messages, price_row, run_worker, stage
 from exchange.dev.ymsim import YmSimulator
 from exchange.worker import Worker
 
 # Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
 # with its delivery and cursor on the one channel instead.
+RETAIL_AND_OLD = {"retail": "value", "old": "discountBase"}
 messages = one_channel_messages()
 
 
@@ -61,15 +62,10 @@ async def until_settled(worker: Worker, engine: Engine, seconds: float = 8.0) ->
 def test_an_accepted_price_waits_out_of_flight_uncharged_and_ends_delivered_on_its_read_back(
     db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
 ) -> None:
-    key = tmp_path / "ym-key"
-    key.write_text("ym-key-1234", encoding="utf-8")
-    settings = fast_settings(
+    settings = ym_settings(
         db_url,
-        None,
-        target="yandex-market",
-        ym_api_url=ym.url,
-        ym_business_id="1001",
-        ym_api_key_file=str(key),
+        ym,
+        tmp_path,
         ym_apply_timeout="4",
     )
     stage(engine, [price_row("SKU-1", 1, "100.00"), price_row("SKU-2", 1, "200.00")])
@@ -91,15 +87,10 @@ def test_a_sharp_change_yandex_quarantines_is_withheld_and_a_release_ends_it_del
     from exchange.delivery import withheld
     from exchange.domain.clock import SystemClock
 
-    key = tmp_path / "ym-key"
-    key.write_text("ym-key-1234", encoding="utf-8")
-    settings = fast_settings(
+    settings = ym_settings(
         db_url,
-        None,
-        target="yandex-market",
-        ym_api_url=ym.url,
-        ym_business_id="1001",
-        ym_api_key_file=str(key),
+        ym,
+        tmp_path,
         ym_apply_timeout="2",
     )
     worker = bootstrap.worker(settings, engine, rng=random.Random(3))
@@ -156,15 +147,10 @@ def test_a_read_only_key_pauses_and_a_write_accepted_after_it_was_fixed_resumes_
     """A read-only Api-Key reads (the health check passes) but may not write: delivery pauses
     and one write is tried now and then; Yandex's 200 to it (accepted, not shown yet) proves
     the key may write now, as a delivered write does elsewhere."""
-    key = tmp_path / "ym-key"
-    key.write_text("ym-key-1234", encoding="utf-8")
-    settings = fast_settings(
+    settings = ym_settings(
         db_url,
-        None,
-        target="yandex-market",
-        ym_api_url=ym.url,
-        ym_business_id="1001",
-        ym_api_key_file=str(key),
+        ym,
+        tmp_path,
         ym_apply_timeout="4",
     )
     ym.scope = "pricing:read-only"
@@ -199,15 +185,10 @@ def test_an_accepted_price_survives_a_restart_and_the_new_worker_reads_it_back_n
     it again (no second update, one attempt charged)."""
     from exchange.db.schema import deliveries
 
-    key = tmp_path / "ym-key"
-    key.write_text("ym-key-1234", encoding="utf-8")
-    settings = fast_settings(
+    settings = ym_settings(
         db_url,
-        None,
-        target="yandex-market",
-        ym_api_url=ym.url,
-        ym_business_id="1001",
-        ym_api_key_file=str(key),
+        ym,
+        tmp_path,
         ym_apply_timeout="80",  # its first read-back 2 s later: never within the first cycle
     )
     stage(engine, [price_row("SKU-1", 1, "100.00")])
@@ -247,21 +228,6 @@ def typed_row(sku: str, price_type: str, version: int, amount: str) -> dict[str,
     }
 
 
-def ym_settings(db_url: str, ym: YmSimulator, tmp_path: Path, timeout: str) -> object:
-    key = tmp_path / "ym-key"
-    key.write_text("ym-key-1234", encoding="utf-8")
-    return fast_settings(
-        db_url,
-        None,
-        target="yandex-market",
-        ym_api_url=ym.url,
-        ym_business_id="1001",
-        ym_api_key_file=str(key),
-        ym_apply_timeout=timeout,
-        ym_price_types={"retail": "value", "old": "discountBase"},
-    )
-
-
 def test_a_withheld_price_is_never_overwritten_by_an_older_one_in_a_sibling_update(
     db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
 ) -> None:
@@ -272,7 +238,9 @@ def test_a_withheld_price_is_never_overwritten_by_an_older_one_in_a_sibling_upda
     from exchange.delivery import withheld
     from exchange.domain.clock import SystemClock
 
-    settings = ym_settings(db_url, ym, tmp_path, "2")
+    settings = ym_settings(
+        db_url, ym, tmp_path, ym_apply_timeout="2", ym_price_types=RETAIL_AND_OLD
+    )
     worker = bootstrap.worker(settings, engine, rng=random.Random(3))  # type: ignore[arg-type]
     clock = SystemClock()
     outcome: dict[str, object] = {}
@@ -332,7 +300,9 @@ def test_after_a_restart_an_accepted_price_is_carried_in_a_sibling_update_never_
     """Contract 14: retail v2 accepted (waiting for its read-back, receipt ``ym-accepted:``)
     by a worker that then stops; the new worker, which does not remember it, sends the
     discount base with retail v2 (the database's known prices), never the delivered v1."""
-    settings = ym_settings(db_url, ym, tmp_path, "40")  # read back only after a second
+    settings = ym_settings(  # read back only after a second
+        db_url, ym, tmp_path, ym_apply_timeout="40", ym_price_types=RETAIL_AND_OLD
+    )
 
     async def until_sent(w: Worker, count: int) -> None:
         for _ in range(300):
@@ -388,15 +358,10 @@ def test_a_discount_base_claimed_while_its_value_waits_for_a_retry_lands_with_it
     from exchange.domain.policy import DEFAULT_KINDS
     from exchange.intake.staging_table import take
 
-    key = tmp_path / "ym-key"
-    key.write_text("ym-key-1234", encoding="utf-8")
-    settings = fast_settings(
+    settings = ym_settings(
         db_url,
-        None,
-        target="yandex-market",
-        ym_api_url=ym.url,
-        ym_business_id="1001",
-        ym_api_key_file=str(key),
+        ym,
+        tmp_path,
         ym_apply_timeout="4",
         ym_price_types={"retail": "value", "old": "discountBase"},
         max_attempts=10,

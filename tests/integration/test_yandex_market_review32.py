@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from marketsims import ym_settings
 from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
@@ -49,17 +50,8 @@ def row(sku: str, price_type: str, version: int, amount: str) -> dict[str, objec
 
 
 def settings_for(db_url: str, ym: YmSimulator, tmp_path: Path, **more: str) -> Any:
-    key = tmp_path / "ym-key"
-    key.write_text("ym-key-1234", encoding="utf-8")
-    return fast_settings(
-        db_url,
-        None,
-        target="yandex-market",
-        ym_api_url=ym.url,
-        ym_business_id="1001",
-        ym_api_key_file=str(key),
-        ym_price_types={"retail": "value", "old": "discountBase"},
-        **more,
+    return ym_settings(
+        db_url, ym, tmp_path, ym_price_types={"retail": "value", "old": "discountBase"}, **more
     )
 
 

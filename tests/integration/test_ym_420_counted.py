@@ -10,11 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from marketsims import ym_settings
 from sqlalchemy import Engine
 
 from exchange import app as bootstrap
 from exchange.dev.simclock import SimClock
-from exchange.dev.testing import fast_settings, price_row, run_worker, stage
+from exchange.dev.testing import price_row, run_worker, stage
 from exchange.dev.ymsim import YmSimulator, YmSwitches
 
 KEY = "ym-key-420"
@@ -39,15 +40,11 @@ def ym() -> Iterator[YmSimulator]:
 def test_a_420_is_counted_in_the_pace_figures(
     db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
 ) -> None:
-    key = tmp_path / "ym-key"
-    key.write_text(KEY, encoding="utf-8")
-    settings = fast_settings(
+    settings = ym_settings(
         db_url,
-        None,
-        target="yandex-market",
-        ym_api_url=ym.url,
-        ym_business_id="1001",
-        ym_api_key_file=str(key),
+        ym,
+        tmp_path,
+        key=KEY,
         ym_offers_per_minute="1000",
         batch_size="5",
     )

@@ -17,6 +17,7 @@ from typing import Any
 
 from exchange.dev.ozonsim import OzonSimulator
 from exchange.dev.simclock import SimClock
+from exchange.dev.testing import fast_settings
 from exchange.dev.wbsim import Switches as WbSwitches
 from exchange.dev.wbsim import WbSimulator
 from exchange.dev.ymsim import YmSimulator, YmSwitches, channel_settings
@@ -100,3 +101,21 @@ def ym_channel(
     """The simulator's own channel settings (its budget and apply timeout in real seconds)."""
     settings = channel_settings(sim, secret(directory, "ym-key", YM_KEY))
     return {**settings, "ym_price_types": price_types, **extra}
+
+
+def ym_settings(
+    db_url: str, sim: YmSimulator, directory: Path, *, key: str = "ym-key-1234", **more: Any
+) -> Any:
+    """One Yandex Market installation (no ``EXCHANGE_CHANNELS``) against ``sim``, business
+    1001, its Api-Key ``key`` written to a file under ``directory``; ``more``: other settings."""
+    path = directory / "ym-key"
+    path.write_text(key, encoding="utf-8")
+    return fast_settings(
+        db_url,
+        None,
+        target="yandex-market",
+        ym_api_url=sim.url,
+        ym_business_id="1001",
+        ym_api_key_file=str(path),
+        **more,
+    )
