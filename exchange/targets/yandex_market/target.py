@@ -327,7 +327,7 @@ class YandexMarketTarget:
             # Two SKUs of one offerId (one article, or equal once trimmed) never in one update:
             # Yandex refuses the request as a duplicate (§3.6.7); each goes in its own wave.
             waves: list[list[_Item]] = []
-            for item in (self._with_accepted(i) for i in built.items):
+            for item in self._with_accepted_all(built.items, answers_):
                 wave = next((w for w in waves if all(x.offer != item.offer for x in w)), None)
                 if wave is None:
                     waves.append([item])
@@ -357,10 +357,27 @@ class YandexMarketTarget:
         )
         return known
 
+    def _with_accepted_all(
+        self, items: list[shared.Item], answers_: dict[str, Classification]
+    ) -> list[_Item]:
+        """The items as sent (``_with_accepted``); one that breaks Yandex's rules only with a
+        price accepted and not shown yet is ``invalid-for-channel``, as with a known one."""
+        out: list[_Item] = []
+        for item in items:
+            sent = self._with_accepted(item)
+            broken = _rule_broken(sent)
+            if broken is None:
+                out.append(sent)
+            else:
+                answers_.update(shared.spread(item, shared.invalid(broken)))
+        return out
+
     def _with_accepted(self, item: shared.Item) -> _Item:
         """The item as sent: a field this batch does not set takes the price Yandex last
         accepted for the offer and may not show yet (its delivery waits for its read-back,
-        not in flight, so the known prices do not hold it), never the older delivered one."""
+        not in flight, so the known prices do not hold it), never the older delivered one,
+        and never left out: an update without ``discountBase`` or ``minimumForBestseller``
+        drops it (§3.6.2), and this update lands after the accepted one."""
         offer = offer_id(item.offer_id)
         fields = dict(item.prices)
         latest = max(
@@ -370,7 +387,7 @@ class YandexMarketTarget:
         )
         if latest is not None:
             for name, amount in latest.fields.items():
-                if name not in item.new and name in fields:
+                if name not in item.new:
                     fields[name] = amount
         return _Item(offer, item.sku, fields, list(item.carried))
 
