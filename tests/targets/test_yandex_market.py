@@ -631,6 +631,30 @@ def test_an_item_carries_a_companion_yandex_accepted_not_yet_shown_that_the_know
     assert (90, 150) == (second["value"], second.get("discountBase"))
 
 
+def test_an_accepted_price_is_delivered_when_a_later_update_carrying_it_is_shown(
+    ym: YmSimulator,
+) -> None:
+    """The discount base (v1) accepted, then the retail price (v2) accepted carrying it: Yandex
+    shows the later update whole, so the discount's read-back finds value 90 where it sent 100.
+    Its price is live all the same: delivered at its first read-back, not sent again after
+    ``ym_apply_timeout`` as a price never shown (charged, and late by the timeout)."""
+    recorder = Recorder()
+    known = MemoryKnownPrices()
+    known.remember(KnownPrice("SKU-1", "retail", Decimal("100"), "RUB", 1))
+    discount = price("SKU-1", 1, "150", price_type="old")
+    retail = price("SKU-1", 2, "90")
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        sent = await t.send([discount]) + await t.send([retail])
+        return sent + await t.send([discount]) + await t.send([retail])
+
+    found = run(lambda: target(ym, known=known, transport=recorder), scenario)
+    assert [Verdict.AWAITING] * 2 + [Verdict.DELIVERED] * 2 == verdicts(found)
+    assert 2 == len(recorder.updates())
+    live = ym.live("SKU-1")
+    assert live is not None and (Decimal(90), Decimal(150)) == (live.value, live.discount_base)
+
+
 @pytest.mark.parametrize("ym", [{"switches": {"apply_delay": 100_000}}], indirect=True)
 def test_a_price_that_breaks_the_rule_with_an_accepted_discount_base_is_invalid_for_channel(
     ym: YmSimulator,

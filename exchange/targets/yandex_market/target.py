@@ -637,6 +637,11 @@ class YandexMarketTarget:
         at = self._now()
         for item in taken:
             receipt = _receipt(item.offer, item.fields, at)
+            # An update accepted earlier for the offer is shown as this one once this one lands:
+            # this one carries its prices (``_with_accepted``) and replaces it whole (§3.6.2).
+            for earlier in self._accepted.values():
+                if earlier.offer == item.offer:
+                    earlier.fields = dict(item.fields)
             for m in item.carried:
                 self._not_applied.discard(m.message_id)
                 self._accepted[m.message_id] = _Accepted(item.offer, dict(item.fields), now)
