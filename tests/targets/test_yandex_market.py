@@ -656,6 +656,28 @@ def test_an_accepted_price_is_delivered_when_a_later_update_carrying_it_is_shown
 
 
 @pytest.mark.parametrize("ym", [{"switches": {"apply_delay": 100_000}}], indirect=True)
+def test_an_accepted_price_since_delivered_newer_elsewhere_is_never_carried_again(
+    ym: YmSimulator,
+) -> None:
+    """The discount base v1 accepted here stays in this worker's memory after its message was
+    superseded, while another worker delivered v2 (the known prices say so): the retail price
+    sent next carries v2, never v1 (an older price over a newer one; review 32c finding 8)."""
+    recorder = Recorder()
+    known = MemoryKnownPrices()
+    known.remember(KnownPrice("SKU-1", "retail", Decimal("100"), "RUB", 1))
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        first = await t.send([price("SKU-1", 1, "150", price_type="old")])
+        known.remember(KnownPrice("SKU-1", "old", Decimal("200"), "RUB", 2))
+        return first + await t.send([price("SKU-1", 2, "90")])
+
+    found = run(lambda: target(ym, known=known, transport=recorder), scenario)
+    assert [Verdict.AWAITING, Verdict.AWAITING] == verdicts(found)
+    second = recorder.updates()[1]["offers"][0]["price"]
+    assert (90, 200) == (second["value"], second["discountBase"])
+
+
+@pytest.mark.parametrize("ym", [{"switches": {"apply_delay": 100_000}}], indirect=True)
 def test_a_price_that_breaks_the_rule_with_an_accepted_discount_base_is_invalid_for_channel(
     ym: YmSimulator,
 ) -> None:

@@ -148,6 +148,7 @@ class _Item:
     sku: str
     fields: dict[str, Decimal]
     carried: list[OutgoingMessage] = field(default_factory=list)
+    versions: dict[str, int] = field(default_factory=dict)  # field -> its price's version
 
     def json(self, currency: str) -> dict[str, Any]:
         price: dict[str, Any] = {"value": self.fields["value"], "currencyId": currency}
@@ -165,6 +166,9 @@ class _Accepted:
     fields: dict[str, Decimal]
     accepted_at: float  # monotonic
     reads: int = 0
+    # field -> the version of the price it carries; a field missing (a receipt written before
+    # versions were kept) is taken as the newest.
+    versions: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -350,10 +354,10 @@ class YandexMarketTarget:
         read = _from_receipt(message.receipt)
         if read is None:
             return None
-        offer, fields, at = read
+        offer, fields, at, versions = read
         age = max(0.0, (self._now() - at).total_seconds())
         known = self._accepted[message.message_id] = _Accepted(
-            offer, fields, self._monotonic() - age
+            offer, fields, self._monotonic() - age, versions=versions
         )
         return known
 
@@ -373,23 +377,28 @@ class YandexMarketTarget:
         return out
 
     def _with_accepted(self, item: shared.Item) -> _Item:
-        """The item as sent: a field this batch does not set takes the price Yandex last
-        accepted for the offer and may not show yet (its delivery waits for its read-back,
-        not in flight, so the known prices do not hold it), never the older delivered one,
-        and never left out: an update without ``discountBase`` or ``minimumForBestseller``
-        drops it (§3.6.2), and this update lands after the accepted one."""
+        """The item as sent: a field this batch does not set takes the price Yandex accepted
+        for the offer and may not show yet (its delivery waits for its read-back, not in
+        flight, so the known prices do not hold it), never left out (an update without
+        ``discountBase`` or ``minimumForBestseller`` drops it, §3.6.2, and this one lands
+        after the accepted one), and never older than the known one: an accepted update
+        whose message was since superseded, or whose price another worker delivered newer,
+        stays in memory a while (``_forget_old``) and must not bring its price back."""
         offer = offer_id(item.offer_id)
         fields = dict(item.prices)
-        latest = max(
-            (a for a in self._accepted.values() if a.offer == offer),
-            key=lambda a: a.accepted_at,
-            default=None,
-        )
-        if latest is not None:
-            for name, amount in latest.fields.items():
-                if name not in item.new:
-                    fields[name] = amount
-        return _Item(offer, item.sku, fields, list(item.carried))
+        versions = dict(item.versions)
+        accepted = [a for a in self._accepted.values() if a.offer == offer]
+        for name in sorted({n for a in accepted for n in a.fields} - item.new):
+            best = max(
+                (a for a in accepted if name in a.fields),
+                key=lambda a: (a.versions.get(name, 0), a.accepted_at),
+            )
+            version = best.versions.get(name)
+            if version is None or version >= versions.get(name, 0):
+                fields[name] = best.fields[name]
+                if version is not None:
+                    versions[name] = version
+        return _Item(offer, item.sku, fields, list(item.carried), versions)
 
     async def health(self) -> Classification:
         """A read of one offer's price (no effect): the key is accepted. The read names its
@@ -636,15 +645,18 @@ class YandexMarketTarget:
         wait = self._wait(0)
         at = self._now()
         for item in taken:
-            receipt = _receipt(item.offer, item.fields, at)
+            receipt = _receipt(item.offer, item.fields, at, item.versions)
             # An update accepted earlier for the offer is shown as this one once this one lands:
             # this one carries its prices (``_with_accepted``) and replaces it whole (§3.6.2).
             for earlier in self._accepted.values():
                 if earlier.offer == item.offer:
                     earlier.fields = dict(item.fields)
+                    earlier.versions = dict(item.versions)
             for m in item.carried:
                 self._not_applied.discard(m.message_id)
-                self._accepted[m.message_id] = _Accepted(item.offer, dict(item.fields), now)
+                self._accepted[m.message_id] = _Accepted(
+                    item.offer, dict(item.fields), now, versions=dict(item.versions)
+                )
                 taken_ = _accepted(
                     f"{why}: Yandex Market accepted offer {item.offer!r}; read back in {wait:g} s",
                     wait,
@@ -939,20 +951,26 @@ def _sku(message: OutgoingMessage) -> str | None:
         return None
 
 
-def _receipt(offer: str, fields: Mapping[str, Decimal], at: datetime) -> str:
+def _receipt(
+    offer: str, fields: Mapping[str, Decimal], at: datetime, versions: Mapping[str, int]
+) -> str:
     """The receipt of an accepted item: ``ym-accepted:`` and JSON of when (UTC, ISO 8601), the
-    offer and each field as sent (Decimals as text)."""
+    offer, each field as sent (Decimals as text) and the version of each field's price."""
     body = {
         "at": at.isoformat(),
         "offer": offer,
         "fields": {k: number(v) for k, v in fields.items()},
+        "versions": {k: v for k, v in versions.items() if k in fields},
     }
     return ACCEPTED + json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
-def _from_receipt(receipt: str | None) -> tuple[str, dict[str, Decimal], datetime] | None:
-    """The offer, fields and time of an ``ym-accepted:`` receipt; None for any other receipt
-    (``ym-not-applied``, an offer's name once delivered, none) or one that does not read."""
+def _from_receipt(
+    receipt: str | None,
+) -> tuple[str, dict[str, Decimal], datetime, dict[str, int]] | None:
+    """The offer, fields, time and versions of an ``ym-accepted:`` receipt (no versions in one
+    written before they were kept); None for any other receipt (``ym-not-applied``, an offer's
+    name once delivered, none) or one that does not read."""
     if not receipt or not receipt.startswith(ACCEPTED):
         return None
     try:
@@ -960,11 +978,12 @@ def _from_receipt(receipt: str | None) -> tuple[str, dict[str, Decimal], datetim
         at = datetime.fromisoformat(body["at"])
         offer = body["offer"]
         fields = {str(k): Decimal(str(v)) for k, v in body["fields"].items()}
+        versions = {str(k): int(v) for k, v in body.get("versions", {}).items()}
     except (ValueError, KeyError, TypeError, AttributeError, InvalidOperation):
         return None
     if at.tzinfo is None or not isinstance(offer, str) or "value" not in fields:
         return None
-    return offer, fields, at
+    return offer, fields, at, versions
 
 
 def _not_withheld(offer: str, price: MappedPrice, seen: _Read | None) -> Release:
