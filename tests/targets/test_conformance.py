@@ -262,6 +262,9 @@ class YandexMarketShop:
             price_types={"retail": "value", "sale": "minimumForBestseller"},
             timeout=2.0,
             transport=self.proxy,
+            # Shown at once here (apply_delay 0), so the first read-back is final: an offer it
+            # does not list is unknown then, not read again for the default ten minutes.
+            apply_timeout=0.0,
         )
 
     def applied(self, sku: str) -> list[int]:

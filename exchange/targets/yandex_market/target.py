@@ -25,7 +25,8 @@ How one request goes (``send``):
 6. leased again, a remembered message is read back instead of sent (``POST …/offer-prices``,
    at most 200 offers, within the read's own budget): the item shown as sent and not listed in
    ``price-quarantine`` is DELIVERED; listed there, WITHHELD (Yandex's verdict in words);
-   missing from the read-back, TERMINAL ``unknown-sku``; not shown yet, AWAITING again until
+   missing from the read-back (every page read), AWAITING again, and TERMINAL ``unknown-sku``
+   once ``ym_apply_timeout`` passed; not shown yet, AWAITING again until
    ``ym_apply_timeout`` from the 200, then TEMPORARY (charged: sent again).
 
 What is remembered survives a restart in the delivery's receipt (``ym-accepted:`` and, as
@@ -746,12 +747,24 @@ class YandexMarketTarget:
             cannot = whole.classification.detail
         for m, a in pending:
             seen = shown.get(a.offer)
+            if (seen is None or not seen.found) and a.offer not in late:
+                # A new offer may be listed only once its first price is applied (§3.4: "до
+                # нескольких минут"; what Yandex lists for an unknown offerId is unconfirmed).
+                a.reads += 1
+                wait = self._wait(a.reads)
+                out[m.message_id] = _accepted(
+                    f"Yandex Market does not list offer {a.offer!r} in its read-back yet; read "
+                    f"back in {wait:g} s",
+                    wait,
+                )
+                continue
             if seen is None or not seen.found:
                 self._accepted.pop(m.message_id, None)
                 out[m.message_id] = Classification(
                     Verdict.TERMINAL,
                     f"Yandex Market accepted offer {a.offer!r} but its read-back (offer-prices) "
-                    "does not list it: no such offer in the cabinet's catalogue",
+                    f"does not list it {self.apply_timeout:g} s later: no such offer in the "
+                    "cabinet's catalogue",
                     http_status=200,
                     reason=Reason.UNKNOWN_SKU,
                 )
@@ -810,28 +823,43 @@ class YandexMarketTarget:
         return out
 
     async def _read_back(self, offers: list[str]) -> dict[str, _Read]:
-        """``POST …/offer-prices`` for ``offers``, 200 a request: each listed offer's price by
-        Yandex field. An offer not listed is not in the cabinet's catalogue."""
+        """``POST …/offer-prices`` for ``offers``, 200 a request, every page of each answer
+        followed (``result.paging.nextPageToken``, as every paged Yandex method answers): each
+        listed offer's price by Yandex field."""
         out: dict[str, _Read] = {}
         for start in range(0, len(offers), self.per_read):
             part = offers[start : start + self.per_read]
-            response = await self._call(
-                "offer-prices", {"offerIds": part}, cost=len(part), budget=self.read_budget
-            )
-            result = _result(response, "offers")
-            for entry in result:
-                name = entry.get("offerId")
-                if not isinstance(name, str):
-                    continue
-                price = entry.get("price")
-                shown: dict[str, Decimal] = {}
-                if isinstance(price, dict):
-                    for key in FIELDS:
-                        amount = _decimal(price.get(key))
-                        if amount is not None:
-                            shown[key] = amount
-                out[offer_id(name)] = _Read(True, shown)
+            token: str | None = None
+            for _ in range(100):
+                query = f"page_token={token}" if token else ""
+                response = await self._call(
+                    "offer-prices",
+                    {"offerIds": part},
+                    cost=len(part),
+                    budget=self.read_budget,
+                    query=query,
+                )
+                self._read_page(response, out)
+                token = _next_page(response)
+                if token is None:
+                    break
         return out
+
+    @staticmethod
+    def _read_page(response: httpx.Response, out: dict[str, _Read]) -> None:
+        """One page of ``offer-prices``' answer into ``out``."""
+        for entry in _result(response, "offers"):
+            name = entry.get("offerId")
+            if not isinstance(name, str):
+                continue
+            price = entry.get("price")
+            shown: dict[str, Decimal] = {}
+            if isinstance(price, dict):
+                for key in FIELDS:
+                    amount = _decimal(price.get(key))
+                    if amount is not None:
+                        shown[key] = amount
+            out[offer_id(name)] = _Read(True, shown)
 
     async def _quarantined(self, offers: list[str]) -> dict[str, str]:
         """The offers of ``offers`` Yandex lists in ``price-quarantine``, each with its verdicts
