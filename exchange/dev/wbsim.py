@@ -195,9 +195,11 @@ class Switches:
     # "item-error" (status 3, "already set"), or "whole-400" (the whole upload refused "already
     # set", as when nothing changes) (research §2.5, §8: UNCONFIRMED).
     unchanged_in_mixed: Literal["skip", "item-error", "whole-400"] = "skip"
-    # An unknown nmID in a task with known ones: "item-error" (status 3, "Invalid item No.")
-    # or "skip" (research §2.1 names only the all-unknown case).
-    unknown_in_mixed: Literal["skip", "item-error"] = "item-error"
+    # An unknown nmID in a task with known ones: "item-error" (status 3, "Invalid item No."),
+    # "skip", or "whole-400" (the whole upload refused "Invalid item No.", a whole-request 400
+    # of research §2.1's table, naming no good) (research §2.1 names only the all-unknown
+    # case).
+    unknown_in_mixed: Literal["skip", "item-error", "whole-400"] = "item-error"
     # How many requests a 4xx answer counts as (research §2.3: ten for the Marketplace
     # category; for Prices UNCONFIRMED, §8).
     four_xx_weight: int = 1
@@ -222,6 +224,20 @@ class Faults:
     # The catalogue's list answers every good whatever ``filterNmID`` names (§2.1 names the
     # parameter, not how strictly it filters): a reader must pick the good's own line.
     filter_ignored: bool = False
+    # Goods (nmIDs) a processed task counts (its status and ``overAllGoodsNumber``) but whose
+    # lines ``history/goods/task`` does not list: a partial answer (research §2.4 documents
+    # every good's line; a status 6 task whose lines lack a good says it failed, review 32c
+    # finding 3): a target must read the catalogue back, never take the silence for updated.
+    lines_unlisted: set[int] = field(default_factory=set)
+    # Cards (nmIDs) in the seller's trash: the upload knows them no more (research §2.1: "All
+    # item Nos. are specified incorrectly" for "no such items (e.g. deleted)") while the list
+    # still shows them at their last price (the research does not say how soon a deleted card
+    # leaves it): "all item Nos. … or already set" for a price that changes (review 32c
+    # finding 4).
+    trashed: set[int] = field(default_factory=set)
+    # The quarantine list answers 200 with an empty body (not in the research: an odd answer;
+    # review 32c finding 6): a reader must take it for a failed read, never "none held".
+    quarantine_unreadable: bool = False
 
 
 @dataclass
@@ -272,6 +288,7 @@ class Answer:
     ) -> None:
         self.status, self.body, self.content_type = status, body, content_type
         self.headers = headers or {}
+        self.raw: bytes | None = None  # sent as it is instead of the JSON of ``body``
 
 
 class WbSimulator(LoopbackServer):
@@ -568,8 +585,10 @@ class WbSimulator(LoopbackServer):
                         "errorText": TASK_EXISTS,
                     },
                 )
-        known = [g for g in parsed if g[0] in self.goods]
+        known = [g for g in parsed if self._known(g[0])]
         changed = [g for g in known if self._changes(g)]
+        if self.switches.unknown_in_mixed == "whole-400" and known and len(known) < len(parsed):
+            return _envelope_error(400, INVALID_NM)
         if not changed:
             return _envelope_error(400, ALREADY_SET if len(known) == len(parsed) else ALL_WRONG)
         if self.switches.unchanged_in_mixed == "whole-400" and len(changed) < len(known):
@@ -587,6 +606,10 @@ class WbSimulator(LoopbackServer):
         self.process_due()
         return _envelope({"id": task.upload_id, "alreadyExists": False})
 
+    def _known(self, nm_id: int) -> bool:
+        """A good the upload knows: in the catalogue and not in the trash (fault ``trashed``)."""
+        return nm_id in self.goods and nm_id not in self.faults.trashed
+
     def _changes(self, item: tuple[int, int | None, int | None]) -> bool:
         good = self.goods[item[0]]
         price, discount = item[1], item[2]
@@ -599,11 +622,11 @@ class WbSimulator(LoopbackServer):
         or 6 from them."""
         results: list[dict[str, Any]] = []
         for nm_id, price, discount in task.goods:
-            good = self.goods.get(nm_id)
+            good = self.goods.get(nm_id) if self._known(nm_id) else None
             if nm_id in self.faults.left_out:
                 continue  # fault: not listed, not applied
             if good is None:
-                if self.switches.unknown_in_mixed == "item-error":
+                if self.switches.unknown_in_mixed != "skip":  # item-error (whole-400 made none)
                     results.append(_item(nm_id, "", price, discount, "RUB", INVALID_NM))
                 continue
             new_price = good.price if price is None else price
@@ -673,7 +696,11 @@ class WbSimulator(LoopbackServer):
         return found if isinstance(found, Answer) else _envelope(found.metadata())
 
     def _history_goods(self, query: dict[str, list[str]], raw: bytes, now: float) -> Answer:
-        return self._task_goods(query, False, "historyGoods", lambda task: task.results)
+        return self._task_goods(query, False, "historyGoods", self._listed_rows)
+
+    def _listed_rows(self, task: Task) -> list[dict[str, Any]]:
+        """A processed task's lines, less those fault ``lines_unlisted`` hides."""
+        return [r for r in task.results if r["nmID"] not in self.faults.lines_unlisted]
 
     def _buffer_goods(self, query: dict[str, list[str]], raw: bytes, now: float) -> Answer:
         return self._task_goods(query, True, "bufferGoods", self._buffered_rows)
@@ -722,6 +749,10 @@ class WbSimulator(LoopbackServer):
         page = _page(query)
         if page is None:
             return _envelope_error(400, INVALID_PARAMETERS)
+        if self.faults.quarantine_unreadable:
+            answer = Answer(200, None)
+            answer.raw = b""
+            return answer
         limit, offset = page
         held = [self.quarantine[nm] for nm in sorted(self.quarantine)]
         return _envelope({"quarantineGoods": held[offset : offset + limit]})
@@ -895,7 +926,9 @@ class _WbHandler(Handler):
         raw = self.body()
         headers = {name.lower(): value for name, value in self.headers.items()}
         answer = self.sim.serve(method, self.path, headers, raw)
-        body = json.dumps(answer.body, ensure_ascii=False).encode()
+        body = answer.raw
+        if body is None:
+            body = json.dumps(answer.body, ensure_ascii=False).encode()
         self.answer(answer.status, body, answer.content_type, answer.headers)
 
 
@@ -933,7 +966,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--unchanged-in-mixed", choices=("skip", "item-error", "whole-400"), default="skip"
     )
-    parser.add_argument("--unknown-in-mixed", choices=("skip", "item-error"), default="item-error")
+    parser.add_argument(
+        "--unknown-in-mixed", choices=("skip", "item-error", "whole-400"), default="item-error"
+    )
     parser.add_argument("--four-xx-weight", type=int, default=1, help="a 4xx counts as N")
     args = parser.parse_args(argv)
     switches = Switches(

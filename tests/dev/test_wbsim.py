@@ -418,17 +418,59 @@ def test_unchanged_in_a_mixed_task_refuses_the_whole_upload(
     assert ({}, 1000) == (sim.tasks, sim.goods[nm(sim, "SKU-1")].price)
 
 
+def test_fault_lines_unlisted_counts_the_good_but_lists_no_line(
+    sim: WbSimulator, client: httpx.Client
+) -> None:
+    """Fault ``lines_unlisted`` (review 32c finding 3): a task every good of which failed
+    (status 6, research §2.4) counts the good, but its lines lack it; nothing applied."""
+    sim.lock_for_sale(nm(sim, "SKU-1"))
+    sim.faults.lines_unlisted = {nm(sim, "SKU-1")}
+    upload_id = task_id(upload(client, {"nmID": nm(sim, "SKU-1"), "price": 900}))
+    history = processed(sim, client, upload_id)
+    assert (6, 1) == (history["status"], history["overAllGoodsNumber"])
+    assert [] == goods_of(client, upload_id)
+    assert 1000 == listed_price(client, nm(sim, "SKU-1"))
+
+
+def test_fault_trashed_is_listed_but_refused_as_all_item_nos_wrong(
+    sim: WbSimulator, client: httpx.Client
+) -> None:
+    """Fault ``trashed`` (research §2.1, "no such items (e.g. deleted)"; review 32c finding
+    4): the card is still listed at its price, and an upload of another price for it is
+    refused "All item Nos. are specified incorrectly, or … already set"."""
+    sim.faults.trashed = {nm(sim, "SKU-1")}
+    answer = upload(client, {"nmID": nm(sim, "SKU-1"), "price": 900})
+    assert (400, ALL_WRONG) == (answer.status_code, answer.json()["errorText"])
+    assert 1000 == listed_price(client, nm(sim, "SKU-1"))
+
+
+def test_fault_quarantine_unreadable_answers_an_empty_200(
+    sim: WbSimulator, client: httpx.Client
+) -> None:
+    """Fault ``quarantine_unreadable`` (review 32c finding 6): 200 with an empty body."""
+    sim.faults.quarantine_unreadable = True
+    answer = client.get(QUARANTINE, params={"limit": 10})
+    assert (200, b"") == (answer.status_code, answer.content)
+
+
 @pytest.mark.parametrize(
     "sim",
     [
         {"switches": Switches(unknown_in_mixed="item-error")},
         {"switches": Switches(unknown_in_mixed="skip")},
+        {"switches": Switches(unknown_in_mixed="whole-400")},
     ],
     indirect=True,
-    ids=["item-error", "skip"],
+    ids=["item-error", "skip", "whole-400"],
 )
 def test_unknown_nmid_in_a_mixed_task(sim: WbSimulator, client: httpx.Client) -> None:
-    """research §2.1 names only the all-unknown 400; an unknown among known ones is a switch."""
+    """research §2.1 names only the all-unknown 400; an unknown among known ones is a switch
+    (whole-400: "Invalid item No." refuses the whole upload, a whole-request 400 of §2.1)."""
+    if sim.switches.unknown_in_mixed == "whole-400":
+        answer = upload(client, {"nmID": nm(sim, "SKU-1"), "price": 900}, {"nmID": 42, "price": 9})
+        assert (400, INVALID_NM) == (answer.status_code, answer.json()["errorText"])
+        assert ({}, 1000) == (sim.tasks, sim.goods[nm(sim, "SKU-1")].price)
+        return
     upload_id = task_id(
         upload(client, {"nmID": nm(sim, "SKU-1"), "price": 900}, {"nmID": 42, "price": 9})
     )

@@ -24,7 +24,7 @@ from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage, Shown
 from exchange.targets.wildberries.budget import Budget
 from exchange.targets.wildberries.store import MemoryWbStore
-from exchange.targets.wildberries.target import WildberriesTarget
+from exchange.targets.wildberries.target import SPLITS, WildberriesTarget
 
 T = TypeVar("T")
 
@@ -94,6 +94,13 @@ def nm(sim: WbSimulator, code: str) -> int:
     good = sim.by_vendor_code(code)
     assert good is not None
     return good.nm_id
+
+
+def quarantined_as(answer: Classification) -> str | None:
+    """The reason ``decide`` quarantines the delivery with (None: not quarantined)."""
+    policy = RetryPolicy(max_attempts=5, base_delay=0.5, max_delay=300.0)
+    decision = decide(answer, attempt=1, now=datetime.now(UTC), policy=policy, rng=random.Random(1))
+    return decision.reason if decision.to_state == "quarantined" else None
 
 
 # -- the vendor code's nmID ----------------------------------------------------------------------
@@ -221,6 +228,76 @@ def test_an_nmid_wb_refuses_rebuilds_the_map_and_the_price_goes_under_the_new_on
         assert new.nm_id == store.map["SKU-2"]
     finally:
         sim.stop()
+
+
+@pytest.mark.parametrize("card", ["deleted", "made-again"])
+def test_a_whole_400_for_one_bad_good_is_split_and_the_others_go(card: str) -> None:
+    """Review 32c finding 5: research §2.1's "Invalid item No." refuses the whole upload and
+    names no good; one card deleted since the map was read quarantined all five prices. The
+    upload is halved to find it: the others are delivered, and the bad one has the map rebuilt
+    (unknown-sku, or uploaded under the card's new nmID), within 1 + SPLITS uploads."""
+    sim = WbSimulator(switches=Switches(processing_delay=0.0, unknown_in_mixed="whole-400"))
+    sim.start()
+    roomy(sim)
+    try:
+        for n in range(1, 6):
+            sim.add_good(f"SKU-{n}", price=1000)
+        store = MemoryWbStore()
+        send(make(sim, store, poll_at_once=True), price("SKU-1", 1, "1100.00"))  # the map: read
+        del sim.goods[nm(sim, "SKU-3")]
+        if card == "made-again":
+            sim.add_good("SKU-3", price=1000)
+
+        answers = send(
+            make(sim, store, poll_at_once=True, catalogue_refresh=10_000),
+            *(price(f"SKU-{n}", 2 if n == 1 else 1, "900.00") for n in range(1, 6)),
+        )
+
+        verdicts = [a.verdict for a in answers]
+        if card == "deleted":
+            assert [Verdict.DELIVERED] * 2 + [Verdict.TERMINAL] + [Verdict.DELIVERED] * 2 == (
+                verdicts
+            ), answers
+            assert Reason.UNKNOWN_SKU == answers[2].reason
+        else:
+            assert [Verdict.DELIVERED] * 5 == verdicts, answers
+        assert [900] * (5 if card == "made-again" else 4) == [g.price for g in sim.goods.values()]
+        assert uploads(sim) <= 1 + 1 + SPLITS + 1
+    finally:
+        sim.stop()
+
+
+def test_splitting_a_whole_400_is_bounded_past_it_the_rest_ends_in_wbs_words() -> None:
+    """SPLITS bounds the uploads one refused upload adds: twenty bad goods among forty are
+    never all found, and those left past the bound end channel-rule with WB's words, never
+    delivered."""
+    sim = WbSimulator(switches=Switches(processing_delay=0.0, unknown_in_mixed="whole-400"))
+    sim.start()
+    roomy(sim)
+    try:
+        for n in range(1, 41):
+            sim.add_good(f"SKU-{n}", price=1000)
+        store = MemoryWbStore()
+        send(make(sim, store, poll_at_once=True), price("SKU-1", 1, "1100.00"))  # the map: read
+        before = uploads(sim)
+        for n in range(2, 41, 2):
+            del sim.goods[nm_of(store, f"SKU-{n}")]
+
+        answers = send(
+            make(sim, store, poll_at_once=True, catalogue_refresh=10_000),
+            *(price(f"SKU-{n}", 2 if n == 1 else 1, "900.00") for n in range(1, 41)),
+        )
+
+        bad = [a for n, a in enumerate(answers, 1) if n % 2 == 0]
+        assert all(a.verdict is not Verdict.DELIVERED for a in bad), bad
+        assert any("Invalid item No." in a.detail for a in answers), answers
+        assert uploads(sim) - before <= 1 + SPLITS
+    finally:
+        sim.stop()
+
+
+def nm_of(store: MemoryWbStore, code: str) -> int:
+    return store.map[code]
 
 
 # -- the price: price only, whole roubles --------------------------------------------------------
@@ -370,6 +447,27 @@ def test_a_mix_refused_whole_as_already_set_sends_the_changed_goods_again_togeth
         sim.stop()
 
 
+def test_all_item_nos_wrong_is_delivered_only_when_wb_shows_the_price(sim: WbSimulator) -> None:
+    """Review 32c finding 4: research §2.1's "All item Nos. are specified incorrectly, or …
+    already set" means no such good OR nothing changes. A card in the trash (still listed at
+    1000) was delivered at 900, alone (the map showed it) and in a request of several (one by
+    one). The price is read back: only the one WB holds is delivered; the others are an
+    unknown cause (``unknown-response``), never delivered."""
+    sim.faults.trashed = {nm(sim, n) for n in ("SKU-1", "SKU-2", "SKU-3")}
+
+    (alone,) = send(make(sim, poll_at_once=True), price("SKU-1", 1, "900.00"))
+    several = send(
+        make(sim, poll_at_once=True),
+        price("SKU-2", 1, "800.00"),
+        price("SKU-3", 1, "1000.00"),  # held already: delivered on the read-back
+    )
+
+    assert Verdict.UNKNOWN == alone.verdict and "holds 1000" in alone.detail, alone
+    assert [Verdict.UNKNOWN, Verdict.DELIVERED] == [a.verdict for a in several], several
+    assert "unknown-response" == quarantined_as(alone) == quarantined_as(several[0])
+    assert 1000 == sim.goods[nm(sim, "SKU-2")].price
+
+
 @pytest.mark.parametrize("unchanged_in_mixed", ["skip", "item-error"])
 def test_an_unchanged_price_in_a_mixed_task_is_delivered(unchanged_in_mixed: str) -> None:
     sim = WbSimulator(
@@ -431,6 +529,30 @@ def test_a_good_a_task_leaves_out_at_this_price_is_delivered(sim: WbSimulator) -
     assert [Verdict.DELIVERED, Verdict.DELIVERED] == [a.verdict for a in answers], answers
     assert "holds 1000" in answers[0].detail
     assert 1 == uploads(sim)
+
+
+def test_a_task_with_errors_whose_lines_lack_a_good_delivers_it_only_as_read_back(
+    sim: WbSimulator,
+) -> None:
+    """Review 32c finding 3: a task with errors (status 6, every good failed; 5, some: research
+    §2.4) whose lines lacked the good was read as "updated", delivered while WB held the old
+    price. The good's price is read back: held, delivered; not, an unknown cause
+    (``unknown-response``), never delivered nor uploaded again."""
+    locked, updated = nm(sim, "SKU-1"), nm(sim, "SKU-2")
+    sim.lock_for_sale(locked)
+    sim.faults.lines_unlisted = {locked, updated}
+
+    (failed,) = send(make(sim, poll_at_once=True), price("SKU-1", 1, "900.00"))
+    mixed = send(
+        make(sim, poll_at_once=True), price("SKU-2", 1, "800.00"), price("SKU-3", 1, "700.00")
+    )
+
+    assert Verdict.UNKNOWN == failed.verdict and "holds 1000" in failed.detail, failed
+    assert "unknown-response" == quarantined_as(failed)
+    assert 6 == sim.tasks[min(sim.tasks)].status
+    assert [Verdict.DELIVERED, Verdict.DELIVERED] == [a.verdict for a in mixed], mixed
+    assert (1000, 800) == (sim.goods[locked].price, sim.goods[updated].price)
+    assert 2 == uploads(sim)
 
 
 def test_208_is_the_same_task_polled_not_a_new_one(sim: WbSimulator) -> None:
@@ -500,6 +622,26 @@ def test_a_withheld_price_left_at_the_sellers_own_price_ends_elsewhere_at_the_ne
         return [await t.withheld_shown([message]) for _ in range(2)]
 
     assert [[Shown.UNKNOWN], [Shown.ELSEWHERE]] == run(target, looks)
+
+
+def test_an_unreadable_quarantine_list_is_a_failed_read_never_none_held(
+    sim: WbSimulator,
+) -> None:
+    """Review 32c finding 6: the quarantine list answered 200 with an empty body, read as "none
+    held"; with the catalogue at the old price the second look said ``ELSEWHERE`` and the
+    delivery ended superseded though WB still withheld it. A list it cannot read is a failed
+    read: unknown at every look."""
+    store = MemoryWbStore()
+    message = price("SKU-1", 1, "300.00")
+    (answer,) = send(make(sim, store, poll_at_once=True), message)
+    sim.faults.quarantine_unreadable = True
+
+    async def looks(t: WildberriesTarget) -> list[list[Shown]]:
+        return [await t.withheld_shown([message]) for _ in range(3)]
+
+    assert Verdict.WITHHELD == answer.verdict
+    assert [[Shown.UNKNOWN]] * 3 == run(make(sim, store), looks)
+    assert nm(sim, "SKU-1") in sim.quarantine
 
 
 def test_two_withheld_versions_of_one_good_are_each_asked_at_their_own_price(

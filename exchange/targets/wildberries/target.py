@@ -20,12 +20,19 @@ per good. How one ``send`` goes:
    that has ended is never judged by that task's old outcome: WB's catalogue is read back, and
    a good holding this price is delivered; one holding another (a later task set it, or the
    old task failed it: a sale lock lifted since) waits, uncharged, to be uploaded again once
-   WB makes a new task (``_replayed``). "Already set" is delivered; for several goods they are
-   uploaded again one by one to learn which.
+   WB makes a new task (``_replayed``). "Already set" is delivered; for several goods the
+   catalogue is read back, and the rest uploaded again (one by one if refused again). "All
+   item Nos. are specified incorrectly, or … already set" (no such good, OR nothing changes)
+   rebuilds the map and is delivered only when the good's price read back is the one sent,
+   else unknown (``unknown-response``). A validation 400 ("Invalid item No.", "Invalid price
+   value": the whole upload refused, no good named) halves the upload to find the bad goods
+   (at most ``SPLITS`` more uploads); the others go.
 
-Each good's line in a processed task (``history/goods/task``): updated -> DELIVERED; "already
-set" -> DELIVERED; price quarantine -> WITHHELD (until the ``nmID`` leaves
-``/api/v2/quarantine/goods``, or a newer price is delivered); a sale lock -> TEMPORARY
+Each good's line in a processed task (``history/goods/task``): updated -> DELIVERED; a good
+a task with errors (status 5 or 6) lists no line for: its price read back, DELIVERED only
+when WB holds it, else unknown; "already set" -> DELIVERED; price quarantine -> WITHHELD
+(until the ``nmID`` leaves ``/api/v2/quarantine/goods``, or a newer price is delivered; a
+quarantine list it cannot read is a failed read, never "none held"); a sale lock -> TEMPORARY
 (charged: it ends ``retry-limit`` with WB's words); an ``nmID`` refused -> the map rebuilt and
 the good uploaded again under its new ``nmID``, else ``unknown-sku``; another error TERMINAL,
 ``channel-rule``, in WB's words. A 401 (a token refused or read-only) or 403 pauses delivery;
@@ -113,16 +120,21 @@ _PENDING, _LATER, _CANCELLED, _LOST = "pending", "later", "cancelled", "lost"
 REPLAY_WAIT = 60.0  # seconds between uploads while WB's 208 names an ended task
 REPLAY_RECEIPT = "wb-208:"  # the first 208 naming an ended task: wb-208:<task>:<epoch s>
 FEW = 5  # goods read back one by one (filterNmID); more: from the catalogue's pages
+# Uploads one refused upload may add, halving itself to find the goods a validation 400 (which
+# names none) refused (``_refused_whole``): a bad good among 1,000 is found in 20.
+SPLITS = 20
 
 
 @dataclass(frozen=True, slots=True)
 class _Processed:
-    """A processed task: the lines of its goods WB lists (by nmID), and whether it left some
+    """A processed task: the lines of its goods WB lists (by nmID), whether it left some
     of the uploaded goods out (``overAllGoodsNumber`` below the goods uploaded: research §8,
-    an unchanged or unknown good in a mixed task may be skipped rather than listed)."""
+    an unchanged or unknown good in a mixed task may be skipped rather than listed), and its
+    status (3, 5 or 6: research §2.4)."""
 
     rows: dict[int, dict[str, Any]]
     short: bool
+    status: int = DONE
 
 
 class WildberriesTarget:
@@ -303,7 +315,7 @@ class WildberriesTarget:
                 by_task.setdefault(in_flight[g.nm_id].upload_id, []).append(g)
         upload: list[_Good] = [g for g in goods if g.nm_id not in in_flight]
         refused: list[_Good] = []
-        left_out: list[tuple[_Good, int]] = []
+        left_out: list[tuple[_Good, int, bool]] = []
         for upload_id, waiting in by_task.items():
             tasks = [in_flight[g.nm_id] for g in waiting]
             found = await self._poll(
@@ -330,7 +342,7 @@ class WildberriesTarget:
         out: dict[str, Classification],
         upload: list[_Good],
         refused: list[_Good],
-        left_out: list[tuple[_Good, int]],
+        left_out: list[tuple[_Good, int, bool]],
     ) -> None:
         """Each good waiting for task ``upload_id``: its delivery's outcome, or (a newer price
         of a good whose task ended) back to the uploads."""
@@ -359,15 +371,18 @@ class WildberriesTarget:
             else:
                 assert isinstance(found, _Processed)
                 row = found.rows.get(g.nm_id)
-                if row is None and found.short:
+                if row is None and (found.short or found.status != DONE):
                     # Left out of the task: unchanged (already set), an nmID WB does not
-                    # know (research §8), or not applied at all: the catalogue's line for
-                    # this nmID says which (``_left_out``).
-                    left_out.append((g, upload_id))
+                    # know (research §8), or not applied at all; or counted by a task with
+                    # errors whose lines lack it (status 6: every good failed, §2.4, review
+                    # 32c finding 3). The catalogue's line for this nmID says which
+                    # (``_left_out``): never delivered unless it shows this price.
+                    left_out.append((g, upload_id, found.short))
                     continue
                 if row is None or row.get("status") == ITEM_UPDATED:
-                    # A task done without errors, or a good updated in a task with some
-                    # (research §2.4: status 5 updated the others).
+                    # A task done without errors (status 3: every good updated, its lines
+                    # not read), or a good updated in a task with some (research §2.4:
+                    # status 5 updated the others).
                     out[g.price.message.message_id] = Classification(
                         Verdict.DELIVERED,
                         f"Wildberries: task {upload_id} updated nmID {g.nm_id}",
@@ -381,43 +396,51 @@ class WildberriesTarget:
                 out[g.price.message.message_id] = said
 
     async def _left_out(
-        self, goods: list[tuple[_Good, int]], out: dict[str, Classification]
+        self, goods: list[tuple[_Good, int, bool]], out: dict[str, Classification]
     ) -> list[_Good]:
-        """The goods a processed task left out of its lines (with the task's id), judged by
-        WB's catalogue read back (``_held_prices``: the good's own line, by its nmID): holding
-        THIS price, delivered (unchanged, research §8); holding another, not applied: charged
-        (``about_item``, as a cancelled task is) and uploaded again, so that a good WB keeps
-        leaving out ends ``retry-limit`` in these words, never delivered; not listed: returned,
-        for the map's rebuild (an nmID WB does not know)."""
-        held = await self._held_prices({g.nm_id for g, _ in goods})
+        """The goods a processed task has no line for (with the task's id, and whether the
+        task counted fewer goods than uploaded), judged by WB's catalogue read back
+        (``_held_prices``: the good's own line, by its nmID). Holding THIS price: delivered
+        (unchanged, research §8). Otherwise, left out of a task that counted fewer goods
+        (short): not applied, charged (``about_item``, as a cancelled task is) and uploaded
+        again, so that a good WB keeps leaving out ends ``retry-limit`` in these words; counted
+        by a task with errors (status 5 or 6) that lists no line for it: why it was not applied
+        is unknown (contract 5: an unknown cause is never temporary), the delivery ends
+        ``unknown-response`` with WB's task named. Not listed in the catalogue: returned, for
+        the map's rebuild (an nmID WB does not know; the rebuild finding it under the same
+        nmID keeps the verdict said here)."""
+        held = await self._held_prices({g.nm_id for g, _, _ in goods})
         gone: list[_Good] = []
-        for g, upload_id in goods:
+        for g, upload_id, short in goods:
             message_id = g.price.message.message_id
             now = held.get(g.nm_id)
-            if now is None:
-                gone.append(g)  # the rebuild decides: unknown-sku, or uploaded under another
-                out[message_id] = Classification(
-                    Verdict.TEMPORARY,
-                    f"Wildberries left nmID {g.nm_id} out of task {upload_id}, and its "
-                    "catalogue does not list it: not applied, uploaded again",
-                    http_status=200,
-                    about_item=True,
-                )
-            elif now == g.price.roubles:
+            if now == g.price.roubles:
                 out[message_id] = Classification(
                     Verdict.DELIVERED,
-                    f"Wildberries left nmID {g.nm_id} out of task {upload_id}; its catalogue "
-                    f"holds {now} for it: the price is in force already",
+                    f"Wildberries' task {upload_id} has no line for nmID {g.nm_id}; its "
+                    f"catalogue holds {now} for it: the price is in force",
                     http_status=200,
                     receipt=f"wb-task:{upload_id}",
                 )
-            else:
+                continue
+            holds = "its catalogue does not list it" if now is None else f"WB holds {now} for it"
+            if now is None:
+                gone.append(g)  # the rebuild decides: unknown-sku, or uploaded under another
+            if short:
                 out[message_id] = Classification(
                     Verdict.TEMPORARY,
-                    f"Wildberries left nmID {g.nm_id} out of task {upload_id} and holds {now} "
-                    f"for it, not {g.price.roubles}: not applied, uploaded again",
+                    f"Wildberries left nmID {g.nm_id} out of task {upload_id}, and {holds}, "
+                    f"not {g.price.roubles}: not applied, uploaded again",
                     http_status=200,
                     about_item=True,
+                )
+            else:
+                out[message_id] = Classification(
+                    Verdict.UNKNOWN,
+                    f"Wildberries' task {upload_id} ended with errors but lists no line for "
+                    f"nmID {g.nm_id}, and {holds}, not {g.price.roubles}: not applied, for a "
+                    "reason WB did not give",
+                    http_status=200,
                 )
         return gone
 
@@ -470,8 +493,17 @@ class WildberriesTarget:
     # -- the upload ------------------------------------------------------------------------
 
     async def _upload(
-        self, goods: list[_Good], *, alone: bool = False, checked: bool = False
+        self,
+        goods: list[_Good],
+        *,
+        alone: bool = False,
+        checked: bool = False,
+        splits: list[int] | None = None,
+        rebuilt: bool = False,
     ) -> dict[str, Classification]:
+        """Upload the goods as one task. ``splits``: the requests a validation 400 may still
+        add to find its bad goods (``_refused_whole``), shared by the halves; ``rebuilt``: the
+        goods' nmIDs come from a rebuild after WB refused them (never rebuilt again)."""
         if not goods:
             return {}
         self._may_write()
@@ -524,7 +556,52 @@ class WildberriesTarget:
                     out.update(await self._upload([g], alone=True))
                 return out
             return await self._already_or_refused(goods[0], words, alone)
+        if status == 400:
+            return await self._refused_whole(goods, response, splits, rebuilt)
         raise _Answer(answers.whole(response, "upload"))
+
+    async def _refused_whole(
+        self,
+        goods: list[_Good],
+        response: httpx.Response,
+        splits: list[int] | None,
+        rebuilt: bool,
+    ) -> dict[str, Classification]:
+        """A validation 400 refuses the whole upload for one bad good and names none (research
+        §2.1: "Invalid item No.", "Invalid price value", …; review 32c finding 5: one card
+        deleted since the map was read quarantined the 999 others). Halves uploaded apart find
+        the bad goods and the others go, bounded by ``SPLITS`` requests shared by the halves
+        (as the Yandex Market target's ``_Unnamed``). A good refused alone "Invalid item No."
+        has the map rebuilt, as a task's line refusing its nmID does (``_again``): another
+        nmID is uploaded under it, none is ``unknown-sku``, the same keeps WB's refusal. A good
+        refused alone otherwise, or past the bound, ends with WB's words (``channel-rule``)."""
+        splits = [SPLITS] if splits is None else splits
+        if len(goods) > 1 and splits[0] >= 2:
+            splits[0] -= 2
+            half = len(goods) // 2
+            out = await self._upload(goods[:half], splits=splits, rebuilt=rebuilt)
+            out.update(await self._upload(goods[half:], splits=splits, rebuilt=rebuilt))
+            return out
+        words = answers.error_text(response)
+        if len(goods) == 1 and answers.INVALID_NM in words.lower():
+            g = goods[0]
+            out = {
+                g.price.message.message_id: Classification(
+                    Verdict.TERMINAL,
+                    f"HTTP 400 {words}: Wildberries refused nmID {g.nm_id} of vendor code "
+                    f"{g.price.vendor_code!r}",
+                    http_status=400,
+                    reason=Reason.UNKNOWN_SKU,
+                )
+            }
+            if rebuilt:
+                return out
+            again = await self._again([g], out)
+            if again:
+                return await self._upload(again, splits=splits, rebuilt=True)
+            return out
+        said = answers.whole(response, "upload")
+        return {g.price.message.message_id: said for g in goods}
 
     async def _already_for_several(
         self, goods: list[_Good], words: str
@@ -541,7 +618,7 @@ class WildberriesTarget:
         rest: list[_Good] = []
         for g in goods:
             if held.get(g.nm_id) == g.price.roubles:
-                out[g.price.message.message_id] = _already(words)
+                out[g.price.message.message_id] = _already(words, g.price.roubles)
             else:
                 rest.append(g)
         if rest:
@@ -674,8 +751,11 @@ class WildberriesTarget:
         self, good: _Good, words: str, alone: bool
     ) -> dict[str, Classification]:
         """One good refused as "already set" (delivered), or as "all item Nos. specified
-        incorrectly, or already set": the map rebuilt; the same ``nmID`` there means it is
-        known, so already set; another one is uploaded under it; none: ``unknown-sku``."""
+        incorrectly, or already set" (research §2.1: no such good, OR nothing changes): the map
+        rebuilt; another ``nmID`` there is uploaded under it; none: ``unknown-sku``; the same
+        one: the good's price read back (``_held_prices``), delivered only when WB holds this
+        price. Holding another (review 32c finding 4: a card in the trash, still listed), WB
+        refused a change for a reason it did not give: unknown (contract 5), never delivered."""
         message_id = good.price.message.message_id
         if answers.ALREADY_SET in words.lower() and answers.ALL_WRONG not in words:
             return {message_id: _already(words)}
@@ -685,7 +765,19 @@ class WildberriesTarget:
             return await self._upload(again, alone=alone)
         if message_id in out:
             return out
-        return {message_id: _already(words)}
+        now = (await self._held_prices({good.nm_id})).get(good.nm_id)
+        if now == good.price.roubles:
+            return {message_id: _already(words, now)}
+        holds = "shows no price for it" if now is None else f"holds {now} for it"
+        return {
+            message_id: Classification(
+                Verdict.UNKNOWN,
+                f"HTTP 400 {words}: Wildberries' catalogue lists vendor code "
+                f"{good.price.vendor_code!r} as nmID {good.nm_id} and {holds}, "
+                f"not {good.price.roubles}: not applied, for a reason WB did not give",
+                http_status=400,
+            )
+        }
 
     def _may_write(self) -> None:
         """The token's own claims (research §2.2) said before a write: none, read-only, or
@@ -740,7 +832,7 @@ class WildberriesTarget:
             if status == DONE and not short:
                 return _Processed({}, False)  # no errors: every good updated, nothing to page
             rows = await self._goods(upload_id)
-            return rows if isinstance(rows, str) else _Processed(rows, short)
+            return rows if isinstance(rows, str) else _Processed(rows, short, status)
         if status == CANCELLED:
             return _CANCELLED
         # Not in the history yet (research §2.4, §8: a fresh task may show in the buffer).
@@ -881,7 +973,10 @@ class WildberriesTarget:
     # -- withheld (contract 13) ------------------------------------------------------------
 
     async def quarantined(self) -> set[int]:
-        """The ``nmID``s in WB's price quarantine now (``/api/v2/quarantine/goods``, paged)."""
+        """The ``nmID``s in WB's price quarantine now (``/api/v2/quarantine/goods``, paged).
+        An answer without the ``quarantineGoods`` list (an empty or odd 200) is a failed read,
+        raised as unknown, never "nothing in quarantine" (review 32c finding 6: a price WB
+        still withheld ended superseded)."""
         held: set[int] = set()
         offset = 0
         while True:
@@ -895,7 +990,14 @@ class WildberriesTarget:
             data = body.get("data") if isinstance(body, dict) else None
             page = data.get("quarantineGoods") if isinstance(data, dict) else None
             if not isinstance(page, list):
-                return held
+                raise _Answer(
+                    Classification(
+                        Verdict.UNKNOWN,
+                        f"HTTP {response.status_code}: the quarantine list's answer has no "
+                        "quarantineGoods",
+                        http_status=response.status_code,
+                    )
+                )
             held |= {
                 g["nmID"] for g in page if isinstance(g, dict) and isinstance(g.get("nmID"), int)
             }
@@ -1098,7 +1200,10 @@ def _unknown_sku(vendor_code: str) -> Classification:
     )
 
 
-def _already(words: str) -> Classification:
+def _already(words: str, held: int | None = None) -> Classification:
+    read = f" (its catalogue holds {held})" if held is not None else ""
     return Classification(
-        Verdict.DELIVERED, f"HTTP 400 {words}: the price is in force already", http_status=400
+        Verdict.DELIVERED,
+        f"HTTP 400 {words}: the price is in force already{read}",
+        http_status=400,
     )
