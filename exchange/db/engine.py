@@ -11,12 +11,6 @@ decision lives. For SQLite another writer holding its lock makes ``BEGIN IMMEDIA
 to the busy timeout (``SQLITE_BUSY_TIMEOUT_S``); a lock held longer fails the cycle the same
 way ("is busy"), and nothing is lost: work leased by a failed cycle waits for its lease to
 expire and is taken over with the same message_id (docs/guarantees.md).
-
-Within one process, SQLite's write transactions take turns on a lock of the engine's own
-(``_writer``) before ``BEGIN IMMEDIATE``: SQLite's busy handler polls with sleeps growing to
-100 ms, so two channels' loops of one worker waiting on each other's lock spent most of a
-fan-out's wall time asleep (``python -m bench.fanout``); a lock hands the turn over at once.
-Other processes (``serve``, a second worker) still meet the busy timeout.
 """
 
 from __future__ import annotations
@@ -25,8 +19,6 @@ import logging
 import os
 import re
 import stat
-import threading
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -132,16 +124,8 @@ def make_private(engine: Engine) -> list[Path]:
     return changed
 
 
-_WRITERS: weakref.WeakKeyDictionary[Engine, tuple[threading.RLock, float]] = (
-    weakref.WeakKeyDictionary()
-)
-_WRITERS_LOCK = threading.Lock()
-
-
 def _configure_sqlite(engine: Engine, busy_timeout: float) -> None:
     path = sqlite_file(engine)
-    with _WRITERS_LOCK:
-        _WRITERS[engine] = (threading.RLock(), busy_timeout)
 
     @event.listens_for(engine, "do_connect")
     def _before_connect(*_: Any) -> None:
@@ -173,27 +157,6 @@ def is_postgres(connection_or_engine: Connection | Engine) -> bool:
 
 
 @contextmanager
-def _writer(engine: Engine) -> Iterator[None]:
-    """This process's turn to write on a SQLite ``engine`` (re-entrant: a nested write in one
-    thread meets SQLite's busy timeout, as before), waited for up to the busy timeout like
-    SQLite's own lock: a turn not given by then is the same "is busy" failure."""
-    with _WRITERS_LOCK:
-        found = _WRITERS.get(engine)
-        if found is None:
-            found = _WRITERS[engine] = (threading.RLock(), SQLITE_BUSY_TIMEOUT_S)
-    lock, timeout = found
-    if not lock.acquire(timeout=timeout):
-        raise DatabaseUnavailable(
-            f"database {safe_url(str(engine.url))} is busy: another write of this process "
-            f"held its turn longer than the busy timeout ({timeout:g} s)"
-        )
-    try:
-        yield
-    finally:
-        lock.release()
-
-
-@contextmanager
 def transaction(
     engine: Engine, *, read_only: bool = False, attach: tuple[str, Path] | None = None
 ) -> Iterator[Connection]:
@@ -203,18 +166,6 @@ def transaction(
     before the transaction begins and detached after it ended (SQLite refuses both inside a
     transaction), so its statements can read ``schema.table``. A pooled connection never keeps
     it: a connection that cannot detach is discarded, not returned to the pool."""
-    if read_only or engine.dialect.name != "sqlite":
-        with _transaction(engine, read_only=read_only, attach=attach) as connection:
-            yield connection
-        return
-    with _writer(engine), _transaction(engine, read_only=False, attach=attach) as connection:
-        yield connection
-
-
-@contextmanager
-def _transaction(
-    engine: Engine, *, read_only: bool, attach: tuple[str, Path] | None
-) -> Iterator[Connection]:
     try:
         raw = engine.connect()
     except DBAPIError as exc:  # refused, unknown host, bad password, not a database file…
