@@ -311,6 +311,31 @@ def test_a_price_equal_to_the_one_delivered_there_is_not_sent_again(
     assert again.verdict is Verdict.DELIVERED and imports(ozon) == 1
 
 
+def test_a_price_this_worker_saw_taken_never_stands_over_a_newer_one_another_delivered(
+    ozon: OzonSimulator,
+) -> None:
+    """Contract 14, several workers on one channel (review 32c): worker 1 delivers 100 (v1),
+    worker 2 delivers 200 (v2), 1C goes back to 100 (v3) and worker 1 takes it. What Ozon holds
+    is the newest delivered (v2: 200), not worker 1's memory of v1: v3 is sent."""
+    delivered = MemoryKnownPrices()  # the channel's delivered prices, the workers' database
+
+    async def scenario(one: OzonTarget) -> list[Classification]:
+        two = target(ozon, delivered=delivered)
+        try:
+            answers = await one.send([price("SKU-1", 1, "100.00")])
+            delivered.remember(KnownPrice("SKU-1", "retail", Decimal("100.00"), "RUB", 1))
+            answers += await two.send([price("SKU-1", 2, "200.00")])
+            delivered.remember(KnownPrice("SKU-1", "retail", Decimal("200.00"), "RUB", 2))
+            return answers + await one.send([price("SKU-1", 3, "100.00")])
+        finally:
+            await two.aclose()
+
+    answers = run(target(ozon, delivered=delivered), scenario)
+    assert [a.verdict for a in answers] == [Verdict.DELIVERED] * 3
+    assert "not sent again" not in answers[2].detail
+    assert imports(ozon) == 3 and ozon.price("SKU-1") == Decimal("100")
+
+
 def test_a_price_equal_to_the_last_delivered_is_sent_after_a_send_that_timed_out(
     ozon: OzonSimulator,
 ) -> None:

@@ -197,7 +197,9 @@ class OzonTarget:
         self.sent = sent
         self._seeded: set[str] = set()
         self.max_items = max(1, min(max_items, MAX_ITEMS))
-        self._accepted: dict[str, dict[str, Decimal]] = {}  # offer_id -> what Ozon took
+        # offer_id -> field -> (amount, version): what Ozon took from this process, known here
+        # before the channel's delivered prices hold it (``_unchanged``).
+        self._accepted: dict[str, dict[str, tuple[Decimal, int]]] = {}
         self._http = http_client(
             timeout=timeout,
             verify=verify,
@@ -411,10 +413,15 @@ class OzonTarget:
             self.hours.free_at(sku, now)  # a wait already over is forgotten
 
     async def _unchanged(self, items: list[Item]) -> set[str]:
-        """The SKUs whose every field is what Ozon took last (this process's answers, or the
-        channel's delivered prices): delivered without a request."""
+        """The SKUs whose every field is what Ozon holds: delivered without a request. What
+        Ozon holds is, field by field, the newest (by version) of the channel's delivered
+        prices (any worker's) and of what Ozon took from this process (``_accepted``: a price
+        it took that the delivered prices may not hold yet). A price this process saw taken
+        never stands over a newer one delivered since, by another worker too (review 32c:
+        worker 1 remembered 100, worker 2 delivered 200, and 1C's 100 again was answered
+        "unchanged" without a request while Ozon showed 200)."""
         same: set[str] = set()
-        delivered: dict[str, dict[str, Decimal]] = {}
+        delivered: dict[str, dict[str, tuple[Decimal, int]]] = {}
         if items:
             try:
                 held = await asyncio.to_thread(self.delivered.latest, [i.sku for i in items])
@@ -423,11 +430,20 @@ class OzonTarget:
             for price in held:
                 field = self.channel.price_types.get(price.price_type)
                 if field is not None and price.currency == self.channel.currency:
-                    delivered.setdefault(price.sku, {})[field] = price.amount
+                    fields = delivered.setdefault(price.sku, {})
+                    if field not in fields or fields[field][1] < price.version:
+                        fields[field] = (price.amount, price.version)
         for item in items:
-            for last in (self._accepted.get(item.offer_id), delivered.get(item.sku)):
-                if last and all(last.get(f) == amount for f, amount in item.prices.items()):
-                    same.add(item.sku)
+            holds = dict(delivered.get(item.sku, {}))
+            for field, (amount, version) in self._accepted.get(item.offer_id, {}).items():
+                known = holds.get(field)
+                if known is None or version >= known[1]:
+                    holds[field] = (amount, version)
+            if holds and all(
+                field in holds and holds[field][0] == amount
+                for field, amount in item.prices.items()
+            ):
+                same.add(item.sku)
         return same
 
     def _held(
@@ -534,7 +550,9 @@ class OzonTarget:
             verdict = answer.verdict
             if answer.updated:
                 self.hours.charge(item.sku, now)
-                self._accepted.setdefault(item.offer_id, {}).update(item.prices)
+                took = self._accepted.setdefault(item.offer_id, {})
+                for field, amount in item.prices.items():
+                    took[field] = (amount, item.versions.get(field, 0))
             elif answer.limited:
                 until = self.hours.refused(item.sku, now)
                 verdict = self._held(until - now, refused=True)
