@@ -427,8 +427,12 @@ class OzonTarget:
         it took that the delivered prices may not hold yet). A price this process saw taken
         never stands over a newer one delivered since, by another worker too (review 32c:
         worker 1 remembered 100, worker 2 delivered 200, and 1C's 100 again was answered
-        "unchanged" without a request while Ozon showed 200)."""
+        "unchanged" without a request while Ozon showed 200); nor where the delivered prices
+        leave the price out (another worker's later send whose outcome is unknown, or the
+        database unread): with them, this process's memory only adds a version they do not
+        hold yet. Without them (``exchange check``, the tests), it is all there is."""
         same: set[str] = set()
+        alone = self.delivered is NO_KNOWN_PRICES  # no channel's delivered prices to read
         delivered: dict[str, dict[str, tuple[Decimal, int]]] = {}
         if items:
             try:
@@ -445,6 +449,8 @@ class OzonTarget:
             holds = dict(delivered.get(item.sku, {}))
             for field, (amount, version) in self._accepted.get(item.offer_id, {}).items():
                 known = holds.get(field)
+                if known is None and not alone:
+                    continue  # left out by the delivered prices: unknown, not this memory's
                 if known is None or version >= known[1]:
                     holds[field] = (amount, version)
             if holds and all(
