@@ -31,7 +31,7 @@ from decimal import Decimal, InvalidOperation
 from sqlalchemy import ColumnElement, Engine, FromClause, and_, func, or_, select
 
 from exchange.db.on_channels import Channel, channel_ids, on
-from exchange.db.schema import aggregates, deliveries, messages
+from exchange.db.schema import aggregates, channel_aggregates, deliveries, messages
 from exchange.domain.prices import DEFAULT_CURRENCY, KnownPrice, WaitingPrice
 from exchange.domain.states import State
 
@@ -116,7 +116,30 @@ class DbKnownPrices:
                 )
                 if self.delivered_only:
                     # The outcome of a later version's send is unknown: so is what it holds.
+                    # Not the asking batch's own: a later version on its first attempt under
+                    # the aggregate's lease now (one delivery of an aggregate in flight on a
+                    # channel, lease.py) is not sent yet, so the channel holds the delivered
+                    # one still (review 32c: otherwise no price is known while its successor
+                    # is being sent, and only a worker's memory, older than another worker's
+                    # delivery, said what Ozon held). One left in flight by a crash keeps its
+                    # old token: unknown.
                     later = deliveries.alias("later")
+                    cursor = channel_aggregates.alias("cursor")
+                    leased_now = (
+                        select(cursor.c.aggregate_id)
+                        .where(
+                            cursor.c.aggregate_id == later.c.aggregate_id,
+                            cursor.c.channel_id == later.c.channel_id,
+                            cursor.c.lease_token == later.c.lease_token,
+                        )
+                        .exists()
+                    )
+                    first_try_now = and_(
+                        later.c.state == State.IN_PROGRESS.value,
+                        later.c.attempts == 1,
+                        later.c.lease_token.is_not(None),
+                        leased_now,
+                    )
                     unsettled = (
                         select(later.c.aggregate_id)
                         .where(
@@ -124,6 +147,7 @@ class DbKnownPrices:
                             on(later.c.channel_id, ids),
                             later.c.version > newest.c.version,
                             later.c.attempts > 0,
+                            ~first_try_now,
                         )
                         .exists()
                     )

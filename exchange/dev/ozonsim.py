@@ -76,6 +76,7 @@ IP_RESTRICTED = "Api-Key is restricted to specific IP addresses"
 NOT_ALLOWED = "method is not allowed"
 OFFER_NOT_SIGNED = "Offer not signed"  # §1.2: 403 when the seller's offer is outdated
 BAD_CLIENT_ID = "Client-Id header value should be positive integer"  # §1.2 observed
+INT64_MAX = 2**63 - 1
 RATE_LIMITED = "You have reached request rate limit per second"  # §1.3
 CIRCLE_OPEN = "Circle is open"  # §1.3
 INTERNAL_ERROR = "Internal error"  # OZ-ERR "all methods" (research §1.2 lists the table)
@@ -709,8 +710,10 @@ class OzonSimulator(LoopbackServer):
             and hmac.compare_digest(bearer[7:], self.oauth_token)
         )
         client = headers.get("Client-Id") or ""
-        if not oauth and not (client.isascii() and client.isdigit() and int(client) > 0):
-            return 400, BAD_CLIENT_ID, {}
+        if not oauth and not (
+            client.isascii() and client.isdigit() and 0 < int(client[:20]) <= INT64_MAX
+        ):
+            return 400, BAD_CLIENT_ID, {}  # §1.2: Client-Id is read as a positive int64
         with self._state:
             if self.faults.internal_errors > 0:
                 self.faults.internal_errors -= 1

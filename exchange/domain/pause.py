@@ -21,6 +21,9 @@ KNOWN_PRICES_UNREAD = "KnownPricesUnread"
 # A marketplace's (contract 14): the account's API key refused, or it lacks the role that may
 # write prices (Ozon's 404 code 5, "missing a required role").
 MARKETPLACE_KEY_REFUSED = "MarketplaceKeyRefused"
+# Ozon's (research §1.2): Ozon refused the Client-Id (a 400 "Client-Id header value should be
+# positive integer"): the channel's ozon_client_id, not the key, is to mend.
+OZON_CLIENT_ID_REFUSED = "OzonClientIdRefused"
 # Wildberries' (contract 14, research §2.2): WB refused the token (expired, withdrawn, without
 # the Prices category), or the token is read-only (its claims, or WB's 401 saying so).
 WB_TOKEN_REFUSED = "TokenRefused"
@@ -52,6 +55,8 @@ class PauseCause(StrEnum):
     # Ozon reads with the key but refuses its price updates: the key has no role that sets
     # prices (research §1.2, "missing a required role"); its role is chosen at its creation.
     OZON_READ_ONLY_KEY = "ozon-read-only-key"
+    # Ozon refused the Client-Id the channel sends (research §1.2): ozon_client_id is wrong.
+    OZON_CLIENT_ID = "ozon-client-id"
     OTHER = "other"  # a refusal with no words of its own: its answer is shown
 
 
@@ -81,6 +86,8 @@ def pause_cause(target: str, answer: Classification, *, write_refused: bool) -> 
         return PauseCause.TLS
     if answer.error_class == MARKETPLACE_KEY_REFUSED:
         return PauseCause.MARKETPLACE_KEY
+    if answer.error_class == OZON_CLIENT_ID_REFUSED:
+        return PauseCause.OZON_CLIENT_ID
     if answer.error_class == SETTING_MISSING:
         return PauseCause.BITRIX_LOGIN_MISSING if target == "bitrix" else PauseCause.WOO_KEY_MISSING
     if target == "woocommerce" and answer.error_class == NO_REST_API:

@@ -395,6 +395,18 @@ PAUSE_WORDS: dict[str, tuple[str, str]] = {
         "running service reads it again by itself. One write is tried every "
         "EXCHANGE_RETRY_MAX_DELAY; once mended, exchange resume goes on at once",
     ),
+    # Where the seller reads the Client-Id (research §1.2: "Client-Id" beside the key, the
+    # seller's account, Settings → Seller API); a setting, read when the service starts.
+    PauseCause.OZON_CLIENT_ID.value: (
+        "Доставка остановлена: Ozon не принял Client-Id ({answer}). Client-Id — номер "
+        "продавца, который личный кабинет Ozon показывает рядом с ключом API (Настройки → "
+        "Seller API); впишите его в ozon_client_id канала (или EXCHANGE_OZON_CLIENT_ID) и "
+        "перезапустите exchange run: работающий сервис читает его только при запуске",
+        "Delivery paused: Ozon refused the Client-Id ({answer}). The Client-Id is the "
+        "seller's number the Ozon seller's account shows beside the API key (Settings → "
+        "Seller API); put it in the channel's ozon_client_id (or EXCHANGE_OZON_CLIENT_ID) "
+        "and restart exchange run: a running service reads it only when it starts",
+    ),
     PauseCause.BITRIX_LOGIN.value: (
         "Доставка остановлена: сайт не принял пользователя или пароль обмена ({answer}). "
         "Проверьте EXCHANGE_BITRIX_USER и EXCHANGE_BITRIX_PASSWORD; право на обмен даёт "

@@ -21,6 +21,7 @@ MARKETPLACE_TARGETS = ("ozon", "wildberries", "yandex-market")
 OzonField = Literal["price", "old_price", "min_price"]
 WbField = Literal["price"]
 YmField = Literal["value", "discountBase", "minimumForBestseller"]
+CLIENT_ID_MAX = 2**63 - 1  # Ozon's Client-Id: a positive int64 (research §1.2)
 
 
 def _default_ozon() -> dict[str, OzonField | None]:
@@ -115,9 +116,8 @@ class MarketplaceSettings(BaseModel):
 
     ozon_client_id: str | None = Field(
         None,
-        pattern=r"^[1-9][0-9]{0,19}$",
-        description="Ozon: the seller's Client-Id (a number; Seller account → Settings → "
-        "Seller API).",
+        description="Ozon: the seller's Client-Id (a number up to 9223372036854775807; Seller "
+        "account → Settings → Seller API).",
     )
     ozon_api_key: SecretStr | None = Field(
         None,
@@ -129,6 +129,23 @@ class MarketplaceSettings(BaseModel):
         description="Ozon: a file holding the API key; wins over ozon_api_key. Read again when "
         "Ozon refuses the key.",
     )
+
+    @field_validator("ozon_client_id")
+    @classmethod
+    def _ozon_client_id(cls, value: str | None) -> str | None:
+        """Ozon reads ``Client-Id`` as a positive 64-bit number: a larger one is refused by
+        every request as a 400 (research §1.2, ``code 3``), and erroneous requests may get the
+        account restricted (§1.3): refused here, before any."""
+        if value is None:
+            return None
+        if not (value.isascii() and value.isdigit() and value[0] != "0"):
+            raise ValueError("must be the seller's Client-Id: a whole number above 0")
+        if len(value) > len(str(CLIENT_ID_MAX)) or int(value) > CLIENT_ID_MAX:
+            raise ValueError(
+                f"must be at most {CLIENT_ID_MAX} (Ozon reads Client-Id as a 64-bit number "
+                "and refuses a larger one); copy it from Seller account → Settings → Seller API"
+            )
+        return value
 
     @field_validator("ozon_api_url", "wb_api_url", "ym_api_url", mode="before")
     @classmethod

@@ -171,6 +171,8 @@ def test_a_database_password_in_the_query_is_masked_wherever_the_url_is_shown(
         ("EXCHANGE_POLL_INTERVAL", "nan"),
         ("EXCHANGE_MAX_ATTEMPTS", str(2**31)),
         ("EXCHANGE_WORKER_ID", "w" * (WORKER_ID_MAX + 1)),
+        # Ozon answers a Client-Id above int64 with a 400 on every request (review 32c)
+        ("EXCHANGE_OZON_CLIENT_ID", "9" * 20),
     ],
 )
 def test_a_setting_that_would_fail_every_cycle_stops_check_and_run_at_load(

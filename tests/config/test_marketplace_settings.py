@@ -157,3 +157,17 @@ def test_an_ozon_channel_needs_its_client_id_and_key_file_and_takes_no_key_itsel
         json.dumps({"ozon": {"target": "ozon", "ozon_client_id": "1", "ozon_api_key": "k"}}),
     )
     assert "ozon_api_key: a secret is written in a channel only as a file" in refusal()
+
+
+def test_an_ozon_client_id_above_a_64_bit_number_is_refused_naming_the_setting() -> None:
+    """Ozon reads Client-Id as a positive int64 and answers a larger one with a 400 on every
+    request (research §1.2, code 3; §1.3: erroneous requests may get the account restricted):
+    refused at load, in one line naming the setting (review 32c)."""
+    assert load_settings(ozon_client_id="9223372036854775807").ozon_client_id == (
+        "9223372036854775807"
+    )
+    for wrong in ("9223372036854775808", "9" * 20, "9" * 5000):
+        said = refusal(ozon_client_id=wrong)
+        assert "ozon_client_id" in said.lower() and "9223372036854775807" in said, said
+    assert "ozon_client_id" in refusal(ozon_client_id="0836741").lower()
+    assert "ozon_client_id" in refusal(ozon_client_id="12a").lower()

@@ -43,6 +43,8 @@ def _pause(status_code: int | None, error_class: str | None = None) -> Classific
         ("yandex-market", _pause(403, "MarketplaceKeyRefused"), True, PauseCause.YM_READ_ONLY_KEY),
         # Ozon's key without the prices role: Ozon's own words (review 32b finding 5).
         ("ozon", _pause(403, "MarketplaceKeyRefused"), True, PauseCause.OZON_READ_ONLY_KEY),
+        # Ozon's 400 code 3 of a Client-Id it cannot read: the setting, not the key (review 32c).
+        ("ozon", _pause(400, "OzonClientIdRefused"), False, PauseCause.OZON_CLIENT_ID),
         ("woocommerce", _pause(None, "TLSError"), False, PauseCause.TLS),
         ("woocommerce", _pause(404), False, PauseCause.API_NOT_FOUND),
         # Plain permalinks and no ?rest_route= either: the page is a 200, or rest_no_route 404.

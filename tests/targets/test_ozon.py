@@ -27,10 +27,11 @@ from exchange.domain.retry import RetryPolicy, decide
 from exchange.domain.states import Event
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ConfigurationError
+from exchange.ops.attention import pause_words
 from exchange.settings import load_settings
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.marketplace.articles import MemoryArticles
-from exchange.targets.ozon.target import OzonTarget
+from exchange.targets.ozon.target import SPLITS, OzonTarget
 from exchange.targets.prices import MemoryKnownPrices, MemoryWaitingPrices
 
 CLIENT, KEY = "836741", "ozon-key"
@@ -311,6 +312,31 @@ def test_a_price_equal_to_the_one_delivered_there_is_not_sent_again(
     assert again.verdict is Verdict.DELIVERED and imports(ozon) == 1
 
 
+def test_a_price_this_worker_saw_taken_never_stands_over_a_newer_one_another_delivered(
+    ozon: OzonSimulator,
+) -> None:
+    """Contract 14, several workers on one channel (review 32c): worker 1 delivers 100 (v1),
+    worker 2 delivers 200 (v2), 1C goes back to 100 (v3) and worker 1 takes it. What Ozon holds
+    is the newest delivered (v2: 200), not worker 1's memory of v1: v3 is sent."""
+    delivered = MemoryKnownPrices()  # the channel's delivered prices, the workers' database
+
+    async def scenario(one: OzonTarget) -> list[Classification]:
+        two = target(ozon, delivered=delivered)
+        try:
+            answers = await one.send([price("SKU-1", 1, "100.00")])
+            delivered.remember(KnownPrice("SKU-1", "retail", Decimal("100.00"), "RUB", 1))
+            answers += await two.send([price("SKU-1", 2, "200.00")])
+            delivered.remember(KnownPrice("SKU-1", "retail", Decimal("200.00"), "RUB", 2))
+            return answers + await one.send([price("SKU-1", 3, "100.00")])
+        finally:
+            await two.aclose()
+
+    answers = run(target(ozon, delivered=delivered), scenario)
+    assert [a.verdict for a in answers] == [Verdict.DELIVERED] * 3
+    assert "not sent again" not in answers[2].detail
+    assert imports(ozon) == 3 and ozon.price("SKU-1") == Decimal("100")
+
+
 def test_a_price_equal_to_the_last_delivered_is_sent_after_a_send_that_timed_out(
     ozon: OzonSimulator,
 ) -> None:
@@ -438,6 +464,83 @@ def test_a_key_without_the_prices_role_pauses_delivery(ozon: OzonSimulator, stat
     (answer,) = deliver(target(ozon), price("SKU-1", 1))
     assert answer.verdict is Verdict.PAUSE and "role" in answer.detail
     assert pause_cause("ozon", answer, write_refused=False) is PauseCause.MARKETPLACE_KEY
+
+
+def test_a_client_id_ozon_cannot_read_pauses_delivery_in_one_request_never_split(
+    ozon: OzonSimulator,
+) -> None:
+    """Research §1.2: a Client-Id Ozon cannot read (above a 64-bit number) gets a 400 code 3
+    on every request; §1.3: erroneous requests may get the account restricted. 64 prices: one
+    request, every price waits in a pause that names ozon_client_id (review 32c: 127 refused
+    requests and every price quarantined), and the paused worker's probe asks once per
+    ``probe_every``."""
+    made = OzonTarget(
+        ozon.url, "9" * 20, lambda: KEY, price_types=TYPES, clock=ozon.clock.now, probe_every=60
+    )
+
+    async def scenario(t: OzonTarget) -> tuple[list[Classification], list[Classification]]:
+        answers = await t.send([price(f"SKU-{n}", 1) for n in range(64)])
+        probes = [await t.health()]
+        ozon.clock.advance(30)
+        probes.append(await t.health())
+        return answers, probes
+
+    answers, probes = run(made, scenario)
+    assert imports(ozon) == 1 and ozon.requests[ROLES] == 1
+    assert {(a.verdict, a.http_status) for a in answers + probes} == {(Verdict.PAUSE, 400)}
+    cause = pause_cause("ozon", answers[0], write_refused=False)
+    assert cause is PauseCause.OZON_CLIENT_ID
+    assert "ozon_client_id" in answers[0].detail and KEY not in answers[0].detail
+    for lang in ("ru", "en"):
+        assert "ozon_client_id" in pause_words(cause.value, answers[0].detail, lang)
+
+
+@pytest.mark.parametrize(
+    ("message", "cause"),
+    [
+        ("Client-Id header value should be positive integer", PauseCause.OZON_CLIENT_ID),
+        ("Invalid Api-Key, please check the key and try again", PauseCause.MARKETPLACE_KEY),
+        (
+            "Api-key is deactivated, use another one or generate a new one",
+            PauseCause.MARKETPLACE_KEY,
+        ),
+    ],
+)
+def test_a_400_in_words_of_the_client_id_or_the_key_pauses_delivery_never_split(
+    message: str, cause: PauseCause
+) -> None:
+    """§1.2: Ozon's words of the Client-Id or of the key, whatever the status (a 400 too): a
+    pause naming what to mend, from one request."""
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        return httpx.Response(400, json={"code": 3, "message": message, "details": []})
+
+    made = OzonTarget(
+        "http://ozon.test",
+        CLIENT,
+        lambda: KEY,
+        price_types=TYPES,
+        transport=httpx.MockTransport(answer),
+        requests_per_second=None,
+    )
+    answers = run(made, lambda t: t.send([price(f"SKU-{n}", 1) for n in range(64)]))
+    assert seen == [IMPORT_PRICES]
+    assert {a.verdict for a in answers} == {Verdict.PAUSE}
+    assert pause_cause("ozon", answers[0], write_refused=False) is cause
+
+
+def test_a_400_refusing_a_request_whole_is_split_within_a_bound(ozon: OzonSimulator) -> None:
+    """A 400 of no words the target reads (here: the account's currency, §1.1) is halved to
+    find the items it refuses, the others sent, within SPLITS more requests: never 2n-1
+    refused requests in a burst (§1.3: erroneous requests may get the account restricted)."""
+    ozon.switches.currency = "request"
+    made = target(ozon, currency="RUB")
+    ozon.currency = "BYN"
+    answers = run(made, lambda t: t.send([price(f"SKU-{n}", 1) for n in range(64)]))
+    assert 1 < imports(ozon) <= 1 + SPLITS
+    assert {(a.verdict, a.http_status) for a in answers} == {(Verdict.TERMINAL, 400)}
 
 
 def test_any_other_404_is_an_unknown_response(ozon: OzonSimulator) -> None:

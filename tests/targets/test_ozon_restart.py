@@ -104,7 +104,9 @@ async def one_round(
     return answer
 
 
-def ozon_target(ozon: OzonSimulator, engine: Engine, clock: FakeClock) -> OzonTarget:
+def ozon_target(
+    ozon: OzonSimulator, engine: Engine, clock: FakeClock, timeout: float = 10.0
+) -> OzonTarget:
     return OzonTarget(
         ozon.url,
         "836741",
@@ -113,6 +115,7 @@ def ozon_target(ozon: OzonSimulator, engine: Engine, clock: FakeClock) -> OzonTa
         clock=lambda: clock.now().timestamp(),
         sent=DbSentTimes(engine),
         delivered=DbKnownPrices(engine, delivered_only=True),
+        timeout=timeout,
     )
 
 
@@ -221,3 +224,86 @@ def test_after_a_per_item_refusal_a_newer_version_waits_the_products_hour(
     assert "sent within the hour" not in newer.detail, newer
     assert ozon.requests[IMPORT_PRICES] == 3, "v4 is held without a request"
     assert 3590 <= (newer.again_in or 0) <= 3600
+
+
+def test_a_price_equal_to_the_one_delivered_before_a_restart_is_not_sent_again(
+    engine: Engine, settings: Settings, clock: FakeClock, ozon: OzonSimulator
+) -> None:
+    """Contract 14: a price equal to the one Ozon is known to hold is not sent again, known
+    from the channel's delivered prices while its equal successor is being sent (its first
+    attempt, under the lease now, has not gone yet): a restarted worker remembers nothing
+    itself, and the database said nothing while v2 was in flight (review 32c)."""
+
+    async def scenario() -> Classification:
+        before = ozon_target(ozon, engine, clock)
+        answer = await one_round(engine, settings, clock, before, 1, "100.00")
+        assert answer.verdict is Verdict.DELIVERED, answer
+        await before.aclose()
+        after = ozon_target(ozon, engine, clock)
+        try:
+            return await one_round(engine, settings, clock, after, 2, "100.00")
+        finally:
+            await after.aclose()
+
+    answer = asyncio.run(scenario())
+
+    assert answer.verdict is Verdict.DELIVERED and "not sent again" in answer.detail, answer
+    assert ozon.requests[IMPORT_PRICES] == 1
+
+
+def test_a_price_another_worker_delivered_since_is_what_ozon_holds_not_this_workers_memory(
+    engine: Engine, settings: Settings, clock: FakeClock, ozon: OzonSimulator
+) -> None:
+    """Two workers on one channel (review 32c): worker 1 delivers 100, worker 2 delivers 200,
+    1C goes back to 100 and worker 1 takes it. Ozon holds 200 (the newest delivered, v2),
+    not worker 1's memory of 100 (v1): v3 is sent, and Ozon shows 100."""
+
+    async def scenario() -> list[Classification]:
+        one, two = ozon_target(ozon, engine, clock), ozon_target(ozon, engine, clock)
+        try:
+            answers = [await one_round(engine, settings, clock, one, 1, "100.00")]
+            answers.append(await one_round(engine, settings, clock, two, 2, "200.00"))
+            answers.append(await one_round(engine, settings, clock, one, 3, "100.00"))
+            return answers
+        finally:
+            await one.aclose()
+            await two.aclose()
+
+    answers = asyncio.run(scenario())
+
+    assert [a.verdict for a in answers] == [Verdict.DELIVERED] * 3, answers
+    assert "not sent again" not in answers[2].detail, answers[2]
+    assert ozon.requests[IMPORT_PRICES] == 3
+    assert ozon.price("SKU-1") == Decimal("100")
+
+
+def test_a_price_another_worker_left_unknown_is_not_taken_from_this_workers_memory(
+    engine: Engine, settings: Settings, clock: FakeClock, ozon: OzonSimulator
+) -> None:
+    """Two workers on one channel: worker 1 delivers 100 (v1); worker 2's 200 (v2) times out
+    and Ozon applies it anyway; 1C goes back to 100 (v3) and worker 1 takes it. What Ozon
+    holds is unknown since v2 (the channel's delivered prices leave it out), and worker 1's
+    memory of v1 must not fill it: v3 is sent, and Ozon shows 100."""
+
+    async def scenario() -> list[Classification]:
+        one, two = ozon_target(ozon, engine, clock), ozon_target(ozon, engine, clock, 0.3)
+        try:
+            answers = [await one_round(engine, settings, clock, one, 1, "100.00")]
+            ozon.faults.delay = 0.6  # a proxy that forwards at once and answers late
+            answers.append(await one_round(engine, settings, clock, two, 2, "200.00"))
+            await asyncio.sleep(0.8)  # Ozon applied it meanwhile
+            ozon.faults.delay = 0.0
+            assert ozon.price("SKU-1") == Decimal("200")
+            answers.append(await one_round(engine, settings, clock, one, 3, "100.00"))
+            return answers
+        finally:
+            await one.aclose()
+            await two.aclose()
+
+    answers = asyncio.run(scenario())
+
+    assert answers[1].verdict is not Verdict.DELIVERED, answers[1]
+    assert answers[2].verdict is Verdict.DELIVERED, answers[2]
+    assert "not sent again" not in answers[2].detail, answers[2]
+    assert ozon.requests[IMPORT_PRICES] == 3
+    assert ozon.price("SKU-1") == Decimal("100")

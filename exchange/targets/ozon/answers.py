@@ -12,9 +12,13 @@ bodies of integrators): the one place that reads them.
     "Circle is open", whatever its status     AWAITING a few minutes (the target holds the
                                               method meanwhile), not charged
     404 code 5, "missing a required role"     PAUSE: the key, in words
-    401/403 with Ozon's words of the key      PAUSE: the key, in words
+    400/401/403 with Ozon's words of the key  PAUSE: the key, in words
+    400-404 with Ozon's words of the Client-Id PAUSE: ozon_client_id, in words (§1.2: a 400
+                                              code 3 "Client-Id header value should be
+                                              positive integer"), never split
     any other 404                             UNKNOWN (a wrong path is not a bad key)
-    400                                       TERMINAL http-400 (the request's items split)
+    400                                       TERMINAL http-400 (the request's items split,
+                                              within a bound: target.py, SPLITS)
     other statuses                            the table every target shares (targets/wire.py)
 """
 
@@ -26,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from exchange.domain.pause import MARKETPLACE_KEY_REFUSED
+from exchange.domain.pause import MARKETPLACE_KEY_REFUSED, OZON_CLIENT_ID_REFUSED
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.wire import STATUSES
@@ -69,6 +73,7 @@ RATE_LIMITED = "request rate limit"
 CIRCLE_OPEN = "circle is open"
 MISSING_ROLE = "missing a required role"
 KEY_WORDS = ("api-key", "api key", "offer not signed")
+CLIENT_ID_WORDS = ("client-id", "client id")  # §1.2: "Client-Id header value should be …"
 # "Circle is open": Ozon blocks the method and it "starts working as usual in a few minutes"
 # (§1.3, §7.3): the refused items, and every item after them, wait three minutes before one
 # request tries the method again (OzonTarget holds it), not charged. Its HTTP status is
@@ -227,8 +232,17 @@ def refusal(status: int, body: bytes, retry_after: str | None) -> Classification
             http_status=status,
             error_class=MARKETPLACE_KEY_REFUSED,
         )
+    if status in (400, 401, 403, 404) and any(w in words for w in CLIENT_ID_WORDS):
+        # §1.2: Ozon cannot read the seller's Client-Id; every request gets the same answer
+        # (§1.3: erroneous requests may get the account restricted): a pause, never a split.
+        return Classification(
+            Verdict.PAUSE,
+            f"Ozon refused the Client-Id ({said}); check ozon_client_id",
+            http_status=status,
+            error_class=OZON_CLIENT_ID_REFUSED,
+        )
     if (status == 404 and code == 5) or (
-        status in (401, 403) and any(w in words for w in KEY_WORDS)
+        status in (400, 401, 403) and any(w in words for w in KEY_WORDS)
     ):
         return Classification(
             Verdict.PAUSE,

@@ -34,7 +34,11 @@ from typing import Any
 
 import httpx
 
-from exchange.domain.pause import MARKETPLACE_KEY_REFUSED, SETTING_MISSING
+from exchange.domain.pause import (
+    MARKETPLACE_KEY_REFUSED,
+    OZON_CLIENT_ID_REFUSED,
+    SETTING_MISSING,
+)
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ReadBackFailed
 from exchange.targets.base import UNPACED, HeldPrice, OutgoingMessage, Pacer
@@ -72,6 +76,10 @@ IMPORT_PRICES = "/v1/product/import/prices"  # research §1.1
 INFO_PRICES = "/v5/product/info/prices"  # §1.4: the read-back
 ROLES = "/v1/roles"  # §1.2: the key's roles and methods
 MAX_ITEMS = 1000  # §1.1
+# Requests one refused import may add, halving itself to find the items a 400 refused whole:
+# a bad item among 1,000 is found in 20; beyond, the rest ends with the 400 (§1.3: erroneous
+# requests may get the account restricted; review 32c: 127 refused requests for 64 items).
+SPLITS = 20
 # §1.1: money as strings, "до двух знаков после точки"; old_price "0" clears it.
 MONEY = {"price": Money(2), "old_price": Money(2, zero=True), "min_price": Money(2)}
 USER_AGENT = "exchange (1C prices)"
@@ -197,7 +205,9 @@ class OzonTarget:
         self.sent = sent
         self._seeded: set[str] = set()
         self.max_items = max(1, min(max_items, MAX_ITEMS))
-        self._accepted: dict[str, dict[str, Decimal]] = {}  # offer_id -> what Ozon took
+        # offer_id -> field -> (amount, version): what Ozon took from this process, known here
+        # before the channel's delivered prices hold it (``_unchanged``).
+        self._accepted: dict[str, dict[str, tuple[Decimal, int]]] = {}
         self._http = http_client(
             timeout=timeout,
             verify=verify,
@@ -281,7 +291,7 @@ class OzonTarget:
             return stop.classification
         if response.status_code != 200:
             answer = refusal(response.status_code, response.content, None)
-            if answer.error_class == MARKETPLACE_KEY_REFUSED:
+            if answer.error_class in (MARKETPLACE_KEY_REFUSED, OZON_CLIENT_ID_REFUSED):
                 self._key_refused = (now, key, answer)
             return answer
         return Classification(Verdict.DELIVERED, "Ozon: /v1/roles answered", http_status=200)
@@ -411,10 +421,19 @@ class OzonTarget:
             self.hours.free_at(sku, now)  # a wait already over is forgotten
 
     async def _unchanged(self, items: list[Item]) -> set[str]:
-        """The SKUs whose every field is what Ozon took last (this process's answers, or the
-        channel's delivered prices): delivered without a request."""
+        """The SKUs whose every field is what Ozon holds: delivered without a request. What
+        Ozon holds is, field by field, the newest (by version) of the channel's delivered
+        prices (any worker's) and of what Ozon took from this process (``_accepted``: a price
+        it took that the delivered prices may not hold yet). A price this process saw taken
+        never stands over a newer one delivered since, by another worker too (review 32c:
+        worker 1 remembered 100, worker 2 delivered 200, and 1C's 100 again was answered
+        "unchanged" without a request while Ozon showed 200); nor where the delivered prices
+        leave the price out (another worker's later send whose outcome is unknown, or the
+        database unread): with them, this process's memory only adds a version they do not
+        hold yet. Without them (``exchange check``, the tests), it is all there is."""
         same: set[str] = set()
-        delivered: dict[str, dict[str, Decimal]] = {}
+        alone = self.delivered is NO_KNOWN_PRICES  # no channel's delivered prices to read
+        delivered: dict[str, dict[str, tuple[Decimal, int]]] = {}
         if items:
             try:
                 held = await asyncio.to_thread(self.delivered.latest, [i.sku for i in items])
@@ -423,11 +442,22 @@ class OzonTarget:
             for price in held:
                 field = self.channel.price_types.get(price.price_type)
                 if field is not None and price.currency == self.channel.currency:
-                    delivered.setdefault(price.sku, {})[field] = price.amount
+                    fields = delivered.setdefault(price.sku, {})
+                    if field not in fields or fields[field][1] < price.version:
+                        fields[field] = (price.amount, price.version)
         for item in items:
-            for last in (self._accepted.get(item.offer_id), delivered.get(item.sku)):
-                if last and all(last.get(f) == amount for f, amount in item.prices.items()):
-                    same.add(item.sku)
+            holds = dict(delivered.get(item.sku, {}))
+            for field, (amount, version) in self._accepted.get(item.offer_id, {}).items():
+                known = holds.get(field)
+                if known is None and not alone:
+                    continue  # left out by the delivered prices: unknown, not this memory's
+                if known is None or version >= known[1]:
+                    holds[field] = (amount, version)
+            if holds and all(
+                field in holds and holds[field][0] == amount
+                for field, amount in item.prices.items()
+            ):
+                same.add(item.sku)
         return same
 
     def _held(
@@ -466,7 +496,15 @@ class OzonTarget:
         entry["currency_code"] = self.channel.currency
         return entry
 
-    async def _import(self, items: list[Item], answers: dict[str, Classification]) -> None:
+    async def _import(
+        self,
+        items: list[Item],
+        answers: dict[str, Classification],
+        splits: list[int] | None = None,
+    ) -> None:
+        """Send the items; ``splits``: the requests the halving of a refused one may still
+        add (``SPLITS``, shared by the halves)."""
+        splits = [SPLITS] if splits is None else splits
         for item in items:
             # Once a send goes out, what Ozon holds is known again only from its ``updated``
             # (a timeout or a cut-off request may or may not have landed: contract 14).
@@ -484,11 +522,14 @@ class OzonTarget:
             )
             if judged.error_class == CIRCLE:
                 self._circle_until = max(self._circle_until, now + CIRCLE_SECONDS)
-            if judged.verdict is Verdict.TERMINAL and len(items) > 1:
-                # The request refused whole (a 400): find the item it refuses, send the others.
+            if judged.verdict is Verdict.TERMINAL and len(items) > 1 and splits[0] >= 2:
+                # The request refused whole (a 400 of no words this target reads): halves sent
+                # apart find the item it refuses and send the others, within SPLITS; an item
+                # refused alone, or past the bound, ends with the 400.
+                splits[0] -= 2
                 half = len(items) // 2
-                await self._import(items[:half], answers)
-                await self._import(items[half:], answers)
+                await self._import(items[:half], answers, splits)
+                await self._import(items[half:], answers, splits)
                 return
             for item in items:
                 answers.update(spread(item, judged))
@@ -534,7 +575,9 @@ class OzonTarget:
             verdict = answer.verdict
             if answer.updated:
                 self.hours.charge(item.sku, now)
-                self._accepted.setdefault(item.offer_id, {}).update(item.prices)
+                took = self._accepted.setdefault(item.offer_id, {})
+                for field, amount in item.prices.items():
+                    took[field] = (amount, item.versions.get(field, 0))
             elif answer.limited:
                 until = self.hours.refused(item.sku, now)
                 verdict = self._held(until - now, refused=True)
