@@ -262,14 +262,44 @@ def test_the_workers_table_says_the_channel_busy_never_the_site_with_channels(
     scene: Engine,
 ) -> None:
     """Issue 31 item 7: with EXCHANGE_CHANNELS (or several channels) a marketplace's loop
-    is not «сайт»: the columns are «Ответы канала» and «темп канала», its pace «канал
-    перегружен»; one channel keeps «Сайт», «темп сайта», «сайт перегружен»."""
+    is not «сайт»: the columns are «Ответы канала» and «темп канала», its pace names the
+    channel as every channel-aware word does («канал second (Ozon) перегружен»,
+    ``words.channel_named``); one site channel keeps «Сайт», «темп сайта», «сайт
+    перегружен»."""
     _loop(scene, "second", pace=BUSY)
     figures, _, _ = _read(scene)
-    for named, count in (({"api": "api", "second": "ozon"}, 2), (None, 2)):
+    for named, count, said in (
+        ({"api": "api", "second": "ozon"}, 2, "канал second (Ozon) перегружен: 40 запросов/с"),
+        (None, 2, "канал second перегружен: 40 запросов/с"),  # its target not given
+    ):
         text = _workers_text(figures, named, count)
         assert "Ответы канала" in text and "темп канала" in text, text
-        assert "канал перегружен: 40 запросов/с" in text, text
+        assert said in text, text
         assert "сайт" not in text.lower(), text
     one = _workers_text(figures, None)
     assert "Сайт" in one and "темп сайта" in one and "сайт перегружен: 40 запросов/с" in one
+
+
+def test_a_marketplace_alone_is_busy_by_its_own_name_never_the_site(scene: Engine) -> None:
+    """A marketplace's channel where the channels are not named (EXCHANGE_TARGET=ozon, or
+    ``status --channel`` of it without EXCHANGE_CHANNELS): its column and its pace name the
+    marketplace («Ozon», «Ozon перегружен»), never «Сайт» nor «сайт перегружен»; in English
+    "Ozon busy"."""
+    _loop(scene, "second", pace=BUSY)
+    figures, _, _ = _read(scene)
+    targets = {"api": "api", "second": "ozon"}
+    table = status.tables(figures, lang="ru", targets=targets)[2]
+    console = Console(width=400, record=True, color_system=None)
+    console.print(table)
+    text = console.export_text()
+    assert "Ozon перегружен: 40 запросов/с" in text, text
+    assert "│ Ozon" in text and "Сайт" not in text and "сайт" not in text.lower(), text
+    assert status.pace_words(_pace(BUSY), "en", "Ozon").startswith("Ozon busy: 40 requests/s")
+    assert status.pace_words(_pace(BUSY), "en").startswith("site busy: 40 requests/s")
+
+
+def _pace(text: str) -> dict[str, Any]:
+    import json
+
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
