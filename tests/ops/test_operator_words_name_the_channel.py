@@ -20,7 +20,7 @@ from sqlalchemy import Engine, insert, select
 
 from exchange.db.engine import transaction
 from exchange.db.schema import channels, workers
-from exchange.domain.notify import Decision, Situation, Stop
+from exchange.domain.notify import Decision, Situation, Stop, Told, channel_pause_stop, decide
 from exchange.domain.pause import PauseCause
 from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.domain.states import State
@@ -303,3 +303,94 @@ def _pace(text: str) -> dict[str, Any]:
 
     loaded: dict[str, Any] = json.loads(text)
     return loaded
+
+
+def _told(snapshot: Any, decision: Decision, channels_of: dict[str, str] | None) -> list[str]:
+    _, text = compose(
+        snapshot,
+        decision,
+        lang="ru",
+        database="db",
+        workbench_url=None,
+        every=60,
+        channels=channels_of,
+    )
+    return [line for line in text.splitlines() if line.startswith("- ")]
+
+
+def test_an_operators_pause_of_one_channel_is_that_channels_stop_and_its_resume(
+    scene: Engine,
+) -> None:
+    """``exchange pause --channel second`` stops delivery to that channel: the notice tells
+    it as that channel's stop, naming it, who paused it and the button that resumes it, and
+    its resume as that channel's («оператор возобновил доставку в канал second (Ozon)»),
+    even with no worker reporting (the operator's own act). Where the words do not name the
+    channels (one channel of EXCHANGE_TARGET) the words are the pause's as always."""
+    with transaction(scene) as connection:
+        control.pause(connection, operator="olga", note="сверка цен", now=NOW, channel="second")
+    _, _, snapshot = _read(scene)
+    stop = channel_pause_stop("second")
+    assert snapshot.situation.stops == {stop}
+    told = decide(snapshot.situation, Told(), NOW, timedelta(minutes=15))
+    assert told.send and told.new_stops == {stop} and told.remember is not None
+    named = _told(snapshot, told, {"api": "api", "second": "ozon"})
+    assert named == [
+        "- доставку в канал second (Ozon) остановил оператор olga (2026-12-05 10:00 UTC): "
+        "«сверка цен»; возобновить: кнопка «Возобновить канал second» на рабочем месте"
+    ]
+    assert _told(snapshot, told, None) == [
+        "- доставку остановил оператор olga (2026-12-05 10:00 UTC): «сверка цен»; "
+        "возобновить: кнопка «Возобновить доставку» на рабочем месте"
+    ]
+    with transaction(scene) as connection:
+        control.resume(connection, channel="second")
+    _, _, after = _read(scene)
+    resumed = decide(
+        Situation(stops=after.situation.stops), told.remember, NOW, timedelta(minutes=15)
+    )
+    assert resumed.send and resumed.resumed == {stop}
+    assert _told(after, resumed, {"api": "api", "second": "ozon"}) == [
+        "- оператор возобновил доставку в канал second (Ozon)"
+    ]
+    assert _told(after, resumed, None) == ["- оператор возобновил доставку"]
+
+
+def test_a_channels_stop_is_kept_as_told_and_read_back(scene: Engine) -> None:
+    """What was told of a channel's pause is kept (``operators`` row) and read back as told,
+    so that it is news once, not every period."""
+    with transaction(scene) as connection:
+        control.pause(connection, operator="olga", note="n", now=NOW, channel="second")
+    _, _, snapshot = _read(scene)
+    told = decide(snapshot.situation, Told(), NOW, timedelta(minutes=15))
+    assert told.remember is not None
+    with transaction(scene) as connection:
+        assert notify.remember(connection, Told(), told.remember, sent_by="w", outcome="sent")
+    with transaction(scene, read_only=True) as connection:
+        kept = notify.told(connection)
+    assert kept.stops == {channel_pause_stop("second")}
+    again = decide(snapshot.situation, kept, NOW + timedelta(hours=1), timedelta(minutes=15))
+    assert not again.send and not again.new_stops
+
+
+@pytest.mark.parametrize(
+    ("configured", "registered", "named"),
+    [
+        (None, {"api": "api"}, None),  # one channel of EXCHANGE_TARGET: the words as always
+        (None, {"api": "api", "second": "ozon"}, {"api": "api", "second": "ozon"}),
+        ({"ozon": "ozon"}, {"ozon": "ozon"}, {"ozon": "ozon"}),  # EXCHANGE_CHANNELS, one
+    ],
+)
+def test_the_notice_names_the_channels_by_the_one_rule(
+    configured: dict[str, str] | None,
+    registered: dict[str, str],
+    named: dict[str, str] | None,
+) -> None:
+    """The notice names the channels where the dashboard's words and buttons do
+    (``words.channels_named``): EXCHANGE_CHANNELS set, or more than one channel registered."""
+    from types import SimpleNamespace
+
+    from exchange.report.notice import Notifier
+
+    found = notify.Snapshot(situation=Situation(), channels=registered)
+    notifier = SimpleNamespace(channels=configured)
+    assert Notifier.channels_of(notifier, found) == named  # type: ignore[arg-type]
