@@ -771,13 +771,21 @@ def tables(
     hours = int(WORKERS_KEPT.total_seconds() // 3600)
     kinds_of = {**(targets or {}), **(named or {})}
     naming = named is not None or channels > 1
-    subjects = {
+    subjects: dict[str | None, str | None] = {
         channel: channel_subject(channel, kinds_of.get(channel), lang, named=naming)
         for channel in {*kinds_of, *(w["channel"] for w in figures.workers if w.get("channel"))}
     }
+    if targets is not None and len(targets) == 1:
+        # One channel registered: the process's own row is its loop's (the reporter writes it
+        # there without EXCHANGE_CHANNELS), so EXCHANGE_TARGET=ozon's row says Ozon.
+        subjects[None] = subjects.get(next(iter(targets)))
     # What the rows shown are about: a channel named, or a marketplace, where "the site" is
     # no word for it (contract 13, 14; ``--channel ozon`` without EXCHANGE_CHANNELS too).
-    about = {subjects.get(w["channel"]) for w in figures.workers if w.get("channel")}
+    about = {
+        subjects.get(w.get("channel"))
+        for w in figures.workers
+        if w.get("channel") is not None or None in subjects
+    }
     on = naming or about - {None} != set()
     lone = next(iter(about)) if channels <= 1 and len(about) == 1 else None
     workers_table = Table(title=_("workers", lang))
@@ -808,7 +816,7 @@ def tables(
             _("{time} ({age} ago)", lang).format(time=seen, age=age),
             Text(site_words(worker, zone, lang)),
             Text(_delivery_words(worker, figures.pause, zone, lang)),
-            Text(pace_cell(worker, lang, channel=subjects.get(worker.get("channel") or ""))),
+            Text(pace_cell(worker, lang, channel=subjects.get(worker.get("channel")))),
         )
     silent_channels = unreachable_channels(figures.workers, named) if named else {}
     if silent_channels:

@@ -298,6 +298,25 @@ def test_a_marketplace_alone_is_busy_by_its_own_name_never_the_site(scene: Engin
     assert status.pace_words(_pace(BUSY), "en").startswith("site busy: 40 requests/s")
 
 
+def test_exchange_target_ozons_own_row_is_ozon_busy_never_the_site(scene: Engine) -> None:
+    """EXCHANGE_TARGET=ozon alone: its loop reports on the process's own row (no channel); with
+    one channel registered that row is the channel's, and its pace says «Ozon перегружен»."""
+    from dataclasses import replace
+
+    _loop(scene, "second", pace=BUSY)
+    figures, _, _ = _read(scene)
+    own = [{**w, "channel": None} for w in figures.workers]
+    table = status.tables(replace(figures, workers=own), lang="ru", targets={"ozon": "ozon"})[2]
+    console = Console(width=400, record=True, color_system=None)
+    console.print(table)
+    text = console.export_text()
+    assert "Ozon перегружен: 40 запросов/с" in text and "сайт" not in text.lower(), text
+    site = status.tables(replace(figures, workers=own), lang="ru", targets={"api": "api"})[2]
+    console = Console(width=400, record=True, color_system=None)
+    console.print(site)
+    assert "сайт перегружен: 40 запросов/с" in console.export_text()  # the site as always
+
+
 def _pace(text: str) -> dict[str, Any]:
     import json
 
@@ -394,3 +413,34 @@ def test_the_notice_names_the_channels_by_the_one_rule(
     found = notify.Snapshot(situation=Situation(), channels=registered)
     notifier = SimpleNamespace(channels=configured)
     assert Notifier.channels_of(notifier, found) == named  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("channel", "target", "english", "russian"),
+    [
+        ("ozon", "ozon", "channel ozon (Ozon) busy", "канал ozon (Ozon) перегружен"),
+        ("shop", "api", "channel shop (site) busy", "канал shop (сайт) перегружен"),
+        (None, "yandex-market", "Yandex Market busy", "Яндекс Маркет перегружен"),
+        (None, "wildberries", "Wildberries busy", "Wildberries перегружен"),
+        (None, "api", "site busy", "сайт перегружен"),  # the one site's words, as always
+    ],
+)
+def test_a_429s_history_row_names_the_channel_or_the_marketplace(
+    channel: str | None, target: str, english: str, russian: str
+) -> None:
+    """A 429's history row (the worker's words, English as details are kept) names what is
+    busy as every channel-aware word does: a channel of EXCHANGE_CHANNELS by its name and
+    what it is, a marketplace of its own by its name; the Russian page says it in Russian."""
+    from types import SimpleNamespace
+
+    from exchange.words import error_words
+    from exchange.worker.loop import DeliveryLoop
+
+    loop = SimpleNamespace(channel=channel, settings=SimpleNamespace(target=target))
+    said = DeliveryLoop._busy_subject.fget(loop)  # type: ignore[attr-defined]
+    assert f"{said} busy" == english
+    detail = f"{english}, not charged: HTTP 429: slow down"
+    assert error_words(detail, "ru") == f"{russian}, попытка не засчитана: HTTP 429: slow down"
+    assert error_words(f"result-unknown: {detail}", "ru").endswith(
+        f"{russian}, попытка не засчитана: HTTP 429: slow down"
+    )

@@ -422,3 +422,42 @@ def test_one_named_channel_speaks_of_channels_in_its_words_and_its_buttons_alike
     table = page.split('<table id="workers">')[1].split("</table>")[0]
     assert "канал ozon (Ozon) перегружен: 40 запросов/с" in table, table
     assert "Сайт" not in table and "сайт" not in table.lower(), table
+
+
+def test_exchange_target_ozon_alone_is_busy_by_its_name_on_the_dashboard(
+    serve: Callable[..., Any], db: Engine, tmp_path: Path
+) -> None:
+    """EXCHANGE_TARGET=ozon, one channel: the words are the one channel's (no channel rows,
+    «Остановить доставку»), but its loop's row, the process's own, is Ozon's, never the site's:
+    «Ozon перегружен»."""
+    now = datetime.now(UTC)
+    taken(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")], now)
+    with transaction(db) as connection:
+        connection.execute(
+            channels.update().where(channels.c.name == "api").values(name="ozon", target="ozon")
+        )
+    key = tmp_path / "ozon.key"
+    key.write_text("ozon-key\n")
+    base = serve(
+        target="ozon",
+        ozon_api_url="http://127.0.0.1:9",
+        ozon_client_id="1",
+        ozon_api_key_file=str(key),
+    )
+    add_operator(db, "olga", "operator")
+    with transaction(db) as connection:
+        connection.execute(
+            insert(workers).values(
+                worker_id="w1",
+                started_at=now - timedelta(minutes=30),
+                heartbeat_at=now,
+                breaker_state="closed",
+                pace=BUSY,
+            )
+        )
+    page = html.unescape(signed_in(base, "olga").get("/").text)
+    banner = page.split('id="pause"')[1].split("</div>")[0]
+    assert "Остановить доставку" in banner and "каналы" not in banner, banner
+    table = page.split('<table id="workers">')[1].split("</table>")[0]
+    assert "Ozon перегружен: 40 запросов/с" in table, table
+    assert "сайт" not in table.lower(), table

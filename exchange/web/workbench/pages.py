@@ -266,10 +266,7 @@ class Pages(Core):
                     # (``words.channels_named``: EXCHANGE_CHANNELS, or more than one registered)
                     "named": named,
                     # each worker row's channel as its pace names it where it is no site
-                    "subjects": {
-                        name: channel_subject(name, c["target"], lang, named=named)
-                        for name, c in by_channel.items()
-                    },
+                    "subjects": _subjects(by_channel, registered, named, lang),
                     "codes": [cause.code for cause in found.causes],
                     "live": any(w["live"] for w in figures.workers),
                     "live_within": self.config.live_within,
@@ -733,6 +730,21 @@ class Pages(Core):
                 text=text, content_type="text/css", headers={"Cache-Control": "max-age=3600"}
             )
         )
+
+
+def _subjects(
+    by_channel: dict[str, dict[str, Any]], registered: dict[str, str], named: bool, lang: Lang
+) -> dict[str | None, str | None]:
+    """Each worker row's channel as its pace names it where it is no site
+    (``words.channel_subject``); with one channel registered, the process's own row (of no
+    channel: the reporter writes the one channel's loop there) is that channel's."""
+    subjects: dict[str | None, str | None] = {
+        name: channel_subject(name, c["target"], lang, named=named)
+        for name, c in by_channel.items()
+    }
+    if len(registered) == 1:
+        subjects[None] = subjects.get(next(iter(registered)))
+    return subjects
 
 
 def _paused_channel(figures: Any, by_channel: dict[str, dict[str, Any]], lang: Lang) -> str | None:
