@@ -19,6 +19,7 @@ from babel.numbers import format_currency, format_decimal
 
 from exchange.i18n import LANGS, N_, NP_, _, ngettext, pgettext, say
 from exchange.i18n import Lang as Lang  # the pages name it from here
+from exchange.settings.marketplaces import MARKETPLACE_TARGETS
 
 _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "title": N_("Site exchange"),
@@ -907,6 +908,40 @@ def channel_named(channel: str, target: str | None, lang: Lang) -> str:
     return _("channel {channel} ({what})", lang).format(channel=channel, what=what)
 
 
+def channels_named(configured: bool, registered: int) -> bool:
+    """Whether the operator's words name the channels (contract 13), the one rule the words,
+    the workbench banner's buttons and the history share: with ``EXCHANGE_CHANNELS`` set
+    (``configured``: the operator named the channels, and the cause codes name them too), or
+    with more than one channel registered and not dropped (``registered``: "the site" and "every
+    worker" would then be wrong, whatever this process's configuration). One channel of
+    ``EXCHANGE_TARGET`` keeps the words it always had."""
+    return configured or registered > 1
+
+
+def channel_subject(
+    channel: str | None, target: str | None, lang: Lang, *, named: bool
+) -> str | None:
+    """What the words say is busy, paused or failing where the one site's words say "the site"
+    (contract 13, 14): the channel named («канал ozon (Ozon)», ``channel_named``) where
+    ``named`` (``channels_named``) and the row is a channel's; else a marketplace by its own
+    name («Ozon»: a marketplace is no site); None where "the site" is right (the one site, or a
+    row of no channel)."""
+    if named and channel is not None:
+        return channel_named(channel, target, lang)
+    if target in MARKETPLACE_TARGETS:
+        return say(NAMES["target"][target], lang)
+    return None
+
+
+def target_said(english: str, lang: Lang) -> str:
+    """A target said by its English name (``NAMES["target"]``, as a stored detail says it) in
+    ``lang``; a name this version does not know as it is."""
+    for known in NAMES["target"].values():
+        if say(known, "en") == english:
+            return say(known, lang)
+    return english
+
+
 def error_words(text: str, lang: Lang) -> str:
     """An error of the service, a detail of a message's history or the outcome of a 1C
     exchange, in the page's language."""
@@ -1225,6 +1260,16 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (r"result-unknown: (?P<d>.+)", N_("result-unknown: {d*}")),
     (r"site busy, not charged: (?P<d>.+)", N_("site busy, not charged: {d*}")),
     (r"marketplace busy, not charged: (?P<d>.+)", N_("marketplace busy, not charged: {d*}")),
+    # A channel's 429 names it (``channel_subject``, as the worker's words say it in English):
+    # a named channel by its name and what it is, a marketplace of its own by its name.
+    (
+        r"channel (?P<c>[a-z0-9-]+) \((?P<what>[^()]+)\) busy, not charged: (?P<d>.+)",
+        N_("channel {c} ({what^}) busy, not charged: {d*}"),
+    ),
+    (
+        r"(?P<what>Ozon|Wildberries|Yandex Market) busy, not charged: (?P<d>.+)",
+        N_("{what^} busy, not charged: {d*}"),
+    ),
     (r"no answer, not charged: (?P<d>.+)", N_("no answer, not charged: {d*}")),
     (r"probe failed, not charged: (?P<d>.+)", N_("probe failed, not charged: {d*}")),
     (
@@ -1664,6 +1709,9 @@ def detail_words(text: str) -> str:
                 if "{" + key + "+}" in russian:
                     russian = russian.replace("{" + key + "+}", "{" + key + "}")
                     values[key] = _field_problems(values[key])
+                if "{" + key + "^}" in russian:  # a target, by its Russian name
+                    russian = russian.replace("{" + key + "^}", "{" + key + "}")
+                    values[key] = target_said(values[key], "ru")
                 if "{" + key + "@}" in russian:  # a kind, by its Russian name
                     russian = russian.replace("{" + key + "@}", "{" + key + "}")
                     values[key] = name("kind", values[key], "ru")

@@ -31,7 +31,7 @@ from exchange.cli.common import (
 )
 from exchange.cli.withheld_shown import withheld_table
 from exchange.db.engine import transaction
-from exchange.db.on_channels import channel_ids
+from exchange.db.on_channels import channel_ids, channel_targets
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
 from exchange.i18n import N_, Lang, _, pgettext
@@ -54,7 +54,7 @@ from exchange.ops.status import (
 from exchange.queue import control
 from exchange.report.words import history_words
 from exchange.settings import safe_url
-from exchange.words import error_words, money, name, source_words
+from exchange.words import channels_named, error_words, money, name, source_words
 
 
 @app.command(
@@ -108,6 +108,7 @@ def status_command(
                 live_within=settings.live_within,
             )
             onec = onec_exchanges(connection, now)
+            registered = channel_targets(connection)
             pause = control.operator_pause(connection)
             told = last_told(connection)
             found = attention(
@@ -147,10 +148,11 @@ def status_command(
     else:
         lang = cli_lang()
         _header(settings)
-        # contract 13: with EXCHANGE_CHANNELS the words about a channel name it
+        # contract 13: where the words name the channels (the one rule: EXCHANGE_CHANNELS, or
+        # more than one registered, whatever ``--channel`` shows) the words about one name it
         named = (
             {name: channel["target"] for name, channel in by_channel.items()}
-            if settings.channels is not None
+            if channels_named(settings.channels is not None, len(registered))
             else None
         )
         # ``--channel``: that channel's loops only, and the rows of no channel (a process's
@@ -163,7 +165,14 @@ def status_command(
             if channel is not None
             else figures
         )
-        shown = tables(on_it, settings.display_tz, lang, channels=len(by_channel), named=named)
+        shown = tables(
+            on_it,
+            settings.display_tz,
+            lang,
+            channels=len(by_channel),
+            named=named,
+            targets=registered,
+        )
         for table in shown:
             out.print(table)
         if len(by_channel) > 1:

@@ -87,6 +87,17 @@ def channel_names(connection: Connection) -> dict[int, str]:
     return {row.id: row.name for row in connection.execute(select(channels.c.id, channels.c.name))}
 
 
+def channel_targets(connection: Connection) -> dict[str, str]:
+    """Each channel registered and not dropped, its target by its name (oldest first): what
+    the words count and name (``words.channels_named``, ``words.channel_subject``)."""
+    rows = connection.execute(
+        select(channels.c.name, channels.c.target)
+        .where(channels.c.dropped_at.is_(None))
+        .order_by(channels.c.id)
+    )
+    return {row.name: row.target for row in rows}
+
+
 def on(column: Any, ids: Sequence[int]) -> ColumnElement[bool]:
     """``column`` (a ``channel_id``) is one of ``ids``: an equality for one (a walk of a
     channel-first index stays in order), IN for several, false for none."""

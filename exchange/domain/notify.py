@@ -38,6 +38,31 @@ class Stop(StrEnum):
 # The stops that hold what comes in, not delivery: their presence never says delivery stopped.
 SIGN_IN_STOPS = frozenset({Stop.SIGN_IN_1C, Stop.SIGN_IN_INTAKE})
 
+# An operator's pause of one channel (``exchange pause --channel NAME``, contract 13) is that
+# channel's stop: ``operator:NAME``, beside the ``Stop`` members (a stop is their text).
+CHANNEL_PAUSE = f"{Stop.OPERATOR.value}:"
+
+
+def channel_pause_stop(channel: str) -> str:
+    """The stop of an operator's pause of ``channel`` alone."""
+    return CHANNEL_PAUSE + channel
+
+
+def paused_channel(stop: str) -> str | None:
+    """The channel an operator's pause of one channel holds, or None for any other stop."""
+    return stop[len(CHANNEL_PAUSE) :] if stop.startswith(CHANNEL_PAUSE) else None
+
+
+def is_stop(text: str) -> bool:
+    """Whether ``text`` (as kept in the database) is a stop this version knows."""
+    return text in Stop.__members__.values() or bool(paused_channel(text))
+
+
+def _a_person_ends(stop: str) -> bool:
+    """A stop whose end needs no worker to report: an operator's pause (of every channel or
+    of one) ends by the resume itself; the sign-ins by a sign-in."""
+    return stop == Stop.OPERATOR or stop in SIGN_IN_STOPS or paused_channel(stop) is not None
+
 
 @dataclass(frozen=True, slots=True)
 class Situation:
@@ -46,7 +71,7 @@ class Situation:
     quarantined: int = 0
     # The newest entry's quarantine time: an entry quarantined after the one last told is new.
     newest_quarantined_at: datetime | None = None
-    stops: frozenset[Stop] = frozenset()
+    stops: frozenset[str] = frozenset()
     # Workers that reported lately: a breaker or a refused token is gone when a worker says
     # so, not when the worker that had it stopped reporting.
     workers: int = 0
@@ -63,18 +88,18 @@ class Told:
     version: int = 0
     attempted_at: datetime | None = None
     quarantine_mark: datetime | None = None
-    stops: frozenset[Stop] = frozenset()
+    stops: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
     send: bool = False
     gained: bool = False  # the quarantine gained entries since the last message
-    new_stops: frozenset[Stop] = field(default_factory=frozenset)
+    new_stops: frozenset[str] = field(default_factory=frozenset)
     # The state to write (with version + 1), or None: nothing changes.
     remember: Told | None = None
     # Told causes that have gone, leaving none: delivery runs again.
-    resumed: frozenset[Stop] = field(default_factory=frozenset)
+    resumed: frozenset[str] = field(default_factory=frozenset)
     # A channel withheld prices since the last message (contract 13).
     withheld_gained: bool = False
 
@@ -94,9 +119,9 @@ def decide(situation: Situation, told: Told, now: datetime, every: timedelta) ->
     due = told.attempted_at is None or now >= told.attempted_at + every
     gone = told.stops - situation.stops
     runs = not (situation.stops - SIGN_IN_STOPS) and (
-        situation.workers > 0 or gone <= {Stop.OPERATOR} | SIGN_IN_STOPS
+        situation.workers > 0 or all(_a_person_ends(stop) for stop in gone)
     )
-    resumed = frozenset(gone) if gone and runs else frozenset[Stop]()
+    resumed = frozenset(gone) if gone and runs else frozenset[str]()
     if (gained or withheld_gained or new_stops) and due:
         if newest is not None and (mark is None or newest > mark):
             mark = newest

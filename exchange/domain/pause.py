@@ -44,8 +44,12 @@ class PauseCause(StrEnum):
     BROKER = "broker"  # RabbitMQ refused the user, the exchange or the publishing
     # The service's own database did not give the known prices a Bitrix offer must carry.
     KNOWN_PRICES = "known-prices"
-    # A marketplace refused the account's API key or its role (contract 14).
+    # A marketplace refused the account's API key or its role (contract 14): said by the one
+    # marketplace whose key it was (``KEY_REFUSED_BY_TARGET``); ``marketplace-key`` itself is
+    # only what a worker of an earlier version reported (its words name both).
     MARKETPLACE_KEY = "marketplace-key"
+    OZON_KEY = "ozon-key"
+    YM_KEY = "ym-key"
     # Wildberries refused the token, or the token may read but not write (its own advice:
     # where the seller makes a token with the Prices category and write access).
     WB_TOKEN = "wb-token"
@@ -67,6 +71,12 @@ READ_ONLY_BY_TARGET: dict[str, PauseCause] = {
     "yandex-market": PauseCause.YM_READ_ONLY_KEY,
     "ozon": PauseCause.OZON_READ_ONLY_KEY,
 }
+# A marketplace's refused key, by target: the words name that marketplace and its own cabinet
+# (the words of both, Ozon's and Yandex Market's, were said of either).
+KEY_REFUSED_BY_TARGET: dict[str, PauseCause] = {
+    "ozon": PauseCause.OZON_KEY,
+    "yandex-market": PauseCause.YM_KEY,
+}
 # What the worker's pause says of such a key, around the write's refusal (worker/loop.py); the
 # cause's words say it themselves, so the words quote the refusal alone (ops/attention.py).
 READ_ONLY_NOTE = "the key may read but not write"
@@ -85,7 +95,7 @@ def pause_cause(target: str, answer: Classification, *, write_refused: bool) -> 
     if answer.error_class == TLS_ERROR:
         return PauseCause.TLS
     if answer.error_class == MARKETPLACE_KEY_REFUSED:
-        return PauseCause.MARKETPLACE_KEY
+        return KEY_REFUSED_BY_TARGET.get(target, PauseCause.MARKETPLACE_KEY)
     if answer.error_class == OZON_CLIENT_ID_REFUSED:
         return PauseCause.OZON_CLIENT_ID
     if answer.error_class == SETTING_MISSING:

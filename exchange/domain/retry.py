@@ -129,7 +129,7 @@ def decide(
     failure spoke about the site (contract 5c: 429, or 502-504 while others are refused too, or
     while the site's health fails): not charged, due again after the later of ``site_delay``
     (the site's pace) and the answer's Retry-After. ``busy``: who is busy, in its words (a
-    marketplace's channel says "marketplace busy", never "site busy")."""
+    marketplace's channel says "Ozon busy" or "channel ozon (Ozon) busy", never "site busy")."""
     if c.verdict is Verdict.DELIVERED:
         return delivered(c)
     # What every other outcome records about the answer; each case below says what it changes.

@@ -503,6 +503,30 @@ PAUSE_WORDS: dict[str, tuple[str, str]] = {
         "access) and writes it into the channel's key file (ozon_api_key_file, "
         "ym_api_key_file); a running service reads it again by itself",
     ),
+    # The one marketplace whose key was refused (``domain.pause.KEY_REFUSED_BY_TARGET``):
+    # its own cabinet and its own key file, never the other's.
+    PauseCause.OZON_KEY.value: (
+        "Доставка остановлена: Ozon не принял ключ API или у ключа нет роли, которая меняет "
+        "цены ({answer}). Продавец создаёт ключ в личном кабинете Ozon (Настройки → Seller "
+        "API, роль с правом на цены; ключ действует полгода) и записывает его в файл ключа "
+        "канала ozon_api_key_file; работающий сервис перечитает его сам",
+        "Delivery paused: Ozon refused the API key, or the key has no role that may change "
+        "prices ({answer}). The seller creates a key in the Ozon seller's account (Settings → "
+        "Seller API, a role allowed to set prices; a key lasts six months) and writes it into "
+        "the channel's key file ozon_api_key_file; a running service reads it again by itself",
+    ),
+    PauseCause.YM_KEY.value: (
+        "Доставка остановлена: Яндекс Маркет не принял ключ API или у ключа нет доступа к "
+        "ценам ({answer}). Владелец или менеджер кабинета продавца на Маркете создаёт ключ "
+        "Api-Key с доступом pricing или all-methods (значок аккаунта → Настройки → API и "
+        "модули → Токены авторизации) и записывает его в файл ключа канала ym_api_key_file; "
+        "работающий сервис перечитает его сам",
+        "Delivery paused: Yandex Market refused the API key, or the key has no access to "
+        "prices ({answer}). The owner or a manager of the seller's cabinet on the Market "
+        "creates an Api-Key with the pricing or all-methods access (the account icon → "
+        "Settings → APIs and modules → Authorization tokens) and writes it into the channel's "
+        "key file ym_api_key_file; a running service reads it again by itself",
+    ),
     # Wildberries' own (research §2.2, docs/marketplaces.md "The token and its rights"): the
     # owner of the seller's cabinet makes the token, with the Prices category and write access.
     PauseCause.WB_TOKEN.value: (

@@ -18,9 +18,16 @@ from sqlalchemy import Connection, func, not_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from exchange.db.engine import is_postgres
-from exchange.db.on_channels import Channel, channel_ids, channel_names, listed, on
+from exchange.db.on_channels import (
+    Channel,
+    channel_ids,
+    channel_names,
+    channel_targets,
+    listed,
+    on,
+)
 from exchange.db.schema import deliveries, messages, notifications, staging, workers
-from exchange.domain.notify import Situation, Stop, Told
+from exchange.domain.notify import Situation, Stop, Told, channel_pause_stop, is_stop
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import PENDING, State, values
 from exchange.ops import sign_ins
@@ -45,6 +52,11 @@ class Snapshot:
     situation: Situation
     workers: list[dict[str, Any]] = field(default_factory=list)
     operator_pause: dict[str, Any] | None = None
+    # Each channel an operator paused on its own (``pause --channel``), its pause by its name.
+    channel_pauses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Each channel registered and not dropped, its target by its name: what the words count
+    # and name (``words.channels_named``).
+    channels: dict[str, str] = field(default_factory=dict)
     # Work that waits while no worker reports: untaken staging rows, movable messages, and the
     # age of the oldest of either (seconds).
     waiting_rows: int = 0
@@ -93,14 +105,27 @@ def snapshot(
     shown = worker_rows(connection, now)
     live = holding(shown)
     pause = control.operator_pause(connection)
-    stops: set[Stop] = set()
+    registered = channel_targets(connection)
+    # An operator's pause of one channel is that channel's stop (contract 13), for a channel
+    # registered and not dropped (a dropped one delivers nothing to stop).
+    held = {
+        name: row for name, row in control.paused_channels(connection).items() if name in registered
+    }
+    stops: set[str] = set()
     if site_failing(shown, last_deliveries(connection)):
         stops.add(Stop.BREAKER)
     if any(w["paused"] for w in live):
         stops.add(Stop.TOKEN)
     if pause is not None:
         stops.add(Stop.OPERATOR)
-    found = Snapshot(situation=Situation(0, None, frozenset()), workers=live, operator_pause=pause)
+    stops.update(channel_pause_stop(name) for name in held)
+    found = Snapshot(
+        situation=Situation(0, None, frozenset()),
+        workers=live,
+        operator_pause=pause,
+        channel_pauses=held,
+        channels=registered,
+    )
     # A worker that stopped cleanly is none (its row stays only to say when it stopped).
     last_beat = connection.execute(
         select(func.max(workers.c.heartbeat_at)).where(workers.c.stopped_at.is_(None))
@@ -232,7 +257,7 @@ def told(connection: Connection) -> Told:
         version=row["version"],
         attempted_at=row["attempted_at"],
         quarantine_mark=row["quarantine_mark"],
-        stops=frozenset(Stop(s) for s in row["stops"].split(",") if s in Stop.__members__.values()),
+        stops=frozenset(s for s in row["stops"].split(",") if is_stop(s)),
     )
 
 

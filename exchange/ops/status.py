@@ -44,7 +44,7 @@ from exchange.ops.find import held, held_condition
 from exchange.queue import control, order
 from exchange.settings import worker_live_within
 from exchange.settings.delivery import DeliverySettings
-from exchange.words import WORDS, channel_named, error_words, name, word
+from exchange.words import WORDS, channel_named, channel_subject, error_words, name, word
 
 RECENT = timedelta(minutes=15)
 # A worker that has not reported for this long is gone (worker ids change with every start):
@@ -491,11 +491,12 @@ def requests_per_second(rate: float, lang: Lang) -> str:
     )
 
 
-def pace_words(pace: dict[str, Any] | None, lang: str = "en", channels: bool = False) -> str:
+def pace_words(pace: dict[str, Any] | None, lang: str = "en", channel: str | None = None) -> str:
     """``site busy: 40 requests/s, 3 in flight (limit 4), 12 refused in the last minute`` or
     ``keeps up: ...`` when the site refused nothing for a minute; ``lang`` ``ru`` says it in
-    Russian. ``channels`` (EXCHANGE_CHANNELS, or several channels: the worker's row names its
-    channel beside it): "channel busy", never "site busy" of a marketplace (issue 31 item 7)."""
+    Russian. ``channel``: what is busy where it is no site, as the words name it
+    (``words.channel_subject``: «канал ozon (Ozon) перегружен», «Ozon перегружен»), never
+    "site busy" of a marketplace (issue 31 item 7); None: the one site's words."""
     said: Lang = "ru" if lang == "ru" else "en"
     if not pace:
         return _("not reported", said)
@@ -513,8 +514,8 @@ def pace_words(pace: dict[str, Any] | None, lang: str = "en", channels: bool = F
     )
     rate, hold = pace.get("paced_rate"), float(pace.get("hold_s") or 0)
     if not refused and not hold:
-        if channels:
-            return _("channel keeps up: {figures}", said).format(figures=figures)
+        if channel is not None:
+            return _("{channel} keeps up: {figures}", said).format(channel=channel, figures=figures)
         return _("keeps up: {figures}", said).format(figures=figures)
     paced = (
         _(", paced at {rate}", said).format(rate=requests_per_second(float(rate), said))
@@ -522,9 +523,9 @@ def pace_words(pace: dict[str, Any] | None, lang: str = "en", channels: bool = F
         else ""
     )
     held = _(", all requests held {hold} s", said).format(hold=number(hold, said)) if hold else ""
-    if channels:
-        return _("channel busy: {figures}{paced}{held}", said).format(
-            figures=figures, paced=paced, held=held
+    if channel is not None:
+        return _("{channel} busy: {figures}{paced}{held}", said).format(
+            channel=channel, figures=figures, paced=paced, held=held
         )
     return _("site busy: {figures}{paced}{held}", said).format(
         figures=figures, paced=paced, held=held
@@ -715,14 +716,17 @@ def tables(
     *,
     channels: int = 1,
     named: dict[str, str] | None = None,
+    targets: dict[str, str] | None = None,
 ) -> list[Table]:
     """``exchange status`` for a person: one table per question an operator asks; times in
     ``zone`` (EXCHANGE_DISPLAY_TZ) with their age beside them; in ``lang`` (contract 15,
     "Words": codes and ids as they are). ``channels``: how many channels the counts sum
     (contract 13): with more than one they count deliveries, a message once per channel, and
-    the title says so. ``named`` (given with EXCHANGE_CHANNELS: each channel's target by its
-    name): the words about a channel that does not answer name it (contract 13), never "the
-    site"."""
+    the title says so. ``named`` (given where the words name the channels,
+    ``words.channels_named``: each channel's target by its name): the words about a channel
+    that does not answer or is busy name it (contract 13), never "the site". ``targets``:
+    each registered channel's target by its name, so that a marketplace's row says the
+    marketplace even where the channels are not named (``words.channel_subject``)."""
     title = (
         _("messages by state", lang)
         if channels <= 1
@@ -765,14 +769,37 @@ def tables(
         queue.add_row(Text(said), str(count))
 
     hours = int(WORKERS_KEPT.total_seconds() // 3600)
-    on = named is not None or channels > 1
+    kinds_of = {**(targets or {}), **(named or {})}
+    naming = named is not None or channels > 1
+    subjects: dict[str | None, str | None] = {
+        channel: channel_subject(channel, kinds_of.get(channel), lang, named=naming)
+        for channel in {*kinds_of, *(w["channel"] for w in figures.workers if w.get("channel"))}
+    }
+    if targets is not None and len(targets) == 1:
+        # One channel registered: the process's own row is its loop's (the reporter writes it
+        # there without EXCHANGE_CHANNELS), so EXCHANGE_TARGET=ozon's row says Ozon.
+        subjects[None] = subjects.get(next(iter(targets)))
+    # What the rows shown are about: a channel named, or a marketplace, where "the site" is
+    # no word for it (contract 13, 14; ``--channel ozon`` without EXCHANGE_CHANNELS too).
+    about = {
+        subjects.get(w.get("channel"))
+        for w in figures.workers
+        if w.get("channel") is not None or None in subjects
+    }
+    on = naming or about - {None} != set()
+    lone = next(iter(about)) if channels <= 1 and len(about) == 1 else None
     workers_table = Table(title=_("workers", lang))
     for column in (
         pgettext("status column", "worker", lang),
         pgettext("status column", "last seen", lang),
         # the dashboard's «Сайт»: one set of words (issue 34); with several channels, or
-        # EXCHANGE_CHANNELS, the dashboard's «Ответы канала» (issue 31 item 7)
-        word("breaker_channels" if on else "breaker", lang),
+        # EXCHANGE_CHANNELS, the dashboard's «Ответы канала» (issue 31 item 7); the one
+        # channel shown, where it is no site, by its name («Канал ozon (Ozon)», «Ozon»)
+        (
+            lone[:1].upper() + lone[1:]
+            if lone is not None
+            else word("breaker_channels" if on else "breaker", lang)
+        ),
         pgettext("status column", "delivery", lang),
         (
             pgettext("status column", "channel's pace", lang)
@@ -789,7 +816,7 @@ def tables(
             _("{time} ({age} ago)", lang).format(time=seen, age=age),
             Text(site_words(worker, zone, lang)),
             Text(_delivery_words(worker, figures.pause, zone, lang)),
-            Text(pace_cell(worker, lang, channels=on)),
+            Text(pace_cell(worker, lang, channel=subjects.get(worker.get("channel")))),
         )
     silent_channels = unreachable_channels(figures.workers, named) if named else {}
     if silent_channels:
@@ -885,15 +912,16 @@ def site_words(worker: dict[str, Any], zone: str = "UTC", lang: Lang = "en") -> 
     return said
 
 
-def pace_cell(worker: dict[str, Any], lang: Lang = "en", *, channels: bool = False) -> str:
+def pace_cell(worker: dict[str, Any], lang: Lang = "en", *, channel: str | None = None) -> str:
     """A live worker's site's pace, in the dashboard's words: with no answer at all, the
-    attempts that failed in the last minute (never "site busy")."""
+    attempts that failed in the last minute (never "site busy"); ``channel``: its channel as
+    the words name it where it is no site (``pace_words``)."""
     if not worker["live"]:
         return "-"
     if worker["unreachable_since"]:
         failed = (worker["pace"] or {}).get("refused_last_minute") or 0
         return word("pace_unreachable", lang).format(failed=failed)
-    return pace_words(worker["pace"], lang, channels)
+    return pace_words(worker["pace"], lang, channel)
 
 
 # The English causes ``blocked_aggregates`` writes (``--json``'s), as the console says them.

@@ -25,7 +25,7 @@ from sqlalchemy import Engine
 
 from exchange.db.engine import transaction
 from exchange.domain.clock import Clock
-from exchange.domain.notify import SIGN_IN_STOPS, Decision, Stop, decide
+from exchange.domain.notify import SIGN_IN_STOPS, Decision, Stop, decide, paused_channel
 from exchange.domain.pause import PauseCause
 from exchange.domain.policy import KindPolicies
 from exchange.errors import ExchangeError
@@ -38,7 +38,7 @@ from exchange.report.model import Lang
 from exchange.report.words import human_age, next_check
 from exchange.secrets import mask_secrets, safe_url, secret_forms
 from exchange.settings import Settings
-from exchange.words import channel_named
+from exchange.words import channel_named, channels_named
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,11 @@ _WORDS: dict[str, tuple[str, str]] = {
         "- every channel accepts its key or token again",
     ),
     "resumed_operator": ("- оператор возобновил доставку", "- an operator resumed delivery"),
+    # An operator's pause of one channel (contract 13), where the words name the channels.
+    "resumed_operator_channel": (
+        "- оператор возобновил доставку в {channel}",
+        "- an operator resumed delivery to {channel}",
+    ),
     "resumed_no_worker": (
         "- обработчик снова отчитывается и берёт работу",
         "- a worker reports again and takes the work",
@@ -148,6 +153,12 @@ _WORDS: dict[str, tuple[str, str]] = {
         "кнопка «Возобновить все каналы» на рабочем месте",
         "- operator {operator} paused delivery to every channel ({at}): “{note}”; resume: the "
         "button “Resume every channel” in the workbench",
+    ),
+    "operator_channel": (
+        "- доставку в {channel} остановил оператор {operator} ({at}): «{note}»; возобновить: "
+        "кнопка «Возобновить канал {name}» на рабочем месте",
+        "- operator {operator} paused delivery to {channel} ({at}): “{note}”; resume: the "
+        "button “Resume channel {name}” in the workbench",
     ),
     "no_worker": (
         "- ни один обработчик не отчитывался {silent}, а работа ждёт: строк 1С {rows}, "
@@ -254,6 +265,11 @@ def compose(
         lines += [
             _w(_resumed_key(stop, channels), lang) for stop in Stop if stop in decision.resumed
         ]
+        lines += [
+            _channel_stop_line("resumed_operator_channel", stop, channels, lang)
+            for stop in sorted(decision.resumed)
+            if paused_channel(stop) is not None
+        ]
         lines.append("")
     by_reason = found.quarantine_by_reason
     if situation.quarantined:
@@ -344,6 +360,20 @@ def _resumed_key(stop: Stop, channels: dict[str, str] | None) -> str:
     return key
 
 
+def _channel_stop_line(
+    key: str, stop: str, channels: dict[str, str] | None, lang: Lang, **values: Any
+) -> str:
+    """The line of an operator's pause of one channel (``key``'s words, naming it), or where the
+    words do not name the channels (``channels`` None: the one channel of EXCHANGE_TARGET) the
+    one channel's pause words, as they always were."""
+    name = paused_channel(stop) or ""
+    if channels is None:
+        plain = "resumed_operator" if key.startswith("resumed") else "operator"
+        return _w(plain, lang).format(**values)
+    named = channel_named(name, channels.get(name), lang)
+    return _w(key, lang).format(channel=named, name=name, **values)
+
+
 def _named(worker: dict[str, Any], channels: dict[str, str] | None, lang: Lang) -> str | None:
     """The channel of a worker's row, named (``words.channel_named``), where EXCHANGE_CHANNELS
     names the channels and the row is a channel's loop; else None."""
@@ -369,7 +399,7 @@ def _stop_lines(
                 _w("breaker" if named is None else "breaker_channel", lang).format(
                     worker=w["worker_id"],
                     until=until,
-                    pace=pace_words(w["pace"], lang),
+                    pace=pace_words(w["pace"], lang, named),
                     channel=named,
                 )
             )
@@ -385,11 +415,26 @@ def _stop_lines(
     pause = found.operator_pause
     if Stop.OPERATOR in stops and pause is not None:
         lines.append(
-            # the workbench's banner names every channel where there are several
-            _w("operator_channels" if channels and len(channels) > 1 else "operator", lang).format(
+            # the workbench's banner names every channel where the words name the channels
+            _w("operator_channels" if channels is not None else "operator", lang).format(
                 operator=pause["operator"], at=_at(pause["paused_at"], zone), note=pause["note"]
             )
         )
+    for stop in sorted(stops):
+        name = paused_channel(stop)
+        held = found.channel_pauses.get(name) if name is not None else None
+        if held is not None:
+            lines.append(
+                _channel_stop_line(
+                    "operator_channel",
+                    stop,
+                    channels,
+                    lang,
+                    operator=held["operator"],
+                    at=_at(held["paused_at"], zone),
+                    note=held["note"],
+                )
+            )
     if Stop.NO_WORKER in stops:
         silent = (
             human_age(found.last_heartbeat_age_s, lang)
@@ -446,7 +491,8 @@ class Notifier:
         self.workbench_url = settings.public_url
         self.zone = settings.display_tz
         self.sender = sender or settings.worker_id
-        # contract 13: with EXCHANGE_CHANNELS the lines name each channel and what it is
+        # contract 13: EXCHANGE_CHANNELS's channels, each's target by its name; the lines
+        # name each channel where the words do (``channels_of``)
         self.channels: dict[str, str] | None = (
             {channel.name: channel.target for channel in settings.channels_in_force()}
             if settings.channels is not None
@@ -510,7 +556,7 @@ class Notifier:
                 workbench_url=self.workbench_url,
                 every=self.every,
                 zone=self.zone,
-                channels=self.channels,
+                channels=self.channels_of(found),
             )
             text = mask_secrets(text, self._secret_forms)
         except Exception as exc:
@@ -536,6 +582,14 @@ class Notifier:
             subject=subject,
             text=text,
         )
+
+    def channels_of(self, found: Snapshot) -> dict[str, str] | None:
+        """Each channel's target by its name where the words name the channels (the one rule,
+        ``words.channels_named``: EXCHANGE_CHANNELS, or more than one registered), else None:
+        the one channel's words."""
+        if not channels_named(self.channels is not None, len(found.channels)):
+            return None
+        return {**found.channels, **(self.channels or {})}
 
     def _send(self, subject: str, text: str) -> list[str]:
         failed = []

@@ -70,6 +70,7 @@ from exchange.settings import Settings
 from exchange.settings.marketplaces import MARKETPLACE_TARGETS
 from exchange.targets.base import OutgoingMessage, PacedTarget, Target
 from exchange.targets.wire import STATUSES
+from exchange.words import channel_subject, channels_named
 from exchange.worker.common import CycleReport, Metrics, recent_seconds
 
 log = logging.getLogger("exchange.worker")  # the name operators filter on (docs/monitoring.md)
@@ -196,6 +197,16 @@ class DeliveryLoop:
         if isinstance(target, PacedTarget):
             target.pace_with(_SitePacer(self))
         self._rechecked_at = -math.inf  # when the channel was last asked about withheld prices
+
+    @property
+    def _busy_subject(self) -> str:
+        """What a 429 says is busy in the history (English, as details are written; said in
+        Russian by ``words.detail_words``): the channel or the marketplace
+        (``words.channel_subject``), else "site" as always. A loop knows its channel is named
+        by EXCHANGE_CHANNELS alone (``words.channels_named``), not the registry's others."""
+        named = channels_named(self.channel is not None, 0)
+        said = channel_subject(self.channel, self.settings.target, "en", named=named)
+        return said or "site"
 
     @property
     def name(self) -> str:
@@ -685,8 +696,9 @@ class DeliveryLoop:
             rng=self.rng,
             probe=probing,
             site_delay=site_delay,
-            # a marketplace is no site (contract 14): its 429 says so (review 32b finding 5)
-            busy="marketplace busy" if self.settings.target in MARKETPLACE_TARGETS else "site busy",
+            # a marketplace is no site (contract 14), nor is a channel of several "the site"
+            # (contract 13): the history row names what is busy, in the words' own way
+            busy=f"{self._busy_subject} busy",
         )
 
     async def _renew(self, batch: lease.Batch) -> None:

@@ -23,13 +23,16 @@ messages = one_channel_messages()
 NOW_NAME = "second"
 
 
-def _second(engine: Engine, message_id: str, state: str = "quarantined") -> None:
-    """A channel ``second`` with a delivery of ``message_id`` in ``state`` (http-422)."""
+def _second(
+    engine: Engine, message_id: str, state: str = "quarantined", target: str = "api"
+) -> None:
+    """A channel ``second`` (of ``target``) with a delivery of ``message_id`` in ``state``
+    (http-422)."""
     with transaction(engine) as connection:
         added = connection.execute(select(channels.c.added_at).limit(1)).scalar_one()
         second = connection.execute(
             insert(channels)
-            .values(name=NOW_NAME, target="api", added_at=added)
+            .values(name=NOW_NAME, target=target, added_at=added)
             .returning(channels.c.id)
         ).scalar_one()
         row = connection.execute(select(messages).where(messages.c.message_id == message_id)).one()
@@ -174,3 +177,35 @@ def test_status_of_one_channel_lists_that_channels_workers_only(
     assert "loop-of/api" in every.stdout and "loop-of/second" in every.stdout, describe(every)
     one = cli("status", "--channel", NOW_NAME, db=db_url)
     assert "loop-of/second" in one.stdout and "loop-of/api" not in one.stdout, describe(one)
+
+
+BUSY = (
+    '{"accepted_rate": 40, "in_flight": 2, "limit": 3, "max_limit": 16, "refused_last_minute": 12}'
+)
+
+
+def test_status_of_one_marketplace_channel_names_it_never_the_site(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario
+) -> None:
+    """``status --channel second`` of an Ozon channel without EXCHANGE_CHANNELS: its
+    workers' column and its pace name the channel as every channel-aware word does («Канал
+    second (Ozon)», «канал second (Ozon) перегружен»), never «Сайт» nor «сайт перегружен»
+    (two channels registered: the words name the channels, ``words.channels_named``)."""
+    _second(engine, scenario.sku2, state="new", target="ozon")
+    now = datetime.now(UTC)
+    with transaction(engine) as connection:
+        connection.execute(
+            insert(workers).values(
+                worker_id=f"loop-of/{NOW_NAME}",
+                started_at=now - timedelta(minutes=30),
+                heartbeat_at=now,
+                breaker_state="closed",
+                channel=NOW_NAME,
+                pace=BUSY,
+            )
+        )
+    one = cli("status", "--channel", NOW_NAME, db=db_url, env={"EXCHANGE_LANG": "ru"})
+    said = " ".join(one.stdout.split())
+    assert "Канал second (Ozon)" in said, describe(one)
+    assert "канал second (Ozon) перегружен: 40 запросов/с" in said, describe(one)
+    assert "Сайт" not in said and "сайт перегружен" not in said, describe(one)

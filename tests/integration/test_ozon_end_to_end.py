@@ -17,11 +17,12 @@ from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import deliveries, messages
+from exchange.db.schema import deliveries, history, messages
 from exchange.dev.ozonsim import IMPORT_PRICES, ROLES, OzonSimulator
 from exchange.dev.ozonsim import Item as SimItem
 from exchange.dev.testing import drain, fast_settings, price_row, run_worker, stage
 from exchange.domain.clock import FakeClock
+from exchange.words import error_words
 from exchange.worker import Worker
 
 
@@ -199,15 +200,16 @@ def test_a_key_without_the_prices_role_is_told_ozons_own_advice_in_each_language
     assert 0 == en.count("read but not write"), en
 
 
-def test_ozons_429_is_logged_as_the_marketplace_busy_never_the_site(
+def test_ozons_429_is_logged_and_kept_as_ozon_busy_never_the_site(
     db_url: str,
     engine: Engine,
     site: OzonSimulator,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Ozon's 429 code 8 (research §1.3) is the marketplace's pace: its outcome line names the
-    marketplace, never "site busy" (review 32b finding 5)."""
+    """Ozon's 429 code 8 (research §1.3) is the marketplace's pace: its outcome line and its
+    history row name Ozon, never "site busy" (review 32b finding 5), and the row reads «Ozon
+    перегружен» on a Russian page, never «сайт перегружен» nor a nameless «маркетплейс»."""
     clock = FakeClock()
     site.limits.rps = 1
     worker = make_worker(db_url, engine, site, clock, tmp_path)
@@ -220,8 +222,19 @@ def test_ozons_429_is_logged_as_the_marketplace_busy_never_the_site(
     with caplog.at_level("INFO"):
         run_worker(worker, scenario)
     said = [r.getMessage() for r in caplog.records if "HTTP 429" in r.getMessage()]
-    assert said and all("marketplace busy, not charged" in s for s in said), said
+    assert said and all("Ozon busy, not charged" in s for s in said), said
     assert not [s for s in said if "site" in s], said
+    with transaction(engine, read_only=True) as connection:
+        kept = (
+            connection.execute(select(history.c.detail).where(history.c.detail.like("%HTTP 429%")))
+            .scalars()
+            .all()
+        )
+    assert kept and all(d.startswith("Ozon busy, not charged: ") for d in kept), kept
+    for detail in kept:
+        russian = error_words(detail, "ru")
+        assert russian.startswith("Ozon перегружен, попытка не засчитана: "), russian
+        assert "сайт" not in russian and "маркетплейс" not in russian, russian
 
 
 def test_a_refused_key_is_asked_about_once_per_retry_max_delay_and_a_new_key_file_at_once(

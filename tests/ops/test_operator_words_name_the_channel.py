@@ -20,7 +20,7 @@ from sqlalchemy import Engine, insert, select
 
 from exchange.db.engine import transaction
 from exchange.db.schema import channels, workers
-from exchange.domain.notify import Decision, Situation, Stop
+from exchange.domain.notify import Decision, Situation, Stop, Told, channel_pause_stop, decide
 from exchange.domain.pause import PauseCause
 from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.domain.states import State
@@ -262,14 +262,185 @@ def test_the_workers_table_says_the_channel_busy_never_the_site_with_channels(
     scene: Engine,
 ) -> None:
     """Issue 31 item 7: with EXCHANGE_CHANNELS (or several channels) a marketplace's loop
-    is not «сайт»: the columns are «Ответы канала» and «темп канала», its pace «канал
-    перегружен»; one channel keeps «Сайт», «темп сайта», «сайт перегружен»."""
+    is not «сайт»: the columns are «Ответы канала» and «темп канала», its pace names the
+    channel as every channel-aware word does («канал second (Ozon) перегружен»,
+    ``words.channel_named``); one site channel keeps «Сайт», «темп сайта», «сайт
+    перегружен»."""
     _loop(scene, "second", pace=BUSY)
     figures, _, _ = _read(scene)
-    for named, count in (({"api": "api", "second": "ozon"}, 2), (None, 2)):
+    for named, count, said in (
+        ({"api": "api", "second": "ozon"}, 2, "канал second (Ozon) перегружен: 40 запросов/с"),
+        (None, 2, "канал second перегружен: 40 запросов/с"),  # its target not given
+    ):
         text = _workers_text(figures, named, count)
         assert "Ответы канала" in text and "темп канала" in text, text
-        assert "канал перегружен: 40 запросов/с" in text, text
+        assert said in text, text
         assert "сайт" not in text.lower(), text
     one = _workers_text(figures, None)
     assert "Сайт" in one and "темп сайта" in one and "сайт перегружен: 40 запросов/с" in one
+
+
+def test_a_marketplace_alone_is_busy_by_its_own_name_never_the_site(scene: Engine) -> None:
+    """A marketplace's channel where the channels are not named (EXCHANGE_TARGET=ozon, or
+    ``status --channel`` of it without EXCHANGE_CHANNELS): its column and its pace name the
+    marketplace («Ozon», «Ozon перегружен»), never «Сайт» nor «сайт перегружен»; in English
+    "Ozon busy"."""
+    _loop(scene, "second", pace=BUSY)
+    figures, _, _ = _read(scene)
+    targets = {"api": "api", "second": "ozon"}
+    table = status.tables(figures, lang="ru", targets=targets)[2]
+    console = Console(width=400, record=True, color_system=None)
+    console.print(table)
+    text = console.export_text()
+    assert "Ozon перегружен: 40 запросов/с" in text, text
+    assert "│ Ozon" in text and "Сайт" not in text and "сайт" not in text.lower(), text
+    assert status.pace_words(_pace(BUSY), "en", "Ozon").startswith("Ozon busy: 40 requests/s")
+    assert status.pace_words(_pace(BUSY), "en").startswith("site busy: 40 requests/s")
+
+
+def test_exchange_target_ozons_own_row_is_ozon_busy_never_the_site(scene: Engine) -> None:
+    """EXCHANGE_TARGET=ozon alone: its loop reports on the process's own row (no channel); with
+    one channel registered that row is the channel's, and its pace says «Ozon перегружен»."""
+    from dataclasses import replace
+
+    _loop(scene, "second", pace=BUSY)
+    figures, _, _ = _read(scene)
+    own = [{**w, "channel": None} for w in figures.workers]
+    table = status.tables(replace(figures, workers=own), lang="ru", targets={"ozon": "ozon"})[2]
+    console = Console(width=400, record=True, color_system=None)
+    console.print(table)
+    text = console.export_text()
+    assert "Ozon перегружен: 40 запросов/с" in text and "сайт" not in text.lower(), text
+    site = status.tables(replace(figures, workers=own), lang="ru", targets={"api": "api"})[2]
+    console = Console(width=400, record=True, color_system=None)
+    console.print(site)
+    assert "сайт перегружен: 40 запросов/с" in console.export_text()  # the site as always
+
+
+def _pace(text: str) -> dict[str, Any]:
+    import json
+
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def _told(snapshot: Any, decision: Decision, channels_of: dict[str, str] | None) -> list[str]:
+    _, text = compose(
+        snapshot,
+        decision,
+        lang="ru",
+        database="db",
+        workbench_url=None,
+        every=60,
+        channels=channels_of,
+    )
+    return [line for line in text.splitlines() if line.startswith("- ")]
+
+
+def test_an_operators_pause_of_one_channel_is_that_channels_stop_and_its_resume(
+    scene: Engine,
+) -> None:
+    """``exchange pause --channel second`` stops delivery to that channel: the notice tells
+    it as that channel's stop, naming it, who paused it and the button that resumes it, and
+    its resume as that channel's («оператор возобновил доставку в канал second (Ozon)»),
+    even with no worker reporting (the operator's own act). Where the words do not name the
+    channels (one channel of EXCHANGE_TARGET) the words are the pause's as always."""
+    with transaction(scene) as connection:
+        control.pause(connection, operator="olga", note="сверка цен", now=NOW, channel="second")
+    _, _, snapshot = _read(scene)
+    stop = channel_pause_stop("second")
+    assert snapshot.situation.stops == {stop}
+    told = decide(snapshot.situation, Told(), NOW, timedelta(minutes=15))
+    assert told.send and told.new_stops == {stop} and told.remember is not None
+    named = _told(snapshot, told, {"api": "api", "second": "ozon"})
+    assert named == [
+        "- доставку в канал second (Ozon) остановил оператор olga (2026-12-05 10:00 UTC): "
+        "«сверка цен»; возобновить: кнопка «Возобновить канал second» на рабочем месте"
+    ]
+    assert _told(snapshot, told, None) == [
+        "- доставку остановил оператор olga (2026-12-05 10:00 UTC): «сверка цен»; "
+        "возобновить: кнопка «Возобновить доставку» на рабочем месте"
+    ]
+    with transaction(scene) as connection:
+        control.resume(connection, channel="second")
+    _, _, after = _read(scene)
+    resumed = decide(
+        Situation(stops=after.situation.stops), told.remember, NOW, timedelta(minutes=15)
+    )
+    assert resumed.send and resumed.resumed == {stop}
+    assert _told(after, resumed, {"api": "api", "second": "ozon"}) == [
+        "- оператор возобновил доставку в канал second (Ozon)"
+    ]
+    assert _told(after, resumed, None) == ["- оператор возобновил доставку"]
+
+
+def test_a_channels_stop_is_kept_as_told_and_read_back(scene: Engine) -> None:
+    """What was told of a channel's pause is kept (``operators`` row) and read back as told,
+    so that it is news once, not every period."""
+    with transaction(scene) as connection:
+        control.pause(connection, operator="olga", note="n", now=NOW, channel="second")
+    _, _, snapshot = _read(scene)
+    told = decide(snapshot.situation, Told(), NOW, timedelta(minutes=15))
+    assert told.remember is not None
+    with transaction(scene) as connection:
+        assert notify.remember(connection, Told(), told.remember, sent_by="w", outcome="sent")
+    with transaction(scene, read_only=True) as connection:
+        kept = notify.told(connection)
+    assert kept.stops == {channel_pause_stop("second")}
+    again = decide(snapshot.situation, kept, NOW + timedelta(hours=1), timedelta(minutes=15))
+    assert not again.send and not again.new_stops
+
+
+@pytest.mark.parametrize(
+    ("configured", "registered", "named"),
+    [
+        (None, {"api": "api"}, None),  # one channel of EXCHANGE_TARGET: the words as always
+        (None, {"api": "api", "second": "ozon"}, {"api": "api", "second": "ozon"}),
+        ({"ozon": "ozon"}, {"ozon": "ozon"}, {"ozon": "ozon"}),  # EXCHANGE_CHANNELS, one
+    ],
+)
+def test_the_notice_names_the_channels_by_the_one_rule(
+    configured: dict[str, str] | None,
+    registered: dict[str, str],
+    named: dict[str, str] | None,
+) -> None:
+    """The notice names the channels where the dashboard's words and buttons do
+    (``words.channels_named``): EXCHANGE_CHANNELS set, or more than one channel registered."""
+    from types import SimpleNamespace
+
+    from exchange.report.notice import Notifier
+
+    found = notify.Snapshot(situation=Situation(), channels=registered)
+    notifier = SimpleNamespace(channels=configured)
+    assert Notifier.channels_of(notifier, found) == named  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("channel", "target", "english", "russian"),
+    [
+        ("ozon", "ozon", "channel ozon (Ozon) busy", "канал ozon (Ozon) перегружен"),
+        ("shop", "api", "channel shop (site) busy", "канал shop (сайт) перегружен"),
+        (None, "yandex-market", "Yandex Market busy", "Яндекс Маркет перегружен"),
+        (None, "wildberries", "Wildberries busy", "Wildberries перегружен"),
+        (None, "api", "site busy", "сайт перегружен"),  # the one site's words, as always
+    ],
+)
+def test_a_429s_history_row_names_the_channel_or_the_marketplace(
+    channel: str | None, target: str, english: str, russian: str
+) -> None:
+    """A 429's history row (the worker's words, English as details are kept) names what is
+    busy as every channel-aware word does: a channel of EXCHANGE_CHANNELS by its name and
+    what it is, a marketplace of its own by its name; the Russian page says it in Russian."""
+    from types import SimpleNamespace
+
+    from exchange.words import error_words
+    from exchange.worker.loop import DeliveryLoop
+
+    loop = SimpleNamespace(channel=channel, settings=SimpleNamespace(target=target))
+    said = DeliveryLoop._busy_subject.fget(loop)  # type: ignore[attr-defined]
+    assert f"{said} busy" == english
+    detail = f"{english}, not charged: HTTP 429: slow down"
+    assert error_words(detail, "ru") == f"{russian}, попытка не засчитана: HTTP 429: slow down"
+    assert error_words(f"result-unknown: {detail}", "ru").endswith(
+        f"{russian}, попытка не засчитана: HTTP 429: slow down"
+    )

@@ -45,6 +45,9 @@ def _pause(status_code: int | None, error_class: str | None = None) -> Classific
         ("ozon", _pause(403, "MarketplaceKeyRefused"), True, PauseCause.OZON_READ_ONLY_KEY),
         # Ozon's 400 code 3 of a Client-Id it cannot read: the setting, not the key (review 32c).
         ("ozon", _pause(400, "OzonClientIdRefused"), False, PauseCause.OZON_CLIENT_ID),
+        # A refused marketplace key: that marketplace's own words, never both.
+        ("ozon", _pause(404, "MarketplaceKeyRefused"), False, PauseCause.OZON_KEY),
+        ("yandex-market", _pause(401, "MarketplaceKeyRefused"), False, PauseCause.YM_KEY),
         ("woocommerce", _pause(None, "TLSError"), False, PauseCause.TLS),
         ("woocommerce", _pause(404), False, PauseCause.API_NOT_FOUND),
         # Plain permalinks and no ?rest_route= either: the page is a 200, or rest_no_route 404.
@@ -70,6 +73,27 @@ def test_each_pause_is_named_by_what_a_person_mends(
     target: str, answer: Classification, write_refused: bool, cause: PauseCause
 ) -> None:
     assert cause == pause_cause(target, answer, write_refused=write_refused)
+
+
+@pytest.mark.parametrize(
+    ("cause", "own", "other"),
+    [
+        (PauseCause.OZON_KEY, ("Ozon", "ozon_api_key_file"), ("Яндекс", "Yandex", "ym_api_key")),
+        (PauseCause.YM_KEY, ("ym_api_key_file",), ("Ozon", "ozon_api_key")),
+    ],
+)
+def test_a_refused_marketplace_key_names_that_marketplace_alone(
+    cause: PauseCause, own: tuple[str, ...], other: tuple[str, ...]
+) -> None:
+    """The key Ozon refused is Ozon's: its words name Ozon's cabinet and key file, never
+    Yandex Market's (and the other way round); «маркетплейс» names neither."""
+    for lang in ("ru", "en"):
+        said = pause_words(cause.value, "ANSWER", lang)
+        assert all(word in said for word in own), said
+        assert not any(word in said for word in other), said
+        assert "маркетплейс" not in said and "marketplace" not in said, said
+    assert "Яндекс Маркет" in pause_words(PauseCause.YM_KEY.value, "…", "ru")
+    assert "Yandex Market" in pause_words(PauseCause.YM_KEY.value, "…", "en")
 
 
 def test_the_targets_pauses_carry_the_class_their_cause_reads() -> None:

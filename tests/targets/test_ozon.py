@@ -454,7 +454,7 @@ def test_a_404_with_code_5_pauses_delivery_with_the_cause_in_words(ozon: OzonSim
     (answer,) = deliver(made, price("SKU-1", 1))
     assert (answer.verdict, answer.http_status) == (Verdict.PAUSE, 404)
     assert "ozon_api_key_file" in answer.detail and "a-wrong-key" not in answer.detail
-    assert pause_cause("ozon", answer, write_refused=False) is PauseCause.MARKETPLACE_KEY
+    assert pause_cause("ozon", answer, write_refused=False) is PauseCause.OZON_KEY
 
 
 @pytest.mark.parametrize("status", ["403", "401"])
@@ -463,7 +463,7 @@ def test_a_key_without_the_prices_role_pauses_delivery(ozon: OzonSimulator, stat
     ozon.faults.roles = "read"
     (answer,) = deliver(target(ozon), price("SKU-1", 1))
     assert answer.verdict is Verdict.PAUSE and "role" in answer.detail
-    assert pause_cause("ozon", answer, write_refused=False) is PauseCause.MARKETPLACE_KEY
+    assert pause_cause("ozon", answer, write_refused=False) is PauseCause.OZON_KEY
 
 
 def test_a_client_id_ozon_cannot_read_pauses_delivery_in_one_request_never_split(
@@ -499,10 +499,10 @@ def test_a_client_id_ozon_cannot_read_pauses_delivery_in_one_request_never_split
     ("message", "cause"),
     [
         ("Client-Id header value should be positive integer", PauseCause.OZON_CLIENT_ID),
-        ("Invalid Api-Key, please check the key and try again", PauseCause.MARKETPLACE_KEY),
+        ("Invalid Api-Key, please check the key and try again", PauseCause.OZON_KEY),
         (
             "Api-key is deactivated, use another one or generate a new one",
-            PauseCause.MARKETPLACE_KEY,
+            PauseCause.OZON_KEY,
         ),
     ],
 )

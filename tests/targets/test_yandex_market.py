@@ -977,11 +977,13 @@ def test_a_refused_key_pauses_in_the_marketplaces_words_never_the_sites(ym: YmSi
     (read_only,) = run(lambda: target(ym), lambda t: t.send([price("SKU-1", 1)]))
     for answer in (refused, read_only):
         cause = pause_cause("yandex-market", answer, write_refused=False)
-        assert PauseCause.MARKETPLACE_KEY is cause, answer
+        assert PauseCause.YM_KEY is cause, answer
         for lang in ("en", "ru"):
             said = pause_words(cause.value, answer.detail, lang)
             assert "site" not in said and "сайт" not in said, said
             assert "ym_api_key_file" in said
+            # the one marketplace whose key it was, never the other's cabinet or key file
+            assert "Ozon" not in said and "ozon_api_key_file" not in said, said
 
 
 # -- review 32 -------------------------------------------------------------------------------------

@@ -321,7 +321,8 @@ def test_with_channels_a_worker_row_says_its_channel_busy_and_its_channels_pause
     page = html.unescape(client.get("/").text)
     rows = page.split('<table id="workers">')[1].split("</table>")[0]
     second = rows.split('data-label="Обработчик">w1/')[2].split("</tr>")[0]
-    assert "канал перегружен: 40 запросов/с" in second and "сайт" not in second, second
+    said = "канал second (WooCommerce) перегружен: 40 запросов/с"
+    assert said in second and "сайт" not in second, second
     assert "остановлена оператором olga" in second and "идёт" not in second, second
     api = rows.split('data-label="Обработчик">w1/')[1].split("</tr>")[0]
     assert "идёт" in api and "остановлена" not in api, api
@@ -379,5 +380,84 @@ def test_several_channels_without_exchange_channels_say_channel_too(olga: str, d
     _loop_row(db, "second", pace=BUSY)
     page = html.unescape(signed_in(olga, "olga").get("/").text)
     table = page.split('<table id="workers">')[1].split("</table>")[0]
-    assert "Ответы канала" in table and "канал перегружен: 40 запросов/с" in table, table
+    assert "Ответы канала" in table, table
+    assert "канал second (Ozon) перегружен: 40 запросов/с" in table, table
+    assert "сайт" not in table.lower(), table
+    # The banner's buttons follow the same rule as these words (``words.channels_named``).
+    banner = page.split('id="pause"')[1].split("</div>")[0]
+    assert "Остановить все каналы" in banner and "Остановить доставку" not in banner, banner
+
+
+def test_one_named_channel_speaks_of_channels_in_its_words_and_its_buttons_alike(
+    serve: Callable[..., Any], db: Engine, tmp_path: Path
+) -> None:
+    """The one rule (``words.channels_named``): with EXCHANGE_CHANNELS naming one channel, an
+    Ozon channel, the words name it and the banner's buttons say «все каналы», beside its row
+    (which pauses it alone, as the hint says); never «Сайт» and «Остановить доставку» beside
+    «канал ozon (Ozon)»."""
+    now = datetime.now(UTC)
+    taken(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")], now)
+    with transaction(db) as connection:
+        connection.execute(
+            channels.update().where(channels.c.name == "api").values(name="ozon", target="ozon")
+        )
+    key = tmp_path / "ozon.key"
+    key.write_text("ozon-key\n")
+    base = serve(
+        channels={
+            "ozon": {
+                "target": "ozon",
+                "ozon_api_url": "http://127.0.0.1:9",
+                "ozon_client_id": "1",
+                "ozon_api_key_file": str(key),
+            }
+        }
+    )
+    add_operator(db, "olga", "operator")
+    _loop_row(db, "ozon", pace=BUSY)
+    page = html.unescape(signed_in(base, "olga").get("/").text)
+    banner = page.split('id="pause"')[1].split("</div>")[0]
+    assert "Остановить все каналы" in banner and "Остановить доставку" not in banner, banner
+    assert 'id="channel-ozon"' in page and 'id="pause-ozon"' in page
+    table = page.split('<table id="workers">')[1].split("</table>")[0]
+    assert "канал ozon (Ozon) перегружен: 40 запросов/с" in table, table
+    assert "Сайт" not in table and "сайт" not in table.lower(), table
+
+
+def test_exchange_target_ozon_alone_is_busy_by_its_name_on_the_dashboard(
+    serve: Callable[..., Any], db: Engine, tmp_path: Path
+) -> None:
+    """EXCHANGE_TARGET=ozon, one channel: the words are the one channel's (no channel rows,
+    «Остановить доставку»), but its loop's row, the process's own, is Ozon's, never the site's:
+    «Ozon перегружен»."""
+    now = datetime.now(UTC)
+    taken(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")], now)
+    with transaction(db) as connection:
+        connection.execute(
+            channels.update().where(channels.c.name == "api").values(name="ozon", target="ozon")
+        )
+    key = tmp_path / "ozon.key"
+    key.write_text("ozon-key\n")
+    base = serve(
+        target="ozon",
+        ozon_api_url="http://127.0.0.1:9",
+        ozon_client_id="1",
+        ozon_api_key_file=str(key),
+    )
+    add_operator(db, "olga", "operator")
+    with transaction(db) as connection:
+        connection.execute(
+            insert(workers).values(
+                worker_id="w1",
+                started_at=now - timedelta(minutes=30),
+                heartbeat_at=now,
+                breaker_state="closed",
+                pace=BUSY,
+            )
+        )
+    page = html.unescape(signed_in(base, "olga").get("/").text)
+    banner = page.split('id="pause"')[1].split("</div>")[0]
+    assert "Остановить доставку" in banner and "каналы" not in banner, banner
+    table = page.split('<table id="workers">')[1].split("</table>")[0]
+    assert "Ozon перегружен: 40 запросов/с" in table, table
     assert "сайт" not in table.lower(), table

@@ -199,7 +199,7 @@ class Core:
 
         body = self.env.get_template(template).render(
             t=t,
-            pace=lambda figures, channels=False: pace_words(figures, lang, bool(channels)),
+            pace=lambda figures, channel=None: pace_words(figures, lang, channel),
             n=lambda group, code: code_name(group, code, lang),
             said=lambda text: error_words(text, lang),
             unset=lambda fact, attempted: unset_fact(fact, attempted, lang),

@@ -16,7 +16,7 @@ from markupsafe import Markup
 from sqlalchemy import Connection, select
 
 from exchange.db.engine import transaction
-from exchange.db.on_channels import channel_ids, channel_names, listed
+from exchange.db.on_channels import channel_ids, channel_names, channel_targets, listed
 from exchange.db.schema import aggregates, channels, cml_packages, messages
 from exchange.domain.states import DUE, State, values
 from exchange.errors import OperatorError
@@ -57,7 +57,15 @@ from exchange.web.workbench.core import (
     _masked,
     _secure,
 )
-from exchange.words import Lang, channel_named, file_steps, inside_words, word
+from exchange.words import (
+    Lang,
+    channel_named,
+    channel_subject,
+    channels_named,
+    file_steps,
+    inside_words,
+    word,
+)
 
 # The quarantine's pages: entries a page (a choice of these), the first by default.
 PER_PAGES = (50, 100, 500)
@@ -172,7 +180,7 @@ class Pages(Core):
                 now = self.clock.now()
                 figures = status(connection, now, self.kinds, live_within=self.config.live_within)
                 pause = control.operator_pause(connection)
-                named = self.config.channels is not None  # EXCHANGE_CHANNELS set: codes name
+                coded = self.config.channels is not None  # EXCHANGE_CHANNELS set: codes name
                 found = attention(
                     connection,
                     staged,
@@ -191,7 +199,7 @@ class Pages(Core):
                             configured=self._configured_channels(connection),
                             live_within=self.config.live_within,
                         )
-                        if named
+                        if coded
                         else None
                     ),
                 )
@@ -202,6 +210,9 @@ class Pages(Core):
                 )
                 ids = channel_ids(connection)
                 held_channels = control.paused_channels(connection)
+                registered = channel_targets(connection)
+                # contract 13: the one rule of the words and the banner's buttons alike
+                named = channels_named(coded, len(registered))
                 by_channel = channel_figures(
                     connection,
                     now,
@@ -212,8 +223,10 @@ class Pages(Core):
                     live_within=self.config.live_within,
                 )
                 return {
-                    # contract 13: a row per channel where there is more than one
-                    "channels": by_channel if len(by_channel) > 1 else {},
+                    # contract 13: a row per channel where the words name the channels (the
+                    # banner's "every channel" and its hint speak of these rows), or where
+                    # there is more than one (a dropped channel's figures among them)
+                    "channels": by_channel if named or len(by_channel) > 1 else {},
                     "chart": Markup(
                         chart.svg(hours, word("last_day", lang), self.zone, lang)
                         + chart.svg(hours, word("last_day", lang), self.zone, lang, chart.COMPACT)
@@ -249,8 +262,11 @@ class Pages(Core):
                         if figures.pause is not None and figures.pause["by"] != "operator"
                         else ""
                     ),
-                    # contract 13: EXCHANGE_CHANNELS set, the words name the channels
+                    # contract 13: the words (and the banner's buttons) name the channels
+                    # (``words.channels_named``: EXCHANGE_CHANNELS, or more than one registered)
                     "named": named,
+                    # each worker row's channel as its pace names it where it is no site
+                    "subjects": _subjects(by_channel, registered, named, lang),
                     "codes": [cause.code for cause in found.causes],
                     "live": any(w["live"] for w in figures.workers),
                     "live_within": self.config.live_within,
@@ -714,6 +730,21 @@ class Pages(Core):
                 text=text, content_type="text/css", headers={"Cache-Control": "max-age=3600"}
             )
         )
+
+
+def _subjects(
+    by_channel: dict[str, dict[str, Any]], registered: dict[str, str], named: bool, lang: Lang
+) -> dict[str | None, str | None]:
+    """Each worker row's channel as its pace names it where it is no site
+    (``words.channel_subject``); with one channel registered, the process's own row (of no
+    channel: the reporter writes the one channel's loop there) is that channel's."""
+    subjects: dict[str | None, str | None] = {
+        name: channel_subject(name, c["target"], lang, named=named)
+        for name, c in by_channel.items()
+    }
+    if len(registered) == 1:
+        subjects[None] = subjects.get(next(iter(registered)))
+    return subjects
 
 
 def _paused_channel(figures: Any, by_channel: dict[str, dict[str, Any]], lang: Lang) -> str | None:
