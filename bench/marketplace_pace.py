@@ -73,6 +73,7 @@ from exchange.domain.clock import Clock, SystemClock
 from exchange.intake.stage import stage
 from exchange.settings import Settings, load_settings
 from exchange.targets.base import Target
+from exchange.targets.wildberries.budget import POLL_SHARE
 from exchange.worker import Worker
 from exchange.worker.process import Channel
 
@@ -378,7 +379,7 @@ def wb_sim(sh: Shape, skus: list[str]) -> Any:
     return sim
 
 
-WB_POLL_SHARE = 0.5  # the target's default: polls take at most half the account's rate
+WB_POLL_SHARE = POLL_SHARE  # the target's default: polls keep 5 % of the rate while uploads go
 
 
 def wb_target(sim: Any, engine: Engine, sh: Shape, poll_share: float = WB_POLL_SHARE) -> Target:
@@ -806,7 +807,7 @@ def main(argv: list[str] | None = None) -> int:
         "--wb-poll-share",
         type=float,
         default=WB_POLL_SHARE,
-        help="the Wildberries target's share of the budget for polls (its default 0.5)",
+        help="the share of the rate the Wildberries target's polls keep while uploads go (its default 0.05)",
     )
     parser.add_argument("--out", type=Path, default=None, help="write the results here")
     args = parser.parse_args(argv)

@@ -50,7 +50,11 @@ class OutgoingMessage:
 
 
 class Target(Protocol):
-    """A shop the worker delivers to."""
+    """A shop the worker delivers to.
+
+    Optional: ``batches_at_once`` (an int, 1 when absent): how many claimed batches the worker
+    may have out at once (``DeliveryLoop.drain``); more than 1 only for a target that keeps
+    its account's limit itself on every request (Wildberries)."""
 
     name: str
     """Short and stable: ``api``, ``bitrix``, ``woocommerce``; for logs and status."""

@@ -189,8 +189,9 @@ class DeliveryLoop:
         self._pause_told = True  # the pause's ERROR line was written (once per pause)
         self.operator_paused = False  # an operator's pause (the take-in reads it)
         self.kinds = settings.policies
-        self._stop_requested: asyncio.Event | None = None  # set by request_stop during a batch
-        self._started: set[int] = set()  # pks of the batch in flight that went to the site
+        # Set by request_stop, one for each batch out (``drain``: more than one at once for a
+        # target that asks for it).
+        self._stop_requested: set[asyncio.Event] = set()
         self.requests_sent = 0
         # A target that makes requests of its own within one send takes a turn for each.
         self._paced_inside = isinstance(target, PacedTarget)
@@ -217,8 +218,8 @@ class DeliveryLoop:
         """Let the requests in flight finish (each within EXCHANGE_HTTP_TIMEOUT) and record
         them; hand the batch's unsent messages back at once (uncharged); stop claiming."""
         self.stopping = True
-        if self._stop_requested is not None:
-            self._stop_requested.set()
+        for stop_requested in self._stop_requested:
+            stop_requested.set()
         self.gate.wake_all_threadsafe()
 
     @property
@@ -231,66 +232,122 @@ class DeliveryLoop:
 
     async def drain(self, report: CycleReport, beside: Beside) -> None:
         """Claim, deliver, record, until nothing is due for this loop (or it stops, or an
-        operator pauses delivery, or the site or the breaker holds it)."""
+        operator pauses delivery, or the site or the breaker holds it).
+
+        A target that paces every request of its own against the marketplace's account
+        (``batches_at_once`` above 1: Wildberries) has the next batch claimed and sent while
+        the current one is still out, each batch's claim and record in a thread: its budget
+        never idles through the loop's turn between batches, nor through a batch whose
+        messages only poll (issue 32 item 6). Only while delivery runs freely: half-open, a
+        write turn or a pause, one batch at a time as for every other target."""
         # Aggregates whose attempts in this cycle left them to be tried again: a cycle gives
         # each at most TRIES_PER_CYCLE such attempts, so that a failure the backoff makes due
         # at once (or one charged to nobody: the site's own trouble) ends the cycle instead of
         # looping in it; the next cycle's intake and coalescing come first.
         tried: Counter[int] = Counter()
-        while not self.stopping and not self.operator_paused:
-            # A backlog keeps a cycle going until it is drained: new staging rows are taken
-            # in every poll interval meanwhile, so that a correction staged during a reload
-            # gets its place at the head of the claim order (domain/urgency.py) within one
-            # interval, not after the whole reload.
-            # While the breaker probes, the cycle ends instead: the next one takes rows in
-            # (a probe's cool-down can be shorter than a take, and a cycle of probes would
-            # never end while the site is down).
-            if report.batches and beside.take_in_due():
-                if self.breaker.state(self.clock.now()) is not BreakerState.CLOSED:
+        at_once = max(1, int(getattr(self.target, "batches_at_once", 1)))
+        out: set[asyncio.Task[None]] = set()
+        try:
+            while not self.stopping and not self.operator_paused:
+                # A backlog keeps a cycle going until it is drained: new staging rows are taken
+                # in every poll interval meanwhile, so that a correction staged during a reload
+                # gets its place at the head of the claim order (domain/urgency.py) within one
+                # interval, not after the whole reload.
+                # While the breaker probes, the cycle ends instead: the next one takes rows in
+                # (a probe's cool-down can be shorter than a take, and a cycle of probes would
+                # never end while the site is down).
+                if report.batches and beside.take_in_due():
+                    if self.breaker.state(self.clock.now()) is not BreakerState.CLOSED:
+                        break
+                    if await beside.take_in(report):
+                        break
+                if out and not self._overlapping(at_once):
+                    await _settle(out, everything=True)  # one batch at a time from here
+                    continue
+                if self.paused_reason is not None and not await self._site_accepts_again():
                     break
-                if await beside.take_in(report):
-                    break
-            if self.paused_reason is not None and not await self._site_accepts_again():
-                break
-            now = self.clock.now()
-            allowance = (
-                1 if self._trying_write else self.breaker.allowance(now, self.settings.batch_size)
-            )
-            if allowance == 0:
-                break
-            probing = self.breaker.state(now) is BreakerState.HALF_OPEN
-            batch = self._claim(
-                now, allowance, _excluded(tried, self.breaker.probed if probing else ())
-            )
-            self.metrics.claimed(batch)
-            failpoint("after-lease-commit")
-            if not batch.messages and probing and self.breaker.probed:
-                self.breaker.start_probing_again()
-                continue
-            if not batch.messages:
-                # A write turn that found nothing to send is over: left set, no later turn
-                # would come (``_write_turn``) and a paused channel would stay paused.
-                self._trying_write = False
-                break
-            report.batches += 1
-            batch_started = time.perf_counter()
-            outcomes = await self._deliver(batch)
-            tried.update(m.aggregate_id for m, d in outcomes if d.to_state in _AGAIN)
-            recorded = self._record(batch.token, outcomes)
-            log_deliveries(outcomes, time.perf_counter() - batch_started)
-            report.lost_leases += len(outcomes) - recorded
-            self.metrics.recorded(decision for _, decision in outcomes)
-            if recorded < len(outcomes):
-                log.warning(
-                    "%d outcomes not recorded: their lease passed to another worker",
-                    len(outcomes) - recorded,
+                now = self.clock.now()
+                allowance = (
+                    1
+                    if self._trying_write
+                    else self.breaker.allowance(now, self.settings.batch_size)
                 )
-            self._tell_pace()
-            self._trying_write = False
-            beside.batch_done()
-            for _, decision in outcomes:
-                report.outcomes[decision.event.value] += 1
-            report.sent += sum(1 for _, d in outcomes if d.event is not Event.RELEASED)
+                if allowance == 0:
+                    break
+                probing = self.breaker.state(now) is BreakerState.HALF_OPEN
+                exclude = _excluded(tried, self.breaker.probed if probing else ())
+                if out:  # another batch is out: the claim must not hold up its requests
+                    batch = await asyncio.to_thread(self._claim, now, allowance, exclude)
+                else:
+                    batch = self._claim(now, allowance, exclude)
+                self.metrics.claimed(batch)
+                failpoint("after-lease-commit")
+                if not batch.messages and probing and self.breaker.probed:
+                    self.breaker.start_probing_again()
+                    continue
+                if not batch.messages:
+                    if out:  # what is out may make more due (its polls): claim again after
+                        await _settle(out, everything=True)
+                        continue
+                    # A write turn that found nothing to send is over: left set, no later turn
+                    # would come (``_write_turn``) and a paused channel would stay paused.
+                    self._trying_write = False
+                    break
+                report.batches += 1
+                if at_once == 1:
+                    await self._batch(batch, report, tried, beside, threaded=False)
+                    continue
+                out.add(
+                    asyncio.create_task(self._batch(batch, report, tried, beside, threaded=True))
+                )
+                if len(out) >= at_once or not self._overlapping(at_once):
+                    await _settle(out, everything=not self._overlapping(at_once))
+        finally:
+            if out:
+                await _settle(out, everything=True)
+
+    def _overlapping(self, at_once: int) -> bool:
+        """Whether another batch may go out while one is: the target asks for it, and delivery
+        runs freely (no pause, no write turn, the breaker closed)."""
+        return (
+            at_once > 1
+            and not self._trying_write
+            and self.paused_reason is None
+            and not self.breaker.is_open()
+        )
+
+    async def _batch(
+        self,
+        batch: lease.Batch,
+        report: CycleReport,
+        tried: Counter[int],
+        beside: Beside,
+        *,
+        threaded: bool,
+    ) -> None:
+        """One claimed batch delivered and recorded (``threaded``: its record in a thread,
+        while another batch is out)."""
+        batch_started = time.perf_counter()
+        outcomes = await self._deliver(batch)
+        tried.update(m.aggregate_id for m, d in outcomes if d.to_state in _AGAIN)
+        if threaded:
+            recorded = await asyncio.to_thread(self._record, batch.token, outcomes)
+        else:
+            recorded = self._record(batch.token, outcomes)
+        log_deliveries(outcomes, time.perf_counter() - batch_started)
+        report.lost_leases += len(outcomes) - recorded
+        self.metrics.recorded(decision for _, decision in outcomes)
+        if recorded < len(outcomes):
+            log.warning(
+                "%d outcomes not recorded: their lease passed to another worker",
+                len(outcomes) - recorded,
+            )
+        self._tell_pace()
+        self._trying_write = False
+        beside.batch_done()
+        for _, decision in outcomes:
+            report.outcomes[decision.event.value] += 1
+        report.sent += sum(1 for _, d in outcomes if d.event is not Event.RELEASED)
 
     # -- the queue: every call of the loop into exchange/queue -----------------------------
 
@@ -343,23 +400,27 @@ class DeliveryLoop:
     async def _deliver(self, batch: lease.Batch) -> list[tuple[lease.Leased, Decision]]:
         semaphore = asyncio.Semaphore(self.settings.concurrency)
         renewal = asyncio.create_task(self._renew(batch))
-        self._started = set()
-        self._stop_requested = stop_requested = asyncio.Event()
+        started: set[int] = set()  # pks of this batch that went to the site
+        stop_requested = asyncio.Event()
+        self._stop_requested.add(stop_requested)
         if self.stopping:
             stop_requested.set()
-        hand_back = asyncio.create_task(self._hand_back_on_stop(batch, stop_requested))
+        hand_back = asyncio.create_task(self._hand_back_on_stop(batch, stop_requested, started))
         handed_back: set[int] = set()
         by_id = {m.message_id: m for m in batch.messages}
         try:
             requests = self.target.requests([_outgoing(m) for m in batch.messages])
             answered = await asyncio.gather(
-                *(self._request([by_id[o.message_id] for o in r], r, semaphore) for r in requests)
+                *(
+                    self._request([by_id[o.message_id] for o in r], r, semaphore, started)
+                    for r in requests
+                )
             )
         finally:
             renewal.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewal
-            self._stop_requested = None
+            self._stop_requested.discard(stop_requested)
             if not stop_requested.is_set():
                 hand_back.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -367,13 +428,15 @@ class DeliveryLoop:
         decided = {m.pk: d for pairs in answered for m, d in pairs}
         return [(m, decided[m.pk]) for m in batch.messages if m.pk not in handed_back]
 
-    async def _hand_back_on_stop(self, batch: lease.Batch, stop: asyncio.Event) -> set[int]:
+    async def _hand_back_on_stop(
+        self, batch: lease.Batch, stop: asyncio.Event, started: set[int]
+    ) -> set[int]:
         """On a stop request, record the messages not sent yet as released (uncharged) and
         free their aggregates at once, so that another worker need not wait for the lease.
         Returns their pks (none when the record failed: they go back with the batch)."""
         await stop.wait()
         # Nothing is sent once stopping is set: the messages not started now never will be.
-        unsent = [m for m in batch.messages if m.pk not in self._started]
+        unsent = [m for m in batch.messages if m.pk not in started]
         if not unsent:
             return set()
         try:
@@ -389,6 +452,7 @@ class DeliveryLoop:
         leased: list[lease.Leased],
         outgoing: list[OutgoingMessage],
         semaphore: asyncio.Semaphore,
+        started: set[int],
     ) -> list[tuple[lease.Leased, Decision]]:
         """One request of the batch (one message, or several through a batch endpoint): each
         message judged as its own answer. Half-open, only the first message probes; the
@@ -406,7 +470,7 @@ class DeliveryLoop:
             else:
                 try:
                     for m in leased:
-                        self._started.add(m.pk)
+                        started.add(m.pk)
                     probing = self.breaker.is_open()
                     sent = 1 if probing else len(leased)
                     if not inside:
@@ -827,6 +891,22 @@ class DeliveryLoop:
     async def aclose(self) -> None:
         """Close the target's connections."""
         await self.target.aclose()
+
+
+async def _settle(out: set[asyncio.Task[None]], *, everything: bool) -> None:
+    """Wait for the batches out (``everything``: all of them, else the first to end); each
+    ended one leaves ``out``, and the first failure is raised once every batch waited for
+    has ended (none is left running unseen)."""
+    done, _ = await asyncio.wait(
+        out, return_when=asyncio.ALL_COMPLETED if everything else asyncio.FIRST_COMPLETED
+    )
+    out.difference_update(done)
+    for task in done:
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+    for task in done:
+        if task.cancelled():
+            raise asyncio.CancelledError
 
 
 def log_deliveries(outcomes: list[tuple[lease.Leased, Decision]], seconds: float) -> None:

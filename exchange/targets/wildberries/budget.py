@@ -3,10 +3,14 @@ account for every method of the Prices category (uploads, the task polls, the ca
 quarantine), 10 requests per 6 s with a burst of 5; a 429's ``X-Ratelimit-Retry`` bars every
 request until it has passed.
 
-Polls and reads must never starve the uploads (contract 14): a poll also needs a token of its
-own bucket, refilled at ``poll_share`` of the rate, and never waits for it (a poll that finds
-none is put off: the delivery looks again later); uploads always wait their turn. So whatever
-the number of tasks in flight, uploads keep at least ``1 - poll_share`` of the account's rate.
+Polls must never starve the uploads (contract 14, issue 32 item 6): while uploads go (one
+waits for its token, or one went within the bucket's period) a poll goes only on a token the
+uploads leave (the bucket full: it would be lost) or on a token of its own bucket, refilled at ``poll_share`` of the rate, and never
+waits for either (a poll that finds none is put off: the delivery looks again later); uploads
+always wait their turn. So whatever the number of tasks in flight, uploads keep at least
+``1 - poll_share`` of the account's rate, and a reload's polls mostly wait for its uploads to
+end. While no upload goes, polls take the whole rate (the polls' tail after a reload), and the
+first upload after them waits at most for the token polls took last.
 """
 
 from __future__ import annotations
@@ -16,6 +20,10 @@ import time
 from collections.abc import Callable
 
 SAFETY = 0.99
+# The share of the rate polls keep while uploads go: enough that a task once uploaded is read
+# (one poll per 12 s at WB's 10 requests / 6 s), little enough that a reload's uploads keep
+# 95 % of the account's rate (issue 32 item 6: ≥ 85 % of the limit over the send phase).
+POLL_SHARE = 0.05
 
 
 class _Bucket:
@@ -38,7 +46,7 @@ class Budget:
         requests: int = 10,
         period: float = 6.0,
         burst: int = 5,
-        poll_share: float = 0.5,
+        poll_share: float = POLL_SHARE,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], object] = asyncio.sleep,
     ) -> None:
@@ -50,7 +58,10 @@ class Budget:
         self.rate = requests / period * SAFETY
         self.shared = _Bucket(self.rate, float(burst), now)
         self.polls = _Bucket(self.rate * poll_share, max(1.0, burst * poll_share), now)
+        self.period = period
         self.barred_until = 0.0
+        self._uploads_waiting = 0
+        self._upload_at = -float("inf")  # when the last upload took its token
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.taken = {"upload": 0, "poll": 0, "read": 0}
@@ -66,31 +77,51 @@ class Budget:
 
     async def take(self, kind: str) -> None:
         """Wait for a token of the shared bucket (``upload`` or ``read``)."""
-        async with self.lock:
-            while True:
-                now = self._now()
-                wait = max(self.barred_until - now, self.shared.wait(now))
-                if wait <= 0:
-                    self.shared.tokens -= 1.0
-                    self.taken[kind] += 1
-                    return
-                await self._sleep(wait)  # type: ignore[misc]
+        upload = kind == "upload"
+        self._uploads_waiting += upload
+        try:
+            async with self.lock:
+                while True:
+                    now = self._now()
+                    wait = max(self.barred_until - now, self.shared.wait(now))
+                    if wait <= 0:
+                        self.shared.tokens -= 1.0
+                        self.taken[kind] += 1
+                        if upload:
+                            self._upload_at = now
+                        return
+                    await self._sleep(wait)  # type: ignore[misc]
+        finally:
+            self._uploads_waiting -= upload
+
+    def uploads_going(self, now: float | None = None) -> bool:
+        """Whether uploads go now: one waits for its token, or one took its token within the
+        bucket's period."""
+        now = self._now() if now is None else now
+        return self._uploads_waiting > 0 or now - self._upload_at < self.period
 
     async def take_poll(self, *, wait: bool = False) -> bool:
-        """A token for a poll when the poll share has one (waiting only for the shared bucket
-        then, at most one interval); False: put the poll off, never waiting for the share.
-        ``wait``: the rest of a poll begun (the pages of a task whose status was read) waits
-        for the share's token instead, so that a poll once begun ends (the share's rate is
-        kept all the same)."""
+        """A token for a poll. While no upload goes, any token of the shared bucket (waiting
+        for it, at most one interval); while uploads go, a token they leave (the shared bucket
+        is full and no upload waits) or one of the poll share's; False: put the poll off,
+        never waiting for the share. ``wait``: the rest of a poll begun (the pages of a task
+        whose status was read) waits for the share's token instead while uploads go, so that a
+        poll once begun ends (the share's rate is kept all the same)."""
+        if not wait and not self._poll_may_go(self._now()):
+            return False  # an upload holds the lock waiting for its token: not this poll's turn
         async with self.lock:
             now = self._now()
-            if not wait and (now < self.barred_until or self.polls.wait(now) > 0):
+            if not wait and not self._poll_may_go(now):
                 return False
-            while wait and (pause := max(self.barred_until - now, self.polls.wait(now))) > 0:
+            while wait and self.uploads_going(now):
+                pause = max(self.barred_until - now, self.polls.wait(now))
+                if pause <= 0 or self._spare(now):
+                    break
                 await self._sleep(pause)  # type: ignore[misc]
                 now = self._now()
-            self.polls.refill(now)
-            self.polls.tokens -= 1.0
+            if self.uploads_going(now) and not self._spare(now):
+                self.polls.refill(now)
+                self.polls.tokens -= 1.0
             while True:
                 now = self._now()
                 shared = max(self.barred_until - now, self.shared.wait(now))
@@ -100,10 +131,27 @@ class Budget:
                     return True
                 await self._sleep(shared)  # type: ignore[misc]
 
+    def _spare(self, now: float) -> bool:
+        """A token the uploads leave: no upload waits and the shared bucket is full (the token
+        would be lost otherwise; the poll leaves the rest of the burst to the uploads)."""
+        if self._uploads_waiting:
+            return False
+        self.shared.refill(now)
+        return self.shared.tokens >= self.shared.burst - 1e-9
+
+    def _poll_may_go(self, now: float) -> bool:
+        if now < self.barred_until:
+            return False
+        if not self.uploads_going(now):
+            return True
+        return self._spare(now) or self.polls.wait(now) <= 0
+
     def poll_wait(self) -> float:
-        """Seconds until a poll may go (its share has a token and no 429 bars it)."""
+        """Seconds until a poll may go (no 429 bars it, and no upload goes or the poll share
+        has a token)."""
         now = self._now()
-        return max(self.barred_until - now, self.polls.wait(now), 0.0)
+        share = self.polls.wait(now) if self.uploads_going(now) else 0.0
+        return max(self.barred_until - now, share, 0.0)
 
     def remaining(self, left: int) -> None:
         """WB's ``X-Ratelimit-Remaining`` on an answer (research §2.3: the burst still

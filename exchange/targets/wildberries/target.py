@@ -139,6 +139,12 @@ class _Processed:
 
 class WildberriesTarget:
     name = "wildberries"
+    # The worker sends the next batch while this one is out (``DeliveryLoop.drain``): every
+    # request waits for the account's budget here, so two batches never go faster than WB
+    # allows, and the uploads need not idle through the loop's turn between batches or a
+    # batch of polls only (issue 32 item 6). One task per nmID holds all the same: the claim
+    # leases one aggregate per SKU, and a good with a task in flight is polled, not uploaded.
+    batches_at_once = 2
 
     def __init__(
         self,
