@@ -3,13 +3,14 @@ account for every method of the Prices category (uploads, the task polls, the ca
 quarantine), 10 requests per 6 s with a burst of 5; a 429's ``X-Ratelimit-Retry`` bars every
 request until it has passed.
 
-Polls must never starve the uploads (contract 14, issue 32 item 6): while uploads go (one
-waits for its token, or one went within the bucket's period) a poll goes only on a token the
-uploads leave (the bucket full: it would be lost) or on a token of its own bucket, refilled at ``poll_share`` of the rate, and never
+Polls must never starve the uploads (contract 14, issue 32 item 6): while uploads are pressed
+(one waits for its token, or one had to wait within the bucket's period: the budget, not the
+supply of prices, paces them) a poll goes only on a token the uploads leave (the bucket full:
+it would be lost) or on a token of its own bucket, refilled at ``poll_share`` of the rate, and never
 waits for either (a poll that finds none is put off: the delivery looks again later); uploads
 always wait their turn. So whatever the number of tasks in flight, uploads keep at least
 ``1 - poll_share`` of the account's rate, and a reload's polls mostly wait for its uploads to
-end. While no upload goes, polls take the whole rate (the polls' tail after a reload), and the
+end. While uploads are not pressed, polls take the whole rate (the polls' tail after a reload), and the
 first upload after them waits at most for the token polls took last.
 """
 
@@ -61,7 +62,7 @@ class Budget:
         self.period = period
         self.barred_until = 0.0
         self._uploads_waiting = 0
-        self._upload_at = -float("inf")  # when the last upload took its token
+        self._pressed_at = -float("inf")  # when an upload last had to wait for its token
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.taken = {"upload": 0, "poll": 0, "read": 0}
@@ -87,28 +88,29 @@ class Budget:
                     if wait <= 0:
                         self.shared.tokens -= 1.0
                         self.taken[kind] += 1
-                        if upload:
-                            self._upload_at = now
                         return
+                    if upload:
+                        self._pressed_at = now
                     await self._sleep(wait)  # type: ignore[misc]
         finally:
             self._uploads_waiting -= upload
 
     def uploads_going(self, now: float | None = None) -> bool:
-        """Whether uploads go now: one waits for its token, or one took its token within the
-        bucket's period."""
+        """Whether uploads are pressed now: one waits for its token, or one had to wait for it
+        within the bucket's period (a reload; a lone upload now and then never is)."""
         now = self._now() if now is None else now
-        return self._uploads_waiting > 0 or now - self._upload_at < self.period
+        return self._uploads_waiting > 0 or now - self._pressed_at < self.period
 
     async def take_poll(self, *, wait: bool = False) -> bool:
-        """A token for a poll. While no upload goes, any token of the shared bucket (waiting
-        for it, at most one interval); while uploads go, a token they leave (the shared bucket
-        is full and no upload waits) or one of the poll share's; False: put the poll off,
-        never waiting for the share. ``wait``: the rest of a poll begun (the pages of a task
-        whose status was read) waits for the share's token instead while uploads go, so that a
+        """A token for a poll. While uploads are not pressed, a token the shared bucket holds
+        now; while they are, a token they leave (the shared bucket
+        is full and no upload waits) or one of the poll share's (then waiting for the
+        shared bucket, at most one interval); False: put the poll off, never waiting for the
+        share. ``wait``: the rest of a poll begun (the pages of a task
+        whose status was read) waits for the share's token instead while they are, so that a
         poll once begun ends (the share's rate is kept all the same)."""
         if not wait and not self._poll_may_go(self._now()):
-            return False  # an upload holds the lock waiting for its token: not this poll's turn
+            return False  # put off without waiting for the lock (an upload may hold it)
         async with self.lock:
             now = self._now()
             if not wait and not self._poll_may_go(now):
@@ -135,22 +137,27 @@ class Budget:
         """A token the uploads leave: no upload waits and the shared bucket is full (the token
         would be lost otherwise; the poll leaves the rest of the burst to the uploads)."""
         if self._uploads_waiting:
-            return False
+            return False  # (one waiting for the lock has not said whether it must wait yet)
         self.shared.refill(now)
         return self.shared.tokens >= self.shared.burst - 1e-9
 
     def _poll_may_go(self, now: float) -> bool:
+        """Whether a poll that is never to wait may go now (and take its share's token when it
+        goes on one)."""
         if now < self.barred_until:
             return False
         if not self.uploads_going(now):
-            return True
+            # A token now, or the poll is put off: a batch of polls only ends at once and
+            # lets the next batch (its uploads) be claimed, instead of holding the loop
+            # for as long as the rate takes to poll every task of it.
+            return self.shared.wait(now) <= 0
         return self._spare(now) or self.polls.wait(now) <= 0
 
     def poll_wait(self) -> float:
-        """Seconds until a poll may go (no 429 bars it, and no upload goes or the poll share
-        has a token)."""
+        """Seconds until a poll may go (no 429 bars it, and uploads are not pressed or the
+        poll share has a token)."""
         now = self._now()
-        share = self.polls.wait(now) if self.uploads_going(now) else 0.0
+        share = self.polls.wait(now) if self.uploads_going(now) else self.shared.wait(now)
         return max(self.barred_until - now, share, 0.0)
 
     def remaining(self, left: int) -> None:

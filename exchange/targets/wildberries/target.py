@@ -144,7 +144,7 @@ class WildberriesTarget:
     # allows, and the uploads need not idle through the loop's turn between batches or a
     # batch of polls only (issue 32 item 6). One task per nmID holds all the same: the claim
     # leases one aggregate per SKU, and a good with a task in flight is polled, not uploaded.
-    batches_at_once = 2
+    batches_at_once = 3
 
     def __init__(
         self,
@@ -826,7 +826,9 @@ class WildberriesTarget:
         """The task's outcome: its goods' lines (processed), or pending, later (no
         poll this time: the budget's poll share is spent, or WB asked to wait), cancelled, or
         lost (not shown for ``task_timeout``)."""
-        if not await self.budget.take_poll():
+        # ``poll_at_once`` (a test's simulator processes at once): the look right after the
+        # upload waits for its token rather than being put off.
+        if not await self.budget.take_poll(wait=self.poll_at_once):
             return _LATER
         meta = await self._task_status("/api/v2/history/tasks", upload_id)
         if isinstance(meta, str):
@@ -842,7 +844,7 @@ class WildberriesTarget:
         if status == CANCELLED:
             return _CANCELLED
         # Not in the history yet (research §2.4, §8: a fresh task may show in the buffer).
-        if await self.budget.take_poll():
+        if await self.budget.take_poll(wait=self.poll_at_once):
             buffered = await self._task_status("/api/v2/buffer/tasks", upload_id)
             if isinstance(buffered, dict) and buffered.get("status") == PENDING:
                 return _PENDING
