@@ -6,11 +6,13 @@ beside it (``Beside``), which is what lets one process run a loop per channel.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from exchange import app as bootstrap
 from exchange.db.engine import make_engine
@@ -125,3 +127,84 @@ def test_a_loop_asks_the_intake_between_batches_and_delivers_what_it_brought(
     # later claim the loop asks the intake, which brings S2 in within the same drain.
     assert {("price", "S1"): [1], ("price", "S2"): [1]} == site.applied
     assert 1 == report.taken and beside.take_ins >= 1
+
+
+class _Overlapping:
+    """The site's target with ``batches_at_once`` (Wildberries: the next batch goes while one
+    is out); its sends are watched: how many are out at once, and each message sent."""
+
+    def __init__(self, inner: Any, at_once: int | None) -> None:
+        self.inner = inner
+        if at_once is not None:
+            self.batches_at_once = at_once
+        self.name = inner.name
+        self.out = 0
+        self.most_out = 0
+        self.sent: list[str] = []
+        self.second_went = asyncio.Event()
+
+    def requests(self, messages: Any) -> Any:
+        return self.inner.requests(messages)
+
+    async def send(self, messages: Any) -> Any:
+        self.out += 1
+        self.most_out = max(self.most_out, self.out)
+        self.sent += [m.aggregate for m in messages]
+        try:
+            if len(self.sent) > 1:
+                self.second_went.set()
+            else:  # the first batch is held until another goes (or 1 s: it never does)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.second_went.wait(), 1.0)
+            return await self.inner.send(messages)
+        finally:
+            self.out -= 1
+
+    async def health(self) -> Any:
+        return await self.inner.health()
+
+    def reload_credentials(self) -> None:
+        self.inner.reload_credentials()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@pytest.mark.parametrize("at_once", [None, 2])
+def test_a_target_that_keeps_its_own_limit_has_the_next_batch_sent_while_one_is_out(
+    tmp_path: Path, sqlite_template: SqliteTemplate, at_once: int | None
+) -> None:
+    """Issue 32 item 6: a target with ``batches_at_once`` (Wildberries, whose every request
+    waits for its account's budget) has the next batch claimed and sent while the first is
+    still out, so its budget never idles through the loop's turn; every other target keeps
+    one batch at a time. Either way each message is sent once and recorded delivered."""
+    loop, engine, site = _loop(tmp_path, sqlite_template)
+    watched = _Overlapping(loop.target, at_once)
+    loop.target = watched  # type: ignore[assignment]
+    clock = loop.clock
+    assert isinstance(clock, FakeClock)
+    try:
+        stage(engine, [price_row(f"S{n}", 1) for n in range(1, 5)])
+        staging_table.take(engine, None, loop.settings.kinds, clock.now())
+        report = _drain(loop, Beside(loop.settings, engine, clock, due=False))
+        delivered = bootstrap_states(engine)
+    finally:
+        engine.dispose()
+    assert {("price", f"S{n}"): [1] for n in range(1, 5)} == site.applied
+    assert sorted(watched.sent) == [f"S{n}" for n in range(1, 5)], "each sent once"
+    assert {"delivered": 4} == delivered
+    assert 4 == report.batches  # batch_size 1: a batch a message
+    assert (2 if at_once else 1) == watched.most_out
+
+
+def bootstrap_states(engine: Any) -> dict[str, int]:
+    from sqlalchemy import func, select
+
+    from exchange.db.engine import transaction
+    from exchange.db.schema import deliveries
+
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(
+            select(deliveries.c.state, func.count()).group_by(deliveries.c.state)
+        ).all()
+    return {state: int(count) for state, count in rows}

@@ -914,7 +914,7 @@ def test_a_429_is_obeyed_nothing_goes_before_x_ratelimit_retry(sim: WbSimulator)
 
 def test_polling_never_starves_uploads(sim: WbSimulator) -> None:
     """Many tasks pending and polled each send: the uploads keep at least half the account's
-    rate (the polls' share is half), and nothing is refused."""
+    rate (the polls keep 5 % of it while uploads are pressed), and nothing is refused."""
     for n in range(6, 60):
         sim.add_good(f"SKU-{n}", price=1000)
     sim.switches.processing_delay = 10_000.0  # never processed: every poll finds it pending
@@ -989,3 +989,57 @@ def test_a_4xx_counted_as_the_switch_says_is_waited_out_never_lost(
     assert all(a.retry_after for a in refused), "WB's X-Ratelimit-Retry carried to the pace"
     if four_xx_weight == 1:
         assert [] == refused
+
+
+def _race(budget: Budget, seconds: float, uploaders: int) -> tuple[int, int, float]:
+    """``uploaders`` uploads taking the budget's tokens back to back for ``seconds`` (a reload:
+    more uploads than the rate lets go, so they are pressed) while a poll is asked for every
+    10 ms: the uploads and polls that went, and the longest a poll put off took to be told."""
+
+    async def scenario() -> tuple[int, int, float]:
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + seconds
+        went = {"upload": 0, "poll": 0}
+        slowest = 0.0
+
+        async def upload() -> None:
+            while loop.time() < ends:
+                await budget.take("upload")
+                went["upload"] += 1
+
+        async def poll() -> None:
+            nonlocal slowest
+            while loop.time() < ends:
+                asked = loop.time()
+                if await budget.take_poll():
+                    went["poll"] += 1
+                else:
+                    slowest = max(slowest, loop.time() - asked)
+                await asyncio.sleep(0.01)
+
+        await asyncio.gather(poll(), *(upload() for _ in range(uploaders)))
+        return went["upload"], went["poll"], slowest
+
+    return asyncio.run(scenario())
+
+
+def test_polls_yield_to_pressed_uploads_and_keep_their_share_never_more() -> None:
+    """Issue 32 item 6, contract 14: while a reload's uploads are pressed (more of them than
+    the rate lets go), a poll goes only on its share (5 % of the rate) or a token the uploads
+    leave, and is put off at once otherwise (never waiting): the uploads keep at least 95 % of
+    the account's rate, and the polls still go (their share is theirs)."""
+    budget = Budget(requests=40, period=1.0, burst=5)  # the default share: 5 %
+    uploads_went, polls, slowest = _race(budget, 3.0, uploaders=8)
+    assert polls >= 2, "the polls' share is never taken from them"
+    assert polls <= 1 + 3.0 * 40 * 0.05 * 1.5, polls
+    assert uploads_went >= 0.9 * (uploads_went + polls), (uploads_went, polls)
+    assert slowest < 0.02, "a poll put off is told at once, never waits behind the uploads"
+
+
+def test_polls_take_the_whole_rate_once_uploads_stop() -> None:
+    """The polls' tail after a reload: with no upload pressed (none waited within the
+    bucket's period), polls go at the account's whole rate, not at their share."""
+    budget = Budget(requests=40, period=1.0, burst=5)
+    _, polls, _ = _race(budget, 1.0, uploaders=0)
+    # A poll asked every 10 ms: about the whole rate, 40 a second (their share would be 2).
+    assert polls >= 0.7 * 40, polls
