@@ -807,7 +807,8 @@ def main(argv: list[str] | None = None) -> int:
         "--wb-poll-share",
         type=float,
         default=WB_POLL_SHARE,
-        help="the share of the rate the Wildberries target's polls keep while uploads go (its default 0.05)",
+        help="the share of the rate the Wildberries target's polls keep while uploads are "
+        "pressed (its default 0.05)",
     )
     parser.add_argument("--out", type=Path, default=None, help="write the results here")
     args = parser.parse_args(argv)

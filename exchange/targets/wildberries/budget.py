@@ -10,8 +10,9 @@ it would be lost) or on a token of its own bucket, refilled at ``poll_share`` of
 waits for either (a poll that finds none is put off: the delivery looks again later); uploads
 always wait their turn. So whatever the number of tasks in flight, uploads keep at least
 ``1 - poll_share`` of the account's rate, and a reload's polls mostly wait for its uploads to
-end. While uploads are not pressed, polls take the whole rate (the polls' tail after a reload), and the
-first upload after them waits at most for the token polls took last.
+end. While uploads are not pressed, polls take any token the bucket holds (the polls' tail
+after a reload runs at the whole rate), and the first upload after them waits at most for the
+token polls took last.
 """
 
 from __future__ import annotations
@@ -103,12 +104,12 @@ class Budget:
 
     async def take_poll(self, *, wait: bool = False) -> bool:
         """A token for a poll. While uploads are not pressed, a token the shared bucket holds
-        now; while they are, a token they leave (the shared bucket
-        is full and no upload waits) or one of the poll share's (then waiting for the
-        shared bucket, at most one interval); False: put the poll off, never waiting for the
-        share. ``wait``: the rest of a poll begun (the pages of a task
-        whose status was read) waits for the share's token instead while they are, so that a
-        poll once begun ends (the share's rate is kept all the same)."""
+        now; while they are, a token they leave (the shared bucket is full and no upload
+        waits) or one of the poll share's (then waiting its turn for the shared bucket behind
+        the uploads that wait); False: put the poll off at once, never waiting. ``wait``: the
+        rest of a poll begun (the pages of a task whose status was read) waits for the share's
+        token instead while they are, so that a poll once begun ends (the share's rate is kept
+        all the same)."""
         if not wait and not self._poll_may_go(self._now()):
             return False  # put off without waiting for the lock (an upload may hold it)
         async with self.lock:
