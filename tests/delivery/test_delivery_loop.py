@@ -208,3 +208,42 @@ def bootstrap_states(engine: Any) -> dict[str, int]:
             select(deliveries.c.state, func.count()).group_by(deliveries.c.state)
         ).all()
     return {state: int(count) for state, count in rows}
+
+
+def test_a_stop_with_two_batches_out_lets_both_finish_and_claims_no_more(
+    tmp_path: Path, sqlite_template: SqliteTemplate
+) -> None:
+    """A stop requested while two batches are out (``batches_at_once``): the requests out end
+    and are recorded, nothing more is claimed, and what was not sent stays due (no lease
+    left behind): nothing lost, nothing sent twice."""
+    loop, engine, site = _loop(tmp_path, sqlite_template)
+    watched = _Overlapping(loop.target, 2)
+    loop.target = watched  # type: ignore[assignment]
+    clock = loop.clock
+    assert isinstance(clock, FakeClock)
+
+    async def stop_once_both_are_out() -> None:
+        await watched.second_went.wait()
+        loop.request_stop()
+
+    try:
+        stage(engine, [price_row(f"S{n}", 1) for n in range(1, 5)])
+        staging_table.take(engine, None, loop.settings.kinds, clock.now())
+        report = CycleReport()
+
+        async def scenario() -> None:
+            stopper = asyncio.create_task(stop_once_both_are_out())
+            try:
+                await loop.drain(report, Beside(loop.settings, engine, clock, due=False))
+            finally:
+                stopper.cancel()
+                await loop.aclose()
+
+        asyncio.run(scenario())
+        found = bootstrap_states(engine)
+    finally:
+        engine.dispose()
+    assert 2 == watched.most_out and 2 == report.batches
+    assert sorted(watched.sent) == ["S1", "S2"], "nothing claimed after the stop"
+    assert {("price", "S1"): [1], ("price", "S2"): [1]} == site.applied
+    assert {"delivered": 2, "new": 2} == found, found
