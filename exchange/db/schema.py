@@ -180,8 +180,16 @@ class Message(Base):
     __tablename__ = "messages"
     __table_args__ = (
         # The rejected records' lists by state, in the order of since when each is in its
-        # state (``ops.quarantine.page_of``, migration 0019): a page is a walk of this.
-        Index("ix_messages_state_updated_at_id", "state", "updated_at", "id"),
+        # state (``ops.quarantine.page_of``, migration 0019): a page is a walk of this. Only
+        # a record has a state (migration 0026): on SQLite only the records are in it
+        # (migration 0028), intake writes no entry for an accepted message.
+        Index(
+            "ix_messages_state_updated_at_id",
+            "state",
+            "updated_at",
+            "id",
+            sqlite_where=sa_text("state IS NOT NULL"),
+        ),
         Index("ix_messages_aggregate_id_version", "aggregate_id", "version"),
         # ``find`` by the beginning of an aggregate, a 1C document, a product name or a
         # message_id (migration 0016): LIKE 'x%' reads a range of these on PostgreSQL through
@@ -404,6 +412,9 @@ class ChannelAggregate(Base):
             sqlite_where=sa_text("lease_token IS NOT NULL"),
             postgresql_where=sa_text("lease_token IS NOT NULL"),
         ),
+        # SQLite: the table is its key's B-tree, a row found by its key in one descent
+        # (migration 0028).
+        {"sqlite_with_rowid": False},
     )
 
     aggregate_id: Mapped[int] = mapped_column(ForeignKey("aggregates.id"))

@@ -312,3 +312,60 @@ def test_the_downgrade_of_0026_fills_the_old_columns_from_the_default_channel(
         engine.dispose()
     assert differences(MANIFEST[dialect], found) == []
     assert differences(without_record_copies(MANIFEST[dialect]), again) == []
+
+
+def _sqlite_forms(engine: Engine) -> dict[str, str]:
+    """The DDL SQLite keeps of ``channel_aggregates`` and of the records' index."""
+    with engine.connect() as c:
+        return dict(
+            c.exec_driver_sql(
+                "SELECT name, sql FROM sqlite_master WHERE name IN "
+                "('channel_aggregates', 'ix_messages_state_updated_at_id')"
+            ).all()
+        )
+
+
+def test_0028_rebuilds_sqlites_cursors_without_a_rowid_keeping_every_row(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Migration 0028 (issue 31 item 9): on SQLite ``channel_aggregates`` becomes a table
+    without a rowid (a cursor found by its key in one descent) and the records' index holds
+    only rows with a state; every delivery, cursor (its live lease too), history row and
+    message is what it was, the records' list still walks the index, and the downgrade puts
+    the rowid table back with the same rows."""
+    from alembic import command
+
+    from exchange.db.migrate import alembic_config
+
+    engine = loaded("sqlite", request, tmp_path)
+    try:
+        upgrade(engine, "0027")
+        before, old = _deliveries(engine), snapshot(engine)
+        assert "WITHOUT ROWID" not in _sqlite_forms(engine)["channel_aggregates"]
+        upgrade(engine)
+        forms = _sqlite_forms(engine)
+        after, new = _deliveries(engine), snapshot(engine)
+        with engine.connect() as c:
+            plan = " | ".join(
+                row[-1]
+                for row in c.exec_driver_sql(
+                    "EXPLAIN QUERY PLAN SELECT id, reason FROM messages WHERE state = ? "
+                    "ORDER BY updated_at, id",
+                    ("quarantined",),
+                )
+            )
+        command.downgrade(alembic_config(engine), "0027")
+        back, old_again = _deliveries(engine), snapshot(engine)
+        back_forms = _sqlite_forms(engine)
+    finally:
+        engine.dispose()
+    assert forms["channel_aggregates"].rstrip().endswith("WITHOUT ROWID")
+    assert forms["ix_messages_state_updated_at_id"].endswith("WHERE state IS NOT NULL")
+    assert "INDEX ix_messages_state_updated_at_id (state=?)" in plan, plan
+    assert before["cursors"] and any(
+        cursor["api"]["lease_token"] for cursor in before["cursors"].values()
+    )
+    assert after == before and differences(old, new) == []
+    assert back == before and differences(old, old_again) == []
+    assert "WITHOUT ROWID" not in back_forms["channel_aggregates"]
+    assert "WHERE" not in back_forms["ix_messages_state_updated_at_id"]
