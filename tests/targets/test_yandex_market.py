@@ -234,7 +234,11 @@ def test_offer_id_is_trimmed_as_yandex_trims_it_and_two_skus_of_one_offer_never_
     plan = run(lambda: target(ym), lambda t: asyncio.sleep(0, t.requests(messages)))
     assert [[m.aggregate for m in r] for r in plan] == [[" SKU-1 ", "SKU-2"], ["SKU-1"]]
     found = run(lambda: target(ym), lambda t: send_all(t, messages))
-    assert [Verdict.AWAITING] * 3 == verdicts(found), "no duplicate-offer 400"
+    assert [Verdict.AWAITING] * 2 + [Verdict.TERMINAL] == verdicts(found), "no duplicate 400"
+    # Review 32d: sent apart, the second overwrote the first, and both read back delivered.
+    assert "invalid-for-channel" == found[2].reason
+    assert "SKUs ' SKU-1 ' and 'SKU-1' are one Yandex Market offer 'SKU-1'" in found[2].detail
+    assert Decimal("10") == ym.live("SKU-1").value  # type: ignore[union-attr]
 
 
 def test_at_most_500_offers_a_request(ym: YmSimulator) -> None:
@@ -765,7 +769,10 @@ def test_the_key_never_reaches_a_log_or_a_detail(
     assert all(secret not in c.detail for c in found)
 
 
-def test_two_skus_of_one_article_go_in_separate_updates(ym: YmSimulator) -> None:
+def test_two_skus_of_one_article_never_overwrite_each_other(ym: YmSimulator) -> None:
+    """Two goods sharing an article (once trimmed) are one Yandex offer: the second would
+    overwrite the first's price, and both read back "delivered" (review 32d). The first goes;
+    the second is ``invalid-for-channel`` naming both, never sent (nor a duplicate 400)."""
     from exchange.targets.marketplace.articles import MemoryArticles
 
     recorder = Recorder()
@@ -775,8 +782,11 @@ def test_two_skus_of_one_article_go_in_separate_updates(ym: YmSimulator) -> None
         lambda: target(ym, sku_source="article", articles=articles, transport=recorder),
         lambda t: t.send(messages),
     )
-    assert [Verdict.AWAITING, Verdict.AWAITING] == verdicts(found), "no duplicate-offer 400"
-    assert [1, 1] == [len(b["offers"]) for b in recorder.updates()]
+    assert [Verdict.AWAITING, Verdict.TERMINAL] == verdicts(found)
+    assert "SKUs '1c-a' and '1c-b' are one Yandex Market offer 'ART-1'" in found[1].detail
+    assert [[("ART-1", 10)]] == [
+        [(o["offerId"], o["price"]["value"]) for o in b["offers"]] for b in recorder.updates()
+    ]
 
 
 @pytest.mark.parametrize(

@@ -167,6 +167,7 @@ class _Accepted:
     fields: dict[str, Decimal]
     accepted_at: float  # monotonic
     reads: int = 0
+    sku: str | None = None  # as staged (None: a receipt written before it was kept)
     # field -> the version of the price it carries; a field missing (a receipt written before
     # versions were kept) is taken as the newest.
     versions: dict[str, int] = field(default_factory=dict)
@@ -261,6 +262,9 @@ class YandexMarketTarget:
         # Messages found not applied in time: sent on their next lease, whatever their receipt
         # still says (a release that charged nothing, e.g. a probe, keeps ``ym-accepted:``).
         self._not_applied: set[str] = set()
+        # The SKU whose prices this process gave each offer: another SKU Yandex reads as the
+        # same offer (one article, or equal once trimmed, §3.1) would overwrite its price.
+        self._offer_skus: dict[str, str] = {}
         self._pacer: Pacer = UNPACED
         self._http = http_client(
             base_url=f"{self.url}/v2/businesses/{business_id}",
@@ -358,7 +362,7 @@ class YandexMarketTarget:
         offer, fields, at, versions = read
         age = max(0.0, (self._now() - at).total_seconds())
         known = self._accepted[message.message_id] = _Accepted(
-            offer, fields, self._monotonic() - age, versions=versions
+            offer, fields, self._monotonic() - age, versions=versions, sku=_sku(message)
         )
         return known
 
@@ -368,8 +372,13 @@ class YandexMarketTarget:
         """The items as sent (``_with_accepted``); one that breaks Yandex's rules only with a
         price accepted and not shown yet is ``invalid-for-channel``, as with a known one."""
         out: list[_Item] = []
+        owners = dict(self._offer_skus)
         for item in items:
             sent = self._with_accepted(item)
+            other = owners.setdefault(sent.offer, sent.sku)
+            if other != sent.sku:
+                answers_.update(shared.spread(item, shared.invalid(_one_offer(sent, other))))
+                continue
             broken = _rule_broken(sent)
             if broken is None:
                 out.append(sent)
@@ -388,7 +397,9 @@ class YandexMarketTarget:
         offer = offer_id(item.offer_id)
         fields = dict(item.prices)
         versions = dict(item.versions)
-        accepted = [a for a in self._accepted.values() if a.offer == offer]
+        accepted = [
+            a for a in self._accepted.values() if a.offer == offer and a.sku in (item.sku, None)
+        ]
         for name in sorted({n for a in accepted for n in a.fields} - item.new):
             best = max(
                 (a for a in accepted if name in a.fields),
@@ -650,13 +661,14 @@ class YandexMarketTarget:
             # An update accepted earlier for the offer is shown as this one once this one lands:
             # this one carries its prices (``_with_accepted``) and replaces it whole (§3.6.2).
             for earlier in self._accepted.values():
-                if earlier.offer == item.offer:
+                if earlier.offer == item.offer and earlier.sku == item.sku:
                     earlier.fields = dict(item.fields)
                     earlier.versions = dict(item.versions)
+            self._offer_skus[item.offer] = item.sku
             for m in item.carried:
                 self._not_applied.discard(m.message_id)
                 self._accepted[m.message_id] = _Accepted(
-                    item.offer, dict(item.fields), now, versions=dict(item.versions)
+                    item.offer, dict(item.fields), now, versions=dict(item.versions), sku=item.sku
                 )
                 taken_ = _accepted(
                     f"{why}: Yandex Market accepted offer {item.offer!r}; read back in {wait:g} s",
@@ -730,14 +742,15 @@ class YandexMarketTarget:
                         self._wait(a.reads),
                     )
             return out
+        # By message, never by offer: each is judged by what its own update carried.
         as_sent = {
-            a.offer
-            for _, a in pending
+            m.message_id
+            for m, a in pending
             if (seen := shown.get(a.offer)) is not None
             and all(seen.shown.get(k) == v for k, v in a.fields.items())
         }
-        late = {a.offer for _, a in pending if now - a.accepted_at >= self.apply_timeout}
-        ask = sorted(as_sent | late)
+        late = {m.message_id for m, a in pending if now - a.accepted_at >= self.apply_timeout}
+        ask = sorted({a.offer for m, a in pending if m.message_id in as_sent | late})
         listed: dict[str, str] | None = {}
         cannot = ""
         try:
@@ -747,7 +760,7 @@ class YandexMarketTarget:
             cannot = whole.classification.detail
         for m, a in pending:
             seen = shown.get(a.offer)
-            if (seen is None or not seen.found) and a.offer not in late:
+            if (seen is None or not seen.found) and m.message_id not in late:
                 # A new offer may be listed only once its first price is applied (§3.4: "до
                 # нескольких минут"; what Yandex lists for an unknown offerId is unconfirmed).
                 a.reads += 1
@@ -769,7 +782,7 @@ class YandexMarketTarget:
                     reason=Reason.UNKNOWN_SKU,
                 )
                 continue
-            if a.offer in as_sent or a.offer in late:
+            if m.message_id in as_sent or m.message_id in late:
                 if listed is None:
                     a.reads += 1
                     out[m.message_id] = _accepted(
@@ -788,7 +801,7 @@ class YandexMarketTarget:
                         http_status=200,
                     )
                     continue
-            if a.offer in as_sent:
+            if m.message_id in as_sent:
                 self._accepted.pop(m.message_id, None)
                 out[m.message_id] = Classification(
                     Verdict.DELIVERED,
@@ -797,7 +810,7 @@ class YandexMarketTarget:
                     http_status=200,
                     receipt=a.offer,
                 )
-            elif a.offer in late:
+            elif m.message_id in late:
                 self._accepted.pop(m.message_id, None)
                 self._not_applied.add(m.message_id)
                 out[m.message_id] = Classification(
@@ -1031,6 +1044,14 @@ def _not_withheld(offer: str, price: MappedPrice, seen: _Read | None) -> Release
         False,
         f"Yandex Market no longer withholds offer {offer!r} and {now}, not "
         f"{number(price.amount)}: a later update replaced this price, nothing to confirm",
+    )
+
+
+def _one_offer(item: _Item, other: str) -> str:
+    return (
+        f"SKUs {other!r} and {item.sku!r} are one Yandex Market offer {item.offer!r} (Yandex "
+        "trims offerId, and under sku_source=article two goods may share an article): each "
+        "would overwrite the other's price; give them distinct SKUs (or articles) in 1C"
     )
 
 
