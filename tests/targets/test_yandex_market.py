@@ -683,14 +683,62 @@ def test_an_item_carries_a_companion_yandex_accepted_not_yet_shown_that_the_know
     assert (90, 150) == (second["value"], second.get("discountBase"))
 
 
+def test_a_price_back_to_an_earlier_one_is_not_delivered_by_the_line_before_it() -> None:
+    """1C went 100 (shown), 120, 100: 120 accepted and not applied yet, then 100 accepted. The
+    read-back shows 100 — still the first line (research §3.4: applied within minutes; §3.5: no
+    order promised). Delivered only once ``ym_apply_timeout`` has passed; if Yandex then shows
+    120 (applied out of order), 100 is sent again (review 32d finding 1)."""
+    clock = Clock()
+    live = {"A": {"value": 100, "currencyId": "RUR"}}
+    updates: list[Any] = []
+
+    def yandex(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if request.url.path.endswith("/offer-prices/updates"):
+            updates.append(body["offers"][0]["price"]["value"])
+            return httpx.Response(200, json={"status": "OK"})
+        if request.url.path.endswith("/offer-prices"):
+            offers = [{"offerId": n, "price": live[n]} for n in body["offerIds"] if n in live]
+            return httpx.Response(200, json={"status": "OK", "result": {"offers": offers}})
+        return httpx.Response(200, json={"status": "OK", "result": {"offers": []}})
+
+    v2, v3 = price("A", 2, "120"), price("A", 3, "100")
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        sent = await t.send([v2]) + await t.send([v3])  # v2 superseded: never leased again
+        early = await t.send([v3])
+        clock.now += 601
+        live["A"] = {"value": 120, "currencyId": "RUR"}  # Yandex applied v3, then v2
+        return sent + early + await t.send([v3])
+
+    found = run(
+        lambda: YandexMarketTarget(
+            "http://ym.test",
+            BUSINESS,
+            lambda: KEY,
+            price_types={"retail": "value"},
+            transport=httpx.MockTransport(yandex),
+            monotonic=clock,
+            sleep=clock.sleep,
+        ),
+        scenario,
+    )
+    assert [Verdict.AWAITING] * 3 + [Verdict.TEMPORARY] == verdicts(found)
+    assert [120, 100] == updates, "then sent again, on its next lease"
+
+
 def test_an_accepted_price_is_delivered_when_a_later_update_carrying_it_is_shown(
     ym: YmSimulator,
 ) -> None:
     """The discount base (v1) accepted, then the retail price (v2) accepted carrying it: Yandex
     shows the later update whole, so the discount's read-back finds value 90 where it sent 100.
     Its price is live all the same: delivered at its first read-back, not sent again after
-    ``ym_apply_timeout`` as a price never shown (charged, and late by the timeout)."""
+    ``ym_apply_timeout`` as a price never shown (charged, and late by the timeout). The retail
+    price, accepted while the discount's update was not shown, counts only once
+    ``ym_apply_timeout`` has passed (review 32d: a read-back cannot tell 1C's 100, 120, 100
+    apart), never sent again."""
     recorder = Recorder()
+    clock = Clock()
     known = MemoryKnownPrices()
     known.remember(KnownPrice("SKU-1", "retail", Decimal("100"), "RUB", 1))
     discount = price("SKU-1", 1, "150", price_type="old")
@@ -698,10 +746,17 @@ def test_an_accepted_price_is_delivered_when_a_later_update_carrying_it_is_shown
 
     async def scenario(t: YandexMarketTarget) -> list[Classification]:
         sent = await t.send([discount]) + await t.send([retail])
-        return sent + await t.send([discount]) + await t.send([retail])
+        read = await t.send([discount]) + await t.send([retail])
+        clock.now += 601
+        return sent + read + await t.send([retail])
 
-    found = run(lambda: target(ym, known=known, transport=recorder), scenario)
-    assert [Verdict.AWAITING] * 2 + [Verdict.DELIVERED] * 2 == verdicts(found)
+    found = run(
+        lambda: target(ym, known=known, transport=recorder, monotonic=clock, sleep=clock.sleep),
+        scenario,
+    )
+    assert [Verdict.AWAITING] * 2 + [Verdict.DELIVERED, Verdict.AWAITING] == verdicts(found[:4])
+    assert "an earlier update of it was not shown yet" in found[3].detail
+    assert Verdict.DELIVERED == found[4].verdict
     assert 2 == len(recorder.updates())
     live = ym.live("SKU-1")
     assert live is not None and (Decimal(90), Decimal(150)) == (live.value, live.discount_base)

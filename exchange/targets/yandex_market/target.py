@@ -168,6 +168,10 @@ class _Accepted:
     accepted_at: float  # monotonic
     reads: int = 0
     sku: str | None = None  # as staged (None: a receipt written before it was kept)
+    # Accepted while an earlier update of the offer, with other prices, was not shown yet:
+    # the read-back cannot tell this update's prices from the ones before that one (1C went
+    # 100, 120, 100), so it counts only from this monotonic moment, ``ym_apply_timeout`` on.
+    settles_at: float | None = None
     # field -> the version of the price it carries; a field missing (a receipt written before
     # versions were kept) is taken as the newest.
     versions: dict[str, int] = field(default_factory=dict)
@@ -660,15 +664,23 @@ class YandexMarketTarget:
             receipt = _receipt(item.offer, item.fields, at, item.versions)
             # An update accepted earlier for the offer is shown as this one once this one lands:
             # this one carries its prices (``_with_accepted``) and replaces it whole (§3.6.2).
+            settles_at: float | None = None
             for earlier in self._accepted.values():
                 if earlier.offer == item.offer and earlier.sku == item.sku:
+                    if earlier.fields != item.fields:
+                        settles_at = now + self.apply_timeout
                     earlier.fields = dict(item.fields)
                     earlier.versions = dict(item.versions)
             self._offer_skus[item.offer] = item.sku
             for m in item.carried:
                 self._not_applied.discard(m.message_id)
                 self._accepted[m.message_id] = _Accepted(
-                    item.offer, dict(item.fields), now, versions=dict(item.versions), sku=item.sku
+                    item.offer,
+                    dict(item.fields),
+                    now,
+                    versions=dict(item.versions),
+                    sku=item.sku,
+                    settles_at=settles_at,
                 )
                 taken_ = _accepted(
                     f"{why}: Yandex Market accepted offer {item.offer!r}; read back in {wait:g} s",
@@ -743,11 +755,16 @@ class YandexMarketTarget:
                     )
             return out
         # By message, never by offer: each is judged by what its own update carried.
-        as_sent = {
+        shown_as_sent = {
             m.message_id
             for m, a in pending
             if (seen := shown.get(a.offer)) is not None
             and all(seen.shown.get(k) == v for k, v in a.fields.items())
+        }
+        as_sent = {
+            m.message_id
+            for m, a in pending
+            if m.message_id in shown_as_sent and (a.settles_at is None or now >= a.settles_at)
         }
         late = {m.message_id for m, a in pending if now - a.accepted_at >= self.apply_timeout}
         ask = sorted({a.offer for m, a in pending if m.message_id in as_sent | late})
@@ -824,6 +841,15 @@ class YandexMarketTarget:
                     # Yandex answered every read well: this offer alone is late, never a sign
                     # the cabinet is down (no breaker, no health check, charged).
                     about_item=True,
+                )
+            elif m.message_id in shown_as_sent:
+                a.reads += 1
+                wait = self._wait(a.reads)
+                out[m.message_id] = _accepted(
+                    f"Yandex Market shows offer {a.offer!r} as sent, but an earlier update of it "
+                    "was not shown yet when this one was accepted: it counts once "
+                    f"ym_apply_timeout has passed; read back in {wait:g} s",
+                    wait,
                 )
             else:
                 a.reads += 1
