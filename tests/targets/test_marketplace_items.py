@@ -297,3 +297,47 @@ def test_an_item_breaking_a_rule_waits_for_a_newer_price_of_its_sku_at_most_most
     own = [WaitingPrice("A", "old", 9, now)]  # its own type, carried as new: not awaited
     mine = build(old, channel(), [], {}, rule, waiting=own, now=now)
     assert mine.answers["A/old@2"].reason == Reason.INVALID_FOR_CHANNEL
+
+
+def test_a_price_broken_beside_a_known_one_waits_for_1cs_next_package_then_is_refused() -> None:
+    """Review 32d: 1C sends a SKU's price types in separate packages. The price 1500 arrives
+    beside the delivered old price 1200 (below it: Ozon's rule broken); the old price 1800 is a
+    package away. The price waits (not charged) ``COMPANION_GRACE`` from its message's
+    creation, then is ``invalid-for-channel``; a price broken by its own new prices alone (no
+    known price beside it) is refused at once."""
+    from datetime import timedelta
+
+    from exchange.targets.marketplace.items import COMPANION_GRACE
+
+    def rule(item: Item) -> str | None:
+        old_price, price_ = item.prices.get("old_price"), item.prices.get("price", Decimal(0))
+        return "old_price below price" if old_price is not None and old_price < price_ else None
+
+    made = datetime(2026, 12, 5, tzinfo=UTC)  # the messages' created_at (price() above)
+    lone = [price("A", "retail", "1500")]
+
+    def answer(after: float, messages: list[OutgoingMessage] = lone) -> Classification:
+        now = made + timedelta(seconds=after)
+        built = build(messages, channel(), [known("A", "old", "1200")], {}, rule, now=now)
+        return built.answers[messages[0].message_id]
+
+    soon = answer(30)
+    assert (soon.verdict, soon.reason, soon.again_in) == (Verdict.AWAITING, None, 60.0)
+    assert "next package" in soon.detail and "not charged" in soon.detail
+    assert answer(COMPANION_GRACE - 10).again_in == 10.0
+    late = answer(COMPANION_GRACE + 1)
+    assert (late.verdict, late.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
+    both = [price("A", "retail", "1500"), price("A", "old", "1400")]  # its own pair breaks it
+    assert answer(30, both).reason == Reason.INVALID_FOR_CHANNEL
+    # The old price 1800 arrives: the pair holds, both go together.
+    pair = build(
+        [price("A", "retail", "1500"), price("A", "old", "1800", 3)],
+        channel(),
+        [known("A", "old", "1200")],
+        {},
+        rule,
+        now=made + timedelta(seconds=30),
+    )
+    assert [(i.sku, i.prices) for i in pair.items] == [
+        ("A", {"price": Decimal("1500"), "old_price": Decimal("1800")})
+    ]

@@ -21,7 +21,12 @@ Yandex Market's ``value`` waiting for its retry after a 503 while its ``discount
 claimed alone, or Ozon's ``price`` held by the hourly limit beside a new ``old_price``) is not
 refused: a person has nothing to fix, the rule may hold once both go together. It waits
 (``AWAITING``: not charged) until that price is due, at most ``most`` seconds at a time, and
-goes with it (issue 32). Only when nothing of the kind waits is it ``invalid-for-channel``.
+goes with it (issue 32). Only when nothing of the kind waits is it ``invalid-for-channel``,
+and, when the item carries a known price of another type (which may be what breaks the rule),
+only once its newest message is ``COMPANION_GRACE`` old: 1C often sends a SKU's price types in
+separate packages, so the other type's new price may be a package away (review 32d: Ozon's
+price 1500 beside the delivered old price 1200 was quarantined, and the old price 1800 that
+came next went out beside the price 1000, a discount 1C never gave).
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from exchange.targets.prices import (
 ARTICLES_UNREAD = "ArticlesUnread"  # error_class: the service's database gave no articles
 AWAITING_PRICE = "AwaitingPrice"  # error_class: an item waits for a price of its SKU (issue 32)
 MOST_WAIT = 60.0  # seconds an item waits for another price of its SKU before it looks again
+COMPANION_GRACE = 600.0  # seconds a price broken beside a known one waits for 1C's next package
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,10 +215,13 @@ def build(
         if broken is not None:
             broken_by[item.sku] = broken
             awaited = _awaited(item, channel, pending.get(item.sku, ()))
-            if awaited is None:
-                answers.update(spread(item, invalid(broken)))
-            else:
+            grace = _grace(item, now)
+            if awaited is not None:
                 answers.update(spread(item, _waits(awaited, channel, broken, now, most)))
+            elif grace is not None:
+                answers.update(spread(item, _waits_for_1c(channel, broken, grace, most)))
+            else:
+                answers.update(spread(item, invalid(broken)))
             continue
         ready.append(item)
     return Built(ready, answers, broken_by)
@@ -234,6 +243,29 @@ def _awaited(
         if found is None or price.due < found[0].due:
             found = (price, mapped)
     return found
+
+
+def _grace(item: Item, now: datetime | None) -> float | None:
+    """Seconds left of ``COMPANION_GRACE`` for an item that carries a known price of another
+    type beside its new ones, or None (nothing known beside it, or its grace is over)."""
+    if now is None or not set(item.prices) - item.new or not item.carried:
+        return None
+    age = (now - max(m.created_at for m in item.carried)).total_seconds()
+    left = COMPANION_GRACE - age
+    return left if left > 0 else None
+
+
+def _waits_for_1c(channel: Channel, broken: str, left: float, most: float) -> Classification:
+    wait = max(min(1.0, most), min(most, left))
+    return Classification(
+        Verdict.AWAITING,
+        f"alone beside the other known prices of its SKU it breaks a rule of {channel.target} "
+        f"({broken}); 1C may send the other price type in its next package: looked at again "
+        f"in {wait:g} s, quarantined if it still breaks the rule {left:.0f} s from now, not "
+        "charged",
+        again_in=wait,
+        error_class=AWAITING_PRICE,
+    )
 
 
 def _waits(
@@ -299,8 +331,6 @@ async def gather(
         pending = await asyncio.to_thread(waiting.waiting, sorted(built.broken))
     except Exception as exc:
         return _unread(messages, f"the waiting prices could not be read: {type(exc).__name__}")
-    if not pending:
-        return built
     return build(messages, channel, latest, found, rule, waiting=pending, now=now, most=most)
 
 
