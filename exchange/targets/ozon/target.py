@@ -238,6 +238,7 @@ class OzonTarget:
             articles=self.articles,
             rule=ozon_rule,
             waiting=self.waiting,
+            now=datetime.fromtimestamp(self.clock(), UTC),
         )
         answers = dict(built.answers)
         unchanged = await self._unchanged(built.items)
