@@ -18,16 +18,18 @@ session (exchange/targets/bitrix/target.py).
 
 from __future__ import annotations
 
+import functools
 import re
 import ssl
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
 
 from exchange.domain.pause import TLS_ERROR as TLS_ERROR
 from exchange.domain.verdicts import Classification, Verdict
+from exchange.secrets import SECRET_MASK, mask_secrets, secret_forms
 from exchange.targets.base import Pacer
 
 # TLS_ERROR: the error_class of a failed TLS handshake (e.g. an untrusted certificate), named
@@ -171,6 +173,61 @@ async def paced_request(
         raise
     pacer.done(sent_at, response.status_code, response.headers.get("Retry-After"))
     return response
+
+
+# -- the key a site repeats ----------------------------------------------------------------------
+#
+# A marketplace (or a proxy, a WAF before it) may quote the request's key back in an error's text
+# ("Api-Key=… is invalid"). Every word a target reads from an answer (a detail, a log line, a
+# receipt, a read-back's reason) comes from the response, so the key is masked there, once, in
+# every spelling ``secret_forms`` knows: what leaves the target's wire never holds it, and after
+# the key file is rotated the history holds no old key the outputs no longer know to mask. The
+# shop API's client does the same for its token (shop_api/client.py ``_scrub``).
+
+# Headers that describe the bytes as they came, not as they are after masking.
+_BODY_HEADERS = ("content-encoding", "content-length", "transfer-encoding")
+
+
+@functools.lru_cache(maxsize=8)
+def _key_forms(key: str) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
+    forms = tuple(secret_forms(key))
+    return forms, tuple(form.encode("utf-8") for form in forms)
+
+
+def key_masked(response: httpx.Response, key: str | None) -> httpx.Response:
+    """``response`` with ``key`` (the credential the request carried) masked in its body and
+    its headers; the same response when it does not hold the key. Read once the body is read
+    (a target's requests are never streamed)."""
+    if not key:
+        return response
+    forms, byte_forms = _key_forms(key)
+    content = response.content
+    raw = response.headers.multi_items()
+    headers = [(name, mask_secrets(value, forms)) for name, value in raw]
+    in_body = any(form in content for form in byte_forms)
+    if not in_body and headers == raw:
+        return response
+    if in_body:
+        try:
+            content = mask_secrets(content.decode("utf-8"), forms).encode("utf-8")
+        except UnicodeDecodeError:  # not UTF-8: the key's bytes replaced as they are
+            for form in byte_forms:
+                content = content.replace(form, SECRET_MASK.encode())
+    return httpx.Response(
+        response.status_code,
+        headers=[(name, value) for name, value in headers if name.lower() not in _BODY_HEADERS],
+        content=content,
+        request=response.request,
+        extensions=dict(response.extensions),
+    )
+
+
+def key_masked_failure(failure: TransportFailure, key: str | None) -> TransportFailure:
+    """A transport failure with ``key`` masked in its words (a library may quote a header)."""
+    if not key:
+        return failure
+    detail = mask_secrets(failure.detail, _key_forms(key)[0])
+    return failure if detail == failure.detail else replace(failure, detail=detail)
 
 
 def caused_by(exc: BaseException, kind: type[BaseException]) -> bool:

@@ -70,7 +70,14 @@ from exchange.targets.prices import (
     WaitingPrices,
     read_price,
 )
-from exchange.targets.wire import http_client, httpx_failure, paced_request, transport_verdict
+from exchange.targets.wire import (
+    http_client,
+    httpx_failure,
+    key_masked,
+    key_masked_failure,
+    paced_request,
+    transport_verdict,
+)
 
 IMPORT_PRICES = "/v1/product/import/prices"  # research §1.1
 INFO_PRICES = "/v5/product/info/prices"  # §1.4: the read-back
@@ -599,7 +606,7 @@ class OzonTarget:
         headers = {"Client-Id": self.client_id, "Api-Key": key}
         slot = self.rate.slot()  # Ozon's requests a second, counted from the answer (rate.py)
         try:
-            return await paced_request(
+            response = await paced_request(
                 self._http,
                 self._pacer,
                 "POST",
@@ -609,7 +616,7 @@ class OzonTarget:
                 headers=headers,
             )
         except httpx.TransportError as exc:
-            failure = httpx_failure(exc)
+            failure = key_masked_failure(httpx_failure(exc), key)
             # Only the import applies anything; an import cut off is sent again (an absolute
             # write: the same prices land once more, counted against the hour by Ozon).
             raise _Stop(
@@ -619,6 +626,8 @@ class OzonTarget:
             ) from None
         finally:
             slot.done()
+        # Ozon's words, wherever they go (a detail, a log, a receipt), never hold the key.
+        return key_masked(response, key)
 
 
 class _Stop(Exception):

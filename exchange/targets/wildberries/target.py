@@ -73,7 +73,13 @@ from exchange.targets.wildberries import answers
 from exchange.targets.wildberries.budget import Budget
 from exchange.targets.wildberries.store import Task, WbStore
 from exchange.targets.wildberries.token import claims
-from exchange.targets.wire import http_client, httpx_failure, transport_verdict
+from exchange.targets.wire import (
+    http_client,
+    httpx_failure,
+    key_masked,
+    key_masked_failure,
+    transport_verdict,
+)
 
 log = logging.getLogger(__name__)
 
@@ -1120,7 +1126,8 @@ class WildberriesTarget:
             raise _Answer(answers.token_missing())
         if counted:
             await self.budget.take(what if what != "poll" else "read")
-        headers = {"Authorization": self._token}
+        token = self._token
+        headers = {"Authorization": token}
         content = None
         if body is not None:
             content = json.dumps(body).encode()
@@ -1133,10 +1140,15 @@ class WildberriesTarget:
             )
         except httpx.TransportError as exc:
             self._pacer.done(sent_at, None, None)
-            raise _Answer(transport_verdict(httpx_failure(exc))) from None
+            raise _Answer(
+                transport_verdict(key_masked_failure(httpx_failure(exc), token))
+            ) from None
         except BaseException:
             self._pacer.done(sent_at, None, None)
             raise
+        # WB's words, wherever they go (a detail, a task's errorText, a log, a receipt), never
+        # hold the token.
+        response = key_masked(response, token)
         retry = answers.retry_in(response) if response.status_code == 429 else None
         left = response.headers.get("X-Ratelimit-Remaining", "")
         if left.isdigit():

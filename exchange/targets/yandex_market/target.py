@@ -78,7 +78,13 @@ from exchange.targets.prices import (
     WaitingPrices,
     read_price,
 )
-from exchange.targets.wire import http_client, httpx_failure, transport_verdict
+from exchange.targets.wire import (
+    http_client,
+    httpx_failure,
+    key_masked,
+    key_masked_failure,
+    transport_verdict,
+)
 from exchange.targets.yandex_market import answers
 from exchange.targets.yandex_market.pace import OfferBudget, Parallel
 
@@ -947,7 +953,8 @@ class YandexMarketTarget:
             )
         content = dump(payload).encode()
         path = f"/{method}" + (f"?{query}" if query else "")
-        headers = {"Api-Key": self._key, "Content-Type": "application/json"}
+        key = self._key
+        headers = {"Api-Key": key, "Content-Type": "application/json"}
         response: httpx.Response | None = None
         held = 0.0
         for _ in range(TRIES):
@@ -960,7 +967,11 @@ class YandexMarketTarget:
                     response = await self._http.post(path, content=content, headers=headers)
                 except httpx.TransportError as exc:
                     self._pacer.done(sent_at, None, None)
-                    raise _Whole(transport_verdict(httpx_failure(exc))) from None
+                    failure = key_masked_failure(httpx_failure(exc), key)
+                    raise _Whole(transport_verdict(failure)) from None
+                # Yandex's words, wherever they go (a detail, a log, a receipt), never hold
+                # the key.
+                response = key_masked(response, key)
                 status = response.status_code
                 # A 420 is Yandex's pace, kept here; the worker's pace only counts it.
                 self._pacer.done(sent_at, status, None)
