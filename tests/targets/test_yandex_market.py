@@ -659,6 +659,19 @@ def test_an_item_carries_the_price_yandex_accepted_not_yet_shown_never_the_older
     assert (90, 120) == (second["value"], second["discountBase"])
 
 
+def discount_then_retail(ym: YmSimulator, recorder: Recorder, retail: str) -> list[Classification]:
+    """The retail price 100 delivered; the discount base 150 accepted (not shown yet, so not
+    among the known prices); then the retail price ``retail`` sent."""
+    known = MemoryKnownPrices()
+    known.remember(KnownPrice("SKU-1", "retail", Decimal("100"), "RUB", 1))
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        first = await t.send([price("SKU-1", 1, "150", price_type="old")])
+        return first + await t.send([price("SKU-1", 2, retail)])
+
+    return run(lambda: target(ym, known=known, transport=recorder), scenario)
+
+
 @pytest.mark.parametrize("ym", [{"switches": {"apply_delay": 100_000}}], indirect=True)
 def test_an_item_carries_a_companion_yandex_accepted_not_yet_shown_that_the_known_lack(
     ym: YmSimulator,
@@ -669,14 +682,7 @@ def test_an_item_carries_a_companion_yandex_accepted_not_yet_shown_that_the_know
     this one lands after the discount's (a flake of test_yandex_market_channel showed the
     live offer at 100 with no discount base, both deliveries delivered)."""
     recorder = Recorder()
-    known = MemoryKnownPrices()
-    known.remember(KnownPrice("SKU-1", "retail", Decimal("100"), "RUB", 1))
-
-    async def scenario(t: YandexMarketTarget) -> list[Classification]:
-        first = await t.send([price("SKU-1", 1, "150", price_type="old")])
-        return first + await t.send([price("SKU-1", 2, "90")])
-
-    found = run(lambda: target(ym, known=known, transport=recorder), scenario)
+    found = discount_then_retail(ym, recorder, "90")
     assert [Verdict.AWAITING, Verdict.AWAITING] == verdicts(found)
     first, second = (u["offers"][0]["price"] for u in recorder.updates())
     assert (100, 150) == (first["value"], first["discountBase"])
@@ -792,14 +798,7 @@ def test_a_price_that_breaks_the_rule_with_an_accepted_discount_base_is_invalid_
     a retail price at or above it is ``invalid-for-channel`` before sending (§3.1), never sent
     for Yandex to refuse, nor sent without it (which would drop the discount)."""
     recorder = Recorder()
-    known = MemoryKnownPrices()
-    known.remember(KnownPrice("SKU-1", "retail", Decimal("100"), "RUB", 1))
-
-    async def scenario(t: YandexMarketTarget) -> list[Classification]:
-        first = await t.send([price("SKU-1", 1, "150", price_type="old")])
-        return first + await t.send([price("SKU-1", 2, "160")])
-
-    found = run(lambda: target(ym, known=known, transport=recorder), scenario)
+    found = discount_then_retail(ym, recorder, "160")
     assert [Verdict.AWAITING, Verdict.TERMINAL] == verdicts(found)
     assert "invalid-for-channel" == found[1].reason
     assert "discountBase 150 is not above value 160" in found[1].detail
