@@ -50,7 +50,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -369,10 +369,18 @@ class YandexMarketTarget:
         read = _from_receipt(message.receipt)
         if read is None:
             return None
-        offer, fields, at, versions = read
-        age = max(0.0, (self._now() - at).total_seconds())
+        offer, fields, at, versions, settles = read
+        now = self._now()
+        age = max(0.0, (now - at).total_seconds())
         known = self._accepted[message.message_id] = _Accepted(
-            offer, fields, self._monotonic() - age, versions=versions, sku=_sku(message)
+            offer,
+            fields,
+            self._monotonic() - age,
+            versions=versions,
+            sku=_sku(message),
+            settles_at=(
+                None if settles is None else self._monotonic() + (settles - now).total_seconds()
+            ),
         )
         return known
 
@@ -382,10 +390,10 @@ class YandexMarketTarget:
         """The items as sent (``_with_accepted``); one that breaks Yandex's rules only with a
         price accepted and not shown yet is ``invalid-for-channel``, as with a known one."""
         out: list[_Item] = []
-        owners = dict(self._offer_skus)
         for item in items:
             sent = self._with_accepted(item)
-            other = owners.setdefault(sent.offer, sent.sku)
+            # Claimed at once, before sending: a batch sent meanwhile sees it (review 32e).
+            other = self._offer_skus.setdefault(sent.offer, sent.sku)
             if other != sent.sku:
                 answers_.update(shared.spread(item, shared.invalid(_one_offer(sent, other))))
                 continue
@@ -638,6 +646,16 @@ class YandexMarketTarget:
                 continue
             out.update(self._took(left, "HTTP 200"))
             return out
+        if len(left) > 1 and splits[0] >= 2:
+            # Each 400 named other offers (one at a time, say: research §3.4 does not promise
+            # every bad offer is named): halves sent apart, within the same SPLITS bound, so
+            # the good offers go and the bad ones are named (review 32e: 500 offers, 5 bad,
+            # all 500 quarantined after three rounds).
+            splits[0] -= 2
+            half = len(left) // 2
+            out.update(await self._update(left[:half], splits))
+            out.update(await self._update(left[half:], splits))
+            return out
         refused = Classification(
             Verdict.TERMINAL,
             f"HTTP 400: Yandex Market refused the request {RESENDS} times, each naming other "
@@ -667,7 +685,6 @@ class YandexMarketTarget:
         wait = self._wait(0)
         at = self._now()
         for item in taken:
-            receipt = _receipt(item.offer, item.fields, at, item.versions)
             # An update accepted earlier for the offer is shown as this one once this one lands:
             # this one carries its prices (``_with_accepted``) and replaces it whole (§3.6.2).
             settles_at: float | None = None
@@ -677,7 +694,9 @@ class YandexMarketTarget:
                         settles_at = now + self.apply_timeout
                     earlier.fields = dict(item.fields)
                     earlier.versions = dict(item.versions)
-            self._offer_skus[item.offer] = item.sku
+            # The settling moment survives a restart in the receipt (review 32e).
+            settles = None if settles_at is None else at + timedelta(seconds=self.apply_timeout)
+            receipt = _receipt(item.offer, item.fields, at, item.versions, settles)
             for m in item.carried:
                 self._not_applied.discard(m.message_id)
                 self._accepted[m.message_id] = _Accepted(
@@ -1030,22 +1049,29 @@ def _sku(message: OutgoingMessage) -> str | None:
 
 
 def _receipt(
-    offer: str, fields: Mapping[str, Decimal], at: datetime, versions: Mapping[str, int]
+    offer: str,
+    fields: Mapping[str, Decimal],
+    at: datetime,
+    versions: Mapping[str, int],
+    settles: datetime | None = None,
 ) -> str:
     """The receipt of an accepted item: ``ym-accepted:`` and JSON of when (UTC, ISO 8601), the
-    offer, each field as sent (Decimals as text) and the version of each field's price."""
-    body = {
+    offer, each field as sent (Decimals as text), the version of each field's price and, for
+    an update accepted while an earlier one was not shown, when it may count (``settles``)."""
+    body: dict[str, Any] = {
         "at": at.isoformat(),
         "offer": offer,
         "fields": {k: number(v) for k, v in fields.items()},
         "versions": {k: v for k, v in versions.items() if k in fields},
     }
+    if settles is not None:
+        body["settles"] = settles.isoformat()
     return ACCEPTED + json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
 def _from_receipt(
     receipt: str | None,
-) -> tuple[str, dict[str, Decimal], datetime, dict[str, int]] | None:
+) -> tuple[str, dict[str, Decimal], datetime, dict[str, int], datetime | None] | None:
     """The offer, fields, time and versions of an ``ym-accepted:`` receipt (no versions in one
     written before they were kept); None for any other receipt (``ym-not-applied``, an offer's
     name once delivered, none) or one that does not read."""
@@ -1057,11 +1083,14 @@ def _from_receipt(
         offer = body["offer"]
         fields = {str(k): Decimal(str(v)) for k, v in body["fields"].items()}
         versions = {str(k): int(v) for k, v in body.get("versions", {}).items()}
+        settles = datetime.fromisoformat(body["settles"]) if "settles" in body else None
     except (ValueError, KeyError, TypeError, AttributeError, InvalidOperation):
         return None
     if at.tzinfo is None or not isinstance(offer, str) or "value" not in fields:
         return None
-    return offer, fields, at, versions
+    if settles is not None and settles.tzinfo is None:
+        return None
+    return offer, fields, at, versions, settles
 
 
 def _not_withheld(offer: str, price: MappedPrice, seen: _Read | None) -> Release:
