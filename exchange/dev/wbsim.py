@@ -35,8 +35,8 @@ docs/simulators/wildberries.md, lists each with its test):
   applied; the good is listed in ``quarantine/goods`` with the old and new price until a newer
   price is uploaded (judged again, against the price in force) or the seller releases it in the
   cabinet (``release_in_cabinet``).
-- 208 ``alreadyExists`` for an upload identical to one made within ``dedup_window`` (§2.5);
-  "already set" is a 400 (§2.5).
+- 208 ``alreadyExists`` for an upload identical to one made within ``dedup_window`` (or, with
+  ``dedup_by = "goods"``, of the same nmIDs at any price) (§2.5); "already set" is a 400 (§2.5).
 - Faults WB documents: 409 while the account switches currency (§2.1), 422 "Unexpected result"
   (§2.1, §2.6 item 9).
 
@@ -191,6 +191,11 @@ class Switches:
     # 208 for an upload identical (same goods, prices, discounts) to one made less than this
     # many seconds before; 0: never (research §2.5, §8: criterion and window UNCONFIRMED).
     dedup_window: float = 600.0
+    # What makes two uploads "the same" for that 208: "body" (the same goods, prices and
+    # discounts) or "goods" (the same nmIDs, whatever their prices: an upload of another price
+    # for a good whose task is within the window is answered 208 naming that task) (research
+    # §2.5: "Такая загрузка уже есть", its dedup criterion UNCONFIRMED).
+    dedup_by: Literal["body", "goods"] = "body"
     # An unchanged good in a task that changes others: "skip" (left out of the task's goods),
     # "item-error" (status 3, "already set"), or "whole-400" (the whole upload refused "already
     # set", as when nothing changes) (research §2.5, §8: UNCONFIRMED).
@@ -576,6 +581,8 @@ class WbSimulator(LoopbackServer):
         window = self.switches.dedup_window
         if window > 0:
             task = self._by_key.get(key)
+            if self.switches.dedup_by == "goods":
+                task = self._by_nm_ids(key)
             if task is not None and now - task.uploaded_at < window:
                 return Answer(
                     208,
@@ -605,6 +612,12 @@ class WbSimulator(LoopbackServer):
         self._pending.append(task)
         self.process_due()
         return _envelope({"id": task.upload_id, "alreadyExists": False})
+
+    def _by_nm_ids(self, key: tuple[tuple[int, int | None, int | None], ...]) -> Task | None:
+        """``dedup_by = "goods"``: the latest task of the same nmIDs (prices aside)."""
+        goods = sorted(g[0] for g in key)
+        same = [t for t in self.tasks.values() if sorted(g[0] for g in t.key) == goods]
+        return max(same, key=lambda t: t.upload_id) if same else None
 
     def _known(self, nm_id: int) -> bool:
         """A good the upload knows: in the catalogue and not in the trash (fault ``trashed``)."""
@@ -964,6 +977,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-buffer", action="store_true", help="pending tasks not in buffer")
     parser.add_argument("--dedup-window", type=float, default=600.0, help="208 window, s")
     parser.add_argument(
+        "--dedup-by", choices=["body", "goods"], default="body", help="what a 208 matches"
+    )
+    parser.add_argument(
         "--unchanged-in-mixed", choices=("skip", "item-error", "whole-400"), default="skip"
     )
     parser.add_argument(
@@ -975,6 +991,7 @@ def main(argv: list[str] | None = None) -> None:
         pending_answer=args.pending_answer,
         pending_in_buffer=not args.no_buffer,
         dedup_window=args.dedup_window,
+        dedup_by=args.dedup_by,
         unchanged_in_mixed=args.unchanged_in_mixed,
         unknown_in_mixed=args.unknown_in_mixed,
         four_xx_weight=args.four_xx_weight,

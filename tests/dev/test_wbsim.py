@@ -488,6 +488,22 @@ def test_unknown_nmid_in_a_mixed_task(sim: WbSimulator, client: httpx.Client) ->
 
 
 @pytest.mark.parametrize("sim", [{"switches": Switches(dedup_window=600)}], indirect=True)
+def test_same_goods_at_another_price_is_208_when_dedup_is_by_goods(
+    sim: WbSimulator, client: httpx.Client
+) -> None:
+    """research §2.5: the 208's criterion is UNCONFIRMED; ``dedup_by = "goods"`` plays it as
+    the goods, not their prices (review 32e): another price for the same nmID within the window
+    is answered 208 naming the earlier task, which carries its own price."""
+    sim.switches.dedup_by = "goods"
+    first = task_id(upload(client, {"nmID": nm(sim, "SKU-1"), "price": 900}))
+    again = upload(client, {"nmID": nm(sim, "SKU-1"), "price": 800})
+    other = upload(client, {"nmID": nm(sim, "SKU-2"), "price": 800})
+    assert (208, first) == (again.status_code, again.json()["data"]["id"])
+    assert 200 == other.status_code
+    sim.clock.advance(600)
+    assert 200 == upload(client, {"nmID": nm(sim, "SKU-1"), "price": 800}).status_code
+
+
 def test_same_upload_within_the_window_is_208_the_same_task(
     sim: WbSimulator, client: httpx.Client
 ) -> None:
