@@ -661,7 +661,7 @@ class WbTask(Base):
     price: Mapped[Decimal] = mapped_column(Numeric(18, 2))
     message_id: Mapped[str] = mapped_column(String(200))
     uploaded_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    goods: Mapped[int] = mapped_column(Integer)  # how many goods the upload carried
+    goods: Mapped[int] = mapped_column(Integer)  # how many goods the upload carried (0: a 208)
 
 
 class TargetLock(Base):

@@ -18,4 +18,6 @@ class Task:
     price: Decimal  # the whole roubles uploaded
     message_id: str  # the delivery that carried it
     uploaded_at: datetime
-    goods: int  # how many goods the upload carried (a processed task may list fewer)
+    # How many goods the upload carried (a processed task may list fewer); 0 when a 208 named
+    # another upload's task: what it carried is read from its lines.
+    goods: int

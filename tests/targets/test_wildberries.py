@@ -764,6 +764,49 @@ def test_a_208_naming_a_task_that_set_this_price_before_a_later_one_is_not_deliv
     assert 1600 == sim.goods[good].price
 
 
+@pytest.mark.parametrize("lines", ["priced", "unpriced"])
+@pytest.mark.parametrize("by", ["goods", "body"], ids=["208-by-goods", "208-by-body"])
+def test_a_208_naming_a_pending_task_of_another_price_is_not_this_prices_delivery(
+    sim: WbSimulator, by: str, lines: str
+) -> None:
+    """review 32e: v1=900's upload made task T1 but its answer was lost (a client timeout);
+    v2=800's upload is answered 208 naming T1 (research §2.5: the 208's dedup criterion is
+    UNCONFIRMED; both ways here). T1 carried 900, so its outcome is not v2's: once T1 has
+    ended v2 is uploaded again (never while T1 runs: one task per nmID), and is delivered only
+    by a task that set 800. Lines that give no price: the catalogue read back decides."""
+    sim.switches.processing_delay = 5.0
+    sim.switches.dedup_by = by  # type: ignore[assignment]
+    sim.switches.dedup_window = 20.0  # a 208 naming T1 once it ended waits for the window
+    store = MemoryWbStore()
+    token = sim.token()
+    good = nm(sim, "SKU-1")
+    body = {"data": [{"nmID": good, "price": 900}]}
+    t1 = httpx.post(
+        sim.url + "/api/v2/upload/task", json=body, headers={"Authorization": token}
+    ).json()["data"]["id"]
+    make_t = lambda: make(sim, store, token=token, clock=sim.clock.datetime)  # noqa: E731
+    v2 = price("SKU-1", 2, "800.00")
+
+    (first,) = send(make_t(), v2)
+    sim.clock.advance(6)
+    sim.process_due()
+    if lines == "unpriced":
+        for row in sim.tasks[t1].results:
+            row.pop("price")
+    answers = [first]
+    while answers[-1].verdict is Verdict.AWAITING and len(answers) < 12:
+        (answer,) = send(make_t(), replace(v2, receipt=answers[-1].receipt))
+        answers.append(answer)
+        sim.clock.advance(6)
+        sim.process_due()
+
+    assert Verdict.AWAITING == first.verdict, first
+    assert all(a.verdict is not Verdict.DELIVERED for a in answers[:-1]), answers
+    assert Verdict.DELIVERED == answers[-1].verdict, answers
+    assert 800 == sim.goods[good].price
+    assert 2 == len(sim.tasks)
+
+
 def test_a_208_for_a_price_wb_holds_is_delivered_on_the_read_back(sim: WbSimulator) -> None:
     """The 208's task ended and WB's catalogue holds this very price: delivered (by the
     read-back, its receipt the task's), nothing uploaded again."""

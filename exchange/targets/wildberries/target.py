@@ -14,8 +14,9 @@ per good. How one ``send`` goes:
    again: the task is polled (``history/tasks``, and the buffer while it is pending) within
    the poll share of the budget; its outcome ends the delivery that carried it, and a newer
    price for that good waits (``AWAITING``) until it has one: one task per ``nmID`` in flight;
-4. the others go in one ``POST /api/v2/upload/task``; the task's id (200, or 208: the same
-   task) is stored with its goods at once; the deliveries are ``AWAITING`` (back to delayed,
+4. the others go in one ``POST /api/v2/upload/task``; the task's id (200, or 208: an earlier
+   task, this price's only if its lines carry this price, ``_judge_task``) is stored with its
+   goods at once; the deliveries are ``AWAITING`` (back to delayed,
    not charged, no lease) and a later attempt reads the outcome (step 3). A 208 naming a task
    that has ended is never judged by that task's old outcome: WB's catalogue is read back, and
    a good holding this price is delivered; one holding another (a later task set it, or the
@@ -129,6 +130,8 @@ FEW = 5  # goods read back one by one (filterNmID); more: from the catalogue's p
 # Uploads one refused upload may add, halving itself to find the goods a validation 400 (which
 # names none) refused (``_refused_whole``): a bad good among 1,000 is found in 20.
 SPLITS = 20
+# A task row's ``goods`` when a 208 named the task: what it carried is read from its lines.
+UNVERIFIED = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,16 +331,24 @@ class WildberriesTarget:
         upload: list[_Good] = [g for g in goods if g.nm_id not in in_flight]
         refused: list[_Good] = []
         left_out: list[tuple[_Good, int, bool]] = []
+        unpriced: list[tuple[_Good, int]] = []
         for upload_id, waiting in by_task.items():
             tasks = [in_flight[g.nm_id] for g in waiting]
             found = await self._poll(
-                upload_id, min(t.uploaded_at for t in tasks), max(t.goods for t in tasks)
+                upload_id,
+                min(t.uploaded_at for t in tasks),
+                max(t.goods for t in tasks),
+                lines=any(t.goods == UNVERIFIED for t in tasks),
             )
-            self._judge_task(upload_id, found, waiting, in_flight, out, upload, refused, left_out)
+            self._judge_task(
+                upload_id, found, waiting, in_flight, out, upload, refused, left_out, unpriced
+            )
             if found not in (_PENDING, _LATER):
                 await asyncio.to_thread(self.store.drop_tasks, [t.nm_id for t in tasks], upload_id)
         if left_out:
             refused += await self._left_out(left_out, out)
+        if unpriced:
+            upload += await self._carried_by(unpriced, out)
         if refused:
             upload += await self._again(refused, out)
         step = self.max_goods
@@ -355,9 +366,15 @@ class WildberriesTarget:
         upload: list[_Good],
         refused: list[_Good],
         left_out: list[tuple[_Good, int, bool]],
+        unpriced: list[tuple[_Good, int]],
     ) -> None:
         """Each good waiting for task ``upload_id``: its delivery's outcome, or (a newer price
-        of a good whose task ended) back to the uploads."""
+        of a good whose task ended) back to the uploads. A task a 208 named (``UNVERIFIED``)
+        is this price's only if its line carries this price: a line of another price was
+        another upload's (review 32e: v1's upload timed out at the client after WB made its
+        task, and v2's was answered 208 naming it), so the task having ended, this price is
+        uploaded again; a line without a price, or none, is judged by the catalogue read back
+        (``_carried_by``)."""
         for g in waiting:
             task = in_flight[g.nm_id]
             mine = task.price == g.price.roubles
@@ -383,6 +400,14 @@ class WildberriesTarget:
             else:
                 assert isinstance(found, _Processed)
                 row = found.rows.get(g.nm_id)
+                if task.goods == UNVERIFIED:
+                    carried = _line_price(row)
+                    if carried is None:
+                        unpriced.append((g, upload_id))
+                        continue
+                    if carried != g.price.roubles:
+                        upload.append(g)  # another upload's task, ended: this price goes now
+                        continue
                 if row is None and (found.short or found.status != DONE):
                     # Left out of the task: unchanged (already set), an nmID WB does not
                     # know (research §8), or not applied at all; or counted by a task with
@@ -455,6 +480,29 @@ class WildberriesTarget:
                     http_status=200,
                 )
         return gone
+
+    async def _carried_by(
+        self, goods: list[tuple[_Good, int]], out: dict[str, Classification]
+    ) -> list[_Good]:
+        """Goods a 208 named an ended task for whose lines give no price for them: WB's
+        catalogue read back (``_held_prices``). Holding this price: delivered. Otherwise the
+        task was not this price's (or did not apply it): returned, to be uploaded again (a
+        208 naming the ended task again waits, ``_replayed``)."""
+        held = await self._held_prices({g.nm_id for g, _ in goods})
+        again: list[_Good] = []
+        for g, upload_id in goods:
+            if held.get(g.nm_id) == g.price.roubles:
+                out[g.price.message.message_id] = Classification(
+                    Verdict.DELIVERED,
+                    f"Wildberries answered 208 with task {upload_id}, whose lines give no price "
+                    f"for nmID {g.nm_id}; its catalogue holds {g.price.roubles} for it: the price "
+                    "is in force",
+                    http_status=208,
+                    receipt=f"wb-task:{upload_id}",
+                )
+            else:
+                again.append(g)
+        return again
 
     async def _again(self, refused: list[_Good], out: dict[str, Classification]) -> list[_Good]:
         """WB refused these ``nmID``s: the map rebuilt now; a vendor code found under another
@@ -535,6 +583,10 @@ class WildberriesTarget:
                     )
                 )
             now = self.clock()
+            # A 208's task is another upload's (research §2.5: its dedup criterion is
+            # UNCONFIRMED, perhaps the goods and not their prices): how many goods, and which
+            # prices, it carried is unknown (``UNVERIFIED``) until its lines are read.
+            size = len(goods) if status == 200 else UNVERIFIED
             tasks = [
                 Task(
                     g.nm_id,
@@ -542,7 +594,7 @@ class WildberriesTarget:
                     Decimal(g.price.roubles),
                     g.price.message.message_id,
                     now,
-                    len(goods),
+                    size,
                 )
                 for g in goods
             ]
@@ -828,10 +880,13 @@ class WildberriesTarget:
 
     # -- polling a task --------------------------------------------------------------------
 
-    async def _poll(self, upload_id: int, uploaded_at: datetime, size: int) -> _Processed | str:
+    async def _poll(
+        self, upload_id: int, uploaded_at: datetime, size: int, *, lines: bool = False
+    ) -> _Processed | str:
         """The task's outcome: its goods' lines (processed), or pending, later (no
         poll this time: the budget's poll share is spent, or WB asked to wait), cancelled, or
-        lost (not shown for ``task_timeout``)."""
+        lost (not shown for ``task_timeout``). ``lines``: read the lines of a task done
+        without errors too (a task a 208 named: which prices it carried)."""
         # ``poll_at_once`` (a test's simulator processes at once): the look right after the
         # upload waits for its token rather than being put off.
         if not await self.budget.take_poll(wait=self.poll_at_once):
@@ -843,7 +898,7 @@ class WildberriesTarget:
         if meta is not None and status in (DONE, SOME_ERRORS, ALL_ERRORS):
             listed = meta.get("overAllGoodsNumber")
             short = isinstance(listed, int) and listed < size
-            if status == DONE and not short:
+            if status == DONE and not short and not lines:
                 return _Processed({}, False)  # no errors: every good updated, nothing to page
             rows = await self._goods(upload_id)
             return rows if isinstance(rows, str) else _Processed(rows, short, status)
@@ -1190,6 +1245,15 @@ def _price_of(listed: list[Any], nm_id: int) -> int | None:
         if isinstance(good, dict) and good.get("nmID") == nm_id:
             return _good_price(good)
     return None
+
+
+def _line_price(row: dict[str, Any] | None) -> int | None:
+    """The price a task's line (``history/goods/task``) says the task carried for its good,
+    or None when it gives none."""
+    price = row.get("price") if row is not None else None
+    if isinstance(price, bool) or not isinstance(price, int | float):
+        return None
+    return int(price) if price == int(price) else None
 
 
 def _good_price(good: Any) -> int | None:
