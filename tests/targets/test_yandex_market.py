@@ -85,6 +85,21 @@ def run(
     return asyncio.run(go())
 
 
+def answered_by(
+    handler: Callable[[httpx.Request], httpx.Response], **options: Any
+) -> YandexMarketTarget:
+    """A target (retail price to ``value``) whose every request ``handler`` answers: a fake
+    Yandex playing one answer the simulator does not (its own docstring says which)."""
+    return YandexMarketTarget(
+        "http://ym.test",
+        BUSINESS,
+        lambda: KEY,
+        price_types={"retail": "value"},
+        transport=httpx.MockTransport(handler),
+        **options,
+    )
+
+
 async def send_all(t: YandexMarketTarget, messages: list[OutgoingMessage]) -> list[Classification]:
     out: list[Classification] = []
     for request in t.requests(messages):
@@ -515,13 +530,7 @@ def test_a_400_naming_one_bad_offer_at_a_time_quarantines_the_bad_ones_only() ->
 
     messages = [price(f"SKU-{n}", 1, "10") for n in range(50)]
     found = run(
-        lambda: YandexMarketTarget(
-            "http://ym.test",
-            BUSINESS,
-            lambda: KEY,
-            price_types={"retail": "value"},
-            transport=httpx.MockTransport(yandex),
-        ),
+        lambda: answered_by(yandex),
         lambda t: t.send(messages),
     )
     by_sku = {m.aggregate: c for m, c in zip(messages, found, strict=True)}
@@ -559,13 +568,7 @@ def test_the_read_back_follows_every_page_of_its_answer() -> None:
         return await t.send(messages) + await t.send(messages)
 
     found = run(
-        lambda: YandexMarketTarget(
-            "http://ym.test",
-            BUSINESS,
-            lambda: KEY,
-            price_types={"retail": "value"},
-            transport=httpx.MockTransport(yandex),
-        ),
+        lambda: answered_by(yandex),
         scenario,
     )
     assert [Verdict.AWAITING] * 3 + [Verdict.DELIVERED] * 3 == verdicts(found)
@@ -759,15 +762,7 @@ def test_a_price_back_to_an_earlier_one_is_not_delivered_by_the_line_before_it()
         return sent + early + await t.send([v3])
 
     found = run(
-        lambda: YandexMarketTarget(
-            "http://ym.test",
-            BUSINESS,
-            lambda: KEY,
-            price_types={"retail": "value"},
-            transport=httpx.MockTransport(yandex),
-            monotonic=clock,
-            sleep=clock.sleep,
-        ),
+        lambda: answered_by(yandex, monotonic=clock, sleep=clock.sleep),
         scenario,
     )
     assert [Verdict.AWAITING] * 3 + [Verdict.TEMPORARY] == verdicts(found)
@@ -777,13 +772,7 @@ def test_a_price_back_to_an_earlier_one_is_not_delivered_by_the_line_before_it()
     live["A"] = {"value": 100, "currencyId": "RUR"}
 
     def worker() -> YandexMarketTarget:
-        return YandexMarketTarget(
-            "http://ym.test",
-            BUSINESS,
-            lambda: KEY,
-            price_types={"retail": "value"},
-            transport=httpx.MockTransport(yandex),
-        )
+        return answered_by(yandex)
 
     async def sent(t: YandexMarketTarget) -> list[Classification]:
         return await t.send([v2]) + await t.send([v3])
