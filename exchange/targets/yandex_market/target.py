@@ -173,7 +173,7 @@ class _Accepted:
     fields: dict[str, Decimal]
     accepted_at: float  # monotonic
     reads: int = 0
-    sku: str | None = None  # as staged (None: a receipt written before it was kept)
+    sku: str | None = None  # as staged (from the message itself after a restart)
     # Accepted while an earlier update of the offer, with other prices, was not shown yet:
     # the read-back cannot tell this update's prices from the ones before that one (1C went
     # 100, 120, 100), so it counts only from this monotonic moment, ``ym_apply_timeout`` on.
