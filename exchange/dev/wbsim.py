@@ -243,6 +243,14 @@ class Faults:
     # The quarantine list answers 200 with an empty body (not in the research: an odd answer;
     # review 32c finding 6): a reader must take it for a failed read, never "none held".
     quarantine_unreadable: bool = False
+    # Tasks that apply late: an upload carrying one of these (nmID, price) pairs is processed
+    # this many simulated seconds after it (not ``processing_delay``), and meanwhile neither
+    # the history nor the buffer shows it; tasks uploaded after it are processed in their own
+    # time, before it. research §2.4: the time to apply is not documented and what WB shows of
+    # a task not processed yet is UNCONFIRMED (§8); §2.5: the processing order of two tasks of
+    # one nmID is not documented. A target that stops following such a task (or never learnt
+    # its id: the upload's answer lost) must not call a newer price in force before it lands.
+    late: dict[tuple[int, int], float] = field(default_factory=dict)
 
 
 @dataclass
@@ -270,6 +278,7 @@ class Task:
     status: int = PENDING
     activated_at: float | None = None
     results: list[dict[str, Any]] = field(default_factory=list)
+    hidden: bool = False  # fault ``late``: the buffer does not show it while pending
 
     def metadata(self) -> dict[str, Any]:
         done = self.status != PENDING
@@ -329,7 +338,7 @@ class WbSimulator(LoopbackServer):
         self._buckets: dict[int, Bucket] = {}
         self._next_nm = itertools.count(100_000_001)
         self._next_task = itertools.count(7_000_001)
-        self._pending: collections.deque[Task] = collections.deque()  # upload order
+        self._pending: collections.deque[Task] = collections.deque()  # upload order (see process_due)
         self._by_key: dict[tuple[tuple[int, int | None, int | None], ...], Task] = {}
 
     # -- the account, as the seller's cabinet sets it ------------------------------------
@@ -411,11 +420,16 @@ class WbSimulator(LoopbackServer):
     # -- bookkeeping for tests -------------------------------------------------------------
 
     def process_due(self) -> None:
-        """Process every task whose time has come, in upload order."""
+        """Process every task whose time has come, in the order their times came (upload
+        order, but for a task fault ``late`` holds back)."""
         with self.lock:
             now = self.clock.now()
-            while self._pending and self._pending[0].due_at <= now:
-                task = self._pending.popleft()
+            due = sorted(
+                (t for t in self._pending if t.due_at <= now),
+                key=lambda t: (t.due_at, t.upload_id),
+            )
+            for task in due:
+                self._pending.remove(task)
                 if task.status == PENDING:
                     self._process(task, task.due_at)
 
@@ -600,12 +614,18 @@ class WbSimulator(LoopbackServer):
             return _envelope_error(400, ALREADY_SET if len(known) == len(parsed) else ALL_WRONG)
         if self.switches.unchanged_in_mixed == "whole-400" and len(changed) < len(known):
             return _envelope_error(400, ALREADY_SET)
+        late = [
+            self.faults.late[(g[0], g[1])]
+            for g in parsed
+            if g[1] is not None and (g[0], g[1]) in self.faults.late
+        ]
         task = Task(
             next(self._next_task),
             parsed,
             key,
             uploaded_at=now,
-            due_at=now + self.switches.processing_delay,
+            due_at=now + (max(late) if late else self.switches.processing_delay),
+            hidden=bool(late),
         )
         self.tasks[task.upload_id] = task
         self._by_key[key] = task
@@ -696,7 +716,8 @@ class WbSimulator(LoopbackServer):
         if task is None:
             return self._not_yet()
         pending = task.status == PENDING
-        if buffered != pending or (buffered and not self.switches.pending_in_buffer):
+        shown = self.switches.pending_in_buffer and not task.hidden
+        if buffered != pending or (buffered and not shown):
             return self._not_yet()
         return task
 

@@ -374,6 +374,28 @@ def test_fault_left_out_neither_lists_nor_applies_the_good(
     assert 1000 == listed_price(client, nm(sim, "SKU-2"))
 
 
+def test_fault_late_task_applies_after_a_later_task_of_the_same_good(
+    sim: WbSimulator, client: httpx.Client
+) -> None:
+    """Fault ``late`` (research §2.4: time to apply not documented, a pending task's answer
+    UNCONFIRMED, §8; §2.5: processing order of two tasks of one nmID not documented): the
+    task of 900 is shown nowhere (history, buffer) while a later task of 800 is processed;
+    then it lands, and WB holds the older price."""
+    good = nm(sim, "SKU-1")
+    sim.faults.late = {(good, 900): 100.0}
+    first = task_id(upload(client, {"nmID": good, "price": 900}))
+    second = task_id(upload(client, {"nmID": good, "price": 800}))
+    assert 3 == processed(sim, client, second)["status"]
+    assert 800 == listed_price(client, good)
+    for path in (HISTORY, BUFFER):
+        answer = client.get(path, params={"uploadID": first})
+        assert (200, None) == (answer.status_code, answer.json()["data"]), path
+    sim.clock.advance(100)
+    assert 900 == listed_price(client, good)
+    answer = client.get(HISTORY, params={"uploadID": first})
+    assert 3 == answer.json()["data"]["status"]
+
+
 def test_fault_filter_ignored_lists_every_good(sim: WbSimulator, client: httpx.Client) -> None:
     """Fault ``filter_ignored``: ``filterNmID`` does not narrow the list."""
     sim.faults.filter_ignored = True
