@@ -16,14 +16,16 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 from conformance import price
+from sqlalchemy import Engine
 
+from exchange.db.wb_store import DbWbStore
 from exchange.dev.wbsim import Limits, Switches, WbSimulator
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import RetryPolicy, decide
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage, Shown
 from exchange.targets.wildberries.budget import Budget
-from exchange.targets.wildberries.store import MemoryWbStore
+from exchange.targets.wildberries.store import MemoryWbStore, WbStore
 from exchange.targets.wildberries.target import SPLITS, WildberriesTarget
 
 T = TypeVar("T")
@@ -58,7 +60,7 @@ def roomy(sim: WbSimulator) -> WbSimulator:
     return sim
 
 
-def make(sim: WbSimulator, store: MemoryWbStore | None = None, **kw: Any) -> WildberriesTarget:
+def make(sim: WbSimulator, store: WbStore | None = None, **kw: Any) -> WildberriesTarget:
     """A target for the simulator; the targets of one test share one budget, as the sends of
     one worker's target do (one account, one bucket)."""
     token = kw.pop("token", None) or sim.token()
@@ -373,16 +375,29 @@ def test_a_pending_task_is_polled_again_later_then_its_outcome_read_from_history
     assert {} == store.in_flight
 
 
-def test_a_task_wb_never_shows_is_uploaded_again_after_the_task_timeout(sim: WbSimulator) -> None:
+def test_a_task_wb_never_shows_holds_its_good_then_is_uploaded_again_past_the_hold(
+    sim: WbSimulator,
+) -> None:
+    """A task WB does not show for ``task_timeout`` may still land (research §2.4, §2.5): its
+    good is held, read back from the catalogue without an upload, for ``lost_hold`` more;
+    then the task is taken for never applied, its price charged and uploaded again."""
     store, clock = MemoryWbStore(), Clock()
     sim.switches.processing_delay = 10_000.0
     sim.switches.pending_in_buffer = False
     send(make(sim, store, clock=clock), price("SKU-1", 1, "900.00"))
+    make_t = lambda: make(sim, store, clock=clock, task_timeout=1800, lost_hold=600)  # noqa: E731
     clock.now += timedelta(seconds=1801)
+    reads = sim.requests["/api/v2/list/goods/filter"]
 
-    (lost,) = send(make(sim, store, clock=clock, task_timeout=1800), price("SKU-1", 1, "900.00"))
+    (held,) = send(make_t(), price("SKU-1", 1, "900.00"))
+    clock.now += timedelta(seconds=600)
+    (lost,) = send(make_t(), price("SKU-1", 1, "900.00"))
 
-    assert Verdict.TEMPORARY == lost.verdict and "1800" in lost.detail, lost
+    assert Verdict.AWAITING == held.verdict and "holds 1000" in held.detail, held
+    assert 60 == held.again_in
+    assert 2 == sim.requests["/api/v2/list/goods/filter"] - reads, "a read-back each attempt"
+    assert Verdict.TEMPORARY == lost.verdict and "uploaded again" in lost.detail, lost
+    assert 1 == uploads(sim)
     assert {} == store.in_flight
 
 
@@ -399,6 +414,141 @@ def test_one_task_per_nmid_in_flight_a_newer_price_waits_for_it(sim: WbSimulator
     assert 2 == uploads(sim), "the newer price went once the first task had its outcome"
     assert Verdict.AWAITING == goes.verdict
     assert [[(nm(sim, "SKU-1"), 900, None)], [(nm(sim, "SKU-1"), 800, None)]] == uploaded(sim)
+
+
+class AnswerLost(httpx.AsyncBaseTransport):
+    """The upload reaches the simulator (WB makes its task) but its answer never comes back:
+    the client times out (httpx's ``ReadTimeout``: it may have been sent)."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        if request.method == "POST":
+            await response.aread()
+            await response.aclose()
+            raise httpx.ReadTimeout("timed out", request=request)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def until_delivered(
+    sim: WbSimulator, make_t: Callable[[], WildberriesTarget], message: OutgoingMessage
+) -> list[tuple[Classification, dict[int, int]]]:
+    """Attempts of ``message`` a minute apart (its receipt carried, as the worker does) until
+    one is delivered, at most 120; each with the prices WB held right after it."""
+    seen: list[tuple[Classification, dict[int, int]]] = []
+    receipt = None
+    while not seen or seen[-1][0].verdict is Verdict.AWAITING:
+        assert len(seen) < 120, seen[-1]
+        (answer,) = send(make_t(), replace(message, receipt=receipt))
+        receipt = answer.receipt or receipt
+        seen.append((answer, {n: g.price for n, g in sim.goods.items()}))
+        sim.clock.advance(60)
+        sim.process_due()
+    return seen
+
+
+def test_a_task_followed_past_the_timeout_never_lands_after_a_newer_price(
+    sim: WbSimulator, engine: Engine
+) -> None:
+    """Review 32 hole 1: task T1 (900) is not shown for ``task_timeout`` but WB still applies
+    it later (simulator fault ``late``: research §2.4, §2.5, time to apply and the order of two
+    tasks of one nmID not documented). The nmID stays in flight, in the database (a new
+    target each attempt, as after a restart; SQLite and PostgreSQL): 800 is not uploaded
+    until the catalogue (or T1's history) shows T1 landed, so WB ends holding 800, the price
+    the service says is delivered."""
+    good = nm(sim, "SKU-1")
+    sim.switches.processing_delay = 1.0
+    sim.faults.late = {(good, 900): 2000.0}
+    store = DbWbStore(engine, "wb")
+    make_t = lambda: make(sim, store, clock=sim.clock.datetime, task_timeout=1800)  # noqa: E731
+    (first,) = send(make_t(), price("SKU-1", 1, "900.00"))
+    sim.clock.advance(1801)
+
+    seen = until_delivered(sim, make_t, price("SKU-1", 2, "800.00"))
+    sim.clock.advance(2000)
+    sim.process_due()
+
+    assert Verdict.AWAITING == first.verdict, first
+    assert Verdict.DELIVERED == seen[-1][0].verdict, seen[-1]
+    assert [900, 800] == sim.applied[good], "800 uploaded only once T1 had landed"
+    assert 800 == sim.goods[good].price
+    assert {} == store.tasks([good])
+
+
+def test_an_upload_whose_answer_was_lost_holds_its_good_until_the_catalogue_shows_it(
+    sim: WbSimulator, engine: Engine
+) -> None:
+    """Review 32 hole 2: v1=900's upload timed out at the client after WB made its task T1,
+    never named to us; T1 lands late (fault ``late``). The upload is stored before it goes
+    (in the database: SQLite and PostgreSQL; a new target each attempt), so v2=800 is not
+    uploaded while T1 may land: only once the catalogue read back holds 900, and WB ends
+    holding 800, the price the service says is delivered."""
+    good = nm(sim, "SKU-1")
+    sim.switches.processing_delay = 1.0
+    sim.faults.late = {(good, 900): 300.0}
+    store = DbWbStore(engine, "wb")
+    make_t = lambda: make(sim, store, clock=sim.clock.datetime)  # noqa: E731
+    lost = make(sim, store, clock=sim.clock.datetime, transport=AnswerLost())
+    (timed_out,) = send(lost, price("SKU-1", 1, "900.00"))
+
+    seen = until_delivered(sim, make_t, price("SKU-1", 2, "800.00"))
+    sim.clock.advance(600)
+    sim.process_due()
+
+    assert Verdict.TEMPORARY == timed_out.verdict and timed_out.result_unknown, timed_out
+    assert Verdict.DELIVERED == seen[-1][0].verdict, seen[-1]
+    assert all(held[good] != 800 for _, held in seen[:-2]), "800 went only after 900 landed"
+    assert [900, 800] == sim.applied[good]
+    assert 800 == sim.goods[good].price
+    assert {} == store.tasks([good])
+
+
+def test_a_retry_of_an_upload_whose_answer_was_lost_is_delivered_by_the_read_back(
+    sim: WbSimulator,
+) -> None:
+    """v1=900's upload timed out after WB made T1 (applied late): its retry uploads nothing
+    while T1 may land (WB's 208 for a same upload is UNCONFIRMED, research §2.5: played here
+    without one), waits uncharged, and is delivered once the catalogue holds 900."""
+    good = nm(sim, "SKU-1")
+    sim.switches.dedup_window = 0.0
+    sim.faults.late = {(good, 900): 300.0}
+    store = MemoryWbStore()
+    make_t = lambda: make(sim, store, clock=sim.clock.datetime)  # noqa: E731
+    v1 = price("SKU-1", 1, "900.00")
+    send(make(sim, store, clock=sim.clock.datetime, transport=AnswerLost()), v1)
+
+    seen = until_delivered(sim, make_t, v1)
+
+    assert Verdict.AWAITING == seen[0][0].verdict, seen[0]
+    assert (Verdict.DELIVERED, 900) == (seen[-1][0].verdict, seen[-1][1][good])
+    assert 1 == uploads(sim), "never uploaded again"
+
+
+def test_goods_held_for_lost_uploads_are_read_back_together_without_uploads(
+    sim: WbSimulator,
+) -> None:
+    """The pace: six goods whose upload's answer was lost, and a newer price of each: one
+    attempt reads them back in one request (the catalogue's page, more than ``FEW``), and
+    uploads nothing."""
+    sim.add_good("SKU-6", price=1000)
+    sim.faults.late = {(nm(sim, f"SKU-{n}"), 900): 300.0 for n in range(1, 7)}
+    store = MemoryWbStore()
+    lost = [price(f"SKU-{n}", 1, "900.00") for n in range(1, 7)]
+    send(make(sim, store, clock=sim.clock.datetime, transport=AnswerLost()), *lost)
+    reads = sim.requests["/api/v2/list/goods/filter"]
+
+    newer = send(make(sim, store, clock=sim.clock.datetime), *[
+        price(f"SKU-{n}", 2, "800.00") for n in range(1, 7)
+    ])
+
+    assert {Verdict.AWAITING} == {a.verdict for a in newer}, newer
+    assert 1 == sim.requests["/api/v2/list/goods/filter"] - reads
+    assert 1 == uploads(sim)
 
 
 def test_already_set_is_delivered_and_several_are_read_back_not_sent_one_by_one(

@@ -13,7 +13,13 @@ per good. How one ``send`` goes:
 3. a good with a task in flight (the store's row, written before any poll) is not uploaded
    again: the task is polled (``history/tasks``, and the buffer while it is pending) within
    the poll share of the budget; its outcome ends the delivery that carried it, and a newer
-   price for that good waits (``AWAITING``) until it has one: one task per ``nmID`` in flight;
+   price for that good waits (``AWAITING``) until it has one: one task per ``nmID`` in flight.
+   A task WB has not shown for ``task_timeout``, or an upload whose answer was lost (a
+   timeout after it may have reached WB: its row is stored before it goes, ``UNNAMED``), may
+   still land (research §2.4: the time to apply is not documented; §2.5: two tasks of one
+   nmID have no documented order): its good stays held, no price of it uploaded, until WB's
+   catalogue read back (one read for a send's stuck goods) shows that price, or
+   ``lost_hold`` more seconds have passed (``_stuck``; review 32 holes 1 and 2);
 4. the others go in one ``POST /api/v2/upload/task``; the task's id (200, or 208: an earlier
    task, this price's only if its lines carry this price, ``_judge_task``) is stored with its
    goods at once; the deliveries are ``AWAITING`` (back to delayed,
@@ -132,6 +138,10 @@ FEW = 5  # goods read back one by one (filterNmID); more: from the catalogue's p
 SPLITS = 20
 # A task row's ``goods`` when a 208 named the task: what it carried is read from its lines.
 UNVERIFIED = 0
+# A task row's ``upload_id`` stored before the upload goes (WB's ids are positive): kept when
+# the upload's answer is lost (it may have made a task WB never names to us), dropped when WB
+# answers, or refuses, or it was never sent.
+UNNAMED = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +184,7 @@ class WildberriesTarget:
         first_poll: float = 3.0,
         poll_every: float = 5.0,
         task_timeout: float = 1800.0,
+        lost_hold: float | None = None,
         poll_at_once: bool = False,
         refused_wait: float = 300.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -181,8 +192,10 @@ class WildberriesTarget:
     ) -> None:
         """``first_poll``: seconds from an upload to the first look at its task; ``poll_every``:
         between looks; ``task_timeout``: how long a task WB does not show yet counts as
-        pending (research §8: what WB answers meanwhile is unconfirmed), after which the price
-        is uploaded again; ``poll_at_once``: look once right after the upload (a test whose
+        pending (research §8: what WB answers meanwhile is unconfirmed); ``lost_hold``: how
+        much longer such a task (or an upload whose answer was lost) holds its good, unless
+        WB's catalogue shows its price first, after which the good's price is uploaded again
+        (default: ``task_timeout``); ``poll_at_once``: look once right after the upload (a test whose
         simulator processes at once); ``refused_wait``: seconds between health checks while WB
         refuses the same token (the channel's ``retry_max_delay``); ``max_goods``: goods an
         upload at most (WB's 1,000; fewer for a bench whose limits are lowered)."""
@@ -204,6 +217,7 @@ class WildberriesTarget:
         self.budget = budget or Budget()
         self.first_poll, self.poll_every = first_poll, poll_every
         self.task_timeout, self.poll_at_once = task_timeout, poll_at_once
+        self.lost_hold = task_timeout if lost_hold is None else lost_hold
         self.clock = clock
         self.max_goods = max(1, min(max_goods, MAX_GOODS))
         self._http = http_client(
@@ -325,9 +339,13 @@ class WildberriesTarget:
                 out[p.message.message_id] = self._until_read_again(p.vendor_code, read_at)
         in_flight = await asyncio.to_thread(self.store.tasks, [g.nm_id for g in goods])
         by_task: dict[int, list[_Good]] = {}
+        stuck: list[tuple[_Good, Task]] = []  # a task lost, or an upload's answer lost
         for g in goods:
-            if g.nm_id in in_flight:
-                by_task.setdefault(in_flight[g.nm_id].upload_id, []).append(g)
+            task = in_flight.get(g.nm_id)
+            if task is not None and task.upload_id == UNNAMED:
+                stuck.append((g, task))
+            elif task is not None:
+                by_task.setdefault(task.upload_id, []).append(g)
         upload: list[_Good] = [g for g in goods if g.nm_id not in in_flight]
         refused: list[_Good] = []
         left_out: list[tuple[_Good, int, bool]] = []
@@ -340,11 +358,16 @@ class WildberriesTarget:
                 max(t.goods for t in tasks),
                 lines=any(t.goods == UNVERIFIED for t in tasks),
             )
+            if found == _LOST:
+                stuck += [(g, in_flight[g.nm_id]) for g in waiting]
+                continue  # its row stays: the task may still land (``_stuck``)
             self._judge_task(
                 upload_id, found, waiting, in_flight, out, upload, refused, left_out, unpriced
             )
             if found not in (_PENDING, _LATER):
                 await asyncio.to_thread(self.store.drop_tasks, [t.nm_id for t in tasks], upload_id)
+        if stuck:
+            upload += await self._stuck(stuck, out)
         if left_out:
             refused += await self._left_out(left_out, out)
         if unpriced:
@@ -390,13 +413,6 @@ class WildberriesTarget:
                     f"Wildberries cancelled task {upload_id} (status 4): uploaded again",
                     http_status=200,
                 )
-            elif found == _LOST:
-                out[g.price.message.message_id] = Classification(
-                    Verdict.TEMPORARY,
-                    f"Wildberries has not shown task {upload_id} for "
-                    f"{self.task_timeout:g} s: uploaded again",
-                    http_status=200,
-                )
             else:
                 assert isinstance(found, _Processed)
                 row = found.rows.get(g.nm_id)
@@ -431,6 +447,73 @@ class WildberriesTarget:
                 if meaning == "refused-nm":
                     refused.append(g)
                 out[g.price.message.message_id] = said
+
+    async def _stuck(
+        self, stuck: list[tuple[_Good, Task]], out: dict[str, Classification]
+    ) -> list[_Good]:
+        """Goods whose task WB has not shown for ``task_timeout``, or whose upload's answer was
+        lost (``UNNAMED``): WB may still apply that task, after any later one of the good
+        (research §2.4: the time to apply is not documented; §2.5: two tasks of one nmID have
+        no documented order; review 32 holes 1 and 2). So no price of the good is uploaded
+        until WB's catalogue read back (``_held_prices``: one read for all of them, a request
+        a good when few, else the catalogue's pages) holds the task's price: it has landed,
+        and cannot land again. Then this price, when it is the task's, is delivered; a newer
+        one is returned, to be uploaded now. Meanwhile each waits, uncharged, a minute between
+        reads; past ``task_timeout`` + ``lost_hold`` from the upload the task is taken for
+        never applied: its row dropped, the task's own price charged (``TEMPORARY``) and
+        uploaded again, a newer one uploaded."""
+        held = await self._held_prices({g.nm_id for g, _ in stuck})
+        now = self.clock()
+        again: list[_Good] = []
+        ended: dict[int, list[int]] = {}
+        for g, task in stuck:
+            message_id = g.price.message.message_id
+            holds = held.get(g.nm_id)
+            mine = task.price == g.price.roubles
+            which = (
+                f"the upload of {task.price} whose answer was lost"
+                if task.upload_id == UNNAMED
+                else f"task {task.upload_id} of {task.price}, not shown for "
+                f"{self.task_timeout:g} s,"
+            )
+            receipt = None if task.upload_id == UNNAMED else f"wb-task:{task.upload_id}"
+            until = task.uploaded_at + timedelta(seconds=self.task_timeout + self.lost_hold)
+            landed = holds is not None and holds == task.price
+            if not landed and now < until:
+                shows = "does not list it" if holds is None else f"holds {holds}"
+                left = (until - now).total_seconds()
+                out[message_id] = Classification(
+                    Verdict.AWAITING,
+                    f"Wildberries may still apply {which} (nmID {g.nm_id}); its catalogue "
+                    f"{shows}: the good waits until it shows {task.price}, at most until "
+                    f"{until:%Y-%m-%d %H:%M:%S} UTC",
+                    http_status=200,
+                    receipt=receipt,
+                    # Whole seconds, at least one: never due again at once.
+                    again_in=float(max(1, math.ceil(min(REPLAY_WAIT, left)))),
+                )
+                continue
+            ended.setdefault(task.upload_id, []).append(g.nm_id)
+            if not mine:
+                again.append(g)  # the lost task landed, or is taken for never applied
+            elif landed:
+                out[message_id] = Classification(
+                    Verdict.DELIVERED,
+                    f"Wildberries' catalogue holds {holds} for nmID {g.nm_id}: {which} has "
+                    "landed, the price is in force",
+                    http_status=200,
+                    receipt=receipt,
+                )
+            else:
+                out[message_id] = Classification(
+                    Verdict.TEMPORARY,
+                    f"Wildberries has not applied {which} (nmID {g.nm_id}) by "
+                    f"{until:%Y-%m-%d %H:%M:%S} UTC: uploaded again",
+                    http_status=200,
+                )
+        for upload_id, nm_ids in ended.items():
+            await asyncio.to_thread(self.store.drop_tasks, nm_ids, upload_id)
+        return again
 
     async def _left_out(
         self, goods: list[tuple[_Good, int, bool]], out: dict[str, Classification]
@@ -568,10 +651,34 @@ class WildberriesTarget:
             return {}
         self._may_write()
         data = [{"nmID": g.nm_id, "price": g.price.roubles} for g in goods]
-        response = await self._call(
-            "POST", "/api/v2/upload/task", "upload", body={"data": data}, judged=False
+        # Stored before it goes (review 32 hole 2): an answer lost after WB made the task
+        # (never named to us again) leaves the goods held until that price is seen (``_stuck``).
+        nm_ids = [g.nm_id for g in goods]
+        await asyncio.to_thread(
+            self.store.put_tasks,
+            [
+                Task(
+                    g.nm_id,
+                    UNNAMED,
+                    Decimal(g.price.roubles),
+                    g.price.message.message_id,
+                    self.clock(),
+                    len(goods),
+                )
+                for g in goods
+            ],
         )
+        try:
+            response = await self._call(
+                "POST", "/api/v2/upload/task", "upload", body={"data": data}, judged=False
+            )
+        except _Answer as failed:
+            if not failed.classification.result_unknown:  # not sent, or refused whole
+                await asyncio.to_thread(self.store.drop_tasks, nm_ids, UNNAMED)
+            raise
         status = response.status_code
+        if status not in (200, 208):
+            await asyncio.to_thread(self.store.drop_tasks, nm_ids, UNNAMED)
         if status in (200, 208):
             upload_id = _task_id(response)
             if upload_id is None:
