@@ -338,7 +338,8 @@ class WbSimulator(LoopbackServer):
         self._buckets: dict[int, Bucket] = {}
         self._next_nm = itertools.count(100_000_001)
         self._next_task = itertools.count(7_000_001)
-        self._pending: collections.deque[Task] = collections.deque()  # upload order (see process_due)
+        # Upload order; processed as their times come (``process_due``).
+        self._pending: collections.deque[Task] = collections.deque()
         self._by_key: dict[tuple[tuple[int, int | None, int | None], ...], Task] = {}
 
     # -- the account, as the seller's cabinet sets it ------------------------------------

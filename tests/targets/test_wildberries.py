@@ -542,9 +542,10 @@ def test_goods_held_for_lost_uploads_are_read_back_together_without_uploads(
     send(make(sim, store, clock=sim.clock.datetime, transport=AnswerLost()), *lost)
     reads = sim.requests["/api/v2/list/goods/filter"]
 
-    newer = send(make(sim, store, clock=sim.clock.datetime), *[
-        price(f"SKU-{n}", 2, "800.00") for n in range(1, 7)
-    ])
+    newer = send(
+        make(sim, store, clock=sim.clock.datetime),
+        *[price(f"SKU-{n}", 2, "800.00") for n in range(1, 7)],
+    )
 
     assert {Verdict.AWAITING} == {a.verdict for a in newer}, newer
     assert 1 == sim.requests["/api/v2/list/goods/filter"] - reads

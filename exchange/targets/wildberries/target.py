@@ -195,10 +195,11 @@ class WildberriesTarget:
         pending (research §8: what WB answers meanwhile is unconfirmed); ``lost_hold``: how
         much longer such a task (or an upload whose answer was lost) holds its good, unless
         WB's catalogue shows its price first, after which the good's price is uploaded again
-        (default: ``task_timeout``); ``poll_at_once``: look once right after the upload (a test whose
-        simulator processes at once); ``refused_wait``: seconds between health checks while WB
-        refuses the same token (the channel's ``retry_max_delay``); ``max_goods``: goods an
-        upload at most (WB's 1,000; fewer for a bench whose limits are lowered)."""
+        (default: ``task_timeout``); ``poll_at_once``: look once right after the upload (a
+        test whose simulator processes at once); ``refused_wait``: seconds between health
+        checks while WB refuses the same token (the channel's ``retry_max_delay``);
+        ``max_goods``: goods an upload at most (WB's 1,000; fewer for a bench whose limits
+        are lowered)."""
         self.url = url.rstrip("/")
         self._token_source = token
         self._token = self._read_token()
