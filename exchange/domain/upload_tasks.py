@@ -14,7 +14,7 @@ class Task:
     """One ``nmID`` of an upload task in flight."""
 
     nm_id: int
-    upload_id: int
+    upload_id: int  # 0: stored before the upload went, WB has named no task for it (yet)
     price: Decimal  # the whole roubles uploaded
     message_id: str  # the delivery that carried it
     uploaded_at: datetime

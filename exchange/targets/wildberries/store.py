@@ -5,9 +5,11 @@ The target never reaches the database (the layers forbid it): ``exchange.app`` h
 ``exchange.db.wb_store.DbWbStore`` (tables ``wb_nm_ids``, ``wb_catalogues``, ``wb_tasks``,
 migration 0027); the tests and ``exchange check`` may hand it ``MemoryWbStore``.
 
-A task row is written as soon as WB answers the upload, before any poll: a worker that stops
-(or is killed) after that finds the row on its next attempt, and polls the task instead of
-uploading the price again (docs/design/channels.md, "Work whose outcome is read later").
+A task row is written before the upload goes (``upload_id`` 0: no task named yet), and again
+as soon as WB answers it, before any poll: a worker that stops (or is killed) after that finds
+the row on its next attempt, and polls the task instead of uploading the price again; a row
+still 0 (the answer lost after the upload may have reached WB) holds the good until WB's
+catalogue shows its price (docs/design/channels.md, "Work whose outcome is read later").
 """
 
 from __future__ import annotations
