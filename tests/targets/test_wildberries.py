@@ -401,6 +401,30 @@ def test_a_task_wb_never_shows_holds_its_good_then_is_uploaded_again_past_the_ho
     assert {} == store.in_flight
 
 
+def test_a_newer_price_held_by_a_lost_upload_goes_once_the_hold_has_passed(
+    sim: WbSimulator,
+) -> None:
+    """An upload whose answer was lost and that WB never applied: a newer price waits,
+    uncharged, for ``task_timeout`` + ``lost_hold`` from that upload, then is uploaded (the
+    hold is bounded: a good is never held for ever)."""
+    store, clock = MemoryWbStore(), Clock()
+    sim.switches.processing_delay = 10_000_000.0  # not applied within the test
+    make_t = lambda: make(sim, store, clock=clock, task_timeout=1800, lost_hold=600)  # noqa: E731
+    send(make(sim, store, clock=clock, transport=AnswerLost()), price("SKU-1", 1, "900.00"))
+    v2 = price("SKU-1", 2, "800.00")
+
+    (held,) = send(make_t(), v2)
+    clock.now += timedelta(seconds=2399)
+    (still,) = send(make_t(), v2)
+    clock.now += timedelta(seconds=1)
+    (goes,) = send(make_t(), v2)
+
+    assert [Verdict.AWAITING] * 3 == [a.verdict for a in (held, still, goes)]
+    assert "lost" in held.detail and 1 == still.again_in, (held, still)
+    assert [[(nm(sim, "SKU-1"), 900, None)], [(nm(sim, "SKU-1"), 800, None)]] == uploaded(sim)
+    assert 800 == store.in_flight[nm(sim, "SKU-1")].price
+
+
 def test_one_task_per_nmid_in_flight_a_newer_price_waits_for_it(sim: WbSimulator) -> None:
     sim.switches.processing_delay = 60.0
     store = MemoryWbStore()
