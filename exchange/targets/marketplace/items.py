@@ -26,7 +26,12 @@ and, when the item carries a known price of another type (which may be what brea
 only once its newest message is ``COMPANION_GRACE`` old: 1C often sends a SKU's price types in
 separate packages, so the other type's new price may be a package away (review 32d: Ozon's
 price 1500 beside the delivered old price 1200 was quarantined, and the old price 1800 that
-came next went out beside the price 1000, a discount 1C never gave).
+came next went out beside the price 1000, a discount 1C never gave). Such a wait leaves the
+receipt ``AWAITS_COMPANION``: a claim on a marketplace channel that leases another aggregate of
+its SKU takes the waiting delivery along under the same lease (``exchange.queue.lease``), and
+the item carries both when together they keep the rule (one request, 1500/1800, never 1000/1800
+first); when they do not, the item goes without it, as the new price would have alone, and it
+waits on (review 32d, again: the old price 1800 went first beside 1000 while 1500 waited).
 """
 
 from __future__ import annotations
