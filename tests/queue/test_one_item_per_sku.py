@@ -225,4 +225,3 @@ def test_a_price_waiting_for_its_companion_is_leased_with_it_under_one_token(
     assert claim(engine, settings, clock, "w2", 10) == ["SKU-3/old"], (
         "SKU-1 is in flight; SKU-2 and SKU-3's retail price wait on"
     )
-
