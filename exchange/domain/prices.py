@@ -33,3 +33,12 @@ class WaitingPrice:
     price_type: str  # the service's code (``retail``), not the shop's name
     version: int
     due: datetime  # when it may be leased again (UTC); a new one's: when it was made
+
+
+# The receipt of a marketplace delivery waiting (AWAITING, not charged) for another price type
+# of its SKU (exchange.targets.marketplace.items: alone it breaks the marketplace's rule). A
+# claim on a marketplace channel that leases an aggregate of the SKU takes such a delivery of
+# its companion aggregate with it, under the same lease, before its wait is over
+# (exchange.queue.lease.claim): the item then carries both, and the marketplace never shows the
+# new price of one type beside the old price of the other (review 32d).
+AWAITS_COMPANION = "awaits-companion"

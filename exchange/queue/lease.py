@@ -62,6 +62,7 @@ from exchange.db.schema import (
     messages,
 )
 from exchange.domain.policy import KindPolicies
+from exchange.domain.prices import AWAITS_COMPANION
 from exchange.domain.reasons import Reason
 from exchange.domain.states import DUE, Event, State, values
 from exchange.queue import order
@@ -166,11 +167,24 @@ class _ClaimSQL:
     pick: Select[Any]
     lease: Update  # on the channel's cursors
     candidates: Any  # a Select of 14 columns (its generic form differs in SQLAlchemy 2.0/2.1)
+    companions: Select[Any] | None = None  # one_per_sku: the picked SKUs' waiting companions
 
 
 # The advisory lock's first key (its second is the channel's id): the claims of one marketplace
 # channel take turns on PostgreSQL. "MKTP".
 ONE_PER_SKU_LOCK = 0x4D4B5450
+
+
+def _waits_for_companion(m: Any, kinds: KindPolicies) -> ColumnElement[bool]:
+    """The delivery ``m`` (its cursor joined) waits, not charged, for another price type of
+    its SKU (its receipt ``AWAITS_COMPANION``, exchange.targets.marketplace.items), and is
+    the one its aggregate may send as far as order goes: a claim of its SKU takes it along
+    before its wait is over."""
+    return and_(
+        m.state == State.DELAYED.value,
+        m.receipt == AWAITS_COMPANION,
+        order.in_order(m, kinds),
+    )
 
 
 def _one_per_sku(
@@ -237,6 +251,34 @@ def _claim_sql(
     # claim order), with what the message says.
     m = aliased(Delivery, name="d")
     eligible = _eligible(m, None, now, kinds, max_attempts)
+    companions = None
+    if one_per_sku:
+        # A marketplace's item carries every price type of its SKU: a companion aggregate's
+        # delivery that waits for a price of its SKU goes with the one picked, under the same
+        # lease (one token: fencing holds for both), and its cursor is leased like any other.
+        c = aliased(Delivery, name="d")
+        own = aggregates.alias("companion_aggregate")
+        picked = aggregates.alias("picked_aggregate")
+        picked_skus = select(picked.c.sku_key).where(
+            one_of(picked.c.id, "ids", postgres), picked.c.sku_key.is_not(None)
+        )
+        companions = (
+            select(c.aggregate_id)
+            .join(cursor, order.on_cursor(c))
+            .join(own, own.c.id == c.aggregate_id)
+            .where(
+                c.channel_id == channel,
+                free,
+                own.c.sku_key.in_(picked_skus),
+                not_(one_of(cursor.c.aggregate_id, "ids", postgres)),
+                _waits_for_companion(c, kinds),
+            )
+        )
+        if excluding:
+            companions = companions.where(not_(one_of(cursor.c.aggregate_id, "exclude", postgres)))
+        if postgres:
+            companions = companions.with_for_update(skip_locked=True, of=cursor)
+        eligible = or_(eligible, _waits_for_companion(m, kinds))
     lease = {
         "lease_token": bindparam("token"),
         "lease_owner": bindparam("worker"),
@@ -270,6 +312,7 @@ def _claim_sql(
             eligible,
         )
         .order_by(*order.claim_order(m)),
+        companions=companions,
     )
 
 
@@ -315,6 +358,10 @@ def claim(
     aggregate_ids = list(dict.fromkeys(picked))
     if not aggregate_ids:
         return Batch(token, until, [])
+    if sql.companions is not None:
+        # Beyond ``limit``: at most the other price types of the SKUs picked.
+        taken = connection.execute(sql.companions, {**params, "ids": aggregate_ids})
+        aggregate_ids.extend(a for a in dict.fromkeys(taken.scalars()) if a not in aggregate_ids)
     params["ids"] = aggregate_ids
     params["token"] = token
     leasing = {

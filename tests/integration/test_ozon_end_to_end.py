@@ -378,3 +378,74 @@ def test_find_says_why_a_product_held_for_its_hour_waits(
     assert found.returncode == 0, found.stderr
     line = " ".join(found.stdout.split())
     assert "delayed" in line and "waits: Ozon refused it: more than 10 price updates" in line, line
+
+
+def _typed(sku: str, version: int, price: str, price_type: str) -> dict[str, Any]:
+    row = price_row(sku, version, price)
+    if price_type != "retail":
+        row["aggregate"] = f"{sku}/{price_type}"
+        row["payload"] = row["payload"].replace('"retail"', f'"{price_type}"')
+    return row
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "meant"),
+    [
+        # Review 32d: price 1500 beside the held old price 1200 breaks Ozon's rule (§1.1:
+        # old_price above price); 1C's next package brings old_price 1800.
+        (("retail", "1500.00"), ("old", "1800.00"), (1500, 1800)),
+        # The reverse order: old_price 1020 beside the held price 1000 is too small a gap
+        # (§1.4: 5 % of the old price up to 10,000 ₽); 1C's next package lowers the price to 900.
+        (("old", "1020.00"), ("retail", "900.00"), (900, 1020)),
+    ],
+)
+def test_a_price_waiting_for_1cs_next_package_lands_with_it_in_one_update_never_a_mixed_pair(
+    db_url: str,
+    engine: Engine,
+    site: OzonSimulator,
+    tmp_path: Path,
+    first: tuple[str, str],
+    second: tuple[str, str],
+    meant: tuple[int, int],
+) -> None:
+    """Review 32d: Ozon holds 1000/1200. 1C's first package sets one price type, which beside
+    the other's held price breaks Ozon's rule, so it waits (not charged) for 1C's next package;
+    the next sets the other type. The item that carries the second carries the waiting first
+    too: one update of Ozon's storefront, the pair 1C meant, never the second beside the
+    held price of the first type (1000/1800, 900/1200: pairs 1C never gave), and both
+    deliveries end delivered, charged once."""
+    clock = FakeClock()
+    worker = make_worker(db_url, engine, site, clock, tmp_path)
+
+    def state(price_type: str, version: int) -> tuple[str, str | None, int]:
+        aggregate = "SKU-1" if price_type == "retail" else f"SKU-1/{price_type}"
+        with transaction(engine, read_only=True) as connection:
+            s, r, a = connection.execute(
+                select(deliveries.c.state, deliveries.c.reason, deliveries.c.attempts)
+                .join(messages, deliveries.c.message_pk == messages.c.id)
+                .where(messages.c.aggregate == aggregate, messages.c.version == version)
+            ).one()
+        return s, r, a
+
+    async def scenario(w: Worker) -> None:
+        stage(
+            engine, [_typed("SKU-1", 1, "1000.00", "retail"), _typed("SKU-1", 1, "1200.00", "old")]
+        )
+        await drain(w)
+        clock.advance(60)
+        site.clock.advance(60)
+        stage(engine, [_typed("SKU-1", 2, first[1], first[0])])
+        await cycles(w)
+        assert state(first[0], 2) == ("delayed", None, 0), "waits for 1C's next package"
+        clock.advance(20)  # the next package, well within COMPANION_GRACE and the wait's minute
+        site.clock.advance(20)
+        stage(engine, [_typed("SKU-1", 2, second[1], second[0])])
+        await cycles(w, 2)
+
+    run_worker(worker, scenario)
+
+    pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+    assert pairs == [(1000, 1200), meant], "one update with the pair 1C meant, nothing between"
+    assert state(first[0], 2) == ("delivered", None, 1)
+    assert state(second[0], 2) == ("delivered", None, 1)
+    assert site.requests[IMPORT_PRICES] == 2

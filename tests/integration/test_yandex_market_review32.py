@@ -229,3 +229,35 @@ def test_ozon_shares_the_item_a_refused_old_price_never_takes_the_delivered_one_
     [item] = imports[1]
     assert ("1100.00", "1200.00") == (item["price"], item.get("old_price")), item
     assert ("quarantined", "invalid-for-channel") == states(engine)[("SKU-1/old", 2)]
+
+
+def test_a_value_waiting_for_1cs_next_package_goes_with_its_discount_base_in_one_update(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    """Review 32d on Yandex Market (the shared item, exchange/targets/marketplace/items.py):
+    the offer shows 1000 with discountBase 1200. 1C's first package sets value 1500, which
+    beside 1200 breaks Yandex's rule (discountBase above value, §3.1): it waits, not charged,
+    for 1C's next package, which sets discountBase 1800. One update carries 1500/1800 and both
+    deliveries end delivered: the offer never goes live at 1000 beside 1800, a discount 1C
+    never gave."""
+    settings = settings_for(db_url, ym, tmp_path, ym_apply_timeout="4")
+    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("Y-1", "retail", 1, "1000"), row("Y-1", "old", 1, "1200")])
+        await until_settled(w, engine)
+        stage(engine, [row("Y-1", "retail", 2, "1500")])
+        for _ in range(20):
+            await w.cycle()
+            if states(engine).get(("Y-1/retail", 2), ("",))[0] == "delayed":
+                break
+        assert ("delayed", None) == states(engine)[("Y-1/retail", 2)], "waits, not refused"
+        stage(engine, [row("Y-1", "old", 2, "1800")])
+        await until_settled(w, engine)
+
+    run_worker(worker, scenario)
+    found = states(engine)
+    assert ("delivered", None) == found[("Y-1/retail", 2)]
+    assert ("delivered", None) == found[("Y-1/old", 2)]
+    went = [(p.value, p.discount_base) for p in ym.applied("Y-1")]
+    assert [(Decimal("1000"), Decimal("1200")), (Decimal("1500"), Decimal("1800"))] == went

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -161,3 +162,66 @@ def test_two_workers_claiming_at_once_never_lease_two_aggregates_of_one_sku(
     assert not errors, errors
     assert results["w1"] == ["SKU-1/retail"]
     assert results["w2"] == ["SKU-2/retail"], "SKU-1's old price must wait for its retail price"
+
+
+def _wait(engine: Engine, clock: FakeClock, aggregate: str, receipt: str | None) -> None:
+    """The aggregate's delivery waits a minute, not charged (as an AWAITING verdict leaves it),
+    with ``receipt``."""
+    from sqlalchemy import select, update
+
+    from exchange.db.schema import deliveries, messages
+
+    with transaction(engine) as c:
+        pk = c.execute(select(messages.c.id).where(messages.c.aggregate == aggregate)).scalar_one()
+        c.execute(
+            update(deliveries)
+            .where(deliveries.c.message_pk == pk)
+            .values(
+                state="delayed", next_try_at=clock.now() + timedelta(seconds=60), receipt=receipt
+            )
+        )
+
+
+def test_a_price_waiting_for_its_companion_is_leased_with_it_under_one_token(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    """Review 32d: SKU-1's retail price waits (not charged, its receipt ``AWAITS_COMPANION``)
+    for another price type of its SKU; a claim that picks SKU-1's old price takes the waiting
+    retail price along, before its wait is over, under the same lease (one token: fencing and
+    renewal hold for both, and no other worker may take either). A SKU not picked keeps its
+    wait, and a delivery delayed for another cause (a retry's back-off) keeps its own."""
+    from exchange.domain.prices import AWAITS_COMPANION
+
+    take(
+        engine,
+        settings,
+        clock,
+        [
+            typed_row("SKU-1", 1, "retail"),
+            typed_row("SKU-2", 1, "retail"),
+            typed_row("SKU-3", 1, "retail"),
+        ],
+    )
+    _wait(engine, clock, "SKU-1/retail", AWAITS_COMPANION)
+    _wait(engine, clock, "SKU-2/retail", AWAITS_COMPANION)
+    _wait(engine, clock, "SKU-3/retail", None)  # a retry's back-off
+    clock.advance(20)
+    take(engine, settings, clock, [typed_row("SKU-1", 1, "old"), typed_row("SKU-3", 1, "old")])
+    with transaction(engine) as c:
+        batch = lease.claim(
+            c,
+            worker="w1",
+            now=clock.now(),
+            limit=1,
+            lease_seconds=settings.lease_seconds,
+            max_attempts=settings.max_attempts,
+            kinds=settings.policies,
+            one_per_sku=True,
+        )
+    assert sorted(m.aggregate for m in batch.messages) == ["SKU-1/old", "SKU-1/retail"]
+    assert {m.attempt for m in batch.messages} == {1}
+    with transaction(engine) as c:
+        assert lease.renew(c, batch.token, clock.now()) == 2, "one lease holds both"
+    assert claim(engine, settings, clock, "w2", 10) == ["SKU-3/old"], (
+        "SKU-1 is in flight; SKU-2 and SKU-3's retail price wait on"
+    )

@@ -341,3 +341,42 @@ def test_a_price_broken_beside_a_known_one_waits_for_1cs_next_package_then_is_re
     assert [(i.sku, i.prices) for i in pair.items] == [
         ("A", {"price": Decimal("1500"), "old_price": Decimal("1800")})
     ]
+
+
+def test_a_companion_taken_along_goes_only_where_the_pair_holds_and_waits_on_otherwise() -> None:
+    """Review 32d: the claim takes a price waiting for its SKU's next package (receipt
+    ``AWAITS_COMPANION``) along with the next price of its SKU. Where together they hold, one
+    item carries both and the companion's wait is its own (its receipt says it waits for a
+    companion, so the next claim of its SKU takes it along again). Where together they break
+    the rule but the new price holds beside the known one, the new price goes as it would
+    have alone and the companion waits on, not charged: it never holds back a price that
+    could go, and is never refused sooner for having been taken along."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from exchange.domain.prices import AWAITS_COMPANION
+
+    def rule(item: Item) -> str | None:
+        old_price, price_ = item.prices.get("old_price"), item.prices.get("price", Decimal(0))
+        return "gap too small" if old_price is not None and old_price - price_ < 50 else None
+
+    now = datetime(2026, 12, 5, tzinfo=UTC) + timedelta(seconds=30)
+    held = [known("A", "retail", "1000"), known("A", "old", "1200")]
+    waiting = replace(price("A", "retail", "1500"), receipt=AWAITS_COMPANION)
+    alone = build([waiting], channel(), held, {}, rule, now=now).answers[waiting.message_id]
+    assert (alone.verdict, alone.receipt) == (Verdict.AWAITING, AWAITS_COMPANION)
+
+    pair = build([price("A", "old", "1800"), waiting], channel(), held, {}, rule, now=now)
+    assert [(i.prices, len(i.carried)) for i in pair.items] == [
+        ({"price": Decimal("1500"), "old_price": Decimal("1800")}, 2)
+    ]
+    assert pair.answers == {}
+
+    close = price("A", "old", "1510")  # 1500/1510 breaks the rule; 1000/1510 holds
+    split = build([close, waiting], channel(), held, {}, rule, now=now)
+    assert [(i.prices, [m.message_id for m in i.carried]) for i in split.items] == [
+        ({"price": Decimal("1000"), "old_price": Decimal("1510")}, [close.message_id])
+    ]
+    left = split.answers[waiting.message_id]
+    assert (left.verdict, left.reason, left.receipt) == (Verdict.AWAITING, None, AWAITS_COMPANION)
+    assert close.message_id not in split.answers

@@ -26,7 +26,12 @@ and, when the item carries a known price of another type (which may be what brea
 only once its newest message is ``COMPANION_GRACE`` old: 1C often sends a SKU's price types in
 separate packages, so the other type's new price may be a package away (review 32d: Ozon's
 price 1500 beside the delivered old price 1200 was quarantined, and the old price 1800 that
-came next went out beside the price 1000, a discount 1C never gave).
+came next went out beside the price 1000, a discount 1C never gave). Such a wait leaves the
+receipt ``AWAITS_COMPANION``: a claim on a marketplace channel that leases another aggregate of
+its SKU takes the waiting delivery along under the same lease (``exchange.queue.lease``), and
+the item carries both when together they keep the rule (one request, 1500/1800, never 1000/1800
+first); when they do not, the item goes without it, as the new price would have alone, and it
+waits on (review 32d, again: the old price 1800 went first beside 1000 while 1500 waited).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 
 from exchange.domain.pause import KNOWN_PRICES_UNREAD
-from exchange.domain.prices import KnownPrice, WaitingPrice
+from exchange.domain.prices import AWAITS_COMPANION, KnownPrice, WaitingPrice
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage
@@ -161,7 +166,10 @@ def build(
     pending: dict[str, list[WaitingPrice]] = {}
     for price_ in waiting:
         pending.setdefault(price_.sku, []).append(price_)
-    items: dict[str, Item] = {}
+    held: dict[str, list[KnownPrice]] = {}
+    for price_k in known:
+        held.setdefault(price_k.sku, []).append(price_k)
+    taken: dict[str, list[tuple[OutgoingMessage, str, Decimal]]] = {}
     for message in messages:
         price = read_price(
             message, target=channel.target, mapping=channel.price_types, setting=channel.setting
@@ -179,28 +187,10 @@ def build(
         if isinstance(fitted, str):
             answers[message.message_id] = invalid(f"{price.mapped} {fitted}")
             continue
-        item = items.get(price.sku)
-        if item is None:
-            item = items[price.sku] = Item(price.sku, price.sku)
-        item.prices[price.mapped] = fitted
-        item.new.add(price.mapped)
-        item.versions[price.mapped] = message.version
-        item.carried.append(message)
-    for held in sorted(known, key=lambda k: (k.sku, k.price_type, k.version)):
-        item = items.get(held.sku)
-        mapped = channel.price_types.get(held.price_type)
-        if item is None or mapped is None or mapped in item.new:
-            continue  # no item, left out of this channel or not mapped, or sent new now
-        if held.currency != channel.currency:
-            continue
-        fitted = _fit(channel, mapped, held.amount)
-        if isinstance(fitted, str):
-            continue  # never sent as it is: the marketplace keeps what it has
-        if held.version >= item.versions.get(mapped, 0):
-            item.prices[mapped] = fitted
-            item.versions[mapped] = held.version
+        taken.setdefault(price.sku, []).append((message, price.mapped, fitted))
     ready: list[Item] = []
-    for item in items.values():
+    for sku, entries in taken.items():
+        item = _item(sku, entries, channel, held.get(sku, ()))
         if channel.sku_source == "article":
             article = articles.get(item.sku)
             if not article:
@@ -213,6 +203,20 @@ def build(
             item.offer_id = article
         broken = rule(item) if rule is not None else None
         if broken is not None:
+            own = [e for e in entries if e[0].receipt != AWAITS_COMPANION]
+            if own and len(own) < len(entries):
+                # Companions taken early by the claim (``AWAITS_COMPANION``) go only where
+                # they make the item hold: without them, the item goes as it would have
+                # alone, and they wait on as before (their grace counted from their own 1C
+                # package).
+                alone = _item(sku, own, channel, held.get(sku, ()))
+                alone.offer_id = item.offer_id
+                if rule is not None and rule(alone) is None:
+                    ready.append(alone)
+                    left = [e for e in entries if e[0].receipt == AWAITS_COMPANION]
+                    item = _item(sku, left, channel, held.get(sku, ()))
+                    item.offer_id = alone.offer_id
+                    broken = (rule(item) if rule is not None else None) or broken
             broken_by[item.sku] = broken
             awaited = _awaited(item, channel, pending.get(item.sku, ()))
             grace = _grace(item, now)
@@ -225,6 +229,35 @@ def build(
             continue
         ready.append(item)
     return Built(ready, answers, broken_by)
+
+
+def _item(
+    sku: str,
+    entries: Sequence[tuple[OutgoingMessage, str, Decimal]],
+    channel: Channel,
+    known: Iterable[KnownPrice],
+) -> Item:
+    """The item of one SKU: ``entries`` (a message, its field, its amount as sent) carried as
+    new, and for each other mapped price type the known price of its SKU."""
+    item = Item(sku, sku)
+    for message, mapped, fitted in entries:
+        item.prices[mapped] = fitted
+        item.new.add(mapped)
+        item.versions[mapped] = message.version
+        item.carried.append(message)
+    for held in sorted(known, key=lambda k: (k.sku, k.price_type, k.version)):
+        mapped_ = channel.price_types.get(held.price_type)
+        if mapped_ is None or mapped_ in item.new:
+            continue  # left out of this channel or not mapped, or sent new now
+        if held.currency != channel.currency:
+            continue
+        amount = _fit(channel, mapped_, held.amount)
+        if isinstance(amount, str):
+            continue  # never sent as it is: the marketplace keeps what it has
+        if held.version >= item.versions.get(mapped_, 0):
+            item.prices[mapped_] = amount
+            item.versions[mapped_] = held.version
+    return item
 
 
 def _awaited(
@@ -265,6 +298,7 @@ def _waits_for_1c(channel: Channel, broken: str, left: float, most: float) -> Cl
         "charged",
         again_in=wait,
         error_class=AWAITING_PRICE,
+        receipt=AWAITS_COMPANION,  # a claim of its SKU takes it along (queue.lease.claim)
     )
 
 
@@ -286,6 +320,7 @@ def _waits(
         f"together, looked at again in {wait:g} s, not charged",
         again_in=wait,
         error_class=AWAITING_PRICE,
+        receipt=AWAITS_COMPANION,  # a claim of its SKU takes it along (queue.lease.claim)
     )
 
 
