@@ -1105,6 +1105,9 @@ class YandexMarketTarget:
                     raise _TooBig(limit)
         assert response is not None
         if response.status_code == 200:
+            refused = answers.error_in_200(response)  # §3.4: an ApiErrorResponse, no acceptance
+            if refused is not None:
+                raise _Whole(refused)
             return response
         if response.status_code == 420:  # the pace, never a failure (contract 14)
             raise _Whole(answers.paced(response, max(held, 1.0)))
