@@ -30,13 +30,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import Engine, and_, or_, select
+from sqlalchemy import ColumnElement, Engine, and_, func, or_, select
 
 from exchange.db.on_channels import Channel, channel_ids, on
-from exchange.db.schema import aggregates, deliveries, messages
+from exchange.db.schema import aggregates, cml_catalog, deliveries, messages
 from exchange.domain.states import State
 
 CHUNK = 500
+# What a marketplace trims from an offer's id (Python's ``str.strip`` for the usual ones).
+WHITESPACE = " \t\n\r\x0b\x0c"
 
 
 class DbSentTimes:
@@ -135,3 +137,58 @@ class DbSentTimes:
                 for sku, receipt in connection.execute(query):
                     found.setdefault(str(sku), []).append(receipt)
         return found
+
+    def offer_holders(
+        self,
+        offers: Iterable[str],
+        prefixes: Iterable[str],
+        leaving_out: Iterable[str] = (),
+        *,
+        by_article: bool = False,
+    ) -> dict[str, list[str]]:
+        """For each of ``offers``, the SKUs whose prices the channel already gave it
+        (delivered, withheld, in flight, or a receipt beginning with one of ``prefixes``): the
+        SKU trimmed (``by_article``: its article trimmed, as ``cml_catalog`` holds it) is the
+        offer. The messages ``leaving_out`` (the asking batch's, in flight) left out. Sorted,
+        for stable words."""
+        wanted = sorted(set(offers))
+        mine = sorted(set(leaving_out))
+        starts = list(prefixes)
+        found: dict[str, set[str]] = {}
+        d = deliveries.c
+        sent = or_(
+            d.state.in_((State.DELIVERED.value, State.WITHHELD.value)),
+            and_(d.state == State.IN_PROGRESS.value, d.attempts > 0),
+            *(d.receipt.startswith(p, autoescape=True) for p in starts),
+        )
+        with self.engine.connect() as connection:
+            ids = channel_ids(connection, self.channel)
+            for start in range(0, len(wanted), CHUNK):
+                part = wanted[start : start + CHUNK]
+                offer: ColumnElement[str]
+                if by_article:
+                    c = cml_catalog.c
+                    offer = func.trim(c.value, WHITESPACE)
+                    source = deliveries.join(aggregates, aggregates.c.id == d.aggregate_id).join(
+                        cml_catalog, and_(c.kind == "article", c.key == aggregates.c.sku)
+                    )
+                else:
+                    offer = func.trim(aggregates.c.sku, WHITESPACE)
+                    source = deliveries.join(aggregates, aggregates.c.id == d.aggregate_id)
+                query = (
+                    select(offer, aggregates.c.sku)
+                    .select_from(source.join(messages, messages.c.id == d.message_pk))
+                    .where(
+                        aggregates.c.kind == "price",
+                        offer.in_(part),
+                        on(d.channel_id, ids),
+                        sent,
+                    )
+                    .distinct()
+                )
+                if mine:
+                    query = query.where(messages.c.message_id.not_in(mine))
+                rows = connection.execute(query)
+                for name, sku in rows:
+                    found.setdefault(str(name), set()).add(str(sku))
+        return {name: sorted(held) for name, held in found.items()}

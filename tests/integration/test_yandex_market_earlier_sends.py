@@ -209,3 +209,65 @@ def test_a_price_whose_request_timed_out_after_yandex_took_it_holds_the_later_on
     assert ("delivered", Decimal(100)) == (state(engine, 2), shown(ym)), (
         "delivered means Yandex shows it"
     )
+
+
+@pytest.mark.parametrize("source", ["sku", "article"])
+def test_a_second_sku_of_one_offer_is_refused_whichever_worker_gave_the_first_its_price(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path, source: str
+) -> None:
+    """Yandex trims ``offerId`` (research §3.1 ``ShopSku``: ``" SKU123 "`` ≡ ``"SKU123"``), so
+    1C's "Y-2" and " Y-2" are one offer (``sku_source = sku``), as are two goods whose
+    articles are "Y-2" and "Y-2 " (``sku_source = article``). Worker A delivered the first
+    one's price; worker B, which never sent it itself, is given the second: it is
+    ``invalid-for-channel`` naming both, never sent over the first one's price (review 32e:
+    caught within one process's life only)."""
+    ym.switches.apply_delay = 0
+    wire = _Wire()
+    skus = ("Y-2", " Y-2") if source == "sku" else ("P-1", "P-2")
+    if source == "article":
+        from datetime import UTC, datetime
+
+        from exchange.db.schema import cml_catalog
+
+        with transaction(engine) as connection:
+            for sku, article in zip(skus, ("Y-2", "Y-2 "), strict=True):
+                connection.execute(
+                    cml_catalog.insert().values(
+                        kind="article", key=sku, value=article, updated_at=datetime.now(UTC)
+                    )
+                )
+    first, second = (
+        bootstrap.worker(
+            settings_for(db_url, ym, tmp_path, name).model_copy(update={"sku_source": source}),
+            engine,
+            rng=random.Random(n),
+            transport=wire,
+        )
+        for n, name in enumerate(("worker-a", "worker-b"))
+    )
+
+    def ended(aggregate: str) -> tuple[str, str | None] | None:
+        with transaction(engine, read_only=True) as connection:
+            found = connection.execute(
+                select(messages.c.state, messages.c.reason).where(messages.c.aggregate == aggregate)
+            ).one_or_none()
+        if found is None or found[0] in ("new", "delayed", "in_progress"):
+            return None
+        return (str(found[0]), found[1])
+
+    async def scenario() -> None:
+        try:
+            stage(engine, [price_row(skus[0], 1, "200")])
+            await cycles_until(first, lambda: ended(skus[0]) is not None)
+            stage(engine, [price_row(skus[1], 1, "300")])
+            await cycles_until(second, lambda: ended(skus[1]) is not None)
+        finally:
+            await first.target.aclose()
+            await second.target.aclose()
+
+    asyncio.run(scenario())
+    assert ("delivered", None) == ended(skus[0])
+    assert ("quarantined", "invalid-for-channel") == ended(skus[1])
+    assert 1 == wire.updates(), "the second SKU was never sent"
+    live = ym.live("Y-2")
+    assert live is not None and Decimal(200) == live.value

@@ -29,6 +29,13 @@ How one request goes (``send``):
    once ``ym_apply_timeout`` passed; not shown yet, AWAITING again until
    ``ym_apply_timeout`` from the 200, then TEMPORARY (charged: sent again).
 
+An update accepted while an earlier one of its SKU may still land (Yandex promises no order,
+§3.5) counts only once ``ym_apply_timeout`` has passed since its 200, since a read-back cannot
+tell 1C's 100, 120, 100 apart: the earlier one known to this process's memory, or to the
+database (``EarlierSends``: another worker's, one before a restart, or one whose answer never
+came, its receipt ``ym-sent:``). The database also names the SKUs the channel already gave an
+offer: a second SKU of that offer is ``invalid-for-channel``, whichever worker sent the first.
+
 What is remembered survives a restart in the delivery's receipt (``ym-accepted:`` and, as
 JSON, when Yandex accepted it, the offer and the fields sent; the 200's ``AWAITING`` carries it
 and the claim hands it back as ``OutgoingMessage.receipt``): a message leased again by a worker
@@ -208,6 +215,19 @@ class EarlierSends(Protocol):
         leaving_out: Iterable[str] = (),
     ) -> dict[str, list[str | None]]: ...
 
+    def offer_holders(
+        self,
+        offers: Iterable[str],
+        prefixes: Iterable[str],
+        leaving_out: Iterable[str] = (),
+        *,
+        by_article: bool = False,
+    ) -> dict[str, list[str]]:
+        """For each of ``offers``, the SKUs whose prices the channel already gave that offer
+        (delivered, withheld, in flight and not ``leaving_out``'s, or a receipt beginning with
+        one of ``prefixes``): the SKU, or its article when ``by_article``, trimmed."""
+        ...
+
 
 class _NoEarlierSends:
     def unsettled_since(
@@ -217,6 +237,16 @@ class _NoEarlierSends:
         prefixes: Iterable[str],
         leaving_out: Iterable[str] = (),
     ) -> dict[str, list[str | None]]:
+        return {}
+
+    def offer_holders(
+        self,
+        offers: Iterable[str],
+        prefixes: Iterable[str],
+        leaving_out: Iterable[str] = (),
+        *,
+        by_article: bool = False,
+    ) -> dict[str, list[str]]:
         return {}
 
 
@@ -383,7 +413,8 @@ class YandexMarketTarget:
             # Two SKUs of one offerId (one article, or equal once trimmed) never in one update:
             # Yandex refuses the request as a duplicate (§3.6.7); each goes in its own wave.
             waves: list[list[_Item]] = []
-            for item in self._with_accepted_all(built.items, answers_):
+            holders = await self._holders(built.items)
+            for item in self._with_accepted_all(built.items, answers_, holders):
                 wave = next((w for w in waves if all(x.offer != item.offer for x in w)), None)
                 if wave is None:
                     waves.append([item])
@@ -421,16 +452,44 @@ class YandexMarketTarget:
         )
         return known
 
+    async def _holders(self, items: list[shared.Item]) -> dict[str, list[str]]:
+        """The SKUs the channel already gave each item's offer, whichever worker sent them
+        (``EarlierSends.offer_holders``); none when the database cannot be read (this
+        process's memory still holds)."""
+        offers = sorted({offer_id(item.offer_id) for item in items})
+        carried = sorted({m.message_id for item in items for m in item.carried})
+        if not offers:
+            return {}
+        try:
+            return await asyncio.to_thread(
+                self.earlier.offer_holders,
+                offers,
+                (ACCEPTED, SENT, NOT_APPLIED),
+                carried,
+                by_article=self.channel.sku_source == "article",
+            )
+        except Exception as exc:  # the service's database
+            log.warning(
+                "Yandex Market: the SKUs of the offers could not be read (%s)", type(exc).__name__
+            )
+            return {}
+
     def _with_accepted_all(
-        self, items: list[shared.Item], answers_: dict[str, Classification]
+        self,
+        items: list[shared.Item],
+        answers_: dict[str, Classification],
+        holders: Mapping[str, list[str]] | None = None,
     ) -> list[_Item]:
         """The items as sent (``_with_accepted``); one that breaks Yandex's rules only with a
-        price accepted and not shown yet is ``invalid-for-channel``, as with a known one."""
+        price accepted and not shown yet is ``invalid-for-channel``, as with a known one, and
+        so is one whose offer the channel gave another SKU (``holders``, the database: any
+        worker, before a restart too; this process's own claims besides)."""
         out: list[_Item] = []
         for item in items:
             sent = self._with_accepted(item)
+            held = [s for s in (holders or {}).get(sent.offer, []) if s != sent.sku]
             # Claimed at once, before sending: a batch sent meanwhile sees it (review 32e).
-            other = self._offer_skus.setdefault(sent.offer, sent.sku)
+            other = held[0] if held else self._offer_skus.setdefault(sent.offer, sent.sku)
             if other != sent.sku:
                 answers_.update(shared.spread(item, shared.invalid(_one_offer(sent, other))))
                 continue
