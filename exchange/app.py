@@ -231,9 +231,14 @@ def yandex_market_target(
     out; the articles under ``sku_source = article``."""
     from exchange.db.articles import DbArticles
     from exchange.db.known_prices import DbKnownPrices
+    from exchange.db.sent_times import DbSentTimes
     from exchange.targets.marketplace.articles import NO_ARTICLES
     from exchange.targets.prices import NO_KNOWN_PRICES, NOTHING_WAITING, KnownPrices
-    from exchange.targets.yandex_market.target import ACCEPTED, YandexMarketTarget
+    from exchange.targets.yandex_market.target import (
+        ACCEPTED,
+        NO_EARLIER_SENDS,
+        YandexMarketTarget,
+    )
 
     if settings.ym_business_id is None:
         raise ConfigurationError("the yandex-market target needs EXCHANGE_YM_BUSINESS_ID")
@@ -266,6 +271,9 @@ def yandex_market_target(
         known=known,
         # What is still to be given (new, delayed): an offer that cannot go without it waits.
         waiting=known if isinstance(known, DbKnownPrices) else NOTHING_WAITING,
+        # The channel's earlier updates of a SKU that may still land, whichever worker sent
+        # them: a read-back that cannot tell them from this one counts after ym_apply_timeout.
+        earlier=DbSentTimes(engine, channel) if engine is not None else NO_EARLIER_SENDS,
         transport=transport,
         verify=settings.site_tls(),
     )

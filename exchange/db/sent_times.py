@@ -12,20 +12,33 @@ are one send (one time).
 Ozon's refusals for the limit are read from the receipts the target gave their AWAITING
 (``ozon-refused:<time>``, exchange/targets/ozon/hours.py: the prefix it asks for), which a
 superseded version keeps: a restart still waits the product's hour after a refusal
-(contract 14)."""
+(contract 14).
+
+``unsettled_since`` serves the ``yandex-market`` target's ``EarlierSends`` port
+(exchange/targets/yandex_market/target.py): the channel's updates of a SKU's prices that may
+still land on the marketplace, whichever worker sent them. A delivery is one when its receipt
+begins with one of the prefixes the target names (what it writes for a send taken but not shown
+yet, or whose answer never came) and it has not ended shown (delivered, or withheld: the
+marketplace decided it), or when it is in flight though not the asking batch's (on a
+marketplace channel one item per SKU is in flight: another one in flight is a crashed worker's
+request, its outcome unknown). ``updated_at`` is at or after the moment the update was sent, so
+``updated_at >= moment`` keeps every send since ``moment`` (and a few older ones: the target
+reads the time its receipt names)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import Engine, select
+from sqlalchemy import ColumnElement, Engine, and_, func, or_, select
 
 from exchange.db.on_channels import Channel, channel_ids, on
-from exchange.db.schema import aggregates, deliveries
+from exchange.db.schema import aggregates, cml_catalog, deliveries, messages
 from exchange.domain.states import State
 
 CHUNK = 500
+# What a marketplace trims from an offer's id (Python's ``str.strip`` for the usual ones).
+WHITESPACE = " \t\n\r\x0b\x0c"
 
 
 class DbSentTimes:
@@ -77,3 +90,105 @@ class DbSentTimes:
                 for sku, receipt in rows:
                     found.setdefault(str(sku), []).append(str(receipt))
         return found
+
+    def unsettled_since(
+        self,
+        skus: Iterable[str],
+        moment: datetime,
+        prefixes: Iterable[str],
+        leaving_out: Iterable[str] = (),
+    ) -> dict[str, list[str | None]]:
+        """Per SKU, the receipts of the channel's deliveries of its prices updated since
+        ``moment`` that may still land: a receipt beginning with one of ``prefixes`` and not
+        ended shown (delivered, withheld), or in flight (its receipt, None when it has none);
+        the messages ``leaving_out`` (the asking batch's) left out."""
+        wanted = sorted(set(skus))
+        starts = list(prefixes)
+        mine = sorted(set(leaving_out))
+        found: dict[str, list[str | None]] = {}
+        d = deliveries.c
+        shown = (State.DELIVERED.value, State.WITHHELD.value)
+        may_land = or_(
+            and_(
+                d.state.not_in(shown),
+                or_(*(d.receipt.startswith(p, autoescape=True) for p in starts)),
+            ),
+            and_(d.state == State.IN_PROGRESS.value, d.attempts > 0),
+        )
+        with self.engine.connect() as connection:
+            ids = channel_ids(connection, self.channel)
+            for start in range(0, len(wanted), CHUNK):
+                query = (
+                    select(aggregates.c.sku, d.receipt)
+                    .select_from(
+                        deliveries.join(aggregates, aggregates.c.id == d.aggregate_id).join(
+                            messages, messages.c.id == d.message_pk
+                        )
+                    )
+                    .where(
+                        on(d.channel_id, ids),
+                        d.updated_at >= moment,
+                        may_land,
+                        aggregates.c.sku.in_(wanted[start : start + CHUNK]),
+                    )
+                )
+                if mine:
+                    query = query.where(messages.c.message_id.not_in(mine))
+                for sku, receipt in connection.execute(query):
+                    found.setdefault(str(sku), []).append(receipt)
+        return found
+
+    def offer_holders(
+        self,
+        offers: Iterable[str],
+        prefixes: Iterable[str],
+        leaving_out: Iterable[str] = (),
+        *,
+        by_article: bool = False,
+    ) -> dict[str, list[str]]:
+        """For each of ``offers``, the SKUs whose prices the channel already gave it
+        (delivered, withheld, in flight, or a receipt beginning with one of ``prefixes``): the
+        SKU trimmed (``by_article``: its article trimmed, as ``cml_catalog`` holds it) is the
+        offer. The messages ``leaving_out`` (the asking batch's, in flight) left out. Sorted,
+        for stable words."""
+        wanted = sorted(set(offers))
+        mine = sorted(set(leaving_out))
+        starts = list(prefixes)
+        found: dict[str, set[str]] = {}
+        d = deliveries.c
+        sent = or_(
+            d.state.in_((State.DELIVERED.value, State.WITHHELD.value)),
+            and_(d.state == State.IN_PROGRESS.value, d.attempts > 0),
+            *(d.receipt.startswith(p, autoescape=True) for p in starts),
+        )
+        with self.engine.connect() as connection:
+            ids = channel_ids(connection, self.channel)
+            for start in range(0, len(wanted), CHUNK):
+                part = wanted[start : start + CHUNK]
+                offer: ColumnElement[str]
+                if by_article:
+                    c = cml_catalog.c
+                    offer = func.trim(c.value, WHITESPACE)
+                    source = deliveries.join(aggregates, aggregates.c.id == d.aggregate_id).join(
+                        cml_catalog, and_(c.kind == "article", c.key == aggregates.c.sku)
+                    )
+                else:
+                    offer = func.trim(aggregates.c.sku, WHITESPACE)
+                    source = deliveries.join(aggregates, aggregates.c.id == d.aggregate_id)
+                query = (
+                    select(offer, aggregates.c.sku)
+                    .select_from(source.join(messages, messages.c.id == d.message_pk))
+                    .where(
+                        aggregates.c.kind == "price",
+                        offer.in_(part),
+                        on(d.channel_id, ids),
+                        sent,
+                    )
+                    .distinct()
+                )
+                if mine:
+                    query = query.where(messages.c.message_id.not_in(mine))
+                rows = connection.execute(query)
+                for name, sku in rows:
+                    found.setdefault(str(name), set()).add(str(sku))
+        return {name: sorted(held) for name, held in found.items()}

@@ -151,6 +151,10 @@ class YmSwitches:
     # "none" ("Internal validation failed", naming no offer: a fake written from the research
     # answered so in review 32b).
     errors_named: str = "all"
+    # §3.5 "Races: no ordering guarantee documented": the order an offer's accepted updates
+    # that are due together are applied in: "accepted" (the order Yandex took them) or
+    # "newest-first" (a later update lands before an earlier one: the earlier wins).
+    apply_order: str = "accepted"
 
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -163,6 +167,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "read_without_ids": ("page", "refuse"),
     "until_rounding": ("up", "down"),
     "errors_named": ("all", "first", "none"),
+    "apply_order": ("accepted", "newest-first"),
 }
 
 
@@ -576,12 +581,18 @@ class YmSimulator(LoopbackServer):
         """Apply every accepted price that is due (§3.4: applied asynchronously)."""
         with self._state:
             now = self.clock.wall_now()
-            due = sorted((p for p in self._pending if p.due <= now), key=lambda p: (p.due, p.seq))
+            due = sorted((p for p in self._pending if p.due <= now), key=self._order)
             if not due:
                 return
             self._pending = [p for p in self._pending if p.due > now]
             for pending in due:
                 self._apply(pending, pending.due)
+
+    def _order(self, pending: Pending) -> tuple[float, int]:
+        """The order pending updates are applied in (§3.5: none promised; ``apply_order``)."""
+        if self.switches.apply_order == "newest-first":
+            return (0.0, -pending.seq)
+        return (pending.due, pending.seq)
 
     def _apply(self, pending: Pending, at: float) -> None:
         offer = self._offer(pending.offer_id)
@@ -612,7 +623,7 @@ class YmSimulator(LoopbackServer):
 
     def _current(self, offer_id: str) -> Price | None:
         """The price the offer will hold once what is pending lands (for ``repeat_price``)."""
-        for pending in sorted(self._pending, key=lambda p: (p.due, p.seq), reverse=True):
+        for pending in sorted(self._pending, key=self._order, reverse=True):
             if pending.offer_id == offer_id and not pending.confirmed:
                 return pending.price
         offer = self.offers.get(offer_id)

@@ -124,6 +124,25 @@ def test_switch_apply_delay_zero_shows_the_price_at_once(ym: YmSimulator) -> Non
     assert Decimal(1074) == read(ym, "A")["A"]["value"]
 
 
+@pytest.mark.parametrize("order", ["accepted", "newest-first"])
+def test_switch_apply_order(order: str) -> None:
+    """§3.5 "Races: no ordering guarantee documented": an offer's two updates due together are
+    applied in the order accepted (the later one shows) or newest first (the earlier one shows
+    in the end, after the later one went live)."""
+    switches = YmSwitches(apply_order=order, apply_delay=60)
+    ym = YmSimulator(KEY, BUSINESS, clock=still(), switches=switches)
+    with ym:
+        assert 200 == update(ym, offer("A", 120)).status_code
+        assert 200 == update(ym, offer("A", 100)).status_code
+        later(ym, 61)
+        shown = read(ym, "A")["A"]["value"]
+        went_live = ym.history("A")
+    if order == "accepted":
+        assert (Decimal(100), [Decimal(120), Decimal(100)]) == (shown, went_live)
+    else:
+        assert (Decimal(120), [Decimal(100), Decimal(120)]) == (shown, went_live)
+
+
 def test_up_to_500_offers_a_request_and_no_more(ym: YmSimulator) -> None:
     """§3.1 UpdateBusinessPricesRequest: 1..500 offers; 501 or none is a 400, nothing applied."""
     assert 200 == update(ym, *[offer(f"S{i}") for i in range(500)]).status_code

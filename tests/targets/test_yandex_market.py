@@ -1324,3 +1324,24 @@ def test_the_split_of_a_400_naming_no_offer_is_bounded(ym: YmSimulator) -> None:
     found = run(lambda: target(ym), lambda t: t.send(messages))
     assert [Verdict.TERMINAL] * 40 == verdicts(found)
     assert 1 + 20 == ym.requests["offer-prices/updates"]
+
+
+def test_a_200_whose_body_says_status_error_is_no_acceptance() -> None:
+    """§3.4: Yandex's acceptance is 200 ``{"status":"OK"}``; ``{"status":"ERROR", "errors":
+    […]}`` is its error answer (``ApiErrorResponse``). A 200 carrying the error is not
+    accepted: temporary with Yandex's words, sent again, never read back as if taken (the old
+    reading counted it accepted and read the offer back for ``ym_apply_timeout``)."""
+    paths: list[str] = []
+
+    def yandex(request: httpx.Request) -> httpx.Response:
+        paths.append(request.url.path.rsplit("/", 1)[-1])
+        if request.url.path.endswith("/offer-prices/updates"):
+            error = {"code": "INTERNAL_ERROR", "message": "Prices were not saved"}
+            return httpx.Response(200, json={"status": "ERROR", "errors": [error]})
+        return httpx.Response(200, json={"status": "OK", "result": {"offers": []}})
+
+    (found,) = run(lambda: answered_by(yandex), lambda t: t.send([price("SKU-1", 1, "10")]))
+    assert Verdict.TEMPORARY is found.verdict
+    assert "INTERNAL_ERROR Prices were not saved" in found.detail
+    assert found.receipt is None, "nothing to read back"
+    assert ["updates"] == paths

@@ -5,7 +5,9 @@ Yandex answers an error as ``ApiErrorResponse``: ``{"status": "ERROR", "errors":
 status word is never trusted: the HTTP status is). The readings here are the only place the
 target's answers are judged; the verdicts are those of ``exchange.domain.verdicts``.
 
-- 200: accepted (``offer-prices/updates``: not applied yet, §3.4) or the read's result.
+- 200: accepted (``offer-prices/updates``: not applied yet, §3.4) or the read's result; but a
+  200 whose body is an ``ApiErrorResponse`` (``"status": "ERROR"``, §3.4) is Yandex's error,
+  never an acceptance (``error_in_200``): temporary, sent again (charged).
 - 420 (never 429, §3.3), Yandex's pace, never a failure (AWAITING when still refused after
   the target waited it out): ``Hit rate limit of 'N' parallel requests …`` lowers the parallelism;
   ``Hit rate limit of 'N' requests per '…' for resource …`` waits until
@@ -133,6 +135,23 @@ def named_offers(response: httpx.Response, sent: list[str]) -> dict[str, str]:
         if found is not None:
             named.setdefault(found, text)
     return named
+
+
+def error_in_200(response: httpx.Response) -> Classification | None:
+    """A 200 whose body says ``"status": "ERROR"`` (§3.4: ``ApiErrorResponse``; Yandex's
+    acceptance is ``{"status": "OK"}``): an error that names no HTTP class, so temporary, with
+    Yandex's words; None for any other 200. Only an explicit ERROR counts: a 200 without a
+    status word is judged by what it carries."""
+    parsed = body(response)
+    if not isinstance(parsed, dict) or parsed.get("status") != "ERROR":
+        return None
+    return Classification(
+        Verdict.TEMPORARY,
+        f"{words(response)}: Yandex Market answered 200 with status ERROR (an error, not an "
+        "acceptance): sent again",
+        http_status=200,
+        error_class="ErrorIn200",
+    )
 
 
 def whole(response: httpx.Response) -> Classification:

@@ -29,6 +29,13 @@ How one request goes (``send``):
    once ``ym_apply_timeout`` passed; not shown yet, AWAITING again until
    ``ym_apply_timeout`` from the 200, then TEMPORARY (charged: sent again).
 
+An update accepted while an earlier one of its SKU may still land (Yandex promises no order,
+§3.5) counts only once ``ym_apply_timeout`` has passed since its 200, since a read-back cannot
+tell 1C's 100, 120, 100 apart: the earlier one known to this process's memory, or to the
+database (``EarlierSends``: another worker's, one before a restart, or one whose answer never
+came, its receipt ``ym-sent:``). The database also names the SKUs the channel already gave an
+offer: a second SKU of that offer is ``invalid-for-channel``, whichever worker sent the first.
+
 What is remembered survives a restart in the delivery's receipt (``ym-accepted:`` and, as
 JSON, when Yandex accepted it, the offer and the fields sent; the 200's ``AWAITING`` carries it
 and the claim hands it back as ``OutgoingMessage.receipt``): a message leased again by a worker
@@ -52,7 +59,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -117,6 +124,9 @@ SPLITS = 20
 ACCEPTED = "ym-accepted:"
 # The receipt of a delivery not applied in time: its next attempt sends, never reads back.
 NOT_APPLIED = "ym-not-applied"
+# The receipt of an update whose answer never came (a timeout after the request left, a 5xx):
+# Yandex may have taken it, and it may still land (``EarlierSends``).
+SENT = "ym-sent:"
 # The offer the health check reads back: any name will do (an offer Yandex does not know is
 # left out of the read-back, §3.4); never none, which reads a page of the whole catalogue.
 HEALTH_OFFER = "exchange-health-check"
@@ -191,6 +201,59 @@ class _Read:
     shown: dict[str, Decimal]
 
 
+class EarlierSends(Protocol):
+    """The port the target reads the channel's earlier updates of a SKU through, whichever
+    worker sent them (``exchange.db.sent_times``): the receipts of the deliveries of the SKU's
+    prices updated since ``moment`` whose receipt begins with one of ``prefixes`` and that did
+    not end shown, or that are in flight and not ``leaving_out``'s (None: no receipt)."""
+
+    def unsettled_since(
+        self,
+        skus: Iterable[str],
+        moment: datetime,
+        prefixes: Iterable[str],
+        leaving_out: Iterable[str] = (),
+    ) -> dict[str, list[str | None]]: ...
+
+    def offer_holders(
+        self,
+        offers: Iterable[str],
+        prefixes: Iterable[str],
+        leaving_out: Iterable[str] = (),
+        *,
+        by_article: bool = False,
+    ) -> dict[str, list[str]]:
+        """For each of ``offers``, the SKUs whose prices the channel already gave that offer
+        (delivered, withheld, in flight and not ``leaving_out``'s, or a receipt beginning with
+        one of ``prefixes``): the SKU, or its article when ``by_article``, trimmed."""
+        ...
+
+
+class _NoEarlierSends:
+    def unsettled_since(
+        self,
+        skus: Iterable[str],
+        moment: datetime,
+        prefixes: Iterable[str],
+        leaving_out: Iterable[str] = (),
+    ) -> dict[str, list[str | None]]:
+        return {}
+
+    def offer_holders(
+        self,
+        offers: Iterable[str],
+        prefixes: Iterable[str],
+        leaving_out: Iterable[str] = (),
+        *,
+        by_article: bool = False,
+    ) -> dict[str, list[str]]:
+        return {}
+
+
+# Without a database (``exchange check``, the tests of one process): this process's memory only.
+NO_EARLIER_SENDS: EarlierSends = _NoEarlierSends()
+
+
 class _Whole(Exception):
     """An answer that decides every offer of its request."""
 
@@ -224,6 +287,7 @@ class YandexMarketTarget:
         timeout: float = 30.0,
         known: KnownPrices = NO_KNOWN_PRICES,
         waiting: WaitingPrices = NOTHING_WAITING,
+        earlier: EarlierSends = NO_EARLIER_SENDS,
         transport: httpx.AsyncBaseTransport | None = None,
         verify: ssl.SSLContext | None = None,
         monotonic: Callable[[], float] = time.monotonic,
@@ -232,7 +296,9 @@ class YandexMarketTarget:
         max_offers: int = MAX_OFFERS,
     ) -> None:
         """``max_offers``: offers a request at most (Yandex's 500; fewer where a minute of the
-        budget cannot hold 500, as a bench's scaled simulator whose minute lasts a second)."""
+        budget cannot hold 500, as a bench's scaled simulator whose minute lasts a second).
+        ``earlier``: the channel's earlier updates of a SKU that may still land, from the
+        database (another worker's, or this one's before a restart or a timeout)."""
         self.url = url.rstrip("/")
         self.business_id = business_id
         self._key_source = key
@@ -252,6 +318,7 @@ class YandexMarketTarget:
         self.apply_timeout = apply_timeout
         self.known = known
         self.waiting = waiting
+        self.earlier = earlier
         self.per_request = max(1, min(MAX_OFFERS, max_offers, offers_per_minute))
         # A read, quarantine list or confirm of at most what a minute takes, too (pace.py: a
         # request larger than the budget would be refused whole, never made smaller).
@@ -346,7 +413,8 @@ class YandexMarketTarget:
             # Two SKUs of one offerId (one article, or equal once trimmed) never in one update:
             # Yandex refuses the request as a duplicate (§3.6.7); each goes in its own wave.
             waves: list[list[_Item]] = []
-            for item in self._with_accepted_all(built.items, answers_):
+            holders = await self._holders(built.items)
+            for item in self._with_accepted_all(built.items, answers_, holders):
                 wave = next((w for w in waves if all(x.offer != item.offer for x in w)), None)
                 if wave is None:
                     waves.append([item])
@@ -384,16 +452,44 @@ class YandexMarketTarget:
         )
         return known
 
+    async def _holders(self, items: list[shared.Item]) -> dict[str, list[str]]:
+        """The SKUs the channel already gave each item's offer, whichever worker sent them
+        (``EarlierSends.offer_holders``); none when the database cannot be read (this
+        process's memory still holds)."""
+        offers = sorted({offer_id(item.offer_id) for item in items})
+        carried = sorted({m.message_id for item in items for m in item.carried})
+        if not offers:
+            return {}
+        try:
+            return await asyncio.to_thread(
+                self.earlier.offer_holders,
+                offers,
+                (ACCEPTED, SENT, NOT_APPLIED),
+                carried,
+                by_article=self.channel.sku_source == "article",
+            )
+        except Exception as exc:  # the service's database
+            log.warning(
+                "Yandex Market: the SKUs of the offers could not be read (%s)", type(exc).__name__
+            )
+            return {}
+
     def _with_accepted_all(
-        self, items: list[shared.Item], answers_: dict[str, Classification]
+        self,
+        items: list[shared.Item],
+        answers_: dict[str, Classification],
+        holders: Mapping[str, list[str]] | None = None,
     ) -> list[_Item]:
         """The items as sent (``_with_accepted``); one that breaks Yandex's rules only with a
-        price accepted and not shown yet is ``invalid-for-channel``, as with a known one."""
+        price accepted and not shown yet is ``invalid-for-channel``, as with a known one, and
+        so is one whose offer the channel gave another SKU (``holders``, the database: any
+        worker, before a restart too; this process's own claims besides)."""
         out: list[_Item] = []
         for item in items:
             sent = self._with_accepted(item)
+            held = [s for s in (holders or {}).get(sent.offer, []) if s != sent.sku]
             # Claimed at once, before sending: a batch sent meanwhile sees it (review 32e).
-            other = self._offer_skus.setdefault(sent.offer, sent.sku)
+            other = held[0] if held else self._offer_skus.setdefault(sent.offer, sent.sku)
             if other != sent.sku:
                 answers_.update(shared.spread(item, shared.invalid(_one_offer(sent, other))))
                 continue
@@ -636,15 +732,14 @@ class YandexMarketTarget:
                     out.update((m.message_id, unnamed.classification) for m in item.carried)
                 return out
             except _Whole as whole:
-                for item in left:
-                    out.update((m.message_id, whole.classification) for m in item.carried)
+                out.update(self._unanswered(left, whole.classification))
                 return out
             except _Rejected as rejected:
                 named = [i for i in left if i.offer in rejected.named]
                 out.update(await self._refused(named, rejected.named))
                 left = [i for i in left if i.offer not in rejected.named]
                 continue
-            out.update(self._took(left, "HTTP 200"))
+            out.update(await self._took(left, "HTTP 200"))
             return out
         if len(left) > 1 and splits[0] >= 2:
             # Each 400 named other offers (one at a time, say: research §3.4 does not promise
@@ -678,16 +773,75 @@ class YandexMarketTarget:
             self.per_request,
         )
 
-    def _took(self, taken: list[_Item], why: str) -> dict[str, Classification]:
+    def _unanswered(self, items: list[_Item], said: Classification) -> dict[str, Classification]:
+        """An answer that decides every offer of the request and is no 200. One that may have
+        been taken (no answer after the request left, a 5xx, Yandex's 499) keeps what was
+        sent in the receipt (``ym-sent:``): until ``ym_apply_timeout`` has passed, it may land
+        after a later update of the offer (§3.5: no order promised), so that update's read-back
+        counts only then, whichever worker sends it (``_unsettled``)."""
+        status = said.http_status
+        maybe_taken = said.result_unknown or (
+            status is not None and (status == 499 or status >= 500)
+        )
+        out: dict[str, Classification] = {}
+        at = self._now()
+        for item in items:
+            verdict = said
+            if maybe_taken and said.verdict is not Verdict.PAUSE:
+                receipt = _receipt(item.offer, item.fields, at, item.versions, prefix=SENT)
+                verdict = replace(said, receipt=receipt)
+            out.update((m.message_id, verdict) for m in item.carried)
+        return out
+
+    async def _unsettled(self, items: list[_Item], at: datetime) -> set[str]:
+        """The SKUs of ``items`` with an earlier update on the channel that may still land
+        (``EarlierSends``, the database: another worker's, or this one's before a restart or
+        a client timeout), sent within ``ym_apply_timeout`` before ``at`` and not this item's
+        fields (the same fields show the same whichever lands last). What cannot be read is
+        taken as unsettled: a read-back then counts only once ``ym_apply_timeout`` passed."""
+        since = at - timedelta(seconds=self.apply_timeout)
+        carried = sorted({m.message_id for item in items for m in item.carried})
+        skus = sorted({item.sku for item in items})
+        try:
+            found = await asyncio.to_thread(
+                self.earlier.unsettled_since, skus, since, (ACCEPTED, SENT, NOT_APPLIED), carried
+            )
+        except Exception as exc:  # the service's database
+            log.warning(
+                "Yandex Market: the earlier updates could not be read (%s): each read-back "
+                "counts once ym_apply_timeout has passed",
+                type(exc).__name__,
+            )
+            return set(skus)
+        out: set[str] = set()
+        for item in items:
+            for receipt in found.get(item.sku, []):
+                sent = _from_receipt(receipt, SENT) or _from_receipt(receipt)
+                if sent is None:  # in flight at a crash, or not applied in time: unknown
+                    out.add(item.sku)
+                    break
+                offer, fields, sent_at, _, _ = sent
+                if sent_at < since:
+                    continue  # landed by now, or never will (``ym_apply_timeout``)
+                if offer != item.offer or fields != item.fields:
+                    out.add(item.sku)
+                    break
+        return out
+
+    async def _took(self, taken: list[_Item], why: str) -> dict[str, Classification]:
         """Items Yandex took (or may have): each waits for its read-back (``AWAITING``)."""
         out: dict[str, Classification] = {}
         now = self._monotonic()
         wait = self._wait(0)
         at = self._now()
+        unsettled = await self._unsettled(taken, at)
         for item in taken:
             # An update accepted earlier for the offer is shown as this one once this one lands:
             # this one carries its prices (``_with_accepted``) and replaces it whole (§3.6.2).
-            settles_at: float | None = None
+            # An earlier one the database knows of (another worker's, one whose answer never
+            # came) may land after this one (§3.5): the read-back cannot tell 1C's 100, 120, 100
+            # apart until ``ym_apply_timeout`` has passed.
+            settles_at: float | None = now + self.apply_timeout if item.sku in unsettled else None
             for earlier in self._accepted.values():
                 if earlier.offer == item.offer and earlier.sku == item.sku:
                     if earlier.fields != item.fields:
@@ -1010,6 +1164,9 @@ class YandexMarketTarget:
                     raise _TooBig(limit)
         assert response is not None
         if response.status_code == 200:
+            refused = answers.error_in_200(response)  # §3.4: an ApiErrorResponse, no acceptance
+            if refused is not None:
+                raise _Whole(refused)
             return response
         if response.status_code == 420:  # the pace, never a failure (contract 14)
             raise _Whole(answers.paced(response, max(held, 1.0)))
@@ -1054,6 +1211,8 @@ def _receipt(
     at: datetime,
     versions: Mapping[str, int],
     settles: datetime | None = None,
+    *,
+    prefix: str = ACCEPTED,
 ) -> str:
     """The receipt of an accepted item: ``ym-accepted:`` and JSON of when (UTC, ISO 8601), the
     offer, each field as sent (Decimals as text), the version of each field's price and, for
@@ -1066,19 +1225,19 @@ def _receipt(
     }
     if settles is not None:
         body["settles"] = settles.isoformat()
-    return ACCEPTED + json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    return prefix + json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
 def _from_receipt(
-    receipt: str | None,
+    receipt: str | None, prefix: str = ACCEPTED
 ) -> tuple[str, dict[str, Decimal], datetime, dict[str, int], datetime | None] | None:
     """The offer, fields, time and versions of an ``ym-accepted:`` receipt (no versions in one
     written before they were kept); None for any other receipt (``ym-not-applied``, an offer's
     name once delivered, none) or one that does not read."""
-    if not receipt or not receipt.startswith(ACCEPTED):
+    if not receipt or not receipt.startswith(prefix):
         return None
     try:
-        body = json.loads(receipt[len(ACCEPTED) :])
+        body = json.loads(receipt[len(prefix) :])
         at = datetime.fromisoformat(body["at"])
         offer = body["offer"]
         fields = {str(k): Decimal(str(v)) for k, v in body["fields"].items()}

@@ -1,0 +1,273 @@
+"""1C's 100, 120, 100 for one offer on Yandex Market (contract 14: an older price never overwrites
+a newer one), against the simulator on SQLite and PostgreSQL: the update of 120 may land after the
+later update of 100 (research §3.5: no order promised; the simulator's ``apply_order``), and the
+read-back shows Yandex's old line 100 before either lands (§3.4: applied within minutes). So the
+later 100 counts as delivered only once ``ym_apply_timeout`` has passed since Yandex took it,
+whoever sent the 120: another worker sharing the database, or this one whose request for 120
+timed out after Yandex took it. What the service says delivered is what Yandex shows."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from marketsims import YM_BUSINESS, YM_KEY, ym_settings
+from sqlalchemy import Engine, select
+
+from exchange import app as bootstrap
+from exchange.db.engine import transaction
+from exchange.dev.simclock import SimClock
+from exchange.dev.testing import one_channel_messages, price_row, stage
+from exchange.dev.ymsim import YmSimulator, YmSwitches
+from exchange.worker import Worker
+
+messages = one_channel_messages()
+SKU = "Y-1"
+APPLY = 60.0  # simulated seconds between Yandex's 200 and its read-back showing the price
+
+
+@pytest.fixture
+def ym() -> Iterator[YmSimulator]:
+    """Yandex on a clock the test moves (nothing is applied until it does), applying an offer's
+    updates due together newest first (§3.5); the cabinet's line for the offer is 100."""
+    switches = YmSwitches(apply_delay=APPLY, apply_order="newest-first")
+    simulator = YmSimulator(YM_KEY, YM_BUSINESS, clock=SimClock(0), switches=switches)
+    simulator.start()
+    simulator.set_live(SKU, Decimal(100))
+    yield simulator
+    simulator.stop()
+
+
+def settings_for(db_url: str, ym: YmSimulator, tmp_path: Path, worker_id: str) -> Any:
+    settings = ym_settings(
+        db_url,
+        ym,
+        tmp_path,
+        ym_apply_timeout="1",
+        retry_base_delay="1.5",
+        retry_max_delay="1.5",
+        max_attempts="10",
+    )
+    return settings.model_copy(update={"worker_id": worker_id})
+
+
+def state(engine: Engine, version: int) -> str:
+    with transaction(engine, read_only=True) as connection:
+        return str(
+            connection.execute(
+                select(messages.c.state).where(
+                    messages.c.aggregate == SKU, messages.c.version == version
+                )
+            ).scalar_one()
+        )
+
+
+async def cycles_until(worker: Worker, done: Any, seconds: float = 12.0) -> None:
+    """The worker's cycles, as its loop runs them, until ``done()`` (or the time is up)."""
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + seconds
+    while loop.time() < ends and not done():
+        await worker.cycle()
+        await asyncio.sleep(0.02)
+
+
+class _Wire(httpx.AsyncBaseTransport):
+    """Every request to Yandex as sent, by path end and offers named; with ``lose_first``,
+    Yandex takes the first update and its answer never reaches the client (a read timeout:
+    the request had left)."""
+
+    def __init__(self, *, lose_first: bool = False) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.sent: list[tuple[str, Any]] = []
+        self.lose_first = lose_first
+        self.lost = 0
+
+    def updates(self) -> int:
+        return sum(1 for path, _ in self.sent if path == "offer-prices/updates")
+
+    def read_back_after_update(self, n: int) -> bool:
+        """The offer read back (never the health check's offer) after the ``n``-th update."""
+        seen = 0
+        for path, body in self.sent:
+            seen += path == "offer-prices/updates"
+            if seen >= n and path == "offer-prices" and SKU in body.get("offerIds", []):
+                return True
+        return False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path.split("/businesses/")[-1].split("/", 1)[-1]
+        body = json.loads(request.content or b"{}")
+        self.sent.append((path, body))
+        response = await self.inner.handle_async_request(request)
+        if path == "offer-prices/updates" and self.lose_first and not self.lost:
+            await response.aread()
+            assert Decimal(120) == Decimal(str(body["offers"][0]["price"]["value"]))
+            self.lost += 1
+            raise httpx.ReadTimeout("timed out", request=request)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def the_later_100_settles(
+    ym: YmSimulator, engine: Engine, worker: Worker, wire: _Wire
+) -> None:
+    """120 (version 1) accepted or maybe taken, and not shown; 100 (version 2) sent by
+    ``worker``. Its read-back shows the cabinet's old 100: not delivered on it."""
+    stage(engine, [price_row(SKU, 2, "100")])
+    await cycles_until(worker, lambda: wire.updates() == 2)
+    await cycles_until(worker, lambda: wire.read_back_after_update(2))
+    assert "delivered" != state(engine, 2), (
+        "the read-back shows the cabinet's old line 100 while 120 may still land after it"
+    )
+    # Both land now, the later first (§3.5): Yandex ends at 120 for a while.
+    ym.clock.advance(APPLY + 1)
+    ym.switches.apply_delay = 0
+
+    def settled() -> bool:
+        return state(engine, 2) == "delivered"
+
+    await cycles_until(worker, settled)
+
+
+def shown(ym: YmSimulator) -> Decimal | None:
+    live = ym.live(SKU)
+    return None if live is None else live.value
+
+
+def test_a_second_worker_never_counts_the_old_line_as_its_price_while_the_firsts_may_land(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    """Two workers on one database (``run --channel`` on two hosts): A's 120 is accepted and
+    waits for its read-back; 1C sends 100, which supersedes it; B sends 100 and knows nothing
+    of A's 120 in its memory. The database does: B's 100 counts only after
+    ``ym_apply_timeout``, then, Yandex showing 120, it is sent again and ends delivered at 100."""
+    wire = _Wire()
+    first = bootstrap.worker(
+        settings_for(db_url, ym, tmp_path, "worker-a"),
+        engine,
+        rng=random.Random(1),
+        transport=wire,
+    )
+    second = bootstrap.worker(
+        settings_for(db_url, ym, tmp_path, "worker-b"),
+        engine,
+        rng=random.Random(2),
+        transport=wire,
+    )
+
+    async def scenario() -> None:
+        try:
+            stage(engine, [price_row(SKU, 1, "120")])
+            await cycles_until(first, lambda: wire.updates() == 1)
+            assert "delayed" == state(engine, 1), "accepted, waiting for its read-back"
+            await the_later_100_settles(ym, engine, second, wire)
+        finally:
+            await first.target.aclose()
+            await second.target.aclose()
+
+    asyncio.run(scenario())
+    assert Decimal(120) in ym.history(SKU), "120 landed after 100 (the simulator's order)"
+    assert ("delivered", Decimal(100)) == (state(engine, 2), shown(ym)), (
+        "delivered means Yandex shows it"
+    )
+
+
+def test_a_price_whose_request_timed_out_after_yandex_took_it_holds_the_later_ones_back(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    """120's request times out after Yandex took it (the client never saw the 200, so it is
+    in no memory as accepted); 1C sends 100, which supersedes it. 100 counts only after
+    ``ym_apply_timeout``, then ends delivered at what Yandex shows."""
+    wire = _Wire(lose_first=True)
+    worker = bootstrap.worker(
+        settings_for(db_url, ym, tmp_path, "worker-a"),
+        engine,
+        rng=random.Random(1),
+        transport=wire,
+    )
+
+    async def scenario() -> None:
+        try:
+            stage(engine, [price_row(SKU, 1, "120")])
+            await cycles_until(worker, lambda: wire.lost == 1)
+            assert "delayed" == state(engine, 1), "a timeout: sent again later"
+            await the_later_100_settles(ym, engine, worker, wire)
+        finally:
+            await worker.target.aclose()
+
+    asyncio.run(scenario())
+    assert Decimal(120) in ym.history(SKU), "120 landed after 100 (the simulator's order)"
+    assert ("delivered", Decimal(100)) == (state(engine, 2), shown(ym)), (
+        "delivered means Yandex shows it"
+    )
+
+
+@pytest.mark.parametrize("source", ["sku", "article"])
+def test_a_second_sku_of_one_offer_is_refused_whichever_worker_gave_the_first_its_price(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path, source: str
+) -> None:
+    """Yandex trims ``offerId`` (research §3.1 ``ShopSku``: ``" SKU123 "`` ≡ ``"SKU123"``), so
+    1C's "Y-2" and " Y-2" are one offer (``sku_source = sku``), as are two goods whose
+    articles are "Y-2" and "Y-2 " (``sku_source = article``). Worker A delivered the first
+    one's price; worker B, which never sent it itself, is given the second: it is
+    ``invalid-for-channel`` naming both, never sent over the first one's price (review 32e:
+    caught within one process's life only)."""
+    ym.switches.apply_delay = 0
+    wire = _Wire()
+    skus = ("Y-2", " Y-2") if source == "sku" else ("P-1", "P-2")
+    if source == "article":
+        from datetime import UTC, datetime
+
+        from exchange.db.schema import cml_catalog
+
+        with transaction(engine) as connection:
+            for sku, article in zip(skus, ("Y-2", "Y-2 "), strict=True):
+                connection.execute(
+                    cml_catalog.insert().values(
+                        kind="article", key=sku, value=article, updated_at=datetime.now(UTC)
+                    )
+                )
+    first, second = (
+        bootstrap.worker(
+            settings_for(db_url, ym, tmp_path, name).model_copy(update={"sku_source": source}),
+            engine,
+            rng=random.Random(n),
+            transport=wire,
+        )
+        for n, name in enumerate(("worker-a", "worker-b"))
+    )
+
+    def ended(aggregate: str) -> tuple[str, str | None] | None:
+        with transaction(engine, read_only=True) as connection:
+            found = connection.execute(
+                select(messages.c.state, messages.c.reason).where(messages.c.aggregate == aggregate)
+            ).one_or_none()
+        if found is None or found[0] in ("new", "delayed", "in_progress"):
+            return None
+        return (str(found[0]), found[1])
+
+    async def scenario() -> None:
+        try:
+            stage(engine, [price_row(skus[0], 1, "200")])
+            await cycles_until(first, lambda: ended(skus[0]) is not None)
+            stage(engine, [price_row(skus[1], 1, "300")])
+            await cycles_until(second, lambda: ended(skus[1]) is not None)
+        finally:
+            await first.target.aclose()
+            await second.target.aclose()
+
+    asyncio.run(scenario())
+    assert ("delivered", None) == ended(skus[0])
+    assert ("quarantined", "invalid-for-channel") == ended(skus[1])
+    assert 1 == wire.updates(), "the second SKU was never sent"
+    live = ym.live("Y-2")
+    assert live is not None and Decimal(200) == live.value
