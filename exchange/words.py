@@ -61,6 +61,16 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
         "No worker is live now, and work waits for delivery: the first worker to start takes it "
         "(is exchange run running?). If none starts within {seconds} s, it becomes a cause"
     ),
+    # The same with a channel paused on its own (contract 13): its work waits for a person's
+    # resume, whatever worker starts; the other channels' work waits for a worker.
+    "no_live_worker_paused_wait": N_(
+        "No worker is live now. The work of the channels paused on their own ({channels}) "
+        "waits for an operator to resume them: a worker that starts takes none of it until then"
+    ),
+    "no_live_worker_others_wait": N_(
+        "The other channels' work waits for a worker: the first to start takes it (is exchange "
+        "run running?). If none starts within {seconds} s, it becomes a cause"
+    ),
     "nothing_needs_yet": N_(
         "Nothing needs a person yet: work has waited for a worker under {seconds} s."
     ),
@@ -80,6 +90,9 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "onec_refused": N_("sign-ins refused since {since}: {count}"),
     "silent_since": N_("silent since {when}: delivers nothing"),
     "paused_by_row": N_("paused by operator {operator}"),
+    # A channel's row with its own pause: who, when, and (after it, escaped) the note they
+    # wrote on pausing (``exchange pause --channel NAME --note …``).
+    "paused_by_row_since": N_("paused by operator {operator}, {when}"),
     # The breaker's state as the site's answers (issue 34 item 3: no «предохранитель»); a
     # half-open breaker's time is never shown (it lies in the past).
     "breaker_closed": N_("answers"),
