@@ -19,6 +19,7 @@ from babel.numbers import format_currency, format_decimal
 
 from exchange.i18n import LANGS, N_, NP_, _, ngettext, pgettext, say
 from exchange.i18n import Lang as Lang  # the pages name it from here
+from exchange.settings.channels import CHANNEL_TABLES_OF
 from exchange.settings.marketplaces import MARKETPLACE_TARGETS
 
 _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
@@ -60,6 +61,16 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
         "No worker is live now, and work waits for delivery: the first worker to start takes it "
         "(is exchange run running?). If none starts within {seconds} s, it becomes a cause"
     ),
+    # The same with a channel paused on its own (contract 13): its work waits for a person's
+    # resume, whatever worker starts; the other channels' work waits for a worker.
+    "no_live_worker_paused_wait": N_(
+        "No worker is live now. The work of the channels paused on their own ({channels}) "
+        "waits for an operator to resume them: a worker that starts takes none of it until then"
+    ),
+    "no_live_worker_others_wait": N_(
+        "The other channels' work waits for a worker: the first to start takes it (is exchange "
+        "run running?). If none starts within {seconds} s, it becomes a cause"
+    ),
     "nothing_needs_yet": N_(
         "Nothing needs a person yet: work has waited for a worker under {seconds} s."
     ),
@@ -79,6 +90,9 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "onec_refused": N_("sign-ins refused since {since}: {count}"),
     "silent_since": N_("silent since {when}: delivers nothing"),
     "paused_by_row": N_("paused by operator {operator}"),
+    # A channel's row with its own pause: who, when, and (after it, escaped) the note they
+    # wrote on pausing (``exchange pause --channel NAME --note …``).
+    "paused_by_row_since": N_("paused by operator {operator}, {when}"),
     # The breaker's state as the site's answers (issue 34 item 3: no «предохранитель»); a
     # half-open breaker's time is never shown (it lies in the past).
     "breaker_closed": N_("answers"),
@@ -676,9 +690,20 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"no operator named (?P<name>.+)", N_("no operator named {name}")),
         (r"the two passwords differ", N_("the two passwords differ")),
         # exchange/ops/verify.py, exchange/cli/verifying.py
+        # (the place the channels were written: ``Settings.channels_source``, said by
+        # ``channels_source_words``)
         (
-            r"no channel (?P<channel>.+): the one channel is (?P<target>.+) \(EXCHANGE_TARGET\)",
-            N_("no channel {channel}: the one channel is {target} (EXCHANGE_TARGET)"),
+            r"give --channel NAME: the channels are (?P<names>'.*') \((?P<source>.+)\)",
+            N_("give --channel NAME: the channels are {names} ({source})"),
+        ),
+        (
+            r"no channel (?P<channel>'.*?'): the one channel is (?P<target>'.*') "
+            r"\((?P<source>.+)\)",
+            N_("no channel {channel}: the one channel is {target} ({source})"),
+        ),
+        (
+            r"no channel (?P<channel>'.*?'): the channels are (?P<names>'.*') \((?P<source>.+)\)",
+            N_("no channel {channel}: the channels are {names} ({source})"),
         ),
         (
             r"the (?P<target>\S+) target cannot read a price back from the shop \(its protocol "
@@ -965,9 +990,20 @@ def error_words(text: str, lang: Lang) -> str:
                 values["why"] = os_error_words(values["why"], lang)
             if "parts" in values:
                 values["parts"] = settings_words(values["parts"], lang)
+            if "source" in values:
+                values["source"] = channels_source_words(values["source"], lang)
             return _(message, lang).format(**values)
     said = detail_words(text)
     return said if said != text else onec_words(text)  # a 1C exchange's outcome (its page)
+
+
+def channels_source_words(source: str, lang: Lang) -> str:
+    """Where the channels were written (``Settings.channels_source``) in ``lang``: a
+    variable's name as it is, the TOML file's tables with its path."""
+    if source.startswith(CHANNEL_TABLES_OF):
+        path = source.removeprefix(CHANNEL_TABLES_OF)
+        return _("the [channels.NAME] tables of {path}", lang).format(path=path)
+    return source
 
 
 def os_error_words(text: str, lang: Lang) -> str:

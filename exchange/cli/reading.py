@@ -121,6 +121,11 @@ def status_command(
                 channel=channel,
                 # contract 13: a cause names its channel only where EXCHANGE_CHANNELS is set
                 by_channel=by_channel if settings.channels is not None else None,
+                configured=(
+                    [c.name for c in settings.channels_in_force()]
+                    if settings.channels is not None
+                    else None
+                ),
             )
         brokers = asyncio.run(
             source_figures(bootstrap.source(settings, engine, None), figures.workers)
@@ -176,7 +181,7 @@ def status_command(
         for table in shown:
             out.print(table)
         if len(by_channel) > 1:
-            out.print(channels_table(by_channel, lang))
+            out.print(channels_table(by_channel, lang, settings.display_tz))
         if figures.counts.get("withheld"):  # contract 13: each with the channel's words
             listed = withheld_table(engine, lang, settings.display_tz)
             if listed is not None:

@@ -41,7 +41,8 @@ def verify_command(
             "--channel",
             metavar="NAME",
             help=N_(
-                "The channel to read: one of EXCHANGE_CHANNELS (needed when it names several), "
+                "The channel to read: one of the channels configured (EXCHANGE_CHANNELS, or the "
+                "configuration file's [channels.NAME] tables; needed when there are several), "
                 "else the one named after EXCHANGE_TARGET."
             ),
         ),
@@ -60,7 +61,7 @@ def verify_command(
         if skus and sample is not None:
             raise OperatorError("--sample and --sku choose the prices two ways: give one")
         settings = _settings(ctx)
-        named = chosen_channel(settings.channels_in_force(), channel)
+        named = chosen_channel(settings.channels_in_force(), channel, settings.channels_source())
         engine = _reading_engine(settings)
         target = bootstrap.target(named.settings, engine=engine)
 

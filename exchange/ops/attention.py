@@ -9,7 +9,7 @@ the sign-ins refused lately (``ops/sign_ins.py``: 1C's and the intake's are a ca
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -17,11 +17,11 @@ from typing import Any
 from sqlalchemy import Connection, func, not_, select
 
 from exchange.db.on_channels import Channel, channel_ids, on
-from exchange.db.schema import cml_exchanges, deliveries, messages, staging
+from exchange.db.schema import channels, cml_exchanges, deliveries, messages, staging
 from exchange.domain.clock import local_time
 from exchange.domain.pause import READ_ONLY_NOTE, PauseCause
 from exchange.domain.policy import KindPolicies
-from exchange.domain.states import State
+from exchange.domain.states import PENDING, State, values
 from exchange.i18n import N_, Lang, _, ngettext
 from exchange.ops import sign_ins
 from exchange.ops.find import held_condition
@@ -105,6 +105,31 @@ def work_waits(
     return old_new is not None
 
 
+def unserved(
+    connection: Connection, configured: Collection[str], channel: Channel = None
+) -> dict[str, dict[str, Any]]:
+    """The channels registered and not dropped that no configured channel serves (a channel
+    renamed in the settings leaves its old name so), with deliveries still on their way
+    (``PENDING``) on them: ``{name: {"target", "count"}}``, oldest channel first. No worker
+    takes them (a worker delivers to the channels configured), so only a person moves them:
+    the channel configured again, or dropped (``exchange channels drop``). ``channel``: of
+    that channel only (``status --channel``), every channel's for None."""
+    d = deliveries
+    rows = connection.execute(
+        select(channels.c.name, channels.c.target, func.count())
+        .select_from(d.join(channels, channels.c.id == d.c.channel_id))
+        .where(
+            on(d.c.channel_id, channel_ids(connection, channel)),
+            channels.c.dropped_at.is_(None),
+            channels.c.name.not_in(list(configured)),
+            d.c.state.in_(values(PENDING)),
+        )
+        .group_by(channels.c.id, channels.c.name, channels.c.target)
+        .order_by(channels.c.id)
+    )
+    return {row.name: {"target": row.target, "count": int(row[2])} for row in rows}
+
+
 def causes(
     figures: Any,
     *,
@@ -112,9 +137,12 @@ def causes(
     no_live_worker: bool,
     refused_sign_ins: dict[str, dict[str, Any]] | None = None,
     by_channel: dict[str, dict[str, Any]] | None = None,
+    unserved_channels: dict[str, dict[str, Any]] | None = None,
 ) -> list[Cause]:
     """What ``exchange status`` exits 1 for, in the order contract 6 names the codes; a
     pause is said as ``figures.pause`` says it (contract 15: one pause, one truth).
+    ``unserved_channels`` (``unserved``): each is a cause of its own, ``unserved:NAME``, its
+    waiting deliveries counted and what to do said.
 
     ``by_channel`` (``status --json``'s ``channels``, given when EXCHANGE_CHANNELS is set):
     a channel's causes name it after a colon (contract 13: ``quarantine:ozon``,
@@ -139,6 +167,14 @@ def causes(
             for cause in delivery_causes(figures, "")
             if cause.code in ("breaker", "paused") and cause.code not in said
         ]
+    for name, waiting in (unserved_channels or {}).items():
+        found.append(
+            Cause(
+                f"unserved:{name}",
+                "unserved",
+                {"channel": name, "target": waiting["target"], "count": waiting["count"]},
+            )
+        )
     found.sort(key=lambda cause: _ORDER.index(cause.code.split(":")[0]))
     if onec_failed is not None:
         found.append(Cause("exchange-1c-failed", "onec", dict(onec_failed)))
@@ -166,7 +202,7 @@ def causes(
 
 
 # The order contract 6 names the delivery's causes in (a code before its colon).
-_ORDER = ("quarantine", "withheld", "breaker", "paused", "gap")
+_ORDER = ("quarantine", "withheld", "breaker", "paused", "gap", "unserved")
 
 
 @dataclass(frozen=True)
@@ -216,7 +252,14 @@ def delivery_causes(figures: Any, channel: str) -> list[Cause]:
         found.append(Cause("breaker", "breaker"))
     pause = figures.pause
     if pause is not None and pause["by"] == "operator":
-        found.append(Cause("paused", "operator", {"operator": pause["operator"]}))
+        found.append(
+            Cause(
+                "paused",
+                "operator",
+                # the operator's note and when: what they said on pausing, said beside it
+                {"operator": pause["operator"], "since": pause["since"], "note": pause["note"]},
+            )
+        )
     elif pause is not None:
         found.append(Cause("paused", f"pause_{pause['cause']}", {"answer": pause["note"]}))
     gaps = sum(1 for b in figures.blocked if b["held_by"] == "gap")
@@ -563,6 +606,28 @@ PAUSE_WORDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _note(v: dict[str, Any], lang: Lang) -> str:
+    """An operator's note on pausing, after the sentence: «: “переезд сервера”»; nothing
+    without one."""
+    note = str(v.get("note") or "").strip()
+    return _(": “{note}”", lang).format(note=note) if note else ""
+
+
+def _unserved_words(v: dict[str, Any], lang: Lang) -> str:
+    """A registered channel no configured channel serves (``unserved``), said after its name:
+    how many wait, and what a person does."""
+    return ngettext(
+        "{count} delivery waits on it and no configured channel serves it: configure it again "
+        "(a channel named {name} in the settings), or drop it, which cancels what waits on it: "
+        "exchange channels drop {name} --note TEXT",
+        "{count} deliveries wait on it and no configured channel serves it: configure it "
+        "again (a channel named {name} in the settings), or drop it, which cancels what waits "
+        "on it: exchange channels drop {name} --note TEXT",
+        v["count"],
+        lang,
+    ).format(count=v["count"], name=v["channel"])
+
+
 _EN: dict[str, Callable[[dict[str, Any]], str]] = {
     "quarantine": lambda v: f"{v['count']} message(s) in quarantine",
     "withheld": lambda v: (
@@ -573,12 +638,16 @@ _EN: dict[str, Callable[[dict[str, Any]], str]] = {
         "the site keeps failing: delivery waits and goes on by itself once it answers; if it "
         "lasts, tell those who run the site"
     ),
-    "operator": lambda v: f"delivery paused by operator {v['operator']}",
+    "operator": lambda v: (
+        f"delivery paused by operator {v['operator']} since {v.get('since', '?')}" + _note(v, "en")
+    ),
     "unreachable": lambda v: (
         f"the site has not answered since {v['since']}: delivery goes on by itself once "
         "it answers; if it lasts, check that the site is up, or tell those who run it"
     ),
     "gap": lambda v: f"{v['count']} aggregate(s) wait for a missing version (a gap)",
+    # after the channel named (``say`` puts it before the sentence)
+    "unserved": lambda v: _unserved_words(v, "en"),
     "onec": lambda v: (
         f"the latest 1C exchange failed ({v['file'] or 'no file'}: {v['reason']}); "
         "none has succeeded since"
@@ -615,7 +684,9 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
         "сайт раз за разом отвечает ошибками: доставка ждёт и продолжится сама, когда он "
         "ответит; если это длится долго, сообщите тем, кто обслуживает сайт"
     ),
-    "operator": lambda v: f"доставка остановлена оператором {v['operator']}",
+    "operator": lambda v: (
+        f"доставка остановлена оператором {v['operator']} с {v.get('since', '?')}" + _note(v, "ru")
+    ),
     "unreachable": lambda v: (
         f"сайт не отвечает с {v['since']}: доставка продолжится сама, когда он ответит; "
         "если это длится долго, проверьте, работает ли сайт, или сообщите тем, кто его "
@@ -627,6 +698,7 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
         v["count"],
         "ru",
     ).format(**v),
+    "unserved": lambda v: _unserved_words(v, "ru"),
     "onec": lambda v: (
         f"последний обмен с 1С завершился ошибкой ({v['file'] or 'без файла'}: "
         f"{inside_words(v['reason'] or '', 'ru')}), успешных с тех пор не было"
@@ -682,9 +754,14 @@ def attention(
     unwritten: Iterable[sign_ins.Refused] = (),
     channel: Channel = None,
     by_channel: dict[str, dict[str, Any]] | None = None,
+    configured: Collection[str] | None = None,
 ) -> Attention:
     """What needs a person, from ``status``'s figures (read with the same ``live_within`` and
-    ``channel``): the one reading ``exchange status`` and the dashboard share."""
+    ``channel``): the one reading ``exchange status`` and the dashboard share. ``configured``:
+    the channels this process has configured by name, given where they are named (with
+    EXCHANGE_CHANNELS): a registered channel none of them serves, with work waiting on it, is
+    a cause (``unserved``); None: the one channel of a one-target installation serves
+    whatever is registered."""
     taken = intake(staging_connection or connection, now)
     failing = onec_failing(connection)
     stopped = not any(w["live"] for w in figures.workers) and work_waits(
@@ -697,5 +774,8 @@ def attention(
         no_live_worker=stopped,
         refused_sign_ins=refused,
         by_channel=by_channel,
+        unserved_channels=(
+            unserved(connection, configured, channel) if configured is not None else None
+        ),
     )
     return Attention(intake=taken, onec_failed=failing, causes=found, refused_sign_ins=refused)

@@ -20,6 +20,7 @@ from rich.text import Text
 from sqlalchemy import Connection, func, select
 
 from exchange.db.schema import channels
+from exchange.domain.clock import local_time
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import State
 from exchange.i18n import Lang, _, pgettext
@@ -111,14 +112,19 @@ def _all_states(counts: dict[str, int]) -> dict[str, int]:
     return {**{state.value: 0 for state in State}, **counts}
 
 
-def channel_state_words(channel: dict[str, Any], lang: Lang = "en") -> str:
+def channel_state_words(channel: dict[str, Any], lang: Lang = "en", zone: str = "UTC") -> str:
     """A channel's delivery in a word (the console's row, the dashboard's): not configured in
-    this process, paused (by whom), down (its breaker open), no live loop, or live."""
+    this process, paused (by whom, since when, with the operator's note; the time in
+    ``zone``), down (its breaker open), no live loop, or live."""
     if not channel["configured"]:
         return pgettext("channel", "not configured", lang)
     paused = channel["paused"]
     if paused is not None and paused["by"] == "operator":
-        return _("paused by operator {operator}", lang).format(operator=paused["operator"])
+        said = _("paused by operator {operator} since {time}", lang).format(
+            operator=paused["operator"], time=local_time(paused["since"], zone, seconds=False)
+        )
+        note = (paused.get("note") or "").strip()
+        return said + _(": “{note}”", lang).format(note=note) if note else said
     if paused is not None:
         return _("paused: {answer}", lang).format(answer=error_words(paused["note"] or "", lang))
     if channel["breaker"] in ("open", "half-open"):
@@ -128,8 +134,10 @@ def channel_state_words(channel: dict[str, Any], lang: Lang = "en") -> str:
     return _("live", lang)
 
 
-def channels_table(by_channel: dict[str, dict[str, Any]], lang: Lang = "en") -> Table:
-    """``status``'s row per channel, when there is more than one."""
+def channels_table(
+    by_channel: dict[str, dict[str, Any]], lang: Lang = "en", zone: str = "UTC"
+) -> Table:
+    """``status``'s row per channel, when there is more than one; times in ``zone``."""
     table = Table(title=_("channels", lang))
     for column in (
         pgettext("status column", "channel", lang),
@@ -146,7 +154,7 @@ def channels_table(by_channel: dict[str, dict[str, Any]], lang: Lang = "en") -> 
         table.add_row(
             Text(name),
             Text(channel["target"]),
-            Text(channel_state_words(channel, lang)),
+            Text(channel_state_words(channel, lang, zone)),
             Text(backlog_cell(waiting, lang)),
             str(channel["counts"].get("quarantined", 0)),
             str(channel["withheld"]),

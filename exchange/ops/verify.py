@@ -59,19 +59,19 @@ class Verification:
         }
 
 
-def chosen_channel(channels: Sequence[Channel], name: str | None) -> Channel:
+def chosen_channel(channels: Sequence[Channel], name: str | None, source: str) -> Channel:
     """The channel ``--channel`` names; without it, the one configured. Any other name, or no
-    name among several, is refused."""
+    name among several, is refused, naming where the channels were written (``source``:
+    ``Settings.channels_source``, the place the operator used)."""
     names = ", ".join(repr(channel.name) for channel in channels)
     found = [channel for channel in channels if name in (None, channel.name)]
     if len(found) == 1:
         return found[0]
     if name is None:
-        raise OperatorError(f"give --channel NAME: the channels are {names} (EXCHANGE_CHANNELS)")
+        raise OperatorError(f"give --channel NAME: the channels are {names} ({source})")
     if len(channels) == 1:
-        where = "EXCHANGE_CHANNELS" if channels[0].explicit else "EXCHANGE_TARGET"
-        raise OperatorError(f"no channel {name!r}: the one channel is {names} ({where})")
-    raise OperatorError(f"no channel {name!r}: the channels are {names} (EXCHANGE_CHANNELS)")
+        raise OperatorError(f"no channel {name!r}: the one channel is {names} ({source})")
+    raise OperatorError(f"no channel {name!r}: the channels are {names} ({source})")
 
 
 def channel_target(target: Target) -> ReadsPrices:

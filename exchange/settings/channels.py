@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 MARKETPLACE_KEYS = ("currency", "sku_source", "rounding")
 
 NAME = re.compile(r"[a-z0-9-]{1,32}")
+# How the words name channels written as tables of the TOML file (``Settings.channels_source``):
+# this, then the file's path.
+CHANNEL_TABLES_OF = "the [channels.NAME] tables of "
 TARGETS: tuple[str, ...] = get_args(TargetSettings.model_fields["target"].annotation)
 
 # What a channel of each target may set of its target's own settings, and which of them it must.

@@ -35,13 +35,25 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
             {"model_config": SettingsConfigDict(**{**Settings.model_config, "toml_file": path})},
         )
     try:
-        return cls(**overrides)
+        settings = cls(**overrides)
     except ValidationError as exc:
         raise ConfigurationError(describe_validation_error(exc)) from None
     except SettingsError as exc:  # a value that is not even parseable (EXCHANGE_KINDS=x)
         raise ConfigurationError(describe_settings_error(exc)) from None
     except ValueError as exc:  # a TOML file that does not parse
         raise ConfigurationError(f"configuration file {path}: {exc}") from None
+    if path is not None and settings.channels is not None and not _channels_given_above(overrides):
+        settings._channels_file = path  # the file's [channels.NAME] tables: the words name it
+    return settings
+
+
+def _channels_given_above(overrides: Mapping[str, Any]) -> bool:
+    """Whether a source above the TOML file gave the channels (an argument, the environment's
+    EXCHANGE_CHANNELS, its name in any case as the settings read it): then the file's
+    ``[channels.*]`` are left out whole (``model._TomlWithoutBom``)."""
+    return "channels" in overrides or any(
+        name.upper() == "EXCHANGE_CHANNELS" for name in os.environ
+    )
 
 
 def given_settings(**values: Any) -> Settings:

@@ -8,6 +8,7 @@ import contextlib
 import socket
 import ssl
 import tomllib
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,6 +31,7 @@ from exchange.secrets import (
 )
 from exchange.settings.brokers import BrokerSettings
 from exchange.settings.channels import (
+    CHANNEL_TABLES_OF,
     Channel,
     ChannelSettings,
     build_channels,
@@ -107,6 +109,9 @@ class Settings(
     # The channel these settings are of (EXCHANGE_CHANNELS's), for the errors met while
     # delivering with them; None for the one-target settings.
     _channel_name: str | None = PrivateAttr(default=None)
+    # The TOML file whose ``[channels.NAME]`` tables gave the channels (``load_settings``
+    # knows), or None: then EXCHANGE_CHANNELS gave them, or there are none.
+    _channels_file: Path | None = PrivateAttr(default=None)
 
     # -- rules across the groups ----------------------------------------------------------
 
@@ -289,6 +294,17 @@ class Settings(
         """The channels (contract 13): EXCHANGE_CHANNELS's, or without it the one named after
         EXCHANGE_TARGET, configured by these settings. Every caller asks here."""
         return list(self._channels) if self.channels is not None else [implicit_channel(self)]
+
+    def channels_source(self) -> str:
+        """Where the channels in force were written, as the operator wrote them: the TOML
+        file's ``[channels.NAME]`` tables, EXCHANGE_CHANNELS, or, without either, EXCHANGE_TARGET
+        (the one channel named after it). The words that send the operator back to the list
+        name the place they used (``words.channels_source_words`` says it in Russian)."""
+        if self.channels is None:
+            return "EXCHANGE_TARGET"
+        if self._channels_file is not None:
+            return f"{CHANNEL_TABLES_OF}{self._channels_file}"
+        return "EXCHANGE_CHANNELS"
 
     def channel_name(self) -> str:
         """The channel these settings configure: its name in EXCHANGE_CHANNELS, else the

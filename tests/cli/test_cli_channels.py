@@ -199,6 +199,62 @@ def test_verify_among_several_channels_asks_which(cli: Cli, tmp_path: Path) -> N
     assert_one_line_error(result, "no channel 'ozon': the channels are 'site', 'shop'")
 
 
+def channels_file(tmp_path: Path) -> Path:
+    """The two channels of ``two_channels`` written as the TOML file's ``[channels.NAME]``
+    tables, as a shop owner following docs/channels.md writes them."""
+    path = tmp_path / "exchange.toml"
+    path.write_text(
+        "[channels.site]\n"
+        'target = "api"\n'
+        'site_url = "https://shop.example.com"\n'
+        f'site_token_file = "{token_file(tmp_path)}"\n'
+        "[channels.shop]\n"
+        'target = "woocommerce"\n'
+        'woo_url = "https://second.example.com"\n'
+        f'woo_key_file = "{token_file(tmp_path, "ck_" + "k" * 20)}"\n'
+        f'woo_secret_file = "{token_file(tmp_path, "cs_" + "s" * 20)}"\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_verify_names_the_toml_tables_the_channels_were_written_in_not_exchange_channels(
+    cli: Cli, tmp_path: Path
+) -> None:
+    path = channels_file(tmp_path)
+    env = {"EXCHANGE_CONFIG": str(path), "EXCHANGE_SITE_TOKEN": None}
+    result = cli("verify", env=env)
+    line = assert_one_line_error(
+        result,
+        f"give --channel NAME: the channels are 'site', 'shop' (the [channels.NAME] "
+        f"tables of {path})",
+    )
+    assert "EXCHANGE_CHANNELS" not in line
+    result = cli("verify", "--channel", "ozon", env=env)
+    assert_one_line_error(
+        result,
+        f"no channel 'ozon': the channels are 'site', 'shop' (the [channels.NAME] tables "
+        f"of {path})",
+    )
+
+
+def test_verify_without_channel_among_several_says_it_in_russian(cli: Cli, tmp_path: Path) -> None:
+    path = channels_file(tmp_path)
+    env = {"EXCHANGE_CONFIG": str(path), "EXCHANGE_SITE_TOKEN": None, "EXCHANGE_LANG": "ru"}
+    result = cli("verify", env=env)
+    assert 2 == result.returncode, describe(result)
+    assert [
+        f"ошибка: укажите --channel ИМЯ: каналов несколько — 'site', 'shop' (таблицы "
+        f"[channels.NAME] в {path})"
+    ] == result.stderr.splitlines()
+    result = cli(
+        "verify", "--channel", "ozon", env={**two_channels(tmp_path), "EXCHANGE_LANG": "ru"}
+    )
+    assert [
+        "ошибка: нет канала 'ozon': каналы — 'site', 'shop' (EXCHANGE_CHANNELS)"
+    ] == result.stderr.splitlines()
+
+
 # -- exchange check -------------------------------------------------------------------------------
 
 

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
-from clitools import Cli, Scenario, assert_one_line_error, describe, run_json
+from clitools import TOKEN, Cli, Scenario, assert_one_line_error, describe, run_json
 from sqlalchemy import Engine, insert, select
 
 from exchange.db.engine import transaction
 from exchange.db.schema import channel_aggregates, channels, deliveries, workers
 from exchange.dev.testing import one_channel_messages
+from exchange.queue import control
 
 # Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
 # with its delivery and cursor on the one channel instead.
@@ -209,3 +211,82 @@ def test_status_of_one_marketplace_channel_names_it_never_the_site(
     assert "Канал second (Ozon)" in said, describe(one)
     assert "канал second (Ozon) перегружен: 40 запросов/с" in said, describe(one)
     assert "Сайт" not in said and "сайт перегружен" not in said, describe(one)
+
+
+def _renamed(tmp_path: Path, name: str = "site") -> dict[str, str | None]:
+    """The scenario's one channel (``api``, as migrate registered it) configured under a new
+    name in EXCHANGE_CHANNELS, as a shop owner moving to channels renames it."""
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n", encoding="utf-8")
+    channel = {
+        "target": "api",
+        "site_url": "https://shop.example.com",
+        "site_token_file": str(token),
+    }
+    return {"EXCHANGE_CHANNELS": json.dumps({name: channel}), "EXCHANGE_SITE_TOKEN": None}
+
+
+def test_deliveries_waiting_on_a_registered_channel_no_configured_channel_serves_need_a_person(
+    cli: Cli, db_url: str, scenario: Scenario, tmp_path: Path
+) -> None:
+    """Contract 6, 13: the channel ``api`` renamed ``site`` in the settings leaves DOC-1 v2 and
+    v3 waiting on ``api``, which no worker takes: ``status`` (--json and text, in Russian too)
+    says so as a cause of its own, naming the channel, the count and what to do."""
+    env = _renamed(tmp_path)
+    figures = run_json(cli, "status", "--json", db=db_url, env=env, code=1)
+    assert figures["channels"]["api"]["configured"] is False
+    assert "unserved:api" in figures["needs_person_causes"]
+    said = figures["needs_person"][figures["needs_person_causes"].index("unserved:api")]
+    assert said == (
+        "channel api (site): 2 deliveries wait on it and no configured channel serves it: "
+        "configure it again (a channel named api in the settings), or drop it, which cancels "
+        "what waits on it: exchange channels drop api --note TEXT"
+    )
+    text = cli("status", db=db_url, env=env)
+    assert 1 == text.returncode, describe(text)
+    assert "2 deliveries wait on it" in " ".join(text.stdout.split()), describe(text)
+    russian = cli("status", db=db_url, env={**env, "EXCHANGE_LANG": "ru"})
+    assert "exchange channels drop api --note" in " ".join(russian.stdout.split())
+    assert "канал api (сайт): ждут 2 доставки" in " ".join(russian.stdout.split()), describe(
+        russian
+    )
+
+
+def test_a_registered_channel_configured_or_with_nothing_waiting_is_no_cause(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario, tmp_path: Path
+) -> None:
+    configured = run_json(cli, "status", "--json", db=db_url, env=_renamed(tmp_path, "api"), code=1)
+    assert not [c for c in configured["needs_person_causes"] if c.startswith("unserved")]
+    _second(engine, scenario.sku2)  # quarantined there: a cause of its own, nothing waits
+    figures = run_json(cli, "status", "--json", db=db_url, env=_renamed(tmp_path, "api"), code=1)
+    assert figures["channels"]["second"]["configured"] is False
+    assert not [c for c in figures["needs_person_causes"] if c.startswith("unserved")]
+
+
+def test_a_channels_pause_is_shown_with_its_note_operator_and_time(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario, tmp_path: Path
+) -> None:
+    """``exchange pause --channel second --note …``: ``status`` says the note beside the
+    pause (the channels' table and the cause), with who paused and when (words31 item 5)."""
+    _second(engine, scenario.sku2, state="new")
+    at = datetime(2026, 12, 5, 7, 50, 12, tzinfo=UTC)
+    with transaction(engine) as connection:
+        control.pause(connection, operator="olga", note="price check", now=at, channel="second")
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n", encoding="utf-8")
+    site = {"target": "api", "site_url": "https://shop.example.com", "site_token_file": str(token)}
+    env = {
+        "EXCHANGE_CHANNELS": json.dumps({"api": site, "second": site}),
+        "EXCHANGE_SITE_TOKEN": None,
+    }
+    figures = run_json(cli, "status", "--json", db=db_url, env=env, code=1)
+    said = figures["needs_person"][figures["needs_person_causes"].index("paused:second")]
+    assert said == (
+        "channel second (site): delivery paused by operator olga since 2026-12-05 07:50 UTC: "
+        "“price check”"
+    )
+    text = cli("status", db=db_url, env=env)
+    row = next(line for line in text.stdout.splitlines() if line.lstrip("│ ").startswith("second"))
+    assert "paused by operator olga since 2026-12-05 07:50 UTC: “price check”" in row, describe(
+        text
+    )

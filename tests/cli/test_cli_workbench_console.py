@@ -48,11 +48,19 @@ def test_status_names_the_database_masked_and_exits_0_when_all_is_well(
 
 
 def test_status_exits_1_for_an_operator_pause(cli: Cli, db_url: str, engine: Engine) -> None:
+    at = datetime(2026, 12, 5, 7, 50, 12, tzinfo=UTC)
     with transaction(engine) as connection:
-        control.pause(connection, operator="olga", note="maintenance", now=datetime.now(UTC))
+        control.pause(connection, operator="olga", note="maintenance", now=at)
     figures = run_json(cli, "status", "--json", db=db_url, code=1)
-    assert figures["needs_person"] == ["delivery paused by operator olga"]
+    # the operator's note and the time, beside who paused (words31 item 5)
+    assert figures["needs_person"] == [
+        "delivery paused by operator olga since 2026-12-05 07:50 UTC: “maintenance”"
+    ]
     assert figures["operator_pause"]["note"] == "maintenance"
+    text = cli("status", db=db_url, env={"EXCHANGE_LANG": "ru"})  # a cause's time: UTC
+    assert "доставка остановлена оператором olga с 2026-12-05 07:50 UTC: «maintenance»" in " ".join(
+        text.stdout.split()
+    ), describe(text)
 
 
 def test_held_messages_are_apart_and_out_of_the_oldest_figure(

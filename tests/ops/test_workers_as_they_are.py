@@ -16,7 +16,7 @@ from sqlalchemy import Engine, insert, select
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import workers
-from exchange.db.worker_rows import WORKERS_KEPT, clear_old_workers
+from exchange.db.worker_rows import STOPPED_KEPT, WORKERS_KEPT, clear_old_workers
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 from exchange.domain.notify import Stop
@@ -250,3 +250,37 @@ def test_an_open_breaker_with_no_answer_at_all_says_the_site_does_not_answer(
     said = found.causes[0].words("ru")
     assert said.startswith(f"сайт не отвечает с {since.strftime('%Y-%m-%d %H:%M')} UTC"), said
     assert "продолжится сама" in said and "предохранител" not in said
+
+
+def test_stopped_rows_a_later_stop_of_their_channel_superseded_go_at_a_start_the_last_stays(
+    engine: Engine,
+) -> None:
+    """Words31 item 3: twenty short runs, each under a new worker id with a row per channel,
+    leave twenty stopped rows per channel. A start or a stop (``clear_old_workers``) removes
+    those a later stop of their channel superseded more than ``STOPPED_KEPT`` ago; the last
+    stop of each channel stays (``status`` names it), so do a recent one, a killed worker's
+    row and a stopped row no later stop of its channel followed (a channel renamed since)."""
+    now = datetime.now(UTC)
+    runs = [now - timedelta(hours=5) + timedelta(minutes=10 * n) for n in range(20)]
+    for n, stopped in enumerate(runs):
+        _row(engine, f"w{n:02d}", stopped, stopped_at=stopped)
+        _row(engine, f"w{n:02d}/site", stopped, stopped_at=stopped, channel="site")
+    recent = now - STOPPED_KEPT + timedelta(minutes=5)
+    _row(engine, "w20", recent, stopped_at=recent)
+    _row(engine, "w21", now - timedelta(minutes=1), stopped_at=now - timedelta(minutes=1))
+    _row(engine, "killed", now - timedelta(hours=4))
+    _row(engine, "w00/old-name", runs[0], stopped_at=runs[0], channel="old-name")
+    before, _ = _figures(engine, now)
+    last = before.last_stopped
+    with transaction(engine) as connection:
+        assert clear_old_workers(connection, now) == 20 + 19
+    figures, causes = _figures(engine, now)
+    assert sorted(w["worker_id"] for w in figures.workers) == [
+        "killed",
+        "w00/old-name",
+        "w19/site",
+        "w20",
+        "w21",
+    ]
+    assert figures.last_stopped == last  # the last stop is said as before
+    assert figures.pause == before.pause and causes == []

@@ -406,10 +406,12 @@ def until_stopped(
     return result
 
 
-def run_json(cli: Cli, *args: str, db: str, code: int = 0) -> Any:
+def run_json(
+    cli: Cli, *args: str, db: str, code: int = 0, env: Mapping[str, str | None] | None = None
+) -> Any:
     """A ``--json`` command: exit ``code`` (0 unless told) and exactly one JSON document on
-    stdout (``exchange status`` exits 1 when something needs a person)."""
-    result = cli(*args, db=db)
+    stdout (``exchange status`` exits 1 when something needs a person); ``env`` as ``Cli``'s."""
+    result = cli(*args, db=db, env=env)
     assert result.returncode == code, describe(result)
     try:
         return json.loads(result.stdout)

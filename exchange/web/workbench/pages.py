@@ -202,6 +202,7 @@ class Pages(Core):
                         if coded
                         else None
                     ),
+                    configured=self.config.channels,
                 )
                 hours = chart.last_day(connection, now)
                 onec = onec_exchanges(connection, now)
@@ -243,6 +244,20 @@ class Pages(Core):
                     # each channel's own pause by name: its workers' rows say who paused it
                     # (issue 31 item 7: a paused channel's worker is not «идёт»)
                     "channel_pauses": held_channels,
+                    # with no worker live (contract 13): the channels paused on their own
+                    # whose work waits for a resume, and whether any other work waits for a
+                    # worker (what 1C handed over, a channel not paused)
+                    "paused_waiting": [
+                        name
+                        for name in sorted(held_channels)
+                        if by_channel.get(name, {}).get("backlog", {}).get("messages")
+                    ],
+                    "others_waiting": bool(found.intake["untaken"])
+                    or any(
+                        c["backlog"]["messages"]
+                        for name, c in by_channel.items()
+                        if name not in held_channels
+                    ),
                     "in_use": set(
                         connection.execute(
                             select(channels.c.name).where(channels.c.dropped_at.is_(None))
