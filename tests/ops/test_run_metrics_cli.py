@@ -49,7 +49,13 @@ def test_run_serves_metrics_and_healthz_logs_json_and_exits_0_on_sigterm(
             text = get(f"{url}/metrics").text
         except httpx.TransportError:  # not listening yet
             return False
-        if 3 != Samples(text)("exchange_deliveries_total"):
+        samples = Samples(text)
+        # The counter counts as each batch is recorded; the state gauge is read from the
+        # database when the cycle ends: wait for both, or a loaded machine reads between.
+        if (3, 3) != (
+            samples("exchange_deliveries_total"),
+            samples("exchange_messages", state="delivered"),
+        ):
             return False
         seen["samples"] = Samples(get(f"{url}/metrics").text)
         seen["health"] = get(f"{url}/healthz")
