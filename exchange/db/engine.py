@@ -27,6 +27,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.pool import QueuePool
 
 from exchange.errors import DatabaseUnavailable
 from exchange.secrets import mask_secrets, safe_url, secret_forms, url_secrets
@@ -46,6 +47,15 @@ def normalise_url(url: str) -> str:
 def make_engine(url: str, *, busy_timeout: float = SQLITE_BUSY_TIMEOUT_S, **kwargs: Any) -> Engine:
     url = normalise_url(url)
     if url.startswith("sqlite"):
+        parsed = make_url(url)
+        if issubclass(kwargs.get("poolclass") or parsed.get_dialect().get_pool_class(parsed), QueuePool):
+            # Each transaction takes the connection the last one gave back (a file database's
+            # pool; a memory one has one connection a thread). In WAL mode a connection drops
+            # its whole page cache when another connection wrote since its last transaction:
+            # the default FIFO order handed two pooled connections out in turn, so every claim
+            # and record of a worker with two channels read the database from the file again
+            # (issue 31 item 9: an extra channel cost more than the first at 100,000 prices).
+            kwargs.setdefault("pool_use_lifo", True)
         engine = create_engine(
             url,
             connect_args={"timeout": busy_timeout, "check_same_thread": False},
