@@ -1,9 +1,10 @@
 """Engines and transactions for SQLite and PostgreSQL.
 
 SQLite: every write transaction is ``BEGIN IMMEDIATE`` (the claim of a batch is serialised
-by the database), WAL journal, a busy timeout. PostgreSQL: psycopg 3, pre-ping so that a
-restarted server costs one failed cycle at most, and a connect timeout so that a server that
-does not answer fails a cycle instead of hanging it.
+by the database), WAL journal, a busy timeout, and a file database's pool gives out the
+connection given back last (its page cache stays valid: see ``make_engine``). PostgreSQL:
+psycopg 3, pre-ping so that a restarted server costs one failed cycle at most, and a connect
+timeout so that a server that does not answer fails a cycle instead of hanging it.
 
 A database fault is never retried inside ``transaction``: it becomes ``DatabaseUnavailable``,
 the cycle fails (one log line) and the next cycle is the retry. That is the one place the
@@ -48,7 +49,9 @@ def make_engine(url: str, *, busy_timeout: float = SQLITE_BUSY_TIMEOUT_S, **kwar
     url = normalise_url(url)
     if url.startswith("sqlite"):
         parsed = make_url(url)
-        if issubclass(kwargs.get("poolclass") or parsed.get_dialect().get_pool_class(parsed), QueuePool):
+        dialect: Any = parsed.get_dialect()  # its get_pool_class: the pool create_engine picks
+        pool = kwargs.get("poolclass") or dialect.get_pool_class(parsed)
+        if issubclass(pool, QueuePool):
             # Each transaction takes the connection the last one gave back (a file database's
             # pool; a memory one has one connection a thread). In WAL mode a connection drops
             # its whole page cache when another connection wrote since its last transaction:
