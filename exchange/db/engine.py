@@ -1,9 +1,10 @@
 """Engines and transactions for SQLite and PostgreSQL.
 
 SQLite: every write transaction is ``BEGIN IMMEDIATE`` (the claim of a batch is serialised
-by the database), WAL journal, a busy timeout. PostgreSQL: psycopg 3, pre-ping so that a
-restarted server costs one failed cycle at most, and a connect timeout so that a server that
-does not answer fails a cycle instead of hanging it.
+by the database), WAL journal, a busy timeout, and a file database's pool gives out the
+connection given back last (its page cache stays valid: see ``make_engine``). PostgreSQL:
+psycopg 3, pre-ping so that a restarted server costs one failed cycle at most, and a connect
+timeout so that a server that does not answer fails a cycle instead of hanging it.
 
 A database fault is never retried inside ``transaction``: it becomes ``DatabaseUnavailable``,
 the cycle fails (one log line) and the next cycle is the retry. That is the one place the
@@ -27,6 +28,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.pool import QueuePool
 
 from exchange.errors import DatabaseUnavailable
 from exchange.secrets import mask_secrets, safe_url, secret_forms, url_secrets
@@ -46,6 +48,17 @@ def normalise_url(url: str) -> str:
 def make_engine(url: str, *, busy_timeout: float = SQLITE_BUSY_TIMEOUT_S, **kwargs: Any) -> Engine:
     url = normalise_url(url)
     if url.startswith("sqlite"):
+        parsed = make_url(url)
+        dialect: Any = parsed.get_dialect()  # its get_pool_class: the pool create_engine picks
+        pool = kwargs.get("poolclass") or dialect.get_pool_class(parsed)
+        if issubclass(pool, QueuePool):
+            # Each transaction takes the connection the last one gave back (a file database's
+            # pool; a memory one has one connection a thread). In WAL mode a connection drops
+            # its whole page cache when another connection wrote since its last transaction:
+            # the default FIFO order handed two pooled connections out in turn, so every claim
+            # and record of a worker with two channels read the database from the file again
+            # (issue 31 item 9: an extra channel cost more than the first at 100,000 prices).
+            kwargs.setdefault("pool_use_lifo", True)
         engine = create_engine(
             url,
             connect_args={"timeout": busy_timeout, "check_same_thread": False},
