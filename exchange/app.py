@@ -159,7 +159,7 @@ def wildberries_target(
         sku_source=settings.sku_source,
         articles=DbArticles(engine) if engine is not None else NO_ARTICLES,
         # The SKUs any worker already gave an article: one SKU a WB good (sku_source=article).
-        holders=DbSentTimes(engine, channel) if engine is not None else NO_HOLDERS,
+        holders=DbSentTimes(engine, settings._channel_name) if engine is not None else NO_HOLDERS,
         catalogue_refresh=settings.wb_catalogue_refresh,
         timeout=settings.http_timeout,
         transport=transport,
