@@ -130,10 +130,11 @@ def wildberries_target(
     channel: str | None = None,
 ) -> WildberriesTarget:
     from exchange.db.articles import DbArticles
+    from exchange.db.sent_times import DbSentTimes
     from exchange.db.wb_store import DbWbStore
     from exchange.targets.marketplace.articles import NO_ARTICLES
     from exchange.targets.wildberries.store import MemoryWbStore, WbStore
-    from exchange.targets.wildberries.target import WildberriesTarget
+    from exchange.targets.wildberries.target import NO_HOLDERS, WildberriesTarget
 
     def token() -> str | None:
         return settings.secret("wb_token")
@@ -157,6 +158,8 @@ def wildberries_target(
         currency=settings.currency,
         sku_source=settings.sku_source,
         articles=DbArticles(engine) if engine is not None else NO_ARTICLES,
+        # The SKUs any worker already gave an article: one SKU a WB good (sku_source=article).
+        holders=DbSentTimes(engine, settings._channel_name) if engine is not None else NO_HOLDERS,
         catalogue_refresh=settings.wb_catalogue_refresh,
         timeout=settings.http_timeout,
         transport=transport,

@@ -82,6 +82,54 @@ def _alone(form: str) -> str:
     return before + re.escape(form) + after
 
 
+# The shortest run of a key's characters masked where a text quotes the key only in part (a
+# JWT's signature alone, its first 40 characters, the key run on into the next word): 12
+# characters of a key carry 60 bits or more of it, and no word says them by chance.
+PIECE = 12
+
+
+def mask_pieces(text: str, secret: str, least: int = PIECE) -> str:
+    """``text`` with every run of at least ``least`` characters of ``secret`` (a piece of it,
+    wherever it stands, whatever letters touch it) replaced by ``***``: a part quoted (each
+    part of a JWT is one) shows nothing of the key. A ``secret`` shorter than ``least`` is
+    masked whole only (``mask_secrets``)."""
+    found = _pieces(secret, least)
+    if found is None:
+        return text
+    runs, grams = found
+    out: list[str] = []
+    done = 0
+    for run in runs.finditer(text):
+        start, end = run.span()
+        covered = [False] * (end - start)
+        for i in range(start, end - least + 1):
+            if text[i : i + least] in grams:
+                covered[i - start : i - start + least] = [True] * least
+        i = 0
+        while i < len(covered):
+            if not covered[i]:
+                i += 1
+                continue
+            j = i
+            while j < len(covered) and covered[j]:
+                j += 1
+            out += [text[done : start + i], SECRET_MASK]
+            done = start + j
+            i = j
+    return text if not out else "".join(out) + text[done:]
+
+
+@functools.lru_cache(maxsize=16)
+def _pieces(secret: str, least: int) -> tuple[re.Pattern[str], frozenset[str]] | None:
+    """The runs of ``secret``'s own characters at least ``least`` long (where a piece may
+    stand: found at C speed, a long body costs little), and its pieces of ``least``."""
+    if len(secret) < least:
+        return None
+    alphabet = "".join(re.escape(c) for c in sorted(set(secret)))
+    grams = frozenset(secret[i : i + least] for i in range(len(secret) - least + 1))
+    return re.compile(f"[{alphabet}]{{{least},}}"), grams
+
+
 def url_secrets(url: str | None) -> list[str]:
     """The secrets a database URL carries: the password of its userinfo and the values of its
     secret query parameters (``?password=…``, ``sslpassword=…``)."""

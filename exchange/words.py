@@ -1396,6 +1396,274 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"HTTP 401 (?P<w>.*): Wildberries refused the token",
         N_("HTTP 401 {w}: Wildberries refused the token"),
     ),
+    # Wildberries' details (exchange/targets/wildberries: target.py, answers.py); WB's own
+    # words ({w}), ids, prices and vendor codes kept as they are. A {x*} is a part said apart.
+    (
+        r"the service's database could not keep the Wildberries tasks \((?P<e>\w+)\): tried "
+        r"again",
+        N_("the service's database could not keep the Wildberries tasks ({e}): tried again"),
+    ),
+    (
+        r"SKUs (?P<a>.+?) and (?P<b>.+?) share the article \(Артикул\) (?P<c>.+), one "
+        r"Wildberries good \(one nmID, one price\): SKU (?P=a) was sent to it first, and (?P=b) "
+        r"would overwrite its price; give each SKU its own article in 1C",
+        N_(
+            "SKUs {a} and {b} share the article (Артикул) {c}, one Wildberries good (one nmID, "
+            "one price): SKU {a} was sent to it first, and {b} would overwrite its price; give "
+            "each SKU its own article in 1C"
+        ),
+    ),
+    (
+        r"Wildberries cancelled task (?P<t>\d+) \(status 4\): uploaded again",
+        N_("Wildberries cancelled task {t} (status 4): uploaded again"),
+    ),
+    (
+        r"Wildberries: task (?P<t>\d+) updated nmID (?P<n>\d+)",
+        N_("Wildberries: task {t} updated nmID {n}"),
+    ),
+    (
+        r"Wildberries may still apply (?P<which>.+) \(nmID (?P<n>\d+)\); its catalogue "
+        r"(?P<shows>does not list it|holds \d+): the good waits until it shows (?P<p>\S+), at "
+        r"most until (?P<u>.+) UTC",
+        N_(
+            "Wildberries may still apply {which*} (nmID {n}); its catalogue {shows*}: the good "
+            "waits until it shows {p}, at most until {u} UTC"
+        ),
+    ),
+    (
+        r"the upload of (?P<p>\S+) whose answer was lost",
+        N_("the upload of {p} whose answer was lost"),
+    ),
+    (
+        r"task (?P<t>\d+) of (?P<p>\S+), not shown for (?P<s>\S+) s,",
+        N_("task {t} of {p}, not shown for {s} s,"),
+    ),
+    (r"does not list it", N_("does not list it")),
+    (r"holds (?P<h>\d+)", N_("holds {h}")),
+    (
+        r"Wildberries' catalogue holds (?P<h>\d+) for nmID (?P<n>\d+): (?P<which>.+) has landed, "
+        r"the price is in force",
+        N_(
+            "Wildberries' catalogue holds {h} for nmID {n}: {which*} has landed, the price is in "
+            "force"
+        ),
+    ),
+    (
+        r"Wildberries has not applied (?P<which>.+) \(nmID (?P<n>\d+)\) by (?P<u>.+) UTC: "
+        r"uploaded again",
+        N_("Wildberries has not applied {which*} (nmID {n}) by {u} UTC: uploaded again"),
+    ),
+    (
+        r"Wildberries' task (?P<t>\d+) has no line for nmID (?P<n>\d+); its catalogue holds "
+        r"(?P<h>\d+) for it: the price is in force",
+        N_(
+            "Wildberries' task {t} has no line for nmID {n}; its catalogue holds {h} for it: the "
+            "price is in force"
+        ),
+    ),
+    (
+        r"Wildberries left nmID (?P<n>\d+) out of task (?P<t>\d+), and (?P<holds>its catalogue "
+        r"does not list it|WB holds \d+ for it), not (?P<p>\d+): not applied, uploaded again",
+        N_(
+            "Wildberries left nmID {n} out of task {t}, and {holds*}, not {p}: not applied, "
+            "uploaded again"
+        ),
+    ),
+    (
+        r"Wildberries' task (?P<t>\d+) ended with errors but lists no line for nmID (?P<n>\d+), "
+        r"and (?P<holds>its catalogue does not list it|WB holds \d+ for it), not (?P<p>\d+): "
+        r"not applied, for a reason WB did not give",
+        N_(
+            "Wildberries' task {t} ended with errors but lists no line for nmID {n}, and "
+            "{holds*}, not {p}: not applied, for a reason WB did not give"
+        ),
+    ),
+    (r"its catalogue does not list it", N_("its catalogue does not list it")),
+    (r"WB holds (?P<h>\d+) for it", N_("WB holds {h} for it")),
+    (
+        r"Wildberries answered 208 with task (?P<t>\d+), whose lines give no price for nmID "
+        r"(?P<n>\d+); its catalogue holds (?P<p>\d+) for it: the price is in force",
+        N_(
+            "Wildberries answered 208 with task {t}, whose lines give no price for nmID {n}; its "
+            "catalogue holds {p} for it: the price is in force"
+        ),
+    ),
+    (
+        r"Wildberries' catalogue as read at (?P<a>.+) UTC has no good with vendor code (?P<v>.+): "
+        r"it is read again at (?P<d>.+) UTC \(wb_catalogue_refresh\), and the price waits for "
+        r"that read",
+        N_(
+            "Wildberries' catalogue as read at {a} UTC has no good with vendor code {v}: it is "
+            "read again at {d} UTC (wb_catalogue_refresh), and the price waits for that read"
+        ),
+    ),
+    (
+        r"Wildberries took it in task (?P<t>\d+): its outcome is read later",
+        N_("Wildberries took it in task {t}: its outcome is read later"),
+    ),
+    (
+        r"waits for Wildberries' task (?P<t>\d+) of the same good \(one task per nmID\)",
+        N_("waits for Wildberries' task {t} of the same good (one task per nmID)"),
+    ),
+    (
+        r"HTTP (?P<s>\d+): the upload's answer names no task id",
+        N_("HTTP {s}: the upload's answer names no task id"),
+    ),
+    (
+        r"HTTP 400 (?P<w>.*): Wildberries refused nmID (?P<n>\d+) of vendor code (?P<v>.+)",
+        N_("HTTP 400 {w}: Wildberries refused nmID {n} of vendor code {v}"),
+    ),
+    (
+        r"Wildberries answered 208 with task (?P<t>\d+), an identical upload made before; its "
+        r"catalogue holds (?P<p>\d+) for nmID (?P<n>\d+): the price is in force",
+        N_(
+            "Wildberries answered 208 with task {t}, an identical upload made before; its "
+            "catalogue holds {p} for nmID {n}: the price is in force"
+        ),
+    ),
+    (
+        r"Wildberries answered 208 with task (?P<t>\d+), an identical upload that has ended "
+        r"\((?P<why>.+)\): not applied now; uploaded again once WB makes a new task",
+        N_(
+            "Wildberries answered 208 with task {t}, an identical upload that has ended "
+            "({why*}): not applied now; uploaded again once WB makes a new task"
+        ),
+    ),
+    (
+        r"Wildberries has answered 208 with task (?P<t>\d+), an identical upload that has ended "
+        r"\((?P<why>.+)\), for (?P<s>\d+) s instead of making a new task: the price is not "
+        r"applied",
+        N_(
+            "Wildberries has answered 208 with task {t}, an identical upload that has ended "
+            "({why*}), for {s} s instead of making a new task: the price is not applied"
+        ),
+    ),
+    (r"it was cancelled \(status 4\)", N_("it was cancelled (status 4)")),
+    (r"it failed the good: (?P<w>.*)", N_("it failed the good: {w}")),
+    (
+        r"it was processed then; WB holds (?P<h>\d+) for nmID (?P<n>\d+) now",
+        N_("it was processed then; WB holds {h} for nmID {n} now"),
+    ),
+    (
+        r"HTTP 400 (?P<w>.*): Wildberries' catalogue lists vendor code (?P<v>.+) as nmID "
+        r"(?P<n>\d+) and (?P<holds>shows no price for it|holds \d+ for it), not (?P<p>\d+): not "
+        r"applied, for a reason WB did not give",
+        N_(
+            "HTTP 400 {w}: Wildberries' catalogue lists vendor code {v} as nmID {n} and "
+            "{holds*}, not {p}: not applied, for a reason WB did not give"
+        ),
+    ),
+    (r"shows no price for it", N_("shows no price for it")),
+    (r"holds (?P<h>\d+) for it", N_("holds {h} for it")),
+    (
+        r"HTTP 200: the catalogue's answer has no listGoods",
+        N_("HTTP 200: the catalogue's answer has no listGoods"),
+    ),
+    (
+        r"HTTP (?P<s>\d+): the quarantine list's answer has no quarantineGoods",
+        N_("HTTP {s}: the quarantine list's answer has no quarantineGoods"),
+    ),
+    (
+        r"Wildberries' catalogue has no good with vendor code (?P<v>.+)",
+        N_("Wildberries' catalogue has no good with vendor code {v}"),
+    ),
+    (
+        r"HTTP 400 (?P<w>.*): the price is in force already \(its catalogue holds (?P<h>\d+)\)",
+        N_("HTTP 400 {w}: the price is in force already (its catalogue holds {h})"),
+    ),
+    (
+        r"HTTP 400 (?P<w>.*): the price is in force already",
+        N_("HTTP 400 {w}: the price is in force already"),
+    ),
+    (
+        r"wb_token_file is not set or empty: Wildberries needs the seller's API token",
+        N_("wb_token_file is not set or empty: Wildberries needs the seller's API token"),
+    ),
+    (
+        r"HTTP 403 (?P<w>.*): Wildberries denies the account's access \(the token's user was "
+        r"deleted, or the method is blocked for the seller\)",
+        N_(
+            "HTTP 403 {w}: Wildberries denies the account's access (the token's user was "
+            "deleted, or the method is blocked for the seller)"
+        ),
+    ),
+    (
+        r"HTTP 429 (?P<w>.*): Wildberries' limit for the Prices category \((?P<what>upload|read|"
+        r"task poll)\)",
+        N_("HTTP 429 {w}: Wildberries' limit for the Prices category ({what*})"),
+    ),
+    (
+        r"HTTP (?P<s>\d+) (?P<w>.*) \((?P<what>upload|read|task poll)\)",
+        N_("HTTP {s} {w} ({what*})"),
+    ),
+    (r"upload", N_("upload")),
+    (r"read", N_("read")),
+    (r"task poll", N_("task poll")),
+    (
+        r"Wildberries refused the nmID: (?P<w>.*) \(task (?P<t>\d+)\)",
+        N_("Wildberries refused the nmID: {w} (task {t})"),
+    ),
+    (
+        r"Wildberries refused the price: (?P<w>.*) \(task (?P<t>\d+)\)",
+        N_("Wildberries refused the price: {w} (task {t})"),
+    ),
+    (
+        r"Wildberries: (?P<w>.*) \(task (?P<t>\d+)\)\. Wildberries sells at the old price until "
+        r"the seller confirms the new one in the seller's cabinet \(Цены и скидки → Карантин "
+        r"цен\) or a newer price is sent",
+        N_(
+            "Wildberries: {w} (task {t}). Wildberries sells at the old price until the seller "
+            "confirms the new one in the seller's cabinet (Цены и скидки → Карантин цен) or a "
+            "newer price is sent"
+        ),
+    ),
+    (
+        r"Wildberries sells at the old price until the seller confirms the new one in the "
+        r"seller's cabinet \(Цены и скидки → Карантин цен\) or a newer price is sent",
+        N_(
+            "Wildberries sells at the old price until the seller confirms the new one in the "
+            "seller's cabinet (Цены и скидки → Карантин цен) or a newer price is sent"
+        ),
+    ),
+    (r"Wildberries: (?P<w>.*) \(task (?P<t>\d+)\)", N_("Wildberries: {w} (task {t})")),
+    # the marketplaces' shared checks of a price (targets/marketplace: items.py, money.py)
+    (
+        r"(?P<f>\w+) (?P<a>\S+): the channel takes whole units; never rounded silently \(set "
+        r"rounding to half-up or down to round it\)",
+        N_(
+            "{f} {a}: the channel takes whole units; never rounded silently (set rounding to "
+            "half-up or down to round it)"
+        ),
+    ),
+    (
+        r"(?P<f>\w+) (?P<a>\S+): the channel takes at most (?P<n>\d+) decimals; never rounded "
+        r"silently \(set rounding to half-up or down to round it\)",
+        N_(
+            "{f} {a}: the channel takes at most {n} decimals; never rounded silently (set "
+            "rounding to half-up or down to round it)"
+        ),
+    ),
+    (
+        r"(?P<f>\w+) (?P<a>\S+) rounds to 0: the channel refuses a zero price",
+        N_("{f} {a} rounds to 0: the channel refuses a zero price"),
+    ),
+    (
+        r"(?P<f>\w+) 0: the channel refuses a zero price",
+        N_("{f} 0: the channel refuses a zero price"),
+    ),
+    (
+        r"the price is in (?P<c>\S+); the channel's account takes (?P<a>\S+) \(currency\): never "
+        r"converted",
+        N_("the price is in {c}; the channel's account takes {a} (currency): never converted"),
+    ),
+    (
+        r"SKU (?P<s>.+) has no article \(Артикул\) in the CommerceML the service read, and the "
+        r"channel names offers by their article \(sku_source=article\)",
+        N_(
+            "SKU {s} has no article (Артикул) in the CommerceML the service read, and the "
+            "channel names offers by their article (sku_source=article)"
+        ),
+    ),
     # Yandex Market's refusal of a read-only Api-Key (targets/yandex_market/answers.py): its
     # own words kept as they are
     (

@@ -147,7 +147,8 @@ class DbSentTimes:
         by_article: bool = False,
     ) -> dict[str, list[str]]:
         """For each of ``offers``, the SKUs whose prices the channel already gave it
-        (delivered, withheld, in flight, or a receipt beginning with one of ``prefixes``): the
+        (delivered, withheld, in flight or tried and due again, or a receipt beginning with
+        one of ``prefixes``): the
         SKU trimmed (``by_article``: its article trimmed, as ``cml_catalog`` holds it) is the
         offer. The messages ``leaving_out`` (the asking batch's, in flight) left out. Sorted,
         for stable words."""
@@ -158,7 +159,9 @@ class DbSentTimes:
         d = deliveries.c
         sent = or_(
             d.state.in_((State.DELIVERED.value, State.WITHHELD.value)),
-            and_(d.state == State.IN_PROGRESS.value, d.attempts > 0),
+            # In flight, or tried and due again: an attempt whose answer was lost (or a 5xx)
+            # may have reached the channel (review-wb: Wildberries keeps such a good held).
+            and_(d.state.in_((State.IN_PROGRESS.value, State.DELAYED.value)), d.attempts > 0),
             *(d.receipt.startswith(p, autoescape=True) for p in starts),
         )
         with self.engine.connect() as connection:

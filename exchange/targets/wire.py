@@ -29,7 +29,7 @@ import httpx
 
 from exchange.domain.pause import TLS_ERROR as TLS_ERROR
 from exchange.domain.verdicts import Classification, Verdict
-from exchange.secrets import SECRET_MASK, mask_secrets, secret_forms
+from exchange.secrets import SECRET_MASK, mask_pieces, mask_secrets, secret_forms
 from exchange.targets.base import Pacer
 
 # TLS_ERROR: the error_class of a failed TLS handshake (e.g. an untrusted certificate), named
@@ -194,6 +194,13 @@ def _key_forms(key: str) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
     return forms, tuple(form.encode("utf-8") for form in forms)
 
 
+def _masked(text: str, forms: tuple[str, ...], key: str) -> str:
+    """The key masked whole in any spelling (``mask_secrets``), then any piece of it left
+    (``mask_pieces``: a part quoted, or the key run on into the next word)."""
+    whole = any(form in text for form in forms)  # a substring search: cheap on a long body
+    return mask_pieces(mask_secrets(text, forms) if whole else text, key)
+
+
 def key_masked(response: httpx.Response, key: str | None) -> httpx.Response:
     """``response`` with ``key`` (the credential the request carried) masked in its body and
     its headers; the same response when it does not hold the key. Read once the body is read
@@ -203,16 +210,21 @@ def key_masked(response: httpx.Response, key: str | None) -> httpx.Response:
     forms, byte_forms = _key_forms(key)
     content = response.content
     raw = response.headers.multi_items()
-    headers = [(name, mask_secrets(value, forms)) for name, value in raw]
-    in_body = any(form in content for form in byte_forms)
+    headers = [(name, _masked(value, forms, key)) for name, value in raw]
+    try:
+        text: str | None = content.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None:
+        said = _masked(text, forms, key)
+        in_body = said != text
+        content = said.encode("utf-8") if in_body else content
+    else:  # not UTF-8: the key's bytes replaced as they are
+        in_body = any(form in content for form in byte_forms)
+        for form in byte_forms:
+            content = content.replace(form, SECRET_MASK.encode())
     if not in_body and headers == raw:
         return response
-    if in_body:
-        try:
-            content = mask_secrets(content.decode("utf-8"), forms).encode("utf-8")
-        except UnicodeDecodeError:  # not UTF-8: the key's bytes replaced as they are
-            for form in byte_forms:
-                content = content.replace(form, SECRET_MASK.encode())
     return httpx.Response(
         response.status_code,
         headers=[(name, value) for name, value in headers if name.lower() not in _BODY_HEADERS],
@@ -226,7 +238,7 @@ def key_masked_failure(failure: TransportFailure, key: str | None) -> TransportF
     """A transport failure with ``key`` masked in its words (a library may quote a header)."""
     if not key:
         return failure
-    detail = mask_secrets(failure.detail, _key_forms(key)[0])
+    detail = _masked(failure.detail, _key_forms(key)[0], key)
     return failure if detail == failure.detail else replace(failure, detail=detail)
 
 

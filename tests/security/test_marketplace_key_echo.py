@@ -322,3 +322,63 @@ def test_wildberries_task_error_texts_quoting_the_token_never_show_it(
     assert_never_shown(token, words(found), caplog.text)
     # The task's errorText itself was read and masked (not only a whole answer's words).
     assert any("***" in t and "Sale due to high inventory" in t for t in words(found))
+
+
+# Review-wb finding 4: a site quoting the key only in part. A JWT-shaped token (WB's form:
+# research §2.2), each part longer than 12 characters; the others' keys as they are.
+WB_JWT = "eyJhbGciOiJFUzI1NiJ9.eyJhY2MiOjMsInMiOjh9.c2lnbmF0dXJlLW5ldmVyLXNob3du-XyZ"
+PIECES: dict[str, Callable[[str], str]] = {
+    "a JWT's signature alone": lambda key: (
+        f"could not base64 decode signature: {key.split('.')[-1]}"
+    ),
+    "a JWT's payload alone": lambda key: f"bad claims {key.split('.')[1]} in token",
+    "its first 40 characters": lambda key: f"token {key[:40]}... is malformed",
+    "its last 14 characters": lambda key: f"token ...{key[-14:]} is malformed",
+    "the whole key run on into letters": lambda key: f"token={key}xyz invalid",
+}
+
+
+@pytest.mark.parametrize(
+    ("channel", "piece"),
+    [
+        (channel, piece)
+        for channel in ("ozon", "yandex-market", "wildberries")
+        for piece in sorted(PIECES)
+        if channel == "wildberries" or "JWT" not in piece  # only WB's token is a JWT
+    ],
+)
+def test_a_piece_of_the_key_quoted_never_shows_it(
+    channel: str, piece: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Promise: no run of 12 or more of the key's characters (each part of a JWT is one) is
+    shown wherever it stands and whatever touches it: a 401 quoting only the signature, the
+    first 40 characters, or the whole key followed by letters kept it in clear."""
+    caplog.set_level(logging.DEBUG)
+    key = {"ozon": OZON_KEY, "yandex-market": YM_KEY, "wildberries": WB_JWT}[channel]
+    quoted = PIECES[piece](key)
+
+    # WB's 401 says its words in the detail (research §2.2); the others' 400 do.
+    status = 401 if channel == "wildberries" else 400
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = {"title": "unauthorized", "detail": quoted, "message": quoted, "status": status}
+        errors = [{"code": "BAD_REQUEST", "message": quoted}]
+        return httpx.Response(
+            status, json={**body, "errorText": quoted, "error": True, "errors": errors}
+        )
+
+    transport = httpx.MockTransport(answer)
+    made: Any
+    if channel == "ozon":
+        made = ozon("http://ozon.test", transport)
+    elif channel == "yandex-market":
+        made = ym("http://ym.test", transport)
+    else:
+        made = wb("http://wb.test", key, transport)
+    found = words(asyncio.run(everything(made, [sends(price("SKU-1", 1, "900")), *READS])))
+
+    runs = {key[i : i + 12] for i in range(len(key) - 11)}
+    leaked = [text for text in found if any(run in text for run in runs)]
+    assert not leaked, leaked
+    assert not any(run in caplog.text for run in runs), "a piece of the key reached a log line"
+    assert any("***" in text for text in found), found  # the site's words were read, masked

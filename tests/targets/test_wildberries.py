@@ -532,6 +532,69 @@ def test_an_upload_whose_answer_was_lost_holds_its_good_until_the_catalogue_show
     assert {} == store.tasks([good])
 
 
+class AnsweredAfterTheTask(httpx.AsyncBaseTransport):
+    """The upload reaches the simulator (WB makes its task) but the answer is a gateway's 5xx
+    or WB's 422 "Unexpected result" (research §2.1: what WB did then is not said)."""
+
+    def __init__(self, status: int) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.status = status
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        if request.method == "POST":
+            await response.aread()
+            await response.aclose()
+            return httpx.Response(self.status, text="<html>Gateway</html>", request=request)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@pytest.mark.parametrize("status", [500, 502, 504, 422])
+def test_an_upload_answered_5xx_or_422_holds_its_good_as_a_lost_answer_does(
+    sim: WbSimulator, engine: Engine, status: int
+) -> None:
+    """Review-wb finding 2: v1=900's upload was answered 5xx (or 422) after WB made its task T1,
+    which lands late (fault ``late``). Such an answer does not prove no task was made (research
+    §2.1), so the row stored before the upload stays (SQLite and PostgreSQL) and v2=800 goes
+    only once the catalogue shows 900: WB ends holding 800, the price said delivered."""
+    good = nm(sim, "SKU-1")
+    sim.switches.processing_delay = 1.0
+    sim.faults.late = {(good, 900): 300.0}
+    store = DbWbStore(engine, "wb")
+    make_t = lambda: make(sim, store, clock=sim.clock.datetime)  # noqa: E731
+    failed = make(sim, store, clock=sim.clock.datetime, transport=AnsweredAfterTheTask(status))
+    (first,) = send(failed, price("SKU-1", 1, "900.00"))
+    held = store.tasks([good])
+
+    seen = until_delivered(sim, make_t, price("SKU-1", 2, "800.00"))
+    sim.clock.advance(600)
+    sim.process_due()
+
+    assert Verdict.TEMPORARY == first.verdict, first
+    assert [900] == [int(t.price) for t in held.values()], "the row stays, unnamed"
+    assert Verdict.DELIVERED == seen[-1][0].verdict, seen[-1]
+    assert [900, 800] == sim.applied[good]
+    assert 800 == sim.goods[good].price
+
+
+def test_an_upload_refused_409_drops_its_row_no_task_was_made(sim: WbSimulator) -> None:
+    """An answer that refuses the upload (research §2.1: 409 "Error while switching currency",
+    as a 400 with its errorText) drops the row stored before it: the good is not held, and
+    goes as soon as WB takes uploads again."""
+    sim.faults.switching_currency = True
+    store = MemoryWbStore()
+    (refused,) = send(make(sim, store), price("SKU-1", 1, "900.00"))
+    sim.faults.switching_currency = False
+    (again,) = send(make(sim, store, poll_at_once=True), price("SKU-1", 1, "900.00"))
+
+    assert (Verdict.TEMPORARY, 409) == (refused.verdict, refused.http_status), refused
+    assert Verdict.DELIVERED == again.verdict, again
+    assert [[(nm(sim, "SKU-1"), 900, None)]] == uploaded(sim)
+
+
 def test_a_retry_of_an_upload_whose_answer_was_lost_is_delivered_by_the_read_back(
     sim: WbSimulator,
 ) -> None:

@@ -53,11 +53,11 @@ import json
 import logging
 import math
 import ssl
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 import httpx
 
@@ -100,6 +100,7 @@ DONE, CANCELLED, SOME_ERRORS, ALL_ERRORS, PENDING = 3, 4, 5, 6, 1
 ITEM_UPDATED, ITEM_ERROR = 2, 3
 
 Rounding = Literal["none", "half-up", "down"]
+_R = TypeVar("_R")
 WHOLE_ROUBLES = Money(places=0)  # research §2.1: "Price should be a whole number", never 0
 
 
@@ -110,6 +111,7 @@ class _Price:
     carried: tuple[OutgoingMessage, ...]
     vendor_code: str
     roubles: int
+    sku: str = ""  # the 1C SKU (under ``sku_source = article`` several may share a code)
 
     @property
     def message(self) -> OutgoingMessage:
@@ -126,6 +128,52 @@ class _Answer(Exception):
     def __init__(self, classification: Classification) -> None:
         super().__init__(classification.detail)
         self.classification = classification
+
+
+class _StoreFailed(_Answer):
+    """The service's own database (``WbStore``) failed: the batch's goods are tried again,
+    charged, never the send raised (a batch that raises stays claimed and fails forever)."""
+
+    def __init__(self, exc: Exception) -> None:
+        super().__init__(
+            Classification(
+                Verdict.TEMPORARY,
+                "the service's database could not keep the Wildberries tasks "
+                f"({type(exc).__name__}): tried again",
+            )
+        )
+
+
+class SkuHolders(Protocol):
+    """Which SKUs the channel already gave each vendor code (any worker, before a restart
+    too): ``exchange.db.sent_times.DbSentTimes.offer_holders``, the Yandex Market target's
+    port (delivered, withheld, in flight and not ``leaving_out``'s, or a receipt beginning
+    with one of ``prefixes``); ``by_article``: the offers are articles."""
+
+    def offer_holders(
+        self,
+        offers: Iterable[str],
+        prefixes: Iterable[str],
+        leaving_out: Iterable[str] = (),
+        *,
+        by_article: bool = False,
+    ) -> dict[str, list[str]]: ...
+
+
+class _NoHolders:
+    def offer_holders(
+        self,
+        offers: Iterable[str],
+        prefixes: Iterable[str],
+        leaving_out: Iterable[str] = (),
+        *,
+        by_article: bool = False,
+    ) -> dict[str, list[str]]:
+        return {}
+
+
+# Without a database (``exchange check``, the tests of one process): this process's memory only.
+NO_HOLDERS: SkuHolders = _NoHolders()
 
 
 # What a poll of one task found: ``_Processed``, or one of these.
@@ -176,6 +224,7 @@ class WildberriesTarget:
         currency: str = "RUB",
         sku_source: Literal["sku", "article"] = "sku",
         articles: Articles = NO_ARTICLES,
+        holders: SkuHolders = NO_HOLDERS,
         catalogue_refresh: float = 900.0,
         timeout: float = 10.0,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -214,6 +263,10 @@ class WildberriesTarget:
             rounding,
         )
         self.articles = articles
+        self.holders = holders
+        # The SKU this process gave each vendor code first (``_one_sku_a_good``): a batch sent
+        # meanwhile sees it before the database does.
+        self._vendor_skus: dict[str, str] = {}
         self.catalogue_refresh = catalogue_refresh
         self.budget = budget or Budget()
         self.first_poll, self.poll_every = first_poll, poll_every
@@ -270,7 +323,7 @@ class WildberriesTarget:
     async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
         built = await items.gather(messages, self.channel, articles=self.articles)
         answers_ = dict(built.answers)
-        prices = [_item(item) for item in built.items]
+        prices = await self._one_sku_a_good([_item(item) for item in built.items], answers_)
         if prices:
             try:
                 spread = await self._deliver(prices)
@@ -307,6 +360,68 @@ class WildberriesTarget:
     async def aclose(self) -> None:
         await self._http.aclose()
 
+    async def _one_sku_a_good(
+        self, prices: list[_Price], answers_: dict[str, Classification]
+    ) -> list[_Price]:
+        """One 1C SKU a Wildberries good. Under ``sku_source = article`` the sizes of one 1C
+        product (two offers) share an article, one vendor code, one ``nmID``: WB prices the
+        good whole (research §2.1: ``nmID`` and one ``price``; §2.6 item 4: an ``nmID`` twice
+        refuses the whole upload), and two SKUs there would overwrite each other's price. As
+        the Yandex Market target's rule for two SKUs of one offer: the first SKU sent for a
+        vendor code keeps it (this batch's first, this process's, or the database's: any
+        worker's delivered, withheld, or in flight); another SKU naming it is
+        ``invalid-for-channel``, in words naming both SKUs and the article."""
+        if not prices:
+            return prices
+        held: dict[str, list[str]] = {}
+        if self.channel.sku_source == "article":
+            held = await self._holders(prices)
+        kept: list[_Price] = []
+        for p in prices:
+            others = [s for s in held.get(p.vendor_code.strip(), []) if s != p.sku]
+            # Claimed at once, before sending: a batch sent meanwhile sees it.
+            other = others[0] if others else self._vendor_skus.setdefault(p.vendor_code, p.sku)
+            if other == p.sku:
+                kept.append(p)
+                continue
+            said = items.invalid(
+                f"SKUs {other!r} and {p.sku!r} share the article (Артикул) {p.vendor_code!r}, "
+                "one Wildberries good (one nmID, one price): SKU "
+                f"{other!r} was sent to it first, and {p.sku!r} would overwrite its price; "
+                "give each SKU its own article in 1C"
+            )
+            for carried in p.carried:
+                answers_[carried.message_id] = said
+        return kept
+
+    async def _holders(self, prices: list[_Price]) -> dict[str, list[str]]:
+        """The SKUs the channel already gave each vendor code (``SkuHolders``); none when the
+        database cannot be read (this process's memory still holds)."""
+        codes = sorted({p.vendor_code.strip() for p in prices})
+        carried = sorted({m.message_id for p in prices for m in p.carried})
+        try:
+            return await asyncio.to_thread(
+                self.holders.offer_holders,
+                codes,
+                ("wb-task:", REPLAY_RECEIPT),
+                carried,
+                by_article=True,
+            )
+        except Exception as exc:  # the service's database
+            log.warning(
+                "Wildberries: the SKUs of the articles could not be read (%s)", type(exc).__name__
+            )
+            return {}
+
+    async def _db(self, call: Callable[..., _R], *args: Any) -> _R:
+        """A call of the store in a thread; its failure is ``_StoreFailed`` (an answer for the
+        batch's goods, never an exception out of ``send``)."""
+        try:
+            return await asyncio.to_thread(call, *args)
+        except Exception as exc:  # the service's database
+            log.warning("Wildberries: the task store failed (%s)", type(exc).__name__)
+            raise _StoreFailed(exc) from None
+
     # -- reading the payload ---------------------------------------------------------------
 
     async def _read(self, messages: Sequence[OutgoingMessage]) -> list[_Price | Classification]:
@@ -338,7 +453,7 @@ class WildberriesTarget:
                 out[p.message.message_id] = _unknown_sku(p.vendor_code)
             else:
                 out[p.message.message_id] = self._until_read_again(p.vendor_code, read_at)
-        in_flight = await asyncio.to_thread(self.store.tasks, [g.nm_id for g in goods])
+        in_flight = await self._db(self.store.tasks, [g.nm_id for g in goods])
         by_task: dict[int, list[_Good]] = {}
         stuck: list[tuple[_Good, Task]] = []  # a task lost, or an upload's answer lost
         for g in goods:
@@ -366,7 +481,7 @@ class WildberriesTarget:
                 upload_id, found, waiting, in_flight, out, upload, refused, left_out, unpriced
             )
             if found not in (_PENDING, _LATER):
-                await asyncio.to_thread(self.store.drop_tasks, [t.nm_id for t in tasks], upload_id)
+                await self._db(self.store.drop_tasks, [t.nm_id for t in tasks], upload_id)
         if stuck:
             upload += await self._stuck(stuck, out)
         if left_out:
@@ -513,7 +628,7 @@ class WildberriesTarget:
                     http_status=200,
                 )
         for upload_id, nm_ids in ended.items():
-            await asyncio.to_thread(self.store.drop_tasks, nm_ids, upload_id)
+            await self._db(self.store.drop_tasks, nm_ids, upload_id)
         return again
 
     async def _left_out(
@@ -655,7 +770,7 @@ class WildberriesTarget:
         # Stored before it goes (review 32 hole 2): an answer lost after WB made the task
         # (never named to us again) leaves the goods held until that price is seen (``_stuck``).
         nm_ids = [g.nm_id for g in goods]
-        await asyncio.to_thread(
+        await self._db(
             self.store.put_tasks,
             [
                 Task(
@@ -675,11 +790,11 @@ class WildberriesTarget:
             )
         except _Answer as failed:
             if not failed.classification.result_unknown:  # not sent, or refused whole
-                await asyncio.to_thread(self.store.drop_tasks, nm_ids, UNNAMED)
+                await self._db(self.store.drop_tasks, nm_ids, UNNAMED)
             raise
         status = response.status_code
-        if status not in (200, 208):
-            await asyncio.to_thread(self.store.drop_tasks, nm_ids, UNNAMED)
+        if status not in (200, 208) and not _may_have_made_task(status):
+            await self._db(self.store.drop_tasks, nm_ids, UNNAMED)
         if status in (200, 208):
             upload_id = _task_id(response)
             if upload_id is None:
@@ -707,7 +822,7 @@ class WildberriesTarget:
                 for g in goods
             ]
             # Stored before any poll: a restart from here polls this task, never uploads again.
-            await asyncio.to_thread(self.store.put_tasks, tasks)
+            await self._db(self.store.put_tasks, tasks)
             if status == 208:
                 log.info("Wildberries: the upload is task %s already (208)", upload_id)
                 replayed = await self._replayed(upload_id, tasks, goods)
@@ -853,7 +968,7 @@ class WildberriesTarget:
             )
             out[g.price.message.message_id] = self._replay_wait(g, upload_id, why)
         ended = [g.nm_id for g in goods if g.price.message.message_id in out]
-        await asyncio.to_thread(self.store.drop_tasks, ended, upload_id)
+        await self._db(self.store.drop_tasks, ended, upload_id)
         return out
 
     def _replay_wait(self, g: _Good, upload_id: int, why: str) -> Classification:
@@ -1076,16 +1191,16 @@ class WildberriesTarget:
         WB's catalogue, and whether that read is this call's (rebuilt now, or while this call
         waited for the rebuild lock): only such a read makes a missing vendor code
         ``unknown-sku`` (a card made on WB after an older read is found by the next one)."""
-        known = await asyncio.to_thread(self.store.nm_ids, sorted(vendor_codes))
+        known = await self._db(self.store.nm_ids, sorted(vendor_codes))
         if len(known) == len(vendor_codes) and not self._refused_nm:
             return known, None, False
-        before = await asyncio.to_thread(self.store.refreshed_at)
+        before = await self._db(self.store.refreshed_at)
         # One rebuild at a time: the requests of one batch go at once, and each would page the
         # whole catalogue (and write the map over the others', which PostgreSQL refuses).
         async with self._rebuilding():
-            at = await asyncio.to_thread(self.store.refreshed_at)
+            at = await self._db(self.store.refreshed_at)
             fresh = at is not None and at != before  # another rebuilt it while this waited
-            known = await asyncio.to_thread(self.store.nm_ids, sorted(vendor_codes))
+            known = await self._db(self.store.nm_ids, sorted(vendor_codes))
             if len(known) == len(vendor_codes) and not self._refused_nm:
                 return known, at, fresh  # the rebuild this one waited for found them
             now = self.clock()
@@ -1094,7 +1209,7 @@ class WildberriesTarget:
                 return known, at, fresh
             self._refused_nm = False
             catalogue = await self.catalogue()
-            await asyncio.to_thread(self.store.replace_catalogue, catalogue, now)
+            await self._db(self.store.replace_catalogue, catalogue, now)
             return {v: catalogue[v] for v in vendor_codes if v in catalogue}, now, True
 
     def _rebuilding(self) -> asyncio.Lock:
@@ -1193,7 +1308,7 @@ class WildberriesTarget:
             held = await self.quarantined()
             read = await self._read(messages)
             codes = {p.vendor_code for p in read if isinstance(p, _Price)}
-            nm = await asyncio.to_thread(self.store.nm_ids, sorted(codes))
+            nm = await self._db(self.store.nm_ids, sorted(codes))
             left = [p for p in read if isinstance(p, _Price) and nm.get(p.vendor_code) not in held]
             prices = await self._prices({nm[p.vendor_code] for p in left if p.vendor_code in nm})
         except _Answer:
@@ -1327,6 +1442,17 @@ class WildberriesTarget:
         return response
 
 
+def _may_have_made_task(status: int) -> bool:
+    """An upload answered ``status`` (neither 200 nor 208) may still have made a task: a 5xx
+    (a gateway's 500, 502 or 504 after WB's backend took the request) or 422 "Unexpected
+    result" (research §2.1: WB asks to take it to its support; what it did is not said). Its
+    stored ``UNNAMED`` row stays, holding the good as for an answer lost (``_stuck``). Only an
+    answer that says no task was made drops it: 400 with its errorText (§2.1), 401/403
+    (§2.2), 429 (§2.3: the request is refused, ``X-Ratelimit-Retry``), 409, 413 and the
+    other 4xx."""
+    return status >= 500 or status == 422
+
+
 def _seconds(value: str | None) -> float:
     try:
         return max(0.0, float(value)) if value is not None else 1.0
@@ -1380,7 +1506,7 @@ def _task_id(response: httpx.Response) -> int | None:
 
 
 def _item(item: items.Item) -> _Price:
-    return _Price(tuple(item.carried), item.offer_id, int(item.prices["price"]))
+    return _Price(tuple(item.carried), item.offer_id, int(item.prices["price"]), item.sku)
 
 
 def _unknown_sku(vendor_code: str) -> Classification:

@@ -1,0 +1,128 @@
+"""Review-wb finding 1 end to end: under ``sku_source = article`` two 1C offers (sizes) sharing
+one Артикул are one Wildberries good (one vendor code, one ``nmID``, one price: research §2.1).
+Worker A gave the article to OFF-S; worker B, a new process that never sent it, is given OFF-M:
+the database says the article is OFF-S's, and OFF-M ends ``invalid-for-channel``, never uploaded
+over OFF-S's price: whether OFF-S's price was delivered, or its upload was answered 504 and waits
+to be tried again (its task may have been made: the good is held). SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+from marketsims import wb_sim
+from sqlalchemy import Engine, select
+
+from exchange import app as bootstrap
+from exchange.db.engine import transaction
+from exchange.db.schema import cml_catalog
+from exchange.dev.testing import fast_settings, one_channel_messages, price_row, stage
+from exchange.dev.wbsim import WbSimulator
+from exchange.worker import Worker
+
+messages = one_channel_messages()
+UPLOAD = "/api/v2/upload/task"
+
+
+@pytest.fixture
+def wb() -> Iterator[WbSimulator]:
+    with wb_sim([("ART-1", 1000)], processing_delay=0.0) as sim:
+        yield sim
+
+
+class Gateway(httpx.AsyncBaseTransport):
+    """Every upload reaches WB (it makes the task); with ``failing``, its answer is a gateway's
+    504 (research §2.1: what WB did is not said)."""
+
+    def __init__(self, failing: bool) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.failing = failing
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        if self.failing and request.url.path == UPLOAD:
+            await response.aread()
+            await response.aclose()
+            return httpx.Response(504, text="<html>504 Gateway Time-out</html>", request=request)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def make_worker(db_url: str, engine: Engine, sim: WbSimulator, name: str, failing: bool) -> Worker:
+    settings = fast_settings(
+        db_url,
+        None,
+        target="wildberries",
+        wb_api_url=sim.url,
+        wb_token=sim.token(),
+        sku_source="article",
+        max_attempts=10,
+        retry_base_delay=30.0,
+        retry_max_delay=30.0,
+    ).model_copy(update={"worker_id": name})
+    return bootstrap.worker(settings, engine, rng=random.Random(1), transport=Gateway(failing))
+
+
+def state(engine: Engine, aggregate: str) -> tuple[str, str | None] | None:
+    with transaction(engine, read_only=True) as connection:
+        found = connection.execute(
+            select(messages.c.state, messages.c.reason).where(messages.c.aggregate == aggregate)
+        ).one_or_none()
+    return None if found is None else (str(found[0]), found[1])
+
+
+async def cycles_until(worker: Worker, done: Callable[[], Any], seconds: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + seconds
+    while loop.time() < ends and not done():
+        await worker.cycle()
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize("first_ends", ["delivered", "delayed after a 504"])
+def test_another_workers_sku_holds_the_article_the_second_sku_is_invalid(
+    db_url: str, engine: Engine, wb: WbSimulator, first_ends: str
+) -> None:
+    """Promise: the first SKU sent for a Wildberries good keeps it across workers and restarts;
+    another SKU naming the same good is ``invalid-for-channel`` (its words name both SKUs and the
+    article), and WB never gets its price."""
+    failing = first_ends != "delivered"
+    with transaction(engine) as connection:
+        for sku in ("OFF-S", "OFF-M"):
+            connection.execute(
+                cml_catalog.insert().values(
+                    kind="article", key=sku, value="ART-1", updated_at=datetime.now(UTC)
+                )
+            )
+    first = make_worker(db_url, engine, wb, "worker-a", failing)
+    second = make_worker(db_url, engine, wb, "worker-b", False)
+    good = wb.by_vendor_code("ART-1")
+    assert good is not None
+
+    async def scenario() -> None:
+        try:
+            stage(engine, [price_row("OFF-S", 1, "900.00")])
+            wanted = ("delayed",) if failing else ("delivered",)
+            await cycles_until(first, lambda: (state(engine, "OFF-S") or ("",))[0] in wanted)
+            stage(engine, [price_row("OFF-M", 1, "950.00")])
+            await cycles_until(second, lambda: state(engine, "OFF-M") not in (None, ("new", None)))
+            await cycles_until(
+                second, lambda: (state(engine, "OFF-M") or ("",))[0] == "quarantined"
+            )
+        finally:
+            await first.target.aclose()
+            await second.target.aclose()
+
+    asyncio.run(scenario())
+
+    assert ("delivered" if not failing else "delayed") == (state(engine, "OFF-S") or ("",))[0]
+    assert ("quarantined", "invalid-for-channel") == state(engine, "OFF-M")
+    assert 950 not in wb.applied.get(good.nm_id, []), "OFF-M's price never went"
+    assert 1 == wb.requests[UPLOAD], "only OFF-S's upload"
