@@ -707,10 +707,12 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (
             r"the (?P<target>\S+) target cannot read a price back from the shop \(its protocol "
-            r"has no way to\): exchange verify works with woocommerce, and later the marketplaces",
+            r"has no way to\): exchange verify reads prices back from woocommerce, ozon, "
+            r"wildberries and yandex-market",
             N_(
                 "the {target} target cannot read a price back from the shop (its protocol has no "
-                "way to): exchange verify works with woocommerce, and later the marketplaces"
+                "way to): exchange verify reads prices back from woocommerce, ozon, wildberries "
+                "and yandex-market"
             ),
         ),
         (

@@ -20,6 +20,7 @@ from exchange.ops.verify import (
     choose,
     chosen_channel,
     latest_delivered,
+    one_channel,
     verify,
 )
 from exchange.words import error_words, money
@@ -68,7 +69,13 @@ def verify_command(
         async def read() -> Verification:
             try:
                 reader = channel_target(target)
-                chosen, missing = choose(latest_delivered(engine), skus=skus or (), sample=sample)
+                # This channel's deliveries alone: another channel's (a dropped or renamed one's,
+                # or one delivering while this one is paused) say nothing of this shop. Without
+                # EXCHANGE_CHANNELS the one channel is the one registered, whatever its name.
+                delivered = latest_delivered(
+                    engine, named.name if settings.channels is not None else one_channel(engine)
+                )
+                chosen, missing = choose(delivered, skus=skus or (), sample=sample)
                 return await verify(reader, chosen, channel=named.name, not_delivered=missing)
             finally:
                 await target.aclose()

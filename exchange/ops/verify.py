@@ -24,6 +24,7 @@ from exchange.db.on_channels import channel_ids, on
 from exchange.db.schema import deliveries, messages
 from exchange.domain.states import State
 from exchange.errors import OperatorError
+from exchange.queue.deliveries import one_channel as deliveries_one_channel
 from exchange.settings import Channel
 from exchange.targets.base import HeldPrice, OutgoingMessage, ReadsPrices, Target
 
@@ -79,9 +80,17 @@ def channel_target(target: Target) -> ReadsPrices:
     if not isinstance(target, ReadsPrices):
         raise OperatorError(
             f"the {target.name} target cannot read a price back from the shop (its protocol "
-            "has no way to): exchange verify works with woocommerce, and later the marketplaces"
+            "has no way to): exchange verify reads prices back from woocommerce, ozon, "
+            "wildberries and yandex-market"
         )
     return target
+
+
+def one_channel(engine: Engine) -> int:
+    """Without EXCHANGE_CHANNELS: the one channel's id (the oldest not dropped), whatever
+    name the registry gave it."""
+    with transaction(engine, read_only=True) as connection:
+        return deliveries_one_channel(connection)
 
 
 def latest_delivered(engine: Engine, channel: str | int | None = None) -> list[Delivered]:

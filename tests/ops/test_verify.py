@@ -11,17 +11,23 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, insert, update
 
 from exchange import app as bootstrap
+from exchange.db.engine import transaction
+from exchange.db.schema import channels, deliveries
 from exchange.dev.catalogue import Catalogue
 from exchange.dev.testing import price_row, run_worker, stage
 from exchange.dev.woosim import WooSimulator
+from exchange.domain.policy import DEFAULT_KINDS
+from exchange.domain.states import State
 from exchange.errors import OperatorError
+from exchange.intake.staging_table import take
 from exchange.ops.verify import channel_target, choose, latest_delivered
 from tests.integration.test_woocommerce import woo_settings
 from tests.support.clitools import Cli
@@ -219,3 +225,73 @@ def test_verify_speaks_russian_under_a_russian_locale_with_prices_as_russians_wr
 
     as_json = Cli(tmp_path)(*args, "--json", env=env)
     assert {"SKU-2", "VAR-1"} == {d["sku"] for d in json.loads(as_json.stdout)["differ"]}
+
+
+def test_verify_compares_the_shop_with_its_own_channels_deliveries_not_anothers(
+    db_url: str, engine: Engine, shop: WooSimulator, tmp_path: Path
+) -> None:
+    """Contract 15, owner 31 item 1: ``verify --channel NAME`` compares the shop with what was
+    delivered to THAT channel. Another channel (here ``other``, as after a rename or while
+    this one is paused) delivered a newer SKU-2 at 30.00 this shop never got: no difference."""
+    deliver(db_url, engine, shop)
+    now = datetime.now(UTC)
+    with transaction(engine) as connection:
+        other = connection.execute(
+            insert(channels)
+            .values(name="other", target="woocommerce", takes='["price"]', added_at=now)
+            .returning(channels.c.id)
+        ).scalar_one()
+    stage(engine, [retail_row("SKU-2", 2, "30.00")])
+    take(engine, None, dict(DEFAULT_KINDS), now)
+    with transaction(engine) as connection:
+        moved = connection.execute(
+            update(deliveries)
+            .where(deliveries.c.channel_id == other)
+            .values(state=State.DELIVERED.value, updated_at=now)
+        ).rowcount
+    assert 1 == moved
+    one = Cli(tmp_path)("verify", "--json", env=woo_env(db_url, shop))
+    assert 0 == one.returncode, one.stdout
+    assert (4, []) == (json.loads(one.stdout)["checked"], json.loads(one.stdout)["differ"])
+
+    # The same with the channels configured by name: the one channel's registry row is "shop".
+    with transaction(engine) as connection:
+        connection.execute(
+            update(channels).where(channels.c.id != other).values(name="shop", target="woocommerce")
+        )
+    settings: dict[str, Any] = {
+        k.removeprefix("EXCHANGE_").lower(): v for k, v in woo_env(db_url, shop).items()
+    }
+    del settings["database_url"], settings["site_allow_http"]
+    settings["woo_price_fields"] = json.loads(settings["woo_price_fields"])
+    for secret in ("woo_key", "woo_secret"):  # a channel's secrets are files
+        (tmp_path / secret).write_text(settings.pop(secret), encoding="utf-8")
+        settings[f"{secret}_file"] = str(tmp_path / secret)
+    env = {
+        "EXCHANGE_DATABASE_URL": db_url,
+        "EXCHANGE_CHANNELS": json.dumps({"shop": settings, "other": settings}),
+        "EXCHANGE_SITE_TOKEN": None,
+        "EXCHANGE_SITE_ALLOW_HTTP": None,
+    }
+    named = Cli(tmp_path)("verify", "--channel", "shop", "--json", env=env)
+    assert 0 == named.returncode, named.stdout + named.stderr
+    said = json.loads(named.stdout)
+    assert ("shop", 4, []) == (said["channel"], said["checked"], said["differ"])
+    # ... and "other"'s own delivery (30.00) is what its shop is compared with
+    other_said = Cli(tmp_path)("verify", "--channel", "other", "--json", env=env)
+    assert 1 == other_said.returncode, other_said.stderr
+    assert ["30.00"] == [d["delivered"] for d in json.loads(other_said.stdout)["differ"]]
+
+
+def test_a_target_without_read_back_names_the_targets_verify_reads() -> None:
+    """Owner 31 item 1: the refusal names the targets verify reads back today (the
+    marketplaces do: docs/marketplaces.md), not «later the marketplaces»."""
+
+    class NoReadBack:
+        name = "api"
+
+    with pytest.raises(OperatorError) as refused:
+        channel_target(NoReadBack())  # type: ignore[arg-type]
+    said = str(refused.value)
+    assert "later" not in said
+    assert all(name in said for name in ("woocommerce", "ozon", "wildberries", "yandex-market"))
