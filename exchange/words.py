@@ -2354,6 +2354,11 @@ _WORD_MESSAGES.update(
         "backlog_none": N_("nothing waits"),
         "backlog_untaken": N_("not taken from 1C yet: {count}"),
         "backlog_no_pace": N_("nothing delivered in the last minute: no estimate"),
+        "backlog_no_worker": N_("no worker is live: no estimate"),
+        "backlog_untaken_channels": N_(
+            "all on channels no worker takes now, paused or not configured ({channels}): "
+            "no estimate"
+        ),
         "backlog_paused": N_("delivery is paused: no estimate"),
         "backlog_unreachable": N_("the site does not answer: no estimate"),
         "backlog_channels_unreachable": N_("no channel answers: no estimate"),

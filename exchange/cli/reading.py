@@ -36,7 +36,7 @@ from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
 from exchange.i18n import N_, Lang, _, pgettext
 from exchange.ops.attention import attention
-from exchange.ops.backlog import backlog, backlog_words
+from exchange.ops.backlog import backlog, backlog_words, untaken_channels
 from exchange.ops.channel_status import channel_figures, channels_table
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
 from exchange.ops.find import find as find_messages
@@ -193,6 +193,8 @@ def status_command(
             unreachable=figures.site_unreachable_since is not None,
             lang=lang,
             channels=named is not None,
+            untaken=untaken_channels(by_channel),
+            live=any(w["live"] for w in figures.workers),
         )
         out.print(said, markup=False, highlight=False)
         out.print(exchanges_table(onec, settings.display_tz, lang))

@@ -25,6 +25,7 @@ from exchange.domain.states import PENDING, State, values
 from exchange.i18n import N_, Lang, _, ngettext
 from exchange.ops import sign_ins
 from exchange.ops.find import held_condition
+from exchange.queue import control
 from exchange.words import channel_named, inside_words
 
 # The outcomes of a 1C exchange (contract 9a) after which the exchange works again.
@@ -81,12 +82,15 @@ def work_waits(
     kinds: KindPolicies,
     live_within: float,
     channel: Channel = None,
+    taking: Collection[str] | None = None,
 ) -> bool:
     """Work a live worker would have moved by now (contract 6): an untaken staging row, or a
     ``new`` delivery (on ``channel``, every channel for None) that is not held behind the
     quarantine, of a message older than ``live_within`` (max(lease, 3 x poll)). Younger work
     is a worker's next poll away: the dashboard counts it («ещё не взято из 1С: N») without
-    calling it a cause."""
+    calling it a cause. ``taking``: the channels a worker started now would take (configured
+    and not paused on their own; None: every one): work on another (a renamed channel's, a
+    paused one's) waits for a person, not a worker (owner 31 item 3)."""
     age = taken["oldest_untaken_age_s"]
     if age is not None and age >= live_within:
         return True
@@ -99,6 +103,15 @@ def work_waits(
             d.c.state == State.NEW.value,
             messages.c.created_at <= now - timedelta(seconds=live_within),
             not_(held_condition(kinds)),
+            *(
+                ()
+                if taking is None
+                else (
+                    d.c.channel_id.in_(
+                        select(channels.c.id).where(channels.c.name.in_(list(taking)))
+                    ),
+                )
+            ),
         )
         .limit(1)
     ).first()
@@ -764,8 +777,13 @@ def attention(
     whatever is registered."""
     taken = intake(staging_connection or connection, now)
     failing = onec_failing(connection)
+    taking = (
+        None
+        if configured is None
+        else [name for name in configured if name not in control.paused_channels(connection)]
+    )
     stopped = not any(w["live"] for w in figures.workers) and work_waits(
-        connection, taken, now, kinds, live_within, channel
+        connection, taken, now, kinds, live_within, channel, taking
     )
     refused = sign_ins.refused_lately(connection, now, unwritten)
     found = causes(

@@ -62,6 +62,23 @@ def backlog(
     return {"messages": waiting, "eta_s": eta}
 
 
+def untaken_channels(by_channel: dict[str, dict[str, Any]]) -> list[str]:
+    """The channels whose waiting work no worker takes now: paused (by an operator or by the
+    site's refusal), or registered but configured in no process (renamed, not yet dropped);
+    ``by_channel``: ``channel_status.channel_figures``. Empty unless ALL the work waiting is
+    theirs: then no pace, however fast the others delivered, says when it leaves (owner 31
+    item 2: «nothing delivered in the last minute» beside a site that delivered 50 just now)."""
+    names = [
+        name
+        for name, channel in by_channel.items()
+        if channel["backlog"]["messages"]
+        and (channel["paused"] is not None or not channel["configured"])
+    ]
+    stalled = sum(by_channel[name]["backlog"]["messages"] for name in names)
+    waiting = sum(channel["backlog"]["messages"] for channel in by_channel.values())
+    return names if names and stalled == waiting else []
+
+
 def backlog_words(
     figures: dict[str, Any],
     *,
@@ -69,12 +86,17 @@ def backlog_words(
     unreachable: bool = False,
     lang: Lang = "en",
     channels: bool = False,
+    untaken: list[str] | None = None,
+    live: bool = True,
 ) -> str:
     """``exchange status``'s line: "backlog: 54 210 messages, about 45 min at the current
     pace"; "backlog: none" when nothing waits (never "0 messages, about 0 s"), and no estimate
     while delivery is ``paused`` or the site does not answer (``unreachable``); ``eta_s``
     stays the contract's figure: the pace of the last minute. ``channels`` (EXCHANGE_CHANNELS
-    set): what does not answer is every channel, not "the site" (contract 13)."""
+    set): what does not answer is every channel, not "the site" (contract 13). ``untaken``:
+    the channels all the waiting work is on, none of which a worker takes
+    (``untaken_channels``); ``live``: whether any worker is live (none: the pace of the last
+    minute is no one's, and "none delivered" would be untrue of a run that just ended)."""
     if figures["messages"] == 0:
         return _("backlog: none", lang)
     count = ngettext("{count} message", "{count} messages", figures["messages"], lang).format(
@@ -86,8 +108,18 @@ def backlog_words(
         said = _("backlog: {count}, no channel answers (no estimate)", lang)
     elif unreachable:  # nothing moves: no estimate at 0 requests/s (issue 34 item 3)
         said = _("backlog: {count}, the site does not answer (no estimate)", lang)
+    elif untaken:
+        said = _(
+            "backlog: {count}, all on channels no worker takes now, paused or not configured "
+            "({channels}): no estimate",
+            lang,
+        )
+    elif figures["eta_s"] is None and not live:
+        said = _("backlog: {count}, no worker is live (no estimate)", lang)
     elif figures["eta_s"] is None:
         said = _("backlog: {count}, none delivered in the last minute", lang)
     else:
         said = _("backlog: {count}, about {eta} at the current pace", lang)
-    return said.format(count=count, eta=human_age(figures["eta_s"], lang))
+    return said.format(
+        count=count, eta=human_age(figures["eta_s"], lang), channels=", ".join(untaken or ())
+    )

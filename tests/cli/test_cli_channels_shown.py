@@ -290,3 +290,23 @@ def test_a_channels_pause_is_shown_with_its_note_operator_and_time(
     assert "paused by operator olga since 2026-12-05 07:50 UTC: “price check”" in row, describe(
         text
     )
+
+
+def test_the_backlog_line_says_its_work_waits_on_a_channel_no_worker_takes(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario, tmp_path: Path
+) -> None:
+    """Owner 31 item 2 (contract 6 ``backlog``): all the work waiting is on ``second``, a
+    channel no process configures (renamed away), while ``api``'s is done: the backlog line
+    says so and names it, never an estimate from ``api``'s pace nor «none delivered in the last
+    minute» (a pace no worker of that channel could have)."""
+    _second(engine, scenario.sku2, state="new")
+    env = _renamed(tmp_path, "api")
+    figures = run_json(cli, "status", "--json", db=db_url, env=env, code=1)
+    assert figures["backlog"]["messages"] == 1
+    text = cli("status", db=db_url, env=env)
+    said = " ".join(text.stdout.split())
+    assert (
+        "backlog: 1 message, all on channels no worker takes now, paused or not configured "
+        "(second): no estimate"
+    ) in said, describe(text)
+    assert "at the current pace" not in said and "none delivered" not in said

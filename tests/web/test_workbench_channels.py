@@ -12,16 +12,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine, insert, select, update
 from workbench_helpers import add_operator, csrf_of, post, signed_in
 
+from exchange.db import schema
 from exchange.db.engine import transaction
 from exchange.db.schema import channels, delivery_pause, history, workers
 from exchange.dev.testing import one_channel_messages, price_row, stage
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake.staging_table import take
 from exchange.queue import control
-from tests.support.second_channel import second_channel, taken
+from tests.support.second_channel import on_the_one, second_channel, taken
 
 # Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
 # with its delivery and cursor on the one channel instead.
@@ -461,3 +462,26 @@ def test_exchange_target_ozon_alone_is_busy_by_its_name_on_the_dashboard(
     table = page.split('<table id="workers">')[1].split("</table>")[0]
     assert "Ozon перегружен: 40 запросов/с" in table, table
     assert "сайт" not in table.lower(), table
+
+
+def test_work_waiting_only_on_a_renamed_channel_is_no_workers_and_has_no_pace(
+    serve: Callable[..., Any], db: Engine, tmp_path: Path
+) -> None:
+    """Owner 31 items 2 and 3 (contract 6, 13): ``api`` delivered SKU-1; ``second``, renamed
+    away (registered, configured in no process), still has it waiting. No worker would take
+    it: the banner neither says «Ничего не доставляется» (``no-live-worker``) nor that the
+    first worker to start takes it, and the backlog's card names the channel its work waits
+    on instead of «за последнюю минуту ничего не доставлено»."""
+    an_hour_ago = datetime.now(UTC) - timedelta(hours=1)  # older than any live window
+    taken(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")], an_hour_ago)
+    on_the_one(db, "SKU-1/retail", state="delivered", updated_at=an_hour_ago)
+    second_channel(db, {"SKU-1/retail": ("new", None)}, an_hour_ago, target="woocommerce")
+    with transaction(db) as connection:
+        connection.execute(update(schema.messages).values(created_at=an_hour_ago))
+    base = serve(channels={"api": {"target": "api", "site_url": "http://127.0.0.1:9"}})
+    add_operator(db, "olga", "operator")
+    page = html.unescape(signed_in(base, "olga").get("/").text)
+    eta = page.split('id="backlog-eta">')[1].split("</small>")[0]
+    assert "second" in eta and "ничего не доставлено" not in eta, eta
+    assert "Ничего не доставляется" not in page
+    assert "возьмёт первый запущенный обработчик" not in page

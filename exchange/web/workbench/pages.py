@@ -23,7 +23,7 @@ from exchange.errors import OperatorError
 from exchange.intake.sources.common import refused_records
 from exchange.ops import find as finder
 from exchange.ops.attention import Cause, attention, pause_words
-from exchange.ops.backlog import backlog
+from exchange.ops.backlog import backlog, untaken_channels
 from exchange.ops.channel_status import channel_figures
 from exchange.ops.exchanges import (
     exchanges_page,
@@ -233,6 +233,9 @@ class Pages(Core):
                         + chart.svg(hours, word("last_day", lang), self.zone, lang, chart.COMPACT)
                     ),
                     "backlog": waiting,
+                    # owner 31 item 2: why there is no estimate, when the pace is none
+                    "backlog_stalled": untaken_channels(by_channel),
+                    "any_live": any(w["live"] for w in figures.workers),
                     "site_pace": site_pace(figures.workers),
                     "drawn_at": now,
                     "figures": figures.as_json(),
@@ -256,7 +259,9 @@ class Pages(Core):
                     or any(
                         c["backlog"]["messages"]
                         for name, c in by_channel.items()
-                        if name not in held_channels
+                        # owner 31 item 3: a channel no process configures (renamed) waits
+                        # for no worker: the first to start takes none of it
+                        if name not in held_channels and c["configured"]
                     ),
                     "in_use": set(
                         connection.execute(
