@@ -22,8 +22,8 @@ from exchange.db.engine import make_engine, make_private, transaction
 from exchange.db.wake import how_workers_wake
 from exchange.domain.clock import SystemClock
 from exchange.domain.pause import PauseCause
-from exchange.i18n import N_, Lang, _
-from exchange.ops.attention import pause_words
+from exchange.i18n import N_, Lang, _, ngettext
+from exchange.ops.attention import pause_words, unserved
 from exchange.ops.status import (
     status,
 )
@@ -155,8 +155,15 @@ def run(
             with transaction(engine, read_only=True) as connection:
                 left = status(connection, SystemClock().now(), settings.policies)
                 pause = control.operator_pause(connection)
+                stranded = (  # where the channels are named, as status's cause (contract 13)
+                    unserved(connection, [c.name for c in settings.channels_in_force()])
+                    if settings.channels is not None
+                    else {}
+                )
             said = _left_line(left, pause, worker.pause_cause, worker.paused_reason, cli_lang())
             out.print(said, markup=False, highlight=False)
+            if stranded:  # owner 31 item 4: idle, but what waits there waits for a person
+                err.print(_stranded_line(stranded, cli_lang()), markup=False, highlight=False)
     raise typer.Exit(code)
 
 
@@ -189,6 +196,21 @@ def _left_line(
     if refused:  # the site's pause, in the words of status (issue 34 item 4)
         parts.append(pause_words(cause or PauseCause.OTHER, refused, lang))
     return _("left: {parts} (exchange status tells more)", lang).format(parts=", ".join(parts))
+
+
+def _stranded_line(stranded: dict[str, dict[str, Any]], lang: Lang = "en") -> str:
+    """``run --until-idle``'s warning: the deliveries left waiting on registered channels no
+    configured channel serves (``attention.unserved``: a channel renamed in the settings), which
+    no run will ever take."""
+    count = sum(channel["count"] for channel in stranded.values())
+    return ngettext(
+        "warning: {count} of them waits on a registered channel no configured channel "
+        "serves ({channels}): no run takes it (exchange status says what to do)",
+        "warning: {count} of them wait on a registered channel no configured channel "
+        "serves ({channels}): no run takes them (exchange status says what to do)",
+        count,
+        lang,
+    ).format(count=count, channels=", ".join(stranded))
 
 
 # What ``serve`` names each address it prints (``web.server.addresses``'s first item).

@@ -631,11 +631,13 @@ def _unserved_words(v: dict[str, Any], lang: Lang) -> str:
     how many wait, and what a person does."""
     return ngettext(
         "{count} delivery waits on it and no configured channel serves it: configure it again "
-        "(a channel named {name} in the settings), or drop it, which cancels what waits on it: "
-        "exchange channels drop {name} --note TEXT",
+        "(a channel named {name} in the settings), or, renamed, drop it, which cancels what "
+        "waits on it (exchange channels drop {name} --note TEXT), and give the new channel "
+        "every current price: exchange channels seed NEW",
         "{count} deliveries wait on it and no configured channel serves it: configure it "
-        "again (a channel named {name} in the settings), or drop it, which cancels what waits "
-        "on it: exchange channels drop {name} --note TEXT",
+        "again (a channel named {name} in the settings), or, renamed, drop it, which cancels "
+        "what waits on it (exchange channels drop {name} --note TEXT), and give the new "
+        "channel every current price: exchange channels seed NEW",
         v["count"],
         lang,
     ).format(count=v["count"], name=v["channel"])

@@ -315,6 +315,13 @@ def test_run_configured_only_through_exchange_channels_delivers_to_that_channels
         # process that configures it; `run --until-idle` does not wait for it.
         assert {"delivered": 5, "cancelled": 5} == channel_state_counts(engine, "site")
         assert {"new": 5, "cancelled": 5} == channel_state_counts(engine, "api")  # coalesced
+        # ... and says so (owner 31 item 4): exit 0 with «5 waiting» alone hid that no run
+        # will ever take them
+        warned = [line for line in result.stderr.splitlines() if "registered channel" in line]
+        assert [
+            "warning: 5 of them wait on a registered channel no configured channel serves "
+            "(api): no run takes them (exchange status says what to do)"
+        ] == warned, describe(result)
         assert {("price", sku): 2 for sku in skus} == site.held_versions()
         paths = {request.path for request in site.received() if request.method == "POST"}
         assert {"/api/v1/updates:batch"} == paths, "the channel's own site_batch_size was used"

@@ -237,16 +237,19 @@ def test_deliveries_waiting_on_a_registered_channel_no_configured_channel_serves
     assert figures["channels"]["api"]["configured"] is False
     assert "unserved:api" in figures["needs_person_causes"]
     said = figures["needs_person"][figures["needs_person_causes"].index("unserved:api")]
+    # owner 31 item 4: both ways out, the rename's too (drop the old, seed the new)
     assert said == (
         "channel api (site): 2 deliveries wait on it and no configured channel serves it: "
-        "configure it again (a channel named api in the settings), or drop it, which cancels "
-        "what waits on it: exchange channels drop api --note TEXT"
+        "configure it again (a channel named api in the settings), or, renamed, drop it, which "
+        "cancels what waits on it (exchange channels drop api --note TEXT), and give the new "
+        "channel every current price: exchange channels seed NEW"
     )
     text = cli("status", db=db_url, env=env)
     assert 1 == text.returncode, describe(text)
     assert "2 deliveries wait on it" in " ".join(text.stdout.split()), describe(text)
     russian = cli("status", db=db_url, env={**env, "EXCHANGE_LANG": "ru"})
     assert "exchange channels drop api --note" in " ".join(russian.stdout.split())
+    assert "exchange channels seed НОВЫЙ" in " ".join(russian.stdout.split())
     assert "канал api (сайт): ждут 2 доставки" in " ".join(russian.stdout.split()), describe(
         russian
     )
