@@ -2421,6 +2421,7 @@ _WORD_MESSAGES.update(
         "channel_down": N_("down: it keeps failing"),
         "channel_no_worker": N_("no live worker"),
         "channel_not_configured": N_("not configured"),
+        "channel_dropped": N_("dropped"),
         "channel_backlog": N_("Still to deliver"),
         "channel_withheld": N_("Withheld"),
         "channel_quarantined": N_("In quarantine"),

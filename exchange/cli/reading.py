@@ -37,7 +37,7 @@ from exchange.errors import ExchangeError
 from exchange.i18n import N_, Lang, _, pgettext
 from exchange.ops.attention import attention
 from exchange.ops.backlog import backlog, backlog_words, untaken_channels
-from exchange.ops.channel_status import channel_figures, channels_table
+from exchange.ops.channel_status import channel_figures, channels_table, dropped_channels
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
 from exchange.ops.find import find as find_messages
 from exchange.ops.notify import last_told
@@ -109,6 +109,7 @@ def status_command(
             )
             onec = onec_exchanges(connection, now)
             registered = channel_targets(connection)
+            dropped = dropped_channels(connection)
             pause = control.operator_pause(connection)
             told = last_told(connection)
             found = attention(
@@ -181,7 +182,7 @@ def status_command(
         for table in shown:
             out.print(table)
         if len(by_channel) > 1:
-            out.print(channels_table(by_channel, lang, settings.display_tz))
+            out.print(channels_table(by_channel, lang, settings.display_tz, dropped))
         if figures.counts.get("withheld"):  # contract 13: each with the channel's words
             listed = withheld_table(engine, lang, settings.display_tz)
             if listed is not None:

@@ -112,10 +112,25 @@ def _all_states(counts: dict[str, int]) -> dict[str, int]:
     return {**{state.value: 0 for state in State}, **counts}
 
 
-def channel_state_words(channel: dict[str, Any], lang: Lang = "en", zone: str = "UTC") -> str:
-    """A channel's delivery in a word (the console's row, the dashboard's): not configured in
-    this process, paused (by whom, since when, with the operator's note; the time in
-    ``zone``), down (its breaker open), no live loop, or live."""
+def dropped_channels(connection: Connection) -> frozenset[str]:
+    """The names of the channels dropped (none live of that name): their rows say «dropped»,
+    as ``channels list`` does, never «not configured», the words of a channel that needs a
+    person (owner 31 item 5). ``status --json``'s ``dropped_at``-less channels keep their keys
+    (contract 13)."""
+    rows = connection.execute(select(channels.c.name, channels.c.dropped_at)).all()
+    live = {row.name for row in rows if row.dropped_at is None}
+    return frozenset(row.name for row in rows if row.dropped_at is not None) - live
+
+
+def channel_state_words(
+    channel: dict[str, Any], lang: Lang = "en", zone: str = "UTC", *, dropped: bool = False
+) -> str:
+    """A channel's delivery in a word (the console's row, the dashboard's): dropped
+    (``dropped``: ``dropped_channels``), not configured in this process, paused (by whom,
+    since when, with the operator's note; the time in ``zone``), down (its breaker open), no
+    live loop, or live."""
+    if dropped:
+        return pgettext("channel", "dropped", lang)
     if not channel["configured"]:
         return pgettext("channel", "not configured", lang)
     paused = channel["paused"]
@@ -135,9 +150,13 @@ def channel_state_words(channel: dict[str, Any], lang: Lang = "en", zone: str = 
 
 
 def channels_table(
-    by_channel: dict[str, dict[str, Any]], lang: Lang = "en", zone: str = "UTC"
+    by_channel: dict[str, dict[str, Any]],
+    lang: Lang = "en",
+    zone: str = "UTC",
+    dropped: frozenset[str] = frozenset(),
 ) -> Table:
-    """``status``'s row per channel, when there is more than one; times in ``zone``."""
+    """``status``'s row per channel, when there is more than one; times in ``zone``;
+    ``dropped``: ``dropped_channels``."""
     table = Table(title=_("channels", lang))
     for column in (
         pgettext("status column", "channel", lang),
@@ -154,7 +173,7 @@ def channels_table(
         table.add_row(
             Text(name),
             Text(channel["target"]),
-            Text(channel_state_words(channel, lang, zone)),
+            Text(channel_state_words(channel, lang, zone, dropped=name in dropped)),
             Text(backlog_cell(waiting, lang)),
             str(channel["counts"].get("quarantined", 0)),
             str(channel["withheld"]),

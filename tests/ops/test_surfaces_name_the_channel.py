@@ -16,7 +16,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, insert, select
+from rich.console import Console
+from sqlalchemy import Engine, insert, select, update
 
 from exchange.db.engine import transaction
 from exchange.db.schema import channels, workers
@@ -25,7 +26,12 @@ from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.domain.states import State
 from exchange.intake.staging_table import take
 from exchange.ops import attention, find, notify, quarantine, status
-from exchange.ops.channel_status import channel_figures, channels_table
+from exchange.ops.channel_status import (
+    channel_figures,
+    channel_state_words,
+    channels_table,
+    dropped_channels,
+)
 from exchange.ops.metrics import PrometheusMetrics
 from exchange.ops.quarantine import Filters
 from exchange.queue import control
@@ -283,3 +289,21 @@ def test_a_channels_own_pause_is_its_paused_and_its_cause_only(scene: Engine) ->
     paused = by_channel["second"]["paused"]
     assert paused is not None
     assert (paused["by"], paused["operator"]) == ("operator", "anna")
+
+
+def test_a_dropped_channel_is_said_dropped_never_not_configured(scene: Engine) -> None:
+    """Owner 31 item 5: ``status``'s row of a dropped channel says «удалён», as ``channels
+    list`` does, never «не настроен» (the words of a channel that needs a person)."""
+    with transaction(scene) as connection:
+        connection.execute(
+            update(channels).where(channels.c.name == "second").values(dropped_at=NOW)
+        )
+    _, by_channel = _figures(scene, configured=("api",))
+    with transaction(scene, read_only=True) as connection:
+        dropped = dropped_channels(connection)
+    assert frozenset({"second"}) == dropped
+    table = io.StringIO()
+    Console(file=table, width=200).print(channels_table(by_channel, "ru", dropped=dropped))
+    second = next(line for line in table.getvalue().splitlines() if " second " in line)
+    assert "удалён" in second and "не настроен" not in second, second
+    assert "dropped" == channel_state_words(by_channel["second"], dropped=True)

@@ -485,3 +485,16 @@ def test_work_waiting_only_on_a_renamed_channel_is_no_workers_and_has_no_pace(
     assert "second" in eta and "ничего не доставлено" not in eta, eta
     assert "Ничего не доставляется" not in page
     assert "возьмёт первый запущенный обработчик" not in page
+
+
+def test_a_dropped_channels_row_says_dropped_never_not_configured(olga: str, db: Engine) -> None:
+    """Owner 31 item 5: the dashboard's row of a dropped channel says «удалён» (``channels
+    list``'s word), never «не настроен»."""
+    _on_two_channels(db)
+    with transaction(db) as connection:
+        connection.execute(
+            update(channels).where(channels.c.name == "second").values(dropped_at=datetime.now(UTC))
+        )
+    page = html.unescape(signed_in(olga, "olga").get("/").text)
+    row = page.split('id="channel-second"')[1].split("</tr>")[0]
+    assert "удалён" in row and "не настроен" not in row, row

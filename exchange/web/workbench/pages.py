@@ -24,7 +24,7 @@ from exchange.intake.sources.common import refused_records
 from exchange.ops import find as finder
 from exchange.ops.attention import Cause, attention, pause_words
 from exchange.ops.backlog import backlog, untaken_channels
-from exchange.ops.channel_status import channel_figures
+from exchange.ops.channel_status import channel_figures, dropped_channels
 from exchange.ops.exchanges import (
     exchanges_page,
     onec_exchanges,
@@ -235,6 +235,7 @@ class Pages(Core):
                     "backlog": waiting,
                     # owner 31 item 2: why there is no estimate, when the pace is none
                     "backlog_stalled": untaken_channels(by_channel),
+                    "dropped_channels": dropped_channels(connection),
                     "any_live": any(w["live"] for w in figures.workers),
                     "site_pace": site_pace(figures.workers),
                     "drawn_at": now,
