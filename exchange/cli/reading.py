@@ -110,6 +110,7 @@ def status_command(
             onec = onec_exchanges(connection, now)
             registered = channel_targets(connection)
             dropped = dropped_channels(connection)
+            held_channels = control.paused_channels(connection)
             pause = control.operator_pause(connection)
             told = last_told(connection)
             found = attention(
@@ -178,6 +179,7 @@ def status_command(
             channels=len(by_channel),
             named=named,
             targets=registered,
+            channel_pauses=held_channels,
         )
         for table in shown:
             out.print(table)

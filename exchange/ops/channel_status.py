@@ -174,7 +174,7 @@ def channels_table(
             Text(name),
             Text(channel["target"]),
             Text(channel_state_words(channel, lang, zone, dropped=name in dropped)),
-            Text(backlog_cell(waiting, lang)),
+            Text(backlog_cell(waiting, lang, paused=channel["paused"] is not None)),
             str(channel["counts"].get("quarantined", 0)),
             str(channel["withheld"]),
             str(channel["live_workers"]),
@@ -182,10 +182,13 @@ def channels_table(
     return table
 
 
-def backlog_cell(waiting: dict[str, Any], lang: Lang = "en") -> str:
-    """A channel's backlog and its ETA in a cell: «12 (≈ 3 мин)», "0", "12 (no estimate)"."""
+def backlog_cell(waiting: dict[str, Any], lang: Lang = "en", *, paused: bool = False) -> str:
+    """A channel's backlog and its ETA in a cell: «12 (≈ 3 мин)», "0", "12 (no estimate)";
+    a ``paused`` channel's has none (owner 31 item 6: the pace before the pause is no ETA)."""
     if not waiting["messages"]:
         return "0"
+    if paused:
+        return _("{count} (paused: no estimate)", lang).format(count=waiting["messages"])
     if waiting["eta_s"] is None:
         return _("{count} (no estimate)", lang).format(count=waiting["messages"])
     return _("{count} (about {eta})", lang).format(

@@ -717,6 +717,7 @@ def tables(
     channels: int = 1,
     named: dict[str, str] | None = None,
     targets: dict[str, str] | None = None,
+    channel_pauses: dict[str, dict[str, Any]] | None = None,
 ) -> list[Table]:
     """``exchange status`` for a person: one table per question an operator asks; times in
     ``zone`` (EXCHANGE_DISPLAY_TZ) with their age beside them; in ``lang`` (contract 15,
@@ -726,7 +727,9 @@ def tables(
     ``words.channels_named``: each channel's target by its name): the words about a channel
     that does not answer or is busy name it (contract 13), never "the site". ``targets``:
     each registered channel's target by its name, so that a marketplace's row says the
-    marketplace even where the channels are not named (``words.channel_subject``)."""
+    marketplace even where the channels are not named (``words.channel_subject``).
+    ``channel_pauses``: each channel paused on its own (``control.paused_channels``): its
+    loops' rows say so, never «running» (owner 31 item 6)."""
     title = (
         _("messages by state", lang)
         if channels <= 1
@@ -815,7 +818,14 @@ def tables(
             Text(worker["worker_id"]),
             _("{time} ({age} ago)", lang).format(time=seen, age=age),
             Text(site_words(worker, zone, lang)),
-            Text(_delivery_words(worker, figures.pause, zone, lang)),
+            Text(
+                _delivery_words(
+                    worker,
+                    figures.pause or _channel_pause(channel_pauses, worker.get("channel")),
+                    zone,
+                    lang,
+                )
+            ),
             Text(pace_cell(worker, lang, channel=subjects.get(worker.get("channel")))),
         )
     silent_channels = unreachable_channels(figures.workers, named) if named else {}
@@ -946,6 +956,15 @@ _BLOCKED_CAUSES = (
 def _named(group: str, code: str, lang: Lang) -> str:
     """A code in Russian words (``words.name``); English keeps the code as it was printed."""
     return code if lang == "en" else name(group, code, lang)
+
+
+def _channel_pause(
+    channel_pauses: dict[str, dict[str, Any]] | None, channel: str | None
+) -> dict[str, Any] | None:
+    """The pause of ``channel`` alone (``control.paused_channels``'s row), as ``figures.pause``
+    says an operator's."""
+    row = (channel_pauses or {}).get(channel or "")
+    return None if row is None else {**row, "by": "operator"}
 
 
 def _delivery_words(

@@ -14,7 +14,7 @@ from clitools import TOKEN, Cli, Scenario, assert_one_line_error, describe, run_
 from sqlalchemy import Engine, insert, select
 
 from exchange.db.engine import transaction
-from exchange.db.schema import channel_aggregates, channels, deliveries, workers
+from exchange.db.schema import channel_aggregates, channels, deliveries, history, workers
 from exchange.dev.testing import one_channel_messages
 from exchange.queue import control
 
@@ -313,3 +313,56 @@ def test_the_backlog_line_says_its_work_waits_on_a_channel_no_worker_takes(
         "(second): no estimate"
     ) in said, describe(text)
     assert "at the current pace" not in said and "none delivered" not in said
+
+
+def test_a_paused_channels_row_and_its_live_loop_say_paused_with_no_estimate(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario, tmp_path: Path
+) -> None:
+    """Owner 31 item 6 (docs/runbook.md, «delivery»: PAUSED …): ``second`` paused by an
+    operator while its loop is live and delivered a moment before: its worker row says
+    «PAUSED by operator olga», never «running», and its backlog has no estimate from the pace
+    before the pause."""
+    _second(engine, scenario.sku2, state="new")
+    now = datetime.now(UTC)
+    with transaction(engine) as connection:
+        control.pause(connection, operator="olga", note="price check", now=now, channel="second")
+        second = connection.execute(
+            select(channels.c.id).where(channels.c.name == NOW_NAME)
+        ).scalar_one()
+        pk = connection.execute(
+            select(messages.c.id).where(messages.c.message_id == scenario.sku2)
+        ).scalar_one()
+        connection.execute(
+            insert(workers).values(
+                worker_id=f"loop-of/{NOW_NAME}",
+                started_at=now - timedelta(minutes=5),
+                heartbeat_at=now,
+                breaker_state="closed",
+                channel=NOW_NAME,
+            )
+        )
+        connection.execute(  # the pace its backlog's estimate would come from
+            insert(history).values(
+                message_pk=pk,
+                channel_id=second,
+                at=now - timedelta(seconds=5),
+                event="delivered",
+                worker=f"loop-of/{NOW_NAME}",
+            )
+        )
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n", encoding="utf-8")
+    site = {"target": "api", "site_url": "https://shop.example.com", "site_token_file": str(token)}
+    env = {
+        "EXCHANGE_CHANNELS": json.dumps({"api": site, "second": site}),
+        "EXCHANGE_SITE_TOKEN": None,
+    }
+    assert run_json(cli, "status", "--json", db=db_url, env=env, code=1)["channels"][NOW_NAME][
+        "backlog"
+    ]["eta_s"], "the scene has a pace to estimate from"
+    text = cli("status", db=db_url, env=env)
+    lines = text.stdout.splitlines()
+    loop = next(line for line in lines if f"loop-of/{NOW_NAME}" in line)
+    assert "PAUSED by operator olga" in loop and "running" not in loop, describe(text)
+    row = next(line for line in lines if line.lstrip("│ ").startswith(f"{NOW_NAME} "))
+    assert "1 (paused: no estimate)" in row and "about" not in row, describe(text)

@@ -71,8 +71,9 @@ def test_a_channel_renamed_in_the_settings_leaves_its_waiting_work_under_needs_a
     needs = " ".join(element(page, "needs").split())
     assert (
         "канал api (сайт): ждёт 1 доставка, а ни один настроенный канал его не обслуживает: "
-        "настройте его снова (канал с именем api в настройках) или удалите его, отменив то, что "
-        "на нём ждёт: exchange channels drop api --note ТЕКСТ"
+        "настройте его снова (канал с именем api в настройках) или, если канал переименован, "
+        "удалите его, отменив то, что на нём ждёт (exchange channels drop api --note ТЕКСТ), "
+        "и дайте новому каналу все текущие цены: exchange channels seed НОВЫЙ"
     ) in needs, needs
 
 
