@@ -811,7 +811,8 @@ def tables(
         ),
     ):
         workers_table.add_column(column, overflow="fold")
-    for worker in figures.workers:
+    shown, more = shown_workers(figures.workers)
+    for worker in shown:
         seen = local_time(worker["heartbeat_at"], zone)
         age = human_age(worker["heartbeat_age_s"], lang)
         workers_table.add_row(
@@ -827,6 +828,14 @@ def tables(
                 )
             ),
             Text(pace_cell(worker, lang, channel=subjects.get(worker.get("channel")))),
+        )
+    if more:
+        workers_table.add_row(
+            Text(
+                ngettext("and {count} more stopped", "and {count} more stopped", more, lang).format(
+                    count=more
+                )
+            )
         )
     silent_channels = unreachable_channels(figures.workers, named) if named else {}
     if silent_channels:
@@ -956,6 +965,24 @@ _BLOCKED_CAUSES = (
 def _named(group: str, code: str, lang: Lang) -> str:
     """A code in Russian words (``words.name``); English keeps the code as it was printed."""
     return code if lang == "en" else name(group, code, lang)
+
+
+def shown_workers(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The worker rows a person reads (``status``'s table, the dashboard's): every one not
+    stopped, and the last stopped of each channel (a process's own rows, of no channel, as
+    one more); how many other stopped rows there are, counted in one line instead. Short runs
+    without EXCHANGE_WORKER_ID leave rows that only pruning removes (owner 31 item 7: 45 rows
+    after 15 runs); ``--json`` keeps them all."""
+    last: dict[str | None, dict[str, Any]] = {}
+    for row in rows:
+        if row.get("state") != WorkerState.STOPPED:
+            continue
+        kept = last.get(row.get("channel"))
+        if kept is None or (row["stopped_at"] or "") > (kept["stopped_at"] or ""):
+            last[row.get("channel")] = row
+    kept_ids = {id(row) for row in last.values()}
+    shown = [r for r in rows if r.get("state") != WorkerState.STOPPED or id(r) in kept_ids]
+    return shown, len(rows) - len(shown)
 
 
 def _channel_pause(

@@ -366,3 +366,44 @@ def test_a_paused_channels_row_and_its_live_loop_say_paused_with_no_estimate(
     assert "PAUSED by operator olga" in loop and "running" not in loop, describe(text)
     row = next(line for line in lines if line.lstrip("│ ").startswith(f"{NOW_NAME} "))
     assert "1 (paused: no estimate)" in row and "about" not in row, describe(text)
+
+
+def _stopped_runs(engine: Engine, runs: int) -> datetime:
+    """``runs`` short runs without EXCHANGE_WORKER_ID, each leaving its process's row and a
+    loop's row per channel, stopped a minute apart (the workers' table holds nothing else);
+    the last one's stop."""
+    now = datetime.now(UTC)
+    with transaction(engine) as connection:
+        connection.execute(workers.delete())
+        for run in range(runs):
+            stopped = now - timedelta(minutes=runs - run)
+            for channel in (None, "api", NOW_NAME):
+                connection.execute(
+                    insert(workers).values(
+                        worker_id=f"vm-{run}" + (f"/{channel}" if channel else ""),
+                        started_at=stopped - timedelta(seconds=5),
+                        heartbeat_at=stopped,
+                        stopped_at=stopped,
+                        breaker_state="closed",
+                        channel=channel,
+                    )
+                )
+    return now
+
+
+def test_status_shows_each_channels_last_stopped_worker_and_counts_the_rest(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario
+) -> None:
+    """Owner 31 item 7: 5 short runs leave 15 stopped rows; ``status`` shows the last stopped
+    row of each channel (and the process's own) and says how many more, where the table grew
+    by 3 rows a run; --json keeps every row."""
+    _second(engine, scenario.sku2)
+    _stopped_runs(engine, 5)
+    figures = run_json(cli, "status", "--json", db=db_url, code=1)
+    assert 15 == len(figures["workers"])
+    text = cli("status", db=db_url)
+    rows = [line for line in text.stdout.splitlines() if line.lstrip("│ ").startswith("vm-")]
+    assert ["vm-4", "vm-4/api", f"vm-4/{NOW_NAME}"] == [r.split()[1] for r in rows], describe(text)
+    assert "and 12 more stopped" in text.stdout, describe(text)
+    russian = cli("status", db=db_url, env={"EXCHANGE_LANG": "ru"})
+    assert "ещё 12 остановленных" in russian.stdout, describe(russian)

@@ -498,3 +498,36 @@ def test_a_dropped_channels_row_says_dropped_never_not_configured(olga: str, db:
     page = html.unescape(signed_in(olga, "olga").get("/").text)
     row = page.split('id="channel-second"')[1].split("</tr>")[0]
     assert "удалён" in row and "не настроен" not in row, row
+
+
+def test_the_dashboard_shows_each_channels_last_stopped_worker_and_counts_the_rest(
+    olga: str, db: Engine
+) -> None:
+    """Owner 31 item 7: 4 short runs leave a process row and a loop row per channel each;
+    the workers' table shows a live worker, the last stopped row of each channel and of the
+    process, and «ещё N остановленных» for the rest."""
+    _on_two_channels(db)
+    now = datetime.now(UTC)
+    with transaction(db) as connection:
+        connection.execute(workers.delete())
+        for run in range(4):
+            stopped = now - timedelta(minutes=4 - run)
+            for channel in (None, "api", "second"):
+                connection.execute(
+                    insert(workers).values(
+                        worker_id=f"vm-{run}" + (f"/{channel}" if channel else ""),
+                        started_at=stopped - timedelta(seconds=5),
+                        heartbeat_at=stopped,
+                        stopped_at=stopped,
+                        breaker_state="closed",
+                        channel=channel,
+                    )
+                )
+    _loop_row(db, "api")
+    page = html.unescape(signed_in(olga, "olga").get("/").text)
+    table = page.split('<table id="workers">')[1].split("</table>")[0]
+    ids = re.findall(r'<td class="id"[^>]*>(.*?)</td>', table)
+    assert ["vm-3", "vm-3/api", "vm-3/second", "w1/api"] == sorted(
+        i.replace("<wbr>", "") for i in ids
+    ), ids
+    assert "ещё 9 остановленных" in page.split('id="more-stopped">')[1].split("</p>")[0]

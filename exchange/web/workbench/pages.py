@@ -20,6 +20,7 @@ from exchange.db.on_channels import channel_ids, channel_names, channel_targets,
 from exchange.db.schema import aggregates, channels, cml_packages, messages
 from exchange.domain.states import DUE, State, values
 from exchange.errors import OperatorError
+from exchange.i18n import ngettext
 from exchange.intake.sources.common import refused_records
 from exchange.ops import find as finder
 from exchange.ops.attention import Cause, attention, pause_words
@@ -41,7 +42,13 @@ from exchange.ops.quarantine import (
     reasons_present,
     sorts_of,
 )
-from exchange.ops.status import biography, quarantine_by_reason, site_pace, status
+from exchange.ops.status import (
+    biography,
+    quarantine_by_reason,
+    shown_workers,
+    site_pace,
+    status,
+)
 from exchange.queue import control
 from exchange.report import collect as report
 from exchange.report.model import FORMATS, SUFFIXES
@@ -223,6 +230,8 @@ class Pages(Core):
                     configured=self._configured_channels(connection),
                     live_within=self.config.live_within,
                 )
+                as_json = figures.as_json()
+                shown = shown_workers(as_json["workers"])
                 return {
                     # contract 13: a row per channel where the words name the channels (the
                     # banner's "every channel" and its hint speak of these rows), or where
@@ -239,7 +248,16 @@ class Pages(Core):
                     "any_live": any(w["live"] for w in figures.workers),
                     "site_pace": site_pace(figures.workers),
                     "drawn_at": now,
-                    "figures": figures.as_json(),
+                    "figures": as_json,
+                    # owner 31 item 7: the live rows and each channel's last stopped one
+                    "shown_workers": shown[0],
+                    "more_stopped": (
+                        ngettext(
+                            "and {count} more stopped", "and {count} more stopped", shown[1], lang
+                        ).format(count=shown[1])
+                        if shown[1]
+                        else ""
+                    ),
                     "held": finder.held(connection, self.kinds),
                     "pause": pause,
                     # contract 13: the channels paused on their own, and those a pause or a
