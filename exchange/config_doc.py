@@ -20,6 +20,7 @@ from pydantic.fields import FieldInfo
 
 from exchange.secrets import safe_http_url, safe_url
 from exchange.settings import Settings
+from exchange.settings.channels import one_target_setting
 
 ENV_PREFIX = "EXCHANGE_"
 UNSET = "(unset)"
@@ -203,9 +204,13 @@ def _jsonable(value: Any) -> Any:
 
 def effective(settings: Settings) -> list[tuple[str, str]]:
     """(variable, value shown) for every key; secrets masked, never revealed. EXCHANGE_CHANNELS
-    shows its channels' names; ``channel_rows`` shows each."""
+    shows its channels' names; ``channel_rows`` shows each. With EXCHANGE_CHANNELS set, the one
+    target's settings (EXCHANGE_TARGET, EXCHANGE_WOO_PRICE_FIELDS, …) are left out: the
+    channels replace them and nothing reads their defaults (owner 31 item 8)."""
     rows = []
     for name in Settings.model_fields:
+        if settings.channels is not None and one_target_setting(name):
+            continue
         value = getattr(settings, name)
         if name == "channels" and value is not None:
             shown = ", ".join(channel.name for channel in settings.channels_in_force())

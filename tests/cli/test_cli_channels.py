@@ -99,6 +99,11 @@ def test_config_shows_each_channel_its_target_takes_and_settings_secrets_masked(
     assert LAZYSIGN not in result.stdout, "a secret in a channel's URL is masked"
     assert "lazysign=***" in rows["channels.b1c.bitrix_url"]
     assert TOKEN not in result.stdout
+    # owner 31 item 8: the one target's settings, which the channels replace, are left out
+    # (their defaults beside the channels read as if in force); the global ones stay
+    one_target = {"EXCHANGE_TARGET", "EXCHANGE_WOO_PRICE_FIELDS", "EXCHANGE_SITE_URL"}
+    assert set() == one_target & set(rows), result.stdout
+    assert "70" == rows["EXCHANGE_BATCH_SIZE"]
 
 
 def test_config_without_channels_shows_the_one_channel_named_after_exchange_target(
