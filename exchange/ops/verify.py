@@ -21,7 +21,7 @@ from sqlalchemy import Engine, and_, exists, select
 
 from exchange.db.engine import transaction
 from exchange.db.on_channels import channel_ids, on
-from exchange.db.schema import deliveries, messages
+from exchange.db.schema import channels, deliveries, messages
 from exchange.domain.states import State
 from exchange.errors import OperatorError
 from exchange.queue.deliveries import one_channel as deliveries_one_channel
@@ -116,6 +116,9 @@ def latest_delivered(engine: Engine, channel: str | int | None = None) -> list[D
         .order_by(m.aggregate, d.c.channel_id)
     )
     with transaction(engine, read_only=True) as connection:
+        named = select(channels.c.id).where(channels.c.name == channel).limit(1)
+        if isinstance(channel, str) and connection.execute(named).first() is None:
+            return []  # a channel configured, not yet registered (no run yet): none delivered
         ids = channel_ids(connection, channel)
         rows = connection.execute(query.where(on(d.c.channel_id, ids))).all()
     once = {r[0]: r for r in rows}  # a message delivered to several channels: once

@@ -295,3 +295,13 @@ def test_a_target_without_read_back_names_the_targets_verify_reads() -> None:
     said = str(refused.value)
     assert "later" not in said
     assert all(name in said for name in ("woocommerce", "ozon", "wildberries", "yandex-market"))
+
+
+def test_a_configured_channel_with_nothing_delivered_yet_has_nothing_to_compare(
+    db_url: str, engine: Engine, shop: WooSimulator, tmp_path: Path
+) -> None:
+    """Owner 31 item 1: ``verify --channel NAME`` of a channel configured but not yet
+    registered (no run yet) compares nothing (0 checked), never another channel's deliveries,
+    and is not refused as an unknown channel."""
+    deliver(db_url, engine, shop)  # delivered on the one channel, registered as "api"
+    assert [] == latest_delivered(engine, "newshop")
