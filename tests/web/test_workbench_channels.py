@@ -531,3 +531,33 @@ def test_the_dashboard_shows_each_channels_last_stopped_worker_and_counts_the_re
         i.replace("<wbr>", "") for i in ids
     ), ids
     assert "ещё 9 остановленных" in page.split('id="more-stopped">')[1].split("</p>")[0]
+
+
+def test_a_paused_channels_row_has_no_estimate_from_the_pace_before_the_pause(
+    serve: Callable[..., Any], db: Engine, tmp_path: Path
+) -> None:
+    """Owner 31 item 6: ``second`` paused by an operator while its loop is live and delivered
+    a moment ago: its row's backlog says delivery is paused, never «около … при нынешней
+    скорости» from the pace before the pause."""
+    base = _channels_served(serve, db, tmp_path)
+    _loop_row(db, "second")
+    now = datetime.now(UTC)
+    with transaction(db) as connection:
+        second = connection.execute(
+            select(channels.c.id).where(channels.c.name == "second")
+        ).scalar_one()
+        pk = connection.execute(select(messages.c.id)).scalar_one()
+        connection.execute(
+            insert(history).values(
+                message_pk=pk,
+                channel_id=second,
+                at=now - timedelta(seconds=5),
+                event="delivered",
+                worker="w1/second",
+            )
+        )
+        control.pause(connection, operator="olga", note="price check", now=now, channel="second")
+    page = html.unescape(signed_in(base, "olga").get("/").text)
+    row = page.split('id="channel-second"')[1].split("</tr>")[0]
+    assert "доставка приостановлена: срок не оценить" in row, row
+    assert "при нынешней скорости" not in row, row
