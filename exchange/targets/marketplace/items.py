@@ -23,8 +23,10 @@ refused: a person has nothing to fix, the rule may hold once both go together. I
 (``AWAITING``: not charged) until that price is due, at most ``most`` seconds at a time, and
 goes with it (issue 32). Only when nothing of the kind waits is it ``invalid-for-channel``,
 and, when the item carries a known price of another type (which may be what breaks the rule),
-only once its newest message is ``COMPANION_GRACE`` old: 1C often sends a SKU's price types in
-separate packages, so the other type's new price may be a package away (review 32d: Ozon's
+only once its newest message is ``COMPANION_GRACE`` old, counted from when the service took it
+in (``taken_at``: an outage or a backlog before intake does not use the grace up): 1C often
+sends a SKU's price types in separate packages, so the other type's new price may be a package
+away (review 32d: Ozon's
 price 1500 beside the delivered old price 1200 was quarantined, and the old price 1800 that
 came next went out beside the price 1000, a discount 1C never gave). Such a wait leaves the
 receipt ``AWAITS_COMPANION``: a claim on a marketplace channel that leases another aggregate of
@@ -283,9 +285,16 @@ def _grace(item: Item, now: datetime | None) -> float | None:
     type beside its new ones, or None (nothing known beside it, or its grace is over)."""
     if now is None or not set(item.prices) - item.new or not item.carried:
         return None
-    age = (now - max(m.created_at for m in item.carried)).total_seconds()
+    # From when the service took the newest of them in, not when 1C wrote it: an outage or a
+    # backlog before intake never uses the grace up (review ozon 33).
+    age = (now - max(_taken(m) for m in item.carried)).total_seconds()
     left = COMPANION_GRACE - age
     return left if left > 0 else None
+
+
+def _taken(message: OutgoingMessage) -> datetime:
+    """When the service took ``message`` in (its intake time); 1C's own time without one."""
+    return message.taken_at if message.taken_at is not None else message.created_at
 
 
 def _waits_for_1c(channel: Channel, broken: str, left: float, most: float) -> Classification:
