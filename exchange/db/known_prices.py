@@ -39,8 +39,13 @@ from exchange.domain.states import Event, State
 CHUNK = 500  # SKUs per SELECT ... IN
 KNOWN_STATES = (State.DELIVERED.value, State.IN_PROGRESS.value)
 # The states of a delivery that may be in doubt: not delivered, not in flight, and an earlier
-# attempt of it may have reached the channel (``in_doubt``).
-DOUBT_STATES = (State.DELAYED.value, State.QUARANTINED.value, State.CANCELLED.value)
+# attempt of it may have reached the channel (``in_doubt``); new again after an uncharged one.
+DOUBT_STATES = (
+    State.NEW.value,
+    State.DELAYED.value,
+    State.QUARANTINED.value,
+    State.CANCELLED.value,
+)
 # What ``exchange.queue.record`` writes before the detail of an attempt whose result is unknown.
 RESULT_UNKNOWN = "result-unknown: "
 
@@ -226,7 +231,7 @@ def _doubted(table: FromClause, receipts: tuple[str, ...]) -> ColumnElement[bool
         unknown_attempt,
     ]
     why += [table.c.receipt.startswith(r, autoescape=True) for r in receipts]
-    return and_(table.c.state.in_(DOUBT_STATES), table.c.attempts > 0, or_(*why))
+    return and_(table.c.state.in_(DOUBT_STATES), or_(*why))
 
 
 def _waiting(db: DbKnownPrices, skus: Iterable[str]) -> list[WaitingPrice]:
