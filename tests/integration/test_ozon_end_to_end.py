@@ -450,3 +450,46 @@ def test_a_price_waiting_for_1cs_next_package_lands_with_it_in_one_update_never_
     assert state(first[0], 2) == ("delivered", None, 1)
     assert state(second[0], 2) == ("delivered", None, 1)
     assert site.requests[IMPORT_PRICES] == 2
+
+
+def test_companion_grace_is_counted_from_intake_not_from_when_1c_wrote_the_row(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review ozon 33: ``COMPANION_GRACE`` runs from when the service took the price in, not
+    from 1C's ``created_at``: a price 1C wrote 20 minutes before intake (an outage, a backlog)
+    that breaks Ozon's rule beside the held old price still waits for 1C's next package, and
+    the pair lands in one update (never quarantined at once, never 1000/1800)."""
+    clock = FakeClock()
+    worker = make_worker(db_url, engine, site, clock, tmp_path)
+
+    def state(aggregate: str, version: int) -> tuple[str, str | None]:
+        with transaction(engine, read_only=True) as connection:
+            s, r = connection.execute(
+                select(deliveries.c.state, deliveries.c.reason)
+                .join(messages, deliveries.c.message_pk == messages.c.id)
+                .where(messages.c.aggregate == aggregate, messages.c.version == version)
+            ).one()
+        return s, r
+
+    async def scenario(w: Worker) -> None:
+        stage(
+            engine, [_typed("SKU-1", 1, "1000.00", "retail"), _typed("SKU-1", 1, "1200.00", "old")]
+        )
+        await drain(w)
+        clock.advance(60)
+        site.clock.advance(60)
+        late = _typed("SKU-1", 2, "1500.00", "retail")
+        late["created_at"] = clock.now() - timedelta(minutes=20)  # written during an outage
+        stage(engine, [late])
+        await cycles(w)
+        assert state("SKU-1", 2) == ("delayed", None), "waits for 1C's next package"
+        clock.advance(30)
+        site.clock.advance(30)
+        stage(engine, [_typed("SKU-1", 2, "1800.00", "old")])
+        await cycles(w, 2)
+
+    run_worker(worker, scenario)
+
+    pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+    assert pairs == [(1000, 1200), (1500, 1800)]
+    assert state("SKU-1", 2) == ("delivered", None)
