@@ -1,16 +1,17 @@
 """One item per SKU (contract 14): what a marketplace request carries.
 
 An item carries every mapped price type of its SKU: the prices of the messages leased now (the
-deliveries it carries as new) and, for each other mapped price type, the latest version the
-channel has delivered or is delivering (``KnownPrices``, read per channel); a price type the
-channel never had is left out, never sent as ``0``. The item's verdict is the verdict of every
-delivery it carried as new (``spread``).
+deliveries it carries as new) and, for each other mapped price type, the newest version that
+may have reached the marketplace (``KnownPrices``, read per channel: delivered, or in doubt, a
+send whose result is unknown, ``exchange.db.known_prices``; review ozon 33: an older one would
+put back the price it replaced); a price type the channel never had is left out, never sent as
+``0``. The item's verdict is the verdict of every delivery it carried as new (``spread``).
 
 Before an item is sent, each price is checked as the marketplace takes it: the channel's
 currency, the field's money (``money.Money``: no silent rounding), the marketplace's own price
 rules (a target's ``rule``), and under ``sku_source = article`` the offer's article. A message
 that fails is ``invalid-for-channel`` (terminal, with the rule in words); the others of its SKU
-are sent without it, with the known price of its type in its place: the version delivered
+are sent without it, with the known price of its type in its place: the version known
 before it, since the marketplace channels' ``KnownPrices`` leave out what is in flight, which
 is this batch's own (``exchange.db.known_prices``, ``in_flight``; review 32: the refused
 version was the one known, and the item went without a discount Yandex then dropped).

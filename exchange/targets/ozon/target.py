@@ -182,8 +182,8 @@ class OzonTarget:
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        """``known``: the latest price of each price type the channel delivered or is
-        delivering (an item carries them); ``delivered``: the latest delivered only (a price
+        """``known``: the newest price of each price type Ozon may hold, delivered or in
+        doubt (an item carries them); ``delivered``: the latest delivered only (a price
         equal to it is not sent again); ``waiting``: the prices still to be given to the
         channel (an item breaking Ozon's rules waits for a newer price of its SKU, issue
         32); ``articles``: under ``sku_source = article``.
