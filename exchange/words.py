@@ -123,6 +123,7 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "last_stopped": N_("Worker {worker} stopped {ago} ({when}); no other is running"),
     # In-progress messages whose worker waits out the site's Retry-After (contract 5c): they
     # keep their lease but none is being sent (issue 34: «отправляется 44», «в работе 0»).
+    "delayed_awaiting": N_("of which wait for the marketplace (not a retry)"),
     "in_progress_waiting": N_("of which wait: the site asked to wait until {until}"),
     # Said instead of "no other" when a worker's row is not live and not stopped (kill -9).
     "last_stopped_others": N_("Worker {worker} stopped {ago} ({when}); {others}"),
@@ -431,6 +432,8 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "in_progress": NP_("state", "in progress"),
         "delivered": NP_("state", "delivered"),
         "delayed": NP_("state", "delayed"),
+        # a delayed delivery that waits for its channel, not for a retry (exchange.ops.waits)
+        "awaiting": NP_("state", "waiting for the marketplace"),
         "quarantined": NP_("state", "quarantined"),
         "cancelled": NP_("state", "cancelled"),
         "withheld": NP_("state", "withheld by the channel"),
@@ -920,6 +923,16 @@ _OS_ERRORS: dict[str, str] = {
     "Cannot assign requested address": N_("Cannot assign requested address"),
     "Connection refused": N_("Connection refused"),
 }
+
+
+def state_said(state: str | None, lang: Lang, *, awaiting: bool = False) -> str:
+    """A delivery's state in words: a delayed one that waits for its channel
+    (``exchange.ops.waits.awaiting``: Ozon's hourly limit, an outcome read later, a read-back)
+    as a wait, never as a retry; any other by ``name``. The one rule ``find``, ``status``
+    and the workbench share."""
+    if state == "delayed" and awaiting:
+        return name("state", "awaiting", lang)
+    return name("state", state, lang)
 
 
 def channel_named(channel: str, target: str | None, lang: Lang) -> str:

@@ -54,7 +54,14 @@ from exchange.ops.status import (
 from exchange.queue import control
 from exchange.report.words import history_words
 from exchange.settings import safe_url
-from exchange.words import channels_named, error_words, money, name, source_words
+from exchange.words import (
+    channels_named,
+    error_words,
+    money,
+    name,
+    source_words,
+    state_said,
+)
 
 
 @app.command(
@@ -325,7 +332,9 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:
         reason = name("reason", row["reason"], lang) or "—"
     facts = [
         _("{state}  {kind} {aggregate} v{version}", lang).format(
-            state=name("state", row["state"], lang) if lang != "en" else row["state"],
+            state=state_said(row["state"], lang, awaiting=bool(row.get("awaiting")))
+            if lang != "en"
+            else row["state"],
             kind=name("kind", row["kind"], lang) if lang != "en" else row["kind"],
             aggregate=row["aggregate"],
             version=row["version"],
@@ -371,7 +380,8 @@ def _delivery_line(delivery: dict[str, Any], lang: Lang = "en") -> str:
     """A message's delivery on one channel, as ``history`` prints it under the headline."""
     state, reason = delivery["state"], delivery["reason"]
     if lang != "en":
-        state, reason = name("state", state, lang), name("reason", reason, lang)
+        state = state_said(state, lang, awaiting=bool(delivery.get("awaiting")))
+        reason = name("reason", reason, lang)
     return _("  channel {channel}: {state}, reason: {reason}, attempts: {attempts}", lang).format(
         channel=delivery["channel"],
         state=state,
@@ -434,7 +444,7 @@ def history(
             kind=name("kind", m["kind"], lang),
             aggregate=m["aggregate"],
             version=m["version"],
-            state=name("state", m["state"], lang),
+            state=state_said(m["state"], lang, awaiting=bool(m.get("awaiting"))),
             reason=name("reason", m["reason"], lang) or "—",
             attempts=m["attempts"],
         )

@@ -34,6 +34,7 @@ from exchange.domain.reasons import CANCELLED_REASONS, Reason
 from exchange.domain.search_key import search_key
 from exchange.domain.states import PENDING, State, values
 from exchange.errors import OperatorError
+from exchange.ops.waits import awaiting
 
 FOUND_SHOWN = 200
 HTTP_REASON = re.compile(r"http-[45][0-9][0-9]")
@@ -254,7 +255,11 @@ def find(
         of=lambda pk: pk.in_(select(found.c.id)),
     )
     rows = connection.execute(
-        select(m, attempted(m).label("attempted"))
+        select(
+            m,
+            attempted(m).label("attempted"),
+            awaiting(m.c.id, m.c.channel_id, m.c.state).label("awaiting"),
+        )
         .order_by(m.c.created_at.desc(), m.c.id.desc(), m.c.channel_id)
         .offset(offset)
         .limit(limit)
@@ -274,6 +279,8 @@ def find(
             "name": r["name"],
             "last_error": r["last_error"],
             "attempted": bool(r["attempted"]),
+            # delayed waiting for its channel, not for a retry (exchange.ops.waits)
+            "awaiting": bool(r["awaiting"]),
             **price_of(r["kind"], r["payload"]),
             "attempts": r["attempts"],
             "created_at": r["created_at"].isoformat(),

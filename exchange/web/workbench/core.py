@@ -38,6 +38,7 @@ from exchange.words import (
     money,
     page_steps,
     source_words,
+    state_said,
     unset_fact,
     versions_counted,
     word,
@@ -201,6 +202,9 @@ class Core:
             t=t,
             pace=lambda figures, channel=None: pace_words(figures, lang, channel),
             n=lambda group, code: code_name(group, code, lang),
+            # a delivery's state; a delayed one waiting for its channel as a wait
+            # (``words.state_said``, ``exchange.ops.waits``), never as a retry
+            state_n=lambda state, waits=False: state_said(state, lang, awaiting=bool(waits)),
             said=lambda text: error_words(text, lang),
             unset=lambda fact, attempted: unset_fact(fact, attempted, lang),
             messages_n=lambda count: messages_counted(count, lang),
