@@ -519,14 +519,33 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "channel-rule": NP_("reason", "the channel's price rule"),
         "channel-removed": NP_("reason", "channel removed"),
     },
+    # A reason on a marketplace's channel where the site's words would be wrong (a marketplace
+    # is no site, contract 14): ``name`` with a ``target`` of ``MARKETPLACE_TARGETS``.
+    "reason-marketplace": {
+        "unknown-response": NP_("reason", "unknown response of the marketplace"),
+        "http-": NP_("reason", "rejected by the marketplace"),
+    },
 }
 
 
-def name(group: str, code: str | None, lang: Lang) -> str:
+def on_marketplace(target: str | None) -> bool:
+    """Whether a channel of ``target`` is a marketplace, whose words never say "the site"
+    (contract 14): the one rule the reasons, their advice and ``verify``'s columns share with
+    the busy words (``channel_subject``)."""
+    return target in MARKETPLACE_TARGETS
+
+
+def name(group: str, code: str | None, lang: Lang, target: str | None = None) -> str:
     """A stored code as a page shows it: ``state`` and ``event`` in words, a ``reason`` as its
-    name with the code beside it («сайт отклонил (http-422)»); an unknown code as it is."""
+    name with the code beside it («сайт отклонил (http-422)»); an unknown code as it is. A
+    reason of a marketplace's channel (``target``, ``on_marketplace``) names the marketplace
+    where the site's words would («площадка отклонила (http-400)»)."""
     if not code:
         return ""
+    if group == "reason" and on_marketplace(target):
+        own = NAMES["reason-marketplace"].get("http-" if code.startswith("http-") else code)
+        if own is not None:
+            return f"{say(own, lang)} ({code})"
     if group == "reason":
         if code.startswith("http-"):
             said = pgettext("reason", "rejected by the site", lang)
@@ -966,7 +985,7 @@ def channel_subject(
     row of no channel)."""
     if named and channel is not None:
         return channel_named(channel, target, lang)
-    if target in MARKETPLACE_TARGETS:
+    if target is not None and on_marketplace(target):
         return say(NAMES["target"][target], lang)
     return None
 

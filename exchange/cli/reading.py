@@ -329,7 +329,7 @@ def _print_found(
 def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:
     reason = row["reason"] or "-"
     if lang != "en":
-        reason = name("reason", row["reason"], lang) or "—"
+        reason = name("reason", row["reason"], lang, row.get("target")) or "—"
     facts = [
         _("{state}  {kind} {aggregate} v{version}", lang).format(
             state=state_said(row["state"], lang, awaiting=bool(row.get("awaiting")))

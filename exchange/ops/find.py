@@ -26,7 +26,14 @@ from sqlalchemy import (
 )
 
 from exchange.db.engine import is_postgres
-from exchange.db.on_channels import Channel, channel_ids, channel_names, listed, on
+from exchange.db.on_channels import (
+    Channel,
+    channel_ids,
+    channel_names,
+    listed,
+    on,
+    targets_by_id,
+)
 from exchange.db.schema import aggregates, cml_catalog, deliveries, history, messages
 from exchange.domain.policy import KindPolicies
 from exchange.domain.prices import DEFAULT_CURRENCY
@@ -264,12 +271,14 @@ def find(
         .offset(offset)
         .limit(limit)
     ).mappings()
-    names = channel_names(connection)
+    names, targets = channel_names(connection), targets_by_id(connection)
     return [
         {
             "message_id": r["message_id"],
             # contract 13: the delivery's channel (None: intake's rejected record, no channel's)
             "channel": names.get(r["channel_id"]) if r["channel_id"] is not None else None,
+            # its target: a marketplace's reason in the marketplace's words
+            "target": targets.get(r["channel_id"]) if r["channel_id"] is not None else None,
             "kind": r["kind"],
             "aggregate": r["aggregate"],
             "version": r["version"],

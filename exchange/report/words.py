@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 from exchange.i18n import N_, _, moment, ngettext
 from exchange.report.model import Entry, Lang, Report
-from exchange.words import error_words, name
+from exchange.words import error_words, name, on_marketplace
 
 # Each label in English, marked for the catalogs (exchange/locale: the Russian is there). The order
 # of COLUMNS is the order of the detail table.
@@ -229,6 +229,23 @@ _REJECTED_BY_SITE = N_(
     "The site rejected the message ({reason}): check the payload with the site team, correct it "
     "in 1C, then {cancel} or {retry}."
 )
+# The advice where the site's words would be wrong on a marketplace's channel (contract 14):
+# there is no site team, and a marketplace may have taken the price it did not confirm.
+_MARKETPLACE_CHECK: dict[str, str] = {
+    "retry-limit": N_(
+        "The marketplace kept failing for this message, and may have taken the price all the "
+        "same: check the price in the marketplace's cabinet, then {retry} or {cancel}."
+    ),
+    "unknown-response": N_(
+        "The marketplace answered something the service does not understand, and may have taken "
+        "the price: check the price in the marketplace's cabinet, then {retry} or {cancel}."
+    ),
+}
+_REJECTED_BY_MARKETPLACE = N_(
+    "The marketplace rejected the message ({reason}): read its words in the last error, check "
+    "the product in the marketplace's cabinet, correct the price in 1C, then {cancel} or "
+    "{retry}."
+)
 _SUPERSEDED = N_(
     "A newer version of this aggregate was delivered after this one was quarantined: nothing is "
     "left to fix, {cancel}."
@@ -242,11 +259,18 @@ def next_check(
     *,
     superseded: bool = False,
     steps: dict[str, str] | None = None,
+    target: str | None = None,
 ) -> str:
     """What the operator has to check or do next, in plain words. ``steps`` says each of
-    ``STEP_NAMES`` as a page does (its buttons); a report's own words by default."""
+    ``STEP_NAMES`` as a page does (its buttons); a report's own words by default. ``target``:
+    the channel's; a marketplace's (``words.on_marketplace``) has no site team to ask."""
+    marketplace = on_marketplace(target)
     if superseded:
         words = _SUPERSEDED
+    elif marketplace and reason and reason.startswith("http-"):
+        words = _REJECTED_BY_MARKETPLACE
+    elif marketplace and reason in _MARKETPLACE_CHECK:
+        words = _MARKETPLACE_CHECK[reason]
     elif reason and reason.startswith("http-"):
         words = _REJECTED_BY_SITE
     else:
