@@ -75,4 +75,5 @@ def test_a_price_held_for_ozons_hour_reads_as_a_wait_in_find_history_and_status(
     headline = " ".join(told.stdout.split("\n")[1].split())
     assert "состояние: ждёт площадку" in headline, told.stdout
     status = cli("status", db=db_url, env=RU)
-    assert re.search(r"из них ждут площадку \(не повтор\)\s*│\s*1\s*│", status.stdout), status.stdout
+    counted = re.search(r"из них ждут площадку \(не повтор\)\s*│\s*1\s*│", status.stdout)
+    assert counted, status.stdout
