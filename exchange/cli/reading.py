@@ -376,12 +376,13 @@ def _one_per_message(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def _delivery_line(delivery: dict[str, Any], lang: Lang = "en") -> str:
-    """A message's delivery on one channel, as ``history`` prints it under the headline."""
+def _delivery_line(delivery: dict[str, Any], lang: Lang = "en", target: str | None = None) -> str:
+    """A message's delivery on one channel (of ``target``), as ``history`` prints it under the
+    headline."""
     state, reason = delivery["state"], delivery["reason"]
     if lang != "en":
         state = state_said(state, lang, awaiting=bool(delivery.get("awaiting")))
-        reason = name("reason", reason, lang)
+        reason = name("reason", reason, lang, target)
     return _("  channel {channel}: {state}, reason: {reason}, attempts: {attempts}", lang).format(
         channel=delivery["channel"],
         state=state,
@@ -424,6 +425,7 @@ def history(
                 else (found[0]["message_id"] if found else message_id)
             )
             bio = _shown(biography(connection, chosen, channel=channel))
+            targets = channel_targets(connection)  # a marketplace's reasons in its words
     if as_json:
         print(json.dumps({"database": safe_url(settings.database_url), **bio}, ensure_ascii=False))
         return
@@ -445,13 +447,14 @@ def history(
             aggregate=m["aggregate"],
             version=m["version"],
             state=state_said(m["state"], lang, awaiting=bool(m.get("awaiting"))),
-            reason=name("reason", m["reason"], lang) or "—",
+            reason=name("reason", m["reason"], lang, targets.get(m["channel"] or "")) or "—",
             attempts=m["attempts"],
         )
     out.print(headline, markup=False)
     if len(bio["deliveries"]) > 1:  # contract 13: its state on every channel
         for delivery in bio["deliveries"]:
-            out.print(_delivery_line(delivery, lang), markup=False, highlight=False)
+            target = targets.get(delivery["channel"])
+            out.print(_delivery_line(delivery, lang, target), markup=False, highlight=False)
     table = Table()
     # contract 13: with more than one channel, each event says whose delivery it is (intake's
     # own events are no channel's: "—")
