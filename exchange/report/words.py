@@ -297,7 +297,10 @@ def reason_steps(reason: str, lang: Lang) -> dict[str, str]:
 def summary_next_check(report: Report, reason: str, lang: Lang) -> str:
     """«Что сделать» of the summary's row for ``reason``: with the page's buttons in a
     workbench export, with the commands in the command line's report."""
-    return next_check(reason, lang, steps=report.steps or reason_steps(reason, lang))
+    # a reason whose entries are all on one marketplace's channels: that marketplace's advice
+    targets = {entry.target for entry in report.entries if entry.reason == reason}
+    target = targets.pop() if len(targets) == 1 else None
+    return next_check(reason, lang, steps=report.steps or reason_steps(reason, lang), target=target)
 
 
 def cause(entry: Entry, lang: Lang) -> str | None:
@@ -324,7 +327,11 @@ def entry_next_check(entry: Entry, lang: Lang, steps: dict[str, str] | None = No
     a page's ``steps`` (``Report.steps``: an export of the workbench) its buttons instead, and
     no command."""
     advice = next_check(
-        entry.reason, lang, superseded=entry.superseded_after_quarantine, steps=steps
+        entry.reason,
+        lang,
+        superseded=entry.superseded_after_quarantine,
+        steps=steps,
+        target=entry.target,
     )
     found = cause(entry, lang)
     parts = [advice]

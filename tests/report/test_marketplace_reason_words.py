@@ -6,13 +6,15 @@ keeps the site's words (mpwords item 3)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 
 from exchange.cli import verifying
 from exchange.ops.verify import Verification
-from exchange.report.words import next_check
+from exchange.report.model import Entry, Report
+from exchange.report.words import entry_next_check, next_check, summary_next_check
 from exchange.targets.base import HeldPrice
 from exchange.words import channel_subject, name, on_marketplace
 
@@ -65,3 +67,35 @@ def test_verify_names_the_marketplace_in_its_column(
         assert "На площадке" in printed and "В магазине" not in printed, printed
     else:
         assert "В магазине" in printed, printed
+
+
+@pytest.mark.parametrize("target", ["ozon", "woocommerce"])
+def test_the_quarantine_reports_advice_follows_the_entrys_channel(target: str) -> None:
+    """The report's «Что сделать» (its rows and its summary by reason) for a retry limit on an
+    Ozon channel sends to the cabinet; on a site's channel, to the site team as before."""
+    at = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
+    entry = Entry(
+        message_id="m-1",
+        kind="price",
+        aggregate="SKU-1",
+        version=1,
+        reason="retry-limit",
+        attempts=5,
+        last_status=500,
+        last_error="HTTP 500",
+        source_ref=None,
+        first_seen=at,
+        quarantined_at=at,
+        rejected_row=False,
+        staging_id=None,
+        payload="{}",
+        channel="shop",
+        target=target,
+    )
+    said = entry_next_check(entry, "ru")
+    summary = summary_next_check(Report(generated_at=at, entries=(entry,)), "retry-limit", "ru")
+    for advice in (said, summary):
+        if target == "ozon":
+            assert "кабинете площадки" in advice and "сайт" not in advice.lower(), advice
+        else:
+            assert "командой сайта" in advice, advice
