@@ -115,7 +115,7 @@ def ozon_rule(item: Item) -> str | None:
             )
         if gap * 10 >= old * 9:
             return (
-                f"old_price {old} is 90 % or more above price {price}: Ozon refuses it "
+                f"old_price {old} is 90 percent or more above price {price}: Ozon refuses it "
                 "(discount_too_big: Разница между ценами до и после скидки должна быть "
                 "меньше 90%.)"
             )
