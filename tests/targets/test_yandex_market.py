@@ -9,6 +9,7 @@ import asyncio
 import json
 import random
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -1345,3 +1346,83 @@ def test_a_200_whose_body_says_status_error_is_no_acceptance() -> None:
     assert "INTERNAL_ERROR Prices were not saved" in found.detail
     assert found.receipt is None, "nothing to read back"
     assert ["updates"] == paths
+
+
+# -- ymfix 1: a price is withheld only when Yandex's quarantine lists that price ---------------
+
+
+@pytest.mark.parametrize("ym", [{"switches": {"apply_delay": 60}}], indirect=True)
+def test_a_correction_waiting_to_apply_is_never_withheld_nor_released_as_the_mistaken_price(
+    ym: YmSimulator,
+) -> None:
+    """Contract 13 and research §3.4: Yandex withholds 1C's mistaken 300 (PRICE_CHANGE) and
+    keeps listing the offer with CURRENT_PRICE 300 while the seller's correction, 1000, waits
+    to be applied ("до нескольких минут"). The correction is not withheld (Yandex lists
+    another price), and a release of it confirms nothing: a confirm publishes what Yandex
+    lists, the 300 (review ymfix, finding 1). Once the 1000 applies, it is delivered and
+    buyers never saw 300."""
+    clock = Clock()
+    mistaken, corrected = price("SKU-1", 2, "300"), price("SKU-1", 3, "1000")
+
+    async def until_settled(t: YandexMarketTarget, message: OutgoingMessage) -> Classification:
+        (found,) = await t.send([message])
+        while found.verdict is Verdict.AWAITING:
+            clock.now += found.again_in or 0
+            (found,) = await t.send([replace(message, receipt=found.receipt)])
+        return found
+
+    async def scenario(t: YandexMarketTarget) -> tuple[Any, ...]:
+        (took,) = await t.send([price("SKU-1", 1, "1000")])
+        ym.clock.advance(61)
+        assert Verdict.DELIVERED == (await t.send([price("SKU-1", 1, "1000")]))[0].verdict
+        (took,) = await t.send([mistaken])
+        ym.clock.advance(61)  # applied: quarantined, 1000 stays live
+        assert Verdict.WITHHELD == (await until_settled(t, mistaken)).verdict
+        (took,) = await t.send([corrected])  # accepted, applied 60 s later
+        ours = replace(corrected, receipt=took.receipt)
+        (read,) = await t.send([ours])
+        shown = await t.withheld_shown([ours])
+        (released,) = await t.release_withheld([ours])
+        ym.clock.advance(61)
+        return read, shown, released, await until_settled(t, ours)
+
+    read, shown, released, settled = run(
+        lambda: target(ym, price_types={"retail": "value"}, monotonic=clock, sleep=clock.sleep),
+        scenario,
+    )
+    assert Verdict.AWAITING == read.verdict, read
+    assert "value=300" in read.detail and "value=1000" in read.detail
+    assert [Shown.UNKNOWN] == shown
+    assert not released.asked, released
+    assert "value=300" in released.detail and "value=1000" in released.detail
+    assert 0 == ym.requests["price-quarantine/confirm"]
+    assert Verdict.DELIVERED == settled.verdict, settled
+    live = ym.live("SKU-1")
+    assert live is not None and Decimal("1000") == live.value
+    assert Decimal("300") not in ym.history("SKU-1")
+
+
+@pytest.mark.parametrize("ym", [{"switches": {"apply_delay": 60}}], indirect=True)
+def test_a_release_confirms_the_price_yandex_lists_when_it_is_the_deliverys(
+    ym: YmSimulator,
+) -> None:
+    """Contract 13: the withheld 300 itself, released, is confirmed (Yandex lists that very
+    price) and goes live."""
+    clock = Clock()
+    sharp = price("SKU-1", 2, "300")
+
+    async def scenario(t: YandexMarketTarget) -> Any:
+        await t.send([price("SKU-1", 1, "1000")])
+        ym.clock.advance(61)
+        await t.send([price("SKU-1", 1, "1000")])
+        (took,) = await t.send([sharp])
+        ym.clock.advance(61)
+        (released,) = await t.release_withheld([replace(sharp, receipt=took.receipt)])
+        return released
+
+    released = run(
+        lambda: target(ym, price_types={"retail": "value"}, monotonic=clock, sleep=clock.sleep),
+        scenario,
+    )
+    assert released.asked, released
+    assert 1 == ym.requests["price-quarantine/confirm"]

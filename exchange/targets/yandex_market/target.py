@@ -193,6 +193,26 @@ class _Accepted:
     versions: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    """An offer Yandex lists in its price quarantine (§3.4): its verdicts in words and the
+    price it withholds (``currentPrice.value``, else the verdict's ``CURRENT_PRICE``; None
+    when the entry names none). An offer stays listed with the withheld price while a later
+    update of it waits to be applied, so being listed says nothing of that later price."""
+
+    words: str
+    value: Decimal | None
+
+    def holds(self, value: Decimal | None) -> bool:
+        """Whether the price Yandex withholds is ``value`` (an entry naming no price: taken
+        as the one asked about, Yandex's listing being all there is to go on)."""
+        return self.value is None or self.value == value
+
+    def said(self) -> str:
+        held = f" value={number(self.value)}" if self.value is not None else ""
+        return f"{held.strip() or 'a price'} ({self.words})"
+
+
 @dataclass(slots=True)
 class _Read:
     """What the read-back says of one offer."""
@@ -591,7 +611,8 @@ class YandexMarketTarget:
 
     async def withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
         """LIVE when the read-back shows the message's price and Yandex no longer lists the
-        offer in its quarantine; WITHHELD while it lists it; UNKNOWN otherwise."""
+        offer in its quarantine; WITHHELD while it lists the price the delivery carried;
+        UNKNOWN otherwise (another price of the offer listed: a later update's, say)."""
         read = [(m, self._read(m)) for m in messages]
         try:
             offers = await self._offers(p for _, p in read)
@@ -601,14 +622,16 @@ class YandexMarketTarget:
         except _Whole:
             return [Shown.UNKNOWN for _ in messages]
         out: list[Shown] = []
-        for _, p in read:
+        for m, p in read:
             offer = offers.get(p.sku) if isinstance(p, MappedPrice) else None
             if not isinstance(p, MappedPrice) or offer is None:
                 out.append(Shown.UNKNOWN)
                 continue
             seen = shown.get(offer)
-            if offer in listed:
-                out.append(Shown.WITHHELD)
+            entry = listed.get(offer)
+            if entry is not None:
+                sent = _sent_value(m, p)
+                out.append(Shown.WITHHELD if entry.holds(sent) else Shown.UNKNOWN)
             elif seen is not None and seen.shown.get(p.mapped) == p.amount:
                 out.append(Shown.LIVE)
             else:
@@ -616,8 +639,12 @@ class YandexMarketTarget:
         return out
 
     async def release_withheld(self, messages: Sequence[OutgoingMessage]) -> list[Release]:
-        """``POST …/price-quarantine/confirm`` for the messages' offers, 200 a request; the
-        price then shows within minutes and the delivery ends delivered on the read-back."""
+        """``POST …/price-quarantine/confirm`` for the offers whose withheld price is the one
+        the message's delivery carried (contract 13), 200 a request; the price then shows
+        within minutes and the delivery ends delivered on the read-back. Yandex confirms the
+        price it lists, whatever update asked: an offer listed at another price (an earlier
+        update's, still listed while this one waits to be applied) is never confirmed, the
+        release refused in one line saying what Yandex withholds."""
         read = [(m, self._read(m)) for m in messages]
         try:
             offers = await self._offers(p for _, p in read)
@@ -631,9 +658,22 @@ class YandexMarketTarget:
             shown = await self._read_back(unlisted) if unlisted else {}
         except _Whole as whole:
             return [Release(False, f"Yandex Market: {whole.classification.detail}") for _ in read]
+        # Each message's own answer where Yandex withholds another price than its delivery's.
+        mismatch: dict[str, Release] = {}
+        confirmable: set[str] = set()
+        for m, p in read:
+            offer = offers.get(p.sku) if isinstance(p, MappedPrice) else None
+            entry = listed.get(offer) if offer is not None else None
+            if offer is None or entry is None or not isinstance(p, MappedPrice):
+                continue
+            sent = _sent_value(m, p)
+            if sent is not None and entry.value is not None and entry.value == sent:
+                confirmable.add(offer)
+            else:
+                mismatch[m.message_id] = _other_withheld(offer, entry, sent)
         # An offer Yandex no longer withholds has nothing to confirm: what it shows is said
         # per message below (its price live, or a later update's in its place).
-        wanted = [o for o in wanted if o in listed]
+        wanted = [o for o in wanted if o in confirmable]
         for start in range(0, len(wanted), min(MAX_CONFIRM, self.per_read)):
             part = wanted[start : start + min(MAX_CONFIRM, self.per_read)]
             try:
@@ -649,11 +689,13 @@ class YandexMarketTarget:
             )
             said.update((offer, agreed) for offer in part)
         out: list[Release] = []
-        for _, p in read:
+        for m, p in read:
             offer = offers.get(p.sku) if isinstance(p, MappedPrice) else None
             if offer is None:
                 why = p.detail if isinstance(p, Classification) else "the SKU has no article"
                 out.append(Release(False, f"not a price this channel sent: {why}"))
+            elif m.message_id in mismatch:
+                out.append(mismatch[m.message_id])
             elif offer in said or not isinstance(p, MappedPrice):
                 out.append(said[offer])
             else:
@@ -947,7 +989,7 @@ class YandexMarketTarget:
         }
         late = {m.message_id for m, a in pending if now - a.accepted_at >= self.apply_timeout}
         ask = sorted({a.offer for m, a in pending if m.message_id in as_sent | late})
-        listed: dict[str, str] | None = {}
+        listed: dict[str, _Listed] | None = {}
         cannot = ""
         try:
             listed = await self._quarantined(ask) if ask else {}
@@ -986,15 +1028,44 @@ class YandexMarketTarget:
                         self._wait(a.reads),
                     )
                     continue
-                verdict = listed.get(a.offer)
-                if verdict is not None:
+                entry = listed.get(a.offer)
+                if entry is not None and entry.holds(a.fields.get("value")):
                     self._accepted.pop(m.message_id, None)
                     out[m.message_id] = Classification(
                         Verdict.WITHHELD,
                         f"Yandex Market took offer {a.offer!r} and withholds its price in its "
-                        f"price quarantine ({verdict}): release it with `exchange withheld "
+                        f"price quarantine ({entry.words}): release it with `exchange withheld "
                         "release`, or in the cabinet",
                         http_status=200,
+                    )
+                    continue
+                if entry is not None and m.message_id not in late:
+                    # Another price of the offer is withheld (an earlier update's): this one
+                    # is not applied yet, whatever the read-back shows (the last valid price
+                    # may equal it). Applied, it leaves the quarantine or is listed itself.
+                    a.reads += 1
+                    wait = self._wait(a.reads)
+                    out[m.message_id] = _accepted(
+                        f"Yandex Market withholds another price of offer {a.offer!r} in its "
+                        f"price quarantine, {entry.said()}, not this update's value="
+                        f"{number(a.fields['value'])}, which it has not applied yet; read back "
+                        f"in {wait:g} s",
+                        wait,
+                    )
+                    continue
+                if entry is not None:
+                    self._accepted.pop(m.message_id, None)
+                    self._not_applied.add(m.message_id)
+                    out[m.message_id] = Classification(
+                        Verdict.TEMPORARY,
+                        f"Yandex Market accepted offer {a.offer!r} but {self.apply_timeout:g} s "
+                        f"later still withholds another price of it in its price quarantine, "
+                        f"{entry.said()}, not this update's value={number(a.fields['value'])}: "
+                        "sent again",
+                        http_status=200,
+                        error_class="NotApplied",
+                        receipt=NOT_APPLIED,
+                        about_item=True,
                     )
                     continue
             if m.message_id in as_sent:
@@ -1079,10 +1150,10 @@ class YandexMarketTarget:
                         shown[key] = amount
             out[offer_id(name)] = _Read(True, shown)
 
-    async def _quarantined(self, offers: list[str]) -> dict[str, str]:
-        """The offers of ``offers`` Yandex lists in ``price-quarantine``, each with its verdicts
-        in words (§3.4)."""
-        out: dict[str, str] = {}
+    async def _quarantined(self, offers: list[str]) -> dict[str, _Listed]:
+        """The offers of ``offers`` Yandex lists in ``price-quarantine``, each with the price it
+        withholds and its verdicts in words (§3.4)."""
+        out: dict[str, _Listed] = {}
         for start in range(0, len(offers), self.per_read):
             part = offers[start : start + self.per_read]
             token: str | None = None
@@ -1094,7 +1165,7 @@ class YandexMarketTarget:
                 for entry in _result(response, "offers"):
                     name = entry.get("offerId")
                     if isinstance(name, str):
-                        out[offer_id(name)] = _verdicts(entry)
+                        out[offer_id(name)] = _Listed(_verdicts(entry), _withheld_value(entry))
                 token = _next_page(response)
                 if token is None:
                     break
@@ -1272,6 +1343,27 @@ def _not_withheld(offer: str, price: MappedPrice, seen: _Read | None) -> Release
     )
 
 
+def _sent_value(message: OutgoingMessage, price: MappedPrice) -> Decimal | None:
+    """The ``value`` the message's delivery sent: its receipt's (``ym-accepted:``, the item as
+    sent), else the message's own price where it maps to ``value``; None when unknown."""
+    read = _from_receipt(message.receipt)
+    if read is not None:
+        return read[1].get("value")
+    return price.amount if price.mapped == "value" else None
+
+
+def _other_withheld(offer: str, entry: _Listed, sent: Decimal | None) -> Release:
+    """A release refused: Yandex withholds another price of the offer than the delivery's
+    (a confirm would publish that one), or one the release cannot compare."""
+    ours = f"value={number(sent)}" if sent is not None else "a price not known here"
+    return Release(
+        False,
+        f"Yandex Market withholds offer {offer!r} at {entry.said()}, not this delivery's "
+        f"{ours}: a confirm would publish Yandex's, so nothing was confirmed (confirm it in "
+        "the cabinet if that price is right, or send a new price from 1C)",
+    )
+
+
 def _one_offer(item: _Item, other: str) -> str:
     return (
         f"SKUs {other!r} and {item.sku!r} are one Yandex Market offer {item.offer!r} (Yandex "
@@ -1355,6 +1447,23 @@ def _verdicts(entry: dict[str, Any]) -> str:
         )
         parts.append(f"{verdict.get('type')}" + (f" {params}" if params else ""))
     return "; ".join(parts)[:300] or "no verdict given"
+
+
+def _withheld_value(entry: dict[str, Any]) -> Decimal | None:
+    """The price a quarantine entry withholds: ``currentPrice.value``, else the first
+    verdict's ``CURRENT_PRICE`` parameter (§3.4 ``PRICE_CHANGE``, ``LOW_PRICE``)."""
+    current = entry.get("currentPrice")
+    if isinstance(current, dict):
+        found = _decimal(current.get("value"))
+        if found is not None:
+            return found
+    for verdict in entry.get("verdicts") or []:
+        for param in (verdict.get("params") or []) if isinstance(verdict, dict) else []:
+            if isinstance(param, dict) and param.get("name") == "CURRENT_PRICE":
+                found = _decimal(param.get("value"))
+                if found is not None:
+                    return found
+    return None
 
 
 def _decimal(value: Any) -> Decimal | None:
