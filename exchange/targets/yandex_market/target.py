@@ -235,6 +235,12 @@ class EarlierSends(Protocol):
         leaving_out: Iterable[str] = (),
     ) -> dict[str, list[str | None]]: ...
 
+    def sending(self, receipts: Mapping[str, str]) -> None:
+        """Before an update leaves: each message's delivery, in flight, keeps ``receipts``'
+        text (``ym-sent:``), committed, so a worker killed before the answer leaves a send
+        ``unsettled_since`` still counts."""
+        ...
+
     def offer_holders(
         self,
         offers: Iterable[str],
@@ -258,6 +264,9 @@ class _NoEarlierSends:
         leaving_out: Iterable[str] = (),
     ) -> dict[str, list[str | None]]:
         return {}
+
+    def sending(self, receipts: Mapping[str, str]) -> None:
+        return None
 
     def offer_holders(
         self,
@@ -748,6 +757,10 @@ class YandexMarketTarget:
             if not left:
                 break
             offers = [i.offer for i in left]
+            unmarked = await self._mark_sent(left)
+            if unmarked is not None:
+                out.update((m.message_id, unmarked) for i in left for m in i.carried)
+                return out
             try:
                 await self._call(
                     "offer-prices/updates",
@@ -802,6 +815,33 @@ class YandexMarketTarget:
         for item in left:
             out.update((m.message_id, refused) for m in item.carried)
         return out
+
+    async def _mark_sent(self, items: list[_Item]) -> Classification | None:
+        """Before the update leaves, each item's deliveries keep ``ym-sent:`` and the item, in
+        the database (``EarlierSends.sending``): a worker killed before Yandex's answer
+        leaves its send counted by the next one (``_unsettled``), even once a newer version
+        superseded the delivery. None when written; the items' verdict, not sent, when the
+        database cannot take it (a send it could not count is never made)."""
+        at = self._now()
+        receipts = {
+            m.message_id: _receipt(item.offer, item.fields, at, item.versions, prefix=SENT)
+            for item in items
+            for m in item.carried
+        }
+        try:
+            await asyncio.to_thread(self.earlier.sending, receipts)
+        except Exception as exc:  # the service's database
+            log.warning(
+                "Yandex Market: the send could not be recorded before it left (%s): not sent",
+                type(exc).__name__,
+            )
+            return Classification(
+                Verdict.TEMPORARY,
+                f"the send could not be recorded before it left ({type(exc).__name__}): not "
+                "sent, sent again later",
+                error_class="SendNotRecorded",
+            )
+        return None
 
     def _lower(self, limit: int) -> None:
         """Yandex's budget is ``limit`` offers a minute, below ours: requests of at most that
