@@ -210,7 +210,8 @@ def test_discount_base_and_bestseller_minimum_are_sent_with_every_update_where_m
     [
         ("100", "102", "a discount of 1.96 %"),  # under 5 %
         ("1", "1000", "a discount of 99.90 %"),  # over 99 %
-        ("100", "100", "not above value"),
+        # Below retail (equal to it is no discount: test_an_old_price_of_0_or_equal_to_...).
+        ("100", "99", "not above value"),
     ],
 )
 def test_the_discount_rule_is_checked_before_sending_and_is_invalid_for_channel(
@@ -1426,3 +1427,30 @@ def test_a_release_confirms_the_price_yandex_lists_when_it_is_the_deliverys(
     )
     assert released.asked, released
     assert 1 == ym.requests["price-quarantine/confirm"]
+
+
+# -- ymfix 3: a seller ends a discount -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("old", ["0", "1290"], ids=["old-0", "old-equals-retail"])
+def test_an_old_price_of_0_or_equal_to_retail_ends_the_discount(ym: YmSimulator, old: str) -> None:
+    """Research §3.1 (pass ``discountBase`` only "если предоставляете скидку") and §3.6.2 (an
+    update without it removes the discount): 1C's old price cleared (0, as Ozon's
+    ``old_price`` 0) or set equal to retail means no discount. The update goes without
+    ``discountBase``, is delivered, and Yandex shows 1290 with nothing struck through (review
+    ymfix, finding 3: quarantined invalid-for-channel, Yandex kept 1000 with 1290 struck)."""
+    recorder = Recorder()
+    on = [price("SKU-1", 1, "1000"), price("SKU-1", 1, "1290", price_type="old")]
+    off = [price("SKU-1", 2, "1290"), price("SKU-1", 2, old, price_type="old")]
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        await t.send(on)
+        assert [Verdict.DELIVERED] * 2 == verdicts(await t.send(on))
+        took = await t.send(off)
+        return took + await t.send(off)
+
+    found = run(lambda: target(ym, transport=recorder), scenario)
+    assert [Verdict.AWAITING] * 2 + [Verdict.DELIVERED] * 2 == verdicts(found), found
+    assert {"value": 1290, "currencyId": "RUR"} == recorder.updates()[-1]["offers"][0]["price"]
+    live = ym.live("SKU-1")
+    assert live is not None and (Decimal(1290), None) == (live.value, live.discount_base)

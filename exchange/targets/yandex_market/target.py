@@ -111,7 +111,8 @@ RUR = "RUR"  # §3.1 CurrencyType: Yandex's code for roubles (ISO 4217's RUB)
 # numbers with at most 7 decimals (§3.1), discountBase an integer (§3.1 DiscountBase).
 MONEY = {
     "value": Money(places=MAX_DIGITS),
-    "discountBase": Money(places=0),
+    # 0 is "no discount" (as Ozon's old_price 0): the update goes without it (``_no_discount``).
+    "discountBase": Money(places=0, zero=True),
     "minimumForBestseller": Money(places=MAX_DIGITS),
 }
 FIELDS = ("value", "discountBase", "minimumForBestseller")
@@ -170,7 +171,7 @@ class _Item:
     def json(self, currency: str) -> dict[str, Any]:
         price: dict[str, Any] = {"value": self.fields["value"], "currencyId": currency}
         for name in FIELDS[1:]:
-            if name in self.fields:
+            if name in self.fields and not (name == "discountBase" and not self.fields[name]):
                 price[name] = self.fields[name]
         return {"offerId": self.offer, "price": price}
 
@@ -553,7 +554,7 @@ class YandexMarketTarget:
                 fields[name] = best.fields[name]
                 if version is not None:
                     versions[name] = version
-        return _Item(offer, item.sku, fields, list(item.carried), versions)
+        return _Item(offer, item.sku, _no_discount(fields), list(item.carried), versions)
 
     async def health(self) -> Classification:
         """A read of one offer's price (no effect): the key is accepted. The read names its
@@ -961,7 +962,7 @@ class YandexMarketTarget:
         out: dict[str, Classification] = {}
         for item in named:
             seen = shown.get(item.offer)
-            if seen is not None and all(seen.shown.get(k) == v for k, v in item.fields.items()):
+            if seen is not None and _shows(seen, item.fields):
                 verdict = Classification(
                     Verdict.DELIVERED,
                     f"HTTP 400 ({said[item.offer]}), read back: offer {item.offer!r} holds the "
@@ -1020,7 +1021,7 @@ class YandexMarketTarget:
             m.message_id
             for m, a in pending
             if (seen := shown.get(a.offer)) is not None
-            and all(seen.shown.get(k) == v for k, v in a.fields.items())
+            and _shows(seen, a.fields)
         }
         as_sent = {
             m.message_id
@@ -1383,6 +1384,29 @@ def _not_withheld(offer: str, price: MappedPrice, seen: _Read | None) -> Release
     )
 
 
+def _no_discount(fields: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    """The fields as sent: a ``discountBase`` of 0, or equal to ``value``, is no discount, kept
+    as 0 and left out of the update (research §3.1: pass it "если предоставляете скидку";
+    §3.6.2: an update without it removes the discount), never refused as a broken rule."""
+    out = dict(fields)
+    base = out.get("discountBase")
+    if base is not None and (base == 0 or base == out.get("value")):
+        out["discountBase"] = Decimal(0)
+    return out
+
+
+def _shows(seen: _Read, fields: Mapping[str, Decimal]) -> bool:
+    """Whether the read-back shows each field as sent (no discount sent: none shown)."""
+    for name, sent in fields.items():
+        shown = seen.shown.get(name)
+        if name == "discountBase" and not sent:
+            if shown:
+                return False
+        elif shown != sent:
+            return False
+    return True
+
+
 def _sent_value(message: OutgoingMessage, price: MappedPrice) -> Decimal | None:
     """The ``value`` the message's delivery sent: its receipt's (``ym-accepted:``, the item as
     sent), else the message's own price where it maps to ``value``; None when unknown."""
@@ -1414,7 +1438,7 @@ def _one_offer(item: _Item, other: str) -> str:
 
 def _rule(item: shared.Item) -> str | None:
     """Yandex's rules for the shared part's item (contract 14: checked before sending)."""
-    return _rule_broken(_Item(offer_id(item.offer_id), item.sku, item.prices))
+    return _rule_broken(_Item(offer_id(item.offer_id), item.sku, _no_discount(item.prices)))
 
 
 def _accepted(detail: str, wait: float) -> Classification:
@@ -1435,7 +1459,7 @@ def _rule_broken(item: _Item) -> str | None:
             "discountBase and minimumForBestseller only with the price)"
         )
     base = item.fields.get("discountBase")
-    if base is not None:
+    if base:  # 0: no discount, the update goes without it
         if base <= value:
             return (
                 f"offer {item.offer!r}: discountBase {number(base)} is not above value "
