@@ -282,9 +282,7 @@ def lease_runs_out(engine: Engine) -> None:
     past = datetime.now(UTC) - timedelta(seconds=1)
     with transaction(engine) as connection:
         connection.execute(
-            deliveries.update()
-            .where(deliveries.c.state == "in_progress")
-            .values(locked_until=past)
+            deliveries.update().where(deliveries.c.state == "in_progress").values(locked_until=past)
         )
         connection.execute(
             channel_aggregates.update()

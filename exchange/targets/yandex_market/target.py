@@ -1020,8 +1020,7 @@ class YandexMarketTarget:
         shown_as_sent = {
             m.message_id
             for m, a in pending
-            if (seen := shown.get(a.offer)) is not None
-            and _shows(seen, a.fields)
+            if (seen := shown.get(a.offer)) is not None and _shows(seen, a.fields)
         }
         as_sent = {
             m.message_id
