@@ -580,13 +580,24 @@ class YandexMarketTarget:
         """Of ``skus``, those whose offer (the SKU, or its article under ``sku_source =
         article``) Yandex lists among the cabinet's offers (``exchange check``), read with no
         effect; the answer that refused the read otherwise."""
+        shown = await self.offers_shown(skus)
+        return shown if isinstance(shown, Classification) else set(shown)
+
+    async def offers_shown(self, skus: Sequence[str]) -> dict[str, frozenset[str]] | Classification:
+        """``offers_found`` with the price fields Yandex shows for each (``value``,
+        ``discountBase``, ``minimumForBestseller``): ``exchange check`` names those the
+        channel does not map, which the first update erases (§3.6.2)."""
         prices = [MappedPrice(sku, Decimal(0), "", "") for sku in skus]
         try:
             offers = await self._offers(prices)
             shown = await self._read_back(sorted({o for o in offers.values() if o}))
         except _Whole as whole:
             return whole.classification
-        return {sku for sku, offer in offers.items() if offer in shown}
+        return {
+            sku: frozenset(k for k, v in shown[offer].shown.items() if v)
+            for sku, offer in offers.items()
+            if offer in shown
+        }
 
     # -- reading prices back (exchange verify) ---------------------------------------------
 
