@@ -1454,3 +1454,53 @@ def test_an_old_price_of_0_or_equal_to_retail_ends_the_discount(ym: YmSimulator,
     assert {"value": 1290, "currencyId": "RUR"} == recorder.updates()[-1]["offers"][0]["price"]
     live = ym.live("SKU-1")
     assert live is not None and (Decimal(1290), None) == (live.value, live.discount_base)
+
+
+# -- ymfix 2: a send is recorded before it leaves ------------------------------------------------
+
+
+class _Recorded:
+    """``EarlierSends`` that records what ``sending`` wrote, in one log with the requests."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def unsettled_since(self, *args: Any, **kwargs: Any) -> dict[str, list[str | None]]:
+        return {}
+
+    def offer_holders(self, *args: Any, **kwargs: Any) -> dict[str, list[str]]:
+        return {}
+
+    def sending(self, receipts: dict[str, str]) -> None:
+        self.log += [f"db {m} {r.split(':', 1)[0]}" for m, r in sorted(receipts.items())]
+
+
+def test_the_send_is_in_the_database_before_the_request_leaves_and_a_400_undoes_it() -> None:
+    """Review ymfix finding 2: a worker killed after Yandex took its update and before the
+    answer must leave the send counted (``ym-sent:``, read by the next worker's
+    ``unsettled_since``), so it is written before the request; an offer a 400 refused was
+    never taken (§3.4), and its mark is replaced (``ym-refused``)."""
+    log: list[str] = []
+
+    def yandex(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if request.url.path.endswith("/offer-prices/updates"):
+            names = [o["offerId"] for o in body["offers"]]
+            log.append("update " + ",".join(names))
+            if "BAD" in names:
+                error = {"code": "BAD_REQUEST", "message": "value is invalid: offerId = 'BAD'"}
+                return httpx.Response(400, json={"status": "ERROR", "errors": [error]})
+            return httpx.Response(200, json={"status": "OK"})
+        return httpx.Response(200, json={"status": "OK", "result": {"offers": []}})
+
+    good, bad = price("GOOD", 1, "10"), price("BAD", 1, "10")
+    found = run(lambda: answered_by(yandex, earlier=_Recorded(log)), lambda t: t.send([good, bad]))
+    assert [Verdict.AWAITING, Verdict.TERMINAL] == verdicts(found)
+    assert [
+        f"db {bad.message_id} ym-sent",
+        f"db {good.message_id} ym-sent",
+        "update GOOD,BAD",
+        f"db {bad.message_id} ym-refused",
+        f"db {good.message_id} ym-sent",
+        "update GOOD",
+    ] == log

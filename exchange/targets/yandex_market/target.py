@@ -128,6 +128,8 @@ NOT_APPLIED = "ym-not-applied"
 # The receipt of an update whose answer never came (a timeout after the request left, a 5xx):
 # Yandex may have taken it, and it may still land (``EarlierSends``).
 SENT = "ym-sent:"
+# What replaces ``ym-sent:`` on an update a 400 refused (never taken): nothing may land.
+REFUSED = "ym-refused"
 # The offer the health check reads back: any name will do (an offer Yandex does not know is
 # left out of the read-back, §3.4); never none, which reads a page of the whole catalogue.
 HEALTH_OFFER = "exchange-health-check"
@@ -797,6 +799,7 @@ class YandexMarketTarget:
                     return out
                 for item in left:
                     out.update((m.message_id, unnamed.classification) for m in item.carried)
+                await self._not_taken(left)
                 return out
             except _Whole as whole:
                 out.update(self._unanswered(left, whole.classification))
@@ -826,6 +829,7 @@ class YandexMarketTarget:
         )
         for item in left:
             out.update((m.message_id, refused) for m in item.carried)
+        await self._not_taken(left)
         return out
 
     async def _mark_sent(self, items: list[_Item]) -> Classification | None:
@@ -854,6 +858,21 @@ class YandexMarketTarget:
                 error_class="SendNotRecorded",
             )
         return None
+
+    async def _not_taken(self, items: list[_Item]) -> None:
+        """Items a 400 refused (never taken, §3.4): the ``ym-sent:`` written before they left
+        is replaced (``REFUSED``), so they neither hold back a later update's read-back nor
+        hold the offer for their SKU. Best effort: left as it is, it only errs on the side of
+        waiting."""
+        receipts = {m.message_id: REFUSED for item in items for m in item.carried}
+        if not receipts:
+            return
+        try:
+            await asyncio.to_thread(self.earlier.sending, receipts)
+        except Exception as exc:  # the service's database
+            log.warning(
+                "Yandex Market: a refused send could not be recorded (%s)", type(exc).__name__
+            )
 
     def _lower(self, limit: int) -> None:
         """Yandex's budget is ``limit`` offers a minute, below ours: requests of at most that
@@ -988,6 +1007,7 @@ class YandexMarketTarget:
                     http_status=400,
                 )
             out.update((m.message_id, verdict) for m in item.carried)
+        await self._not_taken([i for i in named if not _shows(shown.get(i.offer), i.fields)])
         return out
 
     def _wait(self, reads: int) -> float:
@@ -1405,8 +1425,10 @@ def _no_discount(fields: Mapping[str, Decimal]) -> dict[str, Decimal]:
     return out
 
 
-def _shows(seen: _Read, fields: Mapping[str, Decimal]) -> bool:
+def _shows(seen: _Read | None, fields: Mapping[str, Decimal]) -> bool:
     """Whether the read-back shows each field as sent (no discount sent: none shown)."""
+    if seen is None:
+        return False
     for name, sent in fields.items():
         shown = seen.shown.get(name)
         if name == "discountBase" and not sent:
