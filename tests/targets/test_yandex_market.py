@@ -1451,6 +1451,8 @@ def test_an_old_price_of_0_or_equal_to_retail_ends_the_discount(ym: YmSimulator,
 
     found = run(lambda: target(ym, transport=recorder), scenario)
     assert [Verdict.AWAITING] * 2 + [Verdict.DELIVERED] * 2 == verdicts(found), found
+    held = run(lambda: target(ym), lambda t: t.read_prices(off))
+    assert [True, True] == [h.agrees for h in held], "exchange verify agrees"
     assert {"value": 1290, "currencyId": "RUR"} == recorder.updates()[-1]["offers"][0]["price"]
     live = ym.live("SKU-1")
     assert live is not None and (Decimal(1290), None) == (live.value, live.discount_base)

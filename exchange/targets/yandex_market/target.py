@@ -623,7 +623,7 @@ class YandexMarketTarget:
                     p.sku,
                     p.mapped,
                     p.amount,
-                    seen.shown.get(p.mapped) if seen else None,
+                    _held(seen, p),
                     found=seen is not None and seen.found,
                     unreadable=None if offer is not None else "the SKU has no article (sku_source)",
                 )
@@ -1423,6 +1423,19 @@ def _no_discount(fields: Mapping[str, Decimal]) -> dict[str, Decimal]:
     if base is not None and (base == 0 or base == out.get("value")):
         out["discountBase"] = Decimal(0)
     return out
+
+
+def _held(seen: _Read | None, price: MappedPrice) -> Decimal | None:
+    """What Yandex holds for the price's field (``exchange verify``): an old price that meant
+    no discount (0, or equal to ``value``: sent without ``discountBase``) is held as it is
+    when Yandex shows no discount."""
+    if seen is None:
+        return None
+    held = seen.shown.get(price.mapped)
+    no_discount = price.amount == 0 or price.amount == seen.shown.get("value")
+    if price.mapped == "discountBase" and not held and no_discount:
+        return price.amount
+    return held
 
 
 def _shows(seen: _Read | None, fields: Mapping[str, Decimal]) -> bool:
