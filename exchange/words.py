@@ -1856,6 +1856,39 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         ),
     ),
     (
+        r"Yandex Market withholds another price of offer (?P<o>.+?) in its price quarantine, "
+        r"(?P<h>.+), not this update's value=(?P<v>\S+), which it has not applied yet; read "
+        r"back in (?P<w>\S+) s",
+        N_(
+            "Yandex Market withholds another price of offer {o} in its price quarantine, {h}, "
+            "not this update's value={v}, which it has not applied yet; read back in {w} s"
+        ),
+    ),
+    (
+        r"Yandex Market accepted offer (?P<o>.+?) but (?P<t>\S+) s later still withholds "
+        r"another price of it in its price quarantine, (?P<h>.+), not this update's "
+        r"value=(?P<v>\S+): sent again",
+        N_(
+            "Yandex Market accepted offer {o} but {t} s later still withholds another price of it "
+            "in its price quarantine, {h}, not this update's value={v}: sent again"
+        ),
+    ),
+    (
+        r"Yandex Market withholds offer (?P<o>.+?) at (?P<h>.+), not this delivery's "
+        r"(?P<v>.+?): a confirm would publish Yandex's, so nothing was confirmed \(confirm it "
+        r"in the cabinet if that price is right, or send a new price from 1C\)",
+        N_(
+            "Yandex Market withholds offer {o} at {h}, not this delivery's {v}: a confirm would "
+            "publish Yandex's, so nothing was confirmed (confirm it in the cabinet if that price "
+            "is right, or send a new price from 1C)"
+        ),
+    ),
+    (
+        r"the send could not be recorded before it left \((?P<e>[^)]+)\): not sent, sent "
+        r"again later",
+        N_("the send could not be recorded before it left ({e}): not sent, sent again later"),
+    ),
+    (
         r"HTTP 200, read back: offer (?P<o>'.*?') shows (?P<f>.+)",
         N_("HTTP 200, read back: offer {o} shows {f}"),
     ),

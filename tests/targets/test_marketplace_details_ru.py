@@ -85,6 +85,18 @@ def _ym_details() -> list[str]:
         "HTTP 400: Yandex Market refused offer 'SKU-1': OFFER_NOT_FOUND no such offer",
         "HTTP 400: Yandex Market refused the request 3 times, each naming other offers",
         "offer 'SKU-1': discountBase 90 is not above value 100",
+        # ymfix: Yandex's quarantine holds another price than the update's, and a release refused
+        "Yandex Market withholds another price of offer 'SKU-1' in its price quarantine, "
+        "value=300 (PRICE_CHANGE), not this update's value=1000, which it has not applied yet; "
+        "read back in 30 s",
+        "Yandex Market accepted offer 'SKU-1' but 900 s later still withholds another price of "
+        "it in its price quarantine, value=300 (PRICE_CHANGE), not this update's value=1000: "
+        "sent again",
+        "Yandex Market withholds offer 'SKU-1' at value=300 (PRICE_CHANGE), not this delivery's "
+        "value=1000: a confirm would publish Yandex's, so nothing was confirmed (confirm it in "
+        "the cabinet if that price is right, or send a new price from 1C)",
+        "the send could not be recorded before it left (OperationalError): not sent, sent again "
+        "later",
     ]
 
 
