@@ -240,6 +240,7 @@ def yandex_market_target(
     from exchange.targets.yandex_market.target import (
         ACCEPTED,
         NO_EARLIER_SENDS,
+        SENT,
         YandexMarketTarget,
     )
 
@@ -251,7 +252,14 @@ def yandex_market_target(
         )
     channel = settings._channel_name
     known: KnownPrices = (
-        DbKnownPrices(engine, channel, awaiting_receipt=ACCEPTED, in_flight=False)
+        DbKnownPrices(
+            engine,
+            channel,
+            awaiting_receipt=ACCEPTED,
+            in_flight=False,
+            in_doubt=True,
+            doubt_receipts=(SENT,),
+        )
         if engine is not None
         else NO_KNOWN_PRICES
     )
@@ -269,8 +277,10 @@ def yandex_market_target(
         apply_timeout=settings.ym_apply_timeout,
         timeout=settings.http_timeout,
         # What Yandex holds of the other price types: delivered, withheld, or accepted and
-        # awaiting its read-back (contract 14: never an older one over them); one in flight is
-        # this batch's own (one item per SKU in flight), carried as new or refused unsent.
+        # awaiting its read-back (contract 14: never an older one over them), or may hold: a
+        # send whose answer never came (``ym-sent:``, a timeout, a crash in flight) waiting for
+        # its retry or quarantined, the newest of them; one in flight is this batch's own (one
+        # item per SKU in flight), carried as new or refused unsent.
         known=known,
         # What is still to be given (new, delayed): an offer that cannot go without it waits.
         waiting=known if isinstance(known, DbKnownPrices) else NOTHING_WAITING,
@@ -359,7 +369,9 @@ def ozon_target(
     # (every channel's, which is that one's).
     channel = settings._channel_name
     known: KnownPrices = (
-        DbKnownPrices(engine, channel, in_flight=False) if engine is not None else NO_KNOWN_PRICES
+        DbKnownPrices(engine, channel, in_flight=False, in_doubt=True)
+        if engine is not None
+        else NO_KNOWN_PRICES
     )
     return OzonTarget(
         settings.ozon_api_url,
@@ -372,8 +384,10 @@ def ozon_target(
         timeout=settings.http_timeout,
         transport=transport,
         verify=settings.site_tls(),
-        # In flight is this batch's own (one item per SKU in flight): carried as new, or
-        # refused unsent, when the item carries the version delivered before it.
+        # The newest version of each price type Ozon may hold: delivered, or in doubt (a send
+        # whose result is unknown, waiting for its retry or quarantined); in flight is this
+        # batch's own (one item per SKU in flight): carried as new, or refused unsent, when
+        # the item carries the version known before it.
         known=known,
         # What is still to be given (new, delayed): an item that cannot go without it waits.
         waiting=known if isinstance(known, DbKnownPrices) else NOTHING_WAITING,

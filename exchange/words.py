@@ -123,6 +123,7 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "last_stopped": N_("Worker {worker} stopped {ago} ({when}); no other is running"),
     # In-progress messages whose worker waits out the site's Retry-After (contract 5c): they
     # keep their lease but none is being sent (issue 34: «отправляется 44», «в работе 0»).
+    "delayed_awaiting": N_("of which wait for the marketplace (not a retry)"),
     "in_progress_waiting": N_("of which wait: the site asked to wait until {until}"),
     # Said instead of "no other" when a worker's row is not live and not stopped (kill -9).
     "last_stopped_others": N_("Worker {worker} stopped {ago} ({when}); {others}"),
@@ -431,6 +432,8 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "in_progress": NP_("state", "in progress"),
         "delivered": NP_("state", "delivered"),
         "delayed": NP_("state", "delayed"),
+        # a delayed delivery that waits for its channel, not for a retry (exchange.ops.waits)
+        "awaiting": NP_("state", "waiting for the marketplace"),
         "quarantined": NP_("state", "quarantined"),
         "cancelled": NP_("state", "cancelled"),
         "withheld": NP_("state", "withheld by the channel"),
@@ -516,14 +519,33 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "channel-rule": NP_("reason", "the channel's price rule"),
         "channel-removed": NP_("reason", "channel removed"),
     },
+    # A reason on a marketplace's channel where the site's words would be wrong (a marketplace
+    # is no site, contract 14): ``name`` with a ``target`` of ``MARKETPLACE_TARGETS``.
+    "reason-marketplace": {
+        "unknown-response": NP_("reason", "unknown response of the marketplace"),
+        "http-": NP_("reason", "rejected by the marketplace"),
+    },
 }
 
 
-def name(group: str, code: str | None, lang: Lang) -> str:
+def on_marketplace(target: str | None) -> bool:
+    """Whether a channel of ``target`` is a marketplace, whose words never say "the site"
+    (contract 14): the one rule the reasons, their advice and ``verify``'s columns share with
+    the busy words (``channel_subject``)."""
+    return target in MARKETPLACE_TARGETS
+
+
+def name(group: str, code: str | None, lang: Lang, target: str | None = None) -> str:
     """A stored code as a page shows it: ``state`` and ``event`` in words, a ``reason`` as its
-    name with the code beside it («сайт отклонил (http-422)»); an unknown code as it is."""
+    name with the code beside it («сайт отклонил (http-422)»); an unknown code as it is. A
+    reason of a marketplace's channel (``target``, ``on_marketplace``) names the marketplace
+    where the site's words would («площадка отклонила (http-400)»)."""
     if not code:
         return ""
+    if group == "reason" and on_marketplace(target):
+        own = NAMES["reason-marketplace"].get("http-" if code.startswith("http-") else code)
+        if own is not None:
+            return f"{say(own, lang)} ({code})"
     if group == "reason":
         if code.startswith("http-"):
             said = pgettext("reason", "rejected by the site", lang)
@@ -924,6 +946,16 @@ _OS_ERRORS: dict[str, str] = {
 }
 
 
+def state_said(state: str | None, lang: Lang, *, awaiting: bool = False) -> str:
+    """A delivery's state in words: a delayed one that waits for its channel
+    (``exchange.ops.waits.awaiting``: Ozon's hourly limit, an outcome read later, a read-back)
+    as a wait, never as a retry; any other by ``name``. The one rule ``find``, ``status``
+    and the workbench share."""
+    if state == "delayed" and awaiting:
+        return name("state", "awaiting", lang)
+    return name("state", state, lang)
+
+
 def channel_named(channel: str, target: str | None, lang: Lang) -> str:
     """A channel as an operator's words name it (contract 13): its name and what it is,
     «канал ozon (Ozon)», "channel shop (site)"; a target this version does not know by its
@@ -955,7 +987,7 @@ def channel_subject(
     row of no channel)."""
     if named and channel is not None:
         return channel_named(channel, target, lang)
-    if target in MARKETPLACE_TARGETS:
+    if target is not None and on_marketplace(target):
         return say(NAMES["target"][target], lang)
     return None
 
@@ -1677,6 +1709,358 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"Ozon: (?P<o>.+): the API key has no role that may set prices",
         N_("Ozon: {o}: the API key has no role that may set prices"),
+    ),
+    # Ozon's (exchange/targets/ozon: answers.py, target.py): its hourly limit and "Circle is
+    # open" are waits, not charged (research §1.3); its own words and codes kept as they are
+    (
+        r"Ozon: more than 10 price updates of this product within an hour \(error limiting: "
+        r"acquire limit per item\)",
+        N_(
+            "Ozon: more than 10 price updates of this product within an hour (error limiting: "
+            "acquire limit per item)"
+        ),
+    ),
+    (
+        r"Ozon refused it: more than 10 price updates of this product within an hour; tried "
+        r"once more in (?P<w>\d+) s, not charged",
+        N_(
+            "Ozon refused it: more than 10 price updates of this product within an hour; tried "
+            "once more in {w} s, not charged"
+        ),
+    ),
+    (
+        r"held: Ozon refused an update of this product for its limit of 10 price updates an "
+        r"hour \(Ozon counts every sender's updates\); goes in (?P<w>\d+) s, not charged",
+        N_(
+            "held: Ozon refused an update of this product for its limit of 10 price updates an "
+            "hour (Ozon counts every sender's updates); goes in {w} s, not charged"
+        ),
+    ),
+    (
+        r"held: 10 price updates of this product sent within the hour \(Ozon's limit\); goes in "
+        r"(?P<w>\d+) s, not charged",
+        N_(
+            "held: 10 price updates of this product sent within the hour (Ozon's limit); goes in "
+            "{w} s, not charged"
+        ),
+    ),
+    (
+        r"held: Ozon answered \"Circle is open\" \(the prices method is blocked\); tried again "
+        r"in (?P<w>\d+) s, not charged",
+        N_(
+            'held: Ozon answered "Circle is open" (the prices method is blocked); tried again '
+            "in {w} s, not charged"
+        ),
+    ),
+    (
+        r"Ozon: (?P<s>.+): the method is blocked for a few minutes; tried again in (?P<w>\d+) "
+        r"s, not charged",
+        N_("Ozon: {s}: the method is blocked for a few minutes; tried again in {w} s, not charged"),
+    ),
+    (
+        r"unchanged: Ozon holds this price already, not sent again",
+        N_("unchanged: Ozon holds this price already, not sent again"),
+    ),
+    (
+        r"Ozon gave no answer for offer_id (?P<o>.+) in its 200 \(its result holds none\): "
+        r"whether Ozon took the price is unknown",
+        N_(
+            "Ozon gave no answer for offer_id {o} in its 200 (its result holds none): whether "
+            "Ozon took the price is unknown"
+        ),
+    ),
+    (r"Ozon: a 200 without a result per item", N_("Ozon: a 200 without a result per item")),
+    (r"an item's result is not an object", N_("an item's result is not an object")),
+    (r"Ozon: not updated: no error given", N_("Ozon: not updated: no error given")),
+    (r"Ozon: not updated: (?P<s>.+)", N_("Ozon: not updated: {s}")),
+    (
+        r"Ozon: (?P<c>[A-Z_]+): no product with this offer_id in the seller's account",
+        N_("Ozon: {c}: no product with this offer_id in the seller's account"),
+    ),
+    (
+        r"Ozon refused the Client-Id \((?P<s>.+)\); check ozon_client_id",
+        N_("Ozon refused the Client-Id ({s}); check ozon_client_id"),
+    ),
+    (
+        r"Ozon refused the Client-Id or the API key \((?P<s>.+)\); check (?P<k>[\w, ]+)",
+        N_("Ozon refused the Client-Id or the API key ({s}); check {k}"),
+    ),
+    (
+        r"Ozon: (?P<s>.+): not an answer of the prices method \(check ozon_api_url\)",
+        N_("Ozon: {s}: not an answer of the prices method (check ozon_api_url)"),
+    ),
+    (
+        r"ozon_client_id or ozon_api_key_file is not set \(or the file is empty\)",
+        N_("ozon_client_id or ozon_api_key_file is not set (or the file is empty)"),
+    ),
+    (r"Ozon: the read-back is unreadable", N_("Ozon: the read-back is unreadable")),
+    (r"Ozon: /v1/roles answered no roles", N_("Ozon: /v1/roles answered no roles")),
+    # Ozon's price rules, checked before a request (targets/ozon/target.py ``ozon_rule``)
+    (
+        r"old_price (?P<o>\S+) is below price (?P<p>\S+): Ozon refuses it \((?P<r>.+)\)",
+        N_("old_price {o} is below price {p}: Ozon refuses it ({r})"),
+    ),
+    (
+        r"old_price (?P<o>\S+) is 90 percent or more above price (?P<p>\S+): Ozon refuses it "
+        r"\((?P<r>.+)\)",
+        N_("old_price {o} is 90 percent or more above price {p}: Ozon refuses it ({r})"),
+    ),
+    (
+        r"the gap between old_price (?P<o>\S+) and price (?P<p>\S+) is (?P<g>\S+), less than "
+        r"Ozon's (?P<n>\S+) for this price \((?P<c>\w+)\)",
+        N_(
+            "the gap between old_price {o} and price {p} is {g}, less than Ozon's {n} for this "
+            "price ({c})"
+        ),
+    ),
+    (
+        r"min_price (?P<l>\S+) is not below price (?P<p>\S+): Ozon refuses it",
+        N_("min_price {l} is not below price {p}: Ozon refuses it"),
+    ),
+    (
+        r"min_price (?P<l>\S+) is less than half of price (?P<p>\S+): Ozon refuses it "
+        r"\((?P<r>.+)\)",
+        N_("min_price {l} is less than half of price {p}: Ozon refuses it ({r})"),
+    ),
+    # Yandex Market's (exchange/targets/yandex_market): a 200 accepts, the read-back applies
+    # (research §3.4): each wait for it is not charged; its own words kept as they are
+    (
+        r"HTTP 200: Yandex Market accepted offer (?P<o>.+); read back in (?P<w>\S+) s",
+        N_("HTTP 200: Yandex Market accepted offer {o}; read back in {w} s"),
+    ),
+    (
+        r"Yandex Market does not list offer (?P<o>.+) in its read-back yet; read back in "
+        r"(?P<w>\S+) s",
+        N_("Yandex Market does not list offer {o} in its read-back yet; read back in {w} s"),
+    ),
+    (
+        r"Yandex Market accepted offer (?P<o>.+) but its read-back \(offer-prices\) does not "
+        r"list it (?P<t>\S+) s later: no such offer in the cabinet's catalogue",
+        N_(
+            "Yandex Market accepted offer {o} but its read-back (offer-prices) does not list it "
+            "{t} s later: no such offer in the cabinet's catalogue"
+        ),
+    ),
+    (
+        r"the quarantine list could not be read \((?P<c>.+)\); read again",
+        N_("the quarantine list could not be read ({c*}); read again"),
+    ),
+    (
+        r"the read-back failed \((?P<d>.+)\); read again",
+        N_("the read-back failed ({d*}); read again"),
+    ),
+    (
+        r"Yandex Market took offer (?P<o>.+) and withholds its price in its price quarantine "
+        r"\((?P<v>.+)\): release it with `exchange withheld release`, or in the cabinet",
+        N_(
+            "Yandex Market took offer {o} and withholds its price in its price quarantine ({v}): "
+            "release it with `exchange withheld release`, or in the cabinet"
+        ),
+    ),
+    (
+        r"Yandex Market withholds another price of offer (?P<o>.+?) in its price quarantine, "
+        r"(?P<h>.+), not this update's value=(?P<v>\S+), which it has not applied yet; read "
+        r"back in (?P<w>\S+) s",
+        N_(
+            "Yandex Market withholds another price of offer {o} in its price quarantine, {h}, "
+            "not this update's value={v}, which it has not applied yet; read back in {w} s"
+        ),
+    ),
+    (
+        r"Yandex Market accepted offer (?P<o>.+?) but (?P<t>\S+) s later still withholds "
+        r"another price of it in its price quarantine, (?P<h>.+), not this update's "
+        r"value=(?P<v>\S+): sent again",
+        N_(
+            "Yandex Market accepted offer {o} but {t} s later still withholds another price of it "
+            "in its price quarantine, {h}, not this update's value={v}: sent again"
+        ),
+    ),
+    (
+        r"Yandex Market withholds offer (?P<o>.+?) at (?P<h>.+), not this delivery's "
+        r"(?P<v>.+?): a confirm would publish Yandex's, so nothing was confirmed \(confirm it "
+        r"in the cabinet if that price is right, or send a new price from 1C\)",
+        N_(
+            "Yandex Market withholds offer {o} at {h}, not this delivery's {v}: a confirm would "
+            "publish Yandex's, so nothing was confirmed (confirm it in the cabinet if that price "
+            "is right, or send a new price from 1C)"
+        ),
+    ),
+    (
+        r"the send could not be recorded before it left \((?P<e>[^)]+)\): not sent, sent "
+        r"again later",
+        N_("the send could not be recorded before it left ({e}): not sent, sent again later"),
+    ),
+    (
+        r"HTTP 200, read back: offer (?P<o>'.*?') shows (?P<f>.+)",
+        N_("HTTP 200, read back: offer {o} shows {f}"),
+    ),
+    (
+        r"Yandex Market accepted offer (?P<o>.+) but does not show the price (?P<t>\S+) s later, "
+        r"and does not list it in its price quarantine: sent again",
+        N_(
+            "Yandex Market accepted offer {o} but does not show the price {t} s later, and does "
+            "not list it in its price quarantine: sent again"
+        ),
+    ),
+    (
+        r"Yandex Market shows offer (?P<o>.+) as sent, but an earlier update of it was not "
+        r"shown yet when this one was accepted: it counts once ym_apply_timeout has passed; "
+        r"read back in (?P<w>\S+) s",
+        N_(
+            "Yandex Market shows offer {o} as sent, but an earlier update of it was not shown yet "
+            "when this one was accepted: it counts once ym_apply_timeout has passed; read back "
+            "in {w} s"
+        ),
+    ),
+    (
+        r"Yandex Market does not show offer (?P<o>.+)'s price yet; read back in (?P<w>\S+) s",
+        N_("Yandex Market does not show offer {o}'s price yet; read back in {w} s"),
+    ),
+    (
+        r"HTTP 400 \((?P<s>.+)\), read back: offer (?P<o>.+) holds the price as sent already",
+        N_("HTTP 400 ({s}), read back: offer {o} holds the price as sent already"),
+    ),
+    (
+        r"HTTP 400: Yandex Market refused offer (?P<o>'.*?'): (?P<s>.+)",
+        N_("HTTP 400: Yandex Market refused offer {o}: {s}"),
+    ),
+    (
+        r"HTTP 400: Yandex Market refused the request (?P<n>\d+) times, each naming other offers",
+        N_("HTTP 400: Yandex Market refused the request {n} times, each naming other offers"),
+    ),
+    (
+        r"(?P<s>.+): Yandex Market answered 200 with status ERROR \(an error, not an "
+        r"acceptance\): sent again",
+        N_(
+            "{s}: Yandex Market answered 200 with status ERROR (an error, not an acceptance): "
+            "sent again"
+        ),
+    ),
+    (
+        r"(?P<s>.+): Yandex Market's limit, waited for and still reached; sent again in "
+        r"(?P<w>\S+) s",
+        N_("{s}: Yandex Market's limit, waited for and still reached; sent again in {w} s"),
+    ),
+    (
+        r"(?P<s>.+): Yandex Market refused the Api-Key \(ym_api_key_file\): make an Api-Key "
+        r"token in the cabinet with the «Pricing» \(pricing\) or «All methods» access "
+        r"\(Yandex's guide: (?P<g>\S+)\)",
+        N_(
+            "{s}: Yandex Market refused the Api-Key (ym_api_key_file): make an Api-Key token in "
+            "the cabinet with the «Pricing» (pricing) or «All methods» access (Yandex's guide: "
+            "{g})"
+        ),
+    ),
+    (
+        r"(?P<s>.+): Yandex Market refuses this key for this business \(ym_business_id\): check "
+        r"the cabinet's id and that its API is enabled",
+        N_(
+            "{s}: Yandex Market refuses this key for this business (ym_business_id): check the "
+            "cabinet's id and that its API is enabled"
+        ),
+    ),
+    (
+        r"(?P<s>.+): the Partner API's price methods are not at this address: check ym_api_url "
+        r"\((?P<u>\S+)\)",
+        N_("{s}: the Partner API's price methods are not at this address: check ym_api_url ({u})"),
+    ),
+    (
+        r"(?P<s>.+): the cabinet is locked by Yandex Market \(a business in migration\)",
+        N_("{s}: the cabinet is locked by Yandex Market (a business in migration)"),
+    ),
+    (
+        r"ym_api_key_file is not set or empty: the Api-Key of the cabinet is needed",
+        N_("ym_api_key_file is not set or empty: the Api-Key of the cabinet is needed"),
+    ),
+    (
+        r"Yandex Market confirmed the price \(price-quarantine/confirm\): it shows within "
+        r"minutes, and the delivery ends delivered when the read-back shows it",
+        N_(
+            "Yandex Market confirmed the price (price-quarantine/confirm): it shows within "
+            "minutes, and the delivery ends delivered when the read-back shows it"
+        ),
+    ),
+    (
+        r"SKUs (?P<a>'.*?') and (?P<b>'.*?') are one Yandex Market offer (?P<o>'.*?') \(Yandex "
+        r"trims offerId, and under sku_source=article two goods may share an article\): each "
+        r"would overwrite the other's price; give them distinct SKUs \(or articles\) in 1C",
+        N_(
+            "SKUs {a} and {b} are one Yandex Market offer {o} (Yandex trims offerId, and under "
+            "sku_source=article two goods may share an article): each would overwrite the "
+            "other's price; give them distinct SKUs (or articles) in 1C"
+        ),
+    ),
+    (
+        r"the SKU is empty once Yandex trims it \(offerId is 1-255 characters\)",
+        N_("the SKU is empty once Yandex trims it (offerId is 1-255 characters)"),
+    ),
+    (
+        r"offer (?P<o>'.*?') has no price mapped to value known yet \(Yandex takes discountBase "
+        r"and minimumForBestseller only with the price\)",
+        N_(
+            "offer {o} has no price mapped to value known yet (Yandex takes discountBase and "
+            "minimumForBestseller only with the price)"
+        ),
+    ),
+    (
+        r"offer (?P<o>'.*?'): discountBase (?P<b>\S+) is not above value (?P<v>\S+)",
+        N_("offer {o}: discountBase {b} is not above value {v}"),
+    ),
+    (
+        r"offer (?P<o>'.*?'): a discount of (?P<p>\S+) % \(discountBase (?P<b>\S+), value "
+        r"(?P<v>\S+)\); Yandex Market takes (?P<r>\S+) %",
+        N_(
+            "offer {o}: a discount of {p} % (discountBase {b}, value {v}); Yandex Market takes "
+            "{r} %"
+        ),
+    ),
+    (
+        r"offer (?P<o>'.*?'): minimumForBestseller (?P<l>\S+) is not in 0 < x ≤ (?P<m>\S+)",
+        N_("offer {o}: minimumForBestseller {l} is not in 0 < x ≤ {m}"),
+    ),
+    # a marketplace's items (exchange/targets/marketplace/items.py): an item that waits for
+    # its companion price is not charged
+    (
+        r"alone beside the other known prices of its SKU it breaks a rule of (?P<t>\S+) "
+        r"\((?P<b>.+)\); 1C may send the other price type in its next package: looked at again "
+        r"in (?P<w>\S+) s, quarantined if it still breaks the rule (?P<l>\d+) s from now, not "
+        r"charged",
+        N_(
+            "alone beside the other known prices of its SKU it breaks a rule of {t} ({b*}); 1C "
+            "may send the other price type in its next package: looked at again in {w} s, "
+            "quarantined if it still breaks the rule {l} s from now, not charged"
+        ),
+    ),
+    (
+        r"waits for (?P<m>\S+) \(price type (?P<pt>'.*?'), version (?P<v>\d+)\), still to be "
+        r"given to (?P<t>\S+): alone it breaks a rule \((?P<b>.+)\); both go together, looked "
+        r"at again in (?P<w>\S+) s, not charged",
+        N_(
+            "waits for {m} (price type {pt}, version {v}), still to be given to {t}: alone it "
+            "breaks a rule ({b*}); both go together, looked at again in {w} s, not charged"
+        ),
+    ),
+    (
+        r"the price is in (?P<c>\S+); the channel's account takes (?P<a>\S+) \(currency\): "
+        r"never converted",
+        N_("the price is in {c}; the channel's account takes {a} (currency): never converted"),
+    ),
+    (
+        r"SKU (?P<s>.+) has no article \(Артикул\) in the CommerceML the service read, and the "
+        r"channel names offers by their article \(sku_source=article\)",
+        N_(
+            "SKU {s} has no article (Артикул) in the CommerceML the service read, and the channel "
+            "names offers by their article (sku_source=article)"
+        ),
+    ),
+    (r"(?P<a>\S+) is not a price the channel takes", N_("{a} is not a price the channel takes")),
+    (
+        r"the articles could not be read: (?P<e>\w+)",
+        N_("the articles could not be read: {e}"),
+    ),
+    (
+        r"the waiting prices could not be read: (?P<e>\w+)",
+        N_("the waiting prices could not be read: {e}"),
     ),
     # the 1C-Bitrix target's pause when the service's own database did not answer
     (

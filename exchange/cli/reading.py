@@ -54,7 +54,14 @@ from exchange.ops.status import (
 from exchange.queue import control
 from exchange.report.words import history_words
 from exchange.settings import safe_url
-from exchange.words import channels_named, error_words, money, name, source_words
+from exchange.words import (
+    channels_named,
+    error_words,
+    money,
+    name,
+    source_words,
+    state_said,
+)
 
 
 @app.command(
@@ -327,10 +334,12 @@ def _print_found(
 def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:
     reason = row["reason"] or "-"
     if lang != "en":
-        reason = name("reason", row["reason"], lang) or "—"
+        reason = name("reason", row["reason"], lang, row.get("target")) or "—"
     facts = [
         _("{state}  {kind} {aggregate} v{version}", lang).format(
-            state=name("state", row["state"], lang) if lang != "en" else row["state"],
+            state=state_said(row["state"], lang, awaiting=bool(row.get("awaiting")))
+            if lang != "en"
+            else row["state"],
             kind=name("kind", row["kind"], lang) if lang != "en" else row["kind"],
             aggregate=row["aggregate"],
             version=row["version"],
@@ -372,11 +381,13 @@ def _one_per_message(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def _delivery_line(delivery: dict[str, Any], lang: Lang = "en") -> str:
-    """A message's delivery on one channel, as ``history`` prints it under the headline."""
+def _delivery_line(delivery: dict[str, Any], lang: Lang = "en", target: str | None = None) -> str:
+    """A message's delivery on one channel (of ``target``), as ``history`` prints it under the
+    headline."""
     state, reason = delivery["state"], delivery["reason"]
     if lang != "en":
-        state, reason = name("state", state, lang), name("reason", reason, lang)
+        state = state_said(state, lang, awaiting=bool(delivery.get("awaiting")))
+        reason = name("reason", reason, lang, target)
     return _("  channel {channel}: {state}, reason: {reason}, attempts: {attempts}", lang).format(
         channel=delivery["channel"],
         state=state,
@@ -419,6 +430,7 @@ def history(
                 else (found[0]["message_id"] if found else message_id)
             )
             bio = _shown(biography(connection, chosen, channel=channel))
+            targets = channel_targets(connection)  # a marketplace's reasons in its words
     if as_json:
         print(json.dumps({"database": safe_url(settings.database_url), **bio}, ensure_ascii=False))
         return
@@ -439,14 +451,15 @@ def history(
             kind=name("kind", m["kind"], lang),
             aggregate=m["aggregate"],
             version=m["version"],
-            state=name("state", m["state"], lang),
-            reason=name("reason", m["reason"], lang) or "—",
+            state=state_said(m["state"], lang, awaiting=bool(m.get("awaiting"))),
+            reason=name("reason", m["reason"], lang, targets.get(m["channel"] or "")) or "—",
             attempts=m["attempts"],
         )
     out.print(headline, markup=False)
     if len(bio["deliveries"]) > 1:  # contract 13: its state on every channel
         for delivery in bio["deliveries"]:
-            out.print(_delivery_line(delivery, lang), markup=False, highlight=False)
+            target = targets.get(delivery["channel"])
+            out.print(_delivery_line(delivery, lang, target), markup=False, highlight=False)
     table = Table()
     # contract 13: with more than one channel, each event says whose delivery it is (intake's
     # own events are no channel's: "—")

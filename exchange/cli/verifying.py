@@ -23,7 +23,7 @@ from exchange.ops.verify import (
     one_channel,
     verify,
 )
-from exchange.words import error_words, money
+from exchange.words import error_words, money, on_marketplace
 
 
 @app.command(
@@ -81,11 +81,13 @@ def verify_command(
                 await target.aclose()
 
         verification = asyncio.run(read())
-    _print(verification, as_json)
+    _print(verification, as_json, marketplace=on_marketplace(named.settings.target))
     raise typer.Exit(1 if verification.differing else 0)
 
 
-def _print(verification: Verification, as_json: bool) -> None:
+def _print(verification: Verification, as_json: bool, *, marketplace: bool = False) -> None:
+    """``marketplace``: the channel is a marketplace's (``words.on_marketplace``), which the
+    words name, never "the shop" (contract 14)."""
     if as_json:
         out.print_json(json.dumps(verification.as_json(), ensure_ascii=False))
         return
@@ -96,11 +98,22 @@ def _print(verification: Verification, as_json: bool) -> None:
         said = _("no delivered price of SKU {sku} to compare", lang).format(sku=sku)
         out.print(said, markup=False, highlight=False)
     if not differing:
-        said = ngettext(
-            "{channel}: the shop holds the latest delivered price of all {count} checked",
-            "{channel}: the shop holds the latest delivered price of all {count} checked",
-            checked,
-            lang,
+        said = (
+            ngettext(
+                "{channel}: the marketplace holds the latest delivered price of all {count} "
+                "checked",
+                "{channel}: the marketplace holds the latest delivered price of all {count} "
+                "checked",
+                checked,
+                lang,
+            )
+            if marketplace
+            else ngettext(
+                "{channel}: the shop holds the latest delivered price of all {count} checked",
+                "{channel}: the shop holds the latest delivered price of all {count} checked",
+                checked,
+                lang,
+            )
         )
         out.print(
             said.format(channel=verification.channel, count=checked),
@@ -112,7 +125,9 @@ def _print(verification: Verification, as_json: bool) -> None:
         pgettext("verify column", "SKU", lang),
         pgettext("verify column", "field", lang),
         pgettext("verify column", "delivered", lang),
-        pgettext("verify column", "the shop holds", lang),
+        pgettext("verify column", "the marketplace holds", lang)
+        if marketplace
+        else pgettext("verify column", "the shop holds", lang),
         "message_id",
         box=None,
     )

@@ -31,12 +31,23 @@ from decimal import Decimal, InvalidOperation
 from sqlalchemy import ColumnElement, Engine, FromClause, and_, func, or_, select
 
 from exchange.db.on_channels import Channel, channel_ids, on
-from exchange.db.schema import aggregates, channel_aggregates, deliveries, messages
+from exchange.db.schema import aggregates, channel_aggregates, deliveries, history, messages
 from exchange.domain.prices import DEFAULT_CURRENCY, KnownPrice, WaitingPrice
-from exchange.domain.states import State
+from exchange.domain.reasons import Reason
+from exchange.domain.states import Event, State
 
 CHUNK = 500  # SKUs per SELECT ... IN
 KNOWN_STATES = (State.DELIVERED.value, State.IN_PROGRESS.value)
+# The states of a delivery that may be in doubt: not delivered, not in flight, and an earlier
+# attempt of it may have reached the channel (``in_doubt``); new again after an uncharged one.
+DOUBT_STATES = (
+    State.NEW.value,
+    State.DELAYED.value,
+    State.QUARANTINED.value,
+    State.CANCELLED.value,
+)
+# What ``exchange.queue.record`` writes before the detail of an attempt whose result is unknown.
+RESULT_UNKNOWN = "result-unknown: "
 
 
 class DbKnownPrices:
@@ -51,6 +62,8 @@ class DbKnownPrices:
         delivered_only: bool = False,
         awaiting_receipt: str | None = None,
         in_flight: bool = True,
+        in_doubt: bool = False,
+        doubt_receipts: tuple[str, ...] = (),
     ) -> None:
         """``delivered_only``: the latest version delivered, not one being delivered, and only
         while what the marketplace holds is known (a price equal to it is not sent again,
@@ -71,6 +84,8 @@ class DbKnownPrices:
         self.delivered_only = delivered_only
         self.states = (State.DELIVERED.value,) if delivered_only or not in_flight else KNOWN_STATES
         self.awaiting_receipt = None if delivered_only else awaiting_receipt
+        self.in_doubt = in_doubt and not delivered_only
+        self.doubt_receipts = doubt_receipts
         self.pending = (
             (State.NEW.value, State.DELAYED.value, State.IN_PROGRESS.value)
             if in_flight
@@ -78,16 +93,22 @@ class DbKnownPrices:
         )
 
     def _known(self, table: FromClause) -> ColumnElement[bool]:
-        """A delivery of ``table`` whose version the channel holds (or is being given)."""
+        """A delivery of ``table`` whose version the channel holds (or is being given, or
+        may hold: ``in_doubt``)."""
+        held: list[ColumnElement[bool]] = []
         if self.awaiting_receipt is None:
-            return table.c.state.in_(self.states)
-        return or_(
-            table.c.state.in_((*self.states, State.WITHHELD.value)),
-            and_(
-                table.c.state == State.DELAYED.value,
-                table.c.receipt.startswith(self.awaiting_receipt, autoescape=True),
-            ),
-        )
+            held.append(table.c.state.in_(self.states))
+        else:
+            held += [
+                table.c.state.in_((*self.states, State.WITHHELD.value)),
+                and_(
+                    table.c.state == State.DELAYED.value,
+                    table.c.receipt.startswith(self.awaiting_receipt, autoescape=True),
+                ),
+            ]
+        if self.in_doubt:
+            held.append(_doubted(table, self.doubt_receipts))
+        return held[0] if len(held) == 1 else or_(*held)
 
     def latest(self, skus: Iterable[str]) -> list[KnownPrice]:
         wanted = sorted(set(skus))
@@ -185,6 +206,32 @@ class DbKnownPrices:
         channel (``WaitingPrices``): new or delayed, in flight too unless ``in_flight`` is
         False."""
         return _waiting(self, skus)
+
+
+def _doubted(table: FromClause, receipts: tuple[str, ...]) -> ColumnElement[bool]:
+    """A delivery of ``table`` not delivered nor in flight that may have reached the channel:
+    an attempt of it ended with its result unknown (``exchange.queue.record`` writes
+    ``result-unknown:`` before its detail) or was taken over from an expired lease, it was
+    quarantined ``unknown-response``, or its receipt begins with one of ``receipts``."""
+    h = history.c
+    unknown_attempt = (
+        select(h.id)
+        .where(
+            h.message_pk == table.c.message_pk,
+            h.channel_id == table.c.channel_id,
+            or_(
+                h.detail.startswith(RESULT_UNKNOWN, autoescape=True),
+                h.event == Event.TAKEN_OVER.value,
+            ),
+        )
+        .exists()
+    )
+    why: list[ColumnElement[bool]] = [
+        table.c.reason == Reason.UNKNOWN_RESPONSE.value,
+        unknown_attempt,
+    ]
+    why += [table.c.receipt.startswith(r, autoescape=True) for r in receipts]
+    return and_(table.c.state.in_(DOUBT_STATES), or_(*why))
 
 
 def _waiting(db: DbKnownPrices, skus: Iterable[str]) -> list[WaitingPrice]:

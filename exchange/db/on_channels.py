@@ -98,6 +98,14 @@ def channel_targets(connection: Connection) -> dict[str, str]:
     return {row.name: row.target for row in rows}
 
 
+def targets_by_id(connection: Connection) -> dict[int, str]:
+    """Each channel ever registered (dropped too: its deliveries stay), its target by its id:
+    what a row's words need to tell a marketplace from a site (``words.on_marketplace``)."""
+    return {
+        row.id: row.target for row in connection.execute(select(channels.c.id, channels.c.target))
+    }
+
+
 def on(column: Any, ids: Sequence[int]) -> ColumnElement[bool]:
     """``column`` (a ``channel_id``) is one of ``ids``: an equality for one (a walk of a
     channel-first index stays in order), IN for several, false for none."""

@@ -40,7 +40,9 @@ NO_WAY = (
 
 
 def outgoing(w: Withheld) -> OutgoingMessage:
-    return OutgoingMessage(w.message_id, w.kind, w.aggregate, w.version, w.payload, w.created_at)
+    return OutgoingMessage(
+        w.message_id, w.kind, w.aggregate, w.version, w.payload, w.created_at, w.receipt
+    )
 
 
 async def recheck(

@@ -26,7 +26,8 @@ exhausted, 14 unavailable, 16 unauthenticated), that is an inference, marked so.
 
 The catalogue: every ``offer_id`` exists but ``NOSUCH*`` (``auto``), each with a product id
 of its own; ``hold`` a catalogue for only those. Faults (``OzonFaults``, mutable while it
-runs): the key's state and roles, ``delay``, ``internal_errors``, ``drop_after``.
+runs): the key's state and roles, ``delay``, ``internal_errors``, ``drop_after``,
+``slow_after``.
 
 Bookkeeping: ``history(offer_id)`` every price the product took (``histories()`` of every
 product at once), ``updates(offer_id)`` every update it took with its money fields,
@@ -211,6 +212,9 @@ class OzonFaults:
     delay: float = 0.0  # real seconds before each answer
     internal_errors: int = 0  # the next N requests answer 500 "Internal error" (OZ-ERR)
     drop_after: bool = False  # apply the request, then cut the connection (no answer)
+    # apply an import, then answer this many real seconds later (past a client's timeout: the
+    # answer never comes in time, the prices landed all the same); other methods answer at once
+    slow_after: float = 0.0
     # offer_ids whose result is left out of a 200's ``result`` (applied or refused as ever):
     # an answer short of one result per item (§1.4 says one per item; a fault, not Ozon's word)
     unanswered: set[str] = field(default_factory=set)
@@ -855,6 +859,8 @@ class _OzonHandler(Handler):
         if sim.faults.drop_after:
             self.drop()
             return
+        if sim.faults.slow_after and path == IMPORT_PRICES:
+            time.sleep(sim.faults.slow_after)
         self.answer(200, _json(answer), "application/json")
 
 

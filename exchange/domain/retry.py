@@ -200,6 +200,9 @@ def decide(
                     error_class=c.error_class,
                     next_try_at=now + timedelta(seconds=delay),
                     delay_s=delay,
+                    # Not charged, yet the request may have landed (a cut-off answer): its
+                    # history says so, and what the channel may hold reads it (review ozon 33).
+                    result_unknown=c.result_unknown,
                 )
             if policy.exhausted(attempt):
                 return replace(

@@ -148,6 +148,10 @@ _WHAT = tuple(
         ),
         (r"Yandex Market: the limits", N_("Yandex Market: the limits")),
         (
+            r"Yandex Market: price fields the channel does not send",
+            N_("Yandex Market: price fields the channel does not send"),
+        ),
+        (
             r"Yandex Market: the key's right to change prices",
             N_("Yandex Market: the key's right to change prices"),
         ),
@@ -954,13 +958,14 @@ async def _check_yandex_market(
         health = await target.health()
         if health.verdict is not Verdict.DELIVERED:
             return [fail(key_what, health.detail), skip(sample_what, "the key is not accepted")]
-        found = await target.offers_found(sample) if sample else None
+        shown = await target.offers_shown(sample) if sample else None
     finally:
         await target.aclose()
         if articles_engine is not None:
             articles_engine.dispose()
     rights = await asyncio.to_thread(_ym_rights, settings)
     results = [ok(key_what, "a read of prices answered"), rights]
+    found = set(shown) if isinstance(shown, dict) else shown
     if found is None:
         results.append(skip(sample_what, "no price has been taken in yet"))
     elif isinstance(found, Classification):
@@ -986,6 +991,9 @@ async def _check_yandex_market(
                     "offerId there 1C's SKU, or its article (sku_source)?",
                 )
             )
+    unmapped = _ym_unmapped(settings, shown) if isinstance(shown, dict) else None
+    if unmapped is not None:
+        results.append(unmapped)
     results.append(
         ok(
             limits_what,
@@ -996,6 +1004,34 @@ async def _check_yandex_market(
         )
     )
     return results
+
+
+def _ym_unmapped(settings: Settings, shown: dict[str, frozenset[str]]) -> CheckResult | None:
+    """The price fields the sampled offers carry in the cabinet that ``ym_price_types`` maps
+    no price type to: Yandex erases them with the channel's first update of the offer
+    (research §3.6.2, an update without ``discountBase`` or ``minimumForBestseller`` drops
+    it). A warning on an OK line (the seller may mean it); None when there is none."""
+    what = "Yandex Market: price fields the channel does not send"
+    mapped = {field for field in settings.ym_price_types.values() if field} | {"value"}
+    carried: dict[str, list[str]] = {}
+    for sku in sorted(shown):
+        for name in sorted(shown[sku] - mapped):
+            carried.setdefault(name, []).append(sku)
+    if not carried:
+        return None
+    said = "; ".join(
+        f"{name} on {len(skus)} of {len(shown)} sampled offers ("
+        + ", ".join(repr(s) for s in skus[:3])
+        + (" …" if len(skus) > 3 else "")
+        + ")"
+        for name, skus in carried.items()
+    )
+    return ok(
+        what,
+        f"warning: {said}: the cabinet holds them and ym_price_types maps no price type to them, "
+        "so the channel's first update of each offer erases them (Yandex drops a field an "
+        "update leaves out); map a 1C price type to them to keep them",
+    )
 
 
 def _why_not_written(write: Classification) -> str:

@@ -26,7 +26,14 @@ from sqlalchemy import (
 )
 
 from exchange.db.engine import is_postgres
-from exchange.db.on_channels import Channel, channel_ids, channel_names, listed, on
+from exchange.db.on_channels import (
+    Channel,
+    channel_ids,
+    channel_names,
+    listed,
+    on,
+    targets_by_id,
+)
 from exchange.db.schema import aggregates, cml_catalog, deliveries, history, messages
 from exchange.domain.policy import KindPolicies
 from exchange.domain.prices import DEFAULT_CURRENCY
@@ -34,6 +41,7 @@ from exchange.domain.reasons import CANCELLED_REASONS, Reason
 from exchange.domain.search_key import search_key
 from exchange.domain.states import PENDING, State, values
 from exchange.errors import OperatorError
+from exchange.ops.waits import awaiting
 
 FOUND_SHOWN = 200
 HTTP_REASON = re.compile(r"http-[45][0-9][0-9]")
@@ -254,17 +262,23 @@ def find(
         of=lambda pk: pk.in_(select(found.c.id)),
     )
     rows = connection.execute(
-        select(m, attempted(m).label("attempted"))
+        select(
+            m,
+            attempted(m).label("attempted"),
+            awaiting(m.c.id, m.c.channel_id, m.c.state).label("awaiting"),
+        )
         .order_by(m.c.created_at.desc(), m.c.id.desc(), m.c.channel_id)
         .offset(offset)
         .limit(limit)
     ).mappings()
-    names = channel_names(connection)
+    names, targets = channel_names(connection), targets_by_id(connection)
     return [
         {
             "message_id": r["message_id"],
             # contract 13: the delivery's channel (None: intake's rejected record, no channel's)
             "channel": names.get(r["channel_id"]) if r["channel_id"] is not None else None,
+            # its target: a marketplace's reason in the marketplace's words
+            "target": targets.get(r["channel_id"]) if r["channel_id"] is not None else None,
             "kind": r["kind"],
             "aggregate": r["aggregate"],
             "version": r["version"],
@@ -274,6 +288,8 @@ def find(
             "name": r["name"],
             "last_error": r["last_error"],
             "attempted": bool(r["attempted"]),
+            # delayed waiting for its channel, not for a retry (exchange.ops.waits)
+            "awaiting": bool(r["awaiting"]),
             **price_of(r["kind"], r["payload"]),
             "attempts": r["attempts"],
             "created_at": r["created_at"].isoformat(),

@@ -41,10 +41,18 @@ from exchange.errors import ExchangeError, OperatorError
 from exchange.i18n import N_, Lang, _, matching, ngettext, number, percent, pgettext
 from exchange.intake.sources.common import Source
 from exchange.ops.find import held, held_condition
+from exchange.ops.waits import awaiting
 from exchange.queue import control, order
 from exchange.settings import worker_live_within
 from exchange.settings.delivery import DeliverySettings
-from exchange.words import WORDS, channel_named, channel_subject, error_words, name, word
+from exchange.words import (
+    WORDS,
+    channel_named,
+    channel_subject,
+    error_words,
+    name,
+    word,
+)
 
 RECENT = timedelta(minutes=15)
 # A worker that has not reported for this long is gone (worker ids change with every start):
@@ -108,6 +116,10 @@ class Status:
     # "until"}, or None. They keep their lease (contract 4: a slow site never makes two
     # workers send one message), so they stay ``in_progress`` and are said as waiting.
     waiting_for_site: dict[str, Any] | None = None
+    # The ``delayed`` deliveries that wait for their channel, not for a retry
+    # (``exchange.ops.waits``: Ozon's hourly limit, an outcome read later, a read-back): a
+    # part of ``counts["delayed"]``, said as a wait.
+    awaiting_channel: int = 0
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -173,6 +185,22 @@ def status(
         pause=pause,
         site_unreachable_since=unreachable_since(shown),
         waiting_for_site=waiting_for_site(connection, shown, now, ids),
+        awaiting_channel=awaiting_channel(connection, ids) if counts[State.DELAYED.value] else 0,
+    )
+
+
+def awaiting_channel(connection: Connection, ids: list[int]) -> int:
+    """How many delayed deliveries on the channels ``ids`` wait for their channel
+    (``waits.awaiting``), not for a retry."""
+    d = deliveries
+    return int(
+        connection.execute(
+            select(func.count()).where(
+                on(d.c.channel_id, ids),
+                d.c.state == State.DELAYED.value,
+                awaiting(d.c.message_pk, d.c.channel_id, d.c.state),
+            )
+        ).scalar_one()
     )
 
 
@@ -744,6 +772,9 @@ def tables(
         if state == State.WITHHELD.value and not count:
             continue  # contract 13: said where a channel withholds prices, else as before
         states.add_row(_named("state", state, lang), str(count))
+        if state == State.DELAYED.value and figures.awaiting_channel:
+            # a wait for the marketplace is no retry (``waits.awaiting``), as the dashboard
+            states.add_row("  " + word("delayed_awaiting", lang), str(figures.awaiting_channel))
         waiting = figures.waiting_for_site
         if state == State.IN_PROGRESS.value and waiting:
             until = local_time(waiting["until"], zone)
@@ -1080,6 +1111,21 @@ def biography(connection: Connection, message_id: str, channel: Channel = None) 
             "aggregate": row["aggregate"],
             "version": row["version"],
             "state": row["state"],
+            # delayed waiting for its channel, not for a retry (``waits.awaiting``)
+            "awaiting": row["state"] == State.DELAYED.value
+            and row["channel_id"] is not None
+            and bool(
+                connection.execute(
+                    select(
+                        awaiting(
+                            deliveries.c.message_pk, deliveries.c.channel_id, deliveries.c.state
+                        )
+                    ).where(
+                        deliveries.c.message_pk == row["id"],
+                        deliveries.c.channel_id == row["channel_id"],
+                    )
+                ).scalar()
+            ),
             "reason": row["reason"],
             "attempts": row["attempts"],
             "superseded_by": row["superseded_by"],
@@ -1113,6 +1159,7 @@ def on_every_channel(connection: Connection, pk: int) -> list[dict[str, Any]]:
             deliveries.c.reason,
             deliveries.c.attempts,
             deliveries.c.updated_at,
+            awaiting(deliveries.c.message_pk, deliveries.c.channel_id, deliveries.c.state),
         )
         .join(channels, channels.c.id == deliveries.c.channel_id)
         .where(deliveries.c.message_pk == pk)
@@ -1125,8 +1172,9 @@ def on_every_channel(connection: Connection, pk: int) -> list[dict[str, Any]]:
             "reason": reason,
             "attempts": attempts,
             "updated_at": _iso(updated_at),
+            "awaiting": bool(waits),  # a wait for the channel, not a retry (``waits``)
         }
-        for name, state, reason, attempts, updated_at in rows
+        for name, state, reason, attempts, updated_at, waits in rows
     ]
 
 

@@ -84,6 +84,7 @@ class Leased:
     channel_id: int  # the channel it is delivered to
     leased_at: datetime | None = None  # when the lease began: the attempt's row carries it
     receipt: str | None = None  # the delivery's stored receipt (its last AWAITING's, if any)
+    taken_at: datetime | None = None  # when intake took the message in (``messages.taken_at``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +167,7 @@ class _ClaimSQL:
 
     pick: Select[Any]
     lease: Update  # on the channel's cursors
-    candidates: Any  # a Select of 14 columns (its generic form differs in SQLAlchemy 2.0/2.1)
+    candidates: Any  # a Select of 15 columns (its generic form differs in SQLAlchemy 2.0/2.1)
     companions: Select[Any] | None = None  # one_per_sku: the picked SKUs' waiting companions
 
 
@@ -302,6 +303,7 @@ def _claim_sql(
             m.leased_at,
             m.locked_until,
             m.receipt,
+            messages.c.taken_at,
         )
         .join(cursor, order.on_cursor(m))
         .join(messages, messages.c.id == m.message_pk)
@@ -386,7 +388,7 @@ def claim(
     for row in chosen.values():
         # Unpacked once: a Row's attribute access by name costs more than the rest of the loop.
         (pk, message_id, aggregate_id, kind, aggregate, version, payload, created_at) = row[:8]
-        (attempts, state, locked_by, row_leased_at, row_lease_until, receipt) = row[8:]
+        (attempts, state, locked_by, row_leased_at, row_lease_until, receipt, taken_at) = row[8:]
         attempt = attempts + 1
         values = lease_values.get(attempt)
         if values is None:
@@ -443,6 +445,7 @@ def claim(
                 channel,
                 leased_at,
                 receipt,
+                taken_at,
             )
         )
     apply(connection, changes, now)

@@ -55,6 +55,9 @@ class Withheld:
     withheld_at: datetime
     said: str | None  # what the channel answered (``last_error``): its own words
     channel_id: int
+    # The delivery's receipt (e.g. Yandex Market's ``ym-accepted:`` with the item as sent): a
+    # release compares what the channel withholds with what this delivery carried.
+    receipt: str | None = None
 
 
 def _columns() -> tuple[Any, ...]:
@@ -71,6 +74,7 @@ def _columns() -> tuple[Any, ...]:
         d.updated_at,
         d.last_error,
         d.channel_id,
+        d.receipt,
     )
 
 

@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import Connection, case, func, select
 
-from exchange.db.on_channels import Channel, channel_ids, listed
+from exchange.db.on_channels import Channel, channel_ids, channel_targets, listed
 from exchange.db.schema import deliveries, history
 from exchange.domain.states import Event, State
 from exchange.ops.quarantine import Filters, list_quarantined
@@ -103,8 +103,9 @@ def collect(
     redactor = Redactor(mask_fields, secrets)
     rows = list_quarantined(connection, filters)
     extras = _extras(connection, [row["message_id"] for row in rows], filters.channel)
+    targets = channel_targets(connection)
     entries = tuple(
-        _entry(row, extras[row["message_id"]], redactor)
+        _entry(row, extras[row["message_id"]], redactor, targets.get(row["channel"] or ""))
         for row in rows
         # left quarantine between the two reads (PostgreSQL read committed): not listed
         if row["message_id"] in extras
@@ -166,7 +167,9 @@ def _extras(
     return found
 
 
-def _entry(row: dict[str, Any], extra: dict[str, Any], redactor: Redactor) -> Entry:
+def _entry(
+    row: dict[str, Any], extra: dict[str, Any], redactor: Redactor, target: str | None = None
+) -> Entry:
     payload, hidden = redactor.payload(extra["payload"])
     events = [
         HistoryEvent(
@@ -190,6 +193,7 @@ def _entry(row: dict[str, Any], extra: dict[str, Any], redactor: Redactor) -> En
     return Entry(
         message_id=row["message_id"],
         channel=row["channel"],
+        target=target,
         kind=row["kind"],
         aggregate=row["aggregate"],
         version=row["version"],

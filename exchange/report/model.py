@@ -71,6 +71,8 @@ class Entry:
     history: tuple[HistoryEvent, ...] = ()
     # contract 13: the channel it is quarantined on; None for intake's rejected record.
     channel: str | None = None
+    # that channel's target: a marketplace's advice is the marketplace's (words.on_marketplace)
+    target: str | None = None
 
     @property
     def last_result(self) -> str | None:

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 from exchange.i18n import N_, _, moment, ngettext
 from exchange.report.model import Entry, Lang, Report
-from exchange.words import error_words, name
+from exchange.words import error_words, name, on_marketplace
 
 # Each label in English, marked for the catalogs (exchange/locale: the Russian is there). The order
 # of COLUMNS is the order of the detail table.
@@ -229,6 +229,23 @@ _REJECTED_BY_SITE = N_(
     "The site rejected the message ({reason}): check the payload with the site team, correct it "
     "in 1C, then {cancel} or {retry}."
 )
+# The advice where the site's words would be wrong on a marketplace's channel (contract 14):
+# there is no site team, and a marketplace may have taken the price it did not confirm.
+_MARKETPLACE_CHECK: dict[str, str] = {
+    "retry-limit": N_(
+        "The marketplace kept failing for this message, and may have taken the price all the "
+        "same: check the price in the marketplace's cabinet, then {retry} or {cancel}."
+    ),
+    "unknown-response": N_(
+        "The marketplace answered something the service does not understand, and may have taken "
+        "the price: check the price in the marketplace's cabinet, then {retry} or {cancel}."
+    ),
+}
+_REJECTED_BY_MARKETPLACE = N_(
+    "The marketplace rejected the message ({reason}): read its words in the last error, check "
+    "the product in the marketplace's cabinet, correct the price in 1C, then {cancel} or "
+    "{retry}."
+)
 _SUPERSEDED = N_(
     "A newer version of this aggregate was delivered after this one was quarantined: nothing is "
     "left to fix, {cancel}."
@@ -242,11 +259,18 @@ def next_check(
     *,
     superseded: bool = False,
     steps: dict[str, str] | None = None,
+    target: str | None = None,
 ) -> str:
     """What the operator has to check or do next, in plain words. ``steps`` says each of
-    ``STEP_NAMES`` as a page does (its buttons); a report's own words by default."""
+    ``STEP_NAMES`` as a page does (its buttons); a report's own words by default. ``target``:
+    the channel's; a marketplace's (``words.on_marketplace``) has no site team to ask."""
+    marketplace = on_marketplace(target)
     if superseded:
         words = _SUPERSEDED
+    elif marketplace and reason and reason.startswith("http-"):
+        words = _REJECTED_BY_MARKETPLACE
+    elif marketplace and reason in _MARKETPLACE_CHECK:
+        words = _MARKETPLACE_CHECK[reason]
     elif reason and reason.startswith("http-"):
         words = _REJECTED_BY_SITE
     else:
@@ -273,7 +297,10 @@ def reason_steps(reason: str, lang: Lang) -> dict[str, str]:
 def summary_next_check(report: Report, reason: str, lang: Lang) -> str:
     """«Что сделать» of the summary's row for ``reason``: with the page's buttons in a
     workbench export, with the commands in the command line's report."""
-    return next_check(reason, lang, steps=report.steps or reason_steps(reason, lang))
+    # a reason whose entries are all on one marketplace's channels: that marketplace's advice
+    targets = {entry.target for entry in report.entries if entry.reason == reason}
+    target = targets.pop() if len(targets) == 1 else None
+    return next_check(reason, lang, steps=report.steps or reason_steps(reason, lang), target=target)
 
 
 def cause(entry: Entry, lang: Lang) -> str | None:
@@ -300,7 +327,11 @@ def entry_next_check(entry: Entry, lang: Lang, steps: dict[str, str] | None = No
     a page's ``steps`` (``Report.steps``: an export of the workbench) its buttons instead, and
     no command."""
     advice = next_check(
-        entry.reason, lang, superseded=entry.superseded_after_quarantine, steps=steps
+        entry.reason,
+        lang,
+        superseded=entry.superseded_after_quarantine,
+        steps=steps,
+        target=entry.target,
     )
     found = cause(entry, lang)
     parts = [advice]

@@ -47,6 +47,9 @@ class OutgoingMessage:
     # The delivery's stored receipt as the claim read it: what its last ``AWAITING`` left for
     # the target to pick up after a restart (e.g. ``ym-accepted:…``); None when there is none.
     receipt: str | None = None
+    # When the service took the message in (intake's ``messages.taken_at``); None where the
+    # caller has no intake time (then ``created_at`` stands for it).
+    taken_at: datetime | None = None
 
 
 class Target(Protocol):

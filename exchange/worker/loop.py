@@ -969,6 +969,7 @@ def _outgoing(message: lease.Leased) -> OutgoingMessage:
         message.payload,
         message.created_at,
         message.receipt,
+        message.taken_at,
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -57,7 +58,7 @@ def ym_check(
     monkeypatch: pytest.MonkeyPatch,
     sample: list[str],
     key: str,
-    **more: str,
+    **more: Any,
 ) -> list[tuple[Status, str, str]]:
     monkeypatch.setattr(check, "price_skus", lambda settings: sample)
     path = tmp_path / "ym-key"
@@ -142,3 +143,45 @@ def test_a_channel_paused_for_a_read_only_key_fails_the_rights_line(
         )
     results = ym_check(ym, tmp_path, monkeypatch, ["SKU-1"], KEY, database_url=db_url)
     assert Status.SKIP == results[1][0]
+
+
+def test_cabinet_price_fields_the_channel_does_not_map_are_warned_of(
+    ym: YmSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Research §3.6.2: an update without ``discountBase`` or ``minimumForBestseller`` erases
+    them. Offers whose cabinet price carries them while ``ym_price_types`` maps no price type
+    to them are named (a warning: the check still passes), so the seller learns it before the
+    first delivery erases the cabinet's discount (review ymfix, finding 4)."""
+    from decimal import Decimal
+
+    ym.update(
+        [
+            {
+                "offerId": "SKU-1",
+                "price": {
+                    "value": Decimal(1000),
+                    "currencyId": "RUR",
+                    "discountBase": Decimal(1290),
+                    "minimumForBestseller": Decimal(900),
+                },
+            },
+            {"offerId": "SKU-2", "price": {"value": Decimal(500), "currencyId": "RUR"}},
+        ]
+    )
+    results = ym_check(ym, tmp_path, monkeypatch, ["SKU-1", "SKU-2"], KEY)
+    (warned,) = [
+        r for r in results if r[1] == "Yandex Market: price fields the channel does not send"
+    ]
+    assert Status.OK == warned[0] and warned[2].startswith("warning: ")
+    assert "discountBase on 1 of 2 sampled offers ('SKU-1')" in warned[2]
+    assert "minimumForBestseller on 1 of 2" in warned[2]
+    mapped = ym_check(
+        ym,
+        tmp_path,
+        monkeypatch,
+        ["SKU-1", "SKU-2"],
+        KEY,
+        ym_price_types={"retail": "value", "old": "discountBase", "min": "minimumForBestseller"},
+    )
+    assert all("does not send" not in r[1] for r in mapped)
+    assert 0 == ym.requests["offer-prices/updates"], "nothing written by the check"

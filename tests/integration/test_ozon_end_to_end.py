@@ -43,6 +43,7 @@ def make_worker(
 ) -> Worker:
     key = tmp_path / "ozon.key"
     key.write_text(key_text, encoding="utf-8")
+    worker_id = overrides.pop("worker_id", None)
     settings = fast_settings(
         db_url,
         None,
@@ -53,6 +54,8 @@ def make_worker(
         ozon_price_types={"retail": "price", "old": "old_price"},
         **overrides,
     )
+    if worker_id is not None:  # one of several workers on one database
+        settings = settings.model_copy(update={"worker_id": worker_id})
     return bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
 
 
@@ -450,3 +453,81 @@ def test_a_price_waiting_for_1cs_next_package_lands_with_it_in_one_update_never_
     assert state(first[0], 2) == ("delivered", None, 1)
     assert state(second[0], 2) == ("delivered", None, 1)
     assert site.requests[IMPORT_PRICES] == 2
+
+
+def test_companion_grace_is_counted_from_intake_not_from_when_1c_wrote_the_row(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review ozon 33: ``COMPANION_GRACE`` runs from when the service took the price in, not
+    from 1C's ``created_at``: a price 1C wrote 20 minutes before intake (an outage, a backlog)
+    that breaks Ozon's rule beside the held old price still waits for 1C's next package, and
+    the pair lands in one update (never quarantined at once, never 1000/1800)."""
+    clock = FakeClock()
+    worker = make_worker(db_url, engine, site, clock, tmp_path)
+
+    def state(aggregate: str, version: int) -> tuple[str, str | None]:
+        with transaction(engine, read_only=True) as connection:
+            s, r = connection.execute(
+                select(deliveries.c.state, deliveries.c.reason)
+                .join(messages, deliveries.c.message_pk == messages.c.id)
+                .where(messages.c.aggregate == aggregate, messages.c.version == version)
+            ).one()
+        return s, r
+
+    async def scenario(w: Worker) -> None:
+        stage(
+            engine, [_typed("SKU-1", 1, "1000.00", "retail"), _typed("SKU-1", 1, "1200.00", "old")]
+        )
+        await drain(w)
+        clock.advance(60)
+        site.clock.advance(60)
+        late = _typed("SKU-1", 2, "1500.00", "retail")
+        late["created_at"] = clock.now() - timedelta(minutes=20)  # written during an outage
+        stage(engine, [late])
+        await cycles(w)
+        assert state("SKU-1", 2) == ("delayed", None), "waits for 1C's next package"
+        clock.advance(30)
+        site.clock.advance(30)
+        stage(engine, [_typed("SKU-1", 2, "1800.00", "old")])
+        await cycles(w, 2)
+
+    run_worker(worker, scenario)
+
+    pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+    assert pairs == [(1000, 1200), (1500, 1800)]
+    assert state("SKU-1", 2) == ("delivered", None)
+
+
+def test_two_workers_on_one_database_never_send_a_products_11th_update_within_the_hour(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review ozon 33 (research §1.3: 10 price updates of a product an hour): the hour's count
+    is every worker's accepted sends of the product, read from the database right before a
+    send, not each process's own. Worker 2 sends the first price, worker 1 the next nine; the
+    eleventh, worker 2's again, is held by the count (not charged), never sent for Ozon to
+    refuse."""
+    clock = FakeClock()
+    one = make_worker(db_url, engine, site, clock, tmp_path, worker_id="w1")
+    two = make_worker(db_url, engine, site, clock, tmp_path, worker_id="w2")
+
+    async def send(w: Worker, version: int) -> None:
+        stage(engine, [price_row("SKU-1", version, f"{300 + version}.00")])
+        await cycles(w, 2)
+        clock.advance(60)
+        site.clock.advance(60)
+
+    async def scenario(w: Worker) -> None:
+        try:
+            await send(two, 1)
+            for version in range(2, 11):
+                await send(one, version)
+            await send(two, 11)
+        finally:
+            await two.target.aclose()
+
+    run_worker(one, scenario)
+
+    assert [u.get("price") for u in site.updates("SKU-1")] == [300 + v for v in range(1, 11)]
+    assert site.requests[IMPORT_PRICES] == 10, "the 11th of the hour never sent"
+    state, reason, attempts = rows(engine)[11]
+    assert (state, reason, attempts) == ("delayed", None, 0), "held, not charged"

@@ -271,3 +271,80 @@ def test_a_second_sku_of_one_offer_is_refused_whichever_worker_gave_the_first_it
     assert 1 == wire.updates(), "the second SKU was never sent"
     live = ym.live("Y-2")
     assert live is not None and Decimal(200) == live.value
+
+
+def lease_runs_out(engine: Engine) -> None:
+    """The dead worker's lease ends (its time passes): another worker may take its work."""
+    from datetime import UTC, datetime, timedelta
+
+    from exchange.db.schema import channel_aggregates, deliveries
+
+    past = datetime.now(UTC) - timedelta(seconds=1)
+    with transaction(engine) as connection:
+        connection.execute(
+            deliveries.update().where(deliveries.c.state == "in_progress").values(locked_until=past)
+        )
+        connection.execute(
+            channel_aggregates.update()
+            .where(channel_aggregates.c.lease_until.is_not(None))
+            .values(lease_until=past)
+        )
+
+
+class _Killed(_Wire):
+    """Yandex takes the first update (120) and the worker that sent it dies before the answer
+    (a SIGKILL: its request never returns, it records nothing, its lease runs out)."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path.split("/businesses/")[-1].split("/", 1)[-1]
+        if path == "offer-prices/updates" and not self.lost:
+            body = json.loads(request.content or b"{}")
+            self.sent.append((path, body))
+            assert Decimal(120) == Decimal(str(body["offers"][0]["price"]["value"]))
+            await (await self.inner.handle_async_request(request)).aread()
+            self.lost += 1
+            await asyncio.Event().wait()  # never answered: the worker is dead
+        return await super().handle_async_request(request)
+
+
+def test_a_send_of_a_worker_killed_before_the_answer_still_holds_the_later_ones_back(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    """Contract 14 (an older price never overwrites a newer one) and research §3.5: worker A
+    sends 120 and is killed after Yandex took it, before the answer; 1C goes back to 100; B,
+    once A's lease ran out, supersedes A's delivery and sends 100. The send of 120 was recorded
+    before it left (``ym-sent:``), so B's 100 counts only after ``ym_apply_timeout``, and ends
+    delivered at what Yandex shows (review ymfix, finding 2: read back as delivered at once
+    while 120 landed after it)."""
+    wire = _Killed()
+    first, second = (
+        bootstrap.worker(
+            settings_for(db_url, ym, tmp_path, name),
+            engine,
+            rng=random.Random(n),
+            transport=wire,
+        )
+        for n, name in enumerate(("worker-a", "worker-b"))
+    )
+
+    async def scenario() -> None:
+        dead = asyncio.create_task(first.cycle())
+        try:
+            stage(engine, [price_row(SKU, 1, "120")])
+            while not wire.lost and not dead.done():
+                await asyncio.sleep(0.02)
+            assert "in_progress" == state(engine, 1), "taken by Yandex, its answer never came"
+            lease_runs_out(engine)
+            await the_later_100_settles(ym, engine, second, wire)
+        finally:
+            dead.cancel()
+            await asyncio.gather(dead, return_exceptions=True)
+            await first.target.aclose()
+            await second.target.aclose()
+
+    asyncio.run(scenario())
+    assert "cancelled" == state(engine, 1), "superseded once A's lease ran out"
+    assert Decimal(120) in ym.history(SKU), "120 landed after 100 (the simulator's order)"
+    assert ("delivered", Decimal(100)) == (state(engine, 2), shown(ym)), (
+        "delivered means Yandex shows it"
+    )

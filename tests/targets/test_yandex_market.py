@@ -9,6 +9,7 @@ import asyncio
 import json
 import random
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -209,7 +210,8 @@ def test_discount_base_and_bestseller_minimum_are_sent_with_every_update_where_m
     [
         ("100", "102", "a discount of 1.96 %"),  # under 5 %
         ("1", "1000", "a discount of 99.90 %"),  # over 99 %
-        ("100", "100", "not above value"),
+        # Below retail (equal to it is no discount: test_an_old_price_of_0_or_equal_to_...).
+        ("100", "99", "not above value"),
     ],
 )
 def test_the_discount_rule_is_checked_before_sending_and_is_invalid_for_channel(
@@ -1345,3 +1347,162 @@ def test_a_200_whose_body_says_status_error_is_no_acceptance() -> None:
     assert "INTERNAL_ERROR Prices were not saved" in found.detail
     assert found.receipt is None, "nothing to read back"
     assert ["updates"] == paths
+
+
+# -- ymfix 1: a price is withheld only when Yandex's quarantine lists that price ---------------
+
+
+@pytest.mark.parametrize("ym", [{"switches": {"apply_delay": 60}}], indirect=True)
+def test_a_correction_waiting_to_apply_is_never_withheld_nor_released_as_the_mistaken_price(
+    ym: YmSimulator,
+) -> None:
+    """Contract 13 and research §3.4: Yandex withholds 1C's mistaken 300 (PRICE_CHANGE) and
+    keeps listing the offer with CURRENT_PRICE 300 while the seller's correction, 1000, waits
+    to be applied ("до нескольких минут"). The correction is not withheld (Yandex lists
+    another price), and a release of it confirms nothing: a confirm publishes what Yandex
+    lists, the 300 (review ymfix, finding 1). Once the 1000 applies, it is delivered and
+    buyers never saw 300."""
+    clock = Clock()
+    mistaken, corrected = price("SKU-1", 2, "300"), price("SKU-1", 3, "1000")
+
+    async def until_settled(t: YandexMarketTarget, message: OutgoingMessage) -> Classification:
+        (found,) = await t.send([message])
+        while found.verdict is Verdict.AWAITING:
+            clock.now += found.again_in or 0
+            (found,) = await t.send([replace(message, receipt=found.receipt)])
+        return found
+
+    async def scenario(t: YandexMarketTarget) -> tuple[Any, ...]:
+        (took,) = await t.send([price("SKU-1", 1, "1000")])
+        ym.clock.advance(61)
+        assert Verdict.DELIVERED == (await t.send([price("SKU-1", 1, "1000")]))[0].verdict
+        (took,) = await t.send([mistaken])
+        ym.clock.advance(61)  # applied: quarantined, 1000 stays live
+        assert Verdict.WITHHELD == (await until_settled(t, mistaken)).verdict
+        (took,) = await t.send([corrected])  # accepted, applied 60 s later
+        ours = replace(corrected, receipt=took.receipt)
+        (read,) = await t.send([ours])
+        shown = await t.withheld_shown([ours])
+        (released,) = await t.release_withheld([ours])
+        ym.clock.advance(61)
+        return read, shown, released, await until_settled(t, ours)
+
+    read, shown, released, settled = run(
+        lambda: target(ym, price_types={"retail": "value"}, monotonic=clock, sleep=clock.sleep),
+        scenario,
+    )
+    assert Verdict.AWAITING == read.verdict, read
+    assert "value=300" in read.detail and "value=1000" in read.detail
+    assert [Shown.UNKNOWN] == shown
+    assert not released.asked, released
+    assert "value=300" in released.detail and "value=1000" in released.detail
+    assert 0 == ym.requests["price-quarantine/confirm"]
+    assert Verdict.DELIVERED == settled.verdict, settled
+    live = ym.live("SKU-1")
+    assert live is not None and Decimal("1000") == live.value
+    assert Decimal("300") not in ym.history("SKU-1")
+
+
+@pytest.mark.parametrize("ym", [{"switches": {"apply_delay": 60}}], indirect=True)
+def test_a_release_confirms_the_price_yandex_lists_when_it_is_the_deliverys(
+    ym: YmSimulator,
+) -> None:
+    """Contract 13: the withheld 300 itself, released, is confirmed (Yandex lists that very
+    price) and goes live."""
+    clock = Clock()
+    sharp = price("SKU-1", 2, "300")
+
+    async def scenario(t: YandexMarketTarget) -> Any:
+        await t.send([price("SKU-1", 1, "1000")])
+        ym.clock.advance(61)
+        await t.send([price("SKU-1", 1, "1000")])
+        (took,) = await t.send([sharp])
+        ym.clock.advance(61)
+        (released,) = await t.release_withheld([replace(sharp, receipt=took.receipt)])
+        return released
+
+    released = run(
+        lambda: target(ym, price_types={"retail": "value"}, monotonic=clock, sleep=clock.sleep),
+        scenario,
+    )
+    assert released.asked, released
+    assert 1 == ym.requests["price-quarantine/confirm"]
+
+
+# -- ymfix 3: a seller ends a discount -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("old", ["0", "1290"], ids=["old-0", "old-equals-retail"])
+def test_an_old_price_of_0_or_equal_to_retail_ends_the_discount(ym: YmSimulator, old: str) -> None:
+    """Research §3.1 (pass ``discountBase`` only "если предоставляете скидку") and §3.6.2 (an
+    update without it removes the discount): 1C's old price cleared (0, as Ozon's
+    ``old_price`` 0) or set equal to retail means no discount. The update goes without
+    ``discountBase``, is delivered, and Yandex shows 1290 with nothing struck through (review
+    ymfix, finding 3: quarantined invalid-for-channel, Yandex kept 1000 with 1290 struck)."""
+    recorder = Recorder()
+    on = [price("SKU-1", 1, "1000"), price("SKU-1", 1, "1290", price_type="old")]
+    off = [price("SKU-1", 2, "1290"), price("SKU-1", 2, old, price_type="old")]
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        await t.send(on)
+        assert [Verdict.DELIVERED] * 2 == verdicts(await t.send(on))
+        took = await t.send(off)
+        return took + await t.send(off)
+
+    found = run(lambda: target(ym, transport=recorder), scenario)
+    assert [Verdict.AWAITING] * 2 + [Verdict.DELIVERED] * 2 == verdicts(found), found
+    held = run(lambda: target(ym), lambda t: t.read_prices(off))
+    assert [True, True] == [h.agrees for h in held], "exchange verify agrees"
+    assert {"value": 1290, "currencyId": "RUR"} == recorder.updates()[-1]["offers"][0]["price"]
+    live = ym.live("SKU-1")
+    assert live is not None and (Decimal(1290), None) == (live.value, live.discount_base)
+
+
+# -- ymfix 2: a send is recorded before it leaves ------------------------------------------------
+
+
+class _Recorded:
+    """``EarlierSends`` that records what ``sending`` wrote, in one log with the requests."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def unsettled_since(self, *args: Any, **kwargs: Any) -> dict[str, list[str | None]]:
+        return {}
+
+    def offer_holders(self, *args: Any, **kwargs: Any) -> dict[str, list[str]]:
+        return {}
+
+    def sending(self, receipts: dict[str, str]) -> None:
+        self.log += [f"db {m} {r.split(':', 1)[0]}" for m, r in sorted(receipts.items())]
+
+
+def test_the_send_is_in_the_database_before_the_request_leaves_and_a_400_undoes_it() -> None:
+    """Review ymfix finding 2: a worker killed after Yandex took its update and before the
+    answer must leave the send counted (``ym-sent:``, read by the next worker's
+    ``unsettled_since``), so it is written before the request; an offer a 400 refused was
+    never taken (§3.4), and its mark is replaced (``ym-refused``)."""
+    log: list[str] = []
+
+    def yandex(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if request.url.path.endswith("/offer-prices/updates"):
+            names = [o["offerId"] for o in body["offers"]]
+            log.append("update " + ",".join(names))
+            if "BAD" in names:
+                error = {"code": "BAD_REQUEST", "message": "value is invalid: offerId = 'BAD'"}
+                return httpx.Response(400, json={"status": "ERROR", "errors": [error]})
+            return httpx.Response(200, json={"status": "OK"})
+        return httpx.Response(200, json={"status": "OK", "result": {"offers": []}})
+
+    good, bad = price("GOOD", 1, "10"), price("BAD", 1, "10")
+    found = run(lambda: answered_by(yandex, earlier=_Recorded(log)), lambda t: t.send([good, bad]))
+    assert [Verdict.AWAITING, Verdict.TERMINAL] == verdicts(found)
+    assert [
+        f"db {bad.message_id} ym-sent",
+        f"db {good.message_id} ym-sent",
+        "update GOOD,BAD",
+        f"db {bad.message_id} ym-refused",
+        f"db {good.message_id} ym-sent",
+        "update GOOD",
+    ] == log

@@ -1,16 +1,17 @@
 """One item per SKU (contract 14): what a marketplace request carries.
 
 An item carries every mapped price type of its SKU: the prices of the messages leased now (the
-deliveries it carries as new) and, for each other mapped price type, the latest version the
-channel has delivered or is delivering (``KnownPrices``, read per channel); a price type the
-channel never had is left out, never sent as ``0``. The item's verdict is the verdict of every
-delivery it carried as new (``spread``).
+deliveries it carries as new) and, for each other mapped price type, the newest version that
+may have reached the marketplace (``KnownPrices``, read per channel: delivered, or in doubt, a
+send whose result is unknown, ``exchange.db.known_prices``; review ozon 33: an older one would
+put back the price it replaced); a price type the channel never had is left out, never sent as
+``0``. The item's verdict is the verdict of every delivery it carried as new (``spread``).
 
 Before an item is sent, each price is checked as the marketplace takes it: the channel's
 currency, the field's money (``money.Money``: no silent rounding), the marketplace's own price
 rules (a target's ``rule``), and under ``sku_source = article`` the offer's article. A message
 that fails is ``invalid-for-channel`` (terminal, with the rule in words); the others of its SKU
-are sent without it, with the known price of its type in its place: the version delivered
+are sent without it, with the known price of its type in its place: the version known
 before it, since the marketplace channels' ``KnownPrices`` leave out what is in flight, which
 is this batch's own (``exchange.db.known_prices``, ``in_flight``; review 32: the refused
 version was the one known, and the item went without a discount Yandex then dropped).
@@ -23,8 +24,10 @@ refused: a person has nothing to fix, the rule may hold once both go together. I
 (``AWAITING``: not charged) until that price is due, at most ``most`` seconds at a time, and
 goes with it (issue 32). Only when nothing of the kind waits is it ``invalid-for-channel``,
 and, when the item carries a known price of another type (which may be what breaks the rule),
-only once its newest message is ``COMPANION_GRACE`` old: 1C often sends a SKU's price types in
-separate packages, so the other type's new price may be a package away (review 32d: Ozon's
+only once its newest message is ``COMPANION_GRACE`` old, counted from when the service took it
+in (``taken_at``: an outage or a backlog before intake does not use the grace up): 1C often
+sends a SKU's price types in separate packages, so the other type's new price may be a package
+away (review 32d: Ozon's
 price 1500 beside the delivered old price 1200 was quarantined, and the old price 1800 that
 came next went out beside the price 1000, a discount 1C never gave). Such a wait leaves the
 receipt ``AWAITS_COMPANION``: a claim on a marketplace channel that leases another aggregate of
@@ -283,9 +286,16 @@ def _grace(item: Item, now: datetime | None) -> float | None:
     type beside its new ones, or None (nothing known beside it, or its grace is over)."""
     if now is None or not set(item.prices) - item.new or not item.carried:
         return None
-    age = (now - max(m.created_at for m in item.carried)).total_seconds()
+    # From when the service took the newest of them in, not when 1C wrote it: an outage or a
+    # backlog before intake never uses the grace up (review ozon 33).
+    age = (now - max(_taken(m) for m in item.carried)).total_seconds()
     left = COMPANION_GRACE - age
     return left if left > 0 else None
+
+
+def _taken(message: OutgoingMessage) -> datetime:
+    """When the service took ``message`` in (its intake time); 1C's own time without one."""
+    return message.taken_at if message.taken_at is not None else message.created_at
 
 
 def _waits_for_1c(channel: Channel, broken: str, left: float, most: float) -> Classification:

@@ -1,5 +1,6 @@
 """Ozon's limit of 10 price updates of one product an hour (contract 14; research §1.3), counted
-by the target itself: its own accepted sends per product, so that the 11th is held until the
+by the target itself: the channel's accepted sends per product (every worker's, read from the
+database before each send; without one, this process's own), so that the 11th is held until the
 oldest of the last ten is an hour old, and a product Ozon refused anyway (another sender, a
 restart that forgot) is tried once more an hour after the refusal.
 
@@ -84,6 +85,11 @@ class ProductHours:
             if at not in sent:
                 sent.append(at)
         self._sent[offer_id] = collections.deque(sorted(sent))
+
+    def recount(self, offer_id: str, times: Iterable[float]) -> None:
+        """The product's accepted sends as the channel's history holds them, every worker's
+        (this process's own among them): they replace what this process counted."""
+        self._sent[offer_id] = collections.deque(sorted(set(times)))
 
     def by_refusal(self, offer_id: str, at: float) -> bool:
         """Whether the wait ending at ``at`` (``free_at``'s) is Ozon's refusal's, not this

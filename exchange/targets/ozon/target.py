@@ -9,7 +9,8 @@ is not sent again: delivered without a request (research §1.3: Ozon restricts s
 identical requests); a send whose outcome is unknown (a timeout, a crash in flight, a version
 superseded after it may have gone) leaves what Ozon holds unknown, and the next price goes.
 The answers are read by answers.py; the hourly limit per product by hours.py: the 11th update
-of a product within the hour is held (``Verdict.AWAITING``: not charged), and a product Ozon
+of a product within the hour (every worker's accepted sends, read from the database before each
+send) is held (``Verdict.AWAITING``: not charged), and a product Ozon
 refused for it is tried once more an hour later, its newer versions too (the wait is the
 product's, kept across a restart by the refusal's receipt). Every request keeps under Ozon's
 requests a second (rate.py) and waits its turn of the worker's pace (``pace_with``). "Circle is
@@ -114,7 +115,7 @@ def ozon_rule(item: Item) -> str | None:
             )
         if gap * 10 >= old * 9:
             return (
-                f"old_price {old} is 90 % or more above price {price}: Ozon refuses it "
+                f"old_price {old} is 90 percent or more above price {price}: Ozon refuses it "
                 "(discount_too_big: Разница между ценами до и после скидки должна быть "
                 "меньше 90%.)"
             )
@@ -181,14 +182,15 @@ class OzonTarget:
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        """``known``: the latest price of each price type the channel delivered or is
-        delivering (an item carries them); ``delivered``: the latest delivered only (a price
+        """``known``: the newest price of each price type Ozon may hold, delivered or in
+        doubt (an item carries them); ``delivered``: the latest delivered only (a price
         equal to it is not sent again); ``waiting``: the prices still to be given to the
         channel (an item breaking Ozon's rules waits for a newer price of its SKU, issue
         32); ``articles``: under ``sku_source = article``.
         ``clock``: seconds, for the hourly limit (the simulator's scaled clock in tests);
-        ``sent``: the sends accepted before this process (the deliveries' history), read once
-        per SKU, so that the count survives a restart. ``probe_every``: seconds between two
+        ``sent``: the channel's accepted sends (the deliveries' history, every worker's), read
+        for each SKU right before it goes, so that the count holds across workers and a
+        restart. ``probe_every``: seconds between two
         ``health`` requests while Ozon refuses the key (EXCHANGE_RETRY_MAX_DELAY), unless the
         key file changed. ``requests_per_second``: Ozon's limit per Client-Id (rate.py), kept
         by every request (``monotonic``, ``sleep``: its clock)."""
@@ -210,7 +212,6 @@ class OzonTarget:
         self.clock = clock
         self.hours = hours or ProductHours()
         self.sent = sent
-        self._seeded: set[str] = set()
         self.max_items = max(1, min(max_items, MAX_ITEMS))
         # offer_id -> field -> (amount, version): what Ozon took from this process, known here
         # before the channel's delivered prices hold it (``_unchanged``).
@@ -399,18 +400,21 @@ class OzonTarget:
     # -- one request -----------------------------------------------------------------------
 
     async def _seed(self, skus: list[str], now: float) -> None:
-        """The sends of these SKUs accepted within the last hour before this process, once."""
-        fresh = sorted(set(skus) - self._seeded)
-        if not fresh:
+        """The accepted sends of these SKUs within the last hour, every worker's, read from
+        the database right before they go: what Ozon counted against the hour is every
+        sender's, so a count of this process's own sends lets two workers send the 11th
+        (review ozon 33). The database's times replace this process's count (its own sends
+        are in them, recorded before the next claim); unreadable, its own count stands."""
+        wanted = sorted(set(skus))
+        if not wanted or self.sent is NO_SENT_TIMES:
             return
         since = datetime.fromtimestamp(now - self.hours.hour, UTC)
         try:
-            found = await asyncio.to_thread(self.sent.since, fresh, since)
+            found = await asyncio.to_thread(self.sent.since, wanted, since)
         except Exception:
             return
-        for sku, times in found.items():
-            self.hours.remember(sku, times)
-        self._seeded.update(fresh)
+        for sku in wanted:
+            self.hours.recount(sku, found.get(sku, ()))
 
     async def _refusals(self, skus: list[str], now: float) -> None:
         """Ozon's refusals of these SKUs for the hourly limit within the last hour and a bit,

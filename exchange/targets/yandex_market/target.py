@@ -111,7 +111,8 @@ RUR = "RUR"  # §3.1 CurrencyType: Yandex's code for roubles (ISO 4217's RUB)
 # numbers with at most 7 decimals (§3.1), discountBase an integer (§3.1 DiscountBase).
 MONEY = {
     "value": Money(places=MAX_DIGITS),
-    "discountBase": Money(places=0),
+    # 0 is "no discount" (as Ozon's old_price 0): the update goes without it (``_no_discount``).
+    "discountBase": Money(places=0, zero=True),
     "minimumForBestseller": Money(places=MAX_DIGITS),
 }
 FIELDS = ("value", "discountBase", "minimumForBestseller")
@@ -127,6 +128,8 @@ NOT_APPLIED = "ym-not-applied"
 # The receipt of an update whose answer never came (a timeout after the request left, a 5xx):
 # Yandex may have taken it, and it may still land (``EarlierSends``).
 SENT = "ym-sent:"
+# What replaces ``ym-sent:`` on an update a 400 refused (never taken): nothing may land.
+REFUSED = "ym-refused"
 # The offer the health check reads back: any name will do (an offer Yandex does not know is
 # left out of the read-back, §3.4); never none, which reads a page of the whole catalogue.
 HEALTH_OFFER = "exchange-health-check"
@@ -170,7 +173,7 @@ class _Item:
     def json(self, currency: str) -> dict[str, Any]:
         price: dict[str, Any] = {"value": self.fields["value"], "currencyId": currency}
         for name in FIELDS[1:]:
-            if name in self.fields:
+            if name in self.fields and not (name == "discountBase" and not self.fields[name]):
                 price[name] = self.fields[name]
         return {"offerId": self.offer, "price": price}
 
@@ -191,6 +194,26 @@ class _Accepted:
     # field -> the version of the price it carries; a field missing (a receipt written before
     # versions were kept) is taken as the newest.
     versions: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    """An offer Yandex lists in its price quarantine (§3.4): its verdicts in words and the
+    price it withholds (``currentPrice.value``, else the verdict's ``CURRENT_PRICE``; None
+    when the entry names none). An offer stays listed with the withheld price while a later
+    update of it waits to be applied, so being listed says nothing of that later price."""
+
+    words: str
+    value: Decimal | None
+
+    def holds(self, value: Decimal | None) -> bool:
+        """Whether the price Yandex withholds is ``value`` (an entry naming no price: taken
+        as the one asked about, Yandex's listing being all there is to go on)."""
+        return self.value is None or self.value == value
+
+    def said(self) -> str:
+        held = f" value={number(self.value)}" if self.value is not None else ""
+        return f"{held.strip() or 'a price'} ({self.words})"
 
 
 @dataclass(slots=True)
@@ -215,6 +238,12 @@ class EarlierSends(Protocol):
         leaving_out: Iterable[str] = (),
     ) -> dict[str, list[str | None]]: ...
 
+    def sending(self, receipts: Mapping[str, str]) -> None:
+        """Before an update leaves: each message's delivery, in flight, keeps ``receipts``'
+        text (``ym-sent:``), committed, so a worker killed before the answer leaves a send
+        ``unsettled_since`` still counts."""
+        ...
+
     def offer_holders(
         self,
         offers: Iterable[str],
@@ -238,6 +267,9 @@ class _NoEarlierSends:
         leaving_out: Iterable[str] = (),
     ) -> dict[str, list[str | None]]:
         return {}
+
+    def sending(self, receipts: Mapping[str, str]) -> None:
+        return None
 
     def offer_holders(
         self,
@@ -524,7 +556,7 @@ class YandexMarketTarget:
                 fields[name] = best.fields[name]
                 if version is not None:
                     versions[name] = version
-        return _Item(offer, item.sku, fields, list(item.carried), versions)
+        return _Item(offer, item.sku, _no_discount(fields), list(item.carried), versions)
 
     async def health(self) -> Classification:
         """A read of one offer's price (no effect): the key is accepted. The read names its
@@ -550,13 +582,24 @@ class YandexMarketTarget:
         """Of ``skus``, those whose offer (the SKU, or its article under ``sku_source =
         article``) Yandex lists among the cabinet's offers (``exchange check``), read with no
         effect; the answer that refused the read otherwise."""
+        shown = await self.offers_shown(skus)
+        return shown if isinstance(shown, Classification) else set(shown)
+
+    async def offers_shown(self, skus: Sequence[str]) -> dict[str, frozenset[str]] | Classification:
+        """``offers_found`` with the price fields Yandex shows for each (``value``,
+        ``discountBase``, ``minimumForBestseller``): ``exchange check`` names those the
+        channel does not map, which the first update erases (§3.6.2)."""
         prices = [MappedPrice(sku, Decimal(0), "", "") for sku in skus]
         try:
             offers = await self._offers(prices)
             shown = await self._read_back(sorted({o for o in offers.values() if o}))
         except _Whole as whole:
             return whole.classification
-        return {sku for sku, offer in offers.items() if offer in shown}
+        return {
+            sku: frozenset(k for k, v in shown[offer].shown.items() if v)
+            for sku, offer in offers.items()
+            if offer in shown
+        }
 
     # -- reading prices back (exchange verify) ---------------------------------------------
 
@@ -580,7 +623,7 @@ class YandexMarketTarget:
                     p.sku,
                     p.mapped,
                     p.amount,
-                    seen.shown.get(p.mapped) if seen else None,
+                    _held(seen, p),
                     found=seen is not None and seen.found,
                     unreadable=None if offer is not None else "the SKU has no article (sku_source)",
                 )
@@ -591,7 +634,8 @@ class YandexMarketTarget:
 
     async def withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
         """LIVE when the read-back shows the message's price and Yandex no longer lists the
-        offer in its quarantine; WITHHELD while it lists it; UNKNOWN otherwise."""
+        offer in its quarantine; WITHHELD while it lists the price the delivery carried;
+        UNKNOWN otherwise (another price of the offer listed: a later update's, say)."""
         read = [(m, self._read(m)) for m in messages]
         try:
             offers = await self._offers(p for _, p in read)
@@ -601,14 +645,16 @@ class YandexMarketTarget:
         except _Whole:
             return [Shown.UNKNOWN for _ in messages]
         out: list[Shown] = []
-        for _, p in read:
+        for m, p in read:
             offer = offers.get(p.sku) if isinstance(p, MappedPrice) else None
             if not isinstance(p, MappedPrice) or offer is None:
                 out.append(Shown.UNKNOWN)
                 continue
             seen = shown.get(offer)
-            if offer in listed:
-                out.append(Shown.WITHHELD)
+            entry = listed.get(offer)
+            if entry is not None:
+                sent = _sent_value(m, p)
+                out.append(Shown.WITHHELD if entry.holds(sent) else Shown.UNKNOWN)
             elif seen is not None and seen.shown.get(p.mapped) == p.amount:
                 out.append(Shown.LIVE)
             else:
@@ -616,8 +662,12 @@ class YandexMarketTarget:
         return out
 
     async def release_withheld(self, messages: Sequence[OutgoingMessage]) -> list[Release]:
-        """``POST …/price-quarantine/confirm`` for the messages' offers, 200 a request; the
-        price then shows within minutes and the delivery ends delivered on the read-back."""
+        """``POST …/price-quarantine/confirm`` for the offers whose withheld price is the one
+        the message's delivery carried (contract 13), 200 a request; the price then shows
+        within minutes and the delivery ends delivered on the read-back. Yandex confirms the
+        price it lists, whatever update asked: an offer listed at another price (an earlier
+        update's, still listed while this one waits to be applied) is never confirmed, the
+        release refused in one line saying what Yandex withholds."""
         read = [(m, self._read(m)) for m in messages]
         try:
             offers = await self._offers(p for _, p in read)
@@ -631,9 +681,22 @@ class YandexMarketTarget:
             shown = await self._read_back(unlisted) if unlisted else {}
         except _Whole as whole:
             return [Release(False, f"Yandex Market: {whole.classification.detail}") for _ in read]
+        # Each message's own answer where Yandex withholds another price than its delivery's.
+        mismatch: dict[str, Release] = {}
+        confirmable: set[str] = set()
+        for m, p in read:
+            offer = offers.get(p.sku) if isinstance(p, MappedPrice) else None
+            entry = listed.get(offer) if offer is not None else None
+            if offer is None or entry is None or not isinstance(p, MappedPrice):
+                continue
+            sent = _sent_value(m, p)
+            if sent is not None and entry.value is not None and entry.value == sent:
+                confirmable.add(offer)
+            else:
+                mismatch[m.message_id] = _other_withheld(offer, entry, sent)
         # An offer Yandex no longer withholds has nothing to confirm: what it shows is said
         # per message below (its price live, or a later update's in its place).
-        wanted = [o for o in wanted if o in listed]
+        wanted = [o for o in wanted if o in confirmable]
         for start in range(0, len(wanted), min(MAX_CONFIRM, self.per_read)):
             part = wanted[start : start + min(MAX_CONFIRM, self.per_read)]
             try:
@@ -649,11 +712,13 @@ class YandexMarketTarget:
             )
             said.update((offer, agreed) for offer in part)
         out: list[Release] = []
-        for _, p in read:
+        for m, p in read:
             offer = offers.get(p.sku) if isinstance(p, MappedPrice) else None
             if offer is None:
                 why = p.detail if isinstance(p, Classification) else "the SKU has no article"
                 out.append(Release(False, f"not a price this channel sent: {why}"))
+            elif m.message_id in mismatch:
+                out.append(mismatch[m.message_id])
             elif offer in said or not isinstance(p, MappedPrice):
                 out.append(said[offer])
             else:
@@ -706,6 +771,10 @@ class YandexMarketTarget:
             if not left:
                 break
             offers = [i.offer for i in left]
+            unmarked = await self._mark_sent(left)
+            if unmarked is not None:
+                out.update((m.message_id, unmarked) for i in left for m in i.carried)
+                return out
             try:
                 await self._call(
                     "offer-prices/updates",
@@ -730,6 +799,7 @@ class YandexMarketTarget:
                     return out
                 for item in left:
                     out.update((m.message_id, unnamed.classification) for m in item.carried)
+                await self._not_taken(left)
                 return out
             except _Whole as whole:
                 out.update(self._unanswered(left, whole.classification))
@@ -759,7 +829,50 @@ class YandexMarketTarget:
         )
         for item in left:
             out.update((m.message_id, refused) for m in item.carried)
+        await self._not_taken(left)
         return out
+
+    async def _mark_sent(self, items: list[_Item]) -> Classification | None:
+        """Before the update leaves, each item's deliveries keep ``ym-sent:`` and the item, in
+        the database (``EarlierSends.sending``): a worker killed before Yandex's answer
+        leaves its send counted by the next one (``_unsettled``), even once a newer version
+        superseded the delivery. None when written; the items' verdict, not sent, when the
+        database cannot take it (a send it could not count is never made)."""
+        at = self._now()
+        receipts = {
+            m.message_id: _receipt(item.offer, item.fields, at, item.versions, prefix=SENT)
+            for item in items
+            for m in item.carried
+        }
+        try:
+            await asyncio.to_thread(self.earlier.sending, receipts)
+        except Exception as exc:  # the service's database
+            log.warning(
+                "Yandex Market: the send could not be recorded before it left (%s): not sent",
+                type(exc).__name__,
+            )
+            return Classification(
+                Verdict.TEMPORARY,
+                f"the send could not be recorded before it left ({type(exc).__name__}): not "
+                "sent, sent again later",
+                error_class="SendNotRecorded",
+            )
+        return None
+
+    async def _not_taken(self, items: list[_Item]) -> None:
+        """Items a 400 refused (never taken, §3.4): the ``ym-sent:`` written before they left
+        is replaced (``REFUSED``), so they neither hold back a later update's read-back nor
+        hold the offer for their SKU. Best effort: left as it is, it only errs on the side of
+        waiting."""
+        receipts = {m.message_id: REFUSED for item in items for m in item.carried}
+        if not receipts:
+            return
+        try:
+            await asyncio.to_thread(self.earlier.sending, receipts)
+        except Exception as exc:  # the service's database
+            log.warning(
+                "Yandex Market: a refused send could not be recorded (%s)", type(exc).__name__
+            )
 
     def _lower(self, limit: int) -> None:
         """Yandex's budget is ``limit`` offers a minute, below ours: requests of at most that
@@ -879,7 +992,7 @@ class YandexMarketTarget:
         out: dict[str, Classification] = {}
         for item in named:
             seen = shown.get(item.offer)
-            if seen is not None and all(seen.shown.get(k) == v for k, v in item.fields.items()):
+            if seen is not None and _shows(seen, item.fields):
                 verdict = Classification(
                     Verdict.DELIVERED,
                     f"HTTP 400 ({said[item.offer]}), read back: offer {item.offer!r} holds the "
@@ -894,6 +1007,7 @@ class YandexMarketTarget:
                     http_status=400,
                 )
             out.update((m.message_id, verdict) for m in item.carried)
+        await self._not_taken([i for i in named if not _shows(shown.get(i.offer), i.fields)])
         return out
 
     def _wait(self, reads: int) -> float:
@@ -937,8 +1051,7 @@ class YandexMarketTarget:
         shown_as_sent = {
             m.message_id
             for m, a in pending
-            if (seen := shown.get(a.offer)) is not None
-            and all(seen.shown.get(k) == v for k, v in a.fields.items())
+            if (seen := shown.get(a.offer)) is not None and _shows(seen, a.fields)
         }
         as_sent = {
             m.message_id
@@ -947,7 +1060,7 @@ class YandexMarketTarget:
         }
         late = {m.message_id for m, a in pending if now - a.accepted_at >= self.apply_timeout}
         ask = sorted({a.offer for m, a in pending if m.message_id in as_sent | late})
-        listed: dict[str, str] | None = {}
+        listed: dict[str, _Listed] | None = {}
         cannot = ""
         try:
             listed = await self._quarantined(ask) if ask else {}
@@ -986,15 +1099,44 @@ class YandexMarketTarget:
                         self._wait(a.reads),
                     )
                     continue
-                verdict = listed.get(a.offer)
-                if verdict is not None:
+                entry = listed.get(a.offer)
+                if entry is not None and entry.holds(a.fields.get("value")):
                     self._accepted.pop(m.message_id, None)
                     out[m.message_id] = Classification(
                         Verdict.WITHHELD,
                         f"Yandex Market took offer {a.offer!r} and withholds its price in its "
-                        f"price quarantine ({verdict}): release it with `exchange withheld "
+                        f"price quarantine ({entry.words}): release it with `exchange withheld "
                         "release`, or in the cabinet",
                         http_status=200,
+                    )
+                    continue
+                if entry is not None and m.message_id not in late:
+                    # Another price of the offer is withheld (an earlier update's): this one
+                    # is not applied yet, whatever the read-back shows (the last valid price
+                    # may equal it). Applied, it leaves the quarantine or is listed itself.
+                    a.reads += 1
+                    wait = self._wait(a.reads)
+                    out[m.message_id] = _accepted(
+                        f"Yandex Market withholds another price of offer {a.offer!r} in its "
+                        f"price quarantine, {entry.said()}, not this update's value="
+                        f"{number(a.fields['value'])}, which it has not applied yet; read back "
+                        f"in {wait:g} s",
+                        wait,
+                    )
+                    continue
+                if entry is not None:
+                    self._accepted.pop(m.message_id, None)
+                    self._not_applied.add(m.message_id)
+                    out[m.message_id] = Classification(
+                        Verdict.TEMPORARY,
+                        f"Yandex Market accepted offer {a.offer!r} but {self.apply_timeout:g} s "
+                        f"later still withholds another price of it in its price quarantine, "
+                        f"{entry.said()}, not this update's value={number(a.fields['value'])}: "
+                        "sent again",
+                        http_status=200,
+                        error_class="NotApplied",
+                        receipt=NOT_APPLIED,
+                        about_item=True,
                     )
                     continue
             if m.message_id in as_sent:
@@ -1079,10 +1221,10 @@ class YandexMarketTarget:
                         shown[key] = amount
             out[offer_id(name)] = _Read(True, shown)
 
-    async def _quarantined(self, offers: list[str]) -> dict[str, str]:
-        """The offers of ``offers`` Yandex lists in ``price-quarantine``, each with its verdicts
-        in words (§3.4)."""
-        out: dict[str, str] = {}
+    async def _quarantined(self, offers: list[str]) -> dict[str, _Listed]:
+        """The offers of ``offers`` Yandex lists in ``price-quarantine``, each with the price it
+        withholds and its verdicts in words (§3.4)."""
+        out: dict[str, _Listed] = {}
         for start in range(0, len(offers), self.per_read):
             part = offers[start : start + self.per_read]
             token: str | None = None
@@ -1094,7 +1236,7 @@ class YandexMarketTarget:
                 for entry in _result(response, "offers"):
                     name = entry.get("offerId")
                     if isinstance(name, str):
-                        out[offer_id(name)] = _verdicts(entry)
+                        out[offer_id(name)] = _Listed(_verdicts(entry), _withheld_value(entry))
                 token = _next_page(response)
                 if token is None:
                     break
@@ -1272,6 +1414,65 @@ def _not_withheld(offer: str, price: MappedPrice, seen: _Read | None) -> Release
     )
 
 
+def _no_discount(fields: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    """The fields as sent: a ``discountBase`` of 0, or equal to ``value``, is no discount, kept
+    as 0 and left out of the update (research §3.1: pass it "если предоставляете скидку";
+    §3.6.2: an update without it removes the discount), never refused as a broken rule."""
+    out = dict(fields)
+    base = out.get("discountBase")
+    if base is not None and (base == 0 or base == out.get("value")):
+        out["discountBase"] = Decimal(0)
+    return out
+
+
+def _held(seen: _Read | None, price: MappedPrice) -> Decimal | None:
+    """What Yandex holds for the price's field (``exchange verify``): an old price that meant
+    no discount (0, or equal to ``value``: sent without ``discountBase``) is held as it is
+    when Yandex shows no discount."""
+    if seen is None:
+        return None
+    held = seen.shown.get(price.mapped)
+    no_discount = price.amount == 0 or price.amount == seen.shown.get("value")
+    if price.mapped == "discountBase" and not held and no_discount:
+        return price.amount
+    return held
+
+
+def _shows(seen: _Read | None, fields: Mapping[str, Decimal]) -> bool:
+    """Whether the read-back shows each field as sent (no discount sent: none shown)."""
+    if seen is None:
+        return False
+    for name, sent in fields.items():
+        shown = seen.shown.get(name)
+        if name == "discountBase" and not sent:
+            if shown:
+                return False
+        elif shown != sent:
+            return False
+    return True
+
+
+def _sent_value(message: OutgoingMessage, price: MappedPrice) -> Decimal | None:
+    """The ``value`` the message's delivery sent: its receipt's (``ym-accepted:``, the item as
+    sent), else the message's own price where it maps to ``value``; None when unknown."""
+    read = _from_receipt(message.receipt)
+    if read is not None:
+        return read[1].get("value")
+    return price.amount if price.mapped == "value" else None
+
+
+def _other_withheld(offer: str, entry: _Listed, sent: Decimal | None) -> Release:
+    """A release refused: Yandex withholds another price of the offer than the delivery's
+    (a confirm would publish that one), or one the release cannot compare."""
+    ours = f"value={number(sent)}" if sent is not None else "a price not known here"
+    return Release(
+        False,
+        f"Yandex Market withholds offer {offer!r} at {entry.said()}, not this delivery's "
+        f"{ours}: a confirm would publish Yandex's, so nothing was confirmed (confirm it in "
+        "the cabinet if that price is right, or send a new price from 1C)",
+    )
+
+
 def _one_offer(item: _Item, other: str) -> str:
     return (
         f"SKUs {other!r} and {item.sku!r} are one Yandex Market offer {item.offer!r} (Yandex "
@@ -1282,7 +1483,7 @@ def _one_offer(item: _Item, other: str) -> str:
 
 def _rule(item: shared.Item) -> str | None:
     """Yandex's rules for the shared part's item (contract 14: checked before sending)."""
-    return _rule_broken(_Item(offer_id(item.offer_id), item.sku, item.prices))
+    return _rule_broken(_Item(offer_id(item.offer_id), item.sku, _no_discount(item.prices)))
 
 
 def _accepted(detail: str, wait: float) -> Classification:
@@ -1303,7 +1504,7 @@ def _rule_broken(item: _Item) -> str | None:
             "discountBase and minimumForBestseller only with the price)"
         )
     base = item.fields.get("discountBase")
-    if base is not None:
+    if base:  # 0: no discount, the update goes without it
         if base <= value:
             return (
                 f"offer {item.offer!r}: discountBase {number(base)} is not above value "
@@ -1355,6 +1556,23 @@ def _verdicts(entry: dict[str, Any]) -> str:
         )
         parts.append(f"{verdict.get('type')}" + (f" {params}" if params else ""))
     return "; ".join(parts)[:300] or "no verdict given"
+
+
+def _withheld_value(entry: dict[str, Any]) -> Decimal | None:
+    """The price a quarantine entry withholds: ``currentPrice.value``, else the first
+    verdict's ``CURRENT_PRICE`` parameter (§3.4 ``PRICE_CHANGE``, ``LOW_PRICE``)."""
+    current = entry.get("currentPrice")
+    if isinstance(current, dict):
+        found = _decimal(current.get("value"))
+        if found is not None:
+            return found
+    for verdict in entry.get("verdicts") or []:
+        for param in (verdict.get("params") or []) if isinstance(verdict, dict) else []:
+            if isinstance(param, dict) and param.get("name") == "CURRENT_PRICE":
+                found = _decimal(param.get("value"))
+                if found is not None:
+                    return found
+    return None
 
 
 def _decimal(value: Any) -> Decimal | None:

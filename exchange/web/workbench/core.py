@@ -36,8 +36,10 @@ from exchange.words import (
     error_words,
     messages_counted,
     money,
+    on_marketplace,
     page_steps,
     source_words,
+    state_said,
     unset_fact,
     versions_counted,
     word,
@@ -80,6 +82,16 @@ def unstorable(value: object) -> bool:
     """Whether a request's field is not text a database can hold (a NUL, a lone surrogate),
     or not text at all (a file or bytes in a multipart form: no workbench form has one)."""
     return not isinstance(value, str) or _UNSTORABLE.search(value) is not None
+
+
+def reasons_on(rows: list[dict[str, Any]], targets: dict[str, str]) -> list[tuple[str, str | None]]:
+    """The reasons of a page's rows, each once, with its marketplace's target where its channel
+    is a marketplace's (``words.on_marketplace``: its advice is the marketplace's), by reason."""
+    pairs = set()
+    for row in rows:
+        target = targets.get(row.get("channel") or "")
+        pairs.add((row["reason"], target if on_marketplace(target) else None))
+    return sorted(pairs, key=lambda pair: (pair[0] or "", pair[1] or ""))
 
 
 class Who:
@@ -162,6 +174,7 @@ class Core:
         self.env.filters["grouped"] = grouped
         self.env.globals["zone"] = config.display_tz
         self.env.globals["words"] = WORDS
+        self.env.globals["reasons_on"] = reasons_on
 
     # -- sessions, CSRF, language --------------------------------------------------------
 
@@ -200,7 +213,11 @@ class Core:
         body = self.env.get_template(template).render(
             t=t,
             pace=lambda figures, channel=None: pace_words(figures, lang, channel),
-            n=lambda group, code: code_name(group, code, lang),
+            # a reason of a marketplace's channel (its ``target``) in the marketplace's words
+            n=lambda group, code, target=None: code_name(group, code, lang, target),
+            # a delivery's state; a delayed one waiting for its channel as a wait
+            # (``words.state_said``, ``exchange.ops.waits``), never as a retry
+            state_n=lambda state, waits=False: state_said(state, lang, awaiting=bool(waits)),
             said=lambda text: error_words(text, lang),
             unset=lambda fact, attempted: unset_fact(fact, attempted, lang),
             messages_n=lambda count: messages_counted(count, lang),
@@ -210,14 +227,16 @@ class Core:
             rps=lambda rate: requests_per_second(rate, lang),
             versions_n=lambda count: versions_counted(count, lang),
             # What to do next, per reason: the report's words (one text for both).
-            next_step=lambda reason, superseded=False: next_check(
-                reason, lang, superseded=superseded, steps=page_steps(lang)
+            next_step=lambda reason, superseded=False, target=None: next_check(
+                reason, lang, superseded=superseded, steps=page_steps(lang), target=target
             ),
             lang=lang,
             who=who,
             csrf=self.csrf(who.session) if who else "",
             path=request.path,
-            **data,
+            # each channel's target by its name, where a page read them (``channel_targets``):
+            # a marketplace's reasons and advice in its own words (``words.on_marketplace``)
+            **{"targets": {}, **data},
         )
         response = web.Response(text=body, content_type="text/html", status=status)
         if "lang" in request.query:

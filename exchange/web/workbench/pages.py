@@ -401,12 +401,14 @@ class Pages(Core):
             number = min(number, max(bounded // per, 1))
 
         channels_shown: list[str] = []
+        targets: dict[str, str] = {}
 
         def read() -> tuple[Page, list[tuple[str, int | None]]]:
             nonlocal filters
             with transaction(self.engine, read_only=True) as connection:
                 filters = _known_channel(connection, filters, errors, self._lang(request))
                 names = sorted(set(channel_names(connection).values()))
+                targets.update(channel_targets(connection))
                 if len(names) > 1:  # a filter by channel only where there is a choice
                     channels_shown.extend(names)
                 found = page_of(
@@ -465,6 +467,7 @@ class Pages(Core):
             "filter_fields": QUERY_FIELDS,
             "list_path": path,
             "channels": channels_shown,  # filled by ``read``
+            "targets": targets,  # filled by ``read``: each channel's target by its name
         }
 
     async def _list_page(
@@ -532,8 +535,10 @@ class Pages(Core):
                 # channel each row says whose delivery it is (issue 31 item 7)
                 several = len(set(channel_names(connection).values())) > 1
                 counted = len(rows) if whole else finder.count_found(connection, term)
+                targets.update(channel_targets(connection))
                 return rows, counted, several
 
+        targets: dict[str, str] = {}  # each channel's target by its name (a reason's words)
         rows, total, several = await asyncio.to_thread(read) if term else ([], 0, False)
         pages = max((total + per - 1) // per, 1)
         return self._render(
@@ -542,6 +547,7 @@ class Pages(Core):
             who,
             rows=rows,
             channels=several,
+            targets=targets,
             term=term,
             total=total,
             shown=per,
@@ -602,6 +608,7 @@ class Pages(Core):
                     .limit(1)
                 ).scalar_one()
                 story["since"] = since.isoformat()
+                story["targets"] = channel_targets(connection)
                 return story
 
         story = await asyncio.to_thread(read)
@@ -619,6 +626,7 @@ class Pages(Core):
             product=story["name"],
             sku=story["sku"],
             since=story["since"],
+            targets=story["targets"],
             error=error,
             note=note,
             done=done,

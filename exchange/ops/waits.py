@@ -1,0 +1,38 @@
+"""Whether a delayed delivery waits for its channel rather than for a retry: the one rule
+``find``, ``status`` and the workbench share (the words say it by ``words.state_said``).
+
+A ``delayed`` delivery is there either because an attempt failed and is tried again
+(``retry-scheduled``, charged) or because the channel took it or asked it to wait
+(``awaiting-outcome``, not charged: Ozon's hourly limit, a Wildberries task whose outcome is
+read later, Yandex Market's read-back, an item waiting for its companion price; contract 14,
+research §1.3, §2, §3.4). Its last of those two events on its channel says which; a delivery
+whose history no longer holds either is said as delayed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, select
+
+from exchange.db.schema import history
+from exchange.domain.states import Event, State
+
+# The events that leave a delivery delayed after an attempt: which was last says why it waits.
+_DELAYING = (Event.RETRY_SCHEDULED.value, Event.AWAITING_OUTCOME.value)
+
+
+def awaiting(pk: Any, channel_id: Any, state: Any) -> ColumnElement[bool]:
+    """True for a delivery (its message's ``pk``, its ``channel_id`` and ``state`` columns)
+    that is delayed waiting for its channel, not for a retry."""
+    last = (
+        select(history.c.event)
+        .where(
+            history.c.message_pk == pk,
+            history.c.channel_id == channel_id,
+            history.c.event.in_(_DELAYING),
+        )
+        .order_by(history.c.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    return and_(state == State.DELAYED.value, last == Event.AWAITING_OUTCOME.value)

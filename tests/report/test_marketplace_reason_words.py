@@ -1,0 +1,101 @@
+"""A marketplace is no site (contract 14; research/marketplaces.md §1-§3: each answers through
+its own API and has a seller's cabinet, no "site team"): a reason, its advice and ``verify``'s
+column on a marketplace's channel say the marketplace, by the one rule
+``words.on_marketplace`` that the busy words use too (``channel_subject``); a site's channel
+keeps the site's words (mpwords item 3)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+
+from exchange.cli import verifying
+from exchange.ops.verify import Verification
+from exchange.report.model import Entry, Report
+from exchange.report.words import entry_next_check, next_check, summary_next_check
+from exchange.targets.base import HeldPrice
+from exchange.words import channel_subject, name, on_marketplace
+
+MARKETPLACES = ("ozon", "wildberries", "yandex-market")
+
+
+@pytest.mark.parametrize("target", MARKETPLACES)
+def test_a_marketplaces_unknown_response_and_refusal_name_the_marketplace(target: str) -> None:
+    assert name("reason", "unknown-response", "ru", target) == (
+        "непонятный ответ площадки (unknown-response)"
+    )
+    assert name("reason", "http-400", "ru", target) == "площадка отклонила (http-400)"
+    # the site's own words stay the site's
+    assert name("reason", "unknown-response", "ru", "woocommerce") == (
+        "непонятный ответ сайта (unknown-response)"
+    )
+    assert name("reason", "http-422", "ru") == "сайт отклонил (http-422)"
+
+
+@pytest.mark.parametrize("target", MARKETPLACES)
+@pytest.mark.parametrize("reason", ["retry-limit", "unknown-response", "http-400"])
+def test_a_marketplaces_advice_sends_to_its_cabinet_never_to_a_site_team(
+    target: str, reason: str
+) -> None:
+    said = next_check(reason, "ru", target=target)
+    assert "сайт" not in said.lower(), said
+    assert "кабинете площадки" in said, said
+    site = next_check(reason, "ru", target="woocommerce")
+    assert "сайт" in site.lower(), site  # a site's advice unchanged
+
+
+def test_one_rule_for_the_marketplace_words() -> None:
+    for target in MARKETPLACES:
+        assert on_marketplace(target)
+        assert channel_subject("x", target, "ru", named=False) is not None
+    for target in ("woocommerce", "bitrix", "api", "rabbitmq", None):
+        assert not on_marketplace(target)
+        assert channel_subject("x", target, "ru", named=False) is None
+
+
+@pytest.mark.parametrize("marketplace", [True, False])
+def test_verify_names_the_marketplace_in_its_column(
+    marketplace: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("EXCHANGE_LANG", "ru")
+    differing = HeldPrice("m-1", "SKU-1", "price", Decimal("100"), Decimal("90"))
+    verifying._print(Verification("ozon", [differing], []), False, marketplace=marketplace)
+    printed = capsys.readouterr().out
+    if marketplace:
+        assert "На площадке" in printed and "В магазине" not in printed, printed
+    else:
+        assert "В магазине" in printed, printed
+
+
+@pytest.mark.parametrize("target", ["ozon", "woocommerce"])
+def test_the_quarantine_reports_advice_follows_the_entrys_channel(target: str) -> None:
+    """The report's «Что сделать» (its rows and its summary by reason) for a retry limit on an
+    Ozon channel sends to the cabinet; on a site's channel, to the site team as before."""
+    at = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
+    entry = Entry(
+        message_id="m-1",
+        kind="price",
+        aggregate="SKU-1",
+        version=1,
+        reason="retry-limit",
+        attempts=5,
+        last_status=500,
+        last_error="HTTP 500",
+        source_ref=None,
+        first_seen=at,
+        quarantined_at=at,
+        rejected_row=False,
+        staging_id=None,
+        payload="{}",
+        channel="shop",
+        target=target,
+    )
+    said = entry_next_check(entry, "ru")
+    summary = summary_next_check(Report(generated_at=at, entries=(entry,)), "retry-limit", "ru")
+    for advice in (said, summary):
+        if target == "ozon":
+            assert "кабинете площадки" in advice and "сайт" not in advice.lower(), advice
+        else:
+            assert "командой сайта" in advice, advice

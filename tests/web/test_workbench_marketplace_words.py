@@ -1,0 +1,73 @@
+"""The workbench speaks of a marketplace as a marketplace (mpwords items 1 and 3; contract 14,
+research/marketplaces.md §1.3 and §3.4): a price an Ozon channel waits for (its hour, an outcome
+read later: ``awaiting-outcome``, not charged) reads «ждёт площадку», never «отложено (повтор)»,
+and is counted apart on the dashboard; a retry-limit on an Ozon channel sends the operator to
+the marketplace's cabinet, never to a "site team"; a site's channel keeps the site's advice."""
+
+from __future__ import annotations
+
+import html
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine, insert, select
+from workbench_helpers import signed_in
+
+from exchange.db.engine import transaction
+from exchange.db.schema import history
+from exchange.dev.testing import one_channel_messages, price_row
+from exchange.domain.states import Event
+from tests.support.second_channel import pk_of, second_channel, taken
+
+messages = one_channel_messages()
+NOW = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
+
+
+def _on_ozon(db: Engine) -> dict[str, str]:
+    """SKU-1 quarantined for its retry limit and SKU-2 waiting for Ozon (its last attempt ended
+    awaiting the channel) on ``second``, an Ozon channel: their message ids by SKU."""
+    taken(
+        db,
+        [
+            price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail"),
+            price_row("SKU-2", 1, "20.00", aggregate="SKU-2/retail"),
+        ],
+        NOW,
+    )
+    second = second_channel(
+        db,
+        {"SKU-1/retail": ("quarantined", "retry-limit"), "SKU-2/retail": ("delayed", None)},
+        NOW,
+        target="ozon",
+    )
+    with transaction(db) as connection:
+        pk = pk_of(connection, "SKU-2/retail")
+        for event in (Event.RETRY_SCHEDULED, Event.AWAITING_OUTCOME):  # the wait came last
+            connection.execute(
+                insert(history).values(
+                    message_pk=pk,
+                    channel_id=second,
+                    at=NOW,
+                    event=event.value,
+                    from_state="in_progress",
+                    to_state="delayed",
+                )
+            )
+        rows = connection.execute(select(messages.c.aggregate, messages.c.message_id)).all()
+    return {aggregate.split("/")[0]: message_id for aggregate, message_id in rows}
+
+
+def test_a_wait_for_ozon_reads_as_a_wait_and_a_retry_limit_sends_to_its_cabinet(
+    olga: str, db: Engine
+) -> None:
+    ids = _on_ozon(db)
+    client = signed_in(olga, "olga")
+    page = html.unescape(client.get(f"/message/{ids['SKU-2']}").text)
+    on_ozon = page.split('id="on-second"')[1].split("</tr>")[0]
+    assert "ждёт площадку" in on_ozon and "повтор" not in on_ozon, on_ozon
+    dashboard = html.unescape(client.get("/").text)
+    counted = dashboard.split('id="delayed-awaiting"')[1].split("</tr>")[0]
+    assert "из них ждут площадку (не повтор)" in counted and ">1</td>" in counted, counted
+    quarantine = html.unescape(client.get("/quarantine").text)
+    advice = quarantine.split('class="facts"')[1].split("</dl>")[0]
+    assert "кабинете площадки" in advice and "командой сайта" not in advice, advice
+    assert "исчерпаны попытки (retry-limit)" in advice, advice
