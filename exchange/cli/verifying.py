@@ -12,8 +12,10 @@ from rich.table import Table
 
 from exchange import app as bootstrap
 from exchange.cli.common import JsonOpt, _guard, _reading_engine, _settings, app, cli_lang, out
+from exchange.db.engine import transaction
 from exchange.errors import OperatorError
 from exchange.i18n import N_, Lang, _, ngettext, pgettext
+from exchange.ops.attention import unserved, unserved_words
 from exchange.ops.verify import (
     Verification,
     channel_target,
@@ -81,8 +83,29 @@ def verify_command(
                 await target.aclose()
 
         verification = asyncio.run(read())
-    _print(verification, as_json, marketplace=on_marketplace(named.settings.target))
-    raise typer.Exit(1 if verification.differing else 0)
+        stuck: dict[str, dict[str, object]] = {}
+        if settings.channels is not None:
+            # Prices waiting on a channel no configured channel serves (one renamed in the
+            # settings) never reach this shop: "nothing differs" would hide them (owner31c).
+            with transaction(engine, read_only=True) as connection:
+                stuck = unserved(connection, [c.name for c in settings.channels_in_force()])
+    if as_json:
+        out.print_json(
+            json.dumps({**verification.as_json(), "unserved": stuck}, ensure_ascii=False)
+        )
+    else:
+        _print(verification, False, marketplace=on_marketplace(named.settings.target))
+        _print_stuck(stuck)
+    raise typer.Exit(1 if verification.differing or stuck else 0)
+
+
+def _print_stuck(stuck: dict[str, dict[str, object]]) -> None:
+    lang = cli_lang()
+    for name, found in stuck.items():
+        said = _("channel {name}: {words}", lang).format(
+            name=name, words=unserved_words({**found, "channel": name}, lang)
+        )
+        out.print(said, markup=False, highlight=False)
 
 
 def _print(verification: Verification, as_json: bool, *, marketplace: bool = False) -> None:

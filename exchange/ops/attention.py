@@ -626,7 +626,7 @@ def _note(v: dict[str, Any], lang: Lang) -> str:
     return _(": “{note}”", lang).format(note=note) if note else ""
 
 
-def _unserved_words(v: dict[str, Any], lang: Lang) -> str:
+def unserved_words(v: dict[str, Any], lang: Lang) -> str:
     """A registered channel no configured channel serves (``unserved``), said after its name:
     how many wait, and what a person does."""
     return ngettext(
@@ -662,7 +662,7 @@ _EN: dict[str, Callable[[dict[str, Any]], str]] = {
     ),
     "gap": lambda v: f"{v['count']} aggregate(s) wait for a missing version (a gap)",
     # after the channel named (``say`` puts it before the sentence)
-    "unserved": lambda v: _unserved_words(v, "en"),
+    "unserved": lambda v: unserved_words(v, "en"),
     "onec": lambda v: (
         f"the latest 1C exchange failed ({v['file'] or 'no file'}: {v['reason']}); "
         "none has succeeded since"
@@ -713,7 +713,7 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
         v["count"],
         "ru",
     ).format(**v),
-    "unserved": lambda v: _unserved_words(v, "ru"),
+    "unserved": lambda v: unserved_words(v, "ru"),
     "onec": lambda v: (
         f"последний обмен с 1С завершился ошибкой ({v['file'] or 'без файла'}: "
         f"{inside_words(v['reason'] or '', 'ru')}), успешных с тех пор не было"

@@ -259,20 +259,7 @@ def test_verify_compares_the_shop_with_its_own_channels_deliveries_not_anothers(
         connection.execute(
             update(channels).where(channels.c.id != other).values(name="shop", target="woocommerce")
         )
-    settings: dict[str, Any] = {
-        k.removeprefix("EXCHANGE_").lower(): v for k, v in woo_env(db_url, shop).items()
-    }
-    del settings["database_url"], settings["site_allow_http"]
-    settings["woo_price_fields"] = json.loads(settings["woo_price_fields"])
-    for secret in ("woo_key", "woo_secret"):  # a channel's secrets are files
-        (tmp_path / secret).write_text(settings.pop(secret), encoding="utf-8")
-        settings[f"{secret}_file"] = str(tmp_path / secret)
-    env = {
-        "EXCHANGE_DATABASE_URL": db_url,
-        "EXCHANGE_CHANNELS": json.dumps({"shop": settings, "other": settings}),
-        "EXCHANGE_SITE_TOKEN": None,
-        "EXCHANGE_SITE_ALLOW_HTTP": None,
-    }
+    env = channels_env(db_url, shop, tmp_path, "shop", "other")
     named = Cli(tmp_path)("verify", "--channel", "shop", "--json", env=env)
     assert 0 == named.returncode, named.stdout + named.stderr
     said = json.loads(named.stdout)
@@ -281,6 +268,61 @@ def test_verify_compares_the_shop_with_its_own_channels_deliveries_not_anothers(
     other_said = Cli(tmp_path)("verify", "--channel", "other", "--json", env=env)
     assert 1 == other_said.returncode, other_said.stderr
     assert ["30.00"] == [d["delivered"] for d in json.loads(other_said.stdout)["differ"]]
+
+
+def channels_env(
+    db_url: str, shop: WooSimulator, tmp_path: Path, *names: str
+) -> dict[str, str | None]:
+    """EXCHANGE_CHANNELS naming ``names``, each a WooCommerce channel on ``shop``."""
+    settings: dict[str, Any] = {
+        k.removeprefix("EXCHANGE_").lower(): v for k, v in woo_env(db_url, shop).items()
+    }
+    del settings["database_url"], settings["site_allow_http"]
+    settings["woo_price_fields"] = json.loads(settings["woo_price_fields"])
+    for secret in ("woo_key", "woo_secret"):  # a channel's secrets are files
+        (tmp_path / secret).write_text(settings.pop(secret), encoding="utf-8")
+        settings[f"{secret}_file"] = str(tmp_path / secret)
+    return {
+        "EXCHANGE_DATABASE_URL": db_url,
+        "EXCHANGE_CHANNELS": json.dumps(dict.fromkeys(names, settings)),
+        "EXCHANGE_SITE_TOKEN": None,
+        "EXCHANGE_SITE_ALLOW_HTTP": None,
+    }
+
+
+def test_verify_says_prices_waiting_on_a_channel_no_configured_channel_serves(
+    db_url: str, engine: Engine, shop: WooSimulator, tmp_path: Path
+) -> None:
+    """Owner 31c: after a rename the old name's prices never reach the shop; ``verify`` of
+    the configured channel must not say "nothing differs" and exit 0 over them: it names the
+    unserved channel, its count and the way out, and exits 1 (``--json``: ``unserved``)."""
+    deliver(db_url, engine, shop)
+    now = datetime.now(UTC)
+    with transaction(engine) as connection:
+        connection.execute(update(channels).values(name="shop", target="woocommerce"))
+        connection.execute(
+            insert(channels).values(
+                name="old", target="woocommerce", takes='["price"]', added_at=now
+            )
+        )
+    stage(engine, [retail_row("SKU-2", 2, "30.00")])
+    take(engine, None, dict(DEFAULT_KINDS), now)
+    env = channels_env(db_url, shop, tmp_path, "shop")
+    said = Cli(tmp_path)("verify", "--channel", "shop", "--json", env=env)
+    assert 1 == said.returncode, said.stdout + said.stderr
+    assert {"old": {"target": "woocommerce", "count": 1}} == json.loads(said.stdout)["unserved"]
+    words = Cli(tmp_path)("verify", "--channel", "shop", env={**env, "EXCHANGE_LANG": "ru"})
+    assert 1 == words.returncode
+    assert "old" in words.stdout and "exchange channels drop old" in words.stdout, words.stdout
+    # configured again, nothing is unserved: the shop's own comparison decides alone
+    both = Cli(tmp_path)(
+        "verify",
+        "--channel",
+        "shop",
+        "--json",
+        env=channels_env(db_url, shop, tmp_path, "shop", "old"),
+    )
+    assert {} == json.loads(both.stdout)["unserved"], both.stdout
 
 
 def test_a_target_without_read_back_names_the_targets_verify_reads() -> None:
