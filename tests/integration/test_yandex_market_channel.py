@@ -48,8 +48,9 @@ def events(engine: Engine) -> list[str]:
         return [e for (e,) in connection.execute(select(history.c.event).order_by(history.c.id))]
 
 
-async def until_settled(worker: Worker, engine: Engine, seconds: float = 8.0) -> None:
-    """Cycles, as the worker's loop runs them, until no price waits (or the time is up)."""
+async def until_settled(worker: Worker, engine: Engine, seconds: float = 30.0) -> None:
+    """Cycles, as the worker's loop runs them, until no price waits (or the time is up: 30 s,
+    returned from as soon as it settles; 8 s ran out once in a loaded CI run)."""
     loop = asyncio.get_running_loop()
     ends = loop.time() + seconds
     while loop.time() < ends:
