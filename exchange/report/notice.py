@@ -283,7 +283,9 @@ def compose(
                     age=human_age(entry["oldest_age_s"], lang),
                 )
             )
-            lines.append(_w("what_to_do", lang).format(advice=next_check(reason, lang)))
+            target = found.reason_targets.get(reason)  # a marketplace's: its cabinet
+            advice = next_check(reason, lang, target=target)
+            lines.append(_w("what_to_do", lang).format(advice=advice))
             if workbench_url:
                 link = f"{workbench_url}/quarantine?{urlencode({'reason': reason})}"
                 lines.append(_w("open", lang).format(url=link))
