@@ -10,6 +10,7 @@ The details a message shows (the quarantine by reason) are read only when one is
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,10 +28,18 @@ from exchange.db.on_channels import (
     on,
 )
 from exchange.db.schema import deliveries, messages, notifications, staging, workers
-from exchange.domain.notify import Situation, Stop, Told, channel_pause_stop, is_stop
+from exchange.domain.notify import (
+    Situation,
+    Stop,
+    Told,
+    channel_pause_stop,
+    is_stop,
+    unserved_stop,
+)
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import PENDING, State, values
 from exchange.ops import sign_ins
+from exchange.ops.attention import unserved
 from exchange.ops.find import held_condition
 from exchange.ops.status import (
     holding,
@@ -77,6 +86,10 @@ class Snapshot:
     # Filled only for a message (contract 13): per channel (by name) with withheld prices,
     # {"count", "oldest_message_id", "oldest_age_s", "said"}: the channel's own words.
     withheld_by_channel: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Given the channels configured (EXCHANGE_CHANNELS): work waiting on a registered channel
+    # none of them serves, by name ({"target", "count"}): ``attention.unserved``, the one
+    # computation of ``status``'s ``unserved:NAME`` causes.
+    unserved: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def snapshot(
@@ -87,9 +100,13 @@ def snapshot(
     stalled_after: float,
     staging_connection: Connection | None = None,
     channel: Channel = None,
+    configured: Collection[str] | None = None,
 ) -> Snapshot:
     """What needs a person now (without the quarantine's details: ``add_details``), of the
-    deliveries on ``channel`` (every channel for None) and intake's rejected records."""
+    deliveries on ``channel`` (every channel for None) and intake's rejected records.
+    ``configured``: the channels the process configures by name (EXCHANGE_CHANNELS; None
+    without): work waiting on a registered channel none of them serves is a stop of that
+    channel (``unserved:NAME``), as ``status`` makes it a cause."""
     ids = channel_ids(connection, channel)
     quarantine = listed(ids, states=[State.QUARANTINED.value], name="quarantined")
     quarantined, newest = connection.execute(
@@ -123,12 +140,15 @@ def snapshot(
     if pause is not None:
         stops.add(Stop.OPERATOR)
     stops.update(channel_pause_stop(name) for name in held)
+    waiting_unserved = unserved(connection, configured, channel) if configured is not None else {}
+    stops.update(unserved_stop(name) for name in waiting_unserved)
     found = Snapshot(
         situation=Situation(0, None, frozenset()),
         workers=live,
         operator_pause=pause,
         channel_pauses=held,
         channels=registered,
+        unserved=waiting_unserved,
     )
     # A worker that stopped cleanly is none (its row stays only to say when it stopped).
     last_beat = connection.execute(
