@@ -12,7 +12,7 @@ test failure (``tests/test_i18n.py``), never an English word on a Russian page.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal, InvalidOperation
 
 from babel.numbers import format_currency, format_decimal
@@ -75,6 +75,13 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
         "Nothing needs a person yet: work has waited for a worker under {seconds} s."
     ),
     "no_live_worker_idle": N_("No worker is live now; no work waits for delivery."),
+    # Work waits only on channels no configured channel serves (a channel renamed in the
+    # settings, ``attention.unserved``): no worker that starts takes it (issue 32).
+    "no_live_worker_unserved": N_(
+        "No worker is live now. Work waits on a channel no configured channel serves "
+        "({channels}): no worker takes it, whichever starts, until that channel is configured "
+        "again or dropped (see below)."
+    ),
     # Said in the operator's pause banner too: both facts, the pause and no worker (the fresh
     # review: only the pause showed).
     "no_live_worker_too": N_(
@@ -535,6 +542,20 @@ def on_marketplace(target: str | None) -> bool:
     return target in MARKETPLACE_TARGETS
 
 
+def reason_target(targets: Iterable[str | None]) -> str | None:
+    """The target whose words one row for several records of a reason takes (a summary's row,
+    the dashboard's, ``status``'s; given to ``name`` and the advice, ``report.words.
+    next_check``): the one target they share; a marketplace's where every record is on a
+    marketplace's channel (their words are one: «площадка», never a marketplace's name);
+    None where a site's record is among them, or an intake's record (no channel's)."""
+    found = set(targets)
+    if len(found) == 1:
+        return found.pop()
+    if found and all(on_marketplace(target) for target in found):
+        return min(t for t in found if t is not None)
+    return None
+
+
 def name(group: str, code: str | None, lang: Lang, target: str | None = None) -> str:
     """A stored code as a page shows it: ``state`` and ``event`` in words, a ``reason`` as its
     name with the code beside it («сайт отклонил (http-422)»); an unknown code as it is. A
@@ -600,6 +621,27 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             # exchange/delivery/withheld.py: a release naming no channel (issue 32)
             r"--channel is required: withheld on (?P<names>.*); name the channel to release on",
             N_("--channel is required: withheld on {names}; name the channel to release on"),
+        ),
+        (
+            # exchange/ops/verify.py: ``verify --channel`` of a dropped channel (issue 32)
+            r"channel (?P<name>\S+) was dropped (?P<when>.+?) by (?P<operator>.+?): nothing is "
+            r"delivered to it any more; verify a channel configured now \((?P<names>.*)\), or "
+            r"configure it again and give it every current price: exchange channels seed \S+",
+            N_(
+                "channel {name} was dropped {when} by {operator}: nothing is delivered to it any "
+                "more; verify a channel configured now ({names}), or configure it again and give "
+                "it every current price: exchange channels seed {name}"
+            ),
+        ),
+        (
+            r"channel (?P<name>\S+) was dropped (?P<when>.+?): nothing is delivered to it any "
+            r"more; verify a channel configured now \((?P<names>.*)\), or configure it again "
+            r"and give it every current price: exchange channels seed \S+",
+            N_(
+                "channel {name} was dropped {when}: nothing is delivered to it any more; verify a "
+                "channel configured now ({names}), or configure it again and give it every "
+                "current price: exchange channels seed {name}"
+            ),
         ),
         (
             r"--channel is required: this installation has (?P<names>.*)",
@@ -1467,6 +1509,13 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"the upload of (?P<p>\S+) whose answer was lost",
         N_("the upload of {p} whose answer was lost"),
+    ),
+    (
+        r"the upload of (?P<p>\S+) Wildberries answered HTTP (?P<s>\d+) \(it may have made a "
+        r"task all the same\)",
+        N_(
+            "the upload of {p} Wildberries answered HTTP {s} (it may have made a task all the same)"
+        ),
     ),
     (
         r"task (?P<t>\d+) of (?P<p>\S+), not shown for (?P<s>\S+) s,",

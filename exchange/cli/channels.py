@@ -25,7 +25,7 @@ from exchange.cli.common import (
 )
 from exchange.db.engine import transaction
 from exchange.domain.clock import SystemClock
-from exchange.i18n import N_, _, ngettext, pgettext
+from exchange.i18n import N_, Lang, _, ngettext, pgettext
 from exchange.ops.channels import list_channels
 from exchange.queue import channels as channel_ops
 from exchange.words import name as code_name
@@ -150,7 +150,35 @@ def channels_seed(
         seeded.created,
         lang,
     )
-    out.print(said.format(name=channel, count=seeded.created), markup=False, highlight=False)
+    said = said.format(name=channel, count=seeded.created)
+    if not seeded.created:  # why none, in the same line
+        said += "; " + _seeded_none(seeded, lang)
+    out.print(said, markup=False, highlight=False)
+
+
+def _seeded_none(seeded: channel_ops.Seeded, lang: Lang) -> str:
+    """Why a seed created no delivery: what it walked had one already, an earlier seed walked
+    it all, or nothing accepted is of the kinds the channel takes."""
+    if seeded.walked:
+        return ngettext(
+            "the {walked} current message it takes already has a delivery on it (delivered or "
+            "waiting)",
+            "each of the {walked} current messages it takes already has a delivery on it "
+            "(delivered or waiting)",
+            seeded.walked,
+            lang,
+        ).format(walked=seeded.walked)
+    if seeded.after_earlier:
+        return _(
+            "an earlier seed already gave it every message accepted until then; what came "
+            "since reached it as it came",
+            lang,
+        )
+    if not seeded.takes:
+        return _("it takes no kind of message (its settings' takes)", lang)
+    return _("no message of the kinds it takes ({kinds}) has been accepted", lang).format(
+        kinds=", ".join(seeded.takes)
+    )
 
 
 @channels_app.command(

@@ -35,7 +35,7 @@ from exchange.cli.common import (
     quarantine_app,
 )
 from exchange.db.engine import transaction
-from exchange.db.on_channels import channel_ids
+from exchange.db.on_channels import channel_ids, channel_targets
 from exchange.domain.clock import SystemClock
 from exchange.errors import ExchangeError
 from exchange.i18n import N_, Lang, _, ngettext, pgettext
@@ -75,6 +75,8 @@ def quarantine_list(
         engine = _reading_engine(settings)
         with transaction(engine, read_only=True) as connection:
             rows = _shown(list_quarantined(connection, filters, priced=not as_json))
+            # a marketplace's reason in its words (``words.on_marketplace``), as ``find`` says it
+            targets = channel_targets(connection)
             present = (
                 quarantine_by_reason(
                     connection, SystemClock().now(), channel_ids(connection, channel)
@@ -114,7 +116,10 @@ def quarantine_list(
     for row in rows:
         # Russian names the kind and the reason in words, the reason's code beside it (what
         # --reason takes); English keeps the codes.
-        reason_shown = row["reason"] if lang == "en" else name("reason", row["reason"], lang)
+        target = targets.get(row["channel"] or "")
+        reason_shown = (
+            row["reason"] if lang == "en" else name("reason", row["reason"], lang, target)
+        )
         if row["superseded_after_quarantine"]:
             reason_shown += _(" (superseded after quarantine)", lang)
         # Text, not markup: data with [brackets] (a site's error, a 1C reference) shows as is.

@@ -45,6 +45,7 @@ from exchange.ops.prioritize import prioritize
 from exchange.ops.status import (
     biography,
     human_age,
+    quarantine_reason_targets,
     source_figures,
     sources_table,
     status,
@@ -120,6 +121,7 @@ def status_command(
             held_channels = control.paused_channels(connection)
             pause = control.operator_pause(connection)
             told = last_told(connection)
+            reason_targets = quarantine_reason_targets(connection, channel_ids(connection, channel))
             found = attention(
                 connection,
                 staged,
@@ -187,6 +189,7 @@ def status_command(
             named=named,
             targets=registered,
             channel_pauses=held_channels,
+            reason_targets=reason_targets,
         )
         for table in shown:
             out.print(table)
@@ -196,7 +199,7 @@ def status_command(
             listed = withheld_table(engine, lang, settings.display_tz)
             if listed is not None:
                 out.print(listed)
-        out.print(_intake_line(found.intake, lang), markup=False, highlight=False)
+        _prose(_intake_line(found.intake, lang))
         said = backlog_words(
             waiting,
             paused=figures.delivery_paused,
@@ -206,25 +209,31 @@ def status_command(
             untaken=untaken_channels(by_channel),
             live=any(w["live"] for w in figures.workers),
         )
-        out.print(said, markup=False, highlight=False)
+        _prose(said)
         out.print(exchanges_table(onec, settings.display_tz, lang))
         if brokers:
             out.print(sources_table(brokers, lang))
         if told is not None:
-            out.print(
+            _prose(
                 _("operators last notified {when} by {sent_by}: {outcome}", lang).format(
                     when=when_ago(told["attempted_at"], settings.display_tz, now, lang),
                     sent_by=told["sent_by"],
                     outcome=told["outcome"] or _("no outcome recorded", lang),
-                ),
-                markup=False,
+                )
             )
         if needs:
             said = "; ".join(cause.words(lang) for cause in found.causes)
-            out.print(_("needs a person: {causes}", lang).format(causes=said), markup=False)
+            _prose(_("needs a person: {causes}", lang).format(causes=said))
         else:
-            out.print(_("nothing needs a person", lang), markup=False)
+            _prose(_("nothing needs a person", lang))
     raise typer.Exit(1 if needs else 0)
+
+
+def _prose(text: str) -> None:
+    """A sentence of ``status`` wrapped at the terminal's width (COLUMNS) between words, as
+    its tables' cells are, never cut mid-word by the terminal (issue 32); a word longer
+    than the width (an id) alone is folded."""
+    out.print(text, markup=False, highlight=False, soft_wrap=False)
 
 
 def _intake_line(taken: dict[str, Any], lang: Lang = "en") -> str:

@@ -9,11 +9,12 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from sqlalchemy.exc import SQLAlchemyError
 
 from exchange import app as bootstrap
 from exchange.cli.common import JsonOpt, _guard, _reading_engine, _settings, app, cli_lang, out
 from exchange.db.engine import transaction
-from exchange.errors import OperatorError
+from exchange.errors import ExchangeError, OperatorError
 from exchange.i18n import N_, Lang, _, ngettext, pgettext
 from exchange.ops.attention import unserved, unserved_words
 from exchange.ops.verify import (
@@ -21,10 +22,12 @@ from exchange.ops.verify import (
     channel_target,
     choose,
     chosen_channel,
+    dropped_said,
     latest_delivered,
     one_channel,
     verify,
 )
+from exchange.settings import Settings
 from exchange.words import error_words, money, on_marketplace
 
 
@@ -64,7 +67,16 @@ def verify_command(
         if skus and sample is not None:
             raise OperatorError("--sample and --sku choose the prices two ways: give one")
         settings = _settings(ctx)
-        named = chosen_channel(settings.channels_in_force(), channel, settings.channels_source())
+        try:
+            named = chosen_channel(
+                settings.channels_in_force(), channel, settings.channels_source()
+            )
+        except OperatorError:
+            # a dropped channel is said dropped, when and by whom, never «no channel»
+            said = _dropped(settings, channel)
+            if said is not None:
+                raise OperatorError(said) from None
+            raise
         engine = _reading_engine(settings)
         target = bootstrap.target(named.settings, engine=engine)
 
@@ -97,6 +109,15 @@ def verify_command(
         _print(verification, False, marketplace=on_marketplace(named.settings.target))
         _print_stuck(stuck)
     raise typer.Exit(1 if verification.differing or stuck else 0)
+
+
+def _dropped(settings: Settings, channel: str | None) -> str | None:
+    """``dropped_said`` of ``--channel``, or None where the database cannot say (not there)."""
+    try:
+        engine = _reading_engine(settings)
+        return dropped_said(engine, channel, settings.channels_in_force(), settings.display_tz)
+    except (ExchangeError, SQLAlchemyError):
+        return None
 
 
 def _print_stuck(stuck: dict[str, dict[str, object]]) -> None:

@@ -53,15 +53,41 @@ def paused_channel(stop: str) -> str | None:
     return stop[len(CHANNEL_PAUSE) :] if stop.startswith(CHANNEL_PAUSE) else None
 
 
+# Work waiting on a registered channel no configured channel serves (a channel renamed in
+# the settings: ``ops.attention.unserved``, ``status``'s ``unserved:NAME`` cause): a stop of
+# that channel, ``unserved:NAME``, which no worker ends (a person configures it or drops it).
+UNSERVED = "unserved:"
+
+
+def unserved_stop(channel: str) -> str:
+    """The stop of work waiting on ``channel``, which no configured channel serves."""
+    return UNSERVED + channel
+
+
+def unserved_channel(stop: str) -> str | None:
+    """The channel of an ``unserved`` stop, or None for any other stop."""
+    return stop[len(UNSERVED) :] if stop.startswith(UNSERVED) else None
+
+
 def is_stop(text: str) -> bool:
     """Whether ``text`` (as kept in the database) is a stop this version knows."""
-    return text in Stop.__members__.values() or bool(paused_channel(text))
+    return (
+        text in Stop.__members__.values()
+        or bool(paused_channel(text))
+        or bool(unserved_channel(text))
+    )
 
 
 def _a_person_ends(stop: str) -> bool:
     """A stop whose end needs no worker to report: an operator's pause (of every channel or
-    of one) ends by the resume itself; the sign-ins by a sign-in."""
-    return stop == Stop.OPERATOR or stop in SIGN_IN_STOPS or paused_channel(stop) is not None
+    of one) ends by the resume itself; the sign-ins by a sign-in; work on a channel no one
+    serves by that channel configured again or dropped."""
+    return (
+        stop == Stop.OPERATOR
+        or stop in SIGN_IN_STOPS
+        or paused_channel(stop) is not None
+        or unserved_channel(stop) is not None
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,9 @@ class Task:
     """One ``nmID`` of an upload task in flight."""
 
     nm_id: int
-    upload_id: int  # 0: stored before the upload went, WB has named no task for it (yet)
+    # 0: stored before the upload went, WB has named no task for it (yet); below 0: an upload
+    # WB answered with that status negated (5xx, 422), which may have made a task all the same
+    upload_id: int
     price: Decimal  # the whole roubles uploaded
     message_id: str  # the delivery that carried it
     uploaded_at: datetime

@@ -10,6 +10,7 @@ The details a message shows (the quarantine by reason) are read only when one is
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,15 +28,24 @@ from exchange.db.on_channels import (
     on,
 )
 from exchange.db.schema import deliveries, messages, notifications, staging, workers
-from exchange.domain.notify import Situation, Stop, Told, channel_pause_stop, is_stop
+from exchange.domain.notify import (
+    Situation,
+    Stop,
+    Told,
+    channel_pause_stop,
+    is_stop,
+    unserved_stop,
+)
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import PENDING, State, values
 from exchange.ops import sign_ins
+from exchange.ops.attention import unserved
 from exchange.ops.find import held_condition
 from exchange.ops.status import (
     holding,
     last_deliveries,
     quarantine_by_reason,
+    quarantine_reason_targets,
     site_failing,
     worker_rows,
 )
@@ -67,12 +77,19 @@ class Snapshot:
     refused_sign_ins: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Filled only for a message: reason -> {"count", "oldest_message_id", "oldest_age_s", ...}
     quarantine_by_reason: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Filled only for a message: each reason's target where its words are a marketplace's
+    # (``status.quarantine_reason_targets``: the rule of ``status`` and the dashboard).
+    reason_targets: dict[str, str | None] = field(default_factory=dict)
     # Filled only for a message, with more than one channel registered (contract 13): how many
     # deliveries each channel (by name) holds in quarantine; intake's records under None.
     quarantine_by_channel: dict[str | None, int] = field(default_factory=dict)
     # Filled only for a message (contract 13): per channel (by name) with withheld prices,
     # {"count", "oldest_message_id", "oldest_age_s", "said"}: the channel's own words.
     withheld_by_channel: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Given the channels configured (EXCHANGE_CHANNELS): work waiting on a registered channel
+    # none of them serves, by name ({"target", "count"}): ``attention.unserved``, the one
+    # computation of ``status``'s ``unserved:NAME`` causes.
+    unserved: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def snapshot(
@@ -83,9 +100,13 @@ def snapshot(
     stalled_after: float,
     staging_connection: Connection | None = None,
     channel: Channel = None,
+    configured: Collection[str] | None = None,
 ) -> Snapshot:
     """What needs a person now (without the quarantine's details: ``add_details``), of the
-    deliveries on ``channel`` (every channel for None) and intake's rejected records."""
+    deliveries on ``channel`` (every channel for None) and intake's rejected records.
+    ``configured``: the channels the process configures by name (EXCHANGE_CHANNELS; None
+    without): work waiting on a registered channel none of them serves is a stop of that
+    channel (``unserved:NAME``), as ``status`` makes it a cause."""
     ids = channel_ids(connection, channel)
     quarantine = listed(ids, states=[State.QUARANTINED.value], name="quarantined")
     quarantined, newest = connection.execute(
@@ -119,12 +140,15 @@ def snapshot(
     if pause is not None:
         stops.add(Stop.OPERATOR)
     stops.update(channel_pause_stop(name) for name in held)
+    waiting_unserved = unserved(connection, configured, channel) if configured is not None else {}
+    stops.update(unserved_stop(name) for name in waiting_unserved)
     found = Snapshot(
         situation=Situation(0, None, frozenset()),
         workers=live,
         operator_pause=pause,
         channel_pauses=held,
         channels=registered,
+        unserved=waiting_unserved,
     )
     # A worker that stopped cleanly is none (its row stays only to say when it stopped).
     last_beat = connection.execute(
@@ -187,6 +211,7 @@ def add_details(
     with more than one channel, the count on each channel."""
     ids = channel_ids(connection, channel)
     found.quarantine_by_reason = quarantine_by_reason(connection, now, ids)
+    found.reason_targets = quarantine_reason_targets(connection, ids)
     if len(channel_ids(connection)) > 1:
         found.quarantine_by_channel = quarantined_by_channel(connection, ids)
     if found.situation.withheld:

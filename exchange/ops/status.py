@@ -21,7 +21,14 @@ from rich.text import Text
 from sqlalchemy import Connection, case, func, not_, select
 from sqlalchemy.orm import aliased
 
-from exchange.db.on_channels import Channel, channel_ids, channel_names, listed, on
+from exchange.db.on_channels import (
+    Channel,
+    channel_ids,
+    channel_names,
+    listed,
+    on,
+    targets_by_id,
+)
 from exchange.db.schema import (
     Message,
     aggregates,
@@ -51,6 +58,7 @@ from exchange.words import (
     channel_subject,
     error_words,
     name,
+    reason_target,
     word,
 )
 
@@ -620,6 +628,28 @@ def quarantine_by_reason(
     }
 
 
+def quarantine_reason_targets(
+    connection: Connection, ids: list[int] | None = None
+) -> dict[str, str | None]:
+    """Per reason of ``quarantine_by_reason`` (the same channels ``ids``), the target whose
+    words its one row takes (``words.reason_target``: a marketplace's reason in the
+    marketplace's words, «непонятный ответ площадки»): what ``status``, the dashboard and the
+    notice name each reason by."""
+    ids = channel_ids(connection) if ids is None else ids
+    m = listed(ids, states=[State.QUARANTINED.value], name="quarantined")
+    rows = connection.execute(
+        select(m.c.reason, m.c.channel_id)
+        .where(m.c.state == State.QUARANTINED.value)
+        .group_by(m.c.reason, m.c.channel_id)
+    ).all()
+    targets = targets_by_id(connection)
+    found: dict[str, set[str | None]] = {}
+    for reason, channel_id in rows:
+        target = targets.get(channel_id) if channel_id is not None else None
+        found.setdefault(str(reason or ""), set()).add(target)
+    return {reason: reason_target(these) for reason, these in found.items()}
+
+
 def blocked_aggregates(
     connection: Connection,
     kinds: KindPolicies,
@@ -746,6 +776,7 @@ def tables(
     named: dict[str, str] | None = None,
     targets: dict[str, str] | None = None,
     channel_pauses: dict[str, dict[str, Any]] | None = None,
+    reason_targets: dict[str, str | None] | None = None,
 ) -> list[Table]:
     """``exchange status`` for a person: one table per question an operator asks; times in
     ``zone`` (EXCHANGE_DISPLAY_TZ) with their age beside them; in ``lang`` (contract 15,
@@ -757,7 +788,8 @@ def tables(
     each registered channel's target by its name, so that a marketplace's row says the
     marketplace even where the channels are not named (``words.channel_subject``).
     ``channel_pauses``: each channel paused on its own (``control.paused_channels``): its
-    loops' rows say so, never «running» (owner 31 item 6)."""
+    loops' rows say so, never «running» (owner 31 item 6). ``reason_targets``
+    (``quarantine_reason_targets``): a marketplace's reason in the marketplace's words."""
     title = (
         _("messages by state", lang)
         if channels <= 1
@@ -909,7 +941,7 @@ def tables(
     quarantine.add_column(pgettext("status column", "waiting since", lang), overflow="fold")
     for reason, entry in figures.quarantine_by_reason.items():
         quarantine.add_row(
-            Text(_named("reason", reason, lang)),
+            Text(_named("reason", reason, lang, (reason_targets or {}).get(reason))),
             str(entry["count"]),
             Text(entry["oldest_message_id"]),
             f"{local_time(entry['oldest_quarantined_at'], zone)} "
@@ -993,9 +1025,10 @@ _BLOCKED_CAUSES = (
 )
 
 
-def _named(group: str, code: str, lang: Lang) -> str:
-    """A code in Russian words (``words.name``); English keeps the code as it was printed."""
-    return code if lang == "en" else name(group, code, lang)
+def _named(group: str, code: str, lang: Lang, target: str | None = None) -> str:
+    """A code in Russian words (``words.name``, a reason of a marketplace's channel,
+    ``target``, in its words); English keeps the code as it was printed."""
+    return code if lang == "en" else name(group, code, lang, target)
 
 
 def shown_workers(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:

@@ -21,8 +21,9 @@ from sqlalchemy import Engine, and_, exists, select
 
 from exchange.db.engine import transaction
 from exchange.db.on_channels import channel_ids, on
-from exchange.db.schema import channels, deliveries, messages
-from exchange.domain.states import State
+from exchange.db.schema import channels, deliveries, history, messages
+from exchange.domain.clock import local_time
+from exchange.domain.states import Event, State
 from exchange.errors import OperatorError
 from exchange.queue.deliveries import one_channel as deliveries_one_channel
 from exchange.settings import Channel
@@ -73,6 +74,42 @@ def chosen_channel(channels: Sequence[Channel], name: str | None, source: str) -
     if len(channels) == 1:
         raise OperatorError(f"no channel {name!r}: the one channel is {names} ({source})")
     raise OperatorError(f"no channel {name!r}: the channels are {names} ({source})")
+
+
+def dropped_said(
+    engine: Engine, name: str | None, channels_: Sequence[Channel], zone: str
+) -> str | None:
+    """``--channel NAME`` of a channel not configured here that was dropped (``exchange
+    channels drop``): the words saying so, when and by whom (the operator the drop's cancelled
+    deliveries name, when it cancelled any), and what to do, rather than «no channel». None
+    for a name configured, or never dropped."""
+    if name is None or any(channel.name == name for channel in channels_):
+        return None
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(
+            select(channels.c.id, channels.c.dropped_at)
+            .where(channels.c.name == name)
+            .order_by(channels.c.id.desc())
+        ).all()
+        if not rows or rows[0].dropped_at is None:
+            return None  # never registered, or registered and not dropped: «no channel» is right
+        operator = connection.execute(
+            select(history.c.operator)
+            .where(
+                history.c.channel_id == rows[0].id,
+                history.c.event == Event.CHANNEL_REMOVED.value,
+                history.c.operator.is_not(None),
+            )
+            .limit(1)
+        ).scalar()
+    when = local_time(rows[0].dropped_at, zone, seconds=False)
+    names = ", ".join(channel.name for channel in channels_)
+    by = f" by {operator}" if operator else ""
+    return (
+        f"channel {name} was dropped {when}{by}: nothing is delivered to it any more; verify "
+        f"a channel configured now ({names}), or configure it again and give it every current "
+        f"price: exchange channels seed {name}"
+    )
 
 
 def channel_target(target: Target) -> ReadsPrices:

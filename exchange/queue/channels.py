@@ -87,6 +87,12 @@ class Seeded:
     created: int
     batches: int
     mark: int | None
+    # Why none may have been created (said by ``channels seed``): the messages walked, each
+    # already with a delivery on the channel when none was created; whether the walk began
+    # past an earlier seed's mark; the kinds the channel takes.
+    walked: int = 0
+    after_earlier: bool = False
+    takes: tuple[str, ...] = ()
 
 
 def message_pk(connection: Connection, message_id: str) -> int:
@@ -113,9 +119,10 @@ def seed(
     the policies (global, EXCHANGE_KINDS) that say which of the kinds it takes coalesce;
     a kind it takes that is not configured counts as coalescing, as the queue's rules count
     it. ``progress`` is told after each batch."""
-    created = batches = 0
+    created = batches = walked = 0
     start: int | None = None
     from_pk: int | None = None
+    earlier = False
     while True:
         with transaction(engine) as connection:
             channel = in_use(connection, name, lock=True)
@@ -123,18 +130,20 @@ def seed(
                 raise no_such_channel(name)
             if start is None:  # the first batch: from the mark a run before this one reached
                 start = channel.seed_mark or 0
+                earlier = bool(channel.seed_mark) and from_message is None
                 if from_message is not None:  # the strict kinds from there: walk from there
                     from_pk = message_pk(connection, from_message)
                     start = min(start, from_pk - 1)
-            made, mark = _seed_batch(connection, channel, kinds, now, start, from_pk, batch)
+            made, mark, looked = _seed_batch(connection, channel, kinds, now, start, from_pk, batch)
         if mark is None:
-            return Seeded(name, created, batches, channel.seed_mark)
+            return Seeded(name, created, batches, channel.seed_mark, walked, earlier, channel.takes)
         failpoint("seed-batch-done")
         created += made
+        walked += looked
         batches += 1
         start = mark
         if progress is not None:
-            progress(Seeded(name, created, batches, mark))
+            progress(Seeded(name, created, batches, mark, walked, earlier, channel.takes))
 
 
 def _candidates(channel: Registered, kinds: KindPolicies, after: int, from_pk: int | None) -> Any:
@@ -172,16 +181,16 @@ def _seed_batch(
     after: int,
     from_pk: int | None,
     batch: int,
-) -> tuple[int, int | None]:
-    """One batch past ``after``: (deliveries created, the mark it reached), or (0, None) when
-    nothing is left to walk."""
+) -> tuple[int, int | None, int]:
+    """One batch past ``after``: (deliveries created, the mark it reached, the messages it
+    walked), or (0, None, 0) when nothing is left to walk."""
     wanted = _candidates(channel, kinds, after, from_pk)
     last = connection.execute(
         select(messages.c.id).where(wanted).order_by(messages.c.id).limit(batch)
     ).scalars()
     found = list(last)
     if not found:
-        return 0, None
+        return 0, None, 0
     upto = found[-1]
     chosen = and_(wanted, messages.c.id <= upto)
     # Behind what the channel has waiting: fresh changes are dealt in at the head.
@@ -244,7 +253,7 @@ def _seed_batch(
         )
         _start_cursors(connection, channel.id, sorted({a for _pk, a in made}))
     connection.execute(update(channels).where(channels.c.id == channel.id).values(seed_mark=upto))
-    return len(made), upto
+    return len(made), upto, len(found)
 
 
 def _start_cursors(connection: Connection, channel_id: int, aggregate_ids: list[int]) -> None:

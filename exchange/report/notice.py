@@ -25,7 +25,14 @@ from sqlalchemy import Engine
 
 from exchange.db.engine import transaction
 from exchange.domain.clock import Clock
-from exchange.domain.notify import SIGN_IN_STOPS, Decision, Stop, decide, paused_channel
+from exchange.domain.notify import (
+    SIGN_IN_STOPS,
+    Decision,
+    Stop,
+    decide,
+    paused_channel,
+    unserved_channel,
+)
 from exchange.domain.pause import PauseCause
 from exchange.domain.policy import KindPolicies
 from exchange.errors import ExchangeError
@@ -66,6 +73,10 @@ _WORDS: dict[str, tuple[str, str]] = {
     ),
     "resumed_operator": ("- оператор возобновил доставку", "- an operator resumed delivery"),
     # An operator's pause of one channel (contract 13), where the words name the channels.
+    "resumed_unserved": (
+        "- на канале {channel} больше ничего не ждёт",
+        "- nothing waits on channel {channel} any more",
+    ),
     "resumed_operator_channel": (
         "- оператор возобновил доставку в {channel}",
         "- an operator resumed delivery to {channel}",
@@ -270,6 +281,11 @@ def compose(
             for stop in sorted(decision.resumed)
             if paused_channel(stop) is not None
         ]
+        lines += [
+            _w("resumed_unserved", lang).format(channel=unserved_channel(stop))
+            for stop in sorted(decision.resumed)
+            if unserved_channel(stop) is not None
+        ]
         lines.append("")
     by_reason = found.quarantine_by_reason
     if situation.quarantined:
@@ -283,7 +299,9 @@ def compose(
                     age=human_age(entry["oldest_age_s"], lang),
                 )
             )
-            lines.append(_w("what_to_do", lang).format(advice=next_check(reason, lang)))
+            target = found.reason_targets.get(reason)  # a marketplace's: its cabinet
+            advice = next_check(reason, lang, target=target)
+            lines.append(_w("what_to_do", lang).format(advice=advice))
             if workbench_url:
                 link = f"{workbench_url}/quarantine?{urlencode({'reason': reason})}"
                 lines.append(_w("open", lang).format(url=link))
@@ -435,6 +453,13 @@ def _stop_lines(
                     note=held["note"],
                 )
             )
+    for stop in sorted(stops):
+        name = unserved_channel(stop)
+        waiting = found.unserved.get(name) if name is not None else None
+        if name is not None and waiting is not None:
+            # ``status``'s own sentence of its ``unserved:NAME`` cause (ops/attention.py)
+            cause = Cause(stop, "unserved", {"channel": name, **waiting})
+            lines.append("- " + say(cause, lang, zone))
     if Stop.NO_WORKER in stops:
         silent = (
             human_age(found.last_heartbeat_age_s, lang)
@@ -518,9 +543,16 @@ class Notifier:
             if next_at is not None and not told.stops:
                 # Within the period and no stop to forget: nothing can happen; one read.
                 return Outcome(Decision(), next_at)
+            # the channels configured by name: work on a registered one none serves is a
+            # stop of its own (``unserved:NAME``), computed as ``status`` computes its cause
+            configured = list(self.channels) if self.channels is not None else None
             if self.staging_engine is None:
                 found = store.snapshot(
-                    connection, now, self.kinds, stalled_after=self.stalled_after
+                    connection,
+                    now,
+                    self.kinds,
+                    stalled_after=self.stalled_after,
+                    configured=configured,
                 )
             else:
                 with transaction(self.staging_engine, read_only=True) as staging:
@@ -530,6 +562,7 @@ class Notifier:
                         self.kinds,
                         stalled_after=self.stalled_after,
                         staging_connection=staging,
+                        configured=configured,
                     )
         decision = decide(found.situation, told, now, timedelta(seconds=self.every))
         if decision.remember is None:

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 from exchange.i18n import N_, _, moment, ngettext
 from exchange.report.model import Entry, Lang, Report
-from exchange.words import error_words, name, on_marketplace
+from exchange.words import error_words, name, on_marketplace, reason_target
 
 # Each label in English, marked for the catalogs (exchange/locale: the Russian is there). The order
 # of COLUMNS is the order of the detail table.
@@ -297,10 +297,15 @@ def reason_steps(reason: str, lang: Lang) -> dict[str, str]:
 def summary_next_check(report: Report, reason: str, lang: Lang) -> str:
     """«Что сделать» of the summary's row for ``reason``: with the page's buttons in a
     workbench export, with the commands in the command line's report."""
-    # a reason whose entries are all on one marketplace's channels: that marketplace's advice
-    targets = {entry.target for entry in report.entries if entry.reason == reason}
-    target = targets.pop() if len(targets) == 1 else None
+    target = summary_target(report, reason)
     return next_check(reason, lang, steps=report.steps or reason_steps(reason, lang), target=target)
+
+
+def summary_target(report: Report, reason: str) -> str | None:
+    """The target the summary's row for ``reason`` speaks of (``words.reason_target``, the
+    rule ``status`` and the dashboard share): its entries' marketplace where every one is on
+    a marketplace's channel, so its name and advice are the marketplace's."""
+    return reason_target(entry.target for entry in report.entries if entry.reason == reason)
 
 
 def cause(entry: Entry, lang: Lang) -> str | None:

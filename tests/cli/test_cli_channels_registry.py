@@ -220,3 +220,58 @@ def test_drop_of_a_channel_still_configured_warns_it_will_be_registered_again(
     assert "всё ещё настроен" in russian.stdout, describe(russian)
     implicit = cli("channels", "drop", "api", "--note", "x", db=db_url)  # the one channel
     assert "still configured" in implicit.stdout, describe(implicit)
+
+
+def test_a_seed_that_creates_nothing_says_why_in_its_one_line(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """Issue 32 (mpwords2 item 4): «создано 0» alone leaves the operator guessing. The line
+    says why: nothing accepted of the kinds the channel takes; each current message already
+    has a delivery there (delivered or waiting); an earlier seed gave it all."""
+    env = with_shop(tmp_path)
+    empty = cli("channels", "seed", "shop", db=db_url, env=env)
+    assert empty.returncode == 0, describe(empty)
+    assert (
+        "channel shop: 0 deliveries created; no message of the kinds it takes (price) has been "
+        "accepted"
+    ) in " ".join(empty.stdout.split()), describe(empty)
+    taken(engine, 2)  # shop registered above: 1C's prices reached it as they came
+    held = cli("channels", "seed", "shop", db=db_url, env=env)
+    assert (
+        "channel shop: 0 deliveries created; each of the 2 current messages it takes already "
+        "has a delivery on it (delivered or waiting)"
+    ) in " ".join(held.stdout.split()), describe(held)
+    again = cli("channels", "seed", "shop", db=db_url, env={**env, "EXCHANGE_LANG": "ru"})
+    said = " ".join(again.stdout.split())
+    assert "создано 0" in said and "предыдущий seed уже дал" in said, describe(again)
+
+
+def test_verify_of_a_dropped_channel_says_it_was_dropped_when_by_whom_and_what_to_do(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """Issue 32 (mpwords2 item 5): ``verify --channel shop`` after ``channels drop shop`` said
+    «no channel shop»; it says the channel was dropped, when, by whom, and what to do (one
+    line, exit 2; in Russian too)."""
+    taken(engine, 2)
+    assert cli("channels", "seed", "shop", db=db_url, env=with_shop(tmp_path)).returncode == 0
+    dropped = cli(
+        "channels", "drop", "shop", "--note", "shop closed", "--operator", "anna", db=db_url
+    )
+    assert dropped.returncode == 0, describe(dropped)
+    only_api = json.loads(with_shop(tmp_path)["EXCHANGE_CHANNELS"] or "{}")
+    del only_api["shop"]
+    env = {"EXCHANGE_CHANNELS": json.dumps(only_api), "EXCHANGE_SITE_TOKEN": None}
+    result = cli("verify", "--channel", "shop", db=db_url, env=env)
+    line = assert_one_line_error(
+        result,
+        "channel shop was dropped 20",
+        " by anna: nothing is delivered to it any more",
+        "verify a channel configured now (api)",
+        "exchange channels seed shop",
+    )
+    assert "no channel" not in line, line
+    russian = cli("verify", "--channel", "shop", db=db_url, env={**env, "EXCHANGE_LANG": "ru"})
+    assert russian.returncode == 2, describe(russian)
+    (said,) = russian.stderr.splitlines()
+    assert said.startswith("ошибка: канал shop удалён 20"), said
+    assert "(удалил anna)" in said and "exchange channels seed shop" in said, said

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from clitools import TOKEN, Cli, Scenario, assert_one_line_error, describe, run_json
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine, insert, select, update
 
 from exchange.db.engine import transaction
 from exchange.db.schema import channel_aggregates, channels, deliveries, history, workers
@@ -407,3 +407,60 @@ def test_status_shows_each_channels_last_stopped_worker_and_counts_the_rest(
     assert "and 12 more stopped" in text.stdout, describe(text)
     russian = cli("status", db=db_url, env={"EXCHANGE_LANG": "ru"})
     assert "ещё 12 остановленных" in russian.stdout, describe(russian)
+
+
+def test_a_marketplaces_reason_is_said_in_its_words_by_list_status_and_the_report(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario, tmp_path: Path
+) -> None:
+    """Issue 32 (mpwords2 item 1): a price quarantined ``unknown-response`` on an Ozon channel
+    is «непонятный ответ площадки» (the one rule, ``words.reason_target``) in ``quarantine
+    list``, ``status``'s quarantine table and the exported report's summary, as ``find``
+    says it; the site's own reasons keep the site's words."""
+    _second(engine, scenario.sku2, target="ozon")
+    with transaction(engine) as connection:
+        second = connection.execute(
+            select(channels.c.id).where(channels.c.name == NOW_NAME)
+        ).scalar_one()
+        connection.execute(
+            update(deliveries)
+            .where(deliveries.c.channel_id == second)
+            .values(reason="unknown-response")
+        )
+    env = {"EXCHANGE_LANG": "ru", "COLUMNS": "250"}
+    listed = cli("quarantine", "list", db=db_url, env=env)
+    row = next(line for line in listed.stdout.splitlines() if scenario.sku2 in line)
+    assert "непонятный ответ площадки (unknown-response)" in row, describe(listed)
+    site_row = next(line for line in listed.stdout.splitlines() if scenario.sku_rejected in line)
+    assert "сайт отклонил (http-422)" in site_row, describe(listed)
+    status = cli("status", db=db_url, env=env)
+    assert "непонятный ответ площадки (unknown-response)" in status.stdout, describe(status)
+    report = tmp_path / "q.html"
+    exported = cli(
+        "quarantine", "export", "--output", str(report), "--lang", "ru", db=db_url, env=env
+    )
+    assert exported.returncode == 0, describe(exported)
+    summary = report.read_text(encoding="utf-8").split('class="reasons"')[1].split("</table>")[0]
+    assert "непонятный ответ площадки (unknown-response)" in summary, summary
+    assert "непонятный ответ сайта" not in summary, summary
+
+
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_status_at_80_columns_wraps_its_sentences_between_words(
+    cli: Cli, db_url: str, scenario: Scenario, tmp_path: Path, lang: str
+) -> None:
+    """Issue 32 (mpwords2 item 6): ``status`` in an 80-column terminal printed its sentences
+    (what needs a person, the backlog) as lines longer than the terminal, which the terminal
+    cut mid-word. Each is wrapped between words at the width: no line is wider than 80 (the
+    database's address, the header, aside), and the words read back whole."""
+    env = {**_renamed(tmp_path), "EXCHANGE_LANG": lang, "COLUMNS": "80"}
+    text = cli("status", db=db_url, env=env)
+    assert text.returncode == 1, describe(text)
+    lines = text.stdout.splitlines()[1:]
+    assert all(len(line) <= 80 for line in lines), describe(text)
+    whole = " ".join(text.stdout.split())
+    said = (
+        "канал api (сайт): ждут 2 доставки, а ни один настроенный канал его не обслуживает"
+        if lang == "ru"
+        else "channel api (site): 2 deliveries wait on it and no configured channel serves it"
+    )
+    assert said in whole, describe(text)

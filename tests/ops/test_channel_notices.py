@@ -7,18 +7,21 @@ or the channel's cabinet). On SQLite and on PostgreSQL; the decision by table.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from sqlalchemy import Engine, insert, select, update
 
 from exchange.db.engine import transaction
 from exchange.db.schema import channel_aggregates, channels, deliveries, messages
-from exchange.dev.testing import fast_settings, price_row, stage
+from exchange.dev.testing import FAST, fast_settings, price_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.notify import Situation, Told, decide
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.domain.states import State
 from exchange.intake.staging_table import take
+from exchange.queue.channels import drop
 from exchange.report.notice import Notifier
+from exchange.settings import load_settings
 
 NOW = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -131,3 +134,45 @@ def test_a_price_withheld_after_the_last_notice_is_news_and_one_before_is_not() 
     # within the period it waits, as the quarantine's news does
     soon = Told(version=3, attempted_at=NOW - HOUR / 4, quarantine_mark=NOW - HOUR)
     assert not decide(Situation(withheld=1, newest_withheld_at=NOW), soon, NOW, HOUR).send
+
+
+def test_work_on_a_channel_no_configured_channel_serves_is_told_as_status_says_it(
+    db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """Issue 32 (mpwords2 item 7): the one channel ``api`` configured as ``site`` now (a
+    rename), a price waiting on ``api``: ``status`` makes it the cause ``unserved:api``; the
+    e-mail/Telegram notice computed nothing of it. It tells it, in ``status``'s own words
+    (``attention.unserved``, ``unserved_words``), once; and, the channel dropped, that
+    nothing waits on it any more."""
+    stage(engine, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")])
+    take(engine, None, dict(DEFAULT_KINDS), NOW)
+    token = tmp_path / "token"
+    token.write_text("test-token\n", encoding="utf-8")
+    fast = {k: v for k, v in FAST.items() if k not in ("channels", "site_token_file")}
+    site = {"target": "api", "site_url": "https://shop.example.com", "site_token_file": str(token)}
+    settings = load_settings(
+        database_url=db_url,
+        worker_id="w",
+        **fast,
+        channels={"site": site},
+        notify_every=3600.0,
+        report_lang="ru",
+    )
+    inbox = Inbox()
+    clock = FakeClock(NOW + timedelta(minutes=5))
+    told = Notifier(settings, engine, clock, [inbox])
+    assert told.step().sent
+    subject, text = inbox.sent[0]
+    assert "доставка остановлена" in subject, subject
+    said = " ".join(text.split())
+    assert (
+        "- канал api (сайт): ждёт 1 доставка, а ни один настроенный канал его не обслуживает"
+    ) in said, text
+    assert "exchange channels seed НОВЫЙ" in said, text
+    clock.advance(2 * 3600)
+    assert not told.step().sent  # the same waiting work is no news again
+    with transaction(engine) as connection:
+        drop(connection, "api", operator="olga", note="renamed site", now=NOW)
+    clock.advance(60)
+    assert told.step().sent
+    assert "- на канале api больше ничего не ждёт" in inbox.sent[-1][1], inbox.sent[-1][1]

@@ -27,6 +27,7 @@ from exchange.targets.base import OutgoingMessage, Shown
 from exchange.targets.wildberries.budget import Budget
 from exchange.targets.wildberries.store import MemoryWbStore, WbStore
 from exchange.targets.wildberries.target import SPLITS, WildberriesTarget
+from exchange.words import error_words
 
 T = TypeVar("T")
 
@@ -578,6 +579,33 @@ def test_an_upload_answered_5xx_or_422_holds_its_good_as_a_lost_answer_does(
     assert Verdict.DELIVERED == seen[-1][0].verdict, seen[-1]
     assert [900, 800] == sim.applied[good]
     assert 800 == sim.goods[good].price
+
+
+@pytest.mark.parametrize("status", [502, 422])
+def test_the_good_held_after_a_5xx_or_422_says_what_wb_answered_never_a_lost_answer(
+    sim: WbSimulator, status: int
+) -> None:
+    """Issue 32 (mpwords2 item 2): the held good's detail after an upload WB answered 5xx or
+    422 says that answer and that the upload may still have made a task, so the good waits
+    for the catalogue (or the hold's end); never "whose answer was lost" (no answer was). The
+    Russian says it too."""
+    good = nm(sim, "SKU-1")
+    sim.switches.processing_delay = 1.0
+    sim.faults.late = {(good, 900): 300.0}
+    store = MemoryWbStore()
+    failed = make(sim, store, clock=sim.clock.datetime, transport=AnsweredAfterTheTask(status))
+    send(failed, price("SKU-1", 1, "900.00"))
+    (held,) = send(make(sim, store, clock=sim.clock.datetime), price("SKU-1", 2, "800.00"))
+
+    assert Verdict.AWAITING == held.verdict, held
+    detail = held.detail or ""
+    assert "was lost" not in detail, detail
+    assert f"the upload of 900 Wildberries answered HTTP {status} (it may have made a task" in (
+        detail
+    ), detail
+    assert "the good waits until it shows 900" in detail, detail
+    russian = error_words(detail, "ru")
+    assert f"ответил HTTP {status}" in russian and "потерян" not in russian, russian
 
 
 def test_an_upload_refused_409_drops_its_row_no_task_was_made(sim: WbSimulator) -> None:

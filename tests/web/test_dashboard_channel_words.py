@@ -21,6 +21,7 @@ from workbench_helpers import add_operator, close_all, signed_in
 from exchange.db.engine import transaction
 from exchange.dev.testing import price_row
 from exchange.queue import control
+from exchange.words import word
 from tests.support.second_channel import on_the_one, second_channel, taken
 
 
@@ -114,3 +115,41 @@ def test_a_channels_pause_shows_the_operators_note_escaped_beside_who_and_when(
     said = " ".join(html.unescape(re.sub(r"<[^>]+>", "", cell.split(">", 1)[1])).split())
     assert said.startswith("остановлена оператором olga, "), said
     assert said.endswith(": <b>цены</b> на проверке"), said
+
+
+def test_with_no_worker_and_work_only_on_a_renamed_channel_the_banner_never_says_none_waits(
+    serve: Callable[..., Any], db: Engine, tmp_path: Path
+) -> None:
+    """Issue 32 (mpwords2 item 3): the one channel ``api`` configured as ``site`` now, its
+    price waiting on ``api``, no worker: the banner said «работы, ждущей доставки, нет». It
+    says the work waits on ``api``, which no worker that starts takes."""
+    taken(db, [price_row("SKU-1", 1, "10.00")], datetime.now(UTC))
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n", encoding="utf-8")
+    site = {"target": "api", "site_url": "https://shop.example.com", "site_token_file": str(token)}
+    page = _dashboard(serve, db, channels={"site": site})
+    banner = " ".join(element(page, "pause").split())
+    assert "работы, ждущей доставки, нет" not in banner, banner
+    assert element(page, "unserved-waits") == (
+        "Ни один обработчик сейчас не работает. Работа ждёт на канале, который не обслуживает "
+        "ни один настроенный канал (api): её не возьмёт ни один обработчик, какой ни запусти, "
+        "пока этот канал не настроят снова или не удалят (см. ниже)."
+    )
+
+
+def test_the_quarantine_by_reason_table_says_a_marketplaces_reason_in_its_words(
+    serve: Callable[..., Any], db: Engine
+) -> None:
+    """Issue 32 (mpwords2 item 1): a price quarantined ``unknown-response`` on an Ozon channel
+    is «непонятный ответ площадки» in the dashboard's quarantine table, as on the quarantine's
+    own list (``words.reason_target``), never the site's words; a site's reason keeps its."""
+    now = datetime.now(UTC)
+    taken(db, [price_row(f"SKU-{n}", 1, "10.00", aggregate=f"SKU-{n}/retail") for n in (1, 2)], now)
+    on_the_one(db, "SKU-1/retail", state="delivered")
+    on_the_one(db, "SKU-2/retail", state="quarantined", reason="http-422")
+    second_channel(db, {"SKU-1/retail": ("quarantined", "unknown-response")}, now, target="ozon")
+    page = _dashboard(serve, db)
+    table = page.split(f"<h2>{word('quarantine', 'ru')}</h2>")[-1].split("</table>")[0]
+    said = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", table)).split())
+    assert "непонятный ответ площадки (unknown-response)" in said, said
+    assert "сайт отклонил (http-422)" in said, said

@@ -26,6 +26,7 @@ from exchange.report.words import (
     label,
     result_words,
     summary_next_check,
+    summary_target,
 )
 from exchange.words import error_words, name
 
@@ -158,7 +159,7 @@ def _cell(key: str, entry: Entry, lang: Lang, zone: str) -> str:
                 else ""
             )
             # The reason in the workbench's words, its code beside («сайт отклонил (http-422)»).
-            return f"<td>{_e(name('reason', entry.reason, lang))}{badge}</td>"
+            return f"<td>{_e(name('reason', entry.reason, lang, entry.target))}{badge}</td>"
         case "kind":
             return f'<td><div class="v">{_e(kind_words(entry.kind, lang))}</div></td>'
         case "last_result":
@@ -255,7 +256,8 @@ def _summary(report: Report, lang: Lang) -> str:
         for n, lbl in cards
     )
     reasons = "".join(
-        f'<tr><td>{_e(name("reason", reason, lang))}</td><td class="num">{count}</td>'
+        f"<tr><td>{_e(name('reason', reason, lang, summary_target(report, reason)))}</td>"
+        f'<td class="num">{count}</td>'
         f"<td>{_e(summary_next_check(report, reason, lang))}</td></tr>"
         for reason, count in s.by_reason.items()
     )
@@ -275,7 +277,7 @@ def _charts(report: Report, lang: Lang) -> str:
     by_reason = bar_chart(
         # Each reason in the words the reasons' table and the entries use, its code beside.
         [
-            (name("reason", reason, lang), count)
+            (name("reason", reason, lang, summary_target(report, reason)), count)
             for reason, count in report.summary.by_reason.items()
         ],
         title=label("by_reason", lang),

@@ -190,6 +190,25 @@ UNVERIFIED = 0
 # the upload's answer is lost (it may have made a task WB never names to us), dropped when WB
 # answers, or refuses, or it was never sent.
 UNNAMED = 0
+# An upload answered 5xx or 422 (``_may_have_made_task``) keeps its row unnamed as well, its
+# ``upload_id`` minus that status (-502): the held good's words say what WB answered, not that
+# the answer was lost.
+
+
+def _unnamed(upload_id: int) -> bool:
+    """Whether a task row names no WB task: stored before the upload (``UNNAMED``), or kept
+    after an answer that does not say whether WB made one (minus its status)."""
+    return upload_id <= UNNAMED
+
+
+def _unnamed_upload(task: Task) -> str:
+    """The upload of a row that names no task, as the held good's detail says it."""
+    if task.upload_id < UNNAMED:
+        return (
+            f"the upload of {task.price} Wildberries answered HTTP {-task.upload_id} "
+            "(it may have made a task all the same)"
+        )
+    return f"the upload of {task.price} whose answer was lost"
 
 
 @dataclass(frozen=True, slots=True)
@@ -458,7 +477,7 @@ class WildberriesTarget:
         stuck: list[tuple[_Good, Task]] = []  # a task lost, or an upload's answer lost
         for g in goods:
             task = in_flight.get(g.nm_id)
-            if task is not None and task.upload_id == UNNAMED:
+            if task is not None and _unnamed(task.upload_id):
                 stuck.append((g, task))
             elif task is not None:
                 by_task.setdefault(task.upload_id, []).append(g)
@@ -587,12 +606,12 @@ class WildberriesTarget:
             holds = held.get(g.nm_id)
             mine = task.price == g.price.roubles
             which = (
-                f"the upload of {task.price} whose answer was lost"
-                if task.upload_id == UNNAMED
+                _unnamed_upload(task)
+                if _unnamed(task.upload_id)
                 else f"task {task.upload_id} of {task.price}, not shown for "
                 f"{self.task_timeout:g} s,"
             )
-            receipt = None if task.upload_id == UNNAMED else f"wb-task:{task.upload_id}"
+            receipt = None if _unnamed(task.upload_id) else f"wb-task:{task.upload_id}"
             until = task.uploaded_at + timedelta(seconds=self.task_timeout + self.lost_hold)
             landed = holds is not None and holds == task.price
             if not landed and now < until:
@@ -770,6 +789,7 @@ class WildberriesTarget:
         # Stored before it goes (review 32 hole 2): an answer lost after WB made the task
         # (never named to us again) leaves the goods held until that price is seen (``_stuck``).
         nm_ids = [g.nm_id for g in goods]
+        sent_at = self.clock()
         await self._db(
             self.store.put_tasks,
             [
@@ -778,7 +798,7 @@ class WildberriesTarget:
                     UNNAMED,
                     Decimal(g.price.roubles),
                     g.price.message.message_id,
-                    self.clock(),
+                    sent_at,
                     len(goods),
                 )
                 for g in goods
@@ -795,6 +815,21 @@ class WildberriesTarget:
         status = response.status_code
         if status not in (200, 208) and not _may_have_made_task(status):
             await self._db(self.store.drop_tasks, nm_ids, UNNAMED)
+        elif status not in (200, 208):  # held as unnamed, its words saying what WB answered
+            await self._db(
+                self.store.put_tasks,
+                [
+                    Task(
+                        g.nm_id,
+                        -status,
+                        Decimal(g.price.roubles),
+                        g.price.message.message_id,
+                        sent_at,
+                        len(goods),
+                    )
+                    for g in goods
+                ],
+            )
         if status in (200, 208):
             upload_id = _task_id(response)
             if upload_id is None:

@@ -45,6 +45,7 @@ from exchange.ops.quarantine import (
 from exchange.ops.status import (
     biography,
     quarantine_by_reason,
+    quarantine_reason_targets,
     shown_workers,
     site_pace,
     status,
@@ -282,12 +283,21 @@ class Pages(Core):
                         # for no worker: the first to start takes none of it
                         if name not in held_channels and c["configured"]
                     ),
+                    # issue 32: work waiting on a channel no configured channel serves (a rename:
+                    # ``attention.unserved``, the causes' own count) is work that waits, which no
+                    # worker that starts will take: the banner says so, never «nothing waits»
+                    "unserved_waiting": [
+                        cause.values["channel"] for cause in found.causes if cause.key == "unserved"
+                    ],
                     "in_use": set(
                         connection.execute(
                             select(channels.c.name).where(channels.c.dropped_at.is_(None))
                         ).scalars()
                     ),
                     "told": last_told(connection),
+                    # each reason's row in a marketplace's words where its records are on
+                    # marketplaces' channels (``words.reason_target``: status's rule)
+                    "reason_targets": quarantine_reason_targets(connection, ids),
                     "intake": found.intake,
                     "needs": [cause_words(cause, lang, self.zone) for cause in found.causes],
                     # The site's pause in the words of ``status`` and the notice (item 4).
