@@ -9,6 +9,15 @@ is the delivery's ``updated_at``, when the worker recorded the answer, a moment 
 request: the count errs on the side of waiting. The deliveries of one item, recorded together,
 are one send (one time).
 
+Across workers the count is taken, not only read (``reserve``): one worker at a time per SKU
+(SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's advisory lock of the SKU held to the commit), the
+sends of the hour counted and, under the limit, the send's mark (``ozon-sending:<time>:…``)
+written on the item's deliveries and committed before its request leaves; a marked delivery
+not accepted (its answer never came, or it was refused otherwise than for the limit, or its
+worker died) counts at its mark's time, since Ozon may have counted it (review 32: two workers
+that each read 9 both sent, and Ozon refused the 11th). A request that never left gives its
+mark back (``unmark``).
+
 Ozon's refusals for the limit are read from the receipts the target gave their AWAITING
 (``ozon-refused:<time>``, exchange/targets/ozon/hours.py: the prefix it asks for), which a
 superseded version keeps: a restart still waits the product's hour after a refusal
@@ -27,17 +36,35 @@ reads the time its receipt names)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Engine, and_, bindparam, func, or_, select, update
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Connection,
+    Engine,
+    and_,
+    bindparam,
+    cast,
+    func,
+    literal,
+    not_,
+    or_,
+    select,
+    update,
+)
 
-from exchange.db.engine import transaction
+from exchange.db.engine import is_postgres, transaction
 from exchange.db.on_channels import Channel, channel_ids, on
 from exchange.db.schema import aggregates, cml_catalog, deliveries, messages
 from exchange.domain.states import State
 
 CHUNK = 500
+# PostgreSQL's advisory lock of a product's hour (``reserve``), in the one-key space (the
+# claim's lock of a channel takes the two-key one): this constant's high bits and the SKU's.
+HOUR_LOCK = 0x0E7C_0000_0000
 # What a marketplace trims from an offer's id (Python's ``str.strip`` for the usual ones).
 WHITESPACE = " \t\n\r\x0b\x0c"
 
@@ -68,6 +95,74 @@ class DbSentTimes:
                 for sku, at in rows:
                     found.setdefault(str(sku), set()).add(at.timestamp())
         return {sku: sorted(times) for sku, times in found.items()}
+
+    def reserve(
+        self,
+        items: Mapping[str, Sequence[str]],
+        mark: str,
+        moment: datetime,
+        limit: int,
+        prefix: str,
+    ) -> dict[str, list[float]]:
+        """Ozon's hour across workers (contract 14, research §1.3): for each SKU of ``items``
+        (SKU -> the messages its item carries), one at a time across workers (SQLite: the
+        write transaction is ``BEGIN IMMEDIATE``; PostgreSQL: an advisory lock per SKU, held
+        to the commit), count its sends since ``moment`` (``_hour``: accepted ones, and the
+        ones marked before their request left) and, under ``limit``, write ``mark`` on its
+        deliveries, committed before the request leaves: a worker counting after this one
+        sees it (review 32: two workers that each read 9 both sent, and Ozon refused the
+        11th). Returns the SKUs that may not go, with the times of their sends (epoch
+        seconds); the others are marked."""
+        full: dict[str, list[float]] = {}
+        d = deliveries.c
+        pk = (
+            select(messages.c.id)
+            .where(messages.c.message_id == bindparam("sent_message"))
+            .scalar_subquery()
+        )
+        with transaction(self.engine) as connection:
+            ids = channel_ids(connection, self.channel)
+            postgres = is_postgres(connection)
+            for sku in sorted(items):  # one order of the locks: no deadlock between workers
+                if postgres:
+                    key = HOUR_LOCK | zlib.crc32(sku.encode())
+                    connection.execute(
+                        select(func.pg_advisory_xact_lock(cast(literal(key), BigInteger)))
+                    )
+                times = _hour(connection, ids, sku, moment, prefix)
+                if len(times) >= limit:
+                    full[sku] = times
+                    continue
+                rows = [{"sent_message": m} for m in items[sku]]
+                if rows:
+                    connection.execute(
+                        update(deliveries)
+                        .where(d.message_pk == pk, on(d.channel_id, ids))
+                        .values(receipt=mark),
+                        rows,
+                    )
+        return full
+
+    def unmark(self, receipts: Mapping[str, str | None], mark: str) -> None:
+        """A send ``reserve`` marked whose request never left (no key, no connection): each
+        message's delivery still holding ``mark`` gets ``receipts``' (its receipt before)."""
+        if not receipts:
+            return
+        d = deliveries.c
+        pk = (
+            select(messages.c.id)
+            .where(messages.c.message_id == bindparam("sent_message"))
+            .scalar_subquery()
+        )
+        rows = [{"sent_message": k, "before": v} for k, v in receipts.items()]
+        with transaction(self.engine) as connection:
+            ids = channel_ids(connection, self.channel)
+            connection.execute(
+                update(deliveries)
+                .where(d.message_pk == pk, on(d.channel_id, ids), d.receipt == mark)
+                .values(receipt=bindparam("before")),
+                rows,
+            )
 
     def receipts_since(
         self, skus: Iterable[str], moment: datetime, prefix: str
@@ -224,3 +319,45 @@ class DbSentTimes:
                 for name, sku in rows:
                     found.setdefault(str(name), set()).add(str(sku))
         return {name: sorted(held) for name, held in found.items()}
+
+
+def _hour(
+    connection: Connection, ids: Sequence[int], sku: str, moment: datetime, prefix: str
+) -> list[float]:
+    """The sends of ``sku`` on the channel since ``moment`` (epoch seconds, sorted): each
+    accepted one (delivered with a 200) at its ``updated_at``, and each marked before its
+    request left and not accepted (``prefix``, then the time: a send whose answer never came,
+    or that this worker is making now, or that a worker made and died before recording it)
+    at its mark's time. The deliveries of one item, marked or recorded together, are one."""
+    d = deliveries.c
+    accepted = and_(d.state == State.DELIVERED.value, d.last_status == 200)
+    accepted_at: set[float] = set()
+    marks: set[str] = set()
+    of_sku = deliveries.join(aggregates, aggregates.c.id == d.aggregate_id)
+    rows = connection.execute(
+        select(d.updated_at)
+        .select_from(of_sku)
+        .where(on(d.channel_id, ids), accepted, d.updated_at >= moment, aggregates.c.sku == sku)
+    )
+    accepted_at.update(at.timestamp() for (at,) in rows)
+    rows = connection.execute(
+        select(d.receipt)
+        .select_from(of_sku)
+        .where(
+            on(d.channel_id, ids),
+            not_(accepted),
+            d.receipt.startswith(prefix, autoescape=True),
+            aggregates.c.sku == sku,
+        )
+    )
+    marks.update(str(receipt) for (receipt,) in rows)
+    found = list(accepted_at)
+    since = moment.timestamp()
+    for mark in marks:  # two marks of one moment (a clock that did not move) are two sends
+        try:
+            at = float(mark[len(prefix) :].split(":", 1)[0])
+        except ValueError:
+            continue
+        if at >= since:
+            found.append(at)
+    return sorted(found)
