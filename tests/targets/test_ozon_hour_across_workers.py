@@ -201,3 +201,42 @@ def test_a_send_whose_request_never_left_does_not_count_against_the_hour(
     assert refused.verdict is Verdict.TEMPORARY and not refused.result_unknown, refused
     assert answer.verdict is Verdict.DELIVERED, answer
     assert ozon.price("SKU-1") == Decimal("110")
+
+
+def test_a_send_whose_answer_never_came_counts_against_the_hour(
+    engine: Engine, settings: Settings, clock: FakeClock, ozon: OzonSimulator
+) -> None:
+    """Contract 14, research §1.3: Ozon counts an update it took whether or not its answer
+    came back. The 10th update times out after Ozon took it; the 11th (another worker's,
+    which remembers nothing of it) is held, not sent for Ozon to refuse."""
+
+    async def scenario() -> Classification:
+        one = ozon_target(ozon, engine, clock)
+        slow = ozon_target(ozon, engine, clock, timeout=0.3)
+        two = ozon_target(ozon, engine, clock)
+        try:
+            await nine_sent(engine, settings, clock, one)
+            staged(engine, settings, clock, 10)
+            batch = claim(engine, settings, clock, "w1")
+            ozon.faults.delay = 0.6  # Ozon takes it and answers after the client gave up
+            (lost,) = await slow.send([outgoing(m) for m in batch.messages])
+            await asyncio.sleep(0.8)
+            ozon.faults.delay = 0.0
+            assert lost.verdict is Verdict.TEMPORARY and lost.result_unknown, lost
+            record(engine, settings, clock, batch, lost)
+            clock.advance(60)
+            staged(engine, settings, clock, 11)
+            batch = claim(engine, settings, clock, "w2")
+            (answer,) = await two.send([outgoing(m) for m in batch.messages])
+            return answer
+        finally:
+            for target in (one, slow, two):
+                await target.aclose()
+
+    held = asyncio.run(scenario())
+
+    assert held.verdict is Verdict.AWAITING, held
+    assert ozon.outcomes[ITEM_LIMIT] == 0, "Ozon refused an 11th update of the hour"
+    assert ozon.requests[IMPORT_PRICES] == 10
+    product = ozon.product("SKU-1")
+    assert product is not None and len(product.charged) == 10
