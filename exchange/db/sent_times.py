@@ -123,24 +123,34 @@ class DbSentTimes:
         with transaction(self.engine) as connection:
             ids = channel_ids(connection, self.channel)
             postgres = is_postgres(connection)
-            for sku in sorted(items):  # one order of the locks: no deadlock between workers
-                if postgres:
+            wanted = sorted(items)
+            if postgres:
+                for sku in wanted:  # one order of the locks: no deadlock between workers
                     key = HOUR_LOCK | zlib.crc32(sku.encode())
                     connection.execute(
                         select(func.pg_advisory_xact_lock(cast(literal(key), BigInteger)))
                     )
-                times = _hour(connection, ids, sku, moment, prefix)
+            counted = _hours(connection, ids, wanted, moment, prefix)
+            rows: list[dict[str, str]] = []
+            for sku in wanted:
+                times = counted.get(sku, [])
                 if len(times) >= limit:
                     full[sku] = times
-                    continue
-                rows = [{"sent_message": m} for m in items[sku]]
-                if rows:
-                    connection.execute(
-                        update(deliveries)
-                        .where(d.message_pk == pk, on(d.channel_id, ids))
-                        .values(receipt=mark),
-                        rows,
+                else:
+                    rows += [{"sent_message": m} for m in items[sku]]
+            if rows:
+                # Not over a delivery another worker recorded delivered meanwhile (a lease
+                # that ran out): that send counts already, and its receipt is Ozon's answer.
+                connection.execute(
+                    update(deliveries)
+                    .where(
+                        d.message_pk == pk,
+                        on(d.channel_id, ids),
+                        d.state != State.DELIVERED.value,
                     )
+                    .values(receipt=mark),
+                    rows,
+                )
         return full
 
     def unmark(self, receipts: Mapping[str, str | None], mark: str) -> None:
@@ -321,43 +331,56 @@ class DbSentTimes:
         return {name: sorted(held) for name, held in found.items()}
 
 
-def _hour(
-    connection: Connection, ids: Sequence[int], sku: str, moment: datetime, prefix: str
-) -> list[float]:
-    """The sends of ``sku`` on the channel since ``moment`` (epoch seconds, sorted): each
-    accepted one (delivered with a 200) at its ``updated_at``, and each marked before its
+def _hours(
+    connection: Connection, ids: Sequence[int], skus: list[str], moment: datetime, prefix: str
+) -> dict[str, list[float]]:
+    """The sends of each of ``skus`` on the channel since ``moment`` (epoch seconds, sorted):
+    each accepted one (delivered with a 200) at its ``updated_at``, and each marked before its
     request left and not accepted (``prefix``, then the time: a send whose answer never came,
-    or that this worker is making now, or that a worker made and died before recording it)
-    at its mark's time. The deliveries of one item, marked or recorded together, are one."""
+    or that a worker is making now, or that a worker made and died before recording it) at its
+    mark's time. The deliveries of one item, marked or recorded together, are one send; two
+    marks of one moment (a clock that did not move) are two."""
     d = deliveries.c
     accepted = and_(d.state == State.DELIVERED.value, d.last_status == 200)
-    accepted_at: set[float] = set()
-    marks: set[str] = set()
+    at_times: dict[str, set[float]] = {}
+    marks: dict[str, set[str]] = {}
     of_sku = deliveries.join(aggregates, aggregates.c.id == d.aggregate_id)
-    rows = connection.execute(
-        select(d.updated_at)
-        .select_from(of_sku)
-        .where(on(d.channel_id, ids), accepted, d.updated_at >= moment, aggregates.c.sku == sku)
-    )
-    accepted_at.update(at.timestamp() for (at,) in rows)
-    rows = connection.execute(
-        select(d.receipt)
-        .select_from(of_sku)
-        .where(
-            on(d.channel_id, ids),
-            not_(accepted),
-            d.receipt.startswith(prefix, autoescape=True),
-            aggregates.c.sku == sku,
+    for start in range(0, len(skus), CHUNK):
+        part = skus[start : start + CHUNK]
+        rows = connection.execute(
+            select(aggregates.c.sku, d.updated_at)
+            .select_from(of_sku)
+            .where(
+                on(d.channel_id, ids),
+                accepted,
+                d.updated_at >= moment,
+                aggregates.c.sku.in_(part),
+            )
         )
-    )
-    marks.update(str(receipt) for (receipt,) in rows)
-    found = list(accepted_at)
+        for sku, at in rows:
+            at_times.setdefault(str(sku), set()).add(at.timestamp())
+        rows = connection.execute(
+            select(aggregates.c.sku, d.receipt)
+            .select_from(of_sku)
+            .where(
+                on(d.channel_id, ids),
+                not_(accepted),
+                d.receipt.startswith(prefix, autoescape=True),
+                aggregates.c.sku.in_(part),
+            )
+        )
+        for sku, receipt in rows:
+            marks.setdefault(str(sku), set()).add(str(receipt))
     since = moment.timestamp()
-    for mark in marks:  # two marks of one moment (a clock that did not move) are two sends
-        try:
-            at = float(mark[len(prefix) :].split(":", 1)[0])
-        except ValueError:
-            continue
-        if at >= since:
-            found.append(at)
-    return sorted(found)
+    found: dict[str, list[float]] = {}
+    for sku in skus:
+        times = list(at_times.get(sku, ()))
+        for mark in marks.get(sku, ()):
+            try:
+                at = float(mark[len(prefix) :].split(":", 1)[0])
+            except ValueError:
+                continue
+            if at >= since:
+                times.append(at)
+        found[sku] = sorted(times)
+    return found
