@@ -466,14 +466,14 @@ class OzonTarget:
         """Items whose request never left (no key, no connection made): their marks
         (``_reserve``) are taken back, so they do not count against the hour. Best effort:
         left, a mark only errs on the side of waiting."""
+        by_mark: dict[str, dict[str, str | None]] = {}
         for item in items:
             mark = self._marks.pop(item.sku, None)
-            if mark is None:
-                continue
+            if mark is not None:
+                by_mark.setdefault(mark, {}).update((m.message_id, m.receipt) for m in item.carried)
+        for mark, receipts in by_mark.items():  # one mark a request
             try:
-                await asyncio.to_thread(
-                    self.sent.unmark, {m.message_id: m.receipt for m in item.carried}, mark
-                )
+                await asyncio.to_thread(self.sent.unmark, receipts, mark)
             except Exception:  # the service's database
                 continue
 
@@ -590,6 +590,8 @@ class OzonTarget:
             said = stop.classification
             if not said.result_unknown and said.http_status is None:
                 await self._unmark(items)  # never left: Ozon counted nothing
+            for item in items:
+                self._marks.pop(item.sku, None)  # it may have left: its mark counts
             return
         for item in items:
             self._marks.pop(item.sku, None)
