@@ -115,11 +115,6 @@ class DbSentTimes:
         seconds); the others are marked."""
         full: dict[str, list[float]] = {}
         d = deliveries.c
-        pk = (
-            select(messages.c.id)
-            .where(messages.c.message_id == bindparam("sent_message"))
-            .scalar_subquery()
-        )
         with transaction(self.engine) as connection:
             ids = channel_ids(connection, self.channel)
             postgres = is_postgres(connection)
@@ -131,31 +126,54 @@ class DbSentTimes:
                         select(func.pg_advisory_xact_lock(cast(literal(key), BigInteger)))
                     )
             counted = _hours(connection, ids, wanted, moment, prefix)
-            rows: list[dict[str, str]] = []
+            going: list[str] = []
             for sku in wanted:
                 times = counted.get(sku, [])
                 if len(times) >= limit:
                     full[sku] = times
                 else:
-                    rows += [{"sent_message": m} for m in items[sku]]
-            if rows:
+                    going += items[sku]
+            since = moment.timestamp()
+            rows: list[dict[str, object]] = []
+            for start in range(0, len(going), CHUNK):
                 # Not over a delivery another worker recorded delivered meanwhile (a lease
                 # that ran out): that send counts already, and its receipt is Ozon's answer.
-                connection.execute(
-                    update(deliveries)
+                found = connection.execute(
+                    select(d.message_pk, d.channel_id, d.receipt)
+                    .select_from(deliveries.join(messages, messages.c.id == d.message_pk))
                     .where(
-                        d.message_pk == pk,
+                        messages.c.message_id.in_(going[start : start + CHUNK]),
                         on(d.channel_id, ids),
                         d.state != State.DELIVERED.value,
                     )
-                    .values(receipt=mark),
+                )
+                for message_pk, channel_id, before in found:
+                    # An earlier attempt's mark within the hour stays beside this one: its
+                    # answer never came, and Ozon may have counted it too.
+                    kept = [m for m in _marks(before, prefix) if _mark_at(m, prefix) >= since]
+                    rows.append(
+                        {
+                            "marked_pk": message_pk,
+                            "marked_channel": channel_id,
+                            "marked": " ".join([mark, *kept]),
+                        }
+                    )
+            if rows:
+                connection.execute(
+                    update(deliveries)
+                    .where(
+                        d.message_pk == bindparam("marked_pk"),
+                        d.channel_id == bindparam("marked_channel"),
+                    )
+                    .values(receipt=bindparam("marked")),
                     rows,
                 )
         return full
 
     def unmark(self, receipts: Mapping[str, str | None], mark: str) -> None:
         """A send ``reserve`` marked whose request never left (no key, no connection): each
-        message's delivery still holding ``mark`` gets ``receipts``' (its receipt before)."""
+        message's delivery still holding ``mark`` (first, before the earlier attempts' marks
+        it kept) gets ``receipts``' (its receipt before)."""
         if not receipts:
             return
         d = deliveries.c
@@ -169,7 +187,11 @@ class DbSentTimes:
             ids = channel_ids(connection, self.channel)
             connection.execute(
                 update(deliveries)
-                .where(d.message_pk == pk, on(d.channel_id, ids), d.receipt == mark)
+                .where(
+                    d.message_pk == pk,
+                    on(d.channel_id, ids),
+                    d.receipt.startswith(mark, autoescape=True),
+                )
                 .values(receipt=bindparam("before")),
                 rows,
             )
@@ -370,17 +392,25 @@ def _hours(
             )
         )
         for sku, receipt in rows:
-            marks.setdefault(str(sku), set()).add(str(receipt))
+            marks.setdefault(str(sku), set()).update(_marks(receipt, prefix))
     since = moment.timestamp()
     found: dict[str, list[float]] = {}
     for sku in skus:
         times = list(at_times.get(sku, ()))
-        for mark in marks.get(sku, ()):
-            try:
-                at = float(mark[len(prefix) :].split(":", 1)[0])
-            except ValueError:
-                continue
-            if at >= since:
-                times.append(at)
+        times += [at for at in (_mark_at(m, prefix) for m in marks.get(sku, ())) if at >= since]
         found[sku] = sorted(times)
     return found
+
+
+def _marks(receipt: str | None, prefix: str) -> list[str]:
+    """The marks a receipt holds (``reserve``: the latest attempt's first, then the earlier
+    attempts' within the hour, space-separated)."""
+    return [part for part in (receipt or "").split() if part.startswith(prefix)]
+
+
+def _mark_at(mark: str, prefix: str) -> float:
+    """A mark's time (epoch seconds); -inf when unreadable (never within the hour)."""
+    try:
+        return float(mark[len(prefix) :].split(":", 1)[0])
+    except ValueError:
+        return float("-inf")

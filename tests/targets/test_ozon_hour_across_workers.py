@@ -240,3 +240,49 @@ def test_a_send_whose_answer_never_came_counts_against_the_hour(
     assert ozon.requests[IMPORT_PRICES] == 10
     product = ozon.product("SKU-1")
     assert product is not None and len(product.charged) == 10
+
+
+def test_two_attempts_of_one_price_whose_answers_never_came_count_twice(
+    engine: Engine, settings: Settings, clock: FakeClock, ozon: OzonSimulator
+) -> None:
+    """Contract 14, research §1.3/§1.5: Ozon counts each update it took, the same price sent
+    again too. v9 is sent twice within the hour, each time Ozon takes it and the answer never
+    comes: with the 8 before, that is 10, and another worker's v10 is held (the second
+    attempt's mark keeps the first's, never replaces it)."""
+
+    async def scenario() -> Classification:
+        one = ozon_target(ozon, engine, clock)
+        slow = ozon_target(ozon, engine, clock, timeout=0.3)
+        two = ozon_target(ozon, engine, clock)
+        try:
+            for version in range(1, 9):
+                staged(engine, settings, clock, version)
+                batch = claim(engine, settings, clock, "w1")
+                (answer,) = await one.send([outgoing(m) for m in batch.messages])
+                record(engine, settings, clock, batch, answer)
+                clock.advance(60)
+            staged(engine, settings, clock, 9)
+            for _ in range(2):
+                batch = claim(engine, settings, clock, "w1")
+                assert batch.messages, "v9 is due again"
+                ozon.faults.delay = 0.6  # Ozon takes it and answers after the client gave up
+                (lost,) = await slow.send([outgoing(m) for m in batch.messages])
+                await asyncio.sleep(0.8)
+                ozon.faults.delay = 0.0
+                assert lost.verdict is Verdict.TEMPORARY and lost.result_unknown, lost
+                record(engine, settings, clock, batch, lost)
+                clock.advance(120)
+            staged(engine, settings, clock, 10)
+            batch = claim(engine, settings, clock, "w2")
+            (answer,) = await two.send([outgoing(m) for m in batch.messages])
+            return answer
+        finally:
+            for target in (one, slow, two):
+                await target.aclose()
+
+    held = asyncio.run(scenario())
+
+    product = ozon.product("SKU-1")
+    assert product is not None and len(product.charged) == 10, "Ozon counted both attempts"
+    assert held.verdict is Verdict.AWAITING, held
+    assert ozon.outcomes[ITEM_LIMIT] == 0, "Ozon refused an 11th update of the hour"
