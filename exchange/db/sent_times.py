@@ -11,8 +11,9 @@ are one send (one time).
 
 Across workers the count is taken, not only read (``reserve``): one worker at a time per SKU
 (SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's advisory lock of the SKU held to the commit), the
-sends of the hour counted and, under the limit, the send's mark (``ozon-sending:<time>:…``)
-written on the item's deliveries and committed before its request leaves; a marked delivery
+sends of the hour counted and, under the limit, the send's mark (``ozon-sending:<time>:…``,
+before the marks of the delivery's earlier attempts within the hour, space-separated) written
+on the item's deliveries and committed before its request leaves; a marked delivery
 not accepted (its answer never came, or it was refused otherwise than for the limit, or its
 worker died) counts at its mark's time, since Ozon may have counted it (review 32: two workers
 that each read 9 both sent, and Ozon refused the 11th). A request that never left gives its

@@ -27,8 +27,9 @@ AFTER_REFUSAL = HOUR + 30.0
 # with its AWAITING, so that a restart still waits the product's hour (exchange/db/sent_times.py).
 REFUSED = "ozon-refused:"
 # The receipt a send carries from before its request leaves, committed (``SentTimes.reserve``):
-# ``ozon-sending:<epoch seconds>:<nonce>``, so that another worker counting the product's hour
-# meanwhile counts it, and a send whose answer never came still counts (review 32).
+# ``ozon-sending:<epoch seconds>:<nonce>`` (the earlier attempts' within the hour kept after it),
+# so that another worker counting the product's hour meanwhile counts it, and a send whose
+# answer never came still counts (review 32).
 SENDING = "ozon-sending:"
 
 
