@@ -240,6 +240,7 @@ def yandex_market_target(
     from exchange.targets.yandex_market.target import (
         ACCEPTED,
         NO_EARLIER_SENDS,
+        NOT_APPLIED,
         SENT,
         YandexMarketTarget,
     )
@@ -258,7 +259,7 @@ def yandex_market_target(
             awaiting_receipt=ACCEPTED,
             in_flight=False,
             in_doubt=True,
-            doubt_receipts=(SENT,),
+            doubt_receipts=(SENT, NOT_APPLIED),
         )
         if engine is not None
         else NO_KNOWN_PRICES
@@ -278,9 +279,11 @@ def yandex_market_target(
         timeout=settings.http_timeout,
         # What Yandex holds of the other price types: delivered, withheld, or accepted and
         # awaiting its read-back (contract 14: never an older one over them), or may hold: a
-        # send whose answer never came (``ym-sent:``, a timeout, a crash in flight) waiting for
-        # its retry or quarantined, the newest of them; one in flight is this batch's own (one
-        # item per SKU in flight), carried as new or refused unsent.
+        # send whose answer never came (``ym-sent:``, a timeout, a crash in flight), or one
+        # accepted and not shown within ym_apply_timeout (``ym-not-applied``: accepted is not
+        # applied, it may still land, research §3.4/§3.5), waiting for its retry, quarantined
+        # or superseded, the newest of them; one in flight is this batch's own (one item per
+        # SKU in flight), carried as new or refused unsent.
         known=known,
         # What is still to be given (new, delayed): an offer that cannot go without it waits.
         waiting=known if isinstance(known, DbKnownPrices) else NOTHING_WAITING,

@@ -9,6 +9,16 @@ is the delivery's ``updated_at``, when the worker recorded the answer, a moment 
 request: the count errs on the side of waiting. The deliveries of one item, recorded together,
 are one send (one time).
 
+Across workers the count is taken, not only read (``reserve``): one worker at a time per SKU
+(SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's advisory lock of the SKU held to the commit), the
+sends of the hour counted and, under the limit, the send's mark (``ozon-sending:<time>:…``,
+before the marks of the delivery's earlier attempts within the hour, space-separated) written
+on the item's deliveries and committed before its request leaves; a marked delivery
+not accepted (its answer never came, or it was refused otherwise than for the limit, or its
+worker died) counts at its mark's time, since Ozon may have counted it (review 32: two workers
+that each read 9 both sent, and Ozon refused the 11th). A request that never left gives its
+mark back (``unmark``).
+
 Ozon's refusals for the limit are read from the receipts the target gave their AWAITING
 (``ozon-refused:<time>``, exchange/targets/ozon/hours.py: the prefix it asks for), which a
 superseded version keeps: a restart still waits the product's hour after a refusal
@@ -27,17 +37,35 @@ reads the time its receipt names)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Engine, and_, bindparam, func, or_, select, update
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Connection,
+    Engine,
+    and_,
+    bindparam,
+    cast,
+    func,
+    literal,
+    not_,
+    or_,
+    select,
+    update,
+)
 
-from exchange.db.engine import transaction
+from exchange.db.engine import is_postgres, transaction
 from exchange.db.on_channels import Channel, channel_ids, on
 from exchange.db.schema import aggregates, cml_catalog, deliveries, messages
 from exchange.domain.states import State
 
 CHUNK = 500
+# PostgreSQL's advisory lock of a product's hour (``reserve``), in the one-key space (the
+# claim's lock of a channel takes the two-key one): this constant's high bits and the SKU's.
+HOUR_LOCK = 0x0E7C_0000_0000
 # What a marketplace trims from an offer's id (Python's ``str.strip`` for the usual ones).
 WHITESPACE = " \t\n\r\x0b\x0c"
 
@@ -68,6 +96,106 @@ class DbSentTimes:
                 for sku, at in rows:
                     found.setdefault(str(sku), set()).add(at.timestamp())
         return {sku: sorted(times) for sku, times in found.items()}
+
+    def reserve(
+        self,
+        items: Mapping[str, Sequence[str]],
+        mark: str,
+        moment: datetime,
+        limit: int,
+        prefix: str,
+    ) -> dict[str, list[float]]:
+        """Ozon's hour across workers (contract 14, research §1.3): for each SKU of ``items``
+        (SKU -> the messages its item carries), one at a time across workers (SQLite: the
+        write transaction is ``BEGIN IMMEDIATE``; PostgreSQL: an advisory lock per SKU, held
+        to the commit), count its sends since ``moment`` (``_hour``: accepted ones, and the
+        ones marked before their request left) and, under ``limit``, write ``mark`` on its
+        deliveries, committed before the request leaves: a worker counting after this one
+        sees it (review 32: two workers that each read 9 both sent, and Ozon refused the
+        11th). Returns the SKUs that may not go, with the times of their sends (epoch
+        seconds); the others are marked."""
+        full: dict[str, list[float]] = {}
+        d = deliveries.c
+        with transaction(self.engine) as connection:
+            ids = channel_ids(connection, self.channel)
+            postgres = is_postgres(connection)
+            wanted = sorted(items)
+            if postgres:
+                for sku in wanted:  # one order of the locks: no deadlock between workers
+                    key = HOUR_LOCK | zlib.crc32(sku.encode())
+                    connection.execute(
+                        select(func.pg_advisory_xact_lock(cast(literal(key), BigInteger)))
+                    )
+            counted = _hours(connection, ids, wanted, moment, prefix)
+            going: list[str] = []
+            for sku in wanted:
+                times = counted.get(sku, [])
+                if len(times) >= limit:
+                    full[sku] = times
+                else:
+                    going += items[sku]
+            since = moment.timestamp()
+            rows: list[dict[str, object]] = []
+            for start in range(0, len(going), CHUNK):
+                # Not over a delivery another worker recorded delivered meanwhile (a lease
+                # that ran out): that send counts already, and its receipt is Ozon's answer.
+                found = connection.execute(
+                    select(d.message_pk, d.channel_id, d.receipt)
+                    .select_from(deliveries.join(messages, messages.c.id == d.message_pk))
+                    .where(
+                        messages.c.message_id.in_(going[start : start + CHUNK]),
+                        on(d.channel_id, ids),
+                        d.state != State.DELIVERED.value,
+                    )
+                )
+                for message_pk, channel_id, before in found:
+                    # An earlier attempt's mark within the hour stays beside this one: its
+                    # answer never came, and Ozon may have counted it too.
+                    kept = [m for m in _marks(before, prefix) if _mark_at(m, prefix) >= since]
+                    rows.append(
+                        {
+                            "marked_pk": message_pk,
+                            "marked_channel": channel_id,
+                            "marked": " ".join([mark, *kept]),
+                        }
+                    )
+            if rows:
+                connection.execute(
+                    update(deliveries)
+                    .where(
+                        d.message_pk == bindparam("marked_pk"),
+                        d.channel_id == bindparam("marked_channel"),
+                    )
+                    .values(receipt=bindparam("marked")),
+                    rows,
+                )
+        return full
+
+    def unmark(self, receipts: Mapping[str, str | None], mark: str) -> None:
+        """A send ``reserve`` marked whose request never left (no key, no connection): each
+        message's delivery still holding ``mark`` (first, before the earlier attempts' marks
+        it kept) gets ``receipts``' (its receipt before)."""
+        if not receipts:
+            return
+        d = deliveries.c
+        pk = (
+            select(messages.c.id)
+            .where(messages.c.message_id == bindparam("sent_message"))
+            .scalar_subquery()
+        )
+        rows = [{"sent_message": k, "before": v} for k, v in receipts.items()]
+        with transaction(self.engine) as connection:
+            ids = channel_ids(connection, self.channel)
+            connection.execute(
+                update(deliveries)
+                .where(
+                    d.message_pk == pk,
+                    on(d.channel_id, ids),
+                    d.receipt.startswith(mark, autoescape=True),
+                )
+                .values(receipt=bindparam("before")),
+                rows,
+            )
 
     def receipts_since(
         self, skus: Iterable[str], moment: datetime, prefix: str
@@ -224,3 +352,66 @@ class DbSentTimes:
                 for name, sku in rows:
                     found.setdefault(str(name), set()).add(str(sku))
         return {name: sorted(held) for name, held in found.items()}
+
+
+def _hours(
+    connection: Connection, ids: Sequence[int], skus: list[str], moment: datetime, prefix: str
+) -> dict[str, list[float]]:
+    """The sends of each of ``skus`` on the channel since ``moment`` (epoch seconds, sorted):
+    each accepted one (delivered with a 200) at its ``updated_at``, and each marked before its
+    request left and not accepted (``prefix``, then the time: a send whose answer never came,
+    or that a worker is making now, or that a worker made and died before recording it) at its
+    mark's time. The deliveries of one item, marked or recorded together, are one send; two
+    marks of one moment (a clock that did not move) are two."""
+    d = deliveries.c
+    accepted = and_(d.state == State.DELIVERED.value, d.last_status == 200)
+    at_times: dict[str, set[float]] = {}
+    marks: dict[str, set[str]] = {}
+    of_sku = deliveries.join(aggregates, aggregates.c.id == d.aggregate_id)
+    for start in range(0, len(skus), CHUNK):
+        part = skus[start : start + CHUNK]
+        rows = connection.execute(
+            select(aggregates.c.sku, d.updated_at)
+            .select_from(of_sku)
+            .where(
+                on(d.channel_id, ids),
+                accepted,
+                d.updated_at >= moment,
+                aggregates.c.sku.in_(part),
+            )
+        )
+        for sku, at in rows:
+            at_times.setdefault(str(sku), set()).add(at.timestamp())
+        rows = connection.execute(
+            select(aggregates.c.sku, d.receipt)
+            .select_from(of_sku)
+            .where(
+                on(d.channel_id, ids),
+                not_(accepted),
+                d.receipt.startswith(prefix, autoescape=True),
+                aggregates.c.sku.in_(part),
+            )
+        )
+        for sku, receipt in rows:
+            marks.setdefault(str(sku), set()).update(_marks(receipt, prefix))
+    since = moment.timestamp()
+    found: dict[str, list[float]] = {}
+    for sku in skus:
+        times = list(at_times.get(sku, ()))
+        times += [at for at in (_mark_at(m, prefix) for m in marks.get(sku, ())) if at >= since]
+        found[sku] = sorted(times)
+    return found
+
+
+def _marks(receipt: str | None, prefix: str) -> list[str]:
+    """The marks a receipt holds (``reserve``: the latest attempt's first, then the earlier
+    attempts' within the hour, space-separated)."""
+    return [part for part in (receipt or "").split() if part.startswith(prefix)]
+
+
+def _mark_at(mark: str, prefix: str) -> float:
+    """A mark's time (epoch seconds); -inf when unreadable (never within the hour)."""
+    try:
+        return float(mark[len(prefix) :].split(":", 1)[0])
+    except ValueError:
+        return float("-inf")

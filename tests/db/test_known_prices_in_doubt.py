@@ -99,3 +99,74 @@ def test_ozon_and_yandex_market_read_what_they_may_hold(db_url: str, engine: Eng
     known = getattr(ym, "known", None)
     assert isinstance(known, DbKnownPrices) and known.in_doubt
     assert "ym-sent:" in known.doubt_receipts
+
+
+def test_a_yandex_market_update_accepted_but_not_shown_in_time_is_in_doubt(
+    db_url: str, engine: Engine
+) -> None:
+    """Contract 14: an offer carries, for each other price type, the newest version Yandex may
+    hold. An update Yandex accepted (200) and did not show within ym_apply_timeout
+    (``ym-not-applied``: sent again, or quarantined, or superseded since) may still apply
+    (research §3.4: accepted is not applied, §3.5), so it is known, not the one before it."""
+    skus = ["A", "B", "C"]
+    stage(engine, [price_row(s, v, f"{v}00.00") for s in skus for v in (1, 2)])
+    take(engine, None, dict(DEFAULT_KINDS), SystemClock().now())
+    for sku in skus:
+        _set(engine, sku, 1, state="delivered", attempts=1)
+    _set(engine, "A", 2, state="delayed", attempts=1, receipt="ym-not-applied")
+    _set(
+        engine,
+        "B",
+        2,
+        state="quarantined",
+        reason="retry-limit",
+        attempts=3,
+        receipt="ym-not-applied",
+    )
+    _set(engine, "C", 2, state="cancelled", attempts=1, receipt="ym-not-applied")
+    ym = bootstrap.yandex_market_target(
+        fast_settings(db_url, None, target="yandex-market", ym_business_id=1, ym_api_key="k" * 8),
+        engine=engine,
+    )
+    known = getattr(ym, "known", None)
+    assert isinstance(known, DbKnownPrices)
+
+    found = _prices(known, skus)
+
+    for sku in skus:
+        assert found[sku] == (2, Decimal("200.00")), f"{sku}: accepted, may still apply"
+
+
+def test_a_yandex_market_send_that_left_counts_whatever_its_delivery_became(
+    engine: Engine,
+) -> None:
+    """Issue 32 (``DbSentTimes.unsettled_since``, Yandex Market's earlier sends): a request that
+    left may still land (research §3.4, §3.5), so its ``ym-sent:`` mark counts whether its
+    delivery was then superseded, quarantined, handed back by a pause or is due again; one
+    given back because its request never left (``ym-unsent``), one a 400 refused
+    (``ym-refused``) and one shown (delivered) do not, nor does one neither known prices nor
+    earlier sends take as a send that may have reached Yandex."""
+    from exchange.db.sent_times import DbSentTimes
+    from exchange.targets.yandex_market.target import ACCEPTED, NOT_APPLIED, SENT
+
+    states = {
+        "A": ("cancelled", "ym-sent:x"),
+        "B": ("quarantined", "ym-sent:x"),
+        "C": ("new", "ym-sent:x"),
+        "D": ("delayed", "ym-sent:x"),
+        "E": ("delayed", "ym-unsent"),
+        "F": ("quarantined", "ym-refused"),
+        "G": ("delivered", "ym-sent:x"),
+    }
+    stage(engine, [price_row(s, 1, "100.00") for s in states])
+    take(engine, None, dict(DEFAULT_KINDS), SystemClock().now())
+    for sku, (state, receipt) in states.items():
+        _set(engine, sku, 1, state=state, attempts=1, receipt=receipt)
+
+    found = DbSentTimes(engine).unsettled_since(
+        list(states), datetime(2000, 1, 1, tzinfo=UTC), (ACCEPTED, SENT, NOT_APPLIED)
+    )
+
+    assert sorted(found) == ["A", "B", "C", "D"], found
+    known = DbKnownPrices(engine, in_flight=False, in_doubt=True, doubt_receipts=(SENT,))
+    assert sorted(_prices(known, list(states))) == ["A", "B", "C", "D", "G"]

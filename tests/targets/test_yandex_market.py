@@ -1510,3 +1510,67 @@ def test_the_send_is_in_the_database_before_the_request_leaves_and_a_400_undoes_
         f"db {good.message_id} ym-sent",
         "update GOOD",
     ] == log
+
+
+# -- issue 32: which ym-sent: marks may be dropped ------------------------------------------------
+
+
+@pytest.mark.parametrize("before", [None, "ym-sent:earlier", "ym-not-applied"])
+def test_a_send_whose_request_never_left_gives_its_mark_back(before: str | None) -> None:
+    """Issue 32: a ``ym-sent:`` mark written before a request that never left (no connection
+    made) would hold a later update of the SKU back for ym_apply_timeout (``unsettled_since``)
+    for nothing: the delivery gets back the receipt it had before (``ym-unsent`` when none),
+    since an earlier attempt's ``ym-sent:`` or ``ym-not-applied`` may still land (§3.4, §3.5)."""
+    log: list[str] = []
+
+    def down(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("Connection refused", request=request)
+
+    message = replace(price("SKU-1", 1, "10"), receipt=before)
+    found = run(lambda: answered_by(down, earlier=_Recorded(log)), lambda t: t.send([message]))
+    assert [Verdict.TEMPORARY] == verdicts(found), found
+    assert found[0].receipt is None, "the verdict keeps the receipt given back"
+    back = (before or "ym-unsent").split(":", 1)[0]
+    assert [f"db {message.message_id} ym-sent", f"db {message.message_id} {back}"] == log
+
+
+@pytest.mark.parametrize(
+    "fault", [httpx.ReadTimeout("timed out"), httpx.RemoteProtocolError("cut off")]
+)
+def test_a_send_whose_request_may_have_left_keeps_its_mark(fault: httpx.TransportError) -> None:
+    """Issue 32: a request that may have reached Yandex may still land (§3.4, §3.5) whatever
+    becomes of its delivery: its ``ym-sent:`` mark stays (the verdict carries it too)."""
+    log: list[str] = []
+
+    def late(request: httpx.Request) -> httpx.Response:
+        fault.request = request
+        raise fault
+
+    message = price("SKU-1", 1, "10")
+    found = run(lambda: answered_by(late, earlier=_Recorded(log)), lambda t: t.send([message]))
+    assert [Verdict.TEMPORARY] == verdicts(found), found
+    assert (found[0].receipt or "").startswith("ym-sent:"), found
+    assert [f"db {message.message_id} ym-sent"] == log
+
+
+def test_a_send_without_a_key_gives_its_mark_back() -> None:
+    """Issue 32: with no key no request leaves (a pause): the mark is given back."""
+    log: list[str] = []
+    message = price("SKU-1", 1, "10")
+
+    def never(request: httpx.Request) -> httpx.Response:
+        raise AssertionError("no request without a key")
+
+    def keyless() -> YandexMarketTarget:
+        return YandexMarketTarget(
+            "http://ym.test",
+            BUSINESS,
+            lambda: None,
+            price_types={"retail": "value"},
+            transport=httpx.MockTransport(never),
+            earlier=_Recorded(log),
+        )
+
+    found = run(keyless, lambda t: t.send([message]))
+    assert [Verdict.PAUSE] == verdicts(found), found
+    assert [f"db {message.message_id} ym-sent", f"db {message.message_id} ym-unsent"] == log

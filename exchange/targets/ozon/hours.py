@@ -1,6 +1,7 @@
 """Ozon's limit of 10 price updates of one product an hour (contract 14; research §1.3), counted
-by the target itself: the channel's accepted sends per product (every worker's, read from the
-database before each send; without one, this process's own), so that the 11th is held until the
+by the target itself: the channel's sends per product (every worker's, counted in the database
+and the send's slot taken there, committed, before its request leaves: ``SentTimes.reserve``;
+without one, this process's own), so that the 11th is held until the
 oldest of the last ten is an hour old, and a product Ozon refused anyway (another sender, a
 restart that forgot) is tried once more an hour after the refusal.
 
@@ -12,7 +13,8 @@ one allows, since the current clock hour is a part of the last 3,600 seconds.
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterable
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -24,6 +26,16 @@ AFTER_REFUSAL = HOUR + 30.0
 # The receipt of a delivery Ozon refused for the limit: ``ozon-refused:<epoch seconds>``, stored
 # with its AWAITING, so that a restart still waits the product's hour (exchange/db/sent_times.py).
 REFUSED = "ozon-refused:"
+# The receipt a send carries from before its request leaves, committed (``SentTimes.reserve``):
+# ``ozon-sending:<epoch seconds>:<nonce>`` (the earlier attempts' within the hour kept after it),
+# so that another worker counting the product's hour meanwhile counts it, and a send whose
+# answer never came still counts (review 32).
+SENDING = "ozon-sending:"
+
+
+def sending_receipt(at: float) -> str:
+    """A send's mark: its time and a nonce (two sends at one clock time are two)."""
+    return f"{SENDING}{at:.3f}:{secrets.token_hex(4)}"
 
 
 def refused_receipt(at: float) -> str:
@@ -57,6 +69,25 @@ class SentTimes(Protocol):
         superseded version too: the wait belongs to the product, not to the version)."""
         ...
 
+    def reserve(
+        self,
+        items: Mapping[str, Sequence[str]],
+        mark: str,
+        moment: datetime,
+        limit: int,
+        prefix: str,
+    ) -> dict[str, list[float]]:
+        """Before a request leaves: for each SKU of ``items`` (SKU -> its item's messages),
+        one worker at a time, its sends since ``moment`` counted (accepted ones and the ones
+        marked with ``prefix``) and, under ``limit``, ``mark`` written on its deliveries,
+        committed. The SKUs that may not go, with the times of their sends."""
+        ...
+
+    def unmark(self, receipts: Mapping[str, str | None], mark: str) -> None:
+        """A marked send whose request never left: each message's delivery still holding
+        ``mark`` gets back its receipt before (``receipts``: message_id -> receipt)."""
+        ...
+
 
 class _NoneSent:
     def since(self, skus: Iterable[str], moment: datetime) -> dict[str, list[float]]:
@@ -66,6 +97,19 @@ class _NoneSent:
         self, skus: Iterable[str], moment: datetime, prefix: str
     ) -> dict[str, list[str]]:
         return {}
+
+    def reserve(
+        self,
+        items: Mapping[str, Sequence[str]],
+        mark: str,
+        moment: datetime,
+        limit: int,
+        prefix: str,
+    ) -> dict[str, list[float]]:
+        return {}
+
+    def unmark(self, receipts: Mapping[str, str | None], mark: str) -> None:
+        return None
 
 
 NO_SENT_TIMES: SentTimes = _NoneSent()
@@ -88,8 +132,9 @@ class ProductHours:
 
     def recount(self, offer_id: str, times: Iterable[float]) -> None:
         """The product's accepted sends as the channel's history holds them, every worker's
-        (this process's own among them): they replace what this process counted."""
-        self._sent[offer_id] = collections.deque(sorted(set(times)))
+        (this process's own among them): they replace what this process counted. Two sends
+        at one time (two workers' marks, a clock that did not move) are two."""
+        self._sent[offer_id] = collections.deque(sorted(times))
 
     def by_refusal(self, offer_id: str, at: float) -> bool:
         """Whether the wait ending at ``at`` (``free_at``'s) is Ozon's refusal's, not this

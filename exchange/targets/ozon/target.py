@@ -9,8 +9,9 @@ is not sent again: delivered without a request (research §1.3: Ozon restricts s
 identical requests); a send whose outcome is unknown (a timeout, a crash in flight, a version
 superseded after it may have gone) leaves what Ozon holds unknown, and the next price goes.
 The answers are read by answers.py; the hourly limit per product by hours.py: the 11th update
-of a product within the hour (every worker's accepted sends, read from the database before each
-send) is held (``Verdict.AWAITING``: not charged), and a product Ozon
+of a product within the hour (every worker's sends, counted in the database and the send's slot
+taken there before its request leaves, one worker at a time: ``SentTimes.reserve``) is held
+(``Verdict.AWAITING``: not charged), and a product Ozon
 refused for it is tried once more an hour later, its newer versions too (the wait is the
 product's, kept across a restart by the refusal's receipt). Every request keeps under Ozon's
 requests a second (rate.py) and waits its turn of the worker's pace (``pace_with``). "Circle is
@@ -58,10 +59,12 @@ from exchange.targets.ozon.answers import (
 from exchange.targets.ozon.hours import (
     NO_SENT_TIMES,
     REFUSED,
+    SENDING,
     ProductHours,
     SentTimes,
     refused_at,
     refused_receipt,
+    sending_receipt,
 )
 from exchange.targets.ozon.rate import PER_SECOND, RequestRate
 from exchange.targets.prices import (
@@ -229,6 +232,7 @@ class OzonTarget:
         self._key_refused: tuple[float, str | None, Classification] | None = None
         self._circle_until = -math.inf  # "Circle is open" on the import until then (clock)
         self.rate = RequestRate(requests_per_second, monotonic=monotonic, sleep=sleep)
+        self._marks: dict[str, str] = {}  # SKU -> the mark of its send about to leave
 
     def pace_with(self, pacer: Pacer) -> None:
         self._pacer = pacer
@@ -279,6 +283,7 @@ class OzonTarget:
                 answers.update(spread(item, self._held(free - now, after_refusal=after)))
                 continue
             going.append(item)
+        going = await self._reserve(going, now, answers)
         if going:
             await self._import(going, answers)
         return [answers[m.message_id] for m in messages]
@@ -416,6 +421,62 @@ class OzonTarget:
         for sku in wanted:
             self.hours.recount(sku, found.get(sku, ()))
 
+    async def _reserve(
+        self, items: list[Item], now: float, answers: dict[str, Classification]
+    ) -> list[Item]:
+        """The items that may go: each product's slot of the hour taken in the database
+        before its request leaves (``SentTimes.reserve``: counted and marked one worker at a
+        time, the mark committed), so that at most 10 updates of a product leave within the
+        hour across workers (review 32: two workers each read 9 sends and both sent). A
+        product whose hour is full is held as by this process's own count; when the database
+        cannot take the mark, the item is not sent (a send it could not count is never
+        made). Without a database: all of them (this process's count only)."""
+        if not items or self.sent is NO_SENT_TIMES:
+            return items
+        mark = sending_receipt(now)
+        wanted = {item.sku: [m.message_id for m in item.carried] for item in items}
+        since = datetime.fromtimestamp(now - self.hours.hour, UTC)
+        try:
+            full = await asyncio.to_thread(
+                self.sent.reserve, wanted, mark, since, self.hours.limit, SENDING
+            )
+        except Exception as exc:  # the service's database
+            failed = Classification(
+                Verdict.TEMPORARY,
+                f"the send could not be recorded before it left ({type(exc).__name__}): not "
+                "sent, sent again later",
+                error_class="SendNotRecorded",
+            )
+            for item in items:
+                answers.update(spread(item, failed))
+            return []
+        going: list[Item] = []
+        for item in items:
+            times = full.get(item.sku)
+            if times is None:
+                self._marks[item.sku] = mark
+                going.append(item)
+                continue
+            self.hours.recount(item.sku, times)
+            free = self.hours.free_at(item.sku, now)
+            answers.update(spread(item, self._held((free or now + 1.0) - now)))
+        return going
+
+    async def _unmark(self, items: list[Item]) -> None:
+        """Items whose request never left (no key, no connection made): their marks
+        (``_reserve``) are taken back, so they do not count against the hour. Best effort:
+        left, a mark only errs on the side of waiting."""
+        by_mark: dict[str, dict[str, str | None]] = {}
+        for item in items:
+            mark = self._marks.pop(item.sku, None)
+            if mark is not None:
+                by_mark.setdefault(mark, {}).update((m.message_id, m.receipt) for m in item.carried)
+        for mark, receipts in by_mark.items():  # one mark a request
+            try:
+                await asyncio.to_thread(self.sent.unmark, receipts, mark)
+            except Exception:  # the service's database
+                continue
+
     async def _refusals(self, skus: list[str], now: float) -> None:
         """Ozon's refusals of these SKUs for the hourly limit within the last hour and a bit,
         read at every send: another worker's (or this one's before a restart) hold the product
@@ -526,7 +587,14 @@ class OzonTarget:
         except _Stop as stop:
             for item in items:
                 answers.update(spread(item, stop.classification))
+            said = stop.classification
+            if not said.result_unknown and said.http_status is None:
+                await self._unmark(items)  # never left: Ozon counted nothing
+            for item in items:
+                self._marks.pop(item.sku, None)  # it may have left: its mark counts
             return
+        for item in items:
+            self._marks.pop(item.sku, None)
         now = self.clock()
         if response.status_code != 200:
             judged = refusal(

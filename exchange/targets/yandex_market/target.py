@@ -130,6 +130,9 @@ NOT_APPLIED = "ym-not-applied"
 SENT = "ym-sent:"
 # What replaces ``ym-sent:`` on an update a 400 refused (never taken): nothing may land.
 REFUSED = "ym-refused"
+# What replaces ``ym-sent:`` on an update whose request never left (``_unsent``), when the
+# delivery had no receipt before: nothing may land.
+UNSENT = "ym-unsent"
 # The offer the health check reads back: any name will do (an offer Yandex does not know is
 # left out of the read-back, §3.4); never none, which reads a page of the whole catalogue.
 HEALTH_OFFER = "exchange-health-check"
@@ -287,11 +290,13 @@ NO_EARLIER_SENDS: EarlierSends = _NoEarlierSends()
 
 
 class _Whole(Exception):
-    """An answer that decides every offer of its request."""
+    """An answer that decides every offer of its request. ``unsent``: no request left at all
+    (no key, or no connection made before any answer came): Yandex took nothing."""
 
-    def __init__(self, classification: Classification) -> None:
+    def __init__(self, classification: Classification, *, unsent: bool = False) -> None:
         super().__init__(classification.detail)
         self.classification = classification
+        self.unsent = unsent
 
 
 class _Unnamed(_Whole):
@@ -803,6 +808,8 @@ class YandexMarketTarget:
                 return out
             except _Whole as whole:
                 out.update(self._unanswered(left, whole.classification))
+                if whole.unsent:
+                    await self._unsent(left)
                 return out
             except _Rejected as rejected:
                 named = [i for i in left if i.offer in rejected.named]
@@ -872,6 +879,33 @@ class YandexMarketTarget:
         except Exception as exc:  # the service's database
             log.warning(
                 "Yandex Market: a refused send could not be recorded (%s)", type(exc).__name__
+            )
+
+    async def _unsent(self, items: list[_Item]) -> None:
+        """Items whose request never left (``_Whole.unsent``: no key, or no connection made
+        before any answer): the ``ym-sent:`` written before they were to leave gives way to
+        the receipt the delivery had before (``UNSENT`` when none), so it holds back neither a
+        later update's read-back (``_unsettled``) nor the known prices (issue 32).
+
+        Which ``ym-sent:`` marks may be dropped, decided here: only those of a request that
+        provably never left, or that a 400 refused (``_not_taken``). Any request that left may
+        still land (§3.4: accepted is not applied; §3.5: no order promised), whatever becomes
+        of its delivery afterwards (paused, superseded, quarantined, released), so its mark
+        keeps counting until ``ym_apply_timeout`` has passed since it (``_unsettled``): a
+        timeout, a 5xx, a 420 after the request left (the research does not say a 420 was not
+        taken), a 401/403 answer, a worker killed or cancelled after the mark. The receipt
+        before is put back, not cleared: an earlier attempt's ``ym-sent:`` (its answer never
+        came) or ``ym-not-applied`` (accepted, not shown in time) may still land. Best effort:
+        left as it is, a mark only errs on the side of waiting."""
+        receipts = {m.message_id: m.receipt or UNSENT for item in items for m in item.carried}
+        if not receipts:
+            return
+        try:
+            await asyncio.to_thread(self.earlier.sending, receipts)
+        except Exception as exc:  # the service's database
+            log.warning(
+                "Yandex Market: a send that never left could not be recorded (%s)",
+                type(exc).__name__,
             )
 
     def _lower(self, limit: int) -> None:
@@ -1264,7 +1298,8 @@ class YandexMarketTarget:
                     Verdict.PAUSE,
                     "ym_api_key_file is not set or empty: the Api-Key of the cabinet is needed",
                     error_class="SettingMissing",
-                )
+                ),
+                unsent=True,
             )
         content = dump(payload).encode()
         path = f"/{method}" + (f"?{query}" if query else "")
@@ -1283,7 +1318,10 @@ class YandexMarketTarget:
                 except httpx.TransportError as exc:
                     self._pacer.done(sent_at, None, None)
                     failure = key_masked_failure(httpx_failure(exc), key)
-                    raise _Whole(transport_verdict(failure)) from None
+                    # No connection made, and no earlier try of this request answered: none
+                    # of it left (a try answered 420 went, and its fate is Yandex's).
+                    unsent = response is None and not failure.maybe_sent
+                    raise _Whole(transport_verdict(failure), unsent=unsent) from None
                 # Yandex's words, wherever they go (a detail, a log, a receipt), never hold
                 # the key.
                 response = key_masked(response, key)
