@@ -42,18 +42,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from sqlalchemy import (
-    BigInteger,
     ColumnElement,
     Connection,
     Engine,
     and_,
     bindparam,
-    cast,
     func,
-    literal,
     not_,
     or_,
     select,
+    text,
     update,
 )
 
@@ -121,11 +119,17 @@ class DbSentTimes:
             postgres = is_postgres(connection)
             wanted = sorted(items)
             if postgres:
-                for sku in wanted:  # one order of the locks: no deadlock between workers
-                    key = HOUR_LOCK | zlib.crc32(sku.encode())
-                    connection.execute(
-                        select(func.pg_advisory_xact_lock(cast(literal(key), BigInteger)))
-                    )
+                # One statement for every SKU's lock, taken in the order of the keys (an
+                # array's elements come out of unnest in order): one order for every worker,
+                # no deadlock between them.
+                keys = sorted({HOUR_LOCK | zlib.crc32(sku.encode()) for sku in wanted})
+                connection.execute(
+                    text(
+                        "SELECT count(pg_advisory_xact_lock(k))"
+                        " FROM unnest(CAST(:keys AS bigint[])) AS k"
+                    ),
+                    {"keys": keys},
+                )
             counted = _hours(connection, ids, wanted, moment, prefix)
             going: list[str] = []
             for sku in wanted:
