@@ -28,9 +28,19 @@ reads the time its receipt names)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 
-from sqlalchemy import ColumnElement, Engine, and_, bindparam, func, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Engine,
+    and_,
+    bindparam,
+    case,
+    func,
+    or_,
+    select,
+    update,
+)
 
 from exchange.db.engine import transaction
 from exchange.db.on_channels import Channel, channel_ids, on
@@ -171,28 +181,34 @@ class DbSentTimes:
         self,
         offers: Iterable[str],
         prefixes: Iterable[str],
-        leaving_out: Iterable[str] = (),
         *,
         by_article: bool = False,
     ) -> dict[str, list[str]]:
-        """For each of ``offers``, the SKUs whose prices the channel already gave it
-        (delivered, withheld, in flight or tried and due again, or a receipt beginning with
-        one of ``prefixes``): the
-        SKU trimmed (``by_article``: its article trimmed, as ``cml_catalog`` holds it) is the
-        offer. The messages ``leaving_out`` (the asking batch's, in flight) left out. Sorted,
-        for stable words."""
+        """The marketplaces' ``OfferHolders`` port (exchange/targets/marketplace/holders.py):
+        for each of ``offers``, the SKUs whose prices the channel gave it or is giving it
+        (delivered, withheld, in flight or tried and due again, or a receipt beginning with one
+        of ``prefixes``), the asking batch's own among them: the SKU trimmed (``by_article``:
+        its article trimmed, as ``cml_catalog`` holds it) is the offer.
+
+        Each offer's SKUs come in the order ``_rank`` gives, the one that keeps the offer
+        first, the same for every worker that reads the same rows: two workers that claimed
+        both SKUs of one offer at once agree on which goes (issue 32)."""
         wanted = sorted(set(offers))
-        mine = sorted(set(leaving_out))
         starts = list(prefixes)
-        found: dict[str, set[str]] = {}
+        found: dict[str, dict[str, tuple[int, datetime, int]]] = {}
         d = deliveries.c
+        shown = d.state.in_((State.DELIVERED.value, State.WITHHELD.value))
+        gone = or_(shown, *(d.receipt.startswith(p, autoescape=True) for p in starts))
         sent = or_(
-            d.state.in_((State.DELIVERED.value, State.WITHHELD.value)),
+            gone,
             # In flight, or tried and due again: an attempt whose answer was lost (or a 5xx)
             # may have reached the channel (review-wb: Wildberries keeps such a good held).
             and_(d.state.in_((State.IN_PROGRESS.value, State.DELAYED.value)), d.attempts > 0),
-            *(d.receipt.startswith(p, autoescape=True) for p in starts),
         )
+        # 0: the price went (or may have gone) to the channel; 1: only claimed (in flight, or
+        # due again, without a receipt saying it left).
+        tier = func.min(case((gone, 0), else_=1))
+        since = func.min(func.coalesce(d.leased_at, d.updated_at))
         with self.engine.connect() as connection:
             ids = channel_ids(connection, self.channel)
             for start in range(0, len(wanted), CHUNK):
@@ -208,19 +224,33 @@ class DbSentTimes:
                     offer = func.trim(aggregates.c.sku, WHITESPACE)
                     source = deliveries.join(aggregates, aggregates.c.id == d.aggregate_id)
                 query = (
-                    select(offer, aggregates.c.sku)
-                    .select_from(source.join(messages, messages.c.id == d.message_pk))
+                    select(offer, aggregates.c.sku, tier, since, func.min(d.message_pk))
+                    .select_from(source)
                     .where(
                         aggregates.c.kind == "price",
                         offer.in_(part),
                         on(d.channel_id, ids),
                         sent,
                     )
-                    .distinct()
+                    .group_by(offer, aggregates.c.sku)
                 )
-                if mine:
-                    query = query.where(messages.c.message_id.not_in(mine))
-                rows = connection.execute(query)
-                for name, sku in rows:
-                    found.setdefault(str(name), set()).add(str(sku))
-        return {name: sorted(held) for name, held in found.items()}
+                for name, sku, first_tier, first_at, first_pk in connection.execute(query):
+                    found.setdefault(str(name), {})[str(sku)] = (
+                        int(first_tier),
+                        _utc(first_at),
+                        int(first_pk),
+                    )
+        return {name: _rank(held) for name, held in found.items()}
+
+
+def _rank(held: Mapping[str, tuple[int, datetime, int]]) -> list[str]:
+    """An offer's SKUs, the one that keeps it first: a SKU whose price went (or may have gone)
+    to the channel before one only claimed (``offer_holders``: a worker that found no other
+    SKU sends at once, so one claimed later but checked earlier went first); then the
+    earliest lease of its marks (``leased_at``: when the claim took it), the earliest
+    message, the SKU's name. Every worker reading the same rows ranks alike."""
+    return sorted(held, key=lambda sku: (*held[sku], sku))
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
