@@ -223,18 +223,13 @@ def test_a_price_whose_request_timed_out_after_yandex_took_it_holds_the_later_on
     )
 
 
-@pytest.mark.parametrize("source", ["sku", "article"])
-def test_a_second_sku_of_one_offer_is_refused_whichever_worker_gave_the_first_its_price(
-    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path, source: str
-) -> None:
-    """Yandex trims ``offerId`` (research §3.1 ``ShopSku``: ``" SKU123 "`` ≡ ``"SKU123"``), so
-    1C's "Y-2" and " Y-2" are one offer (``sku_source = sku``), as are two goods whose
-    articles are "Y-2" and "Y-2 " (``sku_source = article``). Worker A delivered the first
-    one's price; worker B, which never sent it itself, is given the second: it is
-    ``invalid-for-channel`` naming both, never sent over the first one's price (review 32e:
-    caught within one process's life only)."""
+def one_offer_two_workers(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path, source: str, wire: _Wire
+) -> tuple[tuple[str, str], Worker, Worker]:
+    """Two SKUs Yandex reads as one offer (``sku_source``: "Y-2" and " Y-2", equal once
+    trimmed; ``article``: two goods whose articles are "Y-2" and "Y-2 "), Yandex applying at
+    once, and two workers on one database."""
     ym.switches.apply_delay = 0
-    wire = _Wire()
     skus = ("Y-2", " Y-2") if source == "sku" else ("P-1", "P-2")
     if source == "article":
         articles(engine, {"P-1": "Y-2", "P-2": "Y-2 "})
@@ -247,6 +242,21 @@ def test_a_second_sku_of_one_offer_is_refused_whichever_worker_gave_the_first_it
         )
         for n, name in enumerate(("worker-a", "worker-b"))
     )
+    return skus, first, second
+
+
+@pytest.mark.parametrize("source", ["sku", "article"])
+def test_a_second_sku_of_one_offer_is_refused_whichever_worker_gave_the_first_its_price(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path, source: str
+) -> None:
+    """Yandex trims ``offerId`` (research §3.1 ``ShopSku``: ``" SKU123 "`` ≡ ``"SKU123"``), so
+    1C's "Y-2" and " Y-2" are one offer (``sku_source = sku``), as are two goods whose
+    articles are "Y-2" and "Y-2 " (``sku_source = article``). Worker A delivered the first
+    one's price; worker B, which never sent it itself, is given the second: it is
+    ``invalid-for-channel`` naming both, never sent over the first one's price (review 32e:
+    caught within one process's life only)."""
+    wire = _Wire()
+    skus, first, second = one_offer_two_workers(db_url, engine, ym, tmp_path, source, wire)
 
     async def scenario() -> None:
         try:
@@ -356,21 +366,9 @@ def test_two_workers_claiming_both_skus_of_an_offer_at_once_send_exactly_one(
     same moment (each sees the other's in flight) agree on which keeps it: exactly one, the
     SKU claimed first, is sent; the other is ``invalid-for-channel`` (never both quarantined,
     never both sent)."""
-    ym.switches.apply_delay = 0
-    wire = _Wire()
-    skus = ("Y-2", " Y-2") if source == "sku" else ("P-1", "P-2")
-    if source == "article":
-        articles(engine, {"P-1": "Y-2", "P-2": "Y-2 "})
     race = BothClaimedFirst(monkeypatch)
-    first, second = (
-        bootstrap.worker(
-            settings_for(db_url, ym, tmp_path, name).model_copy(update={"sku_source": source}),
-            engine,
-            rng=random.Random(n),
-            transport=wire,
-        )
-        for n, name in enumerate(("worker-a", "worker-b"))
-    )
+    wire = _Wire()
+    skus, first, second = one_offer_two_workers(db_url, engine, ym, tmp_path, source, wire)
 
     async def scenario() -> None:
         try:
