@@ -5,77 +5,54 @@ keeps the offer first."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
+from follow import set_delivery
 from onegood import articles
-from sqlalchemy import Engine, insert, select
+from optools import take
+from sqlalchemy import Engine
 
 from exchange.db.engine import transaction
-from exchange.db.schema import aggregates, channels, deliveries, messages
+from exchange.db.schema import messages
 from exchange.db.sent_times import DbSentTimes
+from exchange.dev.testing import fast_settings, price_row
+from exchange.domain.clock import FakeClock
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
-
-def given(engine: Engine, marks: list[tuple[str, str, int, str | None]]) -> DbSentTimes:
-    """One price of each SKU on a channel: (SKU, delivery state, attempts, receipt), leased in
-    the order given, a second apart."""
-    with transaction(engine) as c:
-        if c.execute(select(channels.c.id)).first() is None:
-            c.execute(insert(channels).values(name="ym", target="yandex-market", added_at=T0))
-        channel, name = c.execute(select(channels.c.id, channels.c.name)).one()
+def given(
+    db_url: str, engine: Engine, clock: FakeClock, marks: list[tuple[str, str, int, str | None]]
+) -> DbSentTimes:
+    """One price of each SKU taken in, its delivery then set: (SKU, state, attempts, receipt),
+    leased in the order given, a second apart."""
+    take(engine, fast_settings(db_url), clock, [price_row(sku, 1) for sku, *_ in marks])
+    with transaction(engine) as connection:
         for n, (sku, state, attempts, receipt) in enumerate(marks):
-            aggregate = c.execute(
-                insert(aggregates)
-                .values(kind="price", aggregate=f"agg-{n}", sku=sku, price_type="retail")
-                .returning(aggregates.c.id)
-            ).scalar_one()
-            pk = c.execute(
-                insert(messages)
-                .values(
-                    message_id=f"m-{n}",
-                    aggregate_id=aggregate,
-                    kind="price",
-                    aggregate=f"agg-{n}",
-                    version=1,
-                    schema_version="1",
-                    payload="{}",
-                    created_at=T0,
-                    taken_at=T0,
-                    updated_at=T0,
-                    state=state,
-                )
-                .returning(messages.c.id)
-            ).scalar_one()
-            c.execute(
-                insert(deliveries).values(
-                    message_pk=pk,
-                    channel_id=channel,
-                    aggregate_id=aggregate,
-                    kind="price",
-                    version=1,
-                    state=state,
-                    attempts=attempts,
-                    receipt=receipt,
-                    waiting_since=T0,
-                    updated_at=T0,
-                    leased_at=T0 + timedelta(seconds=n),
-                )
+            set_delivery(
+                connection,
+                messages.c.aggregate == sku,
+                state=state,
+                attempts=attempts,
+                receipt=receipt,
+                leased_at=clock.now() + timedelta(seconds=n),
             )
-    return DbSentTimes(engine, name)
+    return DbSentTimes(engine)
 
 
-def test_the_skus_that_trim_to_an_offer_and_no_others(engine: Engine) -> None:
-    """Promise: every SKU equal to the offer once trimmed (spaces, tabs, either end) is found,
+def test_the_skus_that_trim_to_an_offer_and_no_others(
+    db_url: str, engine: Engine, clock: FakeClock
+) -> None:
+    """Promise: every SKU equal to the offer once trimmed (spaces at either end) is found,
     whatever characters LIKE or GLOB would read as wildcards; one differing in case, or only
     beginning with the offer, is another offer."""
     holders = given(
+        db_url,
         engine,
+        clock,
         [
             ("X-1", "delivered", 1, None),
             (" X-1", "delivered", 1, None),
-            ("X-1\t", "delivered", 1, None),
+            ("X-1  ", "delivered", 1, None),
             ("x-1", "delivered", 1, None),
             ("X-1a", "delivered", 1, None),
             ("50%_[*?]\\", "delivered", 1, None),
@@ -88,15 +65,19 @@ def test_the_skus_that_trim_to_an_offer_and_no_others(engine: Engine) -> None:
     found = holders.offer_holders(["X-1", "50%_[*?]\\", "AB", "Z"], ())
 
     assert {
-        "X-1": {"X-1", " X-1", "X-1\t"},
+        "X-1": {"X-1", " X-1", "X-1  "},
         "50%_[*?]\\": {"50%_[*?]\\", "  50%_[*?]\\ "},
     } == {offer: set(skus) for offer, skus in found.items()}
 
 
-def test_the_skus_whose_article_trims_to_an_offer(engine: Engine) -> None:
+def test_the_skus_whose_article_trims_to_an_offer(
+    db_url: str, engine: Engine, clock: FakeClock
+) -> None:
     """Promise (``sku_source = article``): the SKUs whose article, trimmed, is the offer."""
     holders = given(
+        db_url,
         engine,
+        clock,
         [
             ("P-1", "delivered", 1, None),
             ("P-2", "in_progress", 1, None),
@@ -122,8 +103,12 @@ def test_the_skus_whose_article_trims_to_an_offer(engine: Engine) -> None:
     ],
 )
 def test_the_sku_that_keeps_the_offer_comes_first(
-    engine: Engine, marks: list[tuple[str, str, int, str | None]], ranked: list[str]
+    db_url: str,
+    engine: Engine,
+    clock: FakeClock,
+    marks: list[tuple[str, str, int, str | None]],
+    ranked: list[str],
 ) -> None:
     """Promise (issue 32): the SKU that keeps the offer comes first, the same for every worker
     reading the same rows (two workers that claimed both at once agree)."""
-    assert {"S": ranked} == given(engine, marks).offer_holders(["S"], ("ym-sent:",))
+    assert {"S": ranked} == given(db_url, engine, clock, marks).offer_holders(["S"], ("ym-sent:",))
