@@ -133,8 +133,9 @@ def wildberries_target(
     from exchange.db.sent_times import DbSentTimes
     from exchange.db.wb_store import DbWbStore
     from exchange.targets.marketplace.articles import NO_ARTICLES
+    from exchange.targets.marketplace.holders import NO_HOLDERS
     from exchange.targets.wildberries.store import MemoryWbStore, WbStore
-    from exchange.targets.wildberries.target import NO_HOLDERS, WildberriesTarget
+    from exchange.targets.wildberries.target import WildberriesTarget
 
     def token() -> str | None:
         return settings.secret("wb_token")

@@ -39,14 +39,17 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
+    String,
     and_,
     bindparam,
+    case,
     func,
     not_,
     or_,
@@ -58,6 +61,7 @@ from sqlalchemy import (
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.on_channels import Channel, channel_ids, on
 from exchange.db.schema import aggregates, cml_catalog, deliveries, messages
+from exchange.domain.search_key import search_key
 from exchange.domain.states import State
 
 CHUNK = 500
@@ -303,59 +307,151 @@ class DbSentTimes:
         self,
         offers: Iterable[str],
         prefixes: Iterable[str],
-        leaving_out: Iterable[str] = (),
         *,
         by_article: bool = False,
     ) -> dict[str, list[str]]:
-        """For each of ``offers``, the SKUs whose prices the channel already gave it
-        (delivered, withheld, in flight or tried and due again, or a receipt beginning with
-        one of ``prefixes``): the
-        SKU trimmed (``by_article``: its article trimmed, as ``cml_catalog`` holds it) is the
-        offer. The messages ``leaving_out`` (the asking batch's, in flight) left out. Sorted,
-        for stable words."""
+        """The marketplaces' ``OfferHolders`` port (exchange/targets/marketplace/holders.py):
+        for each of ``offers``, the SKUs whose prices the channel gave it or is giving it
+        (delivered, withheld, in flight or tried and due again, or a receipt beginning with one
+        of ``prefixes``), the asking batch's own among them: the SKU trimmed (``by_article``:
+        its article trimmed, as ``cml_catalog`` holds it) is the offer.
+
+        Each offer's SKUs come in the order ``_rank`` gives, the one that keeps the offer
+        first, the same for every worker that reads the same rows: two workers that claimed
+        both SKUs of one offer at once agree on which goes (issue 32)."""
         wanted = sorted(set(offers))
-        mine = sorted(set(leaving_out))
         starts = list(prefixes)
-        found: dict[str, set[str]] = {}
+        found: dict[str, dict[str, tuple[int, datetime, int]]] = {}
         d = deliveries.c
+        shown = d.state.in_((State.DELIVERED.value, State.WITHHELD.value))
+        gone = or_(shown, *(d.receipt.startswith(p, autoescape=True) for p in starts))
         sent = or_(
-            d.state.in_((State.DELIVERED.value, State.WITHHELD.value)),
+            gone,
             # In flight, or tried and due again: an attempt whose answer was lost (or a 5xx)
             # may have reached the channel (review-wb: Wildberries keeps such a good held).
             and_(d.state.in_((State.IN_PROGRESS.value, State.DELAYED.value)), d.attempts > 0),
-            *(d.receipt.startswith(p, autoescape=True) for p in starts),
         )
+        # 0: the price went (or may have gone) to the channel; 1: only claimed (in flight, or
+        # due again, without a receipt saying it left).
+        tier = func.min(case((gone, 0), else_=1))
+        since = func.min(func.coalesce(d.leased_at, d.updated_at))
         with self.engine.connect() as connection:
             ids = channel_ids(connection, self.channel)
             for start in range(0, len(wanted), CHUNK):
-                part = wanted[start : start + CHUNK]
-                offer: ColumnElement[str]
-                if by_article:
-                    c = cml_catalog.c
-                    offer = func.trim(c.value, WHITESPACE)
-                    source = deliveries.join(aggregates, aggregates.c.id == d.aggregate_id).join(
-                        cml_catalog, and_(c.kind == "article", c.key == aggregates.c.sku)
+                # The offers' aggregates first, found by an index (``_candidates``); then their
+                # deliveries on the channel by theirs: never a scan of every price SKU.
+                offer_of = _candidates(connection, wanted[start : start + CHUNK], by_article)
+                chosen = sorted(offer_of)
+                for first in range(0, len(chosen), CHUNK):
+                    query = (
+                        select(d.aggregate_id, tier, since, func.min(d.message_pk))
+                        .where(
+                            d.aggregate_id.in_(chosen[first : first + CHUNK]),
+                            on(d.channel_id, ids),
+                            sent,
+                        )
+                        .group_by(d.aggregate_id)
                     )
-                else:
-                    offer = func.trim(aggregates.c.sku, WHITESPACE)
-                    source = deliveries.join(aggregates, aggregates.c.id == d.aggregate_id)
-                query = (
-                    select(offer, aggregates.c.sku)
-                    .select_from(source.join(messages, messages.c.id == d.message_pk))
-                    .where(
-                        aggregates.c.kind == "price",
-                        offer.in_(part),
-                        on(d.channel_id, ids),
-                        sent,
-                    )
-                    .distinct()
-                )
-                if mine:
-                    query = query.where(messages.c.message_id.not_in(mine))
-                rows = connection.execute(query)
-                for name, sku in rows:
-                    found.setdefault(str(name), set()).add(str(sku))
-        return {name: sorted(held) for name, held in found.items()}
+                    for aggregate, first_tier, first_at, first_pk in connection.execute(query):
+                        name, sku = offer_of[aggregate]
+                        # A SKU's aggregates (one a price type) make one mark: the earliest.
+                        mark = (int(first_tier), _utc(first_at), int(first_pk))
+                        held = found.setdefault(name, {})
+                        was = held.get(sku, mark)
+                        held[sku] = (
+                            min(was[0], mark[0]),
+                            min(was[1], mark[1]),
+                            min(was[2], mark[2]),
+                        )
+        return {name: _rank(held) for name, held in found.items()}
+
+
+def _rank(held: Mapping[str, tuple[int, datetime, int]]) -> list[str]:
+    """An offer's SKUs, the one that keeps it first: a SKU whose price went (or may have gone)
+    to the channel before one only claimed (``offer_holders``: a worker that found no other
+    SKU sends at once, so one claimed later but checked earlier went first); then the
+    earliest lease of its marks (``leased_at``: when the claim took it), the earliest
+    message, the SKU's name. Every worker reading the same rows ranks alike."""
+    return sorted(held, key=lambda sku: (*held[sku], sku))
+
+
+def _candidates(
+    connection: Connection, offers: list[str], by_article: bool
+) -> dict[int, tuple[str, str]]:
+    """The price aggregates whose SKU trimmed (``by_article``: its article trimmed, as
+    ``cml_catalog`` holds it) is one of ``offers``: aggregate id -> (offer, SKU). Found by the
+    case-folded keys' indexes (``_may_trim_to``), the trim deciding among those alone."""
+    postgres = is_postgres(connection)
+    a = aggregates.c
+    if not by_article:
+        offer = func.trim(a.sku, WHITESPACE)
+        # No ``kind`` here: SQLite would walk its index instead (only a price has a SKU).
+        found = connection.execute(
+            select(a.id, offer, a.sku).where(
+                _may_trim_to(a.sku_key, offers, postgres), offer.in_(offers)
+            )
+        )
+        return {int(i): (str(name), str(sku)) for i, name, sku in found}
+    c = cml_catalog.c
+    article = func.trim(c.value, WHITESPACE)
+    named = {
+        str(key): str(name)
+        for key, name in connection.execute(
+            select(c.key, article).where(
+                _may_trim_to(c.value_key, offers, postgres, c.kind == "article"),
+                article.in_(offers),
+            )
+        )
+    }
+    held: dict[int, tuple[str, str]] = {}
+    keys = sorted(named)
+    for start in range(0, len(keys), CHUNK):
+        part = keys[start : start + CHUNK]
+        rows = connection.execute(
+            select(a.id, a.sku).where(
+                a.kind == "price",
+                a.sku_key.in_(sorted({search_key(k) for k in part})),  # ix_aggregates_sku_key
+                a.sku.in_(part),
+            )
+        )
+        for i, sku in rows:
+            held[int(i)] = (str(named[sku]), str(sku))
+    return held
+
+
+def _may_trim_to(
+    key: ColumnElement[str | None], offers: Sequence[str], postgres: bool, *also: Any
+) -> Any:
+    """Whether a text whose case-folded ``key`` (``search_key``: ``aggregates.sku_key``,
+    ``cml_catalog.value_key``, each with an index) is this may be one of ``offers`` once
+    trimmed: the key begins with an offer's key (trailing whitespace), or with whitespace
+    (leading). Each a range of the key's index: LIKE on PostgreSQL (its ``varchar_pattern_ops``
+    index), GLOB on SQLite (case-sensitive, as its BINARY index). A superset: the trim decides.
+    ``also``: the conditions on the index's columns before ``key``, in each range."""
+    # An empty offer: a text of whitespace only, which begins with whitespace.
+    starts = sorted({search_key(o) for o in offers if o} | set(WHITESPACE))
+    # Written into the statement: SQLite ranges an index for a pattern it reads there, never
+    # for one bound as a parameter.
+    if postgres:
+        return or_(*(and_(*also, key.like(_inline(_like(t) + "%"), escape="\\")) for t in starts))
+    return or_(*(and_(*also, key.op("GLOB")(_inline(_glob(t) + "*"))) for t in starts))
+
+
+def _inline(pattern: str) -> Any:
+    return bindparam(None, pattern, type_=String(), literal_execute=True)
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _glob(text: str) -> str:
+    """``text`` as itself in a GLOB pattern: each wildcard in brackets."""
+    return "".join(f"[{ch}]" if ch in "*?[" else ch for ch in text)
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _hours(

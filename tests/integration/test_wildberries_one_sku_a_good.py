@@ -10,17 +10,16 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
 from marketsims import wb_sim
+from onegood import BothClaimedFirst, articles
 from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import cml_catalog
 from exchange.dev.testing import fast_settings, one_channel_messages, price_row, stage
 from exchange.dev.wbsim import WbSimulator
 from exchange.worker import Worker
@@ -86,6 +85,18 @@ async def cycles_until(worker: Worker, done: Callable[[], Any], seconds: float =
         await asyncio.sleep(0.02)
 
 
+def one_good_two_workers(
+    db_url: str, engine: Engine, sim: WbSimulator, failing: bool
+) -> tuple[Worker, Worker, int]:
+    """OFF-S and OFF-M sharing the article ART-1 (one good: its ``nmID``), and two workers on
+    one database: ``failing``, the first's uploads answered 504."""
+    articles(engine, {"OFF-S": "ART-1", "OFF-M": "ART-1"})
+    good = sim.by_vendor_code("ART-1")
+    assert good is not None
+    first = make_worker(db_url, engine, sim, "worker-a", failing)
+    return first, make_worker(db_url, engine, sim, "worker-b", False), good.nm_id
+
+
 @pytest.mark.parametrize("first_ends", ["delivered", "delayed after a 504"])
 def test_another_workers_sku_holds_the_article_the_second_sku_is_invalid(
     db_url: str, engine: Engine, wb: WbSimulator, first_ends: str
@@ -94,17 +105,7 @@ def test_another_workers_sku_holds_the_article_the_second_sku_is_invalid(
     another SKU naming the same good is ``invalid-for-channel`` (its words name both SKUs and the
     article), and WB never gets its price."""
     failing = first_ends != "delivered"
-    with transaction(engine) as connection:
-        for sku in ("OFF-S", "OFF-M"):
-            connection.execute(
-                cml_catalog.insert().values(
-                    kind="article", key=sku, value="ART-1", updated_at=datetime.now(UTC)
-                )
-            )
-    first = make_worker(db_url, engine, wb, "worker-a", failing)
-    second = make_worker(db_url, engine, wb, "worker-b", False)
-    good = wb.by_vendor_code("ART-1")
-    assert good is not None
+    first, second, nm_id = one_good_two_workers(db_url, engine, wb, failing)
 
     async def scenario() -> None:
         try:
@@ -124,5 +125,44 @@ def test_another_workers_sku_holds_the_article_the_second_sku_is_invalid(
 
     assert ("delivered" if not failing else "delayed") == (state(engine, "OFF-S") or ("",))[0]
     assert ("quarantined", "invalid-for-channel") == state(engine, "OFF-M")
-    assert 950 not in wb.applied.get(good.nm_id, []), "OFF-M's price never went"
+    assert 950 not in wb.applied.get(nm_id, []), "OFF-M's price never went"
+    assert 1 == wb.requests[UPLOAD], "only OFF-S's upload"
+
+
+def test_two_workers_claiming_both_skus_of_a_good_at_once_send_exactly_one(
+    db_url: str, engine: Engine, wb: WbSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Promise (issue 32): two workers that claimed both SKUs of one Wildberries good at the
+    same moment (each sees the other's in flight) agree on which keeps it: exactly one, the
+    SKU claimed first, goes; the other is ``invalid-for-channel`` (never both quarantined,
+    never both uploaded)."""
+    race = BothClaimedFirst(monkeypatch)
+    first, second, nm_id = one_good_two_workers(db_url, engine, wb, False)
+
+    async def scenario() -> None:
+        try:
+            await race.run(
+                first,
+                second,
+                lambda: stage(engine, [price_row("OFF-S", 1, "900.00")]),
+                lambda: stage(engine, [price_row("OFF-M", 1, "950.00")]),
+            )
+            for worker in (first, second):
+                await cycles_until(
+                    worker,
+                    lambda: all(
+                        (state(engine, s) or ("",))[0] in ("delivered", "quarantined")
+                        for s in ("OFF-S", "OFF-M")
+                    ),
+                )
+        finally:
+            await first.target.aclose()
+            await second.target.aclose()
+
+    asyncio.run(scenario())
+
+    assert race.met, "both workers claimed their SKU before either read the other's"
+    assert ("delivered", None) == state(engine, "OFF-S")
+    assert ("quarantined", "invalid-for-channel") == state(engine, "OFF-M")
+    assert [900] == wb.applied.get(nm_id, [])
     assert 1 == wb.requests[UPLOAD], "only OFF-S's upload"

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from marketsims import YM_BUSINESS, YM_KEY, ym_settings
+from onegood import BothClaimedFirst, articles
 from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
@@ -67,6 +68,17 @@ def state(engine: Engine, version: int) -> str:
                 )
             ).scalar_one()
         )
+
+
+def ended(engine: Engine, aggregate: str) -> tuple[str, str | None] | None:
+    """The aggregate's state and reason once it ended (None while it may still go)."""
+    with transaction(engine, read_only=True) as connection:
+        found = connection.execute(
+            select(messages.c.state, messages.c.reason).where(messages.c.aggregate == aggregate)
+        ).one_or_none()
+    if found is None or found[0] in ("new", "delayed", "in_progress"):
+        return None
+    return (str(found[0]), found[1])
 
 
 async def cycles_until(worker: Worker, done: Any, seconds: float = 12.0) -> None:
@@ -211,6 +223,28 @@ def test_a_price_whose_request_timed_out_after_yandex_took_it_holds_the_later_on
     )
 
 
+def one_offer_two_workers(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path, source: str, wire: _Wire
+) -> tuple[tuple[str, str], Worker, Worker]:
+    """Two SKUs Yandex reads as one offer (``sku_source``: "Y-2" and " Y-2", equal once
+    trimmed; ``article``: two goods whose articles are "Y-2" and "Y-2 "), Yandex applying at
+    once, and two workers on one database."""
+    ym.switches.apply_delay = 0
+    skus = ("Y-2", " Y-2") if source == "sku" else ("P-1", "P-2")
+    if source == "article":
+        articles(engine, {"P-1": "Y-2", "P-2": "Y-2 "})
+    first, second = (
+        bootstrap.worker(
+            settings_for(db_url, ym, tmp_path, name).model_copy(update={"sku_source": source}),
+            engine,
+            rng=random.Random(n),
+            transport=wire,
+        )
+        for n, name in enumerate(("worker-a", "worker-b"))
+    )
+    return skus, first, second
+
+
 @pytest.mark.parametrize("source", ["sku", "article"])
 def test_a_second_sku_of_one_offer_is_refused_whichever_worker_gave_the_first_its_price(
     db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path, source: str
@@ -221,53 +255,22 @@ def test_a_second_sku_of_one_offer_is_refused_whichever_worker_gave_the_first_it
     one's price; worker B, which never sent it itself, is given the second: it is
     ``invalid-for-channel`` naming both, never sent over the first one's price (review 32e:
     caught within one process's life only)."""
-    ym.switches.apply_delay = 0
     wire = _Wire()
-    skus = ("Y-2", " Y-2") if source == "sku" else ("P-1", "P-2")
-    if source == "article":
-        from datetime import UTC, datetime
-
-        from exchange.db.schema import cml_catalog
-
-        with transaction(engine) as connection:
-            for sku, article in zip(skus, ("Y-2", "Y-2 "), strict=True):
-                connection.execute(
-                    cml_catalog.insert().values(
-                        kind="article", key=sku, value=article, updated_at=datetime.now(UTC)
-                    )
-                )
-    first, second = (
-        bootstrap.worker(
-            settings_for(db_url, ym, tmp_path, name).model_copy(update={"sku_source": source}),
-            engine,
-            rng=random.Random(n),
-            transport=wire,
-        )
-        for n, name in enumerate(("worker-a", "worker-b"))
-    )
-
-    def ended(aggregate: str) -> tuple[str, str | None] | None:
-        with transaction(engine, read_only=True) as connection:
-            found = connection.execute(
-                select(messages.c.state, messages.c.reason).where(messages.c.aggregate == aggregate)
-            ).one_or_none()
-        if found is None or found[0] in ("new", "delayed", "in_progress"):
-            return None
-        return (str(found[0]), found[1])
+    skus, first, second = one_offer_two_workers(db_url, engine, ym, tmp_path, source, wire)
 
     async def scenario() -> None:
         try:
             stage(engine, [price_row(skus[0], 1, "200")])
-            await cycles_until(first, lambda: ended(skus[0]) is not None)
+            await cycles_until(first, lambda: ended(engine, skus[0]) is not None)
             stage(engine, [price_row(skus[1], 1, "300")])
-            await cycles_until(second, lambda: ended(skus[1]) is not None)
+            await cycles_until(second, lambda: ended(engine, skus[1]) is not None)
         finally:
             await first.target.aclose()
             await second.target.aclose()
 
     asyncio.run(scenario())
-    assert ("delivered", None) == ended(skus[0])
-    assert ("quarantined", "invalid-for-channel") == ended(skus[1])
+    assert ("delivered", None) == ended(engine, skus[0])
+    assert ("quarantined", "invalid-for-channel") == ended(engine, skus[1])
     assert 1 == wire.updates(), "the second SKU was never sent"
     live = ym.live("Y-2")
     assert live is not None and Decimal(200) == live.value
@@ -348,3 +351,45 @@ def test_a_send_of_a_worker_killed_before_the_answer_still_holds_the_later_ones_
     assert ("delivered", Decimal(100)) == (state(engine, 2), shown(ym)), (
         "delivered means Yandex shows it"
     )
+
+
+@pytest.mark.parametrize("source", ["sku", "article"])
+def test_two_workers_claiming_both_skus_of_an_offer_at_once_send_exactly_one(
+    db_url: str,
+    engine: Engine,
+    ym: YmSimulator,
+    tmp_path: Path,
+    source: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Promise (issue 32): two workers that claimed both SKUs Yandex reads as one offer at the
+    same moment (each sees the other's in flight) agree on which keeps it: exactly one, the
+    SKU claimed first, is sent; the other is ``invalid-for-channel`` (never both quarantined,
+    never both sent)."""
+    race = BothClaimedFirst(monkeypatch)
+    wire = _Wire()
+    skus, first, second = one_offer_two_workers(db_url, engine, ym, tmp_path, source, wire)
+
+    async def scenario() -> None:
+        try:
+            await race.run(
+                first,
+                second,
+                lambda: stage(engine, [price_row(skus[0], 1, "200")]),
+                lambda: stage(engine, [price_row(skus[1], 1, "300")]),
+            )
+            for worker in (first, second):
+                await cycles_until(
+                    worker, lambda: None not in (ended(engine, skus[0]), ended(engine, skus[1]))
+                )
+        finally:
+            await first.target.aclose()
+            await second.target.aclose()
+
+    asyncio.run(scenario())
+    assert race.met, "both workers claimed their SKU before either read the other's"
+    assert ("delivered", None) == ended(engine, skus[0])
+    assert ("quarantined", "invalid-for-channel") == ended(engine, skus[1])
+    assert 1 == wire.updates(), "the second SKU was never sent"
+    live = ym.live("Y-2")
+    assert live is not None and Decimal(200) == live.value

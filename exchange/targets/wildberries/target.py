@@ -53,11 +53,11 @@ import json
 import logging
 import math
 import ssl
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, TypeVar
 
 import httpx
 
@@ -75,6 +75,7 @@ from exchange.targets.base import (
 )
 from exchange.targets.marketplace import items
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
+from exchange.targets.marketplace.holders import NO_HOLDERS, OfferHolders, OneSkuAGood
 from exchange.targets.marketplace.money import Money
 from exchange.targets.wildberries import answers
 from exchange.targets.wildberries.budget import Budget
@@ -144,38 +145,6 @@ class _StoreFailed(_Answer):
         )
 
 
-class SkuHolders(Protocol):
-    """Which SKUs the channel already gave each vendor code (any worker, before a restart
-    too): ``exchange.db.sent_times.DbSentTimes.offer_holders``, the Yandex Market target's
-    port (delivered, withheld, in flight and not ``leaving_out``'s, or a receipt beginning
-    with one of ``prefixes``); ``by_article``: the offers are articles."""
-
-    def offer_holders(
-        self,
-        offers: Iterable[str],
-        prefixes: Iterable[str],
-        leaving_out: Iterable[str] = (),
-        *,
-        by_article: bool = False,
-    ) -> dict[str, list[str]]: ...
-
-
-class _NoHolders:
-    def offer_holders(
-        self,
-        offers: Iterable[str],
-        prefixes: Iterable[str],
-        leaving_out: Iterable[str] = (),
-        *,
-        by_article: bool = False,
-    ) -> dict[str, list[str]]:
-        return {}
-
-
-# Without a database (``exchange check``, the tests of one process): this process's memory only.
-NO_HOLDERS: SkuHolders = _NoHolders()
-
-
 # What a poll of one task found: ``_Processed``, or one of these.
 _PENDING, _LATER, _CANCELLED, _LOST = "pending", "later", "cancelled", "lost"
 REPLAY_WAIT = 60.0  # seconds between uploads while WB's 208 names an ended task
@@ -243,7 +212,7 @@ class WildberriesTarget:
         currency: str = "RUB",
         sku_source: Literal["sku", "article"] = "sku",
         articles: Articles = NO_ARTICLES,
-        holders: SkuHolders = NO_HOLDERS,
+        holders: OfferHolders = NO_HOLDERS,
         catalogue_refresh: float = 900.0,
         timeout: float = 10.0,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -282,10 +251,9 @@ class WildberriesTarget:
             rounding,
         )
         self.articles = articles
-        self.holders = holders
-        # The SKU this process gave each vendor code first (``_one_sku_a_good``): a batch sent
-        # meanwhile sees it before the database does.
-        self._vendor_skus: dict[str, str] = {}
+        # One SKU a good (``_one_sku_a_good``): the SKUs any worker gave each vendor code
+        # (delivered, withheld, in flight, or a task's receipt), and this process's own claims.
+        self.one_sku = OneSkuAGood(holders, ("wb-task:", REPLAY_RECEIPT), "Wildberries")
         self.catalogue_refresh = catalogue_refresh
         self.budget = budget or Budget()
         self.first_poll, self.poll_every = first_poll, poll_every
@@ -385,21 +353,21 @@ class WildberriesTarget:
         """One 1C SKU a Wildberries good. Under ``sku_source = article`` the sizes of one 1C
         product (two offers) share an article, one vendor code, one ``nmID``: WB prices the
         good whole (research §2.1: ``nmID`` and one ``price``; §2.6 item 4: an ``nmID`` twice
-        refuses the whole upload), and two SKUs there would overwrite each other's price. As
-        the Yandex Market target's rule for two SKUs of one offer: the first SKU sent for a
-        vendor code keeps it (this batch's first, this process's, or the database's: any
-        worker's delivered, withheld, or in flight); another SKU naming it is
+        refuses the whole upload), and two SKUs there would overwrite each other's price. The
+        marketplaces' rule (``marketplace.holders``, as Yandex Market's for two SKUs of one
+        offer): the first SKU sent for a vendor code keeps it (the database's order: any
+        worker's delivered, withheld, or in flight, two claimed at once ranked alike by both
+        workers; else this process's first claim); another SKU naming it is
         ``invalid-for-channel``, in words naming both SKUs and the article."""
         if not prices:
             return prices
         held: dict[str, list[str]] = {}
         if self.channel.sku_source == "article":
-            held = await self._holders(prices)
+            # Articles come trimmed (``exchange.db.articles``), as the database's offers.
+            held = await self.one_sku.read((p.vendor_code for p in prices), by_article=True)
         kept: list[_Price] = []
         for p in prices:
-            others = [s for s in held.get(p.vendor_code.strip(), []) if s != p.sku]
-            # Claimed at once, before sending: a batch sent meanwhile sees it.
-            other = others[0] if others else self._vendor_skus.setdefault(p.vendor_code, p.sku)
+            other = self.one_sku.keeper(p.vendor_code, p.sku, held)
             if other == p.sku:
                 kept.append(p)
                 continue
@@ -412,25 +380,6 @@ class WildberriesTarget:
             for carried in p.carried:
                 answers_[carried.message_id] = said
         return kept
-
-    async def _holders(self, prices: list[_Price]) -> dict[str, list[str]]:
-        """The SKUs the channel already gave each vendor code (``SkuHolders``); none when the
-        database cannot be read (this process's memory still holds)."""
-        codes = sorted({p.vendor_code.strip() for p in prices})
-        carried = sorted({m.message_id for p in prices for m in p.carried})
-        try:
-            return await asyncio.to_thread(
-                self.holders.offer_holders,
-                codes,
-                ("wb-task:", REPLAY_RECEIPT),
-                carried,
-                by_article=True,
-            )
-        except Exception as exc:  # the service's database
-            log.warning(
-                "Wildberries: the SKUs of the articles could not be read (%s)", type(exc).__name__
-            )
-            return {}
 
     async def _db(self, call: Callable[..., _R], *args: Any) -> _R:
         """A call of the store in a thread; its failure is ``_StoreFailed`` (an answer for the

@@ -76,6 +76,7 @@ from exchange.targets.base import (
 )
 from exchange.targets.marketplace import items as shared
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
+from exchange.targets.marketplace.holders import NoHolders, OfferHolders, OneSkuAGood
 from exchange.targets.marketplace.money import Money
 from exchange.targets.prices import (
     NO_KNOWN_PRICES,
@@ -227,9 +228,10 @@ class _Read:
     shown: dict[str, Decimal]
 
 
-class EarlierSends(Protocol):
+class EarlierSends(OfferHolders, Protocol):
     """The port the target reads the channel's earlier updates of a SKU through, whichever
-    worker sent them (``exchange.db.sent_times``): the receipts of the deliveries of the SKU's
+    worker sent them (``exchange.db.sent_times``), and the SKUs it gave each offer (the
+    marketplaces' ``OfferHolders``): the receipts of the deliveries of the SKU's
     prices updated since ``moment`` whose receipt begins with one of ``prefixes`` and that did
     not end shown, or that are in flight and not ``leaving_out``'s (None: no receipt)."""
 
@@ -247,21 +249,8 @@ class EarlierSends(Protocol):
         ``unsettled_since`` still counts."""
         ...
 
-    def offer_holders(
-        self,
-        offers: Iterable[str],
-        prefixes: Iterable[str],
-        leaving_out: Iterable[str] = (),
-        *,
-        by_article: bool = False,
-    ) -> dict[str, list[str]]:
-        """For each of ``offers``, the SKUs whose prices the channel already gave that offer
-        (delivered, withheld, in flight and not ``leaving_out``'s, or a receipt beginning with
-        one of ``prefixes``): the SKU, or its article when ``by_article``, trimmed."""
-        ...
 
-
-class _NoEarlierSends:
+class _NoEarlierSends(NoHolders):
     def unsettled_since(
         self,
         skus: Iterable[str],
@@ -273,16 +262,6 @@ class _NoEarlierSends:
 
     def sending(self, receipts: Mapping[str, str]) -> None:
         return None
-
-    def offer_holders(
-        self,
-        offers: Iterable[str],
-        prefixes: Iterable[str],
-        leaving_out: Iterable[str] = (),
-        *,
-        by_article: bool = False,
-    ) -> dict[str, list[str]]:
-        return {}
 
 
 # Without a database (``exchange check``, the tests of one process): this process's memory only.
@@ -376,9 +355,10 @@ class YandexMarketTarget:
         # Messages found not applied in time: sent on their next lease, whatever their receipt
         # still says (a release that charged nothing, e.g. a probe, keeps ``ym-accepted:``).
         self._not_applied: set[str] = set()
-        # The SKU whose prices this process gave each offer: another SKU Yandex reads as the
-        # same offer (one article, or equal once trimmed, §3.1) would overwrite its price.
-        self._offer_skus: dict[str, str] = {}
+        # One SKU an offer: another SKU Yandex reads as the same offer (one article, or equal
+        # once trimmed, §3.1) would overwrite its price. The SKUs any worker gave each offer
+        # (delivered, withheld, in flight, or a receipt of a send), and this process's claims.
+        self.one_sku = OneSkuAGood(earlier, (ACCEPTED, SENT, NOT_APPLIED), "Yandex Market")
         self._pacer: Pacer = UNPACED
         self._http = http_client(
             base_url=f"{self.url}/v2/businesses/{business_id}",
@@ -450,7 +430,10 @@ class YandexMarketTarget:
             # Two SKUs of one offerId (one article, or equal once trimmed) never in one update:
             # Yandex refuses the request as a duplicate (§3.6.7); each goes in its own wave.
             waves: list[list[_Item]] = []
-            holders = await self._holders(built.items)
+            holders = await self.one_sku.read(
+                (offer_id(item.offer_id) for item in built.items),
+                by_article=self.channel.sku_source == "article",
+            )
             for item in self._with_accepted_all(built.items, answers_, holders):
                 wave = next((w for w in waves if all(x.offer != item.offer for x in w)), None)
                 if wave is None:
@@ -489,28 +472,6 @@ class YandexMarketTarget:
         )
         return known
 
-    async def _holders(self, items: list[shared.Item]) -> dict[str, list[str]]:
-        """The SKUs the channel already gave each item's offer, whichever worker sent them
-        (``EarlierSends.offer_holders``); none when the database cannot be read (this
-        process's memory still holds)."""
-        offers = sorted({offer_id(item.offer_id) for item in items})
-        carried = sorted({m.message_id for item in items for m in item.carried})
-        if not offers:
-            return {}
-        try:
-            return await asyncio.to_thread(
-                self.earlier.offer_holders,
-                offers,
-                (ACCEPTED, SENT, NOT_APPLIED),
-                carried,
-                by_article=self.channel.sku_source == "article",
-            )
-        except Exception as exc:  # the service's database
-            log.warning(
-                "Yandex Market: the SKUs of the offers could not be read (%s)", type(exc).__name__
-            )
-            return {}
-
     def _with_accepted_all(
         self,
         items: list[shared.Item],
@@ -520,13 +481,12 @@ class YandexMarketTarget:
         """The items as sent (``_with_accepted``); one that breaks Yandex's rules only with a
         price accepted and not shown yet is ``invalid-for-channel``, as with a known one, and
         so is one whose offer the channel gave another SKU (``holders``, the database: any
-        worker, before a restart too; this process's own claims besides)."""
+        worker, before a restart too; this process's own claims besides: ``OneSkuAGood``)."""
         out: list[_Item] = []
         for item in items:
             sent = self._with_accepted(item)
-            held = [s for s in (holders or {}).get(sent.offer, []) if s != sent.sku]
             # Claimed at once, before sending: a batch sent meanwhile sees it (review 32e).
-            other = held[0] if held else self._offer_skus.setdefault(sent.offer, sent.sku)
+            other = self.one_sku.keeper(sent.offer, sent.sku, holders or {})
             if other != sent.sku:
                 answers_.update(shared.spread(item, shared.invalid(_one_offer(sent, other))))
                 continue

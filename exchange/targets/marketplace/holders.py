@@ -1,0 +1,94 @@
+"""One 1C SKU a marketplace good (contract 14): two 1C SKUs the marketplace reads as one good
+(Yandex trims ``offerId``, research §3.1 ``ShopSku``; under ``sku_source = article`` two 1C
+offers may share an article, one Wildberries ``nmID`` or one Yandex offer) would overwrite each
+other's price there. The first SKU sent keeps the good; the other is ``invalid-for-channel``,
+in the target's words naming both. ``wildberries`` and ``yandex-market`` decide it here.
+
+``OfferHolders`` is the port the decision reads the channel's earlier sends through, whichever
+worker made them (``exchange.db.sent_times.DbSentTimes.offer_holders``); ``NO_HOLDERS`` is its
+no-database default (``exchange check``, the tests of one process): this process's memory only.
+
+Two workers may claim both SKUs of one good at once: each sees the other's in flight. Both
+then rank the SKUs alike (the database's order: a SKU already sent first, then the earliest
+lease, the earliest message, the SKU's name), so exactly one keeps the good (issue 32)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+
+class OfferHolders(Protocol):
+    def offer_holders(
+        self,
+        offers: Iterable[str],
+        prefixes: Iterable[str],
+        *,
+        by_article: bool = False,
+    ) -> dict[str, list[str]]:
+        """For each of ``offers``, the SKUs whose prices the channel gave that offer or is
+        giving it (delivered, withheld, in flight, tried and due again, or a receipt beginning
+        with one of ``prefixes``; the asking batch's own among them), the one that keeps the
+        offer first: the SKU trimmed is the offer, or its article trimmed when
+        ``by_article``."""
+        ...
+
+
+class NoHolders:
+    def offer_holders(
+        self,
+        offers: Iterable[str],
+        prefixes: Iterable[str],
+        *,
+        by_article: bool = False,
+    ) -> dict[str, list[str]]:
+        return {}
+
+
+# Without a database (``exchange check``, the tests of one process): this process's memory only.
+NO_HOLDERS: OfferHolders = NoHolders()
+
+
+class OneSkuAGood:
+    """The decision, for one target: which SKU keeps each offer. The database's order first
+    (any worker, before a restart too); where the database names no other SKU, this process's
+    own claims (a batch sent meanwhile sees them before the database does)."""
+
+    def __init__(self, holders: OfferHolders, prefixes: Iterable[str], channel: str) -> None:
+        """``prefixes``: the receipts of this channel's sends that may have reached it;
+        ``channel``: the marketplace's name, for the log."""
+        self.holders = holders
+        self.prefixes = tuple(prefixes)
+        self.channel = channel
+        self._claimed: dict[str, str] = {}  # offer -> the SKU this process gave it first
+
+    async def read(self, offers: Iterable[str], *, by_article: bool) -> dict[str, list[str]]:
+        """The channel's holders of ``offers`` (``OfferHolders``), read in a thread; none when
+        the database cannot be read (this process's memory still holds)."""
+        wanted = sorted(set(offers))
+        if not wanted:
+            return {}
+        try:
+            return await asyncio.to_thread(
+                self.holders.offer_holders, wanted, self.prefixes, by_article=by_article
+            )
+        except Exception as exc:  # the service's database
+            log.warning(
+                "%s: the SKUs of the offers could not be read (%s)",
+                self.channel,
+                type(exc).__name__,
+            )
+            return {}
+
+    def keeper(self, offer: str, sku: str, held: Mapping[str, list[str]]) -> str:
+        """The SKU that keeps ``offer`` (``sku`` itself when it may go): the first of the
+        database's ``held`` (read by ``read``) when that is another SKU; else this process's
+        first claim of the offer, claimed now for ``sku`` when there is none."""
+        ranked = held.get(offer) or []
+        if ranked and ranked[0] != sku:
+            return ranked[0]
+        return self._claimed.setdefault(offer, sku)
