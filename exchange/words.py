@@ -618,6 +618,17 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (r"name at least one withheld message", N_("name at least one withheld message")),
         (
+            # exchange/delivery/withheld.py: a release of a superseded version (review 32)
+            r"a newer price went to this channel after the withheld one: (?P<pairs>.*); "
+            r"releasing the older could put it live over the newer: release the newest when "
+            r"the channel withholds it, or let it land",
+            N_(
+                "a newer price went to this channel after the withheld one: {pairs}; releasing "
+                "the older could put it live over the newer: release the newest when the "
+                "channel withholds it, or let it land"
+            ),
+        ),
+        (
             # exchange/delivery/withheld.py: a release naming no channel (issue 32)
             r"--channel is required: withheld on (?P<names>.*); name the channel to release on",
             N_("--channel is required: withheld on {names}; name the channel to release on"),

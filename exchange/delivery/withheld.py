@@ -139,6 +139,15 @@ async def release(
     if not_withheld:
         raise OperatorError(f"only withheld messages can be released: {', '.join(not_withheld)}")
     rows = [w for w in found.values() if isinstance(w, Withheld)]
+    with transaction(engine, read_only=True) as connection:
+        newer = withheld.newer_on_channel(connection, rows)
+    if newer:
+        pairs = ", ".join(f"{old} → {new}" for old, new in newer.items())
+        raise OperatorError(
+            f"a newer price went to this channel after the withheld one: {pairs}; releasing "
+            "the older could put it live over the newer: release the newest when the channel "
+            "withholds it, or let it land"
+        )
     if isinstance(target, WithholdsPrices):
         answers = await target.release_withheld([outgoing(w) for w in rows])
     else:

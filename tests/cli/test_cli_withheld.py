@@ -214,3 +214,44 @@ def test_status_lists_a_withheld_message_id_whole_at_80_columns(
     text = console.export_text()
     assert (message_id in text) is one_line, text
     assert message_id in _first_cells(text) and "…" not in _first_cells(text), text
+
+
+def test_a_release_of_a_withheld_price_with_a_newer_one_sent_after_it_is_refused(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator
+) -> None:
+    """Review 32: Yandex withheld 5000 (v2), 1C corrected to 1050 (v3, sent, not yet shown),
+    the operator released v2 and Yandex applied the confirmation after the correction (§3.5: no
+    order): 5000 went live over 1C's newer price. A release of a version with a newer one on
+    the channel (not cancelled) is refused in one line, nothing asked of the channel; the
+    newest may be released."""
+    older = _withheld_v2(db_url, engine, withholding_site)
+    deliver_in_process(db_url, engine, withholding_site, [price_row("S1", 3, "9.00")])
+    with transaction(engine, read_only=True) as connection:
+        newest = str(
+            connection.execute(
+                select(messages.c.message_id).where(messages.c.version == 3)
+            ).scalar_one()
+        )
+    refused = cli(
+        "withheld", "release", older, "--note", "checked", db=db_url, site=withholding_site.url
+    )
+    assert refused.returncode == 2, describe(refused)
+    assert f"{older} → {newest}" in refused.stderr, describe(refused)
+    assert "newer price went to this channel" in refused.stderr, describe(refused)
+    assert len(refused.stderr.strip().splitlines()) == 1, describe(refused)
+    assert withholding_site.effect_counts().get(older, 0) == 0, "the channel was not asked"
+    ru = cli(
+        "withheld",
+        "release",
+        older,
+        "--note",
+        "checked",
+        db=db_url,
+        site=withholding_site.url,
+        env={"EXCHANGE_LANG": "ru"},
+    )
+    assert ru.returncode == 2 and "ушла более новая" in ru.stderr, describe(ru)
+    done = cli(
+        "withheld", "release", newest, "--note", "checked", db=db_url, site=withholding_site.url
+    )
+    assert done.returncode == 0 and f"{newest}: delivered" in done.stdout, describe(done)
