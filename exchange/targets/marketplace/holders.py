@@ -92,3 +92,9 @@ class OneSkuAGood:
         if ranked and ranked[0] != sku:
             return ranked[0]
         return self._claimed.setdefault(offer, sku)
+
+    def lost(self, offer: str, other: str) -> None:
+        """``other`` was sent to ``offer`` first, found when this process's SKU was about to
+        leave (the database's check at the mark, one good at a time across workers): this
+        process's memory names ``other`` too."""
+        self._claimed[offer] = other
