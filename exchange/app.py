@@ -148,7 +148,9 @@ def wildberries_target(
             )
         )
     store: WbStore = (
-        DbWbStore(engine, channel or settings.target) if engine is not None else MemoryWbStore()
+        DbWbStore(engine, channel or settings.target, settings._channel_name)
+        if engine is not None
+        else MemoryWbStore()
     )
     return WildberriesTarget(
         settings.wb_api_url,

@@ -68,6 +68,9 @@ CHUNK = 500
 # PostgreSQL's advisory lock of a product's hour (``reserve``), in the one-key space (the
 # claim's lock of a channel takes the two-key one): this constant's high bits and the SKU's.
 HOUR_LOCK = 0x0E7C_0000_0000
+# The advisory lock of a marketplace good (``lock_goods``), in the same one-key space: this
+# constant's high bits and the channel's and offer's.
+GOOD_LOCK = 0x0E7D_0000_0000
 # What a marketplace trims from an offer's id (Python's ``str.strip`` for the usual ones).
 WHITESPACE = " \t\n\r\x0b\x0c"
 
@@ -303,6 +306,53 @@ class DbSentTimes:
                 rows,
             )
 
+    def sending_first(
+        self,
+        receipts: Mapping[str, str],
+        goods: Mapping[str, tuple[str, str]],
+        prefixes: Iterable[str],
+        *,
+        by_article: bool = False,
+    ) -> dict[str, str]:
+        """``sending``, one good at a time across workers (issue 32): each message's good
+        (``goods``: ``message_id`` -> (offer, SKU)) locked to the commit (``lock_goods``), the
+        good's SKUs already sent read again (``taken``), and a message whose good another SKU
+        was sent to keeps its receipt and is not marked. Returns those: ``message_id`` -> the
+        SKU that keeps its good. Two workers that each read the holders before the other's
+        claim or mark was in (each ranked its own SKU first) thus never both send: the later
+        one to mark finds the other's mark."""
+        if not receipts:
+            return {}
+        d = deliveries.c
+        pk = (
+            select(messages.c.id)
+            .where(messages.c.message_id == bindparam("sent_message"))
+            .scalar_subquery()
+        )
+        with transaction(self.engine) as connection:
+            ids = channel_ids(connection, self.channel)
+            wanted = {goods[m] for m in receipts if m in goods}
+            lock_goods(connection, str(self.channel), {offer for offer, _ in wanted})
+            held = taken(connection, ids, wanted, list(prefixes), by_article)
+            refused = {m: held[goods[m]] for m in receipts if m in goods and goods[m] in held}
+            rows = [
+                {"sent_message": k, "sent_receipt": v}
+                for k, v in receipts.items()
+                if k not in refused
+            ]
+            if rows:
+                connection.execute(
+                    update(deliveries)
+                    .where(
+                        d.message_pk == pk,
+                        on(d.channel_id, ids),
+                        d.state == State.IN_PROGRESS.value,
+                    )
+                    .values(receipt=bindparam("sent_receipt")),
+                    rows,
+                )
+        return refused
+
     def offer_holders(
         self,
         offers: Iterable[str],
@@ -319,51 +369,107 @@ class DbSentTimes:
         Each offer's SKUs come in the order ``_rank`` gives, the one that keeps the offer
         first, the same for every worker that reads the same rows: two workers that claimed
         both SKUs of one offer at once agree on which goes (issue 32)."""
-        wanted = sorted(set(offers))
-        starts = list(prefixes)
-        found: dict[str, dict[str, tuple[int, datetime, int]]] = {}
-        d = deliveries.c
-        shown = d.state.in_((State.DELIVERED.value, State.WITHHELD.value))
-        gone = or_(shown, *(d.receipt.startswith(p, autoescape=True) for p in starts))
-        sent = or_(
-            gone,
-            # In flight, or tried and due again: an attempt whose answer was lost (or a 5xx)
-            # may have reached the channel (review-wb: Wildberries keeps such a good held).
-            and_(d.state.in_((State.IN_PROGRESS.value, State.DELAYED.value)), d.attempts > 0),
-        )
-        # 0: the price went (or may have gone) to the channel; 1: only claimed (in flight, or
-        # due again, without a receipt saying it left).
-        tier = func.min(case((gone, 0), else_=1))
-        since = func.min(func.coalesce(d.leased_at, d.updated_at))
         with self.engine.connect() as connection:
             ids = channel_ids(connection, self.channel)
-            for start in range(0, len(wanted), CHUNK):
-                # The offers' aggregates first, found by an index (``_candidates``); then their
-                # deliveries on the channel by theirs: never a scan of every price SKU.
-                offer_of = _candidates(connection, wanted[start : start + CHUNK], by_article)
-                chosen = sorted(offer_of)
-                for first in range(0, len(chosen), CHUNK):
-                    query = (
-                        select(d.aggregate_id, tier, since, func.min(d.message_pk))
-                        .where(
-                            d.aggregate_id.in_(chosen[first : first + CHUNK]),
-                            on(d.channel_id, ids),
-                            sent,
-                        )
-                        .group_by(d.aggregate_id)
-                    )
-                    for aggregate, first_tier, first_at, first_pk in connection.execute(query):
-                        name, sku = offer_of[aggregate]
-                        # A SKU's aggregates (one a price type) make one mark: the earliest.
-                        mark = (int(first_tier), _utc(first_at), int(first_pk))
-                        held = found.setdefault(name, {})
-                        was = held.get(sku, mark)
-                        held[sku] = (
-                            min(was[0], mark[0]),
-                            min(was[1], mark[1]),
-                            min(was[2], mark[2]),
-                        )
+            found = _held(connection, ids, sorted(set(offers)), list(prefixes), by_article)
         return {name: _rank(held) for name, held in found.items()}
+
+
+def lock_goods(connection: Connection, channel: str, offers: Iterable[str]) -> None:
+    """One worker at a time per marketplace good (``offers`` of ``channel``) until the
+    transaction ends: PostgreSQL's advisory locks, every key in one statement, in the keys'
+    order (one order for every worker: no deadlock between them); SQLite's write transaction
+    is ``BEGIN IMMEDIATE``, one writer at a time already."""
+    if not is_postgres(connection):
+        return
+    keys = sorted({GOOD_LOCK | zlib.crc32(f"{channel}\0{o}".encode()) for o in offers})
+    if keys:
+        connection.execute(
+            text(
+                "SELECT count(pg_advisory_xact_lock(k)) FROM unnest(CAST(:keys AS bigint[])) AS k"
+            ),
+            {"keys": keys},
+        )
+
+
+def taken(
+    connection: Connection,
+    ids: Sequence[int],
+    wanted: Iterable[tuple[str, str]],
+    prefixes: list[str],
+    by_article: bool,
+    sent: Mapping[str, set[str]] | None = None,
+) -> dict[tuple[str, str], str]:
+    """Of ``wanted`` ((offer, SKU) about to leave, their goods locked: ``lock_goods``), the
+    ones whose offer another SKU was already sent to (``_held``'s tier 0, or ``sent``: offer ->
+    SKUs the caller counts as sent), ranked before this SKU by ``_rank``: (offer, SKU) -> that
+    SKU. Two SKUs only claimed are left to the ranking each worker read before (one of them,
+    the later to mark, finds the other sent here)."""
+    pairs = sorted(set(wanted))
+    found = _held(connection, ids, sorted({o for o, _ in pairs}), prefixes, by_article)
+    out: dict[tuple[str, str], str] = {}
+    for offer, sku in pairs:
+        held = dict(found.get(offer, {}))
+        for other in (sent or {}).get(offer, ()):
+            mark = held.get(other)
+            held[other] = (0, *mark[1:]) if mark else (0, datetime.max.replace(tzinfo=UTC), 0)
+        ranked = _rank(held)
+        if ranked and ranked[0] != sku and held[ranked[0]][0] == 0:
+            out[(offer, sku)] = ranked[0]
+    return out
+
+
+def _held(
+    connection: Connection,
+    ids: Sequence[int],
+    wanted: list[str],
+    starts: list[str],
+    by_article: bool,
+) -> dict[str, dict[str, tuple[int, datetime, int]]]:
+    """``offer_holders``' rows: for each of ``wanted`` (sorted), its SKUs the channel gave it
+    or is giving it, each with its mark (tier, earliest lease, earliest message), what
+    ``_rank`` orders."""
+    found: dict[str, dict[str, tuple[int, datetime, int]]] = {}
+    d = deliveries.c
+    shown = d.state.in_((State.DELIVERED.value, State.WITHHELD.value))
+    gone = or_(shown, *(d.receipt.startswith(p, autoescape=True) for p in starts))
+    sent = or_(
+        gone,
+        # In flight, or tried and due again: an attempt whose answer was lost (or a 5xx)
+        # may have reached the channel (review-wb: Wildberries keeps such a good held).
+        and_(d.state.in_((State.IN_PROGRESS.value, State.DELAYED.value)), d.attempts > 0),
+    )
+    # 0: the price went (or may have gone) to the channel; 1: only claimed (in flight, or
+    # due again, without a receipt saying it left).
+    tier = func.min(case((gone, 0), else_=1))
+    since = func.min(func.coalesce(d.leased_at, d.updated_at))
+    for start in range(0, len(wanted), CHUNK):
+        # The offers' aggregates first, found by an index (``_candidates``); then their
+        # deliveries on the channel by theirs: never a scan of every price SKU.
+        offer_of = _candidates(connection, wanted[start : start + CHUNK], by_article)
+        chosen = sorted(offer_of)
+        for first in range(0, len(chosen), CHUNK):
+            query = (
+                select(d.aggregate_id, tier, since, func.min(d.message_pk))
+                .where(
+                    d.aggregate_id.in_(chosen[first : first + CHUNK]),
+                    on(d.channel_id, ids),
+                    sent,
+                )
+                .group_by(d.aggregate_id)
+            )
+            for aggregate, first_tier, first_at, first_pk in connection.execute(query):
+                name, sku = offer_of[aggregate]
+                # A SKU's aggregates (one a price type) make one mark: the earliest.
+                mark = (int(first_tier), _utc(first_at), int(first_pk))
+                held = found.setdefault(name, {})
+                was = held.get(sku, mark)
+                held[sku] = (
+                    min(was[0], mark[0]),
+                    min(was[1], mark[1]),
+                    min(was[2], mark[2]),
+                )
+    return found
 
 
 def _rank(held: Mapping[str, tuple[int, datetime, int]]) -> list[str]:

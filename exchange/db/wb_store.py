@@ -4,21 +4,27 @@ channel, built by ``exchange.app``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
-from sqlalchemy import Engine, delete, select
+from sqlalchemy import Connection, Engine, and_, delete, select
 
-from exchange.db.schema import wb_catalogues, wb_nm_ids, wb_tasks
+from exchange.db.engine import transaction
+from exchange.db.on_channels import Channel, channel_ids
+from exchange.db.schema import aggregates, messages, wb_catalogues, wb_nm_ids, wb_tasks
+from exchange.db.sent_times import lock_goods, taken
 from exchange.domain.upload_tasks import Task
 
 CHUNK = 500  # keys per SELECT ... IN
 
 
 class DbWbStore:
-    def __init__(self, engine: Engine, channel: str) -> None:
+    def __init__(self, engine: Engine, channel: str, holders: Channel = None) -> None:
+        """``holders``: the channel whose deliveries ``put_first`` reads (None: the one)."""
         self.engine, self.channel = engine, channel[:32]
+        self.holders = holders
 
     def nm_ids(self, vendor_codes: Iterable[str]) -> dict[str, int]:
         wanted = list(vendor_codes)
@@ -75,7 +81,63 @@ class DbWbStore:
         return found
 
     def put_tasks(self, tasks: Iterable[Task]) -> None:
-        rows = [
+        rows = self._rows(tasks)
+        if not rows:
+            return
+        with self.engine.begin() as connection:
+            self._put(connection, rows)
+
+    def put_first(
+        self,
+        tasks: Iterable[Task],
+        goods: Mapping[int, tuple[str, str]],
+        prefixes: Iterable[str],
+    ) -> dict[int, str]:
+        """``put_tasks``, one good at a time across workers (issue 32): each task's good
+        (``goods``: ``nmID`` -> its vendor code, the article, and the 1C SKU uploading it)
+        locked to the commit (``lock_goods``), and the SKUs already sent to it read again: a
+        task row of another SKU's price (an upload made or going), or a delivery of another
+        SKU with the article, delivered, withheld, or its receipt beginning with one of
+        ``prefixes`` (``taken``). A task whose good another SKU was sent to is not written;
+        returned: ``nmID`` -> that SKU. Two workers that each read the holders before the
+        other's claim or row was in never both upload: the later to write finds the other's."""
+        listed = list(tasks)
+        if not listed:
+            return {}
+        t, m, a = wb_tasks.c, messages.c, aggregates.c
+        with transaction(self.engine) as connection:
+            ids = channel_ids(connection, self.holders)
+            wanted = {goods[task.nm_id] for task in listed if task.nm_id in goods}
+            lock_goods(connection, self.channel, {code for code, _ in wanted})
+            nms = sorted({task.nm_id for task in listed})
+            sent: dict[str, set[str]] = {}
+            code_of = {nm: goods[nm][0] for nm in nms if nm in goods}
+            for start in range(0, len(nms), CHUNK):
+                rows = connection.execute(
+                    select(t.nm_id, a.sku)
+                    .select_from(
+                        wb_tasks.join(messages, m.message_id == t.message_id).join(
+                            aggregates, and_(a.kind == m.kind, a.aggregate == m.aggregate)
+                        )
+                    )
+                    .where(t.channel == self.channel, t.nm_id.in_(nms[start : start + CHUNK]))
+                )
+                for nm, sku in rows:
+                    if nm in code_of and sku is not None and sku != goods[nm][1]:
+                        sent.setdefault(code_of[nm], set()).add(str(sku))
+            others = taken(connection, ids, wanted, list(prefixes), True, sent)
+            refused = {
+                task.nm_id: others[goods[task.nm_id]]
+                for task in listed
+                if goods.get(task.nm_id) in others
+            }
+            rows_ = self._rows(task for task in listed if task.nm_id not in refused)
+            if rows_:
+                self._put(connection, rows_)
+        return refused
+
+    def _rows(self, tasks: Iterable[Task]) -> list[dict[str, Any]]:
+        return [
             {
                 "channel": self.channel,
                 "nm_id": t.nm_id,
@@ -87,18 +149,17 @@ class DbWbStore:
             }
             for t in tasks
         ]
-        if not rows:
-            return
+
+    def _put(self, connection: Connection, rows: list[dict[str, Any]]) -> None:
         c = wb_tasks.c
-        with self.engine.begin() as connection:
-            nms = [r["nm_id"] for r in rows]
-            for start in range(0, len(nms), CHUNK):
-                connection.execute(
-                    delete(wb_tasks).where(
-                        c.channel == self.channel, c.nm_id.in_(nms[start : start + CHUNK])
-                    )
+        nms = [r["nm_id"] for r in rows]
+        for start in range(0, len(nms), CHUNK):
+            connection.execute(
+                delete(wb_tasks).where(
+                    c.channel == self.channel, c.nm_id.in_(nms[start : start + CHUNK])
                 )
-            connection.execute(wb_tasks.insert(), rows)
+            )
+        connection.execute(wb_tasks.insert(), rows)
 
     def drop_tasks(self, nm_ids: Iterable[int], upload_id: int) -> None:
         wanted = list(nm_ids)

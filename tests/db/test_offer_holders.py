@@ -6,18 +6,21 @@ keeps the offer first."""
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from follow import set_delivery
 from onegood import articles
 from optools import take
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from exchange.db.engine import transaction
-from exchange.db.schema import messages
+from exchange.db.schema import deliveries, messages
 from exchange.db.sent_times import DbSentTimes
+from exchange.db.wb_store import DbWbStore
 from exchange.dev.testing import fast_settings, price_row
 from exchange.domain.clock import FakeClock
+from exchange.domain.upload_tasks import Task
 
 
 def given(
@@ -112,3 +115,75 @@ def test_the_sku_that_keeps_the_offer_comes_first(
     """Promise (issue 32): the SKU that keeps the offer comes first, the same for every worker
     reading the same rows (two workers that claimed both at once agree)."""
     assert {"S": ranked} == given(db_url, engine, clock, marks).offer_holders(["S"], ("ym-sent:",))
+
+
+def receipt_of(engine: Engine, sku: str) -> str | None:
+    with transaction(engine, read_only=True) as connection:
+        return connection.execute(
+            select(deliveries.c.receipt)
+            .select_from(deliveries.join(messages, messages.c.id == deliveries.c.message_pk))
+            .where(messages.c.aggregate == sku)
+        ).scalar_one()
+
+
+def message_of(engine: Engine, sku: str) -> str:
+    with transaction(engine, read_only=True) as connection:
+        return str(
+            connection.execute(
+                select(messages.c.message_id).where(messages.c.aggregate == sku)
+            ).scalar_one()
+        )
+
+
+@pytest.mark.parametrize(
+    ("marks", "refused"),
+    [
+        # The other SKU's send marked (or delivered) first: this one is not marked.
+        ([("S ", "in_progress", 1, None), (" S", "in_progress", 1, "ym-sent:1")], " S"),
+        ([("S ", "in_progress", 1, None), (" S", "delivered", 1, None)], " S"),
+        # Both only claimed: each goes as the ranking it read said (the later one to mark
+        # finds the other's mark).
+        ([("S ", "in_progress", 1, None), (" S", "in_progress", 1, None)], None),
+        # Its own send went first, earlier than the other's: it keeps the offer.
+        ([("S ", "in_progress", 1, "ym-sent:1"), (" S", "delivered", 1, None)], None),
+    ],
+)
+def test_a_send_is_marked_only_when_no_other_sku_of_its_offer_was_sent(
+    db_url: str,
+    engine: Engine,
+    clock: FakeClock,
+    marks: list[tuple[str, str, int, str | None]],
+    refused: str | None,
+) -> None:
+    """Promise (issue 32): the mark of a send is written one offer at a time across workers,
+    and never for a SKU whose offer another SKU was already sent to (that SKU is named)."""
+    holders = given(db_url, engine, clock, marks)
+    mine = message_of(engine, "S ")
+    before = receipt_of(engine, "S ")
+
+    found = holders.sending_first({mine: "ym-sent:2"}, {mine: ("S", "S ")}, ("ym-sent:",))
+
+    assert ({mine: refused} if refused else {}) == found
+    assert (before if refused else "ym-sent:2") == receipt_of(engine, "S ")
+
+
+def test_a_wildberries_task_row_is_written_only_when_no_other_sku_holds_the_good(
+    db_url: str, engine: Engine, clock: FakeClock
+) -> None:
+    """Promise (issue 32): the row of a Wildberries upload is written one good at a time
+    across workers, and never for a SKU whose good another SKU's task row holds."""
+    given(
+        db_url,
+        engine,
+        clock,
+        [("P-1", "in_progress", 1, None), ("P-2", "in_progress", 1, None)],
+    )
+    articles(engine, {"P-1": "ART", "P-2": "ART"})
+    store = DbWbStore(engine, "wildberries", None)
+    at = clock.now()
+    theirs = Task(7, 0, Decimal(950), message_of(engine, "P-2"), at, 1)
+    mine = Task(7, 0, Decimal(900), message_of(engine, "P-1"), at, 1)
+
+    assert {} == store.put_first([theirs], {7: ("ART", "P-2")}, ("wb-task:",))
+    assert {7: "P-2"} == store.put_first([mine], {7: ("ART", "P-1")}, ("wb-task:",))
+    assert theirs.message_id == store.tasks([7])[7].message_id

@@ -15,11 +15,12 @@ from typing import Any
 import httpx
 import pytest
 from marketsims import wb_sim
-from onegood import BothClaimedFirst, articles
+from onegood import BothClaimedFirst, ReadBeforeTheOthersClaim, articles, lease_later
 from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
+from exchange.db.wb_store import DbWbStore
 from exchange.dev.testing import fast_settings, one_channel_messages, price_row, stage
 from exchange.dev.wbsim import WbSimulator
 from exchange.worker import Worker
@@ -166,3 +167,46 @@ def test_two_workers_claiming_both_skus_of_a_good_at_once_send_exactly_one(
     assert ("quarantined", "invalid-for-channel") == state(engine, "OFF-M")
     assert [900] == wb.applied.get(nm_id, [])
     assert 1 == wb.requests[UPLOAD], "only OFF-S's upload"
+
+
+def test_a_worker_that_read_the_holders_before_the_others_upload_never_uploads_its_sku_too(
+    db_url: str, engine: Engine, wb: WbSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Promise (contract 14, issue 32): one SKU a Wildberries good, whatever the workers'
+    interleaving. Worker B claims OFF-M and reads the holders before worker A's claim of
+    OFF-S is in (A's claim began earlier); A claims OFF-S, reads the holders (OFF-M only
+    claimed, leased after its own: A ranks OFF-S first) and the tasks in flight (none yet);
+    B stores its task and uploads; A goes on. Exactly one upload reaches WB: A finds B's
+    task at its own row's write (one good at a time across workers), and OFF-S ends
+    ``invalid-for-channel``."""
+    race = ReadBeforeTheOthersClaim(monkeypatch, first_at=(DbWbStore, "tasks"))
+    first, second, nm_id = one_good_two_workers(db_url, engine, wb, False)
+
+    async def scenario() -> None:
+        try:
+            await race.run(
+                first,
+                second,
+                lambda: stage(engine, [price_row("OFF-S", 1, "900.00")]),
+                lambda: stage(engine, [price_row("OFF-M", 1, "950.00")]),
+                lambda: lease_later(engine, "OFF-M"),
+            )
+            for worker in (first, second):
+                await cycles_until(
+                    worker,
+                    lambda: all(
+                        (state(engine, s) or ("",))[0] in ("delivered", "quarantined")
+                        for s in ("OFF-S", "OFF-M")
+                    ),
+                )
+        finally:
+            await first.target.aclose()
+            await second.target.aclose()
+
+    asyncio.run(scenario())
+
+    assert race.first_read.is_set(), "A read the holders and the tasks before B's upload"
+    assert 1 == wb.requests[UPLOAD], "exactly one SKU of the good was uploaded"
+    assert [950] == wb.applied.get(nm_id, [])
+    assert ("delivered", None) == state(engine, "OFF-M")
+    assert ("quarantined", "invalid-for-channel") == state(engine, "OFF-S")

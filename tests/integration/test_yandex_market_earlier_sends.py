@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from marketsims import YM_BUSINESS, YM_KEY, ym_settings
-from onegood import BothClaimedFirst, articles
+from onegood import BothClaimedFirst, ReadBeforeTheOthersClaim, articles, lease_later
 from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
@@ -393,3 +393,48 @@ def test_two_workers_claiming_both_skus_of_an_offer_at_once_send_exactly_one(
     assert 1 == wire.updates(), "the second SKU was never sent"
     live = ym.live("Y-2")
     assert live is not None and Decimal(200) == live.value
+
+
+@pytest.mark.parametrize("source", ["sku", "article"])
+def test_a_worker_that_read_the_holders_before_the_others_mark_never_sends_its_sku_too(
+    db_url: str,
+    engine: Engine,
+    ym: YmSimulator,
+    tmp_path: Path,
+    source: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Promise (contract 14, issue 32): one SKU an offer, whatever the workers' interleaving.
+    Worker B claims the second SKU and reads the holders before worker A's claim of the first
+    is in (A's claim began earlier); A claims, reads (B's SKU only claimed, leased after its
+    own: A ranks its own first); B marks and sends; A goes on. Exactly one SKU reaches
+    Yandex: A finds B's mark at its own (one offer at a time across workers) and its SKU ends
+    ``invalid-for-channel``."""
+    race = ReadBeforeTheOthersClaim(monkeypatch)
+    wire = _Wire()
+    skus, first, second = one_offer_two_workers(db_url, engine, ym, tmp_path, source, wire)
+
+    async def scenario() -> None:
+        try:
+            await race.run(
+                first,
+                second,
+                lambda: stage(engine, [price_row(skus[0], 1, "200")]),
+                lambda: stage(engine, [price_row(skus[1], 1, "300")]),
+                lambda: lease_later(engine, skus[1]),
+            )
+            for worker in (first, second):
+                await cycles_until(
+                    worker, lambda: None not in (ended(engine, skus[0]), ended(engine, skus[1]))
+                )
+        finally:
+            await first.target.aclose()
+            await second.target.aclose()
+
+    asyncio.run(scenario())
+    assert race.first_read.is_set(), "A read the holders before B marked"
+    assert 1 == wire.updates(), "exactly one SKU of the offer was sent"
+    assert ("delivered", None) == ended(engine, skus[1])
+    assert ("quarantined", "invalid-for-channel") == ended(engine, skus[0])
+    live = ym.live("Y-2")
+    assert live is not None and Decimal(300) == live.value

@@ -1480,6 +1480,10 @@ class _Recorded:
     def sending(self, receipts: dict[str, str]) -> None:
         self.log += [f"db {m} {r.split(':', 1)[0]}" for m, r in sorted(receipts.items())]
 
+    def sending_first(self, receipts: dict[str, str], *args: Any, **kwargs: Any) -> dict[str, str]:
+        self.sending(receipts)
+        return {}
+
 
 def test_the_send_is_in_the_database_before_the_request_leaves_and_a_400_undoes_it() -> None:
     """Review ymfix finding 2: a worker killed after Yandex took its update and before the

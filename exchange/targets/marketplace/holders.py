@@ -10,7 +10,12 @@ no-database default (``exchange check``, the tests of one process): this process
 
 Two workers may claim both SKUs of one good at once: each sees the other's in flight. Both
 then rank the SKUs alike (the database's order: a SKU already sent first, then the earliest
-lease, the earliest message, the SKU's name), so exactly one keeps the good (issue 32)."""
+lease, the earliest message, the SKU's name), so exactly one keeps the good (issue 32). A
+worker may also read before the other's claim is in, and the other before this one's mark is:
+each ranks its own SKU first. So the targets check once more as they write the mark that
+their SKU's price leaves now, one good at a time across workers (``DbSentTimes.sending_first``
+for Yandex Market, ``DbWbStore.put_first`` for Wildberries): a SKU whose good another SKU was
+sent to meanwhile is not sent (``OneSkuAGood.lost``)."""
 
 from __future__ import annotations
 
@@ -92,3 +97,9 @@ class OneSkuAGood:
         if ranked and ranked[0] != sku:
             return ranked[0]
         return self._claimed.setdefault(offer, sku)
+
+    def lost(self, offer: str, other: str) -> None:
+        """``other`` was sent to ``offer`` first, found when this process's SKU was about to
+        leave (the database's check at the mark, one good at a time across workers): this
+        process's memory names ``other`` too."""
+        self._claimed[offer] = other

@@ -14,7 +14,7 @@ catalogue shows its price (docs/design/channels.md, "Work whose outcome is read 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Protocol
 
@@ -40,6 +40,18 @@ class WbStore(Protocol):
 
     def put_tasks(self, tasks: Iterable[Task]) -> None:
         """Remember (or replace) the task in flight of each task's ``nmID``."""
+        ...
+
+    def put_first(
+        self,
+        tasks: Iterable[Task],
+        goods: Mapping[int, tuple[str, str]],
+        prefixes: Iterable[str],
+    ) -> dict[int, str]:
+        """``put_tasks``, one good at a time across workers: a task whose good (``goods``:
+        ``nmID`` -> its vendor code and the SKU uploading it) another SKU was already sent to
+        (its task row, or its delivery delivered, withheld, or a receipt beginning with one
+        of ``prefixes``) is not written; returned, ``nmID`` -> that SKU (issue 32)."""
         ...
 
     def drop_tasks(self, nm_ids: Iterable[int], upload_id: int) -> None:
@@ -70,6 +82,16 @@ class MemoryWbStore:
     def put_tasks(self, tasks: Iterable[Task]) -> None:
         for task in tasks:
             self.in_flight[task.nm_id] = task
+
+    def put_first(
+        self,
+        tasks: Iterable[Task],
+        goods: Mapping[int, tuple[str, str]],
+        prefixes: Iterable[str],
+    ) -> dict[int, str]:
+        """One process: its own claims decide (``OneSkuAGood``)."""
+        self.put_tasks(tasks)
+        return {}
 
     def drop_tasks(self, nm_ids: Iterable[int], upload_id: int) -> None:
         for n in nm_ids:

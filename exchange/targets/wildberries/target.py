@@ -54,7 +54,7 @@ import logging
 import math
 import ssl
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Literal, TypeVar
@@ -129,6 +129,8 @@ class _Answer(Exception):
     def __init__(self, classification: Classification) -> None:
         super().__init__(classification.detail)
         self.classification = classification
+        # Goods answered before the whole answer came (``_upload``: another SKU's good).
+        self.answers: dict[str, Classification] = {}
 
 
 class _StoreFailed(_Answer):
@@ -316,6 +318,7 @@ class WildberriesTarget:
                 spread = await self._deliver(prices)
             except _Answer as whole:
                 spread = {p.message.message_id: whole.classification for p in prices}
+                spread.update(whole.answers)
             for p in prices:  # the item's verdict is every carried delivery's (contract 14)
                 for carried in p.carried:
                     answers_[carried.message_id] = spread[p.message.message_id]
@@ -371,12 +374,7 @@ class WildberriesTarget:
             if other == p.sku:
                 kept.append(p)
                 continue
-            said = items.invalid(
-                f"SKUs {other!r} and {p.sku!r} share the article (Артикул) {p.vendor_code!r}, "
-                "one Wildberries good (one nmID, one price): SKU "
-                f"{other!r} was sent to it first, and {p.sku!r} would overwrite its price; "
-                "give each SKU its own article in 1C"
-            )
+            said = _shared_article(p, other)
             for carried in p.carried:
                 answers_[carried.message_id] = said
         return kept
@@ -734,25 +732,66 @@ class WildberriesTarget:
         if not goods:
             return {}
         self._may_write()
-        data = [{"nmID": g.nm_id, "price": g.price.roubles} for g in goods]
         # Stored before it goes (review 32 hole 2): an answer lost after WB made the task
         # (never named to us again) leaves the goods held until that price is seen (``_stuck``).
-        nm_ids = [g.nm_id for g in goods]
         sent_at = self.clock()
-        await self._db(
-            self.store.put_tasks,
-            [
-                Task(
-                    g.nm_id,
-                    UNNAMED,
-                    Decimal(g.price.roubles),
-                    g.price.message.message_id,
-                    sent_at,
-                    len(goods),
+        rows = [
+            Task(
+                g.nm_id,
+                UNNAMED,
+                Decimal(g.price.roubles),
+                g.price.message.message_id,
+                sent_at,
+                len(goods),
+            )
+            for g in goods
+        ]
+        taken: dict[str, Classification] = {}
+        if self.channel.sku_source == "article":
+            # One good at a time across workers (issue 32): a good another SKU of the article
+            # was sent to meanwhile, by a worker that read the holders before this one's
+            # claim was in, is not uploaded.
+            others = await self._db(
+                self.store.put_first,
+                rows,
+                {g.nm_id: (g.price.vendor_code, g.price.sku) for g in goods},
+                self.one_sku.prefixes,
+            )
+            for g in goods:
+                if g.nm_id in others:
+                    self.one_sku.lost(g.price.vendor_code, others[g.nm_id])
+                    taken[g.price.message.message_id] = _shared_article(g.price, others[g.nm_id])
+            goods = [g for g in goods if g.nm_id not in others]
+            if not goods:
+                return taken
+            if others:  # the rows name the goods the upload carries
+                await self._db(
+                    self.store.put_tasks,
+                    [replace(row, goods=len(goods)) for row in rows if row.nm_id not in others],
                 )
-                for g in goods
-            ],
-        )
+        else:
+            await self._db(self.store.put_tasks, rows)
+        try:
+            return {
+                **taken,
+                **await self._upload_stored(goods, sent_at, alone, checked, splits, rebuilt),
+            }
+        except _Answer as whole:
+            whole.answers.update(taken)
+            raise
+
+    async def _upload_stored(
+        self,
+        goods: list[_Good],
+        sent_at: datetime,
+        alone: bool,
+        checked: bool,
+        splits: list[int] | None,
+        rebuilt: bool,
+    ) -> dict[str, Classification]:
+        """``_upload``, its goods' rows stored (``UNNAMED``, at ``sent_at``)."""
+        data = [{"nmID": g.nm_id, "price": g.price.roubles} for g in goods]
+        nm_ids = [g.nm_id for g in goods]
         try:
             response = await self._call(
                 "POST", "/api/v2/upload/task", "upload", body={"data": data}, judged=False
@@ -1491,6 +1530,15 @@ def _task_id(response: httpx.Response) -> int | None:
 
 def _item(item: items.Item) -> _Price:
     return _Price(tuple(item.carried), item.offer_id, int(item.prices["price"]), item.sku)
+
+
+def _shared_article(p: _Price, other: str) -> Classification:
+    return items.invalid(
+        f"SKUs {other!r} and {p.sku!r} share the article (Артикул) {p.vendor_code!r}, "
+        "one Wildberries good (one nmID, one price): SKU "
+        f"{other!r} was sent to it first, and {p.sku!r} would overwrite its price; "
+        "give each SKU its own article in 1C"
+    )
 
 
 def _unknown_sku(vendor_code: str) -> Classification:

@@ -249,6 +249,20 @@ class EarlierSends(OfferHolders, Protocol):
         ``unsettled_since`` still counts."""
         ...
 
+    def sending_first(
+        self,
+        receipts: Mapping[str, str],
+        goods: Mapping[str, tuple[str, str]],
+        prefixes: Iterable[str],
+        *,
+        by_article: bool = False,
+    ) -> dict[str, str]:
+        """``sending``, one offer at a time across workers: a message whose offer (``goods``:
+        ``message_id`` -> (offer, SKU)) another SKU was already sent to (a receipt beginning
+        with one of ``prefixes``, delivered, withheld) is not marked; returned, with that SKU
+        (issue 32: two workers that each read the holders before the other's mark was in)."""
+        ...
+
 
 class _NoEarlierSends(NoHolders):
     def unsettled_since(
@@ -262,6 +276,16 @@ class _NoEarlierSends(NoHolders):
 
     def sending(self, receipts: Mapping[str, str]) -> None:
         return None
+
+    def sending_first(
+        self,
+        receipts: Mapping[str, str],
+        goods: Mapping[str, tuple[str, str]],
+        prefixes: Iterable[str],
+        *,
+        by_article: bool = False,
+    ) -> dict[str, str]:
+        return {}
 
 
 # Without a database (``exchange check``, the tests of one process): this process's memory only.
@@ -735,11 +759,25 @@ class YandexMarketTarget:
         for _ in range(RESENDS):
             if not left:
                 break
-            offers = [i.offer for i in left]
-            unmarked = await self._mark_sent(left)
+            unmarked, others = await self._mark_sent(left)
             if unmarked is not None:
                 out.update((m.message_id, unmarked) for i in left for m in i.carried)
                 return out
+            if others:
+                # Another SKU of the offer was sent meanwhile by a worker that read the holders
+                # before this one's claim was in: this one never goes (issue 32).
+                for item in left:
+                    other = next(
+                        (others[m.message_id] for m in item.carried if m.message_id in others), None
+                    )
+                    if other is not None:
+                        self.one_sku.lost(item.offer, other)
+                        said = shared.invalid(_one_offer(item, other))
+                        out.update((m.message_id, said) for m in item.carried)
+                left = [i for i in left if all(m.message_id not in others for m in i.carried)]
+                if not left:
+                    return out
+            offers = [i.offer for i in left]
             try:
                 await self._call(
                     "offer-prices/updates",
@@ -799,20 +837,30 @@ class YandexMarketTarget:
         await self._not_taken(left)
         return out
 
-    async def _mark_sent(self, items: list[_Item]) -> Classification | None:
+    async def _mark_sent(self, items: list[_Item]) -> tuple[Classification | None, dict[str, str]]:
         """Before the update leaves, each item's deliveries keep ``ym-sent:`` and the item, in
         the database (``EarlierSends.sending``): a worker killed before Yandex's answer
         leaves its send counted by the next one (``_unsettled``), even once a newer version
         superseded the delivery. None when written; the items' verdict, not sent, when the
-        database cannot take it (a send it could not count is never made)."""
+        database cannot take it (a send it could not count is never made). Written one offer
+        at a time across workers (``EarlierSends.sending_first``): the messages of an item
+        whose offer another SKU was sent to meanwhile are not marked, returned with that SKU
+        (they are not sent)."""
         at = self._now()
         receipts = {
             m.message_id: _receipt(item.offer, item.fields, at, item.versions, prefix=SENT)
             for item in items
             for m in item.carried
         }
+        goods = {m.message_id: (item.offer, item.sku) for item in items for m in item.carried}
         try:
-            await asyncio.to_thread(self.earlier.sending, receipts)
+            others = await asyncio.to_thread(
+                self.earlier.sending_first,
+                receipts,
+                goods,
+                self.one_sku.prefixes,
+                by_article=self.channel.sku_source == "article",
+            )
         except Exception as exc:  # the service's database
             log.warning(
                 "Yandex Market: the send could not be recorded before it left (%s): not sent",
@@ -823,8 +871,8 @@ class YandexMarketTarget:
                 f"the send could not be recorded before it left ({type(exc).__name__}): not "
                 "sent, sent again later",
                 error_class="SendNotRecorded",
-            )
-        return None
+            ), {}
+        return None, others
 
     async def _not_taken(self, items: list[_Item]) -> None:
         """Items a 400 refused (never taken, §3.4): the ``ym-sent:`` written before they left
