@@ -71,8 +71,8 @@ from exchange.words import (
         "Counts by state, the queue figures, workers, the quarantine by reason, "
         "blocked aggregates.\n\nExit codes, for monitoring: 0 nothing needs a person; "
         "1 something does (quarantine not empty, breaker open, delivery paused, a gap, "
-        "a failed 1C exchange, work waiting with no live worker); 2 bad input or no "
-        "database."
+        "a failed 1C exchange, work waiting with no live worker, messages of a kind no "
+        "channel takes); 2 bad input or no database."
     ),
 )
 def status_command(
