@@ -71,8 +71,8 @@ from exchange.words import (
         "Counts by state, the queue figures, workers, the quarantine by reason, "
         "blocked aggregates.\n\nExit codes, for monitoring: 0 nothing needs a person; "
         "1 something does (quarantine not empty, breaker open, delivery paused, a gap, "
-        "a failed 1C exchange, work waiting with no live worker); 2 bad input or no "
-        "database."
+        "a failed 1C exchange, work waiting with no live worker, messages of a kind no "
+        "channel takes); 2 bad input or no database."
     ),
 )
 def status_command(
@@ -338,6 +338,27 @@ def _print_found(
                 + facts.lstrip()
             )
         out.print(facts, markup=False, highlight=False)
+        if row.get("delivered_nowhere"):
+            out.print("    " + nowhere_words(row, lang), markup=False, highlight=False)
+
+
+def nowhere_words(message: dict[str, Any], lang: Lang) -> str:
+    """A message with no delivery on any channel (contract 1: kept, never invisible): why,
+    and the command that gives it to a channel (``channels seed --from``: a strictly ordered
+    kind is otherwise given only what came in after the channel's registration)."""
+    if message.get("no_channel_takes"):
+        said = _(
+            "no channel takes {kind}: this message is delivered nowhere. Configure a channel "
+            "whose takes include {kind}, then: exchange channels seed NAME --from {message_id}",
+            lang,
+        )
+    else:
+        said = _(
+            "on no channel: it came in before a channel that takes {kind} was registered. To "
+            "deliver it: exchange channels seed NAME --from {message_id}",
+            lang,
+        )
+    return said.format(kind=message["kind"], message_id=message["message_id"])
 
 
 def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:
@@ -346,9 +367,11 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:
         reason = name("reason", row["reason"], lang, row.get("target")) or "—"
     facts = [
         _("{state}  {kind} {aggregate} v{version}", lang).format(
-            state=state_said(row["state"], lang, awaiting=bool(row.get("awaiting")))
-            if lang != "en"
-            else row["state"],
+            state=(
+                state_said(row["state"], lang, awaiting=bool(row.get("awaiting"))) or "—"
+                if lang != "en"
+                else row["state"] or "-"
+            ),
             kind=name("kind", row["kind"], lang) if lang != "en" else row["kind"],
             aggregate=row["aggregate"],
             version=row["version"],
@@ -448,7 +471,7 @@ def history(
     if lang == "en":
         headline = (
             f"{m['message_id']}  {m['kind']} {m['aggregate']} v{m['version']}  "
-            f"state={m['state']} reason={m['reason']} attempts={m['attempts']}"
+            f"state={m['state'] or '-'} reason={m['reason']} attempts={m['attempts']}"
         )
     else:  # the state, the kind and the reason in words; the reason's code beside its name
         headline = _(
@@ -460,11 +483,13 @@ def history(
             kind=name("kind", m["kind"], lang),
             aggregate=m["aggregate"],
             version=m["version"],
-            state=state_said(m["state"], lang, awaiting=bool(m.get("awaiting"))),
+            state=state_said(m["state"], lang, awaiting=bool(m.get("awaiting"))) or "—",
             reason=name("reason", m["reason"], lang, targets.get(m["channel"] or "")) or "—",
             attempts=m["attempts"],
         )
     out.print(headline, markup=False)
+    if m.get("delivered_nowhere"):
+        out.print("  " + nowhere_words(m, lang), markup=False, highlight=False)
     if len(bio["deliveries"]) > 1:  # contract 13: its state on every channel
         for delivery in bio["deliveries"]:
             target = targets.get(delivery["channel"])

@@ -22,11 +22,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import ColumnElement, Connection, Engine, cast, exists, func, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    cast,
+    exists,
+    func,
+    not_,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.schema import channels
+from exchange.db.schema import channels, deliveries, messages
 from exchange.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
@@ -105,6 +115,55 @@ def registry(connection: Connection, *, dropped: bool = True) -> list[Registered
     if not dropped:
         query = query.where(channels.c.dropped_at.is_(None))
     return [_registered(row) for row in connection.execute(query)]
+
+
+def untaken_kinds(connection: Connection, kinds: Iterable[str]) -> list[str]:
+    """Of ``kinds`` (EXCHANGE_KINDS), those no registered, not dropped channel takes: intake
+    makes their messages with no delivery (contract 13), so nothing delivers them. One read
+    of the registry (a small table)."""
+    taken: set[str] = set()
+    for channel in registry(connection, dropped=False):
+        taken.update(channel.takes)
+    return [kind for kind in kinds if kind not in taken]
+
+
+def kept_nowhere(
+    connection: Connection, kinds: Iterable[str], *, since: int | None = None
+) -> dict[str, dict[str, Any]]:
+    """The accepted messages of a kind of ``kinds`` (EXCHANGE_KINDS) no channel takes
+    (``untaken_kinds``), which have no delivery on any channel: ``{kind: {"count",
+    "oldest"}}`` (``oldest``: the message_id of the first accepted, what ``channels seed NAME
+    --from`` starts at), by kind. Nothing delivers them, so only a person moves them
+    (contract 1: nothing is dropped silently): ``status``'s ``no-channel:KIND`` causes and
+    the dashboard's (``ops.attention``), ``run``'s warning. ``since``: of the messages above
+    that ``messages.id`` only (one take-in's).
+
+    Cheap when every kind is taken (no query of ``messages`` at all); otherwise the messages
+    of the kinds no channel takes, each probed in ``deliveries`` by its primary key's first
+    column (``message_pk``); ``since`` reads a range of ``messages``' primary key."""
+    untaken = untaken_kinds(connection, kinds)
+    if not untaken:
+        return {}
+    m = messages.c
+    rows = connection.execute(
+        select(m.kind, func.count(), func.min(m.id))
+        .where(
+            m.kind.in_(untaken),
+            not_(m.rejected),
+            *(() if since is None else (m.id > since,)),
+            ~exists().where(deliveries.c.message_pk == m.id),
+        )
+        .group_by(m.kind)
+        .order_by(m.kind)
+    ).all()
+    if not rows:
+        return {}
+    ids = dict(
+        connection.execute(
+            select(m.id, m.message_id).where(m.id.in_([int(row[2]) for row in rows]))
+        ).all()
+    )
+    return {row.kind: {"count": int(row[1]), "oldest": ids.get(int(row[2]))} for row in rows}
 
 
 def in_use(connection: Connection, name: str, *, lock: bool = False) -> Registered | None:

@@ -29,9 +29,11 @@ from sqlalchemy import (
     Integer,
     Select,
     cast,
+    exists,
     false,
     func,
     literal,
+    not_,
     null,
     select,
     union_all,
@@ -160,12 +162,28 @@ def records(of: Of = None) -> Select[Any]:
     return query if of is None else query.where(of(messages.c.id))
 
 
+def undelivered(of: Of = None) -> Select[Any]:
+    """The accepted messages with no delivery on any channel (a kind no channel took when
+    it came in, ``attention.no_channel``), each as a record is listed: its own columns, no
+    state, ``channel_id`` NULL; of the messages ``of`` selects. Each is probed in
+    ``deliveries`` by its primary key's first column (``message_pk``)."""
+    query = select(
+        *(_record_column(name) for name in _NAMES),
+        literal(None, Integer).label("channel_id"),
+    ).where(
+        not_(messages.c.rejected),
+        ~exists().where(deliveries.c.message_pk == messages.c.id),
+    )
+    return query if of is None else query.where(of(messages.c.id))
+
+
 def listed(
     ids: Sequence[int],
     *,
     states: Sequence[str] | None = None,
     name: str = "listed",
     of: Of = None,
+    homeless: bool = False,
 ) -> Subquery:
     """A message as a list shows it: a row per delivery on ``ids``, and a row per rejected
     record unless ``states`` (the states listed) holds none a record can be in. Without the
@@ -174,11 +192,19 @@ def listed(
     ``of``: a condition on a message's id (``find.matching``: a set of ids) put inside each
     part, where the indexes serve it; SQLite does not push a condition with a subquery into a
     compound subquery from outside, and would read every delivery (measured: ``find`` at 60,000
-    messages 37 ms on ``messages``, 100 ms with the condition outside)."""
+    messages 37 ms on ``messages``, 100 ms with the condition outside).
+
+    ``homeless``: and a row per accepted message with no delivery on any channel
+    (``undelivered``, no state), for ``find`` and ``history``, which look for one message
+    (contract 1: a message no channel takes is kept, never invisible); never with ``states``
+    (it is in none)."""
     deliveries_part = accepted(ids, of)
     if states is not None and not set(states) & set(RECORD_STATES):
         return deliveries_part.subquery(name)
-    return union_all(deliveries_part, records(of)).subquery(name)
+    parts = [deliveries_part, records(of)]
+    if homeless and states is None:
+        parts.append(undelivered(of))
+    return union_all(*parts).subquery(name)
 
 
 def by_state_and_reason(

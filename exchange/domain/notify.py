@@ -69,24 +69,44 @@ def unserved_channel(stop: str) -> str | None:
     return stop[len(UNSERVED) :] if stop.startswith(UNSERVED) else None
 
 
+# Messages of a kind no registered channel takes, kept with no delivery (contract 1: nothing is
+# dropped silently; ``db.channels.kept_nowhere``, ``status``'s ``no-channel:KIND`` cause): a
+# stop of that kind, ``no-channel:KIND``, which no worker ends (a person configures a channel
+# that takes the kind).
+NO_CHANNEL = "no-channel:"
+
+
+def no_channel_stop(kind: str) -> str:
+    """The stop of messages of ``kind``, which no channel takes."""
+    return NO_CHANNEL + kind
+
+
+def no_channel_kind(stop: str) -> str | None:
+    """The kind of a ``no-channel`` stop, or None for any other stop."""
+    return stop[len(NO_CHANNEL) :] if stop.startswith(NO_CHANNEL) else None
+
+
 def is_stop(text: str) -> bool:
     """Whether ``text`` (as kept in the database) is a stop this version knows."""
     return (
         text in Stop.__members__.values()
         or bool(paused_channel(text))
         or bool(unserved_channel(text))
+        or bool(no_channel_kind(text))
     )
 
 
 def _a_person_ends(stop: str) -> bool:
     """A stop whose end needs no worker to report: an operator's pause (of every channel or
     of one) ends by the resume itself; the sign-ins by a sign-in; work on a channel no one
-    serves by that channel configured again or dropped."""
+    serves by that channel configured again or dropped; messages no channel takes by a
+    channel that takes their kind."""
     return (
         stop == Stop.OPERATOR
         or stop in SIGN_IN_STOPS
         or paused_channel(stop) is not None
         or unserved_channel(stop) is not None
+        or no_channel_kind(stop) is not None
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, not_, select
 
+from exchange.db.channels import kept_nowhere
 from exchange.db.on_channels import Channel, channel_ids, on
 from exchange.db.schema import channels, cml_exchanges, deliveries, messages, staging
 from exchange.domain.clock import local_time
@@ -27,6 +28,7 @@ from exchange.ops import sign_ins
 from exchange.ops.find import held_condition
 from exchange.queue import control
 from exchange.words import channel_named, inside_words
+from exchange.words import name as code_name
 
 # The outcomes of a 1C exchange (contract 9a) after which the exchange works again.
 SUCCEEDED = ("staged", "nothing-new", "catalogue")
@@ -151,11 +153,14 @@ def causes(
     refused_sign_ins: dict[str, dict[str, Any]] | None = None,
     by_channel: dict[str, dict[str, Any]] | None = None,
     unserved_channels: dict[str, dict[str, Any]] | None = None,
+    untaken: dict[str, dict[str, Any]] | None = None,
 ) -> list[Cause]:
     """What ``exchange status`` exits 1 for, in the order contract 6 names the codes; a
     pause is said as ``figures.pause`` says it (contract 15: one pause, one truth).
     ``unserved_channels`` (``unserved``): each is a cause of its own, ``unserved:NAME``, its
-    waiting deliveries counted and what to do said.
+    waiting deliveries counted and what to do said. ``untaken``
+    (``db.channels.kept_nowhere``): each kind no channel takes with messages accepted,
+    ``no-channel:KIND``, the messages counted.
 
     ``by_channel`` (``status --json``'s ``channels``, given when EXCHANGE_CHANNELS is set):
     a channel's causes name it after a colon (contract 13: ``quarantine:ozon``,
@@ -188,6 +193,14 @@ def causes(
                 {"channel": name, "target": waiting["target"], "count": waiting["count"]},
             )
         )
+    for kind, kept in (untaken or {}).items():
+        found.append(
+            Cause(
+                f"no-channel:{kind}",
+                "no_channel",
+                {"kind": kind, "count": kept["count"], "oldest": kept["oldest"]},
+            )
+        )
     found.sort(key=lambda cause: _ORDER.index(cause.code.split(":")[0]))
     if onec_failed is not None:
         found.append(Cause("exchange-1c-failed", "onec", dict(onec_failed)))
@@ -215,7 +228,7 @@ def causes(
 
 
 # The order contract 6 names the delivery's causes in (a code before its colon).
-_ORDER = ("quarantine", "withheld", "breaker", "paused", "gap", "unserved")
+_ORDER = ("quarantine", "withheld", "breaker", "paused", "gap", "unserved", "no-channel")
 
 
 @dataclass(frozen=True)
@@ -643,6 +656,25 @@ def unserved_words(v: dict[str, Any], lang: Lang) -> str:
     ).format(count=v["count"], name=v["channel"])
 
 
+def no_channel_words(v: dict[str, Any], lang: Lang) -> str:
+    """Messages of a kind no channel takes (``db.channels.kept_nowhere``): how many, that
+    nothing delivers them, and what a person does: a channel that takes the kind, then its
+    seed from the oldest of them (``--from``: strictly ordered kinds are otherwise given only
+    what was accepted after the channel's registration, contract 13)."""
+    kind = v["kind"]
+    said = kind if lang == "en" else f"{code_name('kind', kind, lang)} ({kind})"
+    return ngettext(
+        "{count} message of kind {kind} is kept and delivered nowhere: no channel takes "
+        "that kind (the oldest {oldest}). Configure a channel whose takes include {code}, "
+        "then give it them: exchange channels seed NAME --from {oldest}",
+        "{count} messages of kind {kind} are kept and delivered nowhere: no channel takes "
+        "that kind (the oldest {oldest}). Configure a channel whose takes include {code}, "
+        "then give it them: exchange channels seed NAME --from {oldest}",
+        v["count"],
+        lang,
+    ).format(count=v["count"], kind=said, code=kind, oldest=v["oldest"])
+
+
 _EN: dict[str, Callable[[dict[str, Any]], str]] = {
     "quarantine": lambda v: f"{v['count']} message(s) in quarantine",
     "withheld": lambda v: (
@@ -663,6 +695,7 @@ _EN: dict[str, Callable[[dict[str, Any]], str]] = {
     "gap": lambda v: f"{v['count']} aggregate(s) wait for a missing version (a gap)",
     # after the channel named (``say`` puts it before the sentence)
     "unserved": lambda v: unserved_words(v, "en"),
+    "no_channel": lambda v: no_channel_words(v, "en"),
     "onec": lambda v: (
         f"the latest 1C exchange failed ({v['file'] or 'no file'}: {v['reason']}); "
         "none has succeeded since"
@@ -714,6 +747,7 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
         "ru",
     ).format(**v),
     "unserved": lambda v: unserved_words(v, "ru"),
+    "no_channel": lambda v: no_channel_words(v, "ru"),
     "onec": lambda v: (
         f"последний обмен с 1С завершился ошибкой ({v['file'] or 'без файла'}: "
         f"{inside_words(v['reason'] or '', 'ru')}), успешных с тех пор не было"
@@ -797,5 +831,6 @@ def attention(
         unserved_channels=(
             unserved(connection, configured, channel) if configured is not None else None
         ),
+        untaken=kept_nowhere(connection, (kind for kind, _policy in kinds.policies)),
     )
     return Attention(intake=taken, onec_failed=failing, causes=found, refused_sign_ins=refused)

@@ -25,6 +25,7 @@ from sqlalchemy import (
     union,
 )
 
+from exchange.db.channels import untaken_kinds
 from exchange.db.engine import is_postgres
 from exchange.db.on_channels import (
     Channel,
@@ -260,18 +261,25 @@ def find(
         channel_ids(connection, channel),
         name="found_rows",
         of=lambda pk: pk.in_(select(found.c.id)),
+        homeless=True,
     )
-    rows = connection.execute(
-        select(
-            m,
-            attempted(m).label("attempted"),
-            awaiting(m.c.id, m.c.channel_id, m.c.state).label("awaiting"),
+    rows = (
+        connection.execute(
+            select(
+                m,
+                attempted(m).label("attempted"),
+                awaiting(m.c.id, m.c.channel_id, m.c.state).label("awaiting"),
+            )
+            .order_by(m.c.created_at.desc(), m.c.id.desc(), m.c.channel_id)
+            .offset(offset)
+            .limit(limit)
         )
-        .order_by(m.c.created_at.desc(), m.c.id.desc(), m.c.channel_id)
-        .offset(offset)
-        .limit(limit)
-    ).mappings()
+        .mappings()
+        .all()
+    )
     names, targets = channel_names(connection), targets_by_id(connection)
+    kinds = {r["kind"] for r in rows if _nowhere(r)}
+    untaken = set(untaken_kinds(connection, sorted(kinds))) if kinds else set()
     return [
         {
             "message_id": r["message_id"],
@@ -294,9 +302,24 @@ def find(
             "attempts": r["attempts"],
             "created_at": r["created_at"].isoformat(),
             "updated_at": r["updated_at"].isoformat(),
+            # contract 1: an accepted message with no delivery on any channel (``undelivered``),
+            # and whether that is because no channel takes its kind now
+            **nowhere_facts(_nowhere(r), r["kind"] in untaken),
         }
         for r in rows
     ]
+
+
+def _nowhere(row: Any) -> bool:
+    """A row of ``listed(homeless=True)`` that is an accepted message with no delivery."""
+    return row["channel_id"] is None and not row["rejected"]
+
+
+def nowhere_facts(nowhere: bool, untaken: bool) -> dict[str, bool]:
+    """What ``find`` and ``history`` say of a message with no delivery on any channel:
+    ``delivered_nowhere``, and ``no_channel_takes``: no registered channel takes its kind now
+    (otherwise it came in before one that takes it was registered)."""
+    return {"delivered_nowhere": nowhere, "no_channel_takes": nowhere and untaken}
 
 
 def attempted(m: Any) -> ColumnElement[bool]:
@@ -326,6 +349,7 @@ def count_found(connection: Connection, term: str, channel: Channel = None) -> i
         channel_ids(connection, channel),
         name="found_rows",
         of=lambda pk: pk.in_(select(found.c.id)),
+        homeless=True,
     )
     return int(connection.execute(select(func.count()).select_from(m)).scalar_one())
 

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, func, not_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from exchange.db.channels import kept_nowhere
 from exchange.db.engine import is_postgres
 from exchange.db.on_channels import (
     Channel,
@@ -34,6 +35,7 @@ from exchange.domain.notify import (
     Told,
     channel_pause_stop,
     is_stop,
+    no_channel_stop,
     unserved_stop,
 )
 from exchange.domain.policy import KindPolicies
@@ -90,6 +92,10 @@ class Snapshot:
     # none of them serves, by name ({"target", "count"}): ``attention.unserved``, the one
     # computation of ``status``'s ``unserved:NAME`` causes.
     unserved: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Messages of a kind no channel takes, kept with no delivery, by kind ({"count",
+    # "oldest"}): ``db.channels.kept_nowhere``, the one computation of ``status``'s
+    # ``no-channel:KIND`` causes.
+    no_channel: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def snapshot(
@@ -142,6 +148,8 @@ def snapshot(
     stops.update(channel_pause_stop(name) for name in held)
     waiting_unserved = unserved(connection, configured, channel) if configured is not None else {}
     stops.update(unserved_stop(name) for name in waiting_unserved)
+    nowhere = kept_nowhere(connection, (kind for kind, _policy in kinds.policies))
+    stops.update(no_channel_stop(kind) for kind in nowhere)
     found = Snapshot(
         situation=Situation(0, None, frozenset()),
         workers=live,
@@ -149,6 +157,7 @@ def snapshot(
         channel_pauses=held,
         channels=registered,
         unserved=waiting_unserved,
+        no_channel=nowhere,
     )
     # A worker that stopped cleanly is none (its row stays only to say when it stopped).
     last_beat = connection.execute(

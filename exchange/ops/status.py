@@ -21,6 +21,7 @@ from rich.text import Text
 from sqlalchemy import Connection, case, func, not_, select
 from sqlalchemy.orm import aliased
 
+from exchange.db.channels import untaken_kinds
 from exchange.db.on_channels import (
     Channel,
     channel_ids,
@@ -47,7 +48,7 @@ from exchange.domain.states import LIVE, PENDING, Event, State, values
 from exchange.errors import ExchangeError, OperatorError
 from exchange.i18n import N_, Lang, _, matching, ngettext, number, percent, pgettext
 from exchange.intake.sources.common import Source
-from exchange.ops.find import held, held_condition
+from exchange.ops.find import held, held_condition, nowhere_facts
 from exchange.ops.waits import awaiting
 from exchange.queue import control, order
 from exchange.settings import worker_live_within
@@ -1098,7 +1099,7 @@ def biography(connection: Connection, message_id: str, channel: Channel = None) 
     it has for None; a rejected record's own state), and the history of that delivery and of
     intake (every channel's for None)."""
     ids = channel_ids(connection, channel)
-    m = listed(ids)
+    m = listed(ids, homeless=True)  # contract 1: a message no channel took is found too
     row = (
         connection.execute(
             select(m).where(m.c.message_id == message_id).order_by(m.c.channel_id).limit(1)
@@ -1136,7 +1137,7 @@ def biography(connection: Connection, message_id: str, channel: Channel = None) 
     ]
     if row["state"] == State.IN_PROGRESS.value:
         story.append(in_flight(row, story[-1]["to"] if story else None))
-    return {
+    found: dict[str, Any] = {
         "message": {
             "message_id": row["message_id"],
             "channel": names.get(row["channel_id"]) if row["channel_id"] is not None else None,
@@ -1179,6 +1180,11 @@ def biography(connection: Connection, message_id: str, channel: Channel = None) 
         # contract 13: the message's state on every channel (a rejected record: none)
         "deliveries": on_every_channel(connection, row["id"]),
     }
+    nowhere = row["channel_id"] is None and not row["rejected"]
+    found["message"].update(
+        nowhere_facts(nowhere, nowhere and bool(untaken_kinds(connection, [row["kind"]])))
+    )
+    return found
 
 
 def on_every_channel(connection: Connection, pk: int) -> list[dict[str, Any]]:

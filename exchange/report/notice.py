@@ -30,6 +30,7 @@ from exchange.domain.notify import (
     Decision,
     Stop,
     decide,
+    no_channel_kind,
     paused_channel,
     unserved_channel,
 )
@@ -76,6 +77,14 @@ _WORDS: dict[str, tuple[str, str]] = {
     "resumed_unserved": (
         "- на канале {channel} больше ничего не ждёт",
         "- nothing waits on channel {channel} any more",
+    ),
+    # Messages of a kind no channel took: a channel takes the kind now (those kept before its
+    # registration reach it only by a seed from the oldest of them).
+    "resumed_no_channel": (
+        "- канал принимает {kind}: сообщения, сохранённые до его регистрации, он получит "
+        "только через exchange channels seed ИМЯ --from (с самого старого из них)",
+        "- a channel takes {kind} now: the messages kept before its registration reach it "
+        "only by exchange channels seed NAME --from (the oldest of them)",
     ),
     "resumed_operator_channel": (
         "- оператор возобновил доставку в {channel}",
@@ -286,6 +295,11 @@ def compose(
             for stop in sorted(decision.resumed)
             if unserved_channel(stop) is not None
         ]
+        lines += [
+            _w("resumed_no_channel", lang).format(kind=no_channel_kind(stop))
+            for stop in sorted(decision.resumed)
+            if no_channel_kind(stop) is not None
+        ]
         lines.append("")
     by_reason = found.quarantine_by_reason
     if situation.quarantined:
@@ -459,6 +473,13 @@ def _stop_lines(
         if name is not None and waiting is not None:
             # ``status``'s own sentence of its ``unserved:NAME`` cause (ops/attention.py)
             cause = Cause(stop, "unserved", {"channel": name, **waiting})
+            lines.append("- " + say(cause, lang, zone))
+    for stop in sorted(stops):
+        kind = no_channel_kind(stop)
+        kept = found.no_channel.get(kind) if kind is not None else None
+        if kind is not None and kept is not None:
+            # ``status``'s own sentence of its ``no-channel:KIND`` cause (ops/attention.py)
+            cause = Cause(stop, "no_channel", {"kind": kind, **kept})
             lines.append("- " + say(cause, lang, zone))
     if Stop.NO_WORKER in stops:
         silent = (

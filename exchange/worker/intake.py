@@ -10,6 +10,7 @@ from datetime import datetime
 
 from sqlalchemy import Engine, func, select
 
+from exchange.db.channels import kept_nowhere, untaken_kinds
 from exchange.db.engine import transaction
 from exchange.db.schema import messages
 from exchange.domain.clock import Monotonic
@@ -72,8 +73,28 @@ class IntakeService:
         return self.taken_in_at
 
     def take(self, now: datetime) -> IntakeReport:
-        """The staging rows into the queue (each message's delivery with it)."""
-        return intake.take(self.engine, self.staging_engine, self.settings.kinds, now)
+        """The staging rows into the queue (each message's delivery with it). Messages of a
+        kind no channel takes are kept with no delivery (contract 13): one warning says how
+        many of each kind this take-in made (contract 1: nothing is dropped silently)."""
+        kinds = list(self.settings.kinds)
+        with transaction(self.engine, read_only=True) as connection:
+            untaken = untaken_kinds(connection, kinds)
+        before = self.last_message_id() if untaken else 0
+        report = intake.take(self.engine, self.staging_engine, self.settings.kinds, now)
+        if untaken and report.messages:
+            with transaction(self.engine, read_only=True) as connection:
+                kept = kept_nowhere(connection, untaken, since=before)
+            for kind, found in kept.items():
+                log.warning(
+                    "intake: %d %s message(s) taken that no channel takes: delivered nowhere "
+                    "until a channel whose takes include %s is configured and seeded "
+                    "(exchange channels seed NAME --from %s); exchange status counts them",
+                    found["count"],
+                    kind,
+                    kind,
+                    found["oldest"],
+                )
+        return report
 
     def last_message_id(self) -> int:
         """The highest message id now: what a take-in stores from here on lies above it."""

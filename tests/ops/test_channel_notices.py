@@ -13,7 +13,7 @@ from sqlalchemy import Engine, insert, select, update
 
 from exchange.db.engine import transaction
 from exchange.db.schema import channel_aggregates, channels, deliveries, messages
-from exchange.dev.testing import FAST, fast_settings, price_row, stage
+from exchange.dev.testing import FAST, fast_settings, posting_row, price_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.domain.notify import Situation, Told, decide
 from exchange.domain.policy import DEFAULT_KINDS
@@ -176,3 +176,36 @@ def test_work_on_a_channel_no_configured_channel_serves_is_told_as_status_says_i
     clock.advance(60)
     assert told.step().sent
     assert "- на канале api больше ничего не ждёт" in inbox.sent[-1][1], inbox.sent[-1][1]
+
+
+def test_messages_no_channel_takes_are_told_as_status_says_them(
+    db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """Contract 1 (nothing is dropped silently): a posting taken in while the one channel
+    takes prices only is kept with no delivery; ``status`` makes it the cause
+    ``no-channel:financial_posting``. The e-mail/Telegram notice tells it in ``status``'s own
+    words (``db.channels.kept_nowhere``, ``no_channel_words``), once; and, a channel taking
+    postings again, that it does, with the seed that reaches those kept before."""
+    with transaction(engine) as connection:
+        connection.execute(update(channels).values(takes='["price"]'))
+    stage(engine, [posting_row("ACC-16", 1)])
+    take(engine, None, dict(DEFAULT_KINDS), NOW)
+    settings = fast_settings(db_url, notify_every=3600.0, report_lang="ru")
+    inbox = Inbox()
+    clock = FakeClock(NOW + timedelta(minutes=5))
+    told = Notifier(settings, engine, clock, [inbox])
+    assert told.step().sent
+    _subject, text = inbox.sent[0]
+    said = " ".join(text.split())
+    assert (
+        "- 1 сообщение вида финансовая проводка (financial_posting) хранится, но никуда не "
+        "доставляется: ни один канал не принимает этот вид"
+    ) in said, text
+    assert "exchange channels seed ИМЯ --from financial_posting.ACC-16.v1." in said, text
+    clock.advance(2 * 3600)
+    assert not told.step().sent  # the same kept message is no news again
+    with transaction(engine) as connection:
+        connection.execute(update(channels).values(takes='["price", "financial_posting"]'))
+    clock.advance(60)
+    assert told.step().sent
+    assert "- канал принимает financial_posting" in inbox.sent[-1][1], inbox.sent[-1][1]

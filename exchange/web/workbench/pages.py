@@ -610,7 +610,7 @@ class Pages(Core):
                 story["name"], story["sku"] = row["name"], row["sku"]
                 # Since when its delivery (a record: the record) is in its state: the one
                 # ``biography`` shows.
-                shown = listed(channel_ids(connection))
+                shown = listed(channel_ids(connection), homeless=True)
                 since = connection.execute(
                     select(shown.c.updated_at)
                     .where(shown.c.message_id == message_id)

@@ -1,0 +1,183 @@
+"""Contract 1 "Nothing is dropped silently" with contract 13's channels: a kind no registered
+channel takes (a ``financial_posting`` where only the marketplaces, which take prices, are
+configured) becomes a message with no delivery. It is kept, so it must be seen and be
+recoverable: ``status`` counts it as a cause needing a person (``no-channel:KIND``, exit 1,
+in English and Russian, with what to do), ``find`` and ``history`` find it and say that no
+channel takes its kind, and ``channels seed NAME --from MESSAGE_ID`` of a channel configured
+later to take it gives it a delivery (a strictly ordered kind: the seed without ``--from``
+starts at the channel's registration, after the message)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from clitools import TOKEN, Cli, describe, run_json
+from sqlalchemy import Engine, select, update
+
+from exchange.db.engine import transaction
+from exchange.db.schema import channels, deliveries, messages
+from exchange.dev.testing import posting_row, stage
+from exchange.domain.clock import SystemClock
+from exchange.domain.policy import DEFAULT_KINDS
+from exchange.intake import staging_table as intake
+
+
+def _secret(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text + "\n", encoding="utf-8")
+    return str(path)
+
+
+def _marketplaces(tmp_path: Path) -> dict[str, dict[str, object]]:
+    """The three marketplace channels of the review: each takes prices only."""
+    return {
+        "ozon": {
+            "target": "ozon",
+            "ozon_client_id": "836741",
+            "ozon_api_key_file": _secret(tmp_path, "ozon", "k" * 36),
+            "ozon_price_types": {"retail": "price"},
+        },
+        "wb": {
+            "target": "wildberries",
+            "wb_price_types": {"retail": "price"},
+            "wb_token_file": _secret(tmp_path, "wb", "t" * 40),
+        },
+        "ym": {
+            "target": "yandex-market",
+            "ym_price_types": {"retail": "value"},
+            "ym_business_id": 1001,
+            "ym_api_key_file": _secret(tmp_path, "ym", "y" * 40),
+        },
+    }
+
+
+def _env(named: dict[str, dict[str, object]]) -> dict[str, str | None]:
+    return {"EXCHANGE_CHANNELS": json.dumps(named), "EXCHANGE_SITE_TOKEN": None}
+
+
+def _only_marketplaces(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path
+) -> dict[str, str | None]:
+    """The registry of the review: the three marketplaces, registered by ``migrate``, and
+    no other channel in use (the ``api`` channel the fixture's migrate registered dropped)."""
+    env = _env(_marketplaces(tmp_path))
+    with transaction(engine) as connection:
+        connection.execute(
+            update(channels).where(channels.c.name == "api").values(dropped_at=SystemClock().now())
+        )
+    migrated = cli("migrate", db=db_url, env=env)
+    assert migrated.returncode == 0, describe(migrated)
+    return env
+
+
+def _posting_taken(engine: Engine) -> str:
+    stage(engine, [posting_row("ACC-16", 1, amount="1250.00")])
+    intake.take(engine, None, DEFAULT_KINDS, SystemClock().now())
+    with transaction(engine) as connection:
+        row = connection.execute(
+            select(messages.c.id, messages.c.message_id).where(
+                messages.c.kind == "financial_posting"
+            )
+        ).one()
+        assert (
+            connection.execute(
+                select(deliveries.c.channel_id).where(deliveries.c.message_pk == row.id)
+            ).all()
+            == []
+        ), "intake gives a kind no channel takes no delivery (unchanged)"
+    return str(row.message_id)
+
+
+def test_a_posting_no_channel_takes_is_a_cause_found_and_seeded_from_it(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    env = _only_marketplaces(cli, db_url, engine, tmp_path)
+    message_id = _posting_taken(engine)
+
+    # status --json: a cause of its own, by kind, exit 1, with the command that recovers it
+    figures = run_json(cli, "status", "--json", db=db_url, env=env, code=1)
+    assert "no-channel:financial_posting" in figures["needs_person_causes"], figures
+    said = figures["needs_person"][
+        figures["needs_person_causes"].index("no-channel:financial_posting")
+    ]
+    assert said == (
+        f"1 message of kind financial_posting is kept and delivered nowhere: no channel takes "
+        f"that kind (the oldest {message_id}). Configure a channel whose takes include "
+        f"financial_posting, then give it them: exchange channels seed NAME --from {message_id}"
+    )
+    text = cli("status", db=db_url, env=env)
+    assert text.returncode == 1, describe(text)
+    assert "1 message of kind financial_posting is kept and delivered nowhere" in " ".join(
+        text.stdout.split()
+    ), describe(text)
+    russian = cli("status", db=db_url, env={**env, "EXCHANGE_LANG": "ru"})
+    words = " ".join(russian.stdout.split())
+    assert russian.returncode == 1, describe(russian)
+    assert "финансовая проводка (financial_posting)" in words, describe(russian)
+    assert "ни один канал не принимает" in words, describe(russian)
+    assert f"exchange channels seed ИМЯ --from {message_id}" in words, describe(russian)
+
+    # find and history: the message is there, on no channel, saying why
+    found = run_json(cli, "find", "ACC-16", "--json", db=db_url, env=env)["messages"]
+    assert [(r["message_id"], r["channel"], r["delivered_nowhere"]) for r in found] == [
+        (message_id, None, True)
+    ]
+    assert found[0]["no_channel_takes"] is True
+    shown = cli("find", "ACC-16", db=db_url, env=env)
+    assert shown.returncode == 0, describe(shown)
+    assert "no message matches" not in shown.stdout
+    assert "no channel takes financial_posting: this message is delivered nowhere" in " ".join(
+        shown.stdout.split()
+    ), describe(shown)
+    found_ru = cli("find", "ACC-16", db=db_url, env={**env, "EXCHANGE_LANG": "ru"})
+    assert "ни один канал не принимает financial_posting" in " ".join(found_ru.stdout.split()), (
+        describe(found_ru)
+    )
+    story = run_json(cli, "history", message_id, "--json", db=db_url, env=env)
+    assert story["message"]["delivered_nowhere"] is True
+    assert story["message"]["no_channel_takes"] is True and story["deliveries"] == []
+    told = cli("history", message_id, db=db_url, env=env)
+    assert told.returncode == 0, describe(told)
+    assert f"exchange channels seed NAME --from {message_id}" in " ".join(told.stdout.split()), (
+        describe(told)
+    )
+    told_ru = cli("history", message_id, db=db_url, env={**env, "EXCHANGE_LANG": "ru"})
+    assert told_ru.returncode == 0, describe(told_ru)
+    assert "ни один канал не принимает financial_posting" in " ".join(told_ru.stdout.split()), (
+        describe(told_ru)
+    )
+
+    # a channel that takes postings, configured after: registered by the seed, after the
+    # message, so the plain seed starts past it; ``--from`` (the words' command) gives it
+    ledger = {
+        "target": "api",
+        "site_url": "https://books.example.com",
+        "site_token_file": _secret(tmp_path, "token", TOKEN),
+        "takes": ["financial_posting"],
+    }
+    with_ledger = _env({**_marketplaces(tmp_path), "ledger": ledger})
+    plain = cli("channels", "seed", "ledger", db=db_url, env=with_ledger)
+    assert plain.returncode == 0, describe(plain)
+    assert "channel ledger: 0 deliveries created" in plain.stdout, describe(plain)
+    seeded = cli("channels", "seed", "ledger", "--from", message_id, db=db_url, env=with_ledger)
+    assert seeded.returncode == 0, describe(seeded)
+    assert "channel ledger: 1 delivery created" in seeded.stdout, describe(seeded)
+    story = run_json(cli, "history", message_id, "--json", db=db_url, env=with_ledger)
+    assert [(d["channel"], d["state"]) for d in story["deliveries"]] == [("ledger", "new")]
+    assert story["message"]["delivered_nowhere"] is False
+    assert not _no_channel_causes(cli, db_url, with_ledger)
+
+
+def _no_channel_causes(cli: Cli, db_url: str, env: dict[str, str | None] | None) -> list[str]:
+    result = cli("status", "--json", db=db_url, env=env)
+    assert result.returncode in (0, 1), describe(result)
+    codes = json.loads(result.stdout)["needs_person_causes"]
+    return [code for code in codes if code.startswith("no-channel")]
+
+
+def test_every_kind_taken_is_no_cause(cli: Cli, db_url: str, engine: Engine) -> None:
+    """The one ``api`` channel takes every kind: a posting gets its delivery, no cause."""
+    stage(engine, [posting_row("ACC-17", 1)])
+    intake.take(engine, None, DEFAULT_KINDS, SystemClock().now())
+    assert not _no_channel_causes(cli, db_url, None)
