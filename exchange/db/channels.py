@@ -36,7 +36,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.schema import channels, deliveries, messages
+from exchange.db.schema import aggregates, channels, deliveries, messages
 from exchange.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
@@ -139,8 +139,9 @@ def kept_nowhere(
     that ``messages.id`` only (one take-in's).
 
     Cheap when every kind is taken (no query of ``messages`` at all); otherwise the messages
-    of the kinds no channel takes, each probed in ``deliveries`` by its primary key's first
-    column (``message_pk``); ``since`` reads a range of ``messages``' primary key."""
+    of the aggregates of the kinds no channel takes (by indexes), each probed in
+    ``deliveries`` by its primary key's first column (``message_pk``); ``since`` reads a range
+    of ``messages``' primary key."""
     untaken = untaken_kinds(connection, kinds)
     if not untaken:
         return {}
@@ -148,6 +149,10 @@ def kept_nowhere(
     rows = connection.execute(
         select(m.kind, func.count(), func.min(m.id))
         .where(
+            # Through the aggregates of those kinds (their unique key begins with the kind)
+            # and ``ix_messages_aggregate_id_version``: a marketplaces-only installation, whose
+            # default kinds include postings no channel takes, never walks every price.
+            m.aggregate_id.in_(select(aggregates.c.id).where(aggregates.c.kind.in_(untaken))),
             m.kind.in_(untaken),
             not_(m.rejected),
             *(() if since is None else (m.id > since,)),
