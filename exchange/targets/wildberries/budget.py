@@ -63,6 +63,12 @@ class Budget:
         # token counted here to the millisecond may not be there yet (a 429 costs more).
         self.rate = requests / period * SAFETY
         self.shared = _Bucket(self.rate, float(burst), now)
+        # A process that starts does not know what the account's bucket holds: another
+        # worker of the channel (not counted yet: its heartbeat comes within a second), or this
+        # one before a restart, may have spent the burst. One token, then the rate: a 429 at
+        # the start would bar the account for every worker (``X-Ratelimit-Retry``, whole
+        # seconds), the others' requests refused too.
+        self.shared.tokens = min(1.0, self.shared.burst)
         self.polls = _Bucket(self.rate * poll_share, max(1.0, burst * poll_share), now)
         self.period = period
         # The account's limit, which the live workers of the channel split (``share``).
