@@ -126,6 +126,19 @@ class PacedTarget(Target, Protocol):
         ...
 
 
+@runtime_checkable
+class SharesAccount(Protocol):
+    """A target that keeps a limit of the account it sends with (a marketplace's budget per
+    seller account, per Client-Id, per business), which every worker delivering to the
+    channel spends together. The worker tells it how many live workers share the channel,
+    itself included, as it splits EXCHANGE_SITE_MAX_RATE (``DeliveryLoop.share_site``): the
+    target keeps its share of the account's limit (never below one request)."""
+
+    def share(self, workers: int) -> None:
+        """``workers`` live workers (at least one) spend the account's limit from now on."""
+        ...
+
+
 # -- reading prices back (exchange verify, contract 15) -----------------------------------------
 
 

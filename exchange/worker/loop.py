@@ -68,7 +68,7 @@ from exchange.logs import log_event
 from exchange.queue import lease, record
 from exchange.settings import Settings
 from exchange.settings.marketplaces import MARKETPLACE_TARGETS
-from exchange.targets.base import OutgoingMessage, PacedTarget, Target
+from exchange.targets.base import OutgoingMessage, PacedTarget, SharesAccount, Target
 from exchange.targets.wire import STATUSES
 from exchange.words import channel_subject, channels_named
 from exchange.worker.common import CycleReport, Metrics, recent_seconds
@@ -640,7 +640,8 @@ class DeliveryLoop:
         SHARE_EVERY seconds of a long one (a backlog keeps a cycle going for as long as it
         lasts, and a worker that came meanwhile must count): the live workers, this one
         included, split EXCHANGE_SITE_MAX_RATE and the site's queue (``domain.pace``), and a
-        worker alone probes without waiting for the turn."""
+        marketplace's account limits (``SharesAccount``); a worker alone probes without
+        waiting for the turn."""
         live = self.reports.live_workers(now)
         # Another worker's heartbeat may be late (the first comes after its first batch): a
         # turn it held (``ProbeTurn``) says it is there, for as long as a heartbeat would.
@@ -649,6 +650,9 @@ class DeliveryLoop:
         self.pace.share(live, turn_held=self.probe.held)
         if self.settings.site_max_rate is not None:
             self.pace.max_rate = self.settings.site_max_rate / live
+        if isinstance(self.target, SharesAccount):
+            # A marketplace's limit per seller account, split the same way (contract 14).
+            self.target.share(live)
 
     def _heard(self, classification: Classification, now: datetime) -> None:
         """Whether the site answered at all: no answer (a refused connection, a timeout: a

@@ -12,8 +12,10 @@ after it was sent and before it was answered, and travel times differ (a new con
 loaded machine: a tenth of a second and more). Counted from the sending, a request that
 travelled slowly and the one sent a window later could arrive within one window of Ozon's;
 counted from the answer, never. A request in flight holds its place until it is answered.
-Waiters go in turn (a lock); the clock is the caller's (``monotonic``, ``sleep``), so tests
-drive it.
+The limit is the Client-Id's, and every worker delivering to the channel sends with it: each
+keeps its share (``share``: the channel's live workers divide it, as EXCHANGE_SITE_MAX_RATE is
+split). Waiters go in turn (a lock); the clock is the caller's (``monotonic``, ``sleep``), so
+tests drive it.
 """
 
 from __future__ import annotations
@@ -53,14 +55,27 @@ class RequestRate:
         """``per_second`` None: no limit kept here."""
         if per_second is not None and per_second <= 0:
             raise ValueError("per_second must be more than 0")
-        self.per_second = per_second
-        self.most = max(1, math.floor(per_second)) if per_second else 0
-        self.window = self.most / per_second if per_second else 0.0
+        self.account = per_second  # the Client-Id's, which the channel's workers split
+        self.workers = 1
+        self._keep(per_second)
         self._monotonic, self._sleep = monotonic, sleep
         self._places: list[Slot] = []
         self._lock: asyncio.Lock | None = None
         self._answered: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _keep(self, per_second: float | None) -> None:
+        self.per_second = per_second
+        self.most = max(1, math.floor(per_second)) if per_second else 0
+        self.window = self.most / per_second if per_second else 0.0
+
+    def share(self, workers: int) -> None:
+        """``workers`` live workers (this one included) send with the Client-Id: this one
+        keeps its share of its requests a second (``most`` at least one, in a longer
+        window where the share is below one a second), as EXCHANGE_SITE_MAX_RATE is split."""
+        self.workers = max(1, workers)
+        if self.account is not None:
+            self._keep(self.account / self.workers)
 
     def slot(self) -> Slot:
         return Slot(self)

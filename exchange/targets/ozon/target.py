@@ -237,6 +237,11 @@ class OzonTarget:
     def pace_with(self, pacer: Pacer) -> None:
         self._pacer = pacer
 
+    def share(self, workers: int) -> None:
+        """The channel's live workers spend the Client-Id's requests a second together
+        (§1.3): this target keeps its share (``RequestRate.share``)."""
+        self.rate.share(workers)
+
     # -- the seam --------------------------------------------------------------------------
 
     def requests(self, messages: Sequence[OutgoingMessage]) -> list[list[OutgoingMessage]]:

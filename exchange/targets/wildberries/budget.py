@@ -13,6 +13,10 @@ always wait their turn. So whatever the number of tasks in flight, uploads keep 
 end. While uploads are not pressed, polls take any token the bucket holds (the polls' tail
 after a reload runs at the whole rate), and the first upload after them waits at most for the
 token polls took last.
+
+The bucket is the seller account's, and every worker delivering to the channel spends it: each
+keeps its share (``share``: the rate and the burst divided among the channel's live workers,
+as EXCHANGE_SITE_MAX_RATE is split).
 """
 
 from __future__ import annotations
@@ -59,14 +63,43 @@ class Budget:
         # token counted here to the millisecond may not be there yet (a 429 costs more).
         self.rate = requests / period * SAFETY
         self.shared = _Bucket(self.rate, float(burst), now)
+        # A process that starts does not know what the account's bucket holds: another
+        # worker of the channel (not counted yet: its heartbeat comes within a second), or this
+        # one before a restart, may have spent the burst. One token, then the rate: a 429 at
+        # the start would bar the account for every worker (``X-Ratelimit-Retry``, whole
+        # seconds), the others' requests refused too.
+        self.shared.tokens = min(1.0, self.shared.burst)
         self.polls = _Bucket(self.rate * poll_share, max(1.0, burst * poll_share), now)
         self.period = period
+        # The account's limit, which the live workers of the channel split (``share``).
+        self.requests, self.burst, self.poll_share = requests, burst, poll_share
+        self.workers = 1
         self.barred_until = 0.0
         self._uploads_waiting = 0
         self._pressed_at = -float("inf")  # when an upload last had to wait for its token
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.taken = {"upload": 0, "poll": 0, "read": 0}
+
+    def share(self, workers: int) -> None:
+        """``workers`` live workers (this one included) spend the account's bucket together
+        (it is WB's per seller account, §2.3): this one keeps its share, the rate and the
+        burst divided among them (at least one request a period, a burst of at least one),
+        as EXCHANGE_SITE_MAX_RATE is split; the tokens held are kept within the new burst."""
+        workers = max(1, workers)
+        if workers == self.workers:
+            return
+        now = self._now()
+        self.shared.refill(now)
+        self.polls.refill(now)
+        self.workers = workers
+        self.rate = max(1.0, self.requests / workers) / self.period * SAFETY
+        burst = float(max(1, self.burst // workers))
+        self.shared.rate, self.shared.burst = self.rate, burst
+        self.shared.tokens = min(self.shared.tokens, burst)
+        self.polls.rate = self.rate * self.poll_share
+        self.polls.burst = max(1.0, burst * self.poll_share)
+        self.polls.tokens = min(self.polls.tokens, self.polls.burst)
 
     @property
     def lock(self) -> asyncio.Lock:

@@ -285,6 +285,11 @@ class WildberriesTarget:
     def pace_with(self, pacer: Pacer) -> None:
         self._pacer = pacer
 
+    def share(self, workers: int) -> None:
+        """The channel's live workers spend the seller account's budget together (§2.3):
+        this target keeps its share (``Budget.share``)."""
+        self.budget.share(workers)
+
     def _read_token(self) -> str | None:
         token = self._token_source()
         return token.strip() if token and token.strip() else None

@@ -18,6 +18,10 @@ The worker's own pace counts requests and learns 429s; Yandex answers 420 and sa
 - ``Parallel``: at most ``limit`` requests at once; a 420 for parallel requests lowers the
   limit by one (never below one), for as long as the process runs.
 
+Both limits are the business's, and every worker delivering to the channel spends them: each
+keeps its share (``share``: ``ym_offers_per_minute`` and ``ym_parallel`` divided among the
+channel's live workers, at least one, as EXCHANGE_SITE_MAX_RATE is split).
+
 Both take their clock from the caller (``monotonic``, ``sleep``) so that tests drive them.
 """
 
@@ -56,8 +60,10 @@ class OfferBudget:
         if per_minute < 1:
             raise ValueError("per_minute must be at least 1")
         self.per_minute = per_minute
+        self.account = per_minute  # the business's, which the channel's workers split
+        self.workers = 1
         self.window = min(WINDOW, max(window, 0.001))
-        self.limit = max(1, int(per_minute * self.window / WINDOW))
+        self.limit = max(1, int(per_minute * self.window / WINDOW + 1e-9))
         self._monotonic, self._sleep, self._wall = monotonic, sleep, wall
         self._sent: collections.deque[tuple[float, int]] = collections.deque()
         self._used = 0
@@ -98,9 +104,21 @@ class OfferBudget:
         """Yandex named a smaller budget than ours (``X-RateLimit-Resource-Limit``, §3.3): at
         most ``per_minute`` offers a minute from now on, in windows that hold ``per_request``
         offers (the shortest that does, as at the start)."""
-        self.per_minute = max(1, min(self.per_minute, per_minute))
+        self.account = max(1, min(self.account, per_minute))
+        self._keep(per_request)
+
+    def share(self, workers: int, per_request: int) -> None:
+        """``workers`` live workers (this one included) spend the business's budget: this one
+        keeps its share, at least one offer a minute, in windows that hold ``per_request``
+        offers (as ``lower``)."""
+        self.workers = max(1, workers)
+        self._keep(per_request)
+
+    def _keep(self, per_request: int) -> None:
+        self.per_minute = max(1, self.account // self.workers)
         self.window = min(WINDOW, max(1.0, WINDOW * per_request / self.per_minute))
-        self.limit = max(1, int(self.per_minute * self.window / WINDOW))
+        # (a hair over: 3333 a minute in windows of 60 * 500 / 3333 s hold 500, not 499.99)
+        self.limit = max(1, int(self.per_minute * self.window / WINDOW + 1e-9))
 
     def hold_until(self, moment: datetime | None) -> float:
         """A 420 for the budget: nothing goes before ``moment`` (Yandex's
@@ -123,12 +141,16 @@ class OfferBudget:
 
 
 class Parallel:
-    """At most ``limit`` requests at once."""
+    """At most ``limit`` requests at once: the business's ``account`` divided among the
+    channel's live workers (``share``), less one for each 420 for parallel requests (never
+    below one)."""
 
     def __init__(self, limit: int) -> None:
         if limit < 1:
             raise ValueError("limit must be at least 1")
-        self.limit = limit
+        self.limit = self.account = limit
+        self.workers = 1
+        self._lowered = 0
         self.in_flight = 0
         self.most = 0
         self._changed: asyncio.Condition | None = None
@@ -152,10 +174,21 @@ class Parallel:
             self.in_flight -= 1
             changed.notify_all()
 
+    def share(self, workers: int) -> None:
+        """``workers`` live workers (this one included) send to the business at once. A
+        request waiting for a place looks again when one in flight ends (none waits while
+        none is in flight)."""
+        self.workers = max(1, workers)
+        self._keep()
+
+    def _keep(self) -> None:
+        self.limit = max(1, self.account // self.workers - self._lowered)
+
     def lower(self) -> int:
         """Yandex refused one request too many at once: one fewer from now on."""
         if self.limit > 1:
-            self.limit -= 1
+            self._lowered += 1
+            self._keep()
             log.warning(
                 "Yandex Market refused a request for parallel requests: at most %d at once "
                 "from now on",

@@ -363,6 +363,9 @@ class YandexMarketTarget:
         # A read, quarantine list or confirm of at most what a minute takes, too (pace.py: a
         # request larger than the budget would be refused whole, never made smaller).
         self.per_read = max(1, min(MAX_READ, offers_per_minute))
+        # ... and of at most this worker's share of the minute (``share``).
+        self._most_per_request, self._most_per_read = self.per_request, self.per_read
+        self.workers = 1
         # The shortest window that holds a whole request (pace.py): 3 s at Yandex's figures.
         window = max(1.0, 60.0 * self.per_request / offers_per_minute)
         read_window = max(1.0, 60.0 * self.per_read / offers_per_minute)
@@ -398,6 +401,24 @@ class YandexMarketTarget:
     def pace_with(self, pacer: Pacer) -> None:
         """Every request also takes its turn from the worker's pace (contract 5c)."""
         self._pacer = pacer
+
+    def share(self, workers: int) -> None:
+        """The channel's live workers (this one included) spend the business's budget and
+        requests at once together (§3.3): this target keeps its share of both (pace.py),
+        its requests no larger than its share of a minute."""
+        self.workers = max(1, workers)
+        self.parallel.share(self.workers)
+        self._fit()
+
+    def _fit(self) -> None:
+        """Requests of at most this worker's share of the minute, and the budgets kept to
+        it (pace.py)."""
+        share = max(1, self.budget.account // self.workers)
+        self.per_request = max(1, min(self._most_per_request, share))
+        self.budget.share(self.workers, self.per_request)
+        share = max(1, self.read_budget.account // self.workers)
+        self.per_read = max(1, min(self._most_per_read, share))
+        self.read_budget.share(self.workers, self.per_read)
 
     def requests(self, messages: Sequence[OutgoingMessage]) -> list[list[OutgoingMessage]]:
         """At most ``per_request`` offers a request, a SKU's messages together, never two
@@ -919,8 +940,9 @@ class YandexMarketTarget:
     def _lower(self, limit: int) -> None:
         """Yandex's budget is ``limit`` offers a minute, below ours: requests of at most that
         many from now on, and the budget kept to it (pace.py)."""
-        self.per_request = max(1, min(self.per_request, limit))
-        self.budget.lower(limit, self.per_request)
+        self._most_per_request = max(1, min(self._most_per_request, limit))
+        self.budget.lower(limit, self._most_per_request)
+        self._fit()
         log.warning(
             "Yandex Market allows %d offers a minute (X-RateLimit-Resource-Limit), fewer than "
             "ym_offers_per_minute: at most %d offers a request from now on",
