@@ -374,9 +374,19 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:
     if row["state"] == "delayed" and row.get("last_error"):
         # why it waits, and until when (a channel's uncharged wait has no reason: its words
         # are its last detail, review 32b finding 10a)
-        said = error_words(row["last_error"], lang)
-        facts.append(_("waits: {detail}", lang).format(detail=said))
+        facts.append(_waits(error_words(row["last_error"], lang), lang))
     return "    " + "  ".join(facts)
+
+
+def _waits(said: str, lang: Lang) -> str:
+    """A delayed row's detail after «ждёт: » / "waits: ", unless it already says it waits
+    (Ozon's hold reads «ждёт: за этот час…», "held: …"; a companion's «ждёт {m}…»): said
+    once, never «ждёт: ждёт: …»."""
+    prefix = _("waits: {detail}", lang)
+    word = prefix.split("{detail}")[0].rstrip(": ")
+    if said.startswith(("held:", "waits", word)):
+        return said
+    return prefix.format(detail=said)
 
 
 def _one_per_message(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
