@@ -468,7 +468,9 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "channel-removed": NP_("event", "channel removed"),
         "withheld": NP_("event", "withheld by the channel"),
         "withheld-live": NP_("event", "shown to buyers"),
-        "operator-release": NP_("event", "released by an operator"),
+        # a person's ask: the state moves only when the channel shows the version (its detail says
+        # where the channel did not release it)
+        "operator-release": NP_("event", "an operator asked to release"),
         "awaiting-outcome": NP_("event", "awaiting the channel's outcome"),
     },
     # The kinds of contract 3 (and EXCHANGE_KINDS's own, shown by their code).
@@ -1359,6 +1361,7 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         ),
     ),
     (r"the site did not answer: (?P<d>.+)", N_("the site did not answer: {d*}")),
+    (r"not released by the channel: (?P<d>.+)", N_("not released by the channel: {d*}")),
     (
         r"this channel has no way to release a withheld price: confirm it where the channel is "
         r"managed, or send a new price",

@@ -111,6 +111,15 @@ class Released:
     delivered: bool
 
 
+def _release_detail(answer: Release) -> str:
+    """The history's detail of a person's release: the channel's answer, and where it did not
+    release the version (no way, or refused), that it did not: the row is the person's ask,
+    never a release the channel did not perform."""
+    if answer.asked:
+        return answer.detail
+    return f"not released by the channel: {answer.detail}"
+
+
 async def release(
     engine: Engine,
     target: Target,
@@ -157,7 +166,7 @@ async def release(
         at = now()
         withheld.released(
             connection,
-            [(w, a.detail) for w, a in zip(rows, answers, strict=True)],
+            [(w, _release_detail(a)) for w, a in zip(rows, answers, strict=True)],
             at,
             operator=operator,
             note=note,

@@ -22,6 +22,7 @@ from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import one_channel_messages, price_row, stage
 from exchange.domain.breaker import BreakerState
 from exchange.ops.metrics import PrometheusMetrics
+from exchange.words import error_words, name
 
 # Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
 # with its delivery and cursor on the one channel instead.
@@ -179,6 +180,23 @@ def test_release_the_channel_did_not_take_says_so_and_exits_1(
     assert ru.returncode == 1, describe(ru)
     assert "не выпущено: сайт не ответил" in ru.stdout, describe(ru)
     assert "новую цену покупатели уже видят у 0 из 1" in ru.stdout, describe(ru)
+    # sellerwords 3: the history records the person's ask and that the channel did not
+    # release, never «выпущено оператором»
+    with transaction(engine, read_only=True) as connection:
+        details = (
+            connection.execute(
+                select(history.c.detail).where(history.c.event == "operator-release")
+            )
+            .scalars()
+            .all()
+        )
+    assert len(details) == 2, details
+    assert all(
+        d.startswith("not released by the channel: the site did not answer") for d in details
+    ), details
+    assert name("event", "operator-release", "ru") == "оператор попросил выпустить"
+    said = error_words(details[0], "ru")
+    assert said.startswith("канал не выпустил: сайт не ответил"), said
 
 
 def _first_cells(text: str) -> str:
