@@ -611,6 +611,11 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             N_("only quarantined messages can be changed: {states}"),
         ),
         (
+            r"only withheld messages can be released: (?P<ids>.*) (is|are) withheld on no "
+            r"channel",
+            N_("only withheld messages can be released: no channel withholds {ids}"),
+        ),
+        (
             r"only withheld messages can be released: (?P<states>.*)",
             N_("only withheld messages can be released: {states}"),
         ),

@@ -86,6 +86,9 @@ def choose_channel(engine: Engine, message_ids: Sequence[str], channel: str | No
             return names[channel_ids(connection, channel)[0]]
         on = withheld.withheld_on(connection, list(dict.fromkeys(message_ids)))
         live = channel_ids(connection)
+        missing = [] if on else withheld.unknown(connection, list(dict.fromkeys(message_ids)))
+    if missing:  # no such message: said so, never "withheld on no channel"
+        raise OperatorError(f"no such message: {', '.join(missing)}")
     if len(on) == 1:
         return names[on[0]]
     if len(on) > 1:
@@ -95,9 +98,10 @@ def choose_channel(engine: Engine, message_ids: Sequence[str], channel: str | No
         )
     if len(live) == 1:
         return names[live[0]]
-    listed = ", ".join(dict.fromkeys(message_ids))
+    ids = list(dict.fromkeys(message_ids))
     raise OperatorError(
-        f"only withheld messages can be released: {listed} is withheld on no channel"
+        f"only withheld messages can be released: {', '.join(ids)} "
+        f"{'is' if len(ids) == 1 else 'are'} withheld on no channel"
     )
 
 

@@ -171,6 +171,17 @@ def newer_on_channel(connection: Connection, rows: Sequence[Withheld]) -> dict[s
     return newer
 
 
+def unknown(connection: Connection, message_ids: Sequence[str]) -> list[str]:
+    """Those of ``message_ids`` that are no message at all (in the order given): a release
+    names them as no such message, never as withheld on no channel."""
+    known = set(
+        connection.execute(
+            select(messages.c.message_id).where(messages.c.message_id.in_(list(message_ids)))
+        ).scalars()
+    )
+    return [i for i in message_ids if i not in known]
+
+
 def withheld_on(connection: Connection, message_ids: Sequence[str]) -> list[int]:
     """The channels (ids, ascending) where any of ``message_ids`` is withheld: a release that
     names no channel acts on the one there is, and asks which where there are several."""
