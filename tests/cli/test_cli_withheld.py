@@ -273,3 +273,23 @@ def test_a_release_of_a_withheld_price_with_a_newer_one_sent_after_it_is_refused
         "withheld", "release", newest, "--note", "checked", db=db_url, site=withholding_site.url
     )
     assert done.returncode == 0 and f"{newest}: delivered" in done.stdout, describe(done)
+
+
+def test_status_says_how_many_withheld_it_leaves_out_and_withheld_list_lists_them_all(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator
+) -> None:
+    """Promise (sellerwords item 6): ``exchange status`` lists the first 20 withheld prices and
+    says how many more there are and the command that lists them; ``exchange withheld list``
+    lists every one."""
+    skus = [f"W{n:02d}" for n in range(23)]
+    deliver_in_process(db_url, engine, withholding_site, [price_row(s, 1, "100.00") for s in skus])
+    deliver_in_process(db_url, engine, withholding_site, [price_row(s, 2, "10.00") for s in skus])
+    env = {"COLUMNS": "200"}
+    status = cli("status", db=db_url, env=env)
+    assert "and 3 more: exchange withheld list" in status.stdout, describe(status)
+    ru = cli("status", db=db_url, env={**env, "EXCHANGE_LANG": "ru"})
+    assert "и ещё 3: exchange withheld list" in ru.stdout, describe(ru)
+    listed = cli("withheld", "list", db=db_url, env=env)
+    assert listed.returncode == 0, describe(listed)
+    assert all(f"price.{s}.v2." in listed.stdout for s in skus), describe(listed)
+    assert "more" not in listed.stdout, describe(listed)
