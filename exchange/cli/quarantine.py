@@ -381,11 +381,14 @@ def per_channel_lines(counted: dict[str | None, int], lang: Lang = "en") -> list
 def _print_action(
     result: ActionResult, action: str, done: str, *, dry: bool, unconfirmed: bool
 ) -> None:
-    count, said = len(result.touched), _action_words(action, dry, len(result.touched))
+    # ``touched`` holds a message once per channel it moves on (contract 13): the words count
+    # and name each message once, the per-channel lines count the deliveries
+    touched = list(dict.fromkeys(result.touched))
+    count, said = len(touched), _action_words(action, dry, len(touched))
     out.print(said.format(count=count), markup=False)
-    for message_id in result.touched:
+    for message_id in touched:
         out.print(f"  {message_id}", markup=False)
-    for message_id, why in result.skipped:
+    for message_id, why in dict.fromkeys(result.skipped):
         skipped = _("  skipped {message_id}: {why}", cli_lang())
         out.print(
             skipped.format(message_id=message_id, why=error_words(why, cli_lang())), markup=False

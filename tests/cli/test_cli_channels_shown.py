@@ -490,3 +490,25 @@ def test_the_quarantine_list_says_each_rows_channel_where_there_are_several(
         assert header.split("┃")[2].strip() == column, describe(text)
         rows = [line.split("│") for line in lines if quarantined[0] in line]
         assert sorted(cells[2].strip() for cells in rows) == ["api", "second"], describe(text)
+
+
+def test_a_retry_of_a_message_quarantined_on_two_channels_names_it_once(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario
+) -> None:
+    """Promise (sellerwords item 7): ``quarantine retry ID`` of a message quarantined on two
+    channels says one message and its id on one line; the per-channel lines count the two."""
+    quarantined = [
+        e["message_id"]
+        for e in run_json(cli, "quarantine", "list", "--json", db=db_url)
+        if not e["rejected_row"]
+    ]
+    mid = quarantined[0]
+    _second(engine, mid)  # quarantined on api and on second
+    done = cli("quarantine", "retry", mid, db=db_url)
+    assert done.returncode == 0, describe(done)
+    lines = done.stdout.splitlines()
+    assert [line.strip() for line in lines].count(mid) == 1, describe(done)
+    assert "retried 1 message" in done.stdout, describe(done)
+    assert "on channel api: 1" in done.stdout and "on channel second: 1" in done.stdout, describe(
+        done
+    )
