@@ -1366,6 +1366,12 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         ),
     ),
     (r"the site did not answer: (?P<d>.+)", N_("the site did not answer: {d*}")),
+    # a worker's note of a key that reads but may not write (``domain.pause.READ_ONLY_NOTE``):
+    # the channels table's pause says it
+    (
+        r"the key may read but not write \((?P<d>.+)\)",
+        N_("the key may read but not write ({d*})"),
+    ),
     (r"not released by the channel: (?P<d>.+)", N_("not released by the channel: {d*}")),
     (
         r"this channel has no way to release a withheld price: confirm it where the channel is "
@@ -1851,7 +1857,12 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     ),
     (
         r"Ozon refused the Client-Id or the API key \((?P<s>.+)\); check (?P<k>[\w, ]+)",
-        N_("Ozon refused the Client-Id or the API key ({s}); check {k}"),
+        N_("Ozon refused the Client-Id or the API key ({s}); check {k*}"),
+    ),
+    # the settings the line above names (``targets.ozon.answers.KEY_SETTINGS``)
+    (
+        r"ozon_client_id and ozon_api_key_file",
+        N_("ozon_client_id and ozon_api_key_file"),
     ),
     (
         r"Ozon: (?P<s>.+): not an answer of the prices method \(check ozon_api_url\)",
