@@ -468,7 +468,9 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "channel-removed": NP_("event", "channel removed"),
         "withheld": NP_("event", "withheld by the channel"),
         "withheld-live": NP_("event", "shown to buyers"),
-        "operator-release": NP_("event", "released by an operator"),
+        # a person's ask: the state moves only when the channel shows the version (its detail says
+        # where the channel did not release it)
+        "operator-release": NP_("event", "an operator asked to release"),
         "awaiting-outcome": NP_("event", "awaiting the channel's outcome"),
     },
     # The kinds of contract 3 (and EXCHANGE_KINDS's own, shown by their code).
@@ -607,6 +609,11 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"only quarantined messages can be changed: (?P<states>.*)",
             N_("only quarantined messages can be changed: {states}"),
+        ),
+        (
+            r"only withheld messages can be released: (?P<ids>.*) (is|are) withheld on no "
+            r"channel",
+            N_("only withheld messages can be released: no channel withholds {ids}"),
         ),
         (
             r"only withheld messages can be released: (?P<states>.*)",
@@ -1359,6 +1366,13 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         ),
     ),
     (r"the site did not answer: (?P<d>.+)", N_("the site did not answer: {d*}")),
+    # a worker's note of a key that reads but may not write (``domain.pause.READ_ONLY_NOTE``):
+    # the channels table's pause says it
+    (
+        r"the key may read but not write \((?P<d>.+)\)",
+        N_("the key may read but not write ({d*})"),
+    ),
+    (r"not released by the channel: (?P<d>.+)", N_("not released by the channel: {d*}")),
     (
         r"this channel has no way to release a withheld price: confirm it where the channel is "
         r"managed, or send a new price",
@@ -1843,7 +1857,12 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     ),
     (
         r"Ozon refused the Client-Id or the API key \((?P<s>.+)\); check (?P<k>[\w, ]+)",
-        N_("Ozon refused the Client-Id or the API key ({s}); check {k}"),
+        N_("Ozon refused the Client-Id or the API key ({s}); check {k*}"),
+    ),
+    # the settings the line above names (``targets.ozon.answers.KEY_SETTINGS``)
+    (
+        r"ozon_client_id and ozon_api_key_file",
+        N_("ozon_client_id and ozon_api_key_file"),
     ),
     (
         r"Ozon: (?P<s>.+): not an answer of the prices method \(check ozon_api_url\)",

@@ -53,7 +53,7 @@ from exchange.ops.status import (
 )
 from exchange.report import collect as report
 from exchange.settings import safe_url
-from exchange.words import error_words, money, name
+from exchange.words import channels_named, error_words, money, name
 
 
 @quarantine_app.command("list", help=N_("What waits for a person."))
@@ -77,6 +77,7 @@ def quarantine_list(
             rows = _shown(list_quarantined(connection, filters, priced=not as_json))
             # a marketplace's reason in its words (``words.on_marketplace``), as ``find`` says it
             targets = channel_targets(connection)
+            registered = len(channel_ids(connection))
             present = (
                 quarantine_by_reason(
                     connection, SystemClock().now(), channel_ids(connection, channel)
@@ -98,8 +99,14 @@ def quarantine_list(
         )
         err.print(said.format(waiting=waiting), markup=False, highlight=False)
     table = Table(title=_("quarantine: {count}", lang).format(count=len(rows)))
+    # contract 13: with more than one channel (the one rule of the words), each row says whose
+    # delivery it is: one message quarantined on two channels is two rows, told apart
+    by_channel = channels_named(settings.channels is not None, registered) or (
+        len({row["channel"] for row in rows if row["channel"]}) > 1
+    )
     columns = (
         pgettext("quarantine list column", "message_id", lang),
+        *([pgettext("quarantine list column", "channel", lang)] if by_channel else []),
         pgettext("quarantine list column", "product", lang),
         pgettext("quarantine list column", "price", lang),
         pgettext("quarantine list column", "kind", lang),
@@ -128,6 +135,7 @@ def quarantine_list(
                 Text(value)
                 for value in (
                     row["message_id"],
+                    *([row["channel"] or "—"] if by_channel else []),
                     # the product and its price lead, as on the workbench's list (issue 34)
                     row["name"] or "—",
                     money(row["price"], row["currency"], lang),
@@ -373,11 +381,14 @@ def per_channel_lines(counted: dict[str | None, int], lang: Lang = "en") -> list
 def _print_action(
     result: ActionResult, action: str, done: str, *, dry: bool, unconfirmed: bool
 ) -> None:
-    count, said = len(result.touched), _action_words(action, dry, len(result.touched))
+    # ``touched`` holds a message once per channel it moves on (contract 13): the words count
+    # and name each message once, the per-channel lines count the deliveries
+    touched = list(dict.fromkeys(result.touched))
+    count, said = len(touched), _action_words(action, dry, len(touched))
     out.print(said.format(count=count), markup=False)
-    for message_id in result.touched:
+    for message_id in touched:
         out.print(f"  {message_id}", markup=False)
-    for message_id, why in result.skipped:
+    for message_id, why in dict.fromkeys(result.skipped):
         skipped = _("  skipped {message_id}: {why}", cli_lang())
         out.print(
             skipped.format(message_id=message_id, why=error_words(why, cli_lang())), markup=False

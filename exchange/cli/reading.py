@@ -52,6 +52,7 @@ from exchange.ops.status import (
     tables,
     when_ago,
 )
+from exchange.ops.waits import awaiting_in_story
 from exchange.queue import control
 from exchange.report.words import history_words
 from exchange.settings import safe_url
@@ -396,9 +397,19 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:
     if row["state"] == "delayed" and row.get("last_error"):
         # why it waits, and until when (a channel's uncharged wait has no reason: its words
         # are its last detail, review 32b finding 10a)
-        said = error_words(row["last_error"], lang)
-        facts.append(_("waits: {detail}", lang).format(detail=said))
+        facts.append(_waits(error_words(row["last_error"], lang), lang))
     return "    " + "  ".join(facts)
+
+
+def _waits(said: str, lang: Lang) -> str:
+    """A delayed row's detail after «ждёт: » / "waits: ", unless it already says it waits
+    (Ozon's hold reads «ждёт: за этот час…», "held: …"; a companion's «ждёт {m}…»): said
+    once, never «ждёт: ждёт: …»."""
+    prefix = _("waits: {detail}", lang)
+    word = prefix.split("{detail}")[0].rstrip(": ")
+    if said.startswith(("held:", "waits", word)):
+        return said
+    return prefix.format(detail=said)
 
 
 def _one_per_message(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -511,14 +522,19 @@ def history(
         pgettext("history column", "detail", lang),
     ):
         table.add_column(column, overflow="fold")  # never cut: wrap
-    for e in bio["history"]:
+    # a delayed state that waits for the marketplace is said as a wait, not a retry (the rule
+    # ``find`` and ``status`` share, read along the story)
+    awaits = awaiting_in_story(
+        (e.get("channel"), e["event"], e["from"], e["to"]) for e in bio["history"]
+    )
+    for e, waits in zip(bio["history"], awaits, strict=True):
         detail = error_words(e["detail"], lang) if e["detail"] else ""
         if e["operator"]:
             detail += f" [{e['operator']}: {e['note'] or ''}]"
         leased = _in_zone(e["leased_at"], settings.display_tz, lang)
         if e["lease_until"]:  # unanswered (or still in flight): when its lease runs out
             leased += f" – {_in_zone(e['lease_until'], settings.display_tz, lang)}"
-        event, from_state, to_state = history_words(e["event"], e["from"], e["to"], lang)
+        event, from_state, to_state = history_words(e["event"], e["from"], e["to"], lang, waits)
         cells = (
             _in_zone(e["at"], settings.display_tz, lang),
             *([e.get("channel") or "—"] if by_channel else []),

@@ -9,7 +9,17 @@ from typing import Annotated
 import typer
 
 from exchange import app as bootstrap
-from exchange.cli.common import _guard, _os_user, _settings, app, cli_lang, out
+from exchange.cli.common import (
+    _guard,
+    _header,
+    _os_user,
+    _reading_engine,
+    _settings,
+    app,
+    cli_lang,
+    out,
+)
+from exchange.cli.withheld_shown import withheld_table
 from exchange.delivery import withheld
 from exchange.domain.clock import SystemClock
 from exchange.i18n import N_, Lang, _
@@ -40,6 +50,29 @@ def release_headline(done: list[withheld.Released], lang: Lang) -> str:
         refused=len(done) - released,
         live=sum(1 for r in done if r.delivered),
     )
+
+
+@withheld_app.command(
+    "list",
+    help=N_(
+        "Every withheld price, with the channel's words and what releases it (status lists "
+        "the first 20)."
+    ),
+)
+def withheld_list(ctx: typer.Context) -> None:
+    lang = cli_lang()
+    with _guard():
+        settings = _settings(ctx)
+        engine = _reading_engine(settings)
+        try:
+            table = withheld_table(engine, lang, settings.display_tz, limit=None)
+        finally:
+            engine.dispose()
+    _header(settings)
+    if table is None:
+        out.print(_("no price is withheld", lang), markup=False)
+        return
+    out.print(table)
 
 
 @withheld_app.command(

@@ -10,21 +10,25 @@ from sqlalchemy import Engine
 from exchange.db.engine import transaction
 from exchange.db.on_channels import channel_names
 from exchange.domain.clock import local_time
-from exchange.i18n import Lang, _
+from exchange.i18n import Lang, _, ngettext
 from exchange.queue import withheld as withheld_rows
 from exchange.words import detail_words
 
-SHOWN = 20  # withheld prices listed by ``exchange status``; the workbench lists them all
+SHOWN = 20  # withheld prices listed by ``exchange status``; ``withheld list`` lists them all
 ID_WIDTH = 56  # a message id up to this long stays on one line at 80 columns
 
 
-def withheld_table(engine: Engine, lang: Lang, zone: str) -> Table | None:
-    """``exchange status``'s list of withheld prices (contract 13): each with the channel's own
-    words and what releases it; None when there are none."""
+def withheld_table(
+    engine: Engine, lang: Lang, zone: str, *, limit: int | None = SHOWN
+) -> Table | None:
+    """``exchange status``'s list of withheld prices (contract 13), the first ``limit`` (None:
+    all, ``exchange withheld list``): each with the channel's own words and what releases it,
+    and how many more there are and what lists them; None when there are none."""
     with transaction(engine, read_only=True) as connection:
         # Every channel's (issue 32): with several, each row names its channel.
-        rows = withheld_rows.on_every_channel(connection, limit=SHOWN)
+        rows = withheld_rows.on_every_channel(connection, limit=limit)
         names = channel_names(connection)
+        more = withheld_rows.counted(connection) - len(rows) if limit is not None else 0
     if not rows:
         return None
     several = len(names) > 1
@@ -37,7 +41,18 @@ def withheld_table(engine: Engine, lang: Lang, zone: str) -> Table | None:
         if several
         else _("withheld by the channel: exchange withheld release MESSAGE_ID… --note TEXT", lang)
     )
-    table = Table(title=title)
+    # the rest said, never left out silently: how many, and the command that lists them all
+    caption = (
+        ngettext(
+            "and {count} more: exchange withheld list",
+            "and {count} more: exchange withheld list",
+            more,
+            lang,
+        ).format(count=more)
+        if more > 0
+        else None
+    )
+    table = Table(title=title, caption=caption, caption_justify="left")
     # The id whole, never cut with "…" (``withheld release`` needs it): on one line where the
     # terminal has room, folded onto the next where it has not; the other columns give way.
     longest = max(len(row.message_id) for row in rows)

@@ -86,6 +86,9 @@ def choose_channel(engine: Engine, message_ids: Sequence[str], channel: str | No
             return names[channel_ids(connection, channel)[0]]
         on = withheld.withheld_on(connection, list(dict.fromkeys(message_ids)))
         live = channel_ids(connection)
+        missing = [] if on else withheld.unknown(connection, list(dict.fromkeys(message_ids)))
+    if missing:  # no such message: said so, never "withheld on no channel"
+        raise OperatorError(f"no such message: {', '.join(missing)}")
     if len(on) == 1:
         return names[on[0]]
     if len(on) > 1:
@@ -95,9 +98,10 @@ def choose_channel(engine: Engine, message_ids: Sequence[str], channel: str | No
         )
     if len(live) == 1:
         return names[live[0]]
-    listed = ", ".join(dict.fromkeys(message_ids))
+    ids = list(dict.fromkeys(message_ids))
     raise OperatorError(
-        f"only withheld messages can be released: {listed} is withheld on no channel"
+        f"only withheld messages can be released: {', '.join(ids)} "
+        f"{'is' if len(ids) == 1 else 'are'} withheld on no channel"
     )
 
 
@@ -109,6 +113,15 @@ class Released:
     asked: bool
     detail: str
     delivered: bool
+
+
+def _release_detail(answer: Release) -> str:
+    """The history's detail of a person's release: the channel's answer, and where it did not
+    release the version (no way, or refused), that it did not: the row is the person's ask,
+    never a release the channel did not perform."""
+    if answer.asked:
+        return answer.detail
+    return f"not released by the channel: {answer.detail}"
 
 
 async def release(
@@ -157,7 +170,7 @@ async def release(
         at = now()
         withheld.released(
             connection,
-            [(w, a.detail) for w, a in zip(rows, answers, strict=True)],
+            [(w, _release_detail(a)) for w, a in zip(rows, answers, strict=True)],
             at,
             operator=operator,
             note=note,

@@ -388,6 +388,87 @@ _DETAILS = tuple(
             r"EXCHANGE_1C_PRICE_TYPES is empty: every price would be refused",
             N_("EXCHANGE_1C_PRICE_TYPES is empty: every price would be refused"),
         ),
+        # marketplaces (contract 14): the key's rights, the sample, what is missing
+        (
+            r"Client-Id (?P<id>\S+), roles (?P<roles>[^;]+)",
+            N_("Client-Id {id}, roles {roles}"),
+        ),
+        (r"it expires (?P<at>.+)", N_("it expires {at}")),
+        (
+            r"the key's roles lack (?P<m>\S+): give the key a role that may set prices \(Seller "
+            r"account: Settings → Seller API\)",
+            N_(
+                "the key's roles lack {m}: give the key a role that may set prices (Seller "
+                "account: Settings → Seller API)"
+            ),
+        ),
+        (r"the key's roles lack (?P<m>\S+)", N_("the key's roles lack {m}")),
+        (r"(?P<n>\d+) of (?P<m>\d+) SKUs are offers", N_("{n} of {m} SKUs are offers")),
+        (
+            r"not in the cabinet: (?P<listed>.+) \(their prices end unknown-sku\)",
+            N_("not in the cabinet: {listed} (their prices end unknown-sku)"),
+        ),
+        (
+            r"none of (?P<m>\d+) SKUs is an offer of the cabinet \((?P<listed>.+)\): is the "
+            r"offerId there 1C's SKU, or its article \(sku_source\)\?",
+            N_(
+                "none of {m} SKUs is an offer of the cabinet ({listed}): is the offerId there "
+                "1C's SKU, or its article (sku_source)?"
+            ),
+        ),
+        (
+            r"ozon_client_id and ozon_api_key_file are required",
+            N_("ozon_client_id and ozon_api_key_file are required"),
+        ),
+        (
+            r"EXCHANGE_YM_BUSINESS_ID and EXCHANGE_YM_API_KEY_FILE are required",
+            N_("EXCHANGE_YM_BUSINESS_ID and EXCHANGE_YM_API_KEY_FILE are required"),
+        ),
+        (
+            r"EXCHANGE_WB_TOKEN_FILE is not set or empty",
+            N_("EXCHANGE_WB_TOKEN_FILE is not set or empty"),
+        ),
+        (r"no key", N_("no key")),
+        (r"no token", N_("no token")),
+        (r"refused", N_("refused")),
+        (r"not configured", N_("not configured")),
+        (r"the key is refused", N_("the key is refused")),
+        (r"the key is not accepted", N_("the key is not accepted")),
+        (r"no price taken yet", N_("no price taken yet")),
+        (r"no price has been taken in yet", N_("no price has been taken in yet")),
+        (
+            r"the database cannot say which SKUs the service took",
+            N_("the database cannot say which SKUs the service took"),
+        ),
+        (
+            r"a (?P<kind>\w+) token, «Цены и скидки», read and write, expires no expiry",
+            N_("a {kind} token, «Цены и скидки», read and write, with no expiry"),
+        ),
+        (
+            r"a (?P<kind>\w+) token, «Цены и скидки», read and write, expires (?P<at>.+)",
+            N_("a {kind} token, «Цены и скидки», read and write, expires {at}"),
+        ),
+        (
+            r"a Test token \(the sandbox only\), «Цены и скидки», read and write, expires "
+            r"(?P<at>.+)",
+            N_("a Test token (the sandbox only), «Цены и скидки», read and write, expires {at}"),
+        ),
+        (
+            r"the (?P<kind>\w+) token expired on (?P<at>.+): make a new one",
+            N_("the {kind} token expired on {at}: make a new one"),
+        ),
+        (
+            r"the (?P<kind>\w+) token has no «Цены и скидки» \(Prices and discounts\) category",
+            N_("the {kind} token has no «Цены и скидки» (Prices and discounts) category"),
+        ),
+        (
+            r"the (?P<kind>\w+) token is read-only: prices cannot be written with it",
+            N_("the {kind} token is read-only: prices cannot be written with it"),
+        ),
+        (
+            r"the token is not a JWT whose claims can be read: Wildberries judges it",
+            N_("the token is not a JWT whose claims can be read: Wildberries judges it"),
+        ),
         # notifications
         (
             r"bot @(?P<bot>\S+) writes to chat (?P<chat>.+)",

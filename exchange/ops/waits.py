@@ -10,6 +10,7 @@ whose history no longer holds either is said as delayed."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, select
@@ -36,3 +37,26 @@ def awaiting(pk: Any, channel_id: Any, state: Any) -> ColumnElement[bool]:
         .scalar_subquery()
     )
     return and_(state == State.DELAYED.value, last == Event.AWAITING_OUTCOME.value)
+
+
+def awaiting_in_story(
+    rows: Iterable[tuple[Any, str, str | None, str | None]],
+) -> list[tuple[bool, bool]]:
+    """The same rule read along a history (``exchange history``, the report's biography):
+    for each row (its channel, event, from-state and to-state, oldest first) whether its
+    from-state and its to-state, where ``delayed``, wait for the channel rather than for a
+    retry: the last of the two delaying events on the row's channel up to it says which."""
+    last: dict[Any, str] = {}
+    said: list[tuple[bool, bool]] = []
+    for channel, event, from_state, to_state in rows:
+        before = last.get(channel) == Event.AWAITING_OUTCOME.value
+        if event in _DELAYING:
+            last[channel] = event
+        after = last.get(channel) == Event.AWAITING_OUTCOME.value
+        said.append(
+            (
+                from_state == State.DELAYED.value and before,
+                to_state == State.DELAYED.value and after,
+            )
+        )
+    return said

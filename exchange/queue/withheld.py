@@ -106,9 +106,10 @@ def waiting(
     return [Withheld(*row) for row in connection.execute(query)]
 
 
-def on_every_channel(connection: Connection, *, limit: int = READ_AT_MOST) -> list[Withheld]:
+def on_every_channel(connection: Connection, *, limit: int | None = READ_AT_MOST) -> list[Withheld]:
     """The withheld deliveries of every channel (``exchange status``'s list, issue 32), oldest
-    message first, each with its ``channel_id``."""
+    message first, each with its ``channel_id`` (None: all of them, ``exchange withheld
+    list``)."""
     query = (
         select(*_columns())
         .join(messages, messages.c.id == deliveries.c.message_pk)
@@ -169,6 +170,29 @@ def newer_on_channel(connection: Connection, rows: Sequence[Withheld]) -> dict[s
         if version > w.version:
             newer[w.message_id] = message_id
     return newer
+
+
+def unknown(connection: Connection, message_ids: Sequence[str]) -> list[str]:
+    """Those of ``message_ids`` that are no message at all (in the order given): a release
+    names them as no such message, never as withheld on no channel."""
+    known = set(
+        connection.execute(
+            select(messages.c.message_id).where(messages.c.message_id.in_(list(message_ids)))
+        ).scalars()
+    )
+    return [i for i in message_ids if i not in known]
+
+
+def counted(connection: Connection) -> int:
+    """How many deliveries are withheld on every channel: what ``exchange status``'s list of
+    the first ``SHOWN`` leaves out is said as «и ещё N»."""
+    return int(
+        connection.execute(
+            select(func.count())
+            .select_from(deliveries)
+            .where(deliveries.c.state == State.WITHHELD.value)
+        ).scalar_one()
+    )
 
 
 def withheld_on(connection: Connection, message_ids: Sequence[str]) -> list[int]:

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 from exchange.i18n import N_, _, moment, ngettext
 from exchange.report.model import Entry, Lang, Report
-from exchange.words import error_words, name, on_marketplace, reason_target
+from exchange.words import error_words, name, on_marketplace, reason_target, state_said
 
 # Each label in English, marked for the catalogs (exchange/locale: the Russian is there). The order
 # of COLUMNS is the order of the detail table.
@@ -500,16 +500,23 @@ def history_rows(entry: Entry, lang: Lang) -> list[list[Cell]]:
 
 
 def history_words(
-    event: str, from_state: str | None, to_state: str | None, lang: Lang
+    event: str,
+    from_state: str | None,
+    to_state: str | None,
+    lang: Lang,
+    awaits: tuple[bool, bool] = (False, False),
 ) -> tuple[str, str | None, str | None]:
     """A history row's event and states as a report says them: words in Russian, the stored
-    codes in English (what ``exchange history --json`` and the logs say)."""
+    codes in English (what ``exchange history --json`` and the logs say). ``awaits`` says
+    whether its delayed from- and to-state wait for the channel rather than for a retry
+    (``exchange.ops.waits.awaiting_in_story``): said as a wait (``state_said``), never as a
+    retry."""
     if lang == "en":
         return event, from_state, to_state
     return (
         name("event", event, lang),
-        name("state", from_state, lang) if from_state else from_state,
-        name("state", to_state, lang) if to_state else to_state,
+        state_said(from_state, lang, awaiting=awaits[0]) if from_state else from_state,
+        state_said(to_state, lang, awaiting=awaits[1]) if to_state else to_state,
     )
 
 

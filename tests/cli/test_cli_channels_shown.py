@@ -426,7 +426,8 @@ def test_a_marketplaces_reason_is_said_in_its_words_by_list_status_and_the_repor
             .where(deliveries.c.channel_id == second)
             .values(reason="unknown-response")
         )
-    env = {"EXCHANGE_LANG": "ru", "COLUMNS": "250"}
+    # wide enough for the channel column two channels add (sellerwords item 5)
+    env = {"EXCHANGE_LANG": "ru", "COLUMNS": "300"}
     listed = cli("quarantine", "list", db=db_url, env=env)
     row = next(line for line in listed.stdout.splitlines() if scenario.sku2 in line)
     assert "непонятный ответ площадки (unknown-response)" in row, describe(listed)
@@ -464,3 +465,50 @@ def test_status_at_80_columns_wraps_its_sentences_between_words(
         else "channel api (site): 2 deliveries wait on it and no configured channel serves it"
     )
     assert said in whole, describe(text)
+
+
+def test_the_quarantine_list_says_each_rows_channel_where_there_are_several(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario
+) -> None:
+    """Promise (contract 13; sellerwords item 5): one message quarantined on two channels is
+    two rows of ``quarantine list``, each naming its channel; one channel keeps its columns."""
+    one = cli("quarantine", "list", db=db_url)
+    assert one.returncode == 0, describe(one)
+    header = next(line for line in one.stdout.splitlines() if "message_id" in line)
+    assert "channel" not in header, describe(one)
+    quarantined = [
+        e["message_id"]
+        for e in run_json(cli, "quarantine", "list", "--json", db=db_url)
+        if not e["rejected_row"]
+    ]
+    _second(engine, quarantined[0])  # quarantined on api and on second
+    for lang, column in (("en", "channel"), ("ru", "канал")):
+        text = cli("quarantine", "list", db=db_url, env={"EXCHANGE_LANG": lang, "COLUMNS": "250"})
+        assert text.returncode == 0, describe(text)
+        lines = text.stdout.splitlines()
+        header = next(line for line in lines if line.startswith("┃"))
+        assert header.split("┃")[2].strip() == column, describe(text)
+        rows = [line.split("│") for line in lines if quarantined[0] in line]
+        assert sorted(cells[2].strip() for cells in rows) == ["api", "second"], describe(text)
+
+
+def test_a_retry_of_a_message_quarantined_on_two_channels_names_it_once(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario
+) -> None:
+    """Promise (sellerwords item 7): ``quarantine retry ID`` of a message quarantined on two
+    channels says one message and its id on one line; the per-channel lines count the two."""
+    quarantined = [
+        e["message_id"]
+        for e in run_json(cli, "quarantine", "list", "--json", db=db_url)
+        if not e["rejected_row"]
+    ]
+    mid = quarantined[0]
+    _second(engine, mid)  # quarantined on api and on second
+    done = cli("quarantine", "retry", mid, db=db_url)
+    assert done.returncode == 0, describe(done)
+    lines = done.stdout.splitlines()
+    assert [line.strip() for line in lines].count(mid) == 1, describe(done)
+    assert "retried 1 message" in done.stdout, describe(done)
+    assert "on channel api: 1" in done.stdout and "on channel second: 1" in done.stdout, describe(
+        done
+    )

@@ -22,6 +22,7 @@ from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import one_channel_messages, price_row, stage
 from exchange.domain.breaker import BreakerState
 from exchange.ops.metrics import PrometheusMetrics
+from exchange.words import error_words, name
 
 # Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
 # with its delivery and cursor on the one channel instead.
@@ -179,6 +180,23 @@ def test_release_the_channel_did_not_take_says_so_and_exits_1(
     assert ru.returncode == 1, describe(ru)
     assert "не выпущено: сайт не ответил" in ru.stdout, describe(ru)
     assert "новую цену покупатели уже видят у 0 из 1" in ru.stdout, describe(ru)
+    # sellerwords 3: the history records the person's ask and that the channel did not
+    # release, never «выпущено оператором»
+    with transaction(engine, read_only=True) as connection:
+        details = (
+            connection.execute(
+                select(history.c.detail).where(history.c.event == "operator-release")
+            )
+            .scalars()
+            .all()
+        )
+    assert len(details) == 2, details
+    assert all(
+        d.startswith("not released by the channel: the site did not answer") for d in details
+    ), details
+    assert name("event", "operator-release", "ru") == "оператор попросил выпустить"
+    said = error_words(details[0], "ru")
+    assert said.startswith("канал не выпустил: сайт не ответил"), said
 
 
 def _first_cells(text: str) -> str:
@@ -255,3 +273,23 @@ def test_a_release_of_a_withheld_price_with_a_newer_one_sent_after_it_is_refused
         "withheld", "release", newest, "--note", "checked", db=db_url, site=withholding_site.url
     )
     assert done.returncode == 0 and f"{newest}: delivered" in done.stdout, describe(done)
+
+
+def test_status_says_how_many_withheld_it_leaves_out_and_withheld_list_lists_them_all(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator
+) -> None:
+    """Promise (sellerwords item 6): ``exchange status`` lists the first 20 withheld prices and
+    says how many more there are and the command that lists them; ``exchange withheld list``
+    lists every one."""
+    skus = [f"W{n:02d}" for n in range(23)]
+    deliver_in_process(db_url, engine, withholding_site, [price_row(s, 1, "100.00") for s in skus])
+    deliver_in_process(db_url, engine, withholding_site, [price_row(s, 2, "10.00") for s in skus])
+    env = {"COLUMNS": "200"}
+    status = cli("status", db=db_url, env=env)
+    assert "and 3 more: exchange withheld list" in status.stdout, describe(status)
+    ru = cli("status", db=db_url, env={**env, "EXCHANGE_LANG": "ru"})
+    assert "и ещё 3: exchange withheld list" in ru.stdout, describe(ru)
+    listed = cli("withheld", "list", db=db_url, env=env)
+    assert listed.returncode == 0, describe(listed)
+    assert all(f"price.{s}.v2." in listed.stdout for s in skus), describe(listed)
+    assert "more" not in listed.stdout, describe(listed)

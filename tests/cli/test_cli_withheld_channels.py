@@ -14,6 +14,8 @@ from clitools import Cli, describe
 from sqlalchemy import Engine
 from withheld_two import Two, states, two_channels, withheld_on_both
 
+from exchange.words import error_words
+
 
 @pytest.fixture
 def two(tmp_path: Path) -> Iterator[Two]:
@@ -86,6 +88,30 @@ def test_a_release_acts_on_the_named_channel_else_the_one_withholding_else_asks_
         "withheld", "release", mid, "--note", "x", "--channel", "api", db=db_url, env=two.env
     )
     assert again.returncode == 2 and "is delivered" in again.stderr, describe(again)
+
+    # sellerwords 4: an id that is no message is said to be none, in either language, never
+    # «… — придержано каналом on no channel»; a delivered one is withheld on no channel.
+    for lang, said in (
+        ("en", "no such message: no-such-id"),
+        ("ru", "Нет такого сообщения: no-such-id"),
+    ):
+        unknown = cli(
+            "withheld",
+            "release",
+            "no-such-id",
+            "--note",
+            "x",
+            db=db_url,
+            env={**two.env, "EXCHANGE_LANG": lang},
+        )
+        assert unknown.returncode == 2 and said in unknown.stderr, describe(unknown)
+        assert "on no channel" not in unknown.stderr, describe(unknown)
+    said = error_words(
+        "only withheld messages can be released: m-1, m-2 are withheld on no channel", "ru"
+    )
+    assert said == (
+        "выпустить можно только придержанные сообщения: ни один канал не придерживает m-1, m-2"
+    ), said
 
 
 def _ready(db_url: str, engine: Engine, two: Two) -> str:

@@ -74,6 +74,9 @@ def test_a_price_held_for_ozons_hour_reads_as_a_wait_in_find_history_and_status(
     assert told.returncode == 0, told.stderr
     headline = " ".join(told.stdout.split("\n")[1].split())
     assert "состояние: ждёт площадку" in headline, told.stdout
+    # sellerwords 1: the table's transition into the wait says it the same way, not a retry
+    table = told.stdout.split("\n", 2)[2]
+    assert "(повтор)" not in table and "площадку" in table, told.stdout
     status = cli("status", db=db_url, env=RU)
     counted = re.search(r"из них ждут площадку \(не повтор\)\s*│\s*1\s*│", status.stdout)
     assert counted, status.stdout
