@@ -126,17 +126,7 @@ class DbSentTimes:
             postgres = is_postgres(connection)
             wanted = sorted(items)
             if postgres:
-                # One statement for every SKU's lock, taken in the order of the keys (an
-                # array's elements come out of unnest in order): one order for every worker,
-                # no deadlock between them.
-                keys = sorted({HOUR_LOCK | zlib.crc32(sku.encode()) for sku in wanted})
-                connection.execute(
-                    text(
-                        "SELECT count(pg_advisory_xact_lock(k))"
-                        " FROM unnest(CAST(:keys AS bigint[])) AS k"
-                    ),
-                    {"keys": keys},
-                )
+                _lock_all(connection, {HOUR_LOCK | zlib.crc32(sku.encode()) for sku in wanted})
             counted = _hours(connection, ids, wanted, moment, prefix)
             going: list[str] = []
             for sku in wanted:
@@ -382,13 +372,19 @@ def lock_goods(connection: Connection, channel: str, offers: Iterable[str]) -> N
     is ``BEGIN IMMEDIATE``, one writer at a time already."""
     if not is_postgres(connection):
         return
-    keys = sorted({GOOD_LOCK | zlib.crc32(f"{channel}\0{o}".encode()) for o in offers})
+    _lock_all(connection, {GOOD_LOCK | zlib.crc32(f"{channel}\0{o}".encode()) for o in offers})
+
+
+def _lock_all(connection: Connection, keys: set[int]) -> None:
+    """PostgreSQL's advisory lock of each of ``keys`` until the transaction ends, in one
+    statement, in the keys' order (an array's elements come out of unnest in order): one order
+    for every worker, no deadlock between them."""
     if keys:
         connection.execute(
             text(
                 "SELECT count(pg_advisory_xact_lock(k)) FROM unnest(CAST(:keys AS bigint[])) AS k"
             ),
-            {"keys": keys},
+            {"keys": sorted(keys)},
         )
 
 
