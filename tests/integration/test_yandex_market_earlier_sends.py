@@ -32,6 +32,10 @@ from exchange.worker import Worker
 messages = one_channel_messages()
 SKU = "Y-1"
 APPLY = 60.0  # simulated seconds between Yandex's 200 and its read-back showing the price
+# Real seconds an earlier update may still land in (``ym_apply_timeout``). The 120 must still be
+# in it when the 100 is read back, however slowly a loaded machine gets from one to the other:
+# at 1 s, a CI run took longer and (rightly) counted the 100 delivered (stop 40).
+APPLY_TIMEOUT = 4.0
 
 
 @pytest.fixture
@@ -51,7 +55,7 @@ def settings_for(db_url: str, ym: YmSimulator, tmp_path: Path, worker_id: str) -
         db_url,
         ym,
         tmp_path,
-        ym_apply_timeout="1",
+        ym_apply_timeout=str(APPLY_TIMEOUT),
         retry_base_delay="1.5",
         retry_max_delay="1.5",
         max_attempts="10",
@@ -147,7 +151,7 @@ async def the_later_100_settles(
     def settled() -> bool:
         return state(engine, 2) == "delivered"
 
-    await cycles_until(worker, settled)
+    await cycles_until(worker, settled, seconds=3 * APPLY_TIMEOUT + 12)
 
 
 def shown(ym: YmSimulator) -> Decimal | None:
