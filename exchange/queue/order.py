@@ -165,12 +165,16 @@ def behind_kept(m: Any) -> ColumnElement[bool]:
     ``m`` with its cursor joined (``on_cursor``); each probe reads ``messages`` by
     ``ix_messages_aggregate_id_version``."""
     kept = aliased(Message, name="kept")
-    return exists().where(
-        kept.aggregate_id == m.aggregate_id,
-        kept.version >= next_version(),
-        kept.version < m.version,
-        sa_text(f"kept.{KEPT_NOWHERE}"),
-        ~exists().where(deliveries.c.message_pk == kept.id),
+    # A version next in order waits behind nothing: no probe (the common case).
+    return and_(
+        m.version > next_version(),
+        exists().where(
+            kept.aggregate_id == m.aggregate_id,
+            kept.version >= next_version(),
+            kept.version < m.version,
+            sa_text(f"kept.{KEPT_NOWHERE}"),
+            ~exists().where(deliveries.c.message_pk == kept.id),
+        ),
     )
 
 
