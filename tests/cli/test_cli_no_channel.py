@@ -18,7 +18,7 @@ from sqlalchemy import Engine, select, update
 from exchange.db.engine import transaction
 from exchange.db.schema import channels, deliveries, messages
 from exchange.dev.sitesim import SiteSimulator
-from exchange.dev.testing import posting_row, stage
+from exchange.dev.testing import posting_row, price_row, stage
 from exchange.domain.clock import SystemClock
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake import staging_table as intake
@@ -256,3 +256,29 @@ def test_a_kept_posting_stays_a_cause_and_its_next_version_waits_for_its_seed(
     assert site.applied_versions("financial_posting", "ACC-16") == [1, 2]
     assert _site_deliveries(engine) == [(1, "delivered", None), (2, "delivered", None)]
     assert not _no_channel_causes(cli, db_url, with_site)
+
+
+def test_a_kept_price_counts_until_a_newer_price_goes_somewhere(engine: Engine) -> None:
+    """Review 32k finding 1, for a coalescing kind: a price taken while no channel takes
+    prices is kept nowhere and stays counted once a channel takes prices (contract 1: until
+    a seed gives it a delivery); a newer price of the same product that goes to that channel
+    replaces it (latest wins, contract 3), and the kept one is no longer counted."""
+    from exchange.db.channels import kept_nowhere
+
+    def counted() -> dict[str, dict[str, object]]:
+        with transaction(engine) as connection:
+            return kept_nowhere(connection, ["financial_posting", "price"], coalescing=["price"])
+
+    with transaction(engine) as connection:
+        connection.execute(update(channels).values(takes='["financial_posting"]'))
+    stage(engine, [price_row("SKU-16", 1, "10.00")])
+    intake.take(engine, None, DEFAULT_KINDS, SystemClock().now())
+    kept = counted()
+    assert kept["price"]["count"] == 1 and kept["price"]["taken"] is False, kept
+    with transaction(engine) as connection:
+        connection.execute(update(channels).values(takes='["financial_posting", "price"]'))
+    kept = counted()
+    assert kept["price"]["count"] == 1 and kept["price"]["taken"] is True, kept
+    stage(engine, [price_row("SKU-16", 2, "11.00")])
+    intake.take(engine, None, DEFAULT_KINDS, SystemClock().now())
+    assert counted() == {}
