@@ -26,17 +26,19 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
+    and_,
     cast,
     exists,
     func,
     not_,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.schema import aggregates, channels, deliveries, messages
+from exchange.db.schema import KEPT_NOWHERE, channels, deliveries, messages
 from exchange.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
@@ -128,35 +130,50 @@ def untaken_kinds(connection: Connection, kinds: Iterable[str]) -> list[str]:
 
 
 def kept_nowhere(
-    connection: Connection, kinds: Iterable[str], *, since: int | None = None
+    connection: Connection,
+    kinds: Iterable[str],
+    *,
+    coalescing: Iterable[str] = (),
+    since: int | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """The accepted messages of a kind of ``kinds`` (EXCHANGE_KINDS) no channel takes
-    (``untaken_kinds``), which have no delivery on any channel: ``{kind: {"count",
-    "oldest"}}`` (``oldest``: the message_id of the first accepted, what ``channels seed NAME
-    --from`` starts at), by kind. Nothing delivers them, so only a person moves them
-    (contract 1: nothing is dropped silently): ``status``'s ``no-channel:KIND`` causes and
-    the dashboard's (``ops.attention``), ``run``'s warning. ``since``: of the messages above
-    that ``messages.id`` only (one take-in's).
+    """The accepted messages of a kind of ``kinds`` (EXCHANGE_KINDS) kept with no delivery on
+    any channel: ``{kind: {"count", "oldest", "taken"}}`` (``oldest``: the message_id of the
+    first accepted, what ``channels seed NAME --from`` starts at; ``taken``: some channel
+    takes the kind now, ``untaken_kinds``), by kind. Nothing delivers them, so only a person
+    moves them (contract 1: nothing is dropped silently): ``status``'s ``no-channel:KIND``
+    causes and the dashboard's (``ops.attention``), ``run``'s warning. They stay counted once
+    a channel takes their kind, until ``channels seed`` gives them a delivery: a strictly
+    ordered kind's newer version waits behind them there (``queue.deliveries.late_cursors``).
+    A message of a ``coalescing`` kind whose aggregate has a newer version delivered
+    somewhere (given to a channel) is no longer counted: the newer price replaced it, as
+    coalescing would have. ``since``: of the messages above that ``messages.id`` only (one
+    take-in's).
 
-    Cheap when every kind is taken (no query of ``messages`` at all); otherwise the messages
-    of the aggregates of the kinds no channel takes (by indexes), each probed in
-    ``deliveries`` by its primary key's first column (``message_pk``); ``since`` reads a range
-    of ``messages``' primary key."""
-    untaken = untaken_kinds(connection, kinds)
-    if not untaken:
+    Read through ``ix_messages_kept_nowhere`` (intake marks such a message, ``mark_kept``;
+    the seed clears it): the marked messages alone, each probed in ``deliveries`` by its
+    primary key's first column (``message_pk``), never every message."""
+    wanted = list(kinds)
+    if not wanted:
         return {}
     m = messages.c
+    newer = messages.alias("newer")
+    given = deliveries.alias("given")
+    overtaken = exists().where(
+        newer.c.aggregate_id == m.aggregate_id,
+        newer.c.version > m.version,
+        exists().where(given.c.message_pk == newer.c.id),
+    )
+    latest_wins = [kind for kind in coalescing if kind in wanted]
     rows = connection.execute(
         select(m.kind, func.count(), func.min(m.id))
         .where(
-            # Through the aggregates of those kinds (their unique key begins with the kind)
-            # and ``ix_messages_aggregate_id_version``: a marketplaces-only installation, whose
-            # default kinds include postings no channel takes, never walks every price.
-            m.aggregate_id.in_(select(aggregates.c.id).where(aggregates.c.kind.in_(untaken))),
-            m.kind.in_(untaken),
+            # The partial index's condition word for word (SQLite reads it only then).
+            text(f"messages.{KEPT_NOWHERE}"),
+            m.kind.in_(wanted),
             not_(m.rejected),
             *(() if since is None else (m.id > since,)),
             ~exists().where(deliveries.c.message_pk == m.id),
+            *((not_(and_(m.kind.in_(latest_wins), overtaken)),) if latest_wins else ()),
         )
         .group_by(m.kind)
         .order_by(m.kind)
@@ -168,7 +185,50 @@ def kept_nowhere(
             select(m.id, m.message_id).where(m.id.in_([int(row[2]) for row in rows]))
         ).all()
     )
-    return {row.kind: {"count": int(row[1]), "oldest": ids.get(int(row[2]))} for row in rows}
+    untaken = set(untaken_kinds(connection, [row.kind for row in rows]))
+    return {
+        row.kind: {
+            "count": int(row[1]),
+            "oldest": ids.get(int(row[2])),
+            "taken": row.kind not in untaken,
+        }
+        for row in rows
+    }
+
+
+def mark_kept(connection: Connection, kinds: Iterable[str], message_ids: Iterable[str]) -> None:
+    """Mark, of the messages just accepted (``message_ids``, of ``kinds``), those of a kind no
+    channel takes that have no delivery (``messages.kept_nowhere``), in intake's transaction:
+    what ``kept_nowhere`` reads. One read of the registry, nothing more when every kind of
+    theirs is taken."""
+    ids = list(message_ids)
+    untaken = untaken_kinds(connection, sorted(set(kinds))) if ids else []
+    if not untaken:
+        return
+    m = messages.c
+    connection.execute(
+        update(messages)
+        .where(
+            m.message_id.in_(ids),
+            m.kind.in_(untaken),
+            not_(m.rejected),
+            m.aggregate_id.is_not(None),
+            ~exists().where(deliveries.c.message_pk == m.id),
+        )
+        .values(kept_nowhere=True)
+    )
+
+
+def unmark_kept(connection: Connection, message_pks: Iterable[int]) -> None:
+    """The messages ``message_pks`` were given a delivery (``channels seed``): no longer kept
+    nowhere."""
+    pks = list(message_pks)
+    if pks:
+        connection.execute(
+            update(messages)
+            .where(messages.c.id.in_(pks), text(f"messages.{KEPT_NOWHERE}"))
+            .values(kept_nowhere=None)
+        )
 
 
 def in_use(connection: Connection, name: str, *, lock: bool = False) -> Registered | None:

@@ -174,6 +174,11 @@ class PriceOwner(Base):
     aggregate: Mapped[str] = mapped_column(String(200))
 
 
+# The messages ``ix_messages_kept_nowhere`` holds (a query repeats it word for word: SQLite
+# reads a partial index only then).
+KEPT_NOWHERE = "kept_nowhere IS NOT NULL"
+
+
 class Message(Base):
     """A message to the site, or a quarantine record of a rejected staging row."""
 
@@ -211,6 +216,16 @@ class Message(Base):
             "message_id_key",
             postgresql_ops={"message_id_key": "varchar_pattern_ops"},
         ),
+        # The accepted messages kept with no delivery on any channel (``kept_nowhere``, set by
+        # intake, cleared by ``channels seed``; migration 0029): ``status`` reads them through
+        # this, never every message.
+        Index(
+            "ix_messages_kept_nowhere",
+            "kind",
+            "id",
+            postgresql_where=sa_text(KEPT_NOWHERE),
+            sqlite_where=sa_text(KEPT_NOWHERE),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -242,6 +257,10 @@ class Message(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     # When the row last changed: a record's state, or an accepted message's intake.
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # TRUE: intake accepted it while no channel took its kind, so it has no delivery
+    # anywhere, until ``channels seed`` gives it one (then NULL); NULL otherwise (migration
+    # 0029). A hint ``db.channels.kept_nowhere`` reads through its partial index and checks.
+    kept_nowhere: Mapped[bool | None] = mapped_column(Boolean)
 
 
 class History(Base):

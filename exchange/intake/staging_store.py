@@ -34,6 +34,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 
+from exchange.db.channels import mark_kept
 from exchange.db.engine import is_postgres
 from exchange.db.rowset import _time_writer, rowset
 from exchange.db.schema import (
@@ -151,6 +152,8 @@ def _store(
     # another worker meanwhile).
     rank = {verdict.row.id: dealt[i] for i, verdict in enumerate(verdicts)}
     inserted = _insert_messages(connection, list(fresh.values()), now, rank, shifts)
+    # Those no channel takes: kept with no delivery, marked for ``status`` (contract 13).
+    mark_kept(connection, (item.row.kind for item in fresh.values()), inserted)
     report.messages = len(inserted)
     again = [item for mid, item in fresh.items() if mid not in inserted] + later
     existing = _existing(connection, {item.message_id for item in again})

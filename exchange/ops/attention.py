@@ -159,8 +159,9 @@ def causes(
     pause is said as ``figures.pause`` says it (contract 15: one pause, one truth).
     ``unserved_channels`` (``unserved``): each is a cause of its own, ``unserved:NAME``, its
     waiting deliveries counted and what to do said. ``untaken``
-    (``db.channels.kept_nowhere``): each kind no channel takes with messages accepted,
-    ``no-channel:KIND``, the messages counted.
+    (``db.channels.kept_nowhere``): each kind with messages kept with no delivery on any
+    channel (no channel took the kind when they were accepted), ``no-channel:KIND``, the
+    messages counted.
 
     ``by_channel`` (``status --json``'s ``channels``, given when EXCHANGE_CHANNELS is set):
     a channel's causes name it after a colon (contract 13: ``quarantine:ozon``,
@@ -198,7 +199,12 @@ def causes(
             Cause(
                 f"no-channel:{kind}",
                 "no_channel",
-                {"kind": kind, "count": kept["count"], "oldest": kept["oldest"]},
+                {
+                    "kind": kind,
+                    "count": kept["count"],
+                    "oldest": kept["oldest"],
+                    "taken": kept.get("taken", False),
+                },
             )
         )
     found.sort(key=lambda cause: _ORDER.index(cause.code.split(":")[0]))
@@ -660,9 +666,23 @@ def no_channel_words(v: dict[str, Any], lang: Lang) -> str:
     """Messages of a kind no channel takes (``db.channels.kept_nowhere``): how many, that
     nothing delivers them, and what a person does: a channel that takes the kind, then its
     seed from the oldest of them (``--from``: strictly ordered kinds are otherwise given only
-    what was accepted after the channel's registration, contract 13)."""
+    what was accepted after the channel's registration, contract 13). ``taken``: a channel
+    takes the kind now, and only its seed is left to do."""
     kind = v["kind"]
     said = kind if lang == "en" else f"{code_name('kind', kind, lang)} ({kind})"
+    if v.get("taken"):  # a channel takes the kind now: they still wait for its seed
+        return ngettext(
+            "{count} message of kind {kind} is kept and delivered nowhere: no channel took "
+            "that kind when it was accepted (the oldest {oldest}), and the channel that takes "
+            "it now was not given it. Give it to that channel: exchange channels seed NAME "
+            "--from {oldest}",
+            "{count} messages of kind {kind} are kept and delivered nowhere: no channel took "
+            "that kind when they were accepted (the oldest {oldest}), and the channel that "
+            "takes it now was not given them. Give them to that channel: exchange channels "
+            "seed NAME --from {oldest}",
+            v["count"],
+            lang,
+        ).format(count=v["count"], kind=said, oldest=v["oldest"])
     return ngettext(
         "{count} message of kind {kind} is kept and delivered nowhere: no channel takes "
         "that kind (the oldest {oldest}). Configure a channel whose takes include {code}, "
@@ -831,6 +851,8 @@ def attention(
         unserved_channels=(
             unserved(connection, configured, channel) if configured is not None else None
         ),
-        untaken=kept_nowhere(connection, (kind for kind, _policy in kinds.policies)),
+        untaken=kept_nowhere(
+            connection, (kind for kind, _policy in kinds.policies), coalescing=kinds.latest_wins
+        ),
     )
     return Attention(intake=taken, onec_failed=failing, causes=found, refused_sign_ins=refused)

@@ -148,7 +148,9 @@ def snapshot(
     stops.update(channel_pause_stop(name) for name in held)
     waiting_unserved = unserved(connection, configured, channel) if configured is not None else {}
     stops.update(unserved_stop(name) for name in waiting_unserved)
-    nowhere = kept_nowhere(connection, (kind for kind, _policy in kinds.policies))
+    nowhere = kept_nowhere(
+        connection, (kind for kind, _policy in kinds.policies), coalescing=kinds.latest_wins
+    )
     stops.update(no_channel_stop(kind) for kind in nowhere)
     found = Snapshot(
         situation=Situation(0, None, frozenset()),

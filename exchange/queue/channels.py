@@ -42,7 +42,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 
-from exchange.db.channels import Registered, in_use
+from exchange.db.channels import Registered, in_use, unmark_kept
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import (
     UTCDateTime,
@@ -252,6 +252,7 @@ def _seed_batch(
             ],
         )
         _start_cursors(connection, channel.id, sorted({a for _pk, a in made}))
+        unmark_kept(connection, (pk for pk, _aggregate in made))
     connection.execute(update(channels).where(channels.c.id == channel.id).values(seed_mark=upto))
     return len(made), upto, len(found)
 

@@ -19,7 +19,9 @@ strict kinds:
     (1C sent it late) is not that channel's to deliver: cancelled ``stale`` there, never sent
     and never a gap, while the channels that were there from version 1 deliver it in order.
   - a gap: when the lowest pending version is above ``done_version + 1`` and has waited
-    ``gap_timeout`` since it was taken (or retried), it is quarantined, ``sequence-gap``.
+    ``gap_timeout`` since it was taken (or retried), it is quarantined, ``sequence-gap``;
+    not when a version it waits for is kept nowhere (``order.behind_kept``: accepted while
+    no channel took its kind): that one arrived, and waits for a person's seed.
 
 "Pending" includes an in-flight message whose lease has expired: its worker is gone.
 
@@ -289,6 +291,9 @@ def quarantine_gaps(
             # strict order starts (``order.below_start``), cancelled, never a gap.
             m.version > order.next_version(),
             m.waiting_since <= now - timedelta(seconds=gap_timeout),
+            # The version it waits for arrived and is kept nowhere (no channel took it then):
+            # no gap; the channel's seed gives it, and only a person runs that.
+            not_(order.behind_kept(m)),
         )
         .where(
             # Only the lowest version still waiting (or held, quarantined) waits for the gap:

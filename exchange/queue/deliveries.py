@@ -30,15 +30,18 @@ from sqlalchemy import (
     func,
     literal,
     select,
+    text,
     true,
 )
 
 from exchange.db.channels import taking
 from exchange.db.schema import (
     DELIVERY_COLUMNS,
+    KEPT_NOWHERE,
     channel_aggregates,
     channels,
     deliveries,
+    messages,
 )
 from exchange.domain.states import Event
 
@@ -148,19 +151,44 @@ def late_cursors(fanned: Any, postgres: bool) -> Insert:
     CTE with ``aggregate_id``, ``channel_id``, ``version``) that has none: a channel that came,
     or began taking the kind, after the aggregate was made. Its strict order starts at the
     lowest version it receives now, not at 1 (contract 13): the versions before were accepted
-    before it took them, and it never receives them. ``ON CONFLICT DO NOTHING``: two intakes
-    at once."""
+    before it took them, and it never receives them; except the versions before it that are
+    kept with no delivery on any channel (``messages.kept_nowhere``: no channel took them
+    when they came): strict order there starts at the lowest of those, so the new version
+    waits behind them as behind a gap, and ``channels seed NAME --from`` gives them to the
+    channel in order (review 32k: else the new version went first and made them stale).
+    ``ON CONFLICT DO NOTHING``: two intakes at once."""
     known = exists().where(
         channel_aggregates.c.aggregate_id == fanned.c.aggregate_id,
         channel_aggregates.c.channel_id == fanned.c.channel_id,
+    )
+    lowest = (
+        select(
+            fanned.c.aggregate_id,
+            fanned.c.channel_id,
+            func.min(fanned.c.version).label("version"),
+        )
+        .where(~known)
+        .group_by(fanned.c.aggregate_id, fanned.c.channel_id)
+        .subquery("lowest")
+    )
+    m = messages.c
+    kept = (
+        select(func.min(m.version))
+        .where(
+            m.aggregate_id == lowest.c.aggregate_id,
+            m.version < lowest.c.version,
+            text(f"messages.{KEPT_NOWHERE}"),
+            ~exists().where(deliveries.c.message_pk == m.id),
+        )
+        .scalar_subquery()
     )
     statement: Insert = (
         _insert(postgres)(channel_aggregates)
         .from_select(
             ["aggregate_id", "channel_id", "first_version"],
-            select(fanned.c.aggregate_id, fanned.c.channel_id, func.min(fanned.c.version))
-            .where(~known)
-            .group_by(fanned.c.aggregate_id, fanned.c.channel_id),
+            select(
+                lowest.c.aggregate_id, lowest.c.channel_id, func.coalesce(kept, lowest.c.version)
+            ).where(true()),  # SQLite: an INSERT ... SELECT ... ON CONFLICT needs a WHERE
         )
         .on_conflict_do_nothing()
     )

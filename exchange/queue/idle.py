@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, Engine, func, not_, select
+from sqlalchemy import Connection, Engine, and_, func, not_, select
 from sqlalchemy.orm import aliased
 
 from exchange.db.engine import transaction
@@ -39,7 +39,8 @@ def held_or_none(
     connection: Connection, kinds: KindPolicies, channel_ids: Sequence[int] | None = None
 ) -> bool:
     """True when every pending delivery on ``channel_ids`` (None: the one channel) is held
-    behind a quarantined predecessor on its channel. Another channel's work is no reason to
+    behind a quarantined predecessor on its channel, or behind a version kept nowhere
+    (``order.behind_kept``). Another channel's work is no reason to
     wait: a process waits for the channels it serves (contract 13)."""
     channels = [one_channel(connection)] if channel_ids is None else list(channel_ids)
     d = aliased(Delivery, name="d")
@@ -51,6 +52,8 @@ def held_or_none(
             d.channel_id.in_(channels),
             d.state.in_(values(PENDING)),
             not_(order.held(d, kinds)),
+            # Behind a version kept nowhere: only ``channels seed`` moves it (a person).
+            not_(and_(order.is_strict(d, kinds), order.behind_kept(d))),
         )
     )
     return connection.execute(movable).scalar_one() == 0

@@ -14,6 +14,8 @@ check, the idle check and ``status`` compose them. Each holds per (aggregate, ch
                        quarantined), at the moment of the claim
     held               a strict delivery behind a quarantined version above the cursor: only
                        a person moves it (retry or cancel the blocker)
+    behind kept        a strict delivery behind a version kept with no delivery on any
+                       channel (``behind_kept``): no gap, only a person's seed moves it
     claim order        lowest ``claim_rank`` first, ties by message; ranks are dealt in from
                        each channel's head (``head_ranks``) by intake: the rule and why,
                        domain/urgency.py
@@ -39,7 +41,9 @@ from sqlalchemy.sql.selectable import Alias
 from exchange.db.schema import (
     CLAIMABLE_STATES,
     DELIVERY_CLAIM_ORDER_INDEX,
+    KEPT_NOWHERE,
     Delivery,
+    Message,
     channel_aggregates,
     channels,
     deliveries,
@@ -149,6 +153,28 @@ def held_behind_quarantine(m: Any) -> ColumnElement[bool]:
         blocker.state == State.QUARANTINED.value,
         blocker.version < m.version,
         blocker.version > channel_aggregates.c.done_version,
+    )
+
+
+def behind_kept(m: Any) -> ColumnElement[bool]:
+    """A version of ``m``'s aggregate between its channel's next version and ``m`` is kept with
+    no delivery on any channel (``messages.kept_nowhere``: no channel took its kind when it was
+    accepted; ``db.channels.kept_nowhere``, ``status``'s ``no-channel:KIND``). It arrived, so
+    ``m`` is no sequence gap, and only a person moves it on: ``channels seed NAME --from``
+    gives the kept version to the channel, and ``m`` follows it (review 32k). The delivery
+    ``m`` with its cursor joined (``on_cursor``); each probe reads ``messages`` by
+    ``ix_messages_aggregate_id_version``."""
+    kept = aliased(Message, name="kept")
+    # A version next in order waits behind nothing: no probe (the common case).
+    return and_(
+        m.version > next_version(),
+        exists().where(
+            kept.aggregate_id == m.aggregate_id,
+            kept.version >= next_version(),
+            kept.version < m.version,
+            sa_text(f"kept.{KEPT_NOWHERE}"),
+            ~exists().where(deliveries.c.message_pk == kept.id),
+        ),
     )
 
 

@@ -78,13 +78,15 @@ _WORDS: dict[str, tuple[str, str]] = {
         "- на канале {channel} больше ничего не ждёт",
         "- nothing waits on channel {channel} any more",
     ),
-    # Messages of a kind no channel took: a channel takes the kind now (those kept before its
-    # registration reach it only by a seed from the oldest of them).
+    # Messages kept with no delivery (no channel took their kind when they were accepted):
+    # none is left, each given to a channel by its seed (or, a price, replaced by a newer
+    # version delivered). A channel taking the kind is not enough: they stay the cause until
+    # ``channels seed NAME --from`` (review 32k).
     "resumed_no_channel": (
-        "- канал принимает {kind}: сообщения, сохранённые до его регистрации, он получит "
-        "только через exchange channels seed ИМЯ --from (с самого старого из них)",
-        "- a channel takes {kind} now: the messages kept before its registration reach it "
-        "only by exchange channels seed NAME --from (the oldest of them)",
+        "- сохранённых сообщений вида {kind}, которые никуда не доставляются, больше нет: "
+        "они переданы каналу (exchange channels seed)",
+        "- no message of kind {kind} is kept nowhere any more: they were given to a channel "
+        "(exchange channels seed)",
     ),
     "resumed_operator_channel": (
         "- оператор возобновил доставку в {channel}",

@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from clitools import TOKEN, Cli, describe, run_json
+from clitools import FAST_ENV, TOKEN, Cli, describe, run_json
 from sqlalchemy import Engine, select, update
 
 from exchange.db.engine import transaction
 from exchange.db.schema import channels, deliveries, messages
-from exchange.dev.testing import posting_row, stage
+from exchange.dev.sitesim import SiteSimulator
+from exchange.dev.testing import posting_row, price_row, stage
 from exchange.domain.clock import SystemClock
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.intake import staging_table as intake
@@ -181,3 +182,103 @@ def test_every_kind_taken_is_no_cause(cli: Cli, db_url: str, engine: Engine) -> 
     stage(engine, [posting_row("ACC-17", 1)])
     intake.take(engine, None, DEFAULT_KINDS, SystemClock().now())
     assert not _no_channel_causes(cli, db_url, None)
+
+
+def _site_deliveries(engine: Engine) -> list[tuple[int, str, str | None]]:
+    """The site channel's deliveries of ACC-16: (version, state, reason), by version."""
+    with transaction(engine) as connection:
+        rows = connection.execute(
+            select(deliveries.c.version, deliveries.c.state, deliveries.c.reason)
+            .join(channels, channels.c.id == deliveries.c.channel_id)
+            .join(messages, messages.c.id == deliveries.c.message_pk)
+            .where(channels.c.name == "site", messages.c.aggregate == "ACC-16")
+            .order_by(deliveries.c.version)
+        ).all()
+    return [(int(version), state, reason) for version, state, reason in rows]
+
+
+def test_a_kept_posting_stays_a_cause_and_its_next_version_waits_for_its_seed(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path, site: SiteSimulator
+) -> None:
+    """Review 32k finding 1, a person's ordinary steps: posting v1 accepted while only the
+    marketplaces (prices only) are configured, so kept with no delivery; a site channel that
+    takes postings is configured and runs; 1C writes v2; then the runbook's seed from v1.
+    Promises: the kept v1 stays a ``no-channel`` cause in ``status`` once a channel takes
+    postings (contract 1: nothing dropped silently), v2 never goes to the site before v1
+    (contract 3 strict order, 13: it waits behind the kept version, no gap quarantined, and
+    ``run --until-idle`` does not wait for a person's seed), and ``channels seed site --from
+    v1`` delivers v1 then v2 there, nothing cancelled stale."""
+    env = _only_marketplaces(cli, db_url, engine, tmp_path)
+    first = _posting_taken(engine)
+    shop = {
+        "target": "api",
+        "site_url": site.url,
+        "site_token_file": _secret(tmp_path, "token", TOKEN),
+        "takes": ["financial_posting"],
+    }
+    with_site = {**FAST_ENV, "EXCHANGE_GAP_TIMEOUT": "0.01"}
+    with_site.update(_env({**_marketplaces(tmp_path), "site": shop}))
+    assert env["EXCHANGE_CHANNELS"] != with_site["EXCHANGE_CHANNELS"]
+
+    # The site channel configured and running: v1 is still kept nowhere, and said so.
+    ran = cli("run", "--until-idle", "--channel", "site", db=db_url, env=with_site)
+    assert ran.returncode == 0, describe(ran)
+    assert _no_channel_causes(cli, db_url, with_site) == ["no-channel:financial_posting"]
+    figures = run_json(cli, "status", "--json", db=db_url, env=with_site, code=1)
+    said = figures["needs_person"][
+        figures["needs_person_causes"].index("no-channel:financial_posting")
+    ]
+    assert said == (
+        f"1 message of kind financial_posting is kept and delivered nowhere: no channel took "
+        f"that kind when it was accepted (the oldest {first}), and the channel that takes it "
+        f"now was not given it. Give it to that channel: exchange channels seed NAME --from "
+        f"{first}"
+    )
+    russian = cli("status", db=db_url, env={**with_site, "EXCHANGE_LANG": "ru"})
+    assert f"exchange channels seed ИМЯ --from {first}" in " ".join(russian.stdout.split()), (
+        describe(russian)
+    )
+
+    # 1C writes v2: it reaches the site channel, and waits there behind the kept v1.
+    stage(engine, [posting_row("ACC-16", 2, amount="1300.00")])
+    ran = cli("run", "--until-idle", "--channel", "site", db=db_url, env=with_site)
+    assert ran.returncode == 0, describe(ran)
+    assert site.applied_versions("financial_posting", "ACC-16") == []
+    assert _site_deliveries(engine) == [(2, "new", None)]
+    assert _no_channel_causes(cli, db_url, with_site) == ["no-channel:financial_posting"]
+
+    # The runbook's recovery: v1, then v2, delivered to the site; nothing stale.
+    seeded = cli("channels", "seed", "site", "--from", first, db=db_url, env=with_site)
+    assert seeded.returncode == 0, describe(seeded)
+    assert "channel site: 1 delivery created" in seeded.stdout, describe(seeded)
+    ran = cli("run", "--until-idle", "--channel", "site", db=db_url, env=with_site)
+    assert ran.returncode == 0, describe(ran)
+    assert site.applied_versions("financial_posting", "ACC-16") == [1, 2]
+    assert _site_deliveries(engine) == [(1, "delivered", None), (2, "delivered", None)]
+    assert not _no_channel_causes(cli, db_url, with_site)
+
+
+def test_a_kept_price_counts_until_a_newer_price_goes_somewhere(engine: Engine) -> None:
+    """Review 32k finding 1, for a coalescing kind: a price taken while no channel takes
+    prices is kept nowhere and stays counted once a channel takes prices (contract 1: until
+    a seed gives it a delivery); a newer price of the same product that goes to that channel
+    replaces it (latest wins, contract 3), and the kept one is no longer counted."""
+    from exchange.db.channels import kept_nowhere
+
+    def counted() -> dict[str, dict[str, object]]:
+        with transaction(engine) as connection:
+            return kept_nowhere(connection, ["financial_posting", "price"], coalescing=["price"])
+
+    with transaction(engine) as connection:
+        connection.execute(update(channels).values(takes='["financial_posting"]'))
+    stage(engine, [price_row("SKU-16", 1, "10.00")])
+    intake.take(engine, None, DEFAULT_KINDS, SystemClock().now())
+    kept = counted()
+    assert kept["price"]["count"] == 1 and kept["price"]["taken"] is False, kept
+    with transaction(engine) as connection:
+        connection.execute(update(channels).values(takes='["financial_posting", "price"]'))
+    kept = counted()
+    assert kept["price"]["count"] == 1 and kept["price"]["taken"] is True, kept
+    stage(engine, [price_row("SKU-16", 2, "11.00")])
+    intake.take(engine, None, DEFAULT_KINDS, SystemClock().now())
+    assert counted() == {}

@@ -369,3 +369,40 @@ def test_0028_rebuilds_sqlites_cursors_without_a_rowid_keeping_every_row(
     assert back == before and differences(old, old_again) == []
     assert "WITHOUT ROWID" not in back_forms["channel_aggregates"]
     assert "WHERE" not in back_forms["ix_messages_state_updated_at_id"]
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_0029_marks_the_messages_kept_with_no_delivery(
+    dialect: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Migration 0029 (review 32k finding 1): an accepted message with no delivery on any
+    channel before the upgrade (a posting taken while no channel took postings) is marked
+    ``kept_nowhere``, so ``status``'s ``no-channel:KIND`` still counts it once a channel
+    takes the kind; a message with a delivery and a rejected record are not marked."""
+    from exchange.db.channels import kept_nowhere
+
+    engine = loaded(dialect, request, tmp_path)
+    try:
+        upgrade(engine, "0028")
+        with transaction(engine) as c:
+            kept, kept_id = c.execute(
+                select(messages.c.id, messages.c.message_id)
+                .where(messages.c.kind == "financial_posting", ~messages.c.rejected)
+                .order_by(messages.c.id)
+                .limit(1)
+            ).one()
+            c.execute(delete(deliveries).where(deliveries.c.message_pk == kept))
+        upgrade(engine)
+        with transaction(engine) as c:
+            marked = (
+                c.execute(select(messages.c.id).where(messages.c.kept_nowhere.is_not(None)))
+                .scalars()
+                .all()
+            )
+            counted = kept_nowhere(c, ["price", "financial_posting"], coalescing=["price"])
+    finally:
+        engine.dispose()
+    assert list(marked) == [kept]
+    assert counted == {
+        "financial_posting": {"count": 1, "oldest": kept_id, "taken": True},
+    }

@@ -19,7 +19,7 @@ from exchange.domain.notify import Situation, Told, decide
 from exchange.domain.policy import DEFAULT_KINDS
 from exchange.domain.states import State
 from exchange.intake.staging_table import take
-from exchange.queue.channels import drop
+from exchange.queue.channels import drop, seed
 from exchange.report.notice import Notifier
 from exchange.settings import load_settings
 
@@ -184,8 +184,9 @@ def test_messages_no_channel_takes_are_told_as_status_says_them(
     """Contract 1 (nothing is dropped silently): a posting taken in while the one channel
     takes prices only is kept with no delivery; ``status`` makes it the cause
     ``no-channel:financial_posting``. The e-mail/Telegram notice tells it in ``status``'s own
-    words (``db.channels.kept_nowhere``, ``no_channel_words``), once; and, a channel taking
-    postings again, that it does, with the seed that reaches those kept before."""
+    words (``db.channels.kept_nowhere``, ``no_channel_words``), once; a channel taking
+    postings again ends nothing (the kept one still waits, review 32k); its seed from the
+    kept one does, and that is told."""
     with transaction(engine) as connection:
         connection.execute(update(channels).values(takes='["price"]'))
     stage(engine, [posting_row("ACC-16", 1)])
@@ -206,6 +207,15 @@ def test_messages_no_channel_takes_are_told_as_status_says_them(
     assert not told.step().sent  # the same kept message is no news again
     with transaction(engine) as connection:
         connection.execute(update(channels).values(takes='["price", "financial_posting"]'))
+        kept = connection.execute(
+            select(messages.c.message_id).where(messages.c.kind == "financial_posting")
+        ).scalar_one()
+    clock.advance(60)
+    # A channel taking postings is not enough: the kept one still waits for its seed.
+    assert not told.step().sent
+    seed(engine, "api", settings.policies, now=NOW, from_message=kept)
     clock.advance(60)
     assert told.step().sent
-    assert "- канал принимает financial_posting" in inbox.sent[-1][1], inbox.sent[-1][1]
+    assert (
+        "- сохранённых сообщений вида financial_posting, которые никуда не доставляются, больше нет"
+    ) in " ".join(inbox.sent[-1][1].split()), inbox.sent[-1][1]

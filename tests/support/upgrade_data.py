@@ -357,7 +357,13 @@ def _one_target(c: Connection) -> tuple[list[Any], list[Any]]:
         )
         return list(found), list(cursors)
     channel = "(SELECT min(id) FROM channels)"
-    own = [col.name for col in messages.c if col.name not in DELIVERY_OF_MESSAGE]
+    # The columns of ``messages`` this revision has (``kept_nowhere`` came with 0029).
+    present = {col["name"] for col in sa.inspect(c).get_columns("messages")}
+    own = [
+        col.name
+        for col in messages.c
+        if col.name not in DELIVERY_OF_MESSAGE and col.name in present
+    ]
     picked = ", ".join(
         [f"m.{name}" for name in own]
         + [
