@@ -59,8 +59,8 @@ def built() -> list[str]:
     t = target()
     said: list[Classification] = [
         _unknown_sku("SKU-999"),
-        _already(WB_WORDS),
-        _already(WB_WORDS, 900),
+        _already(WB_WORDS, good()),
+        _already(WB_WORDS, good(), 900),
         _StoreFailed(RuntimeError()).classification,
         t._awaiting(7000001, 3.0),
         t._awaiting(7000001, 3.0, mine=False),
