@@ -534,20 +534,7 @@ class WildberriesTarget:
             if said.nm_id not in held:
                 out[key] = said.settled()
                 continue
-            other = held[said.nm_id]
-            shown = "another price" if other is None else str(other)
-            out[key] = Classification(
-                Verdict.AWAITING,
-                f"Wildberries holds {said.roubles} for nmID {said.nm_id} already, but its price "
-                f"quarantine still holds {shown} for it: confirmed in the seller's cabinet, it "
-                f"would replace {said.roubles}. The seller should take the good out of the "
-                f"quarantine at {said.roubles} there (Цены и скидки → Карантин цен); this price "
-                "waits, uncharged, until the quarantine no longer lists the good, and is "
-                "uploaded again over the held one should that be confirmed",
-                http_status=said.http_status,
-                # Whole seconds, at least one: never due again at once.
-                again_in=float(max(1, math.ceil(self.quarantine_wait))),
-            )
+            out[key] = _behind(said, held[said.nm_id], self.quarantine_wait)
 
     def _judge_task(
         self,
@@ -1654,6 +1641,24 @@ def _unknown_sku(vendor_code: str) -> Classification:
         f"Wildberries' catalogue has no good with vendor code {vendor_code!r}",
         http_status=200,
         reason=Reason.UNKNOWN_SKU,
+    )
+
+
+def _behind(said: _InForce, held: int | None, wait: float) -> Classification:
+    """A price in force waiting behind ``held``, the price WB's quarantine holds for its good
+    (None: a line without ``newPrice``), a look every ``wait`` seconds."""
+    shown = "another price" if held is None else str(held)
+    return Classification(
+        Verdict.AWAITING,
+        f"Wildberries holds {said.roubles} for nmID {said.nm_id} already, but its price "
+        f"quarantine still holds {shown} for it: confirmed in the seller's cabinet, it would "
+        f"replace {said.roubles}. The seller should take the good out of the quarantine at "
+        f"{said.roubles} there (Цены и скидки → Карантин цен); this price waits, uncharged, "
+        "until the quarantine no longer lists the good, and is uploaded again over the held "
+        "one should that be confirmed",
+        http_status=said.http_status,
+        # Whole seconds, at least one: never due again at once.
+        again_in=float(max(1, math.ceil(wait))),
     )
 
 
