@@ -1684,6 +1684,22 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("HTTP 400 {w}: the price is in force already"),
     ),
     (
+        r"Wildberries holds (?P<p>\d+) for nmID (?P<n>\d+) already, but its price quarantine "
+        r"still holds (?P<h>\d+|another price) for it: confirmed in the seller's cabinet, it would "
+        r"replace (?P=p)\. The seller should take the good out of the quarantine at (?P=p) there "
+        r"\(Цены и скидки → Карантин цен\); this price waits, uncharged, until the quarantine "
+        r"no longer lists the good, and is uploaded again over the held one should that be "
+        r"confirmed",
+        N_(
+            "Wildberries holds {p} for nmID {n} already, but its price quarantine still holds "
+            "{h*} for it: confirmed in the seller's cabinet, it would replace {p}. The seller "
+            "should take the good out of the quarantine at {p} there (Цены и скидки → Карантин "
+            "цен); this price waits, uncharged, until the quarantine no longer lists the good, "
+            "and is uploaded again over the held one should that be confirmed"
+        ),
+    ),
+    (r"another price", N_("another price")),
+    (
         r"wb_token_file is not set or empty: Wildberries needs the seller's API token",
         N_("wb_token_file is not set or empty: Wildberries needs the seller's API token"),
     ),

@@ -34,7 +34,8 @@ docs/simulators/wildberries.md, lists each with its test):
 - The price quarantine (§2.4): a new discounted price at most a third of the current one is not
   applied; the good is listed in ``quarantine/goods`` with the old and new price until a newer
   price is uploaded (judged again, against the price in force) or the seller releases it in the
-  cabinet (``release_in_cabinet``).
+  cabinet (``release_in_cabinet``); an upload of the price in force ("already set") releases
+  it only under the switch ``already_set_releases`` (§2.4 does not say).
 - 208 ``alreadyExists`` for an upload identical to one made within ``dedup_window`` (or, with
   ``dedup_by = "goods"``, of the same nmIDs at any price) (§2.5); "already set" is a 400 (§2.5).
 - Faults WB documents: 409 while the account switches currency (§2.1), 422 "Unexpected result"
@@ -214,6 +215,14 @@ class Switches:
     # Simulated seconds from upload to processing (research §2.4, §8: processing time
     # UNCONFIRMED).
     processing_delay: float = 2.0
+    # Whether an upload naming a quarantined good at the price in force ("already set": a 400
+    # for the whole upload, or an unchanged good of a mixed task, skipped or an item error)
+    # releases the good from the quarantine. research §2.4 says "sending another
+    # price/discount via API" releases it; whether the price in force again counts as another
+    # is not said (§2.5 names only the 400 for it): False = the quarantine keeps the held
+    # price (a seller confirming it later puts it live over the price in force), True = the
+    # quarantine lets it go, the price in force stays.
+    already_set_releases: bool = False
 
 
 @dataclass
@@ -612,8 +621,10 @@ class WbSimulator(LoopbackServer):
         if self.switches.unknown_in_mixed == "whole-400" and known and len(known) < len(parsed):
             return _envelope_error(400, INVALID_NM)
         if not changed:
+            self._already_set([g[0] for g in known])
             return _envelope_error(400, ALREADY_SET if len(known) == len(parsed) else ALL_WRONG)
         if self.switches.unchanged_in_mixed == "whole-400" and len(changed) < len(known):
+            self._already_set([g[0] for g in known if g not in changed])
             return _envelope_error(400, ALREADY_SET)
         late = [
             self.faults.late[(g[0], g[1])]
@@ -644,6 +655,13 @@ class WbSimulator(LoopbackServer):
         """A good the upload knows: in the catalogue and not in the trash (fault ``trashed``)."""
         return nm_id in self.goods and nm_id not in self.faults.trashed
 
+    def _already_set(self, nm_ids: list[int]) -> None:
+        """Goods an upload named at the price in force: released from the quarantine when
+        the switch ``already_set_releases`` says so (research §2.4, UNCONFIRMED)."""
+        if self.switches.already_set_releases:
+            for nm_id in nm_ids:
+                self.quarantine.pop(nm_id, None)
+
     def _changes(self, item: tuple[int, int | None, int | None]) -> bool:
         good = self.goods[item[0]]
         price, discount = item[1], item[2]
@@ -667,6 +685,7 @@ class WbSimulator(LoopbackServer):
             new_discount = good.discount if discount is None else discount
             row = _item(nm_id, good.vendor_code, new_price, new_discount, good.currency, None)
             if not self._changes((nm_id, price, discount)):
+                self._already_set([nm_id])
                 if self.switches.unchanged_in_mixed == "item-error":
                     results.append({**row, "status": ITEM_ERROR, "errorText": ALREADY_SET})
                 continue
@@ -1008,6 +1027,11 @@ def main(argv: list[str] | None = None) -> None:
         "--unknown-in-mixed", choices=("skip", "item-error", "whole-400"), default="item-error"
     )
     parser.add_argument("--four-xx-weight", type=int, default=1, help="a 4xx counts as N")
+    parser.add_argument(
+        "--already-set-releases",
+        action="store_true",
+        help="an upload of the price in force releases the good's quarantine",
+    )
     args = parser.parse_args(argv)
     switches = Switches(
         pending_answer=args.pending_answer,
@@ -1018,6 +1042,7 @@ def main(argv: list[str] | None = None) -> None:
         unknown_in_mixed=args.unknown_in_mixed,
         four_xx_weight=args.four_xx_weight,
         processing_delay=args.processing_delay,
+        already_set_releases=args.already_set_releases,
     )
     limits = Limits(period=args.period, requests=args.requests, burst=args.burst)
     sim = WbSimulator(time_scale=args.time_scale, switches=switches, limits=limits)

@@ -619,6 +619,40 @@ def test_quarantine_newer_sharp_price_stays_quarantined(
     assert [(one, 200, 1000)] == [(h["nmID"], h["newPrice"], h["oldPrice"]) for h in held]
 
 
+@pytest.mark.parametrize("how", ["alone", "beside-a-change"])
+@pytest.mark.parametrize(
+    "sim",
+    [
+        {"switches": Switches(already_set_releases=False)},
+        {"switches": Switches(already_set_releases=True)},
+    ],
+    indirect=True,
+    ids=["kept", "released"],
+)
+def test_quarantine_and_an_upload_of_the_price_in_force(
+    sim: WbSimulator, client: httpx.Client, how: str
+) -> None:
+    """research §2.4 (another price releases the quarantine; whether the price in force sent
+    again does is not said), §2.5 ("already set"), §8: switch ``already_set_releases``. 1000
+    in force, 300 held; 1000 uploaded again, alone (400 "already set") or beside a change (a
+    task that skips it): the price in force stays 1000; the quarantine keeps 300, or lets it
+    go."""
+    one, two = nm(sim, "SKU-1"), nm(sim, "SKU-2")
+    processed(sim, client, task_id(upload(client, {"nmID": one, "price": 300})))
+    if how == "alone":
+        answer = upload(client, {"nmID": one, "price": 1000})
+        assert (400, ALREADY_SET) == (answer.status_code, answer.json()["errorText"])
+    else:
+        upload_id = task_id(
+            upload(client, {"nmID": one, "price": 1000}, {"nmID": two, "price": 900})
+        )
+        assert 3 == processed(sim, client, upload_id)["status"]
+    held = client.get(QUARANTINE, params={"limit": 10}).json()["data"]["quarantineGoods"]
+    kept = [] if sim.switches.already_set_releases else [(one, 300, 1000)]
+    assert kept == [(h["nmID"], h["newPrice"], h["oldPrice"]) for h in held]
+    assert 1000 == listed_price(client, one)
+
+
 def test_quarantine_released_in_the_cabinet(sim: WbSimulator, client: httpx.Client) -> None:
     one = nm(sim, "SKU-1")
     processed(sim, client, task_id(upload(client, {"nmID": one, "price": 300})))

@@ -368,3 +368,75 @@ def test_a_withheld_price_the_seller_replaced_in_the_cabinet_ends_cancelled_with
             select(history.c.detail).order_by(history.c.id.desc()).limit(1)
         ).scalar_one()
     assert "another price" in said and "never reached buyers" in said
+
+
+@pytest.mark.parametrize(
+    ("releases", "seller"),
+    [(True, None), (False, "takes-it-out"), (False, "confirms")],
+    ids=["released", "kept-taken-out-at-1000", "kept-confirmed"],
+)
+def test_a_price_in_force_behind_an_earlier_quarantined_one_is_settled_only_once_wb_lets_it_go(
+    db_url: str, engine: Engine, wb: WbSimulator, releases: bool, seller: str | None
+) -> None:
+    """Issue 32k finding 2 (contract 13, 14): v1 = 1000 live, v2 = 300 withheld in WB's price
+    quarantine, v3 = 1000 answered "already set". Whether that releases the quarantine is not
+    said (research §2.4; the simulator's ``already_set_releases``, both ways). Released, v3
+    is delivered and v2 superseded. Kept (WB still holds 300, which a seller's confirmation
+    would put live over 1000), v3 is never delivered and v2 stays withheld; once the seller
+    takes the good out at 1000, v3 is delivered (v2 superseded); if the seller confirms 300
+    instead, v2 is live and v3 is uploaded over it: 1000 ends in force either way."""
+    wb.limits = Limits(period=1.0, requests=1000, burst=100)
+    wb.switches.already_set_releases = releases
+    good = wb.by_vendor_code("SKU-1").nm_id  # type: ignore[union-attr]
+
+    def deliver(rows: list[Any], seconds: float) -> None:
+        worker = make_worker(db_url, engine, wb)
+        sending = worker.loop.target
+        assert isinstance(sending, WildberriesTarget)
+        sending.first_poll = sending.poll_every = sending.quarantine_wait = 0.2
+        stage(engine, rows)
+        run_worker(worker, lambda w: run_until_idle(w, max_seconds=seconds, poll_interval=0.05))
+
+    deliver([price_row("SKU-1", 1, "1000.00")], 15)
+    deliver([price_row("SKU-1", 2, "300.00")], 15)
+    assert {("SKU-1", 1): ("delivered", None), ("SKU-1", 2): ("withheld", None)} == states(engine)
+    deliver([price_row("SKU-1", 3, "1000.00")], 15 if releases else 3)
+
+    found = states(engine)
+    if releases:
+        assert ("cancelled", "superseded") == found[("SKU-1", 2)]
+        assert ("delivered", None) == found[("SKU-1", 3)]
+        assert good not in wb.quarantine
+        return
+    assert 300 == wb.quarantine[good]["newPrice"], "WB still holds the earlier price"
+    assert ("withheld", None) == found[("SKU-1", 2)], "v2 is still WB's to release"
+    assert ("delayed", None) == found[("SKU-1", 3)], "never settled while WB holds 300"
+    with transaction(engine, read_only=True) as connection:
+        said, attempts = connection.execute(
+            select(deliveries.c.last_error, deliveries.c.attempts)
+            .join(messages, messages.c.id == deliveries.c.message_pk)
+            .where(messages.c.aggregate == "SKU-1", messages.c.version == 3)
+        ).one()
+    assert "quarantine still holds 300" in said and "Карантин цен" in said, said
+    assert 0 == attempts, "the wait is not charged"
+
+    if seller == "confirms":
+        wb.release_in_cabinet(good)  # 300 live: v2 went live, and v3 is uploaded over it
+        target = make_worker(db_url, engine, wb).loop.target
+
+        async def check() -> int:
+            try:
+                return await recheck(engine, target, lambda: datetime.now(UTC))
+            finally:
+                await target.aclose()
+
+        assert 1 == asyncio.run(check())
+    else:
+        wb.price_in_cabinet(good, 1000)  # taken out of the quarantine at 1000
+    deliver([], 15)
+
+    found = states(engine)
+    assert ("delivered", None) == found[("SKU-1", 3)]
+    v2 = ("delivered", None) if seller == "confirms" else ("cancelled", "superseded")
+    assert v2 == found[("SKU-1", 2)]
+    assert (1000, False) == (wb.goods[good].price, good in wb.quarantine)

@@ -927,6 +927,66 @@ def test_two_withheld_versions_of_one_good_are_each_asked_at_their_own_price(
     assert [Shown.UNKNOWN, Shown.LIVE] == shown
 
 
+QUARANTINE = "/api/v2/quarantine/goods"
+
+
+@pytest.mark.parametrize("how", ["alone", "skip", "item-error", "whole-400"])
+@pytest.mark.parametrize("releases", [False, True], ids=["kept", "released"])
+def test_a_price_in_force_is_never_settled_while_wbs_quarantine_holds_an_earlier_one(
+    sim: WbSimulator, releases: bool, how: str
+) -> None:
+    """Issue 32k finding 2 (contract 13, 14): 1000 in force, v2 = 300 withheld in WB's price
+    quarantine, v3 = 1000 found in force ("already set" alone, or beside a change: skipped,
+    an item error, or the whole upload refused; research §2.5, §8). Whether that releases the
+    quarantine is not said (research §2.4; switch ``already_set_releases``, both ways). WB's
+    quarantine is read before v3 is settled: let go, v3 is delivered; still holding 300 (a
+    seller confirming it would put it live over 1000), v3 waits, uncharged, in words that say
+    so, and is delivered once the seller takes the good out of the quarantine at 1000."""
+    sim.switches.already_set_releases = releases
+    if how != "alone":
+        sim.switches.unchanged_in_mixed = how  # type: ignore[assignment]
+    store = MemoryWbStore()
+    good = nm(sim, "SKU-1")
+    make_t = lambda: make(sim, store, poll_at_once=True)  # noqa: E731
+    (v2,) = send(make_t(), price("SKU-1", 2, "300.00"))
+    assert Verdict.WITHHELD == v2.verdict
+    beside = [] if how == "alone" else [price("SKU-2", 1, "900.00")]
+    reads = sim.requests[QUARANTINE]
+
+    v3, *others = send(make_t(), price("SKU-1", 3, "1000.00"), *beside)
+
+    assert [Verdict.DELIVERED] * len(beside) == [a.verdict for a in others], others
+    assert 1000 == sim.goods[good].price
+    assert reads + 1 == sim.requests[QUARANTINE], "WB's quarantine read once before settling"
+    if releases:
+        assert Verdict.DELIVERED == v3.verdict, v3
+        assert good not in sim.quarantine
+        return
+    assert 300 == sim.quarantine[good]["newPrice"], "WB still holds the earlier price"
+    assert Verdict.AWAITING == v3.verdict, "never delivered while WB's quarantine holds 300"
+    assert "300" in v3.detail and "Карантин цен" in v3.detail and v3.again_in
+    assert quarantined_as(v3) is None
+    sim.price_in_cabinet(good, 1000)  # the seller takes the good out of the quarantine
+    (again,) = send(make_t(), price("SKU-1", 3, "1000.00"))
+    assert Verdict.DELIVERED == again.verdict, again
+
+
+def test_a_price_in_force_is_not_settled_on_a_quarantine_list_it_cannot_read(
+    sim: WbSimulator,
+) -> None:
+    """Issue 32k finding 2, review 32c finding 6: the quarantine list answers an empty 200
+    while v2 = 300 is withheld and v3 = 1000 is "already set": v3 is not delivered (unknown,
+    in the list's words), never settled on a list that was not read."""
+    store = MemoryWbStore()
+    send(make(sim, store, poll_at_once=True), price("SKU-1", 2, "300.00"))
+    sim.faults.quarantine_unreadable = True
+
+    (v3,) = send(make(sim, store, poll_at_once=True), price("SKU-1", 3, "1000.00"))
+
+    assert Verdict.UNKNOWN == v3.verdict, v3
+    assert "quarantineGoods" in v3.detail
+
+
 def test_a_sale_lock_is_temporary_and_charged_in_wbs_words(sim: WbSimulator) -> None:
     sim.lock_for_sale(nm(sim, "SKU-1"))
 

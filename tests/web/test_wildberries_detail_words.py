@@ -21,6 +21,7 @@ from exchange.targets.wildberries.store import MemoryWbStore
 from exchange.targets.wildberries.target import (
     WildberriesTarget,
     _already,
+    _behind,
     _Good,
     _Price,
     _StoreFailed,
@@ -59,8 +60,10 @@ def built() -> list[str]:
     t = target()
     said: list[Classification] = [
         _unknown_sku("SKU-999"),
-        _already(WB_WORDS),
-        _already(WB_WORDS, 900),
+        _already(WB_WORDS, good()),
+        _already(WB_WORDS, good(), 900),
+        _behind(_already(WB_WORDS, good()), 300, 300.0),
+        _behind(_already(WB_WORDS, good()), None, 300.0),
         _StoreFailed(RuntimeError()).classification,
         t._awaiting(7000001, 3.0),
         t._awaiting(7000001, 3.0, mine=False),

@@ -28,16 +28,20 @@ per good. How one ``send`` goes:
    a good holding this price is delivered; one holding another (a later task set it, or the
    old task failed it: a sale lock lifted since) waits, uncharged, to be uploaded again once
    WB makes a new task (``_replayed``). "Already set" is delivered; for several goods the
-   catalogue is read back, and the rest uploaded again (one by one if refused again). "All
-   item Nos. are specified incorrectly, or … already set" (no such good, OR nothing changes)
-   rebuilds the map and is delivered only when the good's price read back is the one sent,
-   else unknown (``unknown-response``). A validation 400 ("Invalid item No.", "Invalid price
+   catalogue is read back, and the rest uploaded again (one by one if refused again). A price
+   found in force this way (or left out of a task, or by a 208's task, or a lost task's)
+   is delivered only once WB's price quarantine holds nothing else for its good; else it
+   waits, uncharged, while the earlier price there stays withheld (``_behind_quarantine``).
+   "All item Nos. are specified incorrectly, or … already set" (no such good, OR nothing
+   changes) rebuilds the map and is delivered only when the good's price read back is the one
+   sent, else unknown (``unknown-response``). A validation 400 ("Invalid item No.", "Invalid price
    value": the whole upload refused, no good named) halves the upload to find the bad goods
    (at most ``SPLITS`` more uploads); the others go.
 
 Each good's line in a processed task (``history/goods/task``): updated -> DELIVERED; a good
 a task with errors (status 5 or 6) lists no line for: its price read back, DELIVERED only
-when WB holds it, else unknown; "already set" -> DELIVERED; price quarantine -> WITHHELD
+when WB holds it, else unknown; "already set" -> DELIVERED (once WB's price quarantine
+holds no other price for the good, ``_behind_quarantine``); price quarantine -> WITHHELD
 (until the ``nmID`` leaves ``/api/v2/quarantine/goods``, or a newer price is delivered; a
 quarantine list it cannot read is a failed read, never "none held"); a sale lock -> TEMPORARY
 (charged: it ends ``retry-limit`` with WB's words); an ``nmID`` refused -> the map rebuilt and
@@ -123,6 +127,33 @@ class _Price:
 class _Good:
     price: _Price
     nm_id: int
+
+
+@dataclass(slots=True)
+class _InForce(Classification):
+    """A price found in force on WB without this upload applying it ("already set", a good a
+    task left out or skipped, a 208's task, a lost task whose price WB holds): delivered only
+    once WB's price quarantine is read and holds no other price for the good
+    (``_behind_quarantine``). ``nm_id`` and ``roubles``: the good and the price."""
+
+    nm_id: int = 0
+    roubles: int = 0
+
+    def settled(self) -> Classification:
+        return Classification(
+            self.verdict, self.detail, http_status=self.http_status, receipt=self.receipt
+        )
+
+
+def _in_force(said: Classification, good: _Good) -> _InForce:
+    return _InForce(
+        Verdict.DELIVERED,
+        said.detail,
+        http_status=said.http_status,
+        receipt=said.receipt,
+        nm_id=good.nm_id,
+        roubles=good.price.roubles,
+    )
 
 
 class _Answer(Exception):
@@ -226,6 +257,7 @@ class WildberriesTarget:
         lost_hold: float | None = None,
         poll_at_once: bool = False,
         refused_wait: float = 300.0,
+        quarantine_wait: float = 300.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         max_goods: int = MAX_GOODS,
     ) -> None:
@@ -237,8 +269,9 @@ class WildberriesTarget:
         (default: ``task_timeout``); ``poll_at_once``: look once right after the upload (a
         test whose simulator processes at once); ``refused_wait``: seconds between health
         checks while WB refuses the same token (the channel's ``retry_max_delay``);
-        ``max_goods``: goods an upload at most (WB's 1,000; fewer for a bench whose limits
-        are lowered)."""
+        ``quarantine_wait``: seconds between looks while a price in force waits behind another
+        one WB's price quarantine holds for its good (``_behind_quarantine``); ``max_goods``:
+        goods an upload at most (WB's 1,000; fewer for a bench whose limits are lowered)."""
         self.url = url.rstrip("/")
         self._token_source = token
         self._token = self._read_token()
@@ -273,6 +306,7 @@ class WildberriesTarget:
         self._pacer: Pacer = UNPACED
         self._refused_nm = False  # WB refused an nmID: the next lookup rebuilds the map
         self.refused_wait = refused_wait
+        self.quarantine_wait = quarantine_wait
         # The token WB refused (401/403) at a health check, when, and its answer.
         self._refused: tuple[str | None, datetime, Classification] | None = None
         self._rebuild_lock: asyncio.Lock | None = None
@@ -464,7 +498,43 @@ class WildberriesTarget:
         step = self.max_goods
         for chunk in [upload[i : i + step] for i in range(0, len(upload), step)]:
             out.update(await self._upload(chunk))
+        await self._behind_quarantine(out)
         return out
+
+    async def _behind_quarantine(self, out: dict[str, Classification]) -> None:
+        """The prices found in force without this upload applying them (``_InForce``) are
+        delivered only when WB's price quarantine (``/api/v2/quarantine/goods``, one read for
+        all of them, within the budget) holds nothing for their good. research §2.4: another
+        price sent releases the quarantine; whether the price in force sent again ("already
+        set") does is not said (the simulator's ``already_set_releases``). Still listed, the
+        held price (an earlier version's: 1000 in force, 300 withheld, 1000 again) would go
+        live over this one if the seller confirmed it, and the earlier version would have been
+        superseded by a delivery that settled nothing (issue 32k finding 2). So this price
+        waits, uncharged (``AWAITING``), a look every ``quarantine_wait`` seconds, and the
+        earlier version stays withheld, until the quarantine lets the good go: taken out at
+        this price in the cabinet, this price is delivered then; confirmed, the held price is
+        live and this one is uploaded over it. A 429 is waited out (the budget bars requests
+        for WB's wait: a 4xx "already set" may have cost ten, research §2.3, §8) and the list
+        read once more; a list it cannot read is its failure, for these goods alone."""
+        waiting = {key: said for key, said in out.items() if isinstance(said, _InForce)}
+        if not waiting:
+            return
+        try:
+            try:
+                held = await self._quarantine()
+            except _Answer as failed:
+                if failed.classification.http_status != 429:
+                    raise
+                held = await self._quarantine()
+        except _Answer as failed:
+            for key in waiting:
+                out[key] = failed.classification
+            return
+        for key, said in waiting.items():
+            if said.nm_id not in held:
+                out[key] = said.settled()
+                continue
+            out[key] = _behind(said, held[said.nm_id], self.quarantine_wait)
 
     def _judge_task(
         self,
@@ -533,6 +603,8 @@ class WildberriesTarget:
                 meaning, said = answers.item_error(row, upload_id)
                 if meaning == "refused-nm":
                     refused.append(g)
+                if meaning == "already-set":
+                    said = _in_force(said, g)
                 out[g.price.message.message_id] = said
 
     async def _stuck(
@@ -584,12 +656,15 @@ class WildberriesTarget:
             if not mine:
                 again.append(g)  # the lost task landed, or is taken for never applied
             elif landed:
-                out[message_id] = Classification(
-                    Verdict.DELIVERED,
-                    f"Wildberries' catalogue holds {holds} for nmID {g.nm_id}: {which} has "
-                    "landed, the price is in force",
-                    http_status=200,
-                    receipt=receipt,
+                out[message_id] = _in_force(
+                    Classification(
+                        Verdict.DELIVERED,
+                        f"Wildberries' catalogue holds {holds} for nmID {g.nm_id}: {which} has "
+                        "landed, the price is in force",
+                        http_status=200,
+                        receipt=receipt,
+                    ),
+                    g,
                 )
             else:
                 out[message_id] = Classification(
@@ -622,12 +697,15 @@ class WildberriesTarget:
             message_id = g.price.message.message_id
             now = held.get(g.nm_id)
             if now == g.price.roubles:
-                out[message_id] = Classification(
-                    Verdict.DELIVERED,
-                    f"Wildberries' task {upload_id} has no line for nmID {g.nm_id}; its "
-                    f"catalogue holds {now} for it: the price is in force",
-                    http_status=200,
-                    receipt=f"wb-task:{upload_id}",
+                out[message_id] = _in_force(
+                    Classification(
+                        Verdict.DELIVERED,
+                        f"Wildberries' task {upload_id} has no line for nmID {g.nm_id}; its "
+                        f"catalogue holds {now} for it: the price is in force",
+                        http_status=200,
+                        receipt=f"wb-task:{upload_id}",
+                    ),
+                    g,
                 )
                 continue
             holds = "its catalogue does not list it" if now is None else f"WB holds {now} for it"
@@ -662,13 +740,16 @@ class WildberriesTarget:
         again: list[_Good] = []
         for g, upload_id in goods:
             if held.get(g.nm_id) == g.price.roubles:
-                out[g.price.message.message_id] = Classification(
-                    Verdict.DELIVERED,
-                    f"Wildberries answered 208 with task {upload_id}, whose lines give no price "
-                    f"for nmID {g.nm_id}; its catalogue holds {g.price.roubles} for it: the price "
-                    "is in force",
-                    http_status=208,
-                    receipt=f"wb-task:{upload_id}",
+                out[g.price.message.message_id] = _in_force(
+                    Classification(
+                        Verdict.DELIVERED,
+                        f"Wildberries answered 208 with task {upload_id}, whose lines give no "
+                        f"price for nmID {g.nm_id}; its catalogue holds {g.price.roubles} for "
+                        "it: the price is in force",
+                        http_status=208,
+                        receipt=f"wb-task:{upload_id}",
+                    ),
+                    g,
                 )
             else:
                 again.append(g)
@@ -933,7 +1014,7 @@ class WildberriesTarget:
         rest: list[_Good] = []
         for g in goods:
             if held.get(g.nm_id) == g.price.roubles:
-                out[g.price.message.message_id] = _already(words, g.price.roubles)
+                out[g.price.message.message_id] = _already(words, g, g.price.roubles)
             else:
                 rest.append(g)
         if rest:
@@ -982,13 +1063,16 @@ class WildberriesTarget:
             if g.nm_id not in held:
                 continue  # not listed: the usual poll reads the task's line for it
             if held[g.nm_id] == g.price.roubles:
-                out[g.price.message.message_id] = Classification(
-                    Verdict.DELIVERED,
-                    f"Wildberries answered 208 with task {upload_id}, an identical upload made "
-                    f"before; its catalogue holds {g.price.roubles} for nmID {g.nm_id}: the "
-                    "price is in force",
-                    http_status=208,
-                    receipt=f"wb-task:{upload_id}",
+                out[g.price.message.message_id] = _in_force(
+                    Classification(
+                        Verdict.DELIVERED,
+                        f"Wildberries answered 208 with task {upload_id}, an identical upload "
+                        f"made before; its catalogue holds {g.price.roubles} for nmID {g.nm_id}: "
+                        "the price is in force",
+                        http_status=208,
+                        receipt=f"wb-task:{upload_id}",
+                    ),
+                    g,
                 )
                 continue
             why = failed.get(g.nm_id) or (
@@ -1073,7 +1157,7 @@ class WildberriesTarget:
         refused a change for a reason it did not give: unknown (contract 5), never delivered."""
         message_id = good.price.message.message_id
         if answers.ALREADY_SET in words.lower() and answers.ALL_WRONG not in words:
-            return {message_id: _already(words)}
+            return {message_id: _already(words, good)}
         out: dict[str, Classification] = {}
         again = await self._again([good], out)
         if again:
@@ -1082,7 +1166,7 @@ class WildberriesTarget:
             return out
         now = (await self._held_prices({good.nm_id})).get(good.nm_id)
         if now == good.price.roubles:
-            return {message_id: _already(words, now)}
+            return {message_id: _already(words, good, now)}
         holds = "shows no price for it" if now is None else f"holds {now} for it"
         return {
             message_id: Classification(
@@ -1293,11 +1377,16 @@ class WildberriesTarget:
     # -- withheld (contract 13) ------------------------------------------------------------
 
     async def quarantined(self) -> set[int]:
-        """The ``nmID``s in WB's price quarantine now (``/api/v2/quarantine/goods``, paged).
-        An answer without the ``quarantineGoods`` list (an empty or odd 200) is a failed read,
-        raised as unknown, never "nothing in quarantine" (review 32c finding 6: a price WB
-        still withheld ended superseded)."""
-        held: set[int] = set()
+        """The ``nmID``s in WB's price quarantine now (``_quarantine``)."""
+        return set(await self._quarantine())
+
+    async def _quarantine(self) -> dict[int, int | None]:
+        """WB's price quarantine now (``/api/v2/quarantine/goods``, paged): each ``nmID`` and
+        the price it holds (``newPrice``; None when the line gives none). An answer without
+        the ``quarantineGoods`` list (an empty or odd 200) is a failed read, raised as unknown,
+        never "nothing in quarantine" (review 32c finding 6: a price WB still withheld ended
+        superseded)."""
+        held: dict[int, int | None] = {}
         offset = 0
         while True:
             response = await self._call(
@@ -1318,9 +1407,9 @@ class WildberriesTarget:
                         http_status=response.status_code,
                     )
                 )
-            held |= {
-                g["nmID"] for g in page if isinstance(g, dict) and isinstance(g.get("nmID"), int)
-            }
+            for line in page:
+                if isinstance(line, dict) and isinstance(line.get("nmID"), int):
+                    held[line["nmID"]] = _line_price({"price": line.get("newPrice")})
             if len(page) < PAGE:
                 return held
             offset += PAGE
@@ -1555,10 +1644,33 @@ def _unknown_sku(vendor_code: str) -> Classification:
     )
 
 
-def _already(words: str, held: int | None = None) -> Classification:
-    read = f" (its catalogue holds {held})" if held is not None else ""
+def _behind(said: _InForce, held: int | None, wait: float) -> Classification:
+    """A price in force waiting behind ``held``, the price WB's quarantine holds for its good
+    (None: a line without ``newPrice``), a look every ``wait`` seconds."""
+    shown = "another price" if held is None else str(held)
     return Classification(
-        Verdict.DELIVERED,
-        f"HTTP 400 {words}: the price is in force already{read}",
-        http_status=400,
+        Verdict.AWAITING,
+        f"Wildberries holds {said.roubles} for nmID {said.nm_id} already, but its price "
+        f"quarantine still holds {shown} for it: confirmed in the seller's cabinet, it would "
+        f"replace {said.roubles}. The seller should take the good out of the quarantine at "
+        f"{said.roubles} there (Цены и скидки → Карантин цен); this price waits, uncharged, "
+        "until the quarantine no longer lists the good, and is uploaded again over the held "
+        "one should that be confirmed",
+        http_status=said.http_status,
+        # Whole seconds, at least one: never due again at once.
+        again_in=float(max(1, math.ceil(wait))),
+    )
+
+
+def _already(words: str, good: _Good, held: int | None = None) -> _InForce:
+    """WB's "already set": the price is in force, settled once its quarantine is read
+    (``_behind_quarantine``)."""
+    read = f" (its catalogue holds {held})" if held is not None else ""
+    return _in_force(
+        Classification(
+            Verdict.DELIVERED,
+            f"HTTP 400 {words}: the price is in force already{read}",
+            http_status=400,
+        ),
+        good,
     )
