@@ -2126,6 +2126,19 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "quarantined if it still breaks the rule {l} s from now, not charged"
         ),
     ),
+    # issue 32: a rule of two price types refuses the dependent one alone (an old price)
+    (
+        r"(?P<b>.+); only this price is quarantined: (?P<g>.+) went without it",
+        N_("{b*}; only this price is quarantined: {g} went without it"),
+    ),
+    (
+        r"(?P<t>\S+) refused its item by a rule of (?P<f>.+?) \((?P<d>.+)\): only (?P=f) is "
+        r"quarantined; this price goes again without it in (?P<w>\S+) s, not charged",
+        N_(
+            "{t^} refused its item by a rule of {f} ({d*}): only {f} is quarantined; this "
+            "price goes again without it in {w} s, not charged"
+        ),
+    ),
     (
         r"waits for (?P<m>\S+) \(price type (?P<pt>'.*?'), version (?P<v>\d+)\), still to be "
         r"given to (?P<t>\S+): alone it breaks a rule \((?P<b>.+)\); both go together, looked "

@@ -65,6 +65,7 @@ ARTICLES_UNREAD = "ArticlesUnread"  # error_class: the service's database gave n
 AWAITING_PRICE = "AwaitingPrice"  # error_class: an item waits for a price of its SKU (issue 32)
 MOST_WAIT = 60.0  # seconds an item waits for another price of its SKU before it looks again
 COMPANION_GRACE = 600.0  # seconds a price broken beside a known one waits for 1C's next package
+AFTER_RULE_REFUSAL = 1.0  # seconds before a price goes again without its refused dependent one
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,11 @@ class Channel:
     currency: str = "RUB"
     sku_source: str = "sku"  # sku | article
     rounding: str = "none"  # none | half-up | down
+    # The fields whose rule depends on another's (an old price on the price, a minimum on it):
+    # field -> what the item carries without a valid price of that type (``Decimal(0)``: sent
+    # as "none", Ozon's old_price "0", Yandex's discountBase left out; None: left out). Where a
+    # rule breaks with one of these new beside the price, only it is refused (``_split``).
+    dependent: Mapping[str, Decimal | None] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -90,6 +96,7 @@ class Item:
     carried: list[OutgoingMessage] = field(default_factory=list)  # delivered with this item
     new: set[str] = field(default_factory=set)  # the fields the carried messages set
     versions: dict[str, int] = field(default_factory=dict)  # field -> the version it carries
+    fields_of: dict[str, str] = field(default_factory=dict)  # carried message_id -> its field
 
 
 @dataclass(slots=True)
@@ -146,6 +153,36 @@ def invalid(detail: str) -> Classification:
 def spread(item: Item, verdict: Classification) -> dict[str, Classification]:
     """The item's verdict, for every delivery it carried as new."""
     return {message.message_id: verdict for message in item.carried}
+
+
+def spread_rule(
+    item: Item, channel: Channel, verdict: Classification, about: Iterable[str]
+) -> dict[str, Classification]:
+    """The marketplace's own refusal of an item by a price rule (``channel-rule``), decided as
+    the rule is before sending (``_split``, issue 32): where the item carried as new a price
+    valid on its own beside dependent ones (``Channel.dependent``), only the dependent ones
+    take the refusal; the others wait a moment (``AWAITING``, not charged) and go again
+    without them, beside the last valid price of their type (the known prices: a refused one
+    never is), so 1C's correction of the dependent price later goes beside a delivered price.
+    ``about``: the dependent fields the refusal names (none: it concerns the price itself).
+    Otherwise every delivery the item carried takes it (``spread``)."""
+    named = set(about) & set(channel.dependent)
+    carried, fields_of = item.carried, item.fields_of
+    dependent = [m for m in carried if fields_of.get(m.message_id) in named]
+    if not dependent or len(dependent) == len(carried):
+        return spread(item, verdict)
+    out = {message.message_id: verdict for message in dependent}
+    fields = ", ".join(sorted({fields_of[m.message_id] for m in dependent}))
+    again = Classification(
+        Verdict.AWAITING,
+        f"{channel.target} refused its item by a rule of {fields} ({verdict.detail}): only "
+        f"{fields} is quarantined; this price goes again without it in "
+        f"{AFTER_RULE_REFUSAL:g} s, not charged",
+        again_in=AFTER_RULE_REFUSAL,
+        error_class=AWAITING_PRICE,
+    )
+    out.update((m.message_id, again) for m in carried if m not in dependent)
+    return out
 
 
 def build(
@@ -205,7 +242,16 @@ def build(
                 continue
             item.offer_id = article
         broken = rule(item) if rule is not None else None
-        if broken is not None:
+        if broken is not None and rule is not None:
+            # Both new in this item (none taken along waiting for 1C's next package, which
+            # keeps its own wait below): only the dependent price that broke the rule stays.
+            together = all(e[0].receipt != AWAITS_COMPANION for e in entries)
+            split = _split(item, entries, channel, held.get(sku, ()), rule) if together else None
+            if split is not None:
+                going, refused = split
+                ready.append(going)
+                answers.update(refused)
+                continue
             own = [e for e in entries if e[0].receipt != AWAITS_COMPANION]
             if own and len(own) < len(entries):
                 # Companions taken early by the claim (``AWAITS_COMPANION``) go only where
@@ -234,6 +280,63 @@ def build(
     return Built(ready, answers, broken_by)
 
 
+def _split(
+    item: Item,
+    entries: Sequence[tuple[OutgoingMessage, str, Decimal]],
+    channel: Channel,
+    known: Iterable[KnownPrice],
+    rule: Rule,
+) -> tuple[Item, dict[str, Classification]] | None:
+    """The item's rule decided price type by price type (issue 32, contract 14): an item that
+    carries as new both a price valid on its own (``price``, ``value``) and a dependent one
+    (``Channel.dependent``: an old price, a minimum) that breaks a rule beside it goes without
+    the dependent one, which alone is ``invalid-for-channel``. Without it, the item carries the
+    last valid price of its type (the known one, where the rule holds with it), else none
+    (Ozon's old_price "0", Yandex Market without discountBase: research §1.1/§1.6.3, §3.6.2).
+    Each dependent price that keeps the rule beside the others still goes. None: nothing to
+    split (no dependent price new beside an independent one, or the rule breaks without them
+    too: the whole item's verdict stands)."""
+    dependent = [e for e in entries if e[1] in channel.dependent]
+    own = [e for e in entries if e[1] not in channel.dependent]
+    if not dependent or not own:
+        return None
+    going = _item(item.sku, own, channel, known)
+    going.offer_id = item.offer_id
+    if rule(going) is not None:
+        # The last valid price of the dependent types does not hold beside the new ones
+        # either: the item goes without them (no version older than the refused one is
+        # ever sent in its place).
+        for message, mapped, _ in dependent:
+            none = channel.dependent[mapped]
+            if none is None:
+                going.prices.pop(mapped, None)
+                going.versions.pop(mapped, None)
+            else:
+                going.prices[mapped] = none
+                going.versions[mapped] = max(message.version, going.versions.get(mapped, 0))
+        if rule(going) is not None:
+            return None
+    refused: dict[str, Classification] = {}
+    for message, mapped, fitted in dependent:
+        trial = Item(
+            going.sku,
+            going.offer_id,
+            {**going.prices, mapped: fitted},
+            [*going.carried, message],
+            {*going.new, mapped},
+            {**going.versions, mapped: message.version},
+            {**going.fields_of, message.message_id: mapped},
+        )
+        why = rule(trial)
+        if why is None:
+            going = trial
+            continue
+        refused[message.message_id] = invalid(
+            f"{why}; only this price is quarantined: {', '.join(sorted(going.new))} went without it"
+        )
+    return going, refused
+
+
 def _item(
     sku: str,
     entries: Sequence[tuple[OutgoingMessage, str, Decimal]],
@@ -248,6 +351,7 @@ def _item(
         item.new.add(mapped)
         item.versions[mapped] = message.version
         item.carried.append(message)
+        item.fields_of[message.message_id] = mapped
     for held in sorted(known, key=lambda k: (k.sku, k.price_type, k.version)):
         mapped_ = channel.price_types.get(held.price_type)
         if mapped_ is None or mapped_ in item.new:

@@ -64,6 +64,18 @@ RULES: dict[str, str] = {
     ),
     "price_out_of_range": "Цена ниже или выше порога категории.",
 }
+# The dependent price each rule of two price types concerns (issue 32: only it is refused
+# where it was new beside the price); a code not here concerns the price itself.
+RULE_FIELDS: dict[str, str] = {
+    "discount_for_low_price_is_too_small": "old_price",
+    "discount_for_average_price_is_too_small": "old_price",
+    "discount_for_top_price_is_too_small": "old_price",
+    "discount_too_big": "old_price",
+    "old_price_less_than_price": "old_price",
+    "min_auto_price_too_small": "min_price",
+    "min_auto_price_too_big": "min_price",
+    "price_less_than_min_auto_price": "min_price",
+}
 NOT_FOUND = "NOT_FOUND_ERROR"
 # §1.3/§1.4: the per-item limit, in the table's words and as integrators saw it live (wrapped
 # in "price-batch-set for seller api: rpc error: code = ResourceExhausted desc = …").
@@ -96,6 +108,9 @@ class ItemAnswer:
     verdict: Classification
     limited: bool = False
     updated: bool = False
+    # A price rule's refusal: the dependent fields its codes concern (``RULE_FIELDS``); empty
+    # when any code concerns the price itself.
+    rule_fields: frozenset[str] = frozenset()
 
 
 def item_answer(result: Any) -> ItemAnswer:
@@ -146,7 +161,10 @@ def item_answer(result: Any) -> ItemAnswer:
                 http_status=200,
                 error_class="OzonPriceRule",
                 reason=Reason.CHANNEL_RULE,
-            )
+            ),
+            rule_fields=frozenset(
+                RULE_FIELDS[code] for code, _ in known if all(c in RULE_FIELDS for c, _ in known)
+            ),
         )
     said = "; ".join(f"{code}: {message}"[:200] for code, message in codes) or "no error given"
     return ItemAnswer(

@@ -45,7 +45,15 @@ from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ReadBackFailed
 from exchange.targets.base import UNPACED, HeldPrice, OutgoingMessage, Pacer
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
-from exchange.targets.marketplace.items import Channel, Item, by_sku, gather, sku_of, spread
+from exchange.targets.marketplace.items import (
+    Channel,
+    Item,
+    by_sku,
+    gather,
+    sku_of,
+    spread,
+    spread_rule,
+)
 from exchange.targets.marketplace.money import Money, text
 from exchange.targets.ozon.answers import (
     CIRCLE,
@@ -93,6 +101,10 @@ MAX_ITEMS = 1000  # §1.1
 SPLITS = 20
 # §1.1: money as strings, "до двух знаков после точки"; old_price "0" clears it.
 MONEY = {"price": Money(2), "old_price": Money(2, zero=True), "min_price": Money(2)}
+# The prices whose rules depend on ``price`` (contract 14, issue 32): a new one that breaks a
+# rule beside a new price is refused alone; without it the item carries the last valid one,
+# else old_price "0" (§1.1, §1.6.3: no old price) and no min_price (Ozon keeps its own).
+DEPENDENT: dict[str, Decimal | None] = {"old_price": Decimal(0), "min_price": None}
 USER_AGENT = "exchange (1C prices)"
 
 ApiKey = Callable[[], str | None]
@@ -209,6 +221,7 @@ class OzonTarget:
             currency=currency,
             sku_source=sku_source,
             rounding=rounding,
+            dependent=DEPENDENT,
         )
         self.known, self.delivered, self.articles = known, delivered, articles
         self.waiting = waiting
@@ -668,6 +681,11 @@ class OzonTarget:
                 verdict = self._held(until - now, refused=True)
                 verdict.http_status = 200
                 verdict.receipt = refused_receipt(now)
+            elif answer.rule_fields:
+                # A rule of two price types: only the dependent price new in the item takes
+                # it, the price goes again without it (contract 14, issue 32).
+                answers.update(spread_rule(item, self.channel, verdict, answer.rule_fields))
+                continue
             answers.update(spread(item, verdict))
 
     async def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:

@@ -117,6 +117,10 @@ MONEY = {
     "minimumForBestseller": Money(places=MAX_DIGITS),
 }
 FIELDS = ("value", "discountBase", "minimumForBestseller")
+# The prices whose rules depend on ``value`` (contract 14, issue 32): a new one that breaks a
+# rule beside a new value is refused alone; without it the item carries the last valid one,
+# else no discount (discountBase 0: left out of the update, §3.1, §3.6.2).
+DEPENDENT: dict[str, Decimal | None] = {"discountBase": Decimal(0)}
 TRIES = 4  # sends of one request through 420s (waited out) before its 420 is the verdict
 RESENDS = 3  # rounds of "a 400 named some offers: the rest sent again"
 # Requests one refused update may add, halving itself to find the offers a 400 naming none
@@ -352,6 +356,7 @@ class YandexMarketTarget:
             currency=currency,
             sku_source=sku_source,
             rounding=rounding,
+            dependent=DEPENDENT,
         )
         self.currency_id = RUR if currency == "RUB" else currency
         self.articles = articles

@@ -1,0 +1,252 @@
+"""Issue 32 (a seller's finding): a rule that combines two price types of one item (Ozon's gap
+between ``price`` and ``old_price``, research §1.1/§1.4; Yandex Market's discount of 5-99 %
+between ``value`` and ``discountBase``, §3.1) quarantines only the price type that broke it.
+Where both are new in one item, that is the dependent one (the old price: the retail price is
+valid on its own); the retail price goes with the last valid old price, or without one (Ozon's
+``old_price`` "0", §1.1/§1.6.3; Yandex: no ``discountBase``, §3.6.2). 1C's corrected old price
+then goes beside the delivered retail price, and both are live.
+
+The seller's sequence exactly, a worker against each simulator over HTTP, on SQLite and
+PostgreSQL: retail 1000 with old 1050 (Ozon: a gap of 50, under 5 % of 1050; Yandex: a discount
+of 4.76 %), then 1C's old 1200 (1250 where 1200 is live already)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from marketsims import ozon_sim, ym_settings
+from sqlalchemy import Engine, select
+
+from exchange import app as bootstrap
+from exchange.db.engine import transaction
+from exchange.dev.ozonsim import OzonSimulator
+from exchange.dev.simclock import SimClock
+from exchange.dev.testing import (
+    drain,
+    fast_settings,
+    one_channel_messages,
+    price_row,
+    run_worker,
+    stage,
+)
+from exchange.dev.ymsim import YmSimulator, YmSwitches
+from exchange.domain.clock import FakeClock
+from exchange.worker import Worker
+
+messages = one_channel_messages()
+WAITING = ("new", "delayed", "in_progress")
+
+
+def row(sku: str, price_type: str, version: int, amount: str) -> dict[str, object]:
+    payload = {"sku": sku, "price": amount, "currency": "RUB", "price_type": price_type}
+    return {
+        **price_row(sku, version, amount, aggregate=f"{sku}/{price_type}"),
+        "payload": json.dumps(payload),
+    }
+
+
+def states(engine: Engine) -> dict[tuple[str, int], tuple[str, str | None]]:
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(
+            select(messages.c.aggregate, messages.c.version, messages.c.state, messages.c.reason)
+        )
+        return {(a, v): (s, r) for a, v, s, r in rows}
+
+
+@pytest.fixture
+def site() -> Iterator[OzonSimulator]:
+    with ozon_sim(time_scale=0) as simulator:
+        yield simulator
+
+
+@pytest.fixture
+def ym() -> Iterator[YmSimulator]:
+    simulator = YmSimulator(
+        "ym-key-1234", 1001, clock=SimClock(60), switches=YmSwitches(apply_delay=30)
+    )
+    simulator.start()
+    yield simulator
+    simulator.stop()
+
+
+# (what Ozon or Yandex holds before, delivered; what the first update carries; 1C's correction)
+BEFORE = [
+    # The seller's sequence: nothing before; the retail price goes alone.
+    pytest.param(None, (1000, None), "1200", id="first-prices"),
+    # A delivered 1100/1200 that still holds beside 1000: the last valid old price goes with it.
+    pytest.param(("1100", "1200"), (1000, 1200), "1250", id="last-valid-old"),
+    # A delivered 950/1040 whose old price breaks beside 1000 too (a gap of 40, under 5 % of
+    # 1040; a discount of 3.85 %): the retail price goes without an old price.
+    pytest.param(("950", "1040"), (1000, 0), "1200", id="no-valid-old"),
+]
+
+
+@pytest.mark.parametrize(("before", "first_update", "fixed"), BEFORE)
+def test_ozon_an_old_price_breaking_the_gap_is_quarantined_alone_and_its_correction_goes_live(
+    db_url: str,
+    engine: Engine,
+    site: OzonSimulator,
+    tmp_path: Path,
+    before: tuple[str, str] | None,
+    first_update: tuple[int, int | None],
+    fixed: str,
+) -> None:
+    """Promise (contract 14, the item's rule): retail 1000 with old price 1050 → the retail
+    price is delivered with the last valid old price, or none (Ozon's old_price "0", research
+    §1.6.3), and the old price alone is ``invalid-for-channel``; 1C's old price 1200 →
+    delivered beside the retail 1000, and Ozon shows 1000/1200 (before: both quarantined, then
+    1200 refused against Ozon's price 0)."""
+    key = tmp_path / "ozon.key"
+    key.write_text("ozon-key", encoding="utf-8")
+    settings = fast_settings(
+        db_url,
+        None,
+        target="ozon",
+        ozon_api_url=site.url,
+        ozon_client_id="836741",
+        ozon_api_key_file=str(key),
+        ozon_price_types={"retail": "price", "old": "old_price"},
+    )
+    clock = FakeClock()
+    worker = bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
+    seen: dict[str, dict[tuple[str, int], tuple[str, str | None]]] = {}
+
+    v = 1 if before is None else 2
+
+    async def scenario(w: Worker) -> None:
+        if before is not None:
+            stage(engine, [row("SKU-1", "retail", 1, before[0]), row("SKU-1", "old", 1, before[1])])
+            await drain(w)
+            clock.advance(60)
+            site.clock.advance(60)
+        stage(engine, [row("SKU-1", "retail", v, "1000.00"), row("SKU-1", "old", v, "1050.00")])
+        await drain(w)
+        seen["first"] = states(engine)
+        clock.advance(60)
+        site.clock.advance(60)
+        stage(engine, [row("SKU-1", "old", v + 1, fixed)])
+        await drain(w)
+
+    run_worker(worker, scenario)
+    first = seen["first"]
+    assert ("delivered", None) == first[("SKU-1/retail", v)], "the retail price is valid alone"
+    assert ("quarantined", "invalid-for-channel") == first[("SKU-1/old", v)]
+    found = states(engine)
+    assert ("delivered", None) == found[("SKU-1/retail", v)], "never left in quarantine"
+    assert ("delivered", None) == found[("SKU-1/old", v + 1)], "the correction goes live"
+    product = site.product("SKU-1")
+    assert product is not None and (product.price, product.old_price) == (1000, Decimal(fixed))
+    pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+    assert pairs[-2:] == [first_update, (1000, Decimal(fixed))], "never 1050 beside 1000"
+
+
+@pytest.mark.parametrize(("before", "first_update", "fixed"), BEFORE)
+def test_yandex_a_discount_under_5_percent_is_quarantined_alone_and_its_correction_goes_live(
+    db_url: str,
+    engine: Engine,
+    ym: YmSimulator,
+    tmp_path: Path,
+    before: tuple[str, str] | None,
+    first_update: tuple[int, int | None],
+    fixed: str,
+) -> None:
+    """Promise (contract 14, the item's rule): value 1000 with discountBase 1050 (4.76 %, under
+    Yandex's 5 %) → the value is delivered without a discount, the discount base alone is
+    ``invalid-for-channel``; 1C's 1200 → delivered beside the value 1000, and Yandex shows
+    1000/1200 (before: both quarantined, then 1200 refused: no value known)."""
+    settings = ym_settings(
+        db_url,
+        ym,
+        tmp_path,
+        ym_price_types={"retail": "value", "old": "discountBase"},
+        ym_apply_timeout="4",
+    )
+    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
+    seen: dict[str, dict[tuple[str, int], tuple[str, str | None]]] = {}
+
+    async def settle(w: Worker) -> None:
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + 8.0
+        while loop.time() < ends:
+            await w.cycle()
+            if not any(s in WAITING for s, _ in states(engine).values()):
+                return
+            await asyncio.sleep(0.05)
+
+    v = 1 if before is None else 2
+
+    async def scenario(w: Worker) -> None:
+        if before is not None:
+            stage(engine, [row("Y-1", "retail", 1, before[0]), row("Y-1", "old", 1, before[1])])
+            await settle(w)
+        stage(engine, [row("Y-1", "retail", v, "1000"), row("Y-1", "old", v, "1050")])
+        await settle(w)
+        seen["first"] = states(engine)
+        stage(engine, [row("Y-1", "old", v + 1, fixed)])
+        await settle(w)
+
+    run_worker(worker, scenario)
+    first = seen["first"]
+    assert ("delivered", None) == first[("Y-1/retail", v)], "the value is valid alone"
+    assert ("quarantined", "invalid-for-channel") == first[("Y-1/old", v)]
+    found = states(engine)
+    assert ("delivered", None) == found[("Y-1/retail", v)], "never left in quarantine"
+    assert ("delivered", None) == found[("Y-1/old", v + 1)], "the correction goes live"
+    went = [(p.value, p.discount_base) for p in ym.applied("Y-1")]
+    value, base = first_update
+    meant = (Decimal(value), Decimal(base) if base else None)  # 0: no discount at all
+    assert [meant, (Decimal("1000"), Decimal(fixed))] == went[-2:], "never 1050 beside 1000"
+
+
+def test_ozon_refusing_the_old_price_in_its_answer_quarantines_it_alone_and_the_price_goes(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Promise (contract 14, the item's rule, answered by the marketplace): a gap exactly at
+    Ozon's threshold goes to Ozon (research §1.4: whether Ozon takes it is UNCONFIRMED; the
+    simulator refuses it here). Ozon refuses the item 380/400 for its old price: only the old
+    price is ``channel-rule``; the retail 380 goes again without it (not charged) and is
+    delivered; 1C's old price 450 then goes beside it, and Ozon shows 380/450."""
+    site.switches.gap_boundary = "refused"
+    key = tmp_path / "ozon.key"
+    key.write_text("ozon-key", encoding="utf-8")
+    settings = fast_settings(
+        db_url,
+        None,
+        target="ozon",
+        ozon_api_url=site.url,
+        ozon_client_id="836741",
+        ozon_api_key_file=str(key),
+        ozon_price_types={"retail": "price", "old": "old_price"},
+    )
+    clock = FakeClock()
+    worker = bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
+    seen: dict[str, dict[tuple[str, int], tuple[str, str | None]]] = {}
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "380.00"), row("SKU-1", "old", 1, "400.00")])
+        for _ in range(5):  # the retail price waits a second: not idle
+            await w.cycle()
+        assert ("delayed", None) == states(engine)[("SKU-1/retail", 1)], "not charged"
+        clock.advance(2)
+        site.clock.advance(2)
+        await drain(w)
+        seen["first"] = states(engine)
+        clock.advance(60)
+        site.clock.advance(60)
+        stage(engine, [row("SKU-1", "old", 2, "450.00")])
+        await drain(w)
+
+    run_worker(worker, scenario)
+    first = seen["first"]
+    assert ("delivered", None) == first[("SKU-1/retail", 1)], "the retail price is valid alone"
+    assert ("quarantined", "channel-rule") == first[("SKU-1/old", 1)]
+    found = states(engine)
+    assert ("delivered", None) == found[("SKU-1/old", 2)], "the correction goes live"
+    product = site.product("SKU-1")
+    assert product is not None and (product.price, product.old_price) == (380, 450)
