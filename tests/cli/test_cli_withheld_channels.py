@@ -6,6 +6,7 @@ same drop."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -116,3 +117,28 @@ def test_a_release_acts_on_the_named_channel_else_the_one_withholding_else_asks_
 
 def _ready(db_url: str, engine: Engine, two: Two) -> str:
     return withheld_on_both(db_url, engine, two)
+
+
+def test_a_second_release_of_a_price_yandex_already_shows_says_so_and_exits_0(
+    cli: Cli, db_url: str, engine: Engine, two: Two
+) -> None:
+    """Promise (issue 32, mpminor item 6): Yandex confirmed a release and shows the price (it
+    applies within minutes); a second ``withheld release`` of it says it is live already, the
+    delivery ends delivered, and the exit is 0: nothing left to release is no refusal."""
+    mid = _ready(db_url, engine, two)
+    release = ("withheld", "release", mid, "--note", "a real sale", "--channel", "market")
+    first = cli(*release, db=db_url, env=two.env)
+    assert first.returncode == 0 and "price-quarantine/confirm" in first.stdout, describe(first)
+    deadline = time.monotonic() + 10
+    while True:  # the simulator applies it half a real second later
+        again = cli(*release, db=db_url, env=two.env)
+        if "price-quarantine/confirm" not in again.stdout or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert again.returncode == 0, describe(again)
+    said = " ".join(again.stdout.split())
+    assert "already live 1, not released 0" in said, describe(again)
+    assert f"{mid}: already live, nothing to release" in said, describe(again)
+    assert states(engine, mid)["market"] == "delivered"
+    ru = cli(*release, db=db_url, env={**two.env, "EXCHANGE_LANG": "ru"})
+    assert ru.returncode == 2, describe(ru)  # delivered now: the usual refusal, unchanged
