@@ -157,7 +157,8 @@ def run(
                 left = status(connection, SystemClock().now(), settings.policies)
                 pause = control.operator_pause(connection)
                 # kept on no channel: no run delivers them (contract 1: never silent)
-                nowhere = kept_nowhere(connection, (kind for kind, _p in settings.policies.policies))
+                kinds = (kind for kind, _policy in settings.policies.policies)
+                nowhere = kept_nowhere(connection, kinds)
                 stranded = (  # where the channels are named, as status's cause (contract 13)
                     unserved(connection, [c.name for c in settings.channels_in_force()])
                     if settings.channels is not None

@@ -94,7 +94,7 @@ def test_a_release_acts_on_the_named_channel_else_the_one_withholding_else_asks_
     # «… — придержано каналом on no channel»; a delivered one is withheld on no channel.
     for lang, said in (
         ("en", "no such message: no-such-id"),
-        ("ru", "Нет такого сообщения: no-such-id"),
+        ("ru", "ошибка: нет такого сообщения: no-such-id"),
     ):
         unknown = cli(
             "withheld",

@@ -73,3 +73,4 @@ def test_status_sends_a_wildberries_withheld_price_to_the_cabinet_not_to_release
     said = " ".join(ru.stdout.split())
     assert "exchange withheld release" not in said, describe(ru)
     assert "в кабинете продавца Wildberries" in said, describe(ru)
+    assert "придержано каналом: цены Wildberries — в кабинете продавца" in said, describe(ru)

@@ -50,7 +50,7 @@ def test_an_error_and_a_bad_date_are_said_in_russian(cli: Cli, db_url: str) -> N
     env = RUSSIAN["LANG=ru_RU"]
     missing = cli("quarantine", "retry", "no-such-id", "--note", "x", db=db_url, env=env)
     assert 2 == missing.returncode, describe(missing)
-    assert "ошибка: Нет такого сообщения: no-such-id" in missing.stderr, describe(missing)
+    assert "ошибка: нет такого сообщения: no-such-id" in missing.stderr, describe(missing)
     bad = cli("quarantine", "list", "--since", "вчера", db=db_url, env=env)
     assert 2 == bad.returncode
     assert "не дата и не время" in bad.stderr and "30.11.2026" in bad.stderr, describe(bad)
