@@ -384,12 +384,8 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:
             else row["source_ref"] or "-"
         ),
     ]
-    if row.get("price"):
-        price = (
-            money(row["price"], row["currency"], lang)
-            if lang != "en"
-            else f"{row['price']} {row['currency'] or ''}"
-        )
+    if row.get("price"):  # as ``quarantine list`` and the workbench write it (mpminor 7)
+        price = money(row["price"], row["currency"], lang)
         facts.append(_("price={price}", lang).format(price=price))
     if row.get("name"):
         facts.append(_("name={name}", lang).format(name=row["name"]))
