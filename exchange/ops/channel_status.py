@@ -24,7 +24,7 @@ from exchange.domain.clock import local_time
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import State
 from exchange.i18n import Lang, _, pgettext
-from exchange.ops.backlog import backlog
+from exchange.ops.backlog import backlog, estimate
 from exchange.ops.status import (
     counts_by_channel,
     holding,
@@ -189,8 +189,8 @@ def backlog_cell(waiting: dict[str, Any], lang: Lang = "en", *, paused: bool = F
         return "0"
     if paused:
         return _("{count} (paused: no estimate)", lang).format(count=waiting["messages"])
-    if waiting["eta_s"] is None:
+    if estimate(waiting) is None:
         return _("{count} (no estimate)", lang).format(count=waiting["messages"])
     return _("{count} (about {eta})", lang).format(
-        count=waiting["messages"], eta=human_age(waiting["eta_s"], lang)
+        count=waiting["messages"], eta=human_age(estimate(waiting), lang)
     )
