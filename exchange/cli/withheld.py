@@ -19,6 +19,7 @@ from exchange.cli.common import (
     cli_lang,
     out,
 )
+from exchange.cli.fit import print_table
 from exchange.cli.withheld_shown import withheld_table
 from exchange.delivery import withheld
 from exchange.domain.clock import SystemClock
@@ -89,7 +90,7 @@ def withheld_list(ctx: typer.Context) -> None:
     if table is None:
         out.print(_("no price is withheld", lang), markup=False)
         return
-    out.print(table)
+    print_table(out, table)
 
 
 @withheld_app.command(

@@ -35,6 +35,7 @@ from exchange.ops.status import (
 )
 from exchange.queue import control
 from exchange.words import error_words, word
+from exchange.words import name as name_of
 
 
 def channel_rows(connection: Connection, ids: Sequence[int]) -> list[Any]:
@@ -160,7 +161,6 @@ def channels_table(
     table = Table(title=_("channels", lang))
     for column in (
         pgettext("status column", "channel", lang),
-        pgettext("status column", "target", lang),
         pgettext("status column", "delivery", lang),
         pgettext("status column", "backlog", lang),
         pgettext("status column", "quarantined", lang),
@@ -171,8 +171,9 @@ def channels_table(
     for name, channel in by_channel.items():
         waiting = channel["backlog"]
         table.add_row(
-            Text(name),
-            Text(channel["target"]),
+            # what it is beside its name, in words that wrap (mpminor 2: a column of its own
+            # and «yandex-market» broke the table's words at 80 columns)
+            Text(f"{name} ({name_of('target', channel['target'], lang) or channel['target']})"),
             Text(channel_state_words(channel, lang, zone, dropped=name in dropped)),
             Text(backlog_cell(waiting, lang, paused=channel["paused"] is not None)),
             str(channel["counts"].get("quarantined", 0)),

@@ -142,3 +142,31 @@ def test_a_second_release_of_a_price_yandex_already_shows_says_so_and_exits_0(
     assert states(engine, mid)["market"] == "delivered"
     ru = cli(*release, db=db_url, env={**two.env, "EXCHANGE_LANG": "ru"})
     assert ru.returncode == 2, describe(ru)  # delivered now: the usual refusal, unchanged
+
+
+def test_status_at_80_columns_fits_them_with_its_words_whole(
+    cli: Cli, db_url: str, engine: Engine, two: Two
+) -> None:
+    """Promise (issue 32, mpminor item 2): ``status`` piped (80 columns) never prints a line
+    wider than 80: the withheld list with two channels was 101 wide, its title 92; and no
+    header or name is cut mid-word («quarantin|ed», «получател|ь», «test-worker/ap|i»). A
+    withheld id too long for its column folds whole (never "…"), its first line a beginning
+    ``find`` finds it by."""
+    mid = _ready(db_url, engine, two)
+    for lang, words in (
+        ("en", ("quarantined", "withheld", "test-worker/market", "channel")),
+        ("ru", ("карантине", "придержано", "обработчиков", "test-worker/market")),
+    ):
+        status = cli("status", db=db_url, env={**two.env, "COLUMNS": "80", "EXCHANGE_LANG": lang})
+        # (the database's address, one word as long as the test's directory, aside)
+        lines = status.stdout.splitlines()[1:]
+        assert max(len(line) for line in lines) <= 80, describe(status)
+        cells = [cell.strip() for line in lines for cell in line.split("│")]
+        for word in words:
+            assert word in cells or any(word in cell.split() for cell in cells), (
+                word,
+                describe(status),
+            )
+        withheld = [line.split("│")[1].strip() for line in lines if line.startswith("│ price.")]
+        assert withheld and all(mid.startswith(first) for first in withheld), describe(status)
+        assert "…" not in "".join(withheld), describe(status)
