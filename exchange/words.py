@@ -374,9 +374,15 @@ def money(price: str | None, currency: str | None, lang: Lang) -> str:
     try:
         if not currency:
             return format_decimal(amount, locale=lang, decimal_quantization=False)
-        return format_currency(amount, currency, locale=lang, decimal_quantization=False)
+        said = format_currency(amount, currency, locale=lang, decimal_quantization=False)
     except (InvalidOperation, ValueError):  # more digits than a Decimal context holds
         return as_is
+    # CLDR's currency spacing, which Babel leaves out: a code written before the number is
+    # parted from it («RUB 1,234.50», never "RUB1,234.50"); a sign (₽, $) stays close.
+    return _CODE_BEFORE_DIGIT.sub("\\1\u00a0\\2", said)
+
+
+_CODE_BEFORE_DIGIT = re.compile(r"^(-?[A-Za-z]+)(\d)")
 
 
 _ONEC_SOURCE = re.compile(

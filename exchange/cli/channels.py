@@ -129,11 +129,18 @@ def channels_seed(
         engine, _staging = bootstrap.engines(settings)
         bootstrap.register_channels(settings, engine)
 
+        # Each batch's count said when the next one is done: the last batch's count is the
+        # result line's, said once (issue 32: a seed of one batch printed its count twice).
+        done_before: list[channel_ops.Seeded] = []
+
         def progress(done: channel_ops.Seeded) -> None:
-            said = ngettext(
-                "… {count} delivery created", "… {count} deliveries created", done.created, lang
-            )
-            err.print(said.format(count=done.created), markup=False, highlight=False)
+            if done_before:
+                created = done_before.pop().created
+                said = ngettext(
+                    "… {count} delivery created", "… {count} deliveries created", created, lang
+                )
+                err.print(said.format(count=created), markup=False, highlight=False)
+            done_before.append(done)
 
         seeded = channel_ops.seed(
             engine,

@@ -29,6 +29,7 @@ from exchange.cli.common import (
     cli_lang,
     out,
 )
+from exchange.cli.fit import print_table
 from exchange.cli.withheld_shown import withheld_table
 from exchange.db.engine import transaction
 from exchange.db.on_channels import channel_ids, channel_targets
@@ -192,14 +193,16 @@ def status_command(
             channel_pauses=held_channels,
             reason_targets=reason_targets,
         )
+        # Each table at the terminal's width, its words whole (mpminor 2: at 80 columns the
+        # headers broke mid-word and the withheld list overflowed)
         for table in shown:
-            out.print(table)
+            _table(table)
         if len(by_channel) > 1:
-            out.print(channels_table(by_channel, lang, settings.display_tz, dropped))
+            _table(channels_table(by_channel, lang, settings.display_tz, dropped))
         if figures.counts.get("withheld"):  # contract 13: each with the channel's words
             listed = withheld_table(engine, lang, settings.display_tz)
             if listed is not None:
-                out.print(listed)
+                _table(listed)
         _prose(_intake_line(found.intake, lang))
         said = backlog_words(
             waiting,
@@ -211,9 +214,9 @@ def status_command(
             live=any(w["live"] for w in figures.workers),
         )
         _prose(said)
-        out.print(exchanges_table(onec, settings.display_tz, lang))
+        _table(exchanges_table(onec, settings.display_tz, lang))
         if brokers:
-            out.print(sources_table(brokers, lang))
+            _table(sources_table(brokers, lang))
         if told is not None:
             _prose(
                 _("operators last notified {when} by {sent_by}: {outcome}", lang).format(
@@ -228,6 +231,13 @@ def status_command(
         else:
             _prose(_("nothing needs a person", lang))
     raise typer.Exit(1 if needs else 0)
+
+
+def _table(table: Table) -> None:
+    """A table of ``status`` at the terminal's width, its words whole (``fit``); its title
+    above it at the left, wrapped between words at the terminal's width like the prose (never
+    one line past the width, nor squeezed into a narrow table's)."""
+    print_table(out, table)
 
 
 def _prose(text: str) -> None:
@@ -384,12 +394,8 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:
             else row["source_ref"] or "-"
         ),
     ]
-    if row.get("price"):
-        price = (
-            money(row["price"], row["currency"], lang)
-            if lang != "en"
-            else f"{row['price']} {row['currency'] or ''}"
-        )
+    if row.get("price"):  # as ``quarantine list`` and the workbench write it (mpminor 7)
+        price = money(row["price"], row["currency"], lang)
         facts.append(_("price={price}", lang).format(price=price))
     if row.get("name"):
         facts.append(_("name={name}", lang).format(name=row["name"]))

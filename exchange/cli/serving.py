@@ -18,6 +18,7 @@ from exchange.cli.common import (
     log,
     out,
 )
+from exchange.db.channels import kept_nowhere
 from exchange.db.engine import make_engine, make_private, transaction
 from exchange.db.wake import how_workers_wake
 from exchange.domain.clock import SystemClock
@@ -155,12 +156,17 @@ def run(
             with transaction(engine, read_only=True) as connection:
                 left = status(connection, SystemClock().now(), settings.policies)
                 pause = control.operator_pause(connection)
+                # kept on no channel: no run delivers them (contract 1: never silent)
+                kinds = (kind for kind, _policy in settings.policies.policies)
+                nowhere = kept_nowhere(connection, kinds)
                 stranded = (  # where the channels are named, as status's cause (contract 13)
                     unserved(connection, [c.name for c in settings.channels_in_force()])
                     if settings.channels is not None
                     else {}
                 )
-            said = _left_line(left, pause, worker.pause_cause, worker.paused_reason, cli_lang())
+            said = _left_line(
+                left, pause, worker.pause_cause, worker.paused_reason, cli_lang(), nowhere=nowhere
+            )
             out.print(said, markup=False, highlight=False)
             if stranded:  # owner 31 item 4: idle, but what waits there waits for a person
                 err.print(_stranded_line(stranded, cli_lang()), markup=False, highlight=False)
@@ -173,8 +179,11 @@ def _left_line(
     cause: str | None,
     refused: str | None,
     lang: Lang = "en",
+    *,
+    nowhere: dict[str, dict[str, Any]] | None = None,
 ) -> str:
-    """The last line of ``run --until-idle``: what is left, so a scheduled task's log says it."""
+    """The last line of ``run --until-idle``: what is left, so a scheduled task's log says it;
+    ``nowhere``: the messages kept on no channel, by kind (``db.channels.kept_nowhere``)."""
     counts = figures.counts
     waiting = counts.get("new", 0) + counts.get("delayed", 0)
     parts = [
@@ -187,6 +196,12 @@ def _left_line(
         parts.append(
             _("{count} withheld by the channel (exchange withheld release)", lang).format(
                 count=counts["withheld"]
+            )
+        )
+    if nowhere:  # no run delivers them: a person configures a channel (exchange status)
+        parts.append(
+            _("{count} kept on no channel ({kinds})", lang).format(
+                count=sum(v["count"] for v in nowhere.values()), kinds=", ".join(nowhere)
             )
         )
     if pause is not None:

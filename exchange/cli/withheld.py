@@ -19,6 +19,7 @@ from exchange.cli.common import (
     cli_lang,
     out,
 )
+from exchange.cli.fit import print_table
 from exchange.cli.withheld_shown import withheld_table
 from exchange.delivery import withheld
 from exchange.domain.clock import SystemClock
@@ -39,17 +40,34 @@ def release_headline(done: list[withheld.Released], lang: Lang) -> str:
     buyers see the new price now (a count, never read as a price: review 32): never
     "released" for a release the channel did not carry out."""
     released = sum(1 for r in done if r.asked)
-    said = _(
-        "asked {asked}, released {released}, not released {refused}; "
-        "buyers see the new price of {live} of {asked} now",
-        lang,
+    # live already: the channel shows the price (an earlier release took effect), nothing
+    # was left to release, and that is no refusal (mpminor 6)
+    already = sum(1 for r in done if _already_live(r))
+    said = (
+        _(
+            "asked {asked}, released {released}, already live {already}, not released "
+            "{refused}; buyers see the new price of {live} of {asked} now",
+            lang,
+        )
+        if already
+        else _(
+            "asked {asked}, released {released}, not released {refused}; "
+            "buyers see the new price of {live} of {asked} now",
+            lang,
+        )
     )
     return said.format(
         asked=len(done),
         released=released,
-        refused=len(done) - released,
+        already=already,
+        refused=len(done) - released - already,
         live=sum(1 for r in done if r.delivered),
     )
+
+
+def _already_live(r: withheld.Released) -> bool:
+    """The channel was not asked because it shows the version already: delivered now."""
+    return r.delivered and not r.asked
 
 
 @withheld_app.command(
@@ -72,7 +90,7 @@ def withheld_list(ctx: typer.Context) -> None:
     if table is None:
         out.print(_("no price is withheld", lang), markup=False)
         return
-    out.print(table)
+    print_table(out, table)
 
 
 @withheld_app.command(
@@ -127,7 +145,9 @@ def withheld_release(
             engine.dispose()
     out.print(release_headline(done, lang), markup=False)
     for r in done:
-        if r.delivered:
+        if _already_live(r):
+            line = _("  {message_id}: already live, nothing to release: {answer}", lang)
+        elif r.delivered:
             line = _("  {message_id}: delivered, buyers see it", lang)
         elif r.asked:
             line = _("  {message_id}: the channel was asked: {answer}", lang)
@@ -135,5 +155,5 @@ def withheld_release(
             line = _("  {message_id}: not released: {answer}", lang)
         answer = detail_words(r.detail) if lang == "ru" else r.detail
         out.print(line.format(message_id=r.message_id, answer=answer), markup=False)
-    if any(not r.asked for r in done):
+    if any(not r.asked and not r.delivered for r in done):
         raise typer.Exit(1)  # a script can tell: the channel did not release every one

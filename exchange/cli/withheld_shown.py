@@ -8,7 +8,7 @@ from rich.text import Text
 from sqlalchemy import Engine
 
 from exchange.db.engine import transaction
-from exchange.db.on_channels import channel_names
+from exchange.db.on_channels import channel_names, targets_by_id
 from exchange.domain.clock import local_time
 from exchange.i18n import Lang, _, ngettext
 from exchange.queue import withheld as withheld_rows
@@ -28,6 +28,7 @@ def withheld_table(
         # Every channel's (issue 32): with several, each row names its channel.
         rows = withheld_rows.on_every_channel(connection, limit=limit)
         names = channel_names(connection)
+        targets = targets_by_id(connection)
         more = withheld_rows.counted(connection) - len(rows) if limit is not None else 0
     if not rows:
         return None
@@ -41,6 +42,18 @@ def withheld_table(
         if several
         else _("withheld by the channel: exchange withheld release MESSAGE_ID… --note TEXT", lang)
     )
+    # Wildberries' quarantine is released in the seller's cabinet alone (research §2.4): its
+    # rows never advised ``withheld release``, which can only answer "not released".
+    on_wb = {targets.get(row.channel_id) == "wildberries" for row in rows}
+    cabinet = _(
+        "Wildberries' in the seller's cabinet (Цены и скидки → Карантин цен): its API releases "
+        "none",
+        lang,
+    )
+    if on_wb == {True}:
+        title = _("withheld by the channel: {where}", lang).format(where=cabinet)
+    elif True in on_wb:
+        title = f"{title}; {cabinet}"
     # the rest said, never left out silently: how many, and the command that lists them all
     caption = (
         ngettext(

@@ -176,27 +176,7 @@ class DbSentTimes:
         """A send ``reserve`` marked whose request never left (no key, no connection): each
         message's delivery still holding ``mark`` (first, before the earlier attempts' marks
         it kept) gets ``receipts``' (its receipt before)."""
-        if not receipts:
-            return
-        d = deliveries.c
-        pk = (
-            select(messages.c.id)
-            .where(messages.c.message_id == bindparam("sent_message"))
-            .scalar_subquery()
-        )
-        rows = [{"sent_message": k, "before": v} for k, v in receipts.items()]
-        with transaction(self.engine) as connection:
-            ids = channel_ids(connection, self.channel)
-            connection.execute(
-                update(deliveries)
-                .where(
-                    d.message_pk == pk,
-                    on(d.channel_id, ids),
-                    d.receipt.startswith(mark, autoescape=True),
-                )
-                .values(receipt=bindparam("before")),
-                rows,
-            )
+        self._set_receipts(receipts, deliveries.c.receipt.startswith(mark, autoescape=True))
 
     def receipts_since(
         self, skus: Iterable[str], moment: datetime, prefix: str
@@ -274,6 +254,13 @@ class DbSentTimes:
         the answer leaves it there, so the send still counts (``unsettled_since``) once a
         newer version supersedes the delivery or its lease runs out (review ymfix, finding 2:
         a cancelled delivery with no receipt was forgotten)."""
+        self._set_receipts(receipts, deliveries.c.state == State.IN_PROGRESS.value)
+
+    def _set_receipts(self, receipts: Mapping[str, str | None], which: Any) -> None:
+        """Each named message's delivery on the channel that ``which`` (a condition on
+        ``deliveries``) holds gets its receipt (``message_id`` -> receipt, None: none), in
+        one statement executed for every row, committed at once: ``sending`` and
+        ``unmark``'s one update."""
         if not receipts:
             return
         d = deliveries.c
@@ -287,11 +274,7 @@ class DbSentTimes:
             ids = channel_ids(connection, self.channel)
             connection.execute(
                 update(deliveries)
-                .where(
-                    d.message_pk == pk,
-                    on(d.channel_id, ids),
-                    d.state == State.IN_PROGRESS.value,
-                )
+                .where(d.message_pk == pk, on(d.channel_id, ids), which)
                 .values(receipt=bindparam("sent_receipt")),
                 rows,
             )

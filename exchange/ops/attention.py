@@ -699,7 +699,13 @@ _EN: dict[str, Callable[[dict[str, Any]], str]] = {
     "quarantine": lambda v: f"{v['count']} message(s) in quarantine",
     "withheld": lambda v: (
         f"{v['count']} price(s) taken by the channel and withheld from buyers until a person "
-        "confirms them: exchange withheld release, or the channel's own cabinet"
+        + (
+            # research §2.4: WB's API releases nothing; its cabinet does
+            "confirms them in the Wildberries seller's cabinet (Цены и скидки → Карантин цен): "
+            "Wildberries has no release through its API"
+            if v.get("target") == "wildberries"
+            else "confirms them: exchange withheld release, or the channel's own cabinet"
+        )
     ),
     "breaker": lambda v: (
         "the site keeps failing: delivery waits and goes on by itself once it answers; if it "
@@ -746,7 +752,12 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
     "withheld": lambda v: (
         "канал принял, но придержал от покупателей до подтверждения человеком: "
         + ngettext("{count} message", "{count} messages", v["count"], "ru").format(**v)
-        + " (exchange withheld release или кабинет канала)"
+        + (
+            " (в кабинете продавца Wildberries: Цены и скидки → Карантин цен; выпустить через "
+            "API Wildberries нельзя)"
+            if v.get("target") == "wildberries"
+            else " (exchange withheld release или кабинет канала)"
+        )
     ),
     "breaker": lambda v: (
         "сайт раз за разом отвечает ошибками: доставка ждёт и продолжится сама, когда он "

@@ -155,6 +155,19 @@ _WHAT = tuple(
             r"Yandex Market: the key's right to change prices",
             N_("Yandex Market: the key's right to change prices"),
         ),
+        # (they were in the details' table, so a Russian check said them in English)
+        (
+            r"Wildberries token's rights \(its claims\)",
+            N_("Wildberries token's rights (its claims)"),
+        ),
+        (
+            r"Wildberries accepts the token \((?P<url>.*)\)",
+            N_("Wildberries accepts the token ({url})"),
+        ),
+        (
+            r"Wildberries: vendor codes resolve to nmIDs",
+            N_("Wildberries: vendor codes resolve to nmIDs"),
+        ),
         (r"report directory writable \((?P<path>.*)\)", N_("report directory writable ({path})")),
         (r"report directory writable", N_("report directory writable")),
         (r"site reachable and token accepted", N_("site reachable and token accepted")),
@@ -164,6 +177,39 @@ _WHAT = tuple(
         (r"1C exchange folder \((?P<path>.*)\)", N_("1C exchange folder ({path})")),
         (r"JSON intake \(/api/v1/intents\)", N_("JSON intake (/api/v1/intents)")),
     )
+)
+WB_LIMITS = N_(
+    "the Prices and discounts category allows 10 requests per 6 s with a burst of 5, shared by "
+    "uploads, task polls and catalogue reads (the service keeps under it, polls never taking "
+    "more than half)"
+)
+# research §2.3: a Base token's bucket for the whole category is 4 requests an hour, burst 1.
+WB_BASE_LIMITS = N_(
+    "a Base token: the Prices and discounts category allows it 4 requests an hour with a burst "
+    "of 1, shared by uploads, task polls and catalogue reads"
+)
+WB_BASE_SKIPPED = N_(
+    "not read: a Base token allows 4 requests an hour with a burst of 1, and the one this "
+    "check may spend went to the read above (make a Personal or Service token)"
+)
+# Yandex Market's price fields the channel does not send (``_ym_unmapped``): the sentence, and
+# each field's part of it (said apart: a pattern's group is never translated in turn).
+YM_UNMAPPED = re.compile(
+    r"warning: (?P<fields>.*): the cabinet holds them and ym_price_types maps no price type to "
+    r"them, so the channel's first update of each offer erases them \(Yandex drops a field an "
+    r"update leaves out\); map a 1C price type to them to keep them",
+    re.DOTALL,
+)
+YM_UNMAPPED_WORDS = N_(
+    "warning: {fields}: the cabinet holds them and ym_price_types maps no price type to them, so "
+    "the channel's first update of each offer erases them (Yandex drops a field an update leaves "
+    "out); map a 1C price type to them to keep them"
+)
+_YM_FIELD = (
+    (
+        re.compile(r"(?P<field>\S+) on (?P<n>\d+) of (?P<m>\d+) sampled offers \((?P<offers>.*)\)"),
+        N_("{field} on {n} of {m} sampled offers ({offers})"),
+    ),
 )
 # The details said most often, the same way; any other detail (what a database or a site
 # answered) as it is.
@@ -465,6 +511,59 @@ _DETAILS = tuple(
             r"the (?P<kind>\w+) token is read-only: prices cannot be written with it",
             N_("the {kind} token is read-only: prices cannot be written with it"),
         ),
+        # Wildberries' limits, its Base token and its catalogue (mpminor 9)
+        (re.escape(WB_LIMITS), WB_LIMITS),
+        (re.escape(WB_BASE_LIMITS), WB_BASE_LIMITS),
+        (re.escape(WB_BASE_SKIPPED), WB_BASE_SKIPPED),
+        (
+            r"a Base token: 4 requests an hour for the whole Prices category, too few for "
+            r"prices; make a Personal or Service token",
+            N_(
+                "a Base token: 4 requests an hour for the whole Prices category, too few for "
+                "prices; make a Personal or Service token"
+            ),
+        ),
+        (
+            r"the catalogue lists (?P<n>\d+) vendor codes; no price has been taken in yet to "
+            r"compare",
+            N_("the catalogue lists {n} vendor codes; no price has been taken in yet to compare"),
+        ),
+        (
+            r"the catalogue lists (?P<n>\d+) vendor codes; of (?P<m>\d+) of the service's SKUs, "
+            r"(?P<found>\d+) found, not found: (?P<missing>.*) \(unknown-sku unless sku_source "
+            r"says otherwise\)",
+            N_(
+                "the catalogue lists {n} vendor codes; of {m} of the service's SKUs, {found} "
+                "found, not found: {missing} (unknown-sku unless sku_source says otherwise)"
+            ),
+        ),
+        (
+            r"the catalogue lists (?P<n>\d+) vendor codes; of (?P<m>\d+) of the service's SKUs, "
+            r"(?P<found>\d+) found",
+            N_("the catalogue lists {n} vendor codes; of {m} of the service's SKUs, {found} found"),
+        ),
+        # Yandex Market's limits and the fields it does not send
+        (
+            r"at most (?P<offers>\d+) offers a minute \(ym_offers_per_minute\) and "
+            r"(?P<parallel>\d+) requests at once \(ym_parallel\), 500 offers a request; an "
+            r"accepted price is read back and must show within (?P<timeout>\S+) s "
+            r"\(ym_apply_timeout\)",
+            N_(
+                "at most {offers} offers a minute (ym_offers_per_minute) and {parallel} requests "
+                "at once (ym_parallel), 500 offers a request; an accepted price is read back and "
+                "must show within {timeout} s (ym_apply_timeout)"
+            ),
+        ),
+        # Ozon's sample
+        (r"(?P<n>\d+) of (?P<m>\d+) found", N_("{n} of {m} found")),
+        (
+            r"(?P<n>\d+) of (?P<m>\d+) not in the seller's account: (?P<skus>[^;]*)",
+            N_("{n} of {m} not in the seller's account: {skus}"),
+        ),
+        (
+            r"(?P<n>\d+) of (?P<m>\d+) without an article: (?P<skus>[^;]*)",
+            N_("{n} of {m} without an article: {skus}"),
+        ),
         (
             r"the token is not a JWT whose claims can be read: Wildberries judges it",
             N_("the token is not a JWT whose claims can be read: Wildberries judges it"),
@@ -479,18 +578,6 @@ _DETAILS = tuple(
             N_("{server}, signed in as {user}; to {recipients}"),
         ),
         (r"(?P<server>\S+ \(\w+\)); to (?P<recipients>.+)", N_("{server}; to {recipients}")),
-        (
-            r"Wildberries token's rights \(its claims\)",
-            N_("Wildberries token's rights (its claims)"),
-        ),
-        (
-            r"Wildberries accepts the token \((?P<url>.*)\)",
-            N_("Wildberries accepts the token ({url})"),
-        ),
-        (
-            r"Wildberries: vendor codes resolve to nmIDs",
-            N_("Wildberries: vendor codes resolve to nmIDs"),
-        ),
     )
 )
 
@@ -501,6 +588,12 @@ def detail_words(detail: str, lang: Lang) -> str:
     what a site, a database or a system answered, quoted in it, as it was received."""
     if lang == "en" or not detail:
         return detail
+    unmapped = YM_UNMAPPED.fullmatch(detail)
+    if unmapped is not None:
+        fields = "; ".join(
+            matching(part, _YM_FIELD, lang) for part in unmapped["fields"].split("; ")
+        )
+        return _(YM_UNMAPPED_WORDS, lang).format(fields=fields)
     said = matching(detail, _DETAILS, lang)
     if said != detail:
         return said
@@ -688,20 +781,6 @@ def check_target(
     return [check_site(settings, transport)]
 
 
-WB_LIMITS = (
-    "the Prices and discounts category allows 10 requests per 6 s with a burst of 5, shared by "
-    "uploads, task polls and catalogue reads (the service keeps under it, polls never taking "
-    "more than half)"
-)
-# research §2.3: a Base token's bucket for the whole category is 4 requests an hour, burst 1.
-WB_BASE_LIMITS = (
-    "a Base token: the Prices and discounts category allows it 4 requests an hour with a burst "
-    "of 1, shared by uploads, task polls and catalogue reads"
-)
-WB_BASE_SKIPPED = (
-    "not read: a Base token allows 4 requests an hour with a burst of 1, and the one this "
-    "check may spend went to the read above (make a Personal or Service token)"
-)
 WB_SAMPLE = 5  # the service's SKUs a check looks for in WB's catalogue
 
 

@@ -945,16 +945,20 @@ def log_outcome(message: lease.Leased, decision: Decision) -> None:
         level = logging.DEBUG if delivered else logging.INFO
     if not log.isEnabledFor(level):  # a delivery at INFO: not even the fields are gathered
         return
+    # A wait the target decided without asking the channel (no HTTP status: Wildberries'
+    # catalogue not read again yet, Ozon's own count of a product's hour, a companion price):
+    # nothing was sent, so it is a wait, with no attempt (mpminor 5).
+    unsent = decision.event is Event.AWAITING_OUTCOME and decision.http_status is None
     log_event(
         log,
         level,
         "delivery",
-        outcome=decision.event.value,
+        outcome="waiting" if unsent else decision.event.value,
         message_id=message.message_id,
         kind=message.kind,
         aggregate=message.aggregate,
         version=message.version,
-        attempt=message.attempt,
+        attempt=None if unsent else message.attempt,
         http_status=decision.http_status,
         error_class=decision.error_class,
         delay_s=None if decision.delay_s is None else round(decision.delay_s, 3),

@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from exchange.ops import check
 from exchange.ops.check import CheckResult, fail, ok, skip
 from exchange.targets.ozon.answers import KEY_SETTINGS
 from exchange.words import error_words
@@ -70,3 +71,63 @@ def test_the_read_only_pause_and_ozons_refusal_name_their_settings_in_russian() 
         f"Ozon refused the Client-Id or the API key (HTTP 403: x); check {KEY_SETTINGS}", "ru"
     )
     assert refused.endswith("проверьте ozon_client_id и ozon_api_key_file"), refused
+
+
+# mpminor item 9: the lines a Russian ``check`` still said in English (Wildberries' limits, its
+# catalogue and Base token, and the names of its three checks; Yandex Market's limits and the
+# fields it does not send; Ozon's SKUs not in the account).
+STILL_ENGLISH = [
+    ok("Wildberries accepts the token (https://x)", check.WB_LIMITS),
+    ok("Wildberries accepts the token (https://x)", check.WB_BASE_LIMITS),
+    skip("Wildberries: vendor codes resolve to nmIDs", check.WB_BASE_SKIPPED),
+    ok(
+        "Wildberries: vendor codes resolve to nmIDs",
+        "the catalogue lists 12 vendor codes; of 5 of the service's SKUs, 5 found",
+    ),
+    fail(
+        "Wildberries: vendor codes resolve to nmIDs",
+        "the catalogue lists 12 vendor codes; of 5 of the service's SKUs, 3 found, not found: "
+        "A, B (unknown-sku unless sku_source says otherwise)",
+    ),
+    ok(
+        "Wildberries: vendor codes resolve to nmIDs",
+        "the catalogue lists 12 vendor codes; no price has been taken in yet to compare",
+    ),
+    fail(
+        "Wildberries token's rights (its claims)",
+        "a Base token: 4 requests an hour for the whole Prices category, too few for prices; "
+        "make a Personal or Service token",
+    ),
+    ok(
+        "Yandex Market: the limits",
+        "at most 10000 offers a minute (ym_offers_per_minute) and 4 requests at once "
+        "(ym_parallel), 500 offers a request; an accepted price is read back and must show "
+        "within 300 s (ym_apply_timeout)",
+    ),
+    ok(
+        "Yandex Market: price fields the channel does not send",
+        "warning: discountBase on 1 of 2 sampled offers ('SKU-1'); minimumForBestseller on 1 of "
+        "2 sampled offers ('SKU-1'): the cabinet holds them and ym_price_types maps no price "
+        "type to them, so the channel's first update of each offer erases them (Yandex drops a "
+        "field an update leaves out); map a 1C price type to them to keep them",
+    ),
+    fail(
+        "Ozon: a sample of SKUs resolves to offer_ids",
+        "2 of 5 not in the seller's account: A (a), B; 1 of 5 without an article: C",
+    ),
+    fail("Ozon: a sample of SKUs resolves to offer_ids", "2 of 5 not in the seller's account: A"),
+]
+ENGLISH_WORDS = re.compile(
+    r"\b(of|the|and|or|at|most|on|in|to|not|found|lists|allows|requests|token|accepts|"
+    r"warning|vendor|codes|resolve|rights|claims|account|article|without|make)\b"
+)
+
+
+@pytest.mark.parametrize("result", STILL_ENGLISH, ids=lambda r: r.detail[:30])
+def test_the_marketplaces_limits_catalogue_and_sample_lines_are_russian(
+    result: CheckResult,
+) -> None:
+    """Promise (issue 32, mpminor item 9): a Russian ``check`` says these lines, their names
+    and their details, in Russian; settings, codes and SKUs as they are."""
+    line = result.line("ru").split(" ", 1)[1]
+    assert not ENGLISH_WORDS.search(line), line

@@ -275,3 +275,15 @@ def test_verify_of_a_dropped_channel_says_it_was_dropped_when_by_whom_and_what_t
     (said,) = russian.stderr.splitlines()
     assert said.startswith("ошибка: канал shop удалён 20"), said
     assert "(удалил anna)" in said and "exchange channels seed shop" in said, said
+
+
+def test_a_seed_says_its_count_once(cli: Cli, db_url: str, engine: Engine, tmp_path: Path) -> None:
+    """Issue 32 (mpminor item 1): a seed printed «… 5 deliveries created» and then «channel
+    shop: 5 deliveries created», its result twice. Each batch's running count is said before
+    the result, the last one only in the result line."""
+    taken(engine, 5)
+    seeded = cli("channels", "seed", "shop", "--batch", "2", db=db_url, env=with_shop(tmp_path))
+    assert seeded.returncode == 0, describe(seeded)
+    assert "… 2 deliveries created" in seeded.stderr, describe(seeded)
+    assert "… 4 deliveries created" in seeded.stderr, describe(seeded)
+    assert (seeded.stdout + seeded.stderr).count("5 deliveries created") == 1, describe(seeded)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
@@ -9,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from clitools import (
+    TOKEN,
     Cli,
     assert_no_leaks,
     describe,
@@ -147,3 +149,27 @@ def test_run_forever_delivers_until_sigterm_then_exits_0_within_10_s(
     assert code == 0, f"exit code {code}{shown}"
     assert message(engine, "price", "SKU-1", 1)["state"] == "delivered", shown
     engine.dispose()
+
+
+def test_run_until_idle_says_the_messages_kept_on_no_channel(
+    cli: Cli, db_url: str, engine: Engine, site: SiteSimulator, tmp_path: Path
+) -> None:
+    """Promise (issue 32, mpminor item 4): the closing line of ``run --until-idle`` counts the
+    messages kept on no channel (a kind no channel takes: no run delivers them), by kind,
+    beside what waits and what is quarantined."""
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n", encoding="utf-8")
+    prices_only = {
+        "api": {
+            "target": "api",
+            "site_url": site.url,
+            "site_token_file": str(token),
+            "takes": ["price"],
+        }
+    }
+    env = {"EXCHANGE_CHANNELS": json.dumps(prices_only), "EXCHANGE_SITE_TOKEN": None}
+    stage(engine, [price_row("SKU-1", 1, "10.00"), posting_row("DOC-1", 1)])
+    result = cli("run", "--until-idle", "--max-seconds", "60", db=db_url, env=env)
+    assert result.returncode == 0, describe(result)
+    last = result.stdout.strip().splitlines()[-1]
+    assert "1 kept on no channel (financial_posting)" in last, describe(result)

@@ -6,6 +6,7 @@ same drop."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -93,7 +94,7 @@ def test_a_release_acts_on_the_named_channel_else_the_one_withholding_else_asks_
     # «… — придержано каналом on no channel»; a delivered one is withheld on no channel.
     for lang, said in (
         ("en", "no such message: no-such-id"),
-        ("ru", "Нет такого сообщения: no-such-id"),
+        ("ru", "ошибка: нет такого сообщения: no-such-id"),
     ):
         unknown = cli(
             "withheld",
@@ -116,3 +117,56 @@ def test_a_release_acts_on_the_named_channel_else_the_one_withholding_else_asks_
 
 def _ready(db_url: str, engine: Engine, two: Two) -> str:
     return withheld_on_both(db_url, engine, two)
+
+
+def test_a_second_release_of_a_price_yandex_already_shows_says_so_and_exits_0(
+    cli: Cli, db_url: str, engine: Engine, two: Two
+) -> None:
+    """Promise (issue 32, mpminor item 6): Yandex confirmed a release and shows the price (it
+    applies within minutes); a second ``withheld release`` of it says it is live already, the
+    delivery ends delivered, and the exit is 0: nothing left to release is no refusal."""
+    mid = _ready(db_url, engine, two)
+    release = ("withheld", "release", mid, "--note", "a real sale", "--channel", "market")
+    first = cli(*release, db=db_url, env=two.env)
+    assert first.returncode == 0 and "price-quarantine/confirm" in first.stdout, describe(first)
+    deadline = time.monotonic() + 10
+    while True:  # the simulator applies it half a real second later
+        again = cli(*release, db=db_url, env=two.env)
+        if "price-quarantine/confirm" not in again.stdout or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert again.returncode == 0, describe(again)
+    said = " ".join(again.stdout.split())
+    assert "already live 1, not released 0" in said, describe(again)
+    assert f"{mid}: already live, nothing to release" in said, describe(again)
+    assert states(engine, mid)["market"] == "delivered"
+    ru = cli(*release, db=db_url, env={**two.env, "EXCHANGE_LANG": "ru"})
+    assert ru.returncode == 2, describe(ru)  # delivered now: the usual refusal, unchanged
+
+
+def test_status_at_80_columns_fits_them_with_its_words_whole(
+    cli: Cli, db_url: str, engine: Engine, two: Two
+) -> None:
+    """Promise (issue 32, mpminor item 2): ``status`` piped (80 columns) never prints a line
+    wider than 80: the withheld list with two channels was 101 wide, its title 92; and no
+    header or name is cut mid-word («quarantin|ed», «получател|ь», «test-worker/ap|i»). A
+    withheld id too long for its column folds whole (never "…"), its first line a beginning
+    ``find`` finds it by."""
+    mid = _ready(db_url, engine, two)
+    for lang, words in (
+        ("en", ("quarantined", "withheld", "test-worker/market", "channel")),
+        ("ru", ("карантине", "придержано", "обработчиков", "test-worker/market")),
+    ):
+        status = cli("status", db=db_url, env={**two.env, "COLUMNS": "80", "EXCHANGE_LANG": lang})
+        # (the database's address, one word as long as the test's directory, aside)
+        lines = status.stdout.splitlines()[1:]
+        assert max(len(line) for line in lines) <= 80, describe(status)
+        cells = [cell.strip() for line in lines for cell in line.split("│")]
+        for word in words:
+            assert word in cells or any(word in cell.split() for cell in cells), (
+                word,
+                describe(status),
+            )
+        withheld = [line.split("│")[1].strip() for line in lines if line.startswith("│ price.")]
+        assert withheld and all(mid.startswith(first) for first in withheld), describe(status)
+        assert "…" not in "".join(withheld), describe(status)

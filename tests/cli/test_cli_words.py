@@ -50,7 +50,7 @@ def test_an_error_and_a_bad_date_are_said_in_russian(cli: Cli, db_url: str) -> N
     env = RUSSIAN["LANG=ru_RU"]
     missing = cli("quarantine", "retry", "no-such-id", "--note", "x", db=db_url, env=env)
     assert 2 == missing.returncode, describe(missing)
-    assert "ошибка: Нет такого сообщения: no-such-id" in missing.stderr, describe(missing)
+    assert "ошибка: нет такого сообщения: no-such-id" in missing.stderr, describe(missing)
     bad = cli("quarantine", "list", "--since", "вчера", db=db_url, env=env)
     assert 2 == bad.returncode
     assert "не дата и не время" in bad.stderr and "30.11.2026" in bad.stderr, describe(bad)
@@ -320,7 +320,23 @@ def test_find_rows_say_state_kind_price_and_time_as_russian_writes_them(
     quarantined = cli("find", "SKU-REJ", db=db_url, env=env).stdout.strip().splitlines()[-1]
     assert "в карантине" in quarantined and "причина: сайт отклонил (http-422)" in quarantined
     english = cli("find", "SKU-2", db=db_url).stdout
-    assert "delivered  price SKU-2 v1" in english and "price=20.00 RUB" in english, english
+    assert "delivered  price SKU-2 v1" in english and "price=RUB\xa020.00" in english, english
+
+
+@SQLITE_ONLY
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_find_and_quarantine_list_write_a_price_the_same_way(
+    cli: Cli, db_url: str, scenario: Scenario, lang: str
+) -> None:
+    """Promise (issue 32, mpminor item 7): one way to write money in operator output
+    (``words.money``): ``find`` writes a price as ``quarantine list`` and the workbench do, in
+    English too (it wrote "30.00 RUB" beside the list's "RUB30.00")."""
+    env = {"EXCHANGE_LANG": lang}
+    shown = {"en": "RUB\xa030.00", "ru": "30,00\xa0₽"}[lang]
+    listed = cli("quarantine", "list", db=db_url, env=env)
+    assert shown in listed.stdout, describe(listed)
+    found = cli("find", "SKU-REJ", db=db_url, env=env)
+    assert shown in found.stdout, describe(found)
 
 
 @SQLITE_ONLY

@@ -64,14 +64,18 @@ def test_the_backlog_counts_what_waits_and_divides_it_by_the_last_minutes_pace(
         )
         now = clock.now() + timedelta(seconds=10)
         figures = backlog(c, now, settings.policies, LIVE)
-        assert figures == {"messages": 30, "eta_s": 90.0}
+        assert figures == {"messages": 30, "eta_s": 90.0, "due_s": None}
         assert (
             backlog_words(figures) == "backlog: 30 messages, about 1 min 30 s at the current pace"
         )
 
         # A minute later nothing was delivered: no pace to extrapolate from.
         later = clock.now() + timedelta(seconds=61)
-        assert backlog(c, later, settings.policies, LIVE) == {"messages": 30, "eta_s": None}
+        assert backlog(c, later, settings.policies, LIVE) == {
+            "messages": 30,
+            "eta_s": None,
+            "due_s": None,
+        }
 
 
 def test_deliveries_of_a_worker_that_is_no_longer_live_are_not_the_current_pace(
@@ -106,7 +110,11 @@ def test_deliveries_of_a_worker_that_is_no_longer_live_are_not_the_current_pace(
             outcomes=[(m, DELIVERED) for m in batch.messages],
             kinds=settings.policies,
         )
-        assert backlog(c, clock.now(), settings.policies, LIVE) == {"messages": 6, "eta_s": None}
+        assert backlog(c, clock.now(), settings.policies, LIVE) == {
+            "messages": 6,
+            "eta_s": None,
+            "due_s": None,
+        }
 
 
 def test_the_backlog_line_says_nothing_waits_for_none_and_no_estimate_while_paused() -> None:
@@ -117,3 +125,52 @@ def test_the_backlog_line_says_nothing_waits_for_none_and_no_estimate_while_paus
     paused = backlog_words({"messages": 632, "eta_s": 632.0}, paused=True)
     assert paused == "backlog: 632 messages, delivery is paused (no estimate)"
     assert "about" in backlog_words({"messages": 632, "eta_s": 632.0})
+
+
+def test_a_delivery_held_for_its_channels_hour_is_in_the_estimate_by_its_due_time(
+    engine: Engine, db_url: str, clock: FakeClock
+) -> None:
+    """Promise (issue 32, mpminor item 8): a price Ozon's hourly limit holds for 59 minutes
+    (delayed, due then, not charged) is in the estimate by its due time: «about 59 min», never
+    the few seconds the pace of the others gives; ``eta_s`` stays the pace's figure and
+    ``due_s`` says when the last delayed one is due."""
+    settings = fast_settings(db_url)
+    stage(engine, [price_row(f"SKU-{n:02d}", 1) for n in range(4)])
+    intake.take(engine, None, settings.kinds, clock.now())
+    with transaction(engine) as c:
+        c.execute(
+            insert(workers).values(worker_id="w1", started_at=clock.now(), heartbeat_at=clock.now())
+        )
+        batch = lease.claim(
+            c,
+            worker="w1",
+            now=clock.now(),
+            limit=4,
+            lease_seconds=60,
+            max_attempts=3,
+            kinds=settings.policies,
+        )
+    held_hour = Decision(
+        Event.AWAITING_OUTCOME,
+        State.DELAYED,
+        "Ozon: 10 price updates of this product within the hour",
+        charged=False,
+        next_try_at=clock.now() + timedelta(minutes=59),
+        delay_s=59 * 60.0,
+    )
+    *sent, held = batch.messages
+    with transaction(engine) as c:
+        record.record(
+            c,
+            token=batch.token,
+            worker="w1",
+            now=clock.now(),
+            outcomes=[*((m, DELIVERED) for m in sent), (held, held_hour)],
+            kinds=settings.policies,
+        )
+        figures = backlog(c, clock.now(), settings.policies, LIVE)
+    assert figures == {"messages": 1, "eta_s": 20.0, "due_s": 3540.0}
+    said = backlog_words(figures)
+    assert said == "backlog: 1 message, about 59 min 0 s: the last of them is due to be sent then"
+    ru = backlog_words(figures, lang="ru")
+    assert "59 мин" in ru, ru

@@ -9,8 +9,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+import random
 from collections import Counter
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -22,8 +23,12 @@ from exchange import app as bootstrap
 from exchange import logs
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import FAST, posting_row, price_row, stage
+from exchange.domain.retry import RetryPolicy, decide
+from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ConfigurationError
+from exchange.queue.lease import Leased
 from exchange.settings import Settings, load_settings
+from exchange.worker.loop import log_outcome
 
 pytestmark = pytest.mark.usefixtures("restore_logging")
 
@@ -306,3 +311,32 @@ def test_the_amqp_clients_other_errors_keep_their_level_and_traceback() -> None:
     assert "ERROR aiormq.channel: Consumer callback failed" in text
     assert "Traceback" in text and "ValueError: a bug in the callback" in text
     assert "ERROR aiormq.connection: Unexpected frame 'frame'" in text
+
+
+@pytest.mark.parametrize(
+    ("said", "status", "outcome", "attempt"),
+    [
+        # Wildberries' catalogue not read again yet (nmID unknown): nothing was sent
+        ("Wildberries' catalogue has no good with vendor code 'SKU-1' yet", None, "waiting", None),
+        # a Wildberries task: sent, its outcome read later
+        ("Wildberries took it in task 7: its outcome is read later", 200, "awaiting-outcome", 1),
+    ],
+)
+def test_a_wait_decided_without_sending_is_logged_as_a_wait_with_no_attempt(
+    said: str, status: int | None, outcome: str, attempt: int | None
+) -> None:
+    """Promise (issue 32, mpminor item 5): a wait the target decided without sending anything
+    (no HTTP status) is logged ``outcome=waiting`` with no attempt; a wait for what the channel
+    took keeps ``awaiting-outcome`` and its attempt."""
+    stream = capture(log_format="json", log_level="DEBUG")
+    now = datetime(2026, 12, 5, tzinfo=UTC)
+    waited = decide(
+        Classification(Verdict.AWAITING, said, http_status=status, again_in=60.0),
+        attempt=1,
+        now=now,
+        policy=RetryPolicy(5, 1.0, 60.0),
+        rng=random.Random(1),
+    )
+    log_outcome(Leased(1, "m-1", 1, "price", "SKU-1", 1, "{}", now, 1, 1), waited)
+    [line] = json_lines(stream)
+    assert (line["outcome"], line["attempt"]) == (outcome, attempt), line

@@ -14,7 +14,8 @@ NBSP = "\xa0"
     ("price", "currency", "lang", "shown"),
     [
         ("1234.50", "RUB", "ru", f"1{NBSP}234,50{NBSP}₽"),
-        ("1234.5", "RUB", "en", "RUB1,234.50"),
+        ("1234.5", "RUB", "en", f"RUB{NBSP}1,234.50"),  # CLDR's spacing after a code
+        ("7", "USD", "en", "$7.00"),  # a sign stays close
         ("0.001", "RUB", "ru", f"0,001{NBSP}₽"),  # never rounded: what goes to the shop
         ("-5.5", "USD", "ru", f"-5,50{NBSP}$"),
         ("10", None, "ru", "10"),

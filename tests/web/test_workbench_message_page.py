@@ -67,7 +67,7 @@ def test_the_page_leads_with_the_product_its_price_and_since_when_in_its_state(
     assert since.strftime("%Y-%m-%d %H:%M") in in_state and "5 мин" in in_state, in_state
     assert re.search(r"через [1-4]\d с", page)  # when it goes again
     english = signed_in(olga, "olga").get(f"/message/{mid}?lang=en").text
-    assert _text(english, "price") == "RUB1,234.50"
+    assert _text(english, "price") == "RUB\xa01,234.50"
 
 
 def test_a_failed_put_first_keeps_the_form_and_the_note_and_a_done_one_says_so(

@@ -369,7 +369,7 @@ class Actions(Core):
             return await self.message_page(
                 request, who, message_id, status=400, error=str(exc), note=note
             )
-        if not done[0].asked:
+        if not done[0].asked and not done[0].delivered:  # live already: nothing to release
             return await self.message_page(request, who, message_id, error=done[0].detail)
         raise web.HTTPSeeOther(f"/message/{quote(message_id, safe='')}?done=release")
 
