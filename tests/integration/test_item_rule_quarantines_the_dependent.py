@@ -345,3 +345,66 @@ def test_yandex_refusing_a_discount_in_its_400_quarantines_it_alone_and_the_valu
     assert (Decimal(value), Decimal(base) if base else None) == went[-2], "never 1000 beside 950"
     retail_tries, _ = attempts_and_errors(engine)[("Y-1/retail", v)]
     assert 1 == retail_tries, "the send Yandex refused for the discount is not charged"
+
+
+def test_yandex_a_lone_discount_base_breaking_beside_the_value_waits_10_minutes_then_quarantined(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    """Promise (contract 14, the item's rule; review 32d): Yandex shows 1000/1200; 1C's
+    discount base 1020 comes alone (a discount of 1.96 %, under Yandex's 5 %, research §3.1).
+    The value may be a package away: it waits, not charged and never sent, for
+    ``COMPANION_GRACE`` (10 minutes from intake) on the worker's clock, then is
+    ``invalid-for-channel``; Yandex still shows 1000/1200. (Before: the target counted the
+    wait on the wall clock, not the worker's, so it never ended here.)"""
+    from datetime import UTC, datetime
+
+    from exchange.targets.marketplace.items import COMPANION_GRACE
+
+    settings = ym_settings(
+        db_url,
+        ym,
+        tmp_path,
+        ym_price_types={"retail": "value", "old": "discountBase"},
+        ym_apply_timeout="4",
+    )
+    # The worker's clock starts at the wall clock's moment (the simulator dates its read-back
+    # by the wall clock) and moves with it until the test jumps it.
+    clock = FakeClock(datetime.now(UTC))
+    worker = bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
+    seen: dict[str, object] = {}
+
+    async def settle(w: Worker) -> None:
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + 8.0
+        while loop.time() < ends:
+            await w.cycle()
+            if not any(s in WAITING for s, _ in states(engine).values()):
+                return
+            await asyncio.sleep(0.05)
+            clock.advance(0.05)
+
+    async def cycles(w: Worker, seconds: float) -> None:
+        for _ in range(5):
+            await w.cycle()
+        clock.advance(seconds)
+        for _ in range(5):
+            await w.cycle()
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("Y-1", "retail", 1, "1000"), row("Y-1", "old", 1, "1200")])
+        await settle(w)
+        sent = ym.requests["offer-prices/updates"]
+        stage(engine, [row("Y-1", "old", 2, "1020")])
+        await cycles(w, COMPANION_GRACE - 30)
+        seen["waiting"] = states(engine)[("Y-1/old", 2)]
+        seen["tries"] = attempts_and_errors(engine)[("Y-1/old", 2)][0]
+        await cycles(w, 31)
+        seen["sent"] = ym.requests["offer-prices/updates"] - sent
+
+    run_worker(worker, scenario)
+    assert ("delayed", None) == seen["waiting"], "waits for 1C's next package"
+    assert 0 == seen["tries"], "not charged"
+    assert ("quarantined", "invalid-for-channel") == states(engine)[("Y-1/old", 2)]
+    assert 0 == seen["sent"], "never sent to Yandex"
+    live = ym.live("Y-1")
+    assert live is not None and (live.value, live.discount_base) == (1000, 1200)
