@@ -109,7 +109,7 @@ def target(
     if settings.target == "ozon":
         return ozon_target(settings, transport, engine=engine, clock=clock)
     if settings.target == "yandex-market":
-        return yandex_market_target(settings, transport, engine=engine)
+        return yandex_market_target(settings, transport, engine=engine, clock=clock)
     if settings.target in MARKETPLACE_TARGETS:
         # Contract 14: each marketplace's target is built above, when its module is there.
         raise ConfigurationError(f"the {settings.target} target is not part of this build")
@@ -231,10 +231,13 @@ def yandex_market_target(
     transport: httpx.AsyncBaseTransport | None = None,
     *,
     engine: Engine | None = None,
+    clock: Clock | None = None,
 ) -> Target:
     """Contract 14's Yandex Market: each offer carries every mapped price type the channel
     knows (``KnownPrices``, this channel's), since Yandex drops a discount an update leaves
-    out; the articles under ``sku_source = article``."""
+    out; the articles under ``sku_source = article``. ``clock``: the worker's (a test's fake
+    one), the one intake dates its messages by: a price's wait for 1C's next package is
+    counted on it."""
     from exchange.db.articles import DbArticles
     from exchange.db.known_prices import DbKnownPrices
     from exchange.db.sent_times import DbSentTimes
@@ -295,6 +298,7 @@ def yandex_market_target(
         earlier=DbSentTimes(engine, channel) if engine is not None else NO_EARLIER_SENDS,
         transport=transport,
         verify=settings.site_tls(),
+        now=(clock or SystemClock()).now,
     )
 
 

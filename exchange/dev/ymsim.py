@@ -132,6 +132,11 @@ class YmSwitches:
     overdraft: str = "refuse"
     # §3.4 "discount-% out of range (two forms, by index and by offerId)": which form.
     discount_error_by: str = "offerId"
+    # §3.1 "discount must be 5..99 %" (YM-OAS DiscountBase: "от 5 до 99%") and YM-ERR's
+    # "Discount percentage must be between 'min' and 'max'": whether a discount of exactly 5 %
+    # or 99 % is taken the research does not say (as Ozon's gap at its threshold, §1.4):
+    # "inclusive" takes it, "exclusive" refuses it with the out-of-range message.
+    discount_bounds: str = "inclusive"
     # §8 "whether unversioned paths (without /v2) still work": True answers them too.
     unversioned_paths: bool = False
     # §3.4 "the published examples show "status":"OK" inside 4xx bodies": what an error body's
@@ -163,6 +168,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "readback_quarantined": ("last-valid", "new"),
     "overdraft": ("refuse", "overdraft"),
     "discount_error_by": ("offerId", "index"),
+    "discount_bounds": ("inclusive", "exclusive"),
     "error_status": ("ERROR", "OK"),
     "read_without_ids": ("page", "refuse"),
     "until_rounding": ("up", "down"),
@@ -343,9 +349,10 @@ def _number(value: Any) -> Decimal | None:
     return Decimal(value)
 
 
-def check_offers(offers: list[Any], currency: str, by: str) -> Checked:
+def check_offers(offers: list[Any], currency: str, by: str, *, exclusive: bool = False) -> Checked:
     """§3.1 and §3.4 (YM-ERR #prices): each offer's rules, the documented messages where the
-    research quotes them (the rest are the simulator's words, said so in the table)."""
+    research quotes them (the rest are the simulator's words, said so in the table).
+    ``exclusive``: a discount of exactly 5 % or 99 % is refused (``discount_bounds``)."""
     out = Checked()
     seen: set[str] = set()
     for index, offer in enumerate(offers):
@@ -378,7 +385,7 @@ def check_offers(offers: list[Any], currency: str, by: str) -> Checked:
                 ("BAD_REQUEST", f"Offer at index '{index}' should have a numeric 'value'")
             )
             continue
-        error = _price_error(index, offer_id, body, value, currency, by)
+        error = _price_error(index, offer_id, body, value, currency, by, exclusive)
         if error is not None:
             out.errors.append(("BAD_REQUEST", error))
             continue
@@ -397,7 +404,13 @@ def check_offers(offers: list[Any], currency: str, by: str) -> Checked:
 
 
 def _price_error(
-    index: int, offer_id: str, body: JsonObject, value: Decimal, currency: str, by: str
+    index: int,
+    offer_id: str,
+    body: JsonObject,
+    value: Decimal,
+    currency: str,
+    by: str,
+    exclusive: bool = False,
 ) -> str | None:
     if value <= 0:  # §3.1 BasePriceDTO: value > 0 (the message is the simulator's)
         return f"Offer at index '{index}' should have positive 'value'"
@@ -415,7 +428,8 @@ def _price_error(
         if base < value:
             return f"discountBase is less than value: offerId = '{offer_id}'"
         percent = (base - value) * 100 / base
-        if not DISCOUNT_MIN <= percent <= DISCOUNT_MAX:
+        within = DISCOUNT_MIN < percent < DISCOUNT_MAX
+        if not (within or (not exclusive and percent in (DISCOUNT_MIN, DISCOUNT_MAX))):
             who = f"Offer at index '{index}'" if by == "index" else f"Offer '{offer_id}'"
             return (
                 f"{who} should have valid discount value. Discount percentage must be between "
@@ -637,7 +651,12 @@ class YmSimulator(LoopbackServer):
             raise bad_request(
                 f"offers size must be between 1 and {MAX_UPDATE}, actual {len(offers)}"
             )
-        checked = check_offers(offers, self.currency, self.switches.discount_error_by)
+        checked = check_offers(
+            offers,
+            self.currency,
+            self.switches.discount_error_by,
+            exclusive=self.switches.discount_bounds == "exclusive",
+        )
         prices: list[tuple[str, Price]] = []
         for offer_id, price in checked.prices:
             if not self.known(offer_id) and self.switches.unknown_offer == "reject":

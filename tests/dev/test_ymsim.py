@@ -590,6 +590,26 @@ def test_switch_discount_error_form(by: str) -> None:
     assert message.startswith("Offer 'A'" if by == "offerId" else "Offer at index '0'")
 
 
+@pytest.mark.parametrize("bounds", ["inclusive", "exclusive"])
+def test_switch_discount_bounds(bounds: str) -> None:
+    """§3.1: a discount of 5..99 %; whether exactly 5 % (or 99 %) is taken is not said: taken
+    (``inclusive``), or refused with the out-of-range message naming the offer."""
+    ym = YmSimulator(KEY, BUSINESS, switches=YmSwitches(discount_bounds=bounds, apply_delay=0))
+    with ym:
+        five = update(ym, offer("A", 950, discountBase=1000))  # exactly 5 % off
+        ninety_nine = update(ym, offer("B", 10, discountBase=1000))  # exactly 99 % off
+        inside = update(ym, offer("C", 949, discountBase=1000))  # 5.1 % off
+    assert 200 == inside.status_code
+    if bounds == "inclusive":
+        assert (200, 200) == (five.status_code, ninety_nine.status_code)
+    else:
+        assert (400, 400) == (five.status_code, ninety_nine.status_code)
+        assert messages(five) == [
+            "Offer 'A' should have valid discount value. Discount percentage must be between "
+            "'5' and '99', actual '5'"
+        ]
+
+
 @pytest.mark.parametrize("status", ["ERROR", "OK"])
 def test_switch_error_status(status: str) -> None:
     """§3.4: ApiErrorResponse says ``"status":"ERROR"``, but the published examples show

@@ -1582,3 +1582,100 @@ def test_a_send_without_a_key_gives_its_mark_back() -> None:
     found = run(keyless, lambda t: t.send([message]))
     assert [Verdict.PAUSE] == verdicts(found), found
     assert [f"db {message.message_id} ym-sent", f"db {message.message_id} ym-unsent"] == log
+
+
+# -- Yandex's own refusal of a discount (issue 32) ------------------------------------------------
+
+DISCOUNT_WORDS = (
+    "Offer 'SKU-1' should have valid discount value. Discount percentage must be between '5' "
+    "and '99', actual '5'"
+)
+
+
+@pytest.mark.parametrize(
+    ("said", "split"),
+    [
+        ([DISCOUNT_WORDS], True),
+        (["discountBase is less than value: offerId = 'SKU-1'"], True),
+        # One of its words concerns the value itself: the whole item takes the 400.
+        (
+            [DISCOUNT_WORDS, "Offer at index '0' should not have 'value' with too many digits"],
+            False,
+        ),
+    ],
+    ids=["percent", "less-than-value", "and-the-value"],
+)
+def test_a_400_refusing_an_offers_discount_quarantines_only_a_new_discount_base(
+    said: list[str], split: bool
+) -> None:
+    """Issue 32 on Yandex's own answer (research §3.1, §3.4 YM-ERR #prices): a 400 naming an
+    offer only for its discount (out of 5-99 %, or below the value) refuses the discount base
+    new beside the value, ``channel-rule`` with Yandex's words; the value waits a second, not
+    charged, to go again without it. Words about the value too: the whole item, as before."""
+    sent: list[Any] = []
+
+    def yandex(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if request.url.path.endswith("/offer-prices/updates"):
+            sent.append(body["offers"])
+            errors = [{"code": "BAD_REQUEST", "message": m} for m in said]
+            return httpx.Response(400, json={"status": "ERROR", "errors": errors})
+        return httpx.Response(200, json={"status": "OK", "result": {"offers": []}})
+
+    made = YandexMarketTarget(
+        "http://ym.test",
+        BUSINESS,
+        lambda: KEY,
+        price_types={"retail": "value", "old": "discountBase"},
+        transport=httpx.MockTransport(yandex),
+    )
+    messages = [price("SKU-1", 1, "950"), price("SKU-1", 1, "1000", price_type="old")]
+    value, base = run(lambda: made, lambda t: t.send(messages))
+    assert [{"value": 950, "currencyId": "RUR", "discountBase": 1000}] == [
+        o["price"] for o in sent[0]
+    ]
+    if not split:
+        assert (value.verdict, value.reason) == (Verdict.TERMINAL, None)
+        assert (base.verdict, base.reason) == (Verdict.TERMINAL, None)
+        return
+    assert (base.verdict, base.reason, base.http_status) == (
+        Verdict.TERMINAL,
+        Reason.CHANNEL_RULE,
+        400,
+    )
+    assert said[0] in base.detail
+    assert (value.verdict, value.again_in) == (Verdict.AWAITING, 1.0)
+    assert "only discountBase is quarantined" in value.detail and "not charged" in value.detail
+    decided = decide(
+        value,
+        attempt=1,
+        now=datetime(2026, 12, 5, 12, tzinfo=UTC),
+        policy=RetryPolicy(3, 1.0, 60.0),
+        rng=random.Random(1),
+    )
+    assert (decided.to_state, decided.charged) == (State.DELAYED, False)
+
+
+def test_a_400_refusing_the_discount_of_a_lone_discount_base_is_a_channel_rule() -> None:
+    """The discount base alone new (the value known, 950): Yandex's refusal of its discount is
+    its price rule, ``channel-rule`` with Yandex's words (it was ``http-400``)."""
+
+    def yandex(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/offer-prices/updates"):
+            error = {"code": "BAD_REQUEST", "message": DISCOUNT_WORDS}
+            return httpx.Response(400, json={"status": "ERROR", "errors": [error]})
+        return httpx.Response(200, json={"status": "OK", "result": {"offers": []}})
+
+    known = MemoryKnownPrices()
+    known.remember(KnownPrice("SKU-1", "retail", Decimal("950"), "RUB", 1))
+    made = YandexMarketTarget(
+        "http://ym.test",
+        BUSINESS,
+        lambda: KEY,
+        price_types={"retail": "value", "old": "discountBase"},
+        transport=httpx.MockTransport(yandex),
+        known=known,
+    )
+    (base,) = run(lambda: made, lambda t: t.send([price("SKU-1", 1, "1000", price_type="old")]))
+    assert (base.verdict, base.reason) == (Verdict.TERMINAL, Reason.CHANNEL_RULE)
+    assert DISCOUNT_WORDS in base.detail

@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
+from typing import Protocol
 
 from exchange.domain.pause import KNOWN_PRICES_UNREAD
 from exchange.domain.prices import AWAITS_COMPANION, KnownPrice, WaitingPrice
@@ -150,13 +151,24 @@ def invalid(detail: str) -> Classification:
     )
 
 
-def spread(item: Item, verdict: Classification) -> dict[str, Classification]:
+class Carrying(Protocol):
+    """What ``spread`` and ``spread_rule`` read of an item as a target sent it (the shared
+    ``Item``, or a target's own): the deliveries it carried as new and each one's field."""
+
+    @property
+    def carried(self) -> list[OutgoingMessage]: ...
+
+    @property
+    def fields_of(self) -> dict[str, str]: ...
+
+
+def spread(item: Carrying, verdict: Classification) -> dict[str, Classification]:
     """The item's verdict, for every delivery it carried as new."""
     return {message.message_id: verdict for message in item.carried}
 
 
 def spread_rule(
-    item: Item, channel: Channel, verdict: Classification, about: Iterable[str]
+    item: Carrying, channel: Channel, verdict: Classification, about: Iterable[str]
 ) -> dict[str, Classification]:
     """The marketplace's own refusal of an item by a price rule (``channel-rule``), decided as
     the rule is before sending (``_split``, issue 32): where the item carried as new a price

@@ -13,7 +13,9 @@ target's answers are judged; the verdicts are those of ``exchange.domain.verdict
   ``Hit rate limit of 'N' requests per '…' for resource …`` waits until
   ``X-RateLimit-Resource-Until`` (an RFC 822 date).
 - 400 naming offers (by ``offerId = '…'``, ``Offer '…'`` or ``Offer at index 'N'``, §3.4
-  YM-ERR #prices): those offers are terminal, the others are sent again.
+  YM-ERR #prices): those offers are terminal, the others are sent again. One refused only for
+  its discount (``discountBase``, §3.1: ``rule_fields``) is a price rule: where the discount
+  base was new beside the value, only it is refused (issue 32).
 - 401, 403: the key is refused or may not write: delivery pauses, the cause in words.
 - 423 ``Business is in migration`` (§3.4): the cabinet's, temporary, not the offers' fault.
 - 404: not the Partner API at ``ym_api_url`` (no price method answers 404 for an offer): pause.
@@ -34,6 +36,7 @@ from typing import Any
 import httpx
 
 from exchange.domain.pause import MARKETPLACE_KEY_REFUSED
+from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.wire import STATUSES
 
@@ -44,9 +47,17 @@ KEY_REFUSED = NO_WRITE_RIGHTS = MARKETPLACE_KEY_REFUSED
 RATE_LIMITED = "RateLimited"
 MIGRATING = "BusinessMigrating"
 NOT_THE_API = "NotTheApi"
+PRICE_RULE = "YandexPriceRule"  # a 400 refused an offer by its discount (§3.1)
 
 _BY_ID = (re.compile(r"offerId = '([^']*)'"), re.compile(r"^Offer '([^']*)'"))
 _BY_INDEX = re.compile(r"[Oo]ffer at index '(\d+)'")
+# The dependent price a 400's words for an offer concern (issue 32: only it is refused where it
+# was new beside the value): Yandex's discount errors (§3.1, §3.4 YM-ERR #prices:
+# "discountBase is less than value: offerId = …", "… should have valid discount value.
+# Discount percentage must be between 'min' and 'max', actual 'val'"; a field named
+# 'discountBase' in "should not have 'fieldName' with too many digits"). Any other words
+# concern the offer's value itself.
+_RULE_FIELDS = ((re.compile(r"discountBase|discount value|Discount percentage"), "discountBase"),)
 
 
 class Throttle(StrEnum):
@@ -118,10 +129,44 @@ def resource_limit(response: httpx.Response) -> int | None:
 def named_offers(response: httpx.Response, sent: list[str]) -> dict[str, str]:
     """The offers a 400 names, each with its words: by ``offerId`` (as Yandex trims it, so as
     sent) or by its index in the request's ``offers``. Offers not in ``sent`` are left out."""
-    known = set(sent)
     named: dict[str, str] = {}
+    for found, error in _named(response, sent):
+        named.setdefault(found, f"{error.code} {error.message}".strip())
+    return named
+
+
+def rule_fields(response: httpx.Response, sent: list[str]) -> dict[str, frozenset[str]]:
+    """The offers a 400 refused by a rule of a dependent price only (``discountBase``: its
+    discount, §3.1), with the fields it concerns; an offer named by any other error is left
+    out (the refusal concerns its value itself)."""
+    about: dict[str, set[str]] = {}
+    other: set[str] = set()
+    for found, error in _named(response, sent):
+        fields = {f for pattern, f in _RULE_FIELDS if pattern.search(error.message)}
+        if fields:
+            about.setdefault(found, set()).update(fields)
+        else:
+            other.add(found)
+    return {offer: frozenset(f) for offer, f in about.items() if offer not in other}
+
+
+def refused_by_rule(offer: str, said: str) -> Classification:
+    """An offer a 400 refused by its discount (``rule_fields``): a price rule of Yandex's,
+    terminal, ``channel-rule``, with Yandex's words (contract 14)."""
+    return Classification(
+        Verdict.TERMINAL,
+        f"HTTP 400: Yandex Market refused offer {offer!r}: {said}",
+        http_status=400,
+        error_class=PRICE_RULE,
+        reason=Reason.CHANNEL_RULE,
+    )
+
+
+def _named(response: httpx.Response, sent: list[str]) -> list[tuple[str, ApiError]]:
+    """Each error of a 400 that names an offer of ``sent``, with that offer."""
+    known = set(sent)
+    named: list[tuple[str, ApiError]] = []
     for error in errors(response):
-        text = f"{error.code} {error.message}".strip()
         found: str | None = None
         for pattern in _BY_ID:
             match = pattern.search(error.message)
@@ -133,7 +178,7 @@ def named_offers(response: httpx.Response, sent: list[str]) -> dict[str, str]:
             if match and int(match.group(1)) < len(sent):
                 found = sent[int(match.group(1))]
         if found is not None:
-            named.setdefault(found, text)
+            named.append((found, error))
     return named
 
 

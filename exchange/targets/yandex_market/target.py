@@ -177,6 +177,7 @@ class _Item:
     fields: dict[str, Decimal]
     carried: list[OutgoingMessage] = field(default_factory=list)
     versions: dict[str, int] = field(default_factory=dict)  # field -> its price's version
+    fields_of: dict[str, str] = field(default_factory=dict)  # carried message_id -> its field
 
     def json(self, currency: str) -> dict[str, Any]:
         price: dict[str, Any] = {"value": self.fields["value"], "currencyId": currency}
@@ -571,7 +572,14 @@ class YandexMarketTarget:
                 fields[name] = best.fields[name]
                 if version is not None:
                     versions[name] = version
-        return _Item(offer, item.sku, _no_discount(fields), list(item.carried), versions)
+        return _Item(
+            offer,
+            item.sku,
+            _no_discount(fields),
+            list(item.carried),
+            versions,
+            dict(item.fields_of),
+        )
 
     async def health(self) -> Classification:
         """A read of one offer's price (no effect): the key is accepted. The read names its
@@ -837,7 +845,7 @@ class YandexMarketTarget:
                 return out
             except _Rejected as rejected:
                 named = [i for i in left if i.offer in rejected.named]
-                out.update(await self._refused(named, rejected.named))
+                out.update(await self._refused(named, rejected.named, rejected.rules))
                 left = [i for i in left if i.offer not in rejected.named]
                 continue
             out.update(await self._took(left, "HTTP 200"))
@@ -1051,9 +1059,19 @@ class YandexMarketTarget:
                 out[m.message_id] = taken_
         return out
 
-    async def _refused(self, named: list[_Item], said: dict[str, str]) -> dict[str, Classification]:
+    async def _refused(
+        self,
+        named: list[_Item],
+        said: dict[str, str],
+        rules: Mapping[str, frozenset[str]] | None = None,
+    ) -> dict[str, Classification]:
         """Offers a 400 named: terminal with Yandex's words, unless the read-back shows each
-        field as sent (a price already set, refused as a repeat: delivered)."""
+        field as sent (a price already set, refused as a repeat: delivered). One refused only
+        for its discount (``rules``: the dependent fields Yandex's words concern, §3.1) is a
+        price rule, ``channel-rule``, decided as the rule is before sending (issue 32): where
+        the item carried a new discount base beside a new value, only the discount base takes
+        it, and the value goes again without it, not charged (``shared.spread_rule``)."""
+        rules = rules or {}
         try:
             shown = await self._read_back(sorted({i.offer for i in named}))
         except _Whole:
@@ -1069,6 +1087,10 @@ class YandexMarketTarget:
                     http_status=400,
                     receipt=item.offer,
                 )
+            elif item.offer in rules:
+                rule = answers.refused_by_rule(item.offer, said[item.offer])
+                out.update(shared.spread_rule(item, self.channel, rule, rules[item.offer]))
+                continue
             else:
                 verdict = Classification(
                     Verdict.TERMINAL,
@@ -1388,7 +1410,7 @@ class YandexMarketTarget:
         if response.status_code == 400 and rejects is not None:
             named = answers.named_offers(response, rejects)
             if named:
-                raise _Rejected(named)
+                raise _Rejected(named, answers.rule_fields(response, rejects))
             raise _Unnamed(answers.whole(response))
         raise _Whole(answers.whole(response))
 
@@ -1403,11 +1425,15 @@ class _TooBig(Exception):
 
 
 class _Rejected(Exception):
-    """A 400 naming offers of the request (by offerId), with Yandex's words for each."""
+    """A 400 naming offers of the request (by offerId), with Yandex's words for each, and
+    those refused only by a rule of a dependent price (``rules``: offer -> its fields)."""
 
-    def __init__(self, named: dict[str, str]) -> None:
+    def __init__(
+        self, named: dict[str, str], rules: Mapping[str, frozenset[str]] | None = None
+    ) -> None:
         super().__init__(f"{len(named)} offers refused")
         self.named = named
+        self.rules = dict(rules or {})
 
 
 def _sku(message: OutgoingMessage) -> str | None:
