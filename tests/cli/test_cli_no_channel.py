@@ -282,3 +282,131 @@ def test_a_kept_price_counts_until_a_newer_price_goes_somewhere(engine: Engine) 
     stage(engine, [price_row("SKU-16", 2, "11.00")])
     intake.take(engine, None, DEFAULT_KINDS, SystemClock().now())
     assert counted() == {}
+
+
+def _message_ids(engine: Engine) -> dict[tuple[str, int], str]:
+    """The postings' message ids by (aggregate, version)."""
+    with transaction(engine) as connection:
+        rows = connection.execute(
+            select(messages.c.aggregate, messages.c.version, messages.c.message_id).where(
+                messages.c.kind == "financial_posting"
+            )
+        ).all()
+    return {(str(a), int(v)): str(m) for a, v, m in rows}
+
+
+def test_a_seed_never_skips_a_kept_posting_and_every_word_names_the_first_kept(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path, site: SiteSimulator
+) -> None:
+    """Review 32k (second pass), finding 1: postings DOC-1 v1, v2 and DOC-2 v1 kept nowhere
+    (only the marketplaces configured); a site channel that takes postings is configured and
+    1C writes DOC-1 v3, which waits there behind the kept versions. Promises (contract 3 strict
+    order, contract 1 nothing lost): ``find`` advises seeding from DOC-1 v1 (the first kept
+    version of its aggregate) for v2 too, never from v2 itself; ``channels seed site --from
+    <v2>`` is refused (exit 2, one line, nothing created) naming the command from v1, since it
+    would give the site v2 without v1 and v1 would be cancelled stale; the plain seed says
+    the kept postings and the command; ``status`` says v3 waits for a version kept on no
+    channel with the seed's command, no gap (findings 2 and 3: in Russian too, and the seed's
+    history row in Russian); the seed from v1 delivers DOC-1 1, 2, 3 and DOC-2 1 in order."""
+    env = _only_marketplaces(cli, db_url, engine, tmp_path)
+    stage(
+        engine,
+        [
+            posting_row("DOC-1", 1, amount="100.00"),
+            posting_row("DOC-1", 2, amount="200.00"),
+            posting_row("DOC-2", 1, amount="5.00"),
+        ],
+    )
+    intake.take(engine, None, DEFAULT_KINDS, SystemClock().now())
+    shop = {
+        "target": "api",
+        "site_url": site.url,
+        "site_token_file": _secret(tmp_path, "token", TOKEN),
+        "takes": ["financial_posting"],
+    }
+    with_site = {**FAST_ENV, "EXCHANGE_GAP_TIMEOUT": "0.01"}
+    with_site.update(_env({**_marketplaces(tmp_path), "site": shop}))
+    assert env["EXCHANGE_CHANNELS"] != with_site["EXCHANGE_CHANNELS"]
+    stage(engine, [posting_row("DOC-1", 3, amount="300.00")])
+    ran = cli("run", "--until-idle", "--channel", "site", db=db_url, env=with_site)
+    assert ran.returncode == 0, describe(ran)
+    ids = _message_ids(engine)
+    first, second = ids[("DOC-1", 1)], ids[("DOC-1", 2)]
+    assert site.applied_versions("financial_posting", "DOC-1") == []
+
+    # find: each kept version of DOC-1 is advised the seed from v1
+    found = run_json(cli, "find", "DOC-1", "--json", db=db_url, env=with_site)["messages"]
+    assert {r["message_id"]: r["seed_from"] for r in found if r["delivered_nowhere"]} == {
+        first: first,
+        second: first,
+    }
+    shown = " ".join(cli("find", "DOC-1", db=db_url, env=with_site).stdout.split())
+    assert f"--from {second}" not in shown and f"--from {first}" in shown, shown
+    told = " ".join(cli("history", second, db=db_url, env=with_site).stdout.split())
+    assert f"exchange channels seed NAME --from {first}" in told, told
+
+    # status: v3 waits for a kept version, with the command; no gap
+    figures = run_json(cli, "status", "--json", db=db_url, env=with_site, code=1)
+    assert "gap" not in figures["needs_person_causes"], figures["needs_person_causes"]
+    held = [b for b in figures["blocked"] if b["aggregate"] == "DOC-1"]
+    assert [(b["held_by"], b["seed_from"]) for b in held] == [("kept", first)], held
+    assert held[0]["cause"] == (
+        f"waiting for version 1, kept on no channel; {ids[('DOC-1', 3)]} is next: "
+        f"exchange channels seed site --from {first}"
+    )
+    wide = {**with_site, "EXCHANGE_LANG": "ru", "COLUMNS": "400"}
+    russian = cli("status", db=db_url, env=wide)
+    words = " ".join(russian.stdout.split())
+    assert "пропуск" not in words and "kept on no channel" not in words, describe(russian)
+    assert f"exchange channels seed site --from {first}" in words, describe(russian)
+
+    # the plain seed: nothing to create, and it says the kept postings with the command
+    plain = cli("channels", "seed", "site", db=db_url, env=with_site)
+    assert plain.returncode == 0, describe(plain)
+    assert (
+        f"3 messages of kind financial_posting are still kept on no channel (accepted before "
+        f"a channel took that kind): exchange channels seed site --from {first}"
+    ) in " ".join(plain.stdout.split()), describe(plain)
+
+    # the seed from v2 is refused, one line, nothing created
+    skipping = cli("channels", "seed", "site", "--from", second, db=db_url, env=with_site)
+    assert skipping.returncode == 2, describe(skipping)
+    assert skipping.stderr.strip().count("\n") == 0, describe(skipping)
+    assert f"exchange channels seed site --from {first}" in skipping.stderr, describe(skipping)
+    skipping_ru = cli(
+        "channels",
+        "seed",
+        "site",
+        "--from",
+        second,
+        db=db_url,
+        env={**with_site, "EXCHANGE_LANG": "ru"},
+    )
+    assert skipping_ru.returncode == 2, describe(skipping_ru)
+    assert "would skip" not in skipping_ru.stderr, describe(skipping_ru)
+    assert f"exchange channels seed site --from {first}" in skipping_ru.stderr
+    with transaction(engine) as connection:
+        held_versions = (
+            connection.execute(
+                select(deliveries.c.version)
+                .join(channels, channels.c.id == deliveries.c.channel_id)
+                .where(channels.c.name == "site")
+            )
+            .scalars()
+            .all()
+        )
+    assert held_versions == [3], held_versions
+
+    # the seed the words name: every posting in order, nothing stale
+    seeded = cli("channels", "seed", "site", "--from", first, db=db_url, env=with_site)
+    assert seeded.returncode == 0, describe(seeded)
+    assert "channel site: 3 deliveries created" in seeded.stdout, describe(seeded)
+    assert "still kept" not in seeded.stdout, describe(seeded)
+    ran = cli("run", "--until-idle", "--channel", "site", db=db_url, env=with_site)
+    assert ran.returncode == 0, describe(ran)
+    assert site.applied_versions("financial_posting", "DOC-1") == [1, 2, 3]
+    assert site.applied_versions("financial_posting", "DOC-2") == [1]
+    assert not _no_channel_causes(cli, db_url, with_site)
+    story = cli("history", first, db=db_url, env={**with_site, "EXCHANGE_LANG": "ru"})
+    assert story.returncode == 0, describe(story)
+    assert "seeded to channel" not in story.stdout, describe(story)
