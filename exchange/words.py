@@ -220,6 +220,10 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "cause": N_("Cause"),
     "blocked_by_quarantine": N_("the next version is quarantined: retry or cancel it"),
     "blocked_by_gap": N_("waits for version {version}: a gap"),
+    "blocked_by_kept": N_(
+        "waits for version {version}, kept on no channel: exchange channels seed {name} "
+        "--from {first}"
+    ),
     "delivered_through": N_("Delivered through"),
     "none": N_("none"),
     "file": N_("File"),
@@ -512,6 +516,7 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
     "held_by": {
         "quarantine": NP_("held_by", "the quarantine"),
         "gap": NP_("held_by", "a gap"),
+        "kept": NP_("held_by", "a version kept on no channel"),
     },
     "reason": {
         "invalid-contract": NP_("reason", "invalid data"),
@@ -717,6 +722,17 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"--note is required: say why the channel is removed",
             N_("--note is required: say why the channel is removed"),
         ),
+        (
+            r"--from (?P<id>\S+) would skip an earlier version kept on no channel \(the first "
+            r"(?P<first>\S+)\) and give (?P<name>\S+) the later ones without it: .*",
+            N_(
+                "--from {id} would skip an earlier version kept on no channel (the first "
+                "{first}) and give {name} the later ones without it: exchange channels seed "
+                "{name} --from {first}"
+            ),
+        ),
+        # a seed's history row (exchange/queue/channels.py)
+        (r"seeded to channel (?P<name>\S+)", N_("seeded to channel {name}")),
         # exchange/ops/find.py
         (
             r"unknown reason (?P<reason>.+): one of (?P<reasons>.+) or http-NNN",
@@ -1479,6 +1495,14 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"waiting for version (?P<v>\d+) \(a gap\); (?P<id>\S+) is next",
         N_("waiting for version {v} (a gap); {id} is next"),
+    ),
+    (
+        r"waiting for version (?P<v>\d+), kept on no channel; (?P<id>\S+) is next: "
+        r"exchange channels seed (?P<name>\S+) --from (?P<first>\S+)",
+        N_(
+            "waiting for version {v}, kept on no channel; {id} is next: exchange channels "
+            "seed {name} --from {first}"
+        ),
     ),
     # the site's refusals that pause delivery (exchange/targets/shop_api/answers.py)
     (r"HTTP (?P<s>\d+): the site refused the token", N_("HTTP {s}: the site refused the token")),

@@ -161,6 +161,22 @@ def channels_seed(
     if not seeded.created:  # why none, in the same line
         said += "; " + _seeded_none(seeded, lang)
     out.print(said, markup=False, highlight=False)
+    for kind, kept in sorted((seeded.kept or {}).items()):
+        # Still kept on no channel (review 32k): a strictly ordered kind's accepted before the
+        # channel was registered are given only from --from on, so the command says it.
+        left = ngettext(
+            "{count} message of kind {kind} is still kept on no channel (accepted before a "
+            "channel took that kind): exchange channels seed {name} --from {oldest}",
+            "{count} messages of kind {kind} are still kept on no channel (accepted before a "
+            "channel took that kind): exchange channels seed {name} --from {oldest}",
+            kept["count"],
+            lang,
+        )
+        out.print(
+            left.format(count=kept["count"], kind=kind, name=channel, oldest=kept["oldest"]),
+            markup=False,
+            highlight=False,
+        )
 
 
 def _seeded_none(seeded: channel_ops.Seeded, lang: Lang) -> str:

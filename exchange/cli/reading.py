@@ -369,7 +369,10 @@ def nowhere_words(message: dict[str, Any], lang: Lang) -> str:
             "deliver it: exchange channels seed NAME --from {message_id}",
             lang,
         )
-    return said.format(kind=message["kind"], message_id=message["message_id"])
+    # The first earlier version kept on no channel, when there is one (review 32k: a seed from
+    # this one would skip it).
+    start = message.get("seed_from") or message["message_id"]
+    return said.format(kind=message["kind"], message_id=start)
 
 
 def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:

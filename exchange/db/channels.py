@@ -231,6 +231,113 @@ def unmark_kept(connection: Connection, message_pks: Iterable[int]) -> None:
         )
 
 
+def _kept(m: Any) -> list[ColumnElement[bool]]:
+    """The condition of ``kept_nowhere``'s messages on the alias ``m`` of ``messages``: marked
+    (through the partial index), accepted, with no delivery on any channel."""
+    return [
+        m.c.kept_nowhere.is_not(None),
+        not_(m.c.rejected),
+        ~exists().where(deliveries.c.message_pk == m.c.id),
+    ]
+
+
+def oldest_kept(connection: Connection, aggregate_ids: Iterable[int]) -> dict[int, str]:
+    """Of the aggregates ``aggregate_ids``, those with a message kept with no delivery on any
+    channel (``kept_nowhere``): ``{aggregate_id: the message_id of the first accepted}``, what
+    ``channels seed NAME --from`` must start at for that aggregate to keep its order."""
+    wanted = sorted(set(aggregate_ids))
+    if not wanted:
+        return {}
+    m = messages.alias("kept")
+    first = (
+        select(m.c.aggregate_id, func.min(m.c.id).label("pk"))
+        .where(m.c.aggregate_id.in_(wanted), *_kept(m))
+        .group_by(m.c.aggregate_id)
+        .subquery()
+    )
+    rows = connection.execute(
+        select(first.c.aggregate_id, messages.c.message_id).join(
+            messages, messages.c.id == first.c.pk
+        )
+    ).all()
+    return {int(aggregate_id): str(message_id) for aggregate_id, message_id in rows}
+
+
+def seed_from(connection: Connection, message_ids: Iterable[str]) -> dict[str, str]:
+    """For each message of ``message_ids`` delivered nowhere, where ``channels seed NAME
+    --from`` must start to give it a delivery without skipping an earlier version of its
+    aggregate kept with no delivery on any channel (review 32k): the first such version
+    accepted before it, else the message itself. What ``find`` and ``history`` advise."""
+    wanted = sorted(set(message_ids))
+    if not wanted:
+        return {}
+    own = messages.alias("own")
+    kept = messages.alias("kept")
+    first = (
+        select(func.min(kept.c.id))
+        .where(kept.c.aggregate_id == own.c.aggregate_id, kept.c.id < own.c.id, *_kept(kept))
+        .scalar_subquery()
+    )
+    rows = connection.execute(
+        select(own.c.message_id, first.label("first")).where(own.c.message_id.in_(wanted))
+    ).all()
+    earlier = [int(row.first) for row in rows if row.first is not None]
+    names = (
+        dict(
+            connection.execute(
+                select(messages.c.id, messages.c.message_id).where(messages.c.id.in_(earlier))
+            ).all()
+        )
+        if earlier
+        else {}
+    )
+    return {
+        str(row.message_id): str(names.get(row.first, row.message_id))
+        if row.first is not None
+        else str(row.message_id)
+        for row in rows
+    }
+
+
+def kept_skipped(
+    connection: Connection, kinds: Iterable[str], from_pk: int
+) -> tuple[int, str] | None:
+    """What ``channels seed NAME --from`` (intake order ``from_pk`` on) would skip of the
+    strictly ordered ``kinds``: a message kept with no delivery on any channel, accepted
+    before ``from_pk``, of an aggregate the seed gives a later version of (review 32k: the
+    later version went without it, and the kept one was then cancelled stale). Returns the
+    first such message to seed from instead (intake order, message_id): the earliest start
+    that skips none, found by moving the start back until nothing kept is left behind it; or
+    None when ``from_pk`` skips nothing."""
+    wanted = list(kinds)
+    if not wanted:
+        return None
+    start = from_pk
+    found: tuple[int, str] | None = None
+    kept = messages.alias("kept")
+    seeded = messages.alias("seeded")
+    while True:
+        row = connection.execute(
+            select(kept.c.id, kept.c.message_id)
+            .where(
+                kept.c.kind.in_(wanted),
+                kept.c.id < start,
+                *_kept(kept),
+                exists().where(
+                    seeded.c.aggregate_id == kept.c.aggregate_id,
+                    seeded.c.id >= start,
+                    not_(seeded.c.rejected),
+                ),
+            )
+            .order_by(kept.c.id)
+            .limit(1)
+        ).first()
+        if row is None:
+            return found
+        start = int(row.id)
+        found = (start, str(row.message_id))
+
+
 def in_use(connection: Connection, name: str, *, lock: bool = False) -> Registered | None:
     """The channel of ``name`` not dropped, or None. ``lock``: its row is held (PostgreSQL's
     ``FOR UPDATE``) until the transaction ends, against a drop or a seed at once."""

@@ -25,7 +25,7 @@ from sqlalchemy import (
     union,
 )
 
-from exchange.db.channels import untaken_kinds
+from exchange.db.channels import seed_from, untaken_kinds
 from exchange.db.engine import is_postgres
 from exchange.db.on_channels import (
     Channel,
@@ -280,6 +280,7 @@ def find(
     names, targets = channel_names(connection), targets_by_id(connection)
     kinds = {r["kind"] for r in rows if _nowhere(r)}
     untaken = set(untaken_kinds(connection, sorted(kinds))) if kinds else set()
+    starts = seed_from(connection, [r["message_id"] for r in rows if _nowhere(r)])
     return [
         {
             "message_id": r["message_id"],
@@ -304,7 +305,7 @@ def find(
             "updated_at": r["updated_at"].isoformat(),
             # contract 1: an accepted message with no delivery on any channel (``undelivered``),
             # and whether that is because no channel takes its kind now
-            **nowhere_facts(_nowhere(r), r["kind"] in untaken),
+            **nowhere_facts(_nowhere(r), r["kind"] in untaken, starts.get(r["message_id"])),
         }
         for r in rows
     ]
@@ -315,11 +316,18 @@ def _nowhere(row: Any) -> bool:
     return row["channel_id"] is None and not row["rejected"]
 
 
-def nowhere_facts(nowhere: bool, untaken: bool) -> dict[str, bool]:
+def nowhere_facts(nowhere: bool, untaken: bool, start: str | None = None) -> dict[str, Any]:
     """What ``find`` and ``history`` say of a message with no delivery on any channel:
-    ``delivered_nowhere``, and ``no_channel_takes``: no registered channel takes its kind now
-    (otherwise it came in before one that takes it was registered)."""
-    return {"delivered_nowhere": nowhere, "no_channel_takes": nowhere and untaken}
+    ``delivered_nowhere``, ``no_channel_takes``: no registered channel takes its kind now
+    (otherwise it came in before one that takes it was registered), and ``seed_from``: the
+    message ``channels seed NAME --from`` starts at to give it a delivery, the first earlier
+    version of its aggregate kept on no channel, else itself (``db.channels.seed_from``;
+    None for a message with a delivery)."""
+    return {
+        "delivered_nowhere": nowhere,
+        "no_channel_takes": nowhere and untaken,
+        "seed_from": start if nowhere else None,
+    }
 
 
 def attempted(m: Any) -> ColumnElement[bool]:

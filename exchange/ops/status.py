@@ -21,7 +21,7 @@ from rich.text import Text
 from sqlalchemy import Connection, case, func, not_, select
 from sqlalchemy.orm import aliased
 
-from exchange.db.channels import untaken_kinds
+from exchange.db.channels import oldest_kept, seed_from, untaken_kinds
 from exchange.db.on_channels import (
     Channel,
     channel_ids,
@@ -689,6 +689,7 @@ def blocked_aggregates(
         select(
             a.c.kind,
             a.c.aggregate,
+            lowest.c.aggregate_id,
             through,
             lowest.c.version,
             m.message_id,
@@ -714,15 +715,27 @@ def blocked_aggregates(
         .order_by(a.c.kind, a.c.aggregate, lowest.c.channel_id)
         .limit(limit)
     ).all()
+    # The missing versions that arrived but are kept on no channel (``messages.kept_nowhere``):
+    # no gap, a seed's to give (review 32k), said with its command.
+    kept = oldest_kept(
+        connection, [r.aggregate_id for r in rows if r.state != State.QUARANTINED.value]
+    )
     result = []
-    for kind, aggregate, done, version, message_id, state, reason, channel in rows:
+    for kind, aggregate, aggregate_id, done, version, message_id, state, reason, channel in rows:
         # Held by a quarantined message: only a person moves it. Held by a gap: the missing
         # version may still arrive (until EXCHANGE_GAP_TIMEOUT quarantines the next one).
+        # Held by a kept version: only ``channels seed --from`` gives it to the channel.
         held_by = "quarantine" if state == State.QUARANTINED.value else "gap"
         if state == State.QUARANTINED.value and version == done + 1:
             cause = f"{message_id} is quarantined ({reason}): retry or cancel it"
         elif state == State.QUARANTINED.value:
             cause = f"{message_id} is quarantined ({reason}) after a gap at version {done + 1}"
+        elif aggregate_id in kept:
+            held_by = "kept"
+            cause = (
+                f"waiting for version {done + 1}, kept on no channel; {message_id} is next: "
+                f"exchange channels seed {channel} --from {kept[aggregate_id]}"
+            )
         else:
             cause = f"waiting for version {done + 1} (a gap); {message_id} is next"
         result.append(
@@ -734,6 +747,8 @@ def blocked_aggregates(
                 "message_id": message_id,
                 "cause": cause,
                 "channel": channel,  # contract 13: whose strict order it is
+                # held by a kept version: where ``channels seed`` starts (review 32k)
+                "seed_from": kept.get(aggregate_id) if held_by == "kept" else None,
             }
         )
     return result
@@ -1023,6 +1038,16 @@ _BLOCKED_CAUSES = (
         re.compile(r"waiting for version (?P<v>\d+) \(a gap\); (?P<id>\S+) is next"),
         N_("waiting for version {v} (a gap); {id} is next"),
     ),
+    (
+        re.compile(
+            r"waiting for version (?P<v>\d+), kept on no channel; (?P<id>\S+) is next: "
+            r"exchange channels seed (?P<name>\S+) --from (?P<first>\S+)"
+        ),
+        N_(
+            "waiting for version {v}, kept on no channel; {id} is next: exchange channels "
+            "seed {name} --from {first}"
+        ),
+    ),
 )
 
 
@@ -1182,7 +1207,11 @@ def biography(connection: Connection, message_id: str, channel: Channel = None) 
     }
     nowhere = row["channel_id"] is None and not row["rejected"]
     found["message"].update(
-        nowhere_facts(nowhere, nowhere and bool(untaken_kinds(connection, [row["kind"]])))
+        nowhere_facts(
+            nowhere,
+            nowhere and bool(untaken_kinds(connection, [row["kind"]])),
+            seed_from(connection, [row["message_id"]]).get(row["message_id"]) if nowhere else None,
+        )
     )
     return found
 

@@ -42,7 +42,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 
-from exchange.db.channels import Registered, in_use, unmark_kept
+from exchange.db.channels import Registered, in_use, kept_nowhere, kept_skipped, unmark_kept
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.schema import (
     UTCDateTime,
@@ -93,6 +93,11 @@ class Seeded:
     walked: int = 0
     after_earlier: bool = False
     takes: tuple[str, ...] = ()
+    # What is still kept with no delivery on any channel, of the kinds it takes, after the
+    # seed (``db.channels.kept_nowhere``: {kind: {"count", "oldest", "taken"}}): a strictly
+    # ordered kind's accepted before the channel was registered need ``--from`` (said by
+    # ``channels seed``, review 32k).
+    kept: dict[str, dict[str, Any]] | None = None
 
 
 def message_pk(connection: Connection, message_id: str) -> int:
@@ -123,6 +128,7 @@ def seed(
     start: int | None = None
     from_pk: int | None = None
     earlier = False
+    left: dict[str, dict[str, Any]] = {}
     while True:
         with transaction(engine) as connection:
             channel = in_use(connection, name, lock=True)
@@ -133,10 +139,20 @@ def seed(
                 earlier = bool(channel.seed_mark) and from_message is None
                 if from_message is not None:  # the strict kinds from there: walk from there
                     from_pk = message_pk(connection, from_message)
+                    _refuse_skipping(connection, channel, kinds, from_message, from_pk)
                     start = min(start, from_pk - 1)
             made, mark, looked = _seed_batch(connection, channel, kinds, now, start, from_pk, batch)
+            if mark is None:
+                strict = [kind for kind in channel.takes if kinds.is_strict(kind)]
+                left = kept_nowhere(
+                    connection,
+                    channel.takes,
+                    coalescing=[kind for kind in channel.takes if kind not in strict],
+                )
         if mark is None:
-            return Seeded(name, created, batches, channel.seed_mark, walked, earlier, channel.takes)
+            return Seeded(
+                name, created, batches, channel.seed_mark, walked, earlier, channel.takes, left
+            )
         failpoint("seed-batch-done")
         created += made
         walked += looked
@@ -144,6 +160,28 @@ def seed(
         start = mark
         if progress is not None:
             progress(Seeded(name, created, batches, mark, walked, earlier, channel.takes))
+
+
+def _refuse_skipping(
+    connection: Connection,
+    channel: Registered,
+    kinds: KindPolicies,
+    from_message: str,
+    from_pk: int,
+) -> None:
+    """Refuse a ``--from`` that would give the channel a later version of a strictly ordered
+    aggregate while an earlier version of it is kept with no delivery on any channel (review
+    32k: the later went without it, the kept one was then cancelled stale, a posting lost):
+    the operator is told the first message to seed from instead, nothing is created."""
+    strict = [kind for kind in channel.takes if kinds.is_strict(kind)]
+    skipped = kept_skipped(connection, strict, from_pk)
+    if skipped is not None:
+        first = skipped[1]
+        raise OperatorError(
+            f"--from {from_message} would skip an earlier version kept on no channel "
+            f"(the first {first}) and give {channel.name} the later ones without it: "
+            f"exchange channels seed {channel.name} --from {first}"
+        )
 
 
 def _candidates(channel: Registered, kinds: KindPolicies, after: int, from_pk: int | None) -> Any:

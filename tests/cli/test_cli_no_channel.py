@@ -282,3 +282,169 @@ def test_a_kept_price_counts_until_a_newer_price_goes_somewhere(engine: Engine) 
     stage(engine, [price_row("SKU-16", 2, "11.00")])
     intake.take(engine, None, DEFAULT_KINDS, SystemClock().now())
     assert counted() == {}
+
+
+def _message_ids(engine: Engine) -> dict[tuple[str, int], str]:
+    """The postings' message ids by (aggregate, version)."""
+    with transaction(engine) as connection:
+        rows = connection.execute(
+            select(messages.c.aggregate, messages.c.version, messages.c.message_id).where(
+                messages.c.kind == "financial_posting"
+            )
+        ).all()
+    return {(str(a), int(v)): str(m) for a, v, m in rows}
+
+
+def _kept_behind(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path, site: SiteSimulator
+) -> tuple[dict[str, str | None], dict[tuple[str, int], str]]:
+    """Review 32k (second pass): postings DOC-1 v1, v2 and DOC-2 v1 kept nowhere (only the
+    marketplaces configured); a site channel that takes postings is configured and 1C writes
+    DOC-1 v3, which waits there behind the kept versions. The site's settings and the
+    postings' message ids."""
+    env = _only_marketplaces(cli, db_url, engine, tmp_path)
+    stage(
+        engine,
+        [
+            posting_row("DOC-1", 1, amount="100.00"),
+            posting_row("DOC-1", 2, amount="200.00"),
+            posting_row("DOC-2", 1, amount="5.00"),
+        ],
+    )
+    intake.take(engine, None, DEFAULT_KINDS, SystemClock().now())
+    shop = {
+        "target": "api",
+        "site_url": site.url,
+        "site_token_file": _secret(tmp_path, "token", TOKEN),
+        "takes": ["financial_posting"],
+    }
+    with_site: dict[str, str | None] = {**FAST_ENV, "EXCHANGE_GAP_TIMEOUT": "0.01"}
+    with_site.update(_env({**_marketplaces(tmp_path), "site": shop}))
+    assert env["EXCHANGE_CHANNELS"] != with_site["EXCHANGE_CHANNELS"]
+    stage(engine, [posting_row("DOC-1", 3, amount="300.00")])
+    ran = cli("run", "--until-idle", "--channel", "site", db=db_url, env=with_site)
+    assert ran.returncode == 0, describe(ran)
+    assert site.applied_versions("financial_posting", "DOC-1") == []
+    return with_site, _message_ids(engine)
+
+
+def _site_versions(engine: Engine) -> list[int]:
+    with transaction(engine) as connection:
+        return sorted(
+            connection.execute(
+                select(deliveries.c.version)
+                .join(channels, channels.c.id == deliveries.c.channel_id)
+                .where(channels.c.name == "site")
+            )
+            .scalars()
+            .all()
+        )
+
+
+def test_a_seed_from_a_later_kept_version_is_refused_naming_the_first(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path, site: SiteSimulator
+) -> None:
+    """Review 32k (second pass), finding 1 (contract 3 strict order, contract 1 nothing lost):
+    ``channels seed site --from <DOC-1 v2>`` would give the site v2 without the kept v1 (v1
+    then cancelled stale, a posting lost): it is refused, exit 2, one line naming the command
+    from v1 (in Russian too), nothing created; the seed it names delivers DOC-1 1, 2, 3 and
+    DOC-2 1 in order, nothing stale, nothing left kept."""
+    with_site, ids = _kept_behind(cli, db_url, engine, tmp_path, site)
+    first, second = ids[("DOC-1", 1)], ids[("DOC-1", 2)]
+    skipping = cli("channels", "seed", "site", "--from", second, db=db_url, env=with_site)
+    assert skipping.returncode == 2, describe(skipping)
+    assert skipping.stderr.strip().count("\n") == 0, describe(skipping)
+    assert f"exchange channels seed site --from {first}" in skipping.stderr, describe(skipping)
+    russian = {**with_site, "EXCHANGE_LANG": "ru"}
+    skipping_ru = cli("channels", "seed", "site", "--from", second, db=db_url, env=russian)
+    assert skipping_ru.returncode == 2, describe(skipping_ru)
+    assert "would skip" not in skipping_ru.stderr, describe(skipping_ru)
+    assert f"exchange channels seed site --from {first}" in skipping_ru.stderr
+    assert _site_versions(engine) == [3]
+
+    seeded = cli("channels", "seed", "site", "--from", first, db=db_url, env=with_site)
+    assert seeded.returncode == 0, describe(seeded)
+    assert "channel site: 3 deliveries created" in seeded.stdout, describe(seeded)
+    assert "still kept" not in seeded.stdout, describe(seeded)
+    ran = cli("run", "--until-idle", "--channel", "site", db=db_url, env=with_site)
+    assert ran.returncode == 0, describe(ran)
+    assert site.applied_versions("financial_posting", "DOC-1") == [1, 2, 3]
+    assert site.applied_versions("financial_posting", "DOC-2") == [1]
+    assert not _no_channel_causes(cli, db_url, with_site)
+
+
+def test_find_and_history_advise_the_seed_from_the_first_kept_version(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path, site: SiteSimulator
+) -> None:
+    """Review 32k (second pass), finding 1: ``find`` lists DOC-1 v2 (newest first) and its
+    advice is what an operator runs: it names the seed from DOC-1 v1, the first kept version
+    of its aggregate, never from v2 itself (``--json``'s ``seed_from``); ``history`` of v2
+    the same."""
+    with_site, ids = _kept_behind(cli, db_url, engine, tmp_path, site)
+    first, second = ids[("DOC-1", 1)], ids[("DOC-1", 2)]
+    found = run_json(cli, "find", "DOC-1", "--json", db=db_url, env=with_site)["messages"]
+    assert {r["message_id"]: r["seed_from"] for r in found if r["delivered_nowhere"]} == {
+        first: first,
+        second: first,
+    }
+    shown = " ".join(cli("find", "DOC-1", db=db_url, env=with_site).stdout.split())
+    assert f"--from {second}" not in shown and f"--from {first}" in shown, shown
+    told = " ".join(cli("history", second, db=db_url, env=with_site).stdout.split())
+    assert f"exchange channels seed NAME --from {first}" in told, told
+
+
+def test_a_version_waiting_behind_kept_ones_is_no_gap_and_says_the_seed(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path, site: SiteSimulator
+) -> None:
+    """Review 32k (second pass), finding 2: DOC-1 v3 waits behind versions that arrived and
+    are kept on no channel. ``status`` says so with the seed's command (in Russian too), not
+    "a gap" / «пропуск» (an operator would ask 1C to resend v1), and counts no gap cause."""
+    with_site, ids = _kept_behind(cli, db_url, engine, tmp_path, site)
+    first = ids[("DOC-1", 1)]
+    figures = run_json(cli, "status", "--json", db=db_url, env=with_site, code=1)
+    assert "gap" not in figures["needs_person_causes"], figures["needs_person_causes"]
+    held = [b for b in figures["blocked"] if b["aggregate"] == "DOC-1"]
+    assert [(b["held_by"], b["seed_from"]) for b in held] == [("kept", first)], held
+    assert held[0]["cause"] == (
+        f"waiting for version 1, kept on no channel; {ids[('DOC-1', 3)]} is next: "
+        f"exchange channels seed site --from {first}"
+    )
+    wide = {**with_site, "EXCHANGE_LANG": "ru", "COLUMNS": "400"}
+    russian = cli("status", db=db_url, env=wide)
+    words = " ".join(russian.stdout.split())
+    assert "пропуск" not in words and "kept on no channel" not in words, describe(russian)
+    assert f"exchange channels seed site --from {first}" in words, describe(russian)
+
+
+def test_the_plain_seed_says_the_kept_postings_and_the_command(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path, site: SiteSimulator
+) -> None:
+    """Review 32k (second pass), finding 2: ``channels seed site`` without ``--from`` creates
+    nothing for postings accepted before the site was registered; it says they are still
+    kept on no channel, with the command that gives them (never a bare «0 created»)."""
+    with_site, ids = _kept_behind(cli, db_url, engine, tmp_path, site)
+    first = ids[("DOC-1", 1)]
+    plain = cli("channels", "seed", "site", db=db_url, env=with_site)
+    assert plain.returncode == 0, describe(plain)
+    assert (
+        f"3 messages of kind financial_posting are still kept on no channel (accepted before "
+        f"a channel took that kind): exchange channels seed site --from {first}"
+    ) in " ".join(plain.stdout.split()), describe(plain)
+    russian = cli("channels", "seed", "site", db=db_url, env={**with_site, "EXCHANGE_LANG": "ru"})
+    said = " ".join(russian.stdout.split())
+    assert "still kept" not in said and f"exchange channels seed site --from {first}" in said
+
+
+def test_a_seeds_history_row_is_said_in_russian(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path, site: SiteSimulator
+) -> None:
+    """Review 32k (second pass), finding 3: ``history`` under EXCHANGE_LANG=ru says the seed's
+    row through the catalogue, not «seeded to channel site» in English."""
+    with_site, ids = _kept_behind(cli, db_url, engine, tmp_path, site)
+    first = ids[("DOC-1", 1)]
+    seeded = cli("channels", "seed", "site", "--from", first, db=db_url, env=with_site)
+    assert seeded.returncode == 0, describe(seeded)
+    story = cli("history", first, db=db_url, env={**with_site, "EXCHANGE_LANG": "ru"})
+    assert story.returncode == 0, describe(story)
+    assert "seeded to channel" not in story.stdout, describe(story)
+    assert "передано каналу site" in " ".join(story.stdout.split()), describe(story)
