@@ -266,6 +266,7 @@ def yandex_market_target(
             in_flight=False,
             in_doubt=True,
             doubt_receipts=(SENT, NOT_APPLIED),
+            replaced=True,
         )
         if engine is not None
         else NO_KNOWN_PRICES
@@ -379,7 +380,7 @@ def ozon_target(
     # (every channel's, which is that one's).
     channel = settings._channel_name
     known: KnownPrices = (
-        DbKnownPrices(engine, channel, in_flight=False, in_doubt=True)
+        DbKnownPrices(engine, channel, in_flight=False, in_doubt=True, replaced=True)
         if engine is not None
         else NO_KNOWN_PRICES
     )

@@ -26,9 +26,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import replace
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
-from sqlalchemy import ColumnElement, Engine, FromClause, and_, func, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    FromClause,
+    Select,
+    and_,
+    func,
+    or_,
+    select,
+)
 
 from exchange.db.on_channels import Channel, channel_ids, on
 from exchange.db.schema import aggregates, channel_aggregates, deliveries, history, messages
@@ -37,6 +49,7 @@ from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
 
 CHUNK = 500  # SKUs per SELECT ... IN
+Key = tuple[str, str]  # (SKU, price type)
 KNOWN_STATES = (State.DELIVERED.value, State.IN_PROGRESS.value)
 # The states of a delivery that may be in doubt: not delivered, not in flight, and an earlier
 # attempt of it may have reached the channel (``in_doubt``); new again after an uncharged one.
@@ -64,6 +77,7 @@ class DbKnownPrices:
         in_flight: bool = True,
         in_doubt: bool = False,
         doubt_receipts: tuple[str, ...] = (),
+        replaced: bool = False,
     ) -> None:
         """``delivered_only``: the latest version delivered, not one being delivered, and only
         while what the marketplace holds is known (a price equal to it is not sent again,
@@ -78,8 +92,14 @@ class DbKnownPrices:
         new, or refuses it before sending (``invalid-for-channel``), and a refused one is not
         what the marketplace holds: the item carries the version delivered before it (review
         32: a discount base with kopecks beside a new price sent the price without any
-        discount base, and Yandex dropped the discount)."""
+        discount base, and Yandex dropped the discount).
+        ``replaced``: each known price says when the service took in the newest later version
+        of its type the channel never took (quarantined, or cancelled by a person), if any
+        (``KnownPrice.replaced_at``): a marketplace item never carries a dependent price 1C
+        replaced again (review b_pair2: the old price cleared beside a new price came back
+        beside the next one)."""
         self.engine = engine
+        self.replaced = replaced and not delivered_only
         self.channel = channel
         self.delivered_only = delivered_only
         self.states = (State.DELIVERED.value,) if delivered_only or not in_flight else KNOWN_STATES
@@ -199,6 +219,8 @@ class DbKnownPrices:
                     price = _price(sku, price_type, int(version), payload)
                     if price is not None:
                         found[(price.sku, price.price_type)] = price
+                if self.replaced:
+                    _replaced(connection, ids, of_skus, found)
         return list(found.values())
 
     def waiting(self, skus: Iterable[str]) -> list[WaitingPrice]:
@@ -206,6 +228,40 @@ class DbKnownPrices:
         channel (``WaitingPrices``): new or delayed, in flight too unless ``in_flight`` is
         False."""
         return _waiting(self, skus)
+
+
+def _replaced(
+    connection: Connection, ids: list[int], of_skus: Select[Any], found: dict[Key, KnownPrice]
+) -> None:
+    """Each known price of ``found`` with ``replaced_at``: when the service took in the newest
+    later version of its type on the channel that the channel never took and that goes
+    nowhere unless a person says so: quarantined, or cancelled by a person (``operator``). A
+    later one still to be given (new, delayed, in flight) replaces nothing yet (it goes); one
+    cancelled as superseded leaves it to its successor. Every known version is at most the
+    known price's, so a later one here is never what the channel may hold."""
+    d = deliveries
+    query = (
+        select(aggregates.c.sku, aggregates.c.price_type, d.c.version, messages.c.taken_at)
+        .select_from(
+            d.join(aggregates, aggregates.c.id == d.c.aggregate_id).join(
+                messages, messages.c.id == d.c.message_pk
+            )
+        )
+        .where(
+            d.c.aggregate_id.in_(of_skus),
+            on(d.c.channel_id, ids),
+            or_(
+                d.c.state == State.QUARANTINED.value,
+                and_(d.c.state == State.CANCELLED.value, d.c.reason == Reason.OPERATOR.value),
+            ),
+        )
+    )
+    for sku, price_type, version, taken_at in connection.execute(query):
+        known = found.get((sku, price_type))
+        if known is None or int(version) <= known.version or taken_at is None:
+            continue
+        if known.replaced_at is None or known.replaced_at < taken_at:
+            found[(sku, price_type)] = replace(known, replaced_at=taken_at)
 
 
 def _doubted(table: FromClause, receipts: tuple[str, ...]) -> ColumnElement[bool]:

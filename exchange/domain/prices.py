@@ -21,6 +21,12 @@ class KnownPrice:
     amount: Decimal
     currency: str
     version: int
+    # When the service took in the newest later version of this price type that the channel
+    # never took and never will unless a person says so (quarantined, or cancelled by a
+    # person): 1C replaced this price. None: nothing replaced it (or the reader does not ask).
+    # A marketplace item whose new prices came in after it never carries this one again as
+    # a dependent price (an old price, a discount base): it goes as "none" (review b_pair2).
+    replaced_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

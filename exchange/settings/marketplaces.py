@@ -111,7 +111,8 @@ class MarketplaceSettings(BaseModel):
         description="Yandex Market: price_type -> the field it sets (value, discountBase, "
         'minimumForBestseller), e.g. {"retail": "value", "old": "discountBase"}. Unlisted: '
         "unmapped-price-type; null (false in TOML): not-for-this-shop. Two price types that "
-        "set one field are refused at start.",
+        "set one field are refused at start, and so is a mapping that sets no value (Yandex "
+        "takes discountBase and minimumForBestseller only beside it).",
     )
 
     ozon_client_id: str | None = Field(
@@ -181,4 +182,18 @@ class MarketplaceSettings(BaseModel):
                     f'price types {quoted} both set "{target_field}": map each field from one '
                     "price type (null leaves a price type out of this channel)"
                 )
+        return value
+
+    @field_validator("ym_price_types")
+    @classmethod
+    def _ym_value_mapped(cls, value: dict[str, str | None]) -> dict[str, str | None]:
+        """Yandex Market takes an offer's price only with its ``value`` (research §3.1:
+        ``price`` with ``value`` is required; "Missing price value"): without a price type
+        mapped to it, every discount base and minimum would be refused and nothing would
+        ever go, so such settings are refused at start."""
+        if "value" not in value.values():
+            raise ValueError(
+                'maps no price type to "value": Yandex Market takes discountBase and '
+                'minimumForBestseller only beside the price; map one, e.g. {"retail": "value"}'
+            )
         return value

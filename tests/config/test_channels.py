@@ -272,6 +272,15 @@ def test_a_channel_may_allow_plain_http_as_exchange_site_allow_http_does(
             ["takes: the woocommerce target takes price messages only, not financial_posting"],
         ),
         ({"target": "api", "site_url": "https://a.example", "takes": "price"}, ["takes"]),
+        (
+            {
+                "target": "yandex-market",
+                "ym_business_id": 1001,
+                "ym_api_key_file": "/k",
+                "ym_price_types": {"old": "discountBase"},
+            },
+            ["ym_price_types", 'maps no price type to "value"'],
+        ),
     ],
 )
 def test_a_bad_channel_setting_is_one_line_naming_the_channel_and_the_setting(

@@ -171,3 +171,15 @@ def test_an_ozon_client_id_above_a_64_bit_number_is_refused_naming_the_setting()
         assert "ozon_client_id" in said.lower() and "9223372036854775807" in said, said
     assert "ozon_client_id" in refusal(ozon_client_id="0836741").lower()
     assert "ozon_client_id" in refusal(ozon_client_id="12a").lower()
+
+
+@pytest.mark.parametrize(
+    "mapping",
+    [{"old": "discountBase"}, {"retail": False, "old": "discountBase"}, {"retail": False}],
+)
+def test_yandex_price_types_without_value_are_refused_at_start(mapping: dict[str, Any]) -> None:
+    """Promise (contract 14, research §3.1: Yandex takes an offer's price only with its
+    ``value``): ym_price_types mapping no price type to value is a one-line error at start
+    (before: accepted, and every discount base ended invalid, every retail price unmapped)."""
+    said = refusal(ym_price_types=mapping)
+    assert "ym_price_types" in said.lower() and '"value"' in said, said

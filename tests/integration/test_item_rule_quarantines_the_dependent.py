@@ -408,3 +408,97 @@ def test_yandex_a_lone_discount_base_breaking_beside_the_value_waits_10_minutes_
     assert 0 == seen["sent"], "never sent to Yandex"
     live = ym.live("Y-1")
     assert live is not None and (live.value, live.discount_base) == (1000, 1200)
+
+
+def test_ozon_an_old_price_cleared_beside_a_new_price_never_comes_back_beside_the_next(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Promise (contract 14: an item carries the latest version the channel holds of each
+    type, never a version 1C replaced; review b_pair2): Ozon holds 1000/1400; 1C's 1380 with
+    old 1390 breaks the gap, and 1400 breaks beside 1380 too: 1390 alone is quarantined and
+    1380 goes with old_price "0". 1C's retail 1100 then comes alone: it goes with old_price
+    "0" still, never with 1400 (before: 1100/1400, the old price 1C replaced and Ozon no
+    longer held); 1390 stays quarantined for a person (contract 4)."""
+    key = tmp_path / "ozon.key"
+    key.write_text("ozon-key", encoding="utf-8")
+    settings = fast_settings(
+        db_url,
+        None,
+        target="ozon",
+        ozon_api_url=site.url,
+        ozon_client_id="836741",
+        ozon_api_key_file=str(key),
+        ozon_price_types={"retail": "price", "old": "old_price"},
+    )
+    clock = FakeClock()
+    worker = bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
+
+    async def scenario(w: Worker) -> None:
+        for rows in (
+            [row("SKU-1", "retail", 1, "1000.00"), row("SKU-1", "old", 1, "1400.00")],
+            [row("SKU-1", "retail", 2, "1380.00"), row("SKU-1", "old", 2, "1390.00")],
+            [row("SKU-1", "retail", 3, "1100.00")],
+        ):
+            stage(engine, rows)
+            await drain(w)
+            clock.advance(60)
+            site.clock.advance(60)
+
+    run_worker(worker, scenario)
+    found = states(engine)
+    assert ("quarantined", "invalid-for-channel") == found[("SKU-1/old", 2)], "for a person"
+    assert ("delivered", None) == found[("SKU-1/retail", 3)]
+    pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+    assert [(1000, 1400), (1380, 0), (1100, 0)] == pairs, "never 1400 again"
+    product = site.product("SKU-1")
+    assert product is not None and (product.price, product.old_price) == (1100, 0)
+
+
+def test_yandex_a_discount_base_dropped_beside_a_new_value_never_comes_back_beside_the_next(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    """Promise (contract 14: an item carries the latest version the channel holds of each
+    type, never a version 1C replaced; review b_pair2): Yandex shows 1000/1400; 1C's 1380
+    with discount base 1390 (0.72 %) breaks the 5-99 %, and 1400 beside 1380 too (1.43 %):
+    1390 alone is quarantined and 1380 goes without discountBase. 1C's value 1100 then comes
+    alone: it goes without discountBase still, never with 1400 (before: 1100/1400, the
+    discount base 1C replaced and Yandex no longer held); 1390 stays for a person."""
+    settings = ym_settings(
+        db_url,
+        ym,
+        tmp_path,
+        ym_price_types={"retail": "value", "old": "discountBase"},
+        ym_apply_timeout="4",
+    )
+    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
+
+    async def settle(w: Worker) -> None:
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + 8.0
+        while loop.time() < ends:
+            await w.cycle()
+            if not any(s in WAITING for s, _ in states(engine).values()):
+                return
+            await asyncio.sleep(0.05)
+
+    async def scenario(w: Worker) -> None:
+        for rows in (
+            [row("Y-1", "retail", 1, "1000"), row("Y-1", "old", 1, "1400")],
+            [row("Y-1", "retail", 2, "1380"), row("Y-1", "old", 2, "1390")],
+            [row("Y-1", "retail", 3, "1100")],
+        ):
+            stage(engine, rows)
+            await settle(w)
+
+    run_worker(worker, scenario)
+    found = states(engine)
+    assert ("quarantined", "invalid-for-channel") == found[("Y-1/old", 2)], "for a person"
+    assert ("delivered", None) == found[("Y-1/retail", 3)]
+    went = [(p.value, p.discount_base) for p in ym.applied("Y-1")]
+    assert [
+        (Decimal("1000"), Decimal("1400")),
+        (Decimal("1380"), None),
+        (Decimal("1100"), None),
+    ] == went, "never 1400 again"
+    live = ym.live("Y-1")
+    assert live is not None and (live.value, live.discount_base) == (1100, None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -380,3 +381,26 @@ def test_a_companion_taken_along_goes_only_where_the_pair_holds_and_waits_on_oth
     left = split.answers[waiting.message_id]
     assert (left.verdict, left.reason, left.receipt) == (Verdict.AWAITING, None, AWAITS_COMPANION)
     assert close.message_id not in split.answers
+
+
+def test_a_dependent_price_1c_replaced_goes_as_none_beside_prices_taken_in_after_it() -> None:
+    """Promise (contract 14: never a version 1C replaced; review b_pair2): the delivered old
+    price 1400 whose newer version was quarantined (``replaced_at``) is never carried beside
+    a price taken in after that version: old_price "0" (Ozon's none), a min_price left out.
+    The price taken in with it (the refused item's own retry) keeps the last valid one."""
+    dependent = {"old_price": Decimal(0), "min_price": None}
+    replaced_at = datetime(2026, 12, 5, 10, tzinfo=UTC)
+    held = [
+        KnownPrice("A", "old", Decimal("1400"), "RUB", 1, replaced_at=replaced_at),
+        KnownPrice("A", "min", Decimal("700"), "RUB", 1, replaced_at=replaced_at),
+    ]
+    later = replace(price("A", "retail", "1100", 3), taken_at=datetime(2026, 12, 5, 11, tzinfo=UTC))
+    [item] = build([later], channel(dependent=dependent), held, {}).items
+    assert item.prices == {"price": Decimal("1100"), "old_price": Decimal(0)}
+    same = replace(price("A", "retail", "1100", 2), taken_at=replaced_at)
+    [item] = build([same], channel(dependent=dependent), held, {}).items
+    assert item.prices == {
+        "price": Decimal("1100"),
+        "old_price": Decimal("1400"),
+        "min_price": Decimal("700"),
+    }

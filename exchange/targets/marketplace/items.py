@@ -370,6 +370,20 @@ def _item(
             continue  # left out of this channel or not mapped, or sent new now
         if held.currency != channel.currency:
             continue
+        if _replaced(held, mapped_, channel, item):
+            # 1C replaced this dependent price by one the channel never took (quarantined, or
+            # cancelled by a person) before this item's prices came: never carried again (the
+            # channel holds none of it once an item went without it), the item goes as
+            # without it (review b_pair2: an old price cleared beside 1380 came back beside
+            # 1100). The refused one stays for the person (contract 4).
+            none = channel.dependent[mapped_]
+            if held.version >= item.versions.get(mapped_, 0):
+                if none is None:
+                    item.prices.pop(mapped_, None)
+                else:
+                    item.prices[mapped_] = none
+                item.versions[mapped_] = held.version
+            continue
         amount = _fit(channel, mapped_, held.amount)
         if isinstance(amount, str):
             continue  # never sent as it is: the marketplace keeps what it has
@@ -377,6 +391,17 @@ def _item(
             item.prices[mapped_] = amount
             item.versions[mapped_] = held.version
     return item
+
+
+def _replaced(held: KnownPrice, mapped: str, channel: Channel, item: Item) -> bool:
+    """Whether the known dependent price ``held`` was replaced (``KnownPrice.replaced_at``)
+    before the newest price the item carries came in: the version 1C replaced never goes
+    again. The item that carried the refused version's companion (the same package, or one
+    before it: its retry after the marketplace's refusal, ``spread_rule``) still goes with the
+    last valid price of the type, as its split decided."""
+    if held.replaced_at is None or mapped not in channel.dependent or not item.carried:
+        return False
+    return max(_taken(m) for m in item.carried) > held.replaced_at
 
 
 def _awaited(
