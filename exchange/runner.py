@@ -67,10 +67,13 @@ def _install_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) 
 async def reporting(worker: Worker, every: float = REPORT_EVERY_S) -> AsyncIterator[None]:
     """While the worker runs: its heartbeat now (a start clears a stop) and then every
     ``every`` seconds, whatever a cycle waits for (contract 15: a worker quiet for 30 s is
-    shown silent). A failed write is one log line; the next one tries again."""
+    shown silent), a stop's wait for the requests in flight included (each up to
+    EXCHANGE_HTTP_TIMEOUT: a worker still finishing its batch is not silent). A failed write is
+    one log line; the next one tries again. The clean stop's mark comes after the block (the
+    runner's event loop closed, no write of a beat still in a thread)."""
 
     async def beat() -> None:
-        while not worker.stopping:
+        while True:
             try:
                 await worker.report()
             except DatabaseUnavailable as exc:

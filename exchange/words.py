@@ -2067,6 +2067,14 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("{s}: Yandex Market's limit, waited for and still reached; sent again in {w} s"),
     ),
     (
+        r"held: Yandex Market's budget of (?P<n>\d+) offers a minute is spent; sent in "
+        r"(?P<w>\d+) s, not charged",
+        N_(
+            "held: Yandex Market's budget of {n} offers a minute is spent; sent in {w} s, not "
+            "charged"
+        ),
+    ),
+    (
         r"(?P<s>.+): Yandex Market refused the Api-Key \(ym_api_key_file\): make an Api-Key "
         r"token in the cabinet with the «Pricing» \(pricing\) or «All methods» access "
         r"\(Yandex's guide: (?P<g>\S+)\)",

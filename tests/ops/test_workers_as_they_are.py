@@ -211,6 +211,31 @@ def test_a_running_worker_reports_every_few_seconds_whatever_its_cycle_waits_for
     assert len(set(beats)) >= 3, beats
 
 
+def test_a_stopping_worker_reports_until_its_run_ends(
+    engine: Engine, db_url: str, site: SiteSimulator
+) -> None:
+    """Review (Yandex Market hang): a stop waits for the requests in flight (each up to
+    EXCHANGE_HTTP_TIMEOUT, 30 s: the silent line); meanwhile the worker still reports. The old
+    heartbeat ended at the stop request, and ``status`` showed the worker SILENT (still live)."""
+    worker = bootstrap.worker(fast_settings(db_url, site.url), engine)
+    worker.request_stop()
+    beats: list[datetime] = []
+
+    async def scenario() -> None:
+        deadline = time.monotonic() + 10
+        async with reporting(worker, every=0.05):
+            while len(set(beats)) < 3 and time.monotonic() < deadline:
+                await asyncio.sleep(0.06)
+                with transaction(engine, read_only=True) as connection:
+                    row = connection.execute(select(workers)).mappings().first()
+                if row is not None:
+                    beats.append(row["heartbeat_at"])
+        await worker.target.aclose()
+
+    asyncio.run(scenario())
+    assert len(set(beats)) >= 3, beats
+
+
 def test_a_site_that_refuses_connections_is_said_unreachable_not_delivering(
     engine: Engine, db_url: str
 ) -> None:

@@ -28,7 +28,13 @@ from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage, Shown
 from exchange.targets.prices import MemoryKnownPrices, MemoryWaitingPrices
 from exchange.targets.yandex_market import answers
-from exchange.targets.yandex_market.pace import PAST_UNTIL, OfferBudget, Parallel
+from exchange.targets.yandex_market.pace import (
+    LONGEST_WAIT,
+    PAST_UNTIL,
+    Later,
+    OfferBudget,
+    Parallel,
+)
 from exchange.targets.yandex_market.target import YandexMarketTarget, offer_id
 
 KEY = "ym-key"
@@ -369,6 +375,77 @@ def test_a_420_for_the_budget_holds_until_x_ratelimit_resource_until() -> None:
     assert PAST_UNTIL == budget.hold_until(wall - timedelta(seconds=1)), "never at once"
 
 
+def test_a_lower_after_a_420_counts_the_refused_offers_only_until_the_moment_named() -> None:
+    """Review (Yandex Market hang): 40 offers refused with 420, its Resource-Limit 20 and its
+    Until 5 s away. The refused offers count (§3.3: client errors decrement the resource) until
+    past the moment Yandex named, no longer: the budget lowered to a minute's window then waited
+    a second minute for them (the old code: 60 s, not 5 + PAST_UNTIL)."""
+    clock = Clock()
+    wall = datetime(2026, 12, 5, 12, tzinfo=UTC)
+    budget = OfferBudget(10_000, window=3.0, monotonic=clock, sleep=clock.sleep, wall=lambda: wall)
+    budget.spend(40, clock.now)
+    held = budget.hold_until(wall + timedelta(seconds=5))
+    budget.lower(20, 20)
+    assert 40 == budget.used, "counted while Yandex holds them"
+    assert held == budget.wait(20, clock.now) == 5 + PAST_UNTIL
+    clock.now += held
+    assert (0, 0.0) == (budget.used, budget.wait(20, clock.now))
+    budget.spend(20, clock.now)
+    assert 60.0 == budget.wait(20, clock.now), "the next 20 wait for the lowered minute"
+
+
+def test_a_take_that_would_wait_longer_than_its_caller_counts_nothing() -> None:
+    """pace.py ``LONGEST_WAIT``: a take told to wait 5 s at most, the budget a minute away,
+    raises ``Later`` with the wait at once, never sleeping and counting nothing."""
+    clock = Clock()
+    budget = OfferBudget(20, monotonic=clock, sleep=clock.sleep)
+    budget.spend(20, clock.now)
+
+    async def scenario() -> float:
+        try:
+            await budget.take(20, most=LONGEST_WAIT)
+        except Later as later:
+            return later.seconds
+        raise AssertionError("taken")
+
+    assert 60.0 == asyncio.run(scenario())
+    assert ([], 20) == (clock.slept, budget.used)
+
+
+@pytest.mark.parametrize(
+    "ym", [{"offers_per_minute": 20, "clock": SimClock(60.0)}], indirect=True, ids=["limit-20"]
+)
+def test_a_send_never_waits_a_minute_for_the_budget_it_hands_the_offers_back(
+    ym: YmSimulator,
+) -> None:
+    """Review (Yandex Market hang; a worker's stop waits for its sends in flight): the cabinet
+    allows 20 offers a minute, the target believes in 10 000 and sends 40. The 420 names the
+    limit; the first 20 go once its hold ends, and the budget would hold the other 20 a minute:
+    instead the send ends within seconds, real time, and they wait uncharged, due again in a
+    minute (the old code slept in the send, ~60 s, past ``--max-seconds`` and SIGTERM)."""
+    messages = [price(f"SKU-{n:02d}", 1, "10") for n in range(40)]
+
+    async def scenario(t: YandexMarketTarget) -> tuple[list[Classification], float]:
+        started = asyncio.get_running_loop().time()
+        found = await asyncio.wait_for(t.send(messages), 20)
+        return found, asyncio.get_running_loop().time() - started
+
+    found, took = run(lambda: target(ym), scenario)
+    assert took < LONGEST_WAIT + 5, took
+    assert 20 == ym.accepted
+    held = [c for c in found if c.again_in is not None and "budget" in c.detail]
+    assert 20 == len(held), [c.detail for c in found]
+    assert all(c.verdict is Verdict.AWAITING and 50 <= (c.again_in or 0) <= 61 for c in held)
+    decision = decide(
+        held[0],
+        attempt=1,
+        now=datetime.now(UTC),
+        policy=RetryPolicy(3, 1.0, 60.0),
+        rng=random.Random(1),
+    )
+    assert (decision.to_state, decision.charged) == (State.DELAYED, False)
+
+
 @pytest.mark.parametrize(
     "ym",
     [
@@ -433,21 +510,27 @@ def test_the_pace_counts_offers_of_every_update_and_read_back(ym: YmSimulator) -
     clock = Clock()
 
     messages = [price(f"SKU-{n}", 1, "10") for n in range(30)]
-    sent_at: list[float] = []
 
-    async def scenario(t: YandexMarketTarget) -> list[list[OutgoingMessage]]:
+    async def scenario(
+        t: YandexMarketTarget,
+    ) -> tuple[list[list[OutgoingMessage]], list[Classification]]:
         plan = t.requests(messages)
+        await t.send(plan[0])
+        held = await t.send(plan[1])  # the minute is spent: held, not sent (pace.py)
+        clock.now += held[0].again_in or 0.0
+        await t.send(plan[1])
         for request in plan:
-            await t.send(request)
-            sent_at.append(clock.now)
-        for request in plan:
-            await t.send(request)  # read back, within the read's own budget
-        return plan
+            clock.now += 60  # a minute of the read's own budget each
+            await t.send(request)  # read back
+        return plan, held
 
     t = target(ym, offers_per_minute=20, monotonic=clock, sleep=clock.sleep)
-    plan = run(lambda: t, scenario)
+    plan, held = run(lambda: t, scenario)
     assert [20, 10] == [len(r) for r in plan], "no more offers a request than a minute takes"
-    assert 60.0 == sent_at[1] - sent_at[0], "the next 10 offers waited for the minute"
+    assert [(Verdict.AWAITING, 60.0)] * 10 == [(c.verdict, c.again_in) for c in held], (
+        "the next 10 offers wait for the minute, uncharged"
+    )
+    assert [] == clock.slept, "never inside the send"
     assert 2 == ym.requests["offer-prices/updates"] == ym.requests["offer-prices"]
     assert 30 == ym.accepted
 
@@ -1271,9 +1354,11 @@ def test_a_discount_base_claimed_while_its_value_waits_for_a_retry_waits_for_it_
 def test_a_cabinet_limit_below_the_request_cuts_the_request_to_it(ym: YmSimulator) -> None:
     """Review 32b finding 7 (§3.3: X-RateLimit-Resource-Limit on every answer; the budget in
     offers a minute): the cabinet allows 3 offers a minute, the target believes in 10 000 and
-    sends 5 at once. The 420 names the limit: the request is cut to 3 and 2, each waits for
-    its minute and is accepted (the old code sent the same 5 until its tries ran out, refused
-    every time), and the next requests hold at most 3 offers."""
+    sends 5 at once. The 420 names the limit: the request is cut to 3 and 2, the 3 go once
+    the 420's hold ends and are accepted, the 2 wait for the next minute (held uncharged, due
+    again then: a send never waits a minute, pace.py) and are accepted then (the old code sent
+    the same 5 until its tries ran out, refused every time), and the next requests hold at
+    most 3 offers."""
     clock = Clock()
 
     async def sleep(seconds: float) -> None:
@@ -1285,10 +1370,14 @@ def test_a_cabinet_limit_below_the_request_cuts_the_request_to_it(ym: YmSimulato
     async def scenario(t: YandexMarketTarget) -> tuple[list[Classification], list[int]]:
         before = [len(r) for r in t.requests(messages)]
         found = await t.send(messages)
+        assert 3 == ym.accepted
+        await sleep(found[-1].again_in or 0.0)
+        found[3:] = await t.send(messages[3:])
         return found, before + [len(r) for r in t.requests(messages)]
 
     found, sizes = run(lambda: target(ym, monotonic=clock, sleep=sleep), scenario)
     assert [Verdict.AWAITING] * 5 == verdicts(found), found
+    assert all(s <= LONGEST_WAIT for s in clock.slept[:-1]), clock.slept
     assert 5 == ym.accepted
     assert 3 == ym.requests["offer-prices/updates"], "5 refused once, then 3 and 2"
     assert [5, 3, 2] == sizes

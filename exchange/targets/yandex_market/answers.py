@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -265,6 +266,20 @@ def paced(response: httpx.Response, wait: float) -> Classification:
         f"in {wait:g} s",
         error_class=RATE_LIMITED,
         again_in=wait,
+    )
+
+
+def budget_held(wait: float, per_minute: int) -> Classification:
+    """The target's budget (pace.py) would hold a request longer than a send waits
+    (``LONGEST_WAIT``): not sent now, ``AWAITING``, not charged and not counted by the circuit
+    breaker, due again in whole seconds (at least one) when the budget has room."""
+    seconds = max(1, math.ceil(wait))
+    return Classification(
+        Verdict.AWAITING,
+        f"held: Yandex Market's budget of {per_minute} offers a minute is spent; sent in "
+        f"{seconds} s, not charged",
+        error_class=RATE_LIMITED,
+        again_in=float(seconds),
     )
 
 

@@ -14,7 +14,11 @@ The worker's own pace counts requests and learns 429s; Yandex answers 420 and sa
   simulator whose minute is scaled down to a second can take too;
   a 420 for the budget (another program on the same cabinet, a restart within the minute)
   holds every request until past the moment Yandex names (``PAST_UNTIL``: whole seconds).
-  Waiters go in turn (a lock).
+  Waiters go in turn (a lock). A send waits ``LONGEST_WAIT`` at most (``take``'s ``most``):
+  a longer wait (a lowered budget's minute, a 420's hold) raises ``Later`` instead, nothing
+  counted, and the target hands the offers back uncharged, due again when the budget has room:
+  a wait inside a send never holds a worker past its stop (SIGTERM, ``--max-seconds``), since
+  the worker lets the requests in flight finish.
 - ``Parallel``: at most ``limit`` requests at once; a 420 for parallel requests lowers the
   limit by one (never below one), for as long as the process runs.
 
@@ -43,6 +47,19 @@ LONGEST_HOLD = 120.0  # seconds: a Resource-Until further away than this is not 
 # a request at the moment named was refused again, three times within 50 ms (review 32), and
 # each refusal costs the budget too (§3.3: 4xx decrement the resource).
 PAST_UNTIL = 1.25
+# Seconds a request waits for the budget inside a send at most (from the moment it asks, its
+# turn behind other waiters included): the budget's own window at Yandex's figures (3 s) fits,
+# a minute of a lowered budget does not. A worker's stop waits for its sends in flight.
+LONGEST_WAIT = 5.0
+
+
+class Later(Exception):
+    """The budget would hold a request longer than its caller waits: nothing was counted;
+    ``seconds``: until it has room (as seen now)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the budget has room in {seconds:.1f} s")
+        self.seconds = seconds
 
 
 class OfferBudget:
@@ -68,12 +85,17 @@ class OfferBudget:
         self._sent: collections.deque[tuple[float, int]] = collections.deque()
         self._used = 0
         self._held_until = -float("inf")
+        self._refused_at = -float("inf")  # the last 420 for the budget (``hold_until``)
         self._lock: asyncio.Lock | None = None
 
     def wait(self, offers: int, now: float) -> float:
         """Seconds until ``offers`` more fit (0: now). More than the whole budget never fits
         whole: it waits for an empty minute."""
-        while self._sent and self._sent[0][0] <= now - self.window:
+        while self._sent and (
+            self._sent[0][0] <= now - self.window
+            # counted until the end of the hold of a 420 that came after them (``hold_until``)
+            or (self._sent[0][0] <= self._refused_at and now >= self._held_until)
+        ):
             self._used -= self._sent.popleft()[1]
         if self._held_until > now:
             return self._held_until - now
@@ -91,12 +113,17 @@ class OfferBudget:
         self._sent.append((now, offers))
         self._used += offers
 
-    async def take(self, offers: int) -> None:
-        """Wait until ``offers`` fit, then count them as sent."""
+    async def take(self, offers: int, *, most: float | None = None) -> None:
+        """Wait until ``offers`` fit, then count them as sent. ``most``: seconds to wait at
+        most from now (the turn behind other waiters included); when they would not fit by
+        then, ``Later`` is raised at once and nothing is counted."""
+        deadline = None if most is None else self._monotonic() + most
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
-            while (delay := self.wait(offers, self._monotonic())) > 0:
+            while (delay := self.wait(offers, now := self._monotonic())) > 0:
+                if deadline is not None and now + delay > deadline + 1e-9:
+                    raise Later(delay)
                 await self._sleep(delay)
             self.spend(offers, self._monotonic())
 
@@ -124,13 +151,23 @@ class OfferBudget:
         """A 420 for the budget: nothing goes before ``moment`` (Yandex's
         ``X-RateLimit-Resource-Until``) and ``PAST_UNTIL`` after it (its whole seconds
         rounded up: never at the moment named, never at once); None: a whole window. Returns
-        the seconds held."""
+        the seconds held.
+
+        The offers counted before the 420 (the refused request's too: §3.3, "client errors
+        (4xx) … the resource limit also decreases", so a refused request costs the budget)
+        count until the hold ends, no longer: Yandex's Until is its own word on when the
+        resource is usable again with them counted (§3.3, "Использование ресурса станет
+        возможным после наступления указанного времени"). Counted a whole window of ours after
+        it as well, a ``lower`` to a minute's window after the 420 made them wait a second
+        minute (a reviewer's 40 offers refused at 20 a minute waited 60 s more)."""
         if moment is None:
             seconds = WINDOW
         else:
             left = max(0.0, (moment - self._wall()).total_seconds())
             seconds = min(LONGEST_HOLD, left + PAST_UNTIL)
-        self._held_until = max(self._held_until, self._monotonic() + seconds)
+        now = self._monotonic()
+        self._held_until = max(self._held_until, now + seconds)
+        self._refused_at = now
         return seconds
 
     @property

@@ -51,6 +51,7 @@ list, and call ``price-quarantine/confirm`` (at most 200 offers); ``read_prices`
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import ssl
@@ -94,9 +95,15 @@ from exchange.targets.wire import (
     transport_verdict,
 )
 from exchange.targets.yandex_market import answers
-from exchange.targets.yandex_market.pace import OfferBudget, Parallel
+from exchange.targets.yandex_market.pace import LONGEST_WAIT, Later, OfferBudget, Parallel
 
 log = logging.getLogger(__name__)
+
+# Seconds a request waits for its budget at most (None: as long as the budget says), set by
+# ``send`` for the requests it makes (pace.py ``LONGEST_WAIT``).
+_PATIENCE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "ym_patience", default=None
+)
 
 PRODUCTION_URL = "https://api.partner.market.yandex.ru"
 USER_AGENT = "exchange/0.1"
@@ -449,6 +456,15 @@ class YandexMarketTarget:
         return [group for group, _, _ in out]
 
     async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
+        # Within a send, a request waits for the budget LONGEST_WAIT at most (the worker's stop
+        # waits for its sends); ``exchange verify`` and ``release`` wait as long as it says.
+        patience = _PATIENCE.set(LONGEST_WAIT)
+        try:
+            return await self._send(messages)
+        finally:
+            _PATIENCE.reset(patience)
+
+    async def _send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
         self._forget_old()
         answers_: dict[str, Classification] = {}
         groups: dict[str, list[OutgoingMessage]] = {}
@@ -774,7 +790,7 @@ class YandexMarketTarget:
     # -- the update ------------------------------------------------------------------------
 
     async def _update(
-        self, items: list[_Item], splits: list[int] | None = None
+        self, items: list[_Item], splits: list[int] | None = None, *, went: bool = False
     ) -> dict[str, Classification]:
         """Send the items; a 400 naming offers ends those and sends the rest again. A 400 is
         most likely all-or-nothing (research §3.4, open in §8), and a price sent twice is most
@@ -782,12 +798,15 @@ class YandexMarketTarget:
         the rest is sent again (a 400 may name its first bad offer only), was never taken and
         is terminal at once, unless the read-back shows it as sent (Yandex holds it already,
         e.g. a repeat refused after a first 400 that applied the rest). Review 32: an offer
-        named only on the resend waited for its read-back the whole ym_apply_timeout."""
+        named only on the resend waited for its read-back the whole ym_apply_timeout.
+        ``went``: the items are parts of a request that left and was refused (a 420 naming a
+        smaller budget): their ``ym-sent:`` marks stay even if a part is not sent now."""
         out: dict[str, Classification] = {}
         splits = [SPLITS] if splits is None else splits  # shared by the halves (``_Unnamed``)
         if len(items) > self.per_request:  # cut to Yandex's limit (``_TooBig``)
             for start in range(0, len(items), self.per_request):
-                out.update(await self._update(items[start : start + self.per_request], splits))
+                part = items[start : start + self.per_request]
+                out.update(await self._update(part, splits, went=went))
             return out
         left = items
         for _ in range(RESENDS):
@@ -821,7 +840,8 @@ class YandexMarketTarget:
                     rejects=offers,
                 )
             except _TooBig:  # per_request is below len(left) now: cut, each part sent
-                out.update(await self._update(left, splits))
+                # (the refused request went: its ``ym-sent:`` marks stay, ``went``)
+                out.update(await self._update(left, splits, went=True))
                 return out
             except _Unnamed as unnamed:
                 # A 400 naming no offer (research §3.4: validation errors name the offending
@@ -840,7 +860,7 @@ class YandexMarketTarget:
                 return out
             except _Whole as whole:
                 out.update(self._unanswered(left, whole.classification))
-                if whole.unsent:
+                if whole.unsent and not went:
                     await self._unsent(left)
                 return out
             except _Rejected as rejected:
@@ -1366,7 +1386,16 @@ class YandexMarketTarget:
         held = 0.0
         for _ in range(TRIES):
             if budget is not None:
-                await budget.take(cost)
+                try:
+                    await budget.take(cost, most=_PATIENCE.get())
+                except Later as later:
+                    # A longer wait would hold the worker's stop (it waits for the sends in
+                    # flight): the offers go back uncharged, due when the budget has room, as
+                    # every wait of a marketplace's is (a try answered 420 before went).
+                    raise _Whole(
+                        answers.budget_held(later.seconds, budget.per_minute),
+                        unsent=response is None,
+                    ) from None
             async with self.parallel:
                 sent_at = await self._pacer.turn()
                 self.requests_sent[method] = self.requests_sent.get(method, 0) + 1
