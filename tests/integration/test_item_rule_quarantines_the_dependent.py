@@ -18,6 +18,7 @@ import random
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from marketsims import ozon_sim, ym_settings
@@ -57,6 +58,53 @@ def states(engine: Engine) -> dict[tuple[str, int], tuple[str, str | None]]:
             select(messages.c.aggregate, messages.c.version, messages.c.state, messages.c.reason)
         )
         return {(a, v): (s, r) for a, v, s, r in rows}
+
+
+def ozon_worker(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path, clock: FakeClock
+) -> Worker:
+    """A worker of one Ozon channel mapping retail to ``price`` and old to ``old_price``."""
+    key = tmp_path / "ozon.key"
+    key.write_text("ozon-key", encoding="utf-8")
+    settings = fast_settings(
+        db_url,
+        None,
+        target="ozon",
+        ozon_api_url=site.url,
+        ozon_client_id="836741",
+        ozon_api_key_file=str(key),
+        ozon_price_types={"retail": "price", "old": "old_price"},
+    )
+    return bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
+
+
+def ym_pair_settings(db_url: str, ym: YmSimulator, tmp_path: Path) -> Any:
+    """One Yandex Market channel mapping retail to ``value`` and old to ``discountBase``."""
+    return ym_settings(
+        db_url,
+        ym,
+        tmp_path,
+        ym_price_types={"retail": "value", "old": "discountBase"},
+        ym_apply_timeout="4",
+    )
+
+
+def ym_worker(db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path) -> Worker:
+    return bootstrap.worker(ym_pair_settings(db_url, ym, tmp_path), engine, rng=random.Random(3))
+
+
+async def settle(engine: Engine, w: Worker, clock: FakeClock | None = None) -> None:
+    """The worker's cycles until nothing waits (Yandex's read-backs included), 8 s at most;
+    ``clock``: a worker's fake clock, moved with the time slept."""
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + 8.0
+    while loop.time() < ends:
+        await w.cycle()
+        if not any(s in WAITING for s, _ in states(engine).values()):
+            return
+        await asyncio.sleep(0.05)
+        if clock is not None:
+            clock.advance(0.05)
 
 
 @pytest.fixture
@@ -102,19 +150,8 @@ def test_ozon_an_old_price_breaking_the_gap_is_quarantined_alone_and_its_correct
     §1.6.3), and the old price alone is ``invalid-for-channel``; 1C's old price 1200 →
     delivered beside the retail 1000, and Ozon shows 1000/1200 (before: both quarantined, then
     1200 refused against Ozon's price 0)."""
-    key = tmp_path / "ozon.key"
-    key.write_text("ozon-key", encoding="utf-8")
-    settings = fast_settings(
-        db_url,
-        None,
-        target="ozon",
-        ozon_api_url=site.url,
-        ozon_client_id="836741",
-        ozon_api_key_file=str(key),
-        ozon_price_types={"retail": "price", "old": "old_price"},
-    )
     clock = FakeClock()
-    worker = bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
     seen: dict[str, dict[tuple[str, int], tuple[str, str | None]]] = {}
 
     v = 1 if before is None else 2
@@ -160,36 +197,20 @@ def test_yandex_a_discount_under_5_percent_is_quarantined_alone_and_its_correcti
     Yandex's 5 %) → the value is delivered without a discount, the discount base alone is
     ``invalid-for-channel``; 1C's 1200 → delivered beside the value 1000, and Yandex shows
     1000/1200 (before: both quarantined, then 1200 refused: no value known)."""
-    settings = ym_settings(
-        db_url,
-        ym,
-        tmp_path,
-        ym_price_types={"retail": "value", "old": "discountBase"},
-        ym_apply_timeout="4",
-    )
-    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
+    worker = ym_worker(db_url, engine, ym, tmp_path)
     seen: dict[str, dict[tuple[str, int], tuple[str, str | None]]] = {}
-
-    async def settle(w: Worker) -> None:
-        loop = asyncio.get_running_loop()
-        ends = loop.time() + 8.0
-        while loop.time() < ends:
-            await w.cycle()
-            if not any(s in WAITING for s, _ in states(engine).values()):
-                return
-            await asyncio.sleep(0.05)
 
     v = 1 if before is None else 2
 
     async def scenario(w: Worker) -> None:
         if before is not None:
             stage(engine, [row("Y-1", "retail", 1, before[0]), row("Y-1", "old", 1, before[1])])
-            await settle(w)
+            await settle(engine, w)
         stage(engine, [row("Y-1", "retail", v, "1000"), row("Y-1", "old", v, "1050")])
-        await settle(w)
+        await settle(engine, w)
         seen["first"] = states(engine)
         stage(engine, [row("Y-1", "old", v + 1, fixed)])
-        await settle(w)
+        await settle(engine, w)
 
     run_worker(worker, scenario)
     first = seen["first"]
@@ -213,19 +234,8 @@ def test_ozon_refusing_the_old_price_in_its_answer_quarantines_it_alone_and_the_
     price is ``channel-rule``; the retail 380 goes again without it (not charged) and is
     delivered; 1C's old price 450 then goes beside it, and Ozon shows 380/450."""
     site.switches.gap_boundary = "refused"
-    key = tmp_path / "ozon.key"
-    key.write_text("ozon-key", encoding="utf-8")
-    settings = fast_settings(
-        db_url,
-        None,
-        target="ozon",
-        ozon_api_url=site.url,
-        ozon_client_id="836741",
-        ozon_api_key_file=str(key),
-        ozon_price_types={"retail": "price", "old": "old_price"},
-    )
     clock = FakeClock()
-    worker = bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
     seen: dict[str, dict[tuple[str, int], tuple[str, str | None]]] = {}
 
     async def scenario(w: Worker) -> None:
@@ -296,36 +306,20 @@ def test_yandex_refusing_a_discount_in_its_400_quarantines_it_alone_and_the_valu
     quarantined the value with its discount base, ``http-400``.)"""
     ym.switches.discount_bounds = bounds
     ym.switches.discount_error_by = by
-    settings = ym_settings(
-        db_url,
-        ym,
-        tmp_path,
-        ym_price_types={"retail": "value", "old": "discountBase"},
-        ym_apply_timeout="4",
-    )
-    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
+    worker = ym_worker(db_url, engine, ym, tmp_path)
     seen: dict[str, dict[tuple[str, int], tuple[str, str | None]]] = {}
-
-    async def settle(w: Worker) -> None:
-        loop = asyncio.get_running_loop()
-        ends = loop.time() + 8.0
-        while loop.time() < ends:
-            await w.cycle()
-            if not any(s in WAITING for s, _ in states(engine).values()):
-                return
-            await asyncio.sleep(0.05)
 
     v = 1 if before is None else 2
 
     async def scenario(w: Worker) -> None:
         if before is not None:
             stage(engine, [row("Y-1", "retail", 1, before[0]), row("Y-1", "old", 1, before[1])])
-            await settle(w)
+            await settle(engine, w)
         stage(engine, [row("Y-1", "retail", v, "950"), row("Y-1", "old", v, "1000")])
-        await settle(w)
+        await settle(engine, w)
         seen["first"] = states(engine)
         stage(engine, [row("Y-1", "old", v + 1, fixed)])
-        await settle(w)
+        await settle(engine, w)
 
     run_worker(worker, scenario)
     first = seen["first"]
@@ -360,28 +354,12 @@ def test_yandex_a_lone_discount_base_breaking_beside_the_value_waits_10_minutes_
 
     from exchange.targets.marketplace.items import COMPANION_GRACE
 
-    settings = ym_settings(
-        db_url,
-        ym,
-        tmp_path,
-        ym_price_types={"retail": "value", "old": "discountBase"},
-        ym_apply_timeout="4",
-    )
+    settings = ym_pair_settings(db_url, ym, tmp_path)
     # The worker's clock starts at the wall clock's moment (the simulator dates its read-back
     # by the wall clock) and moves with it until the test jumps it.
     clock = FakeClock(datetime.now(UTC))
     worker = bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
     seen: dict[str, object] = {}
-
-    async def settle(w: Worker) -> None:
-        loop = asyncio.get_running_loop()
-        ends = loop.time() + 8.0
-        while loop.time() < ends:
-            await w.cycle()
-            if not any(s in WAITING for s, _ in states(engine).values()):
-                return
-            await asyncio.sleep(0.05)
-            clock.advance(0.05)
 
     async def cycles(w: Worker, seconds: float) -> None:
         for _ in range(5):
@@ -392,7 +370,7 @@ def test_yandex_a_lone_discount_base_breaking_beside_the_value_waits_10_minutes_
 
     async def scenario(w: Worker) -> None:
         stage(engine, [row("Y-1", "retail", 1, "1000"), row("Y-1", "old", 1, "1200")])
-        await settle(w)
+        await settle(engine, w, clock)
         sent = ym.requests["offer-prices/updates"]
         stage(engine, [row("Y-1", "old", 2, "1020")])
         await cycles(w, COMPANION_GRACE - 30)
@@ -419,19 +397,8 @@ def test_ozon_an_old_price_cleared_beside_a_new_price_never_comes_back_beside_th
     1380 goes with old_price "0". 1C's retail 1100 then comes alone: it goes with old_price
     "0" still, never with 1400 (before: 1100/1400, the old price 1C replaced and Ozon no
     longer held); 1390 stays quarantined for a person (contract 4)."""
-    key = tmp_path / "ozon.key"
-    key.write_text("ozon-key", encoding="utf-8")
-    settings = fast_settings(
-        db_url,
-        None,
-        target="ozon",
-        ozon_api_url=site.url,
-        ozon_client_id="836741",
-        ozon_api_key_file=str(key),
-        ozon_price_types={"retail": "price", "old": "old_price"},
-    )
     clock = FakeClock()
-    worker = bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
 
     async def scenario(w: Worker) -> None:
         for rows in (
@@ -463,23 +430,7 @@ def test_yandex_a_discount_base_dropped_beside_a_new_value_never_comes_back_besi
     1390 alone is quarantined and 1380 goes without discountBase. 1C's value 1100 then comes
     alone: it goes without discountBase still, never with 1400 (before: 1100/1400, the
     discount base 1C replaced and Yandex no longer held); 1390 stays for a person."""
-    settings = ym_settings(
-        db_url,
-        ym,
-        tmp_path,
-        ym_price_types={"retail": "value", "old": "discountBase"},
-        ym_apply_timeout="4",
-    )
-    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
-
-    async def settle(w: Worker) -> None:
-        loop = asyncio.get_running_loop()
-        ends = loop.time() + 8.0
-        while loop.time() < ends:
-            await w.cycle()
-            if not any(s in WAITING for s, _ in states(engine).values()):
-                return
-            await asyncio.sleep(0.05)
+    worker = ym_worker(db_url, engine, ym, tmp_path)
 
     async def scenario(w: Worker) -> None:
         for rows in (
@@ -488,7 +439,7 @@ def test_yandex_a_discount_base_dropped_beside_a_new_value_never_comes_back_besi
             [row("Y-1", "retail", 3, "1100")],
         ):
             stage(engine, rows)
-            await settle(w)
+            await settle(engine, w)
 
     run_worker(worker, scenario)
     found = states(engine)
