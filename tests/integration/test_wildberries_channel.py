@@ -190,7 +190,7 @@ def test_a_sale_lock_ends_retry_limit_in_wbs_words_and_never_opens_the_breaker(
     assert isinstance(target, WildberriesTarget)
     target.first_poll = target.poll_every = 0.2
 
-    run_worker(worker, lambda w: run_until_idle(w, max_seconds=15, poll_interval=0.05))
+    run_worker(worker, lambda w: run_until_idle(w, max_seconds=40, poll_interval=0.05))
 
     found = states(engine)
     assert {(f"SKU-{n}", 1): ("quarantined", "retry-limit") for n in range(1, 6)} == {
