@@ -1768,3 +1768,47 @@ def test_a_400_refusing_the_discount_of_a_lone_discount_base_is_a_channel_rule()
     (base,) = run(lambda: made, lambda t: t.send([price("SKU-1", 1, "1000", price_type="old")]))
     assert (base.verdict, base.reason) == (Verdict.TERMINAL, Reason.CHANNEL_RULE)
     assert DISCOUNT_WORDS in base.detail
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [{"offers_per_minute": 90, "read_offers_per_minute": 30}],
+    indirect=True,
+    ids=["reads-at-30-a-minute"],
+)
+def test_a_learned_limit_shrinks_the_read_backs_too_and_every_delivery_ends(
+    ym: YmSimulator,
+) -> None:
+    """Review revmp2 (Yandex Market reads back 30 offers a minute, the service told 600 000,
+    90 offers): the 90 updates land; the read-back's 420 names the limit and the read-backs,
+    200 offers a request before, are cut to it (``_lower``); a send reads what the budget
+    lets it and hands the rest back awaiting, uncharged, the parts read judged; every delivery
+    ends delivered within a bounded number of minutes (the old code read the 90 back in one
+    request, refused every time: every delivery left waiting for good). Each round is a lease
+    of the messages not yet delivered, a minute and more apart."""
+    clock = Clock()
+    messages = [price(f"SKU-{n:02d}", 1, "10") for n in range(90)]
+
+    async def scenario(t: YandexMarketTarget) -> tuple[int, dict[str, Classification]]:
+        done: dict[str, Classification] = {}
+        for round_ in range(1, 16):
+            left = [m for m in messages if m.message_id not in done]
+            if not left:
+                return round_ - 1, done
+            found = await asyncio.wait_for(t.send(left), 30)
+            for m, c in zip(left, found, strict=True):
+                if c.verdict is not Verdict.AWAITING:
+                    done[m.message_id] = c
+            clock.now += 125  # past any hold (at most LONGEST_HOLD) and a window of ours
+            ym.clock.advance(61)
+        return 16, done
+
+    rounds, done = run(
+        lambda: target(ym, offers_per_minute=600_000, monotonic=clock, sleep=clock.sleep),
+        scenario,
+    )
+    assert 90 == len(done), f"{len(done)} of 90 ended in {rounds} rounds"
+    assert {Verdict.DELIVERED} == {c.verdict for c in done.values()}, {
+        c.detail for c in done.values()
+    }
+    assert rounds <= 10, rounds

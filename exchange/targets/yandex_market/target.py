@@ -312,6 +312,11 @@ class _Whole(Exception):
         super().__init__(classification.detail)
         self.classification = classification
         self.unsent = unsent
+        # A read-back cut in parts: the offers the parts before this answer asked for, and
+        # what they read (``_read_back``).
+        self.asked: set[str] = set()
+        self.read: dict[str, _Read] = {}
+        self.held = False  # our budget held the request: it never left (``_call``)
 
 
 class _Unnamed(_Whole):
@@ -970,17 +975,25 @@ class YandexMarketTarget:
                 type(exc).__name__,
             )
 
-    def _lower(self, limit: int) -> None:
+    def _lower(self, limit: int, *, reads: bool = False) -> None:
         """Yandex's budget is ``limit`` offers a minute, below ours: requests of at most that
-        many from now on, and the budget kept to it (pace.py)."""
-        self._most_per_request = max(1, min(self._most_per_request, limit))
-        self.budget.lower(limit, self._most_per_request)
+        many from now on, and the budget kept to it (pace.py). ``reads``: the read-back's
+        budget (getDefaultPrices, a resource of its own, §3.3), else the updates'."""
+        if reads:
+            # A read of more offers than the minute holds is refused every time (review
+            # revmp2: 90 offers read at 30 a minute, every delivery left waiting for good).
+            self._most_per_read = max(1, min(self._most_per_read, limit))
+            self.read_budget.lower(limit, self._most_per_read)
+        else:
+            self._most_per_request = max(1, min(self._most_per_request, limit))
+            self.budget.lower(limit, self._most_per_request)
         self._fit()
         log.warning(
             "Yandex Market allows %d offers a minute (X-RateLimit-Resource-Limit), fewer than "
-            "ym_offers_per_minute: at most %d offers a request from now on",
+            "ym_offers_per_minute: at most %d offers a request from now on (%s)",
             limit,
-            self.per_request,
+            self.per_read if reads else self.per_request,
+            "offer-prices" if reads else "offer-prices/updates",
         )
 
     def _unanswered(self, items: list[_Item], said: Classification) -> dict[str, Classification]:
@@ -1143,8 +1156,14 @@ class YandexMarketTarget:
         try:
             shown = await self._read_back(offers)
         except _Whole as whole:
-            for m, a in pending:
-                overdue = now - a.accepted_at >= self.apply_timeout
+            # The offers of the parts read before (a budget of fewer offers a minute than
+            # the read: review revmp2) are judged below; the others are read again later.
+            shown = whole.read
+            unread = [(m, a) for m, a in pending if a.offer not in whole.asked]
+            pending = [(m, a) for m, a in pending if a.offer in whole.asked]
+            for m, a in unread:
+                # Held by the budget, the read never went: no sign the update was not applied.
+                overdue = now - a.accepted_at >= self.apply_timeout and not whole.held
                 if whole.classification.verdict is Verdict.PAUSE or overdue:
                     self._accepted.pop(m.message_id, None)
                     said = whole.classification
@@ -1157,7 +1176,8 @@ class YandexMarketTarget:
                         f"the read-back failed ({whole.classification.detail}); read again",
                         self._wait(a.reads),
                     )
-            return out
+            if not pending:
+                return out
         # By message, never by offer: each is judged by what its own update carried.
         shown_as_sent = {
             m.message_id
@@ -1298,22 +1318,31 @@ class YandexMarketTarget:
         followed (``result.paging.nextPageToken``, as every paged Yandex method answers): each
         listed offer's price by Yandex field."""
         out: dict[str, _Read] = {}
-        for start in range(0, len(offers), self.per_read):
+        start = 0
+        while start < len(offers):
             part = offers[start : start + self.per_read]
             token: str | None = None
-            for _ in range(100):
-                query = f"page_token={token}" if token else ""
-                response = await self._call(
-                    "offer-prices",
-                    {"offerIds": part},
-                    cost=len(part),
-                    budget=self.read_budget,
-                    query=query,
-                )
-                self._read_page(response, out)
-                token = _next_page(response)
-                if token is None:
-                    break
+            try:
+                for _ in range(100):
+                    query = f"page_token={token}" if token else ""
+                    response = await self._call(
+                        "offer-prices",
+                        {"offerIds": part},
+                        cost=len(part),
+                        budget=self.read_budget,
+                        query=query,
+                    )
+                    self._read_page(response, out)
+                    token = _next_page(response)
+                    if token is None:
+                        break
+            except _TooBig:  # per_read is below len(part) now (``_lower``): read again, cut
+                continue
+            except _Whole as whole:  # the parts read so far count (the rest read again later)
+                whole.asked = set(offers[:start])
+                whole.read = {o: r for o, r in out.items() if o in whole.asked}
+                raise
+            start += len(part)
         return out
 
     @staticmethod
@@ -1392,10 +1421,12 @@ class YandexMarketTarget:
                     # A longer wait would hold the worker's stop (it waits for the sends in
                     # flight): the offers go back uncharged, due when the budget has room, as
                     # every wait of a marketplace's is (a try answered 420 before went).
-                    raise _Whole(
+                    waits = _Whole(
                         answers.budget_held(later.seconds, budget.per_minute),
                         unsent=response is None,
-                    ) from None
+                    )
+                    waits.held = True
+                    raise waits from None
             async with self.parallel:
                 sent_at = await self._pacer.turn()
                 self.requests_sent[method] = self.requests_sent.get(method, 0) + 1
@@ -1423,10 +1454,11 @@ class YandexMarketTarget:
                 held = (budget or self.budget).hold_until(answers.until(response))
                 log.info("Yandex Market's per-minute budget is spent: waiting %.1f s", held)
                 limit = answers.resource_limit(response)
-                if budget is self.budget and limit is not None and limit < cost:
+                if budget is not None and limit is not None and limit < cost:
                     # The cabinet's budget is below this request: sent again whole, it is
-                    # refused every time (review 32b: 4 times in 3 minutes); cut to fit.
-                    self._lower(limit)
+                    # refused every time (review 32b: 4 times in 3 minutes); cut to fit
+                    # (an update by ``_update``, a read-back by ``_read_back``).
+                    self._lower(limit, reads=budget is self.read_budget)
                     raise _TooBig(limit)
         assert response is not None
         if response.status_code == 200:
