@@ -502,3 +502,34 @@ def test_a_broken_pair_never_goes_beside_the_old_price_1c_replaced(
     else:
         went = [(p.value, p.discount_base) for p in ym.applied("SKU-1")]
         assert [(Decimal("1000"), Decimal("1400")), (Decimal("950"), None)] == went
+
+
+def test_ozon_refusing_the_old_price_sends_the_price_again_without_the_one_1c_replaced(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Promise (contract 14, the item's rule, answered by the marketplace; review revmp2 F2):
+    Ozon shows 1000/1400; 1C sends 380 with old price 400, a gap exactly at Ozon's threshold
+    (research §1.4, UNCONFIRMED: the simulator refuses it here). Only 400 is ``channel-rule``;
+    380 goes again with old_price "0", never with 1400, which 1C replaced by 400."""
+    site.switches.gap_boundary = "refused"
+    clock = FakeClock()
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "1000.00"), row("SKU-1", "old", 1, "1400.00")])
+        await drain(w)
+        clock.advance(60)
+        site.clock.advance(60)
+        stage(engine, [row("SKU-1", "retail", 2, "380.00"), row("SKU-1", "old", 2, "400.00")])
+        for _ in range(5):  # the retail price waits a second: not idle
+            await w.cycle()
+        clock.advance(2)
+        site.clock.advance(2)
+        await drain(w)
+
+    run_worker(worker, scenario)
+    found = states(engine)
+    assert ("quarantined", "channel-rule") == found[("SKU-1/old", 2)]
+    assert ("delivered", None) == found[("SKU-1/retail", 2)]
+    product = site.product("SKU-1")
+    assert product is not None and (product.price, product.old_price) == (380, 0), "not 1400"
