@@ -359,8 +359,8 @@ def _without(item: Item, channel: Channel, mapped: str, version: int) -> None:
     """``item`` without a price of the dependent type ``mapped`` (its "none": Ozon's old_price
     "0", none sent), where 1C's ``version`` of it, refused, is newer than the one it carries:
     the delivered one 1C replaced never goes beside the new prices (review revmp2 F2)."""
-    if version < item.versions.get(mapped, 0):
-        return  # a newer one than the refused one: 1C's own, it stays
+    if mapped not in item.prices or version < item.versions.get(mapped, 0):
+        return  # none carried (none sent, as before), or a newer one: 1C's own, it stays
     none = channel.dependent[mapped]
     if none is None:
         item.prices.pop(mapped, None)
