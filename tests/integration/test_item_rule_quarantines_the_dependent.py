@@ -2,9 +2,9 @@
 between ``price`` and ``old_price``, research §1.1/§1.4; Yandex Market's discount of 5-99 %
 between ``value`` and ``discountBase``, §3.1) quarantines only the price type that broke it.
 Where both are new in one item, that is the dependent one (the old price: the retail price is
-valid on its own); the retail price goes with the last valid old price, or without one (Ozon's
-``old_price`` "0", §1.1/§1.6.3; Yandex: no ``discountBase``, §3.6.2). 1C's corrected old price
-then goes beside the delivered retail price, and both are live.
+valid on its own); the retail price goes without an old price (Ozon's ``old_price`` "0",
+§1.1/§1.6.3; Yandex: no ``discountBase``, §3.6.2), never with the delivered one 1C replaced.
+1C's corrected old price then goes beside the delivered retail price, and both are live.
 
 The seller's sequence exactly, a worker against each simulator over HTTP, on SQLite and
 PostgreSQL: retail 1000 with old 1050 (Ozon: a gap of 50, under 5 % of 1050; Yandex: a discount
@@ -127,8 +127,9 @@ def ym() -> Iterator[YmSimulator]:
 BEFORE = [
     # The seller's sequence: nothing before; the retail price goes alone.
     pytest.param(None, (1000, None), "1200", id="first-prices"),
-    # A delivered 1100/1200 that still holds beside 1000: the last valid old price goes with it.
-    pytest.param(("1100", "1200"), (1000, 1200), "1250", id="last-valid-old"),
+    # A delivered 1100/1200 that would hold beside 1000: 1C replaced it by 1050, so the retail
+    # price goes without an old price, never a strikethrough price 1C no longer states.
+    pytest.param(("1100", "1200"), (1000, 0), "1250", id="replaced-old"),
     # A delivered 950/1040 whose old price breaks beside 1000 too (a gap of 40, under 5 % of
     # 1040; a discount of 3.85 %): the retail price goes without an old price.
     pytest.param(("950", "1040"), (1000, 0), "1200", id="no-valid-old"),
@@ -146,10 +147,10 @@ def test_ozon_an_old_price_breaking_the_gap_is_quarantined_alone_and_its_correct
     fixed: str,
 ) -> None:
     """Promise (contract 14, the item's rule): retail 1000 with old price 1050 → the retail
-    price is delivered with the last valid old price, or none (Ozon's old_price "0", research
-    §1.6.3), and the old price alone is ``invalid-for-channel``; 1C's old price 1200 →
-    delivered beside the retail 1000, and Ozon shows 1000/1200 (before: both quarantined, then
-    1200 refused against Ozon's price 0)."""
+    price is delivered without an old price (Ozon's old_price "0", research §1.6.3; never the
+    delivered one 1C replaced), and the old price alone is ``invalid-for-channel``; 1C's old
+    price 1200 → delivered beside the retail 1000, and Ozon shows 1000/1200 (before: both
+    quarantined, then 1200 refused against Ozon's price 0)."""
     clock = FakeClock()
     worker = ozon_worker(db_url, engine, site, tmp_path, clock)
     seen: dict[str, dict[tuple[str, int], tuple[str, str | None]]] = {}
@@ -276,8 +277,8 @@ def attempts_and_errors(engine: Engine) -> dict[tuple[str, int], tuple[int, str 
 YM_BEFORE = [
     # Nothing before: the value goes alone (no discountBase: no discount, §3.6.2).
     pytest.param(None, (950, None), "1200", id="first-prices"),
-    # A delivered 1100/1200: the value goes with the last valid discount base 1200.
-    pytest.param(("1100", "1200"), (950, 1200), "1250", id="last-valid-old"),
+    # A delivered 1100/1200: 1C replaced 1200 by 1000, so the value goes without any.
+    pytest.param(("1100", "1200"), (950, None), "1250", id="replaced-old"),
 ]
 
 
@@ -301,9 +302,9 @@ def test_yandex_refusing_a_discount_in_its_400_quarantines_it_alone_and_the_valu
     ``discount_bounds`` plays it both ways). Refused ("exclusive"), Yandex's 400 names the
     offer for its discount (§3.4, both forms of the message): only the discount base is
     ``channel-rule``, with Yandex's words; the value goes again without it (not charged) with
-    the last valid discount base, or none, and is delivered; 1C's corrected discount base then
-    goes beside it and is live. Taken ("inclusive"): both delivered as sent. (Before: the 400
-    quarantined the value with its discount base, ``http-400``.)"""
+    no discount base (never the delivered one 1C replaced), and is delivered; 1C's corrected
+    discount base then goes beside it and is live. Taken ("inclusive"): both delivered as
+    sent. (Before: the 400 quarantined the value with its discount base, ``http-400``.)"""
     ym.switches.discount_bounds = bounds
     ym.switches.discount_error_by = by
     worker = ym_worker(db_url, engine, ym, tmp_path)
@@ -453,3 +454,82 @@ def test_yandex_a_discount_base_dropped_beside_a_new_value_never_comes_back_besi
     ] == went, "never 1400 again"
     live = ym.live("Y-1")
     assert live is not None and (live.value, live.discount_base) == (1100, None)
+
+
+@pytest.mark.parametrize("marketplace", ["ozon", "yandex"])
+def test_a_broken_pair_never_goes_beside_the_old_price_1c_replaced(
+    db_url: str,
+    engine: Engine,
+    site: OzonSimulator,
+    ym: YmSimulator,
+    tmp_path: Path,
+    marketplace: str,
+) -> None:
+    """Promise (contract 14, the item's rule; review revmp2 F2): the marketplace shows
+    1000/1400; 1C sends 950 with old price 990 in one package (Ozon: a gap of 40, under 5 % of
+    990; Yandex: a discount of 4.04 %, under 5 %). 990 alone is quarantined and 950 goes
+    without an old price (Ozon's old_price "0", Yandex without discountBase), as its
+    quarantine words say: never with 1400, which 1C replaced by 990 (before: «950, было
+    1400», a fake discount)."""
+    clock = FakeClock()
+    if marketplace == "ozon":
+        worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+    else:
+        worker = ym_worker(db_url, engine, ym, tmp_path)
+
+    async def scenario(w: Worker) -> None:
+        for rows in (
+            [row("SKU-1", "retail", 1, "1000"), row("SKU-1", "old", 1, "1400")],
+            [row("SKU-1", "retail", 2, "950"), row("SKU-1", "old", 2, "990")],
+        ):
+            stage(engine, rows)
+            if marketplace == "ozon":
+                await drain(w)
+                clock.advance(60)
+                site.clock.advance(60)
+            else:
+                await settle(engine, w)
+
+    run_worker(worker, scenario)
+    found = states(engine)
+    assert ("quarantined", "invalid-for-channel") == found[("SKU-1/old", 2)]
+    assert ("delivered", None) == found[("SKU-1/retail", 2)]
+    _, said = attempts_and_errors(engine)[("SKU-1/old", 2)]
+    assert said is not None and "went without it" in said, said
+    if marketplace == "ozon":
+        pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+        assert [(1000, 1400), (950, 0)] == pairs, "never 950 beside 1400"
+    else:
+        went = [(p.value, p.discount_base) for p in ym.applied("SKU-1")]
+        assert [(Decimal("1000"), Decimal("1400")), (Decimal("950"), None)] == went
+
+
+def test_ozon_refusing_the_old_price_sends_the_price_again_without_the_one_1c_replaced(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Promise (contract 14, the item's rule, answered by the marketplace; review revmp2 F2):
+    Ozon shows 1000/1400; 1C sends 380 with old price 400, a gap exactly at Ozon's threshold
+    (research §1.4, UNCONFIRMED: the simulator refuses it here). Only 400 is ``channel-rule``;
+    380 goes again with old_price "0", never with 1400, which 1C replaced by 400."""
+    site.switches.gap_boundary = "refused"
+    clock = FakeClock()
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "1000.00"), row("SKU-1", "old", 1, "1400.00")])
+        await drain(w)
+        clock.advance(60)
+        site.clock.advance(60)
+        stage(engine, [row("SKU-1", "retail", 2, "380.00"), row("SKU-1", "old", 2, "400.00")])
+        for _ in range(5):  # the retail price waits a second: not idle
+            await w.cycle()
+        clock.advance(2)
+        site.clock.advance(2)
+        await drain(w)
+
+    run_worker(worker, scenario)
+    found = states(engine)
+    assert ("quarantined", "channel-rule") == found[("SKU-1/old", 2)]
+    assert ("delivered", None) == found[("SKU-1/retail", 2)]
+    product = site.product("SKU-1")
+    assert product is not None and (product.price, product.old_price) == (380, 0), "not 1400"

@@ -387,7 +387,8 @@ def test_a_dependent_price_1c_replaced_goes_as_none_beside_prices_taken_in_after
     """Promise (contract 14: never a version 1C replaced; review b_pair2): the delivered old
     price 1400 whose newer version was quarantined (``replaced_at``) is never carried beside
     a price taken in after that version: old_price "0" (Ozon's none), a min_price left out.
-    The price taken in with it (the refused item's own retry) keeps the last valid one."""
+    Nor beside the price taken in with it (the refused item's own retry, review revmp2 F2:
+    1C replaced 1400, so it would be a fake strikethrough price)."""
     dependent = {"old_price": Decimal(0), "min_price": None}
     replaced_at = datetime(2026, 12, 5, 10, tzinfo=UTC)
     held = [
@@ -399,8 +400,4 @@ def test_a_dependent_price_1c_replaced_goes_as_none_beside_prices_taken_in_after
     assert item.prices == {"price": Decimal("1100"), "old_price": Decimal(0)}
     same = replace(price("A", "retail", "1100", 2), taken_at=replaced_at)
     [item] = build([same], channel(dependent=dependent), held, {}).items
-    assert item.prices == {
-        "price": Decimal("1100"),
-        "old_price": Decimal("1400"),
-        "min_price": Decimal("700"),
-    }
+    assert item.prices == {"price": Decimal("1100"), "old_price": Decimal(0)}

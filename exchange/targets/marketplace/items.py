@@ -174,8 +174,9 @@ def spread_rule(
     the rule is before sending (``_split``, issue 32): where the item carried as new a price
     valid on its own beside dependent ones (``Channel.dependent``), only the dependent ones
     take the refusal; the others wait a moment (``AWAITING``, not charged) and go again
-    without them, beside the last valid price of their type (the known prices: a refused one
-    never is), so 1C's correction of the dependent price later goes beside a delivered price.
+    without them and without the delivered price of their type the refused one replaced
+    (``_replaced``: Ozon's old_price "0", Yandex without discountBase), so 1C's correction of
+    the dependent price later goes beside a delivered price.
     ``about``: the dependent fields the refusal names (none: it concerns the price itself).
     Otherwise every delivery the item carried takes it (``spread``)."""
     named = set(about) & set(channel.dependent)
@@ -302,10 +303,12 @@ def _split(
     """The item's rule decided price type by price type (issue 32, contract 14): an item that
     carries as new both a price valid on its own (``price``, ``value``) and a dependent one
     (``Channel.dependent``: an old price, a minimum) that breaks a rule beside it goes without
-    the dependent one, which alone is ``invalid-for-channel``. Without it, the item carries the
-    last valid price of its type (the known one, where the rule holds with it), else none
-    (Ozon's old_price "0", Yandex Market without discountBase: research §1.1/§1.6.3, §3.6.2).
-    Each dependent price that keeps the rule beside the others still goes. None: nothing to
+    the dependent one, which alone is ``invalid-for-channel``. Without it, the item carries no
+    price of its type (Ozon's old_price "0", Yandex Market without discountBase: research
+    §1.1/§1.6.3, §3.6.2), never the one delivered before it: 1C replaced that one, and a
+    strikethrough price 1C no longer states is a fake discount (review revmp2 F2: 950 went
+    beside the delivered old price 1400 that 1C had replaced by 990). Each dependent price
+    that keeps the rule beside the others still goes. None: nothing to
     split (no dependent price new beside an independent one, or the rule breaks without them
     too: the whole item's verdict stands)."""
     dependent = [e for e in entries if e[1] in channel.dependent]
@@ -346,7 +349,24 @@ def _split(
         refused[message.message_id] = invalid(
             f"{why}; only this price is quarantined: {', '.join(sorted(going.new))} went without it"
         )
+        _without(going, channel, mapped, message.version)
+    if rule(going) is not None:
+        return None
     return going, refused
+
+
+def _without(item: Item, channel: Channel, mapped: str, version: int) -> None:
+    """``item`` without a price of the dependent type ``mapped`` (its "none": Ozon's old_price
+    "0", none sent), where 1C's ``version`` of it, refused, is newer than the one it carries:
+    the delivered one 1C replaced never goes beside the new prices (review revmp2 F2)."""
+    if mapped not in item.prices or version < item.versions.get(mapped, 0):
+        return  # none carried (none sent, as before), or a newer one: 1C's own, it stays
+    none = channel.dependent[mapped]
+    if none is None:
+        item.prices.pop(mapped, None)
+    else:
+        item.prices[mapped] = none
+    item.versions[mapped] = version
 
 
 def _item(
@@ -370,12 +390,13 @@ def _item(
             continue  # left out of this channel or not mapped, or sent new now
         if held.currency != channel.currency:
             continue
-        if _replaced(held, mapped_, channel, item):
+        if _replaced(held, mapped_, channel):
             # 1C replaced this dependent price by one the channel never took (quarantined, or
-            # cancelled by a person) before this item's prices came: never carried again (the
-            # channel holds none of it once an item went without it), the item goes as
+            # cancelled by a person): never carried again, whenever this item's prices came
+            # (the channel holds none of it once an item went without it), the item goes as
             # without it (review b_pair2: an old price cleared beside 1380 came back beside
-            # 1100). The refused one stays for the person (contract 4).
+            # 1100; review revmp2 F2: the refused one's own companion went beside it). The
+            # refused one stays for the person (contract 4).
             none = channel.dependent[mapped_]
             if held.version >= item.versions.get(mapped_, 0):
                 if none is None:
@@ -393,15 +414,13 @@ def _item(
     return item
 
 
-def _replaced(held: KnownPrice, mapped: str, channel: Channel, item: Item) -> bool:
-    """Whether the known dependent price ``held`` was replaced (``KnownPrice.replaced_at``)
-    before the newest price the item carries came in: the version 1C replaced never goes
-    again. The item that carried the refused version's companion (the same package, or one
-    before it: its retry after the marketplace's refusal, ``spread_rule``) still goes with the
-    last valid price of the type, as its split decided."""
-    if held.replaced_at is None or mapped not in channel.dependent or not item.carried:
-        return False
-    return max(_taken(m) for m in item.carried) > held.replaced_at
+def _replaced(held: KnownPrice, mapped: str, channel: Channel) -> bool:
+    """Whether the known dependent price ``held`` was replaced (``KnownPrice.replaced_at``): 1C
+    sent a newer version of its type the channel never took. The version 1C replaced never
+    goes again, whenever the item's prices came in: the refused version's companion too (the
+    same package, its retry after the marketplace's refusal, ``spread_rule``) goes without it,
+    as its split before sending does (review revmp2 F2: a fake strikethrough price)."""
+    return held.replaced_at is not None and mapped in channel.dependent
 
 
 def _awaited(

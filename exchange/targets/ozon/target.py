@@ -102,8 +102,9 @@ SPLITS = 20
 # §1.1: money as strings, "до двух знаков после точки"; old_price "0" clears it.
 MONEY = {"price": Money(2), "old_price": Money(2, zero=True), "min_price": Money(2)}
 # The prices whose rules depend on ``price`` (contract 14, issue 32): a new one that breaks a
-# rule beside a new price is refused alone; without it the item carries the last valid one,
-# else old_price "0" (§1.1, §1.6.3: no old price) and no min_price (Ozon keeps its own).
+# rule beside a new price is refused alone; the item goes without it, never with the delivered
+# one 1C replaced: old_price "0" (§1.1, §1.6.3: no old price) and no min_price (Ozon keeps its
+# own).
 DEPENDENT: dict[str, Decimal | None] = {"old_price": Decimal(0), "min_price": None}
 USER_AGENT = "exchange (1C prices)"
 

@@ -125,8 +125,8 @@ MONEY = {
 }
 FIELDS = ("value", "discountBase", "minimumForBestseller")
 # The prices whose rules depend on ``value`` (contract 14, issue 32): a new one that breaks a
-# rule beside a new value is refused alone; without it the item carries the last valid one,
-# else no discount (discountBase 0: left out of the update, §3.1, §3.6.2).
+# rule beside a new value is refused alone; the item goes without it, never with the delivered
+# one 1C replaced: no discount (discountBase 0: left out of the update, §3.1, §3.6.2).
 DEPENDENT: dict[str, Decimal | None] = {"discountBase": Decimal(0)}
 TRIES = 4  # sends of one request through 420s (waited out) before its 420 is the verdict
 RESENDS = 3  # rounds of "a 400 named some offers: the rest sent again"
