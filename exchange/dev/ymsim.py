@@ -520,6 +520,7 @@ class YmSimulator(LoopbackServer):
         }
         self.requests: collections.Counter[str] = collections.Counter()
         self.accepted = 0  # offers accepted with a 200 (or beside a non-atomic 400)
+        self.accepted_offers: set[str] = set()  # the offerIds of those, for tests
         self.in_flight = 0
         self.most_in_flight = 0
         self._pending: list[Pending] = []
@@ -672,6 +673,7 @@ class YmSimulator(LoopbackServer):
         if not checked.errors or not self.switches.atomic_400:
             for offer_id, price in prices:
                 self.accepted += 1
+                self.accepted_offers.add(offer_id)
                 if self.known(offer_id):  # an unknown offer is never applied (§3.4, §8)
                     self._schedule(offer_id, price)
         if checked.errors:

@@ -74,6 +74,8 @@ def test_a_budget_that_says_wait_a_minute_never_holds_the_workers_stop(
             select(messages.c.aggregate, messages.c.state, messages.c.attempts)
         ).all()
     assert 40 == len(rows), "nothing lost"
-    held = [r for r in rows if ym.live(r.aggregate) is None]
+    # Held back: what Yandex never accepted (what it accepted may not be applied yet when the
+    # run ends on a loaded machine, so what buyers see would count those too).
+    held = [r for r in rows if r.aggregate not in ym.accepted_offers]
     assert 20 == len(held), rows
     assert all((r.state, r.attempts) == ("delayed", 0) for r in held), held  # uncharged
