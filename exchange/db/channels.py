@@ -26,19 +26,19 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
+    FromClause,
     and_,
     cast,
     exists,
     func,
     not_,
     select,
-    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.schema import KEPT_NOWHERE, channels, deliveries, messages
+from exchange.db.schema import channels, deliveries, messages
 from exchange.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
@@ -129,6 +129,22 @@ def untaken_kinds(connection: Connection, kinds: Iterable[str]) -> list[str]:
     return [kind for kind in kinds if kind not in taken]
 
 
+def is_kept(m: FromClause) -> ColumnElement[bool]:
+    """A message kept with no delivery on any channel (``kept_nowhere``), on ``m``: the
+    ``messages`` table or an alias of it. Marked (``messages.kept_nowhere``: intake accepted
+    it while no channel took its kind, ``mark_kept``), accepted, with no delivery on any
+    channel. The mark renders as the condition of the partial index ``ix_messages_kept_nowhere``
+    (``schema.KEPT_NOWHERE``: ``IS NOT NULL``, no bound parameter), so SQLite reads that index
+    (it reads a partial index only for a query that repeats its condition). The one place the
+    condition is written: ``kept_nowhere``, ``oldest_kept``, ``seed_from``,
+    ``kept_skipped``, ``queue.order.behind_kept``, ``queue.deliveries.late_cursors``."""
+    return and_(
+        m.c.kept_nowhere.is_not(None),
+        not_(m.c.rejected),
+        ~exists().where(deliveries.c.message_pk == m.c.id),
+    )
+
+
 def kept_nowhere(
     connection: Connection,
     kinds: Iterable[str],
@@ -167,12 +183,9 @@ def kept_nowhere(
     rows = connection.execute(
         select(m.kind, func.count(), func.min(m.id))
         .where(
-            # The partial index's condition word for word (SQLite reads it only then).
-            text(f"messages.{KEPT_NOWHERE}"),
+            is_kept(messages),
             m.kind.in_(wanted),
-            not_(m.rejected),
             *(() if since is None else (m.id > since,)),
-            ~exists().where(deliveries.c.message_pk == m.id),
             *((not_(and_(m.kind.in_(latest_wins), overtaken)),) if latest_wins else ()),
         )
         .group_by(m.kind)
@@ -226,19 +239,9 @@ def unmark_kept(connection: Connection, message_pks: Iterable[int]) -> None:
     if pks:
         connection.execute(
             update(messages)
-            .where(messages.c.id.in_(pks), text(f"messages.{KEPT_NOWHERE}"))
+            .where(messages.c.id.in_(pks), messages.c.kept_nowhere.is_not(None))
             .values(kept_nowhere=None)
         )
-
-
-def _kept(m: Any) -> list[ColumnElement[bool]]:
-    """The condition of ``kept_nowhere``'s messages on the alias ``m`` of ``messages``: marked
-    (through the partial index), accepted, with no delivery on any channel."""
-    return [
-        m.c.kept_nowhere.is_not(None),
-        not_(m.c.rejected),
-        ~exists().where(deliveries.c.message_pk == m.c.id),
-    ]
 
 
 def oldest_kept(connection: Connection, aggregate_ids: Iterable[int]) -> dict[int, str]:
@@ -251,7 +254,7 @@ def oldest_kept(connection: Connection, aggregate_ids: Iterable[int]) -> dict[in
     m = messages.alias("kept")
     first = (
         select(m.c.aggregate_id, func.min(m.c.id).label("pk"))
-        .where(m.c.aggregate_id.in_(wanted), *_kept(m))
+        .where(m.c.aggregate_id.in_(wanted), is_kept(m))
         .group_by(m.c.aggregate_id)
         .subquery()
     )
@@ -275,7 +278,7 @@ def seed_from(connection: Connection, message_ids: Iterable[str]) -> dict[str, s
     kept = messages.alias("kept")
     first = (
         select(func.min(kept.c.id))
-        .where(kept.c.aggregate_id == own.c.aggregate_id, kept.c.id < own.c.id, *_kept(kept))
+        .where(kept.c.aggregate_id == own.c.aggregate_id, kept.c.id < own.c.id, is_kept(kept))
         .scalar_subquery()
     )
     rows = connection.execute(
@@ -322,7 +325,7 @@ def kept_skipped(
             .where(
                 kept.c.kind.in_(wanted),
                 kept.c.id < start,
-                *_kept(kept),
+                is_kept(kept),
                 exists().where(
                     seeded.c.aggregate_id == kept.c.aggregate_id,
                     seeded.c.id >= start,

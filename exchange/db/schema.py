@@ -174,8 +174,8 @@ class PriceOwner(Base):
     aggregate: Mapped[str] = mapped_column(String(200))
 
 
-# The messages ``ix_messages_kept_nowhere`` holds (a query repeats it word for word: SQLite
-# reads a partial index only then).
+# The messages ``ix_messages_kept_nowhere`` holds (``db.channels.is_kept`` repeats it in the
+# queries: SQLite reads a partial index only then).
 KEPT_NOWHERE = "kept_nowhere IS NOT NULL"
 
 

@@ -30,14 +30,12 @@ from sqlalchemy import (
     func,
     literal,
     select,
-    text,
     true,
 )
 
-from exchange.db.channels import taking
+from exchange.db.channels import is_kept, taking
 from exchange.db.schema import (
     DELIVERY_COLUMNS,
-    KEPT_NOWHERE,
     channel_aggregates,
     channels,
     deliveries,
@@ -177,8 +175,7 @@ def late_cursors(fanned: Any, postgres: bool) -> Insert:
         .where(
             m.aggregate_id == lowest.c.aggregate_id,
             m.version < lowest.c.version,
-            text(f"messages.{KEPT_NOWHERE}"),
-            ~exists().where(deliveries.c.message_pk == m.id),
+            is_kept(messages),
         )
         .scalar_subquery()
     )

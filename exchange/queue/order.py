@@ -38,15 +38,15 @@ from sqlalchemy.sql.elements import TextClause
 from sqlalchemy.sql.functions import GenericFunction
 from sqlalchemy.sql.selectable import Alias
 
+from exchange.db.channels import is_kept
 from exchange.db.schema import (
     CLAIMABLE_STATES,
     DELIVERY_CLAIM_ORDER_INDEX,
-    KEPT_NOWHERE,
     Delivery,
-    Message,
     channel_aggregates,
     channels,
     deliveries,
+    messages,
 )
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import DUE, LIVE, State, values
@@ -164,16 +164,15 @@ def behind_kept(m: Any) -> ColumnElement[bool]:
     gives the kept version to the channel, and ``m`` follows it (review 32k). The delivery
     ``m`` with its cursor joined (``on_cursor``); each probe reads ``messages`` by
     ``ix_messages_aggregate_id_version``."""
-    kept = aliased(Message, name="kept")
+    kept = messages.alias("kept")
     # A version next in order waits behind nothing: no probe (the common case).
     return and_(
         m.version > next_version(),
         exists().where(
-            kept.aggregate_id == m.aggregate_id,
-            kept.version >= next_version(),
-            kept.version < m.version,
-            sa_text(f"kept.{KEPT_NOWHERE}"),
-            ~exists().where(deliveries.c.message_pk == kept.id),
+            kept.c.aggregate_id == m.aggregate_id,
+            kept.c.version >= next_version(),
+            kept.c.version < m.version,
+            is_kept(kept),
         ),
     )
 

@@ -60,8 +60,8 @@ def built() -> list[str]:
     t = target()
     said: list[Classification] = [
         _unknown_sku("SKU-999"),
-        _already(WB_WORDS, good()),
-        _already(WB_WORDS, good(), 900),
+        _already(WB_WORDS, good()).said,
+        _already(WB_WORDS, good(), 900).said,
         _behind(_already(WB_WORDS, good()), 300, 300.0),
         _behind(_already(WB_WORDS, good()), None, 300.0),
         _StoreFailed(RuntimeError()).classification,

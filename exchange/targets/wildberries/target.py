@@ -129,30 +129,31 @@ class _Good:
     nm_id: int
 
 
-@dataclass(slots=True)
-class _InForce(Classification):
+@dataclass(frozen=True, slots=True)
+class _InForce:
     """A price found in force on WB without this upload applying it ("already set", a good a
-    task left out or skipped, a 208's task, a lost task whose price WB holds): delivered only
-    once WB's price quarantine is read and holds no other price for the good
-    (``_behind_quarantine``). ``nm_id`` and ``roubles``: the good and the price."""
+    task left out or skipped, a 208's task, a lost task whose price WB holds), beside its
+    verdict: ``said`` (DELIVERED) is its answer only once WB's price quarantine is read and
+    holds no other price for the good (``_behind_quarantine``, the one reader). ``nm_id`` and
+    ``roubles``: the good and the price."""
 
-    nm_id: int = 0
-    roubles: int = 0
+    said: Classification
+    nm_id: int
+    roubles: int
 
-    def settled(self) -> Classification:
-        return Classification(
-            self.verdict, self.detail, http_status=self.http_status, receipt=self.receipt
-        )
+
+# A send's answer for a message before ``_behind_quarantine``: a verdict, or a price found in
+# force whose verdict waits for the quarantine's read.
+_Said = Classification | _InForce
 
 
 def _in_force(said: Classification, good: _Good) -> _InForce:
     return _InForce(
-        Verdict.DELIVERED,
-        said.detail,
-        http_status=said.http_status,
-        receipt=said.receipt,
-        nm_id=good.nm_id,
-        roubles=good.price.roubles,
+        Classification(
+            Verdict.DELIVERED, said.detail, http_status=said.http_status, receipt=said.receipt
+        ),
+        good.nm_id,
+        good.price.roubles,
     )
 
 
@@ -448,7 +449,7 @@ class WildberriesTarget:
     # -- one send --------------------------------------------------------------------------
 
     async def _deliver(self, prices: list[_Price]) -> dict[str, Classification]:
-        out: dict[str, Classification] = {}
+        out: dict[str, _Said] = {}
         nm, read_at, fresh = await self._nm_ids_read({p.vendor_code for p in prices})
         goods: list[_Good] = []
         for p in prices:
@@ -498,43 +499,47 @@ class WildberriesTarget:
         step = self.max_goods
         for chunk in [upload[i : i + step] for i in range(0, len(upload), step)]:
             out.update(await self._upload(chunk))
-        await self._behind_quarantine(out)
-        return out
+        return await self._behind_quarantine(out)
 
-    async def _behind_quarantine(self, out: dict[str, Classification]) -> None:
-        """The prices found in force without this upload applying them (``_InForce``) are
-        delivered only when WB's price quarantine (``/api/v2/quarantine/goods``, one read for
-        all of them, within the budget) holds nothing for their good. research §2.4: another
-        price sent releases the quarantine; whether the price in force sent again ("already
-        set") does is not said (the simulator's ``already_set_releases``). Still listed, the
-        held price (an earlier version's: 1000 in force, 300 withheld, 1000 again) would go
-        live over this one if the seller confirmed it, and the earlier version would have been
-        superseded by a delivery that settled nothing (issue 32k finding 2). So this price
-        waits, uncharged (``AWAITING``), a look every ``quarantine_wait`` seconds, and the
-        earlier version stays withheld, until the quarantine lets the good go: taken out at
-        this price in the cabinet, this price is delivered then; confirmed, the held price is
-        live and this one is uploaded over it. A 429 is waited out (the budget bars requests
-        for WB's wait: a 4xx "already set" may have cost ten, research §2.3, §8) and the list
-        read once more; a list it cannot read is its failure, for these goods alone."""
-        waiting = {key: said for key, said in out.items() if isinstance(said, _InForce)}
-        if not waiting:
-            return
-        try:
+    async def _behind_quarantine(self, out: dict[str, _Said]) -> dict[str, Classification]:
+        """Each message's verdict (``out``'s): the prices found in force without this upload
+        applying them (``_InForce``) are delivered only when WB's price quarantine
+        (``/api/v2/quarantine/goods``, one read for all of them, within the budget) holds
+        nothing for their good. research §2.4: another price sent releases the quarantine;
+        whether the price in force sent again ("already set") does is not said (the simulator's
+        ``already_set_releases``). Still listed, the held price (an earlier version's: 1000 in
+        force, 300 withheld, 1000 again) would go live over this one if the seller confirmed it,
+        and the earlier version would have been superseded by a delivery that settled nothing
+        (issue 32k finding 2). So this price waits, uncharged (``AWAITING``), a look every
+        ``quarantine_wait`` seconds, and the earlier version stays withheld, until the
+        quarantine lets the good go: taken out at this price in the cabinet, this price is
+        delivered then; confirmed, the held price is live and this one is uploaded over it. A
+        429 is waited out (the budget bars requests for WB's wait: a 4xx "already set" may have
+        cost ten, research §2.3, §8) and the list read once more; a list it cannot read is its
+        failure, for these goods alone."""
+        held: dict[int, int | None] = {}  # read only for a price in force
+        if any(isinstance(said, _InForce) for said in out.values()):
             try:
-                held = await self._quarantine()
+                try:
+                    held = await self._quarantine()
+                except _Answer as failed:
+                    if failed.classification.http_status != 429:
+                        raise
+                    held = await self._quarantine()
             except _Answer as failed:
-                if failed.classification.http_status != 429:
-                    raise
-                held = await self._quarantine()
-        except _Answer as failed:
-            for key in waiting:
-                out[key] = failed.classification
-            return
-        for key, said in waiting.items():
+                unread = failed.classification
+                return {
+                    key: unread if isinstance(said, _InForce) else said for key, said in out.items()
+                }
+
+        def settled(said: _Said) -> Classification:
+            if isinstance(said, Classification):
+                return said
             if said.nm_id not in held:
-                out[key] = said.settled()
-                continue
-            out[key] = _behind(said, held[said.nm_id], self.quarantine_wait)
+                return said.said
+            return _behind(said, held[said.nm_id], self.quarantine_wait)
+
+        return {key: settled(said) for key, said in out.items()}
 
     def _judge_task(
         self,
@@ -542,7 +547,7 @@ class WildberriesTarget:
         found: _Processed | str,
         waiting: list[_Good],
         in_flight: dict[int, Task],
-        out: dict[str, Classification],
+        out: dict[str, _Said],
         upload: list[_Good],
         refused: list[_Good],
         left_out: list[tuple[_Good, int, bool]],
@@ -603,13 +608,11 @@ class WildberriesTarget:
                 meaning, said = answers.item_error(row, upload_id)
                 if meaning == "refused-nm":
                     refused.append(g)
-                if meaning == "already-set":
-                    said = _in_force(said, g)
-                out[g.price.message.message_id] = said
+                out[g.price.message.message_id] = (
+                    _in_force(said, g) if meaning == "already-set" else said
+                )
 
-    async def _stuck(
-        self, stuck: list[tuple[_Good, Task]], out: dict[str, Classification]
-    ) -> list[_Good]:
+    async def _stuck(self, stuck: list[tuple[_Good, Task]], out: dict[str, _Said]) -> list[_Good]:
         """Goods whose task WB has not shown for ``task_timeout``, or whose upload's answer was
         lost (``UNNAMED``): WB may still apply that task, after any later one of the good
         (research §2.4: the time to apply is not documented; §2.5: two tasks of one nmID have
@@ -678,7 +681,7 @@ class WildberriesTarget:
         return again
 
     async def _left_out(
-        self, goods: list[tuple[_Good, int, bool]], out: dict[str, Classification]
+        self, goods: list[tuple[_Good, int, bool]], out: dict[str, _Said]
     ) -> list[_Good]:
         """The goods a processed task has no line for (with the task's id, and whether the
         task counted fewer goods than uploaded), judged by WB's catalogue read back
@@ -730,7 +733,7 @@ class WildberriesTarget:
         return gone
 
     async def _carried_by(
-        self, goods: list[tuple[_Good, int]], out: dict[str, Classification]
+        self, goods: list[tuple[_Good, int]], out: dict[str, _Said]
     ) -> list[_Good]:
         """Goods a 208 named an ended task for whose lines give no price for them: WB's
         catalogue read back (``_held_prices``). Holding this price: delivered. Otherwise the
@@ -755,7 +758,7 @@ class WildberriesTarget:
                 again.append(g)
         return again
 
-    async def _again(self, refused: list[_Good], out: dict[str, Classification]) -> list[_Good]:
+    async def _again(self, refused: list[_Good], out: dict[str, _Said]) -> list[_Good]:
         """WB refused these ``nmID``s: the map rebuilt now; a vendor code found under another
         ``nmID`` is uploaded again under it, one not found is ``unknown-sku``, one found under
         the same ``nmID`` keeps WB's refusal."""
@@ -811,7 +814,7 @@ class WildberriesTarget:
         checked: bool = False,
         splits: list[int] | None = None,
         rebuilt: bool = False,
-    ) -> dict[str, Classification]:
+    ) -> dict[str, _Said]:
         """Upload the goods as one task. ``splits``: the requests a validation 400 may still
         add to find its bad goods (``_refused_whole``), shared by the halves; ``rebuilt``: the
         goods' nmIDs come from a rebuild after WB refused them (never rebuilt again)."""
@@ -849,7 +852,7 @@ class WildberriesTarget:
                     taken[g.price.message.message_id] = _shared_article(g.price, others[g.nm_id])
             goods = [g for g in goods if g.nm_id not in others]
             if not goods:
-                return taken
+                return {**taken}
             if others:  # the rows name the goods the upload carries
                 await self._db(
                     self.store.put_tasks,
@@ -874,7 +877,7 @@ class WildberriesTarget:
         checked: bool,
         splits: list[int] | None,
         rebuilt: bool,
-    ) -> dict[str, Classification]:
+    ) -> dict[str, _Said]:
         """``_upload``, its goods' rows stored (``UNNAMED``, at ``sent_at``)."""
         data = [{"nmID": g.nm_id, "price": g.price.roubles} for g in goods]
         nm_ids = [g.nm_id for g in goods]
@@ -947,7 +950,7 @@ class WildberriesTarget:
                 return await self._already_for_several(goods, words)
             if len(goods) > 1:
                 # Read back, and refused again: one by one (a request each).
-                out: dict[str, Classification] = {}
+                out: dict[str, _Said] = {}
                 for g in goods:
                     out.update(await self._upload([g], alone=True))
                 return out
@@ -962,7 +965,7 @@ class WildberriesTarget:
         response: httpx.Response,
         splits: list[int] | None,
         rebuilt: bool,
-    ) -> dict[str, Classification]:
+    ) -> dict[str, _Said]:
         """A validation 400 refuses the whole upload for one bad good and names none (research
         §2.1: "Invalid item No.", "Invalid price value", …; review 32c finding 5: one card
         deleted since the map was read quarantined the 999 others). Halves uploaded apart find
@@ -999,9 +1002,7 @@ class WildberriesTarget:
         said = answers.whole(response, "upload")
         return {g.price.message.message_id: said for g in goods}
 
-    async def _already_for_several(
-        self, goods: list[_Good], words: str
-    ) -> dict[str, Classification]:
+    async def _already_for_several(self, goods: list[_Good], words: str) -> dict[str, _Said]:
         """An upload of several goods refused whole as "already set" (research §2.1: which
         goods is not said; whether WB refuses a mix of changed and unchanged goods this way is
         UNCONFIRMED, §2.5, §8). WB's catalogue is read back (``_held_prices``: a request a good
@@ -1010,7 +1011,7 @@ class WildberriesTarget:
         "already set" again, one by one (a 1,000-good task of prices all in force costs its
         catalogue's pages, not 1,000 requests)."""
         held = await self._held_prices({g.nm_id for g in goods})
-        out: dict[str, Classification] = {}
+        out: dict[str, _Said] = {}
         rest: list[_Good] = []
         for g in goods:
             if held.get(g.nm_id) == g.price.roubles:
@@ -1021,17 +1022,17 @@ class WildberriesTarget:
             out.update(await self._upload(rest, checked=True))
         return out
 
-    async def _after_upload(self, goods: list[_Good], upload_id: int) -> dict[str, Classification]:
+    async def _after_upload(self, goods: list[_Good], upload_id: int) -> dict[str, _Said]:
         """The goods WB took in task ``upload_id``: awaited (or, ``poll_at_once``, polled now)."""
         if self.poll_at_once:
-            return await self._deliver_after_upload(goods)
+            return {**await self._deliver_after_upload(goods)}
         return {
             g.price.message.message_id: self._awaiting(upload_id, self.first_poll) for g in goods
         }
 
     async def _replayed(
         self, upload_id: int, tasks: list[Task], goods: list[_Good]
-    ) -> dict[str, Classification]:
+    ) -> dict[str, _Said]:
         """A 208 names the task of an identical upload made before (research §2.1, §2.5: the
         criterion and window are UNCONFIRMED). Still pending, that task is this upload's own:
         it has not applied yet, so its outcome is this price's, and the usual poll reads it.
@@ -1058,7 +1059,7 @@ class WildberriesTarget:
                 if row is not None and row.get("status") == ITEM_ERROR:
                     failed[g.nm_id] = f"it failed the good: {answers.item_words(row)}"
         held = await self._held_prices({g.nm_id for g in goods})
-        out: dict[str, Classification] = {}
+        out: dict[str, _Said] = {}
         for g in goods:
             if g.nm_id not in held:
                 continue  # not listed: the usual poll reads the task's line for it
@@ -1146,9 +1147,7 @@ class WildberriesTarget:
         """``poll_at_once``: the goods just uploaded, their task polled once now."""
         return await self._deliver([g.price for g in goods])
 
-    async def _already_or_refused(
-        self, good: _Good, words: str, alone: bool
-    ) -> dict[str, Classification]:
+    async def _already_or_refused(self, good: _Good, words: str, alone: bool) -> dict[str, _Said]:
         """One good refused as "already set" (delivered), or as "all item Nos. specified
         incorrectly, or already set" (research §2.1: no such good, OR nothing changes): the map
         rebuilt; another ``nmID`` there is uploaded under it; none: ``unknown-sku``; the same
@@ -1158,7 +1157,7 @@ class WildberriesTarget:
         message_id = good.price.message.message_id
         if answers.ALREADY_SET in words.lower() and answers.ALL_WRONG not in words:
             return {message_id: _already(words, good)}
-        out: dict[str, Classification] = {}
+        out: dict[str, _Said] = {}
         again = await self._again([good], out)
         if again:
             return await self._upload(again, alone=alone)
@@ -1644,19 +1643,19 @@ def _unknown_sku(vendor_code: str) -> Classification:
     )
 
 
-def _behind(said: _InForce, held: int | None, wait: float) -> Classification:
+def _behind(found: _InForce, held: int | None, wait: float) -> Classification:
     """A price in force waiting behind ``held``, the price WB's quarantine holds for its good
     (None: a line without ``newPrice``), a look every ``wait`` seconds."""
     shown = "another price" if held is None else str(held)
     return Classification(
         Verdict.AWAITING,
-        f"Wildberries holds {said.roubles} for nmID {said.nm_id} already, but its price "
+        f"Wildberries holds {found.roubles} for nmID {found.nm_id} already, but its price "
         f"quarantine still holds {shown} for it: confirmed in the seller's cabinet, it would "
-        f"replace {said.roubles}. The seller should take the good out of the quarantine at "
-        f"{said.roubles} there (Цены и скидки → Карантин цен); this price waits, uncharged, "
+        f"replace {found.roubles}. The seller should take the good out of the quarantine at "
+        f"{found.roubles} there (Цены и скидки → Карантин цен); this price waits, uncharged, "
         "until the quarantine no longer lists the good, and is uploaded again over the held "
         "one should that be confirmed",
-        http_status=said.http_status,
+        http_status=found.said.http_status,
         # Whole seconds, at least one: never due again at once.
         again_in=float(max(1, math.ceil(wait))),
     )
