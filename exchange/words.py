@@ -307,6 +307,8 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
         "— (waits for a person: the channel said “{said}”; «{button}» asks it to show the "
         "price to buyers, else confirm it in the channel's cabinet or send a new price)"
     ),
+    # ``ops.withheld_behind``: a newer price waits behind this withheld one (Wildberries)
+    "withheld_behind": N_("— (do not confirm this price in the channel's cabinet: {said})"),
     "your_note": N_("Your note (not saved)"),
     "in_state_since": N_("In this state since"),
     "next_try": N_("Next try"),
@@ -1716,16 +1718,17 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"Wildberries holds (?P<p>\d+) for nmID (?P<n>\d+) already, but its price quarantine "
         r"still holds (?P<h>\d+|another price) for it: confirmed in the seller's cabinet, it would "
-        r"replace (?P=p)\. The seller should take the good out of the quarantine at (?P=p) there "
-        r"\(Цены и скидки → Карантин цен\); this price waits, uncharged, until the quarantine "
-        r"no longer lists the good, and is uploaded again over the held one should that be "
-        r"confirmed",
+        r"replace (?P=p)\. The seller should not confirm it but take the good out of the "
+        r"quarantine at (?P=p) there \(Цены и скидки → Карантин цен\); this price waits, "
+        r"uncharged, until the quarantine no longer lists the good, and is uploaded again over "
+        r"the held one should that be confirmed",
         N_(
             "Wildberries holds {p} for nmID {n} already, but its price quarantine still holds "
             "{h*} for it: confirmed in the seller's cabinet, it would replace {p}. The seller "
-            "should take the good out of the quarantine at {p} there (Цены и скидки → Карантин "
-            "цен); this price waits, uncharged, until the quarantine no longer lists the good, "
-            "and is uploaded again over the held one should that be confirmed"
+            "should not confirm it but take the good out of the quarantine at {p} there (Цены и "
+            "скидки → Карантин цен); this price waits, uncharged, until the quarantine no "
+            "longer lists the good, and is uploaded again over the held one should that be "
+            "confirmed"
         ),
     ),
     (r"another price", N_("another price")),
