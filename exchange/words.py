@@ -1892,6 +1892,19 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "Ozon took the price is unknown"
         ),
     ),
+    (
+        r"(?P<w>Ozon: .+)\. Ozon holds (?P<h>an old price|old_price \S+) set outside 1C \(in the "
+        r"seller's cabinet\), which the price (?P<p>\S+) sent does not fit: send an old price "
+        r"from 1C \(map a 1C price type to old_price in the channel's price types\) or clear "
+        r"the old price in Ozon's seller cabinet",
+        N_(
+            "{w}. Ozon holds {h*} set outside 1C (in the seller's cabinet), which the price {p} "
+            "sent does not fit: send an old price from 1C (map a 1C price type to old_price in "
+            "the channel's price types) or clear the old price in Ozon's seller cabinet"
+        ),
+    ),
+    (r"an old price", N_("an old price")),
+    (r"old_price (?P<a>\S+)", N_("old_price {a}")),
     (r"Ozon: a 200 without a result per item", N_("Ozon: a 200 without a result per item")),
     (r"an item's result is not an object", N_("an item's result is not an object")),
     (r"Ozon: not updated: no error given", N_("Ozon: not updated: no error given")),
