@@ -241,6 +241,29 @@ _MARKETPLACE_CHECK: dict[str, str] = {
         "the price: check the price in the marketplace's cabinet, then {retry} or {cancel}."
     ),
 }
+# A marketplace's ``unknown-sku`` (contract 14): no shop product, but an offer missing from the
+# marketplace's own catalogue, in its own terms (research §1.4 Ozon's offer_id, §2 WB's vendor
+# code, §3 Yandex Market's offerId), and the channel's mapping that names it (``sku_source``).
+_MARKETPLACE_UNKNOWN_SKU: dict[str, str] = {
+    "ozon": N_(
+        "Ozon's catalogue has no product with this offer_id (the seller's article on Ozon): "
+        "create the product card in Ozon's seller cabinet, or correct the article in 1C or the "
+        "channel's sku_source (the SKU or 1C's article as offer_id). Once the card exists, "
+        "{retry}; if the price is no longer needed, {cancel}."
+    ),
+    "wildberries": N_(
+        "Wildberries' catalogue has no good with this vendor code (the seller's article on "
+        "Wildberries): create the good's card in the Wildberries seller's cabinet, or correct "
+        "the article in 1C or the channel's sku_source (the SKU or 1C's article as vendor "
+        "code). Once the card exists, {retry}; if the price is no longer needed, {cancel}."
+    ),
+    "yandex-market": N_(
+        "Yandex Market's catalogue has no offer with this offerId (the seller's SKU on the "
+        "Market): add the offer to the catalogue in the Market's seller cabinet, or correct the "
+        "article in 1C or the channel's sku_source (the SKU or 1C's article as offerId). Once "
+        "the offer exists, {retry}; if the price is no longer needed, {cancel}."
+    ),
+}
 _REJECTED_BY_MARKETPLACE = N_(
     "The marketplace rejected the message ({reason}): read its words in the last error, check "
     "the product in the marketplace's cabinet, correct the price in 1C, then {cancel} or "
@@ -269,6 +292,8 @@ def next_check(
         words = _SUPERSEDED
     elif marketplace and reason and reason.startswith("http-"):
         words = _REJECTED_BY_MARKETPLACE
+    elif marketplace and reason == "unknown-sku" and target in _MARKETPLACE_UNKNOWN_SKU:
+        words = _MARKETPLACE_UNKNOWN_SKU[target]
     elif marketplace and reason in _MARKETPLACE_CHECK:
         words = _MARKETPLACE_CHECK[reason]
     elif reason and reason.startswith("http-"):
