@@ -8,12 +8,14 @@ languages: they are what ``exchange quarantine list --reason`` takes.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 from exchange.i18n import N_, _, moment, ngettext
-from exchange.report.model import Entry, Lang, Report
+from exchange.ops.waits import awaiting_in_story
+from exchange.report.model import Entry, HistoryEvent, Lang, Report
 from exchange.words import error_words, name, on_marketplace, reason_target, state_said
 
 # Each label in English, marked for the catalogs (exchange/locale: the Russian is there). The order
@@ -510,7 +512,7 @@ def history_rows(entry: Entry, lang: Lang) -> list[list[Cell]]:
         [
             entry.message_id,
             e.at,
-            *history_words(e.event, e.from_state, e.to_state, lang),
+            *history_words(e.event, e.from_state, e.to_state, lang, waits),
             e.worker,
             e.attempt,
             e.leased_at,
@@ -520,8 +522,16 @@ def history_rows(entry: Entry, lang: Lang) -> list[list[Cell]]:
             e.operator,
             e.note,
         ]
-        for e in entry.history
+        for e, waits in zip(entry.history, story_waits(entry.history), strict=True)
     ]
+
+
+def story_waits(events: Sequence[HistoryEvent]) -> list[tuple[bool, bool]]:
+    """For each of an entry's history rows (oldest first), whether its delayed from- and
+    to-state wait for the channel (Ozon's hourly hold, Wildberries' wait behind its
+    quarantine, Yandex Market's budget) rather than for a retry: the rule ``find``,
+    ``status`` and ``history`` share."""
+    return awaiting_in_story((e.channel_id, e.event, e.from_state, e.to_state) for e in events)
 
 
 def history_words(
