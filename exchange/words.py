@@ -1230,6 +1230,39 @@ _SETTINGS_PROBLEMS: tuple[tuple[re.Pattern[str], str | tuple[str, str]], ...] = 
             N_("String should have at least {n} characters"),
         ),
         (r"Input should be (?P<choices>'.+')", N_("Input should be {choices}")),
+        # pydantic's other common types (decimal_parsing, string_pattern_mismatch, …)
+        (r"Input should be a valid decimal", N_("Input should be a valid decimal")),
+        (
+            r"Decimal input should be an integer, float, string or Decimal object",
+            N_("Input should be a valid decimal"),
+        ),
+        (
+            r"Decimal input should have no more than (?P<n>\d+) decimal places?",
+            N_("Decimal input should have no more than {n} decimal places"),
+        ),
+        (r"Input should be a finite number", N_("Input should be a finite number")),
+        (r"Input should be a multiple of (?P<n>\S+)", N_("Input should be a multiple of {n}")),
+        (
+            r"String should match pattern (?P<pattern>'.*')",
+            N_("String should match pattern {pattern}"),
+        ),
+        (r"Input is not a valid path", N_("Input is not a valid path")),
+        (r"Input should be a valid URL, (?P<why>.+)", N_("Input should be a valid URL ({why})")),
+        (r"Invalid JSON: (?P<why>.+)", N_("Invalid JSON: {why}")),
+        (
+            r"(List|Dictionary) should have at least (?P<n>\d+) items? after validation, not "
+            r"\d+",
+            N_("should have at least {n} items"),
+        ),
+        (
+            r"(List|Dictionary) should have at most (?P<n>\d+) items? after validation, not "
+            r"\d+",
+            N_("should have at most {n} items"),
+        ),
+        (
+            r"must be the seller's Client-Id: a whole number above 0",
+            N_("must be the seller's Client-Id: a whole number above 0"),
+        ),
         (
             r"(?P<name>\S+) is shorter than (?P<n>\d+) characters: choose a longer one",
             N_("{name} is shorter than {n} characters: choose a longer one"),
@@ -1308,7 +1341,8 @@ _SETTINGS_PROBLEMS: tuple[tuple[re.Pattern[str], str | tuple[str, str]], ...] = 
 def settings_words(text: str, lang: Lang) -> str:
     """The settings' problems ("EXCHANGE_MAX_ATTEMPTS: Input should be …; …", from
     ``settings.load.describe_validation_error``) in ``lang``, one by one; each variable's name
-    as it is."""
+    as it is. A channel's own ("EXCHANGE_CHANNELS: channel shop: http_timeout: Input should be
+    greater than 0; batch_size: …", ``settings.channels``) each by its key in the channel."""
     if lang == "en":
         return text
     said = []
@@ -1322,19 +1356,39 @@ def settings_words(text: str, lang: Lang) -> str:
         channel = re.fullmatch(r"channel (?P<name>[^:]+): (?P<problem>.+)", problem, re.DOTALL)
         if channel:  # EXCHANGE_CHANNELS: channel site: … (exchange/settings/channels.py)
             named += _("channel {name}: {what}", lang).format(name=channel["name"], what="")
-            problem = channel["problem"]
-        for pattern, message in _SETTINGS_PROBLEMS:
-            matched = pattern.fullmatch(problem)
-            if matched:
-                values = {key: value or "" for key, value in matched.groupdict().items()}
-                if "choices" in values:  # "'api', 'bitrix' or 'woocommerce'"
-                    values["choices"] = values["choices"].replace(
-                        "' or '", pgettext("a list of choices", "' or '", lang)
-                    )
-                problem = say(message, lang).format(**values)
-                break
+            problem = _channel_problems(channel["problem"], lang)
+        else:
+            problem = _problem_words(problem, lang)
         said.append(named + problem)
     return "; ".join(said)
+
+
+def _channel_problems(text: str, lang: Lang) -> str:
+    """A channel's problems ("http_timeout: Input should be greater than 0; batch_size: …"),
+    each in ``lang`` by its key in the channel, as it is (``settings.channels._described``)."""
+    said = []
+    for part in re.split(r"; (?=[a-z_]\w*(?: \([^)]*\))?: )", text):
+        whole = _problem_words(part, lang)
+        keyed = re.fullmatch(r"(?P<key>[a-z_]\w*(?: \([^)]*\))?): (?P<problem>.+)", part, re.DOTALL)
+        if whole == part and keyed is not None:  # no pattern knows it whole: its key, then it
+            whole = f"{keyed['key']}: {_problem_words(keyed['problem'], lang)}"
+        said.append(whole)
+    return "; ".join(said)
+
+
+def _problem_words(problem: str, lang: Lang) -> str:
+    """One setting's problem (pydantic's own words or a validator's of exchange/settings) in
+    ``lang`` by ``_SETTINGS_PROBLEMS``; one no pattern knows as it is."""
+    for pattern, message in _SETTINGS_PROBLEMS:
+        matched = pattern.fullmatch(problem)
+        if matched:
+            values = {key: value or "" for key, value in matched.groupdict().items()}
+            if "choices" in values:  # "'api', 'bitrix' or 'woocommerce'"
+                values["choices"] = values["choices"].replace(
+                    "' or '", pgettext("a list of choices", "' or '", lang)
+                )
+            return say(message, lang).format(**values)
+    return problem
 
 
 def inside_words(text: str, lang: Lang) -> str:
