@@ -541,6 +541,12 @@ class Pages(Core):
         def read() -> tuple[list[dict[str, Any]], int, bool]:
             with transaction(self.engine, read_only=True) as connection:
                 rows = finder.find(connection, term, per, offset)
+                now = self.clock.now()
+                for row in rows:  # a wait's figure from now, not from when it began
+                    if row["state"] == State.DELAYED.value and row["last_error"]:
+                        row["last_error"] = finder.wait_from_now(
+                            row["last_error"], row["next_try_at"], now
+                        )
                 # Counted only when there may be more than this page shows.
                 whole = offset == 0 and len(rows) < per
                 # contract 13: a message is found once per channel; with more than one
