@@ -26,6 +26,7 @@ from exchange.domain.states import PENDING, State, values
 from exchange.i18n import N_, Lang, _, ngettext
 from exchange.ops import sign_ins
 from exchange.ops.find import held_condition
+from exchange.ops.withheld_behind import not_to_confirm
 from exchange.queue import control
 from exchange.words import channel_named, inside_words
 from exchange.words import name as code_name
@@ -708,16 +709,7 @@ def _behind_words(v: dict[str, Any], lang: Lang) -> str:
     behind = int(v.get("behind") or 0)
     if not behind:
         return ""
-    return "; " + ngettext(
-        "but do not confirm {count} of them: a newer price from 1C waits behind it, and "
-        "confirmed, the held price would replace it; take the good out of the quarantine at "
-        "the newer price in the cabinet (exchange status lists it)",
-        "but do not confirm {count} of them: a newer price from 1C waits behind each, and "
-        "confirmed, a held price would replace it; take those goods out of the quarantine at "
-        "the newer price in the cabinet (exchange status lists them)",
-        behind,
-        lang,
-    ).format(count=behind)
+    return "; " + _("but {what}", lang).format(what=not_to_confirm(behind, lang))
 
 
 _EN: dict[str, Callable[[dict[str, Any]], str]] = {

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from sqlalchemy import Connection
 
 from exchange.domain.states import State
-from exchange.i18n import Lang, _
+from exchange.i18n import Lang, _, ngettext
 from exchange.queue import withheld as withheld_rows
 from exchange.queue.withheld import Newer, Withheld
 from exchange.targets.wildberries.answers import waits_behind
@@ -49,3 +49,18 @@ def advice(newer: Newer, lang: Lang) -> str:
     return _("a newer price ({message}) waits behind this one: {said}", lang).format(
         message=newer.message_id, said=detail_words(said) if lang == "ru" else said
     )
+
+
+def not_to_confirm(count: int, lang: Lang) -> str:
+    """What to do with ``count`` withheld prices a newer one waits behind, in a sentence of
+    ``status``'s cause, the dashboard's and the operators' notice."""
+    return ngettext(
+        "do not confirm {count} of them: a newer price from 1C waits behind it, and confirmed, "
+        "the held price would replace it; take the good out of the quarantine at the newer "
+        "price in the cabinet (exchange status lists it)",
+        "do not confirm {count} of them: a newer price from 1C waits behind each, and "
+        "confirmed, a held price would replace it; take those goods out of the quarantine at "
+        "the newer price in the cabinet (exchange status lists them)",
+        count,
+        lang,
+    ).format(count=count)

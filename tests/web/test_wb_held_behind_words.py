@@ -2,7 +2,8 @@
 research §2.4; review finding): the held price must not be confirmed (it would go live over
 the newer until the next check uploads the newer again); the good is taken out of the
 quarantine at the newer price. ``exchange status`` (its cause and its withheld list) and the
-workbench (its dashboard's cause and the held message's page) say so, in the words the newer
+workbench (its dashboard's cause and the held message's page) and the operators' notice say
+so, in the words the newer
 price's history says, never «confirm it» alone."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import io
 import random
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,11 +25,14 @@ from workbench_helpers import add_operator, signed_in
 from exchange import app as bootstrap
 from exchange.cli.withheld_shown import withheld_table
 from exchange.db.engine import transaction
+from exchange.db.on_channels import channel_ids
 from exchange.db.schema import deliveries, messages
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 from exchange.dev.wbsim import Limits, WbSimulator
 from exchange.ops.attention import delivery_causes
+from exchange.ops.notify import withheld_by_channel
 from exchange.ops.status import status
+from exchange.report.notice import _withheld_lines
 from exchange.runner import run_until_idle
 from exchange.targets.wildberries.target import WildberriesTarget
 
@@ -93,6 +98,15 @@ def test_status_says_not_to_confirm_a_held_price_a_newer_one_waits_behind(
     for lang, words in (("en", "do not confirm 1 of them"), ("ru", "не подтверждайте 1 из них")):
         said = cause.words(lang)
         assert words in said and ("newer price" in said or "более новая" in said), said
+
+    # the operators' notice: the channel's withheld lines say not to confirm it
+    with transaction(db, read_only=True) as connection:
+        by_channel = withheld_by_channel(connection, datetime.now(UTC), channel_ids(connection))
+    (entry,) = by_channel.values()
+    assert 1 == entry["behind"]
+    found = SimpleNamespace(situation=SimpleNamespace(withheld=1), withheld_by_channel=by_channel)
+    notice = "\n".join(_withheld_lines(found, "ru", None))  # type: ignore[arg-type]
+    assert "Не подтверждайте 1 из них" in notice, notice
 
     # the workbench: its dashboard's cause and the held message's page
     base = serve()
