@@ -307,6 +307,8 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
         "— (waits for a person: the channel said “{said}”; «{button}» asks it to show the "
         "price to buyers, else confirm it in the channel's cabinet or send a new price)"
     ),
+    # ``ops.withheld_behind``: a newer price waits behind this withheld one (Wildberries)
+    "withheld_behind": N_("— (do not confirm this price in the channel's cabinet: {said})"),
     "your_note": N_("Your note (not saved)"),
     "in_state_since": N_("In this state since"),
     "next_try": N_("Next try"),
@@ -1228,6 +1230,39 @@ _SETTINGS_PROBLEMS: tuple[tuple[re.Pattern[str], str | tuple[str, str]], ...] = 
             N_("String should have at least {n} characters"),
         ),
         (r"Input should be (?P<choices>'.+')", N_("Input should be {choices}")),
+        # pydantic's other common types (decimal_parsing, string_pattern_mismatch, …)
+        (r"Input should be a valid decimal", N_("Input should be a valid decimal")),
+        (
+            r"Decimal input should be an integer, float, string or Decimal object",
+            N_("Input should be a valid decimal"),
+        ),
+        (
+            r"Decimal input should have no more than (?P<n>\d+) decimal places?",
+            N_("Decimal input should have no more than {n} decimal places"),
+        ),
+        (r"Input should be a finite number", N_("Input should be a finite number")),
+        (r"Input should be a multiple of (?P<n>\S+)", N_("Input should be a multiple of {n}")),
+        (
+            r"String should match pattern (?P<pattern>'.*')",
+            N_("String should match pattern {pattern}"),
+        ),
+        (r"Input is not a valid path", N_("Input is not a valid path")),
+        (r"Input should be a valid URL, (?P<why>.+)", N_("Input should be a valid URL ({why})")),
+        (r"Invalid JSON: (?P<why>.+)", N_("Invalid JSON: {why}")),
+        (
+            r"(List|Dictionary) should have at least (?P<n>\d+) items? after validation, not "
+            r"\d+",
+            N_("should have at least {n} items"),
+        ),
+        (
+            r"(List|Dictionary) should have at most (?P<n>\d+) items? after validation, not "
+            r"\d+",
+            N_("should have at most {n} items"),
+        ),
+        (
+            r"must be the seller's Client-Id: a whole number above 0",
+            N_("must be the seller's Client-Id: a whole number above 0"),
+        ),
         (
             r"(?P<name>\S+) is shorter than (?P<n>\d+) characters: choose a longer one",
             N_("{name} is shorter than {n} characters: choose a longer one"),
@@ -1306,7 +1341,8 @@ _SETTINGS_PROBLEMS: tuple[tuple[re.Pattern[str], str | tuple[str, str]], ...] = 
 def settings_words(text: str, lang: Lang) -> str:
     """The settings' problems ("EXCHANGE_MAX_ATTEMPTS: Input should be …; …", from
     ``settings.load.describe_validation_error``) in ``lang``, one by one; each variable's name
-    as it is."""
+    as it is. A channel's own ("EXCHANGE_CHANNELS: channel shop: http_timeout: Input should be
+    greater than 0; batch_size: …", ``settings.channels``) each by its key in the channel."""
     if lang == "en":
         return text
     said = []
@@ -1320,19 +1356,39 @@ def settings_words(text: str, lang: Lang) -> str:
         channel = re.fullmatch(r"channel (?P<name>[^:]+): (?P<problem>.+)", problem, re.DOTALL)
         if channel:  # EXCHANGE_CHANNELS: channel site: … (exchange/settings/channels.py)
             named += _("channel {name}: {what}", lang).format(name=channel["name"], what="")
-            problem = channel["problem"]
-        for pattern, message in _SETTINGS_PROBLEMS:
-            matched = pattern.fullmatch(problem)
-            if matched:
-                values = {key: value or "" for key, value in matched.groupdict().items()}
-                if "choices" in values:  # "'api', 'bitrix' or 'woocommerce'"
-                    values["choices"] = values["choices"].replace(
-                        "' or '", pgettext("a list of choices", "' or '", lang)
-                    )
-                problem = say(message, lang).format(**values)
-                break
+            problem = _channel_problems(channel["problem"], lang)
+        else:
+            problem = _problem_words(problem, lang)
         said.append(named + problem)
     return "; ".join(said)
+
+
+def _channel_problems(text: str, lang: Lang) -> str:
+    """A channel's problems ("http_timeout: Input should be greater than 0; batch_size: …"),
+    each in ``lang`` by its key in the channel, as it is (``settings.channels._described``)."""
+    said = []
+    for part in re.split(r"; (?=[a-z_]\w*(?: \([^)]*\))?: )", text):
+        whole = _problem_words(part, lang)
+        keyed = re.fullmatch(r"(?P<key>[a-z_]\w*(?: \([^)]*\))?): (?P<problem>.+)", part, re.DOTALL)
+        if whole == part and keyed is not None:  # no pattern knows it whole: its key, then it
+            whole = f"{keyed['key']}: {_problem_words(keyed['problem'], lang)}"
+        said.append(whole)
+    return "; ".join(said)
+
+
+def _problem_words(problem: str, lang: Lang) -> str:
+    """One setting's problem (pydantic's own words or a validator's of exchange/settings) in
+    ``lang`` by ``_SETTINGS_PROBLEMS``; one no pattern knows as it is."""
+    for pattern, message in _SETTINGS_PROBLEMS:
+        matched = pattern.fullmatch(problem)
+        if matched:
+            values = {key: value or "" for key, value in matched.groupdict().items()}
+            if "choices" in values:  # "'api', 'bitrix' or 'woocommerce'"
+                values["choices"] = values["choices"].replace(
+                    "' or '", pgettext("a list of choices", "' or '", lang)
+                )
+            return say(message, lang).format(**values)
+    return problem
 
 
 def inside_words(text: str, lang: Lang) -> str:
@@ -1716,16 +1772,17 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"Wildberries holds (?P<p>\d+) for nmID (?P<n>\d+) already, but its price quarantine "
         r"still holds (?P<h>\d+|another price) for it: confirmed in the seller's cabinet, it would "
-        r"replace (?P=p)\. The seller should take the good out of the quarantine at (?P=p) there "
-        r"\(Цены и скидки → Карантин цен\); this price waits, uncharged, until the quarantine "
-        r"no longer lists the good, and is uploaded again over the held one should that be "
-        r"confirmed",
+        r"replace (?P=p)\. The seller should not confirm it but take the good out of the "
+        r"quarantine at (?P=p) there \(Цены и скидки → Карантин цен\); this price waits, "
+        r"uncharged, until the quarantine no longer lists the good, and is uploaded again over "
+        r"the held one should that be confirmed",
         N_(
             "Wildberries holds {p} for nmID {n} already, but its price quarantine still holds "
             "{h*} for it: confirmed in the seller's cabinet, it would replace {p}. The seller "
-            "should take the good out of the quarantine at {p} there (Цены и скидки → Карантин "
-            "цен); this price waits, uncharged, until the quarantine no longer lists the good, "
-            "and is uploaded again over the held one should that be confirmed"
+            "should not confirm it but take the good out of the quarantine at {p} there (Цены и "
+            "скидки → Карантин цен); this price waits, uncharged, until the quarantine no "
+            "longer lists the good, and is uploaded again over the held one should that be "
+            "confirmed"
         ),
     ),
     (r"another price", N_("another price")),
@@ -1889,6 +1946,19 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "Ozon took the price is unknown"
         ),
     ),
+    (
+        r"(?P<w>Ozon: .+)\. Ozon holds (?P<h>an old price|old_price \S+) set outside 1C \(in the "
+        r"seller's cabinet\), which the price (?P<p>\S+) sent does not fit: send an old price "
+        r"from 1C \(map a 1C price type to old_price in the channel's price types\) or clear "
+        r"the old price in Ozon's seller cabinet",
+        N_(
+            "{w}. Ozon holds {h*} set outside 1C (in the seller's cabinet), which the price {p} "
+            "sent does not fit: send an old price from 1C (map a 1C price type to old_price in "
+            "the channel's price types) or clear the old price in Ozon's seller cabinet"
+        ),
+    ),
+    (r"an old price", N_("an old price")),
+    (r"old_price (?P<a>\S+)", N_("old_price {a}")),
     (r"Ozon: a 200 without a result per item", N_("Ozon: a 200 without a result per item")),
     (r"an item's result is not an object", N_("an item's result is not an object")),
     (r"Ozon: not updated: no error given", N_("Ozon: not updated: no error given")),

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 import typer
@@ -41,6 +41,7 @@ from exchange.ops.backlog import backlog, backlog_words, untaken_channels
 from exchange.ops.channel_status import channel_figures, channels_table, dropped_channels
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
 from exchange.ops.find import find as find_messages
+from exchange.ops.find import wait_from_now
 from exchange.ops.notify import last_told
 from exchange.ops.prioritize import prioritize
 from exchange.ops.status import (
@@ -291,7 +292,7 @@ def find_command(
         )
         return
     _header(settings)
-    _print_found(rows, settings.display_tz, cli_lang(), several=several)
+    _print_found(rows, settings.display_tz, cli_lang(), several=several, now=SystemClock().now())
     if not rows:
         out.print(_("no message matches {term!r}", cli_lang()).format(term=term), markup=False)
 
@@ -333,14 +334,19 @@ def prioritize_command(
 
 
 def _print_found(
-    rows: list[dict[str, Any]], zone: str, lang: Lang = "en", *, several: bool = False
+    rows: list[dict[str, Any]],
+    zone: str,
+    lang: Lang = "en",
+    *,
+    several: bool = False,
+    now: datetime | None = None,
 ) -> None:
     """Each message's full id on a line of its own (a table would cut it), then its facts: in
     Russian the state, kind and reason in words, the price as Russian writes it, the time in
     the display zone («05.12.2026 14:30:00 MSK»); the id, SKU and codes as they are."""
     for row in rows:
         out.print(row["message_id"], markup=False, highlight=False, soft_wrap=True)
-        facts = _found_facts(row, zone, lang)
+        facts = _found_facts(row, zone, lang, now)
         if several:  # contract 13: each delivery's channel (a rejected record: none)
             facts = (
                 "    "
@@ -375,7 +381,7 @@ def nowhere_words(message: dict[str, Any], lang: Lang) -> str:
     return said.format(kind=message["kind"], message_id=start)
 
 
-def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:
+def _found_facts(row: dict[str, Any], zone: str, lang: Lang, now: datetime | None = None) -> str:
     reason = row["reason"] or "-"
     if lang != "en":
         reason = name("reason", row["reason"], lang, row.get("target")) or "—"
@@ -406,7 +412,11 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang) -> str:
     if row["state"] == "delayed" and row.get("last_error"):
         # why it waits, and until when (a channel's uncharged wait has no reason: its words
         # are its last detail, review 32b finding 10a)
-        facts.append(_waits(error_words(row["last_error"], lang), lang))
+        # its wait counted from now, not the figure written when the wait began
+        said = row["last_error"]
+        if now is not None:
+            said = wait_from_now(said, row.get("next_try_at"), now)
+        facts.append(_waits(error_words(said, lang), lang))
     return "    " + "  ".join(facts)
 
 
@@ -472,7 +482,9 @@ def history(
             if not exact and len(found) > 1:
                 if not as_json:
                     _header(settings)
-                _print_found(_shown(found), settings.display_tz, cli_lang())
+                _print_found(
+                    _shown(found), settings.display_tz, cli_lang(), now=SystemClock().now()
+                )
                 raise ExchangeError(
                     f"{message_id!r} matches {len(found)} messages: give one of the ids above"
                 )

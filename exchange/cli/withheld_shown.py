@@ -11,6 +11,7 @@ from exchange.db.engine import transaction
 from exchange.db.on_channels import channel_names, targets_by_id
 from exchange.domain.clock import local_time
 from exchange.i18n import Lang, _, ngettext
+from exchange.ops.withheld_behind import advice, behind
 from exchange.queue import withheld as withheld_rows
 from exchange.words import detail_words
 
@@ -30,6 +31,9 @@ def withheld_table(
         names = channel_names(connection)
         targets = targets_by_id(connection)
         more = withheld_rows.counted(connection) - len(rows) if limit is not None else 0
+        # A held price a newer one waits behind is not to be confirmed (Wildberries' price
+        # quarantine): its row says what the newer price's history says, not «confirm it».
+        waited = behind(connection, rows)
     if not rows:
         return None
     several = len(names) > 1
@@ -77,11 +81,16 @@ def withheld_table(
     table.add_column(_("the channel said", lang))
     for row in rows:
         said = row.said or ""
+        newer = waited.get(row.message_id)
         table.add_row(
             Text(row.message_id),
             *([Text(names.get(row.channel_id, str(row.channel_id)))] if several else []),
             Text(f"{row.aggregate} v{row.version}"),
             Text(local_time(row.withheld_at, zone)),
-            Text(detail_words(said) if lang == "ru" else said),
+            Text(
+                advice(newer, lang)
+                if newer is not None
+                else (detail_words(said) if lang == "ru" else said)
+            ),
         )
     return table

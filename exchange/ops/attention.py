@@ -26,6 +26,7 @@ from exchange.domain.states import PENDING, State, values
 from exchange.i18n import N_, Lang, _, ngettext
 from exchange.ops import sign_ins
 from exchange.ops.find import held_condition
+from exchange.ops.withheld_behind import not_to_confirm
 from exchange.queue import control
 from exchange.words import channel_named, inside_words
 from exchange.words import name as code_name
@@ -248,6 +249,8 @@ class _Channel:
     blocked: list[dict[str, Any]]
     # What the channel is (its target: ``ozon``, ``api``): its words name it (contract 13).
     target: str | None = None
+    # The withheld prices a newer one waits behind (``ops.withheld_behind``): not to confirm.
+    withheld_behind: int = 0
 
 
 def _one_channel(figures: Any, name: str, channel: dict[str, Any]) -> _Channel:
@@ -263,6 +266,7 @@ def _one_channel(figures: Any, name: str, channel: dict[str, Any]) -> _Channel:
         pause=channel["paused"],
         blocked=[b for b in figures.blocked if b.get("channel") == name],
         target=channel.get("target"),
+        withheld_behind=channel.get("withheld_behind", 0),
     )
 
 
@@ -276,7 +280,10 @@ def delivery_causes(figures: Any, channel: str) -> list[Cause]:
         found.append(Cause("quarantine", "quarantine", {"count": quarantined}))
     withheld = figures.counts.get("withheld", 0)
     if withheld:  # contract 13: the channel took them; only a person's confirmation shows them
-        found.append(Cause("withheld", "withheld", {"count": withheld}))
+        # Those a newer price waits behind must not be confirmed (Wildberries' quarantine):
+        # the sentence says so rather than «confirm them» of every one.
+        behind = getattr(figures, "withheld_behind", 0)
+        found.append(Cause("withheld", "withheld", {"count": withheld, "behind": behind}))
     unreachable = getattr(figures, "site_unreachable_since", None)
     if figures.breaker_open and unreachable:  # no answer at all: not "answers with errors"
         found.append(Cause("breaker", "unreachable", {"since": unreachable}))
@@ -695,6 +702,16 @@ def no_channel_words(v: dict[str, Any], lang: Lang) -> str:
     ).format(count=v["count"], kind=said, code=kind, oldest=v["oldest"])
 
 
+def _behind_words(v: dict[str, Any], lang: Lang) -> str:
+    """The part of the ``withheld`` sentence about the held prices a newer price waits behind
+    (``ops.withheld_behind``; Wildberries' price quarantine): not to be confirmed, as the
+    newer price's history says; "" when there are none."""
+    behind = int(v.get("behind") or 0)
+    if not behind:
+        return ""
+    return "; " + _("but {what}", lang).format(what=not_to_confirm(behind, lang))
+
+
 _EN: dict[str, Callable[[dict[str, Any]], str]] = {
     "quarantine": lambda v: f"{v['count']} message(s) in quarantine",
     "withheld": lambda v: (
@@ -706,6 +723,7 @@ _EN: dict[str, Callable[[dict[str, Any]], str]] = {
             if v.get("target") == "wildberries"
             else "confirms them: exchange withheld release, or the channel's own cabinet"
         )
+        + _behind_words(v, "en")
     ),
     "breaker": lambda v: (
         "the site keeps failing: delivery waits and goes on by itself once it answers; if it "
@@ -758,6 +776,7 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
             if v.get("target") == "wildberries"
             else " (exchange withheld release или кабинет канала)"
         )
+        + _behind_words(v, "ru")
     ),
     "breaker": lambda v: (
         "сайт раз за разом отвечает ошибками: доставка ждёт и продолжится сама, когда он "

@@ -33,6 +33,7 @@ from exchange.ops.status import (
     pause_of,
     site_failing,
 )
+from exchange.ops.withheld_behind import behind_counts
 from exchange.queue import control
 from exchange.words import error_words, word
 from exchange.words import name as name_of
@@ -102,6 +103,10 @@ def channel_figures(
                 connection, now, kinds, timedelta(seconds=live_within), channel=row.id
             ),
             "withheld": counts.get("withheld", 0),
+            # of them, those a newer price waits behind (``ops.withheld_behind``)
+            "withheld_behind": (
+                behind_counts(connection, [row.id]).get(row.id, 0) if counts.get("withheld") else 0
+            ),
             "live_workers": len(live),
             "configured": row.dropped_at is None and row.name in names,
         }

@@ -6,8 +6,10 @@ a preview states)."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -36,6 +38,7 @@ from exchange.db.on_channels import (
     targets_by_id,
 )
 from exchange.db.schema import aggregates, cml_catalog, deliveries, history, messages
+from exchange.domain.clock import ensure_utc
 from exchange.domain.policy import KindPolicies
 from exchange.domain.prices import DEFAULT_CURRENCY
 from exchange.domain.reasons import CANCELLED_REASONS, Reason
@@ -301,6 +304,9 @@ def find(
             "awaiting": bool(r["awaiting"]),
             **price_of(r["kind"], r["payload"]),
             "attempts": r["attempts"],
+            # when a delayed one is due (its words' "goes in N s" was counted when the wait
+            # began: ``wait_from_now`` counts it from now)
+            "next_try_at": r["next_try_at"].isoformat() if r["next_try_at"] else None,
             "created_at": r["created_at"].isoformat(),
             "updated_at": r["updated_at"].isoformat(),
             # contract 1: an accepted message with no delivery on any channel (``undelivered``),
@@ -309,6 +315,22 @@ def find(
         }
         for r in rows
     ]
+
+
+# The figure of a channel's wait in its words (Ozon's hourly hold: "goes in N s", "tried once
+# more in N s"), written when the wait began.
+_WAIT_FIGURE = re.compile(r"\b(goes in|tried once more in) \d+ s\b")
+
+
+def wait_from_now(detail: str, due: datetime | str | None, now: datetime) -> str:
+    """A delayed delivery's words with its wait's figure counted from ``now`` to ``due`` (its
+    ``next_try_at``; whole seconds, 0 once due), never the figure written when the wait began;
+    as they are without ``due``."""
+    if due is None:
+        return detail
+    when = datetime.fromisoformat(due) if isinstance(due, str) else due
+    left = max(0, math.ceil((ensure_utc(when) - ensure_utc(now)).total_seconds()))
+    return _WAIT_FIGURE.sub(lambda found: f"{found.group(1)} {left} s", detail)
 
 
 def _nowhere(row: Any) -> bool:

@@ -51,6 +51,7 @@ from exchange.ops.status import (
     site_failing,
     worker_rows,
 )
+from exchange.ops.withheld_behind import behind_counts
 from exchange.queue import control
 
 ROW = "operators"
@@ -86,7 +87,8 @@ class Snapshot:
     # deliveries each channel (by name) holds in quarantine; intake's records under None.
     quarantine_by_channel: dict[str | None, int] = field(default_factory=dict)
     # Filled only for a message (contract 13): per channel (by name) with withheld prices,
-    # {"count", "oldest_message_id", "oldest_age_s", "said"}: the channel's own words.
+    # {"count", "oldest_message_id", "oldest_age_s", "said", "behind"}: the channel's own
+    # words, and how many of them a newer price waits behind (``ops.withheld_behind``).
     withheld_by_channel: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Given the channels configured (EXCHANGE_CHANNELS): work waiting on a registered channel
     # none of them serves, by name ({"target", "count"}): ``attention.unserved``, the one
@@ -261,6 +263,8 @@ def withheld_by_channel(
             "oldest_message_id": oldest.message_id if oldest else None,
             "oldest_age_s": (now - oldest_at).total_seconds() if oldest_at else None,
             "said": oldest.last_error if oldest else None,
+            # those a newer price waits behind: not to confirm (``ops.withheld_behind``)
+            "behind": behind_counts(connection, [channel_id]).get(channel_id, 0),
         }
     return found
 

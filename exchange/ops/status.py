@@ -50,6 +50,7 @@ from exchange.i18n import N_, Lang, _, matching, ngettext, number, percent, pget
 from exchange.intake.sources.common import Source
 from exchange.ops.find import held, held_condition, nowhere_facts
 from exchange.ops.waits import awaiting
+from exchange.ops.withheld_behind import behind_counts
 from exchange.queue import control, order
 from exchange.settings import worker_live_within
 from exchange.settings.delivery import DeliverySettings
@@ -129,6 +130,9 @@ class Status:
     # (``exchange.ops.waits``: Ozon's hourly limit, an outcome read later, a read-back): a
     # part of ``counts["delayed"]``, said as a wait.
     awaiting_channel: int = 0
+    # The ``withheld`` prices a newer price waits behind (``ops.withheld_behind``: Wildberries'
+    # price quarantine): a part of ``counts["withheld"]`` that must not be confirmed.
+    withheld_behind: int = 0
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -195,6 +199,9 @@ def status(
         site_unreachable_since=unreachable_since(shown),
         waiting_for_site=waiting_for_site(connection, shown, now, ids),
         awaiting_channel=awaiting_channel(connection, ids) if counts[State.DELAYED.value] else 0,
+        withheld_behind=(
+            sum(behind_counts(connection, ids).values()) if counts[State.WITHHELD.value] else 0
+        ),
     )
 
 

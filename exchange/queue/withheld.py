@@ -139,20 +139,28 @@ def named(
     return found
 
 
-def newer_on_channel(connection: Connection, rows: Sequence[Withheld]) -> dict[str, str]:
+@dataclass(frozen=True, slots=True)
+class Newer:
+    """The newest version of a withheld delivery's aggregate on its channel, when newer."""
+
+    message_id: str
+    version: int
+    state: str
+    said: str | None  # its delivery's last words (``last_error``)
+
+
+def newest_newer(connection: Connection, rows: Sequence[Withheld]) -> dict[str, Newer]:
     """For each of ``rows`` whose aggregate has a newer version on the same channel that is not
-    cancelled (sent, in doubt, waiting, withheld or quarantined): that newer version's
-    ``message_id``, the newest. A release of the older one could put it live over the newer
-    (review 32: Yandex applied the confirmation of 5000 after the correction 1050, §3.5 promises
-    no order), so a person releases the newest or lets it land."""
+    cancelled (sent, in doubt, waiting, withheld or quarantined): that newest version, by the
+    withheld row's ``message_id``."""
     m, d = messages.c, deliveries.c
     by_channel: dict[int, set[int]] = {}
     for w in rows:
         by_channel.setdefault(w.channel_id, set()).add(w.aggregate_id)
-    newest: dict[tuple[int, int], tuple[int, str]] = {}
+    newest: dict[tuple[int, int], Newer] = {}
     for channel, aggregates in by_channel.items():
         found = connection.execute(
-            select(m.aggregate_id, m.version, m.message_id)
+            select(m.aggregate_id, m.version, m.message_id, d.state, d.last_error)
             .join(deliveries, d.message_pk == m.id)
             .where(
                 d.channel_id == channel,
@@ -160,16 +168,25 @@ def newer_on_channel(connection: Connection, rows: Sequence[Withheld]) -> dict[s
                 d.state != State.CANCELLED.value,
             )
         )
-        for aggregate_id, version, message_id in found:
+        for aggregate_id, version, message_id, state, said in found:
             key = (channel, int(aggregate_id))
-            if key not in newest or newest[key][0] < int(version):
-                newest[key] = (int(version), str(message_id))
-    newer: dict[str, str] = {}
+            if key not in newest or newest[key].version < int(version):
+                newest[key] = Newer(str(message_id), int(version), str(state), said)
+    newer: dict[str, Newer] = {}
     for w in rows:
-        version, message_id = newest.get((w.channel_id, w.aggregate_id), (w.version, ""))
-        if version > w.version:
-            newer[w.message_id] = message_id
+        found_newer = newest.get((w.channel_id, w.aggregate_id))
+        if found_newer is not None and found_newer.version > w.version:
+            newer[w.message_id] = found_newer
     return newer
+
+
+def newer_on_channel(connection: Connection, rows: Sequence[Withheld]) -> dict[str, str]:
+    """For each of ``rows`` whose aggregate has a newer version on the same channel that is not
+    cancelled (``newest_newer``): that newer version's ``message_id``, the newest. A release
+    of the older one could put it live over the newer (review 32: Yandex applied the
+    confirmation of 5000 after the correction 1050, §3.5 promises no order), so a person
+    releases the newest or lets it land."""
+    return {old: newer.message_id for old, newer in newest_newer(connection, rows).items()}
 
 
 def unknown(connection: Connection, message_ids: Sequence[str]) -> list[str]:

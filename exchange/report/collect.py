@@ -187,6 +187,7 @@ def _entry(
             detail=redactor.optional(e["detail"], hidden),
             operator=e["operator"],
             note=redactor.optional(e["note"], hidden),
+            channel_id=e["channel_id"],
         )
         for e in extra["history"]
     ]

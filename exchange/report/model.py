@@ -44,6 +44,9 @@ class HistoryEvent:
     detail: str | None = None
     operator: str | None = None
     note: str | None = None
+    # The channel its row is of: a delayed state is a wait for that channel or a retry by the
+    # last delaying event on it (``ops.waits.awaiting_in_story``).
+    channel_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ from exchange.ops.attention import Cause, pause_words, say
 from exchange.ops.notify import Snapshot
 from exchange.ops.notify_by import Messenger, messengers
 from exchange.ops.status import pace_words
+from exchange.ops.withheld_behind import not_to_confirm
 from exchange.report.model import Lang
 from exchange.report.words import human_age, next_check
 from exchange.secrets import mask_secrets, safe_url, secret_forms
@@ -379,6 +380,9 @@ def _withheld_lines(found: Snapshot, lang: Lang, workbench_url: str | None) -> l
         if entry["said"]:
             lines.append(_w("withheld_said", lang).format(said=entry["said"]))
         lines.append(_w("withheld_do", lang).format(channel=channel))
+        if entry.get("behind"):  # a newer price waits behind them: never confirm those
+            said = not_to_confirm(int(entry["behind"]), lang)
+            lines.append(f"  {said[:1].upper()}{said[1:]}")
         if workbench_url:
             link = f"{workbench_url}/messages/withheld?{urlencode({'channel': channel})}"
             lines.append(_w("withheld_open", lang).format(url=link))

@@ -8,12 +8,14 @@ languages: they are what ``exchange quarantine list --reason`` takes.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 from exchange.i18n import N_, _, moment, ngettext
-from exchange.report.model import Entry, Lang, Report
+from exchange.ops.waits import awaiting_in_story
+from exchange.report.model import Entry, HistoryEvent, Lang, Report
 from exchange.words import error_words, name, on_marketplace, reason_target, state_said
 
 # Each label in English, marked for the catalogs (exchange/locale: the Russian is there). The order
@@ -241,6 +243,29 @@ _MARKETPLACE_CHECK: dict[str, str] = {
         "the price: check the price in the marketplace's cabinet, then {retry} or {cancel}."
     ),
 }
+# A marketplace's ``unknown-sku`` (contract 14): no shop product, but an offer missing from the
+# marketplace's own catalogue, in its own terms (research §1.4 Ozon's offer_id, §2 WB's vendor
+# code, §3 Yandex Market's offerId), and the channel's mapping that names it (``sku_source``).
+_MARKETPLACE_UNKNOWN_SKU: dict[str, str] = {
+    "ozon": N_(
+        "Ozon's catalogue has no product with this offer_id (the seller's article on Ozon): "
+        "create the product card in Ozon's seller cabinet, or correct the article in 1C or the "
+        "channel's sku_source (the SKU or 1C's article as offer_id). Once the card exists, "
+        "{retry}; if the price is no longer needed, {cancel}."
+    ),
+    "wildberries": N_(
+        "Wildberries' catalogue has no good with this vendor code (the seller's article on "
+        "Wildberries): create the good's card in the Wildberries seller's cabinet, or correct "
+        "the article in 1C or the channel's sku_source (the SKU or 1C's article as vendor "
+        "code). Once the card exists, {retry}; if the price is no longer needed, {cancel}."
+    ),
+    "yandex-market": N_(
+        "Yandex Market's catalogue has no offer with this offerId (the seller's SKU on the "
+        "Market): add the offer to the catalogue in the Market's seller cabinet, or correct the "
+        "article in 1C or the channel's sku_source (the SKU or 1C's article as offerId). Once "
+        "the offer exists, {retry}; if the price is no longer needed, {cancel}."
+    ),
+}
 _REJECTED_BY_MARKETPLACE = N_(
     "The marketplace rejected the message ({reason}): read its words in the last error, check "
     "the product in the marketplace's cabinet, correct the price in 1C, then {cancel} or "
@@ -269,6 +294,8 @@ def next_check(
         words = _SUPERSEDED
     elif marketplace and reason and reason.startswith("http-"):
         words = _REJECTED_BY_MARKETPLACE
+    elif marketplace and reason == "unknown-sku" and target in _MARKETPLACE_UNKNOWN_SKU:
+        words = _MARKETPLACE_UNKNOWN_SKU[target]
     elif marketplace and reason in _MARKETPLACE_CHECK:
         words = _MARKETPLACE_CHECK[reason]
     elif reason and reason.startswith("http-"):
@@ -485,7 +512,7 @@ def history_rows(entry: Entry, lang: Lang) -> list[list[Cell]]:
         [
             entry.message_id,
             e.at,
-            *history_words(e.event, e.from_state, e.to_state, lang),
+            *history_words(e.event, e.from_state, e.to_state, lang, waits),
             e.worker,
             e.attempt,
             e.leased_at,
@@ -495,8 +522,16 @@ def history_rows(entry: Entry, lang: Lang) -> list[list[Cell]]:
             e.operator,
             e.note,
         ]
-        for e in entry.history
+        for e, waits in zip(entry.history, story_waits(entry.history), strict=True)
     ]
+
+
+def story_waits(events: Sequence[HistoryEvent]) -> list[tuple[bool, bool]]:
+    """For each of an entry's history rows (oldest first), whether its delayed from- and
+    to-state wait for the channel (Ozon's hourly hold, Wildberries' wait behind its
+    quarantine, Yandex Market's budget) rather than for a retry: the rule ``find``,
+    ``status`` and ``history`` share."""
+    return awaiting_in_story((e.channel_id, e.event, e.from_state, e.to_state) for e in events)
 
 
 def history_words(

@@ -456,6 +456,50 @@ def test_a_settings_error_names_its_variable_and_says_the_problem_in_russian(
     ), describe(english)
 
 
+PYDANTIC_PROBLEMS = [
+    # (a setting of a channel or of the environment, its value, the Russian problem)
+    ("http_timeout", 0, "http_timeout: должно быть больше 0"),
+    ("batch_size", "x", "batch_size: должно быть целым числом"),
+    ("site_allow_http", "maybe", "site_allow_http: должно быть true или false"),
+    ("max_attempts", 1.5, "max_attempts: должно быть целым числом"),
+    ("breaker_threshold", 0, "breaker_threshold: должно быть не меньше 1"),
+]
+
+
+@SQLITE_ONLY
+def test_pydantics_own_errors_of_a_channels_setting_are_russian_and_name_the_setting(
+    cli: Cli, db_url: str
+) -> None:
+    """Words item 7: pydantic's own validation errors of a channel's settings (greater_than,
+    int_parsing, bool_parsing, int_from_float, …) printed in English inside «канал shop: …»
+    under EXCHANGE_LANG=ru; they are said in Russian, each by its key in the channel, on one
+    line, exit 2. So are string_pattern_mismatch and a validator's Client-Id words."""
+    import json
+
+    channel = {"target": "api", "site_url": "https://x.example", "site_token_file": "/etc/hosts"}
+    for key, value, said in PYDANTIC_PROBLEMS:
+        env = {
+            "EXCHANGE_LANG": "ru",
+            "EXCHANGE_CHANNELS": json.dumps({"shop": {**channel, key: value}}),
+            "EXCHANGE_SITE_TOKEN": None,  # the runner's one-target token, refused beside them
+        }
+        result = cli("status", db=db_url, env=env)
+        assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, describe(result)
+        line = result.stderr.strip()
+        assert "EXCHANGE_CHANNELS: канал shop: " + said in line, describe(result)
+        assert "Input" not in line and "should" not in line, describe(result)
+    for env, said in (
+        ({"EXCHANGE_CURRENCY": "R"}, "EXCHANGE_CURRENCY: не соответствует образцу"),
+        (
+            {"EXCHANGE_TARGET": "ozon", "EXCHANGE_OZON_CLIENT_ID": "x"},
+            "EXCHANGE_OZON_CLIENT_ID: должно быть Client-Id продавца",
+        ),
+    ):
+        result = cli("status", db=db_url, env={"EXCHANGE_LANG": "ru", **env})
+        assert result.returncode == 2 and said in result.stderr, describe(result)
+        assert "should" not in result.stderr and "must" not in result.stderr, describe(result)
+
+
 @SQLITE_ONLY
 def test_the_short_secret_warning_is_a_console_message_in_the_persons_language(
     cli: Cli, db_url: str

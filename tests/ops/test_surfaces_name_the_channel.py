@@ -100,6 +100,7 @@ def test_status_has_each_channel_with_its_counts_backlog_withheld_and_configurat
         "pace",
         "backlog",
         "withheld",
+        "withheld_behind",
         "live_workers",
         "configured",
     }

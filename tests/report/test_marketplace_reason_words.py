@@ -46,6 +46,25 @@ def test_a_marketplaces_advice_sends_to_its_cabinet_never_to_a_site_team(
     assert "сайт" in site.lower(), site  # a site's advice unchanged
 
 
+@pytest.mark.parametrize(
+    ("target", "term"),
+    [("ozon", "offer_id"), ("wildberries", "vendor code"), ("yandex-market", "offerId")],
+)
+def test_a_marketplaces_unknown_sku_speaks_of_its_catalogue_never_of_a_shop(
+    target: str, term: str
+) -> None:
+    """Words item 4: on a marketplace's channel ``unknown-sku`` is an offer missing from the
+    marketplace's catalogue (its card to create, or the article or ``sku_source`` to correct),
+    never a shop's product."""
+    for lang in ("en", "ru"):
+        said = next_check("unknown-sku", lang, target=target)
+        assert "shop" not in said and "магазин" not in said.lower(), said
+        assert term in said and "sku_source" in said, said
+    ru = next_check("unknown-sku", "ru", target=target)
+    assert "карточк" in ru or "предложени" in ru, ru
+    assert "магазин" in next_check("unknown-sku", "ru", target="woocommerce").lower()
+
+
 def test_one_rule_for_the_marketplace_words() -> None:
     for target in MARKETPLACES:
         assert on_marketplace(target)

@@ -162,3 +162,17 @@ def test_a_marketplace_detail_reads_russian(detail: str) -> None:
     assert said != detail, said
     assert not _english_left(said), (said, _english_left(said))
     assert error_words(detail, "en") == detail  # English as it was
+
+
+def test_the_russian_docs_call_ozons_hourly_hold_a_wait_as_the_product_prints_it() -> None:
+    """Words item 6: the product prints Ozon's hourly hold as a wait («ждёт: за этот час…»,
+    state «ждёт площадку»); «придержанный» is its word for a price a channel withholds from
+    buyers (``withheld``, «придержано каналом»). The Russian docs' section on the hold says
+    the product's words, never «придерживает» / «придержанный» of the hold."""
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "marketplaces.ru.md").read_text("utf-8")
+    section = text.split("### Лимит: 10 изменений цены товара в час", 1)[1].split("\n#", 1)[0]
+    assert "ждёт: за этот час уже отправлено 10" in section and "ждёт площадку" in section
+    found = re.findall(r"придержива\w*|придержанн\w*", section, flags=re.IGNORECASE)
+    assert not found, found

@@ -33,6 +33,7 @@ from exchange.targets.base import OutgoingMessage
 from exchange.targets.marketplace.articles import MemoryArticles
 from exchange.targets.ozon.target import SPLITS, OzonTarget
 from exchange.targets.prices import MemoryKnownPrices, MemoryWaitingPrices
+from exchange.words import detail_words
 
 CLIENT, KEY = "836741", "ozon-key"
 T = TypeVar("T")
@@ -140,6 +141,27 @@ def test_per_item_answers_updated_not_found_and_a_price_rule(ozon: OzonSimulator
     assert "invalid_category_price" in rule.detail
     assert "слишком высокую или слишком низкую цену" in rule.detail
     assert imports(ozon) == 1
+
+
+def test_an_old_price_set_outside_1c_that_refuses_the_price_is_named_with_the_way_out(
+    ozon: OzonSimulator,
+) -> None:
+    """Research §1.1, §1.4: Ozon compares a price with the old price it holds; 1C maps no old
+    price, so the 1000 Ozon holds was set in the seller's cabinet, and a price of 1500 is
+    refused ``old_price_less_than_price``. The words name that old price and the way out
+    (an old price from 1C, or the old price cleared in the cabinet), in both languages."""
+    product = ozon.product("SKU-1")
+    assert product is not None
+    product.old_price = Decimal(1000)  # the seller's, set in Ozon's cabinet
+    (answer,) = deliver(target(ozon, price_types={"retail": "price"}), price("SKU-1", 1, "1500"))
+    assert (answer.verdict, answer.reason) == (Verdict.TERMINAL, Reason.CHANNEL_RULE)
+    said = answer.detail
+    assert "old_price_less_than_price" in said and "old_price 1000" in said, said
+    assert "set outside 1C" in said and "map a 1C price type to old_price" in said, said
+    assert "clear the old price in Ozon's seller cabinet" in said, said
+    russian = detail_words(said)
+    assert "1000" in russian and "вне 1С" in russian and "в кабинете продавца Ozon" in russian
+    assert "outside" not in russian, russian
 
 
 def test_a_200_without_one_items_result_settles_the_others_by_their_own_answers(

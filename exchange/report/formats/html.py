@@ -25,6 +25,7 @@ from exchange.report.words import (
     kind_words,
     label,
     result_words,
+    story_waits,
     summary_next_check,
     summary_target,
 )
@@ -185,12 +186,14 @@ def _history(events: tuple[HistoryEvent, ...], lang: Lang, zone: str) -> str:
         )
     )
     rows = []
-    for ev in events:
+    for ev, waits in zip(events, story_waits(events), strict=True):
         detail = _e(error_words(ev.detail, lang) if ev.detail else ev.detail)
         if ev.operator or ev.note:
             detail += f" <b>[{_e(ev.operator)}: {_e(ev.note)}]</b>"
         answer = ev.http_status if ev.http_status is not None else ev.error_class
-        event, from_state, to_state = history_words(ev.event, ev.from_state, ev.to_state, lang)
+        event, from_state, to_state = history_words(
+            ev.event, ev.from_state, ev.to_state, lang, waits
+        )
         rows.append(
             f'<tr><td class="time">{_time(ev.at, zone, lang)}</td><td>{_e(event)}</td>'
             f"<td>{_e(from_state)}</td><td>{_e(to_state)}</td><td>{_e(ev.worker)}</td>"

@@ -159,6 +159,19 @@ def ozon_rule(item: Item) -> str | None:
     return None
 
 
+def own_old_price_words(said: str, old: Decimal | None, price: Decimal | None) -> str:
+    """Ozon's refusal ``said`` of a price by its rule of ``old_price`` when 1C sent none: the
+    old price Ozon holds (``old``; None or 0: unread) was set outside 1C, in the seller's
+    cabinet, and the way out (research §1.1: ``old_price`` "0" clears it)."""
+    held = "an old price" if not old else f"old_price {text(old)}"
+    return (
+        f"{said.rstrip('.')}. Ozon holds {held} set outside 1C (in the seller's cabinet), "
+        f"which the price {'?' if price is None else text(price)} sent does not fit: send an "
+        "old price from 1C (map a 1C price type to old_price in the channel's price types) "
+        "or clear the old price in Ozon's seller cabinet"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Roles:
     """What ``/v1/roles`` says of the key: whether it may set prices, and until when."""
@@ -653,6 +666,7 @@ class OzonTarget:
             for item in items:
                 answers.update(spread(item, unknown))
             return
+        own_old: list[tuple[Item, Classification]] = []
         for item, result in zip(items, matched(items, results), strict=True):
             if result is None:
                 # §1.4: one result per item; Ozon gave none for this one, so whether it took
@@ -682,12 +696,45 @@ class OzonTarget:
                 verdict = self._held(until - now, refused=True)
                 verdict.http_status = 200
                 verdict.receipt = refused_receipt(now)
+            elif answer.rule_fields == {"old_price"} and "old_price" not in item.prices:
+                # The old price Ozon compares is its own, set outside 1C (the seller's cabinet):
+                # named, with the way out, once Ozon's prices are read (``_own_old_price``).
+                own_old.append((item, verdict))
+                continue
             elif answer.rule_fields:
                 # A rule of two price types: only the dependent price new in the item takes
                 # it, the price goes again without it (contract 14, issue 32).
                 answers.update(spread_rule(item, self.channel, verdict, answer.rule_fields))
                 continue
             answers.update(spread(item, verdict))
+        if own_old:
+            await self._own_old_price(own_old, answers)
+
+    async def _own_old_price(
+        self, refused: list[tuple[Item, Classification]], answers: dict[str, Classification]
+    ) -> None:
+        """Items refused by a rule of ``old_price`` that carried none (research §1.1, §1.4:
+        ``old_price_less_than_price``, ``discount_*``): the old price is Ozon's own, set
+        outside 1C (in the seller's cabinet), and no price from 1C alone passes it. Its words
+        name that old price (one read of Ozon's prices for them all; unread, it is said
+        unnamed) and the way out: send an old price from 1C, or clear it in the cabinet."""
+        found = await self.offers([item.offer_id for item, _ in refused])
+        for item, verdict in refused:
+            entry = found.get(item.offer_id) if isinstance(found, dict) else None
+            old = _money(entry, "old_price") if entry is not None else None
+            detail = own_old_price_words(verdict.detail, old, item.prices.get("price"))
+            answers.update(
+                spread(
+                    item,
+                    Classification(
+                        verdict.verdict,
+                        detail,
+                        http_status=verdict.http_status,
+                        error_class=verdict.error_class,
+                        reason=verdict.reason,
+                    ),
+                )
+            )
 
     async def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
         key = self._key

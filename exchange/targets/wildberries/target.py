@@ -1646,15 +1646,9 @@ def _unknown_sku(vendor_code: str) -> Classification:
 def _behind(found: _InForce, held: int | None, wait: float) -> Classification:
     """A price in force waiting behind ``held``, the price WB's quarantine holds for its good
     (None: a line without ``newPrice``), a look every ``wait`` seconds."""
-    shown = "another price" if held is None else str(held)
     return Classification(
         Verdict.AWAITING,
-        f"Wildberries holds {found.roubles} for nmID {found.nm_id} already, but its price "
-        f"quarantine still holds {shown} for it: confirmed in the seller's cabinet, it would "
-        f"replace {found.roubles}. The seller should take the good out of the quarantine at "
-        f"{found.roubles} there (Цены и скидки → Карантин цен); this price waits, uncharged, "
-        "until the quarantine no longer lists the good, and is uploaded again over the held "
-        "one should that be confirmed",
+        answers.behind_words(found.roubles, found.nm_id, held),
         http_status=found.said.http_status,
         # Whole seconds, at least one: never due again at once.
         again_in=float(max(1, math.ceil(wait))),

@@ -50,7 +50,9 @@ from exchange.ops.status import (
     site_pace,
     status,
 )
+from exchange.ops.withheld_behind import advice, behind
 from exchange.queue import control
+from exchange.queue import withheld as withheld_rows
 from exchange.report import collect as report
 from exchange.report.model import FORMATS, SUFFIXES
 from exchange.report.words import content_disposition, download_name
@@ -539,6 +541,12 @@ class Pages(Core):
         def read() -> tuple[list[dict[str, Any]], int, bool]:
             with transaction(self.engine, read_only=True) as connection:
                 rows = finder.find(connection, term, per, offset)
+                now = self.clock.now()
+                for row in rows:  # a wait's figure from now, not from when it began
+                    if row["state"] == State.DELAYED.value and row["last_error"]:
+                        row["last_error"] = finder.wait_from_now(
+                            row["last_error"], row["next_try_at"], now
+                        )
                 # Counted only when there may be more than this page shows.
                 whole = offset == 0 and len(rows) < per
                 # contract 13: a message is found once per channel; with more than one
@@ -619,6 +627,22 @@ class Pages(Core):
                 ).scalar_one()
                 story["since"] = since.isoformat()
                 story["targets"] = channel_targets(connection)
+                # Withheld, with a newer price waiting behind it (Wildberries' quarantine): the
+                # page says not to confirm it, as ``status`` does (``ops.withheld_behind``).
+                story["behind"] = [
+                    newer
+                    for channel_id in withheld_rows.withheld_on(connection, [message_id])
+                    for newer in behind(
+                        connection,
+                        [
+                            w
+                            for w in withheld_rows.named(
+                                connection, [message_id], channel_id=channel_id
+                            ).values()
+                            if isinstance(w, withheld_rows.Withheld)
+                        ],
+                    ).values()
+                ]
                 return story
 
         story = await asyncio.to_thread(read)
@@ -649,6 +673,7 @@ class Pages(Core):
             or bool(on_state(story["deliveries"], State.QUARANTINED)),
             withheld=story["message"]["state"] == State.WITHHELD.value
             or bool(on_state(story["deliveries"], State.WITHHELD)),
+            behind=[advice(newer, self._lang(request)) for newer in story["behind"]],
             # Never sent: no attempt counted or recorded, none in flight (a retry sets the
             # count back to 0; the history keeps the attempts).
             attempted=bool(story["message"]["attempts"])
