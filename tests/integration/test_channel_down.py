@@ -231,6 +231,53 @@ def test_until_idle_drains_a_channel_again_while_a_slow_one_still_sends(
     assert len(shop_site.held_versions()) == total
 
 
+@pytest.mark.parametrize("ended_by", ["stop", "max-seconds"])
+def test_until_idle_with_a_slow_channel_ends_on_a_stop_or_its_time_its_batch_recorded(
+    db_url: str,
+    engine: Engine,
+    site: SiteSimulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    ended_by: str,
+) -> None:
+    """While each loop drains apart: SIGTERM (exit 0) or ``--max-seconds`` (exit 3) ends the
+    run once the shop's batch out (3 s) is answered and recorded; nothing is left
+    ``in_progress``, and what the shop took is recorded as delivered."""
+    stops: list[Callable[[], None]] = []
+    monkeypatch.setattr(runner, "_install_signals", lambda _loop, stop: stops.append(stop))
+    with SiteSimulator(
+        token=TOKEN, batch_enabled=True, faults=Faults(slow_rate=1.0, slow_seconds=3.0)
+    ) as shop_site:
+        settings = two_channels(
+            db_url, tmp_path, site.url, shop_site.url, site_batch_size=5, http_timeout=10.0
+        )
+        both_have(engine, settings)
+        worker = bootstrap.worker(settings, engine)
+        max_seconds = 2.0 if ended_by == "max-seconds" else 120.0
+
+        async def scenario() -> int:
+            running = asyncio.create_task(
+                runner.run_until_idle(worker, max_seconds=max_seconds, poll_interval=0.05)
+            )
+            try:
+                async with asyncio.timeout(60):
+                    if ended_by == "stop":
+                        while states(engine, "shop").get("in_progress", 0) == 0:
+                            await asyncio.sleep(0.02)
+                        stops[0]()
+                    return await running
+            finally:
+                await worker.aclose()
+
+        code = asyncio.run(scenario())
+    assert code == (runner.EXIT_OK if ended_by == "stop" else runner.EXIT_TIMED_OUT)
+    shop = states(engine, "shop")
+    assert "in_progress" not in shop, shop
+    assert shop.get("delivered", 0) < PRICES, shop
+    # what the shop took is recorded as delivered, not abandoned to a lease's end
+    assert shop.get("delivered", 0) == len(shop_site.held_versions())
+
+
 def test_run_channel_serves_the_one_named(
     db_url: str, engine: Engine, site: SiteSimulator, tmp_path: Path
 ) -> None:
