@@ -148,7 +148,8 @@ class Worker:
     async def cycle(self, *, wait: bool = True) -> CycleReport:
         """Take rows in, then let every loop drain. ``wait``: until each loop's drain ended;
         else a loop drains as a task of its own that the next cycles leave alone until it
-        ends (``drained`` waits for them), and the report counts the take-in only."""
+        ends (``drained`` waits for them), and the report counts the take-in and the drains
+        that ended since, unless ``drains_ended`` counted them."""
         started = time.perf_counter()
         try:
             report = await self._cycle(wait)
@@ -179,6 +180,9 @@ class Worker:
             for index, loop in enumerate(self.loops):
                 task = self._draining.get(index)
                 if task is None or task.done():
+                    ended = None if task is None or task.cancelled() else task.result()
+                    if ended is not None:
+                        report.add(ended)
                     self._draining[index] = asyncio.create_task(self._drain_apart(loop))
         elif len(self.loops) == 1:
             await self._drain(self.loop, report)

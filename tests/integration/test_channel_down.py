@@ -32,6 +32,7 @@ from exchange.intake import staging_table as intake
 from exchange.queue import channels as channel_queue
 from exchange.queue import control
 from exchange.settings import Settings, load_settings
+from exchange.worker import CycleReport
 
 PRICES = 120
 TOKEN = "test-token"
@@ -198,10 +199,13 @@ def test_until_idle_drains_a_channel_again_while_a_slow_one_still_sends(
         channel_queue.seed(engine, "shop", settings.policies, now=SystemClock().now())
         worker = bootstrap.worker(settings, engine)
         total = first + more
+        told: list[CycleReport | None] = []  # what a progress bar is told (``on_cycle``)
 
         async def scenario() -> tuple[dict[str, int], int]:
             running = asyncio.create_task(
-                runner.run_until_idle(worker, max_seconds=120, poll_interval=0.05)
+                runner.run_until_idle(
+                    worker, max_seconds=120, poll_interval=0.05, on_cycle=told.append
+                )
             )
             try:
                 async with asyncio.timeout(90):
@@ -229,6 +233,8 @@ def test_until_idle_drains_a_channel_again_while_a_slow_one_still_sends(
     assert states(engine, "shop") == {"delivered": total}
     assert len(site.held_versions()) == total
     assert len(shop_site.held_versions()) == total
+    # each loop's drain told once: every price sent once on each channel, none counted twice
+    assert sum(report.sent for report in told if report is not None) == 2 * total
 
 
 @pytest.mark.parametrize("ended_by", ["stop", "max-seconds"])
