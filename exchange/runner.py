@@ -44,8 +44,8 @@ def run(main: Coroutine[Any, Any, int]) -> int:
 
 async def _safe_cycle(worker: Worker, *, wait: bool = True) -> CycleReport | None:
     """A failed cycle is logged and the next one tries again; the service keeps running.
-    ``wait``: until every channel's loop drained (else each drains on its own,
-    ``Worker.cycle``)."""
+    ``wait``: until every channel's loop drained (else each drains on its own, as ``run`` and
+    ``run --until-idle`` have them, ``Worker.cycle``)."""
     try:
         return await worker.cycle(wait=wait)
     except DatabaseUnavailable as exc:
@@ -111,10 +111,19 @@ async def run_until_idle(
     poll_interval: float,
     on_cycle: Callable[[CycleReport | None], None] | None = None,
 ) -> int:
+    """Cycles until nothing is left that the service could move without a person
+    (``Worker.idle``): exit 0; at ``max_seconds`` exit 3; a stop (SIGINT/SIGTERM) exit 0. Each
+    channel's loop drains as a task of its own, as in ``run`` (``Worker.cycle(wait=False)``):
+    when one loop's drain ends, the next cycle takes rows in and starts that loop's next drain
+    while another's goes on, so a slow channel never holds back another's drains (contract 13:
+    each at its own pace). Whether all is idle is asked when no loop drains. ``on_cycle`` is
+    told, after each wait for a drain, the take-in's and the ended drains' report (None: the
+    cycle failed)."""
     loop = asyncio.get_running_loop()
     _install_signals(loop, worker.request_stop)
     started = loop.time()
     timed_out = False
+    pause = min(poll_interval, IDLE_PAUSE_S)
 
     def time_is_up() -> None:
         nonlocal timed_out
@@ -126,24 +135,36 @@ async def run_until_idle(
     deadline = None if max_seconds is None else loop.call_later(max_seconds, time_is_up)
     try:
         async with reporting(worker):
-            while not worker.stopping:  # a stop during the pause below: no further cycle
-                report = await _safe_cycle(worker)
-                if on_cycle:
-                    on_cycle(report)
-                if timed_out:
-                    break
-                if worker.stopping:
-                    return EXIT_OK
-                try:
-                    if worker.idle():
-                        return EXIT_OK
-                except DatabaseUnavailable as exc:
-                    log.error("%s", exc)
-                if max_seconds is not None and loop.time() - started >= max_seconds:
-                    timed_out = True
-                    break
-                if report is None or report.batches == 0:
-                    await asyncio.sleep(min(poll_interval, IDLE_PAUSE_S))
+            try:
+                while not worker.stopping:  # a stop during the pause below: no further cycle
+                    report = await _safe_cycle(worker, wait=False)
+                    ended = await worker.drains_ended()  # a stop ends every drain
+                    rested = loop.time() + pause
+                    if ended.batches == 0:
+                        # The loops that ended are caught up: their next drain waits the pause,
+                        # in which the others may end too (and all be found idle below).
+                        ended.add(await worker.drains_ended(every=True, timeout=pause))
+                    if on_cycle:
+                        on_cycle(None if report is None else report.add(ended))
+                    if worker.stopping:  # by a signal, or the time is up
+                        break
+                    if not worker.draining():
+                        try:
+                            if worker.idle():
+                                return EXIT_OK
+                        except DatabaseUnavailable as exc:
+                            log.error("%s", exc)
+                    if max_seconds is not None and loop.time() - started >= max_seconds:
+                        time_is_up()
+                        break
+                    if ended.batches == 0:
+                        await asyncio.sleep(max(0.0, rested - loop.time()))
+            finally:
+                # Every loop's batch in flight is recorded before the run ends (after a
+                # failure here too: the loops are stopped first).
+                if worker.draining():
+                    worker.request_stop()
+                    await worker.drained()
         if not timed_out:  # stopped by a signal
             return EXIT_OK
     finally:

@@ -39,6 +39,16 @@ class CycleReport:
     outcomes: Counter[str] = field(default_factory=Counter)
     lost_leases: int = 0
 
+    def add(self, other: CycleReport) -> CycleReport:
+        """``other``'s counts added to these (a loop's drain to its cycle's); returns self."""
+        self.taken += other.taken
+        self.cancelled += other.cancelled
+        self.batches += other.batches
+        self.sent += other.sent
+        self.outcomes.update(other.outcomes)
+        self.lost_leases += other.lost_leases
+        return self
+
 
 def recent_seconds(settings: Settings) -> float:
     """A worker that reported within this many seconds is live (it shares the site's rate cap,

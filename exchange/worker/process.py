@@ -6,11 +6,13 @@ each configured channel's loop drains what is due for its channel, every loop as
 own (contract 13: a channel that is down, paused or slow never delays another), asking between
 its batches whether the next take-in is due (``Beside``, one take-in at a time for all of them)
 and reporting through the reporter every SHARE_EVERY. ``cycle()`` waits for every loop's drain
-(``run --once``, ``--until-idle``, the tests); ``cycle(wait=False)``, what ``run`` runs every
-poll interval, takes rows in and leaves each loop draining on its own: a loop still busy with a
-slow site keeps its drain, a loop that finished starts another, so the other channels' cycles go
-on at the poll's pace. A stop reaches every loop's batch in flight
-(``DeliveryLoop.request_stop``), and ``drained()`` waits for them.
+(``run --once``, the tests); ``cycle(wait=False)``, what ``run`` runs every poll interval and
+``run --until-idle`` whenever a loop's drain ended, takes rows in and leaves each loop draining
+on its own: a loop still busy with a slow site keeps its drain, a loop that finished starts
+another, so the other channels' cycles go on at their own pace. ``drains_ended()`` waits for a
+loop's drain to end (``--until-idle``: its next cycle, and whether all is idle once none
+drains). A stop reaches every loop's batch in flight (``DeliveryLoop.request_stop``), and
+``drained()`` waits for them.
 
 Each loop takes its channel's settings (the global ones with the channel's over them) and its
 own target (``Channel`` below). ``Worker`` keeps the names the runner, the composition root and
@@ -131,7 +133,8 @@ class Worker:
         self.loop = self.loops[0]
         # One take-in at a time, whichever loop asks for it between its batches.
         self._taking_in = asyncio.Lock()
-        self._draining: dict[int, asyncio.Task[None]] = {}  # ``cycle(wait=False)``'s drains
+        # ``cycle(wait=False)``'s drains, each ending with its report (None: it failed)
+        self._draining: dict[int, asyncio.Task[CycleReport | None]] = {}
 
     def request_stop(self) -> None:
         """Every loop lets its requests in flight finish and records them, hands its batch's
@@ -145,7 +148,8 @@ class Worker:
     async def cycle(self, *, wait: bool = True) -> CycleReport:
         """Take rows in, then let every loop drain. ``wait``: until each loop's drain ended;
         else a loop drains as a task of its own that the next cycles leave alone until it
-        ends (``drained`` waits for them), and the report counts the take-in only."""
+        ends (``drained`` waits for them), and the report counts the take-in and the drains
+        that ended since, unless ``drains_ended`` counted them."""
         started = time.perf_counter()
         try:
             report = await self._cycle(wait)
@@ -176,6 +180,9 @@ class Worker:
             for index, loop in enumerate(self.loops):
                 task = self._draining.get(index)
                 if task is None or task.done():
+                    ended = None if task is None or task.cancelled() else task.result()
+                    if ended is not None:
+                        report.add(ended)
                     self._draining[index] = asyncio.create_task(self._drain_apart(loop))
         elif len(self.loops) == 1:
             await self._drain(self.loop, report)
@@ -203,17 +210,41 @@ class Worker:
             loop.share_site(self.clock.now())
             await loop.drain(report, _Beside(self, loop))
 
-    async def _drain_apart(self, loop: DeliveryLoop) -> None:
-        """A loop's drain as a task of its own (``cycle(wait=False)``): a failure is logged
-        with its channel, and the next cycle starts the loop's next drain."""
+    async def _drain_apart(self, loop: DeliveryLoop) -> CycleReport | None:
+        """A loop's drain as a task of its own (``cycle(wait=False)``), ending with its report,
+        or with None after a failure, logged with its channel in the words of a failed cycle
+        (docs/guarantees.md); the next cycle starts the loop's next drain."""
+        report = CycleReport()
         try:
-            await self._drain(loop, CycleReport())
+            await self._drain(loop, report)
         except DatabaseUnavailable as exc:
             self._metrics.cycle_failed()
-            log.error("channel %s: drain failed: %s; the next cycle will try again", loop.name, exc)
+            log.error("channel %s: cycle failed: %s; the next cycle will try again", loop.name, exc)
         except Exception:
             self._metrics.cycle_failed()
-            log.exception("channel %s: drain failed; the next cycle will try again", loop.name)
+            log.exception("channel %s: cycle failed; the next cycle will try again", loop.name)
+        else:
+            return report
+        return None
+
+    async def drains_ended(
+        self, *, every: bool = False, timeout: float | None = None
+    ) -> CycleReport:
+        """Wait until a loop's drain started by ``cycle(wait=False)`` ends (``every``: each
+        of them), or ``timeout`` passes; the report of the drains that ended, each counted once
+        (what ``run --until-idle`` goes by). Another loop's drain goes on meanwhile."""
+        pending = [task for task in self._draining.values() if not task.done()]
+        if pending:
+            when = asyncio.ALL_COMPLETED if every else asyncio.FIRST_COMPLETED
+            await asyncio.wait(pending, timeout=timeout, return_when=when)
+        report = CycleReport()
+        for index, task in list(self._draining.items()):
+            if task.done():
+                del self._draining[index]
+                ended = None if task.cancelled() else task.result()
+                if ended is not None:
+                    report.add(ended)
+        return report
 
     async def drained(self) -> None:
         """Wait until every loop's drain started by ``cycle(wait=False)`` ended (after a stop:

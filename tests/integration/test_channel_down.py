@@ -3,8 +3,10 @@ channel, each loop on its own; a channel that is down for the whole run (connect
 a port nothing listens on, its breaker open) never holds back another, which delivers
 everything. Each loop reports on its own row ``<worker id>/<channel>``; an operator's pause of
 one channel (``delivery:<channel>``) holds that channel only, and ``--until-idle`` counts a
-paused channel as idle. Runs on SQLite and on PostgreSQL. The timing promise (within 1.3x of
-the time without the down channel) is the bench's: ``python -m bench.channel_down``.
+paused channel as idle; ``--until-idle`` drains each channel at its own pace, so a slow one
+never holds back another's next drain. Runs on SQLite and on PostgreSQL. The timing promise
+(within 1.3x of the time without the down channel) is the bench's: ``python -m
+bench.channel_down``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from exchange import app as bootstrap
 from exchange import runner
 from exchange.db.engine import transaction
 from exchange.db.schema import channels, deliveries, workers
-from exchange.dev.sitesim import SiteSimulator
+from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import FAST, price_row, stage
 from exchange.domain.clock import SystemClock
 from exchange.errors import ConfigurationError
@@ -30,6 +32,7 @@ from exchange.intake import staging_table as intake
 from exchange.queue import channels as channel_queue
 from exchange.queue import control
 from exchange.settings import Settings, load_settings
+from exchange.worker import CycleReport
 
 PRICES = 120
 TOKEN = "test-token"
@@ -49,13 +52,16 @@ def refused_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def two_channels(db_url: str, tmp_path: Path, site_url: str, shop_url: str) -> Settings:
-    """EXCHANGE_CHANNELS: the site (``api``, as migrate registered it) and a second shop."""
+def two_channels(
+    db_url: str, tmp_path: Path, site_url: str, shop_url: str, **shop: Any
+) -> Settings:
+    """EXCHANGE_CHANNELS: the site (``api``, as migrate registered it) and a second shop
+    (``shop``: its own settings over the global ones)."""
     token = tmp_path / "token"
     token.write_text(TOKEN + "\n", encoding="utf-8")
     named: dict[str, dict[str, Any]] = {
         "api": {"target": "api", "site_url": site_url, "site_token_file": str(token)},
-        "shop": {"target": "api", "site_url": shop_url, "site_token_file": str(token)},
+        "shop": {"target": "api", "site_url": shop_url, "site_token_file": str(token), **shop},
     }
     fast = {k: v for k, v in FAST.items() if k not in ("channels", "site_token_file")}
     return load_settings(
@@ -169,6 +175,113 @@ def test_a_channel_paused_by_an_operator_is_idle_and_the_other_delivers(
             assert control.operator_pause(connection, "api") is None
             assert control.resume(connection, operator="ops")
             assert control.operator_pause(connection, "shop") is None
+
+
+def test_until_idle_drains_a_channel_again_while_a_slow_one_still_sends(
+    db_url: str, engine: Engine, site: SiteSimulator, tmp_path: Path
+) -> None:
+    """Contract 13 (each channel at its own pace), ``run --until-idle``: the shop answers each
+    batch only after 3 s. Prices staged while its first batch is out reach the site, every
+    one, while the shop still has them to send: the site's loop drains again without waiting
+    for the shop's drain to end (the run used to begin a cycle only when every loop's drain
+    had ended, so the site got them only after the shop's last). The run then ends idle, both
+    channels delivered."""
+    first, more = 2, 60
+    with SiteSimulator(
+        token=TOKEN, batch_enabled=True, faults=Faults(slow_rate=1.0, slow_seconds=3.0)
+    ) as shop_site:
+        settings = two_channels(
+            db_url, tmp_path, site.url, shop_site.url, site_batch_size=20, http_timeout=10.0
+        )
+        stage(engine, [price_row(f"SKU-{n:04d}", 1) for n in range(first)])
+        intake.take(engine, None, settings.kinds, SystemClock().now())
+        bootstrap.register_channels(settings, engine)
+        channel_queue.seed(engine, "shop", settings.policies, now=SystemClock().now())
+        worker = bootstrap.worker(settings, engine)
+        total = first + more
+        told: list[CycleReport | None] = []  # what a progress bar is told (``on_cycle``)
+
+        async def scenario() -> tuple[dict[str, int], int]:
+            running = asyncio.create_task(
+                runner.run_until_idle(
+                    worker, max_seconds=120, poll_interval=0.05, on_cycle=told.append
+                )
+            )
+            try:
+                async with asyncio.timeout(90):
+                    while (
+                        states(engine, "api").get("delivered", 0) < first
+                        or states(engine, "shop").get("in_progress", 0) == 0
+                    ):
+                        await asyncio.sleep(0.02)
+                    # the shop's first batch is out (3 s): 60 more prices for both channels
+                    stage(engine, [price_row(f"SKU-{n:04d}", 1) for n in range(first, total)])
+                    while states(engine, "api").get("delivered", 0) < total:
+                        await asyncio.sleep(0.02)
+                    shop_then = states(engine, "shop")
+                    return shop_then, await running
+            finally:
+                if not running.done():
+                    worker.request_stop()
+                    await asyncio.wait_for(running, 30)
+                await worker.aclose()
+
+        shop_then, code = asyncio.run(scenario())
+    assert shop_then.get("delivered", 0) < total, shop_then  # still out or waiting then
+    assert code == runner.EXIT_OK
+    assert states(engine, "api") == {"delivered": total}
+    assert states(engine, "shop") == {"delivered": total}
+    assert len(site.held_versions()) == total
+    assert len(shop_site.held_versions()) == total
+    # each loop's drain told once: every price sent once on each channel, none counted twice
+    assert sum(report.sent for report in told if report is not None) == 2 * total
+
+
+@pytest.mark.parametrize("ended_by", ["stop", "max-seconds"])
+def test_until_idle_with_a_slow_channel_ends_on_a_stop_or_its_time_its_batch_recorded(
+    db_url: str,
+    engine: Engine,
+    site: SiteSimulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    ended_by: str,
+) -> None:
+    """While each loop drains apart: SIGTERM (exit 0) or ``--max-seconds`` (exit 3) ends the
+    run once the shop's batch out (3 s) is answered and recorded; nothing is left
+    ``in_progress``, and what the shop took is recorded as delivered."""
+    stops: list[Callable[[], None]] = []
+    monkeypatch.setattr(runner, "_install_signals", lambda _loop, stop: stops.append(stop))
+    with SiteSimulator(
+        token=TOKEN, batch_enabled=True, faults=Faults(slow_rate=1.0, slow_seconds=3.0)
+    ) as shop_site:
+        settings = two_channels(
+            db_url, tmp_path, site.url, shop_site.url, site_batch_size=5, http_timeout=10.0
+        )
+        both_have(engine, settings)
+        worker = bootstrap.worker(settings, engine)
+        max_seconds = 2.0 if ended_by == "max-seconds" else 120.0
+
+        async def scenario() -> int:
+            running = asyncio.create_task(
+                runner.run_until_idle(worker, max_seconds=max_seconds, poll_interval=0.05)
+            )
+            try:
+                async with asyncio.timeout(60):
+                    if ended_by == "stop":
+                        while states(engine, "shop").get("in_progress", 0) == 0:
+                            await asyncio.sleep(0.02)
+                        stops[0]()
+                    return await running
+            finally:
+                await worker.aclose()
+
+        code = asyncio.run(scenario())
+    assert code == (runner.EXIT_OK if ended_by == "stop" else runner.EXIT_TIMED_OUT)
+    shop = states(engine, "shop")
+    assert "in_progress" not in shop, shop
+    assert shop.get("delivered", 0) < PRICES, shop
+    # what the shop took is recorded as delivered, not abandoned to a lease's end
+    assert shop.get("delivered", 0) == len(shop_site.held_versions())
 
 
 def test_run_channel_serves_the_one_named(
