@@ -1640,6 +1640,14 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("Wildberries took it in task {t}: its outcome is read later"),
     ),
     (
+        r"held: Wildberries' limit for the Prices category bars requests for (?P<w>\d+) s "
+        r"\(X-Ratelimit-Retry\); sent then, not charged",
+        N_(
+            "held: Wildberries' limit for the Prices category bars requests for {w} s "
+            "(X-Ratelimit-Retry); sent then, not charged"
+        ),
+    ),
+    (
         r"waits for Wildberries' task (?P<t>\d+) of the same good \(one task per nmID\)",
         N_("waits for Wildberries' task {t} of the same good (one task per nmID)"),
     ),

@@ -389,6 +389,15 @@ class WbSimulator(LoopbackServer):
             self.goods[nm_id].price = price
             self.applied[nm_id].append(price)
 
+    def spent_elsewhere(self, requests: float, acc: int = ACC_PERSONAL) -> None:
+        """Another program of the seller (or another token of the account) spends ``requests``
+        of the account's bucket now: research §2.3, one bucket per seller account for every
+        method of the category, a token bucket (it may be spent below empty, as a 4xx counted
+        as ten requests spends it, §2.3); a request meanwhile gets 429 with an
+        ``X-Ratelimit-Retry`` of the seconds until the bucket holds a token again."""
+        with self.lock:
+            self._bucket(acc).charge(self.clock.elapsed(), requests)
+
     def cancel(self, upload_id: int) -> None:
         """The task is cancelled before it is processed: status 4 (research §2.4)."""
         with self.lock:

@@ -785,6 +785,22 @@ def test_rate_limit_a_retry_before_the_announced_wait_is_refused_again(
 
 
 @pytest.mark.parametrize("sim", [{"limits": Limits()}], indirect=True)
+def test_rate_limit_spent_elsewhere_bars_the_account_until_a_token_is_back(
+    sim: WbSimulator, client: httpx.Client
+) -> None:
+    """research §2.3: one bucket per seller account for the whole category. Another program of
+    the seller spends 100 requests of it (its burst of 5 and 95 more): a request gets 429 with
+    ``X-Ratelimit-Retry`` the seconds until a token is back, 96 × 0.6 s rounded up."""
+    sim.spent_elsewhere(100)
+    refused = client.get(LIST, params={"limit": 1})
+    assert (429, "58") == (refused.status_code, refused.headers["X-Ratelimit-Retry"])
+    sim.clock.advance(57)
+    assert 429 == client.get(LIST, params={"limit": 1}).status_code
+    sim.clock.advance(1)
+    assert 200 == client.get(LIST, params={"limit": 1}).status_code
+
+
+@pytest.mark.parametrize("sim", [{"limits": Limits()}], indirect=True)
 def test_rate_limit_10_per_6_seconds_shared_by_uploads_and_polling(
     sim: WbSimulator, client: httpx.Client
 ) -> None:

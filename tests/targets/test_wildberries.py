@@ -24,7 +24,7 @@ from exchange.domain.reasons import Reason
 from exchange.domain.retry import RetryPolicy, decide
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage, Shown
-from exchange.targets.wildberries.budget import Budget
+from exchange.targets.wildberries.budget import LONGEST_WAIT, Budget, Later
 from exchange.targets.wildberries.store import MemoryWbStore, WbStore
 from exchange.targets.wildberries.target import SPLITS, WildberriesTarget
 from exchange.words import error_words
@@ -1279,6 +1279,73 @@ def test_a_429_is_obeyed_nothing_goes_before_x_ratelimit_retry(sim: WbSimulator)
     ), first
     assert waited >= 1.9, "the next request waited for X-Ratelimit-Retry"
     assert Verdict.AWAITING == again[0].verdict
+
+
+def test_a_429_barring_the_budget_a_minute_never_holds_a_send_it_goes_back_uncharged(
+    sim: WbSimulator,
+) -> None:
+    """The Yandex Market rule for Wildberries (budget.py ``LONGEST_WAIT``): another program
+    spent the account's bucket (research §2.3), so WB answers 429 with a retry a minute away. A
+    send after it never sleeps that minute (a worker's stop waits for its sends): its prices
+    go back at once, nothing sent, uncharged (``AWAITING``), due when the bar has passed; a
+    task already made is polled later, never waited for; ``exchange verify`` (no send) still
+    waits as long as the budget says."""
+    sim.limits = Limits()  # WB's documented 10 per 6 s
+    sim.test_budget = Budget()  # type: ignore[attr-defined]
+    store = MemoryWbStore()
+    (first,) = send(make(sim, store), price("SKU-1", 1, "900.00"))  # a task made
+    assert Verdict.AWAITING == first.verdict and first.receipt, first
+    sim.spent_elsewhere(100)  # 101 tokens short: 61 s at 10 per 6 s
+
+    async def scenario(t: WildberriesTarget) -> tuple[list[Classification], float, int]:
+        started = time.monotonic()
+        sent = t.requests_sent
+        said = await t.send([price("SKU-1", 1, "900.00"), price("SKU-2", 1, "900.00")])
+        return said, time.monotonic() - started, t.requests_sent - sent
+
+    said, took, requests = run(make(sim, store), scenario)
+
+    assert took < 1.0, took
+    assert 1 == requests, "the poll answered 429; nothing sent while WB bars the account"
+    polled, held = said
+    assert Verdict.AWAITING == polled.verdict and "task" in polled.detail, polled
+    assert polled.again_in and polled.again_in >= 55, polled
+    assert Verdict.AWAITING == held.verdict and not held.result_unknown, held
+    assert "X-Ratelimit-Retry" in held.detail and "not charged" in held.detail, held
+    assert held.again_in and 55 <= held.again_in <= 62, held
+    assert "ограничение" in error_words(held.detail, "ru"), error_words(held.detail, "ru")
+
+
+def test_a_poll_begun_never_waits_out_a_long_429_within_a_send() -> None:
+    """The poller's part of the rule above: the rest of a poll begun (``take_poll(wait=True)``:
+    a task's pages, a 208's task) asked within a send while a 429 bars the budget a minute is
+    put off at once (False, nothing taken), as an upload's token is (``Later``); outside a
+    send it waits as before. A fake clock: nothing sleeps for real."""
+    clock = {"now": 0.0}
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock["now"] += seconds
+
+    budget = Budget(monotonic=lambda: clock["now"], sleep=sleep)
+
+    async def scenario() -> tuple[bool, str, bool]:
+        budget.refused(60.0)
+        put_off = await budget.take_poll(wait=True, most=LONGEST_WAIT)
+        try:
+            await budget.take("upload", most=LONGEST_WAIT)
+            later = "taken"
+        except Later as held:
+            later = f"{held.seconds:.0f}"
+        waited = await budget.take_poll(wait=True)
+        return put_off, later, waited
+
+    put_off, later, waited = asyncio.run(scenario())
+
+    assert (False, "60") == (put_off, later)
+    assert waited and sum(slept) >= 60.0, slept  # no ``most``: waited, as before
+    assert {"upload": 0, "poll": 1, "read": 0} == budget.taken
 
 
 def test_polling_never_starves_uploads(sim: WbSimulator) -> None:

@@ -53,6 +53,7 @@ a 429 bars every request for ``X-Ratelimit-Retry`` seconds (``Budget``).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import math
@@ -82,7 +83,7 @@ from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
 from exchange.targets.marketplace.holders import NO_HOLDERS, OfferHolders, OneSkuAGood
 from exchange.targets.marketplace.money import Money
 from exchange.targets.wildberries import answers
-from exchange.targets.wildberries.budget import Budget
+from exchange.targets.wildberries.budget import LONGEST_WAIT, Budget, Later
 from exchange.targets.wildberries.store import Task, WbStore
 from exchange.targets.wildberries.token import claims
 from exchange.targets.wire import (
@@ -94,6 +95,12 @@ from exchange.targets.wire import (
 )
 
 log = logging.getLogger(__name__)
+
+# Seconds a request waits for the budget at most (None: as long as the budget says), set by
+# ``send`` for the requests it makes (budget.py ``LONGEST_WAIT``).
+_PATIENCE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "wb_patience", default=None
+)
 
 DEFAULT_URL = "https://discounts-prices-api.wildberries.ru"
 MAX_GOODS = 1000  # research §2.1: "Максимум 1 000 товаров"
@@ -349,6 +356,15 @@ class WildberriesTarget:
         return out
 
     async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
+        # Within a send, a request waits for the budget LONGEST_WAIT at most (the worker's stop
+        # waits for its sends); ``exchange verify`` and ``check`` wait as long as it says.
+        patience = _PATIENCE.set(LONGEST_WAIT)
+        try:
+            return await self._send(messages)
+        finally:
+            _PATIENCE.reset(patience)
+
+    async def _send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
         built = await items.gather(messages, self.channel, articles=self.articles)
         answers_ = dict(built.answers)
         prices = await self._one_sku_a_good([_item(item) for item in built.items], answers_)
@@ -487,17 +503,31 @@ class WildberriesTarget:
             )
             if found not in (_PENDING, _LATER):
                 await self._db(self.store.drop_tasks, [t.nm_id for t in tasks], upload_id)
-        if stuck:
-            upload += await self._stuck(stuck, out)
-        if left_out:
-            refused += await self._left_out(left_out, out)
-        if unpriced:
-            upload += await self._carried_by(unpriced, out)
-        if refused:
-            upload += await self._again(refused, out)
-        step = self.max_goods
-        for chunk in [upload[i : i + step] for i in range(0, len(upload), step)]:
-            out.update(await self._upload(chunk))
+        # What the polls ended (their task rows dropped) stays theirs if a later request of
+        # this send fails whole (a 429's bar held longer than a send waits: ``_call``), but
+        # for a refused nmID (its map rebuilt now) and a price found in force (settled only by
+        # the quarantine's read).
+        again_ids = {g.price.message.message_id for g in refused}
+        judged = {
+            key: said
+            for key, said in out.items()
+            if key not in again_ids and not isinstance(said, _InForce)
+        }
+        try:
+            if stuck:
+                upload += await self._stuck(stuck, out)
+            if left_out:
+                refused += await self._left_out(left_out, out)
+            if unpriced:
+                upload += await self._carried_by(unpriced, out)
+            if refused:
+                upload += await self._again(refused, out)
+            step = self.max_goods
+            for chunk in [upload[i : i + step] for i in range(0, len(upload), step)]:
+                out.update(await self._upload(chunk))
+        except _Answer as whole:
+            whole.answers.update({k: v for k, v in judged.items() if k not in whole.answers})
+            raise
         await self._behind_quarantine(out)
         return out
 
@@ -1042,7 +1072,7 @@ class WildberriesTarget:
         since), the good was not applied now: its task row is dropped and it waits to be
         uploaded again once WB makes a new task (``_replay_wait``). A good the catalogue does
         not list is left to the usual poll (the task's line: a refused nmID, left out)."""
-        if not await self.budget.take_poll(wait=True):
+        if not await self.budget.take_poll(wait=True, most=_PATIENCE.get()):
             return {}
         meta = await self._task_status("/api/v2/history/tasks", upload_id)
         status = meta.get("status") if isinstance(meta, dict) else None
@@ -1224,7 +1254,7 @@ class WildberriesTarget:
         without errors too (a task a 208 named: which prices it carried)."""
         # ``poll_at_once`` (a test's simulator processes at once): the look right after the
         # upload waits for its token rather than being put off.
-        if not await self.budget.take_poll(wait=self.poll_at_once):
+        if not await self.budget.take_poll(wait=self.poll_at_once, most=_PATIENCE.get()):
             return _LATER
         meta = await self._task_status("/api/v2/history/tasks", upload_id)
         if isinstance(meta, str):
@@ -1240,7 +1270,7 @@ class WildberriesTarget:
         if status == CANCELLED:
             return _CANCELLED
         # Not in the history yet (research §2.4, §8: a fresh task may show in the buffer).
-        if await self.budget.take_poll(wait=self.poll_at_once):
+        if await self.budget.take_poll(wait=self.poll_at_once, most=_PATIENCE.get()):
             buffered = await self._task_status("/api/v2/buffer/tasks", upload_id)
             if isinstance(buffered, dict) and buffered.get("status") == PENDING:
                 return _PENDING
@@ -1266,7 +1296,10 @@ class WildberriesTarget:
         rows: dict[int, dict[str, Any]] = {}
         offset = 0
         while True:
-            await self.budget.take_poll(wait=True)  # the task's status was read: finish it
+            # The task's status was read: finish it, unless a 429 bars the budget longer than
+            # a send waits (put off: the poll is made again).
+            if not await self.budget.take_poll(wait=True, most=_PATIENCE.get()):
+                return _LATER
             response = await self._call(
                 "GET",
                 "/api/v2/history/goods/task",
@@ -1520,7 +1553,13 @@ class WildberriesTarget:
         if self._token is None:
             raise _Answer(answers.token_missing())
         if counted:
-            await self.budget.take(what if what != "poll" else "read")
+            try:
+                await self.budget.take(what if what != "poll" else "read", most=_PATIENCE.get())
+            except Later as later:
+                # A longer wait would hold the worker's stop (it waits for the sends in
+                # flight): what this request carried goes back uncharged, due when the budget
+                # lets it go (as the Yandex Market target's prices, yandex_market/pace.py).
+                raise _Answer(answers.budget_held(later.seconds)) from None
         token = self._token
         headers = {"Authorization": token}
         content = None
