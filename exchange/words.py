@@ -1706,6 +1706,15 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("HTTP 200: the catalogue's answer has no listGoods"),
     ),
     (
+        r"Wildberries holds (?P<p>\d+) for nmID (?P<n>\d+) already, but its price quarantine "
+        r"could not be read (?P<r>\d+) times \((?P<c>.+)\): whether it holds an earlier price "
+        r"for the good is not known",
+        N_(
+            "Wildberries holds {p} for nmID {n} already, but its price quarantine could not be "
+            "read {r} times ({c*}): whether it holds an earlier price for the good is not known"
+        ),
+    ),
+    (
         r"HTTP (?P<s>\d+): the quarantine list's answer has no quarantineGoods",
         N_("HTTP {s}: the quarantine list's answer has no quarantineGoods"),
     ),

@@ -475,6 +475,18 @@ def test_fault_quarantine_unreadable_answers_an_empty_200(
     assert (200, b"") == (answer.status_code, answer.content)
 
 
+def test_fault_quarantine_unreadable_next_answers_an_empty_200_that_many_times(
+    sim: WbSimulator, client: httpx.Client
+) -> None:
+    """Fault ``quarantine_unreadable_next``: the next reads only (research §2.4 documents the
+    list's ``quarantineGoods``; a bad answer now and then is a fault, not a §8 point)."""
+    sim.faults.quarantine_unreadable_next = 1
+    first = client.get(QUARANTINE, params={"limit": 10})
+    then = client.get(QUARANTINE, params={"limit": 10})
+    assert (200, b"") == (first.status_code, first.content)
+    assert (200, []) == (then.status_code, then.json()["data"]["quarantineGoods"])
+
+
 @pytest.mark.parametrize(
     "sim",
     [

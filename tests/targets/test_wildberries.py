@@ -26,7 +26,7 @@ from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage, Shown
 from exchange.targets.wildberries.budget import LONGEST_WAIT, Budget, Later
 from exchange.targets.wildberries.store import MemoryWbStore, WbStore
-from exchange.targets.wildberries.target import SPLITS, WildberriesTarget
+from exchange.targets.wildberries.target import QUARANTINE_READS, SPLITS, WildberriesTarget
 from exchange.words import error_words
 
 T = TypeVar("T")
@@ -975,16 +975,49 @@ def test_a_price_in_force_is_not_settled_on_a_quarantine_list_it_cannot_read(
     sim: WbSimulator,
 ) -> None:
     """Issue 32k finding 2, review 32c finding 6: the quarantine list answers an empty 200
-    while v2 = 300 is withheld and v3 = 1000 is "already set": v3 is not delivered (unknown,
-    in the list's words), never settled on a list that was not read."""
+    while v2 = 300 is withheld and v3 = 1000 is "already set": v3 is never settled on a list
+    that was not read. The read is auxiliary (the upload's answer, "already set", is known):
+    it is made again later, the attempt uncharged (``AWAITING``, the failed reads counted in
+    the receipt), as a task's poll or Yandex Market's read-back failing is; after
+    ``QUARANTINE_READS`` failed reads the delivery ends ``unknown-response`` (contract 5), in
+    words that say so, in Russian too."""
     store = MemoryWbStore()
     send(make(sim, store, poll_at_once=True), price("SKU-1", 2, "300.00"))
     sim.faults.quarantine_unreadable = True
+    v3 = price("SKU-1", 3, "1000.00")
+    said: list[Classification] = []
 
-    (v3,) = send(make(sim, store, poll_at_once=True), price("SKU-1", 3, "1000.00"))
+    for _ in range(QUARANTINE_READS):
+        (answer,) = send(make(sim, store, poll_at_once=True), v3)
+        said.append(answer)
+        v3 = replace(v3, receipt=answer.receipt)
 
-    assert Verdict.UNKNOWN == v3.verdict, v3
-    assert "quarantineGoods" in v3.detail
+    *waits, last = said
+    assert [Verdict.AWAITING] * (QUARANTINE_READS - 1) == [a.verdict for a in waits], waits
+    assert all(quarantined_as(a) is None and "quarantineGoods" in a.detail for a in waits)
+    assert [1.0, 4.0, 16.0, 64.0, 256.0] == [a.again_in for a in waits]
+    assert Verdict.UNKNOWN == last.verdict and "unknown-response" == quarantined_as(last), last
+    assert f"could not be read {QUARANTINE_READS} times" in last.detail, last
+    ru = error_words(last.detail, "ru")
+    assert "карантин" in ru and "quarantine" not in ru.replace("quarantineGoods", ""), ru
+    assert "не удалось прочитать" in error_words(waits[0].detail, "ru")
+    assert 300 == sim.quarantine[nm(sim, "SKU-1")]["newPrice"], "WB still holds v2"
+
+
+def test_a_quarantine_list_unreadable_once_is_read_again_and_the_price_in_force_settled(
+    sim: WbSimulator,
+) -> None:
+    """The same list unreadable once only (fault ``quarantine_unreadable_next``): the price in
+    force waits, uncharged, and the next attempt reads the list and delivers it."""
+    store = MemoryWbStore()
+    sim.faults.quarantine_unreadable_next = 1
+    message = price("SKU-1", 1, "1000.00")  # the price WB holds: "already set"
+
+    (first,) = send(make(sim, store, poll_at_once=True), message)
+    (then,) = send(make(sim, store, poll_at_once=True), replace(message, receipt=first.receipt))
+
+    assert (Verdict.AWAITING, 1.0) == (first.verdict, first.again_in), first
+    assert Verdict.DELIVERED == then.verdict, then
 
 
 def test_a_sale_lock_is_temporary_and_charged_in_wbs_words(sim: WbSimulator) -> None:

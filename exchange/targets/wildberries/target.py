@@ -145,6 +145,7 @@ class _InForce(Classification):
 
     nm_id: int = 0
     roubles: int = 0
+    before: str | None = None  # the delivery's receipt as it came (``_quarantine_unread``)
 
     def settled(self) -> Classification:
         return Classification(
@@ -160,6 +161,7 @@ def _in_force(said: Classification, good: _Good) -> _InForce:
         receipt=said.receipt,
         nm_id=good.nm_id,
         roubles=good.price.roubles,
+        before=good.price.message.receipt,
     )
 
 
@@ -189,6 +191,12 @@ class _StoreFailed(_Answer):
 _PENDING, _LATER, _CANCELLED, _LOST = "pending", "later", "cancelled", "lost"
 REPLAY_WAIT = 60.0  # seconds between uploads while WB's 208 names an ended task
 REPLAY_RECEIPT = "wb-208:"  # the first 208 naming an ended task: wb-208:<task>:<epoch s>
+# Reads of WB's price quarantine a price found in force gets when the list cannot be read
+# (``_quarantine_unread``): the failed ones counted in the delivery's receipt,
+# wb-qread:<reads>, each read after the last waiting 1, 4, 16, 64, then 256 s (at most
+# ``quarantine_wait``).
+QUARANTINE_READS = 6
+QREAD_RECEIPT = "wb-qread:"
 FEW = 5  # goods read back one by one (filterNmID); more: from the catalogue's pages
 # Uploads one refused upload may add, halving itself to find the goods a validation 400 (which
 # names none) refused (``_refused_whole``): a bad good among 1,000 is found in 20.
@@ -545,7 +553,8 @@ class WildberriesTarget:
         this price in the cabinet, this price is delivered then; confirmed, the held price is
         live and this one is uploaded over it. A 429 is waited out (the budget bars requests
         for WB's wait: a 4xx "already set" may have cost ten, research §2.3, §8) and the list
-        read once more; a list it cannot read is its failure, for these goods alone."""
+        read once more; a list it cannot read is a failed read, for these goods alone
+        (``_quarantine_unread``): read again later, uncharged, a bounded number of times."""
         waiting = {key: said for key, said in out.items() if isinstance(said, _InForce)}
         if not waiting:
             return
@@ -557,14 +566,52 @@ class WildberriesTarget:
                     raise
                 held = await self._quarantine()
         except _Answer as failed:
-            for key in waiting:
-                out[key] = failed.classification
+            for key, said in waiting.items():
+                out[key] = self._quarantine_unread(said, failed.classification)
             return
         for key, said in waiting.items():
             if said.nm_id not in held:
                 out[key] = said.settled()
                 continue
             out[key] = _behind(said, held[said.nm_id], self.quarantine_wait)
+
+    def _quarantine_unread(self, said: _InForce, failed: Classification) -> Classification:
+        """A price in force (the upload's own answer known: "already set", or a task's) whose
+        price quarantine could not be read (``failed``: an answer without ``quarantineGoods``,
+        a 5xx, a timeout). An auxiliary read, as a task's poll (put off, uncharged) or Yandex
+        Market's read-back (read again, uncharged, until its bound): the price waits,
+        uncharged (``AWAITING``), and is looked at again, the failed reads counted in its
+        receipt (``QREAD_RECEIPT``), never ended on one bad answer. After ``QUARANTINE_READS``
+        failed reads (about six minutes) the read's own verdict ends it: an answer it cannot
+        read ``unknown-response`` (contract 5: an unknown cause is never temporary), a 5xx or
+        a timeout charged; in words saying the list was read that many times. A token refused
+        pauses; a read the budget holds (``budget_held``) waits as it says."""
+        if failed.verdict in (Verdict.PAUSE, Verdict.AWAITING):
+            return failed
+        before = said.before or ""
+        try:
+            reads = (
+                int(before.removeprefix(QREAD_RECEIPT)) if before.startswith(QREAD_RECEIPT) else 0
+            )
+        except ValueError:
+            reads = 0
+        reads += 1
+        if reads < QUARANTINE_READS:
+            wait = min(self.quarantine_wait, 4.0 ** (reads - 1))
+            return Classification(
+                Verdict.AWAITING,
+                f"the quarantine list could not be read ({failed.detail}); read again",
+                http_status=failed.http_status,
+                receipt=f"{QREAD_RECEIPT}{reads}",
+                # Whole seconds, at least one: never due again at once.
+                again_in=float(max(1, math.ceil(wait))),
+            )
+        return replace(
+            failed,
+            detail=f"Wildberries holds {said.roubles} for nmID {said.nm_id} already, but its "
+            f"price quarantine could not be read {reads} times ({failed.detail}): whether it "
+            "holds an earlier price for the good is not known",
+        )
 
     def _judge_task(
         self,
