@@ -1381,6 +1381,33 @@ def test_a_poll_begun_never_waits_out_a_long_429_within_a_send() -> None:
     assert {"upload": 0, "poll": 1, "read": 0} == budget.taken
 
 
+def test_a_poll_begun_within_a_send_never_waits_its_share_past_the_sends_wait() -> None:
+    """While uploads are pressed, the rest of a poll begun waits for its share's token (one
+    every 12 s at WB's rate, longer split among workers), which a worker's stop would wait
+    for. Within a send (``most``) it goes on the shared bucket in its turn instead: it ends,
+    within a token's interval, never put off (begun again, it would never end while uploads
+    are pressed). A fake clock."""
+    clock = {"now": 0.0}
+
+    async def sleep(seconds: float) -> None:
+        clock["now"] += seconds
+
+    budget = Budget(monotonic=lambda: clock["now"], sleep=sleep)
+
+    async def scenario() -> tuple[bool, bool, float]:
+        await budget.take("upload")
+        await budget.take("upload")  # waited for its token: uploads are pressed
+        first = await budget.take_poll(wait=True, most=LONGEST_WAIT)  # the share's token
+        asked = clock["now"]
+        second = await budget.take_poll(wait=True, most=LONGEST_WAIT)  # the share is empty
+        return first, second, clock["now"] - asked
+
+    first, second, took = asyncio.run(scenario())
+
+    assert (True, True) == (first, second)
+    assert took < 1.0, took
+
+
 def test_polling_never_starves_uploads(sim: WbSimulator) -> None:
     """Many tasks pending and polled each send: the uploads keep at least half the account's
     rate (the polls keep 5 % of it while uploads are pressed), and nothing is refused."""

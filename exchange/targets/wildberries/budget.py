@@ -169,8 +169,8 @@ class Budget:
         rest of a poll begun (the pages of a task whose status was read) waits for the share's
         token instead while they are, so that a poll once begun ends (the share's rate is kept
         all the same). ``most``: seconds such a poll waits at most from now (the turn behind
-        other waiters included): when its token would not come by then (a 429's bar), False at
-        once, nothing taken."""
+        other waiters included): when a 429's bar would hold it longer, False at once, nothing
+        taken; when its share's token would, it goes on the shared bucket in its turn."""
         deadline = None if most is None else self._now() + most
 
         def too_long(now: float, pause: float) -> bool:
@@ -184,17 +184,23 @@ class Budget:
                 return False
             if too_long(now, self.barred_until - now):
                 return False
+            share = True  # the poll spends its share's token (while uploads are pressed)
             while wait and self.uploads_going(now):
                 pause = max(self.barred_until - now, self.polls.wait(now))
                 if pause <= 0 or self._spare(now):
                     break
                 if too_long(now, pause):
-                    return False
+                    # The share's next token is further than a send waits (one every 12 s at
+                    # WB's rate, longer split among workers): the rest of a poll begun goes
+                    # on the shared bucket in its turn instead, so that it still ends (put
+                    # off, it would be begun again, and never end while uploads are pressed).
+                    share = False
+                    break
                 await self._sleep(pause)  # type: ignore[misc]
                 now = self._now()
             if too_long(now, max(self.barred_until - now, self.shared.wait(now))):
                 return False
-            if self.uploads_going(now) and not self._spare(now):
+            if share and self.uploads_going(now) and not self._spare(now):
                 self.polls.refill(now)
                 self.polls.tokens -= 1.0
             while True:

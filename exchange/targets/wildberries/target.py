@@ -1119,8 +1119,20 @@ class WildberriesTarget:
         since), the good was not applied now: its task row is dropped and it waits to be
         uploaded again once WB makes a new task (``_replay_wait``). A good the catalogue does
         not list is left to the usual poll (the task's line: a refused nmID, left out)."""
+        try:
+            return await self._replayed_read(upload_id, goods)
+        except _Answer:
+            # Not judged now (a 429's bar longer than a send waits, a read that failed): the
+            # rows go, so that this 208's task is never judged later by its lines, which carry
+            # this price and the old outcome; the goods are uploaded again, WB naming the task
+            # again, and read then.
+            await self._db(self.store.drop_tasks, [g.nm_id for g in goods], upload_id)
+            raise
+
+    async def _replayed_read(self, upload_id: int, goods: list[_Good]) -> dict[str, Classification]:
+        """``_replayed``, its task's status and lines and the catalogue read."""
         if not await self.budget.take_poll(wait=True, most=_PATIENCE.get()):
-            return {}
+            raise _Answer(answers.budget_held(self.budget.poll_wait()))
         meta = await self._task_status("/api/v2/history/tasks", upload_id)
         status = meta.get("status") if isinstance(meta, dict) else None
         if not isinstance(meta, dict) or status not in (DONE, SOME_ERRORS, ALL_ERRORS, CANCELLED):
