@@ -1349,6 +1349,32 @@ def test_a_429_barring_the_budget_a_minute_never_holds_a_send_it_goes_back_uncha
     assert "ограничение" in error_words(held.detail, "ru"), error_words(held.detail, "ru")
 
 
+def test_what_a_send_polled_stays_its_verdict_when_its_upload_is_held_by_the_budget(
+    sim: WbSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A send polls SKU-1's task (done: delivered, its row dropped), then its upload of SKU-2
+    is held by the budget (``Later``: a 429's bar longer than a send waits). SKU-2 waits,
+    uncharged; SKU-1 keeps the verdict its poll gave, never the held upload's (its task row is
+    gone: it would be uploaded again for nothing)."""
+    store = MemoryWbStore()
+    (first,) = send(make(sim, store), price("SKU-1", 1, "900.00"))
+    assert Verdict.AWAITING == first.verdict
+    target = make(sim, store)
+    taken = target.budget.take
+
+    async def held(kind: str, *, most: float | None = None) -> None:
+        if kind == "upload":
+            raise Later(60.0)
+        await taken(kind, most=most)
+
+    monkeypatch.setattr(target.budget, "take", held)
+
+    polled, waits = send(target, price("SKU-1", 1, "900.00"), price("SKU-2", 1, "900.00"))
+
+    assert Verdict.DELIVERED == polled.verdict, polled
+    assert (Verdict.AWAITING, 60.0) == (waits.verdict, waits.again_in), waits
+
+
 def test_a_poll_begun_never_waits_out_a_long_429_within_a_send() -> None:
     """The poller's part of the rule above: the rest of a poll begun (``take_poll(wait=True)``:
     a task's pages, a 208's task) asked within a send while a 429 bars the budget a minute is
