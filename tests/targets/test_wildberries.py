@@ -1349,6 +1349,30 @@ def test_a_429_barring_the_budget_a_minute_never_holds_a_send_it_goes_back_uncha
     assert "ограничение" in error_words(held.detail, "ru"), error_words(held.detail, "ru")
 
 
+def test_a_429_barring_the_budget_a_minute_never_holds_the_workers_health_check_or_recheck(
+    sim: WbSimulator,
+) -> None:
+    """The worker asks ``health`` and rechecks the withheld prices (``withheld_shown``) between
+    sends; its stop waits for them as for a send: a 429's bar a minute away answers them at
+    once (the health as a 429 does, the recheck unknown, looked at again the next time)."""
+    sim.limits = Limits()
+    sim.test_budget = Budget()  # type: ignore[attr-defined]
+    message = price("SKU-1", 1, "300.00")
+
+    async def scenario(t: WildberriesTarget) -> tuple[Classification, list[Shown], float]:
+        t.budget.refused(60.0)  # a 429 another request of the worker's got
+        started = time.monotonic()
+        health = await t.health()
+        shown = await t.withheld_shown([message])
+        return health, shown, time.monotonic() - started
+
+    health, shown, took = run(make(sim), scenario)
+
+    assert took < 1.0, took
+    assert Verdict.DELIVERED != health.verdict and "X-Ratelimit-Retry" in health.detail, health
+    assert [Shown.UNKNOWN] == shown
+
+
 def test_what_a_send_polled_stays_its_verdict_when_its_upload_is_held_by_the_budget(
     sim: WbSimulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:

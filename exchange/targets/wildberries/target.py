@@ -388,6 +388,15 @@ class WildberriesTarget:
         return [answers_[m.message_id] for m in messages]
 
     async def health(self) -> Classification:
+        # The worker asks it between sends: a 429's bar held longer than a send waits is
+        # answered at once (its stop waits for it too), as a 429 is.
+        patience = _PATIENCE.set(LONGEST_WAIT)
+        try:
+            return await self._health()
+        finally:
+            _PATIENCE.reset(patience)
+
+    async def _health(self) -> Classification:
         """A catalogue read of one good. While WB refuses the token (401/403) the worker asks
         every cycle; the same token is asked again only ``refused_wait`` after WB refused it
         (its answer said meanwhile): every request shares the Prices budget, and a 4xx may
@@ -1507,6 +1516,15 @@ class WildberriesTarget:
             offset += PAGE
 
     async def withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
+        # The worker's recheck: a 429's bar held longer than a send waits is a look that
+        # failed (unknown), made again at the next recheck; the stop never waits for it.
+        patience = _PATIENCE.set(LONGEST_WAIT)
+        try:
+            return await self._withheld_shown(messages)
+        finally:
+            _PATIENCE.reset(patience)
+
+    async def _withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
         """A withheld price is live once its ``nmID`` left the quarantine and the catalogue
         holds it (the seller confirmed it in the cabinet); still listed: withheld; left with
         another price there (the seller's own, or a newer one of ours): unknown the first time
