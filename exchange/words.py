@@ -1696,6 +1696,14 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("Wildberries took it in task {t}: its outcome is read later"),
     ),
     (
+        r"held: Wildberries' limit for the Prices category bars requests for (?P<w>\d+) s "
+        r"\(X-Ratelimit-Retry\); sent then, not charged",
+        N_(
+            "held: Wildberries' limit for the Prices category bars requests for {w} s "
+            "(X-Ratelimit-Retry); sent then, not charged"
+        ),
+    ),
+    (
         r"waits for Wildberries' task (?P<t>\d+) of the same good \(one task per nmID\)",
         N_("waits for Wildberries' task {t} of the same good (one task per nmID)"),
     ),
@@ -1752,6 +1760,15 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"HTTP 200: the catalogue's answer has no listGoods",
         N_("HTTP 200: the catalogue's answer has no listGoods"),
+    ),
+    (
+        r"Wildberries holds (?P<p>\d+) for nmID (?P<n>\d+) already, but its price quarantine "
+        r"could not be read (?P<r>\d+) times \((?P<c>.+)\): whether it holds an earlier price "
+        r"for the good is not known",
+        N_(
+            "Wildberries holds {p} for nmID {n} already, but its price quarantine could not be "
+            "read {r} times ({c*}): whether it holds an earlier price for the good is not known"
+        ),
     ),
     (
         r"HTTP (?P<s>\d+): the quarantine list's answer has no quarantineGoods",

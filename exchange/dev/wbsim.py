@@ -252,6 +252,11 @@ class Faults:
     # The quarantine list answers 200 with an empty body (not in the research: an odd answer;
     # review 32c finding 6): a reader must take it for a failed read, never "none held".
     quarantine_unreadable: bool = False
+    # The same, for the next this many reads of the list only, then its documented answer
+    # again (research §2.4 documents the list as ``quarantineGoods``; a bad answer now and then
+    # is not in the research, nor among the open points of §8: a fault, so that a target reads
+    # the list again rather than ending a price in force on one bad answer).
+    quarantine_unreadable_next: int = 0
     # Tasks that apply late: an upload carrying one of these (nmID, price) pairs is processed
     # this many simulated seconds after it (not ``processing_delay``), and meanwhile neither
     # the history nor the buffer shows it; tasks uploaded after it are processed in their own
@@ -388,6 +393,15 @@ class WbSimulator(LoopbackServer):
             self.quarantine.pop(nm_id, None)
             self.goods[nm_id].price = price
             self.applied[nm_id].append(price)
+
+    def spent_elsewhere(self, requests: float, acc: int = ACC_PERSONAL) -> None:
+        """Another program of the seller (or another token of the account) spends ``requests``
+        of the account's bucket now: research §2.3, one bucket per seller account for every
+        method of the category, a token bucket (it may be spent below empty, as a 4xx counted
+        as ten requests spends it, §2.3); a request meanwhile gets 429 with an
+        ``X-Ratelimit-Retry`` of the seconds until the bucket holds a token again."""
+        with self.lock:
+            self._bucket(acc).charge(self.clock.elapsed(), requests)
 
     def cancel(self, upload_id: int) -> None:
         """The task is cancelled before it is processed: status 4 (research §2.4)."""
@@ -803,7 +817,10 @@ class WbSimulator(LoopbackServer):
         page = _page(query)
         if page is None:
             return _envelope_error(400, INVALID_PARAMETERS)
-        if self.faults.quarantine_unreadable:
+        once = self.faults.quarantine_unreadable_next > 0
+        if once:
+            self.faults.quarantine_unreadable_next -= 1
+        if self.faults.quarantine_unreadable or once:
             answer = Answer(200, None)
             answer.raw = b""
             return answer

@@ -475,6 +475,18 @@ def test_fault_quarantine_unreadable_answers_an_empty_200(
     assert (200, b"") == (answer.status_code, answer.content)
 
 
+def test_fault_quarantine_unreadable_next_answers_an_empty_200_that_many_times(
+    sim: WbSimulator, client: httpx.Client
+) -> None:
+    """Fault ``quarantine_unreadable_next``: the next reads only (research §2.4 documents the
+    list's ``quarantineGoods``; a bad answer now and then is a fault, not a §8 point)."""
+    sim.faults.quarantine_unreadable_next = 1
+    first = client.get(QUARANTINE, params={"limit": 10})
+    then = client.get(QUARANTINE, params={"limit": 10})
+    assert (200, b"") == (first.status_code, first.content)
+    assert (200, []) == (then.status_code, then.json()["data"]["quarantineGoods"])
+
+
 @pytest.mark.parametrize(
     "sim",
     [
@@ -781,6 +793,22 @@ def test_rate_limit_a_retry_before_the_announced_wait_is_refused_again(
     sim.clock.advance(0.63)
     assert 429 == client.get(LIST, params={"limit": 1}).status_code  # 0.99 s: still before it
     sim.clock.advance(0.01)
+    assert 200 == client.get(LIST, params={"limit": 1}).status_code
+
+
+@pytest.mark.parametrize("sim", [{"limits": Limits()}], indirect=True)
+def test_rate_limit_spent_elsewhere_bars_the_account_until_a_token_is_back(
+    sim: WbSimulator, client: httpx.Client
+) -> None:
+    """research §2.3: one bucket per seller account for the whole category. Another program of
+    the seller spends 100 requests of it (its burst of 5 and 95 more): a request gets 429 with
+    ``X-Ratelimit-Retry`` the seconds until a token is back, 96 × 0.6 s rounded up."""
+    sim.spent_elsewhere(100)
+    refused = client.get(LIST, params={"limit": 1})
+    assert (429, "58") == (refused.status_code, refused.headers["X-Ratelimit-Retry"])
+    sim.clock.advance(57)
+    assert 429 == client.get(LIST, params={"limit": 1}).status_code
+    sim.clock.advance(1)
     assert 200 == client.get(LIST, params={"limit": 1}).status_code
 
 

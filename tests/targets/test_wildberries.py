@@ -24,9 +24,9 @@ from exchange.domain.reasons import Reason
 from exchange.domain.retry import RetryPolicy, decide
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage, Shown
-from exchange.targets.wildberries.budget import Budget
+from exchange.targets.wildberries.budget import LONGEST_WAIT, Budget, Later
 from exchange.targets.wildberries.store import MemoryWbStore, WbStore
-from exchange.targets.wildberries.target import SPLITS, WildberriesTarget
+from exchange.targets.wildberries.target import QUARANTINE_READS, SPLITS, WildberriesTarget
 from exchange.words import error_words
 
 T = TypeVar("T")
@@ -975,16 +975,49 @@ def test_a_price_in_force_is_not_settled_on_a_quarantine_list_it_cannot_read(
     sim: WbSimulator,
 ) -> None:
     """Issue 32k finding 2, review 32c finding 6: the quarantine list answers an empty 200
-    while v2 = 300 is withheld and v3 = 1000 is "already set": v3 is not delivered (unknown,
-    in the list's words), never settled on a list that was not read."""
+    while v2 = 300 is withheld and v3 = 1000 is "already set": v3 is never settled on a list
+    that was not read. The read is auxiliary (the upload's answer, "already set", is known):
+    it is made again later, the attempt uncharged (``AWAITING``, the failed reads counted in
+    the receipt), as a task's poll or Yandex Market's read-back failing is; after
+    ``QUARANTINE_READS`` failed reads the delivery ends ``unknown-response`` (contract 5), in
+    words that say so, in Russian too."""
     store = MemoryWbStore()
     send(make(sim, store, poll_at_once=True), price("SKU-1", 2, "300.00"))
     sim.faults.quarantine_unreadable = True
+    v3 = price("SKU-1", 3, "1000.00")
+    said: list[Classification] = []
 
-    (v3,) = send(make(sim, store, poll_at_once=True), price("SKU-1", 3, "1000.00"))
+    for _ in range(QUARANTINE_READS):
+        (answer,) = send(make(sim, store, poll_at_once=True), v3)
+        said.append(answer)
+        v3 = replace(v3, receipt=answer.receipt)
 
-    assert Verdict.UNKNOWN == v3.verdict, v3
-    assert "quarantineGoods" in v3.detail
+    *waits, last = said
+    assert [Verdict.AWAITING] * (QUARANTINE_READS - 1) == [a.verdict for a in waits], waits
+    assert all(quarantined_as(a) is None and "quarantineGoods" in a.detail for a in waits)
+    assert [1.0, 4.0, 16.0, 64.0, 256.0] == [a.again_in for a in waits]
+    assert Verdict.UNKNOWN == last.verdict and "unknown-response" == quarantined_as(last), last
+    assert f"could not be read {QUARANTINE_READS} times" in last.detail, last
+    ru = error_words(last.detail, "ru")
+    assert "карантин" in ru and "quarantine" not in ru.replace("quarantineGoods", ""), ru
+    assert "не удалось прочитать" in error_words(waits[0].detail, "ru")
+    assert 300 == sim.quarantine[nm(sim, "SKU-1")]["newPrice"], "WB still holds v2"
+
+
+def test_a_quarantine_list_unreadable_once_is_read_again_and_the_price_in_force_settled(
+    sim: WbSimulator,
+) -> None:
+    """The same list unreadable once only (fault ``quarantine_unreadable_next``): the price in
+    force waits, uncharged, and the next attempt reads the list and delivers it."""
+    store = MemoryWbStore()
+    sim.faults.quarantine_unreadable_next = 1
+    message = price("SKU-1", 1, "1000.00")  # the price WB holds: "already set"
+
+    (first,) = send(make(sim, store, poll_at_once=True), message)
+    (then,) = send(make(sim, store, poll_at_once=True), replace(message, receipt=first.receipt))
+
+    assert (Verdict.AWAITING, 1.0) == (first.verdict, first.again_in), first
+    assert Verdict.DELIVERED == then.verdict, then
 
 
 def test_a_sale_lock_is_temporary_and_charged_in_wbs_words(sim: WbSimulator) -> None:
@@ -1279,6 +1312,150 @@ def test_a_429_is_obeyed_nothing_goes_before_x_ratelimit_retry(sim: WbSimulator)
     ), first
     assert waited >= 1.9, "the next request waited for X-Ratelimit-Retry"
     assert Verdict.AWAITING == again[0].verdict
+
+
+def test_a_429_barring_the_budget_a_minute_never_holds_a_send_it_goes_back_uncharged(
+    sim: WbSimulator,
+) -> None:
+    """The Yandex Market rule for Wildberries (budget.py ``LONGEST_WAIT``): another program
+    spent the account's bucket (research §2.3), so WB answers 429 with a retry a minute away. A
+    send after it never sleeps that minute (a worker's stop waits for its sends): its prices
+    go back at once, nothing sent, uncharged (``AWAITING``), due when the bar has passed; a
+    task already made is polled later, never waited for; ``exchange verify`` (no send) still
+    waits as long as the budget says."""
+    sim.limits = Limits()  # WB's documented 10 per 6 s
+    sim.test_budget = Budget()  # type: ignore[attr-defined]
+    store = MemoryWbStore()
+    (first,) = send(make(sim, store), price("SKU-1", 1, "900.00"))  # a task made
+    assert Verdict.AWAITING == first.verdict and first.receipt, first
+    sim.spent_elsewhere(100)  # 101 tokens short: 61 s at 10 per 6 s
+
+    async def scenario(t: WildberriesTarget) -> tuple[list[Classification], float, int]:
+        started = time.monotonic()
+        sent = t.requests_sent
+        said = await t.send([price("SKU-1", 1, "900.00"), price("SKU-2", 1, "900.00")])
+        return said, time.monotonic() - started, t.requests_sent - sent
+
+    said, took, requests = run(make(sim, store), scenario)
+
+    assert took < 1.0, took
+    assert 1 == requests, "the poll answered 429; nothing sent while WB bars the account"
+    polled, held = said
+    assert Verdict.AWAITING == polled.verdict and "task" in polled.detail, polled
+    assert polled.again_in and polled.again_in >= 55, polled
+    assert Verdict.AWAITING == held.verdict and not held.result_unknown, held
+    assert "X-Ratelimit-Retry" in held.detail and "not charged" in held.detail, held
+    assert held.again_in and 55 <= held.again_in <= 62, held
+    assert "ограничение" in error_words(held.detail, "ru"), error_words(held.detail, "ru")
+
+
+def test_a_429_barring_the_budget_a_minute_never_holds_the_workers_health_check_or_recheck(
+    sim: WbSimulator,
+) -> None:
+    """The worker asks ``health`` and rechecks the withheld prices (``withheld_shown``) between
+    sends; its stop waits for them as for a send: a 429's bar a minute away answers them at
+    once (the health as a 429 does, the recheck unknown, looked at again the next time)."""
+    sim.limits = Limits()
+    sim.test_budget = Budget()  # type: ignore[attr-defined]
+    message = price("SKU-1", 1, "300.00")
+
+    async def scenario(t: WildberriesTarget) -> tuple[Classification, list[Shown], float]:
+        t.budget.refused(60.0)  # a 429 another request of the worker's got
+        started = time.monotonic()
+        health = await t.health()
+        shown = await t.withheld_shown([message])
+        return health, shown, time.monotonic() - started
+
+    health, shown, took = run(make(sim), scenario)
+
+    assert took < 1.0, took
+    assert Verdict.DELIVERED != health.verdict and "X-Ratelimit-Retry" in health.detail, health
+    assert [Shown.UNKNOWN] == shown
+
+
+def test_what_a_send_polled_stays_its_verdict_when_its_upload_is_held_by_the_budget(
+    sim: WbSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A send polls SKU-1's task (done: delivered, its row dropped), then its upload of SKU-2
+    is held by the budget (``Later``: a 429's bar longer than a send waits). SKU-2 waits,
+    uncharged; SKU-1 keeps the verdict its poll gave, never the held upload's (its task row is
+    gone: it would be uploaded again for nothing)."""
+    store = MemoryWbStore()
+    (first,) = send(make(sim, store), price("SKU-1", 1, "900.00"))
+    assert Verdict.AWAITING == first.verdict
+    target = make(sim, store)
+    taken = target.budget.take
+
+    async def held(kind: str, *, most: float | None = None) -> None:
+        if kind == "upload":
+            raise Later(60.0)
+        await taken(kind, most=most)
+
+    monkeypatch.setattr(target.budget, "take", held)
+
+    polled, waits = send(target, price("SKU-1", 1, "900.00"), price("SKU-2", 1, "900.00"))
+
+    assert Verdict.DELIVERED == polled.verdict, polled
+    assert (Verdict.AWAITING, 60.0) == (waits.verdict, waits.again_in), waits
+
+
+def test_a_poll_begun_never_waits_out_a_long_429_within_a_send() -> None:
+    """The poller's part of the rule above: the rest of a poll begun (``take_poll(wait=True)``:
+    a task's pages, a 208's task) asked within a send while a 429 bars the budget a minute is
+    put off at once (False, nothing taken), as an upload's token is (``Later``); outside a
+    send it waits as before. A fake clock: nothing sleeps for real."""
+    clock = {"now": 0.0}
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock["now"] += seconds
+
+    budget = Budget(monotonic=lambda: clock["now"], sleep=sleep)
+
+    async def scenario() -> tuple[bool, str, bool]:
+        budget.refused(60.0)
+        put_off = await budget.take_poll(wait=True, most=LONGEST_WAIT)
+        try:
+            await budget.take("upload", most=LONGEST_WAIT)
+            later = "taken"
+        except Later as held:
+            later = f"{held.seconds:.0f}"
+        waited = await budget.take_poll(wait=True)
+        return put_off, later, waited
+
+    put_off, later, waited = asyncio.run(scenario())
+
+    assert (False, "60") == (put_off, later)
+    assert waited and sum(slept) >= 60.0, slept  # no ``most``: waited, as before
+    assert {"upload": 0, "poll": 1, "read": 0} == budget.taken
+
+
+def test_a_poll_begun_within_a_send_never_waits_its_share_past_the_sends_wait() -> None:
+    """While uploads are pressed, the rest of a poll begun waits for its share's token (one
+    every 12 s at WB's rate, longer split among workers), which a worker's stop would wait
+    for. Within a send (``most``) it goes on the shared bucket in its turn instead: it ends,
+    within a token's interval, never put off (begun again, it would never end while uploads
+    are pressed). A fake clock."""
+    clock = {"now": 0.0}
+
+    async def sleep(seconds: float) -> None:
+        clock["now"] += seconds
+
+    budget = Budget(monotonic=lambda: clock["now"], sleep=sleep)
+
+    async def scenario() -> tuple[bool, bool, float]:
+        await budget.take("upload")
+        await budget.take("upload")  # waited for its token: uploads are pressed
+        first = await budget.take_poll(wait=True, most=LONGEST_WAIT)  # the share's token
+        asked = clock["now"]
+        second = await budget.take_poll(wait=True, most=LONGEST_WAIT)  # the share is empty
+        return first, second, clock["now"] - asked
+
+    first, second, took = asyncio.run(scenario())
+
+    assert (True, True) == (first, second)
+    assert took < 1.0, took
 
 
 def test_polling_never_starves_uploads(sim: WbSimulator) -> None:

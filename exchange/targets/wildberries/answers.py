@@ -4,6 +4,7 @@ good's line in a processed task. The one place the target reads WB's words."""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import httpx
@@ -23,6 +24,7 @@ QUARANTINE = "price quarantine"  # "… Item has been moved to Price Quarantine"
 SALE_LOCK = "added to the sale"  # "You can't change the item price. Item was added to the Sale…"
 INVALID_NM = "invalid item no"  # "Invalid item No."
 READ_ONLY = "read-only"  # research §2.2: "read-only token scope not allowed for this route"
+RATE_LIMITED = "RateLimited"  # error_class of prices the budget holds (``budget_held``)
 
 # A sale for high inventory lasts hours or days (research §2.4, §2.6 item 7): each try waits
 # the longest the worker allows (its Retry-After cap, retry_max_delay), never the backoff's
@@ -92,6 +94,20 @@ def retry_in(response: httpx.Response) -> str | None:
         "Retry-After"
     )
     return found
+
+
+def budget_held(wait: float) -> Classification:
+    """The account's budget (budget.py: a 429's ``X-Ratelimit-Retry`` bars every request)
+    would hold a request longer than a send waits (``LONGEST_WAIT``): not sent now,
+    ``AWAITING``, not charged, due again in whole seconds (at least one) when it may go."""
+    seconds = max(1, math.ceil(wait))
+    return Classification(
+        Verdict.AWAITING,
+        f"held: Wildberries' limit for the Prices category bars requests for {seconds} s "
+        "(X-Ratelimit-Retry); sent then, not charged",
+        error_class=RATE_LIMITED,
+        again_in=float(seconds),
+    )
 
 
 def token_missing() -> Classification:

@@ -17,6 +17,14 @@ token polls took last.
 The bucket is the seller account's, and every worker delivering to the channel spends it: each
 keeps its share (``share``: the rate and the burst divided among the channel's live workers,
 as EXCHANGE_SITE_MAX_RATE is split).
+
+A request inside a send waits ``LONGEST_WAIT`` at most (``take``'s and ``take_poll``'s
+``most``): a longer wait (a 429's ``X-Ratelimit-Retry`` a minute away: another program spent
+the account's bucket, or a 4xx counted as ten, research §2.3) raises ``Later`` (a poll is put
+off: False) instead, nothing taken, and the target hands the prices back uncharged, due again
+when the bar has passed: a wait inside a send never holds a worker past its stop (SIGTERM,
+``--max-seconds``), since the worker lets the sends in flight finish (as the Yandex Market
+target's budget, yandex_market/pace.py).
 """
 
 from __future__ import annotations
@@ -30,6 +38,19 @@ SAFETY = 0.99
 # (one poll per 12 s at WB's 10 requests / 6 s), little enough that a reload's uploads keep
 # 95 % of the account's rate (issue 32 item 6: ≥ 85 % of the limit over the send phase).
 POLL_SHARE = 0.05
+# Seconds a request waits for the budget inside a send at most (from the moment it asks, its
+# turn behind other waiters included): a token at WB's rate (0.6 s) fits, a 429's minute does
+# not. A worker's stop waits for its sends in flight.
+LONGEST_WAIT = 5.0
+
+
+class Later(Exception):
+    """The budget would hold a request longer than its caller waits: nothing was taken;
+    ``seconds``: until it may go (as seen now)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the budget lets it go in {seconds:.1f} s")
+        self.seconds = seconds
 
 
 class _Bucket:
@@ -110,8 +131,11 @@ class Budget:
             self._lock, self._loop = asyncio.Lock(), loop
         return self._lock
 
-    async def take(self, kind: str) -> None:
-        """Wait for a token of the shared bucket (``upload`` or ``read``)."""
+    async def take(self, kind: str, *, most: float | None = None) -> None:
+        """Wait for a token of the shared bucket (``upload`` or ``read``). ``most``: seconds to
+        wait at most from now (the turn behind other waiters included); when the token would
+        not come by then, ``Later`` is raised at once and nothing is taken."""
+        deadline = None if most is None else self._now() + most
         upload = kind == "upload"
         self._uploads_waiting += upload
         try:
@@ -123,6 +147,8 @@ class Budget:
                         self.shared.tokens -= 1.0
                         self.taken[kind] += 1
                         return
+                    if deadline is not None and now + wait > deadline + 1e-9:
+                        raise Later(wait)
                     if upload:
                         self._pressed_at = now
                     await self._sleep(wait)  # type: ignore[misc]
@@ -135,27 +161,46 @@ class Budget:
         now = self._now() if now is None else now
         return self._uploads_waiting > 0 or now - self._pressed_at < self.period
 
-    async def take_poll(self, *, wait: bool = False) -> bool:
+    async def take_poll(self, *, wait: bool = False, most: float | None = None) -> bool:
         """A token for a poll. While uploads are not pressed, a token the shared bucket holds
         now; while they are, a token they leave (the shared bucket is full and no upload
         waits) or one of the poll share's (then waiting its turn for the shared bucket behind
         the uploads that wait); False: put the poll off at once, never waiting. ``wait``: the
         rest of a poll begun (the pages of a task whose status was read) waits for the share's
         token instead while they are, so that a poll once begun ends (the share's rate is kept
-        all the same)."""
+        all the same). ``most``: seconds such a poll waits at most from now (the turn behind
+        other waiters included): when a 429's bar would hold it longer, False at once, nothing
+        taken; when its share's token would, it goes on the shared bucket in its turn."""
+        deadline = None if most is None else self._now() + most
+
+        def too_long(now: float, pause: float) -> bool:
+            return deadline is not None and now + pause > deadline + 1e-9
+
         if not wait and not self._poll_may_go(self._now()):
             return False  # put off without waiting for the lock (an upload may hold it)
         async with self.lock:
             now = self._now()
             if not wait and not self._poll_may_go(now):
                 return False
+            if too_long(now, self.barred_until - now):
+                return False
+            share = True  # the poll spends its share's token (while uploads are pressed)
             while wait and self.uploads_going(now):
                 pause = max(self.barred_until - now, self.polls.wait(now))
                 if pause <= 0 or self._spare(now):
                     break
+                if too_long(now, pause):
+                    # The share's next token is further than a send waits (one every 12 s at
+                    # WB's rate, longer split among workers): the rest of a poll begun goes
+                    # on the shared bucket in its turn instead, so that it still ends (put
+                    # off, it would be begun again, and never end while uploads are pressed).
+                    share = False
+                    break
                 await self._sleep(pause)  # type: ignore[misc]
                 now = self._now()
-            if self.uploads_going(now) and not self._spare(now):
+            if too_long(now, max(self.barred_until - now, self.shared.wait(now))):
+                return False
+            if share and self.uploads_going(now) and not self._spare(now):
                 self.polls.refill(now)
                 self.polls.tokens -= 1.0
             while True:
@@ -165,6 +210,8 @@ class Budget:
                     self.shared.tokens -= 1.0
                     self.taken["poll"] += 1
                     return True
+                if too_long(now, shared):
+                    return False
                 await self._sleep(shared)  # type: ignore[misc]
 
     def _spare(self, now: float) -> bool:

@@ -53,6 +53,7 @@ a 429 bars every request for ``X-Ratelimit-Retry`` seconds (``Budget``).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import math
@@ -82,7 +83,7 @@ from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
 from exchange.targets.marketplace.holders import NO_HOLDERS, OfferHolders, OneSkuAGood
 from exchange.targets.marketplace.money import Money
 from exchange.targets.wildberries import answers
-from exchange.targets.wildberries.budget import Budget
+from exchange.targets.wildberries.budget import LONGEST_WAIT, Budget, Later
 from exchange.targets.wildberries.store import Task, WbStore
 from exchange.targets.wildberries.token import claims
 from exchange.targets.wire import (
@@ -94,6 +95,12 @@ from exchange.targets.wire import (
 )
 
 log = logging.getLogger(__name__)
+
+# Seconds a request waits for the budget at most (None: as long as the budget says), set by
+# ``send`` for the requests it makes (budget.py ``LONGEST_WAIT``).
+_PATIENCE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "wb_patience", default=None
+)
 
 DEFAULT_URL = "https://discounts-prices-api.wildberries.ru"
 MAX_GOODS = 1000  # research §2.1: "Максимум 1 000 товаров"
@@ -140,6 +147,7 @@ class _InForce:
     said: Classification
     nm_id: int
     roubles: int
+    before: str | None = None  # the delivery's receipt as it came (``_quarantine_unread``)
 
 
 # A send's answer for a message before ``_behind_quarantine``: a verdict, or a price found in
@@ -154,6 +162,7 @@ def _in_force(said: Classification, good: _Good) -> _InForce:
         ),
         good.nm_id,
         good.price.roubles,
+        good.price.message.receipt,
     )
 
 
@@ -183,6 +192,12 @@ class _StoreFailed(_Answer):
 _PENDING, _LATER, _CANCELLED, _LOST = "pending", "later", "cancelled", "lost"
 REPLAY_WAIT = 60.0  # seconds between uploads while WB's 208 names an ended task
 REPLAY_RECEIPT = "wb-208:"  # the first 208 naming an ended task: wb-208:<task>:<epoch s>
+# Reads of WB's price quarantine a price found in force gets when the list cannot be read
+# (``_quarantine_unread``): the failed ones counted in the delivery's receipt,
+# wb-qread:<reads>, each read after the last waiting 1, 4, 16, 64, then 256 s (at most
+# ``quarantine_wait``).
+QUARANTINE_READS = 6
+QREAD_RECEIPT = "wb-qread:"
 FEW = 5  # goods read back one by one (filterNmID); more: from the catalogue's pages
 # Uploads one refused upload may add, halving itself to find the goods a validation 400 (which
 # names none) refused (``_refused_whole``): a bad good among 1,000 is found in 20.
@@ -350,6 +365,15 @@ class WildberriesTarget:
         return out
 
     async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
+        # Within a send, a request waits for the budget LONGEST_WAIT at most (the worker's stop
+        # waits for its sends); ``exchange verify`` and ``check`` wait as long as it says.
+        patience = _PATIENCE.set(LONGEST_WAIT)
+        try:
+            return await self._send(messages)
+        finally:
+            _PATIENCE.reset(patience)
+
+    async def _send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
         built = await items.gather(messages, self.channel, articles=self.articles)
         answers_ = dict(built.answers)
         prices = await self._one_sku_a_good([_item(item) for item in built.items], answers_)
@@ -365,6 +389,15 @@ class WildberriesTarget:
         return [answers_[m.message_id] for m in messages]
 
     async def health(self) -> Classification:
+        # The worker asks it between sends: a 429's bar held longer than a send waits is
+        # answered at once (its stop waits for it too), as a 429 is.
+        patience = _PATIENCE.set(LONGEST_WAIT)
+        try:
+            return await self._health()
+        finally:
+            _PATIENCE.reset(patience)
+
+    async def _health(self) -> Classification:
         """A catalogue read of one good. While WB refuses the token (401/403) the worker asks
         every cycle; the same token is asked again only ``refused_wait`` after WB refused it
         (its answer said meanwhile): every request shares the Prices budget, and a 4xx may
@@ -488,17 +521,31 @@ class WildberriesTarget:
             )
             if found not in (_PENDING, _LATER):
                 await self._db(self.store.drop_tasks, [t.nm_id for t in tasks], upload_id)
-        if stuck:
-            upload += await self._stuck(stuck, out)
-        if left_out:
-            refused += await self._left_out(left_out, out)
-        if unpriced:
-            upload += await self._carried_by(unpriced, out)
-        if refused:
-            upload += await self._again(refused, out)
-        step = self.max_goods
-        for chunk in [upload[i : i + step] for i in range(0, len(upload), step)]:
-            out.update(await self._upload(chunk))
+        # What the polls ended (their task rows dropped) stays theirs if a later request of
+        # this send fails whole (a 429's bar held longer than a send waits: ``_call``), but
+        # for a refused nmID (its map rebuilt now) and a price found in force (settled only by
+        # the quarantine's read).
+        again_ids = {g.price.message.message_id for g in refused}
+        judged = {
+            key: said
+            for key, said in out.items()
+            if key not in again_ids and isinstance(said, Classification)
+        }
+        try:
+            if stuck:
+                upload += await self._stuck(stuck, out)
+            if left_out:
+                refused += await self._left_out(left_out, out)
+            if unpriced:
+                upload += await self._carried_by(unpriced, out)
+            if refused:
+                upload += await self._again(refused, out)
+            step = self.max_goods
+            for chunk in [upload[i : i + step] for i in range(0, len(upload), step)]:
+                out.update(await self._upload(chunk))
+        except _Answer as whole:
+            whole.answers.update({k: v for k, v in judged.items() if k not in whole.answers})
+            raise
         return await self._behind_quarantine(out)
 
     async def _behind_quarantine(self, out: dict[str, _Said]) -> dict[str, Classification]:
@@ -515,8 +562,9 @@ class WildberriesTarget:
         quarantine lets the good go: taken out at this price in the cabinet, this price is
         delivered then; confirmed, the held price is live and this one is uploaded over it. A
         429 is waited out (the budget bars requests for WB's wait: a 4xx "already set" may have
-        cost ten, research §2.3, §8) and the list read once more; a list it cannot read is its
-        failure, for these goods alone."""
+        cost ten, research §2.3, §8) and the list read once more; a list it cannot read is a
+        failed read, for these goods alone (``_quarantine_unread``): read again later,
+        uncharged, a bounded number of times."""
         held: dict[int, int | None] = {}  # read only for a price in force
         if any(isinstance(said, _InForce) for said in out.values()):
             try:
@@ -529,7 +577,10 @@ class WildberriesTarget:
             except _Answer as failed:
                 unread = failed.classification
                 return {
-                    key: unread if isinstance(said, _InForce) else said for key, said in out.items()
+                    key: self._quarantine_unread(said, unread)
+                    if isinstance(said, _InForce)
+                    else said
+                    for key, said in out.items()
                 }
 
         def settled(said: _Said) -> Classification:
@@ -540,6 +591,44 @@ class WildberriesTarget:
             return _behind(said, held[said.nm_id], self.quarantine_wait)
 
         return {key: settled(said) for key, said in out.items()}
+
+    def _quarantine_unread(self, said: _InForce, failed: Classification) -> Classification:
+        """A price in force (the upload's own answer known: "already set", or a task's) whose
+        price quarantine could not be read (``failed``: an answer without ``quarantineGoods``,
+        a 5xx, a timeout). An auxiliary read, as a task's poll (put off, uncharged) or Yandex
+        Market's read-back (read again, uncharged, until its bound): the price waits,
+        uncharged (``AWAITING``), and is looked at again, the failed reads counted in its
+        receipt (``QREAD_RECEIPT``), never ended on one bad answer. After ``QUARANTINE_READS``
+        failed reads (about six minutes) the read's own verdict ends it: an answer it cannot
+        read ``unknown-response`` (contract 5: an unknown cause is never temporary), a 5xx or
+        a timeout charged; in words saying the list was read that many times. A token refused
+        pauses; a read the budget holds (``budget_held``) waits as it says."""
+        if failed.verdict in (Verdict.PAUSE, Verdict.AWAITING):
+            return failed
+        before = said.before or ""
+        try:
+            reads = (
+                int(before.removeprefix(QREAD_RECEIPT)) if before.startswith(QREAD_RECEIPT) else 0
+            )
+        except ValueError:
+            reads = 0
+        reads += 1
+        if reads < QUARANTINE_READS:
+            wait = min(self.quarantine_wait, 4.0 ** (reads - 1))
+            return Classification(
+                Verdict.AWAITING,
+                f"the quarantine list could not be read ({failed.detail}); read again",
+                http_status=failed.http_status,
+                receipt=f"{QREAD_RECEIPT}{reads}",
+                # Whole seconds, at least one: never due again at once.
+                again_in=float(max(1, math.ceil(wait))),
+            )
+        return replace(
+            failed,
+            detail=f"Wildberries holds {said.roubles} for nmID {said.nm_id} already, but its "
+            f"price quarantine could not be read {reads} times ({failed.detail}): whether it "
+            "holds an earlier price for the good is not known",
+        )
 
     def _judge_task(
         self,
@@ -1043,8 +1132,20 @@ class WildberriesTarget:
         since), the good was not applied now: its task row is dropped and it waits to be
         uploaded again once WB makes a new task (``_replay_wait``). A good the catalogue does
         not list is left to the usual poll (the task's line: a refused nmID, left out)."""
-        if not await self.budget.take_poll(wait=True):
-            return {}
+        try:
+            return await self._replayed_read(upload_id, goods)
+        except _Answer:
+            # Not judged now (a 429's bar longer than a send waits, a read that failed): the
+            # rows go, so that this 208's task is never judged later by its lines, which carry
+            # this price and the old outcome; the goods are uploaded again, WB naming the task
+            # again, and read then.
+            await self._db(self.store.drop_tasks, [g.nm_id for g in goods], upload_id)
+            raise
+
+    async def _replayed_read(self, upload_id: int, goods: list[_Good]) -> dict[str, _Said]:
+        """``_replayed``, its task's status and lines and the catalogue read."""
+        if not await self.budget.take_poll(wait=True, most=_PATIENCE.get()):
+            raise _Answer(answers.budget_held(self.budget.poll_wait()))
         meta = await self._task_status("/api/v2/history/tasks", upload_id)
         status = meta.get("status") if isinstance(meta, dict) else None
         if not isinstance(meta, dict) or status not in (DONE, SOME_ERRORS, ALL_ERRORS, CANCELLED):
@@ -1223,7 +1324,7 @@ class WildberriesTarget:
         without errors too (a task a 208 named: which prices it carried)."""
         # ``poll_at_once`` (a test's simulator processes at once): the look right after the
         # upload waits for its token rather than being put off.
-        if not await self.budget.take_poll(wait=self.poll_at_once):
+        if not await self.budget.take_poll(wait=self.poll_at_once, most=_PATIENCE.get()):
             return _LATER
         meta = await self._task_status("/api/v2/history/tasks", upload_id)
         if isinstance(meta, str):
@@ -1239,7 +1340,7 @@ class WildberriesTarget:
         if status == CANCELLED:
             return _CANCELLED
         # Not in the history yet (research §2.4, §8: a fresh task may show in the buffer).
-        if await self.budget.take_poll(wait=self.poll_at_once):
+        if await self.budget.take_poll(wait=self.poll_at_once, most=_PATIENCE.get()):
             buffered = await self._task_status("/api/v2/buffer/tasks", upload_id)
             if isinstance(buffered, dict) and buffered.get("status") == PENDING:
                 return _PENDING
@@ -1265,7 +1366,10 @@ class WildberriesTarget:
         rows: dict[int, dict[str, Any]] = {}
         offset = 0
         while True:
-            await self.budget.take_poll(wait=True)  # the task's status was read: finish it
+            # The task's status was read: finish it, unless a 429 bars the budget longer than
+            # a send waits (put off: the poll is made again).
+            if not await self.budget.take_poll(wait=True, most=_PATIENCE.get()):
+                return _LATER
             response = await self._call(
                 "GET",
                 "/api/v2/history/goods/task",
@@ -1414,6 +1518,15 @@ class WildberriesTarget:
             offset += PAGE
 
     async def withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
+        # The worker's recheck: a 429's bar held longer than a send waits is a look that
+        # failed (unknown), made again at the next recheck; the stop never waits for it.
+        patience = _PATIENCE.set(LONGEST_WAIT)
+        try:
+            return await self._withheld_shown(messages)
+        finally:
+            _PATIENCE.reset(patience)
+
+    async def _withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
         """A withheld price is live once its ``nmID`` left the quarantine and the catalogue
         holds it (the seller confirmed it in the cabinet); still listed: withheld; left with
         another price there (the seller's own, or a newer one of ours): unknown the first time
@@ -1519,7 +1632,13 @@ class WildberriesTarget:
         if self._token is None:
             raise _Answer(answers.token_missing())
         if counted:
-            await self.budget.take(what if what != "poll" else "read")
+            try:
+                await self.budget.take(what if what != "poll" else "read", most=_PATIENCE.get())
+            except Later as later:
+                # A longer wait would hold the worker's stop (it waits for the sends in
+                # flight): what this request carried goes back uncharged, due when the budget
+                # lets it go (as the Yandex Market target's prices, yandex_market/pace.py).
+                raise _Answer(answers.budget_held(later.seconds)) from None
         token = self._token
         headers = {"Authorization": token}
         content = None
