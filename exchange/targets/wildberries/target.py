@@ -305,7 +305,9 @@ class WildberriesTarget:
             headers={"User-Agent": USER_AGENT},
         )
         self._pacer: Pacer = UNPACED
-        self._refused_nm = False  # WB refused an nmID: the next lookup rebuilds the map
+        # WB refused an nmID, or a task's line named another vendor code for it: the next
+        # lookup rebuilds the map.
+        self._rebuild_now = False
         self.refused_wait = refused_wait
         self.quarantine_wait = quarantine_wait
         # The token WB refused (401/403) at a health check, when, and its answer.
@@ -762,7 +764,7 @@ class WildberriesTarget:
         """WB refused these ``nmID``s: the map rebuilt now; a vendor code found under another
         ``nmID`` is uploaded again under it, one not found is ``unknown-sku``, one found under
         the same ``nmID`` keeps WB's refusal."""
-        self._refused_nm = True
+        self._rebuild_now = True
         nm = await self._nm_ids({g.price.vendor_code for g in refused})
         again: list[_Good] = []
         for g in refused:
@@ -1301,27 +1303,39 @@ class WildberriesTarget:
         """The nmIDs of those of ``vendor_codes`` the map holds, when the map was read from
         WB's catalogue, and whether that read is this call's (rebuilt now, or while this call
         waited for the rebuild lock): only such a read makes a missing vendor code
-        ``unknown-sku`` (a card made on WB after an older read is found by the next one)."""
-        known = await self._db(self.store.nm_ids, sorted(vendor_codes))
-        if len(known) == len(vendor_codes) and not self._refused_nm:
-            return known, None, False
+        ``unknown-sku`` (a card made on WB after an older read is found by the next one).
+
+        A map older than ``catalogue_refresh`` is read again first, even when it holds every
+        vendor code: a vendor code moved in WB's cabinet to another card (the old card renamed,
+        a new one made under it) or taken off its card must not send a price to the card the
+        old read named (review wbcat finding 1; research §2.1: ``nmID`` is WB's, the vendor
+        code the seller's, §2.6 item 1: the map is a cache). So no price goes out on a map
+        older than ``wb_catalogue_refresh``."""
         before = await self._db(self.store.refreshed_at)
+        known = await self._db(self.store.nm_ids, sorted(vendor_codes))
+        if len(known) == len(vendor_codes) and not self._rebuild_now and not self._due(before):
+            return known, None, False
         # One rebuild at a time: the requests of one batch go at once, and each would page the
         # whole catalogue (and write the map over the others', which PostgreSQL refuses).
         async with self._rebuilding():
             at = await self._db(self.store.refreshed_at)
             fresh = at is not None and at != before  # another rebuilt it while this waited
             known = await self._db(self.store.nm_ids, sorted(vendor_codes))
-            if len(known) == len(vendor_codes) and not self._refused_nm:
-                return known, at, fresh  # the rebuild this one waited for found them
-            now = self.clock()
-            due = at is None or now - at >= timedelta(seconds=self.catalogue_refresh)
-            if not (due or self._refused_nm):
+            if not (self._due(at) or self._rebuild_now):
+                # Read within ``catalogue_refresh`` (perhaps by the rebuild this one waited
+                # for): a vendor code it lacks waits for the next read (``_until_read_again``).
                 return known, at, fresh
-            self._refused_nm = False
+            self._rebuild_now = False
+            now = self.clock()
             catalogue = await self.catalogue()
             await self._db(self.store.replace_catalogue, catalogue, now)
             return {v: catalogue[v] for v in vendor_codes if v in catalogue}, now, True
+
+    def _due(self, read_at: datetime | None) -> bool:
+        """Whether the map read at ``read_at`` (None: never read) is to be read again."""
+        return read_at is None or self.clock() - read_at >= timedelta(
+            seconds=self.catalogue_refresh
+        )
 
     def _rebuilding(self) -> asyncio.Lock:
         """The catalogue's rebuild lock, made in the running loop (a target outlives the event
