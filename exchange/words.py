@@ -546,6 +546,9 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
     "reason-marketplace": {
         "unknown-response": NP_("reason", "unknown response of the marketplace"),
         "http-": NP_("reason", "rejected by the marketplace"),
+        # A marketplace has no shop: its offer missing from the marketplace's catalogue (the
+        # advice, ``report.words``, says the same; review wbcat finding 2).
+        "unknown-sku": NP_("reason", "not in the marketplace's catalogue"),
     },
 }
 
