@@ -1839,6 +1839,21 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "seller's cabinet (Цены и скидки → Карантин цен) or a newer price is sent"
         ),
     ),
+    (
+        r"Wildberries: (?P<w>.*) \(task (?P<t>\d+)\)\. Wildberries does not change the price of "
+        r"a good while it is in a sale for its high inventory \(often hours or days\): the "
+        r"price is tried again, each try retry_max_delay after the last, and if the sale "
+        r"outlasts the tries it is quarantined \(retry-limit\); the seller can see the sale in "
+        r"Wildberries' seller cabinet and take the good out of it there where Wildberries "
+        r"allows it",
+        N_(
+            "Wildberries: {w} (task {t}). Wildberries does not change the price of a good while "
+            "it is in a sale for its high inventory (often hours or days): the price is tried "
+            "again, each try retry_max_delay after the last, and if the sale outlasts the tries "
+            "it is quarantined (retry-limit); the seller can see the sale in Wildberries' seller "
+            "cabinet and take the good out of it there where Wildberries allows it"
+        ),
+    ),
     (r"Wildberries: (?P<w>.*) \(task (?P<t>\d+)\)", N_("Wildberries: {w} (task {t})")),
     # the marketplaces' shared checks of a price (targets/marketplace: items.py, money.py)
     (
