@@ -1608,6 +1608,25 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("Wildberries cancelled task {t} (status 4): uploaded again"),
     ),
     (
+        r"Wildberries: task (?P<t>\d+) updated nmID (?P<n>\d+), which Wildberries names vendor "
+        r"code (?P<v>'.*') now, not (?P<s>'.*'): the vendor code map was stale and is read "
+        r"again; Wildberries' catalogue has no good with vendor code (?P<c>'.*') now",
+        N_(
+            "Wildberries: task {t} updated nmID {n}, which Wildberries names vendor code {v} "
+            "now, not {s}: the vendor code map was stale and is read again; Wildberries' "
+            "catalogue has no good with vendor code {c} now"
+        ),
+    ),
+    (
+        r"Wildberries: task (?P<t>\d+) updated nmID (?P<n>\d+), which Wildberries names vendor "
+        r"code (?P<v>'.*') now, not (?P<s>'.*'): the vendor code map was stale and is read "
+        r"again",
+        N_(
+            "Wildberries: task {t} updated nmID {n}, which Wildberries names vendor code {v} "
+            "now, not {s}: the vendor code map was stale and is read again"
+        ),
+    ),
+    (
         r"Wildberries: task (?P<t>\d+) updated nmID (?P<n>\d+)",
         N_("Wildberries: task {t} updated nmID {n}"),
     ),

@@ -1452,3 +1452,46 @@ def test_a_map_older_than_the_refresh_is_read_again_before_an_upload(
     assert (Verdict.TERMINAL, Reason.UNKNOWN_SKU) == (gone.verdict, gone.reason), gone
     assert [900] == sim.applied[old_2]
     assert new_1 == store.nm_ids(["SKU-1"])["SKU-1"]
+
+
+@pytest.mark.parametrize("card", ["made-again", "none"])
+def test_a_task_line_naming_another_vendor_code_has_the_map_read_again(
+    sim: WbSimulator, engine: Engine, card: str
+) -> None:
+    """Review wbcat finding 1, the task's own lines (research §2.4: ``historyGoods`` carry
+    ``vendorCode``): card SKU-1 is renamed in WB's cabinet (§2.1, §2.6 item 1) after its price
+    was uploaded and before WB processed the task, within ``wb_catalogue_refresh``. The line
+    names "SKU-1-old": the map is read again at once; the price goes to the card bearing
+    SKU-1 now (made-again), or, none bearing it, is unknown-sku with words naming the nmID it
+    landed on (SQLite and PostgreSQL: a new target each attempt, as after a restart)."""
+    sim.switches.processing_delay = 60.0
+    old = nm(sim, "SKU-1")
+    sim.lock_for_sale(nm(sim, "SKU-2"))  # status 5: the task's lines are read
+    store = DbWbStore(engine, "wb")
+    make_t = lambda: make(  # noqa: E731
+        sim, store, clock=sim.clock.datetime, catalogue_refresh=10_000
+    )
+    messages = (price("SKU-1", 1, "900.00"), price("SKU-2", 1, "900.00"))
+    first = send(make_t(), *messages)
+    reads = sim.requests["/api/v2/list/goods/filter"]
+    sim.vendor_code_in_cabinet(old, "SKU-1-old")
+    new = sim.add_good("SKU-1", price=1000).nm_id if card == "made-again" else None
+    sim.clock.advance(61)
+
+    polled, _ = send(make_t(), *messages)
+    sim.clock.advance(61)
+    (last,) = send(make_t(), messages[0])
+
+    assert [Verdict.AWAITING] * 2 == [a.verdict for a in first], first
+    assert reads + 1 == sim.requests["/api/v2/list/goods/filter"], "read again at once"
+    assert [900] == sim.applied[old]
+    if new is not None:
+        assert Verdict.AWAITING == polled.verdict, polled  # uploaded again, to the new card
+        assert Verdict.DELIVERED == last.verdict, last
+        assert [900] == sim.applied[new]
+        assert new == store.nm_ids(["SKU-1"])["SKU-1"]
+    else:
+        assert (Verdict.TERMINAL, Reason.UNKNOWN_SKU) == (polled.verdict, polled.reason)
+        assert f"updated nmID {old}" in (polled.detail or ""), polled
+        assert "'SKU-1-old'" in (polled.detail or ""), polled
+        assert {} == store.nm_ids(["SKU-1"])

@@ -23,6 +23,7 @@ from exchange.targets.wildberries.target import (
     _already,
     _behind,
     _Good,
+    _landed_elsewhere,
     _Price,
     _StoreFailed,
     _unknown_sku,
@@ -60,6 +61,7 @@ def built() -> list[str]:
     t = target()
     said: list[Classification] = [
         _unknown_sku("SKU-999"),
+        _unknown_sku("SKU-1", _landed_elsewhere(7000001, good(), "SKU-1-A")),
         _already(WB_WORDS, good()).said,
         _already(WB_WORDS, good(), 900).said,
         _behind(_already(WB_WORDS, good()), 300, 300.0),
@@ -90,6 +92,7 @@ def built() -> list[str]:
         t._replay_wait(good(), 7000001, "it was processed then; WB holds 1000 for nmID 1 now")
     )
     return [c.detail for c in said] + [
+        _landed_elsewhere(7000001, good(), "SKU-1-A"),
         answers.WHERE_TO_RELEASE,
         f"price {Money(places=0).fit(Decimal('900.50'), 'none')}",
         f"price {Money(places=0).fit(Decimal('0.4'), 'half-up')}",

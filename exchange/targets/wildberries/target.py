@@ -596,16 +596,26 @@ class WildberriesTarget:
                     # (``_left_out``): never delivered unless it shows this price.
                     left_out.append((g, upload_id, found.short))
                     continue
+                listed = _listed_as(row, g)
+                if listed is not None:
+                    self._stale_map(upload_id, g, listed)
                 if row is None or row.get("status") == ITEM_UPDATED:
                     # A task done without errors (status 3: every good updated, its lines
                     # not read), or a good updated in a task with some (research §2.4:
                     # status 5 updated the others).
                     out[g.price.message.message_id] = Classification(
                         Verdict.DELIVERED,
-                        f"Wildberries: task {upload_id} updated nmID {g.nm_id}",
+                        f"Wildberries: task {upload_id} updated nmID {g.nm_id}"
+                        if listed is None
+                        else _landed_elsewhere(upload_id, g, listed),
                         http_status=200,
                         receipt=f"wb-task:{upload_id}",
                     )
+                    if listed is not None:
+                        # The price landed on a good that no longer bears this vendor code:
+                        # the map read again (``_again``), and the price uploaded to the good
+                        # bearing it now; none: unknown-sku; the same nmID: delivered here.
+                        refused.append(g)
                     continue
                 meaning, said = answers.item_error(row, upload_id)
                 if meaning == "refused-nm":
@@ -770,11 +780,31 @@ class WildberriesTarget:
         for g in refused:
             now_nm = nm.get(g.price.vendor_code)
             if now_nm is None:
-                out[g.price.message.message_id] = _unknown_sku(g.price.vendor_code)
+                said = out.get(g.price.message.message_id)
+                landed = (
+                    said.detail
+                    if isinstance(said, Classification) and said.verdict is Verdict.DELIVERED
+                    else None
+                )  # a price that landed on a good bearing another vendor code now
+                out[g.price.message.message_id] = _unknown_sku(g.price.vendor_code, landed)
             elif now_nm != g.nm_id:
                 out.pop(g.price.message.message_id, None)
                 again.append(_Good(g.price, now_nm))
         return again
+
+    def _stale_map(self, upload_id: int, good: _Good, listed: str) -> None:
+        """A task's line names another vendor code for the good uploaded as ``good``'s
+        (research §2.4: ``historyGoods`` carry ``vendorCode``): the card's vendor code changed
+        in WB's cabinet after the map was read. The map is read again at the next lookup."""
+        log.warning(
+            "Wildberries: task %s updated nmID %s for vendor code %r, but WB names that good "
+            "%r now: the vendorCode->nmID map was stale and is read again",
+            upload_id,
+            good.nm_id,
+            good.price.vendor_code,
+            listed,
+        )
+        self._rebuild_now = True
 
     def _until_read_again(self, vendor_code: str, read_at: datetime) -> Classification:
         """A vendor code the map (read ``read_at``) lacks while reading the catalogue again is
@@ -1648,12 +1678,32 @@ def _shared_article(p: _Price, other: str) -> Classification:
     )
 
 
-def _unknown_sku(vendor_code: str) -> Classification:
+def _unknown_sku(vendor_code: str, landed: str | None = None) -> Classification:
+    """``landed``: the words of a price that landed on a good bearing another vendor code now
+    (``_landed_elsewhere``), said first."""
+    missing = f"Wildberries' catalogue has no good with vendor code {vendor_code!r}"
     return Classification(
         Verdict.TERMINAL,
-        f"Wildberries' catalogue has no good with vendor code {vendor_code!r}",
+        missing if landed is None else f"{landed}; {missing} now",
         http_status=200,
         reason=Reason.UNKNOWN_SKU,
+    )
+
+
+def _listed_as(row: dict[str, Any] | None, good: _Good) -> str | None:
+    """The vendor code a task's line names for ``good``'s nmID when it is not the one
+    uploaded (research §2.4: ``vendorCode`` in ``historyGoods``); None: the same, or not said."""
+    listed = row.get("vendorCode") if row is not None else None
+    if isinstance(listed, str) and listed and listed != good.price.vendor_code:
+        return listed
+    return None
+
+
+def _landed_elsewhere(upload_id: int, good: _Good, listed: str) -> str:
+    return (
+        f"Wildberries: task {upload_id} updated nmID {good.nm_id}, which Wildberries names "
+        f"vendor code {listed!r} now, not {good.price.vendor_code!r}: the vendor code map "
+        "was stale and is read again"
     )
 
 
