@@ -9,7 +9,10 @@ per good. How one ``send`` goes:
 2. each vendor code's ``nmID`` from the map kept per channel (``WbStore``); one missing there
    rebuilds the map from the catalogue (``/api/v2/list/goods/filter``, paged, within the
    budget) at most every ``catalogue_refresh`` seconds, and at once when WB refused an
-   ``nmID``; still missing: ``unknown-sku``;
+   ``nmID`` or a task's line named another vendor code for it (``_stale_map``); still
+   missing: ``unknown-sku``. A map older than ``catalogue_refresh`` is read again before any
+   price goes out, even when it holds every vendor code (a code moved in WB's cabinet to
+   another card; contract 14 read beyond its words, review wbcat finding 1);
 3. a good with a task in flight (the store's row, written before any poll) is not uploaded
    again: the task is polled (``history/tasks``, and the buffer while it is pending) within
    the poll share of the budget; its outcome ends the delivery that carried it, and a newer
