@@ -546,6 +546,9 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
     "reason-marketplace": {
         "unknown-response": NP_("reason", "unknown response of the marketplace"),
         "http-": NP_("reason", "rejected by the marketplace"),
+        # A marketplace has no shop: its offer missing from the marketplace's catalogue (the
+        # advice, ``report.words``, says the same; review wbcat finding 2).
+        "unknown-sku": NP_("reason", "not in the marketplace's catalogue"),
     },
 }
 
@@ -1605,6 +1608,25 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("Wildberries cancelled task {t} (status 4): uploaded again"),
     ),
     (
+        r"Wildberries: task (?P<t>\d+) updated nmID (?P<n>\d+), which Wildberries names vendor "
+        r"code (?P<v>'.*') now, not (?P<s>'.*'): the vendor code map was stale and is read "
+        r"again; Wildberries' catalogue has no good with vendor code (?P<c>'.*') now",
+        N_(
+            "Wildberries: task {t} updated nmID {n}, which Wildberries names vendor code {v} "
+            "now, not {s}: the vendor code map was stale and is read again; Wildberries' "
+            "catalogue has no good with vendor code {c} now"
+        ),
+    ),
+    (
+        r"Wildberries: task (?P<t>\d+) updated nmID (?P<n>\d+), which Wildberries names vendor "
+        r"code (?P<v>'.*') now, not (?P<s>'.*'): the vendor code map was stale and is read "
+        r"again",
+        N_(
+            "Wildberries: task {t} updated nmID {n}, which Wildberries names vendor code {v} "
+            "now, not {s}: the vendor code map was stale and is read again"
+        ),
+    ),
+    (
         r"Wildberries: task (?P<t>\d+) updated nmID (?P<n>\d+)",
         N_("Wildberries: task {t} updated nmID {n}"),
     ),
@@ -1851,6 +1873,21 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_(
             "Wildberries sells at the old price until the seller confirms the new one in the "
             "seller's cabinet (Цены и скидки → Карантин цен) or a newer price is sent"
+        ),
+    ),
+    (
+        r"Wildberries: (?P<w>.*) \(task (?P<t>\d+)\)\. Wildberries does not change the price of "
+        r"a good while it is in a sale for its high inventory \(often hours or days\): the "
+        r"price is tried again, each try retry_max_delay after the last, and if the sale "
+        r"outlasts the tries it is quarantined \(retry-limit\); the seller can see the sale in "
+        r"Wildberries' seller cabinet and take the good out of it there where Wildberries "
+        r"allows it",
+        N_(
+            "Wildberries: {w} (task {t}). Wildberries does not change the price of a good while "
+            "it is in a sale for its high inventory (often hours or days): the price is tried "
+            "again, each try retry_max_delay after the last, and if the sale outlasts the tries "
+            "it is quarantined (retry-limit); the seller can see the sale in Wildberries' seller "
+            "cabinet and take the good out of it there where Wildberries allows it"
         ),
     ),
     (r"Wildberries: (?P<w>.*) \(task (?P<t>\d+)\)", N_("Wildberries: {w} (task {t})")),

@@ -35,6 +35,22 @@ def test_a_marketplaces_unknown_response_and_refusal_name_the_marketplace(target
 
 
 @pytest.mark.parametrize("target", MARKETPLACES)
+def test_a_marketplaces_unknown_sku_reason_names_its_catalogue_never_a_shop(target: str) -> None:
+    """Review wbcat finding 2: ``status`` and ``quarantine list`` (``name``) said «нет такого
+    товара в магазине» on a Wildberries channel: a marketplace has no shop."""
+    said = name("reason", "unknown-sku", "ru", target)
+    assert said == "нет товара в каталоге площадки (unknown-sku)", said
+    assert "магазин" not in said
+    assert name("reason", "unknown-sku", "en", target) == (
+        "not in the marketplace's catalogue (unknown-sku)"
+    )
+    # a shop's channel keeps the shop's words
+    assert name("reason", "unknown-sku", "ru", "woocommerce") == (
+        "нет такого товара в магазине (unknown-sku)"
+    )
+
+
+@pytest.mark.parametrize("target", MARKETPLACES)
 @pytest.mark.parametrize("reason", ["retry-limit", "unknown-response", "http-400"])
 def test_a_marketplaces_advice_sends_to_its_cabinet_never_to_a_site_team(
     target: str, reason: str
