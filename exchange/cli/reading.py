@@ -40,8 +40,8 @@ from exchange.ops.attention import attention
 from exchange.ops.backlog import backlog, backlog_words, untaken_channels
 from exchange.ops.channel_status import channel_figures, channels_table, dropped_channels
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
+from exchange.ops.find import by_message, find_whole, wait_from_now
 from exchange.ops.find import find as find_messages
-from exchange.ops.find import wait_from_now
 from exchange.ops.notify import last_told
 from exchange.ops.prioritize import prioritize
 from exchange.ops.status import (
@@ -281,15 +281,14 @@ def find_command(
         settings = _settings(ctx)
         engine = _reading_engine(settings)
         with transaction(engine, read_only=True) as connection:
-            rows = _shown(find_messages(connection, term, channel=channel))
+            rows = _shown(find_whole(connection, term, channel=channel))
             several = len(channel_ids(connection)) > 1
     if as_json:
-        print(
-            json.dumps(
-                {"database": safe_url(settings.database_url), "messages": rows},
-                ensure_ascii=False,
-            )
-        )
+        # Contract 6: a list, an object per message (its state on each channel in
+        # ``deliveries``), each naming the database it was read from, as ``quarantine list``.
+        database = safe_url(settings.database_url)
+        found = [{**message, "database": database} for message in by_message(rows)]
+        print(json.dumps(found, ensure_ascii=False))
         return
     _header(settings)
     _print_found(rows, settings.display_tz, cli_lang(), several=several, now=SystemClock().now())
