@@ -242,6 +242,21 @@ _MARKETPLACE_CHECK: dict[str, str] = {
         "The marketplace answered something the service does not understand, and may have taken "
         "the price: check the price in the marketplace's cabinet, then {retry} or {cancel}."
     ),
+    # A marketplace's channel maps its price types itself (contract 14, docs/marketplaces:
+    # ozon_price_types, wb_price_types, ym_price_types): the shop's settings are refused with
+    # EXCHANGE_CHANNELS, so naming them would send the seller to a setting that cannot be set.
+    "unmapped-price-type": N_(
+        "The channel does not know this price type: add it to the channel's own price mapping "
+        "(ozon_price_types on Ozon, wb_price_types on Wildberries, ym_price_types on Yandex "
+        "Market; in the channel's table [channels.NAME] of the TOML file or in "
+        "EXCHANGE_CHANNELS), {restart} and {retry}. To leave this price type out of this "
+        "channel, map it to false (null in EXCHANGE_CHANNELS) and {cancel}."
+    ),
+    "not-for-this-shop": N_(
+        "Left out on purpose: the channel's own price mapping (ozon_price_types, "
+        "wb_price_types or ym_price_types) maps this price type to false. Nothing to do; to "
+        "send it, map the price type to a price field of the marketplace."
+    ),
 }
 # A marketplace's ``unknown-sku`` (contract 14): no shop product, but an offer missing from the
 # marketplace's own catalogue, in its own terms (research §1.4 Ozon's offer_id, §2 WB's vendor
@@ -278,6 +293,25 @@ _SUPERSEDED = N_(
 _UNKNOWN_REASON = N_("Look at {history} and decide.")
 
 
+def advice_words(reason: str | None, target: str | None, *, superseded: bool = False) -> str:
+    """The advice ``next_check`` says for ``reason`` on a channel of ``target``, untranslated:
+    the one place that decides it per target's kind (a site's or a marketplace's, contract 14).
+    Two channels whose advice is the same text have one advice (the workbench's quarantine
+    page says it once, ``web.workbench.core.reasons_on``)."""
+    marketplace = on_marketplace(target)
+    if superseded:
+        return _SUPERSEDED
+    if marketplace and reason and reason.startswith("http-"):
+        return _REJECTED_BY_MARKETPLACE
+    if marketplace and reason == "unknown-sku" and target in _MARKETPLACE_UNKNOWN_SKU:
+        return _MARKETPLACE_UNKNOWN_SKU[target]
+    if marketplace and reason in _MARKETPLACE_CHECK:
+        return _MARKETPLACE_CHECK[reason]
+    if reason and reason.startswith("http-"):
+        return _REJECTED_BY_SITE
+    return _NEXT_CHECK.get(reason or "", _UNKNOWN_REASON)
+
+
 def next_check(
     reason: str | None,
     lang: Lang = "en",
@@ -289,19 +323,7 @@ def next_check(
     """What the operator has to check or do next, in plain words. ``steps`` says each of
     ``STEP_NAMES`` as a page does (its buttons); a report's own words by default. ``target``:
     the channel's; a marketplace's (``words.on_marketplace``) has no site team to ask."""
-    marketplace = on_marketplace(target)
-    if superseded:
-        words = _SUPERSEDED
-    elif marketplace and reason and reason.startswith("http-"):
-        words = _REJECTED_BY_MARKETPLACE
-    elif marketplace and reason == "unknown-sku" and target in _MARKETPLACE_UNKNOWN_SKU:
-        words = _MARKETPLACE_UNKNOWN_SKU[target]
-    elif marketplace and reason in _MARKETPLACE_CHECK:
-        words = _MARKETPLACE_CHECK[reason]
-    elif reason and reason.startswith("http-"):
-        words = _REJECTED_BY_SITE
-    else:
-        words = _NEXT_CHECK.get(reason or "", _UNKNOWN_REASON)
+    words = advice_words(reason, target, superseded=superseded)
     said = steps if steps is not None else {k: _(v, lang) for k, v in _REPORT_STEPS.items()}
     advice = _(words, lang).format(reason=reason, **{k: said[k] for k in STEP_NAMES})
     pressed = sum(words.count(f"{{{step}}}") for step in _PRESSED)

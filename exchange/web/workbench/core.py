@@ -25,7 +25,7 @@ from exchange.ops import find as finder
 from exchange.ops import operators
 from exchange.ops.status import human_age, pace_words, requests_per_second
 from exchange.report.mask import Redactor
-from exchange.report.words import next_check
+from exchange.report.words import advice_words, next_check
 from exchange.web.config import WebConfig
 from exchange.web.keys import DEVICE_MAX_AGE_S, Signer
 from exchange.web.sign_ins import SignIns
@@ -86,12 +86,17 @@ def unstorable(value: object) -> bool:
 
 def reasons_on(rows: list[dict[str, Any]], targets: dict[str, str]) -> list[tuple[str, str | None]]:
     """The reasons of a page's rows, each once, with its marketplace's target where its channel
-    is a marketplace's (``words.on_marketplace``: its advice is the marketplace's), by reason."""
+    is a marketplace's (``words.on_marketplace``: its advice is the marketplace's), by reason.
+    A reason whose advice is one text on several channels (``report.words.advice_words``: three
+    marketplaces' unmapped price type) is said once, never once per channel."""
     pairs = set()
     for row in rows:
         target = targets.get(row.get("channel") or "")
         pairs.add((row["reason"], target if on_marketplace(target) else None))
-    return sorted(pairs, key=lambda pair: (pair[0] or "", pair[1] or ""))
+    said: dict[tuple[str, str], tuple[str, str | None]] = {}
+    for reason, target in sorted(pairs, key=lambda pair: (pair[0] or "", pair[1] or "")):
+        said.setdefault((reason, advice_words(reason, target)), (reason, target))
+    return list(said.values())
 
 
 class Who:
