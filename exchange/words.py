@@ -131,6 +131,11 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     # In-progress messages whose worker waits out the site's Retry-After (contract 5c): they
     # keep their lease but none is being sent (issue 34: «отправляется 44», «в работе 0»).
     "delayed_awaiting": N_("of which wait for the marketplace (not a retry)"),
+    # A price that alone breaks its marketplace's rule waits for 1C's other price type
+    # (``ops.waits.awaiting_1c``): the wait is on 1C, not on the marketplace.
+    "delayed_awaiting_1c": N_(
+        "of which wait for 1C: the other price type (quarantined if it does not come)"
+    ),
     "in_progress_waiting": N_("of which wait: the site asked to wait until {until}"),
     # Said instead of "no other" when a worker's row is not live and not stopped (kill -9).
     "last_stopped_others": N_("Worker {worker} stopped {ago} ({when}); {others}"),

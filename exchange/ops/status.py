@@ -49,7 +49,7 @@ from exchange.errors import ExchangeError, OperatorError
 from exchange.i18n import N_, Lang, _, matching, ngettext, number, percent, pgettext
 from exchange.intake.sources.common import Source
 from exchange.ops.find import held, held_condition, nowhere_facts
-from exchange.ops.waits import awaiting
+from exchange.ops.waits import awaiting, awaiting_1c
 from exchange.ops.withheld_behind import behind_counts
 from exchange.queue import control, order
 from exchange.settings import worker_live_within
@@ -130,6 +130,9 @@ class Status:
     # (``exchange.ops.waits``: Ozon's hourly limit, an outcome read later, a read-back): a
     # part of ``counts["delayed"]``, said as a wait.
     awaiting_channel: int = 0
+    # Of the ``delayed`` ones that wait, those that wait for 1C to send the other price type
+    # (``waits.awaiting_1c``): not counted in ``awaiting_channel``, said as a wait for 1C.
+    awaiting_1c: int = 0
     # The ``withheld`` prices a newer price waits behind (``ops.withheld_behind``: Wildberries'
     # price quarantine): a part of ``counts["withheld"]`` that must not be confirmed.
     withheld_behind: int = 0
@@ -199,22 +202,28 @@ def status(
         site_unreachable_since=unreachable_since(shown),
         waiting_for_site=waiting_for_site(connection, shown, now, ids),
         awaiting_channel=awaiting_channel(connection, ids) if counts[State.DELAYED.value] else 0,
+        awaiting_1c=awaiting_channel(connection, ids, on_1c=True)
+        if counts[State.DELAYED.value]
+        else 0,
         withheld_behind=(
             sum(behind_counts(connection, ids).values()) if counts[State.WITHHELD.value] else 0
         ),
     )
 
 
-def awaiting_channel(connection: Connection, ids: list[int]) -> int:
+def awaiting_channel(connection: Connection, ids: list[int], *, on_1c: bool = False) -> int:
     """How many delayed deliveries on the channels ``ids`` wait for their channel
-    (``waits.awaiting``), not for a retry."""
+    (``waits.awaiting``), not for a retry, nor for 1C (``waits.awaiting_1c``); with ``on_1c``,
+    how many wait for 1C to send the other price type."""
     d = deliveries
+    for_1c = awaiting_1c(d.c.message_pk, d.c.channel_id, d.c.state)
     return int(
         connection.execute(
             select(func.count()).where(
                 on(d.c.channel_id, ids),
                 d.c.state == State.DELAYED.value,
                 awaiting(d.c.message_pk, d.c.channel_id, d.c.state),
+                for_1c if on_1c else not_(for_1c),
             )
         ).scalar_one()
     )
@@ -830,6 +839,9 @@ def tables(
         if state == State.DELAYED.value and figures.awaiting_channel:
             # a wait for the marketplace is no retry (``waits.awaiting``), as the dashboard
             states.add_row("  " + word("delayed_awaiting", lang), str(figures.awaiting_channel))
+        if state == State.DELAYED.value and figures.awaiting_1c:
+            # a wait on 1C's other price type is neither a retry nor the marketplace's
+            states.add_row("  " + word("delayed_awaiting_1c", lang), str(figures.awaiting_1c))
         waiting = figures.waiting_for_site
         if state == State.IN_PROGRESS.value and waiting:
             until = local_time(waiting["until"], zone)
