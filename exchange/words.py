@@ -476,6 +476,8 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "retry-scheduled": NP_("event", "retry scheduled"),
         "quarantined": NP_("event", "quarantined"),
         "released": NP_("event", "released"),
+        # a released attempt whose request went out and got no answer (``event_said``)
+        "released-unknown": NP_("event", "sent, answer unknown: sent again, not charged"),
         "lease-expired": NP_("event", "lease expired"),
         "operator-retry": NP_("event", "operator retry"),
         "operator-cancel": NP_("event", "operator cancel"),
@@ -1033,6 +1035,16 @@ _OS_ERRORS: dict[str, str] = {
     "Cannot assign requested address": N_("Cannot assign requested address"),
     "Connection refused": N_("Connection refused"),
 }
+
+
+def event_said(event: str | None, detail: str | None, lang: Lang) -> str:
+    """A history row's event in words. An uncharged attempt handed back (``released``) whose
+    request went out with no answer (its detail begins ``result-unknown:``,
+    ``queue.record``: a timeout after sending) was sent, not "returned unsent": said as sent,
+    answer unknown, sent again (review mpadvice item 3); any other by ``name``."""
+    if event == "released" and (detail or "").startswith("result-unknown: "):
+        return name("event", "released-unknown", lang)
+    return name("event", event, lang)
 
 
 def state_said(state: str | None, lang: Lang, *, awaiting: bool = False) -> str:

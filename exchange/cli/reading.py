@@ -56,7 +56,7 @@ from exchange.ops.status import (
 )
 from exchange.ops.waits import awaiting_in_story
 from exchange.queue import control
-from exchange.report.words import history_words
+from exchange.report.words import answer_said, history_words
 from exchange.settings import safe_url
 from exchange.words import (
     channels_named,
@@ -555,7 +555,9 @@ def history(
         leased = _in_zone(e["leased_at"], settings.display_tz, lang)
         if e["lease_until"]:  # unanswered (or still in flight): when its lease runs out
             leased += f" – {_in_zone(e['lease_until'], settings.display_tz, lang)}"
-        event, from_state, to_state = history_words(e["event"], e["from"], e["to"], lang, waits)
+        event, from_state, to_state = history_words(
+            e["event"], e["from"], e["to"], lang, waits, e["detail"]
+        )
         cells = (
             _in_zone(e["at"], settings.display_tz, lang),
             *([e.get("channel") or "—"] if by_channel else []),
@@ -565,7 +567,7 @@ def history(
             e["worker"] or "",
             str(e["attempt"] or ""),
             leased,
-            str(e["http_status"] or e["error_class"] or ""),
+            answer_said(e["http_status"], e["error_class"], lang) or "",
             detail,
         )
         # Text, not str: rich would read "[operator: note]" or data from the site as markup.

@@ -16,7 +16,14 @@ from zoneinfo import ZoneInfo
 from exchange.i18n import N_, _, moment, ngettext
 from exchange.ops.waits import awaiting_in_story
 from exchange.report.model import Entry, HistoryEvent, Lang, Report
-from exchange.words import error_words, name, on_marketplace, reason_target, state_said
+from exchange.words import (
+    error_words,
+    event_said,
+    name,
+    on_marketplace,
+    reason_target,
+    state_said,
+)
 
 # Each label in English, marked for the catalogs (exchange/locale: the Russian is there). The order
 # of COLUMNS is the order of the detail table.
@@ -526,6 +533,16 @@ def detail_row(
     return [values[column] for column in columns]
 
 
+def answer_said(http_status: int | None, error_class: str | None, lang: Lang) -> str | None:
+    """A history row's HTTP column: the channel's HTTP status; without one, an English reader
+    gets the service's error class (a code, as the English columns keep), a Russian one
+    nothing: «InvalidForChannel» is an internal name, and the detail beside it says the cause
+    in words (review mpadvice item 5)."""
+    if http_status is not None:
+        return str(http_status)
+    return error_class if lang == "en" else None
+
+
 def history_rows(entry: Entry, lang: Lang) -> list[list[Cell]]:
     """An entry's history in ``HISTORY_COLUMNS`` order; a Russian report names its events and
     states in words and says its details in Russian (the workbench's words: ``history_words``),
@@ -534,12 +551,12 @@ def history_rows(entry: Entry, lang: Lang) -> list[list[Cell]]:
         [
             entry.message_id,
             e.at,
-            *history_words(e.event, e.from_state, e.to_state, lang, waits),
+            *history_words(e.event, e.from_state, e.to_state, lang, waits, e.detail),
             e.worker,
             e.attempt,
             e.leased_at,
             e.lease_until,
-            str(e.http_status) if e.http_status is not None else e.error_class,
+            answer_said(e.http_status, e.error_class, lang),
             error_words(e.detail, lang) if e.detail else e.detail,
             e.operator,
             e.note,
@@ -562,16 +579,18 @@ def history_words(
     to_state: str | None,
     lang: Lang,
     awaits: tuple[bool, bool] = (False, False),
+    detail: str | None = None,
 ) -> tuple[str, str | None, str | None]:
     """A history row's event and states as a report says them: words in Russian, the stored
     codes in English (what ``exchange history --json`` and the logs say). ``awaits`` says
     whether its delayed from- and to-state wait for the channel rather than for a retry
     (``exchange.ops.waits.awaiting_in_story``): said as a wait (``state_said``), never as a
-    retry."""
+    retry. ``detail``: the row's, which says whether a released attempt was sent with its
+    answer unknown (``words.event_said``)."""
     if lang == "en":
         return event, from_state, to_state
     return (
-        name("event", event, lang),
+        event_said(event, detail, lang),
         state_said(from_state, lang, awaiting=awaits[0]) if from_state else from_state,
         state_said(to_state, lang, awaiting=awaits[1]) if to_state else to_state,
     )

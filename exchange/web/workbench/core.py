@@ -34,6 +34,7 @@ from exchange.words import (
     WORDS,
     Lang,
     error_words,
+    event_said,
     messages_counted,
     money,
     on_marketplace,
@@ -222,6 +223,8 @@ class Core:
             n=lambda group, code, target=None: code_name(group, code, lang, target),
             # a delivery's state; a delayed one waiting for its channel as a wait
             # (``words.state_said``, ``exchange.ops.waits``), never as a retry
+            # a released attempt sent with its answer unknown said as sent (words.event_said)
+            event_n=lambda event, detail=None: event_said(event, detail, lang),
             state_n=lambda state, waits=False: state_said(state, lang, awaiting=bool(waits)),
             said=lambda text: error_words(text, lang),
             unset=lambda fact, attempted: unset_fact(fact, attempted, lang),
