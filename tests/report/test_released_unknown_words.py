@@ -18,9 +18,7 @@ def test_a_released_attempt_with_its_result_unknown_is_said_as_sent() -> None:
     event, _, _ = history_words("released", "in_progress", "delayed", "ru", detail=UNKNOWN)
     assert event == said
     # a released attempt that never went out keeps its words
-    assert event_said("released", "breaker open, not charged", "ru") == (
-        "возвращено без отправки"
-    )
+    assert event_said("released", "breaker open, not charged", "ru") == ("возвращено без отправки")
     assert history_words("released", "in_progress", "new", "ru")[0] == "возвращено без отправки"
     assert history_words("released", "in_progress", "new", "en", detail=UNKNOWN)[0] == "released"
 
