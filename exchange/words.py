@@ -1102,6 +1102,47 @@ def target_said(english: str, lang: Lang) -> str:
     return english
 
 
+_UNITS = {"en": ("d", "h", "min", "s"), "ru": ("д", "ч", "мин", "с")}
+
+
+def human_age(seconds: float | None, lang: str = "en") -> str:
+    """An age or a wait as a person reads it: the two largest units ("3 h 12 min", «3 ч 12
+    мин» with ``lang`` ``ru``), "-" for none. The one formatting of a duration that
+    ``status``, ``find`` and the workbench share (a detail's wait too: ``error_words``)."""
+    if seconds is None:
+        return "-"
+    whole = max(0, int(seconds))
+    days, rest = divmod(whole, 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    d, h, m, s = _UNITS["ru" if lang == "ru" else "en"]
+    parts = [(days, d), (hours, h), (minutes, m), (secs, s)]
+    while len(parts) > 1 and parts[0][0] == 0:
+        parts.pop(0)
+    return " ".join(f"{value} {unit}" for value, unit in parts[:2] if value or unit == s)
+
+
+# The groups of ``_ERRORS`` that hold a wait in seconds, said «{w} с» in a message: a wait of a
+# minute or more is said in minutes and hours (``human_age``), never «уйдёт через 2778 с»
+# (review mpadvice item 4: Ozon's hourly limit).
+_WAITS = ("w", "l")
+_LONG_WAIT_S = 60
+
+
+def _waits_said(message: str, values: Mapping[str, str | None], lang: Lang) -> str:
+    """``message`` (translated) with each long wait of ``values`` put in its place as
+    ``human_age`` says it, its unit with it; a short one (or no number) as it was."""
+    for group in _WAITS:
+        value = values.get(group) or ""
+        if not re.fullmatch(r"\d+(\.\d+)?", value) or float(value) < _LONG_WAIT_S:
+            continue
+        unit = _UNITS["ru" if lang == "ru" else "en"][3]
+        said = re.sub(rf"\{{{group}\}}\s+{unit}\b", human_age(float(value), lang), message)
+        if said != message:
+            message = said
+    return message
+
+
 def error_words(text: str, lang: Lang) -> str:
     """An error of the service, a detail of a message's history or the outcome of a 1C
     exchange, in the page's language."""
@@ -1127,7 +1168,7 @@ def error_words(text: str, lang: Lang) -> str:
                 values["parts"] = settings_words(values["parts"], lang)
             if "source" in values:
                 values["source"] = channels_source_words(values["source"], lang)
-            return _(message, lang).format(**values)
+            return _waits_said(_(message, lang), values, lang).format(**values)
     said = detail_words(text)
     return said if said != text else onec_words(text)  # a 1C exchange's outcome (its page)
 
@@ -2641,7 +2682,7 @@ def detail_words(text: str) -> str:
                 if "{" + key + ";}" in russian:
                     russian = russian.replace("{" + key + ";}", "{" + key + "}")
                     values[key] = "; ".join(detail_words(part) for part in values[key].split("; "))
-            return russian.format(**values)
+            return _waits_said(russian, values, "ru").format(**values)
     return text
 
 

@@ -63,6 +63,7 @@ from exchange.words import (
     reason_target,
     word,
 )
+from exchange.words import human_age as human_age  # the one duration, where it was read
 
 RECENT = timedelta(minutes=15)
 # A worker that has not reported for this long is gone (worker ids change with every start):
@@ -768,25 +769,6 @@ def blocked_aggregates(
             }
         )
     return result
-
-
-_UNITS = {"en": ("d", "h", "min", "s"), "ru": ("д", "ч", "мин", "с")}
-
-
-def human_age(seconds: float | None, lang: str = "en") -> str:
-    """An age as a person reads it: the two largest units ("3 h 12 min", «3 ч 12 мин» with
-    ``lang`` ``ru``), "-" for none."""
-    if seconds is None:
-        return "-"
-    whole = max(0, int(seconds))
-    days, rest = divmod(whole, 86_400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    d, h, m, s = _UNITS["ru" if lang == "ru" else "en"]
-    parts = [(days, d), (hours, h), (minutes, m), (secs, s)]
-    while len(parts) > 1 and parts[0][0] == 0:
-        parts.pop(0)
-    return " ".join(f"{value} {unit}" for value, unit in parts[:2] if value or unit == s)
 
 
 def when_ago(value: str | datetime | None, zone: str, now: datetime, lang: str = "en") -> str:
