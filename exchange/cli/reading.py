@@ -343,9 +343,13 @@ def _print_found(
 ) -> None:
     """Each message's full id on a line of its own (a table would cut it), then its facts: in
     Russian the state, kind and reason in words, the price as Russian writes it, the time in
-    the display zone («05.12.2026 14:30:00 MSK»); the id, SKU and codes as they are."""
+    the display zone («05.12.2026 14:30:00 MSK»); the id, SKU and codes as they are. A
+    message's deliveries (one row each, contract 13) follow its id, said once."""
+    last = None
     for row in rows:
-        out.print(row["message_id"], markup=False, highlight=False, soft_wrap=True)
+        if row["message_id"] != last:
+            out.print(row["message_id"], markup=False, highlight=False, soft_wrap=True)
+        last = row["message_id"]
         facts = _found_facts(row, zone, lang, now)
         if several:  # contract 13: each delivery's channel (a rejected record: none)
             facts = (

@@ -512,3 +512,17 @@ def test_a_retry_of_a_message_quarantined_on_two_channels_names_it_once(
     assert "on channel api: 1" in done.stdout and "on channel second: 1" in done.stdout, describe(
         done
     )
+
+
+def test_find_says_a_messages_id_once_whatever_its_channels(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario
+) -> None:
+    """Review mpadvice item 6: ``find`` printed the message_id line once per channel; a
+    message's deliveries follow its id, said once."""
+    _second(engine, scenario.sku2)
+    found = run_json(cli, "find", "SKU-2", "--json", db=db_url)["messages"]
+    message_id = found[0]["message_id"]
+    text = cli("find", "SKU-2", db=db_url).stdout
+    lines = text.splitlines()
+    assert lines.count(message_id) == 1, text
+    assert "channel api:" in text and "channel second:" in text, text
