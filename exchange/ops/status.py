@@ -1063,7 +1063,12 @@ def shown_workers(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int
     stopped, and the last stopped of each channel (a process's own rows, of no channel, as
     one more); how many other stopped rows there are, counted in one line instead. Short runs
     without EXCHANGE_WORKER_ID leave rows that only pruning removes (owner 31 item 7: 45 rows
-    after 15 runs); ``--json`` keeps them all."""
+    after 15 runs); ``--json`` keeps them all. A process whose delivery loops have rows of
+    their own (``<worker id>/<channel>``, contract 13: with EXCHANGE_CHANNELS) is read on
+    those rows: its own row (no channel, no pace: «обработчик ещё не сообщал») is not shown
+    beside them, so four workers read as four, not eight (review mpadvice item 7)."""
+    loops = {str(row["worker_id"]).rpartition("/")[0] for row in rows if row.get("channel")}
+    rows = [r for r in rows if r.get("channel") or r["worker_id"] not in loops]
     last: dict[str | None, dict[str, Any]] = {}
     for row in rows:
         if row.get("state") != WorkerState.STOPPED:
