@@ -458,6 +458,8 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "delayed": NP_("state", "delayed"),
         # a delayed delivery that waits for its channel, not for a retry (exchange.ops.waits)
         "awaiting": NP_("state", "waiting for the marketplace"),
+        # a wait on 1C's other price type (``ops.waits.awaiting_1c``), not on the marketplace
+        "awaiting-1c": NP_("state", "waiting for 1C: the other price type"),
         "quarantined": NP_("state", "quarantined"),
         "cancelled": NP_("state", "cancelled"),
         "withheld": NP_("state", "withheld by the channel"),
@@ -1047,11 +1049,16 @@ def event_said(event: str | None, detail: str | None, lang: Lang) -> str:
     return name("event", event, lang)
 
 
-def state_said(state: str | None, lang: Lang, *, awaiting: bool = False) -> str:
+def state_said(
+    state: str | None, lang: Lang, *, awaiting: bool = False, on_1c: bool = False
+) -> str:
     """A delivery's state in words: a delayed one that waits for its channel
     (``exchange.ops.waits.awaiting``: Ozon's hourly limit, an outcome read later, a read-back)
-    as a wait, never as a retry; any other by ``name``. The one rule ``find``, ``status``
-    and the workbench share."""
+    as a wait, never as a retry; one whose wait is on 1C's other price type (``on_1c``:
+    ``waits.awaiting_1c``) as a wait for 1C, never for the marketplace; any other by
+    ``name``. The one rule ``find``, ``status`` and the workbench share."""
+    if state == "delayed" and awaiting and on_1c:
+        return name("state", "awaiting-1c", lang)
     if state == "delayed" and awaiting:
         return name("state", "awaiting", lang)
     return name("state", state, lang)

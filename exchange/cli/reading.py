@@ -392,7 +392,13 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang, now: datetime | Non
     facts = [
         _("{state}  {kind} {aggregate} v{version}", lang).format(
             state=(
-                state_said(row["state"], lang, awaiting=bool(row.get("awaiting"))) or "—"
+                state_said(
+                    row["state"],
+                    lang,
+                    awaiting=bool(row.get("awaiting")),
+                    on_1c=bool(row.get("awaiting_1c")),
+                )
+                or "—"
                 if lang != "en"
                 else row["state"] or "-"
             ),
@@ -452,7 +458,12 @@ def _delivery_line(delivery: dict[str, Any], lang: Lang = "en", target: str | No
     headline."""
     state, reason = delivery["state"], delivery["reason"]
     if lang != "en":
-        state = state_said(state, lang, awaiting=bool(delivery.get("awaiting")))
+        state = state_said(
+            state,
+            lang,
+            awaiting=bool(delivery.get("awaiting")),
+            on_1c=bool(delivery.get("awaiting_1c")),
+        )
         reason = name("reason", reason, lang, target)
     return _("  channel {channel}: {state}, reason: {reason}, attempts: {attempts}", lang).format(
         channel=delivery["channel"],
@@ -519,7 +530,10 @@ def history(
             kind=name("kind", m["kind"], lang),
             aggregate=m["aggregate"],
             version=m["version"],
-            state=state_said(m["state"], lang, awaiting=bool(m.get("awaiting"))) or "—",
+            state=state_said(
+                m["state"], lang, awaiting=bool(m.get("awaiting")), on_1c=bool(m.get("awaiting_1c"))
+            )
+            or "—",
             reason=name("reason", m["reason"], lang, targets.get(m["channel"] or "")) or "—",
             attempts=m["attempts"],
         )

@@ -1176,21 +1176,9 @@ def biography(connection: Connection, message_id: str, channel: Channel = None) 
             "aggregate": row["aggregate"],
             "version": row["version"],
             "state": row["state"],
-            # delayed waiting for its channel, not for a retry (``waits.awaiting``)
-            "awaiting": row["state"] == State.DELAYED.value
-            and row["channel_id"] is not None
-            and bool(
-                connection.execute(
-                    select(
-                        awaiting(
-                            deliveries.c.message_pk, deliveries.c.channel_id, deliveries.c.state
-                        )
-                    ).where(
-                        deliveries.c.message_pk == row["id"],
-                        deliveries.c.channel_id == row["channel_id"],
-                    )
-                ).scalar()
-            ),
+            # delayed waiting for its channel, not for a retry (``waits.awaiting``); of those,
+            # waiting for 1C's other price type (``waits.awaiting_1c``)
+            **_waits_of(connection, row),
             "reason": row["reason"],
             "attempts": row["attempts"],
             "superseded_by": row["superseded_by"],
@@ -1234,6 +1222,7 @@ def on_every_channel(connection: Connection, pk: int) -> list[dict[str, Any]]:
             deliveries.c.attempts,
             deliveries.c.updated_at,
             awaiting(deliveries.c.message_pk, deliveries.c.channel_id, deliveries.c.state),
+            awaiting_1c(deliveries.c.message_pk, deliveries.c.channel_id, deliveries.c.state),
         )
         .join(channels, channels.c.id == deliveries.c.channel_id)
         .where(deliveries.c.message_pk == pk)
@@ -1247,9 +1236,26 @@ def on_every_channel(connection: Connection, pk: int) -> list[dict[str, Any]]:
             "attempts": attempts,
             "updated_at": _iso(updated_at),
             "awaiting": bool(waits),  # a wait for the channel, not a retry (``waits``)
+            "awaiting_1c": bool(on_1c),  # of those, a wait for 1C's other price type
         }
-        for name, state, reason, attempts, updated_at, waits in rows
+        for name, state, reason, attempts, updated_at, waits, on_1c in rows
     ]
+
+
+def _waits_of(connection: Connection, row: Any) -> dict[str, bool]:
+    """Whether a message's delivery (``row``: its ``id``, ``channel_id``, ``state``) waits for
+    its channel (``awaiting``) and, of those, for 1C's other price type (``awaiting_1c``)."""
+    if row["state"] != State.DELAYED.value or row["channel_id"] is None:
+        return {"awaiting": False, "awaiting_1c": False}
+    d = deliveries
+    found = connection.execute(
+        select(
+            awaiting(d.c.message_pk, d.c.channel_id, d.c.state),
+            awaiting_1c(d.c.message_pk, d.c.channel_id, d.c.state),
+        ).where(d.c.message_pk == row["id"], d.c.channel_id == row["channel_id"])
+    ).first()
+    waits, on_1c = (bool(found[0]), bool(found[1])) if found is not None else (False, False)
+    return {"awaiting": waits, "awaiting_1c": on_1c}
 
 
 def in_flight(row: Any, before: str | None) -> dict[str, Any]:

@@ -98,4 +98,7 @@ def test_a_price_waiting_for_1cs_other_price_type_is_no_wait_for_the_marketplace
     assert 'id="delayed-awaiting"' not in dashboard
     counted = dashboard.split('id="delayed-awaiting-1c"')[1].split("</tr>")[0]
     assert "ждут 1С: другой вид цены" in counted and ">1</td>" in counted, counted
-    assert ids
+    # the delivery's own state says the same wait, never «ждёт площадку»
+    page = html.unescape(client.get(f"/message/{ids['SKU-2']}").text)
+    on_ozon = page.split('id="on-second"')[1].split("</tr>")[0]
+    assert "ждёт 1С: другой вид цены" in on_ozon and "площадку" not in on_ozon, on_ozon

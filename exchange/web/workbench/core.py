@@ -225,7 +225,9 @@ class Core:
             # (``words.state_said``, ``exchange.ops.waits``), never as a retry
             # a released attempt sent with its answer unknown said as sent (words.event_said)
             event_n=lambda event, detail=None: event_said(event, detail, lang),
-            state_n=lambda state, waits=False: state_said(state, lang, awaiting=bool(waits)),
+            state_n=lambda state, waits=False, on_1c=False: state_said(
+                state, lang, awaiting=bool(waits), on_1c=bool(on_1c)
+            ),
             said=lambda text: error_words(text, lang),
             unset=lambda fact, attempted: unset_fact(fact, attempted, lang),
             messages_n=lambda count: messages_counted(count, lang),
