@@ -528,9 +528,7 @@ def test_the_dashboard_shows_each_channels_last_stopped_worker_and_counts_the_re
     page = html.unescape(signed_in(olga, "olga").get("/").text)
     table = page.split('<table id="workers">')[1].split("</table>")[0]
     ids = re.findall(r'<td class="id"[^>]*>(.*?)</td>', table)
-    assert ["vm-3/api", "vm-3/second", "w1/api"] == sorted(
-        i.replace("<wbr>", "") for i in ids
-    ), ids
+    assert ["vm-3/api", "vm-3/second", "w1/api"] == sorted(i.replace("<wbr>", "") for i in ids), ids
     assert "ещё 6 остановленных" in page.split('id="more-stopped">')[1].split("</p>")[0]
 
 
