@@ -45,7 +45,7 @@ from exchange.domain.reasons import CANCELLED_REASONS, Reason
 from exchange.domain.search_key import search_key
 from exchange.domain.states import PENDING, State, values
 from exchange.errors import OperatorError
-from exchange.ops.waits import awaiting
+from exchange.ops.waits import awaiting, awaiting_1c
 
 FOUND_SHOWN = 200
 HTTP_REASON = re.compile(r"http-[45][0-9][0-9]")
@@ -272,6 +272,7 @@ def find(
                 m,
                 attempted(m).label("attempted"),
                 awaiting(m.c.id, m.c.channel_id, m.c.state).label("awaiting"),
+                awaiting_1c(m.c.id, m.c.channel_id, m.c.state).label("awaiting_1c"),
             )
             .order_by(m.c.created_at.desc(), m.c.id.desc(), m.c.channel_id)
             .offset(offset)
@@ -302,6 +303,8 @@ def find(
             "attempted": bool(r["attempted"]),
             # delayed waiting for its channel, not for a retry (exchange.ops.waits)
             "awaiting": bool(r["awaiting"]),
+            # of those, waiting for 1C's other price type (``waits.awaiting_1c``)
+            "awaiting_1c": bool(r["awaiting_1c"]),
             **price_of(r["kind"], r["payload"]),
             "attempts": r["attempts"],
             # when a delayed one is due (its words' "goes in N s" was counted when the wait

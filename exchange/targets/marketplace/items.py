@@ -48,7 +48,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Protocol
 
 from exchange.domain.pause import KNOWN_PRICES_UNREAD
-from exchange.domain.prices import AWAITS_COMPANION, KnownPrice, WaitingPrice
+from exchange.domain.prices import AWAITING_1C, AWAITS_COMPANION, KnownPrice, WaitingPrice
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage
@@ -467,7 +467,7 @@ def _waits_for_1c(channel: Channel, broken: str, left: float, most: float) -> Cl
         f"in {wait:g} s, quarantined if it still breaks the rule {left:.0f} s from now, not "
         "charged",
         again_in=wait,
-        error_class=AWAITING_PRICE,
+        error_class=AWAITING_1C,  # a wait on 1C, not on the marketplace (ops.waits)
         receipt=AWAITS_COMPANION,  # a claim of its SKU takes it along (queue.lease.claim)
     )
 
