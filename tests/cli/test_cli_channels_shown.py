@@ -574,7 +574,7 @@ def test_find_says_a_messages_id_once_whatever_its_channels(
     """Review mpadvice item 6: ``find`` printed the message_id line once per channel; a
     message's deliveries follow its id, said once."""
     _second(engine, scenario.sku2)
-    found = run_json(cli, "find", "SKU-2", "--json", db=db_url)["messages"]
+    found = run_json(cli, "find", "SKU-2", "--json", db=db_url)
     message_id = found[0]["message_id"]
     text = cli("find", "SKU-2", db=db_url).stdout
     lines = text.splitlines()
