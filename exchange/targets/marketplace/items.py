@@ -1,7 +1,8 @@
 """One item per SKU (contract 14): what a marketplace request carries.
 
 An item carries every mapped price type of its SKU: the prices of the messages leased now (the
-deliveries it carries as new) and, for each other mapped price type, the newest version that
+deliveries it carries as new: the claim leases every due price type of a SKU it picks together,
+``exchange.queue.lease``) and, for each other mapped price type, the newest version that
 may have reached the marketplace (``KnownPrices``, read per channel: delivered, or in doubt, a
 send whose result is unknown, ``exchange.db.known_prices``; review ozon 33: an older one would
 put back the price it replaced); a price type the channel never had is left out, never sent as
