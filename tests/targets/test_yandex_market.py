@@ -1398,16 +1398,31 @@ def test_a_400_naming_no_offer_is_split_in_halves_to_find_the_refused_one(
     """Review 32b finding 9: a 400 naming no offer ("Internal validation failed") ended every
     offer of the request http-400. Halves sent apart find it (research §3.4: atomicity
     UNCONFIRMED, played both ways; a good offer sent twice is answered 200, §3.5): the good
-    offers wait for their read-back, the refused one ends with Yandex's words; bounded."""
+    offers wait for their read-back, the refused one ends with Yandex's words; bounded. The
+    refused one was in 400s that did not name it: a 400 that is not all-or-nothing may have
+    taken it (§8) and a repeat may be refused (§3.5), so it is read back, and ends terminal
+    with Yandex's words once ym_apply_timeout has passed without it (review ym400)."""
+    clock = Clock()
     messages = [price(f"SKU-{n}", 1, "10") for n in range(3)]
     messages[3:3] = [price("NOSUCH-3", 1, "12")]
     messages.append(price("SKU-4", 1, "10"))
-    found = run(lambda: target(ym), lambda t: t.send(messages))
-    expected = [Verdict.AWAITING] * 5
-    expected[3] = Verdict.TERMINAL
-    assert expected == verdicts(found), [c.detail for c in found]
-    assert "Internal validation failed" in found[3].detail and 400 == found[3].http_status
-    assert 7 == ym.requests["offer-prices/updates"], "5; 2 and 3; 1 and 2; 1 and 1"
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        first = await t.send(messages)
+        clock.now += 601
+        return first + await t.send(messages[3:4])
+
+    found = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
+    good = {Verdict.AWAITING, Verdict.DELIVERED}  # partial: the first 400 applied them
+    assert all(c.verdict in good for c in found[:5]), [c.detail for c in found]
+    (refused,) = found[5:]
+    assert Verdict.TERMINAL == refused.verdict and Reason.UNKNOWN_SKU == refused.reason
+    assert "Internal validation failed" in refused.detail and 400 == refused.http_status
+    if ym.switches.atomic_400:
+        assert 7 == ym.requests["offer-prices/updates"], "5; 2 and 3; 1 and 2; 1 and 1"
+    else:  # the read-back after the second 400 shows what the first applied: not halved
+        assert 3 == ym.requests["offer-prices/updates"], "5; 2 and 3"
+        assert [Verdict.DELIVERED] * 2 == [found[2].verdict, found[4].verdict]
 
 
 @pytest.mark.parametrize(
@@ -1417,10 +1432,19 @@ def test_a_400_naming_no_offer_is_split_in_halves_to_find_the_refused_one(
     ids=["none-named"],
 )
 def test_the_split_of_a_400_naming_no_offer_is_bounded(ym: YmSimulator) -> None:
-    """Every offer refused: at most SPLITS requests more than the first, then the rest ends
-    http-400 as before (never a request per offer of a refused 500)."""
+    """Every offer refused: at most SPLITS requests more than the first (never a request per
+    offer of a refused 500); what those 400s refused without naming may be Yandex's (§8), so
+    it is read back and ends terminal once ym_apply_timeout has passed without it."""
+    clock = Clock()
     messages = [price(f"NOSUCH-{n}", 1, "10") for n in range(40)]
-    found = run(lambda: target(ym), lambda t: t.send(messages))
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        first = await t.send(messages)
+        assert [Verdict.AWAITING] * 40 == verdicts(first), first
+        clock.now += 601
+        return await t.send(messages)
+
+    found = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
     assert [Verdict.TERMINAL] * 40 == verdicts(found)
     assert 1 + 20 == ym.requests["offer-prices/updates"]
 
