@@ -211,6 +211,38 @@ def test_discount_base_and_bestseller_minimum_are_sent_with_every_update_where_m
     ] == json.loads(json.dumps(body), parse_float=Decimal)["offers"]
 
 
+def test_a_bestseller_minimum_of_0_ends_the_minimum(ym: YmSimulator) -> None:
+    """Review ym400 finding 3: 1C's minimum for bestsellers cleared to 0 means no minimum.
+    Research §3.1: an update without ``minimumForBestseller`` deletes the value set before
+    ("Не передать этот параметр — удалится значение"), so the update leaves it out, and the
+    price is delivered once the read-back shows no minimum (it was ``invalid-for-channel``,
+    "the channel refuses a zero price": 1C could not end a minimum)."""
+    recorder = Recorder()
+    known = MemoryKnownPrices()  # the retail price delivered first, as the queue knows it
+    known.remember(KnownPrice("B12", "retail", Decimal("1000"), "RUB", 1))
+    types = {"retail": "value", "least": "minimumForBestseller"}
+    first = [price("B12", 1, "1000"), price("B12", 1, "900", price_type="least")]
+    cleared = [price("B12", 2, "0", price_type="least")]
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        out = await send_all(t, first)
+        out += await send_all(t, first)  # read back
+        assert Decimal(900) == ym.live("B12").minimum_for_bestseller  # type: ignore[union-attr]
+        out += await send_all(t, cleared)
+        return out + await send_all(t, cleared)  # read back
+
+    found = run(lambda: target(ym, price_types=types, known=known, transport=recorder), scenario)
+    assert [Verdict.DELIVERED] * 2 == verdicts(found[2:4]), [c.detail for c in found]
+    assert [Verdict.AWAITING, Verdict.DELIVERED] == verdicts(found[4:]), found[4:]
+    last = json.loads(json.dumps(recorder.updates()[-1]), parse_float=Decimal)["offers"]
+    assert [{"offerId": "B12", "price": {"value": 1000, "currencyId": "RUR"}}] == last
+    live = ym.live("B12")
+    assert live is not None and (Decimal(1000), None) == (
+        live.value,
+        live.minimum_for_bestseller,
+    )
+
+
 @pytest.mark.parametrize(
     ("value", "base", "rule"),
     [

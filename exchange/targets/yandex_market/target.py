@@ -14,7 +14,8 @@ How one request goes (``send``):
    out (§3.1, §3.6.2);
 3. Yandex's rules checked before sending (§3.1): ``value`` above 0 with at most 7 decimals,
    ``discountBase`` a whole number above ``value`` with a discount of 5–99 %,
-   ``minimumForBestseller`` in 0 < x ≤ 100 000 000, an ``offerId`` of 1–255 characters, the
+   ``minimumForBestseller`` in 0 < x ≤ 100 000 000 (0: no minimum, left out of the update),
+   an ``offerId`` of 1–255 characters, the
    roubles (``RUR``): otherwise TERMINAL ``invalid-for-channel`` with the rule;
 4. ``POST /v2/businesses/{businessId}/offer-prices/updates`` at Yandex's pace (pace.py: offers
    a minute, requests at once; a 420 waited out or the parallelism lowered, then sent again);
@@ -121,7 +122,9 @@ MONEY = {
     "value": Money(places=MAX_DIGITS),
     # 0 is "no discount" (as Ozon's old_price 0): the update goes without it (``_no_discount``).
     "discountBase": Money(places=0, zero=True),
-    "minimumForBestseller": Money(places=MAX_DIGITS),
+    # 0 is "no minimum" (review ym400): the update goes without it, and Yandex deletes the
+    # minimum an update leaves out (§3.1 "Не передать этот параметр — удалится значение").
+    "minimumForBestseller": Money(places=MAX_DIGITS, zero=True),
 }
 FIELDS = ("value", "discountBase", "minimumForBestseller")
 # The prices whose rules depend on ``value`` (contract 14, issue 32): a new one that breaks a
@@ -189,7 +192,8 @@ class _Item:
     def json(self, currency: str) -> dict[str, Any]:
         price: dict[str, Any] = {"value": self.fields["value"], "currencyId": currency}
         for name in FIELDS[1:]:
-            if name in self.fields and not (name == "discountBase" and not self.fields[name]):
+            # 0: no discount, no minimum; left out, Yandex drops it (§3.1, §3.6.2)
+            if self.fields.get(name):
                 price[name] = self.fields[name]
         return {"offerId": self.offer, "price": price}
 
@@ -1726,16 +1730,19 @@ def _held(seen: _Read | None, price: MappedPrice) -> Decimal | None:
     no_discount = price.amount == 0 or price.amount == seen.shown.get("value")
     if price.mapped == "discountBase" and not held and no_discount:
         return price.amount
+    if price.mapped == "minimumForBestseller" and not held and price.amount == 0:
+        return price.amount  # no minimum asked, none held
     return held
 
 
 def _shows(seen: _Read | None, fields: Mapping[str, Decimal]) -> bool:
-    """Whether the read-back shows each field as sent (no discount sent: none shown)."""
+    """Whether the read-back shows each field as sent (no discount or no minimum sent: none
+    shown)."""
     if seen is None:
         return False
     for name, sent in fields.items():
         shown = seen.shown.get(name)
-        if name == "discountBase" and not sent:
+        if name in FIELDS[1:] and not sent:
             if shown:
                 return False
         elif shown != sent:
@@ -1809,7 +1816,8 @@ def _rule_broken(item: _Item) -> str | None:
                 f"{DISCOUNT_MIN}-{DISCOUNT_MAX} %"
             )
     least = item.fields.get("minimumForBestseller")
-    if least is not None and (not least.is_finite() or not 0 < least <= MAX_BESTSELLER):
+    # 0: no minimum, the update goes without it
+    if least is not None and (not least.is_finite() or not 0 <= least <= MAX_BESTSELLER):
         return (
             f"offer {item.offer!r}: minimumForBestseller {number(least)} is not in 0 < x ≤ "
             f"{MAX_BESTSELLER}"
