@@ -19,7 +19,11 @@ How one request goes (``send``):
    roubles (``RUR``): otherwise TERMINAL ``invalid-for-channel`` with the rule;
 4. ``POST /v2/businesses/{businessId}/offer-prices/updates`` at Yandex's pace (pace.py: offers
    a minute, requests at once; a 420 waited out or the parallelism lowered, then sent again);
-   a 400 naming offers makes those TERMINAL with Yandex's words and sends the rest again;
+   a 400 naming offers makes those TERMINAL with Yandex's words and sends the rest again,
+   except an offer Yandex may hold all the same (its words say "already set", or an earlier
+   400 that did not name it may have taken it, §8): read back as in 5–6, and TERMINAL with
+   Yandex's words only when not shown within ``ym_apply_timeout`` (``_update``); one refused
+   ``OFFER_NOT_FOUND`` is TERMINAL ``unknown-sku``;
 5. a 200 means accepted, not applied (§3.4): each message is ``AWAITING`` and waits, not
    charged and not in flight, for the read-back (``again_in``: ``ym_apply_timeout``/40, then
    doubling up to ``ym_apply_timeout``/10); the item sent is remembered by message;
